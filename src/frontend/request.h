@@ -1,0 +1,68 @@
+// What the Python side (or the CLI) hands the compiler: the kernel's source,
+// the globals it can see, and how the launch arguments specialize it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/type.h"
+
+namespace tegula::frontend {
+
+// A global name visible to a kernel, resolved on the host side.
+struct GlobalValue {
+  enum class Kind {
+    Int,          // int_value
+    Float,        // float_value
+    Bool,         // int_value 0/1
+    None,
+    Str,          // text
+    DType,        // text holds the Tegula dtype name ("float32", "bfloat16", ...)
+    Language,     // the tile language module (`tegula.language` or `triton.language`);
+                  // text holds the module path so `tl.math` etc. resolve
+    Tegula,       // the top-level `tegula` / `triton` module (cdiv, next_power_of_2, jit)
+    JitFunction,  // function holds an index into KernelRequest::functions
+    Opaque,       // something else (a NumPy module, a class...): text is a description for errors
+  };
+  Kind kind = Kind::None;
+  int64_t int_value = 0;
+  double float_value = 0.0;
+  std::string text;
+  int32_t function = -1;
+};
+
+// One `@jit` function's source. functions[0] of a request is the kernel.
+struct FunctionSource {
+  std::string name;
+  std::string filename;
+  std::string source;      // as inspect.getsource returns it (may be indented)
+  int32_t first_line = 1;  // line of `source`'s first line in `filename`
+  std::map<std::string, GlobalValue> globals;  // names the function's body uses
+};
+
+// How one kernel parameter is bound at this launch.
+struct ArgSpec {
+  enum class Kind {
+    Pointer,    // dtype = pointee; divisibility = 16 when the address is 16-byte aligned
+    Int,        // dtype = i32 or i64 (or u64 for values above INT64_MAX); divisibility 16 or 1;
+                //   is_one: the value is 1 and is specialized as a constant
+    Float,      // dtype = f32
+    Bool,       // dtype = i1
+    Constexpr,  // value holds the compile-time constant
+  };
+  Kind kind = Kind::Int;
+  ir::Scalar dtype = ir::Scalar::I32;
+  int64_t divisibility = 1;
+  bool is_one = false;
+  GlobalValue value;
+};
+
+struct KernelRequest {
+  std::vector<FunctionSource> functions;  // [0] is the kernel
+  std::vector<ArgSpec> args;              // one per kernel parameter, in order
+  bool debug = false;
+};
+
+}  // namespace tegula::frontend

@@ -1,0 +1,57 @@
+// Types of tile IR values.
+//
+// A value is a scalar, a pointer to a scalar in memory, or a tile (a dense
+// N-d block, N >= 1) of scalars or pointers. Tile dimensions are
+// compile-time constants and powers of two (checked by the front end); the
+// total element count is bounded by kMaxTileElements.
+//
+//   i1            bool (stored as one byte in memory)
+//   i8..i64       signed integers, two's complement, wrapping arithmetic
+//   u8..u64       unsigned integers
+//   f16 bf16 f32 f64
+//   ptr<f32>      address of an f32 in global memory
+//   tile<64x32xf32>, tile<128xptr<f16>>
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tegula::ir {
+
+enum class Scalar : uint8_t { I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64 };
+
+constexpr int64_t kMaxTileElements = int64_t{1} << 20;
+
+bool is_float(Scalar s);
+bool is_integer(Scalar s);  // includes i1
+bool is_signed(Scalar s);   // signed integers (i1 counts as unsigned)
+int bit_width(Scalar s);    // i1 -> 1
+int byte_size(Scalar s);    // i1 -> 1
+const char* to_string(Scalar s);            // "f32"
+bool parse_scalar(const std::string& s, Scalar* out);
+
+struct Type {
+  Scalar scalar = Scalar::I32;  // element kind; for pointers, the pointee
+  bool pointer = false;         // elements are ptr<scalar>
+  std::vector<int64_t> shape;   // empty: not a tile
+
+  static Type of(Scalar s) { return Type{s, false, {}}; }
+  static Type ptr(Scalar s) { return Type{s, true, {}}; }
+  static Type tile(Scalar s, std::vector<int64_t> shape) { return Type{s, false, std::move(shape)}; }
+
+  bool is_tile() const { return !shape.empty(); }
+  bool is_pointer() const { return pointer; }     // scalar pointer or tile of pointers
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t numel() const;                          // 1 for non-tiles
+  Type element() const { return Type{scalar, pointer, {}}; }
+  Type with_shape(std::vector<int64_t> s) const { return Type{scalar, pointer, std::move(s)}; }
+  Type with_scalar(Scalar s) const { return Type{s, false, shape}; }  // drops pointer-ness
+
+  bool operator==(const Type& o) const = default;
+};
+
+// "i32", "ptr<f16>", "tile<64x32xf32>", "tile<128xptr<f32>>"
+std::string to_string(const Type& t);
+
+}  // namespace tegula::ir

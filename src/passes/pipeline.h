@@ -1,0 +1,23 @@
+// The optimization pipeline as one readable list of named stages, with the
+// verifier after each stage. Callers may ask for the IR after every stage
+// (for `inspect`, the CLI and TEGULA_DUMP_DIR).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tegula::passes {
+
+struct StageDump {
+  std::string stage;  // "lowered", "canonicalize", "cse", ...
+  std::string ir;
+};
+
+// Runs canonicalize, cse, licm, dce (to a fixed point, bounded). When `dumps`
+// is non-null, appends the printed IR after each stage.
+void optimize(ir::Function& fn, std::vector<StageDump>* dumps = nullptr);
+
+}  // namespace tegula::passes

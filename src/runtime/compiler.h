@@ -1,0 +1,96 @@
+// The compile driver: KernelRequest -> CompiledKernel, through the on-disk
+// cache. One straight-line function per stage:
+//   parse + lower (frontend) -> optimize (passes) -> emit (backend) -> build (toolchain) -> load
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/request.h"
+#include "ir/ir.h"
+#include "passes/pipeline.h"
+#include "support/diagnostic.h"
+
+namespace tegula::runtime {
+
+class SharedLibrary;
+
+// What leaves the runtime API: the fully rendered diagnostic text (location,
+// quoted line, caret, hint) and which Python exception it maps to
+// (Compile -> tegula.CompilationError, Type -> TypeError, Value -> ValueError).
+// UserError and InternalError never cross this boundary.
+class Error : public std::runtime_error {
+ public:
+  Error(std::string rendered, ErrorKind kind) : std::runtime_error(std::move(rendered)), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
+struct CompileOptions {
+  std::string backend = "cpu";
+  bool debug = false;
+  bool keep_stages = false;  // also produce the IR text of every stage and the source
+  std::string cache_dir;     // empty: $TEGULA_CACHE_DIR, else ~/.cache/tegula
+};
+
+// A launch argument value, already converted by the caller to the parameter's
+// kind (the binding layer checks kinds and reports user errors).
+struct ArgValue {
+  enum class Kind { Pointer, Int, UInt, Float, Bool } kind = Kind::Int;
+  uint64_t bits = 0;   // pointer address, integer bits
+  double real = 0.0;   // floats
+};
+
+struct Stages {
+  std::vector<passes::StageDump> ir;  // "lowered", then one per optimization stage
+  std::string source;                 // generated C++ (or CUDA) source
+};
+
+class CompiledKernel {
+ public:
+  std::string name;
+  std::vector<ir::Param> params;  // the launch ABI: one per runtime parameter, in order
+  std::string key;                // cache key (hex sha256)
+  bool from_disk_cache = false;   // loaded, not built, in this process
+  Stages stages;                  // filled when compiled with keep_stages
+
+  // Runs the grid (each of grid[0..2] >= 1; a zero dimension runs nothing) on
+  // the worker threads and returns when all programs finished. `args` holds
+  // one value per entry of `params`. Throws runtime::Error (kind Value/Type)
+  // on a mismatch it can detect.
+  void launch(const int64_t grid[3], const std::vector<ArgValue>& args) const;
+
+  // Internal: set by the driver.
+  std::shared_ptr<SharedLibrary> library;
+  void* entry = nullptr;
+};
+
+// Compiles (or loads from the disk cache) the kernel of `request`.
+// Thread-safe. Throws runtime::Error for errors in the user's kernel (rendered
+// against the request's sources) and for internal compiler errors.
+std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request,
+                                        const CompileOptions& options);
+
+// The cache key of a request: a hash of everything that affects the produced
+// code (every function source and its globals, the argument specialization,
+// the options, the toolchain identity, the Tegula version).
+std::string cache_key(const frontend::KernelRequest& request, const CompileOptions& options);
+
+// Process-wide counters, for tests and `tegula.runtime_stats()`.
+struct Stats {
+  std::atomic<int64_t> builds{0};        // backend builds (C++ compiler / NVRTC runs)
+  std::atomic<int64_t> disk_hits{0};     // kernels loaded from the disk cache
+  std::atomic<int64_t> frontend_runs{0}; // lowerings performed
+};
+Stats& stats();
+
+// The resolved cache directory for `options` (created 0700 if missing).
+// Throws UserError if it exists and is writable by group or others.
+std::string cache_directory(const CompileOptions& options);
+
+}  // namespace tegula::runtime
