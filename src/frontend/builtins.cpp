@@ -1,1 +1,597 @@
-// placeholder: being written
+// The functions of the tile language (tl.*, tl.math.*, tegula.cdiv, and the
+// Python builtins kernels use), each a small handler from call arguments to a
+// symbol. One table maps names to handlers.
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "frontend/lowering.h"
+#include "frontend/type_rules.h"
+#include "support/diagnostic.h"
+
+namespace tegula::frontend {
+
+using ir::OpKind;
+using ir::Scalar;
+
+// --- argument binding ----------------------------------------------------------
+
+BoundArgs::BoundArgs(const std::string& callee, const std::vector<std::string>& params, const CallArgs& args)
+    : callee_(callee), call_loc_(args.loc) {
+  std::vector<std::string> names;
+  std::vector<bool> optional;
+  for (const std::string& p : params) {
+    bool opt = !p.empty() && p[0] == '?';
+    names.push_back(opt ? p.substr(1) : p);
+    optional.push_back(opt);
+  }
+  if (args.positional.size() > names.size())
+    error_at(args.loc, "`" + callee + "` takes at most " + std::to_string(names.size()) + " arguments but " +
+                           std::to_string(args.positional.size()) + " were given");
+  for (size_t i = 0; i < args.positional.size(); ++i)
+    bound_[names[i]] = {args.positional[i], args.positional_locs[i]};
+  for (size_t k = 0; k < args.keywords.size(); ++k) {
+    const std::string& n = args.keywords[k].first;
+    bool known = false;
+    for (const std::string& p : names) known |= p == n;
+    if (!known) error_at(args.keyword_locs[k], "`" + callee + "` got an unexpected keyword argument `" + n + "`");
+    if (bound_.count(n)) error_at(args.keyword_locs[k], "`" + callee + "` got multiple values for `" + n + "`");
+    bound_[n] = {args.keywords[k].second, args.keyword_locs[k]};
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!optional[i] && !bound_.count(names[i]))
+      error_at(args.loc, "`" + callee + "` is missing the argument `" + names[i] + "`");
+}
+
+bool BoundArgs::has(const std::string& name) const {
+  auto it = bound_.find(name);
+  return it != bound_.end() && !it->second.first.is_none();
+}
+
+const Symbol& BoundArgs::get(const std::string& name) const {
+  auto it = bound_.find(name);
+  TEGULA_ASSERT(it != bound_.end(), "argument not bound: " + name);
+  return it->second.first;
+}
+
+SourceLoc BoundArgs::loc(const std::string& name) const {
+  auto it = bound_.find(name);
+  return it == bound_.end() ? call_loc_ : it->second.second;
+}
+
+// --- handlers --------------------------------------------------------------------
+
+namespace {
+
+using Handler = Symbol (*)(Lowerer&, const CallArgs&, const std::string& name);
+
+Symbol ok(ir::ValueId v) { return Symbol::of(v); }
+
+ir::ValueId as_bool(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what) {
+  const ir::Type& t = l.type(v);
+  if (t.is_pointer()) error_at(loc, what + " must be boolean, not a pointer");
+  if (t.scalar == Scalar::I1) return v;
+  if (ir::is_float(t.scalar))
+    error_at(loc, what + " must be boolean, but it is " + l.describe(Symbol::of(v)), "compare it, e.g. `x != 0`");
+  ir::ValueId zero = l.broadcast_to(l.constant(ConstValue::integer(0), t.element(), loc), t.shape, loc);
+  return l.create(OpKind::Cmp, {v, zero}, t.with_scalar(Scalar::I1), loc, {{"pred", ir::Attr{std::string("ne")}}});
+}
+
+Symbol program_id(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"axis"}, c);
+  int64_t axis = l.to_int_const(a.get("axis"), a.loc("axis"), "the axis of tl." + n);
+  if (axis < 0 || axis > 2) error_at(a.loc("axis"), "tl." + n + " axis must be 0, 1 or 2, not " + std::to_string(axis));
+  return ok(l.create(n == "program_id" ? OpKind::ProgramId : OpKind::NumPrograms, {}, ir::Type::of(Scalar::I32), c.loc,
+                     {{"axis", ir::Attr{axis}}}));
+}
+
+Symbol arange(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"start", "end"}, c);
+  auto bound = [&](const char* which) {
+    const Symbol& s = a.get(which);
+    if (!s.is_const())
+      error_at(a.loc(which), std::string("the ") + which + " of tl.arange must be a compile-time constant, but it is " +
+                                 l.describe(s),
+               "tile sizes are static: use a constexpr block size (e.g. `BLOCK: tl.constexpr`) and a mask for the tail");
+    return l.to_int_const(s, a.loc(which), std::string("the ") + which + " of tl.arange");
+  };
+  int64_t start = bound("start"), end = bound("end");
+  int64_t len = end - start;
+  if (len <= 0) error_at(c.loc, "tl.arange needs end > start, got [" + std::to_string(start) + ", " + std::to_string(end) + ")");
+  if ((len & (len - 1)) != 0)
+    error_at(c.loc, "tl.arange range length must be a power of two, but it is " + std::to_string(len),
+             "use tl.arange(0, BLOCK) with BLOCK = tegula.next_power_of_2(n) and mask with `offs < n`");
+  if (len > ir::kMaxTileElements) error_at(c.loc, "tl.arange range is longer than 2^20");
+  return ok(l.create(OpKind::Arange, {}, ir::Type::tile(Scalar::I32, {len}), c.loc,
+                     {{"start", ir::Attr{start}}, {"end", ir::Attr{end}}}));
+}
+
+Symbol full_like_impl(Lowerer& l, const std::vector<int64_t>& shape, const Symbol& value, Scalar dtype,
+                      const SourceLoc& loc) {
+  ir::ValueId v = value.is_const() ? l.constant(value.constant, ir::Type::of(dtype), loc)
+                                   : l.cast(l.to_value(value, loc, "the fill value"), dtype, loc);
+  if (l.type(v).is_tile()) error_at(loc, "the fill value must be a scalar");
+  return ok(l.broadcast_to(v, shape, loc));
+}
+
+Symbol zeros(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"shape", "?dtype"}, c);
+  auto shape = l.to_shape(a.get("shape"), a.loc("shape"), "the shape of tl.zeros");
+  Scalar dt = a.has("dtype") ? l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of tl.zeros") : Scalar::F32;
+  return full_like_impl(l, shape, Symbol::of(ConstValue::integer(0)), dt, c.loc);
+}
+
+Symbol full(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"shape", "value", "?dtype"}, c);
+  auto shape = l.to_shape(a.get("shape"), a.loc("shape"), "the shape of tl.full");
+  const Symbol& value = a.get("value");
+  Scalar dt;
+  if (a.has("dtype")) dt = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of tl.full");
+  else if (value.is_const()) dt = literal_type(value.constant);
+  else dt = l.type(l.to_value(value, a.loc("value"), "the value of tl.full")).scalar;
+  return full_like_impl(l, shape, value, dt, c.loc);
+}
+
+Symbol zeros_like(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "?dtype"}, c);
+  ir::ValueId x = l.to_value(a.get("input"), a.loc("input"), "the input of tl." + n);
+  Scalar dt = a.has("dtype") ? l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype") : l.type(x).scalar;
+  return full_like_impl(l, l.type(x).shape, Symbol::of(ConstValue::integer(0)), dt, c.loc);
+}
+
+Symbol full_like(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "fill_value", "?dtype"}, c);
+  ir::ValueId x = l.to_value(a.get("input"), a.loc("input"), "the input of tl." + n);
+  Scalar dt = a.has("dtype") ? l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype") : l.type(x).scalar;
+  return full_like_impl(l, l.type(x).shape, a.get("fill_value"), dt, c.loc);
+}
+
+ir::ValueId pointer_arg(Lowerer& l, const BoundArgs& a, const std::string& callee) {
+  const Symbol& p = a.get("pointer");
+  if (!p.is_value() || !l.type(p.value).is_pointer())
+    error_at(a.loc("pointer"), "the pointer of " + callee + " must be a pointer or a tile of pointers, but it is " +
+                                   l.describe(p),
+             "pass an array argument, offset with `ptr + offsets`");
+  return p.value;
+}
+
+std::vector<ir::NamedAttr> memory_hints(Lowerer& l, const BoundArgs& a, bool is_load) {
+  std::vector<ir::NamedAttr> attrs;
+  auto str = [&](const char* name, std::initializer_list<const char*> allowed) {
+    if (!a.has(name)) return;
+    ConstValue v = l.to_const(a.get(name), a.loc(name), std::string("`") + name + "`");
+    if (v.kind != ConstValue::Kind::Str) error_at(a.loc(name), std::string("`") + name + "` must be a string");
+    bool good = false;
+    std::string options;
+    for (const char* s : allowed) {
+      good |= v.s == s;
+      options += std::string(options.empty() ? "" : ", ") + "\"" + s + "\"";
+    }
+    if (!good) error_at(a.loc(name), "invalid " + std::string(name) + " \"" + v.s + "\"", "use one of " + options);
+    if (!v.s.empty()) attrs.push_back({name, ir::Attr{v.s}});
+  };
+  if (is_load) str("cache_modifier", {"", ".ca", ".cg", ".cv"});
+  else str("cache_modifier", {"", ".wb", ".cg", ".cs", ".wt"});
+  str("eviction_policy", {"", "evict_first", "evict_last", "evict_normal"});
+  if (a.has("boundary_check")) {
+    const Symbol& b = a.get("boundary_check");
+    if (!(b.kind == Symbol::Kind::Tuple && b.elements.empty()))
+      error_at(a.loc("boundary_check"), "`boundary_check` applies to block pointers, which are not supported yet");
+  }
+  return attrs;
+}
+
+Symbol load(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"pointer", "?mask", "?other", "?boundary_check", "?padding_option", "?cache_modifier",
+                  "?eviction_policy", "?volatile"}, c);
+  ir::ValueId ptr = pointer_arg(l, a, "tl.load");
+  std::vector<ir::NamedAttr> attrs = memory_hints(l, a, true);
+  if (a.has("volatile") && l.to_const(a.get("volatile"), a.loc("volatile"), "`volatile`").truthy())
+    attrs.push_back({"volatile", ir::Attr{int64_t{1}}});
+  std::vector<ir::ValueId> operands = {ptr};
+  if (a.has("mask")) {
+    ir::ValueId m = as_bool(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.load"), a.loc("mask"),
+                            "the mask of tl.load");
+    auto [p2, m2] = l.broadcast_pair(ptr, m, a.loc("mask"));
+    operands = {p2, m2};
+    if (a.has("other")) {
+      ir::Type elem = l.type(p2).with_scalar(l.type(p2).scalar);
+      const Symbol& o = a.get("other");
+      ir::ValueId ov = o.is_const() ? l.constant(o.constant, ir::Type::of(elem.scalar), a.loc("other"))
+                                    : l.cast(l.to_value(o, a.loc("other"), "`other` of tl.load"), elem.scalar, a.loc("other"));
+      if (l.type(ov).is_tile() && !l.type(p2).is_tile())
+        error_at(a.loc("other"), "`other` is a tile but the pointer is a scalar");
+      operands.push_back(l.broadcast_to(ov, l.type(p2).shape, a.loc("other")));
+    }
+  } else if (a.has("other")) {
+    error_at(a.loc("other"), "`other` has no effect without `mask`", "pass mask=... or drop `other`");
+  }
+  ir::Type result = l.type(operands[0]).with_scalar(l.type(operands[0]).scalar);
+  return ok(l.create(OpKind::Load, operands, result, c.loc, attrs));
+}
+
+Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"pointer", "value", "?mask", "?boundary_check", "?cache_modifier", "?eviction_policy"}, c);
+  ir::ValueId ptr = pointer_arg(l, a, "tl.store");
+  std::vector<ir::NamedAttr> attrs = memory_hints(l, a, false);
+  Scalar elem = l.type(ptr).scalar;
+  const Symbol& v = a.get("value");
+  ir::ValueId value = v.is_const() ? l.constant(v.constant, ir::Type::of(elem), a.loc("value"))
+                                   : l.to_value(v, a.loc("value"), "the value of tl.store");
+  if (l.type(value).is_pointer()) error_at(a.loc("value"), "storing pointers is not supported");
+  value = l.cast(value, elem, a.loc("value"));
+  if (l.type(value).is_tile() && !l.type(ptr).is_tile()) {
+    auto [p2, v2] = l.broadcast_pair(ptr, value, a.loc("value"));
+    ptr = p2;
+    value = v2;
+  } else {
+    value = l.broadcast_to(value, l.type(ptr).shape, a.loc("value"));
+  }
+  std::vector<ir::ValueId> operands = {ptr, value};
+  if (a.has("mask")) {
+    ir::ValueId m = as_bool(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.store"), a.loc("mask"),
+                            "the mask of tl.store");
+    if (l.type(m).is_tile() && l.type(m).shape != l.type(ptr).shape) {
+      auto [p2, m2] = l.broadcast_pair(ptr, m, a.loc("mask"));
+      operands = {p2, l.broadcast_to(value, l.type(p2).shape, a.loc("value")), m2};
+    } else {
+      operands.push_back(l.broadcast_to(m, l.type(ptr).shape, a.loc("mask")));
+    }
+  }
+  l.builder().set_loc(c.loc);
+  l.builder().create(OpKind::Store, operands, {}, attrs);
+  return Symbol::of(ConstValue::none());
+}
+
+Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"condition", "x", "y"}, c);
+  ir::ValueId cond = as_bool(l, l.to_value(a.get("condition"), a.loc("condition"), "the condition of tl.where"),
+                             a.loc("condition"), "the condition of tl.where");
+  ir::ValueId x, y;
+  const Symbol& sx = a.get("x");
+  const Symbol& sy = a.get("y");
+  bool px = sx.is_value() && l.type(sx.value).is_pointer(), py = sy.is_value() && l.type(sy.value).is_pointer();
+  if (px || py) {
+    if (!(px && py)) error_at(c.loc, "tl.where cannot mix pointers and numbers");
+    std::tie(x, y) = l.broadcast_pair(sx.value, sy.value, c.loc);
+  } else {
+    std::tie(x, y) = l.arith_operands(sx, sy, false, c.loc, "tl.where");
+  }
+  auto [cb, xb] = l.broadcast_pair(cond, x, c.loc);
+  auto [cb2, yb] = l.broadcast_pair(cb, y, c.loc);
+  auto [xb2, yb2] = l.broadcast_pair(xb, yb, c.loc);
+  return ok(l.create(OpKind::Select, {cb2, xb2, yb2}, l.type(xb2), c.loc));
+}
+
+Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "y", "?propagate_nan"}, c);
+  auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, n.c_str());
+  std::vector<ir::NamedAttr> attrs;
+  if (a.has("propagate_nan")) {
+    const Symbol& p = a.get("propagate_nan");
+    if (p.is_const() && p.constant.kind == ConstValue::Kind::Str && p.constant.s == "all")
+      attrs.push_back({"propagate_nan", ir::Attr{int64_t{1}}});
+  }
+  return ok(l.create(n == "minimum" ? OpKind::Min : OpKind::Max, {x, y}, l.type(x), c.loc, attrs));
+}
+
+// Float math: f16/bf16 computed in f32 and rounded back; integers rejected.
+ir::ValueId float_math(Lowerer& l, OpKind kind, ir::ValueId x, const SourceLoc& loc, const std::string& name) {
+  Scalar s = l.type(x).scalar;
+  if (l.type(x).is_pointer() || !ir::is_float(s))
+    error_at(loc, "tl." + name + " needs a floating-point operand, but it is " + l.describe(Symbol::of(x)),
+             "convert it first, e.g. x.to(tl.float32)");
+  if (s == Scalar::F16 || s == Scalar::BF16) {
+    ir::ValueId wide = l.cast(x, Scalar::F32, loc);
+    return l.cast(l.create(kind, {wide}, l.type(wide), loc), s, loc);
+  }
+  return l.create(kind, {x}, l.type(x), loc);
+}
+
+const std::map<std::string, OpKind>& unary_math_ops() {
+  static const std::map<std::string, OpKind> ops = {
+      {"exp", OpKind::Exp},     {"exp2", OpKind::Exp2}, {"log", OpKind::Log},   {"log2", OpKind::Log2},
+      {"sqrt", OpKind::Sqrt},   {"sqrt_rn", OpKind::Sqrt}, {"rsqrt", OpKind::Rsqrt}, {"sin", OpKind::Sin},
+      {"cos", OpKind::Cos},     {"tanh", OpKind::Tanh}, {"erf", OpKind::Erf},   {"floor", OpKind::Floor},
+      {"ceil", OpKind::Ceil},
+  };
+  return ops;
+}
+
+Symbol unary_math(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x"}, c);
+  ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the operand of tl." + n);
+  if (!ir::is_float(l.type(x).scalar) && !l.type(x).is_pointer() && (n == "floor" || n == "ceil")) return ok(x);
+  return ok(float_math(l, unary_math_ops().at(n), x, c.loc, n));
+}
+
+Symbol abs_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x"}, c);
+  const Symbol& s = a.get("x");
+  if (s.is_const() && s.constant.is_numeric()) {
+    ConstValue v = s.constant;
+    if (v.kind == ConstValue::Kind::Float) v.f = std::fabs(v.f);
+    else v.i = v.i < 0 ? -v.i : v.i;
+    return Symbol::of(v);
+  }
+  ir::ValueId x = l.to_value(s, a.loc("x"), "the operand of abs");
+  if (l.type(x).is_pointer()) error_at(c.loc, "abs is not defined for pointers");
+  if (!ir::is_signed(l.type(x).scalar) && !ir::is_float(l.type(x).scalar)) return ok(x);
+  return ok(l.create(OpKind::Abs, {x}, l.type(x), c.loc));
+}
+
+Symbol sigmoid(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x"}, c);
+  ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the operand of tl.sigmoid");
+  Scalar s = l.type(x).scalar;
+  if (!ir::is_float(s) || l.type(x).is_pointer()) error_at(c.loc, "tl.sigmoid needs a floating-point operand");
+  ir::ValueId w = (s == Scalar::F16 || s == Scalar::BF16) ? l.cast(x, Scalar::F32, c.loc) : x;
+  ir::Type t = l.type(w);
+  // sigmoid(x) = 1 / (1 + exp(-x))
+  ir::ValueId e = l.create(OpKind::Exp, {l.create(OpKind::Neg, {w}, t, c.loc)}, t, c.loc);
+  ir::ValueId one = l.broadcast_to(l.constant(ConstValue::real(1.0), t.element(), c.loc), t.shape, c.loc);
+  ir::ValueId r = l.create(OpKind::Div, {one, l.create(OpKind::Add, {one, e}, t, c.loc)}, t, c.loc);
+  return ok(l.cast(r, s, c.loc));
+}
+
+Symbol fma_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "y", "z"}, c);
+  // Promote pairwise so all three end with one type and one shape.
+  auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, "tl.fma");
+  auto [x2, z] = l.arith_operands(Symbol::of(x), a.get("z"), false, c.loc, "tl.fma");
+  auto [y2, z2] = l.arith_operands(Symbol::of(y), Symbol::of(z), false, c.loc, "tl.fma");
+  if (!ir::is_float(l.type(z2).scalar)) error_at(c.loc, "tl.fma needs floating-point operands");
+  return ok(l.create(OpKind::Fma, {x2, y2, z2}, l.type(z2), c.loc));
+}
+
+Symbol div_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "y", "?ieee_rounding"}, c);
+  auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, n.c_str());
+  if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, "tl." + n + " needs floating-point operands");
+  return ok(l.create(OpKind::Div, {x, y}, l.type(x), c.loc));
+}
+
+Symbol umulhi(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "y"}, c);
+  auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, "tl.umulhi");
+  if (!ir::is_integer(l.type(x).scalar)) error_at(c.loc, "tl.umulhi needs integer operands");
+  return ok(l.create(OpKind::UMulHi, {x, y}, l.type(x), c.loc));
+}
+
+Symbol clamp(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "min", "max", "?propagate_nan"}, c);
+  auto [x, lo] = l.arith_operands(a.get("x"), a.get("min"), false, c.loc, "tl.clamp");
+  auto [x2, hi] = l.arith_operands(Symbol::of(x), a.get("max"), false, c.loc, "tl.clamp");
+  lo = l.broadcast_to(lo, l.type(x2).shape, c.loc);
+  ir::ValueId m = l.create(OpKind::Max, {x2, lo}, l.type(x2), c.loc);
+  return ok(l.create(OpKind::Min, {m, hi}, l.type(x2), c.loc));
+}
+
+Symbol cdiv(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "div"}, c);
+  // cdiv(x, d) = (x + d - 1) // d
+  Symbol one = Symbol::of(ConstValue::integer(1));
+  Symbol num = l.binary(ast::BinaryOp::Sub, l.binary(ast::BinaryOp::Add, a.get("x"), a.get("div"), c.loc), one, c.loc);
+  return l.binary(ast::BinaryOp::FloorDiv, num, a.get("div"), c.loc);
+}
+
+Symbol next_power_of_2(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"n"}, c);
+  int64_t v = l.to_int_const(a.get("n"), a.loc("n"), "the argument of next_power_of_2");
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return Symbol::of(ConstValue::integer(p));
+}
+
+Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "dtype", "?fp_downcast_rounding", "?bitcast"}, c);
+  Scalar dt = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of ." + n + "()");
+  const Symbol& in = a.get("input");
+  bool bitcast = a.has("bitcast") && l.to_const(a.get("bitcast"), a.loc("bitcast"), "`bitcast`").truthy();
+  if (in.is_const() && !bitcast) return ok(l.constant(in.constant, ir::Type::of(dt), c.loc));
+  ir::ValueId x = l.to_value(in, a.loc("input"), "the input of ." + n + "()");
+  if (l.type(x).is_pointer()) error_at(c.loc, "converting pointers is not supported");
+  if (bitcast) {
+    if (ir::bit_width(dt) != ir::bit_width(l.type(x).scalar))
+      error_at(c.loc, "bitcast needs types of the same width: " + triton_name(l.type(x).scalar) + " is " +
+                          std::to_string(ir::bit_width(l.type(x).scalar)) + " bits, " + triton_name(dt) + " is " +
+                          std::to_string(ir::bit_width(dt)));
+    if (dt == l.type(x).scalar) return ok(x);
+    return ok(l.create(OpKind::Bitcast, {x}, l.type(x).with_scalar(dt), c.loc));
+  }
+  return ok(l.cast(x, dt, c.loc));
+}
+
+Symbol constexpr_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"value"}, c);
+  return Symbol::of(l.to_const(a.get("value"), a.loc("value"), "the argument of tl.constexpr"));
+}
+
+std::string format_for_print(Lowerer& l, const Symbol& s) {
+  if (s.is_const()) return s.constant.kind == ConstValue::Kind::Str ? s.constant.s : to_string(s.constant);
+  if (s.is_value()) return ir::to_string(l.type(s.value));
+  return l.describe(s);
+}
+
+Symbol static_print(Lowerer& l, const CallArgs& c, const std::string& n) {
+  std::string line;
+  for (const Symbol& s : c.positional) line += (line.empty() ? "" : " ") + format_for_print(l, s);
+  std::fprintf(stderr, "%s\n", line.c_str());
+  return Symbol::of(ConstValue::none());
+}
+
+Symbol static_assert_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"cond", "?msg"}, c);
+  bool truth;
+  if (!l.truth_constant(a.get("cond"), a.loc("cond"), &truth))
+    error_at(a.loc("cond"), "tl.static_assert needs a compile-time condition, but it is " + l.describe(a.get("cond")),
+             "use tl.device_assert for runtime checks");
+  if (!truth) {
+    std::string msg = a.has("msg") ? format_for_print(l, a.get("msg")) : "";
+    error_at(c.loc, "static assertion failed" + (msg.empty() ? std::string() : ": " + msg));
+  }
+  return Symbol::of(ConstValue::none());
+}
+
+Symbol device_print(Lowerer& l, const CallArgs& c, const std::string& n) {
+  std::string prefix;
+  std::vector<ir::ValueId> values;
+  for (size_t i = 0; i < c.positional.size(); ++i) {
+    const Symbol& s = c.positional[i];
+    if (s.is_const() && s.constant.kind == ConstValue::Kind::Str) {
+      prefix += s.constant.s;
+      continue;
+    }
+    values.push_back(l.to_value(s, c.positional_locs[i], "a printed value"));
+  }
+  l.builder().set_loc(c.loc);
+  l.builder().create(OpKind::Print, values, {}, {{"prefix", ir::Attr{prefix}}});
+  return Symbol::of(ConstValue::none());
+}
+
+Symbol device_assert(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"cond", "?msg", "?mask"}, c);
+  bool truth;
+  if (l.truth_constant(a.get("cond"), a.loc("cond"), &truth)) {
+    if (!truth && l.debug()) error_at(c.loc, "tl.device_assert always fails");
+    return Symbol::of(ConstValue::none());
+  }
+  if (!l.debug()) return Symbol::of(ConstValue::none());
+  ir::ValueId cond = as_bool(l, l.to_value(a.get("cond"), a.loc("cond"), "the condition"), a.loc("cond"), "the condition");
+  std::string msg = a.has("msg") ? format_for_print(l, a.get("msg")) : "device assertion failed";
+  l.builder().set_loc(c.loc);
+  l.builder().create(OpKind::Assert, {cond}, {}, {{"message", ir::Attr{msg}}});
+  return Symbol::of(ConstValue::none());
+}
+
+Symbol hint_passthrough(Lowerer& l, const CallArgs& c, const std::string& n) {
+  if (c.positional.empty()) error_at(c.loc, "tl." + n + " needs an input");
+  return c.positional[0];
+}
+
+Symbol no_op(Lowerer& l, const CallArgs& c, const std::string& n) { return Symbol::of(ConstValue::none()); }
+
+// --- Python builtins -------------------------------------------------------------------
+
+Symbol py_min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
+  std::vector<Symbol> items = c.positional;
+  if (items.size() == 1 && items[0].kind == Symbol::Kind::Tuple) items = items[0].elements;
+  if (items.empty()) error_at(c.loc, n.substr(3) + "() needs at least one argument");
+  bool is_min = n == "py.min";
+  Symbol best = items[0];
+  for (size_t i = 1; i < items.size(); ++i) {
+    if (!best.is_const() || !items[i].is_const())
+      error_at(c.loc, "the Python builtin " + n.substr(3) + "() works on constants only",
+               std::string("use tl.") + (is_min ? "minimum" : "maximum") + " for tiles");
+    auto lt = const_compare(ast::CmpOp::Lt, items[i].constant, best.constant);
+    if (!lt) error_at(c.loc, "cannot compare these constants");
+    if (lt->truthy() == is_min && !(items[i].constant == best.constant)) best = items[i];
+    if (!is_min) {
+      auto gt = const_compare(ast::CmpOp::Gt, items[i].constant, best.constant);
+      if (gt && gt->truthy()) best = items[i];
+    }
+  }
+  return best;
+}
+
+Symbol py_len(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a("len", {"obj"}, c);
+  const Symbol& s = a.get("obj");
+  if (s.kind == Symbol::Kind::Tuple) return Symbol::of(ConstValue::integer(static_cast<int64_t>(s.elements.size())));
+  if (s.is_value() && l.type(s.value).is_tile()) return Symbol::of(ConstValue::integer(l.type(s.value).shape[0]));
+  if (s.is_const() && s.constant.kind == ConstValue::Kind::Str)
+    return Symbol::of(ConstValue::integer(static_cast<int64_t>(s.constant.s.size())));
+  error_at(c.loc, "len() of " + l.describe(s) + " is not defined");
+}
+
+Symbol py_convert(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n.substr(3), {"x"}, c);
+  const Symbol& s = a.get("x");
+  if (!s.is_const() || !s.constant.is_numeric())
+    error_at(c.loc, n.substr(3) + "() works on constants inside kernels", "use .to(tl.<dtype>) for tiles");
+  if (n == "py.int") return Symbol::of(ConstValue::integer(s.constant.kind == ConstValue::Kind::Float
+                                                               ? static_cast<int64_t>(s.constant.f) : s.constant.i));
+  if (n == "py.float") return Symbol::of(ConstValue::real(s.constant.as_double()));
+  return Symbol::of(ConstValue::boolean(s.constant.truthy()));
+}
+
+Symbol py_range(Lowerer& l, const CallArgs& c, const std::string& n) {
+  error_at(c.loc, "range(...) can only be used as the iterable of a `for` loop");
+}
+
+// Names of triton.language that Tegula knows but does not implement yet: a
+// clear "not supported yet" beats "unknown name".
+bool is_known_unsupported(const std::string& n) {
+  static const char* const kNames[] = {
+      "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg",
+      "atomic_xor", "cumsum", "cumprod", "associative_scan", "sort", "flip", "histogram", "gather", "rand",
+      "randn", "randint", "randint4x", "make_block_ptr", "advance", "make_tensor_descriptor", "dot_scaled",
+      "inline_asm_elementwise", "cat", "interleave", "topk", "swizzle2d", "philox", "xor_sum", "reduce_or"};
+  for (const char* k : kNames)
+    if (n == k) return true;
+  return false;
+}
+
+}  // namespace
+
+// Defined in builtins_tile.cpp: reductions, dot and shape ops.
+Symbol lower_tile_builtin(Lowerer& l, const CallArgs& c, const std::string& name, bool* handled);
+bool is_tile_builtin(const std::string& name);
+
+namespace {
+
+const std::map<std::string, Handler>& handlers() {
+  static const std::map<std::string, Handler> table = {
+      {"program_id", program_id},   {"num_programs", program_id},
+      {"arange", arange},           {"zeros", zeros},
+      {"full", full},               {"zeros_like", zeros_like},
+      {"full_like", full_like},     {"load", load},
+      {"store", store},             {"where", where},
+      {"minimum", min_max},         {"maximum", min_max},
+      {"exp", unary_math},          {"exp2", unary_math},
+      {"log", unary_math},          {"log2", unary_math},
+      {"sqrt", unary_math},         {"sqrt_rn", unary_math},
+      {"rsqrt", unary_math},        {"sin", unary_math},
+      {"cos", unary_math},          {"tanh", unary_math},
+      {"erf", unary_math},          {"floor", unary_math},
+      {"ceil", unary_math},         {"abs", abs_fn},
+      {"sigmoid", sigmoid},         {"fma", fma_fn},
+      {"div_rn", div_fn},           {"fdiv", div_fn},
+      {"umulhi", umulhi},           {"clamp", clamp},
+      {"cdiv", cdiv},               {"tegula.cdiv", cdiv},
+      {"tegula.next_power_of_2", next_power_of_2},
+      {"to", to},                   {"cast", to},
+      {"constexpr", constexpr_fn},  {"static_print", static_print},
+      {"static_assert", static_assert_fn},
+      {"device_print", device_print}, {"device_assert", device_assert},
+      {"multiple_of", hint_passthrough}, {"max_contiguous", hint_passthrough},
+      {"max_constancy", hint_passthrough}, {"assume", no_op},
+      {"debug_barrier", no_op},
+      {"py.min", py_min_max},       {"py.max", py_min_max},
+      {"py.len", py_len},           {"py.int", py_convert},
+      {"py.float", py_convert},     {"py.bool", py_convert},
+      {"py.print", device_print},   {"py.abs", abs_fn},
+      {"py.range", py_range},       {"range", py_range},
+      {"static_range", py_range},
+  };
+  return table;
+}
+
+}  // namespace
+
+bool Lowerer::is_language_builtin(const std::string& name) {
+  return handlers().count(name) > 0 || is_tile_builtin(name) || is_known_unsupported(name);
+}
+
+Symbol Lowerer::call_builtin(const std::string& name, const CallArgs& args) {
+  auto it = handlers().find(name);
+  if (it != handlers().end()) return it->second(*this, args, name);
+  bool handled = false;
+  Symbol r = lower_tile_builtin(*this, args, name, &handled);
+  if (handled) return r;
+  if (is_known_unsupported(name))
+    error_at(args.loc, "`tl." + name + "` is not supported by Tegula yet", "docs/language.md lists what is supported");
+  error_at(args.loc, "`" + name + "` cannot be called inside a kernel");
+}
+
+}  // namespace tegula::frontend

@@ -1,1 +1,210 @@
-// placeholder: being written
+// Entry points of lowering, @jit function inlining and name resolution.
+#include "frontend/lower.h"
+
+#include "frontend/lowering.h"
+#include "frontend/parser.h"
+#include "frontend/type_rules.h"
+#include "support/diagnostic.h"
+
+namespace tegula::frontend {
+
+namespace {
+
+constexpr int kMaxInlineDepth = 64;
+
+bool is_constexpr_annotation(const ast::Expr* e) {
+  if (!e) return false;
+  switch (e->kind) {
+    case ast::ExprKind::Name:
+    case ast::ExprKind::Attribute: return e->name == "constexpr";
+    case ast::ExprKind::Str: return e->name.find("constexpr") != std::string::npos;
+    default: return false;
+  }
+}
+
+// Names Python provides without an import that kernels commonly use.
+bool is_python_builtin(const std::string& name) {
+  static const char* const kNames[] = {"range", "min", "max", "len", "int", "float", "bool",
+                                       "print", "abs", "isinstance", "tuple"};
+  for (const char* n : kNames)
+    if (name == n) return true;
+  return false;
+}
+
+ConstValue const_from_global(const GlobalValue& g, const SourceLoc& loc) {
+  switch (g.kind) {
+    case GlobalValue::Kind::Int: return ConstValue::integer(g.int_value);
+    case GlobalValue::Kind::Float: return ConstValue::real(g.float_value);
+    case GlobalValue::Kind::Bool: return ConstValue::boolean(g.int_value != 0);
+    case GlobalValue::Kind::None: return ConstValue::none();
+    case GlobalValue::Kind::Str: return ConstValue::string(g.text);
+    case GlobalValue::Kind::DType: {
+      auto t = dtype_from_name(g.text);
+      if (!t) error_at(loc, "unsupported dtype `" + g.text + "`");
+      return ConstValue::type(*t);
+    }
+    default: break;
+  }
+  TEGULA_ASSERT(false, "not a constant global");
+}
+
+}  // namespace
+
+std::vector<SignatureParam> parse_signature(const FunctionSource& fn, SourceManager& sources) {
+  int32_t file = sources.add(fn.filename, fn.source, fn.first_line);
+  ast::FunctionDef def = parse_function(sources, file);
+  std::vector<SignatureParam> out;
+  for (const ast::Param& p : def.params)
+    out.push_back(SignatureParam{p.name, is_constexpr_annotation(p.annotation.get()), p.default_value != nullptr});
+  return out;
+}
+
+ir::Function lower_kernel(const KernelRequest& request, SourceManager& sources) {
+  Lowerer lowerer(request, sources);
+  return lowerer.run();
+}
+
+Lowerer::Lowerer(const KernelRequest& request, SourceManager& sources)
+    : request_(request), sources_(sources), builder_(fn_) {
+  file_ids_.assign(request.functions.size(), -1);
+  asts_.resize(request.functions.size());
+}
+
+const ast::FunctionDef& Lowerer::function_ast(int32_t index) {
+  TEGULA_ASSERT(index >= 0 && static_cast<size_t>(index) < request_.functions.size(), "bad function index");
+  auto& slot = asts_[static_cast<size_t>(index)];
+  if (!slot) {
+    const FunctionSource& fs = request_.functions[static_cast<size_t>(index)];
+    int32_t file = sources_.add(fs.filename, fs.source, fs.first_line);
+    file_ids_[static_cast<size_t>(index)] = file;
+    slot = std::make_unique<ast::FunctionDef>(parse_function(sources_, file));
+  }
+  return *slot;
+}
+
+ir::Function Lowerer::run() {
+  TEGULA_ASSERT(!request_.functions.empty(), "request without a kernel");
+  const ast::FunctionDef& kernel = function_ast(0);
+  fn_.name = kernel.name;
+  builder_.set_insertion_end(fn_.body());
+  builder_.set_loc(kernel.loc);
+
+  auto frame = std::make_unique<Frame>();
+  frame->function = 0;
+  frames_.push_back(std::move(frame));
+
+  if (request_.args.size() != kernel.params.size()) {
+    throw UserError(Diagnostic{kernel.loc,
+                               "kernel `" + kernel.name + "` takes " + std::to_string(kernel.params.size()) +
+                                   " arguments but " + std::to_string(request_.args.size()) + " were given",
+                               "", ErrorKind::Value});
+  }
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const ast::Param& p = kernel.params[i];
+    const ArgSpec& a = request_.args[i];
+    if (a.kind == ArgSpec::Kind::Constexpr) {
+      assign(p.name, global_symbol(a.value));
+      continue;
+    }
+    if (is_constexpr_annotation(p.annotation.get()))
+      error_at(p.loc, "parameter `" + p.name + "` is a constexpr but received a runtime value",
+               "constexpr parameters are specialized at compile time; pass a Python int, float, bool, str or dtype");
+    ir::Type t = a.kind == ArgSpec::Kind::Pointer ? ir::Type::ptr(a.dtype) : ir::Type::of(a.dtype);
+    fn_.params.push_back(ir::Param{p.name, t, a.divisibility});
+    ir::ValueId v = fn_.add_block_arg(fn_.body(), t);
+    if (a.kind == ArgSpec::Kind::Int && a.is_one)
+      assign(p.name, Symbol::of(ConstValue::integer(1)));  // specialized like a constexpr, as Triton does
+    else
+      assign(p.name, Symbol::of(v));
+  }
+
+  lower_body(kernel.body);
+  builder_.set_loc(SourceLoc{});
+  builder_.create(ir::OpKind::Return, {}, {});
+  for (size_t f = 0; f < sources_.size(); ++f) fn_.files.push_back(sources_.file(static_cast<int32_t>(f)).name);
+  frames_.pop_back();
+  return std::move(fn_);
+}
+
+Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
+  const ast::FunctionDef& def = function_ast(index);
+  if (inline_depth_ >= kMaxInlineDepth)
+    error_at(args.loc, "calls to @jit functions are nested too deeply (recursion?) while inlining `" + def.name + "`",
+             "Tegula inlines every @jit function; recursive kernels are not supported");
+
+  // Bind like Python: positional, then keywords, then defaults.
+  std::vector<std::optional<Symbol>> bound(def.params.size());
+  if (args.positional.size() > def.params.size())
+    error_at(args.loc, "`" + def.name + "` takes " + std::to_string(def.params.size()) + " arguments but " +
+                           std::to_string(args.positional.size()) + " were given");
+  for (size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
+  for (size_t k = 0; k < args.keywords.size(); ++k) {
+    const auto& [name, value] = args.keywords[k];
+    size_t i = 0;
+    while (i < def.params.size() && def.params[i].name != name) ++i;
+    if (i == def.params.size())
+      error_at(args.keyword_locs[k], "`" + def.name + "` has no parameter named `" + name + "`");
+    if (bound[i]) error_at(args.keyword_locs[k], "`" + def.name + "` got multiple values for `" + name + "`");
+    bound[i] = value;
+  }
+
+  auto callee = std::make_unique<Frame>();
+  callee->function = index;
+  frames_.push_back(std::move(callee));
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    const ast::Param& p = def.params[i];
+    if (!bound[i]) {
+      if (!p.default_value)
+        error_at(args.loc, "`" + def.name + "` is missing the argument `" + p.name + "`");
+      bound[i] = eval(*p.default_value);  // evaluated in the callee's global scope
+    }
+    if (is_constexpr_annotation(p.annotation.get()) && !bound[i]->is_const())
+      error_at(i < args.positional_locs.size() ? args.positional_locs[i] : args.loc,
+               "parameter `" + p.name + "` of `" + def.name + "` is a constexpr but received " + describe(*bound[i]),
+               "pass a compile-time constant");
+  }
+  for (size_t i = 0; i < def.params.size(); ++i) assign(def.params[i].name, *bound[i]);
+
+  ++inline_depth_;
+  lower_body(def.body);
+  --inline_depth_;
+  Symbol result = frame().result ? *frame().result : Symbol::of(ConstValue::none());
+  frames_.pop_back();
+  return result;
+}
+
+void Lowerer::assign(const std::string& name, Symbol value) {
+  frame().maybe_undefined.erase(name);
+  frame().vars[name] = std::move(value);
+}
+
+Symbol Lowerer::global_symbol(const GlobalValue& g) {
+  switch (g.kind) {
+    case GlobalValue::Kind::Language: {
+      // "triton.language.math" -> "language.math"
+      std::string path = g.text;
+      size_t pos = path.find("language");
+      return Symbol::module(pos == std::string::npos ? std::string("language") : path.substr(pos));
+    }
+    case GlobalValue::Kind::Tegula: return Symbol::module("tegula");
+    case GlobalValue::Kind::JitFunction: return Symbol::jit(g.function);
+    case GlobalValue::Kind::Opaque: return Symbol::opaque(g.text);
+    default: return Symbol::of(const_from_global(g, SourceLoc{}));
+  }
+}
+
+Symbol Lowerer::lookup(const std::string& name, const SourceLoc& loc) {
+  Frame& f = frame();
+  if (auto it = f.vars.find(name); it != f.vars.end()) return it->second;
+  if (auto it = f.maybe_undefined.find(name); it != f.maybe_undefined.end())
+    error_at(loc, "`" + name + "` is not defined on every path that reaches this use",
+             "assign `" + name + "` before the `if`/loop, or in every branch");
+  const FunctionSource& fs = request_.functions[static_cast<size_t>(f.function)];
+  if (auto it = fs.globals.find(name); it != fs.globals.end()) return global_symbol(it->second);
+  if (is_python_builtin(name)) return Symbol::builtin("py." + name);
+  std::string hint = "define it before use, pass it as an argument, or make it a module-level constant";
+  if (is_language_builtin(name)) hint = "did you mean `tl." + name + "`?";
+  error_at(loc, "name `" + name + "` is not defined", hint);
+}
+
+}  // namespace tegula::frontend

@@ -1,1 +1,578 @@
-// placeholder: being written
+// Expressions: evaluation of AST expressions to symbols, typing of binary and
+// unary operators (Triton's promotion rules), broadcasting and casts.
+#include <cmath>
+
+#include "frontend/lowering.h"
+#include "frontend/type_rules.h"
+#include "support/diagnostic.h"
+
+namespace tegula::frontend {
+
+using ir::OpKind;
+using ir::Scalar;
+
+namespace {
+
+bool is_pointer_value(const Lowerer& l, const Symbol& s) { return s.is_value() && l.type(s.value).is_pointer(); }
+
+const char* cmp_pred(ast::CmpOp op) {
+  switch (op) {
+    case ast::CmpOp::Eq: return "eq";
+    case ast::CmpOp::NotEq: return "ne";
+    case ast::CmpOp::Lt: return "lt";
+    case ast::CmpOp::LtE: return "le";
+    case ast::CmpOp::Gt: return "gt";
+    case ast::CmpOp::GtE: return "ge";
+    default: return nullptr;
+  }
+}
+
+// Value methods: `x.to(...)`, `x.sum(axis)` ... are the tl function of the
+// same name with the receiver as first argument.
+bool is_value_method(const std::string& name) {
+  static const char* const kMethods[] = {
+      "to", "reshape", "view", "trans", "permute", "expand_dims", "broadcast_to", "sum", "max", "min",
+      "argmax", "argmin", "reduce", "ravel", "split", "cumsum", "cumprod", "exp", "exp2", "log", "log2",
+      "sqrt", "rsqrt", "abs", "sin", "cos", "sigmoid", "softmax", "associative_scan", "sort", "flip",
+      "xor_sum", "reduce_or", "floor", "ceil", "erf", "tanh", "cast", "join"};
+  for (const char* m : kMethods)
+    if (name == m) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string Lowerer::describe(const Symbol& s) const {
+  switch (s.kind) {
+    case Symbol::Kind::Value: {
+      const ir::Type& t = fn_.type(s.value);
+      return (t.is_tile() ? "a tile of type " : "a scalar of type ") + ir::to_string(t);
+    }
+    case Symbol::Kind::Const: return std::string("the constant ") + to_string(s.constant);
+    case Symbol::Kind::Module: return "the module `" + s.name + "`";
+    case Symbol::Kind::Builtin: return "the function `" + s.name + "`";
+    case Symbol::Kind::JitFunction:
+      return "the @jit function `" + request_.functions[static_cast<size_t>(s.function)].name + "`";
+    case Symbol::Kind::Tuple: return "a tuple of " + std::to_string(s.elements.size()) + " elements";
+    case Symbol::Kind::Method: return "the method `" + s.name + "`";
+    case Symbol::Kind::Opaque: return "the host object " + s.name;
+    case Symbol::Kind::Slice: return "a slice";
+  }
+  return "?";
+}
+
+ir::ValueId Lowerer::create(OpKind kind, std::vector<ir::ValueId> operands, ir::Type result, const SourceLoc& loc,
+                            std::vector<ir::NamedAttr> attrs) {
+  builder_.set_loc(loc);
+  return builder_.create1(kind, std::move(operands), std::move(result), std::move(attrs));
+}
+
+ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLoc& loc) {
+  builder_.set_loc(loc);
+  if (ir::is_float(type.scalar)) return builder_.float_constant(c.as_double(), std::move(type));
+  int64_t v = c.kind == ConstValue::Kind::Float ? static_cast<int64_t>(std::trunc(c.f)) : c.i;
+  if (type.scalar == Scalar::I1) v = c.kind == ConstValue::Kind::Float ? (c.f != 0.0) : (c.i != 0);
+  return builder_.int_constant(v, std::move(type));
+}
+
+ir::ValueId Lowerer::to_value(const Symbol& s, const SourceLoc& loc, const std::string& what) {
+  if (s.is_value()) return s.value;
+  if (s.is_const() && s.constant.is_numeric())
+    return constant(s.constant, ir::Type::of(literal_type(s.constant)), loc);
+  error_at(loc, what + " must be a tensor or a number, but it is " + describe(s));
+}
+
+ConstValue Lowerer::to_const(const Symbol& s, const SourceLoc& loc, const std::string& what) {
+  if (s.is_const()) return s.constant;
+  if (s.is_value())
+    error_at(loc, what + " must be a compile-time constant, but it is " + describe(s),
+             "use a literal, a module-level constant, or a parameter annotated `tl.constexpr`");
+  error_at(loc, what + " must be a compile-time constant, but it is " + describe(s));
+}
+
+int64_t Lowerer::to_int_const(const Symbol& s, const SourceLoc& loc, const std::string& what) {
+  ConstValue c = to_const(s, loc, what);
+  if (c.kind != ConstValue::Kind::Int && c.kind != ConstValue::Kind::Bool)
+    error_at(loc, what + " must be an integer constant, but it is " + describe(s));
+  return c.i;
+}
+
+ir::Scalar Lowerer::to_dtype(const Symbol& s, const SourceLoc& loc, const std::string& what) {
+  if (s.is_const() && s.constant.kind == ConstValue::Kind::DType) return s.constant.dtype;
+  if (s.is_const() && s.constant.kind == ConstValue::Kind::Str) {
+    if (auto t = dtype_from_name(s.constant.s)) return *t;
+  }
+  error_at(loc, what + " must be a dtype such as tl.float32, but it is " + describe(s));
+}
+
+void Lowerer::check_shape(const std::vector<int64_t>& shape, const SourceLoc& loc) {
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d <= 0 || (d & (d - 1)) != 0)
+      error_at(loc, "tile dimensions must be powers of two, but a dimension is " + std::to_string(d),
+               "round the block size up with tegula.next_power_of_2 and mask the tail");
+    numel *= d;
+    if (numel > ir::kMaxTileElements)
+      error_at(loc, "tile has more than 2^20 elements", "use smaller block sizes and a loop");
+  }
+}
+
+std::vector<int64_t> Lowerer::to_shape(const Symbol& s, const SourceLoc& loc, const std::string& what) {
+  std::vector<int64_t> shape;
+  if (s.kind == Symbol::Kind::Tuple) {
+    for (const Symbol& e : s.elements) shape.push_back(to_int_const(e, loc, "each dimension of " + what));
+  } else {
+    shape.push_back(to_int_const(s, loc, what));
+  }
+  check_shape(shape, loc);
+  return shape;
+}
+
+ir::ValueId Lowerer::cast(ir::ValueId v, Scalar to, const SourceLoc& loc) {
+  const ir::Type& t = type(v);
+  if (t.is_pointer()) error_at(loc, "cannot convert a pointer to " + triton_name(to));
+  if (t.scalar == to) return v;
+  return create(OpKind::Cast, {v}, t.with_scalar(to), loc);
+}
+
+ir::ValueId Lowerer::broadcast_to(ir::ValueId v, const std::vector<int64_t>& shape, const SourceLoc& loc) {
+  ir::Type t = type(v);
+  if (t.shape == shape) return v;
+  if (!t.is_tile()) return create(OpKind::Splat, {v}, t.with_shape(shape), loc);
+  std::string why;
+  if (t.shape.size() > shape.size() || !broadcast_shapes(t.shape, shape, &why) ||
+      *broadcast_shapes(t.shape, shape, &why) != shape) {
+    ir::Type target = t.with_shape(shape);
+    error_at(loc, "cannot broadcast " + ir::to_string(t) + " to " + ir::to_string(target));
+  }
+  while (t.shape.size() < shape.size()) {
+    std::vector<int64_t> s = t.shape;
+    s.insert(s.begin(), 1);
+    v = create(OpKind::ExpandDims, {v}, t.with_shape(s), loc, {{"axis", ir::Attr{int64_t{0}}}});
+    t = type(v);
+  }
+  if (t.shape != shape) v = create(OpKind::Broadcast, {v}, t.with_shape(shape), loc);
+  return v;
+}
+
+std::pair<ir::ValueId, ir::ValueId> Lowerer::broadcast_pair(ir::ValueId a, ir::ValueId b, const SourceLoc& loc) {
+  const ir::Type& ta = type(a);
+  const ir::Type& tb = type(b);
+  std::string why;
+  auto shape = broadcast_shapes(ta.shape, tb.shape, &why);
+  if (!shape)
+    error_at(loc, "shapes " + ir::to_string(ta) + " and " + ir::to_string(tb) + " cannot be broadcast together: " + why,
+             "tiles combine when each dimension is equal or 1; use [:, None] / [None, :] to add dimensions");
+  std::vector<int64_t> s = *shape;
+  ir::ValueId ra = broadcast_to(a, s, loc);
+  ir::ValueId rb = broadcast_to(b, s, loc);
+  return {ra, rb};
+}
+
+std::pair<ir::ValueId, ir::ValueId> Lowerer::arith_operands(const Symbol& a, const Symbol& b, bool div_or_mod,
+                                                            const SourceLoc& loc, const char* op_text) {
+  auto typed = [&](const Symbol& s) -> TypedOperand {
+    if (s.is_value()) {
+      if (type(s.value).is_pointer())
+        error_at(loc, std::string("operator `") + op_text + "` is not defined for pointers", "");
+      return {type(s.value).scalar, false};
+    }
+    if (s.is_const() && s.constant.is_numeric()) return {literal_type(s.constant), true};
+    error_at(loc, std::string("unsupported operand for `") + op_text + "`: " + describe(s));
+  };
+  TypedOperand ta = typed(a), tb = typed(b);
+  auto ct = promote(ta, tb, div_or_mod);
+  if (!ct)
+    error_at(loc, std::string("cannot apply `") + op_text + "` to " + triton_name(ta.scalar) + " and " +
+                      triton_name(tb.scalar) + " operands of different signedness",
+             "cast one operand with .to(...) first");
+  auto materialize = [&](const Symbol& s) {
+    if (s.is_value()) return cast(s.value, *ct, loc);
+    return constant(s.constant, ir::Type::of(*ct), loc);
+  };
+  ir::ValueId va = materialize(a);
+  ir::ValueId vb = materialize(b);
+  return broadcast_pair(va, vb, loc);
+}
+
+Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc) {
+  using ast::BinaryOp;
+  const char* text = ast::to_string(op);
+  if (a.is_const() && b.is_const()) {
+    if (auto r = const_binary(op, a.constant, b.constant, loc)) return Symbol::of(*r);
+    error_at(loc, std::string("unsupported operand types for `") + text + "`: " + kind_name(a.constant) + " and " +
+                      kind_name(b.constant));
+  }
+  if (a.kind == Symbol::Kind::Tuple && b.kind == Symbol::Kind::Tuple && op == BinaryOp::Add) {
+    std::vector<Symbol> all = a.elements;
+    all.insert(all.end(), b.elements.begin(), b.elements.end());
+    return Symbol::tuple(std::move(all));
+  }
+  // Pointer arithmetic: ptr + int, int + ptr, ptr - int.
+  bool pa = is_pointer_value(*this, a), pb = is_pointer_value(*this, b);
+  if (pa || pb) {
+    if ((op != BinaryOp::Add && op != BinaryOp::Sub) || (pa && pb) || (pb && op == BinaryOp::Sub))
+      error_at(loc, std::string("operator `") + text + "` is not defined for pointers",
+               "pointers support `ptr + offset` and `ptr - offset` with integer offsets");
+    const Symbol& ptr = pa ? a : b;
+    const Symbol& off = pa ? b : a;
+    ir::ValueId offset = to_value(off, loc, "a pointer offset");
+    if (!ir::is_integer(type(offset).scalar) || type(offset).scalar == Scalar::I1)
+      error_at(loc, "pointer offsets must be integers, but the offset is " + describe(Symbol::of(offset)),
+               "convert the offset with .to(tl.int32) or .to(tl.int64)");
+    if (op == BinaryOp::Sub) offset = create(OpKind::Neg, {offset}, type(offset), loc);
+    auto [p, o] = broadcast_pair(ptr.value, offset, loc);
+    return Symbol::of(create(OpKind::AddPtr, {p, o}, type(p), loc));
+  }
+  auto scalar_of = [&](const Symbol& s) {
+    return s.is_value() ? type(s.value).scalar : literal_type(s.constant);
+  };
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul: {
+      auto [x, y] = arith_operands(a, b, false, loc, text);
+      OpKind k = op == BinaryOp::Add ? OpKind::Add : op == BinaryOp::Sub ? OpKind::Sub : OpKind::Mul;
+      return Symbol::of(create(k, {x, y}, type(x), loc));
+    }
+    case BinaryOp::Div: {
+      auto [x, y] = arith_operands(a, b, true, loc, text);
+      if (!ir::is_float(type(x).scalar)) {
+        x = cast(x, Scalar::F32, loc);
+        y = cast(y, Scalar::F32, loc);
+      }
+      return Symbol::of(create(OpKind::Div, {x, y}, type(x), loc));
+    }
+    case BinaryOp::FloorDiv:
+    case BinaryOp::Mod: {
+      auto [x, y] = arith_operands(a, b, true, loc, text);
+      if (op == BinaryOp::FloorDiv && ir::is_float(type(x).scalar))
+        error_at(loc, "`//` is defined for integer tiles only",
+                 "for floats use tl.floor(a / b)");
+      return Symbol::of(create(op == BinaryOp::FloorDiv ? OpKind::Div : OpKind::Rem, {x, y}, type(x), loc));
+    }
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor:
+    case BinaryOp::LShift:
+    case BinaryOp::RShift: {
+      if (ir::is_float(scalar_of(a)) || ir::is_float(scalar_of(b)))
+        error_at(loc, std::string("operator `") + text + "` needs integer or boolean operands, not floats");
+      auto [x, y] = arith_operands(a, b, false, loc, text);
+      OpKind k = op == BinaryOp::BitAnd  ? OpKind::And
+                 : op == BinaryOp::BitOr ? OpKind::Or
+                 : op == BinaryOp::BitXor ? OpKind::Xor
+                 : op == BinaryOp::LShift ? OpKind::Shl
+                                          : OpKind::Shr;
+      return Symbol::of(create(k, {x, y}, type(x), loc));
+    }
+    case BinaryOp::Pow: {
+      auto [x, y] = arith_operands(a, b, false, loc, text);
+      if (!ir::is_float(type(x).scalar))
+        error_at(loc, "`**` on integer tiles is not supported", "convert to a float type first");
+      return Symbol::of(create(OpKind::Pow, {x, y}, type(x), loc));
+    }
+    case BinaryOp::MatMul:
+      error_at(loc, "`@` is not supported inside kernels", "use tl.dot(a, b)");
+  }
+  TEGULA_ASSERT(false, "unhandled binary op");
+}
+
+Symbol Lowerer::unary(ast::UnaryOp op, const Symbol& a, const SourceLoc& loc) {
+  if (a.is_const()) {
+    if (auto r = const_unary(op, a.constant, loc)) return Symbol::of(*r);
+    error_at(loc, std::string("bad operand type for unary `") + ast::to_string(op) + "`: " + kind_name(a.constant));
+  }
+  ir::ValueId v = to_value(a, loc, std::string("the operand of `") + ast::to_string(op) + "`");
+  const ir::Type& t = type(v);
+  if (t.is_pointer()) error_at(loc, std::string("unary `") + ast::to_string(op) + "` is not defined for pointers");
+  switch (op) {
+    case ast::UnaryOp::Pos: return Symbol::of(v);
+    case ast::UnaryOp::Neg: return Symbol::of(create(OpKind::Neg, {v}, t, loc));
+    case ast::UnaryOp::Invert:
+      if (ir::is_float(t.scalar)) error_at(loc, "`~` needs an integer or boolean operand, not " + triton_name(t.scalar));
+      return Symbol::of(create(OpKind::Not, {v}, t, loc));
+    case ast::UnaryOp::Not: {
+      ir::ValueId zero = constant(ConstValue::integer(0), t.element(), loc);
+      zero = broadcast_to(zero, t.shape, loc);
+      return Symbol::of(create(OpKind::Cmp, {v, zero}, t.with_scalar(Scalar::I1), loc,
+                               {{"pred", ir::Attr{std::string("eq")}}}));
+    }
+  }
+  TEGULA_ASSERT(false, "unhandled unary op");
+}
+
+Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc) {
+  using ast::CmpOp;
+  if (a.is_const() && b.is_const()) {
+    if (auto r = const_compare(op, a.constant, b.constant)) return Symbol::of(*r);
+    error_at(loc, std::string("`") + ast::to_string(op) + "` is not supported between " + kind_name(a.constant) +
+                      " and " + kind_name(b.constant));
+  }
+  if (op == CmpOp::Is || op == CmpOp::IsNot) {
+    // `x is None` on anything that is not a constant is simply false.
+    bool same = false;
+    if (a.kind != b.kind) same = false;
+    return Symbol::of(ConstValue::boolean(op == CmpOp::Is ? same : !same));
+  }
+  const char* pred = cmp_pred(op);
+  if (!pred) error_at(loc, std::string("`") + ast::to_string(op) + "` is not supported on tiles");
+  auto [x, y] = arith_operands(a, b, false, loc, ast::to_string(op));
+  return Symbol::of(create(OpKind::Cmp, {x, y}, type(x).with_scalar(Scalar::I1), loc,
+                           {{"pred", ir::Attr{std::string(pred)}}}));
+}
+
+bool Lowerer::truth_constant(const Symbol& s, const SourceLoc& loc, bool* value) {
+  if (s.is_const()) {
+    *value = s.constant.truthy();
+    return true;
+  }
+  if (s.kind == Symbol::Kind::Tuple) {
+    *value = !s.elements.empty();
+    return true;
+  }
+  if (s.is_value()) return false;
+  *value = true;  // modules, functions: truthy like in Python
+  return true;
+}
+
+Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, const SourceLoc& loc) {
+  if (base.kind == Symbol::Kind::Tuple) {
+    if (index.size() != 1) error_at(loc, "tuples take exactly one index");
+    int64_t i = to_int_const(index[0], loc, "a tuple index");
+    int64_t n = static_cast<int64_t>(base.elements.size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) error_at(loc, "tuple index out of range");
+    return base.elements[static_cast<size_t>(i)];
+  }
+  if (!base.is_value()) error_at(loc, describe(base) + " cannot be indexed");
+  ir::ValueId v = base.value;
+  const ir::Type& t0 = type(v);
+  size_t slices = 0;
+  for (const Symbol& s : index) {
+    if (s.kind == Symbol::Kind::Slice) {
+      ++slices;
+    } else if (!s.is_none()) {
+      error_at(loc, "tiles can only be indexed with `:` and `None`, e.g. x[:, None]",
+               "to pick elements use masks and tl.where, or tl.reshape/tl.split");
+    }
+  }
+  if (slices != static_cast<size_t>(t0.rank()))
+    error_at(loc, "index uses " + std::to_string(slices) + " `:` but the tile has rank " + std::to_string(t0.rank()),
+             "write one `:` per dimension and `None` where a new dimension goes");
+  int64_t axis = 0;
+  for (const Symbol& s : index) {
+    if (s.kind == Symbol::Kind::Slice) {
+      ++axis;
+      continue;
+    }
+    std::vector<int64_t> shape = type(v).shape;
+    shape.insert(shape.begin() + axis, 1);
+    v = create(OpKind::ExpandDims, {v}, type(v).with_shape(shape), loc, {{"axis", ir::Attr{axis}}});
+    ++axis;
+  }
+  return Symbol::of(v);
+}
+
+Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc) {
+  switch (base.kind) {
+    case Symbol::Kind::Module: {
+      if (base.name == "tegula") {
+        if (attr == "language") return Symbol::module("language");
+        if (attr == "cdiv" || attr == "next_power_of_2") return Symbol::builtin("tegula." + attr);
+        error_at(loc, "`" + attr + "` of the tegula/triton module cannot be used inside a kernel");
+      }
+      if (auto t = dtype_from_name(attr); t && attr != "float" && attr != "double" && attr != "half" &&
+                                          attr != "bool")
+        return Symbol::of(ConstValue::type(*t));
+      if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard")
+        return Symbol::module(base.name + "." + attr);
+      if (attr == "constexpr") return Symbol::builtin("constexpr");
+      if (is_language_builtin(attr)) return Symbol::builtin(attr);
+      error_at(loc, "`tl." + attr + "` is not supported by Tegula (yet)",
+               "docs/language.md lists the supported names");
+    }
+    case Symbol::Kind::Value: {
+      const ir::Type& t = type(base.value);
+      if (attr == "dtype") {
+        if (t.is_pointer()) error_at(loc, "the dtype of a pointer tile is not available inside kernels");
+        return Symbol::of(ConstValue::type(t.scalar));
+      }
+      if (attr == "shape") {
+        std::vector<Symbol> dims;
+        for (int64_t d : t.shape) dims.push_back(Symbol::of(ConstValue::integer(d)));
+        return Symbol::tuple(std::move(dims));
+      }
+      if (attr == "numel") return Symbol::of(ConstValue::integer(t.numel()));
+      if (attr == "T") {
+        CallArgs args;
+        args.positional = {base};
+        args.positional_locs = {loc};
+        args.loc = loc;
+        return call_builtin("trans", args);
+      }
+      if (is_value_method(attr)) {
+        Symbol m;
+        m.kind = Symbol::Kind::Method;
+        m.name = attr;
+        m.receiver = std::make_shared<Symbol>(base);
+        return m;
+      }
+      error_at(loc, describe(base) + " has no attribute `" + attr + "`");
+    }
+    case Symbol::Kind::Const:
+      if (base.constant.kind == ConstValue::Kind::DType) {
+        if (attr == "primitive_bitwidth") return Symbol::of(ConstValue::integer(ir::bit_width(base.constant.dtype)));
+        if (attr == "itemsize") return Symbol::of(ConstValue::integer(ir::byte_size(base.constant.dtype)));
+      }
+      if (attr == "value") return base;  // tl.constexpr(x).value
+      error_at(loc, describe(base) + " has no attribute `" + attr + "`");
+    case Symbol::Kind::Opaque:
+      error_at(loc, "`" + base.name + "` is a host object and cannot be used inside a kernel",
+               "kernels can use tl/tegula functions, @jit functions and int/float/bool/str constants");
+    default: error_at(loc, describe(base) + " has no attribute `" + attr + "`");
+  }
+}
+
+Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
+  switch (callee.kind) {
+    case Symbol::Kind::Builtin: return call_builtin(callee.name, args);
+    case Symbol::Kind::JitFunction: return call_jit(callee.function, args);
+    case Symbol::Kind::Method: {
+      CallArgs with_self = args;
+      with_self.positional.insert(with_self.positional.begin(), *callee.receiver);
+      with_self.positional_locs.insert(with_self.positional_locs.begin(), args.loc);
+      return call_builtin(callee.name, with_self);
+    }
+    case Symbol::Kind::Opaque:
+      error_at(args.loc, "`" + callee.name + "` is a host object and cannot be called inside a kernel",
+               "only tl functions and other @tegula.jit functions can be called from a kernel");
+    default: error_at(args.loc, describe(callee) + " is not callable");
+  }
+}
+
+Symbol Lowerer::eval(const ast::Expr& e) {
+  using ast::ExprKind;
+  switch (e.kind) {
+    case ExprKind::Name: return lookup(e.name, e.loc);
+    case ExprKind::Int: {
+      ConstValue c = ConstValue::integer(e.int_value);
+      c.is_unsigned = e.is_unsigned;
+      return Symbol::of(c);
+    }
+    case ExprKind::Float: return Symbol::of(ConstValue::real(e.float_value));
+    case ExprKind::Bool: return Symbol::of(ConstValue::boolean(e.bool_value));
+    case ExprKind::None: return Symbol::of(ConstValue::none());
+    case ExprKind::Str: return Symbol::of(ConstValue::string(e.name));
+    case ExprKind::Attribute: return attribute(eval(*e.children[0]), e.name, e.loc);
+    case ExprKind::Subscript: {
+      Symbol base = eval(*e.children[0]);
+      std::vector<Symbol> index;
+      for (size_t i = 1; i < e.children.size(); ++i) {
+        const ast::Expr* c = e.children[i].get();
+        if (c && c->kind == ExprKind::Slice) {
+          bool full = true;
+          for (const auto& part : c->children)
+            if (part) full = false;
+          if (!full && base.kind != Symbol::Kind::Tuple)
+            error_at(c->loc, "only full slices `:` are supported when indexing tiles",
+                     "tiles have static shapes; select elements with masks instead");
+          Symbol s;
+          s.kind = Symbol::Kind::Slice;
+          index.push_back(s);
+        } else {
+          index.push_back(c ? eval(*c) : Symbol::of(ConstValue::none()));
+        }
+      }
+      return subscript(base, index, e.loc);
+    }
+    case ExprKind::Slice: error_at(e.loc, "a slice can only appear inside `[...]`");
+    case ExprKind::Call: {
+      Symbol callee = eval(*e.children[0]);
+      CallArgs args;
+      args.loc = e.loc;
+      for (size_t i = 1; i < e.children.size(); ++i) {
+        args.positional.push_back(eval(*e.children[i]));
+        args.positional_locs.push_back(e.children[i]->loc);
+      }
+      for (const ast::Keyword& k : e.keywords) {
+        args.keywords.emplace_back(k.name, eval(*k.value));
+        args.keyword_locs.push_back(k.loc);
+      }
+      return call(callee, args);
+    }
+    case ExprKind::Binary: {
+      Symbol a = eval(*e.children[0]);
+      Symbol b = eval(*e.children[1]);
+      return binary(e.binary_op, a, b, e.loc);
+    }
+    case ExprKind::Unary: return unary(e.unary_op, eval(*e.children[0]), e.loc);
+    case ExprKind::BoolOp: {
+      bool is_and = e.bool_op == ast::BoolOpKind::And;
+      Symbol acc = eval(*e.children[0]);
+      for (size_t i = 1; i < e.children.size(); ++i) {
+        bool truth;
+        if (truth_constant(acc, e.children[i - 1]->loc, &truth)) {
+          // Python semantics: `a and b` is a if a is falsy, else b.
+          if (is_and != truth) return acc;
+          acc = eval(*e.children[i]);
+          continue;
+        }
+        Symbol next = eval(*e.children[i]);
+        bool next_truth;
+        if (truth_constant(next, e.children[i]->loc, &next_truth)) {
+          if (is_and == next_truth) continue;  // `x and True` -> x, `x or False` -> x
+          acc = next;
+          continue;
+        }
+        auto as_bool = [&](ir::ValueId v) {
+          if (type(v).scalar == Scalar::I1) return v;
+          ir::ValueId zero = broadcast_to(constant(ConstValue::integer(0), type(v).element(), e.loc), type(v).shape, e.loc);
+          return create(OpKind::Cmp, {v, zero}, type(v).with_scalar(Scalar::I1), e.loc,
+                        {{"pred", ir::Attr{std::string("ne")}}});
+        };
+        ir::ValueId x = as_bool(to_value(acc, e.loc, "an operand of `and`/`or`"));
+        ir::ValueId y = as_bool(to_value(next, e.loc, "an operand of `and`/`or`"));
+        auto [bx, by] = broadcast_pair(x, y, e.loc);
+        acc = Symbol::of(create(is_and ? OpKind::And : OpKind::Or, {bx, by}, type(bx), e.loc));
+      }
+      return acc;
+    }
+    case ExprKind::Compare: {
+      Symbol left = eval(*e.children[0]);
+      Symbol result;
+      bool have = false;
+      for (size_t i = 0; i < e.cmp_ops.size(); ++i) {
+        Symbol right = eval(*e.children[i + 1]);
+        Symbol r = compare(e.cmp_ops[i], left, right, e.loc);
+        result = have ? binary(ast::BinaryOp::BitAnd, result, r, e.loc) : r;
+        have = true;
+        left = right;
+      }
+      return result;
+    }
+    case ExprKind::IfExp: {
+      Symbol cond = eval(*e.children[0]);
+      bool truth;
+      if (truth_constant(cond, e.children[0]->loc, &truth)) return eval(*e.children[truth ? 1 : 2]);
+      ir::ValueId c = to_value(cond, e.children[0]->loc, "the condition");
+      if (type(c).scalar != Scalar::I1) error_at(e.children[0]->loc, "the condition of `x if c else y` must be boolean");
+      Symbol a = eval(*e.children[1]);
+      Symbol b = eval(*e.children[2]);
+      auto [x, y] = arith_operands(a, b, false, e.loc, "if-else");
+      auto [cc, xx] = broadcast_pair(c, x, e.loc);
+      auto [cc2, yy] = broadcast_pair(cc, y, e.loc);
+      auto [xx2, yy2] = broadcast_pair(xx, yy, e.loc);
+      return Symbol::of(create(OpKind::Select, {cc2, xx2, yy2}, type(xx2), e.loc));
+    }
+    case ExprKind::Tuple:
+    case ExprKind::List: {
+      std::vector<Symbol> elems;
+      for (const auto& c : e.children) elems.push_back(eval(*c));
+      return Symbol::tuple(std::move(elems));
+    }
+  }
+  TEGULA_ASSERT(false, "unhandled expression kind");
+}
+
+}  // namespace tegula::frontend

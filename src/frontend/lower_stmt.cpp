@@ -1,1 +1,474 @@
-// placeholder: being written
+// Statements and structured control flow.
+//
+// Python variables are tracked in the frame as symbols; SSA values cross
+// regions explicitly:
+//  * a runtime `if` yields every variable that either branch changed;
+//  * a runtime `for`/`while` carries every variable that its body assigns and
+//    that existed before the loop (found by a syntactic scan of the body);
+//  * `if` on a constant condition and `tl.static_range` loops are resolved at
+//    compile time (only the taken branch is lowered; static loops unrolled).
+#include <set>
+
+#include "frontend/lowering.h"
+#include "frontend/type_rules.h"
+#include "support/diagnostic.h"
+
+namespace tegula::frontend {
+
+using ir::OpKind;
+using ir::Scalar;
+
+namespace {
+
+constexpr int64_t kMaxStaticTrips = 4096;
+
+void collect_target_names(const ast::Expr& target, std::set<std::string>& out) {
+  if (target.kind == ast::ExprKind::Name) out.insert(target.name);
+  if (target.kind == ast::ExprKind::Tuple || target.kind == ast::ExprKind::List)
+    for (const auto& c : target.children) collect_target_names(*c, out);
+}
+
+// Names a statement list may assign, including inside nested blocks.
+void collect_assigned(const std::vector<ast::StmtPtr>& body, std::set<std::string>& out) {
+  for (const auto& s : body) {
+    switch (s->kind) {
+      case ast::StmtKind::Assign:
+      case ast::StmtKind::AugAssign:
+      case ast::StmtKind::AnnAssign:
+      case ast::StmtKind::For:
+        for (const auto& t : s->targets) collect_target_names(*t, out);
+        break;
+      default: break;
+    }
+    collect_assigned(s->body, out);
+    collect_assigned(s->orelse, out);
+  }
+}
+
+bool same_symbol(const Symbol& a, const Symbol& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Symbol::Kind::Value: return a.value == b.value;
+    case Symbol::Kind::Const: return a.constant.kind == b.constant.kind && a.constant == b.constant;
+    case Symbol::Kind::JitFunction: return a.function == b.function;
+    case Symbol::Kind::Module:
+    case Symbol::Kind::Builtin:
+    case Symbol::Kind::Opaque: return a.name == b.name;
+    case Symbol::Kind::Tuple:
+      if (a.elements.size() != b.elements.size()) return false;
+      for (size_t i = 0; i < a.elements.size(); ++i)
+        if (!same_symbol(a.elements[i], b.elements[i])) return false;
+      return true;
+    default: return false;
+  }
+}
+
+bool is_runtime_carriable(const Symbol& s) { return s.is_value() || (s.is_const() && s.constant.is_numeric()); }
+
+}  // namespace
+
+void Lowerer::lower_body(const std::vector<ast::StmtPtr>& body) {
+  for (const auto& s : body) {
+    if (frame().returned) break;
+    lower_stmt(*s);
+  }
+}
+
+namespace {
+
+// Binds `value` to an assignment target (a name or nested tuple of names).
+void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
+  switch (target.kind) {
+    case ast::ExprKind::Name: l.assign(target.name, value); return;
+    case ast::ExprKind::Tuple:
+    case ast::ExprKind::List: {
+      if (value.kind != Symbol::Kind::Tuple)
+        error_at(target.loc, "cannot unpack " + l.describe(value) + " into " +
+                                 std::to_string(target.children.size()) + " names");
+      if (value.elements.size() != target.children.size())
+        error_at(target.loc, "cannot unpack a tuple of " + std::to_string(value.elements.size()) + " values into " +
+                                 std::to_string(target.children.size()) + " names");
+      for (size_t i = 0; i < target.children.size(); ++i) bind_target(l, *target.children[i], value.elements[i]);
+      return;
+    }
+    case ast::ExprKind::Subscript:
+      error_at(target.loc, "assigning to an element or slice of a tile is not supported",
+               "tiles are values: build a new tile with tl.where, or write memory with tl.store");
+    case ast::ExprKind::Attribute:
+      error_at(target.loc, "assigning to an attribute is not supported inside a kernel");
+    default: error_at(target.loc, "cannot assign to this expression");
+  }
+}
+
+}  // namespace
+
+void Lowerer::lower_stmt(const ast::Stmt& s) {
+  using ast::StmtKind;
+  switch (s.kind) {
+    case StmtKind::Expr: eval(*s.value); return;
+    case StmtKind::Pass: return;
+    case StmtKind::Assign: {
+      Symbol v = eval(*s.value);
+      for (const auto& t : s.targets) bind_target(*this, *t, v);
+      return;
+    }
+    case StmtKind::AugAssign: {
+      const ast::Expr& t = *s.targets[0];
+      if (t.kind != ast::ExprKind::Name)
+        error_at(t.loc, "augmented assignment needs a plain name on the left",
+                 "tiles are values: compute a new tile instead of updating part of one");
+      Symbol current = lookup(t.name, t.loc);
+      Symbol rhs = eval(*s.value);
+      assign(t.name, binary(s.aug_op, current, rhs, s.loc));
+      return;
+    }
+    case StmtKind::AnnAssign: {
+      const ast::Expr& t = *s.targets[0];
+      if (t.kind != ast::ExprKind::Name) error_at(t.loc, "annotated assignment needs a plain name on the left");
+      if (!s.value) return;
+      Symbol v = eval(*s.value);
+      Symbol ann = eval(*s.annotation);
+      if (ann.kind == Symbol::Kind::Builtin && ann.name == "constexpr") {
+        if (!v.is_const()) error_at(s.value->loc, "`" + t.name + "` is annotated constexpr but " + describe(v) + " is not a constant");
+      } else if (ann.is_const() && ann.constant.kind == ConstValue::Kind::DType) {
+        v = Symbol::of(cast(to_value(v, s.value->loc, "the assigned value"), ann.constant.dtype, s.loc));
+      }
+      assign(t.name, v);
+      return;
+    }
+    case StmtKind::If: {
+      Symbol cond = eval(*s.test);
+      bool truth;
+      if (truth_constant(cond, s.test->loc, &truth)) {
+        lower_body(truth ? s.body : s.orelse);
+        return;
+      }
+      ir::ValueId c = to_value(cond, s.test->loc, "the `if` condition");
+      if (type(c).is_tile())
+        error_at(s.test->loc, "the `if` condition must be a scalar, but it is " + describe(cond),
+                 "to choose per element use tl.where(cond, a, b); to test a whole tile reduce it first");
+      if (type(c).scalar != Scalar::I1) {
+        ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
+        c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
+      }
+      lower_runtime_if(s, c);
+      return;
+    }
+    case StmtKind::For: lower_for(s); return;
+    case StmtKind::While: lower_while(s); return;
+    case StmtKind::Return: {
+      if (frame().runtime_control_depth > 0)
+        error_at(s.loc, "`return` inside a runtime `if` or loop is not supported",
+                 "compute the result in a variable and return it at the end of the function");
+      Symbol v = s.value ? eval(*s.value) : Symbol::of(ConstValue::none());
+      if (frames_.size() == 1 && !v.is_none())
+        error_at(s.loc, "a kernel cannot return a value", "write results to memory with tl.store");
+      frame().result = v;
+      frame().returned = true;
+      return;
+    }
+    case StmtKind::Assert: {
+      Symbol cond = eval(*s.test);
+      std::string message = "assertion failed";
+      if (s.msg) {
+        Symbol m = eval(*s.msg);
+        if (m.is_const() && m.constant.kind == ConstValue::Kind::Str) message = m.constant.s;
+      }
+      bool truth;
+      if (truth_constant(cond, s.test->loc, &truth)) {
+        if (!truth) error_at(s.test->loc, "static assertion failed: " + message);
+        return;
+      }
+      if (!debug()) return;  // like Triton: runtime asserts are checked only in debug mode
+      ir::ValueId c = to_value(cond, s.test->loc, "the assertion");
+      builder_.set_loc(s.loc);
+      builder_.create(OpKind::Assert, {c}, {}, {{"message", ir::Attr{message}}});
+      return;
+    }
+    case StmtKind::Break:
+    case StmtKind::Continue:
+      error_at(s.loc, std::string("`") + (s.kind == StmtKind::Break ? "break" : "continue") +
+                          "` is not supported inside kernels",
+               "loops have static trip structure; use a `while` loop with a condition variable instead");
+    case StmtKind::Unsupported:
+      error_at(s.loc, "`" + s.name + "` statements are not supported inside a kernel");
+  }
+}
+
+// Materializes `s` as a value of `type` at the current insertion point.
+ir::ValueId Lowerer::materialize_as(const Symbol& s, const ir::Type& type, const std::string& name,
+                                    const SourceLoc& loc) {
+  if (s.is_const()) {
+    if (!s.constant.is_numeric()) error_at(loc, "`" + name + "` cannot hold " + describe(s) + " here");
+    ir::ValueId c = constant(s.constant, type.element(), loc);
+    return broadcast_to(c, type.shape, loc);
+  }
+  ir::ValueId v = to_value(s, loc, "`" + name + "`");
+  if (!(fn_.type(v) == type))
+    error_at(loc, "`" + name + "` changes type from " + ir::to_string(type) + " to " + ir::to_string(fn_.type(v)),
+             "a variable keeps one type across control flow: initialize it with its final type "
+             "(e.g. tl.zeros(shape, dtype=...)) or convert with .to(...)");
+  return v;
+}
+
+void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
+  const auto before = frame().vars;
+  const auto before_maybe = frame().maybe_undefined;
+  ir::BlockId outer = builder_.insertion_block();
+  ir::BlockId then_block = fn_.add_block(ir::OpId{});
+  ir::BlockId else_block = fn_.add_block(ir::OpId{});
+
+  ++frame().runtime_control_depth;
+  builder_.set_insertion_end(then_block);
+  lower_body(s.body);
+  auto then_vars = frame().vars;
+  frame().vars = before;
+  frame().maybe_undefined = before_maybe;
+  builder_.set_insertion_end(else_block);
+  lower_body(s.orelse);
+  auto else_vars = frame().vars;
+  --frame().runtime_control_depth;
+
+  // Decide which names become results of the `if`.
+  std::vector<std::string> results;
+  std::vector<ir::Type> result_types;
+  std::map<std::string, Symbol> merged;
+  std::set<std::string> names;
+  for (const auto& [n, _] : then_vars) names.insert(n);
+  for (const auto& [n, _] : else_vars) names.insert(n);
+  for (const std::string& n : names) {
+    auto t = then_vars.find(n);
+    auto e = else_vars.find(n);
+    if (t == then_vars.end() || e == else_vars.end()) {
+      frame().maybe_undefined[n] = s.loc;
+      continue;
+    }
+    if (same_symbol(t->second, e->second)) {
+      merged[n] = t->second;
+      continue;
+    }
+    if (!is_runtime_carriable(t->second) || !is_runtime_carriable(e->second))
+      error_at(s.loc, "`" + n + "` is " + describe(t->second) + " in one branch and " + describe(e->second) +
+                          " in the other; only tensors and numbers can differ between branches of a runtime `if`");
+    ir::Type ty;
+    if (t->second.is_value()) ty = fn_.type(t->second.value);
+    else if (e->second.is_value()) ty = fn_.type(e->second.value);
+    else ty = ir::Type::of(literal_type(t->second.constant));
+    results.push_back(n);
+    result_types.push_back(ty);
+  }
+  auto yield_in = [&](ir::BlockId block, const std::map<std::string, Symbol>& vars) {
+    builder_.set_insertion_end(block);
+    std::vector<ir::ValueId> values;
+    for (size_t i = 0; i < results.size(); ++i)
+      values.push_back(materialize_as(vars.at(results[i]), result_types[i], results[i], s.loc));
+    builder_.set_loc(s.loc);
+    builder_.create(OpKind::Yield, values, {});
+  };
+  yield_in(then_block, then_vars);
+  yield_in(else_block, else_vars);
+
+  builder_.set_insertion_end(outer);
+  builder_.set_loc(s.loc);
+  ir::OpId op = builder_.create(OpKind::If, {cond}, result_types);
+  fn_.op(op).regions = {then_block, else_block};
+  fn_.block(then_block).parent = op;
+  fn_.block(else_block).parent = op;
+  for (const auto& [n, sym] : merged) frame().vars[n] = sym;
+  for (size_t i = 0; i < results.size(); ++i) {
+    frame().vars[results[i]] = Symbol::of(fn_.op(op).results[i]);
+    frame().maybe_undefined.erase(results[i]);
+  }
+  for (auto it = frame().vars.begin(); it != frame().vars.end();) {
+    if (frame().maybe_undefined.count(it->first)) it = frame().vars.erase(it);
+    else ++it;
+  }
+}
+
+std::vector<std::string> Lowerer::loop_carried(const std::vector<ast::StmtPtr>& body, const SourceLoc& loc) {
+  std::set<std::string> assigned;
+  collect_assigned(body, assigned);
+  std::vector<std::string> carried;
+  for (const std::string& n : assigned) {
+    auto it = frame().vars.find(n);
+    if (it == frame().vars.end()) continue;
+    if (!is_runtime_carriable(it->second))
+      error_at(loc, "`" + n + "` (" + describe(it->second) + ") is reassigned inside a runtime loop",
+               "only tensors and numbers can change from one iteration to the next; use a new name");
+    carried.push_back(n);
+  }
+  return carried;
+}
+
+void Lowerer::finish_loop_scope(const std::map<std::string, Symbol>& before, const std::vector<std::string>& carried,
+                                const std::vector<ir::ValueId>& results, const SourceLoc& loc) {
+  auto inside = frame().vars;
+  frame().vars = before;
+  for (const auto& [n, _] : inside)
+    if (!before.count(n)) frame().maybe_undefined[n] = loc;
+  for (size_t i = 0; i < carried.size(); ++i) frame().vars[carried[i]] = Symbol::of(results[i]);
+}
+
+void Lowerer::lower_for(const ast::Stmt& s) {
+  const ast::Expr& target = *s.targets[0];
+  if (target.kind != ast::ExprKind::Name)
+    error_at(target.loc, "the loop variable must be a single name");
+  if (!s.orelse.empty()) error_at(s.loc, "`for ... else` is not supported inside kernels");
+  const ast::Expr& iter = *s.value;
+  if (iter.kind != ast::ExprKind::Call)
+    error_at(iter.loc, "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)");
+  Symbol callee = eval(*iter.children[0]);
+  bool is_static = callee.kind == Symbol::Kind::Builtin && callee.name == "static_range";
+  bool is_range = callee.kind == Symbol::Kind::Builtin && (callee.name == "py.range" || callee.name == "range");
+  if (!is_static && !is_range)
+    error_at(iter.loc, "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)");
+  std::vector<Symbol> bounds;
+  std::vector<SourceLoc> locs;
+  for (size_t i = 1; i < iter.children.size(); ++i) {
+    bounds.push_back(eval(*iter.children[i]));
+    locs.push_back(iter.children[i]->loc);
+  }
+  for (const ast::Keyword& k : iter.keywords) {
+    // tl.range tuning hints (num_stages, loop_unroll_factor, flatten, ...) do not change meaning.
+    if (callee.name == "range" &&
+        (k.name == "num_stages" || k.name == "loop_unroll_factor" || k.name == "disallow_acc_multi_buffer" ||
+         k.name == "flatten" || k.name == "warp_specialize" || k.name == "disable_licm"))
+      continue;
+    if (k.name == "arg1" || k.name == "arg2" || k.name == "arg3" || k.name == "start" || k.name == "end" || k.name == "step") {
+      bounds.push_back(eval(*k.value));
+      locs.push_back(k.loc);
+      continue;
+    }
+    error_at(k.loc, "unexpected keyword `" + k.name + "` for the loop range");
+  }
+  if (bounds.empty() || bounds.size() > 3) error_at(iter.loc, "range takes 1 to 3 arguments");
+  Symbol start = bounds.size() == 1 ? Symbol::of(ConstValue::integer(0)) : bounds[0];
+  Symbol end = bounds.size() == 1 ? bounds[0] : bounds[1];
+  Symbol step = bounds.size() == 3 ? bounds[2] : Symbol::of(ConstValue::integer(1));
+  SourceLoc step_loc = bounds.size() == 3 ? locs[2] : iter.loc;
+
+  if (is_static) {
+    int64_t a = to_int_const(start, iter.loc, "the start of tl.static_range");
+    int64_t b = to_int_const(end, iter.loc, "the end of tl.static_range");
+    int64_t c = to_int_const(step, step_loc, "the step of tl.static_range");
+    if (c == 0) error_at(step_loc, "the step of a range cannot be zero");
+    int64_t trips = c > 0 ? (b > a ? (b - a + c - 1) / c : 0) : (a > b ? (a - b - c - 1) / -c : 0);
+    if (trips > kMaxStaticTrips) error_at(iter.loc, "tl.static_range would unroll " + std::to_string(trips) + " iterations",
+                                          "use range(...) for long loops");
+    for (int64_t k = 0; k < trips && !frame().returned; ++k) {
+      assign(target.name, Symbol::of(ConstValue::integer(a + k * c)));
+      lower_body(s.body);
+    }
+    return;
+  }
+
+  if (step.is_const() && step.constant.is_numeric() && step.constant.kind != ConstValue::Kind::Float &&
+      step.constant.i == 0)
+    error_at(step_loc, "the step of a range cannot be zero");
+  auto int_operand = [&](const Symbol& sym, const SourceLoc& l, const char* what) {
+    ir::ValueId v = to_value(sym, l, std::string("the ") + what + " of the range");
+    if (type(v).is_tile() || !ir::is_integer(type(v).scalar) || type(v).scalar == Scalar::I1)
+      error_at(l, std::string("the ") + what + " of a range must be an integer scalar, but it is " + describe(sym));
+    return v;
+  };
+  builder_.set_loc(s.loc);
+  ir::ValueId lb = int_operand(start, bounds.size() == 1 ? iter.loc : locs[0], "start");
+  ir::ValueId ub = int_operand(end, bounds.size() == 1 ? locs[0] : locs[1], "end");
+  ir::ValueId st = int_operand(step, step_loc, "step");
+  Scalar iv_type = promote_integers(promote_integers(type(lb).scalar, type(ub).scalar), type(st).scalar);
+  lb = cast(lb, iv_type, s.loc);
+  ub = cast(ub, iv_type, s.loc);
+  st = cast(st, iv_type, s.loc);
+
+  std::vector<std::string> carried = loop_carried(s.body, s.loc);
+  std::vector<ir::ValueId> inits;
+  std::vector<ir::Type> types;
+  for (const std::string& n : carried) {
+    const Symbol& sym = frame().vars.at(n);
+    ir::ValueId v = to_value(sym, s.loc, "`" + n + "`");
+    inits.push_back(v);
+    types.push_back(fn_.type(v));
+  }
+  const auto before = frame().vars;
+  ir::BlockId outer = builder_.insertion_block();
+  ir::BlockId body = fn_.add_block(ir::OpId{});
+  ir::ValueId iv = fn_.add_block_arg(body, ir::Type::of(iv_type));
+  for (size_t i = 0; i < carried.size(); ++i) frame().vars[carried[i]] = Symbol::of(fn_.add_block_arg(body, types[i]));
+  frame().vars[target.name] = Symbol::of(iv);
+
+  ++frame().runtime_control_depth;
+  builder_.set_insertion_end(body);
+  lower_body(s.body);
+  std::vector<ir::ValueId> yields;
+  for (size_t i = 0; i < carried.size(); ++i)
+    yields.push_back(materialize_as(frame().vars.at(carried[i]), types[i], carried[i], s.loc));
+  builder_.set_loc(s.loc);
+  builder_.create(OpKind::Yield, yields, {});
+  --frame().runtime_control_depth;
+
+  builder_.set_insertion_end(outer);
+  std::vector<ir::ValueId> operands = {lb, ub, st};
+  operands.insert(operands.end(), inits.begin(), inits.end());
+  builder_.set_loc(s.loc);
+  ir::OpId op = builder_.create(OpKind::For, operands, types);
+  fn_.op(op).regions = {body};
+  fn_.block(body).parent = op;
+  finish_loop_scope(before, carried, fn_.op(op).results, s.loc);
+}
+
+void Lowerer::lower_while(const ast::Stmt& s) {
+  if (!s.orelse.empty()) error_at(s.loc, "`while ... else` is not supported inside kernels");
+  std::vector<std::string> carried = loop_carried(s.body, s.loc);
+  std::vector<ir::ValueId> inits;
+  std::vector<ir::Type> types;
+  for (const std::string& n : carried) {
+    ir::ValueId v = to_value(frame().vars.at(n), s.loc, "`" + n + "`");
+    inits.push_back(v);
+    types.push_back(fn_.type(v));
+  }
+  const auto before = frame().vars;
+  ir::BlockId outer = builder_.insertion_block();
+  ir::BlockId cond_block = fn_.add_block(ir::OpId{});
+  ir::BlockId body = fn_.add_block(ir::OpId{});
+  std::vector<ir::ValueId> cond_args;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    cond_args.push_back(fn_.add_block_arg(cond_block, types[i]));
+    frame().vars[carried[i]] = Symbol::of(cond_args.back());
+  }
+
+  ++frame().runtime_control_depth;
+  builder_.set_insertion_end(cond_block);
+  Symbol cond = eval(*s.test);
+  ir::ValueId c = to_value(cond, s.test->loc, "the `while` condition");
+  if (type(c).is_tile())
+    error_at(s.test->loc, "the `while` condition must be a scalar, but it is " + describe(cond));
+  if (type(c).scalar != Scalar::I1) {
+    ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
+    c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
+  }
+  std::vector<ir::ValueId> cond_operands = {c};
+  cond_operands.insert(cond_operands.end(), cond_args.begin(), cond_args.end());
+  builder_.set_loc(s.loc);
+  builder_.create(OpKind::Condition, cond_operands, {});
+
+  for (size_t i = 0; i < carried.size(); ++i)
+    frame().vars[carried[i]] = Symbol::of(fn_.add_block_arg(body, types[i]));
+  builder_.set_insertion_end(body);
+  lower_body(s.body);
+  std::vector<ir::ValueId> yields;
+  for (size_t i = 0; i < carried.size(); ++i)
+    yields.push_back(materialize_as(frame().vars.at(carried[i]), types[i], carried[i], s.loc));
+  builder_.set_loc(s.loc);
+  builder_.create(OpKind::Yield, yields, {});
+  --frame().runtime_control_depth;
+
+  builder_.set_insertion_end(outer);
+  builder_.set_loc(s.loc);
+  ir::OpId op = builder_.create(OpKind::While, inits, types);
+  fn_.op(op).regions = {cond_block, body};
+  fn_.block(cond_block).parent = op;
+  fn_.block(body).parent = op;
+  finish_loop_scope(before, carried, fn_.op(op).results, s.loc);
+}
+
+}  // namespace tegula::frontend

@@ -1,1 +1,117 @@
-// placeholder: being written
+#include "frontend/type_rules.h"
+
+#include <limits>
+#include <map>
+
+namespace tegula::frontend {
+
+using ir::Scalar;
+
+int kind_rank(Scalar s) {
+  if (s == Scalar::I1) return 0;
+  if (ir::is_float(s)) return 3;
+  return ir::is_signed(s) ? 2 : 1;
+}
+
+Scalar literal_type(const ConstValue& c) {
+  switch (c.kind) {
+    case ConstValue::Kind::Bool: return Scalar::I1;
+    case ConstValue::Kind::Float: return Scalar::F32;
+    case ConstValue::Kind::Int:
+      if (c.is_unsigned) return Scalar::U64;
+      if (c.i >= std::numeric_limits<int32_t>::min() && c.i <= std::numeric_limits<int32_t>::max())
+        return Scalar::I32;
+      return Scalar::I64;
+    default: return Scalar::I32;
+  }
+}
+
+Scalar promote_integers(Scalar a, Scalar b) {
+  if (a == b) return a;
+  int wa = ir::bit_width(a), wb = ir::bit_width(b);
+  bool sa = ir::is_signed(a) || a == Scalar::I1, sb = ir::is_signed(b) || b == Scalar::I1;
+  if (a == Scalar::I1) return b;
+  if (b == Scalar::I1) return a;
+  if (sa == sb) return wa >= wb ? a : b;
+  // Mixed signedness: the unsigned type wins unless the signed one is wider.
+  Scalar u = sa ? b : a, s = sa ? a : b;
+  return ir::bit_width(u) >= ir::bit_width(s) ? u : s;
+}
+
+std::optional<Scalar> promote(TypedOperand a, TypedOperand b, bool div_or_mod) {
+  auto is_half = [](Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; };
+  if (a.is_literal != b.is_literal) {
+    const TypedOperand& lit = a.is_literal ? a : b;
+    const TypedOperand& tile = a.is_literal ? b : a;
+    if (kind_rank(lit.scalar) <= kind_rank(tile.scalar)) {
+      if (div_or_mod && is_half(tile.scalar)) return Scalar::F32;
+      return tile.scalar;
+    }
+  }
+  Scalar x = a.scalar, y = b.scalar;
+  if (x == Scalar::F64 || y == Scalar::F64) return Scalar::F64;
+  if (x == Scalar::F32 || y == Scalar::F32) return Scalar::F32;
+  if (x == Scalar::F16 || y == Scalar::F16) return div_or_mod ? Scalar::F32 : Scalar::F16;
+  if (x == Scalar::BF16 || y == Scalar::BF16) return div_or_mod ? Scalar::F32 : Scalar::BF16;
+  if (div_or_mod && x != Scalar::I1 && y != Scalar::I1 && ir::is_signed(x) != ir::is_signed(y))
+    return std::nullopt;
+  return promote_integers(x, y);
+}
+
+std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
+                                                     const std::vector<int64_t>& b, std::string* why) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+    int64_t db = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1) {
+      if (why)
+        *why = "dimension " + std::to_string(i) + " is " + std::to_string(da) + " on one side and " +
+               std::to_string(db) + " on the other";
+      return std::nullopt;
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::optional<Scalar> dtype_from_name(const std::string& name) {
+  static const std::map<std::string, Scalar> names = {
+      {"int1", Scalar::I1},     {"i1", Scalar::I1},       {"bool", Scalar::I1},
+      {"int8", Scalar::I8},     {"i8", Scalar::I8},       {"int16", Scalar::I16},
+      {"i16", Scalar::I16},     {"int32", Scalar::I32},   {"i32", Scalar::I32},
+      {"int64", Scalar::I64},   {"i64", Scalar::I64},     {"uint8", Scalar::U8},
+      {"u8", Scalar::U8},       {"uint16", Scalar::U16},  {"u16", Scalar::U16},
+      {"uint32", Scalar::U32},  {"u32", Scalar::U32},     {"uint64", Scalar::U64},
+      {"u64", Scalar::U64},     {"float16", Scalar::F16}, {"fp16", Scalar::F16},
+      {"f16", Scalar::F16},     {"half", Scalar::F16},    {"bfloat16", Scalar::BF16},
+      {"bf16", Scalar::BF16},   {"float32", Scalar::F32}, {"fp32", Scalar::F32},
+      {"f32", Scalar::F32},     {"float", Scalar::F32},   {"float64", Scalar::F64},
+      {"fp64", Scalar::F64},    {"f64", Scalar::F64},     {"double", Scalar::F64},
+  };
+  auto it = names.find(name);
+  if (it == names.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string triton_name(Scalar s) {
+  switch (s) {
+    case Scalar::I1: return "int1";
+    case Scalar::I8: return "int8";
+    case Scalar::I16: return "int16";
+    case Scalar::I32: return "int32";
+    case Scalar::I64: return "int64";
+    case Scalar::U8: return "uint8";
+    case Scalar::U16: return "uint16";
+    case Scalar::U32: return "uint32";
+    case Scalar::U64: return "uint64";
+    case Scalar::F16: return "fp16";
+    case Scalar::BF16: return "bf16";
+    case Scalar::F32: return "fp32";
+    case Scalar::F64: return "fp64";
+  }
+  return "?";
+}
+
+}  // namespace tegula::frontend

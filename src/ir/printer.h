@@ -1,16 +1,18 @@
 // Textual form of the tile IR (parsable back by ir/parser.h).
 //
 //   kernel @add(%x: ptr<f32> div(16), %n: i32) {
-//     %0 = program_id {axis = 0} : i32                      // add.py:3:11
-//     %1 = arange {start = 0, end = 1024} : tile<1024xi32>  // add.py:3:23
+//     %0 = program_id {axis = 0} : i32                          // add.py:3:11
+//     %1 = arange {start = 0, end = 1024} : tile<1024xi32>      // add.py:3:23
 //     ...
-//     %9 = for %lb, %ub, %st, %acc0 -> (tile<...>) {
-//     ^(%i: i32, %acc: tile<...>):
+//     %9 = for %lb, %ub, %st, %acc0 : tile<1024xf32> {
+//     ^bb(%10: i32, %11: tile<1024xf32>):
 //       ...
-//       yield %a
+//       yield %12
 //     }
 //     return
 //   }
+//
+// docs/ir.md specifies the syntax.
 #pragma once
 
 #include <string>
@@ -24,5 +26,9 @@ struct PrintOptions {
 };
 
 std::string print(const Function& fn, const PrintOptions& options = {});
+
+// One op on one line, its values named as print(fn) names them, regions shown
+// as `{ ... }`. For error messages (the verifier's, the passes').
+std::string print_op(const Function& fn, OpId op);
 
 }  // namespace tegula::ir

@@ -1,1 +1,118 @@
-// placeholder: being written
+// CompiledKernel: what a launch runs. The launch path is the hot path of every
+// `kernel[grid](...)` call, so it converts the (already validated) Python
+// values straight into ArgValues by the parameter types and releases the GIL
+// while the grid runs.
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "python/bindings.h"
+#include "runtime/compiler.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace tegula::python {
+namespace {
+
+using runtime::ArgValue;
+using runtime::CompiledKernel;
+
+[[noreturn]] void argument_error(const CompiledKernel& kernel, const ir::Param& param,
+                                 const char* expected, nb::handle got) {
+  std::string message = "argument '" + param.name + "' of kernel '" + kernel.name + "' (" +
+                        ir::to_string(param.type) + ") expects " + expected + ", got " +
+                        nb::type_name(got.type()).c_str();
+  throw runtime::Error(std::move(message), ErrorKind::Type);
+}
+
+// The Python side has already chosen the parameter's kind from the value, so
+// a mismatch here is a caller bug; it still surfaces as a TypeError.
+ArgValue convert(const CompiledKernel& kernel, const ir::Param& param, nb::handle value) {
+  ArgValue out;
+  const ir::Type& type = param.type;
+  if (type.is_pointer()) {
+    out.kind = ArgValue::Kind::Pointer;
+    if (!nb::try_cast<uint64_t>(value, out.bits))
+      argument_error(kernel, param, "an address (int)", value);
+  } else if (ir::is_float(type.scalar)) {
+    out.kind = ArgValue::Kind::Float;
+    if (!nb::try_cast<double>(value, out.real)) argument_error(kernel, param, "a float", value);
+  } else if (type.scalar == ir::Scalar::I1) {
+    out.kind = ArgValue::Kind::Bool;
+    bool b = false;
+    if (!nb::try_cast<bool>(value, b)) argument_error(kernel, param, "a bool", value);
+    out.bits = b ? 1 : 0;
+  } else if (ir::is_signed(type.scalar)) {
+    out.kind = ArgValue::Kind::Int;
+    int64_t v = 0;
+    if (!nb::try_cast<int64_t>(value, v)) argument_error(kernel, param, "an int", value);
+    out.bits = static_cast<uint64_t>(v);
+  } else {
+    out.kind = ArgValue::Kind::UInt;
+    if (!nb::try_cast<uint64_t>(value, out.bits))
+      argument_error(kernel, param, "a non-negative int", value);
+  }
+  return out;
+}
+
+void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args) {
+  const size_t count = nb::len(args);
+  if (count != kernel.params.size()) {
+    throw runtime::Error("kernel '" + kernel.name + "' takes " +
+                             std::to_string(kernel.params.size()) + " runtime arguments, got " +
+                             std::to_string(count),
+                         ErrorKind::Value);
+  }
+  std::vector<ArgValue> values;
+  values.reserve(count);
+  for (size_t i = 0; i < count; ++i) values.push_back(convert(kernel, kernel.params[i], args[i]));
+  for (int64_t g : grid)
+    if (g < 0) throw runtime::Error("grid dimensions must be >= 0", ErrorKind::Value);
+
+  nb::gil_scoped_release released;
+  kernel.launch(grid.data(), values);
+}
+
+nb::dict stage_dict(const CompiledKernel& kernel) {
+  nb::dict d;  // insertion order is pipeline order
+  for (const auto& dump : kernel.stages.ir) d[dump.stage.c_str()] = dump.ir;
+  return d;
+}
+
+// (name, type, divisibility) per runtime parameter, e.g. ("x", "ptr<f32>", 16).
+std::vector<std::tuple<std::string, std::string, int64_t>> param_tuples(const CompiledKernel& k) {
+  std::vector<std::tuple<std::string, std::string, int64_t>> out;
+  out.reserve(k.params.size());
+  for (const auto& p : k.params) out.emplace_back(p.name, ir::to_string(p.type), p.divisibility);
+  return out;
+}
+
+}  // namespace
+
+void bind_kernel(nb::module_& m) {
+  nb::class_<CompiledKernel>(m, "CompiledKernel", "A compiled, loaded kernel, ready to launch.")
+      .def_ro("name", &CompiledKernel::name)
+      .def_ro("key", &CompiledKernel::key)
+      .def_ro("from_disk_cache", &CompiledKernel::from_disk_cache)
+      .def_prop_ro("params", &param_tuples,
+                   "The launch ABI: (name, type, divisibility) per runtime parameter, in order.")
+      .def_prop_ro("stages", &stage_dict,
+                   "IR text after each stage, in pipeline order (empty unless keep_stages).")
+      .def_prop_ro("source", [](const CompiledKernel& k) { return k.stages.source; },
+                   "The generated C++ source (empty unless keep_stages).")
+      .def("launch", &launch, "grid"_a, "args"_a,
+           "Runs the grid; `args` holds one int/float/bool per runtime parameter.")
+      .def("__repr__", [](const CompiledKernel& k) {
+        return "<tegula CompiledKernel '" + k.name + "' " + k.key.substr(0, 12) + ">";
+      });
+}
+
+}  // namespace tegula::python

@@ -1,1 +1,65 @@
-// placeholder: being written
+// Module `tegula._C` and the translation of C++ errors into Python exceptions.
+//
+// runtime::Error already carries the fully rendered diagnostic, so the Python
+// message is exactly what a compiler would print (file:line:col, the quoted
+// line, the caret, the hint). Its kind picks the exception class.
+#include <Python.h>
+
+#include <exception>
+
+#include "python/bindings.h"
+#include "runtime/compiler.h"
+#include "support/diagnostic.h"
+
+namespace nb = nanobind;
+
+namespace tegula::python {
+namespace {
+
+PyObject* exception_for(ErrorKind kind, PyObject* compilation_error) {
+  switch (kind) {
+    case ErrorKind::Compile: return compilation_error;
+    case ErrorKind::Type: return PyExc_TypeError;
+    case ErrorKind::Value: return PyExc_ValueError;
+  }
+  return compilation_error;
+}
+
+// `payload` is the CompilationError type object; the module keeps it alive.
+void translate_errors(const std::exception_ptr& error, void* payload) {
+  auto* compilation_error = static_cast<PyObject*>(payload);
+  try {
+    std::rethrow_exception(error);
+  } catch (const runtime::Error& e) {
+    PyErr_SetString(exception_for(e.kind(), compilation_error), e.what());
+  } catch (const UserError& e) {
+    // Only reachable if a UserError escapes without its sources (a bug in the
+    // API boundary); still report it as the user's error, unlocated.
+    PyErr_SetString(exception_for(e.diagnostic().kind, compilation_error),
+                    render(e.diagnostic(), nullptr).c_str());
+  } catch (const InternalError& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
+}  // namespace
+}  // namespace tegula::python
+
+NB_MODULE(_C, m) {
+  m.doc() = "Tegula's compiler and runtime (C++), as used by the tegula package.";
+  m.attr("__version__") = TEGULA_VERSION;
+
+  PyObject* compilation_error = PyErr_NewExceptionWithDoc(
+      "tegula.CompilationError",
+      "A kernel failed to compile. The message is the rendered diagnostic: "
+      "file:line:col, the source line with a caret, and a hint.",
+      PyExc_Exception, nullptr);
+  if (!compilation_error) throw nb::python_error();
+  // The module attribute owns the reference; the translator borrows it for the
+  // life of the process (extension modules are never unloaded).
+  m.attr("CompilationError") = nb::steal(compilation_error);
+  nb::register_exception_translator(tegula::python::translate_errors, compilation_error);
+
+  tegula::python::bind_compiler(m);
+  tegula::python::bind_kernel(m);
+}

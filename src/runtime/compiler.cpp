@@ -1,1 +1,404 @@
-// placeholder: being written
+// The compile driver. compile() is the straight line
+//   key -> in-process table -> disk cache -> (miss) lower, optimize, emit, build -> publish -> load
+// and the one place where the compiler's exceptions become runtime::Error.
+#include "runtime/compiler.h"
+
+#include <sys/stat.h>
+
+#include <bit>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <unordered_map>
+
+#include "backends/cpu/codegen.h"
+#include "backends/cpu/toolchain.h"
+#include "frontend/lower.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "runtime/disk_cache.h"
+#include "runtime/errors.h"
+#include "runtime/shared_library.h"
+#include "support/sha256.h"
+
+#ifndef TEGULA_VERSION
+#define TEGULA_VERSION "unknown"
+#endif
+
+namespace tegula::runtime {
+
+namespace {
+
+// Bump when the driver changes what it produces for the same inputs (the
+// kernel ABI, how options reach the backend...), so old entries stop matching.
+constexpr const char* kDriverVersion = "driver-1";
+constexpr const char* kEntrySymbol = "tegula_kernel";
+
+// --- the cache key -----------------------------------------------------------------
+//
+// Every field is written as `tag:length:bytes\n`, so no two different inputs
+// serialize to the same byte string (a source containing "\n" or ":" cannot
+// impersonate a following field).
+class KeyWriter {
+ public:
+  void field(std::string_view tag, std::string_view value) {
+    hasher_.update(tag);
+    hasher_.update(":" + std::to_string(value.size()) + ":");
+    hasher_.update(value);
+    hasher_.update("\n");
+  }
+  void field(std::string_view tag, int64_t value) { field(tag, std::to_string(value)); }
+  void field(std::string_view tag, double value) {
+    // The bit pattern: exact, and distinguishes -0.0 and NaN payloads.
+    field(tag, static_cast<int64_t>(std::bit_cast<uint64_t>(value)));
+  }
+  void global(const frontend::GlobalValue& value) {
+    field("kind", static_cast<int64_t>(value.kind));
+    field("int", value.int_value);
+    field("float", value.float_value);
+    field("text", value.text);
+    field("function", static_cast<int64_t>(value.function));
+  }
+  std::string finish() { return hasher_.finish_hex(); }
+
+ private:
+  Sha256 hasher_;
+};
+
+bool effective_debug(const frontend::KernelRequest& request, const CompileOptions& options) {
+  return options.debug || request.debug;
+}
+
+void check_request(const frontend::KernelRequest& request, const CompileOptions& options) {
+  if (options.backend != "cpu")
+    fail(ErrorKind::Value, "backend '" + options.backend + "' is not available", "use backend 'cpu'");
+  if (request.functions.empty()) fail(ErrorKind::Value, "the compile request has no kernel function");
+}
+
+std::string compute_key(const frontend::KernelRequest& request, const CompileOptions& options) {
+  KeyWriter w;
+  w.field("format", std::string("tegula ") + TEGULA_VERSION + " " + kDriverVersion + " cache " +
+                        std::to_string(kCacheFormatVersion));
+  w.field("backend", options.backend);
+  w.field("debug", int64_t{effective_debug(request, options)});
+  w.field("functions", static_cast<int64_t>(request.functions.size()));
+  for (const frontend::FunctionSource& fn : request.functions) {
+    w.field("name", fn.name);
+    w.field("filename", fn.filename);
+    w.field("first_line", int64_t{fn.first_line});
+    w.field("source", fn.source);
+    w.field("globals", static_cast<int64_t>(fn.globals.size()));
+    for (const auto& [name, value] : fn.globals) {  // std::map: sorted by name
+      w.field("global", name);
+      w.global(value);
+    }
+  }
+  w.field("args", static_cast<int64_t>(request.args.size()));
+  for (const frontend::ArgSpec& arg : request.args) {
+    w.field("arg", static_cast<int64_t>(arg.kind));
+    w.field("dtype", ir::to_string(arg.dtype));
+    w.field("divisibility", arg.divisibility);
+    w.field("is_one", int64_t{arg.is_one});
+    w.global(arg.value);
+  }
+  const backends::cpu::Toolchain& toolchain = backends::cpu::toolchain();
+  w.field("compiler", toolchain.compiler);
+  w.field("identity", toolchain.identity);
+  w.field("flags", toolchain.flags);
+  return w.finish();
+}
+
+// --- stage dumps (TEGULA_DUMP_DIR) -----------------------------------------------------
+
+std::string dump_directory() {
+  const char* dir = std::getenv("TEGULA_DUMP_DIR");
+  return dir ? std::string(dir) : std::string();
+}
+
+std::string file_safe(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  return out;
+}
+
+// Writes <kernel>-<key8>.<NN>-<stage>.txt per stage (numbered: a stage may run
+// more than once) and <kernel>-<key8>.source.cpp. Best effort: dumping is a
+// debugging aid and must never turn a result into a failure.
+void write_dumps(const std::string& kernel, const std::string& key, const Stages& stages) {
+  std::string dir = dump_directory();
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string prefix = dir + "/" + file_safe(kernel) + "-" + key.substr(0, 8) + ".";
+  for (size_t i = 0; i < stages.ir.size(); ++i) {
+    std::string number = (i < 9 ? "0" : "") + std::to_string(i + 1);
+    std::ofstream(prefix + number + "-" + file_safe(stages.ir[i].stage) + ".txt") << stages.ir[i].ir;
+  }
+  if (!stages.source.empty()) std::ofstream(prefix + "source.cpp") << stages.source;
+}
+
+// --- translating the compiler's exceptions ---------------------------------------------
+
+// What a failed compilation has produced so far, for the error report.
+struct Attempt {
+  const frontend::KernelRequest* request = nullptr;
+  std::string key;
+  SourceManager sources;
+  Stages stages;
+};
+
+[[noreturn]] void internal_failure(const Attempt& attempt, std::string what) {
+  write_dumps(attempt.request->functions[0].name, attempt.key, attempt.stages);
+  std::string dir = dump_directory();
+  std::string hint = dir.empty()
+                         ? "this is a bug in Tegula; set TEGULA_DUMP_DIR=/some/dir to keep the IR of every "
+                           "stage and the generated source, and report it"
+                         : "this is a bug in Tegula; the IR of every stage and the generated source are in " + dir;
+  if (!what.starts_with("internal compiler error")) what = "internal compiler error: " + what;
+  fail(ErrorKind::Compile, std::move(what), std::move(hint));
+}
+
+// Runs `step`, turning every exception into runtime::Error.
+template <class Step>
+auto translate_errors(Attempt& attempt, Step&& step) -> decltype(step()) {
+  try {
+    return step();
+  } catch (const Error&) {
+    throw;
+  } catch (const UserError& e) {
+    throw Error(render(e.diagnostic(), &attempt.sources), e.diagnostic().kind);
+  } catch (const InternalError& e) {
+    internal_failure(attempt, e.what());
+  } catch (const std::exception& e) {
+    internal_failure(attempt, e.what());
+  }
+}
+
+// --- the stages ----------------------------------------------------------------------------
+
+struct Lowered {
+  std::string kernel_name;
+  std::vector<ir::Param> params;
+};
+
+// Frontend, passes and code generation. Fills attempt.stages.source always and
+// attempt.stages.ir when `keep_ir`, stage by stage, so a failure leaves what
+// was produced before it.
+Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir) {
+  const frontend::KernelRequest& request = *attempt.request;
+  ir::Function fn = frontend::lower_kernel(request, attempt.sources);
+  stats().frontend_runs++;
+  if (keep_ir) attempt.stages.ir.push_back({"lowered", ir::print(fn)});
+  ir::verify_or_throw(fn, "lowered");
+  passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr);
+  attempt.stages.source = backends::cpu::emit_cpp(fn, {effective_debug(request, options)});
+  return Lowered{fn.name, fn.params};
+}
+
+std::shared_ptr<CompiledKernel> make_kernel(const std::string& key, CacheManifest manifest,
+                                            std::shared_ptr<SharedLibrary> library, void* entry) {
+  auto kernel = std::make_shared<CompiledKernel>();
+  kernel->name = std::move(manifest.kernel_name);
+  kernel->params = std::move(manifest.params);
+  kernel->key = key;
+  kernel->library = std::move(library);
+  kernel->entry = entry;
+  return kernel;
+}
+
+bool has_stages(const CompiledKernel& kernel) { return !kernel.stages.ir.empty() || !kernel.stages.source.empty(); }
+
+// The stages of an already built entry: from the disk cache, else by running
+// everything again except the C++ compiler (and storing them for next time
+// when the entry's manifest is known).
+Stages stages_of_entry(const frontend::KernelRequest& request, const CompileOptions& options,
+                       const DiskCache& cache, const std::string& key, std::optional<CacheManifest> manifest) {
+  if (manifest)
+    if (std::optional<Stages> stored = cache.load_stages(key, *manifest)) return std::move(*stored);
+  Attempt attempt{&request, key, {}, {}};
+  translate_errors(attempt, [&] { return generate(attempt, options, /*keep_ir=*/true); });
+  if (manifest) {
+    try {
+      cache.store_stages(key, *manifest, attempt.stages);
+    } catch (const Error&) {
+      // A read-only cache still serves kernels; the stages are simply not kept.
+    }
+  }
+  return std::move(attempt.stages);
+}
+
+std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& request, const CompileOptions& options,
+                                              const std::string& key, const std::string& directory,
+                                              bool want_stages) {
+  DiskCache cache(directory);
+
+  if (std::optional<CachedKernel> hit = cache.load(key)) {
+    stats().disk_hits++;
+    CacheManifest manifest = hit->manifest;
+    auto kernel = make_kernel(key, std::move(hit->manifest), std::move(hit->library), hit->entry);
+    kernel->from_disk_cache = true;
+    if (want_stages) {
+      kernel->stages = stages_of_entry(request, options, cache, key, std::move(manifest));
+      write_dumps(kernel->name, key, kernel->stages);
+    }
+    return kernel;
+  }
+
+  // Miss (absent, or failed verification: the new entry overwrites it).
+  Attempt attempt{&request, key, {}, {}};
+  Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, want_stages); });
+  std::string built = cache.temporary_path(key, "so");
+  translate_errors(attempt, [&] {
+    try {
+      backends::cpu::compile_shared_object(attempt.stages.source, built);
+    } catch (const UserError& e) {
+      std::remove(built.c_str());
+      // The generated code should always compile: whatever went wrong is ours.
+      internal_failure(attempt, "the generated C++ did not compile:\n" + render(e.diagnostic(), nullptr));
+    }
+  });
+  stats().builds++;
+
+  CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}};
+  translate_errors(attempt, [&] { cache.store(key, built, manifest, want_stages ? &attempt.stages : nullptr); });
+  std::shared_ptr<SharedLibrary> library;
+  void* entry = nullptr;
+  try {
+    library = SharedLibrary::open(cache.library_path(key));
+    entry = library->symbol(kEntrySymbol);
+  } catch (const LibraryError& e) {
+    fail(ErrorKind::Compile, std::string("cannot load the compiled kernel: ") + e.what(),
+         "if the cache directory " + directory +
+             " is on a file system mounted noexec, set TEGULA_CACHE_DIR to another directory");
+  }
+  write_dumps(manifest.kernel_name, key, attempt.stages);
+  auto kernel = make_kernel(key, std::move(manifest), std::move(library), entry);
+  if (want_stages) kernel->stages = std::move(attempt.stages);
+  return kernel;
+}
+
+// --- the in-process table ------------------------------------------------------------------
+//
+// Maps cache directory + key to the kernel built or loaded in this process
+// (weakly: the caller decides how long a kernel lives) or to the build in
+// progress, so two threads asking for the same kernel build it once.
+class KernelTable {
+ public:
+  using Result = std::shared_future<std::shared_ptr<CompiledKernel>>;
+
+  struct Lookup {
+    std::shared_ptr<CompiledKernel> ready;  // already loaded
+    Result pending;                         // being built by another thread
+    bool ours = false;                      // we registered the build: call finish()
+  };
+
+  Lookup claim(const std::string& id, Result ours) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it != entries_.end()) {
+      if (auto kernel = it->second.kernel.lock()) return Lookup{std::move(kernel), {}, false};
+      if (it->second.pending.valid()) return Lookup{nullptr, it->second.pending, false};
+    }
+    if (it == entries_.end()) prune();
+    entries_[id] = Entry{{}, std::move(ours)};
+    return Lookup{nullptr, {}, true};
+  }
+
+  // Records the outcome of our build (null: it failed, forget it).
+  void finish(const std::string& id, const std::shared_ptr<CompiledKernel>& kernel) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (kernel)
+      entries_[id] = Entry{kernel, {}};
+    else
+      entries_.erase(id);
+  }
+
+  // Replaces a loaded kernel by an equivalent one that also carries its stages.
+  void update(const std::string& id, const std::shared_ptr<CompiledKernel>& kernel) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it != entries_.end() && !it->second.pending.valid()) it->second.kernel = kernel;
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<CompiledKernel> kernel;
+    Result pending;
+  };
+
+  // Forgets kernels nobody holds any more; amortized by only running once the
+  // table has doubled since the last sweep.
+  void prune() {
+    if (entries_.size() < sweep_at_) return;
+    std::erase_if(entries_, [](const auto& item) {
+      return !item.second.pending.valid() && item.second.kernel.expired();
+    });
+    sweep_at_ = std::max<size_t>(64, entries_.size() * 2);
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<std::string, Entry> entries_;
+  size_t sweep_at_ = 64;
+};
+
+KernelTable& kernel_table() {
+  static KernelTable table;
+  return table;
+}
+
+}  // namespace
+
+Stats& stats() {
+  static Stats counters;
+  return counters;
+}
+
+std::string cache_directory(const CompileOptions& options) { return resolve_cache_directory(options.cache_dir); }
+
+std::string cache_key(const frontend::KernelRequest& request, const CompileOptions& options) {
+  check_request(request, options);
+  Attempt attempt{&request, {}, {}, {}};
+  return translate_errors(attempt, [&] { return compute_key(request, options); });
+}
+
+std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, const CompileOptions& options) {
+  std::string key = cache_key(request, options);
+  std::string directory = cache_directory(options);
+  bool want_stages = options.keep_stages || !dump_directory().empty();
+  std::string id = directory + "/" + key;
+
+  std::promise<std::shared_ptr<CompiledKernel>> promise;
+  KernelTable::Lookup found = kernel_table().claim(id, promise.get_future().share());
+  std::shared_ptr<CompiledKernel> kernel = found.ready;
+  if (found.pending.valid()) kernel = found.pending.get();  // rethrows the builder's error
+  if (found.ours) {
+    try {
+      kernel = load_or_build(request, options, key, directory, want_stages);
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      kernel_table().finish(id, nullptr);
+      throw;
+    }
+    promise.set_value(kernel);
+    kernel_table().finish(id, kernel);
+    return kernel;
+  }
+
+  if (want_stages && !has_stages(*kernel)) {
+    // Same code, now with its stages: a copy, because other threads may be reading the shared one.
+    auto with_stages = std::make_shared<CompiledKernel>(*kernel);
+    DiskCache cache(directory);
+    with_stages->stages = stages_of_entry(request, options, cache, key, cache.load_manifest(key));
+    write_dumps(with_stages->name, key, with_stages->stages);
+    kernel_table().update(id, with_stages);
+    return with_stages;
+  }
+  return kernel;
+}
+
+}  // namespace tegula::runtime

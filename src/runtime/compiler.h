@@ -90,7 +90,8 @@ struct Stats {
 Stats& stats();
 
 // The resolved cache directory for `options` (created 0700 if missing).
-// Throws UserError if it exists and is writable by group or others.
+// Throws runtime::Error (kind Value) if it is not owned by the current user or
+// is writable by group or others.
 std::string cache_directory(const CompileOptions& options);
 
 }  // namespace tegula::runtime

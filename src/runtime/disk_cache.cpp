@@ -1,1 +1,394 @@
-// placeholder: being written
+#include "runtime/disk_cache.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "runtime/errors.h"
+#include "runtime/shared_library.h"
+#include "support/sha256.h"
+
+namespace tegula::runtime {
+
+namespace {
+
+constexpr std::string_view kManifestMagic = "tegula-kernel-cache";
+constexpr std::string_view kStagesMagic = "tegula-kernel-stages";
+constexpr const char* kEntrySymbol = "tegula_kernel";
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::optional<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string bytes;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return bytes;
+}
+
+bool is_identifier(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return !std::isdigit(static_cast<unsigned char>(text[0]));
+}
+
+bool is_hex_digest(std::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+std::optional<ir::Type> parse_param_type(const std::string& text) {
+  ir::Scalar scalar;
+  if (text.size() > 5 && text.starts_with("ptr<") && text.back() == '>') {
+    if (!ir::parse_scalar(text.substr(4, text.size() - 5), &scalar)) return std::nullopt;
+    return ir::Type::ptr(scalar);
+  }
+  if (!ir::parse_scalar(text, &scalar)) return std::nullopt;
+  return ir::Type::of(scalar);
+}
+
+// Splits `text` into lines; false if the text does not end in a newline
+// (a truncated write).
+bool split_lines(std::string_view text, std::vector<std::string_view>* lines) {
+  if (text.empty() || text.back() != '\n') return false;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    lines->push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return true;
+}
+
+std::vector<std::string> words(std::string_view line) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(line)};
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
+
+template <class Int>
+bool parse_int(std::string_view text, Int* out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+void check_key(const std::string& key) {
+  // Keys become file names: only our own hex digests may reach the file system.
+  TEGULA_ASSERT(is_hex_digest(key), "malformed cache key '" + key + "'");
+}
+
+// Creates `path` and its missing parents, each with mode 0700.
+void make_private_directories(const std::filesystem::path& path) {
+  std::filesystem::path partial;
+  for (const auto& component : path) {
+    partial /= component;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      fail(ErrorKind::Value, "cannot create the cache directory " + path.string() + ": " + errno_text(),
+           "set TEGULA_CACHE_DIR to a writable directory");
+  }
+}
+
+std::string home_directory() {
+  if (const char* home = std::getenv("HOME"); home && *home) return home;
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found && found->pw_dir)
+    return found->pw_dir;
+  return {};
+}
+
+}  // namespace
+
+// --- manifest ------------------------------------------------------------------
+
+std::string serialize_manifest(const CacheManifest& manifest) {
+  std::string out = std::string(kManifestMagic) + " " + std::to_string(kCacheFormatVersion) + "\n";
+  out += "kernel " + manifest.kernel_name + "\n";
+  for (const ir::Param& p : manifest.params)
+    out += "param " + p.name + " " + ir::to_string(p.type) + " " + std::to_string(p.divisibility) + "\n";
+  out += "library " + manifest.library_sha256 + "\n";
+  out += "stages " + (manifest.stages_sha256.empty() ? std::string("-") : manifest.stages_sha256) + "\n";
+  out += "end\n";
+  return out;
+}
+
+std::optional<CacheManifest> parse_manifest(std::string_view text) {
+  std::vector<std::string_view> lines;
+  if (!split_lines(text, &lines) || lines.size() < 5) return std::nullopt;
+  if (lines.front() != std::string(kManifestMagic) + " " + std::to_string(kCacheFormatVersion))
+    return std::nullopt;
+  if (lines.back() != "end") return std::nullopt;
+
+  CacheManifest manifest;
+  bool seen_kernel = false, seen_library = false, seen_stages = false;
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    std::vector<std::string> w = words(lines[i]);
+    if (w.size() == 2 && w[0] == "kernel" && !seen_kernel && is_identifier(w[1])) {
+      manifest.kernel_name = w[1];
+      seen_kernel = true;
+    } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_library && is_identifier(w[1])) {
+      std::optional<ir::Type> type = parse_param_type(w[2]);
+      ir::Param param{w[1], type.value_or(ir::Type{}), 1};
+      if (!type || !parse_int(w[3], &param.divisibility) || param.divisibility < 1) return std::nullopt;
+      manifest.params.push_back(std::move(param));
+    } else if (w.size() == 2 && w[0] == "library" && seen_kernel && !seen_library && is_hex_digest(w[1])) {
+      manifest.library_sha256 = w[1];
+      seen_library = true;
+    } else if (w.size() == 2 && w[0] == "stages" && seen_library && !seen_stages &&
+               (w[1] == "-" || is_hex_digest(w[1]))) {
+      if (w[1] != "-") manifest.stages_sha256 = w[1];
+      seen_stages = true;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!seen_stages) return std::nullopt;
+  return manifest;
+}
+
+// --- stages --------------------------------------------------------------------
+//
+//   tegula-kernel-stages 1
+//   ir <byte count> <stage name>\n<bytes>\n      (once per stage, in order)
+//   source <byte count>\n<bytes>\n
+//   end\n
+// Byte counts, not delimiters, so IR and source text need no escaping.
+
+std::string serialize_stages(const Stages& stages) {
+  std::string out = std::string(kStagesMagic) + " " + std::to_string(kCacheFormatVersion) + "\n";
+  for (const passes::StageDump& dump : stages.ir) {
+    std::string name = dump.stage;
+    for (char& c : name)
+      if (c == '\n') c = ' ';
+    out += "ir " + std::to_string(dump.ir.size()) + " " + name + "\n" + dump.ir + "\n";
+  }
+  out += "source " + std::to_string(stages.source.size()) + "\n" + stages.source + "\n";
+  out += "end\n";
+  return out;
+}
+
+std::optional<Stages> parse_stages(std::string_view text) {
+  size_t pos = 0;
+  auto next_line = [&](std::string_view* line) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) return false;
+    *line = text.substr(pos, end - pos);
+    pos = end + 1;
+    return true;
+  };
+  auto take_bytes = [&](std::string_view count_text, std::string* out) {
+    size_t count = 0;
+    if (!parse_int(count_text, &count) || count > text.size() - pos || text.size() - pos - count < 1 ||
+        text[pos + count] != '\n')
+      return false;
+    *out = std::string(text.substr(pos, count));
+    pos += count + 1;
+    return true;
+  };
+
+  std::string_view line;
+  if (!next_line(&line) || line != std::string(kStagesMagic) + " " + std::to_string(kCacheFormatVersion))
+    return std::nullopt;
+  Stages stages;
+  bool seen_source = false;
+  while (next_line(&line)) {
+    std::vector<std::string> w = words(line);
+    if (w.size() >= 3 && w[0] == "ir" && !seen_source) {
+      // The name is the rest of the line after the count, spaces included.
+      size_t name_start = line.find(' ', 3);
+      passes::StageDump dump{std::string(line.substr(name_start + 1)), {}};
+      if (!take_bytes(w[1], &dump.ir)) return std::nullopt;
+      stages.ir.push_back(std::move(dump));
+    } else if (w.size() == 2 && w[0] == "source" && !seen_source) {
+      if (!take_bytes(w[1], &stages.source)) return std::nullopt;
+      seen_source = true;
+    } else if (w.size() == 1 && w[0] == "end" && seen_source && pos == text.size()) {
+      return stages;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+// --- the directory ---------------------------------------------------------------
+
+std::string resolve_cache_directory(const std::string& configured) {
+  std::string chosen = configured;
+  if (chosen.empty())
+    if (const char* env = std::getenv("TEGULA_CACHE_DIR")) chosen = env;
+  if (chosen.empty())
+    // The XDG spec says relative values are invalid and must be ignored.
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') chosen = std::string(xdg) + "/tegula";
+  if (chosen.empty()) {
+    std::string home = home_directory();
+    if (home.empty())
+      fail(ErrorKind::Value, "cannot find a cache directory: $HOME is not set",
+           "set TEGULA_CACHE_DIR to a private directory");
+    chosen = home + "/.cache/tegula";
+  }
+
+  // Absolute, so entries stay reachable if the process changes directory.
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(chosen, ec).lexically_normal();
+  if (ec) path = chosen;
+  std::string dir = path.string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+
+  make_private_directories(dir);
+  struct stat info{};
+  if (::stat(dir.c_str(), &info) != 0)
+    fail(ErrorKind::Value, "cannot use the cache directory " + dir + ": " + errno_text(),
+         "set TEGULA_CACHE_DIR to a private directory");
+  if (!S_ISDIR(info.st_mode))
+    fail(ErrorKind::Value, "the cache directory " + dir + " is not a directory",
+         "set TEGULA_CACHE_DIR to a private directory");
+  if (info.st_uid != geteuid())
+    fail(ErrorKind::Value,
+         "the cache directory " + dir + " is owned by another user (uid " + std::to_string(info.st_uid) +
+             "); cached kernels are code Tegula executes, so it must be your own",
+         "set TEGULA_CACHE_DIR to a directory you own");
+  if ((info.st_mode & 022) != 0)
+    fail(ErrorKind::Value,
+         "the cache directory " + dir + " is writable by group or others; cached kernels are code " +
+             "Tegula executes, so it must be private",
+         "run `chmod 700 " + dir + "`, or set TEGULA_CACHE_DIR to a private directory");
+  return dir;
+}
+
+// --- entries -------------------------------------------------------------------------
+
+std::string DiskCache::library_path(const std::string& key) const { return directory_ + "/" + key + ".so"; }
+std::string DiskCache::manifest_path(const std::string& key) const { return directory_ + "/" + key + ".meta"; }
+std::string DiskCache::stages_path(const std::string& key) const { return directory_ + "/" + key + ".stages"; }
+
+std::string DiskCache::temporary_path(const std::string& key, std::string_view extension) const {
+  // pid + 64 random bits: unique across processes and threads without any shared counter.
+  std::random_device entropy;
+  uint64_t nonce = (uint64_t{entropy()} << 32) ^ entropy();
+  char nonce_hex[17];
+  std::snprintf(nonce_hex, sizeof nonce_hex, "%016llx", static_cast<unsigned long long>(nonce));
+  return directory_ + "/.tmp-" + key.substr(0, 16) + "-" + std::to_string(::getpid()) + "-" + nonce_hex + "." +
+         std::string(extension);
+}
+
+void DiskCache::write_atomically(const std::string& key, const std::string& path, std::string_view bytes) const {
+  std::string temporary = temporary_path(key, "part");
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) fail(ErrorKind::Value, "cannot write to the cache directory " + directory_ + ": " + errno_text());
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string reason = errno_text();
+      ::close(fd);
+      ::unlink(temporary.c_str());
+      fail(ErrorKind::Value, "cannot write " + temporary + ": " + reason);
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 || ::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::string reason = errno_text();
+    ::unlink(temporary.c_str());
+    fail(ErrorKind::Value, "cannot write " + path + ": " + reason);
+  }
+}
+
+std::optional<CachedKernel> DiskCache::load(const std::string& key, std::string* why) const {
+  check_key(key);
+  auto miss = [&](std::string reason) -> std::optional<CachedKernel> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (::access(manifest_path(key).c_str(), F_OK) != 0) return miss("no entry");
+  std::optional<CacheManifest> manifest = load_manifest(key);
+  if (!manifest) return miss("the manifest is truncated or malformed");
+  std::optional<std::string> library_bytes = read_file(library_path(key));
+  if (!library_bytes) return miss("the shared object is missing");
+  if (sha256_hex(*library_bytes) != manifest->library_sha256)
+    return miss("the shared object does not match the manifest's hash");
+
+  CachedKernel cached;
+  try {
+    cached.library = SharedLibrary::open(library_path(key));
+    cached.entry = cached.library->symbol(kEntrySymbol);
+  } catch (const LibraryError& e) {
+    return miss(e.what());
+  }
+  cached.manifest = std::move(*manifest);
+  return cached;
+}
+
+std::optional<CacheManifest> DiskCache::load_manifest(const std::string& key) const {
+  check_key(key);
+  std::optional<std::string> text = read_file(manifest_path(key));
+  if (!text) return std::nullopt;
+  return parse_manifest(*text);
+}
+
+std::optional<Stages> DiskCache::load_stages(const std::string& key, const CacheManifest& manifest) const {
+  check_key(key);
+  if (manifest.stages_sha256.empty()) return std::nullopt;
+  std::optional<std::string> text = read_file(stages_path(key));
+  if (!text || sha256_hex(*text) != manifest.stages_sha256) return std::nullopt;
+  return parse_stages(*text);
+}
+
+void DiskCache::store(const std::string& key, const std::string& built_library, CacheManifest& manifest,
+                      const Stages* stages) const {
+  check_key(key);
+  std::optional<std::string> library_bytes = read_file(built_library);
+  if (!library_bytes) fail(ErrorKind::Value, "cannot read the built kernel " + built_library + ": " + errno_text());
+  manifest.library_sha256 = sha256_hex(*library_bytes);
+  if (::rename(built_library.c_str(), library_path(key).c_str()) != 0) {
+    std::string reason = errno_text();
+    ::unlink(built_library.c_str());
+    fail(ErrorKind::Value, "cannot write " + library_path(key) + ": " + reason);
+  }
+  manifest.stages_sha256.clear();
+  if (stages) {
+    std::string text = serialize_stages(*stages);
+    write_atomically(key, stages_path(key), text);
+    manifest.stages_sha256 = sha256_hex(text);
+  }
+  // Last: an entry exists for readers only once everything it names is in place.
+  write_atomically(key, manifest_path(key), serialize_manifest(manifest));
+}
+
+void DiskCache::store_stages(const std::string& key, CacheManifest& manifest, const Stages& stages) const {
+  check_key(key);
+  std::string text = serialize_stages(stages);
+  write_atomically(key, stages_path(key), text);
+  manifest.stages_sha256 = sha256_hex(text);
+  write_atomically(key, manifest_path(key), serialize_manifest(manifest));
+}
+
+}  // namespace tegula::runtime

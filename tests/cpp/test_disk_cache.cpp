@@ -1,1 +1,445 @@
-// placeholder: being written
+#include "runtime/disk_cache.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "runtime/shared_library.h"
+#include "runtime_test_util.h"
+#include "support/sha256.h"
+
+namespace tegula::runtime {
+namespace {
+
+using testing::build_shared_object;
+using testing::read_text;
+using testing::ScopedEnv;
+using testing::TempDir;
+using testing::write_text;
+
+const std::string kKey = sha256_hex("a kernel");
+
+// A stand-in for a compiled kernel: records its launch range.
+constexpr const char* kKernelSource = R"(
+#include <cstdint>
+extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t first, int64_t last) {
+  int64_t* out = *static_cast<int64_t* const*>(args[0]);
+  out[0] = first;
+  out[1] = last;
+}
+extern "C" int tegula_test_marker() { return 7; }
+)";
+
+CacheManifest sample_manifest() {
+  CacheManifest m;
+  m.kernel_name = "add";
+  m.params = {{"x_ptr", ir::Type::ptr(ir::Scalar::F32), 16},
+              {"out", ir::Type::ptr(ir::Scalar::BF16), 1},
+              {"n", ir::Type::of(ir::Scalar::I32), 16},
+              {"flag", ir::Type::of(ir::Scalar::I1), 1}};
+  return m;
+}
+
+int mode_of(const std::string& path) {
+  struct stat info{};
+  EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
+  return info.st_mode & 0777;
+}
+
+// --- manifest and stages text --------------------------------------------------------
+
+TEST(Manifest, RoundTripsExactly) {
+  CacheManifest m = sample_manifest();
+  m.library_sha256 = sha256_hex("library");
+  std::string text = serialize_manifest(m);
+  EXPECT_EQ(text,
+            "tegula-kernel-cache 1\n"
+            "kernel add\n"
+            "param x_ptr ptr<f32> 16\n"
+            "param out ptr<bf16> 1\n"
+            "param n i32 16\n"
+            "param flag i1 1\n"
+            "library " + m.library_sha256 + "\n"
+            "stages -\n"
+            "end\n");
+  std::optional<CacheManifest> back = parse_manifest(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->kernel_name, "add");
+  ASSERT_EQ(back->params.size(), 4u);
+  EXPECT_EQ(back->params[0].name, "x_ptr");
+  EXPECT_EQ(back->params[0].type, ir::Type::ptr(ir::Scalar::F32));
+  EXPECT_EQ(back->params[0].divisibility, 16);
+  EXPECT_EQ(back->params[1].type, ir::Type::ptr(ir::Scalar::BF16));
+  EXPECT_EQ(back->params[2].type, ir::Type::of(ir::Scalar::I32));
+  EXPECT_EQ(back->params[3].type, ir::Type::of(ir::Scalar::I1));
+  EXPECT_EQ(back->library_sha256, m.library_sha256);
+  EXPECT_TRUE(back->stages_sha256.empty());
+
+  m.stages_sha256 = sha256_hex("stages");
+  back = parse_manifest(serialize_manifest(m));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->stages_sha256, m.stages_sha256);
+}
+
+TEST(Manifest, EveryTruncationIsRejected) {
+  CacheManifest m = sample_manifest();
+  m.library_sha256 = sha256_hex("library");
+  std::string text = serialize_manifest(m);
+  for (size_t length = 0; length < text.size(); ++length)
+    EXPECT_FALSE(parse_manifest(text.substr(0, length))) << "accepted a prefix of " << length << " bytes";
+}
+
+TEST(Manifest, MalformedOrOtherVersionIsRejected) {
+  CacheManifest m = sample_manifest();
+  m.library_sha256 = sha256_hex("library");
+  std::string good = serialize_manifest(m);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  EXPECT_FALSE(parse_manifest(replaced("tegula-kernel-cache 1", "tegula-kernel-cache 0")));
+  EXPECT_FALSE(parse_manifest(replaced("ptr<f32>", "ptr<f33>")));
+  EXPECT_FALSE(parse_manifest(replaced("i32 16", "i32 0")));
+  EXPECT_FALSE(parse_manifest(replaced("i32 16", "i32 sixteen")));
+  EXPECT_FALSE(parse_manifest(replaced("kernel add", "kernel ../add")));
+  EXPECT_FALSE(parse_manifest(replaced("library " + m.library_sha256, "library abc")));
+  EXPECT_FALSE(parse_manifest(replaced("stages -\n", "")));
+  EXPECT_FALSE(parse_manifest(replaced("end\n", "end\nmore\n")));
+}
+
+TEST(Stages, RoundTripTextThatLooksLikeTheFormat) {
+  Stages stages;
+  stages.ir = {{"lowered", "kernel @k() {\n  return\n}\n"},
+               {"canonicalize", "end\nsource 3\n"},
+               {"two words", ""}};
+  stages.source = "extern \"C\" void tegula_kernel() {}\nend\n";
+  std::string text = serialize_stages(stages);
+  std::optional<Stages> back = parse_stages(text);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->ir.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back->ir[i].stage, stages.ir[i].stage);
+    EXPECT_EQ(back->ir[i].ir, stages.ir[i].ir);
+  }
+  EXPECT_EQ(back->source, stages.source);
+  for (size_t length = 0; length < text.size(); ++length)
+    EXPECT_FALSE(parse_stages(text.substr(0, length))) << "accepted a prefix of " << length << " bytes";
+}
+
+// --- the directory -------------------------------------------------------------------------
+
+TEST(CacheDirectory, CreatesMissingParentsPrivately) {
+  TempDir tmp;
+  std::string dir = tmp / "a/b/cache";
+  EXPECT_EQ(resolve_cache_directory(dir), dir);
+  EXPECT_EQ(mode_of(tmp / "a"), 0700);
+  EXPECT_EQ(mode_of(tmp / "a/b"), 0700);
+  EXPECT_EQ(mode_of(dir), 0700);
+  // Trailing slashes and dot segments name the same directory.
+  EXPECT_EQ(resolve_cache_directory(dir + "/./"), dir);
+}
+
+TEST(CacheDirectory, RefusesAGroupWritableDirectory) {
+  TempDir tmp;
+  std::string dir = tmp / "shared";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  try {
+    resolve_cache_directory(dir);
+    FAIL() << "accepted a world-writable cache directory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Value);
+    EXPECT_EQ(std::string(e.what()),
+              "error: the cache directory " + dir +
+                  " is writable by group or others; cached kernels are code Tegula executes, so it must be "
+                  "private\n"
+                  "hint: run `chmod 700 " + dir + "`, or set TEGULA_CACHE_DIR to a private directory\n");
+  }
+  ASSERT_EQ(::chmod(dir.c_str(), 0720), 0);  // group-writable only: refused too
+  EXPECT_THROW(resolve_cache_directory(dir), Error);
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);  // readable by others is fine
+  EXPECT_EQ(resolve_cache_directory(dir), dir);
+}
+
+TEST(CacheDirectory, RefusesAFile) {
+  TempDir tmp;
+  write_text(tmp / "file", "x");
+  EXPECT_THROW(resolve_cache_directory(tmp / "file"), Error);
+}
+
+TEST(CacheDirectory, EnvironmentOrder) {
+  TempDir tmp;
+  {
+    ScopedEnv cache("TEGULA_CACHE_DIR", (tmp / "from-env").c_str());
+    ScopedEnv xdg("XDG_CACHE_HOME", (tmp / "xdg").c_str());
+    EXPECT_EQ(resolve_cache_directory(tmp / "explicit"), tmp / "explicit");
+    EXPECT_EQ(resolve_cache_directory(""), tmp / "from-env");
+  }
+  {
+    ScopedEnv cache("TEGULA_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", (tmp / "xdg").c_str());
+    EXPECT_EQ(resolve_cache_directory(""), tmp / "xdg/tegula");
+  }
+  {
+    ScopedEnv cache("TEGULA_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", "relative/ignored");
+    ScopedEnv home("HOME", (tmp / "home").c_str());
+    EXPECT_EQ(resolve_cache_directory(""), tmp / "home/.cache/tegula");
+  }
+}
+
+// --- entries ---------------------------------------------------------------------------------
+
+class DiskCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = resolve_cache_directory(tmp_ / "cache");
+    build_shared_object(kKernelSource, tmp_ / "kernel.so");
+  }
+
+  // What the driver does after a build: a fresh library in the cache dir, published.
+  void publish(const DiskCache& cache, const Stages* stages = nullptr) {
+    std::string built = cache.temporary_path(kKey, "so");
+    std::filesystem::copy_file(tmp_ / "kernel.so", built);
+    CacheManifest m = sample_manifest();
+    cache.store(kKey, built, m, stages);
+    EXPECT_FALSE(std::filesystem::exists(built));
+  }
+
+  static int64_t run_entry(void* entry) {
+    int64_t out[2] = {-1, -1};
+    int64_t* out_ptr = out;
+    void* args[] = {&out_ptr};
+    int32_t grid[3] = {1, 1, 1};
+    reinterpret_cast<void (*)(void* const*, const int32_t*, int64_t, int64_t)>(entry)(args, grid, 3, 9);
+    return out[0] * 100 + out[1];
+  }
+
+  TempDir tmp_;
+  std::string directory_;
+};
+
+TEST_F(DiskCacheTest, EntryFilesAreNamedByKey) {
+  DiskCache cache(directory_);
+  EXPECT_EQ(cache.library_path(kKey), directory_ + "/" + kKey + ".so");
+  EXPECT_EQ(cache.manifest_path(kKey), directory_ + "/" + kKey + ".meta");
+  EXPECT_EQ(cache.stages_path(kKey), directory_ + "/" + kKey + ".stages");
+  EXPECT_NE(cache.temporary_path(kKey, "so"), cache.temporary_path(kKey, "so"));
+  EXPECT_THROW(cache.load("../../etc/passwd"), InternalError);
+}
+
+TEST_F(DiskCacheTest, MissThenStoreThenVerifiedHit) {
+  DiskCache cache(directory_);
+  std::string why;
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_EQ(why, "no entry");
+
+  publish(cache);
+  std::optional<CachedKernel> hit = cache.load(kKey, &why);
+  ASSERT_TRUE(hit) << why;
+  EXPECT_EQ(hit->manifest.kernel_name, "add");
+  EXPECT_EQ(hit->manifest.params.size(), 4u);
+  EXPECT_EQ(hit->manifest.library_sha256, sha256_hex(read_text(cache.library_path(kKey))));
+  EXPECT_EQ(run_entry(hit->entry), 309);
+  EXPECT_FALSE(cache.load_stages(kKey, hit->manifest));
+  // Nothing but the entry is left behind.
+  size_t files = 0;
+  for (const auto& item : std::filesystem::directory_iterator(directory_)) {
+    (void)item;
+    ++files;
+  }
+  EXPECT_EQ(files, 2u);
+}
+
+TEST_F(DiskCacheTest, StagesAreStoredAndVerified) {
+  DiskCache cache(directory_);
+  Stages stages;
+  stages.ir = {{"lowered", "kernel @add() {\n}\n"}, {"dce", "kernel @add() {}\n"}};
+  stages.source = "// generated\n";
+  publish(cache, &stages);
+  std::optional<CachedKernel> hit = cache.load(kKey);
+  ASSERT_TRUE(hit);
+  std::optional<Stages> back = cache.load_stages(kKey, hit->manifest);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->ir.size(), 2u);
+  EXPECT_EQ(back->ir[1].stage, "dce");
+  EXPECT_EQ(back->source, "// generated\n");
+
+  write_text(cache.stages_path(kKey), read_text(cache.stages_path(kKey)) + " ");
+  EXPECT_FALSE(cache.load_stages(kKey, hit->manifest));
+}
+
+TEST_F(DiskCacheTest, StagesCanBeAddedToAnEntryLater) {
+  DiskCache cache(directory_);
+  publish(cache);
+  CacheManifest manifest = *cache.load_manifest(kKey);
+  Stages stages;
+  stages.source = "int x;\n";
+  cache.store_stages(kKey, manifest, stages);
+  std::optional<CachedKernel> hit = cache.load(kKey);
+  ASSERT_TRUE(hit);
+  ASSERT_TRUE(cache.load_stages(kKey, hit->manifest));
+  EXPECT_EQ(cache.load_stages(kKey, hit->manifest)->source, "int x;\n");
+}
+
+TEST_F(DiskCacheTest, FlippedByteInTheLibraryIsAMissAndARebuildRepairs) {
+  DiskCache cache(directory_);
+  publish(cache);
+  std::string bytes = read_text(cache.library_path(kKey));
+  bytes[bytes.size() / 2] ^= 0x01;
+  write_text(cache.library_path(kKey), bytes);
+
+  std::string why;
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_EQ(why, "the shared object does not match the manifest's hash");
+
+  publish(cache);  // the driver rebuilds and overwrites
+  std::optional<CachedKernel> hit = cache.load(kKey, &why);
+  ASSERT_TRUE(hit) << why;
+  EXPECT_EQ(run_entry(hit->entry), 309);
+}
+
+TEST_F(DiskCacheTest, TruncatedManifestIsAMiss) {
+  DiskCache cache(directory_);
+  publish(cache);
+  std::string manifest = read_text(cache.manifest_path(kKey));
+  write_text(cache.manifest_path(kKey), manifest.substr(0, manifest.size() - 5));
+  std::string why;
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_EQ(why, "the manifest is truncated or malformed");
+}
+
+TEST_F(DiskCacheTest, TruncatedOrMissingLibraryIsAMiss) {
+  DiskCache cache(directory_);
+  publish(cache);
+  std::string bytes = read_text(cache.library_path(kKey));
+  write_text(cache.library_path(kKey), bytes.substr(0, bytes.size() / 3));
+  std::string why;
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_EQ(why, "the shared object does not match the manifest's hash");
+  std::filesystem::remove(cache.library_path(kKey));
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_EQ(why, "the shared object is missing");
+}
+
+TEST_F(DiskCacheTest, LibraryThatDoesNotLoadIsAMiss) {
+  DiskCache cache(directory_);
+  // Hash-consistent but not a shared object: verification passes, dlopen fails.
+  std::string built = cache.temporary_path(kKey, "so");
+  write_text(built, "not an ELF file");
+  CacheManifest m = sample_manifest();
+  cache.store(kKey, built, m, nullptr);
+  std::string why;
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_NE(why.find("cannot load " + cache.library_path(kKey)), std::string::npos) << why;
+}
+
+TEST_F(DiskCacheTest, LibraryWithoutTheEntryPointIsAMiss) {
+  DiskCache cache(directory_);
+  build_shared_object("extern \"C\" int something_else() { return 1; }\n", tmp_ / "other.so");
+  std::string built = cache.temporary_path(kKey, "so");
+  std::filesystem::copy_file(tmp_ / "other.so", built);
+  CacheManifest m = sample_manifest();
+  cache.store(kKey, built, m, nullptr);
+  std::string why;
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_NE(why.find("symbol 'tegula_kernel' not found"), std::string::npos) << why;
+}
+
+// Several processes publish the same key at once while others read it: every
+// reader sees either no entry or a verified one, and the final entry is valid.
+TEST_F(DiskCacheTest, ConcurrentWritersFromSeveralProcesses) {
+  DiskCache cache(directory_);
+  constexpr int kWriters = 6;
+  constexpr int kRounds = 20;
+  std::vector<pid_t> children;
+  for (int w = 0; w < kWriters; ++w) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = 0;
+      try {
+        for (int round = 0; round < kRounds; ++round) {
+          std::string built = cache.temporary_path(kKey, "so");
+          std::filesystem::copy_file(tmp_ / "kernel.so", built);
+          CacheManifest m = sample_manifest();
+          cache.store(kKey, built, m, nullptr);
+          if (std::optional<CachedKernel> hit = cache.load(kKey); !hit) status = 2;
+        }
+      } catch (...) {
+        status = 3;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  int readers_saw_bad = 0;
+  for (int i = 0; i < 50; ++i) {
+    std::string why;
+    std::optional<CachedKernel> hit = cache.load(kKey, &why);
+    if (!hit && why != "no entry") ++readers_saw_bad;
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  EXPECT_EQ(readers_saw_bad, 0);
+  std::optional<CachedKernel> hit = cache.load(kKey);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(run_entry(hit->entry), 309);
+  // No temporary file is left behind.
+  for (const auto& item : std::filesystem::directory_iterator(directory_))
+    EXPECT_FALSE(item.path().filename().string().starts_with(".tmp-")) << item.path();
+}
+
+TEST_F(DiskCacheTest, ConcurrentWritersFromSeveralThreads) {
+  DiskCache cache(directory_);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int round = 0; round < 10; ++round) {
+        std::string built = cache.temporary_path(kKey, "so");
+        std::filesystem::copy_file(tmp_ / "kernel.so", built);
+        CacheManifest m = sample_manifest();
+        cache.store(kKey, built, m, nullptr);
+        if (!cache.load(kKey)) ++failures;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// --- shared libraries -----------------------------------------------------------------------
+
+TEST_F(DiskCacheTest, SharedLibraryLooksUpSymbolsWithClearErrors) {
+  std::shared_ptr<SharedLibrary> library = SharedLibrary::open(tmp_ / "kernel.so");
+  EXPECT_EQ(library->path(), tmp_ / "kernel.so");
+  auto marker = reinterpret_cast<int (*)()>(library->symbol("tegula_test_marker"));
+  EXPECT_EQ(marker(), 7);
+  try {
+    library->symbol("no_such_symbol");
+    FAIL();
+  } catch (const LibraryError& e) {
+    EXPECT_NE(std::string(e.what()).find("symbol 'no_such_symbol' not found in " + tmp_ / "kernel.so"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    SharedLibrary::open(tmp_ / "missing.so");
+    FAIL();
+  } catch (const LibraryError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot load " + tmp_ / "missing.so" + ": "), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tegula::runtime

@@ -1,1 +1,360 @@
-// placeholder: being written
+// The driver of CPU code generation: the per-program function, the exported
+// entry point and the dispatch of every op to its family's emitter, plus the
+// naming, storage and copy services of CodegenContext.
+#include "backends/cpu/codegen.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "backends/cpu/codegen_context.h"
+#include "backends/cpu/prelude.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cpu {
+
+using ir::Scalar;
+
+// --- C++ spellings ----------------------------------------------------------------
+
+std::string c_scalar(Scalar s) {
+  switch (s) {
+    case Scalar::I1: return "bool";
+    case Scalar::I8: return "int8_t";
+    case Scalar::I16: return "int16_t";
+    case Scalar::I32: return "int32_t";
+    case Scalar::I64: return "int64_t";
+    case Scalar::U8: return "uint8_t";
+    case Scalar::U16: return "uint16_t";
+    case Scalar::U32: return "uint32_t";
+    case Scalar::U64: return "uint64_t";
+    case Scalar::F16: return "uint16_t";
+    case Scalar::BF16: return "uint16_t";
+    case Scalar::F32: return "float";
+    case Scalar::F64: return "double";
+  }
+  TEGULA_ASSERT(false, "unknown scalar kind");
+}
+
+std::string c_element(const ir::Type& t) {
+  if (t.is_pointer()) return (t.scalar == Scalar::I1 ? std::string("uint8_t") : c_scalar(t.scalar)) + "*";
+  return c_scalar(t.scalar);
+}
+
+int64_t c_element_size(const ir::Type& t) {
+  if (t.is_pointer()) return static_cast<int64_t>(sizeof(void*));
+  return ir::byte_size(t.scalar);
+}
+
+bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
+
+std::string c_compute(Scalar s) { return is_half(s) ? "float" : c_scalar(s); }
+
+std::string to_compute(Scalar s, const std::string& expr) {
+  if (s == Scalar::F16) return "tg_f16_to_f32(" + expr + ")";
+  if (s == Scalar::BF16) return "tg_bf16_to_f32(" + expr + ")";
+  return expr;
+}
+
+std::string from_compute(Scalar s, const std::string& expr) {
+  if (s == Scalar::F16) return "tg_f32_to_f16(" + expr + ")";
+  if (s == Scalar::BF16) return "tg_f32_to_bf16(" + expr + ")";
+  return expr;
+}
+
+std::string int_literal(int64_t value, Scalar s) {
+  if (s == Scalar::I1) return value != 0 ? "true" : "false";
+  int bits = ir::bit_width(s);
+  if (!ir::is_signed(s)) {
+    uint64_t u = static_cast<uint64_t>(value);
+    if (bits < 64) u &= (uint64_t{1} << bits) - 1;
+    return std::to_string(u) + (bits == 64 ? "ull" : "u");
+  }
+  if (bits == 64) {
+    if (value == INT64_MIN) return "(-9223372036854775807LL - 1)";
+    return std::to_string(value) + "LL";
+  }
+  if (value == INT32_MIN) return "(-2147483647 - 1)";
+  return std::to_string(value);
+}
+
+std::string float_literal(double value) {
+  if (std::isnan(value)) return std::signbit(value) ? "(-__builtin_nan(\"\"))" : "__builtin_nan(\"\")";
+  if (std::isinf(value)) return value < 0 ? "(-__builtin_inf())" : "__builtin_inf()";
+  // The shortest decimal that reads back to the same double, for readability.
+  char buf[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  std::string text = buf;
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return value < 0 ? "(" + text + ")" : text;
+}
+
+std::string c_string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c >= 0x7f || c == '?') {
+          // Octal escapes take at most 3 digits, so the next character can
+          // never be read as part of the escape; '?' avoids trigraphs.
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\%03o", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// --- CodegenContext ------------------------------------------------------------------
+
+CodegenContext::CodegenContext(const ir::Function& f, const CodegenOptions& o) : fn(f), options(o) {
+  names_.reserve(fn.num_values());
+  for (size_t i = 0; i < fn.num_values(); ++i) names_.push_back("v" + std::to_string(i));
+}
+
+std::string CodegenContext::element(ir::ValueId v, std::string_view index) const {
+  if (!fn.type(v).is_tile()) return name(v);
+  return name(v) + "[" + std::string(index) + "]";
+}
+
+std::string CodegenContext::fresh(std::string_view stem) {
+  return std::string(stem) + std::to_string(next_fresh_++);
+}
+
+void CodegenContext::declare_array(const std::string& element_type, int64_t element_size, int64_t numel,
+                                   const std::string& array_name) {
+  int64_t bytes = element_size * numel;
+  if (bytes <= kMaxStackTileBytes && stack_bytes_ + bytes <= kMaxStackTotalBytes) {
+    stack_bytes_ += bytes;
+    out.line("alignas(64) " + element_type + " " + array_name + "[" + std::to_string(numel) + "];");
+    return;
+  }
+  int64_t offset = (scratch_bytes_ + 63) / 64 * 64;
+  scratch_bytes_ = offset + bytes;
+  out.line(element_type + "* const __restrict " + array_name + " = reinterpret_cast<" + element_type +
+           "*>(scratch + " + std::to_string(offset) + ");");
+}
+
+void CodegenContext::declare(ir::ValueId v) {
+  const ir::Type& t = fn.type(v);
+  if (t.is_tile()) {
+    declare_array(c_element(t), c_element_size(t), t.numel(), name(v));
+  } else {
+    out.line(c_element(t) + " " + name(v) + "{};");
+  }
+}
+
+void CodegenContext::copy(ir::ValueId to, ir::ValueId from) {
+  if (name(to) == name(from)) return;
+  const ir::Type& t = fn.type(to);
+  if (t.is_tile()) {
+    out.line("std::memcpy(" + name(to) + ", " + name(from) + ", sizeof(" + c_element(t) + ") * " +
+             std::to_string(t.numel()) + ");");
+  } else {
+    out.line(name(to) + " = " + name(from) + ";");
+  }
+}
+
+void CodegenContext::declare_copy(ir::ValueId v, ir::ValueId from) {
+  declare(v);
+  copy(v, from);
+}
+
+void CodegenContext::parallel_copy(const std::vector<ir::ValueId>& dests,
+                                   const std::vector<ir::ValueId>& sources) {
+  TEGULA_ASSERT(dests.size() == sources.size(), "parallel copy arity mismatch");
+  // A source living in another destination's storage is saved first, so no
+  // copy reads a value an earlier copy of this group overwrote.
+  std::vector<std::string> from(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    from[i] = name(sources[i]);
+    bool clobbered = false;
+    for (size_t j = 0; j < dests.size(); ++j)
+      if (j != i && name(dests[j]) == from[i]) clobbered = true;
+    if (!clobbered) continue;
+    const ir::Type& t = fn.type(sources[i]);
+    std::string saved = fresh("saved");
+    if (t.is_tile()) {
+      declare_array(c_element(t), c_element_size(t), t.numel(), saved);
+      out.line("std::memcpy(" + saved + ", " + from[i] + ", sizeof(" + saved + "[0]) * " +
+               std::to_string(t.numel()) + ");");
+    } else {
+      out.line("const " + c_element(t) + " " + saved + " = " + from[i] + ";");
+    }
+    from[i] = saved;
+  }
+  for (size_t i = 0; i < dests.size(); ++i) {
+    if (name(dests[i]) == from[i]) continue;
+    const ir::Type& t = fn.type(dests[i]);
+    if (t.is_tile()) {
+      out.line("std::memcpy(" + name(dests[i]) + ", " + from[i] + ", sizeof(" + c_element(t) + ") * " +
+               std::to_string(t.numel()) + ");");
+    } else {
+      out.line(name(dests[i]) + " = " + from[i] + ";");
+    }
+  }
+}
+
+const ir::Op& CodegenContext::terminator(ir::BlockId block) const {
+  const ir::Block& b = fn.block(block);
+  TEGULA_ASSERT(!b.ops.empty(), "block without terminator");
+  const ir::Op& term = fn.op(b.ops.back());
+  TEGULA_ASSERT(ir::is_terminator(term.kind), "block does not end in a terminator");
+  return term;
+}
+
+std::string CodegenContext::location(const ir::Op& op) const {
+  if (!op.loc.valid()) return "";
+  std::string file = op.loc.file < static_cast<int32_t>(fn.files.size())
+                         ? fn.files[static_cast<size_t>(op.loc.file)]
+                         : "<unknown>";
+  return file + ":" + std::to_string(op.loc.line) + ":" + std::to_string(op.loc.col);
+}
+
+void CodegenContext::open_element_loop(const std::string& index, int64_t numel) {
+  out.line("TG_IVDEP");
+  out.open("for (int " + index + " = 0; " + index + " < " + std::to_string(numel) + "; ++" + index + ")");
+}
+
+void CodegenContext::emit_block_body(ir::BlockId block) {
+  for (ir::OpId id : fn.block(block).ops) {
+    const ir::Op& o = fn.op(id);
+    if (o.erased || ir::is_terminator(o.kind)) continue;
+    emit_op(id);
+  }
+}
+
+namespace {
+
+// "v7 = add(v3, v6)  add.py:4:12": the op as the IR names it, for readers.
+std::string op_comment(const CodegenContext& ctx, const ir::Op& o) {
+  std::string text = "// ";
+  for (size_t i = 0; i < o.results.size(); ++i)
+    text += (i ? ", v" : "v") + std::to_string(o.results[i].index);
+  if (!o.results.empty()) text += " = ";
+  text += ir::name(o.kind);
+  if (const ir::Attr* pred = o.attr("pred"); pred && std::holds_alternative<std::string>(*pred))
+    text += "." + std::get<std::string>(*pred);
+  text += "(";
+  for (size_t i = 0; i < o.operands.size(); ++i)
+    text += (i ? ", v" : "v") + std::to_string(o.operands[i].index);
+  text += ")";
+  std::string loc = ctx.location(o);
+  if (!loc.empty()) text += "  " + loc;
+  return text;
+}
+
+}  // namespace
+
+void CodegenContext::emit_op(ir::OpId id) {
+  const ir::Op& o = fn.op(id);
+  out.line(op_comment(*this, o));
+  if (ir::is_elementwise(o.kind)) return emit_elementwise(*this, o);
+  switch (o.kind) {
+    case ir::OpKind::Constant:
+    case ir::OpKind::ProgramId:
+    case ir::OpKind::NumPrograms:
+    case ir::OpKind::Arange: return emit_value_source(*this, o);
+    case ir::OpKind::Splat:
+    case ir::OpKind::Broadcast:
+    case ir::OpKind::ExpandDims:
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Trans:
+    case ir::OpKind::Join:
+    case ir::OpKind::Split: return emit_shape(*this, o);
+    case ir::OpKind::Load:
+    case ir::OpKind::Store: return emit_memory(*this, o);
+    case ir::OpKind::For:
+    case ir::OpKind::If:
+    case ir::OpKind::While: return emit_control(*this, o);
+    case ir::OpKind::Reduce: return emit_reduce(*this, o);
+    case ir::OpKind::Dot: return emit_dot(*this, o);
+    case ir::OpKind::Print:
+    case ir::OpKind::Assert: return emit_debug(*this, o);
+    default: TEGULA_ASSERT(false, std::string("op not expected here: ") + ir::name(o.kind));
+  }
+}
+
+// --- the translation unit --------------------------------------------------------------
+
+namespace {
+
+// What a kernel parameter's slot in `args` holds (codegen.h documents the ABI).
+std::string param_slot_read(const CodegenContext& ctx, const ir::Param& p, size_t index) {
+  std::string slot = "args[" + std::to_string(index) + "]";
+  if (p.type.is_pointer()) {
+    std::string t = c_element(p.type);
+    return "*static_cast<" + t + " const*>(" + slot + ")";
+  }
+  if (p.type.scalar == Scalar::I1) return "*static_cast<const uint8_t*>(" + slot + ") != 0";
+  return "*static_cast<const " + c_scalar(p.type.scalar) + "*>(" + slot + ")";
+}
+
+}  // namespace
+
+std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
+  CodegenContext ctx(fn, options);
+  const ir::Block& body = fn.block(fn.body());
+  TEGULA_ASSERT(body.args.size() == fn.params.size(), "kernel parameters and body arguments differ");
+
+  // The program body goes first into its own emitter: its scratch size is
+  // only known once every tile has been placed.
+  std::string params;
+  for (size_t i = 0; i < fn.params.size(); ++i)
+    params += c_element(fn.params[i].type) + " " + ctx.name(body.args[i]) + ", ";
+  ctx.out.open("static inline void tegula_program(" + params +
+               "int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch)");
+  ctx.out.line("(void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;");
+  ctx.emit_block_body(fn.body());
+  ctx.out.close();
+
+  Emitter unit;
+  unit.line("// Generated by Tegula: CPU code for kernel @" + fn.name + ".");
+  unit.raw(kPrelude);
+  unit.blank();
+  unit.line("// ---- kernel ----");
+  unit.raw(ctx.out.text());
+  unit.blank();
+  unit.open(
+      "extern \"C\" void tegula_kernel(void* const* args, const int32_t* grid, int64_t first, int64_t last)");
+  std::string call_args;
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const ir::Param& p = fn.params[i];
+    std::string local = ctx.name(body.args[i]);
+    unit.line("const " + c_element(p.type) + " " + local + " = " + param_slot_read(ctx, p, i) + ";  // " +
+              p.name);
+    call_args += local + ", ";
+  }
+  if (ctx.scratch_bytes() > 0) {
+    std::string bytes = std::to_string(ctx.scratch_bytes());
+    unit.line("unsigned char* const scratch = tg_scratch(" + bytes + ");");
+    unit.open("if (scratch == nullptr)");
+    unit.line("std::fprintf(stderr, \"tegula: cannot allocate " + bytes + " bytes for the tiles of @" +
+              fn.name + "\\n\");");
+    unit.line("return;");
+    unit.close();
+  } else {
+    unit.line("unsigned char* const scratch = nullptr;");
+  }
+  unit.line("const int64_t grid_x = grid[0], grid_y = grid[1];");
+  unit.open("for (int64_t id = first; id < last; ++id)");
+  unit.line("const int32_t pid_x = (int32_t)(id % grid_x);");
+  unit.line("const int32_t pid_y = (int32_t)((id / grid_x) % grid_y);");
+  unit.line("const int32_t pid_z = (int32_t)(id / (grid_x * grid_y));");
+  unit.line("tegula_program(" + call_args + "pid_x, pid_y, pid_z, grid, scratch);");
+  unit.close();
+  unit.close();
+  return unit.text();
+}
+
+}  // namespace tegula::backends::cpu

@@ -1,0 +1,42 @@
+"""Tegula: tile-based kernels in Python syntax, compiled by a C++ compiler.
+
+    import tegula
+    import tegula.language as tl
+
+    @tegula.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    add[(tegula.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+"""
+
+try:
+    from . import _C
+except ImportError as e:  # pragma: no cover - only without a built extension
+    raise ImportError(
+        "tegula's compiled extension (tegula._C) is missing or failed to load; "
+        "build it with `make build` (or `pip install --no-build-isolation -e .`)"
+    ) from e
+
+from . import language, testing
+from .jit import JITFunction, KernelInspection, jit
+from .utils import cdiv, next_power_of_2
+
+#: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
+#: (file:line:col, the source line with a caret, and a hint).
+CompilationError = _C.CompilationError
+
+__version__ = _C.__version__
+
+__all__ = [
+    "jit", "JITFunction", "KernelInspection", "CompilationError", "cdiv", "next_power_of_2",
+    "language", "testing", "runtime_stats", "__version__",
+]
+
+
+def runtime_stats() -> dict:
+    """The compiler's process-wide counters: ``builds`` (C++ compiler runs),
+    ``disk_hits`` (kernels loaded from the disk cache) and ``frontend_runs``."""
+    return _C.stats()

@@ -1,0 +1,133 @@
+"""What a kernel's source can see: the globals (and closure variables) its body
+names, described for the compiler as GlobalValues, and the sources of every
+@jit function it calls, transitively."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from . import _C
+from .language.core import constexpr, dtype, pointer_type
+
+GV = _C.GlobalValue
+Kind = _C.GlobalValue.Kind
+
+_LANGUAGE_MODULES = frozenset(
+    {"tegula.language", "tegula.language.math", "triton.language", "triton.language.math"})
+_TOP_LEVEL_MODULES = frozenset({"tegula", "triton"})
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def constant_value(value) -> GV | None:
+    """The GlobalValue of a compile-time constant, or None if `value` is not one
+    (int in int64 range, float, bool, str, None, tl.dtype, tl.constexpr of those)."""
+    if isinstance(value, constexpr):
+        value = value.value
+    if value is None:
+        return GV(Kind.None_)
+    t = type(value)
+    if t is bool:
+        return GV(Kind.Bool, int_value=int(value))
+    if t is int:
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return GV(Kind.Int, int_value=value)
+        return None
+    if t is float:
+        return GV(Kind.Float, float_value=value)
+    if t is str:
+        return GV(Kind.Str, text=value)
+    if isinstance(value, dtype) and not isinstance(value, pointer_type):
+        return GV(Kind.DType, text=value.canonical_name)
+    return None
+
+
+def _opaque_description(value) -> str:
+    if isinstance(value, types.ModuleType):
+        return f"module '{value.__name__}'"
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+        module = getattr(value, "__module__", None) or ""
+        if module.startswith("tegula.language"):
+            return f"function '{value.__name__}' imported from tegula.language (write tl.{value.__name__})"
+        return f"function '{value.__qualname__}' (not a @tegula.jit function)"
+    if isinstance(value, type):
+        return f"class '{value.__qualname__}'"
+    if type(value) is int:
+        return f"int {value} (outside the 64-bit range of kernel constants)"
+    return f"object of type '{type(value).__qualname__}'"
+
+
+def _referenced_names(code: types.CodeType, out: set[str]) -> None:
+    out.update(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _referenced_names(const, out)
+
+
+def visible_values(fn: types.FunctionType) -> dict:
+    """name -> host value for every global or closure variable `fn` names.
+    Builtins and undefined names are left out: the compiler knows the builtins
+    it supports and reports the rest where they are used."""
+    names: set[str] = set()
+    _referenced_names(fn.__code__, names)
+    values = {}
+    fn_globals = fn.__globals__
+    for name in sorted(names):
+        if name in fn_globals:
+            values[name] = fn_globals[name]
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # a closure variable not assigned yet
+            continue
+    return values
+
+
+def collect_sources(root) -> list:
+    """FunctionSource of `root` (index 0) and of every @jit function it reaches
+    through its globals, each once; GlobalValues refer to them by index."""
+    from .jit import JITFunction
+
+    sources: list = []
+    index_of: dict[int, int] = {}
+
+    def add(jit_fn) -> int:
+        key = id(jit_fn)
+        if key in index_of:
+            return index_of[key]
+        index = len(sources)
+        index_of[key] = index
+        sources.append(None)  # reserve the slot: recursion may append callees
+        globals_ = {}
+        for name, value in visible_values(jit_fn.fn).items():
+            if isinstance(value, JITFunction):
+                globals_[name] = GV(Kind.JitFunction, function=add(value))
+            else:
+                globals_[name] = describe(value)
+        sources[index] = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
+                                           source=jit_fn.src, first_line=jit_fn.first_line,
+                                           globals=globals_)
+        return index
+
+    add(root)
+    return sources
+
+
+def describe(value) -> GV:
+    """The GlobalValue of a host value that is not a @jit function."""
+    if isinstance(value, types.ModuleType):
+        name = value.__name__
+        if name in _LANGUAGE_MODULES:
+            return GV(Kind.Language, text=name)
+        if name in _TOP_LEVEL_MODULES:
+            return GV(Kind.Tegula, text=name)
+        return GV(Kind.Opaque, text=_opaque_description(value))
+    constant = constant_value(value)
+    if constant is not None:
+        return constant
+    if isinstance(value, np.generic):  # np.float32(0.5), np.int64(3), np.bool_(True)
+        constant = constant_value(value.item())
+        if constant is not None:
+            return constant
+    return GV(Kind.Opaque, text=_opaque_description(value))

@@ -1,0 +1,175 @@
+"""How one launch argument specializes a kernel.
+
+Every argument becomes a *key part*: a small tuple that holds everything the
+compiler needs to know about it (and nothing else), so the tuple of key parts
+is the in-memory cache key and, on a miss, converts back into the ArgSpecs of
+the compile request. Runtime arguments also yield the value the launcher
+receives: an address for pointers, the number itself for scalars.
+
+  ("p", scalar, aligned16)          pointer to `scalar` ("f32", "bf16", ...)
+  ("i", width, is_one, div16)       int: width "i32" | "i64" | "u64"
+  ("f",) / ("b",)                   float (f32) / bool (i1)
+  ("c", type, value)                constexpr (floats as float.hex(): exact, NaN-safe)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _C
+from ._globals import constant_value
+from .language.core import DTYPES, constexpr, dtype, pointer_type
+
+FLOAT = ("f",)
+BOOL = ("b",)
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_U64_MAX = (1 << 64) - 1
+
+# NumPy dtype -> IR scalar. Keys are native-byte-order dtypes, so a
+# big-endian array misses here and is reported as unsupported.
+NUMPY_SCALARS = {
+    np.dtype(np.bool_): "i1",
+    np.dtype(np.int8): "i8", np.dtype(np.int16): "i16",
+    np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
+    np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16",
+    np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64",
+    np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+}
+try:
+    import ml_dtypes
+
+    NUMPY_SCALARS[np.dtype(ml_dtypes.bfloat16)] = "bf16"
+except ImportError:  # bf16 arrays need ml_dtypes; everything else works without it
+    pass
+
+TORCH_SCALARS = {
+    "torch.bool": "i1",
+    "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32", "torch.int64": "i64",
+    "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32", "torch.uint64": "u64",
+    "torch.float16": "f16", "torch.bfloat16": "bf16",
+    "torch.float32": "f32", "torch.float64": "f64",
+}
+
+_SUPPORTED_DTYPES = ("bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
+                     "float16, bfloat16 (ml_dtypes), float32, float64")
+
+
+def int_part(kernel: str, param: str, value: int, specialize: bool) -> tuple:
+    if _I32_MIN <= value <= _I32_MAX:
+        width = "i32"
+    elif _I64_MIN <= value <= _I64_MAX:
+        width = "i64"
+    elif 0 <= value <= _U64_MAX:
+        width = "u64"
+    else:
+        raise ValueError(f"argument '{param}' of kernel '{kernel}' is {value}, which does not fit "
+                         f"in 64 bits (kernel integers are i32, i64 or u64)")
+    if not specialize:
+        return ("i", width, False, False)
+    return ("i", width, value == 1, value % 16 == 0)
+
+
+def _pointer(kernel: str, param: str, scalar, address: int, dtype_name) -> tuple:
+    if scalar is None:
+        raise TypeError(f"argument '{param}' of kernel '{kernel}' has unsupported dtype "
+                        f"{dtype_name}; supported: {_SUPPORTED_DTYPES}")
+    return ("p", scalar, address % 16 == 0), address
+
+
+def array_part(kernel: str, param: str, array: np.ndarray) -> tuple:
+    # Non-contiguous arrays are fine: the kernel gets the address of the first
+    # element and uses the strides its caller passes.
+    return _pointer(kernel, param, NUMPY_SCALARS.get(array.dtype),
+                    array.__array_interface__["data"][0], array.dtype)
+
+
+def runtime_part(kernel: str, param: str, value, specialize: bool) -> tuple:
+    """(key part, launch value) of a runtime (non-constexpr) argument."""
+    t = type(value)
+    if t is np.ndarray:
+        return array_part(kernel, param, value)
+    if t is int:
+        return int_part(kernel, param, value, specialize), value
+    if t is float:
+        return FLOAT, value
+    if t is bool:
+        return BOOL, value
+    return _runtime_part_slow(kernel, param, value, specialize)
+
+
+def _runtime_part_slow(kernel: str, param: str, value, specialize: bool) -> tuple:
+    if isinstance(value, np.ndarray):
+        return array_part(kernel, param, value)
+    if isinstance(value, np.generic) and not isinstance(value, (np.complexfloating, np.flexible)):
+        return runtime_part(kernel, param, value.item(), specialize)
+    if isinstance(value, bool):
+        return BOOL, bool(value)
+    if isinstance(value, int):
+        value = int(value)
+        return int_part(kernel, param, value, specialize), value
+    if isinstance(value, float):
+        return FLOAT, float(value)
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "device"):
+        return _tensor_part(kernel, param, value)
+    if hasattr(value, "__dlpack__"):
+        try:
+            array = np.from_dlpack(value)
+        except (BufferError, TypeError, ValueError, RuntimeError) as e:
+            raise ValueError(f"argument '{param}' of kernel '{kernel}': cannot read its DLPack "
+                             f"data on the CPU ({e})") from None
+        return array_part(kernel, param, array)
+    raise TypeError(f"argument '{param}' of kernel '{kernel}' must be an array or a scalar, "
+                    f"got {type(value).__name__}")
+
+
+def _tensor_part(kernel: str, param: str, tensor) -> tuple:
+    """torch.Tensor and look-alikes: anything with data_ptr(), dtype and device."""
+    device = tensor.device
+    if getattr(device, "type", str(device)) != "cpu":
+        raise ValueError(f"kernel {kernel} runs on the CPU backend; argument '{param}' is on {device}")
+    dtype_name = str(tensor.dtype)
+    return _pointer(kernel, param, TORCH_SCALARS.get(dtype_name), tensor.data_ptr(), dtype_name)
+
+
+def constexpr_part(kernel: str, param: str, value) -> tuple:
+    """Key part of a constexpr argument; it carries the value itself."""
+    if isinstance(value, constexpr):
+        value = value.value
+    t = type(value)
+    if t is int or t is bool or t is str or value is None:
+        if t is int and not _I64_MIN <= value <= _I64_MAX:
+            raise ValueError(f"constexpr argument '{param}' of kernel '{kernel}' is {value}, "
+                             f"which does not fit in 64 bits")
+        return ("c", t, value)
+    if t is float:
+        return ("c", float, value.hex())
+    if isinstance(value, dtype) and not isinstance(value, pointer_type):
+        return ("c", dtype, value.canonical_name)
+    if isinstance(value, np.generic) and not isinstance(value, (np.complexfloating, np.flexible)):
+        return constexpr_part(kernel, param, value.item())
+    raise TypeError(f"constexpr argument '{param}' of kernel '{kernel}' must be an int, float, "
+                    f"bool, str, None or tl.dtype, got {type(value).__name__}")
+
+
+def arg_spec(part: tuple):
+    """The compile request's ArgSpec for one key part."""
+    Kind = _C.ArgSpec.Kind
+    tag = part[0]
+    if tag == "p":
+        return _C.ArgSpec(Kind.Pointer, dtype=part[1], divisibility=16 if part[2] else 1)
+    if tag == "i":
+        return _C.ArgSpec(Kind.Int, dtype=part[1], divisibility=16 if part[3] else 1,
+                          is_one=part[2])
+    if tag == "f":
+        return _C.ArgSpec(Kind.Float, dtype="f32")
+    if tag == "b":
+        return _C.ArgSpec(Kind.Bool, dtype="i1")
+    kind, value = part[1], part[2]
+    if kind is float:
+        value = float.fromhex(value)
+    elif kind is dtype:
+        value = DTYPES[value]
+    return _C.ArgSpec(Kind.Constexpr, value=constant_value(value))
+

@@ -1,0 +1,296 @@
+"""``@tegula.jit`` and the launch path.
+
+``kernel[grid](*args, **kwargs)`` binds the arguments like a Python call,
+turns each one into a key part (see ``_specialize``), and looks the tuple of
+parts up in the kernel's in-memory cache. A hit launches straight away; only a
+miss builds a compile request (sources, globals, ArgSpecs) for the C++
+compiler, which has its own on-disk cache behind it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect as _inspect
+import operator
+import os
+import types
+
+from . import _C
+from ._globals import collect_sources
+from ._specialize import arg_spec, constexpr_part, runtime_part
+
+_MISSING = object()
+_LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class _Signature:
+    """The kernel's parameters as the compiler parsed them, plus what binding needs."""
+
+    def __init__(self, jit_fn: "JITFunction"):
+        fn_source = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
+                                      source=jit_fn.src, first_line=jit_fn.first_line)
+        params = _C.parse_signature(fn_source)
+        self.names = tuple(p[0] for p in params)
+        self.is_constexpr = tuple(p[1] for p in params)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        python_params = _inspect.signature(jit_fn.fn).parameters
+        self.defaults = tuple(
+            python_params[name].default
+            if name in python_params and python_params[name].default is not _inspect.Parameter.empty
+            else _MISSING
+            for name in self.names)
+        unspecialized = {self._resolve(jit_fn.__name__, p) for p in jit_fn.do_not_specialize}
+        self.specialize = tuple(i not in unspecialized for i in range(len(self.names)))
+
+    def _resolve(self, kernel: str, param) -> int:
+        if isinstance(param, int) and 0 <= param < len(self.names):
+            return param
+        if isinstance(param, str) and param in self.index:
+            return self.index[param]
+        raise ValueError(f"do_not_specialize of kernel '{kernel}' names {param!r}, which is not "
+                         f"one of its parameters ({', '.join(self.names)})")
+
+
+class _Entry:
+    """A cached launch target: the kernel and which bound arguments it takes."""
+
+    __slots__ = ("kernel", "runtime_indices")
+
+    def __init__(self, kernel, runtime_indices):
+        self.kernel = kernel
+        self.runtime_indices = runtime_indices
+
+
+class KernelInspection:
+    """Every stage of one specialization of a kernel (``kernel.inspect(...)``)."""
+
+    def __init__(self, kernel):
+        self.name = kernel.name
+        self.key = kernel.key
+        self.params = kernel.params
+        self.stages = kernel.stages  # stage name -> IR text, in pipeline order
+        self.source = kernel.source
+        self.ir = list(self.stages.values())[-1] if self.stages else ""
+
+    def __str__(self) -> str:
+        parts = [f"=== kernel {self.name} (key {self.key}) ===", "--- params ---"]
+        parts += [f"{name}: {type_} div({div})" for name, type_, div in self.params]
+        for stage, text in self.stages.items():
+            parts += [f"--- IR after {stage} ---", text.rstrip("\n")]
+        parts += ["--- generated source ---", self.source.rstrip("\n")]
+        return "\n".join(parts) + "\n"
+
+    def __repr__(self) -> str:
+        return f"<KernelInspection of '{self.name}' {self.key[:12]}>"
+
+
+class JITFunction:
+    """A kernel (or a device function other kernels call), compiled on first launch.
+
+    Launch with ``kernel[grid](*args, **kwargs)``; see ``docs/python-api.md``.
+    """
+
+    def __init__(self, fn, *, do_not_specialize=(), debug=False, noinline=False):
+        if not isinstance(fn, types.FunctionType):
+            raise TypeError(f"@tegula.jit decorates a Python function, got {type(fn).__name__}")
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        try:
+            lines, first_line = _inspect.getsourcelines(fn)
+        except (OSError, TypeError) as e:
+            raise OSError(f"cannot read the source of kernel '{fn.__name__}' ({e}); define "
+                          f"kernels in a file, not in an interactive session or exec()") from None
+        self.src = "".join(lines)
+        self.first_line = first_line
+        self.filename = _inspect.getsourcefile(fn) or fn.__code__.co_filename
+        if isinstance(do_not_specialize, (str, int)):
+            do_not_specialize = (do_not_specialize,)
+        self.do_not_specialize = tuple(do_not_specialize)
+        self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
+        self.noinline = noinline  # accepted for Triton compatibility; callees are always inlined
+        self._options = _C.CompileOptions(backend="cpu", debug=self.debug)
+        self._signature = None
+        self._cache: dict = {}
+
+    # --- launching ----------------------------------------------------------
+
+    def __getitem__(self, grid):
+        return functools.partial(self._launch, grid)
+
+    def __call__(self, /, *args, **kwargs):
+        name = self.__name__
+        raise TypeError(f"kernel '{name}' cannot be called like a Python function; launch it "
+                        f"with a grid: {name}[grid](...)")
+
+    def _launch(self, grid, /, *args, **kwargs):
+        sig = self._signature or self._load_signature()
+        options = self._pop_launch_options(sig, kwargs) if kwargs else None
+        values = self._bind(sig, args, kwargs)
+        key, launch_values = self._specialize(sig, values)
+        grid3 = self._resolve_grid(grid, sig, values, options)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._compile(sig, key)
+        entry.kernel.launch(grid3, [launch_values[i] for i in entry.runtime_indices])
+        return entry.kernel
+
+    def warmup(self, /, *args, grid=None, **kwargs):
+        """Compiles (or loads) the kernel for these arguments without launching it."""
+        sig = self._signature or self._load_signature()
+        options = self._pop_launch_options(sig, kwargs) if kwargs else None
+        values = self._bind(sig, args, kwargs)
+        key, _ = self._specialize(sig, values)
+        if grid is not None:
+            self._resolve_grid(grid, sig, values, options)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._compile(sig, key)
+        return entry.kernel
+
+    def inspect(self, /, *args, **kwargs) -> KernelInspection:
+        """The IR after every stage and the generated source, for these arguments."""
+        sig = self._signature or self._load_signature()
+        if kwargs:
+            self._pop_launch_options(sig, kwargs)
+        values = self._bind(sig, args, kwargs)
+        key, _ = self._specialize(sig, values)
+        options = _C.CompileOptions(backend=self._options.backend, debug=self.debug,
+                                    keep_stages=True)
+        return KernelInspection(_C.compile(self._request(key), options))
+
+    # --- binding and specialization -------------------------------------------
+
+    @property
+    def arg_names(self) -> tuple:
+        return (self._signature or self._load_signature()).names
+
+    def _load_signature(self) -> _Signature:
+        self._signature = _Signature(self)
+        return self._signature
+
+    def _pop_launch_options(self, sig: _Signature, kwargs: dict):
+        options = None
+        for option in _LAUNCH_OPTIONS:
+            if option in kwargs and option not in sig.index:
+                value = kwargs.pop(option)
+                if type(value) is not int or value < 1:
+                    raise ValueError(f"{option} of kernel '{self.__name__}' must be a positive "
+                                     f"int, got {value!r}")
+                options = options or {}
+                options[option] = value
+        return options
+
+    def _bind(self, sig: _Signature, args: tuple, kwargs: dict):
+        count, given = len(sig.names), len(args)
+        if given > count:
+            raise TypeError(f"kernel '{self.__name__}' takes {count} arguments "
+                            f"({', '.join(sig.names)}) but {given} were given")
+        if given == count and not kwargs:
+            return args
+        values = list(args) + [_MISSING] * (count - given)
+        for name, value in kwargs.items():
+            i = sig.index.get(name)
+            if i is None:
+                raise TypeError(f"kernel '{self.__name__}' got an unexpected keyword argument "
+                                f"'{name}'")
+            if i < given:
+                raise TypeError(f"kernel '{self.__name__}' got multiple values for argument "
+                                f"'{name}'")
+            values[i] = value
+        missing = []
+        for i in range(given, count):
+            if values[i] is _MISSING:
+                if sig.defaults[i] is _MISSING:
+                    missing.append(sig.names[i])
+                else:
+                    values[i] = sig.defaults[i]
+        if missing:
+            listed = ", ".join(f"'{m}'" for m in missing)
+            noun = "argument" if len(missing) == 1 else "arguments"
+            raise TypeError(f"kernel '{self.__name__}' is missing {len(missing)} required "
+                            f"{noun}: {listed}")
+        return values
+
+    def _specialize(self, sig: _Signature, values):
+        name = self.__name__
+        key, launch_values = [], []
+        for param, value, is_constexpr, specialize in zip(sig.names, values, sig.is_constexpr,
+                                                          sig.specialize):
+            if is_constexpr:
+                key.append(constexpr_part(name, param, value))
+                launch_values.append(None)
+            else:
+                part, launch_value = runtime_part(name, param, value, specialize)
+                key.append(part)
+                launch_values.append(launch_value)
+        return tuple(key), launch_values
+
+    def _resolve_grid(self, grid, sig: _Signature, values, options):
+        if callable(grid):
+            meta = dict(zip(sig.names, values))
+            if options:
+                meta.update(options)
+            grid = grid(meta)
+        if type(grid) is tuple and len(grid) == 1:
+            dim = grid[0]
+            if type(dim) is int and dim >= 0:
+                return (dim, 1, 1)
+        return self._normalize_grid(grid)
+
+    def _normalize_grid(self, grid):
+        name = self.__name__
+        if isinstance(grid, int) and not isinstance(grid, bool):
+            grid = (grid,)
+        if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+            raise ValueError(f"the grid of kernel '{name}' must be a tuple of 1 to 3 ints (or a "
+                             f"callable returning one), got {grid!r}")
+        dims = []
+        for dim in grid:
+            try:
+                dim = operator.index(dim)
+            except TypeError:
+                raise ValueError(f"the grid of kernel '{name}' must hold ints, got "
+                                 f"{type(dim).__name__} in {tuple(grid)!r}") from None
+            if dim < 0:
+                raise ValueError(f"the grid of kernel '{name}' must hold ints >= 0, got "
+                                 f"{tuple(grid)!r}")
+            dims.append(dim)
+        return tuple(dims + [1] * (3 - len(dims)))
+
+    # --- compiling --------------------------------------------------------------
+
+    def _request(self, key: tuple):
+        return _C.KernelRequest(functions=collect_sources(self),
+                                args=[arg_spec(part) for part in key], debug=self.debug)
+
+    def _compile(self, sig: _Signature, key: tuple) -> _Entry:
+        kernel = _C.compile(self._request(key), self._options)
+        try:
+            runtime_indices = tuple(sig.index[param[0]] for param in kernel.params)
+        except KeyError as e:
+            raise RuntimeError(f"internal error: compiled kernel '{self.__name__}' has parameter "
+                               f"{e} that its signature does not") from None
+        entry = _Entry(kernel, runtime_indices)
+        self._cache[key] = entry
+        return entry
+
+    def __repr__(self) -> str:
+        return f"<tegula.JITFunction {self.__module__}.{self.__qualname__}>"
+
+
+def jit(fn=None, *, do_not_specialize=(), debug=False, noinline=False):
+    """Marks a function as a Tegula kernel (or a device function kernels call).
+
+    ``do_not_specialize`` lists parameters (names or indices) whose int values
+    should not specialize the kernel; ``debug`` (or ``TEGULA_DEBUG=1``) turns on
+    bounds checks and device asserts.
+    """
+
+    def decorate(f):
+        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline)
+
+    return decorate if fn is None else decorate(fn)

@@ -1,0 +1,39 @@
+"""``tegula.language`` (imported as ``tl``): the names kernels use.
+
+The language is source-compatible with the core of ``triton.language``. The
+functions here are markers for IDEs and documentation: the compiler resolves
+``tl.<name>`` inside ``@tegula.jit`` kernels, and calling them from ordinary
+Python raises RuntimeError. Dtypes and ``constexpr`` are real host objects.
+"""
+
+from . import math
+from .core import (
+    bfloat16,
+    constexpr,
+    dtype,
+    float16,
+    float32,
+    float64,
+    int1,
+    int8,
+    int16,
+    int32,
+    int64,
+    pointer_type,
+    tensor,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .math import *  # noqa: F401,F403  (tl.exp and tl.math.exp are the same marker)
+from .ops import *  # noqa: F401,F403
+from .math import __all__ as _math_names
+from .ops import __all__ as _op_names
+
+__all__ = [
+    "math", "constexpr", "dtype", "pointer_type", "tensor",
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+    *_math_names, *_op_names,
+]

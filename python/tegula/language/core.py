@@ -1,0 +1,173 @@
+"""Types and compile-time values of the kernel language.
+
+These objects have meaning on the host side too: ``tl.float16`` can be passed
+as a constexpr argument or stored in a global, and ``tl.constexpr`` marks
+compile-time parameters. Everything else about them (promotion, casts) is
+defined by the compiler.
+"""
+
+from __future__ import annotations
+
+__all__ = ["dtype", "pointer_type", "constexpr", "tensor"]
+
+# Triton's short name -> (name exported by tegula.language, IR scalar, bits).
+_SCALARS = {
+    "int1": ("int1", "i1", 1),
+    "int8": ("int8", "i8", 8),
+    "int16": ("int16", "i16", 16),
+    "int32": ("int32", "i32", 32),
+    "int64": ("int64", "i64", 64),
+    "uint8": ("uint8", "u8", 8),
+    "uint16": ("uint16", "u16", 16),
+    "uint32": ("uint32", "u32", 32),
+    "uint64": ("uint64", "u64", 64),
+    "fp16": ("float16", "f16", 16),
+    "bf16": ("bfloat16", "bf16", 16),
+    "fp32": ("float32", "f32", 32),
+    "fp64": ("float64", "f64", 64),
+}
+
+
+class dtype:
+    """A scalar element type. ``str(tl.float32) == tl.float32.name == "fp32"``, as in Triton."""
+
+    __slots__ = ("name", "canonical_name", "scalar", "primitive_bitwidth")
+
+    def __init__(self, name: str):
+        if name not in _SCALARS:
+            raise ValueError(f"unknown dtype {name!r}; known: {', '.join(_SCALARS)}")
+        self.name = name
+        canonical, scalar, bits = _SCALARS[name]
+        #: the attribute name in tegula.language ("float32"); what the compiler is told
+        self.canonical_name = canonical
+        #: the tile IR scalar ("f32")
+        self.scalar = scalar
+        self.primitive_bitwidth = bits
+
+    def is_floating(self) -> bool:
+        return self.scalar.startswith(("f", "bf"))
+
+    def is_int(self) -> bool:
+        return not self.is_floating()
+
+    def is_bool(self) -> bool:
+        return self.scalar == "i1"
+
+    def is_int_signed(self) -> bool:
+        return self.scalar.startswith("i") and self.scalar != "i1"
+
+    def is_int_unsigned(self) -> bool:
+        return self.scalar.startswith("u")
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("tegula.dtype", self.name))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"tl.{self.canonical_name}"
+
+
+class pointer_type(dtype):
+    """The type of a pointer to ``element_ty`` (``tl.pointer_type(tl.float32)``)."""
+
+    __slots__ = ("element_ty", "address_space", "const")
+
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
+        if not isinstance(element_ty, dtype):
+            raise TypeError(f"pointer_type needs a tl.dtype, got {type(element_ty).__name__}")
+        self.element_ty = element_ty
+        self.address_space = address_space
+        self.const = const
+        self.name = f"pointer<{element_ty.name}>"
+        self.canonical_name = f"pointer_type({element_ty.canonical_name})"
+        self.scalar = f"ptr<{element_ty.scalar}>"
+        self.primitive_bitwidth = 64
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_floating(self) -> bool:
+        return False
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+
+    def __hash__(self) -> int:
+        return hash(("tegula.pointer_type", self.element_ty.name))
+
+    def __repr__(self) -> str:
+        return f"tl.pointer_type({self.element_ty!r})"
+
+
+class constexpr:
+    """A compile-time constant.
+
+    As an annotation (``BLOCK: tl.constexpr``) it makes a kernel parameter part
+    of the specialization key; as a value (``tl.constexpr(4)``) it wraps a
+    global constant that kernels may read.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr[{self.value!r}]"
+
+    def __eq__(self, other) -> bool:
+        return self.value == (other.value if isinstance(other, constexpr) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __index__(self) -> int:
+        return self.value.__index__()
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+class tensor:
+    """The type of tile values inside a kernel; only meaningful as an annotation."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("tl.tensor values only exist inside a @tegula.jit kernel")
+
+
+int1 = dtype("int1")
+int8 = dtype("int8")
+int16 = dtype("int16")
+int32 = dtype("int32")
+int64 = dtype("int64")
+uint8 = dtype("uint8")
+uint16 = dtype("uint16")
+uint32 = dtype("uint32")
+uint64 = dtype("uint64")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+
+#: every scalar dtype, by the name tegula.language exports it under
+DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
+                                        uint64, float16, bfloat16, float32, float64)}
+
+
+def only_in_kernel(name: str):
+    """Raised by every tl function called from ordinary Python code."""
+    raise RuntimeError(f"tl.{name} can only be used inside a @tegula.jit kernel")

@@ -1,0 +1,119 @@
+// Internal to the CPU backend: the state shared by the per-family emitters
+// (elementwise, shape, memory, control, reduce, dot, debug) while one
+// Function is turned into C++.
+//
+// Naming: every IR value becomes the C++ local `v<index>` (its ValueId), so a
+// reader of the generated source can map it back to the IR; values that share
+// storage with another (reshape, expand_dims, loop results) take that value's
+// name. Scalars are plain locals, tiles are row-major arrays: on the stack
+// when small, in the per-thread scratch buffer when large.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/cpu/codegen.h"
+#include "backends/cpu/emitter.h"
+#include "ir/ir.h"
+
+namespace tegula::backends::cpu {
+
+// Tiles up to this many bytes live on the stack; the stack total is capped too
+// (worker threads may have small stacks).
+inline constexpr int64_t kMaxStackTileBytes = 16 * 1024;
+inline constexpr int64_t kMaxStackTotalBytes = 256 * 1024;
+
+// C++ spelling of an element kind as stored in tiles and scalars
+// (i1 -> bool, f16/bf16 -> uint16_t).
+std::string c_scalar(ir::Scalar s);
+// C++ spelling of one element of `t`: the scalar, or `T*` for pointers (the
+// pointee of ptr<i1> is uint8_t: memory holds bytes, not C++ bools).
+std::string c_element(const ir::Type& t);
+// sizeof(c_element(t)) on this host.
+int64_t c_element_size(const ir::Type& t);
+// The type arithmetic on `s` is done in: float for f16/bf16, else c_scalar.
+std::string c_compute(ir::Scalar s);
+bool is_half(ir::Scalar s);  // f16 or bf16
+// `expr` (of storage type `s`) as the compute type, and back.
+std::string to_compute(ir::Scalar s, const std::string& expr);
+std::string from_compute(ir::Scalar s, const std::string& expr);
+// An integer literal of type `s` that is valid C++ for every value.
+std::string int_literal(int64_t value, ir::Scalar s);
+// A double literal that round-trips exactly (hex float, inf, nan).
+std::string float_literal(double value);
+// `text` as a C string literal (escaped).
+std::string c_string_literal(std::string_view text);
+
+class CodegenContext {
+ public:
+  CodegenContext(const ir::Function& fn, const CodegenOptions& options);
+
+  const ir::Function& fn;
+  const CodegenOptions& options;
+  Emitter out;
+
+  // --- names -----------------------------------------------------------------
+  const std::string& name(ir::ValueId v) const { return names_.at(v.index); }
+  // Element `index` of `v` ("v7[i]"), or `v` itself for a scalar.
+  std::string element(ir::ValueId v, std::string_view index) const;
+  // `v` reads the storage of `storage` from now on (no copy).
+  void alias(ir::ValueId v, ir::ValueId storage) { names_.at(v.index) = name(storage); }
+  // A fresh local name, e.g. "i3" for loop indices.
+  std::string fresh(std::string_view stem);
+
+  // --- declarations ------------------------------------------------------------
+  // Declares the storage of `v` (uninitialized array for tiles, mutable
+  // scalar otherwise) named name(v).
+  void declare(ir::ValueId v);
+  // Declares an array named `name` for `numel` elements of `element_type`.
+  void declare_array(const std::string& element_type, int64_t element_size, int64_t numel,
+                     const std::string& name);
+  // Declares `v` and copies `from` into it (same type).
+  void declare_copy(ir::ValueId v, ir::ValueId from);
+  // Copies `from` into the existing storage of `to` (same type).
+  void copy(ir::ValueId to, ir::ValueId from);
+  // Copies sources[i] into the storage of dests[i], all "at once": correct
+  // even when a source is itself one of the destinations (yield %b, %a).
+  void parallel_copy(const std::vector<ir::ValueId>& dests, const std::vector<ir::ValueId>& sources);
+
+  // --- emission ------------------------------------------------------------------
+  // Emits every op of `block` except its terminator.
+  void emit_block_body(ir::BlockId block);
+  // Emits one op (a comment line naming it and its location, then its code).
+  void emit_op(ir::OpId op);
+  // The terminator of `block`.
+  const ir::Op& terminator(ir::BlockId block) const;
+  // "add.py:3:11", or "" without a location.
+  std::string location(const ir::Op& op) const;
+  // `for (int i = 0; i < n; ++i)` header over a flat element index, with
+  // the vectorization hint; the caller opens the body.
+  void open_element_loop(const std::string& index, int64_t numel);
+
+  int64_t scratch_bytes() const { return scratch_bytes_; }
+
+ private:
+  std::vector<std::string> names_;
+  int next_fresh_ = 0;
+  int64_t stack_bytes_ = 0;
+  int64_t scratch_bytes_ = 0;
+};
+
+// --- per-family emitters (one file each) -----------------------------------------
+void emit_elementwise(CodegenContext& ctx, const ir::Op& op);   // EW ops
+void emit_value_source(CodegenContext& ctx, const ir::Op& op);  // constant, program_id, num_programs, arange
+void emit_shape(CodegenContext& ctx, const ir::Op& op);         // splat ... split
+void emit_memory(CodegenContext& ctx, const ir::Op& op);        // load, store
+void emit_control(CodegenContext& ctx, const ir::Op& op);       // for, if, while
+void emit_reduce(CodegenContext& ctx, const ir::Op& op);
+void emit_dot(CodegenContext& ctx, const ir::Op& op);
+void emit_debug(CodegenContext& ctx, const ir::Op& op);         // print, assert
+
+// The C++ expression computing one element of elementwise op `op` from the
+// expressions of its operands' elements (in storage types); the result is in
+// the storage type of the op's result element.
+std::string elementwise_expr(const CodegenContext& ctx, const ir::Op& op,
+                             const std::vector<std::string>& operands);
+
+}  // namespace tegula::backends::cpu

@@ -1,0 +1,149 @@
+// Shape ops: splat, broadcast, expand_dims, reshape, trans, join, split.
+//
+// Tiles are row-major arrays, so expand_dims and reshape change nothing in
+// memory: their result simply names the operand's storage. The others copy
+// with index math over nested loops whose bounds are compile-time constants.
+#include <string>
+#include <vector>
+
+#include "backends/cpu/codegen_context.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cpu {
+
+using ir::OpKind;
+
+namespace {
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+// "i0 * 64 + i1": the linear index of `indices` under `strides` (0 strides drop out).
+std::string linear_index(const std::vector<std::string>& indices, const std::vector<int64_t>& strides) {
+  std::string out;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (strides[d] == 0) continue;
+    if (!out.empty()) out += " + ";
+    out += strides[d] == 1 ? indices[d] : indices[d] + " * " + std::to_string(strides[d]);
+  }
+  return out.empty() ? "0" : out;
+}
+
+// Nested loops over every index of `shape`, innermost last; `statement` gives
+// the body for the loop variables' names.
+template <class F>
+void emit_index_loops(CodegenContext& ctx, const std::vector<int64_t>& shape, F statement) {
+  std::vector<std::string> indices;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::string index = ctx.fresh("i");
+    indices.push_back(index);
+    if (d + 1 == shape.size()) ctx.out.line("TG_IVDEP");
+    ctx.out.open("for (int " + index + " = 0; " + index + " < " + std::to_string(shape[d]) + "; ++" + index + ")");
+  }
+  ctx.out.line(statement(indices));
+  for (size_t d = 0; d < shape.size(); ++d) ctx.out.close();
+}
+
+// dst[idx] = src[idx * src_strides] over the result's shape.
+void emit_strided_copy(CodegenContext& ctx, ir::ValueId dst, ir::ValueId src, const std::vector<int64_t>& src_strides) {
+  const ir::Type& t = ctx.fn.type(dst);
+  std::vector<int64_t> dst_strides = row_major_strides(t.shape);
+  ctx.declare(dst);
+  emit_index_loops(ctx, t.shape, [&](const std::vector<std::string>& idx) {
+    return ctx.name(dst) + "[" + linear_index(idx, dst_strides) + "] = " + ctx.name(src) + "[" +
+           linear_index(idx, src_strides) + "];";
+  });
+}
+
+void emit_splat(CodegenContext& ctx, const ir::Op& op) {
+  ir::ValueId result = op.results[0];
+  ctx.declare(result);
+  ctx.open_element_loop("i", ctx.fn.type(result).numel());
+  ctx.out.line(ctx.element(result, "i") + " = " + ctx.name(op.operands[0]) + ";");
+  ctx.out.close();
+}
+
+void emit_broadcast(CodegenContext& ctx, const ir::Op& op) {
+  const ir::Type& from = ctx.fn.type(op.operands[0]);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  if (!from.is_tile()) return emit_splat(ctx, op);
+  TEGULA_ASSERT(from.rank() == to.rank(), "broadcast changes the rank");
+  std::vector<int64_t> strides = row_major_strides(from.shape);
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (from.shape[d] == to.shape[d]) continue;
+    TEGULA_ASSERT(from.shape[d] == 1, "broadcast of a dimension that is not 1");
+    strides[d] = 0;
+  }
+  emit_strided_copy(ctx, op.results[0], op.operands[0], strides);
+}
+
+void emit_trans(CodegenContext& ctx, const ir::Op& op) {
+  const ir::Type& from = ctx.fn.type(op.operands[0]);
+  const std::vector<int64_t>& perm = op.ints_attr("perm");
+  TEGULA_ASSERT(static_cast<int>(perm.size()) == from.rank(), "trans permutation of the wrong length");
+  std::vector<int64_t> from_strides = row_major_strides(from.shape);
+  // Result dim d walks source dim perm[d].
+  std::vector<int64_t> strides;
+  for (int64_t p : perm) strides.push_back(from_strides.at(static_cast<size_t>(p)));
+  emit_strided_copy(ctx, op.results[0], op.operands[0], strides);
+}
+
+void emit_join(CodegenContext& ctx, const ir::Op& op) {
+  ir::ValueId result = op.results[0];
+  int64_t half = ctx.fn.type(result).numel() / 2;
+  ctx.declare(result);
+  ctx.open_element_loop("i", half);
+  ctx.out.line(ctx.name(result) + "[2 * i] = " + ctx.element(op.operands[0], "i") + ";");
+  ctx.out.line(ctx.name(result) + "[2 * i + 1] = " + ctx.element(op.operands[1], "i") + ";");
+  ctx.out.close();
+}
+
+void emit_split(CodegenContext& ctx, const ir::Op& op) {
+  TEGULA_ASSERT(op.results.size() == 2, "split must have two results");
+  const ir::Type& t = ctx.fn.type(op.results[0]);
+  std::string src = ctx.name(op.operands[0]);
+  if (!t.is_tile()) {
+    for (int half = 0; half < 2; ++half)
+      ctx.out.line("const " + c_element(t) + " " + ctx.name(op.results[half]) + " = " + src + "[" +
+                   std::to_string(half) + "];");
+    return;
+  }
+  ctx.declare(op.results[0]);
+  ctx.declare(op.results[1]);
+  ctx.open_element_loop("i", t.numel());
+  ctx.out.line(ctx.element(op.results[0], "i") + " = " + src + "[2 * i];");
+  ctx.out.line(ctx.element(op.results[1], "i") + " = " + src + "[2 * i + 1];");
+  ctx.out.close();
+}
+
+}  // namespace
+
+void emit_shape(CodegenContext& ctx, const ir::Op& op) {
+  switch (op.kind) {
+    case OpKind::Splat: return emit_splat(ctx, op);
+    case OpKind::Broadcast: return emit_broadcast(ctx, op);
+    case OpKind::ExpandDims:
+    case OpKind::Reshape:
+      TEGULA_ASSERT(ctx.fn.type(op.operands[0]).numel() == ctx.fn.type(op.results[0]).numel(),
+                    "reshape changes the element count");
+      if (!ctx.fn.type(op.operands[0]).is_tile()) return emit_splat(ctx, op);
+      if (!ctx.fn.type(op.results[0]).is_tile()) {
+        ctx.out.line("const " + c_element(ctx.fn.type(op.results[0])) + " " + ctx.name(op.results[0]) + " = " +
+                     ctx.name(op.operands[0]) + "[0];");
+        return;
+      }
+      ctx.alias(op.results[0], op.operands[0]);
+      ctx.out.line("// v" + std::to_string(op.results[0].index) + " shares the storage of " +
+                   ctx.name(op.operands[0]));
+      return;
+    case OpKind::Trans: return emit_trans(ctx, op);
+    case OpKind::Join: return emit_join(ctx, op);
+    case OpKind::Split: return emit_split(ctx, op);
+    default: TEGULA_ASSERT(false, "not a shape op");
+  }
+}
+
+}  // namespace tegula::backends::cpu

@@ -1,0 +1,227 @@
+// The fixed text every generated CPU kernel starts with: standard includes
+// and the small helpers generated code calls (f16/bf16 conversions, wrapping
+// and never-UB integer arithmetic, saturating float->int casts, loop trip
+// counts, per-thread scratch memory for large tiles).
+//
+// Helpers are `static inline` and written branch-free where they sit in
+// element loops, so g++/clang++ -O3 can vectorize those loops. Every helper
+// here is exercised by tests/cpp/test_cpu_codegen.cpp through generated code.
+#pragma once
+
+#include <string_view>
+
+namespace tegula::backends::cpu {
+
+// Emitted once at the top of every generated unit.
+inline constexpr std::string_view kPrelude = R"PRELUDE(#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#if defined(__clang__)
+#define TG_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TG_IVDEP _Pragma("GCC ivdep")
+#else
+#define TG_IVDEP
+#endif
+
+static inline float tg_bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+static inline uint32_t tg_f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+
+template <class To, class From>
+static inline To tg_bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast between different widths");
+  To r;
+  std::memcpy(&r, &x, sizeof r);
+  return r;
+}
+
+// --- f16 / bf16 (stored as uint16_t, computed in float) ---------------------
+// f16 -> f32 is exact. Moving exponent+mantissa to float position and scaling
+// by 2^112 rebiases normals and turns f16 subnormals (float subnormals after
+// the shift) into the right normal floats; inf/NaN keep an all-ones exponent.
+static inline float tg_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t em = h & 0x7fffu;
+  uint32_t scaled = tg_f32_to_bits(tg_bits_to_f32(em << 13) * 0x1p112f);
+  uint32_t bits = em >= 0x7c00u ? ((em << 13) | 0x7f800000u) : scaled;
+  return tg_bits_to_f32(sign | bits);
+}
+
+// f32 -> f16, round to nearest even; NaN stays NaN (quiet, top payload kept).
+static inline uint16_t tg_f32_to_f16(float f) {
+  uint32_t bits = tg_f32_to_bits(f);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t a = bits & 0x7fffffffu;
+  uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+  // Below 2^-14 the result is subnormal: adding 0.5f makes the FPU round the
+  // value at 2^-24 granularity, which is exactly the f16 subnormal step.
+  uint32_t tiny = tg_f32_to_bits(tg_bits_to_f32(a) + 0.5f) - 0x3f000000u;
+  // Rebias the exponent (127 -> 15) and round half to even on bit 13; a carry
+  // out of the mantissa correctly bumps the exponent.
+  uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  uint32_t r = a > 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a < 0x38800000u ? tiny : normal;
+  return (uint16_t)(sign | r);
+}
+
+static inline float tg_bf16_to_f32(uint16_t h) { return tg_bits_to_f32((uint32_t)h << 16); }
+
+static inline uint16_t tg_f32_to_bf16(float f) {
+  uint32_t bits = tg_f32_to_bits(f);
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t nan = (bits >> 16) | 0x40u;
+  return (uint16_t)((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+// Narrowing through float twice could round twice. Rounding the first step
+// to odd (truncate, then set the last bit when inexact) keeps the information
+// the second, round-to-nearest-even step needs: float has >= 2 spare bits
+// over f16 and bf16.
+static inline float tg_f64_to_f32_odd(double d) {
+  float r = (float)d;
+  if (r != r || (double)r == d) return r;
+  uint32_t b = tg_f32_to_bits(r);
+  if (std::fabs((double)r) > std::fabs(d)) b -= 1;
+  return tg_bits_to_f32(b | 1u);
+}
+static inline float tg_u64_to_f32_odd(uint64_t m) {
+  if (m < (1ull << 24)) return (float)m;
+  int shift = 40 - __builtin_clzll(m);  // keep the 24 leading bits
+  uint64_t kept = (m >> shift) | (uint64_t)((m & ((1ull << shift) - 1)) != 0);
+  return std::ldexp((float)kept, shift);
+}
+static inline float tg_i64_to_f32_odd(int64_t v) {
+  float f = tg_u64_to_f32_odd(v < 0 ? 0ull - (uint64_t)v : (uint64_t)v);
+  return v < 0 ? -f : f;
+}
+static inline uint16_t tg_f64_to_f16(double d) { return tg_f32_to_f16(tg_f64_to_f32_odd(d)); }
+static inline uint16_t tg_f64_to_bf16(double d) { return tg_f32_to_bf16(tg_f64_to_f32_odd(d)); }
+
+// --- integers: wrapping, never undefined -------------------------------------
+// Arithmetic runs in an unsigned type of at least 32 bits (narrower unsigned
+// types would promote to int and could overflow), then converts back, which
+// wraps modulo 2^bits.
+template <class T>
+using tg_uint = typename std::conditional<(sizeof(T) < 4), uint32_t, typename std::make_unsigned<T>::type>::type;
+
+template <class T> static inline T tg_add(T a, T b) { return (T)((tg_uint<T>)a + (tg_uint<T>)b); }
+template <class T> static inline T tg_sub(T a, T b) { return (T)((tg_uint<T>)a - (tg_uint<T>)b); }
+template <class T> static inline T tg_mul(T a, T b) { return (T)((tg_uint<T>)a * (tg_uint<T>)b); }
+template <class T> static inline T tg_neg(T a) { return (T)((tg_uint<T>)0 - (tg_uint<T>)a); }
+template <class T> static inline T tg_abs(T a) { return a < 0 ? tg_neg(a) : a; }
+
+// x / 0 == 0 and x % 0 == x (so x == (x / y) * y + x % y still holds);
+// MIN / -1 wraps to MIN and MIN % -1 == 0.
+template <class T> static inline T tg_div(T a, T b) {
+  if (b == 0) return 0;
+  if (std::is_signed<T>::value && b == (T)-1) return tg_neg(a);
+  return (T)(a / b);
+}
+template <class T> static inline T tg_rem(T a, T b) {
+  if (b == 0) return a;
+  if (std::is_signed<T>::value && b == (T)-1) return 0;
+  return (T)(a % b);
+}
+
+// Shift amounts are read as unsigned; amounts >= the bit width shift every
+// bit out: 0, or all sign bits for an arithmetic right shift.
+template <class T> static inline T tg_shl(T a, T b) {
+  tg_uint<T> s = (tg_uint<T>)(typename std::make_unsigned<T>::type)b;
+  return s >= 8 * sizeof(T) ? (T)0 : (T)((tg_uint<T>)a << s);
+}
+template <class T> static inline T tg_shr(T a, T b) {
+  tg_uint<T> s = (tg_uint<T>)(typename std::make_unsigned<T>::type)b;
+  T fill = (std::is_signed<T>::value && a < 0) ? (T)-1 : (T)0;
+  return s >= 8 * sizeof(T) ? fill : (T)(a >> s);
+}
+
+// The high half of the unsigned product.
+template <class T> static inline T tg_umulhi(T a, T b) {
+  using U = typename std::make_unsigned<T>::type;
+  if constexpr (sizeof(T) == 8) {
+    return (T)(uint64_t)(((unsigned __int128)(U)a * (U)b) >> 64);
+  } else {
+    return (T)(((uint64_t)(U)a * (uint64_t)(U)b) >> (8 * sizeof(T)));
+  }
+}
+
+// Integer power by squaring, wrapping; negative exponents give 0 except for
+// bases 1 and -1.
+template <class T> static inline T tg_ipow(T base, T exp) {
+  if (std::is_signed<T>::value && exp < 0)
+    return base == 1 ? (T)1 : base == (T)-1 ? ((exp & 1) ? (T)-1 : (T)1) : (T)0;
+  T r = 1;
+  while (exp != 0) {
+    if (exp & 1) r = tg_mul(r, base);
+    base = tg_mul(base, base);
+    exp = (T)((typename std::make_unsigned<T>::type)exp >> 1);
+  }
+  return r;
+}
+
+// --- floats --------------------------------------------------------------------
+// min/max return the non-NaN operand (IEEE minNum/maxNum); the _nan variants
+// propagate NaN.
+template <class F> static inline F tg_fmin(F a, F b) { return b != b ? a : (a < b ? a : b); }
+template <class F> static inline F tg_fmax(F a, F b) { return b != b ? a : (a > b ? a : b); }
+template <class F> static inline F tg_fmin_nan(F a, F b) { return a != a ? a : b != b ? b : (a < b ? a : b); }
+template <class F> static inline F tg_fmax_nan(F a, F b) { return a != a ? a : b != b ? b : (a > b ? a : b); }
+
+static constexpr double tg_pow2(int n) { return n == 0 ? 1.0 : 2.0 * tg_pow2(n - 1); }
+
+// float -> integer truncates toward zero and saturates; NaN gives 0. The value
+// converted is clamped first so no conversion is ever out of range.
+template <class D, class F> static inline D tg_float_to_int(F x) {
+  const F hi = (F)tg_pow2(std::is_signed<D>::value ? 8 * (int)sizeof(D) - 1 : 8 * (int)sizeof(D));
+  const F lo = std::is_signed<D>::value ? -hi : (F)0;
+  F safe = (x != x || x >= hi) ? (F)0 : (x < lo ? lo : x);
+  D r = (D)safe;
+  r = x >= hi ? std::numeric_limits<D>::max() : r;
+  return r;
+}
+
+// ptr + off (in elements), computed on addresses: masked-off lanes may hold
+// pointers far outside any object, which C++ pointer arithmetic forbids.
+template <class T, class I> static inline T* tg_addptr(T* p, I off) {
+  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) + (uintptr_t)(int64_t)off * sizeof(T));
+}
+
+// --- loops ---------------------------------------------------------------------
+// Iterations of `for iv in range(lb, ub, step)`, computed without overflow; a
+// zero step runs no iterations.
+template <class T> static inline uint64_t tg_trip_count(T lb, T ub, T step) {
+  __int128 l = lb, u = ub, s = step;
+  if (s > 0) return u > l ? (uint64_t)((u - l + s - 1) / s) : 0;
+  if (s < 0) return l > u ? (uint64_t)((l - u - s - 1) / -s) : 0;
+  return 0;
+}
+template <class T> static inline T tg_induction(T lb, uint64_t k, T step) {
+  return (T)((tg_uint<T>)lb + (tg_uint<T>)k * (tg_uint<T>)step);
+}
+
+// --- scratch memory for large tiles ---------------------------------------------
+// One buffer per thread, grown on demand and reused by every program the
+// thread runs, so large tiles never sit on the stack and never cost a malloc
+// per program.
+struct tg_scratch_buffer {
+  unsigned char* data = nullptr;
+  size_t size = 0;
+  ~tg_scratch_buffer() { std::free(data); }
+};
+static unsigned char* tg_scratch(size_t bytes) {
+  static thread_local tg_scratch_buffer buffer;
+  if (buffer.size < bytes) {
+    std::free(buffer.data);
+    buffer.data = static_cast<unsigned char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    buffer.size = buffer.data != nullptr ? bytes : 0;
+  }
+  return buffer.data;
+}
+)PRELUDE";
+
+}  // namespace tegula::backends::cpu

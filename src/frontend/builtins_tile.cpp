@@ -1,0 +1,424 @@
+// Tile-level builtins: reductions (sum, max, min, argmax, argmin, reduce,
+// xor_sum, softmax), tl.dot, and shape ops (reshape, trans, permute,
+// expand_dims, broadcast_to, join, split, ravel).
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "frontend/lowering.h"
+#include "frontend/type_rules.h"
+#include "support/diagnostic.h"
+
+namespace tegula::frontend {
+
+using ir::OpKind;
+using ir::Scalar;
+
+namespace {
+
+ir::ValueId tile_arg(Lowerer& l, const BoundArgs& a, const char* name, const std::string& callee) {
+  const Symbol& s = a.get(name);
+  ir::ValueId v = l.to_value(s, a.loc(name), std::string("the ") + name + " of " + callee);
+  if (l.type(v).is_pointer() && callee != "tl.reshape" && callee != "tl.trans" && callee != "tl.expand_dims" &&
+      callee != "tl.broadcast_to" && callee != "tl.permute" && callee != "tl.view")
+    error_at(a.loc(name), callee + " is not defined for pointers");
+  return v;
+}
+
+// Shape arguments given either as a tuple or as trailing positional ints.
+std::vector<int64_t> shape_from_varargs(Lowerer& l, const CallArgs& c, size_t first, const std::string& kw,
+                                        const std::string& what, bool check) {
+  std::vector<Symbol> dims;
+  for (size_t i = first; i < c.positional.size(); ++i) dims.push_back(c.positional[i]);
+  for (const auto& [name, sym] : c.keywords)
+    if (name == kw) dims.push_back(sym);
+  if (dims.size() == 1 && dims[0].kind == Symbol::Kind::Tuple) dims = dims[0].elements;
+  std::vector<int64_t> out;
+  for (const Symbol& d : dims) out.push_back(l.to_int_const(d, c.loc, "each entry of " + what));
+  if (check) l.check_shape(out, c.loc);
+  return out;
+}
+
+using Combiner = std::function<std::vector<ir::ValueId>(const std::vector<ir::ValueId>& acc,
+                                                        const std::vector<ir::ValueId>& next)>;
+
+// Reduces `inputs` (same shape) along `axis` (nullopt: all axes) with a
+// scalar combiner built into the reduce region.
+std::vector<ir::ValueId> reduce(Lowerer& l, std::vector<ir::ValueId> inputs, std::optional<int64_t> axis,
+                                bool keep_dims, const Combiner& combine, const SourceLoc& loc) {
+  ir::Function& fn = l.function();
+  std::vector<int64_t> in_shape = l.type(inputs[0]).shape;
+  if (in_shape.empty()) return inputs;  // reducing a scalar is the scalar
+  int64_t ax;
+  if (!axis) {
+    int64_t numel = l.type(inputs[0]).numel();
+    for (ir::ValueId& v : inputs)
+      if (l.type(v).rank() != 1) v = l.create(OpKind::Reshape, {v}, l.type(v).with_shape({numel}), loc);
+    ax = 0;
+  } else {
+    ax = *axis;
+  }
+  std::vector<int64_t> out_shape = l.type(inputs[0]).shape;
+  out_shape.erase(out_shape.begin() + ax);
+  std::vector<ir::Type> result_types;
+  for (ir::ValueId v : inputs) result_types.push_back(l.type(v).with_shape(out_shape));
+
+  ir::BlockId outer = l.builder().insertion_block();
+  ir::BlockId region = fn.add_block(ir::OpId{});
+  std::vector<ir::ValueId> acc, next;
+  for (ir::ValueId v : inputs) acc.push_back(fn.add_block_arg(region, l.type(v).element()));
+  for (ir::ValueId v : inputs) next.push_back(fn.add_block_arg(region, l.type(v).element()));
+  l.builder().set_insertion_end(region);
+  std::vector<ir::ValueId> combined = combine(acc, next);
+  if (combined.size() != inputs.size())
+    error_at(loc, "the combine function returns " + std::to_string(combined.size()) + " values but " +
+                      std::to_string(inputs.size()) + " are reduced");
+  for (size_t i = 0; i < combined.size(); ++i) {
+    if (l.type(combined[i]).is_tile())
+      error_at(loc, "the combine function must return scalars, but returns " + l.describe(Symbol::of(combined[i])));
+    combined[i] = l.cast(combined[i], l.type(inputs[i]).scalar, loc);
+  }
+  l.builder().set_loc(loc);
+  l.builder().create(OpKind::Yield, combined, {});
+  l.builder().set_insertion_end(outer);
+  l.builder().set_loc(loc);
+  ir::OpId op = l.builder().create(OpKind::Reduce, inputs, result_types, {{"axis", ir::Attr{ax}}});
+  fn.op(op).regions = {region};
+  fn.block(region).parent = op;
+  std::vector<ir::ValueId> results = fn.op(op).results;
+  if (keep_dims) {
+    for (ir::ValueId& r : results) {
+      if (!axis) {
+        std::vector<int64_t> ones(in_shape.size(), 1);
+        r = l.broadcast_to(r, {}, loc);
+        r = l.create(OpKind::Splat, {r}, l.type(r).with_shape(ones), loc);
+      } else {
+        std::vector<int64_t> s = l.type(r).shape;
+        s.insert(s.begin() + ax, 1);
+        r = l.create(OpKind::ExpandDims, {r}, l.type(r).with_shape(s), loc, {{"axis", ir::Attr{ax}}});
+      }
+    }
+  }
+  return results;
+}
+
+std::optional<int64_t> optional_axis(Lowerer& l, const BoundArgs& a, int rank, const std::string& callee) {
+  if (!a.has("axis")) return std::nullopt;
+  int64_t axis = l.to_int_const(a.get("axis"), a.loc("axis"), "the axis of " + callee);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank)
+    error_at(a.loc("axis"), "axis " + std::to_string(axis) + " is out of range for a tile of rank " + std::to_string(rank));
+  return axis;
+}
+
+bool flag(Lowerer& l, const BoundArgs& a, const char* name) {
+  return a.has(name) && l.to_const(a.get(name), a.loc(name), std::string("`") + name + "`").truthy();
+}
+
+Combiner binary_combiner(Lowerer& l, OpKind kind, const SourceLoc& loc) {
+  return [&l, kind, loc](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
+    return std::vector<ir::ValueId>{l.create(kind, {acc[0], next[0]}, l.type(acc[0]), loc)};
+  };
+}
+
+Symbol sum(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "?axis", "?keep_dims", "?dtype"}, c);
+  ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
+  Scalar s = l.type(x).scalar;
+  Scalar acc_type = s;
+  if (a.has("dtype")) acc_type = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of tl.sum");
+  else if (ir::is_integer(s) && ir::bit_width(s) < 32) acc_type = ir::is_signed(s) || s == Scalar::I1 ? Scalar::I32 : Scalar::U32;
+  else if (s == Scalar::F16 || s == Scalar::BF16) acc_type = Scalar::F32;
+  if (n == "xor_sum" && ir::is_float(s)) error_at(c.loc, "tl.xor_sum needs integers");
+  if (n == "xor_sum") acc_type = s;
+  x = l.cast(x, acc_type, c.loc);
+  auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
+  return Symbol::of(reduce(l, {x}, axis, flag(l, a, "keep_dims"),
+                           binary_combiner(l, n == "xor_sum" ? OpKind::Xor : OpKind::Add, c.loc), c.loc)[0]);
+}
+
+// argmax/argmin combiner on (value, index): strict improvement wins, ties go
+// to the smaller index.
+Combiner arg_combiner(Lowerer& l, bool is_max, const SourceLoc& loc) {
+  return [&l, is_max, loc](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
+    ir::Type b = ir::Type::of(Scalar::I1);
+    auto cmp = [&](ir::ValueId x, ir::ValueId y, const char* pred) {
+      return l.create(OpKind::Cmp, {x, y}, b, loc, {{"pred", ir::Attr{std::string(pred)}}});
+    };
+    ir::ValueId better = cmp(next[0], acc[0], is_max ? "gt" : "lt");
+    ir::ValueId tie = l.create(OpKind::And, {cmp(next[0], acc[0], "eq"), cmp(next[1], acc[1], "lt")}, b, loc);
+    ir::ValueId take = l.create(OpKind::Or, {better, tie}, b, loc);
+    return std::vector<ir::ValueId>{l.create(OpKind::Select, {take, next[0], acc[0]}, l.type(acc[0]), loc),
+                                    l.create(OpKind::Select, {take, next[1], acc[1]}, l.type(acc[1]), loc)};
+  };
+}
+
+ir::ValueId index_tile(Lowerer& l, const ir::Type& t, int64_t axis, const SourceLoc& loc) {
+  int64_t len = t.shape[static_cast<size_t>(axis)];
+  ir::ValueId idx = l.create(OpKind::Arange, {}, ir::Type::tile(Scalar::I32, {len}), loc,
+                             {{"start", ir::Attr{int64_t{0}}}, {"end", ir::Attr{len}}});
+  std::vector<int64_t> shape(t.shape.size(), 1);
+  shape[static_cast<size_t>(axis)] = len;
+  if (t.rank() > 1) idx = l.create(OpKind::Reshape, {idx}, l.type(idx).with_shape(shape), loc);
+  return l.broadcast_to(idx, t.shape, loc);
+}
+
+Symbol max_min(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "?axis", "?return_indices", "?return_indices_tie_break_left", "?keep_dims"}, c);
+  ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
+  auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
+  bool keep = flag(l, a, "keep_dims");
+  if (flag(l, a, "return_indices")) {
+    int64_t ax = axis ? *axis : 0;
+    if (!axis && l.type(x).rank() != 1) x = l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc);
+    ir::ValueId idx = index_tile(l, l.type(x), ax, c.loc);
+    auto r = reduce(l, {x, idx}, ax, keep, arg_combiner(l, n == "max", c.loc), c.loc);
+    return Symbol::tuple({Symbol::of(r[0]), Symbol::of(r[1])});
+  }
+  return Symbol::of(reduce(l, {x}, axis, keep, binary_combiner(l, n == "max" ? OpKind::Max : OpKind::Min, c.loc), c.loc)[0]);
+}
+
+Symbol argmax_min(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "axis", "?tie_break_left", "?keep_dims"}, c);
+  ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
+  auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
+  int64_t ax = axis ? *axis : 0;
+  if (!axis && l.type(x).rank() != 1) x = l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc);
+  ir::ValueId idx = index_tile(l, l.type(x), ax, c.loc);
+  auto r = reduce(l, {x, idx}, ax, flag(l, a, "keep_dims"), arg_combiner(l, n == "argmax", c.loc), c.loc);
+  return Symbol::of(r[1]);
+}
+
+Symbol reduce_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "axis", "combine_fn", "?keep_dims"}, c);
+  const Symbol& in = a.get("input");
+  std::vector<ir::ValueId> inputs;
+  bool is_tuple = in.kind == Symbol::Kind::Tuple;
+  if (is_tuple) {
+    for (const Symbol& e : in.elements) inputs.push_back(l.to_value(e, a.loc("input"), "an input of tl.reduce"));
+  } else {
+    inputs.push_back(tile_arg(l, a, "input", "tl.reduce"));
+  }
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    auto [x, y] = l.broadcast_pair(inputs[0], inputs[i], a.loc("input"));
+    inputs[0] = x;
+    inputs[i] = y;
+  }
+  const Symbol& fn = a.get("combine_fn");
+  if (fn.kind != Symbol::Kind::JitFunction)
+    error_at(a.loc("combine_fn"), "the combine_fn of tl.reduce must be a @jit function, but it is " + l.describe(fn));
+  auto axis = optional_axis(l, a, l.type(inputs[0]).rank(), "tl.reduce");
+  Combiner combine = [&](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
+    CallArgs args;
+    args.loc = c.loc;
+    for (ir::ValueId v : acc) args.positional.push_back(Symbol::of(v));
+    for (ir::ValueId v : next) args.positional.push_back(Symbol::of(v));
+    args.positional_locs.assign(args.positional.size(), c.loc);
+    Symbol r = l.call_jit(fn.function, args);
+    std::vector<ir::ValueId> out;
+    if (r.kind == Symbol::Kind::Tuple) {
+      for (size_t i = 0; i < r.elements.size(); ++i)
+        out.push_back(l.to_value(r.elements[i], c.loc, "a result of the combine function"));
+    } else {
+      out.push_back(l.to_value(r, c.loc, "the result of the combine function"));
+    }
+    for (size_t i = 0; i < out.size() && i < acc.size(); ++i)
+      if (!l.type(out[i]).is_tile() && l.type(out[i]).scalar != l.type(acc[i]).scalar)
+        out[i] = l.cast(out[i], l.type(acc[i]).scalar, c.loc);
+    return out;
+  };
+  auto r = reduce(l, inputs, axis, flag(l, a, "keep_dims"), combine, c.loc);
+  if (!is_tuple) return Symbol::of(r[0]);
+  std::vector<Symbol> out;
+  for (ir::ValueId v : r) out.push_back(Symbol::of(v));
+  return Symbol::tuple(std::move(out));
+}
+
+Symbol softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "?dim", "?keep_dims", "?ieee_rounding"}, c);
+  ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the input of tl.softmax");
+  if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, "tl.softmax needs a floating-point tile");
+  int64_t dim = a.has("dim") ? l.to_int_const(a.get("dim"), a.loc("dim"), "the dim of tl.softmax") : 0;
+  if (dim < 0) dim += l.type(x).rank();
+  ir::Type t = l.type(x);
+  // softmax(x) = exp(x - max(x)) / sum(exp(x - max(x)))
+  ir::ValueId m = reduce(l, {x}, dim, true, binary_combiner(l, OpKind::Max, c.loc), c.loc)[0];
+  ir::ValueId z = l.create(OpKind::Sub, {x, l.broadcast_to(m, t.shape, c.loc)}, t, c.loc);
+  ir::ValueId e = l.create(OpKind::Exp, {z}, t, c.loc);
+  ir::ValueId s = reduce(l, {e}, dim, true, binary_combiner(l, OpKind::Add, c.loc), c.loc)[0];
+  return Symbol::of(l.create(OpKind::Div, {e, l.broadcast_to(s, t.shape, c.loc)}, t, c.loc));
+}
+
+Symbol dot(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "other", "?acc", "?input_precision", "?allow_tf32", "?max_num_imprecise_acc", "?out_dtype"}, c);
+  ir::ValueId x = tile_arg(l, a, "input", "tl.dot");
+  ir::ValueId y = tile_arg(l, a, "other", "tl.dot");
+  const ir::Type& tx = l.type(x);
+  const ir::Type& ty = l.type(y);
+  if (tx.rank() != 2 || ty.rank() != 2)
+    error_at(c.loc, "tl.dot needs two 2-D tiles, got " + ir::to_string(tx) + " and " + ir::to_string(ty));
+  if (tx.shape[1] != ty.shape[0])
+    error_at(c.loc, "tl.dot inner dimensions differ: " + ir::to_string(tx) + " @ " + ir::to_string(ty),
+             "the first operand is [M, K] and the second [K, N]");
+  auto supported = [](Scalar s) {
+    return s == Scalar::F16 || s == Scalar::BF16 || s == Scalar::F32 || s == Scalar::F64 || s == Scalar::I8;
+  };
+  if (!supported(tx.scalar) || !supported(ty.scalar))
+    error_at(c.loc, "tl.dot supports fp16, bf16, fp32, fp64 and int8 operands, got " + triton_name(tx.scalar) + " and " +
+                        triton_name(ty.scalar));
+  if (tx.scalar != ty.scalar)
+    error_at(c.loc, "tl.dot operands must have the same dtype, got " + triton_name(tx.scalar) + " and " + triton_name(ty.scalar),
+             "convert one with .to(...)");
+  Scalar out = tx.scalar == Scalar::I8 ? Scalar::I32 : tx.scalar == Scalar::F64 ? Scalar::F64 : Scalar::F32;
+  if (a.has("out_dtype")) out = l.to_dtype(a.get("out_dtype"), a.loc("out_dtype"), "the out_dtype of tl.dot");
+  std::vector<int64_t> shape = {tx.shape[0], ty.shape[1]};
+  ir::ValueId acc;
+  if (a.has("acc")) {
+    acc = l.to_value(a.get("acc"), a.loc("acc"), "the acc of tl.dot");
+    if (l.type(acc).shape != shape)
+      error_at(a.loc("acc"), "the acc of tl.dot must be " + ir::to_string(ir::Type::tile(out, shape)) + ", but it is " +
+                                 ir::to_string(l.type(acc)));
+    out = l.type(acc).scalar;
+  } else {
+    acc = l.broadcast_to(l.constant(ConstValue::integer(0), ir::Type::of(out), c.loc), shape, c.loc);
+  }
+  std::string precision = tx.scalar == Scalar::F32 ? "tf32" : "ieee";
+  if (a.has("allow_tf32") && !flag(l, a, "allow_tf32")) precision = "ieee";
+  if (a.has("input_precision")) {
+    ConstValue p = l.to_const(a.get("input_precision"), a.loc("input_precision"), "input_precision");
+    if (p.kind != ConstValue::Kind::Str || (p.s != "tf32" && p.s != "tf32x3" && p.s != "ieee"))
+      error_at(a.loc("input_precision"), "input_precision must be \"tf32\", \"tf32x3\" or \"ieee\"");
+    if (tx.scalar == Scalar::F32) precision = p.s;
+  }
+  return Symbol::of(l.create(OpKind::Dot, {x, y, acc}, ir::Type::tile(out, shape), c.loc,
+                             {{"precision", ir::Attr{precision}}}));
+}
+
+Symbol reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
+  if (c.positional.empty()) error_at(c.loc, "tl." + n + " needs an input");
+  ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl." + n);
+  std::vector<int64_t> shape = shape_from_varargs(l, c, 1, "shape", "the shape of tl." + n, true);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (numel != l.type(x).numel())
+    error_at(c.loc, "cannot reshape " + ir::to_string(l.type(x)) + " (" + std::to_string(l.type(x).numel()) +
+                        " elements) to " + std::to_string(numel) + " elements");
+  if (shape == l.type(x).shape) return Symbol::of(x);
+  return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape(shape), c.loc));
+}
+
+Symbol ravel(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "?can_reorder"}, c);
+  ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the input of tl.ravel");
+  if (l.type(x).rank() == 1) return Symbol::of(x);
+  return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc));
+}
+
+Symbol permute(Lowerer& l, const CallArgs& c, const std::string& n) {
+  if (c.positional.empty()) error_at(c.loc, "tl." + n + " needs an input");
+  ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl." + n);
+  std::vector<int64_t> perm = shape_from_varargs(l, c, 1, "dims", "the dims of tl." + n, false);
+  int rank = l.type(x).rank();
+  if (perm.empty()) {
+    if (rank != 2) error_at(c.loc, "tl.trans without dims needs a 2-D tile, got " + ir::to_string(l.type(x)));
+    perm = {1, 0};
+  }
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < static_cast<int>(sorted.size()); ++i)
+    if (sorted[static_cast<size_t>(i)] != i || static_cast<int>(perm.size()) != rank)
+      error_at(c.loc, "the dims of tl." + n + " must be a permutation of 0.." + std::to_string(rank - 1));
+  std::vector<int64_t> shape;
+  for (int64_t p : perm) shape.push_back(l.type(x).shape[static_cast<size_t>(p)]);
+  return Symbol::of(l.create(OpKind::Trans, {x}, l.type(x).with_shape(shape), c.loc, {{"perm", ir::Attr{perm}}}));
+}
+
+Symbol expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "axis"}, c);
+  ir::ValueId x = l.to_value(a.get("input"), a.loc("input"), "the input of tl.expand_dims");
+  std::vector<int64_t> axes;
+  const Symbol& ax = a.get("axis");
+  if (ax.kind == Symbol::Kind::Tuple) {
+    for (const Symbol& e : ax.elements) axes.push_back(l.to_int_const(e, a.loc("axis"), "an axis"));
+  } else {
+    axes.push_back(l.to_int_const(ax, a.loc("axis"), "the axis of tl.expand_dims"));
+  }
+  int64_t new_rank = l.type(x).rank() + static_cast<int64_t>(axes.size());
+  for (int64_t& v : axes) {
+    if (v < 0) v += new_rank;
+    if (v < 0 || v >= new_rank) error_at(a.loc("axis"), "axis out of range for tl.expand_dims");
+  }
+  std::sort(axes.begin(), axes.end());
+  for (int64_t v : axes) {
+    std::vector<int64_t> shape = l.type(x).shape;
+    shape.insert(shape.begin() + v, 1);
+    x = l.create(OpKind::ExpandDims, {x}, l.type(x).with_shape(shape), c.loc, {{"axis", ir::Attr{v}}});
+  }
+  return Symbol::of(x);
+}
+
+Symbol broadcast_to_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+  if (c.positional.empty()) error_at(c.loc, "tl.broadcast_to needs an input");
+  ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl.broadcast_to");
+  std::vector<int64_t> shape = shape_from_varargs(l, c, 1, "shape", "the shape of tl.broadcast_to", true);
+  return Symbol::of(l.broadcast_to(x, shape, c.loc));
+}
+
+Symbol broadcast_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "other"}, c);
+  auto [x, y] = l.broadcast_pair(l.to_value(a.get("input"), a.loc("input"), "the input"),
+                                 l.to_value(a.get("other"), a.loc("other"), "the other"), c.loc);
+  return Symbol::tuple({Symbol::of(x), Symbol::of(y)});
+}
+
+Symbol join(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"a", "b"}, c);
+  auto [x, y] = l.arith_operands(a.get("a"), a.get("b"), false, c.loc, "tl.join");
+  std::vector<int64_t> shape = l.type(x).shape;
+  shape.push_back(2);
+  return Symbol::of(l.create(OpKind::Join, {x, y}, l.type(x).with_shape(shape), c.loc));
+}
+
+Symbol split(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"a"}, c);
+  ir::ValueId x = l.to_value(a.get("a"), a.loc("a"), "the input of tl.split");
+  const ir::Type& t = l.type(x);
+  if (!t.is_tile() || t.shape.back() != 2)
+    error_at(c.loc, "tl.split needs a tile whose last dimension is 2, got " + ir::to_string(t));
+  std::vector<int64_t> shape(t.shape.begin(), t.shape.end() - 1);
+  ir::Type r = t.with_shape(shape);
+  l.builder().set_loc(c.loc);
+  ir::OpId op = l.builder().create(OpKind::Split, {x}, {r, r});
+  return Symbol::tuple({Symbol::of(l.function().op(op).results[0]), Symbol::of(l.function().op(op).results[1])});
+}
+
+using Handler = Symbol (*)(Lowerer&, const CallArgs&, const std::string&);
+
+const std::map<std::string, Handler>& tile_handlers() {
+  static const std::map<std::string, Handler> table = {
+      {"sum", sum},           {"xor_sum", sum},         {"max", max_min},
+      {"min", max_min},       {"argmax", argmax_min},   {"argmin", argmax_min},
+      {"reduce", reduce_fn},  {"softmax", softmax},     {"dot", dot},
+      {"reshape", reshape},   {"view", reshape},        {"ravel", ravel},
+      {"trans", permute},     {"permute", permute},     {"expand_dims", expand_dims},
+      {"broadcast_to", broadcast_to_fn}, {"broadcast", broadcast_fn},
+      {"join", join},         {"split", split},
+  };
+  return table;
+}
+
+}  // namespace
+
+bool is_tile_builtin(const std::string& name) { return tile_handlers().count(name) > 0; }
+
+Symbol lower_tile_builtin(Lowerer& l, const CallArgs& c, const std::string& name, bool* handled) {
+  auto it = tile_handlers().find(name);
+  if (it == tile_handlers().end()) {
+    *handled = false;
+    return Symbol{};
+  }
+  *handled = true;
+  return it->second(l, c, name);
+}
+
+}  // namespace tegula::frontend

@@ -1,0 +1,138 @@
+// The internal state of AST -> tile IR lowering (see lower.h for the entry
+// points). Split by concern across lower.cpp (functions, inlining, entry),
+// lower_stmt.cpp (statements and structured control flow), lower_expr.cpp
+// (expressions, typing, broadcasting) and builtins.cpp (the tl.* functions).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "frontend/request.h"
+#include "frontend/symbol.h"
+#include "ir/builder.h"
+#include "ir/ir.h"
+
+namespace tegula::frontend {
+
+// Arguments of a call as evaluated at the call site.
+struct CallArgs {
+  std::vector<Symbol> positional;
+  std::vector<SourceLoc> positional_locs;
+  std::vector<std::pair<std::string, Symbol>> keywords;
+  std::vector<SourceLoc> keyword_locs;
+  SourceLoc loc;  // the whole call
+};
+
+// Binds CallArgs to a builtin's parameter list the way Python would, with
+// errors that name the builtin and the parameter.
+class BoundArgs {
+ public:
+  // `params`: names in order; a leading '?' marks an optional parameter.
+  BoundArgs(const std::string& callee, const std::vector<std::string>& params, const CallArgs& args);
+  bool has(const std::string& name) const;  // given and not None
+  const Symbol& get(const std::string& name) const;  // asserts has()
+  SourceLoc loc(const std::string& name) const;      // the argument's location (call loc if absent)
+
+ private:
+  std::string callee_;
+  std::map<std::string, std::pair<Symbol, SourceLoc>> bound_;
+  SourceLoc call_loc_;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const KernelRequest& request, SourceManager& sources);
+  ir::Function run();
+
+  // --- functions and scopes (lower.cpp) ---------------------------------------
+  const ast::FunctionDef& function_ast(int32_t index);
+  Symbol call_jit(int32_t index, const CallArgs& args);
+  Symbol lookup(const std::string& name, const SourceLoc& loc);
+  void assign(const std::string& name, Symbol value);
+  Symbol global_symbol(const GlobalValue& g);
+
+  // --- statements (lower_stmt.cpp) ----------------------------------------------
+  void lower_body(const std::vector<ast::StmtPtr>& body);
+  void lower_stmt(const ast::Stmt& s);
+  void lower_runtime_if(const ast::Stmt& s, ir::ValueId cond);
+  void lower_for(const ast::Stmt& s);
+  void lower_while(const ast::Stmt& s);
+  // Names the body assigns that exist before the loop (they become iter args).
+  std::vector<std::string> loop_carried(const std::vector<ast::StmtPtr>& body, const SourceLoc& loc);
+  // After a loop: names first defined inside become undefined, carried names
+  // take the loop's results.
+  void finish_loop_scope(const std::map<std::string, Symbol>& before, const std::vector<std::string>& carried,
+                         const std::vector<ir::ValueId>& results, const SourceLoc& loc);
+  ir::ValueId materialize_as(const Symbol& s, const ir::Type& type, const std::string& name, const SourceLoc& loc);
+
+  // --- expressions (lower_expr.cpp) ---------------------------------------------
+  Symbol eval(const ast::Expr& e);
+  Symbol attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc);
+  Symbol call(const Symbol& callee, const CallArgs& args);
+  Symbol binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc);
+  Symbol unary(ast::UnaryOp op, const Symbol& a, const SourceLoc& loc);
+  Symbol compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc);
+  Symbol subscript(const Symbol& base, const std::vector<Symbol>& index, const SourceLoc& loc);
+  bool truth_constant(const Symbol& s, const SourceLoc& loc, bool* value);  // false if not constexpr
+
+  // Materializes a constant (or passes a value through). `what` names the
+  // operand in errors ("the mask of tl.load").
+  ir::ValueId to_value(const Symbol& s, const SourceLoc& loc, const std::string& what);
+  ConstValue to_const(const Symbol& s, const SourceLoc& loc, const std::string& what);
+  int64_t to_int_const(const Symbol& s, const SourceLoc& loc, const std::string& what);
+  ir::Scalar to_dtype(const Symbol& s, const SourceLoc& loc, const std::string& what);
+  std::vector<int64_t> to_shape(const Symbol& s, const SourceLoc& loc, const std::string& what);
+  void check_shape(const std::vector<int64_t>& shape, const SourceLoc& loc);
+
+  const ir::Type& type(ir::ValueId v) const { return fn_.type(v); }
+  ir::ValueId cast(ir::ValueId v, ir::Scalar to, const SourceLoc& loc);
+  ir::ValueId broadcast_to(ir::ValueId v, const std::vector<int64_t>& shape, const SourceLoc& loc);
+  // Broadcasts both to a common shape (error at loc if incompatible).
+  std::pair<ir::ValueId, ir::ValueId> broadcast_pair(ir::ValueId a, ir::ValueId b, const SourceLoc& loc);
+  // Promotes and broadcasts two operands of an arithmetic op; returns the
+  // converted values. `literal` flags come from the symbols.
+  std::pair<ir::ValueId, ir::ValueId> arith_operands(const Symbol& a, const Symbol& b, bool div_or_mod,
+                                                     const SourceLoc& loc, const char* op_text);
+  ir::ValueId create(ir::OpKind kind, std::vector<ir::ValueId> operands, ir::Type result,
+                     const SourceLoc& loc, std::vector<ir::NamedAttr> attrs = {});
+  ir::ValueId constant(const ConstValue& c, ir::Type type, const SourceLoc& loc);
+  std::string describe(const Symbol& s) const;  // "a tile<128xf32>", "the constexpr 4", "module tl"
+
+  // --- builtins (builtins.cpp) --------------------------------------------------
+  Symbol call_builtin(const std::string& name, const CallArgs& args);
+  static bool is_language_builtin(const std::string& name);
+
+  ir::Function& function() { return fn_; }
+  ir::Builder& builder() { return builder_; }
+  const KernelRequest& request() const { return request_; }
+  SourceManager& sources() { return sources_; }
+  bool debug() const { return request_.debug; }
+
+  // --- frames -----------------------------------------------------------------------
+  struct Frame {
+    int32_t function = 0;
+    std::map<std::string, Symbol> vars;
+    std::map<std::string, SourceLoc> maybe_undefined;  // defined on only one path
+    bool returned = false;
+    std::optional<Symbol> result;
+    int runtime_control_depth = 0;  // > 0 inside a runtime if/for/while
+  };
+  Frame& frame() { return *frames_.back(); }
+
+ private:
+  const KernelRequest& request_;
+  SourceManager& sources_;
+  ir::Function fn_;
+  ir::Builder builder_;
+  std::vector<int32_t> file_ids_;                      // per function index (-1: not parsed yet)
+  std::vector<std::unique_ptr<ast::FunctionDef>> asts_;  // per function index
+  std::vector<std::unique_ptr<Frame>> frames_;
+  int inline_depth_ = 0;
+};
+
+}  // namespace tegula::frontend

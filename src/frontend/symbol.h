@@ -1,0 +1,48 @@
+// What a name or an expression denotes while a kernel is being lowered:
+// an IR value (scalar or tile), a compile-time constant, a module, a builtin
+// function, a @jit function, a tuple of symbols, or a method bound to a value.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/const_value.h"
+#include "ir/ir.h"
+
+namespace tegula::frontend {
+
+struct Symbol {
+  enum class Kind {
+    Value,        // value
+    Const,        // constant
+    Module,       // name = module path: "language", "language.math", "tegula"
+    Builtin,      // name = builtin name, e.g. "load", "range", "min"
+    JitFunction,  // function = index into KernelRequest::functions
+    Tuple,        // elements
+    Method,       // name = method, receiver = the value it is bound to
+    Opaque,       // name = description of a host object the kernel cannot use
+    Slice,        // a `:` in a subscript (only full slices are meaningful)
+  };
+  Kind kind = Kind::Const;
+  ir::ValueId value;
+  ConstValue constant;
+  std::string name;
+  int32_t function = -1;
+  std::vector<Symbol> elements;
+  std::shared_ptr<Symbol> receiver;
+
+  static Symbol of(ir::ValueId v) { Symbol s; s.kind = Kind::Value; s.value = v; return s; }
+  static Symbol of(ConstValue c) { Symbol s; s.kind = Kind::Const; s.constant = std::move(c); return s; }
+  static Symbol module(std::string path) { Symbol s; s.kind = Kind::Module; s.name = std::move(path); return s; }
+  static Symbol builtin(std::string n) { Symbol s; s.kind = Kind::Builtin; s.name = std::move(n); return s; }
+  static Symbol jit(int32_t f) { Symbol s; s.kind = Kind::JitFunction; s.function = f; return s; }
+  static Symbol tuple(std::vector<Symbol> e) { Symbol s; s.kind = Kind::Tuple; s.elements = std::move(e); return s; }
+  static Symbol opaque(std::string d) { Symbol s; s.kind = Kind::Opaque; s.name = std::move(d); return s; }
+
+  bool is_value() const { return kind == Kind::Value; }
+  bool is_const() const { return kind == Kind::Const; }
+  bool is_none() const { return kind == Kind::Const && constant.kind == ConstValue::Kind::None; }
+};
+
+}  // namespace tegula::frontend

@@ -1,0 +1,47 @@
+// Triton's typing rules, in one place:
+//  * broadcasting of shapes (NumPy-style: ranks aligned on the right by
+//    prepending size-1 dims, then size-1 dims stretch);
+//  * binary-op type promotion (float64 > float32 > float16 > bfloat16 >
+//    integers; among integers the wider wins, unsigned wins at equal width;
+//    a Python literal of the same or a lower kind than a tile adopts the
+//    tile's type: `x_f16 * 2.0` stays f16, `x_i8 + 1` stays i8);
+//  * how Python constants become typed scalars (int -> i32, or i64 when it
+//    does not fit; float -> f32; bool -> i1);
+//  * dtype names (`float32`, `fp32`, `bfloat16`...).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/const_value.h"
+#include "ir/type.h"
+
+namespace tegula::frontend {
+
+// Operand of a binary op as typing sees it.
+struct TypedOperand {
+  ir::Scalar scalar;
+  bool is_literal;  // a Python constant, not (yet) an IR value
+};
+
+// Category rank used by the "literal adopts the tile's type" rule.
+// bool < unsigned < signed < float.
+int kind_rank(ir::Scalar s);
+// The scalar type a constant gets when it becomes an IR value.
+ir::Scalar literal_type(const ConstValue& c);
+// The computation type of `a op b`. `div_or_mod` selects the rule that
+// computes f16/bf16 division and modulo in f32. Returns nullopt for an
+// invalid combination (the caller reports it).
+std::optional<ir::Scalar> promote(TypedOperand a, TypedOperand b, bool div_or_mod);
+// Integer promotion only (both integers).
+ir::Scalar promote_integers(ir::Scalar a, ir::Scalar b);
+// The broadcast shape of a and b, or nullopt with `why` set.
+std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
+                                                     const std::vector<int64_t>& b, std::string* why);
+// "float32" / "fp32" / "f32" / "bfloat16" / "int1" ... -> scalar.
+std::optional<ir::Scalar> dtype_from_name(const std::string& name);
+// The Triton-style name of a scalar type: "fp32", "bf16", "int32", "uint8", "int1".
+std::string triton_name(ir::Scalar s);
+
+}  // namespace tegula::frontend

@@ -1,0 +1,229 @@
+"""Launch-time argument handling: grid forms, array kinds, and every error a
+wrong launch gets (type and exact text)."""
+
+import re
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from vector_add import add_kernel
+
+
+@tegula.jit(do_not_specialize=["n"])
+def fill_kernel(out_ptr, value, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32) + value, mask=offs < n)
+
+
+def _arrays(n=100, dtype=np.float32):
+    x = np.arange(n, dtype=dtype)
+    return x, x[::-1].copy(), np.zeros(n, dtype=dtype)
+
+
+# --- grid forms ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("grid", [(1,), [1], (1, 1), [1, 1, 1], 1])
+def test_grid_literals(grid):
+    x, y, out = _arrays()
+    add_kernel[grid](x, y, out, 100, BLOCK=128)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_grid_callable_sees_bound_arguments():
+    x, y, out = _arrays(1000)
+    seen = {}
+
+    def grid(meta):
+        seen.update(meta)
+        return (tegula.cdiv(meta["n"], meta["BLOCK"]),)
+
+    add_kernel[grid](x, y, out, 1000, BLOCK=256)
+    np.testing.assert_array_equal(out, x + y)
+    assert seen["BLOCK"] == 256 and seen["n"] == 1000 and seen["x_ptr"] is x
+
+
+def test_launch_options_are_accepted_and_shown_to_the_grid():
+    x, y, out = _arrays()
+    add_kernel[lambda meta: (1,) if meta["num_warps"] == 8 else (0,)](
+        x, y, out, 100, BLOCK=128, num_warps=8, num_stages=2)
+    np.testing.assert_array_equal(out, x + y)
+
+
+@pytest.mark.parametrize("grid, message", [
+    ((-1,), "the grid of kernel 'add_kernel' must hold ints >= 0, got (-1,)"),
+    ((1, 1, 1, 1), "the grid of kernel 'add_kernel' must be a tuple of 1 to 3 ints (or a "
+                   "callable returning one), got (1, 1, 1, 1)"),
+    ((), "the grid of kernel 'add_kernel' must be a tuple of 1 to 3 ints"),
+    ((1.5,), "the grid of kernel 'add_kernel' must hold ints, got float in (1.5,)"),
+    (lambda meta: None, "the grid of kernel 'add_kernel' must be a tuple of 1 to 3 ints"),
+])
+def test_bad_grids(grid, message):
+    x, y, out = _arrays()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        add_kernel[grid](x, y, out, 100, BLOCK=128)
+
+
+# --- argument kinds -----------------------------------------------------------------
+
+
+class DLPackOnly:
+    """Exposes an array through the DLPack protocol only."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_dlpack_producers():
+    x, y, out = _arrays(300)
+    add_kernel[(3,)](DLPackOnly(x), DLPackOnly(y), DLPackOnly(out), 300, BLOCK=128)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_keyword_arguments_and_numpy_scalars():
+    x, y, out = _arrays()
+    add_kernel[(1,)](y_ptr=y, x_ptr=x, out_ptr=out, n=np.int64(100), BLOCK=np.int32(128))
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_float_scalar_argument_and_do_not_specialize():
+    out = np.zeros(100, dtype=np.float32)
+    for n in (1, 16, 50):
+        fill_kernel[(1,)](out, 2.5, n, BLOCK=128)
+    assert len(fill_kernel._cache) == 1  # `n` never specializes
+    np.testing.assert_array_equal(out[:50], 2.5)
+    np.testing.assert_array_equal(out[50:], 0.0)
+
+
+def test_bfloat16_arrays():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.linspace(-4, 4, 200).astype(ml_dtypes.bfloat16)
+    out = np.zeros_like(x)
+    add_kernel[(2,)](x, x, out, 200, BLOCK=128)
+    tegula.testing.assert_close(out, (x.astype(np.float32) * 2).astype(ml_dtypes.bfloat16))
+
+
+def test_torch_cpu_tensors():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(300, dtype=torch.float32)
+    y = torch.ones(300, dtype=torch.float32)
+    out = torch.empty(300, dtype=torch.float32)
+    add_kernel[(3,)](x, y, out, 300, BLOCK=128)
+    tegula.testing.assert_close(out, x + y)
+
+
+# --- launch errors --------------------------------------------------------------------
+
+
+class FakeDevice:
+    type = "cuda"
+
+    def __str__(self):
+        return "cuda:0"
+
+
+class FakeCudaTensor:
+    """Looks like a torch.Tensor on a GPU."""
+
+    dtype = "torch.float32"
+    device = FakeDevice()
+
+    def data_ptr(self):
+        return 1 << 20
+
+
+def test_too_many_arguments():
+    x, y, out = _arrays()
+    with pytest.raises(TypeError, match=re.escape(
+            "kernel 'add_kernel' takes 5 arguments (x_ptr, y_ptr, out_ptr, n, BLOCK) but 6 were given")):
+        add_kernel[(1,)](x, y, out, 100, 128, 7)
+
+
+def test_missing_argument():
+    x, y, out = _arrays()
+    with pytest.raises(TypeError, match=re.escape(
+            "kernel 'add_kernel' is missing 1 required argument: 'BLOCK'")):
+        add_kernel[(1,)](x, y, out, 100)
+
+
+def test_unknown_keyword():
+    x, y, out = _arrays()
+    with pytest.raises(TypeError, match=re.escape(
+            "kernel 'add_kernel' got an unexpected keyword argument 'BLOK'")):
+        add_kernel[(1,)](x, y, out, 100, BLOK=128)
+
+
+def test_duplicate_argument():
+    x, y, out = _arrays()
+    with pytest.raises(TypeError, match=re.escape(
+            "kernel 'add_kernel' got multiple values for argument 'x_ptr'")):
+        add_kernel[(1,)](x, y, out, 100, x_ptr=x, BLOCK=128)
+
+
+def test_list_where_pointer_expected():
+    _, y, out = _arrays()
+    with pytest.raises(TypeError, match=re.escape(
+            "argument 'x_ptr' of kernel 'add_kernel' must be an array or a scalar, got list")):
+        add_kernel[(1,)]([1.0, 2.0], y, out, 2, BLOCK=128)
+
+
+def test_unsupported_dtype():
+    _, _, out = _arrays()
+    z = np.zeros(100, dtype=np.complex64)
+    with pytest.raises(TypeError, match=re.escape(
+            "argument 'y_ptr' of kernel 'add_kernel' has unsupported dtype complex64; supported: bool,")):
+        add_kernel[(1,)](out, z, out, 100, BLOCK=128)
+
+
+def test_int_too_large():
+    x, y, out = _arrays()
+    with pytest.raises(ValueError, match=re.escape(
+            "argument 'n' of kernel 'add_kernel' is 18446744073709551616, which does not fit in 64 bits")):
+        add_kernel[(1,)](x, y, out, 2**64, BLOCK=128)
+
+
+def test_cuda_tensor_on_cpu_backend():
+    x, _, out = _arrays()
+    with pytest.raises(ValueError, match=re.escape(
+            "kernel add_kernel runs on the CPU backend; argument 'y_ptr' is on cuda:0")):
+        add_kernel[(1,)](x, FakeCudaTensor(), out, 100, BLOCK=128)
+
+
+def test_bad_constexpr_value():
+    x, y, out = _arrays()
+    with pytest.raises(TypeError, match=re.escape(
+            "constexpr argument 'BLOCK' of kernel 'add_kernel' must be an int, float, bool, str, "
+            "None or tl.dtype, got list")):
+        add_kernel[(1,)](x, y, out, 100, BLOCK=[128])
+
+
+def test_bad_launch_option():
+    x, y, out = _arrays()
+    with pytest.raises(ValueError, match=re.escape(
+            "num_warps of kernel 'add_kernel' must be a positive int, got 0")):
+        add_kernel[(1,)](x, y, out, 100, BLOCK=128, num_warps=0)
+
+
+def test_calling_a_kernel_directly():
+    with pytest.raises(TypeError, match=re.escape(
+            "kernel 'add_kernel' cannot be called like a Python function; launch it with a grid: "
+            "add_kernel[grid](...)")):
+        add_kernel(1, 2, 3)
+
+
+def test_unknown_do_not_specialize_name():
+    @tegula.jit(do_not_specialize=["m"])
+    def k(x_ptr, n):
+        tl.store(x_ptr, n)
+
+    with pytest.raises(ValueError, match=re.escape(
+            "do_not_specialize of kernel 'k' names 'm', which is not one of its parameters (x_ptr, n)")):
+        k[(1,)](np.zeros(1, dtype=np.int32), 3)
