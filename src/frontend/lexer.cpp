@@ -62,6 +62,11 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 char closing_for(char open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
 
+// Python's own limits; they also keep every recursive pass over the tree
+// far from the end of the stack.
+constexpr size_t kMaxBrackets = 200;
+constexpr size_t kMaxIndents = 100;
+
 class Lexer {
  public:
   Lexer(const SourceManager& sources, int32_t file, TextRange range) : file_(file) {
@@ -212,6 +217,8 @@ class Lexer {
                "indent every line of the function at least as deep as its `def`");
     if (level.width > indents_.back().width) {
       if (level.alt_width <= indents_.back().alt_width) error_at(loc, mixed, mixed_hint);
+      if (indents_.size() > kMaxIndents)
+        error_at(loc, "too many levels of indentation", "move the inner code into a @tegula.jit helper function");
       indents_.push_back(level);
       push(TokenKind::Indent, "", loc);
       return;
@@ -511,6 +518,8 @@ class Lexer {
     SourceLoc loc = loc_of(start, start + found.size());
     char c = found.size() == 1 ? found[0] : '\0';
     if (c == '(' || c == '[' || c == '{') {
+      if (brackets_.size() >= kMaxBrackets)
+        error_at(loc, "too many nested parentheses", "split the expression into several statements");
       brackets_.push_back(OpenBracket{c, loc});
     } else if (c == ')' || c == ']' || c == '}') {
       if (brackets_.empty()) error_at(loc, std::string("unmatched '") + c + "'", "remove it or add the opening bracket");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <unordered_map>
 #include <utility>
 
 #include "frontend/lexer.h"
@@ -216,6 +217,42 @@ class Parser {
 
   ExprPtr make(ExprKind kind, SourceLoc loc) { return std::make_unique<Expr>(kind, loc); }
 
+  // Sets the span of a finished composite node and bounds the depth of the
+  // tree. Every later pass walks the tree recursively (so does its
+  // destructor), so a pathological `a+a+...+a` must stop here, not overflow
+  // the stack there.
+  void finish(Expr& node, const SourceLoc& start) {
+    node.loc = span_from(start);
+    int32_t depth = 0;
+    for (const ExprPtr& child : node.children)
+      if (child) depth = std::max(depth, depth_of(*child));
+    for (const ast::Keyword& k : node.keywords) depth = std::max(depth, depth_of(*k.value));
+    if (depth + 1 > kMaxTreeDepth)
+      error_at(node.loc, "expression is too deeply nested", "split it into several statements");
+    tree_depth_[&node] = depth + 1;
+  }
+  int32_t depth_of(const Expr& e) const {
+    auto it = tree_depth_.find(&e);
+    return it == tree_depth_.end() ? 1 : it->second;
+  }
+
+  // Counts the recursion of the grammar functions that can nest without
+  // bound (parentheses, unary operators, `**`, conditional expressions,
+  // blocks and `elif` chains), so that no input overflows the stack.
+  class NestingGuard {
+   public:
+    NestingGuard(Parser& parser, const Token& at) : parser_(parser) {
+      if (++parser_.nesting_ > kMaxNesting)
+        error_at(at.loc, "the code is nested too deeply here", "split it into several statements");
+    }
+    ~NestingGuard() { --parser_.nesting_; }
+    NestingGuard(const NestingGuard&) = delete;
+    NestingGuard& operator=(const NestingGuard&) = delete;
+
+   private:
+    Parser& parser_;
+  };
+
   bool at_end_of_statement() const { return peek().kind == TokenKind::Newline || peek().is_op(";"); }
 
   bool starts_expression(const Token& t) const {
@@ -322,6 +359,7 @@ class Parser {
 
   void statement(std::vector<StmtPtr>& out) {
     const Token& t = peek();
+    NestingGuard guard(*this, t);
     if (t.kind == TokenKind::Indent) fail(t, "unexpected indent", "line this statement up with the one before it");
     if (t.is_op("@"))
       fail(t, "decorators are not supported on nested functions",
@@ -341,6 +379,7 @@ class Parser {
   }
 
   StmtPtr if_stmt() {
+    NestingGuard guard(*this, peek());
     const Token& keyword = advance();  // `if` or `elif`
     auto stmt = std::make_unique<Stmt>(StmtKind::If, keyword.loc);
     stmt->test = expression();
@@ -515,7 +554,7 @@ class Parser {
     auto tuple = make(ExprKind::Tuple, start);
     tuple->children.push_back(std::move(first));
     while (accept_op(",") && starts_expression(peek())) tuple->children.push_back(expression());
-    tuple->loc = span_from(start);
+    finish(*tuple, start);
     return tuple;
   }
 
@@ -527,11 +566,12 @@ class Parser {
     auto tuple = make(ExprKind::Tuple, start);
     tuple->children.push_back(std::move(first));
     while (accept_op(",") && starts_expression(peek())) tuple->children.push_back(bitwise_or());
-    tuple->loc = span_from(start);
+    finish(*tuple, start);
     return tuple;
   }
 
   ExprPtr expression() {
+    NestingGuard guard(*this, peek());
     SourceLoc start = peek().loc;
     ExprPtr body = disjunction();
     if (accept_keyword("if")) {
@@ -540,7 +580,7 @@ class Parser {
       expect_keyword("else", "expected 'else' in the conditional expression, found " + describe(peek()));
       node->children.push_back(std::move(body));
       node->children.push_back(expression());
-      node->loc = span_from(start);
+      finish(*node, start);
       body = std::move(node);
     }
     if (peek().is_op(":="))
@@ -563,7 +603,7 @@ class Parser {
     node->bool_op = kind;
     node->children.push_back(std::move(first));
     while (accept_keyword(keyword)) node->children.push_back((this->*operand)());
-    node->loc = span_from(start);
+    finish(*node, start);
     return node;
   }
   ExprPtr disjunction() { return bool_op(&Parser::conjunction, "or", ast::BoolOpKind::Or); }
@@ -571,11 +611,12 @@ class Parser {
 
   ExprPtr inversion() {
     if (!peek().is_keyword("not")) return comparison();
+    NestingGuard guard(*this, peek());
     const Token& op = advance();
     auto node = make(ExprKind::Unary, op.loc);
     node->unary_op = ast::UnaryOp::Not;
     node->children.push_back(inversion());
-    node->loc = span_from(op.loc);
+    finish(*node, op.loc);
     return node;
   }
 
@@ -619,7 +660,7 @@ class Parser {
       node->cmp_ops.push_back(op);
       node->children.push_back(bitwise_or());
     } while (comparison_operator(op));
-    node->loc = span_from(start);
+    finish(*node, start);
     return node;
   }
 
@@ -636,7 +677,7 @@ class Parser {
       node->binary_op = match->second;
       node->children.push_back(std::move(left));
       node->children.push_back((this->*operand)());
-      node->loc = span_from(start);
+      finish(*node, start);
       left = std::move(node);
     }
   }
@@ -662,11 +703,12 @@ class Parser {
     else if (t.is_op("+")) op = ast::UnaryOp::Pos;
     else if (t.is_op("~")) op = ast::UnaryOp::Invert;
     else return power();
+    NestingGuard guard(*this, t);
     advance();
     auto node = make(ExprKind::Unary, t.loc);
     node->unary_op = op;
     node->children.push_back(factor());
-    node->loc = span_from(t.loc);
+    finish(*node, t.loc);
     return node;
   }
 
@@ -675,12 +717,13 @@ class Parser {
   ExprPtr power() {
     SourceLoc start = peek().loc;
     ExprPtr base = primary();
-    if (!accept_op("**")) return base;
+    if (!peek().is_op("**")) return base;
+    NestingGuard guard(*this, advance());
     auto node = make(ExprKind::Binary, start);
     node->binary_op = ast::BinaryOp::Pow;
     node->children.push_back(std::move(base));
     node->children.push_back(factor());
-    node->loc = span_from(start);
+    finish(*node, start);
     return node;
   }
 
@@ -692,7 +735,7 @@ class Parser {
         auto node = make(ExprKind::Attribute, start);
         node->name = name_token("an attribute name after '.'").text;
         node->children.push_back(std::move(value));
-        node->loc = span_from(start);
+        finish(*node, start);
         value = std::move(node);
       } else if (peek().is_op("(")) {
         value = call(std::move(value), start);
@@ -731,11 +774,11 @@ class Parser {
       if (!accept_op(",")) break;
     }
     if (!peek().is_op(")"))
-      fail(peek(), "invalid syntax: expected ',' or ')' in the call that starts on line " +
+      fail(peek(), "invalid syntax: expected ',' or ')' in the call on line " +
                        std::to_string(open.loc.line) + ", found " + describe(peek()));
     advance();
     brackets_.pop_back();
-    node->loc = span_from(start);
+    finish(*node, start);
     return node;
   }
 
@@ -750,7 +793,7 @@ class Parser {
     } while (accept_op(","));
     expect_op("]", "invalid syntax: expected ',' or ']' in the subscript, found " + describe(peek()));
     brackets_.pop_back();
-    node->loc = span_from(start);
+    finish(*node, start);
     return node;
   }
 
@@ -771,7 +814,7 @@ class Parser {
     node->children.push_back(std::move(lo));
     node->children.push_back(std::move(hi));
     node->children.push_back(std::move(step));
-    node->loc = span_from(start);
+    finish(*node, start);
     return node;
   }
 
@@ -800,7 +843,7 @@ class Parser {
       case TokenKind::String: {
         auto node = make(ExprKind::Str, t.loc);
         while (peek().kind == TokenKind::String) node->name += advance().value;  // "a" "b" == "ab"
-        node->loc = span_from(t.loc);
+        finish(*node, t.loc);
         return node;
       }
       case TokenKind::Keyword: {
@@ -854,7 +897,7 @@ class Parser {
     expect_op(")", "invalid syntax: expected ',' or ')' in the parenthesized expression on line " +
                        std::to_string(open.loc.line) + ", found " + describe(peek()));
     brackets_.pop_back();
-    tuple->loc = span_from(open.loc);
+    finish(*tuple, open.loc);
     return tuple;
   }
 
@@ -869,13 +912,18 @@ class Parser {
     expect_op("]", "invalid syntax: expected ',' or ']' in the list on line " + std::to_string(open.loc.line) +
                        ", found " + describe(peek()));
     brackets_.pop_back();
-    node->loc = span_from(open.loc);
+    finish(*node, open.loc);
     return node;
   }
+
+  static constexpr int32_t kMaxTreeDepth = 300;
+  static constexpr int32_t kMaxNesting = 200;
 
   int32_t file_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int32_t nesting_ = 0;
+  std::unordered_map<const Expr*, int32_t> tree_depth_;
   std::vector<char> brackets_;  // open brackets around the current expression
 };
 

@@ -1,1 +1,246 @@
-// placeholder: being written
+// Finding and running the system C++ compiler.
+//
+// The compiler runs through posix_spawn (no shell: paths with spaces or
+// quotes cannot change the command), with stdout and stderr captured through
+// one pipe. Sources and outputs get unpredictable names from mkstemps in the
+// output's folder, and the shared object is renamed into place, so a reader
+// of the cache never sees a half-written file.
+#include "backends/cpu/toolchain.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "support/diagnostic.h"
+
+extern char** environ;
+
+namespace tegula::backends::cpu {
+
+namespace {
+
+// IEEE semantics: no -ffast-math, and no contraction of separate IR ops into
+// fused multiply-adds (g++ contracts across statements by default in GNU
+// modes, clang within expressions).
+constexpr const char* kFlags =
+    "-O3 -march=native -std=c++17 -fPIC -shared -fno-math-errno -ffp-contract=off";
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// The absolute path of `name` (searched on $PATH unless it has a slash), or "".
+std::string resolve_executable(const std::string& name) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return is_executable_file(name) ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+// Closes a file descriptor on scope exit.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd = -1) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() { reset(); }
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+// Removes a file on scope exit unless released.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(std::string path) : path_(std::move(path)) {}
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  ~TemporaryFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+struct ProcessResult {
+  int exit_status = -1;  // exit code, or -1 when killed by a signal / not started
+  std::string output;    // stdout and stderr, interleaved
+};
+
+ProcessResult run_process(const std::vector<std::string>& argv) {
+  ProcessResult result;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    result.output = std::string("pipe failed: ") + std::strerror(errno);
+    return result;
+  }
+  FileDescriptor read_end(fds[0]), write_end(fds[1]);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int spawn_error = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  write_end.reset();
+  if (spawn_error != 0) {
+    result.output = "cannot start " + argv[0] + ": " + std::strerror(spawn_error);
+    return result;
+  }
+  char buf[4096];
+  for (;;) {
+    ssize_t got = ::read(read_end.get(), buf, sizeof buf);
+    if (got > 0) {
+      result.output.append(buf, static_cast<size_t>(got));
+    } else if (got < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return result;
+  }
+  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+  return result;
+}
+
+Toolchain detect() {
+  std::vector<std::string> candidates;
+  std::vector<std::string> extra_flags;
+  if (const char* cxx = std::getenv("CXX"); cxx != nullptr && *cxx != '\0') {
+    // $CXX may carry arguments ("clang++ -stdlib=libc++"): the first word is
+    // the program, the rest go in front of our flags.
+    std::vector<std::string> words = split_words(cxx);
+    if (!words.empty()) {
+      candidates.push_back(words[0]);
+      extra_flags.assign(words.begin() + 1, words.end());
+    }
+  }
+  for (const char* name : {"c++", "g++", "clang++"}) candidates.push_back(name);
+
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    std::string path = resolve_executable(candidates[i]);
+    if (path.empty()) continue;
+    ProcessResult version = run_process({path, "--version"});
+    if (version.exit_status != 0) continue;
+    Toolchain t;
+    t.compiler = path;
+    t.identity = version.output.substr(0, version.output.find('\n'));
+    t.flags = kFlags;
+    if (i == 0 && !extra_flags.empty()) {
+      std::string prefix;
+      for (const std::string& f : extra_flags) prefix += f + " ";
+      t.flags = prefix + t.flags;
+    }
+    return t;
+  }
+  error_at(SourceLoc{}, "no C++ compiler found for the CPU backend (tried $CXX, c++, g++, clang++)",
+           "install g++ or clang++, or set CXX to the compiler's path");
+}
+
+std::string folder_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// Creates an empty file with an unpredictable name in `folder`.
+std::string make_temporary(const std::string& folder, const char* suffix) {
+  std::string pattern = folder + "/.tegula-XXXXXX" + suffix;
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  int fd = ::mkstemps(buf.data(), static_cast<int>(std::strlen(suffix)));
+  if (fd < 0)
+    error_at(SourceLoc{}, "cannot create a temporary file in " + folder + ": " + std::strerror(errno),
+             "check that the kernel cache folder is writable");
+  ::close(fd);
+  return std::string(buf.data());
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  bool ok = fd.get() >= 0;
+  size_t done = 0;
+  while (ok && done < text.size()) {
+    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  if (!ok)
+    error_at(SourceLoc{}, "cannot write " + path + ": " + std::strerror(errno),
+             "check free space and permissions of the kernel cache folder");
+}
+
+}  // namespace
+
+const Toolchain& toolchain() {
+  static const Toolchain detected = detect();  // thread-safe, retried if detection threw
+  return detected;
+}
+
+void compile_shared_object(const std::string& source, const std::string& output_path) {
+  const Toolchain& tc = toolchain();
+  std::string folder = folder_of(output_path);
+  TemporaryFile source_file(make_temporary(folder, ".cpp"));
+  TemporaryFile object_file(make_temporary(folder, ".so"));
+  write_file(source_file.path(), source);
+
+  std::vector<std::string> argv = {tc.compiler};
+  for (std::string& f : split_words(tc.flags)) argv.push_back(std::move(f));
+  argv.insert(argv.end(), {"-o", object_file.path(), source_file.path()});
+  ProcessResult run = run_process(argv);
+  if (run.exit_status != 0) {
+    throw InternalError("the C++ compiler rejected the generated kernel source (a Tegula bug; please report it)\n" +
+                        tc.compiler + " exited with status " + std::to_string(run.exit_status) + ":\n" +
+                        run.output);
+  }
+  if (::rename(object_file.path().c_str(), output_path.c_str()) != 0)
+    error_at(SourceLoc{}, "cannot move the compiled kernel to " + output_path + ": " + std::strerror(errno),
+             "check permissions of the kernel cache folder");
+  object_file.release();
+}
+
+}  // namespace tegula::backends::cpu

@@ -1,0 +1,116 @@
+// print and assert.
+//
+// print writes one line per element (one printf call, so lines from
+// concurrent programs do not mix): `pid (x, y, z) idx (i, j) prefix v1, v2`,
+// or without `idx (...)` when every operand is a scalar.
+//
+// assert is compiled only with CodegenOptions::debug (as device asserts are
+// a debug feature); a failing program prints
+// `file:line: assertion failed: message (pid x,y,z)` to stderr once and
+// continues.
+#include <string>
+
+#include "backends/cpu/codegen_context.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cpu {
+
+namespace {
+
+using ir::Scalar;
+
+struct PrintfArg {
+  std::string format;
+  std::string value;
+};
+
+PrintfArg printf_arg(const ir::Type& t, const std::string& e) {
+  if (t.is_pointer()) return {"%p", "(const void*)" + e};
+  switch (t.scalar) {
+    case Scalar::I1: return {"%d", "(int)" + e};
+    case Scalar::F16: return {"%.5g", "(double)tg_f16_to_f32(" + e + ")"};
+    case Scalar::BF16: return {"%.4g", "(double)tg_bf16_to_f32(" + e + ")"};
+    case Scalar::F32: return {"%.9g", "(double)" + e};
+    case Scalar::F64: return {"%.17g", e};
+    default:
+      if (ir::is_signed(t.scalar)) return {"%lld", "(long long)" + e};
+      return {"%llu", "(unsigned long long)" + e};
+  }
+}
+
+// printf's format is built from literal pieces only; user text goes in as %s
+// arguments, so a '%' in a prefix or message is printed, not interpreted.
+void emit_print(CodegenContext& ctx, const ir::Op& op) {
+  std::string prefix = op.has_attr("prefix") ? op.str_attr("prefix") : "";
+  const ir::Type* tile = nullptr;
+  for (ir::ValueId v : op.operands)
+    if (ctx.fn.type(v).is_tile()) tile = &ctx.fn.type(v);
+  std::string format = "pid (%d, %d, %d)";
+  std::string args = "pid_x, pid_y, pid_z";
+  std::string i = "i";
+  if (tile != nullptr) {
+    format += " idx (";
+    int64_t stride = tile->numel();
+    for (int d = 0; d < tile->rank(); ++d) {
+      stride /= tile->shape[static_cast<size_t>(d)];
+      format += d ? ", %d" : "%d";
+      args += ", (int)(" + i + " / " + std::to_string(stride) + " % " +
+              std::to_string(tile->shape[static_cast<size_t>(d)]) + ")";
+    }
+    format += ")";
+  }
+  format += " %s";
+  args += ", " + c_string_literal(prefix);
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    const ir::Type& t = ctx.fn.type(op.operands[k]);
+    TEGULA_ASSERT(!t.is_tile() || t.numel() == tile->numel(), "print operands of different shapes");
+    PrintfArg a = printf_arg(t.element(), ctx.element(op.operands[k], i));
+    format += (k ? ", " : " ") + a.format;
+    args += ", " + a.value;
+  }
+  std::string call = "std::printf(\"" + format + "\\n\", " + args + ");";
+  if (tile != nullptr) {
+    ctx.out.open("for (int " + i + " = 0; " + i + " < " + std::to_string(tile->numel()) + "; ++" + i + ")");
+    ctx.out.line(call);
+    ctx.out.close();
+  } else {
+    ctx.out.line(call);
+  }
+  ctx.out.line("std::fflush(stdout);");
+}
+
+void emit_assert(CodegenContext& ctx, const ir::Op& op) {
+  if (!ctx.options.debug) {
+    ctx.out.line("// (assert compiled only in debug mode)");
+    return;
+  }
+  ir::ValueId cond = op.operands.at(0);
+  const ir::Type& t = ctx.fn.type(cond);
+  std::string message = op.has_attr("message") ? op.str_attr("message") : "";
+  std::string where = ctx.location(op);
+  std::string text = (where.empty() ? std::string("<unknown>") : where.substr(0, where.rfind(':'))) +
+                     ": assertion failed: " + message;
+  std::string ok = ctx.fresh("holds");
+  if (t.is_tile()) {
+    ctx.out.line("bool " + ok + " = true;");
+    ctx.out.open("for (int i = 0; i < " + std::to_string(t.numel()) + "; ++i)");
+    ctx.out.line(ok + " = " + ok + " && " + ctx.element(cond, "i") + ";");
+    ctx.out.close();
+  } else {
+    ctx.out.line("const bool " + ok + " = " + ctx.name(cond) + ";");
+  }
+  ctx.out.open("if (!" + ok + ")");
+  ctx.out.line("std::fprintf(stderr, \"%s (pid %d,%d,%d)\\n\", " + c_string_literal(text) +
+               ", pid_x, pid_y, pid_z);");
+  ctx.out.close();
+}
+
+}  // namespace
+
+void emit_debug(CodegenContext& ctx, const ir::Op& op) {
+  if (op.kind == ir::OpKind::Print) return emit_print(ctx, op);
+  TEGULA_ASSERT(op.kind == ir::OpKind::Assert, "not a debug op");
+  emit_assert(ctx, op);
+}
+
+}  // namespace tegula::backends::cpu

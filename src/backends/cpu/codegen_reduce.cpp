@@ -1,0 +1,119 @@
+// reduce: N tiles of one shape combined along `axis` by the op's combiner
+// region, which is inlined (as scalar code) into the element loops.
+//
+// The tile is viewed as [outer, A, inner] around the reduced axis (A is a
+// power of two). Each outer slice is reduced as a tree: the first level
+// combines rows k and k + A/2 of the input into a temporary of A/2 rows, each
+// further level halves it in place. Every level is one flat loop over
+// independent elements, so it vectorizes without reassociating anything the
+// combiner does; the order is the same for every program (reproducible).
+#include <string>
+#include <vector>
+
+#include "backends/cpu/codegen_context.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cpu {
+
+namespace {
+
+struct ReduceShape {
+  int64_t outer = 1, axis = 1, inner = 1;
+};
+
+ReduceShape view_around_axis(const ir::Type& t, int64_t axis) {
+  TEGULA_ASSERT(axis >= 0 && axis < t.rank(), "reduce axis out of range");
+  ReduceShape s;
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    int64_t n = t.shape[static_cast<size_t>(d)];
+    if (d < axis) s.outer *= n;
+    else if (d == axis) s.axis = n;
+    else s.inner *= n;
+  }
+  return s;
+}
+
+// One application of the combiner per element: declares the region's
+// arguments from `lhs`/`rhs`, emits its ops, and assigns the yielded values
+// to `dest`. The three lists hold one C++ element expression per operand.
+void emit_combine(CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& lhs,
+                  const std::vector<std::string>& rhs, const std::vector<std::string>& dest) {
+  ir::BlockId region = op.regions[0];
+  const std::vector<ir::ValueId>& args = ctx.fn.block(region).args;
+  size_t n = op.operands.size();
+  for (size_t j = 0; j < n; ++j) {
+    ctx.out.line("const " + c_element(ctx.fn.type(args[j])) + " " + ctx.name(args[j]) + " = " + lhs[j] + ";");
+    ctx.out.line("const " + c_element(ctx.fn.type(args[n + j])) + " " + ctx.name(args[n + j]) + " = " + rhs[j] +
+                 ";");
+  }
+  ctx.emit_block_body(region);
+  const ir::Op& yield = ctx.terminator(region);
+  TEGULA_ASSERT(yield.kind == ir::OpKind::Yield && yield.operands.size() == n, "reduce combiner must yield N values");
+  for (size_t j = 0; j < n; ++j) ctx.out.line(dest[j] + " = " + ctx.name(yield.operands[j]) + ";");
+}
+
+}  // namespace
+
+void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
+  size_t n = op.operands.size();
+  TEGULA_ASSERT(n >= 1 && op.results.size() == n && op.regions.size() == 1, "malformed reduce");
+  TEGULA_ASSERT(ctx.fn.block(op.regions[0]).args.size() == 2 * n, "reduce combiner must take 2N arguments");
+  const ir::Type& input = ctx.fn.type(op.operands[0]);
+  ReduceShape s = view_around_axis(input, op.int_attr("axis"));
+  TEGULA_ASSERT((s.axis & (s.axis - 1)) == 0, "reduced dimension must be a power of two");
+
+  for (ir::ValueId r : op.results) ctx.declare(r);
+  std::string o = ctx.fresh("o"), x = ctx.fresh("x");
+  auto result_element = [&](size_t j, const std::string& inner_index) {
+    return ctx.fn.type(op.results[j]).is_tile() ? ctx.name(op.results[j]) + "[" + o + " * " +
+                                                      std::to_string(s.inner) + " + " + inner_index + "]"
+                                                : ctx.name(op.results[j]);
+  };
+  std::string slice = o + " * " + std::to_string(s.axis * s.inner);
+  ctx.out.open("for (int " + o + " = 0; " + o + " < " + std::to_string(s.outer) + "; ++" + o + ")");
+
+  if (s.axis == 1) {
+    ctx.open_element_loop(x, s.inner);
+    for (size_t j = 0; j < n; ++j)
+      ctx.out.line(result_element(j, x) + " = " + ctx.name(op.operands[j]) + "[" + slice + " + " + x + "];");
+    ctx.out.close();
+    ctx.out.close();
+    return;
+  }
+
+  int64_t half_rows = s.axis / 2 * s.inner;
+  std::vector<std::string> partial;
+  for (size_t j = 0; j < n; ++j) {
+    partial.push_back(ctx.fresh("partial"));
+    const ir::Type& t = ctx.fn.type(op.operands[j]);
+    ctx.declare_array(c_element(t), c_element_size(t), half_rows, partial.back());
+  }
+  auto elements = [&](const std::vector<std::string>& arrays, const std::string& index) {
+    std::vector<std::string> out;
+    for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
+    return out;
+  };
+  std::vector<std::string> inputs;
+  for (ir::ValueId v : op.operands) inputs.push_back(ctx.name(v));
+
+  // Level 1: rows k and k + A/2 of this slice of the input.
+  ctx.open_element_loop(x, half_rows);
+  emit_combine(ctx, op, elements(inputs, slice + " + " + x),
+               elements(inputs, slice + " + " + std::to_string(half_rows) + " + " + x), elements(partial, x));
+  ctx.out.close();
+  // Further levels halve the partial results in place.
+  std::string width = ctx.fresh("width");
+  ctx.out.open("for (int " + width + " = " + std::to_string(half_rows / 2) + "; " + width + " >= " +
+               std::to_string(s.inner) + "; " + width + " /= 2)");
+  ctx.out.line("TG_IVDEP");
+  ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
+  emit_combine(ctx, op, elements(partial, x), elements(partial, x + " + " + width), elements(partial, x));
+  ctx.out.close();
+  ctx.out.close();
+  ctx.open_element_loop(x, s.inner);
+  for (size_t j = 0; j < n; ++j) ctx.out.line(result_element(j, x) + " = " + partial[j] + "[" + x + "];");
+  ctx.out.close();
+  ctx.out.close();
+}
+
+}  // namespace tegula::backends::cpu
