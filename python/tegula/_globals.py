@@ -14,8 +14,7 @@ from .language.core import constexpr, dtype, pointer_type
 GV = _C.GlobalValue
 Kind = _C.GlobalValue.Kind
 
-_LANGUAGE_MODULES = frozenset(
-    {"tegula.language", "tegula.language.math", "triton.language", "triton.language.math"})
+_LANGUAGE_PACKAGES = ("tegula.language", "triton.language")
 _TOP_LEVEL_MODULES = frozenset({"tegula", "triton"})
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -118,7 +117,7 @@ def describe(value) -> GV:
     """The GlobalValue of a host value that is not a @jit function."""
     if isinstance(value, types.ModuleType):
         name = value.__name__
-        if name in _LANGUAGE_MODULES:
+        if name in _LANGUAGE_PACKAGES or name.startswith(("tegula.language.", "triton.language.")):
             return GV(Kind.Language, text=name)
         if name in _TOP_LEVEL_MODULES:
             return GV(Kind.Tegula, text=name)

@@ -22,6 +22,7 @@ struct ConstValue {
   double f = 0.0;         // Float
   std::string s;          // Str
   ir::Scalar dtype = ir::Scalar::I32;  // DType
+  bool pointer = false;                // DType: `ptr.dtype` is a pointer type; `.element_ty` drops it
 
   static ConstValue integer(int64_t v) { ConstValue c; c.kind = Kind::Int; c.i = v; return c; }
   static ConstValue real(double v) { ConstValue c; c.kind = Kind::Float; c.f = v; return c; }

@@ -27,7 +27,7 @@ bool ConstValue::operator==(const ConstValue& o) const {
   switch (kind) {
     case Kind::Str: return s == o.s;
     case Kind::None: return true;
-    case Kind::DType: return dtype == o.dtype;
+    case Kind::DType: return dtype == o.dtype && pointer == o.pointer;
     default: return false;
   }
 }
@@ -48,7 +48,8 @@ std::string to_string(const ConstValue& v) {
     }
     case ConstValue::Kind::Str: return "'" + v.s + "'";
     case ConstValue::Kind::None: return "None";
-    case ConstValue::Kind::DType: return std::string("tl.") + ir::to_string(v.dtype);
+    case ConstValue::Kind::DType:
+      return v.pointer ? std::string("pointer<") + ir::to_string(v.dtype) + ">" : std::string("tl.") + ir::to_string(v.dtype);
   }
   return "?";
 }

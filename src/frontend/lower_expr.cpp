@@ -98,7 +98,12 @@ int64_t Lowerer::to_int_const(const Symbol& s, const SourceLoc& loc, const std::
 }
 
 ir::Scalar Lowerer::to_dtype(const Symbol& s, const SourceLoc& loc, const std::string& what) {
-  if (s.is_const() && s.constant.kind == ConstValue::Kind::DType) return s.constant.dtype;
+  if (s.is_const() && s.constant.kind == ConstValue::Kind::DType) {
+    if (s.constant.pointer)
+      error_at(loc, what + " must be a value dtype, but it is the pointer type " + to_string(s.constant),
+               "use `ptr.dtype.element_ty` for the type a pointer points to");
+    return s.constant.dtype;
+  }
   if (s.is_const() && s.constant.kind == ConstValue::Kind::Str) {
     if (auto t = dtype_from_name(s.constant.s)) return *t;
   }
@@ -395,8 +400,9 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
     case Symbol::Kind::Value: {
       const ir::Type& t = type(base.value);
       if (attr == "dtype") {
-        if (t.is_pointer()) error_at(loc, "the dtype of a pointer tile is not available inside kernels");
-        return Symbol::of(ConstValue::type(t.scalar));
+        ConstValue d = ConstValue::type(t.scalar);
+        d.pointer = t.is_pointer();
+        return Symbol::of(d);
       }
       if (attr == "shape") {
         std::vector<Symbol> dims;
@@ -422,6 +428,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
     }
     case Symbol::Kind::Const:
       if (base.constant.kind == ConstValue::Kind::DType) {
+        if (attr == "element_ty" && base.constant.pointer) return Symbol::of(ConstValue::type(base.constant.dtype));
         if (attr == "primitive_bitwidth") return Symbol::of(ConstValue::integer(ir::bit_width(base.constant.dtype)));
         if (attr == "itemsize") return Symbol::of(ConstValue::integer(ir::byte_size(base.constant.dtype)));
       }

@@ -149,6 +149,7 @@ class Parser {
     if (pos_ >= text_.size()) return "end of input";
     if (text_[pos_] == '\n') return "end of line";
     size_t end = pos_;
+    if (text_[end] == '%' || text_[end] == '@') ++end;
     while (end < text_.size() && is_word_char(text_[end])) ++end;
     if (end == pos_) end = pos_ + 1;
     return "`" + text_.substr(pos_, end - pos_) + "`";
@@ -207,6 +208,7 @@ class Parser {
                                       line_starts_.begin());  // 1-based
     int32_t col = static_cast<int32_t>(at - line_starts_[line - 1]) + 1;
     size_t end = at;
+    if (end < text_.size() && (text_[end] == '%' || text_[end] == '@')) ++end;  // underline whole names
     while (end < text_.size() && is_word_char(text_[end])) ++end;
     int32_t width = std::max<int32_t>(1, static_cast<int32_t>(end - at));
     error_at(SourceLoc{0, static_cast<int32_t>(line), col, col + width}, std::move(message));

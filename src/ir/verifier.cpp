@@ -219,7 +219,8 @@ class Verifier {
     for (int64_t d : t.shape) {
       if (!is_power_of_two(d))
         fail(id, what + " has type " + to_string(t) + ": tile dimensions must be powers of two");
-      numel *= d;
+      // Both factors stay <= kMaxTileElements, so the product cannot overflow.
+      numel = d > kMaxTileElements ? kMaxTileElements + 1 : numel * d;
       if (numel > kMaxTileElements)
         fail(id, what + " has type " + to_string(t) + ": more than " + std::to_string(kMaxTileElements) +
                      " elements");
@@ -524,6 +525,7 @@ void Verifier::check_elementwise(OpId id, const Op& op, Rule rule) {
   switch (rule) {
     case Rule::Arith:
       if (first.pointer) fail(id, "does not apply to pointers (" + to_string(first) + ")");
+      optional_attr_kind(id, op, "propagate_nan", false);  // min/max only; see docs/ir.md
       return require_same_type_as_result(id, op, 0);
     case Rule::IntArith:
       if (first.pointer || !is_integer(first.scalar)) fail(id, "needs integer operands, got " + to_string(first));
@@ -546,13 +548,13 @@ void Verifier::check_elementwise(OpId id, const Op& op, Rule rule) {
       if (first.pointer || first.scalar != Scalar::I1) fail(id, "condition must be i1, got " + to_string(first));
       return require_same_type_as_result(id, op, 1);
     case Rule::Cast: {
-      bool address_to_int = first.pointer && !result.pointer && bit_width(result.scalar) == 64;
-      bool int_to_address = result.pointer && !first.pointer && bit_width(first.scalar) == 64 &&
-                            is_integer(first.scalar);
+      auto is_int64 = [](const Type& t) { return !t.pointer && is_integer(t.scalar) && bit_width(t.scalar) == 64; };
+      bool address_to_int = first.pointer && is_int64(result);
+      bool int_to_address = result.pointer && is_int64(first);
       if ((first.pointer || result.pointer) && !address_to_int && !int_to_address)
         fail(id, "cannot cast " + to_string(first) + " to " + to_string(result) +
                      " (pointers convert only to and from 64-bit integers; use bitcast to change the pointee)");
-      return;
+      return optional_attr_kind(id, op, "rounding", true);
     }
     case Rule::Bitcast:
       if (first.pointer != result.pointer ||

@@ -253,13 +253,14 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
   Attempt attempt{&request, key, {}, {}};
   Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, want_stages); });
   std::string built = cache.temporary_path(key, "so");
+  // The toolchain reports rejected source as InternalError (generated code
+  // should always compile) and I/O trouble as UserError.
   translate_errors(attempt, [&] {
     try {
       backends::cpu::compile_shared_object(attempt.stages.source, built);
-    } catch (const UserError& e) {
+    } catch (...) {
       std::remove(built.c_str());
-      // The generated code should always compile: whatever went wrong is ours.
-      internal_failure(attempt, "the generated C++ did not compile:\n" + render(e.diagnostic(), nullptr));
+      throw;
     }
   });
   stats().builds++;

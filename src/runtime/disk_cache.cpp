@@ -108,6 +108,8 @@ void make_private_directories(const std::filesystem::path& path) {
   std::filesystem::path partial;
   for (const auto& component : path) {
     partial /= component;
+    struct stat existing{};
+    if (::stat(partial.c_str(), &existing) == 0) continue;
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
       fail(ErrorKind::Value, "cannot create the cache directory " + path.string() + ": " + errno_text(),
            "set TEGULA_CACHE_DIR to a writable directory");

@@ -52,7 +52,7 @@ def test_inspect_shows_ir_and_source():
     assert "program_id" in info.ir
     assert "tegula_kernel" in info.source
     stages = list(info.stages)
-    assert stages[0] == "lowered" and len(stages) >= 2
+    assert stages[0] == "lowered"  # then one entry per stage that changed the IR
     assert info.ir == info.stages[stages[-1]]
     assert [p[0] for p in info.params][:3] == ["x_ptr", "y_ptr", "out_ptr"]
     assert len(info.key) == 64

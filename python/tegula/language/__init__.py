@@ -6,7 +6,7 @@ functions here are markers for IDEs and documentation: the compiler resolves
 Python raises RuntimeError. Dtypes and ``constexpr`` are real host objects.
 """
 
-from . import math
+from . import extra, math
 from .core import (
     bfloat16,
     constexpr,
@@ -32,7 +32,7 @@ from .math import __all__ as _math_names
 from .ops import __all__ as _op_names
 
 __all__ = [
-    "math", "constexpr", "dtype", "pointer_type", "tensor",
+    "extra", "math", "constexpr", "dtype", "pointer_type", "tensor",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64",
     *_math_names, *_op_names,

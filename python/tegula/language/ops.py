@@ -11,8 +11,8 @@ re-exported by ``tegula.language``.
 from .core import only_in_kernel as _only_in_kernel
 
 __all__ = [
-    "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "cat", "cast",
-    "to_tensor", "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor",
+    "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like", "cat",
+    "cast", "to_tensor", "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor",
     "load_tensor_descriptor", "store_tensor_descriptor", "reshape", "view", "broadcast",
     "broadcast_to", "expand_dims", "trans", "permute", "join", "split", "interleave", "ravel",
     "squeeze", "unsqueeze", "inline_asm_elementwise", "map_elementwise", "where", "sum", "max",
@@ -59,6 +59,11 @@ def zeros_like(input):
 def full(shape, value, dtype):
     """A tile filled with ``value``."""
     _only_in_kernel("full")
+
+
+def full_like(input, value, dtype=None):
+    """A tile with the shape of ``input`` filled with ``value``."""
+    _only_in_kernel("full_like")
 
 
 def cat(input, other, can_reorder=False):

@@ -41,6 +41,10 @@ std::string c_element(const ir::Type& t) {
   return c_scalar(t.scalar);
 }
 
+std::string c_const(const ir::Type& t) {
+  return t.is_pointer() ? c_element(t) + " const" : "const " + c_element(t);
+}
+
 int64_t c_element_size(const ir::Type& t) {
   if (t.is_pointer()) return static_cast<int64_t>(sizeof(void*));
   return ir::byte_size(t.scalar);
@@ -189,7 +193,7 @@ void CodegenContext::parallel_copy(const std::vector<ir::ValueId>& dests,
       out.line("std::memcpy(" + saved + ", " + from[i] + ", sizeof(" + saved + "[0]) * " +
                std::to_string(t.numel()) + ");");
     } else {
-      out.line("const " + c_element(t) + " " + saved + " = " + from[i] + ";");
+      out.line(c_const(t) + " " + saved + " = " + from[i] + ";");
     }
     from[i] = saved;
   }
@@ -331,7 +335,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   for (size_t i = 0; i < fn.params.size(); ++i) {
     const ir::Param& p = fn.params[i];
     std::string local = ctx.name(body.args[i]);
-    unit.line("const " + c_element(p.type) + " " + local + " = " + param_slot_read(ctx, p, i) + ";  // " +
+    unit.line(c_const(p.type) + " " + local + " = " + param_slot_read(ctx, p, i) + ";  // " +
               p.name);
     call_args += local + ", ";
   }

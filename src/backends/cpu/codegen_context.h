@@ -31,6 +31,8 @@ std::string c_scalar(ir::Scalar s);
 // C++ spelling of one element of `t`: the scalar, or `T*` for pointers (the
 // pointee of ptr<i1> is uint8_t: memory holds bytes, not C++ bools).
 std::string c_element(const ir::Type& t);
+// A read-only declaration's type: "const float", "float* const".
+std::string c_const(const ir::Type& t);
 // sizeof(c_element(t)) on this host.
 int64_t c_element_size(const ir::Type& t);
 // The type arithmetic on `s` is done in: float for f16/bf16, else c_scalar.

@@ -200,7 +200,7 @@ void emit_elementwise(CodegenContext& ctx, const ir::Op& op) {
   if (!t.is_tile()) {
     std::vector<std::string> operands;
     for (ir::ValueId v : op.operands) operands.push_back(ctx.name(v));
-    ctx.out.line("const " + c_element(t) + " " + ctx.name(result) + " = " + elementwise_expr(ctx, op, operands) +
+    ctx.out.line(c_const(t) + " " + ctx.name(result) + " = " + elementwise_expr(ctx, op, operands) +
                  ";");
     return;
   }

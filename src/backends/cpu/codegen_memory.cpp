@@ -42,7 +42,7 @@ void emit_load(CodegenContext& ctx, const ir::Op& op) {
     return ctx.element(op.operands[1], index) + " ? " + read + " : " + fallback;
   };
   if (!t.is_tile()) {
-    ctx.out.line("const " + element_type + " " + ctx.name(result) + " = " + element_expr("") + ";");
+    ctx.out.line(element_type + " const " + ctx.name(result) + " = " + element_expr("") + ";");
     return;
   }
   ctx.declare(result);

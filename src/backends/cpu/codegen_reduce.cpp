@@ -42,8 +42,8 @@ void emit_combine(CodegenContext& ctx, const ir::Op& op, const std::vector<std::
   const std::vector<ir::ValueId>& args = ctx.fn.block(region).args;
   size_t n = op.operands.size();
   for (size_t j = 0; j < n; ++j) {
-    ctx.out.line("const " + c_element(ctx.fn.type(args[j])) + " " + ctx.name(args[j]) + " = " + lhs[j] + ";");
-    ctx.out.line("const " + c_element(ctx.fn.type(args[n + j])) + " " + ctx.name(args[n + j]) + " = " + rhs[j] +
+    ctx.out.line(c_const(ctx.fn.type(args[j])) + " " + ctx.name(args[j]) + " = " + lhs[j] + ";");
+    ctx.out.line(c_const(ctx.fn.type(args[n + j])) + " " + ctx.name(args[n + j]) + " = " + rhs[j] +
                  ";");
   }
   ctx.emit_block_body(region);

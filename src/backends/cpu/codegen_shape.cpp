@@ -107,7 +107,7 @@ void emit_split(CodegenContext& ctx, const ir::Op& op) {
   std::string src = ctx.name(op.operands[0]);
   if (!t.is_tile()) {
     for (int half = 0; half < 2; ++half)
-      ctx.out.line("const " + c_element(t) + " " + ctx.name(op.results[half]) + " = " + src + "[" +
+      ctx.out.line(c_const(t) + " " + ctx.name(op.results[half]) + " = " + src + "[" +
                    std::to_string(half) + "];");
     return;
   }
@@ -131,7 +131,7 @@ void emit_shape(CodegenContext& ctx, const ir::Op& op) {
                     "reshape changes the element count");
       if (!ctx.fn.type(op.operands[0]).is_tile()) return emit_splat(ctx, op);
       if (!ctx.fn.type(op.results[0]).is_tile()) {
-        ctx.out.line("const " + c_element(ctx.fn.type(op.results[0])) + " " + ctx.name(op.results[0]) + " = " +
+        ctx.out.line(c_const(ctx.fn.type(op.results[0])) + " " + ctx.name(op.results[0]) + " = " +
                      ctx.name(op.operands[0]) + "[0];");
         return;
       }

@@ -1,0 +1,89 @@
+"""The case-study chain of the design document, eager and fused.
+
+Eager (NumPy, op by op, each op reading and writing whole arrays):
+
+    h = x * alpha; h = h + bias; h = gelu_tanh(h); h = h * keep; h = h / (1 - p)
+    h = h + residual; ms = mean(h^2, row); r = rsqrt(ms + eps); y = h * r * weight
+
+Fused (one Tegula kernel, one program per row): reads x, residual and keep
+once and writes y once; every intermediate stays in registers / cache.
+"""
+
+import numpy as np
+
+import tegula
+import tegula.language as tl
+from tegula.language.extra import libdevice
+
+ALPHA = 0.5
+EPS = 1e-6
+P_DROP = 0.1
+SQRT_2_OVER_PI = 0.7978845608028654
+
+
+@tegula.jit
+def gelu_tanh(h):
+    inner = SQRT_2_OVER_PI * (h + 0.044715 * h * h * h)
+    return 0.5 * h * (1.0 + libdevice.tanh(inner))
+
+
+@tegula.jit
+def fused_chain_kernel(x_ptr, res_ptr, keep_ptr, bias_ptr, w_ptr, y_ptr, N, stride,
+                       alpha, eps, scale, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    base = row * stride
+    x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+    res = tl.load(res_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+    keep = tl.load(keep_ptr + base + cols, mask=mask, other=0)
+    bias = tl.load(bias_ptr + cols, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+
+    h = x * alpha + bias
+    h = gelu_tanh(h)
+    h = tl.where(keep != 0, h * scale, 0.0)
+    h = h + res
+    ms = tl.sum(h * h, axis=0) / N
+    r = tl.rsqrt(ms + eps)
+    y = h * r * w
+    tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def fused_chain(x, residual, keep, bias, weight, out=None, alpha=ALPHA, eps=EPS, p=P_DROP):
+    """Runs the fused kernel; x, residual and out share a dtype and shape [M, N]."""
+    M, N = x.shape
+    if out is None:
+        out = np.empty_like(x)
+    block = tegula.next_power_of_2(N)
+    fused_chain_kernel[(M,)](x, residual, keep, bias, weight, out, N, x.strides[0] // x.itemsize,
+                             alpha, eps, 1.0 / (1.0 - p), BLOCK_N=block)
+    return out
+
+
+def eager_chain(x, residual, keep, bias, weight, alpha=ALPHA, eps=EPS, p=P_DROP):
+    """The chain as a researcher writes it in NumPy: one array operation per step."""
+    h = x * np.asarray(alpha, dtype=x.dtype)
+    h = h + bias.astype(x.dtype)
+    h = 0.5 * h * (1.0 + np.tanh(np.asarray(SQRT_2_OVER_PI, x.dtype) * (h + np.asarray(0.044715, x.dtype) * h * h * h)))
+    h = h * keep
+    h = h / np.asarray(1.0 - p, dtype=x.dtype)
+    h = h + residual
+    ms = np.mean(h * h, axis=1, keepdims=True)
+    r = 1.0 / np.sqrt(ms + np.asarray(eps, dtype=x.dtype))
+    return (h * r * weight.astype(x.dtype)).astype(x.dtype)
+
+
+def make_inputs(M, N, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((M, N), dtype=np.float32).astype(dtype)
+    residual = rng.standard_normal((M, N), dtype=np.float32).astype(dtype)
+    keep = rng.random((M, N), dtype=np.float32) >= P_DROP
+    bias = rng.standard_normal(N, dtype=np.float32)
+    weight = rng.standard_normal(N, dtype=np.float32)
+    return x, residual, keep, bias, weight
+
+
+def bytes_moved(M, N, itemsize):
+    """Bytes the fused kernel must move: x, residual, keep in; y out (+ bias, weight)."""
+    return M * N * (2 * itemsize + 1 + itemsize) + 2 * N * 4

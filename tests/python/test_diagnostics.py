@@ -1,0 +1,179 @@
+"""Every class of user error reports file:line:col, the source line with a
+caret, and what to do; launch errors are TypeError/ValueError naming the
+kernel and the parameter. Nothing here may crash the process."""
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+
+
+def where(fn, needle, occurrence=0):
+    """(line, col) of `needle` inside the source of the @jit function `fn`."""
+    lines, first = inspect.getsourcelines(fn.fn)
+    seen = 0
+    for i, text in enumerate(lines):
+        col = text.find(needle)
+        if col >= 0:
+            if seen == occurrence:
+                return first + i, col + 1
+            seen += 1
+    raise AssertionError(f"{needle!r} not in the source of {fn.__name__}")
+
+
+def compile_error(kernel, *args, **kwargs):
+    with pytest.raises(tegula.CompilationError) as info:
+        kernel[(1,)](*args, **kwargs)
+    return str(info.value)
+
+
+def assert_located(message, kernel, needle, text, occurrence=0):
+    line, col = where(kernel, needle, occurrence)
+    head = f"{os.path.basename(__file__)}:{line}:{col}: error: "
+    assert head in message.splitlines()[0], message
+    assert text in message, message
+    assert "^" in message, message
+
+
+X = np.arange(64, dtype=np.float32)
+
+
+@tegula.jit
+def unknown_name(x_ptr):
+    tl.store(x_ptr, undefined_thing + 1)  # noqa: F821
+
+
+def test_unknown_name():
+    msg = compile_error(unknown_name, X)
+    assert_located(msg, unknown_name, "undefined_thing", "name `undefined_thing` is not defined")
+
+
+@tegula.jit
+def non_constexpr_size(x_ptr, n):
+    offs = tl.arange(0, n)
+    tl.store(x_ptr + offs, 1.0)
+
+
+def test_non_constexpr_tile_size():
+    msg = compile_error(non_constexpr_size, X, 64)
+    assert_located(msg, non_constexpr_size, "n)", "must be a compile-time constant")
+    assert "hint:" in msg
+
+
+@tegula.jit
+def non_power_of_two(x_ptr):
+    offs = tl.arange(0, 100)
+    tl.store(x_ptr + offs, 1.0)
+
+
+def test_non_power_of_two_arange():
+    msg = compile_error(non_power_of_two, X)
+    assert_located(msg, non_power_of_two, "tl.arange", "power of two, but it is 100")
+    assert "next_power_of_2" in msg
+
+
+@tegula.jit
+def shape_mismatch(x_ptr):
+    a = tl.arange(0, 64)
+    b = tl.arange(0, 32)
+    tl.store(x_ptr + a, a + b)
+
+
+def test_shape_mismatch():
+    msg = compile_error(shape_mismatch, X)
+    assert_located(msg, shape_mismatch, "a + b", "cannot be broadcast together")
+
+
+@tegula.jit
+def dtype_mismatch(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs * 1.5, 0.0)
+
+
+def test_dtype_mismatch_pointer_offset():
+    msg = compile_error(dtype_mismatch, X, BLOCK=64)
+    assert_located(msg, dtype_mismatch, "x_ptr + offs", "pointer offsets must be integers")
+
+
+@tegula.jit
+def loop_type_change(x_ptr, n):
+    acc = 0
+    for i in range(n):
+        acc = acc + tl.load(x_ptr + i)
+    tl.store(x_ptr, acc)
+
+
+def test_loop_carried_dtype_change():
+    msg = compile_error(loop_type_change, X, 8)
+    assert_located(msg, loop_type_change, "for i", "changes type from i32 to f32")
+
+
+@tegula.jit
+def unsupported_lambda(x_ptr):
+    f = lambda v: v + 1  # noqa: E731
+    tl.store(x_ptr, f(1.0))
+
+
+def test_unsupported_construct():
+    msg = compile_error(unsupported_lambda, X)
+    line, _ = where(unsupported_lambda, "lambda")
+    assert f"{os.path.basename(__file__)}:{line}:" in msg, msg
+    assert "lambda" in msg
+
+
+@tegula.jit
+def tile_condition(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    if x > 0:
+        tl.store(x_ptr, 1.0)
+
+
+def test_tile_condition():
+    msg = compile_error(tile_condition, X, BLOCK=64)
+    assert_located(msg, tile_condition, "x > 0", "must be a scalar")
+    assert "tl.where" in msg
+
+
+@tegula.jit
+def simple(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0, mask=offs < n)
+
+
+def test_wrong_argument_count():
+    with pytest.raises(TypeError) as info:
+        simple[(1,)](X, BLOCK=64)
+    assert "simple" in str(info.value) and "n" in str(info.value)
+    with pytest.raises(TypeError):
+        simple[(1,)](X, 64, 3, 4)
+
+
+def test_non_array_for_pointer():
+    with pytest.raises(TypeError) as info:
+        simple[(1,)]([1.0, 2.0], 2, BLOCK=64)
+    assert "x_ptr" in str(info.value) and "list" in str(info.value)
+
+
+def test_unsupported_dtype():
+    with pytest.raises(TypeError) as info:
+        simple[(1,)](np.zeros(4, dtype=np.complex64), 4, BLOCK=64)
+    assert "x_ptr" in str(info.value) and "complex64" in str(info.value)
+
+
+def test_runtime_value_for_constexpr_is_rejected_cleanly():
+    with pytest.raises((TypeError, ValueError, tegula.CompilationError)) as info:
+        simple[(1,)](X, 64, BLOCK=np.zeros(3))
+    assert "BLOCK" in str(info.value)
+
+
+def test_errors_do_not_poison_later_launches():
+    for _ in range(2):
+        with pytest.raises(tegula.CompilationError):
+            non_power_of_two[(1,)](X)
+    out = np.zeros(64, dtype=np.float32)
+    simple[(1,)](out, 10, BLOCK=64)
+    assert (out[:10] == 1).all() and (out[10:] == 0).all()
