@@ -548,12 +548,13 @@ void Verifier::check_elementwise(OpId id, const Op& op, Rule rule) {
       if (first.pointer || first.scalar != Scalar::I1) fail(id, "condition must be i1, got " + to_string(first));
       return require_same_type_as_result(id, op, 1);
     case Rule::Cast: {
-      auto is_int64 = [](const Type& t) { return !t.pointer && is_integer(t.scalar) && bit_width(t.scalar) == 64; };
-      bool address_to_int = first.pointer && is_int64(result);
-      bool int_to_address = result.pointer && is_int64(first);
-      if ((first.pointer || result.pointer) && !address_to_int && !int_to_address)
+      // A pointer converts to and from integers (its address); changing the
+      // pointee is a bitcast.
+      bool from_int = !first.pointer && is_integer(first.scalar);
+      bool to_int = !result.pointer && is_integer(result.scalar);
+      if ((first.pointer && !to_int) || (result.pointer && !from_int))
         fail(id, "cannot cast " + to_string(first) + " to " + to_string(result) +
-                     " (pointers convert only to and from 64-bit integers; use bitcast to change the pointee)");
+                     " (pointers convert only to and from integers; use bitcast to change the pointee)");
       return optional_attr_kind(id, op, "rounding", true);
     }
     case Rule::Bitcast:
@@ -590,8 +591,8 @@ void Verifier::check_memory(OpId id, const Op& op, Rule rule) {
   if (op.operands.size() > mask_index && !(fn_.type(op.operands[mask_index]) == ptr.with_scalar(Scalar::I1)))
     fail(id, "mask must be " + to_string(ptr.with_scalar(Scalar::I1)) + ", got " +
                  type_name(op.operands[mask_index]));
-  optional_attr_kind(id, op, "cache", true);
-  optional_attr_kind(id, op, "evict", true);
+  optional_attr_kind(id, op, "cache_modifier", true);
+  optional_attr_kind(id, op, "eviction_policy", true);
 }
 
 void Verifier::check_reduce(OpId id, const Op& op) {

@@ -79,7 +79,7 @@ class Analyzer {
   Analyzer(const ir::Function& fn, std::vector<AxisInfo>& info) : fn_(fn), info_(info) {}
 
   void run() {
-    for (size_t i = 0; i < fn_.num_values(); ++i) info_.push_back(unknown(fn_.type(ir::ValueId{static_cast<uint32_t>(i)})));
+    for (uint32_t i = 0; i < fn_.num_values(); ++i) info_.push_back(unknown(fn_.type(ir::ValueId{i})));
     const ir::Block& body = fn_.block(fn_.body());
     for (size_t i = 0; i < body.args.size() && i < fn_.params.size(); ++i) {
       const ir::Type& t = fn_.type(body.args[i]);

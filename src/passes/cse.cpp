@@ -21,7 +21,8 @@ namespace {
 // Floats compare by bit pattern: 0.0 and -0.0 differ, and a NaN equals itself.
 bool same_attr(const ir::Attr& a, const ir::Attr& b) {
   if (a.index() != b.index()) return false;
-  if (const auto* x = std::get_if<double>(&a)) return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
+  if (const auto* x = std::get_if<double>(&a))
+    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
   return a == b;
 }
 

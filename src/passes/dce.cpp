@@ -7,8 +7,8 @@
 //  * it is a for/if/while/reduce whose regions have no side effects.
 // Region ops are swept inside first, so their bodies are minimal when judged.
 // Unused loop-carried values of `for` are pruned as well, with the ops that
-// only serve to carry them. Sweeps repeat until
-// nothing changes, since pruning a loop-carried value can free more code.
+// only serve to carry them. Sweeps repeat until nothing changes, since pruning
+// a loop-carried value can free more code.
 #include "passes/dce.h"
 
 #include <algorithm>

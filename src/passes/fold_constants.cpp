@@ -2,7 +2,7 @@
 
 #include <bit>
 #include <cmath>
-#include <cstring>
+#include <string>
 #include <limits>
 
 namespace tegula::passes {
@@ -69,7 +69,7 @@ uint16_t encode_bf16(double x) { return static_cast<uint16_t>(std::bit_cast<uint
 
 // --- integers -------------------------------------------------------------------------
 
-int64_t min_signed(int bits) { return -static_cast<int64_t>(uint64_t{1} << (bits - 1)); }
+int64_t min_signed(int bits) { return static_cast<int64_t>(~uint64_t{0} << (bits - 1)); }
 
 // Shift amounts are read as values of their type: negative or >= width is not folded.
 std::optional<int> shift_amount(const ConstantValue& amount) {
@@ -379,7 +379,13 @@ std::optional<ConstantValue> fold_elementwise(const ir::Op& op, const std::vecto
   if (operands.empty()) return std::nullopt;
   const ConstantValue& a = operands[0];
   switch (op.kind) {
-    case OpKind::Cast: return fold_cast(a, result);
+    case OpKind::Cast: {
+      // Only the default rounding (to nearest even) is folded.
+      const ir::Attr* rounding = op.attr("rounding");
+      const auto* mode = rounding ? std::get_if<std::string>(rounding) : nullptr;
+      if (rounding && !(mode && *mode == "rtne")) return std::nullopt;
+      return fold_cast(a, result);
+    }
     case OpKind::Bitcast: return fold_bitcast(a, result);
     case OpKind::Cmp: {
       std::optional<Predicate> pred = predicate_of(op);

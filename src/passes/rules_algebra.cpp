@@ -173,11 +173,40 @@ bool merge_addptr_chain(ir::Function& fn, ir::OpId id) {
   return true;
 }
 
+// (x ± c1) ± c2 -> x + (±c1 ± c2) for integers, exact under wrap-around, when
+// the inner op has no other use. cdiv's (n + 32) - 1 becomes n + 31.
+bool merge_constant_offsets(ir::Function& fn, ir::OpId id) {
+  const ir::Op& op = fn.op(id);
+  if ((op.kind != OpKind::Add && op.kind != OpKind::Sub) || op.operands.size() != 2) return false;
+  std::optional<ConstantValue> outer = constant_value(fn, op.operands[1]);
+  if (!outer || outer->is_float()) return false;
+  ir::OpId inner_id = fn.value(op.operands[0]).def;
+  if (!inner_id.valid()) return false;
+  const ir::Op& inner = fn.op(inner_id);
+  if ((inner.kind != OpKind::Add && inner.kind != OpKind::Sub) || inner.operands.size() != 2) return false;
+  std::optional<ConstantValue> first = constant_value(fn, inner.operands[1]);
+  if (!first || first->type != outer->type) return false;
+  if (fn.use_counts()[op.operands[0].index] != 1) return false;
+
+  auto signed_term = [](OpKind kind, const ConstantValue& c) {
+    auto bits = static_cast<uint64_t>(c.int_value);
+    return kind == OpKind::Sub ? 0 - bits : bits;
+  };
+  uint64_t sum = signed_term(inner.kind, *first) + signed_term(op.kind, *outer);
+  ConstantValue offset{outer->type, normalize_int(static_cast<int64_t>(sum), outer->type), 0.0};
+  ir::ValueId x = inner.operands[0];
+  ir::Type result_type = fn.type(op.results[0]);
+  ir::ValueId c = make_constant(fn, id, offset, result_type);
+  ir::Builder builder = builder_before(fn, id);
+  replace_op(fn, id, {builder.create1(OpKind::Add, {x, c}, result_type)});
+  return true;
+}
+
 }  // namespace
 
 bool simplify_algebra(ir::Function& fn, ir::OpId id) {
-  return apply_identity(fn, id) || fold_self_operation(fn, id) || merge_addptr_chain(fn, id) ||
-         order_commutative(fn, id);
+  return apply_identity(fn, id) || fold_self_operation(fn, id) || merge_constant_offsets(fn, id) ||
+         merge_addptr_chain(fn, id) || order_commutative(fn, id);
 }
 
 // elementwise(splat a, splat b) -> splat(elementwise(a, b)); constant tiles

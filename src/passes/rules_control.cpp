@@ -35,8 +35,9 @@ bool inline_constant_if(ir::Function& fn, ir::OpId id) {
   return true;
 }
 
-// for i in range(lb, ub, step) with constant lb >= ub and step > 0 runs zero
-// times: results = inits.
+// for i in range(lb, ub, step) with constant bounds runs zero times when
+// step == 0, or step > 0 and lb >= ub, or step < 0 and lb <= ub:
+// results = inits.
 bool drop_zero_trip_for(ir::Function& fn, ir::OpId id) {
   const ir::Op& op = fn.op(id);
   if (op.operands.size() < 3 || op.operands.size() - 3 != op.results.size()) return false;
@@ -48,7 +49,10 @@ bool drop_zero_trip_for(ir::Function& fn, ir::OpId id) {
   auto less = [&](int64_t x, int64_t y) {
     return is_signed ? x < y : static_cast<uint64_t>(x) < static_cast<uint64_t>(y);
   };
-  if (!less(0, step->int_value) || less(lb->int_value, ub->int_value)) return false;
+  bool zero_trips = step->int_value == 0 ||
+                    (less(0, step->int_value) && !less(lb->int_value, ub->int_value)) ||
+                    (less(step->int_value, 0) && !less(ub->int_value, lb->int_value));
+  if (!zero_trips) return false;
   std::vector<ir::ValueId> inits(op.operands.begin() + 3, op.operands.end());
   replace_op(fn, id, inits);
   return true;

@@ -103,8 +103,8 @@ inline Function every_op() {
   ptrs.pointer = true;
   ValueId p = b.create1(OpKind::AddPtr, {b.create1(OpKind::Splat, {x}, ptrs), range}, ptrs);
   ValueId loaded = b.create1(OpKind::Load, {p, lt, halves}, tf,
-                             {{"cache", std::string("cg")}, {"volatile", int64_t{1}}});
-  b.create(OpKind::Store, {p, loaded, lt}, {}, {{"evict", std::string("evict_last")}});
+                             {{"cache_modifier", std::string(".cg")}, {"volatile", int64_t{1}}});
+  b.create(OpKind::Store, {p, loaded, lt}, {}, {{"eviction_policy", std::string("evict_last")}});
 
   ValueId col = b.create1(OpKind::ExpandDims, {fb}, tile(Scalar::F32, {16, 1}), {{"axis", int64_t{1}}});
   ValueId wide = b.create1(OpKind::Broadcast, {col}, tile(Scalar::F32, {16, 8}));

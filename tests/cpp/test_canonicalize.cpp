@@ -90,7 +90,8 @@ TEST(CanonicalizeFold, ShiftsAreArithmeticForSignedAndLogicalForUnsigned) {
 
 TEST(CanonicalizeFold, LeavesWhatTheTargetDefinesAlone) {
   // Division and remainder by zero, INT_MIN / -1, shifts by >= the width,
-  // float division by zero, float min with NaN, exp in f16.
+  // float division by zero, float min with NaN, exp in f16, and casts that
+  // round other than to nearest even.
   const char* input = R"(kernel @k(%n: i32) {
   %0 = constant {value = 7} : i32
   %1 = constant {value = 0} : i32
@@ -109,7 +110,9 @@ TEST(CanonicalizeFold, LeavesWhatTheTargetDefinesAlone) {
   %14 = min %13, %10 : f32
   %15 = constant {value = 1.0} : f16
   %16 = exp %15 : f16
-  print %2, %3, %6, %8, %9, %12, %14, %16 {prefix = ""}
+  %17 = constant {value = 0.1} : f64
+  %18 = cast %17 {rounding = "rtz"} : f32
+  print %2, %3, %6, %8, %9, %12, %14, %16, %18 {prefix = ""}
   return
 }
 )";
@@ -430,6 +433,46 @@ TEST(CanonicalizeAlgebra, CommutativeOpsTakeTheConstantOnTheRight) {
 )");
 }
 
+TEST(CanonicalizeAlgebra, ConstantOffsetsCombineWithWrapAround) {
+  // (n + 32) - 1 is cdiv's numerator; the shared `add %n, %0` stays.
+  expect_canonical(R"(kernel @k(%n: i32, %u: u8) {
+  %0 = constant {value = 32} : i32
+  %1 = add %n, %0 : i32
+  %2 = constant {value = 1} : i32
+  %3 = sub %1, %2 : i32
+  %4 = div %3, %0 : i32
+  %5 = constant {value = 5} : i32
+  %6 = sub %n, %5 : i32
+  %7 = sub %6, %5 : i32
+  %8 = add %n, %0 : i32
+  %9 = add %8, %2 : i32
+  %10 = constant {value = 200} : u8
+  %11 = add %u, %10 : u8
+  %12 = add %11, %10 : u8
+  %13 = sub %n, %2 : i32
+  %14 = add %13, %2 : i32
+  print %4, %7, %8, %9, %12, %14 {prefix = ""}
+  return
+}
+)",
+                   R"(kernel @k(%n: i32, %u: u8) {
+  %0 = constant {value = 32} : i32
+  %1 = constant {value = 1} : i32
+  %2 = constant {value = 31} : i32
+  %3 = add %n, %2 : i32
+  %4 = div %3, %0 : i32
+  %5 = constant {value = -10} : i32
+  %6 = add %n, %5 : i32
+  %7 = add %n, %0 : i32
+  %8 = add %7, %1 : i32
+  %9 = constant {value = 144} : u8
+  %10 = add %u, %9 : u8
+  print %4, %6, %7, %8, %10, %n {prefix = ""}
+  return
+}
+)");
+}
+
 TEST(CanonicalizeAlgebra, ElementwiseOfSplatsBecomesScalarMath) {
   expect_canonical(R"(kernel @k(%n: i32, %m: i32, %x: f32) {
   %0 = splat %n : tile<64xi32>
@@ -505,6 +548,7 @@ TEST(CanonicalizeAlgebra, AddptrChainsStayWhenTheInnerPointerIsShared) {
 // --- control flow -------------------------------------------------------------------------
 
 TEST(CanonicalizeControlFlow, ConstantConditionsAndEmptyLoops) {
+  // Loops that run zero times: 10..0 step 1, 0..10 step -1, and step 0.
   expect_canonical(R"(kernel @k(%n: i32) {
   %0 = constant {value = 1} : i1
   %1 = constant {value = 5} : i32
@@ -535,7 +579,20 @@ TEST(CanonicalizeControlFlow, ConstantConditionsAndEmptyLoops) {
     %17 = add %16, %15 : i32
     yield %17
   }
-  print %2, %5, %10, %14 {prefix = ""}
+  %18 = constant {value = -1} : i32
+  %19 = for %8, %7, %18, %n : i32 {
+  ^bb(%20: i32, %21: i32):
+    yield %20
+  }
+  %22 = for %7, %8, %18, %n : i32 {
+  ^bb(%23: i32, %24: i32):
+    yield %23
+  }
+  %25 = for %8, %7, %8, %n : i32 {
+  ^bb(%26: i32, %27: i32):
+    yield %26
+  }
+  print %2, %5, %10, %14, %19, %22, %25 {prefix = ""}
   return
 }
 )",
@@ -552,7 +609,12 @@ TEST(CanonicalizeControlFlow, ConstantConditionsAndEmptyLoops) {
     %9 = add %8, %7 : i32
     yield %9
   }
-  print %1, %2, %n, %6 {prefix = ""}
+  %10 = constant {value = -1} : i32
+  %11 = for %3, %4, %10, %n : i32 {
+  ^bb(%12: i32, %13: i32):
+    yield %12
+  }
+  print %1, %2, %n, %6, %n, %11, %n {prefix = ""}
   return
 }
 )");

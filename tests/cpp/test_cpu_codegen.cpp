@@ -7,6 +7,8 @@
 #include <random>
 #include <thread>
 
+#include <pthread.h>
+
 #include "cpu_test_support.h"
 #include "support/diagnostic.h"
 
@@ -473,6 +475,592 @@ TEST(CpuCodegen, CastsBetweenEveryPairOfDtypes) {
       }
     }
   }
+}
+
+// --- shapes ----------------------------------------------------------------------------------
+
+// Row-major offsets of a [rows, cols] tile: expand_dims + broadcast + add.
+ValueId offsets_2d(KernelBuilder& k, int64_t rows, int64_t cols) {
+  ValueId r = k.op(OpKind::ExpandDims, {k.arange(rows)}, Type::tile(Scalar::I32, {rows, 1}), {{"axis", Attr{int64_t{1}}}});
+  ValueId c = k.op(OpKind::ExpandDims, {k.arange(cols)}, Type::tile(Scalar::I32, {1, cols}), {{"axis", Attr{int64_t{0}}}});
+  ValueId rb = k.op(OpKind::Broadcast, {k.binary(OpKind::Mul, r, k.op(OpKind::Splat, {k.i32(cols)}, Type::tile(Scalar::I32, {rows, 1})))},
+                    Type::tile(Scalar::I32, {rows, cols}));
+  ValueId cb = k.op(OpKind::Broadcast, {c}, Type::tile(Scalar::I32, {rows, cols}));
+  return k.binary(OpKind::Add, rb, cb);
+}
+
+TEST(CpuCodegen, BroadcastTransReshapeJoinSplit) {
+  const int64_t M = 8, N = 16;
+  KernelBuilder k("shapes");
+  ValueId xp = k.param("x", Type::ptr(Scalar::F32)), yp = k.param("y", Type::ptr(Scalar::F32));
+  ValueId outer = k.param("outer", Type::ptr(Scalar::F32)), transposed = k.param("transposed", Type::ptr(Scalar::F32));
+  ValueId flat = k.param("flat", Type::ptr(Scalar::F32)), joined = k.param("joined", Type::ptr(Scalar::F32));
+  ValueId halves = k.param("halves", Type::ptr(Scalar::F32));
+  ValueId x = k.load(k.pointers(xp, k.arange(M)));
+  ValueId y = k.load(k.pointers(yp, k.arange(N)));
+  // outer[m, n] = x[m] * y[n]
+  ValueId xe = k.op(OpKind::ExpandDims, {x}, Type::tile(Scalar::F32, {M, 1}), {{"axis", Attr{int64_t{1}}}});
+  ValueId ye = k.op(OpKind::ExpandDims, {y}, Type::tile(Scalar::F32, {1, N}), {{"axis", Attr{int64_t{0}}}});
+  Type mn = Type::tile(Scalar::F32, {M, N});
+  ValueId prod = k.binary(OpKind::Mul, k.op(OpKind::Broadcast, {xe}, mn), k.op(OpKind::Broadcast, {ye}, mn));
+  k.store(k.pointers(outer, offsets_2d(k, M, N)), prod);
+  ValueId t = k.op(OpKind::Trans, {prod}, Type::tile(Scalar::F32, {N, M}), {{"perm", Attr{std::vector<int64_t>{1, 0}}}});
+  k.store(k.pointers(transposed, offsets_2d(k, N, M)), t);
+  ValueId r = k.op(OpKind::Reshape, {t}, Type::tile(Scalar::F32, {M * N}));
+  k.store(k.pointers(flat, k.arange(M * N)), r);
+  // join(x, -x) -> [M, 2]; split it back and store the halves swapped.
+  ValueId j = k.op(OpKind::Join, {x, k.unary(OpKind::Neg, x)}, Type::tile(Scalar::F32, {M, 2}));
+  k.store(k.pointers(joined, offsets_2d(k, M, 2)), j);
+  ir::OpId split = k.b.create(OpKind::Split, {j}, {Type::tile(Scalar::F32, {M}), Type::tile(Scalar::F32, {M})});
+  ValueId lo = k.fn.op(split).results[0], hi = k.fn.op(split).results[1];
+  k.store(k.pointers(halves, k.arange(M)), hi);
+  k.store(k.pointers(halves, k.binary(OpKind::Add, k.arange(M), k.splat(k.i32(M), {M}))), lo);
+  k.ret();
+  CompiledKernel kernel(k.fn);
+  // Row-contiguous pointers (axis info) take the row-base fast path.
+  EXPECT_NE(kernel.source.find("for (int r = 0; r < 8; ++r)"), std::string::npos);
+
+  std::vector<float> xs(M), ys(N), o(M * N), tr(M * N), fl(M * N), jo(2 * M), ha(2 * M);
+  for (int i = 0; i < M; ++i) xs[i] = 1.5f * i - 3;
+  for (int i = 0; i < N; ++i) ys[i] = 0.25f * i + 1;
+  Args args;
+  args.ptr(xs.data()).ptr(ys.data()).ptr(o.data()).ptr(tr.data()).ptr(fl.data()).ptr(jo.data()).ptr(ha.data());
+  kernel.run(args.get());
+  for (int m = 0; m < M; ++m) {
+    for (int n = 0; n < N; ++n) {
+      ASSERT_EQ(o[m * N + n], xs[m] * ys[n]);
+      ASSERT_EQ(tr[n * M + m], xs[m] * ys[n]);
+      ASSERT_EQ(fl[n * M + m], xs[m] * ys[n]);
+    }
+    ASSERT_EQ(jo[2 * m], xs[m]);
+    ASSERT_EQ(jo[2 * m + 1], -xs[m]);
+    ASSERT_EQ(ha[m], -xs[m]);
+    ASSERT_EQ(ha[M + m], xs[m]);
+  }
+}
+
+// --- reduce -------------------------------------------------------------------------------------
+
+// reduce(operands..., axis) with a combiner built by `combine(args) -> yields`.
+template <class Combine>
+std::vector<ValueId> reduce(KernelBuilder& k, std::vector<ValueId> operands, int64_t axis, Combine combine) {
+  std::vector<Type> result_types;
+  for (ValueId v : operands) {
+    Type t = k.type(v);
+    std::vector<int64_t> shape = t.shape;
+    shape.erase(shape.begin() + axis);
+    result_types.push_back(t.with_shape(shape));
+  }
+  ir::BlockId outer = k.b.insertion_block();
+  ir::OpId op = k.b.create(OpKind::Reduce, operands, result_types, {{"axis", Attr{axis}}});
+  ir::BlockId region = k.region(op);
+  std::vector<ValueId> args;
+  for (int twice = 0; twice < 2; ++twice)
+    for (ValueId v : operands) args.push_back(k.fn.add_block_arg(region, k.type(v).element()));
+  k.yield(combine(args));
+  k.resume(outer);
+  return k.fn.op(op).results;
+}
+
+ValueId sum_of(KernelBuilder& k, ValueId v, int64_t axis) {
+  return reduce(k, {v}, axis, [&](const std::vector<ValueId>& a) {
+    return std::vector<ValueId>{k.binary(OpKind::Add, a[0], a[1])};
+  })[0];
+}
+
+TEST(CpuCodegen, ReduceOverEachAxis) {
+  KernelBuilder k("reduce");
+  ValueId in = k.param("in", Type::ptr(Scalar::F32)), out = k.param("out", Type::ptr(Scalar::F32));
+  ValueId iin = k.param("iin", Type::ptr(Scalar::I32)), iout = k.param("iout", Type::ptr(Scalar::I32));
+  ValueId hin = k.param("hin", Type::ptr(Scalar::F16)), hout = k.param("hout", Type::ptr(Scalar::F16));
+  const int64_t R = 8, C = 16;
+  ValueId offs = offsets_2d(k, R, C);
+  ValueId x = k.load(k.pointers(in, offs));
+  auto at = [&](ValueId base, int64_t offset, int64_t n) {
+    return k.pointers(base, k.binary(OpKind::Add, k.splat(k.i32(offset), {n}), k.arange(n)));
+  };
+  k.store(at(out, 0, C), sum_of(k, x, 0));   // [C]
+  k.store(at(out, C, R), sum_of(k, x, 1));   // [R]
+  // 3-D [4, 8, 4] over the middle axis -> [4, 4], via reshape.
+  ValueId x3 = k.op(OpKind::Reshape, {x}, Type::tile(Scalar::F32, {4, 8, 4}));
+  ValueId s3 = k.op(OpKind::Reshape, {sum_of(k, x3, 1)}, Type::tile(Scalar::F32, {16}));
+  k.store(at(out, C + R, 16), s3);
+  // 1-D -> scalar, stored through a scalar pointer.
+  ValueId flat = k.op(OpKind::Reshape, {x}, Type::tile(Scalar::F32, {R * C}));
+  ValueId total = sum_of(k, flat, 0);
+  k.store(k.op(OpKind::AddPtr, {out, k.i32(C + R + 16)}, Type::ptr(Scalar::F32)), total);
+  // argmax: (value, index) pairs, ties to the lower index.
+  ValueId idx = k.arange(R * C);
+  std::vector<ValueId> am = reduce(k, {flat, idx}, 0, [&](const std::vector<ValueId>& a) {
+    ValueId gt = k.cmp("gt", a[0], a[2]);
+    ValueId eq = k.cmp("eq", a[0], a[2]);
+    ValueId lower = k.cmp("lt", a[1], a[3]);
+    ValueId take_left = k.binary(OpKind::Or, gt, k.binary(OpKind::And, eq, lower));
+    return std::vector<ValueId>{k.op(OpKind::Select, {take_left, a[0], a[2]}, k.type(a[0])),
+                                k.op(OpKind::Select, {take_left, a[1], a[3]}, k.type(a[1]))};
+  });
+  k.store(k.op(OpKind::AddPtr, {out, k.i32(C + R + 17)}, Type::ptr(Scalar::F32)), am[0]);
+  k.store(k.op(OpKind::AddPtr, {iout, k.i32(R + C)}, Type::ptr(Scalar::I32)), am[1]);
+  // Integer sums wrap.
+  ValueId xi = k.load(k.pointers(iin, offs));
+  k.store(at(iout, 0, C), sum_of(k, xi, 0));
+  k.store(at(iout, C, R), sum_of(k, xi, 1));
+  // f16 max along rows, with the NaN-ignoring float max.
+  ValueId xh = k.load(k.pointers(hin, offs));
+  ValueId mh = reduce(k, {xh}, 1, [&](const std::vector<ValueId>& a) {
+    return std::vector<ValueId>{k.binary(OpKind::Max, a[0], a[1])};
+  })[0];
+  k.store(at(hout, 0, R), mh);
+  k.ret();
+  CompiledKernel kernel(k.fn);
+
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> xs(R * C), o(C + R + 18);
+  std::vector<int32_t> is(R * C), io(R + C + 1);
+  std::vector<uint16_t> hs(R * C), ho(R);
+  for (int i = 0; i < R * C; ++i) {
+    xs[i] = dist(rng);
+    is[i] = static_cast<int32_t>(rng());
+    encode_float(Scalar::F16, round_to(dist(rng) * 100, Scalar::F16), &hs[i]);
+  }
+  xs[77] = 5.0f, xs[99] = 5.0f;  // the argmax tie
+  encode_float(Scalar::F16, NAN, &hs[3]);
+  Args args;
+  args.ptr(xs.data()).ptr(o.data()).ptr(is.data()).ptr(io.data()).ptr(hs.data()).ptr(ho.data());
+  kernel.run(args.get());
+
+  auto near = [](double got, double want) { return std::fabs(got - want) <= 1e-5 * (1 + std::fabs(want)); };
+  for (int c = 0; c < C; ++c) {
+    double want = 0;
+    uint32_t iwant = 0;
+    for (int r = 0; r < R; ++r) want += xs[r * C + c], iwant += static_cast<uint32_t>(is[r * C + c]);
+    ASSERT_TRUE(near(o[c], want)) << "axis 0, column " << c;
+    ASSERT_EQ(static_cast<uint32_t>(io[c]), iwant);
+  }
+  for (int r = 0; r < R; ++r) {
+    double want = 0;
+    uint32_t iwant = 0;
+    long double hmax = -INFINITY;
+    for (int c = 0; c < C; ++c) {
+      want += xs[r * C + c], iwant += static_cast<uint32_t>(is[r * C + c]);
+      long double h = decode(Scalar::F16, &hs[r * C + c]);
+      if (!std::isnan(h)) hmax = std::max(hmax, h);
+    }
+    ASSERT_TRUE(near(o[C + r], want)) << "axis 1, row " << r;
+    ASSERT_EQ(static_cast<uint32_t>(io[C + r]), iwant);
+    ASSERT_EQ(decode(Scalar::F16, &ho[r]), hmax) << "f16 max, row " << r;
+  }
+  for (int a = 0; a < 4; ++a) {
+    for (int c = 0; c < 4; ++c) {
+      double want = 0;
+      for (int m = 0; m < 8; ++m) want += xs[a * 32 + m * 4 + c];
+      ASSERT_TRUE(near(o[C + R + a * 4 + c], want)) << "3-D, " << a << "," << c;
+    }
+  }
+  double everything = 0;
+  for (float v : xs) everything += v;
+  EXPECT_TRUE(near(o[C + R + 16], everything));
+  EXPECT_EQ(o[C + R + 17], 5.0f);
+  EXPECT_EQ(io[R + C], 77);
+}
+
+// --- dot -------------------------------------------------------------------------------------------
+
+struct DotCase {
+  Scalar in, out;
+  std::vector<int64_t> a_shape, b_shape;
+};
+
+class DotTest : public ::testing::TestWithParam<DotCase> {};
+
+TEST_P(DotTest, MatchesReference) {
+  const DotCase& dc = GetParam();
+  std::vector<int64_t> o_shape = dc.a_shape;
+  o_shape.back() = dc.b_shape.back();
+  Type ta = Type::tile(dc.in, dc.a_shape), tb = Type::tile(dc.in, dc.b_shape), to = Type::tile(dc.out, o_shape);
+  KernelBuilder k("dot");
+  ValueId a = k.param("a", Type::ptr(dc.in)), b = k.param("b", Type::ptr(dc.in));
+  ValueId c = k.param("c", Type::ptr(dc.out)), out = k.param("out", Type::ptr(dc.out));
+  auto flat = [&](ValueId base, const Type& t) {
+    ValueId p = k.pointers(base, k.arange(t.numel()));
+    return p;
+  };
+  ValueId av = k.op(OpKind::Reshape, {k.load(flat(a, ta))}, ta);
+  ValueId bv = k.op(OpKind::Reshape, {k.load(flat(b, tb))}, tb);
+  ValueId cv = k.op(OpKind::Reshape, {k.load(flat(c, to))}, to);
+  ValueId d = k.op(OpKind::Dot, {av, bv, cv}, to, {{"precision", Attr{std::string("tf32")}}});
+  k.store(flat(out, to), k.op(OpKind::Reshape, {d}, Type::tile(dc.out, {to.numel()})));
+  k.ret();
+  CompiledKernel kernel(k.fn);
+
+  std::mt19937_64 rng(9);
+  auto fill = [&](Scalar s, int64_t n) {
+    std::vector<unsigned char> v(static_cast<size_t>(n * element_size(s)));
+    std::uniform_real_distribution<double> dist(-2, 2);
+    for (int64_t i = 0; i < n; ++i) {
+      void* p = v.data() + i * element_size(s);
+      if (ir::is_float(s)) {
+        encode_float(s, round_to(dist(rng), s), p);
+      } else {
+        uint64_t bits = rng() & width_mask(s);
+        std::memcpy(p, &bits, static_cast<size_t>(element_size(s)));
+      }
+    }
+    return v;
+  };
+  std::vector<unsigned char> A = fill(dc.in, ta.numel()), B = fill(dc.in, tb.numel()), Cv = fill(dc.out, to.numel());
+  std::vector<unsigned char> O(Cv.size());
+  Args args;
+  args.ptr(A.data()).ptr(B.data()).ptr(Cv.data()).ptr(O.data());
+  kernel.run(args.get());
+
+  size_t r = o_shape.size();
+  int64_t batch = r == 3 ? o_shape[0] : 1, M = o_shape[r - 2], N = o_shape[r - 1], K = dc.a_shape[r - 1];
+  auto value = [&](Scalar s, const std::vector<unsigned char>& v, int64_t i) -> long double {
+    const void* p = v.data() + i * element_size(s);
+    if (ir::is_float(s)) return decode(s, p);
+    return (long double)signed_value(s, int_bits(s, p));
+  };
+  for (int64_t bt = 0; bt < batch; ++bt) {
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t oi = bt * M * N + m * N + n;
+        if (ir::is_float(dc.out)) {
+          long double want = value(dc.out, Cv, oi), mag = std::fabs(want);
+          for (int64_t kk = 0; kk < K; ++kk) {
+            long double p = value(dc.in, A, bt * M * K + m * K + kk) * value(dc.in, B, bt * K * N + kk * N + n);
+            want += p, mag += std::fabs(p);
+          }
+          long double got = value(dc.out, O, oi);
+          long double tol = ulp_of(mag, format_of(dc.out)) * 2 + mag * 1e-6L;
+          ASSERT_LE(std::fabs(got - want), tol) << m << "," << n;
+        } else {
+          uint32_t want = static_cast<uint32_t>(static_cast<int64_t>(value(dc.out, Cv, oi)));
+          for (int64_t kk = 0; kk < K; ++kk)
+            want += static_cast<uint32_t>(static_cast<int64_t>(value(dc.in, A, bt * M * K + m * K + kk) *
+                                                               value(dc.in, B, bt * K * N + kk * N + n)));
+          ASSERT_EQ(static_cast<uint32_t>(int_bits(dc.out, O.data() + oi * 4)), want) << m << "," << n;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Dtypes, DotTest,
+    ::testing::Values(DotCase{Scalar::F32, Scalar::F32, {16, 8}, {8, 32}}, DotCase{Scalar::F16, Scalar::F32, {16, 32}, {32, 8}},
+                      DotCase{Scalar::BF16, Scalar::BF16, {8, 16}, {16, 16}}, DotCase{Scalar::I8, Scalar::I32, {4, 64}, {64, 4}},
+                      DotCase{Scalar::F64, Scalar::F64, {2, 4, 8}, {2, 8, 4}}),
+    [](const ::testing::TestParamInfo<DotCase>& info) {
+      return std::string(ir::to_string(info.param.in)) + "_" + ir::to_string(info.param.out) + "_rank" +
+             std::to_string(info.param.a_shape.size());
+    });
+
+// --- control flow -----------------------------------------------------------------------------------
+
+// for iv in range(lb, ub, step) with iter args; `body(iv, args) -> yields`.
+template <class Body>
+std::vector<ValueId> for_loop(KernelBuilder& k, ValueId lb, ValueId ub, ValueId step, std::vector<ValueId> inits, Body body) {
+  std::vector<ValueId> operands = {lb, ub, step};
+  std::vector<Type> types;
+  for (ValueId v : inits) operands.push_back(v), types.push_back(k.type(v));
+  ir::BlockId outer = k.b.insertion_block();
+  ir::OpId op = k.b.create(OpKind::For, operands, types);
+  ir::BlockId region = k.region(op);
+  ValueId iv = k.fn.add_block_arg(region, k.type(lb));
+  std::vector<ValueId> args;
+  for (ValueId v : inits) args.push_back(k.fn.add_block_arg(region, k.type(v)));
+  k.yield(body(iv, args));
+  k.resume(outer);
+  return k.fn.op(op).results;
+}
+
+TEST(CpuCodegen, ForLoopsCarrySwappedValues) {
+  KernelBuilder k("loops");
+  ValueId xp = k.param("x", Type::ptr(Scalar::F32)), yp = k.param("y", Type::ptr(Scalar::F32));
+  ValueId out = k.param("out", Type::ptr(Scalar::F32)), counts = k.param("counts", Type::ptr(Scalar::I64));
+  const int64_t N = 16;
+  ValueId x = k.load(k.pointers(xp, k.arange(N))), y = k.load(k.pointers(yp, k.arange(N)));
+  ValueId zero = k.fconstant(0.0, Type::tile(Scalar::F32, {N}));
+  // for i in range(0, 5): acc += a * i; a, b = b, a
+  std::vector<ValueId> r = for_loop(k, k.i32(0), k.i32(5), k.i32(1), {zero, x, y}, [&](ValueId iv, std::vector<ValueId> a) {
+    ValueId fi = k.splat(k.cast(iv, Scalar::F32), {N});
+    ValueId acc = k.binary(OpKind::Add, a[0], k.binary(OpKind::Mul, a[1], fi));
+    return std::vector<ValueId>{acc, a[2], a[1]};
+  });
+  k.store(k.pointers(out, k.arange(N)), r[0]);
+  k.store(k.pointers(out, k.binary(OpKind::Add, k.arange(N), k.splat(k.i32(N), {N}))), r[1]);
+  // Scalar trip counters: range(10, 0, -3) runs 4 times, range(5, 5) never,
+  // an i64 range near the top of int64 does not overflow.
+  auto count = [&](ValueId lb, ValueId ub, ValueId step) {
+    ValueId one = k.constant(1, Type::of(Scalar::I64));
+    return for_loop(k, lb, ub, step, {k.constant(0, Type::of(Scalar::I64))}, [&](ValueId, std::vector<ValueId> a) {
+      return std::vector<ValueId>{k.binary(OpKind::Add, a[0], one)};
+    })[0];
+  };
+  Type i64 = Type::of(Scalar::I64);
+  ValueId c0 = count(k.i32(10), k.i32(0), k.i32(-3));
+  ValueId c1 = count(k.i32(5), k.i32(5), k.i32(1));
+  ValueId c2 = count(k.constant(INT64_MAX - 10, i64), k.constant(INT64_MAX, i64), k.constant(4, i64));
+  ValueId c3 = count(k.i32(0), k.i32(7), k.i32(0));
+  k.store(counts, c0);
+  k.store(k.op(OpKind::AddPtr, {counts, k.i32(1)}, Type::ptr(Scalar::I64)), c1);
+  k.store(k.op(OpKind::AddPtr, {counts, k.i32(2)}, Type::ptr(Scalar::I64)), c2);
+  k.store(k.op(OpKind::AddPtr, {counts, k.i32(3)}, Type::ptr(Scalar::I64)), c3);
+  k.ret();
+  CompiledKernel kernel(k.fn);
+
+  std::vector<float> xs(N), ys(N), o(2 * N);
+  std::vector<int64_t> cs(4, -1);
+  for (int i = 0; i < N; ++i) xs[i] = 1.0f + i, ys[i] = 100.0f + i;
+  Args args;
+  args.ptr(xs.data()).ptr(ys.data()).ptr(o.data()).ptr(cs.data());
+  kernel.run(args.get());
+  for (int i = 0; i < N; ++i) {
+    float acc = 0, a = xs[i], b = ys[i];
+    for (int it = 0; it < 5; ++it) {
+      acc = acc + a * static_cast<float>(it);
+      std::swap(a, b);
+    }
+    ASSERT_EQ(o[i], acc) << i;
+    ASSERT_EQ(o[N + i], a) << i;
+  }
+  EXPECT_EQ(cs[0], 4);
+  EXPECT_EQ(cs[1], 0);
+  EXPECT_EQ(cs[2], 3);
+  EXPECT_EQ(cs[3], 0);  // zero step: no iterations
+}
+
+TEST(CpuCodegen, IfAndWhileWithResults) {
+  KernelBuilder k("branches");
+  ValueId xp = k.param("x", Type::ptr(Scalar::F32)), out = k.param("out", Type::ptr(Scalar::F32));
+  ValueId sp = k.param("scalars", Type::ptr(Scalar::I32)), n = k.param("n", Type::of(Scalar::I32));
+  const int64_t N = 8;
+  ValueId x = k.load(k.pointers(xp, k.arange(N)));
+  // r = x + 1 if n > 3 else x * 2 (a tile result), plus a scalar result.
+  ir::BlockId body = k.b.insertion_block();
+  ir::OpId iff = k.b.create(OpKind::If, {k.cmp("gt", n, k.i32(3))}, {k.type(x), Type::of(Scalar::I32)});
+  k.region(iff);
+  k.yield({k.binary(OpKind::Add, x, k.fconstant(1.0, k.type(x))), k.i32(10)});
+  k.region(iff);
+  k.yield({k.binary(OpKind::Mul, x, k.fconstant(2.0, k.type(x))), k.i32(20)});
+  k.resume(body);
+  k.store(k.pointers(out, k.arange(N)), k.fn.op(iff).results[0]);
+  k.store(sp, k.fn.op(iff).results[1]);
+  // s, c = n, 0; while s < 1000: s, c = s * 2 + 1, c + 1
+  ir::OpId wh = k.b.create(OpKind::While, {n, k.i32(0)}, {Type::of(Scalar::I32), Type::of(Scalar::I32)});
+  ir::BlockId before = k.region(wh);
+  ValueId bs = k.fn.add_block_arg(before, Type::of(Scalar::I32)), bc = k.fn.add_block_arg(before, Type::of(Scalar::I32));
+  k.b.create(OpKind::Condition, {k.cmp("lt", bs, k.i32(1000)), bs, bc}, {});
+  ir::BlockId after = k.region(wh);
+  ValueId as = k.fn.add_block_arg(after, Type::of(Scalar::I32)), ac = k.fn.add_block_arg(after, Type::of(Scalar::I32));
+  k.yield({k.binary(OpKind::Add, k.binary(OpKind::Mul, as, k.i32(2)), k.i32(1)), k.binary(OpKind::Add, ac, k.i32(1))});
+  k.resume(body);
+  k.store(k.op(OpKind::AddPtr, {sp, k.i32(1)}, Type::ptr(Scalar::I32)), k.fn.op(wh).results[0]);
+  k.store(k.op(OpKind::AddPtr, {sp, k.i32(2)}, Type::ptr(Scalar::I32)), k.fn.op(wh).results[1]);
+  k.ret();
+  CompiledKernel kernel(k.fn);
+
+  for (int32_t nv : {2, 7, 5000}) {
+    std::vector<float> xs(N), o(N);
+    std::vector<int32_t> sc(3);
+    for (int i = 0; i < N; ++i) xs[i] = 0.5f * i;
+    Args args;
+    args.ptr(xs.data()).ptr(o.data()).ptr(sc.data()).i32(nv);
+    kernel.run(args.get());
+    for (int i = 0; i < N; ++i) ASSERT_EQ(o[i], nv > 3 ? xs[i] + 1 : xs[i] * 2);
+    EXPECT_EQ(sc[0], nv > 3 ? 10 : 20);
+    int32_t s = nv, c = 0;
+    while (s < 1000) s = s * 2 + 1, ++c;
+    EXPECT_EQ(sc[1], s);
+    EXPECT_EQ(sc[2], c);
+  }
+}
+
+// --- memory ------------------------------------------------------------------------------------------
+
+TEST(CpuCodegen, MaskedLoadTakesOtherAndNeverTouchesMaskedMemory) {
+  KernelBuilder k("load_other");
+  ValueId xp = k.param("x", Type::ptr(Scalar::F16)), out = k.param("out", Type::ptr(Scalar::F16));
+  ValueId bp = k.param("flags", Type::ptr(Scalar::I1)), bout = k.param("flags_out", Type::ptr(Scalar::I1));
+  ValueId n = k.param("n", Type::of(Scalar::I32));
+  ValueId offs = k.arange(kBlock);
+  ValueId mask = k.cmp("lt", offs, k.splat(n, {kBlock}));
+  ValueId other = k.fconstant(-7.5, Type::tile(Scalar::F16, {kBlock}));
+  k.store(k.pointers(out, offs), k.load(k.pointers(xp, offs), mask, other));
+  ValueId flags = k.load(k.pointers(bp, offs), mask, k.constant(1, Type::tile(Scalar::I1, {kBlock})));
+  k.store(k.pointers(bout, offs), k.unary(OpKind::Not, flags));
+  // A scalar masked load: x[n] exists only when n < 10 (it never does here).
+  ValueId scalar_mask = k.cmp("lt", n, k.i32(10));
+  ValueId far = k.op(OpKind::AddPtr, {xp, n}, Type::ptr(Scalar::F16));
+  ValueId sv = k.op(OpKind::Load, {far, scalar_mask, k.fconstant(3.0, Type::of(Scalar::F16))}, Type::of(Scalar::F16));
+  k.store(k.op(OpKind::AddPtr, {out, k.i32(kBlock)}, Type::ptr(Scalar::F16)), sv);
+  k.ret();
+  CompiledKernel kernel(k.fn);
+
+  const int valid = 40;
+  GuardedBuffer xb(valid * 2), fb(valid);
+  auto* x = reinterpret_cast<uint16_t*>(xb.data());
+  for (int i = 0; i < valid; ++i) {
+    encode_float(Scalar::F16, i * 0.5L, &x[i]);
+    fb.data()[i] = i % 3 == 0 ? 1 : 0;
+  }
+  std::vector<uint16_t> o(kBlock + 1);
+  std::vector<uint8_t> fo(kBlock);
+  Args args;
+  args.ptr(x).ptr(o.data()).ptr(fb.data()).ptr(fo.data()).i32(valid);
+  kernel.run(args.get());
+  for (int i = 0; i < kBlock; ++i) {
+    ASSERT_EQ(decode(Scalar::F16, &o[i]), i < valid ? i * 0.5L : -7.5L) << i;
+    ASSERT_EQ(fo[i], i < valid ? (i % 3 == 0 ? 0 : 1) : 0) << i;
+  }
+  EXPECT_EQ(decode(Scalar::F16, &o[kBlock]), 3.0L);
+}
+
+// 2^20 f32 elements (4 MiB) per tile: kept off the stack, so a worker with a
+// small stack runs it.
+TEST(CpuCodegen, LargeTilesLiveInScratchMemory) {
+  const int64_t N = int64_t{1} << 20;
+  KernelBuilder k("large");
+  ValueId xp = k.param("x", Type::ptr(Scalar::F32)), out = k.param("out", Type::ptr(Scalar::F32));
+  ValueId n = k.param("n", Type::of(Scalar::I32));
+  ValueId offs = k.arange(N);
+  ValueId mask = k.cmp("lt", offs, k.splat(n, {N}));
+  ValueId x = k.load(k.pointers(xp, offs), mask);
+  ValueId y = k.binary(OpKind::Add, k.binary(OpKind::Mul, x, k.fconstant(2.0, k.type(x))), k.fconstant(1.0, k.type(x)));
+  k.store(k.pointers(out, offs), y, mask);
+  k.store(k.op(OpKind::AddPtr, {out, n}, Type::ptr(Scalar::F32)), sum_of(k, x, 0));
+  k.ret();
+  CompiledKernel kernel(k.fn);
+  EXPECT_NE(kernel.source.find("tg_scratch("), std::string::npos);
+
+  const int32_t valid = static_cast<int32_t>(N - 3);
+  std::vector<float> xs(N), o(N, -1);
+  for (int64_t i = 0; i < N; ++i) xs[i] = static_cast<float>(i % 7) - 3;
+  Args args;
+  args.ptr(xs.data()).ptr(o.data()).i32(valid);
+  // Run on a thread with a 256 KiB stack.
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  struct Job {
+    const CompiledKernel* kernel;
+    const Args* args;
+  } job{&kernel, &args};
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(&thread, &attr, [](void* p) -> void* {
+    auto* j = static_cast<Job*>(p);
+    j->kernel->run(j->args->get());
+    return nullptr;
+  }, &job), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  double total = 0;
+  for (int64_t i = 0; i < valid; ++i) {
+    ASSERT_EQ(o[i], xs[i] * 2 + 1) << i;
+    total += xs[i];
+  }
+  EXPECT_EQ(o[valid], total);  // small integers: every order of summation is exact
+  EXPECT_EQ(o[valid + 1], -1);
+}
+
+// --- print and assert -----------------------------------------------------------------------------------
+
+TEST(CpuCodegen, PrintWritesOneLinePerElementWithProgramId) {
+  KernelBuilder k("printer");
+  ValueId xp = k.param("x", Type::ptr(Scalar::I32));
+  ValueId x = k.load(k.pointers(xp, offsets_2d(k, 2, 2)));
+  k.b.create(OpKind::Print, {x}, {}, {{"prefix", Attr{std::string("x 100%s:")}}});
+  k.b.create(OpKind::Print, {k.fconstant(0.5, Type::of(Scalar::F32))}, {}, {{"prefix", Attr{std::string("half")}}});
+  k.ret();
+  CompiledKernel kernel(k.fn);
+  std::vector<int32_t> xs = {5, -6, 7, 8};
+  Args args;
+  args.ptr(xs.data());
+  ::testing::internal::CaptureStdout();
+  kernel.run(args.get(), 1, 2);
+  std::string printed = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(printed,
+            "pid (0, 0, 0) idx (0, 0) x 100%s: 5\n"
+            "pid (0, 0, 0) idx (0, 1) x 100%s: -6\n"
+            "pid (0, 0, 0) idx (1, 0) x 100%s: 7\n"
+            "pid (0, 0, 0) idx (1, 1) x 100%s: 8\n"
+            "pid (0, 0, 0) half 0.5\n"
+            "pid (0, 1, 0) idx (0, 0) x 100%s: 5\n"
+            "pid (0, 1, 0) idx (0, 1) x 100%s: -6\n"
+            "pid (0, 1, 0) idx (1, 0) x 100%s: 7\n"
+            "pid (0, 1, 0) idx (1, 1) x 100%s: 8\n"
+            "pid (0, 1, 0) half 0.5\n");
+}
+
+ir::Function assert_kernel() {
+  KernelBuilder k("checks");
+  ValueId n = k.param("n", Type::of(Scalar::I32));
+  k.at(12, 5);
+  ValueId pid = k.op(OpKind::ProgramId, {}, Type::of(Scalar::I32), {{"axis", Attr{int64_t{0}}}});
+  ValueId ok = k.cmp("lt", k.splat(pid, {4}), k.splat(n, {4}));
+  k.b.create(OpKind::Assert, {ok}, {}, {{"message", Attr{std::string("pid < n \"quoted\" 50%")}}});
+  k.ret();
+  return std::move(k.fn);
+}
+
+TEST(CpuCodegen, FailingAssertReportsLocationAndProgramAndContinues) {
+  CodegenOptions debug;
+  debug.debug = true;
+  CompiledKernel kernel(assert_kernel(), debug);
+  Args args;
+  args.i32(2);
+  ::testing::internal::CaptureStderr();
+  kernel.run(args.get(), 3);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "test.py:12: assertion failed: pid < n \"quoted\" 50% (pid 2,0,0)\n");
+}
+
+TEST(CpuCodegen, AssertIsCompiledOnlyInDebugMode) {
+  std::string source = backends::cpu::emit_cpp(assert_kernel());
+  EXPECT_EQ(source.find("assertion failed"), std::string::npos);
+}
+
+// --- toolchain --------------------------------------------------------------------------------------------
+
+TEST(CpuToolchain, DetectsCompilerWithIeeeFlags) {
+  const backends::cpu::Toolchain& tc = backends::cpu::toolchain();
+  EXPECT_EQ(tc.compiler.front(), '/');
+  EXPECT_FALSE(tc.identity.empty());
+  EXPECT_NE(tc.flags.find("-O3"), std::string::npos);
+  EXPECT_EQ(tc.flags.find("fast-math"), std::string::npos);
+  EXPECT_EQ(&tc, &backends::cpu::toolchain());
+}
+
+TEST(CpuToolchain, CompileErrorCarriesCompilerOutputAndLeavesNoFiles) {
+  TempDir dir;
+  std::string so = dir.path() + "/broken.so";
+  try {
+    backends::cpu::compile_shared_object("int f() { return undeclared_name; }\n", so);
+    FAIL() << "expected a compile error";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("undeclared_name"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(CpuToolchain, CompilesIntoPlace) {
+  TempDir dir;
+  std::string so = dir.path() + "/ok.so";
+  backends::cpu::compile_shared_object("extern \"C\" int answer() { return 42; }\n", so);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename(), "ok.so");
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  void* handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr);
+  auto answer = reinterpret_cast<int (*)()>(::dlsym(handle, "answer"));
+  ASSERT_NE(answer, nullptr);
+  EXPECT_EQ(answer(), 42);
+  ::dlclose(handle);
 }
 
 // The emitted source below the prelude, exactly: unintended codegen changes

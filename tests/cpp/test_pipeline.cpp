@@ -270,7 +270,9 @@ class RandomKernel {
   static ir::Type tile(ir::Scalar s) { return ir::Type::tile(s, {kTile}); }
   ir::Type type_of(bool is_tile) const { return is_tile ? tile(ir::Scalar::I32) : ir::Type::of(ir::Scalar::I32); }
   int64_t pick(int64_t n) { return static_cast<int64_t>(rng_() % static_cast<uint64_t>(n)); }
-  ValueId any(const std::vector<ValueId>& pool) { return pool[static_cast<size_t>(pick(static_cast<int64_t>(pool.size())))]; }
+  ValueId any(const std::vector<ValueId>& values) {
+    return values[static_cast<size_t>(pick(static_cast<int64_t>(values.size())))];
+  }
   std::vector<ValueId>& pool(bool is_tile) { return is_tile ? tiles_ : scalars_; }
 
   ValueId constant(int64_t v, bool is_tile) { return b_.int_constant(v, type_of(is_tile)); }

@@ -508,23 +508,31 @@ TEST(Verifier, CastAndBitcast) {
   ok.op(OpKind::Cast, {ok.f(1)}, Type::of(Scalar::BF16));
   ValueId addr = ok.op(OpKind::Cast, {p}, Type::of(Scalar::I64));
   ok.op(OpKind::Cast, {addr}, Type::ptr(Scalar::F32));
+  ok.op(OpKind::Cast, {p}, i1());  // non-null
   ok.op(OpKind::Bitcast, {p}, Type::ptr(Scalar::I16));
   ok.op(OpKind::Bitcast, {ok.f(1)}, Type::of(Scalar::U32));
   EXPECT_EQ(ok.result(), "");
+
+  Kernel pp;
+  ValueId pq = pp.param("q", Type::ptr(Scalar::F16));
+  pp.op(OpKind::Cast, {pq}, Type::ptr(Scalar::F32));
+  EXPECT_EQ(pp.result(),
+            "`cast`: cannot cast ptr<f16> to ptr<f32> (pointers convert only to and from integers; use bitcast to "
+            "change the pointee)");
 
   Kernel c;
   ValueId q = c.param("q", Type::ptr(Scalar::F16));
   c.op(OpKind::Cast, {q}, f32());
   EXPECT_EQ(c.result(),
-            "`cast`: cannot cast ptr<f16> to f32 (pointers convert only to and from 64-bit integers; use bitcast to "
-            "change the pointee)");
+            "`cast`: cannot cast ptr<f16> to f32 (pointers convert only to and from integers; use bitcast to change "
+            "the pointee)");
 
   Kernel f64;
   ValueId r = f64.param("r", Type::ptr(Scalar::F16));
   f64.op(OpKind::Cast, {r}, Type::of(Scalar::F64));
   EXPECT_EQ(f64.result(),
-            "`cast`: cannot cast ptr<f16> to f64 (pointers convert only to and from 64-bit integers; use bitcast to "
-            "change the pointee)");
+            "`cast`: cannot cast ptr<f16> to f64 (pointers convert only to and from integers; use bitcast to change "
+            "the pointee)");
 
   Kernel rounding;
   rounding.op(OpKind::Cast, {rounding.f(1)}, Type::of(Scalar::F16), {{"rounding", int64_t{0}}});
@@ -586,8 +594,8 @@ TEST(Verifier, Load) {
 
   Kernel attr;
   ValueId r = attr.param("p", Type::ptr(Scalar::F32));
-  attr.op(OpKind::Load, {r}, f32(), {{"cache", int64_t{1}}});
-  EXPECT_EQ(attr.result(), "`load`: attribute `cache` must be a string");
+  attr.op(OpKind::Load, {r}, f32(), {{"cache_modifier", int64_t{1}}});
+  EXPECT_EQ(attr.result(), "`load`: attribute `cache_modifier` must be a string");
 }
 
 TEST(Verifier, Store) {

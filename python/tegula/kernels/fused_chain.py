@@ -61,17 +61,44 @@ def fused_chain(x, residual, keep, bias, weight, out=None, alpha=ALPHA, eps=EPS,
     return out
 
 
-def eager_chain(x, residual, keep, bias, weight, alpha=ALPHA, eps=EPS, p=P_DROP):
+class _Traffic:
+    """Counts the bytes NumPy's eager execution moves: every op reads its
+    array operands and writes its result once (a lower bound: NumPy may add
+    temporaries of its own)."""
+
+    def __init__(self):
+        self.bytes = 0
+
+    def __call__(self, result, *operands):
+        self.bytes += result.nbytes + sum(o.nbytes for o in operands if isinstance(o, np.ndarray))
+        return result
+
+
+def eager_chain(x, residual, keep, bias, weight, alpha=ALPHA, eps=EPS, p=P_DROP, traffic=None):
     """The chain as a researcher writes it in NumPy: one array operation per step."""
-    h = x * np.asarray(alpha, dtype=x.dtype)
-    h = h + bias.astype(x.dtype)
-    h = 0.5 * h * (1.0 + np.tanh(np.asarray(SQRT_2_OVER_PI, x.dtype) * (h + np.asarray(0.044715, x.dtype) * h * h * h)))
-    h = h * keep
-    h = h / np.asarray(1.0 - p, dtype=x.dtype)
-    h = h + residual
-    ms = np.mean(h * h, axis=1, keepdims=True)
-    r = 1.0 / np.sqrt(ms + np.asarray(eps, dtype=x.dtype))
-    return (h * r * weight.astype(x.dtype)).astype(x.dtype)
+    t = traffic or _Traffic()
+    dt = x.dtype
+    h = t(x * dt.type(alpha), x)
+    h = t(h + bias.astype(dt), h, bias)
+    h3 = t(h * h, h)
+    h3 = t(h3 * h, h3, h)
+    inner = t(h + dt.type(0.044715) * h3, h, h3)
+    inner = t(dt.type(SQRT_2_OVER_PI) * inner, inner)
+    th = t(np.tanh(inner), inner)
+    h = t(dt.type(0.5) * h * (dt.type(1.0) + th), h, th)
+    h = t(h * keep, h, keep)
+    h = t(h / dt.type(1.0 - p), h)
+    h = t(h + residual, h, residual)
+    ms = t(np.mean(h * h, axis=1, keepdims=True), h)
+    r = t(dt.type(1.0) / np.sqrt(ms + dt.type(eps)), ms)
+    return t((h * r * weight.astype(dt)).astype(dt), h, weight)
+
+
+def eager_bytes(x, residual, keep, bias, weight):
+    """Bytes moved by eager_chain on these inputs (see _Traffic)."""
+    t = _Traffic()
+    eager_chain(x, residual, keep, bias, weight, traffic=t)
+    return t.bytes
 
 
 def make_inputs(M, N, dtype=np.float32, seed=0):

@@ -121,9 +121,14 @@ std::string c_string_literal(std::string_view text) {
 
 // --- CodegenContext ------------------------------------------------------------------
 
-CodegenContext::CodegenContext(const ir::Function& f, const CodegenOptions& o) : fn(f), options(o) {
+CodegenContext::CodegenContext(const ir::Function& f, const CodegenOptions& o)
+    : fn(f), options(o), axis_info_(f) {
   names_.reserve(fn.num_values());
   for (size_t i = 0; i < fn.num_values(); ++i) names_.push_back("v" + std::to_string(i));
+  users_.resize(fn.num_values());
+  fn.walk([&](ir::OpId id) {
+    for (ir::ValueId v : fn.op(id).operands) users_[v.index].push_back(id);
+  });
 }
 
 std::string CodegenContext::element(ir::ValueId v, std::string_view index) const {
@@ -230,15 +235,37 @@ void CodegenContext::open_element_loop(const std::string& index, int64_t numel) 
   out.open("for (int " + index + " = 0; " + index + " < " + std::to_string(numel) + "; ++" + index + ")");
 }
 
+// Runs of consecutive per-element ops with one element count become one
+// fused loop; a store ends its run (see codegen_fusion.cpp for why).
 void CodegenContext::emit_block_body(ir::BlockId block) {
+  std::vector<ir::OpId> run;
+  int64_t run_numel = 0;
+  auto flush = [&] {
+    if (!run.empty()) emit_fused(*this, run);
+    run.clear();
+  };
   for (ir::OpId id : fn.block(block).ops) {
     const ir::Op& o = fn.op(id);
     if (o.erased || ir::is_terminator(o.kind)) continue;
-    emit_op(id);
+    if (!is_per_element(*this, o)) {
+      flush();
+      emit_op(id);
+      continue;
+    }
+    int64_t numel = fn.type(o.results.empty() ? o.operands[0] : o.results[0]).numel();
+    // A broadcast reads its operand at other indices: the operand must be
+    // complete, so it cannot be computed in the same loop.
+    bool reads_run = false;
+    if (o.kind == ir::OpKind::Broadcast)
+      for (ir::OpId member : run)
+        for (ir::ValueId r : fn.op(member).results) reads_run |= r == o.operands[0];
+    if (!run.empty() && (numel != run_numel || reads_run)) flush();
+    run.push_back(id);
+    run_numel = numel;
+    if (o.kind == ir::OpKind::Store) flush();
   }
+  flush();
 }
-
-namespace {
 
 // "v7 = add(v3, v6)  add.py:4:12": the op as the IR names it, for readers.
 std::string op_comment(const CodegenContext& ctx, const ir::Op& o) {
@@ -257,8 +284,6 @@ std::string op_comment(const CodegenContext& ctx, const ir::Op& o) {
   if (!loc.empty()) text += "  " + loc;
   return text;
 }
-
-}  // namespace
 
 void CodegenContext::emit_op(ir::OpId id) {
   const ir::Op& o = fn.op(id);
@@ -343,8 +368,8 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     std::string bytes = std::to_string(ctx.scratch_bytes());
     unit.line("unsigned char* const scratch = tg_scratch(" + bytes + ");");
     unit.open("if (scratch == nullptr)");
-    unit.line("std::fprintf(stderr, \"tegula: cannot allocate " + bytes + " bytes for the tiles of @" +
-              fn.name + "\\n\");");
+    unit.line("std::fprintf(stderr, \"%s\\n\", " +
+              c_string_literal("tegula: cannot allocate " + bytes + " bytes for the tiles of @" + fn.name) + ");");
     unit.line("return;");
     unit.close();
   } else {

@@ -17,6 +17,7 @@
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/emitter.h"
 #include "ir/ir.h"
+#include "passes/axis_info.h"
 
 namespace tegula::backends::cpu {
 
@@ -94,28 +95,59 @@ class CodegenContext {
   void open_element_loop(const std::string& index, int64_t numel);
 
   int64_t scratch_bytes() const { return scratch_bytes_; }
+  // Contiguity facts of integer and pointer values (src/passes/axis_info.h).
+  const passes::AxisInfoAnalysis& axis_info() const { return axis_info_; }
+  // The live ops using `v` (nested regions included).
+  const std::vector<ir::OpId>& users(ir::ValueId v) const { return users_.at(v.index); }
 
  private:
   std::vector<std::string> names_;
+  std::vector<std::vector<ir::OpId>> users_;
+  passes::AxisInfoAnalysis axis_info_;
   int next_fresh_ = 0;
   int64_t stack_bytes_ = 0;
   int64_t scratch_bytes_ = 0;
 };
 
+// "// v7 = add(v3, v6)  add.py:4:12": the comment line naming an op.
+std::string op_comment(const CodegenContext& ctx, const ir::Op& op);
+
 // --- per-family emitters (one file each) -----------------------------------------
-void emit_elementwise(CodegenContext& ctx, const ir::Op& op);   // EW ops
-void emit_value_source(CodegenContext& ctx, const ir::Op& op);  // constant, program_id, num_programs, arange
-void emit_shape(CodegenContext& ctx, const ir::Op& op);         // splat ... split
-void emit_memory(CodegenContext& ctx, const ir::Op& op);        // load, store
+// Tile-valued per-element ops (see codegen_fusion.cpp) never reach these:
+// they are emitted in fused element loops through the *_element functions.
+void emit_elementwise(CodegenContext& ctx, const ir::Op& op);   // EW ops on scalars
+void emit_value_source(CodegenContext& ctx, const ir::Op& op);  // scalar constant, program_id, num_programs
+void emit_shape(CodegenContext& ctx, const ir::Op& op);         // trans, join, split; scalar<->tile reshape
+void emit_memory(CodegenContext& ctx, const ir::Op& op);        // scalar load, store
 void emit_control(CodegenContext& ctx, const ir::Op& op);       // for, if, while
 void emit_reduce(CodegenContext& ctx, const ir::Op& op);
 void emit_dot(CodegenContext& ctx, const ir::Op& op);
 void emit_debug(CodegenContext& ctx, const ir::Op& op);         // print, assert
 
-// The C++ expression computing one element of elementwise op `op` from the
-// expressions of its operands' elements (in storage types); the result is in
-// the storage type of the op's result element.
+// --- element expressions, for fused loops ------------------------------------------
+// `operands` holds one C++ expression per operand: its element at the loop's
+// flat index `index` (or the scalar itself).
+//
+// The element of elementwise op `op`, in the storage type of its result.
 std::string elementwise_expr(const CodegenContext& ctx, const ir::Op& op,
                              const std::vector<std::string>& operands);
+// Element `index` of a tile constant, splat or arange.
+std::string value_source_element(const CodegenContext& ctx, const ir::Op& op,
+                                 const std::vector<std::string>& operands, const std::string& index);
+// Element `index` of a broadcast; reads the operand's array at the mapped index.
+std::string broadcast_element(const CodegenContext& ctx, const ir::Op& op, const std::string& index);
+// The loaded element (never touching memory where the mask is false).
+std::string load_element(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
+// The statement storing one element.
+std::string store_statement(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
+
+// Whether `op` is a tile op computing element i from element i of its
+// operands (or from i alone), so it can share an element loop with others
+// of the same element count.
+bool is_per_element(const CodegenContext& ctx, const ir::Op& op);
+// Emits `ops` (consecutive per-element ops of one block, same element count)
+// as one loop. Results used outside the group get arrays; the others stay
+// scalar locals of the loop body.
+void emit_fused(CodegenContext& ctx, const std::vector<ir::OpId>& ops);
 
 }  // namespace tegula::backends::cpu

@@ -197,19 +197,10 @@ void emit_elementwise(CodegenContext& ctx, const ir::Op& op) {
   TEGULA_ASSERT(op.results.size() == 1, "elementwise op with more than one result");
   ir::ValueId result = op.results[0];
   const ir::Type& t = ctx.fn.type(result);
-  if (!t.is_tile()) {
-    std::vector<std::string> operands;
-    for (ir::ValueId v : op.operands) operands.push_back(ctx.name(v));
-    ctx.out.line(c_const(t) + " " + ctx.name(result) + " = " + elementwise_expr(ctx, op, operands) +
-                 ";");
-    return;
-  }
+  TEGULA_ASSERT(!t.is_tile(), "tile elementwise ops are emitted in fused loops");
   std::vector<std::string> operands;
-  for (ir::ValueId v : op.operands) operands.push_back(ctx.element(v, "i"));
-  ctx.declare(result);
-  ctx.open_element_loop("i", t.numel());
-  ctx.out.line(ctx.element(result, "i") + " = " + elementwise_expr(ctx, op, operands) + ";");
-  ctx.out.close();
+  for (ir::ValueId v : op.operands) operands.push_back(ctx.name(v));
+  ctx.out.line(c_const(t) + " " + ctx.name(result) + " = " + elementwise_expr(ctx, op, operands) + ";");
 }
 
 // --- value sources ------------------------------------------------------------
@@ -239,9 +230,21 @@ const char* program_axis(int64_t axis) {
 
 }  // namespace
 
+std::string value_source_element(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands,
+                                 const std::string& index) {
+  const ir::Type& t = ctx.fn.type(op.results[0]);
+  switch (op.kind) {
+    case OpKind::Constant: return constant_expr(op, t.scalar);
+    case OpKind::Splat: return operands[0];
+    case OpKind::Arange: return "(" + c_element(t) + ")(" + std::to_string(op.int_attr("start")) + " + " + index + ")";
+    default: TEGULA_ASSERT(false, "not a tile value source");
+  }
+}
+
 void emit_value_source(CodegenContext& ctx, const ir::Op& op) {
   ir::ValueId result = op.results[0];
   const ir::Type& t = ctx.fn.type(result);
+  TEGULA_ASSERT(!t.is_tile(), "tile value sources are emitted in fused loops");
   std::string ct = c_element(t);
   std::string value;
   switch (op.kind) {
@@ -251,24 +254,9 @@ void emit_value_source(CodegenContext& ctx, const ir::Op& op) {
       program_axis(op.int_attr("axis"));
       value = "(" + ct + ")grid[" + std::to_string(op.int_attr("axis")) + "]";
       break;
-    case OpKind::Arange: {
-      int64_t start = op.int_attr("start");
-      ctx.declare(result);
-      ctx.open_element_loop("i", t.numel());
-      ctx.out.line(ctx.element(result, "i") + " = (" + ct + ")(" + std::to_string(start) + " + i);");
-      ctx.out.close();
-      return;
-    }
-    default: TEGULA_ASSERT(false, "not a value source");
+    default: TEGULA_ASSERT(false, "not a scalar value source");
   }
-  if (!t.is_tile()) {
-    ctx.out.line("const " + ct + " " + ctx.name(result) + " = " + value + ";");
-    return;
-  }
-  ctx.declare(result);
-  ctx.open_element_loop("i", t.numel());
-  ctx.out.line(ctx.element(result, "i") + " = " + value + ";");
-  ctx.out.close();
+  ctx.out.line("const " + ct + " " + ctx.name(result) + " = " + value + ";");
 }
 
 }  // namespace tegula::backends::cpu

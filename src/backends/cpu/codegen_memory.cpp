@@ -27,56 +27,47 @@ std::string read_through(const ir::Type& pointee, const std::string& pointer, bo
   return pointee.scalar == ir::Scalar::I1 ? "(" + read + " != 0)" : read;
 }
 
-void emit_load(CodegenContext& ctx, const ir::Op& op) {
-  ir::ValueId result = op.results[0];
-  const ir::Type& t = ctx.fn.type(result);
-  bool has_mask = op.operands.size() > 1;
-  bool has_other = op.operands.size() > 2;
-  std::string element_type = c_element(t);
-  auto element_expr = [&](const std::string& index) {
-    std::string read = read_through(t, ctx.element(op.operands[0], index), is_volatile(op));
-    if (!has_mask) return read;
-    // Without `other`, masked-off elements are zero (the IR leaves them
-    // unspecified; zero keeps runs reproducible).
-    std::string fallback = has_other ? ctx.element(op.operands[2], index) : element_type + "()";
-    return ctx.element(op.operands[1], index) + " ? " + read + " : " + fallback;
-  };
-  if (!t.is_tile()) {
-    ctx.out.line(element_type + " const " + ctx.name(result) + " = " + element_expr("") + ";");
-    return;
-  }
-  ctx.declare(result);
-  ctx.open_element_loop("i", t.numel());
-  ctx.out.line(ctx.element(result, "i") + " = " + element_expr("i") + ";");
-  ctx.out.close();
+}  // namespace
+
+std::string load_element(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
+  const ir::Type& t = ctx.fn.type(op.results[0]);
+  std::string read = read_through(t, operands[0], is_volatile(op));
+  if (operands.size() < 2) return read;
+  // Without `other`, masked-off elements are zero (the IR leaves them
+  // unspecified; zero keeps runs reproducible).
+  std::string fallback = operands.size() > 2 ? operands[2] : c_element(t) + "()";
+  return operands[1] + " ? " + read + " : " + fallback;
 }
 
-void emit_store(CodegenContext& ctx, const ir::Op& op) {
-  ir::ValueId pointer = op.operands[0], value = op.operands[1];
-  const ir::Type& t = ctx.fn.type(value);
-  bool has_mask = op.operands.size() > 2;
-  auto statement = [&](const std::string& index) {
-    std::string v = ctx.element(value, index);
-    if (t.scalar == ir::Scalar::I1) v = "(uint8_t)" + v;
-    std::string store = "*" + ctx.element(pointer, index) + " = " + v + ";";
-    return has_mask ? "if (" + ctx.element(op.operands[2], index) + ") " + store : store;
-  };
-  const ir::Type& pt = ctx.fn.type(pointer);
-  if (!pt.is_tile()) {
-    ctx.out.line(statement(""));
-    return;
+std::string store_statement(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
+  std::string v = operands[1];
+  if (ctx.fn.type(op.operands[1]).scalar == ir::Scalar::I1) v = "(uint8_t)" + v;
+  std::string store = "*" + operands[0] + " = " + v + ";";
+  return operands.size() > 2 ? "if (" + operands[2] + ") " + store : store;
+}
+
+namespace {
+
+std::vector<std::string> scalar_operands(const CodegenContext& ctx, const ir::Op& op) {
+  std::vector<std::string> names;
+  for (ir::ValueId v : op.operands) {
+    TEGULA_ASSERT(!ctx.fn.type(v).is_tile(), "tile memory ops are emitted in fused loops");
+    names.push_back(ctx.name(v));
   }
-  ctx.open_element_loop("i", pt.numel());
-  ctx.out.line(statement("i"));
-  ctx.out.close();
+  return names;
 }
 
 }  // namespace
 
 void emit_memory(CodegenContext& ctx, const ir::Op& op) {
-  if (op.kind == ir::OpKind::Load) return emit_load(ctx, op);
+  std::vector<std::string> operands = scalar_operands(ctx, op);
+  if (op.kind == ir::OpKind::Load) {
+    ir::ValueId result = op.results[0];
+    ctx.out.line(c_const(ctx.fn.type(result)) + " " + ctx.name(result) + " = " + load_element(ctx, op, operands) + ";");
+    return;
+  }
   TEGULA_ASSERT(op.kind == ir::OpKind::Store, "not a memory op");
-  emit_store(ctx, op);
+  ctx.out.line(store_statement(ctx, op, operands));
 }
 
 }  // namespace tegula::backends::cpu

@@ -66,20 +66,6 @@ void emit_splat(CodegenContext& ctx, const ir::Op& op) {
   ctx.out.close();
 }
 
-void emit_broadcast(CodegenContext& ctx, const ir::Op& op) {
-  const ir::Type& from = ctx.fn.type(op.operands[0]);
-  const ir::Type& to = ctx.fn.type(op.results[0]);
-  if (!from.is_tile()) return emit_splat(ctx, op);
-  TEGULA_ASSERT(from.rank() == to.rank(), "broadcast changes the rank");
-  std::vector<int64_t> strides = row_major_strides(from.shape);
-  for (size_t d = 0; d < strides.size(); ++d) {
-    if (from.shape[d] == to.shape[d]) continue;
-    TEGULA_ASSERT(from.shape[d] == 1, "broadcast of a dimension that is not 1");
-    strides[d] = 0;
-  }
-  emit_strided_copy(ctx, op.results[0], op.operands[0], strides);
-}
-
 void emit_trans(CodegenContext& ctx, const ir::Op& op) {
   const ir::Type& from = ctx.fn.type(op.operands[0]);
   const std::vector<int64_t>& perm = op.ints_attr("perm");
@@ -121,23 +107,38 @@ void emit_split(CodegenContext& ctx, const ir::Op& op) {
 
 }  // namespace
 
+// Result element i sits at multi-index (i / stride_d) % shape_d; the operand
+// element is the same multi-index with broadcast dims pinned to 0.
+std::string broadcast_element(const CodegenContext& ctx, const ir::Op& op, const std::string& index) {
+  const ir::Type& from = ctx.fn.type(op.operands[0]);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  TEGULA_ASSERT(from.is_tile() && from.rank() == to.rank(), "broadcast changes the rank");
+  std::vector<int64_t> from_strides = row_major_strides(from.shape), to_strides = row_major_strides(to.shape);
+  std::string mapped;
+  for (size_t d = 0; d < to.shape.size(); ++d) {
+    if (from.shape[d] != to.shape[d]) {
+      TEGULA_ASSERT(from.shape[d] == 1, "broadcast of a dimension that is not 1");
+      continue;
+    }
+    if (from.shape[d] == 1) continue;
+    std::string coord = to_strides[d] == 1 ? index : index + " / " + std::to_string(to_strides[d]);
+    if (d > 0) coord = "(" + coord + ") % " + std::to_string(to.shape[d]);
+    if (from_strides[d] != 1) coord = "(" + coord + ") * " + std::to_string(from_strides[d]);
+    mapped += (mapped.empty() ? "" : " + ") + coord;
+  }
+  return ctx.name(op.operands[0]) + "[" + (mapped.empty() ? "0" : mapped) + "]";
+}
+
 void emit_shape(CodegenContext& ctx, const ir::Op& op) {
   switch (op.kind) {
-    case OpKind::Splat: return emit_splat(ctx, op);
-    case OpKind::Broadcast: return emit_broadcast(ctx, op);
     case OpKind::ExpandDims:
     case OpKind::Reshape:
-      TEGULA_ASSERT(ctx.fn.type(op.operands[0]).numel() == ctx.fn.type(op.results[0]).numel(),
-                    "reshape changes the element count");
+      // Tile -> tile reshapes are per-element (codegen_fusion.cpp); what is
+      // left converts between a scalar and a one-element tile.
+      TEGULA_ASSERT(ctx.fn.type(op.operands[0]).numel() == 1, "reshape of a tile emitted outside a fused loop");
       if (!ctx.fn.type(op.operands[0]).is_tile()) return emit_splat(ctx, op);
-      if (!ctx.fn.type(op.results[0]).is_tile()) {
-        ctx.out.line(c_const(ctx.fn.type(op.results[0])) + " " + ctx.name(op.results[0]) + " = " +
-                     ctx.name(op.operands[0]) + "[0];");
-        return;
-      }
-      ctx.alias(op.results[0], op.operands[0]);
-      ctx.out.line("// v" + std::to_string(op.results[0].index) + " shares the storage of " +
-                   ctx.name(op.operands[0]));
+      ctx.out.line(c_const(ctx.fn.type(op.results[0])) + " " + ctx.name(op.results[0]) + " = " +
+                   ctx.name(op.operands[0]) + "[0];");
       return;
     case OpKind::Trans: return emit_trans(ctx, op);
     case OpKind::Join: return emit_join(ctx, op);

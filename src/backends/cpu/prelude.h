@@ -30,6 +30,22 @@ inline constexpr std::string_view kPrelude = R"PRELUDE(#include <algorithm>
 #define TG_IVDEP
 #endif
 
+// With TEGULA_VECTOR_MATH (set by the toolchain when SLEEF's GNU-ABI library
+// links), g++ learns that vector versions of these libm functions exist
+// (_ZGVeN16v_expf...), so loops calling them vectorize. SLEEF's versions are
+// within 1 ulp.
+#if defined(TEGULA_VECTOR_MATH) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define TG_SIMD __attribute__((simd("notinbranch")))
+extern "C" {
+float expf(float) TG_SIMD; float exp2f(float) TG_SIMD; float logf(float) TG_SIMD; float log2f(float) TG_SIMD;
+float sinf(float) TG_SIMD; float cosf(float) TG_SIMD; float tanhf(float) TG_SIMD; float erff(float) TG_SIMD;
+float powf(float, float) TG_SIMD;
+double exp(double) TG_SIMD; double exp2(double) TG_SIMD; double log(double) TG_SIMD; double log2(double) TG_SIMD;
+double sin(double) TG_SIMD; double cos(double) TG_SIMD; double tanh(double) TG_SIMD; double erf(double) TG_SIMD;
+double pow(double, double) TG_SIMD;
+}
+#endif
+
 static inline float tg_bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 static inline uint32_t tg_f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
 

@@ -29,9 +29,12 @@ namespace {
 
 // IEEE semantics: no -ffast-math, and no contraction of separate IR ops into
 // fused multiply-adds (g++ contracts across statements by default in GNU
-// modes, clang within expressions).
+// modes, clang within expressions). `-z defs` turns a missing library into a
+// link error instead of a failure at dlopen.
 constexpr const char* kFlags =
-    "-O3 -march=native -std=c++17 -fPIC -shared -fno-math-errno -ffp-contract=off";
+    "-O3 -march=native -std=c++17 -fPIC -shared -fno-math-errno -ffp-contract=off -Wl,-z,defs";
+// Vector math (prelude.h): SLEEF's GNU-ABI library, used when it links.
+constexpr const char* kVectorMathFlags = "-DTEGULA_VECTOR_MATH -lsleefgnuabi";
 
 std::vector<std::string> split_words(const std::string& text) {
   std::istringstream in(text);
@@ -145,6 +148,27 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
   return result;
 }
 
+std::string make_temporary(const std::string& folder, const char* suffix);
+void write_file(const std::string& path, const std::string& text);
+std::vector<std::string> compile_command(const Toolchain& tc, const std::string& source, const std::string& output);
+
+// Whether a shared object using SLEEF's vector expf links with `t`.
+bool links_vector_math(const Toolchain& t) {
+  std::string folder = "/tmp";
+  if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') folder = tmp;
+  try {
+    TemporaryFile source(make_temporary(folder, ".cpp"));
+    TemporaryFile object(make_temporary(folder, ".so"));
+    write_file(source.path(), "extern \"C\" float _ZGVbN4v_expf(float);\n"
+                              "extern \"C\" void* tegula_probe() { return (void*)&_ZGVbN4v_expf; }\n");
+    Toolchain probe = t;
+    probe.flags += std::string(" ") + kVectorMathFlags;
+    return run_process(compile_command(probe, source.path(), object.path())).exit_status == 0;
+  } catch (const UserError&) {
+    return false;  // no writable temporary folder: go without
+  }
+}
+
 Toolchain detect() {
   std::vector<std::string> candidates;
   std::vector<std::string> extra_flags;
@@ -173,10 +197,25 @@ Toolchain detect() {
       for (const std::string& f : extra_flags) prefix += f + " ";
       t.flags = prefix + t.flags;
     }
+    if (links_vector_math(t)) t.flags += std::string(" ") + kVectorMathFlags;
     return t;
   }
   error_at(SourceLoc{}, "no C++ compiler found for the CPU backend (tried $CXX, c++, g++, clang++)",
            "install g++ or clang++, or set CXX to the compiler's path");
+}
+
+// Libraries must follow the sources on the command line (--as-needed).
+bool is_library(const std::string& flag) { return flag.rfind("-l", 0) == 0; }
+
+std::vector<std::string> compile_command(const Toolchain& tc, const std::string& source, const std::string& output) {
+  std::vector<std::string> argv = {tc.compiler};
+  std::vector<std::string> words = split_words(tc.flags);
+  for (const std::string& f : words)
+    if (!is_library(f)) argv.push_back(f);
+  argv.insert(argv.end(), {"-o", output, source});
+  for (const std::string& f : words)
+    if (is_library(f)) argv.push_back(f);
+  return argv;
 }
 
 std::string folder_of(const std::string& path) {
@@ -228,10 +267,7 @@ void compile_shared_object(const std::string& source, const std::string& output_
   TemporaryFile object_file(make_temporary(folder, ".so"));
   write_file(source_file.path(), source);
 
-  std::vector<std::string> argv = {tc.compiler};
-  for (std::string& f : split_words(tc.flags)) argv.push_back(std::move(f));
-  argv.insert(argv.end(), {"-o", object_file.path(), source_file.path()});
-  ProcessResult run = run_process(argv);
+  ProcessResult run = run_process(compile_command(tc, source_file.path(), object_file.path()));
   if (run.exit_status != 0) {
     throw InternalError("the C++ compiler rejected the generated kernel source (a Tegula bug; please report it)\n" +
                         tc.compiler + " exited with status " + std::to_string(run.exit_status) + ":\n" +

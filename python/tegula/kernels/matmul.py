@@ -1,0 +1,121 @@
+"""Tiled matrix multiplication ``C = A @ B`` with ``tl.dot`` and an fp32 accumulator.
+
+Each program computes one ``BLOCK_M x BLOCK_N`` tile of C by walking K in
+steps of ``BLOCK_K``: load a ``BLOCK_M x BLOCK_K`` tile of A and a
+``BLOCK_K x BLOCK_N`` tile of B, accumulate their product, advance both
+pointer tiles. The last K step is masked, so K need not be a multiple of
+``BLOCK_K``; rows and columns of C past M and N are masked at the store.
+
+Program ids are mapped to tiles in groups of ``GROUP_M`` tile-rows: the
+programs of one group sweep the same few rows of A across all columns of B,
+so neighbouring programs (which run at about the same time) share A tiles in
+cache instead of each streaming its own. Strides are arguments (in elements),
+so transposed or sliced views work without copies.
+"""
+
+import numpy as np
+
+import tegula
+import tegula.language as tl
+
+DEFAULT_BLOCKS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}
+
+
+@tegula.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr):
+    # Which tile of C this program owns, walking groups of GROUP_M tile-rows
+    # column by column.
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    programs_per_group = GROUP_M * tiles_n
+    group = pid // programs_per_group
+    group_first_m = group * GROUP_M
+    group_rows = tl.minimum(tiles_m - group_first_m, GROUP_M)
+    within = pid % programs_per_group
+    tile_m = group_first_m + within % group_rows
+    tile_n = within // group_rows
+
+    rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    # Out-of-range rows/columns read row 0 / column 0 (wrapped by the modulo)
+    # instead of needing a mask in the K loop; the store masks them away.
+    a_rows = rows % M
+    b_cols = cols % N
+    a_tile = a_ptr + a_rows[:, None] * stride_am + ks[None, :] * stride_ak
+    b_tile = b_ptr + ks[:, None] * stride_bk + b_cols[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_left = K - k0
+        a = tl.load(a_tile, mask=ks[None, :] < k_left, other=0.0)
+        b = tl.load(b_tile, mask=ks[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_tile += BLOCK_K * stride_ak
+        b_tile += BLOCK_K * stride_bk
+
+    c_tile = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+    in_c = (rows[:, None] < M) & (cols[None, :] < N)
+    tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=in_c)
+
+
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray = None, out_dtype=None,
+           **blocks) -> np.ndarray:
+    """``a @ b`` for 2-D arrays of one dtype (float32 or float16), accumulated in float32.
+
+    The result has ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of
+    ``DEFAULT_BLOCKS``.
+    """
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul takes [M, K] and [K, N] arrays, got {a.shape} and {b.shape}")
+    if a.dtype != b.dtype:
+        raise ValueError(f"matmul takes arrays of one dtype, got {a.dtype} and {b.dtype}")
+    unknown = set(blocks) - set(DEFAULT_BLOCKS)
+    if unknown:
+        raise TypeError(f"unknown block parameters {sorted(unknown)}; expected some of "
+                        f"{sorted(DEFAULT_BLOCKS)}")
+    meta = {**DEFAULT_BLOCKS, **blocks}
+    M, K = a.shape
+    N = b.shape[1]
+    if out is None:
+        out = np.empty((M, N), dtype=out_dtype or a.dtype)
+    grid = (tegula.cdiv(M, meta["BLOCK_M"]) * tegula.cdiv(N, meta["BLOCK_N"]),)
+    if M == 0 or N == 0:
+        return out
+    if K == 0:
+        out[...] = 0
+        return out
+    ia, ib, ic = a.itemsize, b.itemsize, out.itemsize
+    matmul_kernel[grid](a, b, out, M, N, K,
+                        a.strides[0] // ia, a.strides[1] // ia,
+                        b.strides[0] // ib, b.strides[1] // ib,
+                        out.strides[0] // ic, out.strides[1] // ic, **meta)
+    return out
+
+
+def matmul_reference(a: np.ndarray, b: np.ndarray, out_dtype=None) -> np.ndarray:
+    """NumPy's BLAS matmul in float32 (float16 inputs are widened first, as NumPy has no
+    fp16 GEMM with an fp32 accumulator)."""
+    c = a.astype(np.float32, copy=False) @ b.astype(np.float32, copy=False)
+    return c.astype(out_dtype or a.dtype, copy=False)
+
+
+def make_inputs(M: int, N: int, K: int, dtype=np.float32, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K), dtype=np.float32).astype(dtype)
+    b = rng.standard_normal((K, N), dtype=np.float32).astype(dtype)
+    return a, b
+
+
+def bytes_moved(M: int, N: int, K: int, itemsize: int, out_itemsize: int = None) -> int:
+    """A and B read once and C written once: the floor if everything fit in cache."""
+    return (M * K + K * N) * itemsize + M * N * (out_itemsize or itemsize)
+
+
+def flops(M: int, N: int, K: int) -> int:
+    """One multiply and one add per (m, n, k)."""
+    return 2 * M * N * K

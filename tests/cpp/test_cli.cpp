@@ -1,0 +1,290 @@
+// `tegula compile`: what it reads from a Python file (the functions a kernel
+// reaches, the globals each sees, exact source slices), and the executable
+// itself: outputs, exit statuses and error texts.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "frontend/ast.h"
+#include "tools/kernel_file.h"
+
+namespace tegula::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using frontend::GlobalValue;
+
+// A private temporary directory (0700, as the kernel cache requires), removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "tegula-cli-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string file = path_ + "/" + name;
+    std::ofstream(file) << text;
+    return file;
+  }
+  std::string read(const std::string& name) const {
+    std::ifstream in(path_ + "/" + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const char* kProgram = R"py(import tegula
+import tegula.language as tl
+from triton.language import arange
+import numpy as np
+from tegula.language import math as tlmath
+
+BLOCK = 128
+NEG = -4
+SCALE = tl.constexpr(0.5)
+NAME = 'rows'
+FLAG = True
+DT = tl.float16
+OBJ = np.float32(2)
+ALIAS = BLOCK
+
+def host(x):
+    return x
+
+@tegula.jit
+def square(v):
+    return v * v * SCALE
+
+
+
+@tegula.jit
+def unused(v):
+    return v
+
+@tegula.jit
+def kernel(x_ptr, n, BLOCK_N: tl.constexpr = ALIAS, dt: tl.constexpr = tl.float32, alpha=2.0):
+    offs = tl.arange(0, BLOCK) + NEG
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    y = square(x) + host(x) + np.sum(x) + tlmath.exp(x) + arange(0, 1)
+    if FLAG and NAME == 'rows':
+        y = y.to(DT) + OBJ
+    tl.store(x_ptr + offs, y)
+
+# a trailing comment
+)py";
+
+std::string describe(const GlobalValue& g) {
+  switch (g.kind) {
+    case GlobalValue::Kind::Int: return "Int " + std::to_string(g.int_value);
+    case GlobalValue::Kind::Float: return "Float " + std::to_string(g.float_value);
+    case GlobalValue::Kind::Bool: return "Bool " + std::to_string(g.int_value);
+    case GlobalValue::Kind::None: return "None";
+    case GlobalValue::Kind::Str: return "Str " + g.text;
+    case GlobalValue::Kind::DType: return "DType " + g.text;
+    case GlobalValue::Kind::Language: return "Language " + g.text;
+    case GlobalValue::Kind::Tegula: return "Tegula " + g.text;
+    case GlobalValue::Kind::JitFunction: return "JitFunction " + std::to_string(g.function);
+    case GlobalValue::Kind::Opaque: return "Opaque " + g.text;
+  }
+  return "?";
+}
+
+TEST(KernelFile, CollectsReachableFunctionsAndTheirGlobals) {
+  TempDir dir;
+  KernelFile file(dir.write("prog.py", kProgram));
+  const ast::FunctionDef* kernel = file.find_function("kernel");
+  ASSERT_NE(kernel, nullptr);
+  std::vector<frontend::FunctionSource> functions = file.collect_functions(*kernel);
+  ASSERT_EQ(functions.size(), 2u);
+
+  EXPECT_EQ(functions[0].name, "kernel");
+  EXPECT_EQ(functions[0].filename, dir.path() + "/prog.py");
+  EXPECT_EQ(functions[0].first_line, 29);
+  EXPECT_EQ(functions[0].source.substr(0, 28), "@tegula.jit\ndef kernel(x_ptr");
+  EXPECT_TRUE(functions[0].source.ends_with("\n    tl.store(x_ptr + offs, y)\n")) << functions[0].source;
+  std::string globals;
+  for (const auto& [name, value] : functions[0].globals) globals += name + ": " + describe(value) + "\n";
+  EXPECT_EQ(globals,
+            "ALIAS: Int 128\n"
+            "BLOCK: Int 128\n"
+            "DT: DType float16\n"
+            "FLAG: Bool 1\n"
+            "NAME: Str rows\n"
+            "NEG: Int -4\n"
+            "OBJ: Opaque module-level value 'OBJ' (tegula compile evaluates only literal constants)\n"
+            "arange: Opaque function 'arange' imported from triton.language (write tl.arange)\n"
+            "host: Opaque function 'host' (not a @tegula.jit function)\n"
+            "np: Opaque module 'numpy'\n"
+            "square: JitFunction 1\n"
+            "tl: Language tegula.language\n"
+            "tlmath: Language tegula.language.math\n");
+
+  EXPECT_EQ(functions[1].name, "square");
+  EXPECT_EQ(functions[1].first_line, 19);
+  EXPECT_EQ(functions[1].source, "@tegula.jit\ndef square(v):\n    return v * v * SCALE\n");
+  ASSERT_EQ(functions[1].globals.size(), 1u);
+  EXPECT_EQ(describe(functions[1].globals.at("SCALE")), "Float 0.500000");
+
+  std::vector<KernelParam> params = file.kernel_params(*kernel, functions[0]);
+  ASSERT_EQ(params.size(), 5u);
+  EXPECT_FALSE(params[0].is_constexpr);
+  EXPECT_TRUE(params[2].is_constexpr);
+  EXPECT_EQ(describe(*params[2].default_value), "Int 128");
+  EXPECT_EQ(describe(*params[3].default_value), "DType float32");
+  EXPECT_FALSE(params[4].is_constexpr);
+  EXPECT_EQ(describe(*params[4].default_value), "Float 2.000000");
+  EXPECT_EQ(file.jit_functions().size(), 3u);
+}
+
+TEST(KernelFile, ErrorsAreRenderedAgainstTheFile) {
+  TempDir dir;
+  std::string path = dir.write("bad.py", "import tegula\n\n@tegula.jit\ndef k(x):\n    y = [v for v in x]\n");
+  try {
+    KernelFile file(path);
+    FAIL() << "expected a FileError";
+  } catch (const FileError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ":5:12: error: comprehensions are not supported inside a kernel\n"
+                     " 5 |     y = [v for v in x]\n"
+                     "   |            ^~~\n"
+                     "hint: write a `for` loop (over `tl.static_range` to unroll it) instead\n");
+  }
+  EXPECT_THROW(KernelFile(dir.path() + "/missing.py"), FileError);
+}
+
+// ---- the executable ----------------------------------------------------------
+
+struct CliResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+CliResult run_cli(const TempDir& dir, const std::string& args) {
+  std::string command = std::string("'") + TEGULA_CLI + "' " + args + " >'" + dir.path() + "/out' 2>'" + dir.path() +
+                        "/err'";
+  int raw = std::system(command.c_str());
+  return CliResult{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, dir.read("out"), dir.read("err")};
+}
+
+const char* kAdd = R"py(import tegula
+import tegula.language as tl
+
+
+@tegula.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
+)py";
+
+TEST(Cli, VersionAndHelp) {
+  TempDir dir;
+  CliResult version = run_cli(dir, "version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_EQ(version.out, std::string("tegula ") + TEGULA_VERSION + "\n");
+  CliResult help = run_cli(dir, "--help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_EQ(help.out.substr(0, 61), "usage: tegula compile FILE.py[::KERNEL] --signature SIG [opti");
+  EXPECT_NE(help.out.find("--const NAME=VALUE"), std::string::npos);
+  CliResult none = run_cli(dir, "");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_EQ(none.err, help.out);
+}
+
+TEST(Cli, EmitAstNeedsNoSignature) {
+  TempDir dir;
+  std::string file = dir.write("add.py", kAdd);
+  CliResult r = run_cli(dir, "compile " + file + " --emit ast");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with(
+            "FunctionDef add @6:5\n"
+            "  decorator: Attribute .jit @5:2\n"
+            "    Name tegula @5:2\n"
+            "  Param x_ptr @6:9\n"
+            "  Param y_ptr @6:16\n"
+            "  Param out_ptr @6:23\n"))
+      << r.out;
+}
+
+TEST(Cli, CommandLineMistakesExitWithStatus2) {
+  TempDir dir;
+  std::string file = dir.write("add.py", kAdd);
+  CliResult no_sig = run_cli(dir, "compile " + file + "::add");
+  EXPECT_EQ(no_sig.status, 2);
+  EXPECT_EQ(no_sig.err,
+            "tegula: error: --signature is required to compile (only --emit ast works without one)\n"
+            "(run `tegula --help` for usage)\n");
+  CliResult bad_sig = run_cli(dir, "compile " + file + "::add -s '*fp32, *fp32, *fp32, i32, *fp32'");
+  EXPECT_EQ(bad_sig.status, 2);
+  EXPECT_EQ(bad_sig.err,
+            "tegula: error: signature entry 5 ('*fp32') for parameter 'BLOCK': '*fp32' is not a value; parameter "
+            "'BLOCK' is a tl.constexpr, so its entry must be a value such as 1024, -1, 0.5, True, None, fp16 or "
+            "'text'\n(run `tegula --help` for the signature syntax)\n");
+  CliResult no_kernel = run_cli(dir, "compile " + file + "::mul --emit ast");
+  EXPECT_EQ(no_kernel.status, 2);
+  EXPECT_EQ(no_kernel.err, "tegula: error: no function 'mul' in " + file +
+                               "; its @jit functions: add\n(run `tegula --help` for usage)\n");
+  EXPECT_EQ(run_cli(dir, "compile " + file + " --emit bytecode").status, 2);
+  EXPECT_EQ(run_cli(dir, "compile " + file + " --frobnicate").status, 2);
+  EXPECT_EQ(run_cli(dir, "transpile " + file).status, 2);
+}
+
+TEST(Cli, KernelErrorsExitWithStatus1) {
+  TempDir dir;
+  std::string file = dir.write("bad.py", "import tegula\n@tegula.jit\ndef k(x):\n    with x:\n        pass\n");
+  CliResult r = run_cli(dir, "compile " + file + " --emit ast");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, file + ":4:5: error: `with` statements are not supported inside a kernel\n"
+                          " 4 |     with x:\n"
+                          "   |     ^~~~\n"
+                          "hint: a kernel has no context managers; write the body directly\n");
+  CliResult missing = run_cli(dir, "compile " + dir.path() + "/nope.py --emit ast");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(missing.err, "error: cannot read '" + dir.path() + "/nope.py': No such file or directory\n");
+}
+
+TEST(Cli, CompilesToIrAndCpp) {
+  TempDir dir;
+  std::string file = dir.write("add.py", kAdd);
+  std::string cache = "--cache-dir '" + dir.path() + "/cache'";
+  CliResult ir = run_cli(dir, "compile " + file + "::add -s '*fp32:16, *fp32:16, *fp32:16, i32, 1024' --emit ir " + cache);
+  EXPECT_EQ(ir.status, 0) << ir.err;
+  EXPECT_TRUE(ir.out.starts_with(
+      "kernel @add(%x_ptr: ptr<f32> div(16), %y_ptr: ptr<f32> div(16), %out_ptr: ptr<f32> div(16), %n: i32)"))
+      << ir.out;
+  // Locations in the IR are the real ones in the file.
+  EXPECT_NE(ir.out.find(file + ":7:11"), std::string::npos) << ir.out;
+  CliResult both = run_cli(dir, "compile " + file + " -s '*fp32, *fp32, *fp32, i32' -c BLOCK=256 --emit ir-opt,cpp " + cache);
+  EXPECT_EQ(both.status, 0) << both.err;
+  EXPECT_TRUE(both.out.starts_with("// ===== ir: ")) << both.out;
+  EXPECT_NE(both.out.find("// ===== cpp =====\n"), std::string::npos);
+  EXPECT_NE(both.out.find("256"), std::string::npos);  // --const reached the kernel
+}
+
+TEST(Cli, SemanticErrorsPointIntoTheFile) {
+  TempDir dir;
+  std::string file = dir.write("bad.py",
+                               "import tegula\nimport tegula.language as tl\n\n@tegula.jit\ndef k(x, BLOCK: tl.constexpr):\n"
+                               "    r = tl.arange(0, BLOCK)\n");
+  CliResult r = run_cli(dir, "compile " + file + " -s '*fp32, 100' --cache-dir '" + dir.path() + "/cache'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(r.err.starts_with(file + ":6:9: error: ")) << r.err;
+}
+
+}  // namespace
+}  // namespace tegula::tools
