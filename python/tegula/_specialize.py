@@ -20,6 +20,8 @@ from . import _C
 from ._globals import constant_value
 from .language.core import DTYPES, constexpr, dtype, pointer_type
 
+_data_address = _C.data_address
+
 FLOAT = ("f",)
 BOOL = ("b",)
 
@@ -81,8 +83,8 @@ def _pointer(kernel: str, param: str, scalar, address: int, dtype_name) -> tuple
 def array_part(kernel: str, param: str, array: np.ndarray) -> tuple:
     # Non-contiguous arrays are fine: the kernel gets the address of the first
     # element and uses the strides its caller passes.
-    return _pointer(kernel, param, NUMPY_SCALARS.get(array.dtype),
-                    array.__array_interface__["data"][0], array.dtype)
+    return _pointer(kernel, param, NUMPY_SCALARS.get(array.dtype), _data_address(array),
+                    array.dtype)
 
 
 def runtime_part(kernel: str, param: str, value, specialize: bool) -> tuple:

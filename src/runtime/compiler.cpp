@@ -193,8 +193,7 @@ Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir) 
   const frontend::KernelRequest& request = *attempt.request;
   ir::Function fn = frontend::lower_kernel(request, attempt.sources);
   stats().frontend_runs++;
-  if (keep_ir) attempt.stages.ir.push_back({"lowered", ir::print(fn)});
-  ir::verify_or_throw(fn, "lowered");
+  ir::verify_or_throw(fn, "lowered");  // optimize() records the "lowered" dump
   passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr);
   attempt.stages.source = backends::cpu::emit_cpp(fn, {effective_debug(request, options)});
   return Lowered{fn.name, fn.params};

@@ -69,6 +69,7 @@ class FusedRun {
   void emit();
 
  private:
+  std::vector<bool> live_members() const;
   bool in_run(ir::OpId id) const {
     for (ir::OpId o : ops_)
       if (o == id) return true;
@@ -162,10 +163,31 @@ class FusedRun {
   std::vector<std::pair<ir::ValueId, std::string>> bases_;  // pointer tile -> its row base local
 };
 
+// Members whose value nothing in the loop reads any more (pointer chains
+// replaced by row bases) are left out; the compiler would drop them anyway,
+// readers should not have to.
+std::vector<bool> FusedRun::live_members() const {
+  std::vector<bool> live(ops_.size(), false);
+  std::vector<bool> read(fn_.num_values(), false);
+  for (size_t k = ops_.size(); k-- > 0;) {
+    const ir::Op& o = fn_.op(ops_[k]);
+    live[k] = o.kind == OpKind::Store || (!o.results.empty() && (needs_array_[o.results[0].index] || read[o.results[0].index]));
+    if (!live[k]) continue;
+    for (size_t j = 0; j < o.operands.size(); ++j) {
+      bool replaced = j == 0 && (o.kind == OpKind::Load || o.kind == OpKind::Store) && base_of(o.operands[0]);
+      if (!replaced) read[o.operands[j].index] = true;
+    }
+  }
+  return live;
+}
+
 void FusedRun::emit() {
   bool single = ops_.size() == 1;
+  std::vector<bool> live = live_members();
   std::vector<std::string> body;
-  for (ir::OpId id : ops_) {
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    if (!live[k]) continue;
+    ir::OpId id = ops_[k];
     const ir::Op& o = fn_.op(id);
     if (single) ctx_.out.line(op_comment(ctx_, o));
     else body.push_back(op_comment(ctx_, o));
@@ -206,7 +228,8 @@ void FusedRun::emit() {
   std::string row_start = one_row ? "0" : "r * " + std::to_string(row_);
   if (!one_row) ctx_.out.open("for (int r = 0; r < " + std::to_string(numel_ / row_) + "; ++r)");
   for (const auto& [pointer, base] : bases_)
-    ctx_.out.line(c_const(fn_.type(pointer).element()) + " " + base + " = " + value_at(pointer, row_start) + ";");
+    ctx_.out.line(c_const(fn_.type(pointer).element()) + " " + base + " = " + value_at(pointer, row_start) + ";  // &v" +
+                  std::to_string(pointer.index) + "[" + row_start + "]");
   ctx_.open_element_loop("c", row_);
   ctx_.out.line(one_row ? "const int i = c;" : "const int i = r * " + std::to_string(row_) + " + c;");
   for (const std::string& line : body) ctx_.out.line(line);

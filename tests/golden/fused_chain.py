@@ -1,0 +1,118 @@
+# kernel: fused_chain_kernel
+# signature: *fp32:16, *fp32:16, *i1:16, *fp32:16, *fp32:16, *fp32:16, i32:16, i32:16, fp32, fp32, fp32, 4096
+"""The case-study chain of the design document, eager and fused.
+
+Eager (NumPy, op by op, each op reading and writing whole arrays):
+
+    h = x * alpha; h = h + bias; h = gelu_tanh(h); h = h * keep; h = h / (1 - p)
+    h = h + residual; ms = mean(h^2, row); r = rsqrt(ms + eps); y = h * r * weight
+
+Fused (one Tegula kernel, one program per row): reads x, residual and keep
+once and writes y once; every intermediate stays in registers / cache.
+"""
+
+import numpy as np
+
+import tegula
+import tegula.language as tl
+from tegula.language.extra import libdevice
+
+ALPHA = 0.5
+EPS = 1e-6
+P_DROP = 0.1
+SQRT_2_OVER_PI = 0.7978845608028654
+
+
+@tegula.jit
+def gelu_tanh(h):
+    inner = SQRT_2_OVER_PI * (h + 0.044715 * h * h * h)
+    return 0.5 * h * (1.0 + libdevice.tanh(inner))
+
+
+@tegula.jit
+def fused_chain_kernel(x_ptr, res_ptr, keep_ptr, bias_ptr, w_ptr, y_ptr, N, stride,
+                       alpha, eps, scale, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    base = row * stride
+    x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+    res = tl.load(res_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+    keep = tl.load(keep_ptr + base + cols, mask=mask, other=0)
+    bias = tl.load(bias_ptr + cols, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+
+    h = x * alpha + bias
+    h = gelu_tanh(h)
+    h = tl.where(keep != 0, h * scale, 0.0)
+    h = h + res
+    ms = tl.sum(h * h, axis=0) / N
+    r = tl.rsqrt(ms + eps)
+    y = h * r * w
+    tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def fused_chain(x, residual, keep, bias, weight, out=None, alpha=ALPHA, eps=EPS, p=P_DROP):
+    """Runs the fused kernel; x, residual and out share a dtype and shape [M, N]."""
+    M, N = x.shape
+    if out is None:
+        out = np.empty_like(x)
+    block = tegula.next_power_of_2(N)
+    fused_chain_kernel[(M,)](x, residual, keep, bias, weight, out, N, x.strides[0] // x.itemsize,
+                             alpha, eps, 1.0 / (1.0 - p), BLOCK_N=block)
+    return out
+
+
+class _Traffic:
+    """Counts the bytes NumPy's eager execution moves: every op reads its
+    array operands and writes its result once (a lower bound: NumPy may add
+    temporaries of its own)."""
+
+    def __init__(self):
+        self.bytes = 0
+
+    def __call__(self, result, *operands):
+        self.bytes += result.nbytes + sum(o.nbytes for o in operands if isinstance(o, np.ndarray))
+        return result
+
+
+def eager_chain(x, residual, keep, bias, weight, alpha=ALPHA, eps=EPS, p=P_DROP, traffic=None):
+    """The chain as a researcher writes it in NumPy: one array operation per step."""
+    t = traffic or _Traffic()
+    dt = x.dtype
+    h = t(x * dt.type(alpha), x)
+    h = t(h + bias.astype(dt), h, bias)
+    h3 = t(h * h, h)
+    h3 = t(h3 * h, h3, h)
+    inner = t(h + dt.type(0.044715) * h3, h, h3)
+    inner = t(dt.type(SQRT_2_OVER_PI) * inner, inner)
+    th = t(np.tanh(inner), inner)
+    h = t(dt.type(0.5) * h * (dt.type(1.0) + th), h, th)
+    h = t(h * keep, h, keep)
+    h = t(h / dt.type(1.0 - p), h)
+    h = t(h + residual, h, residual)
+    ms = t(np.mean(h * h, axis=1, keepdims=True), h)
+    r = t(dt.type(1.0) / np.sqrt(ms + dt.type(eps)), ms)
+    return t((h * r * weight.astype(dt)).astype(dt), h, weight)
+
+
+def eager_bytes(x, residual, keep, bias, weight):
+    """Bytes moved by eager_chain on these inputs (see _Traffic)."""
+    t = _Traffic()
+    eager_chain(x, residual, keep, bias, weight, traffic=t)
+    return t.bytes
+
+
+def make_inputs(M, N, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((M, N), dtype=np.float32).astype(dtype)
+    residual = rng.standard_normal((M, N), dtype=np.float32).astype(dtype)
+    keep = rng.random((M, N), dtype=np.float32) >= P_DROP
+    bias = rng.standard_normal(N, dtype=np.float32)
+    weight = rng.standard_normal(N, dtype=np.float32)
+    return x, residual, keep, bias, weight
+
+
+def bytes_moved(M, N, itemsize):
+    """Bytes the fused kernel must move: x, residual, keep in; y out (+ bias, weight)."""
+    return M * N * (2 * itemsize + 1 + itemsize) + 2 * N * 4
