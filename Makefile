@@ -9,6 +9,9 @@ CPP_BUILD := build-cpp-tests
 CPP_BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= 2
 
+# cmake/ninja installed into the venv (when the system lacks them) come first.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
 # One kernel cache for every test run of this checkout, so repeated runs reuse
 # compiled kernels instead of invoking the C++ compiler again.
 export TEGULA_CACHE_DIR ?= $(CURDIR)/.cache/tegula
@@ -76,7 +79,12 @@ PY_TEST_DIRS := tests/python $(wildcard tests/compat)
 py-test: build
 	$(PY) -m pytest -n $(JOBS) -q $(PY_TEST_DIRS)
 
-test: venv build cpp-test py-test
+# Both suites always run, so one failing layer does not hide the other's results.
+test: venv build
+	@status=0; \
+	$(MAKE) --no-print-directory cpp-test || status=1; \
+	$(MAKE) --no-print-directory py-test || status=1; \
+	exit $$status
 
 demo: venv build
 	$(PY) -m tegula.demo

@@ -90,7 +90,11 @@ def array_part(kernel: str, param: str, array: np.ndarray) -> tuple:
 def runtime_part(kernel: str, param: str, value, specialize: bool) -> tuple:
     """(key part, launch value) of a runtime (non-constexpr) argument."""
     t = type(value)
-    if t is np.ndarray:
+    if t is np.ndarray:  # the common case, inlined
+        scalar = NUMPY_SCALARS.get(value.dtype)
+        if scalar is not None:
+            address = _data_address(value)
+            return ("p", scalar, address % 16 == 0), address
         return array_part(kernel, param, value)
     if t is int:
         return int_part(kernel, param, value, specialize), value

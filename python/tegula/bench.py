@@ -194,8 +194,11 @@ class Case:
     note: str = ""
 
 
-def _rows_beyond(llc: int, row_bytes: int, minimum: int, multiple: int = 1024) -> int:
-    """The smallest multiple of `multiple` rows (>= minimum) that moves 1.5x the LLC."""
+def _rows_beyond(llc: int, bytes_moved: Callable[[int], int], minimum: int,
+                 multiple: int = 1024) -> int:
+    """The smallest multiple of `multiple` rows (>= minimum) whose bytes moved
+    exceed 1.5x the last-level cache, so the data streams from DRAM."""
+    row_bytes = bytes_moved(2) - bytes_moved(1)
     rows = -(-int(1.5 * llc) // row_bytes)
     return max(minimum, -(-rows // multiple) * multiple)
 
@@ -204,13 +207,14 @@ def build_cases(names, quick: bool, llc: int) -> list[Case]:
     cases = []
     f32 = np.float32
     if "vector_add" in names:
-        n = 65_539 if quick else _rows_beyond(llc, 3 * 4, 1 << 24, multiple=1 << 20)
+        n = 65_539 if quick else _rows_beyond(llc, lambda n: vector_add.bytes_moved(n, 4), 1 << 24,
+                                              multiple=1 << 20)
         cases.append(Case("vector_add", f"n={n}", "float32", dict(zip("xy", vector_add.make_inputs(n))),
                           vector_add.bytes_moved(n, 4), vector_add.flops(n), check_rows=1 << 16))
     if "fused_chain" in names:
         shapes = [(96, 300)] if quick else [(4096, 4096)]
         if not quick and fused_chain.bytes_moved(4096, 4096, 4) < llc:
-            shapes.append((_rows_beyond(llc, fused_chain.bytes_moved(1, 4096, 4), 4096), 4096))
+            shapes.append((_rows_beyond(llc, lambda m: fused_chain.bytes_moved(m, 4096, 4), 4096), 4096))
         for M, N in shapes:
             x, residual, keep, bias, weight = fused_chain.make_inputs(M, N)
             cases.append(Case("fused_chain", f"{M}x{N}", "float32",
@@ -218,12 +222,12 @@ def build_cases(names, quick: bool, llc: int) -> list[Case]:
                               fused_chain.bytes_moved(M, N, 4), 20 * M * N,
                               tolerance=(1e-4, 1e-4), check_rows=256))
     if "softmax" in names:
-        M, N = (96, 300) if quick else (_rows_beyond(llc, softmax.bytes_moved(1, 4096, 4), 4096), 4096)
+        M, N = (96, 300) if quick else (_rows_beyond(llc, lambda m: softmax.bytes_moved(m, 4096, 4), 4096), 4096)
         cases.append(Case("softmax", f"{M}x{N}", "float32", {"x": softmax.make_inputs(M, N)},
                           softmax.bytes_moved(M, N, 4), softmax.flops(M, N),
                           tolerance=(1e-7, 1e-4), check_rows=256))
     if "layer_norm" in names:
-        M, N = (96, 300) if quick else (_rows_beyond(llc, layer_norm.bytes_moved(1, 4096, 4), 4096), 4096)
+        M, N = (96, 300) if quick else (_rows_beyond(llc, lambda m: layer_norm.bytes_moved(m, 4096, 4), 4096), 4096)
         x, weight, bias = layer_norm.make_inputs(M, N)
         cases.append(Case("layer_norm", f"{M}x{N}", "float32", dict(x=x, weight=weight, bias=bias),
                           layer_norm.bytes_moved(M, N, 4), layer_norm.flops(M, N),

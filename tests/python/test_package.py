@@ -98,3 +98,16 @@ def test_do_bench_returns_milliseconds():
     lo, mid, hi = tegula.testing.do_bench(lambda: None, warmup=1, rep=2, quantiles=[0.2, 0.5, 0.8])
     assert lo <= mid <= hi
     assert isinstance(tegula.testing.do_bench(lambda: None, warmup=1, rep=1, return_mode="all"), list)
+
+
+def test_console_script_runs_the_native_cli():
+    import subprocess
+    import sys
+
+    from tegula import cli
+
+    assert cli.executable().is_file()
+    done = subprocess.run([sys.executable, "-m", "tegula.cli", "version"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert tegula.__version__ in done.stdout

@@ -1,0 +1,153 @@
+"""The reference kernels (tegula.kernels) through the examples' own checks, at small sizes.
+
+Each example script exposes `check(...)`, which runs the kernel on random data
+and compares it with the NumPy reference; the tests call it directly (no
+subprocess) over shapes that include ones and non-powers of two, plus the
+edge cases each kernel must get right. One test runs a script end to end.
+"""
+
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fused_chain as fused_chain_example
+import layer_norm as layer_norm_example
+import matmul as matmul_example
+import softmax as softmax_example
+import tegula
+from tegula.kernels import layer_norm, matmul, softmax, vector_add
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+ROW_SHAPES = [(1, 1), (3, 7), (17, 1000), (8, 1024), (5, 4097)]
+
+
+# --- vector add ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 1023, 1025, 98765])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_vector_add_matches_numpy(n, dtype):
+    x, y = vector_add.make_inputs(n, dtype, seed=n)
+    out = vector_add.vector_add(x, y)
+    assert out.dtype == x.dtype
+    tegula.testing.assert_close(out, vector_add.vector_add_reference(x, y))
+
+
+def test_vector_add_rejects_mismatched_inputs():
+    with pytest.raises(ValueError, match="one shape and dtype"):
+        vector_add.vector_add(np.ones(3, np.float32), np.ones(4, np.float32))
+
+
+# --- softmax --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("M,N", ROW_SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_softmax_example_check(M, N, dtype):
+    softmax_example.check(M, N, dtype, seed=M * N)
+
+
+def test_softmax_is_stable_for_huge_inputs():
+    # exp(1e4) overflows float32; subtracting the row max first must avoid it.
+    x = np.array([[1e4, 1e4 - 1.0, -1e4], [-3e38, -3e38, 0.0]], dtype=np.float32)
+    y = softmax.softmax(x)
+    assert np.isfinite(y).all()
+    tegula.testing.assert_close(y, softmax.softmax_reference(x), atol=1e-7, rtol=1e-5)
+
+
+def test_softmax_strided_rows_leave_padding_untouched():
+    # Rows of 300 inside a 512-wide buffer: the kernel must read only the first
+    # 300 columns (padding is NaN) and write only those of the output.
+    buffer = np.full((6, 512), np.nan, dtype=np.float32)
+    buffer[:, :300] = softmax.make_inputs(6, 300, seed=1)
+    out_buffer = np.full((6, 512), -7.0, dtype=np.float32)
+    softmax.softmax(buffer[:, :300], out=out_buffer[:, :300])
+    tegula.testing.assert_close(out_buffer[:, :300], softmax.softmax_reference(buffer[:, :300]),
+                                atol=1e-7, rtol=1e-5)
+    np.testing.assert_array_equal(out_buffer[:, 300:], -7.0)
+
+
+# --- layer norm ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("M,N", ROW_SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_layer_norm_example_check(M, N, dtype):
+    layer_norm_example.check(M, N, dtype, seed=M + N)
+
+
+def test_layer_norm_of_constant_rows_is_the_bias():
+    # Zero variance: y = 0 * rstd * w + b, and rstd = 1 / sqrt(eps).
+    x = np.full((4, 33), 2.5, dtype=np.float32)
+    w = np.arange(33, dtype=np.float32)
+    b = np.linspace(-1, 1, 33, dtype=np.float32)
+    y, mean, rstd = layer_norm.layer_norm(x, w, b, eps=1e-5)
+    np.testing.assert_array_equal(y, np.broadcast_to(b, y.shape))
+    np.testing.assert_array_equal(mean, 2.5)
+    tegula.testing.assert_close(rstd, np.full(4, 1 / np.sqrt(1e-5), np.float32), atol=0, rtol=1e-6)
+
+
+# --- matmul -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (33, 17, 65), (64, 64, 64), (100, 70, 90)])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_matmul_example_check(M, N, K, dtype):
+    matmul_example.check(M, N, K, dtype, seed=M + N + K)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_matmul_transposed_operand_through_strides(dtype):
+    matmul_example.check(70, 50, 40, dtype, transpose_b=True)
+
+
+def test_matmul_grouped_order_covers_every_tile():
+    # 7 x 5 tiles with groups of 3 tile-rows: the last group is short, which
+    # the grouped program order must handle without skipping or repeating.
+    matmul_example.check(7 * 16 - 3, 5 * 16, 40, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=3)
+
+
+def test_matmul_fp16_output_and_strided_c():
+    a, b = matmul.make_inputs(40, 24, 56, np.float16, seed=3)
+    c_buffer = np.full((40, 32), 9.0, dtype=np.float16)
+    matmul.matmul(a, b, out=c_buffer[:, :24])
+    tegula.testing.assert_close(c_buffer[:, :24], matmul.matmul_reference(a, b), atol=0.1, rtol=1e-2)
+    np.testing.assert_array_equal(c_buffer[:, 24:], 9.0)
+
+
+def test_matmul_with_empty_k_is_zero():
+    a, b = np.ones((3, 0), np.float32), np.ones((0, 4), np.float32)
+    np.testing.assert_array_equal(matmul.matmul(a, b), np.zeros((3, 4), np.float32))
+
+
+def test_matmul_rejects_bad_shapes_and_blocks():
+    a, b = matmul.make_inputs(4, 4, 4)
+    with pytest.raises(ValueError, match=r"\[M, K\] and \[K, N\]"):
+        matmul.matmul(a, b[:3])
+    with pytest.raises(TypeError, match="unknown block parameters"):
+        matmul.matmul(a, b, BLOCK_Q=4)
+
+
+# --- fused chain ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("M,N", [(1, 1), (5, 300), (16, 1024)])
+def test_fused_chain_example_check(M, N):
+    fused_chain_example.check(M, N, seed=M)
+
+
+# --- one script end to end -------------------------------------------------------------------
+
+
+def test_softmax_script_runs_and_says_ok():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "softmax.py"), "--shapes", "3x5", "2x1000",
+                           "--dtypes", "float32"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "softmax 3x5 float32  matches NumPy (rows sum to 1)",
+        "softmax 2x1000 float32  matches NumPy (rows sum to 1)",
+        "OK",
+    ]

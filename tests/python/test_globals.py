@@ -1,0 +1,101 @@
+"""What a kernel sees besides its arguments: module constants, tl.constexpr and
+dtype globals, other @jit functions (transitively), closure variables, and
+triton.language under its own name."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+
+SCALE = 3
+OFFSET = tl.constexpr(10)
+OUT_DTYPE = tl.float16
+HALF = 0.5
+
+
+@tegula.jit
+def times_scale(x):
+    return x * SCALE
+
+
+@tegula.jit
+def affine(x):
+    return times_scale(x) + OFFSET  # a callee calling another callee
+
+
+@tegula.jit
+def uses_globals(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, (affine(x) * HALF).to(OUT_DTYPE), mask=mask)
+
+
+def test_module_constants_and_jit_callees():
+    x = np.arange(300, dtype=np.float32)
+    out = np.zeros(300, dtype=np.float16)
+    uses_globals[(3,)](x, out, 300, BLOCK=128)
+    tegula.testing.assert_close(out, ((x * 3 + 10) * 0.5).astype(np.float16))
+
+
+def make_scaler(factor):
+    @tegula.jit
+    def scale(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)
+
+    return scale
+
+
+def test_closure_variables():
+    x = np.ones(100, dtype=np.float32)
+    make_scaler(4.0)[(1,)](x, 100, BLOCK=128)
+    make_scaler(0.5)[(1,)](x, 50, BLOCK=128)
+    np.testing.assert_array_equal(x[:50], 2.0)
+    np.testing.assert_array_equal(x[50:], 4.0)
+
+
+# A stand-in for `import triton.language as tl2`: kernels written for Triton
+# name that module, and the compiler must accept it as the tile language.
+tl2 = types.ModuleType("triton.language")
+tl2.constexpr = tl.constexpr
+
+
+@tegula.jit
+def triton_style(x_ptr, n, BLOCK: tl2.constexpr):
+    offs = tl2.program_id(0) * BLOCK + tl2.arange(0, BLOCK)
+    tl2.store(x_ptr + offs, offs.to(tl2.float32), mask=offs < n)
+
+
+def test_triton_language_module_name():
+    x = np.zeros(40, dtype=np.float32)
+    triton_style[(1,)](x, 40, BLOCK=64)
+    np.testing.assert_array_equal(x, np.arange(40, dtype=np.float32))
+
+
+@tegula.jit
+def uses_numpy(x_ptr):
+    tl.store(x_ptr, np.float32(1.0))
+
+
+def test_host_objects_are_reported_by_name():
+    with pytest.raises(tegula.CompilationError, match="numpy"):
+        uses_numpy[(1,)](np.zeros(1, dtype=np.float32))
+
+
+def test_dtype_as_constexpr_argument():
+    @tegula.jit
+    def cast_copy(x_ptr, out_ptr, n, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask).to(DTYPE), mask=mask)
+
+    x = np.linspace(-3, 3, 20).astype(np.float32)
+    out = np.zeros(20, dtype=np.int32)
+    cast_copy[(1,)](x, out, 20, DTYPE=tl.int32, BLOCK=32)
+    np.testing.assert_array_equal(out, x.astype(np.int32))
