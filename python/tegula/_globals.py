@@ -48,7 +48,8 @@ def _opaque_description(value) -> str:
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
         module = getattr(value, "__module__", None) or ""
         if module.startswith("tegula.language"):
-            return f"function '{value.__name__}' imported from tegula.language (write tl.{value.__name__})"
+            name = value.__name__
+            return f"function '{name}' imported from tegula.language (write tl.{name})"
         return f"function '{value.__qualname__}' (not a @tegula.jit function)"
     if isinstance(value, type):
         return f"class '{value.__qualname__}'"

@@ -134,7 +134,8 @@ def _tensor_part(kernel: str, param: str, tensor) -> tuple:
     """torch.Tensor and look-alikes: anything with data_ptr(), dtype and device."""
     device = tensor.device
     if getattr(device, "type", str(device)) != "cpu":
-        raise ValueError(f"kernel {kernel} runs on the CPU backend; argument '{param}' is on {device}")
+        raise ValueError(f"kernel {kernel} runs on the CPU backend; argument '{param}' is on "
+                         f"{device}")
     dtype_name = str(tensor.dtype)
     return _pointer(kernel, param, TORCH_SCALARS.get(dtype_name), tensor.data_ptr(), dtype_name)
 

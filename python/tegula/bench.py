@@ -192,6 +192,9 @@ class Case:
     tolerance: tuple = (None, None)  # (atol, rtol) for checking peers against the baseline
     check_rows: Optional[int] = None  # compare only the first/last rows of big outputs
     note: str = ""
+    # What NumPy's op-by-op execution moves: eager_bytes / bytes is the speedup
+    # fusion should reach on a memory-bound machine (the performance contract).
+    eager_bytes: Optional[int] = None
 
 
 def _rows_beyond(llc: int, bytes_moved: Callable[[int], int], minimum: int,
@@ -203,6 +206,13 @@ def _rows_beyond(llc: int, bytes_moved: Callable[[int], int], minimum: int,
     return max(minimum, -(-rows // multiple) * multiple)
 
 
+def _eager_chain_bytes(M: int, N: int) -> int:
+    """fused_chain.eager_bytes at M rows, extrapolated from runs on one and two
+    rows (the count is linear in M) instead of running the chain at full size."""
+    one, two = (fused_chain.eager_bytes(*fused_chain.make_inputs(m, N)) for m in (1, 2))
+    return one + (M - 1) * (two - one)
+
+
 def build_cases(names, quick: bool, llc: int) -> list[Case]:
     cases = []
     f32 = np.float32
@@ -210,7 +220,8 @@ def build_cases(names, quick: bool, llc: int) -> list[Case]:
         n = 65_539 if quick else _rows_beyond(llc, lambda n: vector_add.bytes_moved(n, 4), 1 << 24,
                                               multiple=1 << 20)
         cases.append(Case("vector_add", f"n={n}", "float32", dict(zip("xy", vector_add.make_inputs(n))),
-                          vector_add.bytes_moved(n, 4), vector_add.flops(n), check_rows=1 << 16))
+                          vector_add.bytes_moved(n, 4), vector_add.flops(n), check_rows=1 << 16,
+                          eager_bytes=vector_add.eager_bytes_moved(n, 4)))
     if "fused_chain" in names:
         shapes = [(96, 300)] if quick else [(4096, 4096)]
         if not quick and fused_chain.bytes_moved(4096, 4096, 4) < llc:
@@ -220,18 +231,21 @@ def build_cases(names, quick: bool, llc: int) -> list[Case]:
             cases.append(Case("fused_chain", f"{M}x{N}", "float32",
                               dict(x=x, residual=residual, keep=keep, bias=bias, weight=weight),
                               fused_chain.bytes_moved(M, N, 4), 20 * M * N,
-                              tolerance=(1e-4, 1e-4), check_rows=256))
+                              tolerance=(1e-4, 1e-4), check_rows=256,
+                              eager_bytes=_eager_chain_bytes(M, N)))
     if "softmax" in names:
         M, N = (96, 300) if quick else (_rows_beyond(llc, lambda m: softmax.bytes_moved(m, 4096, 4), 4096), 4096)
         cases.append(Case("softmax", f"{M}x{N}", "float32", {"x": softmax.make_inputs(M, N)},
                           softmax.bytes_moved(M, N, 4), softmax.flops(M, N),
-                          tolerance=(1e-7, 1e-4), check_rows=256))
+                          tolerance=(1e-7, 1e-4), check_rows=256,
+                          eager_bytes=softmax.eager_bytes_moved(M, N, 4)))
     if "layer_norm" in names:
         M, N = (96, 300) if quick else (_rows_beyond(llc, lambda m: layer_norm.bytes_moved(m, 4096, 4), 4096), 4096)
         x, weight, bias = layer_norm.make_inputs(M, N)
         cases.append(Case("layer_norm", f"{M}x{N}", "float32", dict(x=x, weight=weight, bias=bias),
                           layer_norm.bytes_moved(M, N, 4), layer_norm.flops(M, N),
-                          tolerance=(1e-4, 1e-4), check_rows=256))
+                          tolerance=(1e-4, 1e-4), check_rows=256,
+                          eager_bytes=layer_norm.eager_bytes_moved(M, N, 4)))
     if "matmul" in names:
         sizes = [(67, np.float32), (67, np.float16)] if quick else \
                 [(512, f32), (1024, f32), (1024, np.float16)]
@@ -534,7 +548,7 @@ def measure_peak_flops(size: int, reps: int) -> dict:
 # --- reporting ---------------------------------------------------------------------------
 
 
-def make_rows(results: list[Result], floors: dict) -> list[dict]:
+def make_rows(results: list[Result], floors: dict, llc: int) -> list[dict]:
     rows = []
     baseline = {}
     for r in results:
@@ -549,7 +563,8 @@ def make_rows(results: list[Result], floors: dict) -> list[dict]:
         row = {
             "workload": c.workload, "shape": c.shape, "dtype": c.dtype, "variant": r.variant,
             "baseline": r.variant == BASELINE, "bytes": c.bytes, "flops": c.flops,
-            "bound": "compute" if c.compute_bound else "memory",
+            "bound": "compute" if c.compute_bound else "memory", "exceeds_llc": c.bytes > llc,
+            "eager_bytes": c.eager_bytes,
             "median_ms": median, "min_ms": min(r.samples) if r.samples else None,
             "max_ms": max(r.samples) if r.samples else None, "samples": len(r.samples),
             "samples_ms": [round(t, 4) for t in r.samples],
@@ -638,7 +653,7 @@ def main(argv=None) -> int:
         case.inputs = {}  # free the big arrays before the next case
     machine["load_average_end"] = load_average()
 
-    rows = make_rows(results, floors)
+    rows = make_rows(results, floors, llc)
     print(f"Tegula benchmarks, {machine['date']}: {machine['cpu_model']}, "
           f"{machine['usable_cpus']} CPUs, L{machine['llc']['level']} {llc / 2**20:.0f} MiB, "
           f"NumPy {software['numpy']} ({software['blas'].get('summary', 'BLAS unknown')})")

@@ -1,7 +1,9 @@
 // The functions of the tile language (tl.*, tl.math.*, tegula.cdiv, and the
 // Python builtins kernels use), each a small handler from call arguments to a
 // symbol. One table maps names to handlers.
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 
@@ -269,7 +271,7 @@ Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
   std::vector<ir::NamedAttr> attrs;
   if (a.has("propagate_nan")) {
     const Symbol& p = a.get("propagate_nan");
-    if (p.is_const() && p.constant.kind == ConstValue::Kind::Str && p.constant.s == "all")
+    if (p.is_const() && p.constant.kind == ConstValue::Kind::Str && (p.constant.s == "all" || p.constant.s == "ALL"))
       attrs.push_back({"propagate_nan", ir::Attr{int64_t{1}}});
   }
   return ok(l.create(n == "minimum" ? OpKind::Min : OpKind::Max, {x, y}, l.type(x), c.loc, attrs));
@@ -388,6 +390,13 @@ Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
   Scalar dt = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of ." + n + "()");
   const Symbol& in = a.get("input");
   bool bitcast = a.has("bitcast") && l.to_const(a.get("bitcast"), a.loc("bitcast"), "`bitcast`").truthy();
+  std::string rounding;
+  if (a.has("fp_downcast_rounding")) {
+    ConstValue r = l.to_const(a.get("fp_downcast_rounding"), a.loc("fp_downcast_rounding"), "fp_downcast_rounding");
+    if (r.kind != ConstValue::Kind::Str || (r.s != "rtne" && r.s != "rtz"))
+      error_at(a.loc("fp_downcast_rounding"), "fp_downcast_rounding must be \"rtne\" or \"rtz\"");
+    rounding = r.s;
+  }
   if (in.is_const() && !bitcast) return ok(l.constant(in.constant, ir::Type::of(dt), c.loc));
   ir::ValueId x = l.to_value(in, a.loc("input"), "the input of ." + n + "()");
   if (l.type(x).is_pointer()) error_at(c.loc, "converting pointers is not supported");
@@ -398,6 +407,13 @@ Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
                           std::to_string(ir::bit_width(dt)));
     if (dt == l.type(x).scalar) return ok(x);
     return ok(l.create(OpKind::Bitcast, {x}, l.type(x).with_scalar(dt), c.loc));
+  }
+  if (!rounding.empty() && rounding != "rtne") {
+    Scalar from = l.type(x).scalar;
+    if (!ir::is_float(from) || !ir::is_float(dt) || ir::bit_width(dt) >= ir::bit_width(from))
+      error_at(a.loc("fp_downcast_rounding"), "fp_downcast_rounding applies to float downcasts only, not " +
+                                                  triton_name(from) + " -> " + triton_name(dt));
+    return ok(l.create(OpKind::Cast, {x}, l.type(x).with_scalar(dt), c.loc, {{"rounding", ir::Attr{rounding}}}));
   }
   return ok(l.cast(x, dt, c.loc));
 }
@@ -507,6 +523,18 @@ Symbol py_len(Lowerer& l, const CallArgs& c, const std::string& n) {
 Symbol py_convert(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n.substr(3), {"x"}, c);
   const Symbol& s = a.get("x");
+  if (n == "py.float" && s.is_const() && s.constant.kind == ConstValue::Kind::Str) {
+    // float("inf"), float("-inf"), float("nan") and numeric strings, as Python.
+    std::string t = s.constant.s;
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (t == "inf" || t == "+inf" || t == "infinity") return Symbol::of(ConstValue::real(INFINITY));
+    if (t == "-inf" || t == "-infinity") return Symbol::of(ConstValue::real(-INFINITY));
+    if (t == "nan" || t == "+nan" || t == "-nan") return Symbol::of(ConstValue::real(NAN));
+    char* end = nullptr;
+    double v = std::strtod(s.constant.s.c_str(), &end);
+    if (end && *end == '\0' && !s.constant.s.empty()) return Symbol::of(ConstValue::real(v));
+    error_at(c.loc, "could not convert string to float: '" + s.constant.s + "'");
+  }
   if (!s.is_const() || !s.constant.is_numeric())
     error_at(c.loc, n.substr(3) + "() works on constants inside kernels", "use .to(tl.<dtype>) for tiles");
   if (n == "py.int") return Symbol::of(ConstValue::integer(s.constant.kind == ConstValue::Kind::Float

@@ -309,6 +309,17 @@ Symbol Lowerer::unary(ast::UnaryOp op, const Symbol& a, const SourceLoc& loc) {
 
 Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc) {
   using ast::CmpOp;
+  if (a.kind == Symbol::Kind::Tuple && b.kind == Symbol::Kind::Tuple && (op == CmpOp::Eq || op == CmpOp::NotEq)) {
+    // Tuples of constants (x.shape == (16, 32)) compare element by element.
+    bool equal = a.elements.size() == b.elements.size();
+    for (size_t i = 0; equal && i < a.elements.size(); ++i) {
+      Symbol e = compare(CmpOp::Eq, a.elements[i], b.elements[i], loc);
+      bool t;
+      if (!truth_constant(e, loc, &t)) error_at(loc, "tuples can only be compared when they hold constants");
+      equal = t;
+    }
+    return Symbol::of(ConstValue::boolean(op == CmpOp::Eq ? equal : !equal));
+  }
   if (a.is_const() && b.is_const()) {
     if (auto r = const_compare(op, a.constant, b.constant)) return Symbol::of(*r);
     error_at(loc, std::string("`") + ast::to_string(op) + "` is not supported between " + kind_name(a.constant) +
@@ -393,6 +404,12 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard")
         return Symbol::module(base.name + "." + attr);
       if (attr == "constexpr") return Symbol::builtin("constexpr");
+      if (base.name == "language.PropagateNan") {
+        if (attr == "ALL") return Symbol::of(ConstValue::string("all"));
+        if (attr == "NONE") return Symbol::of(ConstValue::string("none"));
+        error_at(loc, "tl.PropagateNan has no member `" + attr + "`", "use tl.PropagateNan.ALL or tl.PropagateNan.NONE");
+      }
+      if (attr == "PropagateNan") return Symbol::module(base.name + ".PropagateNan");
       if (is_language_builtin(attr)) return Symbol::builtin(attr);
       error_at(loc, "`tl." + attr + "` is not supported by Tegula (yet)",
                "docs/language.md lists the supported names");

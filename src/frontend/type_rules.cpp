@@ -52,7 +52,9 @@ std::optional<Scalar> promote(TypedOperand a, TypedOperand b, bool div_or_mod) {
   if (x == Scalar::F64 || y == Scalar::F64) return Scalar::F64;
   if (x == Scalar::F32 || y == Scalar::F32) return Scalar::F32;
   if (x == Scalar::F16 || y == Scalar::F16) return div_or_mod ? Scalar::F32 : Scalar::F16;
-  if (x == Scalar::BF16 || y == Scalar::BF16) return div_or_mod ? Scalar::F32 : Scalar::BF16;
+  // bf16 stays bf16 only against bf16; mixed with anything else it computes in f32.
+  if (x == Scalar::BF16 && y == Scalar::BF16) return div_or_mod ? Scalar::F32 : Scalar::BF16;
+  if (x == Scalar::BF16 || y == Scalar::BF16) return Scalar::F32;
   if (div_or_mod && x != Scalar::I1 && y != Scalar::I1 && ir::is_signed(x) != ir::is_signed(y))
     return std::nullopt;
   return promote_integers(x, y);

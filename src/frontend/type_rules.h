@@ -1,8 +1,8 @@
 // Triton's typing rules, in one place:
 //  * broadcasting of shapes (NumPy-style: ranks aligned on the right by
 //    prepending size-1 dims, then size-1 dims stretch);
-//  * binary-op type promotion (float64 > float32 > float16 > bfloat16 >
-//    integers; among integers the wider wins, unsigned wins at equal width;
+//  * binary-op type promotion (float64 > float32 > float16 > integers;
+//    bfloat16 survives only against bfloat16, else f32; among integers the wider wins, unsigned wins at equal width;
 //    a Python literal of the same or a lower kind than a tile adopts the
 //    tile's type: `x_f16 * 2.0` stays f16, `x_i8 + 1` stays i8);
 //  * how Python constants become typed scalars (int -> i32, or i64 when it

@@ -206,6 +206,108 @@ template <class T> static inline T tg_induction(T lb, uint64_t k, T step) {
   return (T)((tg_uint<T>)lb + (tg_uint<T>)k * (tg_uint<T>)step);
 }
 
+// --- dot: register-blocked float matrix product ---------------------------------
+// tg_dot_f32<M, N, K>(a, b, c): c[M x N] += a[M x K] * b[K x N], row-major
+// floats, c not overlapping a or b. Every element of c gets one fused
+// multiply-add per product in k order, exactly like the plain loop nest, so
+// the blocking below changes speed, never bits. A block of MR rows x NV
+// vectors of c stays in registers while k runs: per k, NV vectors of a row
+// of b are loaded and each of the MR elements a[i][k] is broadcast against
+// them. MR is as large as the vector registers allow (accumulators, the NV
+// b vectors, a broadcast, a spare). Columns past the last whole vector take
+// the scalar loop.
+template <int M, int N, int K>
+static inline void tg_dot_f32_columns(const float* a, const float* b, float* c, int first_column) {
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k) {
+      const float x = a[i * K + k];
+      TG_IVDEP
+      for (int j = first_column; j < N; ++j) c[i * N + j] = std::fma(x, b[k * N + j], c[i * N + j]);
+    }
+}
+
+#if defined(__x86_64__) && defined(__AVX512F__)
+#include <immintrin.h>
+#define TG_VLANES 16
+#define TG_VREGS 32
+#define TG_DOT_MAX_NV 4
+typedef __m512 tg_vfloat;
+static inline tg_vfloat tg_vload(const float* p) { return _mm512_loadu_ps(p); }
+static inline void tg_vstore(float* p, tg_vfloat v) { _mm512_storeu_ps(p, v); }
+static inline tg_vfloat tg_vsplat(float x) { return _mm512_set1_ps(x); }
+static inline tg_vfloat tg_vfma(tg_vfloat a, tg_vfloat b, tg_vfloat c) { return _mm512_fmadd_ps(a, b, c); }
+#elif defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define TG_VLANES 8
+#define TG_VREGS 16
+#define TG_DOT_MAX_NV 2
+typedef __m256 tg_vfloat;
+static inline tg_vfloat tg_vload(const float* p) { return _mm256_loadu_ps(p); }
+static inline void tg_vstore(float* p, tg_vfloat v) { _mm256_storeu_ps(p, v); }
+static inline tg_vfloat tg_vsplat(float x) { return _mm256_set1_ps(x); }
+static inline tg_vfloat tg_vfma(tg_vfloat a, tg_vfloat b, tg_vfloat c) { return _mm256_fmadd_ps(a, b, c); }
+#endif
+
+#ifdef TG_VLANES
+// c[MR x NV vectors] += a[MR x K] * b[K x NV vectors]; a, b, c point at the
+// block's first element, rows K (a) and N (b, c) elements apart.
+template <int MR, int NV, int N, int K>
+static inline void tg_dot_f32_block(const float* __restrict a, const float* __restrict b, float* __restrict c) {
+  tg_vfloat acc[MR][NV];
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = tg_vload(c + i * N + v * TG_VLANES);
+  for (int k = 0; k < K; ++k) {
+    tg_vfloat row[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) row[v] = tg_vload(b + k * N + v * TG_VLANES);
+#pragma GCC unroll 32
+    for (int i = 0; i < MR; ++i) {
+      const tg_vfloat x = tg_vsplat(a[i * K + k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = tg_vfma(x, row[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) tg_vstore(c + i * N + v * TG_VLANES, acc[i][v]);
+}
+
+// One panel of NV vectors of columns, all M rows: blocks of MR rows, then
+// one block of the rows left.
+template <int M, int NV, int N, int K>
+static inline void tg_dot_f32_panel(const float* a, const float* b, float* c) {
+  constexpr int most_rows = (TG_VREGS - NV - 2) / NV;
+  constexpr int MR = M < most_rows ? M : most_rows;
+  constexpr int full = M / MR * MR;
+  for (int i = 0; i < full; i += MR) tg_dot_f32_block<MR, NV, N, K>(a + i * K, b, c + i * N);
+  if constexpr (full < M) tg_dot_f32_block<M - full, NV, N, K>(a + full * K, b, c + full * N);
+}
+
+template <int M, int N, int K, int J = 0>
+static inline void tg_dot_f32_panels(const float* a, const float* b, float* c) {
+  constexpr int vectors_left = (N - J) / TG_VLANES;
+  if constexpr (vectors_left > 0) {
+    constexpr int NV = vectors_left < TG_DOT_MAX_NV ? vectors_left : TG_DOT_MAX_NV;
+    tg_dot_f32_panel<M, NV, N, K>(a, b + J, c + J);
+    tg_dot_f32_panels<M, N, K, J + NV * TG_VLANES>(a, b, c);
+  } else if constexpr (J < N) {
+    tg_dot_f32_columns<M, N, K>(a, b, c, J);
+  }
+}
+#endif
+
+template <int M, int N, int K>
+static inline void tg_dot_f32(const float* a, const float* b, float* c) {
+#ifdef TG_VLANES
+  tg_dot_f32_panels<M, N, K>(a, b, c);
+#else
+  tg_dot_f32_columns<M, N, K>(a, b, c, 0);
+#endif
+}
+
 // --- scratch memory for large tiles ---------------------------------------------
 // One buffer per thread, grown on demand and reused by every program the
 // thread runs, so large tiles never sit on the stack and never cost a malloc
@@ -265,7 +367,6 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
   const uint64_t trips0 = tg_trip_count<int32_t>(v7, v2, v8);
   for (uint64_t k1 = 0; k1 < trips0; ++k1) {
     const int32_t v9 = tg_induction<int32_t>(v7, k1, v8);
-    alignas(64) float v23[128];
     float* const row17 = tg_addptr(v16[0], tg_add(v9, v11[0]));  // &v17[0]
     TG_IVDEP
     for (int c = 0; c < 128; ++c) {
@@ -279,9 +380,8 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
       // v22 = load(v17, v19, v35)  row_sum_loop.py:13:16
       const float e22 = e19 ? *(row17 + c) : v35[i];
       // v23 = add(v10, v22)  row_sum_loop.py:13:9
-      v23[i] = v10[i] + e22;
+      v10[i] = v10[i] + e22;
     }
-    std::memcpy(v10, v23, sizeof(float) * 128);
   }
   // v28 = reduce(v24)  row_sum_loop.py:14:13
   float v28{};

@@ -14,14 +14,14 @@ results near zero. Integer and bool results always compare exactly.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
 
 import tegula
 import tegula.language as tl
-
-BF16 = np.dtype(ml_dtypes.bfloat16)
 
 # name -> (NumPy dtype, tl dtype). The order is the order tests report.
 DTYPES = {
@@ -35,17 +35,15 @@ DTYPES = {
     "uint32": (np.dtype(np.uint32), tl.uint32),
     "uint64": (np.dtype(np.uint64), tl.uint64),
     "float16": (np.dtype(np.float16), tl.float16),
-    "bfloat16": (BF16, tl.bfloat16),
+    "bfloat16": (np.dtype(ml_dtypes.bfloat16), tl.bfloat16),
     "float32": (np.dtype(np.float32), tl.float32),
     "float64": (np.dtype(np.float64), tl.float64),
 }
 
 ALL = list(DTYPES)
 SIGNED = ["int8", "int16", "int32", "int64"]
-UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
-INTS = SIGNED + UNSIGNED
+INTS = SIGNED + ["uint8", "uint16", "uint32", "uint64"]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
-NUMERIC = INTS + FLOATS
 
 # Significand bits (the implicit one included), the exponent of the smallest
 # subnormal, and the largest finite value of each float format.
@@ -72,14 +70,6 @@ def name_of(dtype) -> str:
         if d == dtype:
             return name
     raise KeyError(dtype)
-
-
-def bits(name: str) -> int:
-    return 1 if name == "bool" else np_dtype(name).itemsize * 8
-
-
-def is_float(name: str) -> bool:
-    return name in FLOATS
 
 
 def eps(name: str) -> float:
@@ -149,8 +139,8 @@ def round_to(x, name: str) -> np.ndarray:
     """float64 values rounded to the float format `name` with round to nearest
     even (subnormals and overflow to inf included), returned as that dtype.
 
-    NumPy's own f64->f16 is exact, but f64->bf16 through ml_dtypes goes
-    through f32 and can round twice; this one always rounds once.
+    NumPy's own f64->f16 rounds once, but ml_dtypes' f64->bf16 goes through
+    f32 and can round twice (1 + 2**-8 + 2**-30 becomes 1.0, not 1 + 2**-7).
     """
     x = np.asarray(x, dtype=np.float64)
     mant, min_exp, max_val = _FLOAT_FORMATS[name]
@@ -197,12 +187,11 @@ erf = np.vectorize(math.erf, otypes=[np.float64])
 # --- comparison -------------------------------------------------------------------
 
 
-def tolerance(name: str, ulps: float = 2.0, atol: float | None = None) -> tuple[float, float]:
-    """(atol, rtol) for a float result of dtype `name`, `ulps` relative steps."""
-    rtol = ulps * eps(name)
-    if atol is None:
-        atol = {"float16": 1e-5, "bfloat16": 1e-5, "float32": 1e-30, "float64": 1e-300}[name] * ulps
-    return atol, rtol
+def tolerance(name: str, ulps: float = 2.0) -> tuple[float, float]:
+    """(atol, rtol) for a float result of dtype `name`: `ulps` relative steps,
+    and an absolute floor that matters only for results near zero."""
+    floor = {"float16": 1e-5, "bfloat16": 1e-5, "float32": 1e-30, "float64": 1e-300}[name]
+    return floor * ulps, ulps * eps(name)
 
 
 def check(actual, expected, name: str | None = None, *, ulps: float = 2.0, atol=None, rtol=None,
@@ -237,8 +226,8 @@ def check(actual, expected, name: str | None = None, *, ulps: float = 2.0, atol=
 
 
 def ref_binary(op, a: np.ndarray, b: np.ndarray, result: str) -> np.ndarray:
-    """`op(a, b)` computed as Tegula specifies: operands converted to the result
-    type; f16/bf16 computed in f32 and rounded once to the result type."""
+    """`op(a, b)` computed as docs/ir.md specifies: operands converted to the
+    result type; f16/bf16 computed in f32, the result rounded back."""
     if result in ("float16", "bfloat16"):
         with np.errstate(all="ignore"):
             return round_to(op(a.astype(np.float32), b.astype(np.float32)).astype(np.float64), result)
@@ -249,3 +238,17 @@ def ref_binary(op, a: np.ndarray, b: np.ndarray, result: str) -> np.ndarray:
 
 def grid1(n: int, block: int) -> tuple:
     return (tegula.cdiv(n, block),)
+
+
+def run_isolated(tmp_path, source: str, timeout: float = 120.0) -> str:
+    """Runs `source` (a script that prints "ok" at the end) in a fresh Python
+    process, for kernels that would take the test process down if the
+    compiler got them wrong (a fault on a masked lane, a SIGFPE). Returns its
+    stdout; fails with its exit status and output otherwise."""
+    script = tmp_path / "isolated.py"
+    script.write_text(source)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0 and "ok" in result.stdout, (
+        f"exit status {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+    return result.stdout

@@ -9,7 +9,8 @@ import pytest
 
 from tegula import bench
 
-ROW_KEYS = {"workload", "shape", "dtype", "variant", "baseline", "bytes", "flops", "bound",
+ROW_KEYS = {"workload", "shape", "dtype", "variant", "baseline", "bytes", "flops", "bound", "exceeds_llc",
+            "eager_bytes",
             "median_ms", "min_ms", "max_ms", "samples", "samples_ms", "rate", "rate_unit",
             "speedup", "floor_ms", "floor_share", "check", "error", "note"}
 

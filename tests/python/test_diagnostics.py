@@ -17,6 +17,8 @@ def where(fn, needle, occurrence=0):
     lines, first = inspect.getsourcelines(fn.fn)
     seen = 0
     for i, text in enumerate(lines):
+        if text.lstrip().startswith(("@", "def ")):
+            continue  # needles are looked up in the body
         col = text.find(needle)
         if col >= 0:
             if seen == occurrence:

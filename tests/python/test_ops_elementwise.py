@@ -9,13 +9,15 @@ rounded once, so they may differ from the reference by at most one unit in
 the last place.
 """
 
+import textwrap
+
 import numpy as np
 import pytest
 
 import tegula
 import tegula.language as tl
 from ops_util import (FLOATS, INTS, SIGNED, c_div, c_mod, check, grid1, int_range, np_dtype, random,
-                      ref_binary, rng_for, round_to, to_f64)
+                      ref_binary, rng_for, round_to, run_isolated, to_f64)
 
 CMP_NAMES = ["==", "!=", "<", "<=", ">", ">="]
 CMP_REFS = [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
@@ -282,3 +284,123 @@ def test_scalar_int_arithmetic_truncates_like_c(a, b):
     with np.errstate(all="ignore"):
         want = [c_div(A, B)[0], c_mod(A, B)[0], (A * B + A - B)[0], (-A)[0], (A << 2)[0], (A >> 1)[0]]
     assert out.tolist() == [int(w) for w in want]
+
+
+@tegula.jit
+def ew_2d_kernel(x_ptr, row_ptr, col_ptr, c_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask)
+    r = tl.load(row_ptr + cols, mask=cols < N)
+    c = tl.load(col_ptr + rows, mask=rows < M)
+    cond = tl.load(c_ptr + offs, mask=mask, other=False)
+    # Row and column vectors broadcast against the tile, then a select
+    # between a tile and a broadcast row.
+    y = (x + r[None, :]) * c[:, None] - x
+    tl.store(out_ptr + offs, tl.where(cond, y, r[None, :]), mask=mask)
+    tl.store(out_ptr + M * N + offs, tl.maximum(x, c[:, None]), mask=mask)
+
+
+@pytest.mark.parametrize("name", INTS + FLOATS)
+def test_2d_broadcasting_ops(name):
+    M, N = 13, 50
+    rng = rng_for("ew2d", name)
+    small = {"low": -8, "high": 8}
+    x = random(rng, (M, N), name, **small)
+    r = random(rng, N, name, **small)
+    c = random(rng, M, name, **small)
+    cond = rng.random((M, N)) < 0.7
+    out = np.zeros((2, M, N), x.dtype)
+    grid = (tegula.cdiv(M, 16), tegula.cdiv(N, 64))
+    ew_2d_kernel[grid](x, r, c, cond, out, M, N, BM=16, BN=64)
+    rb = np.broadcast_to(r[None, :], (M, N))
+    cb = np.broadcast_to(c[:, None], (M, N))
+    y = ref_binary(np.subtract, ref_binary(np.multiply, ref_binary(np.add, x, rb, name), cb, name), x, name)
+    check(out[0], np.where(cond, y, rb), name, ulps=0, atol=0, what=f"{name} 2-D broadcasting")
+    check(out[1], np.maximum(x, cb), name, ulps=0, atol=0, what=f"{name} 2-D maximum")
+
+
+@tegula.jit
+def where_literals_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.where(x > 0, 1.0, 0.0))
+    tl.store(out_ptr + BLOCK + offs, tl.where(x > 0, x, 0))  # literal adopts x's type
+    tl.store(out_ptr + 2 * BLOCK + offs, tl.where(x > 0, -1, x * 2))
+
+
+def test_where_with_literal_branches():
+    B = 32
+    x = np.linspace(-3, 3, B).astype(np.float16)
+    out = np.zeros(3 * B, np.float16)
+    where_literals_kernel[(1,)](x, out, BLOCK=B)
+    np.testing.assert_array_equal(out[:B], (x > 0).astype(np.float16))
+    np.testing.assert_array_equal(out[B:2 * B], np.where(x > 0, x, 0))
+    np.testing.assert_array_equal(out[2 * B:], np.where(x > 0, -1, x * 2))
+
+
+@tegula.jit
+def propagate_nan_enum_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL))
+    tl.store(out_ptr + BLOCK + offs, tl.minimum(x, y, propagate_nan=tl.PropagateNan.NONE))
+
+
+def test_propagate_nan_enum():
+    # Triton spells the option as the enum tl.PropagateNan.ALL / .NONE.
+    x = np.array([1.0, np.nan, 3.0, np.nan] * 4, np.float32)
+    y = np.array([2.0, 5.0, np.nan, np.nan] * 4, np.float32)
+    out = np.zeros(32, np.float32)
+    propagate_nan_enum_kernel[(1,)](x, y, out, BLOCK=16)
+    np.testing.assert_array_equal(out[:16], np.maximum(x, y))  # NaN wins
+    np.testing.assert_array_equal(out[16:], np.fmin(x, y))  # NaN loses
+
+
+EDGE_SCRIPT = textwrap.dedent('''
+    import numpy as np
+    import tegula
+    import tegula.language as tl
+
+    @tegula.jit
+    def edges(x_ptr, y_ptr, s_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs)
+        y = tl.load(y_ptr + offs)
+        s = tl.load(s_ptr + offs)
+        tl.store(out_ptr + offs, x // y)
+        tl.store(out_ptr + BLOCK + offs, x % y)
+        tl.store(out_ptr + 2 * BLOCK + offs, x << s)
+        tl.store(out_ptr + 3 * BLOCK + offs, x >> s)
+
+    for dt in (np.int32, np.int64, np.int8, np.uint32):
+        info = np.iinfo(dt)
+        x = np.array([7, -7 if info.min else 9, info.min, info.min, 5, 1, -1 if info.min else 3, 0], dt)
+        y = np.array([0, 0, -1 if info.min else 1, 0, 2, 1, 1, 0], dt)
+        bits = np.dtype(dt).itemsize * 8
+        s = np.array([bits, bits + 3, 1, 2 * bits, 0, bits - 1, bits, 0], dt)
+        out = np.zeros(4 * 8, dt)
+        edges[(1,)](x, y, s, out, BLOCK=8)
+        q, r, shl, shr = out.reshape(4, 8)
+        ok = y != 0
+        assert (q[~ok] == 0).all(), ("x // 0 is 0", dt, q)
+        assert (r[~ok] == x[~ok]).all(), ("x % 0 is x", dt, r)
+        if info.min:
+            assert q[2] == info.min and r[2] == 0, ("MIN // -1 is MIN, MIN % -1 is 0", dt, q, r)
+        big = s >= bits
+        assert (shl[big] == 0).all(), ("x << bits moves every bit out", dt, shl)
+        want = np.where(x[big] < 0, -1, 0).astype(dt)
+        assert (shr[big] == want).all(), ("x >> bits moves every bit out", dt, shr)
+    print("ok")
+''')
+
+
+def test_integer_edge_cases_do_not_trap(tmp_path):
+    # Division by zero, MIN // -1 and shifts by >= the bit width: the IR
+    # leaves the value to the backend but forbids undefined behaviour; the
+    # CPU backend documents x // 0 == 0, x % 0 == x, MIN // -1 == MIN and
+    # shifts that move every bit out. Run apart: a trap would kill pytest.
+    run_isolated(tmp_path, EDGE_SCRIPT)

@@ -16,8 +16,7 @@ import pytest
 import tegula
 import tegula.language as tl
 from tegula.language.extra import libdevice
-from ops_util import (FLOATS, c_div, check, erf, grid1, np_dtype, random, rng_for, round_to, to_f64,
-                      umulhi)
+from ops_util import FLOATS, c_div, check, erf, grid1, random, rng_for, round_to, to_f64, umulhi
 
 UNARY = ["exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "abs", "sin", "cos", "tanh",
          "libdevice.tanh", "tl.extra.libdevice.tanh", "sigmoid", "erf", "floor", "ceil",

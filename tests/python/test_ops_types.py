@@ -19,7 +19,7 @@ import pytest
 
 import tegula
 import tegula.language as tl
-from ops_util import (ALL, DTYPES, FLOATS, INTS, check, grid1, int_range, np_dtype, random, rng_for,
+from ops_util import (ALL, FLOATS, INTS, check, grid1, int_range, np_dtype, random, rng_for,
                       round_to, tl_dtype, to_f64)
 
 
@@ -419,5 +419,67 @@ def test_bitcast_between_widths_is_rejected():
         bad_bitcast_kernel[(1,)](np.ones(1, np.float32), np.zeros(1, np.int16))
 
 
-def test_dtype_table_covers_every_dtype():
-    assert set(DTYPES) == set(ALL) and len(ALL) == 13
+@tegula.jit
+def runtime_scalar_kernel(i_ptr, h_ptr, b_ptr, o64_ptr, o32_ptr, of_ptr, ou8_ptr, big, s, small, flag,
+                          BLOCK: tl.constexpr):
+    # Runtime scalars are typed values, not literals: they take part in
+    # promotion like a tile of their type.
+    offs = tl.arange(0, BLOCK)
+    i32 = tl.load(i_ptr + offs)
+    h = tl.load(h_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    r0 = i32 + big  # i32 tile + i64 scalar
+    tl.static_assert(r0.dtype == tl.int64)
+    r1 = h * s  # f16 tile * f32 scalar
+    tl.static_assert(r1.dtype == tl.float32)
+    r2 = b.to(tl.int8) + small  # i8 tile + i32 scalar
+    tl.static_assert(r2.dtype == tl.int32)
+    r3 = b + flag  # u8 tile + bool scalar
+    tl.static_assert(r3.dtype == tl.uint8)
+    tl.store(o64_ptr + offs, r0)
+    tl.store(of_ptr + offs, r1)
+    tl.store(o32_ptr + offs, r2)
+    tl.store(ou8_ptr + offs, r3)
+
+
+def test_runtime_scalar_promotion():
+    B = 16
+    i32 = np.arange(B, dtype=np.int32) - 3
+    h = np.linspace(-2, 2, B).astype(np.float16)
+    b = (np.arange(B) * 20).astype(np.uint8)
+    o64, o32 = np.zeros(B, np.int64), np.zeros(B, np.int32)
+    of, ou8 = np.zeros(B, np.float32), np.zeros(B, np.uint8)
+    big, s, small = 2**40 + 7, 0.1, 1000
+    runtime_scalar_kernel[(1,)](i32, h, b, o64, o32, of, ou8, big, s, small, True, BLOCK=B)
+    np.testing.assert_array_equal(o64, i32.astype(np.int64) + big)
+    np.testing.assert_array_equal(of, h.astype(np.float32) * np.float32(s))
+    np.testing.assert_array_equal(o32, b.astype(np.int8).astype(np.int32) + small)
+    np.testing.assert_array_equal(ou8, b + np.uint8(1))
+
+
+@tegula.jit
+def rtz_kernel(x_ptr, h_ptr, b_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(h_ptr + offs, x.to(tl.float16, fp_downcast_rounding="rtz"))
+    tl.store(b_ptr + offs, x.to(tl.bfloat16, fp_downcast_rounding="rtz"))
+
+
+def test_fp_downcast_rounding_rtz():
+    # Round toward zero: the magnitude never grows, so 1 + 0.75 ulp rounds down.
+    B = 16
+    x = np.zeros(B, np.float32)
+    x[:6] = [1 + 0.75 * 2**-10, -(1 + 0.75 * 2**-10), 1 + 0.75 * 2**-7, -(1 + 0.75 * 2**-7), 70000.0, 3.0]
+    h = np.zeros(B, np.float16)
+    b = np.zeros(B, np_dtype("bfloat16"))
+    rtz_kernel[(1,)](x, h, b, BLOCK=B)
+    x64 = x.astype(np.float64)
+
+    def toward_zero(values, mant):
+        m, e = np.frexp(values)
+        return np.ldexp(np.trunc(np.ldexp(m, mant)), e - mant)
+
+    want_h = toward_zero(x64, 11)
+    want_h[4] = 65504.0  # rtz saturates to the largest finite value instead of inf
+    check(h, want_h, "float16", ulps=0, atol=0, what="f32 -> f16 rtz")
+    check(b, toward_zero(x64, 8), "bfloat16", ulps=0, atol=0, what="f32 -> bf16 rtz")

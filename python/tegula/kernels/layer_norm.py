@@ -82,6 +82,13 @@ def bytes_moved(M: int, N: int, itemsize: int) -> int:
     return 2 * M * N * itemsize + 2 * N * itemsize + 2 * M * 4
 
 
+def eager_bytes_moved(M: int, N: int, itemsize: int = 4) -> int:
+    """What layer_norm_reference moves for float32 x: mean (read), centre
+    (read, write), square (read, write), mean (read), scale by rstd, by w, add b
+    (read, write each); 12 passes."""
+    return 12 * M * N * itemsize
+
+
 def flops(M: int, N: int) -> int:
     """sum, subtract, square, sum, scale, multiply, add: about seven per element."""
     return 7 * M * N

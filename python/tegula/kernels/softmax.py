@@ -63,6 +63,12 @@ def bytes_moved(M: int, N: int, itemsize: int) -> int:
     return 2 * M * N * itemsize
 
 
+def eager_bytes_moved(M: int, N: int, itemsize: int = 4) -> int:
+    """What softmax_reference moves for float32 x: max (read), subtract (read,
+    write), exp (read, write), sum (read), divide (read, write); 8 passes."""
+    return 8 * M * N * itemsize
+
+
 def flops(M: int, N: int) -> int:
     """max, subtract, exp, sum, divide: about five operations per element."""
     return 5 * M * N

@@ -9,6 +9,7 @@ Python raises RuntimeError. Dtypes and ``constexpr`` are real host objects.
 from . import extra, math
 from .core import (
     bfloat16,
+    PropagateNan,
     constexpr,
     dtype,
     float16,

@@ -8,7 +8,7 @@ defined by the compiler.
 
 from __future__ import annotations
 
-__all__ = ["dtype", "pointer_type", "constexpr", "tensor"]
+__all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan"]
 
 # Triton's short name -> (name exported by tegula.language, IR scalar, bits).
 _SCALARS = {
@@ -171,3 +171,10 @@ DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, 
 def only_in_kernel(name: str):
     """Raised by every tl function called from ordinary Python code."""
     raise RuntimeError(f"tl.{name} can only be used inside a @tegula.jit kernel")
+
+
+class PropagateNan:
+    """How tl.minimum / tl.maximum / tl.clamp treat NaN (the compiler reads the member name)."""
+
+    NONE = "none"
+    ALL = "all"

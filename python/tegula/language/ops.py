@@ -83,7 +83,8 @@ def to_tensor(x):
 # --- Memory --------------------------------------------------------------------
 
 
-def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="", eviction_policy="", volatile=False):
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False):
     """Loads from a pointer or tile of pointers; masked-off elements take ``other``."""
     _only_in_kernel("load")
 
@@ -209,12 +210,14 @@ def sum(input, axis=None, keep_dims=False, dtype=None):
     _only_in_kernel("sum")
 
 
-def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True,
+        keep_dims=False):
     """Maximum along ``axis``."""
     _only_in_kernel("max")
 
 
-def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True,
+        keep_dims=False):
     """Minimum along ``axis``."""
     _only_in_kernel("min")
 
@@ -397,12 +400,14 @@ def pair_uniform_to_normal(u1, u2):
 # --- Linear algebra ------------------------------------------------------------
 
 
-def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None, out_dtype=None):
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=None):
     """Matrix product of two 2-D tiles (plus ``acc``)."""
     _only_in_kernel("dot")
 
 
-def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, out_dtype=None):
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
+               out_dtype=None):
     """Matrix product of block-scaled low-precision operands."""
     _only_in_kernel("dot_scaled")
 

@@ -126,6 +126,7 @@ CodegenContext::CodegenContext(const ir::Function& f, const CodegenOptions& o)
   names_.reserve(fn.num_values());
   for (size_t i = 0; i < fn.num_values(); ++i) names_.push_back("v" + std::to_string(i));
   users_.resize(fn.num_values());
+  planned_.resize(fn.num_values());
   fn.walk([&](ir::OpId id) {
     for (ir::ValueId v : fn.op(id).operands) users_[v.index].push_back(id);
   });
@@ -155,6 +156,12 @@ void CodegenContext::declare_array(const std::string& element_type, int64_t elem
 }
 
 void CodegenContext::declare(ir::ValueId v) {
+  if (ir::ValueId storage = planned_.at(v.index); storage.valid()) {
+    TEGULA_ASSERT(fn.type(storage) == fn.type(v), "planned storage of another type");
+    out.line("// v" + std::to_string(v.index) + " is computed in place of " + name(storage));
+    alias(v, storage);
+    return;
+  }
   const ir::Type& t = fn.type(v);
   if (t.is_tile()) {
     declare_array(c_element(t), c_element_size(t), t.numel(), name(v));

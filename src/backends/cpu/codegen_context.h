@@ -68,8 +68,14 @@ class CodegenContext {
 
   // --- declarations ------------------------------------------------------------
   // Declares the storage of `v` (uninitialized array for tiles, mutable
-  // scalar otherwise) named name(v).
+  // scalar otherwise) named name(v); a value with planned storage names that
+  // storage instead and declares nothing.
   void declare(ir::ValueId v);
+  // `v` (a tile of the same type) will live in the storage of `storage`: its
+  // declare() aliases instead of declaring. The loop emitter plans this for a
+  // yielded value whose loop-carried argument is dead once it is computed
+  // (codegen_control.cpp), so the yield copies nothing.
+  void plan_storage(ir::ValueId v, ir::ValueId storage) { planned_.at(v.index) = storage; }
   // Declares an array named `name` for `numel` elements of `element_type`.
   void declare_array(const std::string& element_type, int64_t element_size, int64_t numel,
                      const std::string& name);
@@ -103,6 +109,7 @@ class CodegenContext {
  private:
   std::vector<std::string> names_;
   std::vector<std::vector<ir::OpId>> users_;
+  std::vector<ir::ValueId> planned_;  // storage planned for a value, or invalid
   passes::AxisInfoAnalysis axis_info_;
   int next_fresh_ = 0;
   int64_t stack_bytes_ = 0;

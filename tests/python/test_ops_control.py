@@ -1,0 +1,299 @@
+"""Control flow and launch: runtime if/elif/else, for loops over range,
+tl.range and tl.static_range with loop-carried tiles, while loops, nested
+loops, @jit helpers (constexpr parameters, defaults, tuple returns),
+tl.static_assert and tl.static_print; program_id and num_programs on 1-D,
+2-D and 3-D grids, zero-sized grids and grids computed from the meta
+parameters. Each kernel is checked against the same computation in Python.
+"""
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from ops_util import check, random, rng_for
+
+
+@tegula.jit
+def branches_kernel(out_ptr, a, b, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = offs.to(tl.float32)
+    scale = 1.0
+    shift = 0
+    if a > b:
+        scale = 2.0
+        x = x + 1.0
+    elif a == b:
+        scale = -1.0
+        shift = 3
+    else:
+        shift = a - b
+    if a % 2 == 0:  # an `if` without `else` changing a tile
+        x = x * 10.0
+    y = x * scale + shift
+    tl.store(out_ptr + offs, y)
+    # A conditional expression on a runtime scalar.
+    tl.store(out_ptr + BLOCK, 5.0 if a < 0 else 7.0)
+
+
+def branches_reference(a, b, B):
+    x = np.arange(B, dtype=np.float32)
+    scale, shift = 1.0, 0
+    if a > b:
+        scale, x = 2.0, x + 1
+    elif a == b:
+        scale, shift = -1.0, 3
+    else:
+        shift = a - b
+    if a % 2 == 0:
+        x = x * 10
+    return np.append(x * np.float32(scale) + np.float32(shift), 5.0 if a < 0 else 7.0)
+
+
+@pytest.mark.parametrize("a,b", [(5, 3), (3, 3), (3, 5), (-4, 2), (6, 6), (-7, -9)])
+def test_if_elif_else_on_runtime_scalars(a, b):
+    B = 16
+    out = np.zeros(B + 1, np.float32)
+    branches_kernel[(1,)](out, a, b, BLOCK=B)
+    np.testing.assert_array_equal(out, branches_reference(a, b, B))
+
+
+@tegula.jit
+def loops_kernel(x_ptr, out_ptr, n, steps, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    # range with a runtime bound and a tile carried through the loop.
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(0, n, BLOCK):
+        acc += tl.load(x_ptr + i + offs, mask=i + offs < n, other=0.0)
+    tl.store(out_ptr + offs, acc)
+    # tl.range with start, end and step, and tuning hints that change nothing.
+    total = 0
+    for j in tl.range(3, steps, 2, num_stages=2):
+        total += j
+    tl.store(out_ptr + BLOCK, total.to(tl.float32))
+    # tl.static_range: unrolled; the index is a compile-time constant.
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    for k in tl.static_range(UNROLL):
+        tl.static_assert(k < UNROLL)
+        s = s + (k + 1) * offs.to(tl.float32)
+    for k in tl.static_range(1, 8, 3):  # 1, 4, 7
+        s = s + k
+    tl.store(out_ptr + BLOCK + 1 + offs, s)
+    # A negative step.
+    down = 0
+    for j in range(steps, 0, -3):
+        down = down * 2 + j
+    tl.store(out_ptr + 2 * BLOCK + 1, down.to(tl.float32))
+
+
+@pytest.mark.parametrize("n,steps", [(100, 12), (37, 3), (1, 0), (64, 9)])
+def test_for_loops(n, steps):
+    B, unroll = 32, 4
+    rng = rng_for("loops", n)
+    x = random(rng, n, "float32")
+    out = np.zeros(2 * B + 2, np.float32)
+    loops_kernel[(1,)](x, out, n, steps, BLOCK=B, UNROLL=unroll)
+    padded = np.zeros(-(-n // B) * B, np.float32)
+    padded[:n] = x
+    acc = np.zeros(B, np.float32)
+    for row in padded.reshape(-1, B):  # the kernel's order of additions, in f32
+        acc += row
+    check(out[:B], acc, "float32", ulps=0, atol=0, what="range loop")
+    assert out[B] == sum(range(3, steps, 2))
+    np.testing.assert_array_equal(out[B + 1:2 * B + 1], sum(range(1, unroll + 1)) * np.arange(B) + 12)
+    down = 0
+    for j in range(steps, 0, -3):
+        down = down * 2 + j
+    assert out[2 * B + 1] == down
+
+
+@tegula.jit
+def while_kernel(out_ptr, start, BLOCK: tl.constexpr):
+    # Collatz steps of `start`, and a tile halved until its sum is small.
+    v = start
+    count = 0
+    while v != 1:
+        if v % 2 == 0:
+            v = v // 2
+        else:
+            v = 3 * v + 1
+        count += 1
+    tl.store(out_ptr, count)
+    t = tl.full([BLOCK], start, tl.int32)
+    rounds = 0
+    while tl.sum(t) > BLOCK:
+        t = t // 2
+        rounds += 1
+    tl.store(out_ptr + 1, rounds)
+    tl.store(out_ptr + 2 + tl.arange(0, BLOCK), t)
+
+
+def collatz(v):
+    count = 0
+    while v != 1:
+        v = v // 2 if v % 2 == 0 else 3 * v + 1
+        count += 1
+    return count
+
+
+@pytest.mark.parametrize("start", [1, 6, 27, 97])
+def test_while_loops(start):
+    B = 8
+    out = np.zeros(2 + B, np.int32)
+    while_kernel[(1,)](out, start, BLOCK=B)
+    t, rounds = np.full(B, start), 0
+    while t.sum() > B:
+        t, rounds = t // 2, rounds + 1
+    assert out[0] == collatz(start)
+    assert out[1] == rounds
+    np.testing.assert_array_equal(out[2:], t)
+
+
+@tegula.jit
+def nested_kernel(out_ptr, M, N, BLOCK: tl.constexpr):
+    # out[i, j] = sum over k < j of (i + k), computed with three nested loops.
+    offs = tl.arange(0, BLOCK)
+    for i in range(M):
+        row = tl.zeros([BLOCK], dtype=tl.int32)
+        for j in range(N):
+            s = 0
+            for k in range(j):
+                s += i + k
+            row = tl.where(offs == j, s, row)
+        tl.store(out_ptr + i * N + offs, row, mask=offs < N)
+
+
+def test_nested_loops():
+    M, N = 5, 7
+    out = np.zeros(M * N, np.int32)
+    nested_kernel[(1,)](out, M, N, BLOCK=8)
+    want = [[sum(i + k for k in range(j)) for j in range(N)] for i in range(M)]
+    np.testing.assert_array_equal(out.reshape(M, N), want)
+
+
+@tegula.jit
+def scaled(x, factor, OFFSET: tl.constexpr = 1, SQUARE: tl.constexpr = False):
+    y = x * factor + OFFSET
+    if SQUARE:
+        y = y * y
+    return y
+
+
+@tegula.jit
+def stats(x):
+    # A tuple return, through another helper.
+    return tl.sum(x, axis=0), tl.max(x, axis=0), scaled(x, 2)
+
+
+@tegula.jit
+def helpers_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, scaled(x, 3))
+    tl.store(out_ptr + BLOCK + offs, scaled(x, 3, OFFSET=5, SQUARE=True))
+    tl.store(out_ptr + 2 * BLOCK + offs, scaled(x, factor=-1, SQUARE=True))
+    total, biggest, twice = stats(x)
+    tl.store(out_ptr + 3 * BLOCK, total)
+    tl.store(out_ptr + 3 * BLOCK + 1, biggest)
+    tl.store(out_ptr + 4 * BLOCK + offs, twice)
+
+
+def test_jit_helpers():
+    B = 16
+    x = np.arange(B, dtype=np.int32) - 6
+    out = np.zeros(5 * B, np.int32)
+    helpers_kernel[(1,)](x, out, BLOCK=B)
+    np.testing.assert_array_equal(out[:B], x * 3 + 1)
+    np.testing.assert_array_equal(out[B:2 * B], (x * 3 + 5) ** 2)
+    np.testing.assert_array_equal(out[2 * B:3 * B], (-x + 1) ** 2)
+    assert out[3 * B] == x.sum() and out[3 * B + 1] == x.max()
+    np.testing.assert_array_equal(out[4 * B:], x * 2 + 1)
+
+
+@tegula.jit
+def static_kernel(out_ptr, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    tl.static_assert(BLOCK >= 16, "BLOCK must be at least 16")
+    tl.static_print("static_print:", BLOCK, MODE)
+    if MODE == "double":  # a constexpr condition: only one branch is compiled
+        v = tl.arange(0, BLOCK) * 2
+    else:
+        v = tl.arange(0, BLOCK)
+    tl.store(out_ptr + tl.arange(0, BLOCK), v)
+
+
+def test_static_assert_and_static_print(capfd):
+    out = np.zeros(32, np.int32)
+    static_kernel[(1,)](out, BLOCK=32, MODE="double")
+    np.testing.assert_array_equal(out, np.arange(32) * 2)
+    static_kernel[(1,)](out, BLOCK=16, MODE="plain")
+    np.testing.assert_array_equal(out[:16], np.arange(16))
+    printed = capfd.readouterr().err
+    # Printed while compiling: absent when the disk cache already held the kernel.
+    if printed:
+        assert "static_print: 32 double" in printed or "static_print: 16 plain" in printed, printed
+    with pytest.raises(tegula.CompilationError, match="static assertion failed: BLOCK must be at least 16"):
+        static_kernel[(1,)](out, BLOCK=8, MODE="plain")
+
+
+@tegula.jit
+def grid_kernel(out_ptr, STRIDE: tl.constexpr):
+    x = tl.program_id(0)
+    y = tl.program_id(1)
+    z = tl.program_id(2)
+    nx = tl.num_programs(0)
+    ny = tl.num_programs(1)
+    nz = tl.num_programs(2)
+    linear = (z * ny + y) * nx + x
+    # Each program writes its ids and the grid size into its own slot.
+    base = out_ptr + linear * STRIDE
+    tl.store(base + 0, x)
+    tl.store(base + 1, y)
+    tl.store(base + 2, z)
+    tl.store(base + 3, nx)
+    tl.store(base + 4, ny)
+    tl.store(base + 5, nz)
+
+
+@pytest.mark.parametrize("grid", [(7,), (3, 5), (2, 3, 4), (1, 1, 6), [4, 2]], ids=str)
+def test_program_id_and_num_programs(grid):
+    dims = tuple(grid) + (1,) * (3 - len(grid))
+    total = int(np.prod(dims))
+    out = np.full((total + 1, 8), -1, np.int32)
+    grid_kernel[grid](out, STRIDE=8)
+    nx, ny, nz = dims
+    for z in range(nz):
+        for y in range(ny):
+            for x in range(nx):
+                row = out[(z * ny + y) * nx + x]
+                assert row[:6].tolist() == [x, y, z, nx, ny, nz], (x, y, z)
+    assert (out[total] == -1).all(), "a program outside the grid ran"
+
+
+@pytest.mark.parametrize("grid", [(0,), (0, 4), (3, 0), (2, 2, 0)], ids=str)
+def test_zero_sized_grid_runs_nothing(grid):
+    out = np.full((16, 8), -1, np.int32)
+    grid_kernel[grid](out, STRIDE=8)
+    assert (out == -1).all()
+
+
+@tegula.jit
+def meta_grid_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+
+
+@pytest.mark.parametrize("block", [16, 64])
+def test_grid_callable_of_meta(block):
+    n = 150
+    x = np.arange(n, dtype=np.int64)
+    out = np.zeros(n, np.int64)
+    seen = {}
+
+    def grid(meta):
+        seen.update(meta)
+        return (tegula.cdiv(meta["n"], meta["BLOCK"]),)
+
+    meta_grid_kernel[grid](x, out, n, BLOCK=block, num_warps=4)
+    np.testing.assert_array_equal(out, x * 2)
+    assert seen["BLOCK"] == block and seen["n"] == n and seen["num_warps"] == 4

@@ -1,0 +1,197 @@
+"""tl.dot against a float64 (or exact integer) matrix product: fp32, fp16,
+bf16, fp64 and int8 operands, fp32 accumulation, `acc=`, `out_dtype=`,
+`input_precision`, non-square shapes from 16 to 128, and a tiled matmul whose
+K loop masks a K that is not a multiple of BLOCK_K.
+
+Error bound per element: the textbook bound for a length-K dot product
+accumulated in a format with unit roundoff u, `K * u * (|A| @ |B|)` (the
+backend may sum in any order), plus the final rounding to the output type.
+The CPU backend computes "ieee" precision whatever `input_precision` says.
+"""
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from ops_util import check, eps, np_dtype, random, rng_for, to_f64
+
+
+def dot_bound(a64, b64, k, acc_name, out_name=None):
+    bound = 2 * k * eps(acc_name) * (np.abs(a64) @ np.abs(b64))
+    if out_name and out_name != acc_name:
+        bound += eps(out_name) * np.abs(a64 @ b64)
+    return bound + 1e-30
+
+
+def dot_inputs(name, shape_a, shape_b, seed):
+    rng = rng_for("dot", name, seed)
+    if name == "int8":
+        return random(rng, shape_a, name), random(rng, shape_b, name)
+    return random(rng, shape_a, name, low=-2, high=2), random(rng, shape_b, name, low=-2, high=2)
+
+
+@tegula.jit
+def dot_block_kernel(a_ptr, b_ptr, c_ptr, out_ptr, acc_out_ptr, ieee_out_ptr, M: tl.constexpr,
+                     N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn)
+    c = tl.load(c_ptr + rm * N + rn)
+    d = tl.dot(a, b)
+    tl.static_assert(d.shape[0] == M and d.shape[1] == N)
+    tl.store(out_ptr + rm * N + rn, d)
+    tl.store(acc_out_ptr + rm * N + rn, tl.dot(a, b, acc=c))
+    tl.store(ieee_out_ptr + rm * N + rn, tl.dot(a, b, input_precision="ieee", allow_tf32=False))
+
+
+SHAPES = [(16, 32, 64), (64, 16, 128), (128, 64, 16), (32, 128, 32)]
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=lambda v: str(v))
+def test_dot_block(name, M, N, K):
+    a, b = dot_inputs(name, (M, K), (K, N), (M, N, K))
+    c = random(rng_for("dot-acc", name, M), (M, N), "float32")
+    out = np.zeros((M, N), np.float32)
+    acc_out = np.zeros((M, N), np.float32)
+    ieee_out = np.zeros((M, N), np.float32)
+    dot_block_kernel[(1,)](a, b, c, out, acc_out, ieee_out, M=M, N=N, K=K)
+    a64, b64 = to_f64(a), to_f64(b)
+    want = a64 @ b64
+    bound = dot_bound(a64, b64, K, "float32")
+    check(out, want, "float32", atol=bound, rtol=0, what=f"{name} dot {M}x{N}x{K}")
+    check(acc_out, want + c, "float32", atol=bound + eps("float32") * np.abs(c), rtol=0,
+          what=f"{name} dot with acc")
+    check(ieee_out, want, "float32", atol=bound, rtol=0, what=f"{name} dot, input_precision=ieee")
+
+
+@tegula.jit
+def dot_typed_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                     OUT: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn)
+    d = tl.dot(a, b, out_dtype=OUT)
+    tl.static_assert(d.dtype == OUT, "out_dtype sets the result type")
+    tl.store(out_ptr + rm * N + rn, d)
+
+
+@pytest.mark.parametrize("name,out_name", [("int8", "int32"), ("float64", "float64"),
+                                           ("float16", "float16"), ("bfloat16", "float32"),
+                                           ("float16", "float32")])
+def test_dot_out_dtype(name, out_name):
+    M, N, K = 32, 16, 64
+    a, b = dot_inputs(name, (M, K), (K, N), out_name)
+    out = np.zeros((M, N), np_dtype(out_name))
+    dot_typed_kernel[(1,)](a, b, out, M=M, N=N, K=K, OUT=getattr(tl, out_name))
+    if name == "int8":
+        check(out, a.astype(np.int32) @ b.astype(np.int32), "int32", what="int8 dot")
+        return
+    a64, b64 = to_f64(a), to_f64(b)
+    check(out, a64 @ b64, out_name, atol=dot_bound(a64, b64, K, out_name, out_name), rtol=0,
+          what=f"{name} dot, out_dtype={out_name}")
+
+
+@tegula.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr,
+                  BN: tl.constexpr, BK: tl.constexpr, ACC_FORM: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * sam + rk[None, :] * sak
+    b_ptrs = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        k_left = K - k * BK
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        if ACC_FORM:
+            acc = tl.dot(a, b, acc)
+        else:
+            acc += tl.dot(a, b)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    c = acc.to(c_ptr.dtype.element_ty)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("name,out_name,acc_form", [("float32", "float32", True),
+                                                    ("float16", "float16", False),
+                                                    ("bfloat16", "float32", True),
+                                                    ("bfloat16", "bfloat16", False)])
+def test_matmul_k_loop_with_masked_tail(name, out_name, acc_form):
+    M, N, K = 37, 50, 83  # no dimension a multiple of its block
+    BM, BN, BK = 32, 64, 32
+    a, b = dot_inputs(name, (M, K), (K, N), "matmul")
+    c = np.zeros((M, N), np_dtype(out_name))
+    grid = (tegula.cdiv(M, BM), tegula.cdiv(N, BN))
+    matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BM=BM, BN=BN, BK=BK, ACC_FORM=acc_form)
+    a64, b64 = to_f64(a), to_f64(b)
+    check(c, a64 @ b64, out_name, atol=dot_bound(a64, b64, K, "float32", out_name), rtol=0,
+          what=f"{name} matmul -> {out_name}")
+
+
+def test_matmul_transposed_operand_through_strides():
+    M, N, K = 20, 24, 40
+    rng = rng_for("matmul-strides")
+    a = random(rng, (M, K), "float32")
+    bt = random(rng, (N, K), "float32")  # B given transposed: B[k, n] = bt[n, k]
+    c = np.zeros((M, N), np.float32)
+    grid = (tegula.cdiv(M, 16), tegula.cdiv(N, 16))
+    matmul_kernel[grid](a, bt, c, M, N, K, K, 1, 1, K, N, 1, BM=16, BN=16, BK=16, ACC_FORM=True)
+    a64, b64 = to_f64(a), to_f64(bt).T
+    check(c, a64 @ b64, "float32", atol=dot_bound(a64, b64, K, "float32"), rtol=0, what="A @ B^T")
+
+
+@tegula.jit
+def bad_dot_kernel(a_ptr, b_ptr, out_ptr):
+    r = tl.arange(0, 16)
+    a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * 16 + r[None, :])
+    tl.store(out_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+
+
+def test_dot_of_mixed_dtypes_is_rejected():
+    a = np.zeros((16, 16), np.float16)
+    b = np.zeros((16, 16), np.float32)
+    with pytest.raises(tegula.CompilationError, match="same dtype"):
+        bad_dot_kernel[(1,)](a, b, np.zeros((16, 16), np.float32))
+
+
+@tegula.jit
+def attention_block_kernel(q_ptr, k_ptr, v_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr,
+                           D: tl.constexpr):
+    # One block of attention: dot with a transposed operand, a row softmax,
+    # and a second dot with the probabilities narrowed to f16.
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rd = tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    k = tl.load(k_ptr + rn[:, None] * D + rd[None, :])
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    s = tl.dot(q, tl.trans(k))
+    p = tl.exp(s - tl.max(s, axis=1)[:, None])
+    p = p / tl.sum(p, axis=1)[:, None]
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], tl.dot(p.to(tl.float16), v))
+
+
+def test_attention_block():
+    M, N, D = 32, 64, 16
+    rng = rng_for("attention")
+    q, k, v = (random(rng, shape, "float16") for shape in [(M, D), (N, D), (N, D)])
+    out = np.zeros((M, D), np.float32)
+    attention_block_kernel[(1,)](q, k, v, out, M=M, N=N, D=D)
+    s = to_f64(q) @ to_f64(k).T
+    p = np.exp(s - s.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    want = p @ to_f64(v)
+    # p is rounded to f16 (and exp/sum/divide add a few f32 roundings).
+    bound = 2 * eps("float16") * (p @ np.abs(to_f64(v))) + 1e-6
+    check(out, want, "float32", atol=bound, rtol=0, what="attention block")

@@ -1,0 +1,263 @@
+"""Tile creation (arange, zeros, full, zeros_like, full_like) and shape ops
+(reshape, view, trans, permute, expand_dims, broadcast_to, join, split,
+ravel, `.T`, `[:, None]`) against NumPy, plus the compile-time attributes
+`x.shape`, `x.dtype` and `ptr.dtype.element_ty`.
+
+Shape ops only move elements, so results must match exactly. Every kernel
+stores its results flat, row-major, so a wrong element order shows up as a
+mismatch at a precise index.
+"""
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from ops_util import ALL, check, np_dtype, random, rng_for, tl_dtype
+
+
+@tegula.jit
+def creation_kernel(out_i32, out_f16, out_u8, out_f32, out_i64, out_b, x_ptr, n, FILL: tl.constexpr,
+                    BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_i32 + offs, tl.arange(0, BLOCK))
+    tl.store(out_i32 + BLOCK + offs, tl.arange(5, 5 + BLOCK))
+    z = tl.zeros([BLOCK], dtype=tl.float16)
+    tl.static_assert(z.dtype == tl.float16)
+    tl.store(out_f16 + offs, z + 1.5)
+    f = tl.full((BLOCK,), 250, dtype=tl.uint8)
+    tl.static_assert(f.dtype == tl.uint8)
+    tl.store(out_u8 + offs, f + 10)  # wraps in u8: 260 -> 4
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)  # f32
+    zl = tl.zeros_like(x)
+    fl = tl.full_like(x, FILL)
+    tl.static_assert(zl.dtype == tl.float32 and fl.dtype == tl.float32)
+    tl.store(out_f32 + offs, zl + x)
+    tl.store(out_f32 + BLOCK + offs, fl)
+    tl.store(out_f32 + 2 * BLOCK + offs, tl.full([BLOCK], n, tl.float32))  # a runtime value
+    big = tl.full([2, BLOCK // 2], 2**40, dtype=tl.int64)
+    tl.store(out_i64 + offs, tl.reshape(big, [BLOCK]) + offs)
+    tl.store(out_b + offs, tl.full([BLOCK], True, tl.int1) & (offs % 3 == 0))
+    tl.store(out_b + BLOCK + offs, tl.zeros([BLOCK], tl.int1) | (offs > 5))
+    # No dtype: the literal's type (int -> int32, float -> float32).
+    tl.static_assert(tl.full([BLOCK], 3).dtype == tl.int32)
+    tl.static_assert(tl.full([BLOCK], 3.0).dtype == tl.float32)
+    tl.static_assert(tl.zeros([BLOCK]).dtype == tl.float32)
+
+
+def test_creation_ops():
+    B, n = 64, 41
+    x = np.arange(B, dtype=np.float32) * 0.5
+    outs = [np.zeros(2 * B, np.int32), np.zeros(B, np.float16), np.zeros(B, np.uint8),
+            np.zeros(3 * B, np.float32), np.zeros(B, np.int64), np.zeros(2 * B, np.bool_)]
+    creation_kernel[(1,)](*outs, x, n, FILL=-2.25, BLOCK=B)
+    i32, f16, u8, f32, i64, b = outs
+    r = np.arange(B)
+    np.testing.assert_array_equal(i32, np.concatenate([r, r + 5]))
+    np.testing.assert_array_equal(f16, 1.5)
+    np.testing.assert_array_equal(u8, 4)
+    np.testing.assert_array_equal(f32[:B], np.where(r < n, x, 0))
+    np.testing.assert_array_equal(f32[B:2 * B], -2.25)
+    np.testing.assert_array_equal(f32[2 * B:], float(n))
+    np.testing.assert_array_equal(i64, 2**40 + r)
+    np.testing.assert_array_equal(b[:B], r % 3 == 0)
+    np.testing.assert_array_equal(b[B:], r > 5)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_full_and_zeros_with_every_dtype(name):
+    out = np.ones(3 * 16, np_dtype(name))
+    fill_full_kernel[(1,)](out, DT=tl_dtype(name), BLOCK=16)
+    check(out[:16], np.zeros(16, out.dtype), name, ulps=0, atol=0, what="zeros")
+    check(out[16:32], np.ones(16, out.dtype), name, ulps=0, atol=0, what="full 1")
+    check(out[32:], np.zeros(16, out.dtype), name, ulps=0, atol=0, what="zeros_like")
+
+
+@tegula.jit
+def fill_full_kernel(out_ptr, DT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    z = tl.zeros([BLOCK], dtype=DT)
+    f = tl.full([BLOCK], 1, DT)
+    tl.static_assert(z.dtype == DT and f.dtype == DT and out_ptr.dtype.element_ty == DT)
+    tl.store(out_ptr + offs, z)
+    tl.store(out_ptr + BLOCK + offs, f)
+    tl.store(out_ptr + 2 * BLOCK + offs, tl.zeros_like(f))
+
+
+@tegula.jit
+def reshape_kernel(x_ptr, out_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    # x is A*B*C elements; every result is stored flat, row-major.
+    i = tl.arange(0, A * B * C)
+    x = tl.load(x_ptr + i)
+    size = A * B * C
+    x3 = tl.reshape(x, (A, B, C))
+    tl.static_assert(x3.shape[0] == A and x3.shape[1] == B and x3.shape[2] == C)
+    a = tl.arange(0, A)[:, None, None]
+    b = tl.arange(0, B)[None, :, None]
+    c = tl.arange(0, C)[None, None, :]
+    flat3 = a * B * C + b * C + c
+    tl.store(out_ptr + 0 * size + flat3, x3)
+    x2 = x.reshape(A * B, C)  # varargs form, as a method
+    r = tl.arange(0, A * B)[:, None]
+    k = tl.arange(0, C)[None, :]
+    tl.store(out_ptr + 1 * size + r * C + k, x2)
+    tl.store(out_ptr + 2 * size + i, tl.ravel(x3))
+    tl.store(out_ptr + 3 * size + i, tl.view(x2, [size]))
+    t = tl.trans(x2)  # [C, A*B]
+    tl.store(out_ptr + 4 * size + tl.arange(0, C)[:, None] * (A * B) + tl.arange(0, A * B)[None, :], t)
+    tl.store(out_ptr + 5 * size + tl.arange(0, C)[:, None] * (A * B) + tl.arange(0, A * B)[None, :], x2.T)
+    p = tl.permute(x3, (2, 0, 1))  # [C, A, B]
+    pc = tl.arange(0, C)[:, None, None]
+    pa = tl.arange(0, A)[None, :, None]
+    pb = tl.arange(0, B)[None, None, :]
+    tl.store(out_ptr + 6 * size + pc * A * B + pa * B + pb, p)
+    q = x3.permute(1, 2, 0)  # [B, C, A], varargs method form
+    qb = tl.arange(0, B)[:, None, None]
+    qc = tl.arange(0, C)[None, :, None]
+    qa = tl.arange(0, A)[None, None, :]
+    tl.store(out_ptr + 7 * size + qb * C * A + qc * A + qa, q)
+    tt = tl.trans(x3, 2, 1, 0)  # trans with dims is permute: [C, B, A]
+    tc = tl.arange(0, C)[:, None, None]
+    tb = tl.arange(0, B)[None, :, None]
+    ta = tl.arange(0, A)[None, None, :]
+    tl.store(out_ptr + 8 * size + tc * B * A + tb * A + ta, tt)
+
+
+@pytest.mark.parametrize("name", ["float32", "int16", "bfloat16"])
+def test_reshape_trans_permute_ravel(name):
+    A, B, C = 2, 4, 8
+    rng = rng_for("reshape", name)
+    x = random(rng, A * B * C, name)
+    out = np.zeros(9 * x.size, x.dtype)
+    reshape_kernel[(1,)](x, out, A=A, B=B, C=C)
+    x3 = x.reshape(A, B, C)
+    x2 = x.reshape(A * B, C)
+    refs = [x3, x2, x, x, x2.T, x2.T, x3.transpose(2, 0, 1), x3.transpose(1, 2, 0),
+            x3.transpose(2, 1, 0)]
+    names = ["reshape 3-D", "reshape 2-D", "ravel", "view", "trans", ".T", "permute (2, 0, 1)",
+             "permute (1, 2, 0)", "trans with dims"]
+    for k, (want, what) in enumerate(zip(refs, names)):
+        got = out[k * x.size:(k + 1) * x.size]
+        check(got, want.reshape(-1), name, ulps=0, atol=0, what=what)
+
+
+@tegula.jit
+def expand_broadcast_kernel(x_ptr, y_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M))  # [M]
+    y = tl.load(y_ptr + tl.arange(0, N))  # [N]
+    r = tl.arange(0, M)[:, None]
+    c = tl.arange(0, N)[None, :]
+    flat = r * N + c
+    size = M * N
+    col = tl.expand_dims(x, 1)  # [M, 1]
+    row = tl.expand_dims(y, 0)  # [1, N]
+    tl.static_assert(col.shape[0] == M and col.shape[1] == 1)
+    tl.store(out_ptr + 0 * size + flat, col + row)  # implicit broadcasting
+    tl.store(out_ptr + 1 * size + flat, tl.broadcast_to(col, (M, N)))
+    tl.store(out_ptr + 2 * size + flat, tl.broadcast_to(row, M, N))
+    tl.store(out_ptr + 3 * size + flat, x[:, None] * y[None, :])
+    e = tl.expand_dims(y, (0, 2))  # [1, N, 1]
+    tl.static_assert(len(e.shape) == 3 and e.shape[1] == N and e.shape[2] == 1)
+    e2 = y.expand_dims(-1)  # [N, 1]
+    tl.store(out_ptr + 4 * size + flat, tl.reshape(tl.broadcast_to(e, (1, N, M)), (N, M)).T - e2.T)
+    tl.store(out_ptr + 5 * size + flat, tl.broadcast_to(x[:, None], (M, N)) + tl.zeros_like(row))
+
+
+def test_expand_dims_and_broadcast():
+    M, N = 8, 16
+    rng = rng_for("expand")
+    x = random(rng, M, "int32", low=-100, high=100)
+    y = random(rng, N, "int32", low=-100, high=100)
+    out = np.zeros(6 * M * N, np.int32)
+    expand_broadcast_kernel[(1,)](x, y, out, M=M, N=N)
+    refs = [x[:, None] + y[None, :], np.broadcast_to(x[:, None], (M, N)), np.broadcast_to(y, (M, N)),
+            x[:, None] * y[None, :], np.broadcast_to(y[None, :], (M, N)) - y[None, :],
+            np.broadcast_to(x[:, None], (M, N))]
+    for k, want in enumerate(refs):
+        check(out[k * M * N:(k + 1) * M * N].reshape(M, N), want, "int32", what=f"case {k}")
+
+
+@tegula.jit
+def join_split_kernel(a_ptr, b_ptr, out_ptr, first_ptr, second_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    j = tl.join(a, b)  # [BLOCK, 2]
+    tl.static_assert(j.shape[0] == BLOCK and j.shape[1] == 2)
+    pair_offs = offs[:, None] * 2 + tl.arange(0, 2)[None, :]
+    tl.store(out_ptr + pair_offs, j)
+    # Split interleaved pairs read back from memory.
+    first, second = tl.split(tl.load(out_ptr + pair_offs))
+    tl.store(first_ptr + offs, first)
+    tl.store(second_ptr + offs, second)
+    # join of 2-D tiles and split of the result: [4, BLOCK // 4, 2].
+    a2 = tl.reshape(a, (4, BLOCK // 4))
+    x, y = tl.join(a2, a2 * 2).split()
+    tl.store(first_ptr + BLOCK + offs, tl.ravel(x - y))
+
+
+@pytest.mark.parametrize("name", ["float32", "int8"])
+def test_join_and_split(name):
+    B = 32
+    rng = rng_for("join", name)
+    a = random(rng, B, name, low=-20, high=20)
+    b = random(rng, B, name, low=-20, high=20)
+    out = np.zeros(2 * B, a.dtype)
+    first = np.zeros(2 * B, a.dtype)
+    second = np.zeros(B, a.dtype)
+    join_split_kernel[(1,)](a, b, out, first, second, BLOCK=B)
+    check(out, np.stack([a, b], axis=-1).reshape(-1), name, ulps=0, atol=0, what="join")
+    check(first[:B], a, name, ulps=0, atol=0, what="split: first")
+    check(second, b, name, ulps=0, atol=0, what="split: second")
+    check(first[B:], -a, name, ulps=0, atol=0, what="2-D join + split")
+
+
+@tegula.jit
+def attributes_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tile = tl.reshape(x, (2, BLOCK // 2))
+    tl.static_assert(len(tile.shape) == 2)
+    tl.static_assert(tile.shape[1] == BLOCK // 2)
+    tl.static_assert(x.dtype == x_ptr.dtype.element_ty)
+    tl.static_assert(out_ptr.dtype.element_ty == tl.int32)
+    # Attributes as values: shape entries and the element type drive the code.
+    tl.store(out_ptr + 0, tile.shape[0])
+    tl.store(out_ptr + 1, tile.shape[1])
+    tl.store(out_ptr + 2, x.dtype.primitive_bitwidth)
+    tl.store(out_ptr + 3, tl.sum(tl.full(tile.shape, 1, x_ptr.dtype.element_ty)).to(tl.int32))
+    if x.dtype == tl.float16:
+        tl.store(out_ptr + 4, 16)
+    else:
+        tl.store(out_ptr + 4, 32)
+
+
+@pytest.mark.parametrize("name,bits", [("float16", 16), ("float32", 32)])
+def test_shape_and_dtype_attributes(name, bits):
+    x = np.zeros(32, np_dtype(name))
+    out = np.zeros(5, np.int32)
+    attributes_kernel[(1,)](x, out, BLOCK=32)
+    assert out.tolist() == [2, 16, bits, 32, 16 if name == "float16" else 32]
+
+
+@tegula.jit
+def shape_tuple_compare_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.static_assert(x.shape == (BLOCK,))
+    tl.static_assert(x[:, None].shape == (BLOCK, 1))
+
+
+def test_shape_compares_with_a_tuple():
+    # `x.shape == (BLOCK,)` is plain Python in Triton: shapes are tuples.
+    shape_tuple_compare_kernel[(1,)](np.zeros(16, np.float32), BLOCK=16)
+
+
+@tegula.jit
+def bad_reshape_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.ravel(tl.reshape(x, (4, 8))))
+
+
+def test_reshape_to_another_element_count_is_rejected():
+    with pytest.raises(tegula.CompilationError, match="cannot reshape"):
+        bad_reshape_kernel[(1,)](np.zeros(16, np.float32), BLOCK=16)
