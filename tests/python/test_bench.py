@@ -59,6 +59,10 @@ def test_every_workload_has_a_checked_tegula_row_and_a_baseline(report):
             assert row["rate_unit"] == ("GFLOP/s" if workload == "matmul" else "GB/s")
             if row["baseline"]:
                 assert row["speedup"] == pytest.approx(1.0)
+            if row["bound"] == "memory":  # eager never moves less than the fused kernel
+                assert row["eager_bytes"] >= row["bytes"]
+            else:
+                assert row["eager_bytes"] is None
 
 
 def test_only_selects_workloads(tmp_path):

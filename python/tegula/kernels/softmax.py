@@ -14,17 +14,13 @@ import numpy as np
 import tegula
 import tegula.language as tl
 
-# A global rather than -float("inf") in the kernel: the front end does not yet
-# accept float() of a string inside kernels.
-NEG_INF = float("-inf")
-
 
 @tegula.jit
 def softmax_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, BLOCK_N: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     in_row = cols < N
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=in_row, other=NEG_INF)
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=in_row, other=-float("inf"))
     x = x.to(tl.float32)
     shifted = x - tl.max(x, axis=0)
     numerator = tl.exp(shifted)
