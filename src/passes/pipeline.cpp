@@ -2,8 +2,8 @@
 // round changes nothing, with the verifier after every stage.
 //
 // Dumps stay readable: "lowered" first, then one dump per stage in the first
-// round for the stages that changed something, then (only if later rounds
-// changed more) one "optimized" dump of the final IR.
+// round for the stages that changed something, then always one "optimized"
+// dump of the final IR (what the backend receives).
 #include "passes/pipeline.h"
 
 #include "ir/printer.h"
@@ -37,7 +37,6 @@ constexpr int kMaxRounds = 4;
 
 void optimize(ir::Function& fn, std::vector<StageDump>* dumps) {
   if (dumps) dumps->push_back({"lowered", ir::print(fn)});
-  bool changed_after_first_round = false;
   for (int round = 0; round < kMaxRounds; ++round) {
     bool round_changed = false;
     for (const Stage& stage : kStages) {
@@ -45,11 +44,10 @@ void optimize(ir::Function& fn, std::vector<StageDump>* dumps) {
       ir::verify_or_throw(fn, stage.name);
       round_changed = round_changed || changed;
       if (changed && round == 0 && dumps) dumps->push_back({stage.name, ir::print(fn)});
-      if (changed && round > 0) changed_after_first_round = true;
     }
     if (!round_changed) break;
   }
-  if (changed_after_first_round && dumps) dumps->push_back({"optimized", ir::print(fn)});
+  if (dumps) dumps->push_back({"optimized", ir::print(fn)});
 }
 
 }  // namespace tegula::passes
