@@ -41,6 +41,11 @@ std::string c_element(const ir::Type& t) {
   return c_scalar(t.scalar);
 }
 
+std::string c_storage(const ir::Type& t) {
+  if (!t.is_pointer() && t.scalar == Scalar::I1) return "uint8_t";
+  return c_element(t);
+}
+
 std::string c_const(const ir::Type& t) {
   return t.is_pointer() ? c_element(t) + " const" : "const " + c_element(t);
 }
@@ -164,7 +169,7 @@ void CodegenContext::declare(ir::ValueId v) {
   }
   const ir::Type& t = fn.type(v);
   if (t.is_tile()) {
-    declare_array(c_element(t), c_element_size(t), t.numel(), name(v));
+    declare_array(c_storage(t), c_element_size(t), t.numel(), name(v));
   } else {
     out.line(c_element(t) + " " + name(v) + "{};");
   }
@@ -174,7 +179,7 @@ void CodegenContext::copy(ir::ValueId to, ir::ValueId from) {
   if (name(to) == name(from)) return;
   const ir::Type& t = fn.type(to);
   if (t.is_tile()) {
-    out.line("std::memcpy(" + name(to) + ", " + name(from) + ", sizeof(" + c_element(t) + ") * " +
+    out.line("std::memcpy(" + name(to) + ", " + name(from) + ", sizeof(" + c_storage(t) + ") * " +
              std::to_string(t.numel()) + ");");
   } else {
     out.line(name(to) + " = " + name(from) + ";");
@@ -201,7 +206,7 @@ void CodegenContext::parallel_copy(const std::vector<ir::ValueId>& dests,
     const ir::Type& t = fn.type(sources[i]);
     std::string saved = fresh("saved");
     if (t.is_tile()) {
-      declare_array(c_element(t), c_element_size(t), t.numel(), saved);
+      declare_array(c_storage(t), c_element_size(t), t.numel(), saved);
       out.line("std::memcpy(" + saved + ", " + from[i] + ", sizeof(" + saved + "[0]) * " +
                std::to_string(t.numel()) + ");");
     } else {
@@ -213,7 +218,7 @@ void CodegenContext::parallel_copy(const std::vector<ir::ValueId>& dests,
     if (name(dests[i]) == from[i]) continue;
     const ir::Type& t = fn.type(dests[i]);
     if (t.is_tile()) {
-      out.line("std::memcpy(" + name(dests[i]) + ", " + from[i] + ", sizeof(" + c_element(t) + ") * " +
+      out.line("std::memcpy(" + name(dests[i]) + ", " + from[i] + ", sizeof(" + c_storage(t) + ") * " +
                std::to_string(t.numel()) + ");");
     } else {
       out.line(name(dests[i]) + " = " + from[i] + ";");
@@ -242,14 +247,16 @@ void CodegenContext::open_element_loop(const std::string& index, int64_t numel) 
   out.open("for (int " + index + " = 0; " + index + " < " + std::to_string(numel) + "; ++" + index + ")");
 }
 
-// Runs of consecutive per-element ops with one element count become one
-// fused loop; a store ends its run (see codegen_fusion.cpp for why).
+// Per-element ops become fused loops, one loop per element count. A
+// *segment* is a maximal sequence of consecutive per-element ops of a block,
+// ending at its first store; within a segment the ops are regrouped by
+// element count (schedule_segment), so that a 32-element index computation
+// sitting between two 2048-element loads does not split their loop.
 void CodegenContext::emit_block_body(ir::BlockId block) {
-  std::vector<ir::OpId> run;
-  int64_t run_numel = 0;
+  std::vector<ir::OpId> segment;
   auto flush = [&] {
-    if (!run.empty()) emit_fused(*this, run);
-    run.clear();
+    if (!segment.empty()) schedule_segment(segment);
+    segment.clear();
   };
   for (ir::OpId id : fn.block(block).ops) {
     const ir::Op& o = fn.op(id);
@@ -259,19 +266,74 @@ void CodegenContext::emit_block_body(ir::BlockId block) {
       emit_op(id);
       continue;
     }
-    int64_t numel = fn.type(o.results.empty() ? o.operands[0] : o.results[0]).numel();
-    // A broadcast reads its operand at other indices: the operand must be
-    // complete, so it cannot be computed in the same loop.
-    bool reads_run = false;
-    if (o.kind == ir::OpKind::Broadcast)
-      for (ir::OpId member : run)
-        for (ir::ValueId r : fn.op(member).results) reads_run |= r == o.operands[0];
-    if (!run.empty() && (numel != run_numel || reads_run)) flush();
-    run.push_back(id);
-    run_numel = numel;
+    segment.push_back(id);
     if (o.kind == ir::OpKind::Store) flush();
   }
   flush();
+}
+
+// List scheduling of one segment into fused runs. An op is ready once the ops
+// of the segment defining its operands are placed. The current run takes the
+// first ready op (in program order) of its element count; when there is none,
+// the run is emitted and the first ready op starts the next one. Reordering
+// per-element ops is safe because they are pure except for loads and the
+// store that ends the segment, and the constraints below keep those in place:
+//  * loads keep their program order, and the store comes last;
+//  * a broadcast reads its operand at other indices, so it never joins the
+//    run computing that operand;
+//  * an op computed in place of another value's storage (plan_storage) waits
+//    for every op before it, which may still read that storage.
+void CodegenContext::schedule_segment(const std::vector<ir::OpId>& segment) {
+  auto numel_of = [&](const ir::Op& o) { return fn.type(o.results.empty() ? o.operands[0] : o.results[0]).numel(); };
+  std::vector<bool> placed(segment.size(), false);
+  auto index_in_segment = [&](ir::ValueId v) -> int {
+    ir::OpId def = fn.value(v).def;
+    for (size_t k = 0; k < segment.size(); ++k)
+      if (segment[k] == def) return static_cast<int>(k);
+    return -1;
+  };
+  auto ready = [&](size_t k) {
+    const ir::Op& o = fn.op(segment[k]);
+    bool waits_for_all = o.kind == ir::OpKind::Store || (!o.results.empty() && planned_[o.results[0].index].valid());
+    for (size_t j = 0; j < k; ++j) {
+      if (placed[j]) continue;
+      if (waits_for_all) return false;
+      if (o.kind == ir::OpKind::Load && fn.op(segment[j]).kind == ir::OpKind::Load) return false;
+    }
+    for (ir::ValueId v : o.operands) {
+      int def = index_in_segment(v);
+      if (def >= 0 && !placed[static_cast<size_t>(def)]) return false;
+    }
+    return true;
+  };
+  std::vector<ir::OpId> run;
+  int64_t run_numel = -1;
+  auto joins_run = [&](size_t k) {
+    const ir::Op& o = fn.op(segment[k]);
+    if (numel_of(o) != run_numel) return false;
+    if (o.kind != ir::OpKind::Broadcast) return true;
+    for (ir::OpId member : run)
+      for (ir::ValueId r : fn.op(member).results)
+        if (r == o.operands[0]) return false;
+    return true;
+  };
+  for (size_t left = segment.size(); left > 0;) {
+    size_t pick = segment.size();
+    for (size_t k = 0; k < segment.size() && pick == segment.size(); ++k)
+      if (!placed[k] && ready(k) && joins_run(k)) pick = k;
+    if (pick == segment.size()) {
+      if (!run.empty()) emit_fused(*this, run);
+      run.clear();
+      for (size_t k = 0; k < segment.size() && pick == segment.size(); ++k)
+        if (!placed[k] && ready(k)) pick = k;
+      TEGULA_ASSERT(pick < segment.size(), "no schedulable op in a fused segment");
+      run_numel = numel_of(fn.op(segment[pick]));
+    }
+    placed[pick] = true;
+    run.push_back(segment[pick]);
+    --left;
+  }
+  if (!run.empty()) emit_fused(*this, run);
 }
 
 // "v7 = add(v3, v6)  add.py:4:12": the op as the IR names it, for readers.

@@ -32,6 +32,10 @@ std::string c_scalar(ir::Scalar s);
 // C++ spelling of one element of `t`: the scalar, or `T*` for pointers (the
 // pointee of ptr<i1> is uint8_t: memory holds bytes, not C++ bools).
 std::string c_element(const ir::Type& t);
+// The element type of a tile's array: c_element, except that i1 tiles hold
+// bytes 0/1 (uint8_t). g++ vectorizes a mask read from a byte array but not
+// one read from a bool array.
+std::string c_storage(const ir::Type& t);
 // A read-only declaration's type: "const float", "float* const".
 std::string c_const(const ir::Type& t);
 // sizeof(c_element(t)) on this host.
@@ -90,6 +94,9 @@ class CodegenContext {
   // --- emission ------------------------------------------------------------------
   // Emits every op of `block` except its terminator.
   void emit_block_body(ir::BlockId block);
+  // Emits consecutive per-element ops of one block (ending at most at one
+  // store) as fused loops, grouped by element count.
+  void schedule_segment(const std::vector<ir::OpId>& segment);
   // Emits one op (a comment line naming it and its location, then its code).
   void emit_op(ir::OpId op);
   // The terminator of `block`.

@@ -28,20 +28,23 @@ struct ArithmeticForm {
 };
 
 // i1 rows follow arithmetic modulo 2 and the integer conventions of
-// prelude.h (x / 0 == 0, x % 0 == x, shifts by >= 1 give 0).
+// prelude.h (x / 0 == 0, x % 0 == x, shifts by >= 1 give 0). Masks use `&`
+// and `|`, not `&&` and `||`: both operands are 0/1 and already computed,
+// and a short circuit would turn the second into a conditional read that
+// keeps g++ from vectorizing the loop.
 constexpr ArithmeticForm kArithmetic[] = {
     {OpKind::Add, "$0 + $1", "tg_add($0, $1)", "$0 != $1"},
     {OpKind::Sub, "$0 - $1", "tg_sub($0, $1)", "$0 != $1"},
-    {OpKind::Mul, "$0 * $1", "tg_mul($0, $1)", "$0 && $1"},
+    {OpKind::Mul, "$0 * $1", "tg_mul($0, $1)", "$0 & $1"},
     {OpKind::Div, "$0 / $1", "tg_div($0, $1)", "$0 && $1"},
     {OpKind::Rem, "std::fmod($0, $1)", "tg_rem($0, $1)", "$0 && !$1"},
-    {OpKind::And, nullptr, "($T)($0 & $1)", "$0 && $1"},
-    {OpKind::Or, nullptr, "($T)($0 | $1)", "$0 || $1"},
+    {OpKind::And, nullptr, "($T)($0 & $1)", "$0 & $1"},
+    {OpKind::Or, nullptr, "($T)($0 | $1)", "$0 | $1"},
     {OpKind::Xor, nullptr, "($T)($0 ^ $1)", "$0 != $1"},
     {OpKind::Shl, nullptr, "tg_shl($0, $1)", "$0 && !$1"},
     {OpKind::Shr, nullptr, "tg_shr($0, $1)", "$0 && !$1"},
-    {OpKind::Min, "tg_fmin($0, $1)", "std::min($0, $1)", "$0 && $1"},
-    {OpKind::Max, "tg_fmax($0, $1)", "std::max($0, $1)", "$0 || $1"},
+    {OpKind::Min, "tg_fmin($0, $1)", "std::min($0, $1)", "$0 & $1"},
+    {OpKind::Max, "tg_fmax($0, $1)", "std::max($0, $1)", "$0 | $1"},
     {OpKind::UMulHi, nullptr, "tg_umulhi($0, $1)", "false"},
     {OpKind::Pow, "std::pow($0, $1)", "tg_ipow($0, $1)", "$0 || !$1"},
     {OpKind::Fma, "std::fma($0, $1, $2)", "tg_add(tg_mul($0, $1), $2)", "($0 && $1) != $2"},

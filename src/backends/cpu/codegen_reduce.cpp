@@ -86,7 +86,7 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
   for (size_t j = 0; j < n; ++j) {
     partial.push_back(ctx.fresh("partial"));
     const ir::Type& t = ctx.fn.type(op.operands[j]);
-    ctx.declare_array(c_element(t), c_element_size(t), half_rows, partial.back());
+    ctx.declare_array(c_storage(t), c_element_size(t), half_rows, partial.back());
   }
   auto elements = [&](const std::vector<std::string>& arrays, const std::string& index) {
     std::vector<std::string> out;

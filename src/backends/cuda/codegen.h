@@ -1,0 +1,46 @@
+// CUDA code generation: tile IR -> one self-contained CUDA C++ translation
+// unit (no #include; inline PTX where needed), compiled by NVRTC for the
+// device's exact architecture.
+//
+// The generated unit defines
+//
+//   extern "C" __global__ void __launch_bounds__(NUM_THREADS)
+//   tegula_kernel(<one parameter per ir::Function::params entry, in order,
+//                  by value: T* for pointers, int32_t/int64_t/uint64_t,
+//                  float, bool>)
+//
+// launched with blockDim.x = 32 * num_warps, the grid = the kernel's grid
+// (program_id(i) = blockIdx.{x,y,z}), and `shared_bytes` of dynamic shared
+// memory (the launcher raises the function's limit above 48 KB when needed).
+//
+// Every tile value gets a distributed layout (which thread holds which
+// elements, see layout.h); per-thread values are fixed-size register arrays
+// indexed only by compile-time constants; layout conversions, reductions
+// across warps and dot operands go through shared memory with barriers the
+// generator inserts.
+#pragma once
+
+#include <string>
+
+#include "ir/ir.h"
+
+namespace tegula::backends::cuda {
+
+struct CodegenOptions {
+  int num_warps = 4;
+  int arch = 90;       // compute capability * 10 (80, 86, 89, 90)
+  bool debug = false;  // keep asserts (bounds checks later)
+};
+
+struct CudaKernel {
+  std::string source;       // the CUDA C++ translation unit
+  std::string layouts;      // human-readable layout of every tile value (for inspect)
+  int num_threads = 128;    // blockDim.x
+  int shared_bytes = 0;     // dynamic shared memory per block
+};
+
+// Throws UserError for IR the backend cannot handle yet (naming the op and its
+// source location), never crashes.
+CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options);
+
+}  // namespace tegula::backends::cuda
