@@ -1,7 +1,8 @@
 // CompiledKernel: what a launch runs. The launch path is the hot path of every
 // `kernel[grid](...)` call, so it converts the (already validated) Python
 // values straight into ArgValues by the parameter types and releases the GIL
-// while the grid runs.
+// while the grid runs (CPU) or while the driver queues it (CUDA: launch_cuda,
+// on the caller's stream handle and device).
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -15,6 +16,7 @@
 
 #include "python/bindings.h"
 #include "runtime/compiler.h"
+#include "runtime/cuda_launch.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -63,7 +65,7 @@ ArgValue convert(const CompiledKernel& kernel, const ir::Param& param, nb::handl
   return out;
 }
 
-void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args) {
+std::vector<ArgValue> convert_all(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args) {
   const size_t count = nb::len(args);
   if (count != kernel.params.size()) {
     throw runtime::Error("kernel '" + kernel.name + "' takes " +
@@ -76,9 +78,39 @@ void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb
   for (size_t i = 0; i < count; ++i) values.push_back(convert(kernel, kernel.params[i], args[i]));
   for (int64_t g : grid)
     if (g < 0) throw runtime::Error("grid dimensions must be >= 0", ErrorKind::Value);
+  return values;
+}
 
+void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args) {
+  std::vector<ArgValue> values = convert_all(kernel, grid, args);
   nb::gil_scoped_release released;
   kernel.launch(grid.data(), values);
+}
+
+void launch_cuda(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, uint64_t stream,
+                 int device) {
+  std::vector<ArgValue> values = convert_all(kernel, grid, args);
+  nb::gil_scoped_release released;
+  kernel.launch(grid.data(), values, stream, device);
+}
+
+// What the kernel uses on `device` (CUDA kernels; loads it there if needed).
+nb::dict resources(const CompiledKernel& kernel, int device) {
+  if (!kernel.cuda_module)
+    throw runtime::Error("kernel '" + kernel.name + "' runs on the CPU; it has no GPU resources", ErrorKind::Value);
+  runtime::cuda::Resources used;
+  {
+    nb::gil_scoped_release released;
+    used = kernel.cuda_module->resources(device);
+  }
+  nb::dict d;
+  d["registers"] = used.registers;
+  d["static_shared_bytes"] = used.static_shared_bytes;
+  d["dynamic_shared_bytes"] = used.dynamic_shared_bytes;
+  d["local_bytes"] = used.local_bytes;
+  d["max_threads"] = used.max_threads;
+  d["threads"] = kernel.cuda_module->num_threads();
+  return d;
 }
 
 // The C form of NumPy's array interface (the `__array_struct__` capsule), as
@@ -132,14 +164,32 @@ void bind_kernel(nb::module_& m) {
       .def_ro("name", &CompiledKernel::name)
       .def_ro("key", &CompiledKernel::key)
       .def_ro("from_disk_cache", &CompiledKernel::from_disk_cache)
+      .def_ro("backend", &CompiledKernel::backend, "'cpu' or 'cuda': which launch method applies.")
       .def_prop_ro("params", &param_tuples,
                    "The launch ABI: (name, type, divisibility) per runtime parameter, in order.")
       .def_prop_ro("stages", &stage_dict,
                    "IR text after each stage, in pipeline order (empty unless keep_stages).")
       .def_prop_ro("source", [](const CompiledKernel& k) { return k.stages.source; },
-                   "The generated C++ source (empty unless keep_stages).")
+                   "The generated C++ or CUDA source (empty unless keep_stages).")
+      .def_prop_ro("layouts", [](const CompiledKernel& k) { return k.stages.layouts; },
+                   "CUDA: the layout of every tile value (empty unless keep_stages).")
+      .def_prop_ro("ptx", [](const CompiledKernel& k) { return k.stages.ptx; },
+                   "CUDA: the PTX NVRTC made (empty unless keep_stages).")
+      .def_prop_ro("compile_log", [](const CompiledKernel& k) { return k.stages.compile_log; },
+                   "CUDA: NVRTC's log with ptxas's register and shared memory report (keep_stages).")
+      .def_prop_ro(
+          "num_threads", [](const CompiledKernel& k) { return k.cuda_module ? k.cuda_module->num_threads() : 0; },
+          "CUDA: threads per block (32 * num_warps); 0 for CPU kernels.")
+      .def_prop_ro(
+          "shared_bytes", [](const CompiledKernel& k) { return k.cuda_module ? k.cuda_module->shared_bytes() : 0; },
+          "CUDA: dynamic shared memory per block in bytes.")
+      .def("resources", &resources, "device"_a = 0,
+           "CUDA: registers, shared and local memory the kernel uses on `device` (a dict).")
       .def("launch", &launch, "grid"_a, "args"_a,
            "Runs the grid; `args` holds one int/float/bool per runtime parameter.")
+      .def("launch_cuda", &launch_cuda, "grid"_a, "args"_a, "stream"_a, "device"_a,
+           "Queues the grid on CUDA stream handle `stream` (0: the default stream) of `device`; "
+           "pointer arguments are device addresses.")
       .def("__repr__", [](const CompiledKernel& k) {
         return "<tegula CompiledKernel '" + k.name + "' " + k.key.substr(0, 12) + ">";
       });

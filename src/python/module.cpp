@@ -9,6 +9,7 @@
 
 #include "python/bindings.h"
 #include "runtime/compiler.h"
+#include "runtime/cuda_api.h"
 #include "support/diagnostic.h"
 
 namespace nb = nanobind;
@@ -30,6 +31,9 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
   auto* compilation_error = static_cast<PyObject*>(payload);
   try {
     std::rethrow_exception(error);
+  } catch (const runtime::cuda::DriverError& e) {
+    // The driver, the device or a library failed, not the caller's values.
+    PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const runtime::Error& e) {
     PyErr_SetString(exception_for(e.kind(), compilation_error), e.what());
   } catch (const UserError& e) {
@@ -62,4 +66,5 @@ NB_MODULE(_C, m) {
 
   tegula::python::bind_compiler(m);
   tegula::python::bind_kernel(m);
+  tegula::python::bind_cuda(m);
 }

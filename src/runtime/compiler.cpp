@@ -1,10 +1,14 @@
 // The compile driver. compile() is the straight line
 //   key -> in-process table -> disk cache -> (miss) lower, optimize, emit, build -> publish -> load
 // and the one place where the compiler's exceptions become runtime::Error.
+// The CPU backend builds a shared object with the system compiler; the CUDA
+// backend builds a device image with NVRTC for the target device's
+// architecture (cuda_compile.h) and loads it lazily, per device, at launch.
 #include "runtime/compiler.h"
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cstdio>
@@ -13,13 +17,18 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/toolchain.h"
+#include "backends/cuda/codegen.h"
 #include "frontend/lower.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "runtime/cuda_api.h"
+#include "runtime/cuda_compile.h"
+#include "runtime/cuda_launch.h"
 #include "runtime/disk_cache.h"
 #include "runtime/errors.h"
 #include "runtime/shared_library.h"
@@ -73,13 +82,22 @@ bool effective_debug(const frontend::KernelRequest& request, const CompileOption
   return options.debug || request.debug;
 }
 
+bool is_cuda(const CompileOptions& options) { return options.backend == "cuda"; }
+
 void check_request(const frontend::KernelRequest& request, const CompileOptions& options) {
-  if (options.backend != "cpu")
-    fail(ErrorKind::Value, "backend '" + options.backend + "' is not available", "use backend 'cpu'");
+  if (options.backend != "cpu" && options.backend != "cuda")
+    fail(ErrorKind::Value, "backend '" + options.backend + "' is not available", "use backend 'cpu' or 'cuda'");
   if (request.functions.empty()) fail(ErrorKind::Value, "the compile request has no kernel function");
+  if (is_cuda(options) && !std::has_single_bit(static_cast<unsigned>(std::max(options.num_warps, 0))))
+    fail(ErrorKind::Value, "num_warps must be a power of two, got " + std::to_string(options.num_warps));
+  if (is_cuda(options) && options.num_warps > 32)
+    fail(ErrorKind::Value, "num_warps must be at most 32 (1024 threads per block), got " +
+                               std::to_string(options.num_warps));
 }
 
-std::string compute_key(const frontend::KernelRequest& request, const CompileOptions& options) {
+// `target` is the CUDA target for cuda requests, null for cpu ones.
+std::string compute_key(const frontend::KernelRequest& request, const CompileOptions& options,
+                        const cuda::Target* target) {
   KeyWriter w;
   w.field("format", std::string("tegula ") + TEGULA_VERSION + " " + kDriverVersion + " cache " +
                         std::to_string(kCacheFormatVersion));
@@ -105,6 +123,13 @@ std::string compute_key(const frontend::KernelRequest& request, const CompileOpt
     w.field("is_one", int64_t{arg.is_one});
     w.global(arg.value);
   }
+  if (target) {
+    w.field("gpu_architecture", target->gpu_architecture);
+    w.field("arch", int64_t{target->arch});
+    w.field("nvrtc", target->nvrtc_version);
+    w.field("num_warps", int64_t{options.num_warps});
+    return w.finish();
+  }
   const backends::cpu::Toolchain& toolchain = backends::cpu::toolchain();
   w.field("compiler", toolchain.compiler);
   w.field("identity", toolchain.identity);
@@ -127,8 +152,9 @@ std::string file_safe(std::string_view text) {
 }
 
 // Writes <kernel>-<key8>.<NN>-<stage>.txt per stage (numbered: a stage may run
-// more than once) and <kernel>-<key8>.source.cpp. Best effort: dumping is a
-// debugging aid and must never turn a result into a failure.
+// more than once) and <kernel>-<key8>.source.cpp (.source.cu, .layouts.txt,
+// .ptx and .log.txt for CUDA). Best effort: dumping is a debugging aid and
+// must never turn a result into a failure.
 void write_dumps(const std::string& kernel, const std::string& key, const Stages& stages) {
   std::string dir = dump_directory();
   if (dir.empty()) return;
@@ -139,7 +165,11 @@ void write_dumps(const std::string& kernel, const std::string& key, const Stages
     std::string number = (i < 9 ? "0" : "") + std::to_string(i + 1);
     std::ofstream(prefix + number + "-" + file_safe(stages.ir[i].stage) + ".txt") << stages.ir[i].ir;
   }
-  if (!stages.source.empty()) std::ofstream(prefix + "source.cpp") << stages.source;
+  bool cuda = !stages.layouts.empty() || !stages.ptx.empty();
+  if (!stages.source.empty()) std::ofstream(prefix + (cuda ? "source.cu" : "source.cpp")) << stages.source;
+  if (!stages.layouts.empty()) std::ofstream(prefix + "layouts.txt") << stages.layouts;
+  if (!stages.ptx.empty()) std::ofstream(prefix + "ptx") << stages.ptx;
+  if (!stages.compile_log.empty()) std::ofstream(prefix + "log.txt") << stages.compile_log;
 }
 
 // --- translating the compiler's exceptions ---------------------------------------------
@@ -184,19 +214,38 @@ auto translate_errors(Attempt& attempt, Step&& step) -> decltype(step()) {
 struct Lowered {
   std::string kernel_name;
   std::vector<ir::Param> params;
+  int num_threads = 0;   // CUDA: block size
+  int shared_bytes = 0;  // CUDA: dynamic shared memory per block
 };
 
-// Frontend, passes and code generation. Fills attempt.stages.source always and
-// attempt.stages.ir when `keep_ir`, stage by stage, so a failure leaves what
-// was produced before it.
-Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir) {
+backends::cuda::CudaKernel emit_cuda_source(const ir::Function& fn, const backends::cuda::CodegenOptions& options) {
+#ifdef TEGULA_HAVE_CUDA_CODEGEN
+  return backends::cuda::emit_cuda(fn, options);
+#else
+  fail(ErrorKind::Value, "this build of Tegula has no CUDA code generator (src/backends/cuda was not built)",
+       "use backend 'cpu'");
+#endif
+}
+
+// Frontend, passes and code generation. Fills attempt.stages.source (and
+// .layouts for CUDA) always and attempt.stages.ir when `keep_ir`, stage by
+// stage, so a failure leaves what was produced before it. `target` is the
+// CUDA target of a cuda request, null otherwise.
+Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir, const cuda::Target* target) {
   const frontend::KernelRequest& request = *attempt.request;
   ir::Function fn = frontend::lower_kernel(request, attempt.sources);
   stats().frontend_runs++;
   ir::verify_or_throw(fn, "lowered");  // optimize() records the "lowered" dump
   passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr);
-  attempt.stages.source = backends::cpu::emit_cpp(fn, {effective_debug(request, options)});
-  return Lowered{fn.name, fn.params};
+  bool debug = effective_debug(request, options);
+  if (!target) {
+    attempt.stages.source = backends::cpu::emit_cpp(fn, {debug});
+    return Lowered{fn.name, fn.params};
+  }
+  backends::cuda::CudaKernel kernel = emit_cuda_source(fn, {options.num_warps, target->arch, debug});
+  attempt.stages.source = std::move(kernel.source);
+  attempt.stages.layouts = std::move(kernel.layouts);
+  return Lowered{fn.name, fn.params, kernel.num_threads, kernel.shared_bytes};
 }
 
 std::shared_ptr<CompiledKernel> make_kernel(const std::string& key, CacheManifest manifest,
@@ -210,17 +259,39 @@ std::shared_ptr<CompiledKernel> make_kernel(const std::string& key, CacheManifes
   return kernel;
 }
 
+std::shared_ptr<CompiledKernel> make_cuda_kernel(const std::string& key, CacheManifest manifest, std::string image,
+                                                 bool debug) {
+  auto kernel = std::make_shared<CompiledKernel>();
+  kernel->name = std::move(manifest.kernel_name);
+  kernel->backend = "cuda";
+  kernel->params = std::move(manifest.params);
+  kernel->key = key;
+  kernel->cuda_module = std::make_shared<cuda::Module>(kernel->name, std::move(image), manifest.cuda_threads,
+                                                       manifest.cuda_shared_bytes, debug);
+  return kernel;
+}
+
 bool has_stages(const CompiledKernel& kernel) { return !kernel.stages.ir.empty() || !kernel.stages.source.empty(); }
 
 // The stages of an already built entry: from the disk cache, else by running
-// everything again except the C++ compiler (and storing them for next time
-// when the entry's manifest is known).
+// everything again except the C++ compiler (NVRTC does run again for CUDA:
+// the PTX and ptxas's report come from it), storing them for next time when
+// the entry's manifest is known.
 Stages stages_of_entry(const frontend::KernelRequest& request, const CompileOptions& options,
-                       const DiskCache& cache, const std::string& key, std::optional<CacheManifest> manifest) {
+                       const cuda::Target* target, const DiskCache& cache, const std::string& key,
+                       std::optional<CacheManifest> manifest) {
   if (manifest)
     if (std::optional<Stages> stored = cache.load_stages(key, *manifest)) return std::move(*stored);
   Attempt attempt{&request, key, {}, {}};
-  translate_errors(attempt, [&] { return generate(attempt, options, /*keep_ir=*/true); });
+  Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, /*keep_ir=*/true, target); });
+  if (target) {
+    cuda::Image image = translate_errors(attempt, [&] {
+      return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, *target,
+                                    effective_debug(request, options), /*keep_details=*/true);
+    });
+    attempt.stages.ptx = std::move(image.ptx);
+    attempt.stages.compile_log = std::move(image.log);
+  }
   if (manifest) {
     try {
       cache.store_stages(key, *manifest, attempt.stages);
@@ -229,6 +300,45 @@ Stages stages_of_entry(const frontend::KernelRequest& request, const CompileOpti
     }
   }
   return std::move(attempt.stages);
+}
+
+std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest& request,
+                                                   const CompileOptions& options, const cuda::Target& target,
+                                                   const std::string& key, const std::string& directory,
+                                                   bool want_stages) {
+  DiskCache cache(directory);
+  bool debug = effective_debug(request, options);
+
+  if (std::optional<CachedImage> hit = cache.load_image(key)) {
+    stats().disk_hits++;
+    CacheManifest manifest = hit->manifest;
+    auto kernel = make_cuda_kernel(key, std::move(hit->manifest), std::move(hit->image), debug);
+    kernel->from_disk_cache = true;
+    if (want_stages) {
+      kernel->stages = stages_of_entry(request, options, &target, cache, key, std::move(manifest));
+      write_dumps(kernel->name, key, kernel->stages);
+    }
+    return kernel;
+  }
+
+  Attempt attempt{&request, key, {}, {}};
+  Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, want_stages, &target); });
+  TEGULA_ASSERT(lowered.num_threads > 0, "the CUDA code generator chose no block size");
+  // NVRTC reports rejected source as InternalError (generated code should always compile).
+  cuda::Image image = translate_errors(attempt, [&] {
+    return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, target, debug, want_stages);
+  });
+  stats().builds++;
+  attempt.stages.ptx = std::move(image.ptx);
+  attempt.stages.compile_log = std::move(image.log);
+
+  CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}, lowered.num_threads, lowered.shared_bytes};
+  translate_errors(attempt,
+                   [&] { cache.store_image(key, image.binary, manifest, want_stages ? &attempt.stages : nullptr); });
+  write_dumps(manifest.kernel_name, key, attempt.stages);
+  auto kernel = make_cuda_kernel(key, std::move(manifest), std::move(image.binary), debug);
+  if (want_stages) kernel->stages = std::move(attempt.stages);
+  return kernel;
 }
 
 std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& request, const CompileOptions& options,
@@ -242,7 +352,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
     auto kernel = make_kernel(key, std::move(hit->manifest), std::move(hit->library), hit->entry);
     kernel->from_disk_cache = true;
     if (want_stages) {
-      kernel->stages = stages_of_entry(request, options, cache, key, std::move(manifest));
+      kernel->stages = stages_of_entry(request, options, nullptr, cache, key, std::move(manifest));
       write_dumps(kernel->name, key, kernel->stages);
     }
     return kernel;
@@ -250,7 +360,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
 
   // Miss (absent, or failed verification: the new entry overwrites it).
   Attempt attempt{&request, key, {}, {}};
-  Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, want_stages); });
+  Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, want_stages, nullptr); });
   std::string built = cache.temporary_path(key, "so");
   // The toolchain reports rejected source as InternalError (generated code
   // should always compile) and I/O trouble as UserError.
@@ -264,7 +374,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
   });
   stats().builds++;
 
-  CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}};
+  CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}, 0, 0};
   translate_errors(attempt, [&] { cache.store(key, built, manifest, want_stages ? &attempt.stages : nullptr); });
   std::shared_ptr<SharedLibrary> library;
   void* entry = nullptr;
@@ -360,14 +470,31 @@ Stats& stats() {
 
 std::string cache_directory(const CompileOptions& options) { return resolve_cache_directory(options.cache_dir); }
 
+namespace {
+
+// The CUDA target of a cuda request (needs the driver unless options.cuda_arch is set, and NVRTC).
+std::optional<cuda::Target> target_of(const CompileOptions& options) {
+  if (!is_cuda(options)) return std::nullopt;
+  return cuda::resolve_target(options.device, options.cuda_arch);
+}
+
+std::string key_for(const frontend::KernelRequest& request, const CompileOptions& options,
+                    const std::optional<cuda::Target>& target) {
+  Attempt attempt{&request, {}, {}, {}};
+  return translate_errors(attempt, [&] { return compute_key(request, options, target ? &*target : nullptr); });
+}
+
+}  // namespace
+
 std::string cache_key(const frontend::KernelRequest& request, const CompileOptions& options) {
   check_request(request, options);
-  Attempt attempt{&request, {}, {}, {}};
-  return translate_errors(attempt, [&] { return compute_key(request, options); });
+  return key_for(request, options, target_of(options));
 }
 
 std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, const CompileOptions& options) {
-  std::string key = cache_key(request, options);
+  check_request(request, options);
+  std::optional<cuda::Target> target = target_of(options);
+  std::string key = key_for(request, options, target);
   std::string directory = cache_directory(options);
   bool want_stages = options.keep_stages || !dump_directory().empty();
   std::string id = directory + "/" + key;
@@ -378,7 +505,8 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
   if (found.pending.valid()) kernel = found.pending.get();  // rethrows the builder's error
   if (found.ours) {
     try {
-      kernel = load_or_build(request, options, key, directory, want_stages);
+      kernel = target ? load_or_build_cuda(request, options, *target, key, directory, want_stages)
+                      : load_or_build(request, options, key, directory, want_stages);
     } catch (...) {
       promise.set_exception(std::current_exception());
       kernel_table().finish(id, nullptr);
@@ -393,7 +521,8 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
     // Same code, now with its stages: a copy, because other threads may be reading the shared one.
     auto with_stages = std::make_shared<CompiledKernel>(*kernel);
     DiskCache cache(directory);
-    with_stages->stages = stages_of_entry(request, options, cache, key, cache.load_manifest(key));
+    with_stages->stages =
+        stages_of_entry(request, options, target ? &*target : nullptr, cache, key, cache.load_manifest(key));
     write_dumps(with_stages->name, key, with_stages->stages);
     kernel_table().update(id, with_stages);
     return with_stages;

@@ -1,6 +1,9 @@
 // The compile driver: KernelRequest -> CompiledKernel, through the on-disk
 // cache. One straight-line function per stage:
 //   parse + lower (frontend) -> optimize (passes) -> emit (backend) -> build (toolchain) -> load
+// The backend is CompileOptions::backend: "cpu" (C++ source, the system
+// compiler, a shared object run on the thread pool) or "cuda" (CUDA source,
+// NVRTC, a cubin launched through the driver API on the caller's stream).
 #pragma once
 
 #include <atomic>
@@ -17,6 +20,9 @@
 namespace tegula::runtime {
 
 class SharedLibrary;
+namespace cuda {
+class Module;
+}
 
 // What leaves the runtime API: the fully rendered diagnostic text (location,
 // quoted line, caret, hint) and which Python exception it maps to
@@ -36,6 +42,11 @@ struct CompileOptions {
   bool debug = false;
   bool keep_stages = false;  // also produce the IR text of every stage and the source
   std::string cache_dir;     // empty: $TEGULA_CACHE_DIR, else ~/.cache/tegula
+  // CUDA only (ignored by the CPU backend, and not part of its cache keys):
+  int num_warps = 4;  // threads per block = 32 * num_warps; part of the key
+  int device = 0;     // the device whose architecture the kernel is built for
+  int cuda_arch = 0;  // compute capability * 10 to build for instead of the device's
+                      // (compiles and inspects without a GPU; launching needs a device of that arch)
 };
 
 // A launch argument value, already converted by the caller to the parameter's
@@ -49,11 +60,16 @@ struct ArgValue {
 struct Stages {
   std::vector<passes::StageDump> ir;  // "lowered", then one per optimization stage
   std::string source;                 // generated C++ (or CUDA) source
+  // CUDA only:
+  std::string layouts;      // the layout of every tile value
+  std::string ptx;          // the PTX NVRTC made
+  std::string compile_log;  // NVRTC's log with ptxas's report (registers, spills, shared memory)
 };
 
 class CompiledKernel {
  public:
   std::string name;
+  std::string backend = "cpu";    // "cpu" | "cuda": which launch() applies
   std::vector<ir::Param> params;  // the launch ABI: one per runtime parameter, in order
   std::string key;                // cache key (hex sha256)
   bool from_disk_cache = false;   // loaded, not built, in this process
@@ -65,9 +81,18 @@ class CompiledKernel {
   // on a mismatch it can detect.
   void launch(const int64_t grid[3], const std::vector<ArgValue>& args) const;
 
+  // CUDA kernels: queues the grid on `stream` (a CUstream handle; 0 is the
+  // legacy default stream) of CUDA device `device` and returns without
+  // waiting (debug kernels wait and report a fault). Pointer arguments are
+  // device addresses. Throws runtime::Error like launch(), and
+  // cuda::DriverError, naming the kernel and the CUresult, when the driver
+  // refuses.
+  void launch(const int64_t grid[3], const std::vector<ArgValue>& args, uint64_t stream, int device) const;
+
   // Internal: set by the driver.
-  std::shared_ptr<SharedLibrary> library;
-  void* entry = nullptr;
+  std::shared_ptr<SharedLibrary> library;  // CPU
+  void* entry = nullptr;                   // CPU
+  std::shared_ptr<cuda::Module> cuda_module;  // CUDA (see cuda_launch.h)
 };
 
 // Compiles (or loads from the disk cache) the kernel of `request`.

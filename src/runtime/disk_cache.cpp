@@ -135,6 +135,8 @@ std::string serialize_manifest(const CacheManifest& manifest) {
   out += "kernel " + manifest.kernel_name + "\n";
   for (const ir::Param& p : manifest.params)
     out += "param " + p.name + " " + ir::to_string(p.type) + " " + std::to_string(p.divisibility) + "\n";
+  if (manifest.cuda_threads > 0)
+    out += "cuda " + std::to_string(manifest.cuda_threads) + " " + std::to_string(manifest.cuda_shared_bytes) + "\n";
   out += "library " + manifest.library_sha256 + "\n";
   out += "stages " + (manifest.stages_sha256.empty() ? std::string("-") : manifest.stages_sha256) + "\n";
   out += "end\n";
@@ -149,17 +151,23 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
   if (lines.back() != "end") return std::nullopt;
 
   CacheManifest manifest;
-  bool seen_kernel = false, seen_library = false, seen_stages = false;
+  bool seen_kernel = false, seen_cuda = false, seen_library = false, seen_stages = false;
   for (size_t i = 1; i + 1 < lines.size(); ++i) {
     std::vector<std::string> w = words(lines[i]);
     if (w.size() == 2 && w[0] == "kernel" && !seen_kernel && is_identifier(w[1])) {
       manifest.kernel_name = w[1];
       seen_kernel = true;
-    } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_library && is_identifier(w[1])) {
+    } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_cuda && !seen_library &&
+               is_identifier(w[1])) {
       std::optional<ir::Type> type = parse_param_type(w[2]);
       ir::Param param{w[1], type.value_or(ir::Type{}), 1};
       if (!type || !parse_int(w[3], &param.divisibility) || param.divisibility < 1) return std::nullopt;
       manifest.params.push_back(std::move(param));
+    } else if (w.size() == 3 && w[0] == "cuda" && seen_kernel && !seen_cuda && !seen_library) {
+      if (!parse_int(w[1], &manifest.cuda_threads) || !parse_int(w[2], &manifest.cuda_shared_bytes) ||
+          manifest.cuda_threads < 1 || manifest.cuda_shared_bytes < 0)
+        return std::nullopt;
+      seen_cuda = true;
     } else if (w.size() == 2 && w[0] == "library" && seen_kernel && !seen_library && is_hex_digest(w[1])) {
       manifest.library_sha256 = w[1];
       seen_library = true;
@@ -179,6 +187,7 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
 //
 //   tegula-kernel-stages 1
 //   ir <byte count> <stage name>\n<bytes>\n      (once per stage, in order)
+//   layouts|ptx|log <byte count>\n<bytes>\n      (CUDA only, each optional, in this order)
 //   source <byte count>\n<bytes>\n
 //   end\n
 // Byte counts, not delimiters, so IR and source text need no escaping.
@@ -191,6 +200,12 @@ std::string serialize_stages(const Stages& stages) {
       if (c == '\n') c = ' ';
     out += "ir " + std::to_string(dump.ir.size()) + " " + name + "\n" + dump.ir + "\n";
   }
+  auto section = [&](const char* tag, const std::string& bytes) {
+    if (!bytes.empty()) out += std::string(tag) + " " + std::to_string(bytes.size()) + "\n" + bytes + "\n";
+  };
+  section("layouts", stages.layouts);
+  section("ptx", stages.ptx);
+  section("log", stages.compile_log);
   out += "source " + std::to_string(stages.source.size()) + "\n" + stages.source + "\n";
   out += "end\n";
   return out;
@@ -220,9 +235,22 @@ std::optional<Stages> parse_stages(std::string_view text) {
     return std::nullopt;
   Stages stages;
   bool seen_source = false;
+  // The optional CUDA sections, in the order they must appear.
+  const std::pair<const char*, std::string*> sections[] = {
+      {"layouts", &stages.layouts}, {"ptx", &stages.ptx}, {"log", &stages.compile_log}};
+  size_t next_section = 0;
+  auto section_index = [&](const std::string& tag) {
+    for (size_t i = next_section; i < std::size(sections); ++i)
+      if (tag == sections[i].first) return i;
+    return std::size(sections);
+  };
   while (next_line(&line)) {
     std::vector<std::string> w = words(line);
-    if (w.size() >= 3 && w[0] == "ir" && !seen_source) {
+    if (w.size() == 2 && !seen_source && section_index(w[0]) < std::size(sections)) {
+      size_t i = section_index(w[0]);
+      if (!take_bytes(w[1], sections[i].second)) return std::nullopt;
+      next_section = i + 1;
+    } else if (w.size() >= 3 && w[0] == "ir" && !seen_source && next_section == 0) {
       // The name is the rest of the line after the count, spaces included.
       size_t name_start = line.find(' ', 3);
       passes::StageDump dump{std::string(line.substr(name_start + 1)), {}};
@@ -290,6 +318,7 @@ std::string resolve_cache_directory(const std::string& configured) {
 std::string DiskCache::library_path(const std::string& key) const { return directory_ + "/" + key + ".so"; }
 std::string DiskCache::manifest_path(const std::string& key) const { return directory_ + "/" + key + ".meta"; }
 std::string DiskCache::stages_path(const std::string& key) const { return directory_ + "/" + key + ".stages"; }
+std::string DiskCache::image_path(const std::string& key) const { return directory_ + "/" + key + ".cubin"; }
 
 std::string DiskCache::temporary_path(const std::string& key, std::string_view extension) const {
   // pid + 64 random bits: unique across processes and threads without any shared counter.
@@ -349,6 +378,21 @@ std::optional<CachedKernel> DiskCache::load(const std::string& key, std::string*
   return cached;
 }
 
+std::optional<CachedImage> DiskCache::load_image(const std::string& key, std::string* why) const {
+  check_key(key);
+  auto miss = [&](std::string reason) -> std::optional<CachedImage> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (::access(manifest_path(key).c_str(), F_OK) != 0) return miss("no entry");
+  std::optional<CacheManifest> manifest = load_manifest(key);
+  if (!manifest || manifest->cuda_threads < 1) return miss("the manifest is truncated or malformed");
+  std::optional<std::string> image = read_file(image_path(key));
+  if (!image) return miss("the device image is missing");
+  if (sha256_hex(*image) != manifest->library_sha256) return miss("the device image does not match the manifest's hash");
+  return CachedImage{std::move(*manifest), std::move(*image)};
+}
+
 std::optional<CacheManifest> DiskCache::load_manifest(const std::string& key) const {
   check_key(key);
   std::optional<std::string> text = read_file(manifest_path(key));
@@ -382,6 +426,21 @@ void DiskCache::store(const std::string& key, const std::string& built_library, 
     manifest.stages_sha256 = sha256_hex(text);
   }
   // Last: an entry exists for readers only once everything it names is in place.
+  write_atomically(key, manifest_path(key), serialize_manifest(manifest));
+}
+
+void DiskCache::store_image(const std::string& key, std::string_view image, CacheManifest& manifest,
+                            const Stages* stages) const {
+  check_key(key);
+  TEGULA_ASSERT(manifest.cuda_threads > 0, "a CUDA cache entry needs its block size");
+  write_atomically(key, image_path(key), image);
+  manifest.library_sha256 = sha256_hex(image);
+  manifest.stages_sha256.clear();
+  if (stages) {
+    std::string text = serialize_stages(*stages);
+    write_atomically(key, stages_path(key), text);
+    manifest.stages_sha256 = sha256_hex(text);
+  }
   write_atomically(key, manifest_path(key), serialize_manifest(manifest));
 }
 

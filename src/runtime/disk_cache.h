@@ -1,7 +1,8 @@
 // The on-disk kernel cache: one entry per cache key (a hex SHA-256 of
 // everything that affects the produced code), in one directory:
 //
-//   <key>.so       the compiled kernel
+//   <key>.so       the compiled kernel (CPU)
+//   <key>.cubin    the device image (CUDA: a cubin, or PTX for a device newer than NVRTC)
 //   <key>.stages   optional: IR after every stage + generated source, for inspect()
 //   <key>.meta     the manifest, written last: format version, kernel name,
 //                  launch parameters, SHA-256 of the .so (and of .stages)
@@ -35,6 +36,10 @@ struct CacheManifest {
   std::vector<ir::Param> params;
   std::string library_sha256;  // of <key>.so
   std::string stages_sha256;   // of <key>.stages; empty when none is stored
+  // CUDA entries only (library_sha256 is then the image's): the block size and
+  // dynamic shared memory the generated code was written for. 0 for CPU entries.
+  int cuda_threads = 0;
+  int cuda_shared_bytes = 0;
 };
 
 std::string serialize_manifest(const CacheManifest& manifest);
@@ -49,6 +54,12 @@ struct CachedKernel {
   CacheManifest manifest;
   std::shared_ptr<SharedLibrary> library;
   void* entry = nullptr;  // the library's `tegula_kernel`
+};
+
+// A verified CUDA entry: the device image as NVRTC made it.
+struct CachedImage {
+  CacheManifest manifest;
+  std::string image;
 };
 
 // Resolves the cache directory (`configured`, else $TEGULA_CACHE_DIR, else
@@ -66,12 +77,17 @@ class DiskCache {
   std::string library_path(const std::string& key) const;
   std::string manifest_path(const std::string& key) const;
   std::string stages_path(const std::string& key) const;
+  std::string image_path(const std::string& key) const;
   // A fresh name in the cache directory, for building a file before rename().
   std::string temporary_path(const std::string& key, std::string_view extension) const;
 
   // The verified, loaded entry for `key`, or nullopt (with the reason in
   // `*why` when given) if it is absent or does not check out.
   std::optional<CachedKernel> load(const std::string& key, std::string* why = nullptr) const;
+
+  // The verified CUDA entry for `key` (image bytes checked against the
+  // manifest), or nullopt with the reason in `*why`.
+  std::optional<CachedImage> load_image(const std::string& key, std::string* why = nullptr) const;
 
   // The entry's manifest as stored, not verified against the .so.
   std::optional<CacheManifest> load_manifest(const std::string& key) const;
@@ -86,6 +102,11 @@ class DiskCache {
   // runtime::Error if the files cannot be written.
   void store(const std::string& key, const std::string& built_library, CacheManifest& manifest,
              const Stages* stages) const;
+
+  // Publishes a CUDA entry: the image, the stages if given, then the manifest
+  // (whose cuda_* fields the caller fills). Throws runtime::Error like store().
+  void store_image(const std::string& key, std::string_view image, CacheManifest& manifest,
+                   const Stages* stages) const;
 
   // Adds stages to an existing entry (rewrites its manifest).
   void store_stages(const std::string& key, CacheManifest& manifest, const Stages& stages) const;

@@ -1,10 +1,14 @@
 // CompiledKernel::launch: checks and packs the arguments into the CPU kernel
-// ABI (backends/cpu/codegen.h) and runs the grid on the thread pool.
+// ABI (backends/cpu/codegen.h) and runs the grid on the thread pool; or, for
+// CUDA kernels, into cuLaunchKernel's parameter array (one pointer per
+// parameter to a value of its C type: the same 8-byte slots) and queues the
+// grid on the caller's stream (cuda_launch.h).
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "runtime/compiler.h"
+#include "runtime/cuda_launch.h"
 #include "runtime/errors.h"
 #include "runtime/thread_pool.h"
 
@@ -164,22 +168,32 @@ int64_t count_programs(const int64_t grid[3]) {
   return total;
 }
 
+// Checks the argument count and packs every argument into `slots`, with
+// `argv[i]` pointing at slot i.
+void pack_arguments(const CompiledKernel& kernel, const std::vector<ArgValue>& args, std::vector<Slot>& slots,
+                    std::vector<void*>& argv) {
+  if (args.size() != kernel.params.size())
+    fail(ErrorKind::Value, "kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
+                               " runtime argument" + (kernel.params.size() == 1 ? "" : "s") + " " +
+                               signature_of(kernel) + ", got " + std::to_string(args.size()));
+  ArgumentPacker packer(kernel);
+  slots.resize(args.size());
+  argv.resize(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    slots[i] = packer.pack(kernel.params[i], args[i]);
+    argv[i] = &slots[i];
+  }
+}
+
 }  // namespace
 
 void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& args) const {
-  if (args.size() != params.size())
-    fail(ErrorKind::Value,
-         "kernel '" + name + "' takes " + std::to_string(params.size()) + " runtime argument" +
-             (params.size() == 1 ? "" : "s") + " " + signature_of(*this) + ", got " + std::to_string(args.size()));
+  if (cuda_module)
+    fail(ErrorKind::Value, "kernel '" + name + "' was compiled for CUDA; launch it on a device and stream");
+  std::vector<Slot> slots;
+  std::vector<void*> argv;
+  pack_arguments(*this, args, slots, argv);
   if (!entry) fail(ErrorKind::Value, "kernel '" + name + "' is not loaded");
-
-  ArgumentPacker packer(*this);
-  std::vector<Slot> slots(args.size());
-  std::vector<void*> argv(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
-    slots[i] = packer.pack(params[i], args[i]);
-    argv[i] = &slots[i];
-  }
 
   int64_t total = count_programs(grid);
   if (total == 0) return;
@@ -196,6 +210,17 @@ void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& 
   // work of slow ones, large enough that claiming a chunk costs little.
   int64_t chunk = std::max<int64_t>(1, total / (static_cast<int64_t>(pool.size()) * 8));
   pool.parallel_for(total, chunk, [&](int64_t first, int64_t last) { kernel(arg_array, grid32, first, last); });
+}
+
+void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& args, uint64_t stream,
+                            int device) const {
+  if (!cuda_module)
+    fail(ErrorKind::Value, "kernel '" + name + "' was compiled for the " + backend +
+                               " backend; it cannot be launched on a CUDA device");
+  std::vector<Slot> slots;
+  std::vector<void*> argv;
+  pack_arguments(*this, args, slots, argv);
+  cuda_module->launch(grid, argv.data(), stream, device);
 }
 
 }  // namespace tegula::runtime

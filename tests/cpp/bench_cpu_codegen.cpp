@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -63,9 +64,11 @@ frontend::ArgSpec int_value_arg(int64_t v) { return int_arg(ir::Scalar::I32, v %
 class Bench : public ::testing::Test {
  protected:
   std::shared_ptr<CompiledKernel> compile_kernel(const std::string& name, const std::string& text,
-                                                 std::vector<frontend::ArgSpec> args) {
+                                                 std::vector<frontend::ArgSpec> args,
+                                                 std::map<std::string, frontend::GlobalValue> globals = {}) {
     frontend::KernelRequest request;
     request.functions.push_back(testing::source(name, text));
+    for (auto& [global, value] : globals) request.functions.back().globals[global] = value;
     request.args = std::move(args);
     CompileOptions options;
     options.cache_dir = tmp_ / "cache";
@@ -98,30 +101,32 @@ class Bench : public ::testing::Test {
     return best;
   }
 
-  // The copy bandwidth of this machine with every pool thread: GB/s counting
-  // bytes read plus bytes written, like the kernels' figures.
-  static double copy_bandwidth_gbs() {
-    static double measured = [] {
-      const size_t n = size_t{1} << 26;  // 64 MiB each way
-      std::vector<unsigned char> src(n, 1), dst(n, 0);
-      ThreadPool& pool = ThreadPool::global();
-      const int64_t chunks = pool.size() * 8;
-      const int64_t chunk_bytes = static_cast<int64_t>(n) / chunks;
-      double ms = time_ms([&] {
-        pool.parallel_for(chunks, 1, [&](int64_t first, int64_t last) {
-          for (int64_t c = first; c < last; ++c)
-            std::memcpy(dst.data() + c * chunk_bytes, src.data() + c * chunk_bytes, static_cast<size_t>(chunk_bytes));
-        });
+  // The bandwidth of std::memcpy on every pool thread, copying bytes / 2 (so
+  // reading and writing `bytes` in all), measured right before a kernel's
+  // figure: the machine's caches and neighbours change from minute to minute.
+  // GB/s count bytes read plus bytes written, like the kernels' figures.
+  static double copy_bandwidth_gbs(double bytes) {
+    const size_t n = static_cast<size_t>(bytes / 2);
+    std::vector<unsigned char> src(n, 1), dst(n, 0);
+    ThreadPool& pool = ThreadPool::global();
+    const int64_t chunks = pool.size() * 8;
+    const int64_t chunk_bytes = static_cast<int64_t>(n) / chunks;
+    double ms = time_ms([&] {
+      pool.parallel_for(chunks, 1, [&](int64_t first, int64_t last) {
+        for (int64_t c = first; c < last; ++c)
+          std::memcpy(dst.data() + c * chunk_bytes, src.data() + c * chunk_bytes, static_cast<size_t>(chunk_bytes));
       });
-      return 2.0 * static_cast<double>(n) / (ms * 1e6);
-    }();
-    return measured;
+    });
+    return 2.0 * static_cast<double>(n) / (ms * 1e6);
   }
 
-  static void report_bandwidth(const std::string& what, double ms, double bytes) {
+  // Times `run` (ms) and prints it beside the copy bandwidth for `bytes`.
+  template <class F>
+  static void report_bandwidth(const std::string& what, double bytes, F&& run) {
+    double copy = copy_bandwidth_gbs(bytes);
+    double ms = run();
     double gbs = bytes / (ms * 1e6);
-    double copy = copy_bandwidth_gbs();
-    std::printf("[bench] %-44s %9.3f ms %8.2f GB/s  (%.0f%% of copy bandwidth %.2f GB/s)\n", what.c_str(), ms, gbs,
+    std::printf("[bench] %-44s %9.3f ms %8.2f GB/s  (%.0f%% of memcpy %.2f GB/s)\n", what.c_str(), ms, gbs,
                 100.0 * gbs / copy, copy);
   }
 
@@ -271,9 +276,10 @@ TEST_F(Bench, CpuBenchVectorAdd) {
                                 int_value_arg(n), const_int(block)});
   std::vector<float> x = random_floats(n, 1), y = random_floats(n, 2), out(n);
   const int64_t grid[3] = {n / block, 1, 1};
-  double ms = time_ms(*kernel, grid, {pointer(x.data()), pointer(y.data()), pointer(out.data()), integer(n)});
+  report_bandwidth("vector add f32 n=2^24 BLOCK=1024", 3.0 * 4 * n, [&] {
+    return time_ms(*kernel, grid, {pointer(x.data()), pointer(y.data()), pointer(out.data()), integer(n)});
+  });
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + y[i]) << i;
-  report_bandwidth("vector add f32 n=2^24 BLOCK=1024", ms, 3.0 * 4 * n);
 }
 
 constexpr const char* kRowSum =
@@ -294,13 +300,14 @@ TEST_F(Bench, CpuBenchRowSumLoop) {
                                   int_value_arg(N), const_int(block)});
     std::vector<float> x = random_floats(M * N, 3), out(M);
     const int64_t grid[3] = {M, 1, 1};
-    double ms = time_ms(*kernel, grid, {pointer(x.data()), pointer(out.data()), integer(N), integer(N)});
+    report_bandwidth("row sum loop f32 4096x4096 BLOCK=" + std::to_string(block), 4.0 * M * N, [&] {
+      return time_ms(*kernel, grid, {pointer(x.data()), pointer(out.data()), integer(N), integer(N)});
+    });
     for (int64_t r = 0; r < M; ++r) {
       double want = 0;
       for (int64_t c = 0; c < N; ++c) want += x[r * N + c];
       ASSERT_NEAR(out[r], want, 1e-3) << r;
     }
-    report_bandwidth("row sum loop f32 4096x4096 BLOCK=" + std::to_string(block), ms, 4.0 * M * N);
   }
 }
 
@@ -309,7 +316,7 @@ constexpr const char* kSoftmax =
     "    row = tl.program_id(0)\n"
     "    cols = tl.arange(0, BLOCK_N)\n"
     "    in_row = cols < N\n"
-    "    x = tl.load(x_ptr + row * x_row_stride + cols, mask=in_row, other=float('-inf'))\n"
+    "    x = tl.load(x_ptr + row * x_row_stride + cols, mask=in_row, other=NEG_INF)\n"
     "    shifted = x - tl.max(x, axis=0)\n"
     "    numerator = tl.exp(shifted)\n"
     "    y = numerator / tl.sum(numerator, axis=0)\n"
@@ -318,12 +325,18 @@ constexpr const char* kSoftmax =
 TEST_F(Bench, CpuBenchSoftmax) {
   SKIP_UNLESS_BENCH();
   const int64_t M = 4096, N = 4096;
+  frontend::GlobalValue neg_inf;
+  neg_inf.kind = frontend::GlobalValue::Kind::Float;
+  neg_inf.float_value = -INFINITY;
   auto kernel = compile_kernel("softmax", kSoftmax,
                                {ptr_arg(ir::Scalar::F32), ptr_arg(ir::Scalar::F32), int_value_arg(N),
-                                int_value_arg(N), int_value_arg(N), const_int(N)});
+                                int_value_arg(N), int_value_arg(N), const_int(N)},
+                               {{"NEG_INF", neg_inf}});
   std::vector<float> x = random_floats(M * N, 4, -4.0f, 4.0f), y(M * N);
   const int64_t grid[3] = {M, 1, 1};
-  double ms = time_ms(*kernel, grid, {pointer(x.data()), pointer(y.data()), integer(N), integer(N), integer(N)});
+  report_bandwidth("softmax f32 4096x4096 (row per program)", 2.0 * 4 * M * N, [&] {
+    return time_ms(*kernel, grid, {pointer(x.data()), pointer(y.data()), integer(N), integer(N), integer(N)});
+  });
   for (int64_t r = 0; r < M; r += 97) {
     double mx = -INFINITY, sum = 0;
     for (int64_t c = 0; c < N; ++c) mx = std::max(mx, double(x[r * N + c]));
@@ -333,7 +346,6 @@ TEST_F(Bench, CpuBenchSoftmax) {
       ASSERT_NEAR(y[r * N + c], want, 1e-5 * want + 1e-9) << r << "," << c;
     }
   }
-  report_bandwidth("softmax f32 4096x4096 (row per program)", ms, 2.0 * 4 * M * N);
 }
 
 constexpr const char* kLayerNorm =
@@ -359,9 +371,11 @@ TEST_F(Bench, CpuBenchLayerNorm) {
                                 const_int(N)});
   std::vector<float> x = random_floats(M * N, 5, -1.0f, 3.0f), y(M * N), w = random_floats(N, 6), b = random_floats(N, 7);
   const int64_t grid[3] = {M, 1, 1};
-  double ms = time_ms(*kernel, grid,
-                      {pointer(x.data()), pointer(y.data()), pointer(w.data()), pointer(b.data()), integer(N),
-                       integer(N), real(1e-5)});
+  report_bandwidth("layer norm f32 4096x4096 (row per program)", 2.0 * 4 * M * N, [&] {
+    return time_ms(*kernel, grid,
+                   {pointer(x.data()), pointer(y.data()), pointer(w.data()), pointer(b.data()), integer(N), integer(N),
+                    real(1e-5)});
+  });
   for (int64_t r = 0; r < M; r += 97) {
     double mean = 0, var = 0;
     for (int64_t c = 0; c < N; ++c) mean += x[r * N + c];
@@ -371,7 +385,6 @@ TEST_F(Bench, CpuBenchLayerNorm) {
     for (int64_t c = 0; c < N; ++c)
       ASSERT_NEAR(y[r * N + c], (x[r * N + c] - mean) * rstd * w[c] + b[c], 1e-4) << r << "," << c;
   }
-  report_bandwidth("layer norm f32 4096x4096 (row per program)", ms, 2.0 * 4 * M * N);
 }
 
 }  // namespace

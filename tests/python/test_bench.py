@@ -42,6 +42,11 @@ def test_floors_are_measured(report):
     assert copy["bytes_per_s"] == max(copy["single_thread_bytes_per_s"], copy["all_threads_bytes_per_s"])
     assert copy["bytes_per_s"] > 1e8
     assert report["floors"]["peak"]["flops_per_s"] > 1e8
+    # Measured before and after the workloads; the better run is the floor.
+    runs = report["floors"]["runs"]
+    assert [run["when"] for run in runs] == ["before", "after"]
+    assert copy["bytes_per_s"] == max(run["copy"]["bytes_per_s"] for run in runs)
+    assert report["floors"]["peak"]["flops_per_s"] == max(run["peak"]["flops_per_s"] for run in runs)
 
 
 def test_every_workload_has_a_checked_tegula_row_and_a_baseline(report):

@@ -325,6 +325,26 @@ def test_to_every_dtype(src):
         check(got, want, dst, ulps=0, atol=0, where=specified, what=f"{src} -> {dst}")
 
 
+def test_float_to_int_out_of_range_saturates():
+    # docs/language.md: out-of-range floats saturate and NaN gives 0 (Triton
+    # leaves both undefined). Same specialization as test_to_every_dtype.
+    n = 1000
+    x = np.zeros(n, np.float32)
+    x[:8] = [np.inf, -np.inf, np.nan, 3e9, -3e9, 1e20, -1e20, -1.5]
+    outs = [np.zeros(n, dtype=np_dtype(d)) for d in ALL]
+    cast_all_kernel[grid1(n, 256)](x, *outs, n, BLOCK=256)
+    for dst, got in zip(ALL, outs):
+        if dst in FLOATS:
+            continue
+        if dst == "bool":
+            check(got[:8], [True] * 7 + [True], "bool", what="f32 -> bool (NaN is true)")
+            continue
+        lo, hi = int_range(dst)
+        want = [hi, lo, 0, min(3e9, hi), max(-3e9, lo), hi, lo, max(-1, lo)]
+        check(got[:8], np.array([int(w) for w in want], dtype=object), dst,
+              what=f"f32 -> {dst} saturates")
+
+
 # Values exactly halfway between two representable neighbours (ties go to the
 # even one), just beside halfway, subnormals, overflow and NaN.
 ROUNDING_CASES_F32 = {

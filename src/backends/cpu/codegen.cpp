@@ -132,6 +132,7 @@ CodegenContext::CodegenContext(const ir::Function& f, const CodegenOptions& o)
   for (size_t i = 0; i < fn.num_values(); ++i) names_.push_back("v" + std::to_string(i));
   users_.resize(fn.num_values());
   planned_.resize(fn.num_values());
+  stored_.resize(fn.num_values(), false);
   fn.walk([&](ir::OpId id) {
     for (ir::ValueId v : fn.op(id).operands) users_[v.index].push_back(id);
   });
@@ -168,6 +169,7 @@ void CodegenContext::declare(ir::ValueId v) {
     return;
   }
   const ir::Type& t = fn.type(v);
+  stored_.at(v.index) = true;
   if (t.is_tile()) {
     declare_array(c_storage(t), c_element_size(t), t.numel(), name(v));
   } else {
@@ -258,11 +260,23 @@ void CodegenContext::emit_block_body(ir::BlockId block) {
     if (!segment.empty()) schedule_segment(segment);
     segment.clear();
   };
+  // A pure scalar op that reads nothing of the open segment is emitted
+  // right away, ahead of the segment's loops: `y_ptr + row * stride` between
+  // a tile's last op and its store does not split their loop.
+  auto independent_scalar = [&](const ir::Op& o) {
+    if (!ir::is_pure(o.kind) || !o.regions.empty() || o.results.empty()) return false;
+    for (ir::ValueId r : o.results)
+      if (fn.type(r).is_tile()) return false;
+    for (ir::ValueId v : o.operands)
+      for (ir::OpId member : segment)
+        if (fn.value(v).def == member) return false;
+    return true;
+  };
   for (ir::OpId id : fn.block(block).ops) {
     const ir::Op& o = fn.op(id);
     if (o.erased || ir::is_terminator(o.kind)) continue;
     if (!is_per_element(*this, o)) {
-      flush();
+      if (!independent_scalar(o)) flush();
       emit_op(id);
       continue;
     }

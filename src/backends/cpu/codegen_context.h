@@ -66,7 +66,13 @@ class CodegenContext {
   // Element `index` of `v` ("v7[i]"), or `v` itself for a scalar.
   std::string element(ir::ValueId v, std::string_view index) const;
   // `v` reads the storage of `storage` from now on (no copy).
-  void alias(ir::ValueId v, ir::ValueId storage) { names_.at(v.index) = name(storage); }
+  void alias(ir::ValueId v, ir::ValueId storage) {
+    names_.at(v.index) = name(storage);
+    stored_.at(v.index) = stored_.at(storage.index);
+  }
+  // Whether tile `v` has an array by now (declared or aliased); a tile
+  // without one lives only as a local of a fused loop.
+  bool has_storage(ir::ValueId v) const { return stored_.at(v.index); }
   // A fresh local name, e.g. "i3" for loop indices.
   std::string fresh(std::string_view stem);
 
@@ -80,6 +86,7 @@ class CodegenContext {
   // yielded value whose loop-carried argument is dead once it is computed
   // (codegen_control.cpp), so the yield copies nothing.
   void plan_storage(ir::ValueId v, ir::ValueId storage) { planned_.at(v.index) = storage; }
+  bool has_planned_storage(ir::ValueId v) const { return planned_.at(v.index).valid(); }
   // Declares an array named `name` for `numel` elements of `element_type`.
   void declare_array(const std::string& element_type, int64_t element_size, int64_t numel,
                      const std::string& name);
@@ -117,6 +124,7 @@ class CodegenContext {
   std::vector<std::string> names_;
   std::vector<std::vector<ir::OpId>> users_;
   std::vector<ir::ValueId> planned_;  // storage planned for a value, or invalid
+  std::vector<bool> stored_;          // see has_storage
   passes::AxisInfoAnalysis axis_info_;
   int next_fresh_ = 0;
   int64_t stack_bytes_ = 0;
@@ -150,6 +158,14 @@ std::string value_source_element(const CodegenContext& ctx, const ir::Op& op,
                                  const std::vector<std::string>& operands, const std::string& index);
 // Element `index` of a broadcast; reads the operand's array at the mapped index.
 std::string broadcast_element(const CodegenContext& ctx, const ir::Op& op, const std::string& index);
+// The same for the element at flat index row * row_length + column of a loop
+// over rows (0 <= column < row_length, row_length dividing the result's last
+// dim of size > 1), as an index affine in `column`.
+std::string broadcast_row_element(const CodegenContext& ctx, const ir::Op& op, const std::string& row,
+                                  int64_t row_length, const std::string& column);
+// The operand's flat index that result element `index` of a broadcast from
+// `from` to `to` reads.
+int64_t broadcast_source_index(const ir::Type& from, const ir::Type& to, int64_t index);
 // The loaded element (never touching memory where the mask is false).
 std::string load_element(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
 // The statement storing one element.

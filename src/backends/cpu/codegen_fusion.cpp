@@ -1,13 +1,33 @@
 // Fusion of per-element tile ops into one element loop.
 //
-// A run of consecutive ops of one block that each compute element i from
-// element i of their operands (elementwise ops, splat, tile constants,
-// arange, broadcast of a finished tile, reshape/expand_dims, load, store)
-// and share an element count becomes a single loop over i. A value that only
-// ops of the run use never gets an array: it is a scalar local of the loop
-// body (`e7`), so a chain like load -> mul -> add -> store reads and writes
-// memory once per element. Values used elsewhere are written to their array
-// (`v7[i]`).
+// A run of ops of one block that each compute element i from element i of
+// their operands (elementwise ops, splat, tile constants, arange, broadcast
+// of a finished tile, reshape/expand_dims, load, store) and share an element
+// count becomes a single loop over i (CodegenContext::schedule_segment picks
+// the runs). A value that only ops of the run use never gets an array: it is
+// a scalar local of the loop body (`e7`), so a chain like load -> mul -> add
+// -> store reads and writes memory once per element. Values used elsewhere
+// are written to their array (`v7[i]`).
+//
+// Rows: the loop is a nest `for r { for c }` with i = r * L + c, where the
+// row length L divides the last dim (of size > 1) of every tile in the run.
+// Then a broadcast reads its operand at "something of r + c" and a load or
+// store whose pointers are contiguous along rows reads `row_base[c]` with the
+// base computed once per row: affine accesses g++ turns into (masked) vector
+// loads and stores. When the common row length would be short (< 16) the
+// loop stays flat and broadcasts use div/mod index math.
+//
+// Cheap values (constants, splats, aranges and up to a few elementwise ops
+// on them: index and mask arithmetic) get no array even when other loops use
+// them: each loop recomputes them at its own index, which costs less than
+// storing and reloading them.
+//
+// Full tiles: a load/store mask of the form `offs < n` (or <=, >, >=, and
+// `&` of such, through broadcasts), with `offs` increasing by one along the
+// tile, is all-true exactly when its first and last elements pass and do not
+// wrap. That is checked once before the loop, which then comes in two
+// copies: without masks when the whole tile is in bounds, with them
+// otherwise.
 //
 // Ordering: inside a fused loop, the memory accesses of element i happen
 // before those of element i + 1, instead of op after op. Only a store ends a
@@ -15,6 +35,9 @@
 // may still see its store to an *other* element when the addresses overlap,
 // which is the same ordering freedom the GPU backend has between threads
 // (documented in docs/backend-cpu.md).
+#include <algorithm>
+#include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,19 +65,41 @@ bool is_per_element(const CodegenContext& ctx, const ir::Op& op) {
 
 namespace {
 
-// The element expression of one member, from its operands' elements.
-std::string member_value(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands,
-                         const std::string& index) {
-  switch (op.kind) {
-    case OpKind::Load: return load_element(ctx, op, operands);
+// Shorter rows than this make a poor inner loop; such runs stay flat.
+constexpr int64_t kMinRowLength = 16;
+// Values computable from scalars in at most this many per-element ops are
+// recomputed by every loop that reads them instead of stored.
+constexpr int kMaxRecomputedOps = 4;
+
+// The per-element ops computing tile `v` from scalars alone, or more than
+// kMaxRecomputedOps when it reads memory or anything else.
+int recompute_cost(const CodegenContext& ctx, ir::ValueId v) {
+  constexpr int kTooMany = kMaxRecomputedOps + 1;
+  if (!ctx.fn.type(v).is_tile()) return 0;
+  ir::OpId def = ctx.fn.value(v).def;
+  if (!def.valid() || ctx.has_planned_storage(v)) return kTooMany;
+  const ir::Op& o = ctx.fn.op(def);
+  switch (o.kind) {
     case OpKind::Constant:
     case OpKind::Splat:
-    case OpKind::Arange: return value_source_element(ctx, op, operands, index);
-    case OpKind::Broadcast: return broadcast_element(ctx, op, index);
+    case OpKind::Arange: return 1;
     case OpKind::ExpandDims:
-    case OpKind::Reshape: return operands[0];
-    default: return elementwise_expr(ctx, op, operands);
+    case OpKind::Reshape: return ctx.fn.type(o.operands[0]).is_tile() ? recompute_cost(ctx, o.operands[0]) : kTooMany;
+    default: break;
   }
+  if (!ir::is_elementwise(o.kind)) return kTooMany;
+  int cost = 1;
+  for (ir::ValueId operand : o.operands) cost = std::min(kTooMany, cost + recompute_cost(ctx, operand));
+  return cost;
+}
+
+bool is_recomputed(const CodegenContext& ctx, ir::ValueId v) { return recompute_cost(ctx, v) <= kMaxRecomputedOps; }
+
+// The last dim of size > 1 (-1 for a one-element tile).
+int last_wide_dim(const ir::Type& t) {
+  for (size_t d = t.shape.size(); d-- > 0;)
+    if (t.shape[d] > 1) return static_cast<int>(d);
+  return -1;
 }
 
 class FusedRun {
@@ -63,13 +108,14 @@ class FusedRun {
     const ir::Op& first = fn_.op(ops[0]);
     numel_ = fn_.type(first.results.empty() ? first.operands[0] : first.results[0]).numel();
     plan_arrays();
+    choose_row_length();
     plan_contiguous_accesses();
+    plan_full_tile_check();
   }
 
   void emit();
 
  private:
-  std::vector<bool> live_members() const;
   bool in_run(ir::OpId id) const {
     for (ir::OpId o : ops_)
       if (o == id) return true;
@@ -81,19 +127,62 @@ class FusedRun {
   }
   static bool is_view(const ir::Op& o) { return o.kind == OpKind::Reshape || o.kind == OpKind::ExpandDims; }
   static std::string local(ir::ValueId v) { return "e" + std::to_string(v.index); }
+  static bool is_memory(const ir::Op& o) { return o.kind == OpKind::Load || o.kind == OpKind::Store; }
+  // The mask operand of a load or store, if it has one.
+  static std::optional<ir::ValueId> mask_of(const ir::Op& o) {
+    if (o.kind == OpKind::Load && o.operands.size() >= 2) return o.operands[1];
+    if (o.kind == OpKind::Store && o.operands.size() >= 3) return o.operands[2];
+    return std::nullopt;
+  }
 
-  // Which results need an array: those used outside the run. A reshape
-  // needing one shares its operand's array, which then needs one too.
+  // Which results need an array: those used outside the run, unless every
+  // such user is a per-element op that can recompute them. A reshape needing
+  // one shares its operand's array, which then needs one too.
   void plan_arrays() {
     needs_array_.assign(fn_.num_values(), false);
     for (ir::OpId id : ops_)
-      for (ir::ValueId r : fn_.op(id).results)
-        for (ir::OpId user : ctx_.users(r))
-          if (!in_run(user)) needs_array_[r.index] = true;
+      for (ir::ValueId r : fn_.op(id).results) {
+        bool recomputed = is_recomputed(ctx_, r);
+        for (ir::OpId user : ctx_.users(r)) {
+          const ir::Op& u = fn_.op(user);
+          bool recomputes = recomputed && is_per_element(ctx_, u) && u.kind != OpKind::Broadcast;
+          if (!in_run(user) && !recomputes) needs_array_[r.index] = true;
+        }
+      }
     for (size_t k = ops_.size(); k-- > 0;) {
       const ir::Op& o = fn_.op(ops_[k]);
       if (is_view(o) && needs_array_[o.results[0].index]) needs_array_[o.operands[0].index] = true;
     }
+  }
+
+  // L: the gcd of the last dims (of size > 1) of the run's tiles. A single
+  // row (L == numel) is a flat loop; so is a short L, unless some load or
+  // store is contiguous along its rows (a short row of vector accesses still
+  // beats a gather).
+  void choose_row_length() {
+    int64_t row = numel_;
+    for (ir::OpId id : ops_) {
+      const ir::Op& o = fn_.op(id);
+      const ir::Type& t = fn_.type(o.results.empty() ? o.operands[0] : o.results[0]);
+      int d = last_wide_dim(t);
+      if (d >= 0) row = std::gcd(row, t.shape[static_cast<size_t>(d)]);
+    }
+    rows_ = row < numel_ && row > 1 && (row >= kMinRowLength || has_contiguous_access(row));
+    row_ = rows_ ? row : numel_;
+  }
+
+  // The contiguity of pointer tile `p` along its last dim of size > 1.
+  int64_t row_contiguity(ir::ValueId p) const {
+    int d = last_wide_dim(fn_.type(p));
+    return d < 0 ? 1 : ctx_.axis_info().get(p).contiguity.at(static_cast<size_t>(d));
+  }
+
+  bool has_contiguous_access(int64_t row) const {
+    for (ir::OpId id : ops_) {
+      const ir::Op& o = fn_.op(id);
+      if (is_memory(o) && computable_anywhere(o.operands[0]) && row_contiguity(o.operands[0]) % row == 0) return true;
+    }
+    return false;
   }
 
   // Whether `v` can be evaluated at any index before the loop: computed in
@@ -107,37 +196,131 @@ class FusedRun {
     return true;
   }
 
-  // Element `index` of `v` as one expression (for row base pointers).
+  // Element `index` of `v` as one expression: read from its array, or
+  // computed from its operands when it has none or is computed by this run
+  // (for row base pointers, and for recomputed values).
   std::string value_at(ir::ValueId v, const std::string& index) const {
-    if (!defined_in_run(v)) return ctx_.element(v, index);
+    if (!fn_.type(v).is_tile() || (!defined_in_run(v) && ctx_.has_storage(v))) return ctx_.element(v, index);
+    TEGULA_ASSERT(fn_.value(v).def.valid(), "a tile without array or definition");
     const ir::Op& o = fn_.op(fn_.value(v).def);
     std::vector<std::string> operands;
     for (ir::ValueId operand : o.operands) operands.push_back(value_at(operand, index));
-    return member_value(ctx_, o, operands, index);
+    return member_value(o, operands, index, index);
+  }
+
+  // Element `index` (a constant) of `v` as an expression valid before the
+  // loop, if it can be computed without memory: members of the run are
+  // recomputed, other tiles read from their arrays or recomputed when they
+  // have none.
+  std::optional<std::string> value_at_constant(ir::ValueId v, int64_t index) const {
+    const ir::Type& t = fn_.type(v);
+    if (!t.is_tile()) return ctx_.name(v);
+    if (!defined_in_run(v) && ctx_.has_storage(v)) return ctx_.element(v, std::to_string(index));
+    ir::OpId def = fn_.value(v).def;
+    if (!def.valid()) return std::nullopt;
+    const ir::Op& o = fn_.op(def);
+    switch (o.kind) {
+      case OpKind::Splat: return ctx_.name(o.operands[0]);
+      case OpKind::Constant:
+      case OpKind::Arange: return value_source_element(ctx_, o, {}, std::to_string(index));
+      case OpKind::ExpandDims:
+      case OpKind::Reshape: return value_at_constant(o.operands[0], index);
+      case OpKind::Broadcast:
+        return value_at_constant(o.operands[0], broadcast_source_index(fn_.type(o.operands[0]), t, index));
+      default: break;
+    }
+    if (!ir::is_elementwise(o.kind)) return std::nullopt;
+    std::vector<std::string> operands;
+    for (ir::ValueId operand : o.operands) {
+      std::optional<std::string> e = value_at_constant(operand, index);
+      if (!e) return std::nullopt;
+      operands.push_back(*e);
+    }
+    return elementwise_expr(ctx_, o, operands);
+  }
+
+  // Whether every element of `v` is the same (a splat, through shape ops).
+  bool is_uniform(ir::ValueId v) const {
+    ir::OpId def = fn_.value(v).def;
+    if (!fn_.type(v).is_tile()) return true;
+    if (!def.valid()) return false;
+    const ir::Op& o = fn_.op(def);
+    if (o.kind == OpKind::Splat) return true;
+    if (o.kind == OpKind::Broadcast || is_view(o)) return is_uniform(o.operands[0]);
+    return false;
+  }
+
+  // Whether integer tile `v` is x0, x0 + 1, ... in flat order: one dim of
+  // size > 1, contiguous along all of it.
+  bool is_counting(ir::ValueId v) const {
+    const ir::Type& t = fn_.type(v);
+    if (!t.is_tile() || t.is_pointer() || !ir::is_integer(t.scalar) || t.scalar == ir::Scalar::I1) return false;
+    int d = last_wide_dim(t);
+    if (d < 0) return false;
+    for (int e = 0; e < d; ++e)
+      if (t.shape[static_cast<size_t>(e)] > 1) return false;
+    return ctx_.axis_info().get(v).contiguity.at(static_cast<size_t>(d)) == t.shape[static_cast<size_t>(d)];
+  }
+
+  // A condition, computable before the loop, that holds exactly when every
+  // element of mask `v` is true; nothing when no cheap one is known.
+  std::optional<std::string> all_true(ir::ValueId v) const {
+    if (!fn_.type(v).is_tile()) return ctx_.name(v);
+    ir::OpId def = fn_.value(v).def;
+    if (!def.valid()) return std::nullopt;
+    const ir::Op& o = fn_.op(def);
+    switch (o.kind) {
+      case OpKind::Splat: return ctx_.name(o.operands[0]);
+      case OpKind::Broadcast:
+      case OpKind::ExpandDims:
+      case OpKind::Reshape: return all_true(o.operands[0]);
+      case OpKind::And: {
+        std::optional<std::string> a = all_true(o.operands[0]), b = all_true(o.operands[1]);
+        if (!a || !b) return std::nullopt;
+        return *a + " && " + *b;
+      }
+      case OpKind::Cmp: return all_in_bounds(o);
+      default: return std::nullopt;
+    }
+  }
+
+  // cmp(counting, uniform) with <, <=, >, >= (either side): every element
+  // passes iff the first and the last do and the count does not wrap.
+  std::optional<std::string> all_in_bounds(const ir::Op& cmp) const {
+    const ir::Attr* pred = cmp.attr("pred");
+    if (pred == nullptr || !std::holds_alternative<std::string>(*pred)) return std::nullopt;
+    const std::string& p = std::get<std::string>(*pred);
+    const char* op = p == "lt" ? " < " : p == "le" ? " <= " : p == "gt" ? " > " : p == "ge" ? " >= " : nullptr;
+    if (op == nullptr) return std::nullopt;
+    ir::ValueId lhs = cmp.operands[0], rhs = cmp.operands[1];
+    bool counting_left = is_counting(lhs) && is_uniform(rhs);
+    if (!counting_left && !(is_counting(rhs) && is_uniform(lhs))) return std::nullopt;
+    ir::ValueId counting = counting_left ? lhs : rhs;
+    int64_t last = fn_.type(counting).numel() - 1;
+    std::optional<std::string> first_value = value_at_constant(counting, 0);
+    std::optional<std::string> last_value = value_at_constant(counting, last);
+    std::optional<std::string> bound = value_at_constant(counting_left ? rhs : lhs, 0);
+    if (!first_value || !last_value || !bound) return std::nullopt;
+    auto passes = [&](const std::string& x) {
+      return counting_left ? "(" + x + op + *bound + ")" : "(" + *bound + op + x + ")";
+    };
+    return passes(*first_value) + " && " + passes(*last_value) + " && (" + *first_value + " <= " + *last_value + ")";
   }
 
   // Loads and stores whose pointers are contiguous along whole rows (axis
-  // info) address memory as `row_base[c]`: a plain affine access the C++
-  // compiler turns into (masked) vector loads and stores. Rows are the last
-  // dim of the first such pointer; fully contiguous pointers fit any row.
+  // info: runs a multiple of L long) address memory as `row_base[c]`. In a
+  // flat loop only pointers counting up through the whole tile qualify.
   void plan_contiguous_accesses() {
-    row_ = numel_;
-    std::vector<ir::ValueId> candidates;
     for (ir::OpId id : ops_) {
       const ir::Op& o = fn_.op(id);
-      if (o.kind != OpKind::Load && o.kind != OpKind::Store) continue;
+      if (!is_memory(o)) continue;
       ir::ValueId p = o.operands[0];
-      const ir::Type& t = fn_.type(p);
-      int64_t contiguity = ctx_.axis_info().get(p).contiguity.back();
       if (!computable_anywhere(p)) continue;
-      if (contiguity == t.numel()) {
-        candidates.push_back(p);
-      } else if (contiguity == t.shape.back() && contiguity > 1) {
-        if (row_ == numel_) row_ = contiguity;
-        if (contiguity == row_) candidates.push_back(p);
-      }
-    }
-    for (ir::ValueId p : candidates) {
+      const ir::Type& t = fn_.type(p);
+      int d = last_wide_dim(t);
+      bool fits = d < 0 || (rows_ ? row_contiguity(p) % row_ == 0
+                                  : row_contiguity(p) == numel_ && t.shape[static_cast<size_t>(d)] == numel_);
+      if (!fits) continue;
       bool seen = false;
       for (const auto& b : bases_) seen |= b.first == p;
       if (!seen) bases_.emplace_back(p, "row" + std::to_string(p.index));
@@ -149,24 +332,78 @@ class FusedRun {
     return nullptr;
   }
 
-  std::string element_of(ir::ValueId v) const {
+  void plan_full_tile_check() {
+    for (ir::OpId id : ops_) {
+      std::optional<ir::ValueId> mask = mask_of(fn_.op(id));
+      if (!mask || !fn_.type(*mask).is_tile()) continue;
+      bool seen = false;
+      for (ir::ValueId m : full_masks_) seen |= m == *mask;
+      if (seen) continue;
+      std::optional<std::string> condition = all_true(*mask);
+      if (!condition) continue;
+      full_masks_.push_back(*mask);
+      full_condition_ += (full_condition_.empty() ? "" : " && ") + *condition;
+    }
+  }
+
+  // The element expression of one member, from its operands' elements.
+  std::string member_value(const ir::Op& op, const std::vector<std::string>& operands, const std::string& index,
+                           const std::string& row) const {
+    switch (op.kind) {
+      case OpKind::Load: return load_element(ctx_, op, operands);
+      case OpKind::Constant:
+      case OpKind::Splat:
+      case OpKind::Arange: return value_source_element(ctx_, op, operands, index);
+      case OpKind::Broadcast:
+        return rows_ && index == "i" ? broadcast_row_element(ctx_, op, row, row_, "c")
+                                     : broadcast_element(ctx_, op, index);
+      case OpKind::ExpandDims:
+      case OpKind::Reshape: return operands[0];
+      default: return elementwise_expr(ctx_, op, operands);
+    }
+  }
+
+  // Element i of `v` in the loop body; with `full`, masks of full_masks_
+  // are true (they may also be read as select conditions).
+  std::string element_of(ir::ValueId v, bool full) const {
+    if (full)
+      for (ir::ValueId m : full_masks_)
+        if (m == v) return "true";
     if (defined_in_run(v) && !needs_array_[v.index]) return local(v);
+    if (!defined_in_run(v)) return value_at(v, "i");
     return ctx_.element(v, "i");
   }
+
+  // Whether operand j of `o` is a load/store mask known true in a full tile.
+  bool is_full_mask(const ir::Op& o, size_t j) const {
+    std::optional<ir::ValueId> mask = mask_of(o);
+    if (!mask || j != (o.kind == OpKind::Load ? 1u : 2u)) return false;
+    for (ir::ValueId m : full_masks_)
+      if (m == *mask) return true;
+    return false;
+  }
+
+  std::vector<bool> live_members(bool full) const;
+  void declare_arrays(const std::vector<bool>& live);
+  std::vector<std::string> body(bool full) const;
 
   CodegenContext& ctx_;
   const ir::Function& fn_;
   const std::vector<ir::OpId>& ops_;
   int64_t numel_ = 0;
-  int64_t row_ = 0;  // elements per row of the loop nest
+  bool rows_ = false;   // a loop nest over rows r of L elements c (else one flat loop)
+  int64_t row_ = 0;     // L; numel for a flat loop
   std::vector<bool> needs_array_;
   std::vector<std::pair<ir::ValueId, std::string>> bases_;  // pointer tile -> its row base local
+  std::vector<ir::ValueId> full_masks_;                     // masks all-true when full_condition_ holds
+  std::vector<ir::ValueId> shared_views_;                   // views naming their operand's array
+  std::string full_condition_;
 };
 
 // Members whose value nothing in the loop reads any more (pointer chains
-// replaced by row bases) are left out; the compiler would drop them anyway,
-// readers should not have to.
-std::vector<bool> FusedRun::live_members() const {
+// replaced by row bases, masks of a full tile) are left out; the compiler
+// would drop them anyway, readers should not have to.
+std::vector<bool> FusedRun::live_members(bool full) const {
   std::vector<bool> live(ops_.size(), false);
   std::vector<bool> read(fn_.num_values(), false);
   for (size_t k = ops_.size(); k-- > 0;) {
@@ -174,66 +411,103 @@ std::vector<bool> FusedRun::live_members() const {
     live[k] = o.kind == OpKind::Store || (!o.results.empty() && (needs_array_[o.results[0].index] || read[o.results[0].index]));
     if (!live[k]) continue;
     for (size_t j = 0; j < o.operands.size(); ++j) {
-      bool replaced = j == 0 && (o.kind == OpKind::Load || o.kind == OpKind::Store) && base_of(o.operands[0]);
-      if (!replaced) read[o.operands[j].index] = true;
+      bool replaced = j == 0 && is_memory(o) && base_of(o.operands[0]);
+      bool dropped = full && is_full_mask(o, j);
+      if (!replaced && !dropped) read[o.operands[j].index] = true;
     }
   }
   return live;
 }
 
-void FusedRun::emit() {
+// Arrays of the results used outside the run. A view shares its operand's
+// array, or gets its own when the operand was recomputed by an earlier loop.
+void FusedRun::declare_arrays(const std::vector<bool>& live) {
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    const ir::Op& o = fn_.op(ops_[k]);
+    if (!live[k] || o.results.empty() || !needs_array_[o.results[0].index]) continue;
+    if (is_view(o) && (defined_in_run(o.operands[0]) || ctx_.has_storage(o.operands[0]))) {
+      ctx_.alias(o.results[0], o.operands[0]);
+      shared_views_.push_back(o.results[0]);
+    } else {
+      ctx_.declare(o.results[0]);
+    }
+  }
+}
+
+// The statements computing element i; with `full`, the masks of
+// full_masks_ read as true.
+std::vector<std::string> FusedRun::body(bool full) const {
   bool single = ops_.size() == 1;
-  std::vector<bool> live = live_members();
-  std::vector<std::string> body;
+  std::vector<bool> live = live_members(full);
+  std::vector<std::string> lines;
   for (size_t k = 0; k < ops_.size(); ++k) {
     if (!live[k]) continue;
-    ir::OpId id = ops_[k];
-    const ir::Op& o = fn_.op(id);
-    if (single) ctx_.out.line(op_comment(ctx_, o));
-    else body.push_back(op_comment(ctx_, o));
+    const ir::Op& o = fn_.op(ops_[k]);
+    if (!single) lines.push_back(op_comment(ctx_, o));
     std::vector<std::string> operands;
-    for (ir::ValueId v : o.operands) operands.push_back(element_of(v));
-    if ((o.kind == OpKind::Load || o.kind == OpKind::Store) && base_of(o.operands[0]) != nullptr)
-      operands[0] = "(" + *base_of(o.operands[0]) + " + c)";
+    for (ir::ValueId v : o.operands) operands.push_back(element_of(v, full));
+    if (is_memory(o) && base_of(o.operands[0]) != nullptr) operands[0] = "(" + *base_of(o.operands[0]) + " + c)";
+    // Unmasked in a full tile: a load keeps only its pointer (its `other`
+    // is never taken), a store its pointer and value.
+    if (full && is_full_mask(o, o.kind == OpKind::Load ? 1 : 2)) operands.resize(o.kind == OpKind::Load ? 1 : 2);
     if (o.kind == OpKind::Store) {
-      body.push_back(store_statement(ctx_, o, operands));
+      lines.push_back(store_statement(ctx_, o, operands));
       continue;
     }
     ir::ValueId r = o.results[0];
-    if (is_view(o) && needs_array_[r.index]) {
-      ctx_.alias(r, o.operands[0]);
-      body.push_back("// v" + std::to_string(r.index) + " shares the array of " + ctx_.name(r));
+    if (std::find(shared_views_.begin(), shared_views_.end(), r) != shared_views_.end()) {
+      lines.push_back("// v" + std::to_string(r.index) + " shares the array of " + ctx_.name(r));
       continue;
     }
-    std::string value = member_value(ctx_, o, operands, "i");
-    if (needs_array_[r.index]) {
-      ctx_.declare(r);
-      body.push_back(ctx_.element(r, "i") + " = " + value + ";");
-    } else {
-      body.push_back(c_const(fn_.type(r).element()) + " " + local(r) + " = " + value + ";");
-    }
+    std::string value = member_value(o, operands, "i", "r");
+    if (needs_array_[r.index]) lines.push_back(ctx_.element(r, "i") + " = " + value + ";");
+    else lines.push_back(c_const(fn_.type(r).element()) + " " + local(r) + " = " + value + ";");
   }
-  if (single && fn_.op(ops_[0]).kind != OpKind::Store && body.size() == 1 && body[0].rfind("//", 0) == 0) {
-    ctx_.out.line(body[0]);  // a view: nothing to compute
+  return lines;
+}
+
+void FusedRun::emit() {
+  bool single = ops_.size() == 1;
+  if (single) ctx_.out.line(op_comment(ctx_, fn_.op(ops_[0])));
+  declare_arrays(live_members(false));
+  std::vector<std::string> lines = body(false);
+  if (single && fn_.op(ops_[0]).kind != OpKind::Store && lines.size() == 1 && lines[0].rfind("//", 0) == 0) {
+    ctx_.out.line(lines[0]);  // a view: nothing to compute
     return;
   }
-  if (bases_.empty()) {
+  if (!rows_ && bases_.empty() && full_masks_.empty()) {
     ctx_.open_element_loop("i", numel_);
-    for (const std::string& line : body) ctx_.out.line(line);
+    for (const std::string& line : lines) ctx_.out.line(line);
     ctx_.out.close();
     return;
   }
-  // for each row r: row base pointers, then the elements c of the row.
-  bool one_row = row_ == numel_;
+  // [full check] for each row r: row base pointers, then the elements c of the row.
+  std::string full;
+  if (!full_masks_.empty()) {
+    full = ctx_.fresh("full");
+    ctx_.out.line("const bool " + full + " = " + full_condition_ + ";");
+  }
+  bool one_row = !rows_;
   std::string row_start = one_row ? "0" : "r * " + std::to_string(row_);
   if (!one_row) ctx_.out.open("for (int r = 0; r < " + std::to_string(numel_ / row_) + "; ++r)");
   for (const auto& [pointer, base] : bases_)
     ctx_.out.line(c_const(fn_.type(pointer).element()) + " " + base + " = " + value_at(pointer, row_start) + ";  // &v" +
                   std::to_string(pointer.index) + "[" + row_start + "]");
-  ctx_.open_element_loop("c", row_);
-  ctx_.out.line(one_row ? "const int i = c;" : "const int i = r * " + std::to_string(row_) + " + c;");
-  for (const std::string& line : body) ctx_.out.line(line);
-  ctx_.out.close();
+  auto element_loop = [&](const std::vector<std::string>& statements) {
+    ctx_.open_element_loop("c", row_);
+    ctx_.out.line(one_row ? "const int i = c;" : "const int i = r * " + std::to_string(row_) + " + c;");
+    for (const std::string& line : statements) ctx_.out.line(line);
+    ctx_.out.close();
+  };
+  if (full.empty()) {
+    element_loop(lines);
+  } else {
+    ctx_.out.open("if (" + full + ")");
+    element_loop(body(true));
+    ctx_.out.close_open("else");
+    element_loop(lines);
+    ctx_.out.close();
+  }
   if (!one_row) ctx_.out.close();
 }
 

@@ -2,11 +2,19 @@
 // region, which is inlined (as scalar code) into the element loops.
 //
 // The tile is viewed as [outer, A, inner] around the reduced axis (A is a
-// power of two). Each outer slice is reduced as a tree: the first level
-// combines rows k and k + A/2 of the input into a temporary of A/2 rows, each
-// further level halves it in place. Every level is one flat loop over
-// independent elements, so it vectorizes without reassociating anything the
-// combiner does; the order is the same for every program (reproducible).
+// power of two). Every loop below applies the combiner to independent
+// elements, so it vectorizes without reassociating anything the combiner
+// does, and the order is the same for every program and run (reproducible).
+//
+//  * Contiguous axis (inner == 1, e.g. a row sum): W lanes (W elements of
+//    256 bytes, at most A) walk the row, lane x taking elements x, x + W,
+//    x + 2W, ... in order; then the W lanes are combined as a tree (x with
+//    x + W/2, ...). One pass over the input, no temporary beyond the lanes.
+//  * Other axes: a tree over rows. The first level combines rows k and
+//    k + A/2 of the input into a temporary of A/2 rows, each further level
+//    halves it in place; each level is a flat loop along the contiguous
+//    inner elements.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -52,6 +60,54 @@ void emit_combine(CodegenContext& ctx, const ir::Op& op, const std::vector<std::
   for (size_t j = 0; j < n; ++j) ctx.out.line(dest[j] + " = " + ctx.name(yield.operands[j]) + ";");
 }
 
+// Bytes of lanes a contiguous-axis reduce keeps: a few vector registers.
+constexpr int64_t kLaneBytes = 256;
+
+// The contiguous-axis case (see the top of the file), inside the loop over
+// outer slices `o`.
+template <class ResultElement>
+void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, const std::string& o,
+                ResultElement result_element) {
+  int64_t widest = 1;
+  for (ir::ValueId v : op.operands) widest = std::max(widest, c_element_size(ctx.fn.type(v)));
+  int64_t lanes = std::min(s.axis, std::max<int64_t>(1, kLaneBytes / widest));
+  std::vector<std::string> lane, input;
+  for (ir::ValueId v : op.operands) {
+    const ir::Type& t = ctx.fn.type(v);
+    lane.push_back(ctx.fresh("lane"));
+    ctx.declare_array(c_storage(t), c_element_size(t), lanes, lane.back());
+    input.push_back(ctx.name(v));
+  }
+  auto elements = [&](const std::vector<std::string>& arrays, const std::string& index) {
+    std::vector<std::string> out;
+    for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
+    return out;
+  };
+  std::string x = ctx.fresh("x"), k = ctx.fresh("k"), width = ctx.fresh("width");
+  std::string slice = o + " * " + std::to_string(s.axis);
+  ctx.open_element_loop(x, lanes);
+  for (size_t j = 0; j < lane.size(); ++j) ctx.out.line(lane[j] + "[" + x + "] = " + input[j] + "[" + slice + " + " + x + "];");
+  ctx.out.close();
+  if (lanes < s.axis) {
+    ctx.out.open("for (int " + k + " = " + std::to_string(lanes) + "; " + k + " < " + std::to_string(s.axis) + "; " + k +
+                 " += " + std::to_string(lanes) + ")");
+    ctx.open_element_loop(x, lanes);
+    emit_combine(ctx, op, elements(lane, x), elements(input, slice + " + " + k + " + " + x), elements(lane, x));
+    ctx.out.close();
+    ctx.out.close();
+  }
+  if (lanes > 1) {
+    ctx.out.open("for (int " + width + " = " + std::to_string(lanes / 2) + "; " + width + " >= 1; " + width + " /= 2)");
+    ctx.out.line("TG_IVDEP");
+    ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
+    emit_combine(ctx, op, elements(lane, x), elements(lane, x + " + " + width), elements(lane, x));
+    ctx.out.close();
+    ctx.out.close();
+  }
+  for (size_t j = 0; j < lane.size(); ++j) ctx.out.line(result_element(j, "0") + " = " + lane[j] + "[0];");
+  ctx.out.close();
+}
+
 }  // namespace
 
 void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
@@ -78,6 +134,11 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
       ctx.out.line(result_element(j, x) + " = " + ctx.name(op.operands[j]) + "[" + slice + " + " + x + "];");
     ctx.out.close();
     ctx.out.close();
+    return;
+  }
+
+  if (s.inner == 1) {
+    emit_lanes(ctx, op, s, o, result_element);
     return;
   }
 

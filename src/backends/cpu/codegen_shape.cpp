@@ -129,6 +129,53 @@ std::string broadcast_element(const CodegenContext& ctx, const ir::Op& op, const
   return ctx.name(op.operands[0]) + "[" + (mapped.empty() ? "0" : mapped) + "]";
 }
 
+// In a loop over rows of `row_length` elements (flat index r * L + c, L
+// dividing the result's last dim of size > 1): every coordinate but the
+// last depends on r alone, the last is (r % (T / L)) * L + c, so the operand
+// is read at "r-part + c" -- an access g++ vectorizes (contiguous along c, or
+// the same element for every c).
+std::string broadcast_row_element(const CodegenContext& ctx, const ir::Op& op, const std::string& row,
+                                  int64_t row_length, const std::string& column) {
+  const ir::Type& from = ctx.fn.type(op.operands[0]);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  TEGULA_ASSERT(from.is_tile() && from.rank() == to.rank(), "broadcast changes the rank");
+  std::vector<int64_t> from_strides = row_major_strides(from.shape), to_strides = row_major_strides(to.shape);
+  int first = -1, last = -1;
+  for (size_t d = 0; d < to.shape.size(); ++d)
+    if (to.shape[d] > 1) last = static_cast<int>(d), first = first < 0 ? static_cast<int>(d) : first;
+  std::vector<std::string> terms;
+  for (int d = first; d >= 0 && d <= last; ++d) {
+    size_t du = static_cast<size_t>(d);
+    if (to.shape[du] == 1 || from.shape[du] != to.shape[du]) continue;
+    std::string coord;
+    if (d == last) {
+      TEGULA_ASSERT(to.shape[du] % row_length == 0, "row length must divide the last dim");
+      int64_t rows_per_line = to.shape[du] / row_length;
+      std::string r_part = d == first ? row : rows_per_line == 1 ? "" : "(" + row + " % " + std::to_string(rows_per_line) + ")";
+      coord = r_part.empty() ? column : r_part + " * " + std::to_string(row_length) + " + " + column;
+    } else {
+      int64_t rows_per_step = to_strides[du] / row_length;
+      coord = rows_per_step == 1 ? row : row + " / " + std::to_string(rows_per_step);
+      if (d != first) coord = "(" + coord + ") % " + std::to_string(to.shape[du]);
+      if (from_strides[du] != 1) coord = "(" + coord + ") * " + std::to_string(from_strides[du]);
+    }
+    terms.push_back(coord);
+  }
+  std::string mapped;
+  for (const std::string& t : terms) mapped += (mapped.empty() ? "" : " + ") + t;
+  return ctx.name(op.operands[0]) + "[" + (mapped.empty() ? "0" : mapped) + "]";
+}
+
+int64_t broadcast_source_index(const ir::Type& from, const ir::Type& to, int64_t index) {
+  std::vector<int64_t> from_strides = row_major_strides(from.shape), to_strides = row_major_strides(to.shape);
+  int64_t source = 0;
+  for (size_t d = 0; d < to.shape.size(); ++d) {
+    int64_t coord = index / to_strides[d] % to.shape[d];
+    if (from.shape[d] == to.shape[d]) source += coord * from_strides[d];
+  }
+  return source;
+}
+
 void emit_shape(CodegenContext& ctx, const ir::Op& op) {
   switch (op.kind) {
     case OpKind::ExpandDims:

@@ -1,0 +1,553 @@
+// The driver of CUDA code generation: the kernel function and its prologue,
+// the dispatch of every op to its family's emitter, and the services of
+// CudaContext (names, register arrays, thread coordinates, layout
+// conversions, shared memory and barriers).
+#include "backends/cuda/codegen.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cuda/codegen_context.h"
+#include "backends/cuda/prelude.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+using ir::OpKind;
+using ir::Scalar;
+
+// --- C++ spellings ------------------------------------------------------------------
+
+std::string c_scalar(Scalar s) {
+  switch (s) {
+    case Scalar::I1: return "bool";
+    case Scalar::I8: return "signed char";
+    case Scalar::I16: return "short";
+    case Scalar::I32: return "int";
+    case Scalar::I64: return "long long";
+    case Scalar::U8: return "unsigned char";
+    case Scalar::U16: return "unsigned short";
+    case Scalar::U32: return "unsigned";
+    case Scalar::U64: return "unsigned long long";
+    case Scalar::F16: return "tg_f16";
+    case Scalar::BF16: return "tg_bf16";
+    case Scalar::F32: return "float";
+    case Scalar::F64: return "double";
+  }
+  TEGULA_ASSERT(false, "unknown scalar kind");
+}
+
+std::string c_memory(Scalar s) { return s == Scalar::I1 ? "unsigned char" : c_scalar(s); }
+
+std::string c_element(const ir::Type& t) { return t.is_pointer() ? c_memory(t.scalar) + "*" : c_scalar(t.scalar); }
+
+bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
+
+std::string c_compute(Scalar s) { return is_half(s) ? "float" : c_scalar(s); }
+
+std::string to_compute(Scalar s, const std::string& expr) {
+  if (s == Scalar::F16) return "tg_f16_to_f32(" + expr + ")";
+  if (s == Scalar::BF16) return "tg_bf16_to_f32(" + expr + ")";
+  return expr;
+}
+
+std::string from_compute(Scalar s, const std::string& expr) {
+  if (s == Scalar::F16) return "tg_f32_to_f16(" + expr + ")";
+  if (s == Scalar::BF16) return "tg_f32_to_bf16(" + expr + ")";
+  return expr;
+}
+
+int64_t element_bytes(const ir::Type& t) { return t.is_pointer() ? 8 : ir::byte_size(t.scalar); }
+
+std::string int_literal(int64_t value, Scalar s) {
+  if (s == Scalar::I1) return value != 0 ? "true" : "false";
+  int bits = ir::bit_width(s);
+  if (!ir::is_signed(s)) {
+    uint64_t u = static_cast<uint64_t>(value);
+    if (bits < 64) u &= (uint64_t{1} << bits) - 1;
+    if (bits == 64) return std::to_string(u) + "ull";
+    std::string text = std::to_string(u) + "u";
+    return bits == 32 ? text : "(" + c_scalar(s) + ")" + text;
+  }
+  if (bits == 64) return value == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(value) + "LL";
+  if (bits < 64) {
+    int64_t wrapped = static_cast<int64_t>(static_cast<uint64_t>(value) << (64 - bits)) >> (64 - bits);
+    value = wrapped;
+  }
+  std::string text = value == INT32_MIN ? "(-2147483647 - 1)" : value < 0 ? "(" + std::to_string(value) + ")"
+                                                                          : std::to_string(value);
+  return bits == 32 ? text : "(" + c_scalar(s) + ")" + text;
+}
+
+namespace {
+
+uint32_t float_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// Round a double to the bits of f16 or bf16, nearest even: first to float
+// rounding to odd (keeps the sticky information), then on the bits.
+uint16_t narrow_bits(double d, bool bf16) {
+  if (std::isnan(d)) return bf16 ? 0x7fc0 : 0x7e00;
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) != d && std::isfinite(f)) {
+    float toward_zero = std::fabs(static_cast<double>(f)) > std::fabs(d) ? std::nextafter(f, 0.0f) : f;
+    uint32_t b = float_bits(toward_zero) | 1u;
+    std::memcpy(&f, &b, 4);
+  }
+  uint32_t bits = float_bits(f);
+  uint32_t sign = bits & 0x80000000u, a = bits & 0x7fffffffu;
+  if (bf16) {
+    if (a >= 0x7f800000u) return static_cast<uint16_t>((sign | a) >> 16);
+    return static_cast<uint16_t>((sign >> 16) | ((a + 0x7fffu + ((a >> 16) & 1u)) >> 16));
+  }
+  uint16_t hs = static_cast<uint16_t>(sign >> 16);
+  if (a >= 0x477ff000u) return hs | 0x7c00u;  // overflow (and inf)
+  if (a < 0x38800000u) {                      // subnormal or zero in f16: steps of 2^-24
+    double scaled = static_cast<double>(std::fabs(f)) * 16777216.0;
+    return hs | static_cast<uint16_t>(std::nearbyint(scaled));
+  }
+  return hs | static_cast<uint16_t>((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13);
+}
+
+std::string shortest(double value, int max_digits) {
+  char buf[64];
+  for (int precision = 1; precision <= max_digits; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
+    if (max_digits == 9 ? std::strtof(buf, nullptr) == static_cast<float>(value) : std::strtod(buf, nullptr) == value)
+      break;
+  }
+  std::string text = buf;
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text;
+}
+
+}  // namespace
+
+std::string float_literal(double value, Scalar s) {
+  if (is_half(s)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "(%s)0x%04x", c_scalar(s).c_str(), narrow_bits(value, s == Scalar::BF16));
+    return buf;
+  }
+  if (s == Scalar::F32) {
+    float f = static_cast<float>(value);
+    if (std::isnan(f)) return "__int_as_float(0x7fc00000)";
+    if (std::isinf(f)) return f < 0 ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)";
+    std::string text = shortest(f, 9) + "f";
+    return f < 0 || (f == 0 && std::signbit(f)) ? "(" + text + ")" : text;
+  }
+  if (std::isnan(value)) return "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(value)) return value < 0 ? "(-__longlong_as_double(0x7ff0000000000000LL))"
+                                          : "__longlong_as_double(0x7ff0000000000000LL)";
+  std::string text = shortest(value, 17);
+  return value < 0 || (value == 0 && std::signbit(value)) ? "(" + text + ")" : text;
+}
+
+std::string c_string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c >= 0x7f || c == '?' || c == '%') {
+          // Octal escapes take at most 3 digits, so no following character is
+          // read as part of one; '?' avoids trigraphs, '%' printf formats.
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\%03o", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string bits_expr(const std::string& var, const std::vector<int>& dest, int width) {
+  std::string expr;
+  int n = static_cast<int>(dest.size());
+  for (int k = 0; k < n;) {
+    if (dest[static_cast<size_t>(k)] < 0) {
+      ++k;
+      continue;
+    }
+    int run = 1;
+    while (k + run < n && dest[static_cast<size_t>(k + run)] == dest[static_cast<size_t>(k)] + run) ++run;
+    int to = dest[static_cast<size_t>(k)];
+    std::string term = var;
+    if (k > 0) term = "(" + term + " >> " + std::to_string(k) + ")";
+    if (k + run < width) term = "(" + term + " & " + std::to_string((1 << run) - 1) + ")";
+    if (to > 0) term = "(" + term + " << " + std::to_string(to) + ")";
+    if (term.front() == '(' && term.back() == ')' && expr.empty() && k + run >= n) {
+      // A single term needs no outer parentheses.
+    }
+    expr += (expr.empty() ? "" : " + ") + term;
+    k += run;
+  }
+  return expr.empty() ? "0" : expr;
+}
+
+// --- CudaContext ------------------------------------------------------------------
+
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+}  // namespace
+
+CudaContext::CudaContext(const ir::Function& f, const CodegenOptions& o)
+    : fn(f), options(o), axis_info(f), plan(f, axis_info, o.num_warps) {
+  std::vector<std::string> printed = printed_names(fn);
+  names_.resize(fn.num_values());
+  const ir::Block& body = fn.block(fn.body());
+  for (size_t i = 0; i < fn.num_values(); ++i) names_[i] = "v" + printed[i];
+  for (size_t i = 0; i < body.args.size(); ++i) {
+    const std::string& p = i < fn.params.size() ? fn.params[i].name : std::string();
+    names_[body.args[i].index] = is_identifier(p) ? "arg_" + p : "arg" + std::to_string(i);
+  }
+}
+
+std::string CudaContext::fresh(std::string_view stem) { return std::string(stem) + std::to_string(next_fresh_++); }
+
+std::string CudaContext::extra_name(ir::ValueId v, size_t index) const {
+  return name(v) + "_" + std::to_string(index + 1);
+}
+
+std::string CudaContext::tile(ir::ValueId v, const Layout& want) const {
+  const ir::Type& t = fn.type(v);
+  TEGULA_ASSERT(t.is_tile(), "tile() of a scalar");
+  Distribution d = distribute(want, t.shape);
+  if (distribute(layout(v), t.shape) == d) return name(v);
+  const std::vector<Layout>& extras = plan.extras(v);
+  for (size_t i = 0; i < extras.size(); ++i)
+    if (distribute(extras[i], t.shape) == d) return extra_name(v, i);
+  TEGULA_ASSERT(false, "no copy of " + name(v) + " in layout " + to_string(want));
+}
+
+const Layout& CudaContext::operand_layout(ir::OpId op, size_t k) const { return plan.request(op, k); }
+
+std::string CudaContext::operand(ir::OpId op, size_t k) const {
+  ir::ValueId v = fn.op(op).operands.at(k);
+  if (!fn.type(v).is_tile()) return name(v);
+  return tile(v, plan.request(op, k));
+}
+
+int CudaContext::declare_tile(const std::string& array, const ir::Type& type, const Layout& l) {
+  int registers = distribute(l, type.shape).registers();
+  out.line(c_element(type) + " " + array + "[" + std::to_string(registers) + "];");
+  return registers;
+}
+
+std::string CudaContext::thread_base(const Distribution& d) {
+  for (size_t i = 0; i < bases_.size(); ++i)
+    if (bases_[i].lane_bits == d.lane_bits && bases_[i].warp_bits == d.warp_bits && bases_[i].numel == d.numel)
+      return "tb" + std::to_string(i);
+  if (bases_.empty()) {
+    prologue_.line("const int lane = threadIdx.x & 31;");
+    prologue_.line("const int warp = threadIdx.x >> 5;");
+  }
+  std::string name = "tb" + std::to_string(bases_.size());
+  int warp_width = static_cast<int>(d.warp_bits.size());
+  std::string lanes = bits_expr("lane", d.lane_bits, 5);
+  std::string warps = bits_expr("warp", d.warp_bits, warp_width);
+  std::string value = lanes == "0" ? warps : warps == "0" ? lanes : lanes + " + " + warps;
+  prologue_.line("const int " + name + " = " + value + ";");
+  bases_.push_back(d);
+  replicated_base_.push_back(false);
+  return name;
+}
+
+std::string CudaContext::owner(const Distribution& d) {
+  if (!d.replicated()) return "";
+  std::string base = thread_base(d);
+  std::string name = "own" + base.substr(2);
+  size_t index = static_cast<size_t>(std::stoi(base.substr(2)));
+  if (!replicated_base_[index]) {
+    int lane_mask = 0, warp_mask = 0;
+    for (size_t k = 0; k < d.lane_bits.size(); ++k)
+      if (d.lane_bits[k] < 0) lane_mask |= 1 << k;
+    for (size_t k = 0; k < d.warp_bits.size(); ++k)
+      if (d.warp_bits[k] < 0) warp_mask |= 1 << k;
+    std::string cond;
+    if (lane_mask) cond = "(lane & " + std::to_string(lane_mask) + ") == 0";
+    if (warp_mask) cond += (cond.empty() ? "" : " && ") + std::string("(warp & ") + std::to_string(warp_mask) + ") == 0";
+    prologue_.line("const bool " + name + " = " + cond + ";  // one owner per element of " + base);
+    replicated_base_[index] = true;
+  }
+  return name;
+}
+
+std::string CudaContext::element_index(const Distribution& d, const std::string& reg) {
+  std::string base = thread_base(d);
+  std::string offset = bits_expr(reg, d.register_bits, static_cast<int>(d.register_bits.size()));
+  return offset == "0" ? base : base + " + " + offset;
+}
+
+std::string CudaContext::open_unrolled(int count, int step) {
+  std::string i = out.depth() % 2 ? "i" : "j";
+  i = fresh(i);
+  out.line("#pragma unroll");
+  out.open("for (int " + i + " = 0; " + i + " < " + std::to_string(count) + "; " +
+           (step == 1 ? "++" + i : i + " += " + std::to_string(step)) + ")");
+  return i;
+}
+
+std::string CudaContext::op_comment(const ir::Op& o) const {
+  std::string text = "// ";
+  for (size_t i = 0; i < o.results.size(); ++i) text += (i ? ", " : "") + name(o.results[i]);
+  if (!o.results.empty()) text += " = ";
+  text += ir::name(o.kind);
+  if (const ir::Attr* pred = o.attr("pred"); pred && std::holds_alternative<std::string>(*pred))
+    text += "." + std::get<std::string>(*pred);
+  text += "(";
+  for (size_t i = 0; i < o.operands.size(); ++i) text += (i ? ", " : "") + name(o.operands[i]);
+  text += ")";
+  std::string loc = location(o);
+  if (!loc.empty()) text += "  " + loc;
+  return text;
+}
+
+std::string CudaContext::location(const ir::Op& o) const {
+  if (!o.loc.valid()) return "";
+  std::string file = o.loc.file >= 0 && o.loc.file < static_cast<int32_t>(fn.files.size())
+                         ? fn.files[static_cast<size_t>(o.loc.file)]
+                         : "<unknown>";
+  return file + ":" + std::to_string(o.loc.line) + ":" + std::to_string(o.loc.col);
+}
+
+const ir::Op& CudaContext::terminator(ir::BlockId block) const {
+  const ir::Block& b = fn.block(block);
+  TEGULA_ASSERT(!b.ops.empty(), "block without terminator");
+  const ir::Op& term = fn.op(b.ops.back());
+  TEGULA_ASSERT(ir::is_terminator(term.kind), "block does not end in a terminator");
+  return term;
+}
+
+std::string CudaContext::shared_scratch(const std::string& element_type, int64_t bytes) {
+  if (shared_readers_pending_) barrier();
+  shared_readers_pending_ = false;
+  shared_bytes_ = std::max(shared_bytes_, bytes);
+  return "reinterpret_cast<" + element_type + "*>(tg_smem)";
+}
+
+void CudaContext::before_global_load() {
+  if (!global_store_pending_) return;
+  out.line("__syncthreads();  // this program's stores before its loads");
+  global_store_pending_ = false;
+}
+
+bool CudaContext::contains_store(ir::BlockId block) const {
+  for (ir::OpId id : fn.block(block).ops) {
+    const ir::Op& o = fn.op(id);
+    if (o.kind == OpKind::Store) return true;
+    for (ir::BlockId r : o.regions)
+      if (contains_store(r)) return true;
+  }
+  return false;
+}
+
+// --- emission -----------------------------------------------------------------------
+
+namespace {
+
+bool is_value_source(OpKind k) {
+  return k == OpKind::Constant || k == OpKind::ProgramId || k == OpKind::NumPrograms || k == OpKind::Arange ||
+         k == OpKind::Splat;
+}
+
+// Ops whose result can be computed in any layout from operands in the
+// matching layout (register work only).
+bool computes_in_any_layout(OpKind k) {
+  return ir::is_elementwise(k) || is_value_source(k) || k == OpKind::Broadcast || k == OpKind::ExpandDims;
+}
+
+Layout matching_operand_layout(const ir::Op& op, const Layout& result) {
+  if (op.kind == OpKind::ExpandDims) return slice(result, static_cast<int>(op.int_attr("axis")));
+  return result;
+}
+
+}  // namespace
+
+void CudaContext::emit_block_body(ir::BlockId block) {
+  for (ir::OpId id : fn.block(block).ops) {
+    const ir::Op& o = fn.op(id);
+    if (o.erased || ir::is_terminator(o.kind)) continue;
+    emit_op(id);
+  }
+}
+
+void CudaContext::emit_op(ir::OpId id) {
+  const ir::Op& o = fn.op(id);
+  out.line(op_comment(o));
+  auto result_layout = [&]() -> const Layout* {
+    return !o.results.empty() && fn.type(o.results[0]).is_tile() ? &layout(o.results[0]) : nullptr;
+  };
+  auto result_name = [&] { return o.results.empty() ? std::string() : name(o.results[0]); };
+  if (ir::is_elementwise(o.kind) || is_value_source(o.kind)) {
+    emit_elementwise(*this, id, result_layout(), result_name());
+  } else {
+    switch (o.kind) {
+      case OpKind::Broadcast:
+      case OpKind::ExpandDims:
+      case OpKind::Reshape:
+      case OpKind::Trans:
+      case OpKind::Join:
+      case OpKind::Split: emit_shape(*this, id, result_layout(), result_name()); break;
+      case OpKind::Load:
+      case OpKind::Store: emit_memory(*this, id); break;
+      case OpKind::Reduce: emit_reduce(*this, id); break;
+      case OpKind::Dot: emit_dot(*this, id); break;
+      case OpKind::For:
+      case OpKind::If:
+      case OpKind::While: emit_control(*this, id); break;
+      case OpKind::Print:
+      case OpKind::Assert: emit_debug(*this, id); break;
+      default: error_at(o.loc, std::string("`") + ir::name(o.kind) + "` is not supported by the CUDA backend yet");
+    }
+  }
+  for (ir::ValueId r : o.results)
+    if (fn.type(r).is_tile()) emit_extras(r);
+}
+
+void CudaContext::emit_extras(ir::ValueId v) {
+  const std::vector<Layout>& extras = plan.extras(v);
+  ir::OpId def = fn.value(v).def;
+  for (size_t j = 0; j < extras.size(); ++j) {
+    std::string dest = extra_name(v, j);
+    bool recompute = def.valid() && computes_in_any_layout(fn.op(def).kind);
+    if (recompute) {
+      const ir::Op& d = fn.op(def);
+      Layout operand_layout = matching_operand_layout(d, extras[j]);
+      for (ir::ValueId u : d.operands) {
+        if (!fn.type(u).is_tile()) continue;
+        bool available = distribute(layout(u), fn.type(u).shape) == distribute(operand_layout, fn.type(u).shape);
+        for (const Layout& e : plan.extras(u))
+          available = available || distribute(e, fn.type(u).shape) == distribute(operand_layout, fn.type(u).shape);
+        recompute = recompute && available;
+      }
+    }
+    if (recompute) {
+      out.line("// " + dest + ": " + name(v) + " recomputed in " + to_string(extras[j]));
+      if (fn.op(def).kind == OpKind::Broadcast || fn.op(def).kind == OpKind::ExpandDims)
+        emit_shape(*this, def, &extras[j], dest);
+      else
+        emit_elementwise(*this, def, &extras[j], dest);
+    } else {
+      out.line("// " + dest + ": " + name(v) + " in " + to_string(extras[j]));
+      emit_conversion(v, name(v), layout(v), dest, extras[j]);
+    }
+  }
+}
+
+void emit_tile_copy(CudaContext& ctx, const std::string& dest, const std::string& src, int registers) {
+  if (dest == src) return;
+  std::string i = ctx.open_unrolled(registers);
+  ctx.out.line(dest + "[" + i + "] = " + src + "[" + i + "];");
+  ctx.out.close();
+}
+
+// --- the translation unit --------------------------------------------------------------
+
+namespace {
+
+// The most registers one tile may take per thread: beyond it nvcc spends
+// minutes unrolling and the kernel spills to local memory anyway.
+constexpr int kMaxRegistersPerTile = 8192;
+
+int64_t shared_limit(int arch) {
+  if (arch >= 90) return 227 * 1024;
+  if (arch == 80 || arch == 87) return 163 * 1024;
+  return 99 * 1024;
+}
+
+std::string indented(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out += "  " + text.substr(start, end - start);
+    out += "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+void check_options(const CodegenOptions& options) {
+  int w = options.num_warps;
+  if (w < 1 || w > 32 || (w & (w - 1)) != 0)
+    error_at(SourceLoc{}, "num_warps must be a power of two from 1 to 32, not " + std::to_string(w));
+}
+
+void check_register_use(const CudaContext& ctx) {
+  ctx.fn.walk([&](ir::OpId id) {
+    const ir::Op& o = ctx.fn.op(id);
+    for (ir::ValueId r : o.results) {
+      const ir::Type& t = ctx.fn.type(r);
+      if (!t.is_tile()) continue;
+      int64_t per_thread = distribute(ctx.layout(r), t.shape).registers();
+      if (per_thread > kMaxRegistersPerTile)
+        error_at(o.loc,
+                 ir::to_string(t) + " would take " + std::to_string(per_thread) +
+                     " registers per thread in the CUDA backend (at most " + std::to_string(kMaxRegistersPerTile) +
+                     ")",
+                 "use more warps (num_warps) or smaller blocks");
+    }
+  });
+}
+
+}  // namespace
+
+CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
+  check_options(options);
+  CudaContext ctx(fn, options);
+  check_register_use(ctx);
+  const ir::Block& body = fn.block(fn.body());
+  TEGULA_ASSERT(body.args.size() == fn.params.size(), "kernel parameters and body arguments differ");
+  ctx.emit_block_body(fn.body());
+
+  CudaKernel kernel;
+  kernel.num_threads = 32 * options.num_warps;
+  kernel.shared_bytes = static_cast<int>(ctx.shared_bytes());
+  kernel.layouts = ctx.plan.describe();
+  if (ctx.shared_bytes() > shared_limit(options.arch))
+    error_at(SourceLoc{},
+             "kernel @" + fn.name + " needs " + std::to_string(ctx.shared_bytes()) +
+                 " bytes of shared memory, more than sm_" + std::to_string(options.arch) + " has (" +
+                 std::to_string(shared_limit(options.arch)) + ")",
+             "use smaller blocks");
+
+  Emitter unit;
+  unit.line("// Generated by Tegula: CUDA code for kernel @" + fn.name + ".");
+  unit.raw(kPrelude);
+  unit.blank();
+  unit.line("// ---- kernel ----");
+  std::string params;
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const ir::Param& p = fn.params[i];
+    params += (i ? ", " : "") + c_element(p.type) + " " + ctx.name(body.args[i]);
+  }
+  unit.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kernel.num_threads) +
+            ") tegula_kernel(" + params + ") {");
+  if (ctx.shared_bytes() > 0) unit.line("  extern __shared__ __align__(16) unsigned char tg_smem[];");
+  unit.raw(indented(ctx.prologue()));
+  unit.raw(indented(ctx.out.text()));
+  unit.line("}");
+  kernel.source = unit.text();
+  return kernel;
+}
+
+}  // namespace tegula::backends::cuda

@@ -1,0 +1,157 @@
+// Internal to the CUDA backend: the state the per-family emitters share
+// (elementwise, memory, shape, reduce, dot, control, debug) while one
+// Function becomes a CUDA kernel.
+//
+// Naming: IR value %7 (as the IR printer numbers it) is the C++ local `v7`;
+// parameters are `arg_<name>`. A scalar is a plain local, the same in every
+// thread (the IR makes scalars uniform across a program). A tile is a
+// register array `T v7[K]` of the K elements this thread holds in the
+// value's primary layout; the same tile in another layout one of its uses
+// needs is `v7_1`, `v7_2`, ... made right after the definition. Arrays are
+// indexed only by loop counters of fully unrolled loops, so they live in
+// registers.
+//
+// Thread coordinates: `lane` and `warp` are computed once; for each layout
+// and shape in use, the prologue defines `tbN`, the linear index of the
+// thread's first element, and `ownN` when the layout replicates elements
+// (true in exactly one of the threads holding each element).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/cuda/codegen.h"
+#include "backends/cuda/emitter.h"
+#include "backends/cuda/layout.h"
+#include "ir/ir.h"
+#include "passes/axis_info.h"
+
+namespace tegula::backends::cuda {
+
+// --- C++ spellings ------------------------------------------------------------------
+// The type of one element in registers: bool, int, tg_f16, float*, ...
+std::string c_scalar(ir::Scalar s);
+std::string c_element(const ir::Type& t);   // element type of t (pointer types as T*)
+std::string c_memory(ir::Scalar s);         // what memory holds for s: unsigned char for i1
+bool is_half(ir::Scalar s);                 // f16 or bf16
+std::string c_compute(ir::Scalar s);        // float for f16/bf16, else c_scalar
+std::string to_compute(ir::Scalar s, const std::string& expr);
+std::string from_compute(ir::Scalar s, const std::string& expr);
+std::string int_literal(int64_t value, ir::Scalar s);
+std::string float_literal(double value, ir::Scalar s);  // of type s (f16/bf16: their bits)
+std::string c_string_literal(std::string_view text);
+int64_t element_bytes(const ir::Type& t);   // in registers and shared memory
+
+// An expression of `var` that moves bit k of var to bit dest[k] (-1: drops
+// it), as shifts and masks: e.g. "(i & 3) + (i >> 2 << 9)". `width` is the
+// number of meaningful bits of var.
+std::string bits_expr(const std::string& var, const std::vector<int>& dest, int width);
+
+class CudaContext {
+ public:
+  CudaContext(const ir::Function& fn, const CodegenOptions& options);
+
+  const ir::Function& fn;
+  const CodegenOptions& options;
+  const passes::AxisInfoAnalysis axis_info;
+  const LayoutPlan plan;
+  Emitter out;
+
+  // --- names and tiles --------------------------------------------------------------
+  const std::string& name(ir::ValueId v) const { return names_.at(v.index); }
+  // The array holding tile `v` in `layout` (its primary or one of its extras).
+  std::string tile(ir::ValueId v, const Layout& layout) const;
+  // Operand k of `op`: a scalar's name, or the tile in the layout `op` reads it in.
+  std::string operand(ir::OpId op, size_t k) const;
+  const Layout& operand_layout(ir::OpId op, size_t k) const;
+  const Layout& layout(ir::ValueId v) const { return plan.primary(v); }
+  // Name the extra layout `index` of v gets.
+  std::string extra_name(ir::ValueId v, size_t index) const;
+  std::string fresh(std::string_view stem);
+
+  Distribution distribution(const Layout& layout, const std::vector<int64_t>& shape) const {
+    return distribute(layout, shape);
+  }
+  // `T name[K];` for a tile of `type` in `layout`; returns K.
+  int declare_tile(const std::string& array, const ir::Type& type, const Layout& layout);
+  // The prologue constant holding this thread's first linear index ("tb2").
+  std::string thread_base(const Distribution& d);
+  // "own2" for replicated distributions, "" when every thread owns its elements.
+  std::string owner(const Distribution& d);
+  // Linear index of register `reg` ("tb2 + (i & 3)").
+  std::string element_index(const Distribution& d, const std::string& reg);
+  // `#pragma unroll` + `for (int i = 0; i < count; i += step)`; returns the
+  // counter's name. The caller closes it.
+  std::string open_unrolled(int count, int step = 1);
+
+  // --- emission ------------------------------------------------------------------------
+  // Every op of `block` but its terminator.
+  void emit_block_body(ir::BlockId block);
+  void emit_op(ir::OpId op);
+  // Makes v's extra layouts (right after v is defined).
+  void emit_extras(ir::ValueId v);
+  // Declares `dest` (a new array) and copies tile `v` from layout `from` into it in `to`.
+  void emit_conversion(ir::ValueId v, const std::string& source, const Layout& from, const std::string& dest,
+                       const Layout& to);
+  // "// v7 = add(v3, v6)  add.py:4:12"
+  std::string op_comment(const ir::Op& op) const;
+  std::string location(const ir::Op& op) const;
+  const ir::Op& terminator(ir::BlockId block) const;
+
+  // --- shared memory ----------------------------------------------------------------------
+  // A scratch area of `bytes` at the start of the dynamic shared buffer, as
+  // a `T*` named by the result; emits the barrier that keeps earlier readers
+  // of the buffer from seeing it overwritten.
+  std::string shared_scratch(const std::string& element_type, int64_t bytes);
+  // After the last read of a scratch area.
+  void shared_reads_done() { shared_readers_pending_ = true; }
+  // Entering loop bodies and leaving regions: assume readers may be pending.
+  void assume_shared_readers() { shared_readers_pending_ = true; }
+  int64_t shared_bytes() const { return shared_bytes_; }
+  void barrier() { out.line("__syncthreads();"); }
+
+  // --- global memory ordering -----------------------------------------------------------------
+  // A load after a store of this program waits for the store of every thread
+  // (one barrier), so a program sees its own writes like on the CPU.
+  void before_global_load();
+  void after_global_store() { global_store_pending_ = true; }
+  void assume_global_stores() { global_store_pending_ = true; }
+  bool contains_store(ir::BlockId block) const;
+
+  std::string prologue() const { return prologue_.text(); }
+
+ private:
+  std::vector<std::string> names_;
+  int next_fresh_ = 0;
+  Emitter prologue_;
+  std::vector<Distribution> bases_;  // index N: the distribution of tbN
+  std::vector<bool> replicated_base_;
+  int64_t shared_bytes_ = 0;
+  bool shared_readers_pending_ = false;
+  bool global_store_pending_ = false;
+};
+
+// --- per-family emitters (one file each) ---------------------------------------------------------
+// Elementwise ops, constants, arange, splat, program_id, num_programs on
+// scalars and tiles. For a tile result: computes it in `layout` into a new
+// array `dest`, reading tile operands in the matching layout.
+void emit_elementwise(CudaContext& ctx, ir::OpId op, const Layout* layout, const std::string& dest);
+void emit_memory(CudaContext& ctx, ir::OpId op);                  // load, store
+// broadcast, expand_dims (register copies, in any layout like elementwise),
+// reshape, trans, join, split (through shared memory).
+void emit_shape(CudaContext& ctx, ir::OpId op, const Layout* layout, const std::string& dest);
+void emit_reduce(CudaContext& ctx, ir::OpId op);
+void emit_dot(CudaContext& ctx, ir::OpId op);
+void emit_control(CudaContext& ctx, ir::OpId op);                 // for, if, while
+void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
+
+// The C++ expression of elementwise op `op` on one element of each operand.
+std::string elementwise_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
+
+// Copies tiles between arrays: dest[j] = src[j] (same layout).
+void emit_tile_copy(CudaContext& ctx, const std::string& dest, const std::string& src, int registers);
+
+}  // namespace tegula::backends::cuda

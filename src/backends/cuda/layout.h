@@ -1,0 +1,134 @@
+// Distributed layouts of the CUDA backend: which thread of a block holds which
+// elements of a tile, and the choice of one layout per tile value.
+//
+// A *blocked* layout splits each dimension d of a tile into
+//   size_per_thread[d] consecutive elements held by one thread,
+//   threads_per_warp[d] threads of a warp side by side,
+//   warps_per_cta[d] warps side by side,
+// and repeats that pattern ("CTA tile") when the tile is larger. `order`
+// lists the dims fastest first: register and lane numbering walk order[0]
+// first. A tile smaller than the CTA tile along d is *replicated*: several
+// threads hold the same elements. A *slice* layout is a blocked parent with
+// some dims removed: the layout of a reduction result, whose elements every
+// thread along the reduced dims holds.
+//
+// Every dim is a power of two, so a layout applied to a shape is a linear map
+// over bits (a Distribution): each bit of the register index, of the lane id
+// and of the warp id selects one bit of the element's row-major linear index,
+// or nothing (replication). Two layouts that give the same Distribution for a
+// shape are interchangeable; reductions find their shuffles and cross-warp
+// steps by asking which lane and warp bits map into the reduced dim.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "passes/axis_info.h"
+
+namespace tegula::backends::cuda {
+
+struct BlockedLayout {
+  std::vector<int> size_per_thread;
+  std::vector<int> threads_per_warp;  // product 32
+  std::vector<int> warps_per_cta;     // product num_warps
+  std::vector<int> order;             // dims, fastest first
+  bool operator==(const BlockedLayout&) const = default;
+};
+
+struct Layout {
+  BlockedLayout parent;
+  std::vector<int> sliced;  // parent dims removed, ascending
+
+  int rank() const { return static_cast<int>(parent.order.size() - sliced.size()); }
+  // The parent dim that value dim `value_dim` stands for.
+  int parent_dim(int value_dim) const;
+  bool operator==(const Layout&) const = default;
+};
+
+// "blocked{spt=[4], tpw=[32], wpc=[4], order=[0]}", or
+// "slice{dim=1, parent=blocked{...}}" (dims of the parent, several if sliced twice).
+std::string to_string(const Layout& layout);
+
+// The layout of `layout` with value dim `value_dim` removed (a reduce result).
+Layout slice(const Layout& layout, int value_dim);
+// The layout whose slice at `value_dim` is `layout`: exists when the parent
+// dim re-inserted at that position is one `layout` sliced away.
+std::optional<Layout> unslice(const Layout& layout, int value_dim);
+
+// A layout applied to a shape, as a linear map over bits. Element indices are
+// row-major linear indices into the tile; -1 means "no bit" (the lanes or
+// warps differing in that bit hold the same elements).
+struct Distribution {
+  int64_t numel = 1;
+  std::vector<int> register_bits;  // image of bit k of the register index
+  std::vector<int> lane_bits;      // 5 entries
+  std::vector<int> warp_bits;      // log2(num_warps) entries
+
+  int registers() const { return 1 << register_bits.size(); }
+  // Linear index of register `r`'s element, minus the thread's own offset.
+  int64_t register_offset(int r) const;
+  // Whether lanes/warps differing only in replicated bits all exist (some do).
+  bool replicated() const;
+  bool operator==(const Distribution&) const = default;
+};
+
+Distribution distribute(const Layout& layout, const std::vector<int64_t>& shape);
+
+// How many consecutive registers (from any multiple of the result) hold
+// consecutive elements along value dim `dim`: register bit k maps to
+// coordinate bit k of `dim` for every k below log2 of the result.
+int contiguous_registers(const Distribution& d, const std::vector<int64_t>& shape, int dim);
+
+// The value dim that register bit 0 walks (-1 if one register per thread).
+int fastest_register_dim(const Distribution& d, const std::vector<int64_t>& shape);
+
+// The names the IR printer gives values ("x_ptr", "7"), by ValueId index.
+std::vector<std::string> printed_names(const ir::Function& fn);
+
+// --- assignment --------------------------------------------------------------
+
+// The layouts of one function: a primary layout per tile value (the one its
+// definition produces), the other layouts its uses ask for (made once, right
+// after the definition, by recomputing or converting), and the layout each op
+// reads each tile operand in.
+class LayoutPlan {
+ public:
+  LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& info, int num_warps);
+
+  const Layout& primary(ir::ValueId v) const;
+  const std::vector<Layout>& extras(ir::ValueId v) const { return extras_.at(v.index); }
+  // The layout `op` reads operand `k` in (a tile operand), or the operand's primary.
+  const Layout& request(ir::OpId op, size_t k) const;
+  // The blocked layout chosen for tiles of `shape` when nothing asks otherwise.
+  Layout default_layout(const std::vector<int64_t>& shape) const;
+  int num_warps() const { return num_warps_; }
+  // One line per tile value: "%7 tile<1024xf32>: blocked{...}" (+ extras).
+  std::string describe() const;
+
+ private:
+  struct Want {
+    Layout layout;
+    int weight = 0;
+  };
+  friend class LayoutAssigner;
+
+  const ir::Function& fn_;
+  int num_warps_;
+  std::vector<std::optional<Layout>> primary_;
+  std::vector<std::vector<Layout>> extras_;
+  std::vector<std::vector<std::optional<Layout>>> requests_;  // by op index, by operand
+  // Preferred vector width and order of tiles of each shape, from the memory
+  // ops that touch them.
+  struct ShapePreference {
+    std::vector<int64_t> shape;
+    int vector = 1;
+    std::vector<int> order;
+    int64_t bytes = 0;  // bytes per element of the op that set them
+  };
+  std::vector<ShapePreference> preferences_;
+};
+
+}  // namespace tegula::backends::cuda

@@ -1,0 +1,137 @@
+#include "runtime/cuda_compile.h"
+
+#include <algorithm>
+
+#include "runtime/cuda_api.h"
+#include "support/diagnostic.h"
+
+namespace tegula::runtime::cuda {
+
+namespace {
+
+constexpr NvrtcResult kNvrtcSuccess = 0;
+constexpr NvrtcResult kNvrtcCompilationError = 6;
+
+void check_nvrtc(const NvrtcApi& api, NvrtcResult result, const char* what) {
+  if (result == kNvrtcSuccess) return;
+  const char* text = api.nvrtcGetErrorString(result);
+  fail_driver(std::string("NVRTC ") + api.version_text() + ": " + what + " failed: " +
+              (text ? text : "error " + std::to_string(result)));
+}
+
+// Owns an nvrtcProgram.
+class Program {
+ public:
+  Program(const NvrtcApi& api, const std::string& source, const std::string& name) : api_(api) {
+    check_nvrtc(api_, api_.nvrtcCreateProgram(&program_, source.c_str(), name.c_str(), 0, nullptr, nullptr),
+                "nvrtcCreateProgram");
+  }
+  ~Program() {
+    if (program_) api_.nvrtcDestroyProgram(&program_);
+  }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  NvrtcProgram get() const { return program_; }
+
+  // The bytes one of NVRTC's size/get pairs returns; empty when it has none.
+  template <class SizeFn, class GetFn>
+  std::string read(SizeFn size_fn, GetFn get_fn) const {
+    size_t size = 0;
+    if (size_fn(program_, &size) != kNvrtcSuccess || size == 0) return {};
+    std::string bytes(size, '\0');
+    if (get_fn(program_, bytes.data()) != kNvrtcSuccess) return {};
+    return bytes;
+  }
+
+ private:
+  const NvrtcApi& api_;
+  NvrtcProgram program_ = nullptr;
+};
+
+// Text results (log, PTX) come NUL-terminated; the NUL is not part of the text.
+std::string without_nul(std::string text) {
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  return text;
+}
+
+const std::vector<int>& supported_architectures() {
+  static const std::vector<int> archs = [] {
+    const NvrtcApi& api = nvrtc();
+    int count = 0;
+    check_nvrtc(api, api.nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
+    std::vector<int> out(static_cast<size_t>(std::max(count, 0)));
+    if (count > 0) check_nvrtc(api, api.nvrtcGetSupportedArchs(out.data()), "nvrtcGetSupportedArchs");
+    std::sort(out.begin(), out.end());
+    return out;
+  }();
+  return archs;
+}
+
+}  // namespace
+
+std::string choose_gpu_architecture(int arch, const std::vector<int>& supported, int* generated_for) {
+  TEGULA_ASSERT(!supported.empty(), "NVRTC reports no supported architecture");
+  if (std::find(supported.begin(), supported.end(), arch) != supported.end()) {
+    *generated_for = arch;
+    return "sm_" + std::to_string(arch) + (arch >= 90 ? "a" : "");
+  }
+  int best_same_major = 0;
+  for (int candidate : supported)
+    if (candidate / 10 == arch / 10 && candidate < arch) best_same_major = std::max(best_same_major, candidate);
+  if (best_same_major) {
+    *generated_for = best_same_major;
+    return "sm_" + std::to_string(best_same_major);
+  }
+  // A device newer than this NVRTC: PTX of the newest architecture it knows
+  // (or of the oldest, for a device older than all of them, which then fails
+  // to load with the driver's own clear error).
+  int fallback = arch > supported.back() ? supported.back() : supported.front();
+  *generated_for = fallback;
+  return "compute_" + std::to_string(fallback);
+}
+
+Target resolve_target(int device, int arch) {
+  if (arch <= 0) arch = device_arch(device);
+  const NvrtcApi& api = nvrtc();
+  Target target;
+  target.gpu_architecture = choose_gpu_architecture(arch, supported_architectures(), &target.arch);
+  target.nvrtc_version = api.version_text();
+  return target;
+}
+
+Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
+                       bool keep_details) {
+  const NvrtcApi& api = nvrtc();
+  Program program(api, source, name);
+  std::vector<std::string> options = {"--gpu-architecture=" + target.gpu_architecture, "-std=c++17"};
+  if (keep_details) options.push_back("--ptxas-options=-v");
+  if (debug) options.push_back("--generate-line-info");
+  std::vector<const char*> argv;
+  for (const std::string& option : options) argv.push_back(option.c_str());
+
+  NvrtcResult status = api.nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  Image image;
+  image.log = without_nul(program.read(api.nvrtcGetProgramLogSize, api.nvrtcGetProgramLog));
+  if (status == kNvrtcCompilationError) {
+    std::string options_text;
+    for (const std::string& option : options) options_text += " " + option;
+    throw InternalError("NVRTC " + api.version_text() + " rejected the generated CUDA source of '" + name +
+                        "' (options:" + options_text + "):\n" + image.log);
+  }
+  check_nvrtc(api, status, "nvrtcCompileProgram");
+
+  bool sass = target.gpu_architecture.starts_with("sm_");
+  std::string ptx = without_nul(program.read(api.nvrtcGetPTXSize, api.nvrtcGetPTX));
+  if (sass) {
+    image.binary = program.read(api.nvrtcGetCUBINSize, api.nvrtcGetCUBIN);
+    if (image.binary.empty()) fail_driver("NVRTC " + api.version_text() + " produced no cubin for " + name);
+  } else {
+    if (ptx.empty()) fail_driver("NVRTC " + api.version_text() + " produced no PTX for " + name);
+    image.binary = ptx;  // the driver wants it NUL-terminated: std::string::c_str() is
+  }
+  if (keep_details) image.ptx = std::move(ptx);
+  return image;
+}
+
+}  // namespace tegula::runtime::cuda
