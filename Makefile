@@ -25,7 +25,7 @@ SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 
-.PHONY: all venv build cpp-test py-test test demo clean
+.PHONY: all venv build cpp-test py-test test demo gpu-check clean
 
 all: build
 
@@ -88,6 +88,14 @@ test: venv build
 
 demo: venv build
 	$(PY) -m tegula.demo
+
+# On the GPU machine: offline and without our venv, so it builds with that
+# machine's python3 (torch, triton, nanobind... preinstalled) and skips `venv`.
+# Builds, runs the C++ and Python tests on the GPU, the benchmarks and the demo;
+# logs and bench.json go to $OUT (default ./gpu-check-out). See the script.
+GPU_PY ?= python3
+gpu-check:
+	PY=$(GPU_PY) tools/gpu_check.sh
 
 clean:
 	rm -rf build/cp* $(CPP_BUILD) .cache .pytest_cache $(BUILD_STAMP)

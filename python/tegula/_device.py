@@ -129,9 +129,8 @@ def choose(kernel: str, places: dict) -> tuple[str, int | None]:
         groups = {}
         for name, device in places.items():
             groups.setdefault(device, []).append(f"'{name}'")
-        listed = "; ".join(f"{', '.join(names)} on {describe(device)}"
-                           for device, names in sorted(groups.items(), key=lambda g: (g[0] is not None, g[0] or 0)))
-        raise ValueError(f"kernel '{kernel}' got arguments on different devices: {listed}; "
+        listed = "; ".join(f"{', '.join(names)} on {describe(device)}" for device, names in groups.items())
+        raise ValueError(f"kernel '{kernel}' got arguments on different devices ({listed}): "
                          f"move them to one device")
     if not devices:
         if forced == "cuda":

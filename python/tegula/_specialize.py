@@ -6,7 +6,8 @@ is the in-memory cache key and, on a miss, converts back into the ArgSpecs of
 the compile request. Runtime arguments also yield the value the launcher
 receives: an address for pointers, the number itself for scalars.
 
-  ("p", scalar, aligned16)          pointer to `scalar` ("f32", "bf16", ...)
+  ("p", scalar, aligned16)          pointer to `scalar` ("f32", "bf16", ...) in host memory
+  ("p", scalar, aligned16, device)  the same in the memory of CUDA device `device`
   ("i", width, is_one, div16)       int: width "i32" | "i64" | "u64"
   ("f",) / ("b",)                   float (f32) / bool (i1)
   ("c", type, value)                constexpr (floats as float.hex(): exact, NaN-safe)
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _C
+from . import _C, _device
 from ._globals import constant_value
 from .language.core import DTYPES, constexpr, dtype, pointer_type
 
@@ -87,6 +88,11 @@ def array_part(kernel: str, param: str, array: np.ndarray) -> tuple:
                     array.dtype)
 
 
+# Tensor types seen before (torch.Tensor and subclasses) -> their part
+# function, so the next launch skips the attribute probing of the slow path.
+_TENSOR_TYPES: dict = {}
+
+
 def runtime_part(kernel: str, param: str, value, specialize: bool) -> tuple:
     """(key part, launch value) of a runtime (non-constexpr) argument."""
     t = type(value)
@@ -102,6 +108,9 @@ def runtime_part(kernel: str, param: str, value, specialize: bool) -> tuple:
         return FLOAT, value
     if t is bool:
         return BOOL, value
+    tensor_part = _TENSOR_TYPES.get(t)
+    if tensor_part is not None:
+        return tensor_part(kernel, param, value)
     return _runtime_part_slow(kernel, param, value, specialize)
 
 
@@ -118,7 +127,12 @@ def _runtime_part_slow(kernel: str, param: str, value, specialize: bool) -> tupl
     if isinstance(value, float):
         return FLOAT, float(value)
     if hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "device"):
+        if type(value).__module__.startswith("torch"):
+            _TENSOR_TYPES[type(value)] = _tensor_part
         return _tensor_part(kernel, param, value)
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is not None:
+        return _cuda_interface_part(kernel, param, interface)
     if hasattr(value, "__dlpack__"):
         try:
             array = np.from_dlpack(value)
@@ -133,11 +147,34 @@ def _runtime_part_slow(kernel: str, param: str, value, specialize: bool) -> tupl
 def _tensor_part(kernel: str, param: str, tensor) -> tuple:
     """torch.Tensor and look-alikes: anything with data_ptr(), dtype and device."""
     device = tensor.device
-    if getattr(device, "type", str(device)) != "cpu":
-        raise ValueError(f"kernel {kernel} runs on the CPU backend; argument '{param}' is on "
-                         f"{device}")
+    kind = getattr(device, "type", str(device))
     dtype_name = str(tensor.dtype)
-    return _pointer(kernel, param, TORCH_SCALARS.get(dtype_name), tensor.data_ptr(), dtype_name)
+    part, address = _pointer(kernel, param, TORCH_SCALARS.get(dtype_name), tensor.data_ptr(), dtype_name)
+    if kind == "cpu":
+        return part, address
+    if kind == "cuda":
+        return part + (getattr(device, "index", None) or 0,), address
+    raise ValueError(f"argument '{param}' of kernel '{kernel}' is on {device}; Tegula kernels run on "
+                     f"the CPU and on CUDA GPUs")
+
+
+def _cuda_interface_part(kernel: str, param: str, interface: dict) -> tuple:
+    """Objects with ``__cuda_array_interface__`` (CuPy, Numba): device memory."""
+    try:
+        dtype = np.dtype(interface["typestr"])
+        address = int(interface["data"][0])
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise TypeError(f"argument '{param}' of kernel '{kernel}' has a malformed "
+                        f"__cuda_array_interface__ ({e})") from None
+    part, address = _pointer(kernel, param, NUMPY_SCALARS.get(dtype), address, dtype)
+    # An empty array may have address 0, which belongs to no device: use the current one.
+    device = _device.pointer_device(address) if address else _device.current_device()
+    return part + (device,), address
+
+
+def place(part: tuple):
+    """Where a pointer key part's memory is: None for the host, else the CUDA device."""
+    return part[3] if len(part) > 3 else None
 
 
 def constexpr_part(kernel: str, param: str, value) -> tuple:
@@ -164,7 +201,7 @@ def arg_spec(part: tuple):
     """The compile request's ArgSpec for one key part."""
     Kind = _C.ArgSpec.Kind
     tag = part[0]
-    if tag == "p":
+    if tag == "p":  # where the memory is does not change the code: the backend choice covers it
         return _C.ArgSpec(Kind.Pointer, dtype=part[1], divisibility=16 if part[2] else 1)
     if tag == "i":
         return _C.ArgSpec(Kind.Int, dtype=part[1], divisibility=16 if part[3] else 1,

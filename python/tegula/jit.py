@@ -5,6 +5,10 @@ turns each one into a key part (see ``_specialize``), and looks the tuple of
 parts up in the kernel's in-memory cache. A hit launches straight away; only a
 miss builds a compile request (sources, globals, ArgSpecs) for the C++
 compiler, which has its own on-disk cache behind it.
+
+Pointer key parts record where their memory is, so the key also fixes the
+backend and the CUDA device (``_device.choose``); a CUDA launch adds the
+caller's current stream of that device, looked up at every launch.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ import operator
 import os
 import types
 
-from . import _C
+from . import _C, _device
 from ._globals import collect_sources
-from ._specialize import arg_spec, constexpr_part, runtime_part
+from ._specialize import arg_spec, constexpr_part, place, runtime_part
 
 _MISSING = object()
 _LAUNCH_OPTIONS = ("num_warps", "num_stages")
@@ -56,32 +60,53 @@ class _Signature:
 
 
 class _Entry:
-    """A cached launch target: the kernel and which bound arguments it takes."""
+    """A cached launch target: the kernel, which bound arguments it takes, and
+    the CUDA device it runs on (None for the CPU backend)."""
 
-    __slots__ = ("kernel", "runtime_indices")
+    __slots__ = ("kernel", "runtime_indices", "device")
 
-    def __init__(self, kernel, runtime_indices):
+    def __init__(self, kernel, runtime_indices, device):
         self.kernel = kernel
         self.runtime_indices = runtime_indices
+        self.device = device
 
 
 class KernelInspection:
-    """Every stage of one specialization of a kernel (``kernel.inspect(...)``)."""
+    """Every stage of one specialization of a kernel (``kernel.inspect(...)``).
 
-    def __init__(self, kernel):
+    CUDA kernels also carry the layout of every tile value, the PTX, ptxas's
+    report and what the kernel uses on its device (``resources``: registers and
+    local bytes per thread, static and dynamic shared memory per block).
+    """
+
+    def __init__(self, kernel, device=None):
         self.name = kernel.name
         self.key = kernel.key
+        self.backend = kernel.backend
         self.params = kernel.params
         self.stages = kernel.stages  # stage name -> IR text, in pipeline order
         self.source = kernel.source
         self.ir = list(self.stages.values())[-1] if self.stages else ""
+        self.layouts = kernel.layouts
+        self.ptx = kernel.ptx
+        self.compile_log = kernel.compile_log
+        self.resources = kernel.resources(device) if device is not None else {}
 
     def __str__(self) -> str:
-        parts = [f"=== kernel {self.name} (key {self.key}) ===", "--- params ---"]
+        parts = [f"=== kernel {self.name} (key {self.key}, backend {self.backend}) ===", "--- params ---"]
         parts += [f"{name}: {type_} div({div})" for name, type_, div in self.params]
         for stage, text in self.stages.items():
             parts += [f"--- IR after {stage} ---", text.rstrip("\n")]
+        if self.layouts:
+            parts += ["--- layouts ---", self.layouts.rstrip("\n")]
         parts += ["--- generated source ---", self.source.rstrip("\n")]
+        if self.ptx:
+            parts += ["--- PTX ---", self.ptx.rstrip("\n")]
+        if self.compile_log:
+            parts += ["--- NVRTC log ---", self.compile_log.rstrip("\n")]
+        if self.resources:
+            parts += ["--- resources ---"]
+            parts += [f"{what}: {value}" for what, value in self.resources.items()]
         return "\n".join(parts) + "\n"
 
     def __repr__(self) -> str:
@@ -112,7 +137,6 @@ class JITFunction:
         self.do_not_specialize = tuple(do_not_specialize)
         self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
         self.noinline = noinline  # accepted for Triton compatibility; callees are always inlined
-        self._options = _C.CompileOptions(backend="cpu", debug=self.debug)
         self._signature = None
         self._cache: dict = {}
 
@@ -130,12 +154,17 @@ class JITFunction:
         sig = self._signature or self._load_signature()
         options = self._pop_launch_options(sig, kwargs) if kwargs else None
         values = self._bind(sig, args, kwargs)
-        key, launch_values = self._specialize(sig, values)
+        key, launch_values = self._specialize(sig, values, options)
         grid3 = self._resolve_grid(grid, sig, values, options)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(sig, key)
-        entry.kernel.launch(grid3, [launch_values[i] for i in entry.runtime_indices])
+        device = entry.device
+        if device is None:
+            entry.kernel.launch(grid3, [launch_values[i] for i in entry.runtime_indices])
+        else:
+            entry.kernel.launch_cuda(grid3, [launch_values[i] for i in entry.runtime_indices],
+                                     _device.current_stream(device), device)
         return entry.kernel
 
     def warmup(self, /, *args, grid=None, **kwargs):
@@ -143,7 +172,7 @@ class JITFunction:
         sig = self._signature or self._load_signature()
         options = self._pop_launch_options(sig, kwargs) if kwargs else None
         values = self._bind(sig, args, kwargs)
-        key, _ = self._specialize(sig, values)
+        key, _ = self._specialize(sig, values, options)
         if grid is not None:
             self._resolve_grid(grid, sig, values, options)
         entry = self._cache.get(key)
@@ -154,13 +183,12 @@ class JITFunction:
     def inspect(self, /, *args, **kwargs) -> KernelInspection:
         """The IR after every stage and the generated source, for these arguments."""
         sig = self._signature or self._load_signature()
-        if kwargs:
-            self._pop_launch_options(sig, kwargs)
+        options = self._pop_launch_options(sig, kwargs) if kwargs else None
         values = self._bind(sig, args, kwargs)
-        key, _ = self._specialize(sig, values)
-        options = _C.CompileOptions(backend=self._options.backend, debug=self.debug,
-                                    keep_stages=True)
-        return KernelInspection(_C.compile(self._request(key), options))
+        key, _ = self._specialize(sig, values, options)
+        compile_options, device = self._compile_options(sig, key)
+        compile_options.keep_stages = True
+        return KernelInspection(_C.compile(self._request(sig, key), compile_options), device)
 
     # --- binding and specialization -------------------------------------------
 
@@ -215,7 +243,9 @@ class JITFunction:
                             f"{noun}: {listed}")
         return values
 
-    def _specialize(self, sig: _Signature, values):
+    def _specialize(self, sig: _Signature, values, options=None):
+        """The in-memory cache key (one part per parameter, then the launch
+        options that change the code) and the values the launcher receives."""
         name = self.__name__
         key, launch_values = [], []
         for param, value, is_constexpr, specialize in zip(sig.names, values, sig.is_constexpr,
@@ -227,6 +257,8 @@ class JITFunction:
                 part, launch_value = runtime_part(name, param, value, specialize)
                 key.append(part)
                 launch_values.append(launch_value)
+        if options and "num_warps" in options:
+            key.append(("num_warps", options["num_warps"]))
         return tuple(key), launch_values
 
     def _resolve_grid(self, grid, sig: _Signature, values, options):
@@ -263,18 +295,33 @@ class JITFunction:
 
     # --- compiling --------------------------------------------------------------
 
-    def _request(self, key: tuple):
+    def _request(self, sig: _Signature, key: tuple):
+        parts = key[:len(sig.names)]
         return _C.KernelRequest(functions=collect_sources(self),
-                                args=[arg_spec(part) for part in key], debug=self.debug)
+                                args=[arg_spec(part) for part in parts], debug=self.debug)
+
+    def _compile_options(self, sig: _Signature, key: tuple):
+        """(CompileOptions, CUDA device or None) for a specialization: the
+        backend follows where its pointer arguments live."""
+        places = {param: place(part) for param, part in zip(sig.names, key) if part[0] == "p"}
+        backend, device = _device.choose(self.__name__, places)
+        options = _C.CompileOptions(backend=backend, debug=self.debug)
+        if device is not None:
+            options.device = device
+        for extra in key[len(sig.names):]:
+            if extra[0] == "num_warps":
+                options.num_warps = extra[1]
+        return options, device
 
     def _compile(self, sig: _Signature, key: tuple) -> _Entry:
-        kernel = _C.compile(self._request(key), self._options)
+        options, device = self._compile_options(sig, key)
+        kernel = _C.compile(self._request(sig, key), options)
         try:
             runtime_indices = tuple(sig.index[param[0]] for param in kernel.params)
         except KeyError as e:
             raise RuntimeError(f"internal error: compiled kernel '{self.__name__}' has parameter "
                                f"{e} that its signature does not") from None
-        entry = _Entry(kernel, runtime_indices)
+        entry = _Entry(kernel, runtime_indices, device)
         self._cache[key] = entry
         return entry
 

@@ -494,11 +494,19 @@ Symbol py_min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (items.size() == 1 && items[0].kind == Symbol::Kind::Tuple) items = items[0].elements;
   if (items.empty()) error_at(c.loc, n.substr(3) + "() needs at least one argument");
   bool is_min = n == "py.min";
+  bool all_const = true;
+  for (const Symbol& s : items) all_const = all_const && s.is_const();
+  if (!all_const) {
+    // Like Triton, min()/max() of tensors are tl.minimum/tl.maximum, folded left.
+    Symbol acc = items[0];
+    for (size_t i = 1; i < items.size(); ++i) {
+      auto [x, y] = l.arith_operands(acc, items[i], false, c.loc, is_min ? "min" : "max");
+      acc = Symbol::of(l.create(is_min ? OpKind::Min : OpKind::Max, {x, y}, l.type(x), c.loc));
+    }
+    return acc;
+  }
   Symbol best = items[0];
   for (size_t i = 1; i < items.size(); ++i) {
-    if (!best.is_const() || !items[i].is_const())
-      error_at(c.loc, "the Python builtin " + n.substr(3) + "() works on constants only",
-               std::string("use tl.") + (is_min ? "minimum" : "maximum") + " for tiles");
     auto lt = const_compare(ast::CmpOp::Lt, items[i].constant, best.constant);
     if (!lt) error_at(c.loc, "cannot compare these constants");
     if (lt->truthy() == is_min && !(items[i].constant == best.constant)) best = items[i];

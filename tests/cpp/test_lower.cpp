@@ -251,3 +251,16 @@ TEST(LowerDiagnostics, StaticAssert) {
                2, 5, "static assertion failed: B must be a multiple of 16");
 }
 
+
+TEST(Lower, PythonMinMaxOnTensorsAreElementwise) {
+  LowerResult r = lower(R"(def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = min(n - 1, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(x_ptr + offs, max(x, 0.0, x * 2.0), mask=offs < m)
+)",
+                        {ptr_arg(Scalar::F32), int_arg(), const_int(64)});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_NE(r.ir.find("= min "), std::string::npos) << r.ir;
+  EXPECT_NE(r.ir.find("= max "), std::string::npos) << r.ir;
+}

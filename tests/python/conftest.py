@@ -9,9 +9,140 @@ import os
 import pathlib
 import sys
 
+import numpy as np
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 
 os.environ.setdefault("TEGULA_CACHE_DIR", str(REPO / ".cache" / "tegula"))
 if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))
+
+
+# --- the backend under test ---------------------------------------------------------------
+#
+# `pytest --backend cuda` (or TEGULA_TEST_BACKEND=cuda) runs the suite against
+# the CUDA backend; the default is the CPU. Tests that take the `backend`
+# fixture allocate their arrays through it, so the same test body runs on
+# both: NumPy arrays on the CPU, torch CUDA tensors on the GPU (a launch runs
+# where its arrays live).
+
+BACKENDS = ("cpu", "cuda")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--backend", choices=BACKENDS, default=None,
+                     help="backend the tests run on (default: $TEGULA_TEST_BACKEND, else cpu)")
+
+
+def selected_backend(config) -> str:
+    name = config.getoption("--backend") or os.environ.get("TEGULA_TEST_BACKEND", "").strip() or "cpu"
+    if name not in BACKENDS:
+        raise pytest.UsageError(f"TEGULA_TEST_BACKEND must be one of {', '.join(BACKENDS)}, got {name!r}")
+    return name
+
+
+def pytest_configure(config):
+    if selected_backend(config) != "cuda":
+        return
+    # Asked for the GPU: a machine without one is a setup error, not a pass.
+    import tegula._device
+
+    available, why = tegula._device.cuda_status()
+    if not available:
+        raise pytest.UsageError(f"--backend cuda, but no usable CUDA GPU: {why}")
+    try:
+        import torch  # noqa: F401  (the CUDA tests allocate through torch)
+    except ImportError:
+        raise pytest.UsageError("--backend cuda needs torch to allocate device arrays") from None
+
+
+def pytest_report_header(config):
+    return f"tegula backend: {selected_backend(config)}"
+
+
+class Backend:
+    """How a test allocates arrays for the backend under test.
+
+    ``array(a)`` takes a NumPy array (the reference data) and returns what the
+    kernel should get: the array itself on the CPU, a torch CUDA tensor with
+    the same dtype, shape and bytes on the GPU. ``numpy(x)`` brings a result
+    back as NumPy (waiting for the device). Every NumPy dtype the op tests use
+    works, bfloat16 (ml_dtypes) and uint16/32/64 included: the bytes travel
+    as same-size integers and are reinterpreted on each side. Strides of
+    non-contiguous inputs are not kept: take strides from the returned array.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.is_cuda = name == "cuda"
+
+    def __repr__(self) -> str:
+        return f"Backend({self.name!r})"
+
+    def array(self, a):
+        a = np.asarray(a)
+        if not self.is_cuda:
+            return a
+        import torch
+
+        bits = np.ascontiguousarray(a).view(_SAME_SIZE_INT[a.dtype.itemsize])
+        return torch.from_numpy(bits).to("cuda").view(_torch_dtype(a.dtype))
+
+    def empty(self, shape, dtype):
+        return self.array(np.empty(shape, dtype=dtype))
+
+    def zeros(self, shape, dtype):
+        return self.array(np.zeros(shape, dtype=dtype))
+
+    def full(self, shape, value, dtype):
+        return self.array(np.full(shape, value, dtype=dtype))
+
+    def numpy(self, x) -> np.ndarray:
+        if isinstance(x, np.ndarray):
+            return x
+        import torch
+
+        dtype = _numpy_dtype(x.dtype)
+        same_size_int = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
+        torch.cuda.synchronize()
+        return x.detach().view(same_size_int).cpu().numpy().view(dtype)
+
+    def synchronize(self) -> None:
+        if self.is_cuda:
+            import torch
+
+            torch.cuda.synchronize()
+
+
+_SAME_SIZE_INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
+                  8: np.dtype(np.int64)}
+# NumPy dtype names that torch spells the same way (ml_dtypes' bfloat16 included).
+_TORCH_DTYPE_NAMES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                      "float16", "bfloat16", "float32", "float64"}
+
+
+def _torch_dtype(dtype: np.dtype):
+    # Imported here: torch costs seconds to import, and CPU runs never need it.
+    import torch
+
+    name = np.dtype(dtype).name
+    if name not in _TORCH_DTYPE_NAMES:
+        raise TypeError(f"no torch dtype for {dtype}")
+    return getattr(torch, name)
+
+
+def _numpy_dtype(torch_dtype) -> np.dtype:
+    name = str(torch_dtype).removeprefix("torch.")
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+@pytest.fixture(scope="session")
+def backend(request) -> Backend:
+    """The backend under test and how to allocate arrays for it (see Backend)."""
+    return Backend(selected_backend(request.config))

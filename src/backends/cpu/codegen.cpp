@@ -134,8 +134,48 @@ CodegenContext::CodegenContext(const ir::Function& f, const CodegenOptions& o)
   planned_.resize(fn.num_values());
   stored_.resize(fn.num_values(), false);
   fn.walk([&](ir::OpId id) {
-    for (ir::ValueId v : fn.op(id).operands) users_[v.index].push_back(id);
+    const ir::Op& o = fn.op(id);
+    for (ir::ValueId v : o.operands) users_[v.index].push_back(id);
+    if (o.kind == ir::OpKind::For) find_uniformly_advanced_tiles(o);
   });
+}
+
+// for ... iter_args(%p = %init): yield addptr(%p, uniform) (or add for
+// integer tiles): every iteration moves all elements by the same amount, so
+// %p is as contiguous as %init.
+void CodegenContext::find_uniformly_advanced_tiles(const ir::Op& loop) {
+  const ir::Block& body = fn.block(loop.regions[0]);
+  const ir::Op& yield = terminator(loop.regions[0]);
+  for (size_t i = 0; i + 1 < body.args.size() && i < yield.operands.size(); ++i) {
+    ir::ValueId carried = body.args[i + 1], next = yield.operands[i], init = loop.operands[3 + i];
+    if (!fn.type(carried).is_tile() || !fn.value(next).def.valid()) continue;
+    const ir::Op& step = fn.op(fn.value(next).def);
+    if (step.kind != ir::OpKind::AddPtr && step.kind != ir::OpKind::Add) continue;
+    bool advances = step.operands[0] == carried && is_uniform_tile(fn, step.operands[1]);
+    if (step.kind == ir::OpKind::Add && step.operands[1] == carried && is_uniform_tile(fn, step.operands[0])) advances = true;
+    if (advances) carried_like_init_.emplace_back(carried, init);
+  }
+}
+
+const std::vector<int64_t>& CodegenContext::contiguity(ir::ValueId v) const {
+  for (const auto& [carried, init] : carried_like_init_)
+    if (carried == v) return contiguity(init);
+  return axis_info_.get(v).contiguity;
+}
+
+bool is_uniform_tile(const ir::Function& fn, ir::ValueId v) {
+  if (!fn.type(v).is_tile()) return true;
+  ir::OpId def = fn.value(v).def;
+  if (!def.valid()) return false;
+  const ir::Op& o = fn.op(def);
+  switch (o.kind) {
+    case ir::OpKind::Splat:
+    case ir::OpKind::Constant: return true;
+    case ir::OpKind::Broadcast:
+    case ir::OpKind::ExpandDims:
+    case ir::OpKind::Reshape: return is_uniform_tile(fn, o.operands[0]);
+    default: return false;
+  }
 }
 
 std::string CodegenContext::element(ir::ValueId v, std::string_view index) const {

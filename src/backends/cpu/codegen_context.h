@@ -117,19 +117,31 @@ class CodegenContext {
   int64_t scratch_bytes() const { return scratch_bytes_; }
   // Contiguity facts of integer and pointer values (src/passes/axis_info.h).
   const passes::AxisInfoAnalysis& axis_info() const { return axis_info_; }
+  // The contiguity of `v` per dim: axis info's, except that a tile carried
+  // through a `for` and advanced by the same amount in every element each
+  // iteration (`ptrs += BLOCK_K`) keeps the contiguity of its initial value,
+  // which the analysis (starting loop-carried values at "unknown") misses.
+  const std::vector<int64_t>& contiguity(ir::ValueId v) const;
   // The live ops using `v` (nested regions included).
   const std::vector<ir::OpId>& users(ir::ValueId v) const { return users_.at(v.index); }
 
  private:
+  void find_uniformly_advanced_tiles(const ir::Op& loop);
+
   std::vector<std::string> names_;
   std::vector<std::vector<ir::OpId>> users_;
   std::vector<ir::ValueId> planned_;  // storage planned for a value, or invalid
   std::vector<bool> stored_;          // see has_storage
   passes::AxisInfoAnalysis axis_info_;
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> carried_like_init_;  // carried tile -> its initial value
   int next_fresh_ = 0;
   int64_t stack_bytes_ = 0;
   int64_t scratch_bytes_ = 0;
 };
+
+// Whether every element of tile `v` is the same value: a splat or constant,
+// through broadcasts and reshapes.
+bool is_uniform_tile(const ir::Function& fn, ir::ValueId v);
 
 // "// v7 = add(v3, v6)  add.py:4:12": the comment line naming an op.
 std::string op_comment(const CodegenContext& ctx, const ir::Op& op);

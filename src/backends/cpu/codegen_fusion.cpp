@@ -174,7 +174,7 @@ class FusedRun {
   // The contiguity of pointer tile `p` along its last dim of size > 1.
   int64_t row_contiguity(ir::ValueId p) const {
     int d = last_wide_dim(fn_.type(p));
-    return d < 0 ? 1 : ctx_.axis_info().get(p).contiguity.at(static_cast<size_t>(d));
+    return d < 0 ? 1 : ctx_.contiguity(p).at(static_cast<size_t>(d));
   }
 
   bool has_contiguous_access(int64_t row) const {
@@ -239,17 +239,6 @@ class FusedRun {
     return elementwise_expr(ctx_, o, operands);
   }
 
-  // Whether every element of `v` is the same (a splat, through shape ops).
-  bool is_uniform(ir::ValueId v) const {
-    ir::OpId def = fn_.value(v).def;
-    if (!fn_.type(v).is_tile()) return true;
-    if (!def.valid()) return false;
-    const ir::Op& o = fn_.op(def);
-    if (o.kind == OpKind::Splat) return true;
-    if (o.kind == OpKind::Broadcast || is_view(o)) return is_uniform(o.operands[0]);
-    return false;
-  }
-
   // Whether integer tile `v` is x0, x0 + 1, ... in flat order: one dim of
   // size > 1, contiguous along all of it.
   bool is_counting(ir::ValueId v) const {
@@ -259,7 +248,7 @@ class FusedRun {
     if (d < 0) return false;
     for (int e = 0; e < d; ++e)
       if (t.shape[static_cast<size_t>(e)] > 1) return false;
-    return ctx_.axis_info().get(v).contiguity.at(static_cast<size_t>(d)) == t.shape[static_cast<size_t>(d)];
+    return ctx_.contiguity(v).at(static_cast<size_t>(d)) == t.shape[static_cast<size_t>(d)];
   }
 
   // A condition, computable before the loop, that holds exactly when every
@@ -293,8 +282,8 @@ class FusedRun {
     const char* op = p == "lt" ? " < " : p == "le" ? " <= " : p == "gt" ? " > " : p == "ge" ? " >= " : nullptr;
     if (op == nullptr) return std::nullopt;
     ir::ValueId lhs = cmp.operands[0], rhs = cmp.operands[1];
-    bool counting_left = is_counting(lhs) && is_uniform(rhs);
-    if (!counting_left && !(is_counting(rhs) && is_uniform(lhs))) return std::nullopt;
+    bool counting_left = is_counting(lhs) && is_uniform_tile(fn_, rhs);
+    if (!counting_left && !(is_counting(rhs) && is_uniform_tile(fn_, lhs))) return std::nullopt;
     ir::ValueId counting = counting_left ? lhs : rhs;
     int64_t last = fn_.type(counting).numel() - 1;
     std::optional<std::string> first_value = value_at_constant(counting, 0);
@@ -374,13 +363,16 @@ class FusedRun {
     return ctx_.element(v, "i");
   }
 
-  // Whether operand j of `o` is a load/store mask known true in a full tile.
-  bool is_full_mask(const ir::Op& o, size_t j) const {
+  // Whether `o` is a load or store whose mask is known true in a full tile.
+  bool has_full_mask(const ir::Op& o) const {
     std::optional<ir::ValueId> mask = mask_of(o);
-    if (!mask || j != (o.kind == OpKind::Load ? 1u : 2u)) return false;
-    for (ir::ValueId m : full_masks_)
-      if (m == *mask) return true;
-    return false;
+    return mask && std::find(full_masks_.begin(), full_masks_.end(), *mask) != full_masks_.end();
+  }
+  // The operands `o` reads in a full tile: a load with a full mask only its
+  // pointer (`other` is never taken), such a store its pointer and value.
+  size_t operands_read(const ir::Op& o, bool full) const {
+    if (!full || !has_full_mask(o)) return o.operands.size();
+    return o.kind == OpKind::Load ? 1 : 2;
   }
 
   std::vector<bool> live_members(bool full) const;
@@ -410,10 +402,9 @@ std::vector<bool> FusedRun::live_members(bool full) const {
     const ir::Op& o = fn_.op(ops_[k]);
     live[k] = o.kind == OpKind::Store || (!o.results.empty() && (needs_array_[o.results[0].index] || read[o.results[0].index]));
     if (!live[k]) continue;
-    for (size_t j = 0; j < o.operands.size(); ++j) {
+    for (size_t j = 0; j < operands_read(o, full); ++j) {
       bool replaced = j == 0 && is_memory(o) && base_of(o.operands[0]);
-      bool dropped = full && is_full_mask(o, j);
-      if (!replaced && !dropped) read[o.operands[j].index] = true;
+      if (!replaced) read[o.operands[j].index] = true;
     }
   }
   return live;
@@ -445,11 +436,8 @@ std::vector<std::string> FusedRun::body(bool full) const {
     const ir::Op& o = fn_.op(ops_[k]);
     if (!single) lines.push_back(op_comment(ctx_, o));
     std::vector<std::string> operands;
-    for (ir::ValueId v : o.operands) operands.push_back(element_of(v, full));
+    for (size_t j = 0; j < operands_read(o, full); ++j) operands.push_back(element_of(o.operands[j], full));
     if (is_memory(o) && base_of(o.operands[0]) != nullptr) operands[0] = "(" + *base_of(o.operands[0]) + " + c)";
-    // Unmasked in a full tile: a load keeps only its pointer (its `other`
-    // is never taken), a store its pointer and value.
-    if (full && is_full_mask(o, o.kind == OpKind::Load ? 1 : 2)) operands.resize(o.kind == OpKind::Load ? 1 : 2);
     if (o.kind == OpKind::Store) {
       lines.push_back(store_statement(ctx_, o, operands));
       continue;

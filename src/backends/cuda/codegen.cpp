@@ -43,6 +43,10 @@ std::string c_memory(Scalar s) { return s == Scalar::I1 ? "unsigned char" : c_sc
 
 std::string c_element(const ir::Type& t) { return t.is_pointer() ? c_memory(t.scalar) + "*" : c_scalar(t.scalar); }
 
+std::string c_const(const ir::Type& t) {
+  return t.is_pointer() ? c_element(t) + " const" : "const " + c_element(t);
+}
+
 bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
 
 std::string c_compute(Scalar s) { return is_half(s) ? "float" : c_scalar(s); }
@@ -186,9 +190,6 @@ std::string bits_expr(const std::string& var, const std::vector<int>& dest, int 
     if (k > 0) term = "(" + term + " >> " + std::to_string(k) + ")";
     if (k + run < width) term = "(" + term + " & " + std::to_string((1 << run) - 1) + ")";
     if (to > 0) term = "(" + term + " << " + std::to_string(to) + ")";
-    if (term.front() == '(' && term.back() == ')' && expr.empty() && k + run >= n) {
-      // A single term needs no outer parentheses.
-    }
     expr += (expr.empty() ? "" : " + ") + term;
     k += run;
   }
@@ -234,7 +235,7 @@ std::string CudaContext::tile(ir::ValueId v, const Layout& want) const {
   const std::vector<Layout>& extras = plan.extras(v);
   for (size_t i = 0; i < extras.size(); ++i)
     if (distribute(extras[i], t.shape) == d) return extra_name(v, i);
-  TEGULA_ASSERT(false, "no copy of " + name(v) + " in layout " + to_string(want));
+  internal_error(__FILE__, __LINE__, "no copy of " + name(v) + " in layout " + to_string(want));
 }
 
 const Layout& CudaContext::operand_layout(ir::OpId op, size_t k) const { return plan.request(op, k); }
@@ -255,10 +256,7 @@ std::string CudaContext::thread_base(const Distribution& d) {
   for (size_t i = 0; i < bases_.size(); ++i)
     if (bases_[i].lane_bits == d.lane_bits && bases_[i].warp_bits == d.warp_bits && bases_[i].numel == d.numel)
       return "tb" + std::to_string(i);
-  if (bases_.empty()) {
-    prologue_.line("const int lane = threadIdx.x & 31;");
-    prologue_.line("const int warp = threadIdx.x >> 5;");
-  }
+  thread_ids();
   std::string name = "tb" + std::to_string(bases_.size());
   int warp_width = static_cast<int>(d.warp_bits.size());
   std::string lanes = bits_expr("lane", d.lane_bits, 5);
@@ -268,6 +266,13 @@ std::string CudaContext::thread_base(const Distribution& d) {
   bases_.push_back(d);
   replicated_base_.push_back(false);
   return name;
+}
+
+void CudaContext::thread_ids() {
+  if (thread_ids_declared_) return;
+  prologue_.line("const int lane = threadIdx.x & 31;");
+  prologue_.line("const int warp = threadIdx.x >> 5;");
+  thread_ids_declared_ = true;
 }
 
 std::string CudaContext::owner(const Distribution& d) {
@@ -336,11 +341,11 @@ const ir::Op& CudaContext::terminator(ir::BlockId block) const {
   return term;
 }
 
-std::string CudaContext::shared_scratch(const std::string& element_type, int64_t bytes) {
+std::string CudaContext::shared_scratch(int64_t bytes) {
   if (shared_readers_pending_) barrier();
   shared_readers_pending_ = false;
   shared_bytes_ = std::max(shared_bytes_, bytes);
-  return "reinterpret_cast<" + element_type + "*>(tg_smem)";
+  return "tg_smem";
 }
 
 void CudaContext::before_global_load() {

@@ -35,7 +35,9 @@ namespace tegula::backends::cuda {
 // The type of one element in registers: bool, int, tg_f16, float*, ...
 std::string c_scalar(ir::Scalar s);
 std::string c_element(const ir::Type& t);   // element type of t (pointer types as T*)
-std::string c_memory(ir::Scalar s);         // what memory holds for s: unsigned char for i1
+std::string c_memory(ir::Scalar s);
+// A read-only local of t's element type followed by its name: "const float", "float* const".
+std::string c_const(const ir::Type& t);         // what memory holds for s: unsigned char for i1
 bool is_half(ir::Scalar s);                 // f16 or bf16
 std::string c_compute(ir::Scalar s);        // float for f16/bf16, else c_scalar
 std::string to_compute(ir::Scalar s, const std::string& expr);
@@ -68,6 +70,8 @@ class CudaContext {
   std::string operand(ir::OpId op, size_t k) const;
   const Layout& operand_layout(ir::OpId op, size_t k) const;
   const Layout& layout(ir::ValueId v) const { return plan.primary(v); }
+  // `v` names the storage of `storage` from now on (loop results).
+  void alias(ir::ValueId v, ir::ValueId storage) { names_.at(v.index) = names_.at(storage.index); }
   // Name the extra layout `index` of v gets.
   std::string extra_name(ir::ValueId v, size_t index) const;
   std::string fresh(std::string_view stem);
@@ -79,6 +83,8 @@ class CudaContext {
   int declare_tile(const std::string& array, const ir::Type& type, const Layout& layout);
   // The prologue constant holding this thread's first linear index ("tb2").
   std::string thread_base(const Distribution& d);
+  // Declares `lane` and `warp` in the prologue (once).
+  void thread_ids();
   // "own2" for replicated distributions, "" when every thread owns its elements.
   std::string owner(const Distribution& d);
   // Linear index of register `reg` ("tb2 + (i & 3)").
@@ -102,10 +108,10 @@ class CudaContext {
   const ir::Op& terminator(ir::BlockId block) const;
 
   // --- shared memory ----------------------------------------------------------------------
-  // A scratch area of `bytes` at the start of the dynamic shared buffer, as
-  // a `T*` named by the result; emits the barrier that keeps earlier readers
-  // of the buffer from seeing it overwritten.
-  std::string shared_scratch(const std::string& element_type, int64_t bytes);
+  // Reserves the first `bytes` of the dynamic shared buffer for one use and
+  // returns the buffer's name (an unsigned char array); emits the barrier
+  // that keeps readers of its previous use from seeing it overwritten.
+  std::string shared_scratch(int64_t bytes);
   // After the last read of a scratch area.
   void shared_reads_done() { shared_readers_pending_ = true; }
   // Entering loop bodies and leaving regions: assume readers may be pending.
@@ -129,6 +135,7 @@ class CudaContext {
   Emitter prologue_;
   std::vector<Distribution> bases_;  // index N: the distribution of tbN
   std::vector<bool> replicated_base_;
+  bool thread_ids_declared_ = false;
   int64_t shared_bytes_ = 0;
   bool shared_readers_pending_ = false;
   bool global_store_pending_ = false;

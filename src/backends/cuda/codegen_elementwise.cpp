@@ -267,7 +267,7 @@ void emit_elementwise(CudaContext& ctx, ir::OpId id, const Layout* layout, const
         value = elementwise_expr(ctx, op, operands);
       }
     }
-    ctx.out.line("const " + c_element(t) + " " + dest + " = " + value + ";");
+    ctx.out.line(c_const(t) + " " + dest + " = " + value + ";");
     return;
   }
 

@@ -16,7 +16,7 @@
 
 namespace tegula::backends::cuda {
 
-inline constexpr std::string_view kPrelude = R"PRELUDE(#define TG_DEVICE static __device__ __forceinline__
+inline constexpr std::string_view kPrelude = R"PRELUDE(#define TG_DEVICE __device__ __forceinline__
 
 typedef unsigned short tg_f16;   // IEEE binary16, as its bits
 typedef unsigned short tg_bf16;  // bfloat16, as its bits

@@ -1,0 +1,148 @@
+// print and assert.
+//
+// print writes one line per element (one printf each, so lines do not mix):
+// `pid (x, y, z) idx (i, j) prefix v1, v2`, or without `idx (...)` when
+// every operand is a scalar; the thread owning an element prints it, thread
+// 0 prints scalars. Tile operands are read in the first tile's layout. User
+// text goes in as a %s argument, never as the format.
+//
+// assert is compiled only with CodegenOptions::debug (device asserts are a
+// debug feature, as in Triton): the block agrees on whether any element
+// failed (__syncthreads_or) and thread 0 prints
+// `file:line: assertion failed: message (pid x,y,z)` once; the kernel
+// continues, like on the CPU.
+#include <string>
+
+#include "backends/cuda/codegen_context.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+namespace {
+
+using ir::Scalar;
+
+struct PrintfArg {
+  std::string format;
+  std::string value;
+};
+
+PrintfArg printf_arg(const ir::Type& t, const std::string& e) {
+  if (t.is_pointer()) return {"%p", "(const void*)" + e};
+  switch (t.scalar) {
+    case Scalar::I1: return {"%d", "(int)" + e};
+    case Scalar::F16: return {"%.5g", "(double)tg_f16_to_f32(" + e + ")"};
+    case Scalar::BF16: return {"%.4g", "(double)tg_bf16_to_f32(" + e + ")"};
+    case Scalar::F32: return {"%.9g", "(double)" + e};
+    case Scalar::F64: return {"%.17g", e};
+    default:
+      if (ir::is_signed(t.scalar)) return {"%lld", "(long long)" + e};
+      return {"%llu", "(unsigned long long)" + e};
+  }
+}
+
+const char* kPid = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z";
+
+void emit_print(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  std::string prefix = op.has_attr("prefix") ? op.str_attr("prefix") : "";
+  const ir::Type* tile = nullptr;
+  const Layout* layout = nullptr;
+  for (ir::ValueId v : op.operands)
+    if (ctx.fn.type(v).is_tile() && tile == nullptr) {
+      tile = &ctx.fn.type(v);
+      layout = &ctx.layout(v);
+    }
+  std::vector<std::string> arrays;
+  for (ir::ValueId v : op.operands) {
+    const ir::Type& t = ctx.fn.type(v);
+    if (!t.is_tile()) {
+      arrays.push_back(ctx.name(v));
+      continue;
+    }
+    TEGULA_ASSERT(t.shape == tile->shape, "print operands of different shapes");
+    if (ctx.distribution(ctx.layout(v), t.shape) == ctx.distribution(*layout, t.shape)) {
+      arrays.push_back(ctx.name(v));
+    } else {
+      std::string copy = ctx.fresh("printed");
+      ctx.emit_conversion(v, ctx.name(v), ctx.layout(v), copy, *layout);
+      arrays.push_back(copy);
+    }
+  }
+  std::string format = "pid (%d, %d, %d)";
+  std::string args = kPid;
+  std::string i, e;
+  Distribution d;
+  if (tile != nullptr) {
+    d = ctx.distribution(*layout, tile->shape);
+    std::string own = ctx.owner(d);
+    ctx.out.open(own.empty() ? std::string() : "if (" + own + ")");
+    i = ctx.open_unrolled(d.registers());
+    e = ctx.fresh("e");
+    ctx.out.line("const int " + e + " = " + ctx.element_index(d, i) + ";");
+    format += " idx (";
+    int shift = 0;
+    std::vector<std::string> coords;
+    for (size_t k = tile->shape.size(); k-- > 0;) {
+      int bits = 0;
+      while ((int64_t{1} << bits) < tile->shape[k]) ++bits;
+      coords.insert(coords.begin(), "(" + e + " >> " + std::to_string(shift) + ") & " + std::to_string(tile->shape[k] - 1));
+      shift += bits;
+    }
+    for (size_t k = 0; k < coords.size(); ++k) {
+      format += k ? ", %d" : "%d";
+      args += ", " + coords[k];
+    }
+    format += ")";
+  } else {
+    ctx.out.open("if (threadIdx.x == 0)");
+  }
+  format += " %s";
+  args += ", " + c_string_literal(prefix);
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    const ir::Type& t = ctx.fn.type(op.operands[k]);
+    PrintfArg a = printf_arg(t.element(), t.is_tile() ? arrays[k] + "[" + i + "]" : arrays[k]);
+    format += (k ? ", " : " ") + a.format;
+    args += ", " + a.value;
+  }
+  ctx.out.line("printf(\"" + format + "\\n\", " + args + ");");
+  if (tile != nullptr) ctx.out.close();
+  ctx.out.close();
+}
+
+void emit_assert(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  if (!ctx.options.debug) {
+    ctx.out.line("// (assert compiled only in debug mode)");
+    return;
+  }
+  ir::ValueId cond = op.operands.at(0);
+  const ir::Type& t = ctx.fn.type(cond);
+  std::string message = op.has_attr("message") ? op.str_attr("message") : "";
+  std::string where = ctx.location(op);
+  std::string text = (where.empty() ? std::string("<unknown>") : where.substr(0, where.rfind(':'))) +
+                     ": assertion failed: " + message;
+  std::string holds = ctx.fresh("holds");
+  if (t.is_tile()) {
+    ctx.out.line("bool " + holds + " = true;");
+    std::string i = ctx.open_unrolled(ctx.distribution(ctx.layout(cond), t.shape).registers());
+    ctx.out.line(holds + " = " + holds + " && " + ctx.name(cond) + "[" + i + "];");
+    ctx.out.close();
+  } else {
+    ctx.out.line("const bool " + holds + " = " + ctx.name(cond) + ";");
+  }
+  ctx.assume_shared_readers();
+  ctx.out.open("if (__syncthreads_or(!" + holds + ") && threadIdx.x == 0)");
+  ctx.out.line("printf(\"%s (pid %d,%d,%d)\\n\", " + c_string_literal(text) + ", " + kPid + ");");
+  ctx.out.close();
+}
+
+}  // namespace
+
+void emit_debug(CudaContext& ctx, ir::OpId id) {
+  if (ctx.fn.op(id).kind == ir::OpKind::Print) return emit_print(ctx, id);
+  TEGULA_ASSERT(ctx.fn.op(id).kind == ir::OpKind::Assert, "not a debug op");
+  emit_assert(ctx, id);
+}
+
+}  // namespace tegula::backends::cuda

@@ -1,0 +1,215 @@
+// load and store.
+//
+// A tile access moves each thread's elements. When the layout gives a thread
+// V consecutive elements (registers r..r+V-1 along the pointer's contiguous
+// dim) and axis info proves the pointers there consecutive and V * size
+// bytes aligned, the V elements move as one 16-, 8- or 4-byte access
+// (tg_vec). A masked vector access happens when its whole mask is true (a
+// mask known constant over V elements needs one test); otherwise that group
+// falls back to one predicated access per element, so tails stay exact.
+//
+// Masked-off loads yield `other`, or 0 without it (what the CPU backend
+// gives). i1 is one byte in memory: loads read `byte != 0`, stores write 0/1.
+// A layout that replicates elements stores from one owner thread only.
+// Scalar stores are done by thread 0. Cache and eviction hints are ignored
+// for now; `volatile` loads are per element through a volatile pointer.
+#include <string>
+
+#include "backends/cuda/codegen_context.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+namespace {
+
+bool is_volatile(const ir::Op& op) {
+  const ir::Attr* a = op.attr("volatile");
+  return a != nullptr && std::holds_alternative<int64_t>(*a) && std::get<int64_t>(*a) != 0;
+}
+
+std::string read(ir::Scalar s, const std::string& pointer, bool volatile_access) {
+  std::string value = volatile_access ? "*(const volatile " + c_memory(s) + "*)" + pointer : "*" + pointer;
+  return s == ir::Scalar::I1 ? "(" + value + " != 0)" : value;
+}
+
+std::string stored(ir::Scalar s, const std::string& value) {
+  return s == ir::Scalar::I1 ? "(unsigned char)" + value : value;
+}
+
+// How one tile access is split: V elements per access, and whether one mask
+// element stands for the whole group.
+struct AccessPlan {
+  int vector = 1;
+  bool uniform_mask = true;
+};
+
+AccessPlan plan_access(const CudaContext& ctx, const ir::Op& op, const Layout& layout) {
+  AccessPlan a;
+  const ir::Type& ptr = ctx.fn.type(op.operands[0]);
+  if (is_volatile(op)) return a;
+  Distribution d = ctx.distribution(layout, ptr.shape);
+  int dim = fastest_register_dim(d, ptr.shape);
+  if (dim < 0) return a;
+  const passes::AxisInfo& facts = ctx.axis_info.get(op.operands[0]);
+  size_t du = static_cast<size_t>(dim);
+  int64_t bytes = ir::byte_size(ptr.scalar);
+  int64_t v = std::min<int64_t>({contiguous_registers(d, ptr.shape, dim), facts.contiguity[du], 16 / bytes,
+                                  std::max<int64_t>(1, facts.divisibility[du] / bytes)});
+  a.vector = static_cast<int>(std::max<int64_t>(1, v));
+  size_t mask_index = op.kind == ir::OpKind::Load ? 1 : 2;
+  if (op.operands.size() > mask_index && a.vector > 1)
+    a.uniform_mask = ctx.axis_info.get(op.operands[mask_index]).constancy[du] >= a.vector;
+  return a;
+}
+
+std::string vec_type(ir::Scalar s, int vector) {
+  return "tg_vec<" + c_memory(s) + ", " + std::to_string(vector) + ">";
+}
+
+// "m[i] && m[i + 1] && ..." over a group, or the first element alone.
+std::string group_mask(const std::string& mask, const std::string& i, int vector, bool uniform) {
+  if (uniform || vector == 1) return mask + "[" + i + "]";
+  std::string all;
+  for (int j = 0; j < vector; ++j) all += (j ? " && " : "") + mask + "[" + i + " + " + std::to_string(j) + "]";
+  return all;
+}
+
+void emit_tile_load(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId result = op.results[0];
+  const ir::Type& t = ctx.fn.type(result);
+  const Layout& layout = ctx.layout(result);
+  int registers = ctx.declare_tile(ctx.name(result), t, layout);
+  std::string dest = ctx.name(result);
+  std::string ptrs = ctx.operand(id, 0);
+  bool masked = op.operands.size() > 1;
+  std::string mask = masked ? ctx.operand(id, 1) : "";
+  std::string other = op.operands.size() > 2 ? ctx.operand(id, 2) : "";
+  bool vol = is_volatile(op);
+  AccessPlan a = plan_access(ctx, op, layout);
+  ctx.before_global_load();
+
+  auto fallback = [&](const std::string& index) {
+    return other.empty() ? "(" + c_scalar(t.scalar) + ")0" : other + "[" + index + "]";
+  };
+  auto element_load = [&](const std::string& index) {
+    std::string value = read(t.scalar, ptrs + "[" + index + "]", vol);
+    return masked ? mask + "[" + index + "] ? " + value + " : " + fallback(index) : value;
+  };
+
+  if (a.vector == 1) {
+    std::string i = ctx.open_unrolled(registers);
+    ctx.out.line(dest + "[" + i + "] = " + element_load(i) + ";");
+    ctx.out.close();
+    return;
+  }
+  std::string i = ctx.open_unrolled(registers, a.vector);
+  std::string vec = vec_type(t.scalar, a.vector);
+  auto vector_load = [&] {
+    std::string w = ctx.fresh("w");
+    ctx.out.line("const " + vec + " " + w + " = *reinterpret_cast<const " + vec + "*>(" + ptrs + "[" + i + "]);");
+    std::string j = ctx.open_unrolled(a.vector);
+    std::string value = w + ".v[" + j + "]";
+    ctx.out.line(dest + "[" + i + " + " + j + "] = " + (t.scalar == ir::Scalar::I1 ? value + " != 0" : value) + ";");
+    ctx.out.close();
+  };
+  if (!masked) {
+    vector_load();
+    ctx.out.close();
+    return;
+  }
+  ctx.out.open("if (" + group_mask(mask, i, a.vector, a.uniform_mask) + ")");
+  vector_load();
+  ctx.out.close_open("else");
+  std::string j = ctx.open_unrolled(a.vector);
+  std::string index = i + " + " + j;
+  ctx.out.line(dest + "[" + index + "] = " + (a.uniform_mask ? fallback(index) : element_load(index)) + ";");
+  ctx.out.close();
+  ctx.out.close();
+  ctx.out.close();
+}
+
+void emit_tile_store(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  const ir::Type& value_type = ctx.fn.type(op.operands[1]);
+  const Layout& layout = ctx.operand_layout(id, 0);
+  Distribution d = ctx.distribution(layout, value_type.shape);
+  std::string ptrs = ctx.operand(id, 0), values = ctx.operand(id, 1);
+  bool masked = op.operands.size() > 2;
+  std::string mask = masked ? ctx.operand(id, 2) : "";
+  AccessPlan a = plan_access(ctx, op, layout);
+  ir::Scalar s = value_type.scalar;
+
+  std::string own = ctx.owner(d);
+  if (!own.empty()) ctx.out.open("if (" + own + ")");
+  auto element_store = [&](const std::string& index) {
+    std::string store = "*" + ptrs + "[" + index + "] = " + stored(s, values + "[" + index + "]") + ";";
+    return masked ? "if (" + mask + "[" + index + "]) " + store : store;
+  };
+  if (a.vector == 1) {
+    std::string i = ctx.open_unrolled(d.registers());
+    ctx.out.line(element_store(i));
+    ctx.out.close();
+  } else {
+    std::string i = ctx.open_unrolled(d.registers(), a.vector);
+    std::string vec = vec_type(s, a.vector);
+    auto vector_store = [&] {
+      std::string w = ctx.fresh("w");
+      ctx.out.line(vec + " " + w + ";");
+      std::string j = ctx.open_unrolled(a.vector);
+      ctx.out.line(w + ".v[" + j + "] = " + stored(s, values + "[" + i + " + " + j + "]") + ";");
+      ctx.out.close();
+      ctx.out.line("*reinterpret_cast<" + vec + "*>(" + ptrs + "[" + i + "]) = " + w + ";");
+    };
+    if (!masked) {
+      vector_store();
+    } else {
+      ctx.out.open("if (" + group_mask(mask, i, a.vector, a.uniform_mask) + ")");
+      vector_store();
+      if (!a.uniform_mask) {
+        ctx.out.close_open("else");
+        std::string j = ctx.open_unrolled(a.vector);
+        ctx.out.line(element_store(i + " + " + j));
+        ctx.out.close();
+      }
+      ctx.out.close();
+    }
+    ctx.out.close();
+  }
+  if (!own.empty()) ctx.out.close();
+  ctx.after_global_store();
+}
+
+void emit_scalar_load(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId result = op.results[0];
+  ir::Scalar s = ctx.fn.type(result).scalar;
+  ctx.before_global_load();
+  std::string value = read(s, ctx.name(op.operands[0]), is_volatile(op));
+  if (op.operands.size() > 1) {
+    std::string other = op.operands.size() > 2 ? ctx.name(op.operands[2]) : "(" + c_scalar(s) + ")0";
+    value = ctx.name(op.operands[1]) + " ? " + value + " : " + other;
+  }
+  ctx.out.line(c_const(ctx.fn.type(result)) + " " + ctx.name(result) + " = " + value + ";");
+}
+
+void emit_scalar_store(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  std::string cond = "threadIdx.x == 0";
+  if (op.operands.size() > 2) cond += " && " + ctx.name(op.operands[2]);
+  ir::Scalar s = ctx.fn.type(op.operands[1]).scalar;
+  ctx.out.line("if (" + cond + ") *" + ctx.name(op.operands[0]) + " = " + stored(s, ctx.name(op.operands[1])) + ";");
+  ctx.after_global_store();
+}
+
+}  // namespace
+
+void emit_memory(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  bool tile = ctx.fn.type(op.operands[0]).is_tile();
+  if (op.kind == ir::OpKind::Load) return tile ? emit_tile_load(ctx, id) : emit_scalar_load(ctx, id);
+  TEGULA_ASSERT(op.kind == ir::OpKind::Store, "not a memory op");
+  tile ? emit_tile_store(ctx, id) : emit_scalar_store(ctx, id);
+}
+
+}  // namespace tegula::backends::cuda

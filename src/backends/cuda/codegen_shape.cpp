@@ -1,0 +1,283 @@
+// Shape ops and layout conversions.
+//
+// broadcast and expand_dims never move data between threads: in a layout L,
+// a thread holds the elements of the broadcast result whose coordinates
+// along the broadcast dims are anything and along the others are those it
+// holds of the operand (in L too); expand_dims of an operand in slice(L, a)
+// gives L. Both are register copies the compiler removes.
+//
+// Conversions between layouts compare Distributions (layout.h): the same
+// distribution is a copy; the same lanes and warps owning the same elements
+// is a permutation of registers; anything else goes through shared memory
+// (each owner writes its elements at their linear index, a barrier, each
+// thread reads the elements it needs). reshape keeps linear indices, trans
+// permutes their bits, join/split interleave them, so all of them are a
+// shared-memory round trip with remapped addresses unless they happen to be
+// a register permutation.
+#include <string>
+#include <vector>
+
+#include "backends/cuda/codegen_context.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+using ir::OpKind;
+
+namespace {
+
+struct BitCoordinate {
+  int dim = -1;
+  int bit = 0;
+};
+
+std::vector<int> linear_offsets(const std::vector<int64_t>& shape) {
+  std::vector<int> offsets(shape.size(), 0);
+  int acc = 0;
+  for (size_t d = shape.size(); d-- > 0;) {
+    offsets[d] = acc;
+    int b = 0;
+    while ((int64_t{1} << b) < shape[d]) ++b;
+    acc += b;
+  }
+  return offsets;
+}
+
+BitCoordinate coordinate_of(int linear_bit, const std::vector<int64_t>& shape) {
+  std::vector<int> offsets = linear_offsets(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int bits = 0;
+    while ((int64_t{1} << bits) < shape[d]) ++bits;
+    if (linear_bit >= offsets[d] && linear_bit < offsets[d] + bits)
+      return {static_cast<int>(d), linear_bit - offsets[d]};
+  }
+  return {};
+}
+
+// For each register bit of `to` (on `to_shape`): the register bit of `from`
+// (on `from_shape`) holding the same coordinate bit, where `to` dim d is
+// `from` dim dim_map[d] (-1: the operand has no such dim, or size 1).
+std::vector<int> register_bit_map(const Distribution& to, const std::vector<int64_t>& to_shape, const Distribution& from,
+                                  const std::vector<int64_t>& from_shape, const std::vector<int>& dim_map) {
+  std::vector<int> map;
+  for (int bit : to.register_bits) {
+    BitCoordinate c = coordinate_of(bit, to_shape);
+    int found = -1;
+    int from_dim = dim_map[static_cast<size_t>(c.dim)];
+    for (size_t k = 0; k < from.register_bits.size() && from_dim >= 0; ++k) {
+      BitCoordinate f = coordinate_of(from.register_bits[k], from_shape);
+      if (f.dim == from_dim && f.bit == c.bit) found = static_cast<int>(k);
+    }
+    map.push_back(found);
+  }
+  return map;
+}
+
+// dest[i] = src[map(i)] for every register of dest.
+void emit_register_gather(CudaContext& ctx, const std::string& dest, const std::string& src, int registers,
+                          const std::vector<int>& map) {
+  std::string i = ctx.open_unrolled(registers);
+  int width = static_cast<int>(map.size());
+  ctx.out.line(dest + "[" + i + "] = " + src + "[" + bits_expr(i, map, width) + "];");
+  ctx.out.close();
+}
+
+void emit_broadcast_like(CudaContext& ctx, ir::OpId id, const Layout& layout, const std::string& dest) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId source = op.operands[0];
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  const ir::Type& from = ctx.fn.type(source);
+  if (!from.is_tile()) {  // a one-element tile of a scalar
+    int registers = ctx.declare_tile(dest, to, layout);
+    std::string i = ctx.open_unrolled(registers);
+    ctx.out.line(dest + "[" + i + "] = " + ctx.name(source) + ";");
+    ctx.out.close();
+    return;
+  }
+  std::vector<int> dim_map;
+  Layout source_layout = layout;
+  if (op.kind == OpKind::ExpandDims) {
+    int axis = static_cast<int>(op.int_attr("axis"));
+    source_layout = slice(layout, axis);
+    for (int d = 0; d < to.rank(); ++d) dim_map.push_back(d < axis ? d : d == axis ? -1 : d - 1);
+  } else {
+    for (int d = 0; d < to.rank(); ++d) dim_map.push_back(from.shape[static_cast<size_t>(d)] == 1 ? -1 : d);
+  }
+  Distribution dd = ctx.distribution(layout, to.shape);
+  Distribution ds = ctx.distribution(source_layout, from.shape);
+  int registers = ctx.declare_tile(dest, to, layout);
+  emit_register_gather(ctx, dest, ctx.tile(source, source_layout), registers,
+                       register_bit_map(dd, to.shape, ds, from.shape, dim_map));
+}
+
+// The distribution `d` with every image bit renamed through `bit_map`.
+Distribution remap(Distribution d, const std::vector<int>& bit_map) {
+  auto rename = [&](std::vector<int>& bits) {
+    for (int& b : bits)
+      if (b >= 0) b = bit_map.at(static_cast<size_t>(b));
+  };
+  rename(d.register_bits);
+  rename(d.lane_bits);
+  rename(d.warp_bits);
+  return d;
+}
+
+// Each owner thread writes its registers of `src` (distribution `d`) at
+// their element indices in scratch `buffer`.
+void write_shared(CudaContext& ctx, const std::string& buffer, const std::string& src, const Distribution& d,
+                  const std::string& offset = "") {
+  std::string own = ctx.owner(d);
+  if (!own.empty()) ctx.out.open("if (" + own + ")");
+  std::string i = ctx.open_unrolled(d.registers());
+  ctx.out.line(buffer + "[" + ctx.element_index(d, i) + offset + "] = " + src + "[" + i + "];");
+  ctx.out.close();
+  if (!own.empty()) ctx.out.close();
+}
+
+void read_shared(CudaContext& ctx, const std::string& dest, const std::string& buffer, const Distribution& d,
+                 const std::string& offset = "") {
+  std::string i = ctx.open_unrolled(d.registers());
+  ctx.out.line(dest + "[" + i + "] = " + buffer + "[" + ctx.element_index(d, i) + offset + "];");
+  ctx.out.close();
+}
+
+std::string scratch_for(CudaContext& ctx, const ir::Type& t, int64_t elements) {
+  std::string buffer = ctx.fresh("s");
+  std::string type = c_element(t);
+  ctx.out.line(type + "* const " + buffer + " = reinterpret_cast<" + type + "*>(" +
+               ctx.shared_scratch(elements * element_bytes(t)) + ");");
+  return buffer;
+}
+
+// Moves a tile between distributions that see the same linear indices,
+// after renaming: a copy, a register permutation or a shared-memory trip.
+void emit_move(CudaContext& ctx, const ir::Type& t, const std::string& src, const Distribution& from,
+               const std::string& dest, const Distribution& to) {
+  if (from == to) return emit_tile_copy(ctx, dest, src, to.registers());
+  if (from.lane_bits == to.lane_bits && from.warp_bits == to.warp_bits) {
+    std::vector<int> map;
+    for (int bit : to.register_bits) {
+      int found = -1;
+      for (size_t k = 0; k < from.register_bits.size(); ++k)
+        if (from.register_bits[k] == bit) found = static_cast<int>(k);
+      map.push_back(found);
+    }
+    return emit_register_gather(ctx, dest, src, to.registers(), map);
+  }
+  std::string buffer = scratch_for(ctx, t, from.numel);
+  write_shared(ctx, buffer, src, from);
+  ctx.barrier();
+  read_shared(ctx, dest, buffer, to);
+  ctx.shared_reads_done();
+}
+
+std::vector<int> identity_bits(int64_t numel) {
+  std::vector<int> bits;
+  for (int b = 0; (int64_t{1} << b) < numel; ++b) bits.push_back(b);
+  return bits;
+}
+
+void emit_reshape(CudaContext& ctx, ir::OpId id, const Layout* layout, const std::string& dest) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId source = op.operands[0];
+  const ir::Type& from = ctx.fn.type(source);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  if (!from.is_tile()) return emit_broadcast_like(ctx, id, *layout, dest);
+  if (!to.is_tile()) {  // one element, which every thread holds
+    ctx.out.line(c_const(to) + " " + dest + " = " + ctx.name(source) + "[0];");
+    return;
+  }
+  Distribution d_from = ctx.distribution(ctx.layout(source), from.shape);
+  Distribution d_to = ctx.distribution(*layout, to.shape);
+  ctx.declare_tile(dest, to, *layout);
+  emit_move(ctx, to, ctx.name(source), d_from, dest, d_to);
+}
+
+void emit_trans(CudaContext& ctx, ir::OpId id, const Layout& layout, const std::string& dest) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId source = op.operands[0];
+  const ir::Type& from = ctx.fn.type(source);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  const std::vector<int64_t>& perm = op.ints_attr("perm");
+  // Source linear bit -> result linear bit: result dim k is source dim perm[k].
+  std::vector<int> from_offsets = linear_offsets(from.shape), to_offsets = linear_offsets(to.shape);
+  std::vector<int> bit_map(identity_bits(from.numel()).size(), -1);
+  for (size_t k = 0; k < perm.size(); ++k) {
+    size_t p = static_cast<size_t>(perm[k]);
+    for (int b = 0; (int64_t{1} << b) < from.shape[p]; ++b)
+      bit_map[static_cast<size_t>(from_offsets[p] + b)] = to_offsets[k] + b;
+  }
+  Distribution d_from = remap(ctx.distribution(ctx.layout(source), from.shape), bit_map);
+  Distribution d_to = ctx.distribution(layout, to.shape);
+  ctx.declare_tile(dest, to, layout);
+  emit_move(ctx, to, ctx.name(source), d_from, dest, d_to);
+}
+
+// join: result linear index = 2 * operand index + which.
+void emit_join(CudaContext& ctx, ir::OpId id, const Layout& layout, const std::string& dest) {
+  const ir::Op& op = ctx.fn.op(id);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  ctx.declare_tile(dest, to, layout);
+  std::string buffer = scratch_for(ctx, to, to.numel());
+  for (size_t which = 0; which < 2; ++which) {
+    ir::ValueId v = op.operands[which];
+    const std::string off = which ? " + 1" : "";
+    if (!ctx.fn.type(v).is_tile()) {
+      ctx.out.line("if (threadIdx.x == 0) " + buffer + "[" + std::to_string(which) + "] = " + ctx.name(v) + ";");
+      continue;
+    }
+    std::vector<int> doubled;
+    for (int b : identity_bits(ctx.fn.type(v).numel())) doubled.push_back(b + 1);
+    write_shared(ctx, buffer, ctx.name(v), remap(ctx.distribution(ctx.layout(v), ctx.fn.type(v).shape), doubled), off);
+  }
+  ctx.barrier();
+  read_shared(ctx, dest, buffer, ctx.distribution(layout, to.shape));
+  ctx.shared_reads_done();
+}
+
+void emit_split(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId source = op.operands[0];
+  const ir::Type& from = ctx.fn.type(source);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  std::string buffer = scratch_for(ctx, from, from.numel());
+  write_shared(ctx, buffer, ctx.name(source), ctx.distribution(ctx.layout(source), from.shape));
+  ctx.barrier();
+  for (size_t which = 0; which < 2; ++which) {
+    ir::ValueId r = op.results[which];
+    const std::string off = which ? " + 1" : "";
+    if (!to.is_tile()) {
+      ctx.out.line(c_const(to) + " " + ctx.name(r) + " = " + buffer + "[" + std::to_string(which) + "];");
+      continue;
+    }
+    std::vector<int> doubled;
+    for (int b : identity_bits(to.numel())) doubled.push_back(b + 1);
+    ctx.declare_tile(ctx.name(r), to, ctx.layout(r));
+    read_shared(ctx, ctx.name(r), buffer, remap(ctx.distribution(ctx.layout(r), to.shape), doubled), off);
+  }
+  ctx.shared_reads_done();
+}
+
+}  // namespace
+
+void CudaContext::emit_conversion(ir::ValueId v, const std::string& source, const Layout& from,
+                                  const std::string& dest, const Layout& to) {
+  const ir::Type& t = fn.type(v);
+  declare_tile(dest, t, to);
+  emit_move(*this, t, source, distribute(from, t.shape), dest, distribute(to, t.shape));
+}
+
+void emit_shape(CudaContext& ctx, ir::OpId id, const Layout* layout, const std::string& dest) {
+  const ir::Op& op = ctx.fn.op(id);
+  switch (op.kind) {
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims: return emit_broadcast_like(ctx, id, *layout, dest);
+    case OpKind::Reshape: return emit_reshape(ctx, id, layout, dest);
+    case OpKind::Trans: return emit_trans(ctx, id, *layout, dest);
+    case OpKind::Join: return emit_join(ctx, id, *layout, dest);
+    case OpKind::Split: return emit_split(ctx, id);
+    default: TEGULA_ASSERT(false, "not a shape op");
+  }
+}
+
+}  // namespace tegula::backends::cuda

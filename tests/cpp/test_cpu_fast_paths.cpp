@@ -1,0 +1,325 @@
+// The CPU backend's fast paths, end to end from kernel source (front end,
+// passes, codegen, toolchain, launch), each against an independent
+// reference: the register-blocked dot (bit-exact against fused multiply-adds
+// in k order, f32 and f16, masked K tails, both pointer styles of a tiled
+// matmul), loop-carried tiles computed in place (and the cases that must not
+// be), the full-tile check of `offs < n` masks (including a wrapping count),
+// and lane reductions along long rows.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lower_test_util.h"
+#include "runtime/compiler.h"
+#include "runtime_test_util.h"
+
+namespace tegula::runtime {
+namespace {
+
+using testing::const_int;
+using testing::int_arg;
+using testing::ptr_arg;
+
+ArgValue pointer(const void* p) { return ArgValue{ArgValue::Kind::Pointer, reinterpret_cast<uintptr_t>(p), 0.0}; }
+ArgValue integer(int64_t v) { return ArgValue{ArgValue::Kind::Int, static_cast<uint64_t>(v), 0.0}; }
+
+class FastPaths : public ::testing::Test {
+ protected:
+  std::shared_ptr<CompiledKernel> build(const std::string& name, const std::string& text,
+                                        std::vector<frontend::ArgSpec> args) {
+    frontend::KernelRequest request;
+    request.functions.push_back(testing::source(name, text));
+    request.args = std::move(args);
+    CompileOptions options;
+    options.cache_dir = tmp_ / "cache";
+    options.keep_stages = true;
+    return compile(request, options);
+  }
+
+  testing::TempDir tmp_;
+  testing::ScopedEnv no_dumps_{"TEGULA_DUMP_DIR", nullptr};
+};
+
+// The generated code of the loop body that starts at `loop_marker`.
+std::string after(const std::string& source, const std::string& loop_marker) {
+  size_t at = source.find(loop_marker);
+  return at == std::string::npos ? std::string() : source.substr(at);
+}
+
+// --- matmul ------------------------------------------------------------------------------------------
+
+constexpr const char* kMatmulMasked =
+    "def matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,\n"
+    "           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):\n"
+    "    rm = tl.program_id(0) * BM + tl.arange(0, BM)\n"
+    "    rn = tl.program_id(1) * BN + tl.arange(0, BN)\n"
+    "    rk = tl.arange(0, BK)\n"
+    "    acc = tl.zeros((BM, BN), dtype=tl.float32)\n"
+    "    for k in range(0, tl.cdiv(K, BK)):\n"
+    "        kk = k * BK + rk\n"
+    "        a = tl.load(a_ptr + rm[:, None] * stride_am + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)\n"
+    "        b = tl.load(b_ptr + kk[:, None] * stride_bk + rn[None, :], mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)\n"
+    "        acc = tl.dot(a, b, acc)\n"
+    "    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))\n";
+
+constexpr const char* kMatmulCarried =
+    "def matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,\n"
+    "           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):\n"
+    "    rm = tl.program_id(0) * BM + tl.arange(0, BM)\n"
+    "    rn = tl.program_id(1) * BN + tl.arange(0, BN)\n"
+    "    rk = tl.arange(0, BK)\n"
+    "    a_tile = a_ptr + (rm % M)[:, None] * stride_am + rk[None, :]\n"
+    "    b_tile = b_ptr + rk[:, None] * stride_bk + (rn % N)[None, :]\n"
+    "    acc = tl.zeros((BM, BN), dtype=tl.float32)\n"
+    "    for k0 in range(0, K, BK):\n"
+    "        a = tl.load(a_tile, mask=rk[None, :] < K - k0, other=0.0)\n"
+    "        b = tl.load(b_tile, mask=rk[:, None] < K - k0, other=0.0)\n"
+    "        acc = tl.dot(a, b, acc)\n"
+    "        a_tile += BK\n"
+    "        b_tile += BK * stride_bk\n"
+    "    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))\n";
+
+// f32 -> f16 -> f32, round to nearest even, for normal f16 values.
+float round_to_f16(float f, uint16_t* bits) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  uint32_t sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+  uint16_t h = static_cast<uint16_t>(sign | ((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13));
+  *bits = h;
+  uint32_t back = (static_cast<uint32_t>(h & 0x8000u) << 16) | ((static_cast<uint32_t>(h & 0x7fffu) + 0x1c000u) << 13);
+  float r;
+  std::memcpy(&r, &back, 4);
+  return r;
+}
+
+struct MatmulCase {
+  const char* style;
+  const char* text;
+  ir::Scalar in;
+  int64_t m, n, k, bm, bn, bk;
+};
+
+class MatmulTest : public FastPaths, public ::testing::WithParamInterface<MatmulCase> {};
+
+// C equals the fused multiply-adds of each row and column in k order, bit for
+// bit: the blocking of the dot and of the K loop must not change any rounding.
+TEST_P(MatmulTest, BitExactAgainstFmaInKOrder) {
+  const MatmulCase& mc = GetParam();
+  auto kernel = build("matmul", mc.text,
+                      {ptr_arg(mc.in), ptr_arg(mc.in), ptr_arg(ir::Scalar::F32), int_arg(), int_arg(), int_arg(),
+                       int_arg(), int_arg(), int_arg(), const_int(mc.bm), const_int(mc.bn), const_int(mc.bk)});
+  // Random magnitudes in [1/4, 2): the f16 cases use values exactly
+  // representable in f16; the sums round, so the order of the products shows.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> magnitude(0.25f, 2.0f);
+  std::vector<float> a(mc.m * mc.k), b(mc.k * mc.n);
+  std::vector<uint16_t> a16(a.size()), b16(b.size());
+  for (size_t i = 0; i < a.size(); ++i) a[i] = round_to_f16(rng() % 2 ? magnitude(rng) : -magnitude(rng), &a16[i]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = round_to_f16(rng() % 2 ? magnitude(rng) : -magnitude(rng), &b16[i]);
+  if (mc.in == ir::Scalar::F32) {
+    std::uniform_real_distribution<float> any(-1.0f, 1.0f);
+    for (float& x : a) x = any(rng);
+    for (float& x : b) x = any(rng);
+  }
+  bool half = mc.in == ir::Scalar::F16;
+  std::vector<float> c(mc.m * mc.n + 8, -7.0f);
+  const int64_t grid[3] = {(mc.m + mc.bm - 1) / mc.bm, (mc.n + mc.bn - 1) / mc.bn, 1};
+  kernel->launch(grid, {pointer(half ? (void*)a16.data() : (void*)a.data()),
+                        pointer(half ? (void*)b16.data() : (void*)b.data()), pointer(c.data()), integer(mc.m),
+                        integer(mc.n), integer(mc.k), integer(mc.k), integer(mc.n), integer(mc.n)});
+  for (int64_t i = 0; i < mc.m; ++i)
+    for (int64_t j = 0; j < mc.n; ++j) {
+      float want = 0.0f;
+      for (int64_t k = 0; k < mc.k; ++k) want = std::fma(a[i * mc.k + k], b[k * mc.n + j], want);
+      ASSERT_EQ(c[i * mc.n + j], want) << "C[" << i << "][" << j << "]";
+    }
+  for (int64_t i = mc.m * mc.n; i < mc.m * mc.n + 8; ++i) ASSERT_EQ(c[i], -7.0f) << "written past C at " << i;
+
+  // acc = tl.dot(a, b, acc) updates the carried accumulator in place.
+  std::string loop = after(kernel->stages.source, "= tg_trip_count<");
+  ASSERT_FALSE(loop.empty());
+  EXPECT_EQ(loop.find("std::memcpy"), std::string::npos) << loop;
+  EXPECT_NE(loop.find("tg_dot_f32<" + std::to_string(mc.bm) + ", " + std::to_string(mc.bn) + ", " +
+                      std::to_string(mc.bk) + ">"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MatmulTest,
+    ::testing::Values(MatmulCase{"masked", kMatmulMasked, ir::Scalar::F32, 100, 70, 90, 32, 32, 16},
+                      MatmulCase{"masked", kMatmulMasked, ir::Scalar::F16, 100, 70, 90, 64, 64, 32},
+                      MatmulCase{"masked", kMatmulMasked, ir::Scalar::F32, 128, 128, 64, 128, 128, 32},
+                      MatmulCase{"masked", kMatmulMasked, ir::Scalar::F32, 7, 9, 5, 16, 16, 16},
+                      MatmulCase{"masked", kMatmulMasked, ir::Scalar::F32, 33, 40, 20, 32, 8, 8},
+                      MatmulCase{"carried", kMatmulCarried, ir::Scalar::F32, 100, 70, 90, 32, 32, 16},
+                      MatmulCase{"carried", kMatmulCarried, ir::Scalar::F16, 65, 129, 48, 64, 64, 32}),
+    [](const ::testing::TestParamInfo<MatmulCase>& info) {
+      const MatmulCase& m = info.param;
+      return std::string(m.style) + "_" + ir::to_string(m.in) + "_" + std::to_string(m.m) + "x" + std::to_string(m.n) +
+             "x" + std::to_string(m.k) + "_blocks" + std::to_string(m.bm) + "x" + std::to_string(m.bn) + "x" +
+             std::to_string(m.bk);
+    });
+
+// --- loop-carried tiles ----------------------------------------------------------------------------
+
+// acc += x[row, start:start+BLOCK] over a masked K loop: the sum is computed
+// straight into the carried tile.
+TEST_F(FastPaths, RowSumLoopAccumulatesInPlace) {
+  auto kernel = build("row_sum",
+                      "def row_sum(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):\n"
+                      "    row = tl.program_id(0)\n"
+                      "    acc = tl.zeros((BLOCK,), dtype=tl.float32)\n"
+                      "    for start in range(0, N, BLOCK):\n"
+                      "        cols = start + tl.arange(0, BLOCK)\n"
+                      "        acc += tl.load(x_ptr + row * stride + cols, mask=cols < N, other=0.0)\n"
+                      "    tl.store(out_ptr + row, tl.sum(acc, axis=0))\n",
+                      {ptr_arg(ir::Scalar::F32), ptr_arg(ir::Scalar::F32), int_arg(), int_arg(), const_int(64)});
+  const int64_t M = 5, N = 300;  // 4 full blocks and a masked tail per row
+  std::vector<float> x(M * N), out(M);
+  for (int64_t i = 0; i < M * N; ++i) x[i] = static_cast<float>(i % 17) - 8.0f;
+  const int64_t grid[3] = {M, 1, 1};
+  kernel->launch(grid, {pointer(x.data()), pointer(out.data()), integer(N), integer(N)});
+  for (int64_t r = 0; r < M; ++r) {
+    float want = 0;
+    for (int64_t c = 0; c < N; ++c) want += x[r * N + c];  // small integers: exact in any order
+    EXPECT_EQ(out[r], want) << "row " << r;
+  }
+  std::string loop = after(kernel->stages.source, "= tg_trip_count<");
+  EXPECT_EQ(loop.find("std::memcpy"), std::string::npos) << loop;
+  EXPECT_NE(loop.find("is computed in place of"), std::string::npos) << loop;
+}
+
+// The carried tile is still read after the new value is computed, or yielded
+// twice, or swapped: these must keep copying.
+TEST_F(FastPaths, CarriedTileStillReadIsNotOverwritten) {
+  auto kernel = build("carried",
+                      "def carried(out_ptr, STEPS: tl.constexpr):\n"
+                      "    offs = tl.arange(0, 64)\n"
+                      "    a = offs.to(tl.float32)\n"
+                      "    b = tl.zeros((64,), dtype=tl.float32)\n"
+                      "    c = tl.zeros((64,), dtype=tl.float32)\n"
+                      "    for i in range(STEPS):\n"
+                      "        nxt = a + 1.0\n"
+                      "        c = c + a * 2.0\n"
+                      "        a, b = nxt, a\n"
+                      "    tl.store(out_ptr + offs, a)\n"
+                      "    tl.store(out_ptr + 64 + offs, b)\n"
+                      "    tl.store(out_ptr + 128 + offs, c)\n",
+                      {ptr_arg(ir::Scalar::F32), const_int(3)});
+  std::vector<float> out(192, -1.0f);
+  const int64_t grid[3] = {1, 1, 1};
+  kernel->launch(grid, {pointer(out.data())});
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(out[i], i + 3.0f) << i;
+    EXPECT_EQ(out[64 + i], i + 2.0f) << i;
+    EXPECT_EQ(out[128 + i], 2.0f * (3 * i + 3)) << i;  // 2 * (i + (i + 1) + (i + 2))
+  }
+}
+
+// --- full tiles ----------------------------------------------------------------------------------------
+
+constexpr const char* kShiftedLoad =
+    "def shifted(x_ptr, out_ptr, start, n, BLOCK: tl.constexpr):\n"
+    "    idx = tl.arange(0, BLOCK)\n"
+    "    offs = start + idx\n"
+    "    v = tl.load(x_ptr + idx, mask=offs < n, other=-1.0)\n"
+    "    tl.store(out_ptr + idx, v)\n";
+
+// The unmasked copy of the loop runs only when the first and last offsets are
+// in bounds and the count does not wrap: an i32 count passing INT32_MAX wraps
+// to negative offsets, which pass `< n` again while one in the middle fails.
+TEST_F(FastPaths, FullTileCheckSeesWrappingCounts) {
+  auto kernel = build("shifted", kShiftedLoad,
+                      {ptr_arg(ir::Scalar::F32), ptr_arg(ir::Scalar::F32), int_arg(), int_arg(), const_int(64)});
+  EXPECT_NE(kernel->stages.source.find("const bool full"), std::string::npos) << kernel->stages.source;
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = static_cast<float>(i);
+  struct Case {
+    int64_t start, n;
+  } cases[] = {{0, 64}, {0, 1000}, {0, 50}, {-5, 0}, {INT32_MAX - 10, INT32_MAX}, {INT32_MAX - 63, INT32_MAX}};
+  for (const Case& cs : cases) {
+    std::vector<float> out(64, -9.0f);
+    const int64_t grid[3] = {1, 1, 1};
+    kernel->launch(grid, {pointer(x.data()), pointer(out.data()), integer(cs.start), integer(cs.n)});
+    for (int i = 0; i < 64; ++i) {
+      int32_t offs = static_cast<int32_t>(static_cast<uint32_t>(cs.start) + static_cast<uint32_t>(i));
+      float want = offs < cs.n ? x[i] : -1.0f;
+      ASSERT_EQ(out[i], want) << "start " << cs.start << " n " << cs.n << " element " << i;
+    }
+  }
+}
+
+// 2-D tiles with row and column bounds, loaded and stored with masks; rows
+// past M and columns past N stay untouched.
+TEST_F(FastPaths, TwoDimensionalMasksFullAndPartialTiles) {
+  auto kernel = build("scale",
+                      "def scale(x_ptr, out_ptr, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):\n"
+                      "    rows = tl.program_id(0) * BM + tl.arange(0, BM)\n"
+                      "    cols = tl.program_id(1) * BN + tl.arange(0, BN)\n"
+                      "    offs = rows[:, None] * stride + cols[None, :]\n"
+                      "    mask = (rows[:, None] < M) & (cols[None, :] < N)\n"
+                      "    x = tl.load(x_ptr + offs, mask=mask, other=0.0)\n"
+                      "    tl.store(out_ptr + offs, x * 2.0 + 1.0, mask=mask)\n",
+                      {ptr_arg(ir::Scalar::F32), ptr_arg(ir::Scalar::F32), int_arg(), int_arg(), int_arg(),
+                       const_int(16), const_int(32)});
+  const int64_t M = 40, N = 70, stride = 80;
+  std::vector<float> x(M * stride), out(M * stride, -3.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 101);
+  const int64_t grid[3] = {(M + 15) / 16, (N + 31) / 32, 1};
+  kernel->launch(grid, {pointer(x.data()), pointer(out.data()), integer(M), integer(N), integer(stride)});
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t c = 0; c < stride; ++c) {
+      float want = c < N ? x[r * stride + c] * 2.0f + 1.0f : -3.0f;
+      ASSERT_EQ(out[r * stride + c], want) << r << "," << c;
+    }
+}
+
+// --- reductions ------------------------------------------------------------------------------------------
+
+// Sums, maxima and argmaxes along 1024-wide rows (16 lane steps of 64) and
+// down columns; values are small integers, so every order sums exactly.
+TEST_F(FastPaths, LongRowReductions) {
+  auto kernel = build("reduce_rows",
+                      "def reduce_rows(x_ptr, out_ptr, idx_ptr, R: tl.constexpr, C: tl.constexpr):\n"
+                      "    rows = tl.arange(0, R)\n"
+                      "    cols = tl.arange(0, C)\n"
+                      "    x = tl.load(x_ptr + rows[:, None] * C + cols[None, :])\n"
+                      "    tl.store(out_ptr + rows, tl.sum(x, axis=1))\n"
+                      "    tl.store(out_ptr + R + rows, tl.max(x, axis=1))\n"
+                      "    tl.store(out_ptr + 2 * R + cols, tl.sum(x, axis=0))\n"
+                      "    tl.store(idx_ptr + rows, tl.argmax(x, axis=1))\n",
+                      {ptr_arg(ir::Scalar::F32), ptr_arg(ir::Scalar::F32), ptr_arg(ir::Scalar::I32), const_int(4),
+                       const_int(1024)});
+  const int R = 4, C = 1024;
+  std::vector<float> x(R * C), out(2 * R + C);
+  std::vector<int32_t> idx(R);
+  for (int i = 0; i < R * C; ++i) x[i] = static_cast<float>((i * 37) % 23) - 11.0f;
+  x[1 * C + 900] = 50.0f, x[1 * C + 77] = 50.0f;  // a tie: the lower index wins
+  x[3 * C + 1023] = 60.0f;
+  const int64_t grid[3] = {1, 1, 1};
+  kernel->launch(grid, {pointer(x.data()), pointer(out.data()), pointer(idx.data())});
+  for (int r = 0; r < R; ++r) {
+    float sum = 0, mx = -INFINITY;
+    int arg = 0;
+    for (int c = 0; c < C; ++c) {
+      sum += x[r * C + c];
+      if (x[r * C + c] > mx) mx = x[r * C + c], arg = c;
+    }
+    EXPECT_EQ(out[r], sum) << r;
+    EXPECT_EQ(out[R + r], mx) << r;
+    EXPECT_EQ(idx[r], arg) << r;
+  }
+  for (int c = 0; c < C; ++c) {
+    float sum = 0;
+    for (int r = 0; r < R; ++r) sum += x[r * C + c];
+    ASSERT_EQ(out[2 * R + c], sum) << c;
+  }
+}
+
+}  // namespace
+}  // namespace tegula::runtime

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# `make gpu-check`: everything we want to know from one run on the GPU machine.
+#
+# The GPU machine is offline and has no virtual environment of ours: its
+# python3 already holds torch, triton, numpy, pytest, nanobind,
+# scikit-build-core, cmake and ninja. So this script builds with that python3
+# (pip install --no-build-isolation --no-deps --no-index -e .), never creates
+# a venv, never downloads, and then runs, each step under a time limit and
+# each step whatever happened to the ones before:
+#
+#   1. build       the extension and the CLI (editable install)     -> build.txt
+#   2. pytest      tests/python on the CUDA backend (-n 4)          -> pytest.txt
+#   3. ctest       the C++ tests, built beside step 2               -> ctest.txt
+#   4. bench       python -m tegula.bench --gpu --json bench.json    -> bench.txt, bench.json
+#   5. demo        python -m tegula.demo --json                      -> demo.txt
+#   and the machine (nvidia-smi, versions, libraries)               -> env.txt
+#   with one line per step (status, seconds) and the tails of failures -> summary.txt
+#
+# Everything lands in $OUT (default ./gpu-check-out), at most 8 files. The
+# whole run stays under $GPU_CHECK_BUDGET seconds (default 540) so it fits one
+# 10-minute command: a step gets what is left, minus a reserve for the later
+# steps. Exit status: 0 when every step that ran passed.
+set -u
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PY:-python3}"
+OUT="${OUT:-$ROOT/gpu-check-out}"
+BUDGET="${GPU_CHECK_BUDGET:-540}"
+JOBS="$(nproc 2>/dev/null || echo 8)"
+TEST_BUILD="$ROOT/build-gpu-check"
+mkdir -p "$OUT"
+export TEGULA_CACHE_DIR="${TEGULA_CACHE_DIR:-$ROOT/.cache/tegula}"
+export TEGULA_TEST_BACKEND=cuda
+export CMAKE_BUILD_PARALLEL_LEVEL="$JOBS"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+
+START=$(date +%s)
+FAILED=0
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+
+elapsed() { echo $(($(date +%s) - START)); }
+# Seconds a step may take: what is left of the budget minus `reserve` for the
+# steps after it, capped at `cap`, at least 10.
+allowance() {
+  local cap=$1 reserve=$2 left=$((BUDGET - $(elapsed) - $2))
+  ((left > cap)) && left=$cap
+  ((left < 10)) && left=10
+  echo "$left"
+}
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+# step NAME LOG SECONDS COMMAND...: runs COMMAND under a time limit, appends its
+# output to LOG, records the outcome; never stops the script.
+step() {
+  local name=$1 log=$2 limit=$3
+  shift 3
+  local t0=$(date +%s) status
+  {
+    echo "### $name: $* (limit ${limit}s)"
+    timeout --kill-after=10 "$limit" "$@"
+  } >>"$log" 2>&1
+  status=$?
+  local took=$(($(date +%s) - t0))
+  if ((status == 0)); then
+    note "PASS  $name (${took}s)"
+  else
+    FAILED=$((FAILED + 1))
+    local why="exit $status"
+    ((status == 124 || status == 137)) && why="timed out after ${limit}s"
+    note "FAIL  $name (${took}s, $why; log: $(basename "$log"))"
+    tail -n 25 "$log" | sed 's/^/      | /' >>"$SUMMARY"
+  fi
+  return 0
+}
+
+skip() { note "SKIP  $1 ($2)"; }
+
+note "tegula gpu-check: $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET}s, $JOBS cores, python: $(command -v "$PY")"
+note "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+
+# --- the machine -----------------------------------------------------------------------------
+{
+  echo "### nvidia-smi"
+  timeout 20 nvidia-smi 2>&1 || echo "(nvidia-smi unavailable)"
+  echo "### nvidia-smi -q (clocks, power)"
+  timeout 20 nvidia-smi -q -d CLOCK,POWER,PERFORMANCE 2>&1 | head -80
+  echo "### versions"
+  timeout 60 "$PY" - <<'EOF' 2>&1
+import importlib, platform, sys
+print("python", sys.version.split()[0], platform.platform())
+for name in ("torch", "triton", "numpy", "pytest", "xdist", "pytest_timeout", "nanobind", "scikit_build_core", "ml_dtypes"):
+    try:
+        module = importlib.import_module(name)
+        print(f"{name:18s} {getattr(module, '__version__', '?')}")
+    except Exception as e:
+        print(f"{name:18s} missing ({type(e).__name__})")
+try:
+    import torch
+    print("torch.version.cuda", torch.version.cuda, "| cuda available:", torch.cuda.is_available(),
+          "|", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
+except Exception as e:
+    print("torch cuda query failed:", e)
+EOF
+  for tool in cmake ninja g++ nvcc ccache; do
+    printf '%-7s %s\n' "$tool" "$(command -v $tool >/dev/null && $tool --version 2>&1 | head -1 || echo missing)"
+  done
+  ls /usr/include/gtest/gtest.h 2>&1
+} >"$OUT/env.txt" 2>&1
+
+# --- 1. build ----------------------------------------------------------------------------------
+step build "$OUT/build.txt" "$(allowance 300 200)" \
+  "$PY" -m pip install --no-build-isolation --no-deps --no-index -v -e .
+if "$PY" -c "import tegula, tegula._C" >>"$OUT/build.txt" 2>&1; then
+  "$PY" - >>"$OUT/env.txt" 2>&1 <<'EOF'
+import tegula, tegula._C as C, tegula._device as d
+print("### tegula", tegula.__version__, "from", tegula.__file__)
+print("cuda_status:", C.cuda_status())
+print("cuda_libraries:", C.cuda_libraries())
+try:
+    print("target of device 0:", C.cuda_target(0), "| arch", C.cuda_device_arch(0), "| devices", C.cuda_device_count())
+except Exception as e:
+    print("cuda target query failed:", e)
+EOF
+  BUILT=1
+else
+  note "      tegula does not import after the build; the Python steps are skipped"
+  BUILT=0
+fi
+
+# --- 3 (started now). the C++ tests build in the background while pytest runs ------------------
+CPP_STATUS=skipped
+if [ -f /usr/include/gtest/gtest.h ] || [ -n "$(ls /usr/lib/*/cmake/GTest 2>/dev/null)" ]; then
+  # Its own process group (setsid), so a build that overruns is stopped whole.
+  setsid bash -c "echo '### configure + build the C++ tests (background, -j$((JOBS / 2)))' &&
+    cmake -S . -B '$TEST_BUILD' -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEGULA_BUILD_TESTS=ON &&
+    nice cmake --build '$TEST_BUILD' -j $((JOBS / 2))" >"$OUT/ctest.txt" 2>&1 &
+  CPP_BUILD_PID=$!
+  CPP_STATUS=building
+else
+  echo "GoogleTest (libgtest-dev) is not installed on this machine; the C++ tests cannot be built" >"$OUT/ctest.txt"
+fi
+
+# --- 2. pytest on the GPU ---------------------------------------------------------------------
+if ((BUILT)); then
+  PYTEST_ARGS=(-q -rfE --durations=15 -p no:cacheprovider --backend cuda)
+  "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n 4)
+  "$PY" -c "import pytest_timeout" 2>/dev/null && PYTEST_ARGS+=(--timeout 240)
+  step pytest "$OUT/pytest.txt" "$(allowance 300 170)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python
+  grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" "$OUT/pytest.txt" | tail -40 | sed 's/^/      /' >>"$SUMMARY"
+else
+  skip pytest "no build"
+fi
+
+# --- 3. ctest ---------------------------------------------------------------------------------------
+if [ "$CPP_STATUS" = building ]; then
+  wait_limit=$(allowance 150 110)
+  waited=0
+  while kill -0 "$CPP_BUILD_PID" 2>/dev/null && ((waited < wait_limit)); do
+    sleep 2
+    waited=$((waited + 2))
+  done
+  if kill -0 "$CPP_BUILD_PID" 2>/dev/null; then
+    kill -- "-$CPP_BUILD_PID" 2>/dev/null
+    FAILED=$((FAILED + 1))
+    note "FAIL  ctest (the C++ build did not finish in time; log: ctest.txt)"
+  elif wait "$CPP_BUILD_PID"; then
+    step ctest "$OUT/ctest.txt" "$(allowance 120 90)" \
+      ctest --test-dir "$TEST_BUILD" --output-on-failure -j 8 --timeout 120
+    grep -E "tests passed|tests failed|\*\*\*Skipped|Failed|Not Run" "$OUT/ctest.txt" | grep -v "^      " | tail -30 |
+      sed 's/^/      /' >>"$SUMMARY"
+  else
+    FAILED=$((FAILED + 1))
+    note "FAIL  ctest (the C++ tests did not build; log: ctest.txt)"
+    tail -n 25 "$OUT/ctest.txt" | sed 's/^/      | /' >>"$SUMMARY"
+  fi
+else
+  skip ctest "GoogleTest is not installed here"
+fi
+
+# --- 4. benchmarks ----------------------------------------------------------------------------
+if ((BUILT)) && "$PY" -m tegula.bench --help >"$OUT/bench.txt" 2>&1; then
+  if grep -q -- "--gpu" "$OUT/bench.txt"; then
+    : >"$OUT/bench.txt"
+    step bench "$OUT/bench.txt" "$(allowance 300 45)" "$PY" -m tegula.bench --gpu --json "$OUT/bench.json"
+  else
+    skip bench "tegula.bench has no --gpu option yet"
+  fi
+else
+  skip bench "tegula.bench is missing or broken (see bench.txt)"
+fi
+
+# --- 5. demo ----------------------------------------------------------------------------------
+if ((BUILT)); then
+  step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" -m tegula.demo --json
+else
+  skip demo "no build"
+fi
+
+note "done in $(elapsed)s; $FAILED step(s) failed; files: $(cd "$OUT" && ls | tr '\n' ' ')"
+exit $((FAILED > 0))
