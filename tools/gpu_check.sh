@@ -12,6 +12,7 @@
 #   2. pytest      tests/python on the CUDA backend (-n 4)          -> pytest.txt
 #   3. ctest       the C++ tests, built beside step 2               -> ctest.txt
 #   4. bench       python -m tegula.bench --gpu --json bench.json    -> bench.txt, bench.json
+#      then tools/launch_overhead.py (Tegula vs Triton, tiny kernel)  -> bench.txt
 #   5. demo        python -m tegula.demo --json                      -> demo.txt
 #   and the machine (nvidia-smi, versions, libraries)               -> env.txt
 #   with one line per step (status, seconds) and the tails of failures -> summary.txt
@@ -78,7 +79,12 @@ step() {
 skip() { note "SKIP  $1 ($2)"; }
 
 note "tegula gpu-check: $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET}s, $JOBS cores, python: $(command -v "$PY")"
-note "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+# The GPU machine gets a copy of the working tree without .git: pass GPU_CHECK_COMMIT=<hash> to record it.
+COMMIT="${GPU_CHECK_COMMIT:-}"
+if [ -z "$COMMIT" ] && COMMIT=$(git rev-parse --short HEAD 2>/dev/null); then
+  git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT (+ uncommitted changes)"
+fi
+note "commit: ${COMMIT:-unknown}"
 
 # --- the machine -----------------------------------------------------------------------------
 {
@@ -90,7 +96,8 @@ note "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git dif
   timeout 60 "$PY" - <<'EOF' 2>&1
 import importlib, platform, sys
 print("python", sys.version.split()[0], platform.platform())
-for name in ("torch", "triton", "numpy", "pytest", "xdist", "pytest_timeout", "nanobind", "scikit_build_core", "ml_dtypes"):
+for name in ("torch", "triton", "numpy", "pytest", "xdist", "pytest_timeout", "nanobind", "scikit_build_core",
+             "ml_dtypes"):
     try:
         module = importlib.import_module(name)
         print(f"{name:18s} {getattr(module, '__version__', '?')}")
@@ -180,15 +187,23 @@ else
 fi
 
 # --- 4. benchmarks ----------------------------------------------------------------------------
-if ((BUILT)) && "$PY" -m tegula.bench --help >"$OUT/bench.txt" 2>&1; then
-  if grep -q -- "--gpu" "$OUT/bench.txt"; then
-    : >"$OUT/bench.txt"
-    step bench "$OUT/bench.txt" "$(allowance 300 45)" "$PY" -m tegula.bench --gpu --json "$OUT/bench.json"
-  else
-    skip bench "tegula.bench has no --gpu option yet"
-  fi
-else
+BENCH_HELP="$( ((BUILT)) && timeout 60 "$PY" -m tegula.bench --help 2>&1)"
+if ! ((BUILT)); then
+  skip bench "no build"
+elif ! grep -q -- "--json" <<<"$BENCH_HELP"; then
+  echo "$BENCH_HELP" >"$OUT/bench.txt"
   skip bench "tegula.bench is missing or broken (see bench.txt)"
+elif ! grep -q -- "--gpu" <<<"$BENCH_HELP"; then
+  skip bench "tegula.bench has no --gpu option yet"
+else
+  step bench "$OUT/bench.txt" "$(allowance 300 90)" "$PY" -m tegula.bench --gpu --json "$OUT/bench.json"
+fi
+
+# --- 4b. host cost of one launch, against Triton ------------------------------------------------
+if ((BUILT)); then
+  step launch-overhead "$OUT/bench.txt" "$(allowance 60 40)" "$PY" tools/launch_overhead.py --launches 5000
+else
+  skip launch-overhead "no build"
 fi
 
 # --- 5. demo ----------------------------------------------------------------------------------

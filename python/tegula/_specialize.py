@@ -91,6 +91,8 @@ def array_part(kernel: str, param: str, array: np.ndarray) -> tuple:
 # Tensor types seen before (torch.Tensor and subclasses) -> their part
 # function, so the next launch skips the attribute probing of the slow path.
 _TENSOR_TYPES: dict = {}
+# torch dtype objects -> IR scalar, filled when the first torch tensor is seen.
+_TORCH_DTYPES: dict = {}
 
 
 def runtime_part(kernel: str, param: str, value, specialize: bool) -> tuple:
@@ -127,8 +129,8 @@ def _runtime_part_slow(kernel: str, param: str, value, specialize: bool) -> tupl
     if isinstance(value, float):
         return FLOAT, float(value)
     if hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "device"):
-        if type(value).__module__.startswith("torch"):
-            _TENSOR_TYPES[type(value)] = _tensor_part
+        if type(value).__module__.startswith("torch") and _learn_torch_dtypes(value):
+            _TENSOR_TYPES[type(value)] = _torch_tensor_part
         return _tensor_part(kernel, param, value)
     interface = getattr(value, "__cuda_array_interface__", None)
     if interface is not None:
@@ -156,6 +158,35 @@ def _tensor_part(kernel: str, param: str, tensor) -> tuple:
         return part + (getattr(device, "index", None) or 0,), address
     raise ValueError(f"argument '{param}' of kernel '{kernel}' is on {device}; Tegula kernels run on "
                      f"the CPU and on CUDA GPUs")
+
+
+def _learn_torch_dtypes(tensor) -> bool:
+    """Fills _TORCH_DTYPES from the torch module a tensor comes from; False if
+    that module does not look like torch."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(tensor, getattr(torch, "Tensor", ())):
+        return False
+    for name, scalar in TORCH_SCALARS.items():
+        dtype = getattr(torch, name.removeprefix("torch."), None)  # uint16/32/64 are recent
+        if dtype is not None:
+            _TORCH_DTYPES[dtype] = scalar
+    return True
+
+
+def _torch_tensor_part(kernel: str, param: str, tensor) -> tuple:
+    """_tensor_part for real torch tensors, on the launch hot path: dtype objects
+    and the is_cuda/get_device() accessors instead of strings and torch.device."""
+    scalar = _TORCH_DTYPES.get(tensor.dtype)
+    if scalar is not None:
+        if tensor.is_cuda:
+            address = tensor.data_ptr()
+            return ("p", scalar, address % 16 == 0, tensor.get_device()), address
+        if tensor.is_cpu:
+            address = tensor.data_ptr()
+            return ("p", scalar, address % 16 == 0), address
+    return _tensor_part(kernel, param, tensor)  # the errors
 
 
 def _cuda_interface_part(kernel: str, param: str, interface: dict) -> tuple:

@@ -370,7 +370,8 @@ int pointer_device(uint64_t address) {
   if (status != kSuccess) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(address));
-    fail(ErrorKind::Value, std::string("address ") + hex + " is not CUDA device memory (" + describe_result(status) + ")");
+    fail(ErrorKind::Value,
+         std::string("address ") + hex + " is not CUDA device memory (" + describe_result(status) + ")");
   }
   return ordinal;
 }

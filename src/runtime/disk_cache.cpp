@@ -389,7 +389,8 @@ std::optional<CachedImage> DiskCache::load_image(const std::string& key, std::st
   if (!manifest || manifest->cuda_threads < 1) return miss("the manifest is truncated or malformed");
   std::optional<std::string> image = read_file(image_path(key));
   if (!image) return miss("the device image is missing");
-  if (sha256_hex(*image) != manifest->library_sha256) return miss("the device image does not match the manifest's hash");
+  if (sha256_hex(*image) != manifest->library_sha256)
+    return miss("the device image does not match the manifest's hash");
   return CachedImage{std::move(*manifest), std::move(*image)};
 }
 

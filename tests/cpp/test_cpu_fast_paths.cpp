@@ -9,11 +9,13 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backends/cpu/prelude.h"
 #include "lower_test_util.h"
 #include "runtime/compiler.h"
 #include "runtime_test_util.h"
@@ -165,6 +167,48 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(m.bk);
     });
 
+// The prelude's tg_dot_f32 on each of its code paths (AVX-512, AVX2 + FMA,
+// scalar), compiled outside the backend: every element must equal the
+// fused multiply-adds in k order, for shapes with partial row blocks, partial
+// vector panels and scalar column tails.
+TEST(DotMicroKernel, BitExactOnEveryVectorPath) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the vector paths are x86-64";
+#endif
+  const std::string check = R"CPP(
+#include <random>
+#include <vector>
+template <int M, int N, int K> int mismatches() {
+  std::mt19937 rng(M * 10007 + N * 101 + K);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> a(M * K), b(K * N), c(M * N), want(M * N);
+  for (float& x : a) x = d(rng);
+  for (float& x : b) x = d(rng);
+  for (int i = 0; i < M * N; ++i) c[i] = want[i] = d(rng);
+  tg_dot_f32<M, N, K>(a.data(), b.data(), c.data());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) want[i * N + j] = std::fma(a[i * K + k], b[k * N + j], want[i * N + j]);
+  int bad = 0;
+  for (int i = 0; i < M * N; ++i) bad += c[i] != want[i];
+  return bad;
+}
+int main() {
+  return mismatches<128, 128, 32>() + mismatches<7, 9, 5>() + mismatches<33, 40, 20>() + mismatches<16, 8, 8>() +
+         mismatches<64, 72, 16>() + mismatches<1, 1, 1>() + mismatches<3, 100, 7>() + mismatches<29, 48, 3>();
+}
+)CPP";
+  testing::TempDir dir;
+  testing::write_text(dir / "check.cpp", std::string(backends::cpu::kPrelude) + check);
+  const char* cxx = std::getenv("CXX");
+  for (const char* isa : {"-march=native", "-march=native -mno-avx512f", "-march=x86-64"}) {
+    std::string command = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -O2 " + isa +
+                          " -fno-math-errno -ffp-contract=off -o '" + dir / "check" + "' '" + dir / "check.cpp" +
+                          "' 2>&1 && '" + dir / "check" + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  }
+}
+
 // --- loop-carried tiles ----------------------------------------------------------------------------
 
 // acc += x[row, start:start+BLOCK] over a masked K loop: the sum is computed
@@ -233,6 +277,27 @@ constexpr const char* kShiftedLoad =
 // The unmasked copy of the loop runs only when the first and last offsets are
 // in bounds and the count does not wrap: an i32 count passing INT32_MAX wraps
 // to negative offsets, which pass `< n` again while one in the middle fails.
+// The same with i64 offsets (the check's constants take the offsets' type).
+TEST_F(FastPaths, FullTileCheckOnI64Offsets) {
+  auto kernel = build("shifted", kShiftedLoad,
+                      {ptr_arg(ir::Scalar::F32), ptr_arg(ir::Scalar::F32), int_arg(ir::Scalar::I64),
+                       int_arg(ir::Scalar::I64), const_int(32)});
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[i] = static_cast<float>(i) + 0.5f;
+  struct Case {
+    int64_t start, n;
+  } cases[] = {{0, 32}, {int64_t{1} << 40, (int64_t{1} << 40) + 20}, {INT64_MAX - 10, INT64_MAX}};
+  for (const Case& cs : cases) {
+    std::vector<float> out(32, -9.0f);
+    const int64_t grid[3] = {1, 1, 1};
+    kernel->launch(grid, {pointer(x.data()), pointer(out.data()), integer(cs.start), integer(cs.n)});
+    for (int i = 0; i < 32; ++i) {
+      int64_t offs = static_cast<int64_t>(static_cast<uint64_t>(cs.start) + static_cast<uint64_t>(i));
+      ASSERT_EQ(out[i], offs < cs.n ? x[i] : -1.0f) << "start " << cs.start << " element " << i;
+    }
+  }
+}
+
 TEST_F(FastPaths, FullTileCheckSeesWrappingCounts) {
   auto kernel = build("shifted", kShiftedLoad,
                       {ptr_arg(ir::Scalar::F32), ptr_arg(ir::Scalar::F32), int_arg(), int_arg(), const_int(64)});

@@ -336,7 +336,8 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, int32_t v2, int32_
   const int32_t v6 = 16;
   // v7 = mul(v5, v6)  masked_2d.py:9:12
   const int32_t v7 = tg_mul(v5, v6);
-  alignas(64) int32_t v10[16];
+  alignas(64) int32_t v14[16];
+  alignas(64) uint8_t v21[16];
   TG_IVDEP
   for (int i = 0; i < 16; ++i) {
     // v8 = arange()  masked_2d.py:9:36
@@ -344,78 +345,78 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, int32_t v2, int32_
     // v9 = splat(v7)  masked_2d.py:9:12
     const int32_t e9 = v7;
     // v10 = add(v9, v8)  masked_2d.py:9:12
-    v10[i] = tg_add(e9, e8);
-  }
-  // v11 = arange()  masked_2d.py:10:12
-  alignas(64) int32_t v11[64];
-  TG_IVDEP
-  for (int i = 0; i < 64; ++i) {
-    v11[i] = (int32_t)(0 + i);
-  }
-  alignas(64) int32_t v14[16];
-  TG_IVDEP
-  for (int i = 0; i < 16; ++i) {
+    const int32_t e10 = tg_add(e9, e8);
     // v12 = expand_dims(v10)  masked_2d.py:11:12
-    // v12 shares the array of v10
+    const int32_t e12 = e10;
     // v13 = splat(v4)  masked_2d.py:11:12
     const int32_t e13 = v4;
     // v14 = mul(v12, v13)  masked_2d.py:11:12
-    v14[i] = tg_mul(v10[i], e13);
-  }
-  // v15 = expand_dims(v11)  masked_2d.py:11:37
-  // v15 shares the array of v11
-  alignas(64) int32_t v18[1024];
-  TG_IVDEP
-  for (int i = 0; i < 1024; ++i) {
-    // v16 = broadcast(v14)  masked_2d.py:11:12
-    const int32_t e16 = v14[i / 64];
-    // v17 = broadcast(v15)  masked_2d.py:11:12
-    const int32_t e17 = v11[(i) % 64];
-    // v18 = add(v16, v17)  masked_2d.py:11:12
-    v18[i] = tg_add(e16, e17);
-  }
-  alignas(64) bool v21[16];
-  TG_IVDEP
-  for (int i = 0; i < 16; ++i) {
+    v14[i] = tg_mul(e12, e13);
     // v20 = splat(v2)  masked_2d.py:12:13
     const int32_t e20 = v2;
     // v21 = cmp.lt(v12, v20)  masked_2d.py:12:13
-    v21[i] = v10[i] < e20;
+    v21[i] = e12 < e20;
   }
-  alignas(64) bool v24[64];
+  alignas(64) int32_t v11[64];
+  alignas(64) uint8_t v24[64];
   TG_IVDEP
   for (int i = 0; i < 64; ++i) {
+    // v11 = arange()  masked_2d.py:10:12
+    v11[i] = (int32_t)(0 + i);
+    // v15 = expand_dims(v11)  masked_2d.py:11:37
+    // v15 shares the array of v11
     // v23 = splat(v3)  masked_2d.py:12:35
     const int32_t e23 = v3;
     // v24 = cmp.lt(v15, v23)  masked_2d.py:12:35
     v24[i] = v11[i] < e23;
   }
+  // the whole tile is in bounds (v27 all true): first and last index pass, no wrap
+  const bool full0 = (tg_add(v7, (int32_t)0) < v2) && (tg_add(v7, (int32_t)15) < v2) && (tg_add(v7, (int32_t)0) <= tg_add(v7, (int32_t)15)) && (v11[0] < v3) && (v11[63] < v3) && (v11[0] <= v11[63]);
   for (int r = 0; r < 16; ++r) {
-    uint16_t* const row29 = tg_addptr(v0, v18[r * 64]);  // &v29[r * 64]
-    uint16_t* const row34 = tg_addptr(v1, v18[r * 64]);  // &v34[r * 64]
-    TG_IVDEP
-    for (int c = 0; c < 64; ++c) {
-      const int i = r * 64 + c;
-      // v25 = broadcast(v21)  masked_2d.py:12:12
-      const bool e25 = v21[i / 64];
-      // v26 = broadcast(v24)  masked_2d.py:12:12
-      const bool e26 = v24[(i) % 64];
-      // v27 = and(v25, v26)  masked_2d.py:12:12
-      const bool e27 = e25 && e26;
-      // v41 = constant()  masked_2d.py:13:42
-      const uint16_t e41 = tg_f64_to_f16(0.0);
-      // v32 = load(v29, v27, v41)  masked_2d.py:13:9
-      const uint16_t e32 = e27 ? *(row29 + c) : e41;
-      // v42 = constant()  masked_2d.py:14:30
-      const uint16_t e42 = tg_f64_to_f16(2.0);
-      // v37 = mul(v32, v42)  masked_2d.py:14:30
-      const uint16_t e37 = tg_f32_to_f16(tg_f16_to_f32(e32) * tg_f16_to_f32(e42));
-      // v43 = constant()  masked_2d.py:14:30
-      const uint16_t e43 = tg_f64_to_f16(1.0);
-      // v40 = add(v37, v43)  masked_2d.py:14:30
-      const uint16_t e40 = tg_f32_to_f16(tg_f16_to_f32(e37) + tg_f16_to_f32(e43));
-      // store(v34, v40, v27)  masked_2d.py:14:5
-      if (e27) *(row34 + c) = e40;
+    uint16_t* const row29 = tg_addptr(v0, tg_add(v14[r * 64 / 64], v11[(r * 64) % 64]));  // &v29[r * 64]
+    uint16_t* const row34 = tg_addptr(v1, tg_add(v14[r * 64 / 64], v11[(r * 64) % 64]));  // &v34[r * 64]
+    if (full0) {
+      TG_IVDEP
+      for (int c = 0; c < 64; ++c) {
+        const int i = r * 64 + c;
+        // v32 = load(v29, v27, v41)  masked_2d.py:13:9
+        const uint16_t e32 = *(row29 + c);
+        // v42 = constant()  masked_2d.py:14:30
+        const uint16_t e42 = tg_f64_to_f16(2.0);
+        // v37 = mul(v32, v42)  masked_2d.py:14:30
+        const uint16_t e37 = tg_f32_to_f16(tg_f16_to_f32(e32) * tg_f16_to_f32(e42));
+        // v43 = constant()  masked_2d.py:14:30
+        const uint16_t e43 = tg_f64_to_f16(1.0);
+        // v40 = add(v37, v43)  masked_2d.py:14:30
+        const uint16_t e40 = tg_f32_to_f16(tg_f16_to_f32(e37) + tg_f16_to_f32(e43));
+        // store(v34, v40, v27)  masked_2d.py:14:5
+        *(row34 + c) = e40;
+      }
+    } else {
+      TG_IVDEP
+      for (int c = 0; c < 64; ++c) {
+        const int i = r * 64 + c;
+        // v25 = broadcast(v21)  masked_2d.py:12:12
+        const bool e25 = v21[r];
+        // v26 = broadcast(v24)  masked_2d.py:12:12
+        const bool e26 = v24[c];
+        // v27 = and(v25, v26)  masked_2d.py:12:12
+        const bool e27 = e25 & e26;
+        // v41 = constant()  masked_2d.py:13:42
+        const uint16_t e41 = tg_f64_to_f16(0.0);
+        // v32 = load(v29, v27, v41)  masked_2d.py:13:9
+        const uint16_t e32 = e27 ? *(row29 + c) : e41;
+        // v42 = constant()  masked_2d.py:14:30
+        const uint16_t e42 = tg_f64_to_f16(2.0);
+        // v37 = mul(v32, v42)  masked_2d.py:14:30
+        const uint16_t e37 = tg_f32_to_f16(tg_f16_to_f32(e32) * tg_f16_to_f32(e42));
+        // v43 = constant()  masked_2d.py:14:30
+        const uint16_t e43 = tg_f64_to_f16(1.0);
+        // v40 = add(v37, v43)  masked_2d.py:14:30
+        const uint16_t e40 = tg_f32_to_f16(tg_f16_to_f32(e37) + tg_f16_to_f32(e43));
+        // store(v34, v40, v27)  masked_2d.py:14:5
+        if (e27) *(row34 + c) = e40;
+      }
     }
   }
 }

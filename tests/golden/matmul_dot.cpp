@@ -338,39 +338,8 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t
   const int32_t v11 = 32;
   // v12 = mul(v9, v11)  matmul_dot.py:12:10
   const int32_t v12 = tg_mul(v9, v11);
-  alignas(64) int32_t v13[32];
-  alignas(64) int32_t v15[32];
-  TG_IVDEP
-  for (int i = 0; i < 32; ++i) {
-    // v13 = arange()  matmul_dot.py:12:23
-    v13[i] = (int32_t)(0 + i);
-    // v14 = splat(v12)  matmul_dot.py:12:10
-    const int32_t e14 = v12;
-    // v15 = add(v14, v13)  matmul_dot.py:12:10
-    v15[i] = tg_add(e14, v13[i]);
-  }
   // v17 = mul(v10, v11)  matmul_dot.py:13:10
   const int32_t v17 = tg_mul(v10, v11);
-  alignas(64) int32_t v20[32];
-  TG_IVDEP
-  for (int i = 0; i < 32; ++i) {
-    // v19 = splat(v17)  matmul_dot.py:13:10
-    const int32_t e19 = v17;
-    // v20 = add(v19, v13)  matmul_dot.py:13:10
-    v20[i] = tg_add(e19, v13[i]);
-  }
-  // v21 = arange()  matmul_dot.py:14:10
-  alignas(64) int32_t v21[16];
-  TG_IVDEP
-  for (int i = 0; i < 16; ++i) {
-    v21[i] = (int32_t)(0 + i);
-  }
-  // v100 = constant()  matmul_dot.py:15:11
-  alignas(64) float v100[1024];
-  TG_IVDEP
-  for (int i = 0; i < 1024; ++i) {
-    v100[i] = (float)0.0;
-  }
   // v101 = constant()  matmul_dot.py:16:23
   const int32_t v101 = 15;
   // v102 = add(v5, v101)  matmul_dot.py:16:23
@@ -383,88 +352,71 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t
   const int32_t v30 = 0;
   // v31 = constant()  matmul_dot.py:16:14
   const int32_t v31 = 1;
+  alignas(64) int32_t v20[32];
   alignas(64) uint16_t* v42[32];
+  alignas(64) uint8_t v49[32];
+  alignas(64) uint8_t v73[32];
   TG_IVDEP
   for (int i = 0; i < 32; ++i) {
+    // v13 = arange()  matmul_dot.py:12:23
+    const int32_t e13 = (int32_t)(0 + i);
+    // v14 = splat(v12)  matmul_dot.py:12:10
+    const int32_t e14 = v12;
+    // v15 = add(v14, v13)  matmul_dot.py:12:10
+    const int32_t e15 = tg_add(e14, e13);
+    // v19 = splat(v17)  matmul_dot.py:13:10
+    const int32_t e19 = v17;
+    // v20 = add(v19, v13)  matmul_dot.py:13:10
+    v20[i] = tg_add(e19, e13);
     // v38 = expand_dims(v15)  matmul_dot.py:18:29
-    // v38 shares the array of v15
+    const int32_t e38 = e15;
     // v39 = splat(v6)  matmul_dot.py:18:29
     const int32_t e39 = v6;
     // v40 = mul(v38, v39)  matmul_dot.py:18:29
-    const int32_t e40 = tg_mul(v15[i], e39);
+    const int32_t e40 = tg_mul(e38, e39);
     // v41 = splat(v0)  matmul_dot.py:18:21
     uint16_t* const e41 = v0;
     // v42 = addptr(v41, v40)  matmul_dot.py:18:21
     v42[i] = tg_addptr(e41, e40);
-  }
-  // v44 = broadcast(v42)  matmul_dot.py:18:21
-  alignas(64) uint16_t* v44[512];
-  TG_IVDEP
-  for (int i = 0; i < 512; ++i) {
-    v44[i] = v42[i / 16];
-  }
-  alignas(64) bool v49[32];
-  TG_IVDEP
-  for (int i = 0; i < 32; ++i) {
     // v48 = splat(v3)  matmul_dot.py:18:74
     const int32_t e48 = v3;
     // v49 = cmp.lt(v38, v48)  matmul_dot.py:18:74
-    v49[i] = v15[i] < e48;
-  }
-  // v51 = splat(v5)  matmul_dot.py:18:94
-  alignas(64) int32_t v51[16];
-  TG_IVDEP
-  for (int i = 0; i < 16; ++i) {
-    v51[i] = v5;
-  }
-  alignas(64) bool v53[512];
-  alignas(64) uint16_t v103[512];
-  TG_IVDEP
-  for (int i = 0; i < 512; ++i) {
-    // v53 = broadcast(v49)  matmul_dot.py:18:73
-    v53[i] = v49[i / 16];
-    // v103 = constant()  matmul_dot.py:18:112
-    v103[i] = tg_f64_to_f16(0.0);
-  }
-  alignas(64) int32_t v60[16];
-  alignas(64) uint16_t* v62[16];
-  TG_IVDEP
-  for (int i = 0; i < 16; ++i) {
-    // v60 = splat(v7)  matmul_dot.py:19:29
-    v60[i] = v7;
-    // v62 = splat(v1)  matmul_dot.py:19:21
-    v62[i] = v1;
-  }
-  // v64 = expand_dims(v20)  matmul_dot.py:19:55
-  // v64 shares the array of v20
-  // v66 = broadcast(v64)  matmul_dot.py:19:21
-  alignas(64) int32_t v66[512];
-  TG_IVDEP
-  for (int i = 0; i < 512; ++i) {
-    v66[i] = v20[(i) % 32];
-  }
-  // v69 = splat(v5)  matmul_dot.py:19:74
-  alignas(64) int32_t v69[16];
-  TG_IVDEP
-  for (int i = 0; i < 16; ++i) {
-    v69[i] = v5;
-  }
-  alignas(64) bool v73[32];
-  TG_IVDEP
-  for (int i = 0; i < 32; ++i) {
+    v49[i] = e38 < e48;
+    // v64 = expand_dims(v20)  matmul_dot.py:19:55
+    // v64 shares the array of v20
     // v72 = splat(v4)  matmul_dot.py:19:94
     const int32_t e72 = v4;
     // v73 = cmp.lt(v64, v72)  matmul_dot.py:19:94
     v73[i] = v20[i] < e72;
   }
-  alignas(64) bool v75[512];
-  alignas(64) uint16_t v104[512];
+  // v21 = arange()  matmul_dot.py:14:10  (recomputed where used)
+  // v51 = splat(v5)  matmul_dot.py:18:94  (recomputed where used)
+  // v60 = splat(v7)  matmul_dot.py:19:29  (recomputed where used)
+  // v62 = splat(v1)  matmul_dot.py:19:21  (recomputed where used)
+  // v69 = splat(v5)  matmul_dot.py:19:74  (recomputed where used)
+  // v100 = constant()  matmul_dot.py:15:11
+  alignas(64) float v100[1024];
   TG_IVDEP
-  for (int i = 0; i < 512; ++i) {
-    // v75 = broadcast(v73)  matmul_dot.py:19:73
-    v75[i] = v73[(i) % 32];
-    // v104 = constant()  matmul_dot.py:19:112
-    v104[i] = tg_f64_to_f16(0.0);
+  for (int i = 0; i < 1024; ++i) {
+    v100[i] = (float)0.0;
+  }
+  alignas(64) uint16_t* v44[512];
+  alignas(64) uint8_t v53[512];
+  alignas(64) int32_t v66[512];
+  alignas(64) uint8_t v75[512];
+  for (int r = 0; r < 32; ++r) {
+    TG_IVDEP
+    for (int c = 0; c < 16; ++c) {
+      const int i = r * 16 + c;
+      // v44 = broadcast(v42)  matmul_dot.py:18:21
+      v44[i] = v42[r];
+      // v53 = broadcast(v49)  matmul_dot.py:18:73
+      v53[i] = v49[r];
+      // v66 = broadcast(v64)  matmul_dot.py:19:21
+      v66[i] = v20[(r % 2) * 16 + c];
+      // v75 = broadcast(v73)  matmul_dot.py:19:73
+      v75[i] = v73[(r % 2) * 16 + c];
+    }
   }
   // v81 = for(v30, v29, v31, v100)  matmul_dot.py:16:5
   alignas(64) float v33[1024];
@@ -475,93 +427,76 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t
     // v35 = mul(v32, v28)  matmul_dot.py:17:14
     const int32_t v35 = tg_mul(v32, v28);
     alignas(64) int32_t v37[16];
+    alignas(64) uint8_t v52[16];
+    alignas(64) uint16_t* v63[16];
+    alignas(64) uint8_t v70[16];
     TG_IVDEP
     for (int i = 0; i < 16; ++i) {
       // v36 = splat(v35)  matmul_dot.py:17:14
       const int32_t e36 = v35;
       // v37 = add(v36, v21)  matmul_dot.py:17:14
-      v37[i] = tg_add(e36, v21[i]);
+      v37[i] = tg_add(e36, (int32_t)(0 + i));
       // v43 = expand_dims(v37)  matmul_dot.py:18:55
       // v43 shares the array of v37
-    }
-    alignas(64) uint16_t* v46[512];
-    TG_IVDEP
-    for (int i = 0; i < 512; ++i) {
-      // v45 = broadcast(v43)  matmul_dot.py:18:21
-      const int32_t e45 = v37[(i) % 16];
-      // v46 = addptr(v44, v45)  matmul_dot.py:18:21
-      v46[i] = tg_addptr(v44[i], e45);
-    }
-    // v52 = cmp.lt(v43, v51)  matmul_dot.py:18:94
-    alignas(64) bool v52[16];
-    TG_IVDEP
-    for (int i = 0; i < 16; ++i) {
-      v52[i] = v37[i] < v51[i];
+      // v52 = cmp.lt(v43, v51)  matmul_dot.py:18:94
+      v52[i] = v37[i] < v5;
+      // v59 = expand_dims(v37)  matmul_dot.py:19:29
+      const int32_t e59 = v37[i];
+      // v61 = mul(v59, v60)  matmul_dot.py:19:29
+      const int32_t e61 = tg_mul(e59, v7);
+      // v63 = addptr(v62, v61)  matmul_dot.py:19:21
+      v63[i] = tg_addptr(v1, e61);
+      // v70 = cmp.lt(v59, v69)  matmul_dot.py:19:74
+      v70[i] = e59 < v5;
     }
     alignas(64) uint16_t v58[512];
-    for (int r = 0; r < 32; ++r) {
-      uint16_t* const row46 = v46[r * 16];  // &v46[r * 16]
-      TG_IVDEP
-      for (int c = 0; c < 16; ++c) {
-        const int i = r * 16 + c;
-        // v54 = broadcast(v52)  matmul_dot.py:18:73
-        const bool e54 = v52[(i) % 16];
-        // v55 = and(v53, v54)  matmul_dot.py:18:73
-        const bool e55 = v53[i] && e54;
-        // v58 = load(v46, v55, v103)  matmul_dot.py:18:13
-        v58[i] = e55 ? *(row46 + c) : v103[i];
-      }
-    }
-    alignas(64) uint16_t* v63[16];
-    TG_IVDEP
-    for (int i = 0; i < 16; ++i) {
-      // v59 = expand_dims(v37)  matmul_dot.py:19:29
-      // v59 shares the array of v37
-      // v61 = mul(v59, v60)  matmul_dot.py:19:29
-      const int32_t e61 = tg_mul(v37[i], v60[i]);
-      // v63 = addptr(v62, v61)  matmul_dot.py:19:21
-      v63[i] = tg_addptr(v62[i], e61);
-    }
-    alignas(64) uint16_t* v67[512];
-    TG_IVDEP
-    for (int i = 0; i < 512; ++i) {
-      // v65 = broadcast(v63)  matmul_dot.py:19:21
-      uint16_t* const e65 = v63[i / 32];
-      // v67 = addptr(v65, v66)  matmul_dot.py:19:21
-      v67[i] = tg_addptr(e65, v66[i]);
-    }
-    // v70 = cmp.lt(v59, v69)  matmul_dot.py:19:74
-    alignas(64) bool v70[16];
-    TG_IVDEP
-    for (int i = 0; i < 16; ++i) {
-      v70[i] = v37[i] < v69[i];
-    }
     alignas(64) uint16_t v79[512];
-    for (int r = 0; r < 16; ++r) {
-      uint16_t* const row67 = v67[r * 32];  // &v67[r * 32]
-      TG_IVDEP
-      for (int c = 0; c < 32; ++c) {
-        const int i = r * 32 + c;
-        // v74 = broadcast(v70)  matmul_dot.py:19:73
-        const bool e74 = v70[i / 32];
-        // v76 = and(v74, v75)  matmul_dot.py:19:73
-        const bool e76 = e74 && v75[i];
-        // v79 = load(v67, v76, v104)  matmul_dot.py:19:13
-        v79[i] = e76 ? *(row67 + c) : v104[i];
+    // the whole tile is in bounds (v55, v76 all true): first and last index pass, no wrap
+    const bool full2 = (tg_add(v12, (int32_t)0) < v3) && (tg_add(v12, (int32_t)31) < v3) && (tg_add(v12, (int32_t)0) <= tg_add(v12, (int32_t)31)) && (v37[0] < v5) && (v37[15] < v5) && (v37[0] <= v37[15]) && (v20[0] < v4) && (v20[31] < v4) && (v20[0] <= v20[31]);
+    for (int r = 0; r < 32; ++r) {
+      uint16_t* const row46 = tg_addptr(v44[r * 16], v37[(r * 16) % 16]);  // &v46[r * 16]
+      uint16_t* const row67 = tg_addptr(v63[r * 16 / 32], v66[r * 16]);  // &v67[r * 16]
+      if (full2) {
+        TG_IVDEP
+        for (int c = 0; c < 16; ++c) {
+          const int i = r * 16 + c;
+          // v58 = load(v46, v55, v103)  matmul_dot.py:18:13
+          v58[i] = *(row46 + c);
+          // v79 = load(v67, v76, v104)  matmul_dot.py:19:13
+          v79[i] = *(row67 + c);
+        }
+      } else {
+        TG_IVDEP
+        for (int c = 0; c < 16; ++c) {
+          const int i = r * 16 + c;
+          // v54 = broadcast(v52)  matmul_dot.py:18:73
+          const bool e54 = v52[c];
+          // v55 = and(v53, v54)  matmul_dot.py:18:73
+          const bool e55 = v53[i] & e54;
+          // v58 = load(v46, v55, v103)  matmul_dot.py:18:13
+          v58[i] = e55 ? *(row46 + c) : tg_f64_to_f16(0.0);
+          // v74 = broadcast(v70)  matmul_dot.py:19:73
+          const bool e74 = v70[r / 2];
+          // v76 = and(v74, v75)  matmul_dot.py:19:73
+          const bool e76 = e74 & v75[i];
+          // v79 = load(v67, v76, v104)  matmul_dot.py:19:13
+          v79[i] = e76 ? *(row67 + c) : tg_f64_to_f16(0.0);
+        }
       }
     }
     // v80 = dot(v58, v79, v33)  matmul_dot.py:20:15
-    alignas(64) float wide2[512];
+    alignas(64) float wide3[512];
     TG_IVDEP
-    for (int x3 = 0; x3 < 512; ++x3) {
-      wide2[x3] = (float)tg_f16_to_f32(v58[x3]);
+    for (int x4 = 0; x4 < 512; ++x4) {
+      wide3[x4] = (float)tg_f16_to_f32(v58[x4]);
     }
-    alignas(64) float wide4[512];
+    alignas(64) float wide5[512];
     TG_IVDEP
-    for (int x5 = 0; x5 < 512; ++x5) {
-      wide4[x5] = (float)tg_f16_to_f32(v79[x5]);
+    for (int x6 = 0; x6 < 512; ++x6) {
+      wide5[x6] = (float)tg_f16_to_f32(v79[x6]);
     }
-    tg_dot_f32<32, 32, 16>(wide2, wide4, v33);
+    // v80 is computed in place of v33
+    tg_dot_f32<32, 32, 16>(wide3, wide5, v33);
   }
   alignas(64) float* v86[32];
   TG_IVDEP
@@ -569,25 +504,36 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t
     // v83 = splat(v8)  matmul_dot.py:21:22
     const int32_t e83 = v8;
     // v84 = mul(v38, v83)  matmul_dot.py:21:22
-    const int32_t e84 = tg_mul(v15[i], e83);
+    const int32_t e84 = tg_mul(tg_add(v12, (int32_t)(0 + i)), e83);
     // v85 = splat(v2)  matmul_dot.py:21:14
     float* const e85 = v2;
     // v86 = addptr(v85, v84)  matmul_dot.py:21:14
     v86[i] = tg_addptr(e85, e84);
   }
+  // the whole tile is in bounds (v99 all true): first and last index pass, no wrap
+  const bool full7 = (tg_add(v12, (int32_t)0) < v3) && (tg_add(v12, (int32_t)31) < v3) && (tg_add(v12, (int32_t)0) <= tg_add(v12, (int32_t)31)) && (v20[0] < v4) && (v20[31] < v4) && (v20[0] <= v20[31]);
   for (int r = 0; r < 32; ++r) {
     float* const row90 = tg_addptr(v86[r * 32 / 32], v20[(r * 32) % 32]);  // &v90[r * 32]
-    TG_IVDEP
-    for (int c = 0; c < 32; ++c) {
-      const int i = r * 32 + c;
-      // v97 = broadcast(v49)  matmul_dot.py:21:71
-      const bool e97 = v49[i / 32];
-      // v98 = broadcast(v73)  matmul_dot.py:21:71
-      const bool e98 = v73[(i) % 32];
-      // v99 = and(v97, v98)  matmul_dot.py:21:71
-      const bool e99 = e97 && e98;
-      // store(v90, v81, v99)  matmul_dot.py:21:5
-      if (e99) *(row90 + c) = v33[i];
+    if (full7) {
+      TG_IVDEP
+      for (int c = 0; c < 32; ++c) {
+        const int i = r * 32 + c;
+        // store(v90, v81, v99)  matmul_dot.py:21:5
+        *(row90 + c) = v33[i];
+      }
+    } else {
+      TG_IVDEP
+      for (int c = 0; c < 32; ++c) {
+        const int i = r * 32 + c;
+        // v97 = broadcast(v49)  matmul_dot.py:21:71
+        const bool e97 = v49[r];
+        // v98 = broadcast(v73)  matmul_dot.py:21:71
+        const bool e98 = v73[c];
+        // v99 = and(v97, v98)  matmul_dot.py:21:71
+        const bool e99 = e97 & e98;
+        // store(v90, v81, v99)  matmul_dot.py:21:5
+        if (e99) *(row90 + c) = v33[i];
+      }
     }
   }
 }

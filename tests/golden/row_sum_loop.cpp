@@ -332,34 +332,19 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v4 = program_id()  row_sum_loop.py:9:11
   const int32_t v4 = (int32_t)pid_x;
-  // v35 = constant()  row_sum_loop.py:10:11
-  alignas(64) float v35[128];
-  TG_IVDEP
-  for (int i = 0; i < 128; ++i) {
-    v35[i] = (float)0.0;
-  }
   // v7 = constant()  row_sum_loop.py:11:24
   const int32_t v7 = 0;
   // v8 = constant()  row_sum_loop.py:11:30
   const int32_t v8 = 128;
-  // v11 = arange()  row_sum_loop.py:12:24
-  alignas(64) int32_t v11[128];
-  TG_IVDEP
-  for (int i = 0; i < 128; ++i) {
-    v11[i] = (int32_t)(0 + i);
-  }
   // v14 = mul(v4, v3)  row_sum_loop.py:13:32
   const int32_t v14 = tg_mul(v4, v3);
   // v15 = addptr(v0, v14)  row_sum_loop.py:13:24
   float* const v15 = tg_addptr(v0, v14);
-  alignas(64) float* v16[128];
-  alignas(64) int32_t v18[128];
+  alignas(64) float v35[128];
   TG_IVDEP
   for (int i = 0; i < 128; ++i) {
-    // v16 = splat(v15)  row_sum_loop.py:13:24
-    v16[i] = v15;
-    // v18 = splat(v2)  row_sum_loop.py:13:58
-    v18[i] = v2;
+    // v35 = constant()  row_sum_loop.py:10:11
+    v35[i] = (float)0.0;
   }
   // v24 = for(v7, v2, v8, v35)  row_sum_loop.py:11:5
   alignas(64) float v10[128];
@@ -367,48 +352,65 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
   const uint64_t trips0 = tg_trip_count<int32_t>(v7, v2, v8);
   for (uint64_t k1 = 0; k1 < trips0; ++k1) {
     const int32_t v9 = tg_induction<int32_t>(v7, k1, v8);
-    float* const row17 = tg_addptr(v16[0], tg_add(v9, v11[0]));  // &v17[0]
-    TG_IVDEP
-    for (int c = 0; c < 128; ++c) {
-      const int i = c;
-      // v12 = splat(v9)  row_sum_loop.py:12:16
-      const int32_t e12 = v9;
-      // v13 = add(v12, v11)  row_sum_loop.py:12:16
-      const int32_t e13 = tg_add(e12, v11[i]);
-      // v19 = cmp.lt(v13, v18)  row_sum_loop.py:13:58
-      const bool e19 = e13 < v18[i];
-      // v22 = load(v17, v19, v35)  row_sum_loop.py:13:16
-      const float e22 = e19 ? *(row17 + c) : v35[i];
-      // v23 = add(v10, v22)  row_sum_loop.py:13:9
-      v10[i] = v10[i] + e22;
+    // v23 is computed in place of v10
+    // the whole tile is in bounds (v19 all true): first and last index pass, no wrap
+    const bool full2 = (tg_add(v9, (int32_t)0) < v2) && (tg_add(v9, (int32_t)127) < v2) && (tg_add(v9, (int32_t)0) <= tg_add(v9, (int32_t)127));
+    float* const row17 = tg_addptr(v15, tg_add(v9, (int32_t)(0 + 0)));  // &v17[0]
+    if (full2) {
+      TG_IVDEP
+      for (int c = 0; c < 128; ++c) {
+        const int i = c;
+        // v22 = load(v17, v19, v35)  row_sum_loop.py:13:16
+        const float e22 = *(row17 + c);
+        // v23 = add(v10, v22)  row_sum_loop.py:13:9
+        v10[i] = v10[i] + e22;
+      }
+    } else {
+      TG_IVDEP
+      for (int c = 0; c < 128; ++c) {
+        const int i = c;
+        // v12 = splat(v9)  row_sum_loop.py:12:16
+        const int32_t e12 = v9;
+        // v13 = add(v12, v11)  row_sum_loop.py:12:16
+        const int32_t e13 = tg_add(e12, (int32_t)(0 + i));
+        // v19 = cmp.lt(v13, v18)  row_sum_loop.py:13:58
+        const bool e19 = e13 < v2;
+        // v22 = load(v17, v19, v35)  row_sum_loop.py:13:16
+        const float e22 = e19 ? *(row17 + c) : v35[i];
+        // v23 = add(v10, v22)  row_sum_loop.py:13:9
+        v10[i] = v10[i] + e22;
+      }
     }
   }
   // v28 = reduce(v24)  row_sum_loop.py:14:13
   float v28{};
-  for (int o2 = 0; o2 < 1; ++o2) {
-    alignas(64) float partial4[64];
+  for (int o3 = 0; o3 < 1; ++o3) {
+    alignas(64) float lane5[64];
     TG_IVDEP
-    for (int x3 = 0; x3 < 64; ++x3) {
-      const float v25 = v10[o2 * 128 + x3];
-      const float v26 = v10[o2 * 128 + 64 + x3];
-      // v27 = add(v25, v26)  row_sum_loop.py:14:13
-      const float v27 = v25 + v26;
-      partial4[x3] = v27;
+    for (int x6 = 0; x6 < 64; ++x6) {
+      lane5[x6] = v10[o3 * 128 + x6];
     }
-    for (int width5 = 32; width5 >= 1; width5 /= 2) {
+    for (int k7 = 64; k7 < 128; k7 += 64) {
       TG_IVDEP
-      for (int x3 = 0; x3 < width5; ++x3) {
-        const float v25 = partial4[x3];
-        const float v26 = partial4[x3 + width5];
+      for (int x6 = 0; x6 < 64; ++x6) {
+        const float v25 = lane5[x6];
+        const float v26 = v10[o3 * 128 + k7 + x6];
         // v27 = add(v25, v26)  row_sum_loop.py:14:13
         const float v27 = v25 + v26;
-        partial4[x3] = v27;
+        lane5[x6] = v27;
       }
     }
-    TG_IVDEP
-    for (int x3 = 0; x3 < 1; ++x3) {
-      v28 = partial4[x3];
+    for (int width8 = 32; width8 >= 1; width8 /= 2) {
+      TG_IVDEP
+      for (int x6 = 0; x6 < width8; ++x6) {
+        const float v25 = lane5[x6];
+        const float v26 = lane5[x6 + width8];
+        // v27 = add(v25, v26)  row_sum_loop.py:14:13
+        const float v27 = v25 + v26;
+        lane5[x6] = v27;
+      }
     }
+    v28 = lane5[0];
   }
   // v29 = constant()  row_sum_loop.py:15:8
   const float v29 = (float)0.0;

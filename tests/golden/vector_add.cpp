@@ -336,30 +336,47 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
   const int32_t v5 = 1024;
   // v6 = mul(v4, v5)  vector_add.py:10:12
   const int32_t v6 = tg_mul(v4, v5);
+  // the whole tile is in bounds (v11 all true): first and last index pass, no wrap
+  const bool full0 = (tg_add(v6, (int32_t)0) < v3) && (tg_add(v6, (int32_t)1023) < v3) && (tg_add(v6, (int32_t)0) <= tg_add(v6, (int32_t)1023));
   float* const row13 = tg_addptr(v0, tg_add(v6, (int32_t)(0 + 0)));  // &v13[0]
   float* const row16 = tg_addptr(v1, tg_add(v6, (int32_t)(0 + 0)));  // &v16[0]
   float* const row19 = tg_addptr(v2, tg_add(v6, (int32_t)(0 + 0)));  // &v19[0]
-  TG_IVDEP
-  for (int c = 0; c < 1024; ++c) {
-    const int i = c;
-    // v7 = arange()  vector_add.py:10:26
-    const int32_t e7 = (int32_t)(0 + i);
-    // v8 = splat(v6)  vector_add.py:10:12
-    const int32_t e8 = v6;
-    // v9 = add(v8, v7)  vector_add.py:10:12
-    const int32_t e9 = tg_add(e8, e7);
-    // v10 = splat(v3)  vector_add.py:11:12
-    const int32_t e10 = v3;
-    // v11 = cmp.lt(v9, v10)  vector_add.py:11:12
-    const bool e11 = e9 < e10;
-    // v14 = load(v13, v11)  vector_add.py:12:9
-    const float e14 = e11 ? *(row13 + c) : float();
-    // v17 = load(v16, v11)  vector_add.py:13:9
-    const float e17 = e11 ? *(row16 + c) : float();
-    // v20 = add(v14, v17)  vector_add.py:14:30
-    const float e20 = e14 + e17;
-    // store(v19, v20, v11)  vector_add.py:14:5
-    if (e11) *(row19 + c) = e20;
+  if (full0) {
+    TG_IVDEP
+    for (int c = 0; c < 1024; ++c) {
+      const int i = c;
+      // v14 = load(v13, v11)  vector_add.py:12:9
+      const float e14 = *(row13 + c);
+      // v17 = load(v16, v11)  vector_add.py:13:9
+      const float e17 = *(row16 + c);
+      // v20 = add(v14, v17)  vector_add.py:14:30
+      const float e20 = e14 + e17;
+      // store(v19, v20, v11)  vector_add.py:14:5
+      *(row19 + c) = e20;
+    }
+  } else {
+    TG_IVDEP
+    for (int c = 0; c < 1024; ++c) {
+      const int i = c;
+      // v7 = arange()  vector_add.py:10:26
+      const int32_t e7 = (int32_t)(0 + i);
+      // v8 = splat(v6)  vector_add.py:10:12
+      const int32_t e8 = v6;
+      // v9 = add(v8, v7)  vector_add.py:10:12
+      const int32_t e9 = tg_add(e8, e7);
+      // v10 = splat(v3)  vector_add.py:11:12
+      const int32_t e10 = v3;
+      // v11 = cmp.lt(v9, v10)  vector_add.py:11:12
+      const bool e11 = e9 < e10;
+      // v14 = load(v13, v11)  vector_add.py:12:9
+      const float e14 = e11 ? *(row13 + c) : float();
+      // v17 = load(v16, v11)  vector_add.py:13:9
+      const float e17 = e11 ? *(row16 + c) : float();
+      // v20 = add(v14, v17)  vector_add.py:14:30
+      const float e20 = e14 + e17;
+      // store(v19, v20, v11)  vector_add.py:14:5
+      if (e11) *(row19 + c) = e20;
+    }
   }
 }
 

@@ -167,7 +167,9 @@ class FusedRun {
       int d = last_wide_dim(t);
       if (d >= 0) row = std::gcd(row, t.shape[static_cast<size_t>(d)]);
     }
-    rows_ = row < numel_ && row > 1 && (row >= kMinRowLength || has_contiguous_access(row));
+    bool indexes_rows = false;  // by a broadcast or an access through row bases
+    for (ir::OpId id : ops_) indexes_rows |= fn_.op(id).kind == OpKind::Broadcast || is_memory(fn_.op(id));
+    rows_ = indexes_rows && row < numel_ && row > 1 && (row >= kMinRowLength || has_contiguous_access(row));
     row_ = rows_ ? row : numel_;
   }
 
@@ -221,8 +223,8 @@ class FusedRun {
     const ir::Op& o = fn_.op(def);
     switch (o.kind) {
       case OpKind::Splat: return ctx_.name(o.operands[0]);
-      case OpKind::Constant:
-      case OpKind::Arange: return value_source_element(ctx_, o, {}, std::to_string(index));
+      case OpKind::Constant: return value_source_element(ctx_, o, {}, std::to_string(index));
+      case OpKind::Arange: return "(" + c_element(t) + ")" + std::to_string(o.int_attr("start") + index);
       case OpKind::ExpandDims:
       case OpKind::Reshape: return value_at_constant(o.operands[0], index);
       case OpKind::Broadcast:
@@ -251,22 +253,25 @@ class FusedRun {
     return ctx_.contiguity(v).at(static_cast<size_t>(d)) == t.shape[static_cast<size_t>(d)];
   }
 
-  // A condition, computable before the loop, that holds exactly when every
-  // element of mask `v` is true; nothing when no cheap one is known.
-  std::optional<std::string> all_true(ir::ValueId v) const {
-    if (!fn_.type(v).is_tile()) return ctx_.name(v);
+  using Conjuncts = std::vector<std::string>;
+
+  // Conditions, computable before the loop, that all hold exactly when every
+  // element of mask `v` is true; nothing when no cheap ones are known.
+  std::optional<Conjuncts> all_true(ir::ValueId v) const {
+    if (!fn_.type(v).is_tile()) return Conjuncts{ctx_.name(v)};
     ir::OpId def = fn_.value(v).def;
     if (!def.valid()) return std::nullopt;
     const ir::Op& o = fn_.op(def);
     switch (o.kind) {
-      case OpKind::Splat: return ctx_.name(o.operands[0]);
+      case OpKind::Splat: return Conjuncts{ctx_.name(o.operands[0])};
       case OpKind::Broadcast:
       case OpKind::ExpandDims:
       case OpKind::Reshape: return all_true(o.operands[0]);
       case OpKind::And: {
-        std::optional<std::string> a = all_true(o.operands[0]), b = all_true(o.operands[1]);
+        std::optional<Conjuncts> a = all_true(o.operands[0]), b = all_true(o.operands[1]);
         if (!a || !b) return std::nullopt;
-        return *a + " && " + *b;
+        a->insert(a->end(), b->begin(), b->end());
+        return a;
       }
       case OpKind::Cmp: return all_in_bounds(o);
       default: return std::nullopt;
@@ -275,7 +280,7 @@ class FusedRun {
 
   // cmp(counting, uniform) with <, <=, >, >= (either side): every element
   // passes iff the first and the last do and the count does not wrap.
-  std::optional<std::string> all_in_bounds(const ir::Op& cmp) const {
+  std::optional<Conjuncts> all_in_bounds(const ir::Op& cmp) const {
     const ir::Attr* pred = cmp.attr("pred");
     if (pred == nullptr || !std::holds_alternative<std::string>(*pred)) return std::nullopt;
     const std::string& p = std::get<std::string>(*pred);
@@ -293,7 +298,7 @@ class FusedRun {
     auto passes = [&](const std::string& x) {
       return counting_left ? "(" + x + op + *bound + ")" : "(" + *bound + op + x + ")";
     };
-    return passes(*first_value) + " && " + passes(*last_value) + " && (" + *first_value + " <= " + *last_value + ")";
+    return Conjuncts{passes(*first_value), passes(*last_value), "(" + *first_value + " <= " + *last_value + ")"};
   }
 
   // Loads and stores whose pointers are contiguous along whole rows (axis
@@ -328,10 +333,12 @@ class FusedRun {
       bool seen = false;
       for (ir::ValueId m : full_masks_) seen |= m == *mask;
       if (seen) continue;
-      std::optional<std::string> condition = all_true(*mask);
+      std::optional<Conjuncts> condition = all_true(*mask);
       if (!condition) continue;
       full_masks_.push_back(*mask);
-      full_condition_ += (full_condition_.empty() ? "" : " && ") + *condition;
+      for (const std::string& c : *condition)
+        if (std::find(full_condition_.begin(), full_condition_.end(), c) == full_condition_.end())
+          full_condition_.push_back(c);
     }
   }
 
@@ -389,7 +396,7 @@ class FusedRun {
   std::vector<std::pair<ir::ValueId, std::string>> bases_;  // pointer tile -> its row base local
   std::vector<ir::ValueId> full_masks_;                     // masks all-true when full_condition_ holds
   std::vector<ir::ValueId> shared_views_;                   // views naming their operand's array
-  std::string full_condition_;
+  std::vector<std::string> full_condition_;                 // its conjuncts
 };
 
 // Members whose value nothing in the loop reads any more (pointer chains
@@ -456,8 +463,14 @@ std::vector<std::string> FusedRun::body(bool full) const {
 
 void FusedRun::emit() {
   bool single = ops_.size() == 1;
+  std::vector<bool> live = live_members(false);
+  if (std::find(live.begin(), live.end(), true) == live.end()) {
+    // Only values every user recomputes: nothing to store.
+    for (ir::OpId id : ops_) ctx_.out.line(op_comment(ctx_, fn_.op(id)) + "  (recomputed where used)");
+    return;
+  }
   if (single) ctx_.out.line(op_comment(ctx_, fn_.op(ops_[0])));
-  declare_arrays(live_members(false));
+  declare_arrays(live);
   std::vector<std::string> lines = body(false);
   if (single && fn_.op(ops_[0]).kind != OpKind::Store && lines.size() == 1 && lines[0].rfind("//", 0) == 0) {
     ctx_.out.line(lines[0]);  // a view: nothing to compute
@@ -473,7 +486,12 @@ void FusedRun::emit() {
   std::string full;
   if (!full_masks_.empty()) {
     full = ctx_.fresh("full");
-    ctx_.out.line("const bool " + full + " = " + full_condition_ + ";");
+    std::string masks;
+    for (ir::ValueId m : full_masks_) masks += (masks.empty() ? "v" : ", v") + std::to_string(m.index);
+    ctx_.out.line("// the whole tile is in bounds (" + masks + " all true): first and last index pass, no wrap");
+    std::string condition;
+    for (const std::string& c : full_condition_) condition += (condition.empty() ? "" : " && ") + c;
+    ctx_.out.line("const bool " + full + " = " + condition + ";");
   }
   bool one_row = !rows_;
   std::string row_start = one_row ? "0" : "r * " + std::to_string(row_);

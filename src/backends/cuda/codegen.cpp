@@ -176,6 +176,7 @@ std::string c_string_literal(std::string_view text) {
 }
 
 std::string bits_expr(const std::string& var, const std::vector<int>& dest, int width) {
+  if (var == "0") return "0";
   std::string expr;
   int n = static_cast<int>(dest.size());
   for (int k = 0; k < n;) {
@@ -302,8 +303,11 @@ std::string CudaContext::element_index(const Distribution& d, const std::string&
 }
 
 std::string CudaContext::open_unrolled(int count, int step) {
-  std::string i = out.depth() % 2 ? "i" : "j";
-  i = fresh(i);
+  if (count <= step) {  // one iteration: a plain block
+    out.open("");
+    return "0";
+  }
+  std::string i = fresh(out.depth() % 2 ? "i" : "j");
   out.line("#pragma unroll");
   out.open("for (int " + i + " = 0; " + i + " < " + std::to_string(count) + "; " +
            (step == 1 ? "++" + i : i + " += " + std::to_string(step)) + ")");
