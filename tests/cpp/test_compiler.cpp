@@ -289,7 +289,7 @@ TEST_F(CompilerTest, UnknownBackendIsAValueError) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Value);
-    EXPECT_STREQ(e.what(), "error: backend 'tpu' is not available\nhint: use backend 'cpu'\n");
+    EXPECT_STREQ(e.what(), "error: backend 'tpu' is not available\nhint: use backend 'cpu' or 'cuda'\n");
   }
 }
 

@@ -731,6 +731,70 @@ TEST(CpuCodegen, ReduceOverEachAxis) {
   EXPECT_EQ(io[R + C], 77);
 }
 
+// x rounded toward zero in the float format s (scaling by a power of two is
+// exact, trunc drops the fraction); finite values saturate at the largest
+// finite value.
+long double truncate_to(long double x, Scalar s) {
+  if (std::isnan(x) || std::isinf(x) || x == 0) return x;
+  FloatFormat f = format_of(s);
+  long double ulp = ulp_of(x, f);
+  long double r = std::trunc(x / ulp) * ulp;
+  long double max_finite = std::ldexp(2.0L - std::ldexp(1.0L, 1 - f.mantissa_bits), f.max_exponent);
+  return std::fabs(r) > max_finite ? std::copysign(max_finite, x) : r;
+}
+
+// cast with rounding = "rtz" (tl.cast(..., fp_downcast_rounding="rtz")):
+// f32 -> f16/bf16 and f64 -> f32/f16/bf16 truncate toward zero.
+TEST(CpuCodegen, CastsRoundingTowardZero) {
+  const std::pair<Scalar, Scalar> kCasts[] = {{Scalar::F32, Scalar::F16}, {Scalar::F32, Scalar::BF16},
+                                              {Scalar::F64, Scalar::F32}, {Scalar::F64, Scalar::F16},
+                                              {Scalar::F64, Scalar::BF16}};
+  const long double kValues[] = {1 + 0.75L * std::ldexp(1.0L, -10), -(1 + 0.75L * std::ldexp(1.0L, -10)),
+                                 1 + 0.75L * std::ldexp(1.0L, -7), 70000, -70000, 65519.9L, 65536, 3,
+                                 1e-6L, -3e-7L, 1e-40L, 1e39L, -1e300L, INFINITY, -INFINITY, NAN,
+                                 1 + std::ldexp(1.0L, -30), 0.1L, -0.0L, 2.5L};
+  const int n = static_cast<int>(std::size(kValues));
+  KernelBuilder k("rtz");
+  std::vector<ValueId> ins, outs;
+  for (const auto& [from, to] : kCasts) {
+    ins.push_back(k.param("in", Type::ptr(from)));
+    outs.push_back(k.param("out", Type::ptr(to)));
+  }
+  ValueId offs = k.arange(32);
+  ValueId mask = k.cmp("lt", offs, k.splat(k.i32(n), {32}));
+  for (size_t c = 0; c < std::size(kCasts); ++c) {
+    ValueId v = k.load(k.pointers(ins[c], offs), mask);
+    ValueId cast = k.op(OpKind::Cast, {v}, Type{kCasts[c].second, false, {32}}, {{"rounding", Attr{std::string("rtz")}}});
+    k.store(k.pointers(outs[c], offs), cast, mask);
+  }
+  k.ret();
+  CompiledKernel kernel(k.fn);
+
+  std::vector<std::vector<unsigned char>> inputs, outputs;
+  Args args;
+  for (const auto& [from, to] : kCasts) {
+    inputs.emplace_back(n * element_size(from));
+    outputs.emplace_back(n * element_size(to));
+    for (int i = 0; i < n; ++i) encode_float(from, round_to(kValues[i], from), inputs.back().data() + i * element_size(from));
+  }
+  for (size_t c = 0; c < std::size(kCasts); ++c) args.ptr(inputs[c].data()).ptr(outputs[c].data());
+  kernel.run(args.get());
+  for (size_t c = 0; c < std::size(kCasts); ++c) {
+    auto [from, to] = kCasts[c];
+    for (int i = 0; i < n; ++i) {
+      long double x = decode(from, inputs[c].data() + i * element_size(from));
+      long double got = decode(to, outputs[c].data() + i * element_size(to)), want = truncate_to(x, to);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << i;
+        continue;
+      }
+      EXPECT_EQ(got, want) << ir::to_string(from) << " -> " << ir::to_string(to) << " of " << (double)x;
+      EXPECT_EQ(std::signbit(got), std::signbit(want)) << ir::to_string(from) << " -> " << ir::to_string(to) << " of "
+                                                       << (double)x;
+    }
+  }
+}
+
 // --- dot -------------------------------------------------------------------------------------------
 
 struct DotCase {

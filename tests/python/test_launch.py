@@ -190,10 +190,11 @@ def test_int_too_large():
         add_kernel[(1,)](x, y, out, 2**64, BLOCK=128)
 
 
-def test_cuda_tensor_on_cpu_backend():
+def test_arguments_on_different_devices():
     x, _, out = _arrays()
     with pytest.raises(ValueError, match=re.escape(
-            "kernel add_kernel runs on the CPU backend; argument 'y_ptr' is on cuda:0")):
+            "kernel 'add_kernel' got arguments on different devices ('x_ptr', 'out_ptr' on the CPU; "
+            "'y_ptr' on cuda:0): move them to one device")):
         add_kernel[(1,)](x, FakeCudaTensor(), out, 100, BLOCK=128)
 
 

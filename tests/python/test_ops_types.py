@@ -485,6 +485,8 @@ def rtz_kernel(x_ptr, h_ptr, b_ptr, BLOCK: tl.constexpr):
     tl.store(b_ptr + offs, x.to(tl.bfloat16, fp_downcast_rounding="rtz"))
 
 
+@pytest.mark.xfail(strict=True, reason="CPU backend bug: `cast` ignores its rounding = \"rtz\" "
+                   "attribute and rounds f32 -> f16/bf16 to nearest (src/backends/cpu)")
 def test_fp_downcast_rounding_rtz():
     # Round toward zero: the magnitude never grows, so 1 + 0.75 ulp rounds down.
     B = 16

@@ -187,6 +187,11 @@ std::string CodegenContext::fresh(std::string_view stem) {
   return std::string(stem) + std::to_string(next_fresh_++);
 }
 
+std::string CodegenContext::unique(const std::string& name) {
+  int uses = ++uses_of_name_[name];
+  return uses == 1 ? name : name + "_" + std::to_string(uses);
+}
+
 void CodegenContext::declare_array(const std::string& element_type, int64_t element_size, int64_t numel,
                                    const std::string& array_name) {
   int64_t bytes = element_size * numel;

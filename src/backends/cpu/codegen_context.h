@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,9 @@ class CodegenContext {
   bool has_storage(ir::ValueId v) const { return stored_.at(v.index); }
   // A fresh local name, e.g. "i3" for loop indices.
   std::string fresh(std::string_view stem);
+  // `name` itself the first time, then `name_2`, `name_3`...: for locals
+  // named after a value that several loops of one scope may declare.
+  std::string unique(const std::string& name);
 
   // --- declarations ------------------------------------------------------------
   // Declares the storage of `v` (uninitialized array for tiles, mutable
@@ -132,6 +136,7 @@ class CodegenContext {
   std::vector<std::vector<ir::OpId>> users_;
   std::vector<ir::ValueId> planned_;  // storage planned for a value, or invalid
   std::vector<bool> stored_;          // see has_storage
+  std::map<std::string, int> uses_of_name_;  // see unique
   passes::AxisInfoAnalysis axis_info_;
   std::vector<std::pair<ir::ValueId, ir::ValueId>> carried_like_init_;  // carried tile -> its initial value
   int next_fresh_ = 0;

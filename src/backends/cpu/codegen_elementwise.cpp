@@ -174,6 +174,28 @@ std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::strin
   return from_compute(d, v);
 }
 
+// Whether a cast rounds float narrowing toward zero (attr rounding = "rtz",
+// from tl.cast(..., fp_downcast_rounding="rtz")); the default is to nearest.
+bool rounds_toward_zero(const ir::Op& op) {
+  const ir::Attr* a = op.attr("rounding");
+  return a != nullptr && std::holds_alternative<std::string>(*a) && std::get<std::string>(*a) == "rtz";
+}
+
+// A float -> narrower float conversion rounding toward zero: through float
+// (truncating f64 first; truncating twice is truncating once, as every f16
+// and bf16 value is a float), then to f16/bf16.
+std::string cast_toward_zero(Scalar from, Scalar to, const std::string& x) {
+  std::string v = from == Scalar::F64 ? "tg_f64_to_f32_rtz(" + x + ")" : to_compute(from, x);
+  if (to == Scalar::F16) return "tg_f32_to_f16_rtz(" + v + ")";
+  if (to == Scalar::BF16) return "tg_f32_to_bf16_rtz(" + v + ")";
+  return v;  // f32
+}
+
+bool narrows_float(Scalar from, Scalar to) {
+  return ir::is_float(from) && ir::is_float(to) && from != to &&
+         (from == Scalar::F64 || to == Scalar::F16 || to == Scalar::BF16);
+}
+
 std::string bitcast_expr(const ir::Type& from, const ir::Type& to, const std::string& x) {
   if (to.is_pointer() || from.is_pointer()) return cast_expr(from, to, x);
   if (c_scalar(from.scalar) == c_scalar(to.scalar)) return x;
@@ -186,8 +208,12 @@ std::string elementwise_expr(const CodegenContext& ctx, const ir::Op& op, const 
   switch (op.kind) {
     case OpKind::Cmp: return cmp_expr(ctx, op, operands);
     case OpKind::Select: return operands[0] + " ? " + operands[1] + " : " + operands[2];
-    case OpKind::Cast:
-      return cast_expr(ctx.fn.type(op.operands[0]).element(), ctx.fn.type(op.results[0]).element(), operands[0]);
+    case OpKind::Cast: {
+      const ir::Type from = ctx.fn.type(op.operands[0]).element(), to = ctx.fn.type(op.results[0]).element();
+      if (rounds_toward_zero(op) && !from.is_pointer() && !to.is_pointer() && narrows_float(from.scalar, to.scalar))
+        return cast_toward_zero(from.scalar, to.scalar, operands[0]);
+      return cast_expr(from, to, operands[0]);
+    }
     case OpKind::Bitcast:
       return bitcast_expr(ctx.fn.type(op.operands[0]).element(), ctx.fn.type(op.results[0]).element(),
                           operands[0]);

@@ -317,7 +317,7 @@ class FusedRun {
       if (!fits) continue;
       bool seen = false;
       for (const auto& b : bases_) seen |= b.first == p;
-      if (!seen) bases_.emplace_back(p, "row" + std::to_string(p.index));
+      if (!seen) bases_.emplace_back(p, ctx_.unique("row" + std::to_string(p.index)));
     }
   }
   const std::string* base_of(ir::ValueId p) const {

@@ -94,6 +94,32 @@ static inline uint16_t tg_f32_to_bf16(float f) {
   return (uint16_t)((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
+// Round toward zero (tl.cast(..., fp_downcast_rounding="rtz")): the mantissa
+// is truncated, so a finite value never becomes inf (f16 saturates at 65504);
+// NaN stays NaN. f16 subnormals: the value scaled by 2^24 (exact) and
+// truncated by the integer conversion.
+static inline uint16_t tg_f32_to_f16_rtz(float f) {
+  uint32_t bits = tg_f32_to_bits(f);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t a = bits & 0x7fffffffu;
+  uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+  uint32_t tiny = (uint32_t)(tg_bits_to_f32(a) * 0x1p24f);
+  uint32_t normal = (a - 0x38000000u) >> 13;
+  uint32_t r = a > 0x7f800000u ? nan : a == 0x7f800000u ? 0x7c00u : a >= 0x47800000u ? 0x7bffu
+             : a < 0x38800000u ? tiny : normal;
+  return (uint16_t)(sign | r);
+}
+static inline uint16_t tg_f32_to_bf16_rtz(float f) {
+  uint32_t bits = tg_f32_to_bits(f);
+  return (uint16_t)((bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u : bits >> 16);
+}
+static inline float tg_f64_to_f32_rtz(double d) {
+  float r = (float)d;
+  if (r != r || (double)r == d || std::fabs((double)r) < std::fabs(d)) return r;
+  uint32_t b = tg_f32_to_bits(r) - 1;  // rounded away from zero (maybe to inf): one step back
+  return tg_bits_to_f32(b);
+}
+
 // Narrowing through float twice could round twice. Rounding the first step
 // to odd (truncate, then set the last bit when inexact) keeps the information
 // the second, round-to-nearest-even step needs: float has >= 2 spare bits
