@@ -1,5 +1,10 @@
 """``python -m tegula.bench``: Tegula's reference kernels against eager baselines and a floor.
 
+On a machine with a CUDA GPU (PyTorch sees one and Tegula's CUDA runtime
+loads), or with ``--gpu``, the kernels run on the GPU beside Triton (the same
+kernel source), PyTorch eager, torch.compile and cuBLAS: see ``_bench_gpu``.
+``--cpu`` forces the CPU run described here.
+
 Every workload runs each available *peer* (Tegula, NumPy eager, and PyTorch
 eager / torch.compile when installed) on the same inputs, checks the outputs
 against the baseline, then times the peers interleaved (A, B, A, B, ...) so
@@ -136,19 +141,7 @@ class TorchPeer(Peer):
         return self._run(torch.add, x, y)
 
     def fused_chain(self, x, residual, keep, bias, weight):
-        import torch
-
-        def chain(x, residual, keep, bias, weight):
-            h = x * fused_chain.ALPHA
-            h = h + bias
-            h = 0.5 * h * (1.0 + torch.tanh(fused_chain.SQRT_2_OVER_PI * (h + 0.044715 * h * h * h)))
-            h = h * keep
-            h = h / (1.0 - fused_chain.P_DROP)
-            h = h + residual
-            ms = torch.mean(h * h, dim=1, keepdim=True)
-            return (h * torch.rsqrt(ms + fused_chain.EPS) * weight).to(x.dtype)
-
-        return self._run(chain, x, residual, keep, bias, weight)
+        return self._run(fused_chain.eager_chain_torch, x, residual, keep, bias, weight)
 
     def softmax(self, x):
         import torch
@@ -617,15 +610,54 @@ def format_table(rows: list[dict]) -> str:
 
 
 def parse_args(argv=None):
+    from . import _bench_gpu
+
     parser = argparse.ArgumentParser(prog="python -m tegula.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", metavar="PATH", help="write every result and the machine to PATH")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--gpu", action="store_true",
+                       help="run on the CUDA GPU beside Triton, torch, torch.compile and cuBLAS (the "
+                            "default when a GPU is usable)")
+    where.add_argument("--cpu", action="store_true", help="run on the CPU beside NumPy (and torch)")
+    parser.add_argument("--json", metavar="PATH",
+                        help="write every result to PATH (on the GPU also the markdown table to PATH "
+                             "with .md)")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few repetitions (for tests; the numbers mean little)")
-    parser.add_argument("--only", metavar="NAME", action="append", choices=WORKLOADS,
-                        help="run only this workload (repeatable): " + ", ".join(WORKLOADS))
+    parser.add_argument("--only", metavar="NAME", action="append", choices=_bench_gpu.WORKLOADS,
+                        help="run only this workload (repeatable): " + ", ".join(_bench_gpu.WORKLOADS)
+                             + " (launch: GPU only)")
     parser.add_argument("--budget", type=float, metavar="S",
-                        help="seconds of timing per case (default 4, or 0.2 with --quick)")
-    return parser.parse_args(argv)
+                        help="seconds of timing per case (default 4 on the CPU, 1.5 on the GPU; 0.2 "
+                             "and 0.1 with --quick)")
+    gpu = parser.add_argument_group("GPU runs")
+    gpu.add_argument("--variant", metavar="NAME", action="append", choices=_bench_gpu.VARIANTS,
+                     help="run only this variant (repeatable): " + ", ".join(_bench_gpu.VARIANTS))
+    gpu.add_argument("--num-warps", metavar="WORKLOAD=N", action="append",
+                     help="warps per program for Tegula and Triton in one workload (repeatable); "
+                          "defaults: " + ", ".join(f"{k}={v}" for k, v in _bench_gpu.NUM_WARPS.items()))
+    gpu.add_argument("--no-md", action="store_true", help="with --json, do not write the .md beside it")
+    gpu.add_argument("--render", metavar="JSON",
+                     help="print the table of a saved GPU report and write it beside it as .md; "
+                          "measures nothing")
+    args = parser.parse_args(argv)
+    try:
+        _bench_gpu.parse_num_warps(args.num_warps)
+    except ValueError as e:
+        parser.error(str(e))
+    return args
+
+
+def gpu_usable() -> tuple[bool, str]:
+    """(usable, why not): a CUDA GPU that both torch and Tegula's runtime can use."""
+    try:
+        import torch
+    except ImportError:
+        return False, "PyTorch is not installed (the GPU run allocates and times through it)"
+    if not torch.cuda.is_available():
+        return False, "torch.cuda.is_available() is False"
+    from . import _device
+    available, why = _device.cuda_status()
+    return (True, "") if available else (False, f"Tegula's CUDA runtime is not usable: {why}")
 
 
 def run(names, quick: bool, budget: float) -> dict:
@@ -680,8 +712,22 @@ def print_report(report: dict) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.render:
+        from . import _bench_gpu
+        return _bench_gpu.render(args.render)
+    if not args.cpu:
+        usable, why = gpu_usable()
+        if args.gpu and not usable:
+            log(f"--gpu: no usable CUDA GPU: {why}")
+            return 2
+        if usable:
+            from . import _bench_gpu
+            return _bench_gpu.main(args)
     budget = args.budget if args.budget is not None else (0.2 if args.quick else 4.0)
-    report = run(tuple(args.only) if args.only else WORKLOADS, args.quick, budget)
+    names = tuple(n for n in (args.only or WORKLOADS) if n in WORKLOADS)
+    if args.only and "launch" in args.only:
+        log("launch overhead is measured on the GPU only; skipped")
+    report = run(names, args.quick, budget)
     print_report(report)
     if args.json:
         with open(args.json, "w") as f:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -96,9 +97,59 @@ def assert_close(actual, expected, atol=None, rtol=None, equal_nan=True):
         f"  greatest relative difference: {rel_err[worst_rel]:g} at {at(worst_rel)}")
 
 
-def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="median"):
-    """Time ``fn()`` on the host clock, in milliseconds.
+# Bytes written before each timed GPU call so that it starts with a cold L2
+# (50 MB on an H100/H200): a kernel timed with its inputs still in L2 would
+# measure the cache, not device memory.
+L2_FLUSH_BYTES = 256 << 20
 
+
+class CudaTimer:
+    """Times callables on the GPU with CUDA events on torch's current stream,
+    writing an L2-sized buffer before each call (the flush is queued before the
+    start event, so it is not timed, and it keeps the GPU busy while the host
+    queues the timed call)."""
+
+    def __init__(self, flush_bytes: int = L2_FLUSH_BYTES, device="cuda"):
+        import torch
+
+        self._torch = torch
+        self._flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device)
+
+    def interleaved(self, fns, reps: int) -> list:
+        """Runs the callables round-robin (A, B, A, B, ...) `reps` times; returns each
+        one's milliseconds per call, a list of `reps` samples per callable."""
+        cuda = self._torch.cuda
+        pairs = [[] for _ in fns]
+        for _ in range(reps):
+            for i, fn in enumerate(fns):
+                self._flush.zero_()
+                start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                pairs[i].append((start, end))
+        cuda.synchronize()
+        return [[start.elapsed_time(end) for start, end in calls] for calls in pairs]
+
+
+def _bench_device(device) -> str:
+    if device is not None:
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'cpu', 'cuda' or None, got {device!r}")
+        return device
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return "cuda"
+    return "cpu"
+
+
+def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="median",
+             device=None):
+    """Time ``fn()`` in milliseconds.
+
+    ``device="cuda"`` times on the GPU with CUDA events, the L2 cache flushed
+    before each call (see CudaTimer); ``"cpu"`` uses the host clock. The default
+    picks ``"cuda"`` when this process has already used CUDA through torch.
     ``warmup`` and ``rep`` are time budgets in ms (as in Triton): the number of
     calls is derived from a first estimate. Returns the ``return_mode`` statistic
     ("min", "max", "mean", "median", or "all" for every sample), or the values at
@@ -113,6 +164,20 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
                 tensor.grad = None
         fn()
 
+    if _bench_device(device) == "cuda":
+        samples = _cuda_samples(run, warmup, rep)
+    else:
+        samples = _host_samples(run, warmup, rep)
+    times = np.asarray(samples)
+    if quantiles is not None:
+        values = np.atleast_1d(np.quantile(times, quantiles)).tolist()
+        return values[0] if len(values) == 1 else values
+    if return_mode == "all":
+        return times.tolist()
+    return float(getattr(np, return_mode)(times))
+
+
+def _host_samples(run, warmup, rep) -> list:
     run()  # the first call may compile
     estimate_calls = 5
     start = time.perf_counter()
@@ -126,11 +191,16 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
         begin = time.perf_counter()
         run()
         samples.append((time.perf_counter() - begin) * 1e3)
+    return samples
 
-    times = np.asarray(samples)
-    if quantiles is not None:
-        values = np.atleast_1d(np.quantile(times, quantiles)).tolist()
-        return values[0] if len(values) == 1 else values
-    if return_mode == "all":
-        return times.tolist()
-    return float(getattr(np, return_mode)(times))
+
+def _cuda_samples(run, warmup, rep) -> list:
+    import torch
+
+    timer = CudaTimer()
+    run()  # the first call may compile
+    torch.cuda.synchronize()
+    estimate_ms = max(sum(timer.interleaved([run], 5)[0]) / 5, 1e-6)
+    for _ in range(max(1, int(warmup / estimate_ms))):
+        run()
+    return timer.interleaved([run], max(1, int(rep / estimate_ms)))[0]

@@ -115,6 +115,21 @@ class Backend:
 
             torch.cuda.synchronize()
 
+    # Views of arrays made here (``backend.array(base)[1:, ::2]``) are NumPy
+    # views or torch views; these two read what a kernel needs from either.
+
+    def strides(self, x) -> tuple:
+        """The strides of `x` in elements (NumPy counts bytes, torch elements)."""
+        if isinstance(x, np.ndarray):
+            return tuple(s // x.itemsize for s in x.strides)
+        return tuple(x.stride())
+
+    def address(self, x) -> int:
+        """The address of `x`'s first element, in host or device memory."""
+        if isinstance(x, np.ndarray):
+            return x.ctypes.data
+        return x.data_ptr()
+
 
 _SAME_SIZE_INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
                   8: np.dtype(np.int64)}

@@ -9,11 +9,17 @@ narrowing to f16/bf16), and per-dtype tolerances.
 Tolerances are in units of the result type's precision: ``ulps`` steps of
 ``eps(dtype) = 2**-(mantissa bits)`` relative, plus an absolute floor for
 results near zero. Integer and bool results always compare exactly.
+
+Every op test runs on the backend under test (the `backend` fixture of
+conftest.py): inputs are made here as NumPy arrays and moved with
+`backend.array`, outputs are allocated with `backend.zeros`/`empty`/`full`
+and read back with `backend.numpy`; references and `check` work on NumPy.
 """
 
 from __future__ import annotations
 
 import math
+import pathlib
 import subprocess
 import sys
 
@@ -22,6 +28,8 @@ import numpy as np
 
 import tegula
 import tegula.language as tl
+
+_TESTS_DIR = pathlib.Path(__file__).resolve().parent
 
 # name -> (NumPy dtype, tl dtype). The order is the order tests report.
 DTYPES = {
@@ -240,13 +248,19 @@ def grid1(n: int, block: int) -> tuple:
     return (tegula.cdiv(n, block),)
 
 
-def run_isolated(tmp_path, source: str, timeout: float = 120.0) -> str:
+def run_isolated(tmp_path, source: str, backend, timeout: float = 120.0) -> str:
     """Runs `source` (a script that prints "ok" at the end) in a fresh Python
     process, for kernels that would take the test process down if the
-    compiler got them wrong (a fault on a masked lane, a SIGFPE). Returns its
-    stdout; fails with its exit status and output otherwise."""
+    compiler got them wrong (a fault on a masked lane, a SIGFPE, a sticky CUDA
+    error). The script finds `backend` (tests/python/conftest.py's Backend
+    for the backend under test) defined, to allocate its arrays through.
+    Returns its stdout; fails with its exit status and output otherwise."""
+    preamble = (f"import sys\n"
+                f"sys.path.insert(0, {str(_TESTS_DIR)!r})\n"
+                f"from conftest import Backend\n"
+                f"backend = Backend({backend.name!r})\n")
     script = tmp_path / "isolated.py"
-    script.write_text(source)
+    script.write_text(preamble + source)
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                             timeout=timeout)
     assert result.returncode == 0 and "ok" in result.stdout, (

@@ -1,13 +1,24 @@
-"""`python -m tegula.bench --quick --json PATH` end to end: it runs, checks every kernel
-against its baseline, and writes the documented JSON report."""
+"""The benchmark command. On the CPU, `python -m tegula.bench --cpu --quick --json PATH`
+end to end: it runs, checks every kernel against its baseline, and writes the
+documented JSON report. For the GPU run, what needs no GPU: the Triton twin's
+source rewriting (and, where Triton is installed, that every kernel module
+compiles under Triton for sm_90), the report's rows, targets and markdown from
+made-up measurements, the host wrappers on torch tensors; with a GPU
+(`--backend cuda`), a quick GPU run end to end."""
 
 import json
+import os
+import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
-from tegula import bench
+from tegula import _bench_gpu, _triton_twin, bench
+from tegula.kernels import _host, fused_chain, layer_norm, matmul, softmax, vector_add
+
+KERNEL_MODULES = (fused_chain, layer_norm, matmul, softmax, vector_add)
 
 ROW_KEYS = {"workload", "shape", "dtype", "variant", "baseline", "bytes", "flops", "bound", "exceeds_llc",
             "eager_bytes",
@@ -18,7 +29,7 @@ ROW_KEYS = {"workload", "shape", "dtype", "variant", "baseline", "bytes", "flops
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "quick.json"
-    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--quick", "--json", str(path)],
+    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--cpu", "--quick", "--json", str(path)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[bench]" in done.stderr  # progress goes to stderr ...
@@ -72,7 +83,7 @@ def test_every_workload_has_a_checked_tegula_row_and_a_baseline(report):
 
 def test_only_selects_workloads(tmp_path):
     path = tmp_path / "only.json"
-    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--quick", "--only", "softmax",
+    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--cpu", "--quick", "--only", "softmax",
                            "--json", str(path)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert {row["workload"] for row in json.loads(path.read_text())["rows"]} == {"softmax"}

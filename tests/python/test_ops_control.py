@@ -51,11 +51,11 @@ def branches_reference(a, b, B):
 
 
 @pytest.mark.parametrize("a,b", [(5, 3), (3, 3), (3, 5), (-4, 2), (6, 6), (-7, -9)])
-def test_if_elif_else_on_runtime_scalars(a, b):
+def test_if_elif_else_on_runtime_scalars(backend, a, b):
     B = 16
-    out = np.zeros(B + 1, np.float32)
+    out = backend.zeros(B + 1, np.float32)
     branches_kernel[(1,)](out, a, b, BLOCK=B)
-    np.testing.assert_array_equal(out, branches_reference(a, b, B))
+    np.testing.assert_array_equal(backend.numpy(out), branches_reference(a, b, B))
 
 
 @tegula.jit
@@ -87,12 +87,13 @@ def loops_kernel(x_ptr, out_ptr, n, steps, BLOCK: tl.constexpr, UNROLL: tl.const
 
 
 @pytest.mark.parametrize("n,steps", [(100, 12), (37, 3), (1, 0), (64, 9)])
-def test_for_loops(n, steps):
+def test_for_loops(backend, n, steps):
     B, unroll = 32, 4
     rng = rng_for("loops", n)
     x = random(rng, n, "float32")
-    out = np.zeros(2 * B + 2, np.float32)
-    loops_kernel[(1,)](x, out, n, steps, BLOCK=B, UNROLL=unroll)
+    out = backend.zeros(2 * B + 2, np.float32)
+    loops_kernel[(1,)](backend.array(x), out, n, steps, BLOCK=B, UNROLL=unroll)
+    out = backend.numpy(out)
     padded = np.zeros(-(-n // B) * B, np.float32)
     padded[:n] = x
     acc = np.zeros(B, np.float32)
@@ -137,10 +138,11 @@ def collatz(v):
 
 
 @pytest.mark.parametrize("start", [1, 6, 27, 97])
-def test_while_loops(start):
+def test_while_loops(backend, start):
     B = 8
-    out = np.zeros(2 + B, np.int32)
+    out = backend.zeros(2 + B, np.int32)
     while_kernel[(1,)](out, start, BLOCK=B)
+    out = backend.numpy(out)
     t, rounds = np.full(B, start), 0
     while t.sum() > B:
         t, rounds = t // 2, rounds + 1
@@ -163,10 +165,11 @@ def nested_kernel(out_ptr, M, N, BLOCK: tl.constexpr):
         tl.store(out_ptr + i * N + offs, row, mask=offs < N)
 
 
-def test_nested_loops():
+def test_nested_loops(backend):
     M, N = 5, 7
-    out = np.zeros(M * N, np.int32)
+    out = backend.zeros(M * N, np.int32)
     nested_kernel[(1,)](out, M, N, BLOCK=8)
+    out = backend.numpy(out)
     want = [[sum(i + k for k in range(j)) for j in range(N)] for i in range(M)]
     np.testing.assert_array_equal(out.reshape(M, N), want)
 
@@ -198,11 +201,12 @@ def helpers_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 4 * BLOCK + offs, twice)
 
 
-def test_jit_helpers():
+def test_jit_helpers(backend):
     B = 16
     x = np.arange(B, dtype=np.int32) - 6
-    out = np.zeros(5 * B, np.int32)
-    helpers_kernel[(1,)](x, out, BLOCK=B)
+    out = backend.zeros(5 * B, np.int32)
+    helpers_kernel[(1,)](backend.array(x), out, BLOCK=B)
+    out = backend.numpy(out)
     np.testing.assert_array_equal(out[:B], x * 3 + 1)
     np.testing.assert_array_equal(out[B:2 * B], (x * 3 + 5) ** 2)
     np.testing.assert_array_equal(out[2 * B:3 * B], (-x + 1) ** 2)
@@ -221,12 +225,12 @@ def static_kernel(out_ptr, BLOCK: tl.constexpr, MODE: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BLOCK), v)
 
 
-def test_static_assert_and_static_print(capfd):
-    out = np.zeros(32, np.int32)
+def test_static_assert_and_static_print(backend, capfd):
+    out = backend.zeros(32, np.int32)
     static_kernel[(1,)](out, BLOCK=32, MODE="double")
-    np.testing.assert_array_equal(out, np.arange(32) * 2)
+    np.testing.assert_array_equal(backend.numpy(out), np.arange(32) * 2)
     static_kernel[(1,)](out, BLOCK=16, MODE="plain")
-    np.testing.assert_array_equal(out[:16], np.arange(16))
+    np.testing.assert_array_equal(backend.numpy(out)[:16], np.arange(16))
     printed = capfd.readouterr().err
     # Printed while compiling: absent when the disk cache already held the kernel.
     if printed:
@@ -255,11 +259,12 @@ def grid_kernel(out_ptr, STRIDE: tl.constexpr):
 
 
 @pytest.mark.parametrize("grid", [(7,), (3, 5), (2, 3, 4), (1, 1, 6), [4, 2]], ids=str)
-def test_program_id_and_num_programs(grid):
+def test_program_id_and_num_programs(backend, grid):
     dims = tuple(grid) + (1,) * (3 - len(grid))
     total = int(np.prod(dims))
-    out = np.full((total + 1, 8), -1, np.int32)
+    out = backend.full((total + 1, 8), -1, np.int32)
     grid_kernel[grid](out, STRIDE=8)
+    out = backend.numpy(out)
     nx, ny, nz = dims
     for z in range(nz):
         for y in range(ny):
@@ -270,10 +275,10 @@ def test_program_id_and_num_programs(grid):
 
 
 @pytest.mark.parametrize("grid", [(0,), (0, 4), (3, 0), (2, 2, 0)], ids=str)
-def test_zero_sized_grid_runs_nothing(grid):
-    out = np.full((16, 8), -1, np.int32)
+def test_zero_sized_grid_runs_nothing(backend, grid):
+    out = backend.full((16, 8), -1, np.int32)
     grid_kernel[grid](out, STRIDE=8)
-    assert (out == -1).all()
+    assert (backend.numpy(out) == -1).all()
 
 
 @tegula.jit
@@ -284,16 +289,16 @@ def meta_grid_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("block", [16, 64])
-def test_grid_callable_of_meta(block):
+def test_grid_callable_of_meta(backend, block):
     n = 150
     x = np.arange(n, dtype=np.int64)
-    out = np.zeros(n, np.int64)
+    out = backend.zeros(n, np.int64)
     seen = {}
 
     def grid(meta):
         seen.update(meta)
         return (tegula.cdiv(meta["n"], meta["BLOCK"]),)
 
-    meta_grid_kernel[grid](x, out, n, BLOCK=block, num_warps=4)
-    np.testing.assert_array_equal(out, x * 2)
+    meta_grid_kernel[grid](backend.array(x), out, n, BLOCK=block, num_warps=4)
+    np.testing.assert_array_equal(backend.numpy(out), x * 2)
     assert seen["BLOCK"] == block and seen["n"] == n and seen["num_warps"] == 4

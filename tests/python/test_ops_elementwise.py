@@ -91,13 +91,14 @@ def check_cmp_bits(bits, a64, b64, what=""):
             check(((bits >> k) & 1).astype(bool), ref(a64, b64), "bool", what=f"{what} `{name}`")
 
 
-def run_int_ops(name, n, block):
+def run_int_ops(backend, name, n, block):
     rng = rng_for("int_ops", name, n, block)
     x, y, z, s, c = int_inputs(name, n, rng)
-    out = np.zeros((len(INT_OPS), n), dtype=x.dtype)
-    div = np.zeros(n, dtype=np.float32)
-    cmp = np.zeros(n, dtype=np.int32)
-    int_ops_kernel[grid1(n, block)](x, y, z, s, c, out, div, cmp, n, BLOCK=block)
+    out = backend.zeros((len(INT_OPS), n), x.dtype)
+    div = backend.zeros(n, np.float32)
+    cmp = backend.zeros(n, np.int32)
+    int_ops_kernel[grid1(n, block)](*map(backend.array, (x, y, z, s, c)), out, div, cmp, n, BLOCK=block)
+    out, div, cmp = backend.numpy(out), backend.numpy(div), backend.numpy(cmp)
     for op, got, want in zip(INT_OPS, out, int_references(x, y, z, s, c)):
         check(got, want, name, what=f"{name} `{op}`")
     check(div, x.astype(np.float32) / y.astype(np.float32), "float32", ulps=1, what=f"{name} `/`")
@@ -106,15 +107,15 @@ def run_int_ops(name, n, block):
 
 
 @pytest.mark.parametrize("name", INTS)
-def test_int_operators(name):
+def test_int_operators(backend, name):
     for n in (1000, 37):  # same specialization: several programs, and one masked program
-        run_int_ops(name, n, 128)
+        run_int_ops(backend, name, n, 128)
 
 
 @pytest.mark.parametrize("name", ["int8", "int32", "uint64"])
 @pytest.mark.parametrize("n,block", [(1, 64), (37, 64), (1000, 1024), (4096, 128)])
-def test_int_operators_sizes(name, n, block):
-    run_int_ops(name, n, block)
+def test_int_operators_sizes(backend, name, n, block):
+    run_int_ops(backend, name, n, block)
 
 
 @tegula.jit
@@ -154,7 +155,7 @@ def nan_propagating(op):
     return f
 
 
-def run_float_ops(name, n, block):
+def run_float_ops(backend, name, n, block):
     rng = rng_for("float_ops", name, n, block)
     x = random(rng, n, name, specials=True)
     y = random(rng, n, name, nonzero=True)
@@ -162,9 +163,10 @@ def run_float_ops(name, n, block):
     y[5::17] = np.nan
     z = random(rng, n, name)
     c = rng.random(n) < 0.5
-    out = np.zeros((len(FLOAT_OPS), n), dtype=x.dtype)
-    cmp = np.zeros(n, dtype=np.int32)
-    float_ops_kernel[grid1(n, block)](x, y, z, c, out, cmp, n, BLOCK=block)
+    out = backend.zeros((len(FLOAT_OPS), n), x.dtype)
+    cmp = backend.zeros(n, np.int32)
+    float_ops_kernel[grid1(n, block)](*map(backend.array, (x, y, z, c)), out, cmp, n, BLOCK=block)
+    out, cmp = backend.numpy(out), backend.numpy(cmp)
 
     x64, y64, z64 = to_f64(x), to_f64(y), to_f64(z)
     fmin, fmax = np.fmin, np.fmax  # one NaN operand: the other one (IEEE minNum/maxNum)
@@ -196,14 +198,14 @@ def run_float_ops(name, n, block):
 
 
 @pytest.mark.parametrize("name", FLOATS)
-def test_float_operators(name):
+def test_float_operators(backend, name):
     for n in (1000, 37):
-        run_float_ops(name, n, 128)
+        run_float_ops(backend, name, n, 128)
 
 
 @pytest.mark.parametrize("n,block", [(1, 64), (37, 64), (1000, 1024), (4096, 128)])
-def test_float_operators_sizes(n, block):
-    run_float_ops("float32", n, block)
+def test_float_operators_sizes(backend, n, block):
+    run_float_ops(backend, "float32", n, block)
 
 
 @tegula.jit
@@ -222,12 +224,13 @@ def bool_ops_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + 7 * n + offs, a < b, mask=m)
 
 
-def test_bool_operators():
+def test_bool_operators(backend):
     rng = rng_for("bool_ops")
     n = 300
     a, b = rng.random(n) < 0.5, rng.random(n) < 0.5
-    out = np.zeros((8, n), dtype=np.bool_)
-    bool_ops_kernel[grid1(n, 128)](a, b, out, n, BLOCK=128)
+    out = backend.zeros((8, n), np.bool_)
+    bool_ops_kernel[grid1(n, 128)](backend.array(a), backend.array(b), out, n, BLOCK=128)
+    out = backend.numpy(out)
     refs = [a & b, a | b, a ^ b, ~a, a == b, a != b, np.where(a, b, ~b), ~a & b]
     for k, want in enumerate(refs):
         check(out[k], want, "bool", what=f"bool op {k}")
@@ -253,12 +256,13 @@ def scalar_logic_kernel(out_ptr, a, b, flag, x_ptr, BLOCK: tl.constexpr):
 
 @pytest.mark.parametrize("a,b,flag", [(3, 5, True), (5, 3, False), (-2, 12, False), (0, 0, True),
                                       (7, 7, False), (0, -4, True)])
-def test_scalar_logic_and_chained_comparisons(a, b, flag):
-    out = np.zeros(16 + 32, dtype=np.int32)
+def test_scalar_logic_and_chained_comparisons(backend, a, b, flag):
+    out = backend.zeros(16 + 32, np.int32)
     x = np.arange(-8, 24, dtype=np.int32)
     # The int arguments take values 1 and multiples of 16 nowhere here, so
     # these cases share one compiled kernel except where a or b is 0.
-    scalar_logic_kernel[(1,)](out, a, b, flag, x, BLOCK=32)
+    scalar_logic_kernel[(1,)](out, a, b, flag, backend.array(x), BLOCK=32)
+    out = backend.numpy(out)
     want = [(a < b) and (b < 10), (a > 0) or (b > 0), not (a == b), not a, a < b < 10, 0 <= a <= b,
             flag and a > 0, not flag, ((a != 0) and (b != 0)) or flag]
     assert out[:9].tolist() == [int(bool(w)) for w in want]
@@ -277,9 +281,10 @@ def runtime_int_kernel(out_ptr, a, b):
 
 
 @pytest.mark.parametrize("a,b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (-2147483647, 3), (5, 9)])
-def test_scalar_int_arithmetic_truncates_like_c(a, b):
-    out = np.zeros(6, dtype=np.int32)
+def test_scalar_int_arithmetic_truncates_like_c(backend, a, b):
+    out = backend.zeros(6, np.int32)
     runtime_int_kernel[(1,)](out, a, b)
+    out = backend.numpy(out)
     A, B = np.array([a], np.int32), np.array([b], np.int32)
     with np.errstate(all="ignore"):
         want = [c_div(A, B)[0], c_mod(A, B)[0], (A * B + A - B)[0], (-A)[0], (A << 2)[0], (A >> 1)[0]]
@@ -304,7 +309,7 @@ def ew_2d_kernel(x_ptr, row_ptr, col_ptr, c_ptr, out_ptr, M, N, BM: tl.constexpr
 
 
 @pytest.mark.parametrize("name", INTS + FLOATS)
-def test_2d_broadcasting_ops(name):
+def test_2d_broadcasting_ops(backend, name):
     M, N = 13, 50
     rng = rng_for("ew2d", name)
     small = {"low": -8, "high": 8}
@@ -312,9 +317,10 @@ def test_2d_broadcasting_ops(name):
     r = random(rng, N, name, **small)
     c = random(rng, M, name, **small)
     cond = rng.random((M, N)) < 0.7
-    out = np.zeros((2, M, N), x.dtype)
+    out = backend.zeros((2, M, N), x.dtype)
     grid = (tegula.cdiv(M, 16), tegula.cdiv(N, 64))
-    ew_2d_kernel[grid](x, r, c, cond, out, M, N, BM=16, BN=64)
+    ew_2d_kernel[grid](*map(backend.array, (x, r, c, cond)), out, M, N, BM=16, BN=64)
+    out = backend.numpy(out)
     rb = np.broadcast_to(r[None, :], (M, N))
     cb = np.broadcast_to(c[:, None], (M, N))
     y = ref_binary(np.subtract, ref_binary(np.multiply, ref_binary(np.add, x, rb, name), cb, name), x, name)
@@ -331,11 +337,12 @@ def where_literals_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 2 * BLOCK + offs, tl.where(x > 0, -1, x * 2))
 
 
-def test_where_with_literal_branches():
+def test_where_with_literal_branches(backend):
     B = 32
     x = np.linspace(-3, 3, B).astype(np.float16)
-    out = np.zeros(3 * B, np.float16)
-    where_literals_kernel[(1,)](x, out, BLOCK=B)
+    out = backend.zeros(3 * B, np.float16)
+    where_literals_kernel[(1,)](backend.array(x), out, BLOCK=B)
+    out = backend.numpy(out)
     np.testing.assert_array_equal(out[:B], (x > 0).astype(np.float16))
     np.testing.assert_array_equal(out[B:2 * B], np.where(x > 0, x, 0))
     np.testing.assert_array_equal(out[2 * B:], np.where(x > 0, -1, x * 2))
@@ -350,12 +357,13 @@ def propagate_nan_enum_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + BLOCK + offs, tl.minimum(x, y, propagate_nan=tl.PropagateNan.NONE))
 
 
-def test_propagate_nan_enum():
+def test_propagate_nan_enum(backend):
     # Triton spells the option as the enum tl.PropagateNan.ALL / .NONE.
     x = np.array([1.0, np.nan, 3.0, np.nan] * 4, np.float32)
     y = np.array([2.0, 5.0, np.nan, np.nan] * 4, np.float32)
-    out = np.zeros(32, np.float32)
-    propagate_nan_enum_kernel[(1,)](x, y, out, BLOCK=16)
+    out = backend.zeros(32, np.float32)
+    propagate_nan_enum_kernel[(1,)](backend.array(x), backend.array(y), out, BLOCK=16)
+    out = backend.numpy(out)
     np.testing.assert_array_equal(out[:16], np.maximum(x, y))  # NaN wins
     np.testing.assert_array_equal(out[16:], np.fmin(x, y))  # NaN loses
 
@@ -382,9 +390,9 @@ EDGE_SCRIPT = textwrap.dedent('''
         y = np.array([0, 0, -1 if info.min else 1, 0, 2, 1, 1, 0], dt)
         bits = np.dtype(dt).itemsize * 8
         s = np.array([bits, bits + 3, 1, 2 * bits, 0, bits - 1, bits, 0], dt)
-        out = np.zeros(4 * 8, dt)
-        edges[(1,)](x, y, s, out, BLOCK=8)
-        q, r, shl, shr = out.reshape(4, 8)
+        out = backend.zeros(4 * 8, dt)
+        edges[(1,)](backend.array(x), backend.array(y), backend.array(s), out, BLOCK=8)
+        q, r, shl, shr = backend.numpy(out).reshape(4, 8)
         ok = y != 0
         assert (q[~ok] == 0).all(), ("x // 0 is 0", dt, q)
         assert (r[~ok] == x[~ok]).all(), ("x % 0 is x", dt, r)
@@ -398,9 +406,10 @@ EDGE_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def test_integer_edge_cases_do_not_trap(tmp_path):
+def test_integer_edge_cases_do_not_trap(backend, tmp_path):
     # Division by zero, MIN // -1 and shifts by >= the bit width: the IR
-    # leaves the value to the backend but forbids undefined behaviour; the
-    # CPU backend documents x // 0 == 0, x % 0 == x, MIN // -1 == MIN and
-    # shifts that move every bit out. Run apart: a trap would kill pytest.
-    run_isolated(tmp_path, EDGE_SCRIPT)
+    # leaves the value to the backend but forbids undefined behaviour; both
+    # backends document x // 0 == 0, x % 0 == x, MIN // -1 == MIN and shifts
+    # that move every bit out (docs/backend-cpu.md, docs/backend-cuda.md).
+    # Run apart: a trap would kill pytest, a CUDA fault its context.
+    run_isolated(tmp_path, EDGE_SCRIPT, backend)

@@ -72,14 +72,15 @@ EXACT = {"sqrt", "sqrt_rn", "math.sqrt", "abs", "floor", "ceil", "x.abs()", "abs
 
 
 @pytest.mark.parametrize("name", FLOATS)
-def test_unary_math(name):
+def test_unary_math(backend, name):
     n = 1000
     rng = rng_for("unary", name)
     x = random(rng, n, name, low=-6.0, high=6.0)
     x[:4] = [0.0, -0.0, 2.5, -2.5]  # floor/ceil/abs at integers, halves and signed zeros
     p = random(rng, n, name, low=0.01, high=200.0)
-    out = np.zeros((len(UNARY), n), dtype=x.dtype)
-    unary_math_kernel[grid1(n, 256)](x, p, out, n, BLOCK=256)
+    out = backend.zeros((len(UNARY), n), x.dtype)
+    unary_math_kernel[grid1(n, 256)](backend.array(x), backend.array(p), out, n, BLOCK=256)
+    out = backend.numpy(out)
     refs = unary_references(to_f64(x), to_f64(p))
     for fn, got in zip(UNARY, out):
         want = refs[fn]
@@ -109,10 +110,11 @@ def special_values_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 6 * BLOCK + offs, tl.sigmoid(x))
 
 
-def test_special_values_f32():
+def test_special_values_f32(backend):
     x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, -1.0, 100.0, -100.0] * 2, np.float32)
-    out = np.zeros((7, 16), np.float32)
-    special_values_kernel[(1,)](x, out, BLOCK=16)
+    out = backend.zeros((7, 16), np.float32)
+    special_values_kernel[(1,)](backend.array(x), out, BLOCK=16)
+    out = backend.numpy(out)
     x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
         refs = [np.exp(x64), np.log(x64), np.sqrt(x64), np.abs(x64), np.floor(x64), np.tanh(x64),
@@ -137,7 +139,7 @@ def binary_math_kernel(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("name", ["float32", "float64", "float16"])
-def test_fma_and_division(name):
+def test_fma_and_division(backend, name):
     n = 300
     rng = rng_for("binary_math", name)
     a = random(rng, n, name, low=0.5, high=4.0)
@@ -148,8 +150,9 @@ def test_fma_and_division(name):
         # (1 + e)(1 - e) - 1 = -e^2 exactly only with a single rounding.
         e = 2.0**-13 if name == "float32" else 2.0**-30
         a[:3], b[:3], c[:3] = 1 + e, 1 - e, -1.0
-    out = np.zeros((5, n), dtype=a.dtype)
-    binary_math_kernel[grid1(n, 128)](a, b, c, out, n, BLOCK=128)
+    out = backend.zeros((5, n), a.dtype)
+    binary_math_kernel[grid1(n, 128)](*map(backend.array, (a, b, c)), out, n, BLOCK=128)
+    out = backend.numpy(out)
     a64, b64, c64 = to_f64(a), to_f64(b), to_f64(c)
     fma = a64 * b64 + c64  # exact in f64 for f16/f32 inputs
     if name == "float64":
@@ -173,14 +176,14 @@ def umulhi_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("name", ["uint32", "int32", "uint64", "int64"])
-def test_umulhi(name):
+def test_umulhi(backend, name):
     n = 200
     rng = rng_for("umulhi", name)
     x = random(rng, n, name)
     y = random(rng, n, name)
-    out = np.zeros(n, dtype=x.dtype)
-    umulhi_kernel[grid1(n, 64)](x, y, out, n, BLOCK=64)
-    check(out, umulhi(x, y), name, what=f"umulhi {name}")
+    out = backend.zeros(n, x.dtype)
+    umulhi_kernel[grid1(n, 64)](backend.array(x), backend.array(y), out, n, BLOCK=64)
+    check(backend.numpy(out), umulhi(x, y), name, what=f"umulhi {name}")
 
 
 @tegula.jit
@@ -197,14 +200,15 @@ def cdiv_kernel(x_ptr, d_ptr, out_ptr, scalar_out_ptr, n, d, BLOCK: tl.constexpr
     tl.store(scalar_out_ptr + 2, tl.cdiv(BLOCK, 48))
 
 
-def test_cdiv():
+def test_cdiv(backend):
     n, block, d = 1000, 128, 24
     rng = rng_for("cdiv")
     x = random(rng, n, "int32", low=0, high=1 << 20)
     dv = random(rng, n, "int32", low=1, high=100)
-    out = np.zeros(2 * n, np.int32)
-    scalars = np.zeros(3, np.int32)
-    cdiv_kernel[grid1(n, block)](x, dv, out, scalars, n, d, BLOCK=block)
+    out = backend.zeros(2 * n, np.int32)
+    scalars = backend.zeros(3, np.int32)
+    cdiv_kernel[grid1(n, block)](backend.array(x), backend.array(dv), out, scalars, n, d, BLOCK=block)
+    out, scalars = backend.numpy(out), backend.numpy(scalars)
     check(out[:n], c_div(x + dv - 1, dv), "int32", what="tl.cdiv tile")
     check(out[n:], c_div(x + 6, np.int32(7)), "int32", what="tl.math.cdiv tile")
     assert scalars.tolist() == [-(-n // d), -(-n // block), -(-block // 48)]
@@ -220,14 +224,15 @@ def int_math_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("name", ["int8", "int32", "int64", "uint16"])
-def test_abs_floor_ceil_on_integers(name):
+def test_abs_floor_ceil_on_integers(backend, name):
     B = 64
     rng = rng_for("int_math", name)
     x = random(rng, B, name)
     if name.startswith("int"):
         x[0] = np.iinfo(x.dtype).min  # abs(MIN) wraps to MIN
-    out = np.zeros((3, B), dtype=x.dtype)
-    int_math_kernel[(1,)](x, out, BLOCK=B)
+    out = backend.zeros((3, B), x.dtype)
+    int_math_kernel[(1,)](backend.array(x), out, BLOCK=B)
+    out = backend.numpy(out)
     with np.errstate(all="ignore"):
         check(out[0], np.abs(x), name, what=f"abs {name}")
     check(out[1], x, name, what=f"floor {name}")
@@ -239,6 +244,6 @@ def math_on_int_kernel(x_ptr, out_ptr):
     tl.store(out_ptr, tl.exp(tl.load(x_ptr)))
 
 
-def test_float_math_on_integers_is_rejected():
+def test_float_math_on_integers_is_rejected(backend):
     with pytest.raises(tegula.CompilationError, match="floating-point"):
-        math_on_int_kernel[(1,)](np.ones(1, np.int32), np.zeros(1, np.float32))
+        math_on_int_kernel[(1,)](backend.full(1, 1, np.int32), backend.zeros(1, np.float32))

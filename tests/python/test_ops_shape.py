@@ -45,13 +45,13 @@ def creation_kernel(out_i32, out_f16, out_u8, out_f32, out_i64, out_b, x_ptr, n,
     tl.static_assert(tl.zeros([BLOCK]).dtype == tl.float32)
 
 
-def test_creation_ops():
+def test_creation_ops(backend):
     B, n = 64, 41
     x = np.arange(B, dtype=np.float32) * 0.5
-    outs = [np.zeros(2 * B, np.int32), np.zeros(B, np.float16), np.zeros(B, np.uint8),
-            np.zeros(3 * B, np.float32), np.zeros(B, np.int64), np.zeros(2 * B, np.bool_)]
-    creation_kernel[(1,)](*outs, x, n, FILL=-2.25, BLOCK=B)
-    i32, f16, u8, f32, i64, b = outs
+    outs = [backend.zeros(2 * B, np.int32), backend.zeros(B, np.float16), backend.zeros(B, np.uint8),
+            backend.zeros(3 * B, np.float32), backend.zeros(B, np.int64), backend.zeros(2 * B, np.bool_)]
+    creation_kernel[(1,)](*outs, backend.array(x), n, FILL=-2.25, BLOCK=B)
+    i32, f16, u8, f32, i64, b = map(backend.numpy, outs)
     r = np.arange(B)
     np.testing.assert_array_equal(i32, np.concatenate([r, r + 5]))
     np.testing.assert_array_equal(f16, 1.5)
@@ -65,9 +65,10 @@ def test_creation_ops():
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_full_and_zeros_with_every_dtype(name):
-    out = np.ones(3 * 16, np_dtype(name))
+def test_full_and_zeros_with_every_dtype(backend, name):
+    out = backend.full(3 * 16, 1, np_dtype(name))
     fill_full_kernel[(1,)](out, DT=tl_dtype(name), BLOCK=16)
+    out = backend.numpy(out)
     check(out[:16], np.zeros(16, out.dtype), name, ulps=0, atol=0, what="zeros")
     check(out[16:32], np.ones(16, out.dtype), name, ulps=0, atol=0, what="full 1")
     check(out[32:], np.zeros(16, out.dtype), name, ulps=0, atol=0, what="zeros_like")
@@ -124,12 +125,13 @@ def reshape_kernel(x_ptr, out_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.const
 
 
 @pytest.mark.parametrize("name", ["float32", "int16", "bfloat16"])
-def test_reshape_trans_permute_ravel(name):
+def test_reshape_trans_permute_ravel(backend, name):
     A, B, C = 2, 4, 8
     rng = rng_for("reshape", name)
     x = random(rng, A * B * C, name)
-    out = np.zeros(9 * x.size, x.dtype)
-    reshape_kernel[(1,)](x, out, A=A, B=B, C=C)
+    out = backend.zeros(9 * x.size, x.dtype)
+    reshape_kernel[(1,)](backend.array(x), out, A=A, B=B, C=C)
+    out = backend.numpy(out)
     x3 = x.reshape(A, B, C)
     x2 = x.reshape(A * B, C)
     refs = [x3, x2, x, x, x2.T, x2.T, x3.transpose(2, 0, 1), x3.transpose(1, 2, 0),
@@ -163,13 +165,14 @@ def expand_broadcast_kernel(x_ptr, y_ptr, out_ptr, M: tl.constexpr, N: tl.conste
     tl.store(out_ptr + 5 * size + flat, tl.broadcast_to(x[:, None], (M, N)) + tl.zeros_like(row))
 
 
-def test_expand_dims_and_broadcast():
+def test_expand_dims_and_broadcast(backend):
     M, N = 8, 16
     rng = rng_for("expand")
     x = random(rng, M, "int32", low=-100, high=100)
     y = random(rng, N, "int32", low=-100, high=100)
-    out = np.zeros(6 * M * N, np.int32)
-    expand_broadcast_kernel[(1,)](x, y, out, M=M, N=N)
+    out = backend.zeros(6 * M * N, np.int32)
+    expand_broadcast_kernel[(1,)](backend.array(x), backend.array(y), out, M=M, N=N)
+    out = backend.numpy(out)
     refs = [x[:, None] + y[None, :], np.broadcast_to(x[:, None], (M, N)), np.broadcast_to(y, (M, N)),
             x[:, None] * y[None, :], np.broadcast_to(y[None, :], (M, N)) - y[None, :],
             np.broadcast_to(x[:, None], (M, N))]
@@ -197,15 +200,16 @@ def join_split_kernel(a_ptr, b_ptr, out_ptr, first_ptr, second_ptr, BLOCK: tl.co
 
 
 @pytest.mark.parametrize("name", ["float32", "int8"])
-def test_join_and_split(name):
+def test_join_and_split(backend, name):
     B = 32
     rng = rng_for("join", name)
     a = random(rng, B, name, low=-20, high=20)
     b = random(rng, B, name, low=-20, high=20)
-    out = np.zeros(2 * B, a.dtype)
-    first = np.zeros(2 * B, a.dtype)
-    second = np.zeros(B, a.dtype)
-    join_split_kernel[(1,)](a, b, out, first, second, BLOCK=B)
+    out = backend.zeros(2 * B, a.dtype)
+    first = backend.zeros(2 * B, a.dtype)
+    second = backend.zeros(B, a.dtype)
+    join_split_kernel[(1,)](backend.array(a), backend.array(b), out, first, second, BLOCK=B)
+    out, first, second = backend.numpy(out), backend.numpy(first), backend.numpy(second)
     check(out, np.stack([a, b], axis=-1).reshape(-1), name, ulps=0, atol=0, what="join")
     check(first[:B], a, name, ulps=0, atol=0, what="split: first")
     check(second, b, name, ulps=0, atol=0, what="split: second")
@@ -233,11 +237,11 @@ def attributes_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("name,bits", [("float16", 16), ("float32", 32)])
-def test_shape_and_dtype_attributes(name, bits):
-    x = np.zeros(32, np_dtype(name))
-    out = np.zeros(5, np.int32)
+def test_shape_and_dtype_attributes(backend, name, bits):
+    x = backend.zeros(32, np_dtype(name))
+    out = backend.zeros(5, np.int32)
     attributes_kernel[(1,)](x, out, BLOCK=32)
-    assert out.tolist() == [2, 16, bits, 32, 16 if name == "float16" else 32]
+    assert backend.numpy(out).tolist() == [2, 16, bits, 32, 16 if name == "float16" else 32]
 
 
 @tegula.jit
@@ -247,9 +251,9 @@ def shape_tuple_compare_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.static_assert(x[:, None].shape == (BLOCK, 1))
 
 
-def test_shape_compares_with_a_tuple():
+def test_shape_compares_with_a_tuple(backend):
     # `x.shape == (BLOCK,)` is plain Python in Triton: shapes are tuples.
-    shape_tuple_compare_kernel[(1,)](np.zeros(16, np.float32), BLOCK=16)
+    shape_tuple_compare_kernel[(1,)](backend.zeros(16, np.float32), BLOCK=16)
 
 
 @tegula.jit
@@ -258,6 +262,6 @@ def bad_reshape_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, BLOCK), tl.ravel(tl.reshape(x, (4, 8))))
 
 
-def test_reshape_to_another_element_count_is_rejected():
+def test_reshape_to_another_element_count_is_rejected(backend):
     with pytest.raises(tegula.CompilationError, match="cannot reshape"):
-        bad_reshape_kernel[(1,)](np.zeros(16, np.float32), BLOCK=16)
+        bad_reshape_kernel[(1,)](backend.zeros(16, np.float32), BLOCK=16)

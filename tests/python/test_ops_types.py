@@ -86,14 +86,16 @@ def small_values(rng, n, name):
 
 
 @pytest.mark.parametrize("lhs,rhs,op,result", PROMOTIONS, ids=lambda v: str(v))
-def test_tile_tile_promotion(lhs, rhs, op, result):
+def test_tile_tile_promotion(backend, lhs, rhs, op, result):
     n = 100
     rng = rng_for("promote", lhs, rhs, op)
     x = small_values(rng, n, lhs)
     y = small_values(rng, n, rhs)
     y[y == 0] = 1
-    out = np.zeros(n, dtype=np_dtype(result))
-    promote_kernel[grid1(n, 64)](x, y, out, n, OP=op, EXPECT=tl_dtype(result), BLOCK=64)
+    out = backend.zeros(n, np_dtype(result))
+    promote_kernel[grid1(n, 64)](backend.array(x), backend.array(y), out, n, OP=op, EXPECT=tl_dtype(result),
+                                 BLOCK=64)
+    out = backend.numpy(out)
     if result in FLOATS:
         x64, y64 = to_f64(x), to_f64(y)
         want = {"+": x64 + y64, "-": x64 - y64, "*": x64 * y64, "/": x64 / y64}[op]
@@ -171,7 +173,7 @@ def literal_kernel(h_ptr, b_ptr, i8_ptr, u8_ptr, i32_ptr, i64_ptr, f64_ptr, u32_
     tl.store(out_ptr + 15 * BLOCK + offs, r15.to(tl.float64))
 
 
-def test_literal_promotion():
+def test_literal_promotion(backend):
     B = 64
     rng = rng_for("literals")
     h = random(rng, B, "float16")
@@ -185,8 +187,9 @@ def test_literal_promotion():
     f64 = random(rng, B, "float64")
     u32 = random(rng, B, "uint32")
     u32[0] = 2**32 - 1
-    out = np.zeros((16, B), dtype=np.float64)
-    literal_kernel[(1,)](h, b, i8, u8, i32, i64, f64, u32, out, BLOCK=B)
+    out = backend.zeros((16, B), np.float64)
+    literal_kernel[(1,)](*map(backend.array, (h, b, i8, u8, i32, i64, f64, u32)), out, BLOCK=B)
+    out = backend.numpy(out)
     h64, b64 = to_f64(h), to_f64(b)
     with np.errstate(all="ignore"):
         cases = [
@@ -219,13 +222,13 @@ def mixed_signedness_div_kernel(x_ptr, y_ptr, out_ptr):
     tl.store(out_ptr, tl.load(x_ptr) // tl.load(y_ptr))
 
 
-def test_floordiv_of_mixed_signedness_is_rejected():
+def test_floordiv_of_mixed_signedness_is_rejected(backend):
     # Triton: "Cannot use /, //, or % with int8 and uint8 because they have
     # different signedness".
-    x = np.ones(1, np.int8)
-    y = np.ones(1, np.uint8)
+    x = backend.full(1, 1, np.int8)
+    y = backend.full(1, 1, np.uint8)
     with pytest.raises(tegula.CompilationError, match="different signedness"):
-        mixed_signedness_div_kernel[(1,)](x, y, np.zeros(1, np.int8))
+        mixed_signedness_div_kernel[(1,)](x, y, backend.zeros(1, np.int8))
 
 
 # --- .to(dtype) between every pair ---------------------------------------------------
@@ -314,26 +317,27 @@ def cast_reference(x, src, dst):
 
 
 @pytest.mark.parametrize("src", ALL)
-def test_to_every_dtype(src):
+def test_to_every_dtype(backend, src):
     n = 1000
     rng = rng_for("cast", src)
     x = cast_source(rng, n, src)
-    outs = [np.zeros(n, dtype=np_dtype(d)) for d in ALL]
-    cast_all_kernel[grid1(n, 256)](x, *outs, n, BLOCK=256)
-    for dst, got in zip(ALL, outs):
+    outs = [backend.zeros(n, np_dtype(d)) for d in ALL]
+    cast_all_kernel[grid1(n, 256)](backend.array(x), *outs, n, BLOCK=256)
+    for dst, got in zip(ALL, map(backend.numpy, outs)):
         want, specified = cast_reference(x, src, dst)
         check(got, want, dst, ulps=0, atol=0, where=specified, what=f"{src} -> {dst}")
 
 
-def test_float_to_int_out_of_range_saturates():
+def test_float_to_int_out_of_range_saturates(backend):
     # docs/language.md: out-of-range floats saturate and NaN gives 0 (Triton
-    # leaves both undefined). Same specialization as test_to_every_dtype.
+    # leaves both undefined); the CUDA backend clamps the same way
+    # (docs/backend-cuda.md). Same specialization as test_to_every_dtype.
     n = 1000
     x = np.zeros(n, np.float32)
     x[:8] = [np.inf, -np.inf, np.nan, 3e9, -3e9, 1e20, -1e20, -1.5]
-    outs = [np.zeros(n, dtype=np_dtype(d)) for d in ALL]
-    cast_all_kernel[grid1(n, 256)](x, *outs, n, BLOCK=256)
-    for dst, got in zip(ALL, outs):
+    outs = [backend.zeros(n, np_dtype(d)) for d in ALL]
+    cast_all_kernel[grid1(n, 256)](backend.array(x), *outs, n, BLOCK=256)
+    for dst, got in zip(ALL, map(backend.numpy, outs)):
         if dst in FLOATS:
             continue
         if dst == "bool":
@@ -364,26 +368,28 @@ def round_kernel(x_ptr, h_ptr, b_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("src", ["float32", "float64"])
-def test_rounding_to_f16_and_bf16_is_to_nearest_even(src):
+def test_rounding_to_f16_and_bf16_is_to_nearest_even(backend, src):
     values = ROUNDING_CASES_F32["bfloat16"] + ROUNDING_CASES_F32["float16"]
     x = np.zeros(32, dtype=np_dtype(src))
     x[: len(values)] = np.array(values, dtype=np.float64).astype(np.float32)
-    h = np.zeros(32, np.float16)
-    b = np.zeros(32, np_dtype("bfloat16"))
-    round_kernel[(1,)](x, h, b, BLOCK=32)
+    h = backend.zeros(32, np.float16)
+    b = backend.zeros(32, np_dtype("bfloat16"))
+    round_kernel[(1,)](backend.array(x), h, b, BLOCK=32)
+    h, b = backend.numpy(h), backend.numpy(b)
     check(h, round_to(to_f64(x), "float16"), "float16", ulps=0, atol=0, what=f"{src} -> f16")
     check(b, round_to(to_f64(x), "bfloat16"), "bfloat16", ulps=0, atol=0, what=f"{src} -> bf16")
 
 
-def test_f64_to_bf16_rounds_once():
+def test_f64_to_bf16_rounds_once(backend):
     # 1 + 2^-8 + 2^-30 is just above the midpoint of 1 and 1 + 2^-7: correct
     # rounding gives 1 + 2^-7. Going through f32 first drops the 2^-30 and
     # lands exactly on the midpoint, which then rounds to even (1.0).
     x = np.zeros(32, np.float64)
     x[:4] = [1 + 2**-8 + 2**-30, -(1 + 2**-8 + 2**-30), 1 + 2**-11 + 2**-40, 1 + 2**-24 + 2**-60]
-    h = np.zeros(32, np.float16)
-    b = np.zeros(32, np_dtype("bfloat16"))
-    round_kernel[(1,)](x, h, b, BLOCK=32)
+    h = backend.zeros(32, np.float16)
+    b = backend.zeros(32, np_dtype("bfloat16"))
+    round_kernel[(1,)](backend.array(x), h, b, BLOCK=32)
+    h, b = backend.numpy(h), backend.numpy(b)
     check(b[:2], [1 + 2**-7, -(1 + 2**-7)], "bfloat16", ulps=0, atol=0, what="f64 -> bf16")
     check(h[2], 1 + 2**-10, "float16", ulps=0, atol=0, what="f64 -> f16")
 
@@ -409,17 +415,17 @@ def bitcast_kernel(f32_ptr, f16_ptr, f64_ptr, i8_ptr, o_i32, o_u32, o_i16, o_bf1
     tl.store(o_f32 + offs, tl.cast(i ^ -2147483648, tl.float32, bitcast=True))  # flips the sign
 
 
-def test_bitcast():
+def test_bitcast(backend):
     B = 64
     rng = rng_for("bitcast")
     f = random(rng, B, "float32", specials=True)
     h = random(rng, B, "float16", specials=True)
     d = random(rng, B, "float64")
     b = random(rng, B, "int8")
-    outs = [np.zeros(B, dt) for dt in (np.int32, np.uint32, np.int16, np_dtype("bfloat16"), np.int64,
-                                       np.uint8, np.float32)]
-    bitcast_kernel[(1,)](f, h, d, b, *outs, BLOCK=B)
-    o_i32, o_u32, o_i16, o_bf16, o_i64, o_u8, o_f32 = outs
+    outs = [backend.zeros(B, dt) for dt in (np.int32, np.uint32, np.int16, np_dtype("bfloat16"), np.int64,
+                                            np.uint8, np.float32)]
+    bitcast_kernel[(1,)](*map(backend.array, (f, h, d, b)), *outs, BLOCK=B)
+    o_i32, o_u32, o_i16, o_bf16, o_i64, o_u8, o_f32 = map(backend.numpy, outs)
     check(o_i32, f.view(np.int32), "int32", what="f32 -> i32")
     check(o_u32, f.view(np.uint32), "uint32", what="f32 -> u32")
     check(o_i16, h.view(np.int16), "int16", what="f16 -> i16")
@@ -434,9 +440,9 @@ def bad_bitcast_kernel(x_ptr, out_ptr):
     tl.store(out_ptr, tl.cast(tl.load(x_ptr), tl.int16, bitcast=True))
 
 
-def test_bitcast_between_widths_is_rejected():
+def test_bitcast_between_widths_is_rejected(backend):
     with pytest.raises(tegula.CompilationError, match="same width"):
-        bad_bitcast_kernel[(1,)](np.ones(1, np.float32), np.zeros(1, np.int16))
+        bad_bitcast_kernel[(1,)](backend.full(1, 1.0, np.float32), backend.zeros(1, np.int16))
 
 
 @tegula.jit
@@ -462,15 +468,17 @@ def runtime_scalar_kernel(i_ptr, h_ptr, b_ptr, o64_ptr, o32_ptr, of_ptr, ou8_ptr
     tl.store(ou8_ptr + offs, r3)
 
 
-def test_runtime_scalar_promotion():
+def test_runtime_scalar_promotion(backend):
     B = 16
     i32 = np.arange(B, dtype=np.int32) - 3
     h = np.linspace(-2, 2, B).astype(np.float16)
     b = (np.arange(B) * 20).astype(np.uint8)
-    o64, o32 = np.zeros(B, np.int64), np.zeros(B, np.int32)
-    of, ou8 = np.zeros(B, np.float32), np.zeros(B, np.uint8)
+    o64, o32 = backend.zeros(B, np.int64), backend.zeros(B, np.int32)
+    of, ou8 = backend.zeros(B, np.float32), backend.zeros(B, np.uint8)
     big, s, small = 2**40 + 7, 0.1, 1000
-    runtime_scalar_kernel[(1,)](i32, h, b, o64, o32, of, ou8, big, s, small, True, BLOCK=B)
+    runtime_scalar_kernel[(1,)](*map(backend.array, (i32, h, b)), o64, o32, of, ou8, big, s, small, True,
+                                BLOCK=B)
+    o64, o32, of, ou8 = map(backend.numpy, (o64, o32, of, ou8))
     np.testing.assert_array_equal(o64, i32.astype(np.int64) + big)
     np.testing.assert_array_equal(of, h.astype(np.float32) * np.float32(s))
     np.testing.assert_array_equal(o32, b.astype(np.int8).astype(np.int32) + small)
@@ -485,16 +493,15 @@ def rtz_kernel(x_ptr, h_ptr, b_ptr, BLOCK: tl.constexpr):
     tl.store(b_ptr + offs, x.to(tl.bfloat16, fp_downcast_rounding="rtz"))
 
 
-@pytest.mark.xfail(strict=True, reason="CPU backend bug: `cast` ignores its rounding = \"rtz\" "
-                   "attribute and rounds f32 -> f16/bf16 to nearest (src/backends/cpu)")
-def test_fp_downcast_rounding_rtz():
+def test_fp_downcast_rounding_rtz(backend):
     # Round toward zero: the magnitude never grows, so 1 + 0.75 ulp rounds down.
     B = 16
     x = np.zeros(B, np.float32)
     x[:6] = [1 + 0.75 * 2**-10, -(1 + 0.75 * 2**-10), 1 + 0.75 * 2**-7, -(1 + 0.75 * 2**-7), 70000.0, 3.0]
-    h = np.zeros(B, np.float16)
-    b = np.zeros(B, np_dtype("bfloat16"))
-    rtz_kernel[(1,)](x, h, b, BLOCK=B)
+    h = backend.zeros(B, np.float16)
+    b = backend.zeros(B, np_dtype("bfloat16"))
+    rtz_kernel[(1,)](backend.array(x), h, b, BLOCK=B)
+    h, b = backend.numpy(h), backend.numpy(b)
     x64 = x.astype(np.float64)
 
     def toward_zero(values, mant):

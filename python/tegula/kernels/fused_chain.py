@@ -1,6 +1,6 @@
 """The case-study chain of the design document, eager and fused.
 
-Eager (NumPy, op by op, each op reading and writing whole arrays):
+Eager (NumPy or PyTorch, op by op, each op reading and writing whole arrays):
 
     h = x * alpha; h = h + bias; h = gelu_tanh(h); h = h * keep; h = h / (1 - p)
     h = h + residual; ms = mean(h^2, row); r = rsqrt(ms + eps); y = h * r * weight
@@ -13,17 +13,21 @@ import numpy as np
 
 import tegula
 import tegula.language as tl
+from tegula.kernels import _host
 from tegula.language.extra import libdevice
 
 ALPHA = 0.5
 EPS = 1e-6
 P_DROP = 0.1
 SQRT_2_OVER_PI = 0.7978845608028654
+# Kernels may read a module-level number only through tl.constexpr: Triton
+# rejects plain float globals, and this source must compile under both.
+_GELU_SCALE = tl.constexpr(SQRT_2_OVER_PI)
 
 
 @tegula.jit
 def gelu_tanh(h):
-    inner = SQRT_2_OVER_PI * (h + 0.044715 * h * h * h)
+    inner = _GELU_SCALE * (h + 0.044715 * h * h * h)
     return 0.5 * h * (1.0 + libdevice.tanh(inner))
 
 
@@ -50,32 +54,40 @@ def fused_chain_kernel(x_ptr, res_ptr, keep_ptr, bias_ptr, w_ptr, y_ptr, N, stri
     tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def fused_chain(x, residual, keep, bias, weight, out=None, alpha=ALPHA, eps=EPS, p=P_DROP):
-    """Runs the fused kernel; x, residual and out share a dtype and shape [M, N]."""
+def fused_chain(x, residual, keep, bias, weight, out=None, alpha=ALPHA, eps=EPS, p=P_DROP,
+                num_warps: int = None):
+    """Runs the fused kernel; x, residual, keep and out share a shape [M, N] and row
+    stride, x, residual and out a dtype. NumPy arrays or torch tensors (CUDA tensors
+    run on the GPU); the output comes from x's library and device."""
     M, N = x.shape
     if out is None:
-        out = np.empty_like(x)
+        out = _host.empty_like(x)
     block = tegula.next_power_of_2(N)
-    fused_chain_kernel[(M,)](x, residual, keep, bias, weight, out, N, x.strides[0] // x.itemsize,
-                             alpha, eps, 1.0 / (1.0 - p), BLOCK_N=block)
+    fused_chain_kernel[(M,)](x, residual, keep, bias, weight, out, N, _host.strides(x)[0],
+                             alpha, eps, 1.0 / (1.0 - p), BLOCK_N=block,
+                             **_host.launch_options(num_warps))
     return out
 
 
 class _Traffic:
-    """Counts the bytes NumPy's eager execution moves: every op reads its
-    array operands and writes its result once (a lower bound: NumPy may add
+    """Counts the bytes eager execution moves: every op reads its array
+    operands and writes its result once (a lower bound: NumPy may add
     temporaries of its own)."""
 
     def __init__(self):
         self.bytes = 0
 
     def __call__(self, result, *operands):
-        self.bytes += result.nbytes + sum(o.nbytes for o in operands if isinstance(o, np.ndarray))
+        self.bytes += result.nbytes + sum(o.nbytes for o in operands
+                                          if isinstance(o, np.ndarray) or _host.is_torch(o))
         return result
 
 
 def eager_chain(x, residual, keep, bias, weight, alpha=ALPHA, eps=EPS, p=P_DROP, traffic=None):
-    """The chain as a researcher writes it in NumPy: one array operation per step."""
+    """The chain as a researcher writes it, one array operation per step: NumPy
+    for NumPy arrays, torch for torch tensors (see eager_chain_torch)."""
+    if _host.is_torch(x):
+        return eager_chain_torch(x, residual, keep, bias, weight, alpha, eps, p, traffic)
     t = traffic or _Traffic()
     dt = x.dtype
     h = t(x * dt.type(alpha), x)
@@ -94,8 +106,28 @@ def eager_chain(x, residual, keep, bias, weight, alpha=ALPHA, eps=EPS, p=P_DROP,
     return t((h * r * weight.astype(dt)).astype(dt), h, weight)
 
 
+def eager_chain_torch(x, residual, keep, bias, weight, alpha=ALPHA, eps=EPS, p=P_DROP,
+                      traffic=None):
+    """The chain in PyTorch eager, the design's op list as written: with bf16 x
+    and fp32 bias, torch's promotion makes h fp32 from the bias add on, and the
+    result is cast back to x's dtype. GELU is torch's own tanh GELU (one op)."""
+    import torch
+    import torch.nn.functional as F
+
+    t = traffic or (lambda result, *operands: result)
+    h = t(x * alpha, x)
+    h = t(h + bias, h, bias)
+    h = t(F.gelu(h, approximate="tanh"), h)
+    h = t(h * keep, h, keep)
+    h = t(h / (1.0 - p), h)
+    h = t(h + residual, h, residual)
+    ms = t(torch.mean(h * h, dim=1, keepdim=True), h)
+    r = t(torch.rsqrt(ms + eps), ms)
+    return t((h * r * weight).to(x.dtype), h, weight)
+
+
 def eager_bytes(x, residual, keep, bias, weight):
-    """Bytes moved by eager_chain on these inputs (see _Traffic)."""
+    """Bytes moved by eager_chain on these inputs (see _Traffic); runs the chain."""
     t = _Traffic()
     eager_chain(x, residual, keep, bias, weight, traffic=t)
     return t.bytes

@@ -14,6 +14,7 @@ import numpy as np
 
 import tegula
 import tegula.language as tl
+from tegula.kernels import _host
 
 EPS = 1e-5
 
@@ -37,28 +38,32 @@ def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, x_row_s
     tl.store(rstd_ptr + row, rstd)
 
 
-def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float = EPS,
-               out: np.ndarray = None):
-    """Returns ``(y, mean, rstd)``; y has x's dtype, mean and rstd are float32 of length M."""
-    if x.ndim != 2 or x.strides[1] != x.itemsize:
+def layer_norm(x, weight, bias, eps: float = EPS, out=None, num_warps: int = None):
+    """Returns ``(y, mean, rstd)``; y has x's dtype, mean and rstd are float32 of length M.
+    NumPy arrays or torch tensors; the outputs come from x's library and device."""
+    x_strides = _host.strides(x) if x.ndim == 2 else None
+    if x.ndim != 2 or x_strides[1] != 1:
         raise ValueError(f"layer_norm takes a 2-D array with contiguous rows, got shape "
-                         f"{x.shape} strides {x.strides}")
+                         f"{tuple(x.shape)} strides {x_strides}")
     M, N = x.shape
-    if weight.shape != (N,) or bias.shape != (N,):
-        raise ValueError(f"weight and bias must have shape ({N},), got {weight.shape} and "
-                         f"{bias.shape}")
+    if tuple(weight.shape) != (N,) or tuple(bias.shape) != (N,):
+        raise ValueError(f"weight and bias must have shape ({N},), got {tuple(weight.shape)} and "
+                         f"{tuple(bias.shape)}")
     if out is None:
-        out = np.empty_like(x)
-    mean = np.empty(M, dtype=np.float32)
-    rstd = np.empty(M, dtype=np.float32)
-    layer_norm_kernel[(M,)](x, out, weight, bias, mean, rstd, N, x.strides[0] // x.itemsize,
-                            out.strides[0] // out.itemsize, eps,
-                            BLOCK_N=tegula.next_power_of_2(N))
+        out = _host.empty_like(x)
+    mean = _host.empty(M, np.float32, like=x)
+    rstd = _host.empty(M, np.float32, like=x)
+    layer_norm_kernel[(M,)](x, out, weight, bias, mean, rstd, N, x_strides[0],
+                            _host.strides(out)[0], eps,
+                            BLOCK_N=tegula.next_power_of_2(N), **_host.launch_options(num_warps))
     return out, mean, rstd
 
 
-def layer_norm_reference(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float = EPS):
-    """NumPy eager, op by op, in float32. Returns ``(y, mean, rstd)`` like the kernel."""
+def layer_norm_reference(x, weight, bias, eps: float = EPS):
+    """Eager, op by op, in float32, for NumPy arrays or torch tensors. Returns
+    ``(y, mean, rstd)`` like the kernel."""
+    if _host.is_torch(x):
+        return _layer_norm_reference_torch(x, weight, bias, eps)
     x32 = x.astype(np.float32, copy=False)
     mean = x32.mean(axis=1, keepdims=True)
     centred = x32 - mean
@@ -66,6 +71,15 @@ def layer_norm_reference(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, ep
     rstd = 1.0 / np.sqrt(var + np.float32(eps))
     y = centred * rstd * weight.astype(np.float32) + bias.astype(np.float32)
     return y.astype(x.dtype, copy=False), mean[:, 0], rstd[:, 0]
+
+
+def _layer_norm_reference_torch(x, weight, bias, eps):
+    import torch
+    x32 = x.float()
+    var, mean = torch.var_mean(x32, dim=1, unbiased=False, keepdim=True)
+    rstd = torch.rsqrt(var + eps)
+    y = (x32 - mean) * rstd * weight.float() + bias.float()
+    return y.to(x.dtype), mean[:, 0], rstd[:, 0]
 
 
 def make_inputs(M: int, N: int, dtype=np.float32, seed: int = 0):

@@ -17,6 +17,7 @@ import numpy as np
 
 import tegula
 import tegula.language as tl
+from tegula.kernels import _host
 
 DEFAULT_BLOCKS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}
 
@@ -64,15 +65,15 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=in_c)
 
 
-def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray = None, out_dtype=None,
-           **blocks) -> np.ndarray:
-    """``a @ b`` for 2-D arrays of one dtype (float32 or float16), accumulated in float32.
+def matmul(a, b, out=None, out_dtype=None, num_warps: int = None, **blocks):
+    """``a @ b`` for 2-D arrays of one dtype (float32, float16, bfloat16), accumulated in float32.
 
-    The result has ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of
-    ``DEFAULT_BLOCKS``.
+    NumPy arrays or torch tensors (CUDA tensors run on the GPU). The result has
+    ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of ``DEFAULT_BLOCKS``.
     """
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul takes [M, K] and [K, N] arrays, got {a.shape} and {b.shape}")
+        raise ValueError(f"matmul takes [M, K] and [K, N] arrays, got {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
     if a.dtype != b.dtype:
         raise ValueError(f"matmul takes arrays of one dtype, got {a.dtype} and {b.dtype}")
     unknown = set(blocks) - set(DEFAULT_BLOCKS)
@@ -83,24 +84,26 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray = None, out_dtype=None,
     M, K = a.shape
     N = b.shape[1]
     if out is None:
-        out = np.empty((M, N), dtype=out_dtype or a.dtype)
+        out = _host.empty((M, N), out_dtype or a.dtype, like=a)
     grid = (tegula.cdiv(M, meta["BLOCK_M"]) * tegula.cdiv(N, meta["BLOCK_N"]),)
     if M == 0 or N == 0:
         return out
     if K == 0:
         out[...] = 0
         return out
-    ia, ib, ic = a.itemsize, b.itemsize, out.itemsize
-    matmul_kernel[grid](a, b, out, M, N, K,
-                        a.strides[0] // ia, a.strides[1] // ia,
-                        b.strides[0] // ib, b.strides[1] // ib,
-                        out.strides[0] // ic, out.strides[1] // ic, **meta)
+    sa, sb, sc = _host.strides(a), _host.strides(b), _host.strides(out)
+    matmul_kernel[grid](a, b, out, M, N, K, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
+                        **meta, **_host.launch_options(num_warps))
     return out
 
 
-def matmul_reference(a: np.ndarray, b: np.ndarray, out_dtype=None) -> np.ndarray:
-    """NumPy's BLAS matmul in float32 (float16 inputs are widened first, as NumPy has no
+def matmul_reference(a, b, out_dtype=None):
+    """Eager: ``torch.matmul`` (cuBLAS on a GPU) for torch tensors; for NumPy arrays,
+    NumPy's BLAS matmul in float32 (float16 inputs are widened first, as NumPy has no
     fp16 GEMM with an fp32 accumulator)."""
+    if _host.is_torch(a):
+        c = a @ b
+        return c if out_dtype is None else c.to(out_dtype)
     c = a.astype(np.float32, copy=False) @ b.astype(np.float32, copy=False)
     return c.astype(out_dtype or a.dtype, copy=False)
 

@@ -13,6 +13,7 @@ import numpy as np
 
 import tegula
 import tegula.language as tl
+from tegula.kernels import _host
 
 
 @tegula.jit
@@ -28,21 +29,27 @@ def softmax_kernel(x_ptr, y_ptr, N, x_row_stride, y_row_stride, BLOCK_N: tl.cons
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row)
 
 
-def softmax(x: np.ndarray, out: np.ndarray = None) -> np.ndarray:
-    """Softmax over the last axis of a 2-D array (rows may be strided; columns contiguous)."""
-    if x.ndim != 2 or x.strides[1] != x.itemsize:
-        raise ValueError(f"softmax takes a 2-D array with contiguous rows, got shape {x.shape} "
-                         f"strides {x.strides}")
+def softmax(x, out=None, num_warps: int = None):
+    """Softmax over the last axis of a 2-D array (rows may be strided; columns contiguous).
+    NumPy arrays or torch tensors; the output comes from the same library and device."""
+    x_strides = _host.strides(x) if x.ndim == 2 else None
+    if x.ndim != 2 or x_strides[1] != 1:
+        raise ValueError(f"softmax takes a 2-D array with contiguous rows, got shape "
+                         f"{tuple(x.shape)} strides {x_strides}")
     M, N = x.shape
     if out is None:
-        out = np.empty_like(x)
-    softmax_kernel[(M,)](x, out, N, x.strides[0] // x.itemsize, out.strides[0] // out.itemsize,
-                         BLOCK_N=tegula.next_power_of_2(N))
+        out = _host.empty_like(x)
+    softmax_kernel[(M,)](x, out, N, x_strides[0], _host.strides(out)[0],
+                         BLOCK_N=tegula.next_power_of_2(N), **_host.launch_options(num_warps))
     return out
 
 
-def softmax_reference(x: np.ndarray) -> np.ndarray:
-    """NumPy eager, op by op, computed in float32 (the kernel's precision)."""
+def softmax_reference(x):
+    """Eager, computed in float32 (the kernel's precision): NumPy op by op for NumPy
+    arrays, ``torch.softmax`` for torch tensors."""
+    if _host.is_torch(x):
+        import torch
+        return torch.softmax(x, dim=1, dtype=torch.float32).to(x.dtype)
     x32 = x.astype(np.float32, copy=False)
     shifted = x32 - x32.max(axis=1, keepdims=True)
     numerator = np.exp(shifted)

@@ -10,6 +10,7 @@ import numpy as np
 
 import tegula
 import tegula.language as tl
+from tegula.kernels import _host
 
 BLOCK = 1024
 
@@ -24,20 +25,25 @@ def vector_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, x + y, mask=in_bounds)
 
 
-def vector_add(x: np.ndarray, y: np.ndarray, out: np.ndarray = None, block: int = BLOCK) -> np.ndarray:
-    """``x + y`` by the kernel; x, y (and out) are contiguous 1-D arrays of one dtype."""
-    if x.shape != y.shape or x.dtype != y.dtype or x.ndim != 1:
+def vector_add(x, y, out=None, block: int = BLOCK, num_warps: int = None):
+    """``x + y`` by the kernel; x, y (and out) are contiguous 1-D arrays of one dtype,
+    NumPy arrays or torch tensors (CUDA tensors run on the GPU)."""
+    if tuple(x.shape) != tuple(y.shape) or x.dtype != y.dtype or x.ndim != 1:
         raise ValueError(f"vector_add takes two 1-D arrays of one shape and dtype, got "
-                         f"{x.shape} {x.dtype} and {y.shape} {y.dtype}")
+                         f"{tuple(x.shape)} {x.dtype} and {tuple(y.shape)} {y.dtype}")
     if out is None:
-        out = np.empty_like(x)
-    n = x.size
-    vector_add_kernel[(tegula.cdiv(n, block),)](x, y, out, n, BLOCK=block)
+        out = _host.empty_like(x)
+    n = _host.numel(x)
+    vector_add_kernel[(tegula.cdiv(n, block),)](x, y, out, n, BLOCK=block,
+                                                **_host.launch_options(num_warps))
     return out
 
 
-def vector_add_reference(x: np.ndarray, y: np.ndarray, out: np.ndarray = None) -> np.ndarray:
-    """NumPy eager: one ufunc call."""
+def vector_add_reference(x, y, out=None):
+    """Eager: one ``np.add`` for NumPy arrays, one ``torch.add`` for torch tensors."""
+    if _host.is_torch(x):
+        import torch
+        return torch.add(x, y, out=out)
     return np.add(x, y, out=out)
 
 

@@ -231,6 +231,24 @@ const char* grid_axis(const ir::Op& op, const char* base) {
   return std::string(base) == "block" ? kBlock[axis] : kGrid[axis];
 }
 
+// Register bits along which the elements of `v` repeat (axis-info
+// constancy): a register with any of them set holds the same value as the
+// one with them cleared, so only those are computed (a mask `offs < n` with
+// n divisible by 16 takes one compare per group of 16, not 16).
+int repeating_register_bits(const CudaContext& ctx, ir::ValueId v, const Distribution& d) {
+  const ir::Type& t = ctx.fn.type(v);
+  const passes::AxisInfo& facts = ctx.axis_info.get(v);
+  int mask = 0;
+  for (size_t k = 0; k < d.register_bits.size(); ++k) {
+    CoordinateBit c = coordinate_bit(t.shape, d.register_bits[k]);
+    if (c.dim < 0 || static_cast<size_t>(c.dim) >= facts.constancy.size()) continue;
+    int64_t run = facts.constancy[static_cast<size_t>(c.dim)];
+    run &= -run;  // aligned runs of this power of two lie inside the runs
+    if ((int64_t{2} << c.bit) <= run) mask |= 1 << k;
+  }
+  return mask;
+}
+
 }  // namespace
 
 std::string elementwise_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
@@ -289,6 +307,7 @@ void emit_elementwise(CudaContext& ctx, ir::OpId id, const Layout* layout, const
     }
     default: break;
   }
+  int repeats = value.empty() ? repeating_register_bits(ctx, op.results[0], ctx.distribution(*layout, t.shape)) : 0;
   i = ctx.open_unrolled(registers);
   if (value.empty()) {
     std::vector<std::string> operands;
@@ -296,7 +315,14 @@ void emit_elementwise(CudaContext& ctx, ir::OpId id, const Layout* layout, const
       operands.push_back(ctx.fn.type(v).is_tile() ? ctx.tile(v, *layout) + "[" + i + "]" : ctx.name(v));
     value = elementwise_expr(ctx, op, operands);
   }
-  ctx.out.line(dest + "[" + i + "] = " + value + ";");
+  if (repeats != 0) {
+    std::string m = std::to_string(repeats);
+    ctx.out.line("if ((" + i + " & " + m + ") != 0) " + dest + "[" + i + "] = " + dest + "[" + i + " & ~" + m +
+                 "];  // equal elements (axis info)");
+    ctx.out.line("else " + dest + "[" + i + "] = " + value + ";");
+  } else {
+    ctx.out.line(dest + "[" + i + "] = " + value + ";");
+  }
   ctx.out.close();
 }
 

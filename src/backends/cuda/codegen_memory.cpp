@@ -105,27 +105,38 @@ void emit_tile_load(CudaContext& ctx, ir::OpId id) {
   }
   std::string i = ctx.open_unrolled(registers, a.vector);
   std::string vec = vec_type(t.scalar, a.vector);
-  auto vector_load = [&] {
-    std::string w = ctx.fresh("w");
-    ctx.out.line("const " + vec + " " + w + " = *reinterpret_cast<const " + vec + "*>(" + ptrs + "[" + i + "]);");
+  std::string w = ctx.fresh("w");
+  std::string load = "*reinterpret_cast<const " + vec + "*>(" + ptrs + "[" + i + "])";
+  auto unpack = [&] {
     std::string j = ctx.open_unrolled(a.vector);
     std::string value = w + ".v[" + j + "]";
     ctx.out.line(dest + "[" + i + " + " + j + "] = " + (t.scalar == ir::Scalar::I1 ? value + " != 0" : value) + ";");
     ctx.out.close();
   };
   if (!masked) {
-    vector_load();
+    ctx.out.line("const " + vec + " " + w + " = " + load + ";");
+    unpack();
+  } else if (a.uniform_mask) {
+    // The group starts as `other` and is overwritten by one predicated
+    // vector load: no branch.
+    ctx.out.line(vec + " " + w + ";");
+    std::string j = ctx.open_unrolled(a.vector);
+    std::string index = i + " + " + j;
+    ctx.out.line(w + ".v[" + j + "] = " + (other.empty() ? "0" : stored(t.scalar, other + "[" + index + "]")) + ";");
     ctx.out.close();
-    return;
+    ctx.out.line("if (" + mask + "[" + i + "]) " + w + " = " + load + ";");
+    unpack();
+  } else {
+    // Whole groups load as vectors, partial ones element by element.
+    ctx.out.open("if (" + group_mask(mask, i, a.vector, false) + ")");
+    ctx.out.line("const " + vec + " " + w + " = " + load + ";");
+    unpack();
+    ctx.out.close_open("else");
+    std::string j = ctx.open_unrolled(a.vector);
+    ctx.out.line(dest + "[" + i + " + " + j + "] = " + element_load(i + " + " + j) + ";");
+    ctx.out.close();
+    ctx.out.close();
   }
-  ctx.out.open("if (" + group_mask(mask, i, a.vector, a.uniform_mask) + ")");
-  vector_load();
-  ctx.out.close_open("else");
-  std::string j = ctx.open_unrolled(a.vector);
-  std::string index = i + " + " + j;
-  ctx.out.line(dest + "[" + index + "] = " + (a.uniform_mask ? fallback(index) : element_load(index)) + ";");
-  ctx.out.close();
-  ctx.out.close();
   ctx.out.close();
 }
 

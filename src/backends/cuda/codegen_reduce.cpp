@@ -8,8 +8,10 @@
 //     lower lane's value always the combiner's first argument, so both lanes
 //     of a pair compute the same bits even for a non-commutative combiner;
 //  3. warp bits mapping into it: every thread writes its partials to shared
-//     memory, a barrier, and every thread combines the warps' partials in
-//     warp order.
+//     memory, a barrier, then lanes that hold the same result read one warp's
+//     partial each and combine by butterfly (one shared read per thread), or,
+//     when the result's layout leaves no such lanes, every thread combines
+//     all the warps' partials in warp order.
 // Every thread then holds the results for the elements it held, in the
 // layout slice(operand layout, axis); a 1-d reduction gives a scalar that
 // every thread holds, bit for bit the same.
@@ -23,16 +25,7 @@ namespace tegula::backends::cuda {
 
 namespace {
 
-int coordinate_dim(int linear_bit, const std::vector<int64_t>& shape) {
-  int offset = 0;
-  for (size_t d = shape.size(); d-- > 0;) {
-    int bits = 0;
-    while ((int64_t{1} << bits) < shape[d]) ++bits;
-    if (linear_bit >= offset && linear_bit < offset + bits) return static_cast<int>(d);
-    offset += bits;
-  }
-  return -1;
-}
+int coordinate_dim(int linear_bit, const std::vector<int64_t>& shape) { return coordinate_bit(shape, linear_bit).dim; }
 
 // One application of the combiner: binds its 2N arguments to `lhs` and
 // `rhs`, emits its ops, and assigns the N yielded values to `dest`.
@@ -57,6 +50,25 @@ std::vector<std::string> indexed(const std::vector<std::string>& arrays, const s
   std::vector<std::string> out;
   for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
   return out;
+}
+
+// One butterfly step across lanes `lane` and `lane ^ mask` on element `i`
+// of the partial arrays: the lower lane's value is the first argument.
+void emit_shuffle_step(CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& partial,
+                       const std::string& i, int mask) {
+  std::string m = std::to_string(mask);
+  std::string upper = ctx.fresh("upper");
+  ctx.out.line("const bool " + upper + " = (lane & " + m + ") != 0;");
+  std::vector<std::string> lhs, rhs;
+  for (size_t j = 0; j < partial.size(); ++j) {
+    std::string o = ctx.fresh("other");
+    std::string mine = partial[j] + "[" + i + "]";
+    ctx.out.line(c_const(ctx.fn.type(op.operands[j]).element()) + " " + o + " = tg_shfl_xor(" + mine + ", " + m +
+                 ");");
+    lhs.push_back(upper + " ? " + o + " : " + mine);
+    rhs.push_back(upper + " ? " + mine + " : " + o);
+  }
+  emit_combine(ctx, op, lhs, rhs, indexed(partial, i));
 }
 
 }  // namespace
@@ -114,21 +126,8 @@ void emit_reduce(CudaContext& ctx, ir::OpId id) {
   for (size_t b = 0; b < d.lane_bits.size(); ++b) {
     if (d.lane_bits[b] < 0 || coordinate_dim(d.lane_bits[b], input.shape) != axis) continue;
     ctx.thread_ids();
-    std::string mask = std::to_string(1 << b);
     std::string i = ctx.open_unrolled(out_registers);
-    std::string upper = ctx.fresh("upper");
-    ctx.out.line("const bool " + upper + " = (lane & " + mask + ") != 0;");
-    std::vector<std::string> lhs, rhs, other;
-    for (size_t j = 0; j < n; ++j) {
-      std::string o = ctx.fresh("other");
-      other.push_back(o);
-      std::string mine = partial[j] + "[" + i + "]";
-      ctx.out.line(c_const(ctx.fn.type(op.operands[j]).element()) + " " + o + " = tg_shfl_xor(" + mine +
-                   ", " + mask + ");");
-      lhs.push_back(upper + " ? " + o + " : " + mine);
-      rhs.push_back(upper + " ? " + mine + " : " + o);
-    }
-    emit_combine(ctx, op, lhs, rhs, indexed(partial, i));
+    emit_shuffle_step(ctx, op, partial, i, 1 << b);
     ctx.out.close();
   }
 
@@ -175,16 +174,36 @@ void emit_reduce(CudaContext& ctx, ir::OpId id) {
                    "[" + i + "];");
     ctx.out.close();
     ctx.barrier();
+    // When the result leaves log2(warps) lane bits free (replicated), lane
+    // l picks up the partial of warp position l (those bits of l) and a
+    // butterfly over those lane bits combines them: one shared read per
+    // thread, and every thread ends with the same bits. Otherwise every
+    // thread reads all the partials, in warp order.
+    std::vector<int> free_lane_bits;
+    for (int b = 0; b < 5; ++b)
+      if (out_shape.empty() || rd.lane_bits[static_cast<size_t>(b)] < 0) free_lane_bits.push_back(b);
+    int needed = __builtin_ctz(static_cast<unsigned>(warps));
     i = ctx.open_unrolled(out_registers);
-    for (size_t j = 0; j < n; ++j)
-      ctx.out.line(partial[j] + "[" + i + "] = " + buffers[j] + "[" + slot(i) + " * " + std::to_string(warps) + "];");
-    std::string w = ctx.open_unrolled(warps, 1);
-    ctx.out.line("if (" + w + " == 0) continue;");
-    std::vector<std::string> from_warp;
-    for (size_t j = 0; j < n; ++j)
-      from_warp.push_back(buffers[j] + "[" + slot(i) + " * " + std::to_string(warps) + " + " + w + "]");
-    emit_combine(ctx, op, indexed(partial, i), from_warp, indexed(partial, i));
-    ctx.out.close();
+    if (static_cast<int>(free_lane_bits.size()) >= needed) {
+      std::vector<int> pick(5, -1);  // lane bit -> bit of the warp position it selects
+      for (int k = 0; k < needed; ++k) pick[static_cast<size_t>(free_lane_bits[static_cast<size_t>(k)])] = k;
+      std::string which = bits_expr("lane", pick, 5);
+      for (size_t j = 0; j < n; ++j)
+        ctx.out.line(partial[j] + "[" + i + "] = " + buffers[j] + "[" + slot(i) + " * " + std::to_string(warps) + " + " +
+                     which + "];");
+      for (int k = 0; k < needed; ++k)
+        emit_shuffle_step(ctx, op, partial, i, 1 << free_lane_bits[static_cast<size_t>(k)]);
+    } else {
+      for (size_t j = 0; j < n; ++j)
+        ctx.out.line(partial[j] + "[" + i + "] = " + buffers[j] + "[" + slot(i) + " * " + std::to_string(warps) + "];");
+      std::string w = ctx.open_unrolled(warps, 1);
+      ctx.out.line("if (" + w + " == 0) continue;");
+      std::vector<std::string> from_warp;
+      for (size_t j = 0; j < n; ++j)
+        from_warp.push_back(buffers[j] + "[" + slot(i) + " * " + std::to_string(warps) + " + " + w + "]");
+      emit_combine(ctx, op, indexed(partial, i), from_warp, indexed(partial, i));
+      ctx.out.close();
+    }
     ctx.out.close();
     ctx.shared_reads_done();
   }

@@ -26,11 +26,6 @@ using ir::OpKind;
 
 namespace {
 
-struct BitCoordinate {
-  int dim = -1;
-  int bit = 0;
-};
-
 std::vector<int> linear_offsets(const std::vector<int64_t>& shape) {
   std::vector<int> offsets(shape.size(), 0);
   int acc = 0;
@@ -43,17 +38,6 @@ std::vector<int> linear_offsets(const std::vector<int64_t>& shape) {
   return offsets;
 }
 
-BitCoordinate coordinate_of(int linear_bit, const std::vector<int64_t>& shape) {
-  std::vector<int> offsets = linear_offsets(shape);
-  for (size_t d = 0; d < shape.size(); ++d) {
-    int bits = 0;
-    while ((int64_t{1} << bits) < shape[d]) ++bits;
-    if (linear_bit >= offsets[d] && linear_bit < offsets[d] + bits)
-      return {static_cast<int>(d), linear_bit - offsets[d]};
-  }
-  return {};
-}
-
 // For each register bit of `to` (on `to_shape`): the register bit of `from`
 // (on `from_shape`) holding the same coordinate bit, where `to` dim d is
 // `from` dim dim_map[d] (-1: the operand has no such dim, or size 1).
@@ -61,11 +45,11 @@ std::vector<int> register_bit_map(const Distribution& to, const std::vector<int6
                                   const std::vector<int64_t>& from_shape, const std::vector<int>& dim_map) {
   std::vector<int> map;
   for (int bit : to.register_bits) {
-    BitCoordinate c = coordinate_of(bit, to_shape);
+    CoordinateBit c = coordinate_bit(to_shape, bit);
     int found = -1;
     int from_dim = dim_map[static_cast<size_t>(c.dim)];
     for (size_t k = 0; k < from.register_bits.size() && from_dim >= 0; ++k) {
-      BitCoordinate f = coordinate_of(from.register_bits[k], from_shape);
+      CoordinateBit f = coordinate_bit(from_shape, from.register_bits[k]);
       if (f.dim == from_dim && f.bit == c.bit) found = static_cast<int>(k);
     }
     map.push_back(found);

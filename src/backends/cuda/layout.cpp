@@ -153,6 +153,15 @@ int linear_offset_of(const std::vector<int64_t>& shape, int dim) {
 
 }  // namespace
 
+CoordinateBit coordinate_bit(const std::vector<int64_t>& shape, int linear_bit) {
+  for (int dim = 0; dim < static_cast<int>(shape.size()); ++dim) {
+    int base = linear_offset_of(shape, dim);
+    int bits = log2_exact(shape[static_cast<size_t>(dim)]);
+    if (linear_bit >= base && linear_bit < base + bits) return {dim, linear_bit - base};
+  }
+  return {};
+}
+
 int contiguous_registers(const Distribution& d, const std::vector<int64_t>& shape, int dim) {
   int base = linear_offset_of(shape, dim);
   int bits = log2_exact(shape[static_cast<size_t>(dim)]);

@@ -77,6 +77,14 @@ struct Distribution {
 
 Distribution distribute(const Layout& layout, const std::vector<int64_t>& shape);
 
+// Which value dim, and which bit of its coordinate, bit `linear_bit` of the
+// row-major linear index of a tile of `shape` is (dim -1 when out of range).
+struct CoordinateBit {
+  int dim = -1;
+  int bit = 0;
+};
+CoordinateBit coordinate_bit(const std::vector<int64_t>& shape, int linear_bit);
+
 // How many consecutive registers (from any multiple of the result) hold
 // consecutive elements along value dim `dim`: register bit k maps to
 // coordinate bit k of `dim` for every k below log2 of the result.
