@@ -198,7 +198,7 @@ def main(argv=None) -> int:
             raise ValueError
     except ValueError:
         p.error(f"--size must look like 4096x4096, got {size!r}")
-    reps = args.reps or (20 if on_gpu else 5)
+    reps = args.reps if args.reps is not None else (20 if on_gpu else 5)
     if reps < 1:
         p.error(f"--reps must be at least 1, got {reps}")
     if on_gpu:

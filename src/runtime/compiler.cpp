@@ -27,6 +27,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "runtime/cuda_api.h"
+#include "compiler_build_id.h"  // generated: TEGULA_COMPILER_BUILD_ID
 #include "runtime/cuda_compile.h"
 #include "runtime/cuda_launch.h"
 #include "runtime/disk_cache.h"
@@ -101,6 +102,7 @@ std::string compute_key(const frontend::KernelRequest& request, const CompileOpt
   KeyWriter w;
   w.field("format", std::string("tegula ") + TEGULA_VERSION + " " + kDriverVersion + " cache " +
                         std::to_string(kCacheFormatVersion));
+  w.field("compiler_build", TEGULA_COMPILER_BUILD_ID);
   w.field("backend", options.backend);
   w.field("debug", int64_t{effective_debug(request, options)});
   w.field("functions", static_cast<int64_t>(request.functions.size()));

@@ -121,3 +121,282 @@ def test_rows_beyond_llc_exceed_it():
     llc = 260 << 20
     rows = bench._rows_beyond(llc, lambda m: m * 4096 * 8, 1024)
     assert rows % 1024 == 0 and rows * 4096 * 8 >= 1.5 * llc > (rows - 1024) * 4096 * 8
+
+
+def test_only_launch_on_the_cpu_is_skipped_with_a_note():
+    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--cpu", "--quick", "--only", "launch"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "launch overhead is measured on the GPU only; skipped" in done.stderr
+
+
+def test_bad_num_warps_is_a_usage_error():
+    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--num-warps", "softmax=0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert ("--num-warps takes WORKLOAD=N with WORKLOAD one of vector_add, fused_chain, softmax, "
+            "layer_norm, matmul, launch, got 'softmax=0'") in done.stderr
+    assert _bench_gpu.parse_num_warps(["softmax=16", "launch=1"]) == {"softmax": 16, "launch": 1}
+
+
+def test_gpu_without_a_gpu_says_why():
+    usable, why = bench.gpu_usable()
+    if usable:
+        pytest.skip("this machine has a usable GPU")
+    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--gpu", "--quick"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"[bench] --gpu: no usable CUDA GPU: {why}" in done.stderr
+
+
+# --- the Triton twin ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", KERNEL_MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_twin_rewrites_only_the_tegula_imports(module):
+    source = pathlib.Path(module.__file__).read_text()
+    twin = _triton_twin.rewrite_imports(source)
+    before, after = source.splitlines(), twin.splitlines()
+    assert len(before) == len(after)  # line numbers in Triton's messages match the real file
+    changed = {(a, b) for a, b in zip(before, after) if a != b}
+    expected = {("import tegula", "import triton as tegula"),
+                ("import tegula.language as tl", "import triton.language as tl")}
+    if module is fused_chain:
+        expected.add(("from tegula.language.extra import libdevice",
+                      "from triton.language.extra import libdevice"))
+    assert changed == expected
+    assert "from tegula.kernels import _host" in after  # host helpers stay Tegula's
+
+
+def test_twin_rewriting_keeps_comments_and_line_endings():
+    source = "import tegula  # the compiler\r\nimport tegula.language as tl\r\nx = 'import tegula'\r\n"
+    assert _triton_twin.rewrite_imports(source) == (
+        "import triton as tegula  # the compiler\r\nimport triton.language as tl\r\nx = 'import tegula'\r\n")
+
+
+@pytest.mark.parametrize("line", ["from tegula import jit", "import tegula.language",
+                                  "from tegula.language import core", "import tegula.testing"])
+def test_twin_refuses_imports_it_cannot_rewrite(line):
+    with pytest.raises(ValueError) as info:
+        _triton_twin.rewrite_imports(f"import numpy as np\n{line}\n", "k.py")
+    assert str(info.value) == (
+        f"k.py:2: cannot make a Triton twin of this import: {line!r}; write 'import tegula', "
+        f"'import tegula.language as tl' or 'from tegula.language.extra import libdevice'")
+
+
+def test_twin_module_holds_triton_kernels_of_the_same_source():
+    triton = pytest.importorskip("triton")
+    for module in KERNEL_MODULES:
+        twin = _triton_twin.load(module)
+        assert _triton_twin.load(module) is twin  # made once
+        assert sys.modules[_triton_twin.twin_name(module)] is twin
+        kernels = [name for name, value in vars(module).items() if isinstance(value, type(vector_add.vector_add_kernel))]
+        assert kernels, module.__name__
+        for name in kernels:
+            assert isinstance(getattr(twin, name), triton.runtime.JITFunction), name
+            assert getattr(twin, name).src.strip() in getattr(module, name).src
+
+
+# Signatures of each reference kernel at the benchmark's GPU dtypes, for compiling without a GPU.
+TRITON_SIGNATURES = [
+    (vector_add, "vector_add_kernel", "*fp32 *fp32 *fp32 i32", {"BLOCK": 1024}),
+    (fused_chain, "fused_chain_kernel", "*bf16 *bf16 *i1 *fp32 *fp32 *bf16 i32 i32 fp32 fp32 fp32",
+     {"BLOCK_N": 4096}),
+    (softmax, "softmax_kernel", "*fp32 *fp32 i32 i32 i32", {"BLOCK_N": 8192}),
+    (layer_norm, "layer_norm_kernel", "*bf16 *bf16 *bf16 *bf16 *fp32 *fp32 i32 i32 i32 fp32", {"BLOCK_N": 8192}),
+    (matmul, "matmul_kernel", "*fp16 *fp16 *fp16" + " i32" * 9,
+     {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}),
+]
+
+
+@pytest.mark.parametrize("module,kernel,types,constexprs", TRITON_SIGNATURES, ids=lambda v: getattr(v, "__name__", ""))
+def test_every_reference_kernel_is_valid_triton(module, kernel, types, constexprs):
+    """Triton compiles each twin kernel to a Hopper cubin (no GPU needed: ptxas ships with Triton)."""
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    fn = getattr(_triton_twin.load(module), kernel)
+    runtime = [name for name in fn.arg_names if name not in constexprs]
+    signature = dict(zip(runtime, types.split()))
+    signature.update({name: "constexpr" for name in constexprs})
+    compiled = triton.compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32))
+    assert ".entry " + kernel in compiled.asm["ptx"]
+
+
+# --- the GPU report, from made-up measurements -----------------------------------------------
+
+
+def _made_up_report():
+    Outcome = _bench_gpu.Outcome
+    softmax_case = _bench_gpu.Case("softmax", "2x4", "float32", bytes=4_000_000, flops=10, num_warps=8,
+                                   variants={})
+    matmul_case = _bench_gpu.Case("matmul_bf16", "8x8x8", "bfloat16", bytes=100, flops=2_000_000_000,
+                                  num_warps=4, variants={}, reference="cublas", compute_bound=True)
+    rows = _bench_gpu.case_rows(softmax_case, [
+        Outcome("torch", [4.0, 3.0, 5.0], "reference"),
+        Outcome("tegula", [1.0, 1.0, 2.0], "ok"),
+        Outcome("triton", [1.25], "mismatch", "3 of 8 elements differ"),
+        Outcome("torch.compile", [], "error", "ImportError: no triton\nsecond line")], 5e9)
+    rows += _bench_gpu.case_rows(matmul_case, [Outcome("cublas", [1.0], "reference"),
+                                               Outcome("tegula", [4.0], "ok")], 5e9)
+    rows += _bench_gpu.launch_rows([Outcome("tegula", [0.008, 0.009], "ok"),
+                                    Outcome("triton", [0.012], "ok")], 10000, 4)
+    return {"schema": _bench_gpu.SCHEMA, "gpu": "NVIDIA H200", "driver": "570.1",
+            "versions": {"torch": "2.11", "triton": "3.6.0", "tegula": "0.1.0", "cuda": "13.0"},
+            "commit": "abc1234", "quick": False, "date": "2026-11-30T00:00:00+00:00",
+            "floors": {"copy": {"bytes_per_s": 5e9, "bytes_per_copy": 2 << 30}},
+            "rows": rows, "criteria": _bench_gpu.criteria(rows)}
+
+
+def test_gpu_rows_follow_the_issue_schema():
+    rows = _made_up_report()["rows"]
+    for row in rows:
+        assert {"workload", "variant", "ms", "rate", "unit", "floor_frac"} <= set(row)
+        assert row["variant"] in _bench_gpu.VARIANTS
+    by = {(r["workload"], r["variant"]): r for r in rows}
+    tegula = by["softmax", "tegula"]  # 4 MB in 1 ms (median) = 4 GB/s, 80% of a 5 GB/s copy
+    assert (tegula["ms"], tegula["unit"], tegula["num_warps"]) == (1.0, "GB/s", 8)
+    assert tegula["rate"] == pytest.approx(4.0) and tegula["floor_frac"] == pytest.approx(0.8)
+    assert by["softmax", "torch"]["num_warps"] is None
+    assert by["softmax", "triton"]["check"] == "mismatch"
+    failed = by["softmax", "torch.compile"]
+    assert (failed["ms"], failed["rate"], failed["floor_frac"], failed["check"]) == (None, None, None, "error")
+    # A matmul's floor is cuBLAS's rate in the same run.
+    assert by["matmul_bf16", "cublas"]["floor_frac"] == pytest.approx(1.0)
+    assert by["matmul_bf16", "tegula"]["rate"] == pytest.approx(0.5)  # TFLOP/s
+    assert by["matmul_bf16", "tegula"]["floor_frac"] == pytest.approx(0.25)
+    launch = by["launch", "tegula"]
+    assert (launch["unit"], launch["floor_frac"]) == ("us", None)
+    assert launch["rate"] == pytest.approx(8.5)
+
+
+def test_gpu_targets_are_decided_from_the_rows():
+    targets = {c["what"]: c for c in _made_up_report()["criteria"]}
+    share = targets["softmax: tegula's share of copy bandwidth"]
+    assert (share["pass"], share["target"]) == (False, ">= 0.9") and share["value"] == pytest.approx(0.8)
+    # Faster than Triton, but Triton's output is wrong: the comparison is not a pass.
+    versus = targets["softmax: tegula time / triton time"]
+    assert versus["value"] == pytest.approx(0.8) and versus["pass"] is False
+    launch = targets["launch: tegula host time per launch / triton's"]
+    assert launch["value"] == pytest.approx(0.0085 / 0.012) and launch["pass"] is True
+    assert targets["fused_chain: torch eager time / tegula time"] == {
+        "what": "fused_chain: torch eager time / tegula time", "value": None, "target": ">= 5", "pass": None}
+
+
+def test_gpu_markdown_table():
+    lines = _bench_gpu.format_markdown(_made_up_report()).splitlines()
+    assert lines[0] == "# Tegula GPU benchmarks: NVIDIA H200"
+    assert lines[2] == ("2026-11-30T00:00:00+00:00; driver 570.1, CUDA 13.0; torch 2.11, triton 3.6.0, "
+                        "tegula 0.1.0; commit abc1234")
+    assert lines[4].startswith("Copy bandwidth 5 GB/s (y.copy_(x), 1024 MiB, read + write, median).")
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines if line.startswith("| ")]
+    assert cells[0] == ["workload", "shape", "dtype", "variant", "ms", "rate", "of floor", "/ tegula", "check"]
+    assert cells[2] == ["softmax", "2x4", "float32", "torch", "4.0000", "1 GB/s", "20%", "4.00", "reference"]
+    assert cells[3] == ["softmax", "2x4", "float32", "tegula", "1.0000", "4 GB/s", "80%", "1.00", "ok"]
+    assert cells[4][-1] == "MISMATCH: 3 of 8 elements differ"
+    assert cells[5][4:] == ["-", "-", "-", "-", "error: ImportError: no triton"]
+    assert cells[7][3:6] == ["tegula", "4.0000", "0.50 TFLOP/s"]
+    assert cells[8][3:6] == ["tegula", "0.0085", "8.50 us"]
+    assert "- FAIL softmax: tegula's share of copy bandwidth: 0.800 (target >= 0.9)" in lines
+    assert "- n/a  fused_chain: tegula time / torch.compile time: not measured (target <= 1)" in lines
+
+
+def test_render_rewrites_the_markdown_of_a_saved_report(tmp_path):
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(_made_up_report()))
+    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--render", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (tmp_path / "bench.md").read_text() == _bench_gpu.format_markdown(_made_up_report())
+    assert _bench_gpu.markdown_path("out/r.json") == "out/r.md"
+    assert _bench_gpu.markdown_path("out/r") == "out/r.md"
+
+
+def test_exit_status_fails_on_wrong_results_and_tegula_errors_only():
+    rows = _made_up_report()["rows"]
+    assert _bench_gpu.exit_status(rows) == 1  # triton's mismatch
+    peers_failing = [r for r in rows if r["check"] != "mismatch"]
+    assert _bench_gpu.exit_status(peers_failing) == 0  # torch.compile's error is only reported
+    assert _bench_gpu.exit_status(peers_failing + [{"variant": "tegula", "check": "error"}]) == 1
+
+
+# --- host wrappers on torch tensors ---------------------------------------------------------------
+
+
+def test_host_helpers_on_numpy():
+    x = np.zeros((4, 6), np.float16)[:, :5]
+    assert _host.strides(x) == (6, 1) and _host.numel(x) == 20 and not _host.is_torch(x)
+    assert _host.empty(3, np.float32, like=x).dtype == np.float32
+    assert _host.launch_options(None) == {} and _host.launch_options(8) == {"num_warps": 8}
+
+
+@pytest.fixture(scope="module")
+def tensors(backend):
+    """torch tensors of the backend under test: CUDA on the GPU, else CPU tensors."""
+    torch = pytest.importorskip("torch")
+    device = "cuda" if backend.is_cuda else "cpu"
+    return torch, device
+
+
+def test_wrappers_take_torch_tensors_and_match_torch(tensors):
+    torch, device = tensors
+    g = torch.Generator(device=device).manual_seed(0)
+
+    def randn(*shape, dtype=torch.float32):
+        return torch.randn(*shape, device=device, generator=g).to(dtype)
+
+    x, y = randn(1000), randn(1000)
+    out = vector_add.vector_add(x, y, num_warps=4)
+    assert out.device == x.device and torch.equal(out, vector_add.vector_add_reference(x, y))
+
+    a = randn(33, 700)
+    torch.testing.assert_close(softmax.softmax(a, num_warps=8), softmax.softmax_reference(a),
+                               atol=1e-6, rtol=1e-5)
+
+    xb, w, b = randn(17, 300, dtype=torch.bfloat16), randn(300, dtype=torch.bfloat16), randn(300, dtype=torch.bfloat16)
+    y, mean, rstd = layer_norm.layer_norm(xb, w, b, num_warps=4)
+    assert (y.dtype, mean.dtype, mean.device) == (torch.bfloat16, torch.float32, xb.device)
+    torch.testing.assert_close(y, torch.nn.functional.layer_norm(xb, (300,), w, b, layer_norm.EPS),
+                               atol=1e-2, rtol=1.6e-2)
+    ref_y, ref_mean, ref_rstd = layer_norm.layer_norm_reference(xb, w, b)
+    torch.testing.assert_close(mean, ref_mean, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(rstd, ref_rstd, atol=1e-5, rtol=1e-4)
+
+    ma, mb = randn(70, 50, dtype=torch.float16), randn(50, 40, dtype=torch.float16)
+    torch.testing.assert_close(matmul.matmul(ma, mb, num_warps=4), (ma.float() @ mb.float()).half(),
+                               atol=0.05, rtol=4e-3)
+
+    cx, cr = randn(9, 1000, dtype=torch.bfloat16), randn(9, 1000, dtype=torch.bfloat16)
+    keep = torch.rand(9, 1000, device=device, generator=g) >= fused_chain.P_DROP
+    bias, weight = randn(1000), randn(1000)
+    fused = fused_chain.fused_chain(cx, cr, keep, bias, weight, num_warps=4)
+    eager = fused_chain.eager_chain(cx, cr, keep, bias, weight)
+    assert fused.dtype == eager.dtype == torch.bfloat16
+    torch.testing.assert_close(fused, eager, atol=1e-2, rtol=1.6e-2)
+
+
+# --- on a GPU ---------------------------------------------------------------------------------
+
+
+def test_quick_gpu_run_end_to_end(backend, tmp_path):
+    if not backend.is_cuda:
+        pytest.skip("needs --backend cuda")
+    path = tmp_path / "gpu.json"
+    # torch.compile is left out: compiling four functions takes minutes, not a test's seconds.
+    variants = [a for v in ("tegula", "triton", "torch", "cublas") for a in ("--variant", v)]
+    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--gpu", "--quick", "--json", str(path),
+                           *variants], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "GPU_CHECK_COMMIT": "test"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(path.read_text())
+    assert report["schema"] == _bench_gpu.SCHEMA and report["commit"] == "test"
+    assert {"gpu", "driver", "versions", "rows", "floors", "criteria"} <= set(report)
+    assert (tmp_path / "gpu.md").read_text() == _bench_gpu.format_markdown(report)
+    rows = {(r["workload"], r["variant"]): r for r in report["rows"]}
+    for workload in ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul_fp16", "matmul_bf16"):
+        mine = rows[workload, "tegula"]
+        assert mine["check"] == "ok" and mine["ms"] > 0 and mine["floor_frac"] > 0, mine
+        if report["versions"]["triton"]:
+            assert rows[workload, "triton"]["check"] == "ok", rows[workload, "triton"]
+    assert rows["launch", "tegula"]["unit"] == "us" and rows["launch", "tegula"]["rate"] > 0
