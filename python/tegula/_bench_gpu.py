@@ -41,7 +41,8 @@ from .kernels import fused_chain, layer_norm, matmul, softmax, vector_add
 from .testing import L2_FLUSH_BYTES, CudaTimer
 
 SCHEMA = "tegula-bench-gpu/1"
-WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul", "launch")
+# In the order they run: the targets first, the matmul extra last.
+WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "matmul")
 VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block or a 64x64
@@ -458,7 +459,8 @@ def format_markdown(report: dict) -> str:
     out = [f"# Tegula GPU benchmarks: {report['gpu']}", "",
            f"{report['date']}; driver {report['driver'] or 'unknown'}, CUDA {versions.get('cuda')}; "
            f"torch {versions.get('torch')}, triton {versions.get('triton') or 'not installed'}, "
-           f"tegula {versions.get('tegula')}; commit {report['commit']}" + (" (quick run)" if report["quick"] else ""),
+           f"tegula {versions.get('tegula')}; commit {report['commit']}" + (" (quick run)" if report["quick"] else "")
+           + (" (PARTIAL: the run stopped before its end)" if report.get("partial") else ""),
            "",
            f"Copy bandwidth {_cell(copy.get('bytes_per_s') and copy['bytes_per_s'] / 1e9, '.0f')} GB/s "
            f"(y.copy_(x), {copy.get('bytes_per_copy', 0) // 2 >> 20} MiB, read + write, median). "
@@ -540,7 +542,11 @@ def describe_device(torch) -> dict:
 # --- the run -----------------------------------------------------------------------------
 
 
-def run(names, variants, quick: bool, budget_s: float, num_warps: dict) -> dict:
+def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
+        on_progress: Optional[Callable[[dict], None]] = None) -> dict:
+    """Measures the workloads in `names` (in that order) with the selected variants.
+    After each workload, `on_progress` gets the report so far (``"partial": true``),
+    so that a run stopped by a time limit still leaves what it measured."""
     import torch
 
     device = describe_device(torch)
@@ -551,55 +557,63 @@ def run(names, variants, quick: bool, budget_s: float, num_warps: dict) -> dict:
     log(f"{device['name']} ({device['arch']}, {device['multiprocessors']} SMs), driver {report['driver']}; "
         f"torch {report['versions']['torch']}, triton {report['versions']['triton']}")
     min_reps, max_reps = (3, 10) if quick else (10, 100)
+    launches = 1000 if quick else LAUNCHES
+    report["method"] = {"timing": "CUDA events on torch's current stream", "l2_flush_bytes": L2_FLUSH_BYTES,
+                        "statistic": "median", "interleaved": True, "min_reps": min_reps, "max_reps": max_reps,
+                        "budget_s_per_case": budget_s, "num_warps": num_warps,
+                        "launch": f"wall time of {launches} launches, median of rounds"}
     timer = CudaTimer(device=DEVICE)
     copy_bytes, copy_reps = ((64 << 20), 5) if quick else (COPY_BYTES, 25)
     copy_runs = [measure_copy(torch, timer, copy_bytes, copy_reps, "before")]
     log(f"copy bandwidth: {copy_runs[0]['bytes_per_s'] / 1e9:.0f} GB/s")
 
-    measured = []  # (case, outcomes); a case's inputs are dropped once it is measured
+    measured = []  # (Case or workload name, outcomes or rows); inputs are dropped once measured
     for name in names:
         if name == "launch":
-            continue
-        try:
-            warps = num_warps[name]
-            cases = matmul_cases(torch, quick, warps) if name == "matmul" else \
-                [BUILDERS[name](torch, quick, warps)]
-        except Exception as e:  # noqa: BLE001
-            log(f"{name}: could not make the inputs: {_describe_error(e)}")
-            measured.append((name, error_rows(name, variants, _describe_error(e))))
-            continue
-        for case in cases:
-            outcomes = measure_case(torch, timer, case, variants, budget_s, min_reps, max_reps)
-            case.variants = {}
-            measured.append((case, outcomes))
-        del cases
-        torch.cuda.empty_cache()
-    launches = 1000 if quick else LAUNCHES
-    launch = None
-    if "launch" in names:
-        launch = measure_launch(torch, variants, launches, 2 if quick else 5, num_warps["launch"])
+            measured.append(("launch", measure_launch(torch, variants, launches, 2 if quick else 5,
+                                                      num_warps["launch"])))
+        else:
+            try:
+                warps = num_warps[name]
+                cases = matmul_cases(torch, quick, warps) if name == "matmul" else \
+                    [BUILDERS[name](torch, quick, warps)]
+            except Exception as e:  # noqa: BLE001
+                log(f"{name}: could not make the inputs: {_describe_error(e)}")
+                cases = []
+                measured.append((name, error_rows(name, variants, _describe_error(e))))
+            for case in cases:
+                outcomes = measure_case(torch, timer, case, variants, budget_s, min_reps, max_reps)
+                case.variants = {}
+                measured.append((case, outcomes))
+            del cases
+            torch.cuda.empty_cache()
+        if on_progress is not None:
+            on_progress(_assemble(report, measured, copy_runs, launches, num_warps["launch"], final=False))
     copy_runs.append(measure_copy(torch, timer, copy_bytes, copy_reps, "after"))
-    # The faster of the two: noise only slows a copy down, and the floor should
-    # be what this GPU can do.
+    return _assemble(report, measured, copy_runs, launches, num_warps["launch"], final=True)
+
+
+def _assemble(report: dict, measured: list, copy_runs: list, launches: int, launch_warps: int,
+              final: bool) -> dict:
+    """Fills the report's floors, rows and targets from what has been measured."""
+    # The faster copy: noise only slows a copy down, and the floor should be
+    # what this GPU can do.
     best = max(copy_runs, key=lambda r: r["bytes_per_s"])
     report["floors"] = {"copy": {"bytes_per_s": best["bytes_per_s"], "bytes_per_copy": best["bytes_per_copy"],
                                  "runs": copy_runs}, "cublas_flops_per_s": {}}
     rows = []
     for case, outcomes in measured:
-        if isinstance(case, str):
-            rows += outcomes
-            continue
-        rows += case_rows(case, outcomes, best["bytes_per_s"])
-        if case.compute_bound:
-            cublas = next((o for o in outcomes if o.variant == "cublas" and o.median_ms), None)
-            report["floors"]["cublas_flops_per_s"][case.workload] = \
-                case.flops / (cublas.median_ms / 1e3) if cublas else None
-    if launch is not None:
-        rows += launch_rows(launch, launches, num_warps["launch"])
-    report["method"] = {"timing": "CUDA events on torch's current stream", "l2_flush_bytes": L2_FLUSH_BYTES,
-                        "statistic": "median", "interleaved": True, "min_reps": min_reps, "max_reps": max_reps,
-                        "budget_s_per_case": budget_s, "num_warps": num_warps,
-                        "launch": f"wall time of {launches} launches, median of rounds"}
+        if case == "launch":
+            rows += launch_rows(outcomes, launches, launch_warps)
+        elif isinstance(case, str):
+            rows += outcomes  # error rows of a workload without inputs
+        else:
+            rows += case_rows(case, outcomes, best["bytes_per_s"])
+            if case.compute_bound:
+                cublas = next((o for o in outcomes if o.variant == "cublas" and o.median_ms), None)
+                report["floors"]["cublas_flops_per_s"][case.workload] = \
+                    case.flops / (cublas.median_ms / 1e3) if cublas else None
+    report["partial"] = not final
     report["rows"] = rows
     report["criteria"] = criteria(rows)
     return report
@@ -623,14 +637,15 @@ def markdown_path(json_path: str) -> str:
     return str(path.with_suffix(".md") if path.suffix == ".json" else path.with_name(path.name + ".md"))
 
 
-def write_report(report: dict, json_path: Optional[str], write_md: bool) -> None:
+def write_report(report: dict, json_path: Optional[str], write_md: bool, quiet: bool = False) -> None:
     if not json_path:
         return
     Path(json_path).parent.mkdir(parents=True, exist_ok=True)
     with open(json_path, "w") as f:
         json.dump(report, f, indent=2)
         f.write("\n")
-    log(f"wrote {json_path}")
+    if not quiet:
+        log(f"wrote {json_path}")
     if write_md:
         with open(markdown_path(json_path), "w") as f:
             f.write(format_markdown(report))
@@ -664,7 +679,10 @@ def main(args) -> int:
     variants = tuple(args.variant) if args.variant else VARIANTS
     num_warps = {**NUM_WARPS, **parse_num_warps(args.num_warps)}
     budget = args.budget if args.budget is not None else (0.1 if args.quick else 1.5)
-    report = run(names, variants, args.quick, budget, num_warps)
+    progress = None
+    if args.json:
+        progress = functools.partial(write_report, json_path=args.json, write_md=False, quiet=True)
+    report = run(names, variants, args.quick, budget, num_warps, progress)
     print(format_markdown(report), end="")
     write_report(report, args.json, not args.no_md)
     return exit_status(report["rows"])
