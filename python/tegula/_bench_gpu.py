@@ -300,7 +300,6 @@ def measure_copy(torch, timer: CudaTimer, nbytes: int, reps: int, when: str) -> 
     dst = torch.empty_like(src)
     dst.copy_(src)
     samples = timer.interleaved([lambda: dst.copy_(src)], reps)[0]
-    del src, dst
     median = statistics.median(samples)
     return {"when": when, "bytes_per_copy": 2 * nbytes, "reps": reps, "median_ms": median,
             "min_ms": min(samples), "bytes_per_s": 2 * nbytes / (median / 1e3),
@@ -459,7 +458,8 @@ def format_markdown(report: dict) -> str:
     out = [f"# Tegula GPU benchmarks: {report['gpu']}", "",
            f"{report['date']}; driver {report['driver'] or 'unknown'}, CUDA {versions.get('cuda')}; "
            f"torch {versions.get('torch')}, triton {versions.get('triton') or 'not installed'}, "
-           f"tegula {versions.get('tegula')}; commit {report['commit']}" + (" (quick run)" if report["quick"] else "")
+           f"tegula {versions.get('tegula')}; commit {report['commit']}"
+           + (" (quick run)" if report["quick"] else "")
            + (" (PARTIAL: the run stopped before its end)" if report.get("partial") else ""),
            "",
            f"Copy bandwidth {_cell(copy.get('bytes_per_s') and copy['bytes_per_s'] / 1e9, '.0f')} GB/s "
@@ -654,11 +654,15 @@ def write_report(report: dict, json_path: Optional[str], write_md: bool, quiet: 
 
 def render(json_path: str) -> int:
     """Prints the markdown of a saved GPU report and writes it beside the JSON."""
-    with open(json_path) as f:
-        report = json.load(f)
-    if report.get("schema") != SCHEMA:
-        print(f"{json_path} is not a GPU report (schema {report.get('schema')!r}, expected {SCHEMA!r})",
-              file=sys.stderr)
+    try:
+        with open(json_path) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"cannot read {json_path}: {e}", file=sys.stderr)
+        return 2
+    if not isinstance(report, dict) or report.get("schema") != SCHEMA:
+        schema = report.get("schema") if isinstance(report, dict) else None
+        print(f"{json_path} is not a GPU report (schema {schema!r}, expected {SCHEMA!r})", file=sys.stderr)
         return 2
     text = format_markdown(report)
     print(text, end="")

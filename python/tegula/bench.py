@@ -723,6 +723,7 @@ def main(argv=None) -> int:
         if usable:
             from . import _bench_gpu
             return _bench_gpu.main(args)
+        log(f"running on the CPU: no usable CUDA GPU ({why})")
     budget = args.budget if args.budget is not None else (0.2 if args.quick else 4.0)
     names = tuple(n for n in (args.only or WORKLOADS) if n in WORKLOADS)
     if args.only and "launch" in args.only:

@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+import tegula
 from tegula import _bench_gpu, _triton_twin, bench
 from tegula.kernels import _host, fused_chain, layer_norm, matmul, softmax, vector_add
 
@@ -190,7 +191,7 @@ def test_twin_module_holds_triton_kernels_of_the_same_source():
         twin = _triton_twin.load(module)
         assert _triton_twin.load(module) is twin  # made once
         assert sys.modules[_triton_twin.twin_name(module)] is twin
-        kernels = [name for name, value in vars(module).items() if isinstance(value, type(vector_add.vector_add_kernel))]
+        kernels = [name for name, value in vars(module).items() if isinstance(value, tegula.JITFunction)]
         assert kernels, module.__name__
         for name in kernels:
             assert isinstance(getattr(twin, name), triton.runtime.JITFunction), name
@@ -209,7 +210,8 @@ TRITON_SIGNATURES = [
 ]
 
 
-@pytest.mark.parametrize("module,kernel,types,constexprs", TRITON_SIGNATURES, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("module,kernel,types,constexprs", TRITON_SIGNATURES,
+                         ids=[kernel for _, kernel, _, _ in TRITON_SIGNATURES])
 def test_every_reference_kernel_is_valid_triton(module, kernel, types, constexprs):
     """Triton compiles each twin kernel to a Hopper cubin (no GPU needed: ptxas ships with Triton)."""
     triton = pytest.importorskip("triton")
@@ -354,7 +356,8 @@ def test_wrappers_take_torch_tensors_and_match_torch(tensors):
     torch.testing.assert_close(softmax.softmax(a, num_warps=8), softmax.softmax_reference(a),
                                atol=1e-6, rtol=1e-5)
 
-    xb, w, b = randn(17, 300, dtype=torch.bfloat16), randn(300, dtype=torch.bfloat16), randn(300, dtype=torch.bfloat16)
+    bf16 = torch.bfloat16
+    xb, w, b = randn(17, 300, dtype=bf16), randn(300, dtype=bf16), randn(300, dtype=bf16)
     y, mean, rstd = layer_norm.layer_norm(xb, w, b, num_warps=4)
     assert (y.dtype, mean.dtype, mean.device) == (torch.bfloat16, torch.float32, xb.device)
     torch.testing.assert_close(y, torch.nn.functional.layer_norm(xb, (300,), w, b, layer_norm.EPS),
@@ -400,3 +403,35 @@ def test_quick_gpu_run_end_to_end(backend, tmp_path):
         if report["versions"]["triton"]:
             assert rows[workload, "triton"]["check"] == "ok", rows[workload, "triton"]
     assert rows["launch", "tegula"]["unit"] == "us" and rows["launch", "tegula"]["rate"] > 0
+
+
+def test_do_bench_rejects_an_unknown_device():
+    import tegula.testing
+
+    with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or None, got 'tpu'"):
+        tegula.testing.do_bench(lambda: None, device="tpu")
+
+
+def test_do_bench_on_the_gpu_uses_cuda_events(backend):
+    if not backend.is_cuda:
+        pytest.skip("needs --backend cuda")
+    import torch
+
+    import tegula.testing
+
+    x = torch.ones(1 << 24, device="cuda")
+    samples = tegula.testing.do_bench(lambda: x.mul_(1.0), warmup=5, rep=20, return_mode="all")
+    assert samples and all(0 < ms < 1000 for ms in samples)
+    timer = tegula.testing.CudaTimer()
+    fast, slow = timer.interleaved([lambda: x[:1024].add_(1), lambda: x.add_(1).add_(1)], 5)
+    assert len(fast) == len(slow) == 5 and sorted(fast)[2] < sorted(slow)[2]
+
+
+def test_render_refuses_what_is_not_a_gpu_report(tmp_path):
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps({"schema": "tegula-bench/1"}))
+    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--render", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == f"{path} is not a GPU report (schema 'tegula-bench/1', expected 'tegula-bench-gpu/1')\n"
+    assert not (tmp_path / "cpu.md").exists()
