@@ -151,7 +151,9 @@ fi
 
 # --- 2. pytest on the GPU ---------------------------------------------------------------------
 if ((BUILT)); then
-  PYTEST_ARGS=(-q -rfE --durations=15 -p no:cacheprovider --backend cuda)
+  # The benchmark and the demo run as steps of their own below.
+  PYTEST_ARGS=(-q -rfE --durations=15 -p no:cacheprovider --backend cuda
+               --ignore=tests/python/test_bench.py --ignore=tests/python/test_demo.py)
   "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n 4)
   "$PY" -c "import pytest_timeout" 2>/dev/null && PYTEST_ARGS+=(--timeout 240)
   step pytest "$OUT/pytest.txt" "$(allowance 300 170)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python
