@@ -35,8 +35,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     programs_per_group = GROUP_M * tiles_n
     group = pid // programs_per_group
     group_first_m = group * GROUP_M
-    # tl.minimum, not min(): Tegula's min() takes constants only (Triton's takes scalars too).
-    group_rows = tl.minimum(tiles_m - group_first_m, GROUP_M)
+    group_rows = min(tiles_m - group_first_m, GROUP_M)
     within = pid % programs_per_group
     tile_m = group_first_m + within % group_rows
     tile_n = within // group_rows
