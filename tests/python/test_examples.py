@@ -151,3 +151,14 @@ def test_softmax_script_runs_and_says_ok():
         "softmax 2x1000 float32  matches NumPy (rows sum to 1)",
         "OK",
     ]
+
+
+def test_matmul_512_cubed_matches_numpy_to_1e4():
+    # The acceptance case: 512x512x512 float32 against a float64 reference.
+    from tegula.kernels.matmul import matmul
+    rng = np.random.default_rng(512)
+    a = rng.standard_normal((512, 512), dtype=np.float32)
+    b = rng.standard_normal((512, 512), dtype=np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    rel = np.max(np.abs(matmul(a, b) - ref)) / np.max(np.abs(ref))
+    assert rel < 1e-4, rel
