@@ -200,7 +200,10 @@ elif ! grep -q -- "--gpu" <<<"$BENCH_HELP"; then
 else
   # --no-md: the markdown table is already in bench.txt and $OUT holds at most 8 files;
   # `python -m tegula.bench --render bench.json` writes bench.md from the JSON later.
-  step bench "$OUT/bench.txt" "$(allowance 300 90)" "$PY" -m tegula.bench --gpu --no-md --json "$OUT/bench.json"
+  # GPU_CHECK_BENCH_ARGS: extra options for the benchmark (e.g. "--num-warps fused_chain=8").
+  # shellcheck disable=SC2086
+  step bench "$OUT/bench.txt" "$(allowance 300 90)" "$PY" -m tegula.bench --gpu --no-md --json "$OUT/bench.json" \
+    ${GPU_CHECK_BENCH_ARGS:-}
 fi
 
 # --- 4b. host cost of one launch, against Triton ------------------------------------------------

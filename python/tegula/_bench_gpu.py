@@ -47,7 +47,7 @@ VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block or a 64x64
 # matmul tile 4.
-NUM_WARPS = {"vector_add": 4, "fused_chain": 8, "softmax": 8, "layer_norm": 8, "matmul": 4, "launch": 4}
+NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 4, "launch": 4}
 COPY_BYTES = 1 << 30
 # Where the inputs live. Only a dry run of this module's logic on a machine
 # without a GPU (torch's CUDA calls stubbed) sets it to "cpu".

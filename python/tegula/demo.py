@@ -28,7 +28,7 @@ import tegula
 from tegula.kernels import fused_chain as chain
 
 # Warps per program of the fused kernel on the GPU (the benchmark uses the same).
-GPU_NUM_WARPS = 8
+GPU_NUM_WARPS = 4
 
 
 def _progress(enabled: bool, text: str) -> None:

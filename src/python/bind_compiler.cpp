@@ -122,19 +122,20 @@ void bind_request_and_options(nb::module_& m) {
       .def(
           "__init__",
           [](runtime::CompileOptions* self, std::string backend, bool debug, bool keep_stages,
-             std::string cache_dir, int num_warps, int device, int cuda_arch) {
+             std::string cache_dir, int num_warps, int device, int cuda_arch, bool fp_fusion) {
             new (self) runtime::CompileOptions{std::move(backend), debug, keep_stages, std::move(cache_dir),
-                                               num_warps, device, cuda_arch};
+                                               num_warps, device, cuda_arch, fp_fusion};
           },
           "backend"_a = "cpu", "debug"_a = false, "keep_stages"_a = false, "cache_dir"_a = "",
-          "num_warps"_a = 4, "device"_a = 0, "cuda_arch"_a = 0)
+          "num_warps"_a = 4, "device"_a = 0, "cuda_arch"_a = 0, "fp_fusion"_a = true)
       .def_rw("backend", &runtime::CompileOptions::backend)
       .def_rw("debug", &runtime::CompileOptions::debug)
       .def_rw("keep_stages", &runtime::CompileOptions::keep_stages)
       .def_rw("cache_dir", &runtime::CompileOptions::cache_dir)
       .def_rw("num_warps", &runtime::CompileOptions::num_warps)
       .def_rw("device", &runtime::CompileOptions::device)
-      .def_rw("cuda_arch", &runtime::CompileOptions::cuda_arch);
+      .def_rw("cuda_arch", &runtime::CompileOptions::cuda_arch)
+      .def_rw("fp_fusion", &runtime::CompileOptions::fp_fusion);
 }
 
 // (name, is_constexpr, has_default) per parameter, as written.

@@ -130,6 +130,7 @@ std::string compute_key(const frontend::KernelRequest& request, const CompileOpt
     w.field("arch", int64_t{target->arch});
     w.field("nvrtc", target->nvrtc_version);
     w.field("num_warps", int64_t{options.num_warps});
+    w.field("fp_fusion", int64_t{options.fp_fusion});
     return w.finish();
   }
   const backends::cpu::Toolchain& toolchain = backends::cpu::toolchain();
@@ -244,7 +245,7 @@ Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir, 
     attempt.stages.source = backends::cpu::emit_cpp(fn, {debug});
     return Lowered{fn.name, fn.params};
   }
-  backends::cuda::CudaKernel kernel = emit_cuda_source(fn, {options.num_warps, target->arch, debug});
+  backends::cuda::CudaKernel kernel = emit_cuda_source(fn, {options.num_warps, target->arch, debug, options.fp_fusion});
   attempt.stages.source = std::move(kernel.source);
   attempt.stages.layouts = std::move(kernel.layouts);
   return Lowered{fn.name, fn.params, kernel.num_threads, kernel.shared_bytes};
@@ -289,7 +290,7 @@ Stages stages_of_entry(const frontend::KernelRequest& request, const CompileOpti
   if (target) {
     cuda::Image image = translate_errors(attempt, [&] {
       return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, *target,
-                                    effective_debug(request, options), /*keep_details=*/true);
+                                    effective_debug(request, options), /*keep_details=*/true, options.fp_fusion);
     });
     attempt.stages.ptx = std::move(image.ptx);
     attempt.stages.compile_log = std::move(image.log);
@@ -328,7 +329,8 @@ std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest
   TEGULA_ASSERT(lowered.num_threads > 0, "the CUDA code generator chose no block size");
   // NVRTC reports rejected source as InternalError (generated code should always compile).
   cuda::Image image = translate_errors(attempt, [&] {
-    return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, target, debug, want_stages);
+    return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, target, debug, want_stages,
+                                  options.fp_fusion);
   });
   stats().builds++;
   attempt.stages.ptx = std::move(image.ptx);

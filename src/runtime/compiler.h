@@ -47,6 +47,8 @@ struct CompileOptions {
   int device = 0;     // the device whose architecture the kernel is built for
   int cuda_arch = 0;  // compute capability * 10 to build for instead of the device's
                       // (compiles and inspects without a GPU; launching needs a device of that arch)
+  bool fp_fusion = true;  // contract f32/f64 a*b+c into FMAs (enable_fp_fusion); part of the key.
+                          // The CPU backend never contracts, whatever this says.
 };
 
 // A launch argument value, already converted by the caller to the parameter's

@@ -101,10 +101,11 @@ Target resolve_target(int device, int arch) {
 }
 
 Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
-                       bool keep_details) {
+                       bool keep_details, bool fp_fusion) {
   const NvrtcApi& api = nvrtc();
   Program program(api, source, name);
-  std::vector<std::string> options = {"--gpu-architecture=" + target.gpu_architecture, "-std=c++17"};
+  std::vector<std::string> options = {"--gpu-architecture=" + target.gpu_architecture, "-std=c++17",
+                                      fp_fusion ? "--fmad=true" : "--fmad=false"};
   if (keep_details) options.push_back("--ptxas-options=-v");
   if (debug) options.push_back("--generate-line-info");
   std::vector<const char*> argv;

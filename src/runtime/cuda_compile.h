@@ -8,8 +8,11 @@
 //   -std=c++17                   what the generated code is written against
 //   no -O3                       NVRTC optimizes by default and rejects -O3
 //   no --use_fast_math           IEEE division, square root and denormals, like
-//                                the CPU backend; FMA contraction stays on (the
-//                                NVRTC default, as in Triton)
+//                                the CPU backend
+//   --fmad=true / --fmad=false   FMA contraction on or off, as asked
+//                                (enable_fp_fusion; on by default, as in Triton).
+//                                Spelled out so the choice never rests on
+//                                NVRTC's default
 //   --ptxas-options=-v           only when stages are kept: registers, spills
 //                                and shared memory per kernel, for inspect()
 //   --generate-line-info         debug builds, so sanitizers can name source lines
@@ -55,6 +58,6 @@ struct Image {
 // NVRTC's log when the source does not compile (generated code always
 // should), DriverError when NVRTC itself fails.
 Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
-                       bool keep_details);
+                       bool keep_details, bool fp_fusion = true);
 
 }  // namespace tegula::runtime::cuda

@@ -30,6 +30,10 @@ struct CodegenOptions {
   int num_warps = 4;
   int arch = 90;       // compute capability * 10 (80, 86, 89, 90)
   bool debug = false;  // keep asserts (bounds checks later)
+  // Lets NVRTC contract an f32/f64 product feeding an add or subtract into
+  // one FMA (Triton's enable_fp_fusion, on by default there too). Off: every
+  // product is rounded on its own, bit-identical to the CPU backend.
+  bool fp_fusion = true;
 };
 
 struct CudaKernel {

@@ -26,8 +26,9 @@ struct ArithmeticForm {
   const char* on_bool;   // i1, read as integers modulo 2 (the CPU backend's rules)
 };
 
-// Products, quotients and square roots use the _rn intrinsics: no compiler
-// flag may fuse them into an FMA or replace them by approximations.
+// Quotients and square roots use the _rn intrinsics: no compiler flag may
+// replace them by approximations. Products use them too unless fp_fusion is
+// on (see contractible_product).
 constexpr ArithmeticForm kArithmetic[] = {
     {OpKind::Add, "$0 + $1", "tg_add($0, $1)", "$0 != $1"},
     {OpKind::Sub, "$0 - $1", "tg_sub($0, $1)", "$0 != $1"},
@@ -99,6 +100,19 @@ bool propagates_nan(const ir::Op& op) {
   return false;
 }
 
+// With fp_fusion an f32/f64 product is a plain `*`, which NVRTC (--fmad=true)
+// may fuse with the add or subtract it feeds. Adds and subtracts are plain in
+// both modes: without fusion nothing they could fuse with is a plain `*`.
+// f16/bf16 products keep the intrinsic: they are rounded to 16 bits after the
+// op, and a contraction across that rounding would change the result.
+bool contractible_product(const CudaContext& ctx, const ir::Op& op, Scalar result) {
+  if (!ctx.options.fp_fusion || op.kind != OpKind::Mul) return false;
+  if (result != Scalar::F32 && result != Scalar::F64) return false;
+  for (ir::ValueId v : op.operands)
+    if (ctx.fn.type(v).scalar != result) return false;
+  return true;
+}
+
 std::string arithmetic_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
   const ArithmeticForm* form = find_arithmetic(op.kind);
   TEGULA_ASSERT(form != nullptr, std::string("no CUDA form for ") + ir::name(op.kind));
@@ -109,6 +123,7 @@ std::string arithmetic_expr(const CudaContext& ctx, const ir::Op& op, const std:
                          " is not supported by the CUDA backend yet");
   if (ir::is_float(s) && (op.kind == OpKind::Min || op.kind == OpKind::Max) && propagates_nan(op))
     text = op.kind == OpKind::Min ? "tg_fmin_nan($0, $1)" : "tg_fmax_nan($0, $1)";
+  if (contractible_product(ctx, op, s)) text = "$0 * $1";
   std::vector<std::string> computed;
   for (const std::string& e : operands) computed.push_back(to_compute(s, e));
   return from_compute(s, substitute(text, computed, s));
