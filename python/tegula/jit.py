@@ -25,6 +25,10 @@ from ._specialize import arg_spec, constexpr_part, place, runtime_part
 
 _MISSING = object()
 _LAUNCH_OPTIONS = ("num_warps", "num_stages")
+# Bool launch options. enable_fp_fusion (default True, as in Triton) lets the
+# CUDA backend contract f32/f64 a*b+c into one FMA; the CPU backend never
+# contracts and accepts it only so the same launch runs on both.
+_BOOL_LAUNCH_OPTIONS = ("enable_fp_fusion",)
 
 
 def _env_flag(name: str) -> bool:
@@ -210,6 +214,14 @@ class JITFunction:
                                      f"int, got {value!r}")
                 options = options or {}
                 options[option] = value
+        for option in _BOOL_LAUNCH_OPTIONS:
+            if option in kwargs and option not in sig.index:
+                value = kwargs.pop(option)
+                if type(value) is not bool:
+                    raise ValueError(f"{option} of kernel '{self.__name__}' must be a bool, got "
+                                     f"{value!r}")
+                options = options or {}
+                options[option] = value
         return options
 
     def _bind(self, sig: _Signature, args: tuple, kwargs: dict):
@@ -259,6 +271,8 @@ class JITFunction:
                 launch_values.append(launch_value)
         if options and "num_warps" in options:
             key.append(("num_warps", options["num_warps"]))
+        if options and options.get("enable_fp_fusion") is False:  # True is the default: same key
+            key.append(("enable_fp_fusion", False))
         return tuple(key), launch_values
 
     def _resolve_grid(self, grid, sig: _Signature, values, options):
@@ -311,6 +325,8 @@ class JITFunction:
         for extra in key[len(sig.names):]:
             if extra[0] == "num_warps":
                 options.num_warps = extra[1]
+            elif extra[0] == "enable_fp_fusion":
+                options.fp_fusion = extra[1]
         return options, device
 
     def _compile(self, sig: _Signature, key: tuple) -> _Entry:

@@ -432,6 +432,56 @@ TEST(CudaLayout, ReductionResultsKeepTheirSliceLayout) {
   EXPECT_EQ(shuffles, 4u);
 }
 
+// --- FMA contraction (enable_fp_fusion) ------------------------------------------------------
+
+namespace {
+
+std::string generated_with_fusion(const std::string& ir_text, bool fp_fusion) {
+  CodegenOptions options;
+  options.fp_fusion = fp_fusion;
+  return emit_cuda(ir::parse(ir_text), options).source;
+}
+
+}  // namespace
+
+// With fusion an f32/f64 product is a plain `*` NVRTC may fuse with the add it
+// feeds; without it the _rn intrinsic keeps it rounded on its own.
+TEST(CudaFpFusion, FloatProductsArePlainOnlyWithFusion) {
+  for (auto [type, intrinsic] : {std::pair{"f32", "__fmul_rn("}, std::pair{"f64", "__dmul_rn("}}) {
+    SCOPED_TRACE(type);
+    std::string ir_text = ew_kernel("mul", {type, type}, type);
+    std::string fused = kernel_part(generated_with_fusion(ir_text, true));
+    std::string separate = kernel_part(generated_with_fusion(ir_text, false));
+    EXPECT_EQ(fused.find(intrinsic), std::string::npos) << fused;
+    EXPECT_NE(fused.find(" * "), std::string::npos) << fused;
+    EXPECT_NE(separate.find(intrinsic), std::string::npos) << separate;
+    EXPECT_EQ(separate.find(" * "), std::string::npos) << separate;
+    // Only the product changes: add and subtract read the same in both modes.
+    for (const char* op : {"add", "sub", "div"}) {
+      std::string other = ew_kernel(op, {type, type}, type);
+      EXPECT_EQ(generated_with_fusion(other, true), generated_with_fusion(other, false)) << op;
+    }
+  }
+  // Division stays IEEE with fusion on.
+  EXPECT_NE(generated_with_fusion(ew_kernel("div", {"f32", "f32"}, "f32"), true).find("__fdiv_rn("),
+            std::string::npos);
+}
+
+// f16/bf16 round after every op: contracting across that rounding would
+// change results, so their code is the same in both modes.
+TEST(CudaFpFusion, HalfPrecisionIsUnchanged) {
+  for (const char* type : {"f16", "bf16"}) {
+    for (const char* op : {"mul", "add", "sub", "fma"}) {
+      std::string ir_text = ew_kernel(op, std::vector<std::string>(std::string(op) == "fma" ? 3 : 2, type), type);
+      std::string fused = generated_with_fusion(ir_text, true);
+      EXPECT_EQ(fused, generated_with_fusion(ir_text, false)) << type << " " << op;
+      if (std::string(op) == "mul") {
+        EXPECT_NE(fused.find("__fmul_rn("), std::string::npos) << fused;
+      }
+    }
+  }
+}
+
 // --- errors ---------------------------------------------------------------------------------------
 
 TEST(CudaErrors, BadNumWarps) {

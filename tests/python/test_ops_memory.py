@@ -268,7 +268,9 @@ def test_broadcast_masks_and_values(backend):
     r = random(rng, N, "float32")
     c = random(rng, M, "float32")
     out = backend.zeros(3 * M * N, np.float32)
-    broadcast_memory_kernel[(1,)](backend.array(r), backend.array(c), out, M, N, BLOCK_M=8, BLOCK_N=16)
+    # The reference rounds c * 10 and the sum separately: no FMA contraction.
+    broadcast_memory_kernel[(1,)](backend.array(r), backend.array(c), out, M, N, BLOCK_M=8, BLOCK_N=16,
+                                  enable_fp_fusion=False)
     out = backend.numpy(out)
     grid = c[:, None] * np.float32(10.0) + r[None, :]
     np.testing.assert_array_equal(out[:M * N].reshape(M, N), grid)
