@@ -271,7 +271,7 @@ TEST(CudaCompile, RejectedSourceIsAnInternalErrorWithNvrtcsLog) {
   } catch (const InternalError& e) {
     std::string text = e.what();
     EXPECT_TRUE(contains(text, "rejected the generated CUDA source of 'broken' (options: --gpu-architecture=sm_80 "
-                               "-std=c++17):\n"))
+                               "-std=c++17 --fmad=true):\n"))
         << text;
     EXPECT_TRUE(contains(text, "undefined_thing")) << text;
   }
