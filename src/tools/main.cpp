@@ -48,10 +48,18 @@ compile options:
                           ast      the syntax tree of the kernel (needs no signature)
                           ir       the tile IR as lowered from the source
                           ir-opt   the tile IR after optimization
-                          cpp      the generated C++ source
-                          all      the syntax tree, the IR after every stage, the C++
+                          cpp      the generated C++ source (CPU backend)
+                          cuda     the generated CUDA source (CUDA backend)
+                          layouts  the layout of every tile value (CUDA)
+                          ptx      the PTX NVRTC made (CUDA)
+                          ptxas    registers, spills and shared memory per block (CUDA)
+                          all      every stage of the chosen backend
   -c, --const NAME=VALUE
                         the value of tl.constexpr parameter NAME (repeatable)
+  -b, --backend NAME    cpu (default) or cuda
+  --arch CC             CUDA: compute capability to build for, e.g. 90 (sm_90a) or 80;
+                        default: the GPU of device 0 (needed when there is no GPU)
+  --num-warps N         CUDA: warps per program (default 4)
   --debug               compile with bounds checks on every load and store
   --cache-dir DIR       the kernel cache (default: $TEGULA_CACHE_DIR, else
                         ~/.cache/tegula)
@@ -81,7 +89,22 @@ struct CompileCommand {
   std::vector<std::pair<std::string, std::string>> consts;
   bool debug = false;
   std::string cache_dir;
+  std::string backend = "cpu";
+  int arch = 0;
+  int num_warps = 4;
 };
+
+int parse_positive(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v <= 0) throw UsageError{option + " expects a positive integer, got '" + text + "'"};
+  return v;
+}
 
 std::vector<std::string> split_commas(std::string_view text) {
   std::vector<std::string> out;
@@ -119,8 +142,12 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
       cmd.has_signature = true;
     } else if (arg == "-e" || arg == "--emit") {
       for (const std::string& stage : split_commas(value())) {
-        if (stage != "ast" && stage != "ir" && stage != "ir-opt" && stage != "cpp" && stage != "all")
-          throw UsageError{"--emit: unknown stage '" + stage + "'; expected ast, ir, ir-opt, cpp or all"};
+        static const char* const kStages[] = {"ast", "ir", "ir-opt", "cpp", "cuda", "layouts", "ptx", "ptxas", "all"};
+        bool known = false;
+        for (const char* k : kStages) known = known || stage == k;
+        if (!known)
+          throw UsageError{"--emit: unknown stage '" + stage +
+                           "'; expected ast, ir, ir-opt, cpp, cuda, layouts, ptx, ptxas or all"};
         cmd.emit.push_back(stage);
       }
     } else if (arg == "-c" || arg == "--const") {
@@ -132,6 +159,14 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
       cmd.debug = true;
     } else if (arg == "--cache-dir") {
       cmd.cache_dir = value();
+    } else if (arg == "-b" || arg == "--backend") {
+      cmd.backend = value();
+      if (cmd.backend != "cpu" && cmd.backend != "cuda")
+        throw UsageError{"--backend: expected cpu or cuda, got '" + cmd.backend + "'"};
+    } else if (arg == "--arch") {
+      cmd.arch = parse_positive("--arch", value());
+    } else if (arg == "--num-warps") {
+      cmd.num_warps = parse_positive("--num-warps", value());
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       throw UsageError{"unknown option '" + args[i] + "'"};
     } else if (target.empty()) {
@@ -148,6 +183,12 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
     if (cmd.kernel.empty()) throw UsageError{"no kernel name after '::' in '" + target + "'"};
   }
   if (cmd.emit.empty()) cmd.emit.push_back("ir-opt");
+  for (const std::string& stage : cmd.emit) {
+    bool cuda_stage = stage == "cuda" || stage == "layouts" || stage == "ptx" || stage == "ptxas";
+    if (cuda_stage && cmd.backend != "cuda")
+      throw UsageError{"--emit " + stage + " needs --backend cuda"};
+    if (stage == "cpp" && cmd.backend != "cpu") throw UsageError{"--emit cpp is the CPU backend's source; use --emit cuda"};
+  }
   return cmd;
 }
 
@@ -202,6 +243,9 @@ int compile_command(const std::vector<std::string>& args) {
   options.debug = cmd.debug;
   options.keep_stages = true;
   options.cache_dir = cmd.cache_dir;
+  options.backend = cmd.backend;
+  options.cuda_arch = cmd.arch;
+  options.num_warps = cmd.num_warps;
   std::shared_ptr<runtime::CompiledKernel> compiled = runtime::compile(request, options);
   const runtime::Stages& stages = compiled->stages;
   bool all = wants(cmd, "all");
@@ -211,7 +255,12 @@ int compile_command(const std::vector<std::string>& args) {
     if ((all && !repeat) || (first && wants(cmd, "ir")) || (last && wants(cmd, "ir-opt")))
       print_stage(cmd, "ir: " + stages.ir[i].stage, stages.ir[i].ir);
   }
-  if (wants(cmd, "cpp")) print_stage(cmd, "cpp", stages.source);
+  bool cuda = cmd.backend == "cuda";
+  if (!cuda && wants(cmd, "cpp")) print_stage(cmd, "cpp", stages.source);
+  if (cuda && wants(cmd, "layouts")) print_stage(cmd, "layouts", stages.layouts);
+  if (cuda && wants(cmd, "cuda")) print_stage(cmd, "cuda", stages.source);
+  if (cuda && wants(cmd, "ptx")) print_stage(cmd, "ptx", stages.ptx);
+  if (cuda && wants(cmd, "ptxas")) print_stage(cmd, "ptxas", stages.compile_log);
   return 0;
 }
 

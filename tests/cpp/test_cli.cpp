@@ -286,5 +286,28 @@ TEST(Cli, SemanticErrorsPointIntoTheFile) {
   EXPECT_TRUE(r.err.starts_with(file + ":6:9: error: ")) << r.err;
 }
 
+TEST(Cli, EmitsCudaStagesWithoutAGpu) {
+  TempDir dir;
+  std::string file = dir.write("add.py", kAdd);
+  std::string cache = "--cache-dir '" + dir.path() + "/cache'";
+  CliResult r = run_cli(dir, "compile " + file + "::add -s '*fp32:16, *fp32:16, *fp32:16, i32, 1024' --backend cuda "
+                             "--arch 90 --num-warps 8 --emit layouts,cuda,ptx " + cache);
+  if (r.status != 0 && r.err.find("nvrtc") != std::string::npos) GTEST_SKIP() << "NVRTC is not available: " << r.err;
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("// ===== layouts =====\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("blocked{"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tegula_kernel"), std::string::npos);
+  EXPECT_NE(r.out.find("// ===== ptx =====\n"), std::string::npos);
+  EXPECT_NE(r.out.find(".target sm_90"), std::string::npos) << r.out.substr(0, 2000);
+
+  CliResult mismatch = run_cli(dir, "compile " + file + " -s '*fp32, *fp32, *fp32, i32, 1024' --emit ptx");
+  EXPECT_EQ(mismatch.status, 2);
+  EXPECT_NE(mismatch.err.find("--emit ptx needs --backend cuda"), std::string::npos) << mismatch.err;
+  CliResult bad = run_cli(dir, "compile " + file + " -s '*fp32, *fp32, *fp32, i32, 1024' --backend tpu");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--backend: expected cpu or cuda"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace tegula::tools
+
