@@ -25,7 +25,7 @@ SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 
-.PHONY: all venv build cpp-test py-test test demo gpu-check clean
+.PHONY: all venv build cpp-test py-test sanitize fuzz test demo gpu-check clean
 
 all: build
 
@@ -74,6 +74,44 @@ cpp-test: $(SYSDEPS_STAMP)
 	cmake --build $(CPP_BUILD) -j $(JOBS)
 	ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS)
 
+# The C++ tests of the layers that do not compile generated kernels, under
+# ASan+UBSan. See docs/testing.md.
+SAN_BUILD := build-sanitize
+SAN_TESTS ?= test_support test_frontend test_ir test_passes test_tools
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+sanitize: $(SYSDEPS_STAMP)
+	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTEGULA_SANITIZE=ON >/dev/null
+	$(SAN_ENV) cmake --build $(SAN_BUILD) -j $(JOBS) --target $(SAN_TESTS)
+	$(SAN_ENV) ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '_NOT_BUILT$$'
+
+# libFuzzer: each target runs FUZZ_SECONDS from its seed corpus; findings go
+# to $(FUZZ_BUILD)/findings (crash-*, leak-*, timeout-* files). The corpus
+# copies libFuzzer grows stay in the build dir, the committed seeds untouched.
+FUZZ_BUILD := build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := fuzz_frontend fuzz_ir
+CLANGXX ?= clang++
+
+fuzz:
+	@command -v $(CLANGXX) >/dev/null || { echo "fuzz: $(CLANGXX) not found, skipping the fuzzers"; exit 0; }; \
+	set -e; \
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=$(CLANGXX) \
+	  -DTEGULA_FUZZ=ON -DTEGULA_BUILD_TESTS=OFF >/dev/null; \
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS); \
+	mkdir -p $(FUZZ_BUILD)/findings; \
+	for t in $(FUZZ_TARGETS); do \
+	  c=$${t#fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus_$$c; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
+	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -max_len=8192 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/findings/$$t- \
+	    $(FUZZ_BUILD)/corpus_$$c tests/fuzz/corpus_$$c >$(FUZZ_BUILD)/$$t.log 2>&1 \
+	  || { tail -n 60 $(FUZZ_BUILD)/$$t.log; echo "fuzz: $$t found a bug, see $(FUZZ_BUILD)/findings"; exit 1; }; \
+	  grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|Done )' $(FUZZ_BUILD)/$$t.log || tail -n 5 $(FUZZ_BUILD)/$$t.log; \
+	done
+
 PY_TEST_DIRS := tests/python $(wildcard tests/compat)
 
 py-test: build
@@ -84,6 +122,8 @@ test: venv build
 	@status=0; \
 	$(MAKE) --no-print-directory cpp-test || status=1; \
 	$(MAKE) --no-print-directory py-test || status=1; \
+	$(MAKE) --no-print-directory sanitize || status=1; \
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20 || status=1; \
 	exit $$status
 
 demo: venv build
