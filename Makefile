@@ -74,10 +74,11 @@ cpp-test: $(SYSDEPS_STAMP)
 	cmake --build $(CPP_BUILD) -j $(JOBS)
 	ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS)
 
-# The C++ tests of the layers that do not compile generated kernels, under
-# ASan+UBSan. See docs/testing.md.
+# The C++ tests under ASan+UBSan (all but the CUDA ones). Run after cpp-test,
+# the CPU kernels the backend and runtime tests compile come from the shared
+# kernel cache. See docs/testing.md.
 SAN_BUILD := build-sanitize
-SAN_TESTS ?= test_support test_frontend test_ir test_passes test_tools
+SAN_TESTS ?= test_support test_frontend test_ir test_passes test_tools test_runtime test_backend_cpu
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
@@ -104,9 +105,10 @@ fuzz:
 	mkdir -p $(FUZZ_BUILD)/findings; \
 	for t in $(FUZZ_TARGETS); do \
 	  c=$${t#fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus_$$c; \
+	  dict=""; [ ! -f tests/fuzz/$$c.dict ] || dict="-dict=tests/fuzz/$$c.dict"; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
 	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -max_len=8192 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/findings/$$t- \
+	    -max_len=8192 -print_final_stats=1 $$dict -artifact_prefix=$(FUZZ_BUILD)/findings/$$t- \
 	    $(FUZZ_BUILD)/corpus_$$c tests/fuzz/corpus_$$c >$(FUZZ_BUILD)/$$t.log 2>&1 \
 	  || { tail -n 60 $(FUZZ_BUILD)/$$t.log; echo "fuzz: $$t found a bug, see $(FUZZ_BUILD)/findings"; exit 1; }; \
 	  grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|Done )' $(FUZZ_BUILD)/$$t.log || tail -n 5 $(FUZZ_BUILD)/$$t.log; \
