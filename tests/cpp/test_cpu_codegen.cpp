@@ -43,74 +43,6 @@ ir::Function vector_add() {
   return std::move(k.fn);
 }
 
-const char* const kGoldenVectorAdd = R"CPP(static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
-  (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
-  // v4 = program_id()  test.py:2:11
-  const int32_t v4 = (int32_t)pid_x;
-  // v5 = constant()  test.py:2:11
-  const int32_t v5 = 64;
-  // v6 = mul(v4, v5)  test.py:2:11
-  const int32_t v6 = tg_mul(v4, v5);
-  // the whole tile is in bounds (v11 all true): first and last index pass, no wrap
-  const bool full0 = (tg_add(v6, (int32_t)0) < v3) && (tg_add(v6, (int32_t)63) < v3) && (tg_add(v6, (int32_t)0) <= tg_add(v6, (int32_t)63));
-  float* const row13 = tg_addptr(v0, tg_add(v6, (int32_t)(0 + 0)));  // &v13[0]
-  float* const row16 = tg_addptr(v1, tg_add(v6, (int32_t)(0 + 0)));  // &v16[0]
-  float* const row20 = tg_addptr(v2, tg_add(v6, (int32_t)(0 + 0)));  // &v20[0]
-  if (full0) {
-    TG_IVDEP
-    for (int c = 0; c < 64; ++c) {
-      const int i = c;
-      // v14 = load(v13, v11)  test.py:5:9
-      const float e14 = *(row13 + c);
-      // v17 = load(v16, v11)  test.py:6:9
-      const float e17 = *(row16 + c);
-      // v18 = add(v14, v17)  test.py:7:5
-      const float e18 = e14 + e17;
-      // store(v20, v18, v11)  test.py:7:5
-      *(row20 + c) = e18;
-    }
-  } else {
-    TG_IVDEP
-    for (int c = 0; c < 64; ++c) {
-      const int i = c;
-      // v7 = arange()  test.py:3:23
-      const int32_t e7 = (int32_t)(0 + i);
-      // v8 = splat(v6)  test.py:3:23
-      const int32_t e8 = v6;
-      // v9 = add(v8, v7)  test.py:3:23
-      const int32_t e9 = tg_add(e8, e7);
-      // v10 = splat(v3)  test.py:4:12
-      const int32_t e10 = v3;
-      // v11 = cmp.lt(v9, v10)  test.py:4:12
-      const bool e11 = e9 < e10;
-      // v14 = load(v13, v11)  test.py:5:9
-      const float e14 = e11 ? *(row13 + c) : float();
-      // v17 = load(v16, v11)  test.py:6:9
-      const float e17 = e11 ? *(row16 + c) : float();
-      // v18 = add(v14, v17)  test.py:7:5
-      const float e18 = e14 + e17;
-      // store(v20, v18, v11)  test.py:7:5
-      if (e11) *(row20 + c) = e18;
-    }
-  }
-}
-
-extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t first, int64_t last) {
-  float* const v0 = *static_cast<float* const*>(args[0]);  // x
-  float* const v1 = *static_cast<float* const*>(args[1]);  // y
-  float* const v2 = *static_cast<float* const*>(args[2]);  // out
-  const int32_t v3 = *static_cast<const int32_t*>(args[3]);  // n
-  unsigned char* const scratch = nullptr;
-  const int64_t grid_x = grid[0], grid_y = grid[1];
-  for (int64_t id = first; id < last; ++id) {
-    const int32_t pid_x = (int32_t)(id % grid_x);
-    const int32_t pid_y = (int32_t)((id / grid_x) % grid_y);
-    const int32_t pid_z = (int32_t)(id / (grid_x * grid_y));
-    tegula_program(v0, v1, v2, v3, pid_x, pid_y, pid_z, grid, scratch);
-  }
-}
-)CPP";
-
 TEST(CpuCodegen, VectorAddWithMaskedTail) {
   CompiledKernel kernel(vector_add());
   const int n = 1000;  // 16 programs, the last one partly masked
@@ -1191,16 +1123,6 @@ TEST(CpuToolchain, CompilesIntoPlace) {
   ASSERT_NE(answer, nullptr);
   EXPECT_EQ(answer(), 42);
   ::dlclose(handle);
-}
-
-// The emitted source below the prelude, exactly: unintended codegen changes
-// show up here. Update it only for intended changes.
-TEST(CpuCodegen, GoldenVectorAddSource) {
-  std::string source = backends::cpu::emit_cpp(vector_add());
-  std::string marker = "// ---- kernel ----\n";
-  size_t at = source.find(marker);
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_EQ(source.substr(at + marker.size()), kGoldenVectorAdd) << source.substr(at + marker.size());
 }
 
 }  // namespace
