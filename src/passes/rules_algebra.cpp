@@ -202,11 +202,35 @@ bool merge_constant_offsets(ir::Function& fn, ir::OpId id) {
   return true;
 }
 
+// cmp.ne(cast(b), 0) -> b and cmp.eq(cast(b), 0) -> not b, for b of type i1
+// cast to an integer: `keep != 0` on a loaded bool mask is the bool itself.
+bool fold_bool_compare(ir::Function& fn, ir::OpId id) {
+  const ir::Op& op = fn.op(id);
+  if (op.kind != OpKind::Cmp || op.operands.size() != 2 || op.results.size() != 1) return false;
+  std::optional<Predicate> pred = predicate_of(op);
+  if (!pred || (*pred != Predicate::Ne && *pred != Predicate::Eq)) return false;
+  const ir::Op* cast = defining_op(fn, op.operands[0], OpKind::Cast);
+  if (cast == nullptr || cast->operands.size() != 1 || !is_int_constant(fn, op.operands[1], 0)) return false;
+  ir::ValueId b = cast->operands[0];
+  const ir::Type& from = fn.type(b);
+  const ir::Type& to = fn.type(op.operands[0]);
+  if (from.is_pointer() || from.scalar != ir::Scalar::I1 || to.is_pointer() || ir::is_float(to.scalar)) return false;
+  if (fn.type(b) != fn.type(op.results[0])) return false;
+  if (*pred == Predicate::Ne) {
+    replace_op(fn, id, {b});
+    return true;
+  }
+  ir::Type result_type = fn.type(op.results[0]);
+  ir::Builder builder = builder_before(fn, id);
+  replace_op(fn, id, {builder.create1(OpKind::Not, {b}, result_type)});
+  return true;
+}
+
 }  // namespace
 
 bool simplify_algebra(ir::Function& fn, ir::OpId id) {
   return apply_identity(fn, id) || fold_self_operation(fn, id) || merge_constant_offsets(fn, id) ||
-         merge_addptr_chain(fn, id) || order_commutative(fn, id);
+         merge_addptr_chain(fn, id) || order_commutative(fn, id) || fold_bool_compare(fn, id);
 }
 
 // elementwise(splat a, splat b) -> splat(elementwise(a, b)); constant tiles

@@ -69,18 +69,12 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
       const float e62 = e59 + e97;
       // v63 = mul(v58, v62)  fused_chain.py:29:12
       const float e63 = e58 * e62;
-      // v64 = cast(v33)  fused_chain.py:47:18
-      const int32_t e64 = (int32_t)e33;
-      // v98 = constant()  fused_chain.py:47:18
-      const int32_t e98 = 0;
-      // v67 = cmp.ne(v64, v98)  fused_chain.py:47:18
-      const bool e67 = e64 != e98;
       // v68 = splat(v10)  fused_chain.py:47:29
       const float e68 = v10;
       // v69 = mul(v63, v68)  fused_chain.py:47:29
       const float e69 = e63 * e68;
-      // v72 = select(v67, v69, v89)  fused_chain.py:47:9
-      const float e72 = e67 ? e69 : e89;
+      // v72 = select(v33, v69, v89)  fused_chain.py:47:9
+      const float e72 = e33 ? e69 : e89;
       // v73 = add(v72, v27)  fused_chain.py:48:9
       v73[i] = e72 + e27;
       // v74 = mul(v73, v73)  fused_chain.py:49:17
@@ -142,18 +136,12 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
       const float e62 = e59 + e97;
       // v63 = mul(v58, v62)  fused_chain.py:29:12
       const float e63 = e58 * e62;
-      // v64 = cast(v33)  fused_chain.py:47:18
-      const int32_t e64 = (int32_t)e33;
-      // v98 = constant()  fused_chain.py:47:18
-      const int32_t e98 = 0;
-      // v67 = cmp.ne(v64, v98)  fused_chain.py:47:18
-      const bool e67 = e64 != e98;
       // v68 = splat(v10)  fused_chain.py:47:29
       const float e68 = v10;
       // v69 = mul(v63, v68)  fused_chain.py:47:29
       const float e69 = e63 * e68;
-      // v72 = select(v67, v69, v89)  fused_chain.py:47:9
-      const float e72 = e67 ? e69 : e89;
+      // v72 = select(v33, v69, v89)  fused_chain.py:47:9
+      const float e72 = e33 ? e69 : e89;
       // v73 = add(v72, v27)  fused_chain.py:48:9
       v73[i] = e72 + e27;
       // v74 = mul(v73, v73)  fused_chain.py:49:17

@@ -13,6 +13,7 @@
 // A layout that replicates elements stores from one owner thread only.
 // Scalar stores are done by thread 0. Cache and eviction hints are ignored
 // for now; `volatile` loads are per element through a volatile pointer.
+#include <algorithm>
 #include <string>
 
 #include "backends/cuda/codegen_context.h"
@@ -74,6 +75,57 @@ std::string group_mask(const std::string& mask, const std::string& i, int vector
   return all;
 }
 
+// A vector of 1- or 2-byte elements moves as 32-bit words (16-bit for a
+// 2-byte group): `other` is packed into the words, the predicated load
+// replaces whole registers, and elements are shifted out of the words.
+// Element-typed vectors make NVVM select and unpack every 8/16-bit piece on
+// its own (several PRMTs per element), which matters in compute-heavy
+// bandwidth-bound kernels. `mask` is empty for an unmasked load.
+void emit_packed_vector_load(CudaContext& ctx, ir::Scalar s, int vector, const std::string& dest,
+                             const std::string& i, const std::string& ptrs, const std::string& mask,
+                             const std::string& other) {
+  int element_bytes = static_cast<int>(ir::byte_size(s));
+  int group_bytes = element_bytes * vector;
+  int word_bytes = std::min(4, group_bytes);
+  int words = group_bytes / word_bytes;
+  int per_word = word_bytes / element_bytes;
+  std::string word = word_bytes == 4 ? "unsigned" : "unsigned short";
+  std::string vec = "tg_vec<" + word + ", " + std::to_string(words) + ">";
+  std::string w = ctx.fresh("w");
+  std::string load = "*reinterpret_cast<const " + vec + "*>(" + ptrs + "[" + i + "])";
+  auto bits_of_other = [&](const std::string& index) {
+    if (s == ir::Scalar::I1) return "(" + word + ")(" + other + "[" + index + "] ? 1 : 0)";
+    std::string lane = element_bytes == 1 ? "unsigned char" : "unsigned short";  // no sign extension
+    return "(" + word + ")(" + lane + ")(" + c_memory(s) + ")" + other + "[" + index + "]";
+  };
+  if (mask.empty()) {
+    ctx.out.line("const " + vec + " " + w + " = " + load + ";");
+  } else {
+    ctx.out.line(vec + " " + w + ";");
+    for (int k = 0; k < words; ++k) {
+      std::string packed;
+      for (int e = 0; e < per_word; ++e) {
+        std::string index = i + " + " + std::to_string(k * per_word + e);
+        std::string piece = other.empty() ? "0u" : bits_of_other(index);
+        if (e > 0) piece = "(" + piece + " << " + std::to_string(8 * element_bytes * e) + ")";
+        packed += (e ? " | " : "") + piece;
+      }
+      ctx.out.line(w + ".v[" + std::to_string(k) + "] = " + (other.empty() ? "0u" : "(" + word + ")(" + packed + ")") +
+                   ";");
+    }
+    ctx.out.line("if (" + mask + "[" + i + "]) " + w + " = " + load + ";");
+  }
+  for (int k = 0; k < words; ++k) {
+    for (int e = 0; e < per_word; ++e) {
+      std::string bits = w + ".v[" + std::to_string(k) + "]";
+      if (e > 0) bits = "(" + bits + " >> " + std::to_string(8 * element_bytes * e) + ")";
+      std::string target = dest + "[" + i + " + " + std::to_string(k * per_word + e) + "]";
+      std::string value = s == ir::Scalar::I1 ? "(" + bits + " & 0xffu) != 0" : "(" + c_memory(s) + ")" + bits;
+      ctx.out.line(target + " = " + value + ";");
+    }
+  }
+}
+
 void emit_tile_load(CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
   ir::ValueId result = op.results[0];
@@ -104,6 +156,12 @@ void emit_tile_load(CudaContext& ctx, ir::OpId id) {
     return;
   }
   std::string i = ctx.open_unrolled(registers, a.vector);
+  int element_bytes = static_cast<int>(ir::byte_size(t.scalar));
+  if (element_bytes < 4 && !(masked && !a.uniform_mask)) {
+    emit_packed_vector_load(ctx, t.scalar, a.vector, dest, i, ptrs, masked ? mask : "", other);
+    ctx.out.close();
+    return;
+  }
   std::string vec = vec_type(t.scalar, a.vector);
   std::string w = ctx.fresh("w");
   std::string load = "*reinterpret_cast<const " + vec + "*>(" + ptrs + "[" + i + "])";

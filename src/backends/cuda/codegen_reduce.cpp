@@ -6,7 +6,8 @@
 //     registers, one bit at a time);
 //  2. lane bits mapping into it: butterfly shuffles (__shfl_xor_sync), the
 //     lower lane's value always the combiner's first argument, so both lanes
-//     of a pair compute the same bits even for a non-commutative combiner;
+//     of a pair compute the same bits even for a non-commutative combiner
+//     (a combiner that is one symmetric op, like a sum, skips the ordering);
 //  3. warp bits mapping into it: every thread writes its partials to shared
 //     memory, a barrier, then lanes that hold the same result read one warp's
 //     partial each and combine by butterfly (one shared read per thread), or,
@@ -52,21 +53,48 @@ std::vector<std::string> indexed(const std::vector<std::string>& arrays, const s
   return out;
 }
 
+// Whether the combiner is one op that gives the same bits with its arguments
+// swapped: integer add/mul/and/or/xor/min/max, float add and mul (the GPU
+// returns one canonical NaN, so even NaN results agree). Float min/max are
+// left out: their signed-zero and NaN choices depend on the order.
+bool combiner_is_symmetric(const CudaContext& ctx, const ir::Op& op) {
+  if (op.operands.size() != 1) return false;
+  const ir::Block& region = ctx.fn.block(op.regions[0]);
+  const ir::Op* only = nullptr;
+  for (ir::OpId id : region.ops) {
+    const ir::Op& o = ctx.fn.op(id);
+    if (o.erased || ir::is_terminator(o.kind)) continue;
+    if (only != nullptr) return false;
+    only = &o;
+  }
+  if (only == nullptr || !ir::is_commutative(only->kind) || only->kind == ir::OpKind::UMulHi) return false;
+  const ir::Op& yield = ctx.terminator(op.regions[0]);
+  if (yield.operands.size() != 1 || only->results.size() != 1 || yield.operands[0] != only->results[0]) return false;
+  bool uses_both = only->operands.size() == 2 &&
+                   ((only->operands[0] == region.args[0] && only->operands[1] == region.args[1]) ||
+                    (only->operands[0] == region.args[1] && only->operands[1] == region.args[0]));
+  if (!uses_both) return false;
+  bool floats = ir::is_float(ctx.fn.type(region.args[0]).scalar);
+  return !floats || only->kind == ir::OpKind::Add || only->kind == ir::OpKind::Mul;
+}
+
 // One butterfly step across lanes `lane` and `lane ^ mask` on element `i`
-// of the partial arrays: the lower lane's value is the first argument.
+// of the partial arrays: the lower lane's value is the first argument, so
+// both lanes compute the same bits (a symmetric combiner needs no ordering).
 void emit_shuffle_step(CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& partial,
                        const std::string& i, int mask) {
   std::string m = std::to_string(mask);
+  bool symmetric = combiner_is_symmetric(ctx, op);
   std::string upper = ctx.fresh("upper");
-  ctx.out.line("const bool " + upper + " = (lane & " + m + ") != 0;");
+  if (!symmetric) ctx.out.line("const bool " + upper + " = (lane & " + m + ") != 0;");
   std::vector<std::string> lhs, rhs;
   for (size_t j = 0; j < partial.size(); ++j) {
     std::string o = ctx.fresh("other");
     std::string mine = partial[j] + "[" + i + "]";
     ctx.out.line(c_const(ctx.fn.type(op.operands[j]).element()) + " " + o + " = tg_shfl_xor(" + mine + ", " + m +
                  ");");
-    lhs.push_back(upper + " ? " + o + " : " + mine);
-    rhs.push_back(upper + " ? " + mine + " : " + o);
+    lhs.push_back(symmetric ? mine : upper + " ? " + o + " : " + mine);
+    rhs.push_back(symmetric ? o : upper + " ? " + mine + " : " + o);
   }
   emit_combine(ctx, op, lhs, rhs, indexed(partial, i));
 }
