@@ -219,6 +219,7 @@ struct Lowered {
   std::vector<ir::Param> params;
   int num_threads = 0;   // CUDA: block size
   int shared_bytes = 0;  // CUDA: dynamic shared memory per block
+  int occupancy_threads = 0;  // CUDA: block size when occupancy tuning applies, else 0
 };
 
 backends::cuda::CudaKernel emit_cuda_source(const ir::Function& fn, const backends::cuda::CodegenOptions& options) {
@@ -248,7 +249,8 @@ Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir, 
   backends::cuda::CudaKernel kernel = emit_cuda_source(fn, {options.num_warps, target->arch, debug, options.fp_fusion});
   attempt.stages.source = std::move(kernel.source);
   attempt.stages.layouts = std::move(kernel.layouts);
-  return Lowered{fn.name, fn.params, kernel.num_threads, kernel.shared_bytes};
+  return Lowered{fn.name, fn.params, kernel.num_threads, kernel.shared_bytes,
+                 kernel.tune_occupancy ? kernel.num_threads : 0};
 }
 
 std::shared_ptr<CompiledKernel> make_kernel(const std::string& key, CacheManifest manifest,
@@ -290,7 +292,8 @@ Stages stages_of_entry(const frontend::KernelRequest& request, const CompileOpti
   if (target) {
     cuda::Image image = translate_errors(attempt, [&] {
       return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, *target,
-                                    effective_debug(request, options), /*keep_details=*/true, options.fp_fusion);
+                                    effective_debug(request, options), /*keep_details=*/true, options.fp_fusion,
+                                    lowered.occupancy_threads);
     });
     attempt.stages.ptx = std::move(image.ptx);
     attempt.stages.compile_log = std::move(image.log);
@@ -330,7 +333,7 @@ std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest
   // NVRTC reports rejected source as InternalError (generated code should always compile).
   cuda::Image image = translate_errors(attempt, [&] {
     return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, target, debug, want_stages,
-                                  options.fp_fusion);
+                                  options.fp_fusion, lowered.occupancy_threads);
   });
   stats().builds++;
   attempt.stages.ptx = std::move(image.ptx);

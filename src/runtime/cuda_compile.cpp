@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/cuda_api.h"
+#include "runtime/cuda_occupancy.h"
 #include "support/diagnostic.h"
 
 namespace tegula::runtime::cuda {
@@ -100,17 +101,14 @@ Target resolve_target(int device, int arch) {
   return target;
 }
 
-Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
-                       bool keep_details, bool fp_fusion) {
-  const NvrtcApi& api = nvrtc();
+namespace {
+
+// One NVRTC run of `source` with `options`; throws as compile_to_image says.
+Image compile_once(const NvrtcApi& api, const std::string& source, const std::string& name, const Target& target,
+                   const std::vector<std::string>& options, bool keep_ptx) {
   Program program(api, source, name);
-  std::vector<std::string> options = {"--gpu-architecture=" + target.gpu_architecture, "-std=c++17",
-                                      fp_fusion ? "--fmad=true" : "--fmad=false"};
-  if (keep_details) options.push_back("--ptxas-options=-v");
-  if (debug) options.push_back("--generate-line-info");
   std::vector<const char*> argv;
   for (const std::string& option : options) argv.push_back(option.c_str());
-
   NvrtcResult status = api.nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
   Image image;
   image.log = without_nul(program.read(api.nvrtcGetProgramLogSize, api.nvrtcGetProgramLog));
@@ -131,8 +129,45 @@ Image compile_to_image(const std::string& source, const std::string& name, const
     if (ptx.empty()) fail_driver("NVRTC " + api.version_text() + " produced no PTX for " + name);
     image.binary = ptx;  // the driver wants it NUL-terminated: std::string::c_str() is
   }
-  if (keep_details) image.ptx = std::move(ptx);
+  if (keep_ptx) image.ptx = std::move(ptx);
   return image;
+}
+
+}  // namespace
+
+Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
+                       bool keep_details, bool fp_fusion, int occupancy_threads) {
+  const NvrtcApi& api = nvrtc();
+  std::vector<std::string> options = {"--gpu-architecture=" + target.gpu_architecture, "-std=c++17",
+                                      fp_fusion ? "--fmad=true" : "--fmad=false"};
+  bool tune = occupancy_threads > 0 && target.gpu_architecture.starts_with("sm_");
+  if (keep_details || tune) options.push_back("--ptxas-options=-v");
+  if (debug) options.push_back("--generate-line-info");
+  Image image = compile_once(api, source, name, target, options, keep_details);
+  if (!tune) return image;
+
+  std::optional<RegisterReport> first = parse_ptxas_report(image.log);
+  if (!first) return image;
+  std::optional<int> cap = register_cap_for_next_block(target.arch, occupancy_threads, first->registers);
+  if (!cap) return image;
+  int before = resident_blocks(target.arch, occupancy_threads, first->registers);
+  int wanted = resident_blocks(target.arch, occupancy_threads, *cap);
+  // __launch_bounds__'s minimum blocks (TG_MIN_BLOCKS in the generated
+  // source): ptxas ignores --maxrregcount on kernels with launch bounds.
+  options.push_back("-DTG_MIN_BLOCKS=" + std::to_string(wanted));
+  Image tuned = compile_once(api, source, name, target, options, keep_details);
+  std::optional<RegisterReport> second = parse_ptxas_report(tuned.log);
+  std::string note = "tegula: occupancy: " + std::to_string(first->registers) + " registers allow " +
+                     std::to_string(before) + " blocks per multiprocessor; asking for " + std::to_string(wanted);
+  if (!second || second->spill_stores > 0 || second->spill_loads > 0 || second->stack_bytes > first->stack_bytes ||
+      resident_blocks(target.arch, occupancy_threads, second->registers) <= before) {
+    image.log += "\n" + note + " spills or gains nothing: kept the first build\n";
+    return image;
+  }
+  tuned.log += "\n" + note + " gives " + std::to_string(second->registers) + " registers, " +
+               std::to_string(resident_blocks(target.arch, occupancy_threads, second->registers)) +
+               " blocks, no spills: kept\n";
+  return tuned;
 }
 
 }  // namespace tegula::runtime::cuda

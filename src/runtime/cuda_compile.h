@@ -16,6 +16,7 @@
 //   --ptxas-options=-v           only when stages are kept: registers, spills
 //                                and shared memory per kernel, for inspect()
 //   --generate-line-info         debug builds, so sanitizers can name source lines
+//   -DTG_MIN_BLOCKS=B            occupancy tuning only (see compile_to_image)
 #pragma once
 
 #include <string>
@@ -57,7 +58,13 @@ struct Image {
 // names the program in NVRTC's messages. Throws InternalError carrying
 // NVRTC's log when the source does not compile (generated code always
 // should), DriverError when NVRTC itself fails.
+//
+// `occupancy_threads` > 0 (the block size) asks for occupancy tuning
+// (cuda_occupancy.h): when a slightly lower register count fits one more
+// block per multiprocessor, a second build asking for it (-DTG_MIN_BLOCKS=B,
+// the generated __launch_bounds__' minimum) is kept if ptxas spills nothing.
+// Leave it 0 for kernels that want their registers (dots).
 Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
-                       bool keep_details, bool fp_fusion = true);
+                       bool keep_details, bool fp_fusion = true, int occupancy_threads = 0);
 
 }  // namespace tegula::runtime::cuda

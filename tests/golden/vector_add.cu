@@ -1,5 +1,10 @@
 // ---- kernel ----
-extern "C" __global__ void __launch_bounds__(128) tegula_kernel(float* arg_x_ptr, float* arg_y_ptr, float* arg_out_ptr, int arg_n) {
+#ifdef TG_MIN_BLOCKS
+#define TG_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, TG_MIN_BLOCKS)
+#else
+#define TG_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+#endif
+extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_x_ptr, float* arg_y_ptr, float* arg_out_ptr, int arg_n) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int tb0 = (lane << 2) + (warp << 7);

@@ -530,6 +530,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
 
   CudaKernel kernel;
   kernel.num_threads = 32 * options.num_warps;
+  fn.walk([&](ir::OpId id) { kernel.tune_occupancy = kernel.tune_occupancy && fn.op(id).kind != ir::OpKind::Dot; });
   kernel.shared_bytes = static_cast<int>(ctx.shared_bytes());
   kernel.layouts = ctx.plan.describe();
   if (ctx.shared_bytes() > shared_limit(options.arch))
@@ -549,7 +550,16 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
     const ir::Param& p = fn.params[i];
     params += (i ? ", " : "") + c_element(p.type) + " " + ctx.name(body.args[i]);
   }
-  unit.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kernel.num_threads) +
+  // The runtime's occupancy tuning may ask for more resident blocks by
+  // defining TG_MIN_BLOCKS (runtime/cuda_occupancy.h). Without it the bounds
+  // name no minimum: an explicit 1 is not the same to ptxas, which then
+  // spends registers more freely.
+  unit.line("#ifdef TG_MIN_BLOCKS");
+  unit.line("#define TG_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, TG_MIN_BLOCKS)");
+  unit.line("#else");
+  unit.line("#define TG_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)");
+  unit.line("#endif");
+  unit.line("extern \"C\" __global__ void TG_LAUNCH_BOUNDS(" + std::to_string(kernel.num_threads) +
             ") tegula_kernel(" + params + ") {");
   if (ctx.shared_bytes() > 0) unit.line("  extern __shared__ __align__(16) unsigned char tg_smem[];");
   unit.raw(indented(ctx.prologue()));

@@ -41,6 +41,10 @@ struct CudaKernel {
   std::string layouts;      // human-readable layout of every tile value (for inspect)
   int num_threads = 128;    // blockDim.x
   int shared_bytes = 0;     // dynamic shared memory per block
+  // Whether the runtime may trade a few registers for one more resident
+  // block (runtime/cuda_occupancy.h): yes for memory-bound code, no when a
+  // dot needs its registers.
+  bool tune_occupancy = true;
 };
 
 // Throws UserError for IR the backend cannot handle yet (naming the op and its

@@ -28,8 +28,35 @@ bool is_volatile(const ir::Op& op) {
   return a != nullptr && std::holds_alternative<int64_t>(*a) && std::get<int64_t>(*a) != 0;
 }
 
-std::string read(ir::Scalar s, const std::string& pointer, bool volatile_access) {
-  std::string value = volatile_access ? "*(const volatile " + c_memory(s) + "*)" + pointer : "*" + pointer;
+// The prelude's qualified-load suffix (tg_ld<bytes>_<suffix>) for a load's
+// cache_modifier or eviction_policy; empty for a plain load. PTX takes one
+// of the two forms, so cache_modifier wins when both are given.
+std::string cache_suffix(const ir::Op& op) {
+  auto text = [&](const char* name) {
+    const ir::Attr* a = op.attr(name);
+    return a != nullptr && std::holds_alternative<std::string>(*a) ? std::get<std::string>(*a) : std::string();
+  };
+  std::string cache = text("cache_modifier");
+  if (cache == ".ca") return "ca";
+  if (cache == ".cg") return "cg";
+  if (cache == ".cv") return "cv";
+  std::string evict = text("eviction_policy");
+  if (evict == "evict_first") return "ef";
+  if (evict == "evict_last") return "el";
+  return "";
+}
+
+// An expression reading one `type` (`bytes` wide) at `address`.
+std::string global_read(const std::string& type, int64_t bytes, const std::string& address,
+                        const std::string& suffix) {
+  if (suffix.empty()) return "*reinterpret_cast<const " + type + "*>(" + address + ")";
+  return "tg_bit_cast<" + type + ">(tg_ld" + std::to_string(bytes) + "_" + suffix + "(" + address + "))";
+}
+
+std::string read(ir::Scalar s, const std::string& pointer, bool volatile_access, const std::string& suffix) {
+  std::string value = volatile_access ? "*(const volatile " + c_memory(s) + "*)" + pointer
+                      : suffix.empty()  ? "*" + pointer
+                                        : global_read(c_memory(s), ir::byte_size(s), pointer, suffix);
   return s == ir::Scalar::I1 ? "(" + value + " != 0)" : value;
 }
 
@@ -83,7 +110,7 @@ std::string group_mask(const std::string& mask, const std::string& i, int vector
 // bandwidth-bound kernels. `mask` is empty for an unmasked load.
 void emit_packed_vector_load(CudaContext& ctx, ir::Scalar s, int vector, const std::string& dest,
                              const std::string& i, const std::string& ptrs, const std::string& mask,
-                             const std::string& other) {
+                             const std::string& other, const std::string& suffix) {
   int element_bytes = static_cast<int>(ir::byte_size(s));
   int group_bytes = element_bytes * vector;
   int word_bytes = std::min(4, group_bytes);
@@ -92,7 +119,7 @@ void emit_packed_vector_load(CudaContext& ctx, ir::Scalar s, int vector, const s
   std::string word = word_bytes == 4 ? "unsigned" : "unsigned short";
   std::string vec = "tg_vec<" + word + ", " + std::to_string(words) + ">";
   std::string w = ctx.fresh("w");
-  std::string load = "*reinterpret_cast<const " + vec + "*>(" + ptrs + "[" + i + "])";
+  std::string load = global_read(vec, group_bytes, ptrs + "[" + i + "]", suffix);
   auto bits_of_other = [&](const std::string& index) {
     if (s == ir::Scalar::I1) return "(" + word + ")(" + other + "[" + index + "] ? 1 : 0)";
     std::string lane = element_bytes == 1 ? "unsigned char" : "unsigned short";  // no sign extension
@@ -138,6 +165,7 @@ void emit_tile_load(CudaContext& ctx, ir::OpId id) {
   std::string mask = masked ? ctx.operand(id, 1) : "";
   std::string other = op.operands.size() > 2 ? ctx.operand(id, 2) : "";
   bool vol = is_volatile(op);
+  std::string suffix = cache_suffix(op);
   AccessPlan a = plan_access(ctx, op, layout);
   ctx.before_global_load();
 
@@ -145,7 +173,7 @@ void emit_tile_load(CudaContext& ctx, ir::OpId id) {
     return other.empty() ? "(" + c_scalar(t.scalar) + ")0" : other + "[" + index + "]";
   };
   auto element_load = [&](const std::string& index) {
-    std::string value = read(t.scalar, ptrs + "[" + index + "]", vol);
+    std::string value = read(t.scalar, ptrs + "[" + index + "]", vol, suffix);
     return masked ? mask + "[" + index + "] ? " + value + " : " + fallback(index) : value;
   };
 
@@ -158,13 +186,13 @@ void emit_tile_load(CudaContext& ctx, ir::OpId id) {
   std::string i = ctx.open_unrolled(registers, a.vector);
   int element_bytes = static_cast<int>(ir::byte_size(t.scalar));
   if (element_bytes < 4 && !(masked && !a.uniform_mask)) {
-    emit_packed_vector_load(ctx, t.scalar, a.vector, dest, i, ptrs, masked ? mask : "", other);
+    emit_packed_vector_load(ctx, t.scalar, a.vector, dest, i, ptrs, masked ? mask : "", other, suffix);
     ctx.out.close();
     return;
   }
   std::string vec = vec_type(t.scalar, a.vector);
   std::string w = ctx.fresh("w");
-  std::string load = "*reinterpret_cast<const " + vec + "*>(" + ptrs + "[" + i + "])";
+  std::string load = global_read(vec, a.vector * element_bytes, ptrs + "[" + i + "]", suffix);
   auto unpack = [&] {
     std::string j = ctx.open_unrolled(a.vector);
     std::string value = w + ".v[" + j + "]";
@@ -254,7 +282,7 @@ void emit_scalar_load(CudaContext& ctx, ir::OpId id) {
   ir::ValueId result = op.results[0];
   ir::Scalar s = ctx.fn.type(result).scalar;
   ctx.before_global_load();
-  std::string value = read(s, ctx.name(op.operands[0]), is_volatile(op));
+  std::string value = read(s, ctx.name(op.operands[0]), is_volatile(op), cache_suffix(op));
   if (op.operands.size() > 1) {
     std::string other = op.operands.size() > 2 ? ctx.name(op.operands[2]) : "(" + c_scalar(s) + ")0";
     value = ctx.name(op.operands[1]) + " ? " + value + " : " + other;

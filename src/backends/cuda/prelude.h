@@ -173,6 +173,42 @@ TG_DEVICE unsigned short tg_shfl_xor(unsigned short x, int m) { return (unsigned
 // N consecutive elements moved as one access of sizeof(T) * N bytes (<= 16);
 // the generator uses it only where axis info proves the alignment.
 template <class T, int N> struct alignas(sizeof(T) * N) tg_vec { T v[N]; };
+
+// Global loads with a PTX cache qualifier, for tl.load's cache_modifier and
+// eviction_policy: tg_ld<bytes>_<q>(address) for each access size and
+// qualifier (ca, cg, cv, ef = L1::evict_first, el = L1::evict_last).
+// Volatile asm so they keep their order with the kernel's stores.
+template <class To, class From> TG_DEVICE To tg_bit_cast(const From& f) {
+  static_assert(sizeof(To) == sizeof(From), "tg_bit_cast between sizes");
+  union { From from; To to; } u;
+  u.from = f;
+  return u.to;
+}
+#define TG_QUALIFIED_LOADS(NAME, Q)                                                                     \
+  TG_DEVICE unsigned char tg_ld1_##NAME(const void* p) {                                                \
+    unsigned r; asm volatile("ld.global" Q ".u8 %0, [%1];" : "=r"(r) : "l"(p)); return (unsigned char)r; \
+  }                                                                                                     \
+  TG_DEVICE unsigned short tg_ld2_##NAME(const void* p) {                                               \
+    unsigned short r; asm volatile("ld.global" Q ".u16 %0, [%1];" : "=h"(r) : "l"(p)); return r;         \
+  }                                                                                                     \
+  TG_DEVICE unsigned tg_ld4_##NAME(const void* p) {                                                     \
+    unsigned r; asm volatile("ld.global" Q ".u32 %0, [%1];" : "=r"(r) : "l"(p)); return r;               \
+  }                                                                                                     \
+  TG_DEVICE unsigned long long tg_ld8_##NAME(const void* p) {                                           \
+    unsigned long long r; asm volatile("ld.global" Q ".u64 %0, [%1];" : "=l"(r) : "l"(p)); return r;     \
+  }                                                                                                     \
+  TG_DEVICE uint4 tg_ld16_##NAME(const void* p) {                                                       \
+    uint4 r;                                                                                            \
+    asm volatile("ld.global" Q ".v4.u32 {%0, %1, %2, %3}, [%4];"                                        \
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));                                \
+    return r;                                                                                           \
+  }
+TG_QUALIFIED_LOADS(ca, ".ca")
+TG_QUALIFIED_LOADS(cg, ".cg")
+TG_QUALIFIED_LOADS(cv, ".cv")
+TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
+TG_QUALIFIED_LOADS(el, ".L1::evict_last")
+#undef TG_QUALIFIED_LOADS
 )PRELUDE";
 
 }  // namespace tegula::backends::cuda
