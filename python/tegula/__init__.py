@@ -23,8 +23,11 @@ except ImportError as e:  # pragma: no cover - only without a built extension
     ) from e
 
 from . import language, testing
+from ._debug import DeviceError  # a debug-mode kernel left its arrays or failed an assert
 from .jit import JITFunction, KernelInspection, jit
+from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heuristics, autotune, heuristics
 from .utils import cdiv, next_power_of_2
+from .tensor_descriptor import TensorDescriptor  # a tensor seen as blocks, passed to kernels
 
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
 #: (file:line:col, the source line with a caret, and a hint).
@@ -33,12 +36,16 @@ CompilationError = _C.CompilationError
 __version__ = _C.__version__
 
 __all__ = [
-    "jit", "JITFunction", "KernelInspection", "CompilationError", "cdiv", "next_power_of_2",
+    "jit", "JITFunction", "KernelInspection", "CompilationError", "DeviceError", "cdiv", "next_power_of_2",
     "language", "testing", "runtime_stats", "__version__",
+    "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
+    "TensorDescriptor",
 ]
 
 
 def runtime_stats() -> dict:
     """The compiler's process-wide counters: ``builds`` (C++ compiler runs),
-    ``disk_hits`` (kernels loaded from the disk cache) and ``frontend_runs``."""
+    ``disk_hits`` (kernels loaded from the disk cache), ``disk_rejected``
+    (cache entries found but refused, e.g. truncated or altered files: each is
+    rebuilt) and ``frontend_runs``."""
     return _C.stats()

@@ -4,6 +4,8 @@ names, described for the compiler as GlobalValues, and the sources of every
 
 from __future__ import annotations
 
+import ast
+import textwrap
 import types
 
 import numpy as np
@@ -65,12 +67,28 @@ def _referenced_names(code: types.CodeType, out: set[str]) -> None:
             _referenced_names(const, out)
 
 
-def visible_values(fn: types.FunctionType) -> dict:
-    """name -> host value for every global or closure variable `fn` names.
+def _annotation_names(source: str) -> set[str]:
+    """Names read by annotations of local variables (``k: tl.constexpr = 2``).
+    Python never evaluates those, so they are missing from the code object,
+    yet the compiler reads them: a helper that names ``tl`` only there must
+    still see it."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:  # the compiler reports it, with its location
+        return set()
+    return {name.id for node in ast.walk(tree) if isinstance(node, ast.AnnAssign)
+            for name in ast.walk(node.annotation) if isinstance(name, ast.Name)}
+
+
+def visible_values(fn: types.FunctionType, source: str | None = None) -> dict:
+    """name -> host value for every global or closure variable `fn` names
+    (in its code, or in the local annotations of `source`, its text).
     Builtins and undefined names are left out: the compiler knows the builtins
     it supports and reports the rest where they are used."""
     names: set[str] = set()
     _referenced_names(fn.__code__, names)
+    if source is not None:
+        names |= _annotation_names(source)
     values = {}
     fn_globals = fn.__globals__
     for name in sorted(names):
@@ -100,7 +118,7 @@ def collect_sources(root) -> list:
         index_of[key] = index
         sources.append(None)  # reserve the slot: recursion may append callees
         globals_ = {}
-        for name, value in visible_values(jit_fn.fn).items():
+        for name, value in visible_values(jit_fn.fn, jit_fn.src).items():
             if isinstance(value, JITFunction):
                 globals_[name] = GV(Kind.JitFunction, function=add(value))
             else:

@@ -11,6 +11,10 @@ receives: an address for pointers, the number itself for scalars.
   ("i", width, is_one, div16)       int: width "i32" | "i64" | "u64"
   ("f",) / ("b",)                   float (f32) / bool (i1)
   ("c", type, value)                constexpr (floats as float.hex(): exact, NaN-safe)
+  ("d", pointer part, int parts, block_shape, padding)
+                                    a TensorDescriptor: its base's pointer part, the int parts
+                                    of its shape then its strides; the launch value is the tuple
+                                    (address, *shape, *strides), one kernel parameter each
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 
 from . import _C, _device
 from ._globals import constant_value
+from .tensor_descriptor import is_descriptor
 from .language.core import DTYPES, constexpr, dtype, pointer_type
 
 _data_address = _C.data_address
@@ -119,6 +124,9 @@ def runtime_part(kernel: str, param: str, value, specialize: bool) -> tuple:
 def _runtime_part_slow(kernel: str, param: str, value, specialize: bool) -> tuple:
     if isinstance(value, np.ndarray):
         return array_part(kernel, param, value)
+    if is_descriptor(value):
+        _TENSOR_TYPES[type(value)] = descriptor_part
+        return descriptor_part(kernel, param, value)
     if isinstance(value, np.generic) and not isinstance(value, (np.complexfloating, np.flexible)):
         return runtime_part(kernel, param, value.item(), specialize)
     if isinstance(value, bool):
@@ -203,8 +211,22 @@ def _cuda_interface_part(kernel: str, param: str, interface: dict) -> tuple:
     return part + (device,), address
 
 
+def descriptor_part(kernel: str, param: str, desc) -> tuple:
+    """(key part, launch values) of a TensorDescriptor argument."""
+    base, address = runtime_part(kernel, param, desc.base, True)
+    if base[0] != "p":
+        raise TypeError(f"the base of TensorDescriptor argument '{param}' of kernel '{kernel}' must be an "
+                        f"array or tensor, got {type(desc.base).__name__}")
+    extents = [int(v) for v in (*desc.shape, *desc.strides)]
+    ints = tuple(int_part(kernel, param, v, True) for v in extents)
+    padding = getattr(desc, "padding", "zero")
+    return ("d", base, ints, tuple(int(b) for b in desc.block_shape), padding), (address, *extents)
+
+
 def place(part: tuple):
-    """Where a pointer key part's memory is: None for the host, else the CUDA device."""
+    """Where a pointer (or descriptor) key part's memory is: None for the host, else the CUDA device."""
+    if part[0] == "d":
+        part = part[1]
     return part[3] if len(part) > 3 else None
 
 
@@ -241,6 +263,13 @@ def arg_spec(part: tuple):
         return _C.ArgSpec(Kind.Float, dtype="f32")
     if tag == "b":
         return _C.ArgSpec(Kind.Bool, dtype="i1")
+    if tag == "d":
+        _, base, ints, block_shape, padding = part
+        spec = _C.ArgSpec(Kind.TensorDescriptor, dtype=base[1], divisibility=16 if base[2] else 1,
+                          value=constant_value(padding))
+        spec.parts = [arg_spec(p) for p in ints]
+        spec.block_shape = list(block_shape)
+        return spec
     kind, value = part[1], part[2]
     if kind is float:
         value = float.fromhex(value)

@@ -19,9 +19,10 @@ import operator
 import os
 import types
 
-from . import _C, _device
+from . import _C, _debug, _device
 from ._globals import collect_sources
 from ._specialize import arg_spec, constexpr_part, place, runtime_part
+from .tensor_descriptor import debug_arguments, flatten_launch_values
 
 _MISSING = object()
 _LAUNCH_OPTIONS = ("num_warps", "num_stages")
@@ -33,6 +34,30 @@ _BOOL_LAUNCH_OPTIONS = ("enable_fp_fusion",)
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _without_outer_decorators(lines: list, first_line: int):
+    """The kernel's source from its innermost decorator (the ``@jit`` line) on.
+
+    Decorators stacked above ``@jit`` (``@tegula.autotune(configs=[Config({...})])``,
+    ``@tegula.heuristics({...: lambda args: ...})``) are host code that wraps
+    the JITFunction; their dicts and lambdas are not kernel syntax, so the
+    compiler never sees them. Line numbers are kept: ``first_line`` moves down.
+    """
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return lines, first_line
+    fn = tree.body[0] if tree.body else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(fn.decorator_list) < 2:
+        return lines, first_line
+    # A decorator's lineno is its expression's line; the '@' is on the line before
+    # any continuation, which is the same line for every decorator Python accepts.
+    keep_from = fn.decorator_list[-1].lineno - 1
+    return lines[keep_from:], first_line + keep_from
 
 
 class _Signature:
@@ -65,14 +90,31 @@ class _Signature:
 
 class _Entry:
     """A cached launch target: the kernel, which bound arguments it takes, and
-    the CUDA device it runs on (None for the CPU backend)."""
+    the CUDA device it runs on (None for the CPU backend). ``flatten``: some
+    argument is a TensorDescriptor, whose launch value is a tuple of several
+    kernel parameters."""
 
-    __slots__ = ("kernel", "runtime_indices", "device")
+    __slots__ = ("kernel", "runtime_indices", "device", "flatten")
 
-    def __init__(self, kernel, runtime_indices, device):
+    def __init__(self, kernel, runtime_indices, device, flatten=False):
         self.kernel = kernel
         self.runtime_indices = runtime_indices
         self.device = device
+        self.flatten = flatten
+
+
+def _runtime_indices(sig: "_Signature", params) -> tuple:
+    """The bound argument behind each kernel parameter; a TensorDescriptor's
+    NAME__base, NAME__shape<d> and NAME__stride<d> count once."""
+    indices = []
+    for name, *_ in params:
+        i = sig.index.get(name)
+        if i is None:
+            i = sig.index[name.rsplit("__", 1)[0]]
+            if indices and indices[-1] == i:
+                continue
+        indices.append(i)
+    return tuple(indices)
 
 
 class KernelInspection:
@@ -133,6 +175,7 @@ class JITFunction:
         except (OSError, TypeError) as e:
             raise OSError(f"cannot read the source of kernel '{fn.__name__}' ({e}); define "
                           f"kernels in a file, not in an interactive session or exec()") from None
+        lines, first_line = _without_outer_decorators(lines, first_line)
         self.src = "".join(lines)
         self.first_line = first_line
         self.filename = _inspect.getsourcefile(fn) or fn.__code__.co_filename
@@ -163,12 +206,30 @@ class JITFunction:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._compile(sig, key)
+        if self.debug:
+            return self._launch_debug(entry, grid3, values, launch_values)
         device = entry.device
+        args = [launch_values[i] for i in entry.runtime_indices]
+        if entry.flatten:
+            args = flatten_launch_values(args)
         if device is None:
-            entry.kernel.launch(grid3, [launch_values[i] for i in entry.runtime_indices])
+            entry.kernel.launch(grid3, args)
         else:
-            entry.kernel.launch_cuda(grid3, [launch_values[i] for i in entry.runtime_indices],
-                                     _device.current_stream(device), device)
+            entry.kernel.launch_cuda(grid3, args, _device.current_stream(device), device)
+        return entry.kernel
+
+    def _launch_debug(self, entry, grid3, values, launch_values):
+        """A debug launch: the kernel also gets every array's extent, and an
+        error it records is raised as tegula.DeviceError."""
+        args = [launch_values[i] for i in entry.runtime_indices]
+        extents = _debug.extents([values[i] for i in entry.runtime_indices])
+        if entry.flatten:
+            args = flatten_launch_values(args)
+            extents = _debug.extents(debug_arguments([values[i] for i in entry.runtime_indices]))
+        if entry.device is None:
+            entry.kernel.launch(grid3, args, extents)
+        else:
+            entry.kernel.launch_cuda(grid3, args, _device.current_stream(entry.device), entry.device, extents)
         return entry.kernel
 
     def warmup(self, /, *args, grid=None, **kwargs):
@@ -271,8 +332,12 @@ class JITFunction:
                 launch_values.append(launch_value)
         if options and "num_warps" in options:
             key.append(("num_warps", options["num_warps"]))
+        if options and options.get("num_stages") is not None:
+            key.append(("num_stages", options["num_stages"]))
         if options and options.get("enable_fp_fusion") is False:  # True is the default: same key
             key.append(("enable_fp_fusion", False))
+        if self.debug:  # a debug build never serves a launch without debug, nor the reverse
+            key.append(("debug", True))
         return tuple(key), launch_values
 
     def _resolve_grid(self, grid, sig: _Signature, values, options):
@@ -312,32 +377,38 @@ class JITFunction:
     def _request(self, sig: _Signature, key: tuple):
         parts = key[:len(sig.names)]
         return _C.KernelRequest(functions=collect_sources(self),
-                                args=[arg_spec(part) for part in parts], debug=self.debug)
+                                args=[arg_spec(part) for part in parts],
+                                debug=("debug", True) in key[len(sig.names):])
 
     def _compile_options(self, sig: _Signature, key: tuple):
         """(CompileOptions, CUDA device or None) for a specialization: the
         backend follows where its pointer arguments live."""
-        places = {param: place(part) for param, part in zip(sig.names, key) if part[0] == "p"}
+        places = {param: place(part) for param, part in zip(sig.names, key) if part[0] in ("p", "d")}
         backend, device = _device.choose(self.__name__, places)
-        options = _C.CompileOptions(backend=backend, debug=self.debug)
+        options = _C.CompileOptions(backend=backend)
         if device is not None:
             options.device = device
         for extra in key[len(sig.names):]:
             if extra[0] == "num_warps":
                 options.num_warps = extra[1]
+            elif extra[0] == "num_stages":
+                options.num_stages = extra[1]
             elif extra[0] == "enable_fp_fusion":
                 options.fp_fusion = extra[1]
+            elif extra[0] == "debug":
+                options.debug = True
         return options, device
 
     def _compile(self, sig: _Signature, key: tuple) -> _Entry:
         options, device = self._compile_options(sig, key)
         kernel = _C.compile(self._request(sig, key), options)
         try:
-            runtime_indices = tuple(sig.index[param[0]] for param in kernel.params)
+            runtime_indices = _runtime_indices(sig, kernel.params)
         except KeyError as e:
             raise RuntimeError(f"internal error: compiled kernel '{self.__name__}' has parameter "
                                f"{e} that its signature does not") from None
-        entry = _Entry(kernel, runtime_indices, device)
+        flatten = any(param[0] not in sig.index for param in kernel.params)
+        entry = _Entry(kernel, runtime_indices, device, flatten)
         self._cache[key] = entry
         return entry
 

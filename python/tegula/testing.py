@@ -1,4 +1,4 @@
-"""Checking and timing kernels: ``assert_close`` and ``do_bench``."""
+"""Checking and timing kernels: ``assert_close``, ``do_bench`` and ``perf_report`` sweeps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-__all__ = ["assert_close", "do_bench"]
+__all__ = ["assert_close", "do_bench", "perf_report", "Benchmark", "Mark"]
 
 # Default (atol, rtol) per floating dtype: what one rounding step of that
 # format allows, as torch.testing uses them. Integers and bools compare exactly.
@@ -115,13 +115,16 @@ class CudaTimer:
         self._torch = torch
         self._flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device)
 
-    def interleaved(self, fns, reps: int) -> list:
+    def interleaved(self, fns, reps: int, setup=None) -> list:
         """Runs the callables round-robin (A, B, A, B, ...) `reps` times; returns each
-        one's milliseconds per call, a list of `reps` samples per callable."""
+        one's milliseconds per call, a list of `reps` samples per callable.
+        ``setup()``, when given, runs before each call's flush, untimed."""
         cuda = self._torch.cuda
         pairs = [[] for _ in fns]
         for _ in range(reps):
             for i, fn in enumerate(fns):
+                if setup is not None:
+                    setup()
                 self._flush.zero_()
                 start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
                 start.record()
@@ -143,32 +146,45 @@ def _bench_device(device) -> str:
     return "cpu"
 
 
-def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="median",
+_RETURN_MODES = ("min", "max", "mean", "median", "all")
+
+
+def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean",
              device=None):
-    """Time ``fn()`` in milliseconds.
+    """Time ``fn()`` in milliseconds, as ``triton.testing.do_bench`` does.
 
-    ``device="cuda"`` times on the GPU with CUDA events, the L2 cache flushed
-    before each call (see CudaTimer); ``"cpu"`` uses the host clock. The default
-    picks ``"cuda"`` when this process has already used CUDA through torch.
-    ``warmup`` and ``rep`` are time budgets in ms (as in Triton): the number of
-    calls is derived from a first estimate. Returns the ``return_mode`` statistic
-    ("min", "max", "mean", "median", or "all" for every sample), or the values at
-    ``quantiles`` when given (a single float for a single quantile).
+    ``warmup`` and ``rep`` are time budgets in ms: a first estimate of one
+    call sets how many calls fill each. On the GPU (``device="cuda"``) every
+    repetition is timed with CUDA events on torch's current stream after a
+    256 MB buffer is zeroed, so it starts with a cold L2; on the CPU
+    (``"cpu"``) with the host's ``perf_counter``. The default picks ``"cuda"``
+    when this process has already used CUDA through torch. ``grad_to_none``:
+    tensors whose ``.grad`` is reset before each call (untimed).
+
+    Returns the ``return_mode`` statistic of the samples ("min", "max",
+    "mean", "median", or "all" for the list of samples), or, when
+    ``quantiles`` is given, the list of those quantiles (a single float for
+    a single quantile).
     """
-    if return_mode not in ("min", "max", "mean", "median", "all"):
-        raise ValueError(f"return_mode must be min, max, mean, median or all, got {return_mode!r}")
+    if return_mode not in _RETURN_MODES:
+        raise ValueError(f"return_mode must be one of {', '.join(_RETURN_MODES)}, got {return_mode!r}")
+    if quantiles is not None:
+        quantiles = [float(q) for q in np.atleast_1d(quantiles)]
+        if not quantiles or any(not 0.0 <= q <= 1.0 for q in quantiles):
+            raise ValueError(f"quantiles must lie in [0, 1], got {quantiles!r}")
 
-    def run():
-        if grad_to_none is not None:
-            for tensor in grad_to_none:
-                tensor.grad = None
-        fn()
+    def reset_grads():
+        for tensor in grad_to_none:
+            tensor.grad = None
 
-    if _bench_device(device) == "cuda":
-        samples = _cuda_samples(run, warmup, rep)
-    else:
-        samples = _host_samples(run, warmup, rep)
-    times = np.asarray(samples)
+    setup = reset_grads if grad_to_none is not None else None
+    times = np.asarray(bench_samples(fn, warmup, rep, device=device, setup=setup))
+    return summarize(times, quantiles, return_mode)
+
+
+def summarize(times, quantiles=None, return_mode="mean"):
+    """The statistic do_bench returns for a list of samples (see do_bench)."""
+    times = np.asarray(times, dtype=np.float64)
     if quantiles is not None:
         values = np.atleast_1d(np.quantile(times, quantiles)).tolist()
         return values[0] if len(values) == 1 else values
@@ -177,30 +193,48 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     return float(getattr(np, return_mode)(times))
 
 
-def _host_samples(run, warmup, rep) -> list:
-    run()  # the first call may compile
-    estimate_calls = 5
-    start = time.perf_counter()
-    for _ in range(estimate_calls):
-        run()
-    estimate_ms = max((time.perf_counter() - start) * 1e3 / estimate_calls, 1e-6)
-    for _ in range(max(1, int(warmup / estimate_ms))):
-        run()
-    samples = []
-    for _ in range(max(1, int(rep / estimate_ms))):
+def bench_samples(fn, warmup=25, rep=100, device=None, setup=None) -> list:
+    """The per-call times (ms) do_bench summarizes. ``setup()``, when given,
+    runs before every call and is never timed (the autotuner restores the
+    arguments a kernel updates in place with it)."""
+    for name, budget in (("warmup", warmup), ("rep", rep)):
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
+            raise ValueError(f"{name} must be a time budget in ms >= 0, got {budget!r}")
+    if _bench_device(device) == "cuda":
+        return _cuda_samples(fn, warmup, rep, setup)
+    return _host_samples(fn, warmup, rep, setup)
+
+
+def _host_samples(fn, warmup, rep, setup) -> list:
+    def timed() -> float:
+        if setup is not None:
+            setup()
         begin = time.perf_counter()
-        run()
-        samples.append((time.perf_counter() - begin) * 1e3)
-    return samples
+        fn()
+        return (time.perf_counter() - begin) * 1e3
+
+    timed()  # the first call may compile
+    estimate_calls = 5
+    estimate_ms = max(sum(timed() for _ in range(estimate_calls)) / estimate_calls, 1e-6)
+    for _ in range(max(1, int(warmup / estimate_ms))):
+        timed()
+    return [timed() for _ in range(max(1, int(rep / estimate_ms)))]
 
 
-def _cuda_samples(run, warmup, rep) -> list:
+def _cuda_samples(fn, warmup, rep, setup) -> list:
     import torch
 
     timer = CudaTimer()
-    run()  # the first call may compile
+    if setup is not None:
+        setup()
+    fn()  # the first call may compile
     torch.cuda.synchronize()
-    estimate_ms = max(sum(timer.interleaved([run], 5)[0]) / 5, 1e-6)
+    estimate_ms = max(sum(timer.interleaved([fn], 5, setup)[0]) / 5, 1e-6)
     for _ in range(max(1, int(warmup / estimate_ms))):
-        run()
-    return timer.interleaved([run], max(1, int(rep / estimate_ms)))[0]
+        if setup is not None:
+            setup()
+        fn()
+    return timer.interleaved([fn], max(1, int(rep / estimate_ms)), setup)[0]
+
+
+from ._perf_report import Benchmark, Mark, perf_report  # noqa: E402  (re-exported, as in Triton)

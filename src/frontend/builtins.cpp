@@ -7,6 +7,11 @@
 #include <cstdio>
 #include <map>
 
+#include "frontend/builtins_block_ptr.h"
+#include "frontend/builtins_hints.h"
+#include "frontend/builtins_math.h"
+#include "frontend/builtins_random.h"
+#include "frontend/builtins_scan.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -154,6 +159,16 @@ ir::ValueId pointer_arg(Lowerer& l, const BoundArgs& a, const std::string& calle
     error_at(a.loc("pointer"), "the pointer of " + callee + " must be a pointer or a tile of pointers, but it is " +
                                    l.describe(p),
              "pass an array argument, offset with `ptr + offsets`");
+  for (const char* block_only : {"boundary_check", "padding_option"}) {
+    if (!a.has(block_only)) continue;
+    const Symbol& b = a.get(block_only);
+    bool empty = (b.kind == Symbol::Kind::Tuple && b.elements.empty()) ||
+                 (b.is_const() && b.constant.kind == ConstValue::Kind::Str && b.constant.s.empty());
+    if (!empty)
+      error_at(a.loc(block_only), std::string("`") + block_only + "` applies to block pointers, not to " +
+                                      l.describe(p),
+               "mask a pointer tile with mask=..., other=...; or make a block pointer with tl.make_block_ptr");
+  }
   return p.value;
 }
 
@@ -175,21 +190,17 @@ std::vector<ir::NamedAttr> memory_hints(Lowerer& l, const BoundArgs& a, bool is_
   if (is_load) str("cache_modifier", {"", ".ca", ".cg", ".cv"});
   else str("cache_modifier", {"", ".wb", ".cg", ".cs", ".wt"});
   str("eviction_policy", {"", "evict_first", "evict_last", "evict_normal"});
-  if (a.has("boundary_check")) {
-    const Symbol& b = a.get("boundary_check");
-    if (!(b.kind == Symbol::Kind::Tuple && b.elements.empty()))
-      error_at(a.loc("boundary_check"), "`boundary_check` applies to block pointers, which are not supported yet");
-  }
   return attrs;
 }
 
 Symbol load(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"pointer", "?mask", "?other", "?boundary_check", "?padding_option", "?cache_modifier",
                   "?eviction_policy", "?volatile"}, c);
-  ir::ValueId ptr = pointer_arg(l, a, "tl.load");
   std::vector<ir::NamedAttr> attrs = memory_hints(l, a, true);
   if (a.has("volatile") && l.to_const(a.get("volatile"), a.loc("volatile"), "`volatile`").truthy())
     attrs.push_back({"volatile", ir::Attr{int64_t{1}}});
+  if (is_block_access(a.get("pointer"))) return lower_block_load(l, a, c.loc, std::move(attrs));
+  ir::ValueId ptr = pointer_arg(l, a, "tl.load");
   std::vector<ir::ValueId> operands = {ptr};
   if (a.has("mask")) {
     ir::ValueId m = as_bool(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.load"), a.loc("mask"),
@@ -214,8 +225,9 @@ Symbol load(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"pointer", "value", "?mask", "?boundary_check", "?cache_modifier", "?eviction_policy"}, c);
-  ir::ValueId ptr = pointer_arg(l, a, "tl.store");
   std::vector<ir::NamedAttr> attrs = memory_hints(l, a, false);
+  if (is_block_access(a.get("pointer"))) return lower_block_store(l, a, c.loc, std::move(attrs));
+  ir::ValueId ptr = pointer_arg(l, a, "tl.store");
   Scalar elem = l.type(ptr).scalar;
   const Symbol& v = a.get("value");
   ir::ValueId value = v.is_const() ? l.constant(v.constant, ir::Type::of(elem), a.loc("value"))
@@ -460,6 +472,9 @@ Symbol device_print(Lowerer& l, const CallArgs& c, const std::string& n) {
     }
     values.push_back(l.to_value(s, c.positional_locs[i], "a printed value"));
   }
+  // As in Triton, a prefix before values reads `name: value`: "x", "x " and "x: " all print `x: 5`.
+  while (!prefix.empty() && prefix.back() == ' ') prefix.pop_back();
+  if (!prefix.empty() && !values.empty() && prefix.back() != ':') prefix += ':';
   l.builder().set_loc(c.loc);
   l.builder().create(OpKind::Print, values, {}, {{"prefix", ir::Attr{prefix}}});
   return Symbol::of(ConstValue::none());
@@ -478,11 +493,6 @@ Symbol device_assert(Lowerer& l, const CallArgs& c, const std::string& n) {
   l.builder().set_loc(c.loc);
   l.builder().create(OpKind::Assert, {cond}, {}, {{"message", ir::Attr{msg}}});
   return Symbol::of(ConstValue::none());
-}
-
-Symbol hint_passthrough(Lowerer& l, const CallArgs& c, const std::string& n) {
-  if (c.positional.empty()) error_at(c.loc, "tl." + n + " needs an input");
-  return c.positional[0];
 }
 
 Symbol no_op(Lowerer& l, const CallArgs& c, const std::string& n) { return Symbol::of(ConstValue::none()); }
@@ -559,10 +569,7 @@ Symbol py_range(Lowerer& l, const CallArgs& c, const std::string& n) {
 // clear "not supported yet" beats "unknown name".
 bool is_known_unsupported(const std::string& n) {
   static const char* const kNames[] = {
-      "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg",
-      "atomic_xor", "cumsum", "cumprod", "associative_scan", "sort", "flip", "histogram", "gather", "rand",
-      "randn", "randint", "randint4x", "make_block_ptr", "advance", "make_tensor_descriptor", "dot_scaled",
-      "inline_asm_elementwise", "cat", "interleave", "topk", "swizzle2d", "philox", "xor_sum", "reduce_or"};
+      "dot_scaled", "inline_asm_elementwise", "xor_sum", "reduce_or"};
   for (const char* k : kNames)
     if (n == k) return true;
   return false;
@@ -573,6 +580,9 @@ bool is_known_unsupported(const std::string& n) {
 // Defined in builtins_tile.cpp: reductions, dot and shape ops.
 Symbol lower_tile_builtin(Lowerer& l, const CallArgs& c, const std::string& name, bool* handled);
 bool is_tile_builtin(const std::string& name);
+// Defined in builtins_atomic.cpp: tl.atomic_* (all but cas) and tl.atomic_cas.
+Symbol lower_atomic_rmw(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_atomic_cas(Lowerer& l, const CallArgs& c, const std::string& name);
 
 namespace {
 
@@ -600,8 +610,8 @@ const std::map<std::string, Handler>& handlers() {
       {"constexpr", constexpr_fn},  {"static_print", static_print},
       {"static_assert", static_assert_fn},
       {"device_print", device_print}, {"device_assert", device_assert},
-      {"multiple_of", hint_passthrough}, {"max_contiguous", hint_passthrough},
-      {"max_constancy", hint_passthrough}, {"assume", no_op},
+      {"multiple_of", lower_hint}, {"max_contiguous", lower_hint},
+      {"max_constancy", lower_hint}, {"assume", lower_assume},
       {"debug_barrier", no_op},
       {"py.min", py_min_max},       {"py.max", py_min_max},
       {"py.len", py_len},           {"py.int", py_convert},
@@ -609,6 +619,17 @@ const std::map<std::string, Handler>& handlers() {
       {"py.print", device_print},   {"py.abs", abs_fn},
       {"py.range", py_range},       {"range", py_range},
       {"static_range", py_range},
+      {"atomic_add", lower_atomic_rmw}, {"atomic_max", lower_atomic_rmw},
+      {"atomic_min", lower_atomic_rmw}, {"atomic_and", lower_atomic_rmw},
+      {"atomic_or", lower_atomic_rmw},  {"atomic_xor", lower_atomic_rmw},
+      {"atomic_xchg", lower_atomic_rmw}, {"atomic_cas", lower_atomic_cas},
+      {"cumsum", lower_scan},       {"cumprod", lower_scan},
+      {"associative_scan", lower_scan},
+      {"sort", lower_sort},         {"topk", lower_sort},
+      {"flip", lower_flip},         {"gather", lower_gather},
+      {"histogram", lower_histogram},
+      {"interleave", lower_interleave}, {"cat", lower_cat},
+      {"swizzle2d", lower_swizzle2d},
   };
   return table;
 }
@@ -616,7 +637,8 @@ const std::map<std::string, Handler>& handlers() {
 }  // namespace
 
 bool Lowerer::is_language_builtin(const std::string& name) {
-  return handlers().count(name) > 0 || is_tile_builtin(name) || is_known_unsupported(name);
+  return handlers().count(name) > 0 || is_tile_builtin(name) || is_math_builtin(name) || is_random_builtin(name) ||
+         is_block_ptr_builtin(name) || is_known_unsupported(name);
 }
 
 Symbol Lowerer::call_builtin(const std::string& name, const CallArgs& args) {
@@ -625,6 +647,9 @@ Symbol Lowerer::call_builtin(const std::string& name, const CallArgs& args) {
   bool handled = false;
   Symbol r = lower_tile_builtin(*this, args, name, &handled);
   if (handled) return r;
+  if (is_math_builtin(name)) return lower_math_builtin(*this, args, name);
+  if (is_random_builtin(name)) return lower_random_builtin(*this, args, name);
+  if (is_block_ptr_builtin(name)) return lower_block_ptr_builtin(*this, args, name);
   if (is_known_unsupported(name))
     error_at(args.loc, "`tl." + name + "` is not supported by Tegula yet", "docs/language.md lists what is supported");
   error_at(args.loc, "`" + name + "` cannot be called inside a kernel");

@@ -1,6 +1,7 @@
 // Entry points of lowering, @jit function inlining and name resolution.
 #include "frontend/lower.h"
 
+#include "frontend/builtins_block_ptr.h"
 #include "frontend/lowering.h"
 #include "frontend/parser.h"
 #include "frontend/type_rules.h"
@@ -109,6 +110,10 @@ ir::Function Lowerer::run() {
     if (is_constexpr_annotation(p.annotation.get()))
       error_at(p.loc, "parameter `" + p.name + "` is a constexpr but received a runtime value",
                "constexpr parameters are specialized at compile time; pass a Python int, float, bool, str or dtype");
+    if (a.kind == ArgSpec::Kind::TensorDescriptor) {
+      assign(p.name, bind_descriptor_param(*this, p.name, a, p.loc));
+      continue;
+    }
     ir::Type t = a.kind == ArgSpec::Kind::Pointer ? ir::Type::ptr(a.dtype) : ir::Type::of(a.dtype);
     fn_.params.push_back(ir::Param{p.name, t, a.divisibility});
     ir::ValueId v = fn_.add_block_arg(fn_.body(), t);

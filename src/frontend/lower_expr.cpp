@@ -2,6 +2,7 @@
 // unary operators (Triton's promotion rules), broadcasting and casts.
 #include <cmath>
 
+#include "frontend/builtins_block_ptr.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -34,7 +35,9 @@ bool is_value_method(const std::string& name) {
       "to", "reshape", "view", "trans", "permute", "expand_dims", "broadcast_to", "sum", "max", "min",
       "argmax", "argmin", "reduce", "ravel", "split", "cumsum", "cumprod", "exp", "exp2", "log", "log2",
       "sqrt", "rsqrt", "abs", "sin", "cos", "sigmoid", "softmax", "associative_scan", "sort", "flip",
-      "xor_sum", "reduce_or", "floor", "ceil", "erf", "tanh", "cast", "join"};
+      "xor_sum", "reduce_or", "floor", "ceil", "erf", "tanh", "cast", "join",
+      "topk", "gather", "histogram", "interleave", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
+      "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas"};
   for (const char* m : kMethods)
     if (name == m) return true;
   return false;
@@ -57,6 +60,8 @@ std::string Lowerer::describe(const Symbol& s) const {
     case Symbol::Kind::Method: return "the method `" + s.name + "`";
     case Symbol::Kind::Opaque: return "the host object " + s.name;
     case Symbol::Kind::Slice: return "a slice";
+    case Symbol::Kind::BlockPointer:
+    case Symbol::Kind::TensorDescriptor: return describe_block_access(*this, s);
   }
   return "?";
 }
@@ -72,6 +77,14 @@ ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLo
   if (ir::is_float(type.scalar)) return builder_.float_constant(c.as_double(), std::move(type));
   int64_t v = c.kind == ConstValue::Kind::Float ? static_cast<int64_t>(std::trunc(c.f)) : c.i;
   if (type.scalar == Scalar::I1) v = c.kind == ConstValue::Kind::Float ? (c.f != 0.0) : (c.i != 0);
+  // Wrap to the type's width (tl.full((4,), 300, tl.int8) is 44), so no
+  // constant can be out of range for its type.
+  int bits = ir::bit_width(type.scalar);
+  if (type.scalar != Scalar::I1 && bits < 64) {
+    uint64_t mask = (uint64_t{1} << bits) - 1, u = static_cast<uint64_t>(v) & mask;
+    if (ir::is_signed(type.scalar) && (u >> (bits - 1)) != 0) u |= ~mask;
+    v = static_cast<int64_t>(u);
+  }
   return builder_.int_constant(v, std::move(type));
 }
 
@@ -193,6 +206,8 @@ std::pair<ir::ValueId, ir::ValueId> Lowerer::arith_operands(const Symbol& a, con
              "cast one operand with .to(...) first");
   auto materialize = [&](const Symbol& s) {
     if (s.is_value()) return cast(s.value, *ct, loc);
+    if (std::string problem = literal_fit_problem(s.constant, *ct); !problem.empty())
+      error_at(loc, problem + " (in `" + op_text + "`)", "convert the other operand first, e.g. x.to(tl.int64)");
     return constant(s.constant, ir::Type::of(*ct), loc);
   };
   ir::ValueId va = materialize(a);
@@ -454,6 +469,8 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
     case Symbol::Kind::Opaque:
       error_at(loc, "`" + base.name + "` is a host object and cannot be used inside a kernel",
                "kernels can use tl/tegula functions, @jit functions and int/float/bool/str constants");
+    case Symbol::Kind::BlockPointer:
+    case Symbol::Kind::TensorDescriptor: return block_access_attribute(*this, base, attr, loc);
     default: error_at(loc, describe(base) + " has no attribute `" + attr + "`");
   }
 }

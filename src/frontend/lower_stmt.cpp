@@ -5,11 +5,14 @@
 //  * a runtime `if` yields every variable that either branch changed;
 //  * a runtime `for`/`while` carries every variable that its body assigns and
 //    that existed before the loop (found by a syntactic scan of the body);
+//  * tuples, block pointers and tensor descriptors cross both as their leaves
+//    (symbol_leaves.h): one result or iteration value per IR value they hold;
 //  * `if` on a constant condition and `tl.static_range` loops are resolved at
 //    compile time (only the taken branch is lowered; static loops unrolled).
 #include <set>
 
 #include "frontend/lowering.h"
+#include "frontend/symbol_leaves.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
 
@@ -62,8 +65,6 @@ bool same_symbol(const Symbol& a, const Symbol& b) {
     default: return false;
   }
 }
-
-bool is_runtime_carriable(const Symbol& s) { return s.is_value() || (s.is_const() && s.constant.is_numeric()); }
 
 }  // namespace
 
@@ -229,8 +230,15 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
   auto else_vars = frame().vars;
   --frame().runtime_control_depth;
 
-  // Decide which names become results of the `if`.
-  std::vector<std::string> results;
+  // Decide which names become results of the `if`: one result per leaf that
+  // differs between the branches.
+  struct Yielded {
+    std::string name;
+    Symbol then_symbol;
+    std::vector<Symbol> then_leaves, else_leaves;
+    std::vector<int> result;  // per leaf: index of its result, or -1 when both branches agree
+  };
+  std::vector<Yielded> yielded;
   std::vector<ir::Type> result_types;
   std::map<std::string, Symbol> merged;
   std::set<std::string> names;
@@ -247,26 +255,40 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
       merged[n] = t->second;
       continue;
     }
-    if (!is_runtime_carriable(t->second) || !is_runtime_carriable(e->second))
+    if (!is_carriable(t->second) || !is_carriable(e->second) || !same_structure(t->second, e->second))
       error_at(s.loc, "`" + n + "` is " + describe(t->second) + " in one branch and " + describe(e->second) +
-                          " in the other; only tensors and numbers can differ between branches of a runtime `if`");
-    ir::Type ty;
-    if (t->second.is_value()) ty = fn_.type(t->second.value);
-    else if (e->second.is_value()) ty = fn_.type(e->second.value);
-    else ty = ir::Type::of(literal_type(t->second.constant));
-    results.push_back(n);
-    result_types.push_back(ty);
+                          " in the other; only tensors and numbers (or tuples, block pointers and tensor "
+                          "descriptors of the same shape) can differ between branches of a runtime `if`");
+    Yielded y{n, t->second, leaves_of(t->second), leaves_of(e->second), {}};
+    for (size_t k = 0; k < y.then_leaves.size(); ++k) {
+      const Symbol& a = y.then_leaves[k];
+      const Symbol& b = y.else_leaves[k];
+      if (same_symbol(a, b)) {
+        y.result.push_back(-1);
+        continue;
+      }
+      ir::Type ty;
+      if (a.is_value()) ty = fn_.type(a.value);
+      else if (b.is_value()) ty = fn_.type(b.value);
+      else ty = ir::Type::of(literal_type(a.constant));
+      y.result.push_back(static_cast<int>(result_types.size()));
+      result_types.push_back(ty);
+    }
+    yielded.push_back(std::move(y));
   }
-  auto yield_in = [&](ir::BlockId block, const std::map<std::string, Symbol>& vars) {
+  auto yield_in = [&](ir::BlockId block, bool then_side) {
     builder_.set_insertion_end(block);
     std::vector<ir::ValueId> values;
-    for (size_t i = 0; i < results.size(); ++i)
-      values.push_back(materialize_as(vars.at(results[i]), result_types[i], results[i], s.loc));
+    for (const Yielded& y : yielded)
+      for (size_t k = 0; k < y.result.size(); ++k)
+        if (y.result[k] >= 0)
+          values.push_back(materialize_as(then_side ? y.then_leaves[k] : y.else_leaves[k],
+                                          result_types[static_cast<size_t>(y.result[k])], y.name, s.loc));
     builder_.set_loc(s.loc);
     builder_.create(OpKind::Yield, values, {});
   };
-  yield_in(then_block, then_vars);
-  yield_in(else_block, else_vars);
+  yield_in(then_block, true);
+  yield_in(else_block, false);
 
   builder_.set_insertion_end(outer);
   builder_.set_loc(s.loc);
@@ -275,9 +297,14 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
   fn_.block(then_block).parent = op;
   fn_.block(else_block).parent = op;
   for (const auto& [n, sym] : merged) frame().vars[n] = sym;
-  for (size_t i = 0; i < results.size(); ++i) {
-    frame().vars[results[i]] = Symbol::of(fn_.op(op).results[i]);
-    frame().maybe_undefined.erase(results[i]);
+  for (const Yielded& y : yielded) {
+    std::vector<Symbol> leaves;
+    for (size_t k = 0; k < y.result.size(); ++k)
+      leaves.push_back(y.result[k] < 0 ? y.then_leaves[k]
+                                       : Symbol::of(fn_.op(op).results[static_cast<size_t>(y.result[k])]));
+    size_t next = 0;
+    frame().vars[y.name] = with_leaves(y.then_symbol, leaves, &next);
+    frame().maybe_undefined.erase(y.name);
   }
   for (auto it = frame().vars.begin(); it != frame().vars.end();) {
     if (frame().maybe_undefined.count(it->first)) it = frame().vars.erase(it);
@@ -292,22 +319,96 @@ std::vector<std::string> Lowerer::loop_carried(const std::vector<ast::StmtPtr>& 
   for (const std::string& n : assigned) {
     auto it = frame().vars.find(n);
     if (it == frame().vars.end()) continue;
-    if (!is_runtime_carriable(it->second))
+    if (!is_carriable(it->second))
       error_at(loc, "`" + n + "` (" + describe(it->second) + ") is reassigned inside a runtime loop",
-               "only tensors and numbers can change from one iteration to the next; use a new name");
+               "only tensors, numbers, block pointers, tensor descriptors and tuples of them can change from "
+               "one iteration to the next; use a new name");
     carried.push_back(n);
   }
   return carried;
 }
 
-void Lowerer::finish_loop_scope(const std::map<std::string, Symbol>& before, const std::vector<std::string>& carried,
+Lowerer::Carried Lowerer::carry(const std::vector<std::string>& names, const SourceLoc& loc) {
+  Carried c;
+  c.names = names;
+  for (const std::string& n : names) {
+    const Symbol& sym = frame().vars.at(n);
+    c.before.push_back(sym);
+    for (const Symbol& leaf : leaves_of(sym)) {
+      ir::ValueId v = to_value(leaf, loc, "`" + n + "`");
+      c.inits.push_back(v);
+      c.types.push_back(fn_.type(v));
+      c.structured.push_back(is_structured(sym));
+    }
+  }
+  return c;
+}
+
+void Lowerer::bind_carried(const Carried& c, const std::vector<ir::ValueId>& values) {
+  std::vector<Symbol> leaves;
+  for (ir::ValueId v : values) leaves.push_back(Symbol::of(v));
+  size_t next = 0;
+  for (size_t i = 0; i < c.names.size(); ++i) frame().vars[c.names[i]] = with_leaves(c.before[i], leaves, &next);
+}
+
+std::vector<ir::ValueId> Lowerer::carried_yields(const Carried& c, const SourceLoc& loc) {
+  std::vector<ir::ValueId> out;
+  for (size_t i = 0; i < c.names.size(); ++i) {
+    const std::string& n = c.names[i];
+    const Symbol& now = frame().vars.at(n);
+    if (!is_carriable(now) || !same_structure(c.before[i], now))
+      error_at(loc, "`" + n + "` is " + describe(c.before[i]) + " before the loop and " + describe(now) + " inside it",
+               "a variable keeps its kind across a loop: use a new name for the new value");
+    for (const Symbol& leaf : leaves_of(now)) out.push_back(materialize_as(leaf, c.types[out.size()], n, loc));
+  }
+  return out;
+}
+
+void Lowerer::finish_loop_scope(const std::map<std::string, Symbol>& before, const Carried& carried,
                                 const std::vector<ir::ValueId>& results, const SourceLoc& loc) {
   auto inside = frame().vars;
   frame().vars = before;
   for (const auto& [n, _] : inside)
     if (!before.count(n)) frame().maybe_undefined[n] = loc;
-  for (size_t i = 0; i < carried.size(); ++i) frame().vars[carried[i]] = Symbol::of(results[i]);
+  bind_carried(carried, results);
 }
+
+namespace {
+
+// A leaf of a tuple, block pointer or descriptor that the body yields as it
+// got it (a block pointer's base, shape and strides across tl.advance) is
+// loop-invariant: its uses read the initial value and it is not carried, so
+// the passes and backends see the constants and invariants it holds. Returns
+// each leaf's value after the loop, with kept leaves left invalid; `yields`,
+// `inits`, `types` and the body's arguments keep only the carried leaves.
+std::vector<ir::ValueId> drop_unchanged_leaves(ir::Function& fn, ir::BlockId body, const std::vector<bool>& structured,
+                                               std::vector<ir::ValueId>& yields, std::vector<ir::ValueId>& inits,
+                                               std::vector<ir::Type>& types) {
+  std::vector<ir::ValueId> after(yields.size());
+  std::vector<ir::ValueId> args = fn.block(body).args;  // [induction variable, one per leaf]
+  std::vector<ir::ValueId> kept_yields, kept_inits, kept_args = {args[0]};
+  std::vector<ir::Type> kept_types;
+  for (size_t i = 0; i < yields.size(); ++i) {
+    if (structured[i] && yields[i] == args[i + 1]) {
+      fn.replace_all_uses(args[i + 1], inits[i]);
+      fn.value(args[i + 1]).block = ir::BlockId{};
+      after[i] = inits[i];
+      continue;
+    }
+    kept_yields.push_back(yields[i]);
+    kept_inits.push_back(inits[i]);
+    kept_types.push_back(types[i]);
+    kept_args.push_back(args[i + 1]);
+  }
+  for (size_t k = 0; k < kept_args.size(); ++k) fn.value(kept_args[k]).position = static_cast<uint32_t>(k);
+  fn.block(body).args = std::move(kept_args);
+  yields = std::move(kept_yields);
+  inits = std::move(kept_inits);
+  types = std::move(kept_types);
+  return after;
+}
+
+}  // namespace
 
 void Lowerer::lower_for(const ast::Stmt& s) {
   const ast::Expr& target = *s.targets[0];
@@ -380,28 +481,23 @@ void Lowerer::lower_for(const ast::Stmt& s) {
   ub = cast(ub, iv_type, s.loc);
   st = cast(st, iv_type, s.loc);
 
-  std::vector<std::string> carried = loop_carried(s.body, s.loc);
-  std::vector<ir::ValueId> inits;
-  std::vector<ir::Type> types;
-  for (const std::string& n : carried) {
-    const Symbol& sym = frame().vars.at(n);
-    ir::ValueId v = to_value(sym, s.loc, "`" + n + "`");
-    inits.push_back(v);
-    types.push_back(fn_.type(v));
-  }
+  Carried carried = carry(loop_carried(s.body, s.loc), s.loc);
   const auto before = frame().vars;
   ir::BlockId outer = builder_.insertion_block();
   ir::BlockId body = fn_.add_block(ir::OpId{});
   ir::ValueId iv = fn_.add_block_arg(body, ir::Type::of(iv_type));
-  for (size_t i = 0; i < carried.size(); ++i) frame().vars[carried[i]] = Symbol::of(fn_.add_block_arg(body, types[i]));
+  std::vector<ir::ValueId> args;
+  for (const ir::Type& t : carried.types) args.push_back(fn_.add_block_arg(body, t));
+  bind_carried(carried, args);
   frame().vars[target.name] = Symbol::of(iv);
 
   ++frame().runtime_control_depth;
   builder_.set_insertion_end(body);
   lower_body(s.body);
-  std::vector<ir::ValueId> yields;
-  for (size_t i = 0; i < carried.size(); ++i)
-    yields.push_back(materialize_as(frame().vars.at(carried[i]), types[i], carried[i], s.loc));
+  std::vector<ir::ValueId> yields = carried_yields(carried, s.loc);
+  std::vector<ir::ValueId> inits = carried.inits;
+  std::vector<ir::Type> types = carried.types;
+  std::vector<ir::ValueId> after = drop_unchanged_leaves(fn_, body, carried.structured, yields, inits, types);
   builder_.set_loc(s.loc);
   builder_.create(OpKind::Yield, yields, {});
   --frame().runtime_control_depth;
@@ -413,28 +509,22 @@ void Lowerer::lower_for(const ast::Stmt& s) {
   ir::OpId op = builder_.create(OpKind::For, operands, types);
   fn_.op(op).regions = {body};
   fn_.block(body).parent = op;
-  finish_loop_scope(before, carried, fn_.op(op).results, s.loc);
+  size_t next_result = 0;
+  for (ir::ValueId& v : after)
+    if (!v.valid()) v = fn_.op(op).results[next_result++];
+  finish_loop_scope(before, carried, after, s.loc);
 }
 
 void Lowerer::lower_while(const ast::Stmt& s) {
   if (!s.orelse.empty()) error_at(s.loc, "`while ... else` is not supported inside kernels");
-  std::vector<std::string> carried = loop_carried(s.body, s.loc);
-  std::vector<ir::ValueId> inits;
-  std::vector<ir::Type> types;
-  for (const std::string& n : carried) {
-    ir::ValueId v = to_value(frame().vars.at(n), s.loc, "`" + n + "`");
-    inits.push_back(v);
-    types.push_back(fn_.type(v));
-  }
+  Carried carried = carry(loop_carried(s.body, s.loc), s.loc);
   const auto before = frame().vars;
   ir::BlockId outer = builder_.insertion_block();
   ir::BlockId cond_block = fn_.add_block(ir::OpId{});
   ir::BlockId body = fn_.add_block(ir::OpId{});
   std::vector<ir::ValueId> cond_args;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    cond_args.push_back(fn_.add_block_arg(cond_block, types[i]));
-    frame().vars[carried[i]] = Symbol::of(cond_args.back());
-  }
+  for (const ir::Type& t : carried.types) cond_args.push_back(fn_.add_block_arg(cond_block, t));
+  bind_carried(carried, cond_args);
 
   ++frame().runtime_control_depth;
   builder_.set_insertion_end(cond_block);
@@ -451,20 +541,19 @@ void Lowerer::lower_while(const ast::Stmt& s) {
   builder_.set_loc(s.loc);
   builder_.create(OpKind::Condition, cond_operands, {});
 
-  for (size_t i = 0; i < carried.size(); ++i)
-    frame().vars[carried[i]] = Symbol::of(fn_.add_block_arg(body, types[i]));
+  std::vector<ir::ValueId> body_args;
+  for (const ir::Type& t : carried.types) body_args.push_back(fn_.add_block_arg(body, t));
+  bind_carried(carried, body_args);
   builder_.set_insertion_end(body);
   lower_body(s.body);
-  std::vector<ir::ValueId> yields;
-  for (size_t i = 0; i < carried.size(); ++i)
-    yields.push_back(materialize_as(frame().vars.at(carried[i]), types[i], carried[i], s.loc));
+  std::vector<ir::ValueId> yields = carried_yields(carried, s.loc);
   builder_.set_loc(s.loc);
   builder_.create(OpKind::Yield, yields, {});
   --frame().runtime_control_depth;
 
   builder_.set_insertion_end(outer);
   builder_.set_loc(s.loc);
-  ir::OpId op = builder_.create(OpKind::While, inits, types);
+  ir::OpId op = builder_.create(OpKind::While, carried.inits, carried.types);
   fn_.op(op).regions = {cond_block, body};
   fn_.block(cond_block).parent = op;
   fn_.block(body).parent = op;

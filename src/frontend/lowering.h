@@ -64,9 +64,23 @@ class Lowerer {
   void lower_while(const ast::Stmt& s);
   // Names the body assigns that exist before the loop (they become iter args).
   std::vector<std::string> loop_carried(const std::vector<ast::StmtPtr>& body, const SourceLoc& loc);
+  // Loop-carried names, one iteration value per leaf of their symbols
+  // (symbol_leaves.h): a block pointer carries its base, shape, strides and offsets.
+  struct Carried {
+    std::vector<std::string> names;
+    std::vector<Symbol> before;      // per name: its symbol before the loop
+    std::vector<ir::ValueId> inits;  // per leaf
+    std::vector<ir::Type> types;     // per leaf
+    std::vector<bool> structured;    // per leaf: part of a tuple, block pointer or descriptor
+  };
+  Carried carry(const std::vector<std::string>& names, const SourceLoc& loc);
+  // Binds every carried name to its symbol rebuilt from `values` (one per leaf).
+  void bind_carried(const Carried& carried, const std::vector<ir::ValueId>& values);
+  // The leaves of the carried names' symbols now, as values of the carried types.
+  std::vector<ir::ValueId> carried_yields(const Carried& carried, const SourceLoc& loc);
   // After a loop: names first defined inside become undefined, carried names
-  // take the loop's results.
-  void finish_loop_scope(const std::map<std::string, Symbol>& before, const std::vector<std::string>& carried,
+  // take the loop's results (`results`: one per leaf).
+  void finish_loop_scope(const std::map<std::string, Symbol>& before, const Carried& carried,
                          const std::vector<ir::ValueId>& results, const SourceLoc& loc);
   ir::ValueId materialize_as(const Symbol& s, const ir::Type& type, const std::string& name, const SourceLoc& loc);
 
@@ -89,7 +103,10 @@ class Lowerer {
   std::vector<int64_t> to_shape(const Symbol& s, const SourceLoc& loc, const std::string& what);
   void check_shape(const std::vector<int64_t>& shape, const SourceLoc& loc);
 
-  const ir::Type& type(ir::ValueId v) const { return fn_.type(v); }
+  // By value: callers keep the type while creating ops, which grows the
+  // value table and would leave a reference dangling (`const ir::Type& t =
+  // type(v)` binds the copy and stays valid).
+  ir::Type type(ir::ValueId v) const { return fn_.type(v); }
   ir::ValueId cast(ir::ValueId v, ir::Scalar to, const SourceLoc& loc);
   ir::ValueId broadcast_to(ir::ValueId v, const std::vector<int64_t>& shape, const SourceLoc& loc);
   // Broadcasts both to a common shape (error at loc if incompatible).

@@ -51,12 +51,18 @@ struct ArgSpec {
     Float,      // dtype = f32
     Bool,       // dtype = i1
     Constexpr,  // value holds the compile-time constant
+    TensorDescriptor,  // a host TensorDescriptor: dtype and divisibility are its base pointer's;
+                       //   parts = the Int specs of its shape then its strides; block_shape;
+                       //   value = the padding option (Str "zero" or "nan"). The kernel gets one
+                       //   parameter per piece: NAME__base, NAME__shape<d>, NAME__stride<d>.
   };
   Kind kind = Kind::Int;
   ir::Scalar dtype = ir::Scalar::I32;
   int64_t divisibility = 1;
   bool is_one = false;
   GlobalValue value;
+  std::vector<ArgSpec> parts;        // TensorDescriptor only
+  std::vector<int64_t> block_shape;  // TensorDescriptor only
 };
 
 struct KernelRequest {

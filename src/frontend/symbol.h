@@ -1,6 +1,7 @@
 // What a name or an expression denotes while a kernel is being lowered:
 // an IR value (scalar or tile), a compile-time constant, a module, a builtin
-// function, a @jit function, a tuple of symbols, or a method bound to a value.
+// function, a @jit function, a tuple of symbols, a method bound to a value,
+// or a block pointer / tensor descriptor (see builtins_block_ptr.h).
 #pragma once
 
 #include <memory>
@@ -11,6 +12,14 @@
 #include "ir/ir.h"
 
 namespace tegula::frontend {
+
+// The compile-time part of a block pointer or a tensor descriptor; its
+// runtime parts (base, shape, strides, offsets) are the symbol's elements.
+struct BlockAccess {
+  std::vector<int64_t> block_shape;
+  std::vector<int64_t> order;  // block pointers: tl.make_block_ptr's `order` (a layout hint)
+  std::string padding;         // tensor descriptors: "zero" or "nan"
+};
 
 struct Symbol {
   enum class Kind {
@@ -23,6 +32,8 @@ struct Symbol {
     Method,       // name = method, receiver = the value it is bound to
     Opaque,       // name = description of a host object the kernel cannot use
     Slice,        // a `:` in a subscript (only full slices are meaningful)
+    BlockPointer,      // elements = base, shape[r], strides[r], offsets[r] (IR values); block
+    TensorDescriptor,  // elements = base, shape[r], strides[r] (IR values); block
   };
   Kind kind = Kind::Const;
   ir::ValueId value;
@@ -31,6 +42,7 @@ struct Symbol {
   int32_t function = -1;
   std::vector<Symbol> elements;
   std::shared_ptr<Symbol> receiver;
+  std::shared_ptr<const BlockAccess> block;
 
   static Symbol of(ir::ValueId v) { Symbol s; s.kind = Kind::Value; s.value = v; return s; }
   static Symbol of(ConstValue c) { Symbol s; s.kind = Kind::Const; s.constant = std::move(c); return s; }

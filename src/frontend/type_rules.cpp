@@ -9,8 +9,23 @@ using ir::Scalar;
 
 int kind_rank(Scalar s) {
   if (s == Scalar::I1) return 0;
-  if (ir::is_float(s)) return 3;
-  return ir::is_signed(s) ? 2 : 1;
+  return ir::is_float(s) ? 2 : 1;
+}
+
+std::string literal_fit_problem(const ConstValue& c, Scalar to) {
+  if (c.kind != ConstValue::Kind::Int || !ir::is_integer(to) || to == Scalar::I1) return "";
+  int bits = ir::bit_width(to);
+  if (c.is_unsigned) {  // above INT64_MAX: fits only u64
+    if (to == Scalar::U64) return "";
+    return "the constant " + std::to_string(static_cast<uint64_t>(c.i)) + " is out of range for " + triton_name(to);
+  }
+  if (!ir::is_signed(to) && c.i < 0)
+    return "the negative constant " + std::to_string(c.i) + " cannot be combined with an unsigned " + triton_name(to) +
+           " value";
+  bool fits = ir::is_signed(to) ? bits == 64 || (c.i >= -(int64_t{1} << (bits - 1)) && c.i < (int64_t{1} << (bits - 1)))
+                                : bits == 64 || c.i < (int64_t{1} << bits);
+  if (fits) return "";
+  return "the constant " + std::to_string(c.i) + " is out of range for " + triton_name(to);
 }
 
 Scalar literal_type(const ConstValue& c) {

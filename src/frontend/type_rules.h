@@ -3,8 +3,9 @@
 //    prepending size-1 dims, then size-1 dims stretch);
 //  * binary-op type promotion (float64 > float32 > float16 > integers;
 //    bfloat16 survives only against bfloat16, else f32; among integers the wider wins, unsigned wins at equal width;
-//    a Python literal of the same or a lower kind than a tile adopts the
-//    tile's type: `x_f16 * 2.0` stays f16, `x_i8 + 1` stays i8);
+//    a Python literal of the same or a lower kind (bool < int < float) than
+//    a tile adopts the tile's type: `x_f16 * 2.0` stays f16, `x_i8 + 1`
+//    stays i8, `x_u32 % 3` stays u32; the literal must then fit the type);
 //  * how Python constants become typed scalars (int -> i32, or i64 when it
 //    does not fit; float -> f32; bool -> i1);
 //  * dtype names (`float32`, `fp32`, `bfloat16`...).
@@ -25,9 +26,13 @@ struct TypedOperand {
   bool is_literal;  // a Python constant, not (yet) an IR value
 };
 
-// Category rank used by the "literal adopts the tile's type" rule.
-// bool < unsigned < signed < float.
+// Category rank used by the "literal adopts the tile's type" rule:
+// bool < integer (signed or not) < float, Triton's kinds.
 int kind_rank(ir::Scalar s);
+// Why integer constant `c` cannot become a value of type `to` in a binary
+// op (out of range, or negative for an unsigned type, as Triton rejects
+// them), or "" when it can.
+std::string literal_fit_problem(const ConstValue& c, ir::Scalar to);
 // The scalar type a constant gets when it becomes an IR value.
 ir::Scalar literal_type(const ConstValue& c);
 // The computation type of `a op b`. `div_or_mod` selects the rule that

@@ -7,7 +7,7 @@
 //  * Values, ops and blocks are 32-bit indices into the Function's tables, so
 //    cloning, printing and hashing are trivial. Erased ops stay in the table
 //    (marked `erased`) and are unlinked from their block.
-//  * Control flow is structured: `for`, `if`, `while` and `reduce` own regions;
+//  * Control flow is structured: `for`, `if`, `while`, `reduce` and `scan` own regions;
 //    a region is exactly one block whose last op is a terminator (`yield`,
 //    `condition`; the kernel body ends in `return`).
 //  * Elementwise ops take operands of identical shape: the front end inserts

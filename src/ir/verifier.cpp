@@ -13,7 +13,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ir/atomic.h"
+#include "ir/math_ops.h"
 #include "ir/printer.h"
+#include "ir/scan_ops.h"
 #include "support/diagnostic.h"
 
 namespace tegula::ir {
@@ -27,7 +30,9 @@ enum class Rule {
   Constant, GridIndex, Arange,
   Splat, Broadcast, ExpandDims, Reshape, Trans, Join, Split,
   Arith, IntArith, FloatArith, Cmp, Select, Cast, Bitcast, AddPtr,
-  Load, Store, Reduce, Dot, For, If, While,
+  Load, Store, Atomic, Reduce, Dot, For, If, While,
+  ScanFamily,  // scan, sort, gather, histogram: ir/scan_ops.h
+  MathFamily,  // math, hint: ir/math_ops.h
   Terminator,  // checked against the op that owns the region
   Print, Assert,
 };
@@ -89,10 +94,18 @@ constexpr Signature kSignatures[] = {
     {OpKind::Cast, 1, 1, 1, 0, Rule::Cast},
     {OpKind::Bitcast, 1, 1, 1, 0, Rule::Bitcast},
     {OpKind::AddPtr, 2, 2, 1, 0, Rule::AddPtr},
+    {OpKind::Math, 1, 2, 1, 0, Rule::MathFamily},
+    {OpKind::Hint, 1, 1, 1, 0, Rule::MathFamily},
     {OpKind::Load, 1, 3, 1, 0, Rule::Load},
     {OpKind::Store, 2, 3, 0, 0, Rule::Store},
+    {OpKind::AtomicRmw, 2, 3, 1, 0, Rule::Atomic},
+    {OpKind::AtomicCas, 3, 3, 1, 0, Rule::Atomic},
     {OpKind::Reduce, 1, kVariadic, kVariadic, 1, Rule::Reduce},
     {OpKind::Dot, 3, 3, 1, 0, Rule::Dot},
+    {OpKind::Scan, 1, kVariadic, kVariadic, 1, Rule::ScanFamily},
+    {OpKind::Sort, 1, 1, 1, 0, Rule::ScanFamily},
+    {OpKind::Gather, 2, 2, 1, 0, Rule::ScanFamily},
+    {OpKind::Histogram, 1, 2, 1, 0, Rule::ScanFamily},
     {OpKind::For, 3, kVariadic, kVariadic, 1, Rule::For},
     {OpKind::If, 1, 1, kVariadic, 2, Rule::If},
     {OpKind::While, 0, kVariadic, kVariadic, 2, Rule::While},
@@ -407,10 +420,19 @@ void Verifier::check_rule(OpId id, const Op& op, Rule rule) {
     case Rule::Load:
     case Rule::Store:
       return check_memory(id, op, rule);
+    case Rule::Atomic:
+      if (std::string problem = atomic_problem(fn_, op); !problem.empty()) fail(id, problem);
+      return;
     case Rule::Reduce:
       return check_reduce(id, op);
     case Rule::Dot:
       return check_dot(id, op);
+    case Rule::ScanFamily:
+      if (std::string problem = scan_family_problem(fn_, op); !problem.empty()) fail(id, problem);
+      return;
+    case Rule::MathFamily:
+      if (std::string problem = math_family_problem(fn_, op); !problem.empty()) fail(id, problem);
+      return;
     case Rule::For:
       return check_for(id, op);
     case Rule::If:

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 
+#include "ir/math_ops.h"
 #include "passes/fold_constants.h"
 #include "passes/rewrite_utils.h"
 
@@ -86,7 +87,16 @@ class Analyzer {
       if (is_tracked(t) && fn_.params[i].divisibility > 1)
         info_[body.args[i].index] = uniform(1, 1, fn_.params[i].divisibility, 1);
     }
-    fn_.walk([&](ir::OpId id) { visit(fn_.op(id)); });
+    // Loop-carried values of `for` start at what enters the loop and narrow
+    // to what the body yields until nothing changes. Facts only shrink and
+    // are powers of two, so this ends; every op result is recomputed from
+    // scratch each round, so the last round is consistent with the fixed point.
+    seeded_.assign(fn_.num_values(), false);
+    for (int round = 0;; ++round) {
+      if (round > 0) fn_.walk([&](ir::OpId id) { reset_results(fn_.op(id)); });
+      fn_.walk([&](ir::OpId id) { visit(fn_.op(id)); });
+      if (!narrow_loop_carried_values()) break;
+    }
   }
 
  private:
@@ -108,12 +118,68 @@ class Analyzer {
   }
 
   void visit(const ir::Op& op) {
-    if (op.kind == OpKind::For) seed_induction_variable(op);
+    if (op.kind == OpKind::For) {
+      seed_induction_variable(op);
+      seed_loop_carried_values(op);
+    }
     if (op.results.size() != 1) return;  // multi-result ops and region ops: conservative
     ir::ValueId result = op.results[0];
     const ir::Type& type = fn_.type(result);
     if (!is_tracked(type)) return;
     if (std::optional<AxisInfo> facts = infer(op, type)) info_[result.index] = std::move(*facts);
+  }
+
+  void reset_results(const ir::Op& op) {
+    for (ir::ValueId r : op.results) info_[r.index] = unknown(fn_.type(r));
+  }
+
+  // What holds of both a and b (one of them, unknown which).
+  static AxisInfo meet(const AxisInfo& a, const AxisInfo& b) {
+    AxisInfo m = a;
+    for (size_t d = 0; d < a.contiguity.size() && d < b.contiguity.size(); ++d) {
+      m.contiguity[d] = std::min(a.contiguity[d], b.contiguity[d]);
+      m.divisibility[d] = std::min(divisibility_at(a, d, m.contiguity[d]), divisibility_at(b, d, m.contiguity[d]));
+      m.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+    }
+    return m;
+  }
+
+  // Body argument i + 1 holds the init value or a value the body yielded:
+  // first the init's facts, then their meet with the yield's (narrowed after
+  // each round). The results hold the same.
+  void seed_loop_carried_values(const ir::Op& op) {
+    if (op.regions.size() != 1) return;
+    const ir::Block& body = fn_.block(op.regions[0]);
+    for (size_t i = 0; i < op.results.size() && 3 + i < op.operands.size() && i + 1 < body.args.size(); ++i) {
+      ir::ValueId arg = body.args[i + 1];
+      if (!is_tracked(fn_.type(arg))) continue;
+      const AxisInfo& init = of(op.operands[3 + i]);
+      info_[arg.index] = seeded_[op.results[i].index] ? meet(of(arg), init) : init;
+      info_[op.results[i].index] = of(arg);
+    }
+    for (size_t i = 0; i < op.results.size(); ++i) seeded_[op.results[i].index] = true;
+  }
+
+  // Meets every loop-carried fact with its yield; whether one changed.
+  bool narrow_loop_carried_values() {
+    bool changed = false;
+    fn_.walk([&](ir::OpId id) {
+      const ir::Op& op = fn_.op(id);
+      if (op.kind != OpKind::For || op.regions.size() != 1) return;
+      const ir::Block& body = fn_.block(op.regions[0]);
+      const ir::Op& yield = fn_.op(body.ops.back());
+      for (size_t i = 0; i < yield.operands.size() && i + 1 < body.args.size(); ++i) {
+        ir::ValueId arg = body.args[i + 1];
+        if (!is_tracked(fn_.type(arg))) continue;
+        AxisInfo narrowed = meet(of(arg), of(yield.operands[i]));
+        if (narrowed.contiguity == of(arg).contiguity && narrowed.divisibility == of(arg).divisibility &&
+            narrowed.constancy == of(arg).constancy)
+          continue;
+        info_[arg.index] = std::move(narrowed);
+        changed = true;
+      }
+    });
+    return changed;
   }
 
   // iv = lb + k * step: divisible by both.
@@ -164,6 +230,7 @@ class Analyzer {
       case OpKind::Select: return select(op);
       case OpKind::Cast:
       case OpKind::Bitcast: return int_conversion(op, type);
+      case OpKind::Hint: return hint(op, type);
       default: return elementwise_constancy(op, type);
     }
   }
@@ -308,9 +375,19 @@ class Analyzer {
   }
 
   // x % p (p a power of two): a run starting at a multiple of min(d, p) keeps
-  // counting up until it reaches p.
+  // counting up until it reaches p. x % n for a uniform n divisible by p:
+  // the multiples of n are multiples of p, so the same runs never wrap
+  // (`rows % M` with M divisible by 16 stays contiguous in runs of 16).
   std::optional<AxisInfo> rem_by_pow2(const ir::Op& op) const {
     std::optional<int64_t> p = known_pow2(op.operands[1]);
+    const AxisInfo& n = of(op.operands[1]);
+    const ir::Type& n_type = fn_.type(op.operands[1]);
+    bool uniform_n = !n_type.is_tile();
+    if (n_type.is_tile()) {
+      uniform_n = true;
+      for (size_t d = 0; d < n.constancy.size(); ++d) uniform_n = uniform_n && n.constancy[d] >= n_type.shape[d];
+    }
+    if (!p && uniform_n && n.divisibility[0] > 1) p = n.divisibility[0];
     if (!p) return elementwise_constancy(op, fn_.type(op.results[0]));
     return low_bits(of(op.operands[0]), *p);
   }
@@ -433,6 +510,28 @@ class Analyzer {
     return elementwise_constancy(op, type);
   }
 
+  // hint(x): what is known of x, raised to what the program promises (each
+  // fact is a lower bound, so the larger of two true facts is true). Runs
+  // never exceed the dimension; a scalar takes only divisibility.
+  std::optional<AxisInfo> hint(const ir::Op& op, const ir::Type& type) const {
+    AxisInfo facts = of(op.operands[0]);
+    auto raise = [&](const char* name, std::vector<int64_t>& fact, bool is_run) {
+      const ir::Attr* a = op.attr(name);
+      const auto* promised = a ? std::get_if<std::vector<int64_t>>(a) : nullptr;
+      if (promised == nullptr || promised->size() != fact.size()) return;
+      if (is_run && !type.is_tile()) return;
+      for (size_t d = 0; d < fact.size(); ++d) {
+        int64_t value = std::min((*promised)[d], kMaxDivisibility);
+        if (is_run) value = std::min(value, type.shape[d]);
+        fact[d] = std::max(fact[d], value);
+      }
+    };
+    raise(ir::kHintDivisibility, facts.divisibility, false);
+    raise(ir::kHintContiguity, facts.contiguity, true);
+    raise(ir::kHintConstancy, facts.constancy, true);
+    return facts;
+  }
+
   // Any elementwise op is constant where all its operands are.
   std::optional<AxisInfo> elementwise_constancy(const ir::Op& op, const ir::Type& type) const {
     if (!ir::is_elementwise(op.kind) || op.operands.empty()) return std::nullopt;
@@ -451,6 +550,7 @@ class Analyzer {
 
   const ir::Function& fn_;
   std::vector<AxisInfo>& info_;
+  std::vector<bool> seeded_;  // by value index: loop results whose body argument has facts
 };
 
 }  // namespace

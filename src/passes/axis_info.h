@@ -10,9 +10,11 @@
 // divisibility 1024 (pid * 1024 is a multiple of 1024 and arange starts at 0),
 // constancy 1. A backend may then load 4 consecutive f32 as one 16-byte access.
 //
-// The analysis is a forward dataflow over the structured IR; loop-carried
-// values start at the most conservative fact (1, 1, 1) -- no fixed-point
-// widening needed since facts only shrink.
+// The analysis is a forward dataflow over the structured IR. Values carried
+// by `for` loops start at the facts of their init and are narrowed to what
+// the body yields until a fixed point (a pointer tile advanced by a uniform
+// stride keeps its contiguity); `if`/`while` results start at the most
+// conservative fact (1, 1, 1).
 #pragma once
 
 #include <cstdint>

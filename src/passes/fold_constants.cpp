@@ -5,6 +5,8 @@
 #include <string>
 #include <limits>
 
+#include "ir/math_ops.h"
+
 namespace tegula::passes {
 
 using ir::OpKind;
@@ -217,6 +219,25 @@ std::optional<ConstantValue> fold_float_unary(OpKind kind, const ConstantValue& 
   return make_float(a.type, *result);
 }
 
+// `math` ops fold like the transcendental ops above: host libm, f32/f64 only.
+std::optional<ConstantValue> fold_math(const ir::Op& op, const std::vector<ConstantValue>& operands) {
+  const ir::Attr* name = op.attr("fn");
+  const auto* text = name ? std::get_if<std::string>(name) : nullptr;
+  const ir::MathFunction* f = text ? ir::find_math_function(*text) : nullptr;
+  if (f == nullptr || static_cast<int>(operands.size()) != f->arity || !operands[0].is_float()) return std::nullopt;
+  Scalar t = operands[0].type;
+  double x = operands[0].float_value, y = f->arity == 2 ? operands[1].float_value : 0.0;
+  if (t == Scalar::F32) {
+    std::optional<float> r = ir::evaluate_math(f->fn, static_cast<float>(x), static_cast<float>(y));
+    return r ? std::optional(make_float(t, *r)) : std::nullopt;
+  }
+  if (t == Scalar::F64) {
+    std::optional<double> r = ir::evaluate_math(f->fn, x, y);
+    return r ? std::optional(make_float(t, *r)) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::optional<ConstantValue> fold_fma(const ConstantValue& a, const ConstantValue& b, const ConstantValue& c) {
   // One rounding: only f32/f64 have a host fma of their own precision.
   if (a.type == Scalar::F32)
@@ -395,6 +416,8 @@ std::optional<ConstantValue> fold_elementwise(const ir::Op& op, const std::vecto
     case OpKind::Fma:
       if (operands.size() != 3 || !a.is_float()) return std::nullopt;
       return fold_fma(a, operands[1], operands[2]);
+    case OpKind::Math: return fold_math(op, operands);
+    case OpKind::Hint: return std::nullopt;  // kept: its facts are what it is for
     default: break;
   }
   for (const ConstantValue& c : operands)

@@ -82,7 +82,8 @@ bool erase_unused_pure_ops(ir::Function& fn) {
 }
 
 bool is_removable_region_op(OpKind kind) {
-  return kind == OpKind::For || kind == OpKind::If || kind == OpKind::While || kind == OpKind::Reduce;
+  return kind == OpKind::For || kind == OpKind::If || kind == OpKind::While || kind == OpKind::Reduce ||
+         kind == OpKind::Scan;
 }
 
 }  // namespace tegula::passes

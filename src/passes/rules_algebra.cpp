@@ -238,6 +238,7 @@ bool simplify_algebra(ir::Function& fn, ir::OpId id) {
 bool sink_splats(ir::Function& fn, ir::OpId id) {
   const ir::Op& op = fn.op(id);
   if (!ir::is_elementwise(op.kind) || op.results.size() != 1 || op.operands.empty()) return false;
+  if (op.kind == OpKind::Hint) return false;  // its attributes describe the tile's dimensions
   ir::Type result_type = fn.type(op.results[0]);
   if (!result_type.is_tile()) return false;
 

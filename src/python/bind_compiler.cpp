@@ -85,7 +85,8 @@ void bind_arg_spec(nb::module_& m) {
       .value("Int", ArgSpec::Kind::Int)
       .value("Float", ArgSpec::Kind::Float)
       .value("Bool", ArgSpec::Kind::Bool)
-      .value("Constexpr", ArgSpec::Kind::Constexpr);
+      .value("Constexpr", ArgSpec::Kind::Constexpr)
+      .value("TensorDescriptor", ArgSpec::Kind::TensorDescriptor);
   cls.def(
          "__init__",
          [](ArgSpec* self, ArgSpec::Kind kind, const std::string& dtype, int64_t divisibility,
@@ -100,7 +101,9 @@ void bind_arg_spec(nb::module_& m) {
           [](ArgSpec& a, const std::string& name) { a.dtype = scalar_from_name(name); })
       .def_rw("divisibility", &ArgSpec::divisibility)
       .def_rw("is_one", &ArgSpec::is_one)
-      .def_rw("value", &ArgSpec::value);
+      .def_rw("value", &ArgSpec::value)
+      .def_rw("parts", &ArgSpec::parts)
+      .def_rw("block_shape", &ArgSpec::block_shape);
 }
 
 void bind_request_and_options(nb::module_& m) {
@@ -122,12 +125,12 @@ void bind_request_and_options(nb::module_& m) {
       .def(
           "__init__",
           [](runtime::CompileOptions* self, std::string backend, bool debug, bool keep_stages,
-             std::string cache_dir, int num_warps, int device, int cuda_arch, bool fp_fusion) {
+             std::string cache_dir, int num_warps, int device, int cuda_arch, bool fp_fusion, int num_stages) {
             new (self) runtime::CompileOptions{std::move(backend), debug, keep_stages, std::move(cache_dir),
-                                               num_warps, device, cuda_arch, fp_fusion};
+                                               num_warps, device, cuda_arch, fp_fusion, num_stages};
           },
           "backend"_a = "cpu", "debug"_a = false, "keep_stages"_a = false, "cache_dir"_a = "",
-          "num_warps"_a = 4, "device"_a = 0, "cuda_arch"_a = 0, "fp_fusion"_a = true)
+          "num_warps"_a = 4, "device"_a = 0, "cuda_arch"_a = 0, "fp_fusion"_a = true, "num_stages"_a = 3)
       .def_rw("backend", &runtime::CompileOptions::backend)
       .def_rw("debug", &runtime::CompileOptions::debug)
       .def_rw("keep_stages", &runtime::CompileOptions::keep_stages)
@@ -135,7 +138,8 @@ void bind_request_and_options(nb::module_& m) {
       .def_rw("num_warps", &runtime::CompileOptions::num_warps)
       .def_rw("device", &runtime::CompileOptions::device)
       .def_rw("cuda_arch", &runtime::CompileOptions::cuda_arch)
-      .def_rw("fp_fusion", &runtime::CompileOptions::fp_fusion);
+      .def_rw("fp_fusion", &runtime::CompileOptions::fp_fusion)
+      .def_rw("num_stages", &runtime::CompileOptions::num_stages);
 }
 
 // (name, is_constexpr, has_default) per parameter, as written.
@@ -194,10 +198,11 @@ void bind_compiler(nb::module_& m) {
         nb::dict d;
         d["builds"] = s.builds.load();
         d["disk_hits"] = s.disk_hits.load();
+        d["disk_rejected"] = s.disk_rejected.load();
         d["frontend_runs"] = s.frontend_runs.load();
         return d;
       },
-      "Process-wide compiler counters: builds, disk_hits, frontend_runs.");
+      "Process-wide compiler counters: builds, disk_hits, disk_rejected, frontend_runs.");
 }
 
 }  // namespace tegula::python

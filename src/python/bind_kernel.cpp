@@ -81,15 +81,34 @@ std::vector<ArgValue> convert_all(const CompiledKernel& kernel, const std::array
   return values;
 }
 
-void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args) {
+// Debug kernels: each array argument's (first byte, byte count), None for
+// the other arguments (runtime/debug_record.h).
+void set_extents(const CompiledKernel& kernel, std::vector<ArgValue>& values, nb::handle extents) {
+  if (extents.is_none()) return;
+  nb::list list = nb::cast<nb::list>(extents);
+  if (nb::len(list) != values.size())
+    throw runtime::Error("kernel '" + kernel.name + "': " + std::to_string(nb::len(list)) + " array extents for " +
+                             std::to_string(values.size()) + " arguments",
+                         ErrorKind::Value);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (list[i].is_none()) continue;
+    auto [base, bytes] = nb::cast<std::tuple<uint64_t, uint64_t>>(list[i]);
+    values[i].extent_base = base;
+    values[i].extent_bytes = bytes;
+  }
+}
+
+void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, nb::handle extents) {
   std::vector<ArgValue> values = convert_all(kernel, grid, args);
+  set_extents(kernel, values, extents);
   nb::gil_scoped_release released;
   kernel.launch(grid.data(), values);
 }
 
 void launch_cuda(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, uint64_t stream,
-                 int device) {
+                 int device, nb::handle extents) {
   std::vector<ArgValue> values = convert_all(kernel, grid, args);
+  set_extents(kernel, values, extents);
   nb::gil_scoped_release released;
   kernel.launch(grid.data(), values, stream, device);
 }
@@ -185,11 +204,14 @@ void bind_kernel(nb::module_& m) {
           "CUDA: dynamic shared memory per block in bytes.")
       .def("resources", &resources, "device"_a = 0,
            "CUDA: registers, shared and local memory the kernel uses on `device` (a dict).")
-      .def("launch", &launch, "grid"_a, "args"_a,
-           "Runs the grid; `args` holds one int/float/bool per runtime parameter.")
-      .def("launch_cuda", &launch_cuda, "grid"_a, "args"_a, "stream"_a, "device"_a,
+      .def_ro("debug", &CompiledKernel::debug,
+              "Compiled in debug mode: accesses are bounds-checked and launches raise tegula.DeviceError.")
+      .def("launch", &launch, "grid"_a, "args"_a, "extents"_a = nb::none(),
+           "Runs the grid; `args` holds one int/float/bool per runtime parameter. Debug kernels also "
+           "take `extents`: per argument (first byte, bytes) of its array, or None.")
+      .def("launch_cuda", &launch_cuda, "grid"_a, "args"_a, "stream"_a, "device"_a, "extents"_a = nb::none(),
            "Queues the grid on CUDA stream handle `stream` (0: the default stream) of `device`; "
-           "pointer arguments are device addresses.")
+           "pointer arguments are device addresses. `extents` as for launch.")
       .def("__repr__", [](const CompiledKernel& k) {
         return "<tegula CompiledKernel '" + k.name + "' " + k.key.substr(0, 12) + ">";
       });

@@ -3,16 +3,24 @@
 // One file per exposed concept: module.cpp (the module and how C++ errors
 // become Python exceptions), bind_compiler.cpp (requests, options, compile,
 // cache keys, signatures, stats), bind_kernel.cpp (compiled kernels and the
-// launch paths), bind_cuda.cpp (CUDA devices and libraries). The Python package (python/tegula) is the only intended
-// caller; its argument binding decides every specialization before C++ sees it.
+// launch paths), bind_cuda.cpp (CUDA devices and libraries), bind_launch.cpp
+// (the per-kernel launcher that `kernel[grid](...)` calls). The Python package
+// (python/tegula) is the only intended caller; its specialization rules
+// (_specialize.py) are the reference the launcher's fast path follows.
 #pragma once
 
 #include <nanobind/nanobind.h>
+
+#include "runtime/debug_record.h"
 
 namespace tegula::python {
 
 void bind_compiler(nanobind::module_& m);
 void bind_kernel(nanobind::module_& m);
 void bind_cuda(nanobind::module_& m);
+void bind_launch(nanobind::module_& m);
+
+// Sets the Python error for a debug kernel's fault: tegula.DeviceError (bind_debug.cpp).
+void raise_device_error(const runtime::DeviceFault& fault);
 
 }  // namespace tegula::python

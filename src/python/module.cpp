@@ -31,6 +31,9 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
   auto* compilation_error = static_cast<PyObject*>(payload);
   try {
     std::rethrow_exception(error);
+  } catch (const runtime::DeviceFault& e) {
+    // A debug kernel went out of bounds or failed an assert: tegula.DeviceError.
+    raise_device_error(e);
   } catch (const runtime::cuda::DriverError& e) {
     // The driver, the device or a library failed, not the caller's values.
     PyErr_SetString(PyExc_RuntimeError, e.what());
@@ -67,4 +70,5 @@ NB_MODULE(_C, m) {
   tegula::python::bind_compiler(m);
   tegula::python::bind_kernel(m);
   tegula::python::bind_cuda(m);
+  tegula::python::bind_launch(m);
 }

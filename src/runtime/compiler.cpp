@@ -94,6 +94,8 @@ void check_request(const frontend::KernelRequest& request, const CompileOptions&
   if (is_cuda(options) && options.num_warps > 32)
     fail(ErrorKind::Value, "num_warps must be at most 32 (1024 threads per block), got " +
                                std::to_string(options.num_warps));
+  if (is_cuda(options) && (options.num_stages < 1 || options.num_stages > 8))
+    fail(ErrorKind::Value, "num_stages must be from 1 to 8, got " + std::to_string(options.num_stages));
 }
 
 // `target` is the CUDA target for cuda requests, null for cpu ones.
@@ -124,6 +126,15 @@ std::string compute_key(const frontend::KernelRequest& request, const CompileOpt
     w.field("divisibility", arg.divisibility);
     w.field("is_one", int64_t{arg.is_one});
     w.global(arg.value);
+    w.field("parts", static_cast<int64_t>(arg.parts.size()));  // a TensorDescriptor's shape and strides
+    for (const frontend::ArgSpec& p : arg.parts) {
+      w.field("part", static_cast<int64_t>(p.kind));
+      w.field("dtype", ir::to_string(p.dtype));
+      w.field("divisibility", p.divisibility);
+      w.field("is_one", int64_t{p.is_one});
+    }
+    w.field("block_shape", static_cast<int64_t>(arg.block_shape.size()));
+    for (int64_t d : arg.block_shape) w.field("block", d);
   }
   if (target) {
     w.field("gpu_architecture", target->gpu_architecture);
@@ -131,6 +142,7 @@ std::string compute_key(const frontend::KernelRequest& request, const CompileOpt
     w.field("nvrtc", target->nvrtc_version);
     w.field("num_warps", int64_t{options.num_warps});
     w.field("fp_fusion", int64_t{options.fp_fusion});
+    w.field("num_stages", int64_t{options.num_stages});
     return w.finish();
   }
   const backends::cpu::Toolchain& toolchain = backends::cpu::toolchain();
@@ -219,7 +231,8 @@ struct Lowered {
   std::vector<ir::Param> params;
   int num_threads = 0;   // CUDA: block size
   int shared_bytes = 0;  // CUDA: dynamic shared memory per block
-  int occupancy_threads = 0;  // CUDA: block size when occupancy tuning applies, else 0
+  std::vector<passes::DebugSite> debug_sites;
+  int occupancy_threads = 0;  // CUDA: block size when occupancy tuning applies, else 0  // debug mode: the checks the code was generated with
 };
 
 backends::cuda::CudaKernel emit_cuda_source(const ir::Function& fn, const backends::cuda::CodegenOptions& options) {
@@ -242,22 +255,27 @@ Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir, 
   ir::verify_or_throw(fn, "lowered");  // optimize() records the "lowered" dump
   passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr);
   bool debug = effective_debug(request, options);
+  // The backends number their checks the same way, from the same IR.
+  std::vector<passes::DebugSite> sites = debug ? passes::DebugSites(fn).sites() : std::vector<passes::DebugSite>{};
   if (!target) {
     attempt.stages.source = backends::cpu::emit_cpp(fn, {debug});
-    return Lowered{fn.name, fn.params};
+    return Lowered{fn.name, fn.params, 0, 0, std::move(sites)};
   }
-  backends::cuda::CudaKernel kernel = emit_cuda_source(fn, {options.num_warps, target->arch, debug, options.fp_fusion});
+  backends::cuda::CudaKernel kernel =
+      emit_cuda_source(fn, {options.num_warps, target->arch, debug, options.fp_fusion, options.num_stages});
   attempt.stages.source = std::move(kernel.source);
   attempt.stages.layouts = std::move(kernel.layouts);
-  return Lowered{fn.name, fn.params, kernel.num_threads, kernel.shared_bytes,
+  return Lowered{fn.name, fn.params, kernel.num_threads, kernel.shared_bytes, std::move(sites),
                  kernel.tune_occupancy ? kernel.num_threads : 0};
 }
 
 std::shared_ptr<CompiledKernel> make_kernel(const std::string& key, CacheManifest manifest,
-                                            std::shared_ptr<SharedLibrary> library, void* entry) {
+                                            std::shared_ptr<SharedLibrary> library, void* entry, bool debug) {
   auto kernel = std::make_shared<CompiledKernel>();
   kernel->name = std::move(manifest.kernel_name);
   kernel->params = std::move(manifest.params);
+  kernel->debug = debug;
+  kernel->debug_sites = std::move(manifest.debug_sites);
   kernel->key = key;
   kernel->library = std::move(library);
   kernel->entry = entry;
@@ -270,6 +288,8 @@ std::shared_ptr<CompiledKernel> make_cuda_kernel(const std::string& key, CacheMa
   kernel->name = std::move(manifest.kernel_name);
   kernel->backend = "cuda";
   kernel->params = std::move(manifest.params);
+  kernel->debug = debug;
+  kernel->debug_sites = std::move(manifest.debug_sites);
   kernel->key = key;
   kernel->cuda_module = std::make_shared<cuda::Module>(kernel->name, std::move(image), manifest.cuda_threads,
                                                        manifest.cuda_shared_bytes, debug);
@@ -315,7 +335,17 @@ std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest
   DiskCache cache(directory);
   bool debug = effective_debug(request, options);
 
-  if (std::optional<CachedImage> hit = cache.load_image(key)) {
+  // On a miss, wait while another process builds this kernel, then look again.
+  std::optional<CachedImage> hit = cache.load_image(key);
+  std::optional<EntryLock> building;
+  if (!hit) {
+    building = cache.lock(key);
+    std::string why;
+    hit = cache.load_image(key, &why);
+    if (!hit && why != "no entry") stats().disk_rejected++;
+  }
+  if (hit) {
+    building.reset();  // stages_of_entry takes the lock itself
     stats().disk_hits++;
     CacheManifest manifest = hit->manifest;
     auto kernel = make_cuda_kernel(key, std::move(hit->manifest), std::move(hit->image), debug);
@@ -339,9 +369,11 @@ std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest
   attempt.stages.ptx = std::move(image.ptx);
   attempt.stages.compile_log = std::move(image.log);
 
-  CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}, lowered.num_threads, lowered.shared_bytes};
-  translate_errors(attempt,
-                   [&] { cache.store_image(key, image.binary, manifest, want_stages ? &attempt.stages : nullptr); });
+  CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}, lowered.num_threads, lowered.shared_bytes,
+                         lowered.debug_sites};
+  translate_errors(attempt, [&] {
+    cache.store_image(*building, image.binary, manifest, want_stages ? &attempt.stages : nullptr);
+  });
   write_dumps(manifest.kernel_name, key, attempt.stages);
   auto kernel = make_cuda_kernel(key, std::move(manifest), std::move(image.binary), debug);
   if (want_stages) kernel->stages = std::move(attempt.stages);
@@ -353,10 +385,21 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
                                               bool want_stages) {
   DiskCache cache(directory);
 
-  if (std::optional<CachedKernel> hit = cache.load(key)) {
+  // On a miss, wait while another process builds this kernel, then look again.
+  std::optional<CachedKernel> hit = cache.load(key);
+  std::optional<EntryLock> building;
+  if (!hit) {
+    building = cache.lock(key);
+    std::string why;
+    hit = cache.load(key, &why);
+    if (!hit && why != "no entry") stats().disk_rejected++;
+  }
+  if (hit) {
+    building.reset();  // stages_of_entry takes the lock itself
     stats().disk_hits++;
     CacheManifest manifest = hit->manifest;
-    auto kernel = make_kernel(key, std::move(hit->manifest), std::move(hit->library), hit->entry);
+    auto kernel = make_kernel(key, std::move(hit->manifest), std::move(hit->library), hit->entry,
+                              effective_debug(request, options));
     kernel->from_disk_cache = true;
     if (want_stages) {
       kernel->stages = stages_of_entry(request, options, nullptr, cache, key, std::move(manifest));
@@ -381,8 +424,9 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
   });
   stats().builds++;
 
-  CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}, 0, 0};
-  translate_errors(attempt, [&] { cache.store(key, built, manifest, want_stages ? &attempt.stages : nullptr); });
+  CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}, 0, 0, lowered.debug_sites};
+  translate_errors(attempt,
+                   [&] { cache.store(*building, built, manifest, want_stages ? &attempt.stages : nullptr); });
   std::shared_ptr<SharedLibrary> library;
   void* entry = nullptr;
   try {
@@ -394,7 +438,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
              " is on a file system mounted noexec, set TEGULA_CACHE_DIR to another directory");
   }
   write_dumps(manifest.kernel_name, key, attempt.stages);
-  auto kernel = make_kernel(key, std::move(manifest), std::move(library), entry);
+  auto kernel = make_kernel(key, std::move(manifest), std::move(library), entry, effective_debug(request, options));
   if (want_stages) kernel->stages = std::move(attempt.stages);
   return kernel;
 }

@@ -14,6 +14,7 @@
 
 #include "frontend/request.h"
 #include "ir/ir.h"
+#include "passes/debug_sites.h"
 #include "passes/pipeline.h"
 #include "support/diagnostic.h"
 
@@ -48,6 +49,8 @@ struct CompileOptions {
   int cuda_arch = 0;  // compute capability * 10 to build for instead of the device's
                       // (compiles and inspects without a GPU; launching needs a device of that arch)
   bool fp_fusion = true;  // contract f32/f64 a*b+c into FMAs (enable_fp_fusion); part of the key.
+  int num_stages = 3;     // software-pipeline buffers of K loops feeding tensor-core dots (sm_80+);
+                          // 1: no pipelining. Part of the key.
                           // The CPU backend never contracts, whatever this says.
 };
 
@@ -57,6 +60,11 @@ struct ArgValue {
   enum class Kind { Pointer, Int, UInt, Float, Bool } kind = Kind::Int;
   uint64_t bits = 0;   // pointer address, integer bits
   double real = 0.0;   // floats
+  // Pointers, read by debug kernels only: the array the address points
+  // into, [extent_base, extent_base + extent_bytes). The default extent
+  // covers all memory: nothing is checked against it.
+  uint64_t extent_base = 0;
+  uint64_t extent_bytes = UINT64_MAX;
 };
 
 struct Stages {
@@ -76,11 +84,17 @@ class CompiledKernel {
   std::string key;                // cache key (hex sha256)
   bool from_disk_cache = false;   // loaded, not built, in this process
   Stages stages;                  // filled when compiled with keep_stages
+  // Debug mode (docs/debug-mode.md): launches pass the array extents and an
+  // error record, and raise DeviceFault (runtime/debug_record.h) for an error
+  // the kernel recorded at the check `debug_sites[site]`.
+  bool debug = false;
+  std::vector<passes::DebugSite> debug_sites;
 
   // Runs the grid (each of grid[0..2] >= 1; a zero dimension runs nothing) on
   // the worker threads and returns when all programs finished. `args` holds
   // one value per entry of `params`. Throws runtime::Error (kind Value/Type)
-  // on a mismatch it can detect.
+  // on a mismatch it can detect, and a debug kernel's DeviceFault
+  // (runtime/debug_record.h) when it recorded an error.
   void launch(const int64_t grid[3], const std::vector<ArgValue>& args) const;
 
   // CUDA kernels: queues the grid on `stream` (a CUstream handle; 0 is the
@@ -112,6 +126,7 @@ std::string cache_key(const frontend::KernelRequest& request, const CompileOptio
 struct Stats {
   std::atomic<int64_t> builds{0};        // backend builds (C++ compiler / NVRTC runs)
   std::atomic<int64_t> disk_hits{0};     // kernels loaded from the disk cache
+  std::atomic<int64_t> disk_rejected{0}; // entries found on disk but refused (truncated, altered, not ours): rebuilt
   std::atomic<int64_t> frontend_runs{0}; // lowerings performed
 };
 Stats& stats();

@@ -1,7 +1,8 @@
 #include "runtime/disk_cache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
-#include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,9 +10,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
+#include <ctime>
 #include <random>
 #include <sstream>
 
@@ -29,23 +29,71 @@ constexpr const char* kEntrySymbol = "tegula_kernel";
 
 std::string errno_text() { return std::strerror(errno); }
 
-std::optional<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+// Closes its descriptor at scope exit.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::optional<std::string> read_all(int fd) {
   std::string bytes;
   char buffer[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return bytes;
     bytes.append(buffer, static_cast<size_t>(n));
   }
-  ::close(fd);
-  return bytes;
+}
+
+// A file the driver itself just produced (the built library).
+std::optional<std::string> read_file(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return std::nullopt;
+  return read_all(fd.get());
+}
+
+// One file of an entry, as read.
+struct EntryFile {
+  std::string bytes;
+  dev_t device = 0;  // which file it was: a later rename() over the path
+  ino_t inode = 0;   // gives another (device, inode)
+};
+
+// The bytes of an entry file if it is one this user's Tegula could have
+// written: a regular file (not a symbolic link, FIFO or device) owned by the
+// current user and not writable by group or others. Otherwise nullopt, with
+// the reason in `*why` ("the <what> is missing", "... is a symbolic link"...).
+// O_NONBLOCK: opening a FIFO planted as an entry must not hang the reader.
+std::optional<EntryFile> read_entry_file(const std::string& path, std::string_view what, std::string* why) {
+  auto refuse = [&](std::string_view problem) -> std::optional<EntryFile> {
+    *why = "the " + std::string(what) + " " + std::string(problem);
+    return std::nullopt;
+  };
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return refuse("is missing");
+    if (errno == ELOOP) return refuse("is a symbolic link");
+    return refuse("cannot be read: " + errno_text());
+  }
+  struct stat info{};
+  if (::fstat(fd.get(), &info) != 0) return refuse("cannot be read: " + errno_text());
+  if (!S_ISREG(info.st_mode)) return refuse("is not a regular file");
+  if (info.st_uid != ::geteuid()) return refuse("is owned by another user (uid " + std::to_string(info.st_uid) + ")");
+  if ((info.st_mode & 022) != 0) return refuse("is writable by group or others");
+  std::optional<std::string> bytes = read_all(fd.get());
+  if (!bytes) return refuse("cannot be read: " + errno_text());
+  return EntryFile{std::move(*bytes), info.st_dev, info.st_ino};
 }
 
 bool is_identifier(std::string_view text) {
@@ -103,29 +151,6 @@ void check_key(const std::string& key) {
   TEGULA_ASSERT(is_hex_digest(key), "malformed cache key '" + key + "'");
 }
 
-// Creates `path` and its missing parents, each with mode 0700.
-void make_private_directories(const std::filesystem::path& path) {
-  std::filesystem::path partial;
-  for (const auto& component : path) {
-    partial /= component;
-    struct stat existing{};
-    if (::stat(partial.c_str(), &existing) == 0) continue;
-    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      fail(ErrorKind::Value, "cannot create the cache directory " + path.string() + ": " + errno_text(),
-           "set TEGULA_CACHE_DIR to a writable directory");
-  }
-}
-
-std::string home_directory() {
-  if (const char* home = std::getenv("HOME"); home && *home) return home;
-  std::vector<char> buffer(16384);
-  passwd entry{};
-  passwd* found = nullptr;
-  if (getpwuid_r(geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found && found->pw_dir)
-    return found->pw_dir;
-  return {};
-}
-
 }  // namespace
 
 // --- manifest ------------------------------------------------------------------
@@ -137,6 +162,7 @@ std::string serialize_manifest(const CacheManifest& manifest) {
     out += "param " + p.name + " " + ir::to_string(p.type) + " " + std::to_string(p.divisibility) + "\n";
   if (manifest.cuda_threads > 0)
     out += "cuda " + std::to_string(manifest.cuda_threads) + " " + std::to_string(manifest.cuda_shared_bytes) + "\n";
+  for (const passes::DebugSite& site : manifest.debug_sites) out += "site " + passes::to_text(site) + "\n";
   out += "library " + manifest.library_sha256 + "\n";
   out += "stages " + (manifest.stages_sha256.empty() ? std::string("-") : manifest.stages_sha256) + "\n";
   out += "end\n";
@@ -168,6 +194,10 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
           manifest.cuda_threads < 1 || manifest.cuda_shared_bytes < 0)
         return std::nullopt;
       seen_cuda = true;
+    } else if (!w.empty() && w[0] == "site" && seen_kernel && !seen_library) {
+      std::optional<passes::DebugSite> site = passes::parse_debug_site(lines[i].substr(5));
+      if (!site) return std::nullopt;
+      manifest.debug_sites.push_back(std::move(*site));
     } else if (w.size() == 2 && w[0] == "library" && seen_kernel && !seen_library && is_hex_digest(w[1])) {
       manifest.library_sha256 = w[1];
       seen_library = true;
@@ -268,57 +298,13 @@ std::optional<Stages> parse_stages(std::string_view text) {
   return std::nullopt;
 }
 
-// --- the directory ---------------------------------------------------------------
-
-std::string resolve_cache_directory(const std::string& configured) {
-  std::string chosen = configured;
-  if (chosen.empty())
-    if (const char* env = std::getenv("TEGULA_CACHE_DIR")) chosen = env;
-  if (chosen.empty())
-    // The XDG spec says relative values are invalid and must be ignored.
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') chosen = std::string(xdg) + "/tegula";
-  if (chosen.empty()) {
-    std::string home = home_directory();
-    if (home.empty())
-      fail(ErrorKind::Value, "cannot find a cache directory: $HOME is not set",
-           "set TEGULA_CACHE_DIR to a private directory");
-    chosen = home + "/.cache/tegula";
-  }
-
-  // Absolute, so entries stay reachable if the process changes directory.
-  std::error_code ec;
-  std::filesystem::path path = std::filesystem::absolute(chosen, ec).lexically_normal();
-  if (ec) path = chosen;
-  std::string dir = path.string();
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-
-  make_private_directories(dir);
-  struct stat info{};
-  if (::stat(dir.c_str(), &info) != 0)
-    fail(ErrorKind::Value, "cannot use the cache directory " + dir + ": " + errno_text(),
-         "set TEGULA_CACHE_DIR to a private directory");
-  if (!S_ISDIR(info.st_mode))
-    fail(ErrorKind::Value, "the cache directory " + dir + " is not a directory",
-         "set TEGULA_CACHE_DIR to a private directory");
-  if (info.st_uid != geteuid())
-    fail(ErrorKind::Value,
-         "the cache directory " + dir + " is owned by another user (uid " + std::to_string(info.st_uid) +
-             "); cached kernels are code Tegula executes, so it must be your own",
-         "set TEGULA_CACHE_DIR to a directory you own");
-  if ((info.st_mode & 022) != 0)
-    fail(ErrorKind::Value,
-         "the cache directory " + dir + " is writable by group or others; cached kernels are code " +
-             "Tegula executes, so it must be private",
-         "run `chmod 700 " + dir + "`, or set TEGULA_CACHE_DIR to a private directory");
-  return dir;
-}
-
 // --- entries -------------------------------------------------------------------------
 
 std::string DiskCache::library_path(const std::string& key) const { return directory_ + "/" + key + ".so"; }
 std::string DiskCache::manifest_path(const std::string& key) const { return directory_ + "/" + key + ".meta"; }
 std::string DiskCache::stages_path(const std::string& key) const { return directory_ + "/" + key + ".stages"; }
 std::string DiskCache::image_path(const std::string& key) const { return directory_ + "/" + key + ".cubin"; }
+std::string DiskCache::lock_path(const std::string& key) const { return directory_ + "/" + key + ".lock"; }
 
 std::string DiskCache::temporary_path(const std::string& key, std::string_view extension) const {
   // pid + 64 random bits: unique across processes and threads without any shared counter.
@@ -346,6 +332,9 @@ void DiskCache::write_atomically(const std::string& key, const std::string& path
     }
     written += static_cast<size_t>(n);
   }
+  // No fsync: a file a crash leaves short or empty fails its hash (or the
+  // manifest's `end` line) and is rebuilt, which is cheaper than syncing
+  // every entry.
   if (::close(fd) != 0 || ::rename(temporary.c_str(), path.c_str()) != 0) {
     std::string reason = errno_text();
     ::unlink(temporary.c_str());
@@ -353,18 +342,53 @@ void DiskCache::write_atomically(const std::string& key, const std::string& path
   }
 }
 
+// --- the entry lock ----------------------------------------------------------------
+
+EntryLock::EntryLock(EntryLock&& other) noexcept : key_(std::move(other.key_)), fd_(other.fd_) { other.fd_ = -1; }
+
+EntryLock& EntryLock::operator=(EntryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    key_ = std::move(other.key_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+// Closing the descriptor releases the flock.
+EntryLock::~EntryLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+EntryLock DiskCache::lock(const std::string& key) const {
+  check_key(key);
+  // flock, not fcntl locks: those belong to the process, so a second
+  // descriptor of the same file closed anywhere in it would drop the lock.
+  int fd = ::open(lock_path(key).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (fd < 0) return EntryLock(key, -1);  // e.g. a read-only cache: store() reports that itself
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    ::close(fd);  // a file system without locks (some network mounts): go on unserialized
+    return EntryLock(key, -1);
+  }
+  return EntryLock(key, fd);
+}
+
+// --- loading -----------------------------------------------------------------------
+
 std::optional<CachedKernel> DiskCache::load(const std::string& key, std::string* why) const {
   check_key(key);
-  auto miss = [&](std::string reason) -> std::optional<CachedKernel> {
-    if (why) *why = std::move(reason);
+  std::string reason;
+  auto miss = [&](std::string text) -> std::optional<CachedKernel> {
+    if (why) *why = std::move(text);
     return std::nullopt;
   };
-  if (::access(manifest_path(key).c_str(), F_OK) != 0) return miss("no entry");
-  std::optional<CacheManifest> manifest = load_manifest(key);
-  if (!manifest) return miss("the manifest is truncated or malformed");
-  std::optional<std::string> library_bytes = read_file(library_path(key));
-  if (!library_bytes) return miss("the shared object is missing");
-  if (sha256_hex(*library_bytes) != manifest->library_sha256)
+  std::optional<CacheManifest> manifest = load_manifest(key, &reason);
+  if (!manifest) return miss(reason);
+  std::optional<EntryFile> library = read_entry_file(library_path(key), "shared object", &reason);
+  if (!library) return miss(reason);
+  if (sha256_hex(library->bytes) != manifest->library_sha256)
     return miss("the shared object does not match the manifest's hash");
 
   CachedKernel cached;
@@ -374,44 +398,65 @@ std::optional<CachedKernel> DiskCache::load(const std::string& key, std::string*
   } catch (const LibraryError& e) {
     return miss(e.what());
   }
+  // dlopen reads the path again: if a writer renamed a new build over it in
+  // between, what got loaded is not what was verified. Drop it; the caller
+  // takes the entry lock and looks again.
+  struct stat now{};
+  if (::stat(library_path(key).c_str(), &now) != 0 || now.st_dev != library->device || now.st_ino != library->inode)
+    return miss("the shared object was replaced while it was being loaded");
   cached.manifest = std::move(*manifest);
   return cached;
 }
 
 std::optional<CachedImage> DiskCache::load_image(const std::string& key, std::string* why) const {
   check_key(key);
-  auto miss = [&](std::string reason) -> std::optional<CachedImage> {
-    if (why) *why = std::move(reason);
+  std::string reason;
+  auto miss = [&](std::string text) -> std::optional<CachedImage> {
+    if (why) *why = std::move(text);
     return std::nullopt;
   };
-  if (::access(manifest_path(key).c_str(), F_OK) != 0) return miss("no entry");
-  std::optional<CacheManifest> manifest = load_manifest(key);
-  if (!manifest || manifest->cuda_threads < 1) return miss("the manifest is truncated or malformed");
-  std::optional<std::string> image = read_file(image_path(key));
-  if (!image) return miss("the device image is missing");
-  if (sha256_hex(*image) != manifest->library_sha256)
+  std::optional<CacheManifest> manifest = load_manifest(key, &reason);
+  if (!manifest) return miss(reason);
+  if (manifest->cuda_threads < 1) return miss("the manifest is not a CUDA entry's");
+  std::optional<EntryFile> image = read_entry_file(image_path(key), "device image", &reason);
+  if (!image) return miss(reason);
+  if (sha256_hex(image->bytes) != manifest->library_sha256)
     return miss("the device image does not match the manifest's hash");
-  return CachedImage{std::move(*manifest), std::move(*image)};
+  return CachedImage{std::move(*manifest), std::move(image->bytes)};
 }
 
-std::optional<CacheManifest> DiskCache::load_manifest(const std::string& key) const {
+std::optional<CacheManifest> DiskCache::load_manifest(const std::string& key, std::string* why) const {
   check_key(key);
-  std::optional<std::string> text = read_file(manifest_path(key));
-  if (!text) return std::nullopt;
-  return parse_manifest(*text);
+  std::string reason;
+  std::optional<EntryFile> text = read_entry_file(manifest_path(key), "manifest", &reason);
+  std::optional<CacheManifest> manifest = text ? parse_manifest(text->bytes) : std::nullopt;
+  if (!manifest && why) {
+    if (!text)
+      *why = reason == "the manifest is missing" ? "no entry" : reason;
+    else
+      *why = "the manifest is truncated or malformed";
+  }
+  return manifest;
 }
 
 std::optional<Stages> DiskCache::load_stages(const std::string& key, const CacheManifest& manifest) const {
   check_key(key);
   if (manifest.stages_sha256.empty()) return std::nullopt;
-  std::optional<std::string> text = read_file(stages_path(key));
-  if (!text || sha256_hex(*text) != manifest.stages_sha256) return std::nullopt;
-  return parse_stages(*text);
+  std::string reason;
+  std::optional<EntryFile> text = read_entry_file(stages_path(key), "stages", &reason);
+  if (!text || sha256_hex(text->bytes) != manifest.stages_sha256) return std::nullopt;
+  return parse_stages(text->bytes);
 }
 
-void DiskCache::store(const std::string& key, const std::string& built_library, CacheManifest& manifest,
+// --- publishing --------------------------------------------------------------------
+
+void DiskCache::store(const EntryLock& held, const std::string& built_library, CacheManifest& manifest,
                       const Stages* stages) const {
+  const std::string& key = held.key();
   check_key(key);
+  // The toolchain's umask decides the built file's mode; entries must not be
+  // group- or world-writable to load (read_entry_file).
+  ::chmod(built_library.c_str(), 0700);
   std::optional<std::string> library_bytes = read_file(built_library);
   if (!library_bytes) fail(ErrorKind::Value, "cannot read the built kernel " + built_library + ": " + errno_text());
   manifest.library_sha256 = sha256_hex(*library_bytes);
@@ -420,22 +465,22 @@ void DiskCache::store(const std::string& key, const std::string& built_library, 
     ::unlink(built_library.c_str());
     fail(ErrorKind::Value, "cannot write " + library_path(key) + ": " + reason);
   }
-  manifest.stages_sha256.clear();
-  if (stages) {
-    std::string text = serialize_stages(*stages);
-    write_atomically(key, stages_path(key), text);
-    manifest.stages_sha256 = sha256_hex(text);
-  }
-  // Last: an entry exists for readers only once everything it names is in place.
-  write_atomically(key, manifest_path(key), serialize_manifest(manifest));
+  publish_rest(key, manifest, stages);
 }
 
-void DiskCache::store_image(const std::string& key, std::string_view image, CacheManifest& manifest,
+void DiskCache::store_image(const EntryLock& held, std::string_view image, CacheManifest& manifest,
                             const Stages* stages) const {
+  const std::string& key = held.key();
   check_key(key);
   TEGULA_ASSERT(manifest.cuda_threads > 0, "a CUDA cache entry needs its block size");
   write_atomically(key, image_path(key), image);
   manifest.library_sha256 = sha256_hex(image);
+  publish_rest(key, manifest, stages);
+}
+
+// The stages, then the manifest: an entry exists for readers only once
+// everything it names is in place.
+void DiskCache::publish_rest(const std::string& key, CacheManifest& manifest, const Stages* stages) const {
   manifest.stages_sha256.clear();
   if (stages) {
     std::string text = serialize_stages(*stages);
@@ -443,14 +488,40 @@ void DiskCache::store_image(const std::string& key, std::string_view image, Cach
     manifest.stages_sha256 = sha256_hex(text);
   }
   write_atomically(key, manifest_path(key), serialize_manifest(manifest));
+  remove_stale_temporaries();
 }
 
 void DiskCache::store_stages(const std::string& key, CacheManifest& manifest, const Stages& stages) const {
   check_key(key);
+  EntryLock held = lock(key);
+  // Rewriting the manifest of an entry rebuilt in the meantime would pair the
+  // old library hash with the new library: keep the new entry as it is.
+  std::optional<CacheManifest> current = load_manifest(key);
+  if (!current || current->library_sha256 != manifest.library_sha256) return;
   std::string text = serialize_stages(stages);
   write_atomically(key, stages_path(key), text);
   manifest.stages_sha256 = sha256_hex(text);
   write_atomically(key, manifest_path(key), serialize_manifest(manifest));
+}
+
+// A temporary file lives from its creation to its rename, seconds at most
+// (the C++ compiler writes the library at the very end of a build), so one
+// untouched for an hour belongs to a process that was killed in between.
+// Run after each build, which already costs far more than one directory scan.
+void DiskCache::remove_stale_temporaries() const {
+  constexpr time_t kStaleSeconds = 3600;
+  DIR* listing = ::opendir(directory_.c_str());
+  if (!listing) return;
+  time_t now = std::time(nullptr);
+  while (const dirent* item = ::readdir(listing)) {
+    std::string_view name = item->d_name;
+    if (!name.starts_with(".tmp-")) continue;
+    struct stat info{};
+    if (::fstatat(::dirfd(listing), item->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(info.st_mode) || now - info.st_mtime < kStaleSeconds) continue;
+    ::unlinkat(::dirfd(listing), item->d_name, 0);
+  }
+  ::closedir(listing);
 }
 
 }  // namespace tegula::runtime

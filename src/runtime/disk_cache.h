@@ -6,13 +6,17 @@
 //   <key>.stages   optional: IR after every stage + generated source, for inspect()
 //   <key>.meta     the manifest, written last: format version, kernel name,
 //                  launch parameters, SHA-256 of the .so (and of .stages)
+//   <key>.lock     empty; locked (flock) by the process building the entry
 //
 // A cached .so is code this process will execute, so the directory must be
 // private to the user (see resolve_cache_directory), every file is written to
 // a unique temporary name and rename()d into place (readers never see half a
-// file; concurrent writers of one key simply replace each other), and the .so
-// bytes are checked against the manifest's hash before dlopen. Anything that
-// does not check out is a miss: the caller rebuilds and overwrites the entry.
+// file), an entry is built and published only under its lock (processes
+// sharing the directory build each kernel once, and the files of two builds
+// never mix), and before dlopen the .so must be a regular file of this user
+// whose bytes match the manifest's hash. Anything that does not check out is
+// a miss: the caller rebuilds and overwrites the entry. docs/runtime.md has
+// the rules and what each one defends against.
 #pragma once
 
 #include <memory>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/debug_sites.h"
 #include "runtime/compiler.h"
 
 namespace tegula::runtime {
@@ -40,6 +45,9 @@ struct CacheManifest {
   // dynamic shared memory the generated code was written for. 0 for CPU entries.
   int cuda_threads = 0;
   int cuda_shared_bytes = 0;
+  // Debug kernels only: the table of their checks (passes/debug_sites.h),
+  // which turns an error record into a report.
+  std::vector<passes::DebugSite> debug_sites;
 };
 
 std::string serialize_manifest(const CacheManifest& manifest);
@@ -65,8 +73,36 @@ struct CachedImage {
 // Resolves the cache directory (`configured`, else $TEGULA_CACHE_DIR, else
 // $XDG_CACHE_HOME/tegula, else ~/.cache/tegula), creates it (and missing
 // parents) with mode 0700, and refuses (runtime::Error) a directory that is
-// not owned by the current user or is writable by group or others.
+// not owned by the current user, is writable by group or others, or lies
+// inside a directory anyone may write to without the sticky bit (whoever can
+// rename the cache directory can replace it). Returns the canonical path
+// (symbolic links resolved), so a link swapped later cannot redirect it.
+// Implemented in cache_directory.cpp.
 std::string resolve_cache_directory(const std::string& configured);
+
+// Held by the process that builds and publishes one entry: an exclusive
+// flock on <key>.lock, released by the destructor or by the process's death
+// (a killed builder never blocks the others). Move-only.
+class EntryLock {
+ public:
+  EntryLock(EntryLock&& other) noexcept;
+  EntryLock& operator=(EntryLock&& other) noexcept;
+  EntryLock(const EntryLock&) = delete;
+  EntryLock& operator=(const EntryLock&) = delete;
+  ~EntryLock();
+
+  const std::string& key() const { return key_; }
+  // False where the file system refused the lock (then builds are not
+  // serialized; entries stay verified, a reader may just see more misses).
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  friend class DiskCache;
+  EntryLock(std::string key, int fd) : key_(std::move(key)), fd_(fd) {}
+
+  std::string key_;
+  int fd_ = -1;
+};
 
 class DiskCache {
  public:
@@ -78,41 +114,56 @@ class DiskCache {
   std::string manifest_path(const std::string& key) const;
   std::string stages_path(const std::string& key) const;
   std::string image_path(const std::string& key) const;
+  std::string lock_path(const std::string& key) const;
   // A fresh name in the cache directory, for building a file before rename().
   std::string temporary_path(const std::string& key, std::string_view extension) const;
 
+  // Waits until no other process builds `key`, then holds its lock: the
+  // caller loads once more (the other process may have just published it) and
+  // builds and stores only on a second miss. Never fails: without a lock the
+  // build simply is not serialized (EntryLock::held).
+  EntryLock lock(const std::string& key) const;
+
   // The verified, loaded entry for `key`, or nullopt (with the reason in
-  // `*why` when given) if it is absent or does not check out.
+  // `*why` when given) if it is absent or does not check out. Needs no lock:
+  // a reader racing a writer sees the old entry, the new one, or a miss.
   std::optional<CachedKernel> load(const std::string& key, std::string* why = nullptr) const;
 
   // The verified CUDA entry for `key` (image bytes checked against the
   // manifest), or nullopt with the reason in `*why`.
   std::optional<CachedImage> load_image(const std::string& key, std::string* why = nullptr) const;
 
-  // The entry's manifest as stored, not verified against the .so.
-  std::optional<CacheManifest> load_manifest(const std::string& key) const;
+  // The entry's manifest as stored, not verified against the .so; nullopt
+  // (with the reason in `*why`) if absent, malformed or not a file this user
+  // wrote.
+  std::optional<CacheManifest> load_manifest(const std::string& key, std::string* why = nullptr) const;
 
   // Stored stages of an entry whose manifest is `manifest`; nullopt if none
   // were stored or they do not match the manifest's hash.
   std::optional<Stages> load_stages(const std::string& key, const CacheManifest& manifest) const;
 
-  // Publishes an entry: renames `built_library` (a file in the cache
-  // directory, e.g. from temporary_path) to <key>.so, writes the stages if
-  // given, then the manifest. Fills in the hashes of `manifest`. Throws
+  // Publishes the entry of `held.key()`: renames `built_library` (a file in
+  // the cache directory, e.g. from temporary_path) to <key>.so, writes the
+  // stages if given, then the manifest. Fills in the hashes of `manifest`.
+  // Also removes temporary files a killed process left behind. Throws
   // runtime::Error if the files cannot be written.
-  void store(const std::string& key, const std::string& built_library, CacheManifest& manifest,
+  void store(const EntryLock& held, const std::string& built_library, CacheManifest& manifest,
              const Stages* stages) const;
 
   // Publishes a CUDA entry: the image, the stages if given, then the manifest
   // (whose cuda_* fields the caller fills). Throws runtime::Error like store().
-  void store_image(const std::string& key, std::string_view image, CacheManifest& manifest,
+  void store_image(const EntryLock& held, std::string_view image, CacheManifest& manifest,
                    const Stages* stages) const;
 
-  // Adds stages to an existing entry (rewrites its manifest).
+  // Adds stages to the existing entry `manifest` describes (rewrites its
+  // manifest), under the entry's lock; does nothing if the entry was rebuilt
+  // since `manifest` was read. The caller must not hold lock(key).
   void store_stages(const std::string& key, CacheManifest& manifest, const Stages& stages) const;
 
  private:
   void write_atomically(const std::string& key, const std::string& path, std::string_view bytes) const;
+  void publish_rest(const std::string& key, CacheManifest& manifest, const Stages* stages) const;
+  void remove_stale_temporaries() const;
 
   std::string directory_;
 };

@@ -9,6 +9,7 @@
 
 #include "runtime/compiler.h"
 #include "runtime/cuda_launch.h"
+#include "runtime/debug_record.h"
 #include "runtime/errors.h"
 #include "runtime/thread_pool.h"
 
@@ -197,19 +198,23 @@ void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& 
 
   int64_t total = count_programs(grid);
   if (total == 0) return;
+  DebugRecord record;
+  if (debug) add_debug_arguments(*this, args, reinterpret_cast<uintptr_t>(&record), slots, argv);
   const int32_t grid32[3] = {static_cast<int32_t>(grid[0]), static_cast<int32_t>(grid[1]),
                              static_cast<int32_t>(grid[2])};
   auto kernel = reinterpret_cast<KernelEntry>(entry);
   void* const* arg_array = argv.data();
   if (total == 1) {
     kernel(arg_array, grid32, 0, 1);
-    return;
+  } else {
+    ThreadPool& pool = ThreadPool::global();
+    // About eight chunks per thread: small enough that fast threads take over the
+    // work of slow ones, large enough that claiming a chunk costs little.
+    int64_t chunk = std::max<int64_t>(1, total / (static_cast<int64_t>(pool.size()) * 8));
+    pool.parallel_for(total, chunk, [&](int64_t first, int64_t last) { kernel(arg_array, grid32, first, last); });
   }
-  ThreadPool& pool = ThreadPool::global();
-  // About eight chunks per thread: small enough that fast threads take over the
-  // work of slow ones, large enough that claiming a chunk costs little.
-  int64_t chunk = std::max<int64_t>(1, total / (static_cast<int64_t>(pool.size()) * 8));
-  pool.parallel_for(total, chunk, [&](int64_t first, int64_t last) { kernel(arg_array, grid32, first, last); });
+  if (debug)
+    if (std::optional<DeviceFault> fault = fault_of(*this, record)) throw std::move(*fault);
 }
 
 void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& args, uint64_t stream,
@@ -220,6 +225,7 @@ void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& 
   std::vector<Slot> slots;
   std::vector<void*> argv;
   pack_arguments(*this, args, slots, argv);
+  if (debug) return launch_cuda_debug(*this, grid, args, slots, argv, stream, device);
   cuda_module->launch(grid, argv.data(), stream, device);
 }
 

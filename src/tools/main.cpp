@@ -60,6 +60,8 @@ compile options:
   --arch CC             CUDA: compute capability to build for, e.g. 90 (sm_90a) or 80;
                         default: the GPU of device 0 (needed when there is no GPU)
   --num-warps N         CUDA: warps per program (default 4)
+  --num-stages N        CUDA: software-pipeline stages of K loops feeding tensor-core
+                        dots (default 3; 1: no pipelining)
   --debug               compile with bounds checks on every load and store
   --cache-dir DIR       the kernel cache (default: $TEGULA_CACHE_DIR, else
                         ~/.cache/tegula)
@@ -92,6 +94,7 @@ struct CompileCommand {
   std::string backend = "cpu";
   int arch = 0;
   int num_warps = 4;
+  int num_stages = 3;
 };
 
 int parse_positive(const std::string& option, const std::string& text) {
@@ -167,6 +170,8 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
       cmd.arch = parse_positive("--arch", value());
     } else if (arg == "--num-warps") {
       cmd.num_warps = parse_positive("--num-warps", value());
+    } else if (arg == "--num-stages") {
+      cmd.num_stages = parse_positive("--num-stages", value());
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       throw UsageError{"unknown option '" + args[i] + "'"};
     } else if (target.empty()) {
@@ -246,6 +251,7 @@ int compile_command(const std::vector<std::string>& args) {
   options.backend = cmd.backend;
   options.cuda_arch = cmd.arch;
   options.num_warps = cmd.num_warps;
+  options.num_stages = cmd.num_stages;
   std::shared_ptr<runtime::CompiledKernel> compiled = runtime::compile(request, options);
   const runtime::Stages& stages = compiled->stages;
   bool all = wants(cmd, "all");

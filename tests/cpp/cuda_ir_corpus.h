@@ -256,6 +256,14 @@ inline void add_dot_cases(std::vector<IrCase>& cases) {
     cases.push_back({"dot_" + in + "_" + acc, dot_kernel(in, acc, "32x16", "16x64", "32x64", 512, 1024, 2048)});
   cases.push_back({"dot_small_f64", dot_kernel("f64", "f64", "16x16", "16x8", "16x8", 256, 128, 128)});
   cases.push_back({"dot_64x64x32_w8", dot_kernel("f16", "f32", "64x32", "32x64", "64x64", 2048, 2048, 4096), 8});
+  // Tensor cores: tf32 (the attribute the front end sets for fp32), int8
+  // with K a multiple of 32, an f16 result, one warp, replicated warps.
+  std::string tf32 = dot_kernel("f32", "f32", "64x32", "32x32", "64x32", 2048, 1024, 2048);
+  tf32.replace(tf32.find(" : tile<64x32xf32>\n  store"), 0, " {precision = \"tf32\"}");
+  cases.push_back({"dot_tf32_64x32x32", tf32});
+  cases.push_back({"dot_i8_64x32x64", dot_kernel("i8", "i32", "64x64", "64x32", "64x32", 4096, 2048, 2048)});
+  cases.push_back({"dot_bf16_f16_w1", dot_kernel("bf16", "f16", "16x32", "32x16", "16x16", 512, 512, 256), 1});
+  cases.push_back({"dot_f16_16x16x16_w8", dot_kernel("f16", "f32", "16x16", "16x16", "16x16", 256, 256, 256), 8});
 }
 
 inline void add_control_and_memory_cases(std::vector<IrCase>& cases) {
@@ -450,12 +458,138 @@ inline void add_control_and_memory_cases(std::vector<IrCase>& cases) {
                    4, true});
 }
 
+// The `math` op's functions (ir/math_ops.h) on f32 and f64 (and, as the
+// backend allows though the front end computes them in f32, on f16/bf16),
+// and `hint` on integers and pointers.
+inline void add_math_and_hint_cases(std::vector<IrCase>& cases) {
+  for (const char* fn : {"tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "exp10",
+                         "expm1", "log10", "log1p", "cbrt", "rint", "round", "trunc"})
+    for (const char* f : {"f32", "f64"})
+      cases.push_back({std::string("math_") + fn + "_" + f,
+                       ew_kernel("math", {f}, f, std::string("{fn = \"") + fn + "\"}")});
+  for (const char* fn : {"atan2", "hypot", "copysign", "nextafter"})
+    for (const char* f : {"f32", "f64"})
+      cases.push_back({std::string("math_") + fn + "_" + f,
+                       ew_kernel("math", {f, f}, f, std::string("{fn = \"") + fn + "\"}")});
+  cases.push_back({"math_log1p_f16", ew_kernel("math", {"f16"}, "f16", "{fn = \"log1p\"}")});
+  cases.push_back({"math_atan2_bf16", ew_kernel("math", {"bf16", "bf16"}, "bf16", "{fn = \"atan2\"}")});
+  for (const char* t : {"i32", "i64", "u32"})
+    cases.push_back({std::string("hint_") + t,
+                     ew_kernel("hint", {t}, t, "{divisibility = [16], contiguity = [8], constancy = [1]}")});
+  cases.push_back({"hint_pointer_offsets",
+                   tile2d_kernel("  %h = hint %offs {contiguity = [1, 64], divisibility = [16, 16]} : tile<32x64xi32>\n"
+                                 "  %hq = addptr %xp, %h : tile<32x64xptr<f32>>\n"
+                                 "  %out = load %hq, %mask : tile<32x64xf32>\n")});
+}
+
+// scan (one operand and a tuple, each axis, reversed), sort, gather and
+// histogram (ir/scan_ops.h), at several warp counts.
+inline void add_scan_cases(std::vector<IrCase>& cases) {
+  auto sum_region = [](const std::string& t) {
+    return " {\n  ^bb(%a0: " + t + ", %b0: " + t + "):\n    %c0 = add %a0, %b0 : " + t + "\n    yield %c0\n  }\n";
+  };
+  for (int w : {1, 4, 8})
+    for (const char* axis : {"0", "1"})
+      cases.push_back({std::string("scan_axis") + axis + "_w" + std::to_string(w),
+                       tile2d_kernel(std::string("  %out = scan %x {axis = ") + axis + ", reverse = " +
+                                         (w == 8 ? "1" : "0") + "} : tile<32x64xf32>" + sum_region("f32")),
+                       w});
+  cases.push_back({"scan_f16_rows", tile2d_kernel("  %out = scan %x {axis = 1, reverse = 0} : tile<32x64xf16>" +
+                                                      sum_region("f16"),
+                                                  "f16", "32x64", "%offs", "f16")});
+  cases.push_back({"scan_pair_affine",
+                   tile2d_kernel("  %b = neg %x : tile<32x64xf32>\n"
+                                 "  %out, %h = scan %x, %b {axis = 1, reverse = 1} : tile<32x64xf32>, tile<32x64xf32> {\n"
+                                 "  ^bb(%a1: f32, %b1: f32, %a2: f32, %b2: f32):\n"
+                                 "    %aa = mul %a1, %a2 : f32\n"
+                                 "    %ab = mul %a2, %b1 : f32\n"
+                                 "    %bb = add %ab, %b2 : f32\n"
+                                 "    yield %aa, %bb\n  }\n")});
+  for (int w : {1, 4, 16})
+    cases.push_back({"sort_rows_w" + std::to_string(w),
+                     tile2d_kernel("  %out = sort %x {axis = 1, descending = 0} : tile<32x64xf32>\n"), w});
+  cases.push_back({"sort_cols_desc_bf16", tile2d_kernel("  %out = sort %x {axis = 0, descending = 1} : tile<32x64xbf16>\n",
+                                                        "bf16", "32x64", "%offs", "bf16")});
+  cases.push_back({"sort_i64", tile2d_kernel("  %xi = cast %x : tile<32x64xi64>\n"
+                                             "  %s = sort %xi {axis = 1} : tile<32x64xi64>\n"
+                                             "  %out = cast %s : tile<32x64xf32>\n")});
+  cases.push_back({"gather_rows", tile2d_kernel("  %ix = cast %x : tile<32x64xi32>\n"
+                                                "  %out = gather %x, %ix {axis = 1} : tile<32x64xf32>\n")});
+  cases.push_back({"gather_cols_u8", tile2d_kernel("  %ix = cast %x : tile<32x64xu8>\n"
+                                                   "  %out = gather %x, %ix {axis = 0} : tile<32x64xf32>\n")});
+  cases.push_back({"histogram", tile2d_kernel("  %ix = cast %x : tile<32x64xi32>\n"
+                                              "  %hist = histogram %ix, %mask : tile<64xi32>\n"
+                                              "  %out = cast %hist : tile<64xf32>\n" + iota("%of", 64),
+                                              "f32", "64", "%of")});
+}
+
+// Atomics: every op on every element type it supports (tile pointers,
+// masked, old values stored), scalar atomics whose old value every thread
+// needs, a replicated small tile, and each memory order and scope.
+inline void add_atomic_cases(std::vector<IrCase>& cases) {
+  auto kernel = [](const std::string& type, int size, const std::string& ops) {
+    std::string t = "tile<" + std::to_string(size) + "x";
+    return "kernel @k(%p: ptr<" + type + "> div(16), %o: ptr<" + type + "> div(16), %n: i32) {\n"
+           "  %r = arange {start = 0, end = " + std::to_string(size) + "} : " + t + "i32>\n"
+           "  %sn = splat %n : " + t + "i32>\n"
+           "  %mask = cmp %r, %sn {pred = \"lt\"} : " + t + "i1>\n"
+           "  %sp = splat %p : " + t + "ptr<" + type + ">>\n"
+           "  %q = addptr %sp, %r : " + t + "ptr<" + type + ">>\n"
+           "  %so = splat %o : " + t + "ptr<" + type + ">>\n"
+           "  %qo = addptr %so, %r : " + t + "ptr<" + type + ">>\n"
+           "  %v = load %qo, %mask : " + t + type + ">\n" + ops + "  return\n}\n";
+  };
+  auto rmw = [](const std::string& type, int size, const std::string& op, const std::string& order) {
+    std::string t = "tile<" + std::to_string(size) + "x" + type + ">";
+    return "  %" + op + " = atomic_rmw %q, %v, %mask {op = \"" + op + "\", " + order + "} : " + t + "\n"
+           "  store %qo, %" + op + ", %mask\n";
+  };
+  const std::string acq_rel = "sem = \"acq_rel\", scope = \"gpu\"";
+  for (const char* type : {"i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64"}) {
+    std::string ops;
+    bool integer = type[0] != 'f' && type[0] != 'b';
+    for (const char* op : {"add", "max", "min", "xchg", "and", "or", "xor"})
+      if (integer || std::string(op) == "add" || std::string(op) == "max" || std::string(op) == "min" ||
+          std::string(op) == "xchg")
+        ops += rmw(type, 256, op, acq_rel);
+    ops += "  %cas = atomic_cas %q, %v, %xchg {" + acq_rel + "} : tile<256x" + type + ">\n"
+           "  store %qo, %cas, %mask\n";
+    cases.push_back({std::string("atomic_") + type, kernel(type, 256, ops)});
+  }
+  cases.push_back({"atomic_replicated_small_tile", kernel("f32", 16, rmw("f32", 16, "add", acq_rel)), 4});
+  cases.push_back({"atomic_orders_and_scopes",
+                   kernel("i32", 128, rmw("i32", 128, "add", "sem = \"relaxed\", scope = \"cta\"") +
+                                          rmw("i32", 128, "max", "sem = \"acquire\", scope = \"gpu\"") +
+                                          rmw("i32", 128, "min", "sem = \"release\", scope = \"sys\""))});
+  cases.push_back({"atomic_scalar_spin_lock", R"(kernel @k(%lock: ptr<i32>, %acc: ptr<bf16>, %n: i32) {
+  %zero = constant {value = 0} : i32
+  %one = constant {value = 1} : i32
+  while {
+    %old = atomic_cas %lock, %zero, %one {sem = "acquire", scope = "gpu"} : i32
+    %busy = cmp %old, %one {pred = "eq"} : i1
+    condition %busy
+  } do {
+    yield
+  }
+  %x = constant {value = 0.5} : bf16
+  %pos = cmp %n, %zero {pred = "gt"} : i1
+  %a = atomic_rmw %acc, %x, %pos {op = "add", sem = "relaxed", scope = "gpu"} : bf16
+  %m = atomic_rmw %acc, %a, %pos {op = "max", sem = "relaxed", scope = "gpu"} : bf16
+  %u = atomic_rmw %lock, %zero {op = "xchg", sem = "release", scope = "gpu"} : i32
+  return
+}
+)"});
+}
+
 inline std::vector<IrCase> ir_cases() {
   std::vector<IrCase> cases;
+  add_scan_cases(cases);
   add_elementwise_cases(cases);
+  add_math_and_hint_cases(cases);
   add_shape_and_reduce_cases(cases);
   add_dot_cases(cases);
   add_control_and_memory_cases(cases);
+  add_atomic_cases(cases);
   return cases;
 }
 

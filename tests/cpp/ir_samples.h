@@ -175,6 +175,27 @@ inline Function every_op() {
     ab.set_insertion_end(after);
     ab.create(OpKind::Yield, {ab.create1(OpKind::Add, {j, pid}, i32())}, {});
   }
+  ValueId old = b.create1(OpKind::AtomicRmw, {p, loaded, lt}, tf,
+                          {{"op", std::string("max")}, {"sem", std::string("relaxed")}, {"scope", std::string("cta")}});
+  b.create1(OpKind::AtomicCas, {p, old, loaded}, tf, {{"sem", std::string("acq_rel")}, {"scope", std::string("gpu")}});
+  b.create1(OpKind::Hint, {range}, ti,
+            {{"divisibility", std::vector<int64_t>{16}}, {"contiguity", std::vector<int64_t>{16}}});
+  ValueId log1p = b.create1(OpKind::Math, {fb}, tf, {{"fn", std::string("log1p")}});
+  b.create1(OpKind::Math, {log1p, halves}, tf, {{"fn", std::string("atan2")}});
+  // scan (reversed running sum), sort, gather, histogram
+  OpId scan = b.create(OpKind::Scan, {fb}, {tf}, {{"axis", int64_t{0}}, {"reverse", int64_t{1}}});
+  {
+    BlockId combiner = fn.add_block(scan);
+    fn.op(scan).regions.push_back(combiner);
+    ValueId a = fn.add_block_arg(combiner, f32());
+    ValueId c = fn.add_block_arg(combiner, f32());
+    Builder inner(fn);
+    inner.set_insertion_end(combiner);
+    inner.create(OpKind::Yield, {inner.create1(OpKind::Add, {a, c}, f32())}, {});
+  }
+  ValueId sorted = b.create1(OpKind::Sort, {fn.op(scan).results[0]}, tf, {{"axis", int64_t{0}}, {"descending", int64_t{1}}});
+  b.create1(OpKind::Gather, {sorted, range}, tf, {{"axis", int64_t{0}}});
+  b.create1(OpKind::Histogram, {range, lt}, tile(Scalar::I32, {8}));
   b.set_loc(SourceLoc{0, 30, 5, 10});
   b.create(OpKind::Print, {fn.op(loop).results[0], fn.op(loop2).results[0]}, {},
            {{"prefix", std::string("acc \"and\" i:\n\t\\")}});

@@ -155,7 +155,7 @@ TEST(AxisInfo, DivisionRemainderAndShiftsByPowersOfTwo) {
   EXPECT_EQ(facts("%20"), "contig=[1] div=[1] const=[256]");
 }
 
-TEST(AxisInfo, LoopInductionVariablesAndConservativeLoopValues) {
+TEST(AxisInfo, LoopInductionVariablesAndLoopCarriedValues) {
   Facts facts(R"(kernel @k(%n: i32, %x: f32) {
   %0 = constant {value = 16} : i32
   %1 = constant {value = 8} : i32
@@ -177,11 +177,38 @@ TEST(AxisInfo, LoopInductionVariablesAndConservativeLoopValues) {
 }
 )");
   EXPECT_EQ(facts("%4"), "contig=[1] div=[8] const=[1]");
-  EXPECT_EQ(facts("%5"), "contig=[1] div=[1] const=[1]");
-  EXPECT_EQ(facts("%3"), "contig=[1] div=[1] const=[1]");
+  // 0, then +8 each iteration: the meet of the init (0) and the yield.
+  EXPECT_EQ(facts("%5"), "contig=[1] div=[8] const=[1]");
+  EXPECT_EQ(facts("%3"), "contig=[1] div=[8] const=[1]");
   EXPECT_EQ(facts("%8"), "contig=[1] div=[16] const=[1]");
   EXPECT_EQ(facts("%12"), "contig=[32] div=[16] const=[1]");
   EXPECT_EQ(facts("%13"), "contig=[1] div=[1] const=[1]");
+}
+
+// A pointer tile advanced by a uniform stride keeps its runs; its
+// divisibility is what the start and the stride share. A value the body
+// replaces by something unknown loses everything.
+TEST(AxisInfo, LoopCarriedPointerTilesKeepTheirContiguity) {
+  Facts facts(R"(kernel @k(%p: ptr<f16> div(16), %n: i32, %s: i32 div(4)) {
+  %0 = constant {value = 0} : i32
+  %1 = constant {value = 1} : i32
+  %2 = arange {start = 0, end = 64} : tile<64xi32>
+  %3 = splat %p : tile<64xptr<f16>>
+  %4 = addptr %3, %2 : tile<64xptr<f16>>
+  %5 = splat %s : tile<64xi32>
+  %6, %7 = for %0, %n, %1, %4, %2 : tile<64xptr<f16>>, tile<64xi32> {
+  ^bb(%8: i32, %9: tile<64xptr<f16>>, %10: tile<64xi32>):
+    %11 = addptr %9, %5 : tile<64xptr<f16>>
+    %12 = load %9 : tile<64xf16>
+    %13 = cast %12 : tile<64xi32>
+    yield %11, %13
+  }
+  return
+}
+)");
+  EXPECT_EQ(facts("%9"), "contig=[64] div=[8] const=[1]");
+  EXPECT_EQ(facts("%6"), "contig=[64] div=[8] const=[1]");
+  EXPECT_EQ(facts("%10"), "contig=[1] div=[1] const=[1]");
 }
 
 TEST(AxisInfo, SelectAndConversionsOfMaskedIndices) {

@@ -96,11 +96,11 @@ TEST_F(CompilerTest, VectorAddCompiledTwiceSecondIsADiskHit) {
   EXPECT_TRUE(first->stages.ir.empty());
   expect_adds(*first, 128);
 
-  // The entry and nothing else: no temporary file survives a build.
+  // The entry (and its lock file) and nothing else: no temporary file survives a build.
   std::set<std::string> files;
   for (const auto& item : std::filesystem::directory_iterator(cache_directory(options())))
     files.insert(item.path().filename().string());
-  EXPECT_EQ(files, (std::set<std::string>{first->key + ".meta", first->key + ".so"}));
+  EXPECT_EQ(files, (std::set<std::string>{first->key + ".meta", first->key + ".so", first->key + ".lock"}));
   std::string key = first->key;
   first.reset();  // as if this process ended
 

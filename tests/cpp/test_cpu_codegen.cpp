@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "cpu_test_support.h"
+#include "runtime/debug_record.h"
 #include "support/diagnostic.h"
 
 namespace tegula::cpu_test {
@@ -1067,21 +1068,77 @@ ir::Function assert_kernel() {
   return std::move(k.fn);
 }
 
-TEST(CpuCodegen, FailingAssertReportsLocationAndProgramAndContinues) {
+TEST(CpuCodegen, FailingAssertIsRecordedWithProgramAndElement) {
   CodegenOptions debug;
   debug.debug = true;
   CompiledKernel kernel(assert_kernel(), debug);
+  runtime::DebugRecord record;
   Args args;
-  args.i32(2);
-  ::testing::internal::CaptureStderr();
-  kernel.run(args.get(), 3);
-  std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "test.py:12: assertion failed: pid < n \"quoted\" 50% (pid 2,0,0)\n");
+  args.i32(2).ptr(&record);  // n, then the debug slots: no pointer parameters, the record
+  kernel.run(args.get(), 4);
+  EXPECT_EQ(record.reported, 1);
+  EXPECT_EQ(record.program, 2);  // programs 2 and 3 fail: the smallest id is kept
+  EXPECT_EQ(record.site, 0);
+  EXPECT_EQ(record.param, -1);
+  EXPECT_EQ(record.index, 0);
+  EXPECT_EQ(record.pid[0], 2);
+}
+
+// Debug mode checks every access against its array: a kernel reading 64
+// elements of a 40-element buffer that ends at an inaccessible page records
+// the first element past the end instead of faulting, and stores nothing
+// once it failed.
+TEST(CpuCodegen, DebugModeSkipsAndRecordsOutOfBoundsAccesses) {
+  KernelBuilder k("reader");
+  ValueId xp = k.param("x", Type::ptr(Scalar::F32));
+  ValueId op = k.param("out", Type::ptr(Scalar::F32));
+  k.at(7, 9);
+  ValueId x = k.load(k.pointers(xp, k.arange(64)));
+  k.at(8, 5);
+  k.store(k.pointers(op, k.arange(64)), x);
+  k.ret();
+  CodegenOptions debug;
+  debug.debug = true;
+  CompiledKernel kernel(k.fn, debug);
+  GuardedBuffer in(40 * sizeof(float));
+  std::vector<float> out(64, -1.0f);
+  for (int i = 0; i < 40; ++i) reinterpret_cast<float*>(in.data())[i] = static_cast<float>(i);
+  runtime::DebugRecord record;
+  Args args;
+  args.ptr(in.data()).ptr(out.data());
+  args.i64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(in.data()))).i64(40 * sizeof(float));
+  args.i64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(out.data()))).i64(64 * sizeof(float));
+  args.ptr(&record);
+  kernel.run(args.get());
+  EXPECT_EQ(record.reported, 1);
+  EXPECT_EQ(record.site, 0);
+  EXPECT_EQ(record.param, 0);
+  EXPECT_EQ(record.offset, 40);
+  EXPECT_EQ(record.size, 40);
+  // Element by element in one loop: elements before the failing one were stored.
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(out[i], static_cast<float>(i)) << i;
+  for (int i = 40; i < 64; ++i) EXPECT_EQ(out[i], -1.0f) << i;
+}
+
+TEST(CpuCodegen, DebugModeLeavesCodeWithoutItUnchanged) {
+  KernelBuilder k("copy");
+  ValueId xp = k.param("x", Type::ptr(Scalar::F32));
+  k.store(k.pointers(xp, k.arange(16)), k.load(k.pointers(xp, k.arange(16))));
+  k.ret();
+  std::string plain = backends::cpu::emit_cpp(k.fn);
+  for (const char* text : {"tg_access", "TgDebug", "tg_debug", "tg_extents", "tg_record", "tg_print"})
+    EXPECT_EQ(plain.find(text), std::string::npos) << text;
+  CodegenOptions debug;
+  debug.debug = true;
+  EXPECT_NE(backends::cpu::emit_cpp(k.fn, debug).find("tg_access<0>(tg_dbg"), std::string::npos);
 }
 
 TEST(CpuCodegen, AssertIsCompiledOnlyInDebugMode) {
   std::string source = backends::cpu::emit_cpp(assert_kernel());
-  EXPECT_EQ(source.find("assertion failed"), std::string::npos);
+  EXPECT_EQ(source.find("tg_debug_assert"), std::string::npos);
+  CodegenOptions debug;
+  debug.debug = true;
+  EXPECT_NE(backends::cpu::emit_cpp(assert_kernel(), debug).find("tg_debug_assert"), std::string::npos);
 }
 
 // --- toolchain --------------------------------------------------------------------------------------------

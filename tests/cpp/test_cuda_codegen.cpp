@@ -198,6 +198,11 @@ std::vector<FileCase> file_cases() {
                      w, "bench_fused_chain_bf16" + suffix, "fused_chain_kernel"});
     cases.push_back({kernels + "softmax.py", "*fp32:16, *fp32:16, i32:16, i32:16, i32:16, 8192", w,
                      "bench_softmax" + suffix, "softmax_kernel"});
+    if (w != 16)  // tensor cores, pipelined: the benchmark's block sizes
+      cases.push_back({kernels + "matmul.py",
+                       "*bf16:16, *bf16:16, *bf16:16, i32:16, i32:16, i32:16, i32:16, i32:1, i32:16, i32:1, i32:16, "
+                       "i32:1, " + std::string(w == 4 ? "128, 128, 64" : "128, 256, 64") + ", 8",
+                       w, "bench_matmul_bf16" + suffix, "matmul_kernel"});
     cases.push_back({kernels + "layer_norm.py",
                      "*bf16:16, *bf16:16, *bf16:16, *bf16:16, *fp32:16, *fp32:16, i32:16, i32:16, i32:16, fp32, 8192",
                      w, "bench_layer_norm_bf16" + suffix, "layer_norm_kernel"});
@@ -237,7 +242,7 @@ TEST(CudaCorpus, CoversEveryOp) {
 // one nvcc run per architecture: the prelude once, then every kernel renamed.
 TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
   std::vector<IrCase> cases = ir_cases();
-  std::string unit;
+  std::string unit, common_helpers;
   std::vector<std::pair<size_t, std::string>> line_starts;  // first line of each kernel in `unit`
   auto lines_in = [](const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); };
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -250,7 +255,16 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
     options.debug = c.debug;
     CudaKernel k;
     ASSERT_NO_THROW(k = emit_cuda(fn, options)) << c.label;
-    if (unit.empty()) unit = k.source.substr(0, k.source.find("// ---- kernel ----"));
+    // The prelude of the first kernel, plus once each the helpers only some
+    // kernels get after it (atomics, debug checks), before their first user.
+    std::string prelude = k.source.substr(0, k.source.find("// ---- kernel ----"));
+    std::string helpers = prelude.substr(prelude.find('\n') + 1);  // without the kernel's name line
+    if (unit.empty()) {
+      unit = prelude;
+      common_helpers = helpers;
+    } else if (helpers.rfind(common_helpers, 0) == 0 && unit.find(helpers.substr(common_helpers.size())) == std::string::npos) {
+      unit += helpers.substr(common_helpers.size());
+    }
     std::string part = kernel_part(k.source);
     size_t at = part.find("tegula_kernel(");
     ASSERT_NE(at, std::string::npos);
@@ -279,13 +293,15 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
       continue;
     }
     EXPECT_EQ(r.functions, static_cast<int>(cases.size())) << arch;
-    // sin/cos keep a small stack array for their slow argument reduction
+    // sin/cos/tan keep a small stack array for their slow argument reduction
     // (CUDA's math library), printf a buffer for its arguments: not ours.
     std::string names;
     for (const std::string& f : r.with_stack) {
       size_t index = std::stoul(f.substr(f.rfind('_') + 1));
       std::string label = index < cases.size() ? cases[index].label : f;
-      if (label.rfind("sin_", 0) == 0 || label.rfind("cos_", 0) == 0 || label.rfind("print", 0) == 0) continue;
+      if (label.rfind("sin_", 0) == 0 || label.rfind("cos_", 0) == 0 || label.rfind("math_tan_", 0) == 0 ||
+          label.rfind("print", 0) == 0)
+        continue;
       names += " " + label;
     }
     EXPECT_EQ(names, "") << arch << ": kernels using local memory";

@@ -1,54 +1,31 @@
 #include "runtime/disk_cache.h"
 
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <thread>
+#include <set>
 
+#include "disk_cache_test_util.h"
 #include "runtime/shared_library.h"
 #include "runtime_test_util.h"
 #include "support/sha256.h"
+
+// The cache's file formats, directory rules and basic entry life cycle; what
+// it does against files it did not write and concurrent writers is in
+// test_disk_cache_safety.cpp.
 
 namespace tegula::runtime {
 namespace {
 
 using testing::build_shared_object;
+using testing::DiskCacheTest;
+using testing::kKey;
+using testing::mode_of;
 using testing::read_text;
+using testing::sample_manifest;
 using testing::ScopedEnv;
 using testing::TempDir;
 using testing::write_text;
-
-const std::string kKey = sha256_hex("a kernel");
-
-// A stand-in for a compiled kernel: records its launch range.
-constexpr const char* kKernelSource = R"(
-#include <cstdint>
-extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t first, int64_t last) {
-  int64_t* out = *static_cast<int64_t* const*>(args[0]);
-  out[0] = first;
-  out[1] = last;
-}
-extern "C" int tegula_test_marker() { return 7; }
-)";
-
-CacheManifest sample_manifest() {
-  CacheManifest m;
-  m.kernel_name = "add";
-  m.params = {{"x_ptr", ir::Type::ptr(ir::Scalar::F32), 16},
-              {"out", ir::Type::ptr(ir::Scalar::BF16), 1},
-              {"n", ir::Type::of(ir::Scalar::I32), 16},
-              {"flag", ir::Type::of(ir::Scalar::I1), 1}};
-  return m;
-}
-
-int mode_of(const std::string& path) {
-  struct stat info{};
-  EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
-  return info.st_mode & 0777;
-}
 
 // --- manifest and stages text --------------------------------------------------------
 
@@ -83,6 +60,33 @@ TEST(Manifest, RoundTripsExactly) {
   back = parse_manifest(serialize_manifest(m));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->stages_sha256, m.stages_sha256);
+}
+
+TEST(Manifest, KeepsTheDebugSitesOfDebugKernels) {
+  CacheManifest m = sample_manifest();
+  m.library_sha256 = sha256_hex("library");
+  passes::DebugSite load;
+  load.file = "k.py";
+  load.line = 12;
+  load.col = 5;
+  load.element = ir::Scalar::F32;
+  load.params = {0, 1};
+  passes::DebugSite check;
+  check.kind = passes::DebugSite::Kind::Assert;
+  check.message = "x > 0";
+  check.shape = {128};
+  m.debug_sites = {load, check};
+  std::string text = serialize_manifest(m);
+  EXPECT_NE(text.find("\nsite load 12 5 f32 0,1 - 6b2e7079 -\nsite assert 0 0 i8 - 128 - 78203e2030\nlibrary "),
+            std::string::npos)
+      << text;
+  std::optional<CacheManifest> back = parse_manifest(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->debug_sites, m.debug_sites);
+  for (size_t length = 0; length < text.size(); ++length)
+    EXPECT_FALSE(parse_manifest(text.substr(0, length))) << "accepted a prefix of " << length << " bytes";
+  size_t site = text.find("site load");
+  EXPECT_FALSE(parse_manifest(text.substr(0, site) + "site load 12" + text.substr(text.find('\n', site))));
 }
 
 TEST(Manifest, EveryTruncationIsRejected) {
@@ -165,7 +169,6 @@ TEST(CacheDirectory, RefusesAGroupWritableDirectory) {
   ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);  // readable by others is fine
   EXPECT_EQ(resolve_cache_directory(dir), dir);
 }
-
 TEST(CacheDirectory, RefusesAFile) {
   TempDir tmp;
   write_text(tmp / "file", "x");
@@ -195,35 +198,6 @@ TEST(CacheDirectory, EnvironmentOrder) {
 
 // --- entries ---------------------------------------------------------------------------------
 
-class DiskCacheTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    directory_ = resolve_cache_directory(tmp_ / "cache");
-    build_shared_object(kKernelSource, tmp_ / "kernel.so");
-  }
-
-  // What the driver does after a build: a fresh library in the cache dir, published.
-  void publish(const DiskCache& cache, const Stages* stages = nullptr) {
-    std::string built = cache.temporary_path(kKey, "so");
-    std::filesystem::copy_file(tmp_ / "kernel.so", built);
-    CacheManifest m = sample_manifest();
-    cache.store(kKey, built, m, stages);
-    EXPECT_FALSE(std::filesystem::exists(built));
-  }
-
-  static int64_t run_entry(void* entry) {
-    int64_t out[2] = {-1, -1};
-    int64_t* out_ptr = out;
-    void* args[] = {&out_ptr};
-    int32_t grid[3] = {1, 1, 1};
-    reinterpret_cast<void (*)(void* const*, const int32_t*, int64_t, int64_t)>(entry)(args, grid, 3, 9);
-    return out[0] * 100 + out[1];
-  }
-
-  TempDir tmp_;
-  std::string directory_;
-};
-
 TEST_F(DiskCacheTest, EntryFilesAreNamedByKey) {
   DiskCache cache(directory_);
   EXPECT_EQ(cache.library_path(kKey), directory_ + "/" + kKey + ".so");
@@ -247,13 +221,10 @@ TEST_F(DiskCacheTest, MissThenStoreThenVerifiedHit) {
   EXPECT_EQ(hit->manifest.library_sha256, sha256_hex(read_text(cache.library_path(kKey))));
   EXPECT_EQ(run_entry(hit->entry), 309);
   EXPECT_FALSE(cache.load_stages(kKey, hit->manifest));
-  // Nothing but the entry is left behind.
-  size_t files = 0;
-  for (const auto& item : std::filesystem::directory_iterator(directory_)) {
-    (void)item;
-    ++files;
-  }
-  EXPECT_EQ(files, 2u);
+  // Nothing but the entry and its lock file is left behind.
+  std::set<std::string> files;
+  for (const auto& item : std::filesystem::directory_iterator(directory_)) files.insert(item.path().string());
+  EXPECT_EQ(files, (std::set<std::string>{cache.library_path(kKey), cache.manifest_path(kKey), cache.lock_path(kKey)}));
 }
 
 TEST_F(DiskCacheTest, StagesAreStoredAndVerified) {
@@ -333,7 +304,7 @@ TEST_F(DiskCacheTest, LibraryThatDoesNotLoadIsAMiss) {
   std::string built = cache.temporary_path(kKey, "so");
   write_text(built, "not an ELF file");
   CacheManifest m = sample_manifest();
-  cache.store(kKey, built, m, nullptr);
+  cache.store(cache.lock(kKey), built, m, nullptr);
   std::string why;
   EXPECT_FALSE(cache.load(kKey, &why));
   EXPECT_NE(why.find("cannot load " + cache.library_path(kKey)), std::string::npos) << why;
@@ -345,76 +316,10 @@ TEST_F(DiskCacheTest, LibraryWithoutTheEntryPointIsAMiss) {
   std::string built = cache.temporary_path(kKey, "so");
   std::filesystem::copy_file(tmp_ / "other.so", built);
   CacheManifest m = sample_manifest();
-  cache.store(kKey, built, m, nullptr);
+  cache.store(cache.lock(kKey), built, m, nullptr);
   std::string why;
   EXPECT_FALSE(cache.load(kKey, &why));
   EXPECT_NE(why.find("symbol 'tegula_kernel' not found"), std::string::npos) << why;
-}
-
-// Several processes publish the same key at once while others read it: every
-// reader sees either no entry or a verified one, and the final entry is valid.
-TEST_F(DiskCacheTest, ConcurrentWritersFromSeveralProcesses) {
-  DiskCache cache(directory_);
-  constexpr int kWriters = 6;
-  constexpr int kRounds = 20;
-  std::vector<pid_t> children;
-  for (int w = 0; w < kWriters; ++w) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int status = 0;
-      try {
-        for (int round = 0; round < kRounds; ++round) {
-          std::string built = cache.temporary_path(kKey, "so");
-          std::filesystem::copy_file(tmp_ / "kernel.so", built);
-          CacheManifest m = sample_manifest();
-          cache.store(kKey, built, m, nullptr);
-          if (std::optional<CachedKernel> hit = cache.load(kKey); !hit) status = 2;
-        }
-      } catch (...) {
-        status = 3;
-      }
-      ::_exit(status);
-    }
-    children.push_back(pid);
-  }
-  int readers_saw_bad = 0;
-  for (int i = 0; i < 50; ++i) {
-    std::string why;
-    std::optional<CachedKernel> hit = cache.load(kKey, &why);
-    if (!hit && why != "no entry") ++readers_saw_bad;
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0);
-  }
-  EXPECT_EQ(readers_saw_bad, 0);
-  std::optional<CachedKernel> hit = cache.load(kKey);
-  ASSERT_TRUE(hit);
-  EXPECT_EQ(run_entry(hit->entry), 309);
-  // No temporary file is left behind.
-  for (const auto& item : std::filesystem::directory_iterator(directory_))
-    EXPECT_FALSE(item.path().filename().string().starts_with(".tmp-")) << item.path();
-}
-
-TEST_F(DiskCacheTest, ConcurrentWritersFromSeveralThreads) {
-  DiskCache cache(directory_);
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&] {
-      for (int round = 0; round < 10; ++round) {
-        std::string built = cache.temporary_path(kKey, "so");
-        std::filesystem::copy_file(tmp_ / "kernel.so", built);
-        CacheManifest m = sample_manifest();
-        cache.store(kKey, built, m, nullptr);
-        if (!cache.load(kKey)) ++failures;
-      }
-    });
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(failures.load(), 0);
 }
 
 // --- shared libraries -----------------------------------------------------------------------

@@ -6,7 +6,7 @@ Promotion follows Triton's `computation_type_impl`: f64 > f32 > f16 > bf16;
 bf16 with anything but bf16 (other than f32/f64/f16) computes in f32; `/` and
 `%` on f16/bf16 compute in f32; integers: the wider wins, unsigned wins at
 equal or greater width; a Python literal of the same or a lower kind
-(bool < uint < int < float) than the tile adopts the tile's type. Each case
+(bool < int < float) than the tile adopts the tile's type. Each case
 checks the result dtype at compile time (`tl.static_assert`) and the values.
 
 Conversions: int -> int keeps the low bits (sign- or zero-extending); float
@@ -130,7 +130,7 @@ def literal_kernel(h_ptr, b_ptr, i8_ptr, u8_ptr, i32_ptr, i64_ptr, f64_ptr, u32_
     r2 = i8 + 1
     tl.static_assert(r2.dtype == tl.int8, "i8 + 1 stays i8")
     r3 = u8 + 1
-    tl.static_assert(r3.dtype == tl.int32, "u8 + 1 is i32 (int literal is a higher kind)")
+    tl.static_assert(r3.dtype == tl.uint8, "u8 + 1 stays u8 (ints are one kind, as in Triton)")
     r4 = i32 + 1.5
     tl.static_assert(r4.dtype == tl.float32, "i32 + 1.5 is f32")
     r5 = i8 * 2.5
@@ -181,7 +181,7 @@ def test_literal_promotion(backend):
     i8 = random(rng, B, "int8")  # full range: `i8 + 1` must wrap at 127
     i8[0] = 127
     u8 = random(rng, B, "uint8")
-    u8[0] = 255  # u8 + 1 is i32: 256, no wrap
+    u8[0] = 255  # u8 + 1 stays u8: wraps to 0
     i32 = random(rng, B, "int32", low=-1000, high=1000)
     i64 = random(rng, B, "int64")
     f64 = random(rng, B, "float64")
@@ -196,7 +196,7 @@ def test_literal_promotion(backend):
             ("f16 * 2.0", round_to(h64 * 2, "float16"), "float16"),
             ("bf16 * 2.0", round_to(b64 * 2, "bfloat16"), "bfloat16"),
             ("i8 + 1", i8 + np.int8(1), "int8"),
-            ("u8 + 1", u8.astype(np.int32) + 1, "int32"),
+            ("u8 + 1", u8 + np.uint8(1), "uint8"),
             ("i32 + 1.5", i32.astype(np.float32) + np.float32(1.5), "float32"),
             ("i8 * 2.5", i8.astype(np.float32) * np.float32(2.5), "float32"),
             ("f16 + 1", round_to(h64 + 1, "float16"), "float16"),

@@ -249,8 +249,8 @@ def reduce_or(input, axis, keep_dims=False):
 # --- Scans and sorting ---------------------------------------------------------
 
 
-def cumsum(input, axis=0, reverse=False):
-    """Inclusive prefix sum along ``axis``."""
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Inclusive prefix sum along ``axis`` (int8/int16/bool sum in int32, bfloat16 in float32)."""
     _only_in_kernel("cumsum")
 
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "backends/cpu/emitter.h"
 #include "ir/ir.h"
 #include "passes/axis_info.h"
+#include "passes/debug_sites.h"
 
 namespace tegula::backends::cpu {
 
@@ -128,6 +130,8 @@ class CodegenContext {
   const std::vector<int64_t>& contiguity(ir::ValueId v) const;
   // The live ops using `v` (nested regions included).
   const std::vector<ir::OpId>& users(ir::ValueId v) const { return users_.at(v.index); }
+  // Debug mode only: the numbered checks (codegen_bounds.h).
+  std::optional<passes::DebugSites> debug_sites;
 
  private:
   void find_uniformly_advanced_tiles(const ir::Op& loop);
@@ -162,6 +166,14 @@ void emit_control(CodegenContext& ctx, const ir::Op& op);       // for, if, whil
 void emit_reduce(CodegenContext& ctx, const ir::Op& op);
 void emit_dot(CodegenContext& ctx, const ir::Op& op);
 void emit_debug(CodegenContext& ctx, const ir::Op& op);         // print, assert
+void emit_scan(CodegenContext& ctx, const ir::Op& op);          // codegen_scan.cpp
+void emit_sort(CodegenContext& ctx, const ir::Op& op);          // codegen_sort.cpp
+// Whether `fn` sorts (its unit then needs prelude_sort.h).
+bool uses_sort(const ir::Function& fn);
+void emit_indexed(CodegenContext& ctx, const ir::Op& op);       // gather, histogram: codegen_gather.cpp
+void emit_atomic(CodegenContext& ctx, const ir::Op& op);        // atomic_rmw, atomic_cas
+// Whether `fn` has atomics (its unit then needs prelude_atomic.h).
+bool uses_atomics(const ir::Function& fn);
 
 // --- element expressions, for fused loops ------------------------------------------
 // `operands` holds one C++ expression per operand: its element at the loop's
@@ -170,6 +182,8 @@ void emit_debug(CodegenContext& ctx, const ir::Op& op);         // print, assert
 // The element of elementwise op `op`, in the storage type of its result.
 std::string elementwise_expr(const CodegenContext& ctx, const ir::Op& op,
                              const std::vector<std::string>& operands);
+// The element of a `math` or `hint` op (codegen_math.cpp).
+std::string math_expr(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
 // Element `index` of a tile constant, splat or arange.
 std::string value_source_element(const CodegenContext& ctx, const ir::Op& op,
                                  const std::vector<std::string>& operands, const std::string& index);

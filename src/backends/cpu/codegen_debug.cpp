@@ -1,15 +1,18 @@
 // print and assert.
 //
-// print writes one line per element (one printf call, so lines from
-// concurrent programs do not mix): `pid (x, y, z) idx (i, j) prefix v1, v2`,
-// or without `idx (...)` when every operand is a scalar.
+// print formats one line per element, `pid (x, y, z) idx (i, j) prefix v1, v2`
+// (without `idx (...)` when every operand is a scalar, without the prefix
+// when it is empty), into the thread's print buffer (prelude_debug.h); the
+// entry point writes a program's lines out in one piece when it ends, so the
+// lines of concurrent programs never interleave.
 //
 // assert is compiled only with CodegenOptions::debug (as device asserts are
-// a debug feature); a failing program prints
-// `file:line: assertion failed: message (pid x,y,z)` to stderr once and
-// continues.
+// a debug feature): the first failing element of a program is recorded in
+// the launch's error record (codegen_bounds.h), which the runtime turns into
+// a tegula.DeviceError, and the program stops touching memory.
 #include <string>
 
+#include "backends/cpu/codegen_bounds.h"
 #include "backends/cpu/codegen_context.h"
 #include "support/diagnostic.h"
 
@@ -59,8 +62,10 @@ void emit_print(CodegenContext& ctx, const ir::Op& op) {
     }
     format += ")";
   }
-  format += " %s";
-  args += ", " + c_string_literal(prefix);
+  if (!prefix.empty()) {
+    format += " %s";
+    args += ", " + c_string_literal(prefix);
+  }
   for (size_t k = 0; k < op.operands.size(); ++k) {
     const ir::Type& t = ctx.fn.type(op.operands[k]);
     TEGULA_ASSERT(!t.is_tile() || t.numel() == tile->numel(), "print operands of different shapes");
@@ -68,7 +73,7 @@ void emit_print(CodegenContext& ctx, const ir::Op& op) {
     format += (k ? ", " : " ") + a.format;
     args += ", " + a.value;
   }
-  std::string call = "std::printf(\"" + format + "\\n\", " + args + ");";
+  std::string call = "tg_print(\"" + format + "\\n\", " + args + ");";
   if (tile != nullptr) {
     ctx.out.open("for (int " + i + " = 0; " + i + " < " + std::to_string(tile->numel()) + "; ++" + i + ")");
     ctx.out.line(call);
@@ -76,7 +81,6 @@ void emit_print(CodegenContext& ctx, const ir::Op& op) {
   } else {
     ctx.out.line(call);
   }
-  ctx.out.line("std::fflush(stdout);");
 }
 
 void emit_assert(CodegenContext& ctx, const ir::Op& op) {
@@ -86,22 +90,16 @@ void emit_assert(CodegenContext& ctx, const ir::Op& op) {
   }
   ir::ValueId cond = op.operands.at(0);
   const ir::Type& t = ctx.fn.type(cond);
-  std::string message = op.has_attr("message") ? op.str_attr("message") : "";
-  std::string where = ctx.location(op);
-  std::string text = (where.empty() ? std::string("<unknown>") : where.substr(0, where.rfind(':'))) +
-                     ": assertion failed: " + message;
-  std::string ok = ctx.fresh("holds");
-  if (t.is_tile()) {
-    ctx.out.line("bool " + ok + " = true;");
-    ctx.out.open("for (int i = 0; i < " + std::to_string(t.numel()) + "; ++i)");
-    ctx.out.line(ok + " = " + ok + " && " + ctx.element(cond, "i") + ";");
-    ctx.out.close();
-  } else {
-    ctx.out.line("const bool " + ok + " = " + ctx.name(cond) + ";");
+  if (!t.is_tile()) {
+    ctx.out.line("if (!" + ctx.name(cond) + ") " + assert_failure_statement(ctx, op, "0"));
+    return;
   }
-  ctx.out.open("if (!" + ok + ")");
-  ctx.out.line("std::fprintf(stderr, \"%s (pid %d,%d,%d)\\n\", " + c_string_literal(text) +
-               ", pid_x, pid_y, pid_z);");
+  // The first failing element, in row-major order.
+  ctx.out.open("for (int i = 0; i < " + std::to_string(t.numel()) + "; ++i)");
+  ctx.out.open("if (!" + ctx.element(cond, "i") + ")");
+  ctx.out.line(assert_failure_statement(ctx, op, "i"));
+  ctx.out.line("break;");
+  ctx.out.close();
   ctx.out.close();
 }
 

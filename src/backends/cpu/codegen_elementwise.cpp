@@ -217,6 +217,8 @@ std::string elementwise_expr(const CodegenContext& ctx, const ir::Op& op, const 
     case OpKind::Bitcast:
       return bitcast_expr(ctx.fn.type(op.operands[0]).element(), ctx.fn.type(op.results[0]).element(),
                           operands[0]);
+    case OpKind::Math:
+    case OpKind::Hint: return math_expr(ctx, op, operands);
     case OpKind::AddPtr: return "tg_addptr(" + operands[0] + ", " + operands[1] + ")";
     default: return arithmetic_expr(ctx, op, operands);
   }
@@ -242,7 +244,11 @@ std::string constant_expr(const ir::Op& op, Scalar s) {
   if (ir::is_integer(s)) {
     int64_t v = std::holds_alternative<int64_t>(*a) ? std::get<int64_t>(*a)
                                                       : static_cast<int64_t>(op.float_attr("value"));
-    return int_literal(v, s);
+    // A literal's C++ type is int, unsigned, long long...: typed like its
+    // element, it matches the other operand of tg_add & co. in fused loops
+    // (int8_t, int64_t = long).
+    bool typed_by_suffix = s == Scalar::I1 || s == Scalar::I32 || s == Scalar::U32;
+    return typed_by_suffix ? int_literal(v, s) : "(" + c_scalar(s) + ")" + int_literal(v, s);
   }
   std::string lit = float_literal(op.float_attr("value"));
   if (s == Scalar::F16) return "tg_f64_to_f16(" + lit + ")";

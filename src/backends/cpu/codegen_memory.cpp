@@ -7,6 +7,7 @@
 // loads go through a volatile pointer.
 #include <string>
 
+#include "backends/cpu/codegen_bounds.h"
 #include "backends/cpu/codegen_context.h"
 #include "support/diagnostic.h"
 
@@ -32,18 +33,20 @@ std::string read_through(const ir::Type& pointee, const std::string& pointer, bo
 std::string load_element(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
   const ir::Type& t = ctx.fn.type(op.results[0]);
   std::string read = read_through(t, operands[0], is_volatile(op));
-  if (operands.size() < 2) return read;
+  std::string condition = access_condition(ctx, op, operands[0], operands.size() > 1 ? operands[1] : "");
+  if (condition.empty()) return read;
   // Without `other`, masked-off elements are zero (the IR leaves them
   // unspecified; zero keeps runs reproducible).
   std::string fallback = operands.size() > 2 ? operands[2] : c_element(t) + "()";
-  return operands[1] + " ? " + read + " : " + fallback;
+  return condition + " ? " + read + " : " + fallback;
 }
 
 std::string store_statement(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
   std::string v = operands[1];
   if (ctx.fn.type(op.operands[1]).scalar == ir::Scalar::I1) v = "(uint8_t)" + v;
   std::string store = "*" + operands[0] + " = " + v + ";";
-  return operands.size() > 2 ? "if (" + operands[2] + ") " + store : store;
+  std::string condition = access_condition(ctx, op, operands[0], operands.size() > 2 ? operands[2] : "");
+  return condition.empty() ? store : "if (" + condition + ") " + store;
 }
 
 namespace {

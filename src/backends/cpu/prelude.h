@@ -43,6 +43,17 @@ float powf(float, float) TG_SIMD;
 double exp(double) TG_SIMD; double exp2(double) TG_SIMD; double log(double) TG_SIMD; double log2(double) TG_SIMD;
 double sin(double) TG_SIMD; double cos(double) TG_SIMD; double tanh(double) TG_SIMD; double erf(double) TG_SIMD;
 double pow(double, double) TG_SIMD;
+// The `math` op's functions (ir/math_ops.h) that are not single instructions.
+float tanf(float) TG_SIMD; float atanf(float) TG_SIMD; float asinf(float) TG_SIMD; float acosf(float) TG_SIMD;
+float sinhf(float) TG_SIMD; float coshf(float) TG_SIMD; float asinhf(float) TG_SIMD; float acoshf(float) TG_SIMD;
+float atanhf(float) TG_SIMD; float erfcf(float) TG_SIMD; float exp10f(float) TG_SIMD; float expm1f(float) TG_SIMD;
+float log10f(float) TG_SIMD; float log1pf(float) TG_SIMD; float cbrtf(float) TG_SIMD;
+float atan2f(float, float) TG_SIMD; float hypotf(float, float) TG_SIMD;
+double tan(double) TG_SIMD; double atan(double) TG_SIMD; double asin(double) TG_SIMD; double acos(double) TG_SIMD;
+double sinh(double) TG_SIMD; double cosh(double) TG_SIMD; double asinh(double) TG_SIMD; double acosh(double) TG_SIMD;
+double atanh(double) TG_SIMD; double erfc(double) TG_SIMD; double exp10(double) TG_SIMD; double expm1(double) TG_SIMD;
+double log10(double) TG_SIMD; double log1p(double) TG_SIMD; double cbrt(double) TG_SIMD;
+double atan2(double, double) TG_SIMD; double hypot(double, double) TG_SIMD;
 }
 #endif
 

@@ -34,6 +34,10 @@ struct CodegenOptions {
   // one FMA (Triton's enable_fp_fusion, on by default there too). Off: every
   // product is rounded on its own, bit-identical to the CPU backend.
   bool fp_fusion = true;
+  // Shared-memory buffers of a software-pipelined loop feeding tensor-core
+  // dots (Triton's num_stages): loads run num_stages - 1 iterations ahead.
+  // 1 turns pipelining off; sm_80 and newer only.
+  int num_stages = 3;
 };
 
 struct CudaKernel {

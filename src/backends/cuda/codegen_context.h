@@ -19,15 +19,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/codegen.h"
 #include "backends/cuda/emitter.h"
 #include "backends/cuda/layout.h"
+#include "backends/cuda/shared_tile.h"
 #include "ir/ir.h"
 #include "passes/axis_info.h"
+#include "passes/debug_sites.h"
 
 namespace tegula::backends::cuda {
 
@@ -117,6 +122,21 @@ class CudaContext {
   // Entering loop bodies and leaving regions: assume readers may be pending.
   void assume_shared_readers() { shared_readers_pending_ = true; }
   int64_t shared_bytes() const { return shared_bytes_; }
+  // Keeps the first `bytes` of the buffer for one long use (a pipelined
+  // loop's ring of tiles, codegen_pipeline.cpp) until release_shared();
+  // scratch areas start after it meanwhile. Emits the barrier the previous
+  // use needs, like shared_scratch.
+  void reserve_shared(int64_t bytes);
+  void release_shared();
+  int64_t shared_reserved() const { return shared_reserved_; }
+  // A barrier every thread passes, which also ends pending shared reads.
+  void full_barrier() {
+    barrier();
+    shared_readers_pending_ = false;
+  }
+  // Loads a pipelined loop issues ahead with cp.async: by value index of the
+  // load's result, where the current iteration's tile sits in shared memory.
+  std::map<uint32_t, SharedTile> ring_tiles;
   void barrier() { out.line("__syncthreads();"); }
 
   // --- global memory ordering -----------------------------------------------------------------
@@ -128,6 +148,13 @@ class CudaContext {
   bool contains_store(ir::BlockId block) const;
 
   std::string prologue() const { return prologue_.text(); }
+  // Device functions the unit needs besides the preludes (one per wgmma
+  // shape): each emitted once, before the kernel.
+  void add_device_helper(const std::string& name, const std::string& definition);
+  std::string device_helpers() const;
+
+  // Debug mode only: the numbered checks (codegen_bounds.h).
+  std::optional<passes::DebugSites> debug_sites;
 
  private:
   std::vector<std::string> names_;
@@ -137,6 +164,8 @@ class CudaContext {
   std::vector<bool> replicated_base_;
   bool thread_ids_declared_ = false;
   int64_t shared_bytes_ = 0;
+  int64_t shared_reserved_ = 0;
+  std::vector<std::pair<std::string, std::string>> device_helpers_;  // name, definition
   bool shared_readers_pending_ = false;
   bool global_store_pending_ = false;
 };
@@ -151,12 +180,30 @@ void emit_memory(CudaContext& ctx, ir::OpId op);                  // load, store
 // reshape, trans, join, split (through shared memory).
 void emit_shape(CudaContext& ctx, ir::OpId op, const Layout* layout, const std::string& dest);
 void emit_reduce(CudaContext& ctx, ir::OpId op);
+void emit_scan(CudaContext& ctx, ir::OpId op);                    // codegen_scan.cpp
+void emit_sort(CudaContext& ctx, ir::OpId op);                    // codegen_sort.cpp
+void emit_indexed(CudaContext& ctx, ir::OpId op);                 // gather, histogram: codegen_gather.cpp
 void emit_dot(CudaContext& ctx, ir::OpId op);
+void emit_dot_mma(CudaContext& ctx, ir::OpId op);                 // tensor cores: codegen_mma.cpp
+// Whether `fn` has a dot (its unit then needs prelude_mma.h on sm_80+).
+bool uses_dot(const ir::Function& fn);
 void emit_control(CudaContext& ctx, ir::OpId op);                 // for, if, while
+// Software pipelining of `for` loops that feed tensor-core dots
+// (codegen_pipeline.cpp), called by emit_control around the loop it emits:
+// before the loop (carried values initialized, `trips` declared), at the top
+// of each iteration (loop counter `k`), and after the loop.
+void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips);
+void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trips, const std::string& k);
+void pipeline_after_loop(CudaContext& ctx, ir::OpId loop);
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
+void emit_atomic(CudaContext& ctx, ir::OpId op);                  // atomic_rmw, atomic_cas
+// Whether `fn` has atomics (its unit then needs prelude_atomic.h).
+bool uses_atomics(const ir::Function& fn);
 
 // The C++ expression of elementwise op `op` on one element of each operand.
 std::string elementwise_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
+// The expression of a `math` or `hint` op (codegen_math.cpp).
+std::string math_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
 
 // Copies tiles between arrays: dest[j] = src[j] (same layout).
 void emit_tile_copy(CudaContext& ctx, const std::string& dest, const std::string& src, int registers);

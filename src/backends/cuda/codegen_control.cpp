@@ -107,17 +107,20 @@ void emit_for(CudaContext& ctx, ir::OpId id) {
   std::string trips = ctx.fresh("trips"), k = ctx.fresh("k");
   ctx.out.line("const unsigned long long " + trips + " = tg_trip_count<" + iv_type + ">(" + lb + ", " + ub + ", " +
                step + ");");
+  pipeline_before_loop(ctx, id, trips);
   ctx.out.open("for (unsigned long long " + k + " = 0; " + k + " < " + trips + "; ++" + k + ")");
   ctx.out.line("const " + iv_type + " " + ctx.name(args[0]) + " = tg_induction<" + iv_type + ">(" + lb + ", " + k +
                ", " + step + ");");
   enter_loop_body(ctx, body);
   emit_extras_of(ctx, carried);
+  pipeline_iteration(ctx, id, trips, k);
   ctx.emit_block_body(body);
   const ir::Op& yield = ctx.terminator(body);
   TEGULA_ASSERT(yield.kind == OpKind::Yield, "for body must end in yield");
   parallel_copy(ctx, carried, ctx.fn.block(body).ops.back(), 0);
   ctx.out.close();
   leave_regions(ctx, op);
+  pipeline_after_loop(ctx, id);
   for (size_t i = 0; i < carried.size(); ++i) ctx.alias(op.results[i], carried[i]);
 }
 

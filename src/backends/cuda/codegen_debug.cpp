@@ -2,17 +2,20 @@
 //
 // print writes one line per element (one printf each, so lines do not mix):
 // `pid (x, y, z) idx (i, j) prefix v1, v2`, or without `idx (...)` when
-// every operand is a scalar; the thread owning an element prints it, thread
-// 0 prints scalars. Tile operands are read in the first tile's layout. User
-// text goes in as a %s argument, never as the format.
+// every operand is a scalar (and without the prefix when it is empty); the
+// thread owning an element prints it, thread 0 prints scalars. Tile operands
+// are read in the first tile's layout. User text goes in as a %s argument,
+// never as the format. The order of lines between threads and programs is
+// the device printf buffer's (docs/debug-mode.md).
 //
 // assert is compiled only with CodegenOptions::debug (device asserts are a
-// debug feature, as in Triton): the block agrees on whether any element
-// failed (__syncthreads_or) and thread 0 prints
-// `file:line: assertion failed: message (pid x,y,z)` once; the kernel
-// continues, like on the CPU.
+// debug feature, as in Triton): each thread looks for the first failing
+// element it holds and records it in the launch's error record
+// (codegen_bounds.h), which the runtime turns into a tegula.DeviceError;
+// nothing traps, and the thread stops touching memory.
 #include <string>
 
+#include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
 
@@ -97,8 +100,10 @@ void emit_print(CudaContext& ctx, ir::OpId id) {
   } else {
     ctx.out.open("if (threadIdx.x == 0)");
   }
-  format += " %s";
-  args += ", " + c_string_literal(prefix);
+  if (!prefix.empty()) {
+    format += " %s";
+    args += ", " + c_string_literal(prefix);
+  }
   for (size_t k = 0; k < op.operands.size(); ++k) {
     const ir::Type& t = ctx.fn.type(op.operands[k]);
     PrintfArg a = printf_arg(t.element(), t.is_tile() ? arrays[k] + "[" + i + "]" : arrays[k]);
@@ -118,23 +123,21 @@ void emit_assert(CudaContext& ctx, ir::OpId id) {
   }
   ir::ValueId cond = op.operands.at(0);
   const ir::Type& t = ctx.fn.type(cond);
-  std::string message = op.has_attr("message") ? op.str_attr("message") : "";
-  std::string where = ctx.location(op);
-  std::string text = (where.empty() ? std::string("<unknown>") : where.substr(0, where.rfind(':'))) +
-                     ": assertion failed: " + message;
-  std::string holds = ctx.fresh("holds");
-  if (t.is_tile()) {
-    ctx.out.line("bool " + holds + " = true;");
-    std::string i = ctx.open_unrolled(ctx.distribution(ctx.layout(cond), t.shape).registers());
-    ctx.out.line(holds + " = " + holds + " && " + ctx.name(cond) + "[" + i + "];");
-    ctx.out.close();
-  } else {
-    ctx.out.line("const bool " + holds + " = " + ctx.name(cond) + ";");
+  if (!t.is_tile()) {
+    ctx.out.line("if (!" + ctx.name(cond) + ") " + assert_failure_statement(ctx, id, "0"));
+    return;
   }
-  ctx.assume_shared_readers();
-  ctx.out.open("if (__syncthreads_or(!" + holds + ") && threadIdx.x == 0)");
-  ctx.out.line("printf(\"%s (pid %d,%d,%d)\\n\", " + c_string_literal(text) + ", " + kPid + ");");
+  // The failing element with the smallest linear index this thread holds.
+  Distribution d = ctx.distribution(ctx.layout(cond), t.shape);
+  std::string first = ctx.fresh("failed");
+  ctx.out.line("long long " + first + " = -1;");
+  std::string i = ctx.open_unrolled(d.registers());
+  std::string e = ctx.fresh("e");
+  ctx.out.line("const long long " + e + " = " + ctx.element_index(d, i) + ";");
+  ctx.out.line("if (!" + ctx.name(cond) + "[" + i + "] && (" + first + " < 0 || " + e + " < " + first + ")) " +
+               first + " = " + e + ";");
   ctx.out.close();
+  ctx.out.line("if (" + first + " >= 0) " + assert_failure_statement(ctx, id, first));
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
-// dot on CUDA cores (the FMA path; tensor cores come later): out = a @ b + acc
-// over the last two dims, with an optional leading batch dim.
+// dot on CUDA cores (the FMA path): out = a @ b + acc over the last two
+// dims, with an optional leading batch dim. Dots whose result the layout
+// plan put in an MMA layout run on tensor cores instead (codegen_mma.cpp);
+// this path takes every other dot: fp64, "ieee" and "tf32x3" fp32, small
+// or odd shapes, and architectures before sm_80.
 //
 // a and b are staged row-major in shared memory (each owner thread writes
 // the elements it holds), then every thread computes the accumulator
@@ -11,7 +14,7 @@
 // Numerics match the CPU backend: float accumulation (double when an operand
 // is f64) with one fma per product in k order, starting from acc, f16/bf16
 // results rounded once at the end; integer dots multiply and accumulate in
-// the result type, wrapping. `precision` (tf32...) is ignored: full fp32.
+// the result type, wrapping. Full fp32 here whatever `precision` says.
 #include <string>
 
 #include "backends/cuda/codegen_context.h"
@@ -44,8 +47,15 @@ void stage(CudaContext& ctx, ir::OpId id, size_t k, const std::string& buffer) {
 
 }  // namespace
 
+bool uses_dot(const ir::Function& fn) {
+  bool found = false;
+  fn.walk([&](ir::OpId id) { found = found || fn.op(id).kind == ir::OpKind::Dot; });
+  return found;
+}
+
 void emit_dot(CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
+  if (ctx.layout(op.results[0]).mma) return emit_dot_mma(ctx, id);
   const ir::Type& ta = ctx.fn.type(op.operands[0]);
   const ir::Type& tb = ctx.fn.type(op.operands[1]);
   ir::ValueId result = op.results[0];

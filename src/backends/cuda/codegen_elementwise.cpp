@@ -275,6 +275,8 @@ std::string elementwise_expr(const CudaContext& ctx, const ir::Op& op, const std
                        rounds_toward_zero(op));
     case OpKind::Bitcast:
       return bitcast_expr(ctx.fn.type(op.operands[0]).element(), ctx.fn.type(op.results[0]).element(), operands[0]);
+    case OpKind::Math:
+    case OpKind::Hint: return math_expr(ctx, op, operands);
     case OpKind::AddPtr: {
       std::string offset = ir::is_signed(ctx.fn.type(op.operands[1]).scalar) ? "(long long)" : "(unsigned long long)";
       return operands[0] + " + " + offset + operands[1];

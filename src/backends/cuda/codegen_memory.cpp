@@ -11,11 +11,14 @@
 // Masked-off loads yield `other`, or 0 without it (what the CPU backend
 // gives). i1 is one byte in memory: loads read `byte != 0`, stores write 0/1.
 // A layout that replicates elements stores from one owner thread only.
-// Scalar stores are done by thread 0. Cache and eviction hints are ignored
-// for now; `volatile` loads are per element through a volatile pointer.
+// Scalar stores are done by thread 0. A load's cache_modifier (.ca .cg .cv)
+// or eviction_policy (evict_first / evict_last, in L1) becomes the PTX
+// qualifier of its accesses (the prelude's tg_ld* functions); store hints are
+// ignored for now. `volatile` loads are per element through a volatile pointer.
 #include <algorithm>
 #include <string>
 
+#include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
 
@@ -302,6 +305,7 @@ void emit_scalar_store(CudaContext& ctx, ir::OpId id) {
 }  // namespace
 
 void emit_memory(CudaContext& ctx, ir::OpId id) {
+  if (ctx.debug_sites) return emit_checked_memory(ctx, id);  // debug mode: codegen_bounds.cpp
   const ir::Op& op = ctx.fn.op(id);
   bool tile = ctx.fn.type(op.operands[0]).is_tile();
   if (op.kind == ir::OpKind::Load) return tile ? emit_tile_load(ctx, id) : emit_scalar_load(ctx, id);

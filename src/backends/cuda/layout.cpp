@@ -46,7 +46,7 @@ std::string int_list(const std::vector<int>& v) {
 
 int Layout::parent_dim(int value_dim) const {
   int seen = -1;
-  for (int p = 0; p < static_cast<int>(parent.order.size()); ++p) {
+  for (int p = 0; p < parent_rank(); ++p) {
     if (std::find(sliced.begin(), sliced.end(), p) != sliced.end()) continue;
     if (++seen == value_dim) return p;
   }
@@ -55,8 +55,9 @@ int Layout::parent_dim(int value_dim) const {
 
 std::string to_string(const Layout& layout) {
   const BlockedLayout& b = layout.parent;
-  std::string text = "blocked{spt=" + int_list(b.size_per_thread) + ", tpw=" + int_list(b.threads_per_warp) +
-                     ", wpc=" + int_list(b.warps_per_cta) + ", order=" + int_list(b.order) + "}";
+  std::string text = layout.mma ? to_string(*layout.mma)
+                                : "blocked{spt=" + int_list(b.size_per_thread) + ", tpw=" + int_list(b.threads_per_warp) +
+                                      ", wpc=" + int_list(b.warps_per_cta) + ", order=" + int_list(b.order) + "}";
   if (layout.sliced.empty()) return text;
   std::string dims = layout.sliced.size() == 1 ? std::to_string(layout.sliced[0]) : int_list(layout.sliced);
   return "slice{dim=" + dims + ", parent=" + text + "}";
@@ -101,6 +102,7 @@ bool Distribution::replicated() const {
 // when S is larger; `pos` = warp_p * tpw_p + lane_p. Bits of pos*spt at or
 // above log2(S) are dropped by the mod: those lanes and warps replicate.
 Distribution distribute(const Layout& layout, const std::vector<int64_t>& shape) {
+  if (layout.mma) return distribute_mma(layout, shape);
   const BlockedLayout& b = layout.parent;
   int rank = layout.rank();
   TEGULA_ASSERT(static_cast<int>(shape.size()) == rank, "layout rank differs from the tile's");
@@ -246,6 +248,12 @@ class LayoutAssigner {
     cheap_.assign(fn.num_values(), false);
     deferred_.assign(fn.num_ops(), false);
     fn.walk([&](ir::OpId id) { mark_cheap(fn.op(id)); });
+    // Values computed from a tensor-core dot's accumulator stay in its layout
+    // (layout_mma.cpp): they outweigh any use, so epilogues run in place and
+    // the conversion happens at the store, on the narrowest type.
+    std::vector<std::optional<Layout>> affinity = tensor_core_affinity(fn, plan.num_warps_, plan.arch_);
+    for (size_t v = 0; v < affinity.size(); ++v)
+      if (affinity[v]) wants_[v].push_back({*affinity[v], kTensorCoreAffinity});
   }
 
   void run() {
@@ -366,9 +374,13 @@ class LayoutAssigner {
           if (is_tile(op.operands[k])) request(id, k, plan_.default_layout(shape(op.operands[k])));
         return;
       case OpKind::Reduce: return visit_reduce(id);
+      case OpKind::Scan: return visit_scan(id);
+      case OpKind::Gather:
+      case OpKind::Histogram: return visit_indexed(id);
       case OpKind::Dot: {
         ir::ValueId r = op.results[0];
-        Layout layout = choose(r);
+        std::optional<MmaLayout> mma = tensor_core_layout(fn_, op, plan_.num_warps_, plan_.arch_);
+        Layout layout = mma ? Layout{{}, {}, mma} : choose(r);
         finish(r, layout);
         if (op.operands.size() > 2) request(id, 2, layout);
         return;
@@ -381,7 +393,8 @@ class LayoutAssigner {
       case OpKind::Reshape:
       case OpKind::Trans:
       case OpKind::Join:
-      case OpKind::Split: {
+      case OpKind::Split:
+      case OpKind::Sort: {
         // Converted through shared memory from whatever layout the operand has.
         std::vector<LayoutPlan::Want> all;
         for (ir::ValueId r : op.results)
@@ -405,6 +418,29 @@ class LayoutAssigner {
       if (cheap_[r.index])
         for (const Layout& extra : plan_.extras_[r.index]) want(op.operands[k], operand_layout(op, extra));
     }
+  }
+
+  // A scan computes in its operands' layout: results and operands share the
+  // layout the results' users want most.
+  void visit_scan(ir::OpId id) {
+    const ir::Op& op = fn_.op(id);
+    std::vector<LayoutPlan::Want> all;
+    for (ir::ValueId r : op.results) all.insert(all.end(), wants_[r.index].begin(), wants_[r.index].end());
+    Layout layout = choose(all, shape(op.results[0]));
+    for (ir::ValueId r : op.results) finish(r, layout);
+    for (size_t k = 0; k < op.operands.size(); ++k) request(id, k, layout);
+  }
+
+  // gather and histogram stage through shared memory. gather reads its index
+  // in the result's layout (src in any); histogram reads its input and mask
+  // in one layout, the default of their shape.
+  void visit_indexed(ir::OpId id) {
+    const ir::Op& op = fn_.op(id);
+    ir::ValueId r = op.results[0];
+    Layout layout = choose(r);
+    finish(r, layout);
+    if (op.kind == OpKind::Gather) return request(id, 1, layout);
+    for (size_t k = 0; k < op.operands.size(); ++k) request(id, k, plan_.default_layout(shape(op.operands[k])));
   }
 
   void visit_reduce(ir::OpId id) {
@@ -517,6 +553,9 @@ class LayoutAssigner {
     }
   }
 
+  // Outweighs the wants of all uses of a value together.
+  static constexpr int kTensorCoreAffinity = 1 << 20;
+
   const ir::Function& fn_;
   LayoutPlan& plan_;
   std::vector<std::vector<LayoutPlan::Want>> wants_;
@@ -532,8 +571,8 @@ int element_bytes(const ir::Type& pointer_tile) { return ir::byte_size(pointer_t
 
 }  // namespace
 
-LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& info, int num_warps)
-    : fn_(fn), num_warps_(num_warps) {
+LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& info, int num_warps, int arch)
+    : fn_(fn), num_warps_(num_warps), arch_(arch) {
   primary_.resize(fn.num_values());
   extras_.resize(fn.num_values());
   requests_.resize(fn.num_ops());

@@ -38,11 +38,31 @@ struct BlockedLayout {
   bool operator==(const BlockedLayout&) const = default;
 };
 
+// The accumulator layout of tensor-core dots (layout_mma.cpp). A warp holds
+// tiles of 16 rows x 8 columns in mma.sync's fragment order: lane l has
+// (l / 4, 2 * (l % 4) + {0, 1}) and the same two elements 8 rows below.
+// Warp w sits at (w % warps_m, w / warps_m) of a warps_m x warps_n grid;
+// each warp covers 16 rows and `warp_n` columns (8 for mma.sync; wgmma's
+// instruction N for Hopper warpgroups, whose warps hold the same fragments),
+// and the pattern repeats over the tile, columns first.
+// With `warpgroup`, the dot runs as Hopper wgmma: each 4 warps (a
+// warpgroup, warps_m a multiple of 4) compute m64 x warp_n tiles.
+struct MmaLayout {
+  int warps_m = 1;
+  int warps_n = 1;
+  int warp_n = 8;
+  bool warpgroup = false;
+  bool operator==(const MmaLayout&) const = default;
+};
+
 struct Layout {
   BlockedLayout parent;
   std::vector<int> sliced;  // parent dims removed, ascending
+  // Set for an MMA accumulator layout (rank-2 parent); `parent` is then unused.
+  std::optional<MmaLayout> mma = std::nullopt;
 
-  int rank() const { return static_cast<int>(parent.order.size() - sliced.size()); }
+  int parent_rank() const { return mma ? 2 : static_cast<int>(parent.order.size()); }
+  int rank() const { return static_cast<int>(parent_rank() - static_cast<int>(sliced.size())); }
   // The parent dim that value dim `value_dim` stands for.
   int parent_dim(int value_dim) const;
   bool operator==(const Layout&) const = default;
@@ -77,6 +97,25 @@ struct Distribution {
 
 Distribution distribute(const Layout& layout, const std::vector<int64_t>& shape);
 
+// --- tensor cores (layout_mma.cpp) ----------------------------------------------
+
+// "mma{wpc=[2, 2], warp_n=8}", "wgmma{wpc=[4, 1], warp_n=128}"
+std::string to_string(const MmaLayout& mma);
+// The distribution of an MMA layout (possibly sliced) on `shape`.
+Distribution distribute_mma(const Layout& layout, const std::vector<int64_t>& shape);
+// The accumulator layout of `dot` when it runs on tensor cores for `arch`
+// (compute capability * 10) with `num_warps` warps, or nothing when it takes
+// the FMA path: f16/bf16 operands with an f32/f16/bf16 result, f32 operands
+// at precision "tf32", i8 operands with an i32 result; rank 2, M and N
+// multiples of 16, K a multiple of the instruction's K; sm_80 and newer.
+// On sm_90 with warps in whole warpgroups, f16/bf16 dots with M a multiple
+// of 64 take wgmma.
+std::optional<MmaLayout> tensor_core_layout(const ir::Function& fn, const ir::Op& dot, int num_warps, int arch);
+// By value index: the accumulator layout a value should keep because it is
+// computed from a tensor-core dot's result (elementwise epilogues, loop-
+// carried accumulators), or nothing.
+std::vector<std::optional<Layout>> tensor_core_affinity(const ir::Function& fn, int num_warps, int arch);
+
 // Which value dim, and which bit of its coordinate, bit `linear_bit` of the
 // row-major linear index of a tile of `shape` is (dim -1 when out of range).
 struct CoordinateBit {
@@ -104,7 +143,9 @@ std::vector<std::string> printed_names(const ir::Function& fn);
 // reads each tile operand in.
 class LayoutPlan {
  public:
-  LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& info, int num_warps);
+  // `arch` (compute capability * 10) enables tensor-core layouts for dots
+  // (sm_80 and newer); 0 plans every dot for the FMA path.
+  LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& info, int num_warps, int arch = 0);
 
   const Layout& primary(ir::ValueId v) const;
   const std::vector<Layout>& extras(ir::ValueId v) const { return extras_.at(v.index); }
@@ -125,6 +166,7 @@ class LayoutPlan {
 
   const ir::Function& fn_;
   int num_warps_;
+  int arch_ = 0;
   std::vector<std::optional<Layout>> primary_;
   std::vector<std::vector<Layout>> extras_;
   std::vector<std::vector<std::optional<Layout>>> requests_;  // by op index, by operand

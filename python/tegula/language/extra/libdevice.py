@@ -144,3 +144,33 @@ def tanh(x):
 def trunc(x):
     """Rounds toward zero."""
     _only_in_kernel("extra.libdevice.trunc")
+
+
+def copysign(x, y):
+    """The magnitude of ``x`` with the sign of ``y``."""
+    _only_in_kernel("extra.libdevice.copysign")
+
+
+def nextafter(x, y):
+    """The next float after ``x`` toward ``y`` (float32 and float64)."""
+    _only_in_kernel("extra.libdevice.nextafter")
+
+
+def nearbyint(x):
+    """Rounds to the nearest integer, ties to even (as ``rint``)."""
+    _only_in_kernel("extra.libdevice.nearbyint")
+
+
+def isfinite(x):
+    """True where ``x`` is neither infinite nor NaN."""
+    _only_in_kernel("extra.libdevice.isfinite")
+
+
+def finitef(x):
+    """libdevice's name of ``isfinite`` for float32."""
+    _only_in_kernel("extra.libdevice.finitef")
+
+
+def isfinited(x):
+    """libdevice's name of ``isfinite`` for float64."""
+    _only_in_kernel("extra.libdevice.isfinited")

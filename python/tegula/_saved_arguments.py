@@ -1,0 +1,131 @@
+"""The arrays autotuning must put back: which ones, their copies, and restoring them.
+
+Tuning launches a kernel many times on the caller's own arrays. Saved before
+the first trial and put back before every timed launch (untimed) and once
+more when tuning ends:
+
+* every array ``restore_value`` or ``reset_to_zero`` names;
+* every array the kernel both reads and writes, or updates atomically, as the
+  IR of each compiled config shows (``_kernel_effects``);
+* every array it writes that shares memory with another array argument (an
+  output aliasing an input is an in-place update);
+* every array argument, when a config's IR could not be read.
+
+Arrays a kernel only writes are not copied: every config writes the same
+elements, and the launch after tuning overwrites them again, so copying them
+would only cost memory (a GPU matmul's C can be gigabytes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class SavedArguments:
+    """Copies of the array arguments tuning must not change (see the module
+    docstring); ``reset_to_zero`` arrays are also zeroed before every trial."""
+
+    def __init__(self, tuner, trials: list, named: dict):
+        sig = tuner.base._signature or tuner.base._load_signature()
+        pointer_params = [name for name, is_constexpr in zip(sig.names, sig.is_constexpr)
+                          if not is_constexpr and name in named and _is_array(named[name])]
+        chosen = set(tuner.restore_value) | set(tuner.reset_to_zero)
+        for trial in trials:
+            if trial.effects is None:
+                chosen.update(pointer_params)
+                continue
+            for name, effects in trial.effects.items():
+                if not effects.written or name not in named:
+                    continue
+                if effects.read or effects.atomic or _overlaps_another(name, named, pointer_params):
+                    chosen.add(name)
+        self.kernel = tuner.__name__
+        self.saved = []   # (name, array, copy)
+        self.zeroed = []  # arrays zeroed after each restore
+        for name in sorted(chosen, key=lambda n: sig.names.index(n) if n in sig.names else -1):
+            value = named.get(name)
+            if not _is_array(value):
+                if name in tuner.restore_value or name in tuner.reset_to_zero:
+                    raise TypeError(f"autotune of kernel '{self.kernel}' must save argument '{name}' "
+                                    f"(restore_value / reset_to_zero), but it is a "
+                                    f"{type(value).__name__}, not an array")
+                continue
+            self.saved.append((name, value, _copy_of(self.kernel, name, value)))
+            if name in tuner.reset_to_zero:
+                self.zeroed.append(value)
+
+    @property
+    def names(self) -> list:
+        return [name for name, _, _ in self.saved]
+
+    def restore(self, for_trial: bool) -> None:
+        """Puts the saved arrays back; before a trial, also zeroes the reset_to_zero ones."""
+        for _, array, copy in self.saved:
+            _copy_into(array, copy)
+        if for_trial:
+            for array in self.zeroed:
+                _fill_zero(array)
+
+
+def _is_array(value) -> bool:
+    return (isinstance(value, np.ndarray) or hasattr(value, "data_ptr")
+            or hasattr(value, "__cuda_array_interface__"))
+
+
+def _copy_of(kernel: str, name: str, array):
+    if isinstance(array, np.ndarray):
+        return array.copy()
+    if hasattr(array, "clone") and hasattr(array, "copy_"):  # torch
+        return array.clone()
+    if hasattr(array, "copy"):  # CuPy and other array libraries
+        return array.copy()
+    raise TypeError(f"autotune of kernel '{kernel}' cannot save argument '{name}' "
+                    f"({type(array).__name__}) before tuning; pass a NumPy array or a torch tensor")
+
+
+def _copy_into(array, copy) -> None:
+    if isinstance(array, np.ndarray):
+        np.copyto(array, copy)
+    elif hasattr(array, "copy_"):
+        array.copy_(copy)
+    else:
+        array[...] = copy
+
+
+def _fill_zero(array) -> None:
+    if hasattr(array, "zero_"):
+        array.zero_()
+    else:
+        array.fill(0)
+
+
+def _byte_span(array):
+    """(where, first byte, one past the last byte) of an array's memory, or None if unknown."""
+    if isinstance(array, np.ndarray):
+        if array.size == 0:
+            return ("cpu", 0, 0)
+        low, high = (np.lib.array_utils.byte_bounds(array) if hasattr(np.lib, "array_utils")
+                     else np.byte_bounds(array))
+        return ("cpu", low, high)
+    if hasattr(array, "data_ptr") and hasattr(array, "stride") and hasattr(array, "element_size"):
+        if array.numel() == 0:
+            return (str(array.device), 0, 0)
+        extent = sum((size - 1) * stride for size, stride in zip(array.shape, array.stride()))
+        start = array.data_ptr()
+        return (str(array.device), start, start + (extent + 1) * array.element_size())
+    return None
+
+
+def _overlaps_another(name: str, named: dict, pointer_params: list) -> bool:
+    mine = _byte_span(named[name])
+    if mine is None:
+        return True
+    for other in pointer_params:
+        if other == name:
+            continue
+        theirs = _byte_span(named[other])
+        if theirs is None:
+            return True
+        if theirs[0] == mine[0] and theirs[1] < mine[2] and mine[1] < theirs[2]:
+            return True
+    return False

@@ -1,0 +1,602 @@
+"""``@tegula.autotune``, ``@tegula.heuristics`` and ``tegula.Config``.
+
+    @tegula.autotune(configs=[tegula.Config({"BLOCK": 256}, num_warps=4),
+                              tegula.Config({"BLOCK": 1024}, num_warps=8)],
+                     key=["n"])
+    @tegula.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+    @tegula.jit
+    def kernel(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr): ...
+
+    kernel[lambda META: (tegula.cdiv(n, META["BLOCK"]),)](x, n)
+
+The first launch for a new value of the key compiles every candidate config
+(in parallel threads), times each one on the caller's own arguments, keeps
+the fastest for that key (``.cache``) and on disk next to the kernel cache
+(``_autotune_store``), then launches it. Later launches with the same key,
+in this process or another one on the same device, launch the stored config
+straight away.
+
+Tuning never changes the caller's data: before timing, the autotuner saves
+every array argument the kernel may update in place, found from the
+compiled kernel's IR (``_kernel_effects``) plus those named in
+``restore_value`` and ``reset_to_zero``; it puts them back before every
+timed launch (untimed) and once more when tuning ends, so the launch that
+follows sees exactly the arrays it was given. See docs/autotune.md.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from . import _autotune_store, _C, _device, _kernel_effects, testing
+from ._autotune_report import Progress, first_line, print_autotuning, report
+from ._saved_arguments import SavedArguments
+from ._specialize import place, runtime_part
+from .jit import _MISSING, JITFunction
+
+__all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotuneError",
+           "AutotuneWarning"]
+
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "enable_fp_fusion")
+_PRUNE_KEYS = ("perf_model", "top_k", "early_config_prune")
+
+
+class AutotuneError(RuntimeError):
+    """Every candidate config of an autotuned kernel failed; the message lists why."""
+
+
+class AutotuneWarning(UserWarning):
+    """A candidate config failed to compile or run and was skipped."""
+
+
+class Config:
+    """One candidate of an autotuned kernel: meta-parameter values (``kwargs``,
+    passed to the kernel's constexpr parameters), launch options
+    (``num_warps``, ``num_stages``; None keeps the launch's default), and an
+    optional ``pre_hook(args)`` called with every argument by name before each
+    launch with this config."""
+
+    def __init__(self, kwargs, num_warps=None, num_stages=None, pre_hook=None):
+        if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+            raise TypeError(f"Config takes a dict of meta-parameter names to values, got {kwargs!r}")
+        for option, value in (("num_warps", num_warps), ("num_stages", num_stages)):
+            if value is not None and (type(value) is not int or value < 1):
+                raise ValueError(f"Config {option} must be a positive int or None, got {value!r}")
+        if pre_hook is not None and not callable(pre_hook):
+            raise TypeError(f"Config pre_hook must be callable, got {type(pre_hook).__name__}")
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.pre_hook = pre_hook
+
+    def all_kwargs(self) -> dict:
+        """The meta-parameters and the launch options that are set, as launch keywords."""
+        options = {name: value for name, value in (("num_warps", self.num_warps),
+                                                   ("num_stages", self.num_stages)) if value is not None}
+        return {**self.kwargs, **options}
+
+    def describe(self) -> dict:
+        """A JSON-able description; two configs that launch alike describe alike."""
+        return {"kwargs": {k: _json_value(v) for k, v in sorted(self.kwargs.items())},
+                "num_warps": self.num_warps, "num_stages": self.num_stages,
+                "pre_hook": None if self.pre_hook is None else _qualified_name(self.pre_hook)}
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items()) or "(defaults)"
+
+    def __repr__(self) -> str:
+        parts = [repr(self.kwargs)]
+        parts += [f"{name}={value}" for name, value in (("num_warps", self.num_warps),
+                                                        ("num_stages", self.num_stages)) if value is not None]
+        if self.pre_hook is not None:
+            parts.append(f"pre_hook={_qualified_name(self.pre_hook)}")
+        return f"Config({', '.join(parts)})"
+
+
+def _qualified_name(fn) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def _json_value(value):
+    """Meta-parameter and key values as JSON keeps them (tl.dtypes and the like by repr)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return repr(value)
+
+
+# --- the wrappers ------------------------------------------------------------------------
+
+
+class _KernelWrapper:
+    """What @autotune and @heuristics share: ``kernel[grid](...)`` launching and
+    the kernel's names, taken from the @jit function underneath."""
+
+    def __init__(self, fn, decorator: str):
+        if not isinstance(fn, (JITFunction, _KernelWrapper)):
+            raise TypeError(f"@tegula.{decorator} goes above @tegula.jit (Triton's order: @autotune, "
+                            f"then @heuristics, then @jit), got {type(fn).__name__}")
+        self.fn = fn
+        self.base = fn.base if isinstance(fn, _KernelWrapper) else fn
+        for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
+            setattr(self, attribute, getattr(self.base, attribute, None))
+
+    @property
+    def arg_names(self) -> tuple:
+        return self.base.arg_names
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(grid, *args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        name = self.__name__
+        raise TypeError(f"kernel '{name}' cannot be called like a Python function; launch it "
+                        f"with a grid: {name}[grid](...)")
+
+    def _named(self, args: tuple, kwargs: dict) -> dict:
+        """Every argument by name, as far as given: positionals, keywords, then defaults."""
+        sig = self.base._signature or self.base._load_signature()
+        if len(args) > len(sig.names):
+            raise TypeError(f"kernel '{self.__name__}' takes {len(sig.names)} arguments "
+                            f"({', '.join(sig.names)}) but {len(args)} were given")
+        named = dict(zip(sig.names, args))
+        named.update(kwargs)
+        for name, default in zip(sig.names, sig.defaults):
+            if name not in named and default is not _MISSING:
+                named[name] = default
+        return named
+
+
+def _down_to_jit(fn, args: tuple, kwargs: dict):
+    """(the JITFunction, the keywords it gets) once every @heuristics on the way has added its values."""
+    while isinstance(fn, Heuristics):
+        kwargs = fn._with_values(args, kwargs)
+        fn = fn.fn
+    if not isinstance(fn, JITFunction):
+        raise TypeError(f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
+                        f"'{fn.__name__}'); give one autotune all the configs")
+    return fn, kwargs
+
+
+class Heuristics(_KernelWrapper):
+    """``@tegula.heuristics({name: fn})``: each ``fn(args)`` computes a
+    meta-parameter from the launch's arguments (a dict by name, tuned config
+    values included) at every launch."""
+
+    def __init__(self, fn, values: dict):
+        super().__init__(fn, "heuristics")
+        if not isinstance(values, dict) or not all(isinstance(k, str) and callable(v)
+                                                   for k, v in values.items()):
+            raise TypeError("@tegula.heuristics takes a dict of meta-parameter names to functions "
+                            "of the arguments, e.g. {'EVEN': lambda args: args['n'] % 64 == 0}")
+        self.values = dict(values)
+
+    def _with_values(self, args: tuple, kwargs: dict) -> dict:
+        named = self._named(args, kwargs)
+        kwargs = dict(kwargs)
+        for name, heuristic in self.values.items():
+            if name in kwargs:
+                raise ValueError(f"kernel '{self.__name__}' got '{name}', which its @heuristics "
+                                 f"computes; do not pass it")
+            value = heuristic({**named, **kwargs})
+            kwargs[name] = value
+            named[name] = value
+        return kwargs
+
+    def run(self, grid, *args, **kwargs):
+        return self.fn[grid](*args, **self._with_values(args, kwargs))
+
+    def warmup(self, *args, grid=None, **kwargs):
+        return self.fn.warmup(*args, grid=grid, **self._with_values(args, kwargs))
+
+    def inspect(self, *args, **kwargs):
+        return self.fn.inspect(*args, **self._with_values(args, kwargs))
+
+    def __repr__(self) -> str:
+        return f"<tegula.Heuristics of {self.base!r}: {', '.join(self.values)}>"
+
+
+def heuristics(values: dict):
+    """Decorator: meta-parameters computed from the arguments at each launch.
+    ``values`` maps a constexpr parameter name to ``fn(args) -> value``."""
+
+    def decorate(fn):
+        return Heuristics(fn, values)
+
+    return decorate
+
+
+# --- the autotuner -------------------------------------------------------------------------
+
+
+class _Trial:
+    """One candidate config during tuning: what it launches with and how it fared."""
+
+    def __init__(self, config: Config, jit_kwargs: dict):
+        self.config = config
+        self.jit_kwargs = jit_kwargs
+        self.kernel = None         # the CompiledKernel, once compiled
+        self.effects = None        # {param: ParamEffects}, or None when unknown
+        self.backend = None
+        self.error = None          # why it was skipped (an exception)
+        self.stage = ""            # "compile" or "run"
+        self.timing = None         # [median, 20th, 80th percentile] ms
+
+
+class _LaunchPlan:
+    """What every launch of an Autotuner needs, worked out at its first launch."""
+
+    def __init__(self, tuner: "Autotuner"):
+        sig = tuner.base._signature or tuner.base._load_signature()
+        index = {name: i for i, name in enumerate(sig.names)}
+        self.defaults = sig.defaults
+        self.key_params = [(index[name], name) for name in tuner.keys]
+        self.runtime_params = [(i, name) for i, (name, is_constexpr)
+                               in enumerate(zip(sig.names, sig.is_constexpr)) if not is_constexpr]
+        self.tuned_names = frozenset(name for config in tuner.configs for name in config.all_kwargs())
+        fn = tuner.fn
+        self.launch = fn._launch if isinstance(fn, JITFunction) else fn.run
+
+
+class Autotuner(_KernelWrapper):
+    """A kernel tuned over ``configs`` per value of ``key``; see ``autotune``.
+
+    ``.configs`` are the candidates, ``.cache`` maps each key seen to the
+    chosen Config, ``.best_config`` is the config of the latest launch, and
+    ``.configs_timings`` maps each config of the latest tuning to its
+    [median, 20th, 80th percentile] time in ms (None for skipped ones).
+    """
+
+    def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
+                 restore_value=None, warmup=None, rep=None, do_bench=None, cache_results=True):
+        super().__init__(fn, "autotune")
+        if _contains_autotuner(fn):
+            raise TypeError(f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
+                            f"'{self.__name__}'); give one autotune all the configs")
+        configs = list(configs or [])
+        for config in configs:
+            if not isinstance(config, Config):
+                raise TypeError(f"autotune configs of kernel '{self.__name__}' must be tegula.Config "
+                                f"objects, got {type(config).__name__}")
+        self.configs = configs or [Config({})]
+        self.keys = [key] if isinstance(key, str) else list(key or [])
+        self.reset_to_zero = _names(reset_to_zero)
+        self.restore_value = _names(restore_value)
+        prune_configs_by = dict(prune_configs_by or {})
+        unknown = set(prune_configs_by) - set(_PRUNE_KEYS)
+        if unknown:
+            raise ValueError(f"prune_configs_by of kernel '{self.__name__}' has unknown entries "
+                             f"{sorted(unknown)}; expected some of {list(_PRUNE_KEYS)}")
+        self.perf_model = prune_configs_by.get("perf_model")
+        self.top_k = prune_configs_by.get("top_k")
+        self.early_config_prune = prune_configs_by.get("early_config_prune")
+        self.warmup_ms = 25 if warmup is None else warmup
+        self.rep_ms = 100 if rep is None else rep
+        self.user_do_bench = do_bench
+        self.cache_results = cache_results
+        self.cache: dict = {}
+        self.best_config = None
+        self.configs_timings = None
+        self._lock = threading.RLock()
+        self._plan = None
+        self._kernel_identity = None
+
+    def __repr__(self) -> str:
+        return f"<tegula.Autotuner of {self.base!r}: {len(self.configs)} configs, key {self.keys}>"
+
+    # --- launching ---------------------------------------------------------------------
+
+    def run(self, grid, *args, **kwargs):
+        plan = self._plan or self._make_plan()
+        if kwargs and not plan.tuned_names.isdisjoint(kwargs):
+            conflicts = ", ".join(repr(c) for c in sorted(plan.tuned_names.intersection(kwargs)))
+            raise ValueError(f"kernel '{self.__name__}' got {conflicts}, which its autotune configs "
+                             f"set; do not pass tuned meta-parameters")
+        key, device = self._key(plan, args, kwargs)
+        config = self.cache.get(key)
+        if config is None:
+            with self._lock:
+                config = self.cache.get(key)
+                if config is None:
+                    config = self._choose(key, device, grid, args, kwargs, self._named(args, kwargs))
+                    self.cache[key] = config
+        self.best_config = config
+        launch_kwargs = config.all_kwargs()
+        if config.pre_hook is not None:
+            config.pre_hook({**self._named(args, kwargs), **launch_kwargs})
+        return plan.launch(grid, *args, **kwargs, **launch_kwargs)
+
+    def warmup(self, *args, grid=None, **kwargs):
+        """Compiles every candidate config for these arguments (in parallel)
+        without launching; returns the compiled kernels of those that compiled."""
+        named = self._named(args, kwargs)
+        trials = self._compile_all(self._prune(self.configs, named, kwargs), args, kwargs)
+        return [trial.kernel for trial in trials if trial.error is None]
+
+    def _make_plan(self) -> "_LaunchPlan":
+        """Checks the names the decorator was given against the kernel's, once,
+        and precomputes what every launch needs to find its key."""
+        names = self.arg_names
+        for what, listed in (("key", self.keys), ("reset_to_zero", self.reset_to_zero),
+                             ("restore_value", self.restore_value)):
+            for name in listed:
+                if name not in names:
+                    raise ValueError(f"autotune {what} of kernel '{self.__name__}' names '{name}', which "
+                                     f"is not one of its parameters ({', '.join(names)})")
+        self._plan = _LaunchPlan(self)
+        return self._plan
+
+    def _key(self, plan: "_LaunchPlan", args: tuple, kwargs: dict):
+        """(the tuning key, the CUDA device or None): the key arguments' values,
+        the dtype of every array argument, and where the launch runs."""
+        given = len(args)
+        defaults = plan.defaults
+
+        def value(i, name):
+            return args[i] if i < given else kwargs.get(name, defaults[i])
+
+        key = []
+        for i, name in plan.key_params:
+            v = value(i, name)
+            if v is _MISSING:
+                raise TypeError(f"kernel '{self.__name__}' is missing argument '{name}', which its "
+                                f"autotune key names")
+            key.append(v if type(v) is int else _key_value(v))
+        device, arrays = None, 0
+        for i, name in plan.runtime_params:
+            v = value(i, name)
+            if v is _MISSING:
+                continue  # the launch reports it
+            part, _ = runtime_part(self.__name__, name, v, True)
+            if part[0] == "p":
+                key.append(part[1])
+                arrays += 1
+                # Arrays on different devices are the launch's error to report.
+                device = place(part) if device is None else device
+        if arrays == 0 and _device.forced_backend() == "cuda":
+            device = _device.current_device()
+        key.append("cpu" if device is None else f"cuda:{device}")
+        return tuple(key), device
+
+    # --- choosing a config -----------------------------------------------------------------
+
+    def _choose(self, key: tuple, device, grid, args: tuple, kwargs: dict, named: dict) -> Config:
+        configs = self._prune(self.configs, named, kwargs)
+        if len(configs) == 1:
+            return configs[0]
+        store, identity, entry = None, None, None
+        if self.cache_results:
+            store, why_not = _autotune_store.Store.open()
+            if store is None and print_autotuning():
+                print(f"tegula autotune: not using the tuning cache: {why_not}")
+            if store is not None:
+                identity = self._identity(key, device)
+                entry = _autotune_store.entry_name(identity)
+                record = store.load(entry, identity)
+                stored = _matching_config(record, configs) if record else None
+                if stored is not None:
+                    if print_autotuning():
+                        print(f"tegula autotune: kernel '{self.__name__}' key {key}: {stored} "
+                              f"(tuned before, from the tuning cache)")
+                    return stored
+        config, trials = self._tune(configs, key, device, grid, args, kwargs, named)
+        if store is not None:
+            timings = [{"config": t.config.describe(), "ms": t.timing,
+                        "error": None if t.error is None else first_line(t.error)} for t in trials]
+            why = store.save(entry, identity, config.describe(), timings, self.__name__)
+            if why and print_autotuning():
+                print(f"tegula autotune: could not save the tuning result: {why}")
+        return config
+
+    def _identity(self, key: tuple, device) -> dict:
+        if self._kernel_identity is None:
+            self._kernel_identity = _autotune_store.kernel_identity(self.base)
+        heuristic_names = []
+        fn = self.fn
+        while isinstance(fn, Heuristics):
+            heuristic_names.append(sorted(fn.values))
+            fn = fn.fn
+        return {"tegula": _C.__version__, "kernel": self._kernel_identity, "debug": self.base.debug,
+                "key": [_json_value(v) for v in key],
+                "device": _autotune_store.device_identity(device),
+                "configs": [c.describe() for c in self.configs], "heuristics": heuristic_names}
+
+    def _prune(self, configs: list, named: dict, kwargs: dict) -> list:
+        if self.early_config_prune is not None:
+            configs = list(self.early_config_prune(configs, named, **kwargs))
+            if not configs:
+                raise ValueError(f"early_config_prune of kernel '{self.__name__}' left no configs")
+        if self.perf_model is not None and self.top_k is not None:
+            top_k = self.top_k
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = max(1, int(len(configs) * top_k))
+            if type(top_k) is not int or top_k < 1:
+                raise ValueError(f"prune_configs_by top_k of kernel '{self.__name__}' must be an int "
+                                 f">= 1 or a fraction in (0, 1], got {self.top_k!r}")
+            estimates = [(self.perf_model(**named, **config.all_kwargs()), i)
+                         for i, config in enumerate(configs)]
+            configs = [configs[i] for _, i in sorted(estimates)[:top_k]]
+        return configs
+
+    def _compile_all(self, configs: list, args: tuple, kwargs: dict, progress=None) -> list:
+        """A _Trial per config, compiled in parallel threads (the compiler
+        releases the GIL); a config that fails to compile keeps its error."""
+        trials, jobs = [], []
+        for config in configs:
+            jit, jit_kwargs = _down_to_jit(self.fn, args, {**kwargs, **config.all_kwargs()})
+            trials.append(_Trial(config, jit_kwargs))
+        jit = self.base
+
+        def compile_one(trial: _Trial):
+            inspection = jit.inspect(*args, **trial.jit_kwargs)  # builds it, keeping the IR
+            kernel = jit.warmup(*args, **trial.jit_kwargs)       # loads it into the launch cache
+            return inspection, kernel
+
+        workers = max(1, min(len(trials), os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            jobs = [pool.submit(compile_one, trial) for trial in trials]
+            for i, (trial, job) in enumerate(zip(trials, jobs)):
+                if progress is not None:
+                    progress.show("compiling", i, trial.config)
+                try:
+                    inspection, trial.kernel = job.result()
+                except (_C.CompilationError, RuntimeError, ValueError) as e:
+                    trial.error, trial.stage, trial.kernel = e, "compile", None
+                    continue
+                trial.effects = _kernel_effects.analyze(inspection.ir)
+                trial.backend = trial.kernel.backend
+        return trials
+
+    def _tune(self, configs, key, device, grid, args, kwargs, named):
+        started = time.perf_counter()
+        progress = Progress(self.__name__, len(configs))
+        saved = None
+        try:
+            trials = self._compile_all(configs, args, kwargs, progress)
+            compile_s = time.perf_counter() - started
+            compiled = [t for t in trials if t.error is None]
+            saved = SavedArguments(self, compiled, named) if compiled else None
+            timed_launches = {}  # configs that launch the same code alike are timed once
+            for i, trial in enumerate(compiled):
+                same = (trial.kernel.key, json.dumps(trial.config.describe()["kwargs"]), trial.config.pre_hook)
+                if same in timed_launches:
+                    twin = timed_launches[same]
+                    trial.timing, trial.error, trial.stage = twin.timing, twin.error, twin.stage
+                    continue
+                timed_launches[same] = trial
+                progress.show("timing", i, trial.config)
+                self._time(trial, grid, args, kwargs, named, saved)
+        finally:
+            if saved is not None:
+                saved.restore(for_trial=False)
+            progress.done()
+        for trial in trials:
+            if trial.error is not None:
+                warnings.warn(f"autotune of kernel '{self.__name__}': skipped config {trial.config} "
+                              f"(failed to {trial.stage}: {first_line(trial.error)})",
+                              AutotuneWarning, stacklevel=5)  # the caller's kernel[grid](...)
+        timed = [t for t in trials if t.timing is not None]
+        self.configs_timings = {t.config: t.timing for t in trials}
+        if not timed:
+            raise _all_failed(self.__name__, trials)
+        best = min(timed, key=lambda t: t.timing[0])
+        if print_autotuning():
+            report(self.__name__, key, trials, best, time.perf_counter() - started, compile_s,
+                    pruned=len(self.configs) - len(configs))
+        return best.config, trials
+
+    def _time(self, trial: _Trial, grid, args, kwargs, named, saved) -> None:
+        config = trial.config
+        full = {**named, **config.all_kwargs()}
+
+        def prepare():
+            saved.restore(for_trial=True)
+            if config.pre_hook is not None:
+                config.pre_hook(full)
+
+        def launch():
+            self.fn[grid](*args, **kwargs, **config.all_kwargs())
+
+        try:
+            if self.user_do_bench is not None:
+                def call():
+                    prepare()
+                    launch()
+
+                result = self.user_do_bench(call, quantiles=(0.5, 0.2, 0.8))
+                result = list(result) if isinstance(result, (list, tuple)) else [float(result)] * 3
+                trial.timing = [float(v) for v in (result + result[-1:] * 3)[:3]]
+            else:
+                bench_device = "cuda" if trial.backend == "cuda" else "cpu"
+                samples = testing.bench_samples(launch, self.warmup_ms, self.rep_ms, device=bench_device,
+                                                setup=prepare)
+                trial.timing = [float(v) for v in np.quantile(samples, (0.5, 0.2, 0.8))]
+        except Exception as e:  # noqa: BLE001 - a config that cannot run is skipped, see _all_failed
+            trial.error, trial.stage, trial.timing = e, "run", None
+
+
+def _contains_autotuner(wrapper) -> bool:
+    fn = wrapper
+    while isinstance(fn, _KernelWrapper):
+        if isinstance(fn, Autotuner):
+            return True
+        fn = fn.fn
+    return False
+
+
+def _names(value) -> list:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return list(value)
+
+
+def _key_value(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:  # an array named in the key: its shape and dtype
+        return ("array", tuple(int(d) for d in shape), str(dtype))
+    return repr(value)
+
+
+def _matching_config(record: dict, configs: list):
+    wanted = json.loads(json.dumps(record["config"]))
+    for config in configs:
+        if json.loads(json.dumps(config.describe())) == wanted:
+            return config
+    return None
+
+
+def _all_failed(kernel: str, trials: list) -> Exception:
+    errors = [t.error for t in trials]
+    first = errors[0]
+    if all(type(e) is type(first) and str(e) == str(first) for e in errors):
+        # One cause for all (a wrong argument, a kernel that does not compile
+        # whatever the config): the original error says it best.
+        if hasattr(first, "add_note"):
+            first.add_note(f"(every one of the {len(trials)} autotune configs of kernel '{kernel}' "
+                           f"failed this way)")
+        return first
+    lines = [f"every autotune config of kernel '{kernel}' failed:"]
+    lines += [f"  {t.config}: failed to {t.stage}: {first_line(t.error)}" for t in trials]
+    error = AutotuneError("\n".join(lines))
+    error.__cause__ = first
+    return error
+
+
+def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
+             warmup=None, rep=None, do_bench=None, cache_results=True):
+    """Decorator: tune a kernel over ``configs`` for each value of ``key``.
+
+    ``key``: argument names whose values pick the config (a new value tunes
+    again). ``prune_configs_by``: ``{"early_config_prune": fn(configs, args,
+    **kwargs) -> configs, "perf_model": fn(**args, **config) -> estimate,
+    "top_k": int or fraction}``. ``reset_to_zero``: arrays zeroed before each
+    timed launch; ``restore_value``: arrays to save and restore besides the
+    ones found automatically (both are put back to the caller's values when
+    tuning ends). ``warmup``/``rep``: timing budgets per config in ms
+    (25/100); ``do_bench``: a replacement timer called as ``do_bench(fn,
+    quantiles=(0.5, 0.2, 0.8))``. ``cache_results=False`` keeps results in
+    this process only. See docs/autotune.md.
+    """
+
+    def decorate(fn):
+        return Autotuner(fn, configs, key, prune_configs_by=prune_configs_by,
+                         reset_to_zero=reset_to_zero, restore_value=restore_value, warmup=warmup,
+                         rep=rep, do_bench=do_bench, cache_results=cache_results)
+
+    return decorate

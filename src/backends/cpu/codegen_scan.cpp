@@ -1,0 +1,102 @@
+// scan: N tiles scanned along `axis` by the op's combiner region, inlined as
+// scalar code (see ir/scan_ops.h for the semantics).
+//
+// The tile is viewed as [outer, A, inner] around the axis. Each outer slice
+// is scanned in order: the first (or, reversed, the last) row of A is copied,
+// then row k combines the result of row k - 1 (k + 1) with the input of row
+// k. A row is a flat loop over the `inner` contiguous elements, independent
+// of each other, so a scan along a leading axis vectorizes; along the last
+// axis (inner == 1) each step depends on the previous one. The order of the
+// combinations is exactly the sequential one, so a combiner that is not
+// associative (float addition) gives the same bits in every run.
+#include <string>
+#include <vector>
+
+#include "backends/cpu/codegen_context.h"
+#include "ir/scan_ops.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cpu {
+
+namespace {
+
+// One application of the combiner: binds its 2N arguments to `lhs` and `rhs`
+// (C++ element expressions), emits its ops and assigns the N yielded values
+// to `dest`, all inside one block so that every application has its own
+// names. (The same shape as reduce's combiner application.)
+void emit_combine(CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& lhs,
+                  const std::vector<std::string>& rhs, const std::vector<std::string>& dest) {
+  ir::BlockId region = op.regions[0];
+  const std::vector<ir::ValueId>& args = ctx.fn.block(region).args;
+  size_t n = op.operands.size();
+  ctx.out.open("");
+  for (size_t j = 0; j < n; ++j) {
+    ctx.out.line(c_const(ctx.fn.type(args[j])) + " " + ctx.name(args[j]) + " = " + lhs[j] + ";");
+    ctx.out.line(c_const(ctx.fn.type(args[n + j])) + " " + ctx.name(args[n + j]) + " = " + rhs[j] + ";");
+  }
+  ctx.emit_block_body(region);
+  const ir::Op& yield = ctx.terminator(region);
+  TEGULA_ASSERT(yield.kind == ir::OpKind::Yield && yield.operands.size() == n, "scan combiner must yield N values");
+  for (size_t j = 0; j < n; ++j) ctx.out.line(dest[j] + " = " + ctx.name(yield.operands[j]) + ";");
+  ctx.out.close();
+}
+
+std::vector<std::string> at(const std::vector<std::string>& arrays, const std::string& index) {
+  std::vector<std::string> out;
+  for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
+  return out;
+}
+
+}  // namespace
+
+void emit_scan(CodegenContext& ctx, const ir::Op& op) {
+  size_t n = op.operands.size();
+  TEGULA_ASSERT(n >= 1 && op.results.size() == n && op.regions.size() == 1, "malformed scan");
+  const ir::Type& t = ctx.fn.type(op.operands[0]);
+  int64_t axis = op.int_attr("axis");
+  bool reverse = ir::scan_reverse(op);
+  int64_t outer = 1, length = t.shape[static_cast<size_t>(axis)], inner = 1;
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    if (d < axis) outer *= t.shape[static_cast<size_t>(d)];
+    if (d > axis) inner *= t.shape[static_cast<size_t>(d)];
+  }
+
+  std::vector<std::string> inputs, results;
+  for (size_t j = 0; j < n; ++j) {
+    ctx.declare(op.results[j]);
+    inputs.push_back(ctx.name(op.operands[j]));
+    results.push_back(ctx.name(op.results[j]));
+  }
+  std::string o = ctx.fresh("o"), k = ctx.fresh("k"), x = ctx.fresh("x");
+  // Flat index of element (o, row, x): `row` is a C++ expression.
+  auto index = [&](const std::string& row) {
+    std::string i = o + " * " + std::to_string(length * inner) + " + (" + row + ")";
+    if (inner > 1) i += " * " + std::to_string(inner) + " + " + x;
+    return i;
+  };
+  // A loop over the inner elements of a row (nothing when inner == 1).
+  auto open_row = [&] {
+    if (inner > 1) ctx.open_element_loop(x, inner);
+    else ctx.out.open("");
+  };
+
+  ctx.out.open("for (int " + o + " = 0; " + o + " < " + std::to_string(outer) + "; ++" + o + ")");
+  std::string first = reverse ? std::to_string(length - 1) : "0";
+  open_row();
+  for (size_t j = 0; j < n; ++j) ctx.out.line(results[j] + "[" + index(first) + "] = " + inputs[j] + "[" + index(first) + "];");
+  ctx.out.close();
+  if (length > 1) {
+    std::string previous = reverse ? k + " + 1" : k + " - 1";
+    if (reverse)
+      ctx.out.open("for (int " + k + " = " + std::to_string(length - 2) + "; " + k + " >= 0; --" + k + ")");
+    else
+      ctx.out.open("for (int " + k + " = 1; " + k + " < " + std::to_string(length) + "; ++" + k + ")");
+    open_row();
+    emit_combine(ctx, op, at(results, index(previous)), at(inputs, index(k)), at(results, index(k)));
+    ctx.out.close();
+    ctx.out.close();
+  }
+  ctx.out.close();
+}
+
+}  // namespace tegula::backends::cpu

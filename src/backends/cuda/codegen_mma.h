@@ -1,0 +1,48 @@
+// Internal to the CUDA backend: what the tensor-core dot emitters share
+// (mma.sync in codegen_mma.cpp, Hopper wgmma in codegen_wgmma.cpp).
+#pragma once
+
+#include <string>
+
+#include "backends/cuda/codegen_context.h"
+#include "backends/cuda/shared_tile.h"
+
+namespace tegula::backends::cuda {
+
+// A dot's operand tiles in shared memory: from a pipelined loop's ring
+// (codegen_pipeline.cpp), or to be staged from registers into scratch.
+// plan_operands() only decides; stage_operands() emits the stores of the
+// staged ones, then (async_proxy, for wgmma) a fence making them visible to
+// the tensor cores' async proxy, then a barrier.
+struct DotOperands {
+  SharedTile a, b;
+  bool a_from_ring = false, b_from_ring = false;
+  int64_t scratch_bytes = 0;  // what the staged ones take
+};
+DotOperands plan_operands(const CudaContext& ctx, ir::OpId dot);
+void stage_operands(CudaContext& ctx, ir::OpId dot, const DotOperands& operands, bool async_proxy);
+
+// The accumulator a dot adds into: the f32/s32 array holding its result.
+// When the acc operand is a loop-carried value used only by this dot and
+// the loop yields the dot's result back into it, the dot accumulates in
+// place (the result names the carried array: no copies, and wgmma can keep
+// working on it across iterations); otherwise the result is declared and
+// initialized from acc. f16/bf16 results accumulate in a separate f32 array
+// that finish_accumulator() rounds into the result.
+struct Accumulator {
+  std::string array;
+  int registers = 0;
+  bool in_place = false;
+  bool narrow = false;  // result is f16/bf16
+};
+Accumulator start_accumulator(CudaContext& ctx, ir::OpId dot);
+bool accumulates_in_place(const CudaContext& ctx, ir::OpId dot);
+void finish_accumulator(CudaContext& ctx, ir::OpId dot, const Accumulator& acc);
+
+// Whether the operand tiles fit wgmma's shared-memory descriptors (else
+// the dot runs as mma.sync in the same accumulator layout).
+bool wgmma_fits(const CudaContext& ctx, ir::OpId dot, const DotOperands& operands);
+// The Hopper wgmma form of a dot whose layout is a warpgroup layout.
+void emit_dot_wgmma(CudaContext& ctx, ir::OpId dot, const DotOperands& operands);
+
+}  // namespace tegula::backends::cuda

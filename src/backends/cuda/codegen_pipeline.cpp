@@ -1,0 +1,339 @@
+// Software pipelining of K loops that feed tensor-core dots (sm_80+):
+// loads of the iterations ahead are in flight while the current one computes.
+//
+// A load in the body of a `for` is pipelined when
+//  * its only use is operand a or b of a dot that runs on tensor cores, in
+//    the same block, and the body stores nothing (a store could change what
+//    a load issued ahead reads);
+//  * its pointer is a loop-carried tile the body advances by a loop-
+//    invariant offset (`a_ptrs += BLOCK_K * stride_ak`), so the pointer of
+//    iteration k + d is `a_ptrs + d * offset`; or the body computes it from
+//    the induction variable and loop-invariant values (`a_ptr + k * BK + ...`);
+//  * axis info proves the pointers contiguous and aligned in chunks of 4, 8
+//    or 16 bytes along one dim, and the mask (if any) constant over each
+//    chunk; `other` is absent or zero (masked chunks are zero-filled);
+//  * the mask is computed in the body from the induction variable and
+//    loop-invariant values only (any pure elementwise or shape ops).
+//
+// Pointers and masks computed in the body are re-emitted for the iteration
+// being issued, in a nested scope where the induction variable is rebound.
+//
+// The loop then keeps a ring of `num_stages` (S) shared-memory buffers at
+// the start of the dynamic shared memory, each holding one iteration's tiles
+// in the swizzled layout the dot reads (shared_tile.h), rows along the dim
+// the pointers are contiguous in. Every thread copies the chunks its layout
+// gives it with cp.async (zero-filled when masked), one commit group per
+// iteration:
+//
+//   prologue:  for j in 0 .. S-2: if j < trips: issue iteration j into stage j
+//              commit
+//   iteration k:  wait until at most S-2 groups are pending (k's has landed)
+//                 barrier (k's tiles visible to all; k-1's readers are done)
+//                 if k+S-1 < trips: issue iteration k+S-1 into stage (k+S-1) % S
+//                 commit; the body runs, its dot reading stage k % S
+//   after:     wait for all groups
+//
+// Issuing iteration j re-emits the mask's ops in a nested scope with the
+// induction variable rebound to j's value, so masked K tails stay exact.
+// One barrier per iteration; the stage being overwritten was read by
+// iteration k-1, which every thread finished before the barrier.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/codegen_context.h"
+#include "passes/fold_constants.h"
+#include "passes/rewrite_utils.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+using ir::OpKind;
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int log2_of(int64_t v) {
+  int b = 0;
+  while ((int64_t{1} << b) < v) ++b;
+  return b;
+}
+
+struct PipelinedLoad {
+  ir::OpId load;
+  ir::OpId advance;             // the addptr the body yields for a carried pointer (else invalid)
+  std::vector<ir::OpId> mask_ops;  // body ops computing the mask (and pointer), in order
+  bool uses_iv = false;
+  int chunk_bytes = 16;
+  SharedTile tile;              // offset: from the start of a stage
+};
+
+struct LoopPipeline {
+  int stages = 0;
+  int64_t stage_bytes = 0;
+  std::vector<PipelinedLoad> loads;
+};
+
+// Operands of ops that may be re-emitted for an iteration ahead: pure ops
+// computing in any layout from operands in the matching one.
+bool recomputable(OpKind k) {
+  return ir::is_elementwise(k) || k == OpKind::Constant || k == OpKind::Arange || k == OpKind::Splat ||
+         k == OpKind::Broadcast || k == OpKind::ExpandDims;
+}
+
+bool is_zero(const ir::Function& fn, ir::ValueId v) {
+  if (const ir::Op* splat = passes::defining_op(fn, v, OpKind::Splat)) v = splat->operands[0];
+  std::optional<passes::ConstantValue> c = passes::constant_value(fn, v);
+  return c && (c->is_float() ? c->float_value == 0.0 : c->int_value == 0);
+}
+
+int64_t shared_capacity(int arch) {
+  if (arch >= 90) return 227 * 1024;
+  if (arch == 80 || arch == 87) return 163 * 1024;
+  return 99 * 1024;
+}
+
+class Planner {
+ public:
+  Planner(const CudaContext& ctx, ir::OpId loop) : ctx_(ctx), fn_(ctx.fn), loop_(loop) {}
+
+  std::optional<LoopPipeline> run() {
+    const CodegenOptions& o = ctx_.options;
+    const ir::Op& op = fn_.op(loop_);
+    if (o.arch < 80 || o.debug || o.num_stages < 2 || op.kind != OpKind::For || op.regions.size() != 1)
+      return std::nullopt;
+    body_ = op.regions[0];
+    if (ctx_.contains_store(body_)) return std::nullopt;
+    uses_ = fn_.use_counts();
+    LoopPipeline pipeline;
+    int64_t staged_elsewhere = 0;
+    for (ir::OpId id : fn_.block(body_).ops) {
+      const ir::Op& dot = fn_.op(id);
+      if (dot.erased || dot.kind != OpKind::Dot || !ctx_.layout(dot.results[0]).mma) continue;
+      for (size_t k = 0; k < 2; ++k) {
+        if (std::optional<PipelinedLoad> p = plan_load(dot.operands[k], k))
+          pipeline.loads.push_back(std::move(*p));
+        else
+          staged_elsewhere += fn_.type(dot.operands[k]).numel() * element_bytes(fn_.type(dot.operands[k]));
+      }
+    }
+    if (pipeline.loads.empty()) return std::nullopt;
+    for (PipelinedLoad& p : pipeline.loads) {
+      p.tile.offset = str(pipeline.stage_bytes);
+      pipeline.stage_bytes = next_line(pipeline.stage_bytes + p.tile.bytes());
+    }
+    // What the body stages besides the ring (other dot operands, and some
+    // room for conversions and reductions) must still fit.
+    int64_t room = shared_capacity(o.arch) - next_line(staged_elsewhere) - 16 * 1024;
+    pipeline.stages = static_cast<int>(std::min<int64_t>(o.num_stages, room / pipeline.stage_bytes));
+    if (pipeline.stages < 2) return std::nullopt;
+    return pipeline;
+  }
+
+ private:
+  bool inside(ir::ValueId v) const { return passes::is_defined_inside(fn_, v, loop_); }
+
+  std::optional<PipelinedLoad> plan_load(ir::ValueId value, size_t operand) {
+    ir::OpId def = fn_.value(value).def;
+    if (!def.valid() || uses_[value.index] != 1) return std::nullopt;
+    const ir::Op& load = fn_.op(def);
+    if (load.kind != OpKind::Load || load.results.size() != 1 || !in_body_block(def)) return std::nullopt;
+    if (load.has_attr("volatile")) return std::nullopt;
+    if (load.operands.size() > 2 && !is_zero(fn_, load.operands[2])) return std::nullopt;
+
+    PipelinedLoad p;
+    p.load = def;
+    // The pointer: a carried tile advanced by a loop-invariant offset, or
+    // computed from the induction variable.
+    const std::vector<ir::ValueId>& args = fn_.block(body_).args;
+    ir::ValueId ptr = load.operands[0];
+    auto arg = std::find(args.begin() + 1, args.end(), ptr);
+    if (arg != args.end()) {
+      size_t carried = static_cast<size_t>(arg - args.begin()) - 1;
+      const ir::Op& yield = fn_.op(fn_.block(body_).ops.back());
+      ir::OpId advance = fn_.value(yield.operands[carried]).def;
+      if (!advance.valid() || fn_.op(advance).kind != OpKind::AddPtr || fn_.op(advance).operands[0] != ptr ||
+          inside(fn_.op(advance).operands[1]))
+        return std::nullopt;
+      p.advance = advance;
+    } else if (!collect_mask(ptr, p)) {
+      return std::nullopt;
+    }
+
+    // Chunks: contiguous, aligned and (masked) uniform along one dim.
+    const ir::Type& t = fn_.type(value);
+    const passes::AxisInfo& facts = ctx_.axis_info.get(ptr);
+    int rank = t.rank();
+    if (rank != 2) return std::nullopt;
+    size_t fast = facts.contiguity[0] > facts.contiguity[1] ? 0 : 1;
+    int eb = static_cast<int>(element_bytes(t));
+    int64_t chunk = std::min<int64_t>({16, facts.contiguity[fast] * eb, facts.divisibility[fast]});
+    if (load.operands.size() > 1) chunk = std::min<int64_t>(chunk, ctx_.axis_info.get(load.operands[1]).constancy[fast] * eb);
+    if (chunk < 4) return std::nullopt;
+    chunk = int64_t{1} << log2_of(chunk + 1) >> 1;  // a power of two
+    p.chunk_bytes = static_cast<int>(chunk);
+    const Layout& layout = ctx_.operand_layout(def, 0);
+    Distribution d = distribute(layout, t.shape);
+    if (contiguous_registers(d, t.shape, static_cast<int>(fast)) * eb < chunk) return std::nullopt;
+    if (p.advance.valid()) {
+      if (!(distribute(ctx_.layout(ptr), t.shape) == d)) return std::nullopt;
+      const ir::Op& advance = fn_.op(p.advance);
+      if (fn_.type(advance.operands[1]).is_tile() && !(distribute(ctx_.operand_layout(p.advance, 1), t.shape) == d))
+        return std::nullopt;
+    }
+
+    // The mask's ops, recomputable for an iteration ahead.
+    if (load.operands.size() > 1 && !collect_mask(load.operands[1], p)) return std::nullopt;
+    std::sort(p.mask_ops.begin(), p.mask_ops.end(), [&](ir::OpId x, ir::OpId y) { return position(x) < position(y); });
+
+    p.tile.k_dim = operand == 0 ? 1 : 0;
+    p.tile.k_major = static_cast<int>(fast) == p.tile.k_dim;
+    p.tile.rows = t.shape[static_cast<size_t>(p.tile.row_dim())];
+    p.tile.row_elements = t.shape[static_cast<size_t>(p.tile.col_dim())];
+    p.tile.element_bytes = eb;
+    p.tile.c_type = c_element(t);
+    if (p.tile.row_bytes() < 32) return std::nullopt;
+    return p;
+  }
+
+  bool in_body_block(ir::OpId id) const {
+    const std::vector<ir::OpId>& ops = fn_.block(body_).ops;
+    return std::find(ops.begin(), ops.end(), id) != ops.end();
+  }
+  size_t position(ir::OpId id) const {
+    const std::vector<ir::OpId>& ops = fn_.block(body_).ops;
+    return static_cast<size_t>(std::find(ops.begin(), ops.end(), id) - ops.begin());
+  }
+
+  bool collect_mask(ir::ValueId v, PipelinedLoad& p) {
+    if (!inside(v)) return true;
+    const std::vector<ir::ValueId>& args = fn_.block(body_).args;
+    if (v == args[0]) {
+      p.uses_iv = true;
+      return true;
+    }
+    ir::OpId def = fn_.value(v).def;
+    if (!def.valid() || !in_body_block(def) || !recomputable(fn_.op(def).kind)) return false;
+    if (std::find(p.mask_ops.begin(), p.mask_ops.end(), def) != p.mask_ops.end()) return true;
+    p.mask_ops.push_back(def);
+    for (ir::ValueId u : fn_.op(def).operands)
+      if (!collect_mask(u, p)) return false;
+    return true;
+  }
+
+  const CudaContext& ctx_;
+  const ir::Function& fn_;
+  ir::OpId loop_;
+  ir::BlockId body_;
+  std::vector<uint32_t> uses_;
+};
+
+std::string ring_stage(ir::OpId loop) { return "ring" + str(loop.index); }
+
+bool active(const CudaContext& ctx, const LoopPipeline& p) {
+  return ctx.ring_tiles.count(ctx.fn.op(p.loads.front().load).results[0].index) > 0;
+}
+
+// Copies iteration `j`'s tiles into stage `stage`; the pointers are the
+// carried tiles advanced `ahead` times.
+void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const std::string& j,
+           const std::string& stage, const std::string& ahead) {
+  const ir::Op& op = ctx.fn.op(loop);
+  ir::ValueId iv = ctx.fn.block(op.regions[0]).args[0];
+  std::string iv_type = c_scalar(ctx.fn.type(iv).scalar);
+  for (const PipelinedLoad& p : pipeline.loads) {
+    const ir::Op& load = ctx.fn.op(p.load);
+    const ir::Type& t = ctx.fn.type(load.results[0]);
+    ctx.out.open("");
+    ctx.out.line("// " + ctx.name(load.results[0]) + " of iteration " + j + " into stage " + stage);
+    if (p.uses_iv)
+      ctx.out.line("const " + iv_type + " " + ctx.name(iv) + " = tg_induction<" + iv_type + ">(" +
+                   ctx.name(op.operands[0]) + ", " + j + ", " + ctx.name(op.operands[2]) + ");");
+    for (ir::OpId m : p.mask_ops) ctx.emit_op(m);
+    Distribution d = ctx.distribution(ctx.operand_layout(p.load, 0), t.shape);
+    int vector = p.chunk_bytes / p.tile.element_bytes;
+    std::string pointers = ctx.operand(p.load, 0);
+    std::string mask = load.operands.size() > 1 ? ctx.operand(p.load, 1) : "";
+    std::string own = ctx.owner(d);
+    if (!own.empty()) ctx.out.open("if (" + own + ")");
+    std::string i = ctx.open_unrolled(d.registers(), vector);
+    std::string e = ctx.fresh("e");
+    ctx.out.line("const int " + e + " = " + ctx.element_index(d, i) + ";");
+    std::string dim0 = e + " >> " + str(log2_of(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
+    std::string row = p.tile.row_dim() == 0 ? dim0 : dim1, col = p.tile.col_dim() == 0 ? dim0 : dim1;
+    std::string dest = "sm + " + stage + " * " + str(pipeline.stage_bytes) + " + " + p.tile.element_at("(" + row + ")", col);
+    std::string src = pointers + "[" + i + "]";
+    if (p.advance.valid() && ahead != "0") {  // a carried pointer, `ahead` advances later
+      ir::ValueId step = ctx.fn.op(p.advance).operands[1];
+      std::string offset = ctx.operand(p.advance, 1) + (ctx.fn.type(step).is_tile() ? "[" + i + "]" : "");
+      src += " + (long long)" + ahead + " * " + offset;
+    }
+    std::string bytes = mask.empty() ? str(p.chunk_bytes) : mask + "[" + i + "] ? " + str(p.chunk_bytes) + " : 0";
+    ctx.out.line("tg_cp_async<" + str(p.chunk_bytes) + ">(" + dest + ", " + src + ", " + bytes + ");");
+    ctx.out.close();
+    if (!own.empty()) ctx.out.close();
+    ctx.out.close();
+  }
+}
+
+std::optional<LoopPipeline> plan(const CudaContext& ctx, ir::OpId loop) { return Planner(ctx, loop).run(); }
+
+}  // namespace
+
+void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
+  if (ctx.shared_reserved() > 0) return;  // inside another pipelined loop
+  std::optional<LoopPipeline> pipeline = plan(ctx, loop);
+  if (!pipeline) return;
+  int stages = pipeline->stages;
+  ctx.out.line("// software pipeline: " + str(stages) + " stages of " + str(pipeline->stage_bytes) +
+               " bytes, loads issued " + str(stages - 1) + " iterations ahead with cp.async");
+  ctx.reserve_shared(stages * pipeline->stage_bytes);
+  ctx.thread_ids();
+  for (const PipelinedLoad& p : pipeline->loads) {
+    SharedTile tile = p.tile;
+    tile.offset = "(" + ring_stage(loop) + " * " + str(pipeline->stage_bytes) + " + " + p.tile.offset + ")";
+    ctx.ring_tiles[ctx.fn.op(p.load).results[0].index] = tile;
+  }
+  // The stage iteration k reads, advanced at the top of each iteration.
+  ctx.out.line("int " + ring_stage(loop) + " = " + str(stages - 1) + ";");
+  ctx.out.open("");
+  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
+  for (int j = 0; j < stages - 1; ++j) {
+    ctx.out.open("if (" + str(j) + " < " + trips + ")");
+    issue(ctx, loop, *pipeline, str(j), str(j), str(j));
+    ctx.out.close();
+    ctx.out.line("tg_cp_async_commit();");
+  }
+  ctx.out.close();
+}
+
+void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trips, const std::string& k) {
+  std::optional<LoopPipeline> pipeline = plan(ctx, loop);
+  if (!pipeline || !active(ctx, *pipeline)) return;
+  int stages = pipeline->stages;
+  std::string ring = ring_stage(loop), last = str(stages - 1);
+  ctx.out.line(ring + " = " + ring + " == " + last + " ? 0 : " + ring + " + 1;  // k % " + str(stages));
+  ctx.out.line("tg_cp_async_wait<" + str(stages - 2) + ">();  // this iteration's tiles have landed");
+  ctx.full_barrier();
+  ctx.out.open("");
+  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
+  std::string ahead = str(stages - 1);
+  ctx.out.open("if (" + k + " + " + ahead + " < " + trips + ")");
+  // (k + S - 1) % S is the stage k - 1 read.
+  issue(ctx, loop, *pipeline, k + " + " + ahead, "(" + ring + " == 0 ? " + last + " : " + ring + " - 1)", ahead);
+  ctx.out.close();
+  ctx.out.line("tg_cp_async_commit();");
+  ctx.out.close();
+}
+
+void pipeline_after_loop(CudaContext& ctx, ir::OpId loop) {
+  std::optional<LoopPipeline> pipeline = plan(ctx, loop);
+  if (!pipeline || !active(ctx, *pipeline)) return;
+  ctx.out.line("tg_cp_async_wait<0>();");
+  for (const PipelinedLoad& p : pipeline->loads) ctx.ring_tiles.erase(ctx.fn.op(p.load).results[0].index);
+  ctx.release_shared();
+}
+
+}  // namespace tegula::backends::cuda

@@ -1,0 +1,34 @@
+// Structured symbols — tuples, block pointers and tensor descriptors — cross
+// runtime control flow as their *leaves*: the IR values (and numbers) they
+// hold, in a fixed order. A runtime loop carries one iteration value per leaf
+// and an `if` yields one result per leaf that differs between its branches;
+// the structure (kinds, arity, the compile-time parts of a block pointer) must
+// be the same on every path. A plain value or number is its own single leaf.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "frontend/symbol.h"
+
+namespace tegula::frontend {
+
+// A tuple, a block pointer or a tensor descriptor.
+bool is_structured(const Symbol& s);
+
+// A value, a number, or a structured symbol made only of carriable parts:
+// what a runtime loop or `if` can carry.
+bool is_carriable(const Symbol& s);
+
+// The leaves of a carriable symbol: Value or numeric Const symbols.
+std::vector<Symbol> leaves_of(const Symbol& s);
+
+// `shape` with its leaves replaced, in leaves_of order, by leaves[*next], ...
+// (advancing *next past them).
+Symbol with_leaves(const Symbol& shape, const std::vector<Symbol>& leaves, size_t* next);
+
+// Whether the leaves of `a` and `b` pair up: both plain, or both structured
+// with the same kind, arity and compile-time parts.
+bool same_structure(const Symbol& a, const Symbol& b);
+
+}  // namespace tegula::frontend

@@ -1,0 +1,386 @@
+#include "python/launch_arguments.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+
+namespace nb = nanobind;
+
+namespace tegula::python {
+
+namespace {
+
+// The leading fields of NumPy's array object (PyArrayObject_fields), which
+// NumPy's own inline accessors PyArray_DATA and PyArray_DESCR read, so they
+// are part of its ABI. The classifier still checks them against the
+// attributes once before trusting them (a free-threaded Python has a larger
+// object header, for one).
+struct NumpyArrayHead {
+  PyObject_HEAD
+  char* data;
+  int nd;
+  Py_intptr_t* dimensions;
+  Py_intptr_t* strides;
+  PyObject* base;
+  PyObject* descr;
+};
+
+// Bounds the dtype cache: arrays made with unusual dtypes may each bring a
+// new dtype object, and a longer list would cost more to search than it saves.
+constexpr size_t kMaxCachedDtypes = 32;
+
+nb::object attribute(nb::handle value, nb::handle name) {
+  PyObject* got = PyObject_GetAttr(value.ptr(), name.ptr());
+  if (!got) throw nb::python_error();
+  return nb::steal(got);
+}
+
+nb::object call_method(nb::handle value, nb::handle name) {
+  PyObject* got = PyObject_CallMethodNoArgs(value.ptr(), name.ptr());
+  if (!got) throw nb::python_error();
+  return nb::steal(got);
+}
+
+// The UTF-8 text of a str (IR scalar names are ASCII, so this is a pointer
+// into the object itself).
+std::string_view utf8(PyObject* text) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text, &size);
+  if (!data) throw nb::python_error();
+  return {data, static_cast<size_t>(size)};
+}
+
+bool as_int64(PyObject* value, int64_t& out) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  out = v;
+  return true;
+}
+
+void keep(std::vector<nb::object>& objects, PyObject* object) {
+  for (const nb::object& known : objects)
+    if (known.ptr() == object) return;
+  objects.push_back(nb::borrow(object));
+}
+
+}  // namespace
+
+// --- LaunchKey -------------------------------------------------------------------------------
+
+void LaunchKey::tuple(size_t count) {
+  bytes_ += '(';
+  auto n = static_cast<uint32_t>(count);
+  bytes_.append(reinterpret_cast<const char*>(&n), sizeof n);
+}
+
+void LaunchKey::text(std::string_view value) {
+  bytes_ += 's';
+  auto n = static_cast<uint32_t>(value.size());
+  bytes_.append(reinterpret_cast<const char*>(&n), sizeof n);
+  bytes_.append(value);
+}
+
+void LaunchKey::integer(int64_t value) {
+  bytes_ += 'i';
+  bytes_.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+void LaunchKey::boolean(bool value) { bytes_ += value ? 'T' : 'F'; }
+
+void LaunchKey::none() { bytes_ += 'N'; }
+
+void LaunchKey::real_bits(double value) {
+  bytes_ += 'd';
+  auto bits = std::bit_cast<uint64_t>(value);
+  bytes_.append(reinterpret_cast<const char*>(&bits), sizeof bits);
+}
+
+void LaunchKey::identity(PyObject* object) {
+  bytes_ += 'o';
+  auto address = reinterpret_cast<uintptr_t>(object);
+  bytes_.append(reinterpret_cast<const char*>(&address), sizeof address);
+}
+
+bool LaunchKey::part(nb::handle value, std::vector<nb::object>& kept_alive) {
+  PyObject* object = value.ptr();
+  if (PyTuple_CheckExact(object)) {
+    Py_ssize_t count = PyTuple_GET_SIZE(object);
+    tuple(static_cast<size_t>(count));
+    for (Py_ssize_t i = 0; i < count; ++i)
+      if (!part(PyTuple_GET_ITEM(object, i), kept_alive)) return false;
+    return true;
+  }
+  if (PyUnicode_CheckExact(object)) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(object, &size);
+    if (!data) {  // a lone surrogate: no UTF-8 form
+      PyErr_Clear();
+      return false;
+    }
+    text({data, static_cast<size_t>(size)});
+    return true;
+  }
+  if (PyBool_Check(object)) {
+    boolean(object == Py_True);
+    return true;
+  }
+  if (PyLong_CheckExact(object)) {
+    int64_t v = 0;
+    if (!as_int64(object, v)) return false;
+    integer(v);
+    return true;
+  }
+  if (object == Py_None) {
+    none();
+    return true;
+  }
+  if (PyFloat_CheckExact(object)) {
+    real_bits(PyFloat_AS_DOUBLE(object));
+    return true;
+  }
+  if (PyType_Check(object)) {
+    keep(kept_alive, object);  // its address must not be reused while a key holds it
+    identity(object);
+    return true;
+  }
+  return false;
+}
+
+// --- LaunchSupport ---------------------------------------------------------------------------
+
+std::vector<PyObject*> LaunchSupport::references() const {
+  return {ndarray_type.ptr(),   numpy_scalars.ptr(),  tensor_types.ptr(),   torch_scalars.ptr(),
+          runtime_part.ptr(),   constexpr_part.ptr(), data_address.ptr(),   current_stream.ptr(),
+          torch_stream.ptr()};
+}
+
+// --- ArgumentClassifier ----------------------------------------------------------------------
+
+nb::str interned(const char* text) {
+  PyObject* name = PyUnicode_InternFromString(text);
+  if (!name) throw nb::python_error();
+  return nb::steal<nb::str>(name);
+}
+
+ArgumentClassifier::ArgumentClassifier(LaunchSupport support)
+    : support_(std::move(support)),
+      dtype_name_(interned("dtype")),
+      is_cuda_name_(interned("is_cuda")),
+      is_cpu_name_(interned("is_cpu")),
+      data_ptr_name_(interned("data_ptr")),
+      get_device_name_(interned("get_device")) {}
+
+bool ArgumentClassifier::runtime(nb::handle kernel, nb::handle param, nb::handle value, bool specialize,
+                                 LaunchKey& key, HostValue& out) {
+  PyObject* object = value.ptr();
+  PyTypeObject* type = Py_TYPE(object);
+  if (reinterpret_cast<PyObject*>(type) == support_.ndarray_type.ptr()) {
+    if (numpy_array(value, key, out)) return true;
+  } else if (type == &PyLong_Type) {
+    int64_t v = 0;
+    if (as_int64(object, v)) {
+      // ("i", width, is_one, div16), as _specialize.int_part makes it.
+      bool fits_i32 = v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+      key.tuple(4);
+      key.text("i");
+      key.text(fits_i32 ? "i32" : "i64");
+      key.boolean(specialize && v == 1);
+      key.boolean(specialize && v % 16 == 0);
+      out = {HostValue::Kind::Int, static_cast<uint64_t>(v), 0.0};
+      return true;
+    }
+  } else if (type == &PyFloat_Type) {
+    key.tuple(1);
+    key.text("f");
+    out = {HostValue::Kind::Float, 0, PyFloat_AS_DOUBLE(object)};
+    return true;
+  } else if (type == &PyBool_Type) {
+    key.tuple(1);
+    key.text("b");
+    out = {HostValue::Kind::Bool, object == Py_True ? 1u : 0u, 0.0};
+    return true;
+  } else if (is_torch_type(type)) {
+    if (torch_tensor(value, key, out)) return true;
+  }
+  return from_python(kernel, param, value, specialize, key, out);
+}
+
+bool ArgumentClassifier::constexpr_value(nb::handle kernel, nb::handle param, nb::handle value, LaunchKey& key) {
+  // ("c", type, value), as _specialize.constexpr_part makes it; a float by
+  // its bits rather than float.hex() (finer, which the key may be).
+  PyObject* object = value.ptr();
+  PyTypeObject* type = Py_TYPE(object);
+  auto head = [&] {
+    key.tuple(3);
+    key.text("c");
+    key.identity(reinterpret_cast<PyObject*>(type));
+  };
+  if (type == &PyLong_Type) {
+    int64_t v = 0;
+    if (as_int64(object, v)) {
+      head();
+      key.integer(v);
+      return true;
+    }
+  } else if (type == &PyBool_Type) {
+    head();
+    key.boolean(object == Py_True);
+    return true;
+  } else if (object == Py_None) {
+    head();
+    key.none();
+    return true;
+  } else if (type == &PyUnicode_Type) {
+    Py_ssize_t size = 0;
+    if (const char* data = PyUnicode_AsUTF8AndSize(object, &size)) {
+      head();
+      key.text({data, static_cast<size_t>(size)});
+      return true;
+    }
+    PyErr_Clear();
+  } else if (type == &PyFloat_Type) {
+    head();
+    key.real_bits(PyFloat_AS_DOUBLE(object));
+    return true;
+  }
+  // tl.constexpr wrappers, tl.dtypes, NumPy scalars, and the errors.
+  nb::object part = support_.constexpr_part(kernel, param, value);
+  return key.part(part, kept_alive_);
+}
+
+bool ArgumentClassifier::numpy_array(nb::handle value, LaunchKey& key, HostValue& out) {
+  auto* head = reinterpret_cast<NumpyArrayHead*>(value.ptr());
+  nb::object dtype_holder;
+  PyObject* dtype = nullptr;
+  uint64_t address = 0;
+  if (numpy_layout_ == NumpyLayout::Direct) {
+    dtype = head->descr;
+    address = reinterpret_cast<uintptr_t>(head->data);
+  } else {
+    dtype_holder = attribute(value, dtype_name_);
+    dtype = dtype_holder.ptr();
+    address = nb::cast<uint64_t>(support_.data_address(value));
+    if (numpy_layout_ == NumpyLayout::Unknown)
+      numpy_layout_ = head->descr == dtype && reinterpret_cast<uintptr_t>(head->data) == address
+                          ? NumpyLayout::Direct
+                          : NumpyLayout::Attributes;
+  }
+  PyObject* scalar = numpy_scalar(dtype);
+  if (!scalar) return false;  // the Python side reports (or handles) other dtypes
+  key.tuple(3);
+  key.text("p");
+  key.text(utf8(scalar));
+  key.boolean(address % 16 == 0);
+  out = {HostValue::Kind::Address, address, 0.0};
+  return true;
+}
+
+PyObject* ArgumentClassifier::numpy_scalar(PyObject* dtype) {
+  for (const auto& [known, scalar] : numpy_dtypes_)
+    if (known.ptr() == dtype) return scalar.ptr();
+  PyObject* scalar = PyDict_GetItemWithError(support_.numpy_scalars.ptr(), dtype);  // borrowed
+  if (!scalar) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    return nullptr;
+  }
+  if (numpy_dtypes_.size() < kMaxCachedDtypes) numpy_dtypes_.emplace_back(nb::borrow(dtype), nb::borrow(scalar));
+  return scalar;
+}
+
+bool ArgumentClassifier::is_torch_type(PyTypeObject* type) const {
+  for (const nb::object& known : torch_types_)
+    if (known.ptr() == reinterpret_cast<PyObject*>(type)) return true;
+  return false;
+}
+
+// The fast part of _specialize._torch_tensor_part: dtype object, is_cuda /
+// is_cpu, data_ptr() and get_device(); anything unusual goes to Python.
+bool ArgumentClassifier::torch_tensor(nb::handle value, LaunchKey& key, HostValue& out) {
+  nb::object dtype = attribute(value, dtype_name_);
+  PyObject* scalar = PyDict_GetItemWithError(support_.torch_scalars.ptr(), dtype.ptr());
+  if (!scalar) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    return false;
+  }
+  nb::object is_cuda = attribute(value, is_cuda_name_);
+  bool on_device = is_cuda.ptr() == Py_True;
+  if (!on_device && attribute(value, is_cpu_name_).ptr() != Py_True) return false;
+  uint64_t address = nb::cast<uint64_t>(call_method(value, data_ptr_name_));
+  int64_t device = on_device ? nb::cast<int64_t>(call_method(value, get_device_name_)) : 0;
+  key.tuple(on_device ? 4 : 3);
+  key.text("p");
+  key.text(utf8(scalar));
+  key.boolean(address % 16 == 0);
+  if (on_device) key.integer(device);
+  out = {HostValue::Kind::Address, address, 0.0};
+  return true;
+}
+
+bool ArgumentClassifier::from_python(nb::handle kernel, nb::handle param, nb::handle value, bool specialize,
+                                     LaunchKey& key, HostValue& out) {
+  nb::object result = support_.runtime_part(kernel, param, value, specialize);
+  if (!PyTuple_CheckExact(result.ptr()) || PyTuple_GET_SIZE(result.ptr()) != 2) return false;
+  PyObject* part = PyTuple_GET_ITEM(result.ptr(), 0);
+  PyObject* launch_value = PyTuple_GET_ITEM(result.ptr(), 1);
+  // The Python side learns torch tensor types on their first launch; so do we.
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(value.ptr()));
+  if (!is_torch_type(Py_TYPE(value.ptr())) && PyDict_Contains(support_.tensor_types.ptr(), type) == 1)
+    torch_types_.push_back(nb::borrow(type));
+  PyErr_Clear();  // PyDict_Contains cannot fail for a type key; be sure anyway
+
+  if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(part, 0)))
+    return false;
+  std::string_view tag = utf8(PyTuple_GET_ITEM(part, 0));
+  if (tag == "p" && PyLong_Check(launch_value)) {
+    unsigned long long address = PyLong_AsUnsignedLongLong(launch_value);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    out = {HostValue::Kind::Address, address, 0.0};
+  } else if (tag == "i" && PyLong_Check(launch_value)) {
+    int64_t v = 0;
+    if (as_int64(launch_value, v)) {
+      out = {HostValue::Kind::Int, static_cast<uint64_t>(v), 0.0};
+    } else {
+      unsigned long long u = PyLong_AsUnsignedLongLong(launch_value);
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+      }
+      out = {HostValue::Kind::UInt, u, 0.0};
+    }
+  } else if (tag == "f" && PyFloat_Check(launch_value)) {
+    out = {HostValue::Kind::Float, 0, PyFloat_AS_DOUBLE(launch_value)};
+  } else if (tag == "b" && PyBool_Check(launch_value)) {
+    out = {HostValue::Kind::Bool, launch_value == Py_True ? 1u : 0u, 0.0};
+  } else {
+    return false;
+  }
+  return key.part(part, kept_alive_);
+}
+
+std::vector<PyObject*> ArgumentClassifier::references() const {
+  std::vector<PyObject*> out = support_.references();
+  for (const auto& [dtype, scalar] : numpy_dtypes_) {
+    out.push_back(dtype.ptr());
+    out.push_back(scalar.ptr());
+  }
+  for (const nb::object& type : torch_types_) out.push_back(type.ptr());
+  for (const nb::object& object : kept_alive_) out.push_back(object.ptr());
+  return out;
+}
+
+void ArgumentClassifier::clear() {
+  numpy_dtypes_.clear();
+  torch_types_.clear();
+  kept_alive_.clear();
+  support_ = LaunchSupport{};
+}
+
+}  // namespace tegula::python

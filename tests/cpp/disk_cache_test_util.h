@@ -1,0 +1,81 @@
+// What the disk cache tests share: a stand-in kernel library, a sample
+// manifest and a fixture with a private cache directory.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "runtime/disk_cache.h"
+#include "runtime_test_util.h"
+#include "support/sha256.h"
+
+namespace tegula::testing {
+
+using runtime::CacheManifest;
+using runtime::DiskCache;
+using runtime::Stages;
+
+inline const std::string kKey = sha256_hex("a kernel");
+
+// A stand-in for a compiled kernel: records its launch range.
+inline constexpr const char* kKernelSource = R"(
+#include <cstdint>
+extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t first, int64_t last) {
+  int64_t* out = *static_cast<int64_t* const*>(args[0]);
+  out[0] = first;
+  out[1] = last;
+}
+extern "C" int tegula_test_marker() { return 7; }
+)";
+
+inline CacheManifest sample_manifest() {
+  CacheManifest m;
+  m.kernel_name = "add";
+  m.params = {{"x_ptr", ir::Type::ptr(ir::Scalar::F32), 16},
+              {"out", ir::Type::ptr(ir::Scalar::BF16), 1},
+              {"n", ir::Type::of(ir::Scalar::I32), 16},
+              {"flag", ir::Type::of(ir::Scalar::I1), 1}};
+  return m;
+}
+
+inline int mode_of(const std::string& path) {
+  struct stat info{};
+  EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
+  return info.st_mode & 0777;
+}
+
+// A private cache directory and the stand-in kernel built next to it.
+class DiskCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = runtime::resolve_cache_directory(tmp_ / "cache");
+    build_shared_object(kKernelSource, tmp_ / "kernel.so");
+  }
+
+  // What the driver does after a build: a fresh library in the cache dir, published.
+  void publish(const DiskCache& cache, const Stages* stages = nullptr) {
+    std::string built = cache.temporary_path(kKey, "so");
+    std::filesystem::copy_file(tmp_ / "kernel.so", built);
+    CacheManifest m = sample_manifest();
+    cache.store(cache.lock(kKey), built, m, stages);
+    EXPECT_FALSE(std::filesystem::exists(built));
+  }
+
+  static int64_t run_entry(void* entry) {
+    int64_t out[2] = {-1, -1};
+    int64_t* out_ptr = out;
+    void* args[] = {&out_ptr};
+    int32_t grid[3] = {1, 1, 1};
+    reinterpret_cast<void (*)(void* const*, const int32_t*, int64_t, int64_t)>(entry)(args, grid, 3, 9);
+    return out[0] * 100 + out[1];
+  }
+
+  TempDir tmp_;
+  std::string directory_;
+};
+
+}  // namespace tegula::testing

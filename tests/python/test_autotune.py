@@ -1,0 +1,486 @@
+"""@tegula.autotune, @tegula.heuristics and tegula.Config: choosing the fastest
+config, the per-key and on-disk caches, arguments left exactly as one launch
+leaves them, skipped configs, pruning and the TEGULA_PRINT_AUTOTUNING report.
+
+Most tests wrap module-level @jit kernels in a fresh Autotuner with
+``cache_results=False``, so that each starts with nothing tuned while the
+compiled kernels themselves come from the shared kernel cache.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula import _kernel_effects
+from tegula._autotune_report import Progress
+from tegula.autotune import AutotuneError, AutotuneWarning
+
+FAST = {"warmup": 1, "rep": 3, "cache_results": False}  # short timing budgets (ms), no disk
+
+
+def _tuner(kernel, configs, key=("n",), **options):
+    return tegula.autotune(configs=configs, key=list(key), **{**FAST, **options})(kernel)
+
+
+@tegula.jit
+def add_one_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+
+@tegula.jit
+def spin_kernel(x_ptr, out_ptr, n, REPEAT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask, other=1.0)
+    for _ in range(REPEAT):  # REPEAT - 1 of these are redundant work for the tuner to avoid
+        y = tl.sqrt(y * y + 1.0) - 0.5
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+def _grid(n):
+    return lambda meta: (tegula.cdiv(n, meta["BLOCK"]),)
+
+
+def test_picks_the_fastest_config(backend):
+    # About 100 us of dependent arithmetic per element on the GPU, 10 ms in all on the CPU.
+    n, repeat = (1 << 16, 5000) if backend.is_cuda else (4096, 1000)
+    x = np.random.default_rng(0).random(n, dtype=np.float32)
+    xs, out = backend.array(x), backend.zeros(n, np.float32)
+    slow, fast = tegula.Config({"REPEAT": repeat, "BLOCK": 256}), tegula.Config({"REPEAT": 1, "BLOCK": 256})
+    kernel = _tuner(spin_kernel, [slow, fast])
+    kernel[_grid(n)](xs, out, n)
+    assert kernel.best_config is fast
+    assert kernel.cache == {(n, "f32", "f32", "cuda:0" if backend.is_cuda else "cpu"): fast}
+    slow_ms, fast_ms = kernel.configs_timings[slow][0], kernel.configs_timings[fast][0]
+    assert slow_ms > 3 * fast_ms
+    np.testing.assert_allclose(backend.numpy(out), np.sqrt(x * x + 1) - 0.5, rtol=1e-6)
+
+
+def _counting_bench(counter, configs_seen=None):
+    """A do_bench replacement that counts trials and ranks configs by call order."""
+
+    def bench(fn, quantiles):
+        counter.append(1)
+        fn()
+        return [float(len(counter))] * len(quantiles)
+
+    return bench
+
+
+def test_each_key_is_tuned_once(backend):
+    trials = []
+    configs = [tegula.Config({"BLOCK": b}) for b in (32, 64, 128)]
+    kernel = _tuner(add_one_kernel, configs, do_bench=_counting_bench(trials))
+    for n in (1000, 1000, 700, 1000, 700):
+        x = backend.zeros(n, np.float32)
+        kernel[_grid(n)](x, n)
+        np.testing.assert_array_equal(backend.numpy(x), 1.0)
+    assert len(trials) == 6  # three configs for n=1000, three for n=700, nothing after
+    where = "cuda:0" if backend.is_cuda else "cpu"
+    assert set(kernel.cache) == {(1000, "f32", where), (700, "f32", where)}
+    assert kernel.best_config is configs[0]  # the counting bench ranks the first config fastest
+
+
+def test_in_place_kernel_over_eight_configs_changes_data_like_one_launch(backend):
+    n = 1000
+    x0 = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    x = backend.array(x0.copy())
+    configs = [tegula.Config({"BLOCK": b}, num_warps=w) for b in (32, 64, 128, 256) for w in (1, 2)]
+    launches = []
+
+    def count(args):
+        launches.append(1)
+
+    for config in configs:
+        config.pre_hook = count
+    kernel = _tuner(add_one_kernel, configs)
+    kernel[_grid(n)](x, n)
+    assert len(launches) > 8  # every config ran, several times
+    np.testing.assert_array_equal(backend.numpy(x), x0 + 1)
+    kernel[_grid(n)](x, n)  # tuned: one plain launch
+    np.testing.assert_array_equal(backend.numpy(x), (x0 + 1) + 1)  # float32 rounding of each step
+
+
+@tegula.jit
+def accumulate_kernel(x_ptr, total_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.load(total_ptr)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0))
+    tl.store(total_ptr, acc)
+
+
+def test_reset_to_zero_zeroes_before_each_trial_and_restores_after(backend):
+    n = 300
+    x = np.arange(n, dtype=np.float32)
+    total = backend.full(1, 5.0, np.float32)
+    seen = []
+
+    def record(args):
+        seen.append(float(backend.numpy(args["total_ptr"])[0]))
+
+    configs = [tegula.Config({"BLOCK": b}, pre_hook=record) for b in (32, 128)]
+    kernel = _tuner(accumulate_kernel, configs, reset_to_zero=["total_ptr"])
+    kernel[(1,)](backend.array(x), total, n)
+    assert seen[:-1] and set(seen[:-1]) == {0.0}  # every trial started from zero
+    assert seen[-1] == 5.0  # the real launch sees the caller's value
+    assert float(backend.numpy(total)[0]) == 5.0 + x.sum()
+
+
+@tegula.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def test_output_aliasing_an_input_is_restored(backend):
+    # out_ptr is only written, but it is the same array as x_ptr: tuning must
+    # still put x back before every trial, or x would be doubled many times.
+    n = 500
+    x0 = np.arange(n, dtype=np.float32)
+    x = backend.array(x0.copy())
+    kernel = _tuner(scale_kernel, [tegula.Config({"BLOCK": b}) for b in (64, 128)])
+    kernel[_grid(n)](x, x, n)
+    np.testing.assert_array_equal(backend.numpy(x), 2 * x0)
+
+
+def test_restore_value_is_honoured_for_write_only_outputs(backend):
+    n = 200
+    x = backend.array(np.ones(n, dtype=np.float32))
+    out = backend.full(n, -7.0, np.float32)
+    seen = []
+    configs = [tegula.Config({"BLOCK": b}, pre_hook=lambda a: seen.append(backend.numpy(a["out_ptr"]).copy()))
+               for b in (64, 128)]
+    kernel = _tuner(scale_kernel, configs, restore_value=["out_ptr"])
+    kernel[_grid(n)](x, out, n)
+    assert all((s == -7.0).all() for s in seen)
+    np.testing.assert_array_equal(backend.numpy(out), 2.0)
+
+
+@tegula.autotune(configs=[tegula.Config({"BLOCK": 64}), tegula.Config({"BLOCK": 128}, num_warps=2)],
+                 key=["n"], warmup=1, rep=3, cache_results=False)
+@tegula.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0,
+                    "SCALE": lambda args: 3 if args["n"] > 100 else 2})
+@tegula.jit
+def stacked_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr, SCALE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * SCALE)
+    else:
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * SCALE, mask=mask)
+
+
+@pytest.mark.parametrize("n", [256, 300, 50])
+def test_heuristics_under_autotune_compute_constexprs(backend, n):
+    x = np.arange(n, dtype=np.float32)
+    out = backend.full(n + 64, -1.0, np.float32)
+    grid_meta = []
+
+    def grid(meta):
+        grid_meta.append(meta)
+        return (tegula.cdiv(n, meta["BLOCK"]),)
+
+    stacked_kernel[grid](backend.array(x), out, n)
+    result = backend.numpy(out)
+    np.testing.assert_array_equal(result[:n], x * (3 if n > 100 else 2))
+    np.testing.assert_array_equal(result[n:], -1.0)  # the masked tail is untouched
+    last = grid_meta[-1]
+    assert last["BLOCK"] == stacked_kernel.best_config.kwargs["BLOCK"]
+    assert last["EVEN"] == (n % last["BLOCK"] == 0) and last["SCALE"] == (3 if n > 100 else 2)
+
+
+@tegula.heuristics({"BLOCK": lambda args: tegula.next_power_of_2(args["n"])})
+@tegula.jit
+def whole_row_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+
+def test_heuristics_alone_and_their_errors(backend):
+    x = backend.zeros(37, np.float32)
+    whole_row_kernel[(1,)](x, 37)
+    np.testing.assert_array_equal(backend.numpy(x), 1.0)
+    with pytest.raises(ValueError, match="kernel 'whole_row_kernel' got 'BLOCK', which its @heuristics "
+                                         "computes; do not pass it"):
+        whole_row_kernel[(1,)](x, 37, BLOCK=64)
+
+
+def test_tuple_grid_and_keyword_arguments(backend):
+    n = 256
+    x = backend.zeros(n, np.float32)
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 256}), tegula.Config({"BLOCK": 512})])
+    kernel[(1,)](x_ptr=x, n=n)
+    np.testing.assert_array_equal(backend.numpy(x), 1.0)
+
+
+def test_a_config_that_fails_to_compile_is_skipped(backend):
+    n = 100
+    x = backend.zeros(n, np.float32)
+    bad, good = tegula.Config({"BLOCK": 100}), tegula.Config({"BLOCK": 64})
+    kernel = _tuner(add_one_kernel, [bad, good])
+    with pytest.warns(AutotuneWarning, match=r"autotune of kernel 'add_one_kernel': skipped config "
+                                             r"BLOCK: 100 \(failed to compile: CompilationError: "):
+        kernel[_grid(n)](x, n)
+    assert kernel.best_config is good
+    assert kernel.configs_timings[bad] is None
+    np.testing.assert_array_equal(backend.numpy(x), 1.0)
+
+
+def test_all_configs_failing_is_one_clear_error(backend):
+    x = backend.zeros(10, np.float32)
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 100}), tegula.Config({"BLOCK": 48})])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AutotuneWarning)
+        with pytest.raises(AutotuneError) as info:
+            kernel[_grid(10)](x, 10)
+    message = str(info.value)
+    assert message.startswith("every autotune config of kernel 'add_one_kernel' failed:\n")
+    assert "  BLOCK: 100: failed to compile: CompilationError: " in message
+    assert "  BLOCK: 48: failed to compile: CompilationError: " in message
+    np.testing.assert_array_equal(backend.numpy(x), 0.0)
+
+
+def test_one_cause_for_every_config_is_raised_as_itself(backend):
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64}), tegula.Config({"BLOCK": 128})])
+    with pytest.raises(TypeError, match="argument 'x_ptr' of kernel 'add_one_kernel' must be an array"):
+        kernel[(1,)]([1.0, 2.0], 2)
+
+
+def test_pruning_by_early_prune_and_perf_model(backend):
+    trials, early_seen = [], []
+    configs = [tegula.Config({"BLOCK": b}) for b in (32, 64, 128, 256, 512)]
+
+    def early(configs, named, **kwargs):
+        early_seen.append(sorted(named))
+        return [c for c in configs if c.kwargs["BLOCK"] <= named["n"]]
+
+    def model(**args):
+        return abs(args["BLOCK"] - 100)  # 128 and 64 estimated best
+
+    kernel = _tuner(add_one_kernel, configs, do_bench=_counting_bench(trials),
+                    prune_configs_by={"early_config_prune": early, "perf_model": model, "top_k": 2})
+    x = backend.zeros(200, np.float32)
+    kernel[_grid(200)](x, 200)
+    assert early_seen == [["n", "x_ptr"]]
+    assert len(trials) == 2
+    assert kernel.best_config.kwargs["BLOCK"] in (64, 128)
+    np.testing.assert_array_equal(backend.numpy(x), 1.0)
+
+
+def test_tuned_meta_parameters_cannot_be_passed(backend):
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64})])
+    with pytest.raises(ValueError, match="kernel 'add_one_kernel' got 'BLOCK', which its autotune configs "
+                                         "set; do not pass tuned meta-parameters"):
+        kernel[(1,)](backend.zeros(4, np.float32), 4, BLOCK=64)
+
+
+def test_names_are_checked_against_the_kernel():
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64})], key=["size"])
+    with pytest.raises(ValueError, match=r"autotune key of kernel 'add_one_kernel' names 'size', which is "
+                                         r"not one of its parameters \(x_ptr, n, BLOCK\)"):
+        kernel[(1,)](np.zeros(4, np.float32), 4)
+    with pytest.raises(TypeError, match="@tegula.autotune goes above @tegula.jit"):
+        tegula.autotune(configs=[], key=[])(lambda x: x)
+    with pytest.raises(ValueError, match="prune_configs_by of kernel 'add_one_kernel' has unknown entries"):
+        tegula.autotune(configs=[], key=[], prune_configs_by={"topk": 1})(add_one_kernel)
+    with pytest.raises(ValueError, match="Config num_warps must be a positive int or None, got 0"):
+        tegula.Config({"BLOCK": 1}, num_warps=0)
+
+
+def test_print_autotuning_reports_every_config_and_the_choice(backend, monkeypatch, capsys):
+    monkeypatch.setenv("TEGULA_PRINT_AUTOTUNING", "1")
+    configs = [tegula.Config({"BLOCK": 64}), tegula.Config({"BLOCK": 128}, num_warps=2)]
+    kernel = _tuner(add_one_kernel, configs)
+    x = backend.zeros(300, np.float32)
+    kernel[_grid(300)](x, 300)
+    where = "cuda:0" if backend.is_cuda else "cpu"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"tegula autotune: kernel 'add_one_kernel' key (300, 'f32', '{where}'): 2 configs"
+    assert lines[1].startswith("  BLOCK: 64: ") and lines[1].endswith(")") and " ms (20%-80%: " in lines[1]
+    assert lines[2].startswith("  BLOCK: 128, num_warps: 2: ")
+    assert lines[3].startswith(f"tegula autotune: kernel 'add_one_kernel' chose {kernel.best_config} (")
+    kernel[_grid(300)](x, 300)
+    assert capsys.readouterr().out == ""  # nothing tuned, nothing printed
+
+
+def test_progress_shows_on_a_terminal_after_a_second(monkeypatch):
+    class Terminal:
+        def __init__(self, tty):
+            self.text, self.tty = "", tty
+
+        def isatty(self):
+            return self.tty
+
+        def write(self, text):
+            self.text += text
+
+        def flush(self):
+            pass
+
+    terminal, pipe = Terminal(True), Terminal(False)
+    for stream in (terminal, pipe):
+        progress = Progress("k", 3, stream)
+        progress.show("timing", 0, tegula.Config({"BLOCK": 8}))  # too early: nothing
+        progress.started -= 2.0
+        progress.show("timing", 1, tegula.Config({"BLOCK": 16}))
+        progress.done()
+    assert terminal.text == "\r\x1b[Ktegula autotune 'k': timing 2/3: BLOCK: 16\r\x1b[K"
+    assert pipe.text == ""
+
+
+# --- the on-disk tuning cache, across processes -------------------------------------------
+
+TUNE_AND_REPORT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tegula
+    import tegula.language as tl
+
+    trials = []
+
+    def counting_bench(fn, quantiles):
+        trials.append(1)
+        fn()
+        return [float(len(trials))] * len(quantiles)
+
+    @tegula.autotune(configs=[tegula.Config({"BLOCK": 32}), tegula.Config({"BLOCK": 64}),
+                              tegula.Config({"BLOCK": 128})],
+                     key=["n"], do_bench=counting_bench)
+    @tegula.jit
+    def double_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+    n = 1000
+    x0 = np.arange(n, dtype=np.float32)
+    if sys.argv[1] == "cuda":
+        import torch
+        x = torch.from_numpy(x0).cuda()
+    else:
+        x = x0.copy()
+    double_kernel[lambda meta: (tegula.cdiv(n, meta["BLOCK"]),)](x, n)
+    result = x.cpu().numpy() if sys.argv[1] == "cuda" else x
+    assert (result == 2 * x0).all()
+    print(json.dumps({"trials": len(trials), "stats": tegula.runtime_stats(),
+                      "best": str(double_kernel.best_config)}))
+""")
+
+
+def test_a_second_process_reuses_the_tuning(tmp_path, backend):
+    script = tmp_path / "tune_me.py"
+    script.write_text(TUNE_AND_REPORT)
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("TEGULA_PRINT_AUTOTUNING", None)
+
+    def run():
+        done = subprocess.run([sys.executable, str(script), backend.name], env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run()
+    assert first["trials"] == 3 and first["stats"]["builds"] == 3 and first["best"] == "BLOCK: 32"
+    second = run()
+    assert second["trials"] == 0 and second["best"] == "BLOCK: 32"
+    assert second["stats"]["builds"] == 0 and second["stats"]["frontend_runs"] == 0
+    assert second["stats"]["disk_hits"] == 1  # only the chosen config is loaded
+    folder = tmp_path / "cache" / "autotune"
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    [entry] = list(folder.iterdir())
+    record = json.loads(entry.read_text())
+    assert record["kernel"] == "double_kernel" and record["config"]["kwargs"] == {"BLOCK": 32}
+    assert record["identity"]["key"][0] == 1000
+    assert record["identity"]["device"].startswith("cuda " if backend.is_cuda else "cpu ")
+
+
+def test_a_damaged_tuning_record_is_a_miss(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path / "cache"))
+    trials = []
+    configs = [tegula.Config({"BLOCK": b}) for b in (32, 64)]
+    x = np.zeros(100, np.float32)
+    kernel = tegula.autotune(configs=configs, key=["n"], do_bench=_counting_bench(trials))(add_one_kernel)
+    kernel[_grid(100)](x, 100)
+    [entry] = list((tmp_path / "cache" / "autotune").iterdir())
+    assert len(trials) == 2
+    again = tegula.autotune(configs=configs, key=["n"], do_bench=_counting_bench(trials))(add_one_kernel)
+    again[_grid(100)](x, 100)
+    assert len(trials) == 2  # read back, not re-timed
+    entry.write_text(entry.read_text()[:40])
+    third = tegula.autotune(configs=configs, key=["n"], do_bench=_counting_bench(trials))(add_one_kernel)
+    third[_grid(100)](x, 100)
+    assert len(trials) == 4  # unreadable: tuned again, and rewritten whole
+    assert json.loads(entry.read_text())["config"]["kwargs"] == {"BLOCK": 32}
+    np.testing.assert_array_equal(x, 3.0)
+
+
+# --- which arguments a kernel writes, from its IR ----------------------------------------
+
+
+@tegula.jit
+def effects_kernel(x_ptr, y_ptr, idx_ptr, unused_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    where = y_ptr + tl.load(idx_ptr + offs, mask=mask, other=0)
+    for _ in range(n):  # a pointer carried through a loop
+        where += 1
+    tl.store(where, x, mask=mask)
+    tl.store(x_ptr + offs, x + 1, mask=mask)
+
+
+def test_kernel_effects_follow_pointers_through_loads_and_loops():
+    a = np.zeros(64, np.float32)
+    info = effects_kernel.inspect(a, a, np.zeros(64, np.int32), a, 64, BLOCK=64)
+    effects = _kernel_effects.analyze(info.ir)
+    E = _kernel_effects.ParamEffects
+    assert effects == {"x_ptr": E(read=True, written=True), "y_ptr": E(written=True),
+                       "idx_ptr": E(read=True), "unused_ptr": E()}
+
+
+def test_kernel_effects_assume_the_worst_about_unknown_text():
+    assert _kernel_effects.analyze("not ir") is None
+    assert _kernel_effects.analyze("kernel @k(%p: ptr<f32>) {\n  store %p, %p\n") is None
+    ir = ("kernel @k(%p: ptr<f32>, %q: ptr<f32>, %a: i64) {\n"
+          "  %0 = cast %a : ptr<f32>\n"
+          "  %1 = constant {value = 1.0} : f32\n"
+          "  store %0, %1\n"
+          "  return\n"
+          "}\n")
+    effects = _kernel_effects.analyze(ir)
+    assert effects["p"].written and effects["q"].written  # an address made from an integer
+
+
+def test_kernel_effects_of_atomics():
+    ir = ("kernel @k(%acc: ptr<f32>, %x: ptr<f32>) {\n"
+          "  %0 = load %x : f32                                        // k.py:2:9\n"
+          "  %1 = atomic_rmw %acc, %0 {op = \"add\", sem = \"acq_rel\"} : f32  // k.py:3:5\n"
+          "  return\n"
+          "}\n")
+    E = _kernel_effects.ParamEffects
+    assert _kernel_effects.analyze(ir) == {"acc": E(read=True, written=True, atomic=True), "x": E(read=True)}
+
+
+# --- the example ---------------------------------------------------------------------------
+
+
+def test_matmul_autotune_example_prunes_tunes_and_matches(backend):
+    import matmul_autotune
+
+    # Small and odd: the example's pruning keeps the two configs whose tiles fit.
+    config = matmul_autotune.check(40, 24, 20, device=backend.name)
+    assert config.kwargs["BLOCK_N"] == 32 and config.kwargs["BLOCK_M"] <= 32
+    assert len(matmul_autotune.CONFIGS) >= 8

@@ -1,0 +1,346 @@
+"""The on-disk kernel cache under stress and attack: eight processes compiling
+the same kernels at once, truncated and tampered entries, leftovers of killed
+processes, and cache directories other users could write to
+(docs/runtime.md, "Safety rules").
+
+Every process here is a fresh interpreter working on a fresh cache directory,
+so the counters of ``tegula.runtime_stats()`` say exactly what it did:
+``builds`` (C++ compiler or NVRTC runs), ``disk_hits`` and ``disk_rejected``
+(entries found but refused, then rebuilt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+
+TESTS = pathlib.Path(__file__).resolve().parent
+N = 1000  # not a multiple of any block: every kernel has a masked tail
+
+
+# --- three kernels and their NumPy references ---------------------------------------------
+
+@tegula.jit
+def scaled_add(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x * alpha + y, mask=mask)
+
+
+@tegula.jit
+def row_max(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * cols + offs, mask=offs < cols, other=-1e30)
+    tl.store(out_ptr + row, tl.max(x, axis=0))
+
+
+@tegula.jit
+def clamp_int(x_ptr, out_ptr, lo, hi, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.minimum(tl.maximum(x, lo), hi), mask=mask)
+
+
+KERNEL_NAMES = ("scaled_add", "row_max", "clamp_int")
+
+
+def run_kernels(backend_name: str, seed: int) -> None:
+    """Launches the three kernels on random data and checks them against NumPy
+    (also what every worker process runs)."""
+    from conftest import Backend
+
+    backend = Backend(backend_name)
+    rng = np.random.default_rng(seed)
+
+    x = rng.standard_normal(N).astype(np.float32)
+    y = rng.standard_normal(N).astype(np.float32)
+    out = backend.empty(N, np.float32)
+    scaled_add[(N + 127) // 128,](backend.array(x), backend.array(y), out, 1.5, N, BLOCK=128)
+    np.testing.assert_allclose(backend.numpy(out), x * np.float32(1.5) + y, rtol=1e-6, atol=1e-6)
+
+    rows, cols = 7, 45
+    m = rng.standard_normal((rows, cols)).astype(np.float32)
+    maxima = backend.empty(rows, np.float32)
+    row_max[(rows,)](backend.array(m), maxima, cols, BLOCK=64)
+    np.testing.assert_array_equal(backend.numpy(maxima), m.max(axis=1))
+
+    ints = rng.integers(-1000, 1000, N, dtype=np.int32)
+    clamped = backend.empty(N, np.int32)
+    clamp_int[(N + 255) // 256,](backend.array(ints), clamped, -100, 250, N, BLOCK=256)
+    np.testing.assert_array_equal(backend.numpy(clamped), np.clip(ints, -100, 250))
+
+
+# A worker: signals it is ready, waits for the go file (so all start
+# compiling together), runs the kernels, prints its counters.
+WORKER = textwrap.dedent(f"""
+    import json, os, sys, time
+    sys.path.insert(0, {str(TESTS)!r})
+    ready, go, backend, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    import tegula
+    import test_cache_safety
+    open(ready, "w").close()
+    while not os.path.exists(go):
+        time.sleep(0.002)
+    test_cache_safety.run_kernels(backend, seed)
+    print(json.dumps(tegula.runtime_stats()))
+""")
+
+
+def _env(cache: pathlib.Path, backend_name: str) -> dict:
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(cache), TEGULA_NUM_THREADS="2")
+    env.pop("TEGULA_DUMP_DIR", None)  # stages would be kept: not what this test is about
+    return env
+
+
+def _start(cache: pathlib.Path, backend_name: str, count: int, tmp: pathlib.Path) -> list:
+    """`count` workers started together; returns their counters."""
+    go = tmp / f"go-{time.monotonic_ns()}"
+    workers = []
+    for i in range(count):
+        ready = tmp / f"ready-{go.name}-{i}"
+        proc = subprocess.Popen([sys.executable, "-c", WORKER, str(ready), str(go), backend_name, str(i)],
+                                env=_env(cache, backend_name), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        workers.append((proc, ready))
+    deadline = time.monotonic() + 120
+    while not all(ready.exists() or proc.poll() is not None for proc, ready in workers):
+        assert time.monotonic() < deadline, "workers did not start"
+        time.sleep(0.005)
+    go.touch()
+    results = []
+    for proc, _ in workers:
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr
+        results.append(json.loads(stdout.strip().splitlines()[-1]))
+    return results
+
+
+def _run_one(cache: pathlib.Path, backend_name: str, tmp: pathlib.Path) -> dict:
+    return _start(cache, backend_name, 1, tmp)[0]
+
+
+def _payload_suffix(backend_name: str) -> str:
+    return ".cubin" if backend_name == "cuda" else ".so"
+
+
+def _entries(cache: pathlib.Path, backend_name: str) -> dict:
+    """{kernel name: (manifest path, payload path)} of the cache's entries,
+    each checked: the manifest is complete and names its payload's hash."""
+    entries = {}
+    for manifest in sorted(cache.glob("*.meta")):
+        text = manifest.read_text()
+        assert text.startswith("tegula-kernel-cache ") and text.endswith("\nend\n"), text
+        fields = dict(line.split(" ", 1) for line in text.splitlines()[1:-1] if " " in line)
+        payload = manifest.with_suffix(_payload_suffix(backend_name))
+        assert hashlib.sha256(payload.read_bytes()).hexdigest() == fields["library"], manifest
+        assert fields["kernel"] not in entries, f"two entries for {fields['kernel']}"
+        entries[fields["kernel"]] = (manifest, payload)
+    return entries
+
+
+def _leftovers(cache: pathlib.Path) -> list:
+    return sorted(p.name for p in cache.iterdir() if p.name.startswith(".tmp-"))
+
+
+# --- eight processes at once ---------------------------------------------------------------
+
+def test_eight_processes_compile_the_same_kernels_at_once(tmp_path, backend):
+    cache = tmp_path / "cache"
+    counters = _start(cache, backend.name, 8, tmp_path)
+    # The entry lock makes the others wait for the one process building each
+    # kernel, then load its entry: three builds in all, everything else hits.
+    assert sum(c["builds"] for c in counters) == 3, counters
+    for c in counters:
+        assert c["builds"] + c["disk_hits"] == 3, counters
+        assert c["disk_rejected"] == 0, counters
+    assert sorted(_entries(cache, backend.name)) == sorted(KERNEL_NAMES)
+    assert _leftovers(cache) == []
+
+    ninth = _run_one(cache, backend.name, tmp_path)
+    assert (ninth["builds"], ninth["disk_hits"], ninth["disk_rejected"]) == (0, 3, 0)
+
+
+# --- damaged entries -----------------------------------------------------------------------
+
+def test_truncated_payload_and_manifest_are_rebuilt(tmp_path, backend):
+    cache = tmp_path / "cache"
+    _run_one(cache, backend.name, tmp_path)
+    entries = _entries(cache, backend.name)
+
+    # A write cut short (disk full, power loss) leaves a file shorter than the
+    # manifest says; a cut manifest lacks its `end` line.
+    manifest, payload = entries["scaled_add"]
+    payload.write_bytes(payload.read_bytes()[: payload.stat().st_size // 2])
+    manifest, _ = entries["row_max"]
+    manifest.write_text(manifest.read_text()[:-4])
+    # A process killed between writing a temporary file and renaming it.
+    stale = cache / ".tmp-0123456789abcdef-99999-0000000000000000.so"
+    stale.write_bytes(b"\x7fELF half a library")
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+
+    # The rebuild is silent (results stay right); the counters show it.
+    counters = _run_one(cache, backend.name, tmp_path)
+    assert (counters["builds"], counters["disk_hits"], counters["disk_rejected"]) == (2, 1, 2)
+    assert sorted(_entries(cache, backend.name)) == sorted(KERNEL_NAMES)
+    assert _leftovers(cache) == []  # the rebuild swept the stale file
+
+    again = _run_one(cache, backend.name, tmp_path)
+    assert (again["builds"], again["disk_hits"]) == (0, 3)
+
+
+MARKER_LIBRARY = r"""
+#include <cstdio>
+#include <cstdint>
+__attribute__((constructor)) static void tampered_library_ran() {
+  if (FILE* f = std::fopen("MARKER", "w")) { std::fputs("loaded", f); std::fclose(f); }
+}
+extern "C" void tegula_kernel(void* const*, const int32_t*, int64_t, int64_t) {}
+"""
+
+
+def test_a_tampered_library_is_refused_and_never_loaded(tmp_path):
+    compiler = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler to build the impostor library")
+    cache = tmp_path / "cache"
+    _run_one(cache, "cpu", tmp_path)
+    entries = _entries(cache, "cpu")
+
+    # An impostor with the kernel's entry point that leaves a marker file as
+    # soon as it is loaded (its constructor runs at dlopen).
+    marker = tmp_path / "marker"
+    source = tmp_path / "impostor.cpp"
+    source.write_text(MARKER_LIBRARY.replace("MARKER", str(marker)))
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(tmp_path / "impostor.so"), str(source)], check=True)
+    _, payload = entries["scaled_add"]
+    shutil.copyfile(tmp_path / "impostor.so", payload)
+    # And a genuine library with one flipped byte.
+    _, flipped = entries["clamp_int"]
+    data = bytearray(flipped.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    flipped.write_bytes(bytes(data))
+
+    counters = _run_one(cache, "cpu", tmp_path)  # checks the results against NumPy
+    assert (counters["builds"], counters["disk_hits"], counters["disk_rejected"]) == (2, 1, 2)
+    assert not marker.exists(), "the tampered library was loaded"
+    assert sorted(_entries(cache, "cpu")) == sorted(KERNEL_NAMES)
+
+    # Proof the marker works: the same impostor, loaded directly, leaves it.
+    import ctypes
+
+    ctypes.CDLL(str(tmp_path / "impostor.so"))
+    assert marker.read_text() == "loaded"
+
+
+# --- CUDA entries without a GPU --------------------------------------------------------------
+
+def test_cuda_images_are_verified_and_rebuilt(tmp_path):
+    """The device-image path (`<key>.cubin`, no dlopen) through the CLI, which
+    compiles for an architecture without needing a GPU."""
+    from cuda_compile_util import compile_for_cuda, require_nvrtc
+
+    require_nvrtc(90)
+    cache = tmp_path / "cache"
+    signature = "*fp32, *fp32, *fp32, fp32, i32, 128"
+    compile_for_cuda(scaled_add, signature, 90, cache, emit="ptx")
+    ((manifest, image),) = _entries(cache, "cuda").values()
+    genuine = image.read_bytes()
+
+    for damage in ("flip", "truncate", "manifest"):
+        if damage == "flip":
+            data = bytearray(genuine)
+            data[len(data) // 2] ^= 0x01
+            image.write_bytes(bytes(data))
+        elif damage == "truncate":
+            image.write_bytes(genuine[: len(genuine) // 3])
+        else:
+            manifest.write_text(manifest.read_text()[:-4])
+        before = image.stat().st_ino
+        compile_for_cuda(scaled_add, signature, 90, cache, emit="ptx")
+        entries = _entries(cache, "cuda")  # consistent again
+        assert list(entries) == ["scaled_add"]
+        assert image.stat().st_ino != before, f"{damage}: the damaged image was not replaced"
+
+    before = image.stat().st_ino
+    compile_for_cuda(scaled_add, signature, 90, cache, emit="ptx")  # a hit: nothing rewritten
+    assert image.stat().st_ino == before
+    assert _leftovers(cache) == []
+
+
+# --- unsafe directories --------------------------------------------------------------------
+
+def _launch_in(cache: pathlib.Path):
+    """Launches a kernel whose compile resolves `cache` (a fresh jit object,
+    so nothing comes from memory); returns the error it raises."""
+    fresh = tegula.jit(scaled_add.fn)
+    x = np.ones(N, dtype=np.float32)
+    old = os.environ.get("TEGULA_CACHE_DIR")
+    os.environ["TEGULA_CACHE_DIR"] = str(cache)
+    try:
+        with pytest.raises(Exception) as info:
+            fresh[(8,)](x, x, np.empty_like(x), 1.0, N, BLOCK=128)
+    finally:
+        os.environ["TEGULA_CACHE_DIR"] = old if old is not None else ""
+        if old is None:
+            del os.environ["TEGULA_CACHE_DIR"]
+    return info.value
+
+
+def test_a_world_writable_cache_directory_is_refused(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    cache.chmod(0o777)
+    error = _launch_in(cache)
+    assert isinstance(error, ValueError)
+    assert str(error) == (
+        f"error: the cache directory {cache} is writable by group or others; cached kernels are code "
+        f"Tegula executes, so it must be private\n"
+        f"hint: run `chmod 700 {cache}`, or set TEGULA_CACHE_DIR to a private directory\n")
+    assert list(cache.iterdir()) == []  # nothing was written there
+
+    # A link to such a directory is judged by its target.
+    link = tmp_path / "link"
+    link.symlink_to(cache)
+    assert f"the cache directory {link} (a link to {cache}) is writable by group or others" in str(
+        _launch_in(link))
+
+
+def test_a_cache_directory_inside_a_world_writable_one_is_refused(tmp_path):
+    public = tmp_path / "public"
+    public.mkdir()
+    public.chmod(0o777)  # no sticky bit: anyone could rename the cache away
+    error = _launch_in(public / "cache")
+    assert isinstance(error, ValueError)
+    assert f"the cache directory {public / 'cache'} is inside {public}, which anyone can write to" in str(error)
+    assert f"chmod o-w {public}" in str(error)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to give a directory away")
+def test_a_cache_directory_of_another_user_is_refused(tmp_path):
+    cache = tmp_path / "theirs"
+    cache.mkdir(mode=0o700)
+    os.chown(cache, 65534, 65534)
+    error = _launch_in(cache)
+    assert isinstance(error, ValueError)
+    assert str(error) == (
+        f"error: the cache directory {cache} is owned by another user (uid 65534); cached kernels are code "
+        f"Tegula executes, so it must be your own\n"
+        f"hint: set TEGULA_CACHE_DIR to a directory you own\n")
