@@ -78,7 +78,8 @@ cpp-test: $(SYSDEPS_STAMP)
 # the CPU kernels the backend and runtime tests compile come from the shared
 # kernel cache. See docs/testing.md.
 SAN_BUILD := build-sanitize
-SAN_TESTS ?= test_support test_frontend test_ir test_passes test_tools test_runtime test_backend_cpu
+SAN_TESTS ?= test_support test_frontend test_ir test_passes test_tools test_runtime test_backend_cpu \
+	test_fuzz_regressions
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
@@ -88,11 +89,16 @@ sanitize: $(SYSDEPS_STAMP)
 	$(SAN_ENV) cmake --build $(SAN_BUILD) -j $(JOBS) --target $(SAN_TESTS)
 	$(SAN_ENV) ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '_NOT_BUILT$$'
 
-# libFuzzer: each target runs FUZZ_SECONDS from its seed corpus; findings go
-# to $(FUZZ_BUILD)/findings (crash-*, leak-*, timeout-* files). The corpus
-# copies libFuzzer grows stay in the build dir, the committed seeds untouched.
-FUZZ_BUILD := build-fuzz
+# libFuzzer: each target runs from its seed corpus for its time limit
+# (FUZZ_SECONDS for both unless FUZZ_FRONTEND_SECONDS / FUZZ_IR_SECONDS say
+# otherwise); findings go to $(FUZZ_BUILD)/findings (crash-*, leak-*,
+# timeout-* files). The corpus copies libFuzzer grows stay in the build dir,
+# the committed seeds untouched. Past findings are replayed by the C++ test
+# test_fuzz_regressions (cpp-test, sanitize), which needs no clang.
+FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
+FUZZ_FRONTEND_SECONDS ?= $(FUZZ_SECONDS)
+FUZZ_IR_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_TARGETS := fuzz_frontend fuzz_ir
 CLANGXX ?= clang++
 
@@ -106,8 +112,9 @@ fuzz:
 	for t in $(FUZZ_TARGETS); do \
 	  c=$${t#fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus_$$c; \
 	  dict=""; [ ! -f tests/fuzz/$$c.dict ] || dict="-dict=tests/fuzz/$$c.dict"; \
-	  echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
-	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	  seconds=$(FUZZ_FRONTEND_SECONDS); [ $$t = fuzz_frontend ] || seconds=$(FUZZ_IR_SECONDS); \
+	  echo "fuzz: $$t for $${seconds}s"; \
+	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/tests/fuzz/$$t -max_total_time=$$seconds -timeout=10 -rss_limit_mb=2048 \
 	    -max_len=8192 -print_final_stats=1 $$dict -artifact_prefix=$(FUZZ_BUILD)/findings/$$t- \
 	    $(FUZZ_BUILD)/corpus_$$c tests/fuzz/corpus_$$c >$(FUZZ_BUILD)/$$t.log 2>&1 \
 	  || { tail -n 60 $(FUZZ_BUILD)/$$t.log; echo "fuzz: $$t found a bug, see $(FUZZ_BUILD)/findings"; exit 1; }; \
@@ -125,7 +132,7 @@ test: venv build
 	$(MAKE) --no-print-directory cpp-test || status=1; \
 	$(MAKE) --no-print-directory py-test || status=1; \
 	$(MAKE) --no-print-directory sanitize || status=1; \
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20 || status=1; \
+	$(MAKE) --no-print-directory fuzz FUZZ_FRONTEND_SECONDS=60 FUZZ_IR_SECONDS=30 || status=1; \
 	exit $$status
 
 demo: venv build

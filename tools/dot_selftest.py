@@ -109,7 +109,15 @@ MATMULS = [  # name, out, M, N, K, (BM, BN, BK), warps, stages
     ("float16", "float32", 256, 256, 512, (128, 256, 64), 8, 4),
     ("bfloat16", "bfloat16", 512, 384, 1000, (128, 128, 64), 4, 3),
 ] + [("bfloat16", "float32", 192, 160, 1040, (64, 64, 32), 4, s) for s in (1, 2, 3, 4)] + [
-    ("float16", "float16", 300, 200, 400, (128, 64, 64), 4, s) for s in (1, 2, 3, 4)]
+    ("float16", "float16", 300, 200, 400, (128, 64, 64), 4, s) for s in (1, 2, 3, 4)] + [
+    # Hopper wgmma descriptor forms: a / b stored transposed (read through strides), swizzles of
+    # 128, 64 and 32 bytes (BLOCK_K 64, 32, 16; 128 spans two atoms), warpgroups along M and N.
+    ("bfloat16", "float32", 80, 72, 144, (64, 64, 64), 4, 3, False, False),
+    ("float16", "float32", 64, 96, 80, (64, 32, 32), 4, 2, False, True),
+    ("bfloat16", "bfloat16", 128, 64, 48, (128, 64, 16), 8, 3, True, False),
+    ("float16", "float16", 64, 128, 256, (64, 128, 128), 8, 2, True, True),
+    ("bfloat16", "float32", 256, 512, 320, (128, 256, 64), 8, 4, False, True),
+]
 
 
 def all_cases(quick: bool) -> list:
@@ -136,8 +144,9 @@ def label(case) -> str:
     if case["what"] == "epilogue":
         M, N, K, w = case["shape"]
         return f"relu(a@b+bias) {case['name']}->{case['out']} {M}x{N}x{K} w{w}"
-    name, out, M, N, K, blocks, w, s = case["args"]
-    return f"matmul {name}->{out} {M}x{N}x{K} blocks {blocks} w{w} stages {s}"
+    name, out, M, N, K, blocks, w, s, *transposed = case["args"]
+    flags = "".join(f" {x}^T" for x, t in zip("ab", transposed) if t)
+    return f"matmul {name}->{out} {M}x{N}x{K} blocks {blocks} w{w} stages {s}{flags}"
 
 
 # --- running a case (in the worker) -------------------------------------------------------------
@@ -205,12 +214,16 @@ def run_case(torch, case) -> dict:
         want = np.maximum(a64 @ b64 + bias, 0.0)
         tol = bound(a64, b64, K, name == "float32") + 2 * eps(out_name) * np.abs(want) + 1e-6
     else:
-        name, out_name, M, N, K, (BM, BN, BK), warps, stages = case["args"]
+        name, out_name, M, N, K, (BM, BN, BK), warps, stages, *transposed = case["args"]
+        a_t, b_t = (transposed + [False, False])[:2]
         a, b = inputs(rng, (M, K), name), inputs(rng, (K, N), name)
+        a_arg = np.ascontiguousarray(a.T) if a_t else a
+        b_arg = np.ascontiguousarray(b.T) if b_t else b
+        strides = ([1, M] if a_t else [K, 1]) + ([1, K] if b_t else [N, 1])
         out = to_gpu(torch, np.zeros((M, N), np_dtype(out_name)))
         grid = (tegula.cdiv(M, BM), tegula.cdiv(N, BN))
-        matmul_loop_kernel[grid](to_gpu(torch, a), to_gpu(torch, b), out, M, N, K, K, 1, N, 1, N, 1, BM=BM, BN=BN,
-                                 BK=BK, ACC=tl.int32 if name == "int8" else tl.float32, num_warps=warps,
+        matmul_loop_kernel[grid](to_gpu(torch, a_arg), to_gpu(torch, b_arg), out, M, N, K, *strides, N, 1, BM=BM,
+                                 BN=BN, BK=BK, ACC=tl.int32 if name == "int8" else tl.float32, num_warps=warps,
                                  num_stages=stages)
         got = to_numpy(torch, out, np_dtype(out_name)).astype(np.float64)
         a64, b64 = a.astype(np.float64), b.astype(np.float64)

@@ -9,7 +9,8 @@
 # each step whatever happened to the ones before:
 #
 #   1. build       the extension and the CLI (editable install)     -> build.txt
-#   2. pytest      tests/python on the CUDA backend (-n 4)          -> pytest.txt
+#   2. pytest      tests/python on the CUDA backend (-n cores/2)          -> pytest.txt
+#      then compat: tests/compat under Tegula (CUDA) and under Triton  -> pytest.txt
 #   3. ctest       the C++ tests, built beside step 2               -> ctest.txt
 #   4. bench       python -m tegula.bench --gpu --json bench.json    -> bench.txt, bench.json
 #      then tools/launch_overhead.py (Tegula vs Triton, tiny kernel)  -> bench.txt
@@ -154,12 +155,32 @@ if ((BUILT)); then
   # The benchmark and the demo run as steps of their own below.
   PYTEST_ARGS=(-q -rfE --durations=15 -p no:cacheprovider --backend cuda
                --ignore=tests/python/test_bench.py --ignore=tests/python/test_demo.py)
-  "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n 4)
+  # Half the cores: the C++ test build runs beside it on the other half.
+  "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n "$((JOBS / 2 > 4 ? JOBS / 2 : 4))")
   "$PY" -c "import pytest_timeout" 2>/dev/null && PYTEST_ARGS+=(--timeout 240)
-  step pytest "$OUT/pytest.txt" "$(allowance 300 170)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python
+  step pytest "$OUT/pytest.txt" "$(allowance 240 250)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python
   grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" "$OUT/pytest.txt" | tail -40 | sed 's/^/      /' >>"$SUMMARY"
 else
   skip pytest "no build"
+fi
+
+# --- 2b. the Triton compatibility suite: the same kernel sources under Tegula and under Triton -----
+# Appended to pytest.txt ($OUT holds at most 8 files). See tests/compat/conftest.py.
+if ((BUILT)); then
+  COMPAT_ARGS=(-q -rfE -p no:cacheprovider)
+  "$PY" -c "import xdist" 2>/dev/null && COMPAT_ARGS+=(-n 4)
+  step compat-tegula "$OUT/pytest.txt" "$(allowance 90 200)" "$PY" -m pytest "${COMPAT_ARGS[@]}" \
+    --backend cuda tests/compat
+  if "$PY" -c "import triton" 2>/dev/null; then
+    step compat-triton "$OUT/pytest.txt" "$(allowance 90 160)" "$PY" -m pytest "${COMPAT_ARGS[@]}" \
+      --compat-runtime=triton tests/compat
+  else
+    skip compat-triton "Triton is not installed"
+  fi
+  sed -n '/^### compat-tegula/,$p' "$OUT/pytest.txt" | grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" |
+    tail -20 | sed 's/^/      /' >>"$SUMMARY"
+else
+  skip compat "no build"
 fi
 
 # --- 3. ctest ---------------------------------------------------------------------------------------
@@ -202,7 +223,7 @@ else
   # `python -m tegula.bench --render bench.json` writes bench.md from the JSON later.
   # GPU_CHECK_BENCH_ARGS: extra options for the benchmark (e.g. "--num-warps fused_chain=8").
   # shellcheck disable=SC2086
-  step bench "$OUT/bench.txt" "$(allowance 300 90)" "$PY" -m tegula.bench --gpu --no-md --json "$OUT/bench.json" \
+  step bench "$OUT/bench.txt" "$(allowance 240 40)" "$PY" -m tegula.bench --gpu --no-md --json "$OUT/bench.json" \
     ${GPU_CHECK_BENCH_ARGS:-}
 fi
 

@@ -1,20 +1,29 @@
-"""Host-side cost of one launch of a tiny kernel, Tegula against Triton and torch.
+"""Host-side cost of one launch of a small kernel with 6 arguments.
 
-    python tools/launch_overhead.py [--launches 20000]
+    python tools/launch_overhead.py [--device cuda|cpu] [--launches 20000] [--rounds 7]
 
-The kernel is the same vector add source for Tegula and Triton (one 1024-wide
-block, so the GPU finishes each launch faster than the host queues the next:
-the time per launch is the host's). Each variant runs `launches` times after a
-warm-up; the median of five such rounds is reported in microseconds.
+The kernel (``axpy``: three arrays, a float, an int and a constexpr block) is
+one source for Tegula and Triton, launched on one program so the device (or
+the CPU backend's single program) finishes each launch faster than the host
+makes the next: the time per launch is the host's. Each variant runs
+`launches` times per round after a warm-up; the median and the best round are
+reported in microseconds.
+
+Variants: ``tegula`` (``kernel[grid](...)``: the C++ launcher), ``tegula
+python path`` (the same launch through JITFunction._launch_python, the
+reference the C++ launcher follows: what a launch cost before it),
+``tegula raw`` (CompiledKernel.launch with the arguments already converted:
+the floor under both), and on CUDA ``triton`` and ``torch.add``.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
-import torch
+import numpy as np
 
 import tegula
 
@@ -26,54 +35,82 @@ except ImportError:
     import tegula.language as tl
 
 
-def add_body(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def axpy_body(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
     y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
 
 
-def per_launch_us(launch, launches: int) -> float:
-    for _ in range(200):
+def per_launch_us(launch, launches: int, rounds: int, synchronize) -> tuple:
+    """(median, best) microseconds per launch over `rounds` rounds."""
+    for _ in range(min(launches, 2000)):
         launch()
-    torch.cuda.synchronize()
-    rounds = []
-    for _ in range(5):
+    synchronize()
+    samples = []
+    for _ in range(rounds):
         start = time.perf_counter()
         for _ in range(launches):
             launch()
-        torch.cuda.synchronize()
-        rounds.append((time.perf_counter() - start) / launches * 1e6)
-    return statistics.median(rounds)
+        synchronize()
+        samples.append((time.perf_counter() - start) / launches * 1e6)
+    return statistics.median(samples), min(samples)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--launches", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
 
-    n = 1024
-    x = torch.randn(n, device="cuda")
-    y = torch.randn(n, device="cuda")
-    out = torch.empty(n, device="cuda")
+    n, block = 16, 16
+    if args.device == "cuda":
+        import torch
+
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        out = torch.empty(n, device="cuda")
+        synchronize = torch.cuda.synchronize
+    else:
+        rng = np.random.default_rng(0)
+        x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        out = np.empty_like(x)
+        synchronize = lambda: None  # noqa: E731 - CPU launches return when the grid is done
+    expected = 2.0 * np.asarray(x.tolist(), dtype=np.float32) + np.asarray(y.tolist(), dtype=np.float32)
     results = {}
 
-    kernel = tegula.jit(add_body)
-    kernel[(1,)](x, y, out, n, BLOCK=1024)
-    torch.testing.assert_close(out, x + y)
-    results["tegula"] = per_launch_us(lambda: kernel[(1,)](x, y, out, n, BLOCK=1024), args.launches)
+    kernel = tegula.jit(axpy_body)
+    grid = (1,)
+    compiled = kernel[grid](x, y, out, 2.0, n, BLOCK=block)
+    synchronize()
+    np.testing.assert_allclose(np.asarray(out.tolist()), expected, rtol=1e-6)
 
-    try:
-        triton_kernel = triton.jit(add_body)
-        triton_kernel[(1,)](x, y, out, n, BLOCK=1024)
-        results["triton"] = per_launch_us(lambda: triton_kernel[(1,)](x, y, out, n, BLOCK=1024), args.launches)
-    except Exception as e:  # the comparison is optional (no triton): say why it is missing
-        print(f"triton: not measured ({type(e).__name__}: {e})")
+    def measure(name, launch):
+        results[name] = per_launch_us(launch, args.launches, args.rounds, synchronize)
 
-    results["torch.add"] = per_launch_us(lambda: torch.add(x, y, out=out), args.launches)
-    for name, us in results.items():
-        print(f"{name:10s} {us:6.2f} us per launch")
+    measure("tegula", lambda: kernel[grid](x, y, out, 2.0, n, BLOCK=block))
+    measure("tegula python path",
+            lambda: kernel._launch_python(grid, (x, y, out, 2.0, n), {"BLOCK": block}))
+    if args.device == "cpu":
+        address = tegula._C.data_address
+        raw_args = [address(x), address(y), address(out), 2.0, n]
+        measure("tegula raw", lambda: compiled.launch((1, 1, 1), raw_args))
+    else:
+        stream = torch.cuda.current_stream().cuda_stream
+        raw_args = [x.data_ptr(), y.data_ptr(), out.data_ptr(), 2.0, n]
+        device = x.get_device()
+        measure("tegula raw", lambda: compiled.launch_cuda((1, 1, 1), raw_args, stream, device))
+        try:
+            triton_kernel = triton.jit(axpy_body)
+            triton_kernel[grid](x, y, out, 2.0, n, BLOCK=block)
+            measure("triton", lambda: triton_kernel[grid](x, y, out, 2.0, n, BLOCK=block))
+        except Exception as e:  # noqa: BLE001 - the comparison is optional: say why it is missing
+            print(f"triton: not measured ({type(e).__name__}: {e})", file=sys.stderr)
+        measure("torch.add", lambda: torch.add(x, y, out=out))
+    print(f"host time per launch of a 6-argument kernel ({args.device}), us per launch:")
+    for name, (median, best) in results.items():
+        print(f"  {name:20s} median {median:6.2f}   best {best:6.2f}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,12 @@ Each workload runs as several *variants* on the same CUDA tensors, in one run:
   against); ``torch.compile``: the same function through ``torch.compile``;
 - ``cublas``: ``torch.matmul``, for matmul (its reference and its floor).
 
+Two workloads measure the host rather than the GPU: ``launch`` (the host time
+of one launch of a 6-argument kernel, in microseconds) and ``compile`` (rows
+``compile_cold`` and ``compile_warm``: the vector-add kernel's first call to
+its result in a fresh process, with an empty and with a warm cache, in
+seconds; see ``_compile_probe``).
+
 One timing method for all: CUDA events on torch's current stream, a 256 MiB
 write before each call to flush the L2, variants interleaved round-robin, the
 median after warm-up (compilation happens during warm-up). The floor of a
@@ -36,13 +42,13 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import __version__ as tegula_version
-from . import _triton_twin
-from .kernels import fused_chain, layer_norm, matmul, softmax, vector_add
+from . import _compile_probe, _triton_twin
+from .kernels import axpy, fused_chain, layer_norm, matmul, softmax, vector_add
 from .testing import L2_FLUSH_BYTES, CudaTimer
 
 SCHEMA = "tegula-bench-gpu/1"
 # In the order they run: the targets first, the matmul extra last.
-WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "matmul")
+WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul")
 VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block or a 64x64
@@ -53,6 +59,7 @@ COPY_BYTES = 1 << 30
 # without a GPU (torch's CUDA calls stubbed) sets it to "cpu".
 DEVICE = "cuda"
 LAUNCHES = 10_000
+LAUNCH_US_TARGET = 5.0
 # Memory-bound targets of the performance contract (issue 4, "Done when").
 FLOOR_TARGET = 0.90
 CHAIN_EAGER_SPEEDUP_TARGET = 5.0
@@ -308,8 +315,9 @@ def measure_copy(torch, timer: CudaTimer, nbytes: int, reps: int, when: str) -> 
 
 def measure_launch(torch, variants, launches: int, rounds: int, num_warps: int) -> list:
     """Host cost of one launch: wall time of `launches` back-to-back launches of a
-    one-element vector add (the GPU finishes each faster than the host queues the
-    next), synchronized once per round; rounds alternate between the variants."""
+    one-element axpy, a kernel with 6 arguments (the GPU finishes each faster
+    than the host queues the next), synchronized once per round; rounds
+    alternate between the variants."""
     x = torch.ones(1, device=DEVICE)
     y = torch.full((1,), 2.0, device=DEVICE)
     kernels, outcomes = [], []
@@ -319,17 +327,17 @@ def measure_launch(torch, variants, launches: int, rounds: int, num_warps: int) 
         outcome = Outcome(name)
         outcomes.append(outcome)
         try:
-            module = vector_add if name == "tegula" else _triton_twin.load(vector_add)
-            kernel, out = module.vector_add_kernel, torch.zeros(1, device=DEVICE)
+            module = axpy if name == "tegula" else _triton_twin.load(axpy)
+            kernel, out = module.axpy_kernel, torch.zeros(1, device=DEVICE)
 
             def launch(kernel=kernel, out=out):
-                kernel[(1,)](x, y, out, 1, BLOCK=vector_add.BLOCK, num_warps=num_warps)
+                kernel[(1,)](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=num_warps)
 
             for _ in range(100):
                 launch()
             torch.cuda.synchronize()
-            if float(out[0]) != 3.0:
-                raise AssertionError(f"the launch wrote {float(out[0])}, expected 3.0")
+            if float(out[0]) != 5.0:
+                raise AssertionError(f"the launch wrote {float(out[0])}, expected 5.0")
             outcome.check = "ok"
             kernels.append((outcome, launch))
         except Exception as e:  # noqa: BLE001
@@ -350,6 +358,24 @@ def measure_launch(torch, variants, launches: int, rounds: int, num_warps: int) 
                 outcome.check, outcome.error = "error", f"while timing: {_describe_error(e)}"
                 outcome.samples = []
     return outcomes
+
+
+def measure_compile(variants, quick: bool) -> dict:
+    """compile_cold and compile_warm outcomes (ms per first call) of tegula and
+    triton: fresh processes on an empty, then a warm cache (_compile_probe)."""
+    measured = {"compile_cold": [], "compile_warm": []}
+    for name in ("tegula", "triton"):
+        if name not in variants:
+            continue
+        log(f"compile: {name}, first calls in fresh processes")
+        result = _compile_probe.measure(name, "cuda", rounds=1 if quick else 3)
+        for which in ("cold", "warm"):
+            samples = [s * 1e3 for s in result[which]]
+            check = "error" if result["error"] else "ok"
+            measured[f"compile_{which}"].append(Outcome(name, samples, check, result["error"]))
+        if result["error"]:
+            log(f"compile: {name} failed: {result['error'].splitlines()[0][:200]}")
+    return measured
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -385,10 +411,27 @@ def launch_rows(outcomes, launches: int, num_warps: int) -> list:
         ms = o.median_ms
         rows.append({"workload": "launch", "variant": o.variant, "ms": ms,
                      "rate": ms * 1e3 if ms is not None else None, "unit": "us", "floor_frac": None,
-                     "shape": f"1 element, {launches} launches per round", "dtype": "float32",
+                     "shape": f"axpy (6 arguments), 1 element, {launches} launches per round",
+                     "dtype": "float32",
                      "bytes": None, "flops": None, "num_warps": num_warps, "samples": len(o.samples),
                      "min_ms": min(o.samples) if o.samples else None,
                      "max_ms": max(o.samples) if o.samples else None, "check": o.check, "error": o.error})
+    return rows
+
+
+def compile_rows(measured: dict) -> list:
+    """Rows in seconds (unit ``s``): the median first call to result."""
+    rows = []
+    for workload, outcomes in measured.items():
+        cache = "an empty cache" if workload == "compile_cold" else "a warm cache"
+        for o in outcomes:
+            ms = o.median_ms
+            rows.append({"workload": workload, "variant": o.variant, "ms": ms,
+                         "rate": ms / 1e3 if ms is not None else None, "unit": "s", "floor_frac": None,
+                         "shape": f"vector add, first call in a fresh process, {cache}", "dtype": "float32",
+                         "bytes": None, "flops": None, "num_warps": None, "samples": len(o.samples),
+                         "min_ms": min(o.samples) if o.samples else None,
+                         "max_ms": max(o.samples) if o.samples else None, "check": o.check, "error": o.error})
     return rows
 
 
@@ -433,6 +476,15 @@ def criteria(rows: list) -> list:
                           "torch.compile", "<=", 1.0))
     out.append(time_ratio("launch: tegula host time per launch / triton's", "launch", "tegula", "triton",
                           "<", 1.0))
+    # Issue 7: at most half of Triton's host time and under 5 us; faster first calls than Triton's.
+    out.append(time_ratio("launch: tegula host time per launch / triton's (issue 7)", "launch", "tegula",
+                          "triton", "<=", 0.5))
+    mine = timed.get(("launch", "tegula"))
+    out.append(_criterion("launch: tegula host time per launch in us", mine["rate"] if mine else None, "<",
+                          LAUNCH_US_TARGET, [mine] if mine else []))
+    for workload in ("compile_cold", "compile_warm"):
+        out.append(time_ratio(f"{workload}: tegula first call / triton's", workload, "tegula", "triton",
+                              "<", 1.0))
     return out
 
 
@@ -481,7 +533,7 @@ def format_markdown(report: dict) -> str:
                       check.replace("|", "/")])
     out += _markdown_table(["workload", "shape", "dtype", "variant", "ms", "rate", "of floor", "/ tegula",
                             "check"], lines)
-    out += ["", "Targets (issue 4, \"Done when\"):", ""]
+    out += ["", "Targets (issues 4 and 7, \"Done when\"):", ""]
     for c in report["criteria"]:
         verdict = {True: "PASS", False: "FAIL", None: "n/a "}[c["pass"]]
         out.append(f"- {verdict} {c['what']}: {_cell(c['value'], '.3f', 'not measured')} (target {c['target']})")
@@ -572,6 +624,8 @@ def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
         if name == "launch":
             measured.append(("launch", measure_launch(torch, variants, launches, 2 if quick else 5,
                                                       num_warps["launch"])))
+        elif name == "compile":
+            measured.append(("compile", measure_compile(variants, quick)))
         else:
             try:
                 warps = num_warps[name]
@@ -605,6 +659,8 @@ def _assemble(report: dict, measured: list, copy_runs: list, launches: int, laun
     for case, outcomes in measured:
         if case == "launch":
             rows += launch_rows(outcomes, launches, launch_warps)
+        elif case == "compile":
+            rows += compile_rows(outcomes)
         elif isinstance(case, str):
             rows += outcomes  # error rows of a workload without inputs
         else:

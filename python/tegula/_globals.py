@@ -44,6 +44,27 @@ def constant_value(value) -> GV | None:
     return None
 
 
+def _is_triton_object(value, class_name: str) -> bool:
+    """Whether `value` is an instance of Triton's class `class_name`. Read by
+    duck type: Tegula never imports Triton, which may not be installed."""
+    cls = type(value)
+    return cls.__name__ == class_name and (cls.__module__ or "").startswith("triton.")
+
+
+def _triton_constant(value) -> GV | None:
+    """A `tl.constexpr(...)` or a dtype made by the real `triton.language`, as
+    a kernel module written for Triton holds them (`BLOCK = tl.constexpr(64)`,
+    `DTYPE = tl.float16`), or None for anything else."""
+    if _is_triton_object(value, "constexpr"):
+        return constant_value(getattr(value, "value", None))
+    if _is_triton_object(value, "dtype"):
+        try:
+            return constant_value(dtype(getattr(value, "name", "")))  # Triton's short names are Tegula's
+        except ValueError:  # fp8 and the other types Tegula does not have
+            return None
+    return None
+
+
 def _opaque_description(value) -> str:
     if isinstance(value, types.ModuleType):
         return f"module '{value.__name__}'"
@@ -55,6 +76,8 @@ def _opaque_description(value) -> str:
         return f"function '{value.__qualname__}' (not a @tegula.jit function)"
     if isinstance(value, type):
         return f"class '{value.__qualname__}'"
+    if _is_triton_object(value, "dtype"):
+        return f"Triton's dtype {getattr(value, 'name', '?')}, which Tegula does not support"
     if type(value) is int:
         return f"int {value} (outside the 64-bit range of kernel constants)"
     return f"object of type '{type(value).__qualname__}'"
@@ -109,6 +132,7 @@ def collect_sources(root) -> list:
 
     sources: list = []
     index_of: dict[int, int] = {}
+    triton_helpers: dict = {}  # id of a Triton JITFunction -> its Tegula JITFunction
 
     def add(jit_fn) -> int:
         key = id(jit_fn)
@@ -119,6 +143,13 @@ def collect_sources(root) -> list:
         sources.append(None)  # reserve the slot: recursion may append callees
         globals_ = {}
         for name, value in visible_values(jit_fn.fn, jit_fn.src).items():
+            if _is_triton_object(value, "JITFunction") and isinstance(getattr(value, "fn", None),
+                                                                      types.FunctionType):
+                # A helper decorated with @triton.jit: the same source, compiled by Tegula.
+                # Wrapped once per collection, so `add` sees one object (and one id) for it.
+                if id(value) not in triton_helpers:
+                    triton_helpers[id(value)] = JITFunction(value.fn)
+                value = triton_helpers[id(value)]
             if isinstance(value, JITFunction):
                 globals_[name] = GV(Kind.JitFunction, function=add(value))
             else:
@@ -142,6 +173,8 @@ def describe(value) -> GV:
             return GV(Kind.Tegula, text=name)
         return GV(Kind.Opaque, text=_opaque_description(value))
     constant = constant_value(value)
+    if constant is None:
+        constant = _triton_constant(value)
     if constant is not None:
         return constant
     if isinstance(value, np.generic):  # np.float32(0.5), np.int64(3), np.bool_(True)

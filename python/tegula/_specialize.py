@@ -223,6 +223,18 @@ def descriptor_part(kernel: str, param: str, desc) -> tuple:
     return ("d", base, ints, tuple(int(b) for b in desc.block_shape), padding), (address, *extents)
 
 
+def launch_support():
+    """What the C++ launcher (src/python/launch_arguments.h) takes from this
+    side: the tables and functions above, which it follows and falls back to."""
+    import types
+
+    return types.SimpleNamespace(
+        ndarray=np.ndarray, numpy_scalars=NUMPY_SCALARS, tensor_types=_TENSOR_TYPES,
+        torch_scalars=_TORCH_DTYPES, torch_tensor_part=_torch_tensor_part, runtime_part=runtime_part,
+        constexpr_part=constexpr_part, data_address=_data_address, current_stream=_device.current_stream,
+        torch_stream=_device._torch_stream_getter)
+
+
 def place(part: tuple):
     """Where a pointer (or descriptor) key part's memory is: None for the host, else the CUDA device."""
     if part[0] == "d":

@@ -20,6 +20,11 @@ speed limits measured in the same run:
 
 Memory-bound sizes are chosen so the bytes moved exceed the last-level cache
 (read from sysfs), otherwise the floor would measure the cache, not DRAM.
+
+Full runs (and ``--only compile``) add the rows ``compile_cold`` and
+``compile_warm``: the vector-add kernel's first call to its result in a fresh
+process, with an empty and with a warm kernel cache, in seconds
+(``_compile_probe``).
 ``docs/benchmarks.md`` explains the columns and records measured results.
 """
 
@@ -585,6 +590,30 @@ def make_rows(results: list[Result], floors: dict, llc: int) -> list[dict]:
     return rows
 
 
+def compile_rows(quick: bool) -> list[dict]:
+    """The compile_cold and compile_warm rows (seconds, in ``rate``; the same keys as every row)."""
+    from . import _compile_probe
+
+    log("compile: first calls of vector add in fresh processes")
+    result = _compile_probe.measure("tegula", "cpu", rounds=1 if quick else 3)
+    rows = []
+    for which in ("cold", "warm"):
+        samples_ms = [s * 1e3 for s in result[which]]
+        median = statistics.median(samples_ms) if samples_ms else None
+        rows.append({
+            "workload": f"compile_{which}", "shape": "vector add, first call", "dtype": "float32",
+            "variant": "tegula", "baseline": False, "bytes": None, "flops": None, "bound": None,
+            "exceeds_llc": None, "eager_bytes": None, "median_ms": median,
+            "min_ms": min(samples_ms) if samples_ms else None, "max_ms": max(samples_ms) if samples_ms else None,
+            "samples": len(samples_ms), "samples_ms": [round(t, 1) for t in samples_ms],
+            "rate": median / 1e3 if median is not None else None, "rate_unit": "s", "speedup": None,
+            "floor_ms": None, "floor_share": None, "check": "error" if result["error"] else "ok",
+            "error": result["error"],
+            "note": "fresh process, " + ("empty cache" if which == "cold" else "cache warm"),
+        })
+    return rows
+
+
 def format_table(rows: list[dict]) -> str:
     header = ("workload", "variant", "time (ms)", "GB/s | GFLOP/s", "speedup", "of floor")
     lines = [header]
@@ -595,7 +624,7 @@ def format_table(rows: list[dict]) -> str:
                           "", "", ""))
             continue
         lines.append((name, row["variant"], f"{row['median_ms']:.3f}",
-                      f"{row['rate']:.1f} {row['rate_unit']}",
+                      f"{row['rate']:.3f} s" if row["rate_unit"] == "s" else f"{row['rate']:.1f} {row['rate_unit']}",
                       "baseline" if row["baseline"] else
                       (f"{row['speedup']:.2f}x" if row["speedup"] else "-"),
                       f"{100 * row['floor_share']:.0f}%" if row["floor_share"] else "-"))
@@ -625,7 +654,7 @@ def parse_args(argv=None):
                         help="small sizes and few repetitions (for tests; the numbers mean little)")
     parser.add_argument("--only", metavar="NAME", action="append", choices=_bench_gpu.WORKLOADS,
                         help="run only this workload (repeatable): " + ", ".join(_bench_gpu.WORKLOADS)
-                             + " (launch: GPU only)")
+                             + " (launch: GPU only; compile: cold and warm first calls)")
     parser.add_argument("--budget", type=float, metavar="S",
                         help="seconds of timing per case (default 4 on the CPU, 1.5 on the GPU; 0.2 "
                              "and 0.1 with --quick)")
@@ -660,7 +689,7 @@ def gpu_usable() -> tuple[bool, str]:
     return (True, "") if available else (False, f"Tegula's CUDA runtime is not usable: {why}")
 
 
-def run(names, quick: bool, budget: float) -> dict:
+def run(names, quick: bool, budget: float, compile_times: bool = False) -> dict:
     """Measures the floors and every workload in `names`; returns the whole report."""
     min_reps, max_reps = (3, 5) if quick else (7, 50)
     machine = describe_machine()
@@ -689,9 +718,12 @@ def run(names, quick: bool, budget: float) -> dict:
         "peak": max((run["peak"] for run in floor_runs), key=lambda peak: peak["flops_per_s"] or 0.0),
         "runs": floor_runs,
     }
+    rows = make_rows(results, floors, llc)
+    if compile_times:
+        rows += compile_rows(quick)
     machine["load_average_end"] = load_average()
     return {"schema": "tegula-bench/1", "quick": quick, "machine": machine, "software": software,
-            "floors": floors, "rows": make_rows(results, floors, llc)}
+            "floors": floors, "rows": rows}
 
 
 def print_report(report: dict) -> None:
@@ -728,7 +760,8 @@ def main(argv=None) -> int:
     names = tuple(n for n in (args.only or WORKLOADS) if n in WORKLOADS)
     if args.only and "launch" in args.only:
         log("launch overhead is measured on the GPU only; skipped")
-    report = run(names, args.quick, budget)
+    compile_times = "compile" in args.only if args.only else not args.quick
+    report = run(names, args.quick, budget, compile_times)
     print_report(report)
     if args.json:
         with open(args.json, "w") as f:

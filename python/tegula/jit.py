@@ -9,6 +9,13 @@ compiler, which has its own on-disk cache behind it.
 Pointer key parts record where their memory is, so the key also fixes the
 backend and the CUDA device (``_device.choose``); a CUDA launch adds the
 caller's current stream of that device, looked up at every launch.
+
+The launch itself is one call into C++ (``_C.Launcher``, src/python/
+bind_launch.cpp): it binds, specializes and finds the cached kernel for the
+common argument kinds without building the Python key, and calls back here
+for a cache miss (``_entry_for_launch``) and for every launch it leaves to
+Python (``_launch_python``: debug kernels, binding errors, TensorDescriptor
+arguments). The Python methods below stay the definition it follows.
 """
 
 from __future__ import annotations
@@ -17,11 +24,13 @@ import functools
 import inspect as _inspect
 import operator
 import os
+import sys
+import time
 import types
 
 from . import _C, _debug, _device
 from ._globals import collect_sources
-from ._specialize import arg_spec, constexpr_part, place, runtime_part
+from ._specialize import arg_spec, constexpr_part, launch_support, place, runtime_part
 from .tensor_descriptor import debug_arguments, flatten_launch_values
 
 _MISSING = object()
@@ -182,15 +191,28 @@ class JITFunction:
         if isinstance(do_not_specialize, (str, int)):
             do_not_specialize = (do_not_specialize,)
         self.do_not_specialize = tuple(do_not_specialize)
-        self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
         self.noinline = noinline  # accepted for Triton compatibility; callees are always inlined
         self._signature = None
         self._cache: dict = {}
+        self._launcher = _C.Launcher(self, launch_support())
+        self._launch_fast = self._launcher.launch
+        self._with_grid = self._launcher.with_grid
+        self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
+
+    @property
+    def debug(self) -> bool:
+        """Debug mode: bounds-checked accesses and device asserts (docs/debug-mode.md)."""
+        return self._debug
+
+    @debug.setter
+    def debug(self, value) -> None:
+        self._debug = bool(value)
+        self._launcher.set_debug(self._debug)  # debug launches take the Python path
 
     # --- launching ----------------------------------------------------------
 
     def __getitem__(self, grid):
-        return functools.partial(self._launch, grid)
+        return self._with_grid(grid)
 
     def __call__(self, /, *args, **kwargs):
         name = self.__name__
@@ -198,7 +220,13 @@ class JITFunction:
                         f"with a grid: {name}[grid](...)")
 
     def _launch(self, grid, /, *args, **kwargs):
+        return self._launch_fast(grid, *args, **kwargs)
+
+    def _launch_python(self, grid, args: tuple, kwargs: dict):
+        """The whole launch in Python: the reference the C++ launcher follows,
+        and what runs the launches it leaves to this side."""
         sig = self._signature or self._load_signature()
+        kwargs = dict(kwargs)
         options = self._pop_launch_options(sig, kwargs) if kwargs else None
         values = self._bind(sig, args, kwargs)
         key, launch_values = self._specialize(sig, values, options)
@@ -231,6 +259,21 @@ class JITFunction:
         else:
             entry.kernel.launch_cuda(grid3, args, _device.current_stream(entry.device), entry.device, extents)
         return entry.kernel
+
+    def _launch_plan(self) -> tuple:
+        """What the C++ launcher needs to bind and specialize by itself."""
+        sig = self._signature or self._load_signature()
+        return sig.names, sig.is_constexpr, sig.specialize, sig.defaults, _MISSING
+
+    def _entry_for_launch(self, args: tuple, kwargs: dict) -> "_Entry":
+        """The entry for a launch the C++ launcher has not seen: looked up (or
+        compiled) by its Python key, so the two caches agree."""
+        sig = self._signature or self._load_signature()
+        kwargs = dict(kwargs)
+        options = self._pop_launch_options(sig, kwargs) if kwargs else None
+        key, _ = self._specialize(sig, self._bind(sig, args, kwargs), options)
+        entry = self._cache.get(key)
+        return entry if entry is not None else self._compile(sig, key)
 
     def warmup(self, /, *args, grid=None, **kwargs):
         """Compiles (or loads) the kernel for these arguments without launching it."""
@@ -400,8 +443,15 @@ class JITFunction:
         return options, device
 
     def _compile(self, sig: _Signature, key: tuple) -> _Entry:
+        started = time.perf_counter()
         options, device = self._compile_options(sig, key)
-        kernel = _C.compile(self._request(sig, key), options)
+        request = self._request(sig, key)
+        if _env_flag("TEGULA_PROFILE_COMPILE"):
+            python_s = time.perf_counter() - started
+            kernel, phases = _C.compile_with_profile(request, options)
+            _print_compile_profile(self.__name__, options.backend, [("python", python_s)] + phases)
+        else:
+            kernel = _C.compile(request, options)
         try:
             runtime_indices = _runtime_indices(sig, kernel.params)
         except KeyError as e:
@@ -414,6 +464,20 @@ class JITFunction:
 
     def __repr__(self) -> str:
         return f"<tegula.JITFunction {self.__module__}.{self.__qualname__}>"
+
+
+def _print_compile_profile(kernel: str, backend: str, phases: list) -> None:
+    """TEGULA_PROFILE_COMPILE=1: one line per compile on stderr, e.g.
+    ``tegula: compiled 'add' (cpu) in 0.412 s: python 1.1 ms, setup 0.2 ms, ...``
+    (the phases: src/runtime/compile_profile.h; "python" is the request's
+    sources and argument specs)."""
+
+    def duration(seconds: float) -> str:
+        return f"{seconds:.3f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+    total = sum(seconds for _, seconds in phases)
+    parts = ", ".join(f"{name} {duration(seconds)}" for name, seconds in phases)
+    print(f"tegula: compiled '{kernel}' ({backend}) in {duration(total)}: {parts}", file=sys.stderr, flush=True)
 
 
 def jit(fn=None, *, do_not_specialize=(), debug=False, noinline=False):

@@ -92,6 +92,10 @@ std::vector<ir::ValueId> reduce(Lowerer& l, std::vector<ir::ValueId> inputs, std
         std::vector<int64_t> ones(in_shape.size(), 1);
         r = l.broadcast_to(r, {}, loc);
         r = l.create(OpKind::Splat, {r}, l.type(r).with_shape(ones), loc);
+      } else if (l.type(r).shape.empty()) {
+        // A 1-D tile reduced along its axis is a scalar, which has no axis to
+        // expand: keeping the dimension makes it a tile of one element.
+        r = l.create(OpKind::Splat, {r}, l.type(r).with_shape({1}), loc);
       } else {
         std::vector<int64_t> s = l.type(r).shape;
         s.insert(s.begin() + ax, 1);

@@ -185,6 +185,22 @@ void bind_compiler(nb::module_& m) {
       },
       "request"_a, "options"_a,
       "Compiles (or loads from the disk cache) the kernel of `request`.");
+  m.def(
+      "compile_with_profile",
+      [](const KernelRequest& request, const runtime::CompileOptions& options) {
+        runtime::CompileProfile profile;
+        std::shared_ptr<runtime::CompiledKernel> kernel;
+        {
+          nb::gil_scoped_release released;
+          kernel = runtime::compile(request, options, &profile);
+        }
+        std::vector<std::tuple<std::string, double>> phases;
+        for (const auto& phase : profile.phases) phases.emplace_back(phase.name, phase.seconds);
+        return std::make_tuple(kernel, phases);
+      },
+      "request"_a, "options"_a,
+      "compile() that also returns where the time went: (kernel, [(phase, seconds), ...]); see "
+      "src/runtime/compile_profile.h for the phases.");
   m.def("cache_key", &runtime::cache_key, "request"_a, "options"_a,
         "The hex sha256 cache key of a request: everything that affects the produced code.");
   m.def("cache_directory", &cache_directory, "options"_a,

@@ -14,6 +14,11 @@
 //     implementation, which also produces every error message.
 // So the fast path never decides differently from the Python path: it is the
 // Python path with its common cases done without Python objects.
+//
+// The entry points are plain CPython vectorcall functions (launch_entry,
+// grid_launch_entry: `kernel[grid]` is `launcher.with_grid(grid)`), which get
+// the caller's arguments as an array and keyword names, without the tuple
+// and dict a nanobind binding with *args/**kwargs would build per call.
 #include <nanobind/stl/shared_ptr.h>
 
 #include <array>
@@ -46,11 +51,6 @@ struct LaunchOptions {
   PyObject* fp_fusion = nullptr;  // enable_fp_fusion
 };
 
-struct Bound {
-  std::vector<PyObject*> values;  // borrowed: the caller's args, kwargs and our defaults
-  LaunchOptions options;
-};
-
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
@@ -72,32 +72,104 @@ int64_t grid_dimension(PyObject* value, int axis) {
   return v;
 }
 
+// The arguments of a launch as a vectorcall receives them: the positional
+// arguments, then the values of the keywords named in `kwnames`.
+struct CallArgs {
+  PyObject* grid;
+  PyObject* const* args;
+  size_t count;  // positional
+  PyObject* kwnames;
+
+  size_t positional() const { return count; }
+  PyObject* argument(size_t i) const { return args[i]; }
+  size_t keywords() const { return kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0; }
+  PyObject* keyword(size_t k) const { return PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k)); }
+  PyObject* keyword_value(size_t k) const { return args[count + k]; }
+
+  // The arguments as Python's *args and **kwargs, for the calls back into Python.
+  nb::tuple tuple() const {
+    PyObject* out = PyTuple_New(static_cast<Py_ssize_t>(positional()));
+    if (!out) throw nb::python_error();
+    for (size_t i = 0; i < positional(); ++i) {
+      Py_INCREF(argument(i));
+      PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), argument(i));
+    }
+    return nb::steal<nb::tuple>(out);
+  }
+  nb::dict dict() const {
+    nb::dict out;
+    for (size_t k = 0; k < keywords(); ++k) out[nb::handle(keyword(k))] = nb::handle(keyword_value(k));
+    return out;
+  }
+};
+
+// A run-time sized array that stays on the stack for the usual parameter counts.
+template <class T, size_t N>
+class SmallArray {
+ public:
+  explicit SmallArray(size_t size) : size_(size) {
+    if (size > N) heap_.resize(size);
+  }
+  T* data() { return size_ > N ? heap_.data() : local_.data(); }
+  const T* data() const { return size_ > N ? heap_.data() : local_.data(); }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  size_t size() const { return size_; }
+
+ private:
+  std::array<T, N> local_{};
+  std::vector<T> heap_;
+  size_t size_;
+};
+
+constexpr size_t kInlineParams = 16;
+using BoundValues = SmallArray<PyObject*, kInlineParams>;  // borrowed
+using HostValues = SmallArray<HostValue, kInlineParams>;
+
+struct Bound {
+  BoundValues values;  // the caller's arguments and our defaults, by parameter
+  LaunchOptions options;
+};
+
 class Launcher {
  public:
   Launcher(nb::object jit, LaunchSupport support) : jit_(std::move(jit)), classifier_(std::move(support)) {}
 
-  nb::object launch(nb::handle grid, nb::args args, nb::kwargs kwargs) {
+  nb::object launch(const CallArgs& call) {
     if (!prepared_) prepare();
-    if (debug_) return python_launch(grid, args, kwargs);
-    Bound bound;
-    if (!bind(args, kwargs, bound)) return python_launch(grid, args, kwargs);
+    if (debug_) return python_launch(call);
+    Bound bound{BoundValues(params_.size()), {}};
+    if (!bind(call, bound)) return python_launch(call);
     LaunchKey key;
-    std::vector<HostValue> host(params_.size());
-    if (!specialize(bound, key, host)) return python_launch(grid, args, kwargs);
-    std::array<int64_t, 3> grid3{};
-    resolve_grid(grid, bound, grid3);
-    const Target& target = find_or_compile(key.bytes(), args, kwargs);
-    return run(target, grid3, host);
+    HostValues host(params_.size());
+    if (!specialize(bound, key, host)) return python_launch(call);
+    std::array<int64_t, 3> grid{};
+    resolve_grid(call.grid, bound, grid);
+    const Target* target = find_or_compile(key.bytes(), call);
+    if (!target) return python_launch(call);
+    return run(*target, grid, host);
   }
 
   // The key bytes of a launch with these arguments, or None when the launch
   // would be left to Python (for tests: equal bytes must mean equal keys).
   nb::object specialization(nb::args args, nb::kwargs kwargs) {
     if (!prepared_) prepare();
-    Bound bound;
+    std::vector<PyObject*> flat;  // as a vectorcall gets them
+    for (nb::handle a : args) flat.push_back(a.ptr());
+    nb::list names;
+    PyObject* name = nullptr;
+    PyObject* value = nullptr;
+    Py_ssize_t position = 0;
+    while (PyDict_Next(kwargs.ptr(), &position, &name, &value)) {
+      names.append(nb::handle(name));
+      flat.push_back(value);
+    }
+    nb::object kwnames = nb::steal(PyList_AsTuple(names.ptr()));
+    CallArgs call{Py_None, flat.data(), nb::len(args), kwnames.ptr()};
+    Bound bound{BoundValues(params_.size()), {}};
     LaunchKey key;
-    std::vector<HostValue> host(params_.size());
-    if (debug_ || !bind(args, kwargs, bound) || !specialize(bound, key, host)) return nb::none();
+    HostValues host(params_.size());
+    if (debug_ || !bind(call, bound) || !specialize(bound, key, host)) return nb::none();
     return nb::bytes(key.bytes().data(), key.bytes().size());
   }
 
@@ -120,6 +192,7 @@ class Launcher {
   }
 
   void clear() {
+    last_target_ = nullptr;
     targets_.clear();
     params_.clear();
     classifier_.clear();
@@ -170,22 +243,20 @@ class Launcher {
     prepared_ = true;
   }
 
-  nb::object python_launch(nb::handle grid, nb::handle args, nb::handle kwargs) {
-    return jit_.attr("_launch_python")(grid, args, kwargs);
+  nb::object python_launch(const CallArgs& call) {
+    return jit_.attr("_launch_python")(nb::handle(call.grid), call.tuple(), call.dict());
   }
 
   // Positional arguments, keywords, launch options, defaults: false for
   // anything JITFunction._bind or _pop_launch_options would reject.
-  bool bind(nb::handle args, nb::handle kwargs, Bound& bound) const {
+  bool bind(const CallArgs& call, Bound& bound) const {
     const size_t count = params_.size();
-    const auto given = static_cast<size_t>(PyTuple_GET_SIZE(args.ptr()));
+    const size_t given = call.positional();
     if (given > count) return false;
-    bound.values.assign(count, nullptr);
-    for (size_t i = 0; i < given; ++i) bound.values[i] = PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(i));
-    PyObject* name = nullptr;
-    PyObject* value = nullptr;
-    Py_ssize_t position = 0;
-    while (PyDict_Next(kwargs.ptr(), &position, &name, &value)) {
+    for (size_t i = 0; i < given; ++i) bound.values[i] = call.argument(i);
+    for (size_t k = 0; k < call.keywords(); ++k) {
+      PyObject* name = call.keyword(k);
+      PyObject* value = call.keyword_value(k);
       PyObject* found = PyDict_GetItemWithError(index_.ptr(), name);
       if (found) {
         size_t i = PyLong_AsSize_t(found);
@@ -221,7 +292,7 @@ class Launcher {
 
   // One part per parameter, then the launch options that change the code,
   // as JITFunction._specialize orders them.
-  bool specialize(const Bound& bound, LaunchKey& key, std::vector<HostValue>& host) {
+  bool specialize(const Bound& bound, LaunchKey& key, HostValues& host) {
     for (size_t i = 0; i < params_.size(); ++i) {
       const Param& p = params_[i];
       bool ok = p.is_constexpr ? classifier_.constexpr_value(kernel_name_, p.name, bound.values[i], key)
@@ -277,11 +348,19 @@ class Launcher {
     return true;
   }
 
-  const Target& find_or_compile(const std::string& key, nb::handle args, nb::handle kwargs) {
-    if (auto it = targets_.find(key); it != targets_.end()) return it->second;
+  // Null when the entry's launch values are not one per parameter
+  // (TensorDescriptor arguments): the Python path launches those.
+  const Target* find_or_compile(std::string_view key, const CallArgs& call) {
+    if (last_target_ && key == last_key_) return last_target_;  // launches in a loop: no hashing
+    if (auto it = targets_.find(key); it != targets_.end()) {
+      last_key_.assign(key);
+      last_target_ = &it->second;
+      return last_target_;
+    }
     // The Python cache (and behind it the compiler and its disk cache) decides
     // what runs; several byte keys may name one of its entries.
-    nb::object entry = jit_.attr("_entry_for_launch")(args, kwargs);
+    nb::object entry = jit_.attr("_entry_for_launch")(call.tuple(), call.dict());
+    if (nb::getattr(entry, "flatten", nb::bool_(false)).is(Py_True)) return nullptr;
     Target target;
     target.kernel_object = entry.attr("kernel");
     target.kernel = nb::cast<std::shared_ptr<CompiledKernel>>(target.kernel_object);
@@ -294,10 +373,10 @@ class Launcher {
       throw nb::value_error("internal error: runtime indices and kernel parameters differ");
     nb::object device = entry.attr("device");
     target.device = device.is_none() ? -1 : nb::cast<int>(device);
-    return targets_.try_emplace(key, std::move(target)).first->second;
+    return &targets_.try_emplace(std::string(key), std::move(target)).first->second;
   }
 
-  nb::object run(const Target& target, const std::array<int64_t, 3>& grid, const std::vector<HostValue>& host) {
+  nb::object run(const Target& target, const std::array<int64_t, 3>& grid, const HostValues& host) {
     std::shared_ptr<const CompiledKernel> kernel = target.kernel;
     std::vector<ArgValue> values(kernel->params.size());
     for (size_t j = 0; j < values.size(); ++j)
@@ -371,6 +450,8 @@ class Launcher {
   nb::str torch_module_name_ = interned("torch");
   std::vector<nb::object> kept_alive_;  // type objects of option values (none so far: ints and bools)
   std::unordered_map<std::string, Target, StringHash, std::equal_to<>> targets_;
+  std::string last_key_;             // the key of the latest hit
+  const Target* last_target_ = nullptr;  // its entry (map nodes never move)
 };
 
 LaunchSupport support_from(nb::handle s) {
@@ -378,6 +459,7 @@ LaunchSupport support_from(nb::handle s) {
   out.ndarray_type = s.attr("ndarray");
   out.numpy_scalars = nb::cast<nb::dict>(s.attr("numpy_scalars"));
   out.tensor_types = nb::cast<nb::dict>(s.attr("tensor_types"));
+  out.torch_tensor_part = s.attr("torch_tensor_part");
   out.torch_scalars = nb::cast<nb::dict>(s.attr("torch_scalars"));
   out.runtime_part = s.attr("runtime_part");
   out.constexpr_part = s.attr("constexpr_part");
@@ -385,6 +467,53 @@ LaunchSupport support_from(nb::handle s) {
   out.current_stream = s.attr("current_stream");
   out.torch_stream = s.attr("torch_stream");
   return out;
+}
+
+// `launcher.launch`: a vectorcall function, so a launch's arguments reach
+// the launcher as CPython holds them (no tuple, no dict). Its errors are the
+// module's usual exceptions.
+PyObject* launch_entry(PyObject* self, PyObject* const* args, Py_ssize_t count, PyObject* kwnames) {
+  try {
+    if (count < 1) throw nb::type_error("launch() takes the grid, then the kernel's arguments");
+    CallArgs call{args[0], args + 1, static_cast<size_t>(count - 1), kwnames};
+    return nb::inst_ptr<Launcher>(self)->launch(call).release().ptr();
+  } catch (...) {
+    set_python_error(std::current_exception());
+    return nullptr;
+  }
+}
+
+// `launcher.with_grid(grid)(*args, **kwargs)`: what `kernel[grid]` returns.
+// Its `self` is the pair (launcher, grid).
+PyObject* grid_launch_entry(PyObject* pair, PyObject* const* args, Py_ssize_t count, PyObject* kwnames) {
+  try {
+    CallArgs call{PyTuple_GET_ITEM(pair, 1), args, static_cast<size_t>(count), kwnames};
+    return nb::inst_ptr<Launcher>(PyTuple_GET_ITEM(pair, 0))->launch(call).release().ptr();
+  } catch (...) {
+    set_python_error(std::current_exception());
+    return nullptr;
+  }
+}
+
+PyObject* with_grid_entry(PyObject* self, PyObject* grid);
+
+// Static because every function object made from them points at them; never
+// written after initialization.
+PyMethodDef launch_method = {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(launch_entry)),
+                             METH_FASTCALL | METH_KEYWORDS,
+                             "launch(grid, *args, **kwargs): launches the kernel; returns its CompiledKernel."};
+PyMethodDef grid_launch_method = {
+    "launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(grid_launch_entry)),
+    METH_FASTCALL | METH_KEYWORDS, "(*args, **kwargs): launches the kernel on the grid it was made for."};
+PyMethodDef with_grid_method = {"with_grid", with_grid_entry, METH_O,
+                                "with_grid(grid): the launch function of `kernel[grid]`."};
+
+PyObject* with_grid_entry(PyObject* self, PyObject* grid) {
+  PyObject* pair = PyTuple_Pack(2, self, grid);
+  if (!pair) return nullptr;
+  PyObject* function = PyCFunction_New(&grid_launch_method, pair);
+  Py_DECREF(pair);
+  return function;
 }
 
 int launcher_traverse(PyObject* self, visitproc visit, void* arg) {
@@ -420,8 +549,24 @@ void bind_launch(nb::module_& m) {
              new (self) Launcher(std::move(jit), support_from(support));
            },
            "jit"_a, "support"_a)
-      .def("launch", &Launcher::launch,
-           "launch(grid, *args, **kwargs): launches the kernel; returns its CompiledKernel.")
+      .def_prop_ro(
+          "launch",
+          [](nb::handle self) {
+            PyObject* function = PyCFunction_New(&launch_method, self.ptr());
+            if (!function) throw nb::python_error();
+            return nb::steal(function);
+          },
+          "launch(grid, *args, **kwargs): launches the kernel and returns its CompiledKernel (a new "
+          "function object per access: keep one).")
+      .def_prop_ro(
+          "with_grid",
+          [](nb::handle self) {
+            PyObject* function = PyCFunction_New(&with_grid_method, self.ptr());
+            if (!function) throw nb::python_error();
+            return nb::steal(function);
+          },
+          "with_grid(grid) -> the launch function `kernel[grid]` returns (a new function object per access: "
+          "keep one).")
       .def("specialization", &Launcher::specialization,
            "The specialization key of these arguments as bytes, or None when a launch with them takes the "
            "Python path.")

@@ -11,6 +11,8 @@
 
 #include <nanobind/nanobind.h>
 
+#include <exception>
+
 #include "runtime/debug_record.h"
 
 namespace tegula::python {
@@ -22,5 +24,9 @@ void bind_launch(nanobind::module_& m);
 
 // Sets the Python error for a debug kernel's fault: tegula.DeviceError (bind_debug.cpp).
 void raise_device_error(const runtime::DeviceFault& fault);
+
+// Sets the Python error for a C++ exception exactly as the module's exception
+// translation does, for entry points that bypass nanobind (module.cpp).
+void set_python_error(const std::exception_ptr& error);
 
 }  // namespace tegula::python

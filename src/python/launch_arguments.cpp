@@ -72,38 +72,43 @@ void keep(std::vector<nb::object>& objects, PyObject* object) {
 
 // --- LaunchKey -------------------------------------------------------------------------------
 
+void LaunchKey::spill(const void* data, size_t size) {
+  if (spilled_.empty()) spilled_.assign(local_.data(), size_);
+  spilled_.append(static_cast<const char*>(data), size);
+}
+
 void LaunchKey::tuple(size_t count) {
-  bytes_ += '(';
+  append('(');
   auto n = static_cast<uint32_t>(count);
-  bytes_.append(reinterpret_cast<const char*>(&n), sizeof n);
+  append(&n, sizeof n);
 }
 
 void LaunchKey::text(std::string_view value) {
-  bytes_ += 's';
+  append('s');
   auto n = static_cast<uint32_t>(value.size());
-  bytes_.append(reinterpret_cast<const char*>(&n), sizeof n);
-  bytes_.append(value);
+  append(&n, sizeof n);
+  append(value.data(), value.size());
 }
 
 void LaunchKey::integer(int64_t value) {
-  bytes_ += 'i';
-  bytes_.append(reinterpret_cast<const char*>(&value), sizeof value);
+  append('i');
+  append(&value, sizeof value);
 }
 
-void LaunchKey::boolean(bool value) { bytes_ += value ? 'T' : 'F'; }
+void LaunchKey::boolean(bool value) { append(value ? 'T' : 'F'); }
 
-void LaunchKey::none() { bytes_ += 'N'; }
+void LaunchKey::none() { append('N'); }
 
 void LaunchKey::real_bits(double value) {
-  bytes_ += 'd';
+  append('d');
   auto bits = std::bit_cast<uint64_t>(value);
-  bytes_.append(reinterpret_cast<const char*>(&bits), sizeof bits);
+  append(&bits, sizeof bits);
 }
 
 void LaunchKey::identity(PyObject* object) {
-  bytes_ += 'o';
+  append('o');
   auto address = reinterpret_cast<uintptr_t>(object);
-  bytes_.append(reinterpret_cast<const char*>(&address), sizeof address);
+  append(&address, sizeof address);
 }
 
 bool LaunchKey::part(nb::handle value, std::vector<nb::object>& kept_alive) {
@@ -154,9 +159,9 @@ bool LaunchKey::part(nb::handle value, std::vector<nb::object>& kept_alive) {
 // --- LaunchSupport ---------------------------------------------------------------------------
 
 std::vector<PyObject*> LaunchSupport::references() const {
-  return {ndarray_type.ptr(),   numpy_scalars.ptr(),  tensor_types.ptr(),   torch_scalars.ptr(),
-          runtime_part.ptr(),   constexpr_part.ptr(), data_address.ptr(),   current_stream.ptr(),
-          torch_stream.ptr()};
+  return {ndarray_type.ptr(), numpy_scalars.ptr(),  tensor_types.ptr(), torch_tensor_part.ptr(),
+          torch_scalars.ptr(), runtime_part.ptr(),   constexpr_part.ptr(), data_address.ptr(),
+          current_stream.ptr(), torch_stream.ptr()};
 }
 
 // --- ArgumentClassifier ----------------------------------------------------------------------
@@ -329,9 +334,10 @@ bool ArgumentClassifier::from_python(nb::handle kernel, nb::handle param, nb::ha
   PyObject* launch_value = PyTuple_GET_ITEM(result.ptr(), 1);
   // The Python side learns torch tensor types on their first launch; so do we.
   PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(value.ptr()));
-  if (!is_torch_type(Py_TYPE(value.ptr())) && PyDict_Contains(support_.tensor_types.ptr(), type) == 1)
+  if (!is_torch_type(Py_TYPE(value.ptr())) &&
+      PyDict_GetItemWithError(support_.tensor_types.ptr(), type) == support_.torch_tensor_part.ptr())
     torch_types_.push_back(nb::borrow(type));
-  PyErr_Clear();  // PyDict_Contains cannot fail for a type key; be sure anyway
+  PyErr_Clear();  // a type key cannot fail to hash; be sure anyway
 
   if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(part, 0)))
     return false;

@@ -17,7 +17,9 @@
 
 #include <nanobind/nanobind.h>
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,7 +35,8 @@ struct HostValue {
 };
 
 // The byte form of key parts: every item says what it is and how long it
-// is, so a concatenation of parts decodes one way only.
+// is, so a concatenation of parts decodes one way only. Short keys (all but
+// kernels with dozens of parameters) stay in the object, off the heap.
 class LaunchKey {
  public:
   void tuple(size_t count);
@@ -48,17 +51,33 @@ class LaunchKey {
   // an object the encoding has no exact form for.
   bool part(nanobind::handle value, std::vector<nanobind::object>& kept_alive);
 
-  const std::string& bytes() const { return bytes_; }
+  std::string_view bytes() const {
+    return spilled_.empty() ? std::string_view(local_.data(), size_) : std::string_view(spilled_);
+  }
 
  private:
-  std::string bytes_;
+  void append(const void* data, size_t size) {
+    if (spilled_.empty() && size_ + size <= local_.size()) {
+      std::memcpy(local_.data() + size_, data, size);
+      size_ += size;
+      return;
+    }
+    spill(data, size);
+  }
+  void append(char tag) { append(&tag, 1); }
+  void spill(const void* data, size_t size);
+
+  std::array<char, 256> local_;
+  size_t size_ = 0;
+  std::string spilled_;  // the whole key, once it outgrew local_
 };
 
 // The Python side's definitions and tables, read once from the package.
 struct LaunchSupport {
   nanobind::object ndarray_type;    // numpy.ndarray
   nanobind::dict numpy_scalars;     // numpy dtype -> IR scalar name ("f32")
-  nanobind::dict tensor_types;      // torch tensor types seen by the Python side
+  nanobind::dict tensor_types;      // type -> part function, for types the Python side has learned
+  nanobind::object torch_tensor_part;  // the part function of torch tensors in tensor_types
   nanobind::dict torch_scalars;     // torch dtype -> IR scalar name
   nanobind::object runtime_part;    // (kernel, param, value, specialize) -> (part, launch value)
   nanobind::object constexpr_part;  // (kernel, param, value) -> part

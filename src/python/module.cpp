@@ -49,7 +49,49 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
   }
 }
 
+PyObject* builtin_exception_type(nb::exception_type type) {
+  switch (type) {
+    case nb::exception_type::stop_iteration: return PyExc_StopIteration;
+    case nb::exception_type::index_error: return PyExc_IndexError;
+    case nb::exception_type::key_error: return PyExc_KeyError;
+    case nb::exception_type::value_error: return PyExc_ValueError;
+    case nb::exception_type::type_error: return PyExc_TypeError;
+    case nb::exception_type::buffer_error: return PyExc_BufferError;
+    case nb::exception_type::import_error: return PyExc_ImportError;
+    case nb::exception_type::attribute_error: return PyExc_AttributeError;
+    default: return PyExc_RuntimeError;
+  }
+}
+
 }  // namespace
+
+void set_python_error(const std::exception_ptr& error) {
+  try {
+    try {
+      std::rethrow_exception(error);
+    } catch (nb::python_error& e) {
+      e.restore();
+      return;
+    } catch (const nb::builtin_exception& e) {
+      PyErr_SetString(builtin_exception_type(e.type()), e.what());
+      return;
+    } catch (const std::bad_alloc&) {
+      PyErr_NoMemory();
+      return;
+    } catch (...) {
+    }
+    // The CompilationError type lives on the module (error path only: the lookup may be slow).
+    nb::object module = nb::steal(PyImport_GetModule(nb::str("tegula._C").ptr()));
+    nb::object compilation_error = module.is_valid() ? nb::getattr(module, "CompilationError", nb::none()) : nb::none();
+    PyErr_Clear();
+    translate_errors(error, compilation_error.is_none() ? PyExc_RuntimeError : compilation_error.ptr());
+  } catch (const std::exception& e) {  // none of ours: what nanobind would say
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "an unknown C++ exception");
+  }
+}
+
 }  // namespace tegula::python
 
 NB_MODULE(_C, m) {

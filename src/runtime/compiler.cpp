@@ -195,6 +195,7 @@ struct Attempt {
   std::string key;
   SourceManager sources;
   Stages stages;
+  CompileProfile* profile = nullptr;  // where generate() records its phases, if anywhere
 };
 
 [[noreturn]] void internal_failure(const Attempt& attempt, std::string what) {
@@ -250,13 +251,18 @@ backends::cuda::CudaKernel emit_cuda_source(const ir::Function& fn, const backen
 // CUDA target of a cuda request, null otherwise.
 Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir, const cuda::Target* target) {
   const frontend::KernelRequest& request = *attempt.request;
+  CompileProfile unprofiled;
+  CompileProfile& profile = attempt.profile ? *attempt.profile : unprofiled;
+  std::optional<PhaseTimer> phase(std::in_place, profile, "frontend");
   ir::Function fn = frontend::lower_kernel(request, attempt.sources);
   stats().frontend_runs++;
   ir::verify_or_throw(fn, "lowered");  // optimize() records the "lowered" dump
+  phase.emplace(profile, "passes");
   passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr);
   bool debug = effective_debug(request, options);
   // The backends number their checks the same way, from the same IR.
   std::vector<passes::DebugSite> sites = debug ? passes::DebugSites(fn).sites() : std::vector<passes::DebugSite>{};
+  phase.emplace(profile, "codegen");
   if (!target) {
     attempt.stages.source = backends::cpu::emit_cpp(fn, {debug});
     return Lowered{fn.name, fn.params, 0, 0, std::move(sites)};
@@ -331,7 +337,8 @@ Stages stages_of_entry(const frontend::KernelRequest& request, const CompileOpti
 std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest& request,
                                                    const CompileOptions& options, const cuda::Target& target,
                                                    const std::string& key, const std::string& directory,
-                                                   bool want_stages) {
+                                                   bool want_stages, CompileProfile& profile) {
+  std::optional<PhaseTimer> phase(std::in_place, profile, "disk cache");
   DiskCache cache(directory);
   bool debug = effective_debug(request, options);
 
@@ -344,6 +351,7 @@ std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest
     hit = cache.load_image(key, &why);
     if (!hit && why != "no entry") stats().disk_rejected++;
   }
+  phase.reset();
   if (hit) {
     building.reset();  // stages_of_entry takes the lock itself
     stats().disk_hits++;
@@ -357,15 +365,17 @@ std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest
     return kernel;
   }
 
-  Attempt attempt{&request, key, {}, {}};
+  Attempt attempt{&request, key, {}, {}, &profile};
   Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, want_stages, &target); });
   TEGULA_ASSERT(lowered.num_threads > 0, "the CUDA code generator chose no block size");
   // NVRTC reports rejected source as InternalError (generated code should always compile).
+  phase.emplace(profile, "nvrtc");
   cuda::Image image = translate_errors(attempt, [&] {
     return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, target, debug, want_stages,
                                   options.fp_fusion, lowered.occupancy_threads);
   });
   stats().builds++;
+  phase.emplace(profile, "store");
   attempt.stages.ptx = std::move(image.ptx);
   attempt.stages.compile_log = std::move(image.log);
 
@@ -382,7 +392,8 @@ std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest
 
 std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& request, const CompileOptions& options,
                                               const std::string& key, const std::string& directory,
-                                              bool want_stages) {
+                                              bool want_stages, CompileProfile& profile) {
+  std::optional<PhaseTimer> phase(std::in_place, profile, "disk cache");
   DiskCache cache(directory);
 
   // On a miss, wait while another process builds this kernel, then look again.
@@ -394,6 +405,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
     hit = cache.load(key, &why);
     if (!hit && why != "no entry") stats().disk_rejected++;
   }
+  phase.reset();
   if (hit) {
     building.reset();  // stages_of_entry takes the lock itself
     stats().disk_hits++;
@@ -409,11 +421,12 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
   }
 
   // Miss (absent, or failed verification: the new entry overwrites it).
-  Attempt attempt{&request, key, {}, {}};
+  Attempt attempt{&request, key, {}, {}, &profile};
   Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, want_stages, nullptr); });
   std::string built = cache.temporary_path(key, "so");
   // The toolchain reports rejected source as InternalError (generated code
   // should always compile) and I/O trouble as UserError.
+  phase.emplace(profile, "c++");
   translate_errors(attempt, [&] {
     try {
       backends::cpu::compile_shared_object(attempt.stages.source, built);
@@ -424,9 +437,11 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
   });
   stats().builds++;
 
+  phase.emplace(profile, "store");
   CacheManifest manifest{lowered.kernel_name, lowered.params, {}, {}, 0, 0, lowered.debug_sites};
   translate_errors(attempt,
                    [&] { cache.store(*building, built, manifest, want_stages ? &attempt.stages : nullptr); });
+  phase.emplace(profile, "load");
   std::shared_ptr<SharedLibrary> library;
   void* entry = nullptr;
   try {
@@ -529,6 +544,13 @@ std::optional<cuda::Target> target_of(const CompileOptions& options) {
   return cuda::resolve_target(options.device, options.cuda_arch);
 }
 
+// The CPU toolchain, found on the first CPU compile of the process (its
+// identity is part of the key); a missing compiler is the user's error.
+void find_toolchain(const frontend::KernelRequest& request) {
+  Attempt attempt{&request, {}, {}, {}};
+  translate_errors(attempt, [] { backends::cpu::toolchain(); });
+}
+
 std::string key_for(const frontend::KernelRequest& request, const CompileOptions& options,
                     const std::optional<cuda::Target>& target) {
   Attempt attempt{&request, {}, {}, {}};
@@ -542,22 +564,34 @@ std::string cache_key(const frontend::KernelRequest& request, const CompileOptio
   return key_for(request, options, target_of(options));
 }
 
-std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, const CompileOptions& options) {
+std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, const CompileOptions& options,
+                                        CompileProfile* requested_profile) {
+  CompileProfile unprofiled;
+  CompileProfile& profile = requested_profile ? *requested_profile : unprofiled;
+  std::optional<PhaseTimer> phase(std::in_place, profile, "setup");
   check_request(request, options);
   std::optional<cuda::Target> target = target_of(options);
+  if (!target) find_toolchain(request);
+  phase.emplace(profile, "key");
   std::string key = key_for(request, options, target);
   std::string directory = cache_directory(options);
+  phase.reset();
   bool want_stages = options.keep_stages || !dump_directory().empty();
   std::string id = directory + "/" + key;
 
   std::promise<std::shared_ptr<CompiledKernel>> promise;
   KernelTable::Lookup found = kernel_table().claim(id, promise.get_future().share());
   std::shared_ptr<CompiledKernel> kernel = found.ready;
-  if (found.pending.valid()) kernel = found.pending.get();  // rethrows the builder's error
+  if (found.pending.valid()) {
+    PhaseTimer waiting(profile, "in memory");
+    kernel = found.pending.get();  // rethrows the builder's error
+  } else if (kernel) {
+    profile.add("in memory", 0.0);
+  }
   if (found.ours) {
     try {
-      kernel = target ? load_or_build_cuda(request, options, *target, key, directory, want_stages)
-                      : load_or_build(request, options, key, directory, want_stages);
+      kernel = target ? load_or_build_cuda(request, options, *target, key, directory, want_stages, profile)
+                      : load_or_build(request, options, key, directory, want_stages, profile);
     } catch (...) {
       promise.set_exception(std::current_exception());
       kernel_table().finish(id, nullptr);

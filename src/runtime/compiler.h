@@ -16,6 +16,7 @@
 #include "ir/ir.h"
 #include "passes/debug_sites.h"
 #include "passes/pipeline.h"
+#include "runtime/compile_profile.h"
 #include "support/diagnostic.h"
 
 namespace tegula::runtime {
@@ -113,9 +114,11 @@ class CompiledKernel {
 
 // Compiles (or loads from the disk cache) the kernel of `request`.
 // Thread-safe. Throws runtime::Error for errors in the user's kernel (rendered
-// against the request's sources) and for internal compiler errors.
+// against the request's sources) and for internal compiler errors. With
+// `profile`, records the time of each phase there (compile_profile.h; a
+// kernel already loaded in this process is the one phase "in memory").
 std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request,
-                                        const CompileOptions& options);
+                                        const CompileOptions& options, CompileProfile* profile = nullptr);
 
 // The cache key of a request: a hash of everything that affects the produced
 // code (every function source and its globals, the argument specialization,

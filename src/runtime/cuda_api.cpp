@@ -42,6 +42,10 @@ constexpr KnownResult kKnownResults[] = {
     {702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
     {710, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+    {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
+    {906, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
 };
 
 const KnownResult* known_result(CUresult code) {
@@ -104,6 +108,8 @@ void bind_driver(SymbolBinder& bind, DriverApi& api) {
   bind(api.cuFuncSetAttribute, "cuFuncSetAttribute");
   bind(api.cuLaunchKernel, "cuLaunchKernel");
   bind(api.cuStreamSynchronize, "cuStreamSynchronize");
+  bind(api.cuStreamIsCapturing, "cuStreamIsCapturing");
+  bind(api.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
   bind(api.cuPointerGetAttribute, "cuPointerGetAttribute");
   bind(api.cuMemAlloc, "cuMemAlloc_v2");
   bind(api.cuMemFree, "cuMemFree_v2");

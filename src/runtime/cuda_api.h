@@ -65,6 +65,10 @@ constexpr int kFuncNumRegs = 4;
 constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 // CUpointer_attribute
 constexpr int kPointerDeviceOrdinal = 9;
+// CUstreamCaptureStatus and CUstreamCaptureMode
+constexpr int kStreamCaptureStatusNone = 0;
+constexpr int kStreamCaptureModeRelaxed = 2;
+constexpr CUresult kErrorStreamCaptureImplicit = 906;
 
 struct DriverApi {
   std::string path;  // the file loaded (or the name the loader resolved)
@@ -91,6 +95,10 @@ struct DriverApi {
                              unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
                              CUstream stream, void** params, void** extra) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  // CUDA graph capture (cuda_launch.h): whether a stream is being captured,
+  // and the thread's capture mode (relaxed while a module loads mid-capture).
+  CUresult (*cuStreamIsCapturing)(CUstream stream, int* status) = nullptr;
+  CUresult (*cuThreadExchangeStreamCaptureMode)(int* mode) = nullptr;
   CUresult (*cuPointerGetAttribute)(void* data, int attribute, CUdeviceptr pointer) = nullptr;
   // For tests and tools that need device memory without a framework.
   CUresult (*cuMemAlloc)(CUdeviceptr* pointer, size_t bytes) = nullptr;                       // _v2

@@ -75,6 +75,33 @@ ScopedContext::~ScopedContext() {
   driver().cuCtxPopCurrent(&popped);  // cannot fail after a successful push
 }
 
+// --- graph capture -----------------------------------------------------------------------------
+
+bool stream_is_capturing(uint64_t stream, int device) {
+  check_device(device);
+  ScopedContext context(device);
+  int status = kStreamCaptureStatusNone;
+  CUresult result =
+      driver().cuStreamIsCapturing(reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream)), &status);
+  // The legacy stream cannot be asked while a blocking stream captures: it is capturing by proxy.
+  if (result == kErrorStreamCaptureImplicit) return true;
+  check(result, "cuStreamIsCapturing");
+  return status != kStreamCaptureStatusNone;
+}
+
+RelaxedCaptureMode::RelaxedCaptureMode() {
+  int mode = kStreamCaptureModeRelaxed;
+  check(driver().cuThreadExchangeStreamCaptureMode(&mode), "cuThreadExchangeStreamCaptureMode");
+  previous_ = mode;
+  exchanged_ = true;
+}
+
+RelaxedCaptureMode::~RelaxedCaptureMode() {
+  if (!exchanged_) return;
+  int mode = previous_;
+  driver().cuThreadExchangeStreamCaptureMode(&mode);  // cannot fail after a successful exchange
+}
+
 // --- Module ------------------------------------------------------------------------------------
 
 Module::Module(std::string kernel_name, std::string image, int num_threads, int shared_bytes, bool synchronize)
@@ -108,6 +135,7 @@ CUfunction Module::load_on(int device) const {
   if (CUfunction known = functions_[device].load(std::memory_order_relaxed)) return known;
   const DriverApi& api = driver();
   ScopedContext context(device);
+  RelaxedCaptureMode relaxed;  // the first launch may be inside a graph capture
   std::string where = "CUDA kernel '" + kernel_name_ + "' on device " + std::to_string(device);
 
   CUmodule module = nullptr;

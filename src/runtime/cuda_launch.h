@@ -2,6 +2,14 @@
 // loaded into a device's primary context the first time it runs there, and
 // launched with cuLaunchKernel on the caller's stream.
 //
+// A launch is one cuLaunchKernel and nothing that waits, so it can be
+// captured into a CUDA graph (torch.cuda.graph): the parameters are copied
+// into the graph node, and replays read the arrays' current contents. The
+// first launch on a device may come in the middle of a capture: the module
+// then loads in relaxed capture mode. Debug kernels wait for their error
+// record, which a capture cannot do: they refuse to launch on a capturing
+// stream (launch.cpp).
+//
 // Primary contexts are the ones the CUDA runtime (and so torch and CuPy)
 // uses, so a kernel launched on torch's current stream shares memory and
 // ordering with torch's own kernels. The launcher makes the device's primary
@@ -44,6 +52,25 @@ class ScopedContext {
 
  private:
   bool pushed_ = false;
+};
+
+// Whether `stream` (a CUstream handle of `device`) is being captured into a
+// CUDA graph: launches on it are recorded, not run, so nothing may wait for them.
+bool stream_is_capturing(uint64_t stream, int device);
+
+// Sets this thread's graph capture mode to relaxed for the scope, so that
+// loading a module (not a stream operation, but not allowed under the global
+// mode torch captures with) can happen in the middle of a capture.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode();
+  ~RelaxedCaptureMode();
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  int previous_ = kStreamCaptureModeRelaxed;
+  bool exchanged_ = false;
 };
 
 class Module {

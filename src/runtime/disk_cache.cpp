@@ -507,6 +507,8 @@ void DiskCache::store_stages(const std::string& key, CacheManifest& manifest, co
 // A temporary file lives from its creation to its rename, seconds at most
 // (the C++ compiler writes the library at the very end of a build), so one
 // untouched for an hour belongs to a process that was killed in between.
+// Ours are `.tmp-*`; the CPU toolchain's (sources, objects, precompiled
+// headers: backends/cpu/toolchain.cpp) are `.tegula-*` in the same directory.
 // Run after each build, which already costs far more than one directory scan.
 void DiskCache::remove_stale_temporaries() const {
   constexpr time_t kStaleSeconds = 3600;
@@ -515,7 +517,7 @@ void DiskCache::remove_stale_temporaries() const {
   time_t now = std::time(nullptr);
   while (const dirent* item = ::readdir(listing)) {
     std::string_view name = item->d_name;
-    if (!name.starts_with(".tmp-")) continue;
+    if (!name.starts_with(".tmp-") && !name.starts_with(".tegula-")) continue;
     struct stat info{};
     if (::fstatat(::dirfd(listing), item->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(info.st_mode) || now - info.st_mtime < kStaleSeconds) continue;

@@ -107,19 +107,20 @@ class ArgumentPacker {
                                " is out of its range (" + range + ")");
   }
 
+  // The range texts are made only for the error: every launch packs every argument.
   int64_t signed_in_range(const ir::Param& param, const ArgValue& value, int bits) const {
     int64_t max = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
     int64_t min = -max - 1;
-    std::string range = std::to_string(min) + " to " + std::to_string(max);
+    auto fail_range = [&] { out_of_range(param, value, std::to_string(min) + " to " + std::to_string(max)); };
     switch (value.kind) {
       case ArgValue::Kind::Bool: return value.bits ? 1 : 0;
       case ArgValue::Kind::Int: {
         auto v = static_cast<int64_t>(value.bits);
-        if (v < min || v > max) out_of_range(param, value, range);
+        if (v < min || v > max) fail_range();
         return v;
       }
       case ArgValue::Kind::UInt:
-        if (value.bits > static_cast<uint64_t>(max)) out_of_range(param, value, range);
+        if (value.bits > static_cast<uint64_t>(max)) fail_range();
         return static_cast<int64_t>(value.bits);
       default: wrong_kind(param, value, "an integer");
     }
@@ -127,14 +128,14 @@ class ArgumentPacker {
 
   uint64_t unsigned_in_range(const ir::Param& param, const ArgValue& value, int bits) const {
     uint64_t max = bits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << bits) - 1;
-    std::string range = "0 to " + std::to_string(max);
+    auto fail_range = [&] { out_of_range(param, value, "0 to " + std::to_string(max)); };
     switch (value.kind) {
       case ArgValue::Kind::Bool: return value.bits ? 1 : 0;
       case ArgValue::Kind::Int:
-        if (static_cast<int64_t>(value.bits) < 0 || value.bits > max) out_of_range(param, value, range);
+        if (static_cast<int64_t>(value.bits) < 0 || value.bits > max) fail_range();
         return value.bits;
       case ArgValue::Kind::UInt:
-        if (value.bits > max) out_of_range(param, value, range);
+        if (value.bits > max) fail_range();
         return value.bits;
       default: wrong_kind(param, value, "an integer");
     }
@@ -225,7 +226,15 @@ void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& 
   std::vector<Slot> slots;
   std::vector<void*> argv;
   pack_arguments(*this, args, slots, argv);
-  if (debug) return launch_cuda_debug(*this, grid, args, slots, argv, stream, device);
+  if (debug) {
+    if (cuda::stream_is_capturing(stream, device))
+      fail(ErrorKind::Value,
+           "kernel '" + name + "' is compiled in debug mode, which cannot run inside CUDA graph capture: a debug "
+               "launch waits for the kernel and reads its error record back",
+           "capture the kernel without debug mode (debug=False and TEGULA_DEBUG unset), or launch it in debug "
+           "mode outside the capture");
+    return launch_cuda_debug(*this, grid, args, slots, argv, stream, device);
+  }
   cuda_module->launch(grid, argv.data(), stream, device);
 }
 

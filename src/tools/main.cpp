@@ -57,7 +57,7 @@ compile options:
   -c, --const NAME=VALUE
                         the value of tl.constexpr parameter NAME (repeatable)
   -b, --backend NAME    cpu (default) or cuda
-  --arch CC             CUDA: compute capability to build for, e.g. 90 (sm_90a) or 80;
+  --arch CC             CUDA: compute capability to build for: 90, sm_90a, 80 or sm_80;
                         default: the GPU of device 0 (needed when there is no GPU)
   --num-warps N         CUDA: warps per program (default 4)
   --num-stages N        CUDA: software-pipeline stages of K loops feeding tensor-core
@@ -167,7 +167,17 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
       if (cmd.backend != "cpu" && cmd.backend != "cuda")
         throw UsageError{"--backend: expected cpu or cuda, got '" + cmd.backend + "'"};
     } else if (arg == "--arch") {
-      cmd.arch = parse_positive("--arch", value());
+      // 90, sm_90, sm_90a and compute_90 all name compute capability 9.0.
+      std::string text = value();
+      std::string digits = text;
+      for (const char* prefix : {"sm_", "compute_"})
+        if (digits.rfind(prefix, 0) == 0) digits = digits.substr(std::string(prefix).size());
+      if (!digits.empty() && digits.back() == 'a' && digits != text) digits.pop_back();
+      try {
+        cmd.arch = parse_positive("--arch", digits);
+      } catch (const UsageError&) {
+        throw UsageError{"--arch expects a compute capability such as 90, sm_90a or 80, got '" + text + "'"};
+      }
     } else if (arg == "--num-warps") {
       cmd.num_warps = parse_positive("--num-warps", value());
     } else if (arg == "--num-stages") {

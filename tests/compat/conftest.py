@@ -123,7 +123,7 @@ class Runtime:
                 import ml_dtypes
 
                 return a.astype(ml_dtypes.bfloat16)
-            return a.astype(name) if name else a
+            return a.astype(name) if name else a.copy()  # a copy, like the device copy on the GPU
         import torch
 
         if name == "bfloat16":  # NumPy has no bfloat16 of its own: convert on the device

@@ -25,6 +25,18 @@ def test_fused_softmax(rt, n_rows, n_cols):
     assert_close(rt.numpy(out), softmax_ref(x), atol=1e-6, rtol=1e-5)
 
 
+def test_softmax_builtin_and_keep_dims(rt):
+    n_rows, n_cols = 10, 100
+    x = randn(14, n_rows, n_cols) * 3
+    out = rt.zeros((n_rows, n_cols), "float32")
+    softmax.softmax_builtin_kernel[(n_rows,)](out, rt.array(x), n_cols, n_cols, BLOCK=128)
+    assert_close(rt.numpy(out), softmax_ref(x), atol=1e-6, rtol=1e-5)
+    out = rt.zeros((n_rows, n_cols), "float32")
+    softmax.softmax_rows_keep_dims_kernel[(triton.cdiv(n_rows, 4),)](out, rt.array(x), n_rows, n_cols,
+                                                                     BLOCK_R=4, BLOCK_C=128)
+    assert_close(rt.numpy(out), softmax_ref(x), atol=1e-6, rtol=1e-5)
+
+
 def cross_entropy_inputs(rt, n_rows, vocab, dtype, ignore_index):
     logits = randn(11, n_rows, vocab) * 3
     targets = rng(12).integers(0, vocab, n_rows).astype(np.int64)

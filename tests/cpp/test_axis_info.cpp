@@ -185,6 +185,27 @@ TEST(AxisInfo, LoopInductionVariablesAndLoopCarriedValues) {
   EXPECT_EQ(facts("%13"), "contig=[1] div=[1] const=[1]");
 }
 
+// x % n for a uniform n divisible by 16: runs of 16 never wrap
+// (`rows % M` in Triton-style matmuls keeps 16-element vector loads).
+TEST(AxisInfo, RemainderByAUniformMultipleOf16) {
+  Facts facts(R"(kernel @k(%n: i32 div(16), %m: i32) {
+  %0 = program_id {axis = 0} : i32
+  %1 = constant {value = 64} : i32
+  %2 = mul %0, %1 : i32
+  %3 = arange {start = 0, end = 64} : tile<64xi32>
+  %4 = splat %2 : tile<64xi32>
+  %5 = add %4, %3 : tile<64xi32>
+  %6 = splat %n : tile<64xi32>
+  %7 = rem %5, %6 : tile<64xi32>
+  %8 = splat %m : tile<64xi32>
+  %9 = rem %5, %8 : tile<64xi32>
+  return
+}
+)");
+  EXPECT_EQ(facts("%7"), "contig=[16] div=[16] const=[1]");
+  EXPECT_EQ(facts("%9"), "contig=[1] div=[1] const=[1]");
+}
+
 // A pointer tile advanced by a uniform stride keeps its runs; its
 // divisibility is what the start and the stride share. A value the body
 // replaces by something unknown loses everything.

@@ -306,6 +306,15 @@ TEST(Cli, EmitsCudaStagesWithoutAGpu) {
   CliResult bad = run_cli(dir, "compile " + file + " -s '*fp32, *fp32, *fp32, i32, 1024' --backend tpu");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--backend: expected cpu or cuda"), std::string::npos) << bad.err;
+  // --arch takes the spellings of nvcc and NVRTC too.
+  CliResult sm = run_cli(dir, "compile " + file + "::add -s '*fp32:16, *fp32:16, *fp32:16, i32, 1024' --backend cuda "
+                              "--arch sm_90a --emit ptx " + cache);
+  ASSERT_EQ(sm.status, 0) << sm.err;
+  EXPECT_NE(sm.out.find(".target sm_90"), std::string::npos);
+  CliResult wrong = run_cli(dir, "compile " + file + " -s '*fp32, *fp32, *fp32, i32, 1024' --backend cuda --arch hopper");
+  EXPECT_EQ(wrong.status, 2);
+  EXPECT_NE(wrong.err.find("--arch expects a compute capability such as 90, sm_90a or 80, got 'hopper'"),
+            std::string::npos) << wrong.err;
 }
 
 }  // namespace

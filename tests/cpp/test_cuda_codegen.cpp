@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -137,10 +138,15 @@ PtxasReport nvcc_compile(const std::string& source, const std::string& arch) {
   return r;
 }
 
-void expect_compiles(const std::string& source, const std::string& what) {
+// The architectures the corpus compiles for: compute capability, nvcc name.
+// Code generation depends on it (tensor cores: wgmma on sm_90, mma.sync on
+// sm_80), so each is generated for its own.
+const std::vector<std::pair<int, std::string>> kArchs = {{90, "sm_90a"}, {80, "sm_80"}};
+
+void expect_compiles(const std::function<std::string(int)>& generate, const std::string& what) {
   if (!have_nvcc()) return;
-  for (const char* arch : {"sm_90a", "sm_80"}) {
-    PtxasReport r = nvcc_compile(source, arch);
+  for (const auto& [cc, arch] : kArchs) {
+    PtxasReport r = nvcc_compile(generate(cc), arch);
     EXPECT_TRUE(r.ok) << what << " (" << arch << "):\n" << r.log;
     EXPECT_GT(r.functions, 0) << what << ": no ptxas report\n" << r.log;
     EXPECT_EQ(r.max_stack, 0) << what << " (" << arch << ") uses local memory:\n" << r.log;
@@ -176,7 +182,12 @@ TEST_P(CudaFileKernels, GenerateAndCompile) {
     std::ofstream(fs::path(dump) / (c.label + ".cu")) << k.source;
     std::ofstream(fs::path(dump) / (c.label + ".layouts")) << k.layouts;
   }
-  expect_compiles(k.source, c.label);
+  expect_compiles(
+      [&](int arch) {
+        options.arch = arch;
+        return emit_cuda(fn, options).source;
+      },
+      c.label);
 }
 
 std::vector<FileCase> file_cases() {
@@ -242,6 +253,8 @@ TEST(CudaCorpus, CoversEveryOp) {
 // one nvcc run per architecture: the prelude once, then every kernel renamed.
 TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
   std::vector<IrCase> cases = ir_cases();
+  for (const auto& [cc, arch] : kArchs) {
+  SCOPED_TRACE(arch);
   std::string unit, common_helpers;
   std::vector<std::pair<size_t, std::string>> line_starts;  // first line of each kernel in `unit`
   auto lines_in = [](const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); };
@@ -253,6 +266,7 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
     CodegenOptions options;
     options.num_warps = c.num_warps;
     options.debug = c.debug;
+    options.arch = cc;
     CudaKernel k;
     ASSERT_NO_THROW(k = emit_cuda(fn, options)) << c.label;
     // The prelude of the first kernel, plus once each the helpers only some
@@ -262,8 +276,19 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
     if (unit.empty()) {
       unit = prelude;
       common_helpers = helpers;
-    } else if (helpers.rfind(common_helpers, 0) == 0 && unit.find(helpers.substr(common_helpers.size())) == std::string::npos) {
-      unit += helpers.substr(common_helpers.size());
+    } else if (helpers.rfind(common_helpers, 0) == 0) {
+      // Helper sections, each once: atomics, tensor cores, debug checks
+      // ("// ---- atomics ----", ...) and each wgmma shape ("// d[0..").
+      std::string extra = helpers.substr(common_helpers.size());
+      std::vector<std::string> pieces(1);
+      std::istringstream lines(extra);
+      for (std::string line; std::getline(lines, line);) {
+        if ((line.rfind("// --", 0) == 0 || line.rfind("// d[0..", 0) == 0) && !pieces.back().empty())
+          pieces.emplace_back();
+        pieces.back() += line + "\n";
+      }
+      for (const std::string& piece : pieces)
+        if (unit.find(piece) == std::string::npos) unit += piece;
     }
     std::string part = kernel_part(k.source);
     size_t at = part.find("tegula_kernel(");
@@ -274,7 +299,7 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
     if (const char* dump = std::getenv("TEGULA_CUDA_TEST_DUMP")) std::ofstream(fs::path(dump) / (c.label + ".cu")) << k.source;
   }
   if (!have_nvcc()) GTEST_SKIP() << "nvcc not on PATH: generated, not compiled";
-  for (const char* arch : {"sm_90a", "sm_80"}) {
+  {
     PtxasReport r = nvcc_compile(unit, arch);
     if (!r.ok) {
       // Name the kernels the errors are in.
@@ -306,6 +331,7 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
     }
     EXPECT_EQ(names, "") << arch << ": kernels using local memory";
     EXPECT_LE(r.max_registers, 255) << arch;
+  }
   }
 }
 

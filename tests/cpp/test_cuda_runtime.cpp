@@ -73,7 +73,8 @@ const std::vector<std::string> kDriverSymbols = {
     "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString", "cuDeviceGetCount", "cuDeviceGet",
     "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent", "cuCtxPushCurrent_v2",
     "cuCtxPopCurrent_v2", "cuCtxSynchronize", "cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction",
-    "cuFuncGetAttribute", "cuFuncSetAttribute", "cuLaunchKernel", "cuStreamSynchronize", "cuPointerGetAttribute",
+    "cuFuncGetAttribute", "cuFuncSetAttribute", "cuLaunchKernel", "cuStreamSynchronize", "cuStreamIsCapturing",
+    "cuThreadExchangeStreamCaptureMode", "cuPointerGetAttribute",
     "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2"};
 
 const std::vector<std::string> kNvrtcSymbols = {
@@ -291,7 +292,7 @@ TEST(CudaDiskCache, ImageEntryRoundTripsAndIsVerified) {
   stages.compile_log = "ptxas info    : Used 12 registers\n";
   stages.source = "extern \"C\" __global__ void tegula_kernel() {}\n";
   std::string image("\x7f" "ELF\0\1\2binary", 12);
-  cache.store_image(key, image, manifest, &stages);
+  cache.store_image(cache.lock(key), image, manifest, &stages);
 
   std::optional<CachedImage> hit = cache.load_image(key);
   ASSERT_TRUE(hit);

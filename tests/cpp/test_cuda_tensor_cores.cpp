@@ -82,7 +82,13 @@ TEST(CudaTensorCores, WhichDotsTakeTensorCores) {
     });
     return found;
   };
-  EXPECT_EQ(choice("f16", "f32", "64x32", "32x64", "64x64", 2048, 2048, 4096, 4, 90), "mma{wpc=[2, 2], warp_n=8}");
+  EXPECT_EQ(choice("f16", "f32", "64x32", "32x64", "64x64", 2048, 2048, 4096, 4, 80), "mma{wpc=[2, 2], warp_n=8}");
+  // sm_90, whole warpgroups, 64-row slabs: wgmma, warpgroups along M first.
+  EXPECT_EQ(choice("f16", "f32", "64x32", "32x64", "64x64", 2048, 2048, 4096, 4, 90), "wgmma{wpc=[4, 1], warp_n=64}");
+  EXPECT_EQ(choice("bf16", "f32", "128x32", "32x256", "128x256", 4096, 8192, 32768, 8, 90), "wgmma{wpc=[8, 1], warp_n=256}");
+  EXPECT_EQ(choice("bf16", "f32", "64x32", "32x256", "64x256", 2048, 8192, 16384, 8, 90), "wgmma{wpc=[4, 2], warp_n=128}");
+  EXPECT_EQ(choice("f16", "f32", "32x32", "32x64", "32x64", 1024, 2048, 2048, 4, 90), "mma{wpc=[2, 2], warp_n=8}");  // M below 64
+  EXPECT_EQ(choice("f16", "f32", "64x32", "32x64", "64x64", 2048, 2048, 4096, 2, 90), "mma{wpc=[2, 1], warp_n=8}");  // half a warpgroup
   EXPECT_EQ(choice("bf16", "f32", "128x32", "32x64", "128x64", 4096, 2048, 8192, 8, 80), "mma{wpc=[4, 2], warp_n=8}");
   // More warps than 16x16 tiles: the extra warps replicate along the rows.
   EXPECT_EQ(choice("f16", "f32", "16x16", "16x16", "16x16", 256, 256, 256, 8, 90), "mma{wpc=[8, 1], warp_n=8}");
@@ -97,12 +103,12 @@ TEST(CudaTensorCores, WhichDotsTakeTensorCores) {
   EXPECT_EQ(choice("f16", "f32", "16x16", "16x8", "16x8", 256, 128, 128, 4, 90), "fma");       // N below 16
 }
 
-TEST(CudaTensorCores, EpiloguesStayInTheAccumulatorLayout) {
-  // relu(a @ b + bias) narrowed to f16: the add, the max and the cast keep
-  // the accumulator's layout; only the f16 result converts, for the store.
-  // The bias row is loaded straight in the accumulator's column slice.
+namespace {
+
+// relu(a @ b + bias) narrowed to f16, 64x64x32.
+std::string epilogue_kernel() {
   using cuda_test::iota;
-  std::string text = "kernel @epilogue(%a: ptr<f16> div(16), %b: ptr<f16> div(16), %bias: ptr<f32> div(16), "
+  return "kernel @epilogue(%a: ptr<f16> div(16), %b: ptr<f16> div(16), %bias: ptr<f32> div(16), "
                      "%o: ptr<f16> div(16)) {\n" +
                      iota("%ia", 2048) + "  %ja = reshape %ia : tile<64x32xi32>\n" + iota("%io", 4096) +
                      "  %jb = reshape %ia : tile<32x64xi32>\n  %jo = reshape %io : tile<64x64xi32>\n" +
@@ -122,9 +128,13 @@ TEST(CudaTensorCores, EpiloguesStayInTheAccumulatorLayout) {
                      "  %h = cast %r : tile<64x64xf16>\n"
                      "  %so = splat %o : tile<64x64xptr<f16>>\n  %po = addptr %so, %jo : tile<64x64xptr<f16>>\n"
                      "  store %po, %h\n  return\n}\n";
-  CudaKernel k = generate(text);
+}
+
+// The add, the max and the cast keep the accumulator's layout; only the f16
+// result converts, for the store. The bias row is loaded straight in the
+// accumulator's column slice.
+void expect_epilogue_in_accumulator_layout(const CudaKernel& k, const std::string& accumulator) {
   // Values are numbered in the layouts text: find them by type.
-  const std::string accumulator = "mma{wpc=[2, 2], warp_n=8}";
   size_t f32_tiles = 0;
   for (size_t at = k.layouts.find(" tile<64x64xf32>: "); at != std::string::npos;
        at = k.layouts.find(" tile<64x64xf32>: ", at + 1), ++f32_tiles) {
@@ -135,10 +145,32 @@ TEST(CudaTensorCores, EpiloguesStayInTheAccumulatorLayout) {
   EXPECT_EQ(f32_tiles, 5u) << k.layouts;
   EXPECT_NE(k.layouts.find(" tile<64xf32>: slice{dim=0, parent=" + accumulator), std::string::npos) << k.layouts;
   EXPECT_NE(k.layouts.find(" tile<64x64xf16>: " + accumulator + "; also blocked"), std::string::npos) << k.layouts;
+}
+
+}  // namespace
+
+TEST(CudaTensorCores, EpiloguesStayInTheAccumulatorLayout) {
+  CudaKernel k = generate(epilogue_kernel(), 4, 80);
+  expect_epilogue_in_accumulator_layout(k, "mma{wpc=[2, 2], warp_n=8}");
   std::string body = kernel_part(k.source);
   EXPECT_EQ(count(body, "tg_mma_f16("), 1u);
   EXPECT_EQ(count(body, "tg_ldmatrix_x4("), 1u);        // a: rows along K
   EXPECT_EQ(count(body, "tg_ldmatrix_x4_trans("), 1u);  // b: loaded [K][N], rows along N
+}
+
+TEST(CudaTensorCores, HopperRunsTheDotAsWgmma) {
+  CudaKernel k = generate(epilogue_kernel(), 4, 90);
+  expect_epilogue_in_accumulator_layout(k, "wgmma{wpc=[4, 1], warp_n=64}");
+  std::string body = kernel_part(k.source);
+  // a [M][K] (rows along K), b [K][N] (rows along N: transposed for wgmma).
+  EXPECT_EQ(count(body, "tg_wgmma_m64n64k16_f16_kn("), 1u);  // in the (unrolled) loop over K steps
+  EXPECT_EQ(count(body, "tg_wgmma_commit();"), 1u);
+  EXPECT_EQ(count(body, "tg_wgmma_wait<0>();"), 1u);
+  EXPECT_EQ(count(body, "tg_fence_proxy_async();"), 1u);  // after staging the operands
+  EXPECT_EQ(body.find("tg_ldmatrix"), std::string::npos);
+  // The instruction is defined once, before the kernel.
+  EXPECT_EQ(count(k.source, "TG_DEVICE void tg_wgmma_m64n64k16_f16_kn("), 1u);
+  EXPECT_NE(k.source.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
 }
 
 TEST(CudaTensorCores, FmaPathBeforeSm80) {

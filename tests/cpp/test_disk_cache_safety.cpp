@@ -190,15 +190,19 @@ TEST_F(DiskCacheTest, StoreMakesTheLibraryPrivate) {
 TEST_F(DiskCacheTest, StaleTemporaryFilesAreRemovedByTheNextBuild) {
   DiskCache cache(directory_);
   std::string stale = cache.temporary_path(sha256_hex("another kernel"), "so");
+  std::string stale_source = directory_ + "/.tegula-a1B2c3.cpp";  // the C++ toolchain's
   std::string fresh = cache.temporary_path(sha256_hex("another kernel"), "part");
   write_text(stale, "half a library");
+  write_text(stale_source, "int half_a_kernel");
   write_text(fresh, "being written");
   struct timespec two_hours_ago[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
   ASSERT_EQ(::utimensat(AT_FDCWD, stale.c_str(), two_hours_ago, 0), 0);
+  ASSERT_EQ(::utimensat(AT_FDCWD, stale_source.c_str(), two_hours_ago, 0), 0);
   EXPECT_FALSE(cache.load(kKey));  // loading never deletes anything
   EXPECT_TRUE(std::filesystem::exists(stale));
   publish(cache);
   EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_FALSE(std::filesystem::exists(stale_source));
   EXPECT_TRUE(std::filesystem::exists(fresh));
 }
 

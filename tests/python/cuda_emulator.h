@@ -62,6 +62,14 @@
 #define tg_cp_async tg_emu_unused_cp_async
 #define tg_cp_async_commit tg_emu_unused_cp_async_commit
 #define tg_cp_async_wait tg_emu_unused_cp_async_wait
+#define tg_wgmma_fence tg_emu_unused_wgmma_fence
+#define tg_wgmma_commit tg_emu_unused_wgmma_commit
+#define tg_wgmma_wait tg_emu_unused_wgmma_wait
+#define tg_fence_proxy_async tg_emu_unused_fence_proxy_async
+#define tg_pin tg_emu_unused_pin
+// Each generated wgmma instruction helper reports itself here.
+void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a, int trans_b);
+#define TG_WGMMA_HOOK(...) tg_emu_wgmma(__VA_ARGS__)
 
 namespace tg_emu {
 
@@ -231,6 +239,11 @@ inline float __ull2float_rz(unsigned long long x) { return tg_emu_to_float_rz(x)
 #undef tg_cp_async
 #undef tg_cp_async_commit
 #undef tg_cp_async_wait
+#undef tg_wgmma_fence
+#undef tg_wgmma_commit
+#undef tg_wgmma_wait
+#undef tg_fence_proxy_async
+#undef tg_pin
 
 inline float tg_f16_to_f32(unsigned short h) {
   _Float16 x;
@@ -391,5 +404,74 @@ void tg_cp_async_wait() {
       left.push_back(c);
   }
   tg_emu_copies = std::move(left);
+}
+
+// --- wgmma: each instruction runs when a wait_group covers its group ---------------------------
+// Operands are read through the descriptors as the PTX ISA describes the
+// canonical layouts: swizzle atoms of 8 rows x W bytes (W = 128, 64, 32 for
+// modes 1, 2, 3), rows along K ("K-major": the stride byte offset steps 8
+// rows of M/N, the leading one the next atom along K) or along M/N
+// (transposed: the leading byte offset steps the next atom along M/N, the
+// stride one 8 rows of K); then the hardware's swizzle: address bits
+// [4, 4 + log2(W/16)) ^= bits [7, 7 + log2(W/16)). The accumulator fragment:
+// warp w % 4 of the warpgroup holds rows 16 (w % 4) .. + 15, as mma.sync's.
+struct TgEmuWgmma {
+  float* d;
+  unsigned long long a, b;
+  int n, type, trans_a, trans_b, group;
+};
+inline thread_local std::vector<TgEmuWgmma> tg_emu_wgmmas;
+inline thread_local int tg_emu_wgmma_groups = 0;
+
+inline void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a,
+                         int trans_b) {
+  tg_emu_wgmmas.push_back({d, a, b, n, type, trans_a, trans_b, tg_emu_wgmma_groups});
+}
+inline void tg_wgmma_fence() {}
+inline void tg_wgmma_commit() { ++tg_emu_wgmma_groups; }
+inline void tg_fence_proxy_async() {}
+inline void tg_pin(float&) {}
+inline void tg_pin(int&) {}
+
+// Element (mn, k) of a 16-bit operand through descriptor `desc`.
+inline float tg_emu_desc_element(unsigned long long desc, bool mn_major, int mn, int k, int type) {
+  unsigned start = static_cast<unsigned>(desc & 0x3fff) << 4;
+  unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3fff) << 4;
+  unsigned sbo = static_cast<unsigned>((desc >> 32) & 0x3fff) << 4;
+  unsigned mode = static_cast<unsigned>(desc >> 62);
+  unsigned width = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
+  if (width == 0) {
+    std::fprintf(stderr, "tg_emu: wgmma descriptor without swizzle is not emulated\n");
+    std::abort();
+  }
+  unsigned per_row = width / 2;  // 16-bit elements in a row of an atom
+  unsigned u = mn_major ? start + (mn / per_row) * lbo + (k / 8) * sbo + (k % 8) * width + (mn % per_row) * 2
+                        : start + (mn / 8) * sbo + (k / per_row) * lbo + (mn % 8) * width + (k % per_row) * 2;
+  unsigned physical = u ^ (((u >> 7) & (width / 16 - 1)) << 4);
+  unsigned short h;
+  std::memcpy(&h, tg_emu::shared() + physical, 2);
+  return type == 0 ? tg_f16_to_f32(h) : __uint_as_float(static_cast<unsigned>(h) << 16);
+}
+
+template <int N>
+void tg_wgmma_wait() {
+  int l = tg_emu::lane(), quarter = static_cast<int>(tg_emu::self.thread.x / 32) % 4;
+  std::vector<TgEmuWgmma> left;
+  for (const TgEmuWgmma& w : tg_emu_wgmmas) {
+    if (w.group >= tg_emu_wgmma_groups - N) {
+      left.push_back(w);
+      continue;
+    }
+    for (int i = 0; i < w.n / 8; ++i)
+      for (int c = 0; c < 4; ++c) {
+        int row = 16 * quarter + l / 4 + 8 * (c / 2), col = 8 * i + 2 * (l % 4) + c % 2;
+        double sum = 0;
+        for (int k = 0; k < 16; ++k)
+          sum += static_cast<double>(tg_emu_desc_element(w.a, w.trans_a != 0, row, k, w.type)) *
+                 tg_emu_desc_element(w.b, w.trans_b != 0, col, k, w.type);
+        w.d[4 * i + c] = static_cast<float>(w.d[4 * i + c] + sum);
+      }
+  }
+  tg_emu_wgmmas = std::move(left);
 }
 #endif

@@ -72,6 +72,9 @@ def _translation_unit(source: str) -> tuple[str, list[str]]:
     prelude, _, kernel = source.partition(_KERNEL_MARK)
     if not kernel:
         raise AssertionError("generated CUDA source has no kernel marker")
+    # Every inline PTX statement of the prelude compiles to nothing (the
+    # header's asm(...) macro), the helpers that have them are emulated.
+    prelude = prelude.replace("asm volatile(", "asm(")
     kernel = _SHARED_DECL.sub("unsigned char* const tg_smem = tg_emu::shared();", kernel)
     header = re.search(r"tegula_kernel\((.*?)\)\s*\{", kernel, re.S)
     params = [p.strip() for p in header.group(1).split(",") if p.strip()]

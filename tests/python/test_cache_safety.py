@@ -11,10 +11,12 @@ so the counters of ``tegula.runtime_stats()`` say exactly what it did:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -59,6 +61,7 @@ def clamp_int(x_ptr, out_ptr, lo, hi, n, BLOCK: tl.constexpr):
 
 
 KERNEL_NAMES = ("scaled_add", "row_max", "clamp_int")
+ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.(so|cubin|meta|stages|lock)|prelude-[0-9a-f]+\.h(\.gch)?")
 
 
 def run_kernels(backend_name: str, seed: int) -> None:
@@ -114,21 +117,23 @@ def _start(cache: pathlib.Path, backend_name: str, count: int, tmp: pathlib.Path
     go = tmp / f"go-{time.monotonic_ns()}"
     workers = []
     for i in range(count):
-        ready = tmp / f"ready-{go.name}-{i}"
-        proc = subprocess.Popen([sys.executable, "-c", WORKER, str(ready), str(go), backend_name, str(i)],
-                                env=_env(cache, backend_name), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        workers.append((proc, ready))
+        # Output to files, not pipes: a worker blocked on a full pipe while
+        # holding an entry lock would stall the others.
+        ready, out = tmp / f"{go.name}-ready-{i}", tmp / f"{go.name}-out-{i}"
+        with open(out, "w") as sink:
+            proc = subprocess.Popen([sys.executable, "-c", WORKER, str(ready), str(go), backend_name, str(i)],
+                                    env=_env(cache, backend_name), stdout=sink, stderr=subprocess.STDOUT)
+        workers.append((proc, ready, out))
     deadline = time.monotonic() + 120
-    while not all(ready.exists() or proc.poll() is not None for proc, ready in workers):
+    while not all(ready.exists() or proc.poll() is not None for proc, ready, _ in workers):
         assert time.monotonic() < deadline, "workers did not start"
         time.sleep(0.005)
     go.touch()
     results = []
-    for proc, _ in workers:
-        stdout, stderr = proc.communicate(timeout=300)
-        assert proc.returncode == 0, stderr
-        results.append(json.loads(stdout.strip().splitlines()[-1]))
+    for proc, _, out in workers:
+        proc.wait(timeout=300)
+        assert proc.returncode == 0, out.read_text()
+        results.append(json.loads(out.read_text().strip().splitlines()[-1]))
     return results
 
 
@@ -156,14 +161,44 @@ def _entries(cache: pathlib.Path, backend_name: str) -> dict:
 
 
 def _leftovers(cache: pathlib.Path) -> list:
+    """Temporary files of the cache itself (the toolchain's `.tegula-*` may
+    belong to a background build of the precompiled prelude)."""
     return sorted(p.name for p in cache.iterdir() if p.name.startswith(".tmp-"))
 
 
 # --- eight processes at once ---------------------------------------------------------------
 
-def test_eight_processes_compile_the_same_kernels_at_once(tmp_path, backend):
-    cache = tmp_path / "cache"
-    counters = _start(cache, backend.name, 8, tmp_path)
+@pytest.fixture(scope="module")
+def eight_at_once(tmp_path_factory, backend):
+    """Eight processes compiling the three kernels into one fresh cache at
+    once: (their counters, the cache). The other tests start from copies of
+    that cache instead of building the kernels again. Run once per test
+    session: pytest-xdist workers share it through a file lock."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # common to all workers
+    shared = root / f"cache-safety-eight-{backend.name}"
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        counters_file = shared / "counters.json"
+        if not counters_file.exists():
+            shared.mkdir(exist_ok=True)
+            counters_file.write_text(json.dumps(_start(shared / "cache", backend.name, 8, shared)))
+        return json.loads(counters_file.read_text()), shared / "cache"
+
+
+def _copy_of(cache: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
+    """The entries of `cache` in a fresh directory (modes kept: 0700
+    libraries, 0600 manifests) with the toolchain's precompiled prelude if it
+    is complete, not the temporary files a background compile of it may
+    still be writing."""
+    copy = tmp_path / "cache"
+    shutil.copytree(cache, copy, ignore=lambda folder, names: [n for n in names if not ENTRY_FILE.fullmatch(n)])
+    return copy
+
+
+def test_eight_processes_compile_the_same_kernels_at_once(eight_at_once, tmp_path, backend):
+    counters, cache = eight_at_once
     # The entry lock makes the others wait for the one process building each
     # kernel, then load its entry: three builds in all, everything else hits.
     assert sum(c["builds"] for c in counters) == 3, counters
@@ -173,15 +208,14 @@ def test_eight_processes_compile_the_same_kernels_at_once(tmp_path, backend):
     assert sorted(_entries(cache, backend.name)) == sorted(KERNEL_NAMES)
     assert _leftovers(cache) == []
 
-    ninth = _run_one(cache, backend.name, tmp_path)
+    ninth = _run_one(_copy_of(cache, tmp_path), backend.name, tmp_path)
     assert (ninth["builds"], ninth["disk_hits"], ninth["disk_rejected"]) == (0, 3, 0)
 
 
 # --- damaged entries -----------------------------------------------------------------------
 
-def test_truncated_payload_and_manifest_are_rebuilt(tmp_path, backend):
-    cache = tmp_path / "cache"
-    _run_one(cache, backend.name, tmp_path)
+def test_truncated_payload_and_manifest_are_rebuilt(eight_at_once, tmp_path, backend):
+    cache = _copy_of(eight_at_once[1], tmp_path)
     entries = _entries(cache, backend.name)
 
     # A write cut short (disk full, power loss) leaves a file shorter than the
@@ -216,12 +250,13 @@ extern "C" void tegula_kernel(void* const*, const int32_t*, int64_t, int64_t) {}
 """
 
 
-def test_a_tampered_library_is_refused_and_never_loaded(tmp_path):
+def test_a_tampered_library_is_refused_and_never_loaded(eight_at_once, tmp_path, backend):
+    if backend.is_cuda:
+        pytest.skip("a CPU library test; device images: test_cuda_images_are_verified_and_rebuilt")
     compiler = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
     if compiler is None:
         pytest.skip("no C++ compiler to build the impostor library")
-    cache = tmp_path / "cache"
-    _run_one(cache, "cpu", tmp_path)
+    cache = _copy_of(eight_at_once[1], tmp_path)
     entries = _entries(cache, "cpu")
 
     # An impostor with the kernel's entry point that leaves a marker file as

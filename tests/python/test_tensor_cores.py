@@ -227,14 +227,21 @@ def test_dot_epilogue_emulated():
     epilogue_case("emulated", "bfloat16", "bfloat16", (64, 32, 32, 4))
 
 
-def matmul_case(where, name, out_name, M, N, K, blocks, warps, num_stages=None):
+def matmul_case(where, name, out_name, M, N, K, blocks, warps, num_stages=None, a_transposed=False,
+                b_transposed=False):
+    """A K loop over a [M, K] @ [K, N]; a (b) stored transposed, as [K, M]
+    ([N, K]), when asked: the kernel reads it through its strides."""
     BM, BN, BK = blocks
     rng = rng_for("tc-matmul", name, M, N, K, *blocks)
     a, b = random(rng, (M, K), name, low=-2, high=2), random(rng, (K, N), name, low=-2, high=2)
+    a_arg = np.ascontiguousarray(a.T) if a_transposed else a
+    b_arg = np.ascontiguousarray(b.T) if b_transposed else b
+    strides = [1, M] if a_transposed else [K, 1]
+    strides += [1, K] if b_transposed else [N, 1]
     c = np.zeros((M, N), np_dtype(out_name))
     grid = (tegula.cdiv(M, BM), tegula.cdiv(N, BN))
-    c = run(where, matmul_loop_kernel, grid, [a, b, c, M, N, K, K, 1, N, 1, N, 1], warps, num_stages, BM=BM, BN=BN,
-            BK=BK, ACC=tl.int32 if name == "int8" else tl.float32)[2]
+    c = run(where, matmul_loop_kernel, grid, [a_arg, b_arg, c, M, N, K, *strides, N, 1], warps, num_stages, BM=BM,
+            BN=BN, BK=BK, ACC=tl.int32 if name == "int8" else tl.float32)[2]
     a64, b64 = to_f64(a), to_f64(b)
     want = a64 @ b64
     if name == "int8":
@@ -278,6 +285,44 @@ def test_matmul_k_loop(backend, name, out_name, M, N, K, blocks, warps, stages):
 def test_matmul_k_loop_emulated(name, out_name, M, N, K, blocks, warps, stages):
     require_emulator()
     matmul_case("emulated", name, out_name, M, N, K, blocks, warps, stages)
+
+
+# Hopper wgmma (sm_90, warps in warpgroups, BLOCK_M a multiple of 64): every
+# descriptor form: operands stored with rows along K or along M/N (a and b
+# given transposed), swizzles of 128, 64 and 32 bytes (BLOCK_K 64, 32, 16;
+# 128 spans two swizzle atoms), warpgroups side by side along M and along N.
+WGMMA_CASES = [
+    # name, out, M, N, K, blocks, warps, stages, a transposed, b transposed
+    ("bfloat16", "float32", 80, 72, 144, (64, 64, 64), 4, 3, False, False),
+    ("float16", "float32", 64, 96, 80, (64, 32, 32), 4, 2, False, True),
+    ("bfloat16", "bfloat16", 128, 64, 48, (128, 64, 16), 8, 3, True, False),
+    ("float16", "float16", 64, 128, 256, (64, 128, 128), 8, 2, True, True),
+]
+
+
+@pytest.mark.parametrize("name,out_name,M,N,K,blocks,warps,stages,a_t,b_t", WGMMA_CASES)
+def test_wgmma_k_loop(backend, name, out_name, M, N, K, blocks, warps, stages, a_t, b_t):
+    if not backend.is_cuda:
+        pytest.skip("runs on the GPU (and emulated)")
+    matmul_case(backend, name, out_name, M, N, K, blocks, warps, stages, a_t, b_t)
+
+
+@pytest.mark.parametrize("name,out_name,M,N,K,blocks,warps,stages,a_t,b_t", WGMMA_CASES)
+def test_wgmma_k_loop_emulated(name, out_name, M, N, K, blocks, warps, stages, a_t, b_t):
+    require_emulator()
+    compiled, _ = compile_cuda(matmul_loop_kernel, *_matmul_args(name, out_name, M, N, K, blocks, a_t, b_t),
+                               warps, 90, stages)
+    assert "tensor cores: wgmma" in compiled.source
+    matmul_case("emulated", name, out_name, M, N, K, blocks, warps, stages, a_t, b_t)
+
+
+def _matmul_args(name, out_name, M, N, K, blocks, a_t, b_t):
+    a = np.zeros((K, M) if a_t else (M, K), np_dtype(name))
+    b = np.zeros((N, K) if b_t else (K, N), np_dtype(name))
+    strides = ([1, M] if a_t else [K, 1]) + ([1, K] if b_t else [N, 1])
+    args = [a, b, np.zeros((M, N), np_dtype(out_name)), M, N, K, *strides, N, 1]
+    BM, BN, BK = blocks
+    return args, {"BM": BM, "BN": BN, "BK": BK, "ACC": tl.float32}
 
 
 def test_benchmark_matmul_emulated():
@@ -330,14 +375,21 @@ def sass_of(kernel, args, constexprs, num_warps, arch, tmp_path):
 
 @pytest.mark.parametrize("arch", [80, 90])
 def test_matmul_uses_tensor_cores(arch, tmp_path):
-    from tegula.kernels import matmul
-
+    # The benchmark matmul at 4096^3 bf16, 128x128x64 blocks: mma.sync fed by
+    # ldmatrix on sm_80, wgmma (HGMMA) on sm_90a; operands loaded with cp.async.
     import ml_dtypes
+
+    from tegula.kernels import matmul
 
     M = N = K = 4096
     a = np.zeros((64, 64), ml_dtypes.bfloat16)
     c = np.zeros((64, 64), ml_dtypes.bfloat16)
     args = [a, a, c, M, N, K, K, 1, N, 1, N, 1]
-    sass = sass_of(matmul.matmul_kernel, args, {**matmul.DEFAULT_BLOCKS}, 4, arch, tmp_path)
-    assert len(re.findall(r"\bHMMA\.16816\.F32\.BF16\b", sass)) > 0, "no bf16 HMMA in the matmul's SASS"
-    assert "LDSM" in sass, "operands are not loaded with ldmatrix"
+    blocks = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
+    sass = sass_of(matmul.matmul_kernel, args, blocks, 4, arch, tmp_path)
+    if arch >= 90:
+        assert len(re.findall(r"\bHGMMA\.64x128x16\.F32\.BF16\b", sass)) > 0, "no bf16 HGMMA in the matmul's SASS"
+    else:
+        assert len(re.findall(r"\bHMMA\.16816\.F32\.BF16\b", sass)) > 0, "no bf16 HMMA in the matmul's SASS"
+        assert "LDSM" in sass, "operands are not loaded with ldmatrix"
+    assert "LDGSTS" in sass, "operands are not loaded with cp.async"

@@ -18,12 +18,19 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/codegen_combine.h"
 #include "backends/cpu/codegen_context.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cpu {
 
 namespace {
+
+// Reduce wraps its applications in blocks of its own where it needs them.
+void emit_combine_inline(CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& lhs,
+                         const std::vector<std::string>& rhs, const std::vector<std::string>& dest) {
+  emit_combine(ctx, op, lhs, rhs, dest, /*own_block=*/false);
+}
 
 struct ReduceShape {
   int64_t outer = 1, axis = 1, inner = 1;
@@ -39,25 +46,6 @@ ReduceShape view_around_axis(const ir::Type& t, int64_t axis) {
     else s.inner *= n;
   }
   return s;
-}
-
-// One application of the combiner per element: declares the region's
-// arguments from `lhs`/`rhs`, emits its ops, and assigns the yielded values
-// to `dest`. The three lists hold one C++ element expression per operand.
-void emit_combine(CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& lhs,
-                  const std::vector<std::string>& rhs, const std::vector<std::string>& dest) {
-  ir::BlockId region = op.regions[0];
-  const std::vector<ir::ValueId>& args = ctx.fn.block(region).args;
-  size_t n = op.operands.size();
-  for (size_t j = 0; j < n; ++j) {
-    ctx.out.line(c_const(ctx.fn.type(args[j])) + " " + ctx.name(args[j]) + " = " + lhs[j] + ";");
-    ctx.out.line(c_const(ctx.fn.type(args[n + j])) + " " + ctx.name(args[n + j]) + " = " + rhs[j] +
-                 ";");
-  }
-  ctx.emit_block_body(region);
-  const ir::Op& yield = ctx.terminator(region);
-  TEGULA_ASSERT(yield.kind == ir::OpKind::Yield && yield.operands.size() == n, "reduce combiner must yield N values");
-  for (size_t j = 0; j < n; ++j) ctx.out.line(dest[j] + " = " + ctx.name(yield.operands[j]) + ";");
 }
 
 // Bytes of lanes a contiguous-axis reduce keeps: a few vector registers.
@@ -92,7 +80,7 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, con
     ctx.out.open("for (int " + k + " = " + std::to_string(lanes) + "; " + k + " < " + std::to_string(s.axis) + "; " + k +
                  " += " + std::to_string(lanes) + ")");
     ctx.open_element_loop(x, lanes);
-    emit_combine(ctx, op, elements(lane, x), elements(input, slice + " + " + k + " + " + x), elements(lane, x));
+    emit_combine_inline(ctx, op, elements(lane, x), elements(input, slice + " + " + k + " + " + x), elements(lane, x));
     ctx.out.close();
     ctx.out.close();
   }
@@ -100,7 +88,7 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, con
     ctx.out.open("for (int " + width + " = " + std::to_string(lanes / 2) + "; " + width + " >= 1; " + width + " /= 2)");
     ctx.out.line("TG_IVDEP");
     ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
-    emit_combine(ctx, op, elements(lane, x), elements(lane, x + " + " + width), elements(lane, x));
+    emit_combine_inline(ctx, op, elements(lane, x), elements(lane, x + " + " + width), elements(lane, x));
     ctx.out.close();
     ctx.out.close();
   }
@@ -159,7 +147,7 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
 
   // Level 1: rows k and k + A/2 of this slice of the input.
   ctx.open_element_loop(x, half_rows);
-  emit_combine(ctx, op, elements(inputs, slice + " + " + x),
+  emit_combine_inline(ctx, op, elements(inputs, slice + " + " + x),
                elements(inputs, slice + " + " + std::to_string(half_rows) + " + " + x), elements(partial, x));
   ctx.out.close();
   // Further levels halve the partial results in place.
@@ -168,7 +156,7 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
                std::to_string(s.inner) + "; " + width + " /= 2)");
   ctx.out.line("TG_IVDEP");
   ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
-  emit_combine(ctx, op, elements(partial, x), elements(partial, x + " + " + width), elements(partial, x));
+  emit_combine_inline(ctx, op, elements(partial, x), elements(partial, x + " + " + width), elements(partial, x));
   ctx.out.close();
   ctx.out.close();
   ctx.open_element_loop(x, s.inner);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/codegen_combine.h"
 #include "backends/cpu/codegen_context.h"
 #include "ir/scan_ops.h"
 #include "support/diagnostic.h"
@@ -19,33 +20,6 @@
 namespace tegula::backends::cpu {
 
 namespace {
-
-// One application of the combiner: binds its 2N arguments to `lhs` and `rhs`
-// (C++ element expressions), emits its ops and assigns the N yielded values
-// to `dest`, all inside one block so that every application has its own
-// names. (The same shape as reduce's combiner application.)
-void emit_combine(CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& lhs,
-                  const std::vector<std::string>& rhs, const std::vector<std::string>& dest) {
-  ir::BlockId region = op.regions[0];
-  const std::vector<ir::ValueId>& args = ctx.fn.block(region).args;
-  size_t n = op.operands.size();
-  ctx.out.open("");
-  for (size_t j = 0; j < n; ++j) {
-    ctx.out.line(c_const(ctx.fn.type(args[j])) + " " + ctx.name(args[j]) + " = " + lhs[j] + ";");
-    ctx.out.line(c_const(ctx.fn.type(args[n + j])) + " " + ctx.name(args[n + j]) + " = " + rhs[j] + ";");
-  }
-  ctx.emit_block_body(region);
-  const ir::Op& yield = ctx.terminator(region);
-  TEGULA_ASSERT(yield.kind == ir::OpKind::Yield && yield.operands.size() == n, "scan combiner must yield N values");
-  for (size_t j = 0; j < n; ++j) ctx.out.line(dest[j] + " = " + ctx.name(yield.operands[j]) + ";");
-  ctx.out.close();
-}
-
-std::vector<std::string> at(const std::vector<std::string>& arrays, const std::string& index) {
-  std::vector<std::string> out;
-  for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
-  return out;
-}
 
 }  // namespace
 
@@ -92,7 +66,7 @@ void emit_scan(CodegenContext& ctx, const ir::Op& op) {
     else
       ctx.out.open("for (int " + k + " = 1; " + k + " < " + std::to_string(length) + "; ++" + k + ")");
     open_row();
-    emit_combine(ctx, op, at(results, index(previous)), at(inputs, index(k)), at(results, index(k)));
+    emit_combine(ctx, op, indexed(results, index(previous)), indexed(inputs, index(k)), indexed(results, index(k)));
     ctx.out.close();
     ctx.out.close();
   }

@@ -5,6 +5,15 @@
 // one pipe. Sources and outputs get unpredictable names from mkstemps in the
 // output's folder, and the shared object is renamed into place, so a reader
 // of the cache never sees a half-written file.
+//
+// Compile time. Detection runs the compiler twice (--version, and
+// -print-file-name to find SLEEF) rather than building a probe, which a
+// process would pay on its first kernel even with a warm cache. Parsing the
+// prelude (prelude.h: the standard headers, and immintrin.h at -march=native)
+// is most of a small kernel's compile, so with GCC the prelude is compiled
+// once into a precompiled header next to the kernels, keyed by a hash of the
+// compiler, its flags and the prelude text; units that start with the prelude
+// include it instead (see "the precompiled prelude" below).
 #include "backends/cpu/toolchain.h"
 
 #include <fcntl.h>
@@ -13,13 +22,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
+#include "backends/cpu/prelude.h"
 #include "support/diagnostic.h"
+#include "support/sha256.h"
 
 extern char** environ;
 
@@ -33,8 +50,9 @@ namespace {
 // link error instead of a failure at dlopen.
 constexpr const char* kFlags =
     "-O3 -march=native -std=c++17 -fPIC -shared -fno-math-errno -ffp-contract=off -Wl,-z,defs";
-// Vector math (prelude.h): SLEEF's GNU-ABI library, used when it links.
+// Vector math (prelude.h): SLEEF's GNU-ABI library, used when the compiler finds it.
 constexpr const char* kVectorMathFlags = "-DTEGULA_VECTOR_MATH -lsleefgnuabi";
+constexpr const char* kVectorMathLibrary = "libsleefgnuabi.so";
 
 std::vector<std::string> split_words(const std::string& text) {
   std::istringstream in(text);
@@ -151,22 +169,21 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
 std::string make_temporary(const std::string& folder, const char* suffix);
 void write_file(const std::string& path, const std::string& text);
 std::vector<std::string> compile_command(const Toolchain& tc, const std::string& source, const std::string& output);
+bool is_library(const std::string& flag);
 
-// Whether a shared object using SLEEF's vector expf links with `t`.
-bool links_vector_math(const Toolchain& t) {
-  std::string folder = "/tmp";
-  if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') folder = tmp;
-  try {
-    TemporaryFile source(make_temporary(folder, ".cpp"));
-    TemporaryFile object(make_temporary(folder, ".so"));
-    write_file(source.path(), "extern \"C\" float _ZGVbN4v_expf(float);\n"
-                              "extern \"C\" void* tegula_probe() { return (void*)&_ZGVbN4v_expf; }\n");
-    Toolchain probe = t;
-    probe.flags += std::string(" ") + kVectorMathFlags;
-    return run_process(compile_command(probe, source.path(), object.path())).exit_status == 0;
-  } catch (const UserError&) {
-    return false;  // no writable temporary folder: go without
-  }
+// Whether `t` finds SLEEF's GNU-ABI shared library: -print-file-name answers
+// with the library's path when it is on the compiler's search path, with the
+// bare name when not. (A probe that links against it costs a compile and a
+// link; this costs one exec.)
+bool finds_vector_math(const Toolchain& t) {
+  std::vector<std::string> argv = {t.compiler};
+  for (const std::string& f : split_words(t.flags))
+    if (!is_library(f)) argv.push_back(f);
+  argv.push_back(std::string("-print-file-name=") + kVectorMathLibrary);
+  ProcessResult found = run_process(argv);
+  std::string path = found.output.substr(0, found.output.find('\n'));
+  struct stat st {};
+  return found.exit_status == 0 && path.find('/') != std::string::npos && ::stat(path.c_str(), &st) == 0;
 }
 
 Toolchain detect() {
@@ -197,7 +214,8 @@ Toolchain detect() {
       for (const std::string& f : extra_flags) prefix += f + " ";
       t.flags = prefix + t.flags;
     }
-    if (links_vector_math(t)) t.flags += std::string(" ") + kVectorMathFlags;
+    if (finds_vector_math(t)) t.flags += std::string(" ") + kVectorMathFlags;
+    t.precompiled_headers = t.identity.find("clang") == std::string::npos;  // GCC's .gch lookup
     return t;
   }
   error_at(SourceLoc{}, "no C++ compiler found for the CPU backend (tried $CXX, c++, g++, clang++)",
@@ -253,6 +271,116 @@ void write_file(const std::string& path, const std::string& text) {
              "check free space and permissions of the kernel cache folder");
 }
 
+// --- the precompiled prelude ------------------------------------------------------------
+//
+// prelude-<hash>.h holds kPrelude; prelude-<hash>.h.gch is it precompiled
+// with the kernels' own flags (GCC rejects a .gch built with other options,
+// and then reads the .h: slower, never wrong). Both are written to temporary
+// names and renamed into place. The .gch is built by a background process
+// that outlives this one if need be (a shell runs the compiler, then renames),
+// started once the compile that found none is done, so that it pays nothing for it.
+
+struct PreludeHeader {
+  std::string header;  // prelude-<hash>.h
+  std::string binary;  // prelude-<hash>.h.gch
+};
+
+bool precompiled_prelude_enabled(const Toolchain& tc) {
+  const char* setting = std::getenv("TEGULA_CPU_PCH");
+  return tc.precompiled_headers && !(setting && std::string_view(setting) == "0");
+}
+
+std::optional<PreludeHeader> prelude_header(const Toolchain& tc, const std::string& folder) {
+  if (!precompiled_prelude_enabled(tc)) return std::nullopt;
+  Sha256 hash;
+  for (std::string_view part : {std::string_view(tc.compiler), std::string_view(tc.identity),
+                                std::string_view(tc.flags), kPrelude}) {
+    hash.update(part);
+    hash.update("\n");
+  }
+  std::string name = folder + "/prelude-" + hash.finish_hex().substr(0, 24) + ".h";
+  // The path goes into an #include "..." line.
+  if (name.find_first_of("\"\\\n") != std::string::npos) return std::nullopt;
+  return PreludeHeader{name, name + ".gch"};
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// `source` with its prelude replaced by an #include of `header`; empty when
+// the source does not start like a generated unit (a comment line, then kPrelude).
+std::string including_prelude(const std::string& source, const std::string& header) {
+  size_t line_end = source.find('\n');
+  if (source.rfind("//", 0) != 0 || line_end == std::string::npos ||
+      source.compare(line_end + 1, kPrelude.size(), kPrelude) != 0)
+    return {};
+  return source.substr(0, line_end + 1) + "#include \"" + header + "\"\n" +
+         source.substr(line_end + 1 + kPrelude.size());
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  std::string folder = path.substr(0, path.rfind('/'));
+  TemporaryFile temporary(make_temporary(folder, ".h"));
+  write_file(temporary.path(), text);
+  if (::rename(temporary.path().c_str(), path.c_str()) == 0) temporary.release();
+}
+
+// Each change of the prelude or the flags makes a new header (tens of MB):
+// keeps the newest few in `folder`, the ones other toolchains sharing the
+// cache may be using. A compile whose header is removed under it is retried
+// without (compile_shared_object).
+void remove_old_prelude_headers(const std::string& folder) {
+  constexpr size_t kKept = 3;
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> binaries;
+  std::error_code ec;
+  for (const auto& item : std::filesystem::directory_iterator(folder, ec)) {
+    std::string name = item.path().filename().string();
+    if (name.starts_with("prelude-") && name.ends_with(".h.gch"))
+      binaries.emplace_back(item.last_write_time(ec), item.path());
+  }
+  if (binaries.size() < kKept) return;  // room for the one about to be built
+  std::sort(binaries.begin(), binaries.end(), std::greater<>());
+  for (size_t i = kKept - 1; i < binaries.size(); ++i) {
+    std::filesystem::path binary = binaries[i].second;
+    std::filesystem::remove(binary, ec);
+    std::filesystem::remove(binary.replace_extension(), ec);  // prelude-<hash>.h
+  }
+}
+
+// Starts building `prelude.binary` unless this process already did. Best
+// effort: a failure only means compiles keep parsing the prelude.
+void start_building(const Toolchain& tc, const PreludeHeader& prelude) {
+  // The headers this process started building (a cache guarded by its mutex).
+  static std::mutex mutex;
+  static std::set<std::string> started;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!started.insert(prelude.binary).second) return;
+  }
+  try {
+    std::string folder = prelude.header.substr(0, prelude.header.rfind('/'));
+    remove_old_prelude_headers(folder);
+    if (!file_exists(prelude.header)) write_file_atomically(prelude.header, std::string(kPrelude));
+    std::string temporary = make_temporary(folder, ".gch");
+    // sh gets the paths as arguments, never inside its script. It runs the
+    // build in a background subshell and returns at once, so nothing of this
+    // process (no thread, no child to reap) outlives the call: a short-lived
+    // process such as the CLI may exit while the header is still building.
+    std::vector<std::string> argv = {"/bin/sh", "-c",
+                                     "out=$1; tmp=$2; shift 2; (\"$@\" && mv -f -- \"$tmp\" \"$out\" || "
+                                     "rm -f -- \"$tmp\") </dev/null >/dev/null 2>&1 &",
+                                     "sh", prelude.binary, temporary, tc.compiler};
+    for (const std::string& f : split_words(tc.flags))
+      if (!is_library(f) && f != "-shared" && f.rfind("-Wl,", 0) != 0) argv.push_back(f);
+    argv.insert(argv.end(), {"-x", "c++-header", prelude.header, "-o", temporary});
+    run_process(argv);
+  } catch (const UserError&) {
+    // No temporary file: go on without.
+  }
+}
+
 }  // namespace
 
 const Toolchain& toolchain() {
@@ -265,9 +393,23 @@ void compile_shared_object(const std::string& source, const std::string& output_
   std::string folder = folder_of(output_path);
   TemporaryFile source_file(make_temporary(folder, ".cpp"));
   TemporaryFile object_file(make_temporary(folder, ".so"));
-  write_file(source_file.path(), source);
 
+  std::string unit;
+  bool build_prelude = false;  // after this compile: both would share the CPU
+  std::optional<PreludeHeader> prelude = prelude_header(tc, folder);
+  if (prelude) {
+    if (file_exists(prelude->binary) && file_exists(prelude->header))
+      unit = including_prelude(source, prelude->header);
+    else
+      build_prelude = !including_prelude(source, prelude->header).empty();
+  }
+  write_file(source_file.path(), unit.empty() ? source : unit);
   ProcessResult run = run_process(compile_command(tc, source_file.path(), object_file.path()));
+  if (run.exit_status != 0 && !unit.empty()) {
+    // A damaged or foreign header must not fail the kernel: compile it whole.
+    write_file(source_file.path(), source);
+    run = run_process(compile_command(tc, source_file.path(), object_file.path()));
+  }
   if (run.exit_status != 0) {
     throw InternalError("the C++ compiler rejected the generated kernel source (a Tegula bug; please report it)\n" +
                         tc.compiler + " exited with status " + std::to_string(run.exit_status) + ":\n" +
@@ -277,6 +419,7 @@ void compile_shared_object(const std::string& source, const std::string& output_
     error_at(SourceLoc{}, "cannot move the compiled kernel to " + output_path + ": " + std::strerror(errno),
              "check permissions of the kernel cache folder");
   object_file.release();
+  if (build_prelude) start_building(tc, *prelude);
 }
 
 }  // namespace tegula::backends::cpu

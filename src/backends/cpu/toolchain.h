@@ -11,6 +11,7 @@ struct Toolchain {
   std::string compiler;  // executable path or name
   std::string identity;  // first line of `compiler --version`
   std::string flags;     // "-O3 -march=native -fPIC -shared ..."
+  bool precompiled_headers = false;  // GCC: the prelude is precompiled (not part of any key: same code)
 };
 
 // Detects the toolchain (cached after the first call; thread-safe).
@@ -21,6 +22,12 @@ const Toolchain& toolchain();
 // compiled to a temporary name in the same folder, then renamed). Throws
 // UserError carrying the compiler's output on failure (an internal error: the
 // generated code should always compile).
+//
+// A source that starts like every generated unit (a comment line, then
+// prelude.h's kPrelude) includes the prelude precompiled, from
+// prelude-<hash>.h.gch in the output's folder, once that exists; the first
+// compile without it starts building it in the background when it is done.
+// TEGULA_CPU_PCH=0 turns this off.
 void compile_shared_object(const std::string& source, const std::string& output_path);
 
 }  // namespace tegula::backends::cpu

@@ -1,8 +1,9 @@
 // dot on tensor cores with mma.sync (sm_80 and newer): out = a @ b + acc,
 // the result in the MMA accumulator layout (layout.h, layout_mma.cpp).
 //
-// 1. Both operands are staged in shared memory as swizzled tiles of 16-byte
-//    chunks (prelude_mma.h). A tile's rows run along K ("k-major": A as
+// 1. Both operands are in shared memory as swizzled tiles (shared_tile.h):
+//    put there ahead by a pipelined loop (codegen_pipeline.cpp), or staged
+//    here from registers. A staged tile's rows run along K ("k-major": A as
 //    [M][K], B as [N][K]) unless the operand's registers run along M or N;
 //    then its rows are K ([K][M], [K][N]), so that each thread stores whole
 //    groups of consecutive registers either way.
@@ -15,9 +16,12 @@
 // Accumulation is in f32 (s32 for int8) whatever the result type; an
 // f16/bf16 result is rounded once at the end. tf32 operands are rounded to
 // nearest (cvt.rna) before the mma, which would otherwise truncate them.
+// A warpgroup (Hopper) layout runs as wgmma instead when its operands fit
+// wgmma's descriptors (codegen_wgmma.cpp).
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/codegen_mma.h"
 #include "support/diagnostic.h"
@@ -166,12 +170,15 @@ void load_b(CudaContext& ctx, const SharedTile& s, const WarpTiles& w, const std
     for (int r = 0; r < 2; ++r)
       load_word_from_k_rows(ctx, s, "fb[" + nt + "][" + str(r) + "]", col_of_tile(w, nt) + " + (lane >> 2)", ks, r);
   }
-  if (w.tf32)
-    for (const char* word : {"[0][0]", "[0][1]", "[1][0]", "[1][1]"}) {
-      if (!pairs && word[1] == '1') continue;
-      std::string reg = std::string("fb[") + nt + (word[1] == '1' ? " + 1" : "") + "]" + (word + 3);
-      ctx.out.line(reg + " = tg_to_tf32(" + reg + ");");
-    }
+  if (w.tf32) {
+    std::vector<std::string> tiles = {nt};
+    if (pairs) tiles.push_back(nt + " + 1");
+    for (const std::string& t : tiles)
+      for (int r = 0; r < 2; ++r) {
+        std::string reg = "fb[" + t + "][" + str(r) + "]";
+        ctx.out.line(reg + " = tg_to_tf32(" + reg + ");");
+      }
+  }
   ctx.out.close();
 }
 

@@ -37,12 +37,16 @@
 // induction variable rebound to j's value, so masked K tails stay exact.
 // One barrier per iteration; the stage being overwritten was read by
 // iteration k-1, which every thread finished before the barrier.
+//
+// Hopper wgmma (codegen_wgmma.cpp) reads shared memory through the async
+// proxy: for it, every thread also fences its landed copies to that proxy
+// before the barrier.
 #include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "backends/cuda/codegen_context.h"
+#include "backends/cuda/codegen_mma.h"
 #include "passes/fold_constants.h"
 #include "passes/rewrite_utils.h"
 #include "support/diagnostic.h"
@@ -74,6 +78,9 @@ struct LoopPipeline {
   int stages = 0;
   int64_t stage_bytes = 0;
   std::vector<PipelinedLoad> loads;
+  bool async_proxy = false;  // a dot reads the ring through wgmma
+
+  int ahead() const { return stages - 1; }  // how far loads run ahead
 };
 
 // Operands of ops that may be re-emitted for an iteration ahead: pure ops
@@ -112,11 +119,13 @@ class Planner {
     for (ir::OpId id : fn_.block(body_).ops) {
       const ir::Op& dot = fn_.op(id);
       if (dot.erased || dot.kind != OpKind::Dot || !ctx_.layout(dot.results[0]).mma) continue;
+      pipeline.async_proxy = pipeline.async_proxy || ctx_.layout(dot.results[0]).mma->warpgroup;
       for (size_t k = 0; k < 2; ++k) {
-        if (std::optional<PipelinedLoad> p = plan_load(dot.operands[k], k))
+        if (std::optional<PipelinedLoad> p = plan_load(dot.operands[k], k)) {
           pipeline.loads.push_back(std::move(*p));
-        else
+        } else {
           staged_elsewhere += fn_.type(dot.operands[k]).numel() * element_bytes(fn_.type(dot.operands[k]));
+        }
       }
     }
     if (pipeline.loads.empty()) return std::nullopt;
@@ -170,7 +179,8 @@ class Planner {
     size_t fast = facts.contiguity[0] > facts.contiguity[1] ? 0 : 1;
     int eb = static_cast<int>(element_bytes(t));
     int64_t chunk = std::min<int64_t>({16, facts.contiguity[fast] * eb, facts.divisibility[fast]});
-    if (load.operands.size() > 1) chunk = std::min<int64_t>(chunk, ctx_.axis_info.get(load.operands[1]).constancy[fast] * eb);
+    if (load.operands.size() > 1 && fn_.type(load.operands[1]).is_tile())
+      chunk = std::min<int64_t>(chunk, ctx_.axis_info.get(load.operands[1]).constancy[fast] * eb);
     if (chunk < 4) return std::nullopt;
     chunk = int64_t{1} << log2_of(chunk + 1) >> 1;  // a power of two
     p.chunk_bytes = static_cast<int>(chunk);
@@ -270,7 +280,8 @@ void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const 
       std::string offset = ctx.operand(p.advance, 1) + (ctx.fn.type(step).is_tile() ? "[" + i + "]" : "");
       src += " + (long long)" + ahead + " * " + offset;
     }
-    std::string bytes = mask.empty() ? str(p.chunk_bytes) : mask + "[" + i + "] ? " + str(p.chunk_bytes) + " : 0";
+    if (!mask.empty() && ctx.fn.type(load.operands[1]).is_tile()) mask += "[" + i + "]";
+    std::string bytes = mask.empty() ? str(p.chunk_bytes) : mask + " ? " + str(p.chunk_bytes) + " : 0";
     ctx.out.line("tg_cp_async<" + str(p.chunk_bytes) + ">(" + dest + ", " + src + ", " + bytes + ");");
     ctx.out.close();
     if (!own.empty()) ctx.out.close();
@@ -286,9 +297,9 @@ void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   if (ctx.shared_reserved() > 0) return;  // inside another pipelined loop
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline) return;
-  int stages = pipeline->stages;
+  int stages = pipeline->stages, ahead = pipeline->ahead();
   ctx.out.line("// software pipeline: " + str(stages) + " stages of " + str(pipeline->stage_bytes) +
-               " bytes, loads issued " + str(stages - 1) + " iterations ahead with cp.async");
+               " bytes, loads issued " + str(ahead) + " iterations ahead with cp.async");
   ctx.reserve_shared(stages * pipeline->stage_bytes);
   ctx.thread_ids();
   for (const PipelinedLoad& p : pipeline->loads) {
@@ -300,7 +311,7 @@ void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   ctx.out.line("int " + ring_stage(loop) + " = " + str(stages - 1) + ";");
   ctx.out.open("");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
-  for (int j = 0; j < stages - 1; ++j) {
+  for (int j = 0; j < ahead; ++j) {
     ctx.out.open("if (" + str(j) + " < " + trips + ")");
     issue(ctx, loop, *pipeline, str(j), str(j), str(j));
     ctx.out.close();
@@ -315,13 +326,14 @@ void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
   int stages = pipeline->stages;
   std::string ring = ring_stage(loop), last = str(stages - 1);
   ctx.out.line(ring + " = " + ring + " == " + last + " ? 0 : " + ring + " + 1;  // k % " + str(stages));
-  ctx.out.line("tg_cp_async_wait<" + str(stages - 2) + ">();  // this iteration's tiles have landed");
+  ctx.out.line("tg_cp_async_wait<" + str(pipeline->ahead() - 1) + ">();  // this iteration's tiles have landed");
+  if (pipeline->async_proxy) ctx.out.line("tg_fence_proxy_async();  // ... for wgmma too");
   ctx.full_barrier();
   ctx.out.open("");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
-  std::string ahead = str(stages - 1);
+  std::string ahead = str(pipeline->ahead());
   ctx.out.open("if (" + k + " + " + ahead + " < " + trips + ")");
-  // (k + S - 1) % S is the stage k - 1 read.
+  // (k + S - 1) % S is the stage iteration k - 1 read.
   issue(ctx, loop, *pipeline, k + " + " + ahead, "(" + ring + " == 0 ? " + last + " : " + ring + " - 1)", ahead);
   ctx.out.close();
   ctx.out.line("tg_cp_async_commit();");

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/codegen_combine.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
 
@@ -27,31 +28,6 @@ namespace tegula::backends::cuda {
 namespace {
 
 int coordinate_dim(int linear_bit, const std::vector<int64_t>& shape) { return coordinate_bit(shape, linear_bit).dim; }
-
-// One application of the combiner: binds its 2N arguments to `lhs` and
-// `rhs`, emits its ops, and assigns the N yielded values to `dest`.
-void emit_combine(CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& lhs,
-                  const std::vector<std::string>& rhs, const std::vector<std::string>& dest) {
-  ir::BlockId region = op.regions[0];
-  const std::vector<ir::ValueId>& args = ctx.fn.block(region).args;
-  size_t n = op.operands.size();
-  ctx.out.open("");
-  for (size_t j = 0; j < n; ++j) {
-    ctx.out.line(c_const(ctx.fn.type(args[j])) + " " + ctx.name(args[j]) + " = " + lhs[j] + ";");
-    ctx.out.line(c_const(ctx.fn.type(args[n + j])) + " " + ctx.name(args[n + j]) + " = " + rhs[j] + ";");
-  }
-  ctx.emit_block_body(region);
-  const ir::Op& yield = ctx.terminator(region);
-  TEGULA_ASSERT(yield.kind == ir::OpKind::Yield && yield.operands.size() == n, "reduce combiner must yield N values");
-  for (size_t j = 0; j < n; ++j) ctx.out.line(dest[j] + " = " + ctx.name(yield.operands[j]) + ";");
-  ctx.out.close();
-}
-
-std::vector<std::string> indexed(const std::vector<std::string>& arrays, const std::string& index) {
-  std::vector<std::string> out;
-  for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
-  return out;
-}
 
 // Whether the combiner is one op that gives the same bits with its arguments
 // swapped: integer add/mul/and/or/xor/min/max, float add and mul (the GPU

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/codegen_combine.h"
 #include "backends/cuda/codegen_context.h"
 #include "ir/scan_ops.h"
 #include "support/diagnostic.h"
@@ -30,32 +31,6 @@
 namespace tegula::backends::cuda {
 
 namespace {
-
-// One application of the combiner: binds its 2N arguments to `lhs` and `rhs`,
-// emits its ops in a block of its own, and assigns the N yielded values to
-// `dest`. (The same shape as reduce's combiner application.)
-void emit_combine(CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& lhs,
-                  const std::vector<std::string>& rhs, const std::vector<std::string>& dest) {
-  ir::BlockId region = op.regions[0];
-  const std::vector<ir::ValueId>& args = ctx.fn.block(region).args;
-  size_t n = op.operands.size();
-  ctx.out.open("");
-  for (size_t j = 0; j < n; ++j) {
-    ctx.out.line(c_const(ctx.fn.type(args[j])) + " " + ctx.name(args[j]) + " = " + lhs[j] + ";");
-    ctx.out.line(c_const(ctx.fn.type(args[n + j])) + " " + ctx.name(args[n + j]) + " = " + rhs[j] + ";");
-  }
-  ctx.emit_block_body(region);
-  const ir::Op& yield = ctx.terminator(region);
-  TEGULA_ASSERT(yield.kind == ir::OpKind::Yield && yield.operands.size() == n, "scan combiner must yield N values");
-  for (size_t j = 0; j < n; ++j) ctx.out.line(dest[j] + " = " + ctx.name(yield.operands[j]) + ";");
-  ctx.out.close();
-}
-
-std::vector<std::string> at(const std::vector<std::string>& arrays, const std::string& index) {
-  std::vector<std::string> out;
-  for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
-  return out;
-}
 
 // Where coordinate bit k of the scanned dim lives.
 struct BitHome {
@@ -144,9 +119,9 @@ class ScanEmitter {
     std::string lo = i, hi = i + " + " + std::to_string(mask);
     // The later element of the pair takes the earlier block's total first.
     std::string later = reverse_ ? lo : hi;
-    std::vector<std::string> earlier_total = at(total_, reverse_ ? hi : lo);
-    emit_combine(ctx_, op_, earlier_total, at(prefix_, later), at(prefix_, later));
-    emit_combine(ctx_, op_, earlier_total, at(total_, reverse_ ? lo : hi), at(total_, lo));
+    std::vector<std::string> earlier_total = indexed(total_, reverse_ ? hi : lo);
+    emit_combine(ctx_, op_, earlier_total, indexed(prefix_, later), indexed(prefix_, later));
+    emit_combine(ctx_, op_, earlier_total, indexed(total_, reverse_ ? lo : hi), indexed(total_, lo));
     for (const std::string& t : total_) ctx_.out.line(t + "[" + hi + "] = " + t + "[" + lo + "];");
     ctx_.out.close();
     ctx_.out.close();
@@ -161,7 +136,7 @@ class ScanEmitter {
     // forward, or the lower one in reverse.
     std::string later = reverse_ ? "!" + upper : upper;
     std::string i = ctx_.open_unrolled(d_.registers());
-    std::vector<std::string> mine = at(total_, i), theirs;
+    std::vector<std::string> mine = indexed(total_, i), theirs;
     for (size_t j = 0; j < total_.size(); ++j) {
       std::string o = ctx_.fresh("other");
       ctx_.out.line(c_const(ctx_.fn.type(op_.operands[j]).element()) + " " + o + " = tg_shfl_xor(" + mine[j] + ", " +
@@ -169,7 +144,7 @@ class ScanEmitter {
       theirs.push_back(o);
     }
     ctx_.out.open("if (" + later + ")");
-    emit_combine(ctx_, op_, theirs, at(prefix_, i), at(prefix_, i));
+    emit_combine(ctx_, op_, theirs, indexed(prefix_, i), indexed(prefix_, i));
     ctx_.out.close();
     std::vector<std::string> first, second;
     for (size_t j = 0; j < total_.size(); ++j) {
@@ -238,7 +213,7 @@ class ScanEmitter {
       ctx_.out.open("for (int " + q + " = 1; " + q + " < " + std::to_string(blocks) + "; ++" + q + ")");
     // `running` holds the blocks before q: this element's own block is q.
     ctx_.out.open("if (" + q + " == " + position + ")");
-    emit_combine(ctx_, op_, running, at(prefix_, i), at(prefix_, i));
+    emit_combine(ctx_, op_, running, indexed(prefix_, i), indexed(prefix_, i));
     ctx_.out.close();
     emit_combine(ctx_, op_, running, block_total(q), running);
     ctx_.out.close();

@@ -30,9 +30,6 @@ struct SharedTile {
   int element_bytes = 0;
   std::string offset = "0";  // bytes into tg_smem: a constant, or an expression of the ring stage
   std::string c_type;        // element type in registers and shared memory
-  // A pipelined loop's tile that is overwritten two iterations later, so a
-  // wgmma may still be reading it while the next iteration starts.
-  bool read_may_lag = false;
 
   int row_dim() const { return k_major ? 1 - k_dim : k_dim; }
   int col_dim() const { return k_major ? k_dim : 1 - k_dim; }

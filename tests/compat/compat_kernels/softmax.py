@@ -29,6 +29,27 @@ def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
 
 
 @triton.jit
+def softmax_builtin_kernel(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * stride + cols, mask=mask, other=-float("inf"))
+    tl.store(out_ptr + row * stride + cols, tl.softmax(x), mask=mask)
+
+
+@triton.jit
+def softmax_rows_keep_dims_kernel(out_ptr, in_ptr, n_rows, n_cols, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    # BLOCK_R rows per program; keep_dims=True leaves [BLOCK_R, 1] row statistics.
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK_C)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    offs = rows[:, None] * n_cols + cols[None, :]
+    x = tl.load(in_ptr + offs, mask=mask, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=1, keep_dims=True))
+    tl.store(out_ptr + offs, e / tl.sum(e, axis=1, keep_dims=True), mask=mask)
+
+
+@triton.jit
 def cross_entropy_fwd_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, stride, n_cols, ignore_index,
                              BLOCK: tl.constexpr):
     # One program per row; the vocabulary is read in chunks of BLOCK columns,

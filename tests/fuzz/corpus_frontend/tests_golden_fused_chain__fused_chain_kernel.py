@@ -12,7 +12,7 @@ def fused_chain_kernel(x_ptr, res_ptr, keep_ptr, bias_ptr, w_ptr, y_ptr, N, stri
     w = tl.load(w_ptr + cols, mask=mask, other=0.0)
 
     h = x * alpha + bias
-    h = gelu_tanh(h)
+    h = 0.5 * h * (1.0 + tl.extra.libdevice.tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)))
     h = tl.where(keep != 0, h * scale, 0.0)
     h = h + res
     ms = tl.sum(h * h, axis=0) / N

@@ -1,0 +1,167 @@
+// dot on Hopper tensor cores with wgmma (sm_90a): out = a @ b + acc for
+// f16/bf16 operands, the result in a warpgroup MMA layout (layout_mma.cpp:
+// each 4 warps hold 64 x warp_n tiles in mma.sync's fragment order, so
+// everything downstream works as for mma.sync).
+//
+// Both operands are read straight from shared memory through matrix
+// descriptors: the swizzled tiles of shared_tile.h are wgmma's canonical
+// layouts (8-row x 32/64/128-byte swizzle atoms, rows along K or along M/N),
+// so a descriptor is the tile's address plus its strides:
+//   rows along K ("K-major"): stride byte offset = 8 rows of a block (the
+//     next 8 rows of M or N), leading byte offset = the next 128-byte block
+//     along K; a K step of 16 moves the start address 32 bytes into the row;
+//   rows along M/N ("MN-major", transposed): leading byte offset = the next
+//     block along M/N, stride byte offset = the next 8 rows of K; a K step
+//     moves the start 16 rows down.
+// Per K step each warpgroup issues one m64nNk16 per 64-row slab and N-wide
+// column tile (N = warp_n), all committed as one group, and waits for the
+// group before anything reads the result. (Keeping the group in flight into
+// the next iteration of a K loop made ptxas serialize every wgmma (C7514)
+// once the epilogue after the loop reads the accumulator: not done.)
+#include <string>
+
+#include "backends/cuda/codegen_mma.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+using ir::Scalar;
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int log2_of(int64_t v) {
+  int b = 0;
+  while ((int64_t{1} << b) < v) ++b;
+  return b;
+}
+
+// The swizzle mode field of a descriptor for a tile's block width.
+int swizzle_mode(const SharedTile& t) { return t.block_bytes() == 128 ? 1 : t.block_bytes() == 64 ? 2 : 3; }
+
+// Leading and stride byte offsets (see the top of the file).
+int64_t leading_bytes(const SharedTile& t) { return t.block_stride(); }
+int64_t stride_bytes(const SharedTile& t) { return 8 * t.block_bytes(); }
+
+// Byte offset, from the tile's start, of the matrix whose first M/N index is
+// `mn` (a multiple of 8) at K step `ks` (16 elements).
+std::string step_offset(const SharedTile& t, const std::string& mn, const std::string& ks) {
+  int64_t bb = t.block_bytes();
+  std::string k_bytes = "(" + ks + ") * " + str(16 * t.element_bytes);
+  if (t.k_major)  // block of K, 8-row group of M/N, bytes into the row
+    return "(" + k_bytes + ") / " + str(bb) + " * " + str(t.block_stride()) + " + (" + mn + ") * " + str(bb) +
+           " + (" + k_bytes + ") % " + str(bb);
+  // block of M/N, then 16 rows of K per step
+  return "(" + mn + ") * " + str(t.element_bytes) + " / " + str(bb) + " * " + str(t.block_stride()) + " + (" + ks +
+         ") * " + str(16 * bb);
+}
+
+// The m64nNk16 instruction for this shape, types and majorness, as a device
+// function of the unit; returns its name.
+std::string instruction(CudaContext& ctx, int n, Scalar type, bool a_mn_major, bool b_mn_major) {
+  std::string t = type == Scalar::BF16 ? "bf16" : "f16";
+  std::string name = "tg_wgmma_m64n" + str(n) + "k16_" + t + "_" + (a_mn_major ? "m" : "k") + (b_mn_major ? "n" : "k");
+  int registers = n / 2;
+  std::string outputs, list;
+  for (int r = 0; r < registers; ++r) {
+    list += (r ? ", %" : "%") + str(r);
+    outputs += std::string(r ? ", " : "") + "\"+f\"(d[" + str(r) + "])";
+  }
+  std::string text = "// d[0.." + str(registers) + ") += a * b: this warpgroup's 64x" + str(n) +
+                     " tile, asynchronous until tg_wgmma_wait.\n"
+                     "TG_DEVICE void " + name + "(float* d, unsigned long long a, unsigned long long b) {\n"
+                     "  TG_WGMMA_HOOK(d, a, b, " + str(n) + ", " + (type == Scalar::BF16 ? "1" : "0") + ", " +
+                     (a_mn_major ? "1" : "0") + ", " + (b_mn_major ? "1" : "0") + ");\n"
+                     "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + str(registers + 2) + ", 0;\\n\"\n"
+                     "               \"wgmma.mma_async.sync.aligned.m64n" + str(n) + "k16.f32." + t + "." + t + " {" + list +
+                     "}, %" + str(registers) + ", %" + str(registers + 1) + ", p, 1, 1, " + (a_mn_major ? "1" : "0") +
+                     ", " + (b_mn_major ? "1" : "0") + ";\\n}\\n\"\n"
+                     "               : " + outputs + "\n               : \"l\"(a), \"l\"(b), \"r\"(1));\n}\n";
+  ctx.add_device_helper(name, text);
+  return name;
+}
+
+// Accumulator registers of (slab mr, column tile nr): (warp_n / 2) * (nr + NR * mr)
+// onwards, 4 per 8 columns: checks the layout's distribution says so.
+void check_accumulator_order(const Distribution& d, const MmaLayout& mma, int64_t n, int64_t slabs, int64_t tiles) {
+  int64_t groups_m = mma.warps_m / 4;
+  for (int64_t mr = 0; mr < slabs; ++mr)
+    for (int64_t nr = 0; nr < tiles; ++nr)
+      for (int64_t i = 0; i < mma.warp_n / 8; ++i)
+        for (int c = 0; c < 4; ++c) {
+          int64_t row = mr * 64 * groups_m + 8 * (c >> 1), col = nr * mma.warp_n * mma.warps_n + 8 * i + (c & 1);
+          int64_t reg = mma.warp_n / 2 * (nr + tiles * mr) + 4 * i + c;
+          TEGULA_ASSERT(reg < d.registers() && d.register_offset(static_cast<int>(reg)) == row * n + col,
+                        "wgmma accumulator registers out of fragment order");
+        }
+}
+
+}  // namespace
+
+bool wgmma_fits(const CudaContext& ctx, ir::OpId id, const DotOperands& operands) {
+  const ir::Op& op = ctx.fn.op(id);
+  const Layout& layout = ctx.layout(op.results[0]);
+  if (!layout.mma || !layout.mma->warpgroup || ctx.options.arch < 90) return false;
+  for (const SharedTile* t : {&operands.a, &operands.b}) {
+    if (t->element_bytes != 2 || t->row_bytes() < 32 || t->rows % 8 != 0) return false;
+  }
+  // A transposed (M-major) a steps by 64-row slabs, b by warp_n columns:
+  // each matrix must start on a block boundary.
+  if (!operands.a.k_major && (64 * 2) % operands.a.block_bytes() != 0) return false;
+  if (!operands.b.k_major && (int64_t{layout.mma->warp_n} * 2) % operands.b.block_bytes() != 0) return false;
+  return true;
+}
+
+void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId result = op.results[0];
+  const ir::Type& tr = ctx.fn.type(result);
+  const ir::Type& ta = ctx.fn.type(op.operands[0]);
+  const MmaLayout& mma = *ctx.layout(result).mma;
+  int64_t m = tr.shape[0], n = tr.shape[1], k = ta.shape[1];
+  int64_t groups_m = mma.warps_m / 4, groups_n = mma.warps_n;
+  int64_t slabs = m / (64 * groups_m), tiles = n / (int64_t{mma.warp_n} * groups_n), k_steps = k / 16;
+  TEGULA_ASSERT(slabs >= 1 && tiles >= 1 && k % 16 == 0, "dot shape unfit for wgmma");
+  check_accumulator_order(ctx.distribution(ctx.layout(result), tr.shape), mma, n, slabs, tiles);
+  const SharedTile& a = operands.a;
+  const SharedTile& b = operands.b;
+  std::string fn = instruction(ctx, mma.warp_n, ta.scalar, !a.k_major, !b.k_major);
+  ctx.out.line("// tensor cores: wgmma m64n" + str(mma.warp_n) + "k16, warpgroups " + str(groups_m) + "x" +
+               str(groups_n) + ", a " + (a.k_major ? "[M][K]" : "[K][M]") + ", b " + (b.k_major ? "[N][K]" : "[K][N]") +
+               " in shared memory" + (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
+  stage_operands(ctx, id, operands, true);
+  Accumulator acc = start_accumulator(ctx, id);
+
+  ctx.thread_ids();
+  ctx.out.open("");
+  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
+  ctx.out.line("const int wg = warp >> 2;  // warpgroup");
+  ctx.out.line("const int wm = (wg & " + str(groups_m - 1) + ") * 64;");
+  ctx.out.line("const int wn = (wg >> " + str(log2_of(groups_m)) + ") * " + str(mma.warp_n) + ";");
+  ctx.out.line("const unsigned long long da = tg_wgmma_desc(sm + " + a.offset + ", " + str(leading_bytes(a)) + ", " +
+               str(stride_bytes(a)) + ", " + str(swizzle_mode(a)) + ");");
+  ctx.out.line("const unsigned long long db = tg_wgmma_desc(sm + " + b.offset + ", " + str(leading_bytes(b)) + ", " +
+               str(stride_bytes(b)) + ", " + str(swizzle_mode(b)) + ");");
+  ctx.out.line("tg_wgmma_fence();  // the accumulator's registers, written before");
+  std::string ks = ctx.open_unrolled(static_cast<int>(k_steps));
+  std::string mr = ctx.open_unrolled(static_cast<int>(slabs));
+  std::string nr = ctx.open_unrolled(static_cast<int>(tiles));
+  std::string rows = "wm + " + mr + " * " + str(64 * groups_m);
+  std::string cols = "wn + " + nr + " * " + str(int64_t{mma.warp_n} * groups_n);
+  ctx.out.line(fn + "(" + acc.array + " + " + str(mma.warp_n / 2) + " * (" + nr + " + " + str(tiles) + " * " + mr +
+               "), da + ((" + step_offset(a, rows, ks) + ") >> 4), db + ((" + step_offset(b, cols, ks) + ") >> 4));");
+  ctx.out.close();
+  ctx.out.close();
+  ctx.out.close();
+  ctx.out.line("tg_wgmma_commit();");
+  ctx.out.line("tg_wgmma_wait<0>();");
+  std::string r = ctx.open_unrolled(acc.registers);
+  ctx.out.line("tg_pin(" + acc.array + "[" + r + "]);  // no read of it moves above the wait");
+  ctx.out.close();
+  ctx.out.close();
+  ctx.shared_reads_done();
+  finish_accumulator(ctx, id, acc);
+}
+
+}  // namespace tegula::backends::cuda

@@ -1,0 +1,21 @@
+#include "runtime/compile_profile.h"
+
+namespace tegula::runtime {
+
+void CompileProfile::add(std::string_view name, double seconds) {
+  for (Phase& phase : phases) {
+    if (phase.name == name) {
+      phase.seconds += seconds;
+      return;
+    }
+  }
+  phases.push_back({std::string(name), seconds});
+}
+
+double CompileProfile::total() const {
+  double sum = 0;
+  for (const Phase& phase : phases) sum += phase.seconds;
+  return sum;
+}
+
+}  // namespace tegula::runtime

@@ -1,0 +1,131 @@
+"""@tegula.jit on a function whose module imported Triton: `triton.language`
+is the tile language, `triton.cdiv` works inside kernels, and Triton's own host
+objects the module holds (`tl.constexpr(...)` globals, dtypes, helpers
+decorated with `@triton.jit`) mean what they mean to Triton.
+
+Where Triton is installed the real package is used; elsewhere the test writes
+a stand-in `triton` package (just the host objects, with Triton's module and
+class names) into tmp_path and removes it from sys.modules afterwards.
+"""
+
+import importlib
+import importlib.util
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from compat_util import assert_close, randn
+
+STUB = {
+    "triton/__init__.py": """
+        '''A stand-in for Triton written by the test: the host objects a kernel module touches.'''
+        from . import language
+        from .runtime.jit import JITFunction
+
+
+        def jit(fn=None, **options):
+            return JITFunction(fn) if fn is not None else JITFunction
+
+
+        def cdiv(a, b):
+            return (a + b - 1) // b
+    """,
+    "triton/runtime/__init__.py": "",
+    "triton/runtime/jit.py": """
+        class JITFunction:
+            def __init__(self, fn):
+                self.fn = fn
+    """,
+    "triton/language/__init__.py": """
+        from . import extra
+        from .core import constexpr, dtype, float8e5, float16, float32
+    """,
+    "triton/language/core.py": """
+        class constexpr:
+            def __init__(self, value):
+                self.value = value
+
+
+        class dtype:
+            def __init__(self, name):
+                self.name = name
+
+
+        float16, float32, float8e5 = dtype("fp16"), dtype("fp32"), dtype("fp8e5")
+    """,
+    "triton/language/extra/__init__.py": "from . import libdevice",
+    "triton/language/extra/libdevice.py": "",
+}
+
+KERNEL_MODULE = '''
+import tegula
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+SCALE = tl.constexpr(2.0)
+OUT_DTYPE = tl.float16
+WIDE_DTYPE = tl.float8e5
+
+
+@triton.jit
+def shifted_tanh(x):
+    return libdevice.tanh(x) + 1.0
+
+
+@tegula.jit
+def triton_module_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = shifted_tanh(x) * SCALE + triton.cdiv(n, BLOCK)
+    tl.store(y_ptr + offs, y.to(OUT_DTYPE), mask=mask)
+
+
+@tegula.jit
+def fp8_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(WIDE_DTYPE))
+'''
+
+
+@pytest.fixture
+def triton_module(tmp_path, monkeypatch):
+    """The kernel module above, imported with `triton` resolving to the real
+    Triton when it is installed and to the stand-in otherwise."""
+    if importlib.util.find_spec("triton") is None:
+        for path, text in STUB.items():
+            file = tmp_path / path
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_text(textwrap.dedent(text))
+    (tmp_path / "triton_style_kernels.py").write_text(KERNEL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = set(sys.modules)
+    try:
+        yield importlib.import_module("triton_style_kernels")
+    finally:
+        for name in set(sys.modules) - before:  # the stand-in must not outlive the test
+            if name == "triton_style_kernels" or name == "triton" or name.startswith("triton."):
+                del sys.modules[name]
+
+
+def test_kernel_module_written_for_triton(rt, triton_module):
+    n, block = 300, 128
+    x = randn(90, n)
+    y = rt.zeros(n, "float16")
+    triton_module.triton_module_kernel[(3,)](rt.array(x), y, n, BLOCK=block)
+    ref = (np.tanh(x.astype(np.float64)) + 1) * 2 + 3
+    assert_close(rt.numpy(y).astype(np.float64), ref, atol=4e-3, rtol=2e-3)
+
+
+def test_a_triton_dtype_tegula_lacks_is_a_located_error(rt, triton_module):
+    import tegula
+
+    x = np.zeros(16, np.float32)
+    with pytest.raises(tegula.CompilationError) as info:
+        triton_module.fp8_kernel[(1,)](rt.array(x), rt.array(x), BLOCK=16)
+    assert str(info.value).splitlines()[0].endswith(
+        "triton_style_kernels.py:29:53: error: the dtype of .to() must be a dtype such as tl.float32, but it is "
+        "the host object Triton's dtype fp8e5, which Tegula does not support"), str(info.value)
