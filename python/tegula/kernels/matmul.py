@@ -101,8 +101,14 @@ def matmul_reference(a, b, out_dtype=None):
     NumPy's BLAS matmul in float32 (float16 inputs are widened first, as NumPy has no
     fp16 GEMM with an fp32 accumulator)."""
     if _host.is_torch(a):
+        import torch
+
         c = a @ b
-        return c if out_dtype is None else c.to(out_dtype)
+        if out_dtype is None:
+            return c
+        if not isinstance(out_dtype, torch.dtype):  # a NumPy dtype: torch's twin of it
+            out_dtype = torch.from_numpy(np.empty(0, dtype=out_dtype)).dtype
+        return c.to(out_dtype)
     c = a.astype(np.float32, copy=False) @ b.astype(np.float32, copy=False)
     return c.astype(out_dtype or a.dtype, copy=False)
 
