@@ -19,7 +19,7 @@ export TEGULA_CACHE_DIR ?= $(CURDIR)/.cache/tegula
 PY_DEPS := nanobind scikit-build-core numpy pytest pytest-xdist ml_dtypes hypothesis
 
 # Everything whose change means the extension must be rebuilt.
-BUILD_INPUTS := $(shell find src -type f 2>/dev/null) CMakeLists.txt pyproject.toml
+BUILD_INPUTS := $(shell find src -type f 2>/dev/null) CMakeLists.txt pyproject.toml docs/diagnostics.md
 
 SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv

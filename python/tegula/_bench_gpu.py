@@ -43,17 +43,19 @@ from typing import Callable, Optional
 
 from . import __version__ as tegula_version
 from . import _compile_probe, _triton_twin
-from .kernels import axpy, fused_chain, layer_norm, matmul, softmax, vector_add
+from .kernels import attention, axpy, fused_chain, layer_norm, matmul, softmax, vector_add
 from .testing import L2_FLUSH_BYTES, CudaTimer
 
 SCHEMA = "tegula-bench-gpu/1"
-# In the order they run: the targets first, the matmul extra last.
-WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul")
-VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas")
+# In the order they run: the memory-bound targets first, then the compute-bound ones.
+WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul", "attention",
+             "attention_causal")
+VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas", "sdpa")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block or a 64x64
 # matmul tile 4.
-NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 4, "launch": 4}
+NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 4, "launch": 4,
+             "attention": 8, "attention_causal": 8}
 COPY_BYTES = 1 << 30
 # Where the inputs live. Only a dry run of this module's logic on a machine
 # without a GPU (torch's CUDA calls stubbed) sets it to "cpu".
@@ -63,6 +65,12 @@ LAUNCH_US_TARGET = 5.0
 # Memory-bound targets of the performance contract (issue 4, "Done when").
 FLOOR_TARGET = 0.90
 CHAIN_EAGER_SPEEDUP_TARGET = 5.0
+# Flash attention (issue 5): 128 query rows by 64 keys per step, 8 warps (two
+# warpgroups of 64 rows), 3 stages, for Tegula and Triton alike; at least
+# this share of PyTorch SDPA's rate.
+ATTENTION_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 64}
+ATTENTION_STAGES = 3
+ATTENTION_SDPA_TARGET = 0.85
 
 
 def log(message: str) -> None:
@@ -209,8 +217,69 @@ def matmul_cases(torch, quick: bool, num_warps: int) -> list:
     return cases
 
 
+# The SDPA backends tried in order, with the names rows give them.
+SDPA_BACKENDS = (("CUDNN_ATTENTION", "cuDNN"), ("FLASH_ATTENTION", "flash"), ("EFFICIENT_ATTENTION", "efficient"))
+
+
+def sdpa_variant(torch, q, k, v, causal: bool):
+    """PyTorch SDPA on the first backend that runs these inputs, cuDNN first (the
+    issue's yardstick); the callable's ``note`` names the backend, and why the
+    ones before it were passed over."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # an older torch: its own choice
+        run = functools.partial(sdpa, q, k, v, is_causal=causal)
+        run.note = "default backend"
+        return run
+    skipped = []
+    for name, label in SDPA_BACKENDS:
+        backend = getattr(SDPBackend, name, None)
+        if backend is None:
+            skipped.append(f"{label}: not in this torch")
+            continue
+
+        def run(backend=backend):
+            with sdpa_kernel(backend):
+                return sdpa(q, k, v, is_causal=causal)
+
+        try:
+            run()
+            torch.cuda.synchronize()
+        except RuntimeError as e:
+            skipped.append(f"{label}: {str(e).strip().splitlines()[0][:60] if str(e).strip() else 'refused'}")
+            continue
+        run.note = label + (f" ({'; '.join(skipped)})" if skipped else "")
+        return run
+    run = functools.partial(sdpa, q, k, v, is_causal=causal)
+    run.note = f"default backend ({'; '.join(skipped)})"
+    return run
+
+
+def attention_case(torch, quick: bool, num_warps: int, causal: bool) -> Case:
+    """Flash attention forward, bf16 [B, H, S, D]; its floor is SDPA's rate in the same run."""
+    B, H, S, D = (1, 4, 320, 128) if quick else (4, 32, 4096, 128)
+    g = _generator(torch, 5)
+    q, k, v = (torch.randn(B, H, S, D, device=DEVICE, generator=g).to(torch.bfloat16) for _ in range(3))
+
+    def run(m):
+        out = torch.empty_like(q)
+        return lambda: m.attention(q, k, v, causal=causal, out=out, num_warps=num_warps,
+                                   num_stages=ATTENTION_STAGES, **ATTENTION_BLOCKS)
+
+    workload = "attention_causal" if causal else "attention"
+    # Outputs are averages of values over many keys; both sides round the
+    # probabilities to bf16 before the second product.
+    return Case(workload, f"{B}x{H}x{S}x{D}", "bfloat16", attention.bytes_moved(B, H, S, D, 2),
+                attention.flops(B, H, S, D, causal), num_warps,
+                {**_kernel_variants(attention, run), "sdpa": lambda: sdpa_variant(torch, q, k, v, causal)},
+                reference="sdpa", compute_bound=True, tolerance=(1e-2, 1.6e-2))
+
+
 BUILDERS = {"vector_add": vector_add_case, "fused_chain": fused_chain_case, "softmax": softmax_case,
-            "layer_norm": layer_norm_case}
+            "layer_norm": layer_norm_case,
+            "attention": functools.partial(attention_case, causal=False),
+            "attention_causal": functools.partial(attention_case, causal=True)}
 
 
 # --- measuring ---------------------------------------------------------------------------
@@ -222,6 +291,7 @@ class Outcome:
     samples: list = field(default_factory=list)  # ms per call
     check: str = "unchecked"  # reference | ok | mismatch | unchecked | error
     error: Optional[str] = None
+    note: Optional[str] = None  # what ran, when the variant's name does not say it (SDPA's backend)
 
     @property
     def median_ms(self) -> Optional[float]:
@@ -267,6 +337,7 @@ def measure_case(torch, timer: CudaTimer, case: Case, variants, budget_s: float,
             log(f"{case.workload} {case.shape}: preparing {name}"
                 + (" (compiles)" if name in ("tegula", "triton", "torch.compile") else ""))
             fn = case.variants[name]()
+            outcome.note = getattr(fn, "note", None)
             fn()  # compiles on first use
             out = _first(fn())
             torch.cuda.synchronize()
@@ -382,11 +453,12 @@ def measure_compile(variants, quick: bool) -> dict:
 
 
 def case_rows(case: Case, outcomes, copy_bytes_per_s: Optional[float]) -> list:
-    """Rows in the report's schema; a matmul's floor is cuBLAS's rate in the same run."""
+    """Rows in the report's schema; a compute-bound workload's floor is its reference's
+    rate in the same run (matmul: cuBLAS, attention: SDPA)."""
     peak = None
     if case.compute_bound:
-        cublas = next((o for o in outcomes if o.variant == "cublas" and o.median_ms), None)
-        peak = case.flops / (cublas.median_ms / 1e3) if cublas else None
+        peer = next((o for o in outcomes if o.variant == case.reference and o.median_ms), None)
+        peak = case.flops / (peer.median_ms / 1e3) if peer else None
     rows = []
     for o in outcomes:
         ms = o.median_ms
@@ -395,7 +467,8 @@ def case_rows(case: Case, outcomes, copy_bytes_per_s: Optional[float]) -> list:
                "shape": case.shape, "dtype": case.dtype, "bytes": case.bytes, "flops": case.flops,
                "num_warps": case.num_warps if o.variant in ("tegula", "triton") else None,
                "samples": len(o.samples), "min_ms": min(o.samples) if o.samples else None,
-               "max_ms": max(o.samples) if o.samples else None, "check": o.check, "error": o.error}
+               "max_ms": max(o.samples) if o.samples else None, "check": o.check, "error": o.error,
+               "note": o.note}
         if ms:
             per_s = (case.flops if case.compute_bound else case.bytes) / (ms / 1e3)
             row["rate"] = per_s / (1e12 if case.compute_bound else 1e9)
@@ -485,6 +558,13 @@ def criteria(rows: list) -> list:
     for workload in ("compile_cold", "compile_warm"):
         out.append(time_ratio(f"{workload}: tegula first call / triton's", workload, "tegula", "triton",
                               "<", 1.0))
+    # Issue 5: flash attention no slower than Triton on the same source, and at
+    # least 85% of SDPA's rate (floor_frac: rate / SDPA's).
+    for workload in ("attention", "attention_causal"):
+        out.append(time_ratio(f"{workload}: tegula time / triton time", workload, "tegula", "triton", "<=", 1.0))
+        mine = timed.get((workload, "tegula"))
+        out.append(_criterion(f"{workload}: tegula's share of SDPA's TFLOP/s", mine["floor_frac"] if mine else None,
+                              ">=", ATTENTION_SDPA_TARGET, [mine] if mine else []))
     return out
 
 
@@ -517,11 +597,14 @@ def format_markdown(report: dict) -> str:
            f"Copy bandwidth {_cell(copy.get('bytes_per_s') and copy['bytes_per_s'] / 1e9, '.0f')} GB/s "
            f"(y.copy_(x), {copy.get('bytes_per_copy', 0) // 2 >> 20} MiB, read + write, median). "
            "Times: CUDA events, L2 flushed before each call, median after warm-up, variants interleaved. "
-           "`of floor`: rate / copy bandwidth (matmul: / cuBLAS); `/ tegula`: time / tegula's time.", ""]
+           "`of floor`: rate / copy bandwidth (matmul: / cuBLAS, attention: / SDPA); "
+           "`/ tegula`: time / tegula's time.", ""]
     tegula_ms = {r["workload"]: r["ms"] for r in report["rows"] if r["variant"] == "tegula" and r["ms"]}
     lines = []
     for r in report["rows"]:
         check = r["check"] if not r["error"] else f"{r['check']}: {r['error'].splitlines()[0][:90]}"
+        if r.get("note"):
+            check += f" ({r['note'][:90]})"
         if r["check"] == "mismatch":
             check = "MISMATCH" + check[len("mismatch"):]
         mine = tegula_ms.get(r["workload"])
@@ -533,7 +616,7 @@ def format_markdown(report: dict) -> str:
                       check.replace("|", "/")])
     out += _markdown_table(["workload", "shape", "dtype", "variant", "ms", "rate", "of floor", "/ tegula",
                             "check"], lines)
-    out += ["", "Targets (issues 4 and 7, \"Done when\"):", ""]
+    out += ["", "Targets (issues 4, 5 and 7, \"Done when\"):", ""]
     for c in report["criteria"]:
         verdict = {True: "PASS", False: "FAIL", None: "n/a "}[c["pass"]]
         out.append(f"- {verdict} {c['what']}: {_cell(c['value'], '.3f', 'not measured')} (target {c['target']})")
@@ -654,7 +737,7 @@ def _assemble(report: dict, measured: list, copy_runs: list, launches: int, laun
     # what this GPU can do.
     best = max(copy_runs, key=lambda r: r["bytes_per_s"])
     report["floors"] = {"copy": {"bytes_per_s": best["bytes_per_s"], "bytes_per_copy": best["bytes_per_copy"],
-                                 "runs": copy_runs}, "cublas_flops_per_s": {}}
+                                 "runs": copy_runs}, "cublas_flops_per_s": {}, "sdpa_flops_per_s": {}}
     rows = []
     for case, outcomes in measured:
         if case == "launch":
@@ -666,9 +749,9 @@ def _assemble(report: dict, measured: list, copy_runs: list, launches: int, laun
         else:
             rows += case_rows(case, outcomes, best["bytes_per_s"])
             if case.compute_bound:
-                cublas = next((o for o in outcomes if o.variant == "cublas" and o.median_ms), None)
-                report["floors"]["cublas_flops_per_s"][case.workload] = \
-                    case.flops / (cublas.median_ms / 1e3) if cublas else None
+                peer = next((o for o in outcomes if o.variant == case.reference and o.median_ms), None)
+                report["floors"].setdefault(f"{case.reference}_flops_per_s", {})[case.workload] = \
+                    case.flops / (peer.median_ms / 1e3) if peer else None
     report["partial"] = not final
     report["rows"] = rows
     report["criteria"] = criteria(rows)

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _C, _device
 from ._globals import constant_value
+from ._reinterpret import ReinterpretedArray
 from .tensor_descriptor import is_descriptor
 from .language.core import DTYPES, constexpr, dtype, pointer_type
 
@@ -49,6 +50,8 @@ try:
     import ml_dtypes
 
     NUMPY_SCALARS[np.dtype(ml_dtypes.bfloat16)] = "bf16"
+    NUMPY_SCALARS[np.dtype(ml_dtypes.float8_e4m3fn)] = "f8e4m3"
+    NUMPY_SCALARS[np.dtype(ml_dtypes.float8_e5m2)] = "f8e5m2"
 except ImportError:  # bf16 arrays need ml_dtypes; everything else works without it
     pass
 
@@ -58,10 +61,12 @@ TORCH_SCALARS = {
     "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32", "torch.uint64": "u64",
     "torch.float16": "f16", "torch.bfloat16": "bf16",
     "torch.float32": "f32", "torch.float64": "f64",
+    "torch.float8_e4m3fn": "f8e4m3", "torch.float8_e5m2": "f8e5m2",
 }
 
 _SUPPORTED_DTYPES = ("bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
-                     "float16, bfloat16 (ml_dtypes), float32, float64")
+                     "float16, bfloat16 (ml_dtypes), float32, float64, float8_e4m3fn and float8_e5m2 "
+                     "(torch, ml_dtypes, or tegula.reinterpret(uint8 array, tl.float8e4nv / tl.float8e5))")
 
 
 def int_part(kernel: str, param: str, value: int, specialize: bool) -> tuple:
@@ -122,6 +127,12 @@ def runtime_part(kernel: str, param: str, value, specialize: bool) -> tuple:
 
 
 def _runtime_part_slow(kernel: str, param: str, value, specialize: bool) -> tuple:
+    if isinstance(value, ReinterpretedArray):
+        part, address = runtime_part(kernel, param, value.base, specialize)
+        if part[0] != "p":
+            raise TypeError(f"argument '{param}' of kernel '{kernel}': tegula.reinterpret needs an array or "
+                            f"tensor, got {type(value.base).__name__}")
+        return (part[0], value.dtype.scalar) + part[2:], address
     if isinstance(value, np.ndarray):
         return array_part(kernel, param, value)
     if is_descriptor(value):

@@ -10,6 +10,7 @@
 #include "frontend/builtins_block_ptr.h"
 #include "frontend/builtins_hints.h"
 #include "frontend/builtins_math.h"
+#include "frontend/builtins_pointer.h"
 #include "frontend/builtins_random.h"
 #include "frontend/builtins_scan.h"
 #include "frontend/lowering.h"
@@ -33,7 +34,8 @@ BoundArgs::BoundArgs(const std::string& callee, const std::vector<std::string>& 
     optional.push_back(opt);
   }
   if (args.positional.size() > names.size())
-    error_at(args.loc, "`" + callee + "` takes at most " + std::to_string(names.size()) + " arguments but " +
+    error_at(args.loc, Diag::WrongArgumentCount,
+             "`" + callee + "` takes at most " + std::to_string(names.size()) + " arguments but " +
                            std::to_string(args.positional.size()) + " were given");
   for (size_t i = 0; i < args.positional.size(); ++i)
     bound_[names[i]] = {args.positional[i], args.positional_locs[i]};
@@ -41,13 +43,15 @@ BoundArgs::BoundArgs(const std::string& callee, const std::vector<std::string>& 
     const std::string& n = args.keywords[k].first;
     bool known = false;
     for (const std::string& p : names) known |= p == n;
-    if (!known) error_at(args.keyword_locs[k], "`" + callee + "` got an unexpected keyword argument `" + n + "`");
-    if (bound_.count(n)) error_at(args.keyword_locs[k], "`" + callee + "` got multiple values for `" + n + "`");
+    if (!known) error_at(args.keyword_locs[k], Diag::UnknownKeywordArgument,
+                         "`" + callee + "` got an unexpected keyword argument `" + n + "`");
+    if (bound_.count(n)) error_at(args.keyword_locs[k], Diag::DuplicateArgument,
+                                  "`" + callee + "` got multiple values for `" + n + "`");
     bound_[n] = {args.keywords[k].second, args.keyword_locs[k]};
   }
   for (size_t i = 0; i < names.size(); ++i)
     if (!optional[i] && !bound_.count(names[i]))
-      error_at(args.loc, "`" + callee + "` is missing the argument `" + names[i] + "`");
+      error_at(args.loc, Diag::WrongArgumentCount, "`" + callee + "` is missing the argument `" + names[i] + "`");
 }
 
 bool BoundArgs::has(const std::string& name) const {
@@ -76,10 +80,11 @@ Symbol ok(ir::ValueId v) { return Symbol::of(v); }
 
 ir::ValueId as_bool(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what) {
   const ir::Type& t = l.type(v);
-  if (t.is_pointer()) error_at(loc, what + " must be boolean, not a pointer");
+  if (t.is_pointer()) error_at(loc, Diag::NotBoolean, what + " must be boolean, not a pointer");
   if (t.scalar == Scalar::I1) return v;
   if (ir::is_float(t.scalar))
-    error_at(loc, what + " must be boolean, but it is " + l.describe(Symbol::of(v)), "compare it, e.g. `x != 0`");
+    error_at(loc, Diag::NotBoolean,
+             what + " must be boolean, but it is " + l.describe(Symbol::of(v)), "compare it, e.g. `x != 0`");
   ir::ValueId zero = l.broadcast_to(l.constant(ConstValue::integer(0), t.element(), loc), t.shape, loc);
   return l.create(OpKind::Cmp, {v, zero}, t.with_scalar(Scalar::I1), loc, {{"pred", ir::Attr{std::string("ne")}}});
 }
@@ -87,7 +92,8 @@ ir::ValueId as_bool(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::
 Symbol program_id(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"axis"}, c);
   int64_t axis = l.to_int_const(a.get("axis"), a.loc("axis"), "the axis of tl." + n);
-  if (axis < 0 || axis > 2) error_at(a.loc("axis"), "tl." + n + " axis must be 0, 1 or 2, not " + std::to_string(axis));
+  if (axis < 0 || axis > 2) error_at(a.loc("axis"), Diag::ArgumentOutOfRange,
+                                     "tl." + n + " axis must be 0, 1 or 2, not " + std::to_string(axis));
   return ok(l.create(n == "program_id" ? OpKind::ProgramId : OpKind::NumPrograms, {}, ir::Type::of(Scalar::I32), c.loc,
                      {{"axis", ir::Attr{axis}}}));
 }
@@ -97,18 +103,21 @@ Symbol arange(Lowerer& l, const CallArgs& c, const std::string& n) {
   auto bound = [&](const char* which) {
     const Symbol& s = a.get(which);
     if (!s.is_const())
-      error_at(a.loc(which), std::string("the ") + which + " of tl.arange must be a compile-time constant, but it is " +
+      error_at(a.loc(which), Diag::NotConstexpr,
+               std::string("the ") + which + " of tl.arange must be a compile-time constant, but it is " +
                                  l.describe(s),
                "tile sizes are static: use a constexpr block size (e.g. `BLOCK: tl.constexpr`) and a mask for the tail");
     return l.to_int_const(s, a.loc(which), std::string("the ") + which + " of tl.arange");
   };
   int64_t start = bound("start"), end = bound("end");
   int64_t len = end - start;
-  if (len <= 0) error_at(c.loc, "tl.arange needs end > start, got [" + std::to_string(start) + ", " + std::to_string(end) + ")");
+  if (len <= 0) error_at(c.loc, Diag::EmptyRange,
+                         "tl.arange needs end > start, got [" + std::to_string(start) + ", " + std::to_string(end) + ")");
   if ((len & (len - 1)) != 0)
-    error_at(c.loc, "tl.arange range length must be a power of two, but it is " + std::to_string(len),
+    error_at(c.loc, Diag::SizeNotPowerOfTwo,
+             "tl.arange range length must be a power of two, but it is " + std::to_string(len),
              "use tl.arange(0, BLOCK) with BLOCK = tegula.next_power_of_2(n) and mask with `offs < n`");
-  if (len > ir::kMaxTileElements) error_at(c.loc, "tl.arange range is longer than 2^20");
+  if (len > ir::kMaxTileElements) error_at(c.loc, Diag::TileTooLarge, "tl.arange range is longer than 2^20");
   return ok(l.create(OpKind::Arange, {}, ir::Type::tile(Scalar::I32, {len}), c.loc,
                      {{"start", ir::Attr{start}}, {"end", ir::Attr{end}}}));
 }
@@ -117,7 +126,7 @@ Symbol full_like_impl(Lowerer& l, const std::vector<int64_t>& shape, const Symbo
                       const SourceLoc& loc) {
   ir::ValueId v = value.is_const() ? l.constant(value.constant, ir::Type::of(dtype), loc)
                                    : l.cast(l.to_value(value, loc, "the fill value"), dtype, loc);
-  if (l.type(v).is_tile()) error_at(loc, "the fill value must be a scalar");
+  if (l.type(v).is_tile()) error_at(loc, Diag::WrongArgumentKind, "the fill value must be a scalar");
   return ok(l.broadcast_to(v, shape, loc));
 }
 
@@ -156,7 +165,8 @@ Symbol full_like(Lowerer& l, const CallArgs& c, const std::string& n) {
 ir::ValueId pointer_arg(Lowerer& l, const BoundArgs& a, const std::string& callee) {
   const Symbol& p = a.get("pointer");
   if (!p.is_value() || !l.type(p.value).is_pointer())
-    error_at(a.loc("pointer"), "the pointer of " + callee + " must be a pointer or a tile of pointers, but it is " +
+    error_at(a.loc("pointer"), Diag::WrongArgumentKind,
+             "the pointer of " + callee + " must be a pointer or a tile of pointers, but it is " +
                                    l.describe(p),
              "pass an array argument, offset with `ptr + offsets`");
   for (const char* block_only : {"boundary_check", "padding_option"}) {
@@ -165,7 +175,8 @@ ir::ValueId pointer_arg(Lowerer& l, const BoundArgs& a, const std::string& calle
     bool empty = (b.kind == Symbol::Kind::Tuple && b.elements.empty()) ||
                  (b.is_const() && b.constant.kind == ConstValue::Kind::Str && b.constant.s.empty());
     if (!empty)
-      error_at(a.loc(block_only), std::string("`") + block_only + "` applies to block pointers, not to " +
+      error_at(a.loc(block_only), Diag::ArgumentWithoutEffect,
+               std::string("`") + block_only + "` applies to block pointers, not to " +
                                       l.describe(p),
                "mask a pointer tile with mask=..., other=...; or make a block pointer with tl.make_block_ptr");
   }
@@ -177,14 +188,16 @@ std::vector<ir::NamedAttr> memory_hints(Lowerer& l, const BoundArgs& a, bool is_
   auto str = [&](const char* name, std::initializer_list<const char*> allowed) {
     if (!a.has(name)) return;
     ConstValue v = l.to_const(a.get(name), a.loc(name), std::string("`") + name + "`");
-    if (v.kind != ConstValue::Kind::Str) error_at(a.loc(name), std::string("`") + name + "` must be a string");
+    if (v.kind != ConstValue::Kind::Str) error_at(a.loc(name), Diag::InvalidOption,
+                                                  std::string("`") + name + "` must be a string");
     bool good = false;
     std::string options;
     for (const char* s : allowed) {
       good |= v.s == s;
       options += std::string(options.empty() ? "" : ", ") + "\"" + s + "\"";
     }
-    if (!good) error_at(a.loc(name), "invalid " + std::string(name) + " \"" + v.s + "\"", "use one of " + options);
+    if (!good) error_at(a.loc(name), Diag::InvalidOption,
+                        "invalid " + std::string(name) + " \"" + v.s + "\"", "use one of " + options);
     if (!v.s.empty()) attrs.push_back({name, ir::Attr{v.s}});
   };
   if (is_load) str("cache_modifier", {"", ".ca", ".cg", ".cv"});
@@ -213,11 +226,12 @@ Symbol load(Lowerer& l, const CallArgs& c, const std::string& n) {
       ir::ValueId ov = o.is_const() ? l.constant(o.constant, ir::Type::of(elem.scalar), a.loc("other"))
                                     : l.cast(l.to_value(o, a.loc("other"), "`other` of tl.load"), elem.scalar, a.loc("other"));
       if (l.type(ov).is_tile() && !l.type(p2).is_tile())
-        error_at(a.loc("other"), "`other` is a tile but the pointer is a scalar");
+        error_at(a.loc("other"), Diag::WrongRank, "`other` is a tile but the pointer is a scalar");
       operands.push_back(l.broadcast_to(ov, l.type(p2).shape, a.loc("other")));
     }
   } else if (a.has("other")) {
-    error_at(a.loc("other"), "`other` has no effect without `mask`", "pass mask=... or drop `other`");
+    error_at(a.loc("other"), Diag::ArgumentWithoutEffect,
+             "`other` has no effect without `mask`", "pass mask=... or drop `other`");
   }
   ir::Type result = l.type(operands[0]).with_scalar(l.type(operands[0]).scalar);
   return ok(l.create(OpKind::Load, operands, result, c.loc, attrs));
@@ -232,7 +246,8 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
   const Symbol& v = a.get("value");
   ir::ValueId value = v.is_const() ? l.constant(v.constant, ir::Type::of(elem), a.loc("value"))
                                    : l.to_value(v, a.loc("value"), "the value of tl.store");
-  if (l.type(value).is_pointer()) error_at(a.loc("value"), "storing pointers is not supported");
+  if (l.type(value).is_pointer()) error_at(a.loc("value"), Diag::PointerConversion,
+                                           "storing pointers is not supported");
   value = l.cast(value, elem, a.loc("value"));
   if (l.type(value).is_tile() && !l.type(ptr).is_tile()) {
     auto [p2, v2] = l.broadcast_pair(ptr, value, a.loc("value"));
@@ -266,7 +281,7 @@ Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   const Symbol& sy = a.get("y");
   bool px = sx.is_value() && l.type(sx.value).is_pointer(), py = sy.is_value() && l.type(sy.value).is_pointer();
   if (px || py) {
-    if (!(px && py)) error_at(c.loc, "tl.where cannot mix pointers and numbers");
+    if (!(px && py)) error_at(c.loc, Diag::InvalidOperandType, "tl.where cannot mix pointers and numbers");
     std::tie(x, y) = l.broadcast_pair(sx.value, sy.value, c.loc);
   } else {
     std::tie(x, y) = l.arith_operands(sx, sy, false, c.loc, "tl.where");
@@ -293,7 +308,8 @@ Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
 ir::ValueId float_math(Lowerer& l, OpKind kind, ir::ValueId x, const SourceLoc& loc, const std::string& name) {
   Scalar s = l.type(x).scalar;
   if (l.type(x).is_pointer() || !ir::is_float(s))
-    error_at(loc, "tl." + name + " needs a floating-point operand, but it is " + l.describe(Symbol::of(x)),
+    error_at(loc, Diag::NotFloatingPoint,
+             "tl." + name + " needs a floating-point operand, but it is " + l.describe(Symbol::of(x)),
              "convert it first, e.g. x.to(tl.float32)");
   if (s == Scalar::F16 || s == Scalar::BF16) {
     ir::ValueId wide = l.cast(x, Scalar::F32, loc);
@@ -329,7 +345,7 @@ Symbol abs_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
     return Symbol::of(v);
   }
   ir::ValueId x = l.to_value(s, a.loc("x"), "the operand of abs");
-  if (l.type(x).is_pointer()) error_at(c.loc, "abs is not defined for pointers");
+  if (l.type(x).is_pointer()) error_at(c.loc, Diag::InvalidOperandType, "abs is not defined for pointers");
   if (!ir::is_signed(l.type(x).scalar) && !ir::is_float(l.type(x).scalar)) return ok(x);
   return ok(l.create(OpKind::Abs, {x}, l.type(x), c.loc));
 }
@@ -338,7 +354,8 @@ Symbol sigmoid(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x"}, c);
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the operand of tl.sigmoid");
   Scalar s = l.type(x).scalar;
-  if (!ir::is_float(s) || l.type(x).is_pointer()) error_at(c.loc, "tl.sigmoid needs a floating-point operand");
+  if (!ir::is_float(s) || l.type(x).is_pointer()) error_at(c.loc, Diag::NotFloatingPoint,
+                                                           "tl.sigmoid needs a floating-point operand");
   ir::ValueId w = (s == Scalar::F16 || s == Scalar::BF16) ? l.cast(x, Scalar::F32, c.loc) : x;
   ir::Type t = l.type(w);
   // sigmoid(x) = 1 / (1 + exp(-x))
@@ -354,21 +371,22 @@ Symbol fma_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, "tl.fma");
   auto [x2, z] = l.arith_operands(Symbol::of(x), a.get("z"), false, c.loc, "tl.fma");
   auto [y2, z2] = l.arith_operands(Symbol::of(y), Symbol::of(z), false, c.loc, "tl.fma");
-  if (!ir::is_float(l.type(z2).scalar)) error_at(c.loc, "tl.fma needs floating-point operands");
+  if (!ir::is_float(l.type(z2).scalar)) error_at(c.loc, Diag::NotFloatingPoint, "tl.fma needs floating-point operands");
   return ok(l.create(OpKind::Fma, {x2, y2, z2}, l.type(z2), c.loc));
 }
 
 Symbol div_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "y", "?ieee_rounding"}, c);
   auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, n.c_str());
-  if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, "tl." + n + " needs floating-point operands");
+  if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, Diag::NotFloatingPoint,
+                                                "tl." + n + " needs floating-point operands");
   return ok(l.create(OpKind::Div, {x, y}, l.type(x), c.loc));
 }
 
 Symbol umulhi(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "y"}, c);
   auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, "tl.umulhi");
-  if (!ir::is_integer(l.type(x).scalar)) error_at(c.loc, "tl.umulhi needs integer operands");
+  if (!ir::is_integer(l.type(x).scalar)) error_at(c.loc, Diag::NotInteger, "tl.umulhi needs integer operands");
   return ok(l.create(OpKind::UMulHi, {x, y}, l.type(x), c.loc));
 }
 
@@ -399,6 +417,7 @@ Symbol next_power_of_2(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "dtype", "?fp_downcast_rounding", "?bitcast"}, c);
+  if (converts_pointer(l, a)) return lower_pointer_cast(l, a, c.loc);
   Scalar dt = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of ." + n + "()");
   const Symbol& in = a.get("input");
   bool bitcast = a.has("bitcast") && l.to_const(a.get("bitcast"), a.loc("bitcast"), "`bitcast`").truthy();
@@ -406,15 +425,16 @@ Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (a.has("fp_downcast_rounding")) {
     ConstValue r = l.to_const(a.get("fp_downcast_rounding"), a.loc("fp_downcast_rounding"), "fp_downcast_rounding");
     if (r.kind != ConstValue::Kind::Str || (r.s != "rtne" && r.s != "rtz"))
-      error_at(a.loc("fp_downcast_rounding"), "fp_downcast_rounding must be \"rtne\" or \"rtz\"");
+      error_at(a.loc("fp_downcast_rounding"), Diag::InvalidOption, "fp_downcast_rounding must be \"rtne\" or \"rtz\"");
     rounding = r.s;
   }
   if (in.is_const() && !bitcast) return ok(l.constant(in.constant, ir::Type::of(dt), c.loc));
   ir::ValueId x = l.to_value(in, a.loc("input"), "the input of ." + n + "()");
-  if (l.type(x).is_pointer()) error_at(c.loc, "converting pointers is not supported");
+  if (l.type(x).is_pointer()) error_at(c.loc, Diag::PointerConversion, "converting pointers is not supported");
   if (bitcast) {
     if (ir::bit_width(dt) != ir::bit_width(l.type(x).scalar))
-      error_at(c.loc, "bitcast needs types of the same width: " + triton_name(l.type(x).scalar) + " is " +
+      error_at(c.loc, Diag::BitcastWidthMismatch,
+               "bitcast needs types of the same width: " + triton_name(l.type(x).scalar) + " is " +
                           std::to_string(ir::bit_width(l.type(x).scalar)) + " bits, " + triton_name(dt) + " is " +
                           std::to_string(ir::bit_width(dt)));
     if (dt == l.type(x).scalar) return ok(x);
@@ -423,8 +443,13 @@ Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (!rounding.empty() && rounding != "rtne") {
     Scalar from = l.type(x).scalar;
     if (!ir::is_float(from) || !ir::is_float(dt) || ir::bit_width(dt) >= ir::bit_width(from))
-      error_at(a.loc("fp_downcast_rounding"), "fp_downcast_rounding applies to float downcasts only, not " +
+      error_at(a.loc("fp_downcast_rounding"), Diag::ArgumentWithoutEffect,
+               "fp_downcast_rounding applies to float downcasts only, not " +
                                                   triton_name(from) + " -> " + triton_name(dt));
+    if (ir::is_fp8(dt))
+      error_at(a.loc("fp_downcast_rounding"), Diag::UnsupportedElementType,
+               "fp_downcast_rounding=\"rtz\" is not supported for fp8 results",
+               "conversions to fp8 round to nearest even (and saturate); drop the argument");
     return ok(l.create(OpKind::Cast, {x}, l.type(x).with_scalar(dt), c.loc, {{"rounding", ir::Attr{rounding}}}));
   }
   return ok(l.cast(x, dt, c.loc));
@@ -452,11 +477,13 @@ Symbol static_assert_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"cond", "?msg"}, c);
   bool truth;
   if (!l.truth_constant(a.get("cond"), a.loc("cond"), &truth))
-    error_at(a.loc("cond"), "tl.static_assert needs a compile-time condition, but it is " + l.describe(a.get("cond")),
+    error_at(a.loc("cond"), Diag::NotConstexpr,
+             "tl.static_assert needs a compile-time condition, but it is " + l.describe(a.get("cond")),
              "use tl.device_assert for runtime checks");
   if (!truth) {
     std::string msg = a.has("msg") ? format_for_print(l, a.get("msg")) : "";
-    error_at(c.loc, "static assertion failed" + (msg.empty() ? std::string() : ": " + msg));
+    error_at(c.loc, Diag::AssertionFailsAtCompileTime,
+             "static assertion failed" + (msg.empty() ? std::string() : ": " + msg));
   }
   return Symbol::of(ConstValue::none());
 }
@@ -484,7 +511,7 @@ Symbol device_assert(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"cond", "?msg", "?mask"}, c);
   bool truth;
   if (l.truth_constant(a.get("cond"), a.loc("cond"), &truth)) {
-    if (!truth && l.debug()) error_at(c.loc, "tl.device_assert always fails");
+    if (!truth && l.debug()) error_at(c.loc, Diag::AssertionFailsAtCompileTime, "tl.device_assert always fails");
     return Symbol::of(ConstValue::none());
   }
   if (!l.debug()) return Symbol::of(ConstValue::none());
@@ -502,7 +529,7 @@ Symbol no_op(Lowerer& l, const CallArgs& c, const std::string& n) { return Symbo
 Symbol py_min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
   std::vector<Symbol> items = c.positional;
   if (items.size() == 1 && items[0].kind == Symbol::Kind::Tuple) items = items[0].elements;
-  if (items.empty()) error_at(c.loc, n.substr(3) + "() needs at least one argument");
+  if (items.empty()) error_at(c.loc, Diag::WrongArgumentCount, n.substr(3) + "() needs at least one argument");
   bool is_min = n == "py.min";
   bool all_const = true;
   for (const Symbol& s : items) all_const = all_const && s.is_const();
@@ -518,7 +545,7 @@ Symbol py_min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
   Symbol best = items[0];
   for (size_t i = 1; i < items.size(); ++i) {
     auto lt = const_compare(ast::CmpOp::Lt, items[i].constant, best.constant);
-    if (!lt) error_at(c.loc, "cannot compare these constants");
+    if (!lt) error_at(c.loc, Diag::InvalidOperandType, "cannot compare these constants");
     if (lt->truthy() == is_min && !(items[i].constant == best.constant)) best = items[i];
     if (!is_min) {
       auto gt = const_compare(ast::CmpOp::Gt, items[i].constant, best.constant);
@@ -535,7 +562,7 @@ Symbol py_len(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (s.is_value() && l.type(s.value).is_tile()) return Symbol::of(ConstValue::integer(l.type(s.value).shape[0]));
   if (s.is_const() && s.constant.kind == ConstValue::Kind::Str)
     return Symbol::of(ConstValue::integer(static_cast<int64_t>(s.constant.s.size())));
-  error_at(c.loc, "len() of " + l.describe(s) + " is not defined");
+  error_at(c.loc, Diag::BuiltinOutsideContext, "len() of " + l.describe(s) + " is not defined");
 }
 
 Symbol py_convert(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -551,10 +578,11 @@ Symbol py_convert(Lowerer& l, const CallArgs& c, const std::string& n) {
     char* end = nullptr;
     double v = std::strtod(s.constant.s.c_str(), &end);
     if (end && *end == '\0' && !s.constant.s.empty()) return Symbol::of(ConstValue::real(v));
-    error_at(c.loc, "could not convert string to float: '" + s.constant.s + "'");
+    error_at(c.loc, Diag::ConstantArithmetic, "could not convert string to float: '" + s.constant.s + "'");
   }
   if (!s.is_const() || !s.constant.is_numeric())
-    error_at(c.loc, n.substr(3) + "() works on constants inside kernels", "use .to(tl.<dtype>) for tiles");
+    error_at(c.loc, Diag::NotConstexpr,
+             n.substr(3) + "() works on constants inside kernels", "use .to(tl.<dtype>) for tiles");
   if (n == "py.int") return Symbol::of(ConstValue::integer(s.constant.kind == ConstValue::Kind::Float
                                                                ? static_cast<int64_t>(s.constant.f) : s.constant.i));
   if (n == "py.float") return Symbol::of(ConstValue::real(s.constant.as_double()));
@@ -562,7 +590,7 @@ Symbol py_convert(Lowerer& l, const CallArgs& c, const std::string& n) {
 }
 
 Symbol py_range(Lowerer& l, const CallArgs& c, const std::string& n) {
-  error_at(c.loc, "range(...) can only be used as the iterable of a `for` loop");
+  error_at(c.loc, Diag::BuiltinOutsideContext, "range(...) can only be used as the iterable of a `for` loop");
 }
 
 // Names of triton.language that Tegula knows but does not implement yet: a
@@ -607,6 +635,7 @@ const std::map<std::string, Handler>& handlers() {
       {"cdiv", cdiv},               {"tegula.cdiv", cdiv},
       {"tegula.next_power_of_2", next_power_of_2},
       {"to", to},                   {"cast", to},
+      {"pointer_type", lower_pointer_type},
       {"constexpr", constexpr_fn},  {"static_print", static_print},
       {"static_assert", static_assert_fn},
       {"device_print", device_print}, {"device_assert", device_assert},
@@ -651,8 +680,9 @@ Symbol Lowerer::call_builtin(const std::string& name, const CallArgs& args) {
   if (is_random_builtin(name)) return lower_random_builtin(*this, args, name);
   if (is_block_ptr_builtin(name)) return lower_block_ptr_builtin(*this, args, name);
   if (is_known_unsupported(name))
-    error_at(args.loc, "`tl." + name + "` is not supported by Tegula yet", "docs/language.md lists what is supported");
-  error_at(args.loc, "`" + name + "` cannot be called inside a kernel");
+    error_at(args.loc, Diag::UnsupportedLanguageName,
+             "`tl." + name + "` is not supported by Tegula yet", "docs/language.md lists what is supported");
+  error_at(args.loc, Diag::UnsupportedLanguageName, "`" + name + "` cannot be called inside a kernel");
 }
 
 }  // namespace tegula::frontend

@@ -25,14 +25,16 @@ namespace {
 ir::ValueId atomic_pointer(Lowerer& l, const BoundArgs& a, AtomicOp op, const std::string& callee) {
   const Symbol& p = a.get("pointer");
   if (!p.is_value() || !l.type(p.value).is_pointer())
-    error_at(a.loc("pointer"), "the pointer of " + callee + " must be a pointer or a tile of pointers, but it is " +
+    error_at(a.loc("pointer"), Diag::WrongArgumentKind,
+             "the pointer of " + callee + " must be a pointer or a tile of pointers, but it is " +
                                    l.describe(p),
              "pass an array argument, offset with `ptr + offsets`");
   Scalar elem = l.type(p.value).scalar;
   if (!ir::atomic_supports(op, elem)) {
     std::string kinds;
     for (Scalar s : ir::atomic_element_kinds(op)) kinds += (kinds.empty() ? "" : ", ") + triton_name(s);
-    error_at(a.loc("pointer"), callee + " does not support " + triton_name(elem) + " elements",
+    error_at(a.loc("pointer"), Diag::UnsupportedElementType,
+             callee + " does not support " + triton_name(elem) + " elements",
              "supported element types: " + kinds);
   }
   return p.value;
@@ -44,7 +46,8 @@ ir::ValueId atomic_operand(Lowerer& l, const BoundArgs& a, const char* name, Sca
   if (s.is_const() && s.constant.is_numeric()) return l.constant(s.constant, ir::Type::of(elem), a.loc(name));
   ir::ValueId v = l.to_value(s, a.loc(name), std::string("the ") + name + " of " + callee);
   if (l.type(v).is_pointer())
-    error_at(a.loc(name), std::string("the ") + name + " of " + callee + " must be a number, not a pointer");
+    error_at(a.loc(name), Diag::PointerConversion,
+             std::string("the ") + name + " of " + callee + " must be a number, not a pointer");
   return l.cast(v, elem, a.loc(name));
 }
 
@@ -52,7 +55,8 @@ ir::ValueId atomic_mask(Lowerer& l, const BoundArgs& a, const std::string& calle
   ir::ValueId m = l.to_value(a.get("mask"), a.loc("mask"), "the mask of " + callee);
   const ir::Type& t = l.type(m);
   if (t.is_pointer() || ir::is_float(t.scalar))
-    error_at(a.loc("mask"), "the mask of " + callee + " must be boolean, but it is " + l.describe(Symbol::of(m)),
+    error_at(a.loc("mask"), Diag::NotBoolean,
+             "the mask of " + callee + " must be boolean, but it is " + l.describe(Symbol::of(m)),
              "compare it, e.g. `offs < n`");
   return l.cast(m, Scalar::I1, a.loc("mask"));  // an integer mask means `!= 0`
 }
@@ -67,7 +71,7 @@ Enum memory_option(Lowerer& l, const BoundArgs& a, const char* name, Enum fallba
   std::optional<Enum> parsed = v.kind == ConstValue::Kind::Str ? parse(v.s) : std::nullopt;
   if (!parsed) {
     std::string shown = v.kind == ConstValue::Kind::Str ? "\"" + v.s + "\"" : to_string(v);
-    error_at(a.loc(name), "invalid " + std::string(name) + " " + shown + " for " + callee,
+    error_at(a.loc(name), Diag::InvalidOption, "invalid " + std::string(name) + " " + shown + " for " + callee,
              "use one of " + choices + ", or None for \"" + std::string(ir::to_string(fallback)) + "\"");
   }
   return *parsed;

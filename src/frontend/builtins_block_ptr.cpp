@@ -69,7 +69,8 @@ std::vector<Symbol> items(const Symbol& s) {
 ir::ValueId pointer_base(Lowerer& l, const BoundArgs& a, const std::string& callee) {
   const Symbol& p = a.get("base");
   if (!p.is_value() || !l.type(p.value).is_pointer() || l.type(p.value).is_tile())
-    error_at(a.loc("base"), "the base of " + callee + " must be a pointer, but it is " + l.describe(p),
+    error_at(a.loc("base"), Diag::WrongArgumentKind,
+             "the base of " + callee + " must be a pointer, but it is " + l.describe(p),
              "pass the tensor's pointer argument (not a tile of pointers)");
   return p.value;
 }
@@ -79,7 +80,7 @@ ir::ValueId int_scalar(Lowerer& l, const Symbol& s, const SourceLoc& loc, const 
   if (s.is_const() && s.constant.kind == ConstValue::Kind::Int) return l.to_value(s, loc, what);
   if (!s.is_value() || l.type(s.value).is_tile() || l.type(s.value).is_pointer() ||
       !ir::is_integer(l.type(s.value).scalar) || l.type(s.value).scalar == Scalar::I1)
-    error_at(loc, what + " must be an integer scalar, but it is " + l.describe(s));
+    error_at(loc, Diag::NotInteger, what + " must be an integer scalar, but it is " + l.describe(s));
   return s.value;
 }
 
@@ -95,7 +96,7 @@ ir::ValueId extent_value(Lowerer& l, const Symbol& s, const SourceLoc& loc, cons
 ir::ValueId offset_value(Lowerer& l, const Symbol& s, const SourceLoc& loc, const std::string& what) {
   ir::ValueId v = int_scalar(l, s, loc, what);
   if (ir::bit_width(l.type(v).scalar) > 32)
-    error_at(loc, what + " must be a 32-bit integer, but it is " + l.describe(Symbol::of(v)),
+    error_at(loc, Diag::NotInteger, what + " must be a 32-bit integer, but it is " + l.describe(Symbol::of(v)),
              "block offsets are int32 as in Triton: convert with .to(tl.int32), or index with a pointer tile");
   return l.cast(v, Scalar::I32, loc);
 }
@@ -104,7 +105,7 @@ std::vector<ir::ValueId> int_list(Lowerer& l, const BoundArgs& a, const std::str
                                   const std::string& callee, bool offsets) {
   std::vector<Symbol> list = items(a.get(param));
   if (list.size() != rank)
-    error_at(a.loc(param), "`" + param + "` of " + callee + " has " + std::to_string(list.size()) +
+    error_at(a.loc(param), Diag::WrongRank, "`" + param + "` of " + callee + " has " + std::to_string(list.size()) +
                                " elements but the block has rank " + std::to_string(rank),
              "give one entry per dimension of `block_shape`");
   std::vector<ir::ValueId> out;
@@ -122,7 +123,8 @@ std::vector<int64_t> const_ints(Lowerer& l, const BoundArgs& a, const std::strin
   for (size_t d = 0; d < list.size(); ++d) {
     const Symbol& s = list[d];
     if (!s.is_const() || (s.constant.kind != ConstValue::Kind::Int && s.constant.kind != ConstValue::Kind::Bool))
-      error_at(a.loc(param), "`" + param + "` of " + callee + " must be compile-time integers, but element " +
+      error_at(a.loc(param), Diag::NotConstexpr,
+               "`" + param + "` of " + callee + " must be compile-time integers, but element " +
                                  std::to_string(d) + " is " + l.describe(s),
                "use literals or `tl.constexpr` parameters, e.g. block_shape=(BLOCK_M, BLOCK_K)");
     out.push_back(s.constant.i);
@@ -132,7 +134,7 @@ std::vector<int64_t> const_ints(Lowerer& l, const BoundArgs& a, const std::strin
 
 std::vector<int64_t> block_shape_arg(Lowerer& l, const BoundArgs& a, const std::string& callee) {
   std::vector<int64_t> shape = const_ints(l, a, "block_shape", callee);
-  if (shape.empty()) error_at(a.loc("block_shape"), "`block_shape` of " + callee + " is empty");
+  if (shape.empty()) error_at(a.loc("block_shape"), Diag::WrongRank, "`block_shape` of " + callee + " is empty");
   l.check_shape(shape, a.loc("block_shape"));
   return shape;
 }
@@ -143,10 +145,12 @@ std::string padding_arg(Lowerer& l, const BoundArgs& a, const std::string& calle
   const Symbol& p = a.get("padding_option");
   if (!p.is_const() || p.constant.kind != ConstValue::Kind::Str ||
       (p.constant.s != "" && p.constant.s != "zero" && p.constant.s != "nan"))
-    error_at(a.loc("padding_option"), "`padding_option` of " + callee + " must be \"zero\", \"nan\" or \"\", not " +
+    error_at(a.loc("padding_option"), Diag::InvalidOption,
+             "`padding_option` of " + callee + " must be \"zero\", \"nan\" or \"\", not " +
                                           l.describe(p));
   if (p.constant.s == "nan" && !ir::is_float(element))
-    error_at(a.loc("padding_option"), "padding_option=\"nan\" needs floating-point elements, but they are " +
+    error_at(a.loc("padding_option"), Diag::NotFloatingPoint,
+             "padding_option=\"nan\" needs floating-point elements, but they are " +
                                           triton_name(element),
              "use padding_option=\"zero\"");
   return p.constant.s;
@@ -159,11 +163,12 @@ std::vector<bool> boundary_check_arg(Lowerer& l, const BoundArgs& a, size_t rank
   if (!a.has("boundary_check")) return checked;
   for (int64_t d : const_ints(l, a, "boundary_check", "a block pointer access")) {
     if (d < 0 || static_cast<size_t>(d) >= rank)
-      error_at(a.loc("boundary_check"), "boundary_check dimension " + std::to_string(d) +
+      error_at(a.loc("boundary_check"), Diag::ArgumentOutOfRange, "boundary_check dimension " + std::to_string(d) +
                                             " is out of range for a block of rank " + std::to_string(rank),
                "dimensions are numbered from 0 to " + std::to_string(rank - 1));
     if (checked[static_cast<size_t>(d)])
-      error_at(a.loc("boundary_check"), "boundary_check names dimension " + std::to_string(d) + " twice");
+      error_at(a.loc("boundary_check"), Diag::ArgumentOutOfRange,
+               "boundary_check names dimension " + std::to_string(d) + " twice");
     checked[static_cast<size_t>(d)] = true;
   }
   return checked;
@@ -247,13 +252,15 @@ BlockTile expand(Lowerer& l, const Symbol& bp, const std::vector<bool>& checked,
 
 Symbol block_pointer_of(Lowerer& l, const Symbol& s, const SourceLoc& loc, const std::string& callee) {
   if (s.kind != Symbol::Kind::BlockPointer)
-    error_at(loc, callee + " needs a block pointer made by tl.make_block_ptr, but it got " + l.describe(s));
+    error_at(loc, Diag::WrongArgumentKind,
+             callee + " needs a block pointer made by tl.make_block_ptr, but it got " + l.describe(s));
   return s;
 }
 
 const Symbol& descriptor_of(Lowerer& l, const Symbol& s, const SourceLoc& loc, const std::string& callee) {
   if (s.kind != Symbol::Kind::TensorDescriptor)
-    error_at(loc, callee + " needs a tensor descriptor (tl.make_tensor_descriptor or a host TensorDescriptor), "
+    error_at(loc, Diag::WrongArgumentKind,
+             callee + " needs a tensor descriptor (tl.make_tensor_descriptor or a host TensorDescriptor), "
                            "but it got " + l.describe(s));
   return s;
 }
@@ -264,9 +271,10 @@ ir::ValueId block_value(Lowerer& l, const Symbol& v, const SourceLoc& loc, Scala
                         const std::vector<int64_t>& block, const std::string& callee) {
   ir::ValueId value = v.is_const() && v.constant.is_numeric() ? l.constant(v.constant, ir::Type::of(element), loc)
                                                               : l.to_value(v, loc, "the value of " + callee);
-  if (l.type(value).is_pointer()) error_at(loc, "storing pointers is not supported");
+  if (l.type(value).is_pointer()) error_at(loc, Diag::PointerConversion, "storing pointers is not supported");
   if (l.type(value).is_tile() && l.type(value).shape != block)
-    error_at(loc, "the value stored by " + callee + " has shape " + shape_text(l.type(value).shape) +
+    error_at(loc, Diag::ShapeMismatch,
+             "the value stored by " + callee + " has shape " + shape_text(l.type(value).shape) +
                       " but the block is " + shape_text(block),
              "store a tile of exactly the block's shape (or a scalar)");
   return l.broadcast_to(l.cast(value, element, loc), block, loc);
@@ -292,7 +300,8 @@ Symbol make_block_ptr(Lowerer& l, const CallArgs& c, const std::string& n) {
     bool permutation = sorted.size() == rank;
     for (size_t d = 0; permutation && d < rank; ++d) permutation = sorted[d] == static_cast<int64_t>(d);
     if (!permutation)
-      error_at(a.loc("order"), "`order` of tl.make_block_ptr must be a permutation of 0.." + std::to_string(rank - 1),
+      error_at(a.loc("order"), Diag::ArgumentOutOfRange,
+               "`order` of tl.make_block_ptr must be a permutation of 0.." + std::to_string(rank - 1),
                "order lists the dimensions from the fastest-varying in memory, e.g. (1, 0) for a row-major matrix");
   } else {
     for (size_t d = rank; d-- > 0;) block.order.push_back(static_cast<int64_t>(d));
@@ -306,7 +315,8 @@ Symbol advance(Lowerer& l, const CallArgs& c, const std::string& n) {
   size_t rank = rank_of(bp);
   std::vector<Symbol> deltas = items(a.get("offsets"));
   if (deltas.size() != rank)
-    error_at(a.loc("offsets"), "tl.advance got " + std::to_string(deltas.size()) + " offsets for a block of rank " +
+    error_at(a.loc("offsets"), Diag::WrongRank,
+             "tl.advance got " + std::to_string(deltas.size()) + " offsets for a block of rank " +
                                    std::to_string(rank));
   for (size_t d = 0; d < rank; ++d) {
     std::string what = "`offsets[" + std::to_string(d) + "]` of tl.advance";
@@ -326,13 +336,15 @@ Symbol make_tensor_descriptor(Lowerer& l, const CallArgs& c, const std::string& 
   block.block_shape = block_shape_arg(l, a, callee);
   size_t rank = block.block_shape.size();
   if (rank > kMaxDescriptorRank)
-    error_at(a.loc("block_shape"), "a tensor descriptor has at most " + std::to_string(kMaxDescriptorRank) +
+    error_at(a.loc("block_shape"), Diag::WrongRank,
+             "a tensor descriptor has at most " + std::to_string(kMaxDescriptorRank) +
                                        " dimensions, not " + std::to_string(rank));
   std::vector<ir::ValueId> parts = {base};
   for (const char* param : {"shape", "strides"})
     for (ir::ValueId v : int_list(l, a, param, rank, callee, false)) parts.push_back(v);
   if (known_int(l, parts.back()) != 1)
-    error_at(a.loc("strides"), "the last stride of a tensor descriptor must be the constant 1 (its innermost "
+    error_at(a.loc("strides"), Diag::ArgumentOutOfRange,
+             "the last stride of a tensor descriptor must be the constant 1 (its innermost "
                                "dimension is contiguous), as in Triton",
              "an int argument equal to 1 is specialized as the constant 1 unless do_not_specialize names it");
   block.padding = padding_arg(l, a, callee, l.type(base).scalar, "zero");
@@ -346,7 +358,8 @@ Symbol descriptor_block(Lowerer& l, const Symbol& desc, const Symbol& offsets, c
   size_t rank = rank_of(desc);
   std::vector<Symbol> list = items(offsets);
   if (list.size() != rank)
-    error_at(loc, callee + " got " + std::to_string(list.size()) + " offsets for a descriptor of rank " +
+    error_at(loc, Diag::WrongRank,
+             callee + " got " + std::to_string(list.size()) + " offsets for a descriptor of rank " +
                       std::to_string(rank));
   Symbol bp = desc;
   bp.kind = Symbol::Kind::BlockPointer;
@@ -473,7 +486,8 @@ bool is_block_access(const Symbol& s) {
 Symbol lower_block_load(Lowerer& l, const BoundArgs& a, const SourceLoc& loc, std::vector<ir::NamedAttr> attrs) {
   Symbol bp = block_pointer_of(l, a.get("pointer"), a.loc("pointer"), "tl.load");
   if (a.has("mask") || a.has("other"))
-    error_at(a.loc(a.has("mask") ? "mask" : "other"), "`mask` and `other` cannot be used with a block pointer",
+    error_at(a.loc(a.has("mask") ? "mask" : "other"), Diag::ArgumentWithoutEffect,
+             "`mask` and `other` cannot be used with a block pointer",
              "use boundary_check=(0, 1, ...) to mask the tensor's edges and padding_option=\"zero\" or \"nan\" "
              "for the value there");
   Scalar element = l.type(base_of(bp)).scalar;
@@ -496,7 +510,7 @@ Symbol lower_block_load(Lowerer& l, const BoundArgs& a, const SourceLoc& loc, st
 Symbol lower_block_store(Lowerer& l, const BoundArgs& a, const SourceLoc& loc, std::vector<ir::NamedAttr> attrs) {
   Symbol bp = block_pointer_of(l, a.get("pointer"), a.loc("pointer"), "tl.store");
   if (a.has("mask"))
-    error_at(a.loc("mask"), "`mask` cannot be used with a block pointer",
+    error_at(a.loc("mask"), Diag::ArgumentWithoutEffect, "`mask` cannot be used with a block pointer",
              "use boundary_check=(0, 1, ...) to leave out the elements outside the tensor");
   Scalar element = l.type(base_of(bp)).scalar;
   ir::ValueId value = block_value(l, a.get("value"), a.loc("value"), element, bp.block->block_shape, "tl.store");
@@ -511,7 +525,8 @@ Symbol lower_block_store(Lowerer& l, const BoundArgs& a, const SourceLoc& loc, s
 Symbol block_access_attribute(Lowerer& l, const Symbol& base, const std::string& attr, const SourceLoc& loc) {
   if (base.kind == Symbol::Kind::BlockPointer) {
     if (attr == "advance") return method(base, "advance");
-    error_at(loc, "a block pointer has no attribute `" + attr + "`", "block pointers support tl.advance, tl.load and tl.store");
+    error_at(loc, Diag::NoSuchAttribute,
+             "a block pointer has no attribute `" + attr + "`", "block pointers support tl.advance, tl.load and tl.store");
   }
   size_t rank = rank_of(base);
   if (attr == "load") return method(base, "load_tensor_descriptor");
@@ -529,7 +544,7 @@ Symbol block_access_attribute(Lowerer& l, const Symbol& base, const std::string&
     return Symbol::tuple(std::move(dims));
   }
   if (attr == "dtype") return Symbol::of(ConstValue::type(l.type(base_of(base)).scalar));
-  error_at(loc, "a tensor descriptor has no attribute `" + attr + "`",
+  error_at(loc, Diag::NoSuchAttribute, "a tensor descriptor has no attribute `" + attr + "`",
            "descriptors have load, store, atomic_add/min/max/and/or/xor, shape, strides, block_shape and dtype");
 }
 
@@ -541,7 +556,8 @@ std::string describe_block_access(const Lowerer& l, const Symbol& s) {
 Symbol bind_descriptor_param(Lowerer& l, const std::string& name, const ArgSpec& spec, const SourceLoc& loc) {
   size_t rank = spec.block_shape.size();
   if (rank == 0 || rank > kMaxDescriptorRank || spec.parts.size() != 2 * rank)
-    error_at(loc, "the TensorDescriptor passed as `" + name + "` has rank " + std::to_string(rank) + " and " +
+    error_at(loc, Diag::WrongRank,
+             "the TensorDescriptor passed as `" + name + "` has rank " + std::to_string(rank) + " and " +
                       std::to_string(spec.parts.size()) + " shape and stride entries",
              "a descriptor has 1 to 5 dimensions, with one shape and one stride entry each");
   l.check_shape(spec.block_shape, loc);
@@ -554,7 +570,8 @@ Symbol bind_descriptor_param(Lowerer& l, const std::string& name, const ArgSpec&
   for (size_t i = 0; i < 2 * rank; ++i) {
     const ArgSpec& p = spec.parts[i];
     if (p.kind != ArgSpec::Kind::Int || !ir::is_integer(p.dtype) || p.dtype == Scalar::I1)
-      error_at(loc, "the shape and strides of the TensorDescriptor passed as `" + name + "` must be integers");
+      error_at(loc, Diag::NotInteger,
+               "the shape and strides of the TensorDescriptor passed as `" + name + "` must be integers");
     std::string label = (i < rank ? "shape" : "stride") + std::to_string(i % rank);
     ir::ValueId v = param(label, ir::Type::of(p.dtype), p.divisibility);
     // Specialized like an int argument: 1 is the constant 1 (a contiguous innermost stride).
@@ -565,7 +582,8 @@ Symbol bind_descriptor_param(Lowerer& l, const std::string& name, const ArgSpec&
   block.block_shape = spec.block_shape;
   block.padding = spec.value.kind == GlobalValue::Kind::Str && spec.value.text == "nan" ? "nan" : "zero";
   if (block.padding == "nan" && !ir::is_float(spec.dtype))
-    error_at(loc, "the TensorDescriptor passed as `" + name + "` pads with NaN but its elements are " +
+    error_at(loc, Diag::NotFloatingPoint,
+             "the TensorDescriptor passed as `" + name + "` pads with NaN but its elements are " +
                       triton_name(spec.dtype));
   return make_symbol(Symbol::Kind::TensorDescriptor, std::move(parts), std::move(block));
 }

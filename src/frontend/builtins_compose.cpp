@@ -15,7 +15,7 @@ namespace {
 // a and b promoted to one type and joined: shape + [2].
 ir::ValueId join_pair(Lowerer& l, const Symbol& a, const Symbol& b, const SourceLoc& loc, const char* callee) {
   auto [x, y] = l.arith_operands(a, b, false, loc, callee);
-  if (!l.type(x).is_tile()) error_at(loc, std::string(callee) + " needs tiles, got two scalars");
+  if (!l.type(x).is_tile()) error_at(loc, Diag::WrongRank, std::string(callee) + " needs tiles, got two scalars");
   std::vector<int64_t> shape = l.type(x).shape;
   shape.push_back(2);
   return l.create(OpKind::Join, {x, y}, l.type(x).with_shape(shape), loc);
@@ -51,12 +51,14 @@ Symbol lower_cat(Lowerer& l, const CallArgs& c, const std::string& name) {
   for (const char* which : {"input", "other"}) {
     const Symbol& s = a.get(which);
     if (!s.is_value() || !l.type(s.value).is_tile())
-      error_at(a.loc(which), "tl.cat needs tiles, but its " + std::string(which) + " is " + l.describe(s));
+      error_at(a.loc(which), Diag::WrongRank,
+               "tl.cat needs tiles, but its " + std::string(which) + " is " + l.describe(s));
   }
   const ir::Type& ta = l.type(a.get("input").value);
   const ir::Type& tb = l.type(a.get("other").value);
   if (ta.shape != tb.shape)
-    error_at(c.loc, "tl.cat needs tiles of the same shape, got " + ir::to_string(ta) + " and " + ir::to_string(tb),
+    error_at(c.loc, Diag::ShapeMismatch,
+             "tl.cat needs tiles of the same shape, got " + ir::to_string(ta) + " and " + ir::to_string(tb),
              "tile sizes are powers of two, so only equal halves concatenate to one");
   ir::ValueId joined = join_pair(l, a.get("input"), a.get("other"), c.loc, "tl.cat");
   const ir::Type& tj = l.type(joined);

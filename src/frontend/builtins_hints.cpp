@@ -30,7 +30,8 @@ std::vector<int64_t> promised_values(Lowerer& l, const Symbol& values, const Sou
   std::vector<int64_t> out;
   for (const Symbol& item : items) {
     int64_t v = l.to_int_const(item, loc, "each value of tl." + hint);
-    if (v <= 0) error_at(loc, "the values of tl." + hint + " must be positive, got " + std::to_string(v));
+    if (v <= 0) error_at(loc, Diag::ArgumentOutOfRange,
+                         "the values of tl." + hint + " must be positive, got " + std::to_string(v));
     out.push_back(v);
   }
   return out;
@@ -95,7 +96,7 @@ Symbol lower_hint(Lowerer& l, const CallArgs& c, const std::string& n) {
   const ir::Type t = l.type(x);
   size_t rank = t.is_tile() ? t.shape.size() : 1;
   if (values.size() != rank)
-    error_at(a.loc("values"),
+    error_at(a.loc("values"), Diag::WrongRank,
              "tl." + n + " needs one value per dimension of its input (" + std::to_string(rank) + "), got " +
                  std::to_string(values.size()),
              rank > 1 ? "give a tuple, e.g. tl." + n + "(x, (1, 16))" : "give one integer, e.g. tl." + n + "(x, 16)");
@@ -114,7 +115,8 @@ Symbol lower_assume(Lowerer& l, const CallArgs& c, const std::string& n) {
   const Symbol& cond = a.get("cond");
   bool truth = false;
   if (l.truth_constant(cond, a.loc("cond"), &truth)) {
-    if (!truth) error_at(a.loc("cond"), "tl.assume's condition is false at compile time");
+    if (!truth) error_at(a.loc("cond"), Diag::AssertionFailsAtCompileTime,
+                         "tl.assume's condition is false at compile time");
     return Symbol::of(ConstValue::none());
   }
   ir::ValueId v = l.to_value(cond, a.loc("cond"), "the condition of tl.assume");

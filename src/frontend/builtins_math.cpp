@@ -31,7 +31,8 @@ bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
 void require_float(Lowerer& l, ir::ValueId x, const SourceLoc& loc, const std::string& name) {
   const ir::Type t = l.type(x);
   if (t.is_pointer() || !ir::is_float(t.scalar))
-    error_at(loc, "tl." + name + " needs floating-point operands, but one is " + l.describe(Symbol::of(x)),
+    error_at(loc, Diag::NotFloatingPoint,
+             "tl." + name + " needs floating-point operands, but one is " + l.describe(Symbol::of(x)),
              "convert it first, e.g. x.to(tl.float32)");
 }
 
@@ -68,7 +69,8 @@ Symbol math_function_call(Lowerer& l, const CallArgs& c, const std::string& n) {
   std::vector<ir::ValueId> xs = float_operands(l, c, n, f.arity);
   Scalar s = l.type(xs[0]).scalar;
   if (f.fn == ir::MathFn::Nextafter && is_half(s))
-    error_at(c.loc, "tl.nextafter takes float32 or float64 operands, not " + triton_name(s),
+    error_at(c.loc, Diag::UnsupportedElementType,
+             "tl.nextafter takes float32 or float64 operands, not " + triton_name(s),
              "convert them with .to(tl.float32); the next float32 is not a " + triton_name(s) + " value");
   return compute(l, OpKind::Math, std::move(xs), c.loc, {{"fn", ir::Attr{std::string(f.name)}}});
 }
@@ -86,7 +88,7 @@ Symbol pow_call(Lowerer& l, const CallArgs& c, const std::string& n) {
   bool float_base = x.is_const() ? x.constant.kind == ConstValue::Kind::Float
                                  : x.is_value() && !l.type(x.value).is_pointer() && ir::is_float(l.type(x.value).scalar);
   if (!float_base)
-    error_at(a.loc("x"), "tl." + n + " needs a floating-point base, but it is " + l.describe(x),
+    error_at(a.loc("x"), Diag::NotFloatingPoint, "tl." + n + " needs a floating-point base, but it is " + l.describe(x),
              "convert it first, e.g. x.to(tl.float32)");
   return l.binary(ast::BinaryOp::Pow, x, a.get("y"), c.loc);
 }

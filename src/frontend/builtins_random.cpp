@@ -62,11 +62,12 @@ int counter_bits(Lowerer& l, const Symbol& c, const SourceLoc& loc, const std::s
   ir::ValueId v = l.to_value(c, loc, "a counter of tl." + callee);
   const ir::Type t = l.type(v);
   if (t.is_pointer() || !ir::is_integer(t.scalar) || t.scalar == Scalar::I1)
-    error_at(loc, "the counters of tl." + callee + " must be integers, but one is " + l.describe(c),
+    error_at(loc, Diag::NotInteger, "the counters of tl." + callee + " must be integers, but one is " + l.describe(c),
              "use the element offsets, e.g. pid * BLOCK + tl.arange(0, BLOCK)");
   int bits = ir::bit_width(t.scalar);
   if (bits != 32 && bits != 64)
-    error_at(loc, "tl." + callee + " needs 32- or 64-bit counters, but one is " + triton_name(t.scalar),
+    error_at(loc, Diag::UnsupportedElementType,
+             "tl." + callee + " needs 32- or 64-bit counters, but one is " + triton_name(t.scalar),
              "convert it with .to(tl.int32) or .to(tl.int64)");
   return bits;
 }
@@ -85,7 +86,7 @@ class Philox {
       return word_constant(static_cast<uint64_t>(s.constant.i));
     int bits = counter_bits(l_, s, loc, callee_);
     if (bits != ir::bit_width(width_.word))
-      error_at(loc, "the counters and keys of tl." + callee_ + " must all have " +
+      error_at(loc, Diag::DtypeMismatch, "the counters and keys of tl." + callee_ + " must all have " +
                         std::to_string(ir::bit_width(width_.word)) + " bits, but one has " + std::to_string(bits),
                "convert them to one width with .to(...)");
     ir::ValueId v = l_.to_value(s, loc, "a counter of tl." + callee_);
@@ -98,7 +99,8 @@ class Philox {
     ir::ValueId s = l_.to_value(seed, loc, "the seed of tl." + callee_);
     const ir::Type t = l_.type(s);
     if (t.is_pointer() || !ir::is_integer(t.scalar))
-      error_at(loc, "the seed of tl." + callee_ + " must be an integer, but it is " + l_.describe(seed),
+      error_at(loc, Diag::NotInteger,
+               "the seed of tl." + callee_ + " must be an integer, but it is " + l_.describe(seed),
                "pass an int seed argument, e.g. `seed` with kernel[grid](..., seed=1234)");
     ir::ValueId wide = l_.cast(s, Scalar::U64, loc);
     if (width_.word == Scalar::U64) return {wide, word_constant(0)};
@@ -151,7 +153,8 @@ int64_t rounds_of(Lowerer& l, const BoundArgs& a, const std::string& callee) {
   if (!a.has("n_rounds")) return kDefaultRounds;
   int64_t n = l.to_int_const(a.get("n_rounds"), a.loc("n_rounds"), "n_rounds of tl." + callee);
   if (n < 0 || n > kMaxRounds)
-    error_at(a.loc("n_rounds"), "n_rounds of tl." + callee + " must be between 0 and " + std::to_string(kMaxRounds) +
+    error_at(a.loc("n_rounds"), Diag::ArgumentOutOfRange,
+             "n_rounds of tl." + callee + " must be between 0 and " + std::to_string(kMaxRounds) +
                                     ", got " + std::to_string(n),
              "Philox is designed for 10 rounds (the default); 7 is the fewest that pass the usual statistical tests");
   return n;
@@ -168,7 +171,8 @@ std::vector<int64_t> common_shape(Lowerer& l, const std::vector<Symbol>& symbols
   for (const Symbol& s : symbols) {
     std::string why;
     auto joined = broadcast_shapes(shape, shape_of(l, s), &why);
-    if (!joined) error_at(loc, "the arguments of tl." + callee + " do not broadcast together: " + why);
+    if (!joined) error_at(loc, Diag::ShapesDoNotBroadcast,
+                          "the arguments of tl." + callee + " do not broadcast together: " + why);
     shape = *joined;
   }
   return shape;
@@ -196,7 +200,8 @@ std::vector<ir::ValueId> randint4x(Lowerer& l, const BoundArgs& a, const CallArg
 ir::ValueId uniform_float(Lowerer& l, ir::ValueId x, const SourceLoc& loc, const std::string& callee) {
   const ir::Type t = l.type(x);
   if (t.is_pointer() || !ir::is_integer(t.scalar) || (ir::bit_width(t.scalar) != 32 && ir::bit_width(t.scalar) != 64))
-    error_at(loc, "tl." + callee + " needs 32- or 64-bit integers, but it got " + l.describe(Symbol::of(x)));
+    error_at(loc, Diag::UnsupportedElementType,
+             "tl." + callee + " needs 32- or 64-bit integers, but it got " + l.describe(Symbol::of(x)));
   bool wide = ir::bit_width(t.scalar) == 64;
   Scalar signed_word = wide ? Scalar::I64 : Scalar::I32;
   if (t.scalar != signed_word) x = l.create(OpKind::Bitcast, {x}, t.with_scalar(signed_word), loc);
@@ -219,7 +224,8 @@ std::pair<ir::ValueId, ir::ValueId> normal_pair(Lowerer& l, ir::ValueId u1, ir::
   for (ir::ValueId* u : {&u1, &u2}) {
     const ir::Type t = l.type(*u);
     if (t.is_pointer() || !ir::is_float(t.scalar))
-      error_at(loc, "tl." + callee + " needs floats in [0, 1), but it got " + l.describe(Symbol::of(*u)),
+      error_at(loc, Diag::NotFloatingPoint,
+               "tl." + callee + " needs floats in [0, 1), but it got " + l.describe(Symbol::of(*u)),
                "make them with tl.rand or tl.uint_to_uniform_float");
     if (t.scalar == Scalar::F16 || t.scalar == Scalar::BF16) *u = l.cast(*u, Scalar::F32, loc);
   }

@@ -29,9 +29,9 @@ ir::ValueId tile_input(Lowerer& l, const BoundArgs& a, const char* name, const s
   ir::ValueId v = l.to_value(s, a.loc(name), std::string("the ") + name + " of " + callee);
   const ir::Type& t = l.type(v);
   if (!t.is_tile())
-    error_at(a.loc(name), callee + " needs a tile, but its " + name + " is " + l.describe(s),
+    error_at(a.loc(name), Diag::WrongRank, callee + " needs a tile, but its " + name + " is " + l.describe(s),
              "build one with tl.arange, tl.load or tl.full");
-  if (t.is_pointer()) error_at(a.loc(name), callee + " is not defined for pointers");
+  if (t.is_pointer()) error_at(a.loc(name), Diag::InvalidOperandType, callee + " is not defined for pointers");
   return v;
 }
 
@@ -44,7 +44,8 @@ int64_t axis_arg(Lowerer& l, const BoundArgs& a, const char* name, int rank, con
   int64_t given = axis;
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank)
-    error_at(a.loc(name), std::string("the ") + name + " of " + callee + " is " + std::to_string(given) +
+    error_at(a.loc(name), Diag::ArgumentOutOfRange,
+             std::string("the ") + name + " of " + callee + " is " + std::to_string(given) +
                               ", out of range for a tile of rank " + std::to_string(rank));
   return axis;
 }
@@ -60,7 +61,7 @@ void refuse_none_axis(const CallArgs& c, size_t position, const std::string& cal
       where = c.keyword_locs[k];
     }
   if (none)
-    error_at(where, callee + " needs an integer axis, not None",
+    error_at(where, Diag::WrongArgumentKind, callee + " needs an integer axis, not None",
              "flatten the tile first if that is meant: x.ravel() or tl.reshape(x, (x.numel,))");
 }
 
@@ -104,11 +105,13 @@ std::vector<ir::ValueId> build_scan(Lowerer& l, const std::vector<ir::ValueId>& 
   l.builder().set_insertion_end(region);
   std::vector<ir::ValueId> combined = combine(accumulated, next);
   if (combined.size() != inputs.size())
-    error_at(loc, "the combine function returns " + std::to_string(combined.size()) + " values but " +
+    error_at(loc, Diag::InvalidCombineFunction,
+             "the combine function returns " + std::to_string(combined.size()) + " values but " +
                       std::to_string(inputs.size()) + " are scanned");
   for (size_t i = 0; i < combined.size(); ++i) {
     if (l.type(combined[i]).is_tile())
-      error_at(loc, "the combine function must return scalars, but returns " + l.describe(Symbol::of(combined[i])));
+      error_at(loc, Diag::InvalidCombineFunction,
+               "the combine function must return scalars, but returns " + l.describe(Symbol::of(combined[i])));
     combined[i] = l.cast(combined[i], l.type(inputs[i]).scalar, loc);
   }
   l.builder().set_loc(loc);
@@ -159,10 +162,12 @@ Symbol associative_scan(Lowerer& l, const CallArgs& c, const std::string& n) {
   bool is_tuple = in.kind == Symbol::Kind::Tuple;
   std::vector<ir::ValueId> inputs;
   if (is_tuple) {
-    if (in.elements.empty()) error_at(a.loc("input"), "tl.associative_scan needs at least one input");
+    if (in.elements.empty()) error_at(a.loc("input"), Diag::WrongArgumentCount,
+                                      "tl.associative_scan needs at least one input");
     for (const Symbol& e : in.elements) {
       ir::ValueId v = l.to_value(e, a.loc("input"), "an input of tl.associative_scan");
-      if (l.type(v).is_pointer()) error_at(a.loc("input"), "tl.associative_scan is not defined for pointers");
+      if (l.type(v).is_pointer()) error_at(a.loc("input"), Diag::InvalidOperandType,
+                                           "tl.associative_scan is not defined for pointers");
       inputs.push_back(v);
     }
   } else {
@@ -171,10 +176,11 @@ Symbol associative_scan(Lowerer& l, const CallArgs& c, const std::string& n) {
   for (size_t i = 1; i < inputs.size(); ++i) std::tie(inputs[0], inputs[i]) = l.broadcast_pair(inputs[0], inputs[i], a.loc("input"));
   for (size_t i = 1; i < inputs.size(); ++i) inputs[i] = l.broadcast_to(inputs[i], l.type(inputs[0]).shape, a.loc("input"));
   if (!l.type(inputs[0]).is_tile())
-    error_at(a.loc("input"), "tl.associative_scan needs tiles, but the inputs are scalars");
+    error_at(a.loc("input"), Diag::WrongRank, "tl.associative_scan needs tiles, but the inputs are scalars");
   const Symbol& fn = a.get("combine_fn");
   if (fn.kind != Symbol::Kind::JitFunction)
-    error_at(a.loc("combine_fn"), "the combine_fn of tl.associative_scan must be a @jit function, but it is " +
+    error_at(a.loc("combine_fn"), Diag::WrongArgumentKind,
+             "the combine_fn of tl.associative_scan must be a @jit function, but it is " +
                                       l.describe(fn));
   int64_t axis = axis_arg(l, a, "axis", l.type(inputs[0]).rank(), "tl.associative_scan", 0);
   Combiner combine = [&](const std::vector<ir::ValueId>& before, const std::vector<ir::ValueId>& next) {
@@ -220,7 +226,8 @@ Symbol sort(Lowerer& l, const CallArgs& c, const std::string& n) {
   int64_t size = l.type(x).shape[static_cast<size_t>(dim)];
   int64_t k = l.to_int_const(a.get("k"), a.loc("k"), "the k of tl.topk");
   if (k < 1 || k > size || (k & (k - 1)) != 0)
-    error_at(a.loc("k"), "the k of tl.topk must be a power of two from 1 to " + std::to_string(size) + ", not " +
+    error_at(a.loc("k"), Diag::SizeNotPowerOfTwo,
+             "the k of tl.topk must be a power of two from 1 to " + std::to_string(size) + ", not " +
                              std::to_string(k),
              "tile sizes are powers of two; take a larger k and mask what you do not need");
   ir::ValueId sorted = sort_along(l, x, dim, true, c.loc);
@@ -257,14 +264,17 @@ Symbol lower_gather(Lowerer& l, const CallArgs& c, const std::string& name) {
   const ir::Type& ts = l.type(src);
   const ir::Type& ti = l.type(index);
   if (!ir::is_integer(ti.scalar) || ti.scalar == Scalar::I1)
-    error_at(a.loc("index"), "the index of tl.gather must be a tile of integers, but it is " + l.describe(Symbol::of(index)));
+    error_at(a.loc("index"), Diag::NotInteger,
+             "the index of tl.gather must be a tile of integers, but it is " + l.describe(Symbol::of(index)));
   if (ti.rank() != ts.rank())
-    error_at(c.loc, "tl.gather needs src and index of the same rank, got " + ir::to_string(ts) + " and " +
+    error_at(c.loc, Diag::WrongRank,
+             "tl.gather needs src and index of the same rank, got " + ir::to_string(ts) + " and " +
                         ir::to_string(ti));
   int64_t axis = axis_arg(l, a, "axis", ts.rank(), "tl.gather", 0);
   for (int d = 0; d < ts.rank(); ++d)
     if (d != axis && ti.shape[static_cast<size_t>(d)] != ts.shape[static_cast<size_t>(d)])
-      error_at(c.loc, "tl.gather needs index to match src in every dimension but axis " + std::to_string(axis) +
+      error_at(c.loc, Diag::ShapeMismatch,
+               "tl.gather needs index to match src in every dimension but axis " + std::to_string(axis) +
                           ": got " + ir::to_string(ts) + " and " + ir::to_string(ti));
   if (l.debug()) {
     // Debug mode: an index outside [0, n) is a located error (without it, the
@@ -299,17 +309,20 @@ Symbol lower_histogram(Lowerer& l, const CallArgs& c, const std::string& name) {
   ir::ValueId x = tile_input(l, a, "input", "tl.histogram");
   const ir::Type& t = l.type(x);
   if (!ir::is_integer(t.scalar) || t.scalar == Scalar::I1)
-    error_at(a.loc("input"), "tl.histogram counts integers, but its input is " + l.describe(Symbol::of(x)),
+    error_at(a.loc("input"), Diag::NotInteger,
+             "tl.histogram counts integers, but its input is " + l.describe(Symbol::of(x)),
              "convert it first, e.g. x.to(tl.int32)");
   int64_t bins = l.to_int_const(a.get("num_bins"), a.loc("num_bins"), "the num_bins of tl.histogram");
   if (bins < 1 || bins > ir::kMaxTileElements || (bins & (bins - 1)) != 0)
-    error_at(a.loc("num_bins"), "the num_bins of tl.histogram must be a power of two (it is the result's size), not " +
+    error_at(a.loc("num_bins"), Diag::SizeNotPowerOfTwo,
+             "the num_bins of tl.histogram must be a power of two (it is the result's size), not " +
                                     std::to_string(bins));
   std::vector<ir::ValueId> operands = {x};
   if (a.has("mask")) {
     ir::ValueId m = l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.histogram");
     if (l.type(m).is_pointer() || l.type(m).scalar != Scalar::I1)
-      error_at(a.loc("mask"), "the mask of tl.histogram must be boolean, but it is " + l.describe(Symbol::of(m)),
+      error_at(a.loc("mask"), Diag::NotBoolean,
+               "the mask of tl.histogram must be boolean, but it is " + l.describe(Symbol::of(m)),
                "compare something, e.g. `offs < n`");
     operands.push_back(l.broadcast_to(m, t.shape, a.loc("mask")));
   }

@@ -21,7 +21,7 @@ ir::ValueId tile_arg(Lowerer& l, const BoundArgs& a, const char* name, const std
   ir::ValueId v = l.to_value(s, a.loc(name), std::string("the ") + name + " of " + callee);
   if (l.type(v).is_pointer() && callee != "tl.reshape" && callee != "tl.trans" && callee != "tl.expand_dims" &&
       callee != "tl.broadcast_to" && callee != "tl.permute" && callee != "tl.view")
-    error_at(a.loc(name), callee + " is not defined for pointers");
+    error_at(a.loc(name), Diag::InvalidOperandType, callee + " is not defined for pointers");
   return v;
 }
 
@@ -71,11 +71,13 @@ std::vector<ir::ValueId> reduce(Lowerer& l, std::vector<ir::ValueId> inputs, std
   l.builder().set_insertion_end(region);
   std::vector<ir::ValueId> combined = combine(acc, next);
   if (combined.size() != inputs.size())
-    error_at(loc, "the combine function returns " + std::to_string(combined.size()) + " values but " +
+    error_at(loc, Diag::InvalidCombineFunction,
+             "the combine function returns " + std::to_string(combined.size()) + " values but " +
                       std::to_string(inputs.size()) + " are reduced");
   for (size_t i = 0; i < combined.size(); ++i) {
     if (l.type(combined[i]).is_tile())
-      error_at(loc, "the combine function must return scalars, but returns " + l.describe(Symbol::of(combined[i])));
+      error_at(loc, Diag::InvalidCombineFunction,
+               "the combine function must return scalars, but returns " + l.describe(Symbol::of(combined[i])));
     combined[i] = l.cast(combined[i], l.type(inputs[i]).scalar, loc);
   }
   l.builder().set_loc(loc);
@@ -111,7 +113,8 @@ std::optional<int64_t> optional_axis(Lowerer& l, const BoundArgs& a, int rank, c
   int64_t axis = l.to_int_const(a.get("axis"), a.loc("axis"), "the axis of " + callee);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank)
-    error_at(a.loc("axis"), "axis " + std::to_string(axis) + " is out of range for a tile of rank " + std::to_string(rank));
+    error_at(a.loc("axis"), Diag::ArgumentOutOfRange,
+             "axis " + std::to_string(axis) + " is out of range for a tile of rank " + std::to_string(rank));
   return axis;
 }
 
@@ -133,7 +136,7 @@ Symbol sum(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (a.has("dtype")) acc_type = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of tl.sum");
   else if (ir::is_integer(s) && ir::bit_width(s) < 32) acc_type = ir::is_signed(s) || s == Scalar::I1 ? Scalar::I32 : Scalar::U32;
   else if (s == Scalar::F16 || s == Scalar::BF16) acc_type = Scalar::F32;
-  if (n == "xor_sum" && ir::is_float(s)) error_at(c.loc, "tl.xor_sum needs integers");
+  if (n == "xor_sum" && ir::is_float(s)) error_at(c.loc, Diag::NotInteger, "tl.xor_sum needs integers");
   if (n == "xor_sum") acc_type = s;
   x = l.cast(x, acc_type, c.loc);
   auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
@@ -210,7 +213,8 @@ Symbol reduce_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   }
   const Symbol& fn = a.get("combine_fn");
   if (fn.kind != Symbol::Kind::JitFunction)
-    error_at(a.loc("combine_fn"), "the combine_fn of tl.reduce must be a @jit function, but it is " + l.describe(fn));
+    error_at(a.loc("combine_fn"), Diag::WrongArgumentKind,
+             "the combine_fn of tl.reduce must be a @jit function, but it is " + l.describe(fn));
   auto axis = optional_axis(l, a, l.type(inputs[0]).rank(), "tl.reduce");
   Combiner combine = [&](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
     CallArgs args;
@@ -241,7 +245,8 @@ Symbol reduce_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
 Symbol softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "?dim", "?keep_dims", "?ieee_rounding"}, c);
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the input of tl.softmax");
-  if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, "tl.softmax needs a floating-point tile");
+  if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, Diag::NotFloatingPoint,
+                                                "tl.softmax needs a floating-point tile");
   int64_t dim = a.has("dim") ? l.to_int_const(a.get("dim"), a.loc("dim"), "the dim of tl.softmax") : 0;
   if (dim < 0) dim += l.type(x).rank();
   ir::Type t = l.type(x);
@@ -257,21 +262,29 @@ Symbol dot(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "other", "?acc", "?input_precision", "?allow_tf32", "?max_num_imprecise_acc", "?out_dtype"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl.dot");
   ir::ValueId y = tile_arg(l, a, "other", "tl.dot");
+  // Every fp8 value is exact in f16: fp8 operands (either format, also mixed)
+  // run as an f16 dot, on tensor cores on CUDA, accumulating in f32.
+  if (ir::is_fp8(l.type(x).scalar)) x = l.cast(x, Scalar::F16, c.loc);
+  if (ir::is_fp8(l.type(y).scalar)) y = l.cast(y, Scalar::F16, c.loc);
   const ir::Type& tx = l.type(x);
   const ir::Type& ty = l.type(y);
   if (tx.rank() != 2 || ty.rank() != 2)
-    error_at(c.loc, "tl.dot needs two 2-D tiles, got " + ir::to_string(tx) + " and " + ir::to_string(ty));
+    error_at(c.loc, Diag::WrongRank,
+             "tl.dot needs two 2-D tiles, got " + ir::to_string(tx) + " and " + ir::to_string(ty));
   if (tx.shape[1] != ty.shape[0])
-    error_at(c.loc, "tl.dot inner dimensions differ: " + ir::to_string(tx) + " @ " + ir::to_string(ty),
+    error_at(c.loc, Diag::ShapeMismatch,
+             "tl.dot inner dimensions differ: " + ir::to_string(tx) + " @ " + ir::to_string(ty),
              "the first operand is [M, K] and the second [K, N]");
   auto supported = [](Scalar s) {
     return s == Scalar::F16 || s == Scalar::BF16 || s == Scalar::F32 || s == Scalar::F64 || s == Scalar::I8;
   };
   if (!supported(tx.scalar) || !supported(ty.scalar))
-    error_at(c.loc, "tl.dot supports fp16, bf16, fp32, fp64 and int8 operands, got " + triton_name(tx.scalar) + " and " +
+    error_at(c.loc, Diag::UnsupportedElementType,
+             "tl.dot supports fp16, bf16, fp32, fp64 and int8 operands, got " + triton_name(tx.scalar) + " and " +
                         triton_name(ty.scalar));
   if (tx.scalar != ty.scalar)
-    error_at(c.loc, "tl.dot operands must have the same dtype, got " + triton_name(tx.scalar) + " and " + triton_name(ty.scalar),
+    error_at(c.loc, Diag::DtypeMismatch,
+             "tl.dot operands must have the same dtype, got " + triton_name(tx.scalar) + " and " + triton_name(ty.scalar),
              "convert one with .to(...)");
   Scalar out = tx.scalar == Scalar::I8 ? Scalar::I32 : tx.scalar == Scalar::F64 ? Scalar::F64 : Scalar::F32;
   if (a.has("out_dtype")) out = l.to_dtype(a.get("out_dtype"), a.loc("out_dtype"), "the out_dtype of tl.dot");
@@ -280,7 +293,8 @@ Symbol dot(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (a.has("acc")) {
     acc = l.to_value(a.get("acc"), a.loc("acc"), "the acc of tl.dot");
     if (l.type(acc).shape != shape)
-      error_at(a.loc("acc"), "the acc of tl.dot must be " + ir::to_string(ir::Type::tile(out, shape)) + ", but it is " +
+      error_at(a.loc("acc"), Diag::ShapeMismatch,
+               "the acc of tl.dot must be " + ir::to_string(ir::Type::tile(out, shape)) + ", but it is " +
                                  ir::to_string(l.type(acc)));
     out = l.type(acc).scalar;
   } else {
@@ -291,7 +305,8 @@ Symbol dot(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (a.has("input_precision")) {
     ConstValue p = l.to_const(a.get("input_precision"), a.loc("input_precision"), "input_precision");
     if (p.kind != ConstValue::Kind::Str || (p.s != "tf32" && p.s != "tf32x3" && p.s != "ieee"))
-      error_at(a.loc("input_precision"), "input_precision must be \"tf32\", \"tf32x3\" or \"ieee\"");
+      error_at(a.loc("input_precision"), Diag::InvalidOption,
+               "input_precision must be \"tf32\", \"tf32x3\" or \"ieee\"");
     if (tx.scalar == Scalar::F32) precision = p.s;
   }
   return Symbol::of(l.create(OpKind::Dot, {x, y, acc}, ir::Type::tile(out, shape), c.loc,
@@ -299,13 +314,14 @@ Symbol dot(Lowerer& l, const CallArgs& c, const std::string& n) {
 }
 
 Symbol reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
-  if (c.positional.empty()) error_at(c.loc, "tl." + n + " needs an input");
+  if (c.positional.empty()) error_at(c.loc, Diag::WrongArgumentCount, "tl." + n + " needs an input");
   ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl." + n);
   std::vector<int64_t> shape = shape_from_varargs(l, c, 1, "shape", "the shape of tl." + n, true);
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
   if (numel != l.type(x).numel())
-    error_at(c.loc, "cannot reshape " + ir::to_string(l.type(x)) + " (" + std::to_string(l.type(x).numel()) +
+    error_at(c.loc, Diag::ShapeMismatch,
+             "cannot reshape " + ir::to_string(l.type(x)) + " (" + std::to_string(l.type(x).numel()) +
                         " elements) to " + std::to_string(numel) + " elements");
   if (shape == l.type(x).shape) return Symbol::of(x);
   return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape(shape), c.loc));
@@ -319,19 +335,21 @@ Symbol ravel(Lowerer& l, const CallArgs& c, const std::string& n) {
 }
 
 Symbol permute(Lowerer& l, const CallArgs& c, const std::string& n) {
-  if (c.positional.empty()) error_at(c.loc, "tl." + n + " needs an input");
+  if (c.positional.empty()) error_at(c.loc, Diag::WrongArgumentCount, "tl." + n + " needs an input");
   ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl." + n);
   std::vector<int64_t> perm = shape_from_varargs(l, c, 1, "dims", "the dims of tl." + n, false);
   int rank = l.type(x).rank();
   if (perm.empty()) {
-    if (rank != 2) error_at(c.loc, "tl.trans without dims needs a 2-D tile, got " + ir::to_string(l.type(x)));
+    if (rank != 2) error_at(c.loc, Diag::WrongRank,
+                            "tl.trans without dims needs a 2-D tile, got " + ir::to_string(l.type(x)));
     perm = {1, 0};
   }
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < static_cast<int>(sorted.size()); ++i)
     if (sorted[static_cast<size_t>(i)] != i || static_cast<int>(perm.size()) != rank)
-      error_at(c.loc, "the dims of tl." + n + " must be a permutation of 0.." + std::to_string(rank - 1));
+      error_at(c.loc, Diag::ArgumentOutOfRange,
+               "the dims of tl." + n + " must be a permutation of 0.." + std::to_string(rank - 1));
   std::vector<int64_t> shape;
   for (int64_t p : perm) shape.push_back(l.type(x).shape[static_cast<size_t>(p)]);
   return Symbol::of(l.create(OpKind::Trans, {x}, l.type(x).with_shape(shape), c.loc, {{"perm", ir::Attr{perm}}}));
@@ -350,7 +368,8 @@ Symbol expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
   int64_t new_rank = l.type(x).rank() + static_cast<int64_t>(axes.size());
   for (int64_t& v : axes) {
     if (v < 0) v += new_rank;
-    if (v < 0 || v >= new_rank) error_at(a.loc("axis"), "axis out of range for tl.expand_dims");
+    if (v < 0 || v >= new_rank) error_at(a.loc("axis"), Diag::ArgumentOutOfRange,
+                                         "axis out of range for tl.expand_dims");
   }
   std::sort(axes.begin(), axes.end());
   for (int64_t v : axes) {
@@ -362,7 +381,7 @@ Symbol expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
 }
 
 Symbol broadcast_to_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
-  if (c.positional.empty()) error_at(c.loc, "tl.broadcast_to needs an input");
+  if (c.positional.empty()) error_at(c.loc, Diag::WrongArgumentCount, "tl.broadcast_to needs an input");
   ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl.broadcast_to");
   std::vector<int64_t> shape = shape_from_varargs(l, c, 1, "shape", "the shape of tl.broadcast_to", true);
   return Symbol::of(l.broadcast_to(x, shape, c.loc));
@@ -388,7 +407,7 @@ Symbol split(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId x = l.to_value(a.get("a"), a.loc("a"), "the input of tl.split");
   const ir::Type& t = l.type(x);
   if (!t.is_tile() || t.shape.back() != 2)
-    error_at(c.loc, "tl.split needs a tile whose last dimension is 2, got " + ir::to_string(t));
+    error_at(c.loc, Diag::ShapeMismatch, "tl.split needs a tile whose last dimension is 2, got " + ir::to_string(t));
   std::vector<int64_t> shape(t.shape.begin(), t.shape.end() - 1);
   ir::Type r = t.with_shape(shape);
   l.builder().set_loc(c.loc);

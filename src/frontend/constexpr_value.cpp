@@ -70,7 +70,7 @@ namespace {
 
 ConstValue checked(__int128 v, const SourceLoc& loc) {
   if (v > std::numeric_limits<int64_t>::max() || v < std::numeric_limits<int64_t>::min())
-    error_at(loc, "constant expression overflows 64-bit integers",
+    error_at(loc, Diag::ConstantArithmetic, "constant expression overflows 64-bit integers",
              "kernel constants must fit in int64");
   return ConstValue::integer(static_cast<int64_t>(v));
 }
@@ -103,14 +103,14 @@ std::optional<ConstValue> const_binary(ast::BinaryOp op, const ConstValue& a, co
       case BinaryOp::Sub: return checked(x - y, loc);
       case BinaryOp::Mul: return checked(x * y, loc);
       case BinaryOp::Div:
-        if (b.i == 0) error_at(loc, "division by zero in a constant expression");
+        if (b.i == 0) error_at(loc, Diag::ConstantArithmetic, "division by zero in a constant expression");
         return ConstValue::real(static_cast<double>(a.i) / static_cast<double>(b.i));
       case BinaryOp::FloorDiv:
-        if (b.i == 0) error_at(loc, "integer division by zero in a constant expression");
+        if (b.i == 0) error_at(loc, Diag::ConstantArithmetic, "integer division by zero in a constant expression");
         if (a.i == std::numeric_limits<int64_t>::min() && b.i == -1) return checked(-x, loc);
         return ConstValue::integer(floor_div(a.i, b.i));
       case BinaryOp::Mod:
-        if (b.i == 0) error_at(loc, "integer modulo by zero in a constant expression");
+        if (b.i == 0) error_at(loc, Diag::ConstantArithmetic, "integer modulo by zero in a constant expression");
         if (b.i == -1) return ConstValue::integer(0);
         return ConstValue::integer(floor_mod(a.i, b.i));
       case BinaryOp::Pow: {
@@ -124,11 +124,11 @@ std::optional<ConstValue> const_binary(ast::BinaryOp op, const ConstValue& a, co
         return checked(r, loc);
       }
       case BinaryOp::LShift:
-        if (b.i < 0) error_at(loc, "negative shift count in a constant expression");
+        if (b.i < 0) error_at(loc, Diag::ConstantArithmetic, "negative shift count in a constant expression");
         if (b.i >= 64) return checked(a.i == 0 ? 0 : (__int128{1} << 64), loc);
         return checked(x << b.i, loc);
       case BinaryOp::RShift:
-        if (b.i < 0) error_at(loc, "negative shift count in a constant expression");
+        if (b.i < 0) error_at(loc, Diag::ConstantArithmetic, "negative shift count in a constant expression");
         return ConstValue::integer(b.i >= 64 ? (a.i < 0 ? -1 : 0) : (a.i >> b.i));
       case BinaryOp::BitAnd: {
         ConstValue r = ConstValue::integer(a.i & b.i);
@@ -155,13 +155,13 @@ std::optional<ConstValue> const_binary(ast::BinaryOp op, const ConstValue& a, co
     case BinaryOp::Sub: return ConstValue::real(x - y);
     case BinaryOp::Mul: return ConstValue::real(x * y);
     case BinaryOp::Div:
-      if (y == 0.0) error_at(loc, "float division by zero in a constant expression");
+      if (y == 0.0) error_at(loc, Diag::ConstantArithmetic, "float division by zero in a constant expression");
       return ConstValue::real(x / y);
     case BinaryOp::FloorDiv:
-      if (y == 0.0) error_at(loc, "float floor division by zero in a constant expression");
+      if (y == 0.0) error_at(loc, Diag::ConstantArithmetic, "float floor division by zero in a constant expression");
       return ConstValue::real(std::floor(x / y));
     case BinaryOp::Mod: {
-      if (y == 0.0) error_at(loc, "float modulo by zero in a constant expression");
+      if (y == 0.0) error_at(loc, Diag::ConstantArithmetic, "float modulo by zero in a constant expression");
       double r = std::fmod(x, y);
       if (r != 0.0 && ((r < 0) != (y < 0))) r += y;
       return ConstValue::real(r);

@@ -111,7 +111,7 @@ class Lexer {
     }
     if (!brackets_.empty()) {
       const OpenBracket& open = brackets_.back();
-      error_at(open.loc, std::string("'") + open.ch + "' was never closed",
+      error_at(open.loc, Diag::UnbalancedBracket, std::string("'") + open.ch + "' was never closed",
                std::string("add the matching '") + closing_for(open.ch) + "'");
     }
     emit_newline();
@@ -213,12 +213,14 @@ class Lexer {
       return;
     }
     if (level.width < indents_.front().width)
-      error_at(loc, "unexpected unindent: this line is indented less than the function's first line",
+      error_at(loc, Diag::BadIndentation,
+               "unexpected unindent: this line is indented less than the function's first line",
                "indent every line of the function at least as deep as its `def`");
     if (level.width > indents_.back().width) {
-      if (level.alt_width <= indents_.back().alt_width) error_at(loc, mixed, mixed_hint);
+      if (level.alt_width <= indents_.back().alt_width) error_at(loc, Diag::BadIndentation, mixed, mixed_hint);
       if (indents_.size() > kMaxIndents)
-        error_at(loc, "too many levels of indentation", "move the inner code into a @tegula.jit helper function");
+        error_at(loc, Diag::NestedTooDeeply,
+                 "too many levels of indentation", "move the inner code into a @tegula.jit helper function");
       indents_.push_back(level);
       push(TokenKind::Indent, "", loc);
       return;
@@ -228,9 +230,9 @@ class Lexer {
       push(TokenKind::Dedent, "", loc);
     }
     if (level.width != indents_.back().width)
-      error_at(loc, "unindent does not match any outer indentation level",
+      error_at(loc, Diag::BadIndentation, "unindent does not match any outer indentation level",
                "line this statement up with the block it belongs to");
-    if (level.alt_width != indents_.back().alt_width) error_at(loc, mixed, mixed_hint);
+    if (level.alt_width != indents_.back().alt_width) error_at(loc, Diag::BadIndentation, mixed, mixed_hint);
   }
 
   void emit_newline() {
@@ -248,10 +250,11 @@ class Lexer {
     size_t p = pos_ + 1;
     if (p < end_ && text_[p] == '\r') ++p;
     if (p >= end_)
-      error_at(loc_of(pos_, pos_ + 1), "unexpected end of file after line continuation character",
+      error_at(loc_of(pos_, pos_ + 1), Diag::InvalidCharacter,
+               "unexpected end of file after line continuation character",
                "remove the trailing backslash");
     if (text_[p] != '\n')
-      error_at(loc_of(pos_, pos_ + 1), "unexpected character after line continuation character",
+      error_at(loc_of(pos_, pos_ + 1), Diag::InvalidCharacter, "unexpected character after line continuation character",
                "a backslash continues a line only as the last character of the line");
     next_line(p + 1);
   }
@@ -289,7 +292,8 @@ class Lexer {
       }
     }
     if (p < end_ && text_[p] == '_')
-      error_at(loc_of(start, p + 1), "invalid number literal: `_` must separate two digits");
+      error_at(loc_of(start, p + 1), Diag::InvalidNumberLiteral,
+               "invalid number literal: `_` must separate two digits");
     return digits;
   }
 
@@ -307,7 +311,7 @@ class Lexer {
                                         : +[](char c) { return c == '0' || c == '1'; };
       std::string digits = read_digits(p, valid, start);
       if (digits.empty() || (p < end_ && is_ident_char(text_[p])))
-        error_at(loc_of(start, std::max(p + 1, start + 2)),
+        error_at(loc_of(start, std::max(p + 1, start + 2)), Diag::InvalidNumberLiteral,
                  std::string("invalid ") + (base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary") +
                      " literal");
       set_integer(t, digits, base, start, p);
@@ -333,9 +337,9 @@ class Lexer {
         }
       }
       if (p < end_ && (text_[p] == 'j' || text_[p] == 'J'))
-        error_at(loc_of(start, p + 1), "complex literals are not supported inside a kernel");
+        error_at(loc_of(start, p + 1), Diag::UnsupportedSyntax, "complex literals are not supported inside a kernel");
       if (p < end_ && is_ident_char(text_[p]))
-        error_at(loc_of(start, p + 1), "invalid decimal literal",
+        error_at(loc_of(start, p + 1), Diag::InvalidNumberLiteral, "invalid decimal literal",
                  "a name cannot start with a digit");
       if (is_float) {
         t.kind = TokenKind::Float;
@@ -351,7 +355,8 @@ class Lexer {
         }
       } else {
         if (digits.size() > 1 && digits.find_first_not_of('0') != std::string::npos && digits[0] == '0')
-          error_at(loc_of(start, p), "leading zeros in decimal integer literals are not permitted",
+          error_at(loc_of(start, p), Diag::InvalidNumberLiteral,
+                   "leading zeros in decimal integer literals are not permitted",
                    "write 0o... for an octal number");
         set_integer(t, digits, 10, start, p);
       }
@@ -367,7 +372,8 @@ class Lexer {
     for (char c : digits) {
       uint64_t d = static_cast<uint64_t>(hex_value(c));
       if (value > (std::numeric_limits<uint64_t>::max() - d) / static_cast<uint64_t>(base))
-        error_at(loc_of(start, end), "integer literal is too large: kernels use at most 64-bit integers");
+        error_at(loc_of(start, end), Diag::IntegerLiteralTooLarge,
+                 "integer literal is too large: kernels use at most 64-bit integers");
       value = value * static_cast<uint64_t>(base) + d;
     }
     t.kind = TokenKind::Int;
@@ -382,7 +388,7 @@ class Lexer {
     bool raw = prefix.find('r') != std::string::npos;
     bool bytes = prefix.find('b') != std::string::npos;
     if (prefix.find('f') != std::string::npos)
-      error_at(loc_of(start, quote + 1), "f-strings are not supported inside a kernel",
+      error_at(loc_of(start, quote + 1), Diag::UnsupportedSyntax, "f-strings are not supported inside a kernel",
                "use a plain string literal; tl.device_print takes the values as extra arguments");
     char q = text_[quote];
     bool triple = quote + 2 < end_ && text_[quote + 1] == q && text_[quote + 2] == q;
@@ -392,7 +398,8 @@ class Lexer {
     std::string value;
     while (true) {
       if (p >= end_) {
-        error_at(start_loc, triple ? "unterminated triple-quoted string literal" : "unterminated string literal",
+        error_at(start_loc, Diag::UnterminatedString,
+                 triple ? "unterminated triple-quoted string literal" : "unterminated string literal",
                  std::string("close the string with ") + (triple ? std::string(3, q) : std::string(1, q)));
       }
       char c = text_[p];
@@ -409,7 +416,7 @@ class Lexer {
         ++p;
       } else if (c == '\n') {
         if (!triple)
-          error_at(start_loc, "unterminated string literal",
+          error_at(start_loc, Diag::UnterminatedString, "unterminated string literal",
                    std::string("close the string with ") + q + " on the same line, or use a triple-quoted string");
         value += '\n';
         ++p;
@@ -481,17 +488,18 @@ class Lexer {
       size_t q = p + 2;
       for (int i = 0; i < hex_digits; ++i, ++q) {
         if (q >= end_ || !is_hex_digit(text_[q]))
-          error_at(loc_of(p, q + 1), std::string("truncated \\") + e + " escape in string literal",
+          error_at(loc_of(p, q + 1), Diag::InvalidEscape, std::string("truncated \\") + e + " escape in string literal",
                    "write exactly " + std::to_string(hex_digits) + " hex digits after \\" + e);
         code = code * 16 + static_cast<uint32_t>(hex_value(text_[q]));
       }
-      if (code > 0x10FFFF) error_at(loc_of(p, q), "invalid unicode escape: code point out of range");
+      if (code > 0x10FFFF) error_at(loc_of(p, q), Diag::InvalidEscape,
+                                    "invalid unicode escape: code point out of range");
       if (bytes) value += static_cast<char>(code);
       else append_utf8(value, code);
       return q;
     }
     if (!bytes && e == 'N')
-      error_at(loc_of(p, p + 2), "named unicode escapes (\\N{...}) are not supported",
+      error_at(loc_of(p, p + 2), Diag::InvalidEscape, "named unicode escapes (\\N{...}) are not supported",
                "write the character itself or use \\u");
     value += '\\';  // an unknown escape keeps its backslash, as in Python
     value += e;
@@ -513,18 +521,21 @@ class Lexer {
       std::string shown = c >= 0x20 && c < 0x7F ? std::string(1, static_cast<char>(c))
                                                 : "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) +
                                                       "0123456789abcdef"[c & 15];
-      error_at(loc_of(pos_, pos_ + 1), "invalid character '" + shown + "' in kernel source");
+      error_at(loc_of(pos_, pos_ + 1), Diag::InvalidCharacter, "invalid character '" + shown + "' in kernel source");
     }
     SourceLoc loc = loc_of(start, start + found.size());
     char c = found.size() == 1 ? found[0] : '\0';
     if (c == '(' || c == '[' || c == '{') {
       if (brackets_.size() >= kMaxBrackets)
-        error_at(loc, "too many nested parentheses", "split the expression into several statements");
+        error_at(loc, Diag::NestedTooDeeply,
+                 "too many nested parentheses", "split the expression into several statements");
       brackets_.push_back(OpenBracket{c, loc});
     } else if (c == ')' || c == ']' || c == '}') {
-      if (brackets_.empty()) error_at(loc, std::string("unmatched '") + c + "'", "remove it or add the opening bracket");
+      if (brackets_.empty()) error_at(loc, Diag::UnbalancedBracket,
+                                      std::string("unmatched '") + c + "'", "remove it or add the opening bracket");
       if (closing_for(brackets_.back().ch) != c)
-        error_at(loc, std::string("closing bracket '") + c + "' does not match opening bracket '" +
+        error_at(loc, Diag::UnbalancedBracket,
+                 std::string("closing bracket '") + c + "' does not match opening bracket '" +
                           brackets_.back().ch + "' on line " + std::to_string(brackets_.back().loc.line));
       brackets_.pop_back();
     }

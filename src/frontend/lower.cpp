@@ -41,7 +41,7 @@ ConstValue const_from_global(const GlobalValue& g, const SourceLoc& loc) {
     case GlobalValue::Kind::Str: return ConstValue::string(g.text);
     case GlobalValue::Kind::DType: {
       auto t = dtype_from_name(g.text);
-      if (!t) error_at(loc, "unsupported dtype `" + g.text + "`");
+      if (!t) error_at(loc, Diag::UnknownDtype, "unsupported dtype `" + g.text + "`");
       return ConstValue::type(*t);
     }
     default: break;
@@ -95,7 +95,7 @@ ir::Function Lowerer::run() {
   frames_.push_back(std::move(frame));
 
   if (request_.args.size() != kernel.params.size()) {
-    throw UserError(Diagnostic{kernel.loc,
+    throw UserError(Diagnostic{kernel.loc, Diag::LaunchArgumentCount,
                                "kernel `" + kernel.name + "` takes " + std::to_string(kernel.params.size()) +
                                    " arguments but " + std::to_string(request_.args.size()) + " were given",
                                "", ErrorKind::Value});
@@ -108,7 +108,8 @@ ir::Function Lowerer::run() {
       continue;
     }
     if (is_constexpr_annotation(p.annotation.get()))
-      error_at(p.loc, "parameter `" + p.name + "` is a constexpr but received a runtime value",
+      error_at(p.loc, Diag::ConstexprGotRuntimeValue,
+               "parameter `" + p.name + "` is a constexpr but received a runtime value",
                "constexpr parameters are specialized at compile time; pass a Python int, float, bool, str or dtype");
     if (a.kind == ArgSpec::Kind::TensorDescriptor) {
       assign(p.name, bind_descriptor_param(*this, p.name, a, p.loc));
@@ -134,13 +135,15 @@ ir::Function Lowerer::run() {
 Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
   const ast::FunctionDef& def = function_ast(index);
   if (inline_depth_ >= kMaxInlineDepth)
-    error_at(args.loc, "calls to @jit functions are nested too deeply (recursion?) while inlining `" + def.name + "`",
+    error_at(args.loc, Diag::InliningTooDeep,
+             "calls to @jit functions are nested too deeply (recursion?) while inlining `" + def.name + "`",
              "Tegula inlines every @jit function; recursive kernels are not supported");
 
   // Bind like Python: positional, then keywords, then defaults.
   std::vector<std::optional<Symbol>> bound(def.params.size());
   if (args.positional.size() > def.params.size())
-    error_at(args.loc, "`" + def.name + "` takes " + std::to_string(def.params.size()) + " arguments but " +
+    error_at(args.loc, Diag::WrongArgumentCount,
+             "`" + def.name + "` takes " + std::to_string(def.params.size()) + " arguments but " +
                            std::to_string(args.positional.size()) + " were given");
   for (size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
   for (size_t k = 0; k < args.keywords.size(); ++k) {
@@ -148,8 +151,10 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
     size_t i = 0;
     while (i < def.params.size() && def.params[i].name != name) ++i;
     if (i == def.params.size())
-      error_at(args.keyword_locs[k], "`" + def.name + "` has no parameter named `" + name + "`");
-    if (bound[i]) error_at(args.keyword_locs[k], "`" + def.name + "` got multiple values for `" + name + "`");
+      error_at(args.keyword_locs[k], Diag::UnknownKeywordArgument,
+               "`" + def.name + "` has no parameter named `" + name + "`");
+    if (bound[i]) error_at(args.keyword_locs[k], Diag::DuplicateArgument,
+                           "`" + def.name + "` got multiple values for `" + name + "`");
     bound[i] = value;
   }
 
@@ -160,11 +165,11 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
     const ast::Param& p = def.params[i];
     if (!bound[i]) {
       if (!p.default_value)
-        error_at(args.loc, "`" + def.name + "` is missing the argument `" + p.name + "`");
+        error_at(args.loc, Diag::WrongArgumentCount, "`" + def.name + "` is missing the argument `" + p.name + "`");
       bound[i] = eval(*p.default_value);  // evaluated in the callee's global scope
     }
     if (is_constexpr_annotation(p.annotation.get()) && !bound[i]->is_const())
-      error_at(i < args.positional_locs.size() ? args.positional_locs[i] : args.loc,
+      error_at(i < args.positional_locs.size() ? args.positional_locs[i] : args.loc, Diag::ConstexprGotRuntimeValue,
                "parameter `" + p.name + "` of `" + def.name + "` is a constexpr but received " + describe(*bound[i]),
                "pass a compile-time constant");
   }
@@ -202,14 +207,14 @@ Symbol Lowerer::lookup(const std::string& name, const SourceLoc& loc) {
   Frame& f = frame();
   if (auto it = f.vars.find(name); it != f.vars.end()) return it->second;
   if (auto it = f.maybe_undefined.find(name); it != f.maybe_undefined.end())
-    error_at(loc, "`" + name + "` is not defined on every path that reaches this use",
+    error_at(loc, Diag::PossiblyUndefinedName, "`" + name + "` is not defined on every path that reaches this use",
              "assign `" + name + "` before the `if`/loop, or in every branch");
   const FunctionSource& fs = request_.functions[static_cast<size_t>(f.function)];
   if (auto it = fs.globals.find(name); it != fs.globals.end()) return global_symbol(it->second);
   if (is_python_builtin(name)) return Symbol::builtin("py." + name);
   std::string hint = "define it before use, pass it as an argument, or make it a module-level constant";
   if (is_language_builtin(name)) hint = "did you mean `tl." + name + "`?";
-  error_at(loc, "name `" + name + "` is not defined", hint);
+  error_at(loc, Diag::UndefinedName, "name `" + name + "` is not defined", hint);
 }
 
 }  // namespace tegula::frontend

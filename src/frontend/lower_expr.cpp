@@ -92,46 +92,48 @@ ir::ValueId Lowerer::to_value(const Symbol& s, const SourceLoc& loc, const std::
   if (s.is_value()) return s.value;
   if (s.is_const() && s.constant.is_numeric())
     return constant(s.constant, ir::Type::of(literal_type(s.constant)), loc);
-  error_at(loc, what + " must be a tensor or a number, but it is " + describe(s));
+  error_at(loc, Diag::NotATensor, what + " must be a tensor or a number, but it is " + describe(s));
 }
 
 ConstValue Lowerer::to_const(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   if (s.is_const()) return s.constant;
   if (s.is_value())
-    error_at(loc, what + " must be a compile-time constant, but it is " + describe(s),
+    error_at(loc, Diag::NotConstexpr, what + " must be a compile-time constant, but it is " + describe(s),
              "use a literal, a module-level constant, or a parameter annotated `tl.constexpr`");
-  error_at(loc, what + " must be a compile-time constant, but it is " + describe(s));
+  error_at(loc, Diag::NotConstexpr, what + " must be a compile-time constant, but it is " + describe(s));
 }
 
 int64_t Lowerer::to_int_const(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   ConstValue c = to_const(s, loc, what);
   if (c.kind != ConstValue::Kind::Int && c.kind != ConstValue::Kind::Bool)
-    error_at(loc, what + " must be an integer constant, but it is " + describe(s));
+    error_at(loc, Diag::NotConstexpr, what + " must be an integer constant, but it is " + describe(s));
   return c.i;
 }
 
 ir::Scalar Lowerer::to_dtype(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   if (s.is_const() && s.constant.kind == ConstValue::Kind::DType) {
     if (s.constant.pointer)
-      error_at(loc, what + " must be a value dtype, but it is the pointer type " + to_string(s.constant),
+      error_at(loc, Diag::NotADtype,
+               what + " must be a value dtype, but it is the pointer type " + to_string(s.constant),
                "use `ptr.dtype.element_ty` for the type a pointer points to");
     return s.constant.dtype;
   }
   if (s.is_const() && s.constant.kind == ConstValue::Kind::Str) {
     if (auto t = dtype_from_name(s.constant.s)) return *t;
   }
-  error_at(loc, what + " must be a dtype such as tl.float32, but it is " + describe(s));
+  error_at(loc, Diag::NotADtype, what + " must be a dtype such as tl.float32, but it is " + describe(s));
 }
 
 void Lowerer::check_shape(const std::vector<int64_t>& shape, const SourceLoc& loc) {
   int64_t numel = 1;
   for (int64_t d : shape) {
     if (d <= 0 || (d & (d - 1)) != 0)
-      error_at(loc, "tile dimensions must be powers of two, but a dimension is " + std::to_string(d),
+      error_at(loc, Diag::SizeNotPowerOfTwo,
+               "tile dimensions must be powers of two, but a dimension is " + std::to_string(d),
                "round the block size up with tegula.next_power_of_2 and mask the tail");
     numel *= d;
     if (numel > ir::kMaxTileElements)
-      error_at(loc, "tile has more than 2^20 elements", "use smaller block sizes and a loop");
+      error_at(loc, Diag::TileTooLarge, "tile has more than 2^20 elements", "use smaller block sizes and a loop");
   }
 }
 
@@ -148,7 +150,7 @@ std::vector<int64_t> Lowerer::to_shape(const Symbol& s, const SourceLoc& loc, co
 
 ir::ValueId Lowerer::cast(ir::ValueId v, Scalar to, const SourceLoc& loc) {
   const ir::Type& t = type(v);
-  if (t.is_pointer()) error_at(loc, "cannot convert a pointer to " + triton_name(to));
+  if (t.is_pointer()) error_at(loc, Diag::PointerConversion, "cannot convert a pointer to " + triton_name(to));
   if (t.scalar == to) return v;
   return create(OpKind::Cast, {v}, t.with_scalar(to), loc);
 }
@@ -161,7 +163,7 @@ ir::ValueId Lowerer::broadcast_to(ir::ValueId v, const std::vector<int64_t>& sha
   if (t.shape.size() > shape.size() || !broadcast_shapes(t.shape, shape, &why) ||
       *broadcast_shapes(t.shape, shape, &why) != shape) {
     ir::Type target = t.with_shape(shape);
-    error_at(loc, "cannot broadcast " + ir::to_string(t) + " to " + ir::to_string(target));
+    error_at(loc, Diag::ShapesDoNotBroadcast, "cannot broadcast " + ir::to_string(t) + " to " + ir::to_string(target));
   }
   while (t.shape.size() < shape.size()) {
     std::vector<int64_t> s = t.shape;
@@ -179,7 +181,8 @@ std::pair<ir::ValueId, ir::ValueId> Lowerer::broadcast_pair(ir::ValueId a, ir::V
   std::string why;
   auto shape = broadcast_shapes(ta.shape, tb.shape, &why);
   if (!shape)
-    error_at(loc, "shapes " + ir::to_string(ta) + " and " + ir::to_string(tb) + " cannot be broadcast together: " + why,
+    error_at(loc, Diag::ShapesDoNotBroadcast,
+             "shapes " + ir::to_string(ta) + " and " + ir::to_string(tb) + " cannot be broadcast together: " + why,
              "tiles combine when each dimension is equal or 1; use [:, None] / [None, :] to add dimensions");
   std::vector<int64_t> s = *shape;
   ir::ValueId ra = broadcast_to(a, s, loc);
@@ -192,22 +195,25 @@ std::pair<ir::ValueId, ir::ValueId> Lowerer::arith_operands(const Symbol& a, con
   auto typed = [&](const Symbol& s) -> TypedOperand {
     if (s.is_value()) {
       if (type(s.value).is_pointer())
-        error_at(loc, std::string("operator `") + op_text + "` is not defined for pointers", "");
+        error_at(loc, Diag::InvalidOperandType,
+                 std::string("operator `") + op_text + "` is not defined for pointers", "");
       return {type(s.value).scalar, false};
     }
     if (s.is_const() && s.constant.is_numeric()) return {literal_type(s.constant), true};
-    error_at(loc, std::string("unsupported operand for `") + op_text + "`: " + describe(s));
+    error_at(loc, Diag::InvalidOperandType, std::string("unsupported operand for `") + op_text + "`: " + describe(s));
   };
   TypedOperand ta = typed(a), tb = typed(b);
   auto ct = promote(ta, tb, div_or_mod);
   if (!ct)
-    error_at(loc, std::string("cannot apply `") + op_text + "` to " + triton_name(ta.scalar) + " and " +
+    error_at(loc, Diag::MixedSignedness,
+             std::string("cannot apply `") + op_text + "` to " + triton_name(ta.scalar) + " and " +
                       triton_name(tb.scalar) + " operands of different signedness",
              "cast one operand with .to(...) first");
   auto materialize = [&](const Symbol& s) {
     if (s.is_value()) return cast(s.value, *ct, loc);
     if (std::string problem = literal_fit_problem(s.constant, *ct); !problem.empty())
-      error_at(loc, problem + " (in `" + op_text + "`)", "convert the other operand first, e.g. x.to(tl.int64)");
+      error_at(loc, Diag::ConstantDoesNotFit,
+               problem + " (in `" + op_text + "`)", "convert the other operand first, e.g. x.to(tl.int64)");
     return constant(s.constant, ir::Type::of(*ct), loc);
   };
   ir::ValueId va = materialize(a);
@@ -220,7 +226,8 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
   const char* text = ast::to_string(op);
   if (a.is_const() && b.is_const()) {
     if (auto r = const_binary(op, a.constant, b.constant, loc)) return Symbol::of(*r);
-    error_at(loc, std::string("unsupported operand types for `") + text + "`: " + kind_name(a.constant) + " and " +
+    error_at(loc, Diag::InvalidOperandType,
+             std::string("unsupported operand types for `") + text + "`: " + kind_name(a.constant) + " and " +
                       kind_name(b.constant));
   }
   if (a.kind == Symbol::Kind::Tuple && b.kind == Symbol::Kind::Tuple && op == BinaryOp::Add) {
@@ -232,13 +239,14 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
   bool pa = is_pointer_value(*this, a), pb = is_pointer_value(*this, b);
   if (pa || pb) {
     if ((op != BinaryOp::Add && op != BinaryOp::Sub) || (pa && pb) || (pb && op == BinaryOp::Sub))
-      error_at(loc, std::string("operator `") + text + "` is not defined for pointers",
+      error_at(loc, Diag::InvalidOperandType, std::string("operator `") + text + "` is not defined for pointers",
                "pointers support `ptr + offset` and `ptr - offset` with integer offsets");
     const Symbol& ptr = pa ? a : b;
     const Symbol& off = pa ? b : a;
     ir::ValueId offset = to_value(off, loc, "a pointer offset");
     if (!ir::is_integer(type(offset).scalar) || type(offset).scalar == Scalar::I1)
-      error_at(loc, "pointer offsets must be integers, but the offset is " + describe(Symbol::of(offset)),
+      error_at(loc, Diag::NonIntegerPointerOffset,
+               "pointer offsets must be integers, but the offset is " + describe(Symbol::of(offset)),
                "convert the offset with .to(tl.int32) or .to(tl.int64)");
     if (op == BinaryOp::Sub) offset = create(OpKind::Neg, {offset}, type(offset), loc);
     auto [p, o] = broadcast_pair(ptr.value, offset, loc);
@@ -267,7 +275,7 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
     case BinaryOp::Mod: {
       auto [x, y] = arith_operands(a, b, true, loc, text);
       if (op == BinaryOp::FloorDiv && ir::is_float(type(x).scalar))
-        error_at(loc, "`//` is defined for integer tiles only",
+        error_at(loc, Diag::InvalidOperandType, "`//` is defined for integer tiles only",
                  "for floats use tl.floor(a / b)");
       return Symbol::of(create(op == BinaryOp::FloorDiv ? OpKind::Div : OpKind::Rem, {x, y}, type(x), loc));
     }
@@ -277,7 +285,8 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
     case BinaryOp::LShift:
     case BinaryOp::RShift: {
       if (ir::is_float(scalar_of(a)) || ir::is_float(scalar_of(b)))
-        error_at(loc, std::string("operator `") + text + "` needs integer or boolean operands, not floats");
+        error_at(loc, Diag::InvalidOperandType,
+                 std::string("operator `") + text + "` needs integer or boolean operands, not floats");
       auto [x, y] = arith_operands(a, b, false, loc, text);
       OpKind k = op == BinaryOp::BitAnd  ? OpKind::And
                  : op == BinaryOp::BitOr ? OpKind::Or
@@ -289,11 +298,12 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
     case BinaryOp::Pow: {
       auto [x, y] = arith_operands(a, b, false, loc, text);
       if (!ir::is_float(type(x).scalar))
-        error_at(loc, "`**` on integer tiles is not supported", "convert to a float type first");
+        error_at(loc, Diag::InvalidOperandType,
+                 "`**` on integer tiles is not supported", "convert to a float type first");
       return Symbol::of(create(OpKind::Pow, {x, y}, type(x), loc));
     }
     case BinaryOp::MatMul:
-      error_at(loc, "`@` is not supported inside kernels", "use tl.dot(a, b)");
+      error_at(loc, Diag::UnsupportedSyntax, "`@` is not supported inside kernels", "use tl.dot(a, b)");
   }
   TEGULA_ASSERT(false, "unhandled binary op");
 }
@@ -301,16 +311,19 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
 Symbol Lowerer::unary(ast::UnaryOp op, const Symbol& a, const SourceLoc& loc) {
   if (a.is_const()) {
     if (auto r = const_unary(op, a.constant, loc)) return Symbol::of(*r);
-    error_at(loc, std::string("bad operand type for unary `") + ast::to_string(op) + "`: " + kind_name(a.constant));
+    error_at(loc, Diag::InvalidOperandType,
+             std::string("bad operand type for unary `") + ast::to_string(op) + "`: " + kind_name(a.constant));
   }
   ir::ValueId v = to_value(a, loc, std::string("the operand of `") + ast::to_string(op) + "`");
   const ir::Type& t = type(v);
-  if (t.is_pointer()) error_at(loc, std::string("unary `") + ast::to_string(op) + "` is not defined for pointers");
+  if (t.is_pointer()) error_at(loc, Diag::InvalidOperandType,
+                               std::string("unary `") + ast::to_string(op) + "` is not defined for pointers");
   switch (op) {
     case ast::UnaryOp::Pos: return Symbol::of(v);
     case ast::UnaryOp::Neg: return Symbol::of(create(OpKind::Neg, {v}, t, loc));
     case ast::UnaryOp::Invert:
-      if (ir::is_float(t.scalar)) error_at(loc, "`~` needs an integer or boolean operand, not " + triton_name(t.scalar));
+      if (ir::is_float(t.scalar)) error_at(loc, Diag::InvalidOperandType,
+                                           "`~` needs an integer or boolean operand, not " + triton_name(t.scalar));
       return Symbol::of(create(OpKind::Not, {v}, t, loc));
     case ast::UnaryOp::Not: {
       ir::ValueId zero = constant(ConstValue::integer(0), t.element(), loc);
@@ -330,14 +343,16 @@ Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const S
     for (size_t i = 0; equal && i < a.elements.size(); ++i) {
       Symbol e = compare(CmpOp::Eq, a.elements[i], b.elements[i], loc);
       bool t;
-      if (!truth_constant(e, loc, &t)) error_at(loc, "tuples can only be compared when they hold constants");
+      if (!truth_constant(e, loc, &t)) error_at(loc, Diag::NotConstexpr,
+                                                "tuples can only be compared when they hold constants");
       equal = t;
     }
     return Symbol::of(ConstValue::boolean(op == CmpOp::Eq ? equal : !equal));
   }
   if (a.is_const() && b.is_const()) {
     if (auto r = const_compare(op, a.constant, b.constant)) return Symbol::of(*r);
-    error_at(loc, std::string("`") + ast::to_string(op) + "` is not supported between " + kind_name(a.constant) +
+    error_at(loc, Diag::InvalidOperandType,
+             std::string("`") + ast::to_string(op) + "` is not supported between " + kind_name(a.constant) +
                       " and " + kind_name(b.constant));
   }
   if (op == CmpOp::Is || op == CmpOp::IsNot) {
@@ -347,7 +362,8 @@ Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const S
     return Symbol::of(ConstValue::boolean(op == CmpOp::Is ? same : !same));
   }
   const char* pred = cmp_pred(op);
-  if (!pred) error_at(loc, std::string("`") + ast::to_string(op) + "` is not supported on tiles");
+  if (!pred) error_at(loc, Diag::InvalidOperandType,
+                      std::string("`") + ast::to_string(op) + "` is not supported on tiles");
   auto [x, y] = arith_operands(a, b, false, loc, ast::to_string(op));
   return Symbol::of(create(OpKind::Cmp, {x, y}, type(x).with_scalar(Scalar::I1), loc,
                            {{"pred", ir::Attr{std::string(pred)}}}));
@@ -369,14 +385,14 @@ bool Lowerer::truth_constant(const Symbol& s, const SourceLoc& loc, bool* value)
 
 Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, const SourceLoc& loc) {
   if (base.kind == Symbol::Kind::Tuple) {
-    if (index.size() != 1) error_at(loc, "tuples take exactly one index");
+    if (index.size() != 1) error_at(loc, Diag::InvalidTupleIndex, "tuples take exactly one index");
     int64_t i = to_int_const(index[0], loc, "a tuple index");
     int64_t n = static_cast<int64_t>(base.elements.size());
     if (i < 0) i += n;
-    if (i < 0 || i >= n) error_at(loc, "tuple index out of range");
+    if (i < 0 || i >= n) error_at(loc, Diag::InvalidTupleIndex, "tuple index out of range");
     return base.elements[static_cast<size_t>(i)];
   }
-  if (!base.is_value()) error_at(loc, describe(base) + " cannot be indexed");
+  if (!base.is_value()) error_at(loc, Diag::InvalidTupleIndex, describe(base) + " cannot be indexed");
   ir::ValueId v = base.value;
   const ir::Type& t0 = type(v);
   size_t slices = 0;
@@ -384,12 +400,13 @@ Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, 
     if (s.kind == Symbol::Kind::Slice) {
       ++slices;
     } else if (!s.is_none()) {
-      error_at(loc, "tiles can only be indexed with `:` and `None`, e.g. x[:, None]",
+      error_at(loc, Diag::InvalidTileIndex, "tiles can only be indexed with `:` and `None`, e.g. x[:, None]",
                "to pick elements use masks and tl.where, or tl.reshape/tl.split");
     }
   }
   if (slices != static_cast<size_t>(t0.rank()))
-    error_at(loc, "index uses " + std::to_string(slices) + " `:` but the tile has rank " + std::to_string(t0.rank()),
+    error_at(loc, Diag::InvalidTileIndex,
+             "index uses " + std::to_string(slices) + " `:` but the tile has rank " + std::to_string(t0.rank()),
              "write one `:` per dimension and `None` where a new dimension goes");
   int64_t axis = 0;
   for (const Symbol& s : index) {
@@ -411,8 +428,11 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (base.name == "tegula") {
         if (attr == "language") return Symbol::module("language");
         if (attr == "cdiv" || attr == "next_power_of_2") return Symbol::builtin("tegula." + attr);
-        error_at(loc, "`" + attr + "` of the tegula/triton module cannot be used inside a kernel");
+        error_at(loc, Diag::HostObjectInKernel,
+                 "`" + attr + "` of the tegula/triton module cannot be used inside a kernel");
       }
+      if (std::string why = unsupported_fp8_variant(attr); !why.empty())
+        error_at(loc, Diag::UnsupportedLanguageName, why, "use tl.float8e4nv (e4m3fn) or tl.float8e5 (e5m2)");
       if (auto t = dtype_from_name(attr); t && attr != "float" && attr != "double" && attr != "half" &&
                                           attr != "bool")
         return Symbol::of(ConstValue::type(*t));
@@ -422,11 +442,12 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (base.name == "language.PropagateNan") {
         if (attr == "ALL") return Symbol::of(ConstValue::string("all"));
         if (attr == "NONE") return Symbol::of(ConstValue::string("none"));
-        error_at(loc, "tl.PropagateNan has no member `" + attr + "`", "use tl.PropagateNan.ALL or tl.PropagateNan.NONE");
+        error_at(loc, Diag::NoSuchAttribute,
+                 "tl.PropagateNan has no member `" + attr + "`", "use tl.PropagateNan.ALL or tl.PropagateNan.NONE");
       }
       if (attr == "PropagateNan") return Symbol::module(base.name + ".PropagateNan");
       if (is_language_builtin(attr)) return Symbol::builtin(attr);
-      error_at(loc, "`tl." + attr + "` is not supported by Tegula (yet)",
+      error_at(loc, Diag::UnsupportedLanguageName, "`tl." + attr + "` is not supported by Tegula (yet)",
                "docs/language.md lists the supported names");
     }
     case Symbol::Kind::Value: {
@@ -456,7 +477,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         m.receiver = std::make_shared<Symbol>(base);
         return m;
       }
-      error_at(loc, describe(base) + " has no attribute `" + attr + "`");
+      error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
     }
     case Symbol::Kind::Const:
       if (base.constant.kind == ConstValue::Kind::DType) {
@@ -465,13 +486,13 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         if (attr == "itemsize") return Symbol::of(ConstValue::integer(ir::byte_size(base.constant.dtype)));
       }
       if (attr == "value") return base;  // tl.constexpr(x).value
-      error_at(loc, describe(base) + " has no attribute `" + attr + "`");
+      error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
     case Symbol::Kind::Opaque:
-      error_at(loc, "`" + base.name + "` is a host object and cannot be used inside a kernel",
+      error_at(loc, Diag::HostObjectInKernel, "`" + base.name + "` is a host object and cannot be used inside a kernel",
                "kernels can use tl/tegula functions, @jit functions and int/float/bool/str constants");
     case Symbol::Kind::BlockPointer:
     case Symbol::Kind::TensorDescriptor: return block_access_attribute(*this, base, attr, loc);
-    default: error_at(loc, describe(base) + " has no attribute `" + attr + "`");
+    default: error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
   }
 }
 
@@ -486,9 +507,10 @@ Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
       return call_builtin(callee.name, with_self);
     }
     case Symbol::Kind::Opaque:
-      error_at(args.loc, "`" + callee.name + "` is a host object and cannot be called inside a kernel",
+      error_at(args.loc, Diag::HostObjectInKernel,
+               "`" + callee.name + "` is a host object and cannot be called inside a kernel",
                "only tl functions and other @tegula.jit functions can be called from a kernel");
-    default: error_at(args.loc, describe(callee) + " is not callable");
+    default: error_at(args.loc, Diag::NotCallable, describe(callee) + " is not callable");
   }
 }
 
@@ -516,7 +538,7 @@ Symbol Lowerer::eval(const ast::Expr& e) {
           for (const auto& part : c->children)
             if (part) full = false;
           if (!full && base.kind != Symbol::Kind::Tuple)
-            error_at(c->loc, "only full slices `:` are supported when indexing tiles",
+            error_at(c->loc, Diag::InvalidTileIndex, "only full slices `:` are supported when indexing tiles",
                      "tiles have static shapes; select elements with masks instead");
           Symbol s;
           s.kind = Symbol::Kind::Slice;
@@ -527,7 +549,7 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       }
       return subscript(base, index, e.loc);
     }
-    case ExprKind::Slice: error_at(e.loc, "a slice can only appear inside `[...]`");
+    case ExprKind::Slice: error_at(e.loc, Diag::InvalidTileIndex, "a slice can only appear inside `[...]`");
     case ExprKind::Call: {
       Symbol callee = eval(*e.children[0]);
       CallArgs args;
@@ -597,7 +619,8 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       bool truth;
       if (truth_constant(cond, e.children[0]->loc, &truth)) return eval(*e.children[truth ? 1 : 2]);
       ir::ValueId c = to_value(cond, e.children[0]->loc, "the condition");
-      if (type(c).scalar != Scalar::I1) error_at(e.children[0]->loc, "the condition of `x if c else y` must be boolean");
+      if (type(c).scalar != Scalar::I1) error_at(e.children[0]->loc, Diag::NotBoolean,
+                                                 "the condition of `x if c else y` must be boolean");
       Symbol a = eval(*e.children[1]);
       Symbol b = eval(*e.children[2]);
       auto [x, y] = arith_operands(a, b, false, e.loc, "if-else");

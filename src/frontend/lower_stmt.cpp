@@ -71,7 +71,7 @@ bool same_symbol(const Symbol& a, const Symbol& b) {
 void Lowerer::lower_body(const std::vector<ast::StmtPtr>& body) {
   for (const auto& s : body) {
     if (frame().returned) break;
-    lower_stmt(*s);
+    at_source(s->loc, [&] { lower_stmt(*s); });  // an internal error names the statement
   }
 }
 
@@ -84,20 +84,21 @@ void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
     case ast::ExprKind::Tuple:
     case ast::ExprKind::List: {
       if (value.kind != Symbol::Kind::Tuple)
-        error_at(target.loc, "cannot unpack " + l.describe(value) + " into " +
+        error_at(target.loc, Diag::UnpackMismatch, "cannot unpack " + l.describe(value) + " into " +
                                  std::to_string(target.children.size()) + " names");
       if (value.elements.size() != target.children.size())
-        error_at(target.loc, "cannot unpack a tuple of " + std::to_string(value.elements.size()) + " values into " +
+        error_at(target.loc, Diag::UnpackMismatch,
+                 "cannot unpack a tuple of " + std::to_string(value.elements.size()) + " values into " +
                                  std::to_string(target.children.size()) + " names");
       for (size_t i = 0; i < target.children.size(); ++i) bind_target(l, *target.children[i], value.elements[i]);
       return;
     }
     case ast::ExprKind::Subscript:
-      error_at(target.loc, "assigning to an element or slice of a tile is not supported",
+      error_at(target.loc, Diag::UnsupportedStatement, "assigning to an element or slice of a tile is not supported",
                "tiles are values: build a new tile with tl.where, or write memory with tl.store");
     case ast::ExprKind::Attribute:
-      error_at(target.loc, "assigning to an attribute is not supported inside a kernel");
-    default: error_at(target.loc, "cannot assign to this expression");
+      error_at(target.loc, Diag::UnsupportedStatement, "assigning to an attribute is not supported inside a kernel");
+    default: error_at(target.loc, Diag::UnsupportedStatement, "cannot assign to this expression");
   }
 }
 
@@ -116,7 +117,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     case StmtKind::AugAssign: {
       const ast::Expr& t = *s.targets[0];
       if (t.kind != ast::ExprKind::Name)
-        error_at(t.loc, "augmented assignment needs a plain name on the left",
+        error_at(t.loc, Diag::UnsupportedStatement, "augmented assignment needs a plain name on the left",
                  "tiles are values: compute a new tile instead of updating part of one");
       Symbol current = lookup(t.name, t.loc);
       Symbol rhs = eval(*s.value);
@@ -125,12 +126,14 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     }
     case StmtKind::AnnAssign: {
       const ast::Expr& t = *s.targets[0];
-      if (t.kind != ast::ExprKind::Name) error_at(t.loc, "annotated assignment needs a plain name on the left");
+      if (t.kind != ast::ExprKind::Name) error_at(t.loc, Diag::UnsupportedStatement,
+                                                  "annotated assignment needs a plain name on the left");
       if (!s.value) return;
       Symbol v = eval(*s.value);
       Symbol ann = eval(*s.annotation);
       if (ann.kind == Symbol::Kind::Builtin && ann.name == "constexpr") {
-        if (!v.is_const()) error_at(s.value->loc, "`" + t.name + "` is annotated constexpr but " + describe(v) + " is not a constant");
+        if (!v.is_const()) error_at(s.value->loc, Diag::NotConstexpr,
+                                    "`" + t.name + "` is annotated constexpr but " + describe(v) + " is not a constant");
       } else if (ann.is_const() && ann.constant.kind == ConstValue::Kind::DType) {
         v = Symbol::of(cast(to_value(v, s.value->loc, "the assigned value"), ann.constant.dtype, s.loc));
       }
@@ -146,7 +149,8 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
       }
       ir::ValueId c = to_value(cond, s.test->loc, "the `if` condition");
       if (type(c).is_tile())
-        error_at(s.test->loc, "the `if` condition must be a scalar, but it is " + describe(cond),
+        error_at(s.test->loc, Diag::ConditionNotScalar,
+                 "the `if` condition must be a scalar, but it is " + describe(cond),
                  "to choose per element use tl.where(cond, a, b); to test a whole tile reduce it first");
       if (type(c).scalar != Scalar::I1) {
         ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
@@ -159,11 +163,11 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     case StmtKind::While: lower_while(s); return;
     case StmtKind::Return: {
       if (frame().runtime_control_depth > 0)
-        error_at(s.loc, "`return` inside a runtime `if` or loop is not supported",
+        error_at(s.loc, Diag::InvalidReturn, "`return` inside a runtime `if` or loop is not supported",
                  "compute the result in a variable and return it at the end of the function");
       Symbol v = s.value ? eval(*s.value) : Symbol::of(ConstValue::none());
       if (frames_.size() == 1 && !v.is_none())
-        error_at(s.loc, "a kernel cannot return a value", "write results to memory with tl.store");
+        error_at(s.loc, Diag::InvalidReturn, "a kernel cannot return a value", "write results to memory with tl.store");
       frame().result = v;
       frame().returned = true;
       return;
@@ -177,7 +181,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
       }
       bool truth;
       if (truth_constant(cond, s.test->loc, &truth)) {
-        if (!truth) error_at(s.test->loc, "static assertion failed: " + message);
+        if (!truth) error_at(s.test->loc, Diag::AssertionFailsAtCompileTime, "static assertion failed: " + message);
         return;
       }
       if (!debug()) return;  // like Triton: runtime asserts are checked only in debug mode
@@ -188,11 +192,11 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     }
     case StmtKind::Break:
     case StmtKind::Continue:
-      error_at(s.loc, std::string("`") + (s.kind == StmtKind::Break ? "break" : "continue") +
+      error_at(s.loc, Diag::UnsupportedLoop, std::string("`") + (s.kind == StmtKind::Break ? "break" : "continue") +
                           "` is not supported inside kernels",
                "loops have static trip structure; use a `while` loop with a condition variable instead");
     case StmtKind::Unsupported:
-      error_at(s.loc, "`" + s.name + "` statements are not supported inside a kernel");
+      error_at(s.loc, Diag::UnsupportedStatement, "`" + s.name + "` statements are not supported inside a kernel");
   }
 }
 
@@ -200,13 +204,15 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
 ir::ValueId Lowerer::materialize_as(const Symbol& s, const ir::Type& type, const std::string& name,
                                     const SourceLoc& loc) {
   if (s.is_const()) {
-    if (!s.constant.is_numeric()) error_at(loc, "`" + name + "` cannot hold " + describe(s) + " here");
+    if (!s.constant.is_numeric()) error_at(loc, Diag::VariableChangesType,
+                                           "`" + name + "` cannot hold " + describe(s) + " here");
     ir::ValueId c = constant(s.constant, type.element(), loc);
     return broadcast_to(c, type.shape, loc);
   }
   ir::ValueId v = to_value(s, loc, "`" + name + "`");
   if (!(fn_.type(v) == type))
-    error_at(loc, "`" + name + "` changes type from " + ir::to_string(type) + " to " + ir::to_string(fn_.type(v)),
+    error_at(loc, Diag::VariableChangesType,
+             "`" + name + "` changes type from " + ir::to_string(type) + " to " + ir::to_string(fn_.type(v)),
              "a variable keeps one type across control flow: initialize it with its final type "
              "(e.g. tl.zeros(shape, dtype=...)) or convert with .to(...)");
   return v;
@@ -256,7 +262,8 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
       continue;
     }
     if (!is_carriable(t->second) || !is_carriable(e->second) || !same_structure(t->second, e->second))
-      error_at(s.loc, "`" + n + "` is " + describe(t->second) + " in one branch and " + describe(e->second) +
+      error_at(s.loc, Diag::VariableChangesType,
+               "`" + n + "` is " + describe(t->second) + " in one branch and " + describe(e->second) +
                           " in the other; only tensors and numbers (or tuples, block pointers and tensor "
                           "descriptors of the same shape) can differ between branches of a runtime `if`");
     Yielded y{n, t->second, leaves_of(t->second), leaves_of(e->second), {}};
@@ -320,7 +327,8 @@ std::vector<std::string> Lowerer::loop_carried(const std::vector<ast::StmtPtr>& 
     auto it = frame().vars.find(n);
     if (it == frame().vars.end()) continue;
     if (!is_carriable(it->second))
-      error_at(loc, "`" + n + "` (" + describe(it->second) + ") is reassigned inside a runtime loop",
+      error_at(loc, Diag::VariableChangesType,
+               "`" + n + "` (" + describe(it->second) + ") is reassigned inside a runtime loop",
                "only tensors, numbers, block pointers, tensor descriptors and tuples of them can change from "
                "one iteration to the next; use a new name");
     carried.push_back(n);
@@ -357,7 +365,8 @@ std::vector<ir::ValueId> Lowerer::carried_yields(const Carried& c, const SourceL
     const std::string& n = c.names[i];
     const Symbol& now = frame().vars.at(n);
     if (!is_carriable(now) || !same_structure(c.before[i], now))
-      error_at(loc, "`" + n + "` is " + describe(c.before[i]) + " before the loop and " + describe(now) + " inside it",
+      error_at(loc, Diag::VariableChangesType,
+               "`" + n + "` is " + describe(c.before[i]) + " before the loop and " + describe(now) + " inside it",
                "a variable keeps its kind across a loop: use a new name for the new value");
     for (const Symbol& leaf : leaves_of(now)) out.push_back(materialize_as(leaf, c.types[out.size()], n, loc));
   }
@@ -413,16 +422,18 @@ std::vector<ir::ValueId> drop_unchanged_leaves(ir::Function& fn, ir::BlockId bod
 void Lowerer::lower_for(const ast::Stmt& s) {
   const ast::Expr& target = *s.targets[0];
   if (target.kind != ast::ExprKind::Name)
-    error_at(target.loc, "the loop variable must be a single name");
-  if (!s.orelse.empty()) error_at(s.loc, "`for ... else` is not supported inside kernels");
+    error_at(target.loc, Diag::UnsupportedLoop, "the loop variable must be a single name");
+  if (!s.orelse.empty()) error_at(s.loc, Diag::UnsupportedLoop, "`for ... else` is not supported inside kernels");
   const ast::Expr& iter = *s.value;
   if (iter.kind != ast::ExprKind::Call)
-    error_at(iter.loc, "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)");
+    error_at(iter.loc, Diag::UnsupportedLoop,
+             "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)");
   Symbol callee = eval(*iter.children[0]);
   bool is_static = callee.kind == Symbol::Kind::Builtin && callee.name == "static_range";
   bool is_range = callee.kind == Symbol::Kind::Builtin && (callee.name == "py.range" || callee.name == "range");
   if (!is_static && !is_range)
-    error_at(iter.loc, "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)");
+    error_at(iter.loc, Diag::UnsupportedLoop,
+             "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)");
   std::vector<Symbol> bounds;
   std::vector<SourceLoc> locs;
   for (size_t i = 1; i < iter.children.size(); ++i) {
@@ -440,9 +451,9 @@ void Lowerer::lower_for(const ast::Stmt& s) {
       locs.push_back(k.loc);
       continue;
     }
-    error_at(k.loc, "unexpected keyword `" + k.name + "` for the loop range");
+    error_at(k.loc, Diag::UnknownKeywordArgument, "unexpected keyword `" + k.name + "` for the loop range");
   }
-  if (bounds.empty() || bounds.size() > 3) error_at(iter.loc, "range takes 1 to 3 arguments");
+  if (bounds.empty() || bounds.size() > 3) error_at(iter.loc, Diag::WrongArgumentCount, "range takes 1 to 3 arguments");
   Symbol start = bounds.size() == 1 ? Symbol::of(ConstValue::integer(0)) : bounds[0];
   Symbol end = bounds.size() == 1 ? bounds[0] : bounds[1];
   Symbol step = bounds.size() == 3 ? bounds[2] : Symbol::of(ConstValue::integer(1));
@@ -452,9 +463,10 @@ void Lowerer::lower_for(const ast::Stmt& s) {
     int64_t a = to_int_const(start, iter.loc, "the start of tl.static_range");
     int64_t b = to_int_const(end, iter.loc, "the end of tl.static_range");
     int64_t c = to_int_const(step, step_loc, "the step of tl.static_range");
-    if (c == 0) error_at(step_loc, "the step of a range cannot be zero");
+    if (c == 0) error_at(step_loc, Diag::UnsupportedLoop, "the step of a range cannot be zero");
     int64_t trips = c > 0 ? (b > a ? (b - a + c - 1) / c : 0) : (a > b ? (a - b - c - 1) / -c : 0);
-    if (trips > kMaxStaticTrips) error_at(iter.loc, "tl.static_range would unroll " + std::to_string(trips) + " iterations",
+    if (trips > kMaxStaticTrips) error_at(iter.loc, Diag::StaticLoopTooLong,
+                                          "tl.static_range would unroll " + std::to_string(trips) + " iterations",
                                           "use range(...) for long loops");
     for (int64_t k = 0; k < trips && !frame().returned; ++k) {
       assign(target.name, Symbol::of(ConstValue::integer(a + k * c)));
@@ -465,11 +477,12 @@ void Lowerer::lower_for(const ast::Stmt& s) {
 
   if (step.is_const() && step.constant.is_numeric() && step.constant.kind != ConstValue::Kind::Float &&
       step.constant.i == 0)
-    error_at(step_loc, "the step of a range cannot be zero");
+    error_at(step_loc, Diag::UnsupportedLoop, "the step of a range cannot be zero");
   auto int_operand = [&](const Symbol& sym, const SourceLoc& l, const char* what) {
     ir::ValueId v = to_value(sym, l, std::string("the ") + what + " of the range");
     if (type(v).is_tile() || !ir::is_integer(type(v).scalar) || type(v).scalar == Scalar::I1)
-      error_at(l, std::string("the ") + what + " of a range must be an integer scalar, but it is " + describe(sym));
+      error_at(l, Diag::NotInteger,
+               std::string("the ") + what + " of a range must be an integer scalar, but it is " + describe(sym));
     return v;
   };
   builder_.set_loc(s.loc);
@@ -516,7 +529,7 @@ void Lowerer::lower_for(const ast::Stmt& s) {
 }
 
 void Lowerer::lower_while(const ast::Stmt& s) {
-  if (!s.orelse.empty()) error_at(s.loc, "`while ... else` is not supported inside kernels");
+  if (!s.orelse.empty()) error_at(s.loc, Diag::UnsupportedLoop, "`while ... else` is not supported inside kernels");
   Carried carried = carry(loop_carried(s.body, s.loc), s.loc);
   const auto before = frame().vars;
   ir::BlockId outer = builder_.insertion_block();
@@ -531,7 +544,8 @@ void Lowerer::lower_while(const ast::Stmt& s) {
   Symbol cond = eval(*s.test);
   ir::ValueId c = to_value(cond, s.test->loc, "the `while` condition");
   if (type(c).is_tile())
-    error_at(s.test->loc, "the `while` condition must be a scalar, but it is " + describe(cond));
+    error_at(s.test->loc, Diag::ConditionNotScalar,
+             "the `while` condition must be a scalar, but it is " + describe(cond));
   if (type(c).scalar != Scalar::I1) {
     ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
     c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});

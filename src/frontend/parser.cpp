@@ -78,7 +78,7 @@ std::string describe(const Token& t) {
 ast::FunctionDef Parser::function_source() {
   ast::FunctionDef fn = decorated_function_def();
   if (peek().kind != TokenKind::EndOfFile)
-    fail(peek(), "unexpected code after the function",
+    fail(peek(), Diag::InvalidSyntax, "unexpected code after the function",
          "the source must hold exactly one function definition");
   return fn;
 }
@@ -105,10 +105,11 @@ ast::FunctionDef Parser::decorated_function_def() {
   while (accept_op("@")) {
     fn.decorators.push_back(expression());
     if (peek().kind != TokenKind::Newline)
-      fail(peek(), "expected a new line after the decorator, found " + describe(peek()));
+      fail(peek(), Diag::InvalidSyntax, "expected a new line after the decorator, found " + describe(peek()));
     advance();
   }
-  if (peek().is_keyword("async")) fail(peek(), "`async` functions cannot be kernels", "remove `async`");
+  if (peek().is_keyword("async")) fail(peek(), Diag::UnsupportedSyntax,
+                                       "`async` functions cannot be kernels", "remove `async`");
   expect_keyword("def", "expected a function definition (`def`), found " + describe(peek()));
   const Token& name = name_token("the function name after `def`");
   fn.name = name.text;
@@ -131,22 +132,25 @@ std::vector<ast::Param> Parser::parameters() {
   std::vector<ast::Param> params;
   while (!peek().is_op(")")) {
     if (peek().is_op("*") || peek().is_op("**"))
-      fail(peek(), "star parameters (`*args`, `**kwargs`) are not supported in a kernel signature",
+      fail(peek(), Diag::UnsupportedSyntax,
+           "star parameters (`*args`, `**kwargs`) are not supported in a kernel signature",
            "list every parameter by name");
     if (peek().is_op("/"))
-      fail(peek(), "the positional-only marker `/` is not supported in a kernel signature",
+      fail(peek(), Diag::UnsupportedSyntax, "the positional-only marker `/` is not supported in a kernel signature",
            "remove the `/`");
     SourceLoc start = peek().loc;
     ast::Param p;
     const Token& name = name_token("a parameter name");
     p.name = name.text;
     for (const ast::Param& other : params)
-      if (other.name == p.name) fail(name, "duplicate parameter '" + p.name + "' in the function definition");
+      if (other.name == p.name) fail(name, Diag::InvalidSignature,
+                                     "duplicate parameter '" + p.name + "' in the function definition");
     if (accept_op(":")) p.annotation = expression();
     if (accept_op("=")) {
       p.default_value = expression();
     } else if (!params.empty() && params.back().default_value) {
-      fail(name, "parameter '" + p.name + "' without a default follows a parameter with a default",
+      fail(name, Diag::InvalidSignature,
+           "parameter '" + p.name + "' without a default follows a parameter with a default",
            "give it a default value or move it before the defaulted parameters");
     }
     p.loc = span_from(start);
@@ -164,14 +168,14 @@ std::vector<StmtPtr> Parser::block(std::string_view what, int32_t header_line) {
     static constexpr std::array<std::string_view, 6> kCompound = {"if", "for", "while", "def", "with", "try"};
     if (peek().kind == TokenKind::Keyword &&
         std::find(kCompound.begin(), kCompound.end(), peek().text) != kCompound.end())
-      fail(peek(), "invalid syntax: a compound statement cannot follow ':' on the same line",
+      fail(peek(), Diag::InvalidSyntax, "invalid syntax: a compound statement cannot follow ':' on the same line",
            "start it on a new, indented line");
     simple_stmts(body);
     return body;
   }
   advance();
   if (peek().kind != TokenKind::Indent)
-    fail(peek(), "expected an indented block after " + std::string(what) + " on line " +
+    fail(peek(), Diag::BadIndentation, "expected an indented block after " + std::string(what) + " on line " +
                      std::to_string(header_line));
   advance();
   while (peek().kind != TokenKind::Dedent && peek().kind != TokenKind::EndOfFile) statement(body);
@@ -182,9 +186,10 @@ std::vector<StmtPtr> Parser::block(std::string_view what, int32_t header_line) {
 void Parser::statement(std::vector<StmtPtr>& out) {
   const Token& t = peek();
   NestingGuard guard(*this, t);
-  if (t.kind == TokenKind::Indent) fail(t, "unexpected indent", "line this statement up with the one before it");
+  if (t.kind == TokenKind::Indent) fail(t, Diag::BadIndentation,
+                                        "unexpected indent", "line this statement up with the one before it");
   if (t.is_op("@"))
-    fail(t, "decorators are not supported on nested functions",
+    fail(t, Diag::UnsupportedSyntax, "decorators are not supported on nested functions",
          "define the helper at module level with @tegula.jit and call it from the kernel");
   if (t.is_keyword("if")) {
     out.push_back(if_stmt());
@@ -193,7 +198,7 @@ void Parser::statement(std::vector<StmtPtr>& out) {
   } else if (t.is_keyword("while")) {
     out.push_back(while_stmt());
   } else if (t.is_keyword("elif") || t.is_keyword("else")) {
-    fail(t, "invalid syntax: `" + t.text + "` without a matching `if`",
+    fail(t, Diag::InvalidSyntax, "invalid syntax: `" + t.text + "` without a matching `if`",
          "line it up with its `if` (or `for` / `while` for `else`)");
   } else {
     simple_stmts(out);
@@ -260,7 +265,7 @@ void Parser::simple_stmts(std::vector<StmtPtr>& out) {
 
 void Parser::expect_end_of_statement() {
   if (peek().kind != TokenKind::Newline)
-    fail(peek(), "invalid syntax: expected the end of the statement, found " + describe(peek()),
+    fail(peek(), Diag::InvalidSyntax, "invalid syntax: expected the end of the statement, found " + describe(peek()),
          "is an operator or a comma missing?");
   advance();
 }
@@ -300,7 +305,8 @@ StmtPtr Parser::expression_or_assignment() {
     advance();
     if (first->kind != ExprKind::Name && first->kind != ExprKind::Attribute &&
         first->kind != ExprKind::Subscript)
-      error_at(first->loc, "only a single name, attribute or subscript can be annotated");
+      error_at(first->loc, Diag::InvalidAssignmentTarget,
+               "only a single name, attribute or subscript can be annotated");
     auto stmt = std::make_unique<Stmt>(StmtKind::AnnAssign, start);
     stmt->targets.push_back(std::move(first));
     stmt->annotation = expression();
@@ -313,7 +319,8 @@ StmtPtr Parser::expression_or_assignment() {
     advance();
     if (first->kind != ExprKind::Name && first->kind != ExprKind::Attribute &&
         first->kind != ExprKind::Subscript)
-      error_at(first->loc, "invalid target for augmented assignment `" + std::string(spelling) + "`",
+      error_at(first->loc, Diag::InvalidAssignmentTarget,
+               "invalid target for augmented assignment `" + std::string(spelling) + "`",
                "an augmented assignment updates one name, attribute or subscript");
     auto stmt = std::make_unique<Stmt>(StmtKind::AugAssign, start);
     stmt->aug_op = op;
@@ -349,19 +356,19 @@ void Parser::check_target(const Expr& target, std::string_view where) {
       for (const ExprPtr& child : target.children) check_target(*child, where);
       return;
     case ExprKind::Call:
-      error_at(target.loc, "cannot assign to a function call in " + std::string(where),
+      error_at(target.loc, Diag::InvalidAssignmentTarget, "cannot assign to a function call in " + std::string(where),
                "did you mean '==' instead of '='?");
     case ExprKind::Compare:
-      error_at(target.loc, "cannot assign to a comparison in " + std::string(where),
+      error_at(target.loc, Diag::InvalidAssignmentTarget, "cannot assign to a comparison in " + std::string(where),
                "did you mean '==' instead of '='?");
     case ExprKind::Int:
     case ExprKind::Float:
     case ExprKind::Bool:
     case ExprKind::None:
     case ExprKind::Str:
-      error_at(target.loc, "cannot assign to a literal in " + std::string(where));
+      error_at(target.loc, Diag::InvalidAssignmentTarget, "cannot assign to a literal in " + std::string(where));
     default:
-      error_at(target.loc, "cannot assign to an expression in " + std::string(where),
+      error_at(target.loc, Diag::InvalidAssignmentTarget, "cannot assign to an expression in " + std::string(where),
                "the left side must be a name, a subscript, an attribute, or a tuple of them");
   }
 }

@@ -15,7 +15,7 @@ void Parser::finish(Expr& node, const SourceLoc& start) {
     if (child) depth = std::max(depth, depth_of(*child));
   for (const ast::Keyword& k : node.keywords) depth = std::max(depth, depth_of(*k.value));
   if (depth + 1 > kMaxTreeDepth)
-    error_at(node.loc, "expression is too deeply nested", "split it into several statements");
+    error_at(node.loc, Diag::NestedTooDeeply, "expression is too deeply nested", "split it into several statements");
   tree_depth_[&node] = depth + 1;
 }
 
@@ -80,12 +80,12 @@ ExprPtr Parser::expression() {
     body = std::move(node);
   }
   if (peek().is_op(":="))
-    fail(peek(), "assignment expressions (`:=`) are not supported inside a kernel",
+    fail(peek(), Diag::UnsupportedSyntax, "assignment expressions (`:=`) are not supported inside a kernel",
          "assign the value on its own line first");
   if (peek().is_keyword("for") || peek().is_keyword("async")) {
     // Only reached inside brackets or call parentheses: `[x for x in y]`, `f(x for x in y)`.
     if (!brackets_.empty())
-      fail(peek(), "comprehensions are not supported inside a kernel",
+      fail(peek(), Diag::UnsupportedSyntax, "comprehensions are not supported inside a kernel",
            "write a `for` loop (over `tl.static_range` to unroll it) instead");
   }
   return body;
@@ -257,7 +257,8 @@ ExprPtr Parser::call(ExprPtr callee, SourceLoc start) {
       const Token& name = advance();
       advance();
       for (const ast::Keyword& k : node->keywords)
-        if (k.name == name.text) fail(name, "keyword argument repeated: '" + name.text + "'");
+        if (k.name == name.text) fail(name, Diag::InvalidCallArguments,
+                                      "keyword argument repeated: '" + name.text + "'");
       ast::Keyword keyword;
       keyword.name = name.text;
       keyword.value = expression();
@@ -267,14 +268,14 @@ ExprPtr Parser::call(ExprPtr callee, SourceLoc start) {
       SourceLoc arg_start = peek().loc;
       ExprPtr arg = expression();
       if (!node->keywords.empty())
-        error_at(span_from(arg_start), "positional argument follows keyword argument",
+        error_at(span_from(arg_start), Diag::InvalidCallArguments, "positional argument follows keyword argument",
                  "pass it by name, or move it before the keyword arguments");
       node->children.push_back(std::move(arg));
     }
     if (!accept_op(",")) break;
   }
   if (!peek().is_op(")"))
-    fail(peek(), "invalid syntax: expected ',' or ')' in the call on line " +
+    fail(peek(), Diag::InvalidSyntax, "invalid syntax: expected ',' or ')' in the call on line " +
                      std::to_string(open.loc.line) + ", found " + describe(peek()));
   advance();
   brackets_.pop_back();
@@ -364,19 +365,20 @@ ExprPtr Parser::atom() {
       if (t.text == "(") return parenthesized();
       if (t.text == "[") return list();
       if (t.text == "{")
-        fail(t, "dict and set literals are not supported inside a kernel",
+        fail(t, Diag::UnsupportedSyntax, "dict and set literals are not supported inside a kernel",
              "use a tuple, or separate variables");
       if (t.text == "...")
-        fail(t, "`...` (Ellipsis) is not supported inside a kernel", "spell out the slices, e.g. x[:, :]");
+        fail(t, Diag::UnsupportedSyntax,
+             "`...` (Ellipsis) is not supported inside a kernel", "spell out the slices, e.g. x[:, :]");
       if (t.text == "*" || t.text == "**")
-        fail(t, "star expressions (`*x`, `**x`) are not supported inside a kernel",
+        fail(t, Diag::UnsupportedSyntax, "star expressions (`*x`, `**x`) are not supported inside a kernel",
              "pass or unpack the values one by one");
       break;
     }
     default:
       break;
   }
-  fail(t, "invalid syntax: expected an expression, found " + describe(t));
+  fail(t, Diag::InvalidSyntax, "invalid syntax: expected an expression, found " + describe(t));
 }
 
 ExprPtr Parser::parenthesized() {

@@ -66,7 +66,8 @@ class Parser {
    public:
     NestingGuard(Parser& parser, const Token& at) : parser_(parser) {
       if (++parser_.nesting_ > kMaxNesting)
-        error_at(at.loc, "the code is nested too deeply here", "split it into several statements");
+        error_at(at.loc, Diag::NestedTooDeeply,
+                 "the code is nested too deeply here", "split it into several statements");
     }
     ~NestingGuard() { --parser_.nesting_; }
     NestingGuard(const NestingGuard&) = delete;
@@ -94,23 +95,24 @@ class Parser {
     return true;
   }
   const Token& expect_op(std::string_view op, std::string message, std::string hint = {}) {
-    if (!peek().is_op(op)) fail(peek(), std::move(message), std::move(hint));
+    if (!peek().is_op(op)) fail(peek(), Diag::InvalidSyntax, std::move(message), std::move(hint));
     return advance();
   }
   const Token& expect_keyword(std::string_view kw, std::string message) {
-    if (!peek().is_keyword(kw)) fail(peek(), std::move(message));
+    if (!peek().is_keyword(kw)) fail(peek(), Diag::InvalidSyntax, std::move(message));
     return advance();
   }
   const Token& name_token(std::string_view what) {
-    if (peek().kind != TokenKind::Name) fail(peek(), "expected " + std::string(what) + ", found " + describe(peek()));
+    if (peek().kind != TokenKind::Name) fail(peek(), Diag::InvalidSyntax,
+                                             "expected " + std::string(what) + ", found " + describe(peek()));
     return advance();
   }
   bool at_end_of_statement() const { return peek().kind == TokenKind::Newline || peek().is_op(";"); }
-  [[noreturn]] void fail(const Token& t, std::string message, std::string hint = {}) const {
-    error_at(t.loc, std::move(message), std::move(hint));
+  [[noreturn]] void fail(const Token& t, Diag code, std::string message, std::string hint = {}) const {
+    error_at(t.loc, code, std::move(message), std::move(hint));
   }
   [[noreturn]] void reject(const Token& t, const Rejection& r) const {
-    fail(t, std::string(r.message), std::string(r.hint));
+    fail(t, Diag::UnsupportedSyntax, std::string(r.message), std::string(r.hint));
   }
 
   // The span from `start` to the end of the last consumed token. A construct

@@ -14,7 +14,7 @@ using ast::StmtPtr;
 std::vector<StmtPtr> Parser::simple_statement_line() {
   std::vector<StmtPtr> out;
   simple_stmts(out);
-  if (peek().kind != TokenKind::EndOfFile) fail(peek(), "unexpected code after the statement");
+  if (peek().kind != TokenKind::EndOfFile) fail(peek(), Diag::InvalidSyntax, "unexpected code after the statement");
   return out;
 }
 
@@ -58,7 +58,7 @@ std::vector<ast::Import> Parser::import_statement() {
     if (parenthesized) expect_op(")", "expected ')' to close the import list");
   }
   expect_end_of_statement();
-  if (peek().kind != TokenKind::EndOfFile) fail(peek(), "unexpected code after the import");
+  if (peek().kind != TokenKind::EndOfFile) fail(peek(), Diag::InvalidSyntax, "unexpected code after the import");
   return imports;
 }
 

@@ -54,7 +54,7 @@ Scalar promote_integers(Scalar a, Scalar b) {
 }
 
 std::optional<Scalar> promote(TypedOperand a, TypedOperand b, bool div_or_mod) {
-  auto is_half = [](Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; };
+  auto is_half = [](Scalar s) { return s == Scalar::F16 || s == Scalar::BF16 || ir::is_fp8(s); };
   if (a.is_literal != b.is_literal) {
     const TypedOperand& lit = a.is_literal ? a : b;
     const TypedOperand& tile = a.is_literal ? b : a;
@@ -70,6 +70,13 @@ std::optional<Scalar> promote(TypedOperand a, TypedOperand b, bool div_or_mod) {
   // bf16 stays bf16 only against bf16; mixed with anything else it computes in f32.
   if (x == Scalar::BF16 && y == Scalar::BF16) return div_or_mod ? Scalar::F32 : Scalar::BF16;
   if (x == Scalar::BF16 || y == Scalar::BF16) return Scalar::F32;
+  // fp8 stays fp8 only against the same fp8 type; two different fp8 types meet in f16, as in Triton.
+  // Division and modulo compute in f32 like f16's; an fp8 against an integer tile computes in f32
+  // (Triton rejects that mix).
+  if (ir::is_fp8(x) || ir::is_fp8(y)) {
+    if (div_or_mod || !ir::is_fp8(x) || !ir::is_fp8(y)) return Scalar::F32;
+    return x == y ? x : Scalar::F16;
+  }
   if (div_or_mod && x != Scalar::I1 && y != Scalar::I1 && ir::is_signed(x) != ir::is_signed(y))
     return std::nullopt;
   return promote_integers(x, y);
@@ -106,10 +113,20 @@ std::optional<Scalar> dtype_from_name(const std::string& name) {
       {"bf16", Scalar::BF16},   {"float32", Scalar::F32}, {"fp32", Scalar::F32},
       {"f32", Scalar::F32},     {"float", Scalar::F32},   {"float64", Scalar::F64},
       {"fp64", Scalar::F64},    {"f64", Scalar::F64},     {"double", Scalar::F64},
+      {"float8e4nv", Scalar::F8E4M3}, {"fp8e4nv", Scalar::F8E4M3}, {"f8e4m3", Scalar::F8E4M3},
+      {"float8_e4m3fn", Scalar::F8E4M3}, {"float8e5", Scalar::F8E5M2}, {"fp8e5", Scalar::F8E5M2},
+      {"f8e5m2", Scalar::F8E5M2}, {"float8_e5m2", Scalar::F8E5M2},
   };
   auto it = names.find(name);
   if (it == names.end()) return std::nullopt;
   return it->second;
+}
+
+std::string unsupported_fp8_variant(const std::string& name) {
+  for (const char* variant : {"float8e4b8", "float8e4b15", "float8e5b16"})
+    if (name == variant)
+      return "`tl." + name + "` is not supported: Tegula has the fp8 formats tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2)";
+  return "";
 }
 
 std::string triton_name(Scalar s) {
@@ -127,6 +144,8 @@ std::string triton_name(Scalar s) {
     case Scalar::BF16: return "bf16";
     case Scalar::F32: return "fp32";
     case Scalar::F64: return "fp64";
+    case Scalar::F8E4M3: return "fp8e4nv";
+    case Scalar::F8E5M2: return "fp8e5";
   }
   return "?";
 }

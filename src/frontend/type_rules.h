@@ -8,7 +8,10 @@
 //    stays i8, `x_u32 % 3` stays u32; the literal must then fit the type);
 //  * how Python constants become typed scalars (int -> i32, or i64 when it
 //    does not fit; float -> f32; bool -> i1);
-//  * dtype names (`float32`, `fp32`, `bfloat16`...).
+//  * dtype names (`float32`, `fp32`, `bfloat16`, `float8e4nv`...);
+//  * fp8: the same fp8 type against itself stays fp8, two different fp8 types
+//    meet in f16 (as in Triton), `/` and `%` and an fp8 against an integer tile
+//    compute in f32.
 #pragma once
 
 #include <optional>
@@ -46,6 +49,9 @@ std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>&
                                                      const std::vector<int64_t>& b, std::string* why);
 // "float32" / "fp32" / "f32" / "bfloat16" / "int1" ... -> scalar.
 std::optional<ir::Scalar> dtype_from_name(const std::string& name);
+// For Triton's fp8 variants Tegula does not implement (float8e4b8, float8e4b15,
+// float8e5b16): why not; "" for every other name.
+std::string unsupported_fp8_variant(const std::string& name);
 // The Triton-style name of a scalar type: "fp32", "bf16", "int32", "uint8", "int1".
 std::string triton_name(ir::Scalar s);
 

@@ -211,7 +211,7 @@ class Parser {
     if (end < text_.size() && (text_[end] == '%' || text_[end] == '@')) ++end;  // underline whole names
     while (end < text_.size() && is_word_char(text_[end])) ++end;
     int32_t width = std::max<int32_t>(1, static_cast<int32_t>(end - at));
-    error_at(SourceLoc{0, static_cast<int32_t>(line), col, col + width}, std::move(message));
+    error_at(SourceLoc{0, static_cast<int32_t>(line), col, col + width}, Diag::InvalidIrText, std::move(message));
   }
 
   // --- literals -----------------------------------------------------------------

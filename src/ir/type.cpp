@@ -14,12 +14,13 @@ constexpr ScalarInfo kScalars[] = {
     {"i32", 32, false, true},  {"i64", 64, false, true},  {"u8", 8, false, false},
     {"u16", 16, false, false}, {"u32", 32, false, false}, {"u64", 64, false, false},
     {"f16", 16, true, true},   {"bf16", 16, true, true},  {"f32", 32, true, true},
-    {"f64", 64, true, true},
+    {"f64", 64, true, true},   {"f8e4m3", 8, true, true}, {"f8e5m2", 8, true, true},
 };
 const ScalarInfo& scalar_info(Scalar s) { return kScalars[static_cast<int>(s)]; }
 }  // namespace
 
 bool is_float(Scalar s) { return scalar_info(s).is_float; }
+bool is_fp8(Scalar s) { return s == Scalar::F8E4M3 || s == Scalar::F8E5M2; }
 bool is_integer(Scalar s) { return !scalar_info(s).is_float; }
 bool is_signed(Scalar s) { return !scalar_info(s).is_float && scalar_info(s).is_signed; }
 int bit_width(Scalar s) { return scalar_info(s).bits; }

@@ -9,6 +9,10 @@
 //   i8..i64       signed integers, two's complement, wrapping arithmetic
 //   u8..u64       unsigned integers
 //   f16 bf16 f32 f64
+//   f8e4m3        fp8 E4M3 "fn" (tl.float8e4nv): bias 7, no infinities, NaN = S.1111.111, max 448
+//   f8e5m2        fp8 E5M2 (tl.float8e5): bias 15, IEEE-style infinities and NaNs, max 57344
+//                 Both are storage types: arithmetic converts to f32 and rounds back
+//                 (nearest even, saturating to the largest finite value; docs/ir.md).
 //   ptr<f32>      address of an f32 in global memory
 //   tile<64x32xf32>, tile<128xptr<f16>>
 #pragma once
@@ -19,11 +23,12 @@
 
 namespace tegula::ir {
 
-enum class Scalar : uint8_t { I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64 };
+enum class Scalar : uint8_t { I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, F8E4M3, F8E5M2 };
 
 constexpr int64_t kMaxTileElements = int64_t{1} << 20;
 
 bool is_float(Scalar s);
+bool is_fp8(Scalar s);      // f8e4m3 or f8e5m2
 bool is_integer(Scalar s);  // includes i1
 bool is_signed(Scalar s);   // signed integers (i1 counts as unsigned)
 int bit_width(Scalar s);    // i1 -> 1

@@ -717,7 +717,9 @@ void verify_or_throw(const Function& fn, const char* stage) {
   } catch (const Failure& failure) {
     std::string message = std::string("IR verification failed after `") + stage + "`: " + failure.message;
     if (failure.op.valid()) message += "\n  at: " + print_op(fn, failure.op);
-    throw InternalError(message);
+    InternalError error(message);
+    if (failure.op.valid()) error.locate(fn.op(failure.op).loc);
+    throw error;
   }
 }
 

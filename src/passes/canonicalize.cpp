@@ -13,6 +13,7 @@
 
 #include "passes/canonicalize_rules.h"
 #include "passes/rewrite_utils.h"
+#include "support/diagnostic.h"
 
 namespace tegula::passes {
 
@@ -35,12 +36,16 @@ constexpr RuleGroup kRuleGroups[] = {
 bool sweep(ir::Function& fn) {
   bool changed = false;
   fn.walk([&](ir::OpId op) {
-    for (RuleGroup group : kRuleGroups) {
-      if (group(fn, op)) {
-        changed = true;
-        return;
+    SourceLoc loc = fn.op(op).loc;  // a copy: rules may grow the op table
+    // An internal error in a rule names the kernel line of the op it rewrote.
+    at_source(loc, [&] {
+      for (RuleGroup group : kRuleGroups) {
+        if (group(fn, op)) {
+          changed = true;
+          return;
+        }
       }
-    }
+    });
   });
   return changed;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <limits>
 
+#include "ir/fp8.h"
 #include "ir/math_ops.h"
 
 namespace tegula::passes {
@@ -317,6 +318,8 @@ std::optional<uint64_t> bits_of(const ConstantValue& a) {
   switch (a.type) {
     case Scalar::F16: return encode_f16(a.float_value);
     case Scalar::BF16: return encode_bf16(a.float_value);
+    case Scalar::F8E4M3:
+    case Scalar::F8E5M2: return ir::encode_fp8(a.float_value, a.type);
     case Scalar::F32: return std::bit_cast<uint32_t>(static_cast<float>(a.float_value));
     default: return std::bit_cast<uint64_t>(a.float_value);
   }
@@ -328,6 +331,8 @@ std::optional<ConstantValue> from_bits(uint64_t bits, Scalar to) {
   switch (to) {
     case Scalar::F16: x = decode_f16(static_cast<uint16_t>(bits)); break;
     case Scalar::BF16: x = decode_bf16(static_cast<uint16_t>(bits)); break;
+    case Scalar::F8E4M3:
+    case Scalar::F8E5M2: x = ir::decode_fp8(static_cast<uint8_t>(bits), to); break;
     case Scalar::F32: x = std::bit_cast<float>(static_cast<uint32_t>(bits)); break;
     default: x = std::bit_cast<double>(bits); break;
   }
@@ -360,6 +365,8 @@ double round_to_float_type(double x, Scalar type) {
   switch (type) {
     case Scalar::F16: return round_to_half(x, kF16);
     case Scalar::BF16: return round_to_half(x, kBF16);
+    case Scalar::F8E4M3:
+    case Scalar::F8E5M2: return ir::round_to_fp8(x, type);
     case Scalar::F32: return static_cast<float>(x);
     default: return x;
   }

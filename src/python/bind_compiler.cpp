@@ -151,7 +151,7 @@ std::vector<SignatureTuple> parse_signature(const FunctionSource& fn) {
   try {
     params = frontend::parse_signature(fn, sources);
   } catch (const UserError& e) {
-    throw runtime::Error(render(e.diagnostic(), &sources), e.diagnostic().kind);
+    throw runtime::to_error(e.diagnostic(), &sources);
   }
   std::vector<SignatureTuple> out;
   out.reserve(params.size());
@@ -163,7 +163,7 @@ std::string cache_directory(const runtime::CompileOptions& options) {
   try {
     return runtime::cache_directory(options);
   } catch (const UserError& e) {
-    throw runtime::Error(render(e.diagnostic(), nullptr), e.diagnostic().kind);
+    throw runtime::to_error(e.diagnostic(), nullptr);
   }
 }
 

@@ -47,7 +47,10 @@ nb::object make_device_error(const runtime::DeviceFault& fault) {
   fields["dtype"] = optional_text(d.dtype);
   fields["message"] = optional_text(d.message);
   fields["index"] = index;
-  return type(fault.what(), **fields);
+  nb::object error = type(fault.what(), **fields);
+  std::string_view code = code_of(fault.code());  // E0907, like every other error's `code`
+  error.attr("code") = nb::str(code.data(), code.size());
+  return error;
 }
 
 }  // namespace

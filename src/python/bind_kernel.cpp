@@ -17,6 +17,7 @@
 #include "python/bindings.h"
 #include "runtime/compiler.h"
 #include "runtime/cuda_launch.h"
+#include "runtime/errors.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -32,7 +33,7 @@ using runtime::CompiledKernel;
   std::string message = "argument '" + param.name + "' of kernel '" + kernel.name + "' (" +
                         ir::to_string(param.type) + ") expects " + expected + ", got " +
                         nb::type_name(got.type()).c_str();
-  throw runtime::Error(std::move(message), ErrorKind::Type);
+  runtime::fail(ErrorKind::Type, Diag::LaunchArgumentType, std::move(message));
 }
 
 // The Python side has already chosen the parameter's kind from the value, so
@@ -68,16 +69,15 @@ ArgValue convert(const CompiledKernel& kernel, const ir::Param& param, nb::handl
 std::vector<ArgValue> convert_all(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args) {
   const size_t count = nb::len(args);
   if (count != kernel.params.size()) {
-    throw runtime::Error("kernel '" + kernel.name + "' takes " +
-                             std::to_string(kernel.params.size()) + " runtime arguments, got " +
-                             std::to_string(count),
-                         ErrorKind::Value);
+    runtime::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
+                  "kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
+                      " runtime arguments, got " + std::to_string(count));
   }
   std::vector<ArgValue> values;
   values.reserve(count);
   for (size_t i = 0; i < count; ++i) values.push_back(convert(kernel, kernel.params[i], args[i]));
   for (int64_t g : grid)
-    if (g < 0) throw runtime::Error("grid dimensions must be >= 0", ErrorKind::Value);
+    if (g < 0) runtime::fail(ErrorKind::Value, Diag::InvalidGrid, "grid dimensions must be >= 0");
   return values;
 }
 
@@ -87,9 +87,9 @@ void set_extents(const CompiledKernel& kernel, std::vector<ArgValue>& values, nb
   if (extents.is_none()) return;
   nb::list list = nb::cast<nb::list>(extents);
   if (nb::len(list) != values.size())
-    throw runtime::Error("kernel '" + kernel.name + "': " + std::to_string(nb::len(list)) + " array extents for " +
-                             std::to_string(values.size()) + " arguments",
-                         ErrorKind::Value);
+    runtime::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
+                  "kernel '" + kernel.name + "': " + std::to_string(nb::len(list)) + " array extents for " +
+                      std::to_string(values.size()) + " arguments");
   for (size_t i = 0; i < values.size(); ++i) {
     if (list[i].is_none()) continue;
     auto [base, bytes] = nb::cast<std::tuple<uint64_t, uint64_t>>(list[i]);
@@ -116,7 +116,8 @@ void launch_cuda(const CompiledKernel& kernel, const std::array<int64_t, 3>& gri
 // What the kernel uses on `device` (CUDA kernels; loads it there if needed).
 nb::dict resources(const CompiledKernel& kernel, int device) {
   if (!kernel.cuda_module)
-    throw runtime::Error("kernel '" + kernel.name + "' runs on the CPU; it has no GPU resources", ErrorKind::Value);
+    runtime::fail(ErrorKind::Value, Diag::WrongLaunchTarget,
+                  "kernel '" + kernel.name + "' runs on the CPU; it has no GPU resources");
   runtime::cuda::Resources used;
   {
     nb::gil_scoped_release released;

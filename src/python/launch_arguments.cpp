@@ -303,20 +303,80 @@ bool ArgumentClassifier::is_torch_type(PyTypeObject* type) const {
   return false;
 }
 
+const ArgumentClassifier::TorchAccessors* ArgumentClassifier::torch_accessors(PyTypeObject* type) {
+  for (TorchAccessors& known : torch_accessors_)
+    if (known.type == type) {
+      if (known.version != 0 && known.version == type->tp_version_tag) return known.usable ? &known : nullptr;
+      known = TorchAccessors{};  // the class changed: look again
+      known.type = type;
+    }
+  auto found = std::find_if(torch_accessors_.begin(), torch_accessors_.end(),
+                            [&](const TorchAccessors& a) { return a.type == type; });
+  if (found == torch_accessors_.end()) {
+    if (torch_accessors_.size() >= kMaxCachedDtypes) return nullptr;
+    torch_accessors_.push_back(TorchAccessors{});
+    found = std::prev(torch_accessors_.end());
+    found->type = type;
+  }
+  TorchAccessors& a = *found;
+  auto lookup = [&](const nb::str& name) -> nb::object {
+    PyObject* descr = _PyType_Lookup(type, name.ptr());  // borrowed; assigns the version tag
+    return descr ? nb::borrow(descr) : nb::object();
+  };
+  auto data_descriptor = [](const nb::object& d) {
+    return d.is_valid() && Py_TYPE(d.ptr())->tp_descr_get && Py_TYPE(d.ptr())->tp_descr_set;
+  };
+  auto c_method = [](const nb::object& d) { return d.is_valid() && Py_IS_TYPE(d.ptr(), &PyMethodDescr_Type); };
+  a.dtype = lookup(dtype_name_);
+  a.is_cuda = lookup(is_cuda_name_);
+  a.is_cpu = lookup(is_cpu_name_);
+  a.data_ptr = lookup(data_ptr_name_);
+  a.get_device = lookup(get_device_name_);
+  a.usable = data_descriptor(a.dtype) && data_descriptor(a.is_cuda) && data_descriptor(a.is_cpu) &&
+             c_method(a.data_ptr) && c_method(a.get_device);
+  a.version = type->tp_version_tag;
+  return a.usable && a.version != 0 ? &a : nullptr;
+}
+
+namespace {
+
+nb::object get_through(const nb::object& descriptor, nb::handle value) {
+  PyObject* got = Py_TYPE(descriptor.ptr())->tp_descr_get(descriptor.ptr(), value.ptr(),
+                                                          reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
+  if (!got) throw nb::python_error();
+  return nb::steal(got);
+}
+
+nb::object call_through(const nb::object& method, nb::handle value) {
+  PyObject* self = value.ptr();
+  PyObject* got = PyObject_Vectorcall(method.ptr(), &self, 1, nullptr);
+  if (!got) throw nb::python_error();
+  return nb::steal(got);
+}
+
+}  // namespace
+
 // The fast part of _specialize._torch_tensor_part: dtype object, is_cuda /
 // is_cpu, data_ptr() and get_device(); anything unusual goes to Python.
 bool ArgumentClassifier::torch_tensor(nb::handle value, LaunchKey& key, HostValue& out) {
-  nb::object dtype = attribute(value, dtype_name_);
+  const TorchAccessors* fast = torch_accessors(Py_TYPE(value.ptr()));
+  auto get = [&](const nb::object TorchAccessors::*field, const nb::str& name) {
+    return fast ? get_through(fast->*field, value) : attribute(value, name);
+  };
+  auto call = [&](const nb::object TorchAccessors::*field, const nb::str& name) {
+    return fast ? call_through(fast->*field, value) : call_method(value, name);
+  };
+  nb::object dtype = get(&TorchAccessors::dtype, dtype_name_);
   PyObject* scalar = PyDict_GetItemWithError(support_.torch_scalars.ptr(), dtype.ptr());
   if (!scalar) {
     if (PyErr_Occurred()) throw nb::python_error();
     return false;
   }
-  nb::object is_cuda = attribute(value, is_cuda_name_);
+  nb::object is_cuda = get(&TorchAccessors::is_cuda, is_cuda_name_);
   bool on_device = is_cuda.ptr() == Py_True;
-  if (!on_device && attribute(value, is_cpu_name_).ptr() != Py_True) return false;
-  uint64_t address = nb::cast<uint64_t>(call_method(value, data_ptr_name_));
-  int64_t device = on_device ? nb::cast<int64_t>(call_method(value, get_device_name_)) : 0;
+  if (!on_device && get(&TorchAccessors::is_cpu, is_cpu_name_).ptr() != Py_True) return false;
+  uint64_t address = nb::cast<uint64_t>(call(&TorchAccessors::data_ptr, data_ptr_name_));
+  int64_t device = on_device ? nb::cast<int64_t>(call(&TorchAccessors::get_device, get_device_name_)) : 0;
   key.tuple(on_device ? 4 : 3);
   key.text("p");
   key.text(utf8(scalar));
@@ -385,6 +445,7 @@ std::vector<PyObject*> ArgumentClassifier::references() const {
 void ArgumentClassifier::clear() {
   numpy_dtypes_.clear();
   torch_types_.clear();
+  torch_accessors_.clear();
   kept_alive_.clear();
   support_ = LaunchSupport{};
 }

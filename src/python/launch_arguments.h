@@ -122,6 +122,19 @@ class ArgumentClassifier {
   PyObject* numpy_scalar(PyObject* dtype);
   bool is_torch_type(PyTypeObject* type) const;
 
+  // The attribute getters of one torch tensor type, looked up in its MRO
+  // once (again after the type changes). Calling the descriptors directly
+  // skips the attribute lookups that were most of a tensor argument's cost.
+  // Only C getters qualify: data descriptors for the attributes (an instance
+  // dict cannot shadow them) and C method descriptors for the methods.
+  struct TorchAccessors {
+    PyTypeObject* type = nullptr;
+    unsigned int version = 0;  // the type's tp_version_tag at lookup; 0: stale
+    bool usable = false;
+    nanobind::object dtype, is_cuda, is_cpu, data_ptr, get_device;
+  };
+  const TorchAccessors* torch_accessors(PyTypeObject* type);
+
   LaunchSupport support_;
   NumpyLayout numpy_layout_ = NumpyLayout::Unknown;
   // Attribute names, made once (a str per lookup would cost as much as the lookup).
@@ -129,6 +142,7 @@ class ArgumentClassifier {
   // dtype object -> scalar name: NumPy dtypes hash slowly, identity is enough.
   std::vector<std::pair<nanobind::object, nanobind::object>> numpy_dtypes_;
   std::vector<nanobind::object> torch_types_;
+  std::vector<TorchAccessors> torch_accessors_;
   std::vector<nanobind::object> kept_alive_;  // type objects whose address is in some key
 };
 

@@ -26,6 +26,18 @@ PyObject* exception_for(ErrorKind kind, PyObject* compilation_error) {
   return compilation_error;
 }
 
+// Raises `type(message)` with the diagnostic's stable code as its `code`
+// attribute ("E0401"), so callers can branch on the kind of mistake.
+void raise_with_code(PyObject* type, const char* message, Diag code) {
+  PyObject* error = PyObject_CallFunction(type, "s", message);
+  if (!error) return;  // the failed call left its own exception set
+  std::string_view text = code_of(code);
+  PyObject* code_text = PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+  if (code_text && PyObject_SetAttrString(error, "code", code_text) == 0) PyErr_SetObject(type, error);
+  Py_XDECREF(code_text);
+  Py_DECREF(error);
+}
+
 // `payload` is the CompilationError type object; the module keeps it alive.
 void translate_errors(const std::exception_ptr& error, void* payload) {
   auto* compilation_error = static_cast<PyObject*>(payload);
@@ -36,16 +48,16 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
     raise_device_error(e);
   } catch (const runtime::cuda::DriverError& e) {
     // The driver, the device or a library failed, not the caller's values.
-    PyErr_SetString(PyExc_RuntimeError, e.what());
+    raise_with_code(PyExc_RuntimeError, e.what(), e.code());
   } catch (const runtime::Error& e) {
-    PyErr_SetString(exception_for(e.kind(), compilation_error), e.what());
+    raise_with_code(exception_for(e.kind(), compilation_error), e.what(), e.code());
   } catch (const UserError& e) {
     // Only reachable if a UserError escapes without its sources (a bug in the
     // API boundary); still report it as the user's error, unlocated.
-    PyErr_SetString(exception_for(e.diagnostic().kind, compilation_error),
-                    render(e.diagnostic(), nullptr).c_str());
+    raise_with_code(exception_for(e.diagnostic().kind, compilation_error), render(e.diagnostic(), nullptr).c_str(),
+                    e.diagnostic().code);
   } catch (const InternalError& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
+    raise_with_code(PyExc_RuntimeError, e.what(), Diag::InternalCompilerError);
   }
 }
 
@@ -101,7 +113,8 @@ NB_MODULE(_C, m) {
   PyObject* compilation_error = PyErr_NewExceptionWithDoc(
       "tegula.CompilationError",
       "A kernel failed to compile. The message is the rendered diagnostic: "
-      "file:line:col, the source line with a caret, and a hint.",
+      "file:line:col, error[CODE], the source line with a caret, and a hint; "
+      "`code` is the stable error code (`tegula explain CODE`, docs/diagnostics.md).",
       PyExc_Exception, nullptr);
   if (!compilation_error) throw nb::python_error();
   // The module attribute owns the reference; the translator borrows it for the

@@ -22,7 +22,7 @@ namespace {
 std::string errno_text() { return std::strerror(errno); }
 
 [[noreturn]] void refuse(const std::string& message, const std::string& hint) {
-  fail(ErrorKind::Value, message, hint);
+  fail(ErrorKind::Value, Diag::UnsafeCacheDirectory, message, hint);
 }
 
 // Creates `path` and its missing parents, each with mode 0700.

@@ -87,15 +87,19 @@ bool is_cuda(const CompileOptions& options) { return options.backend == "cuda"; 
 
 void check_request(const frontend::KernelRequest& request, const CompileOptions& options) {
   if (options.backend != "cpu" && options.backend != "cuda")
-    fail(ErrorKind::Value, "backend '" + options.backend + "' is not available", "use backend 'cpu' or 'cuda'");
-  if (request.functions.empty()) fail(ErrorKind::Value, "the compile request has no kernel function");
+    fail(ErrorKind::Value, Diag::InvalidCompileOption,
+         "backend '" + options.backend + "' is not available", "use backend 'cpu' or 'cuda'");
+  if (request.functions.empty()) fail(ErrorKind::Value, Diag::InvalidCompileOption,
+                                      "the compile request has no kernel function");
   if (is_cuda(options) && !std::has_single_bit(static_cast<unsigned>(std::max(options.num_warps, 0))))
-    fail(ErrorKind::Value, "num_warps must be a power of two, got " + std::to_string(options.num_warps));
+    fail(ErrorKind::Value, Diag::InvalidCompileOption,
+         "num_warps must be a power of two, got " + std::to_string(options.num_warps));
   if (is_cuda(options) && options.num_warps > 32)
-    fail(ErrorKind::Value, "num_warps must be at most 32 (1024 threads per block), got " +
+    fail(ErrorKind::Value, Diag::InvalidCompileOption, "num_warps must be at most 32 (1024 threads per block), got " +
                                std::to_string(options.num_warps));
   if (is_cuda(options) && (options.num_stages < 1 || options.num_stages > 8))
-    fail(ErrorKind::Value, "num_stages must be from 1 to 8, got " + std::to_string(options.num_stages));
+    fail(ErrorKind::Value, Diag::InvalidCompileOption,
+         "num_stages must be from 1 to 8, got " + std::to_string(options.num_stages));
 }
 
 // `target` is the CUDA target for cuda requests, null for cpu ones.
@@ -198,7 +202,9 @@ struct Attempt {
   CompileProfile* profile = nullptr;  // where generate() records its phases, if anywhere
 };
 
-[[noreturn]] void internal_failure(const Attempt& attempt, std::string what) {
+// `loc` is the kernel source of the op or statement being compiled when the
+// invariant broke, if known: the report quotes that line.
+[[noreturn]] void internal_failure(const Attempt& attempt, std::string what, const SourceLoc& loc = {}) {
   write_dumps(attempt.request->functions[0].name, attempt.key, attempt.stages);
   std::string dir = dump_directory();
   std::string hint = dir.empty()
@@ -206,7 +212,8 @@ struct Attempt {
                            "stage and the generated source, and report it"
                          : "this is a bug in Tegula; the IR of every stage and the generated source are in " + dir;
   if (!what.starts_with("internal compiler error")) what = "internal compiler error: " + what;
-  fail(ErrorKind::Compile, std::move(what), std::move(hint));
+  throw to_error(Diagnostic{loc, Diag::InternalCompilerError, std::move(what), std::move(hint), ErrorKind::Compile},
+                 &attempt.sources);
 }
 
 // Runs `step`, turning every exception into runtime::Error.
@@ -217,9 +224,9 @@ auto translate_errors(Attempt& attempt, Step&& step) -> decltype(step()) {
   } catch (const Error&) {
     throw;
   } catch (const UserError& e) {
-    throw Error(render(e.diagnostic(), &attempt.sources), e.diagnostic().kind);
+    throw to_error(e.diagnostic(), &attempt.sources);
   } catch (const InternalError& e) {
-    internal_failure(attempt, e.what());
+    internal_failure(attempt, e.what(), e.loc());
   } catch (const std::exception& e) {
     internal_failure(attempt, e.what());
   }
@@ -240,7 +247,8 @@ backends::cuda::CudaKernel emit_cuda_source(const ir::Function& fn, const backen
 #ifdef TEGULA_HAVE_CUDA_CODEGEN
   return backends::cuda::emit_cuda(fn, options);
 #else
-  fail(ErrorKind::Value, "this build of Tegula has no CUDA code generator (src/backends/cuda was not built)",
+  fail(ErrorKind::Value, Diag::BackendNotBuilt,
+       "this build of Tegula has no CUDA code generator (src/backends/cuda was not built)",
        "use backend 'cpu'");
 #endif
 }
@@ -448,7 +456,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
     library = SharedLibrary::open(cache.library_path(key));
     entry = library->symbol(kEntrySymbol);
   } catch (const LibraryError& e) {
-    fail(ErrorKind::Compile, std::string("cannot load the compiled kernel: ") + e.what(),
+    fail(ErrorKind::Compile, Diag::KernelLoadFailed, std::string("cannot load the compiled kernel: ") + e.what(),
          "if the cache directory " + directory +
              " is on a file system mounted noexec, set TEGULA_CACHE_DIR to another directory");
   }

@@ -29,15 +29,24 @@ class Module;
 // What leaves the runtime API: the fully rendered diagnostic text (location,
 // quoted line, caret, hint) and which Python exception it maps to
 // (Compile -> tegula.CompilationError, Type -> TypeError, Value -> ValueError).
-// UserError and InternalError never cross this boundary.
+// UserError and InternalError never cross this boundary. The code is the
+// diagnostic's stable code (Python exposes it as the exception's `.code`).
 class Error : public std::runtime_error {
  public:
-  Error(std::string rendered, ErrorKind kind) : std::runtime_error(std::move(rendered)), kind_(kind) {}
+  Error(std::string rendered, ErrorKind kind, Diag code)
+      : std::runtime_error(std::move(rendered)), kind_(kind), code_(code) {}
   ErrorKind kind() const { return kind_; }
+  Diag code() const { return code_; }
 
  private:
   ErrorKind kind_;
+  Diag code_;
 };
+
+// The runtime::Error for a diagnostic, rendered against `sources` (may be null).
+inline Error to_error(const Diagnostic& d, const SourceManager* sources) {
+  return Error(render(d, sources), d.kind, d.code);
+}
 
 struct CompileOptions {
   std::string backend = "cpu";

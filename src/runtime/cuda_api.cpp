@@ -205,14 +205,15 @@ const LoadedDriver& process_driver() {
 
 }  // namespace
 
-void fail_driver(std::string message, std::string hint) {
-  throw DriverError(render(Diagnostic{SourceLoc{}, std::move(message), std::move(hint), ErrorKind::Value}, nullptr));
+void fail_driver(Diag code, std::string message, std::string hint) {
+  throw DriverError(render(Diagnostic{SourceLoc{}, code, std::move(message), std::move(hint), ErrorKind::Value}, nullptr),
+                    code);
 }
 
 std::string describe_result(CUresult result) { return describe_with(process_driver().api.get(), result); }
 
 void check(CUresult result, std::string_view what) {
-  if (result != kSuccess) fail_driver(std::string(what) + ": " + describe_result(result));
+  if (result != kSuccess) fail_driver(Diag::CudaDriverError, std::string(what) + ": " + describe_result(result));
 }
 
 // --- candidates ----------------------------------------------------------------------------------
@@ -270,7 +271,8 @@ std::unique_ptr<DriverApi> load_driver(const std::vector<std::string>& candidate
       continue;
     }
     if (status != kSuccess)
-      fail_driver("the CUDA driver " + candidate + " cannot be initialized: " + describe_with(api.get(), status),
+      fail_driver(Diag::CudaUnavailable,
+                  "the CUDA driver " + candidate + " cannot be initialized: " + describe_with(api.get(), status),
                   status == 100 ? "no NVIDIA GPU is visible to this process (check CUDA_VISIBLE_DEVICES)"
                                 : "check that the NVIDIA driver is installed and matches the GPU");
     // Not check(): that names results through the process-wide driver, which may be this very load.
@@ -278,7 +280,7 @@ std::unique_ptr<DriverApi> load_driver(const std::vector<std::string>& candidate
     return api;
   }
   bool overridden = !env("TEGULA_LIBCUDA").empty();
-  fail_driver("cannot load the CUDA driver (libcuda.so.1); tried:" + list_failures(failures),
+  fail_driver(Diag::CudaUnavailable, "cannot load the CUDA driver (libcuda.so.1); tried:" + list_failures(failures),
               overridden ? "TEGULA_LIBCUDA is set: point it at the driver's libcuda.so.1, or unset it"
                          : "install the NVIDIA driver, or set TEGULA_LIBCUDA to the path of libcuda.so.1");
 }
@@ -306,7 +308,8 @@ std::unique_ptr<NvrtcApi> load_nvrtc(const std::vector<std::string>& candidates,
   }
   if (too_new) return too_new;
   bool overridden = !env("TEGULA_LIBNVRTC").empty();
-  fail_driver("cannot load NVRTC (libnvrtc), the CUDA compiler Tegula needs for GPU kernels; tried:" +
+  fail_driver(Diag::CudaUnavailable,
+              "cannot load NVRTC (libnvrtc), the CUDA compiler Tegula needs for GPU kernels; tried:" +
                   list_failures(failures),
               overridden ? "TEGULA_LIBNVRTC is set: point it at libnvrtc.so.13 (or .12), or unset it"
                          : "install the CUDA toolkit or the nvidia-cuda-nvrtc wheel, or set TEGULA_LIBNVRTC to "
@@ -315,7 +318,7 @@ std::unique_ptr<NvrtcApi> load_nvrtc(const std::vector<std::string>& candidates,
 
 const DriverApi& driver() {
   const LoadedDriver& loaded = process_driver();
-  if (!loaded.api) throw DriverError(loaded.error);
+  if (!loaded.api) throw DriverError(loaded.error, Diag::CudaUnavailable);
   return *loaded.api;
 }
 
@@ -329,7 +332,7 @@ const NvrtcApi& nvrtc() {
     }
     return out;
   }();
-  if (!loaded.first) throw DriverError(loaded.second);
+  if (!loaded.first) throw DriverError(loaded.second, Diag::CudaUnavailable);
   return *loaded.first;
 }
 
@@ -354,7 +357,7 @@ int device_count() {
 int device_attribute(int device, int attribute) {
   int count = device_count();
   if (device < 0 || device >= count)
-    fail(ErrorKind::Value,
+    fail(ErrorKind::Value, Diag::CudaUnavailable,
          "CUDA device " + std::to_string(device) + " does not exist (this machine has " + std::to_string(count) +
              (count == 1 ? " device)" : " devices)"));
   const DriverApi& api = driver();
@@ -376,7 +379,7 @@ int pointer_device(uint64_t address) {
   if (status != kSuccess) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(address));
-    fail(ErrorKind::Value,
+    fail(ErrorKind::Value, Diag::LaunchArgumentType,
          std::string("address ") + hex + " is not CUDA device memory (" + describe_result(status) + ")");
   }
   return ordinal;

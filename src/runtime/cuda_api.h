@@ -142,10 +142,10 @@ struct NvrtcApi {
 // message names what failed and, for driver calls, the CUresult's name.
 class DriverError : public Error {
  public:
-  explicit DriverError(std::string rendered) : Error(std::move(rendered), ErrorKind::Value) {}
+  DriverError(std::string rendered, Diag code) : Error(std::move(rendered), ErrorKind::Value, code) {}
 };
 
-[[noreturn]] void fail_driver(std::string message, std::string hint = {});
+[[noreturn]] void fail_driver(Diag code, std::string message, std::string hint = {});
 
 // "CUDA_ERROR_INVALID_VALUE (invalid argument)"; works without a driver for
 // the common codes, "CUresult N" otherwise.

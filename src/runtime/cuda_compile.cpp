@@ -16,7 +16,7 @@ constexpr NvrtcResult kNvrtcCompilationError = 6;
 void check_nvrtc(const NvrtcApi& api, NvrtcResult result, const char* what) {
   if (result == kNvrtcSuccess) return;
   const char* text = api.nvrtcGetErrorString(result);
-  fail_driver(std::string("NVRTC ") + api.version_text() + ": " + what + " failed: " +
+  fail_driver(Diag::CudaDriverError, std::string("NVRTC ") + api.version_text() + ": " + what + " failed: " +
               (text ? text : "error " + std::to_string(result)));
 }
 
@@ -124,9 +124,10 @@ Image compile_once(const NvrtcApi& api, const std::string& source, const std::st
   std::string ptx = without_nul(program.read(api.nvrtcGetPTXSize, api.nvrtcGetPTX));
   if (sass) {
     image.binary = program.read(api.nvrtcGetCUBINSize, api.nvrtcGetCUBIN);
-    if (image.binary.empty()) fail_driver("NVRTC " + api.version_text() + " produced no cubin for " + name);
+    if (image.binary.empty()) fail_driver(Diag::CudaDriverError,
+                                          "NVRTC " + api.version_text() + " produced no cubin for " + name);
   } else {
-    if (ptx.empty()) fail_driver("NVRTC " + api.version_text() + " produced no PTX for " + name);
+    if (ptx.empty()) fail_driver(Diag::CudaDriverError, "NVRTC " + api.version_text() + " produced no PTX for " + name);
     image.binary = ptx;  // the driver wants it NUL-terminated: std::string::c_str() is
   }
   if (keep_ptx) image.ptx = std::move(ptx);

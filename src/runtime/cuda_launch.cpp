@@ -47,7 +47,8 @@ int cached_device_count() {
 void check_device(int device) {
   int count = cached_device_count();
   if (device < 0 || device >= count || device >= kMaxDevices)
-    fail(ErrorKind::Value, "CUDA device " + std::to_string(device) + " does not exist (this machine has " +
+    fail(ErrorKind::Value, Diag::CudaUnavailable,
+         "CUDA device " + std::to_string(device) + " does not exist (this machine has " +
                                std::to_string(count) + (count == 1 ? " device)" : " devices)"));
 }
 
@@ -141,7 +142,7 @@ CUfunction Module::load_on(int device) const {
   CUmodule module = nullptr;
   CUresult status = api.cuModuleLoadData(&module, image_.c_str());
   if (status != kSuccess)
-    fail_driver("cannot load " + where + ": cuModuleLoadData: " + describe_result(status),
+    fail_driver(Diag::CudaDriverError, "cannot load " + where + ": cuModuleLoadData: " + describe_result(status),
                 "the driver may be older than the NVRTC that compiled the kernel; set TEGULA_LIBNVRTC to an "
                 "NVRTC no newer than the driver");
   loaded_.emplace_back(device, module);
@@ -153,7 +154,7 @@ CUfunction Module::load_on(int device) const {
     check(api.cuFuncGetAttribute(&static_bytes, kFuncSharedSizeBytes, function), where + ": cuFuncGetAttribute");
     int limit = device_attribute(device, kAttrMaxSharedMemoryPerBlockOptin);
     if (static_bytes + shared_bytes_ > limit)
-      fail(ErrorKind::Value,
+      fail(ErrorKind::Value, Diag::TooMuchSharedMemory,
            where + " needs " + std::to_string(static_bytes + shared_bytes_) +
                " bytes of shared memory per block; the device allows " + std::to_string(limit),
            "use smaller blocks or fewer pipeline stages (num_stages)");
@@ -170,7 +171,7 @@ void Module::launch(const int64_t grid[3], void** params, uint64_t stream, int d
   const int64_t limits[3] = {(int64_t{1} << 31) - 1, 65535, 65535};
   for (int axis = 0; axis < 3; ++axis)
     if (grid[axis] < 0 || grid[axis] > limits[axis])
-      fail(ErrorKind::Value,
+      fail(ErrorKind::Value, Diag::InvalidGrid,
            "the grid " + grid_text(grid) + " of CUDA kernel '" + kernel_name_ + "' is out of range: dimension " +
                std::to_string(axis) + " must be between 0 and " + std::to_string(limits[axis]),
            axis == 0 ? "" : "put the largest dimension first: program_id(0) may go up to 2^31 - 1");
@@ -183,14 +184,16 @@ void Module::launch(const int64_t grid[3], void** params, uint64_t stream, int d
                                        static_cast<unsigned>(grid[2]), static_cast<unsigned>(num_threads_), 1, 1,
                                        static_cast<unsigned>(shared_bytes_), handle, params, nullptr);
   if (status != kSuccess)
-    fail_driver("cannot launch CUDA kernel '" + kernel_name_ + "' (grid " + grid_text(grid) + ", " +
+    fail_driver(Diag::CudaDriverError,
+                "cannot launch CUDA kernel '" + kernel_name_ + "' (grid " + grid_text(grid) + ", " +
                 std::to_string(num_threads_) + " threads, " + std::to_string(shared_bytes_) +
                 " bytes of dynamic shared memory) on device " + std::to_string(device) + ": " +
                 describe_result(status));
   if (synchronize_) {
     status = api.cuStreamSynchronize(handle);
     if (status != kSuccess)
-      fail_driver("CUDA kernel '" + kernel_name_ + "' failed on device " + std::to_string(device) + ": " +
+      fail_driver(Diag::CudaDriverError,
+                  "CUDA kernel '" + kernel_name_ + "' failed on device " + std::to_string(device) + ": " +
                       describe_result(status),
                   "the CUDA context is unusable after a fault; restart the process");
   }

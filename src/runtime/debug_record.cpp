@@ -26,6 +26,8 @@ std::string dtype_name(ir::Scalar s) {
     case ir::Scalar::BF16: return "bfloat16";
     case ir::Scalar::F32: return "float32";
     case ir::Scalar::F64: return "float64";
+    case ir::Scalar::F8E4M3: return "float8e4nv";
+    case ir::Scalar::F8E5M2: return "float8e5";
   }
   return "?";
 }

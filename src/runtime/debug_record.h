@@ -60,7 +60,7 @@ class DeviceFault : public Error {
   };
 
   DeviceFault(std::string text, Details details)
-      : Error(std::move(text), ErrorKind::Value), details_(std::move(details)) {}
+      : Error(std::move(text), ErrorKind::Value, Diag::DebugCheckFailed), details_(std::move(details)) {}
   const Details& details() const { return details_; }
 
  private:

@@ -319,7 +319,8 @@ std::string DiskCache::temporary_path(const std::string& key, std::string_view e
 void DiskCache::write_atomically(const std::string& key, const std::string& path, std::string_view bytes) const {
   std::string temporary = temporary_path(key, "part");
   int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) fail(ErrorKind::Value, "cannot write to the cache directory " + directory_ + ": " + errno_text());
+  if (fd < 0) fail(ErrorKind::Value, Diag::CacheWriteFailed,
+                   "cannot write to the cache directory " + directory_ + ": " + errno_text());
   size_t written = 0;
   while (written < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
@@ -328,7 +329,7 @@ void DiskCache::write_atomically(const std::string& key, const std::string& path
       std::string reason = errno_text();
       ::close(fd);
       ::unlink(temporary.c_str());
-      fail(ErrorKind::Value, "cannot write " + temporary + ": " + reason);
+      fail(ErrorKind::Value, Diag::CacheWriteFailed, "cannot write " + temporary + ": " + reason);
     }
     written += static_cast<size_t>(n);
   }
@@ -338,7 +339,7 @@ void DiskCache::write_atomically(const std::string& key, const std::string& path
   if (::close(fd) != 0 || ::rename(temporary.c_str(), path.c_str()) != 0) {
     std::string reason = errno_text();
     ::unlink(temporary.c_str());
-    fail(ErrorKind::Value, "cannot write " + path + ": " + reason);
+    fail(ErrorKind::Value, Diag::CacheWriteFailed, "cannot write " + path + ": " + reason);
   }
 }
 
@@ -458,12 +459,13 @@ void DiskCache::store(const EntryLock& held, const std::string& built_library, C
   // group- or world-writable to load (read_entry_file).
   ::chmod(built_library.c_str(), 0700);
   std::optional<std::string> library_bytes = read_file(built_library);
-  if (!library_bytes) fail(ErrorKind::Value, "cannot read the built kernel " + built_library + ": " + errno_text());
+  if (!library_bytes) fail(ErrorKind::Value, Diag::CacheWriteFailed,
+                           "cannot read the built kernel " + built_library + ": " + errno_text());
   manifest.library_sha256 = sha256_hex(*library_bytes);
   if (::rename(built_library.c_str(), library_path(key).c_str()) != 0) {
     std::string reason = errno_text();
     ::unlink(built_library.c_str());
-    fail(ErrorKind::Value, "cannot write " + library_path(key) + ": " + reason);
+    fail(ErrorKind::Value, Diag::CacheWriteFailed, "cannot write " + library_path(key) + ": " + reason);
   }
   publish_rest(key, manifest, stages);
 }

@@ -10,8 +10,8 @@
 
 namespace tegula::runtime {
 
-[[noreturn]] inline void fail(ErrorKind kind, std::string message, std::string hint = {}) {
-  throw Error(render(Diagnostic{SourceLoc{}, std::move(message), std::move(hint), kind}, nullptr), kind);
+[[noreturn]] inline void fail(ErrorKind kind, Diag code, std::string message, std::string hint = {}) {
+  throw to_error(Diagnostic{SourceLoc{}, code, std::move(message), std::move(hint), kind}, nullptr);
 }
 
 }  // namespace tegula::runtime

@@ -80,9 +80,12 @@ class ArgumentPacker {
       case ir::Scalar::F32: return store(static_cast<float>(real(param, value)));
       case ir::Scalar::F64: return store(real(param, value));
       case ir::Scalar::F16:
-      case ir::Scalar::BF16: break;
+      case ir::Scalar::BF16:
+      case ir::Scalar::F8E4M3:
+      case ir::Scalar::F8E5M2: break;
     }
-    fail(ErrorKind::Type, "parameter '" + param.name + "' of kernel '" + kernel_.name + "' has type " +
+    fail(ErrorKind::Type, Diag::LaunchArgumentType,
+         "parameter '" + param.name + "' of kernel '" + kernel_.name + "' has type " +
                               ir::to_string(param.type) + ", which cannot be passed from the host",
          "pass it as a float32 scalar and cast inside the kernel");
   }
@@ -97,12 +100,14 @@ class ArgumentPacker {
   }
 
   [[noreturn]] void wrong_kind(const ir::Param& param, const ArgValue& value, const std::string& expected) const {
-    fail(ErrorKind::Type, "argument '" + param.name + "' of kernel '" + kernel_.name + "' expects " + expected +
+    fail(ErrorKind::Type, Diag::LaunchArgumentType,
+         "argument '" + param.name + "' of kernel '" + kernel_.name + "' expects " + expected +
                               " (" + ir::to_string(param.type) + "), got " + describe_kind(value.kind));
   }
 
   [[noreturn]] void out_of_range(const ir::Param& param, const ArgValue& value, const std::string& range) const {
-    fail(ErrorKind::Value, "argument '" + param.name + "' of kernel '" + kernel_.name + "' is " +
+    fail(ErrorKind::Value, Diag::LaunchArgumentRange,
+         "argument '" + param.name + "' of kernel '" + kernel_.name + "' is " +
                                ir::to_string(param.type) + ", but " + describe_value(value) +
                                " is out of its range (" + range + ")");
   }
@@ -159,12 +164,13 @@ int64_t count_programs(const int64_t grid[3]) {
   int64_t total = 1;
   for (int axis = 0; axis < 3; ++axis) {
     if (grid[axis] < 0 || grid[axis] >= kLimit)
-      fail(ErrorKind::Value,
+      fail(ErrorKind::Value, Diag::InvalidGrid,
            "grid dimension " + std::to_string(axis) + " is " + std::to_string(grid[axis]) +
                "; each grid dimension must be between 0 and 2^31 - 1");
     // Three factors below 2^31 can overflow int64 together.
     if (__builtin_mul_overflow(total, grid[axis], &total))
-      fail(ErrorKind::Value, "the grid (" + std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + ", " +
+      fail(ErrorKind::Value, Diag::InvalidGrid,
+           "the grid (" + std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + ", " +
                                  std::to_string(grid[2]) + ") has more than 2^63 programs");
   }
   return total;
@@ -175,7 +181,8 @@ int64_t count_programs(const int64_t grid[3]) {
 void pack_arguments(const CompiledKernel& kernel, const std::vector<ArgValue>& args, std::vector<Slot>& slots,
                     std::vector<void*>& argv) {
   if (args.size() != kernel.params.size())
-    fail(ErrorKind::Value, "kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
+    fail(ErrorKind::Value, Diag::LaunchArgumentCount,
+         "kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
                                " runtime argument" + (kernel.params.size() == 1 ? "" : "s") + " " +
                                signature_of(kernel) + ", got " + std::to_string(args.size()));
   ArgumentPacker packer(kernel);
@@ -191,11 +198,12 @@ void pack_arguments(const CompiledKernel& kernel, const std::vector<ArgValue>& a
 
 void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& args) const {
   if (cuda_module)
-    fail(ErrorKind::Value, "kernel '" + name + "' was compiled for CUDA; launch it on a device and stream");
+    fail(ErrorKind::Value, Diag::WrongLaunchTarget,
+         "kernel '" + name + "' was compiled for CUDA; launch it on a device and stream");
   std::vector<Slot> slots;
   std::vector<void*> argv;
   pack_arguments(*this, args, slots, argv);
-  if (!entry) fail(ErrorKind::Value, "kernel '" + name + "' is not loaded");
+  if (!entry) fail(ErrorKind::Value, Diag::WrongLaunchTarget, "kernel '" + name + "' is not loaded");
 
   int64_t total = count_programs(grid);
   if (total == 0) return;
@@ -221,14 +229,14 @@ void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& 
 void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& args, uint64_t stream,
                             int device) const {
   if (!cuda_module)
-    fail(ErrorKind::Value, "kernel '" + name + "' was compiled for the " + backend +
+    fail(ErrorKind::Value, Diag::WrongLaunchTarget, "kernel '" + name + "' was compiled for the " + backend +
                                " backend; it cannot be launched on a CUDA device");
   std::vector<Slot> slots;
   std::vector<void*> argv;
   pack_arguments(*this, args, slots, argv);
   if (debug) {
     if (cuda::stream_is_capturing(stream, device))
-      fail(ErrorKind::Value,
+      fail(ErrorKind::Value, Diag::WrongLaunchTarget,
            "kernel '" + name + "' is compiled in debug mode, which cannot run inside CUDA graph capture: a debug "
                "launch waits for the kernel and reads its error record back",
            "capture the kernel without debug mode (debug=False and TEGULA_DEBUG unset), or launch it in debug "

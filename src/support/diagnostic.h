@@ -9,12 +9,38 @@
 //    InternalError (never abort()), reported as an internal compiler error.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "support/source.h"
 
 namespace tegula {
+
+// Every user error has a stable code (support/diagnostic_codes.def lists them
+// and says how they are numbered); the enumerators are the table's names.
+enum class Diag : uint16_t {
+#define DIAG(code, name, summary) name,
+#include "support/diagnostic_codes.def"
+#undef DIAG
+};
+
+struct DiagInfo {
+  Diag diag;
+  std::string_view code;     // "E0401"
+  std::string_view name;     // "WrongArgumentCount"
+  std::string_view summary;  // one line, for `tegula explain` and the docs
+};
+
+const DiagInfo& info(Diag d);
+inline std::string_view code_of(Diag d) { return info(d).code; }
+// Every row of the table, in code order.
+std::span<const DiagInfo> all_diagnostics();
+// The entry for "E0401" (also "e0401" or "0401"), if there is one.
+std::optional<Diag> find_diagnostic(std::string_view code);
 
 enum class ErrorKind {
   Compile,  // bad kernel source: CompilationError in Python
@@ -24,13 +50,14 @@ enum class ErrorKind {
 
 struct Diagnostic {
   SourceLoc loc;
+  Diag code;
   std::string message;  // what is wrong, one sentence, no trailing period needed
   std::string hint;     // what to do about it; may be empty
   ErrorKind kind = ErrorKind::Compile;
 };
 
 // Renders the diagnostic the way compilers do:
-//   kernel.py:12:15: error: message
+//   kernel.py:12:15: error[E0401]: message
 //      12 |     x = tl.load(ptr + offs, mask=m)
 //         |               ^~~~~~~~~~~
 //   hint: ...
@@ -46,13 +73,36 @@ class UserError : public std::runtime_error {
   Diagnostic diagnostic_;
 };
 
-// Convenience: throw a located compile error.
-[[noreturn]] void error_at(const SourceLoc& loc, std::string message, std::string hint = {});
+// Throws a located compile error (ErrorKind::Compile) with its code.
+[[noreturn]] void error_at(const SourceLoc& loc, Diag code, std::string message, std::string hint = {});
 
+// A broken invariant. It may learn the kernel source location of the op or
+// statement being compiled on its way out (see at_source), so the internal
+// compiler error report can point at the user's line that triggered the bug.
 class InternalError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
+  const SourceLoc& loc() const { return loc_; }
+  // The innermost location wins: an outer handler never overwrites it.
+  void locate(const SourceLoc& loc) {
+    if (!loc_.valid()) loc_ = loc;
+  }
+
+ private:
+  SourceLoc loc_;
 };
+
+// Runs `work`, which compiles the op or statement written at `loc`; an
+// internal error escaping it without a location gets `loc`.
+template <class Work>
+decltype(auto) at_source(const SourceLoc& loc, Work&& work) {
+  try {
+    return work();
+  } catch (InternalError& e) {
+    e.locate(loc);
+    throw;
+  }
+}
 
 [[noreturn]] void internal_error(const char* file, int line, const std::string& message);
 

@@ -11,6 +11,7 @@
 #include "frontend/ast.h"
 #include "runtime/compiler.h"
 #include "support/diagnostic.h"
+#include "tools/explain.h"
 #include "tools/kernel_file.h"
 #include "tools/signature.h"
 
@@ -22,6 +23,7 @@ namespace tegula::tools {
 namespace {
 
 constexpr const char* kUsage = R"(usage: tegula compile FILE.py[::KERNEL] --signature SIG [options]
+       tegula explain CODE
        tegula version
        tegula --help
 
@@ -293,6 +295,13 @@ int run(const std::vector<std::string>& args) {
   if (command == "version" || command == "--version") {
     std::cout << "tegula " << TEGULA_VERSION << "\n";
     return 0;
+  }
+  if (command == "explain") {
+    if (args.size() != 2) {
+      std::cerr << "tegula: error: explain takes one error code, e.g. `tegula explain E0401`\n";
+      return kExitUsage;
+    }
+    return explain_command(args[1]);
   }
   if (command != "compile") {
     std::cerr << "tegula: unknown command '" << command << "'\n\n" << kUsage;

@@ -38,6 +38,8 @@ const char* canonical_name(ir::Scalar s) {
     case ir::Scalar::BF16: return "bfloat16";
     case ir::Scalar::F32: return "float32";
     case ir::Scalar::F64: return "float64";
+    case ir::Scalar::F8E4M3: return "float8e4nv";
+    case ir::Scalar::F8E5M2: return "float8e5";
   }
   return "?";
 }
@@ -217,6 +219,8 @@ ArgSpec parse_entry(std::string_view entry, const KernelParam& param) {
     case ir::Scalar::F16:
     case ir::Scalar::BF16:
     case ir::Scalar::F64:
+    case ir::Scalar::F8E4M3:
+    case ir::Scalar::F8E5M2:
       throw SignatureError("float scalar arguments are passed as fp32, not " + std::string(type) +
                            " (pointers may point to any dtype: *" + std::string(type) + ")");
     default:

@@ -156,7 +156,7 @@ TEST(KernelFile, ErrorsAreRenderedAgainstTheFile) {
     FAIL() << "expected a FileError";
   } catch (const FileError& e) {
     EXPECT_EQ(std::string(e.what()),
-              path + ":5:12: error: comprehensions are not supported inside a kernel\n"
+              path + ":5:12: error[E0110]: comprehensions are not supported inside a kernel\n"
                      " 5 |     y = [v for v in x]\n"
                      "   |            ^~~\n"
                      "hint: write a `for` loop (over `tl.static_range` to unroll it) instead\n");
@@ -249,7 +249,7 @@ TEST(Cli, KernelErrorsExitWithStatus1) {
   std::string file = dir.write("bad.py", "import tegula\n@tegula.jit\ndef k(x):\n    with x:\n        pass\n");
   CliResult r = run_cli(dir, "compile " + file + " --emit ast");
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.err, file + ":4:5: error: `with` statements are not supported inside a kernel\n"
+  EXPECT_EQ(r.err, file + ":4:5: error[E0110]: `with` statements are not supported inside a kernel\n"
                           " 4 |     with x:\n"
                           "   |     ^~~~\n"
                           "hint: a kernel has no context managers; write the body directly\n");
@@ -283,7 +283,33 @@ TEST(Cli, SemanticErrorsPointIntoTheFile) {
                                "    r = tl.arange(0, BLOCK)\n");
   CliResult r = run_cli(dir, "compile " + file + " -s '*fp32, 100' --cache-dir '" + dir.path() + "/cache'");
   EXPECT_EQ(r.status, 1);
-  EXPECT_TRUE(r.err.starts_with(file + ":6:9: error: ")) << r.err;
+  EXPECT_TRUE(r.err.starts_with(file + ":6:9: error[E0502]: ")) << r.err;
+}
+
+TEST(Cli, ExplainPrintsTheEntryOfACode) {
+  TempDir dir;
+  CliResult r = run_cli(dir, "explain e0201");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("## E0201: a name is not defined\n")) << r.out;
+  EXPECT_NE(r.out.find("**Fix:**"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("## E0202"), std::string::npos) << r.out;
+  CliResult unknown = run_cli(dir, "explain E1234");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("'E1234' is not a Tegula error code"), std::string::npos) << unknown.err;
+  EXPECT_EQ(run_cli(dir, "explain").status, 2);
+}
+
+// Backend limits are found by the CUDA code generator, before NVRTC runs.
+TEST(Cli, BackendErrorsCarryTheirCodes) {
+  TempDir dir;
+  std::string file = dir.write("big.py",
+                               "import tegula\nimport tegula.language as tl\n\n@tegula.jit\ndef k(x_ptr):\n"
+                               "    a = tl.zeros((1024, 1024), dtype=tl.float32) + tl.load(x_ptr)\n"
+                               "    tl.store(x_ptr, tl.sum(tl.sum(a, 1), 0))\n");
+  CliResult r = run_cli(dir, "compile " + file + " -s '*fp32' --backend cuda --arch 90 --num-warps 1 --emit cuda "
+                             "--cache-dir '" + dir.path() + "/cache'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error[E0802]: "), std::string::npos) << r.err;
 }
 
 TEST(Cli, EmitsCudaStagesWithoutAGpu) {

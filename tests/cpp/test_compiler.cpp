@@ -272,7 +272,7 @@ TEST_F(CompilerTest, CompileErrorIsRenderedAgainstTheSource) {
       "    tl.store(x_ptr, undefined_value)\n";
   std::string expected = testing::lower(request).error;
   ASSERT_FALSE(expected.empty());
-  ASSERT_TRUE(expected.starts_with("kernel.py:11:21: error: ")) << expected;
+  ASSERT_TRUE(expected.starts_with("kernel.py:11:21: error[E0201]: ")) << expected;
   try {
     compile(request, options());
     FAIL() << "compiled a kernel with an undefined name";
@@ -292,7 +292,7 @@ TEST_F(CompilerTest, UnknownBackendIsAValueError) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Value);
-    EXPECT_STREQ(e.what(), "error: backend 'tpu' is not available\nhint: use backend 'cpu' or 'cuda'\n");
+    EXPECT_STREQ(e.what(), "error[E0705]: backend 'tpu' is not available\nhint: use backend 'cpu' or 'cuda'\n");
   }
 }
 
@@ -302,7 +302,7 @@ TEST_F(CompilerTest, EmptyRequestIsAValueError) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Value);
-    EXPECT_STREQ(e.what(), "error: the compile request has no kernel function\n");
+    EXPECT_STREQ(e.what(), "error[E0705]: the compile request has no kernel function\n");
   }
 }
 
@@ -346,7 +346,7 @@ TEST_F(CompilerTest, LaunchChecksArgumentsOfARealKernel) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Value);
     EXPECT_STREQ(e.what(),
-                 "error: kernel 'add' takes 4 runtime arguments (x_ptr: ptr<f32>, y_ptr: ptr<f32>, "
+                 "error[E0701]: kernel 'add' takes 4 runtime arguments (x_ptr: ptr<f32>, y_ptr: ptr<f32>, "
                  "out_ptr: ptr<f32>, n: i32), got 1\n");
   }
 }

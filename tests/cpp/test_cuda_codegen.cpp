@@ -11,6 +11,7 @@
 //    memory ("0 bytes stack frame") and at most 255 registers;
 //  * the errors a user can get (located, never a crash).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -472,6 +473,48 @@ TEST(CudaLayout, ReductionResultsKeepTheirSliceLayout) {
   for (size_t at = k.source.find("= tg_shfl_xor("); at != std::string::npos; at = k.source.find("= tg_shfl_xor(", at + 1))
     ++shuffles;
   EXPECT_EQ(shuffles, 4u);
+}
+
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
+// Layer norm's two reductions in a row: the second one's partial sums go
+// beside the first one's, so only the barriers between writing and reading
+// each remain (no barrier for the first one's readers).
+TEST(CudaSharedMemory, BackToBackReductionsAlternateAreas) {
+  ir::Function fn = kernel_from_file(source_dir() / "python/tegula/kernels/layer_norm.py",
+                                     "*bf16:16,*bf16:16,*bf16:16,*bf16:16,*fp32:16,*fp32:16,i32:16,i32:16,i32:16,"
+                                     "fp32,8192",
+                                     "layer_norm_kernel");
+  CodegenOptions options;
+  options.num_warps = 8;
+  CudaKernel k = emit_cuda(fn, options);
+  size_t barriers = occurrences(k.source, "__syncthreads();");
+  EXPECT_EQ(barriers, 2u) << k.source;
+  EXPECT_NE(k.source.find("(tg_smem + 32)"), std::string::npos) << k.source;
+  EXPECT_EQ(k.shared_bytes, 64);
+}
+
+// In a loop the previous iteration's readers may be in either area: the
+// body's first scratch area still waits for them (3 barriers, not 2); its
+// second goes beside the first (3, not 4).
+TEST(CudaSharedMemory, LoopBodiesWaitForTheLastIterationsReaders) {
+  fs::path py = fs::temp_directory_path() / ("tegula_loop_reductions_" + std::to_string(::getpid()) + ".py");
+  std::ofstream(py) << "# kernel: k\n# signature: *fp32:16, *fp32:16, i32\nimport tegula\nimport tegula.language as tl\n\n\n"
+                       "@tegula.jit\ndef k(x_ptr, out_ptr, n):\n    total = 0.0\n    for i in range(0, n):\n"
+                       "        x = tl.load(x_ptr + i * 1024 + tl.arange(0, 1024))\n"
+                       "        total += tl.sum(x, axis=0)\n        total += tl.max(x, axis=0)\n"
+                       "    tl.store(out_ptr, total)\n";
+  CodegenOptions options;
+  options.num_warps = 4;
+  CudaKernel k = emit_cuda(kernel_from_file(py), options);
+  fs::remove(py);
+  size_t barriers = occurrences(k.source, "__syncthreads();");
+  EXPECT_EQ(barriers, 3u) << k.source;
+  EXPECT_NE(k.source.find("(tg_smem + 16)"), std::string::npos) << k.source;
 }
 
 // --- FMA contraction (enable_fp_fusion) ------------------------------------------------------

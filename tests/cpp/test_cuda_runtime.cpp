@@ -8,6 +8,9 @@
 // libraries built from a few lines of C++).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <filesystem>
@@ -138,7 +141,7 @@ TEST(CudaLibrarySearch, NvrtcOverrideIsTheOnlyCandidate) {
 TEST(CudaLibraryLoad, AbsentDriverListsWhatWasTriedAndHowToFixIt) {
   ScopedEnv env("TEGULA_LIBCUDA", nullptr);
   std::string text = message_of([] { cuda::load_driver({"/nonexistent/libcuda.so.1"}); });
-  EXPECT_TRUE(text.starts_with("error: cannot load the CUDA driver (libcuda.so.1); tried:\n"
+  EXPECT_TRUE(text.starts_with("error[E0905]: cannot load the CUDA driver (libcuda.so.1); tried:\n"
                                "  /nonexistent/libcuda.so.1: "))
       << text;
   EXPECT_TRUE(text.ends_with("hint: install the NVIDIA driver, or set TEGULA_LIBCUDA to the path of "
@@ -168,7 +171,7 @@ TEST(CudaLibraryLoad, DriverThatCannotInitializeIsTheAnswerNotASkip) {
   std::string working = fake_library(tmp, "libworking.so", kDriverSymbols,
                                      "extern \"C\" int cuInit(unsigned) { return 0; }\n");
   std::string text = message_of([&] { cuda::load_driver({no_device, working}); });
-  EXPECT_EQ(text, "error: the CUDA driver " + no_device +
+  EXPECT_EQ(text, "error[E0905]: the CUDA driver " + no_device +
                       " cannot be initialized: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)\n"
                       "hint: no NVIDIA GPU is visible to this process (check CUDA_VISIBLE_DEVICES)\n");
   std::unique_ptr<cuda::DriverApi> api = cuda::load_driver({"/nonexistent/libcuda.so.1", working});
@@ -196,7 +199,7 @@ TEST(CudaLibraryLoad, NvrtcNewerThanTheDriverIsTheLastResort) {
 TEST(CudaLibraryLoad, AbsentNvrtcSaysWhatToInstall) {
   ScopedEnv env("TEGULA_LIBNVRTC", nullptr);
   std::string text = message_of([] { cuda::load_nvrtc({"/nonexistent/libnvrtc.so.13"}); });
-  EXPECT_TRUE(text.starts_with("error: cannot load NVRTC (libnvrtc), the CUDA compiler Tegula needs for GPU "
+  EXPECT_TRUE(text.starts_with("error[E0905]: cannot load NVRTC (libnvrtc), the CUDA compiler Tegula needs for GPU "
                                "kernels; tried:\n  /nonexistent/libnvrtc.so.13: "))
       << text;
   EXPECT_TRUE(contains(text, "hint: install the CUDA toolkit or the nvidia-cuda-nvrtc wheel")) << text;
@@ -208,7 +211,7 @@ TEST(CudaLibraryLoad, ResultsAreNamedEvenWithoutADriver) {
               cuda::describe_result(123456).starts_with("CUDA_ERROR_UNKNOWN"))
       << cuda::describe_result(123456);
   std::string text = message_of([] { cuda::check(1, "cuLaunchKernel"); });
-  EXPECT_TRUE(text.starts_with("error: cuLaunchKernel: CUDA_ERROR_INVALID_VALUE")) << text;
+  EXPECT_TRUE(text.starts_with("error[E0906]: cuLaunchKernel: CUDA_ERROR_INVALID_VALUE")) << text;
 }
 
 // --- choosing the architecture -----------------------------------------------------------------
@@ -375,13 +378,13 @@ TEST_F(CudaCompilerTest, KeyHoldsArchitectureNvrtcAndWarpsButCpuKeysIgnoreWarps)
 
 TEST_F(CudaCompilerTest, BadNumWarpsAndBackendAreValueErrors) {
   std::string text = message_of([&] { cache_key(vector_add(), cuda_options(90, 3)); });
-  EXPECT_EQ(text, "error: num_warps must be a power of two, got 3\n");
+  EXPECT_EQ(text, "error[E0705]: num_warps must be a power of two, got 3\n");
   text = message_of([&] { cache_key(vector_add(), cuda_options(90, 64)); });
-  EXPECT_EQ(text, "error: num_warps must be at most 32 (1024 threads per block), got 64\n");
+  EXPECT_EQ(text, "error[E0705]: num_warps must be at most 32 (1024 threads per block), got 64\n");
   CompileOptions rocm = cuda_options();
   rocm.backend = "rocm";
   text = message_of([&] { cache_key(vector_add(), rocm); });
-  EXPECT_EQ(text, "error: backend 'rocm' is not available\nhint: use backend 'cpu' or 'cuda'\n");
+  EXPECT_EQ(text, "error[E0705]: backend 'rocm' is not available\nhint: use backend 'cpu' or 'cuda'\n");
 }
 
 TEST_F(CudaCompilerTest, CompilesToACachedCubinWithEveryStage) {
@@ -415,7 +418,7 @@ TEST_F(CudaCompilerTest, CompilesToACachedCubinWithEveryStage) {
   // A CUDA kernel cannot run on the CPU launcher, and the reverse.
   const int64_t grid[3] = {1, 1, 1};
   EXPECT_EQ(message_of([&] { again->launch(grid, {}); }),
-            "error: kernel 'add' was compiled for CUDA; launch it on a device and stream\n");
+            "error[E0706]: kernel 'add' was compiled for CUDA; launch it on a device and stream\n");
 }
 
 TEST(CudaLaunch, CpuKernelRefusesADevice) {
@@ -423,7 +426,7 @@ TEST(CudaLaunch, CpuKernelRefusesADevice) {
   cpu.name = "k";
   const int64_t grid[3] = {1, 1, 1};
   EXPECT_EQ(message_of([&] { cpu.launch(grid, {}, 0, 0); }),
-            "error: kernel 'k' was compiled for the cpu backend; it cannot be launched on a CUDA device\n");
+            "error[E0706]: kernel 'k' was compiled for the cpu backend; it cannot be launched on a CUDA device\n");
 }
 
 // --- on a GPU -------------------------------------------------------------------------------------
@@ -534,7 +537,7 @@ TEST(CudaLaunch, TooMuchSharedMemoryNamesTheKernel) {
   std::string text = message_of([&] {
     kernel.launch(grid, {buffer.arg(), buffer.arg(), buffer.arg(), ArgValue{ArgValue::Kind::Int, 4, 0.0}}, 0, 0);
   });
-  EXPECT_TRUE(text.starts_with("error: CUDA kernel 'greedy' on device 0 needs 67108864 bytes of shared memory per "
+  EXPECT_TRUE(text.starts_with("error[E0803]: CUDA kernel 'greedy' on device 0 needs 67108864 bytes of shared memory per "
                                "block; the device allows "))
       << text;
 }
@@ -548,7 +551,7 @@ TEST(CudaLaunch, DriverRefusalNamesKernelAndResult) {
   std::string text = message_of([&] {
     kernel.launch(grid, {buffer.arg(), buffer.arg(), buffer.arg(), ArgValue{ArgValue::Kind::Int, 4, 0.0}}, 0, 0);
   });
-  EXPECT_TRUE(text.starts_with("error: cannot launch CUDA kernel 'wide' (grid (1, 1, 1), 2048 threads, 0 bytes of "
+  EXPECT_TRUE(text.starts_with("error[E0906]: cannot launch CUDA kernel 'wide' (grid (1, 1, 1), 2048 threads, 0 bytes of "
                                "dynamic shared memory) on device 0: CUDA_ERROR_"))
       << text;
 }
@@ -561,11 +564,11 @@ TEST(CudaLaunch, GridAndDeviceOutOfRangeAreValueErrors) {
   const int64_t tall[3] = {1, 70000, 1};
   std::string text = message_of([&] { kernel.launch(tall, args, 0, 0); });
   EXPECT_EQ(text,
-            "error: the grid (1, 70000, 1) of CUDA kernel 'add' is out of range: dimension 1 must be between 0 and "
+            "error[E0704]: the grid (1, 70000, 1) of CUDA kernel 'add' is out of range: dimension 1 must be between 0 and "
             "65535\nhint: put the largest dimension first: program_id(0) may go up to 2^31 - 1\n");
   const int64_t grid[3] = {1, 1, 1};
   text = message_of([&] { kernel.launch(grid, args, 0, 4096); });
-  EXPECT_TRUE(text.starts_with("error: CUDA device 4096 does not exist (this machine has ")) << text;
+  EXPECT_TRUE(text.starts_with("error[E0905]: CUDA device 4096 does not exist (this machine has ")) << text;
   const int64_t empty[3] = {0, 1, 1};
   EXPECT_NO_THROW(kernel.launch(empty, args, 0, 0));
 }
@@ -590,6 +593,60 @@ TEST_F(CudaCompilerTest, CompiledVectorAddRunsOnTheDevice) {
   synchronize();
   dout.download(out.data());
   for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + y[i]) << "element " << i;
+}
+
+// Host time per launch, printed for the record (tools/launch_profile.py puts
+// the Python side beside it): the driver's own cuLaunchKernel, Module::launch
+// and CompiledKernel::launch, 256 launches per round before one synchronize.
+// Asserts only that every path ran the kernel.
+TEST(CudaLaunchCost, HostTimePerLaunchIsPrinted) {
+  SKIP_WITHOUT(no_gpu);
+  CompiledKernel kernel = hand_written(kAddSource, "add", add_params(), 128, 0);
+  DeviceBuffer dx(16), dy(16), dout(16);
+  const float one[4] = {1, 1, 1, 1}, two[4] = {2, 2, 2, 2};
+  dx.upload(one);
+  dy.upload(two);
+  std::vector<ArgValue> args = {dx.arg(), dy.arg(), dout.arg(), ArgValue{ArgValue::Kind::Int, 4, 0.0}};
+  const int64_t grid[3] = {1, 1, 1};
+  kernel.launch(grid, args, 0, 0);  // loads the module
+  synchronize();
+
+  cuda::ScopedContext context(0);  // as under torch: the context is already current
+  const cuda::DriverApi& api = cuda::driver();
+  cuda::CUmodule module = nullptr;
+  cuda::check(api.cuModuleLoadData(&module, kernel.cuda_module->image().c_str()), "cuModuleLoadData");
+  cuda::CUfunction function = nullptr;
+  cuda::check(api.cuModuleGetFunction(&function, module, "tegula_kernel"), "cuModuleGetFunction");
+  uint64_t x = dx.arg().bits, y = dy.arg().bits, out = dout.arg().bits;
+  int n = 4;
+  void* params[] = {&x, &y, &out, &n};
+
+  auto per_launch_us = [&](const std::function<void()>& launch) {
+    constexpr int kLaunches = 256, kRounds = 21;
+    std::vector<double> samples;
+    for (int round = 0; round < kRounds; ++round) {
+      synchronize();
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kLaunches; ++i) launch();
+      samples.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+                        kLaunches);
+    }
+    synchronize();
+    std::sort(samples.begin(), samples.end());
+    return samples[samples.size() / 2];
+  };
+  double raw = per_launch_us([&] {
+    cuda::check(api.cuLaunchKernel(function, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+  });
+  double module_launch = per_launch_us([&] { kernel.cuda_module->launch(grid, params, 0, 0); });
+  double compiled_launch = per_launch_us([&] { kernel.launch(grid, args, 0, 0); });
+  std::printf("host time per launch: cuLaunchKernel %.3f us, Module::launch %.3f us, CompiledKernel::launch %.3f us\n",
+              raw, module_launch, compiled_launch);
+  api.cuModuleUnload(module);
+  std::vector<float> got(4);
+  dout.download(got.data());
+  EXPECT_EQ(got[0], 3.0f);
+  EXPECT_EQ(got[3], 3.0f);
 }
 
 }  // namespace

@@ -12,9 +12,9 @@ SourceLoc at(int32_t file, int32_t line, int32_t col, int32_t end_col) {
 TEST(Diagnostic, QuotesTheLineWithACaretUnderTheSpan) {
   SourceManager sources;
   int32_t f = sources.add("add.py", "def add(x_ptr):\n    x = tl.load(x_ptr + offs, mask=m)\n", 11);
-  Diagnostic d{at(f, 12, 9, 16), "undefined name 'offs'", "", ErrorKind::Compile};
+  Diagnostic d{at(f, 12, 9, 16), Diag::UndefinedName, "undefined name 'offs'", "", ErrorKind::Compile};
   EXPECT_EQ(render(d, &sources),
-            "add.py:12:9: error: undefined name 'offs'\n"
+            "add.py:12:9: error[E0201]: undefined name 'offs'\n"
             " 12 |     x = tl.load(x_ptr + offs, mask=m)\n"
             "    |         ^~~~~~~\n");
 }
@@ -22,9 +22,9 @@ TEST(Diagnostic, QuotesTheLineWithACaretUnderTheSpan) {
 TEST(Diagnostic, EmptySpanGetsASingleCaret) {
   SourceManager sources;
   int32_t f = sources.add("k.py", "y = x +\n", 1);
-  Diagnostic d{at(f, 1, 8, 8), "expected an expression", "", ErrorKind::Compile};
+  Diagnostic d{at(f, 1, 8, 8), Diag::InvalidSyntax, "expected an expression", "", ErrorKind::Compile};
   EXPECT_EQ(render(d, &sources),
-            "k.py:1:8: error: expected an expression\n"
+            "k.py:1:8: error[E0109]: expected an expression\n"
             " 1 | y = x +\n"
             "   |        ^\n");
 }
@@ -32,9 +32,9 @@ TEST(Diagnostic, EmptySpanGetsASingleCaret) {
 TEST(Diagnostic, GutterWidensWithTheLineNumber) {
   SourceManager sources;
   int32_t f = sources.add("wide.py", "a\nb = 1\n", 99);
-  Diagnostic d{at(f, 100, 1, 2), "bad", "", ErrorKind::Compile};
+  Diagnostic d{at(f, 100, 1, 2), Diag::InvalidSyntax, "bad", "", ErrorKind::Compile};
   EXPECT_EQ(render(d, &sources),
-            "wide.py:100:1: error: bad\n"
+            "wide.py:100:1: error[E0109]: bad\n"
             " 100 | b = 1\n"
             "     | ^\n");
 }
@@ -42,9 +42,9 @@ TEST(Diagnostic, GutterWidensWithTheLineNumber) {
 TEST(Diagnostic, TabsInTheLineAreKeptInTheCaretPadding) {
   SourceManager sources;
   int32_t f = sources.add("tabs.py", "\tif\tx:\n", 5);
-  Diagnostic d{at(f, 5, 5, 6), "bad condition", "", ErrorKind::Compile};
+  Diagnostic d{at(f, 5, 5, 6), Diag::ConditionNotScalar, "bad condition", "", ErrorKind::Compile};
   EXPECT_EQ(render(d, &sources),
-            "tabs.py:5:5: error: bad condition\n"
+            "tabs.py:5:5: error[E0605]: bad condition\n"
             " 5 | \tif\tx:\n"
             "   | \t  \t^\n");
 }
@@ -52,9 +52,9 @@ TEST(Diagnostic, TabsInTheLineAreKeptInTheCaretPadding) {
 TEST(Diagnostic, HintComesLast) {
   SourceManager sources;
   int32_t f = sources.add("k.py", "z = tl.dot(a, b)\n", 3);
-  Diagnostic d{at(f, 3, 5, 17), "tl.dot needs 2-D tiles", "reshape a to (M, K)", ErrorKind::Type};
+  Diagnostic d{at(f, 3, 5, 17), Diag::WrongRank, "tl.dot needs 2-D tiles", "reshape a to (M, K)", ErrorKind::Type};
   EXPECT_EQ(render(d, &sources),
-            "k.py:3:5: error: tl.dot needs 2-D tiles\n"
+            "k.py:3:5: error[E0504]: tl.dot needs 2-D tiles\n"
             " 3 | z = tl.dot(a, b)\n"
             "   |     ^~~~~~~~~~~~\n"
             "hint: reshape a to (M, K)\n");
@@ -63,27 +63,28 @@ TEST(Diagnostic, HintComesLast) {
 TEST(Diagnostic, WithoutALocationOnlyTheMessageAndHint) {
   SourceManager sources;
   sources.add("k.py", "x = 1\n", 1);
-  Diagnostic d{SourceLoc{}, "kernel takes 3 arguments, got 2", "pass n", ErrorKind::Value};
-  EXPECT_EQ(render(d, &sources), "error: kernel takes 3 arguments, got 2\nhint: pass n\n");
-  EXPECT_EQ(render(d, nullptr), "error: kernel takes 3 arguments, got 2\nhint: pass n\n");
+  Diagnostic d{SourceLoc{}, Diag::LaunchArgumentCount, "kernel takes 3 arguments, got 2", "pass n", ErrorKind::Value};
+  EXPECT_EQ(render(d, &sources), "error[E0701]: kernel takes 3 arguments, got 2\nhint: pass n\n");
+  EXPECT_EQ(render(d, nullptr), "error[E0701]: kernel takes 3 arguments, got 2\nhint: pass n\n");
 }
 
 TEST(Diagnostic, LineOutsideTheSourceStillNamesThePlace) {
   SourceManager sources;
   int32_t f = sources.add("k.py", "x = 1\n", 10);
-  Diagnostic d{at(f, 40, 2, 3), "somewhere else", "", ErrorKind::Compile};
-  EXPECT_EQ(render(d, &sources), "k.py:40:2: error: somewhere else\n");
+  Diagnostic d{at(f, 40, 2, 3), Diag::UndefinedName, "somewhere else", "", ErrorKind::Compile};
+  EXPECT_EQ(render(d, &sources), "k.py:40:2: error[E0201]: somewhere else\n");
 }
 
 TEST(Diagnostic, ErrorAtThrowsALocatedCompileError) {
   try {
-    error_at(at(0, 2, 3, 4), "boom", "fix it");
+    error_at(at(0, 2, 3, 4), Diag::NotBoolean, "boom", "fix it");
     FAIL() << "error_at returned";
   } catch (const UserError& e) {
     EXPECT_EQ(e.diagnostic().message, "boom");
     EXPECT_EQ(e.diagnostic().hint, "fix it");
     EXPECT_EQ(e.diagnostic().loc.line, 2);
     EXPECT_EQ(e.diagnostic().kind, ErrorKind::Compile);
+    EXPECT_EQ(e.diagnostic().code, Diag::NotBoolean);
     EXPECT_STREQ(e.what(), "boom");
   }
 }
@@ -96,6 +97,47 @@ TEST(Diagnostic, AssertThrowsInternalErrorInsteadOfAborting) {
     EXPECT_NE(std::string(e.what()).find("the detail"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("internal compiler error"), std::string::npos);
   }
+}
+
+TEST(DiagnosticCodes, TableIsOrderedUniqueAndWellFormed) {
+  std::span<const DiagInfo> table = all_diagnostics();
+  ASSERT_GE(table.size(), 60u);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const DiagInfo& row = table[i];
+    EXPECT_EQ(static_cast<size_t>(row.diag), i);
+    ASSERT_EQ(row.code.size(), 5u) << row.code;
+    EXPECT_EQ(row.code[0], 'E') << row.code;
+    EXPECT_FALSE(row.summary.empty()) << row.code;
+    if (i > 0) EXPECT_LT(table[i - 1].code, row.code) << "codes must ascend: " << row.code;
+  }
+  EXPECT_EQ(info(Diag::WrongArgumentCount).code, "E0401");
+  EXPECT_EQ(info(Diag::InternalCompilerError).code, "E0999");
+}
+
+TEST(DiagnosticCodes, LookupAcceptsTheUsualSpellings) {
+  EXPECT_EQ(find_diagnostic("E0201"), Diag::UndefinedName);
+  EXPECT_EQ(find_diagnostic("e0201"), Diag::UndefinedName);
+  EXPECT_EQ(find_diagnostic("0201"), Diag::UndefinedName);
+  EXPECT_EQ(find_diagnostic("E0000"), std::nullopt);
+  EXPECT_EQ(find_diagnostic(""), std::nullopt);
+  EXPECT_EQ(find_diagnostic("E02011"), std::nullopt);
+}
+
+TEST(InternalErrorLocation, InnermostSourceLocationWins) {
+  try {
+    at_source(at(0, 3, 1, 4), [] {
+      at_source(at(0, 7, 5, 9), [] { TEGULA_ASSERT(false, "inner"); });
+    });
+    FAIL() << "no throw";
+  } catch (const InternalError& e) {
+    EXPECT_EQ(e.loc().line, 7);
+    EXPECT_EQ(e.loc().col, 5);
+  }
+}
+
+TEST(InternalErrorLocation, UserErrorsPassThroughUntouched) {
+  EXPECT_THROW(at_source(at(0, 1, 1, 2), [] { error_at(SourceLoc{}, Diag::UndefinedName, "x"); }), UserError);
+  EXPECT_EQ(at_source(at(0, 1, 1, 2), [] { return 42; }), 42);
 }
 
 }  // namespace

@@ -159,7 +159,7 @@ TEST(CacheDirectory, RefusesAGroupWritableDirectory) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Value);
     EXPECT_EQ(std::string(e.what()),
-              "error: the cache directory " + dir +
+              "error[E0901]: the cache directory " + dir +
                   " is writable by group or others; cached kernels are code Tegula executes, so it must be "
                   "private\n"
                   "hint: run `chmod 700 " + dir + "`, or set TEGULA_CACHE_DIR to a private directory\n");

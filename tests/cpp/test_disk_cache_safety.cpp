@@ -47,7 +47,7 @@ TEST(CacheDirectory, ALinkIsResolvedAndItsTargetChecked) {
     FAIL() << "accepted a link to a world-writable directory";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "error: the cache directory " + tmp / "link" + " (a link to " + open_dir +
+              "error[E0901]: the cache directory " + tmp / "link" + " (a link to " + open_dir +
                   ") is writable by group or others; cached kernels are code Tegula executes, so it must be "
                   "private\n"
                   "hint: run `chmod 700 " + open_dir + "`, or set TEGULA_CACHE_DIR to a private directory\n");
@@ -71,7 +71,7 @@ TEST(CacheDirectory, RefusesAParentAnyoneCanWriteTo) {
     FAIL() << "accepted a cache directory inside a world-writable one";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "error: the cache directory " + dir + " is inside " + parent +
+              "error[E0901]: the cache directory " + dir + " is inside " + parent +
                   ", which anyone can write to: another user could replace the cache with their own code\n"
                   "hint: set TEGULA_CACHE_DIR to a private directory elsewhere, or run `chmod o-w " + parent +
                   "`\n");
@@ -94,7 +94,7 @@ TEST(CacheDirectory, RefusesADirectoryOfAnotherUser) {
     FAIL() << "accepted another user's directory";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "error: the cache directory " + dir +
+              "error[E0901]: the cache directory " + dir +
                   " is owned by another user (uid 65534); cached kernels are code Tegula executes, so it must "
                   "be your own\n"
                   "hint: set TEGULA_CACHE_DIR to a directory you own\n");

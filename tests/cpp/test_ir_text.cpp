@@ -477,7 +477,7 @@ TEST(IrParser, ZeroResultRegionOps) {
       "  }\n"
       "  return\n"
       "}\n";
-  EXPECT_EQ(parse_error(text), "<ir>:9:6: error: use of undefined value %c\n"
+  EXPECT_EQ(parse_error(text), "<ir>:9:6: error[E0114]: use of undefined value %c\n"
                                " 9 |   if %c {\n"
                                "   |      ^~\n");
   std::string fixed = text;
@@ -536,23 +536,23 @@ std::string kernel_with(const std::string& line) {
 
 TEST(IrParseErrors, LocatedMessages) {
   EXPECT_EQ(parse_error(kernel_with("  %0 = ad %x, %x : i32")),
-            "<ir>:2:8: error: unknown op `ad`\n"
+            "<ir>:2:8: error[E0114]: unknown op `ad`\n"
             " 2 |   %0 = ad %x, %x : i32\n"
             "   |        ^~\n");
   EXPECT_EQ(parse_error(kernel_with("  %0 = add %x, %7 : i32")),
-            "<ir>:2:16: error: use of undefined value %7\n"
+            "<ir>:2:16: error[E0114]: use of undefined value %7\n"
             " 2 |   %0 = add %x, %7 : i32\n"
             "   |                ^~\n");
   EXPECT_EQ(parse_error(kernel_with("  %0 = add %x, %x : 32")),
-            "<ir>:2:21: error: expected type, found `32`\n"
+            "<ir>:2:21: error[E0114]: expected type, found `32`\n"
             " 2 |   %0 = add %x, %x : 32\n"
             "   |                     ^~\n");
   EXPECT_EQ(parse_error(kernel_with("  %0 = add %x, %x : f33")),
-            "<ir>:2:21: error: unknown type `f33`\n"
+            "<ir>:2:21: error[E0114]: unknown type `f33`\n"
             " 2 |   %0 = add %x, %x : f33\n"
             "   |                     ^~~\n");
   EXPECT_EQ(parse_error(kernel_with("  %x = neg %x : i32")),
-            "<ir>:2:3: error: redefinition of value %x\n"
+            "<ir>:2:3: error[E0114]: redefinition of value %x\n"
             " 2 |   %x = neg %x : i32\n"
             "   |   ^~\n");
 }
@@ -598,13 +598,13 @@ TEST(IrParseErrors, Messages) {
 
 TEST(IrParseErrors, ResultsAreNotVisibleInsideTheirOwnRegions) {
   EXPECT_EQ(parse_error(kernel_with("  %0 = if %x : i32 {\n    yield %0\n  } else {\n    yield %x\n  }")),
-            "<ir>:3:11: error: use of undefined value %0\n"
+            "<ir>:3:11: error[E0114]: use of undefined value %0\n"
             " 3 |     yield %0\n"
             "   |           ^~\n");
   // Values of a region are out of scope after it.
   EXPECT_EQ(parse_error(kernel_with("  %0 = if %x : i32 {\n    %1 = neg %x : i32\n    yield %1\n  } else {\n"
                                     "    yield %1\n  }")),
-            "<ir>:6:11: error: use of undefined value %1\n"
+            "<ir>:6:11: error[E0114]: use of undefined value %1\n"
             " 6 |     yield %1\n"
             "   |           ^~\n");
 }

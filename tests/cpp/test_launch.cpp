@@ -181,7 +181,7 @@ TEST_F(LaunchTest, WrongArgumentCount) {
   std::vector<ArgValue> args = good_args();
   args.pop_back();
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Value),
-            "error: kernel 'recorder' takes 9 runtime arguments (out: ptr<i64>, a: i32, b: i64, c: u64, d: f32, "
+            "error[E0701]: kernel 'recorder' takes 9 runtime arguments (out: ptr<i64>, a: i32, b: i64, c: u64, d: f32, "
             "e: i1, f: f64, g: i8, h: u16), got 8\n");
 }
 
@@ -189,65 +189,65 @@ TEST_F(LaunchTest, WrongKinds) {
   std::vector<ArgValue> args = good_args();
   args[0] = integer(0);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Type),
-            "error: argument 'out' of kernel 'recorder' expects a pointer (a tensor or array) (ptr<i64>), got an "
+            "error[E0702]: argument 'out' of kernel 'recorder' expects a pointer (a tensor or array) (ptr<i64>), got an "
             "int\n");
   args = good_args();
   args[1] = real(1.0);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Type),
-            "error: argument 'a' of kernel 'recorder' expects an integer (i32), got a float\n");
+            "error[E0702]: argument 'a' of kernel 'recorder' expects an integer (i32), got a float\n");
   args = good_args();
   args[4] = boolean(true);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Type),
-            "error: argument 'd' of kernel 'recorder' expects a float (f32), got a bool\n");
+            "error[E0702]: argument 'd' of kernel 'recorder' expects a float (f32), got a bool\n");
   args = good_args();
   args[5] = real(1.0);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Type),
-            "error: argument 'e' of kernel 'recorder' expects a bool (i1), got a float\n");
+            "error[E0702]: argument 'e' of kernel 'recorder' expects a bool (i1), got a float\n");
   args = good_args();
   args[2] = pointer(nullptr);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Type),
-            "error: argument 'b' of kernel 'recorder' expects an integer (i64), got a pointer\n");
+            "error[E0702]: argument 'b' of kernel 'recorder' expects an integer (i64), got a pointer\n");
 }
 
 TEST_F(LaunchTest, ValuesOutOfRange) {
   std::vector<ArgValue> args = good_args();
   args[1] = integer(int64_t{1} << 31);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Value),
-            "error: argument 'a' of kernel 'recorder' is i32, but 2147483648 is out of its range "
+            "error[E0703]: argument 'a' of kernel 'recorder' is i32, but 2147483648 is out of its range "
             "(-2147483648 to 2147483647)\n");
   args[1] = integer(std::numeric_limits<int32_t>::min());  // the edge is fine
   args[2] = unsigned_integer(uint64_t{1} << 63);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Value),
-            "error: argument 'b' of kernel 'recorder' is i64, but 9223372036854775808 is out of its range "
+            "error[E0703]: argument 'b' of kernel 'recorder' is i64, but 9223372036854775808 is out of its range "
             "(-9223372036854775808 to 9223372036854775807)\n");
   args = good_args();
   args[3] = integer(-1);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Value),
-            "error: argument 'c' of kernel 'recorder' is u64, but -1 is out of its range "
+            "error[E0703]: argument 'c' of kernel 'recorder' is u64, but -1 is out of its range "
             "(0 to 18446744073709551615)\n");
   args = good_args();
   args[5] = integer(2);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Value),
-            "error: argument 'e' of kernel 'recorder' is i1, but 2 is out of its range (0 or 1)\n");
+            "error[E0703]: argument 'e' of kernel 'recorder' is i1, but 2 is out of its range (0 or 1)\n");
   args = good_args();
   args[7] = integer(128);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Value),
-            "error: argument 'g' of kernel 'recorder' is i8, but 128 is out of its range (-128 to 127)\n");
+            "error[E0703]: argument 'g' of kernel 'recorder' is i8, but 128 is out of its range (-128 to 127)\n");
   args = good_args();
   args[8] = integer(65536);
   EXPECT_EQ(error_of(1, 1, 1, args, ErrorKind::Value),
-            "error: argument 'h' of kernel 'recorder' is u16, but 65536 is out of its range (0 to 65535)\n");
+            "error[E0703]: argument 'h' of kernel 'recorder' is u16, but 65536 is out of its range (0 to 65535)\n");
   for (int64_t v : out_) EXPECT_EQ(v, 0) << "a failed launch ran the kernel";
 }
 
 TEST_F(LaunchTest, BadGrids) {
   EXPECT_EQ(error_of(4, -1, 1, good_args(), ErrorKind::Value),
-            "error: grid dimension 1 is -1; each grid dimension must be between 0 and 2^31 - 1\n");
+            "error[E0704]: grid dimension 1 is -1; each grid dimension must be between 0 and 2^31 - 1\n");
   EXPECT_EQ(error_of(int64_t{1} << 31, 1, 1, good_args(), ErrorKind::Value),
-            "error: grid dimension 0 is 2147483648; each grid dimension must be between 0 and 2^31 - 1\n");
+            "error[E0704]: grid dimension 0 is 2147483648; each grid dimension must be between 0 and 2^31 - 1\n");
   const int64_t big = (int64_t{1} << 31) - 1;
   EXPECT_EQ(error_of(big, big, big, good_args(), ErrorKind::Value),
-            "error: the grid (2147483647, 2147483647, 2147483647) has more than 2^63 programs\n");
+            "error[E0704]: the grid (2147483647, 2147483647, 2147483647) has more than 2^63 programs\n");
   for (int64_t v : out_) EXPECT_EQ(v, 0);
 }
 
@@ -259,7 +259,7 @@ TEST_F(LaunchTest, UnloadedKernelIsAnErrorNotACrash) {
     empty.launch(grid, {});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "error: kernel 'nothing' is not loaded\n");
+    EXPECT_STREQ(e.what(), "error[E0706]: kernel 'nothing' is not loaded\n");
   }
 }
 

@@ -160,7 +160,7 @@ TEST(Lexer, TokenSpans) {
 
 TEST(LexerErrors, UnterminatedString) {
   EXPECT_EQ(lex_error("x = 'abc\n"),
-            "k.py:1:5: error: unterminated string literal\n"
+            "k.py:1:5: error[E0101]: unterminated string literal\n"
             " 1 | x = 'abc\n"
             "   |     ^~~~\n"
             "hint: close the string with ' on the same line, or use a triple-quoted string\n");
@@ -168,7 +168,7 @@ TEST(LexerErrors, UnterminatedString) {
 
 TEST(LexerErrors, UnterminatedTripleQuotedString) {
   EXPECT_EQ(lex_error("a = 1\nx = \"\"\"abc\n\n"),
-            "k.py:2:5: error: unterminated triple-quoted string literal\n"
+            "k.py:2:5: error[E0101]: unterminated triple-quoted string literal\n"
             " 2 | x = \"\"\"abc\n"
             "   |     ^~~~~~\n"
             "hint: close the string with \"\"\"\n");
@@ -176,7 +176,7 @@ TEST(LexerErrors, UnterminatedTripleQuotedString) {
 
 TEST(LexerErrors, FString) {
   EXPECT_EQ(lex_error("msg = f\"x={x}\"\n"),
-            "k.py:1:7: error: f-strings are not supported inside a kernel\n"
+            "k.py:1:7: error[E0110]: f-strings are not supported inside a kernel\n"
             " 1 | msg = f\"x={x}\"\n"
             "   |       ^~\n"
             "hint: use a plain string literal; tl.device_print takes the values as extra arguments\n");
@@ -184,7 +184,7 @@ TEST(LexerErrors, FString) {
 
 TEST(LexerErrors, UnmatchedClosingBracket) {
   EXPECT_EQ(lex_error("y = f(x))\n"),
-            "k.py:1:9: error: unmatched ')'\n"
+            "k.py:1:9: error[E0106]: unmatched ')'\n"
             " 1 | y = f(x))\n"
             "   |         ^\n"
             "hint: remove it or add the opening bracket\n");
@@ -192,14 +192,14 @@ TEST(LexerErrors, UnmatchedClosingBracket) {
 
 TEST(LexerErrors, MismatchedBracket) {
   EXPECT_EQ(lex_error("y = (x,\n  z]\n"),
-            "k.py:2:4: error: closing bracket ']' does not match opening bracket '(' on line 1\n"
+            "k.py:2:4: error[E0106]: closing bracket ']' does not match opening bracket '(' on line 1\n"
             " 2 |   z]\n"
             "   |    ^\n");
 }
 
 TEST(LexerErrors, BracketNeverClosed) {
   EXPECT_EQ(lex_error("y = g(x,\n  z\n"),
-            "k.py:1:6: error: '(' was never closed\n"
+            "k.py:1:6: error[E0106]: '(' was never closed\n"
             " 1 | y = g(x,\n"
             "   |      ^\n"
             "hint: add the matching ')'\n");
@@ -207,7 +207,7 @@ TEST(LexerErrors, BracketNeverClosed) {
 
 TEST(LexerErrors, InconsistentDedent) {
   EXPECT_EQ(lex_error("if a:\n    b\n  c\n"),
-            "k.py:3:3: error: unindent does not match any outer indentation level\n"
+            "k.py:3:3: error[E0107]: unindent does not match any outer indentation level\n"
             " 3 |   c\n"
             "   |   ^\n"
             "hint: line this statement up with the block it belongs to\n");
@@ -215,7 +215,7 @@ TEST(LexerErrors, InconsistentDedent) {
 
 TEST(LexerErrors, UnindentBelowTheFunction) {
   EXPECT_EQ(lex_error("    def k():\n        a\n  b\n"),
-            "k.py:3:3: error: unexpected unindent: this line is indented less than the function's first line\n"
+            "k.py:3:3: error[E0107]: unexpected unindent: this line is indented less than the function's first line\n"
             " 3 |   b\n"
             "   |   ^\n"
             "hint: indent every line of the function at least as deep as its `def`\n");
@@ -223,7 +223,7 @@ TEST(LexerErrors, UnindentBelowTheFunction) {
 
 TEST(LexerErrors, TabsAndSpacesMixedAmbiguously) {
   EXPECT_EQ(lex_error("if a:\n        b\n\tc\n"),
-            "k.py:3:2: error: inconsistent use of tabs and spaces in indentation\n"
+            "k.py:3:2: error[E0107]: inconsistent use of tabs and spaces in indentation\n"
             " 3 | \tc\n"
             "   | \t^\n"
             "hint: indent with spaces only\n");
@@ -231,40 +231,40 @@ TEST(LexerErrors, TabsAndSpacesMixedAmbiguously) {
 
 TEST(LexerErrors, BadNumbers) {
   EXPECT_EQ(lex_error("x = 012\n"),
-            "k.py:1:5: error: leading zeros in decimal integer literals are not permitted\n"
+            "k.py:1:5: error[E0102]: leading zeros in decimal integer literals are not permitted\n"
             " 1 | x = 012\n"
             "   |     ^~~\n"
             "hint: write 0o... for an octal number\n");
   EXPECT_EQ(lex_error("x = 1__0\n"),
-            "k.py:1:5: error: invalid number literal: `_` must separate two digits\n"
+            "k.py:1:5: error[E0102]: invalid number literal: `_` must separate two digits\n"
             " 1 | x = 1__0\n"
             "   |     ^~\n");
   EXPECT_EQ(lex_error("x = 0x\n"),
-            "k.py:1:5: error: invalid hexadecimal literal\n"
+            "k.py:1:5: error[E0102]: invalid hexadecimal literal\n"
             " 1 | x = 0x\n"
             "   |     ^~\n");
   EXPECT_EQ(lex_error("x = 0b102\n"),
-            "k.py:1:5: error: invalid binary literal\n"
+            "k.py:1:5: error[E0102]: invalid binary literal\n"
             " 1 | x = 0b102\n"
             "   |     ^~~~~\n");
   EXPECT_EQ(lex_error("x = 3abc\n"),
-            "k.py:1:5: error: invalid decimal literal\n"
+            "k.py:1:5: error[E0102]: invalid decimal literal\n"
             " 1 | x = 3abc\n"
             "   |     ^~\n"
             "hint: a name cannot start with a digit\n");
   EXPECT_EQ(lex_error("x = 2j\n"),
-            "k.py:1:5: error: complex literals are not supported inside a kernel\n"
+            "k.py:1:5: error[E0110]: complex literals are not supported inside a kernel\n"
             " 1 | x = 2j\n"
             "   |     ^~\n");
   EXPECT_EQ(lex_error("x = 18446744073709551616\n"),
-            "k.py:1:5: error: integer literal is too large: kernels use at most 64-bit integers\n"
+            "k.py:1:5: error[E0103]: integer literal is too large: kernels use at most 64-bit integers\n"
             " 1 | x = 18446744073709551616\n"
             "   |     ^~~~~~~~~~~~~~~~~~~~\n");
 }
 
 TEST(LexerErrors, Continuation) {
   EXPECT_EQ(lex_error("x = a \\ b\n"),
-            "k.py:1:7: error: unexpected character after line continuation character\n"
+            "k.py:1:7: error[E0105]: unexpected character after line continuation character\n"
             " 1 | x = a \\ b\n"
             "   |       ^\n"
             "hint: a backslash continues a line only as the last character of the line\n");
@@ -272,26 +272,26 @@ TEST(LexerErrors, Continuation) {
 
 TEST(LexerErrors, InvalidCharacter) {
   EXPECT_EQ(lex_error("x = a $ b\n"),
-            "k.py:1:7: error: invalid character '$' in kernel source\n"
+            "k.py:1:7: error[E0105]: invalid character '$' in kernel source\n"
             " 1 | x = a $ b\n"
             "   |       ^\n");
-  EXPECT_EQ(lex_error("x = a ? b\n").substr(0, 52), "k.py:1:7: error: invalid character '?' in kernel sou");
+  EXPECT_EQ(lex_error("x = a ? b\n").substr(0, 59), "k.py:1:7: error[E0105]: invalid character '?' in kernel sou");
 }
 
 TEST(LexerErrors, BadEscape) {
   EXPECT_EQ(lex_error("s = '\\x4'\n"),
-            "k.py:1:6: error: truncated \\x escape in string literal\n"
+            "k.py:1:6: error[E0104]: truncated \\x escape in string literal\n"
             " 1 | s = '\\x4'\n"
             "   |      ^~~~\n"
             "hint: write exactly 2 hex digits after \\x\n");
 }
 
 TEST(LexerErrors, NestingLimits) {
-  EXPECT_NE(lex_error("x = " + std::string(300, '(') + "\n").find("error: too many nested parentheses"),
+  EXPECT_NE(lex_error("x = " + std::string(300, '(') + "\n").find("error[E0108]: too many nested parentheses"),
             std::string::npos);
   std::string deep;
   for (int i = 0; i < 120; ++i) deep += std::string(static_cast<size_t>(i), ' ') + "if a:\n";
-  EXPECT_NE(lex_error(deep).find("error: too many levels of indentation"), std::string::npos);
+  EXPECT_NE(lex_error(deep).find("error[E0108]: too many levels of indentation"), std::string::npos);
 }
 
 TEST(SplitTopLevel, StatementsDecoratorsAndContinuations) {

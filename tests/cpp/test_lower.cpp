@@ -24,11 +24,13 @@ std::vector<frontend::ArgSpec> vector_add_args() {
   return {ptr_arg(Scalar::F32), ptr_arg(Scalar::F32), ptr_arg(Scalar::F32), int_arg(), const_int(1024)};
 }
 
-// Expects a diagnostic whose first line is `kernel.py:LINE:COL: error: MESSAGE...`.
+// Expects a diagnostic whose first line is `kernel.py:LINE:COL: error[CODE]: MESSAGE...`.
 void expect_error(const LowerResult& r, int line, int col, const std::string& message) {
   ASSERT_FALSE(r.ok()) << "expected an error, got IR:\n" << r.ir;
-  std::string head = "kernel.py:" + std::to_string(line) + ":" + std::to_string(col) + ": error: ";
+  // The code itself is asserted per message by tests/python/test_diagnostic_codes.py.
+  std::string head = "kernel.py:" + std::to_string(line) + ":" + std::to_string(col) + ": error[E";
   EXPECT_EQ(r.error.rfind(head, 0), 0u) << r.error;
+  EXPECT_EQ(r.error.substr(head.size() + 4, 3), "]: ") << r.error;
   EXPECT_NE(r.error.find(message), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("^"), std::string::npos) << "no caret:\n" << r.error;
 }

@@ -104,7 +104,7 @@ TEST(LowerBlockPtr, DescriptorNeedsAUnitInnerStride) {
 )",
                         {ptr_arg(Scalar::F32), int_arg(), int_arg()});
   ASSERT_FALSE(r.ok()) << r.ir;
-  EXPECT_NE(r.error.find("kernel.py:2:56: error: the last stride of a tensor descriptor must be the constant 1"),
+  EXPECT_NE(r.error.find("kernel.py:2:56: error[E0406]: the last stride of a tensor descriptor must be the constant 1"),
             std::string::npos)
       << r.error;
 }

@@ -788,7 +788,7 @@ TEST(ParseModule, BrokenJitFunctionIsAnError) {
     FAIL() << "expected a syntax error";
   } catch (const UserError& e) {
     EXPECT_EQ(render(e.diagnostic(), &sources),
-              "prog.py:5:5: error: `with` statements are not supported inside a kernel\n"
+              "prog.py:5:5: error[E0110]: `with` statements are not supported inside a kernel\n"
               " 5 |     with x:\n"
               "   |     ^~~~\n"
               "hint: a kernel has no context managers; write the body directly\n");

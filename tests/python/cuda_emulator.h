@@ -70,6 +70,9 @@
 // Each generated wgmma instruction helper reports itself here.
 void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a, int trans_b);
 #define TG_WGMMA_HOOK(...) tg_emu_wgmma(__VA_ARGS__)
+// The form with operand a from registers (four words of mma.sync's A fragment).
+void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b);
+#define TG_WGMMA_REG_HOOK(...) tg_emu_wgmma_reg(__VA_ARGS__)
 
 namespace tg_emu {
 
@@ -419,6 +422,9 @@ struct TgEmuWgmma {
   float* d;
   unsigned long long a, b;
   int n, type, trans_a, trans_b, group;
+  // a from registers: every lane's four A fragment words, gathered at issue
+  // (the warp's 16 rows of the warpgroup's 64, laid out as mma.sync's A).
+  std::shared_ptr<std::array<std::array<unsigned, 4>, 32>> a_registers = nullptr;
 };
 inline thread_local std::vector<TgEmuWgmma> tg_emu_wgmmas;
 inline thread_local int tg_emu_wgmma_groups = 0;
@@ -426,6 +432,12 @@ inline thread_local int tg_emu_wgmma_groups = 0;
 inline void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a,
                          int trans_b) {
   tg_emu_wgmmas.push_back({d, a, b, n, type, trans_a, trans_b, tg_emu_wgmma_groups});
+}
+inline void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b) {
+  std::array<unsigned, 4> mine;
+  std::memcpy(mine.data(), a, sizeof mine);
+  auto all = std::make_shared<std::array<std::array<unsigned, 4>, 32>>(tg_emu::warp_exchange(mine));
+  tg_emu_wgmmas.push_back({d, 0, b, n, type, 0, trans_b, tg_emu_wgmma_groups, std::move(all)});
 }
 inline void tg_wgmma_fence() {}
 inline void tg_wgmma_commit() { ++tg_emu_wgmma_groups; }
@@ -466,9 +478,17 @@ void tg_wgmma_wait() {
       for (int c = 0; c < 4; ++c) {
         int row = 16 * quarter + l / 4 + 8 * (c / 2), col = 8 * i + 2 * (l % 4) + c % 2;
         double sum = 0;
-        for (int k = 0; k < 16; ++k)
-          sum += static_cast<double>(tg_emu_desc_element(w.a, w.trans_a != 0, row, k, w.type)) *
-                 tg_emu_desc_element(w.b, w.trans_b != 0, col, k, w.type);
+        for (int k = 0; k < 16; ++k) {
+          double a;
+          if (w.a_registers) {
+            TgEmuPlace p = tg_emu_a_place(0, row - 16 * quarter, k);
+            a = tg_emu_element(0, w.type, (*w.a_registers)[static_cast<size_t>(p.lane)][static_cast<size_t>(p.reg)],
+                               p.byte);
+          } else {
+            a = tg_emu_desc_element(w.a, w.trans_a != 0, row, k, w.type);
+          }
+          sum += a * tg_emu_desc_element(w.b, w.trans_b != 0, col, k, w.type);
+        }
         w.d[4 * i + c] = static_cast<float>(w.d[4 * i + c] + sum);
       }
   }

@@ -17,9 +17,9 @@ import pytest
 
 import tegula
 from tegula import _bench_gpu, _triton_twin, bench
-from tegula.kernels import _host, fused_chain, layer_norm, matmul, softmax, vector_add
+from tegula.kernels import _host, attention, fused_chain, layer_norm, matmul, softmax, vector_add
 
-KERNEL_MODULES = (fused_chain, layer_norm, matmul, softmax, vector_add)
+KERNEL_MODULES = (attention, fused_chain, layer_norm, matmul, softmax, vector_add)
 
 ROW_KEYS = {"workload", "shape", "dtype", "variant", "baseline", "bytes", "flops", "bound", "exceeds_llc",
             "eager_bytes",
@@ -136,7 +136,7 @@ def test_bad_num_warps_is_a_usage_error():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert ("--num-warps takes WORKLOAD=N with WORKLOAD one of vector_add, fused_chain, softmax, "
-            "layer_norm, matmul, launch, got 'softmax=0'") in done.stderr
+            "layer_norm, matmul, launch, attention, attention_causal, got 'softmax=0'") in done.stderr
     assert _bench_gpu.parse_num_warps(["softmax=16", "launch=1"]) == {"softmax": 16, "launch": 1}
 
 
@@ -207,6 +207,10 @@ TRITON_SIGNATURES = [
     (layer_norm, "layer_norm_kernel", "*bf16 *bf16 *bf16 *bf16 *fp32 *fp32 i32 i32 i32 fp32", {"BLOCK_N": 8192}),
     (matmul, "matmul_kernel", "*fp16 *fp16 *fp16" + " i32" * 9,
      {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}),
+    (attention, "attention_fwd_kernel", "*bf16 *bf16 *bf16 *bf16 *fp32" + " i32" * 18 + " fp32",
+     {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}),
+    (attention, "attention_fwd_kernel", "*bf16 *bf16 *bf16 *bf16 *fp32" + " i32" * 18 + " fp32",
+     {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": True}),
 ]
 
 
@@ -315,6 +319,31 @@ def test_render_rewrites_the_markdown_of_a_saved_report(tmp_path):
     assert _bench_gpu.markdown_path("out/r") == "out/r.md"
 
 
+def test_attention_rows_are_measured_against_sdpa():
+    # The floor of an attention row is SDPA's rate in the same run; the row
+    # names the SDPA backend that ran; both issue-5 targets are decided.
+    Outcome = _bench_gpu.Outcome
+    case = _bench_gpu.Case("attention_causal", "4x32x4096x128", "bfloat16", bytes=1, flops=6_000_000_000,
+                           num_warps=8, variants={}, reference="sdpa", compute_bound=True)
+    rows = _bench_gpu.case_rows(case, [Outcome("sdpa", [1.0], "reference", note="cuDNN"),
+                                       Outcome("tegula", [1.25], "ok"), Outcome("triton", [1.3], "ok")], 5e9)
+    by = {r["variant"]: r for r in rows}
+    assert by["sdpa"]["floor_frac"] == pytest.approx(1.0) and by["sdpa"]["note"] == "cuDNN"
+    assert by["tegula"]["rate"] == pytest.approx(4.8) and by["tegula"]["floor_frac"] == pytest.approx(0.8)
+    targets = {c["what"]: c for c in _bench_gpu.criteria(rows)}
+    share = targets["attention_causal: tegula's share of SDPA's TFLOP/s"]
+    assert (share["pass"], share["target"]) == (False, ">= 0.85") and share["value"] == pytest.approx(0.8)
+    versus = targets["attention_causal: tegula time / triton time"]
+    assert versus["pass"] is True and versus["value"] == pytest.approx(1.25 / 1.3)
+    assert targets["attention: tegula time / triton time"]["pass"] is None
+    report = {**_made_up_report(), "rows": rows, "criteria": _bench_gpu.criteria(rows)}
+    lines = _bench_gpu.format_markdown(report).splitlines()
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines if line.startswith("| ")]
+    assert cells[2][3:] == ["sdpa", "1.0000", "6.00 TFLOP/s", "100%", "0.80", "reference (cuDNN)"]
+    assert "- FAIL attention_causal: tegula's share of SDPA's TFLOP/s: 0.800 (target >= 0.85)" in lines
+    assert "- PASS attention_causal: tegula time / triton time: 0.962 (target <= 1)" in lines
+
+
 def test_exit_status_fails_on_wrong_results_and_tegula_errors_only():
     rows = _made_up_report()["rows"]
     assert _bench_gpu.exit_status(rows) == 1  # triton's mismatch
@@ -387,7 +416,7 @@ def test_quick_gpu_run_end_to_end(backend, tmp_path):
         pytest.skip("needs --backend cuda")
     path = tmp_path / "gpu.json"
     # torch.compile is left out: compiling four functions takes minutes, not a test's seconds.
-    variants = [a for v in ("tegula", "triton", "torch", "cublas") for a in ("--variant", v)]
+    variants = [a for v in ("tegula", "triton", "torch", "cublas", "sdpa") for a in ("--variant", v)]
     done = subprocess.run([sys.executable, "-m", "tegula.bench", "--gpu", "--quick", "--json", str(path),
                            *variants], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "GPU_CHECK_COMMIT": "test"})
@@ -397,7 +426,8 @@ def test_quick_gpu_run_end_to_end(backend, tmp_path):
     assert {"gpu", "driver", "versions", "rows", "floors", "criteria"} <= set(report)
     assert (tmp_path / "gpu.md").read_text() == _bench_gpu.format_markdown(report)
     rows = {(r["workload"], r["variant"]): r for r in report["rows"]}
-    for workload in ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul_fp16", "matmul_bf16"):
+    for workload in ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul_fp16", "matmul_bf16",
+                     "attention", "attention_causal"):
         mine = rows[workload, "tegula"]
         assert mine["check"] == "ok" and mine["ms"] > 0 and mine["floor_frac"] > 0, mine
         if report["versions"]["triton"]:

@@ -81,7 +81,8 @@ def test_compile_error_points_at_the_source():
     with pytest.raises(tegula.CompilationError) as info:
         kernel_with_an_undefined_name[(1,)](np.zeros(1, dtype=np.float32))
     message = str(info.value)
-    assert f"{kernel_with_an_undefined_name.filename}:{line}:{col}: error:" in message
+    assert f"{kernel_with_an_undefined_name.filename}:{line}:{col}: error[E0201]:" in message
+    assert info.value.code == "E0201"
     assert "undefined_value" in message
     assert "^" in message
     assert isinstance(info.value, Exception)

@@ -33,9 +33,9 @@ def compile_error(kernel, *args, **kwargs):
     return str(info.value)
 
 
-def assert_located(message, kernel, needle, text, occurrence=0):
+def assert_located(message, kernel, needle, text, code, occurrence=0):
     line, col = where(kernel, needle, occurrence)
-    head = f"{os.path.basename(__file__)}:{line}:{col}: error: "
+    head = f"{os.path.basename(__file__)}:{line}:{col}: error[{code}]: "
     assert head in message.splitlines()[0], message
     assert text in message, message
     assert "^" in message, message
@@ -51,7 +51,7 @@ def unknown_name(x_ptr):
 
 def test_unknown_name():
     msg = compile_error(unknown_name, X)
-    assert_located(msg, unknown_name, "undefined_thing", "name `undefined_thing` is not defined")
+    assert_located(msg, unknown_name, "undefined_thing", "name `undefined_thing` is not defined", "E0201")
 
 
 @tegula.jit
@@ -62,7 +62,7 @@ def non_constexpr_size(x_ptr, n):
 
 def test_non_constexpr_tile_size():
     msg = compile_error(non_constexpr_size, X, 64)
-    assert_located(msg, non_constexpr_size, "n)", "must be a compile-time constant")
+    assert_located(msg, non_constexpr_size, "n)", "must be a compile-time constant", "E0601")
     assert "hint:" in msg
 
 
@@ -74,7 +74,7 @@ def non_power_of_two(x_ptr):
 
 def test_non_power_of_two_arange():
     msg = compile_error(non_power_of_two, X)
-    assert_located(msg, non_power_of_two, "tl.arange", "power of two, but it is 100")
+    assert_located(msg, non_power_of_two, "tl.arange", "power of two, but it is 100", "E0502")
     assert "next_power_of_2" in msg
 
 
@@ -87,7 +87,7 @@ def shape_mismatch(x_ptr):
 
 def test_shape_mismatch():
     msg = compile_error(shape_mismatch, X)
-    assert_located(msg, shape_mismatch, "a + b", "cannot be broadcast together")
+    assert_located(msg, shape_mismatch, "a + b", "cannot be broadcast together", "E0501")
 
 
 @tegula.jit
@@ -98,7 +98,7 @@ def dtype_mismatch(x_ptr, BLOCK: tl.constexpr):
 
 def test_dtype_mismatch_pointer_offset():
     msg = compile_error(dtype_mismatch, X, BLOCK=64)
-    assert_located(msg, dtype_mismatch, "x_ptr + offs", "pointer offsets must be integers")
+    assert_located(msg, dtype_mismatch, "x_ptr + offs", "pointer offsets must be integers", "E0303")
 
 
 @tegula.jit
@@ -111,7 +111,7 @@ def loop_type_change(x_ptr, n):
 
 def test_loop_carried_dtype_change():
     msg = compile_error(loop_type_change, X, 8)
-    assert_located(msg, loop_type_change, "for i", "changes type from i32 to f32")
+    assert_located(msg, loop_type_change, "for i", "changes type from i32 to f32", "E0308")
 
 
 @tegula.jit
@@ -136,7 +136,7 @@ def tile_condition(x_ptr, BLOCK: tl.constexpr):
 
 def test_tile_condition():
     msg = compile_error(tile_condition, X, BLOCK=64)
-    assert_located(msg, tile_condition, "x > 0", "must be a scalar")
+    assert_located(msg, tile_condition, "x > 0", "must be a scalar", "E0605")
     assert "tl.where" in msg
 
 

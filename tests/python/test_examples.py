@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+import flash_attention as flash_attention_example
 import fused_chain as fused_chain_example
 import layer_norm as layer_norm_example
 import matmul as matmul_example
@@ -139,6 +140,16 @@ def test_fused_chain_example_check(M, N):
     fused_chain_example.check(M, N, seed=M)
 
 
+# --- flash attention -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("B,H,S,D,dtype", [(1, 1, 1, 16, "float32"), (2, 2, 77, 32, "float16"),
+                                           (1, 1, 70, 64, "bfloat16")])
+def test_flash_attention_example_check(B, H, S, D, dtype, causal):
+    flash_attention_example.check(B, H, S, D, dtype, causal, seed=S)
+
+
 # --- one script end to end -------------------------------------------------------------------
 
 
@@ -149,6 +160,17 @@ def test_softmax_script_runs_and_says_ok():
     assert done.stdout.splitlines() == [
         "softmax 3x5 float32  matches NumPy (rows sum to 1)",
         "softmax 2x1000 float32  matches NumPy (rows sum to 1)",
+        "OK",
+    ]
+
+
+def test_flash_attention_script_runs_and_says_ok():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "flash_attention.py"), "--shapes", "1x2x20x16",
+                           "--dtypes", "float16"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "attention 1x2x20x16 float16  full   matches the float64 reference",
+        "attention 1x2x20x16 float16  causal matches the float64 reference",
         "OK",
     ]
 

@@ -405,8 +405,9 @@ def located(message, line_text, column_text, text):
     numbers = [k for k, s in enumerate(lines, 1) if line_text in s and s.lstrip().startswith("tl.")]
     assert len(numbers) == 1, line_text
     col = lines[numbers[0] - 1].index(column_text) + 1
-    head = f"{os.path.basename(__file__)}:{numbers[0]}:{col}: error: {text}"
-    assert message.splitlines()[0].endswith(head), message
+    first = message.splitlines()[0]
+    assert f"{os.path.basename(__file__)}:{numbers[0]}:{col}: error[E" in first, message
+    assert first.endswith(f"]: {text}"), message  # error[CODE]: the codes are in test_diagnostic_codes.py
     assert "^" in message, message
 
 

@@ -538,7 +538,7 @@ def test_errors_are_located(kernel, args, needle, text):
         kernel[(1,)](*args)
     message = str(info.value)
     line, col = where(kernel, needle)
-    assert f"{os.path.basename(__file__)}:{line}:{col}: error: " in message.splitlines()[0], message
+    assert f"{os.path.basename(__file__)}:{line}:{col}: error[E" in message.splitlines()[0], message
     assert text in message, message
 
 

@@ -243,7 +243,7 @@ def assert_compile_error(kernel, needle, text, *args, **kwargs):
         kernel[(1,)](*args, **kwargs)
     message = str(info.value)
     line, col = where(kernel, needle)
-    assert f"{os.path.basename(__file__)}:{line}:{col}: error: " in message.splitlines()[0], message
+    assert f"{os.path.basename(__file__)}:{line}:{col}: error[E" in message.splitlines()[0], message
     assert text in message, message
 
 

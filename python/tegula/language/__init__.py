@@ -15,6 +15,8 @@ from .core import (
     float16,
     float32,
     float64,
+    float8e4nv,
+    float8e5,
     int1,
     int8,
     int16,
@@ -35,6 +37,6 @@ from .ops import __all__ as _op_names
 __all__ = [
     "extra", "math", "constexpr", "dtype", "pointer_type", "tensor",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "bfloat16", "float32", "float64",
+    "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     *_math_names, *_op_names,
 ]

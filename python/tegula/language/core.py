@@ -25,6 +25,8 @@ _SCALARS = {
     "bf16": ("bfloat16", "bf16", 16),
     "fp32": ("float32", "f32", 32),
     "fp64": ("float64", "f64", 64),
+    "fp8e4nv": ("float8e4nv", "f8e4m3", 8),  # e4m3fn: bias 7, no inf, max 448
+    "fp8e5": ("float8e5", "f8e5m2", 8),      # e5m2: bias 15, inf and NaN, max 57344
 }
 
 
@@ -46,6 +48,9 @@ class dtype:
 
     def is_floating(self) -> bool:
         return self.scalar.startswith(("f", "bf"))
+
+    def is_fp8(self) -> bool:
+        return self.scalar.startswith("f8")
 
     def is_int(self) -> bool:
         return not self.is_floating()
@@ -162,10 +167,12 @@ float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
 float64 = dtype("fp64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
 
 #: every scalar dtype, by the name tegula.language exports it under
 DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
-                                        uint64, float16, bfloat16, float32, float64)}
+                                        uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5)}
 
 
 def only_in_kernel(name: str):

@@ -11,7 +11,9 @@
 #include "backends/cpu/codegen_context.h"
 #include "backends/cpu/prelude.h"
 #include "backends/cpu/prelude_atomic.h"
+#include "backends/cpu/prelude_fp8.h"
 #include "backends/cpu/prelude_sort.h"
+#include "ir/fp8.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cpu {
@@ -35,6 +37,8 @@ std::string c_scalar(Scalar s) {
     case Scalar::BF16: return "uint16_t";
     case Scalar::F32: return "float";
     case Scalar::F64: return "double";
+    case Scalar::F8E4M3: return "uint8_t";
+    case Scalar::F8E5M2: return "uint8_t";
   }
   TEGULA_ASSERT(false, "unknown scalar kind");
 }
@@ -58,19 +62,23 @@ int64_t c_element_size(const ir::Type& t) {
   return ir::byte_size(t.scalar);
 }
 
-bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
+bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16 || ir::is_fp8(s); }
 
 std::string c_compute(Scalar s) { return is_half(s) ? "float" : c_scalar(s); }
 
 std::string to_compute(Scalar s, const std::string& expr) {
   if (s == Scalar::F16) return "tg_f16_to_f32(" + expr + ")";
   if (s == Scalar::BF16) return "tg_bf16_to_f32(" + expr + ")";
+  if (s == Scalar::F8E4M3) return "tg_f8e4m3_to_f32(" + expr + ")";
+  if (s == Scalar::F8E5M2) return "tg_f8e5m2_to_f32(" + expr + ")";
   return expr;
 }
 
 std::string from_compute(Scalar s, const std::string& expr) {
   if (s == Scalar::F16) return "tg_f32_to_f16(" + expr + ")";
   if (s == Scalar::BF16) return "tg_f32_to_bf16(" + expr + ")";
+  if (s == Scalar::F8E4M3) return "tg_f32_to_f8e4m3(" + expr + ")";
+  if (s == Scalar::F8E5M2) return "tg_f32_to_f8e5m2(" + expr + ")";
   return expr;
 }
 
@@ -326,7 +334,7 @@ void CodegenContext::emit_block_body(ir::BlockId block) {
     if (o.erased || ir::is_terminator(o.kind)) continue;
     if (!is_per_element(*this, o)) {
       if (!independent_scalar(o)) flush();
-      emit_op(id);
+      at_source(o.loc, [&] { emit_op(id); });  // an internal error names the kernel line
       continue;
     }
     segment.push_back(id);
@@ -491,6 +499,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   unit.raw(kPrelude);
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (uses_sort(fn)) unit.raw(kSortPrelude);
+  if (ir::uses_fp8(fn)) unit.raw(kFp8Prelude);
   emit_debug_helpers(unit, fn, options);
   unit.blank();
   unit.line("// ---- kernel ----");

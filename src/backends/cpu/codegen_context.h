@@ -45,7 +45,7 @@ std::string c_const(const ir::Type& t);
 int64_t c_element_size(const ir::Type& t);
 // The type arithmetic on `s` is done in: float for f16/bf16, else c_scalar.
 std::string c_compute(ir::Scalar s);
-bool is_half(ir::Scalar s);  // f16 or bf16
+bool is_half(ir::Scalar s);  // f16, bf16 or fp8: stored as bits, computed in float
 // `expr` (of storage type `s`) as the compute type, and back.
 std::string to_compute(ir::Scalar s, const std::string& expr);
 std::string from_compute(ir::Scalar s, const std::string& expr);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/codegen_context.h"
+#include "ir/fp8.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cpu {
@@ -158,6 +159,8 @@ std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::strin
   if (ir::is_integer(s)) {
     if (ir::is_integer(d)) return "(" + dt + ")" + x;
     if (d == Scalar::F32 || d == Scalar::F64) return "(" + dt + ")" + x;
+    // Integers beyond float's 24 bits are far beyond fp8's range: one float rounding is enough.
+    if (ir::is_fp8(d)) return from_compute(d, "(float)" + x);
     // Every integer below 65520 is exact in float and every larger one
     // overflows f16, so one float conversion rounds correctly.
     if (d == Scalar::F16) return "tg_f32_to_f16((float)" + x + ")";
@@ -170,6 +173,7 @@ std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::strin
   std::string v = to_compute(s, x);
   if (ir::is_integer(d)) return "tg_float_to_int<" + dt + ">(" + v + ")";
   if (d == Scalar::F32 || d == Scalar::F64) return "(" + dt + ")" + v;
+  if (ir::is_fp8(d)) return s == Scalar::F64 ? from_compute(d, "tg_f64_to_f32_odd(" + v + ")") : from_compute(d, v);
   if (s == Scalar::F64) return d == Scalar::F16 ? "tg_f64_to_f16(" + v + ")" : "tg_f64_to_bf16(" + v + ")";
   return from_compute(d, v);
 }
@@ -250,6 +254,7 @@ std::string constant_expr(const ir::Op& op, Scalar s) {
     bool typed_by_suffix = s == Scalar::I1 || s == Scalar::I32 || s == Scalar::U32;
     return typed_by_suffix ? int_literal(v, s) : "(" + c_scalar(s) + ")" + int_literal(v, s);
   }
+  if (ir::is_fp8(s)) return "(uint8_t)" + std::to_string(ir::encode_fp8(op.float_attr("value"), s)) + "u";
   std::string lit = float_literal(op.float_attr("value"));
   if (s == Scalar::F16) return "tg_f64_to_f16(" + lit + ")";
   if (s == Scalar::BF16) return "tg_f64_to_bf16(" + lit + ")";

@@ -218,7 +218,8 @@ Toolchain detect() {
     t.precompiled_headers = t.identity.find("clang") == std::string::npos;  // GCC's .gch lookup
     return t;
   }
-  error_at(SourceLoc{}, "no C++ compiler found for the CPU backend (tried $CXX, c++, g++, clang++)",
+  error_at(SourceLoc{}, Diag::NoCxxCompiler,
+           "no C++ compiler found for the CPU backend (tried $CXX, c++, g++, clang++)",
            "install g++ or clang++, or set CXX to the compiler's path");
 }
 
@@ -250,7 +251,8 @@ std::string make_temporary(const std::string& folder, const char* suffix) {
   buf.push_back('\0');
   int fd = ::mkstemps(buf.data(), static_cast<int>(std::strlen(suffix)));
   if (fd < 0)
-    error_at(SourceLoc{}, "cannot create a temporary file in " + folder + ": " + std::strerror(errno),
+    error_at(SourceLoc{}, Diag::CacheWriteFailed,
+             "cannot create a temporary file in " + folder + ": " + std::strerror(errno),
              "check that the kernel cache folder is writable");
   ::close(fd);
   return std::string(buf.data());
@@ -267,7 +269,7 @@ void write_file(const std::string& path, const std::string& text) {
     if (ok) done += static_cast<size_t>(n);
   }
   if (!ok)
-    error_at(SourceLoc{}, "cannot write " + path + ": " + std::strerror(errno),
+    error_at(SourceLoc{}, Diag::CacheWriteFailed, "cannot write " + path + ": " + std::strerror(errno),
              "check free space and permissions of the kernel cache folder");
 }
 
@@ -416,7 +418,8 @@ void compile_shared_object(const std::string& source, const std::string& output_
                         run.output);
   }
   if (::rename(object_file.path().c_str(), output_path.c_str()) != 0)
-    error_at(SourceLoc{}, "cannot move the compiled kernel to " + output_path + ": " + std::strerror(errno),
+    error_at(SourceLoc{}, Diag::CacheWriteFailed,
+             "cannot move the compiled kernel to " + output_path + ": " + std::strerror(errno),
              "check permissions of the kernel cache folder");
   object_file.release();
   if (build_prelude) start_building(tc, *prelude);

@@ -13,7 +13,9 @@
 #include "backends/cuda/codegen_context.h"
 #include "backends/cuda/prelude.h"
 #include "backends/cuda/prelude_atomic.h"
+#include "backends/cuda/prelude_fp8.h"
 #include "backends/cuda/prelude_mma.h"
+#include "ir/fp8.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cuda {
@@ -38,6 +40,8 @@ std::string c_scalar(Scalar s) {
     case Scalar::BF16: return "tg_bf16";
     case Scalar::F32: return "float";
     case Scalar::F64: return "double";
+    case Scalar::F8E4M3: return "tg_f8e4m3";
+    case Scalar::F8E5M2: return "tg_f8e5m2";
   }
   TEGULA_ASSERT(false, "unknown scalar kind");
 }
@@ -50,19 +54,23 @@ std::string c_const(const ir::Type& t) {
   return t.is_pointer() ? c_element(t) + " const" : "const " + c_element(t);
 }
 
-bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
+bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16 || ir::is_fp8(s); }
 
 std::string c_compute(Scalar s) { return is_half(s) ? "float" : c_scalar(s); }
 
 std::string to_compute(Scalar s, const std::string& expr) {
   if (s == Scalar::F16) return "tg_f16_to_f32(" + expr + ")";
   if (s == Scalar::BF16) return "tg_bf16_to_f32(" + expr + ")";
+  if (s == Scalar::F8E4M3) return "tg_f8e4m3_to_f32(" + expr + ")";
+  if (s == Scalar::F8E5M2) return "tg_f8e5m2_to_f32(" + expr + ")";
   return expr;
 }
 
 std::string from_compute(Scalar s, const std::string& expr) {
   if (s == Scalar::F16) return "tg_f32_to_f16(" + expr + ")";
   if (s == Scalar::BF16) return "tg_f32_to_bf16(" + expr + ")";
+  if (s == Scalar::F8E4M3) return "tg_f32_to_f8e4m3(" + expr + ")";
+  if (s == Scalar::F8E5M2) return "tg_f32_to_f8e5m2(" + expr + ")";
   return expr;
 }
 
@@ -136,6 +144,11 @@ std::string shortest(double value, int max_digits) {
 }  // namespace
 
 std::string float_literal(double value, Scalar s) {
+  if (ir::is_fp8(s)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "(%s)0x%02x", c_scalar(s).c_str(), ir::encode_fp8(value, s));
+    return buf;
+  }
   if (is_half(s)) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "(%s)0x%04x", c_scalar(s).c_str(), narrow_bits(value, s == Scalar::BF16));
@@ -350,10 +363,37 @@ const ir::Op& CudaContext::terminator(ir::BlockId block) const {
 }
 
 std::string CudaContext::shared_scratch(int64_t bytes) {
-  if (shared_readers_pending_) barrier();
+  // A small area goes beside the one whose readers may still be running
+  // rather than over it: back-to-back reductions (layer norm's mean, then its
+  // variance) then alternate between two areas and skip the barrier that
+  // overwriting the first would need. Their own barrier, between writing the
+  // new area and reading it, is what ends the older reads.
+  constexpr int64_t kBesideLimit = 2048;  // bytes past the start: never enough to cost occupancy
+  int64_t offset = shared_reserved_;
+  if (shared_readers_pending_ && offset < pending_end_ && pending_begin_ < offset + bytes) {
+    int64_t beside = (pending_end_ + 15) / 16 * 16;
+    if (pending_end_ != kEverything && beside + bytes <= shared_reserved_ + kBesideLimit)
+      offset = beside;
+    else
+      barrier();
+  }
   shared_readers_pending_ = false;
-  shared_bytes_ = std::max(shared_bytes_, shared_reserved_ + bytes);
-  return shared_reserved_ == 0 ? "tg_smem" : "(tg_smem + " + std::to_string(shared_reserved_) + ")";
+  scratch_begin_ = offset;
+  scratch_end_ = offset + bytes;
+  shared_bytes_ = std::max(shared_bytes_, offset + bytes);
+  return offset == 0 ? "tg_smem" : "(tg_smem + " + std::to_string(offset) + ")";
+}
+
+void CudaContext::shared_reads_done() {
+  shared_readers_pending_ = true;
+  pending_begin_ = scratch_begin_;
+  pending_end_ = scratch_end_;
+}
+
+void CudaContext::assume_shared_readers() {
+  shared_readers_pending_ = true;
+  pending_begin_ = 0;
+  pending_end_ = kEverything;
 }
 
 void CudaContext::add_device_helper(const std::string& name, const std::string& definition) {
@@ -370,13 +410,15 @@ std::string CudaContext::device_helpers() const {
 
 void CudaContext::reserve_shared(int64_t bytes) {
   TEGULA_ASSERT(shared_reserved_ == 0, "nested shared-memory reservations");
-  shared_scratch(bytes);
+  if (shared_readers_pending_ && pending_begin_ < bytes) barrier();
+  shared_readers_pending_ = false;
+  shared_bytes_ = std::max(shared_bytes_, bytes);
   shared_reserved_ = (bytes + 1023) / 1024 * 1024;  // tiles after it stay on 1024-byte lines
 }
 
 void CudaContext::release_shared() {
   shared_reserved_ = 0;
-  shared_readers_pending_ = true;
+  assume_shared_readers();
 }
 
 void CudaContext::before_global_load() {
@@ -422,7 +464,7 @@ void CudaContext::emit_block_body(ir::BlockId block) {
   for (ir::OpId id : fn.block(block).ops) {
     const ir::Op& o = fn.op(id);
     if (o.erased || ir::is_terminator(o.kind)) continue;
-    emit_op(id);
+    at_source(o.loc, [&] { emit_op(id); });  // an internal error names the kernel line
   }
 }
 
@@ -462,7 +504,8 @@ void CudaContext::emit_op(ir::OpId id) {
       case OpKind::While: emit_control(*this, id); break;
       case OpKind::Print:
       case OpKind::Assert: emit_debug(*this, id); break;
-      default: error_at(o.loc, std::string("`") + ir::name(o.kind) + "` is not supported by the CUDA backend yet");
+      default: error_at(o.loc, Diag::UnsupportedOnBackend,
+                        std::string("`") + ir::name(o.kind) + "` is not supported by the CUDA backend yet");
     }
   }
   for (ir::ValueId r : o.results)
@@ -536,7 +579,8 @@ std::string indented(const std::string& text) {
 void check_options(const CodegenOptions& options) {
   int w = options.num_warps;
   if (w < 1 || w > 32 || (w & (w - 1)) != 0)
-    error_at(SourceLoc{}, "num_warps must be a power of two from 1 to 32, not " + std::to_string(w));
+    error_at(SourceLoc{}, Diag::InvalidCompileOption,
+             "num_warps must be a power of two from 1 to 32, not " + std::to_string(w));
 }
 
 void check_register_use(const CudaContext& ctx) {
@@ -547,7 +591,7 @@ void check_register_use(const CudaContext& ctx) {
       if (!t.is_tile()) continue;
       int64_t per_thread = distribute(ctx.layout(r), t.shape).registers();
       if (per_thread > kMaxRegistersPerTile)
-        error_at(o.loc,
+        error_at(o.loc, Diag::TooManyRegisters,
                  ir::to_string(t) + " would take " + std::to_string(per_thread) +
                      " registers per thread in the CUDA backend (at most " + std::to_string(kMaxRegistersPerTile) +
                      ")",
@@ -572,7 +616,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   kernel.shared_bytes = static_cast<int>(ctx.shared_bytes());
   kernel.layouts = ctx.plan.describe();
   if (ctx.shared_bytes() > shared_limit(options.arch))
-    error_at(SourceLoc{},
+    error_at(SourceLoc{}, Diag::TooMuchSharedMemory,
              "kernel @" + fn.name + " needs " + std::to_string(ctx.shared_bytes()) +
                  " bytes of shared memory, more than sm_" + std::to_string(options.arch) + " has (" +
                  std::to_string(shared_limit(options.arch)) + ")",
@@ -581,6 +625,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   Emitter unit;
   unit.line("// Generated by Tegula: CUDA code for kernel @" + fn.name + ".");
   unit.raw(kPrelude);
+  if (ir::uses_fp8(fn)) unit.raw(kFp8Prelude);
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (options.arch >= 80 && uses_dot(fn)) unit.raw(kMmaPrelude);
   if (options.arch >= 90 && uses_dot(fn)) unit.raw(kWgmmaPrelude);

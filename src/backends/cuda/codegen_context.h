@@ -43,7 +43,7 @@ std::string c_element(const ir::Type& t);   // element type of t (pointer types 
 std::string c_memory(ir::Scalar s);
 // A read-only local of t's element type followed by its name: "const float", "float* const".
 std::string c_const(const ir::Type& t);         // what memory holds for s: unsigned char for i1
-bool is_half(ir::Scalar s);                 // f16 or bf16
+bool is_half(ir::Scalar s);                 // f16, bf16 or fp8: stored as bits, computed in float
 std::string c_compute(ir::Scalar s);        // float for f16/bf16, else c_scalar
 std::string to_compute(ir::Scalar s, const std::string& expr);
 std::string from_compute(ir::Scalar s, const std::string& expr);
@@ -113,14 +113,15 @@ class CudaContext {
   const ir::Op& terminator(ir::BlockId block) const;
 
   // --- shared memory ----------------------------------------------------------------------
-  // Reserves the first `bytes` of the dynamic shared buffer for one use and
-  // returns the buffer's name (an unsigned char array); emits the barrier
-  // that keeps readers of its previous use from seeing it overwritten.
+  // Reserves `bytes` of the dynamic shared buffer for one use and returns
+  // where they start (an unsigned char pointer expression); emits the
+  // barrier that keeps readers of an earlier use from seeing them
+  // overwritten, unless a small area fits beside that use.
   std::string shared_scratch(int64_t bytes);
-  // After the last read of a scratch area.
-  void shared_reads_done() { shared_readers_pending_ = true; }
-  // Entering loop bodies and leaving regions: assume readers may be pending.
-  void assume_shared_readers() { shared_readers_pending_ = true; }
+  // After the last read of the latest scratch area.
+  void shared_reads_done();
+  // Entering loop bodies and leaving regions: assume readers of any area may be pending.
+  void assume_shared_readers();
   int64_t shared_bytes() const { return shared_bytes_; }
   // Keeps the first `bytes` of the buffer for one long use (a pipelined
   // loop's ring of tiles, codegen_pipeline.cpp) until release_shared();
@@ -167,6 +168,11 @@ class CudaContext {
   int64_t shared_reserved_ = 0;
   std::vector<std::pair<std::string, std::string>> device_helpers_;  // name, definition
   bool shared_readers_pending_ = false;
+  // Byte offsets in the buffer: the area whose readers may be pending, and
+  // the one shared_scratch handed out last.
+  static constexpr int64_t kEverything = INT64_MAX;
+  int64_t pending_begin_ = 0, pending_end_ = 0;
+  int64_t scratch_begin_ = 0, scratch_end_ = 0;
   bool global_store_pending_ = false;
 };
 

@@ -36,6 +36,8 @@ PrintfArg printf_arg(const ir::Type& t, const std::string& e) {
     case Scalar::I1: return {"%d", "(int)" + e};
     case Scalar::F16: return {"%.5g", "(double)tg_f16_to_f32(" + e + ")"};
     case Scalar::BF16: return {"%.4g", "(double)tg_bf16_to_f32(" + e + ")"};
+    case Scalar::F8E4M3: return {"%.3g", "(double)tg_f8e4m3_to_f32(" + e + ")"};
+    case Scalar::F8E5M2: return {"%.3g", "(double)tg_f8e5m2_to_f32(" + e + ")"};
     case Scalar::F32: return {"%.9g", "(double)" + e};
     case Scalar::F64: return {"%.17g", e};
     default:

@@ -119,7 +119,7 @@ std::string arithmetic_expr(const CudaContext& ctx, const ir::Op& op, const std:
   Scalar s = ctx.fn.type(op.results[0]).scalar;
   const char* text = s == Scalar::I1 ? form->on_bool : ir::is_float(s) ? form->on_float : form->on_int;
   if (text == nullptr)
-    error_at(op.loc, std::string("`") + ir::name(op.kind) + "` on " + ir::to_string(s) +
+    error_at(op.loc, Diag::UnsupportedOnBackend, std::string("`") + ir::name(op.kind) + "` on " + ir::to_string(s) +
                          " is not supported by the CUDA backend yet");
   if (ir::is_float(s) && (op.kind == OpKind::Min || op.kind == OpKind::Max) && propagates_nan(op))
     text = op.kind == OpKind::Min ? "tg_fmin_nan($0, $1)" : "tg_fmax_nan($0, $1)";
@@ -190,6 +190,8 @@ std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::strin
   if (d == Scalar::I1) return to_compute(s, x) + " != 0";
   if (ir::is_integer(s)) {
     if (ir::is_integer(d) || d == Scalar::F32 || d == Scalar::F64) return "(" + dt + ")" + x;
+    // Integers beyond float's 24 bits are far beyond fp8's range: one float rounding is enough.
+    if (ir::is_fp8(d)) return from_compute(d, "(float)" + x);
     // Every integer below 65520 is exact in float and every larger one
     // overflows f16, so one rounding through float is exact.
     if (d == Scalar::F16) return "tg_f32_to_f16((float)" + x + ")";
@@ -204,6 +206,7 @@ std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::strin
     if (s == Scalar::F64) return toward_zero ? "__double2float_rz(" + v + ")" : "__double2float_rn(" + v + ")";
     return v;
   }
+  if (ir::is_fp8(d)) return s == Scalar::F64 ? from_compute(d, "tg_f64_to_f32_odd(" + v + ")") : from_compute(d, v);
   // To f16/bf16.
   std::string suffix = toward_zero ? "_rz" : "";
   std::string name = d == Scalar::F16 ? "tg_f32_to_f16" : "tg_f32_to_bf16";

@@ -52,8 +52,8 @@ int contiguous_dim(const Distribution& d, const std::vector<int64_t>& shape, int
   return k_dim;
 }
 
-// Where operand `index` of dot `id` is staged: rows along K unless the
-// operand's registers run along M or N.
+}  // namespace
+
 SharedTile plan_operand(const CudaContext& ctx, ir::OpId id, size_t index, int64_t offset) {
   const ir::Type& t = ctx.fn.type(ctx.fn.op(id).operands[index]);
   SharedTile s;
@@ -70,7 +70,7 @@ SharedTile plan_operand(const CudaContext& ctx, ir::OpId id, size_t index, int64
 
 // Each owner thread writes its elements of the operand into the swizzled
 // tile, in groups of consecutive registers that stay inside one chunk.
-void stage(CudaContext& ctx, ir::OpId id, size_t index, const SharedTile& s) {
+void stage_operand(CudaContext& ctx, ir::OpId id, size_t index, const SharedTile& s) {
   const ir::Type& t = ctx.fn.type(ctx.fn.op(id).operands[index]);
   Distribution d = ctx.distribution(ctx.operand_layout(id, index), t.shape);
   int vector = std::min<int>(contiguous_registers(d, t.shape, s.col_dim()), 16 / s.element_bytes);
@@ -91,6 +91,8 @@ void stage(CudaContext& ctx, ir::OpId id, size_t index, const SharedTile& s) {
   ctx.out.close();
   if (!own.empty()) ctx.out.close();
 }
+
+namespace {
 
 // What one warp computes: `row_tiles` tiles of 16 rows (rows wr + mr * 16 *
 // warps_m) by `col_tiles` tiles of 8 columns: warp_n / 8 adjacent ones from
@@ -228,7 +230,7 @@ void emit_dot_mma(CudaContext& ctx, ir::OpId id) {
   const SharedTile& a = operands.a;
   const SharedTile& b = operands.b;
   ctx.out.line("// tensor cores: " + w.mma_fn.substr(7) + " mma, warps " + str(w.mma.warps_m) + "x" +
-               str(w.mma.warps_n) + ", a " + (a.k_major ? "[M][K]" : "[K][M]") + ", b " +
+               str(w.mma.warps_n) + ", a " + (operands.a_in_registers ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
                (b.k_major ? "[N][K]" : "[K][N]") + " in shared memory" +
                (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
   stage_operands(ctx, id, operands, false);
@@ -243,7 +245,14 @@ void emit_dot_mma(CudaContext& ctx, ir::OpId id) {
                str(w.mma.warp_n) + ";");
   std::string ks = ctx.open_unrolled(static_cast<int>(w.k_steps));
   ctx.out.line("unsigned fa[" + str(w.row_tiles) + "][4], fb[" + str(w.col_tiles) + "][2];");
-  load_a(ctx, a, w, ks);
+  if (operands.a_in_registers) {
+    std::string mr = ctx.open_unrolled(static_cast<int>(w.row_tiles));
+    for (int word = 0; word < 4; ++word)
+      ctx.out.line("fa[" + mr + "][" + str(word) + "] = " + a_fragment_word(ctx, id, mr, ks, word) + ";");
+    ctx.out.close();
+  } else {
+    load_a(ctx, a, w, ks);
+  }
   load_b(ctx, b, w, ks);
   std::string mr = ctx.open_unrolled(static_cast<int>(w.row_tiles));
   std::string nt = ctx.open_unrolled(static_cast<int>(w.col_tiles));
@@ -267,8 +276,16 @@ DotOperands plan_operands(const CudaContext& ctx, ir::OpId id) {
     return it == ctx.ring_tiles.end() ? nullptr : &it->second;
   };
   int64_t base = ctx.shared_reserved(), next = 0;
+  if (std::optional<Layout> fragments = a_fragment_layout(ctx, id); fragments && !ring(0)) {
+    const ir::Type& a = ctx.fn.type(op.operands[0]);
+    d.a_in_registers = distribute(*fragments, a.shape) == distribute(ctx.operand_layout(id, 0), a.shape);
+  }
   for (size_t k = 0; k < 2; ++k) {
     SharedTile& tile = k == 0 ? d.a : d.b;
+    if (k == 0 && d.a_in_registers) {
+      tile = plan_operand(ctx, id, 0, base);  // describes a; nothing is stored
+      continue;
+    }
     if (const SharedTile* r = ring(k)) {
       tile = *r;
       (k == 0 ? d.a_from_ring : d.b_from_ring) = true;
@@ -282,12 +299,31 @@ DotOperands plan_operands(const CudaContext& ctx, ir::OpId id) {
 }
 
 void stage_operands(CudaContext& ctx, ir::OpId id, const DotOperands& operands, bool async_proxy) {
-  if (operands.a_from_ring && operands.b_from_ring) return;
+  bool a_staged = !operands.a_from_ring && !operands.a_in_registers;
+  if (!a_staged && operands.b_from_ring) return;
   ctx.shared_scratch(operands.scratch_bytes);
-  if (!operands.a_from_ring) stage(ctx, id, 0, operands.a);
-  if (!operands.b_from_ring) stage(ctx, id, 1, operands.b);
+  if (a_staged) stage_operand(ctx, id, 0, operands.a);
+  if (!operands.b_from_ring) stage_operand(ctx, id, 1, operands.b);
   if (async_proxy) ctx.out.line("tg_fence_proxy_async();  // the stores, visible to wgmma");
   ctx.barrier();
+}
+
+std::optional<Layout> a_fragment_layout(const CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  const Layout& result = ctx.layout(op.results[0]);
+  const ir::Type& a = ctx.fn.type(op.operands[0]);
+  if (!result.mma || (a.scalar != Scalar::F16 && a.scalar != Scalar::BF16) || a.rank() != 2) return std::nullopt;
+  MmaLayout fragments = *result.mma;
+  fragments.warp_n = static_cast<int>(a.shape[1]);
+  return Layout{{}, {}, fragments};
+}
+
+std::string a_fragment_word(const CudaContext& ctx, ir::OpId id, const std::string& mr, const std::string& ks,
+                            int word) {
+  int64_t k = ctx.fn.type(ctx.fn.op(id).operands[0]).shape[1];
+  std::string src = ctx.operand(id, 0);
+  std::string low = str(k / 2) + " * " + mr + " + 8 * " + ks + " + " + str(2 * word);
+  return "((unsigned)" + src + "[" + low + "] | ((unsigned)" + src + "[" + low + " + 1] << 16))";
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // (mma.sync in codegen_mma.cpp, Hopper wgmma in codegen_wgmma.cpp).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "backends/cuda/codegen_context.h"
@@ -14,13 +15,32 @@ namespace tegula::backends::cuda {
 // plan_operands() only decides; stage_operands() emits the stores of the
 // staged ones, then (async_proxy, for wgmma) a fence making them visible to
 // the tensor cores' async proxy, then a barrier.
+// A 16-bit operand a whose registers already are the A fragments
+// (a_in_registers: P of attention, computed in the accumulator layout of an
+// earlier dot) is not staged: the dot packs its registers instead.
 struct DotOperands {
   SharedTile a, b;
   bool a_from_ring = false, b_from_ring = false;
+  bool a_in_registers = false;
   int64_t scratch_bytes = 0;  // what the staged ones take
 };
 DotOperands plan_operands(const CudaContext& ctx, ir::OpId dot);
+// Where operand `index` of `dot` is staged from registers, at byte `offset`:
+// rows along K unless the operand's registers run along M or N.
+SharedTile plan_operand(const CudaContext& ctx, ir::OpId dot, size_t index, int64_t offset);
+// The stores of operand `index` into `tile` (no fence, no barrier).
+void stage_operand(CudaContext& ctx, ir::OpId dot, size_t index, const SharedTile& tile);
 void stage_operands(CudaContext& ctx, ir::OpId dot, const DotOperands& operands, bool async_proxy);
+// The layout in which a thread's registers of a 16-bit operand a are the A
+// fragments of mma.sync m16n8k16 and of wgmma with A from registers, as the
+// dot's warps need them: the accumulator layout of the dot with one warp
+// tile K wide (register 8 * ks + j of each 16-row tile: fragment word j / 2
+// of K step ks, low half first), or nothing for other operand types.
+std::optional<Layout> a_fragment_layout(const CudaContext& ctx, ir::OpId dot);
+// The 32-bit A fragment word `word` (0..3) of K step `ks` of row tile `mr`,
+// packed from operand a's registers (a_in_registers).
+std::string a_fragment_word(const CudaContext& ctx, ir::OpId dot, const std::string& mr, const std::string& ks,
+                            int word);
 
 // The accumulator a dot adds into: the f32/s32 array holding its result.
 // When the acc operand is a loop-carried value used only by this dot and

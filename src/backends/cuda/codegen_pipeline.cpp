@@ -291,6 +291,32 @@ void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const 
 
 std::optional<LoopPipeline> plan(const CudaContext& ctx, ir::OpId loop) { return Planner(ctx, loop).run(); }
 
+// A dot operand of the loop body that is the same every iteration (Q of
+// attention): staged once, before the loop, instead of every iteration.
+struct InvariantOperand {
+  ir::OpId dot;
+  size_t index;
+};
+std::vector<InvariantOperand> invariant_operands(const CudaContext& ctx, ir::OpId loop) {
+  std::vector<InvariantOperand> found;
+  std::set<uint32_t> seen;
+  for (ir::OpId id : ctx.fn.block(ctx.fn.op(loop).regions[0]).ops) {
+    const ir::Op& dot = ctx.fn.op(id);
+    if (dot.erased || dot.kind != OpKind::Dot || !ctx.layout(dot.results[0]).mma) continue;
+    for (size_t k = 0; k < 2; ++k) {
+      ir::ValueId v = dot.operands[k];
+      if (passes::is_defined_inside(ctx.fn, v, loop) || !seen.insert(v.index).second) continue;
+      if (k == 0) {  // a that is already in A fragment registers needs no tile
+        std::optional<Layout> fragments = a_fragment_layout(ctx, id);
+        const ir::Type& t = ctx.fn.type(v);
+        if (fragments && distribute(*fragments, t.shape) == distribute(ctx.operand_layout(id, 0), t.shape)) continue;
+      }
+      found.push_back({id, k});
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
@@ -300,8 +326,29 @@ void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   int stages = pipeline->stages, ahead = pipeline->ahead();
   ctx.out.line("// software pipeline: " + str(stages) + " stages of " + str(pipeline->stage_bytes) +
                " bytes, loads issued " + str(ahead) + " iterations ahead with cp.async");
-  ctx.reserve_shared(stages * pipeline->stage_bytes);
+  // Loop-invariant operands go after the ring, staged once; the dots read
+  // them like ring tiles.
+  std::vector<InvariantOperand> invariant = invariant_operands(ctx, loop);
+  std::vector<SharedTile> invariant_tiles;
+  int64_t reserved = stages * pipeline->stage_bytes;
+  for (const InvariantOperand& o : invariant) {
+    reserved = next_line(reserved);
+    invariant_tiles.push_back(plan_operand(ctx, o.dot, o.index, reserved));
+    reserved += invariant_tiles.back().bytes();
+  }
+  ctx.reserve_shared(reserved);
   ctx.thread_ids();
+  for (size_t i = 0; i < invariant.size(); ++i) {
+    ctx.out.line("// " + ctx.name(ctx.fn.op(invariant[i].dot).operands[invariant[i].index]) +
+                 " is the same in every iteration: staged once");
+    stage_operand(ctx, invariant[i].dot, invariant[i].index, invariant_tiles[i]);
+  }
+  if (!invariant.empty()) {
+    if (pipeline->async_proxy) ctx.out.line("tg_fence_proxy_async();  // the stores, visible to wgmma");
+    ctx.full_barrier();
+  }
+  for (size_t i = 0; i < invariant.size(); ++i)
+    ctx.ring_tiles[ctx.fn.op(invariant[i].dot).operands[invariant[i].index].index] = invariant_tiles[i];
   for (const PipelinedLoad& p : pipeline->loads) {
     SharedTile tile = p.tile;
     tile.offset = "(" + ring_stage(loop) + " * " + str(pipeline->stage_bytes) + " + " + p.tile.offset + ")";
@@ -345,6 +392,8 @@ void pipeline_after_loop(CudaContext& ctx, ir::OpId loop) {
   if (!pipeline || !active(ctx, *pipeline)) return;
   ctx.out.line("tg_cp_async_wait<0>();");
   for (const PipelinedLoad& p : pipeline->loads) ctx.ring_tiles.erase(ctx.fn.op(p.load).results[0].index);
+  for (const InvariantOperand& o : invariant_operands(ctx, loop))
+    ctx.ring_tiles.erase(ctx.fn.op(o.dot).operands[o.index].index);
   ctx.release_shared();
 }
 

@@ -82,6 +82,33 @@ std::string instruction(CudaContext& ctx, int n, Scalar type, bool a_mn_major, b
   return name;
 }
 
+// The same with operand a from registers: four 32-bit words per thread,
+// mma.sync's A fragment of this warp's 16 rows (the warpgroup's 64).
+std::string instruction_a_in_registers(CudaContext& ctx, int n, Scalar type, bool b_mn_major) {
+  std::string t = type == Scalar::BF16 ? "bf16" : "f16";
+  std::string name = "tg_wgmma_m64n" + str(n) + "k16_" + t + "_r" + (b_mn_major ? "n" : "k");
+  int registers = n / 2;
+  std::string outputs, list;
+  for (int r = 0; r < registers; ++r) {
+    list += (r ? ", %" : "%") + str(r);
+    outputs += std::string(r ? ", " : "") + "\"+f\"(d[" + str(r) + "])";
+  }
+  std::string a = "{%" + str(registers) + ", %" + str(registers + 1) + ", %" + str(registers + 2) + ", %" +
+                  str(registers + 3) + "}";
+  std::string text = "// d[0.." + str(registers) + ") += a * b: this warpgroup's 64x" + str(n) +
+                     " tile, a from registers, asynchronous until tg_wgmma_wait.\n"
+                     "TG_DEVICE void " + name + "(float* d, const unsigned* a, unsigned long long b) {\n"
+                     "  TG_WGMMA_REG_HOOK(d, a, b, " + str(n) + ", " + (type == Scalar::BF16 ? "1" : "0") + ", " +
+                     (b_mn_major ? "1" : "0") + ");\n"
+                     "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + str(registers + 5) + ", 0;\\n\"\n"
+                     "               \"wgmma.mma_async.sync.aligned.m64n" + str(n) + "k16.f32." + t + "." + t + " {" + list +
+                     "}, " + a + ", %" + str(registers + 4) + ", p, 1, 1, " + (b_mn_major ? "1" : "0") + ";\\n}\\n\"\n"
+                     "               : " + outputs + "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), "
+                     "\"r\"(a[3]), \"l\"(b), \"r\"(1));\n}\n";
+  ctx.add_device_helper(name, text);
+  return name;
+}
+
 // Accumulator registers of (slab mr, column tile nr): (warp_n / 2) * (nr + NR * mr)
 // onwards, 4 per 8 columns: checks the layout's distribution says so.
 void check_accumulator_order(const Distribution& d, const MmaLayout& mma, int64_t n, int64_t slabs, int64_t tiles) {
@@ -104,11 +131,12 @@ bool wgmma_fits(const CudaContext& ctx, ir::OpId id, const DotOperands& operands
   const Layout& layout = ctx.layout(op.results[0]);
   if (!layout.mma || !layout.mma->warpgroup || ctx.options.arch < 90) return false;
   for (const SharedTile* t : {&operands.a, &operands.b}) {
+    if (t == &operands.a && operands.a_in_registers) continue;
     if (t->element_bytes != 2 || t->row_bytes() < 32 || t->rows % 8 != 0) return false;
   }
   // A transposed (M-major) a steps by 64-row slabs, b by warp_n columns:
   // each matrix must start on a block boundary.
-  if (!operands.a.k_major && (64 * 2) % operands.a.block_bytes() != 0) return false;
+  if (!operands.a_in_registers && !operands.a.k_major && (64 * 2) % operands.a.block_bytes() != 0) return false;
   if (!operands.b.k_major && (int64_t{layout.mma->warp_n} * 2) % operands.b.block_bytes() != 0) return false;
   return true;
 }
@@ -126,9 +154,12 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   check_accumulator_order(ctx.distribution(ctx.layout(result), tr.shape), mma, n, slabs, tiles);
   const SharedTile& a = operands.a;
   const SharedTile& b = operands.b;
-  std::string fn = instruction(ctx, mma.warp_n, ta.scalar, !a.k_major, !b.k_major);
+  bool a_regs = operands.a_in_registers;
+  std::string fn = a_regs ? instruction_a_in_registers(ctx, mma.warp_n, ta.scalar, !b.k_major)
+                          : instruction(ctx, mma.warp_n, ta.scalar, !a.k_major, !b.k_major);
   ctx.out.line("// tensor cores: wgmma m64n" + str(mma.warp_n) + "k16, warpgroups " + str(groups_m) + "x" +
-               str(groups_n) + ", a " + (a.k_major ? "[M][K]" : "[K][M]") + ", b " + (b.k_major ? "[N][K]" : "[K][N]") +
+               str(groups_n) + ", a " + (a_regs ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
+               (b.k_major ? "[N][K]" : "[K][N]") +
                " in shared memory" + (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
   stage_operands(ctx, id, operands, true);
   Accumulator acc = start_accumulator(ctx, id);
@@ -139,8 +170,9 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   ctx.out.line("const int wg = warp >> 2;  // warpgroup");
   ctx.out.line("const int wm = (wg & " + str(groups_m - 1) + ") * 64;");
   ctx.out.line("const int wn = (wg >> " + str(log2_of(groups_m)) + ") * " + str(mma.warp_n) + ";");
-  ctx.out.line("const unsigned long long da = tg_wgmma_desc(sm + " + a.offset + ", " + str(leading_bytes(a)) + ", " +
-               str(stride_bytes(a)) + ", " + str(swizzle_mode(a)) + ");");
+  if (!a_regs)
+    ctx.out.line("const unsigned long long da = tg_wgmma_desc(sm + " + a.offset + ", " + str(leading_bytes(a)) + ", " +
+                 str(stride_bytes(a)) + ", " + str(swizzle_mode(a)) + ");");
   ctx.out.line("const unsigned long long db = tg_wgmma_desc(sm + " + b.offset + ", " + str(leading_bytes(b)) + ", " +
                str(stride_bytes(b)) + ", " + str(swizzle_mode(b)) + ");");
   ctx.out.line("tg_wgmma_fence();  // the accumulator's registers, written before");
@@ -149,8 +181,15 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   std::string nr = ctx.open_unrolled(static_cast<int>(tiles));
   std::string rows = "wm + " + mr + " * " + str(64 * groups_m);
   std::string cols = "wn + " + nr + " * " + str(int64_t{mma.warp_n} * groups_n);
+  std::string a_operand = "da + ((" + step_offset(a, rows, ks) + ") >> 4)";
+  if (a_regs) {
+    a_operand = ctx.fresh("fa");
+    std::string words;
+    for (int word = 0; word < 4; ++word) words += (word ? ", " : "") + a_fragment_word(ctx, id, mr, ks, word);
+    ctx.out.line("const unsigned " + a_operand + "[4] = {" + words + "};");
+  }
   ctx.out.line(fn + "(" + acc.array + " + " + str(mma.warp_n / 2) + " * (" + nr + " + " + str(tiles) + " * " + mr +
-               "), da + ((" + step_offset(a, rows, ks) + ") >> 4), db + ((" + step_offset(b, cols, ks) + ") >> 4));");
+               "), " + a_operand + ", db + ((" + step_offset(b, cols, ks) + ") >> 4));");
   ctx.out.close();
   ctx.out.close();
   ctx.out.close();

@@ -95,11 +95,41 @@ std::optional<MmaLayout> warpgroup_layout(int64_t m, int64_t n, int64_t k_step, 
   return layout;
 }
 
+// Whether `dot` is one link of a chain whose rows stay with their warps:
+// its result flows through elementwise ops into a row reduction or into
+// operand a of another dot, or its operand a flows from another dot's
+// result (attention: scores, their row max and sum, then P @ V). Such dots
+// put warps along M, so row reductions stay inside a warp and P's registers
+// are already the A fragments of the next dot.
+bool rows_stay_in_warps(const ir::Function& fn, const ir::Op& dot) {
+  // By value index: the dot whose result the value is computed from
+  // elementwise (program order suffices: loops are not followed).
+  std::vector<const ir::Op*> origin(fn.num_values(), nullptr);
+  bool chained = false;
+  fn.walk([&](ir::OpId id) {
+    const ir::Op& op = fn.op(id);
+    if (op.kind == OpKind::Dot && !op.results.empty()) {
+      origin[op.results[0].index] = &op;
+      const ir::Op* from = origin[op.operands[0].index];
+      chained = chained || (from && (from == &dot || &op == &dot));
+    } else if (op.kind == OpKind::Reduce && !op.operands.empty()) {
+      const ir::Op* from = origin[op.operands[0].index];
+      chained = chained || (from == &dot && op.int_attr("axis") == 1);
+    } else if (ir::is_elementwise(op.kind) && op.results.size() == 1) {
+      for (ir::ValueId v : op.operands)
+        if (!origin[op.results[0].index] && fn.type(v).shape == fn.type(op.results[0]).shape)
+          origin[op.results[0].index] = origin[v.index];
+    }
+  });
+  return chained;
+}
+
 }  // namespace
 
 // Warps go to the dim with more 16-wide tiles left per warp (rows on ties),
 // keeping at least 16 columns per warp so B fragments load in pairs of 8
-// columns; warps beyond the tiles replicate along the rows.
+// columns; warps beyond the tiles replicate along the rows. A dot in a
+// chain (rows_stay_in_warps) gives the rows every warp they have room for.
 std::optional<MmaLayout> tensor_core_layout(const ir::Function& fn, const ir::Op& dot, int num_warps, int arch) {
   if (arch < 80 || dot.kind != OpKind::Dot || dot.operands.size() != 3 || dot.results.size() != 1) return std::nullopt;
   const ir::Type& a = fn.type(dot.operands[0]);
@@ -120,6 +150,8 @@ std::optional<MmaLayout> tensor_core_layout(const ir::Function& fn, const ir::Op
   if (std::optional<MmaLayout> hopper = warpgroup_layout(m, n, k_step, num_warps, arch)) return hopper;
 
   MmaLayout layout;
+  if (rows_stay_in_warps(fn, dot))
+    while (layout.warps_m < num_warps && m / (16 * layout.warps_m) >= 2) layout.warps_m *= 2;
   while (layout.warps_m * layout.warps_n < num_warps) {
     int64_t rows_left = m / (16 * layout.warps_m), cols_left = n / (16 * layout.warps_n);
     if (rows_left >= 2 && rows_left >= cols_left)
@@ -160,6 +192,17 @@ std::vector<std::optional<Layout>> tensor_core_affinity(const ir::Function& fn, 
           take(op.results[0], Layout{{}, {}, mma});
       } else if (ir::is_elementwise(op.kind) && op.results.size() == 1 && fn.type(op.results[0]).is_tile()) {
         take(op.results[0], first_of(op.operands, 0, fn.type(op.results[0]).shape));
+      } else if (op.kind == OpKind::Reduce && !op.operands.empty()) {
+        // A row max or sum of an accumulator stays in the slice of its layout:
+        // it reduces within threads and across the lanes sharing a row, and
+        // `m[:, None]` back to the tile is a register copy. Without this the
+        // loop-carried statistics of an online softmax would sit in a blocked
+        // layout, converted through shared memory every iteration.
+        const std::optional<Layout>& source = affinity[op.operands[0].index];
+        if (source && source->mma && source->sliced.empty()) {
+          int axis = static_cast<int>(op.int_attr("axis"));
+          for (ir::ValueId r : op.results) take(r, slice(*source, axis));
+        }
       } else if (op.kind == OpKind::For && op.regions.size() == 1) {
         const std::vector<ir::ValueId>& args = fn.block(op.regions[0]).args;
         for (size_t i = 0; i < op.results.size() && i + 1 < args.size(); ++i) {

@@ -109,12 +109,15 @@ TG_DEVICE void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) {
 
 // sm_90 only: Hopper's warpgroup MMA (codegen_wgmma.cpp). The instruction
 // itself, one per accumulator width N, is generated into the unit
-// (tg_wgmma_m64nNk16_*); TG_WGMMA_HOOK, empty here, lets the tests' host
-// emulator see each one.
+// (tg_wgmma_m64nNk16_*); TG_WGMMA_HOOK and TG_WGMMA_REG_HOOK (a from
+// registers), empty here, let the tests' host emulator see each one.
 inline constexpr std::string_view kWgmmaPrelude = R"PRELUDE(
 // --- Hopper wgmma -----------------------------------------------------------------------
 #ifndef TG_WGMMA_HOOK
 #define TG_WGMMA_HOOK(...)
+#endif
+#ifndef TG_WGMMA_REG_HOOK
+#define TG_WGMMA_REG_HOOK(...)
 #endif
 // A shared-memory matrix descriptor: start address, leading and stride byte
 // offsets (units of 16 bytes), swizzle mode (1: 128-byte, 2: 64, 3: 32).

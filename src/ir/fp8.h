@@ -1,0 +1,33 @@
+// The two fp8 formats of the tile IR, on the host: the reference encoder and
+// decoder that constant folding and code generation use for fp8 constants.
+// The generated code carries its own copies (the prelude_fp8.h of each
+// backend); tests check all of them against one NumPy reference.
+//
+//   f8e4m3 (tl.float8e4nv, "e4m3fn"): 1 sign, 4 exponent (bias 7), 3 mantissa
+//     bits; no infinities; S.1111.111 is NaN; the largest finite value is 448.
+//   f8e5m2 (tl.float8e5): 1 sign, 5 exponent (bias 15), 2 mantissa bits; IEEE
+//     style: exponent 11111 is inf (mantissa 0) or NaN; the largest finite
+//     value is 57344.
+//
+// Conversion to fp8 rounds to nearest even and saturates: a magnitude above
+// the largest finite value (infinity included) becomes that value with its
+// sign, and NaN becomes 0x7f. These are the rules of the `cvt.rn.satfinite`
+// instructions of sm_89+, which the CUDA backend uses there.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/ir.h"
+#include "ir/type.h"
+
+namespace tegula::ir {
+
+// `s` must be f8e4m3 or f8e5m2.
+uint8_t encode_fp8(double x, Scalar s);
+double decode_fp8(uint8_t bits, Scalar s);
+// x rounded to the nearest value of fp8 type `s` (encode, then decode).
+double round_to_fp8(double x, Scalar s);
+// Whether any value of `fn` (or a pointer's pointee) is fp8: its generated code then needs the fp8 prelude.
+bool uses_fp8(const Function& fn);
+
+}  // namespace tegula::ir

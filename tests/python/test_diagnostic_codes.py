@@ -1,0 +1,235 @@
+"""Every error code of src/support/diagnostic_codes.def is documented in
+docs/diagnostics.md and triggered by a test that checks the code, the line and
+column, and the message.
+
+The examples of docs/diagnostics.md are the table of this test: each entry's
+```python block is a complete kernel.py and the ```text block after it the first
+line of the error it must print. Files Python accepts are run (the error
+surfaces at the launch, as it does for users); files that are not valid Python
+go through `tegula compile kernel.py --emit ast`, because Python would reject
+them before Tegula sees them. Codes without an example are listed in
+COVERED_ELSEWHERE with the tests that trigger them."""
+
+import ast
+import os
+import pathlib
+import re
+import runpy
+import subprocess
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DEF_FILE = ROOT / "src" / "support" / "diagnostic_codes.def"
+DOC_FILE = ROOT / "docs" / "diagnostics.md"
+
+# Codes whose trigger depends on the machine (driver, cache directory, C++
+# compiler), on a launch path only C++ reaches, or on a broken invariant: the
+# tests that assert them (file::test or C++ Suite.Test).
+COVERED_ELSEWHERE = {
+    "E0108": ["tests/cpp/test_lexer.cpp Lexer.*", "tests/cpp/test_parser_errors.cpp ParserErrors.*"],
+    "E0114": ["tests/cpp/test_ir_text.cpp IrParseErrors.LocatedMessages"],
+    "E0207": ["test_unknown_dtype_global"],
+    "E0701": ["tests/cpp/test_launch.cpp LaunchTest.WrongArgumentCount"],
+    "E0702": ["tests/cpp/test_launch.cpp LaunchTest.WrongKinds"],
+    "E0703": ["tests/cpp/test_launch.cpp LaunchTest.ValuesOutOfRange"],
+    "E0704": ["tests/cpp/test_launch.cpp LaunchTest.BadGrids", "test_launch_errors_carry_codes"],
+    "E0705": ["tests/cpp/test_compiler.cpp CompilerTest.UnknownBackendIsAValueError",
+              "tests/cpp/test_cuda_runtime.cpp CudaCompilerTest.BadNumWarpsAndBackendAreValueErrors"],
+    "E0706": ["tests/cpp/test_launch.cpp LaunchTest.UnloadedKernelIsAnErrorNotACrash"],
+    "E0801": ["src/backends/cuda/codegen.cpp (no op of the language lacks CUDA support today)"],
+    "E0802": ["tests/cpp/test_cli.cpp Cli.BackendErrorsCarryTheirCodes"],
+    "E0803": ["tests/cpp/test_cuda_runtime.cpp (shared memory limit, GPU only)"],
+    "E0804": ["src/runtime/compiler.cpp (builds without src/backends/cuda only)"],
+    "E0901": ["tests/python/test_cache_safety.py", "tests/cpp/test_disk_cache_safety.cpp"],
+    "E0902": ["src/runtime/disk_cache.cpp (a full or read-only disk)"],
+    "E0903": ["src/runtime/compiler.cpp (a noexec cache directory)"],
+    "E0904": ["test_missing_cxx_compiler"],
+    "E0905": ["tests/cpp/test_cuda_runtime.cpp CudaLibraryLoad.*"],
+    "E0906": ["tests/cpp/test_cuda_runtime.cpp (launch failures, GPU only)"],
+    "E0907": ["test_debug_fault_carries_its_code"],
+    "E0999": ["test_internal_compiler_error", "tests/cpp/test_diagnostic.cpp InternalErrorLocation.*"],
+}
+
+
+def def_codes():
+    return re.findall(r"^DIAG\((E\d{4}), (\w+), \"(.*)\"\)$", DEF_FILE.read_text(), re.M)
+
+
+def doc_entries():
+    """{code: (heading summary, python source or None, expected first line or None)}."""
+    text = DOC_FILE.read_text()
+    entries = {}
+    parts = re.split(r"^## (E\d{4}): (.*)$", text, flags=re.M)
+    for i in range(1, len(parts), 3):
+        code, summary, body = parts[i], parts[i + 1], parts[i + 2]
+        body = re.split(r"^# ", body, flags=re.M)[0]  # up to the next stage heading
+        source = re.search(r"```python\n(.*?)```", body, re.S)
+        expected = re.search(r"```text\n(.*?)\n```", body, re.S)
+        entries[code] = (summary, source and source.group(1), expected and expected.group(1))
+    return entries
+
+
+def run_example(source, directory):
+    """(code, first line of the error with the directory stripped) of kernel.py."""
+    path = pathlib.Path(directory) / "kernel.py"
+    path.write_text(source)
+    prefix = f"{directory}{os.sep}"
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        done = subprocess.run([str(cli.executable()), "compile", str(path), "--emit", "ast"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1, done
+        first = done.stderr.splitlines()[0].replace(prefix, "")
+        found = re.search(r"error\[(E\d{4})\]", first)
+        return (found and found.group(1)), first
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+    except Exception as e:  # noqa: BLE001 - any error the example raises is what is checked
+        return getattr(e, "code", None), str(e).splitlines()[0].replace(prefix, "")
+    raise AssertionError("the example ran without an error")
+
+
+DOCUMENTED = doc_entries()
+EXAMPLES = sorted(code for code, (_, source, _) in DOCUMENTED.items() if source)
+
+
+def test_doc_lists_exactly_the_codes_of_the_table_with_their_summaries():
+    table = {code: summary for code, _, summary in def_codes()}
+    assert sorted(DOCUMENTED) == sorted(table)
+    for code, (summary, _, _) in DOCUMENTED.items():
+        assert summary == table[code], code
+
+
+def test_codes_are_unique_and_grouped_by_stage():
+    rows = def_codes()
+    codes = [code for code, _, _ in rows]
+    names = [name for _, name, _ in rows]
+    assert codes == sorted(set(codes)) and len(set(names)) == len(names)
+    assert 60 <= len(codes) <= 120
+    assert all(code[1:3] in {"01", "02", "03", "04", "05", "06", "07", "08", "09"} for code in codes)
+
+
+def test_every_code_is_covered_by_a_test():
+    uncovered = [code for code, _, _ in def_codes() if code not in EXAMPLES and code not in COVERED_ELSEWHERE]
+    assert uncovered == []
+    for code in EXAMPLES:
+        assert DOCUMENTED[code][2], f"{code}: the example has no ```text block with its error"
+    here = pathlib.Path(__file__).read_text()
+    for code, tests in COVERED_ELSEWHERE.items():
+        for test in tests:
+            if not test.startswith(("tests/", "src/")):
+                assert f"def {test}(" in here, test
+
+
+@pytest.mark.parametrize("code", EXAMPLES)
+def test_documented_example_reports_its_code_location_and_message(code, tmp_path):
+    _, source, expected = DOCUMENTED[code]
+    got_code, first_line = run_example(source, tmp_path)
+    assert got_code == code, first_line
+    assert first_line == expected
+
+
+def test_compilation_error_has_code_attribute():
+    @tegula.jit
+    def bad(x_ptr):
+        tl.store(x_ptr, tl.arange(0, 100))
+
+    with pytest.raises(tegula.CompilationError) as info:
+        bad[(1,)](np.zeros(4, np.float32))
+    assert info.value.code == "E0502"
+    assert "error[E0502]: tl.arange range length must be a power of two" in str(info.value)
+
+
+def test_launch_errors_carry_codes():
+    @tegula.jit
+    def fill(x_ptr, n):
+        tl.store(x_ptr + tl.arange(0, 16), 1.0, mask=tl.arange(0, 16) < n)
+
+    with pytest.raises(ValueError) as info:
+        fill[(1 << 31,)](np.zeros(16, np.float32), 16)
+    assert info.value.code == "E0704"
+    assert str(info.value).startswith(
+        "error[E0704]: grid dimension 0 is 2147483648; each grid dimension must be between 0 and 2^31 - 1")
+
+
+def test_unknown_dtype_global():
+    """A host dtype the compiler cannot name (Python only passes known ones, so
+    the request is built by hand)."""
+    from tegula import _C
+
+    source = _C.FunctionSource(name="k", filename="kernel.py", source="def k(x_ptr):\n    y = DT\n", first_line=1,
+                               globals={"DT": _C.GlobalValue(_C.GlobalValue.Kind.DType, text="float99")})
+    pointer = _C.ArgSpec(_C.ArgSpec.Kind.Pointer, "f32", 16, False, _C.GlobalValue())
+    with pytest.raises(tegula.CompilationError) as info:
+        _C.compile(_C.KernelRequest(functions=[source], args=[pointer]), _C.CompileOptions(backend="cpu"))
+    assert info.value.code == "E0207"
+    assert "error[E0207]: unsupported dtype `float99`" in str(info.value)
+
+
+def test_missing_cxx_compiler(tmp_path):
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import numpy as np\nimport tegula\nimport tegula.language as tl\n\n\n@tegula.jit\n"
+        "def k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\n"
+        "try:\n    k[(1,)](np.zeros(1, np.float32))\nexcept tegula.CompilationError as e:\n"
+        "    print(e.code)\n    print(str(e).splitlines()[0])\n")
+    env = dict(os.environ, CXX="/nonexistent/c++", PATH=str(tmp_path / "empty"),
+               TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    lines = done.stdout.splitlines()
+    if not lines and "prelude" in done.stderr:
+        pytest.skip(done.stderr)
+    assert lines[:2] == ["E0904", "error[E0904]: no C++ compiler found for the CPU backend "
+                                  "(tried $CXX, c++, g++, clang++)"], done
+
+
+def test_internal_compiler_error(tmp_path):
+    """A C++ compiler that rejects the generated code is Tegula's bug, not the
+    user's: it is reported as an internal compiler error with the dump hint."""
+    fake = tmp_path / "bin" / "c++"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "fake c++ 1.0"; exit 0; fi\n'
+                    "echo 'generated code rejected' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import numpy as np\nimport tegula\nimport tegula.language as tl\n\n\n@tegula.jit\n"
+        "def k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\n"
+        "try:\n    k[(1,)](np.zeros(1, np.float32))\nexcept tegula.CompilationError as e:\n"
+        "    print(e.code)\n    print(str(e))\n")
+    env = dict(os.environ, CXX=str(fake), TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("TEGULA_DUMP_DIR", None)
+    done = subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    lines = done.stdout.splitlines()
+    assert lines and lines[0] == "E0999", done
+    assert lines[1].startswith("error[E0999]: internal compiler error"), done.stdout
+    assert "TEGULA_DUMP_DIR" in done.stdout
+
+
+def test_debug_fault_carries_its_code():
+    @tegula.jit(debug=True)
+    def overrun(x_ptr):
+        offs = tl.arange(0, 32)
+        tl.store(x_ptr + offs, 1.0)
+
+    with pytest.raises(tegula.DeviceError) as info:
+        overrun[(1,)](np.zeros(16, np.float32))
+    assert info.value.code == "E0907"
+
+
+def test_explain_prints_the_entry():
+    done = subprocess.run([str(cli.executable()), "explain", "E0502"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done
+    assert done.stdout.startswith("## E0502: a tile size that is not a power of two\n")
+    assert "tegula.next_power_of_2" in done.stdout
+    assert "## E0503" not in done.stdout
+    unknown = subprocess.run([str(cli.executable()), "explain", "E4242"], capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2
+    assert "'E4242' is not a Tegula error code" in unknown.stderr
