@@ -142,7 +142,13 @@ Image compile_to_image(const std::string& source, const std::string& name, const
   std::vector<std::string> options = {"--gpu-architecture=" + target.gpu_architecture, "-std=c++17",
                                       fp_fusion ? "--fmad=true" : "--fmad=false"};
   bool tune = occupancy_threads > 0 && target.gpu_architecture.starts_with("sm_");
-  if (keep_details || tune) options.push_back("--ptxas-options=-v");
+  if (keep_details || tune) {
+    options.push_back("--ptxas-options=-v");
+    // NVRTC 12.9+ keeps its own cache of compiled programs; a hit skips
+    // ptxas, and with it the register report that stages and occupancy
+    // tuning read. Our disk cache already keeps what we build.
+    if (api.major > 12 || (api.major == 12 && api.minor >= 9)) options.push_back("--no-cache");
+  }
   if (debug) options.push_back("--generate-line-info");
   Image image = compile_once(api, source, name, target, options, keep_details);
   if (!tune) return image;

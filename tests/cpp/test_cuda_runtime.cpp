@@ -257,6 +257,18 @@ TEST(CudaCompile, HandWrittenKernelBecomesACubinForTheRequestedArchitecture) {
   EXPECT_FALSE(contains(plain.log, "registers")) << plain.log;
 }
 
+// NVRTC 12.9+ caches compiled programs (under ~/.nv) and a hit skips ptxas,
+// and with it the report. The same source compiled again, as a second
+// process would, must still come with its register report.
+TEST(CudaCompile, RegisterReportSurvivesNvrtcsOwnCache) {
+  SKIP_WITHOUT(no_nvrtc);
+  cuda::Target target = cuda::resolve_target(0, 90);
+  for (int round = 0; round < 3; ++round) {
+    cuda::Image image = cuda::compile_to_image(kAddSource, "add", target, false, /*keep_details=*/true);
+    EXPECT_TRUE(contains(image.log, "ptxas info")) << "round " << round << ":\n" << image.log;
+  }
+}
+
 TEST(CudaCompile, PtxTargetYieldsPtxTheDriverCanLoad) {
   SKIP_WITHOUT(no_nvrtc);
   cuda::Target target{80, "compute_80", cuda::nvrtc().version_text()};
