@@ -10,6 +10,12 @@ Each workload runs as several *variants* on the same CUDA tensors, in one run:
   against); ``torch.compile``: the same function through ``torch.compile``;
 - ``cublas``: ``torch.matmul``, for matmul (its reference and its floor).
 
+``matmul_autotune`` (issue 7) is the matmul kernel under ``@tegula.autotune``
+over ``_bench_autotune.CONFIGS``, tuned while it is prepared; beside it, row
+``matmul_autotune_best`` holds every one of those configs timed by hand in
+the same run, the fastest one timed again with the others (both rows'
+``note`` names the config).
+
 Two workloads measure the host rather than the GPU: ``launch`` (the host time
 of one launch of a 6-argument kernel, in microseconds) and ``compile`` (rows
 ``compile_cold`` and ``compile_warm``: the vector-add kernel's first call to
@@ -42,19 +48,19 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import __version__ as tegula_version
-from . import _compile_probe, _triton_twin
+from . import _bench_autotune, _compile_probe, _triton_twin, testing
 from .kernels import attention, axpy, fused_chain, layer_norm, matmul, softmax, vector_add
 from .testing import L2_FLUSH_BYTES, CudaTimer
 
 SCHEMA = "tegula-bench-gpu/1"
 # In the order they run: the memory-bound targets first, then the compute-bound ones.
-WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul", "attention",
-             "attention_causal")
+WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul",
+             "matmul_autotune", "attention", "attention_causal")
 VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas", "sdpa")
 # Warps per program, the same for Tegula and Triton in each workload: one row
-# of 4-8K elements per program wants 8 warps, a 1024-element block or a 64x64
-# matmul tile 4.
-NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 4, "launch": 4,
+# of 4-8K elements per program wants 8 warps, a 1024-element block 4, a
+# 128x128 matmul tile (kernels/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.
+NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 8, "launch": 4,
              "attention": 8, "attention_causal": 8}
 COPY_BYTES = 1 << 30
 # Where the inputs live. Only a dry run of this module's logic on a machine
@@ -101,6 +107,13 @@ class Case:
     reference: str = "torch"
     compute_bound: bool = False
     tolerance: tuple = (0.0, 0.0)  # (atol, rtol) against the reference's output
+    # Variants whose rows go under another (workload, variant) than (the
+    # case's workload, the variant's name): the variant names of the report
+    # are fixed, so a second Tegula variant becomes a row of its own workload.
+    rows: dict = field(default_factory=dict)
+
+    def row_of(self, variant: str) -> tuple:
+        return self.rows.get(variant, (self.workload, variant))
 
 
 def _generator(torch, seed: int):
@@ -217,6 +230,32 @@ def matmul_cases(torch, quick: bool, num_warps: int) -> list:
     return cases
 
 
+def matmul_autotune_case(torch, quick: bool, num_warps=None) -> Case:
+    """bf16 C = A @ B: the autotuned kernel (variant ``tegula``), the fastest of
+    the same configs timed by hand (``tegula.best``, rows of workload
+    ``matmul_autotune_best``) and cuBLAS. Warps and stages come from each config."""
+    size = 320 if quick else 4096
+    g = _generator(torch, 6)
+    a = torch.randn(size, size, device=DEVICE, generator=g).to(torch.bfloat16)
+    b = torch.randn(size, size, device=DEVICE, generator=g).to(torch.bfloat16)
+    warmup, rep = (5, 20) if quick else (25, 100)  # ms per config, the autotuner's defaults in full runs
+
+    def out():
+        return torch.empty(size, size, device=DEVICE, dtype=torch.bfloat16)
+
+    def by_hand(fn):
+        return testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median", device=DEVICE)
+
+    variants = {
+        "tegula": lambda: _bench_autotune.tuned_variant(a, b, out(), warmup=warmup, rep=rep),
+        "tegula.best": lambda: _bench_autotune.best_by_hand(a, b, out(), by_hand),
+        "cublas": lambda: functools.partial(torch.matmul, a, b)}
+    return Case(_bench_autotune.WORKLOAD, f"{size}x{size}x{size}", "bfloat16",
+                matmul.bytes_moved(size, size, size, 2), matmul.flops(size, size, size), None, variants,
+                reference="cublas", compute_bound=True, tolerance=(size ** 0.5 / 64, 1.6e-2),
+                rows={"tegula.best": (_bench_autotune.BEST_WORKLOAD, "tegula")})
+
+
 # The SDPA backends tried in order, with the names rows give them.
 SDPA_BACKENDS = (("CUDNN_ATTENTION", "cuDNN"), ("FLASH_ATTENTION", "flash"), ("EFFICIENT_ATTENTION", "efficient"))
 
@@ -277,7 +316,7 @@ def attention_case(torch, quick: bool, num_warps: int, causal: bool) -> Case:
 
 
 BUILDERS = {"vector_add": vector_add_case, "fused_chain": fused_chain_case, "softmax": softmax_case,
-            "layer_norm": layer_norm_case,
+            "layer_norm": layer_norm_case, "matmul_autotune": matmul_autotune_case,
             "attention": functools.partial(attention_case, causal=False),
             "attention_causal": functools.partial(attention_case, causal=True)}
 
@@ -292,6 +331,7 @@ class Outcome:
     check: str = "unchecked"  # reference | ok | mismatch | unchecked | error
     error: Optional[str] = None
     note: Optional[str] = None  # what ran, when the variant's name does not say it (SDPA's backend)
+    num_warps: Optional[int] = None  # the variant's own, when it chose them (an autotuned config)
 
     @property
     def median_ms(self) -> Optional[float]:
@@ -327,7 +367,7 @@ def compare(torch, got, want, atol: float, rtol: float) -> Optional[str]:
 def measure_case(torch, timer: CudaTimer, case: Case, variants, budget_s: float, min_reps: int,
                  max_reps: int) -> list:
     """Builds, warms up and checks every selected variant, then times them interleaved."""
-    names = [v for v in case.variants if v in variants]
+    names = [v for v in case.variants if case.row_of(v)[1] in variants]
     names.sort(key=lambda v: v != case.reference)  # the reference first: the others are checked against it
     outcomes, runners, reference_out = [], [], None
     for name in names:
@@ -335,9 +375,10 @@ def measure_case(torch, timer: CudaTimer, case: Case, variants, budget_s: float,
         outcomes.append(outcome)
         try:
             log(f"{case.workload} {case.shape}: preparing {name}"
-                + (" (compiles)" if name in ("tegula", "triton", "torch.compile") else ""))
+                + (" (compiles)" if name.startswith(("tegula", "triton", "torch.compile")) else ""))
             fn = case.variants[name]()
             outcome.note = getattr(fn, "note", None)
+            outcome.num_warps = getattr(fn, "num_warps", None)
             fn()  # compiles on first use
             out = _first(fn())
             torch.cuda.synchronize()
@@ -462,10 +503,11 @@ def case_rows(case: Case, outcomes, copy_bytes_per_s: Optional[float]) -> list:
     rows = []
     for o in outcomes:
         ms = o.median_ms
-        row = {"workload": case.workload, "variant": o.variant, "ms": ms, "rate": None,
+        workload, variant = case.row_of(o.variant)
+        row = {"workload": workload, "variant": variant, "ms": ms, "rate": None,
                "unit": "TFLOP/s" if case.compute_bound else "GB/s", "floor_frac": None,
                "shape": case.shape, "dtype": case.dtype, "bytes": case.bytes, "flops": case.flops,
-               "num_warps": case.num_warps if o.variant in ("tegula", "triton") else None,
+               "num_warps": (o.num_warps or case.num_warps) if variant in ("tegula", "triton") else None,
                "samples": len(o.samples), "min_ms": min(o.samples) if o.samples else None,
                "max_ms": max(o.samples) if o.samples else None, "check": o.check, "error": o.error,
                "note": o.note}
@@ -558,6 +600,11 @@ def criteria(rows: list) -> list:
     for workload in ("compile_cold", "compile_warm"):
         out.append(time_ratio(f"{workload}: tegula first call / triton's", workload, "tegula", "triton",
                               "<", 1.0))
+    # Issue 7: the autotuner's choice within 5% of the best config timed by hand in the same run.
+    tuned, best = timed.get((_bench_autotune.WORKLOAD, "tegula")), timed.get((_bench_autotune.BEST_WORKLOAD, "tegula"))
+    out.append(_criterion("matmul_autotune: autotuned time / best config's time by hand",
+                          tuned["ms"] / best["ms"] if tuned and best else None, "<=", _bench_autotune.TARGET,
+                          [r for r in (tuned, best) if r]))
     # Issue 5: flash attention no slower than Triton on the same source, and at
     # least 85% of SDPA's rate (floor_frac: rate / SDPA's).
     for workload in ("attention", "attention_causal"):
@@ -711,7 +758,7 @@ def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
             measured.append(("compile", measure_compile(variants, quick)))
         else:
             try:
-                warps = num_warps[name]
+                warps = num_warps.get(name)  # None where the workload's configs choose them
                 cases = matmul_cases(torch, quick, warps) if name == "matmul" else \
                     [BUILDERS[name](torch, quick, warps)]
             except Exception as e:  # noqa: BLE001

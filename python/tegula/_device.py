@@ -20,6 +20,7 @@ import os
 import sys
 
 from . import _C
+from ._errors import coded
 
 BACKENDS = ("cpu", "cuda")
 
@@ -45,7 +46,7 @@ def forced_backend() -> str | None:
     if not value:
         return None
     if value not in BACKENDS:
-        raise ValueError(f"TEGULA_BACKEND must be 'cpu' or 'cuda', got {value!r}")
+        raise coded(ValueError, "E0705", f"TEGULA_BACKEND must be 'cpu' or 'cuda', got {value!r}")
     return value
 
 
@@ -130,8 +131,8 @@ def choose(kernel: str, places: dict) -> tuple[str, int | None]:
         for name, device in places.items():
             groups.setdefault(device, []).append(f"'{name}'")
         listed = "; ".join(f"{', '.join(names)} on {describe(device)}" for device, names in groups.items())
-        raise ValueError(f"kernel '{kernel}' got arguments on different devices ({listed}): "
-                         f"move them to one device")
+        raise coded(ValueError, "E0709", f"kernel '{kernel}' got arguments on different devices ({listed}): "
+                                         f"move them to one device")
     if not devices:
         if forced == "cuda":
             return "cuda", current_device()
@@ -139,10 +140,10 @@ def choose(kernel: str, places: dict) -> tuple[str, int | None]:
     device = devices.pop()
     if forced == "cpu" and device is not None:
         name = next(iter(places))
-        raise ValueError(f"TEGULA_BACKEND=cpu, but argument '{name}' of kernel '{kernel}' is on "
-                         f"cuda:{device}")
+        raise coded(ValueError, "E0709", f"TEGULA_BACKEND=cpu, but argument '{name}' of kernel '{kernel}' is on "
+                                         f"cuda:{device}")
     if forced == "cuda" and device is None:
         name = next(iter(places))
-        raise ValueError(f"TEGULA_BACKEND=cuda, but argument '{name}' of kernel '{kernel}' is in host "
-                         f"memory; pass CUDA tensors (torch, CuPy) or unset TEGULA_BACKEND")
+        raise coded(ValueError, "E0709", f"TEGULA_BACKEND=cuda, but argument '{name}' of kernel '{kernel}' is in host "
+                                         f"memory; pass CUDA tensors (torch, CuPy) or unset TEGULA_BACKEND")
     return ("cpu", None) if device is None else ("cuda", device)

@@ -9,6 +9,7 @@ any array or tensor a kernel accepts, whenever the element sizes match.
 from __future__ import annotations
 
 from .language.core import dtype, pointer_type
+from ._errors import coded
 
 
 class ReinterpretedArray:
@@ -42,12 +43,14 @@ def reinterpret(array, dtype_: dtype) -> ReinterpretedArray:
     if isinstance(array, ReinterpretedArray):
         array = array.base
     if not isinstance(dtype_, dtype) or isinstance(dtype_, pointer_type):
-        raise TypeError(f"tegula.reinterpret needs a scalar tl dtype such as tl.float8e5, got {dtype_!r}")
+        raise coded(TypeError, "E0712",
+                    f"tegula.reinterpret needs a scalar tl dtype such as tl.float8e5, got {dtype_!r}")
     size = _item_size(array)
     if size is None:
-        raise TypeError(f"tegula.reinterpret needs an array or tensor, got {type(array).__name__}")
+        raise coded(TypeError, "E0712", f"tegula.reinterpret needs an array or tensor, got {type(array).__name__}")
     if size * 8 != dtype_.primitive_bitwidth:
-        raise ValueError(f"tegula.reinterpret: the array's elements are {size} bytes but {dtype_!r} needs "
-                         f"{max(dtype_.primitive_bitwidth // 8, 1)}; view the array as a dtype of that size first "
-                         f"(e.g. array.view(np.uint8))")
+        raise coded(ValueError, "E0712",
+                    f"tegula.reinterpret: the array's elements are {size} bytes but {dtype_!r} needs "
+                    f"{max(dtype_.primitive_bitwidth // 8, 1)}; view the array as a dtype of that size first "
+                    f"(e.g. array.view(np.uint8))")
     return ReinterpretedArray(array, dtype_)

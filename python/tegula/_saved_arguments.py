@@ -19,6 +19,7 @@ would only cost memory (a GPU matmul's C can be gigabytes).
 from __future__ import annotations
 
 import numpy as np
+from ._errors import coded
 
 
 class SavedArguments:
@@ -46,9 +47,9 @@ class SavedArguments:
             value = named.get(name)
             if not _is_array(value):
                 if name in tuner.restore_value or name in tuner.reset_to_zero:
-                    raise TypeError(f"autotune of kernel '{self.kernel}' must save argument '{name}' "
-                                    f"(restore_value / reset_to_zero), but it is a "
-                                    f"{type(value).__name__}, not an array")
+                    raise coded(TypeError, "E0710", f"autotune of kernel '{self.kernel}' must save argument '{name}' "
+                                                    f"(restore_value / reset_to_zero), but it is a "
+                                                    f"{type(value).__name__}, not an array")
                 continue
             self.saved.append((name, value, _copy_of(self.kernel, name, value)))
             if name in tuner.reset_to_zero:
@@ -79,8 +80,8 @@ def _copy_of(kernel: str, name: str, array):
         return array.clone()
     if hasattr(array, "copy"):  # CuPy and other array libraries
         return array.copy()
-    raise TypeError(f"autotune of kernel '{kernel}' cannot save argument '{name}' "
-                    f"({type(array).__name__}) before tuning; pass a NumPy array or a torch tensor")
+    raise coded(TypeError, "E0710", f"autotune of kernel '{kernel}' cannot save argument '{name}' "
+                                    f"({type(array).__name__}) before tuning; pass a NumPy array or a torch tensor")
 
 
 def _copy_into(array, copy) -> None:

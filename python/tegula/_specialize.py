@@ -26,6 +26,7 @@ from ._globals import constant_value
 from ._reinterpret import ReinterpretedArray
 from .tensor_descriptor import is_descriptor
 from .language.core import DTYPES, constexpr, dtype, pointer_type
+from ._errors import coded
 
 _data_address = _C.data_address
 
@@ -77,8 +78,8 @@ def int_part(kernel: str, param: str, value: int, specialize: bool) -> tuple:
     elif 0 <= value <= _U64_MAX:
         width = "u64"
     else:
-        raise ValueError(f"argument '{param}' of kernel '{kernel}' is {value}, which does not fit "
-                         f"in 64 bits (kernel integers are i32, i64 or u64)")
+        raise coded(ValueError, "E0703", f"argument '{param}' of kernel '{kernel}' is {value}, which does not fit "
+                                         f"in 64 bits (kernel integers are i32, i64 or u64)")
     if not specialize:
         return ("i", width, False, False)
     return ("i", width, value == 1, value % 16 == 0)
@@ -86,8 +87,8 @@ def int_part(kernel: str, param: str, value: int, specialize: bool) -> tuple:
 
 def _pointer(kernel: str, param: str, scalar, address: int, dtype_name) -> tuple:
     if scalar is None:
-        raise TypeError(f"argument '{param}' of kernel '{kernel}' has unsupported dtype "
-                        f"{dtype_name}; supported: {_SUPPORTED_DTYPES}")
+        raise coded(TypeError, "E0702", f"argument '{param}' of kernel '{kernel}' has unsupported dtype "
+                                        f"{dtype_name}; supported: {_SUPPORTED_DTYPES}")
     return ("p", scalar, address % 16 == 0), address
 
 
@@ -130,8 +131,9 @@ def _runtime_part_slow(kernel: str, param: str, value, specialize: bool) -> tupl
     if isinstance(value, ReinterpretedArray):
         part, address = runtime_part(kernel, param, value.base, specialize)
         if part[0] != "p":
-            raise TypeError(f"argument '{param}' of kernel '{kernel}': tegula.reinterpret needs an array or "
-                            f"tensor, got {type(value.base).__name__}")
+            raise coded(TypeError, "E0712",
+                        f"argument '{param}' of kernel '{kernel}': tegula.reinterpret needs an array or "
+                        f"tensor, got {type(value.base).__name__}")
         return (part[0], value.dtype.scalar) + part[2:], address
     if isinstance(value, np.ndarray):
         return array_part(kernel, param, value)
@@ -158,11 +160,11 @@ def _runtime_part_slow(kernel: str, param: str, value, specialize: bool) -> tupl
         try:
             array = np.from_dlpack(value)
         except (BufferError, TypeError, ValueError, RuntimeError) as e:
-            raise ValueError(f"argument '{param}' of kernel '{kernel}': cannot read its DLPack "
-                             f"data on the CPU ({e})") from None
+            raise coded(ValueError, "E0702", f"argument '{param}' of kernel '{kernel}': cannot read its DLPack "
+                                             f"data on the CPU ({e})") from None
         return array_part(kernel, param, array)
-    raise TypeError(f"argument '{param}' of kernel '{kernel}' must be an array or a scalar, "
-                    f"got {type(value).__name__}")
+    raise coded(TypeError, "E0702", f"argument '{param}' of kernel '{kernel}' must be an array or a scalar, "
+                                    f"got {type(value).__name__}")
 
 
 def _tensor_part(kernel: str, param: str, tensor) -> tuple:
@@ -175,8 +177,8 @@ def _tensor_part(kernel: str, param: str, tensor) -> tuple:
         return part, address
     if kind == "cuda":
         return part + (getattr(device, "index", None) or 0,), address
-    raise ValueError(f"argument '{param}' of kernel '{kernel}' is on {device}; Tegula kernels run on "
-                     f"the CPU and on CUDA GPUs")
+    raise coded(ValueError, "E0709", f"argument '{param}' of kernel '{kernel}' is on {device}; Tegula kernels run on "
+                                     f"the CPU and on CUDA GPUs")
 
 
 def _learn_torch_dtypes(tensor) -> bool:
@@ -214,8 +216,8 @@ def _cuda_interface_part(kernel: str, param: str, interface: dict) -> tuple:
         dtype = np.dtype(interface["typestr"])
         address = int(interface["data"][0])
     except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise TypeError(f"argument '{param}' of kernel '{kernel}' has a malformed "
-                        f"__cuda_array_interface__ ({e})") from None
+        raise coded(TypeError, "E0711", f"argument '{param}' of kernel '{kernel}' has a malformed "
+                                        f"__cuda_array_interface__ ({e})") from None
     part, address = _pointer(kernel, param, NUMPY_SCALARS.get(dtype), address, dtype)
     # An empty array may have address 0, which belongs to no device: use the current one.
     device = _device.pointer_device(address) if address else _device.current_device()
@@ -226,8 +228,9 @@ def descriptor_part(kernel: str, param: str, desc) -> tuple:
     """(key part, launch values) of a TensorDescriptor argument."""
     base, address = runtime_part(kernel, param, desc.base, True)
     if base[0] != "p":
-        raise TypeError(f"the base of TensorDescriptor argument '{param}' of kernel '{kernel}' must be an "
-                        f"array or tensor, got {type(desc.base).__name__}")
+        raise coded(TypeError, "E0711",
+                    f"the base of TensorDescriptor argument '{param}' of kernel '{kernel}' must be an "
+                    f"array or tensor, got {type(desc.base).__name__}")
     extents = [int(v) for v in (*desc.shape, *desc.strides)]
     ints = tuple(int_part(kernel, param, v, True) for v in extents)
     padding = getattr(desc, "padding", "zero")
@@ -260,8 +263,8 @@ def constexpr_part(kernel: str, param: str, value) -> tuple:
     t = type(value)
     if t is int or t is bool or t is str or value is None:
         if t is int and not _I64_MIN <= value <= _I64_MAX:
-            raise ValueError(f"constexpr argument '{param}' of kernel '{kernel}' is {value}, "
-                             f"which does not fit in 64 bits")
+            raise coded(ValueError, "E0703", f"constexpr argument '{param}' of kernel '{kernel}' is {value}, "
+                                             f"which does not fit in 64 bits")
         return ("c", t, value)
     if t is float:
         return ("c", float, value.hex())
@@ -269,8 +272,8 @@ def constexpr_part(kernel: str, param: str, value) -> tuple:
         return ("c", dtype, value.canonical_name)
     if isinstance(value, np.generic) and not isinstance(value, (np.complexfloating, np.flexible)):
         return constexpr_part(kernel, param, value.item())
-    raise TypeError(f"constexpr argument '{param}' of kernel '{kernel}' must be an int, float, "
-                    f"bool, str, None or tl.dtype, got {type(value).__name__}")
+    raise coded(TypeError, "E0702", f"constexpr argument '{param}' of kernel '{kernel}' must be an int, float, "
+                                    f"bool, str, None or tl.dtype, got {type(value).__name__}")
 
 
 def arg_spec(part: tuple):

@@ -40,6 +40,7 @@ from ._autotune_report import Progress, first_line, print_autotuning, report
 from ._saved_arguments import SavedArguments
 from ._specialize import place, runtime_part
 from .jit import _MISSING, JITFunction
+from ._errors import coded
 
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotuneError",
            "AutotuneWarning"]
@@ -65,12 +66,12 @@ class Config:
 
     def __init__(self, kwargs, num_warps=None, num_stages=None, pre_hook=None):
         if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
-            raise TypeError(f"Config takes a dict of meta-parameter names to values, got {kwargs!r}")
+            raise coded(TypeError, "E0710", f"Config takes a dict of meta-parameter names to values, got {kwargs!r}")
         for option, value in (("num_warps", num_warps), ("num_stages", num_stages)):
             if value is not None and (type(value) is not int or value < 1):
-                raise ValueError(f"Config {option} must be a positive int or None, got {value!r}")
+                raise coded(ValueError, "E0710", f"Config {option} must be a positive int or None, got {value!r}")
         if pre_hook is not None and not callable(pre_hook):
-            raise TypeError(f"Config pre_hook must be callable, got {type(pre_hook).__name__}")
+            raise coded(TypeError, "E0710", f"Config pre_hook must be callable, got {type(pre_hook).__name__}")
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
@@ -124,8 +125,8 @@ class _KernelWrapper:
 
     def __init__(self, fn, decorator: str):
         if not isinstance(fn, (JITFunction, _KernelWrapper)):
-            raise TypeError(f"@tegula.{decorator} goes above @tegula.jit (Triton's order: @autotune, "
-                            f"then @heuristics, then @jit), got {type(fn).__name__}")
+            raise coded(TypeError, "E0708", f"@tegula.{decorator} goes above @tegula.jit (Triton's order: @autotune, "
+                                            f"then @heuristics, then @jit), got {type(fn).__name__}")
         self.fn = fn
         self.base = fn.base if isinstance(fn, _KernelWrapper) else fn
         for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
@@ -140,15 +141,15 @@ class _KernelWrapper:
 
     def __call__(self, *args, **kwargs):
         name = self.__name__
-        raise TypeError(f"kernel '{name}' cannot be called like a Python function; launch it "
-                        f"with a grid: {name}[grid](...)")
+        raise coded(TypeError, "E0707", f"kernel '{name}' cannot be called like a Python function; launch it "
+                                        f"with a grid: {name}[grid](...)")
 
     def _named(self, args: tuple, kwargs: dict) -> dict:
         """Every argument by name, as far as given: positionals, keywords, then defaults."""
         sig = self.base._signature or self.base._load_signature()
         if len(args) > len(sig.names):
-            raise TypeError(f"kernel '{self.__name__}' takes {len(sig.names)} arguments "
-                            f"({', '.join(sig.names)}) but {len(args)} were given")
+            raise coded(TypeError, "E0701", f"kernel '{self.__name__}' takes {len(sig.names)} arguments "
+                                            f"({', '.join(sig.names)}) but {len(args)} were given")
         named = dict(zip(sig.names, args))
         named.update(kwargs)
         for name, default in zip(sig.names, sig.defaults):
@@ -163,8 +164,8 @@ def _down_to_jit(fn, args: tuple, kwargs: dict):
         kwargs = fn._with_values(args, kwargs)
         fn = fn.fn
     if not isinstance(fn, JITFunction):
-        raise TypeError(f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
-                        f"'{fn.__name__}'); give one autotune all the configs")
+        raise coded(TypeError, "E0708", f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
+                                        f"'{fn.__name__}'); give one autotune all the configs")
     return fn, kwargs
 
 
@@ -177,8 +178,8 @@ class Heuristics(_KernelWrapper):
         super().__init__(fn, "heuristics")
         if not isinstance(values, dict) or not all(isinstance(k, str) and callable(v)
                                                    for k, v in values.items()):
-            raise TypeError("@tegula.heuristics takes a dict of meta-parameter names to functions "
-                            "of the arguments, e.g. {'EVEN': lambda args: args['n'] % 64 == 0}")
+            raise coded(TypeError, "E0708", "@tegula.heuristics takes a dict of meta-parameter names to functions "
+                                            "of the arguments, e.g. {'EVEN': lambda args: args['n'] % 64 == 0}")
         self.values = dict(values)
 
     def _with_values(self, args: tuple, kwargs: dict) -> dict:
@@ -186,8 +187,8 @@ class Heuristics(_KernelWrapper):
         kwargs = dict(kwargs)
         for name, heuristic in self.values.items():
             if name in kwargs:
-                raise ValueError(f"kernel '{self.__name__}' got '{name}', which its @heuristics "
-                                 f"computes; do not pass it")
+                raise coded(ValueError, "E0710", f"kernel '{self.__name__}' got '{name}', which its @heuristics "
+                                                 f"computes; do not pass it")
             value = heuristic({**named, **kwargs})
             kwargs[name] = value
             named[name] = value
@@ -261,13 +262,13 @@ class Autotuner(_KernelWrapper):
                  restore_value=None, warmup=None, rep=None, do_bench=None, cache_results=True):
         super().__init__(fn, "autotune")
         if _contains_autotuner(fn):
-            raise TypeError(f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
-                            f"'{self.__name__}'); give one autotune all the configs")
+            raise coded(TypeError, "E0708", f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
+                                            f"'{self.__name__}'); give one autotune all the configs")
         configs = list(configs or [])
         for config in configs:
             if not isinstance(config, Config):
-                raise TypeError(f"autotune configs of kernel '{self.__name__}' must be tegula.Config "
-                                f"objects, got {type(config).__name__}")
+                raise coded(TypeError, "E0710", f"autotune configs of kernel '{self.__name__}' must be tegula.Config "
+                                                f"objects, got {type(config).__name__}")
         self.configs = configs or [Config({})]
         self.keys = [key] if isinstance(key, str) else list(key or [])
         self.reset_to_zero = _names(reset_to_zero)
@@ -275,8 +276,8 @@ class Autotuner(_KernelWrapper):
         prune_configs_by = dict(prune_configs_by or {})
         unknown = set(prune_configs_by) - set(_PRUNE_KEYS)
         if unknown:
-            raise ValueError(f"prune_configs_by of kernel '{self.__name__}' has unknown entries "
-                             f"{sorted(unknown)}; expected some of {list(_PRUNE_KEYS)}")
+            raise coded(ValueError, "E0710", f"prune_configs_by of kernel '{self.__name__}' has unknown entries "
+                                             f"{sorted(unknown)}; expected some of {list(_PRUNE_KEYS)}")
         self.perf_model = prune_configs_by.get("perf_model")
         self.top_k = prune_configs_by.get("top_k")
         self.early_config_prune = prune_configs_by.get("early_config_prune")
@@ -300,8 +301,8 @@ class Autotuner(_KernelWrapper):
         plan = self._plan or self._make_plan()
         if kwargs and not plan.tuned_names.isdisjoint(kwargs):
             conflicts = ", ".join(repr(c) for c in sorted(plan.tuned_names.intersection(kwargs)))
-            raise ValueError(f"kernel '{self.__name__}' got {conflicts}, which its autotune configs "
-                             f"set; do not pass tuned meta-parameters")
+            raise coded(ValueError, "E0710", f"kernel '{self.__name__}' got {conflicts}, which its autotune configs "
+                                             f"set; do not pass tuned meta-parameters")
         key, device = self._key(plan, args, kwargs)
         config = self.cache.get(key)
         if config is None:
@@ -331,8 +332,9 @@ class Autotuner(_KernelWrapper):
                              ("restore_value", self.restore_value)):
             for name in listed:
                 if name not in names:
-                    raise ValueError(f"autotune {what} of kernel '{self.__name__}' names '{name}', which "
-                                     f"is not one of its parameters ({', '.join(names)})")
+                    raise coded(ValueError, "E0710",
+                                f"autotune {what} of kernel '{self.__name__}' names '{name}', which "
+                                f"is not one of its parameters ({', '.join(names)})")
         self._plan = _LaunchPlan(self)
         return self._plan
 
@@ -349,8 +351,8 @@ class Autotuner(_KernelWrapper):
         for i, name in plan.key_params:
             v = value(i, name)
             if v is _MISSING:
-                raise TypeError(f"kernel '{self.__name__}' is missing argument '{name}', which its "
-                                f"autotune key names")
+                raise coded(TypeError, "E0701", f"kernel '{self.__name__}' is missing argument '{name}', which its "
+                                                f"autotune key names")
             key.append(v if type(v) is int else _key_value(v))
         device, arrays = None, 0
         for i, name in plan.runtime_params:
@@ -415,14 +417,14 @@ class Autotuner(_KernelWrapper):
         if self.early_config_prune is not None:
             configs = list(self.early_config_prune(configs, named, **kwargs))
             if not configs:
-                raise ValueError(f"early_config_prune of kernel '{self.__name__}' left no configs")
+                raise coded(ValueError, "E0710", f"early_config_prune of kernel '{self.__name__}' left no configs")
         if self.perf_model is not None and self.top_k is not None:
             top_k = self.top_k
             if isinstance(top_k, float) and top_k <= 1.0:
                 top_k = max(1, int(len(configs) * top_k))
             if type(top_k) is not int or top_k < 1:
-                raise ValueError(f"prune_configs_by top_k of kernel '{self.__name__}' must be an int "
-                                 f">= 1 or a fraction in (0, 1], got {self.top_k!r}")
+                raise coded(ValueError, "E0710", f"prune_configs_by top_k of kernel '{self.__name__}' must be an int "
+                                                 f">= 1 or a fraction in (0, 1], got {self.top_k!r}")
             estimates = [(self.perf_model(**named, **config.all_kwargs()), i)
                          for i, config in enumerate(configs)]
             configs = [configs[i] for _, i in sorted(estimates)[:top_k]]

@@ -760,6 +760,8 @@ def main(argv=None) -> int:
     names = tuple(n for n in (args.only or WORKLOADS) if n in WORKLOADS)
     if args.only and "launch" in args.only:
         log("launch overhead is measured on the GPU only; skipped")
+    if args.only and "matmul_autotune" in args.only:
+        log("matmul_autotune (autotuned against the best config by hand) is measured on the GPU only; skipped")
     compile_times = "compile" in args.only if args.only else not args.quick
     report = run(names, args.quick, budget, compile_times)
     print_report(report)

@@ -32,6 +32,7 @@ from . import _C, _debug, _device
 from ._globals import collect_sources
 from ._specialize import arg_spec, constexpr_part, launch_support, place, runtime_part
 from .tensor_descriptor import debug_arguments, flatten_launch_values
+from ._errors import coded
 
 _MISSING = object()
 _LAUNCH_OPTIONS = ("num_warps", "num_stages")
@@ -93,8 +94,8 @@ class _Signature:
             return param
         if isinstance(param, str) and param in self.index:
             return self.index[param]
-        raise ValueError(f"do_not_specialize of kernel '{kernel}' names {param!r}, which is not "
-                         f"one of its parameters ({', '.join(self.names)})")
+        raise coded(ValueError, "E0708", f"do_not_specialize of kernel '{kernel}' names {param!r}, which is not "
+                                         f"one of its parameters ({', '.join(self.names)})")
 
 
 class _Entry:
@@ -176,7 +177,7 @@ class JITFunction:
 
     def __init__(self, fn, *, do_not_specialize=(), debug=False, noinline=False):
         if not isinstance(fn, types.FunctionType):
-            raise TypeError(f"@tegula.jit decorates a Python function, got {type(fn).__name__}")
+            raise coded(TypeError, "E0708", f"@tegula.jit decorates a Python function, got {type(fn).__name__}")
         self.fn = fn
         functools.update_wrapper(self, fn)
         try:
@@ -216,8 +217,8 @@ class JITFunction:
 
     def __call__(self, /, *args, **kwargs):
         name = self.__name__
-        raise TypeError(f"kernel '{name}' cannot be called like a Python function; launch it "
-                        f"with a grid: {name}[grid](...)")
+        raise coded(TypeError, "E0707", f"kernel '{name}' cannot be called like a Python function; launch it "
+                                        f"with a grid: {name}[grid](...)")
 
     def _launch(self, grid, /, *args, **kwargs):
         return self._launch_fast(grid, *args, **kwargs)
@@ -314,16 +315,16 @@ class JITFunction:
             if option in kwargs and option not in sig.index:
                 value = kwargs.pop(option)
                 if type(value) is not int or value < 1:
-                    raise ValueError(f"{option} of kernel '{self.__name__}' must be a positive "
-                                     f"int, got {value!r}")
+                    raise coded(ValueError, "E0705", f"{option} of kernel '{self.__name__}' must be a positive "
+                                                     f"int, got {value!r}")
                 options = options or {}
                 options[option] = value
         for option in _BOOL_LAUNCH_OPTIONS:
             if option in kwargs and option not in sig.index:
                 value = kwargs.pop(option)
                 if type(value) is not bool:
-                    raise ValueError(f"{option} of kernel '{self.__name__}' must be a bool, got "
-                                     f"{value!r}")
+                    raise coded(ValueError, "E0705", f"{option} of kernel '{self.__name__}' must be a bool, got "
+                                                     f"{value!r}")
                 options = options or {}
                 options[option] = value
         return options
@@ -331,19 +332,19 @@ class JITFunction:
     def _bind(self, sig: _Signature, args: tuple, kwargs: dict):
         count, given = len(sig.names), len(args)
         if given > count:
-            raise TypeError(f"kernel '{self.__name__}' takes {count} arguments "
-                            f"({', '.join(sig.names)}) but {given} were given")
+            raise coded(TypeError, "E0701", f"kernel '{self.__name__}' takes {count} arguments "
+                                            f"({', '.join(sig.names)}) but {given} were given")
         if given == count and not kwargs:
             return args
         values = list(args) + [_MISSING] * (count - given)
         for name, value in kwargs.items():
             i = sig.index.get(name)
             if i is None:
-                raise TypeError(f"kernel '{self.__name__}' got an unexpected keyword argument "
-                                f"'{name}'")
+                raise coded(TypeError, "E0701", f"kernel '{self.__name__}' got an unexpected keyword argument "
+                                                f"'{name}'")
             if i < given:
-                raise TypeError(f"kernel '{self.__name__}' got multiple values for argument "
-                                f"'{name}'")
+                raise coded(TypeError, "E0701", f"kernel '{self.__name__}' got multiple values for argument "
+                                                f"'{name}'")
             values[i] = value
         missing = []
         for i in range(given, count):
@@ -355,8 +356,8 @@ class JITFunction:
         if missing:
             listed = ", ".join(f"'{m}'" for m in missing)
             noun = "argument" if len(missing) == 1 else "arguments"
-            raise TypeError(f"kernel '{self.__name__}' is missing {len(missing)} required "
-                            f"{noun}: {listed}")
+            raise coded(TypeError, "E0701", f"kernel '{self.__name__}' is missing {len(missing)} required "
+                                            f"{noun}: {listed}")
         return values
 
     def _specialize(self, sig: _Signature, values, options=None):
@@ -400,18 +401,18 @@ class JITFunction:
         if isinstance(grid, int) and not isinstance(grid, bool):
             grid = (grid,)
         if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-            raise ValueError(f"the grid of kernel '{name}' must be a tuple of 1 to 3 ints (or a "
-                             f"callable returning one), got {grid!r}")
+            raise coded(ValueError, "E0704", f"the grid of kernel '{name}' must be a tuple of 1 to 3 ints (or a "
+                                             f"callable returning one), got {grid!r}")
         dims = []
         for dim in grid:
             try:
                 dim = operator.index(dim)
             except TypeError:
-                raise ValueError(f"the grid of kernel '{name}' must hold ints, got "
-                                 f"{type(dim).__name__} in {tuple(grid)!r}") from None
+                raise coded(ValueError, "E0704", f"the grid of kernel '{name}' must hold ints, got "
+                                                 f"{type(dim).__name__} in {tuple(grid)!r}") from None
             if dim < 0:
-                raise ValueError(f"the grid of kernel '{name}' must hold ints >= 0, got "
-                                 f"{tuple(grid)!r}")
+                raise coded(ValueError, "E0704", f"the grid of kernel '{name}' must hold ints >= 0, got "
+                                                 f"{tuple(grid)!r}")
             dims.append(dim)
         return tuple(dims + [1] * (3 - len(dims)))
 

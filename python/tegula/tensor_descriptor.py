@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, List
+from ._errors import coded
 
 MAX_RANK = 5
 
@@ -29,10 +30,12 @@ def _element_strides(tensor) -> List[int]:
     strides = getattr(tensor, "strides", None)
     itemsize = getattr(getattr(tensor, "dtype", None), "itemsize", None)
     if strides is None or not itemsize:
-        raise TypeError(f"TensorDescriptor.from_tensor needs an array or tensor, got {type(tensor).__name__}")
+        raise coded(TypeError, "E0711",
+                    f"TensorDescriptor.from_tensor needs an array or tensor, got {type(tensor).__name__}")
     if any(s % itemsize for s in strides):
-        raise ValueError(f"the strides {tuple(strides)} (bytes) of the tensor are not whole elements of "
-                         f"{itemsize} bytes")
+        raise coded(ValueError, "E0711",
+                    f"the strides {tuple(strides)} (bytes) of the tensor are not whole elements of "
+                    f"{itemsize} bytes")
     return [int(s) // itemsize for s in strides]
 
 
@@ -62,21 +65,25 @@ class TensorDescriptor:
         self.block_shape = [int(b) for b in self.block_shape]
         rank = len(self.shape)
         if not 1 <= rank <= MAX_RANK:
-            raise ValueError(f"a TensorDescriptor has 1 to {MAX_RANK} dimensions, not {rank}")
+            raise coded(ValueError, "E0711", f"a TensorDescriptor has 1 to {MAX_RANK} dimensions, not {rank}")
         if len(self.strides) != rank or len(self.block_shape) != rank:
-            raise ValueError(f"a TensorDescriptor needs one stride and one block size per dimension: shape "
-                             f"{self.shape}, strides {self.strides}, block_shape {self.block_shape}")
+            raise coded(ValueError, "E0711",
+                        f"a TensorDescriptor needs one stride and one block size per dimension: shape "
+                        f"{self.shape}, strides {self.strides}, block_shape {self.block_shape}")
         for b in self.block_shape:
             if b < 1 or b & (b - 1):
-                raise ValueError(f"block_shape {self.block_shape} of a TensorDescriptor must hold powers of two "
-                                 f"(tile dimensions are powers of two; the edge blocks are padded)")
+                raise coded(ValueError, "E0711",
+                            f"block_shape {self.block_shape} of a TensorDescriptor must hold powers of two "
+                            f"(tile dimensions are powers of two; the edge blocks are padded)")
         if self.strides[-1] != 1:
-            raise ValueError(f"the last stride of a TensorDescriptor must be 1 (a contiguous innermost dimension), "
-                             f"got strides {self.strides}")
+            raise coded(ValueError, "E0711",
+                        f"the last stride of a TensorDescriptor must be 1 (a contiguous innermost dimension), "
+                        f"got strides {self.strides}")
         if self.padding not in ("zero", "nan"):
-            raise ValueError(f"padding of a TensorDescriptor must be 'zero' or 'nan', not {self.padding!r}")
+            raise coded(ValueError, "E0711",
+                        f"padding of a TensorDescriptor must be 'zero' or 'nan', not {self.padding!r}")
         if self.padding == "nan" and not _is_floating(self.base):
-            raise ValueError("padding='nan' needs a floating-point tensor")
+            raise coded(ValueError, "E0711", "padding='nan' needs a floating-point tensor")
 
     @staticmethod
     def from_tensor(tensor: Any, block_shape: List[int], padding: str = "zero") -> "TensorDescriptor":

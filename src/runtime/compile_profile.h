@@ -9,6 +9,8 @@
 //   passes     the optimization pipeline
 //   codegen    emitting C++ or CUDA source
 //   c++ / nvrtc  the system C++ compiler, or NVRTC and ptxas
+//   nvrtc occupancy  NVRTC again, for occupancy tuning (cuda_compile.h), only
+//              when the first build showed a block to gain
 //   store      writing the cache entry
 //   load       dlopen of the built shared object
 //

@@ -247,9 +247,7 @@ backends::cuda::CudaKernel emit_cuda_source(const ir::Function& fn, const backen
 #ifdef TEGULA_HAVE_CUDA_CODEGEN
   return backends::cuda::emit_cuda(fn, options);
 #else
-  fail(ErrorKind::Value, Diag::BackendNotBuilt,
-       "this build of Tegula has no CUDA code generator (src/backends/cuda was not built)",
-       "use backend 'cpu'");
+  fail_backend_not_built();
 #endif
 }
 
@@ -377,10 +375,11 @@ std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest
   Lowered lowered = translate_errors(attempt, [&] { return generate(attempt, options, want_stages, &target); });
   TEGULA_ASSERT(lowered.num_threads > 0, "the CUDA code generator chose no block size");
   // NVRTC reports rejected source as InternalError (generated code should always compile).
-  phase.emplace(profile, "nvrtc");
+  // compile_to_image times its own phases: "nvrtc", and "nvrtc occupancy" when it builds twice.
+  phase.reset();
   cuda::Image image = translate_errors(attempt, [&] {
     return cuda::compile_to_image(attempt.stages.source, lowered.kernel_name, target, debug, want_stages,
-                                  options.fp_fusion, lowered.occupancy_threads);
+                                  options.fp_fusion, lowered.occupancy_threads, &profile);
   });
   stats().builds++;
   phase.emplace(profile, "store");

@@ -1,6 +1,7 @@
 #include "runtime/cuda_compile.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "runtime/cuda_api.h"
 #include "runtime/cuda_occupancy.h"
@@ -137,7 +138,9 @@ Image compile_once(const NvrtcApi& api, const std::string& source, const std::st
 }  // namespace
 
 Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
-                       bool keep_details, bool fp_fusion, int occupancy_threads) {
+                       bool keep_details, bool fp_fusion, int occupancy_threads, CompileProfile* profile) {
+  CompileProfile unprofiled;
+  std::optional<PhaseTimer> phase(std::in_place, profile ? *profile : unprofiled, "nvrtc");
   const NvrtcApi& api = nvrtc();
   std::vector<std::string> options = {"--gpu-architecture=" + target.gpu_architecture, "-std=c++17",
                                       fp_fusion ? "--fmad=true" : "--fmad=false"};
@@ -162,6 +165,7 @@ Image compile_to_image(const std::string& source, const std::string& name, const
   // __launch_bounds__'s minimum blocks (TG_MIN_BLOCKS in the generated
   // source): ptxas ignores --maxrregcount on kernels with launch bounds.
   options.push_back("-DTG_MIN_BLOCKS=" + std::to_string(wanted));
+  phase.emplace(profile ? *profile : unprofiled, "nvrtc occupancy");
   Image tuned = compile_once(api, source, name, target, options, keep_details);
   std::optional<RegisterReport> second = parse_ptxas_report(tuned.log);
   std::string note = "tegula: occupancy: " + std::to_string(first->registers) + " registers allow " +

@@ -14,4 +14,12 @@ namespace tegula::runtime {
   throw to_error(Diagnostic{SourceLoc{}, code, std::move(message), std::move(hint), kind}, nullptr);
 }
 
+// E0804, raised only by builds configured without src/backends/cuda; here
+// rather than inline at its one caller so that tests of full builds can check
+// the message too.
+[[noreturn]] inline void fail_backend_not_built() {
+  fail(ErrorKind::Value, Diag::BackendNotBuilt,
+       "this build of Tegula has no CUDA code generator (src/backends/cuda was not built)", "use backend 'cpu'");
+}
+
 }  // namespace tegula::runtime

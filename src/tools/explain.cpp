@@ -28,7 +28,8 @@ std::string doc_entry(std::string_view doc, std::string_view code) {
 int explain_command(std::string_view arg) {
   std::optional<Diag> diag = find_diagnostic(arg);
   if (!diag) {
-    std::cerr << "tegula: error: '" << arg << "' is not a Tegula error code (they look like E0401)\n"
+    std::cerr << "tegula: error[" << code_of(Diag::CliUsage) << "]: '" << arg
+              << "' is not a Tegula error code (they look like E0401)\n"
               << "(docs/diagnostics.md lists them all)\n";
     return 2;
   }

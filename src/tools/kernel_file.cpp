@@ -79,10 +79,12 @@ bool is_jit_decorated(const ast::FunctionDef& fn) {
 
 KernelFile::KernelFile(std::string path) : path_(std::move(path)) {
   std::ifstream in(path_, std::ios::binary);
-  if (!in) throw FileError("error: cannot read '" + path_ + "': " + std::strerror(errno) + "\n");
+  // Coded like every other error (E1003, docs/diagnostics.md).
+  const std::string cannot_read = "tegula: error[" + std::string(code_of(Diag::CliUnreadableFile)) + "]: cannot read '";
+  if (!in) throw FileError(cannot_read + path_ + "': " + std::strerror(errno) + "\n");
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw FileError("error: cannot read '" + path_ + "'\n");
+  if (in.bad()) throw FileError(cannot_read + path_ + "'\n");
   file_ = sources_.add(path_, text.str(), 1);
   try {
     module_ = frontend::parse_module(sources_, file_);

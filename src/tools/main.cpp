@@ -84,6 +84,10 @@ struct UsageError {
   std::string message;
 };
 
+// "tegula: error[E1001]: ", the prefix of the command line's own errors:
+// they carry codes like the compiler's (docs/diagnostics.md, E10xx).
+std::string cli_error(Diag code) { return "tegula: error[" + std::string(code_of(code)) + "]: "; }
+
 struct CompileCommand {
   std::string file;
   std::string kernel;  // empty: the file's only @jit function
@@ -298,13 +302,13 @@ int run(const std::vector<std::string>& args) {
   }
   if (command == "explain") {
     if (args.size() != 2) {
-      std::cerr << "tegula: error: explain takes one error code, e.g. `tegula explain E0401`\n";
+      std::cerr << cli_error(Diag::CliUsage) << "explain takes one error code, e.g. `tegula explain E0401`\n";
       return kExitUsage;
     }
     return explain_command(args[1]);
   }
   if (command != "compile") {
-    std::cerr << "tegula: unknown command '" << command << "'\n\n" << kUsage;
+    std::cerr << cli_error(Diag::CliUsage) << "unknown command '" << command << "'\n\n" << kUsage;
     return kExitUsage;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -316,10 +320,10 @@ int run(const std::vector<std::string>& args) {
   try {
     return compile_command(rest);
   } catch (const UsageError& e) {
-    std::cerr << "tegula: error: " << e.message << "\n(run `tegula --help` for usage)\n";
+    std::cerr << cli_error(Diag::CliUsage) << e.message << "\n(run `tegula --help` for usage)\n";
     return kExitUsage;
   } catch (const SignatureError& e) {
-    std::cerr << "tegula: error: " << e.what() << "\n(run `tegula --help` for the signature syntax)\n";
+    std::cerr << cli_error(Diag::CliSignature) << e.what() << "\n(run `tegula --help` for the signature syntax)\n";
     return kExitUsage;
   }
 }

@@ -227,21 +227,25 @@ TEST(Cli, CommandLineMistakesExitWithStatus2) {
   CliResult no_sig = run_cli(dir, "compile " + file + "::add");
   EXPECT_EQ(no_sig.status, 2);
   EXPECT_EQ(no_sig.err,
-            "tegula: error: --signature is required to compile (only --emit ast works without one)\n"
+            "tegula: error[E1001]: --signature is required to compile (only --emit ast works without one)\n"
             "(run `tegula --help` for usage)\n");
   CliResult bad_sig = run_cli(dir, "compile " + file + "::add -s '*fp32, *fp32, *fp32, i32, *fp32'");
   EXPECT_EQ(bad_sig.status, 2);
   EXPECT_EQ(bad_sig.err,
-            "tegula: error: signature entry 5 ('*fp32') for parameter 'BLOCK': '*fp32' is not a value; parameter "
+            "tegula: error[E1002]: signature entry 5 ('*fp32') for parameter 'BLOCK': '*fp32' is not a value; parameter "
             "'BLOCK' is a tl.constexpr, so its entry must be a value such as 1024, -1, 0.5, True, None, fp16 or "
             "'text'\n(run `tegula --help` for the signature syntax)\n");
   CliResult no_kernel = run_cli(dir, "compile " + file + "::mul --emit ast");
   EXPECT_EQ(no_kernel.status, 2);
-  EXPECT_EQ(no_kernel.err, "tegula: error: no function 'mul' in " + file +
+  EXPECT_EQ(no_kernel.err, "tegula: error[E1001]: no function 'mul' in " + file +
                                "; its @jit functions: add\n(run `tegula --help` for usage)\n");
   EXPECT_EQ(run_cli(dir, "compile " + file + " --emit bytecode").status, 2);
-  EXPECT_EQ(run_cli(dir, "compile " + file + " --frobnicate").status, 2);
-  EXPECT_EQ(run_cli(dir, "transpile " + file).status, 2);
+  CliResult unknown_option = run_cli(dir, "compile " + file + " --frobnicate");
+  EXPECT_EQ(unknown_option.status, 2);
+  EXPECT_EQ(unknown_option.err, "tegula: error[E1001]: unknown option '--frobnicate'\n(run `tegula --help` for usage)\n");
+  CliResult unknown_command = run_cli(dir, "transpile " + file);
+  EXPECT_EQ(unknown_command.status, 2);
+  EXPECT_TRUE(unknown_command.err.starts_with("tegula: error[E1001]: unknown command 'transpile'\n")) << unknown_command.err;
 }
 
 TEST(Cli, KernelErrorsExitWithStatus1) {
@@ -255,7 +259,7 @@ TEST(Cli, KernelErrorsExitWithStatus1) {
                           "hint: a kernel has no context managers; write the body directly\n");
   CliResult missing = run_cli(dir, "compile " + dir.path() + "/nope.py --emit ast");
   EXPECT_EQ(missing.status, 1);
-  EXPECT_EQ(missing.err, "error: cannot read '" + dir.path() + "/nope.py': No such file or directory\n");
+  EXPECT_EQ(missing.err, "tegula: error[E1003]: cannot read '" + dir.path() + "/nope.py': No such file or directory\n");
 }
 
 TEST(Cli, CompilesToIrAndCpp) {

@@ -392,7 +392,13 @@ void tg_cp_async(unsigned dst, const void* src, int src_bytes) {
   }
   TgEmuCopy c{dst, {}, BYTES, tg_emu::self.next_group};
   if (src_bytes > 0) std::memcpy(c.data, src, static_cast<size_t>(std::min(src_bytes, BYTES)));
+#ifdef TG_EMU_EAGER_COPIES
+  // The other extreme the device allows: the copy lands at once, so a stage
+  // refilled while an asynchronous reader (wgmma) still needs it shows.
+  std::memcpy(tg_emu::shared() + c.dst, c.data, static_cast<size_t>(BYTES));
+#else
   tg_emu_copies.push_back(c);
+#endif
 }
 inline void tg_cp_async_commit() { ++tg_emu::self.next_group; }
 // Lands every copy but those of the N most recently committed groups (and

@@ -112,12 +112,14 @@ def _build(unit: str):
     return handle
 
 
-def emulate(kernel, grid, *args, num_warps=4, arch=90, num_stages=None, **constexprs):
+def emulate(kernel, grid, *args, num_warps=4, arch=90, num_stages=None, edit_source=None, **constexprs):
     """Runs `kernel[grid](*args, **constexprs)` through the CUDA backend's code
     on the host. Array arguments are NumPy arrays, written in place. Returns
-    the CompiledKernel (its source and layouts, for inspection)."""
+    the CompiledKernel (its source and layouts, for inspection).
+    `edit_source` (str -> str), when given, rewrites the generated CUDA before
+    it runs: tests break a wait on purpose to show the emulator notices."""
     compiled, values = compile_cuda(kernel, args, constexprs, num_warps, arch, num_stages)
-    unit, types = _translation_unit(compiled.source)
+    unit, types = _translation_unit(edit_source(compiled.source) if edit_source else compiled.source)
     lib = _build(unit)
     keep, slots = [], (ctypes.c_void_p * max(1, len(types)))()
     for i, (ctype, value) in enumerate(zip(types, values)):

@@ -484,3 +484,66 @@ def test_matmul_autotune_example_prunes_tunes_and_matches(backend):
     config = matmul_autotune.check(40, 24, 20, device=backend.name)
     assert config.kwargs["BLOCK_N"] == 32 and config.kwargs["BLOCK_M"] <= 32
     assert len(matmul_autotune.CONFIGS) >= 8
+
+
+# The autotuned matmul (issue 7): tuned once, then launched by a new process
+# with no compile and no tuning. On the CPU the example's tuner at a small
+# shape; on the GPU the benchmark's configs at its 4096^3 bf16 shape.
+MATMUL_TUNE_AND_REPORT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tegula
+    from tegula import testing
+
+    trials = []
+    measure = testing.bench_samples
+
+    def counting_bench_samples(*args, **kwargs):  # every config the autotuner times
+        trials.append(1)
+        return measure(*args, **kwargs)
+
+    testing.bench_samples = counting_bench_samples
+    if sys.argv[1] == "cuda":
+        import torch
+        from tegula import _bench_autotune
+
+        size = 4096
+        g = torch.Generator(device="cuda").manual_seed(0)
+        a, b = (torch.randn(size, size, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+        out = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
+        tuner = _bench_autotune.autotuner(cache_results=True)
+        _bench_autotune.launcher(tuner, a, b, out)()
+        torch.testing.assert_close(out.float(), a.float() @ b.float(), atol=size ** 0.5 / 64, rtol=1.6e-2)
+    else:
+        sys.path.insert(0, sys.argv[2])
+        import matmul_autotune
+
+        tuner = matmul_autotune.matmul_tuned
+        matmul_autotune.check(40, 33, 20)  # the example's pruning keeps 4 of its 8 configs
+    print(json.dumps({"trials": len(trials), "stats": tegula.runtime_stats(), "best": str(tuner.best_config),
+                      "timed": sum(t is not None for t in (tuner.configs_timings or {}).values())}))
+""")
+
+
+def test_a_second_process_launches_the_tuned_matmul_without_compiling_or_tuning(tmp_path, backend):
+    script = tmp_path / "tune_matmul.py"
+    script.write_text(MATMUL_TUNE_AND_REPORT)
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("TEGULA_PRINT_AUTOTUNING", None)
+
+    def run():
+        done = subprocess.run([sys.executable, str(script), backend.name, os.path.abspath(examples)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run()
+    # Every config the pruning keeps is compiled and timed (on the GPU one
+    # that fails there would be skipped with a warning, not fail the tuning).
+    assert first["timed"] >= 2 if backend.is_cuda else first["timed"] == 4
+    assert first["trials"] == first["timed"] and first["stats"]["builds"] >= first["timed"]
+    second = run()
+    assert second["trials"] == 0 and second["timed"] == 0 and second["best"] == first["best"]
+    assert second["stats"]["builds"] == 0 and second["stats"]["frontend_runs"] == 0
+    assert second["stats"]["disk_hits"] == 1  # only the chosen config's kernel is loaded

@@ -53,7 +53,7 @@ def test_option_must_be_a_bool():
     x, y, z = _inputs(8)
     with pytest.raises(ValueError) as info:
         multiply_add_kernel[(1,)](x, y, z, np.zeros_like(x), 8, BLOCK=8, enable_fp_fusion=1)
-    assert str(info.value) == ("enable_fp_fusion of kernel 'multiply_add_kernel' must be a bool, "
+    assert str(info.value) == ("error[E0705]: enable_fp_fusion of kernel 'multiply_add_kernel' must be a bool, "
                                "got 1")
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import tegula
 import tegula.language as tl
 from tegula.kernels import _host
+from tegula._errors import coded
 
 DEFAULT_BLOCKS = {"BLOCK_M": 64, "BLOCK_N": 64}
 LOG2E = 1.4426950408889634
@@ -141,20 +142,24 @@ def attention_fwd_kernel(Q, K, V, Out, LSE,
 
 def _check_inputs(q, k, v, blocks):
     if q.ndim != 4 or tuple(k.shape) != tuple(q.shape) or tuple(v.shape) != tuple(q.shape):
-        raise ValueError(f"attention takes q, k, v of one shape [B, H, S, D], got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)} and {tuple(v.shape)}")
+        raise coded(ValueError, "E0713", f"attention takes q, k, v of one shape [B, H, S, D], got {tuple(q.shape)}, "
+                                         f"{tuple(k.shape)} and {tuple(v.shape)}")
     if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"attention takes q, k, v of one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+        raise coded(ValueError, "E0713",
+                    f"attention takes q, k, v of one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
     D = q.shape[3]
     if D < 16 or D & (D - 1):
-        raise ValueError(f"attention needs a head dim that is a power of two >= 16 (a tile size), got {D}")
+        raise coded(ValueError, "E0713",
+                    f"attention needs a head dim that is a power of two >= 16 (a tile size), got {D}")
     unknown = set(blocks) - set(DEFAULT_BLOCKS)
     if unknown:
-        raise TypeError(f"unknown block parameters {sorted(unknown)}; expected some of {sorted(DEFAULT_BLOCKS)}")
+        raise coded(TypeError, "E0713",
+                    f"unknown block parameters {sorted(unknown)}; expected some of {sorted(DEFAULT_BLOCKS)}")
     meta = {**DEFAULT_BLOCKS, **blocks}
     if meta["BLOCK_M"] % meta["BLOCK_N"]:
-        raise ValueError(f"BLOCK_M ({meta['BLOCK_M']}) must be a multiple of BLOCK_N ({meta['BLOCK_N']}): "
-                         "the causal loop splits at query-block boundaries")
+        raise coded(ValueError, "E0713",
+                    f"BLOCK_M ({meta['BLOCK_M']}) must be a multiple of BLOCK_N ({meta['BLOCK_N']}): "
+                    "the causal loop splits at query-block boundaries")
     return meta
 
 

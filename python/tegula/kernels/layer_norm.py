@@ -15,6 +15,7 @@ import numpy as np
 import tegula
 import tegula.language as tl
 from tegula.kernels import _host
+from tegula._errors import coded
 
 EPS = 1e-5
 
@@ -43,12 +44,12 @@ def layer_norm(x, weight, bias, eps: float = EPS, out=None, num_warps: int = Non
     NumPy arrays or torch tensors; the outputs come from x's library and device."""
     x_strides = _host.strides(x) if x.ndim == 2 else None
     if x.ndim != 2 or x_strides[1] != 1:
-        raise ValueError(f"layer_norm takes a 2-D array with contiguous rows, got shape "
-                         f"{tuple(x.shape)} strides {x_strides}")
+        raise coded(ValueError, "E0713", f"layer_norm takes a 2-D array with contiguous rows, got shape "
+                                         f"{tuple(x.shape)} strides {x_strides}")
     M, N = x.shape
     if tuple(weight.shape) != (N,) or tuple(bias.shape) != (N,):
-        raise ValueError(f"weight and bias must have shape ({N},), got {tuple(weight.shape)} and "
-                         f"{tuple(bias.shape)}")
+        raise coded(ValueError, "E0713", f"weight and bias must have shape ({N},), got {tuple(weight.shape)} and "
+                                         f"{tuple(bias.shape)}")
     if out is None:
         out = _host.empty_like(x)
     mean = _host.empty(M, np.float32, like=x)

@@ -18,8 +18,11 @@ import numpy as np
 import tegula
 import tegula.language as tl
 from tegula.kernels import _host
+from tegula._errors import coded
 
-DEFAULT_BLOCKS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}
+# Hopper-sized: two 64-row wgmma slabs of 128 columns, 64 of K per stage
+# (32 KB of bf16 per pipeline stage); best run with 8 warps, 3 stages.
+DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
 
 
 @tegula.jit
@@ -71,14 +74,14 @@ def matmul(a, b, out=None, out_dtype=None, num_warps: int = None, **blocks):
     ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of ``DEFAULT_BLOCKS``.
     """
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul takes [M, K] and [K, N] arrays, got {tuple(a.shape)} and "
-                         f"{tuple(b.shape)}")
+        raise coded(ValueError, "E0713", f"matmul takes [M, K] and [K, N] arrays, got {tuple(a.shape)} and "
+                                         f"{tuple(b.shape)}")
     if a.dtype != b.dtype:
-        raise ValueError(f"matmul takes arrays of one dtype, got {a.dtype} and {b.dtype}")
+        raise coded(ValueError, "E0713", f"matmul takes arrays of one dtype, got {a.dtype} and {b.dtype}")
     unknown = set(blocks) - set(DEFAULT_BLOCKS)
     if unknown:
-        raise TypeError(f"unknown block parameters {sorted(unknown)}; expected some of "
-                        f"{sorted(DEFAULT_BLOCKS)}")
+        raise coded(TypeError, "E0713", f"unknown block parameters {sorted(unknown)}; expected some of "
+                                        f"{sorted(DEFAULT_BLOCKS)}")
     meta = {**DEFAULT_BLOCKS, **blocks}
     M, K = a.shape
     N = b.shape[1]

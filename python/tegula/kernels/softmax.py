@@ -14,6 +14,7 @@ import numpy as np
 import tegula
 import tegula.language as tl
 from tegula.kernels import _host
+from tegula._errors import coded
 
 
 @tegula.jit
@@ -34,8 +35,8 @@ def softmax(x, out=None, num_warps: int = None):
     NumPy arrays or torch tensors; the output comes from the same library and device."""
     x_strides = _host.strides(x) if x.ndim == 2 else None
     if x.ndim != 2 or x_strides[1] != 1:
-        raise ValueError(f"softmax takes a 2-D array with contiguous rows, got shape "
-                         f"{tuple(x.shape)} strides {x_strides}")
+        raise coded(ValueError, "E0713", f"softmax takes a 2-D array with contiguous rows, got shape "
+                                         f"{tuple(x.shape)} strides {x_strides}")
     M, N = x.shape
     if out is None:
         out = _host.empty_like(x)

@@ -11,6 +11,7 @@ import numpy as np
 import tegula
 import tegula.language as tl
 from tegula.kernels import _host
+from tegula._errors import coded
 
 BLOCK = 1024
 
@@ -29,8 +30,8 @@ def vector_add(x, y, out=None, block: int = BLOCK, num_warps: int = None):
     """``x + y`` by the kernel; x, y (and out) are contiguous 1-D arrays of one dtype,
     NumPy arrays or torch tensors (CUDA tensors run on the GPU)."""
     if tuple(x.shape) != tuple(y.shape) or x.dtype != y.dtype or x.ndim != 1:
-        raise ValueError(f"vector_add takes two 1-D arrays of one shape and dtype, got "
-                         f"{tuple(x.shape)} {x.dtype} and {tuple(y.shape)} {y.dtype}")
+        raise coded(ValueError, "E0713", f"vector_add takes two 1-D arrays of one shape and dtype, got "
+                                         f"{tuple(x.shape)} {x.dtype} and {tuple(y.shape)} {y.dtype}")
     if out is None:
         out = _host.empty_like(x)
     n = _host.numel(x)

@@ -7,6 +7,7 @@ defined by the compiler.
 """
 
 from __future__ import annotations
+from .._errors import coded
 
 __all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan"]
 
@@ -37,7 +38,7 @@ class dtype:
 
     def __init__(self, name: str):
         if name not in _SCALARS:
-            raise ValueError(f"unknown dtype {name!r}; known: {', '.join(_SCALARS)}")
+            raise coded(ValueError, "E0207", f"unknown dtype {name!r}; known: {', '.join(_SCALARS)}")
         self.name = name
         canonical, scalar, bits = _SCALARS[name]
         #: the attribute name in tegula.language ("float32"); what the compiler is told
@@ -87,7 +88,7 @@ class pointer_type(dtype):
 
     def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
         if not isinstance(element_ty, dtype):
-            raise TypeError(f"pointer_type needs a tl.dtype, got {type(element_ty).__name__}")
+            raise coded(TypeError, "E0304", f"pointer_type needs a tl.dtype, got {type(element_ty).__name__}")
         self.element_ty = element_ty
         self.address_space = address_space
         self.const = const

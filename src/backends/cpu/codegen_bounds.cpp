@@ -42,8 +42,9 @@ std::string access_condition(const CodegenContext& ctx, const ir::Op& op, const 
   int32_t site = ctx.debug_sites->index(id);
   TEGULA_ASSERT(site >= 0, std::string("no debug site for `") + ir::name(op.kind) + "`");
   const passes::DebugSite& s = ctx.debug_sites->sites()[static_cast<size_t>(site)];
-  // No pointer parameter to check against (a pointer made from an integer in
-  // a kernel without pointer parameters): the access is not checked.
+  // No array to check against: the pointer was made from an integer or read
+  // from memory (unknown provenance, docs/debug-mode.md), so it may point into
+  // memory no argument covers; the access is not checked.
   if (s.params.empty()) return mask;
   std::string params;
   for (int32_t p : s.params) params += (params.empty() ? "" : ", ") + std::to_string(p);

@@ -138,6 +138,16 @@ class CudaContext {
   // Loads a pipelined loop issues ahead with cp.async: by value index of the
   // load's result, where the current iteration's tile sits in shared memory.
   std::map<uint32_t, SharedTile> ring_tiles;
+  // Set by a pipelined loop whose wgmma dot keeps its group in flight into
+  // the next iteration (codegen_pipeline.cpp): that dot waits only for the
+  // previous iteration's group, then calls pipeline_refill() to issue the
+  // loads ahead into the stage that group read.
+  struct InFlightDot {
+    ir::OpId dot, loop;
+    std::string trips, k;
+    bool refilled = false;
+  };
+  std::optional<InFlightDot> in_flight_dot;
   void barrier() { out.line("__syncthreads();"); }
 
   // --- global memory ordering -----------------------------------------------------------------
@@ -201,6 +211,9 @@ void emit_control(CudaContext& ctx, ir::OpId op);                 // for, if, wh
 void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips);
 void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trips, const std::string& k);
 void pipeline_after_loop(CudaContext& ctx, ir::OpId loop);
+// The loads of ctx.in_flight_dot's loop for the iteration ahead, issued from
+// inside its dot once the previous group has been waited for.
+void pipeline_refill(CudaContext& ctx);
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
 void emit_atomic(CudaContext& ctx, ir::OpId op);                  // atomic_rmw, atomic_cas
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).

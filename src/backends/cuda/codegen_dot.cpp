@@ -61,8 +61,7 @@ void emit_dot(CudaContext& ctx, ir::OpId id) {
   ir::ValueId result = op.results[0];
   const ir::Type& tr = ctx.fn.type(result);
   int rank = tr.rank();
-  if (rank != 2 && rank != 3) error_at(op.loc, Diag::UnsupportedOnBackend,
-                                       "`dot` of rank-" + std::to_string(rank) + " tiles is not supported by the CUDA backend yet");
+  TEGULA_ASSERT(rank == 2 || rank == 3, "dot of rank " + std::to_string(rank) + " (verified IR has rank 2 or 3)");
   size_t r = static_cast<size_t>(rank);
   int64_t batch = rank == 3 ? tr.shape[0] : 1, m = tr.shape[r - 2], n = tr.shape[r - 1], k = ta.shape[r - 1];
   TEGULA_ASSERT(ta.shape[r - 2] == m && tb.shape[r - 2] == k && tb.shape[r - 1] == n, "dot shape mismatch");

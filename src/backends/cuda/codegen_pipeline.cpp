@@ -41,6 +41,27 @@
 // Hopper wgmma (codegen_wgmma.cpp) reads shared memory through the async
 // proxy: for it, every thread also fences its landed copies to that proxy
 // before the barrier.
+//
+// Keeping the tensor cores busy on Hopper: when the body's only tensor-core
+// dot is a wgmma that accumulates in place (the loop-carried accumulator,
+// read by nothing else in the body) with both operands from the ring, its
+// group stays in flight into the next iteration, and the refill moves from
+// the top of the iteration to behind the dot:
+//
+//   iteration k:  wait until k's tiles have landed; fence to the async proxy
+//                 barrier (k's tiles visible to all warpgroups)
+//                 issue the wgmma group of k, commit
+//                 wgmma wait_group 1 (this warpgroup's group k-1 is done)
+//                 barrier (every warpgroup's group k-1 is done: its stage is free)
+//                 if k+S-1 < trips: issue iteration k+S-1 into stage (k-1) % S
+//                 commit
+//   after:     wgmma wait_group 0, then the accumulator may be read
+//
+// So group k-1 runs while k's is issued, and k's while the loads ahead are
+// issued and the next iteration's tiles are waited for. The second barrier
+// is the price: a warpgroup's wait_group says nothing about the other
+// warpgroups' groups, and the copies any thread issues fill tiles every
+// warpgroup reads.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -291,6 +312,30 @@ void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const 
 
 std::optional<LoopPipeline> plan(const CudaContext& ctx, ir::OpId loop) { return Planner(ctx, loop).run(); }
 
+// The wgmma dot whose group may stay in flight into the next iteration (see
+// the top of the file), once the ring's tiles are known; invalid if none.
+ir::OpId overlapped_dot(const CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline) {
+  if (!pipeline.async_proxy) return {};
+  ir::OpId found;
+  for (ir::OpId id : ctx.fn.block(ctx.fn.op(loop).regions[0]).ops) {
+    const ir::Op& dot = ctx.fn.op(id);
+    if (dot.erased || dot.kind != OpKind::Dot || !ctx.layout(dot.results[0]).mma) continue;
+    if (found.valid()) return {};  // another dot may read what this one has in flight
+    found = id;
+  }
+  if (!found.valid() || !ctx.layout(ctx.fn.op(found).results[0]).mma->warpgroup) return {};
+  if (!accumulates_in_place(ctx, found)) return {};
+  DotOperands operands = plan_operands(ctx, found);
+  if (!operands.a_from_ring || !operands.b_from_ring || operands.a_in_registers) return {};
+  return wgmma_fits(ctx, found, operands) ? found : ir::OpId{};
+}
+
+// Stage of iteration k - 1, which iteration k + S - 1 refills.
+std::string previous_stage(ir::OpId loop, int stages) {
+  std::string ring = ring_stage(loop), last = str(stages - 1);
+  return "(" + ring + " == 0 ? " + last + " : " + ring + " - 1)";
+}
+
 // A dot operand of the loop body that is the same every iteration (Q of
 // attention): staged once, before the loop, instead of every iteration.
 struct InvariantOperand {
@@ -354,6 +399,16 @@ void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
     tile.offset = "(" + ring_stage(loop) + " * " + str(pipeline->stage_bytes) + " + " + p.tile.offset + ")";
     ctx.ring_tiles[ctx.fn.op(p.load).results[0].index] = tile;
   }
+  if (ir::OpId dot = overlapped_dot(ctx, loop, *pipeline); dot.valid()) {
+    // Pinned once before the loop, the accumulator's initial value has one
+    // definition on every path; else the compiler sinks it into the path
+    // that skips the loop, and ptxas, seeing a non-wgmma definition where
+    // the group in flight meets the final wait, serializes every wgmma (C7515).
+    ir::ValueId acc = ctx.fn.op(dot).operands[2];
+    std::string r = ctx.open_unrolled(ctx.distribution(ctx.layout(acc), ctx.fn.type(acc).shape).registers());
+    ctx.out.line("tg_pin(" + ctx.name(acc) + "[" + r + "]);");
+    ctx.out.close();
+  }
   // The stage iteration k reads, advanced at the top of each iteration.
   ctx.out.line("int " + ring_stage(loop) + " = " + str(stages - 1) + ";");
   ctx.out.open("");
@@ -376,20 +431,53 @@ void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
   ctx.out.line("tg_cp_async_wait<" + str(pipeline->ahead() - 1) + ">();  // this iteration's tiles have landed");
   if (pipeline->async_proxy) ctx.out.line("tg_fence_proxy_async();  // ... for wgmma too");
   ctx.full_barrier();
+  if (ir::OpId dot = overlapped_dot(ctx, loop, *pipeline); dot.valid()) {
+    ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(dot).results[0]) +
+                 " stays in flight into the next iteration: the refill follows it");
+    ctx.in_flight_dot = CudaContext::InFlightDot{dot, loop, trips, k};
+    return;
+  }
   ctx.out.open("");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
   std::string ahead = str(pipeline->ahead());
   ctx.out.open("if (" + k + " + " + ahead + " < " + trips + ")");
   // (k + S - 1) % S is the stage iteration k - 1 read.
-  issue(ctx, loop, *pipeline, k + " + " + ahead, "(" + ring + " == 0 ? " + last + " : " + ring + " - 1)", ahead);
+  issue(ctx, loop, *pipeline, k + " + " + ahead, previous_stage(loop, stages), ahead);
   ctx.out.close();
   ctx.out.line("tg_cp_async_commit();");
   ctx.out.close();
 }
 
+void pipeline_refill(CudaContext& ctx) {
+  TEGULA_ASSERT(ctx.in_flight_dot && !ctx.in_flight_dot->refilled, "pipeline refill without a dot in flight");
+  CudaContext::InFlightDot& flight = *ctx.in_flight_dot;
+  std::optional<LoopPipeline> pipeline = plan(ctx, flight.loop);
+  TEGULA_ASSERT(pipeline.has_value(), "in-flight dot of a loop without a pipeline");
+  ctx.full_barrier();  // every warpgroup's previous group is done: its stage is free
+  ctx.out.open("");
+  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
+  std::string ahead = str(pipeline->ahead());
+  ctx.out.open("if (" + flight.k + " + " + ahead + " < " + flight.trips + ")");
+  issue(ctx, flight.loop, *pipeline, flight.k + " + " + ahead, previous_stage(flight.loop, pipeline->stages), ahead);
+  ctx.out.close();
+  ctx.out.line("tg_cp_async_commit();");
+  ctx.out.close();
+  flight.refilled = true;
+}
+
 void pipeline_after_loop(CudaContext& ctx, ir::OpId loop) {
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline || !active(ctx, *pipeline)) return;
+  if (ctx.in_flight_dot && ctx.in_flight_dot->loop == loop) {
+    TEGULA_ASSERT(ctx.in_flight_dot->refilled, "the in-flight wgmma dot did not refill the pipeline");
+    ir::ValueId result = ctx.fn.op(ctx.in_flight_dot->dot).results[0];
+    int registers = ctx.distribution(ctx.layout(result), ctx.fn.type(result).shape).registers();
+    ctx.out.line("tg_wgmma_wait<0>();  // the last iteration's wgmma group");
+    std::string r = ctx.open_unrolled(registers);
+    ctx.out.line("tg_pin(" + ctx.name(result) + "[" + r + "]);  // no read of it moves above the wait");
+    ctx.out.close();
+    ctx.in_flight_dot.reset();
+  }
   ctx.out.line("tg_cp_async_wait<0>();");
   for (const PipelinedLoad& p : pipeline->loads) ctx.ring_tiles.erase(ctx.fn.op(p.load).results[0].index);
   for (const InvariantOperand& o : invariant_operands(ctx, loop))

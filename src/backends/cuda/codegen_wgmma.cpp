@@ -15,9 +15,17 @@
 //     moves the start 16 rows down.
 // Per K step each warpgroup issues one m64nNk16 per 64-row slab and N-wide
 // column tile (N = warp_n), all committed as one group, and waits for the
-// group before anything reads the result. (Keeping the group in flight into
-// the next iteration of a K loop made ptxas serialize every wgmma (C7514)
-// once the epilogue after the loop reads the accumulator: not done.)
+// group before anything reads the result; except in a pipelined K loop that
+// lets the group run on into the next iteration (codegen_pipeline.cpp,
+// CudaContext::in_flight_dot): there the dot waits for the previous
+// iteration's group only (wait_group 1) and the loop waits for the last one
+// after it ends.
+//
+// No register the wgmmas of a group use is touched by other instructions
+// between them: ptxas would otherwise insert warpgroup.arrive before each
+// one (C7519) and serialize them. So the register-A form packs every A
+// fragment word of the dot before the wgmma.fence, and the accumulator is
+// only touched by the wgmmas' "+f" operands until the wait.
 #include <string>
 
 #include "backends/cuda/codegen_mma.h"
@@ -175,25 +183,39 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
                  str(stride_bytes(a)) + ", " + str(swizzle_mode(a)) + ");");
   ctx.out.line("const unsigned long long db = tg_wgmma_desc(sm + " + b.offset + ", " + str(leading_bytes(b)) + ", " +
                str(stride_bytes(b)) + ", " + str(swizzle_mode(b)) + ");");
-  ctx.out.line("tg_wgmma_fence();  // the accumulator's registers, written before");
+  std::string fa;
+  if (a_regs) {  // every A fragment word, before the fence (see the top of the file)
+    fa = ctx.fresh("fa");
+    ctx.out.line("unsigned " + fa + "[" + str(k_steps) + "][" + str(slabs) + "][4];");
+    std::string ks = ctx.open_unrolled(static_cast<int>(k_steps));
+    std::string mr = ctx.open_unrolled(static_cast<int>(slabs));
+    for (int word = 0; word < 4; ++word)
+      ctx.out.line(fa + "[" + ks + "][" + mr + "][" + str(word) + "] = " + a_fragment_word(ctx, id, mr, ks, word) + ";");
+    ctx.out.close();
+    ctx.out.close();
+  }
+  ctx.out.line("tg_wgmma_fence();  // the accumulator's (and A's) registers, written before");
   std::string ks = ctx.open_unrolled(static_cast<int>(k_steps));
   std::string mr = ctx.open_unrolled(static_cast<int>(slabs));
   std::string nr = ctx.open_unrolled(static_cast<int>(tiles));
   std::string rows = "wm + " + mr + " * " + str(64 * groups_m);
   std::string cols = "wn + " + nr + " * " + str(int64_t{mma.warp_n} * groups_n);
-  std::string a_operand = "da + ((" + step_offset(a, rows, ks) + ") >> 4)";
-  if (a_regs) {
-    a_operand = ctx.fresh("fa");
-    std::string words;
-    for (int word = 0; word < 4; ++word) words += (word ? ", " : "") + a_fragment_word(ctx, id, mr, ks, word);
-    ctx.out.line("const unsigned " + a_operand + "[4] = {" + words + "};");
-  }
+  std::string a_operand = a_regs ? fa + "[" + ks + "][" + mr + "]" : "da + ((" + step_offset(a, rows, ks) + ") >> 4)";
   ctx.out.line(fn + "(" + acc.array + " + " + str(mma.warp_n / 2) + " * (" + nr + " + " + str(tiles) + " * " + mr +
                "), " + a_operand + ", db + ((" + step_offset(b, cols, ks) + ") >> 4));");
   ctx.out.close();
   ctx.out.close();
   ctx.out.close();
   ctx.out.line("tg_wgmma_commit();");
+  bool in_flight = ctx.in_flight_dot && ctx.in_flight_dot->dot == id;
+  if (in_flight) {
+    // The accumulator is read only after the loop (pipeline_after_loop waits).
+    TEGULA_ASSERT(acc.in_place && !acc.narrow, "an in-flight wgmma must accumulate in place");
+    ctx.out.line("tg_wgmma_wait<1>();  // the previous iteration's group is done: its stage may be refilled");
+    ctx.out.close();
+    pipeline_refill(ctx);
+    return;
+  }
   ctx.out.line("tg_wgmma_wait<0>();");
   std::string r = ctx.open_unrolled(acc.registers);
   ctx.out.line("tg_pin(" + acc.array + "[" + r + "]);  // no read of it moves above the wait");

@@ -1,0 +1,29 @@
+"""Coded errors raised by the Python side of Tegula.
+
+The compiler's errors carry a stable code (docs/diagnostics.md,
+src/support/diagnostic_codes.def) as their ``code`` attribute and read
+``error[E0704]: ...``. Mistakes that only the Python package can see
+(binding launch arguments, decorators, autotune configs, TensorDescriptor,
+``tegula.reinterpret``) are reported the same way, so a caller can branch on
+``e.code`` whichever layer found the mistake, and ``tegula explain CODE``
+works for all of them.
+
+The exception keeps its built-in type (TypeError for a value of the wrong
+kind, ValueError for a value out of range): code written for Triton or for
+older Tegula that catches those types keeps working.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CODE = re.compile(r"E\d{4}")
+
+
+def coded(kind: type, code: str, message: str) -> Exception:
+    """``kind("error[CODE]: message")`` with ``.code = CODE``, to be raised:
+    ``raise coded(TypeError, "E0701", f"kernel '{name}' takes ...")``."""
+    assert _CODE.fullmatch(code), code  # a typo here would publish a code the catalogue lacks
+    error = kind(f"error[{code}]: {message}")
+    error.code = code
+    return error
