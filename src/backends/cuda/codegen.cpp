@@ -371,11 +371,13 @@ std::string CudaContext::shared_scratch(int64_t bytes) {
   constexpr int64_t kBesideLimit = 2048;  // bytes past the start: never enough to cost occupancy
   int64_t offset = shared_reserved_;
   if (shared_readers_pending_ && offset < pending_end_ && pending_begin_ < offset + bytes) {
-    int64_t beside = (pending_end_ + 15) / 16 * 16;
-    if (pending_end_ != kEverything && beside + bytes <= shared_reserved_ + kBesideLimit)
-      offset = beside;
-    else
-      barrier();
+    bool fits_beside = false;
+    if (pending_end_ != kEverything) {
+      int64_t beside = (pending_end_ + 15) / 16 * 16;
+      fits_beside = beside + bytes <= shared_reserved_ + kBesideLimit;
+      if (fits_beside) offset = beside;
+    }
+    if (!fits_beside) barrier();
   }
   shared_readers_pending_ = false;
   scratch_begin_ = offset;
