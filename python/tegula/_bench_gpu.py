@@ -49,19 +49,19 @@ from typing import Callable, Optional
 
 from . import __version__ as tegula_version
 from . import _bench_autotune, _compile_probe, _triton_twin, testing
-from .kernels import attention, axpy, fused_chain, layer_norm, matmul, softmax, vector_add
+from .kernels import attention, axpy, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, softmax, vector_add
 from .testing import L2_FLUSH_BYTES, CudaTimer
 
 SCHEMA = "tegula-bench-gpu/1"
 # In the order they run: the memory-bound targets first, then the compute-bound ones.
 WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul",
-             "matmul_autotune", "attention", "attention_causal")
+             "matmul_autotune", "matmul_epilogue", "matmul_persistent", "attention", "attention_causal")
 VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas", "sdpa")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block 4, a
 # 128x128 matmul tile (kernels/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.
 NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 8, "launch": 4,
-             "attention": 8, "attention_causal": 8}
+             "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8}
 COPY_BYTES = 1 << 30
 # Where the inputs live. Only a dry run of this module's logic on a machine
 # without a GPU (torch's CUDA calls stubbed) sets it to "cpu".
@@ -77,6 +77,9 @@ CHAIN_EAGER_SPEEDUP_TARGET = 5.0
 ATTENTION_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 64}
 ATTENTION_STAGES = 3
 ATTENTION_SDPA_TARGET = 0.85
+# The fused-epilogue and persistent matmuls: the plain matmul's pipeline depth
+# (kernels/matmul.py DEFAULT_BLOCKS are tuned for 3 stages).
+MATMUL_STAGES = 3
 
 
 def log(message: str) -> None:
@@ -111,6 +114,12 @@ class Case:
     # case's workload, the variant's name): the variant names of the report
     # are fixed, so a second Tegula variant becomes a row of its own workload.
     rows: dict = field(default_factory=dict)
+    # The variant whose rate is a compute-bound case's floor when it is not
+    # the reference (a fused matmul's floor is cuBLAS's plain matmul), and
+    # variants that compute something else than the reference (that plain
+    # matmul): timed, never compared.
+    floor: Optional[str] = None
+    unchecked: tuple = ()
 
     def row_of(self, variant: str) -> tuple:
         return self.rows.get(variant, (self.workload, variant))
@@ -256,6 +265,51 @@ def matmul_autotune_case(torch, quick: bool, num_warps=None) -> Case:
                 rows={"tegula.best": (_bench_autotune.BEST_WORKLOAD, "tegula")})
 
 
+def matmul_epilogue_case(torch, quick: bool, num_warps: int) -> Case:
+    """bf16 C = gelu_tanh(A @ B + bias) + residual (issue 5, fused epilogue). Checked
+    against PyTorch eager (torch.matmul, then the epilogue op by op); the floor is
+    cuBLAS's plain A @ B in the same run (variant cublas, not compared)."""
+    size = 320 if quick else 4096
+    g = _generator(torch, 7)
+    a, b, residual = (torch.randn(size, size, device=DEVICE, generator=g).to(torch.bfloat16) for _ in range(3))
+    bias = torch.randn(size, device=DEVICE, generator=g).to(torch.bfloat16)
+
+    def run(m):
+        out = torch.empty(size, size, device=DEVICE, dtype=torch.bfloat16)
+        return lambda: m.matmul_epilogue(a, b, bias, residual, "gelu_tanh", out=out, num_warps=num_warps,
+                                         num_stages=MATMUL_STAGES)
+
+    def eager(a, b, bias, residual):
+        return torch.nn.functional.gelu(torch.matmul(a, b) + bias, approximate="tanh") + residual
+
+    # Eager rounds C (entries of size sqrt(K)) to bf16 after each of its ops;
+    # the kernel rounds once.
+    return Case("matmul_epilogue", f"{size}x{size}x{size}", "bfloat16",
+                matmul_epilogue.bytes_moved(size, size, size, 2), matmul_epilogue.flops(size, size, size),
+                num_warps, {**_kernel_variants(matmul_epilogue, run),
+                            **_eager_variants(torch, eager, a, b, bias, residual),
+                            "cublas": lambda: functools.partial(torch.matmul, a, b)},
+                compute_bound=True, tolerance=(size ** 0.5 / 32, 1.6e-2), floor="cublas", unchecked=("cublas",))
+
+
+def matmul_persistent_case(torch, quick: bool, num_warps: int) -> Case:
+    """bf16 C = A @ B by the persistent kernel (one program per SM); the floor is cuBLAS."""
+    size = 320 if quick else 4096
+    g = _generator(torch, 8)
+    a = torch.randn(size, size, device=DEVICE, generator=g).to(torch.bfloat16)
+    b = torch.randn(size, size, device=DEVICE, generator=g).to(torch.bfloat16)
+
+    def run(m):
+        out = torch.empty(size, size, device=DEVICE, dtype=torch.bfloat16)
+        return lambda: m.matmul_persistent(a, b, out, num_warps=num_warps, num_stages=MATMUL_STAGES)
+
+    return Case("matmul_persistent", f"{size}x{size}x{size}", "bfloat16",
+                matmul_persistent.bytes_moved(size, size, size, 2), matmul_persistent.flops(size, size, size),
+                num_warps, {**_kernel_variants(matmul_persistent, run),
+                            "cublas": lambda: functools.partial(torch.matmul, a, b)},
+                reference="cublas", compute_bound=True, tolerance=(size ** 0.5 / 64, 1.6e-2))
+
+
 # The SDPA backends tried in order, with the names rows give them.
 SDPA_BACKENDS = (("CUDNN_ATTENTION", "cuDNN"), ("FLASH_ATTENTION", "flash"), ("EFFICIENT_ATTENTION", "efficient"))
 
@@ -317,6 +371,7 @@ def attention_case(torch, quick: bool, num_warps: int, causal: bool) -> Case:
 
 BUILDERS = {"vector_add": vector_add_case, "fused_chain": fused_chain_case, "softmax": softmax_case,
             "layer_norm": layer_norm_case, "matmul_autotune": matmul_autotune_case,
+            "matmul_epilogue": matmul_epilogue_case, "matmul_persistent": matmul_persistent_case,
             "attention": functools.partial(attention_case, causal=False),
             "attention_causal": functools.partial(attention_case, causal=True)}
 
@@ -384,6 +439,8 @@ def measure_case(torch, timer: CudaTimer, case: Case, variants, budget_s: float,
             torch.cuda.synchronize()
             if name == case.reference:
                 reference_out, outcome.check = out, "reference"
+            elif name in case.unchecked:
+                outcome.check = "unchecked"
             elif reference_out is not None:
                 outcome.error = compare(torch, out, reference_out, *case.tolerance)
                 outcome.check = "mismatch" if outcome.error else "ok"
@@ -498,7 +555,8 @@ def case_rows(case: Case, outcomes, copy_bytes_per_s: Optional[float]) -> list:
     rate in the same run (matmul: cuBLAS, attention: SDPA)."""
     peak = None
     if case.compute_bound:
-        peer = next((o for o in outcomes if o.variant == case.reference and o.median_ms), None)
+        floor = case.floor or case.reference
+        peer = next((o for o in outcomes if o.variant == floor and o.median_ms), None)
         peak = case.flops / (peer.median_ms / 1e3) if peer else None
     rows = []
     for o in outcomes:
@@ -796,8 +854,9 @@ def _assemble(report: dict, measured: list, copy_runs: list, launches: int, laun
         else:
             rows += case_rows(case, outcomes, best["bytes_per_s"])
             if case.compute_bound:
-                peer = next((o for o in outcomes if o.variant == case.reference and o.median_ms), None)
-                report["floors"].setdefault(f"{case.reference}_flops_per_s", {})[case.workload] = \
+                floor = case.floor or case.reference
+                peer = next((o for o in outcomes if o.variant == floor and o.median_ms), None)
+                report["floors"].setdefault(f"{floor}_flops_per_s", {})[case.workload] = \
                     case.flops / (peer.median_ms / 1e3) if peer else None
     report["partial"] = not final
     report["rows"] = rows

@@ -17,9 +17,11 @@ import pytest
 
 import tegula
 from tegula import _bench_gpu, _triton_twin, bench
-from tegula.kernels import _host, attention, fused_chain, layer_norm, matmul, softmax, vector_add
+from tegula.kernels import (_host, attention, fused_chain, layer_norm, matmul, matmul_epilogue,
+                            matmul_persistent, softmax, vector_add)
 
-KERNEL_MODULES = (attention, fused_chain, layer_norm, matmul, softmax, vector_add)
+KERNEL_MODULES = (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, softmax,
+                  vector_add)
 
 ROW_KEYS = {"workload", "shape", "dtype", "variant", "baseline", "bytes", "flops", "bound", "exceeds_llc",
             "eager_bytes",
@@ -136,7 +138,8 @@ def test_bad_num_warps_is_a_usage_error():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert ("--num-warps takes WORKLOAD=N with WORKLOAD one of vector_add, fused_chain, softmax, "
-            "layer_norm, matmul, launch, attention, attention_causal, got 'softmax=0'") in done.stderr
+            "layer_norm, matmul, launch, attention, attention_causal, matmul_epilogue, matmul_persistent, "
+            "got 'softmax=0'") in done.stderr
     assert _bench_gpu.parse_num_warps(["softmax=16", "launch=1"]) == {"softmax": 16, "launch": 1}
 
 
@@ -211,6 +214,11 @@ TRITON_SIGNATURES = [
      {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": False}),
     (attention, "attention_fwd_kernel", "*bf16 *bf16 *bf16 *bf16 *fp32" + " i32" * 18 + " fp32",
      {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": True}),
+    (matmul_epilogue, "matmul_epilogue_kernel", "*bf16 *bf16 *bf16 *bf16 *bf16" + " i32" * 11,
+     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "HAS_BIAS": True, "ACTIVATION": "gelu_tanh",
+      "HAS_RESIDUAL": True}),
+    (matmul_persistent, "matmul_persistent_kernel", "*bf16 *bf16 *bf16" + " i32" * 9,
+     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_PROGRAMS": 132}),
 ]
 
 
@@ -427,7 +435,8 @@ def test_quick_gpu_run_end_to_end(backend, tmp_path):
     assert (tmp_path / "gpu.md").read_text() == _bench_gpu.format_markdown(report)
     rows = {(r["workload"], r["variant"]): r for r in report["rows"]}
     for workload in ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul_fp16", "matmul_bf16",
-                     "matmul_autotune", "matmul_autotune_best", "attention", "attention_causal"):
+                     "matmul_autotune", "matmul_autotune_best", "matmul_epilogue", "matmul_persistent",
+                     "attention", "attention_causal"):
         mine = rows[workload, "tegula"]
         assert mine["check"] == "ok" and mine["ms"] > 0 and mine["floor_frac"] > 0, mine
         if workload.startswith("matmul_autotune"):

@@ -17,6 +17,8 @@ import flash_attention as flash_attention_example
 import fused_chain as fused_chain_example
 import layer_norm as layer_norm_example
 import matmul as matmul_example
+import matmul_epilogue as matmul_epilogue_example
+import matmul_persistent as matmul_persistent_example
 import softmax as softmax_example
 import tegula
 from tegula.kernels import layer_norm, matmul, softmax, vector_add
@@ -130,6 +132,28 @@ def test_matmul_rejects_bad_shapes_and_blocks():
         matmul.matmul(a, b[:3])
     with pytest.raises(TypeError, match="unknown block parameters"):
         matmul.matmul(a, b, BLOCK_Q=4)
+
+
+# --- matmul with a fused epilogue, persistent matmul ----------------------------------------------
+
+
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("M,N,K,dtype", [(1, 1, 1, "float32"), (100, 77, 50, "float16"),
+                                         (33, 40, 20, "bfloat16")])
+def test_matmul_epilogue_example_check(M, N, K, dtype, activation):
+    matmul_epilogue_example.check(M, N, K, dtype, activation, seed=M + K, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16)
+
+
+def test_matmul_epilogue_example_without_bias_or_residual():
+    matmul_epilogue_example.check(100, 77, 50, "float32", "gelu_tanh", fused=False)
+
+
+@pytest.mark.parametrize("num_programs", [1, 3, None])
+@pytest.mark.parametrize("M,N,K,dtype", [(1, 1, 1, "float32"), (100, 77, 50, "float16"),
+                                         (70, 65, 40, "bfloat16")])
+def test_matmul_persistent_example_check(M, N, K, dtype, num_programs):
+    matmul_persistent_example.check(M, N, K, dtype, num_programs, seed=N, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
+                                    GROUP_M=2)
 
 
 # --- fused chain ------------------------------------------------------------------------------
