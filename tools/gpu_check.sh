@@ -160,6 +160,8 @@ if ((BUILT)); then
   "$PY" -c "import pytest_timeout" 2>/dev/null && PYTEST_ARGS+=(--timeout 240)
   step pytest "$OUT/pytest.txt" "$(allowance 240 250)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python
   grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" "$OUT/pytest.txt" | tail -40 | sed 's/^/      /' >>"$SUMMARY"
+  # The failures' own lines too: the summary is what a caller reads first.
+  grep -E "^E   " "$OUT/pytest.txt" | head -30 | cut -c1-300 | sed 's/^/      /' >>"$SUMMARY"
 else
   skip pytest "no build"
 fi
