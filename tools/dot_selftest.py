@@ -41,55 +41,10 @@ import numpy as np  # noqa: E402
 import tegula  # noqa: E402
 import tegula.language as tl  # noqa: E402
 
-# --- kernels ------------------------------------------------------------------------------------
+# --- kernels: the ones tests/python/test_tensor_cores.py pins -----------------------------------
 
-
-@tegula.jit
-def dot_tile_kernel(a_ptr, b_ptr, c_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-                    PRECISION: tl.constexpr, B_TRANSPOSED: tl.constexpr):
-    rm = tl.arange(0, M)
-    rn = tl.arange(0, N)
-    rk = tl.arange(0, K)
-    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
-    if B_TRANSPOSED:
-        b = tl.trans(tl.load(b_ptr + rn[:, None] * K + rk[None, :]))
-    else:
-        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    c = tl.load(c_ptr + rm[:, None] * N + rn[None, :])
-    tl.store(out_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, c, input_precision=PRECISION))
-
-
-@tegula.jit
-def epilogue_kernel(a_ptr, b_ptr, bias_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
-    rm = tl.arange(0, M)
-    rn = tl.arange(0, N)
-    rk = tl.arange(0, K)
-    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
-    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    acc = tl.maximum(tl.dot(a, b) + tl.load(bias_ptr + rn)[None, :], 0.0)
-    tl.store(out_ptr + rm[:, None] * N + rn[None, :], acc.to(out_ptr.dtype.element_ty))
-
-
-@tegula.jit
-def matmul_loop_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr,
-                       BN: tl.constexpr, BK: tl.constexpr, ACC: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a_ptrs = a_ptr + rm[:, None] * sam + rk[None, :] * sak
-    b_ptrs = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
-    acc = tl.zeros((BM, BN), dtype=ACC)
-    for k in range(0, tl.cdiv(K, BK)):
-        k_left = K - k * BK
-        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
-        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BK * sak
-        b_ptrs += BK * sbk
-    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
-             mask=(rm[:, None] < M) & (rn[None, :] < N))
+sys.path.insert(0, str(REPO / "tests" / "python"))
+from dot_kernels import dot_epilogue_kernel, dot_tile_kernel, matmul_loop_kernel  # noqa: E402
 
 
 # --- cases --------------------------------------------------------------------------------------
@@ -207,7 +162,7 @@ def run_case(torch, case) -> dict:
         a, b = inputs(rng, (M, K), name), inputs(rng, (K, N), name)
         bias = rng.uniform(-4, 4, N).astype(np.float32)
         out = to_gpu(torch, np.zeros((M, N), np_dtype(out_name)))
-        epilogue_kernel[(1,)](to_gpu(torch, a), to_gpu(torch, b), to_gpu(torch, bias), out, M=M, N=N, K=K,
+        dot_epilogue_kernel[(1,)](to_gpu(torch, a), to_gpu(torch, b), to_gpu(torch, bias), out, M=M, N=N, K=K,
                               num_warps=warps)
         got = to_numpy(torch, out, np_dtype(out_name)).astype(np.float64)
         a64, b64 = a.astype(np.float64), b.astype(np.float64)

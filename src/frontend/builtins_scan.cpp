@@ -12,6 +12,7 @@
 #include <optional>
 #include <tuple>
 
+#include "frontend/combiner_region.h"
 #include "frontend/type_rules.h"
 #include "ir/scan_ops.h"
 #include "support/diagnostic.h"
@@ -89,35 +90,12 @@ ir::ValueId axis_coordinate(Lowerer& l, const std::vector<int64_t>& shape, int64
 
 // --- scans -------------------------------------------------------------------------
 
-using Combiner = std::function<std::vector<ir::ValueId>(const std::vector<ir::ValueId>& accumulated,
-                                                        const std::vector<ir::ValueId>& next)>;
-
 // The scan op over `inputs` (tiles of one shape), its combiner region built
 // by `combine` on scalar block arguments.
 std::vector<ir::ValueId> build_scan(Lowerer& l, const std::vector<ir::ValueId>& inputs, int64_t axis, bool reverse,
                                     const Combiner& combine, const SourceLoc& loc) {
   ir::Function& fn = l.function();
-  ir::BlockId outer = l.builder().insertion_block();
-  ir::BlockId region = fn.add_block(ir::OpId{});
-  std::vector<ir::ValueId> accumulated, next;
-  for (ir::ValueId v : inputs) accumulated.push_back(fn.add_block_arg(region, l.type(v).element()));
-  for (ir::ValueId v : inputs) next.push_back(fn.add_block_arg(region, l.type(v).element()));
-  l.builder().set_insertion_end(region);
-  std::vector<ir::ValueId> combined = combine(accumulated, next);
-  if (combined.size() != inputs.size())
-    error_at(loc, Diag::InvalidCombineFunction,
-             "the combine function returns " + std::to_string(combined.size()) + " values but " +
-                      std::to_string(inputs.size()) + " are scanned");
-  for (size_t i = 0; i < combined.size(); ++i) {
-    if (l.type(combined[i]).is_tile())
-      error_at(loc, Diag::InvalidCombineFunction,
-               "the combine function must return scalars, but returns " + l.describe(Symbol::of(combined[i])));
-    combined[i] = l.cast(combined[i], l.type(inputs[i]).scalar, loc);
-  }
-  l.builder().set_loc(loc);
-  l.builder().create(OpKind::Yield, combined, {});
-  l.builder().set_insertion_end(outer);
-  l.builder().set_loc(loc);
+  ir::BlockId region = build_combiner_region(l, inputs, combine, "scanned", loc);
   std::vector<ir::Type> types;
   for (ir::ValueId v : inputs) types.push_back(l.type(v));
   ir::OpId op = l.builder().create(OpKind::Scan, inputs, types,

@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "frontend/combiner_region.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -39,9 +40,6 @@ std::vector<int64_t> shape_from_varargs(Lowerer& l, const CallArgs& c, size_t fi
   return out;
 }
 
-using Combiner = std::function<std::vector<ir::ValueId>(const std::vector<ir::ValueId>& acc,
-                                                        const std::vector<ir::ValueId>& next)>;
-
 // Reduces `inputs` (same shape) along `axis` (nullopt: all axes) with a
 // scalar combiner built into the reduce region.
 std::vector<ir::ValueId> reduce(Lowerer& l, std::vector<ir::ValueId> inputs, std::optional<int64_t> axis,
@@ -63,27 +61,7 @@ std::vector<ir::ValueId> reduce(Lowerer& l, std::vector<ir::ValueId> inputs, std
   std::vector<ir::Type> result_types;
   for (ir::ValueId v : inputs) result_types.push_back(l.type(v).with_shape(out_shape));
 
-  ir::BlockId outer = l.builder().insertion_block();
-  ir::BlockId region = fn.add_block(ir::OpId{});
-  std::vector<ir::ValueId> acc, next;
-  for (ir::ValueId v : inputs) acc.push_back(fn.add_block_arg(region, l.type(v).element()));
-  for (ir::ValueId v : inputs) next.push_back(fn.add_block_arg(region, l.type(v).element()));
-  l.builder().set_insertion_end(region);
-  std::vector<ir::ValueId> combined = combine(acc, next);
-  if (combined.size() != inputs.size())
-    error_at(loc, Diag::InvalidCombineFunction,
-             "the combine function returns " + std::to_string(combined.size()) + " values but " +
-                      std::to_string(inputs.size()) + " are reduced");
-  for (size_t i = 0; i < combined.size(); ++i) {
-    if (l.type(combined[i]).is_tile())
-      error_at(loc, Diag::InvalidCombineFunction,
-               "the combine function must return scalars, but returns " + l.describe(Symbol::of(combined[i])));
-    combined[i] = l.cast(combined[i], l.type(inputs[i]).scalar, loc);
-  }
-  l.builder().set_loc(loc);
-  l.builder().create(OpKind::Yield, combined, {});
-  l.builder().set_insertion_end(outer);
-  l.builder().set_loc(loc);
+  ir::BlockId region = build_combiner_region(l, inputs, combine, "reduced", loc);
   ir::OpId op = l.builder().create(OpKind::Reduce, inputs, result_types, {{"axis", ir::Attr{ax}}});
   fn.op(op).regions = {region};
   fn.block(region).parent = op;

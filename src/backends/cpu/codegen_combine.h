@@ -1,12 +1,14 @@
 // The combiner region of reduce and scan, applied as scalar code: both ops
 // carry the same region shape (2N block arguments, accumulated values then
-// new ones, yielding N), so one emitter serves them.
+// new ones, yielding N), so one emitter serves them. The emission itself is
+// backends/combine_emitter.h, shared with the other backend.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "backends/cpu/codegen_context.h"
+#include "backends/combine_emitter.h"
 
 namespace tegula::backends::cpu {
 
@@ -17,7 +19,6 @@ namespace tegula::backends::cpu {
 void emit_combine(CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& lhs,
                   const std::vector<std::string>& rhs, const std::vector<std::string>& dest, bool own_block = true);
 
-// "a[index]" for each array a.
-std::vector<std::string> indexed(const std::vector<std::string>& arrays, const std::string& index);
+using backends::indexed;  // "a[index]" for each array a
 
 }  // namespace tegula::backends::cpu
