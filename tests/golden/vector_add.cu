@@ -6,7 +6,7 @@
 #endif
 extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_x_ptr, float* arg_y_ptr, float* arg_out_ptr, int arg_n) {
   const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
+  const int warp = tg_warp_index();
   const int tb0 = (lane << 2) + (warp << 7);
   // v0 = program_id()  vector_add.py:9:11
   const int v0 = (int)blockIdx.x;

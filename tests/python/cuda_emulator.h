@@ -172,6 +172,10 @@ inline int __syncthreads_or(int predicate) {
   return result;
 }
 template <class T>
+T __shfl_sync(unsigned, T value, int source) {
+  return tg_emu::warp_exchange(value)[static_cast<size_t>(source & 31)];
+}
+template <class T>
 T __shfl_xor_sync(unsigned, T value, int mask) {
   return tg_emu::warp_exchange(value)[static_cast<size_t>(tg_emu::lane() ^ mask)];
 }

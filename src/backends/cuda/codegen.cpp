@@ -11,6 +11,7 @@
 
 #include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
+#include "backends/cuda/codegen_mma.h"
 #include "backends/cuda/prelude.h"
 #include "backends/cuda/prelude_atomic.h"
 #include "backends/cuda/prelude_fp8.h"
@@ -289,7 +290,7 @@ std::string CudaContext::thread_base(const Distribution& d) {
 void CudaContext::thread_ids() {
   if (thread_ids_declared_) return;
   prologue_.line("const int lane = threadIdx.x & 31;");
-  prologue_.line("const int warp = threadIdx.x >> 5;");
+  prologue_.line("const int warp = tg_warp_index();");
   thread_ids_declared_ = true;
 }
 
@@ -483,6 +484,13 @@ void CudaContext::emit_op(ir::OpId id) {
   auto result_name = [&] { return o.results.empty() ? std::string() : name(o.results[0]); };
   if (ir::is_elementwise(o.kind) || is_value_source(o.kind)) {
     emit_elementwise(*this, id, result_layout(), result_name());
+    if (ir::ValueId storage = accumulator_storage(*this, id); storage.valid()) {
+      // Back into the carried accumulator's registers, where the dot that
+      // reads it accumulates in place (the compiler drops the copy).
+      ir::ValueId result = o.results[0];
+      emit_tile_copy(*this, name(storage), name(result), distribution(layout(result), fn.type(result).shape).registers());
+      alias(result, storage);
+    }
   } else {
     switch (o.kind) {
       case OpKind::Broadcast:

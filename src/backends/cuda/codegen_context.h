@@ -142,10 +142,15 @@ class CudaContext {
   // the next iteration (codegen_pipeline.cpp): that dot waits only for the
   // previous iteration's group, then calls pipeline_refill() to issue the
   // loads ahead into the stage that group read.
+  // With `cover` set (a loop of several dots, attention's), the group is
+  // not waited for in its iteration at all: `cover`, the body's first dot,
+  // waits for every group in the next iteration before anything reads the
+  // accumulator, and the refill follows the in-flight dot behind a barrier.
   struct InFlightDot {
     ir::OpId dot, loop;
     std::string trips, k;
     bool refilled = false;
+    ir::OpId cover;
   };
   std::optional<InFlightDot> in_flight_dot;
   void barrier() { out.line("__syncthreads();"); }

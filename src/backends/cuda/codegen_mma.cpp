@@ -328,26 +328,78 @@ std::string a_fragment_word(const CudaContext& ctx, ir::OpId id, const std::stri
 
 namespace {
 
-// Whether dot `id` may accumulate in its acc operand's registers: acc is a
-// `for` body argument of the dot's own block, used by nothing else, and the
-// body yields the dot's result back into it.
-bool in_place(const CudaContext& ctx, ir::OpId id) {
+int use_count(const ir::Function& fn, ir::ValueId v) {
+  int uses = 0;
+  fn.walk([&](ir::OpId u) {
+    for (ir::ValueId operand : fn.op(u).operands) uses += operand == v;
+  });
+  return uses;
+}
+
+bool same_distribution(const CudaContext& ctx, ir::ValueId a, ir::ValueId b) {
+  return distribute(ctx.layout(a), ctx.fn.type(a).shape) == distribute(ctx.layout(b), ctx.fn.type(b).shape);
+}
+
+// A `for` body argument (not the induction variable) of block `block`.
+bool is_carried(const CudaContext& ctx, ir::ValueId v, ir::BlockId block) {
+  const ir::Value& value = ctx.fn.value(v);
+  if (value.def.valid() || !value.block.valid() || value.block != block || value.position == 0) return false;
+  const ir::Block& body = ctx.fn.block(block);
+  return body.parent.valid() && ctx.fn.op(body.parent).kind == ir::OpKind::For;
+}
+
+}  // namespace
+
+ir::ValueId carried_accumulator(const CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
   ir::ValueId acc = op.operands[2], result = op.results[0];
-  const ir::Value& a = ctx.fn.value(acc);
-  if (a.def.valid() || !a.block.valid() || a.block != op.parent) return false;  // a body argument of this block
-  const ir::Block& body = ctx.fn.block(a.block);
-  if (!body.parent.valid() || ctx.fn.op(body.parent).kind != ir::OpKind::For || a.position == 0) return false;
+  ir::ValueId carried;
+  if (is_carried(ctx, acc, op.parent)) {
+    carried = acc;
+  } else if (ir::OpId def = ctx.fn.value(acc).def; def.valid()) {
+    // acc = f(carried, ...) elementwise (attention's acc * alpha), its only use this dot.
+    const ir::Op& scale = ctx.fn.op(def);
+    if (scale.parent != op.parent || !ir::is_elementwise(scale.kind) || use_count(ctx.fn, acc) != 1 ||
+        ctx.fn.type(acc) != ctx.fn.type(result) || !same_distribution(ctx, acc, result))
+      return {};
+    for (ir::ValueId u : scale.operands) {
+      if (!is_carried(ctx, u, op.parent)) continue;
+      if (carried.valid()) return {};  // the carried value twice
+      carried = u;
+    }
+    if (!carried.valid() || ctx.fn.type(carried) != ctx.fn.type(acc)) return {};
+  }
+  if (!carried.valid()) return {};
+  const ir::Block& body = ctx.fn.block(op.parent);
   const ir::Op& yield = ctx.fn.op(body.ops.back());
-  if (a.position - 1 >= yield.operands.size() || yield.operands[a.position - 1] != result) return false;
-  // acc has no other use, and nothing reads acc after the dot overwrites it.
-  int uses = 0;
-  ctx.fn.walk([&](ir::OpId u) {
-    for (ir::ValueId v : ctx.fn.op(u).operands) uses += v == acc;
-  });
-  return uses == 1 && distribute(ctx.layout(acc), ctx.fn.type(acc).shape) ==
-                          distribute(ctx.layout(result), ctx.fn.type(result).shape);
+  size_t position = ctx.fn.value(carried).position;
+  if (position - 1 >= yield.operands.size() || yield.operands[position - 1] != result) return {};
+  // Nothing else reads the carried value, so the dot may overwrite it.
+  if (use_count(ctx.fn, carried) != 1 || !same_distribution(ctx, carried, result)) return {};
+  return carried;
 }
+
+ir::ValueId accumulator_storage(const CudaContext& ctx, ir::OpId elementwise) {
+  const ir::Op& scale = ctx.fn.op(elementwise);
+  if (scale.results.size() != 1 || !ctx.fn.type(scale.results[0]).is_tile() || !scale.parent.valid()) return {};
+  ir::ValueId value = scale.results[0];
+  for (ir::OpId id : ctx.fn.block(scale.parent).ops) {
+    const ir::Op& dot = ctx.fn.op(id);
+    if (dot.erased || dot.kind != ir::OpKind::Dot || dot.operands[2] != value) continue;
+    if (!ctx.layout(dot.results[0]).mma) return {};
+    ir::ValueId carried = carried_accumulator(ctx, id);
+    return carried.valid() && carried != value && accumulates_in_place(ctx, id) ? carried : ir::ValueId{};
+  }
+  return {};
+}
+
+namespace {
+
+// Whether dot `id` may accumulate in its acc operand's registers: acc is a
+// `for` body argument of the dot's own block (or an elementwise op of one,
+// computed back into its registers), used by nothing else, and the body
+// yields the dot's result back into it.
+bool in_place(const CudaContext& ctx, ir::OpId id) { return carried_accumulator(ctx, id).valid(); }
 
 }  // namespace
 

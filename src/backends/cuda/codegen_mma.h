@@ -56,6 +56,14 @@ struct Accumulator {
   bool narrow = false;  // result is f16/bf16
 };
 Accumulator start_accumulator(CudaContext& ctx, ir::OpId dot);
+// The loop-carried value dot `dot` accumulates into in place: its acc
+// operand, or the carried value an elementwise acc operand is computed from
+// (`acc = acc * alpha; acc = dot(p, v, acc)`); invalid when there is none.
+ir::ValueId carried_accumulator(const CudaContext& ctx, ir::OpId dot);
+// For an elementwise op whose result is the acc operand of a tensor-core
+// dot that accumulates in place: the carried value whose registers the
+// result is written back into (CudaContext::emit_op); else invalid.
+ir::ValueId accumulator_storage(const CudaContext& ctx, ir::OpId elementwise);
 bool accumulates_in_place(const CudaContext& ctx, ir::OpId dot);
 void finish_accumulator(CudaContext& ctx, ir::OpId dot, const Accumulator& acc);
 

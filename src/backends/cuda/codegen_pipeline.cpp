@@ -267,6 +267,23 @@ bool active(const CudaContext& ctx, const LoopPipeline& p) {
   return ctx.ring_tiles.count(ctx.fn.op(p.loads.front().load).results[0].index) > 0;
 }
 
+// For each chunk of `vector` registers of `d` (a tile of `shape` copied into
+// `tile`), the bytes from the thread's first chunk to it in shared memory,
+// when that distance is the same for every thread; empty when it is not.
+std::vector<int64_t> chunk_steps(const Distribution& d, int vector, const std::vector<int64_t>& shape,
+                                 const SharedTile& tile) {
+  std::vector<int64_t> steps;
+  for (int r = 0; r < d.registers(); r += vector) {
+    // The register's bits and the thread's are disjoint: no carries between dims.
+    int64_t offset = d.register_offset(r), dim0 = offset / shape[1], dim1 = offset % shape[1];
+    std::optional<int64_t> step = tile.row_dim() == 0 ? tile.constant_step(dim0, dim1 * tile.element_bytes)
+                                                      : tile.constant_step(dim1, dim0 * tile.element_bytes);
+    if (!step) return {};
+    steps.push_back(*step);
+  }
+  return steps;
+}
+
 // Copies iteration `j`'s tiles into stage `stage`; the pointers are the
 // carried tiles advanced `ahead` times.
 void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const std::string& j,
@@ -289,12 +306,32 @@ void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const 
     std::string mask = load.operands.size() > 1 ? ctx.operand(p.load, 1) : "";
     std::string own = ctx.owner(d);
     if (!own.empty()) ctx.out.open("if (" + own + ")");
+    auto destination = [&](const std::string& e) {
+      std::string dim0 = e + " >> " + str(log2_of(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
+      std::string row = p.tile.row_dim() == 0 ? dim0 : dim1, col = p.tile.col_dim() == 0 ? dim0 : dim1;
+      return "sm + " + stage + " * " + str(pipeline.stage_bytes) + " + " + p.tile.element_at("(" + row + ")", col);
+    };
+    std::vector<int64_t> steps = chunk_steps(d, vector, t.shape, p.tile);
+    std::string first;
+    if (!steps.empty()) {
+      // Every chunk lies a fixed distance from the thread's first: one
+      // swizzled address per thread, the rest are immediate offsets.
+      first = ctx.fresh("dst");
+      ctx.out.line("const unsigned " + first + " = " + destination("(" + ctx.element_index(d, "0") + ")") + ";");
+    }
     std::string i = ctx.open_unrolled(d.registers(), vector);
-    std::string e = ctx.fresh("e");
-    ctx.out.line("const int " + e + " = " + ctx.element_index(d, i) + ";");
-    std::string dim0 = e + " >> " + str(log2_of(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
-    std::string row = p.tile.row_dim() == 0 ? dim0 : dim1, col = p.tile.col_dim() == 0 ? dim0 : dim1;
-    std::string dest = "sm + " + stage + " * " + str(pipeline.stage_bytes) + " + " + p.tile.element_at("(" + row + ")", col);
+    std::string dest;
+    if (steps.empty()) {
+      std::string e = ctx.fresh("e");
+      ctx.out.line("const int " + e + " = " + ctx.element_index(d, i) + ";");
+      dest = destination(e);
+    } else {
+      std::string table;
+      for (int64_t step : steps) table += (table.empty() ? "" : ", ") + str(step) + "u";
+      std::string name = ctx.fresh("step");
+      ctx.out.line("const unsigned " + name + "[] = {" + table + "};");
+      dest = first + " + " + name + "[" + (vector == 1 ? i : i + " / " + str(vector)) + "]";
+    }
     std::string src = pointers + "[" + i + "]";
     if (p.advance.valid() && ahead != "0") {  // a carried pointer, `ahead` advances later
       ir::ValueId step = ctx.fn.op(p.advance).operands[1];
@@ -313,21 +350,47 @@ void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const 
 std::optional<LoopPipeline> plan(const CudaContext& ctx, ir::OpId loop) { return Planner(ctx, loop).run(); }
 
 // The wgmma dot whose group may stay in flight into the next iteration (see
-// the top of the file), once the ring's tiles are known; invalid if none.
-ir::OpId overlapped_dot(const CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline) {
+// the top of the file), once the ring's tiles are known, and the dot that
+// covers it (waits for it) when the body has more than one; invalid if none.
+struct Overlap {
+  ir::OpId dot, cover;
+};
+
+Overlap overlapped_dot(const CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline) {
   if (!pipeline.async_proxy) return {};
-  ir::OpId found;
-  for (ir::OpId id : ctx.fn.block(ctx.fn.op(loop).regions[0]).ops) {
+  const ir::Block& body = ctx.fn.block(ctx.fn.op(loop).regions[0]);
+  std::vector<ir::OpId> dots;
+  for (ir::OpId id : body.ops) {
     const ir::Op& dot = ctx.fn.op(id);
-    if (dot.erased || dot.kind != OpKind::Dot || !ctx.layout(dot.results[0]).mma) continue;
-    if (found.valid()) return {};  // another dot may read what this one has in flight
-    found = id;
+    if (!dot.erased && dot.kind == OpKind::Dot && ctx.layout(dot.results[0]).mma) dots.push_back(id);
   }
-  if (!found.valid() || !ctx.layout(ctx.fn.op(found).results[0]).mma->warpgroup) return {};
-  if (!accumulates_in_place(ctx, found)) return {};
+  if (dots.empty()) return {};
+  ir::OpId found = dots.back();
+  if (!ctx.layout(ctx.fn.op(found).results[0]).mma->warpgroup || !accumulates_in_place(ctx, found)) return {};
   DotOperands operands = plan_operands(ctx, found);
-  if (!operands.a_from_ring || !operands.b_from_ring || operands.a_in_registers) return {};
-  return wgmma_fits(ctx, found, operands) ? found : ir::OpId{};
+  if (!wgmma_fits(ctx, found, operands) || !operands.b_from_ring) return {};
+  if (dots.size() == 1)
+    return operands.a_from_ring && !operands.a_in_registers ? Overlap{found, {}} : Overlap{};
+  // Several dots: the first must be a wgmma that waits for all groups before
+  // the carried accumulator is read, and nothing between the two reads it.
+  ir::OpId cover = dots.front();
+  if (!ctx.layout(ctx.fn.op(cover).results[0]).mma->warpgroup ||
+      !wgmma_fits(ctx, cover, plan_operands(ctx, cover)))
+    return {};
+  ir::ValueId carried = carried_accumulator(ctx, found);
+  bool covered = false;
+  for (ir::OpId id : body.ops) {
+    if (id == cover) covered = true;
+    if (ctx.fn.op(id).erased) continue;
+    bool reads = false;
+    auto visit = [&](ir::OpId inner) {
+      for (ir::ValueId v : ctx.fn.op(inner).operands) reads = reads || v == carried;
+    };
+    visit(id);
+    for (ir::BlockId region : ctx.fn.op(id).regions) ctx.fn.walk_block(region, visit);
+    if (reads && !covered) return {};
+  }
+  return {found, cover};
 }
 
 // Stage of iteration k - 1, which iteration k + S - 1 refills.
@@ -399,12 +462,12 @@ void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
     tile.offset = "(" + ring_stage(loop) + " * " + str(pipeline->stage_bytes) + " + " + p.tile.offset + ")";
     ctx.ring_tiles[ctx.fn.op(p.load).results[0].index] = tile;
   }
-  if (ir::OpId dot = overlapped_dot(ctx, loop, *pipeline); dot.valid()) {
+  if (ir::OpId dot = overlapped_dot(ctx, loop, *pipeline).dot; dot.valid()) {
     // Pinned once before the loop, the accumulator's initial value has one
     // definition on every path; else the compiler sinks it into the path
     // that skips the loop, and ptxas, seeing a non-wgmma definition where
     // the group in flight meets the final wait, serializes every wgmma (C7515).
-    ir::ValueId acc = ctx.fn.op(dot).operands[2];
+    ir::ValueId acc = carried_accumulator(ctx, dot);
     std::string r = ctx.open_unrolled(ctx.distribution(ctx.layout(acc), ctx.fn.type(acc).shape).registers());
     ctx.out.line("tg_pin(" + ctx.name(acc) + "[" + r + "]);");
     ctx.out.close();
@@ -429,12 +492,16 @@ void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
   std::string ring = ring_stage(loop), last = str(stages - 1);
   ctx.out.line(ring + " = " + ring + " == " + last + " ? 0 : " + ring + " + 1;  // k % " + str(stages));
   ctx.out.line("tg_cp_async_wait<" + str(pipeline->ahead() - 1) + ">();  // this iteration's tiles have landed");
-  if (pipeline->async_proxy) ctx.out.line("tg_fence_proxy_async();  // ... for wgmma too");
+  // No proxy fence here: the ring is written only by cp.async, whose landed
+  // bytes the wait and the barrier make visible to wgmma as well. A fence
+  // (MEMBAR.ALL.CTA in SASS) would also wait for the copies still in flight
+  // for later stages, draining the pipeline every iteration. Stores from
+  // registers (staged operands) still get theirs.
   ctx.full_barrier();
-  if (ir::OpId dot = overlapped_dot(ctx, loop, *pipeline); dot.valid()) {
-    ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(dot).results[0]) +
+  if (Overlap overlap = overlapped_dot(ctx, loop, *pipeline); overlap.dot.valid()) {
+    ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(overlap.dot).results[0]) +
                  " stays in flight into the next iteration: the refill follows it");
-    ctx.in_flight_dot = CudaContext::InFlightDot{dot, loop, trips, k};
+    ctx.in_flight_dot = CudaContext::InFlightDot{overlap.dot, loop, trips, k, false, overlap.cover};
     return;
   }
   ctx.out.open("");

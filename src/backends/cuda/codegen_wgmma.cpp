@@ -209,9 +209,14 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   ctx.out.line("tg_wgmma_commit();");
   bool in_flight = ctx.in_flight_dot && ctx.in_flight_dot->dot == id;
   if (in_flight) {
-    // The accumulator is read only after the loop (pipeline_after_loop waits).
+    // The accumulator is read only after the loop (pipeline_after_loop waits)
+    // or, with a covering dot, after that dot's wait in the next iteration.
     TEGULA_ASSERT(acc.in_place && !acc.narrow, "an in-flight wgmma must accumulate in place");
-    ctx.out.line("tg_wgmma_wait<1>();  // the previous iteration's group is done: its stage may be refilled");
+    if (ctx.in_flight_dot->cover.valid())
+      ctx.out.line("// in flight until " + ctx.name(ctx.fn.op(ctx.in_flight_dot->cover).results[0]) +
+                   " of the next iteration waits for every group");
+    else
+      ctx.out.line("tg_wgmma_wait<1>();  // the previous iteration's group is done: its stage may be refilled");
     ctx.out.close();
     pipeline_refill(ctx);
     return;
@@ -220,6 +225,16 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   std::string r = ctx.open_unrolled(acc.registers);
   ctx.out.line("tg_pin(" + acc.array + "[" + r + "]);  // no read of it moves above the wait");
   ctx.out.close();
+  if (ctx.in_flight_dot && ctx.in_flight_dot->cover == id) {
+    // The previous iteration's in-flight group is done too: pin its
+    // accumulator (the carried value) so no read of it moves above the wait.
+    ir::OpId flying = ctx.in_flight_dot->dot;
+    ir::ValueId carried = carried_accumulator(ctx, flying);
+    ir::ValueId result = ctx.fn.op(flying).results[0];
+    std::string c = ctx.open_unrolled(ctx.distribution(ctx.layout(result), ctx.fn.type(result).shape).registers());
+    ctx.out.line("tg_pin(" + ctx.name(carried) + "[" + c + "]);  // the previous iteration's in-flight group");
+    ctx.out.close();
+  }
   ctx.out.close();
   ctx.shared_reads_done();
   finish_accumulator(ctx, id, acc);

@@ -158,6 +158,14 @@ template <class T> TG_DEVICE T tg_induction(T lb, unsigned long long k, T step) 
 }
 
 // --- warps, memory ------------------------------------------------------------------------
+// A scratch index with its runs of 2^U elements XORed, within groups of
+// 2^P runs, by P bits of the index from bit R up: layout conversions through
+// shared memory spread a warp's rows over the banks.
+template <int U, int P, int R> TG_DEVICE int tg_swizzle_index(int i) { return i ^ (((i >> R) & ((1 << P) - 1)) << U); }
+// The warp's index, read through a shuffle from lane 0 so the compiler knows
+// every lane holds the same value: what is computed from it (matrix
+// descriptors, shared-memory bases) lives in uniform registers.
+TG_DEVICE int tg_warp_index() { return __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 5), 0); }
 TG_DEVICE float tg_shfl_xor(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 TG_DEVICE double tg_shfl_xor(double x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 TG_DEVICE int tg_shfl_xor(int x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }

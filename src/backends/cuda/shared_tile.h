@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tegula::backends::cuda {
@@ -48,6 +49,15 @@ struct SharedTile {
   // Byte offset (from tg_smem) of chunk `chunk` of row `row`.
   std::string chunk_at(const std::string& row, const std::string& chunk) const {
     return offset + " + " + swizzle() + "(" + row + ", " + chunk + ")";
+  }
+  // How far (in bytes) the element `rows` rows and `col_bytes` bytes of
+  // columns further lies, when that is the same from every element: whole
+  // swizzle periods of rows, whole blocks of columns. Nothing otherwise.
+  std::optional<int64_t> constant_step(int64_t rows_further, int64_t col_bytes) const {
+    int64_t chunks = block_bytes() / 16;
+    int64_t period = std::min<int64_t>(chunks, 8) * std::max<int64_t>(1, 8 / chunks);
+    if (rows_further % period != 0 || col_bytes % block_bytes() != 0) return std::nullopt;
+    return rows_further * block_bytes() + col_bytes / block_bytes() * block_stride();
   }
   // Byte offset of the element at (row, col).
   std::string element_at(const std::string& row, const std::string& col) const {
