@@ -49,7 +49,7 @@ constexpr ArithmeticForm kArithmetic[] = {
     {OpKind::Not, nullptr, "($T)~$0", "!$0"},
     {OpKind::Abs, "fabs$f($0)", "tg_abs($0)", "$0"},
     {OpKind::Exp, "exp$f($0)", nullptr, nullptr},
-    {OpKind::Exp2, "exp2$f($0)", nullptr, nullptr},
+    {OpKind::Exp2, "tg_exp2($0)", nullptr, nullptr},
     {OpKind::Log, "log$f($0)", nullptr, nullptr},
     {OpKind::Log2, "log2$f($0)", nullptr, nullptr},
     {OpKind::Sqrt, "__$rsqrt_rn($0)", nullptr, nullptr},

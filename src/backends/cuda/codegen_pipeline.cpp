@@ -39,8 +39,10 @@
 // iteration k-1, which every thread finished before the barrier.
 //
 // Hopper wgmma (codegen_wgmma.cpp) reads shared memory through the async
-// proxy: for it, every thread also fences its landed copies to that proxy
-// before the barrier.
+// proxy. The ring needs no proxy fence: only cp.async writes it, and the
+// wait and the barrier order its landed bytes for wgmma as well (as in other
+// Hopper cp.async pipelines). A fence there is MEMBAR.ALL.CTA in SASS, which
+// also waits for the copies in flight for later stages.
 //
 // Keeping the tensor cores busy on Hopper: when the body's only tensor-core
 // dot is a wgmma that accumulates in place (the loop-carried accumulator,
@@ -48,7 +50,7 @@
 // group stays in flight into the next iteration, and the refill moves from
 // the top of the iteration to behind the dot:
 //
-//   iteration k:  wait until k's tiles have landed; fence to the async proxy
+//   iteration k:  wait until k's tiles have landed
 //                 barrier (k's tiles visible to all warpgroups)
 //                 issue the wgmma group of k, commit
 //                 wgmma wait_group 1 (this warpgroup's group k-1 is done)
@@ -62,6 +64,12 @@
 // is the price: a warpgroup's wait_group says nothing about the other
 // warpgroups' groups, and the copies any thread issues fill tiles every
 // warpgroup reads.
+//
+// With several tensor-core dots in the body (attention), the last one keeps
+// its group in flight when it accumulates in place and the carried
+// accumulator is read by nothing before the first dot, a wgmma: that dot's
+// wait_group 0 in the next iteration waits for both groups (then pins the
+// accumulator), and the refill follows the in-flight dot behind a barrier.
 #include <algorithm>
 #include <set>
 #include <string>

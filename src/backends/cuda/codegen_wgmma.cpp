@@ -65,6 +65,14 @@ std::string step_offset(const SharedTile& t, const std::string& mn, const std::s
          ") * " + str(16 * bb);
 }
 
+// Whether step_offset(t, runtime + constant, ks) is step_offset(t, runtime,
+// 0) + step_offset(t, constant, ks) for every multiple `runtime` of `unit`
+// rows along M/N: always along K-major rows; MN-major when a unit is whole
+// 128-byte blocks (or the tile's block width).
+bool separable(const SharedTile& t, int64_t unit) {
+  return t.k_major || (unit * t.element_bytes) % t.block_bytes() == 0;
+}
+
 // The m64nNk16 instruction for this shape, types and majorness, as a device
 // function of the unit; returns its name.
 std::string instruction(CudaContext& ctx, int n, Scalar type, bool a_mn_major, bool b_mn_major) {
@@ -183,6 +191,12 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
                  str(stride_bytes(a)) + ", " + str(swizzle_mode(a)) + ");");
   ctx.out.line("const unsigned long long db = tg_wgmma_desc(sm + " + b.offset + ", " + str(leading_bytes(b)) + ", " +
                str(stride_bytes(b)) + ", " + str(swizzle_mode(b)) + ");");
+  // The warpgroup's own rows / columns, folded into the descriptors once:
+  // the steps of the unrolled loop are then constants (immediate adds).
+  if (!a_regs && separable(a, 64))
+    ctx.out.line("const unsigned long long da_w = da + ((" + step_offset(a, "wm", "0") + ") >> 4);");
+  if (separable(b, mma.warp_n))
+    ctx.out.line("const unsigned long long db_w = db + ((" + step_offset(b, "wn", "0") + ") >> 4);");
   std::string fa;
   if (a_regs) {  // every A fragment word, before the fence (see the top of the file)
     fa = ctx.fresh("fa");
@@ -198,11 +212,16 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   std::string ks = ctx.open_unrolled(static_cast<int>(k_steps));
   std::string mr = ctx.open_unrolled(static_cast<int>(slabs));
   std::string nr = ctx.open_unrolled(static_cast<int>(tiles));
-  std::string rows = "wm + " + mr + " * " + str(64 * groups_m);
-  std::string cols = "wn + " + nr + " * " + str(int64_t{mma.warp_n} * groups_n);
-  std::string a_operand = a_regs ? fa + "[" + ks + "][" + mr + "]" : "da + ((" + step_offset(a, rows, ks) + ") >> 4)";
+  std::string rows = mr + " * " + str(64 * groups_m), cols = nr + " * " + str(int64_t{mma.warp_n} * groups_n);
+  std::string a_desc = "da", b_desc = "db";
+  if (!separable(a, 64)) a_desc = "da", rows = "wm + " + rows;
+  else if (!a_regs) a_desc = "da_w";
+  if (!separable(b, mma.warp_n)) cols = "wn + " + cols;
+  else b_desc = "db_w";
+  std::string a_operand =
+      a_regs ? fa + "[" + ks + "][" + mr + "]" : a_desc + " + ((" + step_offset(a, rows, ks) + ") >> 4)";
   ctx.out.line(fn + "(" + acc.array + " + " + str(mma.warp_n / 2) + " * (" + nr + " + " + str(tiles) + " * " + mr +
-               "), " + a_operand + ", db + ((" + step_offset(b, cols, ks) + ") >> 4));");
+               "), " + a_operand + ", " + b_desc + " + ((" + step_offset(b, cols, ks) + ") >> 4));");
   ctx.out.close();
   ctx.out.close();
   ctx.out.close();

@@ -157,6 +157,17 @@ template <class T> TG_DEVICE T tg_induction(T lb, unsigned long long k, T step) 
   return (T)((U)lb + (U)k * (U)step);
 }
 
+// exp2 in f32 is the hardware's ex2 (2 ulp) with subnormal results flushed
+// to zero, as Triton lowers tl.exp2: exp2f's fix-up for results below 2^-126
+// costs a compare and two multiplies per element, a fifth of an attention
+// loop's instructions. f64 keeps exp2.
+TG_DEVICE float tg_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+TG_DEVICE double tg_exp2(double x) { return exp2(x); }
+
 // --- warps, memory ------------------------------------------------------------------------
 // A scratch index with its runs of 2^U elements XORed, within groups of
 // 2^P runs, by P bits of the index from bit R up: layout conversions through
