@@ -126,37 +126,32 @@ void read_shared(CudaContext& ctx, const std::string& dest, const std::string& b
   ctx.out.close();
 }
 
-// A permutation of scratch indices that keeps runs of 2^unit_shift elements
-// whole and XORs their index within each 8-run group with `phase_bits` bits
-// of the index from bit row_shift up ("the row"): the rows that one warp
-// access touches at equal column offsets land in different banks.
-struct ScratchSwizzle {
-  int unit_shift = 0, phase_bits = 0, row_shift = 0;
+// Padding of a scratch buffer: 2^pad_shift elements after every
+// 2^row_shift ("a row"), so the rows one warp access touches at equal
+// column offsets start in different banks. Both sides' vectors stay whole
+// (the pad is a multiple of the longer run) and every index stays a thread
+// base plus a constant: the thread's base and a register's offset have
+// disjoint bits, so padding each and adding is padding the sum.
+struct ScratchPadding {
+  int pad_shift = -1, row_shift = 0;
 
-  bool identity() const { return phase_bits == 0; }
-  int64_t apply(int64_t index) const {
-    return index ^ (((index >> row_shift) & ((int64_t{1} << phase_bits) - 1)) << unit_shift);
+  bool none() const { return pad_shift < 0; }
+  int64_t apply(int64_t index) const { return none() ? index : index + ((index >> row_shift) << pad_shift); }
+  int64_t elements(int64_t numel) const { return apply(numel - 1) + 1; }
+  std::string pad(const std::string& e) const {
+    return "(" + e + " + (((" + e + ") >> " + std::to_string(row_shift) + ") << " + std::to_string(pad_shift) + "))";
   }
-  // The swizzled index of register `reg` of `d` (a C expression). The
-  // swizzle is linear over XOR and the thread's base and the register's
-  // offset have disjoint bits, so it is the base's swizzle (once per thread)
-  // XOR the run start's (a constant once unrolled), plus the offset inside
-  // the run, which the compiler sees as contiguous.
+  // The padded index of register `reg` of `d` (a C expression).
   std::string index(CudaContext& ctx, const Distribution& d, const std::string& reg) const {
-    std::string plain = ctx.element_index(d, reg);
-    if (identity()) return plain;
-    std::string swizzle = "tg_swizzle_index<" + std::to_string(unit_shift) + ", " + std::to_string(phase_bits) +
-                          ", " + std::to_string(row_shift) + ">";
-    std::string base = swizzle + "(" + ctx.thread_base(d) + ")", run_mask = std::to_string((1 << unit_shift) - 1);
+    if (none()) return ctx.element_index(d, reg);
     std::string offset = bits_expr(reg, d.register_bits, static_cast<int>(d.register_bits.size()));
-    if (offset == "0") return base;
-    return "(" + base + " ^ " + swizzle + "((" + offset + ") & ~" + run_mask + ")) + ((" + offset + ") & " +
-           run_mask + ")";
+    std::string base = pad(ctx.thread_base(d));
+    return offset == "0" ? base : base + " + " + pad(offset);
   }
 };
 
 // How many consecutive elements of the linear index each thread holds in a
-// row (its registers' lowest bits are the index's lowest bits).
+// row (its registers' lowest bits are the index's lowest bits), as a power of 2.
 int contiguous_run(const Distribution& d) {
   int run = 0;
   while (run < static_cast<int>(d.register_bits.size()) && d.register_bits[static_cast<size_t>(run)] == run) ++run;
@@ -164,10 +159,10 @@ int contiguous_run(const Distribution& d) {
 }
 
 // Shared-memory wavefronts that warp 0's accesses of every register of `d`
-// take under swizzle `s`: per vector access (a run of registers), the most
+// take under padding `s`: per vector access (a run of registers), the most
 // distinct 4-byte words any one of the 32 banks serves. A model, for
-// comparing candidate swizzles, not a cycle count.
-int64_t scratch_wavefronts(const Distribution& d, int element_bytes, const ScratchSwizzle& s) {
+// comparing candidate paddings, not a cycle count.
+int64_t scratch_wavefronts(const Distribution& d, int element_bytes, const ScratchPadding& s) {
   int run = contiguous_run(d);
   int64_t vector_bytes = (int64_t{1} << run) * element_bytes, total = 0;
   for (int r = 0; r < d.registers(); r += 1 << run) {
@@ -189,28 +184,27 @@ int64_t scratch_wavefronts(const Distribution& d, int element_bytes, const Scrat
   return total;
 }
 
-// The swizzle of a shared-memory round trip from `from` to `to`: the
+// The padding of a shared-memory round trip from `from` to `to`: the
 // candidate (none among them) with the fewest modelled wavefronts, writes
-// and reads together. Runs of both sides stay whole, so vector accesses do.
-ScratchSwizzle choose_scratch_swizzle(const Distribution& from, const Distribution& to, int element_bytes,
+// and reads together; ties keep the smaller buffer.
+ScratchPadding choose_scratch_padding(const Distribution& from, const Distribution& to, int element_bytes,
                                       const std::vector<int64_t>& shape) {
-  ScratchSwizzle best;
-  auto cost = [&](const ScratchSwizzle& s) {
+  ScratchPadding best;
+  auto cost = [&](const ScratchPadding& s) {
     return scratch_wavefronts(from, element_bytes, s) + scratch_wavefronts(to, element_bytes, s);
   };
   int64_t best_cost = cost(best);
+  // A pad of at least 4 bytes (one bank) and at least the longer run.
   int unit = std::max(contiguous_run(from), contiguous_run(to));
-  int index_bits = 0;
+  while ((int64_t{1} << unit) * element_bytes < 4) ++unit;
+  int index_bits = 0, row = 0;
   while ((int64_t{1} << index_bits) < from.numel) ++index_bits;
-  int row = 0;
   while (!shape.empty() && (int64_t{1} << row) < shape.back()) ++row;
-  for (int phase_bits = 3; phase_bits >= 1; --phase_bits) {
-    for (int row_shift : {unit + phase_bits, row}) {
-      if (row_shift < unit + phase_bits || row_shift + 1 > index_bits) continue;
-      ScratchSwizzle s{unit, phase_bits, row_shift};
-      int64_t c = cost(s);
-      if (c < best_cost) best = s, best_cost = c;
-    }
+  for (int row_shift : {row, unit + 3, unit + 5}) {
+    if (row_shift <= unit || row_shift >= index_bits) continue;
+    ScratchPadding s{unit, row_shift};
+    int64_t c = cost(s);
+    if (c < best_cost) best = s, best_cost = c;
   }
   return best;
 }
@@ -226,7 +220,7 @@ std::string scratch_for(CudaContext& ctx, const ir::Type& t, int64_t elements) {
 // Moves a tile between distributions that see the same linear indices,
 // after renaming: a copy, a register permutation or a shared-memory trip.
 void emit_move(CudaContext& ctx, const ir::Type& t, const std::string& src, const Distribution& from,
-               const std::string& dest, const Distribution& to, bool swizzle_scratch = true) {
+               const std::string& dest, const Distribution& to) {
   if (from == to) return emit_tile_copy(ctx, dest, src, to.registers());
   if (from.lane_bits == to.lane_bits && from.warp_bits == to.warp_bits) {
     std::vector<int> map;
@@ -238,18 +232,17 @@ void emit_move(CudaContext& ctx, const ir::Type& t, const std::string& src, cons
     }
     return emit_register_gather(ctx, dest, src, to.registers(), map);
   }
-  std::string buffer = scratch_for(ctx, t, from.numel);
-  ScratchSwizzle swizzle =
-      swizzle_scratch ? choose_scratch_swizzle(from, to, element_bytes(t), t.shape) : ScratchSwizzle{};
+  ScratchPadding padding = choose_scratch_padding(from, to, element_bytes(t), t.shape);
+  std::string buffer = scratch_for(ctx, t, padding.elements(from.numel));
   std::string own = ctx.owner(from);
   if (!own.empty()) ctx.out.open("if (" + own + ")");
   std::string i = ctx.open_unrolled(from.registers());
-  ctx.out.line(buffer + "[" + swizzle.index(ctx, from, i) + "] = " + src + "[" + i + "];");
+  ctx.out.line(buffer + "[" + padding.index(ctx, from, i) + "] = " + src + "[" + i + "];");
   ctx.out.close();
   if (!own.empty()) ctx.out.close();
   ctx.barrier();
   i = ctx.open_unrolled(to.registers());
-  ctx.out.line(dest + "[" + i + "] = " + buffer + "[" + swizzle.index(ctx, to, i) + "];");
+  ctx.out.line(dest + "[" + i + "] = " + buffer + "[" + padding.index(ctx, to, i) + "];");
   ctx.out.close();
   ctx.shared_reads_done();
 }
@@ -347,12 +340,7 @@ void CudaContext::emit_conversion(ir::ValueId v, const std::string& source, cons
                                   const std::string& dest, const Layout& to) {
   const ir::Type& t = fn.type(v);
   declare_tile(dest, t, to);
-  // Not for a wgmma accumulator's layout: any change to the code that stores
-  // it after the final wait (even an XOR of the address) can make ptxas
-  // serialize every wgmma of the loop (C7514), which costs far more than the
-  // bank conflicts.
-  bool wgmma_source = from.mma && from.mma->warpgroup;
-  emit_move(*this, t, source, distribute(from, t.shape), dest, distribute(to, t.shape), !wgmma_source);
+  emit_move(*this, t, source, distribute(from, t.shape), dest, distribute(to, t.shape));
 }
 
 void emit_shape(CudaContext& ctx, ir::OpId id, const Layout* layout, const std::string& dest) {

@@ -169,10 +169,6 @@ TG_DEVICE float tg_exp2(float x) {
 TG_DEVICE double tg_exp2(double x) { return exp2(x); }
 
 // --- warps, memory ------------------------------------------------------------------------
-// A scratch index with its runs of 2^U elements XORed, within groups of
-// 2^P runs, by P bits of the index from bit R up: layout conversions through
-// shared memory spread a warp's rows over the banks.
-template <int U, int P, int R> TG_DEVICE int tg_swizzle_index(int i) { return i ^ (((i >> R) & ((1 << P) - 1)) << U); }
 // The warp's index, read through a shuffle from lane 0 so the compiler knows
 // every lane holds the same value: what is computed from it (matrix
 // descriptors, shared-memory bases) lives in uniform registers.
