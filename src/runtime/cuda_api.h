@@ -63,6 +63,8 @@ constexpr int kFuncSharedSizeBytes = 1;
 constexpr int kFuncLocalSizeBytes = 3;
 constexpr int kFuncNumRegs = 4;
 constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
+constexpr int kFuncPreferredSharedMemoryCarveout = 9;
+constexpr int kCarveoutMaxShared = 100;  // CU_SHAREDMEM_CARVEOUT_MAX_SHARED, percent
 // CUpointer_attribute
 constexpr int kPointerDeviceOrdinal = 9;
 // CUstreamCaptureStatus and CUstreamCaptureMode

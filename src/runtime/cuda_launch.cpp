@@ -160,6 +160,12 @@ CUfunction Module::load_on(int device) const {
            "use smaller blocks or fewer pipeline stages (num_stages)");
     check(api.cuFuncSetAttribute(function, kFuncMaxDynamicSharedSizeBytes, shared_bytes_),
           where + ": cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, " + std::to_string(shared_bytes_) + ")");
+    // All of the unified L1/shared memory as shared memory. Left to itself the
+    // driver picks a carveout per launch, and beside kernels that prefer L1
+    // it may pick one that fits fewer blocks per SM (Triton asks for the
+    // same maximum).
+    check(api.cuFuncSetAttribute(function, kFuncPreferredSharedMemoryCarveout, kCarveoutMaxShared),
+          where + ": cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT, 100)");
   }
   functions_[device].store(function, std::memory_order_release);
   return function;
