@@ -21,6 +21,26 @@ from tegula.kernels import attention, matmul
 from tegula.testing import do_bench
 
 
+def compare(label: str, flops: float, module, launch, out, want, reference: str, reference_run, once: bool) -> None:
+    """Times `launch(m)` for the module and its Triton twin, checks `out`
+    against `want` after each, and prints the rates and ratios."""
+    t = {}
+    for name, m in (("tegula", module), ("triton", _triton_twin.load(module))):
+        run = lambda m=m: launch(m)  # noqa: E731
+        run()
+        torch.cuda.synchronize()
+        if once:
+            continue
+        error = (out.float() - want).abs().max().item()
+        t[name] = do_bench(run, return_mode="median")
+        print(f"{label} {name}: {flops / t[name] / 1e9:.0f} TFLOP/s, max error {error:.4f}")
+    if once:
+        return
+    t[reference] = do_bench(reference_run, return_mode="median")
+    print(f"{label}: tegula / triton time {t['tegula'] / t['triton']:.3f}; {reference} "
+          f"{flops / t[reference] / 1e9:.0f} TFLOP/s, tegula at {t[reference] / t['tegula']:.3f} of it")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
@@ -32,22 +52,8 @@ def main() -> None:
     for size in args.sizes:
         a, b = (torch.randn(size, size, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
         c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
-        want = (a @ b).float()
-        t = {}
-        for name, module in (("tegula", matmul), ("triton", _triton_twin.load(matmul))):
-            run = lambda module=module: module.matmul(a, b, c, num_warps=8)  # noqa: E731
-            run()
-            torch.cuda.synchronize()
-            if args.once:
-                continue
-            error = (c.float() - want).abs().max().item()
-            t[name] = do_bench(run, return_mode="median")
-            print(f"matmul {size}^3 {name}: {2 * size ** 3 / t[name] / 1e9:.0f} TFLOP/s, max error {error:.3f}")
-        if args.once:
-            continue
-        t["cublas"] = do_bench(lambda: torch.matmul(a, b, out=c), return_mode="median")
-        print(f"matmul {size}^3: tegula / triton time {t['tegula'] / t['triton']:.3f}; cuBLAS "
-              f"{2 * size ** 3 / t['cublas'] / 1e9:.0f} TFLOP/s, tegula at {t['cublas'] / t['tegula']:.3f} of it")
+        compare(f"matmul {size}^3", 2 * size ** 3, matmul, lambda m: m.matmul(a, b, c, num_warps=8), c,
+                (a @ b).float(), "cuBLAS", lambda: torch.matmul(a, b, out=c), args.once)
     if args.no_attention:
         return
     B, H, S, D = 4, 32, 4096, 128
@@ -55,24 +61,11 @@ def main() -> None:
     out = torch.empty_like(q)
     sdpa = torch.nn.functional.scaled_dot_product_attention
     for causal in (False, True):
-        want = sdpa(q, k, v, is_causal=causal).float()
-        flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
-        t = {}
-        for name, module in (("tegula", attention), ("triton", _triton_twin.load(attention))):
-            run = lambda module=module: module.attention(q, k, v, causal=causal, out=out, num_warps=8,  # noqa: E731
-                                                         num_stages=3, BLOCK_M=128, BLOCK_N=64)
-            run()
-            torch.cuda.synchronize()
-            if args.once:
-                continue
-            error = (out.float() - want).abs().max().item()
-            t[name] = do_bench(run, return_mode="median")
-            print(f"attention causal={causal} {name}: {flops / t[name] / 1e9:.0f} TFLOP/s, max error {error:.4f}")
-        if args.once:
-            continue
-        t["sdpa"] = do_bench(lambda: sdpa(q, k, v, is_causal=causal), return_mode="median")
-        print(f"attention causal={causal}: tegula / triton time {t['tegula'] / t['triton']:.3f}; SDPA "
-              f"{flops / t['sdpa'] / 1e9:.0f} TFLOP/s, tegula at {t['sdpa'] / t['tegula']:.3f} of it")
+        compare(f"attention causal={causal}", 4 * B * H * S * S * D * (0.5 if causal else 1.0), attention,
+                lambda m: m.attention(q, k, v, causal=causal, out=out, num_warps=8, num_stages=3, BLOCK_M=128,
+                                      BLOCK_N=64),
+                out, sdpa(q, k, v, is_causal=causal).float(), "SDPA", lambda: sdpa(q, k, v, is_causal=causal),
+                args.once)
 
 
 if __name__ == "__main__":
