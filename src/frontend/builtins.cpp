@@ -358,10 +358,14 @@ Symbol sigmoid(Lowerer& l, const CallArgs& c, const std::string& n) {
                                                            "tl.sigmoid needs a floating-point operand");
   ir::ValueId w = (s == Scalar::F16 || s == Scalar::BF16) ? l.cast(x, Scalar::F32, c.loc) : x;
   ir::Type t = l.type(w);
-  // sigmoid(x) = 1 / (1 + exp(-x))
+  // sigmoid(x) = 1 / (1 + exp(-x)), a math function of a few ulp like exp:
+  // the quotient may be approximate (docs/ir.md, `approx`). IEEE division's
+  // slow path is a call, and in a 64-element epilogue the registers kept
+  // live around those calls cost a matmul half its occupancy.
   ir::ValueId e = l.create(OpKind::Exp, {l.create(OpKind::Neg, {w}, t, c.loc)}, t, c.loc);
   ir::ValueId one = l.broadcast_to(l.constant(ConstValue::real(1.0), t.element(), c.loc), t.shape, c.loc);
-  ir::ValueId r = l.create(OpKind::Div, {one, l.create(OpKind::Add, {one, e}, t, c.loc)}, t, c.loc);
+  ir::ValueId r = l.create(OpKind::Div, {one, l.create(OpKind::Add, {one, e}, t, c.loc)}, t, c.loc,
+                           {{"approx", ir::Attr{int64_t{1}}}});
   return ok(l.cast(r, s, c.loc));
 }
 
@@ -375,12 +379,24 @@ Symbol fma_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   return ok(l.create(OpKind::Fma, {x2, y2, z2}, l.type(z2), c.loc));
 }
 
+// div_rn: IEEE division. fdiv(x, y, ieee_rounding=False): Triton's fast
+// division, approximate (`approx`) unless ieee_rounding is a true constant.
 Symbol div_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "y", "?ieee_rounding"}, c);
   auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, n.c_str());
   if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, Diag::NotFloatingPoint,
                                                 "tl." + n + " needs floating-point operands");
-  return ok(l.create(OpKind::Div, {x, y}, l.type(x), c.loc));
+  bool ieee = n != "fdiv";
+  if (!ieee && a.has("ieee_rounding")) {
+    const Symbol& r = a.get("ieee_rounding");
+    if (!r.is_const() || !r.constant.is_numeric())
+      error_at(a.loc("ieee_rounding"), Diag::NotConstexpr, "tl.fdiv's ieee_rounding must be a constant bool",
+               "pass True or False");
+    ieee = r.constant.kind == ConstValue::Kind::Float ? r.constant.f != 0 : r.constant.i != 0;
+  }
+  std::vector<ir::NamedAttr> attrs;
+  if (!ieee) attrs.push_back({"approx", ir::Attr{int64_t{1}}});
+  return ok(l.create(OpKind::Div, {x, y}, l.type(x), c.loc, attrs));
 }
 
 Symbol umulhi(Lowerer& l, const CallArgs& c, const std::string& n) {

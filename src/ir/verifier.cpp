@@ -548,6 +548,7 @@ void Verifier::check_elementwise(OpId id, const Op& op, Rule rule) {
     case Rule::Arith:
       if (first.pointer) fail(id, "does not apply to pointers (" + to_string(first) + ")");
       optional_attr_kind(id, op, "propagate_nan", false);  // min/max only; see docs/ir.md
+      optional_attr_kind(id, op, "approx", false);         // float div only; see docs/ir.md
       return require_same_type_as_result(id, op, 0);
     case Rule::IntArith:
       if (first.pointer || !is_integer(first.scalar)) fail(id, "needs integer operands, got " + to_string(first));

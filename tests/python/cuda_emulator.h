@@ -68,6 +68,7 @@
 #define tg_fence_proxy_async tg_emu_unused_fence_proxy_async
 #define tg_pin tg_emu_unused_pin
 #define tg_exp2 tg_emu_unused_exp2
+#define tg_div_full tg_emu_unused_div_full
 // Each generated wgmma instruction helper reports itself here.
 void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a, int trans_b);
 #define TG_WGMMA_HOOK(...) tg_emu_wgmma(__VA_ARGS__)
@@ -253,6 +254,7 @@ inline float __ull2float_rz(unsigned long long x) { return tg_emu_to_float_rz(x)
 #undef tg_fence_proxy_async
 #undef tg_pin
 #undef tg_exp2
+#undef tg_div_full
 
 // ex2.approx.ftz.f32: subnormal inputs and results flush to (signed) zero.
 inline float tg_exp2(float x) {
@@ -261,6 +263,8 @@ inline float tg_exp2(float x) {
   return y < std::numeric_limits<float>::min() ? 0.0f : y;
 }
 inline double tg_exp2(double x) { return std::exp2(x); }
+// div.full.f32 is within 2 ulp; the emulator divides exactly.
+inline float tg_div_full(float a, float b) { return a / b; }
 
 inline float tg_f16_to_f32(unsigned short h) {
   _Float16 x;

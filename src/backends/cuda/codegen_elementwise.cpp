@@ -123,6 +123,10 @@ std::string arithmetic_expr(const CudaContext& ctx, const ir::Op& op, const std:
   if (ir::is_float(s) && (op.kind == OpKind::Min || op.kind == OpKind::Max) && propagates_nan(op))
     text = op.kind == OpKind::Min ? "tg_fmin_nan($0, $1)" : "tg_fmax_nan($0, $1)";
   if (contractible_product(ctx, op, s)) text = "$0 * $1";
+  // An approximate quotient (sigmoid, fdiv): div.full.f32, 2 ulp, no slow
+  // path; f64 stays IEEE.
+  if (op.kind == OpKind::Div && s != Scalar::F64 && ir::is_float(s) && op.has_attr("approx"))
+    text = "tg_div_full($0, $1)";
   std::vector<std::string> computed;
   for (const std::string& e : operands) computed.push_back(to_compute(s, e));
   return from_compute(s, substitute(text, computed, s));

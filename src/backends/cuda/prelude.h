@@ -167,6 +167,14 @@ TG_DEVICE float tg_exp2(float x) {
   return y;
 }
 TG_DEVICE double tg_exp2(double x) { return exp2(x); }
+// An approximate quotient (the IR's `approx` division: tl.sigmoid, tl.fdiv):
+// div.full.f32, within 2 ulp over the full range, with no call to IEEE
+// division's slow path (whose live registers can halve a kernel's occupancy).
+TG_DEVICE float tg_div_full(float a, float b) {
+  float q;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b));
+  return q;
+}
 
 // --- warps, memory ------------------------------------------------------------------------
 // The warp's index, read through a shuffle from lane 0 so the compiler knows
