@@ -10,7 +10,8 @@
 // distribution is a copy; the same lanes and warps owning the same elements
 // is a permutation of registers; anything else goes through shared memory
 // (each owner writes its elements at their linear index, a barrier, each
-// thread reads the elements it needs). reshape keeps linear indices, trans
+// thread reads the elements it needs; the scratch rows are padded when that
+// spreads a warp's accesses over more banks, ScratchPadding). reshape keeps linear indices, trans
 // permutes their bits, join/split interleave them, so all of them are a
 // shared-memory round trip with remapped addresses unless they happen to be
 // a register permutation.
