@@ -381,8 +381,10 @@ ir::ValueId carried_accumulator(const CudaContext& ctx, ir::OpId id) {
 
 ir::ValueId accumulator_storage(const CudaContext& ctx, ir::OpId elementwise) {
   const ir::Op& scale = ctx.fn.op(elementwise);
-  if (scale.results.size() != 1 || !ctx.fn.type(scale.results[0]).is_tile() || !scale.parent.valid()) return {};
+  if (scale.results.size() != 1 || !scale.parent.valid()) return {};
   ir::ValueId value = scale.results[0];
+  const ir::Type& t = ctx.fn.type(value);
+  if (!t.is_tile() || t.rank() != 2 || !ir::is_float(t.scalar)) return {};  // not a tensor-core accumulator
   for (ir::OpId id : ctx.fn.block(scale.parent).ops) {
     const ir::Op& dot = ctx.fn.op(id);
     if (dot.erased || dot.kind != ir::OpKind::Dot || dot.operands[2] != value) continue;
