@@ -3,11 +3,10 @@
     python tools/launch_overhead.py [--device cuda|cpu] [--launches 20000] [--rounds 7]
 
 The kernel (``axpy``: three arrays, a float, an int and a constexpr block) is
-one source for Tegula and Triton, launched on one program so the device (or
-the CPU backend's single program) finishes each launch faster than the host
-makes the next: the time per launch is the host's. Each variant runs
-`launches` times per round after a warm-up; the median and the best round are
-reported in microseconds.
+one source for Tegula and Triton, launched on one program. Each variant runs `launches` times per round after a
+warm-up, timed in bursts of 200 that start with the device idle (so the host
+never waits for the GPU); the median and the best burst are reported in
+microseconds per launch.
 
 Variants: ``tegula`` (``kernel[grid](...)``: the C++ launcher), ``tegula
 python path`` (the same launch through JITFunction._launch_python, the
@@ -43,18 +42,24 @@ def axpy_body(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, alpha * x + y, mask=mask)
 
 
-def per_launch_us(launch, launches: int, rounds: int, synchronize) -> tuple:
-    """(median, best) microseconds per launch over `rounds` rounds."""
+def per_launch_us(launch, launches: int, rounds: int, synchronize, burst: int = 200) -> tuple:
+    """(median, best) microseconds per launch over bursts of `burst` launches.
+
+    Each burst starts with the device idle and its clock stops before the
+    synchronize: a burst is shorter than the driver's queue of pending
+    launches, so this is the host's time even where the GPU retires tiny
+    kernels more slowly than the host queues them."""
     for _ in range(min(launches, 2000)):
         launch()
     synchronize()
     samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(launches):
-            launch()
+    for _ in range(rounds * max(1, launches // burst)):
         synchronize()
-        samples.append((time.perf_counter() - start) / launches * 1e6)
+        start = time.perf_counter()
+        for _ in range(burst):
+            launch()
+        samples.append((time.perf_counter() - start) / burst * 1e6)
+    synchronize()
     return statistics.median(samples), min(samples)
 
 

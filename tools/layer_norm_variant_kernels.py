@@ -1,4 +1,4 @@
-"""Layer norm forward kernels written three more ways, for tools/layer_norm_variants.py
+"""Layer norm forward kernels written four more ways, for tools/layer_norm_variants.py
 (the fourth, "ln_base", is the benchmark's own tegula.kernels.layer_norm).
 
 Kept in a module of their own with only Tegula's two import lines, so that
@@ -63,6 +63,27 @@ def ln_sumsq(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, x_row_stride, y_
     w = tl.load(w_ptr + cols, mask=in_row, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + cols, mask=in_row, other=0.0).to(tl.float32)
     y = (x - mean) * rstd * w + b
+    tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row)
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+
+
+@tegula.jit
+def ln_ieee(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, x_row_stride, y_row_stride, eps,
+            BLOCK_N: tl.constexpr):
+    # The base kernel with its divisions and square root asked for as IEEE
+    # operations by name (div_rn, sqrt_rn): both compilers then round exactly.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    in_row = cols < N
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=in_row, other=0.0).to(tl.float32)
+    mean = tl.math.div_rn(tl.sum(x, axis=0), N.to(tl.float32))
+    centred = tl.where(in_row, x - mean, 0.0)
+    var = tl.math.div_rn(tl.sum(centred * centred, axis=0), N.to(tl.float32))
+    rstd = tl.math.div_rn(1.0, tl.sqrt_rn(var + eps))
+    w = tl.load(w_ptr + cols, mask=in_row, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=in_row, other=0.0).to(tl.float32)
+    y = centred * rstd * w + b
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row)
     tl.store(mean_ptr + row, mean)
     tl.store(rstd_ptr + row, rstd)

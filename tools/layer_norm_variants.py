@@ -19,7 +19,7 @@ from tegula import _triton_twin
 from tegula.testing import do_bench
 
 
-VARIANTS = ("ln_base", "ln_early_wb", "ln_evict", "ln_sumsq")
+VARIANTS = ("ln_base", "ln_early_wb", "ln_evict", "ln_sumsq", "ln_ieee")
 
 
 def main() -> None:

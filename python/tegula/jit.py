@@ -232,7 +232,7 @@ class JITFunction:
         values = self._bind(sig, args, kwargs)
         key, launch_values = self._specialize(sig, values, options)
         grid3 = self._resolve_grid(grid, sig, values, options)
-        entry = self._cache.get(key)
+        entry = self._cached_entry(sig, key)
         if entry is None:
             entry = self._compile(sig, key)
         if self.debug:
@@ -273,7 +273,7 @@ class JITFunction:
         kwargs = dict(kwargs)
         options = self._pop_launch_options(sig, kwargs) if kwargs else None
         key, _ = self._specialize(sig, self._bind(sig, args, kwargs), options)
-        entry = self._cache.get(key)
+        entry = self._cached_entry(sig, key)
         return entry if entry is not None else self._compile(sig, key)
 
     def warmup(self, /, *args, grid=None, **kwargs):
@@ -284,7 +284,7 @@ class JITFunction:
         key, _ = self._specialize(sig, values, options)
         if grid is not None:
             self._resolve_grid(grid, sig, values, options)
-        entry = self._cache.get(key)
+        entry = self._cached_entry(sig, key)
         if entry is None:
             entry = self._compile(sig, key)
         return entry.kernel
@@ -417,6 +417,18 @@ class JITFunction:
         return tuple(dims + [1] * (3 - len(dims)))
 
     # --- compiling --------------------------------------------------------------
+
+    def _cached_entry(self, sig: _Signature, key: tuple):
+        """The compiled entry of a specialization, or None to compile it. With
+        TEGULA_BACKEND set, the backend is chosen again at every launch (its
+        conflicts are errors), and an entry compiled for another backend, under
+        an earlier setting, is not used."""
+        entry = self._cache.get(key)
+        if entry is None or _device.forced_backend() is None:
+            return entry
+        places = {param: place(part) for param, part in zip(sig.names, key) if part[0] in ("p", "d")}
+        backend, device = _device.choose(self.__name__, places)
+        return entry if (backend == "cpu") == (entry.device is None) and device == entry.device else None
 
     def _request(self, sig: _Signature, key: tuple):
         parts = key[:len(sig.names)]

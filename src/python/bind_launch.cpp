@@ -22,6 +22,7 @@
 #include <nanobind/stl/shared_ptr.h>
 
 #include <array>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
@@ -146,7 +147,7 @@ class Launcher {
     std::array<int64_t, 3> grid{};
     resolve_grid(call.grid, bound, grid);
     const Target* target = find_or_compile(key.bytes(), call);
-    if (!target) return python_launch(call);
+    if (!target || !backend_allows(*target)) return python_launch(call);
     return run(*target, grid, host);
   }
 
@@ -173,6 +174,25 @@ class Launcher {
     return nb::bytes(key.bytes().data(), key.bytes().size());
   }
 
+  // The function `kernel[grid]` returned for the latest grid of one to three
+  // ints, when `grid` equals it: launches in a loop make no objects for it.
+  // Only such tuples are kept (a callable grid may hold anything alive).
+  PyObject* grid_function(PyObject* grid) const {
+    if (!grid_function_.is_valid()) return nullptr;
+    if (grid == last_grid_.ptr()) return grid_function_.ptr();
+    std::array<int64_t, 3> wanted{}, known{};
+    if (!plain_grid(grid, wanted) || !plain_grid(last_grid_, known) ||
+        PyTuple_GET_SIZE(grid) != PyTuple_GET_SIZE(last_grid_.ptr()) || wanted != known)
+      return nullptr;
+    return grid_function_.ptr();
+  }
+  void remember_grid_function(PyObject* grid, PyObject* function) {
+    std::array<int64_t, 3> dims{};
+    if (!plain_grid(grid, dims)) return;
+    last_grid_ = nb::borrow(grid);
+    grid_function_ = nb::borrow(function);
+  }
+
   void set_debug(bool debug) { debug_ = debug; }
   size_t size() const { return targets_.size(); }
 
@@ -183,6 +203,8 @@ class Launcher {
     visit(missing_.ptr());
     visit(index_.ptr());
     visit(torch_stream_.ptr());
+    visit(grid_function_.ptr());  // holds the launcher: a cycle
+    visit(last_grid_.ptr());
     for (const Param& p : params_) {
       visit(p.name.ptr());
       visit(p.default_value.ptr());
@@ -200,6 +222,8 @@ class Launcher {
     missing_ = nb::object();
     index_ = nb::object();
     torch_stream_ = nb::object();
+    grid_function_ = nb::object();
+    last_grid_ = nb::object();
     prepared_ = false;
   }
 
@@ -392,6 +416,16 @@ class Launcher {
     return target.kernel_object;
   }
 
+  // Whether TEGULA_BACKEND, read at every launch as the Python path reads
+  // it, lets this target run: unset, or naming the target's backend exactly.
+  // Anything else goes to the Python path, which normalizes the value and
+  // reports conflicts (a cached target must not outlive a changed setting).
+  static bool backend_allows(const Target& target) {
+    const char* forced = std::getenv("TEGULA_BACKEND");
+    if (!forced || !*forced) return true;
+    return std::string_view(forced) == (target.device < 0 ? "cpu" : "cuda");
+  }
+
   // The launcher's value for a parameter of this type (the key made the two agree).
   static ArgValue argument(const CompiledKernel& kernel, const ir::Param& param, const HostValue& value) {
     using Kind = HostValue::Kind;
@@ -451,6 +485,8 @@ class Launcher {
   nb::str torch_module_name_ = interned("torch");
   std::vector<nb::object> kept_alive_;  // type objects of option values (none so far: ints and bools)
   std::unordered_map<std::string, Target, StringHash, std::equal_to<>> targets_;
+  nb::object last_grid_;      // a tuple of ints (see grid_function)
+  nb::object grid_function_;  // what `kernel[last_grid_]` returned
   std::string last_key_;             // the key of the latest hit
   const Target* last_target_ = nullptr;  // its entry (map nodes never move)
 };
@@ -510,10 +546,13 @@ PyMethodDef with_grid_method = {"with_grid", with_grid_entry, METH_O,
                                 "with_grid(grid): the launch function of `kernel[grid]`."};
 
 PyObject* with_grid_entry(PyObject* self, PyObject* grid) {
+  Launcher* launcher = nb::inst_ptr<Launcher>(self);
+  if (PyObject* known = launcher->grid_function(grid)) return Py_NewRef(known);
   PyObject* pair = PyTuple_Pack(2, self, grid);
   if (!pair) return nullptr;
   PyObject* function = PyCFunction_New(&grid_launch_method, pair);
   Py_DECREF(pair);
+  if (function) launcher->remember_grid_function(grid, function);
   return function;
 }
 

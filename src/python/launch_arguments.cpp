@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/cuda_api.h"
+
 namespace nb = nanobind;
 
 namespace tegula::python {
@@ -356,6 +358,19 @@ nb::object call_through(const nb::object& method, nb::handle value) {
 
 }  // namespace
 
+bool ArgumentClassifier::single_cuda_device() {
+  if (cuda_devices_ < 0) {
+    // torch and the driver count the same devices (both honour
+    // CUDA_VISIBLE_DEVICES); a driver we cannot ask means "ask torch".
+    try {
+      cuda_devices_ = runtime::cuda::device_count();
+    } catch (const std::exception&) {
+      cuda_devices_ = 0;
+    }
+  }
+  return cuda_devices_ == 1;
+}
+
 // The fast part of _specialize._torch_tensor_part: dtype object, is_cuda /
 // is_cpu, data_ptr() and get_device(); anything unusual goes to Python.
 bool ArgumentClassifier::torch_tensor(nb::handle value, LaunchKey& key, HostValue& out) {
@@ -376,7 +391,11 @@ bool ArgumentClassifier::torch_tensor(nb::handle value, LaunchKey& key, HostValu
   bool on_device = is_cuda.ptr() == Py_True;
   if (!on_device && get(&TorchAccessors::is_cpu, is_cpu_name_).ptr() != Py_True) return false;
   uint64_t address = nb::cast<uint64_t>(call(&TorchAccessors::data_ptr, data_ptr_name_));
-  int64_t device = on_device ? nb::cast<int64_t>(call(&TorchAccessors::get_device, get_device_name_)) : 0;
+  // With one CUDA device in the process, every CUDA tensor is on device 0:
+  // a torch call per tensor saved.
+  int64_t device = 0;
+  if (on_device && !single_cuda_device())
+    device = nb::cast<int64_t>(call(&TorchAccessors::get_device, get_device_name_));
   key.tuple(on_device ? 4 : 3);
   key.text("p");
   key.text(utf8(scalar));

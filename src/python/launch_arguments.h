@@ -121,6 +121,7 @@ class ArgumentClassifier {
                    LaunchKey& key, HostValue& out);
   PyObject* numpy_scalar(PyObject* dtype);
   bool is_torch_type(PyTypeObject* type) const;
+  bool single_cuda_device();  // whether the driver sees exactly one device (asked once)
 
   // The attribute getters of one torch tensor type, looked up in its MRO
   // once (again after the type changes). Calling the descriptors directly
@@ -137,6 +138,7 @@ class ArgumentClassifier {
 
   LaunchSupport support_;
   NumpyLayout numpy_layout_ = NumpyLayout::Unknown;
+  int cuda_devices_ = -1;  // the driver's device count; -1: not asked yet
   // Attribute names, made once (a str per lookup would cost as much as the lookup).
   nanobind::str dtype_name_, is_cuda_name_, is_cpu_name_, data_ptr_name_, get_device_name_;
   // dtype object -> scalar name: NumPy dtypes hash slowly, identity is enough.

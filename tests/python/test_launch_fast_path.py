@@ -128,6 +128,52 @@ def test_grid_forms_and_callable_called_once():
     assert seen[0]["BLOCK"] == 256 and seen[0]["num_warps"] == 4 and seen[0]["x_ptr"] is x
 
 
+def test_grid_launchers_are_reused_for_equal_int_grids_only():
+    kernel = _fresh(axpy)
+    x = np.arange(40, dtype=np.float32)
+    first = kernel[(2,)]
+    assert kernel[(2,)] is first  # equal tuple of ints: the same launch function
+    assert kernel[(2, 1)] is not first and kernel[(3,)] is not kernel[(2,)]
+    for grid in ((3,), (2,), (2, 1), (2, 1, 1)):
+        out = np.zeros_like(x)
+        kernel[grid](x, x, out, 1.0, 40, BLOCK=16)
+        np.testing.assert_array_equal(out[:16 * grid[0]], 2 * x[:16 * grid[0]])
+        np.testing.assert_array_equal(out[16 * grid[0]:], 0)
+
+    class Holder:  # what a grid callable's closure might keep alive
+        pass
+
+    held = Holder()
+    ref = weakref.ref(held)
+
+    def grid(meta, held=held):
+        return (1,)
+
+    kernel[grid](x, x, np.zeros_like(x), 1.0, 40, BLOCK=16)
+    del grid, held
+    gc.collect()
+    assert ref() is None, "a callable grid must not be kept by the launcher"
+
+
+def test_backend_setting_is_read_at_every_launch(monkeypatch):
+    kernel = _fresh(axpy)
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros_like(x)
+    monkeypatch.delenv("TEGULA_BACKEND", raising=False)
+    kernel[(1,)](x, x, out, 1.0, 16, BLOCK=16)  # compiled and cached for the CPU
+    calls = _count_python_calls(kernel, monkeypatch)
+    monkeypatch.setenv("TEGULA_BACKEND", "cpu")  # agrees with the cached kernel: still the fast path
+    kernel[(1,)](x, x, out, 2.0, 16, BLOCK=16)
+    np.testing.assert_array_equal(out, 3 * x)
+    assert calls == {"python": 0, "miss": 0}
+    monkeypatch.setenv("TEGULA_BACKEND", "cuda")  # host arrays now conflict, cached or not
+    for launch in (lambda: kernel[(1,)](x, x, out, 1.0, 16, BLOCK=16),
+                   lambda: kernel._launch_python((1,), (x, x, out, 1.0, 16), {"BLOCK": 16})):
+        with pytest.raises(ValueError, match="TEGULA_BACKEND=cuda, but argument 'x_ptr' of kernel 'axpy' is in "
+                                             "host memory"):
+            launch()
+
+
 def test_parameter_named_like_the_launch_arguments():
     @tegula.jit
     def k(grid, args, kwargs, BLOCK: tl.constexpr):
