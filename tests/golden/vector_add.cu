@@ -124,16 +124,16 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_x_ptr,
   #pragma unroll
   for (int j20 = 0; j20 < 8; j20 += 4) {
     if (v7[j20 + 0] && v7[j20 + 1] && v7[j20 + 2] && v7[j20 + 3]) {
-      tg_vec<float, 4> w21;
-      #pragma unroll
-      for (int j22 = 0; j22 < 4; ++j22) {
-        w21.v[j22] = v16[j20 + j22];
-      }
-      *reinterpret_cast<tg_vec<float, 4>*>(v15[j20]) = w21;
+      uint4 w21;
+      w21.x = __float_as_uint(v16[j20 + 0]);
+      w21.y = __float_as_uint(v16[j20 + 1]);
+      w21.z = __float_as_uint(v16[j20 + 2]);
+      w21.w = __float_as_uint(v16[j20 + 3]);
+      tg_st16(v15[j20], w21);
     } else {
       #pragma unroll
-      for (int j23 = 0; j23 < 4; ++j23) {
-        if (v7[j20 + j23]) *v15[j20 + j23] = v16[j20 + j23];
+      for (int j22 = 0; j22 < 4; ++j22) {
+        if (v7[j20 + j22]) *v15[j20 + j22] = v16[j20 + j22];
       }
     }
   }

@@ -69,6 +69,10 @@
 #define tg_pin tg_emu_unused_pin
 #define tg_exp2 tg_emu_unused_exp2
 #define tg_div_full tg_emu_unused_div_full
+#define tg_st16 tg_emu_unused_st16
+#define tg_st8 tg_emu_unused_st8
+#define tg_st16_if tg_emu_unused_st16_if
+#define tg_st8_if tg_emu_unused_st8_if
 // Each generated wgmma instruction helper reports itself here.
 void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a, int trans_b);
 #define TG_WGMMA_HOOK(...) tg_emu_wgmma(__VA_ARGS__)
@@ -153,6 +157,9 @@ inline void launch(Dim3 grid, unsigned threads, unsigned shared_bytes, const std
 
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
+};
+struct alignas(8) uint2 {
+  unsigned x, y;
 };
 
 #define threadIdx (tg_emu::self.thread)
@@ -255,6 +262,10 @@ inline float __ull2float_rz(unsigned long long x) { return tg_emu_to_float_rz(x)
 #undef tg_pin
 #undef tg_exp2
 #undef tg_div_full
+#undef tg_st16
+#undef tg_st8
+#undef tg_st16_if
+#undef tg_st8_if
 
 // ex2.approx.ftz.f32: subnormal inputs and results flush to (signed) zero.
 inline float tg_exp2(float x) {
@@ -265,6 +276,11 @@ inline float tg_exp2(float x) {
 inline double tg_exp2(double x) { return std::exp2(x); }
 // div.full.f32 is within 2 ulp; the emulator divides exactly.
 inline float tg_div_full(float a, float b) { return a / b; }
+// st.global.v4/v2 of words, optionally predicated.
+inline void tg_st16(void* p, uint4 v) { std::memcpy(p, &v, 16); }
+inline void tg_st8(void* p, uint2 v) { std::memcpy(p, &v, 8); }
+inline void tg_st16_if(bool m, void* p, uint4 v) { if (m) std::memcpy(p, &v, 16); }
+inline void tg_st8_if(bool m, void* p, uint2 v) { if (m) std::memcpy(p, &v, 8); }
 
 inline float tg_f16_to_f32(unsigned short h) {
   _Float16 x;

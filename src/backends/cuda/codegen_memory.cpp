@@ -17,6 +17,7 @@
 // ignored for now. `volatile` loads are per element through a volatile pointer.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
@@ -156,6 +157,55 @@ void emit_packed_vector_load(CudaContext& ctx, ir::Scalar s, int vector, const s
   }
 }
 
+// The store side of emit_packed_vector_load: a group of 1-, 2- or 4-byte
+// elements is packed into 32-bit words (one 16-bit word for a 2-byte group)
+// and stored by one st.global.v4/v2 (tg_st16, tg_st8), predicated by
+// `predicate` when it is not empty. A C++ vector assignment leaves NVVM to merge
+// the pieces, and it splits them where it cannot prove the address aligned
+// (addresses built through 64-bit integer arithmetic): the attention
+// epilogue's 16-byte groups of bf16 became one 32-bit and six 16-bit stores
+// each, and four 32-bit stores even as a uint4.
+void emit_word_vector_store(CudaContext& ctx, ir::Scalar s, int vector, const std::string& values,
+                            const std::string& i, const std::string& ptrs, const std::string& predicate) {
+  int element_bytes = static_cast<int>(ir::byte_size(s));
+  int group_bytes = element_bytes * vector;
+  int word_bytes = std::min(4, group_bytes);
+  int words = group_bytes / word_bytes;
+  int per_word = word_bytes / element_bytes;
+  std::string word = word_bytes == 4 ? "unsigned" : "unsigned short";
+  auto bits = [&](const std::string& value) {
+    if (s == ir::Scalar::F32) return "__float_as_uint(" + value + ")";
+    if (element_bytes == 4) return "(unsigned)" + value;
+    std::string lane = element_bytes == 1 ? "unsigned char" : "unsigned short";  // no sign extension
+    return "(" + word + ")(" + lane + ")" + stored(s, value);
+  };
+  std::vector<std::string> packed;
+  for (int k = 0; k < words; ++k) {
+    std::string text;
+    for (int e = 0; e < per_word; ++e) {
+      std::string piece = bits(values + "[" + i + " + " + std::to_string(k * per_word + e) + "]");
+      if (e > 0) piece = "(" + piece + " << " + std::to_string(8 * element_bytes * e) + ")";
+      text += (e ? " | " : "") + piece;
+    }
+    packed.push_back(per_word == 1 ? text : "(" + word + ")(" + text + ")");
+  }
+  std::string address = ptrs + "[" + i + "]";
+  if (words == 1) {  // a 4-, 2- or 1-byte group: a plain store
+    std::string store = "*reinterpret_cast<" + word + "*>(" + address + ") = " + packed[0] + ";";
+    ctx.out.line(predicate.empty() ? store : "if (" + predicate + ") " + store);
+    return;
+  }
+  std::string w = ctx.fresh("w");
+  std::string type = words == 4 ? "uint4" : "uint2";
+  ctx.out.line(type + " " + w + ";");
+  for (int k = 0; k < words; ++k) ctx.out.line(w + "." + "xyzw"[k] + " = " + packed[static_cast<size_t>(k)] + ";");
+  std::string helper = words == 4 ? "tg_st16" : "tg_st8";
+  if (predicate.empty())
+    ctx.out.line(helper + "(" + address + ", " + w + ");");
+  else
+    ctx.out.line(helper + "_if(" + predicate + ", " + address + ", " + w + ");");
+}
+
 void emit_tile_load(CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
   ir::ValueId result = op.results[0];
@@ -252,26 +302,30 @@ void emit_tile_store(CudaContext& ctx, ir::OpId id) {
     ctx.out.close();
   } else {
     std::string i = ctx.open_unrolled(d.registers(), a.vector);
-    std::string vec = vec_type(s, a.vector);
-    auto vector_store = [&] {
+    // `predicate`: empty, or the condition of the whole group.
+    auto vector_store = [&](const std::string& predicate) {
+      if (ir::byte_size(s) <= 4) return emit_word_vector_store(ctx, s, a.vector, values, i, ptrs, predicate);
+      std::string vec = vec_type(s, a.vector);
       std::string w = ctx.fresh("w");
+      if (!predicate.empty()) ctx.out.open("if (" + predicate + ")");
       ctx.out.line(vec + " " + w + ";");
       std::string j = ctx.open_unrolled(a.vector);
       ctx.out.line(w + ".v[" + j + "] = " + stored(s, values + "[" + i + " + " + j + "]") + ";");
       ctx.out.close();
       ctx.out.line("*reinterpret_cast<" + vec + "*>(" + ptrs + "[" + i + "]) = " + w + ";");
+      if (!predicate.empty()) ctx.out.close();
     };
     if (!masked) {
-      vector_store();
-    } else {
-      ctx.out.open("if (" + group_mask(mask, i, a.vector, a.uniform_mask) + ")");
-      vector_store();
-      if (!a.uniform_mask) {
-        ctx.out.close_open("else");
-        std::string j = ctx.open_unrolled(a.vector);
-        ctx.out.line(element_store(i + " + " + j));
-        ctx.out.close();
-      }
+      vector_store("");
+    } else if (a.uniform_mask) {
+      vector_store(mask + "[" + i + "]");
+    } else {  // whole groups as vectors, partial ones element by element
+      ctx.out.open("if (" + group_mask(mask, i, a.vector, false) + ")");
+      vector_store("");
+      ctx.out.close_open("else");
+      std::string j = ctx.open_unrolled(a.vector);
+      ctx.out.line(element_store(i + " + " + j));
+      ctx.out.close();
       ctx.out.close();
     }
     ctx.out.close();
