@@ -63,6 +63,10 @@ def test_one_barrier_per_key_block(arch, causal, tmp_path):
             assert "the previous iteration's in-flight group" in body
         assert "a in registers" in body, "P @ V does not take P from registers"
         assert "tg_cp_async_wait" in body
+        # Two dots: the refill issues its copies every iteration, with the
+        # source size zero past the last key block, not under a branch.
+        assert re.search(r"const bool live\d+ = k\d+ \+ \d+ < trips\d+;", body), body
+        assert not re.search(r"if \(k\d+ \+ \d+ < trips\d+\)", body), body
     assert source.count("is the same in every iteration: staged once") == 2  # Q, before each loop
 
 

@@ -39,6 +39,16 @@ def matmul_sm90(tmp_path_factory):
     return text, cuda
 
 
+def test_single_dot_loop_refills_under_a_branch(matmul_sm90):
+    # A branch-free refill keeps every chunk's address live across
+    # iterations: the gelu epilogue's registers went from 128 to 160 (one
+    # block per SM). The kernel's single-dot loop keeps the branch.
+    _, cuda = matmul_sm90
+    body, _ = k_loop(cuda)
+    assert re.search(r"if \(k\d+ \+ \d+ < trips\d+\)", body), body
+    assert "const bool live" not in body
+
+
 def test_no_proxy_fence_after_the_cp_async_wait(matmul_sm90):
     _, cuda = matmul_sm90
     body, _ = k_loop(cuda)

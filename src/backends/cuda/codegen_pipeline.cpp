@@ -30,6 +30,8 @@
 //   iteration k:  wait until at most S-2 groups are pending (k's has landed)
 //                 barrier (k's tiles visible to all; k-1's readers are done)
 //                 if k+S-1 < trips: issue iteration k+S-1 into stage (k+S-1) % S
+//                   (or, without the branch, issue it reading nothing past
+//                   the last iteration: refill_without_branch)
 //                 commit; the body runs, its dot reading stage k % S
 //   after:     wait for all groups
 //
@@ -293,9 +295,12 @@ std::vector<int64_t> chunk_steps(const Distribution& d, int vector, const std::v
 }
 
 // Copies iteration `j`'s tiles into stage `stage`; the pointers are the
-// carried tiles advanced `ahead` times.
+// carried tiles advanced `ahead` times. `live` (a condition, or empty for
+// always) is folded into each copy's source size: where it is false the
+// copies read nothing and zero the stage, which no later iteration reads
+// (see refill_without_branch).
 void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const std::string& j,
-           const std::string& stage, const std::string& ahead) {
+           const std::string& stage, const std::string& ahead, const std::string& live = "") {
   const ir::Op& op = ctx.fn.op(loop);
   ir::ValueId iv = ctx.fn.block(op.regions[0]).args[0];
   std::string iv_type = c_scalar(ctx.fn.type(iv).scalar);
@@ -347,7 +352,8 @@ void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const 
       src += " + (long long)" + ahead + " * " + offset;
     }
     if (!mask.empty() && ctx.fn.type(load.operands[1]).is_tile()) mask += "[" + i + "]";
-    std::string bytes = mask.empty() ? str(p.chunk_bytes) : mask + " ? " + str(p.chunk_bytes) + " : 0";
+    std::string condition = live.empty() ? mask : mask.empty() ? live : "(" + live + " && " + mask + ")";
+    std::string bytes = condition.empty() ? str(p.chunk_bytes) : condition + " ? " + str(p.chunk_bytes) + " : 0";
     ctx.out.line("tg_cp_async<" + str(p.chunk_bytes) + ">(" + dest + ", " + src + ", " + bytes + ");");
     ctx.out.close();
     if (!own.empty()) ctx.out.close();
@@ -435,6 +441,47 @@ std::vector<InvariantOperand> invariant_operands(const CudaContext& ctx, ir::OpI
 
 }  // namespace
 
+// Whether the refill issues its copies every iteration, with the source size
+// zero past the last one (issue()), rather than under a branch. The branch
+// splits the loop body, and ncu put 9% of the attention loop's samples in
+// dispatch stalls around it; without it the attention loop is one block and
+// its time 3% lower, the persistent matmul's 6%. But then NVVM keeps every
+// chunk's source address live across iterations instead of recomputing
+// them inside the branch: the gelu matmul epilogue went from 128 to 160
+// registers, one 256-thread block per SM instead of two (470 TFLOP/s
+// instead of 570). So: branch-free where occupancy is already one block or
+// a loop around the loop dominates (several dots in the body, or a loop
+// nested in another), under a branch for the single-dot loop of a kernel.
+bool refill_without_branch(const CudaContext& ctx, ir::OpId loop) {
+  const ir::Op& op = ctx.fn.op(loop);
+  int dots = 0;
+  for (ir::OpId id : ctx.fn.block(op.regions[0]).ops)
+    if (!ctx.fn.op(id).erased && ctx.fn.op(id).kind == OpKind::Dot) ++dots;
+  if (dots > 1) return true;
+  for (ir::BlockId b = op.parent; b.valid();) {
+    ir::OpId owner = ctx.fn.block(b).parent;
+    if (!owner.valid()) break;
+    if (ctx.fn.op(owner).kind == OpKind::For || ctx.fn.op(owner).kind == OpKind::While) return true;
+    b = ctx.fn.op(owner).parent;
+  }
+  return false;
+}
+
+// Issues iteration k + ahead into `stage` (the caller commits the group).
+void refill(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const std::string& k,
+            const std::string& trips, const std::string& stage, const std::string& ahead) {
+  std::string j = k + " + " + ahead;
+  if (refill_without_branch(ctx, loop)) {
+    std::string live = ctx.fresh("live");
+    ctx.out.line("const bool " + live + " = " + j + " < " + trips + ";");
+    issue(ctx, loop, pipeline, j, stage, ahead, live);
+  } else {
+    ctx.out.open("if (" + j + " < " + trips + ")");
+    issue(ctx, loop, pipeline, j, stage, ahead);
+    ctx.out.close();
+  }
+}
+
 void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
   if (ctx.shared_reserved() > 0) return;  // inside another pipelined loop
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
@@ -515,10 +562,8 @@ void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
   ctx.out.open("");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
   std::string ahead = str(pipeline->ahead());
-  ctx.out.open("if (" + k + " + " + ahead + " < " + trips + ")");
   // (k + S - 1) % S is the stage iteration k - 1 read.
-  issue(ctx, loop, *pipeline, k + " + " + ahead, previous_stage(loop, stages), ahead);
-  ctx.out.close();
+  refill(ctx, loop, *pipeline, k, trips, previous_stage(loop, stages), ahead);
   ctx.out.line("tg_cp_async_commit();");
   ctx.out.close();
 }
@@ -532,9 +577,7 @@ void pipeline_refill(CudaContext& ctx) {
   ctx.out.open("");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
   std::string ahead = str(pipeline->ahead());
-  ctx.out.open("if (" + flight.k + " + " + ahead + " < " + flight.trips + ")");
-  issue(ctx, flight.loop, *pipeline, flight.k + " + " + ahead, previous_stage(flight.loop, pipeline->stages), ahead);
-  ctx.out.close();
+  refill(ctx, flight.loop, *pipeline, flight.k, flight.trips, previous_stage(flight.loop, pipeline->stages), ahead);
   ctx.out.line("tg_cp_async_commit();");
   ctx.out.close();
   flight.refilled = true;
