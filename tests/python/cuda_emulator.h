@@ -161,6 +161,9 @@ struct alignas(16) uint4 {
 struct alignas(8) uint2 {
   unsigned x, y;
 };
+// CUDA's store with the write-back cache operator (the prelude's tg_st16).
+template <class T>
+inline void __stwb(T* p, T v) { *p = v; }
 
 #define threadIdx (tg_emu::self.thread)
 #define blockIdx (tg_emu::self.block)

@@ -1,9 +1,9 @@
 """Vector stores on the CUDA backend, without a GPU.
 
 A group of contiguous elements that axis info proves 16-byte (or 8-byte)
-aligned is packed into 32-bit words and stored by one `st.global.v4.b32`
-(`v2`), predicated when a mask covers the whole group (tg_st16, tg_st8 and
-their `_if` forms). A C++ vector assignment left the merging to NVVM, which
+aligned is packed into 32-bit words and stored by one `st.global.wb.v4`
+(`v2`, CUDA's __stwb), predicated when a mask covers the whole group (tg_st16,
+tg_st8 and their `_if` forms). A C++ vector assignment left the merging to NVVM, which
 split it where the address came from 64-bit integer arithmetic: the attention
 epilogue's 16-byte bf16 groups became seven narrow stores each. Checked here:
 the PTX of such a store (NVRTC), and the packing of every element width in

@@ -200,23 +200,15 @@ template <class T, int N> struct alignas(sizeof(T) * N) tg_vec { T v[N]; };
 // 16- and 8-byte global stores of words as one st.global.v4/v2, optionally
 // predicated: NVVM splits a C++ vector store whose address it cannot prove
 // aligned (one built through 64-bit integer arithmetic), even of a uint4.
-// The generator uses them only where axis info proves the alignment. The
-// memory clobber keeps them in order with the kernel's other accesses.
-TG_DEVICE void tg_st16(void* p, uint4 v) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-               : "memory");
-}
-TG_DEVICE void tg_st8(void* p, uint2 v) {
-  asm volatile("st.global.v2.b32 [%0], {%1, %2};" :: "l"(p), "r"(v.x), "r"(v.y) : "memory");
-}
-TG_DEVICE void tg_st16_if(bool m, void* p, uint4 v) {
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n @p st.global.v4.b32 [%0], {%1, %2, %3, %4};\n}"
-               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"((int)m) : "memory");
-}
-TG_DEVICE void tg_st8_if(bool m, void* p, uint2 v) {
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %3, 0;\n @p st.global.v2.b32 [%0], {%1, %2};\n}"
-               :: "l"(p), "r"(v.x), "r"(v.y), "r"((int)m) : "memory");
-}
+// CUDA's __stwb (st.global.wb, the default write-back policy) is one vector
+// store whatever NVVM knows of the address, and unlike inline asm it keeps
+// constant address offsets in the instruction and lets the compiler order
+// it like any store. The generator uses them only where axis info proves
+// the alignment.
+TG_DEVICE void tg_st16(void* p, uint4 v) { __stwb(reinterpret_cast<uint4*>(p), v); }
+TG_DEVICE void tg_st8(void* p, uint2 v) { __stwb(reinterpret_cast<uint2*>(p), v); }
+TG_DEVICE void tg_st16_if(bool m, void* p, uint4 v) { if (m) __stwb(reinterpret_cast<uint4*>(p), v); }
+TG_DEVICE void tg_st8_if(bool m, void* p, uint2 v) { if (m) __stwb(reinterpret_cast<uint2*>(p), v); }
 
 // Global loads with a PTX cache qualifier, for tl.load's cache_modifier and
 // eviction_policy: tg_ld<bytes>_<q>(address) for each access size and
