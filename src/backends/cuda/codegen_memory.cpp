@@ -106,6 +106,20 @@ std::string group_mask(const std::string& mask, const std::string& i, int vector
   return all;
 }
 
+// How a group of `vector` elements of `s` splits into 32-bit words (one
+// 16-bit word for a 2-byte group), for the packed loads and stores below.
+struct WordPacking {
+  WordPacking(ir::Scalar s, int vector)
+      : element_bytes(static_cast<int>(ir::byte_size(s))),
+        group_bytes(element_bytes * vector),
+        word_bytes(std::min(4, group_bytes)),
+        words(group_bytes / word_bytes),
+        per_word(word_bytes / element_bytes),
+        word(word_bytes == 4 ? "unsigned" : "unsigned short") {}
+  int element_bytes, group_bytes, word_bytes, words, per_word;
+  std::string word;  // the C type of one word
+};
+
 // A vector of 1- or 2-byte elements moves as 32-bit words (16-bit for a
 // 2-byte group): `other` is packed into the words, the predicated load
 // replaces whole registers, and elements are shifted out of the words.
@@ -115,12 +129,10 @@ std::string group_mask(const std::string& mask, const std::string& i, int vector
 void emit_packed_vector_load(CudaContext& ctx, ir::Scalar s, int vector, const std::string& dest,
                              const std::string& i, const std::string& ptrs, const std::string& mask,
                              const std::string& other, const std::string& suffix) {
-  int element_bytes = static_cast<int>(ir::byte_size(s));
-  int group_bytes = element_bytes * vector;
-  int word_bytes = std::min(4, group_bytes);
-  int words = group_bytes / word_bytes;
-  int per_word = word_bytes / element_bytes;
-  std::string word = word_bytes == 4 ? "unsigned" : "unsigned short";
+  const WordPacking pack(s, vector);
+  const int element_bytes = pack.element_bytes, group_bytes = pack.group_bytes, words = pack.words,
+            per_word = pack.per_word;
+  const std::string& word = pack.word;
   std::string vec = "tg_vec<" + word + ", " + std::to_string(words) + ">";
   std::string w = ctx.fresh("w");
   std::string load = global_read(vec, group_bytes, ptrs + "[" + i + "]", suffix);
@@ -170,12 +182,9 @@ void emit_packed_vector_load(CudaContext& ctx, ir::Scalar s, int vector, const s
 // bandwidth against 91%.
 void emit_word_vector_store(CudaContext& ctx, ir::Scalar s, int vector, const std::string& values,
                             const std::string& i, const std::string& ptrs, const std::string& predicate) {
-  int element_bytes = static_cast<int>(ir::byte_size(s));
-  int group_bytes = element_bytes * vector;
-  int word_bytes = std::min(4, group_bytes);
-  int words = group_bytes / word_bytes;
-  int per_word = word_bytes / element_bytes;
-  std::string word = word_bytes == 4 ? "unsigned" : "unsigned short";
+  const WordPacking pack(s, vector);
+  const int element_bytes = pack.element_bytes, words = pack.words, per_word = pack.per_word;
+  const std::string& word = pack.word;
   auto bits = [&](const std::string& value) {
     if (s == ir::Scalar::F32) return "__float_as_uint(" + value + ")";
     if (element_bytes == 4) return "(unsigned)" + value;
