@@ -99,7 +99,10 @@ WORKER = textwrap.dedent(f"""
     import tegula
     import test_cache_safety
     open(ready, "w").close()
+    deadline = time.monotonic() + 300  # an interrupted test must not leave workers spinning
     while not os.path.exists(go):
+        if time.monotonic() > deadline:
+            sys.exit("no start signal within 300 s")
         time.sleep(0.002)
     test_cache_safety.run_kernels(backend, seed)
     print(json.dumps(tegula.runtime_stats()))
