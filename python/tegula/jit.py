@@ -422,13 +422,25 @@ class JITFunction:
         """The compiled entry of a specialization, or None to compile it. With
         TEGULA_BACKEND set, the backend is chosen again at every launch (its
         conflicts are errors), and an entry compiled for another backend, under
-        an earlier setting, is not used."""
+        an earlier setting, is not used: the one for this backend is kept
+        beside it (_forced_key), so the entry of `key` stays what the C++
+        launcher caches for it too."""
         entry = self._cache.get(key)
         if entry is None or _device.forced_backend() is None:
             return entry
+        backend, device = self._backend_of(sig, key)
+        if (backend == "cpu") == (entry.device is None) and device == entry.device:
+            return entry
+        return self._cache.get(self._forced_key(sig, key))
+
+    def _backend_of(self, sig: _Signature, key: tuple):
         places = {param: place(part) for param, part in zip(sig.names, key) if part[0] in ("p", "d")}
-        backend, device = _device.choose(self.__name__, places)
-        return entry if (backend == "cpu") == (entry.device is None) and device == entry.device else None
+        return _device.choose(self.__name__, places)
+
+    def _forced_key(self, sig: _Signature, key: tuple) -> tuple:
+        """Where the entry of `key` compiled under TEGULA_BACKEND for a backend
+        other than its first entry's is kept."""
+        return key + (("backend",) + self._backend_of(sig, key),)
 
     def _request(self, sig: _Signature, key: tuple):
         parts = key[:len(sig.names)]
@@ -439,8 +451,7 @@ class JITFunction:
     def _compile_options(self, sig: _Signature, key: tuple):
         """(CompileOptions, CUDA device or None) for a specialization: the
         backend follows where its pointer arguments live."""
-        places = {param: place(part) for param, part in zip(sig.names, key) if part[0] in ("p", "d")}
-        backend, device = _device.choose(self.__name__, places)
+        backend, device = self._backend_of(sig, key)
         options = _C.CompileOptions(backend=backend)
         if device is not None:
             options.device = device
@@ -472,7 +483,7 @@ class JITFunction:
                                f"{e} that its signature does not") from None
         flatten = any(param[0] not in sig.index for param in kernel.params)
         entry = _Entry(kernel, runtime_indices, device, flatten)
-        self._cache[key] = entry
+        self._cache[key if key not in self._cache else self._forced_key(sig, key)] = entry
         return entry
 
     def __repr__(self) -> str:

@@ -174,6 +174,33 @@ def test_backend_setting_is_read_at_every_launch(monkeypatch):
             launch()
 
 
+@tegula.jit
+def no_arrays(value, n):
+    # No array arguments: TEGULA_BACKEND alone picks the backend.
+    tl.static_assert(True)
+
+
+def test_backend_setting_toggled_keeps_both_paths_agreeing(monkeypatch):
+    kernel = _fresh(no_arrays)
+    monkeypatch.delenv("TEGULA_BACKEND", raising=False)
+    kernel[(1,)](1.0, 3)  # compiled for the CPU, cached by both paths
+    first = kernel._entry_for_launch((1.0, 3), {})
+    assert first.device is None
+    monkeypatch.setenv("TEGULA_BACKEND", "cpu")
+    assert kernel._entry_for_launch((1.0, 3), {}) is first
+    from tegula import _device
+
+    if _device.cuda_status()[0]:
+        monkeypatch.setenv("TEGULA_BACKEND", "cuda")
+        kernel[(1,)](1.0, 3)  # a CUDA entry, kept beside the first
+        forced = kernel._entry_for_launch((1.0, 3), {})
+        assert forced is not first and forced.device is not None
+    monkeypatch.delenv("TEGULA_BACKEND")
+    # The entry of the key is still the first one: what the C++ launcher caches for it.
+    assert kernel._entry_for_launch((1.0, 3), {}) is first
+    kernel[(1,)](2.0, 3)
+
+
 def test_parameter_named_like_the_launch_arguments():
     @tegula.jit
     def k(grid, args, kwargs, BLOCK: tl.constexpr):
