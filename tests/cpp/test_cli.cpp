@@ -27,7 +27,13 @@ class TempDir {
     std::string pattern = (fs::temp_directory_path() / "tegula-cli-XXXXXX").string();
     path_ = mkdtemp(pattern.data());
   }
-  ~TempDir() { fs::remove_all(path_); }
+  // The CLI leaves a background compiler building the precompiled prelude in
+  // the cache folder; it may add or rename a file while this removes them, so
+  // errors are ignored and the removal retried.
+  ~TempDir() {
+    std::error_code ec;
+    for (int attempt = 0; attempt < 5 && fs::exists(path_, ec); ++attempt) fs::remove_all(path_, ec);
+  }
   std::string write(const std::string& name, const std::string& text) const {
     std::string file = path_ + "/" + name;
     std::ofstream(file) << text;
