@@ -5,7 +5,9 @@
 // line, the caret, the hint). Its kind picks the exception class.
 #include <Python.h>
 
+#include <cstdlib>
 #include <exception>
+#include <string_view>
 
 #include "python/bindings.h"
 #include "runtime/compiler.h"
@@ -121,6 +123,14 @@ NB_MODULE(_C, m) {
   // life of the process (extension modules are never unloaded).
   m.attr("CompilationError") = nb::steal(compilation_error);
   nb::register_exception_translator(tegula::python::translate_errors, compilation_error);
+
+  // nanobind reports instances still alive when the module is torn down. A
+  // process that exits with other threads running (pytest-xdist's workers,
+  // daemon threads) never clears the modules that hold kernels, so that report
+  // names live kernels, not lost references: Launcher cycles are collectable
+  // (tp_traverse/tp_clear). TEGULA_LEAK_WARNINGS=1 turns the report back on.
+  const char* leak_warnings = std::getenv("TEGULA_LEAK_WARNINGS");
+  nb::set_leak_warnings(leak_warnings && std::string_view(leak_warnings) == "1");
 
   tegula::python::bind_compiler(m);
   tegula::python::bind_kernel(m);

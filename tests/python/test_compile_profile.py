@@ -161,7 +161,9 @@ def test_gpu_report_compile_and_launch_rows():
     Outcome = _bench_gpu.Outcome
     rows = _bench_gpu.compile_rows({
         "compile_cold": [Outcome("tegula", [400.0, 500.0, 450.0], "ok"), Outcome("triton", [1190.0], "ok")],
-        "compile_warm": [Outcome("tegula", [20.0], "ok"), Outcome("triton", [], "error", "ImportError: triton")]})
+        "compile_warm": [Outcome("tegula", [20.0], "ok"), Outcome("triton", [], "error", "ImportError: triton")],
+        "compile_cold_cpu": [Outcome("tegula", [600.0, 700.0, 650.0], "ok")],
+        "compile_warm_cpu": [Outcome("tegula", [30.0], "ok")]})
     rows += _bench_gpu.launch_rows([Outcome("tegula", [0.003], "ok"), Outcome("triton", [0.012], "ok")], 10000, 4)
     by = {(r["workload"], r["variant"]): r for r in rows}
     cold = by["compile_cold", "tegula"]
@@ -173,7 +175,26 @@ def test_gpu_report_compile_and_launch_rows():
     assert targets["compile_cold: tegula first call / triton's"]["value"] == pytest.approx(450 / 1190)
     assert targets["compile_cold: tegula first call / triton's"]["pass"] is True
     assert targets["compile_warm: tegula first call / triton's"]["pass"] is None  # triton not measured
+    assert "CPU backend" in by["compile_cold_cpu", "tegula"]["shape"]
+    assert "empty cache" in by["compile_cold_cpu", "tegula"]["shape"]
+    assert "warm cache" in by["compile_warm_cpu", "tegula"]["shape"]
+    on_cpu = targets["compile_cold_cpu: tegula first call on the CPU backend / triton's"]
+    assert on_cpu["value"] == pytest.approx(650 / 1190) and on_cpu["pass"] is True
     half = targets["launch: tegula host time per launch / triton's (issue 7)"]
     assert half["value"] == pytest.approx(0.25) and half["target"] == "<= 0.5" and half["pass"] is True
     assert targets["launch: tegula host time per launch in us"]["value"] == pytest.approx(3.0)
     assert targets["launch: tegula host time per launch in us"]["pass"] is True
+
+
+def test_gpu_bench_measures_the_cpu_backend_compile_too():
+    from tegula import _bench_gpu
+
+    measured = _bench_gpu.measure_compile(("tegula",), quick=True)
+    assert set(measured) == {"compile_cold", "compile_warm", "compile_cold_cpu", "compile_warm_cpu"}
+    for workload in ("compile_cold_cpu", "compile_warm_cpu"):
+        (outcome,) = measured[workload]
+        assert outcome.variant == "tegula" and outcome.check == "ok", outcome.error
+        assert len(outcome.samples) == 1 and outcome.samples[0] > 0
+    assert measured["compile_warm_cpu"][0].samples[0] < measured["compile_cold_cpu"][0].samples[0]
+    rows = {(r["workload"], r["variant"]): r for r in _bench_gpu.compile_rows(measured)}
+    assert rows["compile_cold_cpu", "tegula"]["unit"] == "s"
