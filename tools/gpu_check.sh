@@ -15,6 +15,8 @@
 #   4. bench       python -m tegula.bench --gpu --json bench.json    -> bench.txt, bench.json
 #      then tools/launch_overhead.py (Tegula vs Triton, tiny kernel)  -> bench.txt
 #   5. demo        python -m tegula.demo --json                      -> demo.txt
+#   6. launch-probe tools/launch_probe.py (launch costs fresh, then after
+#                  the memory-bound workloads; GPU_CHECK_LAUNCH_PROBE=0: skip) -> bench.txt
 #   and the machine (nvidia-smi, versions, libraries)               -> env.txt
 #   with one line per step (status, seconds) and the tails of failures -> summary.txt
 #
@@ -241,6 +243,13 @@ if ((BUILT)); then
   step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" -m tegula.demo --json
 else
   skip demo "no build"
+fi
+
+# --- 6. where launch time goes in a long-lived process (diagnostic, last: it may be cut short) ---
+if ((BUILT)) && [[ "${GPU_CHECK_LAUNCH_PROBE:-1}" != 0 ]]; then
+  step launch-probe "$OUT/bench.txt" "$(allowance 150 0)" "$PY" tools/launch_probe.py
+else
+  skip launch-probe "no build or GPU_CHECK_LAUNCH_PROBE=0"
 fi
 
 note "done in $(elapsed)s; $FAILED step(s) failed; files: $(cd "$OUT" && ls | tr '\n' ' ')"
