@@ -296,6 +296,12 @@ def test_gpu_targets_are_decided_from_the_rows():
     assert launch["value"] == pytest.approx(0.0085 / 0.012) and launch["pass"] is True
     assert targets["fused_chain: torch eager time / tegula time"] == {
         "what": "fused_chain: torch eager time / tegula time", "value": None, "target": ">= 5", "pass": None}
+    # Issue 5: bf16 matmul at 95% of cuBLAS's rate, at 4096^3 and at 8192^3.
+    matmul_share = targets["matmul_bf16: tegula's share of cuBLAS's TFLOP/s"]
+    assert matmul_share["value"] == pytest.approx(0.25) and matmul_share["target"] == ">= 0.95"
+    assert matmul_share["pass"] is False
+    assert targets["matmul_bf16_8192: tegula's share of cuBLAS's TFLOP/s"]["pass"] is None  # not measured
+    assert targets["matmul_bf16: tegula time / triton time"]["pass"] is None
 
 
 def test_gpu_markdown_table():
@@ -435,7 +441,7 @@ def test_quick_gpu_run_end_to_end(backend, tmp_path):
     assert (tmp_path / "gpu.md").read_text() == _bench_gpu.format_markdown(report)
     rows = {(r["workload"], r["variant"]): r for r in report["rows"]}
     for workload in ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul_fp16", "matmul_bf16",
-                     "matmul_autotune", "matmul_autotune_best", "matmul_epilogue", "matmul_persistent",
+                     "matmul_bf16_8192", "matmul_autotune", "matmul_autotune_best", "matmul_epilogue", "matmul_persistent",
                      "attention", "attention_causal"):
         mine = rows[workload, "tegula"]
         assert mine["check"] == "ok" and mine["ms"] > 0 and mine["floor_frac"] > 0, mine
