@@ -238,7 +238,7 @@ def descriptor_part(kernel: str, param: str, desc) -> tuple:
 
 
 def launch_support():
-    """What the C++ launcher (src/python/launch_arguments.h) takes from this
+    """What the C++ launcher (src/bindings/launch_arguments.h) takes from this
     side: the tables and functions above, which it follows and falls back to."""
     import types
 

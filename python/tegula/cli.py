@@ -1,6 +1,6 @@
 """The ``tegula`` console script: runs the C++ CLI installed in the package.
 
-The CLI (src/tools) compiles a kernel file for a signature and prints any
+The CLI (src/cli) compiles a kernel file for a signature and prints any
 stage; it is a native executable so it works without Python too. This shim
 only finds it and replaces the current process with it.
 """

@@ -10,7 +10,7 @@ Pointer key parts record where their memory is, so the key also fixes the
 backend and the CUDA device (``_device.choose``); a CUDA launch adds the
 caller's current stream of that device, looked up at every launch.
 
-The launch itself is one call into C++ (``_C.Launcher``, src/python/
+The launch itself is one call into C++ (``_C.Launcher``, src/bindings/
 bind_launch.cpp): it binds, specializes and finds the cached kernel for the
 common argument kinds without building the Python key, and calls back here
 for a cache miss (``_entry_for_launch``) and for every launch it leaves to

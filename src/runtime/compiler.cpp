@@ -571,6 +571,18 @@ std::string cache_key(const frontend::KernelRequest& request, const CompileOptio
   return key_for(request, options, target_of(options));
 }
 
+GeneratedSource generate_source(const frontend::KernelRequest& request, const CompileOptions& options) {
+  check_request(request, options);
+  std::optional<cuda::Target> target;
+  if (is_cuda(options)) {
+    target.emplace();
+    target->arch = options.cuda_arch > 0 ? options.cuda_arch : cuda::device_arch(options.device);
+  }
+  Attempt attempt{&request, {}, {}, {}};
+  translate_errors(attempt, [&] { return generate(attempt, options, /*keep_ir=*/false, target ? &*target : nullptr); });
+  return GeneratedSource{std::move(attempt.stages.source), std::move(attempt.stages.layouts)};
+}
+
 std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, const CompileOptions& options,
                                         CompileProfile* requested_profile) {
   CompileProfile unprofiled;

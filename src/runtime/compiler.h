@@ -129,6 +129,17 @@ class CompiledKernel {
 std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request,
                                         const CompileOptions& options, CompileProfile* profile = nullptr);
 
+// The generated source of a request, without building it: C++ for the CPU
+// backend; CUDA source and the layout of every tile value for the CUDA
+// backend, for options.cuda_arch (or the device's architecture when 0; that
+// needs the driver). Neither the toolchain nor the disk cache is touched, so
+// it runs anywhere: the golden corpus (tests/golden/corpus) pins it.
+struct GeneratedSource {
+  std::string source;
+  std::string layouts;  // CUDA only
+};
+GeneratedSource generate_source(const frontend::KernelRequest& request, const CompileOptions& options);
+
 // The cache key of a request: a hash of everything that affects the produced
 // code (every function source and its globals, the argument specialization,
 // the options, the toolchain identity, the Tegula version).

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "frontend/ast.h"
-#include "tools/kernel_file.h"
+#include "cli/kernel_file.h"
 
 namespace tegula::tools {
 namespace {

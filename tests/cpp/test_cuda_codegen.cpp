@@ -31,8 +31,8 @@
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
 #include "support/diagnostic.h"
-#include "tools/kernel_file.h"
-#include "tools/signature.h"
+#include "cli/kernel_file.h"
+#include "cli/signature.h"
 #include "cuda_ir_corpus.h"
 
 namespace fs = std::filesystem;

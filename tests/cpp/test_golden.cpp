@@ -16,8 +16,8 @@
 #include "frontend/lower.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
-#include "tools/kernel_file.h"
-#include "tools/signature.h"
+#include "cli/kernel_file.h"
+#include "cli/signature.h"
 
 namespace fs = std::filesystem;
 using namespace tegula;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/signature.h"
+#include "cli/signature.h"
 
 namespace tegula::tools {
 namespace {

@@ -1,4 +1,4 @@
-"""The C++ launch path (`_C.Launcher`, src/python/bind_launch.cpp): it must
+"""The C++ launch path (`_C.Launcher`, src/bindings/bind_launch.cpp): it must
 launch exactly what the Python path (JITFunction._launch_python) would, call
 back into Python only on a cache miss, and key its cache so that two launches
 share an entry only when their Python keys are equal."""

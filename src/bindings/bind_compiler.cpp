@@ -1,0 +1,233 @@
+// Requests, options and the compile entry points.
+//
+// The Python side builds a KernelRequest only on a cache miss of its
+// in-memory launch cache, so these bindings favour plain, explicit structs
+// (keyword constructors, read-write fields) over speed.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "frontend/lower.h"
+#include "bindings/bindings.h"
+#include "runtime/compiler.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace tegula::python {
+namespace {
+
+using frontend::ArgSpec;
+using frontend::FunctionSource;
+using frontend::GlobalValue;
+using frontend::KernelRequest;
+
+ir::Scalar scalar_from_name(const std::string& name) {
+  ir::Scalar s;
+  if (!ir::parse_scalar(name, &s))
+    throw nb::value_error(("unknown scalar type '" + name + "'").c_str());
+  return s;
+}
+
+void bind_global_value(nb::module_& m) {
+  nb::class_<GlobalValue> cls(m, "GlobalValue",
+                              "A global name visible to a kernel, resolved on the host side.");
+  nb::enum_<GlobalValue::Kind>(cls, "Kind")
+      .value("Int", GlobalValue::Kind::Int)
+      .value("Float", GlobalValue::Kind::Float)
+      .value("Bool", GlobalValue::Kind::Bool)
+      .value("None_", GlobalValue::Kind::None)
+      .value("Str", GlobalValue::Kind::Str)
+      .value("DType", GlobalValue::Kind::DType)
+      .value("Language", GlobalValue::Kind::Language)
+      .value("Tegula", GlobalValue::Kind::Tegula)
+      .value("JitFunction", GlobalValue::Kind::JitFunction)
+      .value("Opaque", GlobalValue::Kind::Opaque);
+  cls.def(
+         "__init__",
+         [](GlobalValue* self, GlobalValue::Kind kind, int64_t int_value, double float_value,
+            std::string text, int32_t function) {
+           new (self) GlobalValue{kind, int_value, float_value, std::move(text), function};
+         },
+         "kind"_a = GlobalValue::Kind::None, "int_value"_a = 0, "float_value"_a = 0.0,
+         "text"_a = "", "function"_a = -1)
+      .def_rw("kind", &GlobalValue::kind)
+      .def_rw("int_value", &GlobalValue::int_value)
+      .def_rw("float_value", &GlobalValue::float_value)
+      .def_rw("text", &GlobalValue::text)
+      .def_rw("function", &GlobalValue::function);
+}
+
+void bind_function_source(nb::module_& m) {
+  nb::class_<FunctionSource>(m, "FunctionSource", "One @jit function's source and its globals.")
+      .def(
+          "__init__",
+          [](FunctionSource* self, std::string name, std::string filename, std::string source,
+             int32_t first_line, std::map<std::string, GlobalValue> globals) {
+            new (self) FunctionSource{std::move(name), std::move(filename), std::move(source),
+                                      first_line, std::move(globals)};
+          },
+          "name"_a, "filename"_a, "source"_a, "first_line"_a = 1,
+          "globals"_a = std::map<std::string, GlobalValue>{})
+      .def_rw("name", &FunctionSource::name)
+      .def_rw("filename", &FunctionSource::filename)
+      .def_rw("source", &FunctionSource::source)
+      .def_rw("first_line", &FunctionSource::first_line)
+      .def_rw("globals", &FunctionSource::globals);
+}
+
+void bind_arg_spec(nb::module_& m) {
+  nb::class_<ArgSpec> cls(m, "ArgSpec", "How one kernel parameter is bound at a launch.");
+  nb::enum_<ArgSpec::Kind>(cls, "Kind")
+      .value("Pointer", ArgSpec::Kind::Pointer)
+      .value("Int", ArgSpec::Kind::Int)
+      .value("Float", ArgSpec::Kind::Float)
+      .value("Bool", ArgSpec::Kind::Bool)
+      .value("Constexpr", ArgSpec::Kind::Constexpr)
+      .value("TensorDescriptor", ArgSpec::Kind::TensorDescriptor);
+  cls.def(
+         "__init__",
+         [](ArgSpec* self, ArgSpec::Kind kind, const std::string& dtype, int64_t divisibility,
+            bool is_one, GlobalValue value) {
+           new (self) ArgSpec{kind, scalar_from_name(dtype), divisibility, is_one, std::move(value)};
+         },
+         "kind"_a, "dtype"_a = "i32", "divisibility"_a = 1, "is_one"_a = false,
+         "value"_a = GlobalValue{})
+      .def_rw("kind", &ArgSpec::kind)
+      .def_prop_rw(
+          "dtype", [](const ArgSpec& a) { return std::string(ir::to_string(a.dtype)); },
+          [](ArgSpec& a, const std::string& name) { a.dtype = scalar_from_name(name); })
+      .def_rw("divisibility", &ArgSpec::divisibility)
+      .def_rw("is_one", &ArgSpec::is_one)
+      .def_rw("value", &ArgSpec::value)
+      .def_rw("parts", &ArgSpec::parts)
+      .def_rw("block_shape", &ArgSpec::block_shape);
+}
+
+void bind_request_and_options(nb::module_& m) {
+  nb::class_<KernelRequest>(m, "KernelRequest",
+                            "What the compiler gets: sources (functions[0] is the kernel), "
+                            "the argument specialization, and the debug flag.")
+      .def(
+          "__init__",
+          [](KernelRequest* self, std::vector<FunctionSource> functions, std::vector<ArgSpec> args,
+             bool debug) {
+            new (self) KernelRequest{std::move(functions), std::move(args), debug};
+          },
+          "functions"_a, "args"_a, "debug"_a = false)
+      .def_rw("functions", &KernelRequest::functions)
+      .def_rw("args", &KernelRequest::args)
+      .def_rw("debug", &KernelRequest::debug);
+
+  nb::class_<runtime::CompileOptions>(m, "CompileOptions")
+      .def(
+          "__init__",
+          [](runtime::CompileOptions* self, std::string backend, bool debug, bool keep_stages,
+             std::string cache_dir, int num_warps, int device, int cuda_arch, bool fp_fusion, int num_stages) {
+            new (self) runtime::CompileOptions{std::move(backend), debug, keep_stages, std::move(cache_dir),
+                                               num_warps, device, cuda_arch, fp_fusion, num_stages};
+          },
+          "backend"_a = "cpu", "debug"_a = false, "keep_stages"_a = false, "cache_dir"_a = "",
+          "num_warps"_a = 4, "device"_a = 0, "cuda_arch"_a = 0, "fp_fusion"_a = true, "num_stages"_a = 3)
+      .def_rw("backend", &runtime::CompileOptions::backend)
+      .def_rw("debug", &runtime::CompileOptions::debug)
+      .def_rw("keep_stages", &runtime::CompileOptions::keep_stages)
+      .def_rw("cache_dir", &runtime::CompileOptions::cache_dir)
+      .def_rw("num_warps", &runtime::CompileOptions::num_warps)
+      .def_rw("device", &runtime::CompileOptions::device)
+      .def_rw("cuda_arch", &runtime::CompileOptions::cuda_arch)
+      .def_rw("fp_fusion", &runtime::CompileOptions::fp_fusion)
+      .def_rw("num_stages", &runtime::CompileOptions::num_stages);
+}
+
+// (name, is_constexpr, has_default) per parameter, as written.
+using SignatureTuple = std::tuple<std::string, bool, bool>;
+
+std::vector<SignatureTuple> parse_signature(const FunctionSource& fn) {
+  SourceManager sources;
+  std::vector<frontend::SignatureParam> params;
+  try {
+    params = frontend::parse_signature(fn, sources);
+  } catch (const UserError& e) {
+    throw runtime::to_error(e.diagnostic(), &sources);
+  }
+  std::vector<SignatureTuple> out;
+  out.reserve(params.size());
+  for (const auto& p : params) out.emplace_back(p.name, p.is_constexpr, p.has_default);
+  return out;
+}
+
+std::string cache_directory(const runtime::CompileOptions& options) {
+  try {
+    return runtime::cache_directory(options);
+  } catch (const UserError& e) {
+    throw runtime::to_error(e.diagnostic(), nullptr);
+  }
+}
+
+}  // namespace
+
+void bind_compiler(nb::module_& m) {
+  bind_global_value(m);
+  bind_function_source(m);
+  bind_arg_spec(m);
+  bind_request_and_options(m);
+
+  // Compiling may run the system C++ compiler for seconds: let other Python
+  // threads run meanwhile (the request is a C++ copy, so nothing is shared).
+  m.def(
+      "compile",
+      [](const KernelRequest& request, const runtime::CompileOptions& options) {
+        nb::gil_scoped_release released;
+        return runtime::compile(request, options);
+      },
+      "request"_a, "options"_a,
+      "Compiles (or loads from the disk cache) the kernel of `request`.");
+  m.def(
+      "compile_with_profile",
+      [](const KernelRequest& request, const runtime::CompileOptions& options) {
+        runtime::CompileProfile profile;
+        std::shared_ptr<runtime::CompiledKernel> kernel;
+        {
+          nb::gil_scoped_release released;
+          kernel = runtime::compile(request, options, &profile);
+        }
+        std::vector<std::tuple<std::string, double>> phases;
+        for (const auto& phase : profile.phases) phases.emplace_back(phase.name, phase.seconds);
+        return std::make_tuple(kernel, phases);
+      },
+      "request"_a, "options"_a,
+      "compile() that also returns where the time went: (kernel, [(phase, seconds), ...]); see "
+      "src/runtime/compile_profile.h for the phases.");
+  m.def(
+      "generate_source",
+      [](const KernelRequest& request, const runtime::CompileOptions& options) {
+        runtime::GeneratedSource generated = runtime::generate_source(request, options);
+        return std::make_tuple(std::move(generated.source), std::move(generated.layouts));
+      },
+      "request"_a, "options"_a,
+      "The generated source of `request` without building it: (source, layouts); layouts is empty for "
+      "the CPU backend. CUDA needs options.cuda_arch (or a device).");
+  m.def("cache_key", &runtime::cache_key, "request"_a, "options"_a,
+        "The hex sha256 cache key of a request: everything that affects the produced code.");
+  m.def("cache_directory", &cache_directory, "options"_a,
+        "The resolved kernel cache directory (created 0700 when missing).");
+  m.def("parse_signature", &parse_signature, "function"_a,
+        "The parameters of a kernel as written: a list of (name, is_constexpr, has_default).");
+  m.def(
+      "stats",
+      []() {
+        const runtime::Stats& s = runtime::stats();
+        nb::dict d;
+        d["builds"] = s.builds.load();
+        d["disk_hits"] = s.disk_hits.load();
+        d["disk_rejected"] = s.disk_rejected.load();
+        d["frontend_runs"] = s.frontend_runs.load();
+        return d;
+      },
+      "Process-wide compiler counters: builds, disk_hits, disk_rejected, frontend_runs.");
+}
+
+}  // namespace tegula::python

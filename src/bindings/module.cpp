@@ -1,0 +1,139 @@
+// Module `tegula._C` and the translation of C++ errors into Python exceptions.
+//
+// runtime::Error already carries the fully rendered diagnostic, so the Python
+// message is exactly what a compiler would print (file:line:col, the quoted
+// line, the caret, the hint). Its kind picks the exception class.
+#include <Python.h>
+
+#include <cstdlib>
+#include <exception>
+#include <string_view>
+
+#include "bindings/bindings.h"
+#include "runtime/compiler.h"
+#include "runtime/cuda_api.h"
+#include "support/diagnostic.h"
+
+namespace nb = nanobind;
+
+namespace tegula::python {
+namespace {
+
+PyObject* exception_for(ErrorKind kind, PyObject* compilation_error) {
+  switch (kind) {
+    case ErrorKind::Compile: return compilation_error;
+    case ErrorKind::Type: return PyExc_TypeError;
+    case ErrorKind::Value: return PyExc_ValueError;
+  }
+  return compilation_error;
+}
+
+// Raises `type(message)` with the diagnostic's stable code as its `code`
+// attribute ("E0401"), so callers can branch on the kind of mistake.
+void raise_with_code(PyObject* type, const char* message, Diag code) {
+  PyObject* error = PyObject_CallFunction(type, "s", message);
+  if (!error) return;  // the failed call left its own exception set
+  std::string_view text = code_of(code);
+  PyObject* code_text = PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+  if (code_text && PyObject_SetAttrString(error, "code", code_text) == 0) PyErr_SetObject(type, error);
+  Py_XDECREF(code_text);
+  Py_DECREF(error);
+}
+
+// `payload` is the CompilationError type object; the module keeps it alive.
+void translate_errors(const std::exception_ptr& error, void* payload) {
+  auto* compilation_error = static_cast<PyObject*>(payload);
+  try {
+    std::rethrow_exception(error);
+  } catch (const runtime::DeviceFault& e) {
+    // A debug kernel went out of bounds or failed an assert: tegula.DeviceError.
+    raise_device_error(e);
+  } catch (const runtime::cuda::DriverError& e) {
+    // The driver, the device or a library failed, not the caller's values.
+    raise_with_code(PyExc_RuntimeError, e.what(), e.code());
+  } catch (const runtime::Error& e) {
+    raise_with_code(exception_for(e.kind(), compilation_error), e.what(), e.code());
+  } catch (const UserError& e) {
+    // Only reachable if a UserError escapes without its sources (a bug in the
+    // API boundary); still report it as the user's error, unlocated.
+    raise_with_code(exception_for(e.diagnostic().kind, compilation_error), render(e.diagnostic(), nullptr).c_str(),
+                    e.diagnostic().code);
+  } catch (const InternalError& e) {
+    raise_with_code(PyExc_RuntimeError, e.what(), Diag::InternalCompilerError);
+  }
+}
+
+PyObject* builtin_exception_type(nb::exception_type type) {
+  switch (type) {
+    case nb::exception_type::stop_iteration: return PyExc_StopIteration;
+    case nb::exception_type::index_error: return PyExc_IndexError;
+    case nb::exception_type::key_error: return PyExc_KeyError;
+    case nb::exception_type::value_error: return PyExc_ValueError;
+    case nb::exception_type::type_error: return PyExc_TypeError;
+    case nb::exception_type::buffer_error: return PyExc_BufferError;
+    case nb::exception_type::import_error: return PyExc_ImportError;
+    case nb::exception_type::attribute_error: return PyExc_AttributeError;
+    default: return PyExc_RuntimeError;
+  }
+}
+
+}  // namespace
+
+void set_python_error(const std::exception_ptr& error) {
+  try {
+    try {
+      std::rethrow_exception(error);
+    } catch (nb::python_error& e) {
+      e.restore();
+      return;
+    } catch (const nb::builtin_exception& e) {
+      PyErr_SetString(builtin_exception_type(e.type()), e.what());
+      return;
+    } catch (const std::bad_alloc&) {
+      PyErr_NoMemory();
+      return;
+    } catch (...) {
+    }
+    // The CompilationError type lives on the module (error path only: the lookup may be slow).
+    nb::object module = nb::steal(PyImport_GetModule(nb::str("tegula._C").ptr()));
+    nb::object compilation_error = module.is_valid() ? nb::getattr(module, "CompilationError", nb::none()) : nb::none();
+    PyErr_Clear();
+    translate_errors(error, compilation_error.is_none() ? PyExc_RuntimeError : compilation_error.ptr());
+  } catch (const std::exception& e) {  // none of ours: what nanobind would say
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "an unknown C++ exception");
+  }
+}
+
+}  // namespace tegula::python
+
+NB_MODULE(_C, m) {
+  m.doc() = "Tegula's compiler and runtime (C++), as used by the tegula package.";
+  m.attr("__version__") = TEGULA_VERSION;
+
+  PyObject* compilation_error = PyErr_NewExceptionWithDoc(
+      "tegula.CompilationError",
+      "A kernel failed to compile. The message is the rendered diagnostic: "
+      "file:line:col, error[CODE], the source line with a caret, and a hint; "
+      "`code` is the stable error code (`tegula explain CODE`, docs/diagnostics.md).",
+      PyExc_Exception, nullptr);
+  if (!compilation_error) throw nb::python_error();
+  // The module attribute owns the reference; the translator borrows it for the
+  // life of the process (extension modules are never unloaded).
+  m.attr("CompilationError") = nb::steal(compilation_error);
+  nb::register_exception_translator(tegula::python::translate_errors, compilation_error);
+
+  // nanobind reports instances still alive when the module is torn down. A
+  // process that exits with other threads running (pytest-xdist's workers,
+  // daemon threads) never clears the modules that hold kernels, so that report
+  // names live kernels, not lost references: Launcher cycles are collectable
+  // (tp_traverse/tp_clear). TEGULA_LEAK_WARNINGS=1 turns the report back on.
+  const char* leak_warnings = std::getenv("TEGULA_LEAK_WARNINGS");
+  nb::set_leak_warnings(leak_warnings && std::string_view(leak_warnings) == "1");
+
+  tegula::python::bind_compiler(m);
+  tegula::python::bind_kernel(m);
+  tegula::python::bind_cuda(m);
+  tegula::python::bind_launch(m);
+}

@@ -1,0 +1,349 @@
+// The `tegula` command line: compile a kernel from a Python file for a
+// signature and print any stage of the pipeline, without Python.
+// docs/cli.md is the user's guide; `usage()` below is the reference.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "runtime/compiler.h"
+#include "support/diagnostic.h"
+#include "cli/explain.h"
+#include "cli/kernel_file.h"
+#include "cli/signature.h"
+
+#ifndef TEGULA_VERSION
+#define TEGULA_VERSION "unknown"
+#endif
+
+namespace tegula::tools {
+namespace {
+
+constexpr const char* kUsage = R"(usage: tegula compile FILE.py[::KERNEL] --signature SIG [options]
+       tegula explain CODE
+       tegula version
+       tegula --help
+
+Compiles one @jit kernel of a Python file for one specialization and prints
+the stages of the pipeline. No Python runs: the file is parsed, its imports are
+classified by module name and its literal module-level constants are read.
+
+compile options:
+  FILE.py::KERNEL       the kernel; `::KERNEL` may be left out when FILE.py has
+                        exactly one @jit function
+  -s, --signature SIG   what each kernel parameter is bound to, comma-separated,
+                        in parameter order (required unless --emit ast):
+                          *fp32, *bf16:16   pointer to elements of a dtype
+                                            (:16 = the address is 16-byte aligned)
+                          i32, i64, u64     integer (:16 = divisible by 16, :1 = equal to 1)
+                          fp32, i1          float, bool
+                          1024, 0.5, True, None, fp16, 'text'
+                                            the value of a tl.constexpr parameter
+                        dtypes: fp16 bf16 fp32 fp64 i1 i8 i16 i32 i64 u8 u16 u32 u64
+                        (or float16, bfloat16, float32, int32, uint8, bool, ...).
+                        Trailing parameters with a literal default, or given by
+                        --const, may be left out.
+  -e, --emit STAGES     what to print, comma-separated (default: ir-opt):
+                          ast      the syntax tree of the kernel (needs no signature)
+                          ir       the tile IR as lowered from the source
+                          ir-opt   the tile IR after optimization
+                          cpp      the generated C++ source (CPU backend)
+                          cuda     the generated CUDA source (CUDA backend)
+                          layouts  the layout of every tile value (CUDA)
+                          ptx      the PTX NVRTC made (CUDA)
+                          ptxas    registers, spills and shared memory per block (CUDA)
+                          all      every stage of the chosen backend
+  -c, --const NAME=VALUE
+                        the value of tl.constexpr parameter NAME (repeatable)
+  -b, --backend NAME    cpu (default) or cuda
+  --arch CC             CUDA: compute capability to build for: 90, sm_90a, 80 or sm_80;
+                        default: the GPU of device 0 (needed when there is no GPU)
+  --num-warps N         CUDA: warps per program (default 4)
+  --num-stages N        CUDA: software-pipeline stages of K loops feeding tensor-core
+                        dots (default 3; 1: no pipelining)
+  --debug               compile with bounds checks on every load and store
+  --cache-dir DIR       the kernel cache (default: $TEGULA_CACHE_DIR, else
+                        ~/.cache/tegula)
+
+exit status: 0 success, 1 an error in the kernel or while compiling it,
+             2 a mistake on the command line
+
+example:
+  tegula compile examples/vector_add.py::add_kernel \
+      --signature "*fp32:16, *fp32:16, *fp32:16, i32, 1024" --emit ir,cpp
+)";
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// A mistake on the command line: reported with a pointer to --help.
+struct UsageError {
+  std::string message;
+};
+
+// "tegula: error[E1001]: ", the prefix of the command line's own errors:
+// they carry codes like the compiler's (docs/diagnostics.md, E10xx).
+std::string cli_error(Diag code) { return "tegula: error[" + std::string(code_of(code)) + "]: "; }
+
+struct CompileCommand {
+  std::string file;
+  std::string kernel;  // empty: the file's only @jit function
+  std::string signature;
+  bool has_signature = false;
+  std::vector<std::string> emit;
+  std::vector<std::pair<std::string, std::string>> consts;
+  bool debug = false;
+  std::string cache_dir;
+  std::string backend = "cpu";
+  int arch = 0;
+  int num_warps = 4;
+  int num_stages = 3;
+};
+
+int parse_positive(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v <= 0) throw UsageError{option + " expects a positive integer, got '" + text + "'"};
+  return v;
+}
+
+std::vector<std::string> split_commas(std::string_view text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    std::string item(text.substr(start, comma - start));
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+CompileCommand parse_compile_args(const std::vector<std::string>& args) {
+  CompileCommand cmd;
+  std::string target;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::string inline_value;
+    bool has_inline = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      inline_value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      has_inline = true;
+    }
+    auto value = [&]() -> std::string {
+      if (has_inline) return inline_value;
+      if (i + 1 >= args.size()) throw UsageError{"option " + arg + " needs a value"};
+      return args[++i];
+    };
+    if (arg == "-s" || arg == "--signature") {
+      cmd.signature = value();
+      cmd.has_signature = true;
+    } else if (arg == "-e" || arg == "--emit") {
+      for (const std::string& stage : split_commas(value())) {
+        static const char* const kStages[] = {"ast", "ir", "ir-opt", "cpp", "cuda", "layouts", "ptx", "ptxas", "all"};
+        bool known = false;
+        for (const char* k : kStages) known = known || stage == k;
+        if (!known)
+          throw UsageError{"--emit: unknown stage '" + stage +
+                           "'; expected ast, ir, ir-opt, cpp, cuda, layouts, ptx, ptxas or all"};
+        cmd.emit.push_back(stage);
+      }
+    } else if (arg == "-c" || arg == "--const") {
+      std::string pair = value();
+      size_t eq = pair.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError{"--const expects NAME=VALUE, got '" + pair + "'"};
+      cmd.consts.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+    } else if (arg == "--debug" && !has_inline) {
+      cmd.debug = true;
+    } else if (arg == "--cache-dir") {
+      cmd.cache_dir = value();
+    } else if (arg == "-b" || arg == "--backend") {
+      cmd.backend = value();
+      if (cmd.backend != "cpu" && cmd.backend != "cuda")
+        throw UsageError{"--backend: expected cpu or cuda, got '" + cmd.backend + "'"};
+    } else if (arg == "--arch") {
+      // 90, sm_90, sm_90a and compute_90 all name compute capability 9.0.
+      std::string text = value();
+      std::string digits = text;
+      for (const char* prefix : {"sm_", "compute_"})
+        if (digits.rfind(prefix, 0) == 0) digits = digits.substr(std::string(prefix).size());
+      if (!digits.empty() && digits.back() == 'a' && digits != text) digits.pop_back();
+      try {
+        cmd.arch = parse_positive("--arch", digits);
+      } catch (const UsageError&) {
+        throw UsageError{"--arch expects a compute capability such as 90, sm_90a or 80, got '" + text + "'"};
+      }
+    } else if (arg == "--num-warps") {
+      cmd.num_warps = parse_positive("--num-warps", value());
+    } else if (arg == "--num-stages") {
+      cmd.num_stages = parse_positive("--num-stages", value());
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      throw UsageError{"unknown option '" + args[i] + "'"};
+    } else if (target.empty()) {
+      target = arg;
+    } else {
+      throw UsageError{"unexpected argument '" + arg + "' (the kernel file is already '" + target + "')"};
+    }
+  }
+  if (target.empty()) throw UsageError{"compile needs a kernel file: tegula compile FILE.py::KERNEL ..."};
+  size_t sep = target.rfind("::");
+  cmd.file = target.substr(0, sep);
+  if (sep != std::string::npos) {
+    cmd.kernel = target.substr(sep + 2);
+    if (cmd.kernel.empty()) throw UsageError{"no kernel name after '::' in '" + target + "'"};
+  }
+  if (cmd.emit.empty()) cmd.emit.push_back("ir-opt");
+  for (const std::string& stage : cmd.emit) {
+    bool cuda_stage = stage == "cuda" || stage == "layouts" || stage == "ptx" || stage == "ptxas";
+    if (cuda_stage && cmd.backend != "cuda")
+      throw UsageError{"--emit " + stage + " needs --backend cuda"};
+    if (stage == "cpp" && cmd.backend != "cpu") throw UsageError{"--emit cpp is the CPU backend's source; use --emit cuda"};
+  }
+  return cmd;
+}
+
+bool wants(const CompileCommand& cmd, std::string_view stage) {
+  for (const std::string& s : cmd.emit)
+    if (s == stage || s == "all") return true;
+  return false;
+}
+
+const ast::FunctionDef& select_kernel(const KernelFile& file, const std::string& name) {
+  if (!name.empty()) {
+    if (const ast::FunctionDef* fn = file.find_function(name)) return *fn;
+    std::string known;
+    for (const ast::FunctionDef* fn : file.jit_functions()) known += (known.empty() ? "" : ", ") + fn->name;
+    throw UsageError{"no function '" + name + "' in " + file.path() +
+                     (known.empty() ? " (it has no @jit functions)" : "; its @jit functions: " + known)};
+  }
+  std::vector<const ast::FunctionDef*> jit = file.jit_functions();
+  if (jit.size() == 1) return *jit.front();
+  std::string known;
+  for (const ast::FunctionDef* fn : jit) known += (known.empty() ? "" : ", ") + fn->name;
+  throw UsageError{jit.empty() ? file.path() + " has no @jit function"
+                               : file.path() + " has several @jit functions (" + known +
+                                     "); name one: " + file.path() + "::NAME"};
+}
+
+// Prints one stage; with several stages each gets a header line.
+void print_stage(const CompileCommand& cmd, const std::string& name, const std::string& text) {
+  bool several = cmd.emit.size() > 1 || cmd.emit.front() == "all";
+  if (several) std::cout << "// ===== " << name << " =====\n";
+  std::cout << text;
+  if (!text.empty() && text.back() != '\n') std::cout << '\n';
+}
+
+int compile_command(const std::vector<std::string>& args) {
+  CompileCommand cmd = parse_compile_args(args);
+  KernelFile file(cmd.file);
+  const ast::FunctionDef& kernel = select_kernel(file, cmd.kernel);
+  if (wants(cmd, "ast")) print_stage(cmd, "ast", ast::dump(kernel));
+  bool only_ast = cmd.emit.size() == 1 && cmd.emit.front() == "ast";
+  if (only_ast) return 0;
+  if (!cmd.has_signature)
+    throw UsageError{"--signature is required to compile (only --emit ast works without one)"};
+
+  frontend::KernelRequest request;
+  request.functions = file.collect_functions(kernel);
+  std::vector<KernelParam> params = file.kernel_params(kernel, request.functions.front());
+  request.args = bind_signature(kernel.name, cmd.signature, params, cmd.consts);
+  request.debug = cmd.debug;
+
+  runtime::CompileOptions options;
+  options.debug = cmd.debug;
+  options.keep_stages = true;
+  options.cache_dir = cmd.cache_dir;
+  options.backend = cmd.backend;
+  options.cuda_arch = cmd.arch;
+  options.num_warps = cmd.num_warps;
+  options.num_stages = cmd.num_stages;
+  std::shared_ptr<runtime::CompiledKernel> compiled = runtime::compile(request, options);
+  const runtime::Stages& stages = compiled->stages;
+  bool all = wants(cmd, "all");
+  for (size_t i = 0; i < stages.ir.size(); ++i) {
+    bool first = i == 0, last = i + 1 == stages.ir.size();
+    bool repeat = i > 0 && stages.ir[i].stage == stages.ir[i - 1].stage && stages.ir[i].ir == stages.ir[i - 1].ir;
+    if ((all && !repeat) || (first && wants(cmd, "ir")) || (last && wants(cmd, "ir-opt")))
+      print_stage(cmd, "ir: " + stages.ir[i].stage, stages.ir[i].ir);
+  }
+  bool cuda = cmd.backend == "cuda";
+  if (!cuda && wants(cmd, "cpp")) print_stage(cmd, "cpp", stages.source);
+  if (cuda && wants(cmd, "layouts")) print_stage(cmd, "layouts", stages.layouts);
+  if (cuda && wants(cmd, "cuda")) print_stage(cmd, "cuda", stages.source);
+  if (cuda && wants(cmd, "ptx")) print_stage(cmd, "ptx", stages.ptx);
+  if (cuda && wants(cmd, "ptxas")) print_stage(cmd, "ptxas", stages.compile_log);
+  return 0;
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string& command = args.front();
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (command == "version" || command == "--version") {
+    std::cout << "tegula " << TEGULA_VERSION << "\n";
+    return 0;
+  }
+  if (command == "explain") {
+    if (args.size() != 2) {
+      std::cerr << cli_error(Diag::CliUsage) << "explain takes one error code, e.g. `tegula explain E0401`\n";
+      return kExitUsage;
+    }
+    return explain_command(args[1]);
+  }
+  if (command != "compile") {
+    std::cerr << cli_error(Diag::CliUsage) << "unknown command '" << command << "'\n\n" << kUsage;
+    return kExitUsage;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  for (const std::string& a : rest)
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  try {
+    return compile_command(rest);
+  } catch (const UsageError& e) {
+    std::cerr << cli_error(Diag::CliUsage) << e.message << "\n(run `tegula --help` for usage)\n";
+    return kExitUsage;
+  } catch (const SignatureError& e) {
+    std::cerr << cli_error(Diag::CliSignature) << e.what() << "\n(run `tegula --help` for the signature syntax)\n";
+    return kExitUsage;
+  }
+}
+
+}  // namespace
+}  // namespace tegula::tools
+
+int main(int argc, char** argv) {
+  using namespace tegula;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return tools::run(args);
+  } catch (const tools::FileError& e) {
+    std::cerr << e.what();
+  } catch (const runtime::Error& e) {
+    std::cerr << e.what();
+  } catch (const UserError& e) {
+    std::cerr << render(e.diagnostic(), nullptr);
+  } catch (const std::exception& e) {
+    std::cerr << "tegula: internal error: " << e.what() << "\n";
+  }
+  return tools::kExitError;
+}
