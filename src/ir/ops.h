@@ -8,10 +8,16 @@
 namespace tegula::ir {
 
 enum class OpKind : uint8_t {
-#define OP(name, text, flags) name,
+#define OP(name, text, ...) name,
 #include "ir/ops.def"
 #undef OP
 };
+
+inline constexpr int kNumOpKinds = 0
+#define OP(name, text, ...) +1
+#include "ir/ops.def"
+#undef OP
+    ;
 
 enum OpFlag : uint32_t {
   PURE = 1u << 0,
@@ -21,9 +27,36 @@ enum OpFlag : uint32_t {
   REGIONS = 1u << 4,
 };
 
+// An operand or result count without a fixed bound (ops.def's ANY).
+inline constexpr int kAnyCount = -1;
+
+// What the verifier checks of an op beyond its operand, result and region
+// counts (verifier.cpp has one check per rule; docs/ir.md states them).
+enum class TypeRule : uint8_t {
+  Constant, GridIndex, Arange,
+  Splat, Broadcast, ExpandDims, Reshape, Trans, Join, Split,
+  Numbers,   // ints or floats, every operand of the result type
+  Integers,  // integers (i1 included), every operand of the result type
+  Floats,    // floats, every operand of the result type
+  Compare, Select, Cast, Bitcast, AddPtr,
+  Math, Hint,  // ir/math_ops.h
+  Load, Store,
+  Atomic,      // ir/atomic.h
+  Reduce, Dot,
+  ScanFamily,  // scan, sort, gather, histogram: ir/scan_ops.h
+  For, If, While,
+  Terminator,  // checked against the op that owns the region
+  Print, Assert,
+};
+
 struct OpInfo {
   const char* name;
   uint32_t flags;
+  int min_operands;
+  int max_operands;  // kAnyCount: no upper bound
+  int results;       // kAnyCount: the type rule checks the count
+  int regions;
+  TypeRule rule;
 };
 
 const OpInfo& info(OpKind kind);

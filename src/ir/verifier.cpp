@@ -6,7 +6,8 @@
 //  2. parameters agree with the body's arguments.
 //  3. a walk in program order that tracks which values are visible (defined
 //     earlier in the block or in an enclosing block) and checks each op
-//     against its signature row and its type rule.
+//     against its row of ops.def: operand, result and region counts, then
+//     its type rule.
 // The first problem found is reported; the sweeps stop there.
 #include "ir/verifier.h"
 
@@ -22,112 +23,6 @@
 namespace tegula::ir {
 
 namespace {
-
-constexpr int kVariadic = -1;
-
-// Which type rule applies to an op, beyond its operand/result/region counts.
-enum class Rule {
-  Constant, GridIndex, Arange,
-  Splat, Broadcast, ExpandDims, Reshape, Trans, Join, Split,
-  Arith, IntArith, FloatArith, Cmp, Select, Cast, Bitcast, AddPtr,
-  Load, Store, Atomic, Reduce, Dot, For, If, While,
-  ScanFamily,  // scan, sort, gather, histogram: ir/scan_ops.h
-  MathFamily,  // math, hint: ir/math_ops.h
-  Terminator,  // checked against the op that owns the region
-  Print, Assert,
-};
-
-struct Signature {
-  OpKind kind;
-  int min_operands;
-  int max_operands;  // kVariadic: no upper bound
-  int results;       // kVariadic: the rule checks the count
-  int regions;
-  Rule rule;
-};
-
-// One row per op kind of ops.def (the arity column ops.def leaves to prose).
-constexpr Signature kSignatures[] = {
-    {OpKind::Constant, 0, 0, 1, 0, Rule::Constant},
-    {OpKind::ProgramId, 0, 0, 1, 0, Rule::GridIndex},
-    {OpKind::NumPrograms, 0, 0, 1, 0, Rule::GridIndex},
-    {OpKind::Arange, 0, 0, 1, 0, Rule::Arange},
-    {OpKind::Splat, 1, 1, 1, 0, Rule::Splat},
-    {OpKind::Broadcast, 1, 1, 1, 0, Rule::Broadcast},
-    {OpKind::ExpandDims, 1, 1, 1, 0, Rule::ExpandDims},
-    {OpKind::Reshape, 1, 1, 1, 0, Rule::Reshape},
-    {OpKind::Trans, 1, 1, 1, 0, Rule::Trans},
-    {OpKind::Join, 2, 2, 1, 0, Rule::Join},
-    {OpKind::Split, 1, 1, 2, 0, Rule::Split},
-    {OpKind::Add, 2, 2, 1, 0, Rule::Arith},
-    {OpKind::Sub, 2, 2, 1, 0, Rule::Arith},
-    {OpKind::Mul, 2, 2, 1, 0, Rule::Arith},
-    {OpKind::Div, 2, 2, 1, 0, Rule::Arith},
-    {OpKind::Rem, 2, 2, 1, 0, Rule::Arith},
-    {OpKind::And, 2, 2, 1, 0, Rule::IntArith},
-    {OpKind::Or, 2, 2, 1, 0, Rule::IntArith},
-    {OpKind::Xor, 2, 2, 1, 0, Rule::IntArith},
-    {OpKind::Shl, 2, 2, 1, 0, Rule::IntArith},
-    {OpKind::Shr, 2, 2, 1, 0, Rule::IntArith},
-    {OpKind::Min, 2, 2, 1, 0, Rule::Arith},
-    {OpKind::Max, 2, 2, 1, 0, Rule::Arith},
-    {OpKind::UMulHi, 2, 2, 1, 0, Rule::IntArith},
-    {OpKind::Pow, 2, 2, 1, 0, Rule::FloatArith},
-    {OpKind::Fma, 3, 3, 1, 0, Rule::FloatArith},
-    {OpKind::Neg, 1, 1, 1, 0, Rule::Arith},
-    {OpKind::Not, 1, 1, 1, 0, Rule::IntArith},
-    {OpKind::Abs, 1, 1, 1, 0, Rule::Arith},
-    {OpKind::Exp, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Exp2, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Log, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Log2, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Sqrt, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Rsqrt, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Sin, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Cos, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Tanh, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Erf, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Floor, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Ceil, 1, 1, 1, 0, Rule::FloatArith},
-    {OpKind::Cmp, 2, 2, 1, 0, Rule::Cmp},
-    {OpKind::Select, 3, 3, 1, 0, Rule::Select},
-    {OpKind::Cast, 1, 1, 1, 0, Rule::Cast},
-    {OpKind::Bitcast, 1, 1, 1, 0, Rule::Bitcast},
-    {OpKind::AddPtr, 2, 2, 1, 0, Rule::AddPtr},
-    {OpKind::Math, 1, 2, 1, 0, Rule::MathFamily},
-    {OpKind::Hint, 1, 1, 1, 0, Rule::MathFamily},
-    {OpKind::Load, 1, 3, 1, 0, Rule::Load},
-    {OpKind::Store, 2, 3, 0, 0, Rule::Store},
-    {OpKind::AtomicRmw, 2, 3, 1, 0, Rule::Atomic},
-    {OpKind::AtomicCas, 3, 3, 1, 0, Rule::Atomic},
-    {OpKind::Reduce, 1, kVariadic, kVariadic, 1, Rule::Reduce},
-    {OpKind::Dot, 3, 3, 1, 0, Rule::Dot},
-    {OpKind::Scan, 1, kVariadic, kVariadic, 1, Rule::ScanFamily},
-    {OpKind::Sort, 1, 1, 1, 0, Rule::ScanFamily},
-    {OpKind::Gather, 2, 2, 1, 0, Rule::ScanFamily},
-    {OpKind::Histogram, 1, 2, 1, 0, Rule::ScanFamily},
-    {OpKind::For, 3, kVariadic, kVariadic, 1, Rule::For},
-    {OpKind::If, 1, 1, kVariadic, 2, Rule::If},
-    {OpKind::While, 0, kVariadic, kVariadic, 2, Rule::While},
-    {OpKind::Yield, 0, kVariadic, 0, 0, Rule::Terminator},
-    {OpKind::Condition, 1, kVariadic, 0, 0, Rule::Terminator},
-    {OpKind::Return, 0, 0, 0, 0, Rule::Terminator},
-    {OpKind::Print, 0, kVariadic, 0, 0, Rule::Print},
-    {OpKind::Assert, 1, 1, 0, 0, Rule::Assert},
-};
-
-constexpr int kNumOpKinds = 0
-#define OP(name, text, flags) +1
-#include "ir/ops.def"
-#undef OP
-    ;
-static_assert(std::size(kSignatures) == kNumOpKinds, "verifier.cpp: one signature row per op in ops.def");
-
-const Signature& signature(OpKind kind) {
-  const Signature& row = kSignatures[static_cast<int>(kind)];
-  TEGULA_ASSERT(row.kind == kind, "verifier signature rows are out of ops.def order");
-  return row;
-}
 
 bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -267,22 +162,22 @@ class Verifier {
 
   void check_op(OpId id) {
     const Op& op = fn_.op(id);
-    const Signature& sig = signature(op.kind);
+    const OpInfo& row = info(op.kind);
     for (size_t i = 0; i < op.operands.size(); ++i)
       if (!visible_[op.operands[i].index])
         fail(id, "operand " + std::to_string(i) + " is not defined before this use (or not in scope)");
     int operands = static_cast<int>(op.operands.size());
-    if (operands < sig.min_operands || (sig.max_operands != kVariadic && operands > sig.max_operands)) {
-      std::string want = sig.min_operands == sig.max_operands ? std::to_string(sig.min_operands)
-                         : sig.max_operands == kVariadic     ? "at least " + std::to_string(sig.min_operands)
-                                                              : std::to_string(sig.min_operands) + " to " +
-                                                                    std::to_string(sig.max_operands);
+    if (operands < row.min_operands || (row.max_operands != kAnyCount && operands > row.max_operands)) {
+      std::string want = row.min_operands == row.max_operands ? std::to_string(row.min_operands)
+                         : row.max_operands == kAnyCount     ? "at least " + std::to_string(row.min_operands)
+                                                              : std::to_string(row.min_operands) + " to " +
+                                                                    std::to_string(row.max_operands);
       fail(id, "expects " + want + " operands, got " + std::to_string(operands));
     }
-    if (sig.results != kVariadic && static_cast<int>(op.results.size()) != sig.results)
-      fail(id, "expects " + std::to_string(sig.results) + " results, got " + std::to_string(op.results.size()));
-    if (static_cast<int>(op.regions.size()) != sig.regions)
-      fail(id, "expects " + std::to_string(sig.regions) + " regions, got " + std::to_string(op.regions.size()));
+    if (row.results != kAnyCount && static_cast<int>(op.results.size()) != row.results)
+      fail(id, "expects " + std::to_string(row.results) + " results, got " + std::to_string(op.results.size()));
+    if (static_cast<int>(op.regions.size()) != row.regions)
+      fail(id, "expects " + std::to_string(row.regions) + " regions, got " + std::to_string(op.regions.size()));
     for (size_t i = 0; i < op.results.size(); ++i)
       check_value_type(id, op.results[i], "result " + std::to_string(i));
     if (is_elementwise(op.kind)) check_elementwise_shapes(id, op);
@@ -291,7 +186,7 @@ class Verifier {
       OpKind end = op.kind == OpKind::While && r == 0 ? OpKind::Condition : OpKind::Yield;
       check_block(op.regions[r], end);
     }
-    check_rule(id, op, sig.rule);
+    check_rule(id, op, row.rule);
     for (ValueId r : op.results) visible_[r.index] = true;
   }
 
@@ -303,7 +198,7 @@ class Verifier {
                      ") must have the shape of the result (" + type_name(op.results[0]) + ")");
   }
 
-  void check_rule(OpId id, const Op& op, Rule rule);
+  void check_rule(OpId id, const Op& op, TypeRule rule);
 
   // Shared helpers for the rules below.
   void require_same_type_as_result(OpId id, const Op& op, size_t first_operand) {
@@ -366,9 +261,9 @@ class Verifier {
 
   // Rules, grouped as ops.def groups them.
   void check_constant(OpId id, const Op& op);
-  void check_shape_op(OpId id, const Op& op, Rule rule);
-  void check_elementwise(OpId id, const Op& op, Rule rule);
-  void check_memory(OpId id, const Op& op, Rule rule);
+  void check_shape_op(OpId id, const Op& op, TypeRule rule);
+  void check_elementwise(OpId id, const Op& op, TypeRule rule);
+  void check_memory(OpId id, const Op& op, TypeRule rule);
   void check_reduce(OpId id, const Op& op);
   void check_dot(OpId id, const Op& op);
   void check_for(OpId id, const Op& op);
@@ -381,16 +276,16 @@ class Verifier {
   std::vector<bool> visible_;     // by value index: in scope at the current op
 };
 
-void Verifier::check_rule(OpId id, const Op& op, Rule rule) {
+void Verifier::check_rule(OpId id, const Op& op, TypeRule rule) {
   switch (rule) {
-    case Rule::Constant:
+    case TypeRule::Constant:
       return check_constant(id, op);
-    case Rule::GridIndex: {
+    case TypeRule::GridIndex: {
       int64_t axis = int_attr(id, op, "axis");
       if (axis < 0 || axis > 2) fail(id, "axis must be 0, 1 or 2, got " + std::to_string(axis));
       return expect_result(id, op, 0, Type::of(Scalar::I32));
     }
-    case Rule::Arange: {
+    case TypeRule::Arange: {
       int64_t start = int_attr(id, op, "start");
       int64_t end = int_attr(id, op, "end");
       if (start < INT32_MIN || end - 1 > INT32_MAX) fail(id, "start and end must be 32-bit integers");
@@ -400,50 +295,51 @@ void Verifier::check_rule(OpId id, const Op& op, Rule rule) {
         fail(id, "length end - start = " + std::to_string(end - start) + " is not a power of two");
       return expect_result(id, op, 0, Type::tile(Scalar::I32, {end - start}));
     }
-    case Rule::Splat:
-    case Rule::Broadcast:
-    case Rule::ExpandDims:
-    case Rule::Reshape:
-    case Rule::Trans:
-    case Rule::Join:
-    case Rule::Split:
+    case TypeRule::Splat:
+    case TypeRule::Broadcast:
+    case TypeRule::ExpandDims:
+    case TypeRule::Reshape:
+    case TypeRule::Trans:
+    case TypeRule::Join:
+    case TypeRule::Split:
       return check_shape_op(id, op, rule);
-    case Rule::Arith:
-    case Rule::IntArith:
-    case Rule::FloatArith:
-    case Rule::Cmp:
-    case Rule::Select:
-    case Rule::Cast:
-    case Rule::Bitcast:
-    case Rule::AddPtr:
+    case TypeRule::Numbers:
+    case TypeRule::Integers:
+    case TypeRule::Floats:
+    case TypeRule::Compare:
+    case TypeRule::Select:
+    case TypeRule::Cast:
+    case TypeRule::Bitcast:
+    case TypeRule::AddPtr:
       return check_elementwise(id, op, rule);
-    case Rule::Load:
-    case Rule::Store:
+    case TypeRule::Load:
+    case TypeRule::Store:
       return check_memory(id, op, rule);
-    case Rule::Atomic:
+    case TypeRule::Atomic:
       if (std::string problem = atomic_problem(fn_, op); !problem.empty()) fail(id, problem);
       return;
-    case Rule::Reduce:
+    case TypeRule::Reduce:
       return check_reduce(id, op);
-    case Rule::Dot:
+    case TypeRule::Dot:
       return check_dot(id, op);
-    case Rule::ScanFamily:
+    case TypeRule::ScanFamily:
       if (std::string problem = scan_family_problem(fn_, op); !problem.empty()) fail(id, problem);
       return;
-    case Rule::MathFamily:
+    case TypeRule::Math:
+    case TypeRule::Hint:
       if (std::string problem = math_family_problem(fn_, op); !problem.empty()) fail(id, problem);
       return;
-    case Rule::For:
+    case TypeRule::For:
       return check_for(id, op);
-    case Rule::If:
+    case TypeRule::If:
       return check_if(id, op);
-    case Rule::While:
+    case TypeRule::While:
       return check_while(id, op);
-    case Rule::Terminator:
+    case TypeRule::Terminator:
       return;  // the owner of the region checks what its terminator hands back
-    case Rule::Print:
+    case TypeRule::Print:
       return optional_attr_kind(id, op, "prefix", true);
-    case Rule::Assert: {
+    case TypeRule::Assert: {
       const Type& cond = fn_.type(op.operands[0]);
       if (cond.pointer || cond.scalar != Scalar::I1)
         fail(id, "condition must be i1 (scalar or tile), got " + to_string(cond));
@@ -473,15 +369,15 @@ void Verifier::check_constant(OpId id, const Op& op) {
   if (v < low || v > high) fail(id, "value " + std::to_string(v) + " does not fit in " + to_string(t.scalar));
 }
 
-void Verifier::check_shape_op(OpId id, const Op& op, Rule rule) {
+void Verifier::check_shape_op(OpId id, const Op& op, TypeRule rule) {
   const Type& in = fn_.type(op.operands[0]);
   const Type& out = fn_.type(op.results[0]);
   switch (rule) {
-    case Rule::Splat:
+    case TypeRule::Splat:
       if (in.is_tile()) fail(id, "operand must be a scalar, got " + to_string(in));
       if (!out.is_tile()) fail(id, "result must be a tile, got " + to_string(out));
       return expect_result(id, op, 0, in.with_shape(out.shape));
-    case Rule::Broadcast:
+    case TypeRule::Broadcast:
       if (!in.is_tile() || !out.is_tile() || in.rank() != out.rank() || !(in.element() == out.element()))
         fail(id, "operand (" + to_string(in) + ") and result (" + to_string(out) +
                      ") must be tiles of the same rank and element type");
@@ -490,7 +386,7 @@ void Verifier::check_shape_op(OpId id, const Op& op, Rule rule) {
           fail(id, "dimension " + std::to_string(d) + " has size " + std::to_string(in.shape[d]) +
                        "; only size-1 dimensions can be broadcast (to " + std::to_string(out.shape[d]) + ")");
       return;
-    case Rule::ExpandDims: {
+    case TypeRule::ExpandDims: {
       int64_t axis = int_attr(id, op, "axis");
       if (!in.is_tile()) fail(id, "operand must be a tile, got " + to_string(in));
       if (axis < 0 || axis > in.rank())
@@ -499,14 +395,14 @@ void Verifier::check_shape_op(OpId id, const Op& op, Rule rule) {
       shape.insert(shape.begin() + axis, 1);
       return expect_result(id, op, 0, in.with_shape(shape));
     }
-    case Rule::Reshape:
+    case TypeRule::Reshape:
       if (!in.is_tile() || !out.is_tile() || !(in.element() == out.element()))
         fail(id, "operand (" + to_string(in) + ") and result (" + to_string(out) +
                      ") must be tiles of the same element type");
       if (in.numel() != out.numel())
         fail(id, "cannot reshape " + std::to_string(in.numel()) + " elements into " + std::to_string(out.numel()));
       return;
-    case Rule::Trans: {
+    case TypeRule::Trans: {
       const Attr* a = op.attr("perm");
       if (!a || !std::holds_alternative<std::vector<int64_t>>(*a)) fail(id, "needs an int-list attribute `perm`");
       const std::vector<int64_t>& perm = std::get<std::vector<int64_t>>(*a);
@@ -522,14 +418,14 @@ void Verifier::check_shape_op(OpId id, const Op& op, Rule rule) {
       for (int64_t p : perm) shape.push_back(in.shape[static_cast<size_t>(p)]);
       return expect_result(id, op, 0, in.with_shape(shape));
     }
-    case Rule::Join: {
+    case TypeRule::Join: {
       if (!(fn_.type(op.operands[1]) == in))
         fail(id, "operands must have the same type, got " + to_string(in) + " and " + type_name(op.operands[1]));
       std::vector<int64_t> shape = in.shape;
       shape.push_back(2);
       return expect_result(id, op, 0, in.with_shape(shape));
     }
-    case Rule::Split: {
+    case TypeRule::Split: {
       if (!in.is_tile() || in.shape.back() != 2)
         fail(id, "operand must be a tile whose last dimension is 2, got " + to_string(in));
       std::vector<int64_t> shape(in.shape.begin(), in.shape.end() - 1);
@@ -541,22 +437,22 @@ void Verifier::check_shape_op(OpId id, const Op& op, Rule rule) {
   }
 }
 
-void Verifier::check_elementwise(OpId id, const Op& op, Rule rule) {
+void Verifier::check_elementwise(OpId id, const Op& op, TypeRule rule) {
   const Type& first = fn_.type(op.operands[0]);
   const Type& result = fn_.type(op.results[0]);
   switch (rule) {
-    case Rule::Arith:
+    case TypeRule::Numbers:
       if (first.pointer) fail(id, "does not apply to pointers (" + to_string(first) + ")");
       optional_attr_kind(id, op, "propagate_nan", false);  // min/max only; see docs/ir.md
       optional_attr_kind(id, op, "approx", false);         // float div only; see docs/ir.md
       return require_same_type_as_result(id, op, 0);
-    case Rule::IntArith:
+    case TypeRule::Integers:
       if (first.pointer || !is_integer(first.scalar)) fail(id, "needs integer operands, got " + to_string(first));
       return require_same_type_as_result(id, op, 0);
-    case Rule::FloatArith:
+    case TypeRule::Floats:
       if (first.pointer || !is_float(first.scalar)) fail(id, "needs float operands, got " + to_string(first));
       return require_same_type_as_result(id, op, 0);
-    case Rule::Cmp: {
+    case TypeRule::Compare: {
       const Attr* pred = op.attr("pred");
       static const char* const kPreds[] = {"eq", "ne", "lt", "le", "gt", "ge"};
       bool known = pred && std::holds_alternative<std::string>(*pred) &&
@@ -567,10 +463,10 @@ void Verifier::check_elementwise(OpId id, const Op& op, Rule rule) {
         fail(id, "operands must have the same type, got " + to_string(first) + " and " + type_name(op.operands[1]));
       return expect_result(id, op, 0, Type::tile(Scalar::I1, first.shape));
     }
-    case Rule::Select:
+    case TypeRule::Select:
       if (first.pointer || first.scalar != Scalar::I1) fail(id, "condition must be i1, got " + to_string(first));
       return require_same_type_as_result(id, op, 1);
-    case Rule::Cast: {
+    case TypeRule::Cast: {
       // A pointer converts to and from integers (its address); changing the
       // pointee is a bitcast.
       bool from_int = !first.pointer && is_integer(first.scalar);
@@ -580,13 +476,13 @@ void Verifier::check_elementwise(OpId id, const Op& op, Rule rule) {
                      " (pointers convert only to and from integers; use bitcast to change the pointee)");
       return optional_attr_kind(id, op, "rounding", true);
     }
-    case Rule::Bitcast:
+    case TypeRule::Bitcast:
       if (first.pointer != result.pointer ||
           (!first.pointer && bit_width(first.scalar) != bit_width(result.scalar)))
         fail(id, "cannot bitcast " + to_string(first) + " to " + to_string(result) +
                      " (both pointers, or both values of the same bit width)");
       return;
-    case Rule::AddPtr: {
+    case TypeRule::AddPtr: {
       const Type& offset = fn_.type(op.operands[1]);
       if (!first.pointer) fail(id, "operand 0 must be a pointer, got " + to_string(first));
       if (offset.pointer || !is_integer(offset.scalar))
@@ -598,12 +494,12 @@ void Verifier::check_elementwise(OpId id, const Op& op, Rule rule) {
   }
 }
 
-void Verifier::check_memory(OpId id, const Op& op, Rule rule) {
+void Verifier::check_memory(OpId id, const Op& op, TypeRule rule) {
   const Type& ptr = fn_.type(op.operands[0]);
   if (!ptr.pointer) fail(id, "operand 0 must be a pointer or a tile of pointers, got " + to_string(ptr));
   Type value = ptr.with_scalar(ptr.scalar);
-  size_t mask_index = rule == Rule::Load ? 1 : 2;
-  if (rule == Rule::Load) {
+  size_t mask_index = rule == TypeRule::Load ? 1 : 2;
+  if (rule == TypeRule::Load) {
     expect_result(id, op, 0, value);
     if (op.operands.size() > 2 && !(fn_.type(op.operands[2]) == value))
       fail(id, "`other` must be " + to_string(value) + ", got " + type_name(op.operands[2]));

@@ -1,6 +1,7 @@
 #include "passes/fold_constants.h"
 
 #include <bit>
+#include <iterator>
 #include <cmath>
 #include <string>
 #include <limits>
@@ -70,9 +71,31 @@ uint16_t encode_f16(double x) {
 double decode_bf16(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 uint16_t encode_bf16(double x) { return static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(x)) >> 16); }
 
-// --- integers -------------------------------------------------------------------------
+// --- the named evaluators of ops.def's fold columns ----------------------------------
+// Each gets the op (for its attributes), its constant operands (all of one
+// type, as many as the op takes) and the result's element type.
+
+using Operands = std::vector<ConstantValue>;
+using Evaluator = std::optional<ConstantValue> (*)(const ir::Op& op, const Operands& c, Scalar result);
 
 int64_t min_signed(int bits) { return static_cast<int64_t>(~uint64_t{0} << (bits - 1)); }
+
+// Integer division and remainder: by zero, or MIN / -1 (which traps on some
+// targets), are not folded.
+std::optional<ConstantValue> divide(const Operands& c, bool remainder) {
+  Scalar t = c[0].type;
+  uint64_t ua = as_unsigned(c[0]), ub = as_unsigned(c[1]);
+  int64_t sa = c[0].int_value, sb = c[1].int_value;
+  if (ub == 0) return std::nullopt;
+  if (ir::is_signed(t)) {
+    if (sa == min_signed(ir::bit_width(t)) && sb == -1) return std::nullopt;
+    return make_int(t, remainder ? sa % sb : sa / sb);
+  }
+  return make_int(t, static_cast<int64_t>(remainder ? ua % ub : ua / ub));
+}
+
+std::optional<ConstantValue> fold_int_div(const ir::Op&, const Operands& c, Scalar) { return divide(c, false); }
+std::optional<ConstantValue> fold_int_rem(const ir::Op&, const Operands& c, Scalar) { return divide(c, true); }
 
 // Shift amounts are read as values of their type: negative or >= width is not folded.
 std::optional<int> shift_amount(const ConstantValue& amount) {
@@ -82,150 +105,88 @@ std::optional<int> shift_amount(const ConstantValue& amount) {
   return static_cast<int>(amount.int_value);
 }
 
-std::optional<ConstantValue> fold_int_binary(OpKind kind, const ConstantValue& a, const ConstantValue& b) {
-  Scalar t = a.type;
-  bool is_signed = ir::is_signed(t);
-  int width = ir::bit_width(t);
-  uint64_t ua = as_unsigned(a), ub = as_unsigned(b);
-  int64_t sa = a.int_value, sb = b.int_value;
-  switch (kind) {
-    case OpKind::Add: return make_int(t, static_cast<int64_t>(ua + ub));
-    case OpKind::Sub: return make_int(t, static_cast<int64_t>(ua - ub));
-    case OpKind::Mul: return make_int(t, static_cast<int64_t>(ua * ub));
-    case OpKind::And: return make_int(t, static_cast<int64_t>(ua & ub));
-    case OpKind::Or: return make_int(t, static_cast<int64_t>(ua | ub));
-    case OpKind::Xor: return make_int(t, static_cast<int64_t>(ua ^ ub));
-    case OpKind::Div:
-    case OpKind::Rem: {
-      if (ub == 0) return std::nullopt;
-      if (is_signed) {
-        if (sa == min_signed(width) && sb == -1) return std::nullopt;  // overflows: the target may trap
-        return make_int(t, kind == OpKind::Div ? sa / sb : sa % sb);
-      }
-      return make_int(t, static_cast<int64_t>(kind == OpKind::Div ? ua / ub : ua % ub));
-    }
-    case OpKind::Shl:
-    case OpKind::Shr: {
-      std::optional<int> amount = shift_amount(b);
-      if (!amount) return std::nullopt;
-      if (kind == OpKind::Shl) return make_int(t, static_cast<int64_t>(ua << *amount));
-      return make_int(t, is_signed ? sa >> *amount : static_cast<int64_t>(ua >> *amount));
-    }
-    case OpKind::Min:
-    case OpKind::Max: {
-      bool a_less = is_signed ? sa < sb : ua < ub;
-      bool pick_a = (kind == OpKind::Min) == a_less;
-      return pick_a ? a : b;
-    }
-    case OpKind::UMulHi: {
-      unsigned __int128 product = static_cast<unsigned __int128>(ua & width_mask(width)) * (ub & width_mask(width));
-      return make_int(t, static_cast<int64_t>(static_cast<uint64_t>(product >> width)));
-    }
-    default: return std::nullopt;
-  }
+std::optional<ConstantValue> fold_shl(const ir::Op&, const Operands& c, Scalar) {
+  std::optional<int> amount = shift_amount(c[1]);
+  if (!amount) return std::nullopt;
+  return make_int(c[0].type, static_cast<int64_t>(as_unsigned(c[0]) << *amount));
 }
 
-std::optional<ConstantValue> fold_int_unary(OpKind kind, const ConstantValue& a) {
-  switch (kind) {
-    case OpKind::Neg: return make_int(a.type, static_cast<int64_t>(0 - as_unsigned(a)));
-    case OpKind::Not: return make_int(a.type, static_cast<int64_t>(~as_unsigned(a)));
-    case OpKind::Abs:
-      if (ir::is_signed(a.type) && a.int_value < 0) return make_int(a.type, static_cast<int64_t>(0 - as_unsigned(a)));
-      return a;
-    default: return std::nullopt;
-  }
+std::optional<ConstantValue> fold_shr(const ir::Op&, const Operands& c, Scalar) {
+  std::optional<int> amount = shift_amount(c[1]);
+  if (!amount) return std::nullopt;
+  if (ir::is_signed(c[0].type)) return make_int(c[0].type, c[0].int_value >> *amount);
+  return make_int(c[0].type, static_cast<int64_t>(as_unsigned(c[0]) >> *amount));
 }
 
-// --- floats -----------------------------------------------------------------------------
-// + - * / and sqrt of two values of a type with p significand bits, computed
-// in double (53 >= 2p + 2 for f32, f16 and bf16) and rounded once to the type,
-// equal the correctly rounded result in the type itself.
-
-std::optional<ConstantValue> fold_float_binary(OpKind kind, const ConstantValue& a, const ConstantValue& b) {
-  Scalar t = a.type;
-  double x = a.float_value, y = b.float_value;
-  switch (kind) {
-    case OpKind::Add: return make_float(t, x + y);
-    case OpKind::Sub: return make_float(t, x - y);
-    case OpKind::Mul: return make_float(t, x * y);
-    case OpKind::Div:
-      if (y == 0.0) return std::nullopt;
-      return make_float(t, x / y);
-    case OpKind::Rem:
-      if (y == 0.0) return std::nullopt;
-      return make_float(t, std::fmod(x, y));  // exact
-    case OpKind::Min:
-    case OpKind::Max:
-      // NaN handling and the sign of min(-0, +0) are target-defined: leave them.
-      if (std::isnan(x) || std::isnan(y) || (x == 0.0 && y == 0.0 && std::signbit(x) != std::signbit(y)))
-        return std::nullopt;
-      return make_float(t, kind == OpKind::Min ? std::min(x, y) : std::max(x, y));
-    case OpKind::Pow:
-      if (t == Scalar::F32) return make_float(t, powf(static_cast<float>(x), static_cast<float>(y)));
-      if (t == Scalar::F64) return make_float(t, std::pow(x, y));
-      return std::nullopt;
-    default: return std::nullopt;
-  }
+bool int_less(const ConstantValue& a, const ConstantValue& b) {
+  return ir::is_signed(a.type) ? a.int_value < b.int_value : as_unsigned(a) < as_unsigned(b);
 }
 
-// Transcendental functions are folded with the host's libm in the op's own
-// precision, and only for f32/f64.
-std::optional<double> eval_math(OpKind kind, double x, Scalar t) {
-  if (t == Scalar::F32) {
-    auto f = static_cast<float>(x);
-    switch (kind) {
-      case OpKind::Exp: return expf(f);
-      case OpKind::Exp2: return exp2f(f);
-      case OpKind::Log: return logf(f);
-      case OpKind::Log2: return log2f(f);
-      case OpKind::Sqrt: return sqrtf(f);
-      case OpKind::Rsqrt: return 1.0f / sqrtf(f);
-      case OpKind::Sin: return sinf(f);
-      case OpKind::Cos: return cosf(f);
-      case OpKind::Tanh: return tanhf(f);
-      case OpKind::Erf: return erff(f);
-      default: return std::nullopt;
-    }
-  }
-  if (t == Scalar::F64) {
-    switch (kind) {
-      case OpKind::Exp: return std::exp(x);
-      case OpKind::Exp2: return std::exp2(x);
-      case OpKind::Log: return std::log(x);
-      case OpKind::Log2: return std::log2(x);
-      case OpKind::Sqrt: return std::sqrt(x);
-      case OpKind::Rsqrt: return 1.0 / std::sqrt(x);
-      case OpKind::Sin: return std::sin(x);
-      case OpKind::Cos: return std::cos(x);
-      case OpKind::Tanh: return std::tanh(x);
-      case OpKind::Erf: return std::erf(x);
-      default: return std::nullopt;
-    }
-  }
+std::optional<ConstantValue> fold_int_min(const ir::Op&, const Operands& c, Scalar) {
+  return int_less(c[1], c[0]) ? c[1] : c[0];
+}
+std::optional<ConstantValue> fold_int_max(const ir::Op&, const Operands& c, Scalar) {
+  return int_less(c[0], c[1]) ? c[1] : c[0];
+}
+
+std::optional<ConstantValue> fold_umulhi(const ir::Op&, const Operands& c, Scalar) {
+  int width = ir::bit_width(c[0].type);
+  unsigned __int128 product =
+      static_cast<unsigned __int128>(as_unsigned(c[0]) & width_mask(width)) * (as_unsigned(c[1]) & width_mask(width));
+  return make_int(c[0].type, static_cast<int64_t>(static_cast<uint64_t>(product >> width)));
+}
+
+std::optional<ConstantValue> fold_int_abs(const ir::Op&, const Operands& c, Scalar) {
+  if (ir::is_signed(c[0].type) && c[0].int_value < 0)
+    return make_int(c[0].type, static_cast<int64_t>(0 - as_unsigned(c[0])));
+  return c[0];
+}
+
+std::optional<ConstantValue> fold_float_div(const ir::Op&, const Operands& c, Scalar) {
+  if (c[1].float_value == 0.0) return std::nullopt;
+  return make_float(c[0].type, c[0].float_value / c[1].float_value);
+}
+
+std::optional<ConstantValue> fold_float_rem(const ir::Op&, const Operands& c, Scalar) {
+  if (c[1].float_value == 0.0) return std::nullopt;
+  return make_float(c[0].type, std::fmod(c[0].float_value, c[1].float_value));  // exact
+}
+
+// NaN handling and the sign of min(-0, +0) are target-defined: leave them.
+bool min_max_is_target_defined(double x, double y) {
+  return std::isnan(x) || std::isnan(y) || (x == 0.0 && y == 0.0 && std::signbit(x) != std::signbit(y));
+}
+
+std::optional<ConstantValue> fold_float_min(const ir::Op&, const Operands& c, Scalar) {
+  double x = c[0].float_value, y = c[1].float_value;
+  if (min_max_is_target_defined(x, y)) return std::nullopt;
+  return make_float(c[0].type, std::min(x, y));
+}
+
+std::optional<ConstantValue> fold_float_max(const ir::Op&, const Operands& c, Scalar) {
+  double x = c[0].float_value, y = c[1].float_value;
+  if (min_max_is_target_defined(x, y)) return std::nullopt;
+  return make_float(c[0].type, std::max(x, y));
+}
+
+// Transcendental functions (and fma, pow) are folded with the host's libm in
+// the op's own precision, and only for f32/f64.
+template <class Function>
+std::optional<ConstantValue> in_host_precision(const Operands& c, Function f) {
+  Scalar t = c[0].type;
+  auto at = [&](size_t i) { return i < c.size() ? c[i].float_value : 0.0; };
+  if (t == Scalar::F32)
+    return make_float(t, f(static_cast<float>(at(0)), static_cast<float>(at(1)), static_cast<float>(at(2))));
+  if (t == Scalar::F64) return make_float(t, f(at(0), at(1), at(2)));
   return std::nullopt;
 }
 
-std::optional<ConstantValue> fold_float_unary(OpKind kind, const ConstantValue& a) {
-  double x = a.float_value;
-  switch (kind) {
-    // Exact in every float type.
-    case OpKind::Neg: return make_float(a.type, -x);
-    case OpKind::Abs: return make_float(a.type, std::fabs(x));
-    case OpKind::Floor: return make_float(a.type, std::floor(x));
-    case OpKind::Ceil: return make_float(a.type, std::ceil(x));
-    default: break;
-  }
-  std::optional<double> result = eval_math(kind, x, a.type);
-  if (!result) return std::nullopt;
-  return make_float(a.type, *result);
-}
-
 // `math` ops fold like the transcendental ops above: host libm, f32/f64 only.
-std::optional<ConstantValue> fold_math(const ir::Op& op, const std::vector<ConstantValue>& operands) {
+std::optional<ConstantValue> fold_math(const ir::Op& op, const Operands& operands, Scalar) {
   const ir::Attr* name = op.attr("fn");
   const auto* text = name ? std::get_if<std::string>(name) : nullptr;
   const ir::MathFunction* f = text ? ir::find_math_function(*text) : nullptr;
-  if (f == nullptr || static_cast<int>(operands.size()) != f->arity || !operands[0].is_float()) return std::nullopt;
+  if (f == nullptr || static_cast<int>(operands.size()) != f->arity) return std::nullopt;
   Scalar t = operands[0].type;
   double x = operands[0].float_value, y = f->arity == 2 ? operands[1].float_value : 0.0;
   if (t == Scalar::F32) {
@@ -236,15 +197,6 @@ std::optional<ConstantValue> fold_math(const ir::Op& op, const std::vector<Const
     std::optional<double> r = ir::evaluate_math(f->fn, x, y);
     return r ? std::optional(make_float(t, *r)) : std::nullopt;
   }
-  return std::nullopt;
-}
-
-std::optional<ConstantValue> fold_fma(const ConstantValue& a, const ConstantValue& b, const ConstantValue& c) {
-  // One rounding: only f32/f64 have a host fma of their own precision.
-  if (a.type == Scalar::F32)
-    return make_float(a.type, fmaf(static_cast<float>(a.float_value), static_cast<float>(b.float_value),
-                                   static_cast<float>(c.float_value)));
-  if (a.type == Scalar::F64) return make_float(a.type, std::fma(a.float_value, b.float_value, c.float_value));
   return std::nullopt;
 }
 
@@ -263,10 +215,12 @@ bool compare(Predicate p, T x, T y) {
   return false;
 }
 
-ConstantValue fold_cmp(Predicate p, const ConstantValue& a, const ConstantValue& b) {
-  if (a.is_float()) return make_bool(compare(p, a.float_value, b.float_value));
-  if (ir::is_signed(a.type)) return make_bool(compare(p, a.int_value, b.int_value));
-  return make_bool(compare(p, as_unsigned(a), as_unsigned(b)));
+std::optional<ConstantValue> fold_cmp(const ir::Op& op, const Operands& c, Scalar) {
+  std::optional<Predicate> p = predicate_of(op);
+  if (!p) return std::nullopt;
+  if (c[0].is_float()) return make_bool(compare(*p, c[0].float_value, c[1].float_value));
+  if (ir::is_signed(c[0].type)) return make_bool(compare(*p, c[0].int_value, c[1].int_value));
+  return make_bool(compare(*p, as_unsigned(c[0]), as_unsigned(c[1])));
 }
 
 std::optional<ConstantValue> int_to_float(const ConstantValue& a, Scalar to) {
@@ -298,7 +252,7 @@ std::optional<ConstantValue> float_to_int(const ConstantValue& a, Scalar to) {
   return make_int(to, static_cast<int64_t>(static_cast<uint64_t>(truncated)));
 }
 
-std::optional<ConstantValue> fold_cast(const ConstantValue& a, Scalar to) {
+std::optional<ConstantValue> convert(const ConstantValue& a, Scalar to) {
   if (to == Scalar::I1) {
     if (!a.is_float()) return make_bool(a.int_value != 0);
     if (std::isnan(a.float_value)) return std::nullopt;
@@ -309,6 +263,14 @@ std::optional<ConstantValue> fold_cast(const ConstantValue& a, Scalar to) {
   if (!from_float) return int_to_float(a, to);
   if (!to_float) return float_to_int(a, to);
   return make_float(to, a.float_value);
+}
+
+std::optional<ConstantValue> fold_cast(const ir::Op& op, const Operands& c, Scalar result) {
+  // Only the default rounding (to nearest even) is folded.
+  const ir::Attr* rounding = op.attr("rounding");
+  const auto* mode = rounding ? std::get_if<std::string>(rounding) : nullptr;
+  if (rounding && !(mode && *mode == "rtne")) return std::nullopt;
+  return convert(c[0], result);
 }
 
 // The bit pattern of a constant, or nothing for NaN (its payload is not kept).
@@ -340,12 +302,53 @@ std::optional<ConstantValue> from_bits(uint64_t bits, Scalar to) {
   return make_float(to, x);
 }
 
-std::optional<ConstantValue> fold_bitcast(const ConstantValue& a, Scalar to) {
-  if (ir::bit_width(a.type) != ir::bit_width(to)) return std::nullopt;
-  std::optional<uint64_t> bits = bits_of(a);
+std::optional<ConstantValue> fold_bitcast(const ir::Op&, const Operands& c, Scalar result) {
+  if (ir::bit_width(c[0].type) != ir::bit_width(result)) return std::nullopt;
+  std::optional<uint64_t> bits = bits_of(c[0]);
   if (!bits) return std::nullopt;
-  return from_bits(*bits, to);
+  return from_bits(*bits, result);
 }
+
+// --- the fold columns of ops.def ------------------------------------------------------------
+// The column vocabulary (explained at the top of ops.def) as evaluators.
+
+struct Folds {
+  Evaluator on_ints;
+  Evaluator on_floats;
+};
+
+uint64_t bits_at(const Operands& c, size_t i) { return i < c.size() ? as_unsigned(c[i]) : 0; }
+double value_at(const Operands& c, size_t i) { return i < c.size() ? c[i].float_value : 0.0; }
+
+#define NONE nullptr
+#define WRAP(e)                                                                         \
+  [](const ir::Op&, const Operands& c, Scalar) -> std::optional<ConstantValue> {        \
+    [[maybe_unused]] uint64_t a = bits_at(c, 0), b = bits_at(c, 1);                     \
+    return make_int(c[0].type, static_cast<int64_t>(e));                                \
+  }
+#define ROUNDED(e)                                                                      \
+  [](const ir::Op&, const Operands& c, Scalar) -> std::optional<ConstantValue> {        \
+    [[maybe_unused]] double x = value_at(c, 0), y = value_at(c, 1);                     \
+    return make_float(c[0].type, e);                                                    \
+  }
+#define LIBM(e)                                                                         \
+  [](const ir::Op&, const Operands& c, Scalar) {                                        \
+    return in_host_precision(                                                           \
+        c, []([[maybe_unused]] auto x, [[maybe_unused]] auto y, [[maybe_unused]] auto z) { return e; }); \
+  }
+
+constexpr Folds kFolds[] = {
+#define OP(name, text, flags, operands, max_operands, results, regions, rule, fold_int, fold_float) \
+  {fold_int, fold_float},
+#include "ir/ops.def"
+#undef OP
+};
+static_assert(std::size(kFolds) == ir::kNumOpKinds);
+
+#undef NONE
+#undef WRAP
+#undef ROUNDED
+#undef LIBM
 
 }  // namespace
 
@@ -404,35 +407,16 @@ std::optional<Predicate> predicate_of(const ir::Op& op) {
 
 std::optional<ConstantValue> fold_elementwise(const ir::Op& op, const std::vector<ConstantValue>& operands,
                                               Scalar result) {
-  if (operands.empty()) return std::nullopt;
-  const ConstantValue& a = operands[0];
-  switch (op.kind) {
-    case OpKind::Cast: {
-      // Only the default rounding (to nearest even) is folded.
-      const ir::Attr* rounding = op.attr("rounding");
-      const auto* mode = rounding ? std::get_if<std::string>(rounding) : nullptr;
-      if (rounding && !(mode && *mode == "rtne")) return std::nullopt;
-      return fold_cast(a, result);
-    }
-    case OpKind::Bitcast: return fold_bitcast(a, result);
-    case OpKind::Cmp: {
-      std::optional<Predicate> pred = predicate_of(op);
-      if (!pred || operands.size() != 2) return std::nullopt;
-      return fold_cmp(*pred, a, operands[1]);
-    }
-    case OpKind::Fma:
-      if (operands.size() != 3 || !a.is_float()) return std::nullopt;
-      return fold_fma(a, operands[1], operands[2]);
-    case OpKind::Math: return fold_math(op, operands);
-    case OpKind::Hint: return std::nullopt;  // kept: its facts are what it is for
-    default: break;
-  }
+  const ir::OpInfo& row = ir::info(op.kind);
+  int count = static_cast<int>(operands.size());
+  if (count == 0 || count < row.min_operands || (row.max_operands != ir::kAnyCount && count > row.max_operands))
+    return std::nullopt;
   for (const ConstantValue& c : operands)
-    if (c.type != a.type) return std::nullopt;  // ill-typed: leave it to the verifier
-  if (operands.size() == 1) return a.is_float() ? fold_float_unary(op.kind, a) : fold_int_unary(op.kind, a);
-  if (operands.size() == 2)
-    return a.is_float() ? fold_float_binary(op.kind, a, operands[1]) : fold_int_binary(op.kind, a, operands[1]);
-  return std::nullopt;
+    if (c.type != operands[0].type) return std::nullopt;  // ill-typed: leave it to the verifier
+  const Folds& folds = kFolds[static_cast<int>(op.kind)];
+  Evaluator evaluate = operands[0].is_float() ? folds.on_floats : folds.on_ints;
+  if (evaluate == nullptr) return std::nullopt;
+  return evaluate(op, operands, result);
 }
 
 }  // namespace tegula::passes

@@ -38,8 +38,9 @@ double round_to_float_type(double x, ir::Scalar type);
 // tile: a constant tile has all elements equal). Pointers are never constant.
 std::optional<ConstantValue> constant_value(const ir::Function& fn, ir::ValueId v);
 
-// Evaluates elementwise op `op` (which must not be select or addptr) on
-// constant operands, producing a value of element type `result`.
+// Evaluates elementwise op `op` on constant operands by its fold columns in
+// ir/ops.def, producing a value of element type `result`; nothing when the
+// op is not folded on operands of that kind or the result is target-defined.
 std::optional<ConstantValue> fold_elementwise(const ir::Op& op, const std::vector<ConstantValue>& operands,
                                               ir::Scalar result);
 

@@ -15,9 +15,9 @@ ir::ValueId make_constant(ir::Function& fn, ir::OpId before, const ConstantValue
 
 bool fold_constants(ir::Function& fn, ir::OpId id) {
   const ir::Op& op = fn.op(id);
-  // select picks an operand and addptr has no constant pointers: both are
-  // handled by the algebraic rules instead.
-  if (!ir::is_elementwise(op.kind) || op.kind == OpKind::Select || op.kind == OpKind::AddPtr) return false;
+  // Which ops fold, and how, is their fold columns in ir/ops.def (select
+  // and addptr have none: the algebraic rules handle them).
+  if (!ir::is_elementwise(op.kind)) return false;
   if (op.results.size() != 1) return false;
   const ir::Type& result_type = fn.type(op.results[0]);
   if (result_type.is_pointer()) return false;

@@ -368,12 +368,7 @@ TEST(IrRoundTrip, VectorAdd) { expect_round_trip(vector_add()); }
 
 TEST(IrRoundTrip, EveryOpKind) {
   Function fn = every_op();
-  int num_kinds = 0
-#define OP(name, text, flags) +1
-#include "ir/ops.def"
-#undef OP
-      ;
-  EXPECT_EQ(static_cast<int>(kinds_used(fn).size()), num_kinds);
+  EXPECT_EQ(static_cast<int>(kinds_used(fn).size()), kNumOpKinds);
   EXPECT_EQ(verify(fn), "");
   expect_round_trip(fn);
   Function parsed = parse(print(fn));
