@@ -23,26 +23,7 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-const char* canonical_name(ir::Scalar s) {
-  switch (s) {
-    case ir::Scalar::I1: return "int1";
-    case ir::Scalar::I8: return "int8";
-    case ir::Scalar::I16: return "int16";
-    case ir::Scalar::I32: return "int32";
-    case ir::Scalar::I64: return "int64";
-    case ir::Scalar::U8: return "uint8";
-    case ir::Scalar::U16: return "uint16";
-    case ir::Scalar::U32: return "uint32";
-    case ir::Scalar::U64: return "uint64";
-    case ir::Scalar::F16: return "float16";
-    case ir::Scalar::BF16: return "bfloat16";
-    case ir::Scalar::F32: return "float32";
-    case ir::Scalar::F64: return "float64";
-    case ir::Scalar::F8E4M3: return "float8e4nv";
-    case ir::Scalar::F8E5M2: return "float8e5";
-  }
-  return "?";
-}
+const char* canonical_name(ir::Scalar s) { return ir::scalar_info(s).tl_name; }
 
 GlobalValue int_value(int64_t v) {
   GlobalValue g;

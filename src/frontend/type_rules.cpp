@@ -1,7 +1,7 @@
 #include "frontend/type_rules.h"
 
 #include <limits>
-#include <map>
+#include <utility>
 
 namespace tegula::frontend {
 
@@ -101,25 +101,20 @@ std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>&
 }
 
 std::optional<Scalar> dtype_from_name(const std::string& name) {
-  static const std::map<std::string, Scalar> names = {
-      {"int1", Scalar::I1},     {"i1", Scalar::I1},       {"bool", Scalar::I1},
-      {"int8", Scalar::I8},     {"i8", Scalar::I8},       {"int16", Scalar::I16},
-      {"i16", Scalar::I16},     {"int32", Scalar::I32},   {"i32", Scalar::I32},
-      {"int64", Scalar::I64},   {"i64", Scalar::I64},     {"uint8", Scalar::U8},
-      {"u8", Scalar::U8},       {"uint16", Scalar::U16},  {"u16", Scalar::U16},
-      {"uint32", Scalar::U32},  {"u32", Scalar::U32},     {"uint64", Scalar::U64},
-      {"u64", Scalar::U64},     {"float16", Scalar::F16}, {"fp16", Scalar::F16},
-      {"f16", Scalar::F16},     {"half", Scalar::F16},    {"bfloat16", Scalar::BF16},
-      {"bf16", Scalar::BF16},   {"float32", Scalar::F32}, {"fp32", Scalar::F32},
-      {"f32", Scalar::F32},     {"float", Scalar::F32},   {"float64", Scalar::F64},
-      {"fp64", Scalar::F64},    {"f64", Scalar::F64},     {"double", Scalar::F64},
-      {"float8e4nv", Scalar::F8E4M3}, {"fp8e4nv", Scalar::F8E4M3}, {"f8e4m3", Scalar::F8E4M3},
-      {"float8_e4m3fn", Scalar::F8E4M3}, {"float8e5", Scalar::F8E5M2}, {"fp8e5", Scalar::F8E5M2},
-      {"f8e5m2", Scalar::F8E5M2}, {"float8_e5m2", Scalar::F8E5M2},
+  // Every type by its tl, short and IR names (scalar_types.def), and the
+  // Python, C and NumPy spellings Triton also accepts.
+  static const std::pair<const char*, Scalar> kAliases[] = {
+      {"bool", Scalar::I1},     {"half", Scalar::F16},   {"float", Scalar::F32},
+      {"double", Scalar::F64},  {"float8_e4m3fn", Scalar::F8E4M3}, {"float8_e5m2", Scalar::F8E5M2},
   };
-  auto it = names.find(name);
-  if (it == names.end()) return std::nullopt;
-  return it->second;
+  for (int i = 0; i < ir::kNumScalars; ++i) {
+    auto s = static_cast<Scalar>(i);
+    const ir::ScalarInfo& row = ir::scalar_info(s);
+    if (name == row.tl_name || name == row.short_name || name == row.name) return s;
+  }
+  for (const auto& [alias, s] : kAliases)
+    if (name == alias) return s;
+  return std::nullopt;
 }
 
 std::string unsupported_fp8_variant(const std::string& name) {
@@ -129,25 +124,6 @@ std::string unsupported_fp8_variant(const std::string& name) {
   return "";
 }
 
-std::string triton_name(Scalar s) {
-  switch (s) {
-    case Scalar::I1: return "int1";
-    case Scalar::I8: return "int8";
-    case Scalar::I16: return "int16";
-    case Scalar::I32: return "int32";
-    case Scalar::I64: return "int64";
-    case Scalar::U8: return "uint8";
-    case Scalar::U16: return "uint16";
-    case Scalar::U32: return "uint32";
-    case Scalar::U64: return "uint64";
-    case Scalar::F16: return "fp16";
-    case Scalar::BF16: return "bf16";
-    case Scalar::F32: return "fp32";
-    case Scalar::F64: return "fp64";
-    case Scalar::F8E4M3: return "fp8e4nv";
-    case Scalar::F8E5M2: return "fp8e5";
-  }
-  return "?";
-}
+std::string triton_name(Scalar s) { return ir::scalar_info(s).short_name; }
 
 }  // namespace tegula::frontend

@@ -23,11 +23,36 @@
 
 namespace tegula::ir {
 
-enum class Scalar : uint8_t { I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, F8E4M3, F8E5M2 };
+// One enumerator per row of scalar_types.def, in its order.
+enum class Scalar : uint8_t {
+#define SCALAR(name, ...) name,
+#include "ir/scalar_types.def"
+#undef SCALAR
+};
+
+inline constexpr int kNumScalars = 0
+#define SCALAR(name, ...) +1
+#include "ir/scalar_types.def"
+#undef SCALAR
+    ;
+
+enum class ScalarKind : uint8_t { Bool, Signed, Unsigned, Float };
+
+// A row of scalar_types.def (its C++ spellings are backends/c_family's).
+struct ScalarInfo {
+  const char* name;        // "f32"
+  int bits;                // i1 -> 1
+  ScalarKind kind;
+  const char* tl_name;     // "float32": tl.float32
+  const char* short_name;  // "fp32": Triton's printed and signature name
+  int digits;              // significant decimal digits that tell values apart; 0 for integers
+};
+const ScalarInfo& scalar_info(Scalar s);
 
 constexpr int64_t kMaxTileElements = int64_t{1} << 20;
 
 bool is_float(Scalar s);
+bool is_narrow_float(Scalar s);  // f16, bf16, fp8: stored narrower than f32, computed in f32
 bool is_fp8(Scalar s);      // f8e4m3 or f8e5m2
 bool is_integer(Scalar s);  // includes i1
 bool is_signed(Scalar s);   // signed integers (i1 counts as unsigned)

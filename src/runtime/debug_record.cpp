@@ -10,27 +10,8 @@ namespace tegula::runtime {
 
 namespace {
 
-// NumPy's names, which is what users pass and read.
-std::string dtype_name(ir::Scalar s) {
-  switch (s) {
-    case ir::Scalar::I1: return "bool";
-    case ir::Scalar::I8: return "int8";
-    case ir::Scalar::I16: return "int16";
-    case ir::Scalar::I32: return "int32";
-    case ir::Scalar::I64: return "int64";
-    case ir::Scalar::U8: return "uint8";
-    case ir::Scalar::U16: return "uint16";
-    case ir::Scalar::U32: return "uint32";
-    case ir::Scalar::U64: return "uint64";
-    case ir::Scalar::F16: return "float16";
-    case ir::Scalar::BF16: return "bfloat16";
-    case ir::Scalar::F32: return "float32";
-    case ir::Scalar::F64: return "float64";
-    case ir::Scalar::F8E4M3: return "float8e4nv";
-    case ir::Scalar::F8E5M2: return "float8e5";
-  }
-  return "?";
-}
+// NumPy's names, which is what users pass and read: tl's, but bool for i1.
+std::string dtype_name(ir::Scalar s) { return s == ir::Scalar::I1 ? "bool" : ir::scalar_info(s).tl_name; }
 
 std::string param_name(const CompiledKernel& kernel, int32_t index) {
   if (index < 0 || static_cast<size_t>(index) >= kernel.params.size()) return "?";

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backends/c_family/type_spelling.h"
 #include "backends/cpu/codegen_bounds.h"
 #include "backends/cpu/codegen_context.h"
 #include "backends/cpu/prelude.h"
@@ -22,26 +23,7 @@ using ir::Scalar;
 
 // --- C++ spellings ----------------------------------------------------------------
 
-std::string c_scalar(Scalar s) {
-  switch (s) {
-    case Scalar::I1: return "bool";
-    case Scalar::I8: return "int8_t";
-    case Scalar::I16: return "int16_t";
-    case Scalar::I32: return "int32_t";
-    case Scalar::I64: return "int64_t";
-    case Scalar::U8: return "uint8_t";
-    case Scalar::U16: return "uint16_t";
-    case Scalar::U32: return "uint32_t";
-    case Scalar::U64: return "uint64_t";
-    case Scalar::F16: return "uint16_t";
-    case Scalar::BF16: return "uint16_t";
-    case Scalar::F32: return "float";
-    case Scalar::F64: return "double";
-    case Scalar::F8E4M3: return "uint8_t";
-    case Scalar::F8E5M2: return "uint8_t";
-  }
-  TEGULA_ASSERT(false, "unknown scalar kind");
-}
+std::string c_scalar(Scalar s) { return c_family::c_scalar(c_family::Dialect::Cpu, s); }
 
 std::string c_element(const ir::Type& t) {
   if (t.is_pointer()) return (t.scalar == Scalar::I1 ? std::string("uint8_t") : c_scalar(t.scalar)) + "*";

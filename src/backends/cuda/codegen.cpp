@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/c_family/type_spelling.h"
 #include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
 #include "backends/cuda/codegen_mma.h"
@@ -26,26 +27,7 @@ using ir::Scalar;
 
 // --- C++ spellings ------------------------------------------------------------------
 
-std::string c_scalar(Scalar s) {
-  switch (s) {
-    case Scalar::I1: return "bool";
-    case Scalar::I8: return "signed char";
-    case Scalar::I16: return "short";
-    case Scalar::I32: return "int";
-    case Scalar::I64: return "long long";
-    case Scalar::U8: return "unsigned char";
-    case Scalar::U16: return "unsigned short";
-    case Scalar::U32: return "unsigned";
-    case Scalar::U64: return "unsigned long long";
-    case Scalar::F16: return "tg_f16";
-    case Scalar::BF16: return "tg_bf16";
-    case Scalar::F32: return "float";
-    case Scalar::F64: return "double";
-    case Scalar::F8E4M3: return "tg_f8e4m3";
-    case Scalar::F8E5M2: return "tg_f8e5m2";
-  }
-  TEGULA_ASSERT(false, "unknown scalar kind");
-}
+std::string c_scalar(Scalar s) { return c_family::c_scalar(c_family::Dialect::Cuda, s); }
 
 std::string c_memory(Scalar s) { return s == Scalar::I1 ? "unsigned char" : c_scalar(s); }
 
