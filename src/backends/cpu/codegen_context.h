@@ -182,8 +182,6 @@ bool uses_atomics(const ir::Function& fn);
 // The element of elementwise op `op`, in the storage type of its result.
 std::string elementwise_expr(const CodegenContext& ctx, const ir::Op& op,
                              const std::vector<std::string>& operands);
-// The element of a `math` or `hint` op (codegen_math.cpp).
-std::string math_expr(const CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
 // Element `index` of a tile constant, splat or arange.
 std::string value_source_element(const CodegenContext& ctx, const ir::Op& op,
                                  const std::vector<std::string>& operands, const std::string& index);

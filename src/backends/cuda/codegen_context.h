@@ -226,8 +226,6 @@ bool uses_atomics(const ir::Function& fn);
 
 // The C++ expression of elementwise op `op` on one element of each operand.
 std::string elementwise_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
-// The expression of a `math` or `hint` op (codegen_math.cpp).
-std::string math_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands);
 
 // Copies tiles between arrays: dest[j] = src[j] (same layout).
 void emit_tile_copy(CudaContext& ctx, const std::string& dest, const std::string& src, int registers);

@@ -1,104 +1,25 @@
 // Elementwise ops and value sources (constant, program_id, num_programs,
 // arange, splat), on scalars and on tiles in any layout.
 //
-// Arithmetic is table-driven: each row gives the CUDA form of the op on
-// floats, on integers and on i1, with $0..$2 standing for the operands, $T
-// for the result's C++ type, $f for the math-function suffix ("f" for float,
-// "" for double) and $r for the intrinsic's precision letter ("f" or "d").
-// f16/bf16 compute in float and round back after every op.
+// The ops are spelled by the C-family table and printer pieces both backends
+// share (backends/c_family/op_syntax.h); this file adds the CUDA spelling of
+// what differs: contracted products and approximate division, conversions
+// from floats, bitcasts and addptr. f16/bf16 compute in float and round back
+// after every op.
 #include <string>
 #include <vector>
 
+#include "backends/c_family/op_syntax.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cuda {
 
+using c_family::Dialect;
 using ir::OpKind;
 using ir::Scalar;
 
 namespace {
-
-struct ArithmeticForm {
-  OpKind kind;
-  const char* on_float;  // nullptr: not defined on floats
-  const char* on_int;    // nullptr: not defined on integers
-  const char* on_bool;   // i1, read as integers modulo 2 (the CPU backend's rules)
-};
-
-// Quotients and square roots use the _rn intrinsics: no compiler flag may
-// replace them by approximations. Products use them too unless fp_fusion is
-// on (see contractible_product).
-constexpr ArithmeticForm kArithmetic[] = {
-    {OpKind::Add, "$0 + $1", "tg_add($0, $1)", "$0 != $1"},
-    {OpKind::Sub, "$0 - $1", "tg_sub($0, $1)", "$0 != $1"},
-    {OpKind::Mul, "__$rmul_rn($0, $1)", "tg_mul($0, $1)", "$0 && $1"},
-    {OpKind::Div, "__$rdiv_rn($0, $1)", "tg_div($0, $1)", "$0 && $1"},
-    {OpKind::Rem, "fmod$f($0, $1)", "tg_rem($0, $1)", "$0 && !$1"},
-    {OpKind::And, nullptr, "($T)($0 & $1)", "$0 && $1"},
-    {OpKind::Or, nullptr, "($T)($0 | $1)", "$0 || $1"},
-    {OpKind::Xor, nullptr, "($T)($0 ^ $1)", "$0 != $1"},
-    {OpKind::Shl, nullptr, "tg_shl($0, $1)", "$0 && !$1"},
-    {OpKind::Shr, nullptr, "tg_shr($0, $1)", "$0 && !$1"},
-    {OpKind::Min, "tg_fmin($0, $1)", "($1 < $0 ? $1 : $0)", "$0 && $1"},
-    {OpKind::Max, "tg_fmax($0, $1)", "($0 < $1 ? $1 : $0)", "$0 || $1"},
-    {OpKind::UMulHi, nullptr, "tg_umulhi($0, $1)", "false"},
-    {OpKind::Pow, "pow$f($0, $1)", "tg_ipow($0, $1)", "$0 || !$1"},
-    {OpKind::Fma, "fma$f($0, $1, $2)", "tg_add(tg_mul($0, $1), $2)", "($0 && $1) != $2"},
-    {OpKind::Neg, "-$0", "tg_neg($0)", "$0"},
-    {OpKind::Not, nullptr, "($T)~$0", "!$0"},
-    {OpKind::Abs, "fabs$f($0)", "tg_abs($0)", "$0"},
-    {OpKind::Exp, "exp$f($0)", nullptr, nullptr},
-    {OpKind::Exp2, "tg_exp2($0)", nullptr, nullptr},
-    {OpKind::Log, "log$f($0)", nullptr, nullptr},
-    {OpKind::Log2, "log2$f($0)", nullptr, nullptr},
-    {OpKind::Sqrt, "__$rsqrt_rn($0)", nullptr, nullptr},
-    {OpKind::Rsqrt, "__$rdiv_rn(1, __$rsqrt_rn($0))", nullptr, nullptr},
-    {OpKind::Sin, "sin$f($0)", nullptr, nullptr},
-    {OpKind::Cos, "cos$f($0)", nullptr, nullptr},
-    {OpKind::Tanh, "tanh$f($0)", nullptr, nullptr},
-    {OpKind::Erf, "erf$f($0)", nullptr, nullptr},
-    {OpKind::Floor, "floor$f($0)", nullptr, nullptr},
-    {OpKind::Ceil, "ceil$f($0)", nullptr, nullptr},
-};
-
-const ArithmeticForm* find_arithmetic(OpKind kind) {
-  for (const ArithmeticForm& f : kArithmetic)
-    if (f.kind == kind) return &f;
-  return nullptr;
-}
-
-std::string substitute(std::string_view form, const std::vector<std::string>& operands, Scalar result) {
-  bool single = c_compute(result) == "float";
-  std::string out;
-  for (size_t i = 0; i < form.size(); ++i) {
-    if (form[i] != '$' || i + 1 >= form.size()) {
-      out.push_back(form[i]);
-      continue;
-    }
-    char c = form[++i];
-    if (c == 'T') {
-      out += c_scalar(result);
-    } else if (c == 'f') {
-      out += single ? "f" : "";
-    } else if (c == 'r') {
-      out += single ? "f" : "d";
-    } else {
-      size_t k = static_cast<size_t>(c - '0');
-      TEGULA_ASSERT(k < operands.size(), "operand placeholder out of range");
-      out += operands[k];
-    }
-  }
-  return out;
-}
-
-bool propagates_nan(const ir::Op& op) {
-  const ir::Attr* a = op.attr("propagate_nan");
-  if (a == nullptr) return false;
-  if (std::holds_alternative<std::string>(*a)) return std::get<std::string>(*a) == "all";
-  if (std::holds_alternative<int64_t>(*a)) return std::get<int64_t>(*a) != 0;
-  return false;
-}
 
 // With fp_fusion an f32/f64 product is a plain `*`, which NVRTC (--fmad=true)
 // may fuse with the add or subtract it feeds. Adds and subtracts are plain in
@@ -113,53 +34,13 @@ bool contractible_product(const CudaContext& ctx, const ir::Op& op, Scalar resul
   return true;
 }
 
-std::string arithmetic_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
-  const ArithmeticForm* form = find_arithmetic(op.kind);
-  TEGULA_ASSERT(form != nullptr, std::string("no CUDA form for ") + ir::name(op.kind));
-  Scalar s = ctx.fn.type(op.results[0]).scalar;
-  const char* text = s == Scalar::I1 ? form->on_bool : ir::is_float(s) ? form->on_float : form->on_int;
-  // The verifier admits only the element types each form covers.
-  TEGULA_ASSERT(text != nullptr, std::string("no CUDA form for `") + ir::name(op.kind) + "` on " + ir::to_string(s));
-  if (ir::is_float(s) && (op.kind == OpKind::Min || op.kind == OpKind::Max) && propagates_nan(op))
-    text = op.kind == OpKind::Min ? "tg_fmin_nan($0, $1)" : "tg_fmax_nan($0, $1)";
-  if (contractible_product(ctx, op, s)) text = "$0 * $1";
-  // An approximate quotient (sigmoid, fdiv): div.full.f32, 2 ulp, no slow
-  // path; f64 stays IEEE.
-  if (op.kind == OpKind::Div && s != Scalar::F64 && ir::is_float(s) && op.has_attr("approx"))
-    text = "tg_div_full($0, $1)";
-  std::vector<std::string> computed;
-  for (const std::string& e : operands) computed.push_back(to_compute(s, e));
-  return from_compute(s, substitute(text, computed, s));
-}
-
-std::string cmp_operator(const ir::Op& op) {
-  static constexpr const char* kNames[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-  static constexpr const char* kOperators[] = {"==", "!=", "<", "<=", ">", ">="};
-  const ir::Attr* a = op.attr("pred");
-  TEGULA_ASSERT(a != nullptr, "cmp without pred");
-  for (size_t i = 0; i < std::size(kNames); ++i) {
-    if (std::holds_alternative<std::string>(*a) && std::get<std::string>(*a) == kNames[i]) return kOperators[i];
-    if (std::holds_alternative<int64_t>(*a) && std::get<int64_t>(*a) == static_cast<int64_t>(i)) return kOperators[i];
-  }
-  TEGULA_ASSERT(false, "unknown cmp predicate");
-}
-
-std::string cmp_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
-  const ir::Type& t = ctx.fn.type(op.operands[0]);
-  std::string a = operands[0], b = operands[1];
-  if (t.is_pointer()) {
-    a = "reinterpret_cast<unsigned long long>(" + a + ")";
-    b = "reinterpret_cast<unsigned long long>(" + b + ")";
-  } else {
-    a = to_compute(t.scalar, a);
-    b = to_compute(t.scalar, b);
-  }
-  return a + " " + cmp_operator(op) + " " + b;
-}
-
-bool rounds_toward_zero(const ir::Op& op) {
-  const ir::Attr* a = op.attr("rounding");
-  return a != nullptr && std::holds_alternative<std::string>(*a) && std::get<std::string>(*a) == "rtz";
+// The form that replaces the table's for `op` (with result element type
+// `s`), or nullptr: products NVRTC may contract, and approximate quotients
+// (sigmoid, fdiv: div.full.f32, 2 ulp, no slow path; f64 stays IEEE).
+const char* dialect_form(const CudaContext& ctx, const ir::Op& op, Scalar s) {
+  if (contractible_product(ctx, op, s)) return "$0 * $1";
+  if (op.kind == OpKind::Div && s != Scalar::F64 && ir::is_float(s) && op.has_attr("approx")) return "tg_div_full($0, $1)";
+  return nullptr;
 }
 
 // float -> integer: truncation toward zero, saturating, NaN -> 0.
@@ -179,29 +60,8 @@ std::string float_to_int(Scalar d, const std::string& v) {
 
 // Value conversion between element kinds (docs/backend-cuda.md, Numerics).
 std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::string& x, bool toward_zero) {
-  if (to.is_pointer() || from.is_pointer()) {
-    if (to.is_pointer() && from.is_pointer()) return "reinterpret_cast<" + c_element(to) + ">(" + x + ")";
-    if (to.is_pointer())
-      return "reinterpret_cast<" + c_element(to) + ">((unsigned long long)(" +
-             std::string(ir::is_signed(from.scalar) ? "(long long)" : "") + x + "))";
-    if (to.scalar == Scalar::I1) return x + " != nullptr";
-    return "(" + c_scalar(to.scalar) + ")reinterpret_cast<unsigned long long>(" + x + ")";
-  }
+  if (std::optional<std::string> common = c_family::common_cast(Dialect::Cuda, from, to, x)) return *common;
   Scalar s = from.scalar, d = to.scalar;
-  std::string dt = c_scalar(d);
-  if (s == d) return x;
-  if (d == Scalar::I1) return to_compute(s, x) + " != 0";
-  if (ir::is_integer(s)) {
-    if (ir::is_integer(d) || d == Scalar::F32 || d == Scalar::F64) return "(" + dt + ")" + x;
-    // Integers beyond float's 24 bits are far beyond fp8's range: one float rounding is enough.
-    if (ir::is_fp8(d)) return from_compute(d, "(float)" + x);
-    // Every integer below 65520 is exact in float and every larger one
-    // overflows f16, so one rounding through float is exact.
-    if (d == Scalar::F16) return "tg_f32_to_f16((float)" + x + ")";
-    if (ir::bit_width(s) <= 32) return "tg_f64_to_bf16((double)" + x + ")";
-    return ir::is_signed(s) ? "tg_f32_to_bf16(tg_i64_to_f32_odd(" + x + "))"
-                            : "tg_f32_to_bf16(tg_u64_to_f32_odd(" + x + "))";
-  }
   std::string v = to_compute(s, x);
   if (ir::is_integer(d)) return float_to_int(d, v);
   if (d == Scalar::F64) return "(double)" + v;
@@ -234,13 +94,7 @@ std::string bitcast_expr(const ir::Type& from, const ir::Type& to, const std::st
 }
 
 std::string constant_expr(const ir::Op& op, Scalar s) {
-  const ir::Attr* a = op.attr("value");
-  TEGULA_ASSERT(a != nullptr, "constant without value");
-  if (ir::is_integer(s)) {
-    int64_t v = std::holds_alternative<int64_t>(*a) ? std::get<int64_t>(*a)
-                                                      : static_cast<int64_t>(op.float_attr("value"));
-    return int_literal(v, s);
-  }
+  if (ir::is_integer(s)) return int_literal(c_family::integer_constant(op), s);
   return float_literal(op.float_attr("value"), s);
 }
 
@@ -273,21 +127,16 @@ int repeating_register_bits(const CudaContext& ctx, ir::ValueId v, const Distrib
 }  // namespace
 
 std::string elementwise_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
+  const ir::Type from = ctx.fn.type(op.operands[0]).element(), to = ctx.fn.type(op.results[0]).element();
   switch (op.kind) {
-    case OpKind::Cmp: return cmp_expr(ctx, op, operands);
-    case OpKind::Select: return operands[0] + " ? " + operands[1] + " : " + operands[2];
-    case OpKind::Cast:
-      return cast_expr(ctx.fn.type(op.operands[0]).element(), ctx.fn.type(op.results[0]).element(), operands[0],
-                       rounds_toward_zero(op));
-    case OpKind::Bitcast:
-      return bitcast_expr(ctx.fn.type(op.operands[0]).element(), ctx.fn.type(op.results[0]).element(), operands[0]);
-    case OpKind::Math:
-    case OpKind::Hint: return math_expr(ctx, op, operands);
+    case OpKind::Cast: return cast_expr(from, to, operands[0], c_family::rounds_toward_zero(op));
+    case OpKind::Bitcast: return bitcast_expr(from, to, operands[0]);
     case OpKind::AddPtr: {
       std::string offset = ir::is_signed(ctx.fn.type(op.operands[1]).scalar) ? "(long long)" : "(unsigned long long)";
       return operands[0] + " + " + offset + operands[1];
     }
-    default: return arithmetic_expr(ctx, op, operands);
+    default:
+      return c_family::elementwise_expr(Dialect::Cuda, ctx.fn, op, operands, dialect_form(ctx, op, to.scalar));
   }
 }
 
