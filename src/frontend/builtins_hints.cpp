@@ -7,7 +7,7 @@
 // multiples of v contain aligned runs of that power of two.
 #include "frontend/builtins_hints.h"
 
-#include "ir/math_ops.h"
+#include "ir/hint.h"
 #include "support/diagnostic.h"
 
 namespace tegula::frontend {

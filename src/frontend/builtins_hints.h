@@ -1,6 +1,6 @@
 // Facts a kernel promises the compiler (builtins_hints.cpp): tl.multiple_of,
 // tl.max_contiguous and tl.max_constancy return their input wrapped in a
-// `hint` op that the axis analysis reads (ir/math_ops.h); tl.assume(cond)
+// `hint` op that the axis analysis reads (ir/hint.h); tl.assume(cond)
 // turns the divisibility conditions it recognizes into such hints.
 // builtins.cpp puts them in its handler table.
 #pragma once

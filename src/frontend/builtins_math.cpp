@@ -6,10 +6,10 @@
 // next f32 after an f16 value rounds back to the value itself, so it takes
 // f32 and f64 only.
 #include <cmath>
+#include <optional>
 
 #include "frontend/builtins_math.h"
 #include "frontend/type_rules.h"
-#include "ir/math_ops.h"
 #include "support/diagnostic.h"
 
 namespace tegula::frontend {
@@ -19,11 +19,23 @@ using ir::Scalar;
 
 namespace {
 
-// The `math` op function a kernel name means. nearbyint is rint: they
-// differ only in raising the inexact exception, which kernels cannot see.
-const ir::MathFunction* math_function_named(const std::string& name) {
-  if (name == "nearbyint") return &ir::math_function(ir::MathFn::Rint);
-  return ir::find_math_function(name);
+// The library functions that are an op each (ir/ops.def), called by the
+// op's name: tl.tan is op `tan`.
+constexpr OpKind kLibraryFunctions[] = {
+    OpKind::Tan,   OpKind::Atan,  OpKind::Asin,  OpKind::Acos,  OpKind::Sinh,  OpKind::Cosh,     OpKind::Asinh,
+    OpKind::Acosh, OpKind::Atanh, OpKind::Erfc,  OpKind::Exp10, OpKind::Expm1, OpKind::Log10,    OpKind::Log1p,
+    OpKind::Cbrt,  OpKind::Rint,  OpKind::Round, OpKind::Trunc, OpKind::Atan2, OpKind::Hypot,    OpKind::Copysign,
+    OpKind::Nextafter,
+};
+
+// The op a kernel name means. nearbyint is rint: they differ only in raising
+// the inexact exception, which kernels cannot see.
+std::optional<OpKind> library_function(const std::string& name) {
+  OpKind kind;
+  if (!ir::parse_op_kind(name == "nearbyint" ? "rint" : name, &kind)) return std::nullopt;
+  for (OpKind f : kLibraryFunctions)
+    if (f == kind) return kind;
+  return std::nullopt;
 }
 
 bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
@@ -65,14 +77,14 @@ Symbol compute(Lowerer& l, OpKind kind, std::vector<ir::ValueId> xs, const Sourc
 }
 
 Symbol math_function_call(Lowerer& l, const CallArgs& c, const std::string& n) {
-  const ir::MathFunction& f = *math_function_named(n);
-  std::vector<ir::ValueId> xs = float_operands(l, c, n, f.arity);
+  OpKind kind = *library_function(n);
+  std::vector<ir::ValueId> xs = float_operands(l, c, n, ir::info(kind).min_operands);
   Scalar s = l.type(xs[0]).scalar;
-  if (f.fn == ir::MathFn::Nextafter && is_half(s))
+  if (kind == OpKind::Nextafter && is_half(s))
     error_at(c.loc, Diag::UnsupportedElementType,
              "tl.nextafter takes float32 or float64 operands, not " + triton_name(s),
              "convert them with .to(tl.float32); the next float32 is not a " + triton_name(s) + " value");
-  return compute(l, OpKind::Math, std::move(xs), c.loc, {{"fn", ir::Attr{std::string(f.name)}}});
+  return compute(l, kind, std::move(xs), c.loc);
 }
 
 // fmod(x, y): the float remainder with the sign of x, which is `%` on floats.
@@ -123,11 +135,11 @@ bool is_classification(const std::string& n) {
 }  // namespace
 
 bool is_math_builtin(const std::string& name) {
-  return math_function_named(name) != nullptr || name == "fmod" || name == "pow" || is_classification(name);
+  return library_function(name).has_value() || name == "fmod" || name == "pow" || is_classification(name);
 }
 
 Symbol lower_math_builtin(Lowerer& l, const CallArgs& c, const std::string& name) {
-  if (math_function_named(name)) return math_function_call(l, c, name);
+  if (library_function(name)) return math_function_call(l, c, name);
   if (name == "fmod") return fmod_call(l, c, name);
   if (name == "pow") return pow_call(l, c, name);
   TEGULA_ASSERT(is_classification(name), "not a math builtin: " + name);

@@ -1,5 +1,5 @@
 // The float library functions beyond the core ones of builtins.cpp
-// (builtins_math.cpp): tan, atan2, log1p, rint... (the IR `math` op), fmod,
+// (builtins_math.cpp): tan, atan2, log1p, rint... (an IR op each), fmod,
 // pow, and the classification functions isnan, isinf, isfinite, signbit.
 // Kernels reach them as tl.<name>, tl.math.<name> and
 // tl.extra.libdevice.<name> alike.

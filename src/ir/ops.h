@@ -39,7 +39,7 @@ enum class TypeRule : uint8_t {
   Integers,  // integers (i1 included), every operand of the result type
   Floats,    // floats, every operand of the result type
   Compare, Select, Cast, Bitcast, AddPtr,
-  Math, Hint,  // ir/math_ops.h
+  Hint,        // ir/hint.h
   Load, Store,
   Atomic,      // ir/atomic.h
   Reduce, Dot,

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "ir/atomic.h"
-#include "ir/math_ops.h"
+#include "ir/hint.h"
 #include "ir/printer.h"
 #include "ir/scan_ops.h"
 #include "support/diagnostic.h"
@@ -325,9 +325,8 @@ void Verifier::check_rule(OpId id, const Op& op, TypeRule rule) {
     case TypeRule::ScanFamily:
       if (std::string problem = scan_family_problem(fn_, op); !problem.empty()) fail(id, problem);
       return;
-    case TypeRule::Math:
     case TypeRule::Hint:
-      if (std::string problem = math_family_problem(fn_, op); !problem.empty()) fail(id, problem);
+      if (std::string problem = hint_problem(fn_, op); !problem.empty()) fail(id, problem);
       return;
     case TypeRule::For:
       return check_for(id, op);

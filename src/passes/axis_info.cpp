@@ -18,7 +18,7 @@
 
 #include <algorithm>
 
-#include "ir/math_ops.h"
+#include "ir/hint.h"
 #include "passes/fold_constants.h"
 #include "passes/rewrite_utils.h"
 

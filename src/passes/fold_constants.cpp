@@ -7,7 +7,6 @@
 #include <limits>
 
 #include "ir/fp8.h"
-#include "ir/math_ops.h"
 
 namespace tegula::passes {
 
@@ -169,8 +168,8 @@ std::optional<ConstantValue> fold_float_max(const ir::Op&, const Operands& c, Sc
   return make_float(c[0].type, std::max(x, y));
 }
 
-// Transcendental functions (and fma, pow) are folded with the host's libm in
-// the op's own precision, and only for f32/f64.
+// Transcendental and library functions (and fma, pow) are folded with the
+// host's libm in the op's own precision, and only for f32/f64.
 template <class Function>
 std::optional<ConstantValue> in_host_precision(const Operands& c, Function f) {
   Scalar t = c[0].type;
@@ -178,25 +177,6 @@ std::optional<ConstantValue> in_host_precision(const Operands& c, Function f) {
   if (t == Scalar::F32)
     return make_float(t, f(static_cast<float>(at(0)), static_cast<float>(at(1)), static_cast<float>(at(2))));
   if (t == Scalar::F64) return make_float(t, f(at(0), at(1), at(2)));
-  return std::nullopt;
-}
-
-// `math` ops fold like the transcendental ops above: host libm, f32/f64 only.
-std::optional<ConstantValue> fold_math(const ir::Op& op, const Operands& operands, Scalar) {
-  const ir::Attr* name = op.attr("fn");
-  const auto* text = name ? std::get_if<std::string>(name) : nullptr;
-  const ir::MathFunction* f = text ? ir::find_math_function(*text) : nullptr;
-  if (f == nullptr || static_cast<int>(operands.size()) != f->arity) return std::nullopt;
-  Scalar t = operands[0].type;
-  double x = operands[0].float_value, y = f->arity == 2 ? operands[1].float_value : 0.0;
-  if (t == Scalar::F32) {
-    std::optional<float> r = ir::evaluate_math(f->fn, static_cast<float>(x), static_cast<float>(y));
-    return r ? std::optional(make_float(t, *r)) : std::nullopt;
-  }
-  if (t == Scalar::F64) {
-    std::optional<double> r = ir::evaluate_math(f->fn, x, y);
-    return r ? std::optional(make_float(t, *r)) : std::nullopt;
-  }
   return std::nullopt;
 }
 

@@ -458,21 +458,19 @@ inline void add_control_and_memory_cases(std::vector<IrCase>& cases) {
                    4, true});
 }
 
-// The `math` op's functions (ir/math_ops.h) on f32 and f64 (and, as the
+// The math library ops (tan, atan2, ...: a row each in ir/ops.def) on f32 and f64 (and, as the
 // backend allows though the front end computes them in f32, on f16/bf16),
 // and `hint` on integers and pointers.
 inline void add_math_and_hint_cases(std::vector<IrCase>& cases) {
   for (const char* fn : {"tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "exp10",
                          "expm1", "log10", "log1p", "cbrt", "rint", "round", "trunc"})
     for (const char* f : {"f32", "f64"})
-      cases.push_back({std::string("math_") + fn + "_" + f,
-                       ew_kernel("math", {f}, f, std::string("{fn = \"") + fn + "\"}")});
+      cases.push_back({std::string("math_") + fn + "_" + f, ew_kernel(fn, {f}, f)});
   for (const char* fn : {"atan2", "hypot", "copysign", "nextafter"})
     for (const char* f : {"f32", "f64"})
-      cases.push_back({std::string("math_") + fn + "_" + f,
-                       ew_kernel("math", {f, f}, f, std::string("{fn = \"") + fn + "\"}")});
-  cases.push_back({"math_log1p_f16", ew_kernel("math", {"f16"}, "f16", "{fn = \"log1p\"}")});
-  cases.push_back({"math_atan2_bf16", ew_kernel("math", {"bf16", "bf16"}, "bf16", "{fn = \"atan2\"}")});
+      cases.push_back({std::string("math_") + fn + "_" + f, ew_kernel(fn, {f, f}, f)});
+  cases.push_back({"math_log1p_f16", ew_kernel("log1p", {"f16"}, "f16")});
+  cases.push_back({"math_atan2_bf16", ew_kernel("atan2", {"bf16", "bf16"}, "bf16")});
   for (const char* t : {"i32", "i64", "u32"})
     cases.push_back({std::string("hint_") + t,
                      ew_kernel("hint", {t}, t, "{divisibility = [16], contiguity = [8], constancy = [1]}")});

@@ -180,8 +180,8 @@ inline Function every_op() {
   b.create1(OpKind::AtomicCas, {p, old, loaded}, tf, {{"sem", std::string("acq_rel")}, {"scope", std::string("gpu")}});
   b.create1(OpKind::Hint, {range}, ti,
             {{"divisibility", std::vector<int64_t>{16}}, {"contiguity", std::vector<int64_t>{16}}});
-  ValueId log1p = b.create1(OpKind::Math, {fb}, tf, {{"fn", std::string("log1p")}});
-  b.create1(OpKind::Math, {log1p, halves}, tf, {{"fn", std::string("atan2")}});
+  ValueId log1p = b.create1(OpKind::Log1p, {fb}, tf);
+  b.create1(OpKind::Atan2, {log1p, halves}, tf);
   // scan (reversed running sum), sort, gather, histogram
   OpId scan = b.create(OpKind::Scan, {fb}, {tf}, {{"axis", int64_t{0}}, {"reverse", int64_t{1}}});
   {
@@ -196,6 +196,13 @@ inline Function every_op() {
   ValueId sorted = b.create1(OpKind::Sort, {fn.op(scan).results[0]}, tf, {{"axis", int64_t{0}}, {"descending", int64_t{1}}});
   b.create1(OpKind::Gather, {sorted, range}, tf, {{"axis", int64_t{0}}});
   b.create1(OpKind::Histogram, {range, lt}, tile(Scalar::I32, {8}));
+  // The other math library ops, chained.
+  ValueId fm = log1p;
+  for (OpKind k : {OpKind::Tan, OpKind::Atan, OpKind::Asin, OpKind::Acos, OpKind::Sinh, OpKind::Cosh, OpKind::Asinh,
+                   OpKind::Acosh, OpKind::Atanh, OpKind::Erfc, OpKind::Exp10, OpKind::Expm1, OpKind::Log10,
+                   OpKind::Cbrt, OpKind::Rint, OpKind::Round, OpKind::Trunc})
+    fm = b.create1(k, {fm}, tf);
+  for (OpKind k : {OpKind::Hypot, OpKind::Copysign, OpKind::Nextafter}) fm = b.create1(k, {fm, halves}, tf);
   b.set_loc(SourceLoc{0, 30, 5, 10});
   b.create(OpKind::Print, {fn.op(loop).results[0], fn.op(loop2).results[0]}, {},
            {{"prefix", std::string("acc \"and\" i:\n\t\\")}});

@@ -1,11 +1,11 @@
-// The `math` op and the front end around it: verifier rules of `math` and
-// `hint`, constant folding of math functions, what the math, classification
+// The math library ops (tan, atan2, log1p, ...) and the front end around
+// them: their rows of the op table, verifier rules of them and `hint`,
+// constant folding of math functions, what the math, classification
 // and random-number functions lower to, and their located errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ir/math_ops.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -32,23 +32,29 @@ std::string optimized(const std::string& text) {
 
 }  // namespace
 
-TEST(MathOps, TableNamesAndArity) {
-  ASSERT_NE(ir::find_math_function("atan2"), nullptr);
-  EXPECT_EQ(ir::find_math_function("atan2")->arity, 2);
-  EXPECT_EQ(ir::find_math_function("log1p")->arity, 1);
-  EXPECT_EQ(ir::find_math_function("exp"), nullptr);  // has its own op kind
-  EXPECT_EQ(std::string(ir::math_function(ir::MathFn::Rint).name), "rint");
+TEST(MathOps, EachFunctionIsAnOpRow) {
+  ir::OpKind kind;
+  ASSERT_TRUE(ir::parse_op_kind("atan2", &kind));
+  EXPECT_EQ(kind, ir::OpKind::Atan2);
+  EXPECT_EQ(ir::info(kind).min_operands, 2);
+  EXPECT_EQ(ir::info(kind).max_operands, 2);
+  ASSERT_TRUE(ir::parse_op_kind("log1p", &kind));
+  EXPECT_EQ(ir::info(kind).max_operands, 1);
+  EXPECT_TRUE(ir::is_pure(kind) && ir::is_elementwise(kind));
+  EXPECT_EQ(ir::info(kind).rule, ir::TypeRule::Floats);
+  EXPECT_EQ(std::string(ir::name(ir::OpKind::Rint)), "rint");
+  EXPECT_FALSE(ir::parse_op_kind("math", &kind));  // no op with a function attribute
 }
 
 TEST(MathOps, VerifierRules) {
-  EXPECT_EQ(verify_text(one_op("%0 = math %a {fn = \"tan\"} : f32")), "");
-  EXPECT_EQ(verify_text(one_op("%0 = math %a, %b {fn = \"hypot\"} : f32")), "");
-  EXPECT_EQ(verify_text(one_op("%0 = math %a {fn = \"sinus\"} : f32")), "`math`: unknown function \"sinus\"");
-  EXPECT_EQ(verify_text(one_op("%0 = math %a {fn = \"atan2\"} : f32")), "`math`: \"atan2\" takes 2 operands, got 1");
-  EXPECT_EQ(verify_text(one_op("%0 = math %a : f32")), "`math`: needs a string attribute `fn`");
-  EXPECT_EQ(verify_text(one_op("%0 = math %a {fn = \"tan\"} : i32", "%a: i32")), "`math`: needs a float result, got i32");
-  EXPECT_EQ(verify_text(one_op("%0 = math %a, %b {fn = \"atan2\"} : f32", "%a: f32, %b: f64")),
-            "`math`: operand 1 (f64) must have the result type (f32)");
+  EXPECT_EQ(verify_text(one_op("%0 = tan %a : f32")), "");
+  EXPECT_EQ(verify_text(one_op("%0 = hypot %a, %b : f32")), "");
+  EXPECT_THROW(verify_text(one_op("%0 = sinus %a : f32")), UserError);  // unknown op
+  EXPECT_EQ(verify_text(one_op("%0 = atan2 %a : f32")), "`atan2`: expects 2 operands, got 1");
+  EXPECT_EQ(verify_text(one_op("%0 = tan %a, %b : f32")), "`tan`: expects 1 operands, got 2");
+  EXPECT_EQ(verify_text(one_op("%0 = tan %a : i32", "%a: i32")), "`tan`: needs float operands, got i32");
+  EXPECT_EQ(verify_text(one_op("%0 = atan2 %a, %b : f32", "%a: f32, %b: f64")),
+            "`atan2`: operand 1 (f64) must have the result type (f32)");
   EXPECT_EQ(verify_text(one_op("%0 = hint %a {divisibility = [16]} : i32", "%a: i32")), "");
   EXPECT_EQ(verify_text(one_op("%0 = hint %a {divisibility = [12]} : i32", "%a: i32")),
             "`hint`: attribute `divisibility` holds 12, not a power of two");
@@ -63,13 +69,13 @@ TEST(MathOps, ConstantsFoldInF32AndF64) {
   std::string text = optimized(R"(kernel @k(%o: ptr<f32> div(16), %p: ptr<f64> div(16)) {
   %0 = constant {value = 1.0} : f32
   %1 = constant {value = -1.0} : f32
-  %2 = math %0, %1 {fn = "atan2"} : f32
+  %2 = atan2 %0, %1 : f32
   store %o, %2
   %3 = constant {value = -2.5} : f64
-  %4 = math %3 {fn = "round"} : f64
+  %4 = round %3 : f64
   store %p, %4
   %5 = constant {value = 2.0} : f32
-  %6 = math %5 {fn = "exp10"} : f32
+  %6 = exp10 %5 : f32
   store %o, %6
   return
 }
@@ -77,7 +83,7 @@ TEST(MathOps, ConstantsFoldInF32AndF64) {
   // atan2f(1, -1) = 3*pi/4 rounded to f32, printed as the double it is.
   EXPECT_NE(text.find("constant {value = 2.356194496154785} : f32"), std::string::npos) << text;
   EXPECT_NE(text.find("constant {value = -3.0} : f64"), std::string::npos) << text;
-  EXPECT_NE(text.find("math %"), std::string::npos) << "exp10 has no host function and stays:\n" << text;
+  EXPECT_NE(text.find("exp10 %"), std::string::npos) << "exp10 has no host function and stays:\n" << text;
 }
 
 TEST(LowerMath, FunctionsClassificationAndHalves) {
@@ -93,17 +99,17 @@ def k(x_ptr, h_ptr, BLOCK: tl.constexpr):
 )",
                         {ptr_arg(Scalar::F32), ptr_arg(Scalar::F16), const_int(16)});
   ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_NE(r.ir.find("math %3 {fn = \"tan\"} : tile<16xf32>"), std::string::npos) << r.ir;
-  EXPECT_NE(r.ir.find("{fn = \"atan2\"} : tile<16xf32>"), std::string::npos) << r.ir;
+  EXPECT_NE(r.ir.find(" = tan %3 : tile<16xf32>"), std::string::npos) << r.ir;
+  EXPECT_NE(r.ir.find(" = atan2 %3, %"), std::string::npos) << r.ir;
   // f16 computes in f32 and rounds back.
-  EXPECT_NE(r.ir.find("%16 = cast %6 : tile<16xf32>\n  %17 = math %16 {fn = \"log1p\"} : tile<16xf32>\n"
+  EXPECT_NE(r.ir.find("%16 = cast %6 : tile<16xf32>\n  %17 = log1p %16 : tile<16xf32>\n"
                       "  %18 = cast %17 : tile<16xf16>"),
             std::string::npos)
       << r.ir;
   EXPECT_NE(r.ir.find("cmp %3, %3 {pred = \"ne\"} : tile<16xi1>"), std::string::npos) << r.ir;
   EXPECT_NE(r.ir.find("bitcast %3 : tile<16xi32>"), std::string::npos) << r.ir;
   EXPECT_NE(r.ir.find("rem %3, "), std::string::npos) << r.ir;
-  EXPECT_NE(r.ir.find("{fn = \"rint\"}"), std::string::npos) << r.ir;
+  EXPECT_NE(r.ir.find(" = rint %"), std::string::npos) << r.ir;
 }
 
 TEST(LowerMath, ErrorsAreLocated) {

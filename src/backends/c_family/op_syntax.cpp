@@ -4,7 +4,6 @@
 #include <variant>
 
 #include "backends/c_family/type_spelling.h"
-#include "ir/math_ops.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::c_family {
@@ -86,14 +85,6 @@ std::string arithmetic_expr(Dialect dialect, const ir::Op& op, Scalar s, const s
   return from_compute(s, substitute(dialect, form, computed, s));
 }
 
-// A `math` op calls the C math library function of its compute type: `tanf`
-// for float (f16/bf16 compute in float and round back), `tan` for double.
-std::string math_expr(Dialect dialect, const ir::Op& op, Scalar s, const std::vector<std::string>& operands) {
-  std::string form = std::string(ir::math_function_of(op).name) + "$f(";
-  for (size_t i = 0; i < operands.size(); ++i) form += (i ? ", $" : "$") + std::to_string(i);
-  return arithmetic_expr(dialect, op, s, operands, (form + ")").c_str());
-}
-
 const char* cmp_operator(const ir::Op& op) {
   static constexpr const char* kNames[] = {"eq", "ne", "lt", "le", "gt", "ge"};
   static constexpr const char* kOperators[] = {"==", "!=", "<", "<=", ">", ">="};
@@ -150,7 +141,6 @@ std::string elementwise_expr(Dialect dialect, const ir::Function& fn, const ir::
     case OpKind::Select: return operands[0] + " ? " + operands[1] + " : " + operands[2];
     // Its facts were used by the analyses before code generation.
     case OpKind::Hint: return operands[0];
-    case OpKind::Math: return math_expr(dialect, op, s, operands);
     default: return arithmetic_expr(dialect, op, s, operands, form);
   }
 }

@@ -176,7 +176,7 @@ static inline void tegula_program(float* v0, int8_t* v1, float* v2, int32_t v3, 
       const float e76 = v61;
       // v77 = div(v75, v76)  tests/compat/compat_kernels/quant.py:33:37
       const float e77 = e75 / e76;
-      // v78 = math(v77)  tests/compat/compat_kernels/quant.py:33:22
+      // v78 = rint(v77)  tests/compat/compat_kernels/quant.py:33:22
       const float e78 = rintf(e77);
       // v153 = constant()  tests/compat/compat_kernels/quant.py:33:13
       const float e153 = (float)(-127.0);
@@ -201,7 +201,7 @@ static inline void tegula_program(float* v0, int8_t* v1, float* v2, int32_t v3, 
       const float e76 = v61;
       // v77 = div(v75, v76)  tests/compat/compat_kernels/quant.py:33:37
       const float e77 = e75 / e76;
-      // v78 = math(v77)  tests/compat/compat_kernels/quant.py:33:22
+      // v78 = rint(v77)  tests/compat/compat_kernels/quant.py:33:22
       const float e78 = rintf(e77);
       // v153 = constant()  tests/compat/compat_kernels/quant.py:33:13
       const float e153 = (float)(-127.0);
@@ -229,7 +229,7 @@ static inline void tegula_program(float* v0, int8_t* v1, float* v2, int32_t v3, 
       const float e102 = *(row31_2 + c);
       // v104 = div(v102, v76)  tests/compat/compat_kernels/quant.py:33:37
       const float e104 = e102 / v61;
-      // v105 = math(v104)  tests/compat/compat_kernels/quant.py:33:22
+      // v105 = rint(v104)  tests/compat/compat_kernels/quant.py:33:22
       const float e105 = rintf(e104);
       // v110 = max(v105, v153)  tests/compat/compat_kernels/quant.py:33:13
       const float e110 = tg_fmax(e105, (float)(-127.0));
@@ -248,7 +248,7 @@ static inline void tegula_program(float* v0, int8_t* v1, float* v2, int32_t v3, 
       const float e102 = v33[i] ? *(row31_2 + c) : (float)0.0;
       // v104 = div(v102, v76)  tests/compat/compat_kernels/quant.py:33:37
       const float e104 = e102 / v61;
-      // v105 = math(v104)  tests/compat/compat_kernels/quant.py:33:22
+      // v105 = rint(v104)  tests/compat/compat_kernels/quant.py:33:22
       const float e105 = rintf(e104);
       // v110 = max(v105, v153)  tests/compat/compat_kernels/quant.py:33:13
       const float e110 = tg_fmax(e105, (float)(-127.0));
@@ -272,7 +272,7 @@ static inline void tegula_program(float* v0, int8_t* v1, float* v2, int32_t v3, 
       const float e129 = *(row46_2 + c);
       // v131 = div(v129, v76)  tests/compat/compat_kernels/quant.py:33:37
       const float e131 = e129 / v61;
-      // v132 = math(v131)  tests/compat/compat_kernels/quant.py:33:22
+      // v132 = rint(v131)  tests/compat/compat_kernels/quant.py:33:22
       const float e132 = rintf(e131);
       // v137 = max(v132, v153)  tests/compat/compat_kernels/quant.py:33:13
       const float e137 = tg_fmax(e132, (float)(-127.0));
@@ -291,7 +291,7 @@ static inline void tegula_program(float* v0, int8_t* v1, float* v2, int32_t v3, 
       const float e129 = v48[i] ? *(row46_2 + c) : (float)0.0;
       // v131 = div(v129, v76)  tests/compat/compat_kernels/quant.py:33:37
       const float e131 = e129 / v61;
-      // v132 = math(v131)  tests/compat/compat_kernels/quant.py:33:22
+      // v132 = rint(v131)  tests/compat/compat_kernels/quant.py:33:22
       const float e132 = rintf(e131);
       // v137 = max(v132, v153)  tests/compat/compat_kernels/quant.py:33:13
       const float e137 = tg_fmax(e132, (float)(-127.0));

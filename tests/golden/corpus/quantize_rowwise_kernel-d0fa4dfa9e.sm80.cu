@@ -291,7 +291,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_x_ptr,
   for (int j45 = 0; j45 < 2; ++j45) {
     v37[j45] = __fdiv_rn(v35[j45], v36[j45]);
   }
-  // v38 = math(v37)  tests/compat/compat_kernels/quant.py:33:22
+  // v38 = rint(v37)  tests/compat/compat_kernels/quant.py:33:22
   float v38[2];
   #pragma unroll
   for (int j46 = 0; j46 < 2; ++j46) {
@@ -361,7 +361,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_x_ptr,
   for (int j56 = 0; j56 < 2; ++j56) {
     v49[j56] = __fdiv_rn(v48[j56], v36[j56]);
   }
-  // v50 = math(v49)  tests/compat/compat_kernels/quant.py:33:22
+  // v50 = rint(v49)  tests/compat/compat_kernels/quant.py:33:22
   float v50[2];
   #pragma unroll
   for (int j57 = 0; j57 < 2; ++j57) {
@@ -409,7 +409,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_x_ptr,
   for (int j64 = 0; j64 < 2; ++j64) {
     v56[j64] = __fdiv_rn(v55[j64], v36[j64]);
   }
-  // v57 = math(v56)  tests/compat/compat_kernels/quant.py:33:22
+  // v57 = rint(v56)  tests/compat/compat_kernels/quant.py:33:22
   float v57[2];
   #pragma unroll
   for (int j65 = 0; j65 < 2; ++j65) {
