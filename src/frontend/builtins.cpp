@@ -1,18 +1,21 @@
 // The functions of the tile language (tl.*, tl.math.*, tegula.cdiv, and the
 // Python builtins kernels use), each a small handler from call arguments to a
-// symbol. One table maps names to handlers.
+// symbol, and the one registry of every name a kernel can call (builtins.h),
+// the handlers of the other builtins_*.cpp files included.
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <map>
 
+#include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
 #include "frontend/builtins_hints.h"
 #include "frontend/builtins_math.h"
 #include "frontend/builtins_pointer.h"
 #include "frontend/builtins_random.h"
 #include "frontend/builtins_scan.h"
+#include "frontend/builtins_tile.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -73,8 +76,6 @@ SourceLoc BoundArgs::loc(const std::string& name) const {
 // --- handlers --------------------------------------------------------------------
 
 namespace {
-
-using Handler = Symbol (*)(Lowerer&, const CallArgs&, const std::string& name);
 
 Symbol ok(ir::ValueId v) { return Symbol::of(v); }
 
@@ -302,37 +303,6 @@ Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
       attrs.push_back({"propagate_nan", ir::Attr{int64_t{1}}});
   }
   return ok(l.create(n == "minimum" ? OpKind::Min : OpKind::Max, {x, y}, l.type(x), c.loc, attrs));
-}
-
-// Float math: f16/bf16 computed in f32 and rounded back; integers rejected.
-ir::ValueId float_math(Lowerer& l, OpKind kind, ir::ValueId x, const SourceLoc& loc, const std::string& name) {
-  Scalar s = l.type(x).scalar;
-  if (l.type(x).is_pointer() || !ir::is_float(s))
-    error_at(loc, Diag::NotFloatingPoint,
-             "tl." + name + " needs a floating-point operand, but it is " + l.describe(Symbol::of(x)),
-             "convert it first, e.g. x.to(tl.float32)");
-  if (s == Scalar::F16 || s == Scalar::BF16) {
-    ir::ValueId wide = l.cast(x, Scalar::F32, loc);
-    return l.cast(l.create(kind, {wide}, l.type(wide), loc), s, loc);
-  }
-  return l.create(kind, {x}, l.type(x), loc);
-}
-
-const std::map<std::string, OpKind>& unary_math_ops() {
-  static const std::map<std::string, OpKind> ops = {
-      {"exp", OpKind::Exp},     {"exp2", OpKind::Exp2}, {"log", OpKind::Log},   {"log2", OpKind::Log2},
-      {"sqrt", OpKind::Sqrt},   {"sqrt_rn", OpKind::Sqrt}, {"rsqrt", OpKind::Rsqrt}, {"sin", OpKind::Sin},
-      {"cos", OpKind::Cos},     {"tanh", OpKind::Tanh}, {"erf", OpKind::Erf},   {"floor", OpKind::Floor},
-      {"ceil", OpKind::Ceil},
-  };
-  return ops;
-}
-
-Symbol unary_math(Lowerer& l, const CallArgs& c, const std::string& n) {
-  BoundArgs a(n, {"x"}, c);
-  ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the operand of tl." + n);
-  if (!ir::is_float(l.type(x).scalar) && !l.type(x).is_pointer() && (n == "floor" || n == "ceil")) return ok(x);
-  return ok(float_math(l, unary_math_ops().at(n), x, c.loc, n));
 }
 
 Symbol abs_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -609,96 +579,153 @@ Symbol py_range(Lowerer& l, const CallArgs& c, const std::string& n) {
   error_at(c.loc, Diag::BuiltinOutsideContext, "range(...) can only be used as the iterable of a `for` loop");
 }
 
-// Names of triton.language that Tegula knows but does not implement yet: a
-// clear "not supported yet" beats "unknown name".
-bool is_known_unsupported(const std::string& n) {
-  static const char* const kNames[] = {
-      "dot_scaled", "inline_asm_elementwise", "xor_sum", "reduce_or"};
-  for (const char* k : kNames)
-    if (n == k) return true;
-  return false;
-}
-
 }  // namespace
 
-// Defined in builtins_tile.cpp: reductions, dot and shape ops.
-Symbol lower_tile_builtin(Lowerer& l, const CallArgs& c, const std::string& name, bool* handled);
-bool is_tile_builtin(const std::string& name);
 // Defined in builtins_atomic.cpp: tl.atomic_* (all but cas) and tl.atomic_cas.
 Symbol lower_atomic_rmw(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_atomic_cas(Lowerer& l, const CallArgs& c, const std::string& name);
 
+// --- the registry ------------------------------------------------------------------
+
 namespace {
 
-const std::map<std::string, Handler>& handlers() {
-  static const std::map<std::string, Handler> table = {
-      {"program_id", program_id},   {"num_programs", program_id},
-      {"arange", arange},           {"zeros", zeros},
-      {"full", full},               {"zeros_like", zeros_like},
-      {"full_like", full_like},     {"load", load},
-      {"store", store},             {"where", where},
-      {"minimum", min_max},         {"maximum", min_max},
-      {"exp", unary_math},          {"exp2", unary_math},
-      {"log", unary_math},          {"log2", unary_math},
-      {"sqrt", unary_math},         {"sqrt_rn", unary_math},
-      {"rsqrt", unary_math},        {"sin", unary_math},
-      {"cos", unary_math},          {"tanh", unary_math},
-      {"erf", unary_math},          {"floor", unary_math},
-      {"ceil", unary_math},         {"abs", abs_fn},
-      {"sigmoid", sigmoid},         {"fma", fma_fn},
-      {"div_rn", div_fn},           {"fdiv", div_fn},
-      {"umulhi", umulhi},           {"clamp", clamp},
-      {"cdiv", cdiv},               {"tegula.cdiv", cdiv},
-      {"tegula.next_power_of_2", next_power_of_2},
-      {"to", to},                   {"cast", to},
-      {"pointer_type", lower_pointer_type},
-      {"constexpr", constexpr_fn},  {"static_print", static_print},
-      {"static_assert", static_assert_fn},
-      {"device_print", device_print}, {"device_assert", device_assert},
-      {"multiple_of", lower_hint}, {"max_contiguous", lower_hint},
-      {"max_constancy", lower_hint}, {"assume", lower_assume},
-      {"debug_barrier", no_op},
-      {"py.min", py_min_max},       {"py.max", py_min_max},
-      {"py.len", py_len},           {"py.int", py_convert},
-      {"py.float", py_convert},     {"py.bool", py_convert},
-      {"py.print", device_print},   {"py.abs", abs_fn},
-      {"py.range", py_range},       {"range", py_range},
-      {"static_range", py_range},
-      {"atomic_add", lower_atomic_rmw}, {"atomic_max", lower_atomic_rmw},
-      {"atomic_min", lower_atomic_rmw}, {"atomic_and", lower_atomic_rmw},
-      {"atomic_or", lower_atomic_rmw},  {"atomic_xor", lower_atomic_rmw},
-      {"atomic_xchg", lower_atomic_rmw}, {"atomic_cas", lower_atomic_cas},
-      {"cumsum", lower_scan},       {"cumprod", lower_scan},
-      {"associative_scan", lower_scan},
-      {"sort", lower_sort},         {"topk", lower_sort},
-      {"flip", lower_flip},         {"gather", lower_gather},
-      {"histogram", lower_histogram},
-      {"interleave", lower_interleave}, {"cat", lower_cat},
-      {"swizzle2d", lower_swizzle2d},
-  };
-  return table;
-}
+constexpr uint8_t TL = kLanguage;
+constexpr uint8_t METHOD = kMethod;
+constexpr uint8_t NAMED = 0;  // reached by its prefixed name only (builtins.h)
+
+// Every name a kernel can call, grouped as docs/language.md groups them. A
+// row without a handler is a triton.language name Tegula does not implement
+// yet: calling it is a clear error rather than an unknown name.
+constexpr Builtin kBuiltins[] = {
+    // program and grid
+    {"program_id", program_id, TL},                 {"num_programs", program_id, TL},
+    // creation
+    {"arange", arange, TL},                         {"zeros", zeros, TL},
+    {"zeros_like", zeros_like, TL},                 {"full", full, TL},
+    {"full_like", full_like, TL},                   {"cat", lower_cat, TL},
+    {"to_tensor", nullptr, TL},
+    // memory, block pointers and tensor descriptors
+    {"load", load, TL},                             {"store", store, TL},
+    {"make_block_ptr", lower_make_block_ptr, TL},   {"advance", lower_advance, TL},
+    {"make_tensor_descriptor", lower_make_tensor_descriptor, TL},
+    {"load_tensor_descriptor", lower_descriptor_load, TL},
+    {"store_tensor_descriptor", lower_descriptor_store, TL},
+    {"tensor_descriptor.atomic_add", lower_descriptor_atomic, NAMED},
+    {"tensor_descriptor.atomic_min", lower_descriptor_atomic, NAMED},
+    {"tensor_descriptor.atomic_max", lower_descriptor_atomic, NAMED},
+    {"tensor_descriptor.atomic_and", lower_descriptor_atomic, NAMED},
+    {"tensor_descriptor.atomic_or", lower_descriptor_atomic, NAMED},
+    {"tensor_descriptor.atomic_xor", lower_descriptor_atomic, NAMED},
+    // shape
+    {"reshape", lower_reshape, TL | METHOD},        {"view", lower_reshape, TL | METHOD},
+    {"ravel", lower_ravel, TL | METHOD},            {"trans", lower_permute, TL | METHOD},
+    {"permute", lower_permute, TL | METHOD},        {"expand_dims", lower_expand_dims, TL | METHOD},
+    {"broadcast_to", lower_broadcast_to, TL | METHOD}, {"broadcast", lower_broadcast, TL},
+    {"join", lower_join, TL | METHOD},              {"split", lower_split, TL | METHOD},
+    {"interleave", lower_interleave, TL | METHOD},  {"squeeze", nullptr, TL},
+    {"unsqueeze", nullptr, TL},
+    // conversions
+    {"cast", to, TL | METHOD},                      {"to", to, METHOD},
+    {"pointer_type", lower_pointer_type, TL},
+    // elementwise
+    {"where", where, TL},                           {"minimum", min_max, TL},
+    {"maximum", min_max, TL},                       {"clamp", clamp, TL},
+    {"abs", abs_fn, TL | METHOD},                   {"sigmoid", sigmoid, TL | METHOD},
+    {"fma", fma_fn, TL},                            {"div_rn", div_fn, TL},
+    {"fdiv", div_fn, TL},                           {"umulhi", umulhi, TL},
+    {"cdiv", cdiv, TL},                             {"inline_asm_elementwise", nullptr, TL},
+    {"map_elementwise", nullptr, TL},
+    // math functions: an op of ir/ops.def each, called by its name
+    {"exp", lower_math_function, TL | METHOD},      {"exp2", lower_math_function, TL | METHOD},
+    {"log", lower_math_function, TL | METHOD},      {"log2", lower_math_function, TL | METHOD},
+    {"sqrt", lower_math_function, TL | METHOD},     {"sqrt_rn", lower_math_function, TL},
+    {"rsqrt", lower_math_function, TL | METHOD},    {"sin", lower_math_function, TL | METHOD},
+    {"cos", lower_math_function, TL | METHOD},      {"tanh", lower_math_function, TL | METHOD},
+    {"erf", lower_math_function, TL | METHOD},      {"floor", lower_math_function, TL | METHOD},
+    {"ceil", lower_math_function, TL | METHOD},     {"tan", lower_math_function, TL},
+    {"atan", lower_math_function, TL},              {"asin", lower_math_function, TL},
+    {"acos", lower_math_function, TL},              {"sinh", lower_math_function, TL},
+    {"cosh", lower_math_function, TL},              {"asinh", lower_math_function, TL},
+    {"acosh", lower_math_function, TL},             {"atanh", lower_math_function, TL},
+    {"erfc", lower_math_function, TL},              {"exp10", lower_math_function, TL},
+    {"expm1", lower_math_function, TL},             {"log10", lower_math_function, TL},
+    {"log1p", lower_math_function, TL},             {"cbrt", lower_math_function, TL},
+    {"rint", lower_math_function, TL},              {"nearbyint", lower_math_function, TL},
+    {"round", lower_math_function, TL},             {"trunc", lower_math_function, TL},
+    {"atan2", lower_math_function, TL},             {"hypot", lower_math_function, TL},
+    {"copysign", lower_math_function, TL},          {"nextafter", lower_math_function, TL},
+    {"fmod", lower_fmod, TL},                       {"pow", lower_pow, TL},
+    {"isnan", lower_classification, TL},            {"isinf", lower_classification, TL},
+    {"isfinite", lower_classification, TL},         {"finitef", lower_classification, TL},
+    {"isfinited", lower_classification, TL},        {"signbit", lower_classification, TL},
+    {"erfinv", nullptr, TL},
+    // reductions, scans, sorting
+    {"sum", lower_sum, TL | METHOD},                {"xor_sum", lower_sum, TL | METHOD},
+    {"max", lower_max_min, TL | METHOD},            {"min", lower_max_min, TL | METHOD},
+    {"argmax", lower_argmax_min, TL | METHOD},      {"argmin", lower_argmax_min, TL | METHOD},
+    {"reduce", lower_reduce, TL | METHOD},          {"reduce_or", nullptr, TL | METHOD},
+    {"softmax", lower_softmax, TL | METHOD},        {"cumsum", lower_scan, TL | METHOD},
+    {"cumprod", lower_scan, TL | METHOD},           {"associative_scan", lower_scan, TL | METHOD},
+    {"sort", lower_sort, TL | METHOD},              {"topk", lower_sort, TL | METHOD},
+    {"bitonic_merge", nullptr, TL},                 {"flip", lower_flip, TL | METHOD},
+    {"gather", lower_gather, TL | METHOD},          {"histogram", lower_histogram, TL | METHOD},
+    {"swizzle2d", lower_swizzle2d, TL},
+    // linear algebra
+    {"dot", lower_dot, TL},                         {"dot_scaled", nullptr, TL},
+    // atomics
+    {"atomic_add", lower_atomic_rmw, TL | METHOD},  {"atomic_max", lower_atomic_rmw, TL | METHOD},
+    {"atomic_min", lower_atomic_rmw, TL | METHOD},  {"atomic_and", lower_atomic_rmw, TL | METHOD},
+    {"atomic_or", lower_atomic_rmw, TL | METHOD},   {"atomic_xor", lower_atomic_rmw, TL | METHOD},
+    {"atomic_xchg", lower_atomic_rmw, TL | METHOD}, {"atomic_cas", lower_atomic_cas, TL | METHOD},
+    {"atomic_poll", nullptr, TL},
+    // random numbers
+    {"philox", lower_philox, TL},                   {"philox_impl", lower_philox, TL},
+    {"randint", lower_randint, TL},                 {"randint4x", lower_randint, TL},
+    {"rand", lower_rand, TL},                       {"rand4x", lower_rand, TL},
+    {"randn", lower_rand, TL},                      {"randn4x", lower_rand, TL},
+    {"uint_to_uniform_float", lower_uint_to_uniform_float, TL},
+    {"pair_uniform_to_normal", lower_pair_uniform_to_normal, TL},
+    // compile time, hints, loops, debugging
+    {"constexpr", constexpr_fn, TL},                {"static_print", static_print, TL},
+    {"static_assert", static_assert_fn, TL},        {"device_print", device_print, TL},
+    {"device_assert", device_assert, TL},           {"debug_barrier", no_op, TL},
+    {"multiple_of", lower_hint, TL},                {"max_contiguous", lower_hint, TL},
+    {"max_constancy", lower_hint, TL},              {"assume", lower_assume, TL},
+    {"range", py_range, TL},                        {"static_range", py_range, TL},
+    // tegula.* (and triton.*)
+    {"tegula.cdiv", cdiv, NAMED},                   {"tegula.next_power_of_2", next_power_of_2, NAMED},
+    // Python builtins kernels use
+    {"py.min", py_min_max, NAMED},                  {"py.max", py_min_max, NAMED},
+    {"py.len", py_len, NAMED},                      {"py.int", py_convert, NAMED},
+    {"py.float", py_convert, NAMED},                {"py.bool", py_convert, NAMED},
+    {"py.print", device_print, NAMED},              {"py.abs", abs_fn, NAMED},
+    {"py.range", py_range, NAMED},                  {"py.isinstance", nullptr, NAMED},
+    {"py.tuple", nullptr, NAMED},
+};
 
 }  // namespace
 
+const Builtin* find_builtin(std::string_view name) {
+  for (const Builtin& b : kBuiltins)
+    if (name == b.name) return &b;
+  return nullptr;
+}
+
+std::span<const Builtin> builtin_registry() { return kBuiltins; }
+
 bool Lowerer::is_language_builtin(const std::string& name) {
-  return handlers().count(name) > 0 || is_tile_builtin(name) || is_math_builtin(name) || is_random_builtin(name) ||
-         is_block_ptr_builtin(name) || is_known_unsupported(name);
+  const Builtin* b = find_builtin(name);
+  return b != nullptr && (b->forms & kLanguage) != 0;
 }
 
 Symbol Lowerer::call_builtin(const std::string& name, const CallArgs& args) {
-  auto it = handlers().find(name);
-  if (it != handlers().end()) return it->second(*this, args, name);
-  bool handled = false;
-  Symbol r = lower_tile_builtin(*this, args, name, &handled);
-  if (handled) return r;
-  if (is_math_builtin(name)) return lower_math_builtin(*this, args, name);
-  if (is_random_builtin(name)) return lower_random_builtin(*this, args, name);
-  if (is_block_ptr_builtin(name)) return lower_block_ptr_builtin(*this, args, name);
-  if (is_known_unsupported(name))
+  const Builtin* b = find_builtin(name);
+  if (b != nullptr && b->lower != nullptr) return b->lower(*this, args, name);
+  if (b == nullptr || name.rfind("py.", 0) == 0)
     error_at(args.loc, Diag::UnsupportedLanguageName,
-             "`tl." + name + "` is not supported by Tegula yet", "docs/language.md lists what is supported");
-  error_at(args.loc, Diag::UnsupportedLanguageName, "`" + name + "` cannot be called inside a kernel");
+             "`" + (b == nullptr ? name : name.substr(3)) + "` cannot be called inside a kernel");
+  error_at(args.loc, Diag::UnsupportedLanguageName,
+           "`tl." + name + "` is not supported by Tegula yet", "docs/language.md lists what is supported");
 }
 
 }  // namespace tegula::frontend

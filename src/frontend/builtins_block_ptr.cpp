@@ -2,6 +2,8 @@
 // expansion into pointer tiles and masks).
 #include "frontend/builtins_block_ptr.h"
 
+#include "frontend/builtins.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -280,9 +282,42 @@ ir::ValueId block_value(Lowerer& l, const Symbol& v, const SourceLoc& loc, Scala
   return l.broadcast_to(l.cast(value, element, loc), block, loc);
 }
 
+// The block of `desc` at `offsets`, as a block pointer.
+Symbol descriptor_block(Lowerer& l, const Symbol& desc, const Symbol& offsets, const SourceLoc& loc,
+                        const std::string& callee) {
+  size_t rank = rank_of(desc);
+  std::vector<Symbol> list = items(offsets);
+  if (list.size() != rank)
+    error_at(loc, Diag::WrongRank,
+             callee + " got " + std::to_string(list.size()) + " offsets for a descriptor of rank " +
+                      std::to_string(rank));
+  Symbol bp = desc;
+  bp.kind = Symbol::Kind::BlockPointer;
+  for (size_t d = 0; d < rank; ++d)
+    bp.elements.push_back(
+        Symbol::of(offset_value(l, list[d], loc, "`offsets[" + std::to_string(d) + "]` of " + callee)));
+  return bp;
+}
+
+Symbol every_dimension(size_t rank) {
+  std::vector<Symbol> dims;
+  for (size_t d = 0; d < rank; ++d) dims.push_back(Symbol::of(ConstValue::integer(static_cast<int64_t>(d))));
+  return Symbol::tuple(std::move(dims));
+}
+
+Symbol method(const Symbol& receiver, const std::string& name) {
+  Symbol m;
+  m.kind = Symbol::Kind::Method;
+  m.name = name;
+  m.receiver = std::make_shared<Symbol>(receiver);
+  return m;
+}
+
+}  // namespace
+
 // --- handlers -------------------------------------------------------------------------------------
 
-Symbol make_block_ptr(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_make_block_ptr(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"base", "shape", "strides", "offsets", "block_shape", "?order"}, c);
   const std::string callee = "tl.make_block_ptr";
   ir::ValueId base = pointer_base(l, a, callee);
@@ -309,7 +344,7 @@ Symbol make_block_ptr(Lowerer& l, const CallArgs& c, const std::string& n) {
   return make_symbol(Symbol::Kind::BlockPointer, std::move(parts), std::move(block));
 }
 
-Symbol advance(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_advance(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"base", "offsets"}, c);
   Symbol bp = block_pointer_of(l, a.get("base"), a.loc("base"), "tl.advance");
   size_t rank = rank_of(bp);
@@ -328,7 +363,7 @@ Symbol advance(Lowerer& l, const CallArgs& c, const std::string& n) {
   return bp;
 }
 
-Symbol make_tensor_descriptor(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_make_tensor_descriptor(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"base", "shape", "strides", "block_shape", "?padding_option"}, c);
   const std::string callee = "tl.make_tensor_descriptor";
   ir::ValueId base = pointer_base(l, a, callee);
@@ -352,32 +387,9 @@ Symbol make_tensor_descriptor(Lowerer& l, const CallArgs& c, const std::string& 
   return make_symbol(Symbol::Kind::TensorDescriptor, std::move(parts), std::move(block));
 }
 
-// The block of `desc` at `offsets`, as a block pointer.
-Symbol descriptor_block(Lowerer& l, const Symbol& desc, const Symbol& offsets, const SourceLoc& loc,
-                        const std::string& callee) {
-  size_t rank = rank_of(desc);
-  std::vector<Symbol> list = items(offsets);
-  if (list.size() != rank)
-    error_at(loc, Diag::WrongRank,
-             callee + " got " + std::to_string(list.size()) + " offsets for a descriptor of rank " +
-                      std::to_string(rank));
-  Symbol bp = desc;
-  bp.kind = Symbol::Kind::BlockPointer;
-  for (size_t d = 0; d < rank; ++d)
-    bp.elements.push_back(
-        Symbol::of(offset_value(l, list[d], loc, "`offsets[" + std::to_string(d) + "]` of " + callee)));
-  return bp;
-}
-
-Symbol every_dimension(size_t rank) {
-  std::vector<Symbol> dims;
-  for (size_t d = 0; d < rank; ++d) dims.push_back(Symbol::of(ConstValue::integer(static_cast<int64_t>(d))));
-  return Symbol::tuple(std::move(dims));
-}
-
 // desc.load(offsets) is tl.load of the block at `offsets`, every dimension
 // checked and padded with the descriptor's padding.
-Symbol descriptor_load(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_descriptor_load(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"desc", "offsets", "?cache_modifier", "?eviction_policy"}, c);
   const Symbol& desc = descriptor_of(l, a.get("desc"), a.loc("desc"), "load_tensor_descriptor");
   CallArgs load;
@@ -395,7 +407,7 @@ Symbol descriptor_load(Lowerer& l, const CallArgs& c, const std::string& n) {
   return l.call_builtin("load", load);
 }
 
-Symbol descriptor_store(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_descriptor_store(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"desc", "offsets", "value", "?cache_modifier", "?eviction_policy"}, c);
   const Symbol& desc = descriptor_of(l, a.get("desc"), a.loc("desc"), "store_tensor_descriptor");
   Symbol bp = descriptor_block(l, desc, a.get("offsets"), a.loc("offsets"), "desc.store");
@@ -417,7 +429,7 @@ Symbol descriptor_store(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 // desc.atomic_add(offsets, value) and friends: the atomic on the block's
 // pointer tile, masked to the tensor. Like Triton, they return nothing.
-Symbol descriptor_atomic(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_descriptor_atomic(Lowerer& l, const CallArgs& c, const std::string& n) {
   std::string op = n.substr(n.find('.') + 1);
   BoundArgs a("desc." + op, {"desc", "offsets", "value"}, c);
   const Symbol& desc = descriptor_of(l, a.get("desc"), a.loc("desc"), "desc." + op);
@@ -437,47 +449,6 @@ Symbol descriptor_atomic(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(ConstValue::none());
 }
 
-using Handler = Symbol (*)(Lowerer&, const CallArgs&, const std::string&);
-
-const std::vector<std::pair<std::string, Handler>>& handlers() {
-  static const std::vector<std::pair<std::string, Handler>> table = {
-      {"make_block_ptr", make_block_ptr},
-      {"advance", advance},
-      {"make_tensor_descriptor", make_tensor_descriptor},
-      {"load_tensor_descriptor", descriptor_load},
-      {"store_tensor_descriptor", descriptor_store},
-      // Methods of descriptors only (no tl.* name): desc.atomic_add(offsets, value) ...
-      {"tensor_descriptor.atomic_add", descriptor_atomic},
-      {"tensor_descriptor.atomic_min", descriptor_atomic},
-      {"tensor_descriptor.atomic_max", descriptor_atomic},
-      {"tensor_descriptor.atomic_and", descriptor_atomic},
-      {"tensor_descriptor.atomic_or", descriptor_atomic},
-      {"tensor_descriptor.atomic_xor", descriptor_atomic},
-  };
-  return table;
-}
-
-Symbol method(const Symbol& receiver, const std::string& name) {
-  Symbol m;
-  m.kind = Symbol::Kind::Method;
-  m.name = name;
-  m.receiver = std::make_shared<Symbol>(receiver);
-  return m;
-}
-
-}  // namespace
-
-bool is_block_ptr_builtin(const std::string& name) {
-  for (const auto& [n, _] : handlers())
-    if (n == name) return true;
-  return false;
-}
-
-Symbol lower_block_ptr_builtin(Lowerer& l, const CallArgs& c, const std::string& name) {
-  for (const auto& [n, handler] : handlers())
-    if (n == name) return handler(l, c, name);
-  TEGULA_ASSERT(false, "not a block pointer builtin: " + name);
-}
 
 bool is_block_access(const Symbol& s) {
   return s.kind == Symbol::Kind::BlockPointer || s.kind == Symbol::Kind::TensorDescriptor;
@@ -531,7 +502,7 @@ Symbol block_access_attribute(Lowerer& l, const Symbol& base, const std::string&
   size_t rank = rank_of(base);
   if (attr == "load") return method(base, "load_tensor_descriptor");
   if (attr == "store") return method(base, "store_tensor_descriptor");
-  if (attr.rfind("atomic_", 0) == 0 && is_block_ptr_builtin("tensor_descriptor." + attr))
+  if (attr.rfind("atomic_", 0) == 0 && find_builtin("tensor_descriptor." + attr) != nullptr)
     return method(base, "tensor_descriptor." + attr);
   if (attr == "shape" || attr == "strides") {
     std::vector<Symbol> parts(base.elements.begin() + 1 + (attr == "shape" ? 0 : static_cast<std::ptrdiff_t>(rank)),

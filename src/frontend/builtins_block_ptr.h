@@ -28,11 +28,16 @@
 
 namespace tegula::frontend {
 
-bool is_block_ptr_builtin(const std::string& name);
-// make_block_ptr, advance, make_tensor_descriptor, load_tensor_descriptor,
-// store_tensor_descriptor, and the descriptor methods (desc.load, desc.store,
-// desc.atomic_add ...), whose handlers take the descriptor first.
-Symbol lower_block_ptr_builtin(Lowerer& l, const CallArgs& c, const std::string& name);
+// The handlers builtins.cpp's registry names: make_block_ptr, advance,
+// make_tensor_descriptor, load_tensor_descriptor and store_tensor_descriptor
+// (also desc.load, desc.store), and the descriptor methods desc.atomic_add
+// ..., which take the descriptor first.
+Symbol lower_make_block_ptr(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_advance(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_make_tensor_descriptor(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_descriptor_load(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_descriptor_store(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_descriptor_atomic(Lowerer& l, const CallArgs& c, const std::string& name);
 
 // A block pointer or a tensor descriptor.
 bool is_block_access(const Symbol& s);

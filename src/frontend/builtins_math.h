@@ -1,8 +1,9 @@
-// The float library functions beyond the core ones of builtins.cpp
-// (builtins_math.cpp): tan, atan2, log1p, rint... (an IR op each), fmod,
-// pow, and the classification functions isnan, isinf, isfinite, signbit.
-// Kernels reach them as tl.<name>, tl.math.<name> and
-// tl.extra.libdevice.<name> alike.
+// The float functions of the language (builtins_math.cpp): the elementwise
+// float ops of ir/ops.def (exp, sin, tan, atan2, log1p, rint... each called
+// by its op's name, and sqrt_rn and nearbyint by another), fmod, pow, and
+// the classification functions isnan, isinf, isfinite, signbit. Kernels reach
+// them as tl.<name>, tl.math.<name> and tl.extra.libdevice.<name> alike;
+// builtins.cpp's registry names them.
 #pragma once
 
 #include <string>
@@ -11,8 +12,11 @@
 
 namespace tegula::frontend {
 
-bool is_math_builtin(const std::string& name);
-// The value of the call of math builtin `name` (is_math_builtin(name) holds).
-Symbol lower_math_builtin(Lowerer& l, const CallArgs& c, const std::string& name);
+// An op of ir/ops.def with type rule Floats, called by its name.
+Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_fmod(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_pow(Lowerer& l, const CallArgs& c, const std::string& name);
+// isnan, isinf, isfinite (and libdevice's finitef, isfinited), signbit.
+Symbol lower_classification(Lowerer& l, const CallArgs& c, const std::string& name);
 
 }  // namespace tegula::frontend

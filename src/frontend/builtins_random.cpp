@@ -240,7 +240,9 @@ std::pair<ir::ValueId, ir::ValueId> normal_pair(Lowerer& l, ir::ValueId u1, ir::
   return {op(OpKind::Mul, {radius, op(OpKind::Cos, {theta})}), op(OpKind::Mul, {radius, op(OpKind::Sin, {theta})})};
 }
 
-Symbol philox_call(Lowerer& l, const CallArgs& c, const std::string& n) {
+}  // namespace
+
+Symbol lower_philox(Lowerer& l, const CallArgs& c, const std::string& n) {
   bool impl = n == "philox_impl";
   std::vector<std::string> params = impl ? std::vector<std::string>{"c0", "c1", "c2", "c3", "k0", "k1", "?n_rounds"}
                                          : std::vector<std::string>{"seed", "c0", "c1", "c2", "c3", "?n_rounds"};
@@ -265,14 +267,14 @@ Symbol philox_call(Lowerer& l, const CallArgs& c, const std::string& n) {
   return tuple_of(philox.run(counter, k0, k1, rounds_of(l, a, n), common_shape(l, inputs, c.loc, n)));
 }
 
-Symbol randint_call(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_randint(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"seed", "offset", "?n_rounds"}, c);
   std::vector<ir::ValueId> words = randint4x(l, a, c, n);
   if (n == "randint4x") return tuple_of(words);
   return Symbol::of(words[0]);  // the other three are dead code
 }
 
-Symbol rand_call(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_rand(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"seed", "offset", "?n_rounds"}, c);
   std::vector<ir::ValueId> words = randint4x(l, a, c, n);
   if (n == "rand") return Symbol::of(uniform_float(l, words[0], c.loc, n));
@@ -286,37 +288,17 @@ Symbol rand_call(Lowerer& l, const CallArgs& c, const std::string& n) {
   return tuple_of({n1, n2, n3, n4});
 }
 
-Symbol uniform_call(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_uint_to_uniform_float(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x"}, c);
   return Symbol::of(uniform_float(l, l.to_value(a.get("x"), a.loc("x"), "the input of tl." + n), a.loc("x"), n));
 }
 
-Symbol normal_call(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_pair_uniform_to_normal(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"u1", "u2"}, c);
   auto [n1, n2] = normal_pair(l, l.to_value(a.get("u1"), a.loc("u1"), "u1 of tl." + n),
                               l.to_value(a.get("u2"), a.loc("u2"), "u2 of tl." + n), c.loc, n);
   return tuple_of({n1, n2});
 }
 
-using Handler = Symbol (*)(Lowerer&, const CallArgs&, const std::string&);
-
-Handler handler_of(const std::string& n) {
-  if (n == "philox" || n == "philox_impl") return philox_call;
-  if (n == "randint" || n == "randint4x") return randint_call;
-  if (n == "rand" || n == "rand4x" || n == "randn" || n == "randn4x") return rand_call;
-  if (n == "uint_to_uniform_float") return uniform_call;
-  if (n == "pair_uniform_to_normal") return normal_call;
-  return nullptr;
-}
-
-}  // namespace
-
-bool is_random_builtin(const std::string& name) { return handler_of(name) != nullptr; }
-
-Symbol lower_random_builtin(Lowerer& l, const CallArgs& c, const std::string& name) {
-  Handler h = handler_of(name);
-  TEGULA_ASSERT(h != nullptr, "not a random builtin: " + name);
-  return h(l, c, name);
-}
 
 }  // namespace tegula::frontend

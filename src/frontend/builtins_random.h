@@ -11,8 +11,13 @@
 
 namespace tegula::frontend {
 
-bool is_random_builtin(const std::string& name);
-// The value of the call of random builtin `name` (is_random_builtin(name) holds).
-Symbol lower_random_builtin(Lowerer& l, const CallArgs& c, const std::string& name);
+// builtins.cpp's registry names them; each takes the call's arguments and
+// the name it was called by.
+Symbol lower_philox(Lowerer& l, const CallArgs& c, const std::string& name);  // philox, philox_impl
+Symbol lower_randint(Lowerer& l, const CallArgs& c, const std::string& name);  // randint, randint4x
+// rand, rand4x, randn, randn4x
+Symbol lower_rand(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_uint_to_uniform_float(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_pair_uniform_to_normal(Lowerer& l, const CallArgs& c, const std::string& name);
 
 }  // namespace tegula::frontend

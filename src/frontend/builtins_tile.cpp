@@ -1,10 +1,11 @@
-// Tile-level builtins: reductions (sum, max, min, argmax, argmin, reduce,
-// xor_sum, softmax), tl.dot, and shape ops (reshape, trans, permute,
-// expand_dims, broadcast_to, join, split, ravel).
+// Tile-level builtins (see builtins_tile.h): reductions (sum, max, min,
+// argmax, argmin, reduce, xor_sum, softmax), tl.dot, and shape ops (reshape,
+// trans, permute, expand_dims, broadcast_to, join, split, ravel).
 #include <algorithm>
 #include <functional>
 #include <set>
 
+#include "frontend/builtins_tile.h"
 #include "frontend/combiner_region.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
@@ -106,22 +107,6 @@ Combiner binary_combiner(Lowerer& l, OpKind kind, const SourceLoc& loc) {
   };
 }
 
-Symbol sum(Lowerer& l, const CallArgs& c, const std::string& n) {
-  BoundArgs a(n, {"input", "?axis", "?keep_dims", "?dtype"}, c);
-  ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
-  Scalar s = l.type(x).scalar;
-  Scalar acc_type = s;
-  if (a.has("dtype")) acc_type = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of tl.sum");
-  else if (ir::is_integer(s) && ir::bit_width(s) < 32) acc_type = ir::is_signed(s) || s == Scalar::I1 ? Scalar::I32 : Scalar::U32;
-  else if (s == Scalar::F16 || s == Scalar::BF16) acc_type = Scalar::F32;
-  if (n == "xor_sum" && ir::is_float(s)) error_at(c.loc, Diag::NotInteger, "tl.xor_sum needs integers");
-  if (n == "xor_sum") acc_type = s;
-  x = l.cast(x, acc_type, c.loc);
-  auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
-  return Symbol::of(reduce(l, {x}, axis, flag(l, a, "keep_dims"),
-                           binary_combiner(l, n == "xor_sum" ? OpKind::Xor : OpKind::Add, c.loc), c.loc)[0]);
-}
-
 // argmax/argmin combiner on (value, index): strict improvement wins, ties go
 // to the smaller index.
 Combiner arg_combiner(Lowerer& l, bool is_max, const SourceLoc& loc) {
@@ -148,7 +133,25 @@ ir::ValueId index_tile(Lowerer& l, const ir::Type& t, int64_t axis, const Source
   return l.broadcast_to(idx, t.shape, loc);
 }
 
-Symbol max_min(Lowerer& l, const CallArgs& c, const std::string& n) {
+}  // namespace
+
+Symbol lower_sum(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "?axis", "?keep_dims", "?dtype"}, c);
+  ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
+  Scalar s = l.type(x).scalar;
+  Scalar acc_type = s;
+  if (a.has("dtype")) acc_type = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of tl.sum");
+  else if (ir::is_integer(s) && ir::bit_width(s) < 32) acc_type = ir::is_signed(s) || s == Scalar::I1 ? Scalar::I32 : Scalar::U32;
+  else if (s == Scalar::F16 || s == Scalar::BF16) acc_type = Scalar::F32;
+  if (n == "xor_sum" && ir::is_float(s)) error_at(c.loc, Diag::NotInteger, "tl.xor_sum needs integers");
+  if (n == "xor_sum") acc_type = s;
+  x = l.cast(x, acc_type, c.loc);
+  auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
+  return Symbol::of(reduce(l, {x}, axis, flag(l, a, "keep_dims"),
+                           binary_combiner(l, n == "xor_sum" ? OpKind::Xor : OpKind::Add, c.loc), c.loc)[0]);
+}
+
+Symbol lower_max_min(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "?axis", "?return_indices", "?return_indices_tie_break_left", "?keep_dims"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
   auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
@@ -163,7 +166,7 @@ Symbol max_min(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(reduce(l, {x}, axis, keep, binary_combiner(l, n == "max" ? OpKind::Max : OpKind::Min, c.loc), c.loc)[0]);
 }
 
-Symbol argmax_min(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_argmax_min(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "axis", "?tie_break_left", "?keep_dims"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
   auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
@@ -174,7 +177,7 @@ Symbol argmax_min(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(r[1]);
 }
 
-Symbol reduce_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_reduce(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "axis", "combine_fn", "?keep_dims"}, c);
   const Symbol& in = a.get("input");
   std::vector<ir::ValueId> inputs;
@@ -220,7 +223,7 @@ Symbol reduce_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::tuple(std::move(out));
 }
 
-Symbol softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "?dim", "?keep_dims", "?ieee_rounding"}, c);
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the input of tl.softmax");
   if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, Diag::NotFloatingPoint,
@@ -236,7 +239,7 @@ Symbol softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(l.create(OpKind::Div, {e, l.broadcast_to(s, t.shape, c.loc)}, t, c.loc));
 }
 
-Symbol dot(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "other", "?acc", "?input_precision", "?allow_tf32", "?max_num_imprecise_acc", "?out_dtype"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl.dot");
   ir::ValueId y = tile_arg(l, a, "other", "tl.dot");
@@ -291,7 +294,7 @@ Symbol dot(Lowerer& l, const CallArgs& c, const std::string& n) {
                              {{"precision", ir::Attr{precision}}}));
 }
 
-Symbol reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (c.positional.empty()) error_at(c.loc, Diag::WrongArgumentCount, "tl." + n + " needs an input");
   ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl." + n);
   std::vector<int64_t> shape = shape_from_varargs(l, c, 1, "shape", "the shape of tl." + n, true);
@@ -305,14 +308,14 @@ Symbol reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape(shape), c.loc));
 }
 
-Symbol ravel(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_ravel(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "?can_reorder"}, c);
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the input of tl.ravel");
   if (l.type(x).rank() == 1) return Symbol::of(x);
   return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc));
 }
 
-Symbol permute(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_permute(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (c.positional.empty()) error_at(c.loc, Diag::WrongArgumentCount, "tl." + n + " needs an input");
   ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl." + n);
   std::vector<int64_t> perm = shape_from_varargs(l, c, 1, "dims", "the dims of tl." + n, false);
@@ -333,7 +336,7 @@ Symbol permute(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(l.create(OpKind::Trans, {x}, l.type(x).with_shape(shape), c.loc, {{"perm", ir::Attr{perm}}}));
 }
 
-Symbol expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "axis"}, c);
   ir::ValueId x = l.to_value(a.get("input"), a.loc("input"), "the input of tl.expand_dims");
   std::vector<int64_t> axes;
@@ -358,21 +361,21 @@ Symbol expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(x);
 }
 
-Symbol broadcast_to_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_broadcast_to(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (c.positional.empty()) error_at(c.loc, Diag::WrongArgumentCount, "tl.broadcast_to needs an input");
   ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl.broadcast_to");
   std::vector<int64_t> shape = shape_from_varargs(l, c, 1, "shape", "the shape of tl.broadcast_to", true);
   return Symbol::of(l.broadcast_to(x, shape, c.loc));
 }
 
-Symbol broadcast_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_broadcast(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "other"}, c);
   auto [x, y] = l.broadcast_pair(l.to_value(a.get("input"), a.loc("input"), "the input"),
                                  l.to_value(a.get("other"), a.loc("other"), "the other"), c.loc);
   return Symbol::tuple({Symbol::of(x), Symbol::of(y)});
 }
 
-Symbol join(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_join(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"a", "b"}, c);
   auto [x, y] = l.arith_operands(a.get("a"), a.get("b"), false, c.loc, "tl.join");
   std::vector<int64_t> shape = l.type(x).shape;
@@ -380,7 +383,7 @@ Symbol join(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(l.create(OpKind::Join, {x, y}, l.type(x).with_shape(shape), c.loc));
 }
 
-Symbol split(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"a"}, c);
   ir::ValueId x = l.to_value(a.get("a"), a.loc("a"), "the input of tl.split");
   const ir::Type& t = l.type(x);
@@ -393,33 +396,5 @@ Symbol split(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::tuple({Symbol::of(l.function().op(op).results[0]), Symbol::of(l.function().op(op).results[1])});
 }
 
-using Handler = Symbol (*)(Lowerer&, const CallArgs&, const std::string&);
-
-const std::map<std::string, Handler>& tile_handlers() {
-  static const std::map<std::string, Handler> table = {
-      {"sum", sum},           {"xor_sum", sum},         {"max", max_min},
-      {"min", max_min},       {"argmax", argmax_min},   {"argmin", argmax_min},
-      {"reduce", reduce_fn},  {"softmax", softmax},     {"dot", dot},
-      {"reshape", reshape},   {"view", reshape},        {"ravel", ravel},
-      {"trans", permute},     {"permute", permute},     {"expand_dims", expand_dims},
-      {"broadcast_to", broadcast_to_fn}, {"broadcast", broadcast_fn},
-      {"join", join},         {"split", split},
-  };
-  return table;
-}
-
-}  // namespace
-
-bool is_tile_builtin(const std::string& name) { return tile_handlers().count(name) > 0; }
-
-Symbol lower_tile_builtin(Lowerer& l, const CallArgs& c, const std::string& name, bool* handled) {
-  auto it = tile_handlers().find(name);
-  if (it == tile_handlers().end()) {
-    *handled = false;
-    return Symbol{};
-  }
-  *handled = true;
-  return it->second(l, c, name);
-}
 
 }  // namespace tegula::frontend

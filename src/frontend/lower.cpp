@@ -1,6 +1,7 @@
 // Entry points of lowering, @jit function inlining and name resolution.
 #include "frontend/lower.h"
 
+#include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
 #include "frontend/lowering.h"
 #include "frontend/parser.h"
@@ -23,14 +24,9 @@ bool is_constexpr_annotation(const ast::Expr* e) {
   }
 }
 
-// Names Python provides without an import that kernels commonly use.
-bool is_python_builtin(const std::string& name) {
-  static const char* const kNames[] = {"range", "min", "max", "len", "int", "float", "bool",
-                                       "print", "abs", "isinstance", "tuple"};
-  for (const char* n : kNames)
-    if (name == n) return true;
-  return false;
-}
+// Names Python provides without an import that kernels commonly use: the
+// registry's "py." rows.
+bool is_python_builtin(const std::string& name) { return find_builtin("py." + name) != nullptr; }
 
 ConstValue const_from_global(const GlobalValue& g, const SourceLoc& loc) {
   switch (g.kind) {

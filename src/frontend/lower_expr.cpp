@@ -2,6 +2,7 @@
 // unary operators (Triton's promotion rules), broadcasting and casts.
 #include <cmath>
 
+#include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
@@ -28,19 +29,11 @@ const char* cmp_pred(ast::CmpOp op) {
   }
 }
 
-// Value methods: `x.to(...)`, `x.sum(axis)` ... are the tl function of the
-// same name with the receiver as first argument.
+// Value methods: `x.to(...)`, `x.sum(axis)` ... are the builtin of the same
+// name with the receiver as first argument.
 bool is_value_method(const std::string& name) {
-  static const char* const kMethods[] = {
-      "to", "reshape", "view", "trans", "permute", "expand_dims", "broadcast_to", "sum", "max", "min",
-      "argmax", "argmin", "reduce", "ravel", "split", "cumsum", "cumprod", "exp", "exp2", "log", "log2",
-      "sqrt", "rsqrt", "abs", "sin", "cos", "sigmoid", "softmax", "associative_scan", "sort", "flip",
-      "xor_sum", "reduce_or", "floor", "ceil", "erf", "tanh", "cast", "join",
-      "topk", "gather", "histogram", "interleave", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
-      "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas"};
-  for (const char* m : kMethods)
-    if (name == m) return true;
-  return false;
+  const Builtin* b = find_builtin(name);
+  return b != nullptr && (b->forms & kMethod) != 0;
 }
 
 }  // namespace
@@ -427,7 +420,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
     case Symbol::Kind::Module: {
       if (base.name == "tegula") {
         if (attr == "language") return Symbol::module("language");
-        if (attr == "cdiv" || attr == "next_power_of_2") return Symbol::builtin("tegula." + attr);
+        if (find_builtin("tegula." + attr) != nullptr) return Symbol::builtin("tegula." + attr);
         error_at(loc, Diag::HostObjectInKernel,
                  "`" + attr + "` of the tegula/triton module cannot be used inside a kernel");
       }

@@ -119,7 +119,7 @@ def k(x_ptr, n):
 )",
                         {ptr_arg(Scalar::F32), int_arg()});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error.rfind("kernel.py:3:21: error[E0311]: tl.tan needs floating-point operands, but one is a scalar of type i32",
+  EXPECT_EQ(r.error.rfind("kernel.py:3:21: error[E0311]: tl.tan needs a floating-point operand, but it is a scalar of type i32",
                           0),
             0u)
       << r.error;

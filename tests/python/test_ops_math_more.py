@@ -335,7 +335,7 @@ def pow_of_int_kernel(x_ptr, out_ptr):
 
 
 def test_errors(backend):
-    with pytest.raises(tegula.CompilationError, match=r"tl.tan needs floating-point operands, but one is a scalar of "
+    with pytest.raises(tegula.CompilationError, match=r"tl.tan needs a floating-point operand, but it is a scalar of "
                                                       r"type i32") as info:
         tan_of_int_kernel[(1,)](backend.zeros(1, np.int32), backend.zeros(1, np.float32))
     assert "test_ops_math_more.py:" in str(info.value) and "x.to(tl.float32)" in str(info.value)

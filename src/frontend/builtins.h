@@ -1,0 +1,44 @@
+// The one registry of the functions a kernel can call (builtins.cpp): a row
+// per name with the handler that lowers the call and the ways the name is
+// written. Lowerer::call_builtin and every name lookup of the front end read
+// it; tests/cpp/test_builtin_registry.cpp keeps the Python stubs of
+// python/tegula/language in step with it.
+//
+// A row's name is what the front end calls it by:
+//   "load"                           tl.load (and x.load if a method)
+//   "py.min"                         the Python builtin min
+//   "tegula.cdiv"                    tegula.cdiv (triton.cdiv)
+//   "tensor_descriptor.atomic_add"   a method of tensor descriptors only
+// tl.math.<name> and tl.extra.libdevice.<name> reach the same names as
+// tl.<name>: the language has one namespace, as the stubs do in Python.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "frontend/lowering.h"
+
+namespace tegula::frontend {
+
+using BuiltinHandler = Symbol (*)(Lowerer& l, const CallArgs& c, const std::string& name);
+
+// How a kernel writes a name, beyond the prefixes above.
+enum BuiltinForm : uint8_t {
+  kLanguage = 1u << 0,  // tl.<name>
+  kMethod = 1u << 1,    // tile.<name>(...): the tile is the first argument
+};
+
+struct Builtin {
+  const char* name;
+  BuiltinHandler lower;  // nullptr: a Triton name Tegula does not implement yet
+  uint8_t forms;         // BuiltinForm bits
+};
+
+// The row of `name`, or nullptr.
+const Builtin* find_builtin(std::string_view name);
+// Every row, in the registry's order.
+std::span<const Builtin> builtin_registry();
+
+}  // namespace tegula::frontend

@@ -1,0 +1,31 @@
+// Tile-level builtins (builtins_tile.cpp): reductions, tl.dot and shape ops.
+// builtins.cpp's registry names them; each takes the call's arguments and
+// the name it was called by.
+#pragma once
+
+#include <string>
+
+#include "frontend/lowering.h"
+
+namespace tegula::frontend {
+
+// sum and xor_sum; max and min (also with return_indices); argmax and argmin;
+// reduce with a @jit combine function; softmax.
+Symbol lower_sum(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_max_min(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_argmax_min(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_reduce(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_softmax(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& name);
+// reshape and view; ravel; trans and permute; expand_dims; broadcast_to;
+// broadcast of two tiles; join; split.
+Symbol lower_reshape(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_ravel(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_permute(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_expand_dims(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_broadcast_to(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_broadcast(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_join(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& name);
+
+}  // namespace tegula::frontend
