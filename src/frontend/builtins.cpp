@@ -654,6 +654,7 @@ constexpr Builtin kBuiltins[] = {
     {"round", lower_math_function, TL},             {"trunc", lower_math_function, TL},
     {"atan2", lower_math_function, TL},             {"hypot", lower_math_function, TL},
     {"copysign", lower_math_function, TL},          {"nextafter", lower_math_function, TL},
+    {"lgamma", lower_math_function, TL},
     {"fmod", lower_fmod, TL},                       {"pow", lower_pow, TL},
     {"isnan", lower_classification, TL},            {"isinf", lower_classification, TL},
     {"isfinite", lower_classification, TL},         {"finitef", lower_classification, TL},

@@ -463,7 +463,7 @@ inline void add_control_and_memory_cases(std::vector<IrCase>& cases) {
 // and `hint` on integers and pointers.
 inline void add_math_and_hint_cases(std::vector<IrCase>& cases) {
   for (const char* fn : {"tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "exp10",
-                         "expm1", "log10", "log1p", "cbrt", "rint", "round", "trunc"})
+                         "expm1", "log10", "log1p", "cbrt", "rint", "round", "trunc", "lgamma"})
     for (const char* f : {"f32", "f64"})
       cases.push_back({std::string("math_") + fn + "_" + f, ew_kernel(fn, {f}, f)});
   for (const char* fn : {"atan2", "hypot", "copysign", "nextafter"})

@@ -200,7 +200,7 @@ inline Function every_op() {
   ValueId fm = log1p;
   for (OpKind k : {OpKind::Tan, OpKind::Atan, OpKind::Asin, OpKind::Acos, OpKind::Sinh, OpKind::Cosh, OpKind::Asinh,
                    OpKind::Acosh, OpKind::Atanh, OpKind::Erfc, OpKind::Exp10, OpKind::Expm1, OpKind::Log10,
-                   OpKind::Cbrt, OpKind::Rint, OpKind::Round, OpKind::Trunc})
+                   OpKind::Cbrt, OpKind::Rint, OpKind::Round, OpKind::Trunc, OpKind::Lgamma})
     fm = b.create1(k, {fm}, tf);
   for (OpKind k : {OpKind::Hypot, OpKind::Copysign, OpKind::Nextafter}) fm = b.create1(k, {fm, halves}, tf);
   b.set_loc(SourceLoc{0, 30, 5, 10});

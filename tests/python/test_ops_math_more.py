@@ -1,6 +1,6 @@
 """The float library functions beyond the core ones, against float64 NumPy
 references: tan, atan, asin, acos, sinh, cosh, asinh, acosh, atanh, erfc,
-exp10, expm1, log10, log1p, cbrt (the IR `math` op), rint, nearbyint, round,
+exp10, expm1, log10, log1p, cbrt, lgamma (an IR op each), rint, nearbyint, round,
 trunc, atan2, hypot, copysign, nextafter, fmod, pow (float ** float and
 float ** int), the classification functions isnan, isinf, isfinite, signbit,
 and the NaN rules of minimum/maximum with and without propagate_nan. They
@@ -89,6 +89,35 @@ def test_unary_functions(backend, name):
         else:
             check(out[k], want, name, ulps=4, atol=4 * 2.0**-(23 if name == "float32" else 52),
                   what=f"{name} {fn}")
+
+
+lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
+
+
+@tegula.jit
+def lgamma_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, libdevice.lgamma(tl.load(x_ptr + offs, mask=m, other=1.0)), mask=m)
+
+
+@pytest.mark.parametrize("name", FLOATS)
+def test_lgamma(backend, name):
+    n = 1000
+    rng = rng_for("lgamma", name)
+    x = random(rng, n, name, low=0.01, high=40.0)
+    # lgamma(1) = lgamma(2) = 0, gamma(0.5) = sqrt(pi), and negative non-integers: log|gamma(x)|.
+    x[:5] = [1.0, 2.0, 0.5, -0.5, -2.5]
+    out = backend.zeros(n, x.dtype)
+    lgamma_kernel[grid1(n, 256)](backend.array(x), out, n, BLOCK=256)
+    want = lgamma(to_f64(x))
+    if name in ("float16", "bfloat16"):
+        floor = 2.0**-24 if name == "float16" else 2.0**-120
+        check(backend.numpy(out), want, name, ulps=1, atol=2 * floor, what=f"{name} lgamma")
+    else:
+        # The math libraries' lgamma is within a few ulp, in absolute terms near its zeros at 1 and 2.
+        check(backend.numpy(out), want, name, ulps=8, atol=8 * 2.0**-(23 if name == "float32" else 52),
+              what=f"{name} lgamma")
 
 
 @tegula.jit
@@ -357,3 +386,5 @@ def test_cuda_compiles_math_kernels_for_sm80_and_sm90(tmp_path):
         compile_for_cuda(binary_more_kernel, "*fp32:16, *fp32:16, *i32:16, *fp32:16, i32, 128", arch, tmp_path)
         compile_for_cuda(classify_kernel, "*fp64:16, *i8:16, *i32:16, 16", arch, tmp_path)
         compile_for_cuda(rounding_kernel, "*fp16:16, *fp16:16, 64", arch, tmp_path)
+        for t in ("fp32", "fp64"):
+            compile_for_cuda(lgamma_kernel, f"*{t}:16, *{t}:16, i32, 256", arch, tmp_path)

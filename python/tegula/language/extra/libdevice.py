@@ -96,6 +96,11 @@ def isnan(x):
     _only_in_kernel("extra.libdevice.isnan")
 
 
+def lgamma(x):
+    """Natural logarithm of the absolute value of the gamma function."""
+    _only_in_kernel("extra.libdevice.lgamma")
+
+
 def log10(x):
     """Base-10 logarithm."""
     _only_in_kernel("extra.libdevice.log10")
