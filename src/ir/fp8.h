@@ -1,6 +1,6 @@
-// The two fp8 formats of the tile IR, on the host: the reference encoder and
-// decoder that constant folding and code generation use for fp8 constants.
-// The generated code carries its own copies (the prelude_fp8.h of each
+// The two fp8 formats of the tile IR. On the host, ir/float_format.h encodes
+// and decodes them like every float type (constant folding and code
+// generation use it for fp8 constants); the generated code carries its own copies (the prelude_fp8.h of each
 // backend); tests check all of them against one NumPy reference.
 //
 //   f8e4m3 (tl.float8e4nv, "e4m3fn"): 1 sign, 4 exponent (bias 7), 3 mantissa
@@ -17,16 +17,14 @@
 
 #include <cstdint>
 
+#include "ir/float_format.h"
 #include "ir/ir.h"
 #include "ir/type.h"
 
 namespace tegula::ir {
 
-// `s` must be f8e4m3 or f8e5m2.
-uint8_t encode_fp8(double x, Scalar s);
-double decode_fp8(uint8_t bits, Scalar s);
-// x rounded to the nearest value of fp8 type `s` (encode, then decode).
-double round_to_fp8(double x, Scalar s);
+// The code of `x` in fp8 type `s` (float_format.h's encoding).
+inline uint8_t encode_fp8(double x, Scalar s) { return static_cast<uint8_t>(encode_float(x, s)); }
 // Whether any value of `fn` (or a pointer's pointee) is fp8: its generated code then needs the fp8 prelude.
 bool uses_fp8(const Function& fn);
 

@@ -43,6 +43,8 @@ struct ScalarInfo {
   const char* name;        // "f32"
   int bits;                // i1 -> 1
   ScalarKind kind;
+  int mantissa;            // explicit mantissa bits of a float (ir/float_format.h)
+  bool infinities;         // a float whose top exponent holds inf and NaN
   const char* tl_name;     // "float32": tl.float32
   const char* short_name;  // "fp32": Triton's printed and signature name
   int digits;              // significant decimal digits that tell values apart; 0 for integers

@@ -1,12 +1,11 @@
 #include "passes/fold_constants.h"
 
-#include <bit>
-#include <iterator>
 #include <cmath>
-#include <string>
+#include <iterator>
 #include <limits>
+#include <string>
 
-#include "ir/fp8.h"
+#include "ir/float_format.h"
 
 namespace tegula::passes {
 
@@ -22,53 +21,6 @@ ConstantValue make_float(Scalar type, double x) { return ConstantValue{type, 0, 
 ConstantValue make_bool(bool b) { return ConstantValue{Scalar::I1, b ? 1 : 0, 0.0}; }
 
 uint64_t as_unsigned(const ConstantValue& c) { return static_cast<uint64_t>(c.int_value); }
-
-// --- f16 / bf16 ------------------------------------------------------------------
-// Both are stored as doubles; these helpers round into them and move between
-// a value and its 16-bit pattern (for bitcast).
-
-struct HalfFormat {
-  int precision;      // significand bits including the implicit one
-  int min_exponent;   // exponent of the smallest normal number
-  double max_finite;
-};
-constexpr HalfFormat kF16{11, -14, 65504.0};
-constexpr HalfFormat kBF16{8, -126, 3.3895313892515355e38};
-
-// Round to nearest, ties to even: scale so that one unit in the last place of
-// the target is 1, round to an integer, scale back. The scalings are exact.
-double round_to_half(double x, const HalfFormat& format) {
-  if (std::isnan(x) || std::isinf(x) || x == 0.0) return x;
-  int exponent = std::max(std::ilogb(x), format.min_exponent);
-  int quantum = exponent - (format.precision - 1);
-  double rounded = std::ldexp(std::nearbyint(std::ldexp(x, -quantum)), quantum);
-  if (std::fabs(rounded) > format.max_finite) return std::copysign(INFINITY, x);
-  return rounded;
-}
-
-double decode_f16(uint16_t bits) {
-  double sign = (bits & 0x8000) ? -1.0 : 1.0;
-  int exponent = (bits >> 10) & 0x1f;
-  int mantissa = bits & 0x3ff;
-  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
-  if (exponent == 31) return mantissa ? NAN : sign * INFINITY;
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
-}
-
-// `x` must be exactly representable in f16 and not NaN.
-uint16_t encode_f16(double x) {
-  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  double magnitude = std::fabs(x);
-  if (magnitude == 0.0) return sign;
-  if (std::isinf(magnitude)) return sign | 0x7c00;
-  if (magnitude < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(std::ldexp(magnitude, 24));
-  int exponent = std::ilogb(magnitude);
-  auto mantissa = static_cast<uint16_t>(std::ldexp(magnitude, 10 - exponent) - 1024);
-  return sign | static_cast<uint16_t>((exponent + 15) << 10) | mantissa;
-}
-
-double decode_bf16(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
-uint16_t encode_bf16(double x) { return static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(x)) >> 16); }
 
 // --- the named evaluators of ops.def's fold columns ----------------------------------
 // Each gets the op (for its attributes), its constant operands (all of one
@@ -257,27 +209,12 @@ std::optional<ConstantValue> fold_cast(const ir::Op& op, const Operands& c, Scal
 std::optional<uint64_t> bits_of(const ConstantValue& a) {
   if (!a.is_float()) return as_unsigned(a) & width_mask(ir::bit_width(a.type));
   if (std::isnan(a.float_value)) return std::nullopt;
-  switch (a.type) {
-    case Scalar::F16: return encode_f16(a.float_value);
-    case Scalar::BF16: return encode_bf16(a.float_value);
-    case Scalar::F8E4M3:
-    case Scalar::F8E5M2: return ir::encode_fp8(a.float_value, a.type);
-    case Scalar::F32: return std::bit_cast<uint32_t>(static_cast<float>(a.float_value));
-    default: return std::bit_cast<uint64_t>(a.float_value);
-  }
+  return ir::encode_float(a.float_value, a.type);
 }
 
 std::optional<ConstantValue> from_bits(uint64_t bits, Scalar to) {
   if (!ir::is_float(to)) return make_int(to, static_cast<int64_t>(bits));
-  double x = 0.0;
-  switch (to) {
-    case Scalar::F16: x = decode_f16(static_cast<uint16_t>(bits)); break;
-    case Scalar::BF16: x = decode_bf16(static_cast<uint16_t>(bits)); break;
-    case Scalar::F8E4M3:
-    case Scalar::F8E5M2: x = ir::decode_fp8(static_cast<uint8_t>(bits), to); break;
-    case Scalar::F32: x = std::bit_cast<float>(static_cast<uint32_t>(bits)); break;
-    default: x = std::bit_cast<double>(bits); break;
-  }
+  double x = ir::decode_float(bits, to);
   if (std::isnan(x)) return std::nullopt;
   return make_float(to, x);
 }
@@ -344,16 +281,7 @@ int64_t normalize_int(int64_t bits, Scalar type) {
   return static_cast<int64_t>(value);
 }
 
-double round_to_float_type(double x, Scalar type) {
-  switch (type) {
-    case Scalar::F16: return round_to_half(x, kF16);
-    case Scalar::BF16: return round_to_half(x, kBF16);
-    case Scalar::F8E4M3:
-    case Scalar::F8E5M2: return ir::round_to_fp8(x, type);
-    case Scalar::F32: return static_cast<float>(x);
-    default: return x;
-  }
-}
+double round_to_float_type(double x, Scalar type) { return ir::round_to_float(x, type); }
 
 std::optional<ConstantValue> constant_value(const ir::Function& fn, ir::ValueId v) {
   const ir::Value& value = fn.value(v);

@@ -12,7 +12,7 @@ struct Spellings {
 };
 
 constexpr Spellings kSpellings[] = {
-#define SCALAR(name, text, bits, kind, tl, short_name, digits, cpu, cuda) {cpu, cuda},
+#define SCALAR(name, text, bits, kind, mantissa, inf, tl, short_name, digits, cpu, cuda) {cpu, cuda},
 #include "ir/scalar_types.def"
 #undef SCALAR
 };

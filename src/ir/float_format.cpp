@@ -1,0 +1,78 @@
+#include "ir/float_format.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "support/diagnostic.h"
+
+namespace tegula::ir {
+
+namespace {
+
+struct Format {
+  int mantissa;           // explicit mantissa bits
+  int exponent;           // exponent bits
+  int bias;
+  uint64_t max_code;      // the largest finite magnitude's code
+  uint64_t overflow;      // what a magnitude beyond it encodes as: inf, or max_code (fp8 saturates)
+  uint64_t nan;           // all ones below the sign
+  bool infinities;
+};
+
+Format format_of(Scalar s) {
+  const ScalarInfo& info = scalar_info(s);
+  TEGULA_ASSERT(info.kind == ScalarKind::Float, std::string("not a float type: ") + info.name);
+  Format f;
+  f.mantissa = info.mantissa;
+  f.exponent = info.bits - 1 - info.mantissa;
+  f.bias = (1 << (f.exponent - 1)) - 1;
+  f.infinities = info.infinities;
+  uint64_t top_exponent = ((uint64_t{1} << f.exponent) - 1) << f.mantissa;
+  uint64_t all_mantissa = (uint64_t{1} << f.mantissa) - 1;
+  uint64_t inf = top_exponent;
+  f.max_code = f.infinities ? inf - 1 : (top_exponent | all_mantissa) - 1;
+  f.overflow = is_fp8(s) ? f.max_code : inf;
+  f.nan = top_exponent | all_mantissa;
+  return f;
+}
+
+}  // namespace
+
+uint64_t encode_float(double x, Scalar s) {
+  Format f = format_of(s);
+  if (std::isnan(x)) return f.nan;
+  uint64_t sign = std::signbit(x) ? uint64_t{1} << (f.exponent + f.mantissa) : 0;
+  double a = std::fabs(x);
+  if (a == 0.0) return sign;
+  if (std::isinf(a)) return sign | f.overflow;
+  // Subnormals share the smallest normal binade's step.
+  int binade = std::max(std::ilogb(a), 1 - f.bias);
+  if (binade > f.bias + 1) return sign | f.overflow;  // far above the largest: keeps the shifts in range
+  // The magnitude in steps of this binade (exact scaling), rounded to nearest even.
+  auto steps = static_cast<uint64_t>(std::nearbyint(std::ldexp(a, f.mantissa - binade)));
+  // Normal codes are ((binade + bias) << M) + (steps - 2^M); a carry to
+  // 2^(M+1) steps moves to the next binade by itself, and subnormals (binade
+  // 1 - bias, fewer than 2^M steps) are their steps.
+  uint64_t code = (static_cast<uint64_t>(binade + f.bias - 1) << f.mantissa) + steps;
+  return sign | (code > f.max_code ? f.overflow : code);
+}
+
+double decode_float(uint64_t bits, Scalar s) {
+  Format f = format_of(s);
+  int width = f.exponent + f.mantissa;
+  double sign = (bits >> width) & 1 ? -1.0 : 1.0;
+  uint64_t magnitude = bits & ((uint64_t{1} << width) - 1);
+  if (magnitude > f.max_code)
+    return f.infinities && magnitude == f.max_code + 1 ? sign * INFINITY : std::nan("");
+  uint64_t exponent = magnitude >> f.mantissa, mantissa = magnitude & ((uint64_t{1} << f.mantissa) - 1);
+  if (exponent == 0) return sign * std::ldexp(static_cast<double>(mantissa), 1 - f.bias - f.mantissa);
+  return sign * std::ldexp(static_cast<double>(mantissa + (uint64_t{1} << f.mantissa)),
+                           static_cast<int>(exponent) - f.bias - f.mantissa);
+}
+
+double round_to_float(double x, Scalar s) {
+  if (s == Scalar::F64) return x;
+  return decode_float(encode_float(x, s), s);
+}
+
+}  // namespace tegula::ir
