@@ -25,7 +25,7 @@ SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 
-.PHONY: all venv build cpp-test py-test sanitize fuzz test demo gpu-check clean
+.PHONY: all venv build cpp-test py-test sanitize fuzz test check demo gpu-check clean
 
 all: build
 
@@ -131,6 +131,12 @@ test: venv build
 	@status=0; \
 	$(MAKE) --no-print-directory cpp-test || status=1; \
 	$(MAKE) --no-print-directory py-test || status=1; \
+	exit $$status
+
+# The slow checks: the C++ tests under ASan/UBSan and the fuzzers. CI runs
+# them after `make test` (.ci/run).
+check: venv
+	@status=0; \
 	$(MAKE) --no-print-directory sanitize || status=1; \
 	$(MAKE) --no-print-directory fuzz FUZZ_FRONTEND_SECONDS=60 FUZZ_IR_SECONDS=30 || status=1; \
 	exit $$status
