@@ -263,7 +263,7 @@ def expected_ptx(v: Variant) -> list:
         want += ["stmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
                  "cp.async.bulk.wait_group.read 0", "fence.proxy.async.shared::cta"]
     if v.cluster > 1:
-        want += [".multicast::cluster", "mapa.shared::cluster", "mbarrier.arrive.release.cluster.shared::cluster",
+        want += [".multicast::cluster", "mapa.shared::cluster", "mbarrier.arrive.shared::cluster.b64",
                  "barrier.cluster.arrive", "%cluster_ctarank"]
     else:
         want += ["mbarrier.arrive.shared::cta.b64"]
@@ -528,12 +528,13 @@ def worker_command(args, variants: list) -> list:
     return command + (["--no-ragged"] if args.no_ragged else [])
 
 
-def run_workers(args, variants: list, started: float) -> list:
+def run_workers(args, variants: list, started: float, command=worker_command, quiet: bool = False) -> list:
     """Runs workers until every variant was tried; kills one that prints nothing for --hang-timeout seconds (the
     first line waits for torch's import as well) and restarts for the variants after the one it was on."""
+    say = (lambda *_: None) if quiet else (lambda text: print(text, flush=True))
     events, left = [], list(variants)
     while left:
-        proc = subprocess.Popen(worker_command(args, left), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(command(args, left), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1)
         lines = queue.Queue()
 
@@ -553,7 +554,7 @@ def run_workers(args, variants: list, started: float) -> list:
             except queue.Empty:
                 proc.kill()
                 why = "time budget spent" if time.time() - started > args.budget else f"no output for {limit} s"
-                print(f"worker killed: {why} (variant {current})", flush=True)
+                say(f"worker killed: {why} (variant {current})")
                 if current:
                     events.append({"event": "fail", "variant": current, "stage": "hang", "error": why})
                     left.remove(current)
@@ -568,7 +569,7 @@ def run_workers(args, variants: list, started: float) -> list:
             if line is None:
                 proc.wait()
                 if not finished:
-                    print(f"worker exited with {proc.returncode} (variant {current})", flush=True)
+                    say(f"worker exited with {proc.returncode} (variant {current})")
                     if current:
                         events.append({"event": "fail", "variant": current, "stage": "crash",
                                        "error": f"worker exit {proc.returncode}"})
@@ -578,12 +579,12 @@ def run_workers(args, variants: list, started: float) -> list:
                         left = []
                 break
             if not line.startswith(MARK):
-                print("  | " + line.rstrip(), flush=True)
+                say("  | " + line.rstrip())
                 continue
             got_any = True
             e = json.loads(line[len(MARK):])
             events.append(e)
-            print("  " + describe(e), flush=True)
+            say("  " + describe(e))
             if e["event"] == "start":
                 current = e["variant"]
             elif e["event"] == "done":
@@ -730,6 +731,21 @@ def self_test() -> None:
     back = parse_args(worker_command(args, ["coop_128x256_s4", "coop_256x128_s4"])[2:])
     assert back.worker and back.variants == ["coop_128x256_s4", "coop_256x128_s4"] and back.sizes == [4096]
     assert back.dtypes == ["bf16"] and back.no_ragged and back.group_m == args.group_m
+    # The parent survives a worker that hangs on a variant and one that crashes on another.
+    fake = ("import json, sys, time\n"
+            "print('@@ ' + json.dumps({'event': 'device'}), flush=True)\n"
+            "for name in sys.argv[1].split(','):\n"
+            "    print('@@ ' + json.dumps({'event': 'start', 'variant': name}), flush=True)\n"
+            "    if name == 'hangs': time.sleep(60)\n"
+            "    if name == 'crashes': sys.exit(3)\n"
+            "    print('@@ ' + json.dumps({'event': 'done', 'variant': name}), flush=True)\n"
+            "print('@@ ' + json.dumps({'event': 'finished'}), flush=True)\n")
+    args = parse_args(["--hang-timeout", "1.5"])
+    events = run_workers(args, ["a", "hangs", "b", "crashes", "c"], time.time(),
+                         command=lambda _, left: [sys.executable, "-c", fake, ",".join(left)], quiet=True)
+    done = [e["variant"] for e in events if e["event"] == "done"]
+    failed = {e["variant"]: e["stage"] for e in events if e["event"] == "fail"}
+    assert done == ["a", "b", "c"] and failed == {"hangs": "hang", "crashes": "crash"}, (done, failed)
     try:
         import protocol_model  # noqa: PLC0415 - beside this file
     except ImportError:

@@ -145,17 +145,24 @@ TG_DEVICE void tg_mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 // One arrival on the barrier at the same offset in CTA `cta` of the cluster.
+// Default semantics (release at CTA scope), as CUTLASS's cluster barriers:
+// what it orders are this warp's wgmma reads, complete at the wait_group
+// before it, against the TMA writes the partner's producer issues after
+// seeing the phase complete. `.release.cluster` here compiled to
+// MEMBAR.ALL.CTA + MEMBAR.ALL.GPU before every arrive.
 TG_DEVICE void tg_mbar_arrive_cluster(unsigned bar, unsigned cta) {
   asm volatile(
       "{\n.reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
       "r"(cta)
       : "memory");
 }
 // Whether the phase of parity `parity` has completed: true right away for
 // the phase before the current one, so a fresh barrier (in phase 0) passes a
-// wait for parity 1. try_wait suspends a while before it says no.
+// wait for parity 1. try_wait suspends a while before it says no. Acquire
+// at CTA scope (the default): `.acquire.cluster` added a CCTL.IVALL (L1
+// invalidation) after every wait.
 TG_DEVICE bool tg_mbar_try_wait(unsigned bar, unsigned parity) {
   unsigned done;
   asm volatile(
@@ -167,25 +174,8 @@ TG_DEVICE bool tg_mbar_try_wait(unsigned bar, unsigned parity) {
       : "memory");
   return done != 0;
 }
-TG_DEVICE bool tg_mbar_try_wait_cluster(unsigned bar, unsigned parity) {
-  unsigned done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-template <int CLUSTER>
 TG_DEVICE void tg_mbar_wait(unsigned bar, unsigned parity) {
-  if constexpr (CLUSTER > 1) {
-    while (!tg_mbar_try_wait_cluster(bar, parity)) {
-    }
-  } else {
-    while (!tg_mbar_try_wait(bar, parity)) {
-    }
+  while (!tg_mbar_try_wait(bar, parity)) {
   }
 }
 
@@ -478,7 +468,7 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
         for (int kt = 0; kt < k_tiles; ++kt) {
           // Round r refills stage s once round r - 1's readers released it
           // (parity (r - 1) & 1; round 0 passes at once).
-          tg_mbar_wait<C::cluster>(empty + 8 * stage, phase ^ 1u);
+          tg_mbar_wait(empty + 8 * stage, phase ^ 1u);
           const unsigned bar = full + 8 * stage;
           tg_mbar_arrive_expect_tx(bar, C::stage_bytes);
           const int k0 = kt * C::bk;
@@ -514,7 +504,7 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
         // round of every stage: the partner's consumers arrive on our empty
         // barriers, which must outlive those arrivals.
         for (int i = 0; i < C::stages; ++i) {
-          tg_mbar_wait<C::cluster>(empty + 8 * stage, phase ^ 1u);
+          tg_mbar_wait(empty + 8 * stage, phase ^ 1u);
           if (++stage == C::stages) {
             stage = 0;
             phase ^= 1u;
@@ -569,8 +559,14 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
     int stage = it % C::stages;
     unsigned phase = (unsigned)(it / C::stages) & 1u;
     int previous = 0;
+    if (k_tiles == 0) {  // K == 0: no wgmma resets the accumulator (scale-d 0), so zero it here
+#pragma unroll
+      for (int m = 0; m < C::slabs; ++m)
+#pragma unroll
+        for (int i = 0; i < C::bn / 2; ++i) acc[m][i] = 0.0f;
+    }
     for (int kt = 0; kt < k_tiles; ++kt) {
-      tg_mbar_wait<1>(full + 8 * stage, phase);  // stage's copies have landed
+      tg_mbar_wait(full + 8 * stage, phase);  // stage's copies have landed
       tg_wgmma_fence();
       const unsigned long long da = a_desc + ((unsigned)(stage * C::a_stage_bytes) >> 4);
       const unsigned long long db = b_desc + ((unsigned)(stage * C::b_stage_bytes) >> 4);
