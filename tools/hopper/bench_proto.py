@@ -11,12 +11,12 @@ command changed) holding a bf16 and an fp16 entry point. The GPU part runs in
 a worker subprocess that loads each cubin with the driver API
 (cuda.bindings.driver), encodes the tensor maps, launches on torch's current
 stream, checks against an fp32 torch.matmul on random data (output poisoned
-with NaN first, so an element never written fails) at the benchmark shapes
-and at ragged ones, then times the variant and cuBLAS (torch.matmul) with
-triton.testing.do_bench (median, L2 flushed). A variant that fails to load,
-launch or verify is reported and skipped; one that hangs (a wrong barrier
-phase deadlocks) is killed with its worker, which is restarted for the
-variants left. One table at the end, also written as JSON to
+with NaN first, so an element never written fails) at the benchmark shapes,
+times the variant and cuBLAS (torch.matmul) with triton.testing.do_bench
+(median, L2 flushed), then checks ragged shapes. A variant that fails to
+load or verify is reported and skipped; after a CUDA error the worker exits,
+and one that hangs (a wrong barrier phase deadlocks) is killed; either way a
+new worker goes on with the variants left. One table at the end, also written as JSON to
 $OUT/hopper_proto.json when OUT is set (--json overrides).
 """
 
@@ -474,32 +474,32 @@ def worker(args) -> None:
             emit(event="done", variant=name)
             continue
         emit(event="loaded", variant=name, registers=kernel.registers, max_clusters=kernel.max_clusters)
-        for dtype in args.dtypes:
-            shapes = [] if args.no_ragged else list(CHECK_SHAPES)
-            shapes += [(s, s, s) for s in args.sizes]
-            ok = True
-            for (M, N, K) in shapes:
-                a, b, b_t, want = inputs(M, N, K, dtype)
-                c = torch.empty(M, N, device="cuda", dtype=torch_dtype[dtype])
-                c.fill_(float("nan"))  # poison: an element never written stays NaN
-                try:
-                    launch = Launch(kernel, dtype, a, b_t if v.b_kmajor else b, c, M, N, K, args.group_m, sms, stream)
-                    launch()
-                    torch.cuda.synchronize()
-                except Exception as e:  # noqa: BLE001
-                    emit(event="fail", variant=name, dtype=dtype, shape=[M, N, K], stage="launch", error=str(e))
-                    ok = False
-                    break
+
+        def check(dtype, M, N, K) -> bool:
+            """One launch on NaN-poisoned output against the fp32 reference. A CUDA error leaves the context
+            unusable: the worker then reports it and exits, and the parent restarts one for the variants left."""
+            a, b, b_t, want = inputs(M, N, K, dtype)
+            c = torch.empty(M, N, device="cuda", dtype=torch_dtype[dtype])
+            c.fill_(float("nan"))  # an element never written stays NaN
+            try:
+                launch = Launch(kernel, dtype, a, b_t if v.b_kmajor else b, c, M, N, K, args.group_m, sms, stream)
+                launch()
+                torch.cuda.synchronize()
                 unwritten = int(torch.isnan(c).sum().item())
-                got = c.float()
-                error = ((got - want).norm() / want.norm()).item() if unwritten == 0 else float("nan")
-                good = unwritten == 0 and error < 1e-2
-                emit(event="check", variant=name, dtype=dtype, shape=[M, N, K], unwritten=unwritten,
-                     rel_error=error, ok=good, grid=launch.grid)
-                if not good:
-                    ok = False
-                    break
-            if not ok:
+                error = ((c.float() - want).norm() / want.norm()).item() if unwritten == 0 else float("nan")
+            except Exception as e:  # noqa: BLE001
+                emit(event="fail", variant=name, dtype=dtype, shape=[M, N, K], stage="launch", error=str(e))
+                emit(event="done", variant=name)
+                os._exit(3)
+            good = unwritten == 0 and error < 1e-2
+            emit(event="check", variant=name, dtype=dtype, shape=[M, N, K], unwritten=unwritten, rel_error=error,
+                 ok=good, grid=launch.grid)
+            return good
+
+        # The benchmark shapes gate the timing; the ragged ones come after it, so that a hang there (the worker is
+        # then killed) costs no timing.
+        for dtype in args.dtypes:
+            if not all([check(dtype, s, s, s) for s in args.sizes]):
                 continue
             for size in args.sizes:
                 a, b, b_t, _ = inputs(size, size, size, dtype)
@@ -510,6 +510,10 @@ def worker(args) -> None:
                 tflops = 2 * size ** 3 / ms / 1e9
                 emit(event="result", variant=name, size=size, dtype=dtype, ms=ms, tflops=tflops,
                      cublas_tflops=cublas[(size, dtype)], ratio=tflops / cublas[(size, dtype)], grid=launch.grid)
+        if not args.no_ragged:
+            for dtype in args.dtypes:
+                for shape in CHECK_SHAPES:
+                    check(dtype, *shape)
         emit(event="done", variant=name)
     for size in args.sizes:  # cuBLAS again: how far the clocks moved during the run
         for dtype in args.dtypes:
@@ -738,14 +742,16 @@ def self_test() -> None:
             "    print('@@ ' + json.dumps({'event': 'start', 'variant': name}), flush=True)\n"
             "    if name == 'hangs': time.sleep(60)\n"
             "    if name == 'crashes': sys.exit(3)\n"
+            "    if name == 'dies': print('@@ ' + json.dumps({'event': 'done', 'variant': name}), flush=True)\n"
+            "    if name == 'dies': sys.exit(3)\n"
             "    print('@@ ' + json.dumps({'event': 'done', 'variant': name}), flush=True)\n"
             "print('@@ ' + json.dumps({'event': 'finished'}), flush=True)\n")
     args = parse_args(["--hang-timeout", "1.5"])
-    events = run_workers(args, ["a", "hangs", "b", "crashes", "c"], time.time(),
+    events = run_workers(args, ["a", "hangs", "b", "crashes", "dies", "c"], time.time(),
                          command=lambda _, left: [sys.executable, "-c", fake, ",".join(left)], quiet=True)
     done = [e["variant"] for e in events if e["event"] == "done"]
     failed = {e["variant"]: e["stage"] for e in events if e["event"] == "fail"}
-    assert done == ["a", "b", "c"] and failed == {"hangs": "hang", "crashes": "crash"}, (done, failed)
+    assert done == ["a", "b", "dies", "c"] and failed == {"hangs": "hang", "crashes": "crash"}, (done, failed)
     try:
         import protocol_model  # noqa: PLC0415 - beside this file
     except ImportError:
