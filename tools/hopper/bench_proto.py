@@ -387,6 +387,9 @@ class Kernel:
             f = drv.check(d.cuModuleGetFunction(self.module, f"tg_ws_matmul_{dtype.replace('fp', 'f')}".encode()))
             drv.check(d.cuFuncSetAttribute(f, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                            v.smem_bytes))
+            # All of L1 as shared memory, as Tegula's launcher asks for (docs/backend-cuda.md, "The ABI").
+            drv.check(d.cuFuncSetAttribute(f, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                           100))
             self.registers[dtype] = drv.check(d.cuFuncGetAttribute(d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, f))
             self.functions[dtype] = f
         self.max_clusters = None
