@@ -18,11 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/codegen_combine.h"
+#include "backends/c_family/combine.h"
 #include "backends/cpu/codegen_context.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cpu {
+
+using c_family::emit_combine;
+using c_family::indexed;
 
 namespace {
 
@@ -66,11 +69,6 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, con
     ctx.declare_array(c_storage(t), c_element_size(t), lanes, lane.back());
     input.push_back(ctx.name(v));
   }
-  auto elements = [&](const std::vector<std::string>& arrays, const std::string& index) {
-    std::vector<std::string> out;
-    for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
-    return out;
-  };
   std::string x = ctx.fresh("x"), k = ctx.fresh("k"), width = ctx.fresh("width");
   std::string slice = o + " * " + std::to_string(s.axis);
   ctx.open_element_loop(x, lanes);
@@ -80,7 +78,7 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, con
     ctx.out.open("for (int " + k + " = " + std::to_string(lanes) + "; " + k + " < " + std::to_string(s.axis) + "; " + k +
                  " += " + std::to_string(lanes) + ")");
     ctx.open_element_loop(x, lanes);
-    emit_combine_inline(ctx, op, elements(lane, x), elements(input, slice + " + " + k + " + " + x), elements(lane, x));
+    emit_combine_inline(ctx, op, indexed(lane, x), indexed(input, slice + " + " + k + " + " + x), indexed(lane, x));
     ctx.out.close();
     ctx.out.close();
   }
@@ -88,7 +86,7 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, con
     ctx.out.open("for (int " + width + " = " + std::to_string(lanes / 2) + "; " + width + " >= 1; " + width + " /= 2)");
     ctx.out.line("TG_IVDEP");
     ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
-    emit_combine_inline(ctx, op, elements(lane, x), elements(lane, x + " + " + width), elements(lane, x));
+    emit_combine_inline(ctx, op, indexed(lane, x), indexed(lane, x + " + " + width), indexed(lane, x));
     ctx.out.close();
     ctx.out.close();
   }
@@ -137,18 +135,13 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
     const ir::Type& t = ctx.fn.type(op.operands[j]);
     ctx.declare_array(c_storage(t), c_element_size(t), half_rows, partial.back());
   }
-  auto elements = [&](const std::vector<std::string>& arrays, const std::string& index) {
-    std::vector<std::string> out;
-    for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
-    return out;
-  };
   std::vector<std::string> inputs;
   for (ir::ValueId v : op.operands) inputs.push_back(ctx.name(v));
 
   // Level 1: rows k and k + A/2 of this slice of the input.
   ctx.open_element_loop(x, half_rows);
-  emit_combine_inline(ctx, op, elements(inputs, slice + " + " + x),
-               elements(inputs, slice + " + " + std::to_string(half_rows) + " + " + x), elements(partial, x));
+  emit_combine_inline(ctx, op, indexed(inputs, slice + " + " + x),
+               indexed(inputs, slice + " + " + std::to_string(half_rows) + " + " + x), indexed(partial, x));
   ctx.out.close();
   // Further levels halve the partial results in place.
   std::string width = ctx.fresh("width");
@@ -156,7 +149,7 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
                std::to_string(s.inner) + "; " + width + " /= 2)");
   ctx.out.line("TG_IVDEP");
   ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
-  emit_combine_inline(ctx, op, elements(partial, x), elements(partial, x + " + " + width), elements(partial, x));
+  emit_combine_inline(ctx, op, indexed(partial, x), indexed(partial, x + " + " + width), indexed(partial, x));
   ctx.out.close();
   ctx.out.close();
   ctx.open_element_loop(x, s.inner);

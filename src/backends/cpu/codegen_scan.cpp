@@ -12,16 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/codegen_combine.h"
+#include "backends/c_family/combine.h"
 #include "backends/cpu/codegen_context.h"
 #include "ir/scan_ops.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cpu {
 
-namespace {
-
-}  // namespace
+using c_family::emit_combine;
+using c_family::indexed;
 
 void emit_scan(CodegenContext& ctx, const ir::Op& op) {
   size_t n = op.operands.size();

@@ -1,8 +1,8 @@
-#include "backends/cuda/emitter.h"
+#include "backends/c_family/emitter.h"
 
 #include "support/diagnostic.h"
 
-namespace tegula::backends::cuda {
+namespace tegula::backends::c_family {
 
 void Emitter::line(std::string_view text) {
   text_.append(static_cast<size_t>(depth_) * 2, ' ');
@@ -32,4 +32,4 @@ void Emitter::close_open(std::string_view header) {
 
 void Emitter::raw(std::string_view text) { text_.append(text); }
 
-}  // namespace tegula::backends::cuda
+}  // namespace tegula::backends::c_family
