@@ -78,8 +78,8 @@ cpp-test: $(SYSDEPS_STAMP)
 # the CPU kernels the backend and runtime tests compile come from the shared
 # kernel cache. See docs/testing.md.
 SAN_BUILD := build-sanitize
-SAN_TESTS ?= test_support test_frontend test_ir test_passes test_cli_lib test_runtime test_backend_cpu \
-	test_fuzz_regressions
+SAN_TESTS ?= test_support test_frontend test_ir test_passes test_cli_lib test_runtime test_backend_c_family \
+	test_backend_cpu test_fuzz_regressions
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

@@ -1,6 +1,7 @@
 #include "backends/c_family/printer.h"
 
 #include "backends/c_family/spelling.h"
+#include "backends/c_family/text.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::c_family {
@@ -27,7 +28,7 @@ std::string Printer::location(const ir::Op& op) const {
   if (!op.loc.valid()) return "";
   std::string file = op.loc.file < static_cast<int32_t>(fn.files.size()) ? fn.files[static_cast<size_t>(op.loc.file)]
                                                                          : "<unknown>";
-  return file + ":" + std::to_string(op.loc.line) + ":" + std::to_string(op.loc.col);
+  return comment_text(file) + ":" + std::to_string(op.loc.line) + ":" + std::to_string(op.loc.col);
 }
 
 std::string Printer::op_comment(const ir::Op& o) const {
@@ -36,7 +37,7 @@ std::string Printer::op_comment(const ir::Op& o) const {
   if (!o.results.empty()) text += " = ";
   text += ir::name(o.kind);
   if (const ir::Attr* pred = o.attr("pred"); pred && std::holds_alternative<std::string>(*pred))
-    text += "." + std::get<std::string>(*pred);
+    text += "." + comment_text(std::get<std::string>(*pred));
   text += "(";
   for (size_t i = 0; i < o.operands.size(); ++i) text += (i ? ", " : "") + comment_name(o.operands[i]);
   text += ")";

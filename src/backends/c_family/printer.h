@@ -53,7 +53,7 @@ class Printer {
   // --- structure and comments ----------------------------------------------------------
   // The terminator of `block`.
   const ir::Op& terminator(ir::BlockId block) const;
-  // "add.py:3:11", or "" without a location.
+  // "add.py:3:11" (the file escaped for a comment, text.h), or "" without a location.
   std::string location(const ir::Op& op) const;
   // "// v7 = add(v3, v6)  add.py:4:12": the comment line naming an op.
   std::string op_comment(const ir::Op& op) const;
