@@ -90,8 +90,10 @@ def main():
     gc.enable()
     gc.unfreeze()
     try:
-        import torch._dynamo
-        torch._dynamo.reset()
+        # `from torch import`, not `import torch._dynamo`: the latter would bind
+        # `torch` as a local name of main() and leave it unbound at the top.
+        from torch import _dynamo
+        _dynamo.reset()
         from torch._inductor.async_compile import shutdown_compile_workers
         shutdown_compile_workers()
     except Exception as e:  # noqa: BLE001
