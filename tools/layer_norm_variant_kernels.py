@@ -2,7 +2,8 @@
 (the fourth, "ln_base", is the benchmark's own tegula.kernels.layer_norm).
 
 Kept in a module of their own with only Tegula's two import lines, so that
-tegula._triton_twin can compile the very same text with Triton.
+the benchmark's Triton twin (benchmarks/tegula_bench/triton_twin.py) can
+compile the very same text with Triton.
 """
 
 import tegula

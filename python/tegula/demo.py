@@ -55,8 +55,13 @@ def backend_name() -> str:
 
 
 def gpu_usable() -> bool:
-    from tegula.bench import gpu_usable as usable
-    return usable()[0]
+    """A CUDA GPU that both torch and Tegula's runtime can use."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    from tegula import _device
+    return torch.cuda.is_available() and _device.cuda_status()[0]
 
 
 def run(M: int, N: int, dtype, reps: int, show_progress: bool) -> dict:

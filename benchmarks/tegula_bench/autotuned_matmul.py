@@ -23,8 +23,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .autotune import Config, autotune
-from .kernels import _host, matmul
+from tegula import Config, autotune
+from tegula.kernels import _host, matmul
 
 # Tiles for a 4096^3 bf16 matmul on an H200 (227 KB of shared memory per
 # block, 64K registers per multiprocessor): big tiles with two warpgroups,
