@@ -136,7 +136,7 @@ test: venv build
 	exit $$status
 
 demo: venv build
-	$(PY) -m tegula.demo
+	$(PY) examples/demo.py
 
 # On the GPU machine: offline and without our venv, so it builds with that
 # machine's python3 (torch, triton, nanobind... preinstalled) and skips `venv`.

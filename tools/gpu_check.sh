@@ -14,7 +14,7 @@
 #   3. ctest       the C++ tests, built beside step 2               -> ctest.txt
 #   4. bench       python benchmarks/run.py --gpu --json bench.json  -> bench.txt, bench.json
 #      then tools/launch_overhead.py (Tegula vs Triton, tiny kernel)  -> bench.txt
-#   5. demo        python -m tegula.demo --json                      -> demo.txt
+#   5. demo        python examples/demo.py --json                    -> demo.txt
 #   6. launch-probe tools/launch_probe.py (launch costs fresh, then after
 #                  the memory-bound workloads; GPU_CHECK_LAUNCH_PROBE=0: skip) -> bench.txt
 #   and the machine (nvidia-smi, versions, libraries)               -> env.txt
@@ -240,7 +240,7 @@ fi
 
 # --- 5. demo ----------------------------------------------------------------------------------
 if ((BUILT)); then
-  step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" -m tegula.demo --json
+  step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" examples/demo.py --json
 else
   skip demo "no build"
 fi

@@ -25,8 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from tegula_bench import gpu_run, gpu_workloads, launch, triton_twin  # noqa: E402
-
-from tegula.kernels import axpy  # noqa: E402
+from tegula_bench.kernels import axpy  # noqa: E402
 
 
 def per_call_ns(fn, n=2000, rounds=9):

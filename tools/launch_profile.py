@@ -24,7 +24,9 @@ from pathlib import Path
 import torch
 
 import tegula
-from tegula.kernels import axpy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from tegula_bench.kernels import axpy  # noqa: E402
 
 CALLS = 20_000
 ROUNDS = 7
@@ -117,7 +119,6 @@ def main() -> None:
     rows["issue only: torch out.add_(x)"] = issue_us(lambda: out.add_(x))
     try:
         import triton  # noqa: F401
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
         from tegula_bench import triton_twin
 
         twin = triton_twin.load(axpy).axpy_kernel

@@ -51,7 +51,7 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import layer_norm_variant_kernels as kernels
 
-    from tegula.kernels import layer_norm as base
+    from tegula_bench.kernels import layer_norm as base
 
     # (module, kernel name) per variant; the Triton twin of each module compiles the same text.
     sources = {name: (kernels, name) for name in VARIANTS if name != "ln_base"}

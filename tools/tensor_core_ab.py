@@ -3,7 +3,7 @@
     python tools/tensor_core_ab.py [--sizes 4096 8192] [--no-attention]
 
 For quick A/B comparisons of code generation changes: the benchmark's kernels
-(tegula.kernels.matmul at its DEFAULT_BLOCKS with 8 warps; attention at
+(examples/matmul.py at its DEFAULT_BLOCKS with 8 warps; attention at
 128x64 blocks, 8 warps, 3 stages) and their Triton twins, timed with
 tegula.testing.do_bench (CUDA events, L2 flushed, median), with cuBLAS and
 SDPA beside them and each result checked against torch. Ratios within one run
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import torch
 
-from tegula.kernels import attention, matmul
 from tegula.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from tegula_bench import triton_twin  # noqa: E402
+from tegula_bench.kernels import attention, matmul  # noqa: E402
 
 
 def compare(label: str, flops: float, module, launch, out, want, reference: str, reference_run, once: bool) -> None:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from tegula import _device
-
 from . import gpu_workloads, log, render
+from .kernels import _host
 
 
 def parse_args(argv=None):
@@ -53,24 +52,12 @@ def parse_args(argv=None):
     return args
 
 
-def gpu_usable() -> tuple[bool, str]:
-    """(usable, why not): a CUDA GPU that both torch and Tegula's runtime can use."""
-    try:
-        import torch
-    except ImportError:
-        return False, "PyTorch is not installed (the GPU run allocates and times through it)"
-    if not torch.cuda.is_available():
-        return False, "torch.cuda.is_available() is False"
-    available, why = _device.cuda_status()
-    return (True, "") if available else (False, f"Tegula's CUDA runtime is not usable: {why}")
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.render:
         return render.render(args.render)
     if not args.cpu:
-        usable, why = gpu_usable()
+        usable, why = _host.cuda_usable()  # a GPU both torch and Tegula's runtime can use
         if args.gpu and not usable:
             log(f"--gpu: no usable CUDA GPU: {why}")
             return 2

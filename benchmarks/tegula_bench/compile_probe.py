@@ -36,7 +36,7 @@ def _child(variant: str, device: str) -> dict:
 
     if device == "cuda":
         import torch
-    from tegula.kernels import vector_add
+    from .kernels import vector_add
 
     module = vector_add
     if variant == "triton":
@@ -55,7 +55,7 @@ def _child(variant: str, device: str) -> dict:
         synchronize = lambda: None  # noqa: E731 - a CPU launch returns with its result
     synchronize()
     imported = time.perf_counter()
-    module.vector_add(x, y, out)
+    module.add(x, y, out)
     synchronize()
     first_call = time.perf_counter() - imported
     if device == "cuda":

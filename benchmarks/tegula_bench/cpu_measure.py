@@ -23,7 +23,7 @@ from tegula.testing import assert_close
 
 from . import log
 from .cpu_workloads import BASELINE, Case
-from tegula.kernels import matmul
+from .kernels import matmul
 from .machine import usable_cpus
 
 

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from tegula.kernels import fused_chain, layer_norm, matmul, softmax, vector_add
+from .kernels import fused_chain, layer_norm, matmul, softmax, vector_add
 
 WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul")
 BASELINE = "numpy"  # the eager baseline on a CPU; on a GPU it would be torch eager

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tegula import testing
-from tegula.kernels import (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent,
-                            softmax, vector_add)
 
 from . import autotuned_matmul
+from .kernels import (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, softmax,
+                      vector_add)
 from .peers import eager_variants, kernel_variants, sdpa_variant
 
 # In the order they run: the memory-bound targets first, then the compute-bound ones.
@@ -28,7 +28,7 @@ WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "co
 VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas", "sdpa")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block 4, a
-# 128x128 matmul tile (kernels/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.
+# 128x128 matmul tile (examples/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.
 NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 8, "launch": 4,
              "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8}
 # Where the inputs live. Only a dry run of this module's logic on a machine
@@ -39,7 +39,7 @@ DEVICE = "cuda"
 ATTENTION_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 64}
 ATTENTION_STAGES = 3
 # The fused-epilogue and persistent matmuls: the plain matmul's pipeline depth
-# (kernels/matmul.py DEFAULT_BLOCKS are tuned for 3 stages).
+# (examples/matmul.py DEFAULT_BLOCKS are tuned for 3 stages).
 MATMUL_STAGES = 3
 
 
@@ -91,7 +91,7 @@ def vector_add_case(torch, quick: bool, num_warps: int) -> Case:
 
     def run(m):
         out = torch.empty_like(x)
-        return lambda: m.vector_add(x, y, out, num_warps=num_warps)
+        return lambda: m.add(x, y, out, num_warps=num_warps)
 
     def eager(x, y):
         return x + y

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 
-from tegula.kernels import axpy
-
 from . import gpu_workloads, log, triton_twin
+from .kernels import axpy
 from .outcome import Outcome, describe_error
 
 LAUNCHES = 10_000

@@ -19,9 +19,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from tegula.kernels import fused_chain, layer_norm, matmul, softmax, vector_add
-
 from . import triton_twin
+from .kernels import fused_chain, layer_norm, matmul, softmax, vector_add
 
 # --- CPU peers -------------------------------------------------------------------
 # A peer turns a workload's inputs into a zero-argument callable that runs the
@@ -47,7 +46,7 @@ class TegulaPeer(Peer):
 
     def vector_add(self, x, y):
         out = np.empty_like(x)
-        return lambda: vector_add.vector_add(x, y, out)
+        return lambda: vector_add.add(x, y, out)
 
     def fused_chain(self, x, residual, keep, bias, weight):
         out = np.empty_like(x)
@@ -73,7 +72,7 @@ class NumPyPeer(Peer):
 
     def vector_add(self, x, y):
         out = np.empty_like(x)
-        return lambda: vector_add.vector_add_reference(x, y, out)
+        return lambda: vector_add.add_reference(x, y, out)
 
     def fused_chain(self, x, residual, keep, bias, weight):
         return lambda: fused_chain.eager_chain(x, residual, keep, bias, weight)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import tegula
+from matmul import make_inputs, matmul_kernel
 from tegula_bench import autotuned_matmul, gpu_measure, gpu_report, gpu_run, gpu_workloads, render
 from tegula_bench.outcome import Outcome
 from tegula_bench.targets import criteria
-from tegula.kernels.matmul import make_inputs, matmul_kernel
 
 Config = tegula.Config
 # Small tiles: a CPU compile of each is quick.

@@ -1,5 +1,5 @@
-"""The fused-epilogue matmul and the persistent matmul (tegula.kernels.matmul_epilogue,
-matmul_persistent) against float64 references, on the backend under test
+"""The fused-epilogue matmul and the persistent matmul (examples/matmul_epilogue.py,
+matmul_persistent.py) against float64 references, on the backend under test
 (`backend` fixture: the CPU, or the GPU with --backend cuda); and the
 benchmark's configuration (128x128x64, 8 warps, 3 stages) compiled for sm_90
 and sm_80 wherever NVRTC loads: tensor cores, cp.async-pipelined K loops (the
@@ -20,8 +20,8 @@ import pytest
 
 from cuda_compile_util import compile_for_cuda
 from ops_util import np_dtype
-from tegula.kernels import matmul_epilogue as mep
-from tegula.kernels import matmul_persistent as mpe
+import matmul_epilogue as mep
+import matmul_persistent as mpe
 
 SMALL = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2}
 
