@@ -63,7 +63,7 @@ def probe(phase, x, y, out, compiled, triton_kernel):
                                  n=200),
         "torch_add_ns": per_call_ns(lambda: torch.add(y, x, alpha=3.0, out=out), n=200),
     }
-    outcomes = launch.measure_launch(torch, ("tegula", "triton", "torch"), 2000, 3, 4)
+    outcomes = launch.measure_launch(torch, ("tegula", "raw", "triton", "torch"), 2000, 3, 4)
     result["bench_launch_us"] = {o.variant: round(o.median_ms * 1e3, 2) for o in outcomes}
     print(json.dumps(result), flush=True)
 

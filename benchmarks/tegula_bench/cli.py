@@ -30,7 +30,7 @@ def parse_args(argv=None):
                         help="small sizes and few repetitions (for tests; the numbers mean little)")
     parser.add_argument("--only", metavar="NAME", action="append", choices=gpu_workloads.WORKLOADS,
                         help="run only this workload (repeatable): " + ", ".join(gpu_workloads.WORKLOADS)
-                             + " (launch: GPU only; compile: cold and warm first calls)")
+                             + " (launch: the host cost of one launch; compile: cold and warm first calls)")
     parser.add_argument("--budget", type=float, metavar="S",
                         help="seconds of timing per case (default 4 on the CPU, 1.5 on the GPU; 0.2 "
                              "and 0.1 with --quick)")

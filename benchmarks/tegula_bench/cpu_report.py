@@ -8,6 +8,8 @@ import numpy as np
 
 from .cpu_measure import Result
 from .cpu_workloads import BASELINE
+from .launch import LAUNCH_BURST
+from .targets import LAUNCH_RAW_TARGET
 
 
 def make_rows(results: list[Result], floors: dict, llc: int) -> list[dict]:
@@ -43,25 +45,46 @@ def make_rows(results: list[Result], floors: dict, llc: int) -> list[dict]:
     return rows
 
 
+def _host_row(workload: str, shape: str, variant: str, samples_ms: list, unit: str, digits: int, check: str,
+              error, note: str) -> dict:
+    """A row that times the host, not the work (no bytes, no floor, no baseline):
+    the median in ``median_ms`` and, in ``unit`` (s or us), in ``rate``."""
+    median = statistics.median(samples_ms) if samples_ms else None
+    scale = {"s": 1e-3, "us": 1e3}[unit]
+    return {
+        "workload": workload, "shape": shape, "dtype": "float32", "variant": variant, "baseline": False,
+        "bytes": None, "flops": None, "bound": None, "exceeds_llc": None, "eager_bytes": None, "median_ms": median,
+        "min_ms": min(samples_ms) if samples_ms else None, "max_ms": max(samples_ms) if samples_ms else None,
+        "samples": len(samples_ms), "samples_ms": [round(t, digits) for t in samples_ms],
+        "rate": median * scale if median is not None else None, "rate_unit": unit, "speedup": None,
+        "floor_ms": None, "floor_share": None, "check": check, "error": error, "note": note,
+    }
+
+
 def compile_rows(result: dict) -> list[dict]:
     """The compile_cold and compile_warm rows of a ``compile_probe.measure`` result
     (seconds, in ``rate``; the same keys as every row)."""
-    rows = []
-    for which in ("cold", "warm"):
-        samples_ms = [s * 1e3 for s in result[which]]
-        median = statistics.median(samples_ms) if samples_ms else None
-        rows.append({
-            "workload": f"compile_{which}", "shape": "vector add, first call", "dtype": "float32",
-            "variant": "tegula", "baseline": False, "bytes": None, "flops": None, "bound": None,
-            "exceeds_llc": None, "eager_bytes": None, "median_ms": median,
-            "min_ms": min(samples_ms) if samples_ms else None, "max_ms": max(samples_ms) if samples_ms else None,
-            "samples": len(samples_ms), "samples_ms": [round(t, 1) for t in samples_ms],
-            "rate": median / 1e3 if median is not None else None, "rate_unit": "s", "speedup": None,
-            "floor_ms": None, "floor_share": None, "check": "error" if result["error"] else "ok",
-            "error": result["error"],
-            "note": "fresh process, " + ("empty cache" if which == "cold" else "cache warm"),
-        })
-    return rows
+    return [_host_row(f"compile_{which}", "vector add, first call", "tegula", [s * 1e3 for s in result[which]], "s",
+                      1, "error" if result["error"] else "ok", result["error"],
+                      "fresh process, " + ("empty cache" if which == "cold" else "cache warm"))
+            for which in ("cold", "warm")]
+
+
+LAUNCH_NOTES = {"tegula": "kernel[grid](...) on NumPy arrays: the whole launch path",
+                "raw": "the compiled kernel's own launch, arguments already converted: no binding"}
+
+
+def launch_rows(outcomes) -> list[dict]:
+    """The launch rows of ``launch.measure_cpu_launch`` (microseconds per launch, in ``rate``)."""
+    return [_host_row("launch", "axpy (6 arguments), 1 element", o.variant, o.samples, "us", 6, o.check, o.error,
+                      f"{LAUNCH_NOTES[o.variant]}; host time in bursts of {LAUNCH_BURST} launches")
+            for o in outcomes]
+
+
+def launch_ratio(rows: list[dict]):
+    """The tegula launch row's time over the raw one's (issue 15: at most 1.2), or None."""
+    ms = {r["variant"]: r["median_ms"] for r in rows if r["workload"] == "launch" and r["median_ms"]}
+    return ms["tegula"] / ms["raw"] if "tegula" in ms and "raw" in ms else None
 
 
 def format_table(rows: list[dict]) -> str:
@@ -73,8 +96,10 @@ def format_table(rows: list[dict]) -> str:
             lines.append((name, row["variant"], f"{row['check']}: {(row['error'] or '').splitlines()[0][:60]}",
                           "", "", ""))
             continue
-        lines.append((name, row["variant"], f"{row['median_ms']:.3f}",
-                      f"{row['rate']:.3f} s" if row["rate_unit"] == "s" else f"{row['rate']:.1f} {row['rate_unit']}",
+        rate = {"s": f"{row['rate']:.3f} s", "us": f"{row['rate']:.2f} us"}.get(
+            row["rate_unit"], f"{row['rate']:.1f} {row['rate_unit']}")
+        lines.append((name, row["variant"], f"{row['median_ms']:.5f}" if row["rate_unit"] == "us" else
+                      f"{row['median_ms']:.3f}", rate,
                       "baseline" if row["baseline"] else
                       (f"{row['speedup']:.2f}x" if row["speedup"] else "-"),
                       f"{100 * row['floor_share']:.0f}%" if row["floor_share"] else "-"))
@@ -102,6 +127,10 @@ def print_report(report: dict) -> None:
           f"{machine['load_average_end']} at end")
     print()
     print(format_table(report["rows"]))
+    ratio = launch_ratio(report["rows"])
+    if ratio is not None:
+        print(f"\nlaunch: tegula's launch path takes {ratio:.2f}x the compiled kernel's bare launch (raw); "
+              f"issue 15's target is at most {LAUNCH_RAW_TARGET:g}x")
 
 
 def json_default(value):

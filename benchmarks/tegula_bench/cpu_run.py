@@ -6,6 +6,9 @@ against the baseline, then times the peers interleaved (``cpu_measure``). Each
 row is also compared with a *floor*, the time the work needs at the speed
 limits measured in the same run (copy bandwidth; NumPy's BLAS matmul rate).
 
+Every run (and ``--only launch``) adds the ``launch`` rows: the host time of
+one launch of a 6-argument kernel, ``tegula`` (``kernel[grid](...)``) and
+``raw`` (the compiled kernel's bare launch), in microseconds (``launch``).
 Full runs (and ``--only compile``) add the rows ``compile_cold`` and
 ``compile_warm``: the vector-add kernel's first call to its result in a fresh
 process, with an empty and with a warm kernel cache, in seconds
@@ -17,15 +20,15 @@ from __future__ import annotations
 
 import json
 
-from . import compile_probe, log
+from . import compile_probe, launch, log
 from .cpu_measure import measure, measure_floors
-from .cpu_report import compile_rows, json_default, make_rows, print_report
+from .cpu_report import compile_rows, json_default, launch_rows, make_rows, print_report
 from .cpu_workloads import WORKLOADS, build_cases
 from .machine import describe_machine, describe_software, load_average
 from .peers import PEERS
 
 
-def run(names, quick: bool, budget: float, compile_times: bool = False) -> dict:
+def run(names, quick: bool, budget: float, compile_times: bool = False, launch_times: bool = False) -> dict:
     """Measures the floors and every workload in `names`; returns the whole report."""
     min_reps, max_reps = (3, 5) if quick else (7, 50)
     machine = describe_machine()
@@ -55,6 +58,8 @@ def run(names, quick: bool, budget: float, compile_times: bool = False) -> dict:
         "runs": floor_runs,
     }
     rows = make_rows(results, floors, llc)
+    if launch_times:
+        rows += launch_rows(launch.measure_cpu_launch(1000 if quick else launch.LAUNCHES, 2 if quick else 5))
     if compile_times:
         log("compile: first calls of vector add in fresh processes")
         rows += compile_rows(compile_probe.measure("tegula", "cpu", rounds=1 if quick else 3))
@@ -67,12 +72,11 @@ def main(args) -> int:
     """The CPU run of the command's options (``cli``); the exit status."""
     budget = args.budget if args.budget is not None else (0.2 if args.quick else 4.0)
     names = tuple(n for n in (args.only or WORKLOADS) if n in WORKLOADS)
-    if args.only and "launch" in args.only:
-        log("launch overhead is measured on the GPU only; skipped")
     if args.only and "matmul_autotune" in args.only:
         log("matmul_autotune (autotuned against the best config by hand) is measured on the GPU only; skipped")
     compile_times = "compile" in args.only if args.only else not args.quick
-    report = run(names, args.quick, budget, compile_times)
+    launch_times = "launch" in args.only if args.only else True
+    report = run(names, args.quick, budget, compile_times, launch_times)
     print_report(report)
     if args.json:
         with open(args.json, "w") as f:

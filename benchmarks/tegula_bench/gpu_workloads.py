@@ -25,7 +25,8 @@ from .peers import eager_variants, kernel_variants, sdpa_variant
 # In the order they run: the memory-bound targets first, then the compute-bound ones.
 WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul",
              "matmul_autotune", "matmul_epilogue", "matmul_persistent", "attention", "attention_causal")
-VARIANTS = ("tegula", "triton", "torch", "torch.compile", "cublas", "sdpa")
+# "raw" is the launch workload's alone: the compiled kernel's bare launch (launch.py).
+VARIANTS = ("tegula", "raw", "triton", "torch", "torch.compile", "cublas", "sdpa")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block 4, a
 # 128x128 matmul tile (examples/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.

@@ -129,11 +129,32 @@ def test_rows_beyond_llc_exceed_it():
     assert rows % 1024 == 0 and rows * 4096 * 8 >= 1.5 * llc > (rows - 1024) * 4096 * 8
 
 
-def test_only_launch_on_the_cpu_is_skipped_with_a_note():
-    done = subprocess.run([sys.executable, str(BENCH), "--cpu", "--quick", "--only", "launch"],
-                          capture_output=True, text=True, timeout=120)
+def test_launch_rows_time_the_launch_path_and_the_bare_launch(report):
+    # Issue 15: the launch row (kernel[grid](...)) beside the bare launch of the
+    # kernel it compiled (variant raw), in the same run.
+    rows = {r["variant"]: r for r in report["rows"] if r["workload"] == "launch"}
+    assert set(rows) == {"tegula", "raw"}
+    for row in rows.values():
+        assert row["check"] == "ok" and row["error"] is None, row
+        assert row["rate_unit"] == "us" and row["rate"] == pytest.approx(row["median_ms"] * 1e3)
+        assert row["samples"] == len(row["samples_ms"]) >= 2 and row["min_ms"] <= row["median_ms"] <= row["max_ms"]
+        assert row["baseline"] is False and row["floor_ms"] is None and row["bytes"] is None
+    # The bare launch does less than the whole path: binding and specialization are left out.
+    assert rows["raw"]["median_ms"] < rows["tegula"]["median_ms"]
+    assert cpu_report.launch_ratio(report["rows"]) == pytest.approx(rows["tegula"]["median_ms"] /
+                                                                    rows["raw"]["median_ms"])
+
+
+def test_only_launch_on_the_cpu_measures_the_launch_rows(tmp_path):
+    path = tmp_path / "launch.json"
+    done = subprocess.run([sys.executable, str(BENCH), "--cpu", "--quick", "--only", "launch", "--json", str(path)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "launch overhead is measured on the GPU only; skipped" in done.stderr
+    rows = json.loads(path.read_text())["rows"]
+    assert {(r["workload"], r["variant"]) for r in rows} == {("launch", "tegula"), ("launch", "raw")}
+    ratio = rows[0]["median_ms"] / rows[1]["median_ms"]
+    assert (f"launch: tegula's launch path takes {ratio:.2f}x the compiled kernel's bare launch (raw); "
+            f"issue 15's target is at most 1.2x") in done.stdout
 
 
 def test_bad_num_warps_is_a_usage_error():
@@ -256,7 +277,7 @@ def _made_up_report():
         Outcome("torch.compile", [], "error", "ImportError: no triton\nsecond line")], 5e9)
     rows += gpu_report.case_rows(matmul_case, [Outcome("cublas", [1.0], "reference"),
                                                Outcome("tegula", [4.0], "ok")], 5e9)
-    rows += gpu_report.launch_rows([Outcome("tegula", [0.008, 0.009], "ok"),
+    rows += gpu_report.launch_rows([Outcome("tegula", [0.008, 0.009], "ok"), Outcome("raw", [0.005], "ok"),
                                     Outcome("triton", [0.012], "ok")], 10000, 4)
     return {"schema": gpu_report.SCHEMA, "gpu": "NVIDIA H200", "driver": "570.1",
             "versions": {"torch": "2.11", "triton": "3.6.0", "tegula": "0.1.0", "cuda": "13.0"},
@@ -296,6 +317,8 @@ def test_gpu_targets_are_decided_from_the_rows():
     assert versus["value"] == pytest.approx(0.8) and versus["pass"] is False
     launch = targets["launch: tegula host time per launch / triton's"]
     assert launch["value"] == pytest.approx(0.0085 / 0.012) and launch["pass"] is True
+    bare = targets["launch: tegula host time per launch / the compiled kernel's bare launch (raw)"]
+    assert bare["value"] == pytest.approx(0.0085 / 0.005) and (bare["target"], bare["pass"]) == ("<= 1.2", False)
     assert targets["fused_chain: torch eager time / tegula time"] == {
         "what": "fused_chain: torch eager time / tegula time", "value": None, "target": ">= 5", "pass": None}
     # Issue 5: bf16 matmul at 95% of cuBLAS's rate, at 4096^3 and at 8192^3.
@@ -320,6 +343,7 @@ def test_gpu_markdown_table():
     assert cells[5][4:] == ["-", "-", "-", "-", "error: ImportError: no triton"]
     assert cells[7][3:6] == ["tegula", "4.0000", "0.50 TFLOP/s"]
     assert cells[8][3:6] == ["tegula", "0.0085", "8.50 us"]
+    assert cells[9][3:] == ["raw", "0.0050", "5.00 us", "-", "0.59", "ok (tegula / raw: 1.70)"]
     assert "- FAIL softmax: tegula's share of copy bandwidth: 0.800 (target >= 0.9)" in lines
     assert "- n/a  fused_chain: tegula time / torch.compile time: not measured (target <= 1)" in lines
 
