@@ -142,7 +142,7 @@ check: venv
 	exit $$status
 
 demo: venv build
-	$(PY) -m tegula.demo
+	$(PY) examples/demo.py
 
 # On the GPU machine: offline and without our venv, so it builds with that
 # machine's python3 (torch, triton, nanobind... preinstalled) and skips `venv`.

@@ -505,14 +505,14 @@ MATMUL_TUNE_AND_REPORT = textwrap.dedent("""
     testing.bench_samples = counting_bench_samples
     if sys.argv[1] == "cuda":
         import torch
-        from tegula import _bench_autotune
+        from tegula_bench import autotuned_matmul
 
         size = 4096
         g = torch.Generator(device="cuda").manual_seed(0)
         a, b = (torch.randn(size, size, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
         out = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
-        tuner = _bench_autotune.autotuner(cache_results=True)
-        _bench_autotune.launcher(tuner, a, b, out)()
+        tuner = autotuned_matmul.autotuner(cache_results=True)
+        autotuned_matmul.launcher(tuner, a, b, out)()
         torch.testing.assert_close(out.float(), a.float() @ b.float(), atol=size ** 0.5 / 64, rtol=1.6e-2)
     else:
         sys.path.insert(0, sys.argv[2])

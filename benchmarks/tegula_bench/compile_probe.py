@@ -5,7 +5,7 @@ fresh process, to its result, for the benchmark's ``compile_cold`` and
     measure("tegula", "cuda", rounds=3) -> {"cold": [s, ...], "warm": [s, ...], "import": [...], "error": None}
 
 Each round makes an empty cache folder and runs two fresh Python processes
-against it (``python -m tegula._compile_probe --child ...``): the first call in
+against it (``python -m tegula_bench.compile_probe --child ...``): the first call in
 the first one compiles everything from nothing (cold: the kernel, and whatever
 the compiler builds once per cache, such as Triton's launcher or Tegula's
 precompiled prelude), the second finds it all cached (warm). A child imports
@@ -23,8 +23,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 N = 1 << 20
+# The folder holding this package: the child imports it as `tegula_bench`.
+BENCHMARKS = Path(__file__).resolve().parents[1]
 
 
 def _child(variant: str, device: str) -> dict:
@@ -33,13 +36,13 @@ def _child(variant: str, device: str) -> dict:
 
     if device == "cuda":
         import torch
-    from tegula.kernels import vector_add
+    from .kernels import vector_add
 
     module = vector_add
     if variant == "triton":
-        from tegula import _triton_twin
+        from . import triton_twin
 
-        module = _triton_twin.load(vector_add)
+        module = triton_twin.load(vector_add)
     if device == "cuda":
         x = torch.randn(N, device="cuda")
         y = torch.randn(N, device="cuda")
@@ -52,7 +55,7 @@ def _child(variant: str, device: str) -> dict:
         synchronize = lambda: None  # noqa: E731 - a CPU launch returns with its result
     synchronize()
     imported = time.perf_counter()
-    module.vector_add(x, y, out)
+    module.add(x, y, out)
     synchronize()
     first_call = time.perf_counter() - imported
     if device == "cuda":
@@ -67,8 +70,9 @@ def _run_child(variant: str, device: str, cache: str, timeout_s: float) -> dict:
     # one compiles nothing, so neither uses it: building it after each cold run
     # would only take CPU from the next round.
     env = {**os.environ, "TEGULA_CACHE_DIR": cache, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
-           "TEGULA_CPU_PCH": "0"}
-    done = subprocess.run([sys.executable, "-m", "tegula._compile_probe", "--child", "--variant", variant,
+           "TEGULA_CPU_PCH": "0",
+           "PYTHONPATH": os.pathsep.join(filter(None, (str(BENCHMARKS), os.environ.get("PYTHONPATH"))))}
+    done = subprocess.run([sys.executable, "-m", "tegula_bench.compile_probe", "--child", "--variant", variant,
                            "--device", device], capture_output=True, text=True, timeout=timeout_s, env=env)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:

@@ -1,6 +1,6 @@
 """The main job: the case-study chain of the design document, eager against fused.
 
-    python -m tegula.demo [--cpu] [--size MxN] [--dtype float32|float16|bfloat16] [--json]
+    python examples/demo.py [--cpu] [--size MxN] [--dtype float32|float16|bfloat16] [--json]
 
 With a CUDA GPU (and without ``--cpu``) both sides run there on torch CUDA
 tensors, with the design's I/O: x and residual bf16, keep bool, bias and
@@ -12,7 +12,8 @@ On the CPU eager is NumPy, op by op (NumPy has no bfloat16, so the demo uses
 float32 or float16 I/O and says so), fused is the same Tegula kernel
 compiled for the CPU, timed on the host clock (median of interleaved runs
 after warm-up). Either way the outputs are checked against each other and
-reported with the bytes each side moves.
+reported with the bytes each side moves. The kernel and both eager versions
+are examples/fused_chain.py; ``make demo`` builds Tegula and runs this.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import time
 
 import numpy as np
 
-import tegula
-from tegula.kernels import fused_chain as chain
+import _host  # array helpers shared by the examples (and whether a GPU is usable)
+import fused_chain as chain  # examples/fused_chain.py: the kernel, the eager chain, the byte counts
 
 # Warps per program of the fused kernel on the GPU (the benchmark uses the same).
 GPU_NUM_WARPS = 4
@@ -55,8 +56,7 @@ def backend_name() -> str:
 
 
 def gpu_usable() -> bool:
-    from tegula.bench import gpu_usable as usable
-    return usable()[0]
+    return _host.cuda_usable()[0]
 
 
 def run(M: int, N: int, dtype, reps: int, show_progress: bool) -> dict:
@@ -181,7 +181,7 @@ def print_report(r: dict) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tegula.demo", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python examples/demo.py", description=__doc__.splitlines()[0])
     p.add_argument("--cpu", action="store_true", help="run on the CPU even when a CUDA GPU is usable")
     p.add_argument("--size", help="MxN (default 16384x4096 on a GPU, 4096x4096 on the CPU)")
     p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"],

@@ -1,4 +1,4 @@
-"""The Triton twin of a reference-kernel module: the same source, compiled by Triton.
+"""The Triton twin of an example kernel module: the same source, compiled by Triton.
 
 Tegula kernels are Triton source. To compare the two compilers (and not two
 different kernels), the benchmark runs each kernel module twice: as written,
@@ -13,7 +13,8 @@ Nothing else changes, line numbers included, so the twin's host wrappers
 compiles. Triton reads a kernel's source through ``inspect``, which needs a
 real file: the rewritten text is written to a private temporary folder and
 imported from there, under a private module name. Other imports (NumPy, the
-host helpers in ``tegula.kernels._host``) are left alone: they are host code.
+examples' array helpers ``_host``, ``tegula.testing``) are left alone: they
+are host code.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def _temporary_folder() -> str:
 
 
 def load(module: types.ModuleType) -> types.ModuleType:
-    """The Triton twin of a kernel module (e.g. ``tegula.kernels.softmax``), made once
+    """The Triton twin of a kernel module (e.g. examples/softmax.py), made once
     per process. Raises ImportError when Triton is not installed, ValueError when the
     module's imports cannot be rewritten, and whatever executing the twin raises."""
     name = twin_name(module)

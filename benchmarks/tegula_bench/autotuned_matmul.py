@@ -1,7 +1,7 @@
 """The autotuned matmul of the GPU benchmark (issue 7): what ``@tegula.autotune``
 chooses, against the best config found by hand in the same run.
 
-Both sides tune ``tegula.kernels.matmul.matmul_kernel`` over the same
+Both sides tune ``matmul_kernel`` of examples/matmul.py over the same
 ``CONFIGS`` on the same inputs:
 
 - ``tuned_variant``: the kernel under ``@tegula.autotune`` (nothing read from
@@ -23,7 +23,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .autotune import Config, autotune
+from tegula import Config, autotune
+
 from .kernels import _host, matmul
 
 # Tiles for a 4096^3 bf16 matmul on an H200 (227 KB of shared memory per

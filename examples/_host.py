@@ -1,11 +1,13 @@
-"""What the reference kernels' host wrappers need to treat NumPy arrays and
-torch tensors alike: allocate outputs with the input's own library (so a CUDA
+"""What the examples' host wrappers need to treat NumPy arrays and torch
+tensors alike: allocate outputs with the input's own library (so a CUDA
 tensor gets a CUDA output and the launch runs on the GPU), read strides in
-elements, and pass launch options through.
+elements, and pass launch options through. Not an example itself: the
+examples beside it import it (``import _host``).
 
-The wrappers are also run by Triton (``tegula._triton_twin`` executes the
-kernel modules with ``tegula`` bound to ``triton``), so nothing here may
-depend on Tegula's compiler: these are plain array helpers.
+The wrappers are also run by Triton (the benchmark's Triton twin,
+benchmarks/tegula_bench/triton_twin.py, executes an example with ``tegula``
+bound to ``triton``), so nothing here may depend on Tegula's compiler: these
+are plain array helpers.
 """
 
 from __future__ import annotations
@@ -45,6 +47,22 @@ def empty(shape, dtype, like):
             dtype = getattr(torch, np.dtype(dtype).name)
         return torch.empty(shape, dtype=dtype, device=like.device)
     return np.empty(shape, dtype=dtype)
+
+
+def cuda_usable() -> tuple:
+    """(usable, why not): whether a CUDA GPU is there that both torch (which
+    allocates the arrays) and Tegula's runtime can use. Asks Tegula only when
+    called, so the helpers above stay free of it."""
+    try:
+        import torch
+    except ImportError:
+        return False, "PyTorch is not installed (GPU arrays are torch tensors here)"
+    if not torch.cuda.is_available():
+        return False, "torch.cuda.is_available() is False"
+    from tegula import _device
+
+    available, why = _device.cuda_status()
+    return (True, "") if available else (False, f"Tegula's CUDA runtime is not usable: {why}")
 
 
 def launch_options(num_warps) -> dict:
