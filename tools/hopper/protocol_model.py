@@ -38,29 +38,33 @@ def wgmma_desc(address: int, lbo: int, sbo: int, mode: int = 1) -> int:
     return ((address & 0x3FFFF) >> 4) | (((lbo >> 4) & 0x3FFF) << 16) | (((sbo >> 4) & 0x3FFF) << 32) | (mode << 62)
 
 
-def desc_element(desc: int, mn_major: bool, mn: int, k: int) -> int:
-    """Physical byte address of 16-bit element (mn, k) read through a descriptor (128-byte swizzle only)."""
+def desc_element(desc: int, mn_major: bool, mn: int, k: int, elem: int = 2) -> int:
+    """Physical byte address of element (mn, k) (of `elem` bytes) read through a descriptor (128-byte swizzle
+    only; MN-major only for 16-bit elements, as wgmma allows)."""
     start, lbo, sbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
     assert desc >> 62 == 1 and (desc >> 49) & 7 == 0, "128-byte swizzle, base offset 0"
-    per_row = 64
+    per_row = 128 // elem
     if mn_major:
+        assert elem == 2, "8-bit wgmma operands are K-major only"
         logical = start + (mn // per_row) * lbo + (k // 8) * sbo + (k % 8) * 128 + (mn % per_row) * 2
     else:
-        logical = start + (mn // 8) * sbo + (k // per_row) * lbo + (mn % 8) * 128 + (k % per_row) * 2
+        logical = start + (mn // 8) * sbo + (k // per_row) * lbo + (mn % 8) * 128 + (k % per_row) * elem
     return swizzle128(logical)
 
 
-def tma_box_element(box_start: int, row: int, col: int) -> int:
-    """Physical byte address of element (row, col) of a box with 64-element (128-byte) rows landed at box_start."""
+def tma_box_element(box_start: int, row: int, col: int, elem: int = 2) -> int:
+    """Physical byte address of element (row, col) of a box with 128-byte rows landed at box_start."""
     assert box_start % 1024 == 0, "swizzled boxes start on 1024-byte lines"
-    assert 0 <= col < 64
-    return swizzle128(box_start + row * 128 + col * 2)
+    assert 0 <= col < 128 // elem
+    return swizzle128(box_start + row * 128 + col * elem)
 
 
 def check_layouts(v) -> None:
     """Descriptors against TMA boxes for A and B at two stages, stmatrix against the C box, direct-store coverage."""
     base = 1024 * 3  # any 1024-aligned base
-    a_stage, b_stage = v.bm * v.bk * 2, v.bn * v.bk * 2
+    elem = v.elem
+    box_k, k_step = 128 // elem, 32 // elem  # elements per 128-byte row; per wgmma K step (32 bytes)
+    a_stage, b_stage = v.bm * v.bk * elem, v.bn * v.bk * elem
     a_ring, b_ring = base, base + v.stages * a_stage
     rows = v.rows
     consumers = 1 if v.pingpong else v.consumers
@@ -71,28 +75,28 @@ def check_layouts(v) -> None:
             b_desc = wgmma_desc(b_ring, 16, 1024) if v.b_kmajor else wgmma_desc(b_ring, v.bk * 128, 1024)
             da = a_desc + ((stage * a_stage) >> 4)
             db = b_desc + ((stage * b_stage) >> 4)
-            for kk in range(v.bk // 16):
+            for kk in range(v.bk // k_step):
                 a_off = (kk // 4) * v.bm * 128 + (kk % 4) * 32
                 b_off = (kk // 4) * v.bn * 128 + (kk % 4) * 32 if v.b_kmajor else kk * 16 * 128
                 for m in range(rows // 64):
                     desc = da + ((a_off + m * 64 * 128) >> 4)
                     for mn in range(64):
-                        for k in range(16):
-                            row, col = row0 + m * 64 + mn, kk * 16 + k  # of the A stage tile [BM][BK]
-                            box = a_ring + stage * a_stage + (col // 64) * v.bm * 128
-                            assert desc_element(desc, False, mn, k) == tma_box_element(box, row, col % 64), \
-                                (v.name, "A", stage, cw, kk, m, mn, k)
+                        for k in range(k_step):
+                            row, col = row0 + m * 64 + mn, kk * k_step + k  # of the A stage tile [BM][BK]
+                            box = a_ring + stage * a_stage + (col // box_k) * v.bm * 128
+                            assert desc_element(desc, False, mn, k, elem) == \
+                                tma_box_element(box, row, col % box_k, elem), (v.name, "A", stage, cw, kk, m, mn, k)
                 desc = db + (b_off >> 4)
                 for n in range(v.bn):
-                    for k in range(16):
-                        kg = kk * 16 + k
-                        if v.b_kmajor:  # B^T stage tile [BN][BK], boxes of 64 K
-                            box = b_ring + stage * b_stage + (kg // 64) * v.bn * 128
-                            want = tma_box_element(box, n, kg % 64)
+                    for k in range(k_step):
+                        kg = kk * k_step + k
+                        if v.b_kmajor:  # B^T stage tile [BN][BK], boxes of 128 bytes of K
+                            box = b_ring + stage * b_stage + (kg // box_k) * v.bn * 128
+                            want = tma_box_element(box, n, kg % box_k, elem)
                         else:  # B stage tile [BK][BN], boxes of 64 N
                             box = b_ring + stage * b_stage + (n // 64) * v.bk * 128
                             want = tma_box_element(box, kg, n % 64)
-                        assert desc_element(desc, not v.b_kmajor, n, k) == want, (v.name, "B", stage, kk, n, k)
+                        assert desc_element(desc, not v.b_kmajor, n, k, elem) == want, (v.name, "B", stage, kk, n, k)
     # Accumulator fragment of m64nN (mma's, per 16 rows of a warp): register 4 j + e of lane l of warp w.
     def fragment(w, lane, j, e):
         return 16 * w + lane // 4 + 8 * (e // 2), 8 * j + 2 * (lane % 4) + e % 2
@@ -229,7 +233,7 @@ class Simulation:
     # -- the kernel's roles --
     def producer(self, cta):
         v, stage, phase = self.v, 0, 0
-        a_bytes, b_bytes = v.bm * v.bk * 2, v.bn * v.bk * 2
+        a_bytes, b_bytes = v.stage_bytes * v.bm // (v.bm + v.bn), v.stage_bytes * v.bn // (v.bm + v.bn)
         parity_flip = 0 if "producer_parity" in self.mutations else 1
         for u in self.cta_units(cta):
             for kt in range(self.k_tiles):

@@ -1,7 +1,8 @@
 // A hand-written Hopper (sm_90a) matmul in the shape Tegula's CUDA backend
 // should learn to emit: C = A @ B, A [M, K] row-major, B [K, N] row-major
 // (or [N, K] with TG_B_KMAJOR), bf16 or fp16 in, fp32 accumulate, bf16 or
-// fp16 out. Self-contained like Tegula's generated units: no #include,
+// fp16 out; or (TG_FP8) e4m3 in with B given [N, K], per-tensor scales
+// applied to the fp32 accumulator, bf16 out. Self-contained like Tegula's generated units: no #include,
 // helpers with a tg_ prefix, inline PTX. tools/hopper/NOTES.md gives the
 // design; tools/hopper/bench_proto.py builds, checks and times it.
 //
@@ -32,6 +33,10 @@
 //                         1: B is given as [N, K] row-major (B^T)
 //   TG_CLUSTER            1, or 2: CTA pairs along M share each B tile, each CTA
 //                         loading half of it with TMA multicast
+//   TG_FP8                1: A and B are e4m3 (wgmma k32, both operands K-major,
+//                         so TG_B_KMAJOR); BK counts bytes' worth of elements (a
+//                         128-byte swizzle row is 128 of them); C = scale_a *
+//                         scale_b * (A @ B) in bf16
 
 #ifndef TG_BM
 #define TG_BM 128
@@ -60,6 +65,9 @@
 #ifndef TG_CLUSTER
 #define TG_CLUSTER 1
 #endif
+#ifndef TG_FP8
+#define TG_FP8 0
+#endif
 
 #include "hopper_prelude.cuh"
 
@@ -68,6 +76,10 @@ struct TgConfig {
   static constexpr int bm = TG_BM, bn = TG_BN, bk = TG_BK, stages = TG_STAGES, consumers = TG_CONSUMERS;
   static constexpr bool pingpong = TG_PINGPONG != 0, tma_store = TG_TMA_STORE != 0, b_kmajor = TG_B_KMAJOR != 0;
   static constexpr int cluster = TG_CLUSTER;
+  // Element bytes; a 128-byte swizzle row (one TMA box row along K) holds
+  // box_k of them; one wgmma K step (k16, or k32 for 8-bit types) is 32 bytes.
+  static constexpr bool fp8 = TG_FP8 != 0;
+  static constexpr int elem = fp8 ? 1 : 2, box_k = 128 / elem, k_step = 32 / elem;
   static constexpr int threads = 128 * (consumers + 1);
   // Rows of C one consumer computes per tile, in 64-row wgmma slabs.
   static constexpr int rows = pingpong ? bm : bm / consumers;
@@ -76,8 +88,8 @@ struct TgConfig {
   // 128-byte swizzle, which TMA and the wgmma descriptors both apply to
   // address bits): the A ring, the B ring, one C staging tile per consumer
   // (TMA store only), then the barriers.
-  static constexpr int a_stage_bytes = bm * bk * 2;
-  static constexpr int b_stage_bytes = bn * bk * 2;
+  static constexpr int a_stage_bytes = bm * bk * elem;
+  static constexpr int b_stage_bytes = bn * bk * elem;
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  // what full[s] expects
   static constexpr int ring_bytes = stages * stage_bytes;
   static constexpr int c_bytes = tma_store ? rows * bn * 2 : 0;
@@ -95,7 +107,9 @@ struct TgConfig {
   static constexpr int consumer_regs = consumer_regs_raw > 256 ? 256 : consumer_regs_raw;
 };
 
-static_assert(TgConfig::bk % 64 == 0, "BK: whole 128-byte swizzle rows of 16-bit elements");
+static_assert(TgConfig::bk % TgConfig::box_k == 0, "BK: whole 128-byte swizzle rows");
+static_assert(!TgConfig::fp8 || (TgConfig::b_kmajor && TgConfig::cluster == 1),
+              "8-bit wgmma reads both operands K-major: B given as [N, K]");
 static_assert(TgConfig::bn == 128 || TgConfig::bn == 256, "BN: one wgmma m64n128 or m64n256 per slab");
 static_assert(TgConfig::bm <= 256 && TgConfig::bk <= 256, "a TMA box dim is at most 256");
 static_assert(TgConfig::rows % 64 == 0 && TgConfig::slabs >= 1, "consumer rows: whole 64-row slabs");
@@ -138,6 +152,22 @@ TG_DEVICE void tg_wgmma_m64n256k16(float* d, unsigned long long a, unsigned long
     asm volatile(TG_WGMMA_TEXT("m64n256k16", "bf16", TG_REGS_128, "%128", "%129", "%130", "%131")
                  : TG_ACC_128
                  : "l"(a), "l"(b), "r"(scale_d), "n"(TRANS_B));
+}
+// The same for e4m3 x e4m3, m64nNk32: 8-bit wgmma takes no transpose
+// operands (both K-major) and reads 32 bytes of K per row, as k16 does.
+#define TG_WGMMA_E4M3_TEXT(SHAPE, REGS, DA, DB, SCALE)                                               \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                                 \
+  "wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e4m3 " REGS ", " DA ", " DB ", p, 1, 1;\n}\n"
+template <int N>
+TG_DEVICE void tg_wgmma_e4m3(float* d, unsigned long long a, unsigned long long b, int scale_d) {
+  if constexpr (N == 256)
+    asm volatile(TG_WGMMA_E4M3_TEXT("m64n256k32", TG_REGS_128, "%128", "%129", "%130")
+                 : TG_ACC_128
+                 : "l"(a), "l"(b), "r"(scale_d));
+  else
+    asm volatile(TG_WGMMA_E4M3_TEXT("m64n128k32", TG_REGS_64, "%64", "%65", "%66")
+                 : TG_ACC_64
+                 : "l"(a), "l"(b), "r"(scale_d));
 }
 template <bool F16, int N, int TRANS_B>
 TG_DEVICE void tg_wgmma(float* d, unsigned long long a, unsigned long long b, int scale_d) {
@@ -190,7 +220,8 @@ TG_DEVICE void tg_unit_coords(int u, int units_m, int units_n, int group, int& u
 // --- the kernel -------------------------------------------------------------------------
 template <bool F16>
 TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, const TgTensorMap& map_c,
-                            unsigned short* c, int M, int N, int K, int group_m) {
+                            unsigned short* c, int M, int N, int K, int group_m, const float* scale_a,
+                            const float* scale_b) {
   using C = TgConfig;
   extern __shared__ __align__(1024) unsigned char tg_smem[];
   const unsigned base = (tg_shared_address(tg_smem) + 1023u) & ~1023u;
@@ -245,16 +276,19 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
           const unsigned bar = full + 8 * stage;
           tg_mbar_arrive_expect_tx(bar, C::stage_bytes);
           const int k0 = kt * C::bk;
-          // A [M, K]: box {64 of K, BM rows} per 64 of K; block j at j * BM * 128.
+          // A [M, K]: box {128 bytes of K, BM rows} per 128 bytes of K; block j
+          // at j * BM * 128.
           const unsigned a_dst = a_ring + stage * C::a_stage_bytes;
 #pragma unroll
-          for (int j = 0; j < C::bk / 64; ++j) tg_tma_load_2d(a_dst + j * C::bm * 128, &map_a, bar, k0 + 64 * j, m0);
+          for (int j = 0; j < C::bk / C::box_k; ++j)
+            tg_tma_load_2d(a_dst + j * C::bm * 128, &map_a, bar, k0 + C::box_k * j, m0);
           const unsigned b_dst = b_ring + stage * C::b_stage_bytes;
           if constexpr (C::b_kmajor) {
-            // B^T [N, K]: box {64 of K, BN rows} per 64 of K; block j at j * BN * 128.
+            // B^T [N, K]: box {128 bytes of K, BN rows} per 128 bytes of K; block
+            // j at j * BN * 128.
 #pragma unroll
-            for (int j = 0; j < C::bk / 64; ++j)
-              tg_tma_load_2d(b_dst + j * C::bn * 128, &map_b, bar, k0 + 64 * j, n0);
+            for (int j = 0; j < C::bk / C::box_k; ++j)
+              tg_tma_load_2d(b_dst + j * C::bn * 128, &map_b, bar, k0 + C::box_k * j, n0);
           } else {
             // B [K, N]: box {64 of N, BK rows of K} per 64 of N; block j at j * BK * 128.
 #pragma unroll
@@ -344,15 +378,20 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
       const unsigned long long da = a_desc + ((unsigned)(stage * C::a_stage_bytes) >> 4);
       const unsigned long long db = b_desc + ((unsigned)(stage * C::b_stage_bytes) >> 4);
 #pragma unroll
-      for (int kk = 0; kk < C::bk / 16; ++kk) {
+      for (int kk = 0; kk < C::bk / C::k_step; ++kk) {
         // A: block kk / 4 of K, 32 bytes per k step inside the 128-byte row.
         const unsigned a_off = (kk / 4) * C::bm * 128 + (kk % 4) * 32;
         // B K-major: as A; B [K][N]: 16 rows of 128 bytes per k step.
         const unsigned b_off = C::b_kmajor ? (kk / 4) * C::bn * 128 + (kk % 4) * 32 : kk * 16 * 128;
 #pragma unroll
-        for (int m = 0; m < C::slabs; ++m)
-          tg_wgmma<F16, C::bn, C::b_kmajor ? 0 : 1>(acc[m], da + ((a_off + m * 64 * 128) >> 4), db + (b_off >> 4),
-                                                     (kt > 0 || kk > 0) ? 1 : 0);
+        for (int m = 0; m < C::slabs; ++m) {
+          if constexpr (C::fp8)
+            tg_wgmma_e4m3<C::bn>(acc[m], da + ((a_off + m * 64 * 128) >> 4), db + (b_off >> 4),
+                                 (kt > 0 || kk > 0) ? 1 : 0);
+          else
+            tg_wgmma<F16, C::bn, C::b_kmajor ? 0 : 1>(acc[m], da + ((a_off + m * 64 * 128) >> 4),
+                                                       db + (b_off >> 4), (kt > 0 || kk > 0) ? 1 : 0);
+        }
       }
       tg_wgmma_commit();
       // This K step's group stays in flight; the previous one is done, so
@@ -392,6 +431,15 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
     for (int m = 0; m < C::slabs; ++m)
 #pragma unroll
       for (int i = 0; i < C::bn / 2; ++i) tg_pin(acc[m][i]);  // no read moves above the wait
+    if constexpr (C::fp8) {
+      // Per-tensor scales on the fp32 sums (torch._scaled_mm's convention:
+      // C = scale_a * scale_b * (A @ B)), read once per tile from global.
+      const float scale = scale_a[0] * scale_b[0];
+#pragma unroll
+      for (int m = 0; m < C::slabs; ++m)
+#pragma unroll
+        for (int i = 0; i < C::bn / 2; ++i) acc[m][i] *= scale;
+    }
 
     // ---- epilogue ----
     if constexpr (!C::tma_store) {
@@ -445,24 +493,34 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
 
 // The harness reads these back to check it loaded the variant it meant to.
 extern "C" {
-__device__ int tg_ws_config[13] = {TG_BM,        TG_BN,        TG_BK,      TG_STAGES,
+__device__ int tg_ws_config[14] = {TG_BM,        TG_BN,        TG_BK,      TG_STAGES,
                                    TG_CONSUMERS, TG_PINGPONG,  TG_TMA_STORE, TG_B_KMAJOR,
                                    TG_CLUSTER,   TgConfig::smem_bytes, TgConfig::threads,
-                                   TgConfig::producer_regs, TgConfig::consumer_regs};
+                                   TgConfig::producer_regs, TgConfig::consumer_regs, TG_FP8};
 }
 
 // c: [M, N] row-major, 16-bit. map_a: A [M, K] (or map of the same box over
 // any [M, K] view); map_b: B [K, N], or B^T [N, K] with TG_B_KMAJOR; map_c:
 // C, used by the TMA-store epilogue only (always passed, so every variant
-// has one signature). group_m: tile rows per scheduler group.
+// has one signature). group_m: tile rows per scheduler group. With TG_FP8
+// the one entry point takes e4m3 maps and the two fp32 scales' addresses.
+#if TG_FP8
+extern "C" __global__ void __launch_bounds__(TgConfig::threads, 1) TG_CLUSTER_DIMS
+    tg_ws_matmul_e4m3(const __grid_constant__ TgTensorMap map_a, const __grid_constant__ TgTensorMap map_b,
+                      const __grid_constant__ TgTensorMap map_c, tg_bf16* c, int M, int N, int K, int group_m,
+                      const float* scale_a, const float* scale_b) {
+  tg_ws_matmul<false>(map_a, map_b, map_c, c, M, N, K, group_m, scale_a, scale_b);
+}
+#else
 extern "C" __global__ void __launch_bounds__(TgConfig::threads, 1) TG_CLUSTER_DIMS
     tg_ws_matmul_bf16(const __grid_constant__ TgTensorMap map_a, const __grid_constant__ TgTensorMap map_b,
                       const __grid_constant__ TgTensorMap map_c, tg_bf16* c, int M, int N, int K, int group_m) {
-  tg_ws_matmul<false>(map_a, map_b, map_c, c, M, N, K, group_m);
+  tg_ws_matmul<false>(map_a, map_b, map_c, c, M, N, K, group_m, nullptr, nullptr);
 }
 
 extern "C" __global__ void __launch_bounds__(TgConfig::threads, 1) TG_CLUSTER_DIMS
     tg_ws_matmul_f16(const __grid_constant__ TgTensorMap map_a, const __grid_constant__ TgTensorMap map_b,
                      const __grid_constant__ TgTensorMap map_c, tg_f16* c, int M, int N, int K, int group_m) {
-  tg_ws_matmul<true>(map_a, map_b, map_c, c, M, N, K, group_m);
+  tg_ws_matmul<true>(map_a, map_b, map_c, c, M, N, K, group_m, nullptr, nullptr);
 }
+#endif
