@@ -199,16 +199,61 @@ class Cta:
         self.exited = False
 
 
-class Simulation:
+class Interleaving:
+    """A random scheduler of actors (generators yielding a wait predicate, or None to yield without waiting) and
+    asynchronous events (callables; one returning False is not ready and stays queued). Each actor belongs to an
+    owner (a CTA: `actors_left`, `exited`). Random weights per actor, so some starve. run() ends in verify()."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.actors = []  # [generator, wait predicate or None, weight, owner]
+        self.async_events = []  # (callable, weight)
+
+    def spawn(self, gen, cta):
+        cta.actors_left += 1
+        self.actors.append([gen, None, self.rng.choice([0.05, 1.0, 1.0, 8.0]), cta])
+
+    # -- the scheduler --
+    def run(self, max_steps: int = 2_000_000):
+        for _ in range(max_steps):
+            runnable = [a for a in self.actors if a[1] is None or a[1]()]
+            if not runnable and not self.async_events:
+                if self.actors:
+                    raise ProtocolError(f"deadlock with {len(self.actors)} actors waiting")
+                break
+            choices = [(a[2], "actor", a) for a in runnable] + [(e[1], "event", e) for e in self.async_events]
+            pick = self.rng.random() * sum(c[0] for c in choices)
+            for weight, kind, item in choices:
+                pick -= weight
+                if pick <= 0:
+                    break
+            if kind == "event":
+                if item[0]() is not False:
+                    self.async_events.remove(item)
+                continue
+            try:
+                item[1] = next(item[0])
+            except StopIteration:
+                self.actors.remove(item)
+                cta = item[3]
+                cta.actors_left -= 1
+                cta.exited = cta.actors_left == 0
+        else:
+            raise ProtocolError("no progress bound reached")
+        self.verify()
+
+    def verify(self):
+        pass
+
+
+class Simulation(Interleaving):
     """One random interleaving of a grid of `clusters` x v.cluster CTAs over `units` work units of `k_tiles`."""
 
     def __init__(self, v, units: int, k_tiles: int, clusters: int, seed: int, mutations=()):
+        super().__init__(seed)
         self.v, self.units, self.k_tiles, self.mutations = v, units, k_tiles, set(mutations)
-        self.rng = random.Random(seed)
         self.ctas = [Cta(self, i % v.cluster, i) for i in range(clusters * v.cluster)]
         self.clusters = clusters
-        self.actors = []  # [generator, wait predicate or None, weight, cta]
-        self.async_events = []  # (callable, weight)
         self.groups_done = set()
         self.issued = {}  # (cta, consumer, warp) -> its wgmma groups in issue order
         self.computed = []  # (unit, rank, consumer)
@@ -217,10 +262,6 @@ class Simulation:
             for cw in range(v.consumers):
                 for w in range(4):
                     self.spawn(self.consumer_warp(cta, cw, w), cta)
-
-    def spawn(self, gen, cta):
-        cta.actors_left += 1
-        self.actors.append([gen, None, self.rng.choice([0.05, 1.0, 1.0, 8.0]), cta])
 
     def cluster_of(self, cta):
         first = cta.index - cta.rank
@@ -329,35 +370,6 @@ class Simulation:
         for readers in self.ctas[cta_index].readers:
             readers.discard(group)
         return True
-
-    # -- the scheduler --
-    def run(self, max_steps: int = 2_000_000):
-        for _ in range(max_steps):
-            runnable = [a for a in self.actors if a[1] is None or a[1]()]
-            if not runnable and not self.async_events:
-                if self.actors:
-                    raise ProtocolError(f"deadlock with {len(self.actors)} actors waiting")
-                break
-            choices = [(a[2], "actor", a) for a in runnable] + [(e[1], "event", e) for e in self.async_events]
-            pick = self.rng.random() * sum(c[0] for c in choices)
-            for weight, kind, item in choices:
-                pick -= weight
-                if pick <= 0:
-                    break
-            if kind == "event":
-                if item[0]() is not False:
-                    self.async_events.remove(item)
-                continue
-            try:
-                item[1] = next(item[0])
-            except StopIteration:
-                self.actors.remove(item)
-                cta = item[3]
-                cta.actors_left -= 1
-                cta.exited = cta.actors_left == 0
-        else:
-            raise ProtocolError("no progress bound reached")
-        self.verify()
 
     def verify(self):
         v = self.v
