@@ -106,6 +106,16 @@ class Variant:
             want += ["wgmma.wait_group.sync.aligned 1"]
         return want
 
+    def expected_sass(self) -> list:
+        """SASS the variant must show (nvdisasm, sm_90a): 3-D TMA loads, S = Q K^T from shared memory, O += P V with
+        A from registers (a register operand before the descriptor), the register moves of setmaxnreg."""
+        want = ["UTMALDG.3D", f"HGMMA.64x{self.bn}x16.F32.BF16 R", "USETMAXREG.DEALLOC.CTAPOOL",
+                "USETMAXREG.TRY_ALLOC.CTAPOOL", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "MUFU.EX2"]
+        want += ["gdesc[UR", ".tnspB"]  # V read MN-major
+        if self.pingpong:
+            want += ["BAR.ARV"]
+        return want
+
     def tiles(self, B: int, H: int, S: int) -> int:
         return -(-S // BM) * B * H
 

@@ -99,6 +99,10 @@ class Variant:
     def launch_registers(self) -> int:
         return self.registers[0]
 
+    @property
+    def consumer_registers(self) -> int:
+        return self.registers[2]
+
     def problems(self) -> list:
         """The .cu's static_asserts, so a bad variant is caught before nvcc."""
         out = []
@@ -159,6 +163,17 @@ class Variant:
             want += ["mbarrier.arrive.shared::cta.b64"]
         if self.pingpong:
             want += ["bar.arrive"]
+        return want
+
+
+    def expected_sass(self) -> list:
+        """SASS every variant must show (nvdisasm, sm_90a): TMA loads, the tensor-core instruction, the register
+        moves of setmaxnreg, mbarrier waits."""
+        mma = f"QGMMA.64x{self.bn}x32.F32.E4M3.E4M3" if self.fp8 else f"HGMMA.64x{self.bn}x16.F32.BF16"
+        want = ["UTMALDG.2D", mma, "USETMAXREG.DEALLOC.CTAPOOL", "USETMAXREG.TRY_ALLOC.CTAPOOL",
+                "SYNCS.PHASECHK.TRANS64.TRYWAIT", "SYNCS.ARRIVE.TRANS64"]
+        if self.tma_store:
+            want += ["UTMASTG.2D", "STSM"]
         return want
 
 

@@ -2,8 +2,9 @@
 
 Building: a variant is any object with `name`, `source` (a .cu beside this file), `defines()`, `problems()` (what
 the .cu's static_asserts would say), `entries` (its kernels' names), `launch_registers` (what ptxas must report for
-each: setmaxnreg's arithmetic assumes it), `expected_ptx()` (instructions its PTX must contain) and
-`config_words()` (the words of its config global, `config_symbol`). Cubins go to tools/hopper/out/NAME.cubin,
+each: setmaxnreg's arithmetic assumes it), `consumer_registers`, `expected_ptx()` and `expected_sass()`
+(instructions its PTX and, where nvdisasm is at hand, its SASS must contain) and `config_words()` (the words of its
+config global, `config_symbol`). Cubins go to tools/hopper/out/NAME.cubin,
 rebuilt when the source, the shared prelude or the nvcc command changed.
 
 The GPU side: a worker subprocess prints MARK-prefixed JSON events; the parent (run_workers) restarts it past a
@@ -146,7 +147,34 @@ def build_one(v, force: bool = False, ptx_check: bool = False) -> dict:
             record["problems"] += [f"PTX lacks `{w}`" for w in missing]
             record["ptx_wgmma"] = text.count("wgmma.mma_async")
             record["ptx_tma_loads"] = len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global", text))
+        record["problems"] += sass_problems(v, cubin)
     return record
+
+
+def nvdisasm_path():
+    """nvdisasm from $NVDISASM, PATH or beside nvcc; None where there is none (the PyPI package
+    nvidia-cuda-nvdisasm ships one)."""
+    found = os.environ.get("NVDISASM") or shutil.which("nvdisasm") or str(Path(nvcc_path()).parent / "nvdisasm")
+    return found if Path(found).is_file() and os.access(found, os.X_OK) else None
+
+
+def sass_problems(v, cubin: Path) -> list:
+    """What the SASS must show, where nvdisasm is at hand: every instruction of v.expected_sass() (TMA copies,
+    the tensor-core instruction, the register moves setmaxnreg compiles to) and no register numbered at or past
+    the consumers' setmaxnreg budget (ptxas honoured it)."""
+    tool = nvdisasm_path()
+    if tool is None:
+        return []
+    done = subprocess.run([tool, str(cubin)], capture_output=True, text=True)
+    if done.returncode != 0:
+        return ["nvdisasm failed: " + done.stderr.strip()[-300:]]
+    sass = done.stdout
+    (OUT_DIR / f"{v.name}.sass").write_text(sass)
+    out = [f"SASS lacks `{w}`" for w in v.expected_sass() if w not in sass]
+    highest = max((int(r) for r in re.findall(r"\bR(\d+)\b", sass)), default=0)
+    if highest >= v.consumer_registers:
+        out.append(f"SASS uses R{highest}, past the consumers' {v.consumer_registers} registers")
+    return out
 
 
 def build_all(variants: list, force: bool = False, ptx_check: bool = False, jobs: int = None) -> list:

@@ -388,12 +388,17 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
   };
   auto wait_k = [&]() { tg_mbar_wait(k_full + 8 * ks, kp); };
   auto wait_v = [&]() { tg_mbar_wait(v_full + 8 * vs, vp); };
-  // wgmma.fence after every register the GEMMs use was written: the pins
-  // keep the compiler from sinking a softmax, rescale or pack instruction
-  // below the fence (ptxas would then add a warpgroup.arrive, C7519).
-  auto fence = [&]() {
+  // wgmma.fence after every register the next GEMM uses was written: the
+  // pins keep the compiler from sinking a softmax (s), rescale (o) or pack
+  // (p) instruction below the fence (ptxas would then add a
+  // warpgroup.arrive, C7519). The PV fence comes while S = Q K^T is in
+  // flight, so it pins only o and p.
+  auto fence_qk = [&]() {
 #pragma unroll
     for (int i = 0; i < C::bn / 2; ++i) tg_pin(s[i]);
+    tg_wgmma_fence();
+  };
+  auto fence_pv = [&]() {
 #pragma unroll
     for (int i = 0; i < C::d / 2; ++i) tg_pin(o[i]);
 #pragma unroll
@@ -423,7 +428,7 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
     // The last block first: S, mask, softmax (s then holds P in fp32).
     turn_begin();
     wait_k();
-    fence();
+    fence_qk();
     gemm_qk();
     turn_end();
     tg_wgmma_wait<0>();
@@ -456,10 +461,10 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
         finish_pv(first);
         turn_begin();
         wait_k();
-        fence();
+        fence_qk();
         gemm_qk();
         wait_v();
-        fence();
+        fence_pv();
         gemm_pv(decltype(first)::value ? 0 : 1);
         turn_end();
         tg_wgmma_wait<1>();  // S_n is done; the PV product stays in flight
@@ -474,7 +479,7 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
         finish_pv(first);
         turn_begin();
         wait_v();
-        fence();
+        fence_pv();
         gemm_pv(decltype(first)::value ? 0 : 1);
         turn_end();
         tg_wgmma_wait<0>();
@@ -499,7 +504,7 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
         tg_attn_pack<F16>(s, p);
         turn_begin();
         wait_v();
-        fence();
+        fence_pv();
         gemm_pv(n + 1 < blocks ? 1 : 0);
         turn_end();
         tg_wgmma_wait<0>();
@@ -509,7 +514,7 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
         if (n == 0) break;  // that was O += P_0 V_0
         turn_begin();
         wait_k();
-        fence();
+        fence_qk();
         gemm_qk();
         turn_end();
         tg_wgmma_wait<0>();
