@@ -2,9 +2,11 @@
 // should learn to emit: C = A @ B, A [M, K] row-major, B [K, N] row-major
 // (or [N, K] with TG_B_KMAJOR), bf16 or fp16 in, fp32 accumulate, bf16 or
 // fp16 out; or (TG_FP8) e4m3 in with B given [N, K], per-tensor scales
-// applied to the fp32 accumulator, bf16 out. Self-contained like Tegula's generated units: no #include,
-// helpers with a tg_ prefix, inline PTX. tools/hopper/NOTES.md gives the
-// design; tools/hopper/bench_proto.py builds, checks and times it.
+// applied to the fp32 accumulator, bf16 out. Written like Tegula's
+// generated units: helpers with a tg_ prefix (the shared ones in
+// hopper_prelude.cuh, as Tegula's preludes), inline PTX.
+// tools/hopper/NOTES.md gives the design; tools/hopper/bench_proto.py
+// builds, checks and times it.
 //
 // Structure (one persistent CTA per SM, or one cluster of 2 per SM pair):
 //   warpgroup 0       producer: one thread issues the TMA copies
