@@ -18,6 +18,7 @@ computed by both consumers. Each mutation of the protocol must be caught.
 
 import sys
 
+import protocol_model
 from protocol_model import Barrier, Interleaving, ProtocolError, desc_element, tma_box_element, wgmma_desc
 
 BM = 128
@@ -304,12 +305,8 @@ def simulate(v, seeds=range(10), mutations=(), blocks=(3, 1, 4, 2, 5)):
         AttnSimulation(v, list(blocks), seed, mutations).run()
 
 
-def catches(v, mutation, seeds=range(40), **kw) -> bool:
-    try:
-        simulate(v, seeds=seeds, mutations=(mutation,), **kw)
-    except ProtocolError:
-        return True
-    return False
+def catches(v, mutation, **kw) -> bool:
+    return protocol_model.catches(v, mutation, run=simulate, **kw)
 
 
 def attention_self_test(variants) -> None:

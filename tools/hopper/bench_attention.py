@@ -15,7 +15,6 @@ walking many tiles). TFLOP/s counts 4 B H S^2 D, halved with causal. One table a
 to $OUT/hopper_attention.json when OUT is set (--json overrides).
 """
 
-import argparse
 import ctypes
 import dataclasses
 import json
@@ -138,6 +137,7 @@ VARIANTS = [
     Variant("d64_pp_ov_s4", d=64, stages=4),
 ]
 BY_NAME = {v.name: v for v in VARIANTS}
+JSON_NAME = "hopper_attention.json"
 
 
 # --- tensor maps, tiles, flops (pure) -------------------------------------------------------------------------------
@@ -173,13 +173,7 @@ def worker(args) -> None:
     import torch.nn.functional as F
     import triton.testing
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    drv = harness.Driver()
-    drv.ensure_context(torch)
-    props = torch.cuda.get_device_properties(0)
-    sms = props.multi_processor_count
-    emit(event="device", name=props.name, sms=sms, torch=torch.__version__, triton=triton.__version__)
-    stream = drv.d.CUstream(torch.cuda.current_stream().cuda_stream)
+    drv, sms, stream = harness.start_worker(torch, triton)
     torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -234,17 +228,12 @@ def worker(args) -> None:
     peer_label = "SDPA (cuDNN)" if peer_backend is not None else "SDPA (default)"
     emit(event="peer", name=peer_label)
 
-    def bench(fn) -> float:
-        return triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
-
+    bench = harness.bencher(args, triton)
     for name in args.variants:
         v = BY_NAME[name]
         emit(event="start", variant=name)
-        try:
-            module = harness.Module(drv, v, b"tg_attn_config")
-        except Exception as e:  # noqa: BLE001 - reported, next variant
-            emit(event="fail", variant=name, stage="load", error=str(e))
-            emit(event="done", variant=name)
+        module = harness.load_module(drv, v, b"tg_attn_config")
+        if module is None:
             continue
         emit(event="loaded", variant=name, registers=module.registers)
 
@@ -362,7 +351,7 @@ def dry_run(args, variants: list) -> None:
         if not args.no_ragged:
             print("  ragged checks (B, H, S, most CTAs): " + ", ".join(map(str, CHECK_SHAPES)))
     print(f"\nthen: checks in {args.dtypes}, each variant between two timings of SDPA in {args.time_dtypes}, causal "
-          f"and not; table to {harness.json_path(args, 'hopper_attention.json') or '(no $OUT)'}")
+          f"and not; table to {harness.json_path(args, JSON_NAME) or '(no $OUT)'}")
 
 
 def self_test() -> None:
@@ -408,34 +397,12 @@ def self_test() -> None:
 
 # --- main -----------------------------------------------------------------------------------------------------------
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--variants", type=lambda s: [x for x in s.split(",") if x], default=[v.name for v in VARIANTS],
-                   help="comma-separated subset of: " + ", ".join(BY_NAME))
+    p = harness.parser(__doc__.splitlines()[0], BY_NAME)
     p.add_argument("--shape", type=int, nargs=3, default=list(BENCH), metavar=("B", "H", "S"))
     p.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES, help="checked")
     p.add_argument("--time-dtypes", nargs="+", default=["bf16"], choices=DTYPES, help="timed (of those checked)")
-    harness.common_args(p, budget=150.0, json_name="hopper_attention.json")
-    args = p.parse_args(argv)
-    unknown = [n for n in args.variants if n not in BY_NAME]
-    if unknown:
-        p.error(f"unknown variants {unknown}")
-    return args
-
-
-def main() -> int:
-    args = parse_args()
-    if args.worker:
-        worker(args)
-        return 0
-    if args.self_test:
-        self_test()
-        return 0
-    variants = [BY_NAME[n] for n in args.variants]
-    if args.dry_run:
-        dry_run(args, variants)
-        return 0
-    return harness.drive(args, variants, worker_command, describe, table, "hopper_attention.json")
+    return harness.parse(p, argv, BY_NAME, budget=150.0, json_name=JSON_NAME)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(parse_args(), sys.modules[__name__]))

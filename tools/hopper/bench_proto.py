@@ -196,6 +196,7 @@ VARIANTS = [
     Variant("fp8_coop_128x256_s3_tmastore", 128, 256, bk=128, stages=3, b_kmajor=True, fp8=True, tma_store=True),
 ]
 BY_NAME = {v.name: v for v in VARIANTS}
+JSON_NAME = "hopper_proto.json"
 # Ragged shapes checked after the timings: partial tiles along M, N and K (TMA zero-fills loads past the edges and
 # clips stores), K below one K step, an odd number of tile rows (a cluster's second CTA past M), fewer tiles than
 # SMs. e4m3 rows must be 16-byte multiples too (TMA strides), hence its own K values.
@@ -264,13 +265,7 @@ def worker(args) -> None:
     import torch
     import triton.testing
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    drv = harness.Driver()
-    drv.ensure_context(torch)
-    props = torch.cuda.get_device_properties(0)
-    sms = props.multi_processor_count
-    emit(event="device", name=props.name, sms=sms, torch=torch.__version__, triton=triton.__version__)
-    stream = drv.d.CUstream(torch.cuda.current_stream().cuda_stream)
+    drv, sms, stream = harness.start_worker(torch, triton)
     torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "e4m3": torch.float8_e4m3fn}
     out_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "e4m3": torch.bfloat16}
     scales = [torch.tensor(s, device="cuda", dtype=torch.float32) for s in FP8_SCALES]
@@ -296,17 +291,12 @@ def worker(args) -> None:
             return lambda: torch._scaled_mm(a, b_t.t(), scale_a=scales[0], scale_b=scales[1], out_dtype=c.dtype)
         return lambda: torch.matmul(a, b, out=c)
 
-    def bench(fn) -> float:
-        return triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
-
+    bench = harness.bencher(args, triton)
     for name in args.variants:
         v = BY_NAME[name]
         emit(event="start", variant=name)
-        try:
-            module = harness.Module(drv, v, b"tg_ws_config")
-        except Exception as e:  # noqa: BLE001 - reported, next variant
-            emit(event="fail", variant=name, stage="load", error=str(e))
-            emit(event="done", variant=name)
+        module = harness.load_module(drv, v, b"tg_ws_config")
+        if module is None:
             continue
         max_clusters = cluster_capacity(drv, module, v, sms)
         emit(event="loaded", variant=name, registers=module.registers, max_clusters=max_clusters)
@@ -432,7 +422,7 @@ def dry_run(args, variants: list) -> None:
         if not args.no_ragged:
             print("  ragged checks: " + ", ".join(f"{m}x{n}x{k}" for m, n, k in check_shapes(v.dtypes[0])))
     print(f"\nthen: every variant between two timings of its peer at sizes {args.sizes}, dtypes {args.dtypes}, "
-          f"group_m {args.group_m}; table to {harness.json_path(args, 'hopper_proto.json') or '(no $OUT)'}")
+          f"group_m {args.group_m}; table to {harness.json_path(args, JSON_NAME) or '(no $OUT)'}")
 
 
 def self_test() -> None:
@@ -548,34 +538,12 @@ def run_worker_self_test() -> None:
 
 # --- main -----------------------------------------------------------------------------------------------------------
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--variants", type=lambda s: [x for x in s.split(",") if x], default=[v.name for v in VARIANTS],
-                   help="comma-separated subset of: " + ", ".join(BY_NAME))
+    p = harness.parser(__doc__.splitlines()[0], BY_NAME)
     p.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     p.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
     p.add_argument("--group-m", type=int, default=8, help="tile rows per scheduler group (Triton's GROUP_M)")
-    harness.common_args(p, budget=200.0, json_name="hopper_proto.json")
-    args = p.parse_args(argv)
-    unknown = [n for n in args.variants if n not in BY_NAME]
-    if unknown:
-        p.error(f"unknown variants {unknown}")
-    return args
-
-
-def main() -> int:
-    args = parse_args()
-    if args.worker:
-        worker(args)
-        return 0
-    if args.self_test:
-        self_test()
-        return 0
-    variants = [BY_NAME[n] for n in args.variants]
-    if args.dry_run:
-        dry_run(args, variants)
-        return 0
-    return harness.drive(args, variants, worker_command, describe, table, "hopper_proto.json")
+    return harness.parse(p, argv, BY_NAME, budget=200.0, json_name=JSON_NAME)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(parse_args(), sys.modules[__name__]))

@@ -13,6 +13,7 @@ with each variant, peer / variant / peer, because the clocks drift under load: a
 the mean of the two peer timings around it.
 """
 
+import argparse
 import ctypes
 import hashlib
 import json
@@ -241,6 +242,18 @@ class Driver:
             d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
 
 
+def start_worker(torch, triton) -> tuple:
+    """The worker's setup: TF32 off (references in true fp32), the driver on torch's context, the device event;
+    returns (driver, SM count, torch's current stream as a driver stream)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    drv = Driver()
+    drv.ensure_context(torch)
+    props = torch.cuda.get_device_properties(0)
+    emit(event="device", name=props.name, sms=props.multi_processor_count, torch=torch.__version__,
+         triton=triton.__version__)
+    return drv, props.multi_processor_count, drv.d.CUstream(torch.cuda.current_stream().cuda_stream)
+
+
 class Module:
     """One variant's cubin: its config global checked against the variant (a stale build fails here), every entry
     point with the variant's dynamic shared memory allowed and all of L1 as shared memory (as Tegula's launcher
@@ -284,6 +297,21 @@ class Launch:
 
     def __call__(self):
         self.drv.check(self.drv.d.cuLaunchKernel(*self.args))
+
+
+def load_module(drv: Driver, v, config_symbol: bytes):
+    """The variant's Module, or None after reporting why it would not load (the worker goes on with the next)."""
+    try:
+        return Module(drv, v, config_symbol)
+    except Exception as e:  # noqa: BLE001 - reported, next variant
+        emit(event="fail", variant=v.name, stage="load", error=str(e))
+        emit(event="done", variant=v.name)
+        return None
+
+
+def bencher(args, triton):
+    """Milliseconds of one callable: do_bench's median with L2 flushed, --warmup-ms and --rep-ms."""
+    return lambda fn: triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
 
 
 def interleaved(bench, peer, fn) -> tuple:
@@ -374,6 +402,40 @@ def run_workers(args, variants: list, started: float, command, describe=json.dum
 
 
 # --- the command line every benchmark shares ------------------------------------------------------------------------
+def parser(description: str, by_name: dict) -> argparse.ArgumentParser:
+    """A benchmark's parser with --variants (a comma-separated subset of by_name, all by default)."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--variants", type=lambda s: [x for x in s.split(",") if x], default=list(by_name),
+                   help="comma-separated subset of: " + ", ".join(by_name))
+    return p
+
+
+def parse(p: argparse.ArgumentParser, argv, by_name: dict, budget: float, json_name: str):
+    """Adds the shared options, parses, refuses unknown variants."""
+    common_args(p, budget, json_name)
+    args = p.parse_args(argv)
+    unknown = [n for n in args.variants if n not in by_name]
+    if unknown:
+        p.error(f"unknown variants {unknown}")
+    return args
+
+
+def main(args, script) -> int:
+    """A benchmark's entry: the worker, the self-test, the dry run, or the parent's run (drive). `script` is the
+    benchmark's module: BY_NAME, JSON_NAME, worker, self_test, dry_run, worker_command, describe, table."""
+    if args.worker:
+        script.worker(args)
+        return 0
+    if args.self_test:
+        script.self_test()
+        return 0
+    variants = [script.BY_NAME[n] for n in args.variants]
+    if args.dry_run:
+        script.dry_run(args, variants)
+        return 0
+    return drive(args, variants, script.worker_command, script.describe, script.table, script.JSON_NAME)
+
+
 def common_args(p, budget: float, json_name: str) -> None:
     p.add_argument("--warmup-ms", type=int, default=25)
     p.add_argument("--rep-ms", type=int, default=100)

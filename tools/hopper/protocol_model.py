@@ -388,9 +388,10 @@ def simulate(v, seeds=range(12), mutations=(), units=5, k_tiles=5, clusters=2):
         Simulation(v, units, k_tiles, clusters, seed, mutations).run()
 
 
-def catches(v, mutation, seeds=range(40), **kw) -> bool:
+def catches(v, mutation, seeds=range(40), run=None, **kw) -> bool:
+    """Whether some seed's interleaving of `run` (this model's simulate by default) fails with `mutation`."""
     try:
-        simulate(v, seeds=seeds, mutations=(mutation,), **kw)
+        (run or simulate)(v, seeds=seeds, mutations=(mutation,), **kw)
     except ProtocolError:
         return True
     return False

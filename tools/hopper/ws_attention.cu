@@ -424,20 +424,29 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
     };
     float m[2] = {neg_inf, neg_inf}, l[2] = {0.0f, 0.0f}, corr[2];
 
+    // Once S_n = Q K_n^T is done: K's buffer released (and Q's after block
+    // 0), S masked and softmaxed; s then holds P_n in fp32.
+    auto softmax = [&](int n) {
+      pin_s();
+      release(k_empty + 8 * ks);
+      advance(ks, kp);
+      if (n == 0) release(q_empty);
+      if (needs_mask(n)) tg_attn_mask<CAUSAL>(s, n * C::bn, row_a, lane, S);
+      tg_attn_softmax(s, m, l, corr, scale_log2);
+    };
+    // S_n = Q K_n^T waited for at once, then the softmax.
+    auto qk_softmax = [&](int n) {
+      turn_begin();
+      wait_k();
+      fence_qk();
+      gemm_qk();
+      turn_end();
+      tg_wgmma_wait<0>();
+      softmax(n);
+    };
+
     tg_mbar_wait(q_full, tile_parity);
-    // The last block first: S, mask, softmax (s then holds P in fp32).
-    turn_begin();
-    wait_k();
-    fence_qk();
-    gemm_qk();
-    turn_end();
-    tg_wgmma_wait<0>();
-    pin_s();
-    release(k_empty + 8 * ks);
-    advance(ks, kp);
-    if (blocks == 1) release(q_empty);
-    if (needs_mask(blocks - 1)) tg_attn_mask<CAUSAL>(s, (blocks - 1) * C::bn, row_a, lane, S);
-    tg_attn_softmax(s, m, l, corr, scale_log2);
+    qk_softmax(blocks - 1);  // the last block first
 
     if constexpr (C::overlap) {
       // Step n issues S_n = Q K_n^T and O += P_{n+1} V_{n+1} together and
@@ -468,12 +477,7 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
         gemm_pv(decltype(first)::value ? 0 : 1);
         turn_end();
         tg_wgmma_wait<1>();  // S_n is done; the PV product stays in flight
-        pin_s();
-        release(k_empty + 8 * ks);
-        advance(ks, kp);
-        if (n == 0) release(q_empty);
-        if (needs_mask(n)) tg_attn_mask<CAUSAL>(s, n * C::bn, row_a, lane, S);
-        tg_attn_softmax(s, m, l, corr, scale_log2);
+        softmax(n);
       };
       auto tail = [&](auto first) {  // O += P_0 V_0
         finish_pv(first);
@@ -512,18 +516,7 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
         release(v_empty + 8 * vs);
         advance(vs, vp);
         if (n == 0) break;  // that was O += P_0 V_0
-        turn_begin();
-        wait_k();
-        fence_qk();
-        gemm_qk();
-        turn_end();
-        tg_wgmma_wait<0>();
-        pin_s();
-        release(k_empty + 8 * ks);
-        advance(ks, kp);
-        if (n == 1) release(q_empty);
-        if (needs_mask(n - 1)) tg_attn_mask<CAUSAL>(s, (n - 1) * C::bn, row_a, lane, S);
-        tg_attn_softmax(s, m, l, corr, scale_log2);
+        qk_softmax(n - 1);
         rescale(corr);
       }
     }
