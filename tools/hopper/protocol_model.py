@@ -38,29 +38,33 @@ def wgmma_desc(address: int, lbo: int, sbo: int, mode: int = 1) -> int:
     return ((address & 0x3FFFF) >> 4) | (((lbo >> 4) & 0x3FFF) << 16) | (((sbo >> 4) & 0x3FFF) << 32) | (mode << 62)
 
 
-def desc_element(desc: int, mn_major: bool, mn: int, k: int) -> int:
-    """Physical byte address of 16-bit element (mn, k) read through a descriptor (128-byte swizzle only)."""
+def desc_element(desc: int, mn_major: bool, mn: int, k: int, elem: int = 2) -> int:
+    """Physical byte address of element (mn, k) (of `elem` bytes) read through a descriptor (128-byte swizzle
+    only; MN-major only for 16-bit elements, as wgmma allows)."""
     start, lbo, sbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
     assert desc >> 62 == 1 and (desc >> 49) & 7 == 0, "128-byte swizzle, base offset 0"
-    per_row = 64
+    per_row = 128 // elem
     if mn_major:
+        assert elem == 2, "8-bit wgmma operands are K-major only"
         logical = start + (mn // per_row) * lbo + (k // 8) * sbo + (k % 8) * 128 + (mn % per_row) * 2
     else:
-        logical = start + (mn // 8) * sbo + (k // per_row) * lbo + (mn % 8) * 128 + (k % per_row) * 2
+        logical = start + (mn // 8) * sbo + (k // per_row) * lbo + (mn % 8) * 128 + (k % per_row) * elem
     return swizzle128(logical)
 
 
-def tma_box_element(box_start: int, row: int, col: int) -> int:
-    """Physical byte address of element (row, col) of a box with 64-element (128-byte) rows landed at box_start."""
+def tma_box_element(box_start: int, row: int, col: int, elem: int = 2) -> int:
+    """Physical byte address of element (row, col) of a box with 128-byte rows landed at box_start."""
     assert box_start % 1024 == 0, "swizzled boxes start on 1024-byte lines"
-    assert 0 <= col < 64
-    return swizzle128(box_start + row * 128 + col * 2)
+    assert 0 <= col < 128 // elem
+    return swizzle128(box_start + row * 128 + col * elem)
 
 
 def check_layouts(v) -> None:
     """Descriptors against TMA boxes for A and B at two stages, stmatrix against the C box, direct-store coverage."""
     base = 1024 * 3  # any 1024-aligned base
-    a_stage, b_stage = v.bm * v.bk * 2, v.bn * v.bk * 2
+    elem = v.elem
+    box_k, k_step = 128 // elem, 32 // elem  # elements per 128-byte row; per wgmma K step (32 bytes)
+    a_stage, b_stage = v.bm * v.bk * elem, v.bn * v.bk * elem
     a_ring, b_ring = base, base + v.stages * a_stage
     rows = v.rows
     consumers = 1 if v.pingpong else v.consumers
@@ -71,28 +75,28 @@ def check_layouts(v) -> None:
             b_desc = wgmma_desc(b_ring, 16, 1024) if v.b_kmajor else wgmma_desc(b_ring, v.bk * 128, 1024)
             da = a_desc + ((stage * a_stage) >> 4)
             db = b_desc + ((stage * b_stage) >> 4)
-            for kk in range(v.bk // 16):
+            for kk in range(v.bk // k_step):
                 a_off = (kk // 4) * v.bm * 128 + (kk % 4) * 32
                 b_off = (kk // 4) * v.bn * 128 + (kk % 4) * 32 if v.b_kmajor else kk * 16 * 128
                 for m in range(rows // 64):
                     desc = da + ((a_off + m * 64 * 128) >> 4)
                     for mn in range(64):
-                        for k in range(16):
-                            row, col = row0 + m * 64 + mn, kk * 16 + k  # of the A stage tile [BM][BK]
-                            box = a_ring + stage * a_stage + (col // 64) * v.bm * 128
-                            assert desc_element(desc, False, mn, k) == tma_box_element(box, row, col % 64), \
-                                (v.name, "A", stage, cw, kk, m, mn, k)
+                        for k in range(k_step):
+                            row, col = row0 + m * 64 + mn, kk * k_step + k  # of the A stage tile [BM][BK]
+                            box = a_ring + stage * a_stage + (col // box_k) * v.bm * 128
+                            assert desc_element(desc, False, mn, k, elem) == \
+                                tma_box_element(box, row, col % box_k, elem), (v.name, "A", stage, cw, kk, m, mn, k)
                 desc = db + (b_off >> 4)
                 for n in range(v.bn):
-                    for k in range(16):
-                        kg = kk * 16 + k
-                        if v.b_kmajor:  # B^T stage tile [BN][BK], boxes of 64 K
-                            box = b_ring + stage * b_stage + (kg // 64) * v.bn * 128
-                            want = tma_box_element(box, n, kg % 64)
+                    for k in range(k_step):
+                        kg = kk * k_step + k
+                        if v.b_kmajor:  # B^T stage tile [BN][BK], boxes of 128 bytes of K
+                            box = b_ring + stage * b_stage + (kg // box_k) * v.bn * 128
+                            want = tma_box_element(box, n, kg % box_k, elem)
                         else:  # B stage tile [BK][BN], boxes of 64 N
                             box = b_ring + stage * b_stage + (n // 64) * v.bk * 128
                             want = tma_box_element(box, kg, n % 64)
-                        assert desc_element(desc, not v.b_kmajor, n, k) == want, (v.name, "B", stage, kk, n, k)
+                        assert desc_element(desc, not v.b_kmajor, n, k, elem) == want, (v.name, "B", stage, kk, n, k)
     # Accumulator fragment of m64nN (mma's, per 16 rows of a warp): register 4 j + e of lane l of warp w.
     def fragment(w, lane, j, e):
         return 16 * w + lane // 4 + 8 * (e // 2), 8 * j + 2 * (lane % 4) + e % 2
@@ -195,16 +199,61 @@ class Cta:
         self.exited = False
 
 
-class Simulation:
+class Interleaving:
+    """A random scheduler of actors (generators yielding a wait predicate, or None to yield without waiting) and
+    asynchronous events (callables; one returning False is not ready and stays queued). Each actor belongs to an
+    owner (a CTA: `actors_left`, `exited`). Random weights per actor, so some starve. run() ends in verify()."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.actors = []  # [generator, wait predicate or None, weight, owner]
+        self.async_events = []  # (callable, weight)
+
+    def spawn(self, gen, cta):
+        cta.actors_left += 1
+        self.actors.append([gen, None, self.rng.choice([0.05, 1.0, 1.0, 8.0]), cta])
+
+    # -- the scheduler --
+    def run(self, max_steps: int = 2_000_000):
+        for _ in range(max_steps):
+            runnable = [a for a in self.actors if a[1] is None or a[1]()]
+            if not runnable and not self.async_events:
+                if self.actors:
+                    raise ProtocolError(f"deadlock with {len(self.actors)} actors waiting")
+                break
+            choices = [(a[2], "actor", a) for a in runnable] + [(e[1], "event", e) for e in self.async_events]
+            pick = self.rng.random() * sum(c[0] for c in choices)
+            for weight, kind, item in choices:
+                pick -= weight
+                if pick <= 0:
+                    break
+            if kind == "event":
+                if item[0]() is not False:
+                    self.async_events.remove(item)
+                continue
+            try:
+                item[1] = next(item[0])
+            except StopIteration:
+                self.actors.remove(item)
+                cta = item[3]
+                cta.actors_left -= 1
+                cta.exited = cta.actors_left == 0
+        else:
+            raise ProtocolError("no progress bound reached")
+        self.verify()
+
+    def verify(self):
+        pass
+
+
+class Simulation(Interleaving):
     """One random interleaving of a grid of `clusters` x v.cluster CTAs over `units` work units of `k_tiles`."""
 
     def __init__(self, v, units: int, k_tiles: int, clusters: int, seed: int, mutations=()):
+        super().__init__(seed)
         self.v, self.units, self.k_tiles, self.mutations = v, units, k_tiles, set(mutations)
-        self.rng = random.Random(seed)
         self.ctas = [Cta(self, i % v.cluster, i) for i in range(clusters * v.cluster)]
         self.clusters = clusters
-        self.actors = []  # [generator, wait predicate or None, weight, cta]
-        self.async_events = []  # (callable, weight)
         self.groups_done = set()
         self.issued = {}  # (cta, consumer, warp) -> its wgmma groups in issue order
         self.computed = []  # (unit, rank, consumer)
@@ -213,10 +262,6 @@ class Simulation:
             for cw in range(v.consumers):
                 for w in range(4):
                     self.spawn(self.consumer_warp(cta, cw, w), cta)
-
-    def spawn(self, gen, cta):
-        cta.actors_left += 1
-        self.actors.append([gen, None, self.rng.choice([0.05, 1.0, 1.0, 8.0]), cta])
 
     def cluster_of(self, cta):
         first = cta.index - cta.rank
@@ -229,7 +274,7 @@ class Simulation:
     # -- the kernel's roles --
     def producer(self, cta):
         v, stage, phase = self.v, 0, 0
-        a_bytes, b_bytes = v.bm * v.bk * 2, v.bn * v.bk * 2
+        a_bytes, b_bytes = v.stage_bytes * v.bm // (v.bm + v.bn), v.stage_bytes * v.bn // (v.bm + v.bn)
         parity_flip = 0 if "producer_parity" in self.mutations else 1
         for u in self.cta_units(cta):
             for kt in range(self.k_tiles):
@@ -326,35 +371,6 @@ class Simulation:
             readers.discard(group)
         return True
 
-    # -- the scheduler --
-    def run(self, max_steps: int = 2_000_000):
-        for _ in range(max_steps):
-            runnable = [a for a in self.actors if a[1] is None or a[1]()]
-            if not runnable and not self.async_events:
-                if self.actors:
-                    raise ProtocolError(f"deadlock with {len(self.actors)} actors waiting")
-                break
-            choices = [(a[2], "actor", a) for a in runnable] + [(e[1], "event", e) for e in self.async_events]
-            pick = self.rng.random() * sum(c[0] for c in choices)
-            for weight, kind, item in choices:
-                pick -= weight
-                if pick <= 0:
-                    break
-            if kind == "event":
-                if item[0]() is not False:
-                    self.async_events.remove(item)
-                continue
-            try:
-                item[1] = next(item[0])
-            except StopIteration:
-                self.actors.remove(item)
-                cta = item[3]
-                cta.actors_left -= 1
-                cta.exited = cta.actors_left == 0
-        else:
-            raise ProtocolError("no progress bound reached")
-        self.verify()
-
     def verify(self):
         v = self.v
         want = []
@@ -372,9 +388,10 @@ def simulate(v, seeds=range(12), mutations=(), units=5, k_tiles=5, clusters=2):
         Simulation(v, units, k_tiles, clusters, seed, mutations).run()
 
 
-def catches(v, mutation, seeds=range(40), **kw) -> bool:
+def catches(v, mutation, seeds=range(40), run=None, **kw) -> bool:
+    """Whether some seed's interleaving of `run` (this model's simulate by default) fails with `mutation`."""
     try:
-        simulate(v, seeds=seeds, mutations=(mutation,), **kw)
+        (run or simulate)(v, seeds=seeds, mutations=(mutation,), **kw)
     except ProtocolError:
         return True
     return False

@@ -1,9 +1,12 @@
 // A hand-written Hopper (sm_90a) matmul in the shape Tegula's CUDA backend
 // should learn to emit: C = A @ B, A [M, K] row-major, B [K, N] row-major
 // (or [N, K] with TG_B_KMAJOR), bf16 or fp16 in, fp32 accumulate, bf16 or
-// fp16 out. Self-contained like Tegula's generated units: no #include,
-// helpers with a tg_ prefix, inline PTX. tools/hopper/NOTES.md gives the
-// design; tools/hopper/bench_proto.py builds, checks and times it.
+// fp16 out; or (TG_FP8) e4m3 in with B given [N, K], per-tensor scales
+// applied to the fp32 accumulator, bf16 out. Written like Tegula's
+// generated units: helpers with a tg_ prefix (the shared ones in
+// hopper_prelude.cuh, as Tegula's preludes), inline PTX.
+// tools/hopper/NOTES.md gives the design; tools/hopper/bench_proto.py
+// builds, checks and times it.
 //
 // Structure (one persistent CTA per SM, or one cluster of 2 per SM pair):
 //   warpgroup 0       producer: one thread issues the TMA copies
@@ -32,6 +35,10 @@
 //                         1: B is given as [N, K] row-major (B^T)
 //   TG_CLUSTER            1, or 2: CTA pairs along M share each B tile, each CTA
 //                         loading half of it with TMA multicast
+//   TG_FP8                1: A and B are e4m3 (wgmma k32, both operands K-major,
+//                         so TG_B_KMAJOR); BK counts bytes' worth of elements (a
+//                         128-byte swizzle row is 128 of them); C = scale_a *
+//                         scale_b * (A @ B) in bf16
 
 #ifndef TG_BM
 #define TG_BM 128
@@ -60,24 +67,21 @@
 #ifndef TG_CLUSTER
 #define TG_CLUSTER 1
 #endif
+#ifndef TG_FP8
+#define TG_FP8 0
+#endif
 
-#define TG_DEVICE __device__ __forceinline__
-
-typedef unsigned short tg_f16;   // IEEE binary16, as its bits
-typedef unsigned short tg_bf16;  // bfloat16, as its bits
-
-// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned. Passed by
-// value as a __grid_constant__ kernel parameter, so the TMA unit reads it
-// from parameter space through its generic address.
-struct __align__(64) TgTensorMap {
-  unsigned long long opaque[16];
-};
+#include "hopper_prelude.cuh"
 
 // --- configuration ----------------------------------------------------------------------
 struct TgConfig {
   static constexpr int bm = TG_BM, bn = TG_BN, bk = TG_BK, stages = TG_STAGES, consumers = TG_CONSUMERS;
   static constexpr bool pingpong = TG_PINGPONG != 0, tma_store = TG_TMA_STORE != 0, b_kmajor = TG_B_KMAJOR != 0;
   static constexpr int cluster = TG_CLUSTER;
+  // Element bytes; a 128-byte swizzle row (one TMA box row along K) holds
+  // box_k of them; one wgmma K step (k16, or k32 for 8-bit types) is 32 bytes.
+  static constexpr bool fp8 = TG_FP8 != 0;
+  static constexpr int elem = fp8 ? 1 : 2, box_k = 128 / elem, k_step = 32 / elem;
   static constexpr int threads = 128 * (consumers + 1);
   // Rows of C one consumer computes per tile, in 64-row wgmma slabs.
   static constexpr int rows = pingpong ? bm : bm / consumers;
@@ -86,8 +90,8 @@ struct TgConfig {
   // 128-byte swizzle, which TMA and the wgmma descriptors both apply to
   // address bits): the A ring, the B ring, one C staging tile per consumer
   // (TMA store only), then the barriers.
-  static constexpr int a_stage_bytes = bm * bk * 2;
-  static constexpr int b_stage_bytes = bn * bk * 2;
+  static constexpr int a_stage_bytes = bm * bk * elem;
+  static constexpr int b_stage_bytes = bn * bk * elem;
   static constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;  // what full[s] expects
   static constexpr int ring_bytes = stages * stage_bytes;
   static constexpr int c_bytes = tma_store ? rows * bn * 2 : 0;
@@ -105,7 +109,9 @@ struct TgConfig {
   static constexpr int consumer_regs = consumer_regs_raw > 256 ? 256 : consumer_regs_raw;
 };
 
-static_assert(TgConfig::bk % 64 == 0, "BK: whole 128-byte swizzle rows of 16-bit elements");
+static_assert(TgConfig::bk % TgConfig::box_k == 0, "BK: whole 128-byte swizzle rows");
+static_assert(!TgConfig::fp8 || (TgConfig::b_kmajor && TgConfig::cluster == 1),
+              "8-bit wgmma reads both operands K-major: B given as [N, K]");
 static_assert(TgConfig::bn == 128 || TgConfig::bn == 256, "BN: one wgmma m64n128 or m64n256 per slab");
 static_assert(TgConfig::bm <= 256 && TgConfig::bk <= 256, "a TMA box dim is at most 256");
 static_assert(TgConfig::rows % 64 == 0 && TgConfig::slabs >= 1, "consumer rows: whole 64-row slabs");
@@ -117,203 +123,6 @@ static_assert(TgConfig::cluster == 1 || (!TgConfig::b_kmajor && (TgConfig::bn / 
               "multicast splits B into pairs of 64-column boxes");
 static_assert(TgConfig::consumer_regs >= TgConfig::producer_regs, "register split");
 
-// --- shared memory, barriers, TMA ---------------------------------------------------------
-// The shared-state-space address of a pointer into shared memory.
-TG_DEVICE unsigned tg_shared_address(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-
-// An mbarrier (8 bytes of shared memory) expecting `count` arrivals per phase.
-TG_DEVICE void tg_mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-// Makes the mbarrier.init writes visible to the cluster and to the async
-// proxy (the TMA unit's complete_tx) before anyone uses the barriers.
-TG_DEVICE void tg_fence_mbar_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-// One arrival that also raises the phase's expected transaction bytes: the
-// phase completes when every arrival is in and `bytes` have landed.
-TG_DEVICE void tg_mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-// One arrival (release at CTA scope).
-TG_DEVICE void tg_mbar_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-// One arrival on the barrier at the same offset in CTA `cta` of the cluster.
-// Default semantics (release at CTA scope), as CUTLASS's cluster barriers:
-// what it orders are this warp's wgmma reads, complete at the wait_group
-// before it, against the TMA writes the partner's producer issues after
-// seeing the phase complete. `.release.cluster` here compiled to
-// MEMBAR.ALL.CTA + MEMBAR.ALL.GPU before every arrive.
-TG_DEVICE void tg_mbar_arrive_cluster(unsigned bar, unsigned cta) {
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
-      "r"(cta)
-      : "memory");
-}
-// Whether the phase of parity `parity` has completed: true right away for
-// the phase before the current one, so a fresh barrier (in phase 0) passes a
-// wait for parity 1. try_wait suspends a while before it says no. Acquire
-// at CTA scope (the default): `.acquire.cluster` added a CCTL.IVALL (L1
-// invalidation) after every wait.
-TG_DEVICE bool tg_mbar_try_wait(unsigned bar, unsigned parity) {
-  unsigned done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-TG_DEVICE void tg_mbar_wait(unsigned bar, unsigned parity) {
-  while (!tg_mbar_try_wait(bar, parity)) {
-  }
-}
-
-// Starts fetching a tensor map into the TMA unit's descriptor cache.
-TG_DEVICE void tg_prefetch_tensormap(const TgTensorMap* map) {
-  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
-}
-// TMA: the box of `map` at element coordinates (c0 along the contiguous
-// dim, c1 along the rows) into shared memory at `dst`, laid out and swizzled
-// as the map says; its bytes count towards mbarrier `bar`'s transaction.
-TG_DEVICE void tg_tma_load_2d(unsigned dst, const TgTensorMap* map, unsigned bar, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-          dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
-      : "memory");
-}
-// The same, landing at the same offset `dst` in every CTA of `cta_mask` and
-// signalling the barrier at offset `bar` in each of them.
-TG_DEVICE void tg_tma_load_2d_multicast(unsigned dst, const TgTensorMap* map, unsigned bar, int c0, int c1,
-                                        unsigned short cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
-      : "memory");
-}
-// TMA store: shared memory at `src` (laid out as the map's box) to the box
-// of `map` at (c0, c1); parts of the box outside the tensor are not written.
-TG_DEVICE void tg_tma_store_2d(const TgTensorMap* map, unsigned src, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
-                   reinterpret_cast<unsigned long long>(map)),
-               "r"(c0), "r"(c1), "r"(src)
-               : "memory");
-}
-TG_DEVICE void tg_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-// Until at most N bulk groups of this thread still read their shared source.
-template <int N>
-TG_DEVICE void tg_bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
-// Until at most N bulk groups of this thread are incomplete (writes done).
-template <int N>
-TG_DEVICE void tg_bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
-// Generic-proxy writes of shared memory (stmatrix) made visible to the async
-// proxy (the TMA store reads through it).
-TG_DEVICE void tg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// A barrier over `THREADS` threads (whole warps) on named barrier `id` (1..15;
-// 0 is __syncthreads).
-template <int THREADS>
-TG_DEVICE void tg_named_barrier(int id) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(THREADS) : "memory");
-}
-// Counts this warp's threads towards named barrier `id` without waiting.
-template <int THREADS>
-TG_DEVICE void tg_named_arrive(int id) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(THREADS) : "memory");
-}
-
-// --- clusters ---------------------------------------------------------------------------
-TG_DEVICE unsigned tg_cluster_ctarank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-TG_DEVICE unsigned tg_cluster_id_x() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-  return r;
-}
-TG_DEVICE unsigned tg_cluster_count_x() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
-  return r;
-}
-// Every thread of every CTA of the cluster; orders the barrier inits above
-// it before any remote use below it.
-TG_DEVICE void tg_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-// --- registers ------------------------------------------------------------------------
-// The warpgroup's per-thread register budget, lowered or raised (all four
-// warps execute the same one). inc blocks until the CTA's pool has them.
-template <int N>
-TG_DEVICE void tg_setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
-}
-template <int N>
-TG_DEVICE void tg_setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
-}
-
-// --- Hopper wgmma -----------------------------------------------------------------------
-// A shared-memory matrix descriptor: start address, leading and stride byte
-// offsets (units of 16 bytes), swizzle mode (1: 128-byte, 2: 64, 3: 32);
-// base offset 0, since every tile starts on a 1024-byte line.
-TG_DEVICE unsigned long long tg_wgmma_desc(unsigned address, unsigned lbo, unsigned sbo, unsigned mode) {
-  return (unsigned long long)((address & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16) |
-         ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | ((unsigned long long)mode << 62);
-}
-TG_DEVICE void tg_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-TG_DEVICE void tg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-// Until at most N committed groups of this warpgroup are in flight.
-template <int N>
-TG_DEVICE void tg_wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-// Pins an accumulator register: the compiler moves no access of it across
-// (the wgmma writes it asynchronously, which the compiler cannot see).
-TG_DEVICE void tg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
-
-#define TG_REGS_64                                                                          \
-  "{"                                                                                       \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                  \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "        \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"          \
-  "}"
-#define TG_REGS_128                                                                                     \
-  "{"                                                                                                   \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                              \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                    \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                    \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                    \
-  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                    \
-  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                    \
-  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "         \
-  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"       \
-  "}"
-#define TG_ACC_8(i)                                                                                  \
-  "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]),          \
-      "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
-#define TG_ACC_64 TG_ACC_8(0), TG_ACC_8(8), TG_ACC_8(16), TG_ACC_8(24), TG_ACC_8(32), TG_ACC_8(40), TG_ACC_8(48), TG_ACC_8(56)
-#define TG_ACC_128 \
-  TG_ACC_64, TG_ACC_8(64), TG_ACC_8(72), TG_ACC_8(80), TG_ACC_8(88), TG_ACC_8(96), TG_ACC_8(104), TG_ACC_8(112), TG_ACC_8(120)
 // d (+)= a * b for one m64nNk16: scale-d from a register (0 on a tile's
 // first step: the accumulator's old value is ignored), A and B scales 1, A
 // K-major (imm-trans-a 0), B K-major or transposed (imm-trans-b).
@@ -346,6 +155,22 @@ TG_DEVICE void tg_wgmma_m64n256k16(float* d, unsigned long long a, unsigned long
                  : TG_ACC_128
                  : "l"(a), "l"(b), "r"(scale_d), "n"(TRANS_B));
 }
+// The same for e4m3 x e4m3, m64nNk32: 8-bit wgmma takes no transpose
+// operands (both K-major) and reads 32 bytes of K per row, as k16 does.
+#define TG_WGMMA_E4M3_TEXT(SHAPE, REGS, DA, DB, SCALE)                                               \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                                 \
+  "wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e4m3 " REGS ", " DA ", " DB ", p, 1, 1;\n}\n"
+template <int N>
+TG_DEVICE void tg_wgmma_e4m3(float* d, unsigned long long a, unsigned long long b, int scale_d) {
+  if constexpr (N == 256)
+    asm volatile(TG_WGMMA_E4M3_TEXT("m64n256k32", TG_REGS_128, "%128", "%129", "%130")
+                 : TG_ACC_128
+                 : "l"(a), "l"(b), "r"(scale_d));
+  else
+    asm volatile(TG_WGMMA_E4M3_TEXT("m64n128k32", TG_REGS_64, "%64", "%65", "%66")
+                 : TG_ACC_64
+                 : "l"(a), "l"(b), "r"(scale_d));
+}
 template <bool F16, int N, int TRANS_B>
 TG_DEVICE void tg_wgmma(float* d, unsigned long long a, unsigned long long b, int scale_d) {
   if constexpr (N == 256)
@@ -354,26 +179,6 @@ TG_DEVICE void tg_wgmma(float* d, unsigned long long a, unsigned long long b, in
     tg_wgmma_m64n128k16<F16, TRANS_B>(d, a, b, scale_d);
 }
 
-// --- epilogue helpers -------------------------------------------------------------------
-// Two floats rounded to nearest even and packed: lo in bits 0..15 (the lower
-// address), hi in 16..31. cvt's first source goes to the upper half.
-template <bool F16>
-TG_DEVICE unsigned tg_pack2(float lo, float hi) {
-  unsigned r;
-  if constexpr (F16)
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-// Four 8x8 16-bit matrices to shared memory: lane l gives the row address of
-// row l % 8 of matrix l / 8; register i of lane l holds row l / 4, columns
-// 2 (l % 4) and +1, of matrix i (mma's accumulator fragment).
-TG_DEVICE void tg_stmatrix_x4(unsigned address, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(r0), "r"(r1),
-               "r"(r2), "r"(r3)
-               : "memory");
-}
 
 // The accumulator fragments of `rows` x BN of C (each 64-row slab: warp w
 // holds rows 16 w + lane / 4 and + 8; registers 4 j .. 4 j + 3 are columns
@@ -417,7 +222,8 @@ TG_DEVICE void tg_unit_coords(int u, int units_m, int units_n, int group, int& u
 // --- the kernel -------------------------------------------------------------------------
 template <bool F16>
 TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, const TgTensorMap& map_c,
-                            unsigned short* c, int M, int N, int K, int group_m) {
+                            unsigned short* c, int M, int N, int K, int group_m, const float* scale_a,
+                            const float* scale_b) {
   using C = TgConfig;
   extern __shared__ __align__(1024) unsigned char tg_smem[];
   const unsigned base = (tg_shared_address(tg_smem) + 1023u) & ~1023u;
@@ -472,16 +278,19 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
           const unsigned bar = full + 8 * stage;
           tg_mbar_arrive_expect_tx(bar, C::stage_bytes);
           const int k0 = kt * C::bk;
-          // A [M, K]: box {64 of K, BM rows} per 64 of K; block j at j * BM * 128.
+          // A [M, K]: box {128 bytes of K, BM rows} per 128 bytes of K; block j
+          // at j * BM * 128.
           const unsigned a_dst = a_ring + stage * C::a_stage_bytes;
 #pragma unroll
-          for (int j = 0; j < C::bk / 64; ++j) tg_tma_load_2d(a_dst + j * C::bm * 128, &map_a, bar, k0 + 64 * j, m0);
+          for (int j = 0; j < C::bk / C::box_k; ++j)
+            tg_tma_load_2d(a_dst + j * C::bm * 128, &map_a, bar, k0 + C::box_k * j, m0);
           const unsigned b_dst = b_ring + stage * C::b_stage_bytes;
           if constexpr (C::b_kmajor) {
-            // B^T [N, K]: box {64 of K, BN rows} per 64 of K; block j at j * BN * 128.
+            // B^T [N, K]: box {128 bytes of K, BN rows} per 128 bytes of K; block
+            // j at j * BN * 128.
 #pragma unroll
-            for (int j = 0; j < C::bk / 64; ++j)
-              tg_tma_load_2d(b_dst + j * C::bn * 128, &map_b, bar, k0 + 64 * j, n0);
+            for (int j = 0; j < C::bk / C::box_k; ++j)
+              tg_tma_load_2d(b_dst + j * C::bn * 128, &map_b, bar, k0 + C::box_k * j, n0);
           } else {
             // B [K, N]: box {64 of N, BK rows of K} per 64 of N; block j at j * BK * 128.
 #pragma unroll
@@ -571,15 +380,20 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
       const unsigned long long da = a_desc + ((unsigned)(stage * C::a_stage_bytes) >> 4);
       const unsigned long long db = b_desc + ((unsigned)(stage * C::b_stage_bytes) >> 4);
 #pragma unroll
-      for (int kk = 0; kk < C::bk / 16; ++kk) {
+      for (int kk = 0; kk < C::bk / C::k_step; ++kk) {
         // A: block kk / 4 of K, 32 bytes per k step inside the 128-byte row.
         const unsigned a_off = (kk / 4) * C::bm * 128 + (kk % 4) * 32;
         // B K-major: as A; B [K][N]: 16 rows of 128 bytes per k step.
         const unsigned b_off = C::b_kmajor ? (kk / 4) * C::bn * 128 + (kk % 4) * 32 : kk * 16 * 128;
 #pragma unroll
-        for (int m = 0; m < C::slabs; ++m)
-          tg_wgmma<F16, C::bn, C::b_kmajor ? 0 : 1>(acc[m], da + ((a_off + m * 64 * 128) >> 4), db + (b_off >> 4),
-                                                     (kt > 0 || kk > 0) ? 1 : 0);
+        for (int m = 0; m < C::slabs; ++m) {
+          if constexpr (C::fp8)
+            tg_wgmma_e4m3<C::bn>(acc[m], da + ((a_off + m * 64 * 128) >> 4), db + (b_off >> 4),
+                                 (kt > 0 || kk > 0) ? 1 : 0);
+          else
+            tg_wgmma<F16, C::bn, C::b_kmajor ? 0 : 1>(acc[m], da + ((a_off + m * 64 * 128) >> 4),
+                                                       db + (b_off >> 4), (kt > 0 || kk > 0) ? 1 : 0);
+        }
       }
       tg_wgmma_commit();
       // This K step's group stays in flight; the previous one is done, so
@@ -619,6 +433,15 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
     for (int m = 0; m < C::slabs; ++m)
 #pragma unroll
       for (int i = 0; i < C::bn / 2; ++i) tg_pin(acc[m][i]);  // no read moves above the wait
+    if constexpr (C::fp8) {
+      // Per-tensor scales on the fp32 sums (torch._scaled_mm's convention:
+      // C = scale_a * scale_b * (A @ B)), read once per tile from global.
+      const float scale = scale_a[0] * scale_b[0];
+#pragma unroll
+      for (int m = 0; m < C::slabs; ++m)
+#pragma unroll
+        for (int i = 0; i < C::bn / 2; ++i) acc[m][i] *= scale;
+    }
 
     // ---- epilogue ----
     if constexpr (!C::tma_store) {
@@ -672,24 +495,34 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
 
 // The harness reads these back to check it loaded the variant it meant to.
 extern "C" {
-__device__ int tg_ws_config[13] = {TG_BM,        TG_BN,        TG_BK,      TG_STAGES,
+__device__ int tg_ws_config[14] = {TG_BM,        TG_BN,        TG_BK,      TG_STAGES,
                                    TG_CONSUMERS, TG_PINGPONG,  TG_TMA_STORE, TG_B_KMAJOR,
                                    TG_CLUSTER,   TgConfig::smem_bytes, TgConfig::threads,
-                                   TgConfig::producer_regs, TgConfig::consumer_regs};
+                                   TgConfig::producer_regs, TgConfig::consumer_regs, TG_FP8};
 }
 
 // c: [M, N] row-major, 16-bit. map_a: A [M, K] (or map of the same box over
 // any [M, K] view); map_b: B [K, N], or B^T [N, K] with TG_B_KMAJOR; map_c:
 // C, used by the TMA-store epilogue only (always passed, so every variant
-// has one signature). group_m: tile rows per scheduler group.
+// has one signature). group_m: tile rows per scheduler group. With TG_FP8
+// the one entry point takes e4m3 maps and the two fp32 scales' addresses.
+#if TG_FP8
+extern "C" __global__ void __launch_bounds__(TgConfig::threads, 1) TG_CLUSTER_DIMS
+    tg_ws_matmul_e4m3(const __grid_constant__ TgTensorMap map_a, const __grid_constant__ TgTensorMap map_b,
+                      const __grid_constant__ TgTensorMap map_c, tg_bf16* c, int M, int N, int K, int group_m,
+                      const float* scale_a, const float* scale_b) {
+  tg_ws_matmul<false>(map_a, map_b, map_c, c, M, N, K, group_m, scale_a, scale_b);
+}
+#else
 extern "C" __global__ void __launch_bounds__(TgConfig::threads, 1) TG_CLUSTER_DIMS
     tg_ws_matmul_bf16(const __grid_constant__ TgTensorMap map_a, const __grid_constant__ TgTensorMap map_b,
                       const __grid_constant__ TgTensorMap map_c, tg_bf16* c, int M, int N, int K, int group_m) {
-  tg_ws_matmul<false>(map_a, map_b, map_c, c, M, N, K, group_m);
+  tg_ws_matmul<false>(map_a, map_b, map_c, c, M, N, K, group_m, nullptr, nullptr);
 }
 
 extern "C" __global__ void __launch_bounds__(TgConfig::threads, 1) TG_CLUSTER_DIMS
     tg_ws_matmul_f16(const __grid_constant__ TgTensorMap map_a, const __grid_constant__ TgTensorMap map_b,
                      const __grid_constant__ TgTensorMap map_c, tg_f16* c, int M, int N, int K, int group_m) {
-  tg_ws_matmul<true>(map_a, map_b, map_c, c, M, N, K, group_m);
+  tg_ws_matmul<true>(map_a, map_b, map_c, c, M, N, K, group_m, nullptr, nullptr);
 }
+#endif
