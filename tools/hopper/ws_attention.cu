@@ -120,6 +120,7 @@ static_assert(TgAttnConfig::kv_bytes % 1024 == 0 && TgAttnConfig::q_bytes % 1024
 // d[0..N/2) (+)= a * b, m64nNk16, a and b shared-memory descriptors.
 template <bool F16, int N>
 TG_DEVICE void tg_wgmma_ss(float* d, unsigned long long a, unsigned long long b, int scale_d) {
+  TG_WGMMA_HOOK(d, a, b, N, F16 ? 0 : 1, 0, 0, scale_d);
   if constexpr (N == 64) {
     TG_SS("m64n64k16", TG_REGS_32, TG_ACC_32, "%32", "%33", "%34")
   } else {
@@ -130,6 +131,7 @@ TG_DEVICE void tg_wgmma_ss(float* d, unsigned long long a, unsigned long long b,
 // d[0..N/2) (+)= p * b, m64nNk16, p four A-fragment words, b a descriptor.
 template <bool F16, int N>
 TG_DEVICE void tg_wgmma_rs(float* d, const unsigned* p, unsigned long long b, int scale_d) {
+  TG_WGMMA_REG_HOOK(d, p, b, N, F16 ? 0 : 1, 1, scale_d);
   if constexpr (N == 64) {
     TG_RS("m64n64k16", TG_REGS_32, TG_ACC_32, "{%32, %33, %34, %35}", "%36", "%37")
   } else {
@@ -140,11 +142,13 @@ TG_DEVICE void tg_wgmma_rs(float* d, const unsigned* p, unsigned long long b, in
 
 TG_DEVICE void tg_pin(unsigned& x) { asm volatile("" : "+r"(x)::"memory"); }
 TG_DEVICE float tg_ex2(float x) {
+  TG_HOOK(ex2, x);
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
 TG_DEVICE float tg_lg2(float x) {
+  TG_HOOK(lg2, x);
   float y;
   asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;

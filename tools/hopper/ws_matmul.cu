@@ -134,6 +134,7 @@ static_assert(TgConfig::consumer_regs >= TgConfig::producer_regs, "register spli
 // d[0..64) += a * b: this warpgroup's 64x128 tile, asynchronous until tg_wgmma_wait.
 template <bool F16, int TRANS_B>
 TG_DEVICE void tg_wgmma_m64n128k16(float* d, unsigned long long a, unsigned long long b, int scale_d) {
+  TG_WGMMA_HOOK(d, a, b, 128, F16 ? 0 : 1, 0, TRANS_B, scale_d);
   if constexpr (F16)
     asm volatile(TG_WGMMA_TEXT("m64n128k16", "f16", TG_REGS_64, "%64", "%65", "%66", "%67")
                  : TG_ACC_64
@@ -146,6 +147,7 @@ TG_DEVICE void tg_wgmma_m64n128k16(float* d, unsigned long long a, unsigned long
 // d[0..128) += a * b: this warpgroup's 64x256 tile, asynchronous until tg_wgmma_wait.
 template <bool F16, int TRANS_B>
 TG_DEVICE void tg_wgmma_m64n256k16(float* d, unsigned long long a, unsigned long long b, int scale_d) {
+  TG_WGMMA_HOOK(d, a, b, 256, F16 ? 0 : 1, 0, TRANS_B, scale_d);
   if constexpr (F16)
     asm volatile(TG_WGMMA_TEXT("m64n256k16", "f16", TG_REGS_128, "%128", "%129", "%130", "%131")
                  : TG_ACC_128
@@ -162,6 +164,7 @@ TG_DEVICE void tg_wgmma_m64n256k16(float* d, unsigned long long a, unsigned long
   "wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e4m3 " REGS ", " DA ", " DB ", p, 1, 1;\n}\n"
 template <int N>
 TG_DEVICE void tg_wgmma_e4m3(float* d, unsigned long long a, unsigned long long b, int scale_d) {
+  TG_WGMMA_HOOK(d, a, b, N, 2, 0, 0, scale_d);  // type 2: e4m3, k32
   if constexpr (N == 256)
     asm volatile(TG_WGMMA_E4M3_TEXT("m64n256k32", TG_REGS_128, "%128", "%129", "%130")
                  : TG_ACC_128
