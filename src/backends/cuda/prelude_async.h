@@ -100,7 +100,7 @@ TG_DEVICE void tg_prefetch_tensormap(const TgTensorMap* map) {
 // as the map says; its bytes count towards mbarrier `bar`'s transaction.
 // Elements of the box outside the tensor land as zeros and count too.
 TG_DEVICE void tg_tma_load_2d(unsigned dst, const TgTensorMap* map, unsigned bar, int c0, int c1) {
-  TG_HOOK(tma_load, dst, map, bar, c0, c1, 0, 0u);
+  TG_HOOK(tma_load, dst, map, bar, 2, c0, c1, 0, 0u);
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
           dst),
@@ -110,7 +110,7 @@ TG_DEVICE void tg_tma_load_2d(unsigned dst, const TgTensorMap* map, unsigned bar
 // The same for a 3-D map: c0 along the contiguous dim, c1 along the rows,
 // c2 the outer index (attention's batch x head).
 TG_DEVICE void tg_tma_load_3d(unsigned dst, const TgTensorMap* map, unsigned bar, int c0, int c1, int c2) {
-  TG_HOOK(tma_load, dst, map, bar, c0, c1, c2, 0u);
+  TG_HOOK(tma_load, dst, map, bar, 3, c0, c1, c2, 0u);
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
           dst),
@@ -121,7 +121,7 @@ TG_DEVICE void tg_tma_load_3d(unsigned dst, const TgTensorMap* map, unsigned bar
 // signalling the barrier at offset `bar` in each of them.
 TG_DEVICE void tg_tma_load_2d_multicast(unsigned dst, const TgTensorMap* map, unsigned bar, int c0, int c1,
                                         unsigned short cta_mask) {
-  TG_HOOK(tma_load, dst, map, bar, c0, c1, 0, (unsigned)cta_mask);
+  TG_HOOK(tma_load, dst, map, bar, 2, c0, c1, 0, (unsigned)cta_mask);
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
       " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
@@ -133,7 +133,7 @@ TG_DEVICE void tg_tma_load_2d_multicast(unsigned dst, const TgTensorMap* map, un
 // The shared source must have been made visible to the async proxy
 // (tg_fence_proxy_async by every thread that wrote it).
 TG_DEVICE void tg_tma_store_2d(const TgTensorMap* map, unsigned src, int c0, int c1) {
-  TG_HOOK(tma_store, map, src, c0, c1);
+  TG_HOOK(tma_store, map, src, 2, c0, c1, 0);
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
                    reinterpret_cast<unsigned long long>(map)),
                "r"(c0), "r"(c1), "r"(src)
