@@ -25,7 +25,7 @@ SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 
-.PHONY: all venv build cpp-test py-test sanitize fuzz test check demo gpu-check clean
+.PHONY: all venv build cpp-test py-test py-test-slow sanitize fuzz test check demo gpu-check clean
 
 all: build
 
@@ -126,6 +126,10 @@ PY_TEST_DIRS := tests/python $(wildcard tests/compat)
 py-test: build
 	$(PY) -m pytest -n $(JOBS) -q $(PY_TEST_DIRS)
 
+# The tests marked slow (long host emulations); `make check` runs them.
+py-test-slow: build
+	$(PY) -m pytest -n $(JOBS) -q -m slow --slow tests/python
+
 # Both suites always run, so one failing layer does not hide the other's results.
 test: venv build
 	@status=0; \
@@ -133,11 +137,12 @@ test: venv build
 	$(MAKE) --no-print-directory py-test || status=1; \
 	exit $$status
 
-# The slow checks: the C++ tests under ASan/UBSan and the fuzzers. CI runs
-# them after `make test` (.ci/run).
+# The slow checks: the C++ tests under ASan/UBSan, the fuzzers and the Python
+# tests marked slow. CI runs them after `make test` (.ci/run).
 check: venv
 	@status=0; \
 	$(MAKE) --no-print-directory sanitize || status=1; \
+	$(MAKE) --no-print-directory py-test-slow || status=1; \
 	$(MAKE) --no-print-directory fuzz FUZZ_FRONTEND_SECONDS=60 FUZZ_IR_SECONDS=30 || status=1; \
 	exit $$status
 

@@ -37,6 +37,18 @@ BACKENDS = ("cpu", "cuda")
 def pytest_addoption(parser):
     parser.addoption("--backend", choices=BACKENDS, default=None,
                      help="backend the tests run on (default: $TEGULA_TEST_BACKEND, else cpu)")
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow (or TEGULA_SLOW_TESTS=1); `make check` does")
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests marked slow (long host emulations) stay out of `make py-test`.
+    if config.getoption("--slow") or os.environ.get("TEGULA_SLOW_TESTS", "") not in ("", "0"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow or TEGULA_SLOW_TESTS=1 (make py-test-slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 def selected_backend(config) -> str:

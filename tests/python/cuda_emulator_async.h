@@ -330,8 +330,10 @@ inline void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dim
         tg_emu::fail(op->describe() + " into shared " + tg_emu::describe(range) + " while " + r.what + " (issued by thread " +
                      std::to_string(r.thread) + ") still reads " + tg_emu::describe(r.range) +
                      (r.store ? " (no cp.async.bulk.wait_group.read since)"
-                              : ": the buffer was refilled before its readers released it (no wgmma.wait_group "
-                                "retired the reader yet)"));
+                              : " (no wgmma.wait_group retired it yet): either the buffer was refilled before its "
+                                "readers released it, or the reader went ahead without waiting for this copy (its "
+                                "mbarrier phase completed early: wrong parity, arrive.expect_tx missing or too "
+                                "small?)"));
     for (const tg_emu::Incoming& in : cta->incoming)
       if (tg_emu::overlaps(in.range, range))
         tg_emu::fail(op->describe() + " into shared " + tg_emu::describe(range) + " while " + in.what +
@@ -356,13 +358,12 @@ struct TgEmuTmaStore : tg_emu::AsyncOp {
     return "a bulk tensor store of " + std::to_string(bytes) + " bytes from shared " + tg_emu::hex(src) +
            " (issued by thread " + std::to_string(thread) + ")";
   }
+  // Its source stays claimed (async_reads) until a wait_group of its thread
+  // covers it, however early the store itself lands.
   void land() override {
     tg_emu_for_box(map, coords, [&](unsigned offset, unsigned char* global) {
       if (global) std::memcpy(global, cta->smem.data() + tg_emu_swizzled(map, src, offset), map.element_bytes);
     });
-    auto& reads = cta->async_reads;
-    reads.erase(std::remove_if(reads.begin(), reads.end(), [&](const tg_emu::AsyncRead& r) { return r.store == id; }),
-                reads.end());
   }
 };
 
@@ -398,6 +399,10 @@ inline void tg_emu_bulk_wait(int n, bool /*read*/) {
     auto* s = dynamic_cast<const TgEmuTmaStore*>(&op);
     return s && s->cta == cta && s->thread == thread && s->group < below;
   });
+  auto& reads = cta->async_reads;
+  reads.erase(std::remove_if(reads.begin(), reads.end(),
+                             [&](const tg_emu::AsyncRead& r) { return r.store && r.thread == thread && r.group < below; }),
+              reads.end());
 }
 
 // --- stmatrix -------------------------------------------------------------------------------------------------------

@@ -90,14 +90,16 @@ inline void tg_emu_check_async_read(tg_emu::Cta& cta, tg_emu::Range range, const
   }
 }
 
-// The instruction's issue, by each thread of the warpgroup. Its first thread
-// registers the footprint and checks it.
+// The instruction's issue, by each thread of the warpgroup. Lane 0 of each
+// warp registers the footprint (until that warp's wait_group retires it)
+// and checks it.
 inline void tg_emu_wgmma_issue(tg_emu::WgmmaOp op) {
   tg_emu::ThreadState& t = tg_emu::me();
   if (op.type == 2 && (op.trans_a || op.trans_b || op.a_registers))
     tg_emu::fail("e4m3 wgmma reads both operands K-major from shared memory (no transpose, no register A)");
-  if (t.thread.x % 128 == 0) {
-    std::string what = "a wgmma m64n" + std::to_string(op.n) + " of warpgroup " + std::to_string(t.thread.x / 128);
+  if (t.thread.x % 32 == 0) {
+    std::string what = "a wgmma m64n" + std::to_string(op.n) + " of warp " + std::to_string(t.thread.x / 32) +
+                       " (warpgroup " + std::to_string(t.thread.x / 128) + ")";
     std::vector<tg_emu::Range> ranges{tg_emu_desc_footprint(op.b, op.trans_b != 0, op.n, op.type)};
     if (!op.a_registers) ranges.push_back(tg_emu_desc_footprint(op.a, op.trans_a != 0, 64, op.type));
     for (tg_emu::Range r : ranges) {
@@ -136,6 +138,8 @@ inline void tg_fence_proxy_async() {
   t.unfenced.clear();
 }
 
+// wait_group is warp-collective (.sync.aligned): no lane of the warp goes on
+// before every lane's retired wgmmas have read their operands.
 template <int N>
 void tg_wgmma_wait() {
   tg_emu::ThreadState& t = tg_emu::me();
@@ -168,11 +172,14 @@ void tg_wgmma_wait() {
       }
   }
   t.wgmmas = std::move(left);
-  if (t.thread.x % 128 == 0) {
+  tg_emu::warp_sync();
+  if (t.thread.x % 32 == 0) {
     auto& reads = t.cta->async_reads;
     int self = static_cast<int>(t.thread.x);
     reads.erase(std::remove_if(reads.begin(), reads.end(),
-                               [&](const tg_emu::AsyncRead& r) { return r.thread == self && r.group < retired_below; }),
+                               [&](const tg_emu::AsyncRead& r) {
+                                 return !r.store && r.thread == self && r.group < retired_below;
+                               }),
                 reads.end());
   }
 }

@@ -40,6 +40,13 @@
 //   TG_STAGES     ring depth of K and of V
 //   TG_PINGPONG   0/1: consumers alternate their GEMM issue
 //   TG_OVERLAP    0/1: softmax of block j under PV of block j - 1
+//
+// Broken protocols, for the host emulator's tests (tests/python/
+// test_hopper_emulated.py: each must be reported there); all 0 by default:
+//   TG_BUG_K_PARITY           consumers wait on k_full[s] for the wrong parity
+//   TG_BUG_NO_FIRST_HANDOVER  consumer 1 never hands consumer 0 its first turn
+//   TG_BUG_CONSUMER_REGS      consumers ask setmaxnreg.inc for 248 registers,
+//                             more than the producer's .dec frees
 
 #ifndef TG_HEAD_DIM
 #define TG_HEAD_DIM 128
@@ -55,6 +62,15 @@
 #endif
 #ifndef TG_OVERLAP
 #define TG_OVERLAP 1
+#endif
+#ifndef TG_BUG_K_PARITY
+#define TG_BUG_K_PARITY 0
+#endif
+#ifndef TG_BUG_NO_FIRST_HANDOVER
+#define TG_BUG_NO_FIRST_HANDOVER 0
+#endif
+#ifndef TG_BUG_CONSUMER_REGS
+#define TG_BUG_CONSUMER_REGS 0
 #endif
 
 #include "hopper_prelude.cuh"
@@ -79,14 +95,15 @@ struct TgAttnConfig {
   // Registers: 168 a thread at launch (65536 / 384, in steps of 8); the
   // producer keeps 24, the consumers take what that frees: 24 * 128 + 240 *
   // 256 = 168 * 384.
-  static constexpr int launch_regs = 168, producer_regs = 24, consumer_regs = 240;
+  static constexpr int launch_regs = 168, producer_regs = 24, consumer_regs = TG_BUG_CONSUMER_REGS ? 248 : 240;
 };
 
 static_assert(TgAttnConfig::d == 64 || TgAttnConfig::d == 128, "head dim 64 or 128");
 static_assert(TgAttnConfig::bn == 64 || TgAttnConfig::bn == 128, "BN: 64 or 128");
 static_assert(TgAttnConfig::smem_bytes <= 232448, "more shared memory than sm_90 gives a block (227 KB)");
-static_assert(TgAttnConfig::producer_regs * 128 + TgAttnConfig::consumer_regs * 256 <=
-                  TgAttnConfig::launch_regs * TgAttnConfig::threads,
+static_assert(TG_BUG_CONSUMER_REGS ||
+                  TgAttnConfig::producer_regs * 128 + TgAttnConfig::consumer_regs * 256 <=
+                      TgAttnConfig::launch_regs * TgAttnConfig::threads,
               "setmaxnreg.inc would wait for registers the pool never frees");
 static_assert(TgAttnConfig::kv_bytes % 1024 == 0 && TgAttnConfig::q_bytes % 1024 == 0, "buffers on 1024-byte lines");
 
@@ -345,7 +362,7 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
     if constexpr (C::pingpong) tg_named_arrive<256>(2 - cw);
   };
   if constexpr (C::pingpong) {
-    if (cw == 1) tg_named_arrive<256>(1);
+    if (cw == 1 && !TG_BUG_NO_FIRST_HANDOVER) tg_named_arrive<256>(1);
   }
   // One arrive per warp on a buffer this warp's wgmmas finished reading.
   auto release = [&](unsigned bar) {
@@ -390,7 +407,7 @@ TG_DEVICE void tg_attn_fwd(const TgTensorMap& map_q, const TgTensorMap& map_k, c
 #pragma unroll
     for (int i = 0; i < C::bn / 4; ++i) tg_pin(p[i]);  // the PV wgmma read them until its wait
   };
-  auto wait_k = [&]() { tg_mbar_wait(k_full + 8 * ks, kp); };
+  auto wait_k = [&]() { tg_mbar_wait(k_full + 8 * ks, kp ^ (TG_BUG_K_PARITY ? 1u : 0u)); };
   auto wait_v = [&]() { tg_mbar_wait(v_full + 8 * vs, vp); };
   // wgmma.fence after every register the next GEMM uses was written: the
   // pins keep the compiler from sinking a softmax (s), rescale (o) or pack

@@ -39,6 +39,17 @@
 //                         so TG_B_KMAJOR); BK counts bytes' worth of elements (a
 //                         128-byte swizzle row is 128 of them); C = scale_a *
 //                         scale_b * (A @ B) in bf16
+//
+// Broken protocols, for the host emulator's tests (tests/python/
+// test_hopper_emulated.py: each must be reported there); all 0 by default:
+//   TG_BUG_FULL_PARITY      consumers wait on full[s] for the wrong parity
+//   TG_BUG_NO_EXPECT_TX     the producer arrives on full[s] without expect_tx
+//   TG_BUG_SHORT_EXPECT_TX  the producer announces half the stage's bytes
+//   TG_BUG_EARLY_RELEASE    consumers release a stage right after issuing its
+//                           wgmmas, before a wait_group retires them
+//   TG_BUG_NO_PROXY_FENCE   the TMA-store epilogue skips fence.proxy.async
+//   TG_BUG_NO_STORE_WAIT    the TMA-store epilogue rewrites its staging tile
+//                           without waiting for the previous store to read it
 
 #ifndef TG_BM
 #define TG_BM 128
@@ -69,6 +80,24 @@
 #endif
 #ifndef TG_FP8
 #define TG_FP8 0
+#endif
+#ifndef TG_BUG_FULL_PARITY
+#define TG_BUG_FULL_PARITY 0
+#endif
+#ifndef TG_BUG_NO_EXPECT_TX
+#define TG_BUG_NO_EXPECT_TX 0
+#endif
+#ifndef TG_BUG_SHORT_EXPECT_TX
+#define TG_BUG_SHORT_EXPECT_TX 0
+#endif
+#ifndef TG_BUG_EARLY_RELEASE
+#define TG_BUG_EARLY_RELEASE 0
+#endif
+#ifndef TG_BUG_NO_PROXY_FENCE
+#define TG_BUG_NO_PROXY_FENCE 0
+#endif
+#ifndef TG_BUG_NO_STORE_WAIT
+#define TG_BUG_NO_STORE_WAIT 0
 #endif
 
 #include "hopper_prelude.cuh"
@@ -279,7 +308,10 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
           // (parity (r - 1) & 1; round 0 passes at once).
           tg_mbar_wait(empty + 8 * stage, phase ^ 1u);
           const unsigned bar = full + 8 * stage;
-          tg_mbar_arrive_expect_tx(bar, C::stage_bytes);
+          if constexpr (TG_BUG_NO_EXPECT_TX)
+            tg_mbar_arrive(bar);
+          else
+            tg_mbar_arrive_expect_tx(bar, TG_BUG_SHORT_EXPECT_TX ? C::stage_bytes / 2 : C::stage_bytes);
           const int k0 = kt * C::bk;
           // A [M, K]: box {128 bytes of K, BM rows} per 128 bytes of K; block j
           // at j * BM * 128.
@@ -378,7 +410,7 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
         for (int i = 0; i < C::bn / 2; ++i) acc[m][i] = 0.0f;
     }
     for (int kt = 0; kt < k_tiles; ++kt) {
-      tg_mbar_wait(full + 8 * stage, phase);  // stage's copies have landed
+      tg_mbar_wait(full + 8 * stage, phase ^ (TG_BUG_FULL_PARITY ? 1u : 0u));  // stage's copies have landed
       tg_wgmma_fence();
       const unsigned long long da = a_desc + ((unsigned)(stage * C::a_stage_bytes) >> 4);
       const unsigned long long db = b_desc + ((unsigned)(stage * C::b_stage_bytes) >> 4);
@@ -399,11 +431,14 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
         }
       }
       tg_wgmma_commit();
+      if constexpr (TG_BUG_EARLY_RELEASE) {
+        if (lane == 0) tg_mbar_arrive(empty + 8 * stage);
+      }
       // This K step's group stays in flight; the previous one is done, so
       // its stage goes back to the producer (one arrive per warp, in every
       // CTA of the cluster).
       tg_wgmma_wait<1>();
-      if (kt > 0 && lane == 0) {
+      if (!TG_BUG_EARLY_RELEASE && kt > 0 && lane == 0) {
         if constexpr (C::cluster > 1) {
 #pragma unroll
           for (int r = 0; r < C::cluster; ++r) tg_mbar_arrive_cluster(empty + 8 * previous, r);
@@ -424,7 +459,7 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
       if (u + unit_step < units) tg_named_arrive<256>(3 + (1 - cw));
     }
     tg_wgmma_wait<0>();
-    if (k_tiles > 0 && lane == 0) {
+    if (!TG_BUG_EARLY_RELEASE && k_tiles > 0 && lane == 0) {
       if constexpr (C::cluster > 1) {
 #pragma unroll
         for (int r = 0; r < C::cluster; ++r) tg_mbar_arrive_cluster(empty + 8 * previous, r);
@@ -458,7 +493,7 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
       // row % 8: the 128-byte swizzle the C map's TMA store undoes.
       const unsigned tile = c_tiles + cw * C::c_bytes;
       // The previous tile's store must have read the staging tile.
-      if (t == 0) tg_bulk_wait_read<0>();
+      if (t == 0 && !TG_BUG_NO_STORE_WAIT) tg_bulk_wait_read<0>();
       tg_named_barrier<128>(1 + cw);
       const int quad = lane / 8;  // which of the four matrices this lane addresses
 #pragma unroll
@@ -476,7 +511,7 @@ TG_DEVICE void tg_ws_matmul(const TgTensorMap& map_a, const TgTensorMap& map_b, 
                          tg_pack2<F16>(acc[m][8 * jj + 6], acc[m][8 * jj + 7]));
         }
       }
-      tg_fence_proxy_async();
+      if constexpr (!TG_BUG_NO_PROXY_FENCE) tg_fence_proxy_async();
       tg_named_barrier<128>(1 + cw);
       if (t == 0) {
 #pragma unroll
