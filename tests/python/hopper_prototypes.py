@@ -29,11 +29,12 @@ _SWIZZLE_128B = 3
 _DATA_TYPES = {"bf16": 9, "fp16": 6, "e4m3": 0}  # CUtensorMapDataType (e4m3 as bytes, as harness.Driver.encode)
 
 
-def unit(source: pathlib.Path, defines: list, entries: list) -> str:
-    """The emulator's translation unit of a prototype compiled with `defines` (["-DTG_X=1", ...])."""
-    text = source.read_text()
+def unit(source, defines: list, entries: list) -> str:
+    """The emulator's translation unit of a prototype (a path, or CUDA text that includes hopper_prelude.cuh)
+    compiled with `defines` (["-DTG_X=1", ...])."""
+    text = source.read_text() if isinstance(source, pathlib.Path) else source
     head, found, rest = text.partition(_INCLUDE)
-    assert found, f"{source} does not include hopper_prelude.cuh"
+    assert found, "the source does not include hopper_prelude.cuh"
     prelude = harness.PRELUDE.read_text().replace(f'#include "out/{harness.TEGULA_PRELUDE_FILE}"',
                                                  harness.tegula_prelude_text())
     flags = ""
@@ -54,9 +55,10 @@ def _aligned_map():
     return (ctypes.c_ubyte * 128).from_buffer(memory, (-memory.ctypes.data) % 64)
 
 
-def encode(lib, fields: dict, array: np.ndarray, dtype: str):
-    """A tensor map of `array` with harness.tensor_map_fields' fields, 128-byte swizzle (what harness.Driver.encode
-    asks the driver for)."""
+def encode(lib, fields: dict, array: np.ndarray, dtype: str, swizzle: int = _SWIZZLE_128B, oob_nan: bool = False):
+    """A tensor map of `array` with harness.tensor_map_fields' fields, 128-byte swizzle unless `swizzle` says
+    (CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B) (what harness.Driver.encode asks the driver for). Raises
+    ValueError where the driver would refuse the map."""
     rank = len(fields["globalDim"])
     out = _aligned_map()
     u64, u32 = ctypes.c_ulonglong, ctypes.c_uint
@@ -64,7 +66,7 @@ def encode(lib, fields: dict, array: np.ndarray, dtype: str):
     error = lib.tg_emu_encode_tensor_map_tiled(
         out, _DATA_TYPES[dtype], u32(rank), ctypes.c_void_p(array.ctypes.data),
         (u64 * rank)(*fields["globalDim"]), (u64 * max(1, rank - 1))(*fields["globalStrides"]),
-        (u32 * rank)(*fields["boxDim"]), (u32 * rank)(*fields["elementStrides"]), 0, _SWIZZLE_128B, 0, 0)
+        (u32 * rank)(*fields["boxDim"]), (u32 * rank)(*fields["elementStrides"]), 0, swizzle, 0, int(oob_nan))
     if error:
         raise ValueError(error.decode())
     return out
