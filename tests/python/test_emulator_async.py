@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 import cuda_emulator
+import hopper_prototypes as hp
 from cuda_emulator import EmulatorError, require_emulator
-
-hp = pytest.importorskip("hopper_prototypes")
 
 KERNELS = r"""
 #include "hopper_prelude.cuh"

@@ -16,9 +16,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import hopper_prototypes as hp
 from cuda_emulator import EmulatorError, require_emulator
-
-hp = pytest.importorskip("hopper_prototypes")
 
 _NP = {"bf16": ml_dtypes.bfloat16, "fp16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn}
 
