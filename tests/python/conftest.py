@@ -1,8 +1,9 @@
 """Shared setup for the Python tests.
 
 Kernels compiled by one test run are reused by the next through a repo-local
-disk cache (unless TEGULA_CACHE_DIR says otherwise), and the examples are
-importable so tests exercise the very kernels the examples show.
+disk cache (unless TEGULA_CACHE_DIR says otherwise), the examples are
+importable so tests exercise the very kernels the examples show, and so is
+the benchmark application (`tegula_bench`, under benchmarks/).
 """
 
 import os
@@ -14,10 +15,12 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
+BENCHMARKS = REPO / "benchmarks"
 
 os.environ.setdefault("TEGULA_CACHE_DIR", str(REPO / ".cache" / "tegula"))
-if str(EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(EXAMPLES))
+for folder in (BENCHMARKS, EXAMPLES):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 # --- the backend under test ---------------------------------------------------------------
@@ -34,6 +37,18 @@ BACKENDS = ("cpu", "cuda")
 def pytest_addoption(parser):
     parser.addoption("--backend", choices=BACKENDS, default=None,
                      help="backend the tests run on (default: $TEGULA_TEST_BACKEND, else cpu)")
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow (or TEGULA_SLOW_TESTS=1); `make check` does")
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests marked slow (long host emulations) stay out of `make py-test`.
+    if config.getoption("--slow") or os.environ.get("TEGULA_SLOW_TESTS", "") not in ("", "0"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow or TEGULA_SLOW_TESTS=1 (make py-test-slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 def selected_backend(config) -> str:

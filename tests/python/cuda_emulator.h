@@ -1,19 +1,26 @@
-// Host emulation of what generated CUDA kernels use, so the tensor-core code
-// paths can be executed and checked on a machine without a GPU
-// (tests/python/cuda_emulator.py builds the translation unit).
+// Host emulation of what generated CUDA kernels use, so the tensor-core and
+// asynchronous code paths can be executed and checked on a machine without a
+// GPU (tests/python/cuda_emulator.py builds the translation unit).
 //
-// A block runs as one std::thread per CUDA thread; __syncthreads is a block
-// barrier, and warp-collective operations (shuffles, ldmatrix, mma, wgmma)
-// exchange values through a per-warp buffer between two warp barriers.
-// The fragment layouts of ldmatrix and mma are written here from the PTX ISA
-// tables, independently of the code generator's own derivation, so a wrong
-// lane or register in the generated code shows up as wrong numbers.
-// cp.async copies are deferred until a wait_group that covers them, so a
-// missing wait reads stale shared memory, as it could on the device.
+// Every CUDA thread is a fiber under one seeded scheduler
+// (cuda_emulator_core.h): __syncthreads and the named barriers, the warp
+// collectives (shuffles, ldmatrix, mma, wgmma with A from registers,
+// stmatrix) and the mbarrier waits block a fiber until their condition
+// holds, and a launch in which every thread is blocked is reported as a
+// deadlock. The fragment layouts of ldmatrix and mma are written here from
+// the PTX ISA tables, independently of the code generator's own derivation,
+// so a wrong lane or register in the generated code shows up as wrong
+// numbers. cp.async copies are deferred until a wait_group that covers them,
+// so a missing wait reads stale shared memory, as it could on the device;
+// wgmma (cuda_emulator_wgmma.h) runs at the wait_group that retires it.
+// Hopper's async proxy (TMA, mbarriers, setmaxnreg: cuda_emulator_async.h)
+// lands copies at seeded random points. Errors found (tg_emu::fail) stop the
+// launch and come back to Python as EmulatorError.
 //
 // The translation unit is:
 //   #define TG_EMU_PRELUDE   + this header   (renames the prelude's asm helpers)
-//   <the generated prelude>                   (asm statements compile to nothing)
+//   <the generated prelude>                   (asm statements compile to nothing;
+//                                              TG_HOOK bodies call tg_emu_*)
 //   #undef TG_EMU_PRELUDE    + this header   (the emulated helpers)
 //   <the generated kernel>, <a launcher>
 #ifdef TG_EMU_PRELUDE
@@ -21,7 +28,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -29,7 +35,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #define __global__
@@ -73,49 +78,55 @@
 #define tg_st8 tg_emu_unused_st8
 #define tg_st16_if tg_emu_unused_st16_if
 #define tg_st8_if tg_emu_unused_st8_if
-// Each generated wgmma instruction helper reports itself here.
-void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a, int trans_b);
+#define __grid_constant__
+#define __cluster_dims__(...)
+// Each generated wgmma instruction helper reports itself here (scale-d 1
+// unless given: 0 ignores the accumulator's old value).
+inline void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a,
+                         int trans_b, int scale_d = 1);
 #define TG_WGMMA_HOOK(...) tg_emu_wgmma(__VA_ARGS__)
 // The form with operand a from registers (four words of mma.sync's A fragment).
-void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b);
+inline void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b,
+                             int scale_d = 1);
 #define TG_WGMMA_REG_HOOK(...) tg_emu_wgmma_reg(__VA_ARGS__)
+// Every helper of prelude_async.h (and the prototypes' own) with a
+// TG_HOOK(op, args...) gets its body from tg_emu_op(args...)
+// (cuda_emulator_async.h).
+#define TG_HOOK(op, ...) return tg_emu_##op(__VA_ARGS__)
+inline void tg_emu_mbar_init(unsigned bar, unsigned count);
+inline void tg_emu_fence_mbar_init();
+inline void tg_emu_mbar_arrive_expect_tx(unsigned bar, unsigned bytes);
+inline void tg_emu_mbar_arrive(unsigned bar);
+inline void tg_emu_mbar_arrive_cluster(unsigned bar, unsigned cta);
+inline bool tg_emu_mbar_try_wait(unsigned bar, unsigned parity);
+inline void tg_emu_prefetch_tensormap(const void* map);
+inline void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int c0, int c1, int c2,
+                            unsigned cta_mask);
+inline void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, int c2);
+inline void tg_emu_bulk_commit();
+inline void tg_emu_bulk_wait(int n, bool read);
+inline void tg_emu_named_barrier(int id, int threads, bool wait);
+inline unsigned tg_emu_cluster_ctarank();
+inline unsigned tg_emu_cluster_id_x();
+inline unsigned tg_emu_cluster_count_x();
+inline void tg_emu_cluster_sync();
+inline void tg_emu_setmaxnreg(int n, bool inc);
+inline void tg_emu_stmatrix_x4(unsigned address, unsigned r0, unsigned r1, unsigned r2, unsigned r3);
+inline unsigned tg_emu_pack2(float lo, float hi, bool f16);
+inline float tg_emu_ex2(float x);
+inline float tg_emu_lg2(float x);
+
+#include "cuda_emulator_core.h"
 
 namespace tg_emu {
 
-struct Dim3 {
-  unsigned x = 0, y = 0, z = 0;
-};
+inline int lane() { return static_cast<int>(me().thread.x & 31); }
+inline Warp& warp() { return *me().cta->warps[me().thread.x / 32]; }
+inline unsigned char* shared() { return me().cta->smem.data(); }
 
-inline constexpr int kSlotBytes = 256;
-
-struct Warp {
-  explicit Warp(int lanes) : barrier(lanes) {}
-  std::barrier<> barrier;
-  alignas(16) unsigned char slots[32][kSlotBytes];
-};
-
-struct BlockState {
-  explicit BlockState(int threads) : all(threads) {
-    for (int w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Warp>(32));
-  }
-  std::barrier<> all;
-  std::vector<std::unique_ptr<Warp>> warps;
-  std::vector<unsigned char> smem;
-  std::atomic<int> vote{0};
-};
-
-struct ThreadState {
-  Dim3 thread, block;
-  BlockState* state = nullptr;
-  int next_group = 0;  // cp.async commit groups so far
-};
-
-inline thread_local ThreadState self;
-inline Dim3 grid_dim, block_dim;
-
-inline int lane() { return static_cast<int>(self.thread.x & 31); }
-inline Warp& warp() { return *self.state->warps[self.thread.x / 32]; }
-inline unsigned char* shared() { return self.state->smem.data(); }
+// Waits for the other lanes of this warp (every lane of a warp takes part
+// in its collectives).
+inline void warp_sync() { barrier_arrive(warp().sync, 32, true, "a warp collective of warp " + std::to_string(me().thread.x / 32)); }
 
 // Every lane's value of `mine`.
 template <class T>
@@ -123,34 +134,11 @@ std::array<T, 32> warp_exchange(const T& mine) {
   static_assert(sizeof(T) <= kSlotBytes, "exchange slot too small");
   Warp& w = warp();
   std::memcpy(w.slots[lane()], &mine, sizeof(T));
-  w.barrier.arrive_and_wait();
+  warp_sync();
   std::array<T, 32> all;
   for (int l = 0; l < 32; ++l) std::memcpy(&all[static_cast<size_t>(l)], w.slots[l], sizeof(T));
-  w.barrier.arrive_and_wait();
+  warp_sync();
   return all;
-}
-
-// Runs `kernel` over the grid, block after block.
-inline void launch(Dim3 grid, unsigned threads, unsigned shared_bytes, const std::function<void()>& kernel) {
-  grid_dim = grid;
-  block_dim = {threads, 1, 1};
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        BlockState state(static_cast<int>(threads));
-        // Garbage, like real shared memory, so unwritten reads show.
-        state.smem.assign(shared_bytes + 16, 0xA5);
-        std::vector<std::thread> pool;
-        for (unsigned t = 0; t < threads; ++t)
-          pool.emplace_back([&, t] {
-            self = ThreadState{};
-            self.thread = {t, 0, 0};
-            self.block = {x, y, z};
-            self.state = &state;
-            kernel();
-          });
-        for (std::thread& th : pool) th.join();
-      }
 }
 
 }  // namespace tg_emu
@@ -165,22 +153,25 @@ struct alignas(8) uint2 {
 template <class T>
 inline void __stwb(T* p, T v) { *p = v; }
 
-#define threadIdx (tg_emu::self.thread)
-#define blockIdx (tg_emu::self.block)
+#define threadIdx (tg_emu::me().thread)
+#define blockIdx (tg_emu::me().block)
 #define gridDim (tg_emu::grid_dim)
 #define blockDim (tg_emu::block_dim)
 
-inline void __syncthreads() { tg_emu::self.state->all.arrive_and_wait(); }
-inline void __syncwarp(unsigned = 0xffffffffu) { tg_emu::warp().barrier.arrive_and_wait(); }
+inline void __syncthreads() {
+  tg_emu::Cta& cta = *tg_emu::me().cta;
+  tg_emu::barrier_arrive(cta.named[0], cta.threads, true, "__syncthreads (barrier 0)");
+}
+inline void __syncwarp(unsigned = 0xffffffffu) { tg_emu::warp_sync(); }
 inline int __syncthreads_or(int predicate) {
-  tg_emu::BlockState& s = *tg_emu::self.state;
-  s.all.arrive_and_wait();
-  if (predicate) s.vote.store(1);
-  s.all.arrive_and_wait();
-  int result = s.vote.load();
-  s.all.arrive_and_wait();
-  if (tg_emu::self.thread.x == 0) s.vote.store(0);
-  s.all.arrive_and_wait();
+  tg_emu::Cta& s = *tg_emu::me().cta;
+  __syncthreads();
+  if (predicate) s.vote = 1;
+  __syncthreads();
+  int result = s.vote;
+  __syncthreads();
+  if (tg_emu::me().thread.x == 0) s.vote = 0;
+  __syncthreads();
   return result;
 }
 template <class T>
@@ -414,127 +405,37 @@ inline void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) { tg_emu_mma
 // --- cp.async: copies wait until a wait_group covers their group ------------------------------
 // The source is read when the copy is issued (a later store to it is not
 // seen, as on the device); shared memory is written at the wait.
-struct TgEmuCopy {
-  unsigned dst;
-  unsigned char data[16];
-  int size, group;
-};
-inline thread_local std::vector<TgEmuCopy> tg_emu_copies;
 template <int BYTES>
 void tg_cp_async(unsigned dst, const void* src, int src_bytes) {
   static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async moves 4, 8 or 16 bytes");
-  if (dst % BYTES != 0 || (src_bytes > 0 && reinterpret_cast<uintptr_t>(src) % BYTES != 0)) {
-    std::fprintf(stderr, "tg_emu: misaligned cp.async (dst %u, src %p, %d bytes)\n", dst, src, BYTES);
-    std::abort();
-  }
-  TgEmuCopy c{dst, {}, BYTES, tg_emu::self.next_group};
+  if (dst % BYTES != 0 || (src_bytes > 0 && reinterpret_cast<uintptr_t>(src) % BYTES != 0))
+    tg_emu::fail("misaligned cp.async (dst " + std::to_string(dst) + ", " + std::to_string(BYTES) + " bytes)");
+  tg_emu::CpAsyncCopy c{dst, {}, BYTES, tg_emu::me().next_group};
   if (src_bytes > 0) std::memcpy(c.data, src, static_cast<size_t>(std::min(src_bytes, BYTES)));
 #ifdef TG_EMU_EAGER_COPIES
   // The other extreme the device allows: the copy lands at once, so a stage
   // refilled while an asynchronous reader (wgmma) still needs it shows.
   std::memcpy(tg_emu::shared() + c.dst, c.data, static_cast<size_t>(BYTES));
 #else
-  tg_emu_copies.push_back(c);
+  tg_emu::me().copies.push_back(c);
 #endif
 }
-inline void tg_cp_async_commit() { ++tg_emu::self.next_group; }
+inline void tg_cp_async_commit() { ++tg_emu::me().next_group; }
 // Lands every copy but those of the N most recently committed groups (and
 // the uncommitted ones).
 template <int N>
 void tg_cp_async_wait() {
-  std::vector<TgEmuCopy> left;
-  for (const TgEmuCopy& c : tg_emu_copies) {
-    if (c.group < tg_emu::self.next_group - N)
+  tg_emu::ThreadState& t = tg_emu::me();
+  std::vector<tg_emu::CpAsyncCopy> left;
+  for (const tg_emu::CpAsyncCopy& c : t.copies) {
+    if (c.group < t.next_group - N)
       std::memcpy(tg_emu::shared() + c.dst, c.data, static_cast<size_t>(c.size));
     else
       left.push_back(c);
   }
-  tg_emu_copies = std::move(left);
+  t.copies = std::move(left);
 }
 
-// --- wgmma: each instruction runs when a wait_group covers its group ---------------------------
-// Operands are read through the descriptors as the PTX ISA describes the
-// canonical layouts: swizzle atoms of 8 rows x W bytes (W = 128, 64, 32 for
-// modes 1, 2, 3), rows along K ("K-major": the stride byte offset steps 8
-// rows of M/N, the leading one the next atom along K) or along M/N
-// (transposed: the leading byte offset steps the next atom along M/N, the
-// stride one 8 rows of K); then the hardware's swizzle: address bits
-// [4, 4 + log2(W/16)) ^= bits [7, 7 + log2(W/16)). The accumulator fragment:
-// warp w % 4 of the warpgroup holds rows 16 (w % 4) .. + 15, as mma.sync's.
-struct TgEmuWgmma {
-  float* d;
-  unsigned long long a, b;
-  int n, type, trans_a, trans_b, group;
-  // a from registers: every lane's four A fragment words, gathered at issue
-  // (the warp's 16 rows of the warpgroup's 64, laid out as mma.sync's A).
-  std::shared_ptr<std::array<std::array<unsigned, 4>, 32>> a_registers = nullptr;
-};
-inline thread_local std::vector<TgEmuWgmma> tg_emu_wgmmas;
-inline thread_local int tg_emu_wgmma_groups = 0;
-
-inline void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a,
-                         int trans_b) {
-  tg_emu_wgmmas.push_back({d, a, b, n, type, trans_a, trans_b, tg_emu_wgmma_groups});
-}
-inline void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b) {
-  std::array<unsigned, 4> mine;
-  std::memcpy(mine.data(), a, sizeof mine);
-  auto all = std::make_shared<std::array<std::array<unsigned, 4>, 32>>(tg_emu::warp_exchange(mine));
-  tg_emu_wgmmas.push_back({d, 0, b, n, type, 0, trans_b, tg_emu_wgmma_groups, std::move(all)});
-}
-inline void tg_wgmma_fence() {}
-inline void tg_wgmma_commit() { ++tg_emu_wgmma_groups; }
-inline void tg_fence_proxy_async() {}
-inline void tg_pin(float&) {}
-inline void tg_pin(int&) {}
-
-// Element (mn, k) of a 16-bit operand through descriptor `desc`.
-inline float tg_emu_desc_element(unsigned long long desc, bool mn_major, int mn, int k, int type) {
-  unsigned start = static_cast<unsigned>(desc & 0x3fff) << 4;
-  unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3fff) << 4;
-  unsigned sbo = static_cast<unsigned>((desc >> 32) & 0x3fff) << 4;
-  unsigned mode = static_cast<unsigned>(desc >> 62);
-  unsigned width = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
-  if (width == 0) {
-    std::fprintf(stderr, "tg_emu: wgmma descriptor without swizzle is not emulated\n");
-    std::abort();
-  }
-  unsigned per_row = width / 2;  // 16-bit elements in a row of an atom
-  unsigned u = mn_major ? start + (mn / per_row) * lbo + (k / 8) * sbo + (k % 8) * width + (mn % per_row) * 2
-                        : start + (mn / 8) * sbo + (k / per_row) * lbo + (mn % 8) * width + (k % per_row) * 2;
-  unsigned physical = u ^ (((u >> 7) & (width / 16 - 1)) << 4);
-  unsigned short h;
-  std::memcpy(&h, tg_emu::shared() + physical, 2);
-  return type == 0 ? tg_f16_to_f32(h) : __uint_as_float(static_cast<unsigned>(h) << 16);
-}
-
-template <int N>
-void tg_wgmma_wait() {
-  int l = tg_emu::lane(), quarter = static_cast<int>(tg_emu::self.thread.x / 32) % 4;
-  std::vector<TgEmuWgmma> left;
-  for (const TgEmuWgmma& w : tg_emu_wgmmas) {
-    if (w.group >= tg_emu_wgmma_groups - N) {
-      left.push_back(w);
-      continue;
-    }
-    for (int i = 0; i < w.n / 8; ++i)
-      for (int c = 0; c < 4; ++c) {
-        int row = 16 * quarter + l / 4 + 8 * (c / 2), col = 8 * i + 2 * (l % 4) + c % 2;
-        double sum = 0;
-        for (int k = 0; k < 16; ++k) {
-          double a;
-          if (w.a_registers) {
-            TgEmuPlace p = tg_emu_a_place(0, row - 16 * quarter, k);
-            a = tg_emu_element(0, w.type, (*w.a_registers)[static_cast<size_t>(p.lane)][static_cast<size_t>(p.reg)],
-                               p.byte);
-          } else {
-            a = tg_emu_desc_element(w.a, w.trans_a != 0, row, k, w.type);
-          }
-          sum += a * tg_emu_desc_element(w.b, w.trans_b != 0, col, k, w.type);
-        }
-        w.d[4 * i + c] = static_cast<float>(w.d[4 * i + c] + sum);
-      }
-  }
-  tg_emu_wgmmas = std::move(left);
-}
+#include "cuda_emulator_wgmma.h"
+#include "cuda_emulator_async.h"
 #endif

@@ -6,11 +6,14 @@
 // (float max/min through integer max/min, 16-bit compare-and-swap loops)
 // then runs unchanged. The emulator runs a block's threads concurrently, so
 // these are real atomics: std::atomic_ref, sequentially consistent whatever
-// order was asked (a stronger order is always a correct one).
+// order was asked (a stronger order is always a correct one). Each atomic
+// lets the scheduler switch threads first, so a thread spinning on an atomic
+// (a lock) lets the others run.
 #define TG_EMU_ATOMS
 
 template <class T, class Next>
 inline T tg_emu_atomic_update(T* p, Next next) {
+  tg_emu::yield();
   std::atomic_ref<T> word(*p);
   T old = word.load();
   while (!word.compare_exchange_weak(old, next(old))) {
@@ -88,6 +91,7 @@ inline void tg_fence() {
 
 template <int S, int C, class T>
 inline T tg_atom_cas(T* p, T cmp, T v) {
+  tg_emu::yield();
   std::atomic_ref<T>(*p).compare_exchange_strong(cmp, v);
   return cmp;  // the old value whether or not it matched
 }

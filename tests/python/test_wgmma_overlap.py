@@ -21,11 +21,11 @@ import pytest
 
 import tegula
 from cuda_compile_util import require_nvrtc
-from cuda_emulator import emulate, require_emulator
+from cuda_emulator import EmulatorError, emulate, require_emulator
 from ops_util import eps, random, rng_for, to_f64
 from tegula.cli import executable
-from tegula.kernels import attention as attn
-from tegula.kernels import matmul
+import flash_attention as attn
+import matmul
 
 SERIALIZED = re.compile(r"\(C75(14|15|19)\)")
 MATMUL_SIG = ("*bf16:16, *bf16:16, *bf16:16, i32:16, i32:16, i32:16, i32:16, i32:1, i32:16, i32:1, i32:16, i32:1, "
@@ -142,11 +142,12 @@ def test_in_flight_matmul_is_exact(M, N, K, bk, warps, stages):
 
 @pytest.mark.parametrize("breakage", ["none", "no final wait", "wait_group 2"])
 def test_emulator_catches_a_missing_wait(breakage):
-    # Without the wait after the loop the last group never lands; with
+    # Without the wait after the loop the last group never lands: the
+    # emulator reports the threads that exit with wgmmas in flight. With
     # wait_group 2 the stage of group k-1 is refilled before that group has
     # read it, which shows when copies land as soon as they are issued
-    # (TG_EMU_EAGER_COPIES). Either way the product is wrong; unbroken, the
-    # same code is exact with eager copies too.
+    # (TG_EMU_EAGER_COPIES): the product is wrong. Unbroken, the same code is
+    # exact with eager copies too.
     require_emulator()
 
     def edit(source: str) -> str:
@@ -159,5 +160,9 @@ def test_emulator_catches_a_missing_wait(breakage):
         return "#define TG_EMU_EAGER_COPIES\n" + broken
 
     blocks = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}
+    if breakage == "no final wait":
+        with pytest.raises(EmulatorError, match=r"exited with \d+ wgmma.* no wgmma.wait_group retired"):
+            run_matmul(64, 128, 160, blocks, 4, 3, edit_source=edit)
+        return
     _, c, want, tol = run_matmul(64, 128, 160, blocks, 4, 3, edit_source=edit)
     assert (np.abs(c - want) > tol).any() == (breakage != "none")

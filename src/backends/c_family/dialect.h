@@ -1,12 +1,12 @@
-// The C-family dialects Tegula prints: C++ for the CPU backend's system
-// compiler, CUDA C++ for NVRTC. The shared tables (type_spelling.h,
-// op_syntax.def) have a column per dialect.
+// The C-family dialects Tegula prints: the C++ of the CPU backend, compiled
+// by the system compiler, and the CUDA C++ of the CUDA backend, compiled by
+// NVRTC without any #include. Where their spelling differs (scalar type
+// names, a few literals, the escapes of a string literal) the shared
+// printer's tables have a column per dialect.
 #pragma once
-
-#include <cstdint>
 
 namespace tegula::backends::c_family {
 
-enum class Dialect : uint8_t { Cpu, Cuda };
+enum class Dialect { Cpu, Cuda };
 
 }  // namespace tegula::backends::c_family

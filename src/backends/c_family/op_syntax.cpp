@@ -3,7 +3,7 @@
 #include <iterator>
 #include <variant>
 
-#include "backends/c_family/type_spelling.h"
+#include "backends/c_family/spelling.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::c_family {
@@ -37,7 +37,7 @@ constexpr SyntaxRow kSyntax[] = {
 // the compute type of `result`.
 std::string substitute(Dialect dialect, std::string_view form, const std::vector<std::string>& operands,
                        Scalar result) {
-  std::string compute = c_compute(dialect, result);
+  std::string compute = compute_type(result, dialect);
   bool single = compute == "float";
   std::string out;
   for (size_t i = 0; i < form.size(); ++i) {
@@ -47,7 +47,7 @@ std::string substitute(Dialect dialect, std::string_view form, const std::vector
     }
     char c = form[++i];
     if (c == 'T') {
-      out += c_scalar(dialect, result);
+      out += scalar_type(result, dialect);
     } else if (c == 'C') {
       out += compute;
     } else if (c == 'f') {
@@ -101,8 +101,8 @@ const char* cmp_operator(const ir::Op& op) {
 std::string cmp_expr(Dialect dialect, const ir::Op& op, const ir::Type& t, const std::vector<std::string>& operands) {
   std::string a = operands[0], b = operands[1];
   if (t.is_pointer()) {
-    a = std::string("reinterpret_cast<") + c_address(dialect) + ">(" + a + ")";
-    b = std::string("reinterpret_cast<") + c_address(dialect) + ">(" + b + ")";
+    a = "reinterpret_cast<" + address_type(dialect) + ">(" + a + ")";
+    b = "reinterpret_cast<" + address_type(dialect) + ">(" + b + ")";
   } else {
     a = to_compute(t.scalar, a);
     b = to_compute(t.scalar, b);
@@ -112,14 +112,14 @@ std::string cmp_expr(Dialect dialect, const ir::Op& op, const ir::Type& t, const
 
 // Through the address; CUDA spells out the sign extension of a signed integer.
 std::string pointer_cast(Dialect dialect, const ir::Type& from, const ir::Type& to, const std::string& x) {
-  std::string address = c_address(dialect);
-  if (to.is_pointer() && from.is_pointer()) return "reinterpret_cast<" + c_pointer(dialect, to.scalar) + ">(" + x + ")";
+  std::string address = address_type(dialect);
+  if (to.is_pointer() && from.is_pointer()) return "reinterpret_cast<" + element_type(to, dialect) + ">(" + x + ")";
   if (to.is_pointer()) {
     std::string extend = dialect == Dialect::Cuda && ir::is_signed(from.scalar) ? "(long long)" : "";
-    return "reinterpret_cast<" + c_pointer(dialect, to.scalar) + ">((" + address + ")(" + extend + x + "))";
+    return "reinterpret_cast<" + element_type(to, dialect) + ">((" + address + ")(" + extend + x + "))";
   }
   if (to.scalar == Scalar::I1) return x + " != nullptr";
-  return "(" + std::string(c_scalar(dialect, to.scalar)) + ")reinterpret_cast<" + address + ">(" + x + ")";
+  return "(" + scalar_type(to.scalar, dialect) + ")reinterpret_cast<" + address + ">(" + x + ")";
 }
 
 }  // namespace
@@ -149,7 +149,7 @@ std::optional<std::string> common_cast(Dialect dialect, const ir::Type& from, co
                                        const std::string& x) {
   if (to.is_pointer() || from.is_pointer()) return pointer_cast(dialect, from, to, x);
   Scalar s = from.scalar, d = to.scalar;
-  std::string dt = c_scalar(dialect, d);
+  std::string dt = scalar_type(d, dialect);
   if (s == d) return x;
   if (d == Scalar::I1) return to_compute(s, x) + " != 0";
   if (!ir::is_integer(s)) return std::nullopt;
