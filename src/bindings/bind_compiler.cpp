@@ -151,7 +151,7 @@ std::vector<SignatureTuple> parse_signature(const FunctionSource& fn) {
   try {
     params = frontend::parse_signature(fn, sources);
   } catch (const UserError& e) {
-    throw runtime::to_error(e.diagnostic(), &sources);
+    throw tegula::to_error(e.diagnostic(), &sources);
   }
   std::vector<SignatureTuple> out;
   out.reserve(params.size());
@@ -163,7 +163,7 @@ std::string cache_directory(const runtime::CompileOptions& options) {
   try {
     return runtime::cache_directory(options);
   } catch (const UserError& e) {
-    throw runtime::to_error(e.diagnostic(), nullptr);
+    throw tegula::to_error(e.diagnostic(), nullptr);
   }
 }
 
@@ -188,7 +188,7 @@ void bind_compiler(nb::module_& m) {
   m.def(
       "compile_with_profile",
       [](const KernelRequest& request, const runtime::CompileOptions& options) {
-        runtime::CompileProfile profile;
+        tegula::CompileProfile profile;
         std::shared_ptr<runtime::CompiledKernel> kernel;
         {
           nb::gil_scoped_release released;

@@ -16,7 +16,7 @@
 
 #include "bindings/bindings.h"
 #include "runtime/compiler.h"
-#include "runtime/cuda_launch.h"
+#include "backends/cuda/module.h"
 #include "runtime/errors.h"
 
 namespace nb = nanobind;
@@ -33,7 +33,7 @@ using runtime::CompiledKernel;
   std::string message = "argument '" + param.name + "' of kernel '" + kernel.name + "' (" +
                         ir::to_string(param.type) + ") expects " + expected + ", got " +
                         nb::type_name(got.type()).c_str();
-  runtime::fail(ErrorKind::Type, Diag::LaunchArgumentType, std::move(message));
+  tegula::fail(ErrorKind::Type, Diag::LaunchArgumentType, std::move(message));
 }
 
 // The Python side has already chosen the parameter's kind from the value, so
@@ -69,7 +69,7 @@ ArgValue convert(const CompiledKernel& kernel, const ir::Param& param, nb::handl
 std::vector<ArgValue> convert_all(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args) {
   const size_t count = nb::len(args);
   if (count != kernel.params.size()) {
-    runtime::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
+    tegula::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
                   "kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
                       " runtime arguments, got " + std::to_string(count));
   }
@@ -77,7 +77,7 @@ std::vector<ArgValue> convert_all(const CompiledKernel& kernel, const std::array
   values.reserve(count);
   for (size_t i = 0; i < count; ++i) values.push_back(convert(kernel, kernel.params[i], args[i]));
   for (int64_t g : grid)
-    if (g < 0) runtime::fail(ErrorKind::Value, Diag::InvalidGrid, "grid dimensions must be >= 0");
+    if (g < 0) tegula::fail(ErrorKind::Value, Diag::InvalidGrid, "grid dimensions must be >= 0");
   return values;
 }
 
@@ -87,7 +87,7 @@ void set_extents(const CompiledKernel& kernel, std::vector<ArgValue>& values, nb
   if (extents.is_none()) return;
   nb::list list = nb::cast<nb::list>(extents);
   if (nb::len(list) != values.size())
-    runtime::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
+    tegula::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
                   "kernel '" + kernel.name + "': " + std::to_string(nb::len(list)) + " array extents for " +
                       std::to_string(values.size()) + " arguments");
   for (size_t i = 0; i < values.size(); ++i) {
@@ -116,9 +116,9 @@ void launch_cuda(const CompiledKernel& kernel, const std::array<int64_t, 3>& gri
 // What the kernel uses on `device` (CUDA kernels; loads it there if needed).
 nb::dict resources(const CompiledKernel& kernel, int device) {
   if (!kernel.cuda_module)
-    runtime::fail(ErrorKind::Value, Diag::WrongLaunchTarget,
+    tegula::fail(ErrorKind::Value, Diag::WrongLaunchTarget,
                   "kernel '" + kernel.name + "' runs on the CPU; it has no GPU resources");
-  runtime::cuda::Resources used;
+  backends::cuda::Resources used;
   {
     nb::gil_scoped_release released;
     used = kernel.cuda_module->resources(device);

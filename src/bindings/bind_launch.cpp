@@ -68,7 +68,7 @@ int64_t grid_dimension(PyObject* value, int axis) {
   int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
   if (overflow != 0)
-    runtime::fail(ErrorKind::Value, Diag::InvalidGrid, "grid dimension " + std::to_string(axis) +
+    tegula::fail(ErrorKind::Value, Diag::InvalidGrid, "grid dimension " + std::to_string(axis) +
                                         " does not fit in 64 bits; each grid dimension must be between 0 and 2^31 - 1");
   return v;
 }
@@ -450,7 +450,7 @@ class Launcher {
       out.bits = value.bits;
     }
     if (!ok)
-      runtime::fail(ErrorKind::Type, Diag::InternalCompilerError,
+      tegula::fail(ErrorKind::Type, Diag::InternalCompilerError,
                     "internal error: argument '" + param.name + "' of kernel '" + kernel.name +
                                          "' (" + ir::to_string(param.type) +
                                          ") got a value of another kind than its specialization");

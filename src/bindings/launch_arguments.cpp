@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "runtime/cuda_api.h"
+#include "backends/cuda/driver_api.h"
 
 namespace nb = nanobind;
 
@@ -363,7 +363,7 @@ bool ArgumentClassifier::single_cuda_device() {
     // torch and the driver count the same devices (both honour
     // CUDA_VISIBLE_DEVICES); a driver we cannot ask means "ask torch".
     try {
-      cuda_devices_ = runtime::cuda::device_count();
+      cuda_devices_ = backends::cuda::device_count();
     } catch (const std::exception&) {
       cuda_devices_ = 0;
     }

@@ -338,7 +338,7 @@ int main(int argc, char** argv) {
     return tools::run(args);
   } catch (const tools::FileError& e) {
     std::cerr << e.what();
-  } catch (const runtime::Error& e) {
+  } catch (const tegula::Error& e) {
     std::cerr << e.what();
   } catch (const UserError& e) {
     std::cerr << render(e.diagnostic(), nullptr);

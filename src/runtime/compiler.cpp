@@ -1,6 +1,6 @@
 // The compile driver. compile() is the straight line
 //   key -> in-process table -> disk cache -> (miss) lower, optimize, emit, build -> publish -> load
-// and the one place where the compiler's exceptions become runtime::Error.
+// and the one place where the compiler's exceptions become tegula::Error.
 // The CPU backend builds a shared object with the system compiler; the CUDA
 // backend builds a device image with NVRTC for the target device's
 // architecture (cuda_compile.h) and loads it lazily, per device, at launch.
@@ -22,17 +22,18 @@
 
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/toolchain.h"
+#include "backends/kernel_abi.h"
 #include "backends/cuda/codegen.h"
 #include "frontend/lower.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "runtime/cuda_api.h"
+#include "backends/cuda/driver_api.h"
 #include "compiler_build_id.h"  // generated: TEGULA_COMPILER_BUILD_ID
-#include "runtime/cuda_compile.h"
-#include "runtime/cuda_launch.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/module.h"
 #include "runtime/disk_cache.h"
 #include "runtime/errors.h"
-#include "runtime/shared_library.h"
+#include "backends/cpu/shared_library.h"
 #include "support/sha256.h"
 
 #ifndef TEGULA_VERSION
@@ -41,12 +42,15 @@
 
 namespace tegula::runtime {
 
+namespace cuda = backends::cuda;
+using backends::cpu::LibraryError;
+using backends::cpu::SharedLibrary;
+
 namespace {
 
 // Bump when the driver changes what it produces for the same inputs (the
 // kernel ABI, how options reach the backend...), so old entries stop matching.
 constexpr const char* kDriverVersion = "driver-1";
-constexpr const char* kEntrySymbol = "tegula_kernel";
 
 // --- the cache key -----------------------------------------------------------------
 //
@@ -104,7 +108,7 @@ void check_request(const frontend::KernelRequest& request, const CompileOptions&
 
 // `target` is the CUDA target for cuda requests, null for cpu ones.
 std::string compute_key(const frontend::KernelRequest& request, const CompileOptions& options,
-                        const cuda::Target* target) {
+                        const cuda::NvrtcTarget* target) {
   KeyWriter w;
   w.field("format", std::string("tegula ") + TEGULA_VERSION + " " + kDriverVersion + " cache " +
                         std::to_string(kCacheFormatVersion));
@@ -216,7 +220,7 @@ struct Attempt {
                  &attempt.sources);
 }
 
-// Runs `step`, turning every exception into runtime::Error.
+// Runs `step`, turning every exception into tegula::Error.
 template <class Step>
 auto translate_errors(Attempt& attempt, Step&& step) -> decltype(step()) {
   try {
@@ -255,7 +259,7 @@ backends::cuda::CudaKernel emit_cuda_source(const ir::Function& fn, const backen
 // .layouts for CUDA) always and attempt.stages.ir when `keep_ir`, stage by
 // stage, so a failure leaves what was produced before it. `target` is the
 // CUDA target of a cuda request, null otherwise.
-Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir, const cuda::Target* target) {
+Lowered generate(Attempt& attempt, const CompileOptions& options, bool keep_ir, const cuda::NvrtcTarget* target) {
   const frontend::KernelRequest& request = *attempt.request;
   CompileProfile unprofiled;
   CompileProfile& profile = attempt.profile ? *attempt.profile : unprofiled;
@@ -315,7 +319,7 @@ bool has_stages(const CompiledKernel& kernel) { return !kernel.stages.ir.empty()
 // the PTX and ptxas's report come from it), storing them for next time when
 // the entry's manifest is known.
 Stages stages_of_entry(const frontend::KernelRequest& request, const CompileOptions& options,
-                       const cuda::Target* target, const DiskCache& cache, const std::string& key,
+                       const cuda::NvrtcTarget* target, const DiskCache& cache, const std::string& key,
                        std::optional<CacheManifest> manifest) {
   if (manifest)
     if (std::optional<Stages> stored = cache.load_stages(key, *manifest)) return std::move(*stored);
@@ -341,7 +345,7 @@ Stages stages_of_entry(const frontend::KernelRequest& request, const CompileOpti
 }
 
 std::shared_ptr<CompiledKernel> load_or_build_cuda(const frontend::KernelRequest& request,
-                                                   const CompileOptions& options, const cuda::Target& target,
+                                                   const CompileOptions& options, const cuda::NvrtcTarget& target,
                                                    const std::string& key, const std::string& directory,
                                                    bool want_stages, CompileProfile& profile) {
   std::optional<PhaseTimer> phase(std::in_place, profile, "disk cache");
@@ -453,7 +457,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const frontend::KernelRequest& req
   void* entry = nullptr;
   try {
     library = SharedLibrary::open(cache.library_path(key));
-    entry = library->symbol(kEntrySymbol);
+    entry = library->symbol(backends::abi::kEntrySymbol);
   } catch (const LibraryError& e) {
     fail(ErrorKind::Compile, Diag::KernelLoadFailed, std::string("cannot load the compiled kernel: ") + e.what(),
          "if the cache directory " + directory +
@@ -546,7 +550,7 @@ std::string cache_directory(const CompileOptions& options) { return resolve_cach
 namespace {
 
 // The CUDA target of a cuda request (needs the driver unless options.cuda_arch is set, and NVRTC).
-std::optional<cuda::Target> target_of(const CompileOptions& options) {
+std::optional<cuda::NvrtcTarget> target_of(const CompileOptions& options) {
   if (!is_cuda(options)) return std::nullopt;
   return cuda::resolve_target(options.device, options.cuda_arch);
 }
@@ -559,7 +563,7 @@ void find_toolchain(const frontend::KernelRequest& request) {
 }
 
 std::string key_for(const frontend::KernelRequest& request, const CompileOptions& options,
-                    const std::optional<cuda::Target>& target) {
+                    const std::optional<cuda::NvrtcTarget>& target) {
   Attempt attempt{&request, {}, {}, {}};
   return translate_errors(attempt, [&] { return compute_key(request, options, target ? &*target : nullptr); });
 }
@@ -573,7 +577,7 @@ std::string cache_key(const frontend::KernelRequest& request, const CompileOptio
 
 GeneratedSource generate_source(const frontend::KernelRequest& request, const CompileOptions& options) {
   check_request(request, options);
-  std::optional<cuda::Target> target;
+  std::optional<cuda::NvrtcTarget> target;
   if (is_cuda(options)) {
     target.emplace();
     target->arch = options.cuda_arch > 0 ? options.cuda_arch : cuda::device_arch(options.device);
@@ -589,7 +593,7 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
   CompileProfile& profile = requested_profile ? *requested_profile : unprofiled;
   std::optional<PhaseTimer> phase(std::in_place, profile, "setup");
   check_request(request, options);
-  std::optional<cuda::Target> target = target_of(options);
+  std::optional<cuda::NvrtcTarget> target = target_of(options);
   if (!target) find_toolchain(request);
   phase.emplace(profile, "key");
   std::string key = key_for(request, options, target);

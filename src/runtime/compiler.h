@@ -16,37 +16,18 @@
 #include "ir/ir.h"
 #include "passes/debug_sites.h"
 #include "passes/pipeline.h"
-#include "runtime/compile_profile.h"
+#include "support/compile_profile.h"
 #include "support/diagnostic.h"
+#include "support/error.h"
 
-namespace tegula::runtime {
-
+namespace tegula::backends::cpu {
 class SharedLibrary;
-namespace cuda {
+}
+namespace tegula::backends::cuda {
 class Module;
 }
 
-// What leaves the runtime API: the fully rendered diagnostic text (location,
-// quoted line, caret, hint) and which Python exception it maps to
-// (Compile -> tegula.CompilationError, Type -> TypeError, Value -> ValueError).
-// UserError and InternalError never cross this boundary. The code is the
-// diagnostic's stable code (Python exposes it as the exception's `.code`).
-class Error : public std::runtime_error {
- public:
-  Error(std::string rendered, ErrorKind kind, Diag code)
-      : std::runtime_error(std::move(rendered)), kind_(kind), code_(code) {}
-  ErrorKind kind() const { return kind_; }
-  Diag code() const { return code_; }
-
- private:
-  ErrorKind kind_;
-  Diag code_;
-};
-
-// The runtime::Error for a diagnostic, rendered against `sources` (may be null).
-inline Error to_error(const Diagnostic& d, const SourceManager* sources) {
-  return Error(render(d, sources), d.kind, d.code);
-}
+namespace tegula::runtime {
 
 struct CompileOptions {
   std::string backend = "cpu";
@@ -102,7 +83,7 @@ class CompiledKernel {
 
   // Runs the grid (each of grid[0..2] >= 1; a zero dimension runs nothing) on
   // the worker threads and returns when all programs finished. `args` holds
-  // one value per entry of `params`. Throws runtime::Error (kind Value/Type)
+  // one value per entry of `params`. Throws tegula::Error (kind Value/Type)
   // on a mismatch it can detect, and a debug kernel's DeviceFault
   // (runtime/debug_record.h) when it recorded an error.
   void launch(const int64_t grid[3], const std::vector<ArgValue>& args) const;
@@ -110,19 +91,19 @@ class CompiledKernel {
   // CUDA kernels: queues the grid on `stream` (a CUstream handle; 0 is the
   // legacy default stream) of CUDA device `device` and returns without
   // waiting (debug kernels wait and report a fault). Pointer arguments are
-  // device addresses. Throws runtime::Error like launch(), and
+  // device addresses. Throws tegula::Error like launch(), and
   // cuda::DriverError, naming the kernel and the CUresult, when the driver
   // refuses.
   void launch(const int64_t grid[3], const std::vector<ArgValue>& args, uint64_t stream, int device) const;
 
   // Internal: set by the driver.
-  std::shared_ptr<SharedLibrary> library;  // CPU
+  std::shared_ptr<backends::cpu::SharedLibrary> library;  // CPU
   void* entry = nullptr;                   // CPU
-  std::shared_ptr<cuda::Module> cuda_module;  // CUDA (see cuda_launch.h)
+  std::shared_ptr<backends::cuda::Module> cuda_module;  // CUDA (see cuda_launch.h)
 };
 
 // Compiles (or loads from the disk cache) the kernel of `request`.
-// Thread-safe. Throws runtime::Error for errors in the user's kernel (rendered
+// Thread-safe. Throws tegula::Error for errors in the user's kernel (rendered
 // against the request's sources) and for internal compiler errors. With
 // `profile`, records the time of each phase there (compile_profile.h; a
 // kernel already loaded in this process is the one phase "in memory").
@@ -155,7 +136,7 @@ struct Stats {
 Stats& stats();
 
 // The resolved cache directory for `options` (created 0700 if missing).
-// Throws runtime::Error (kind Value) if it is not owned by the current user or
+// Throws tegula::Error (kind Value) if it is not owned by the current user or
 // is writable by group or others.
 std::string cache_directory(const CompileOptions& options);
 

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
-#include "runtime/cuda_api.h"
-#include "runtime/cuda_launch.h"
+#include "backends/cuda/driver_api.h"
+#include "backends/cuda/module.h"
 #include "runtime/errors.h"
 
 namespace tegula::runtime {
+
+namespace cuda = backends::cuda;
 
 namespace {
 

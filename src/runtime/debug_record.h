@@ -16,26 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/kernel_abi.h"
 #include "runtime/compiler.h"
 
 namespace tegula::runtime {
 
-// The layout the generated code declares as TgDebugRecord
-// (backends/cpu/prelude_debug.h, backends/cuda/prelude_debug.h). Zero means
-// "nothing recorded".
-struct DebugRecord {
-  int32_t lock = 0;
-  int32_t reported = 0;   // 1 once a program recorded an error
-  int64_t program = 0;    // its linear id: x + gx * (y + gy * z)
-  int32_t site = 0;       // index into CompiledKernel::debug_sites
-  int32_t param = 0;      // the parameter whose array was left (-1: an assert)
-  int32_t pid[3] = {0, 0, 0};
-  int32_t unused = 0;
-  int64_t offset = 0;     // element offset from the array's first byte (may be negative)
-  int64_t size = 0;       // the array's size in elements
-  int64_t index = 0;      // flat index of the failing element in its tile (asserts)
-};
-static_assert(sizeof(DebugRecord) == 64, "must match TgDebugRecord of the generated code");
+using backends::abi::DebugRecord;  // the layout the generated code writes (backends/kernel_abi.h)
 
 // A debug kernel found an error: an access out of the bounds of its array or
 // a failing device assert. The message (what()) is the full report; the

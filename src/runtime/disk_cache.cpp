@@ -15,17 +15,21 @@
 #include <random>
 #include <sstream>
 
+#include "backends/kernel_abi.h"
 #include "runtime/errors.h"
-#include "runtime/shared_library.h"
+#include "backends/cpu/shared_library.h"
 #include "support/sha256.h"
 
 namespace tegula::runtime {
+
+namespace cuda = backends::cuda;
+using backends::cpu::LibraryError;
+using backends::cpu::SharedLibrary;
 
 namespace {
 
 constexpr std::string_view kManifestMagic = "tegula-kernel-cache";
 constexpr std::string_view kStagesMagic = "tegula-kernel-stages";
-constexpr const char* kEntrySymbol = "tegula_kernel";
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -395,7 +399,7 @@ std::optional<CachedKernel> DiskCache::load(const std::string& key, std::string*
   CachedKernel cached;
   try {
     cached.library = SharedLibrary::open(library_path(key));
-    cached.entry = cached.library->symbol(kEntrySymbol);
+    cached.entry = cached.library->symbol(backends::abi::kEntrySymbol);
   } catch (const LibraryError& e) {
     return miss(e.what());
   }

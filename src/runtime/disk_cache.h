@@ -29,9 +29,13 @@
 #include "passes/debug_sites.h"
 #include "runtime/compiler.h"
 
+namespace tegula::backends::cpu {
+class SharedLibrary;
+}
+
 namespace tegula::runtime {
 
-class SharedLibrary;
+using backends::cpu::SharedLibrary;
 
 // Bumped whenever the entry layout or the kernel ABI changes.
 constexpr int kCacheFormatVersion = 1;
@@ -72,7 +76,7 @@ struct CachedImage {
 
 // Resolves the cache directory (`configured`, else $TEGULA_CACHE_DIR, else
 // $XDG_CACHE_HOME/tegula, else ~/.cache/tegula), creates it (and missing
-// parents) with mode 0700, and refuses (runtime::Error) a directory that is
+// parents) with mode 0700, and refuses (tegula::Error) a directory that is
 // not owned by the current user, is writable by group or others, or lies
 // inside a directory anyone may write to without the sticky bit (whoever can
 // rename the cache directory can replace it). Returns the canonical path
@@ -146,12 +150,12 @@ class DiskCache {
   // the cache directory, e.g. from temporary_path) to <key>.so, writes the
   // stages if given, then the manifest. Fills in the hashes of `manifest`.
   // Also removes temporary files a killed process left behind. Throws
-  // runtime::Error if the files cannot be written.
+  // tegula::Error if the files cannot be written.
   void store(const EntryLock& held, const std::string& built_library, CacheManifest& manifest,
              const Stages* stages) const;
 
   // Publishes a CUDA entry: the image, the stages if given, then the manifest
-  // (whose cuda_* fields the caller fills). Throws runtime::Error like store().
+  // (whose cuda_* fields the caller fills). Throws tegula::Error like store().
   void store_image(const EntryLock& held, std::string_view image, CacheManifest& manifest,
                    const Stages* stages) const;
 

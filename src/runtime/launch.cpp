@@ -7,21 +7,23 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/kernel_abi.h"
 #include "runtime/compiler.h"
-#include "runtime/cuda_launch.h"
+#include "backends/cuda/module.h"
 #include "runtime/debug_record.h"
 #include "runtime/errors.h"
-#include "runtime/thread_pool.h"
+#include "backends/cpu/thread_pool.h"
 
 namespace tegula::runtime {
 
+namespace cuda = backends::cuda;
+using backends::cpu::ThreadPool;
+
 namespace {
 
-using KernelEntry = void (*)(void* const* args, const int32_t* grid, int64_t first, int64_t last);
-
-// One argument, stored in the first bytes of an 8-byte-aligned slot as the C
-// type the generated code reads through args[i].
-using Slot = uint64_t;
+using KernelEntry = backends::abi::CpuEntry;
+// One argument, stored in the first bytes of its slot (backends/kernel_abi.h).
+using Slot = backends::abi::ArgSlot;
 
 std::string describe_kind(ArgValue::Kind kind) {
   switch (kind) {

@@ -18,14 +18,16 @@
 
 #include "lower_test_util.h"
 #include "runtime/compiler.h"
-#include "runtime/cuda_api.h"
-#include "runtime/cuda_compile.h"
-#include "runtime/cuda_launch.h"
+#include "backends/cuda/driver_api.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/module.h"
 #include "runtime/disk_cache.h"
 #include "runtime_test_util.h"
 
 namespace tegula::runtime {
 namespace {
+
+namespace cuda = backends::cuda;
 
 using testing::ScopedEnv;
 using testing::TempDir;
@@ -242,7 +244,7 @@ extern "C" __global__ void __launch_bounds__(128) tegula_kernel(const float* x, 
 
 TEST(CudaCompile, HandWrittenKernelBecomesACubinForTheRequestedArchitecture) {
   SKIP_WITHOUT(no_nvrtc);
-  cuda::Target target = cuda::resolve_target(0, 90);
+  cuda::NvrtcTarget target = cuda::resolve_target(0, 90);
   EXPECT_EQ(target.gpu_architecture, "sm_90a");
   EXPECT_EQ(target.nvrtc_version, cuda::nvrtc().version_text());
   cuda::Image image = cuda::compile_to_image(kAddSource, "add", target, /*debug=*/false, /*keep_details=*/true);
@@ -262,7 +264,7 @@ TEST(CudaCompile, HandWrittenKernelBecomesACubinForTheRequestedArchitecture) {
 // process would, must still come with its register report.
 TEST(CudaCompile, RegisterReportSurvivesNvrtcsOwnCache) {
   SKIP_WITHOUT(no_nvrtc);
-  cuda::Target target = cuda::resolve_target(0, 90);
+  cuda::NvrtcTarget target = cuda::resolve_target(0, 90);
   for (int round = 0; round < 3; ++round) {
     cuda::Image image = cuda::compile_to_image(kAddSource, "add", target, false, /*keep_details=*/true);
     EXPECT_TRUE(contains(image.log, "ptxas info")) << "round " << round << ":\n" << image.log;
@@ -271,7 +273,7 @@ TEST(CudaCompile, RegisterReportSurvivesNvrtcsOwnCache) {
 
 TEST(CudaCompile, PtxTargetYieldsPtxTheDriverCanLoad) {
   SKIP_WITHOUT(no_nvrtc);
-  cuda::Target target{80, "compute_80", cuda::nvrtc().version_text()};
+  cuda::NvrtcTarget target{80, "compute_80", cuda::nvrtc().version_text()};
   cuda::Image image = cuda::compile_to_image(kAddSource, "add", target, false, false);
   EXPECT_TRUE(contains(image.binary, ".entry tegula_kernel"));
   EXPECT_EQ(std::strlen(image.binary.c_str()), image.binary.size()) << "PTX must be one NUL-terminated text";
@@ -279,7 +281,7 @@ TEST(CudaCompile, PtxTargetYieldsPtxTheDriverCanLoad) {
 
 TEST(CudaCompile, RejectedSourceIsAnInternalErrorWithNvrtcsLog) {
   SKIP_WITHOUT(no_nvrtc);
-  cuda::Target target = cuda::resolve_target(0, 80);
+  cuda::NvrtcTarget target = cuda::resolve_target(0, 80);
   try {
     cuda::compile_to_image("extern \"C\" __global__ void tegula_kernel() { undefined_thing(); }\n", "broken", target,
                            false, false);
@@ -480,7 +482,7 @@ void synchronize() {
 // A CompiledKernel around a hand-written CUDA kernel, as the driver would make it.
 CompiledKernel hand_written(const std::string& source, const std::string& name, std::vector<ir::Param> params,
                             int threads, int shared_bytes, bool synchronize = false) {
-  cuda::Target target = cuda::resolve_target(0, 0);
+  cuda::NvrtcTarget target = cuda::resolve_target(0, 0);
   cuda::Image image = cuda::compile_to_image(source, name, target, false, false);
   CompiledKernel kernel;
   kernel.name = name;

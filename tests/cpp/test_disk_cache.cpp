@@ -6,7 +6,7 @@
 #include <set>
 
 #include "disk_cache_test_util.h"
-#include "runtime/shared_library.h"
+#include "backends/cpu/shared_library.h"
 #include "runtime_test_util.h"
 #include "support/sha256.h"
 
@@ -16,6 +16,9 @@
 
 namespace tegula::runtime {
 namespace {
+
+using backends::cpu::LibraryError;
+using backends::cpu::SharedLibrary;
 
 using testing::build_shared_object;
 using testing::DiskCacheTest;

@@ -17,12 +17,15 @@
 
 #include "disk_cache_test_util.h"
 #include "runtime/disk_cache.h"
-#include "runtime/shared_library.h"
+#include "backends/cpu/shared_library.h"
 #include "runtime_test_util.h"
 #include "support/sha256.h"
 
 namespace tegula::runtime {
 namespace {
+
+using backends::cpu::LibraryError;
+using backends::cpu::SharedLibrary;
 
 using testing::DiskCacheTest;
 using testing::kKey;

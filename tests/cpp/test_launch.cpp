@@ -8,12 +8,15 @@
 #include <thread>
 
 #include "runtime/compiler.h"
-#include "runtime/shared_library.h"
-#include "runtime/thread_pool.h"
+#include "backends/cpu/shared_library.h"
+#include "backends/cpu/thread_pool.h"
 #include "runtime_test_util.h"
 
 namespace tegula::runtime {
 namespace {
+
+using backends::cpu::SharedLibrary;
+using backends::cpu::ThreadPool;
 
 using testing::build_shared_object;
 using testing::TempDir;

@@ -1,12 +1,12 @@
-#include "runtime/cuda_launch.h"
+#include "backends/cuda/module.h"
 
-#include "runtime/errors.h"
+#include "backends/kernel_abi.h"
+#include "support/error.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 namespace {
 
-constexpr const char* kEntrySymbol = "tegula_kernel";
 // Dynamic shared memory a function gets without opting in.
 constexpr int kDefaultSharedLimit = 48 * 1024;
 
@@ -147,7 +147,7 @@ CUfunction Module::load_on(int device) const {
                 "NVRTC no newer than the driver");
   loaded_.emplace_back(device, module);
   CUfunction function = nullptr;
-  check(api.cuModuleGetFunction(&function, module, kEntrySymbol), "cannot find " + where + ": cuModuleGetFunction");
+  check(api.cuModuleGetFunction(&function, module, abi::kEntrySymbol), "cannot find " + where + ": cuModuleGetFunction");
 
   if (shared_bytes_ > kDefaultSharedLimit) {
     int static_bytes = 0;
@@ -223,4 +223,4 @@ Resources Module::resources(int device) const {
   return out;
 }
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda_api.h"
+#include "backends/cuda/driver_api.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 // Devices one process can address; ordinals at or above are refused.
 constexpr int kMaxDevices = 64;
@@ -89,7 +89,7 @@ class Module {
   // `stream` (a CUstream; 0 is the legacy default stream) of `device`;
   // params[i] points at the value of the kernel's i-th parameter. Returns
   // once the launch is queued (unless synchronizing). A zero grid dimension
-  // launches nothing. Throws runtime::Error (Value) for a grid or device out
+  // launches nothing. Throws tegula::Error (Value) for a grid or device out
   // of range, DriverError (naming the kernel and the CUresult) when the
   // driver refuses.
   void launch(const int64_t grid[3], void** params, uint64_t stream, int device) const;
@@ -119,4 +119,4 @@ class Module {
   mutable std::vector<std::pair<int, CUmodule>> loaded_;  // guarded by load_mutex_
 };
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda
