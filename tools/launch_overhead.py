@@ -105,7 +105,7 @@ def main() -> None:
         stream = torch.cuda.current_stream().cuda_stream
         raw_args = [x.data_ptr(), y.data_ptr(), out.data_ptr(), 2.0, n]
         device = x.get_device()
-        measure("tegula raw", lambda: compiled.launch_cuda((1, 1, 1), raw_args, stream, device))
+        measure("tegula raw", lambda: compiled.launch((1, 1, 1), raw_args, stream, device))
         try:
             triton_kernel = triton.jit(axpy_body)
             triton_kernel[grid](x, y, out, 2.0, n, BLOCK=block)

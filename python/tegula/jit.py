@@ -244,7 +244,7 @@ class JITFunction:
         if device is None:
             entry.kernel.launch(grid3, args)
         else:
-            entry.kernel.launch_cuda(grid3, args, _device.current_stream(device), device)
+            entry.kernel.launch(grid3, args, _device.current_stream(device), device)
         return entry.kernel
 
     def _launch_debug(self, entry, grid3, values, launch_values):
@@ -256,9 +256,9 @@ class JITFunction:
             args = flatten_launch_values(args)
             extents = _debug.extents(debug_arguments([values[i] for i in entry.runtime_indices]))
         if entry.device is None:
-            entry.kernel.launch(grid3, args, extents)
+            entry.kernel.launch(grid3, args, extents=extents)
         else:
-            entry.kernel.launch_cuda(grid3, args, _device.current_stream(entry.device), entry.device, extents)
+            entry.kernel.launch(grid3, args, _device.current_stream(entry.device), entry.device, extents)
         return entry.kernel
 
     def _launch_plan(self) -> tuple:

@@ -1,8 +1,9 @@
-// CompiledKernel: what a launch runs. The launch path is the hot path of every
-// `kernel[grid](...)` call, so it converts the (already validated) Python
-// values straight into ArgValues by the parameter types and releases the GIL
-// while the grid runs (CPU) or while the driver queues it (CUDA: launch_cuda,
-// on the caller's stream handle and device).
+// CompiledKernel: what a launch runs. `launch` is the bare launch (the
+// launcher of bind_launch.cpp is what `kernel[grid](...)` calls): it converts
+// the (already validated) Python values straight into ArgValues by the
+// parameter types and releases the GIL while the grid runs (host backends)
+// or while the driver queues it (device backends, on the caller's stream
+// handle and device).
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -16,8 +17,6 @@
 
 #include "bindings/bindings.h"
 #include "runtime/compiler.h"
-#include "backends/cuda/module.h"
-#include "runtime/errors.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -98,38 +97,28 @@ void set_extents(const CompiledKernel& kernel, std::vector<ArgValue>& values, nb
   }
 }
 
-void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, nb::handle extents) {
+// `stream` None: a launch that needs none (host backends); else the caller's
+// stream handle on `device` (device backends).
+void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, nb::handle stream,
+            int device, nb::handle extents) {
   std::vector<ArgValue> values = convert_all(kernel, grid, args);
   set_extents(kernel, values, extents);
+  std::optional<backends::Stream> where;
+  if (!stream.is_none()) where = backends::Stream{nb::cast<uint64_t>(stream), device};
   nb::gil_scoped_release released;
-  kernel.launch(grid.data(), values);
+  kernel.launch(grid.data(), values, where);
 }
 
-void launch_cuda(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, uint64_t stream,
-                 int device, nb::handle extents) {
-  std::vector<ArgValue> values = convert_all(kernel, grid, args);
-  set_extents(kernel, values, extents);
-  nb::gil_scoped_release released;
-  kernel.launch(grid.data(), values, stream, device);
-}
-
-// What the kernel uses on `device` (CUDA kernels; loads it there if needed).
+// What the kernel uses on `device` (device backends; loads it there if needed).
 nb::dict resources(const CompiledKernel& kernel, int device) {
-  if (!kernel.cuda_module)
-    tegula::fail(ErrorKind::Value, Diag::WrongLaunchTarget,
-                  "kernel '" + kernel.name + "' runs on the CPU; it has no GPU resources");
-  backends::cuda::Resources used;
+  if (!kernel.loaded) tegula::fail(ErrorKind::Value, Diag::WrongLaunchTarget, "kernel '" + kernel.name + "' is not loaded");
+  std::vector<std::pair<std::string, int64_t>> used;
   {
     nb::gil_scoped_release released;
-    used = kernel.cuda_module->resources(device);
+    used = kernel.loaded->resources(kernel, device);
   }
   nb::dict d;
-  d["registers"] = used.registers;
-  d["static_shared_bytes"] = used.static_shared_bytes;
-  d["dynamic_shared_bytes"] = used.dynamic_shared_bytes;
-  d["local_bytes"] = used.local_bytes;
-  d["max_threads"] = used.max_threads;
-  d["threads"] = kernel.cuda_module->num_threads();
+  for (const auto& [name, value] : used) d[name.c_str()] = value;
   return d;
 }
 
@@ -184,7 +173,16 @@ void bind_kernel(nb::module_& m) {
       .def_ro("name", &CompiledKernel::name)
       .def_ro("key", &CompiledKernel::key)
       .def_ro("from_disk_cache", &CompiledKernel::from_disk_cache)
-      .def_ro("backend", &CompiledKernel::backend, "'cpu' or 'cuda': which launch method applies.")
+      .def_prop_ro(
+          "backend", [](const CompiledKernel& k) { return k.backend ? std::string(k.backend->name()) : std::string(); },
+          "The name of the backend that built the kernel (runtime/backend_registry.h).")
+      .def_prop_ro(
+          "backend_kind",
+          [](const CompiledKernel& k) {
+            return k.backend && k.backend->kind() == backends::BackendKind::Device ? "device" : "host";
+          },
+          "'host' (runs on this machine's cores; a launch returns when it is done) or 'device' (runs on a "
+          "device; a launch is queued on the caller's stream there).")
       .def_prop_ro("params", &param_tuples,
                    "The launch ABI: (name, type, divisibility) per runtime parameter, in order.")
       .def_prop_ro("stages", &stage_dict,
@@ -198,21 +196,20 @@ void bind_kernel(nb::module_& m) {
       .def_prop_ro("compile_log", [](const CompiledKernel& k) { return k.stages.compile_log; },
                    "CUDA: NVRTC's log with ptxas's register and shared memory report (keep_stages).")
       .def_prop_ro(
-          "num_threads", [](const CompiledKernel& k) { return k.cuda_module ? k.cuda_module->num_threads() : 0; },
-          "CUDA: threads per block (32 * num_warps); 0 for CPU kernels.")
+          "num_threads", [](const CompiledKernel& k) { return k.shape.threads; },
+          "Device backends: threads per program (CUDA: per block, 32 * num_warps); 0 for host kernels.")
       .def_prop_ro(
-          "shared_bytes", [](const CompiledKernel& k) { return k.cuda_module ? k.cuda_module->shared_bytes() : 0; },
-          "CUDA: dynamic shared memory per block in bytes.")
+          "shared_bytes", [](const CompiledKernel& k) { return k.shape.shared_bytes; },
+          "Device backends: dynamic shared memory per program in bytes.")
       .def("resources", &resources, "device"_a = 0,
            "CUDA: registers, shared and local memory the kernel uses on `device` (a dict).")
       .def_ro("debug", &CompiledKernel::debug,
               "Compiled in debug mode: accesses are bounds-checked and launches raise tegula.DeviceError.")
-      .def("launch", &launch, "grid"_a, "args"_a, "extents"_a = nb::none(),
-           "Runs the grid; `args` holds one int/float/bool per runtime parameter. Debug kernels also "
-           "take `extents`: per argument (first byte, bytes) of its array, or None.")
-      .def("launch_cuda", &launch_cuda, "grid"_a, "args"_a, "stream"_a, "device"_a, "extents"_a = nb::none(),
-           "Queues the grid on CUDA stream handle `stream` (0: the default stream) of `device`; "
-           "pointer arguments are device addresses. `extents` as for launch.")
+      .def("launch", &launch, "grid"_a, "args"_a, "stream"_a = nb::none(), "device"_a = 0, "extents"_a = nb::none(),
+           "The bare launch: `args` holds one int/float/bool per runtime parameter (addresses for pointers). "
+           "Host kernels run the grid and return; device kernels need `stream` (a stream handle on `device`, 0: "
+           "the default stream) and return once it is queued. Debug kernels also take `extents`: per "
+           "argument (first byte, bytes) of its array, or None.")
       .def("__repr__", [](const CompiledKernel& k) {
         return "<tegula CompiledKernel '" + k.name + "' " + k.key.substr(0, 12) + ">";
       });

@@ -409,9 +409,9 @@ class Launcher {
       nb::gil_scoped_release released;
       kernel->launch(grid.data(), values);
     } else {
-      uint64_t stream = current_stream(target.device);
+      backends::Stream stream{current_stream(target.device), target.device};
       nb::gil_scoped_release released;
-      kernel->launch(grid.data(), values, stream, target.device);
+      kernel->launch(grid.data(), values, stream);
     }
     return target.kernel_object;
   }
@@ -423,7 +423,7 @@ class Launcher {
   static bool backend_allows(const Target& target) {
     const char* forced = std::getenv("TEGULA_BACKEND");
     if (!forced || !*forced) return true;
-    return std::string_view(forced) == (target.device < 0 ? "cpu" : "cuda");
+    return std::string_view(forced) == target.kernel->backend->name();
   }
 
   // The launcher's value for a parameter of this type (the key made the two agree).

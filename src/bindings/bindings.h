@@ -13,7 +13,7 @@
 
 #include <exception>
 
-#include "runtime/debug_record.h"
+#include "backends/debug_fault.h"
 
 namespace tegula::python {
 
@@ -23,7 +23,7 @@ void bind_cuda(nanobind::module_& m);
 void bind_launch(nanobind::module_& m);
 
 // Sets the Python error for a debug kernel's fault: tegula.DeviceError (bind_debug.cpp).
-void raise_device_error(const runtime::DeviceFault& fault);
+void raise_device_error(const backends::DeviceFault& fault);
 
 // Sets the Python error for a C++ exception exactly as the module's exception
 // translation does, for entry points that bypass nanobind (module.cpp).

@@ -45,7 +45,7 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
   auto* compilation_error = static_cast<PyObject*>(payload);
   try {
     std::rethrow_exception(error);
-  } catch (const runtime::DeviceFault& e) {
+  } catch (const backends::DeviceFault& e) {
     // A debug kernel went out of bounds or failed an assert: tegula.DeviceError.
     raise_device_error(e);
   } catch (const backends::cuda::DriverError& e) {
