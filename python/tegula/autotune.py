@@ -17,9 +17,9 @@ in this process or another one on the same device, launch the stored config
 straight away.
 
 Tuning never changes the caller's data: before timing, the autotuner saves
-every array argument the kernel may update in place, found from the
-compiled kernel's IR (``_kernel_effects``) plus those named in
-``restore_value`` and ``reset_to_zero``; it puts them back before every
+every array argument the kernel may update in place, as the compiler's
+pointer provenance analysis reports it (``CompiledKernel.effects``), plus
+those named in ``restore_value`` and ``reset_to_zero``; it puts them back before every
 timed launch (untimed) and once more when tuning ends, so the launch that
 follows sees exactly the arrays it was given. See docs/autotune.md.
 """
@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from . import _autotune_store, _C, _device, _kernel_effects, testing
+from . import _autotune_store, _C, _device, testing
 from ._autotune_report import Progress, first_line, print_autotuning, report
 from ._saved_arguments import SavedArguments
 from ._specialize import place, runtime_part
@@ -227,7 +227,6 @@ class _Trial:
         self.config = config
         self.jit_kwargs = jit_kwargs
         self.kernel = None         # the CompiledKernel, once compiled
-        self.effects = None        # {param: ParamEffects}, or None when unknown
         self.backend = None
         self.error = None          # why it was skipped (an exception)
         self.stage = ""            # "compile" or "run"
@@ -440,9 +439,7 @@ class Autotuner(_KernelWrapper):
         jit = self.base
 
         def compile_one(trial: _Trial):
-            inspection = jit.inspect(*args, **trial.jit_kwargs)  # builds it, keeping the IR
-            kernel = jit.warmup(*args, **trial.jit_kwargs)       # loads it into the launch cache
-            return inspection, kernel
+            return jit.warmup(*args, **trial.jit_kwargs)  # builds it into the launch cache
 
         workers = max(1, min(len(trials), os.cpu_count() or 1))
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
@@ -451,11 +448,10 @@ class Autotuner(_KernelWrapper):
                 if progress is not None:
                     progress.show("compiling", i, trial.config)
                 try:
-                    inspection, trial.kernel = job.result()
+                    trial.kernel = job.result()
                 except (_C.CompilationError, RuntimeError, ValueError) as e:
                     trial.error, trial.stage, trial.kernel = e, "compile", None
                     continue
-                trial.effects = _kernel_effects.analyze(inspection.ir)
                 trial.backend = trial.kernel.backend
         return trials
 

@@ -140,6 +140,7 @@ class KernelInspection:
         self.key = kernel.key
         self.backend = kernel.backend
         self.params = kernel.params
+        self.effects = kernel.effects  # pointer parameter -> what the kernel may do to its memory
         self.stages = kernel.stages  # stage name -> IR text, in pipeline order
         self.source = kernel.source
         self.ir = list(self.stages.values())[-1] if self.stages else ""

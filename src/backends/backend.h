@@ -31,6 +31,7 @@
 #include "backends/launch_arguments.h"
 #include "ir/ir.h"
 #include "passes/debug_sites.h"
+#include "passes/pointer_effects.h"
 #include "support/compile_profile.h"
 
 namespace tegula::backends {
@@ -85,6 +86,9 @@ struct KernelInfo {
   // kernel recorded at the check `debug_sites[site]`.
   bool debug = false;
   std::vector<passes::DebugSite> debug_sites;
+  // Per parameter: whether the kernel may read, write or atomically update
+  // the memory behind it (passes/pointer_effects.h; all false for scalars).
+  std::vector<passes::PointerEffects> effects;
 };
 
 // The stream a launch is queued on, for backends whose launches are queued

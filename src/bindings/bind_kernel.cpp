@@ -4,6 +4,7 @@
 // parameter types and releases the GIL while the grid runs (host backends)
 // or while the driver queues it (device backends, on the caller's stream
 // handle and device).
+#include <nanobind/operators.h>
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -156,6 +157,14 @@ nb::dict stage_dict(const CompiledKernel& kernel) {
   return d;
 }
 
+// {name: PointerEffects} of the pointer parameters.
+nb::dict effects_of(const CompiledKernel& k) {
+  nb::dict d;
+  for (size_t i = 0; i < k.params.size() && i < k.effects.size(); ++i)
+    if (k.params[i].type.is_pointer()) d[k.params[i].name.c_str()] = k.effects[i];
+  return d;
+}
+
 // (name, type, divisibility) per runtime parameter, e.g. ("x", "ptr<f32>", 16).
 std::vector<std::tuple<std::string, std::string, int64_t>> param_tuples(const CompiledKernel& k) {
   std::vector<std::tuple<std::string, std::string, int64_t>> out;
@@ -167,6 +176,25 @@ std::vector<std::tuple<std::string, std::string, int64_t>> param_tuples(const Co
 }  // namespace
 
 void bind_kernel(nb::module_& m) {
+  using passes::PointerEffects;
+  nb::class_<PointerEffects>(m, "PointerEffects",
+                             "What a kernel may do to the memory behind one pointer parameter "
+                             "(passes/pointer_effects.h): read it, write it, update it atomically.")
+      .def(
+          "__init__",
+          [](PointerEffects* self, bool read, bool written, bool atomic) {
+            new (self) PointerEffects{read, written, atomic};
+          },
+          "read"_a = false, "written"_a = false, "atomic"_a = false)
+      .def_ro("read", &PointerEffects::read)
+      .def_ro("written", &PointerEffects::written)
+      .def_ro("atomic", &PointerEffects::atomic)
+      .def(nb::self == nb::self)
+      .def("__repr__", [](const PointerEffects& e) {
+        return std::string("PointerEffects(read=") + (e.read ? "True" : "False") +
+               ", written=" + (e.written ? "True" : "False") + ", atomic=" + (e.atomic ? "True" : "False") + ")";
+      });
+
   m.def("data_address", &data_address, "array"_a,
         "Address of the first element of an object with `__array_struct__` (NumPy arrays).");
   nb::class_<CompiledKernel>(m, "CompiledKernel", "A compiled, loaded kernel, ready to launch.")
@@ -185,6 +213,9 @@ void bind_kernel(nb::module_& m) {
           "device; a launch is queued on the caller's stream there).")
       .def_prop_ro("params", &param_tuples,
                    "The launch ABI: (name, type, divisibility) per runtime parameter, in order.")
+      .def_prop_ro("effects", &effects_of,
+                   "{pointer parameter: PointerEffects}: which arrays the kernel may read, write or update "
+                   "atomically, from the compiler's pointer provenance analysis.")
       .def_prop_ro("stages", &stage_dict,
                    "IR text after each stage, in pipeline order (empty unless keep_stages).")
       .def_prop_ro("source", [](const CompiledKernel& k) { return k.stages.source; },

@@ -13,6 +13,7 @@
 #include "frontend/lower.h"
 #include "ir/verifier.h"
 #include "passes/debug_sites.h"
+#include "passes/pointer_effects.h"
 #include "runtime/backend_registry.h"
 #include "runtime/disk_cache.h"
 #include "runtime/kernel_table.h"
@@ -172,6 +173,7 @@ Generated generate(Attempt& attempt, const backends::Target& target, bool debug,
   out.info.debug = debug;
   // The backends number their checks the same way, from the same IR.
   if (debug) out.info.debug_sites = passes::DebugSites(fn).sites();
+  out.info.effects = passes::pointer_effects(fn);
   phase.emplace(profile, "codegen");
   out.code = target.emit(fn);
   out.info.shape = out.code.shape;
@@ -187,6 +189,7 @@ CacheManifest manifest_of(const backends::Backend& backend, const backends::Kern
   manifest.params = info.params;
   manifest.shape = info.shape;
   manifest.debug_sites = info.debug_sites;
+  manifest.effects = info.effects;
   manifest.artifact_extension = backend.artifact_extension();
   return manifest;
 }
@@ -206,6 +209,7 @@ std::shared_ptr<CompiledKernel> load_entry(const Job& job, const DiskCache& cach
   kernel->shape = entry->manifest.shape;
   kernel->debug = job.debug;
   kernel->debug_sites = std::move(entry->manifest.debug_sites);
+  kernel->effects = std::move(entry->manifest.effects);
   kernel->loaded = job.backend.load(entry->artifact, *kernel, why);
   if (!kernel->loaded) return nullptr;
   kernel->backend = &job.backend;

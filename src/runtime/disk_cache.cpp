@@ -101,6 +101,19 @@ bool is_identifier(std::string_view text) {
   return !std::isdigit(static_cast<unsigned char>(text[0]));
 }
 
+// A pointer parameter's effects as the manifest writes them: "rwa" with a
+// '-' for each that does not hold ("r--": read only).
+std::string effects_text(const passes::PointerEffects& e) {
+  return std::string(e.read ? "r" : "-") + (e.written ? "w" : "-") + (e.atomic ? "a" : "-");
+}
+
+std::optional<passes::PointerEffects> parse_effects(std::string_view text) {
+  if (text.size() != 3 || (text[0] != 'r' && text[0] != '-') || (text[1] != 'w' && text[1] != '-') ||
+      (text[2] != 'a' && text[2] != '-'))
+    return std::nullopt;
+  return passes::PointerEffects{text[0] == 'r', text[1] == 'w', text[2] == 'a'};
+}
+
 // An artifact's file extension: it becomes part of a file name, so only a
 // short run of lowercase letters and digits may.
 bool is_extension(std::string_view text) {
@@ -171,6 +184,9 @@ std::string serialize_manifest(const CacheManifest& manifest) {
   if (manifest.shape.threads > 0)
     out += "launch " + std::to_string(manifest.shape.threads) + " " + std::to_string(manifest.shape.shared_bytes) +
            "\n";
+  for (size_t i = 0; i < manifest.effects.size() && i < manifest.params.size(); ++i)
+    if (manifest.effects[i] != passes::PointerEffects{})
+      out += "effect " + manifest.params[i].name + " " + effects_text(manifest.effects[i]) + "\n";
   for (const passes::DebugSite& site : manifest.debug_sites) out += "site " + passes::to_text(site) + "\n";
   out += "artifact " + manifest.artifact_extension + " " + manifest.artifact_sha256 + "\n";
   out += "stages " + (manifest.stages_sha256.empty() ? std::string("-") : manifest.stages_sha256) + "\n";
@@ -186,8 +202,8 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
   if (lines.back() != "end") return std::nullopt;
 
   CacheManifest manifest;
-  bool seen_backend = false, seen_kernel = false, seen_launch = false, seen_site = false, seen_artifact = false,
-       seen_stages = false;
+  bool seen_backend = false, seen_kernel = false, seen_launch = false, seen_effect = false, seen_site = false,
+       seen_artifact = false, seen_stages = false;
   for (size_t i = 1; i + 1 < lines.size(); ++i) {
     std::vector<std::string> w = words(lines[i]);
     if (w.size() == 2 && w[0] == "backend" && i == 1 && is_identifier(w[1])) {
@@ -196,18 +212,29 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
     } else if (w.size() == 2 && w[0] == "kernel" && seen_backend && !seen_kernel && is_identifier(w[1])) {
       manifest.kernel_name = w[1];
       seen_kernel = true;
-    } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_launch && !seen_site && !seen_artifact &&
-               is_identifier(w[1])) {
+    } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_launch && !seen_effect && !seen_site &&
+               !seen_artifact && is_identifier(w[1])) {
       std::optional<ir::Type> type = parse_param_type(w[2]);
       ir::Param param{w[1], type.value_or(ir::Type{}), 1};
       if (!type || !parse_int(w[3], &param.divisibility) || param.divisibility < 1) return std::nullopt;
       manifest.params.push_back(std::move(param));
-    } else if (w.size() == 3 && w[0] == "launch" && seen_kernel && !seen_launch && !seen_site && !seen_artifact) {
+    } else if (w.size() == 3 && w[0] == "launch" && seen_kernel && !seen_launch && !seen_effect && !seen_site &&
+               !seen_artifact) {
       backends::LaunchShape& shape = manifest.shape;
       if (!parse_int(w[1], &shape.threads) || !parse_int(w[2], &shape.shared_bytes) || shape.threads < 1 ||
           shape.shared_bytes < 0)
         return std::nullopt;
       seen_launch = true;
+    } else if (w.size() == 3 && w[0] == "effect" && seen_kernel && !seen_site && !seen_artifact) {
+      manifest.effects.resize(manifest.params.size());
+      size_t i = 0;
+      while (i < manifest.params.size() && manifest.params[i].name != w[1]) ++i;
+      std::optional<passes::PointerEffects> effects = parse_effects(w[2]);
+      if (i == manifest.params.size() || !manifest.params[i].type.is_pointer() || !effects ||
+          manifest.effects[i] != passes::PointerEffects{} || *effects == passes::PointerEffects{})
+        return std::nullopt;
+      manifest.effects[i] = *effects;
+      seen_effect = true;
     } else if (!w.empty() && w[0] == "site" && seen_kernel && !seen_artifact) {
       std::optional<passes::DebugSite> site = passes::parse_debug_site(lines[i].substr(5));
       if (!site) return std::nullopt;
@@ -227,6 +254,7 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
     }
   }
   if (!seen_stages) return std::nullopt;
+  manifest.effects.resize(manifest.params.size());
   return manifest;
 }
 

@@ -43,6 +43,9 @@ struct CacheManifest {
   std::string kernel_name;
   std::vector<ir::Param> params;
   backends::LaunchShape shape;  // what the generated code was written for (zero on the CPU)
+  // Per parameter: what the kernel may do to the memory behind it
+  // (passes/pointer_effects.h); one entry per param.
+  std::vector<passes::PointerEffects> effects;
   // Debug kernels only: the table of their checks (passes/debug_sites.h),
   // which turns an error record into a report.
   std::vector<passes::DebugSite> debug_sites;

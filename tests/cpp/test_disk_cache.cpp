@@ -97,6 +97,32 @@ TEST(Manifest, KeepsTheDebugSitesOfDebugKernels) {
   EXPECT_FALSE(parse_manifest(text.substr(0, site) + "site load 12" + text.substr(text.find('\n', site))));
 }
 
+TEST(Manifest, KeepsThePointerEffects) {
+  CacheManifest m = sample_manifest();
+  m.artifact_sha256 = sha256_hex("library");
+  m.effects = {{true, false, false}, {true, true, true}, {}, {}};  // x_ptr read; out updated atomically
+  std::string text = serialize_manifest(m);
+  EXPECT_NE(text.find("\neffect x_ptr r--\neffect out rwa\nartifact so "), std::string::npos) << text;
+  std::optional<CacheManifest> back = parse_manifest(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->effects, m.effects);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    return changed;
+  };
+  EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect n r--")));      // not a pointer
+  EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect y_ptr r--")));  // not a parameter
+  EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect x_ptr rx-")));
+  EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect x_ptr ---")));
+  EXPECT_FALSE(parse_manifest(replaced("effect out rwa", "effect x_ptr rwa")));   // twice
+  // A kernel without effects writes no effect line, and reads back as none.
+  m.effects.clear();
+  back = parse_manifest(serialize_manifest(m));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->effects, std::vector<passes::PointerEffects>(4));
+}
+
 TEST(Manifest, EveryTruncationIsRejected) {
   CacheManifest m = sample_manifest();
   m.artifact_sha256 = sha256_hex("library");
