@@ -27,7 +27,7 @@ class SavedArguments:
     docstring); ``reset_to_zero`` arrays are also zeroed before every trial."""
 
     def __init__(self, tuner, trials: list, named: dict):
-        sig = tuner.base._signature or tuner.base._load_signature()
+        sig = tuner.base.signature
         pointer_params = [name for name, is_constexpr in zip(sig.names, sig.is_constexpr)
                           if not is_constexpr and name in named and _is_array(named[name])]
         chosen = set(tuner.restore_value) | set(tuner.reset_to_zero)

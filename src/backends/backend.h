@@ -111,7 +111,7 @@ class LoadedKernel {
   // queued on it (debug kernels wait and report a fault). Throws Error for
   // arguments, a grid or a place it cannot run with, DeviceFault for an error
   // a debug kernel recorded.
-  virtual void launch(const KernelInfo& info, const int64_t grid[3], const std::vector<ArgValue>& args,
+  virtual void launch(const KernelInfo& info, const int64_t grid[3], std::span<const ArgValue> args,
                       const std::optional<Stream>& stream) const = 0;
 
   // What the kernel uses on `device` (registers, shared and local memory...),
@@ -194,8 +194,9 @@ class Backend {
   virtual std::shared_ptr<const LoadedKernel> load(const Artifact& artifact, const KernelInfo& info,
                                                    std::string* why) const = 0;
 
-  // Device backends: the device that owns `address` (Error for memory no
-  // device of this backend owns).
+  // Device backends: how many devices the process can use, and the device
+  // that owns `address` (Error for memory no device of this backend owns).
+  virtual int device_count() const { return 0; }
   virtual int device_of(uint64_t address) const;
 };
 

@@ -100,7 +100,7 @@ std::optional<DeviceFault> fault_of(const KernelInfo& info, const abi::DebugReco
   return DeviceFault(std::move(text), std::move(d));
 }
 
-void add_debug_arguments(const KernelInfo& info, const std::vector<ArgValue>& args, uint64_t record_address,
+void add_debug_arguments(const KernelInfo& info, std::span<const ArgValue> args, uint64_t record_address,
                          PackedArguments& packed) {
   for (size_t i = 0; i < info.params.size() && i < args.size(); ++i) {
     if (!info.params[i].type.is_pointer()) continue;

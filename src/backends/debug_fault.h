@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,7 @@ std::optional<DeviceFault> fault_of(const KernelInfo& info, const abi::DebugReco
 
 // Appends the debug arguments of the ABI to `packed`: the extents of the
 // pointer arguments in `args`, then `record_address`.
-void add_debug_arguments(const KernelInfo& info, const std::vector<ArgValue>& args, uint64_t record_address,
+void add_debug_arguments(const KernelInfo& info, std::span<const ArgValue> args, uint64_t record_address,
                          PackedArguments& packed);
 
 }  // namespace tegula::backends

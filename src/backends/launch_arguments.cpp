@@ -153,7 +153,7 @@ void PackedArguments::append(abi::ArgSlot slot) {
 }
 
 PackedArguments pack_arguments(const std::string& kernel, const std::vector<ir::Param>& params,
-                               const std::vector<ArgValue>& args) {
+                               std::span<const ArgValue> args) {
   if (args.size() != params.size())
     fail(ErrorKind::Value, Diag::LaunchArgumentCount,
          "kernel '" + kernel + "' takes " + std::to_string(params.size()) + " runtime argument" +

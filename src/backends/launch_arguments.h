@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,6 @@ struct PackedArguments {
 // value out of range, TypeError-kind for a wrong kind, each naming the
 // argument, `kernel`, the type and the range.
 PackedArguments pack_arguments(const std::string& kernel, const std::vector<ir::Param>& params,
-                               const std::vector<ArgValue>& args);
+                               std::span<const ArgValue> args);
 
 }  // namespace tegula::backends

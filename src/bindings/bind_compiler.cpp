@@ -11,6 +11,7 @@
 
 #include "frontend/lower.h"
 #include "bindings/bindings.h"
+#include "runtime/backend_registry.h"
 #include "runtime/compiler.h"
 
 namespace nb = nanobind;
@@ -216,6 +217,22 @@ void bind_compiler(nb::module_& m) {
         "The resolved kernel cache directory (created 0700 when missing).");
   m.def("parse_signature", &parse_signature, "function"_a,
         "The parameters of a kernel as written: a list of (name, is_constexpr, has_default).");
+  m.def(
+      "backends",
+      []() {
+        std::vector<std::string> names;
+        for (const backends::Backend* backend : runtime::all_backends()) names.emplace_back(backend->name());
+        return names;
+      },
+      "The names of the backends of this build, the host backend first (runtime/backend_registry.h).");
+  m.def(
+      "backend_kind",
+      [](const std::string& name) {
+        return runtime::backend_named(name).kind() == backends::BackendKind::Device ? "device" : "host";
+      },
+      "name"_a,
+      "'host' (kernels run on this machine's cores and a launch returns when they are done) or 'device' "
+      "(kernels run on a device, queued on the caller's stream) for a backend's name.");
   m.def(
       "stats",
       []() {

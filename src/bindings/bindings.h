@@ -2,11 +2,12 @@
 //
 // One file per exposed concept: module.cpp (the module and how C++ errors
 // become Python exceptions), bind_compiler.cpp (requests, options, compile,
-// cache keys, signatures, stats), bind_kernel.cpp (compiled kernels and the
-// launch paths), bind_cuda.cpp (CUDA devices and libraries), bind_launch.cpp
-// (the per-kernel launcher that `kernel[grid](...)` calls). The Python package
-// (python/tegula) is the only intended caller; its specialization rules
-// (_specialize.py) are the reference the launcher's fast path follows.
+// cache keys, signatures, stats), bind_kernel.cpp (compiled kernels and
+// their bare launch), bind_cuda.cpp (CUDA devices and libraries),
+// bind_launch.cpp (the per-kernel launcher that `kernel[grid](...)` calls;
+// launcher.h and the launch_*.h files behind it are the one definition of
+// binding, specialization and the launch key). The Python package
+// (python/tegula) is the only intended caller.
 #pragma once
 
 #include <nanobind/nanobind.h>

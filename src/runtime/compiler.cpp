@@ -325,7 +325,7 @@ std::string key_for(const frontend::KernelRequest& request, const backends::Back
 
 }  // namespace
 
-void CompiledKernel::launch(const int64_t grid[3], const std::vector<ArgValue>& args,
+void CompiledKernel::launch(const int64_t grid[3], std::span<const ArgValue> args,
                             const std::optional<backends::Stream>& stream) const {
   if (!loaded) fail(ErrorKind::Value, Diag::WrongLaunchTarget, "kernel '" + name + "' is not loaded");
   loaded->launch(*this, grid, args, stream);

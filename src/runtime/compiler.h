@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,8 +69,12 @@ class CompiledKernel : public backends::KernelInfo {
   // Throws Error (kind Value/Type) on a mismatch it can detect, a debug
   // kernel's DeviceFault (backends/debug_fault.h) when it recorded an error,
   // and backends::cuda::DriverError when the driver refuses.
-  void launch(const int64_t grid[3], const std::vector<ArgValue>& args,
+  void launch(const int64_t grid[3], std::span<const ArgValue> args,
               const std::optional<backends::Stream>& stream = std::nullopt) const;
+  void launch(const int64_t grid[3], std::initializer_list<ArgValue> args,
+              const std::optional<backends::Stream>& stream = std::nullopt) const {
+    launch(grid, std::span<const ArgValue>(args.begin(), args.size()), stream);
+  }
 };
 
 // Compiles (or loads from the disk cache) the kernel of `request`.

@@ -27,9 +27,8 @@ def scale(x_ptr, out_ptr, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
 
 
 def _request(kernel, args, constexprs):
-    sig = kernel._signature or kernel._load_signature()
-    key, _ = kernel._specialize(sig, kernel._bind(sig, args, constexprs))
-    return kernel._request(sig, key)
+    request, _ = kernel._request_for(*args, **constexprs)
+    return request
 
 
 def test_phases_of_a_build_then_of_a_disk_hit_then_in_memory(tmp_path):

@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "tegula"
 # Modules whose errors reach users of kernels; the benchmark, demo, testing
 # and Triton-twin tooling report their own command-line mistakes uncoded.
-USER_FACING = ["jit.py", "autotune.py", "_specialize.py", "_device.py", "_saved_arguments.py",
+USER_FACING = ["jit.py", "autotune.py", "_launch_support.py", "_device.py", "_saved_arguments.py",
                "tensor_descriptor.py", "_reinterpret.py", "language", "kernels"]
 
 

@@ -37,7 +37,7 @@ std::shared_ptr<CpuKernel> CpuKernel::open(const std::string& path) {
 CpuKernel::CpuKernel(std::shared_ptr<SharedLibrary> library)
     : library_(std::move(library)), entry_(reinterpret_cast<abi::CpuEntry>(library_->symbol(abi::kEntrySymbol))) {}
 
-void CpuKernel::launch(const KernelInfo& info, const int64_t grid[3], const std::vector<ArgValue>& args,
+void CpuKernel::launch(const KernelInfo& info, const int64_t grid[3], std::span<const ArgValue> args,
                        const std::optional<Stream>& stream) const {
   if (stream)
     fail(ErrorKind::Value, Diag::WrongLaunchTarget,

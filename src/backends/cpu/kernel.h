@@ -23,7 +23,7 @@ class CpuKernel : public LoadedKernel {
   // [0, gx * gy * gz): one program runs inline on the caller, more go to the
   // thread pool (about eight chunks per thread). Returns when all programs
   // have run. Each grid dimension must lie in [0, 2^31).
-  void launch(const KernelInfo& info, const int64_t grid[3], const std::vector<ArgValue>& args,
+  void launch(const KernelInfo& info, const int64_t grid[3], std::span<const ArgValue> args,
               const std::optional<Stream>& stream) const override;
 
   // The entry point itself (tests call it with their own program ranges).

@@ -107,6 +107,7 @@ class CudaBackend : public Backend {
                                     info.debug);
   }
 
+  int device_count() const override { return cuda::device_count(); }
   int device_of(uint64_t address) const override { return pointer_device(address); }
 };
 

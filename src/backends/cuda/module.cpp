@@ -248,7 +248,7 @@ class DeviceRecord {
 
 }  // namespace
 
-void Module::launch(const KernelInfo& info, const int64_t grid[3], const std::vector<ArgValue>& args,
+void Module::launch(const KernelInfo& info, const int64_t grid[3], std::span<const ArgValue> args,
                     const std::optional<Stream>& stream) const {
   if (!stream)
     fail(ErrorKind::Value, Diag::WrongLaunchTarget,

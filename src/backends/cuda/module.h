@@ -91,7 +91,7 @@ class Module : public LoadedKernel {
   // device error record, wait for the kernel, read the record back and throw
   // DeviceFault for an error it holds; they refuse a stream that is being
   // captured into a CUDA graph (nothing may wait there).
-  void launch(const KernelInfo& info, const int64_t grid[3], const std::vector<ArgValue>& args,
+  void launch(const KernelInfo& info, const int64_t grid[3], std::span<const ArgValue> args,
               const std::optional<Stream>& stream) const override;
 
   // usage(device), by name.
