@@ -47,7 +47,7 @@ struct TargetOptions {
   int num_stages = 3;         // device backends: software-pipeline buffers of K loops feeding dots
   bool fp_fusion = true;      // a backend may contract a*b+c into one FMA (the CPU backend never does)
   int device = 0;             // device backends: the device whose architecture the kernel is built for
-  int arch = 0;               // device backends: the architecture to build for instead of the device's (0: the device's)
+  int arch = 0;               // device backends: the architecture to build for (0: the device's)
 };
 
 // The threads one program instance runs on and the dynamic scratch memory

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bindings/bindings.h"
+#include "bindings/launch_arguments.h"
 #include "runtime/compiler.h"
 
 namespace nb = nanobind;
@@ -112,7 +113,8 @@ void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb
 
 // What the kernel uses on `device` (device backends; loads it there if needed).
 nb::dict resources(const CompiledKernel& kernel, int device) {
-  if (!kernel.loaded) tegula::fail(ErrorKind::Value, Diag::WrongLaunchTarget, "kernel '" + kernel.name + "' is not loaded");
+  if (!kernel.loaded)
+    tegula::fail(ErrorKind::Value, Diag::WrongLaunchTarget, "kernel '" + kernel.name + "' is not loaded");
   std::vector<std::pair<std::string, int64_t>> used;
   {
     nb::gil_scoped_release released;
@@ -123,32 +125,9 @@ nb::dict resources(const CompiledKernel& kernel, int device) {
   return d;
 }
 
-// The C form of NumPy's array interface (the `__array_struct__` capsule), as
-// the protocol documents it. Reading the address from it costs about a tenth
-// of building the `__array_interface__` dict, and every pointer argument of
-// every launch pays it.
-struct ArrayInterface {
-  int two;  // always 2: a sanity check
-  int nd;
-  char typekind;
-  int itemsize;
-  int flags;
-  Py_intptr_t* shape;
-  Py_intptr_t* strides;
-  void* data;  // the first element
-  PyObject* descr;
-};
-
 uint64_t data_address(nb::handle array) {
-  nb::object capsule = nb::getattr(array, "__array_struct__");
-  auto* info = PyCapsule_CheckExact(capsule.ptr())
-                   ? static_cast<const ArrayInterface*>(PyCapsule_GetPointer(capsule.ptr(), nullptr))
-                   : nullptr;
-  if (!info || info->two != 2) {
-    PyErr_Clear();
-    throw nb::type_error("__array_struct__ is not an array interface capsule");
-  }
-  return reinterpret_cast<uintptr_t>(info->data);
+  nb::object capsule;
+  return reinterpret_cast<uintptr_t>(array_interface(array, capsule)->data);
 }
 
 nb::dict stage_dict(const CompiledKernel& kernel) {

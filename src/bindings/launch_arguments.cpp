@@ -27,20 +27,6 @@ struct NumpyArrayHead {
   PyObject* descr;
 };
 
-// The C form of NumPy's array interface (the `__array_struct__` capsule), as
-// the protocol documents it.
-struct ArrayInterface {
-  int two;  // always 2: a sanity check
-  int nd;
-  char typekind;
-  int itemsize;
-  int flags;
-  Py_intptr_t* shape;
-  Py_intptr_t* strides;
-  void* data;  // the first element
-  PyObject* descr;
-};
-
 // Bounds the identity caches: arrays made with unusual dtypes may each bring
 // a new dtype object, and a longer list would cost more to search than it saves.
 constexpr size_t kMaxCached = 32;
@@ -108,13 +94,29 @@ ir::Scalar scalar_named(std::string_view name) {
   return scalar;
 }
 
+// The scalar type of a dtype object, through a short identity cache (dtypes
+// hash slowly; identity is enough): `look_up()` gives the Python table's IR
+// scalar name, or None for a dtype it does not have.
+template <class LookUp>
+std::optional<ir::Scalar> cached_scalar(std::vector<std::pair<nb::object, ir::Scalar>>& cache, PyObject* dtype,
+                                        LookUp&& look_up) {
+  for (const auto& [known, scalar] : cache)
+    if (known.ptr() == dtype) return scalar;
+  nb::object name = look_up();
+  if (name.is_none()) return std::nullopt;
+  ir::Scalar scalar = scalar_named(utf8(name.ptr()));
+  if (cache.size() < kMaxCached) cache.emplace_back(nb::borrow(dtype), scalar);
+  return scalar;
+}
+
 // (lowest byte, byte count) of the elements a strided array addresses.
 std::pair<uint64_t, uint64_t> span(uint64_t address, const std::vector<int64_t>& shape,
                                    const std::vector<int64_t>& strides, int64_t itemsize) {
   for (int64_t n : shape)
     if (n == 0) return {address, 0};
   int64_t low = 0, high = 0;
-  for (size_t d = 0; d < shape.size() && d < strides.size(); ++d) (strides[d] < 0 ? low : high) += (shape[d] - 1) * strides[d];
+  for (size_t d = 0; d < shape.size() && d < strides.size(); ++d)
+    (strides[d] < 0 ? low : high) += (shape[d] - 1) * strides[d];
   return {address + static_cast<uint64_t>(low), static_cast<uint64_t>(high - low + itemsize)};
 }
 
@@ -138,6 +140,19 @@ auto reading(std::initializer_list<PyObject*> types, Read&& read, Raise&& raise)
 }
 
 }  // namespace
+
+const ArrayInterface* array_interface(nb::handle array, nb::object& capsule) {
+  capsule = nb::steal(PyObject_GetAttrString(array.ptr(), "__array_struct__"));
+  if (!capsule.is_valid()) throw nb::python_error();
+  auto* info = PyCapsule_CheckExact(capsule.ptr())
+                   ? static_cast<const ArrayInterface*>(PyCapsule_GetPointer(capsule.ptr(), nullptr))
+                   : nullptr;
+  if (!info || info->two != 2) {
+    PyErr_Clear();
+    throw nb::type_error("__array_struct__ is not an array interface capsule");
+  }
+  return info;
+}
 
 nb::str interned(const char* text) {
   PyObject* name = PyUnicode_InternFromString(text);
@@ -178,8 +193,7 @@ ArgumentClassifier::ArgumentClassifier(LaunchSupport support)
       stride_name_(interned("stride")),
       element_size_name_(interned("element_size")),
       torch_name_(interned("torch")),
-      tensor_name_(interned("Tensor")),
-      array_struct_name_(interned("__array_struct__")) {}
+      tensor_name_(interned("Tensor")) {}
 
 // --- runtime arguments -----------------------------------------------------------------------
 
@@ -336,15 +350,8 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::numpy_array(const
   } else {
     dtype_holder = attribute(value, dtype_name_);
     dtype = dtype_holder.ptr();
-    nb::object capsule = attribute(value, array_struct_name_);
-    auto* info = PyCapsule_CheckExact(capsule.ptr())
-                     ? static_cast<const ArrayInterface*>(PyCapsule_GetPointer(capsule.ptr(), nullptr))
-                     : nullptr;
-    if (!info || info->two != 2) {
-      PyErr_Clear();
-      throw nb::type_error("__array_struct__ is not an array interface capsule");
-    }
-    address = reinterpret_cast<uintptr_t>(info->data);
+    nb::object capsule;
+    address = reinterpret_cast<uintptr_t>(array_interface(value, capsule)->data);
     if (exact && numpy_layout_ == NumpyLayout::Unknown)
       numpy_layout_ = head->descr == dtype && reinterpret_cast<uintptr_t>(head->data) == address
                           ? NumpyLayout::Direct
@@ -359,16 +366,7 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::numpy_array(const
 }
 
 std::optional<ir::Scalar> ArgumentClassifier::numpy_scalar(PyObject* dtype) {
-  for (const auto& [known, scalar] : numpy_dtypes_)
-    if (known.ptr() == dtype) return scalar;
-  PyObject* name = PyDict_GetItemWithError(support_.numpy_scalars.ptr(), dtype);  // borrowed
-  if (!name) {
-    if (PyErr_Occurred()) throw nb::python_error();
-    return std::nullopt;
-  }
-  ir::Scalar scalar = scalar_named(utf8(name));
-  if (numpy_dtypes_.size() < kMaxCached) numpy_dtypes_.emplace_back(nb::borrow(dtype), scalar);
-  return scalar;
+  return cached_scalar(numpy_dtypes_, dtype, [&] { return support_.numpy_scalars.attr("get")(nb::handle(dtype)); });
 }
 
 // --- torch tensors -----------------------------------------------------------------------------
@@ -395,18 +393,10 @@ bool ArgumentClassifier::learn_torch_type(nb::handle value) {
   return true;
 }
 
+// torch dtypes are looked up by name ("torch.float32"): torch is never imported.
 std::optional<ir::Scalar> ArgumentClassifier::torch_scalar(PyObject* dtype) {
-  for (const auto& [known, scalar] : torch_dtypes_)
-    if (known.ptr() == dtype) return scalar;
-  nb::str text = nb::str(nb::handle(dtype));
-  PyObject* name = PyDict_GetItemWithError(support_.torch_scalars.ptr(), text.ptr());  // borrowed
-  if (!name) {
-    if (PyErr_Occurred()) throw nb::python_error();
-    return std::nullopt;
-  }
-  ir::Scalar scalar = scalar_named(utf8(name));
-  if (torch_dtypes_.size() < kMaxCached) torch_dtypes_.emplace_back(nb::borrow(dtype), scalar);
-  return scalar;
+  return cached_scalar(torch_dtypes_, dtype,
+                       [&] { return support_.torch_scalars.attr("get")(nb::str(nb::handle(dtype))); });
 }
 
 const ArgumentClassifier::TorchAccessors* ArgumentClassifier::torch_accessors(PyTypeObject* type) {
@@ -658,14 +648,8 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
 std::optional<std::pair<uint64_t, uint64_t>> ArgumentClassifier::extent(nb::handle value) {
   PyObject* object = value.ptr();
   if (is_instance(value, support_.ndarray)) {
-    nb::object capsule = attribute(value, array_struct_name_);
-    auto* info = PyCapsule_CheckExact(capsule.ptr())
-                     ? static_cast<const ArrayInterface*>(PyCapsule_GetPointer(capsule.ptr(), nullptr))
-                     : nullptr;
-    if (!info || info->two != 2) {
-      PyErr_Clear();
-      return std::nullopt;
-    }
+    nb::object capsule;
+    const ArrayInterface* info = array_interface(value, capsule);
     std::vector<int64_t> shape(info->shape, info->shape + info->nd);
     std::vector<int64_t> strides(info->nd);
     for (int d = 0; d < info->nd; ++d) strides[d] = info->strides ? info->strides[d] : 0;

@@ -148,7 +148,8 @@ CUfunction Module::load_on(int device) const {
                 "NVRTC no newer than the driver");
   loaded_.emplace_back(device, module);
   CUfunction function = nullptr;
-  check(api.cuModuleGetFunction(&function, module, abi::kEntrySymbol), "cannot find " + where + ": cuModuleGetFunction");
+  check(api.cuModuleGetFunction(&function, module, abi::kEntrySymbol),
+        "cannot find " + where + ": cuModuleGetFunction");
 
   if (shared_bytes_ > kDefaultSharedLimit) {
     int static_bytes = 0;
