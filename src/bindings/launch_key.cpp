@@ -166,13 +166,16 @@ void LaunchKey::descriptor(ir::Scalar element, bool aligned16, const std::vector
 
 void LaunchKey::trailer(int num_warps, int num_stages, bool fp_fusion, bool debug, uint8_t backend,
                         int32_t device) {
-  append(kTrailer);
+  char item[16];
+  item[0] = kTrailer;
   auto warps = static_cast<int32_t>(num_warps), stages = static_cast<int32_t>(num_stages);
-  append(&warps, sizeof warps);
-  append(&stages, sizeof stages);
-  const char flags[3] = {static_cast<char>(fp_fusion), static_cast<char>(debug), static_cast<char>(backend)};
-  append(flags, sizeof flags);
-  append(&device, sizeof device);
+  std::memcpy(item + 1, &warps, 4);
+  std::memcpy(item + 5, &stages, 4);
+  item[9] = static_cast<char>(fp_fusion);
+  item[10] = static_cast<char>(debug);
+  item[11] = static_cast<char>(backend);
+  std::memcpy(item + 12, &device, 4);
+  append(item, sizeof item);
 }
 
 namespace {

@@ -38,8 +38,7 @@ const backends::Backend* forced_backend() {
 }
 
 Place choose_place(const std::string& kernel, const std::vector<std::string>& names,
-                   std::span<const ArgumentPlace> arrays, const backends::Backend* forced,
-                   const std::function<int(const backends::Backend&)>& current_device) {
+                   std::span<const ArgumentPlace> arrays, const backends::Backend* forced) {
   for (const ArgumentPlace& array : arrays) {
     if (array.place == arrays.front().place) continue;
     // Every place with its arguments, in the order the places first appear.
@@ -58,7 +57,7 @@ Place choose_place(const std::string& kernel, const std::vector<std::string>& na
   if (arrays.empty()) {
     const backends::Backend& backend = forced ? *forced : runtime::host_backend();
     bool device = backend.kind() == backends::BackendKind::Device;
-    return Place{&backend, device ? current_device(backend) : -1};
+    return Place{&backend, device ? kCurrentDevice : -1};
   }
   const ArgumentPlace& first = arrays.front();
   if (forced && forced != first.place.backend) {

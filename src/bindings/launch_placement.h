@@ -7,7 +7,6 @@
 // which backend is the registry's (runtime/backend_registry.h).
 #pragma once
 
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,14 +34,15 @@ struct ArgumentPlace {
 // Raises ValueError (E0705) for a name the registry does not know.
 const backends::Backend* forced_backend();
 
+// A place's device when the launch runs on a device backend without arrays:
+// the caller's current device there, which only Python can tell.
+constexpr int kCurrentDevice = -2;
+
 // The place of a launch whose array arguments are `arrays` (in parameter
-// order). `current_device(backend)` gives the caller's current device for a
-// device backend the launch runs on without arrays. Raises ValueError
-// (E0709) naming the arguments for arrays in different places and for a
-// conflict with `forced`.
+// order). Raises ValueError (E0709) naming the arguments for arrays in
+// different places and for a conflict with `forced`.
 Place choose_place(const std::string& kernel, const std::vector<std::string>& names,
-                   std::span<const ArgumentPlace> arrays, const backends::Backend* forced,
-                   const std::function<int(const backends::Backend&)>& current_device);
+                   std::span<const ArgumentPlace> arrays, const backends::Backend* forced);
 
 // "the CPU", "cuda:0": a place in messages.
 std::string describe(const Place& place);

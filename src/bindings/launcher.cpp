@@ -360,11 +360,15 @@ nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stag
 }
 
 nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& grid, const Specialized& launch) {
-  std::shared_ptr<const CompiledKernel> kernel = target.kernel;
+  // `result` holds the Python CompiledKernel, which owns the kernel, for the
+  // whole launch (the GIL is released while it runs: another thread may
+  // clear this launcher meanwhile).
   nb::object result = target.kernel_object;
+  const CompiledKernel* kernel = target.kernel.get();
   const LaunchArguments& arguments = launch.arguments;
-  SmallVector<ArgValue, kInlineArguments> values(kernel->params.size());
-  for (size_t j = 0; j < values.size(); ++j) values[j] = argument(*kernel, kernel->params[j], arguments.values[j]);
+  SmallVector<ArgValue, kInlineArguments> values;
+  for (size_t j = 0; j < kernel->params.size(); ++j)
+    values.push_back(argument(*kernel, kernel->params[j], arguments.values[j]));
   if (kernel->debug) {
     for (size_t j = 0; j < values.size(); ++j) {
       if (!kernel->params[j].type.is_pointer() || !arguments.sources[j]) continue;
@@ -405,7 +409,8 @@ void Launcher::work_out(const CallArgs& call, Specialized& out, std::array<int64
   specialize(call, out);
   if (grid) *grid = resolve_grid(call.grid, out.bound);
   out.place = choose_place(kernel_name_, names_, {out.arguments.places.begin(), out.arguments.places.end()},
-                           forced_backend(), [&](const backends::Backend&) { return classifier_.current_device(); });
+                           forced_backend());
+  if (out.place.device == kCurrentDevice) out.place.device = classifier_.current_device();
   const LaunchOptions& options = out.bound.options;
   out.arguments.key.trailer(option_value(options.num_warps, 4), option_value(options.num_stages, 3),
                             options.fp_fusion != Py_False, debug_, backend_index(out.place.backend),
@@ -478,9 +483,8 @@ nb::tuple Launcher::arrays(nb::dict named) {
     dtypes.append(ir::to_string(specs.front().dtype));
     if (!first) first = one.places[0].place;
   }
-  Place place = first ? *first
-                      : choose_place(kernel_name_, names_, {}, forced_backend(),
-                                     [&](const backends::Backend&) { return classifier_.current_device(); });
+  Place place = first ? *first : choose_place(kernel_name_, names_, {}, forced_backend());
+  if (place.device == kCurrentDevice) place.device = classifier_.current_device();
   bool device = place.backend->kind() == backends::BackendKind::Device;
   return nb::make_tuple(dtypes, std::string(place.backend->name()), device ? nb::cast(place.device) : nb::none());
 }
