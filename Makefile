@@ -25,7 +25,7 @@ SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 
-.PHONY: all venv build cpp-test py-test sanitize fuzz test demo gpu-check clean
+.PHONY: all venv build cpp-test py-test sanitize fuzz test check demo gpu-check clean
 
 all: build
 
@@ -78,8 +78,8 @@ cpp-test: $(SYSDEPS_STAMP)
 # the CPU kernels the backend and runtime tests compile come from the shared
 # kernel cache. See docs/testing.md.
 SAN_BUILD := build-sanitize
-SAN_TESTS ?= test_support test_frontend test_ir test_passes test_cli_lib test_runtime test_backend_cpu \
-	test_fuzz_regressions
+SAN_TESTS ?= test_support test_frontend test_ir test_passes test_cli_lib test_runtime test_backend_c_family \
+	test_backend_cpu test_fuzz_regressions
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
@@ -131,12 +131,18 @@ test: venv build
 	@status=0; \
 	$(MAKE) --no-print-directory cpp-test || status=1; \
 	$(MAKE) --no-print-directory py-test || status=1; \
+	exit $$status
+
+# The slow checks: the C++ tests under ASan/UBSan and the fuzzers. CI runs
+# them after `make test` (.ci/run).
+check: venv
+	@status=0; \
 	$(MAKE) --no-print-directory sanitize || status=1; \
 	$(MAKE) --no-print-directory fuzz FUZZ_FRONTEND_SECONDS=60 FUZZ_IR_SECONDS=30 || status=1; \
 	exit $$status
 
 demo: venv build
-	$(PY) -m tegula.demo
+	$(PY) examples/demo.py
 
 # On the GPU machine: offline and without our venv, so it builds with that
 # machine's python3 (torch, triton, nanobind... preinstalled) and skips `venv`.

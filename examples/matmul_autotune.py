@@ -1,4 +1,4 @@
-"""Autotuned matmul: the tiled kernel of tegula.kernels.matmul, tuned over block
+"""Autotuned matmul: the tiled kernel of examples/matmul.py, tuned over block
 shapes, GROUP_M and num_warps for each problem shape.
 
 Run it: `python examples/matmul_autotune.py [--shapes 96x80x72 200x130x150] [--dtype float32]`
@@ -21,9 +21,10 @@ import argparse
 import numpy as np
 
 import tegula
-from tegula.kernels import _host
-from tegula.kernels.matmul import make_inputs, matmul_kernel, matmul_reference
 from tegula.testing import assert_close
+
+import _host  # array helpers shared by the examples (NumPy or torch)
+from matmul import make_inputs, matmul_kernel, matmul_reference  # examples/matmul.py
 
 # Large tiles with more warps for big GPU problems, small ones for small or CPU problems.
 CONFIGS = [

@@ -8,7 +8,7 @@ ieee, int8; tiles from 16 to 256, non-square; 1 to 8 warps; transposed
 operands; bias + relu + cast epilogues; K loops with masked tails at every
 num_stages) and prints, per case, the worst error against a float64 NumPy
 reference next to its bound, and PASS or FAIL. Then the TFLOP/s of
-python/tegula/kernels/matmul.py at 4096^3 bf16 for a few block
+examples/matmul.py at 4096^3 bf16 for a few block
 configurations, next to torch.matmul (cuBLAS).
 
 It never hangs and always reports every case: the cases run in a worker
@@ -223,8 +223,10 @@ BENCH_CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages
 def bench(size: int) -> None:
     import torch
 
-    from tegula.kernels import matmul
     from tegula.testing import do_bench
+
+    sys.path.insert(0, str(REPO / "examples"))
+    import matmul
 
     flops = 2.0 * size ** 3
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -387,7 +389,7 @@ def main() -> int:
     print("summary: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), flush=True)
 
     if not args.no_bench:
-        print(f"\nmatmul {args.bench_size}^3 bf16 (python/tegula/kernels/matmul.py):", flush=True)
+        print(f"\nmatmul {args.bench_size}^3 bf16 (examples/matmul.py):", flush=True)
         proc, lines, err_tail = spawn(["--bench-worker", "--bench-size", str(args.bench_size)])
         while True:
             event = next_event(lines, max(args.timeout, 300.0))

@@ -12,9 +12,9 @@
 #   2. pytest      tests/python on the CUDA backend (-n cores/2)          -> pytest.txt
 #      then compat: tests/compat under Tegula (CUDA) and under Triton  -> pytest.txt
 #   3. ctest       the C++ tests, built beside step 2               -> ctest.txt
-#   4. bench       python -m tegula.bench --gpu --json bench.json    -> bench.txt, bench.json
+#   4. bench       python benchmarks/run.py --gpu --json bench.json  -> bench.txt, bench.json
 #      then tools/launch_overhead.py (Tegula vs Triton, tiny kernel)  -> bench.txt
-#   5. demo        python -m tegula.demo --json                      -> demo.txt
+#   5. demo        python examples/demo.py --json                    -> demo.txt
 #   6. launch-probe tools/launch_probe.py (launch costs fresh, then after
 #                  the memory-bound workloads; GPU_CHECK_LAUNCH_PROBE=0: skip) -> bench.txt
 #   and the machine (nvidia-smi, versions, libraries)               -> env.txt
@@ -214,20 +214,20 @@ else
 fi
 
 # --- 4. benchmarks ----------------------------------------------------------------------------
-BENCH_HELP="$( ((BUILT)) && timeout 60 "$PY" -m tegula.bench --help 2>&1)"
+BENCH_HELP="$( ((BUILT)) && timeout 60 "$PY" benchmarks/run.py --help 2>&1)"
 if ! ((BUILT)); then
   skip bench "no build"
 elif ! grep -q -- "--json" <<<"$BENCH_HELP"; then
   echo "$BENCH_HELP" >"$OUT/bench.txt"
-  skip bench "tegula.bench is missing or broken (see bench.txt)"
+  skip bench "benchmarks/run.py is missing or broken (see bench.txt)"
 elif ! grep -q -- "--gpu" <<<"$BENCH_HELP"; then
-  skip bench "tegula.bench has no --gpu option yet"
+  skip bench "benchmarks/run.py has no --gpu option yet"
 else
   # --no-md: the markdown table is already in bench.txt and $OUT holds at most 8 files;
-  # `python -m tegula.bench --render bench.json` writes bench.md from the JSON later.
+  # `python benchmarks/run.py --render bench.json` writes bench.md from the JSON later.
   # GPU_CHECK_BENCH_ARGS: extra options for the benchmark (e.g. "--num-warps fused_chain=8").
   # shellcheck disable=SC2086
-  step bench "$OUT/bench.txt" "$(allowance 240 40)" "$PY" -m tegula.bench --gpu --no-md --json "$OUT/bench.json" \
+  step bench "$OUT/bench.txt" "$(allowance 240 40)" "$PY" benchmarks/run.py --gpu --no-md --json "$OUT/bench.json" \
     ${GPU_CHECK_BENCH_ARGS:-}
 fi
 
@@ -240,7 +240,7 @@ fi
 
 # --- 5. demo ----------------------------------------------------------------------------------
 if ((BUILT)); then
-  step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" -m tegula.demo --json
+  step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" examples/demo.py --json
 else
   skip demo "no build"
 fi

@@ -3,7 +3,7 @@
 # runs the benchmark command for each WORKLOAD=W1,W2,... given, Tegula and
 # Triton side by side (same kernel source, same num_warps), and appends the
 # tables to $OUT/sweep.txt. Used to pick the NUM_WARPS defaults of
-# python/tegula/_bench_gpu.py from measurements.
+# benchmarks/tegula_bench/gpu_workloads.py from measurements.
 #   tools/gpu_sweep.sh fused_chain=2,4,8 layer_norm=4,8,16
 set -u
 OUT="${OUT:-./gpu-check-out}"
@@ -14,7 +14,7 @@ for spec in "$@"; do
   workload="${spec%%=*}"
   for w in $(echo "${spec#*=}" | tr ',' ' '); do
     echo "### $workload num_warps=$w" >>"$OUT/sweep.txt"
-    timeout 120 "$PY" -m tegula.bench --gpu --only "$workload" --variant tegula --variant triton \
+    timeout 120 "$PY" benchmarks/run.py --gpu --only "$workload" --variant tegula --variant triton \
       --num-warps "$workload=$w" --no-md 2>&1 | grep -E "tegula|triton|copy|Copy" >>"$OUT/sweep.txt"
   done
 done

@@ -16,14 +16,16 @@ import gc
 import json
 import os
 import statistics
+import sys
 import threading
 import time
+from pathlib import Path
 
 import torch
 
-from tegula import _bench_gpu as B
-from tegula import _triton_twin
-from tegula.kernels import axpy
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from tegula_bench import gpu_run, gpu_workloads, launch, triton_twin  # noqa: E402
+from tegula_bench.kernels import axpy  # noqa: E402
 
 
 def per_call_ns(fn, n=2000, rounds=9):
@@ -61,7 +63,7 @@ def probe(phase, x, y, out, compiled, triton_kernel):
                                  n=200),
         "torch_add_ns": per_call_ns(lambda: torch.add(y, x, alpha=3.0, out=out), n=200),
     }
-    outcomes = B.measure_launch(torch, ("tegula", "triton", "torch"), 2000, 3, 4)
+    outcomes = launch.measure_launch(torch, ("tegula", "raw", "triton", "torch"), 2000, 3, 4)
     result["bench_launch_us"] = {o.variant: round(o.median_ms * 1e3, 2) for o in outcomes}
     print(json.dumps(result), flush=True)
 
@@ -74,13 +76,13 @@ def main():
     y = torch.full((1,), 2.0, device="cuda")
     out = torch.zeros(1, device="cuda")
     compiled = axpy.axpy_kernel[(1,)](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4)
-    triton_kernel = _triton_twin.load(axpy).axpy_kernel
+    triton_kernel = triton_twin.load(axpy).axpy_kernel
     triton_kernel[(1,)](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4)
     torch.cuda.synchronize()
     probe("fresh", x, y, out, compiled, triton_kernel)
     names = tuple(w for w in args.workloads.split(",") if w)
     if names:
-        B.run(names, B.VARIANTS, False, 0.3, dict(B.NUM_WARPS))
+        gpu_run.run(names, gpu_workloads.VARIANTS, False, 0.3, dict(gpu_workloads.NUM_WARPS))
         probe("after workloads", x, y, out, compiled, triton_kernel)
     gc.collect()
     gc.freeze()
@@ -90,8 +92,10 @@ def main():
     gc.enable()
     gc.unfreeze()
     try:
-        import torch._dynamo
-        torch._dynamo.reset()
+        # `from torch import`, not `import torch._dynamo`: the latter would bind
+        # `torch` as a local name of main() and leave it unbound at the top.
+        from torch import _dynamo
+        _dynamo.reset()
         from torch._inductor.async_compile import shutdown_compile_workers
         shutdown_compile_workers()
     except Exception as e:  # noqa: BLE001

@@ -17,12 +17,16 @@ Prints a table; `--json PATH` writes the numbers too.
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
 import tegula
-from tegula.kernels import axpy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from tegula_bench.kernels import axpy  # noqa: E402
 
 CALLS = 20_000
 ROUNDS = 7
@@ -115,9 +119,9 @@ def main() -> None:
     rows["issue only: torch out.add_(x)"] = issue_us(lambda: out.add_(x))
     try:
         import triton  # noqa: F401
-        from tegula import _triton_twin
+        from tegula_bench import triton_twin
 
-        twin = _triton_twin.load(axpy).axpy_kernel
+        twin = triton_twin.load(axpy).axpy_kernel
         rows["issue only: triton kernel[grid](...)"] = issue_us(
             lambda: twin[grid](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4))
         rows["triton kernel[grid](...), back to back"] = per_call_us(

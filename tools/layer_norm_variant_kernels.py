@@ -1,8 +1,9 @@
 """Layer norm forward kernels written four more ways, for tools/layer_norm_variants.py
-(the fourth, "ln_base", is the benchmark's own tegula.kernels.layer_norm).
+(the fourth, "ln_base", is the benchmark's own, examples/layer_norm.py).
 
 Kept in a module of their own with only Tegula's two import lines, so that
-tegula._triton_twin can compile the very same text with Triton.
+the benchmark's Triton twin (benchmarks/tegula_bench/triton_twin.py) can
+compile the very same text with Triton.
 """
 
 import tegula

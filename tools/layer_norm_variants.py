@@ -15,8 +15,10 @@ import sys
 import torch
 
 import tegula
-from tegula import _triton_twin
 from tegula.testing import do_bench
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+from tegula_bench import triton_twin  # noqa: E402
 
 
 VARIANTS = ("ln_base", "ln_early_wb", "ln_evict", "ln_sumsq", "ln_ieee")
@@ -49,7 +51,7 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import layer_norm_variant_kernels as kernels
 
-    from tegula.kernels import layer_norm as base
+    from tegula_bench.kernels import layer_norm as base
 
     # (module, kernel name) per variant; the Triton twin of each module compiles the same text.
     sources = {name: (kernels, name) for name in VARIANTS if name != "ln_base"}
@@ -60,7 +62,7 @@ def main() -> None:
             line = f"{name:<12} w{warps:<3}"
             times = {}
             module, kernel_name = sources[name]
-            for compiler, source in (("tegula", module), ("triton", _triton_twin.load(module))):
+            for compiler, source in (("tegula", module), ("triton", triton_twin.load(module))):
                 kernel = getattr(source, kernel_name)
 
                 def run(kernel=kernel):

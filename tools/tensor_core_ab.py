@@ -3,29 +3,33 @@
     python tools/tensor_core_ab.py [--sizes 4096 8192] [--no-attention]
 
 For quick A/B comparisons of code generation changes: the benchmark's kernels
-(tegula.kernels.matmul at its DEFAULT_BLOCKS with 8 warps; attention at
+(examples/matmul.py at its DEFAULT_BLOCKS with 8 warps; attention at
 128x64 blocks, 8 warps, 3 stages) and their Triton twins, timed with
 tegula.testing.do_bench (CUDA events, L2 flushed, median), with cuBLAS and
 SDPA beside them and each result checked against torch. Ratios within one run
 are the signal; the machine's clocks move between runs. The benchmark
-(`python -m tegula.bench --gpu`) stays the reference: it interleaves the
+(`python benchmarks/run.py --gpu`) stays the reference: it interleaves the
 variants and runs every workload in one process.
 """
 
 import argparse
+import sys
+from pathlib import Path
 
 import torch
 
-from tegula import _triton_twin
-from tegula.kernels import attention, matmul
 from tegula.testing import do_bench
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from tegula_bench import triton_twin  # noqa: E402
+from tegula_bench.kernels import attention, matmul  # noqa: E402
 
 
 def compare(label: str, flops: float, module, launch, out, want, reference: str, reference_run, once: bool) -> None:
     """Times `launch(m)` for the module and its Triton twin, checks `out`
     against `want` after each, and prints the rates and ratios."""
     t = {}
-    for name, m in (("tegula", module), ("triton", _triton_twin.load(module))):
+    for name, m in (("tegula", module), ("triton", triton_twin.load(module))):
         run = lambda m=m: launch(m)  # noqa: E731
         run()
         torch.cuda.synchronize()

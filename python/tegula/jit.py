@@ -225,7 +225,7 @@ class JITFunction:
 def _print_compile_profile(kernel: str, backend: str, phases: list) -> None:
     """TEGULA_PROFILE_COMPILE=1: one line per compile on stderr, e.g.
     ``tegula: compiled 'add' (cpu) in 0.412 s: python 1.1 ms, setup 0.2 ms, ...``
-    (the phases: src/runtime/compile_profile.h; "python" is the request's
+    (the phases: src/support/compile_profile.h; "python" is the request's
     sources and argument specs)."""
 
     def duration(seconds: float) -> str:

@@ -201,7 +201,7 @@ void bind_compiler(nb::module_& m) {
       },
       "request"_a, "options"_a,
       "compile() that also returns where the time went: (kernel, [(phase, seconds), ...]); see "
-      "src/runtime/compile_profile.h for the phases.");
+      "src/support/compile_profile.h for the phases.");
   m.def(
       "generate_source",
       [](const KernelRequest& request, const runtime::CompileOptions& options) {

@@ -83,7 +83,7 @@ std::vector<ArgValue> convert_all(const CompiledKernel& kernel, const std::array
 }
 
 // Debug kernels: each array argument's (first byte, byte count), None for
-// the other arguments (runtime/debug_record.h).
+// the other arguments (backends/kernel_abi.h).
 void set_extents(const CompiledKernel& kernel, std::vector<ArgValue>& values, nb::handle extents) {
   if (extents.is_none()) return;
   nb::list list = nb::cast<nb::list>(extents);

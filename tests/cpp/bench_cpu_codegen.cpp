@@ -164,7 +164,7 @@ constexpr const char* kMatmulMasked =
     "        acc = tl.dot(a, b, acc)\n"
     "    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))\n";
 
-// The Triton tutorial's shape (python/tegula/kernels/matmul.py): pointer
+// The Triton tutorial's shape (examples/matmul.py): pointer
 // tiles carried through the K loop and advanced by BK each iteration.
 constexpr const char* kMatmulCarriedPointers =
     "def matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,\n"

@@ -4,7 +4,7 @@
 //  * the exact CUDA source and layouts of the vector-add kernel (golden:
 //    tests/golden/vector_add.cu; TEGULA_UPDATE_GOLDEN=1 rewrites it);
 //  * a corpus: the golden kernels (tests/golden/*.py), the CUDA benchmark
-//    kernels (python/tegula/kernels at their benchmark sizes), and IR
+//    kernels (the examples/ the benchmark times, at its sizes), and IR
 //    written by hand for every op of ops.def over its dtypes
 //    (cuda_ir_corpus.h). Each must generate, and when `nvcc` is on PATH
 //    compile to a cubin for sm_90a and sm_80 without errors, with no local
@@ -198,13 +198,13 @@ std::vector<FileCase> file_cases() {
       for (int w : {4, 8})
         cases.push_back({"tests/golden/" + e.path().filename().string(), "", w,
                          e.path().stem().string() + "_w" + std::to_string(w), ""});
-  // The GPU benchmark workloads (python/tegula/kernels), at their benchmark
+  // The GPU benchmark workloads (examples/), at their benchmark
   // sizes and dtypes.
-  const std::string kernels = "python/tegula/kernels/";
+  const std::string kernels = "examples/";
   for (int w : {4, 8, 16}) {
     std::string suffix = "_w" + std::to_string(w);
     cases.push_back({kernels + "vector_add.py", "*fp32:16, *fp32:16, *fp32:16, i32:16, 4096", w,
-                     "bench_vector_add" + suffix, "vector_add_kernel"});
+                     "bench_vector_add" + suffix, "add_kernel"});
     cases.push_back({kernels + "fused_chain.py",
                      "*bf16:16, *bf16:16, *i1:16, *fp32:16, *fp32:16, *bf16:16, i32:16, i32:16, fp32, fp32, fp32, 4096",
                      w, "bench_fused_chain_bf16" + suffix, "fused_chain_kernel"});
@@ -485,7 +485,7 @@ size_t occurrences(const std::string& text, const std::string& needle) {
 // beside the first one's, so only the barriers between writing and reading
 // each remain (no barrier for the first one's readers).
 TEST(CudaSharedMemory, BackToBackReductionsAlternateAreas) {
-  ir::Function fn = kernel_from_file(source_dir() / "python/tegula/kernels/layer_norm.py",
+  ir::Function fn = kernel_from_file(source_dir() / "examples/layer_norm.py",
                                      "*bf16:16,*bf16:16,*bf16:16,*bf16:16,*fp32:16,*fp32:16,i32:16,i32:16,i32:16,"
                                      "fp32,8192",
                                      "layer_norm_kernel");

@@ -1,8 +1,9 @@
 """Shared setup for the Python tests.
 
 Kernels compiled by one test run are reused by the next through a repo-local
-disk cache (unless TEGULA_CACHE_DIR says otherwise), and the examples are
-importable so tests exercise the very kernels the examples show.
+disk cache (unless TEGULA_CACHE_DIR says otherwise), the examples are
+importable so tests exercise the very kernels the examples show, and so is
+the benchmark application (`tegula_bench`, under benchmarks/).
 """
 
 import os
@@ -14,10 +15,12 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
+BENCHMARKS = REPO / "benchmarks"
 
 os.environ.setdefault("TEGULA_CACHE_DIR", str(REPO / ".cache" / "tegula"))
-if str(EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(EXAMPLES))
+for folder in (BENCHMARKS, EXAMPLES):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 # --- the backend under test ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Flash attention forward (tegula.kernels.attention) against a float64 reference.
+"""Flash attention forward (examples/flash_attention.py) against a float64 reference.
 
 Runs on the backend under test (`backend` fixture: the CPU, or the GPU with
 --backend cuda); runs the CUDA backend's code for sm_80 (mma.sync) and sm_90
@@ -25,7 +25,7 @@ import pytest
 from cuda_compile_util import compile_for_cuda
 from cuda_emulator import emulate, require_emulator
 from ops_util import np_dtype, rng_for
-from tegula.kernels import attention as attn
+import flash_attention as attn
 
 OUT_TOLERANCE = {"float16": (4e-3, 2.0 ** -10), "bfloat16": (2.5e-2, 2.0 ** -7)}
 LSE_TOLERANCE = {"float16": 1e-4, "bfloat16": 1e-4}

@@ -1,6 +1,6 @@
 """What the CUDA backend makes of flash attention's key loop, without a GPU.
 
-The loop of tegula.kernels.attention should cost one barrier per key block
+The loop of examples/flash_attention.py should cost one barrier per key block
 on sm_80 (mma.sync; the pipeline's: K and V tiles landed, the previous stage
 free) and two on sm_90a, where the P @ V wgmma group stays in flight into the
 next iteration (the first dot's wait covers it) and the refill of the
@@ -23,7 +23,7 @@ import pytest
 import tegula
 import tegula.language as tl
 from cuda_compile_util import compile_for_cuda
-from tegula.kernels import attention as attn
+import flash_attention as attn
 
 _STRIDES = "i32:16, i32:16, i32:16, i32:1"
 

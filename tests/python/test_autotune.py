@@ -343,7 +343,7 @@ def test_progress_shows_on_a_terminal_after_a_second(monkeypatch):
 # --- the on-disk tuning cache, across processes -------------------------------------------
 
 TUNE_AND_REPORT = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
     import numpy as np
     import tegula
     import tegula.language as tl
@@ -491,7 +491,7 @@ def test_matmul_autotune_example_prunes_tunes_and_matches(backend):
 # with no compile and no tuning. On the CPU the example's tuner at a small
 # shape; on the GPU the benchmark's configs at its 4096^3 bf16 shape.
 MATMUL_TUNE_AND_REPORT = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
     import numpy as np
     import tegula
     from tegula import testing
@@ -504,19 +504,20 @@ MATMUL_TUNE_AND_REPORT = textwrap.dedent("""
         return measure(*args, **kwargs)
 
     testing.bench_samples = counting_bench_samples
+    repo = sys.argv[2]
+    sys.path[:0] = [os.path.join(repo, "examples"), os.path.join(repo, "benchmarks")]
     if sys.argv[1] == "cuda":
         import torch
-        from tegula import _bench_autotune
+        from tegula_bench import autotuned_matmul
 
         size = 4096
         g = torch.Generator(device="cuda").manual_seed(0)
         a, b = (torch.randn(size, size, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
         out = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
-        tuner = _bench_autotune.autotuner(cache_results=True)
-        _bench_autotune.launcher(tuner, a, b, out)()
+        tuner = autotuned_matmul.autotuner(cache_results=True)
+        autotuned_matmul.launcher(tuner, a, b, out)()
         torch.testing.assert_close(out.float(), a.float() @ b.float(), atol=size ** 0.5 / 64, rtol=1.6e-2)
     else:
-        sys.path.insert(0, sys.argv[2])
         import matmul_autotune
 
         tuner = matmul_autotune.matmul_tuned
@@ -529,12 +530,12 @@ MATMUL_TUNE_AND_REPORT = textwrap.dedent("""
 def test_a_second_process_launches_the_tuned_matmul_without_compiling_or_tuning(tmp_path, backend):
     script = tmp_path / "tune_matmul.py"
     script.write_text(MATMUL_TUNE_AND_REPORT)
-    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    repo = os.path.join(os.path.dirname(__file__), "..", "..")
     env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("TEGULA_PRINT_AUTOTUNING", None)
 
     def run():
-        done = subprocess.run([sys.executable, str(script), backend.name, os.path.abspath(examples)], env=env,
+        done = subprocess.run([sys.executable, str(script), backend.name, os.path.abspath(repo)], env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1])

@@ -16,6 +16,8 @@ import tegula
 import tegula.language as tl
 from tegula import _C
 
+BENCH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
+
 CPU_BUILD_PHASES = ["setup", "key", "disk cache", "frontend", "passes", "codegen", "c++", "store", "load"]
 
 
@@ -144,7 +146,7 @@ def test_precompiled_prelude_is_built_once_and_survives_damage(tmp_path):
 
 def test_cpu_bench_compile_rows(tmp_path):
     path = tmp_path / "compile.json"
-    done = subprocess.run([sys.executable, "-m", "tegula.bench", "--cpu", "--quick", "--only", "compile",
+    done = subprocess.run([sys.executable, str(BENCH), "--cpu", "--quick", "--only", "compile",
                            "--json", str(path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {row["workload"]: row for row in json.loads(path.read_text())["rows"]}
@@ -156,22 +158,23 @@ def test_cpu_bench_compile_rows(tmp_path):
 
 
 def test_gpu_report_compile_and_launch_rows():
-    from tegula import _bench_gpu
+    from tegula_bench import gpu_report
+    from tegula_bench.outcome import Outcome
+    from tegula_bench.targets import criteria
 
-    Outcome = _bench_gpu.Outcome
-    rows = _bench_gpu.compile_rows({
+    rows = gpu_report.compile_rows({
         "compile_cold": [Outcome("tegula", [400.0, 500.0, 450.0], "ok"), Outcome("triton", [1190.0], "ok")],
         "compile_warm": [Outcome("tegula", [20.0], "ok"), Outcome("triton", [], "error", "ImportError: triton")],
         "compile_cold_cpu": [Outcome("tegula", [600.0, 700.0, 650.0], "ok")],
         "compile_warm_cpu": [Outcome("tegula", [30.0], "ok")]})
-    rows += _bench_gpu.launch_rows([Outcome("tegula", [0.003], "ok"), Outcome("triton", [0.012], "ok")], 10000, 4)
+    rows += gpu_report.launch_rows([Outcome("tegula", [0.003], "ok"), Outcome("triton", [0.012], "ok")], 10000, 4)
     by = {(r["workload"], r["variant"]): r for r in rows}
     cold = by["compile_cold", "tegula"]
     assert (cold["unit"], cold["samples"], cold["check"]) == ("s", 3, "ok")
     assert cold["rate"] == pytest.approx(0.45) and cold["ms"] == pytest.approx(450.0)
     assert by["compile_warm", "triton"]["rate"] is None and by["compile_warm", "triton"]["check"] == "error"
     assert "6 arguments" in by["launch", "tegula"]["shape"]
-    targets = {c["what"]: c for c in _bench_gpu.criteria(rows)}
+    targets = {c["what"]: c for c in criteria(rows)}
     assert targets["compile_cold: tegula first call / triton's"]["value"] == pytest.approx(450 / 1190)
     assert targets["compile_cold: tegula first call / triton's"]["pass"] is True
     assert targets["compile_warm: tegula first call / triton's"]["pass"] is None  # triton not measured
@@ -187,14 +190,14 @@ def test_gpu_report_compile_and_launch_rows():
 
 
 def test_gpu_bench_measures_the_cpu_backend_compile_too():
-    from tegula import _bench_gpu
+    from tegula_bench import gpu_measure, gpu_report
 
-    measured = _bench_gpu.measure_compile(("tegula",), quick=True)
+    measured = gpu_measure.measure_compile(("tegula",), quick=True)
     assert set(measured) == {"compile_cold", "compile_warm", "compile_cold_cpu", "compile_warm_cpu"}
     for workload in ("compile_cold_cpu", "compile_warm_cpu"):
         (outcome,) = measured[workload]
         assert outcome.variant == "tegula" and outcome.check == "ok", outcome.error
         assert len(outcome.samples) == 1 and outcome.samples[0] > 0
     assert measured["compile_warm_cpu"][0].samples[0] < measured["compile_cold_cpu"][0].samples[0]
-    rows = {(r["workload"], r["variant"]): r for r in _bench_gpu.compile_rows(measured)}
+    rows = {(r["workload"], r["variant"]): r for r in gpu_report.compile_rows(measured)}
     assert rows["compile_cold_cpu", "tegula"]["unit"] == "s"

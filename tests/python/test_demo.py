@@ -1,19 +1,20 @@
-"""`python -m tegula.demo`: the case-study chain, eager against fused. On the CPU
+"""`python examples/demo.py`: the case-study chain, eager against fused. On the CPU
 (`--cpu`) here; with `--backend cuda`, also the GPU run (torch eager on CUDA
 tensors against the fused kernel, bf16 I/O)."""
 
 import json
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
+DEMO = pathlib.Path(__file__).resolve().parents[2] / "examples" / "demo.py"
 JSON_KEYS = ["backend", "shape", "dtype", "eager_s", "fused_s", "speedup", "max_rel_err"]
 
 
 def demo(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "tegula.demo", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, str(DEMO), *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_cpu_json_has_the_documented_keys():

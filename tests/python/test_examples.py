@@ -1,9 +1,10 @@
-"""The reference kernels (tegula.kernels) through the examples' own checks, at small sizes.
+"""The example kernels (examples/*.py) through the examples' own checks, at small sizes.
 
-Each example script exposes `check(...)`, which runs the kernel on random data
-and compares it with the NumPy reference; the tests call it directly (no
-subprocess) over shapes that include ones and non-powers of two, plus the
-edge cases each kernel must get right. One test runs a script end to end.
+Each example script holds its kernel, a host wrapper, the eager reference and
+`check(...)`, which runs the kernel on random data and compares it with the
+reference; the tests call it directly (no subprocess) over shapes that include
+ones and non-powers of two, plus the edge cases each kernel must get right.
+A few tests run a script end to end.
 """
 
 import pathlib
@@ -13,15 +14,16 @@ import sys
 import numpy as np
 import pytest
 
-import flash_attention as flash_attention_example
-import fused_chain as fused_chain_example
-import layer_norm as layer_norm_example
-import matmul as matmul_example
-import matmul_epilogue as matmul_epilogue_example
-import matmul_persistent as matmul_persistent_example
-import softmax as softmax_example
+import axpy
+import flash_attention
+import fused_chain
+import layer_norm
+import matmul
+import matmul_epilogue
+import matmul_persistent
+import softmax
 import tegula
-from tegula.kernels import layer_norm, matmul, softmax, vector_add
+import vector_add
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 ROW_SHAPES = [(1, 1), (3, 7), (17, 1000), (8, 1024), (5, 4097)]
@@ -34,14 +36,34 @@ ROW_SHAPES = [(1, 1), (3, 7), (17, 1000), (8, 1024), (5, 4097)]
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_vector_add_matches_numpy(n, dtype):
     x, y = vector_add.make_inputs(n, dtype, seed=n)
-    out = vector_add.vector_add(x, y)
+    out = vector_add.add(x, y)
     assert out.dtype == x.dtype
-    tegula.testing.assert_close(out, vector_add.vector_add_reference(x, y))
+    tegula.testing.assert_close(out, vector_add.add_reference(x, y))
 
 
 def test_vector_add_rejects_mismatched_inputs():
     with pytest.raises(ValueError, match="one shape and dtype"):
-        vector_add.vector_add(np.ones(3, np.float32), np.ones(4, np.float32))
+        vector_add.add(np.ones(3, np.float32), np.ones(4, np.float32))
+
+
+# --- axpy (the launch benchmark's kernel) ------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 1023, 1025, 98765])
+def test_axpy_matches_numpy(n):
+    rng = np.random.default_rng(n)
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    out = np.full(n, np.nan, np.float32)
+    assert axpy.axpy(x, y, out, -1.5) is out
+    tegula.testing.assert_close(out, np.float32(-1.5) * x + y, atol=1e-6, rtol=1e-6)
+
+
+def test_axpy_script_runs_and_says_ok():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "axpy.py"), "--sizes", "1", "2000", "--alpha", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["axpy n=1         alpha=2 matches NumPy",
+                                        "axpy n=2000      alpha=2 matches NumPy", "OK"]
 
 
 # --- softmax --------------------------------------------------------------------------
@@ -50,7 +72,7 @@ def test_vector_add_rejects_mismatched_inputs():
 @pytest.mark.parametrize("M,N", ROW_SHAPES)
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_softmax_example_check(M, N, dtype):
-    softmax_example.check(M, N, dtype, seed=M * N)
+    softmax.check(M, N, dtype, seed=M * N)
 
 
 def test_softmax_is_stable_for_huge_inputs():
@@ -79,7 +101,7 @@ def test_softmax_strided_rows_leave_padding_untouched():
 @pytest.mark.parametrize("M,N", ROW_SHAPES)
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_layer_norm_example_check(M, N, dtype):
-    layer_norm_example.check(M, N, dtype, seed=M + N)
+    layer_norm.check(M, N, dtype, seed=M + N)
 
 
 def test_layer_norm_of_constant_rows_is_the_bias():
@@ -99,18 +121,18 @@ def test_layer_norm_of_constant_rows_is_the_bias():
 @pytest.mark.parametrize("M,N,K", [(1, 1, 1), (33, 17, 65), (64, 64, 64), (100, 70, 90)])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_matmul_example_check(M, N, K, dtype):
-    matmul_example.check(M, N, K, dtype, seed=M + N + K)
+    matmul.check(M, N, K, dtype, seed=M + N + K)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_matmul_transposed_operand_through_strides(dtype):
-    matmul_example.check(70, 50, 40, dtype, transpose_b=True)
+    matmul.check(70, 50, 40, dtype, transpose_b=True)
 
 
 def test_matmul_grouped_order_covers_every_tile():
     # 7 x 5 tiles with groups of 3 tile-rows: the last group is short, which
     # the grouped program order must handle without skipping or repeating.
-    matmul_example.check(7 * 16 - 3, 5 * 16, 40, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=3)
+    matmul.check(7 * 16 - 3, 5 * 16, 40, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=3)
 
 
 def test_matmul_fp16_output_and_strided_c():
@@ -141,18 +163,18 @@ def test_matmul_rejects_bad_shapes_and_blocks():
 @pytest.mark.parametrize("M,N,K,dtype", [(1, 1, 1, "float32"), (100, 77, 50, "float16"),
                                          (33, 40, 20, "bfloat16")])
 def test_matmul_epilogue_example_check(M, N, K, dtype, activation):
-    matmul_epilogue_example.check(M, N, K, dtype, activation, seed=M + K, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16)
+    matmul_epilogue.check(M, N, K, dtype, activation, seed=M + K, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16)
 
 
 def test_matmul_epilogue_example_without_bias_or_residual():
-    matmul_epilogue_example.check(100, 77, 50, "float32", "gelu_tanh", fused=False)
+    matmul_epilogue.check(100, 77, 50, "float32", "gelu_tanh", fused=False)
 
 
 @pytest.mark.parametrize("num_programs", [1, 3, None])
 @pytest.mark.parametrize("M,N,K,dtype", [(1, 1, 1, "float32"), (100, 77, 50, "float16"),
                                          (70, 65, 40, "bfloat16")])
 def test_matmul_persistent_example_check(M, N, K, dtype, num_programs):
-    matmul_persistent_example.check(M, N, K, dtype, num_programs, seed=N, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
+    matmul_persistent.check(M, N, K, dtype, num_programs, seed=N, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16,
                                     GROUP_M=2)
 
 
@@ -161,7 +183,7 @@ def test_matmul_persistent_example_check(M, N, K, dtype, num_programs):
 
 @pytest.mark.parametrize("M,N", [(1, 1), (5, 300), (16, 1024)])
 def test_fused_chain_example_check(M, N):
-    fused_chain_example.check(M, N, seed=M)
+    fused_chain.check(M, N, seed=M)
 
 
 # --- flash attention -------------------------------------------------------------------------
@@ -171,7 +193,7 @@ def test_fused_chain_example_check(M, N):
 @pytest.mark.parametrize("B,H,S,D,dtype", [(1, 1, 1, 16, "float32"), (2, 2, 77, 32, "float16"),
                                            (1, 1, 70, 64, "bfloat16")])
 def test_flash_attention_example_check(B, H, S, D, dtype, causal):
-    flash_attention_example.check(B, H, S, D, dtype, causal, seed=S)
+    flash_attention.check(B, H, S, D, dtype, causal, seed=S)
 
 
 # --- one script end to end -------------------------------------------------------------------
@@ -201,10 +223,9 @@ def test_flash_attention_script_runs_and_says_ok():
 
 def test_matmul_512_cubed_matches_numpy_to_1e4():
     # The issue's acceptance case: 512x512x512 float32 against a float64 reference.
-    from tegula.kernels.matmul import matmul
     rng = np.random.default_rng(512)
     a = rng.standard_normal((512, 512), dtype=np.float32)
     b = rng.standard_normal((512, 512), dtype=np.float32)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    rel = np.max(np.abs(matmul(a, b) - ref)) / np.max(np.abs(ref))
+    rel = np.max(np.abs(matmul.matmul(a, b) - ref)) / np.max(np.abs(ref))
     assert rel < 1e-4, rel

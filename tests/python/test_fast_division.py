@@ -17,7 +17,7 @@ import pytest
 import tegula
 import tegula.language as tl
 from cuda_compile_util import compile_for_cuda
-from tegula.kernels import matmul_epilogue as mep
+import matmul_epilogue as mep
 
 
 @tegula.jit

@@ -27,7 +27,7 @@ import pytest
 import tegula
 import tegula.language as tl
 from cuda_emulator import emulate, require_emulator
-from tegula.kernels import matmul
+import matmul
 from test_wgmma_overlap import MATMUL_SIG, SERIALIZED, cli_compile, k_loop
 
 

@@ -17,7 +17,8 @@ import stat
 import pytest
 
 import sass_util
-from tegula.kernels import attention, matmul
+import flash_attention as attention
+import matmul
 
 _STRIDES = "i32:16, i32:16, i32:16, i32:1"
 

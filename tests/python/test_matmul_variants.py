@@ -1,5 +1,5 @@
-"""The fused-epilogue matmul and the persistent matmul (tegula.kernels.matmul_epilogue,
-matmul_persistent) against float64 references, on the backend under test
+"""The fused-epilogue matmul and the persistent matmul (examples/matmul_epilogue.py,
+matmul_persistent.py) against float64 references, on the backend under test
 (`backend` fixture: the CPU, or the GPU with --backend cuda); and the
 benchmark's configuration (128x128x64, 8 warps, 3 stages) compiled for sm_90
 and sm_80 wherever NVRTC loads: tensor cores, cp.async-pipelined K loops (the
@@ -20,8 +20,8 @@ import pytest
 
 from cuda_compile_util import compile_for_cuda
 from ops_util import np_dtype
-from tegula.kernels import matmul_epilogue as mep
-from tegula.kernels import matmul_persistent as mpe
+import matmul_epilogue as mep
+import matmul_persistent as mpe
 
 SMALL = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2}
 
@@ -226,25 +226,25 @@ def test_bench_cases_run_and_match_on_cpu_tensors(monkeypatch):
     # The benchmark's cases at their quick size on CPU torch tensors: each
     # Tegula variant matches its reference within the case's tolerance.
     torch = pytest.importorskip("torch")
-    from tegula import _bench_gpu
+    from tegula_bench import gpu_measure, gpu_workloads
 
-    monkeypatch.setattr(_bench_gpu, "DEVICE", "cpu")
-    for build in (_bench_gpu.matmul_epilogue_case, _bench_gpu.matmul_persistent_case):
+    monkeypatch.setattr(gpu_workloads, "DEVICE", "cpu")
+    for build in (gpu_workloads.matmul_epilogue_case, gpu_workloads.matmul_persistent_case):
         case = build(torch, True, 8)
         want = case.variants[case.reference]()()
         got = case.variants["tegula"]()()
-        assert _bench_gpu.compare(torch, got, want, *case.tolerance) is None, case.workload
-    assert set(_bench_gpu.matmul_epilogue_case(torch, True, 8).variants) == \
+        assert gpu_measure.compare(torch, got, want, *case.tolerance) is None, case.workload
+    assert set(gpu_workloads.matmul_epilogue_case(torch, True, 8).variants) == \
         {"tegula", "triton", "torch", "torch.compile", "cublas"}
 
 
 def test_epilogue_row_floor_is_cublas_and_cublas_is_not_compared():
-    from tegula import _bench_gpu
+    from tegula_bench import gpu_report, gpu_workloads
+    from tegula_bench.outcome import Outcome
 
-    Outcome = _bench_gpu.Outcome
-    case = _bench_gpu.Case("matmul_epilogue", "8x8x8", "bfloat16", bytes=1, flops=2_000_000_000, num_warps=8,
-                           variants={}, compute_bound=True, floor="cublas", unchecked=("cublas",))
-    rows = _bench_gpu.case_rows(case, [Outcome("torch", [4.0], "reference"), Outcome("cublas", [1.0], "unchecked"),
+    case = gpu_workloads.Case("matmul_epilogue", "8x8x8", "bfloat16", bytes=1, flops=2_000_000_000, num_warps=8,
+                              variants={}, compute_bound=True, floor="cublas", unchecked=("cublas",))
+    rows = gpu_report.case_rows(case, [Outcome("torch", [4.0], "reference"), Outcome("cublas", [1.0], "unchecked"),
                                        Outcome("tegula", [1.25], "ok")], 5e9)
     by = {r["variant"]: r for r in rows}
     assert by["cublas"]["floor_frac"] == pytest.approx(1.0)

@@ -21,15 +21,18 @@ from tegula import cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "tegula"
-# Modules whose errors reach users of kernels; the benchmark, demo, testing
-# and Triton-twin tooling report their own command-line mistakes uncoded.
-USER_FACING = ["jit.py", "autotune.py", "_launch_support.py", "_device.py", "_saved_arguments.py",
-               "tensor_descriptor.py", "_reinterpret.py", "language", "kernels"]
+# Modules whose errors reach users of kernels: the package's, and the host
+# wrappers of the example kernels (examples/*.py, E0713); the benchmark, the
+# demo, testing and the Triton-twin tooling report their own command-line
+# mistakes uncoded.
+USER_FACING = [PACKAGE / name for name in ("jit.py", "autotune.py", "_launch_support.py", "_device.py",
+                                           "_saved_arguments.py", "tensor_descriptor.py", "_reinterpret.py",
+                                           "language")]
+USER_FACING += [path for path in sorted((ROOT / "examples").glob("*.py")) if path.name != "demo.py"]
 
 
 def _user_facing_files():
-    for name in USER_FACING:
-        path = PACKAGE / name
+    for path in USER_FACING:
         yield from (sorted(path.rglob("*.py")) if path.is_dir() else [path])
 
 

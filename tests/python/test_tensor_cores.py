@@ -274,7 +274,7 @@ def test_benchmark_matmul_emulated():
     require_emulator()
     import ml_dtypes
 
-    from tegula.kernels import matmul
+    import matmul
 
     M, N, K = 128, 256, 200
     rng = rng_for("tc-bench-matmul")
@@ -322,7 +322,7 @@ def test_matmul_uses_tensor_cores(arch, tmp_path):
     # ldmatrix on sm_80, wgmma (HGMMA) on sm_90a; operands loaded with cp.async.
     import ml_dtypes
 
-    from tegula.kernels import matmul
+    import matmul
 
     M = N = K = 4096
     a = np.zeros((64, 64), ml_dtypes.bfloat16)

@@ -24,8 +24,8 @@ from cuda_compile_util import require_nvrtc
 from cuda_emulator import emulate, require_emulator
 from ops_util import eps, random, rng_for, to_f64
 from tegula.cli import executable
-from tegula.kernels import attention as attn
-from tegula.kernels import matmul
+import flash_attention as attn
+import matmul
 
 SERIALIZED = re.compile(r"\(C75(14|15|19)\)")
 MATMUL_SIG = ("*bf16:16, *bf16:16, *bf16:16, i32:16, i32:16, i32:16, i32:16, i32:1, i32:16, i32:1, i32:16, i32:1, "

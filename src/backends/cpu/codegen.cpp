@@ -4,9 +4,8 @@
 #include "backends/cpu/codegen.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
+#include "backends/c_family/control_flow.h"
 #include "backends/cpu/codegen_bounds.h"
 #include "backends/cpu/codegen_context.h"
 #include "backends/cpu/prelude.h"
@@ -23,39 +22,9 @@ using ir::Scalar;
 
 // --- C++ spellings ----------------------------------------------------------------
 
-std::string c_scalar(Scalar s) {
-  switch (s) {
-    case Scalar::I1: return "bool";
-    case Scalar::I8: return "int8_t";
-    case Scalar::I16: return "int16_t";
-    case Scalar::I32: return "int32_t";
-    case Scalar::I64: return "int64_t";
-    case Scalar::U8: return "uint8_t";
-    case Scalar::U16: return "uint16_t";
-    case Scalar::U32: return "uint32_t";
-    case Scalar::U64: return "uint64_t";
-    case Scalar::F16: return "uint16_t";
-    case Scalar::BF16: return "uint16_t";
-    case Scalar::F32: return "float";
-    case Scalar::F64: return "double";
-    case Scalar::F8E4M3: return "uint8_t";
-    case Scalar::F8E5M2: return "uint8_t";
-  }
-  TEGULA_ASSERT(false, "unknown scalar kind");
-}
-
-std::string c_element(const ir::Type& t) {
-  if (t.is_pointer()) return (t.scalar == Scalar::I1 ? std::string("uint8_t") : c_scalar(t.scalar)) + "*";
-  return c_scalar(t.scalar);
-}
-
 std::string c_storage(const ir::Type& t) {
   if (!t.is_pointer() && t.scalar == Scalar::I1) return "uint8_t";
   return c_element(t);
-}
-
-std::string c_const(const ir::Type& t) {
-  return t.is_pointer() ? c_element(t) + " const" : "const " + c_element(t);
 }
 
 int64_t c_element_size(const ir::Type& t) {
@@ -63,85 +32,19 @@ int64_t c_element_size(const ir::Type& t) {
   return ir::byte_size(t.scalar);
 }
 
-bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16 || ir::is_fp8(s); }
-
-std::string c_compute(Scalar s) { return is_half(s) ? "float" : c_scalar(s); }
-
-std::string to_compute(Scalar s, const std::string& expr) {
-  if (s == Scalar::F16) return "tg_f16_to_f32(" + expr + ")";
-  if (s == Scalar::BF16) return "tg_bf16_to_f32(" + expr + ")";
-  if (s == Scalar::F8E4M3) return "tg_f8e4m3_to_f32(" + expr + ")";
-  if (s == Scalar::F8E5M2) return "tg_f8e5m2_to_f32(" + expr + ")";
-  return expr;
-}
-
-std::string from_compute(Scalar s, const std::string& expr) {
-  if (s == Scalar::F16) return "tg_f32_to_f16(" + expr + ")";
-  if (s == Scalar::BF16) return "tg_f32_to_bf16(" + expr + ")";
-  if (s == Scalar::F8E4M3) return "tg_f32_to_f8e4m3(" + expr + ")";
-  if (s == Scalar::F8E5M2) return "tg_f32_to_f8e5m2(" + expr + ")";
-  return expr;
-}
-
-std::string int_literal(int64_t value, Scalar s) {
-  if (s == Scalar::I1) return value != 0 ? "true" : "false";
-  int bits = ir::bit_width(s);
-  if (!ir::is_signed(s)) {
-    uint64_t u = static_cast<uint64_t>(value);
-    if (bits < 64) u &= (uint64_t{1} << bits) - 1;
-    return std::to_string(u) + (bits == 64 ? "ull" : "u");
-  }
-  if (bits == 64) {
-    if (value == INT64_MIN) return "(-9223372036854775807LL - 1)";
-    return std::to_string(value) + "LL";
-  }
-  if (value == INT32_MIN) return "(-2147483647 - 1)";
-  return std::to_string(value);
-}
-
 std::string float_literal(double value) {
   if (std::isnan(value)) return std::signbit(value) ? "(-__builtin_nan(\"\"))" : "__builtin_nan(\"\")";
   if (std::isinf(value)) return value < 0 ? "(-__builtin_inf())" : "__builtin_inf()";
   // The shortest decimal that reads back to the same double, for readability.
-  char buf[64];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
-    if (std::strtod(buf, nullptr) == value) break;
-  }
-  std::string text = buf;
-  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  std::string text = c_family::shortest_decimal(value, 17);
   return value < 0 ? "(" + text + ")" : text;
-}
-
-std::string c_string_literal(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f || c == '?') {
-          // Octal escapes take at most 3 digits, so the next character can
-          // never be read as part of the escape; '?' avoids trigraphs.
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\%03o", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out + "\"";
 }
 
 // --- CodegenContext ------------------------------------------------------------------
 
 CodegenContext::CodegenContext(const ir::Function& f, const CodegenOptions& o)
-    : fn(f), options(o), axis_info_(f) {
-  names_.reserve(fn.num_values());
-  for (size_t i = 0; i < fn.num_values(); ++i) names_.push_back("v" + std::to_string(i));
+    : Printer(f, c_family::Dialect::Cpu), options(o), axis_info_(f) {
+  for (size_t i = 0; i < fn.num_values(); ++i) names_[i] = "v" + std::to_string(i);
   users_.resize(fn.num_values());
   planned_.resize(fn.num_values());
   stored_.resize(fn.num_values(), false);
@@ -196,10 +99,6 @@ std::string CodegenContext::element(ir::ValueId v, std::string_view index) const
   return name(v) + "[" + std::string(index) + "]";
 }
 
-std::string CodegenContext::fresh(std::string_view stem) {
-  return std::string(stem) + std::to_string(next_fresh_++);
-}
-
 std::string CodegenContext::unique(const std::string& name) {
   int uses = ++uses_of_name_[name];
   return uses == 1 ? name : name + "_" + std::to_string(uses);
@@ -235,71 +134,21 @@ void CodegenContext::declare(ir::ValueId v) {
   }
 }
 
-void CodegenContext::copy(ir::ValueId to, ir::ValueId from) {
-  if (name(to) == name(from)) return;
-  const ir::Type& t = fn.type(to);
+void CodegenContext::copy_value(ir::ValueId dest, const std::string& source) {
+  if (name(dest) == source) return;
+  const ir::Type& t = fn.type(dest);
   if (t.is_tile()) {
-    out.line("std::memcpy(" + name(to) + ", " + name(from) + ", sizeof(" + c_storage(t) + ") * " +
+    out.line("std::memcpy(" + name(dest) + ", " + source + ", sizeof(" + c_storage(t) + ") * " +
              std::to_string(t.numel()) + ");");
   } else {
-    out.line(name(to) + " = " + name(from) + ";");
+    out.line(name(dest) + " = " + source + ";");
   }
 }
 
-void CodegenContext::declare_copy(ir::ValueId v, ir::ValueId from) {
-  declare(v);
-  copy(v, from);
-}
-
-void CodegenContext::parallel_copy(const std::vector<ir::ValueId>& dests,
-                                   const std::vector<ir::ValueId>& sources) {
-  TEGULA_ASSERT(dests.size() == sources.size(), "parallel copy arity mismatch");
-  // A source living in another destination's storage is saved first, so no
-  // copy reads a value an earlier copy of this group overwrote.
-  std::vector<std::string> from(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) {
-    from[i] = name(sources[i]);
-    bool clobbered = false;
-    for (size_t j = 0; j < dests.size(); ++j)
-      if (j != i && name(dests[j]) == from[i]) clobbered = true;
-    if (!clobbered) continue;
-    const ir::Type& t = fn.type(sources[i]);
-    std::string saved = fresh("saved");
-    if (t.is_tile()) {
-      declare_array(c_storage(t), c_element_size(t), t.numel(), saved);
-      out.line("std::memcpy(" + saved + ", " + from[i] + ", sizeof(" + saved + "[0]) * " +
-               std::to_string(t.numel()) + ");");
-    } else {
-      out.line(c_const(t) + " " + saved + " = " + from[i] + ";");
-    }
-    from[i] = saved;
-  }
-  for (size_t i = 0; i < dests.size(); ++i) {
-    if (name(dests[i]) == from[i]) continue;
-    const ir::Type& t = fn.type(dests[i]);
-    if (t.is_tile()) {
-      out.line("std::memcpy(" + name(dests[i]) + ", " + from[i] + ", sizeof(" + c_storage(t) + ") * " +
-               std::to_string(t.numel()) + ");");
-    } else {
-      out.line(name(dests[i]) + " = " + from[i] + ";");
-    }
-  }
-}
-
-const ir::Op& CodegenContext::terminator(ir::BlockId block) const {
-  const ir::Block& b = fn.block(block);
-  TEGULA_ASSERT(!b.ops.empty(), "block without terminator");
-  const ir::Op& term = fn.op(b.ops.back());
-  TEGULA_ASSERT(ir::is_terminator(term.kind), "block does not end in a terminator");
-  return term;
-}
-
-std::string CodegenContext::location(const ir::Op& op) const {
-  if (!op.loc.valid()) return "";
-  std::string file = op.loc.file < static_cast<int32_t>(fn.files.size())
-                         ? fn.files[static_cast<size_t>(op.loc.file)]
-                         : "<unknown>";
-  return file + ":" + std::to_string(op.loc.line) + ":" + std::to_string(op.loc.col);
+void CodegenContext::declare_saved_tile(ir::ValueId like, const std::string& copy, const std::string& source) {
+  const ir::Type& t = fn.type(like);
+  declare_array(c_storage(t), c_element_size(t), t.numel(), copy);
+  out.line("std::memcpy(" + copy + ", " + source + ", sizeof(" + copy + "[0]) * " + std::to_string(t.numel()) + ");");
 }
 
 void CodegenContext::open_element_loop(const std::string& index, int64_t numel) {
@@ -408,27 +257,9 @@ void CodegenContext::schedule_segment(const std::vector<ir::OpId>& segment) {
   if (!run.empty()) emit_fused(*this, run);
 }
 
-// "v7 = add(v3, v6)  add.py:4:12": the op as the IR names it, for readers.
-std::string op_comment(const CodegenContext& ctx, const ir::Op& o) {
-  std::string text = "// ";
-  for (size_t i = 0; i < o.results.size(); ++i)
-    text += (i ? ", v" : "v") + std::to_string(o.results[i].index);
-  if (!o.results.empty()) text += " = ";
-  text += ir::name(o.kind);
-  if (const ir::Attr* pred = o.attr("pred"); pred && std::holds_alternative<std::string>(*pred))
-    text += "." + std::get<std::string>(*pred);
-  text += "(";
-  for (size_t i = 0; i < o.operands.size(); ++i)
-    text += (i ? ", v" : "v") + std::to_string(o.operands[i].index);
-  text += ")";
-  std::string loc = ctx.location(o);
-  if (!loc.empty()) text += "  " + loc;
-  return text;
-}
-
 void CodegenContext::emit_op(ir::OpId id) {
   const ir::Op& o = fn.op(id);
-  out.line(op_comment(*this, o));
+  out.line(op_comment(o));
   if (ir::is_elementwise(o.kind)) return emit_elementwise(*this, o);
   switch (o.kind) {
     case ir::OpKind::Constant:
@@ -448,7 +279,7 @@ void CodegenContext::emit_op(ir::OpId id) {
     case ir::OpKind::AtomicCas: return emit_atomic(*this, o);
     case ir::OpKind::For:
     case ir::OpKind::If:
-    case ir::OpKind::While: return emit_control(*this, o);
+    case ir::OpKind::While: return c_family::emit_control(*this, id);
     case ir::OpKind::Reduce: return emit_reduce(*this, o);
     case ir::OpKind::Dot: return emit_dot(*this, o);
     case ir::OpKind::Scan: return emit_scan(*this, o);
@@ -496,7 +327,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   ctx.out.close();
 
   Emitter unit;
-  unit.line("// Generated by Tegula: CPU code for kernel @" + fn.name + ".");
+  unit.line("// Generated by Tegula: CPU code for kernel @" + c_family::comment_text(fn.name) + ".");
   unit.raw(kPrelude);
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (uses_sort(fn)) unit.raw(kSortPrelude);
@@ -513,7 +344,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     const ir::Param& p = fn.params[i];
     std::string local = ctx.name(body.args[i]);
     unit.line(c_const(p.type) + " " + local + " = " + param_slot_read(ctx, p, i) + ";  // " +
-              p.name);
+              c_family::comment_text(p.name));
     call_args += local + ", ";
   }
   if (ctx.scratch_bytes() > 0) {

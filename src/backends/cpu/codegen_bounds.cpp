@@ -77,7 +77,7 @@ void emit_debug_entry(Emitter& unit, const ir::Function& fn, const CodegenOption
   for (size_t i = 0; i < count; ++i) {
     if (!fn.params[i].type.is_pointer()) continue;
     unit.line("tg_extents[" + std::to_string(i) + "] = {*static_cast<const uint64_t*>(args[" + std::to_string(slot) +
-              "]), *static_cast<const uint64_t*>(args[" + std::to_string(slot + 1) + "])};  // " + fn.params[i].name);
+              "]), *static_cast<const uint64_t*>(args[" + std::to_string(slot + 1) + "])};  // " + c_family::comment_text(fn.params[i].name));
     slot += 2;
   }
   unit.line("TgDebugRecord* const tg_record = *static_cast<TgDebugRecord* const*>(args[" + std::to_string(slot) + "]);");

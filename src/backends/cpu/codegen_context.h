@@ -1,5 +1,6 @@
-// Internal to the CPU backend: the state shared by the per-family emitters
-// (elementwise, shape, memory, control, reduce, dot, debug) while one
+// Internal to the CPU backend: the CPU dialect of the C-family printer
+// (backends/c_family/printer.h) and the state the per-family emitters
+// (elementwise, shape, memory, reduce, dot, debug, ...) share while one
 // Function is turned into C++.
 //
 // Naming: every IR value becomes the C++ local `v<index>` (its ValueId), so a
@@ -16,68 +17,68 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/c_family/printer.h"
+#include "backends/c_family/spelling.h"
+#include "backends/c_family/text.h"
 #include "backends/cpu/codegen.h"
-#include "backends/cpu/emitter.h"
 #include "ir/ir.h"
 #include "passes/axis_info.h"
 #include "passes/debug_sites.h"
 
 namespace tegula::backends::cpu {
 
+using c_family::Emitter;
+
 // Tiles up to this many bytes live on the stack; the stack total is capped too
 // (worker threads may have small stacks).
 inline constexpr int64_t kMaxStackTileBytes = 16 * 1024;
 inline constexpr int64_t kMaxStackTotalBytes = 256 * 1024;
 
-// C++ spelling of an element kind as stored in tiles and scalars
-// (i1 -> bool, f16/bf16 -> uint16_t).
-std::string c_scalar(ir::Scalar s);
-// C++ spelling of one element of `t`: the scalar, or `T*` for pointers (the
-// pointee of ptr<i1> is uint8_t: memory holds bytes, not C++ bools).
-std::string c_element(const ir::Type& t);
+// --- spellings in the CPU dialect (backends/c_family/spelling.h) ---------------------
+// i1 -> bool, f16/bf16 -> uint16_t, fp8 -> uint8_t.
+inline std::string c_scalar(ir::Scalar s) { return c_family::scalar_type(s, c_family::Dialect::Cpu); }
+// One element of `t`: the scalar, or `T*` for pointers (the pointee of
+// ptr<i1> is uint8_t: memory holds bytes, not C++ bools).
+inline std::string c_element(const ir::Type& t) { return c_family::element_type(t, c_family::Dialect::Cpu); }
+// A read-only declaration's type: "const float", "float* const".
+inline std::string c_const(const ir::Type& t) { return c_family::const_type(t, c_family::Dialect::Cpu); }
+// The type arithmetic on `s` is done in: float for f16/bf16, else c_scalar.
+inline std::string c_compute(ir::Scalar s) { return c_family::compute_type(s, c_family::Dialect::Cpu); }
+using c_family::from_compute;
+using c_family::int_literal;
+using c_family::is_half;
+using c_family::to_compute;
 // The element type of a tile's array: c_element, except that i1 tiles hold
 // bytes 0/1 (uint8_t). g++ vectorizes a mask read from a byte array but not
 // one read from a bool array.
 std::string c_storage(const ir::Type& t);
-// A read-only declaration's type: "const float", "float* const".
-std::string c_const(const ir::Type& t);
 // sizeof(c_element(t)) on this host.
 int64_t c_element_size(const ir::Type& t);
-// The type arithmetic on `s` is done in: float for f16/bf16, else c_scalar.
-std::string c_compute(ir::Scalar s);
-bool is_half(ir::Scalar s);  // f16, bf16 or fp8: stored as bits, computed in float
-// `expr` (of storage type `s`) as the compute type, and back.
-std::string to_compute(ir::Scalar s, const std::string& expr);
-std::string from_compute(ir::Scalar s, const std::string& expr);
-// An integer literal of type `s` that is valid C++ for every value.
-std::string int_literal(int64_t value, ir::Scalar s);
-// A double literal that round-trips exactly (hex float, inf, nan).
+// A double literal that round-trips exactly (shortest decimal, inf, nan).
 std::string float_literal(double value);
-// `text` as a C string literal (escaped).
-std::string c_string_literal(std::string_view text);
+// `text` as a C string literal (escaped, backends/c_family/text.h).
+inline std::string c_string_literal(std::string_view text) {
+  return c_family::string_literal(text, c_family::Dialect::Cpu);
+}
 
-class CodegenContext {
+// The CPU dialect of the C-family printer.
+class CodegenContext : public c_family::Printer {
  public:
   CodegenContext(const ir::Function& fn, const CodegenOptions& options);
 
-  const ir::Function& fn;
   const CodegenOptions& options;
-  Emitter out;
 
   // --- names -----------------------------------------------------------------
-  const std::string& name(ir::ValueId v) const { return names_.at(v.index); }
   // Element `index` of `v` ("v7[i]"), or `v` itself for a scalar.
   std::string element(ir::ValueId v, std::string_view index) const;
   // `v` reads the storage of `storage` from now on (no copy).
-  void alias(ir::ValueId v, ir::ValueId storage) {
-    names_.at(v.index) = name(storage);
+  void alias(ir::ValueId v, ir::ValueId storage) override {
+    Printer::alias(v, storage);
     stored_.at(v.index) = stored_.at(storage.index);
   }
   // Whether tile `v` has an array by now (declared or aliased); a tile
   // without one lives only as a local of a fused loop.
   bool has_storage(ir::ValueId v) const { return stored_.at(v.index); }
-  // A fresh local name, e.g. "i3" for loop indices.
-  std::string fresh(std::string_view stem);
   // `name` itself the first time, then `name_2`, `name_3`...: for locals
   // named after a value that several loops of one scope may declare.
   std::string unique(const std::string& name);
@@ -90,32 +91,30 @@ class CodegenContext {
   // `v` (a tile of the same type) will live in the storage of `storage`: its
   // declare() aliases instead of declaring. The loop emitter plans this for a
   // yielded value whose loop-carried argument is dead once it is computed
-  // (codegen_control.cpp), so the yield copies nothing.
+  // (codegen_in_place_yields.cpp), so the yield copies nothing.
   void plan_storage(ir::ValueId v, ir::ValueId storage) { planned_.at(v.index) = storage; }
   bool has_planned_storage(ir::ValueId v) const { return planned_.at(v.index).valid(); }
   // Declares an array named `name` for `numel` elements of `element_type`.
   void declare_array(const std::string& element_type, int64_t element_size, int64_t numel,
                      const std::string& name);
-  // Declares `v` and copies `from` into it (same type).
-  void declare_copy(ir::ValueId v, ir::ValueId from);
-  // Copies `from` into the existing storage of `to` (same type).
-  void copy(ir::ValueId to, ir::ValueId from);
-  // Copies sources[i] into the storage of dests[i], all "at once": correct
-  // even when a source is itself one of the destinations (yield %b, %a).
-  void parallel_copy(const std::vector<ir::ValueId>& dests, const std::vector<ir::ValueId>& sources);
+
+  // --- the printer's hooks (backends/c_family/printer.h) --------------------------------
+  void declare_storage(ir::ValueId v) override { declare(v); }
+  // A tile by std::memcpy, a scalar by assignment.
+  void copy_value(ir::ValueId dest, const std::string& source) override;
+  void declare_saved_tile(ir::ValueId like, const std::string& copy, const std::string& source) override;
+  // Plans the yields of the loop computed in place (codegen_in_place_yields.cpp).
+  void begin_iteration(ir::OpId loop, const std::string& trips, const std::string& k) override;
 
   // --- emission ------------------------------------------------------------------
-  // Emits every op of `block` except its terminator.
-  void emit_block_body(ir::BlockId block);
+  // Emits every op of `block` except its terminator: per-element ops as
+  // fused loops, the others one by one.
+  void emit_block_body(ir::BlockId block) override;
   // Emits consecutive per-element ops of one block (ending at most at one
   // store) as fused loops, grouped by element count.
   void schedule_segment(const std::vector<ir::OpId>& segment);
   // Emits one op (a comment line naming it and its location, then its code).
   void emit_op(ir::OpId op);
-  // The terminator of `block`.
-  const ir::Op& terminator(ir::BlockId block) const;
-  // "add.py:3:11", or "" without a location.
-  std::string location(const ir::Op& op) const;
   // `for (int i = 0; i < n; ++i)` header over a flat element index, with
   // the vectorization hint; the caller opens the body.
   void open_element_loop(const std::string& index, int64_t numel);
@@ -133,17 +132,19 @@ class CodegenContext {
   // Debug mode only: the numbered checks (codegen_bounds.h).
   std::optional<passes::DebugSites> debug_sites;
 
+ protected:
+  // Op comments name values by their index ("v7"), whatever storage they share.
+  std::string comment_name(ir::ValueId v) const override { return "v" + std::to_string(v.index); }
+
  private:
   void find_uniformly_advanced_tiles(const ir::Op& loop);
 
-  std::vector<std::string> names_;
   std::vector<std::vector<ir::OpId>> users_;
   std::vector<ir::ValueId> planned_;  // storage planned for a value, or invalid
   std::vector<bool> stored_;          // see has_storage
   std::map<std::string, int> uses_of_name_;  // see unique
   passes::AxisInfoAnalysis axis_info_;
   std::vector<std::pair<ir::ValueId, ir::ValueId>> carried_like_init_;  // carried tile -> its initial value
-  int next_fresh_ = 0;
   int64_t stack_bytes_ = 0;
   int64_t scratch_bytes_ = 0;
 };
@@ -152,9 +153,6 @@ class CodegenContext {
 // through broadcasts and reshapes.
 bool is_uniform_tile(const ir::Function& fn, ir::ValueId v);
 
-// "// v7 = add(v3, v6)  add.py:4:12": the comment line naming an op.
-std::string op_comment(const CodegenContext& ctx, const ir::Op& op);
-
 // --- per-family emitters (one file each) -----------------------------------------
 // Tile-valued per-element ops (see codegen_fusion.cpp) never reach these:
 // they are emitted in fused element loops through the *_element functions.
@@ -162,7 +160,6 @@ void emit_elementwise(CodegenContext& ctx, const ir::Op& op);   // EW ops on sca
 void emit_value_source(CodegenContext& ctx, const ir::Op& op);  // scalar constant, program_id, num_programs
 void emit_shape(CodegenContext& ctx, const ir::Op& op);         // trans, join, split; scalar<->tile reshape
 void emit_memory(CodegenContext& ctx, const ir::Op& op);        // scalar load, store
-void emit_control(CodegenContext& ctx, const ir::Op& op);       // for, if, while
 void emit_reduce(CodegenContext& ctx, const ir::Op& op);
 void emit_dot(CodegenContext& ctx, const ir::Op& op);
 void emit_debug(CodegenContext& ctx, const ir::Op& op);         // print, assert

@@ -11,7 +11,9 @@
 // the launch's error record (codegen_bounds.h), which the runtime turns into
 // a tegula.DeviceError, and the program stops touching memory.
 #include <string>
+#include <vector>
 
+#include "backends/c_family/debug_ops.h"
 #include "backends/cpu/codegen_bounds.h"
 #include "backends/cpu/codegen_context.h"
 #include "support/diagnostic.h"
@@ -19,29 +21,6 @@
 namespace tegula::backends::cpu {
 
 namespace {
-
-using ir::Scalar;
-
-struct PrintfArg {
-  std::string format;
-  std::string value;
-};
-
-PrintfArg printf_arg(const ir::Type& t, const std::string& e) {
-  if (t.is_pointer()) return {"%p", "(const void*)" + e};
-  switch (t.scalar) {
-    case Scalar::I1: return {"%d", "(int)" + e};
-    case Scalar::F16: return {"%.5g", "(double)tg_f16_to_f32(" + e + ")"};
-    case Scalar::BF16: return {"%.4g", "(double)tg_bf16_to_f32(" + e + ")"};
-    case Scalar::F8E4M3: return {"%.3g", "(double)tg_f8e4m3_to_f32(" + e + ")"};
-    case Scalar::F8E5M2: return {"%.3g", "(double)tg_f8e5m2_to_f32(" + e + ")"};
-    case Scalar::F32: return {"%.9g", "(double)" + e};
-    case Scalar::F64: return {"%.17g", e};
-    default:
-      if (ir::is_signed(t.scalar)) return {"%lld", "(long long)" + e};
-      return {"%llu", "(unsigned long long)" + e};
-  }
-}
 
 // printf's format is built from literal pieces only; user text goes in as %s
 // arguments, so a '%' in a prefix or message is printed, not interpreted.
@@ -64,17 +43,15 @@ void emit_print(CodegenContext& ctx, const ir::Op& op) {
     }
     format += ")";
   }
-  if (!prefix.empty()) {
-    format += " %s";
-    args += ", " + c_string_literal(prefix);
-  }
-  for (size_t k = 0; k < op.operands.size(); ++k) {
-    const ir::Type& t = ctx.fn.type(op.operands[k]);
+  std::vector<ir::Type> types;
+  std::vector<std::string> elements;
+  for (ir::ValueId v : op.operands) {
+    const ir::Type& t = ctx.fn.type(v);
     TEGULA_ASSERT(!t.is_tile() || t.numel() == tile->numel(), "print operands of different shapes");
-    PrintfArg a = printf_arg(t.element(), ctx.element(op.operands[k], i));
-    format += (k ? ", " : " ") + a.format;
-    args += ", " + a.value;
+    types.push_back(t.element());
+    elements.push_back(ctx.element(v, i));
   }
+  c_family::append_printed_values(format, args, prefix, types, elements, ctx.dialect);
   std::string call = "tg_print(\"" + format + "\\n\", " + args + ");";
   if (tile != nullptr) {
     ctx.out.open("for (int " + i + " = 0; " + i + " < " + std::to_string(tile->numel()) + "; ++" + i + ")");
@@ -86,16 +63,10 @@ void emit_print(CodegenContext& ctx, const ir::Op& op) {
 }
 
 void emit_assert(CodegenContext& ctx, const ir::Op& op) {
-  if (!ctx.options.debug) {
-    ctx.out.line("// (assert compiled only in debug mode)");
-    return;
-  }
+  auto failure = [&](const std::string& index) { return assert_failure_statement(ctx, op, index); };
+  if (!c_family::emit_assert_start(ctx, op, ctx.options.debug, failure)) return;
   ir::ValueId cond = op.operands.at(0);
   const ir::Type& t = ctx.fn.type(cond);
-  if (!t.is_tile()) {
-    ctx.out.line("if (!" + ctx.name(cond) + ") " + assert_failure_statement(ctx, op, "0"));
-    return;
-  }
   // The first failing element, in row-major order.
   ctx.out.open("for (int i = 0; i < " + std::to_string(t.numel()) + "; ++i)");
   ctx.out.open("if (!" + ctx.element(cond, "i") + ")");

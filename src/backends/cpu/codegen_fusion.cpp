@@ -441,7 +441,7 @@ std::vector<std::string> FusedRun::body(bool full) const {
   for (size_t k = 0; k < ops_.size(); ++k) {
     if (!live[k]) continue;
     const ir::Op& o = fn_.op(ops_[k]);
-    if (!single) lines.push_back(op_comment(ctx_, o));
+    if (!single) lines.push_back(ctx_.op_comment(o));
     std::vector<std::string> operands;
     for (size_t j = 0; j < operands_read(o, full); ++j) operands.push_back(element_of(o.operands[j], full));
     if (is_memory(o) && base_of(o.operands[0]) != nullptr) operands[0] = "(" + *base_of(o.operands[0]) + " + c)";
@@ -466,10 +466,10 @@ void FusedRun::emit() {
   std::vector<bool> live = live_members(false);
   if (std::find(live.begin(), live.end(), true) == live.end()) {
     // Only values every user recomputes: nothing to store.
-    for (ir::OpId id : ops_) ctx_.out.line(op_comment(ctx_, fn_.op(id)) + "  (recomputed where used)");
+    for (ir::OpId id : ops_) ctx_.out.line(ctx_.op_comment(fn_.op(id)) + "  (recomputed where used)");
     return;
   }
-  if (single) ctx_.out.line(op_comment(ctx_, fn_.op(ops_[0])));
+  if (single) ctx_.out.line(ctx_.op_comment(fn_.op(ops_[0])));
   declare_arrays(live);
   std::vector<std::string> lines = body(false);
   if (single && fn_.op(ops_[0]).kind != OpKind::Store && lines.size() == 1 && lines[0].rfind("//", 0) == 0) {

@@ -8,6 +8,7 @@
 //    the value as unsigned 64-bit sends negative values far above BINS.
 #include <string>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cpu/codegen_context.h"
 #include "support/diagnostic.h"
 
@@ -15,30 +16,18 @@ namespace tegula::backends::cpu {
 
 namespace {
 
-int log2_of(int64_t v) {
-  TEGULA_ASSERT(v > 0 && (v & (v - 1)) == 0, "tile extents are powers of two");
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
-
 void emit_gather(CodegenContext& ctx, const ir::Op& op) {
   const ir::Type& src = ctx.fn.type(op.operands[0]);
   const ir::Type& index = ctx.fn.type(op.operands[1]);
   int64_t axis = op.int_attr("axis");
-  int64_t src_length = src.shape[static_cast<size_t>(axis)], length = index.shape[static_cast<size_t>(axis)];
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < src.rank(); ++d) inner *= src.shape[static_cast<size_t>(d)];
+  c_family::AxisView view = c_family::view_around(src, axis);
+  int64_t length = index.shape[static_cast<size_t>(axis)];
   ir::ValueId r = op.results[0];
   ctx.declare(r);
   std::string e = ctx.fresh("e");
-  // (o * A + k) * inner + x, with o = e >> log2(K * inner), x = e & (inner - 1).
-  std::string k = "(int)((uint64_t)" + ctx.element(op.operands[1], e) + " & " + std::to_string(src_length - 1) + "u)";
-  std::string outer_part = "(" + e + " >> " + std::to_string(log2_of(length * inner)) + ") * " +
-                           std::to_string(src_length * inner);
-  std::string from = outer_part + " + " + k + (inner > 1 ? " * " + std::to_string(inner) + " + (" + e + " & " +
-                                                              std::to_string(inner - 1) + ")"
-                                                        : "");
+  std::string k =
+      "(int)((uint64_t)" + ctx.element(op.operands[1], e) + " & " + std::to_string(view.length - 1) + "u)";
+  std::string from = c_family::gather_source_index(e, k, view.length, length, view.inner);
   ctx.open_element_loop(e, index.numel());
   ctx.out.line(ctx.element(r, e) + " = " + ctx.element(op.operands[0], from) + ";");
   ctx.out.close();

@@ -18,11 +18,15 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/codegen_combine.h"
+#include "backends/c_family/combine.h"
+#include "backends/c_family/tile_index.h"
 #include "backends/cpu/codegen_context.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cpu {
+
+using c_family::emit_combine;
+using c_family::indexed;
 
 namespace {
 
@@ -32,33 +36,17 @@ void emit_combine_inline(CodegenContext& ctx, const ir::Op& op, const std::vecto
   emit_combine(ctx, op, lhs, rhs, dest, /*own_block=*/false);
 }
 
-struct ReduceShape {
-  int64_t outer = 1, axis = 1, inner = 1;
-};
-
-ReduceShape view_around_axis(const ir::Type& t, int64_t axis) {
-  TEGULA_ASSERT(axis >= 0 && axis < t.rank(), "reduce axis out of range");
-  ReduceShape s;
-  for (int64_t d = 0; d < t.rank(); ++d) {
-    int64_t n = t.shape[static_cast<size_t>(d)];
-    if (d < axis) s.outer *= n;
-    else if (d == axis) s.axis = n;
-    else s.inner *= n;
-  }
-  return s;
-}
-
 // Bytes of lanes a contiguous-axis reduce keeps: a few vector registers.
 constexpr int64_t kLaneBytes = 256;
 
 // The contiguous-axis case (see the top of the file), inside the loop over
 // outer slices `o`.
 template <class ResultElement>
-void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, const std::string& o,
+void emit_lanes(CodegenContext& ctx, const ir::Op& op, const c_family::AxisView& s, const std::string& o,
                 ResultElement result_element) {
   int64_t widest = 1;
   for (ir::ValueId v : op.operands) widest = std::max(widest, c_element_size(ctx.fn.type(v)));
-  int64_t lanes = std::min(s.axis, std::max<int64_t>(1, kLaneBytes / widest));
+  int64_t lanes = std::min(s.length, std::max<int64_t>(1, kLaneBytes / widest));
   std::vector<std::string> lane, input;
   for (ir::ValueId v : op.operands) {
     const ir::Type& t = ctx.fn.type(v);
@@ -66,21 +54,16 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, con
     ctx.declare_array(c_storage(t), c_element_size(t), lanes, lane.back());
     input.push_back(ctx.name(v));
   }
-  auto elements = [&](const std::vector<std::string>& arrays, const std::string& index) {
-    std::vector<std::string> out;
-    for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
-    return out;
-  };
   std::string x = ctx.fresh("x"), k = ctx.fresh("k"), width = ctx.fresh("width");
-  std::string slice = o + " * " + std::to_string(s.axis);
+  std::string slice = o + " * " + std::to_string(s.length);
   ctx.open_element_loop(x, lanes);
   for (size_t j = 0; j < lane.size(); ++j) ctx.out.line(lane[j] + "[" + x + "] = " + input[j] + "[" + slice + " + " + x + "];");
   ctx.out.close();
-  if (lanes < s.axis) {
-    ctx.out.open("for (int " + k + " = " + std::to_string(lanes) + "; " + k + " < " + std::to_string(s.axis) + "; " + k +
+  if (lanes < s.length) {
+    ctx.out.open("for (int " + k + " = " + std::to_string(lanes) + "; " + k + " < " + std::to_string(s.length) + "; " + k +
                  " += " + std::to_string(lanes) + ")");
     ctx.open_element_loop(x, lanes);
-    emit_combine_inline(ctx, op, elements(lane, x), elements(input, slice + " + " + k + " + " + x), elements(lane, x));
+    emit_combine_inline(ctx, op, indexed(lane, x), indexed(input, slice + " + " + k + " + " + x), indexed(lane, x));
     ctx.out.close();
     ctx.out.close();
   }
@@ -88,7 +71,7 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const ReduceShape& s, con
     ctx.out.open("for (int " + width + " = " + std::to_string(lanes / 2) + "; " + width + " >= 1; " + width + " /= 2)");
     ctx.out.line("TG_IVDEP");
     ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
-    emit_combine_inline(ctx, op, elements(lane, x), elements(lane, x + " + " + width), elements(lane, x));
+    emit_combine_inline(ctx, op, indexed(lane, x), indexed(lane, x + " + " + width), indexed(lane, x));
     ctx.out.close();
     ctx.out.close();
   }
@@ -103,8 +86,8 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
   TEGULA_ASSERT(n >= 1 && op.results.size() == n && op.regions.size() == 1, "malformed reduce");
   TEGULA_ASSERT(ctx.fn.block(op.regions[0]).args.size() == 2 * n, "reduce combiner must take 2N arguments");
   const ir::Type& input = ctx.fn.type(op.operands[0]);
-  ReduceShape s = view_around_axis(input, op.int_attr("axis"));
-  TEGULA_ASSERT((s.axis & (s.axis - 1)) == 0, "reduced dimension must be a power of two");
+  c_family::AxisView s = c_family::view_around(input, op.int_attr("axis"));
+  TEGULA_ASSERT((s.length & (s.length - 1)) == 0, "reduced dimension must be a power of two");
 
   for (ir::ValueId r : op.results) ctx.declare(r);
   std::string o = ctx.fresh("o"), x = ctx.fresh("x");
@@ -113,10 +96,10 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
                                                       std::to_string(s.inner) + " + " + inner_index + "]"
                                                 : ctx.name(op.results[j]);
   };
-  std::string slice = o + " * " + std::to_string(s.axis * s.inner);
+  std::string slice = o + " * " + std::to_string(s.length * s.inner);
   ctx.out.open("for (int " + o + " = 0; " + o + " < " + std::to_string(s.outer) + "; ++" + o + ")");
 
-  if (s.axis == 1) {
+  if (s.length == 1) {
     ctx.open_element_loop(x, s.inner);
     for (size_t j = 0; j < n; ++j)
       ctx.out.line(result_element(j, x) + " = " + ctx.name(op.operands[j]) + "[" + slice + " + " + x + "];");
@@ -130,25 +113,20 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
     return;
   }
 
-  int64_t half_rows = s.axis / 2 * s.inner;
+  int64_t half_rows = s.length / 2 * s.inner;
   std::vector<std::string> partial;
   for (size_t j = 0; j < n; ++j) {
     partial.push_back(ctx.fresh("partial"));
     const ir::Type& t = ctx.fn.type(op.operands[j]);
     ctx.declare_array(c_storage(t), c_element_size(t), half_rows, partial.back());
   }
-  auto elements = [&](const std::vector<std::string>& arrays, const std::string& index) {
-    std::vector<std::string> out;
-    for (const std::string& a : arrays) out.push_back(a + "[" + index + "]");
-    return out;
-  };
   std::vector<std::string> inputs;
   for (ir::ValueId v : op.operands) inputs.push_back(ctx.name(v));
 
   // Level 1: rows k and k + A/2 of this slice of the input.
   ctx.open_element_loop(x, half_rows);
-  emit_combine_inline(ctx, op, elements(inputs, slice + " + " + x),
-               elements(inputs, slice + " + " + std::to_string(half_rows) + " + " + x), elements(partial, x));
+  emit_combine_inline(ctx, op, indexed(inputs, slice + " + " + x),
+               indexed(inputs, slice + " + " + std::to_string(half_rows) + " + " + x), indexed(partial, x));
   ctx.out.close();
   // Further levels halve the partial results in place.
   std::string width = ctx.fresh("width");
@@ -156,7 +134,7 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
                std::to_string(s.inner) + "; " + width + " /= 2)");
   ctx.out.line("TG_IVDEP");
   ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
-  emit_combine_inline(ctx, op, elements(partial, x), elements(partial, x + " + " + width), elements(partial, x));
+  emit_combine_inline(ctx, op, indexed(partial, x), indexed(partial, x + " + " + width), indexed(partial, x));
   ctx.out.close();
   ctx.out.close();
   ctx.open_element_loop(x, s.inner);

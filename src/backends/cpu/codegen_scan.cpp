@@ -12,28 +12,24 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/codegen_combine.h"
+#include "backends/c_family/combine.h"
+#include "backends/c_family/tile_index.h"
 #include "backends/cpu/codegen_context.h"
 #include "ir/scan_ops.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cpu {
 
-namespace {
-
-}  // namespace
+using c_family::emit_combine;
+using c_family::indexed;
 
 void emit_scan(CodegenContext& ctx, const ir::Op& op) {
   size_t n = op.operands.size();
   TEGULA_ASSERT(n >= 1 && op.results.size() == n && op.regions.size() == 1, "malformed scan");
   const ir::Type& t = ctx.fn.type(op.operands[0]);
-  int64_t axis = op.int_attr("axis");
   bool reverse = ir::scan_reverse(op);
-  int64_t outer = 1, length = t.shape[static_cast<size_t>(axis)], inner = 1;
-  for (int64_t d = 0; d < t.rank(); ++d) {
-    if (d < axis) outer *= t.shape[static_cast<size_t>(d)];
-    if (d > axis) inner *= t.shape[static_cast<size_t>(d)];
-  }
+  c_family::AxisView view = c_family::view_around(t, op.int_attr("axis"));
+  int64_t outer = view.outer, length = view.length, inner = view.inner;
 
   std::vector<std::string> inputs, results;
   for (size_t j = 0; j < n; ++j) {

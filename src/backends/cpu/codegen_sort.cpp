@@ -6,6 +6,7 @@
 // no other copy of the line is needed.
 #include <string>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cpu/codegen_context.h"
 #include "ir/scan_ops.h"
 #include "support/diagnostic.h"
@@ -49,12 +50,8 @@ bool uses_sort(const ir::Function& fn) {
 
 void emit_sort(CodegenContext& ctx, const ir::Op& op) {
   const ir::Type& t = ctx.fn.type(op.operands[0]);
-  int64_t axis = op.int_attr("axis");
-  int64_t outer = 1, length = t.shape[static_cast<size_t>(axis)], inner = 1;
-  for (int64_t d = 0; d < t.rank(); ++d) {
-    if (d < axis) outer *= t.shape[static_cast<size_t>(d)];
-    if (d > axis) inner *= t.shape[static_cast<size_t>(d)];
-  }
+  c_family::AxisView view = c_family::view_around(t, op.int_attr("axis"));
+  int64_t outer = view.outer, length = view.length, inner = view.inner;
   ir::ValueId r = op.results[0];
   ctx.declare(r);
   std::string keys = ctx.fresh("keys"), temp = ctx.fresh("temp");

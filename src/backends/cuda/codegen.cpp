@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/c_family/control_flow.h"
 #include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
 #include "backends/cuda/codegen_mma.h"
@@ -27,74 +28,14 @@ using ir::Scalar;
 
 // --- C++ spellings ------------------------------------------------------------------
 
-std::string c_scalar(Scalar s) {
-  switch (s) {
-    case Scalar::I1: return "bool";
-    case Scalar::I8: return "signed char";
-    case Scalar::I16: return "short";
-    case Scalar::I32: return "int";
-    case Scalar::I64: return "long long";
-    case Scalar::U8: return "unsigned char";
-    case Scalar::U16: return "unsigned short";
-    case Scalar::U32: return "unsigned";
-    case Scalar::U64: return "unsigned long long";
-    case Scalar::F16: return "tg_f16";
-    case Scalar::BF16: return "tg_bf16";
-    case Scalar::F32: return "float";
-    case Scalar::F64: return "double";
-    case Scalar::F8E4M3: return "tg_f8e4m3";
-    case Scalar::F8E5M2: return "tg_f8e5m2";
-  }
-  TEGULA_ASSERT(false, "unknown scalar kind");
-}
-
-std::string c_memory(Scalar s) { return s == Scalar::I1 ? "unsigned char" : c_scalar(s); }
-
-std::string c_element(const ir::Type& t) { return t.is_pointer() ? c_memory(t.scalar) + "*" : c_scalar(t.scalar); }
-
-std::string c_const(const ir::Type& t) {
-  return t.is_pointer() ? c_element(t) + " const" : "const " + c_element(t);
-}
-
-bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16 || ir::is_fp8(s); }
-
-std::string c_compute(Scalar s) { return is_half(s) ? "float" : c_scalar(s); }
-
-std::string to_compute(Scalar s, const std::string& expr) {
-  if (s == Scalar::F16) return "tg_f16_to_f32(" + expr + ")";
-  if (s == Scalar::BF16) return "tg_bf16_to_f32(" + expr + ")";
-  if (s == Scalar::F8E4M3) return "tg_f8e4m3_to_f32(" + expr + ")";
-  if (s == Scalar::F8E5M2) return "tg_f8e5m2_to_f32(" + expr + ")";
-  return expr;
-}
-
-std::string from_compute(Scalar s, const std::string& expr) {
-  if (s == Scalar::F16) return "tg_f32_to_f16(" + expr + ")";
-  if (s == Scalar::BF16) return "tg_f32_to_bf16(" + expr + ")";
-  if (s == Scalar::F8E4M3) return "tg_f32_to_f8e4m3(" + expr + ")";
-  if (s == Scalar::F8E5M2) return "tg_f32_to_f8e5m2(" + expr + ")";
-  return expr;
-}
-
 int64_t element_bytes(const ir::Type& t) { return t.is_pointer() ? 8 : ir::byte_size(t.scalar); }
 
 std::string int_literal(int64_t value, Scalar s) {
-  if (s == Scalar::I1) return value != 0 ? "true" : "false";
   int bits = ir::bit_width(s);
-  if (!ir::is_signed(s)) {
-    uint64_t u = static_cast<uint64_t>(value);
-    if (bits < 64) u &= (uint64_t{1} << bits) - 1;
-    if (bits == 64) return std::to_string(u) + "ull";
-    std::string text = std::to_string(u) + "u";
-    return bits == 32 ? text : "(" + c_scalar(s) + ")" + text;
-  }
-  if (bits == 64) return value == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(value) + "LL";
-  if (bits < 64) {
-    int64_t wrapped = static_cast<int64_t>(static_cast<uint64_t>(value) << (64 - bits)) >> (64 - bits);
-    value = wrapped;
-  }
-  std::string text = value == INT32_MIN ? "(-2147483647 - 1)" : value < 0 ? "(" + std::to_string(value) + ")"
-                                                                          : std::to_string(value);
+  if (s == Scalar::I1 || bits == 64) return c_family::int_literal(value, s);
+  if (ir::is_signed(s)) value = static_cast<int64_t>(static_cast<uint64_t>(value) << (64 - bits)) >> (64 - bits);
+  std::string text = c_family::int_literal(value, s);
+  if (text[0] == '-') text = "(" + text + ")";
   return bits == 32 ? text : "(" + c_scalar(s) + ")" + text;
 }
 
@@ -131,18 +72,6 @@ uint16_t narrow_bits(double d, bool bf16) {
   return hs | static_cast<uint16_t>((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13);
 }
 
-std::string shortest(double value, int max_digits) {
-  char buf[64];
-  for (int precision = 1; precision <= max_digits; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
-    if (max_digits == 9 ? std::strtof(buf, nullptr) == static_cast<float>(value) : std::strtod(buf, nullptr) == value)
-      break;
-  }
-  std::string text = buf;
-  if (text.find_first_of(".en") == std::string::npos) text += ".0";
-  return text;
-}
-
 }  // namespace
 
 std::string float_literal(double value, Scalar s) {
@@ -160,37 +89,14 @@ std::string float_literal(double value, Scalar s) {
     float f = static_cast<float>(value);
     if (std::isnan(f)) return "__int_as_float(0x7fc00000)";
     if (std::isinf(f)) return f < 0 ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)";
-    std::string text = shortest(f, 9) + "f";
+    std::string text = c_family::shortest_decimal(f, 9) + "f";
     return f < 0 || (f == 0 && std::signbit(f)) ? "(" + text + ")" : text;
   }
   if (std::isnan(value)) return "__longlong_as_double(0x7ff8000000000000LL)";
   if (std::isinf(value)) return value < 0 ? "(-__longlong_as_double(0x7ff0000000000000LL))"
                                           : "__longlong_as_double(0x7ff0000000000000LL)";
-  std::string text = shortest(value, 17);
+  std::string text = c_family::shortest_decimal(value, 17);
   return value < 0 || (value == 0 && std::signbit(value)) ? "(" + text + ")" : text;
-}
-
-std::string c_string_literal(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f || c == '?' || c == '%') {
-          // Octal escapes take at most 3 digits, so no following character is
-          // read as part of one; '?' avoids trigraphs, '%' printf formats.
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\%03o", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string bits_expr(const std::string& var, const std::vector<int>& dest, int width) {
@@ -229,9 +135,8 @@ bool is_identifier(const std::string& s) {
 }  // namespace
 
 CudaContext::CudaContext(const ir::Function& f, const CodegenOptions& o)
-    : fn(f), options(o), axis_info(f), plan(f, axis_info, o.num_warps, o.arch) {
+    : Printer(f, c_family::Dialect::Cuda), options(o), axis_info(f), plan(f, axis_info, o.num_warps, o.arch) {
   std::vector<std::string> printed = printed_names(fn);
-  names_.resize(fn.num_values());
   const ir::Block& body = fn.block(fn.body());
   for (size_t i = 0; i < fn.num_values(); ++i) names_[i] = "v" + printed[i];
   for (size_t i = 0; i < body.args.size(); ++i) {
@@ -240,8 +145,6 @@ CudaContext::CudaContext(const ir::Function& f, const CodegenOptions& o)
   }
   if (o.debug) debug_sites.emplace(f);
 }
-
-std::string CudaContext::fresh(std::string_view stem) { return std::string(stem) + std::to_string(next_fresh_++); }
 
 std::string CudaContext::extra_name(ir::ValueId v, size_t index) const {
   return name(v) + "_" + std::to_string(index + 1);
@@ -331,37 +234,6 @@ std::string CudaContext::open_unrolled(int count, int step) {
   out.open("for (int " + i + " = 0; " + i + " < " + std::to_string(count) + "; " +
            (step == 1 ? "++" + i : i + " += " + std::to_string(step)) + ")");
   return i;
-}
-
-std::string CudaContext::op_comment(const ir::Op& o) const {
-  std::string text = "// ";
-  for (size_t i = 0; i < o.results.size(); ++i) text += (i ? ", " : "") + name(o.results[i]);
-  if (!o.results.empty()) text += " = ";
-  text += ir::name(o.kind);
-  if (const ir::Attr* pred = o.attr("pred"); pred && std::holds_alternative<std::string>(*pred))
-    text += "." + std::get<std::string>(*pred);
-  text += "(";
-  for (size_t i = 0; i < o.operands.size(); ++i) text += (i ? ", " : "") + name(o.operands[i]);
-  text += ")";
-  std::string loc = location(o);
-  if (!loc.empty()) text += "  " + loc;
-  return text;
-}
-
-std::string CudaContext::location(const ir::Op& o) const {
-  if (!o.loc.valid()) return "";
-  std::string file = o.loc.file >= 0 && o.loc.file < static_cast<int32_t>(fn.files.size())
-                         ? fn.files[static_cast<size_t>(o.loc.file)]
-                         : "<unknown>";
-  return file + ":" + std::to_string(o.loc.line) + ":" + std::to_string(o.loc.col);
-}
-
-const ir::Op& CudaContext::terminator(ir::BlockId block) const {
-  const ir::Block& b = fn.block(block);
-  TEGULA_ASSERT(!b.ops.empty(), "block without terminator");
-  const ir::Op& term = fn.op(b.ops.back());
-  TEGULA_ASSERT(ir::is_terminator(term.kind), "block does not end in a terminator");
-  return term;
 }
 
 std::string CudaContext::shared_scratch(int64_t bytes) {
@@ -512,7 +384,7 @@ void CudaContext::emit_op(ir::OpId id) {
       case OpKind::Histogram: emit_indexed(*this, id); break;
       case OpKind::For:
       case OpKind::If:
-      case OpKind::While: emit_control(*this, id); break;
+      case OpKind::While: c_family::emit_control(*this, id); break;
       case OpKind::Print:
       case OpKind::Assert: emit_debug(*this, id); break;
       // Every op of verified IR has a CUDA form (E0801 is reserved, never raised).
@@ -634,7 +506,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
              "use smaller blocks");
 
   Emitter unit;
-  unit.line("// Generated by Tegula: CUDA code for kernel @" + fn.name + ".");
+  unit.line("// Generated by Tegula: CUDA code for kernel @" + c_family::comment_text(fn.name) + ".");
   unit.raw(kPrelude);
   if (ir::uses_fp8(fn)) unit.raw(kFp8Prelude);
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);

@@ -1,5 +1,6 @@
-// Internal to the CUDA backend: the state the per-family emitters share
-// (elementwise, memory, shape, reduce, dot, control, debug) while one
+// Internal to the CUDA backend: the CUDA dialect of the C-family printer
+// (backends/c_family/printer.h) and the state the per-family emitters
+// (elementwise, memory, shape, reduce, dot, debug, ...) share while one
 // Function becomes a CUDA kernel.
 //
 // Naming: IR value %7 (as the IR printer numbers it) is the C++ local `v7`;
@@ -26,8 +27,10 @@
 #include <utility>
 #include <vector>
 
+#include "backends/c_family/printer.h"
+#include "backends/c_family/spelling.h"
+#include "backends/c_family/text.h"
 #include "backends/cuda/codegen.h"
-#include "backends/cuda/emitter.h"
 #include "backends/cuda/layout.h"
 #include "backends/cuda/shared_tile.h"
 #include "ir/ir.h"
@@ -36,20 +39,31 @@
 
 namespace tegula::backends::cuda {
 
-// --- C++ spellings ------------------------------------------------------------------
-// The type of one element in registers: bool, int, tg_f16, float*, ...
-std::string c_scalar(ir::Scalar s);
-std::string c_element(const ir::Type& t);   // element type of t (pointer types as T*)
-std::string c_memory(ir::Scalar s);
-// A read-only local of t's element type followed by its name: "const float", "float* const".
-std::string c_const(const ir::Type& t);         // what memory holds for s: unsigned char for i1
-bool is_half(ir::Scalar s);                 // f16, bf16 or fp8: stored as bits, computed in float
-std::string c_compute(ir::Scalar s);        // float for f16/bf16, else c_scalar
-std::string to_compute(ir::Scalar s, const std::string& expr);
-std::string from_compute(ir::Scalar s, const std::string& expr);
+using c_family::Emitter;
+
+// --- spellings in the CUDA dialect (backends/c_family/spelling.h) --------------------
+// The type of one element in registers: bool, int, tg_f16, ...
+inline std::string c_scalar(ir::Scalar s) { return c_family::scalar_type(s, c_family::Dialect::Cuda); }
+// What memory holds for s: unsigned char for i1.
+inline std::string c_memory(ir::Scalar s) { return c_family::memory_type(s, c_family::Dialect::Cuda); }
+// The element type of t (pointer types as T*).
+inline std::string c_element(const ir::Type& t) { return c_family::element_type(t, c_family::Dialect::Cuda); }
+// A read-only local's type: "const float", "float* const".
+inline std::string c_const(const ir::Type& t) { return c_family::const_type(t, c_family::Dialect::Cuda); }
+// float for f16/bf16, else c_scalar.
+inline std::string c_compute(ir::Scalar s) { return c_family::compute_type(s, c_family::Dialect::Cuda); }
+using c_family::from_compute;
+using c_family::is_half;
+using c_family::to_compute;
+// An integer literal of C++ type c_scalar(s): c_family::int_literal, with
+// the value wrapped to the width of s and a cast for widths other than 32
+// and 64.
 std::string int_literal(int64_t value, ir::Scalar s);
 std::string float_literal(double value, ir::Scalar s);  // of type s (f16/bf16: their bits)
-std::string c_string_literal(std::string_view text);
+// `text` as a C string literal (escaped, backends/c_family/text.h).
+inline std::string c_string_literal(std::string_view text) {
+  return c_family::string_literal(text, c_family::Dialect::Cuda);
+}
 int64_t element_bytes(const ir::Type& t);   // in registers and shared memory
 
 // An expression of `var` that moves bit k of var to bit dest[k] (-1: drops
@@ -57,29 +71,24 @@ int64_t element_bytes(const ir::Type& t);   // in registers and shared memory
 // number of meaningful bits of var.
 std::string bits_expr(const std::string& var, const std::vector<int>& dest, int width);
 
-class CudaContext {
+// The CUDA dialect of the C-family printer.
+class CudaContext : public c_family::Printer {
  public:
   CudaContext(const ir::Function& fn, const CodegenOptions& options);
 
-  const ir::Function& fn;
   const CodegenOptions& options;
   const passes::AxisInfoAnalysis axis_info;
   const LayoutPlan plan;
-  Emitter out;
 
   // --- names and tiles --------------------------------------------------------------
-  const std::string& name(ir::ValueId v) const { return names_.at(v.index); }
   // The array holding tile `v` in `layout` (its primary or one of its extras).
   std::string tile(ir::ValueId v, const Layout& layout) const;
   // Operand k of `op`: a scalar's name, or the tile in the layout `op` reads it in.
-  std::string operand(ir::OpId op, size_t k) const;
+  std::string operand(ir::OpId op, size_t k) const override;
   const Layout& operand_layout(ir::OpId op, size_t k) const;
   const Layout& layout(ir::ValueId v) const { return plan.primary(v); }
-  // `v` names the storage of `storage` from now on (loop results).
-  void alias(ir::ValueId v, ir::ValueId storage) { names_.at(v.index) = names_.at(storage.index); }
   // Name the extra layout `index` of v gets.
   std::string extra_name(ir::ValueId v, size_t index) const;
-  std::string fresh(std::string_view stem);
 
   Distribution distribution(const Layout& layout, const std::vector<int64_t>& shape) const {
     return distribute(layout, shape);
@@ -100,17 +109,30 @@ class CudaContext {
 
   // --- emission ------------------------------------------------------------------------
   // Every op of `block` but its terminator.
-  void emit_block_body(ir::BlockId block);
+  void emit_block_body(ir::BlockId block) override;
   void emit_op(ir::OpId op);
   // Makes v's extra layouts (right after v is defined).
   void emit_extras(ir::ValueId v);
   // Declares `dest` (a new array) and copies tile `v` from layout `from` into it in `to`.
   void emit_conversion(ir::ValueId v, const std::string& source, const Layout& from, const std::string& dest,
                        const Layout& to);
-  // "// v7 = add(v3, v6)  add.py:4:12"
-  std::string op_comment(const ir::Op& op) const;
-  std::string location(const ir::Op& op) const;
-  const ir::Op& terminator(ir::BlockId block) const;
+
+  // --- the printer's hooks around regions (codegen_regions.cpp) ---------------------------
+  // Storage in the value's primary layout; tiles copied register by register.
+  void declare_storage(ir::ValueId v) override;
+  void copy_value(ir::ValueId dest, const std::string& source) override;
+  void declare_saved_tile(ir::ValueId like, const std::string& copy, const std::string& source) override;
+  // Software pipelining (codegen_pipeline.cpp) around `for` loops.
+  void begin_loop(ir::OpId loop, const std::string& trips) override;
+  void begin_iteration(ir::OpId loop, const std::string& trips, const std::string& k) override;
+  void end_loop(ir::OpId loop) override;
+  // Barrier and store bookkeeping: a loop body may follow its own previous
+  // iteration, a region may or may not have run.
+  void enter_loop_body(ir::OpId loop) override;
+  void before_else(ir::OpId op) override;
+  void leave_regions(ir::OpId op) override;
+  // The extra layouts of a block's (carried) arguments.
+  void enter_block(ir::BlockId block) override;
 
   // --- shared memory ----------------------------------------------------------------------
   // Reserves `bytes` of the dynamic shared buffer for one use and returns
@@ -173,8 +195,6 @@ class CudaContext {
   std::optional<passes::DebugSites> debug_sites;
 
  private:
-  std::vector<std::string> names_;
-  int next_fresh_ = 0;
   Emitter prologue_;
   std::vector<Distribution> bases_;  // index N: the distribution of tbN
   std::vector<bool> replicated_base_;
@@ -208,9 +228,8 @@ void emit_dot(CudaContext& ctx, ir::OpId op);
 void emit_dot_mma(CudaContext& ctx, ir::OpId op);                 // tensor cores: codegen_mma.cpp
 // Whether `fn` has a dot (its unit then needs prelude_mma.h on sm_80+).
 bool uses_dot(const ir::Function& fn);
-void emit_control(CudaContext& ctx, ir::OpId op);                 // for, if, while
 // Software pipelining of `for` loops that feed tensor-core dots
-// (codegen_pipeline.cpp), called by emit_control around the loop it emits:
+// (codegen_pipeline.cpp), called by the control-flow hooks around the loop:
 // before the loop (carried values initialized, `trips` declared), at the top
 // of each iteration (loop counter `k`), and after the loop.
 void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips);

@@ -14,7 +14,9 @@
 // (codegen_bounds.h), which the runtime turns into a tegula.DeviceError;
 // nothing traps, and the thread stops touching memory.
 #include <string>
+#include <vector>
 
+#include "backends/c_family/debug_ops.h"
 #include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
@@ -22,29 +24,6 @@
 namespace tegula::backends::cuda {
 
 namespace {
-
-using ir::Scalar;
-
-struct PrintfArg {
-  std::string format;
-  std::string value;
-};
-
-PrintfArg printf_arg(const ir::Type& t, const std::string& e) {
-  if (t.is_pointer()) return {"%p", "(const void*)" + e};
-  switch (t.scalar) {
-    case Scalar::I1: return {"%d", "(int)" + e};
-    case Scalar::F16: return {"%.5g", "(double)tg_f16_to_f32(" + e + ")"};
-    case Scalar::BF16: return {"%.4g", "(double)tg_bf16_to_f32(" + e + ")"};
-    case Scalar::F8E4M3: return {"%.3g", "(double)tg_f8e4m3_to_f32(" + e + ")"};
-    case Scalar::F8E5M2: return {"%.3g", "(double)tg_f8e5m2_to_f32(" + e + ")"};
-    case Scalar::F32: return {"%.9g", "(double)" + e};
-    case Scalar::F64: return {"%.17g", e};
-    default:
-      if (ir::is_signed(t.scalar)) return {"%lld", "(long long)" + e};
-      return {"%llu", "(unsigned long long)" + e};
-  }
-}
 
 const char* kPid = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z";
 
@@ -102,16 +81,14 @@ void emit_print(CudaContext& ctx, ir::OpId id) {
   } else {
     ctx.out.open("if (threadIdx.x == 0)");
   }
-  if (!prefix.empty()) {
-    format += " %s";
-    args += ", " + c_string_literal(prefix);
-  }
+  std::vector<ir::Type> types;
+  std::vector<std::string> elements;
   for (size_t k = 0; k < op.operands.size(); ++k) {
     const ir::Type& t = ctx.fn.type(op.operands[k]);
-    PrintfArg a = printf_arg(t.element(), t.is_tile() ? arrays[k] + "[" + i + "]" : arrays[k]);
-    format += (k ? ", " : " ") + a.format;
-    args += ", " + a.value;
+    types.push_back(t.element());
+    elements.push_back(t.is_tile() ? arrays[k] + "[" + i + "]" : arrays[k]);
   }
+  c_family::append_printed_values(format, args, prefix, types, elements, ctx.dialect);
   ctx.out.line("printf(\"" + format + "\\n\", " + args + ");");
   if (tile != nullptr) ctx.out.close();
   ctx.out.close();
@@ -119,16 +96,10 @@ void emit_print(CudaContext& ctx, ir::OpId id) {
 
 void emit_assert(CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
-  if (!ctx.options.debug) {
-    ctx.out.line("// (assert compiled only in debug mode)");
-    return;
-  }
+  auto failure = [&](const std::string& index) { return assert_failure_statement(ctx, id, index); };
+  if (!c_family::emit_assert_start(ctx, op, ctx.options.debug, failure)) return;
   ir::ValueId cond = op.operands.at(0);
   const ir::Type& t = ctx.fn.type(cond);
-  if (!t.is_tile()) {
-    ctx.out.line("if (!" + ctx.name(cond) + ") " + assert_failure_statement(ctx, id, "0"));
-    return;
-  }
   // The failing element with the smallest linear index this thread holds.
   Distribution d = ctx.distribution(ctx.layout(cond), t.shape);
   std::string first = ctx.fresh("failed");

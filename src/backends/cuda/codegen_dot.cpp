@@ -17,6 +17,7 @@
 // the result type, wrapping. Full fp32 here whatever `precision` says.
 #include <string>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
 
@@ -25,12 +26,6 @@ namespace tegula::backends::cuda {
 using ir::Scalar;
 
 namespace {
-
-int log2_of(int64_t v) {
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
 
 // Writes the elements of tile operand k of `op` into `buffer`, row-major.
 void stage(CudaContext& ctx, ir::OpId id, size_t k, const std::string& buffer) {
@@ -100,7 +95,7 @@ void emit_dot(CudaContext& ctx, ir::OpId id) {
   ctx.out.line(acc + "[" + i + "] = " + init + ";");
   ctx.out.close();
 
-  int n_bits = log2_of(n), m_bits = log2_of(m);
+  int n_bits = c_family::log2_ceil(n), m_bits = c_family::log2_ceil(m);
   std::string kk = ctx.fresh("k");
   ctx.out.line("#pragma unroll 4");
   ctx.out.open("for (int " + kk + " = 0; " + kk + " < " + std::to_string(k) + "; ++" + kk + ")");

@@ -12,6 +12,7 @@
 //    thread reads the counts it holds in the result's layout.
 #include <string>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cuda/codegen_staging.h"
 #include "support/diagnostic.h"
 
@@ -19,21 +20,13 @@ namespace tegula::backends::cuda {
 
 namespace {
 
-int log2_of(int64_t v) {
-  TEGULA_ASSERT(v > 0 && (v & (v - 1)) == 0, "tile extents are powers of two");
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
-
 void emit_gather(CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
   const ir::Type& src = ctx.fn.type(op.operands[0]);
   const ir::Type& result = ctx.fn.type(op.results[0]);
   int axis = static_cast<int>(op.int_attr("axis"));
-  int64_t src_length = src.shape[static_cast<size_t>(axis)], length = result.shape[static_cast<size_t>(axis)];
-  int64_t inner = 1;
-  for (int d = axis + 1; d < src.rank(); ++d) inner *= src.shape[static_cast<size_t>(d)];
+  c_family::AxisView view = c_family::view_around(src, axis);
+  int64_t length = result.shape[static_cast<size_t>(axis)];
 
   std::string buffer = declare_staging_buffer(ctx, src, src.numel());
   stage_tile(ctx, buffer, ctx.operand(id, 0), ctx.distribution(ctx.operand_layout(id, 0), src.shape));
@@ -47,10 +40,9 @@ void emit_gather(CudaContext& ctx, ir::OpId id) {
   std::string i = ctx.open_unrolled(d.registers());
   std::string e = ctx.fresh("e");
   ctx.out.line("const int " + e + " = " + ctx.element_index(d, i) + ";");
-  std::string k = "(int)((unsigned long long)" + index + "[" + i + "] & " + std::to_string(src_length - 1) + "ull)";
-  std::string from = "(" + e + " >> " + std::to_string(log2_of(length * inner)) + ") * " +
-                     std::to_string(src_length * inner) + " + " + k;
-  if (inner > 1) from += " * " + std::to_string(inner) + " + (" + e + " & " + std::to_string(inner - 1) + ")";
+  std::string k =
+      "(int)((unsigned long long)" + index + "[" + i + "] & " + std::to_string(view.length - 1) + "ull)";
+  std::string from = c_family::gather_source_index(e, k, view.length, length, view.inner);
   ctx.out.line(dest + "[" + i + "] = " + buffer + "[" + from + "];");
   ctx.out.close();
   ctx.shared_reads_done();

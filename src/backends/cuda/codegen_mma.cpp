@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cuda/codegen_mma.h"
 #include "support/diagnostic.h"
 
@@ -31,12 +32,6 @@ namespace tegula::backends::cuda {
 using ir::Scalar;
 
 namespace {
-
-int log2_of(int64_t v) {
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -80,7 +75,7 @@ void stage_operand(CudaContext& ctx, ir::OpId id, size_t index, const SharedTile
   std::string i = ctx.open_unrolled(d.registers(), vector);
   std::string e = ctx.fresh("e");
   ctx.out.line("const int " + e + " = " + ctx.element_index(d, i) + ";");
-  std::string dim0 = e + " >> " + str(log2_of(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
+  std::string dim0 = e + " >> " + str(c_family::log2_ceil(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
   std::string row = s.row_dim() == 0 ? dim0 : dim1, col = s.col_dim() == 0 ? dim0 : dim1;
   std::string vec = "tg_vec<" + s.c_type + ", " + str(vector) + ">";
   std::string w = ctx.fresh("w");
@@ -239,7 +234,7 @@ void emit_dot_mma(CudaContext& ctx, ir::OpId id) {
   ctx.thread_ids();
   ctx.out.open("");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
-  int warp_m_bits = log2_of(w.mma.warps_m);
+  int warp_m_bits = c_family::log2_ceil(w.mma.warps_m);
   ctx.out.line("const int wr = ((warp & " + str(w.mma.warps_m - 1) + ") << 4) & " + str(w.m - 1) + ";");
   ctx.out.line("const int wc = ((warp >> " + str(warp_m_bits) + ") & " + str(w.mma.warps_n - 1) + ") * " +
                str(w.mma.warp_n) + ";");

@@ -77,6 +77,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cuda/codegen_mma.h"
 #include "passes/fold_constants.h"
 #include "passes/rewrite_utils.h"
@@ -89,12 +90,6 @@ using ir::OpKind;
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-int log2_of(int64_t v) {
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
 
 struct PipelinedLoad {
   ir::OpId load;
@@ -213,7 +208,7 @@ class Planner {
     if (load.operands.size() > 1 && fn_.type(load.operands[1]).is_tile())
       chunk = std::min<int64_t>(chunk, ctx_.axis_info.get(load.operands[1]).constancy[fast] * eb);
     if (chunk < 4) return std::nullopt;
-    chunk = int64_t{1} << log2_of(chunk + 1) >> 1;  // a power of two
+    chunk = int64_t{1} << c_family::log2_ceil(chunk + 1) >> 1;  // a power of two
     p.chunk_bytes = static_cast<int>(chunk);
     const Layout& layout = ctx_.operand_layout(def, 0);
     Distribution d = distribute(layout, t.shape);
@@ -320,7 +315,7 @@ void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const 
     std::string own = ctx.owner(d);
     if (!own.empty()) ctx.out.open("if (" + own + ")");
     auto destination = [&](const std::string& e) {
-      std::string dim0 = e + " >> " + str(log2_of(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
+      std::string dim0 = e + " >> " + str(c_family::log2_ceil(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
       std::string row = p.tile.row_dim() == 0 ? dim0 : dim1, col = p.tile.col_dim() == 0 ? dim0 : dim1;
       return "sm + " + stage + " * " + str(pipeline.stage_bytes) + " + " + p.tile.element_at("(" + row + ")", col);
     };

@@ -19,11 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/codegen_combine.h"
+#include "backends/c_family/combine.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cuda {
+
+using c_family::emit_combine;
+using c_family::indexed;
 
 namespace {
 

@@ -11,6 +11,7 @@
 // elements it holds in the result's layout.
 #include <string>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cuda/codegen_staging.h"
 #include "ir/scan_ops.h"
 #include "support/diagnostic.h"
@@ -18,13 +19,6 @@
 namespace tegula::backends::cuda {
 
 namespace {
-
-int log2_of(int64_t v) {
-  TEGULA_ASSERT(v > 0 && (v & (v - 1)) == 0, "tile extents are powers of two");
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
 
 // `a > b` for elements of `s`, NaN above every number.
 std::string greater(ir::Scalar s, const std::string& a, const std::string& b) {
@@ -36,10 +30,9 @@ std::string greater(ir::Scalar s, const std::string& a, const std::string& b) {
 // The network's steps on the staged tile `buffer` (a line of length > 1).
 void emit_network(CudaContext& ctx, const ir::Op& op, const std::string& buffer) {
   const ir::Type& t = ctx.fn.type(op.operands[0]);
-  int axis = static_cast<int>(op.int_attr("axis"));
-  int64_t length = t.shape[static_cast<size_t>(axis)], inner = 1;
-  for (int d = axis + 1; d < t.rank(); ++d) inner *= t.shape[static_cast<size_t>(d)];
-  int inner_bits = log2_of(inner), length_bits = log2_of(length);
+  c_family::AxisView view = c_family::view_around(t, op.int_attr("axis"));
+  int64_t length = view.length, inner = view.inner;
+  int inner_bits = c_family::log2_exact(inner), length_bits = c_family::log2_exact(length);
   std::string type = c_element(t.element());
   std::string threads = std::to_string(32 * ctx.options.num_warps);
   ctx.out.open("for (int size = 2; size <= " + std::to_string(length) + "; size <<= 1)");

@@ -28,6 +28,7 @@
 // only touched by the wgmmas' "+f" operands until the wait.
 #include <string>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cuda/codegen_mma.h"
 #include "support/diagnostic.h"
 
@@ -38,12 +39,6 @@ using ir::Scalar;
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-int log2_of(int64_t v) {
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
 
 // The swizzle mode field of a descriptor for a tile's block width.
 int swizzle_mode(const SharedTile& t) { return t.block_bytes() == 128 ? 1 : t.block_bytes() == 64 ? 2 : 3; }
@@ -185,7 +180,7 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
   ctx.out.line("const int wg = warp >> 2;  // warpgroup");
   ctx.out.line("const int wm = (wg & " + str(groups_m - 1) + ") * 64;");
-  ctx.out.line("const int wn = (wg >> " + str(log2_of(groups_m)) + ") * " + str(mma.warp_n) + ";");
+  ctx.out.line("const int wn = (wg >> " + str(c_family::log2_ceil(groups_m)) + ") * " + str(mma.warp_n) + ";");
   if (!a_regs)
     ctx.out.line("const unsigned long long da = tg_wgmma_desc(sm + " + a.offset + ", " + str(leading_bytes(a)) + ", " +
                  str(stride_bytes(a)) + ", " + str(swizzle_mode(a)) + ");");

@@ -20,21 +20,16 @@
 #include <algorithm>
 #include <functional>
 
+#include "backends/c_family/tile_index.h"
 #include "ir/printer.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cuda {
 
+using c_family::log2_exact;
 using ir::OpKind;
 
 namespace {
-
-int log2_exact(int64_t v) {
-  TEGULA_ASSERT(v > 0 && (v & (v - 1)) == 0, "layout sizes must be powers of two");
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
 
 std::string int_list(const std::vector<int>& v) {
   std::string s = "[";

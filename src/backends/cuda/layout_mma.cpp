@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 
+#include "backends/c_family/tile_index.h"
 #include "backends/cuda/layout.h"
 #include "support/diagnostic.h"
 
@@ -19,16 +20,6 @@ namespace tegula::backends::cuda {
 
 using ir::OpKind;
 using ir::Scalar;
-
-namespace {
-
-int log2_of(int64_t v) {
-  int b = 0;
-  while ((int64_t{1} << b) < v) ++b;
-  return b;
-}
-
-}  // namespace
 
 std::string to_string(const MmaLayout& mma) {
   return std::string(mma.warpgroup ? "wgmma" : "mma") + "{wpc=[" + std::to_string(mma.warps_m) + ", " +
@@ -43,7 +34,7 @@ Distribution distribute_mma(const Layout& layout, const std::vector<int64_t>& sh
   std::array<int, 2> value_dim = {-1, -1};
   for (int i = 0; i < layout.rank(); ++i) value_dim[static_cast<size_t>(layout.parent_dim(i))] = i;
   std::vector<int> shape_bits, linear_offset(shape.size(), 0);
-  for (int64_t s : shape) shape_bits.push_back(log2_of(s));
+  for (int64_t s : shape) shape_bits.push_back(c_family::log2_ceil(s));
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
     linear_offset[static_cast<size_t>(i)] = linear_offset[static_cast<size_t>(i + 1)] + shape_bits[static_cast<size_t>(i + 1)];
   auto dim_bits = [&](int parent) {
@@ -57,8 +48,8 @@ Distribution distribute_mma(const Layout& layout, const std::vector<int64_t>& sh
     return linear_offset[static_cast<size_t>(i)] + bit;
   };
 
-  int warp_n_bits = log2_of(mma.warp_n);
-  int row_cta_bits = 4 + log2_of(mma.warps_m), col_cta_bits = warp_n_bits + log2_of(mma.warps_n);
+  int warp_n_bits = c_family::log2_ceil(mma.warp_n);
+  int row_cta_bits = 4 + c_family::log2_ceil(mma.warps_m), col_cta_bits = warp_n_bits + c_family::log2_ceil(mma.warps_n);
   std::vector<std::array<int, 2>> registers = {{1, 0}, {0, 3}};
   for (int b = 3; b < warp_n_bits; ++b) registers.push_back({1, b});
   for (int b = col_cta_bits; b < dim_bits(1); ++b) registers.push_back({1, b});
@@ -70,8 +61,8 @@ Distribution distribute_mma(const Layout& layout, const std::vector<int64_t>& sh
     if (int to = image(parent, bit); to >= 0) d.register_bits.push_back(to);
   for (const auto& [parent, bit] : std::vector<std::array<int, 2>>{{1, 1}, {1, 2}, {0, 0}, {0, 1}, {0, 2}})
     d.lane_bits.push_back(image(parent, bit));
-  for (int b = 0; b < log2_of(mma.warps_m); ++b) d.warp_bits.push_back(image(0, 4 + b));
-  for (int b = 0; b < log2_of(mma.warps_n); ++b) d.warp_bits.push_back(image(1, warp_n_bits + b));
+  for (int b = 0; b < c_family::log2_ceil(mma.warps_m); ++b) d.warp_bits.push_back(image(0, 4 + b));
+  for (int b = 0; b < c_family::log2_ceil(mma.warps_n); ++b) d.warp_bits.push_back(image(1, warp_n_bits + b));
   return d;
 }
 

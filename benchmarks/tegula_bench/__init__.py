@@ -1,0 +1,29 @@
+"""Tegula's benchmark application: the example kernels against their peers and a floor.
+
+Run it as one command, ``python benchmarks/run.py`` (``--help`` lists the
+options; ``docs/benchmarks.md`` explains the reports). The files, by concept:
+
+- ``cli``: the command's options; chooses the GPU run, the CPU run or ``--render``.
+- ``kernels``: the kernels timed, which are the example scripts of examples/.
+- ``cpu_workloads``, ``gpu_workloads``: what each workload computes, at which
+  sizes, on which inputs, and how its output is checked.
+- ``peers``: what each workload is measured against (NumPy, PyTorch eager,
+  torch.compile, Triton through ``triton_twin``, cuBLAS, SDPA).
+- ``cpu_measure``, ``gpu_measure``, ``launch``: timing (host clock or CUDA
+  events) and the floors; ``launch`` times the host cost of one launch (the
+  whole path and the compiled kernel's bare launch), ``compile_probe`` first
+  calls in fresh processes, ``autotuned_matmul`` the autotuner against the
+  best config by hand.
+- ``outcome``: what one variant measured.
+- ``cpu_run``, ``gpu_run``: one run from the machine's description to the report.
+- ``cpu_report``, ``gpu_report``, ``targets``, ``render``: rows of the JSON
+  reports, the issues' targets decided from them, the text and Markdown tables.
+- ``machine``: the CPU, its cache and BLAS; the GPU, its driver and versions.
+"""
+
+import sys
+
+
+def log(message: str) -> None:
+    """Progress, on stderr: stdout carries the table."""
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
