@@ -1,12 +1,10 @@
-#include "runtime/debug_record.h"
+#include "backends/debug_fault.h"
 
 #include <algorithm>
 
-#include "runtime/cuda_api.h"
-#include "runtime/cuda_launch.h"
-#include "runtime/errors.h"
+#include "backends/backend.h"
 
-namespace tegula::runtime {
+namespace tegula::backends {
 
 namespace {
 
@@ -32,9 +30,9 @@ std::string dtype_name(ir::Scalar s) {
   return "?";
 }
 
-std::string param_name(const CompiledKernel& kernel, int32_t index) {
-  if (index < 0 || static_cast<size_t>(index) >= kernel.params.size()) return "?";
-  return kernel.params[static_cast<size_t>(index)].name;
+std::string param_name(const KernelInfo& info, int32_t index) {
+  if (index < 0 || static_cast<size_t>(index) >= info.params.size()) return "?";
+  return info.params[static_cast<size_t>(index)].name;
 }
 
 // The position of flat element `index` in a row-major tile.
@@ -57,20 +55,20 @@ std::string tuple_text(const std::vector<int64_t>& values) {
 
 }  // namespace
 
-std::optional<DeviceFault> fault_of(const CompiledKernel& kernel, const DebugRecord& record) {
+std::optional<DeviceFault> fault_of(const KernelInfo& info, const abi::DebugRecord& record) {
   if (record.reported == 0) return std::nullopt;
   DeviceFault::Details d;
-  d.kernel = kernel.name;
+  d.kernel = info.name;
   d.program_id = {record.pid[0], record.pid[1], record.pid[2]};
   std::string where = "program (" + std::to_string(d.program_id[0]) + ", " + std::to_string(d.program_id[1]) + ", " +
                       std::to_string(d.program_id[2]) + ")";
-  if (record.site < 0 || static_cast<size_t>(record.site) >= kernel.debug_sites.size()) {
+  if (record.site < 0 || static_cast<size_t>(record.site) >= info.debug_sites.size()) {
     // Cannot happen with a kernel and its own site table; still a report, not a crash.
     d.kind = "unknown";
     return DeviceFault("kernel `" + d.kernel + "`: debug check " + std::to_string(record.site) + " failed in " + where,
                        std::move(d));
   }
-  const passes::DebugSite& site = kernel.debug_sites[static_cast<size_t>(record.site)];
+  const passes::DebugSite& site = info.debug_sites[static_cast<size_t>(record.site)];
   d.kind = passes::to_string(site.kind);
   d.file = site.file;
   d.line = site.line;
@@ -88,67 +86,28 @@ std::optional<DeviceFault> fault_of(const CompiledKernel& kernel, const DebugRec
 
   d.offset = record.offset;
   d.size = record.size;
-  d.arg = param_name(kernel, record.param);
+  d.arg = param_name(info, record.param);
   d.dtype = dtype_name(site.element);
   std::string text = head + ": " + d.kind + " out of bounds in " + where + ": element offset " +
                      std::to_string(record.offset) + " of `" + d.arg + "` (" + std::to_string(record.size) +
                      (record.size == 1 ? " element, " : " elements, ") + d.dtype + ")";
   std::string others;
   for (int32_t p : site.params)
-    if (p != record.param) others += (others.empty() ? "`" : ", `") + param_name(kernel, p) + "`";
+    if (p != record.param) others += (others.empty() ? "`" : ", `") + param_name(info, p) + "`";
   if (!others.empty()) text += "; the pointer may also come from " + others + ", and is outside that array too";
   text += record.offset < 0 ? "\nhint: a mask missing? the offsets reach before the start of the array"
                             : "\nhint: a mask missing? the offsets reach past the end of the array";
   return DeviceFault(std::move(text), std::move(d));
 }
 
-void add_debug_arguments(const CompiledKernel& kernel, const std::vector<ArgValue>& args, uint64_t record_address,
-                         std::vector<uint64_t>& slots, std::vector<void*>& argv) {
-  for (size_t i = 0; i < kernel.params.size() && i < args.size(); ++i) {
-    if (!kernel.params[i].type.is_pointer()) continue;
-    slots.push_back(args[i].extent_base);
-    slots.push_back(args[i].extent_bytes);
+void add_debug_arguments(const KernelInfo& info, std::span<const ArgValue> args, uint64_t record_address,
+                         PackedArguments& packed) {
+  for (size_t i = 0; i < info.params.size() && i < args.size(); ++i) {
+    if (!info.params[i].type.is_pointer()) continue;
+    packed.append(args[i].extent_base);
+    packed.append(args[i].extent_bytes);
   }
-  slots.push_back(record_address);
-  // slots may have moved: point every argument at its slot again.
-  argv.resize(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) argv[i] = &slots[i];
+  packed.append(record_address);
 }
 
-namespace {
-
-// A device buffer for the record, freed on every path out.
-class DeviceRecord {
- public:
-  DeviceRecord() {
-    cuda::check(cuda::driver().cuMemAlloc(&address_, sizeof(DebugRecord)), "cuMemAlloc (debug record)");
-  }
-  ~DeviceRecord() { cuda::driver().cuMemFree(address_); }
-  DeviceRecord(const DeviceRecord&) = delete;
-  DeviceRecord& operator=(const DeviceRecord&) = delete;
-  uint64_t address() const { return address_; }
-
- private:
-  cuda::CUdeviceptr address_ = 0;
-};
-
-}  // namespace
-
-void launch_cuda_debug(const CompiledKernel& kernel, const int64_t grid[3], const std::vector<ArgValue>& args,
-                       std::vector<uint64_t>& slots, std::vector<void*>& argv, uint64_t stream, int device) {
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;
-  const cuda::DriverApi& api = cuda::driver();
-  cuda::ScopedContext context(device);
-  DeviceRecord record;
-  DebugRecord host{};
-  cuda::check(api.cuMemcpyHtoD(record.address(), &host, sizeof host), "cuMemcpyHtoD (debug record)");
-  // A copy from pageable memory may still be in flight when it returns, and
-  // the kernel may run on a stream that does not wait for it.
-  cuda::check(api.cuCtxSynchronize(), "cuCtxSynchronize (debug record)");
-  add_debug_arguments(kernel, args, record.address(), slots, argv);
-  kernel.cuda_module->launch(grid, argv.data(), stream, device);  // debug kernels wait for the kernel
-  cuda::check(api.cuMemcpyDtoH(&host, record.address(), sizeof host), "cuMemcpyDtoH (debug record)");
-  if (std::optional<DeviceFault> fault = fault_of(kernel, host)) throw std::move(*fault);
-}
-
-}  // namespace tegula::runtime
+}  // namespace tegula::backends
