@@ -188,7 +188,7 @@ def remove_unreferenced_preludes() -> None:
 
 
 class _Recorder:
-    """A pytest plugin that records each request JITFunction._compile sees."""
+    """A pytest plugin that records each request JITFunction._compile compiles."""
 
     def __init__(self):
         self.requests = {}
@@ -199,16 +199,18 @@ class _Recorder:
         original = jit.JITFunction._compile
         recorder = self
 
-        def recording_compile(fn, sig, key):
+        def recording_compile(fn, request, options):
             try:
-                options, _device = fn._compile_options(sig, key)
-                d = request_to_json(fn._request(sig, key), options)
-                text = json.dumps(d, sort_keys=True)
-                name = f"{d['functions'][0]['name']}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
-                recorder.requests.setdefault(name, d)
-            except Exception as e:  # recording must never change what the tests see
-                print(f"golden_corpus: could not record {fn.__name__}: {e}", file=sys.stderr)
-            return original(fn, sig, key)
+                return original(fn, request, options)  # fills in the request's sources
+            finally:
+                try:
+                    if request.functions:
+                        d = request_to_json(request, options)
+                        text = json.dumps(d, sort_keys=True)
+                        name = f"{d['functions'][0]['name']}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+                        recorder.requests.setdefault(name, d)
+                except Exception as e:  # recording must never change what the tests see
+                    print(f"golden_corpus: could not record {fn.__name__}: {e}", file=sys.stderr)
 
         jit.JITFunction._compile = recording_compile
 

@@ -8,11 +8,10 @@ warm-up, timed in bursts of 200 that start with the device idle (so the host
 never waits for the GPU); the median and the best burst are reported in
 microseconds per launch.
 
-Variants: ``tegula`` (``kernel[grid](...)``: the C++ launcher), ``tegula
-python path`` (the same launch through JITFunction._launch_python, the
-reference the C++ launcher follows: what a launch cost before it),
-``tegula raw`` (CompiledKernel.launch with the arguments already converted:
-the floor under both), and on CUDA ``triton`` and ``torch.add``.
+Variants: ``tegula`` (``kernel[grid](...)``: the launcher binds,
+specializes, finds the kernel and launches it), ``tegula raw``
+(CompiledKernel.launch with the arguments already converted: the floor
+under it), and on CUDA ``triton`` and ``torch.add``.
 """
 
 from __future__ import annotations
@@ -95,8 +94,6 @@ def main() -> None:
         results[name] = per_launch_us(launch, args.launches, args.rounds, synchronize)
 
     measure("tegula", lambda: kernel[grid](x, y, out, 2.0, n, BLOCK=block))
-    measure("tegula python path",
-            lambda: kernel._launch_python(grid, (x, y, out, 2.0, n), {"BLOCK": block}))
     if args.device == "cpu":
         address = tegula._C.data_address
         raw_args = [address(x), address(y), address(out), 2.0, n]
@@ -105,7 +102,7 @@ def main() -> None:
         stream = torch.cuda.current_stream().cuda_stream
         raw_args = [x.data_ptr(), y.data_ptr(), out.data_ptr(), 2.0, n]
         device = x.get_device()
-        measure("tegula raw", lambda: compiled.launch_cuda((1, 1, 1), raw_args, stream, device))
+        measure("tegula raw", lambda: compiled.launch((1, 1, 1), raw_args, stream, device))
         try:
             triton_kernel = triton.jit(axpy_body)
             triton_kernel[grid](x, y, out, 2.0, n, BLOCK=block)

@@ -57,7 +57,7 @@ def probe(phase, x, y, out, compiled, triton_kernel):
         "dtype_ns": per_call_ns(lambda: x.dtype),
         "stream_ns": per_call_ns(lambda: torch.cuda.current_stream()),
         "raw_stream_ns": per_call_ns(lambda: torch._C._cuda_getCurrentRawStream(0)),
-        "tegula_raw_ns": per_call_ns(lambda: compiled.launch_cuda((1, 1, 1), raw_args, stream, 0), n=200),
+        "tegula_raw_ns": per_call_ns(lambda: compiled.launch((1, 1, 1), raw_args, stream, 0), n=200),
         "tegula_ns": per_call_ns(lambda: k[(1,)](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4), n=200),
         "triton_ns": per_call_ns(lambda: triton_kernel[(1,)](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4),
                                  n=200),

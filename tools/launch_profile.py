@@ -6,7 +6,7 @@ synchronized once at the end, median of rounds):
     data_ptr(), get_device()) and torch's raw current-stream getter;
   - `kernel[grid]` alone (the grid launcher object);
   - the whole launch `kernel[grid](...)` (the benchmark's `launch` row);
-  - `CompiledKernel.launch_cuda` with the arguments already converted
+  - `CompiledKernel.launch` with the arguments already converted
     (the driver call plus argument packing: the floor of any launch path);
   - a torch op (`out.add_(x)`), for scale.
 Prints a table; `--json PATH` writes the numbers too.
@@ -98,11 +98,11 @@ def main() -> None:
         rows["torch._C._cuda_getCurrentRawStream(0)"] = per_call_us(lambda: raw_stream(0), sync=False)
     rows["kernel[grid] (no call)"] = per_call_us(lambda: kernel[grid], sync=False)
     try:
-        rows["CompiledKernel.launch_cuda (args converted)"] = per_call_us(
-            lambda: compiled.launch_cuda((1, 1, 1), runtime_args, stream, 0))
+        rows["CompiledKernel.launch (args converted)"] = per_call_us(
+            lambda: compiled.launch((1, 1, 1), runtime_args, stream, 0))
     except Exception as e:  # noqa: BLE001 - the signature may have changed; report and go on
-        rows["CompiledKernel.launch_cuda (args converted)"] = float("nan")
-        print(f"launch_cuda failed: {e}")
+        rows["CompiledKernel.launch (args converted)"] = float("nan")
+        print(f"launch failed: {e}")
     rows["kernel[grid](x, y, out, 3.0, 1, BLOCK=, num_warps=)"] = per_call_us(
         lambda: kernel[grid](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4))
     rows["kernel[grid](x, y, out, 3.0, 1, BLOCK=) (no num_warps)"] = per_call_us(
@@ -110,9 +110,9 @@ def main() -> None:
     rows["torch out.add_(x)"] = per_call_us(lambda: out.add_(x))
     # The same, host side only (before the queue fills).
     try:
-        rows["issue only: launch_cuda"] = issue_us(lambda: compiled.launch_cuda((1, 1, 1), runtime_args, stream, 0))
+        rows["issue only: launch"] = issue_us(lambda: compiled.launch((1, 1, 1), runtime_args, stream, 0))
     except Exception:  # noqa: BLE001
-        rows["issue only: launch_cuda"] = float("nan")
+        rows["issue only: launch"] = float("nan")
     rows["issue only: kernel[grid](..., num_warps=)"] = issue_us(
         lambda: kernel[grid](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4))
     rows["issue only: kernel[grid](...)"] = issue_us(lambda: kernel[grid](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK))

@@ -7,7 +7,7 @@ the host cost of a launch depends on. Variants:
 - ``tegula``: ``kernel[grid](...)``, the whole launch path (binding,
   specialization, the cache lookup, the launch);
 - ``raw``: the bare launch of the compiled kernel that launch returns
-  (``CompiledKernel.launch``, ``launch_cuda`` on the GPU) with its arguments
+  (``CompiledKernel.launch``, on the GPU with torch's current stream) with its arguments
   already converted: no binding, the floor under the ``tegula`` row (as
   tools/launch_overhead.py's "tegula raw");
 - on the GPU also ``triton`` (the Triton twin's ``kernel[grid](...)``) and
@@ -53,7 +53,7 @@ def measure_launch(torch, variants, launches: int, rounds: int, num_warps: int) 
         kernel = tegula_launch(out)()
         args = _runtime_args(kernel, x_ptr=x.data_ptr(), y_ptr=y.data_ptr(), out_ptr=out.data_ptr(), alpha=3.0, n=1)
         stream, index = torch.cuda.current_stream().cuda_stream, x.get_device()
-        return lambda: kernel.launch_cuda((1, 1, 1), args, stream, index)
+        return lambda: kernel.launch((1, 1, 1), args, stream, index)
 
     def triton_launch(out):
         return tegula_launch(out, triton_twin.load(axpy).axpy_kernel)

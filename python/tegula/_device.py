@@ -1,17 +1,13 @@
-"""Where a launch runs: the backend its arguments ask for, the CUDA device and
-the stream.
+"""What only Python frameworks can say about CUDA: whether a GPU is usable
+here, the caller's current device and stream (torch's or CuPy's), and where
+pip's NVIDIA wheels put NVRTC.
 
-A launch runs where its array arguments live: NumPy arrays and CPU tensors
-on the CPU backend; torch CUDA tensors and ``__cuda_array_interface__``
-objects (CuPy, Numba) on the CUDA backend, on the device that holds them.
-Arguments on different devices are an error that names them.
-``TEGULA_BACKEND=cpu|cuda`` picks the backend for kernels without array
-arguments and makes a conflicting launch an error; it is read when a
-specialization is first compiled.
-
-CUDA kernels are queued on the caller's current stream of that device:
-torch's current stream when torch is imported (so they order with torch's own
-work), CuPy's when CuPy is, else the default stream (handle 0).
+Which backend and device a launch runs on is the C++ launcher's decision
+(src/bindings/launch_placement.h): where its arrays live, and
+TEGULA_BACKEND. CUDA kernels are queued on the caller's current stream of
+that device: torch's current stream when torch is imported (so they order
+with torch's own work), CuPy's when CuPy is, else the default stream
+(handle 0).
 """
 
 from __future__ import annotations
@@ -20,9 +16,6 @@ import os
 import sys
 
 from . import _C
-from ._errors import coded
-
-BACKENDS = ("cpu", "cuda")
 
 
 def _set_nvrtc_search_path() -> None:
@@ -38,16 +31,6 @@ def _set_nvrtc_search_path() -> None:
 
 
 _set_nvrtc_search_path()
-
-
-def forced_backend() -> str | None:
-    """The backend TEGULA_BACKEND asks for, or None when unset."""
-    value = os.environ.get("TEGULA_BACKEND", "").strip().lower()
-    if not value:
-        return None
-    if value not in BACKENDS:
-        raise coded(ValueError, "E0705", f"TEGULA_BACKEND must be 'cpu' or 'cuda', got {value!r}")
-    return value
 
 
 _status = None
@@ -105,45 +88,3 @@ def current_stream(device: int) -> int:
         with cupy.cuda.Device(device):
             return cupy.cuda.get_current_stream().ptr
     return 0
-
-
-def pointer_device(address: int) -> int:
-    """The CUDA device that owns a device address."""
-    return _C.cuda_pointer_device(address)
-
-
-def describe(device) -> str:
-    """'the CPU' or 'cuda:N', for messages."""
-    return "the CPU" if device is None else f"cuda:{device}"
-
-
-def choose(kernel: str, places: dict) -> tuple[str, int | None]:
-    """(backend, device) of a launch from where its array arguments live.
-
-    `places` maps parameter names to None (host memory) or a CUDA device
-    ordinal. Raises ValueError for arguments on different devices, and for a
-    conflict with TEGULA_BACKEND.
-    """
-    forced = forced_backend()
-    devices = set(places.values())
-    if len(devices) > 1:
-        groups = {}
-        for name, device in places.items():
-            groups.setdefault(device, []).append(f"'{name}'")
-        listed = "; ".join(f"{', '.join(names)} on {describe(device)}" for device, names in groups.items())
-        raise coded(ValueError, "E0709", f"kernel '{kernel}' got arguments on different devices ({listed}): "
-                                         f"move them to one device")
-    if not devices:
-        if forced == "cuda":
-            return "cuda", current_device()
-        return "cpu", None
-    device = devices.pop()
-    if forced == "cpu" and device is not None:
-        name = next(iter(places))
-        raise coded(ValueError, "E0709", f"TEGULA_BACKEND=cpu, but argument '{name}' of kernel '{kernel}' is on "
-                                         f"cuda:{device}")
-    if forced == "cuda" and device is None:
-        name = next(iter(places))
-        raise coded(ValueError, "E0709", f"TEGULA_BACKEND=cuda, but argument '{name}' of kernel '{kernel}' is in host "
-                                         f"memory; pass CUDA tensors (torch, CuPy) or unset TEGULA_BACKEND")
-    return ("cpu", None) if device is None else ("cuda", device)

@@ -22,9 +22,12 @@ class ReinterpretedArray:
         self.dtype = dtype
 
     def data_ptr(self) -> int:
-        from . import _specialize
+        """The address of the first element, as the base array's."""
+        if hasattr(self.base, "data_ptr"):
+            return self.base.data_ptr()
+        from . import _C
 
-        return _specialize.runtime_part("reinterpret", "base", self.base, False)[1]
+        return _C.data_address(self.base)
 
     def __repr__(self) -> str:
         return f"tegula.reinterpret({type(self.base).__name__}, {self.dtype!r})"

@@ -6,10 +6,10 @@ more when tuning ends:
 
 * every array ``restore_value`` or ``reset_to_zero`` names;
 * every array the kernel both reads and writes, or updates atomically, as the
-  IR of each compiled config shows (``_kernel_effects``);
+  compiler's pointer provenance analysis reports it for each compiled config
+  (``CompiledKernel.effects``);
 * every array it writes that shares memory with another array argument (an
-  output aliasing an input is an in-place update);
-* every array argument, when a config's IR could not be read.
+  output aliasing an input is an in-place update).
 
 Arrays a kernel only writes are not copied: every config writes the same
 elements, and the launch after tuning overwrites them again, so copying them
@@ -27,15 +27,12 @@ class SavedArguments:
     docstring); ``reset_to_zero`` arrays are also zeroed before every trial."""
 
     def __init__(self, tuner, trials: list, named: dict):
-        sig = tuner.base._signature or tuner.base._load_signature()
+        sig = tuner.base.signature
         pointer_params = [name for name, is_constexpr in zip(sig.names, sig.is_constexpr)
                           if not is_constexpr and name in named and _is_array(named[name])]
         chosen = set(tuner.restore_value) | set(tuner.reset_to_zero)
         for trial in trials:
-            if trial.effects is None:
-                chosen.update(pointer_params)
-                continue
-            for name, effects in trial.effects.items():
+            for name, effects in trial.kernel.effects.items():
                 if not effects.written or name not in named:
                     continue
                 if effects.read or effects.atomic or _overlaps_another(name, named, pointer_params):

@@ -17,9 +17,9 @@ in this process or another one on the same device, launch the stored config
 straight away.
 
 Tuning never changes the caller's data: before timing, the autotuner saves
-every array argument the kernel may update in place, found from the
-compiled kernel's IR (``_kernel_effects``) plus those named in
-``restore_value`` and ``reset_to_zero``; it puts them back before every
+every array argument the kernel may update in place, as the compiler's
+pointer provenance analysis reports it (``CompiledKernel.effects``), plus
+those named in ``restore_value`` and ``reset_to_zero``; it puts them back before every
 timed launch (untimed) and once more when tuning ends, so the launch that
 follows sees exactly the arrays it was given. See docs/autotune.md.
 """
@@ -35,10 +35,9 @@ import warnings
 
 import numpy as np
 
-from . import _autotune_store, _C, _device, _kernel_effects, testing
+from . import _autotune_store, _C, testing
 from ._autotune_report import Progress, first_line, print_autotuning, report
 from ._saved_arguments import SavedArguments
-from ._specialize import place, runtime_part
 from .jit import _MISSING, JITFunction
 from ._errors import coded
 
@@ -146,7 +145,7 @@ class _KernelWrapper:
 
     def _named(self, args: tuple, kwargs: dict) -> dict:
         """Every argument by name, as far as given: positionals, keywords, then defaults."""
-        sig = self.base._signature or self.base._load_signature()
+        sig = self.base.signature
         if len(args) > len(sig.names):
             raise coded(TypeError, "E0701", f"kernel '{self.__name__}' takes {len(sig.names)} arguments "
                                             f"({', '.join(sig.names)}) but {len(args)} were given")
@@ -227,7 +226,6 @@ class _Trial:
         self.config = config
         self.jit_kwargs = jit_kwargs
         self.kernel = None         # the CompiledKernel, once compiled
-        self.effects = None        # {param: ParamEffects}, or None when unknown
         self.backend = None
         self.error = None          # why it was skipped (an exception)
         self.stage = ""            # "compile" or "run"
@@ -238,7 +236,7 @@ class _LaunchPlan:
     """What every launch of an Autotuner needs, worked out at its first launch."""
 
     def __init__(self, tuner: "Autotuner"):
-        sig = tuner.base._signature or tuner.base._load_signature()
+        sig = tuner.base.signature
         index = {name: i for i, name in enumerate(sig.names)}
         self.defaults = sig.defaults
         self.key_params = [(index[name], name) for name in tuner.keys]
@@ -354,20 +352,12 @@ class Autotuner(_KernelWrapper):
                 raise coded(TypeError, "E0701", f"kernel '{self.__name__}' is missing argument '{name}', which its "
                                                 f"autotune key names")
             key.append(v if type(v) is int else _key_value(v))
-        device, arrays = None, 0
-        for i, name in plan.runtime_params:
-            v = value(i, name)
-            if v is _MISSING:
-                continue  # the launch reports it
-            part, _ = runtime_part(self.__name__, name, v, True)
-            if part[0] == "p":
-                key.append(part[1])
-                arrays += 1
-                # Arrays on different devices are the launch's error to report.
-                device = place(part) if device is None else device
-        if arrays == 0 and _device.forced_backend() == "cuda":
-            device = _device.current_device()
-        key.append("cpu" if device is None else f"cuda:{device}")
+        # The launcher classifies the arrays (missing arguments are the
+        # launch's error to report, and so are arrays on different devices).
+        named = {name: value(i, name) for i, name in plan.runtime_params if value(i, name) is not _MISSING}
+        dtypes, backend, device = self.base._launcher.arrays(named)
+        key.extend(dtypes)
+        key.append(backend if device is None else f"{backend}:{device}")
         return tuple(key), device
 
     # --- choosing a config -----------------------------------------------------------------
@@ -440,9 +430,7 @@ class Autotuner(_KernelWrapper):
         jit = self.base
 
         def compile_one(trial: _Trial):
-            inspection = jit.inspect(*args, **trial.jit_kwargs)  # builds it, keeping the IR
-            kernel = jit.warmup(*args, **trial.jit_kwargs)       # loads it into the launch cache
-            return inspection, kernel
+            return jit.warmup(*args, **trial.jit_kwargs)  # builds it into the launch cache
 
         workers = max(1, min(len(trials), os.cpu_count() or 1))
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
@@ -451,11 +439,10 @@ class Autotuner(_KernelWrapper):
                 if progress is not None:
                     progress.show("compiling", i, trial.config)
                 try:
-                    inspection, trial.kernel = job.result()
+                    trial.kernel = job.result()
                 except (_C.CompilationError, RuntimeError, ValueError) as e:
                     trial.error, trial.stage, trial.kernel = e, "compile", None
                     continue
-                trial.effects = _kernel_effects.analyze(inspection.ir)
                 trial.backend = trial.kernel.backend
         return trials
 
@@ -519,8 +506,7 @@ class Autotuner(_KernelWrapper):
                 result = list(result) if isinstance(result, (list, tuple)) else [float(result)] * 3
                 trial.timing = [float(v) for v in (result + result[-1:] * 3)[:3]]
             else:
-                bench_device = "cuda" if trial.backend == "cuda" else "cpu"
-                samples = testing.bench_samples(launch, self.warmup_ms, self.rep_ms, device=bench_device,
+                samples = testing.bench_samples(launch, self.warmup_ms, self.rep_ms, device=trial.backend,
                                                 setup=prepare)
                 trial.timing = [float(v) for v in np.quantile(samples, (0.5, 0.2, 0.8))]
         except Exception as e:  # noqa: BLE001 - a config that cannot run is skipped, see _all_failed

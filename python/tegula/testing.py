@@ -136,14 +136,20 @@ class CudaTimer:
 
 
 def _bench_device(device) -> str:
+    """The backend whose kernels `fn` runs (a backend's name, as torch names
+    devices): the given one, else the CUDA backend once this process has used
+    CUDA through torch, else the host backend."""
+    from . import _C
+
+    names = _C.backends()
     if device is not None:
-        if device not in ("cpu", "cuda"):
-            raise ValueError(f"device must be 'cpu', 'cuda' or None, got {device!r}")
+        if device not in names:
+            raise ValueError(f"device must be {', '.join(map(repr, names))} or None, got {device!r}")
         return device
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        return "cuda"
-    return "cpu"
+        return "cuda"  # torch names CUDA devices as the registry names the CUDA backend
+    return names[0]
 
 
 _RETURN_MODES = ("min", "max", "mean", "median", "all")
@@ -200,7 +206,10 @@ def bench_samples(fn, warmup=25, rep=100, device=None, setup=None) -> list:
     for name, budget in (("warmup", warmup), ("rep", rep)):
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
             raise ValueError(f"{name} must be a time budget in ms >= 0, got {budget!r}")
-    if _bench_device(device) == "cuda":
+    from . import _C
+
+    # Device kernels are queued: only the device's own events time them.
+    if _C.backend_kind(_bench_device(device)) == "device":
         return _cuda_samples(fn, warmup, rep, setup)
     return _host_samples(fn, warmup, rep, setup)
 

@@ -11,6 +11,7 @@
 
 #include "frontend/lower.h"
 #include "bindings/bindings.h"
+#include "runtime/backend_registry.h"
 #include "runtime/compiler.h"
 
 namespace nb = nanobind;
@@ -151,7 +152,7 @@ std::vector<SignatureTuple> parse_signature(const FunctionSource& fn) {
   try {
     params = frontend::parse_signature(fn, sources);
   } catch (const UserError& e) {
-    throw runtime::to_error(e.diagnostic(), &sources);
+    throw tegula::to_error(e.diagnostic(), &sources);
   }
   std::vector<SignatureTuple> out;
   out.reserve(params.size());
@@ -163,7 +164,7 @@ std::string cache_directory(const runtime::CompileOptions& options) {
   try {
     return runtime::cache_directory(options);
   } catch (const UserError& e) {
-    throw runtime::to_error(e.diagnostic(), nullptr);
+    throw tegula::to_error(e.diagnostic(), nullptr);
   }
 }
 
@@ -188,7 +189,7 @@ void bind_compiler(nb::module_& m) {
   m.def(
       "compile_with_profile",
       [](const KernelRequest& request, const runtime::CompileOptions& options) {
-        runtime::CompileProfile profile;
+        tegula::CompileProfile profile;
         std::shared_ptr<runtime::CompiledKernel> kernel;
         {
           nb::gil_scoped_release released;
@@ -200,7 +201,7 @@ void bind_compiler(nb::module_& m) {
       },
       "request"_a, "options"_a,
       "compile() that also returns where the time went: (kernel, [(phase, seconds), ...]); see "
-      "src/runtime/compile_profile.h for the phases.");
+      "src/support/compile_profile.h for the phases.");
   m.def(
       "generate_source",
       [](const KernelRequest& request, const runtime::CompileOptions& options) {
@@ -216,6 +217,22 @@ void bind_compiler(nb::module_& m) {
         "The resolved kernel cache directory (created 0700 when missing).");
   m.def("parse_signature", &parse_signature, "function"_a,
         "The parameters of a kernel as written: a list of (name, is_constexpr, has_default).");
+  m.def(
+      "backends",
+      []() {
+        std::vector<std::string> names;
+        for (const backends::Backend* backend : runtime::all_backends()) names.emplace_back(backend->name());
+        return names;
+      },
+      "The names of the backends of this build, the host backend first (runtime/backend_registry.h).");
+  m.def(
+      "backend_kind",
+      [](const std::string& name) {
+        return runtime::backend_named(name).kind() == backends::BackendKind::Device ? "device" : "host";
+      },
+      "name"_a,
+      "'host' (kernels run on this machine's cores and a launch returns when they are done) or 'device' "
+      "(kernels run on a device, queued on the caller's stream) for a backend's name.");
   m.def(
       "stats",
       []() {

@@ -6,8 +6,8 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings/bindings.h"
-#include "runtime/cuda_api.h"
-#include "runtime/cuda_compile.h"
+#include "backends/cuda/driver_api.h"
+#include "backends/cuda/nvrtc.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -15,7 +15,7 @@ using namespace nb::literals;
 namespace tegula::python {
 namespace {
 
-namespace cuda = runtime::cuda;
+namespace cuda = backends::cuda;
 
 std::pair<bool, std::string> cuda_status() {
   nb::gil_scoped_release released;  // the first call loads libcuda and initializes the driver
@@ -35,14 +35,14 @@ nb::dict cuda_libraries() {
     const cuda::DriverApi& api = cuda::driver();
     d["driver"] = api.path;
     d["driver_version"] = api.version;
-  } catch (const runtime::Error& e) {
+  } catch (const tegula::Error& e) {
     d["driver_error"] = std::string(e.what());
   }
   try {
     const cuda::NvrtcApi& api = cuda::nvrtc();
     d["nvrtc"] = api.path;
     d["nvrtc_version"] = api.version_text();
-  } catch (const runtime::Error& e) {
+  } catch (const tegula::Error& e) {
     d["nvrtc_error"] = std::string(e.what());
   }
   return d;

@@ -1,4 +1,4 @@
-// Debug mode's error as Python sees it: a runtime::DeviceFault (a debug
+// Debug mode's error as Python sees it: a backends::DeviceFault (a debug
 // kernel went out of bounds or failed a device assert) becomes
 // tegula.DeviceError (python/tegula/_debug.py), a RuntimeError subclass
 // whose attributes carry the report's fields.
@@ -24,8 +24,8 @@ nb::object optional_text(const std::string& value) {
   return nb::str(value.c_str());
 }
 
-nb::object make_device_error(const runtime::DeviceFault& fault) {
-  const runtime::DeviceFault::Details& d = fault.details();
+nb::object make_device_error(const backends::DeviceFault& fault) {
+  const backends::DeviceFault::Details& d = fault.details();
   nb::object type = nb::module_::import_("tegula._debug").attr("DeviceError");
   nb::tuple program_id = nb::make_tuple(d.program_id[0], d.program_id[1], d.program_id[2]);
   nb::object index = nb::none();
@@ -55,7 +55,7 @@ nb::object make_device_error(const runtime::DeviceFault& fault) {
 
 }  // namespace
 
-void raise_device_error(const runtime::DeviceFault& fault) {
+void raise_device_error(const backends::DeviceFault& fault) {
   try {
     nb::object error = make_device_error(fault);
     PyErr_SetObject(error.type().ptr(), error.ptr());

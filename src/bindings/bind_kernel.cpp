@@ -1,8 +1,10 @@
-// CompiledKernel: what a launch runs. The launch path is the hot path of every
-// `kernel[grid](...)` call, so it converts the (already validated) Python
-// values straight into ArgValues by the parameter types and releases the GIL
-// while the grid runs (CPU) or while the driver queues it (CUDA: launch_cuda,
-// on the caller's stream handle and device).
+// CompiledKernel: what a launch runs. `launch` is the bare launch (the
+// launcher of bind_launch.cpp is what `kernel[grid](...)` calls): it converts
+// the (already validated) Python values straight into ArgValues by the
+// parameter types and releases the GIL while the grid runs (host backends)
+// or while the driver queues it (device backends, on the caller's stream
+// handle and device).
+#include <nanobind/operators.h>
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -15,9 +17,8 @@
 #include <vector>
 
 #include "bindings/bindings.h"
+#include "bindings/launch_arguments.h"
 #include "runtime/compiler.h"
-#include "runtime/cuda_launch.h"
-#include "runtime/errors.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -33,7 +34,7 @@ using runtime::CompiledKernel;
   std::string message = "argument '" + param.name + "' of kernel '" + kernel.name + "' (" +
                         ir::to_string(param.type) + ") expects " + expected + ", got " +
                         nb::type_name(got.type()).c_str();
-  runtime::fail(ErrorKind::Type, Diag::LaunchArgumentType, std::move(message));
+  tegula::fail(ErrorKind::Type, Diag::LaunchArgumentType, std::move(message));
 }
 
 // The Python side has already chosen the parameter's kind from the value, so
@@ -69,7 +70,7 @@ ArgValue convert(const CompiledKernel& kernel, const ir::Param& param, nb::handl
 std::vector<ArgValue> convert_all(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args) {
   const size_t count = nb::len(args);
   if (count != kernel.params.size()) {
-    runtime::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
+    tegula::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
                   "kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
                       " runtime arguments, got " + std::to_string(count));
   }
@@ -77,17 +78,17 @@ std::vector<ArgValue> convert_all(const CompiledKernel& kernel, const std::array
   values.reserve(count);
   for (size_t i = 0; i < count; ++i) values.push_back(convert(kernel, kernel.params[i], args[i]));
   for (int64_t g : grid)
-    if (g < 0) runtime::fail(ErrorKind::Value, Diag::InvalidGrid, "grid dimensions must be >= 0");
+    if (g < 0) tegula::fail(ErrorKind::Value, Diag::InvalidGrid, "grid dimensions must be >= 0");
   return values;
 }
 
 // Debug kernels: each array argument's (first byte, byte count), None for
-// the other arguments (runtime/debug_record.h).
+// the other arguments (backends/kernel_abi.h).
 void set_extents(const CompiledKernel& kernel, std::vector<ArgValue>& values, nb::handle extents) {
   if (extents.is_none()) return;
   nb::list list = nb::cast<nb::list>(extents);
   if (nb::len(list) != values.size())
-    runtime::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
+    tegula::fail(ErrorKind::Value, Diag::LaunchArgumentCount,
                   "kernel '" + kernel.name + "': " + std::to_string(nb::len(list)) + " array extents for " +
                       std::to_string(values.size()) + " arguments");
   for (size_t i = 0; i < values.size(); ++i) {
@@ -98,72 +99,48 @@ void set_extents(const CompiledKernel& kernel, std::vector<ArgValue>& values, nb
   }
 }
 
-void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, nb::handle extents) {
+// `stream` None: a launch that needs none (host backends); else the caller's
+// stream handle on `device` (device backends).
+void launch(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, nb::handle stream,
+            int device, nb::handle extents) {
   std::vector<ArgValue> values = convert_all(kernel, grid, args);
   set_extents(kernel, values, extents);
+  std::optional<backends::Stream> where;
+  if (!stream.is_none()) where = backends::Stream{nb::cast<uint64_t>(stream), device};
   nb::gil_scoped_release released;
-  kernel.launch(grid.data(), values);
+  kernel.launch(grid.data(), values, where);
 }
 
-void launch_cuda(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid, nb::list args, uint64_t stream,
-                 int device, nb::handle extents) {
-  std::vector<ArgValue> values = convert_all(kernel, grid, args);
-  set_extents(kernel, values, extents);
-  nb::gil_scoped_release released;
-  kernel.launch(grid.data(), values, stream, device);
-}
-
-// What the kernel uses on `device` (CUDA kernels; loads it there if needed).
+// What the kernel uses on `device` (device backends; loads it there if needed).
 nb::dict resources(const CompiledKernel& kernel, int device) {
-  if (!kernel.cuda_module)
-    runtime::fail(ErrorKind::Value, Diag::WrongLaunchTarget,
-                  "kernel '" + kernel.name + "' runs on the CPU; it has no GPU resources");
-  runtime::cuda::Resources used;
+  if (!kernel.loaded)
+    tegula::fail(ErrorKind::Value, Diag::WrongLaunchTarget, "kernel '" + kernel.name + "' is not loaded");
+  std::vector<std::pair<std::string, int64_t>> used;
   {
     nb::gil_scoped_release released;
-    used = kernel.cuda_module->resources(device);
+    used = kernel.loaded->resources(kernel, device);
   }
   nb::dict d;
-  d["registers"] = used.registers;
-  d["static_shared_bytes"] = used.static_shared_bytes;
-  d["dynamic_shared_bytes"] = used.dynamic_shared_bytes;
-  d["local_bytes"] = used.local_bytes;
-  d["max_threads"] = used.max_threads;
-  d["threads"] = kernel.cuda_module->num_threads();
+  for (const auto& [name, value] : used) d[name.c_str()] = value;
   return d;
 }
 
-// The C form of NumPy's array interface (the `__array_struct__` capsule), as
-// the protocol documents it. Reading the address from it costs about a tenth
-// of building the `__array_interface__` dict, and every pointer argument of
-// every launch pays it.
-struct ArrayInterface {
-  int two;  // always 2: a sanity check
-  int nd;
-  char typekind;
-  int itemsize;
-  int flags;
-  Py_intptr_t* shape;
-  Py_intptr_t* strides;
-  void* data;  // the first element
-  PyObject* descr;
-};
-
 uint64_t data_address(nb::handle array) {
-  nb::object capsule = nb::getattr(array, "__array_struct__");
-  auto* info = PyCapsule_CheckExact(capsule.ptr())
-                   ? static_cast<const ArrayInterface*>(PyCapsule_GetPointer(capsule.ptr(), nullptr))
-                   : nullptr;
-  if (!info || info->two != 2) {
-    PyErr_Clear();
-    throw nb::type_error("__array_struct__ is not an array interface capsule");
-  }
-  return reinterpret_cast<uintptr_t>(info->data);
+  nb::object capsule;
+  return reinterpret_cast<uintptr_t>(array_interface(array, capsule)->data);
 }
 
 nb::dict stage_dict(const CompiledKernel& kernel) {
   nb::dict d;  // insertion order is pipeline order
   for (const auto& dump : kernel.stages.ir) d[dump.stage.c_str()] = dump.ir;
+  return d;
+}
+
+// {name: PointerEffects} of the pointer parameters.
+nb::dict effects_of(const CompiledKernel& k) {
+  nb::dict d;
+  for (size_t i = 0; i < k.params.size() && i < k.effects.size(); ++i)
+    if (k.params[i].type.is_pointer()) d[k.params[i].name.c_str()] = k.effects[i];
   return d;
 }
 
@@ -178,15 +155,46 @@ std::vector<std::tuple<std::string, std::string, int64_t>> param_tuples(const Co
 }  // namespace
 
 void bind_kernel(nb::module_& m) {
+  using passes::PointerEffects;
+  nb::class_<PointerEffects>(m, "PointerEffects",
+                             "What a kernel may do to the memory behind one pointer parameter "
+                             "(passes/pointer_effects.h): read it, write it, update it atomically.")
+      .def(
+          "__init__",
+          [](PointerEffects* self, bool read, bool written, bool atomic) {
+            new (self) PointerEffects{read, written, atomic};
+          },
+          "read"_a = false, "written"_a = false, "atomic"_a = false)
+      .def_ro("read", &PointerEffects::read)
+      .def_ro("written", &PointerEffects::written)
+      .def_ro("atomic", &PointerEffects::atomic)
+      .def(nb::self == nb::self)
+      .def("__repr__", [](const PointerEffects& e) {
+        return std::string("PointerEffects(read=") + (e.read ? "True" : "False") +
+               ", written=" + (e.written ? "True" : "False") + ", atomic=" + (e.atomic ? "True" : "False") + ")";
+      });
+
   m.def("data_address", &data_address, "array"_a,
         "Address of the first element of an object with `__array_struct__` (NumPy arrays).");
   nb::class_<CompiledKernel>(m, "CompiledKernel", "A compiled, loaded kernel, ready to launch.")
       .def_ro("name", &CompiledKernel::name)
       .def_ro("key", &CompiledKernel::key)
       .def_ro("from_disk_cache", &CompiledKernel::from_disk_cache)
-      .def_ro("backend", &CompiledKernel::backend, "'cpu' or 'cuda': which launch method applies.")
+      .def_prop_ro(
+          "backend", [](const CompiledKernel& k) { return k.backend ? std::string(k.backend->name()) : std::string(); },
+          "The name of the backend that built the kernel (runtime/backend_registry.h).")
+      .def_prop_ro(
+          "backend_kind",
+          [](const CompiledKernel& k) {
+            return k.backend && k.backend->kind() == backends::BackendKind::Device ? "device" : "host";
+          },
+          "'host' (runs on this machine's cores; a launch returns when it is done) or 'device' (runs on a "
+          "device; a launch is queued on the caller's stream there).")
       .def_prop_ro("params", &param_tuples,
                    "The launch ABI: (name, type, divisibility) per runtime parameter, in order.")
+      .def_prop_ro("effects", &effects_of,
+                   "{pointer parameter: PointerEffects}: which arrays the kernel may read, write or update "
+                   "atomically, from the compiler's pointer provenance analysis.")
       .def_prop_ro("stages", &stage_dict,
                    "IR text after each stage, in pipeline order (empty unless keep_stages).")
       .def_prop_ro("source", [](const CompiledKernel& k) { return k.stages.source; },
@@ -198,21 +206,20 @@ void bind_kernel(nb::module_& m) {
       .def_prop_ro("compile_log", [](const CompiledKernel& k) { return k.stages.compile_log; },
                    "CUDA: NVRTC's log with ptxas's register and shared memory report (keep_stages).")
       .def_prop_ro(
-          "num_threads", [](const CompiledKernel& k) { return k.cuda_module ? k.cuda_module->num_threads() : 0; },
-          "CUDA: threads per block (32 * num_warps); 0 for CPU kernels.")
+          "num_threads", [](const CompiledKernel& k) { return k.shape.threads; },
+          "Device backends: threads per program (CUDA: per block, 32 * num_warps); 0 for host kernels.")
       .def_prop_ro(
-          "shared_bytes", [](const CompiledKernel& k) { return k.cuda_module ? k.cuda_module->shared_bytes() : 0; },
-          "CUDA: dynamic shared memory per block in bytes.")
+          "shared_bytes", [](const CompiledKernel& k) { return k.shape.shared_bytes; },
+          "Device backends: dynamic shared memory per program in bytes.")
       .def("resources", &resources, "device"_a = 0,
            "CUDA: registers, shared and local memory the kernel uses on `device` (a dict).")
       .def_ro("debug", &CompiledKernel::debug,
               "Compiled in debug mode: accesses are bounds-checked and launches raise tegula.DeviceError.")
-      .def("launch", &launch, "grid"_a, "args"_a, "extents"_a = nb::none(),
-           "Runs the grid; `args` holds one int/float/bool per runtime parameter. Debug kernels also "
-           "take `extents`: per argument (first byte, bytes) of its array, or None.")
-      .def("launch_cuda", &launch_cuda, "grid"_a, "args"_a, "stream"_a, "device"_a, "extents"_a = nb::none(),
-           "Queues the grid on CUDA stream handle `stream` (0: the default stream) of `device`; "
-           "pointer arguments are device addresses. `extents` as for launch.")
+      .def("launch", &launch, "grid"_a, "args"_a, "stream"_a = nb::none(), "device"_a = 0, "extents"_a = nb::none(),
+           "The bare launch: `args` holds one int/float/bool per runtime parameter (addresses for pointers). "
+           "Host kernels run the grid and return; device kernels need `stream` (a stream handle on `device`, 0: "
+           "the default stream) and return once it is queued. Debug kernels also take `extents`: per "
+           "argument (first byte, bytes) of its array, or None.")
       .def("__repr__", [](const CompiledKernel& k) {
         return "<tegula CompiledKernel '" + k.name + "' " + k.key.substr(0, 12) + ">";
       });

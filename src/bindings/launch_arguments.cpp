@@ -1,11 +1,10 @@
 #include "bindings/launch_arguments.h"
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
 #include <limits>
 
-#include "runtime/cuda_api.h"
+#include "bindings/launch_errors.h"
+#include "runtime/backend_registry.h"
 
 namespace nb = nanobind;
 
@@ -28,9 +27,14 @@ struct NumpyArrayHead {
   PyObject* descr;
 };
 
-// Bounds the dtype cache: arrays made with unusual dtypes may each bring a
-// new dtype object, and a longer list would cost more to search than it saves.
-constexpr size_t kMaxCachedDtypes = 32;
+// Bounds the identity caches: arrays made with unusual dtypes may each bring
+// a new dtype object, and a longer list would cost more to search than it saves.
+constexpr size_t kMaxCached = 32;
+
+constexpr const char* kSupportedDtypes =
+    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16 (ml_dtypes), float32, "
+    "float64, float8_e4m3fn and float8_e5m2 (torch, ml_dtypes, or tegula.reinterpret(uint8 array, "
+    "tl.float8e4nv / tl.float8e5))";
 
 nb::object attribute(nb::handle value, nb::handle name) {
   PyObject* got = PyObject_GetAttr(value.ptr(), name.ptr());
@@ -38,10 +42,29 @@ nb::object attribute(nb::handle value, nb::handle name) {
   return nb::steal(got);
 }
 
+// The attribute, or an invalid object when there is none.
+nb::object attribute_or_null(nb::handle value, nb::handle name) {
+  PyObject* got = PyObject_GetAttr(value.ptr(), name.ptr());
+  if (!got) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();
+    PyErr_Clear();
+    return nb::object();
+  }
+  return nb::steal(got);
+}
+
+bool has_attribute(nb::handle value, nb::handle name) { return attribute_or_null(value, name).is_valid(); }
+
 nb::object call_method(nb::handle value, nb::handle name) {
   PyObject* got = PyObject_CallMethodNoArgs(value.ptr(), name.ptr());
   if (!got) throw nb::python_error();
   return nb::steal(got);
+}
+
+bool is_instance(nb::handle value, const nb::object& type) {
+  int result = PyObject_IsInstance(value.ptr(), type.ptr());
+  if (result < 0) throw nb::python_error();
+  return result == 1;
 }
 
 // The UTF-8 text of a str (IR scalar names are ASCII, so this is a pointer
@@ -64,109 +87,72 @@ bool as_int64(PyObject* value, int64_t& out) {
   return true;
 }
 
-void keep(std::vector<nb::object>& objects, PyObject* object) {
-  for (const nb::object& known : objects)
-    if (known.ptr() == object) return;
-  objects.push_back(nb::borrow(object));
+ir::Scalar scalar_named(std::string_view name) {
+  ir::Scalar scalar;
+  bool known = ir::parse_scalar(std::string(name), &scalar);
+  TEGULA_ASSERT(known, "the Python side names an unknown scalar type '" + std::string(name) + "'");
+  return scalar;
+}
+
+// The scalar type of a dtype object, through a short identity cache (dtypes
+// hash slowly; identity is enough): `look_up()` gives the Python table's IR
+// scalar name, or None for a dtype it does not have.
+template <class LookUp>
+std::optional<ir::Scalar> cached_scalar(std::vector<std::pair<nb::object, ir::Scalar>>& cache, PyObject* dtype,
+                                        LookUp&& look_up) {
+  for (const auto& [known, scalar] : cache)
+    if (known.ptr() == dtype) return scalar;
+  nb::object name = look_up();
+  if (name.is_none()) return std::nullopt;
+  ir::Scalar scalar = scalar_named(utf8(name.ptr()));
+  if (cache.size() < kMaxCached) cache.emplace_back(nb::borrow(dtype), scalar);
+  return scalar;
+}
+
+// (lowest byte, byte count) of the elements a strided array addresses.
+std::pair<uint64_t, uint64_t> span(uint64_t address, const std::vector<int64_t>& shape,
+                                   const std::vector<int64_t>& strides, int64_t itemsize) {
+  for (int64_t n : shape)
+    if (n == 0) return {address, 0};
+  int64_t low = 0, high = 0;
+  for (size_t d = 0; d < shape.size() && d < strides.size(); ++d)
+    (strides[d] < 0 ? low : high) += (shape[d] - 1) * strides[d];
+  return {address + static_cast<uint64_t>(low), static_cast<uint64_t>(high - low + itemsize)};
+}
+
+std::vector<int64_t> int_list(nb::handle sequence) {
+  std::vector<int64_t> out;
+  for (nb::handle item : nb::iter(sequence)) out.push_back(nb::cast<int64_t>(item));
+  return out;
+}
+
+// Runs `read`; an exception of one of `types` becomes the launch error
+// `raise(str(exception))`, anything else propagates.
+template <class Read, class Raise>
+auto reading(std::initializer_list<PyObject*> types, Read&& read, Raise&& raise) -> decltype(read()) {
+  try {
+    return read();
+  } catch (nb::python_error& e) {
+    for (PyObject* type : types)
+      if (e.matches(type)) raise(str_of(e.value()));
+    throw;
+  }
 }
 
 }  // namespace
 
-// --- LaunchKey -------------------------------------------------------------------------------
-
-void LaunchKey::spill(const void* data, size_t size) {
-  if (spilled_.empty()) spilled_.assign(local_.data(), size_);
-  spilled_.append(static_cast<const char*>(data), size);
-}
-
-void LaunchKey::tuple(size_t count) {
-  append('(');
-  auto n = static_cast<uint32_t>(count);
-  append(&n, sizeof n);
-}
-
-void LaunchKey::text(std::string_view value) {
-  append('s');
-  auto n = static_cast<uint32_t>(value.size());
-  append(&n, sizeof n);
-  append(value.data(), value.size());
-}
-
-void LaunchKey::integer(int64_t value) {
-  append('i');
-  append(&value, sizeof value);
-}
-
-void LaunchKey::boolean(bool value) { append(value ? 'T' : 'F'); }
-
-void LaunchKey::none() { append('N'); }
-
-void LaunchKey::real_bits(double value) {
-  append('d');
-  auto bits = std::bit_cast<uint64_t>(value);
-  append(&bits, sizeof bits);
-}
-
-void LaunchKey::identity(PyObject* object) {
-  append('o');
-  auto address = reinterpret_cast<uintptr_t>(object);
-  append(&address, sizeof address);
-}
-
-bool LaunchKey::part(nb::handle value, std::vector<nb::object>& kept_alive) {
-  PyObject* object = value.ptr();
-  if (PyTuple_CheckExact(object)) {
-    Py_ssize_t count = PyTuple_GET_SIZE(object);
-    tuple(static_cast<size_t>(count));
-    for (Py_ssize_t i = 0; i < count; ++i)
-      if (!part(PyTuple_GET_ITEM(object, i), kept_alive)) return false;
-    return true;
+const ArrayInterface* array_interface(nb::handle array, nb::object& capsule) {
+  capsule = nb::steal(PyObject_GetAttrString(array.ptr(), "__array_struct__"));
+  if (!capsule.is_valid()) throw nb::python_error();
+  auto* info = PyCapsule_CheckExact(capsule.ptr())
+                   ? static_cast<const ArrayInterface*>(PyCapsule_GetPointer(capsule.ptr(), nullptr))
+                   : nullptr;
+  if (!info || info->two != 2) {
+    PyErr_Clear();
+    throw nb::type_error("__array_struct__ is not an array interface capsule");
   }
-  if (PyUnicode_CheckExact(object)) {
-    Py_ssize_t size = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(object, &size);
-    if (!data) {  // a lone surrogate: no UTF-8 form
-      PyErr_Clear();
-      return false;
-    }
-    text({data, static_cast<size_t>(size)});
-    return true;
-  }
-  if (PyBool_Check(object)) {
-    boolean(object == Py_True);
-    return true;
-  }
-  if (PyLong_CheckExact(object)) {
-    int64_t v = 0;
-    if (!as_int64(object, v)) return false;
-    integer(v);
-    return true;
-  }
-  if (object == Py_None) {
-    none();
-    return true;
-  }
-  if (PyFloat_CheckExact(object)) {
-    real_bits(PyFloat_AS_DOUBLE(object));
-    return true;
-  }
-  if (PyType_Check(object)) {
-    keep(kept_alive, object);  // its address must not be reused while a key holds it
-    identity(object);
-    return true;
-  }
-  return false;
+  return info;
 }
-
-// --- LaunchSupport ---------------------------------------------------------------------------
-
-std::vector<PyObject*> LaunchSupport::references() const {
-  return {ndarray_type.ptr(), numpy_scalars.ptr(),  tensor_types.ptr(), torch_tensor_part.ptr(),
-          torch_scalars.ptr(), runtime_part.ptr(),   constexpr_part.ptr(), data_address.ptr(),
-          current_stream.ptr(), torch_stream.ptr()};
-}
-
-// --- ArgumentClassifier ----------------------------------------------------------------------
 
 nb::str interned(const char* text) {
   PyObject* name = PyUnicode_InternFromString(text);
@@ -174,135 +160,243 @@ nb::str interned(const char* text) {
   return nb::steal<nb::str>(name);
 }
 
+std::vector<PyObject*> LaunchSupport::references() const {
+  return {ndarray.ptr(),        generic.ptr(),        complexfloating.ptr(), flexible.ptr(),
+          numpy_scalars.ptr(),  torch_scalars.ptr(),  numpy_dtype.ptr(),     from_dlpack.ptr(),
+          reinterpreted.ptr(),  descriptor.ptr(),     constexpr_type.ptr(),  dtype_type.ptr(),
+          pointer_type.ptr(),   current_device.ptr(), current_stream.ptr(),  torch_stream.ptr()};
+}
+
 ArgumentClassifier::ArgumentClassifier(LaunchSupport support)
     : support_(std::move(support)),
+      host_(&runtime::host_backend()),
+      cuda_(runtime::find_backend("cuda")),
       dtype_name_(interned("dtype")),
       is_cuda_name_(interned("is_cuda")),
       is_cpu_name_(interned("is_cpu")),
       data_ptr_name_(interned("data_ptr")),
-      get_device_name_(interned("get_device")) {}
+      get_device_name_(interned("get_device")),
+      device_name_(interned("device")),
+      type_name_(interned("type")),
+      index_name_(interned("index")),
+      value_name_(interned("value")),
+      item_name_(interned("item")),
+      base_name_(interned("base")),
+      shape_name_(interned("shape")),
+      strides_name_(interned("strides")),
+      block_shape_name_(interned("block_shape")),
+      padding_name_(interned("padding")),
+      scalar_name_(interned("scalar")),
+      canonical_name_(interned("canonical_name")),
+      cuda_interface_name_(interned("__cuda_array_interface__")),
+      dlpack_name_(interned("__dlpack__")),
+      stride_name_(interned("stride")),
+      element_size_name_(interned("element_size")),
+      torch_name_(interned("torch")),
+      tensor_name_(interned("Tensor")) {}
 
-bool ArgumentClassifier::runtime(nb::handle kernel, nb::handle param, nb::handle value, bool specialize,
-                                 LaunchKey& key, HostValue& out) {
+// --- runtime arguments -----------------------------------------------------------------------
+
+void ArgumentClassifier::runtime(const std::string& kernel, const std::string& param, size_t index,
+                                 nb::handle value, bool specialize, LaunchArguments& out) {
   PyObject* object = value.ptr();
   PyTypeObject* type = Py_TYPE(object);
-  if (reinterpret_cast<PyObject*>(type) == support_.ndarray_type.ptr()) {
-    if (numpy_array(value, key, out)) return true;
-  } else if (type == &PyLong_Type) {
-    int64_t v = 0;
-    if (as_int64(object, v)) {
-      // ("i", width, is_one, div16), as _specialize.int_part makes it.
-      bool fits_i32 = v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
-      key.tuple(4);
-      key.text("i");
-      key.text(fits_i32 ? "i32" : "i64");
-      key.boolean(specialize && v == 1);
-      key.boolean(specialize && v % 16 == 0);
-      out = {HostValue::Kind::Int, static_cast<uint64_t>(v), 0.0};
-      return true;
-    }
-  } else if (type == &PyFloat_Type) {
-    key.tuple(1);
-    key.text("f");
-    out = {HostValue::Kind::Float, 0, PyFloat_AS_DOUBLE(object)};
-    return true;
-  } else if (type == &PyBool_Type) {
-    key.tuple(1);
-    key.text("b");
-    out = {HostValue::Kind::Bool, object == Py_True ? 1u : 0u, 0.0};
-    return true;
-  } else if (is_torch_type(type)) {
-    if (torch_tensor(value, key, out)) return true;
+  // The kinds launches are made of, without a Python call.
+  if (reinterpret_cast<PyObject*>(type) == support_.ndarray.ptr()) {
+    add_pointer(*numpy_array(kernel, param, value, /*exact=*/true), index, value, out);
+    return;
   }
-  return from_python(kernel, param, value, specialize, key, out);
+  if (type == &PyLong_Type) return add_int(kernel, param, value, specialize, out);
+  if (type == &PyFloat_Type) {
+    out.key.real();
+    out.values.push_back({HostValue::Kind::Float, 0, PyFloat_AS_DOUBLE(object)});
+    out.sources.push_back(nullptr);
+    return;
+  }
+  if (type == &PyBool_Type) {
+    out.key.boolean();
+    out.values.push_back({HostValue::Kind::Bool, object == Py_True ? 1u : 0u, 0.0});
+    out.sources.push_back(nullptr);
+    return;
+  }
+  if (is_torch_type(type))
+    if (std::optional<Pointer> tensor = torch_tensor(value)) return add_pointer(*tensor, index, value, out);
+
+  if (std::optional<Pointer> array = array_of(kernel, param, value)) return add_pointer(*array, index, value, out);
+  // Not an array: a descriptor or a scalar of another type.
+  if (is_descriptor(value)) return descriptor(kernel, param, index, value, out);
+  if (is_number_scalar(value)) {
+    nb::object item = call_method(value, item_name_);
+    return runtime(kernel, param, index, item, specialize, out);
+  }
+  if (PyBool_Check(object)) {
+    int truth = PyObject_IsTrue(object);
+    if (truth < 0) throw nb::python_error();
+    out.key.boolean();
+    out.values.push_back({HostValue::Kind::Bool, truth ? 1u : 0u, 0.0});
+    out.sources.push_back(nullptr);
+    return;
+  }
+  if (PyLong_Check(object)) {
+    nb::object plain = nb::steal(PyNumber_Long(object));
+    if (!plain.is_valid()) throw nb::python_error();
+    return add_int(kernel, param, plain, specialize, out);
+  }
+  double real = PyFloat_AsDouble(object);  // a float subclass: array_of() let nothing else through
+  if (real == -1.0 && PyErr_Occurred()) throw nb::python_error();
+  out.key.real();
+  out.values.push_back({HostValue::Kind::Float, 0, real});
+  out.sources.push_back(nullptr);
 }
 
-bool ArgumentClassifier::constexpr_value(nb::handle kernel, nb::handle param, nb::handle value, LaunchKey& key) {
-  // ("c", type, value), as _specialize.constexpr_part makes it; a float by
-  // its bits rather than float.hex() (finer, which the key may be).
+void ArgumentClassifier::add_pointer(const Pointer& pointer, size_t index, nb::handle source, LaunchArguments& out) {
+  out.key.pointer(pointer.element, pointer.address % 16 == 0);
+  out.values.push_back({HostValue::Kind::Address, pointer.address, 0.0});
+  out.sources.push_back(source.ptr());
+  out.places.push_back({index, pointer.place});
+}
+
+void ArgumentClassifier::add_int(const std::string& kernel, const std::string& param, nb::handle value,
+                                 bool specialize, LaunchArguments& out) {
+  HostValue host;
+  out.key.integer(classify_int(kernel, param, value, specialize, host));
+  out.values.push_back(host);
+  out.sources.push_back(nullptr);
+}
+
+// Triton's rules: i32 if the value fits, else i64, else u64; specialized on
+// being exactly 1 and on divisibility by 16 unless `specialize` is false.
+IntClass ArgumentClassifier::classify_int(const std::string& kernel, const std::string& param, nb::handle value,
+                                          bool specialize, HostValue& host) {
+  PyObject* object = value.ptr();
+  IntClass c;
+  int64_t v = 0;
+  if (as_int64(object, v)) {
+    c.width = v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max() ? ir::Scalar::I32
+                                                                                                   : ir::Scalar::I64;
+    c.is_one = specialize && v == 1;
+    c.divisible_by_16 = specialize && v % 16 == 0;
+    host = {HostValue::Kind::Int, static_cast<uint64_t>(v), 0.0};
+  } else {
+    unsigned long long u = PyLong_AsUnsignedLongLong(object);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      raise_coded(PyExc_ValueError, Diag::LaunchArgumentRange,
+                  "argument '" + param + "' of kernel '" + kernel + "' is " + str_of(value) +
+                      ", which does not fit in 64 bits (kernel integers are i32, i64 or u64)");
+    }
+    c.width = ir::Scalar::U64;
+    c.divisible_by_16 = specialize && u % 16 == 0;
+    host = {HostValue::Kind::UInt, u, 0.0};
+  }
+  return c;
+}
+
+// Mirrors the order in which the kinds were always told apart: a value that
+// is no array is a descriptor or a scalar, which runtime() takes; anything
+// else is refused here.
+std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const std::string& kernel,
+                                                                         const std::string& param,
+                                                                         nb::handle value) {
   PyObject* object = value.ptr();
   PyTypeObject* type = Py_TYPE(object);
-  auto head = [&] {
-    key.tuple(3);
-    key.text("c");
-    key.identity(reinterpret_cast<PyObject*>(type));
-  };
-  if (type == &PyLong_Type) {
-    int64_t v = 0;
-    if (as_int64(object, v)) {
-      head();
-      key.integer(v);
-      return true;
-    }
-  } else if (type == &PyBool_Type) {
-    head();
-    key.boolean(object == Py_True);
-    return true;
-  } else if (object == Py_None) {
-    head();
-    key.none();
-    return true;
-  } else if (type == &PyUnicode_Type) {
-    Py_ssize_t size = 0;
-    if (const char* data = PyUnicode_AsUTF8AndSize(object, &size)) {
-      head();
-      key.text({data, static_cast<size_t>(size)});
-      return true;
-    }
-    PyErr_Clear();
-  } else if (type == &PyFloat_Type) {
-    head();
-    key.real_bits(PyFloat_AS_DOUBLE(object));
-    return true;
+  if (reinterpret_cast<PyObject*>(type) == support_.ndarray.ptr()) return numpy_array(kernel, param, value, true);
+  if (is_torch_type(type))
+    if (std::optional<Pointer> tensor = torch_tensor(value)) return tensor;
+  if (is_instance(value, support_.reinterpreted)) {
+    nb::object base = attribute(value, base_name_);
+    std::optional<Pointer> array = array_of(kernel, param, base);
+    if (!array)
+      raise_coded(PyExc_TypeError, Diag::InvalidReinterpret,
+                  "argument '" + param + "' of kernel '" + kernel + "': tegula.reinterpret needs an array or "
+                      "tensor, got " + type_name_of(base));
+    nb::object as = attribute(attribute(value, dtype_name_), scalar_name_);
+    array->element = scalar_named(utf8(as.ptr()));
+    return array;
   }
-  // tl.constexpr wrappers, tl.dtypes, NumPy scalars, and the errors.
-  nb::object part = support_.constexpr_part(kernel, param, value);
-  return key.part(part, kept_alive_);
+  if (is_instance(value, support_.ndarray)) return numpy_array(kernel, param, value, /*exact=*/false);
+  if (is_descriptor(value) || is_number_scalar(value) || PyLong_Check(object) || PyFloat_Check(object))
+    return std::nullopt;
+  if (has_attribute(value, data_ptr_name_) && has_attribute(value, dtype_name_) && has_attribute(value, device_name_))
+    return tensor_like(kernel, param, value);
+  nb::object interface = attribute_or_null(value, cuda_interface_name_);
+  if (interface.is_valid() && !interface.is_none()) return cuda_interface(kernel, param, interface);
+  if (has_attribute(value, dlpack_name_)) {
+    nb::object array = reading(
+        {PyExc_BufferError, PyExc_TypeError, PyExc_ValueError, PyExc_RuntimeError},
+        [&] { return support_.from_dlpack(value); },
+        [&](const std::string& why) {
+          raise_coded(PyExc_ValueError, Diag::LaunchArgumentType,
+                      "argument '" + param + "' of kernel '" + kernel + "': cannot read its DLPack data on the CPU (" +
+                          why + ")");
+        });
+    return numpy_array(kernel, param, array, is_instance(array, support_.ndarray));
+  }
+  raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+              "argument '" + param + "' of kernel '" + kernel + "' must be an array or a scalar, got " +
+                  type_name_of(value));
 }
 
-bool ArgumentClassifier::numpy_array(nb::handle value, LaunchKey& key, HostValue& out) {
+std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::numpy_array(const std::string& kernel,
+                                                                            const std::string& param,
+                                                                            nb::handle value, bool exact) {
   auto* head = reinterpret_cast<NumpyArrayHead*>(value.ptr());
   nb::object dtype_holder;
   PyObject* dtype = nullptr;
   uint64_t address = 0;
-  if (numpy_layout_ == NumpyLayout::Direct) {
+  if (exact && numpy_layout_ == NumpyLayout::Direct) {
     dtype = head->descr;
     address = reinterpret_cast<uintptr_t>(head->data);
   } else {
     dtype_holder = attribute(value, dtype_name_);
     dtype = dtype_holder.ptr();
-    address = nb::cast<uint64_t>(support_.data_address(value));
-    if (numpy_layout_ == NumpyLayout::Unknown)
+    nb::object capsule;
+    address = reinterpret_cast<uintptr_t>(array_interface(value, capsule)->data);
+    if (exact && numpy_layout_ == NumpyLayout::Unknown)
       numpy_layout_ = head->descr == dtype && reinterpret_cast<uintptr_t>(head->data) == address
                           ? NumpyLayout::Direct
                           : NumpyLayout::Attributes;
   }
-  PyObject* scalar = numpy_scalar(dtype);
-  if (!scalar) return false;  // the Python side reports (or handles) other dtypes
-  key.tuple(3);
-  key.text("p");
-  key.text(utf8(scalar));
-  key.boolean(address % 16 == 0);
-  out = {HostValue::Kind::Address, address, 0.0};
-  return true;
+  std::optional<ir::Scalar> scalar = numpy_scalar(dtype);
+  if (!scalar)
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' has unsupported dtype " +
+                    str_of(nb::handle(dtype)) + "; supported: " + kSupportedDtypes);
+  return Pointer{*scalar, address, Place{host_, -1}};
 }
 
-PyObject* ArgumentClassifier::numpy_scalar(PyObject* dtype) {
-  for (const auto& [known, scalar] : numpy_dtypes_)
-    if (known.ptr() == dtype) return scalar.ptr();
-  PyObject* scalar = PyDict_GetItemWithError(support_.numpy_scalars.ptr(), dtype);  // borrowed
-  if (!scalar) {
-    if (PyErr_Occurred()) throw nb::python_error();
-    return nullptr;
-  }
-  if (numpy_dtypes_.size() < kMaxCachedDtypes) numpy_dtypes_.emplace_back(nb::borrow(dtype), nb::borrow(scalar));
-  return scalar;
+std::optional<ir::Scalar> ArgumentClassifier::numpy_scalar(PyObject* dtype) {
+  return cached_scalar(numpy_dtypes_, dtype, [&] { return support_.numpy_scalars.attr("get")(nb::handle(dtype)); });
 }
+
+// --- torch tensors -----------------------------------------------------------------------------
 
 bool ArgumentClassifier::is_torch_type(PyTypeObject* type) const {
   for (const nb::object& known : torch_types_)
     if (known.ptr() == reinterpret_cast<PyObject*>(type)) return true;
   return false;
+}
+
+// A tensor of torch itself (not a look-alike) teaches the fast path its type.
+bool ArgumentClassifier::learn_torch_type(nb::handle value) {
+  PyTypeObject* type = Py_TYPE(value.ptr());
+  nb::object module = attribute_or_null(nb::handle(reinterpret_cast<PyObject*>(type)), interned("__module__"));
+  if (!module.is_valid() || !PyUnicode_Check(module.ptr()) || !utf8(module.ptr()).starts_with("torch")) return false;
+  nb::object torch = nb::steal(PyImport_GetModule(torch_name_.ptr()));
+  if (!torch.is_valid()) {
+    PyErr_Clear();
+    return false;
+  }
+  nb::object tensor = attribute_or_null(torch, tensor_name_);
+  if (!tensor.is_valid() || !is_instance(value, tensor)) return false;
+  if (torch_types_.size() < kMaxCached) torch_types_.push_back(nb::borrow(reinterpret_cast<PyObject*>(type)));
+  return true;
+}
+
+// torch dtypes are looked up by name ("torch.float32"): torch is never imported.
+std::optional<ir::Scalar> ArgumentClassifier::torch_scalar(PyObject* dtype) {
+  return cached_scalar(torch_dtypes_, dtype,
+                       [&] { return support_.torch_scalars.attr("get")(nb::str(nb::handle(dtype))); });
 }
 
 const ArgumentClassifier::TorchAccessors* ArgumentClassifier::torch_accessors(PyTypeObject* type) {
@@ -315,7 +409,7 @@ const ArgumentClassifier::TorchAccessors* ArgumentClassifier::torch_accessors(Py
   auto found = std::find_if(torch_accessors_.begin(), torch_accessors_.end(),
                             [&](const TorchAccessors& a) { return a.type == type; });
   if (found == torch_accessors_.end()) {
-    if (torch_accessors_.size() >= kMaxCachedDtypes) return nullptr;
+    if (torch_accessors_.size() >= kMaxCached) return nullptr;
     torch_accessors_.push_back(TorchAccessors{});
     found = std::prev(torch_accessors_.end());
     found->type = type;
@@ -363,7 +457,7 @@ bool ArgumentClassifier::single_cuda_device() {
     // torch and the driver count the same devices (both honour
     // CUDA_VISIBLE_DEVICES); a driver we cannot ask means "ask torch".
     try {
-      cuda_devices_ = runtime::cuda::device_count();
+      cuda_devices_ = cuda_ ? cuda_->device_count() : 0;
     } catch (const std::exception&) {
       cuda_devices_ = 0;
     }
@@ -371,9 +465,10 @@ bool ArgumentClassifier::single_cuda_device() {
   return cuda_devices_ == 1;
 }
 
-// The fast part of _specialize._torch_tensor_part: dtype object, is_cuda /
-// is_cpu, data_ptr() and get_device(); anything unusual goes to Python.
-bool ArgumentClassifier::torch_tensor(nb::handle value, LaunchKey& key, HostValue& out) {
+// A tensor of a torch type: dtype object, is_cuda / is_cpu, data_ptr() and
+// get_device() through the type's own getters; anything unusual (another
+// dtype, another device type) goes to tensor_like(), which reports it.
+std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::torch_tensor(nb::handle value) {
   const TorchAccessors* fast = torch_accessors(Py_TYPE(value.ptr()));
   auto get = [&](const nb::object TorchAccessors::*field, const nb::str& name) {
     return fast ? get_through(fast->*field, value) : attribute(value, name);
@@ -382,90 +477,255 @@ bool ArgumentClassifier::torch_tensor(nb::handle value, LaunchKey& key, HostValu
     return fast ? call_through(fast->*field, value) : call_method(value, name);
   };
   nb::object dtype = get(&TorchAccessors::dtype, dtype_name_);
-  PyObject* scalar = PyDict_GetItemWithError(support_.torch_scalars.ptr(), dtype.ptr());
-  if (!scalar) {
-    if (PyErr_Occurred()) throw nb::python_error();
-    return false;
-  }
-  nb::object is_cuda = get(&TorchAccessors::is_cuda, is_cuda_name_);
-  bool on_device = is_cuda.ptr() == Py_True;
-  if (!on_device && get(&TorchAccessors::is_cpu, is_cpu_name_).ptr() != Py_True) return false;
+  std::optional<ir::Scalar> scalar = torch_scalar(dtype.ptr());
+  if (!scalar) return std::nullopt;
+  bool on_device = get(&TorchAccessors::is_cuda, is_cuda_name_).ptr() == Py_True;
+  if (on_device ? !cuda_ : get(&TorchAccessors::is_cpu, is_cpu_name_).ptr() != Py_True) return std::nullopt;
   uint64_t address = nb::cast<uint64_t>(call(&TorchAccessors::data_ptr, data_ptr_name_));
+  if (!on_device) return Pointer{*scalar, address, Place{host_, -1}};
   // With one CUDA device in the process, every CUDA tensor is on device 0:
   // a torch call per tensor saved.
-  int64_t device = 0;
-  if (on_device && !single_cuda_device())
-    device = nb::cast<int64_t>(call(&TorchAccessors::get_device, get_device_name_));
-  key.tuple(on_device ? 4 : 3);
-  key.text("p");
-  key.text(utf8(scalar));
-  key.boolean(address % 16 == 0);
-  if (on_device) key.integer(device);
-  out = {HostValue::Kind::Address, address, 0.0};
+  int device = single_cuda_device() ? 0 : nb::cast<int>(call(&TorchAccessors::get_device, get_device_name_));
+  return Pointer{*scalar, address, Place{cuda_, device}};
+}
+
+// torch.Tensor and look-alikes: anything with data_ptr(), dtype and device.
+// The device's type names the backend whose memory it is (torch's "cpu" and
+// "cuda" are the registry's names).
+ArgumentClassifier::Pointer ArgumentClassifier::tensor_like(const std::string& kernel, const std::string& param,
+                                                           nb::handle value) {
+  learn_torch_type(value);
+  nb::object device = attribute(value, device_name_);
+  nb::object kind = attribute_or_null(device, type_name_);
+  std::string device_type = kind.is_valid() ? str_of(kind) : str_of(device);
+  std::string dtype = str_of(attribute(value, dtype_name_));
+  uint64_t address = nb::cast<uint64_t>(call_method(value, data_ptr_name_));
+  PyObject* scalar = PyDict_GetItemWithError(support_.torch_scalars.ptr(), nb::str(dtype.c_str()).ptr());
+  if (!scalar) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' has unsupported dtype " + dtype +
+                    "; supported: " + kSupportedDtypes);
+  }
+  const backends::Backend* backend = runtime::find_backend(device_type);
+  if (!backend) {
+    std::string where;
+    for (const backends::Backend* b : runtime::all_backends())
+      where += (where.empty() ? "" : " and on ") + std::string(b->description());
+    raise_coded(PyExc_ValueError, Diag::ArgumentOnWrongDevice,
+                "argument '" + param + "' of kernel '" + kernel + "' is on " + str_of(device) +
+                    "; Tegula kernels run on " + where);
+  }
+  int ordinal = -1;
+  if (backend->kind() == backends::BackendKind::Device) {
+    nb::object index = attribute_or_null(device, index_name_);
+    ordinal = index.is_valid() && !index.is_none() ? nb::cast<int>(index) : 0;
+  }
+  return Pointer{scalar_named(utf8(scalar)), address, Place{backend, ordinal}};
+}
+
+// Objects with __cuda_array_interface__ (CuPy, Numba): CUDA device memory.
+ArgumentClassifier::Pointer ArgumentClassifier::cuda_interface(const std::string& kernel, const std::string& param,
+                                                              nb::handle interface) {
+  auto malformed = [&](const std::string& why) {
+    raise_coded(PyExc_TypeError, Diag::InvalidTensorDescriptor,
+                "argument '" + param + "' of kernel '" + kernel + "' has a malformed __cuda_array_interface__ (" +
+                    why + ")");
+  };
+  std::initializer_list<PyObject*> malformations = {PyExc_KeyError, PyExc_TypeError, PyExc_ValueError,
+                                                    PyExc_IndexError};
+  nb::object dtype = reading(malformations, [&] { return support_.numpy_dtype(interface["typestr"]); }, malformed);
+  uint64_t address = reading(
+      malformations, [&] { return nb::cast<uint64_t>(nb::int_(interface["data"][0])); }, malformed);
+  std::optional<ir::Scalar> scalar = numpy_scalar(dtype.ptr());
+  if (!scalar)
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' has unsupported dtype " + str_of(dtype) +
+                    "; supported: " + kSupportedDtypes);
+  const backends::Backend& cuda = cuda_ ? *cuda_ : runtime::backend_named("cuda");
+  // An empty array may have address 0, which belongs to no device: use the current one.
+  int device = address ? cuda.device_of(address) : current_device();
+  return Pointer{*scalar, address, Place{&cuda, device}};
+}
+
+// --- descriptors and scalars ------------------------------------------------------------------
+
+bool ArgumentClassifier::is_descriptor(nb::handle value) const {
+  if (is_instance(value, support_.descriptor)) return true;
+  nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
+  if (nb::cast<std::string>(nb::getattr(type, "__name__")) != "TensorDescriptor") return false;
+  for (const nb::str* name : {&base_name_, &shape_name_, &strides_name_, &block_shape_name_})
+    if (!has_attribute(value, *name)) return false;
   return true;
 }
 
-bool ArgumentClassifier::from_python(nb::handle kernel, nb::handle param, nb::handle value, bool specialize,
-                                     LaunchKey& key, HostValue& out) {
-  nb::object result = support_.runtime_part(kernel, param, value, specialize);
-  if (!PyTuple_CheckExact(result.ptr()) || PyTuple_GET_SIZE(result.ptr()) != 2) return false;
-  PyObject* part = PyTuple_GET_ITEM(result.ptr(), 0);
-  PyObject* launch_value = PyTuple_GET_ITEM(result.ptr(), 1);
-  // The Python side learns torch tensor types on their first launch; so do we.
-  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(value.ptr()));
-  if (!is_torch_type(Py_TYPE(value.ptr())) &&
-      PyDict_GetItemWithError(support_.tensor_types.ptr(), type) == support_.torch_tensor_part.ptr())
-    torch_types_.push_back(nb::borrow(type));
-  PyErr_Clear();  // a type key cannot fail to hash; be sure anyway
+bool ArgumentClassifier::is_number_scalar(nb::handle value) const {
+  return is_instance(value, support_.generic) && !is_instance(value, support_.complexfloating) &&
+         !is_instance(value, support_.flexible);
+}
 
-  if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(part, 0)))
-    return false;
-  std::string_view tag = utf8(PyTuple_GET_ITEM(part, 0));
-  if (tag == "p" && PyLong_Check(launch_value)) {
-    unsigned long long address = PyLong_AsUnsignedLongLong(launch_value);
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
+// A TensorDescriptor: its base pointer, then one int per shape and stride
+// entry (specialized like int arguments); its element type, alignment,
+// block shape and padding specialize the kernel.
+void ArgumentClassifier::descriptor(const std::string& kernel, const std::string& param, size_t index,
+                                    nb::handle value, LaunchArguments& out) {
+  nb::object base = attribute(value, base_name_);
+  std::optional<Pointer> array = array_of(kernel, param, base);
+  if (!array)
+    raise_coded(PyExc_TypeError, Diag::InvalidTensorDescriptor,
+                "the base of TensorDescriptor argument '" + param + "' of kernel '" + kernel +
+                    "' must be an array or tensor, got " + type_name_of(base));
+  std::vector<nb::object> extents;
+  for (const nb::str* name : {&shape_name_, &strides_name_})
+    for (nb::handle v : nb::iter(attribute(value, *name))) {
+      PyObject* plain = PyNumber_Long(v.ptr());
+      if (!plain) throw nb::python_error();
+      extents.push_back(nb::steal(plain));
     }
-    out = {HostValue::Kind::Address, address, 0.0};
-  } else if (tag == "i" && PyLong_Check(launch_value)) {
-    int64_t v = 0;
-    if (as_int64(launch_value, v)) {
-      out = {HostValue::Kind::Int, static_cast<uint64_t>(v), 0.0};
-    } else {
-      unsigned long long u = PyLong_AsUnsignedLongLong(launch_value);
-      if (PyErr_Occurred()) {
-        PyErr_Clear();
-        return false;
-      }
-      out = {HostValue::Kind::UInt, u, 0.0};
-    }
-  } else if (tag == "f" && PyFloat_Check(launch_value)) {
-    out = {HostValue::Kind::Float, 0, PyFloat_AS_DOUBLE(launch_value)};
-  } else if (tag == "b" && PyBool_Check(launch_value)) {
-    out = {HostValue::Kind::Bool, launch_value == Py_True ? 1u : 0u, 0.0};
-  } else {
-    return false;
+  std::vector<std::pair<IntClass, HostValue>> ints;
+  for (const nb::object& v : extents) {
+    HostValue host;
+    IntClass c = classify_int(kernel, param, v, /*specialize=*/true, host);
+    ints.emplace_back(c, host);
   }
-  return key.part(part, kept_alive_);
+  nb::object padding = attribute_or_null(value, padding_name_);
+  std::string padding_text = padding.is_valid() ? std::string(PyUnicode_Check(padding.ptr()) ? utf8(padding.ptr()) : "")
+                                                : std::string("zero");
+  if (padding.is_valid() && !PyUnicode_Check(padding.ptr()))
+    raise_coded(PyExc_TypeError, Diag::InvalidTensorDescriptor,
+                "the padding of TensorDescriptor argument '" + param + "' of kernel '" + kernel +
+                    "' must be a str, got " + type_name_of(padding));
+  std::vector<int64_t> block_shape;
+  for (nb::handle b : nb::iter(attribute(value, block_shape_name_))) {
+    nb::object plain = nb::steal(PyNumber_Long(b.ptr()));
+    if (!plain.is_valid()) throw nb::python_error();
+    block_shape.push_back(nb::cast<int64_t>(plain));
+  }
+
+  // The descriptor holds its base, so the borrowed source stays valid for the launch.
+  out.key.descriptor(array->element, array->address % 16 == 0, block_shape, padding_text);
+  out.values.push_back({HostValue::Kind::Address, array->address, 0.0});
+  out.sources.push_back(base.ptr());
+  for (const auto& [c, host] : ints) {
+    out.key.integer(c);
+    out.values.push_back(host);
+    out.sources.push_back(nullptr);
+  }
+  out.places.push_back({index, array->place});
+}
+
+// --- constexprs --------------------------------------------------------------------------------
+
+void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::string& param, nb::handle value,
+                                         LaunchKey& key) {
+  PyObject* object = value.ptr();
+  PyTypeObject* type = Py_TYPE(object);
+  // The exact types first: they are what a launch passes.
+  if (type == &PyLong_Type) {
+    int64_t v = 0;
+    if (!as_int64(object, v))
+      raise_coded(PyExc_ValueError, Diag::LaunchArgumentRange,
+                  "constexpr argument '" + param + "' of kernel '" + kernel + "' is " + str_of(value) +
+                      ", which does not fit in 64 bits");
+    return key.constant_int(v);
+  }
+  if (type == &PyBool_Type) return key.constant_bool(object == Py_True);
+  if (object == Py_None) return key.constant_none();
+  if (type == &PyUnicode_Type) return key.constant_str(utf8(object));
+  if (type == &PyFloat_Type) return key.constant_float(PyFloat_AS_DOUBLE(object));
+  if (is_instance(value, support_.constexpr_type))
+    return constexpr_value(kernel, param, attribute(value, value_name_), key);
+  if (is_instance(value, support_.dtype_type) && !is_instance(value, support_.pointer_type))
+    return key.constant_dtype(utf8(attribute(value, canonical_name_).ptr()));
+  if (is_number_scalar(value)) return constexpr_value(kernel, param, call_method(value, item_name_), key);
+  raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+              "constexpr argument '" + param + "' of kernel '" + kernel +
+                  "' must be an int, float, bool, str, None or tl.dtype, got " + type_name_of(value));
+}
+
+// --- debug extents, devices and streams --------------------------------------------------------
+
+std::optional<std::pair<uint64_t, uint64_t>> ArgumentClassifier::extent(nb::handle value) {
+  PyObject* object = value.ptr();
+  if (is_instance(value, support_.ndarray)) {
+    nb::object capsule;
+    const ArrayInterface* info = array_interface(value, capsule);
+    std::vector<int64_t> shape(info->shape, info->shape + info->nd);
+    std::vector<int64_t> strides(info->nd);
+    for (int d = 0; d < info->nd; ++d) strides[d] = info->strides ? info->strides[d] : 0;
+    if (!info->strides) {  // C-contiguous
+      int64_t step = info->itemsize;
+      for (int d = info->nd; d-- > 0;) strides[d] = step, step *= shape[d];
+    }
+    return span(reinterpret_cast<uintptr_t>(info->data), shape, strides, info->itemsize);
+  }
+  if (has_attribute(value, data_ptr_name_) && has_attribute(value, stride_name_) &&
+      has_attribute(value, element_size_name_)) {
+    int64_t size = nb::cast<int64_t>(call_method(value, element_size_name_));
+    std::vector<int64_t> strides = int_list(call_method(value, stride_name_));
+    for (int64_t& s : strides) s *= size;
+    return span(nb::cast<uint64_t>(call_method(value, data_ptr_name_)), int_list(attribute(value, shape_name_)),
+                strides, size);
+  }
+  nb::object interface = attribute_or_null(value, cuda_interface_name_);
+  if (interface.is_valid() && !interface.is_none()) {
+    int64_t itemsize = nb::cast<int64_t>(support_.numpy_dtype(interface["typestr"]).attr("itemsize"));
+    std::vector<int64_t> shape = int_list(interface["shape"]);
+    nb::object given = nb::steal(PyObject_CallMethod(interface.ptr(), "get", "s", "strides"));
+    if (!given.is_valid()) throw nb::python_error();
+    std::vector<int64_t> strides(shape.size());
+    if (given.is_none()) {  // C-contiguous
+      int64_t step = itemsize;
+      for (size_t d = shape.size(); d-- > 0;) strides[d] = step, step *= shape[d];
+    } else {
+      strides = int_list(given);
+    }
+    return span(nb::cast<uint64_t>(nb::int_(interface["data"][0])), shape, strides, itemsize);
+  }
+  if (has_attribute(value, dlpack_name_) && !PyLong_Check(object) && !PyFloat_Check(object)) {
+    try {
+      return extent(support_.from_dlpack(value));
+    } catch (nb::python_error& e) {
+      for (PyObject* type : {PyExc_BufferError, PyExc_TypeError, PyExc_ValueError, PyExc_RuntimeError})
+        if (e.matches(type)) return std::nullopt;
+      throw;
+    }
+  }
+  return std::nullopt;
+}
+
+int ArgumentClassifier::current_device() { return nb::cast<int>(support_.current_device()); }
+
+// torch's raw stream getter once torch is imported, else the Python side's
+// lookup (CuPy, or 0).
+uint64_t ArgumentClassifier::current_stream(int device) {
+  if (!torch_stream_.is_valid()) {
+    PyObject* torch = PyImport_GetModule(torch_name_.ptr());
+    if (torch) {
+      torch_stream_ = support_.torch_stream(nb::steal(torch));
+    } else if (PyErr_Occurred()) {
+      throw nb::python_error();
+    }
+  }
+  nb::object handle = torch_stream_.is_valid() ? torch_stream_(device) : support_.current_stream(device);
+  return nb::cast<uint64_t>(handle);
 }
 
 std::vector<PyObject*> ArgumentClassifier::references() const {
   std::vector<PyObject*> out = support_.references();
-  for (const auto& [dtype, scalar] : numpy_dtypes_) {
-    out.push_back(dtype.ptr());
-    out.push_back(scalar.ptr());
-  }
+  for (const auto& [dtype, scalar] : numpy_dtypes_) out.push_back(dtype.ptr());
+  for (const auto& [dtype, scalar] : torch_dtypes_) out.push_back(dtype.ptr());
   for (const nb::object& type : torch_types_) out.push_back(type.ptr());
-  for (const nb::object& object : kept_alive_) out.push_back(object.ptr());
+  out.push_back(torch_stream_.ptr());
   return out;
 }
 
 void ArgumentClassifier::clear() {
   numpy_dtypes_.clear();
+  torch_dtypes_.clear();
   torch_types_.clear();
   torch_accessors_.clear();
-  kept_alive_.clear();
+  torch_stream_ = nb::object();
   support_ = LaunchSupport{};
 }
 

@@ -1,29 +1,41 @@
-// What one launch argument contributes to a launch: its part of the
-// specialization key and the value the launcher passes to the kernel.
+// What one launch argument contributes to a launch: its item of the
+// specialization key (launch_key.h), the values the kernel receives, and
+// for arrays where their memory lives (launch_placement.h). This file is
+// the one definition of how Python values become kernel arguments:
 //
-// The Python package describes every argument with a *key part*, a small
-// tuple (python/tegula/_specialize.py): ("p", "f32", True) for a 16-byte
-// aligned float32 array, ("i", "i32", False, True) for an int divisible by
-// 16, ("c", int, 128) for a constexpr... The launch fast path (bind_launch.cpp)
-// writes the same tuples as bytes (LaunchKey) without building them, for the
-// argument kinds launches are made of: NumPy arrays, torch tensors, ints,
-// floats, bools, None and strs. Everything else goes through the Python
-// functions that define the parts, and their tuple is encoded the same way.
+//   NumPy arrays, torch tensors (and look-alikes with data_ptr(), dtype and
+//   device), __cuda_array_interface__ objects, DLPack producers
+//        a pointer: its element type and whether the address is 16-byte
+//        aligned specialize the kernel (Triton's rule)
+//   tegula.reinterpret(array, dtype)   the array's pointer as `dtype`
+//   TensorDescriptor (Tegula's or Triton's)   its base pointer, then its
+//        shape and strides as ints; element type, alignment, block shape and
+//        padding specialize the kernel
+//   int  i32 if it fits, else i64, else u64; specialized on being 1 and on
+//        divisibility by 16 (Triton's rules) unless do_not_specialize
+//   float, bool   f32, i1; NumPy scalars as the Python scalar they hold
+//   constexprs    int, float, bool, str, None, tl.dtype (or tl.constexpr of
+//        one, or a NumPy scalar): the value itself
 //
-// The one rule the encoding keeps: equal bytes mean equal key tuples (it may
-// be finer, e.g. a float constexpr by its bits), so the bytes can index a
-// cache whose entries were built from the tuples.
+// Anything else raises the error the Python package has always raised for
+// it (launch_errors.h). The common kinds (exact NumPy arrays, torch tensor
+// types seen before, ints, floats, bools) are read without any Python call
+// beyond the tensor getters; the classifier learns the types and dtypes it
+// meets, so a second launch with the same kinds of arguments takes them.
 #pragma once
 
 #include <nanobind/nanobind.h>
 
-#include <array>
 #include <cstdint>
-#include <cstring>
+#include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "backends/backend.h"
+#include "bindings/launch_key.h"
+#include "bindings/launch_placement.h"
+#include "bindings/small_vector.h"
 
 namespace tegula::python {
 
@@ -34,93 +46,115 @@ struct HostValue {
   double real = 0.0;  // floats
 };
 
-// The byte form of key parts: every item says what it is and how long it
-// is, so a concatenation of parts decodes one way only. Short keys (all but
-// kernels with dozens of parameters) stay in the object, off the heap.
-class LaunchKey {
- public:
-  void tuple(size_t count);
-  void text(std::string_view value);
-  void integer(int64_t value);
-  void boolean(bool value);
-  void none();
-  void real_bits(double value);    // a float by its bit pattern
-  void identity(PyObject* object);  // a type object, by address (the caller keeps it alive)
+constexpr size_t kInlineArguments = 16;
 
-  // Encodes a key part built by Python. False (and the key is unusable) for
-  // an object the encoding has no exact form for.
-  bool part(nanobind::handle value, std::vector<nanobind::object>& kept_alive);
-
-  std::string_view bytes() const {
-    return spilled_.empty() ? std::string_view(local_.data(), size_) : std::string_view(spilled_);
-  }
-
- private:
-  void append(const void* data, size_t size) {
-    if (spilled_.empty() && size_ + size <= local_.size()) {
-      std::memcpy(local_.data() + size_, data, size);
-      size_ += size;
-      return;
-    }
-    spill(data, size);
-  }
-  void append(char tag) { append(&tag, 1); }
-  void spill(const void* data, size_t size);
-
-  std::array<char, 256> local_;
-  size_t size_ = 0;
-  std::string spilled_;  // the whole key, once it outgrew local_
+// What the arguments of one launch amount to: the key, one value per kernel
+// parameter (a TensorDescriptor gives several), the object behind each value
+// (for debug mode's extents) and the places of the arrays.
+struct LaunchArguments {
+  LaunchKey key;
+  SmallVector<HostValue, kInlineArguments> values;
+  SmallVector<PyObject*, kInlineArguments> sources;  // borrowed: the argument behind each value
+  SmallVector<ArgumentPlace, kInlineArguments> places;
 };
 
-// The Python side's definitions and tables, read once from the package.
+// The Python side's tables and the few Python functions a launch may need,
+// read once from tegula._launch_support.
 struct LaunchSupport {
-  nanobind::object ndarray_type;    // numpy.ndarray
-  nanobind::dict numpy_scalars;     // numpy dtype -> IR scalar name ("f32")
-  nanobind::dict tensor_types;      // type -> part function, for types the Python side has learned
-  nanobind::object torch_tensor_part;  // the part function of torch tensors in tensor_types
-  nanobind::dict torch_scalars;     // torch dtype -> IR scalar name
-  nanobind::object runtime_part;    // (kernel, param, value, specialize) -> (part, launch value)
-  nanobind::object constexpr_part;  // (kernel, param, value) -> part
-  nanobind::object data_address;    // address of an object with __array_struct__
-  nanobind::object current_stream;  // CUDA device -> the caller's current stream handle
+  nanobind::object ndarray, generic, complexfloating, flexible;  // NumPy's types
+  nanobind::dict numpy_scalars;   // numpy dtype -> IR scalar name ("f32")
+  nanobind::dict torch_scalars;   // str(torch dtype) -> IR scalar name
+  nanobind::object numpy_dtype;   // numpy.dtype
+  nanobind::object from_dlpack;   // numpy.from_dlpack
+  nanobind::object reinterpreted; // tegula.ReinterpretedArray
+  nanobind::object descriptor;    // tegula.TensorDescriptor
+  nanobind::object constexpr_type, dtype_type, pointer_type;  // tl.constexpr, tl.dtype, tl.pointer_type
+  nanobind::object current_device;  // () -> the caller's current CUDA device (torch's, CuPy's, else 0)
+  nanobind::object current_stream;  // device -> the caller's current stream handle there
   nanobind::object torch_stream;    // torch module -> a faster current_stream for torch users
 
-  // Everything above, plus the objects the classifier caches, for the cycle GC.
   std::vector<PyObject*> references() const;
 };
+
+// The C form of NumPy's array interface (the `__array_struct__` capsule), as
+// the protocol documents it. Reading an array's address from it costs about a
+// tenth of building the `__array_interface__` dict.
+struct ArrayInterface {
+  int two;  // always 2: a sanity check
+  int nd;
+  char typekind;
+  int itemsize;
+  int flags;
+  Py_intptr_t* shape;
+  Py_intptr_t* strides;
+  void* data;  // the first element
+  PyObject* descr;
+};
+
+// The array interface of `array` (which `capsule` keeps alive); TypeError
+// for an object without one.
+const ArrayInterface* array_interface(nanobind::handle array, nanobind::object& capsule);
 
 // An interned str (attribute lookups with it compare by address).
 nanobind::str interned(const char* text);
 
-// Turns arguments into key parts and host values. Learns the types and
-// dtypes it meets, so the second launch with the same kinds of arguments
-// takes the fast paths. Call with the GIL held.
+// Turns arguments into key items, launch values and places. Call with the
+// GIL held.
 class ArgumentClassifier {
  public:
   explicit ArgumentClassifier(LaunchSupport support);
 
-  // A runtime (non-constexpr) argument. Raises the Python side's error for a
-  // value it does not accept; returns false when the part has no exact
-  // encoding (the launch then takes the Python path).
-  bool runtime(nanobind::handle kernel, nanobind::handle param, nanobind::handle value, bool specialize,
-               LaunchKey& key, HostValue& out);
-  // A constexpr argument (its value is part of the key).
-  bool constexpr_value(nanobind::handle kernel, nanobind::handle param, nanobind::handle value, LaunchKey& key);
+  // A runtime (non-constexpr) argument of parameter `param` (index `index`).
+  void runtime(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
+               bool specialize, LaunchArguments& out);
+  // A constexpr argument: its value is its key item.
+  void constexpr_value(const std::string& kernel, const std::string& param, nanobind::handle value, LaunchKey& key);
 
-  const LaunchSupport& support() const { return support_; }
+  // Debug mode: the memory an array argument may be accessed in, as (first
+  // byte, byte count) from its shape and strides, or nothing for scalars and
+  // objects whose extent is unknown (their accesses go unchecked).
+  std::optional<std::pair<uint64_t, uint64_t>> extent(nanobind::handle value);
+
+  // The caller's current device (for a device backend without array
+  // arguments) and stream on a device.
+  int current_device();
+  uint64_t current_stream(int device);
+
   std::vector<PyObject*> references() const;
   void clear();
 
  private:
+  // A pointer argument, once classified.
+  struct Pointer {
+    ir::Scalar element = ir::Scalar::F32;
+    uint64_t address = 0;
+    Place place;
+  };
   // Whether NumPy's array fields may be read directly (checked on the first array).
   enum class NumpyLayout { Unknown, Direct, Attributes };
 
-  bool numpy_array(nanobind::handle value, LaunchKey& key, HostValue& out);
-  bool torch_tensor(nanobind::handle value, LaunchKey& key, HostValue& out);
-  bool from_python(nanobind::handle kernel, nanobind::handle param, nanobind::handle value, bool specialize,
-                   LaunchKey& key, HostValue& out);
-  PyObject* numpy_scalar(PyObject* dtype);
+  void add_pointer(const Pointer& pointer, size_t index, nanobind::handle source, LaunchArguments& out);
+  void add_int(const std::string& kernel, const std::string& param, nanobind::handle value, bool specialize,
+               LaunchArguments& out);
+  IntClass classify_int(const std::string& kernel, const std::string& param, nanobind::handle value,
+                        bool specialize, HostValue& host);
+  // The argument as an array's pointer, or nothing for the other kinds a
+  // runtime argument may be (scalars, descriptors); raises for values of no
+  // kind and for arrays it refuses.
+  std::optional<Pointer> array_of(const std::string& kernel, const std::string& param, nanobind::handle value);
+  std::optional<Pointer> numpy_array(const std::string& kernel, const std::string& param, nanobind::handle value,
+                                     bool exact);
+  std::optional<Pointer> torch_tensor(nanobind::handle value);
+  Pointer tensor_like(const std::string& kernel, const std::string& param, nanobind::handle value);
+  Pointer cuda_interface(const std::string& kernel, const std::string& param, nanobind::handle interface);
+  void descriptor(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
+                  LaunchArguments& out);
+  bool is_descriptor(nanobind::handle value) const;
+  bool is_number_scalar(nanobind::handle value) const;  // a NumPy scalar that is neither complex nor flexible
+  std::optional<ir::Scalar> numpy_scalar(PyObject* dtype);
+  std::optional<ir::Scalar> torch_scalar(PyObject* dtype);
   bool is_torch_type(PyTypeObject* type) const;
+  bool learn_torch_type(nanobind::handle value);
   bool single_cuda_device();  // whether the driver sees exactly one device (asked once)
 
   // The attribute getters of one torch tensor type, looked up in its MRO
@@ -137,15 +171,21 @@ class ArgumentClassifier {
   const TorchAccessors* torch_accessors(PyTypeObject* type);
 
   LaunchSupport support_;
+  const backends::Backend* host_ = nullptr;  // the backend of host memory
+  const backends::Backend* cuda_ = nullptr;  // the backend of CUDA memory, when built
   NumpyLayout numpy_layout_ = NumpyLayout::Unknown;
   int cuda_devices_ = -1;  // the driver's device count; -1: not asked yet
+  nanobind::object torch_stream_;  // torch's current-stream getter, once torch is imported
   // Attribute names, made once (a str per lookup would cost as much as the lookup).
-  nanobind::str dtype_name_, is_cuda_name_, is_cpu_name_, data_ptr_name_, get_device_name_;
-  // dtype object -> scalar name: NumPy dtypes hash slowly, identity is enough.
-  std::vector<std::pair<nanobind::object, nanobind::object>> numpy_dtypes_;
+  nanobind::str dtype_name_, is_cuda_name_, is_cpu_name_, data_ptr_name_, get_device_name_, device_name_,
+      type_name_, index_name_, value_name_, item_name_, base_name_, shape_name_, strides_name_,
+      block_shape_name_, padding_name_, scalar_name_, canonical_name_, cuda_interface_name_, dlpack_name_,
+      stride_name_, element_size_name_, torch_name_, tensor_name_;
+  // dtype object -> its scalar type: NumPy dtypes hash slowly, identity is enough.
+  std::vector<std::pair<nanobind::object, ir::Scalar>> numpy_dtypes_;
+  std::vector<std::pair<nanobind::object, ir::Scalar>> torch_dtypes_;
   std::vector<nanobind::object> torch_types_;
   std::vector<TorchAccessors> torch_accessors_;
-  std::vector<nanobind::object> kept_alive_;  // type objects whose address is in some key
 };
 
 }  // namespace tegula::python

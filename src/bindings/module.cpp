@@ -1,6 +1,6 @@
 // Module `tegula._C` and the translation of C++ errors into Python exceptions.
 //
-// runtime::Error already carries the fully rendered diagnostic, so the Python
+// tegula::Error already carries the fully rendered diagnostic, so the Python
 // message is exactly what a compiler would print (file:line:col, the quoted
 // line, the caret, the hint). Its kind picks the exception class.
 #include <Python.h>
@@ -11,7 +11,7 @@
 
 #include "bindings/bindings.h"
 #include "runtime/compiler.h"
-#include "runtime/cuda_api.h"
+#include "backends/cuda/driver_api.h"
 #include "support/diagnostic.h"
 
 namespace nb = nanobind;
@@ -45,13 +45,13 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
   auto* compilation_error = static_cast<PyObject*>(payload);
   try {
     std::rethrow_exception(error);
-  } catch (const runtime::DeviceFault& e) {
+  } catch (const backends::DeviceFault& e) {
     // A debug kernel went out of bounds or failed an assert: tegula.DeviceError.
     raise_device_error(e);
-  } catch (const runtime::cuda::DriverError& e) {
+  } catch (const backends::cuda::DriverError& e) {
     // The driver, the device or a library failed, not the caller's values.
     raise_with_code(PyExc_RuntimeError, e.what(), e.code());
-  } catch (const runtime::Error& e) {
+  } catch (const tegula::Error& e) {
     raise_with_code(exception_for(e.kind(), compilation_error), e.what(), e.code());
   } catch (const UserError& e) {
     // Only reachable if a UserError escapes without its sources (a bug in the

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "frontend/ast.h"
+#include "runtime/backend_registry.h"
 #include "runtime/compiler.h"
 #include "support/diagnostic.h"
 #include "cli/explain.h"
@@ -97,7 +98,7 @@ struct CompileCommand {
   std::vector<std::pair<std::string, std::string>> consts;
   bool debug = false;
   std::string cache_dir;
-  std::string backend = "cpu";
+  std::string backend = std::string(runtime::host_backend().name());
   int arch = 0;
   int num_warps = 4;
   int num_stages = 3;
@@ -129,6 +130,56 @@ std::vector<std::string> split_commas(std::string_view text) {
   return out;
 }
 
+// The stages every compile can print; the backends add their outputs.
+constexpr const char* kCommonStages[] = {"ast", "ir", "ir-opt"};
+
+// The backend that prints `stage`, or null.
+const backends::Backend* owner_of(std::string_view stage) {
+  for (const backends::Backend* backend : runtime::all_backends())
+    for (const backends::Output& output : backend->outputs())
+      if (output.name == stage) return backend;
+  return nullptr;
+}
+
+bool is_stage(std::string_view stage) {
+  for (const char* common : kCommonStages)
+    if (stage == common) return true;
+  return stage == "all" || owner_of(stage);
+}
+
+std::string stage_names() {
+  std::string out;
+  for (const char* common : kCommonStages) out += std::string(common) + ", ";
+  for (const backends::Backend* backend : runtime::all_backends())
+    for (const backends::Output& output : backend->outputs()) out += std::string(output.name) + ", ";
+  return out.substr(0, out.size() - 2) + " or all";
+}
+
+// A stage of another backend than the chosen one is a usage error that
+// says which to use instead.
+void check_stage_of(const backends::Backend& backend, std::string_view stage) {
+  const backends::Backend* owner = owner_of(stage);
+  if (!owner || owner == &backend) return;
+  for (const backends::Output& own : owner->outputs()) {
+    if (own.name != stage) continue;
+    for (const backends::Output& ours : backend.outputs())
+      if (ours.kind == own.kind)
+        throw UsageError{"--emit " + std::string(stage) + " is the " + std::string(owner->name()) +
+                         " backend's; use --emit " + std::string(ours.name)};
+  }
+  throw UsageError{"--emit " + std::string(stage) + " needs --backend " + std::string(owner->name())};
+}
+
+const std::string& output_text(const runtime::Stages& stages, backends::OutputKind kind) {
+  switch (kind) {
+    case backends::OutputKind::Source: return stages.source;
+    case backends::OutputKind::Layouts: return stages.layouts;
+    case backends::OutputKind::Assembly: return stages.ptx;
+    case backends::OutputKind::BuildLog: return stages.compile_log;
+  }
+  return stages.source;
+}
+
 CompileCommand parse_compile_args(const std::vector<std::string>& args) {
   CompileCommand cmd;
   std::string target;
@@ -151,12 +202,8 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
       cmd.has_signature = true;
     } else if (arg == "-e" || arg == "--emit") {
       for (const std::string& stage : split_commas(value())) {
-        static const char* const kStages[] = {"ast", "ir", "ir-opt", "cpp", "cuda", "layouts", "ptx", "ptxas", "all"};
-        bool known = false;
-        for (const char* k : kStages) known = known || stage == k;
-        if (!known)
-          throw UsageError{"--emit: unknown stage '" + stage +
-                           "'; expected ast, ir, ir-opt, cpp, cuda, layouts, ptx, ptxas or all"};
+        if (!is_stage(stage))
+          throw UsageError{"--emit: unknown stage '" + stage + "'; expected " + stage_names()};
         cmd.emit.push_back(stage);
       }
     } else if (arg == "-c" || arg == "--const") {
@@ -170,8 +217,8 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
       cmd.cache_dir = value();
     } else if (arg == "-b" || arg == "--backend") {
       cmd.backend = value();
-      if (cmd.backend != "cpu" && cmd.backend != "cuda")
-        throw UsageError{"--backend: expected cpu or cuda, got '" + cmd.backend + "'"};
+      if (!runtime::find_backend(cmd.backend))
+        throw UsageError{"--backend: expected " + runtime::backend_names("") + ", got '" + cmd.backend + "'"};
     } else if (arg == "--arch") {
       // 90, sm_90, sm_90a and compute_90 all name compute capability 9.0.
       std::string text = value();
@@ -204,12 +251,8 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
     if (cmd.kernel.empty()) throw UsageError{"no kernel name after '::' in '" + target + "'"};
   }
   if (cmd.emit.empty()) cmd.emit.push_back("ir-opt");
-  for (const std::string& stage : cmd.emit) {
-    bool cuda_stage = stage == "cuda" || stage == "layouts" || stage == "ptx" || stage == "ptxas";
-    if (cuda_stage && cmd.backend != "cuda")
-      throw UsageError{"--emit " + stage + " needs --backend cuda"};
-    if (stage == "cpp" && cmd.backend != "cpu") throw UsageError{"--emit cpp is the CPU backend's source; use --emit cuda"};
-  }
+  const backends::Backend& backend = *runtime::find_backend(cmd.backend);
+  for (const std::string& stage : cmd.emit) check_stage_of(backend, stage);
   return cmd;
 }
 
@@ -277,12 +320,8 @@ int compile_command(const std::vector<std::string>& args) {
     if ((all && !repeat) || (first && wants(cmd, "ir")) || (last && wants(cmd, "ir-opt")))
       print_stage(cmd, "ir: " + stages.ir[i].stage, stages.ir[i].ir);
   }
-  bool cuda = cmd.backend == "cuda";
-  if (!cuda && wants(cmd, "cpp")) print_stage(cmd, "cpp", stages.source);
-  if (cuda && wants(cmd, "layouts")) print_stage(cmd, "layouts", stages.layouts);
-  if (cuda && wants(cmd, "cuda")) print_stage(cmd, "cuda", stages.source);
-  if (cuda && wants(cmd, "ptx")) print_stage(cmd, "ptx", stages.ptx);
-  if (cuda && wants(cmd, "ptxas")) print_stage(cmd, "ptxas", stages.compile_log);
+  for (const backends::Output& output : compiled->backend->outputs())
+    if (wants(cmd, output.name)) print_stage(cmd, std::string(output.name), output_text(stages, output.kind));
   return 0;
 }
 
@@ -338,7 +377,7 @@ int main(int argc, char** argv) {
     return tools::run(args);
   } catch (const tools::FileError& e) {
     std::cerr << e.what();
-  } catch (const runtime::Error& e) {
+  } catch (const tegula::Error& e) {
     std::cerr << e.what();
   } catch (const UserError& e) {
     std::cerr << render(e.diagnostic(), nullptr);

@@ -1,128 +1,84 @@
 // The compile driver: KernelRequest -> CompiledKernel, through the on-disk
-// cache. One straight-line function per stage:
-//   parse + lower (frontend) -> optimize (passes) -> emit (backend) -> build (toolchain) -> load
-// The backend is CompileOptions::backend: "cpu" (C++ source, the system
-// compiler, a shared object run on the thread pool) or "cuda" (CUDA source,
-// NVRTC, a cubin launched through the driver API on the caller's stream).
+// cache. One straight line for every backend:
+//   parse + lower (frontend) -> optimize (passes) -> emit, build, load (the backend)
+// CompileOptions::backend names the backend (runtime/backend_registry.h);
+// backends/backend.h says what each step asks of it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <initializer_list>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
+#include "backends/launch_arguments.h"
 #include "frontend/request.h"
 #include "ir/ir.h"
-#include "passes/debug_sites.h"
 #include "passes/pipeline.h"
-#include "runtime/compile_profile.h"
+#include "support/compile_profile.h"
 #include "support/diagnostic.h"
+#include "support/error.h"
 
 namespace tegula::runtime {
 
-class SharedLibrary;
-namespace cuda {
-class Module;
-}
-
-// What leaves the runtime API: the fully rendered diagnostic text (location,
-// quoted line, caret, hint) and which Python exception it maps to
-// (Compile -> tegula.CompilationError, Type -> TypeError, Value -> ValueError).
-// UserError and InternalError never cross this boundary. The code is the
-// diagnostic's stable code (Python exposes it as the exception's `.code`).
-class Error : public std::runtime_error {
- public:
-  Error(std::string rendered, ErrorKind kind, Diag code)
-      : std::runtime_error(std::move(rendered)), kind_(kind), code_(code) {}
-  ErrorKind kind() const { return kind_; }
-  Diag code() const { return code_; }
-
- private:
-  ErrorKind kind_;
-  Diag code_;
-};
-
-// The runtime::Error for a diagnostic, rendered against `sources` (may be null).
-inline Error to_error(const Diagnostic& d, const SourceManager* sources) {
-  return Error(render(d, sources), d.kind, d.code);
-}
-
 struct CompileOptions {
-  std::string backend = "cpu";
+  std::string backend = "cpu";  // a name of runtime/backend_registry.h
   bool debug = false;
   bool keep_stages = false;  // also produce the IR text of every stage and the source
   std::string cache_dir;     // empty: $TEGULA_CACHE_DIR, else ~/.cache/tegula
-  // CUDA only (ignored by the CPU backend, and not part of its cache keys):
-  int num_warps = 4;  // threads per block = 32 * num_warps; part of the key
-  int device = 0;     // the device whose architecture the kernel is built for
-  int cuda_arch = 0;  // compute capability * 10 to build for instead of the device's
+  // Device backends only (the host backend ignores them, and they are not
+  // part of its cache keys): backends::TargetOptions says what each means.
+  int num_warps = 4;
+  int device = 0;
+  int cuda_arch = 0;  // the architecture (compute capability * 10) to build for instead of the device's
                       // (compiles and inspects without a GPU; launching needs a device of that arch)
-  bool fp_fusion = true;  // contract f32/f64 a*b+c into FMAs (enable_fp_fusion); part of the key.
-  int num_stages = 3;     // software-pipeline buffers of K loops feeding tensor-core dots (sm_80+);
-                          // 1: no pipelining. Part of the key.
-                          // The CPU backend never contracts, whatever this says.
+  bool fp_fusion = true;  // enable_fp_fusion; the CPU backend never contracts, whatever this says
+  int num_stages = 3;
 };
 
-// A launch argument value, already converted by the caller to the parameter's
-// kind (the binding layer checks kinds and reports user errors).
-struct ArgValue {
-  enum class Kind { Pointer, Int, UInt, Float, Bool } kind = Kind::Int;
-  uint64_t bits = 0;   // pointer address, integer bits
-  double real = 0.0;   // floats
-  // Pointers, read by debug kernels only: the array the address points
-  // into, [extent_base, extent_base + extent_bytes). The default extent
-  // covers all memory: nothing is checked against it.
-  uint64_t extent_base = 0;
-  uint64_t extent_bytes = UINT64_MAX;
-};
+// The values a launch passes (backends/launch_arguments.h).
+using ArgValue = backends::ArgValue;
 
 struct Stages {
   std::vector<passes::StageDump> ir;  // "lowered", then one per optimization stage
-  std::string source;                 // generated C++ (or CUDA) source
-  // CUDA only:
-  std::string layouts;      // the layout of every tile value
-  std::string ptx;          // the PTX NVRTC made
-  std::string compile_log;  // NVRTC's log with ptxas's report (registers, spills, shared memory)
+  std::string source;                 // the generated source
+  std::string layouts;                // the layout of every tile value (backends that assign layouts)
+  std::string ptx;                    // the assembly the build went through (CUDA: PTX)
+  std::string compile_log;            // the toolchain's log (CUDA: ptxas's register and shared-memory report)
 };
 
-class CompiledKernel {
+// A compiled, loaded kernel: what the launch ABI and the debug reports need
+// (KernelInfo, backend-neutral), where it came from, and the backend's loaded
+// code behind it.
+class CompiledKernel : public backends::KernelInfo {
  public:
-  std::string name;
-  std::string backend = "cpu";    // "cpu" | "cuda": which launch() applies
-  std::vector<ir::Param> params;  // the launch ABI: one per runtime parameter, in order
-  std::string key;                // cache key (hex sha256)
-  bool from_disk_cache = false;   // loaded, not built, in this process
-  Stages stages;                  // filled when compiled with keep_stages
-  // Debug mode (docs/debug-mode.md): launches pass the array extents and an
-  // error record, and raise DeviceFault (runtime/debug_record.h) for an error
-  // the kernel recorded at the check `debug_sites[site]`.
-  bool debug = false;
-  std::vector<passes::DebugSite> debug_sites;
+  const backends::Backend* backend = nullptr;  // the one that built and launches it
+  std::string key;                             // cache key (hex sha256)
+  bool from_disk_cache = false;                // loaded, not built, in this process
+  Stages stages;                               // filled when compiled with keep_stages
+  std::shared_ptr<const backends::LoadedKernel> loaded;
 
-  // Runs the grid (each of grid[0..2] >= 1; a zero dimension runs nothing) on
-  // the worker threads and returns when all programs finished. `args` holds
-  // one value per entry of `params`. Throws runtime::Error (kind Value/Type)
-  // on a mismatch it can detect, and a debug kernel's DeviceFault
-  // (runtime/debug_record.h) when it recorded an error.
-  void launch(const int64_t grid[3], const std::vector<ArgValue>& args) const;
-
-  // CUDA kernels: queues the grid on `stream` (a CUstream handle; 0 is the
-  // legacy default stream) of CUDA device `device` and returns without
-  // waiting (debug kernels wait and report a fault). Pointer arguments are
-  // device addresses. Throws runtime::Error like launch(), and
-  // cuda::DriverError, naming the kernel and the CUresult, when the driver
-  // refuses.
-  void launch(const int64_t grid[3], const std::vector<ArgValue>& args, uint64_t stream, int device) const;
-
-  // Internal: set by the driver.
-  std::shared_ptr<SharedLibrary> library;  // CPU
-  void* entry = nullptr;                   // CPU
-  std::shared_ptr<cuda::Module> cuda_module;  // CUDA (see cuda_launch.h)
+  // Runs the grid (each of grid[0..2] >= 0; a zero dimension runs nothing)
+  // with one value per entry of `params`: on the host backend it returns
+  // when every program has run; a device backend needs the caller's
+  // `stream` and returns once the grid is queued on it (debug kernels wait).
+  // Throws Error (kind Value/Type) on a mismatch it can detect, a debug
+  // kernel's DeviceFault (backends/debug_fault.h) when it recorded an error,
+  // and backends::cuda::DriverError when the driver refuses.
+  void launch(const int64_t grid[3], std::span<const ArgValue> args,
+              const std::optional<backends::Stream>& stream = std::nullopt) const;
+  void launch(const int64_t grid[3], std::initializer_list<ArgValue> args,
+              const std::optional<backends::Stream>& stream = std::nullopt) const {
+    launch(grid, std::span<const ArgValue>(args.begin(), args.size()), stream);
+  }
 };
 
 // Compiles (or loads from the disk cache) the kernel of `request`.
-// Thread-safe. Throws runtime::Error for errors in the user's kernel (rendered
+// Thread-safe. Throws tegula::Error for errors in the user's kernel (rendered
 // against the request's sources) and for internal compiler errors. With
 // `profile`, records the time of each phase there (compile_profile.h; a
 // kernel already loaded in this process is the one phase "in memory").
@@ -155,7 +111,7 @@ struct Stats {
 Stats& stats();
 
 // The resolved cache directory for `options` (created 0700 if missing).
-// Throws runtime::Error (kind Value) if it is not owned by the current user or
+// Throws tegula::Error (kind Value) if it is not owned by the current user or
 // is writable by group or others.
 std::string cache_directory(const CompileOptions& options);
 

@@ -16,7 +16,6 @@
 #include <sstream>
 
 #include "runtime/errors.h"
-#include "runtime/shared_library.h"
 #include "support/sha256.h"
 
 namespace tegula::runtime {
@@ -25,7 +24,6 @@ namespace {
 
 constexpr std::string_view kManifestMagic = "tegula-kernel-cache";
 constexpr std::string_view kStagesMagic = "tegula-kernel-stages";
-constexpr const char* kEntrySymbol = "tegula_kernel";
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -103,6 +101,28 @@ bool is_identifier(std::string_view text) {
   return !std::isdigit(static_cast<unsigned char>(text[0]));
 }
 
+// A pointer parameter's effects as the manifest writes them: "rwa" with a
+// '-' for each that does not hold ("r--": read only).
+std::string effects_text(const passes::PointerEffects& e) {
+  return std::string(e.read ? "r" : "-") + (e.written ? "w" : "-") + (e.atomic ? "a" : "-");
+}
+
+std::optional<passes::PointerEffects> parse_effects(std::string_view text) {
+  if (text.size() != 3 || (text[0] != 'r' && text[0] != '-') || (text[1] != 'w' && text[1] != '-') ||
+      (text[2] != 'a' && text[2] != '-'))
+    return std::nullopt;
+  return passes::PointerEffects{text[0] == 'r', text[1] == 'w', text[2] == 'a'};
+}
+
+// An artifact's file extension: it becomes part of a file name, so only a
+// short run of lowercase letters and digits may.
+bool is_extension(std::string_view text) {
+  if (text.empty() || text.size() > 16) return false;
+  for (char c : text)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  return true;
+}
+
 bool is_hex_digest(std::string_view text) {
   if (text.size() != 64) return false;
   for (char c : text)
@@ -157,13 +177,18 @@ void check_key(const std::string& key) {
 
 std::string serialize_manifest(const CacheManifest& manifest) {
   std::string out = std::string(kManifestMagic) + " " + std::to_string(kCacheFormatVersion) + "\n";
+  out += "backend " + manifest.backend + "\n";
   out += "kernel " + manifest.kernel_name + "\n";
   for (const ir::Param& p : manifest.params)
     out += "param " + p.name + " " + ir::to_string(p.type) + " " + std::to_string(p.divisibility) + "\n";
-  if (manifest.cuda_threads > 0)
-    out += "cuda " + std::to_string(manifest.cuda_threads) + " " + std::to_string(manifest.cuda_shared_bytes) + "\n";
+  if (manifest.shape.threads > 0)
+    out += "launch " + std::to_string(manifest.shape.threads) + " " + std::to_string(manifest.shape.shared_bytes) +
+           "\n";
+  for (size_t i = 0; i < manifest.effects.size() && i < manifest.params.size(); ++i)
+    if (manifest.effects[i] != passes::PointerEffects{})
+      out += "effect " + manifest.params[i].name + " " + effects_text(manifest.effects[i]) + "\n";
   for (const passes::DebugSite& site : manifest.debug_sites) out += "site " + passes::to_text(site) + "\n";
-  out += "library " + manifest.library_sha256 + "\n";
+  out += "artifact " + manifest.artifact_extension + " " + manifest.artifact_sha256 + "\n";
   out += "stages " + (manifest.stages_sha256.empty() ? std::string("-") : manifest.stages_sha256) + "\n";
   out += "end\n";
   return out;
@@ -171,37 +196,56 @@ std::string serialize_manifest(const CacheManifest& manifest) {
 
 std::optional<CacheManifest> parse_manifest(std::string_view text) {
   std::vector<std::string_view> lines;
-  if (!split_lines(text, &lines) || lines.size() < 5) return std::nullopt;
+  if (!split_lines(text, &lines) || lines.size() < 6) return std::nullopt;
   if (lines.front() != std::string(kManifestMagic) + " " + std::to_string(kCacheFormatVersion))
     return std::nullopt;
   if (lines.back() != "end") return std::nullopt;
 
   CacheManifest manifest;
-  bool seen_kernel = false, seen_cuda = false, seen_library = false, seen_stages = false;
+  bool seen_backend = false, seen_kernel = false, seen_launch = false, seen_effect = false, seen_site = false,
+       seen_artifact = false, seen_stages = false;
   for (size_t i = 1; i + 1 < lines.size(); ++i) {
     std::vector<std::string> w = words(lines[i]);
-    if (w.size() == 2 && w[0] == "kernel" && !seen_kernel && is_identifier(w[1])) {
+    if (w.size() == 2 && w[0] == "backend" && i == 1 && is_identifier(w[1])) {
+      manifest.backend = w[1];
+      seen_backend = true;
+    } else if (w.size() == 2 && w[0] == "kernel" && seen_backend && !seen_kernel && is_identifier(w[1])) {
       manifest.kernel_name = w[1];
       seen_kernel = true;
-    } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_cuda && !seen_library &&
-               is_identifier(w[1])) {
+    } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_launch && !seen_effect && !seen_site &&
+               !seen_artifact && is_identifier(w[1])) {
       std::optional<ir::Type> type = parse_param_type(w[2]);
       ir::Param param{w[1], type.value_or(ir::Type{}), 1};
       if (!type || !parse_int(w[3], &param.divisibility) || param.divisibility < 1) return std::nullopt;
       manifest.params.push_back(std::move(param));
-    } else if (w.size() == 3 && w[0] == "cuda" && seen_kernel && !seen_cuda && !seen_library) {
-      if (!parse_int(w[1], &manifest.cuda_threads) || !parse_int(w[2], &manifest.cuda_shared_bytes) ||
-          manifest.cuda_threads < 1 || manifest.cuda_shared_bytes < 0)
+    } else if (w.size() == 3 && w[0] == "launch" && seen_kernel && !seen_launch && !seen_effect && !seen_site &&
+               !seen_artifact) {
+      backends::LaunchShape& shape = manifest.shape;
+      if (!parse_int(w[1], &shape.threads) || !parse_int(w[2], &shape.shared_bytes) || shape.threads < 1 ||
+          shape.shared_bytes < 0)
         return std::nullopt;
-      seen_cuda = true;
-    } else if (!w.empty() && w[0] == "site" && seen_kernel && !seen_library) {
+      seen_launch = true;
+    } else if (w.size() == 3 && w[0] == "effect" && seen_kernel && !seen_site && !seen_artifact) {
+      manifest.effects.resize(manifest.params.size());
+      size_t i = 0;
+      while (i < manifest.params.size() && manifest.params[i].name != w[1]) ++i;
+      std::optional<passes::PointerEffects> effects = parse_effects(w[2]);
+      if (i == manifest.params.size() || !manifest.params[i].type.is_pointer() || !effects ||
+          manifest.effects[i] != passes::PointerEffects{} || *effects == passes::PointerEffects{})
+        return std::nullopt;
+      manifest.effects[i] = *effects;
+      seen_effect = true;
+    } else if (!w.empty() && w[0] == "site" && seen_kernel && !seen_artifact) {
       std::optional<passes::DebugSite> site = passes::parse_debug_site(lines[i].substr(5));
       if (!site) return std::nullopt;
       manifest.debug_sites.push_back(std::move(*site));
-    } else if (w.size() == 2 && w[0] == "library" && seen_kernel && !seen_library && is_hex_digest(w[1])) {
-      manifest.library_sha256 = w[1];
-      seen_library = true;
-    } else if (w.size() == 2 && w[0] == "stages" && seen_library && !seen_stages &&
+      seen_site = true;
+    } else if (w.size() == 3 && w[0] == "artifact" && seen_kernel && !seen_artifact && is_extension(w[1]) &&
+               is_hex_digest(w[2])) {
+      manifest.artifact_extension = w[1];
+      manifest.artifact_sha256 = w[2];
+      seen_artifact = true;
+    } else if (w.size() == 2 && w[0] == "stages" && seen_artifact && !seen_stages &&
                (w[1] == "-" || is_hex_digest(w[1]))) {
       if (w[1] != "-") manifest.stages_sha256 = w[1];
       seen_stages = true;
@@ -210,6 +254,7 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
     }
   }
   if (!seen_stages) return std::nullopt;
+  manifest.effects.resize(manifest.params.size());
   return manifest;
 }
 
@@ -300,10 +345,11 @@ std::optional<Stages> parse_stages(std::string_view text) {
 
 // --- entries -------------------------------------------------------------------------
 
-std::string DiskCache::library_path(const std::string& key) const { return directory_ + "/" + key + ".so"; }
+std::string DiskCache::artifact_path(const std::string& key, std::string_view extension) const {
+  return directory_ + "/" + key + "." + std::string(extension);
+}
 std::string DiskCache::manifest_path(const std::string& key) const { return directory_ + "/" + key + ".meta"; }
 std::string DiskCache::stages_path(const std::string& key) const { return directory_ + "/" + key + ".stages"; }
-std::string DiskCache::image_path(const std::string& key) const { return directory_ + "/" + key + ".cubin"; }
 std::string DiskCache::lock_path(const std::string& key) const { return directory_ + "/" + key + ".lock"; }
 
 std::string DiskCache::temporary_path(const std::string& key, std::string_view extension) const {
@@ -318,25 +364,11 @@ std::string DiskCache::temporary_path(const std::string& key, std::string_view e
 
 void DiskCache::write_atomically(const std::string& key, const std::string& path, std::string_view bytes) const {
   std::string temporary = temporary_path(key, "part");
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) fail(ErrorKind::Value, Diag::CacheWriteFailed,
-                   "cannot write to the cache directory " + directory_ + ": " + errno_text());
-  size_t written = 0;
-  while (written < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string reason = errno_text();
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      fail(ErrorKind::Value, Diag::CacheWriteFailed, "cannot write " + temporary + ": " + reason);
-    }
-    written += static_cast<size_t>(n);
-  }
+  backends::write_new_file(temporary, bytes);
   // No fsync: a file a crash leaves short or empty fails its hash (or the
   // manifest's `end` line) and is rebuilt, which is cheaper than syncing
   // every entry.
-  if (::close(fd) != 0 || ::rename(temporary.c_str(), path.c_str()) != 0) {
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
     std::string reason = errno_text();
     ::unlink(temporary.c_str());
     fail(ErrorKind::Value, Diag::CacheWriteFailed, "cannot write " + path + ": " + reason);
@@ -378,52 +410,23 @@ EntryLock DiskCache::lock(const std::string& key) const {
 
 // --- loading -----------------------------------------------------------------------
 
-std::optional<CachedKernel> DiskCache::load(const std::string& key, std::string* why) const {
+std::optional<CacheEntry> DiskCache::load(const std::string& key, std::string* why) const {
   check_key(key);
   std::string reason;
-  auto miss = [&](std::string text) -> std::optional<CachedKernel> {
+  auto miss = [&](std::string text) -> std::optional<CacheEntry> {
     if (why) *why = std::move(text);
     return std::nullopt;
   };
   std::optional<CacheManifest> manifest = load_manifest(key, &reason);
   if (!manifest) return miss(reason);
-  std::optional<EntryFile> library = read_entry_file(library_path(key), "shared object", &reason);
-  if (!library) return miss(reason);
-  if (sha256_hex(library->bytes) != manifest->library_sha256)
-    return miss("the shared object does not match the manifest's hash");
-
-  CachedKernel cached;
-  try {
-    cached.library = SharedLibrary::open(library_path(key));
-    cached.entry = cached.library->symbol(kEntrySymbol);
-  } catch (const LibraryError& e) {
-    return miss(e.what());
-  }
-  // dlopen reads the path again: if a writer renamed a new build over it in
-  // between, what got loaded is not what was verified. Drop it; the caller
-  // takes the entry lock and looks again.
-  struct stat now{};
-  if (::stat(library_path(key).c_str(), &now) != 0 || now.st_dev != library->device || now.st_ino != library->inode)
-    return miss("the shared object was replaced while it was being loaded");
-  cached.manifest = std::move(*manifest);
-  return cached;
-}
-
-std::optional<CachedImage> DiskCache::load_image(const std::string& key, std::string* why) const {
-  check_key(key);
-  std::string reason;
-  auto miss = [&](std::string text) -> std::optional<CachedImage> {
-    if (why) *why = std::move(text);
-    return std::nullopt;
-  };
-  std::optional<CacheManifest> manifest = load_manifest(key, &reason);
-  if (!manifest) return miss(reason);
-  if (manifest->cuda_threads < 1) return miss("the manifest is not a CUDA entry's");
-  std::optional<EntryFile> image = read_entry_file(image_path(key), "device image", &reason);
-  if (!image) return miss(reason);
-  if (sha256_hex(image->bytes) != manifest->library_sha256)
-    return miss("the device image does not match the manifest's hash");
-  return CachedImage{std::move(*manifest), std::move(image->bytes)};
+  std::string path = artifact_path(key, manifest->artifact_extension);
+  std::optional<EntryFile> artifact = read_entry_file(path, "artifact", &reason);
+  if (!artifact) return miss(reason);
+  if (sha256_hex(artifact->bytes) != manifest->artifact_sha256)
+    return miss("the artifact does not match the manifest's hash");
+  backends::Artifact verified{std::move(path), std::move(artifact->bytes), static_cast<uint64_t>(artifact->device),
+                              static_cast<uint64_t>(artifact->inode)};
+  return CacheEntry{std::move(*manifest), std::move(verified)};
 }
 
 std::optional<CacheManifest> DiskCache::load_manifest(const std::string& key, std::string* why) const {
@@ -451,32 +454,26 @@ std::optional<Stages> DiskCache::load_stages(const std::string& key, const Cache
 
 // --- publishing --------------------------------------------------------------------
 
-void DiskCache::store(const EntryLock& held, const std::string& built_library, CacheManifest& manifest,
+void DiskCache::store(const EntryLock& held, const std::string& built_artifact, CacheManifest& manifest,
                       const Stages* stages) const {
   const std::string& key = held.key();
   check_key(key);
+  TEGULA_ASSERT(is_extension(manifest.artifact_extension),
+                "malformed artifact extension '" + manifest.artifact_extension + "'");
+  std::string path = artifact_path(key, manifest.artifact_extension);
   // The toolchain's umask decides the built file's mode; entries must not be
   // group- or world-writable to load (read_entry_file).
-  ::chmod(built_library.c_str(), 0700);
-  std::optional<std::string> library_bytes = read_file(built_library);
-  if (!library_bytes) fail(ErrorKind::Value, Diag::CacheWriteFailed,
-                           "cannot read the built kernel " + built_library + ": " + errno_text());
-  manifest.library_sha256 = sha256_hex(*library_bytes);
-  if (::rename(built_library.c_str(), library_path(key).c_str()) != 0) {
+  struct stat built{};
+  if (::stat(built_artifact.c_str(), &built) == 0) ::chmod(built_artifact.c_str(), built.st_mode & 0700);
+  std::optional<std::string> bytes = read_file(built_artifact);
+  if (!bytes) fail(ErrorKind::Value, Diag::CacheWriteFailed,
+                   "cannot read the built kernel " + built_artifact + ": " + errno_text());
+  manifest.artifact_sha256 = sha256_hex(*bytes);
+  if (::rename(built_artifact.c_str(), path.c_str()) != 0) {
     std::string reason = errno_text();
-    ::unlink(built_library.c_str());
-    fail(ErrorKind::Value, Diag::CacheWriteFailed, "cannot write " + library_path(key) + ": " + reason);
+    ::unlink(built_artifact.c_str());
+    fail(ErrorKind::Value, Diag::CacheWriteFailed, "cannot write " + path + ": " + reason);
   }
-  publish_rest(key, manifest, stages);
-}
-
-void DiskCache::store_image(const EntryLock& held, std::string_view image, CacheManifest& manifest,
-                            const Stages* stages) const {
-  const std::string& key = held.key();
-  check_key(key);
-  TEGULA_ASSERT(manifest.cuda_threads > 0, "a CUDA cache entry needs its block size");
-  write_atomically(key, image_path(key), image);
-  manifest.library_sha256 = sha256_hex(image);
   publish_rest(key, manifest, stages);
 }
 
@@ -499,7 +496,7 @@ void DiskCache::store_stages(const std::string& key, CacheManifest& manifest, co
   // Rewriting the manifest of an entry rebuilt in the meantime would pair the
   // old library hash with the new library: keep the new entry as it is.
   std::optional<CacheManifest> current = load_manifest(key);
-  if (!current || current->library_sha256 != manifest.library_sha256) return;
+  if (!current || current->artifact_sha256 != manifest.artifact_sha256) return;
   std::string text = serialize_stages(stages);
   write_atomically(key, stages_path(key), text);
   manifest.stages_sha256 = sha256_hex(text);

@@ -1,53 +1,57 @@
 // The on-disk kernel cache: one entry per cache key (a hex SHA-256 of
-// everything that affects the produced code), in one directory:
+// everything that affects the produced code), in one directory, the same
+// for every backend:
 //
-//   <key>.so       the compiled kernel (CPU)
-//   <key>.cubin    the device image (CUDA: a cubin, or PTX for a device newer than NVRTC)
+//   <key>.<ext>    the artifact the backend built: a shared object (.so), a
+//                  device image (.cubin); the backend says how to load it
 //   <key>.stages   optional: IR after every stage + generated source, for inspect()
-//   <key>.meta     the manifest, written last: format version, kernel name,
-//                  launch parameters, SHA-256 of the .so (and of .stages)
+//   <key>.meta     the manifest, written last: format version, backend,
+//                  kernel name, launch parameters, the artifact's extension
+//                  and SHA-256 (and that of .stages)
 //   <key>.lock     empty; locked (flock) by the process building the entry
 //
-// A cached .so is code this process will execute, so the directory must be
-// private to the user (see resolve_cache_directory), every file is written to
-// a unique temporary name and rename()d into place (readers never see half a
-// file), an entry is built and published only under its lock (processes
+// A cached artifact is code this process will execute, so the directory must
+// be private to the user (see resolve_cache_directory), every file is written
+// to a unique temporary name and rename()d into place (readers never see half
+// a file), an entry is built and published only under its lock (processes
 // sharing the directory build each kernel once, and the files of two builds
-// never mix), and before dlopen the .so must be a regular file of this user
-// whose bytes match the manifest's hash. Anything that does not check out is
-// a miss: the caller rebuilds and overwrites the entry. docs/runtime.md has
-// the rules and what each one defends against.
+// never mix), and before a backend loads it the artifact must be a regular
+// file of this user whose bytes match the manifest's hash. Anything that
+// does not check out is a miss: the caller rebuilds and overwrites the entry.
+// docs/runtime.md has the rules and what each one defends against.
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backends/artifact.h"
+#include "backends/backend.h"
 #include "ir/ir.h"
 #include "passes/debug_sites.h"
 #include "runtime/compiler.h"
 
 namespace tegula::runtime {
 
-class SharedLibrary;
-
-// Bumped whenever the entry layout or the kernel ABI changes.
-constexpr int kCacheFormatVersion = 1;
+// Bumped whenever the entry layout or the kernel ABI changes: entries of
+// another version are misses, never misread.
+constexpr int kCacheFormatVersion = 2;
 
 struct CacheManifest {
+  std::string backend;  // the name of the backend that built the entry
   std::string kernel_name;
   std::vector<ir::Param> params;
-  std::string library_sha256;  // of <key>.so
-  std::string stages_sha256;   // of <key>.stages; empty when none is stored
-  // CUDA entries only (library_sha256 is then the image's): the block size and
-  // dynamic shared memory the generated code was written for. 0 for CPU entries.
-  int cuda_threads = 0;
-  int cuda_shared_bytes = 0;
+  backends::LaunchShape shape;  // what the generated code was written for (zero on the CPU)
+  // Per parameter: what the kernel may do to the memory behind it
+  // (passes/pointer_effects.h); one entry per param.
+  std::vector<passes::PointerEffects> effects;
   // Debug kernels only: the table of their checks (passes/debug_sites.h),
   // which turns an error record into a report.
   std::vector<passes::DebugSite> debug_sites;
+  std::string artifact_extension;  // the artifact is <key>.<artifact_extension>
+  std::string artifact_sha256;
+  std::string stages_sha256;  // of <key>.stages; empty when none is stored
 };
 
 std::string serialize_manifest(const CacheManifest& manifest);
@@ -57,22 +61,16 @@ std::optional<CacheManifest> parse_manifest(std::string_view text);
 std::string serialize_stages(const Stages& stages);
 std::optional<Stages> parse_stages(std::string_view text);
 
-// A verified entry, loaded.
-struct CachedKernel {
+// A verified entry: its manifest and its artifact's bytes, which match the
+// manifest's hash.
+struct CacheEntry {
   CacheManifest manifest;
-  std::shared_ptr<SharedLibrary> library;
-  void* entry = nullptr;  // the library's `tegula_kernel`
-};
-
-// A verified CUDA entry: the device image as NVRTC made it.
-struct CachedImage {
-  CacheManifest manifest;
-  std::string image;
+  backends::Artifact artifact;
 };
 
 // Resolves the cache directory (`configured`, else $TEGULA_CACHE_DIR, else
 // $XDG_CACHE_HOME/tegula, else ~/.cache/tegula), creates it (and missing
-// parents) with mode 0700, and refuses (runtime::Error) a directory that is
+// parents) with mode 0700, and refuses (tegula::Error) a directory that is
 // not owned by the current user, is writable by group or others, or lies
 // inside a directory anyone may write to without the sticky bit (whoever can
 // rename the cache directory can replace it). Returns the canonical path
@@ -110,10 +108,9 @@ class DiskCache {
   explicit DiskCache(std::string directory) : directory_(std::move(directory)) {}
 
   const std::string& directory() const { return directory_; }
-  std::string library_path(const std::string& key) const;
+  std::string artifact_path(const std::string& key, std::string_view extension) const;
   std::string manifest_path(const std::string& key) const;
   std::string stages_path(const std::string& key) const;
-  std::string image_path(const std::string& key) const;
   std::string lock_path(const std::string& key) const;
   // A fresh name in the cache directory, for building a file before rename().
   std::string temporary_path(const std::string& key, std::string_view extension) const;
@@ -124,16 +121,13 @@ class DiskCache {
   // build simply is not serialized (EntryLock::held).
   EntryLock lock(const std::string& key) const;
 
-  // The verified, loaded entry for `key`, or nullopt (with the reason in
-  // `*why` when given) if it is absent or does not check out. Needs no lock:
-  // a reader racing a writer sees the old entry, the new one, or a miss.
-  std::optional<CachedKernel> load(const std::string& key, std::string* why = nullptr) const;
+  // The verified entry for `key` (manifest parsed, artifact read and its
+  // bytes checked against the manifest's hash), or nullopt with the reason
+  // in `*why` when it is absent ("no entry") or does not check out. Needs no
+  // lock: a reader racing a writer sees the old entry, the new one, or a miss.
+  std::optional<CacheEntry> load(const std::string& key, std::string* why = nullptr) const;
 
-  // The verified CUDA entry for `key` (image bytes checked against the
-  // manifest), or nullopt with the reason in `*why`.
-  std::optional<CachedImage> load_image(const std::string& key, std::string* why = nullptr) const;
-
-  // The entry's manifest as stored, not verified against the .so; nullopt
+  // The entry's manifest as stored, not verified against the artifact; nullopt
   // (with the reason in `*why`) if absent, malformed or not a file this user
   // wrote.
   std::optional<CacheManifest> load_manifest(const std::string& key, std::string* why = nullptr) const;
@@ -142,18 +136,14 @@ class DiskCache {
   // were stored or they do not match the manifest's hash.
   std::optional<Stages> load_stages(const std::string& key, const CacheManifest& manifest) const;
 
-  // Publishes the entry of `held.key()`: renames `built_library` (a file in
-  // the cache directory, e.g. from temporary_path) to <key>.so, writes the
-  // stages if given, then the manifest. Fills in the hashes of `manifest`.
-  // Also removes temporary files a killed process left behind. Throws
-  // runtime::Error if the files cannot be written.
-  void store(const EntryLock& held, const std::string& built_library, CacheManifest& manifest,
+  // Publishes the entry of `held.key()`: renames `built_artifact` (a file in
+  // the cache directory, e.g. from temporary_path) to
+  // <key>.<manifest.artifact_extension> (taking group and others' permissions
+  // away), writes the stages if given, then the manifest. Fills in the
+  // hashes of `manifest`. Also removes temporary files a killed process left
+  // behind. Throws Error if the files cannot be written.
+  void store(const EntryLock& held, const std::string& built_artifact, CacheManifest& manifest,
              const Stages* stages) const;
-
-  // Publishes a CUDA entry: the image, the stages if given, then the manifest
-  // (whose cuda_* fields the caller fills). Throws runtime::Error like store().
-  void store_image(const EntryLock& held, std::string_view image, CacheManifest& manifest,
-                   const Stages* stages) const;
 
   // Adds stages to the existing entry `manifest` describes (rewrites its
   // manifest), under the entry's lock; does nothing if the entry was rebuilt

@@ -1,18 +1,9 @@
-// How the runtime reports a problem it finds itself (not one the front end
-// found in the kernel): a runtime::Error rendered like every other
-// diagnostic, without a source location.
+// The one runtime error that depends on how Tegula was configured.
 #pragma once
 
-#include <string>
-
-#include "runtime/compiler.h"
-#include "support/diagnostic.h"
+#include "support/error.h"
 
 namespace tegula::runtime {
-
-[[noreturn]] inline void fail(ErrorKind kind, Diag code, std::string message, std::string hint = {}) {
-  throw to_error(Diagnostic{SourceLoc{}, code, std::move(message), std::move(hint), kind}, nullptr);
-}
 
 // E0804, raised only by builds configured without src/backends/cuda; here
 // rather than inline at its one caller so that tests of full builds can check

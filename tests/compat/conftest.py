@@ -178,14 +178,14 @@ def compile_for_cuda_too(request):
         raise pytest.UsageError(f"--compat-cuda-archs: NVRTC cannot be used here: {e}") from None
     compile_for_cpu = JITFunction._compile
 
-    def compile_for_both(self, sig, key):
-        entry = compile_for_cpu(self, sig, key)
+    def compile_for_both(self, request, options):
+        kernel = compile_for_cpu(self, request, options)  # fills request.functions
         for arch in archs:
-            options, _ = self._compile_options(sig, key)
-            options.backend = "cuda"
-            options.cuda_arch = arch
-            _C.compile(self._request(sig, key), options)
-        return entry
+            cuda_options = _C.CompileOptions(backend="cuda", cuda_arch=arch, debug=options.debug,
+                                             num_warps=options.num_warps, num_stages=options.num_stages,
+                                             fp_fusion=options.fp_fusion)
+            _C.compile(request, cuda_options)
+        return kernel
 
     JITFunction._compile = compile_for_both
     try:

@@ -17,10 +17,9 @@ from compat_util import RUNTIME
 def compile_for_cuda(kernel, arch, args, constexprs):
     from tegula import _C
 
-    sig = kernel._signature or kernel._load_signature()
-    key, _ = kernel._specialize(sig, kernel._bind(sig, args, constexprs))
+    request, _ = kernel._request_for(*args, **constexprs)
     options = _C.CompileOptions(backend="cuda", cuda_arch=arch)
-    return _C.compile(kernel._request(sig, key), options)
+    return _C.compile(request, options)
 
 
 def f32(*shape):
@@ -66,4 +65,4 @@ def test_compiles_for_cuda(rt, case, arch):
         pytest.skip(f"NVRTC cannot be loaded here: {e}")
     kernel, args, constexprs = CASES[case]
     compiled = compile_for_cuda(kernel, arch, args, constexprs)
-    assert compiled.backend == "cuda"
+    assert compiled.backend == "cuda" and compiled.backend_kind == "device"

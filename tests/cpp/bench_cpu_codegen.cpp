@@ -27,11 +27,14 @@
 
 #include "lower_test_util.h"
 #include "runtime/compiler.h"
-#include "runtime/thread_pool.h"
+#include "backends/cpu/thread_pool.h"
 #include "runtime_test_util.h"
 
 namespace tegula::runtime {
 namespace {
+
+using backends::cpu::ThreadPool;
+
 
 using testing::const_int;
 using testing::float_arg;

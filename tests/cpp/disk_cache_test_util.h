@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include "backends/cpu/backend.h"
+#include "backends/cpu/kernel.h"
 #include "runtime/disk_cache.h"
 #include "runtime_test_util.h"
 #include "support/sha256.h"
@@ -34,12 +36,33 @@ extern "C" int tegula_test_marker() { return 7; }
 
 inline CacheManifest sample_manifest() {
   CacheManifest m;
+  m.backend = "cpu";
+  m.artifact_extension = "so";
   m.kernel_name = "add";
   m.params = {{"x_ptr", ir::Type::ptr(ir::Scalar::F32), 16},
               {"out", ir::Type::ptr(ir::Scalar::BF16), 1},
               {"n", ir::Type::of(ir::Scalar::I32), 16},
               {"flag", ir::Type::of(ir::Scalar::I1), 1}};
   return m;
+}
+
+// A verified entry, loaded by the CPU backend as the compile driver would.
+struct LoadedEntry {
+  CacheManifest manifest;
+  std::shared_ptr<const backends::cpu::CpuKernel> kernel;
+};
+
+inline std::optional<LoadedEntry> load_cpu_entry(const DiskCache& cache, const std::string& key,
+                                                 std::string* why = nullptr) {
+  std::string reason;
+  std::optional<runtime::CacheEntry> entry = cache.load(key, &reason);
+  std::shared_ptr<const backends::LoadedKernel> loaded;
+  if (entry) loaded = backends::cpu::backend().load(entry->artifact, backends::KernelInfo{}, &reason);
+  if (!loaded) {
+    if (why) *why = reason;
+    return std::nullopt;
+  }
+  return LoadedEntry{std::move(entry->manifest), std::dynamic_pointer_cast<const backends::cpu::CpuKernel>(loaded)};
 }
 
 inline int mode_of(const std::string& path) {
@@ -65,12 +88,12 @@ class DiskCacheTest : public ::testing::Test {
     EXPECT_FALSE(std::filesystem::exists(built));
   }
 
-  static int64_t run_entry(void* entry) {
+  static int64_t run_entry(const LoadedEntry& hit) {
     int64_t out[2] = {-1, -1};
     int64_t* out_ptr = out;
     void* args[] = {&out_ptr};
     int32_t grid[3] = {1, 1, 1};
-    reinterpret_cast<void (*)(void* const*, const int32_t*, int64_t, int64_t)>(entry)(args, grid, 3, 9);
+    hit.kernel->entry()(args, grid, 3, 9);
     return out[0] * 100 + out[1];
   }
 

@@ -191,7 +191,7 @@ TEST_F(CompilerTest, StagesMissingFromTheCacheAreRegeneratedWithoutTheCxxCompile
   Counters delta = Counters::now().since(before);
   EXPECT_EQ(delta.builds, 0);
   EXPECT_EQ(delta.frontend_runs, 1);
-  EXPECT_EQ(inspected->entry, plain->entry);
+  EXPECT_EQ(inspected->loaded, plain->loaded);
   EXPECT_FALSE(inspected->stages.ir.empty());
   EXPECT_TRUE(plain->stages.ir.empty());
   plain.reset();
@@ -209,9 +209,9 @@ TEST_F(CompilerTest, StagesMissingFromTheCacheAreRegeneratedWithoutTheCxxCompile
 TEST_F(CompilerTest, CorruptedCacheEntryIsRebuilt) {
   std::string key = compile(vector_add(), options())->key;
   DiskCache cache(cache_directory(options()));
-  std::string bytes = read_text(cache.library_path(key));
+  std::string bytes = read_text(cache.artifact_path(key, "so"));
   bytes[bytes.size() / 2] ^= 0x40;
-  write_text(cache.library_path(key), bytes);
+  write_text(cache.artifact_path(key, "so"), bytes);
 
   Counters before = Counters::now();
   std::shared_ptr<CompiledKernel> rebuilt = compile(vector_add(), options());

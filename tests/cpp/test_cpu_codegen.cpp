@@ -10,7 +10,7 @@
 #include <pthread.h>
 
 #include "cpu_test_support.h"
-#include "runtime/debug_record.h"
+#include "backends/kernel_abi.h"
 #include "support/diagnostic.h"
 
 namespace tegula::cpu_test {
@@ -1072,7 +1072,7 @@ TEST(CpuCodegen, FailingAssertIsRecordedWithProgramAndElement) {
   CodegenOptions debug;
   debug.debug = true;
   CompiledKernel kernel(assert_kernel(), debug);
-  runtime::DebugRecord record;
+  backends::abi::DebugRecord record;
   Args args;
   args.i32(2).ptr(&record);  // n, then the debug slots: no pointer parameters, the record
   kernel.run(args.get(), 4);
@@ -1103,7 +1103,7 @@ TEST(CpuCodegen, DebugModeSkipsAndRecordsOutOfBoundsAccesses) {
   GuardedBuffer in(40 * sizeof(float));
   std::vector<float> out(64, -1.0f);
   for (int i = 0; i < 40; ++i) reinterpret_cast<float*>(in.data())[i] = static_cast<float>(i);
-  runtime::DebugRecord record;
+  backends::abi::DebugRecord record;
   Args args;
   args.ptr(in.data()).ptr(out.data());
   args.i64(static_cast<int64_t>(reinterpret_cast<uintptr_t>(in.data()))).i64(40 * sizeof(float));

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/compile_profile.h"
-#include "runtime/cuda_api.h"
-#include "runtime/cuda_compile.h"
-#include "runtime/cuda_occupancy.h"
+#include "support/compile_profile.h"
+#include "backends/cuda/driver_api.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/occupancy.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 namespace {
 
 TEST(CudaOccupancy, ParsesPtxasReport) {
@@ -112,7 +112,7 @@ bool nvrtc_loads(std::string* why) {
 TEST(CudaOccupancy, RebuildsOnlyWhenABlockCanBeGainedAndProfilesTheRebuild) {
   std::string why;
   if (!nvrtc_loads(&why)) GTEST_SKIP() << "NVRTC is not available: " << why;
-  Target target = resolve_target(0, 90);
+  NvrtcTarget target = resolve_target(0, 90);
 
   CompileProfile tuned;
   Image image = compile_to_image(with_live(42), "hungry", target, false, false, true, 128, &tuned);
@@ -139,4 +139,4 @@ TEST(CudaOccupancy, RebuildsOnlyWhenABlockCanBeGainedAndProfilesTheRebuild) {
 }
 
 }  // namespace
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

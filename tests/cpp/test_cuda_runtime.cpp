@@ -18,14 +18,18 @@
 
 #include "lower_test_util.h"
 #include "runtime/compiler.h"
-#include "runtime/cuda_api.h"
-#include "runtime/cuda_compile.h"
-#include "runtime/cuda_launch.h"
+#include "backends/cuda/driver_api.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/cpu/kernel.h"
+#include "backends/cuda/backend.h"
+#include "backends/cuda/module.h"
 #include "runtime/disk_cache.h"
 #include "runtime_test_util.h"
 
 namespace tegula::runtime {
 namespace {
+
+namespace cuda = backends::cuda;
 
 using testing::ScopedEnv;
 using testing::TempDir;
@@ -242,7 +246,7 @@ extern "C" __global__ void __launch_bounds__(128) tegula_kernel(const float* x, 
 
 TEST(CudaCompile, HandWrittenKernelBecomesACubinForTheRequestedArchitecture) {
   SKIP_WITHOUT(no_nvrtc);
-  cuda::Target target = cuda::resolve_target(0, 90);
+  cuda::NvrtcTarget target = cuda::resolve_target(0, 90);
   EXPECT_EQ(target.gpu_architecture, "sm_90a");
   EXPECT_EQ(target.nvrtc_version, cuda::nvrtc().version_text());
   cuda::Image image = cuda::compile_to_image(kAddSource, "add", target, /*debug=*/false, /*keep_details=*/true);
@@ -262,7 +266,7 @@ TEST(CudaCompile, HandWrittenKernelBecomesACubinForTheRequestedArchitecture) {
 // process would, must still come with its register report.
 TEST(CudaCompile, RegisterReportSurvivesNvrtcsOwnCache) {
   SKIP_WITHOUT(no_nvrtc);
-  cuda::Target target = cuda::resolve_target(0, 90);
+  cuda::NvrtcTarget target = cuda::resolve_target(0, 90);
   for (int round = 0; round < 3; ++round) {
     cuda::Image image = cuda::compile_to_image(kAddSource, "add", target, false, /*keep_details=*/true);
     EXPECT_TRUE(contains(image.log, "ptxas info")) << "round " << round << ":\n" << image.log;
@@ -271,7 +275,7 @@ TEST(CudaCompile, RegisterReportSurvivesNvrtcsOwnCache) {
 
 TEST(CudaCompile, PtxTargetYieldsPtxTheDriverCanLoad) {
   SKIP_WITHOUT(no_nvrtc);
-  cuda::Target target{80, "compute_80", cuda::nvrtc().version_text()};
+  cuda::NvrtcTarget target{80, "compute_80", cuda::nvrtc().version_text()};
   cuda::Image image = cuda::compile_to_image(kAddSource, "add", target, false, false);
   EXPECT_TRUE(contains(image.binary, ".entry tegula_kernel"));
   EXPECT_EQ(std::strlen(image.binary.c_str()), image.binary.size()) << "PTX must be one NUL-terminated text";
@@ -279,7 +283,7 @@ TEST(CudaCompile, PtxTargetYieldsPtxTheDriverCanLoad) {
 
 TEST(CudaCompile, RejectedSourceIsAnInternalErrorWithNvrtcsLog) {
   SKIP_WITHOUT(no_nvrtc);
-  cuda::Target target = cuda::resolve_target(0, 80);
+  cuda::NvrtcTarget target = cuda::resolve_target(0, 80);
   try {
     cuda::compile_to_image("extern \"C\" __global__ void tegula_kernel() { undefined_thing(); }\n", "broken", target,
                            false, false);
@@ -299,7 +303,12 @@ TEST(CudaDiskCache, ImageEntryRoundTripsAndIsVerified) {
   TempDir tmp;
   DiskCache cache(resolve_cache_directory(tmp / "cache"));
   const std::string key(64, 'c');
-  CacheManifest manifest{"add", {ir::Param{"x_ptr", ir::Type::ptr(ir::Scalar::F32), 16}}, {}, {}, 256, 65536};
+  CacheManifest manifest;
+  manifest.backend = "cuda";
+  manifest.kernel_name = "add";
+  manifest.params = {ir::Param{"x_ptr", ir::Type::ptr(ir::Scalar::F32), 16}};
+  manifest.shape = {256, 65536};
+  manifest.artifact_extension = "cubin";
   Stages stages;
   stages.ir.push_back({"lowered", "kernel @add() {}\n"});
   stages.layouts = "%3: blocked<[4], [32], [8], [0]>\n";
@@ -307,13 +316,15 @@ TEST(CudaDiskCache, ImageEntryRoundTripsAndIsVerified) {
   stages.compile_log = "ptxas info    : Used 12 registers\n";
   stages.source = "extern \"C\" __global__ void tegula_kernel() {}\n";
   std::string image("\x7f" "ELF\0\1\2binary", 12);
-  cache.store_image(cache.lock(key), image, manifest, &stages);
+  std::string built = cache.temporary_path(key, "cubin");
+  backends::write_new_file(built, image);
+  cache.store(cache.lock(key), built, manifest, &stages);
 
-  std::optional<CachedImage> hit = cache.load_image(key);
+  std::optional<CacheEntry> hit = cache.load(key);
   ASSERT_TRUE(hit);
-  EXPECT_EQ(hit->image, image);
-  EXPECT_EQ(hit->manifest.cuda_threads, 256);
-  EXPECT_EQ(hit->manifest.cuda_shared_bytes, 65536);
+  EXPECT_EQ(hit->artifact.bytes, image);
+  EXPECT_EQ(hit->manifest.shape.threads, 256);
+  EXPECT_EQ(hit->manifest.shape.shared_bytes, 65536);
   std::optional<Stages> loaded = cache.load_stages(key, hit->manifest);
   ASSERT_TRUE(loaded);
   EXPECT_EQ(loaded->layouts, stages.layouts);
@@ -322,25 +333,34 @@ TEST(CudaDiskCache, ImageEntryRoundTripsAndIsVerified) {
   EXPECT_EQ(loaded->source, stages.source);
   ASSERT_EQ(loaded->ir.size(), 1u);
 
-  testing::write_text(cache.image_path(key), "tampered");
+  // The manifest names the backend: the driver hands a CUDA entry to the CUDA
+  // backend only, never dlopens a cubin.
+  EXPECT_EQ(hit->manifest.backend, "cuda");
+  testing::write_text(cache.artifact_path(key, "cubin"), "tampered");
   std::string why;
-  EXPECT_FALSE(cache.load_image(key, &why));
-  EXPECT_EQ(why, "the device image does not match the manifest's hash");
-  // A CPU lookup of a CUDA entry is a miss, never an attempt to dlopen a cubin.
   EXPECT_FALSE(cache.load(key, &why));
+  EXPECT_EQ(why, "the artifact does not match the manifest's hash");
 }
 
-TEST(CudaDiskCache, ManifestCudaLineRoundTrips) {
-  CacheManifest manifest{"k", {}, std::string(64, 'a'), {}, 128, 0};
+TEST(CudaDiskCache, ManifestLaunchLineRoundTrips) {
+  CacheManifest manifest;
+  manifest.backend = "cuda";
+  manifest.kernel_name = "k";
+  manifest.shape = {128, 0};
+  manifest.artifact_extension = "cubin";
+  manifest.artifact_sha256 = std::string(64, 'a');
   std::string text = serialize_manifest(manifest);
-  EXPECT_TRUE(contains(text, "\ncuda 128 0\nlibrary ")) << text;
+  EXPECT_TRUE(contains(text, "\nlaunch 128 0\nartifact cubin ")) << text;
   std::optional<CacheManifest> back = parse_manifest(text);
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->cuda_threads, 128);
-  CacheManifest cpu{"k", {}, std::string(64, 'a'), {}, 0, 0};
-  EXPECT_FALSE(contains(serialize_manifest(cpu), "cuda"));
+  EXPECT_EQ(back->shape.threads, 128);
+  EXPECT_EQ(back->backend, "cuda");
+  CacheManifest cpu = manifest;
+  cpu.backend = "cpu";
+  cpu.shape = {};
+  EXPECT_FALSE(contains(serialize_manifest(cpu), "launch"));
   std::string bad = text;
-  bad.replace(bad.find("cuda 128"), 8, "cuda 0  ");
+  bad.replace(bad.find("launch 128"), 10, "launch 0  ");
   EXPECT_FALSE(parse_manifest(bad));
 }
 
@@ -410,10 +430,11 @@ TEST_F(CudaCompilerTest, CompilesToACachedCubinWithEveryStage) {
     if (contains(e.what(), "no CUDA code generator")) GTEST_SKIP() << "the CUDA code generator is not built";
     throw;
   }
-  EXPECT_EQ(kernel->backend, "cuda");
-  ASSERT_TRUE(kernel->cuda_module);
-  EXPECT_EQ(kernel->cuda_module->image().substr(0, 4), "\x7f" "ELF");
-  EXPECT_GE(kernel->cuda_module->num_threads(), 32);
+  EXPECT_EQ(kernel->backend, &cuda::backend());
+  const auto* module = dynamic_cast<const cuda::Module*>(kernel->loaded.get());
+  ASSERT_TRUE(module);
+  EXPECT_EQ(module->image().substr(0, 4), "\x7f" "ELF");
+  EXPECT_GE(module->num_threads(), 32);
   EXPECT_FALSE(kernel->stages.layouts.empty());
   EXPECT_TRUE(contains(kernel->stages.ptx, ".entry tegula_kernel"));
   EXPECT_TRUE(contains(kernel->stages.source, "tegula_kernel"));
@@ -434,10 +455,15 @@ TEST_F(CudaCompilerTest, CompilesToACachedCubinWithEveryStage) {
 }
 
 TEST(CudaLaunch, CpuKernelRefusesADevice) {
+  TempDir tmp;
+  testing::build_shared_object(
+      "#include <cstdint>\nextern \"C\" void tegula_kernel(void* const*, const int32_t*, int64_t, int64_t) {}\n",
+      tmp / "k.so");
   CompiledKernel cpu;
   cpu.name = "k";
+  cpu.loaded = backends::cpu::CpuKernel::open(tmp / "k.so");
   const int64_t grid[3] = {1, 1, 1};
-  EXPECT_EQ(message_of([&] { cpu.launch(grid, {}, 0, 0); }),
+  EXPECT_EQ(message_of([&] { cpu.launch(grid, {}, backends::Stream{0, 0}); }),
             "error[E0706]: kernel 'k' was compiled for the cpu backend; it cannot be launched on a CUDA device\n");
 }
 
@@ -480,15 +506,23 @@ void synchronize() {
 // A CompiledKernel around a hand-written CUDA kernel, as the driver would make it.
 CompiledKernel hand_written(const std::string& source, const std::string& name, std::vector<ir::Param> params,
                             int threads, int shared_bytes, bool synchronize = false) {
-  cuda::Target target = cuda::resolve_target(0, 0);
+  cuda::NvrtcTarget target = cuda::resolve_target(0, 0);
   cuda::Image image = cuda::compile_to_image(source, name, target, false, false);
   CompiledKernel kernel;
   kernel.name = name;
-  kernel.backend = "cuda";
+  kernel.backend = &cuda::backend();
   kernel.params = std::move(params);
-  kernel.cuda_module = std::make_shared<cuda::Module>(name, image.binary, threads, shared_bytes, synchronize);
+  kernel.shape = {threads, shared_bytes};
+  kernel.loaded = std::make_shared<cuda::Module>(name, image.binary, threads, shared_bytes, synchronize);
   return kernel;
 }
+
+const cuda::Module& module_of(const CompiledKernel& kernel) {
+  return dynamic_cast<const cuda::Module&>(*kernel.loaded);
+}
+
+// The caller's stream on `device`: the legacy default stream.
+backends::Stream default_stream(int device = 0) { return backends::Stream{0, device}; }
 
 std::vector<ir::Param> add_params() {
   auto f32p = ir::Type::ptr(ir::Scalar::F32);
@@ -507,12 +541,12 @@ TEST(CudaLaunch, HandWrittenVectorAddMatchesTheHost) {
   dx.upload(x.data());
   dy.upload(y.data());
   const int64_t grid[3] = {(n + 127) / 128, 1, 1};
-  kernel.launch(grid, {dx.arg(), dy.arg(), dout.arg(), ArgValue{ArgValue::Kind::Int, n, 0.0}}, 0, 0);
+  kernel.launch(grid, {dx.arg(), dy.arg(), dout.arg(), ArgValue{ArgValue::Kind::Int, n, 0.0}}, default_stream());
   synchronize();
   dout.download(out.data());
   for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + y[i]) << "element " << i;
 
-  cuda::Resources used = kernel.cuda_module->resources(0);
+  cuda::Resources used = module_of(kernel).usage(0);
   EXPECT_GT(used.registers, 0);
   EXPECT_GE(used.max_threads, 128);
   EXPECT_EQ(used.local_bytes, 0);
@@ -533,12 +567,12 @@ extern "C" __global__ void tegula_kernel(float* out) {
       hand_written(source, "staged", {{"out", ir::Type::ptr(ir::Scalar::F32), 16}}, 256, 100 * 1024);
   DeviceBuffer out(4);
   const int64_t grid[3] = {1, 1, 1};
-  kernel.launch(grid, {out.arg()}, 0, 0);
+  kernel.launch(grid, {out.arg()}, default_stream());
   synchronize();
   float value = 0;
   out.download(&value);
   EXPECT_EQ(value, float(100 * 1024 / 4 - 1));
-  EXPECT_EQ(kernel.cuda_module->resources(0).dynamic_shared_bytes, 100 * 1024);
+  EXPECT_EQ(module_of(kernel).usage(0).dynamic_shared_bytes, 100 * 1024);
 }
 
 TEST(CudaLaunch, TooMuchSharedMemoryNamesTheKernel) {
@@ -547,7 +581,7 @@ TEST(CudaLaunch, TooMuchSharedMemoryNamesTheKernel) {
   DeviceBuffer buffer(16);
   const int64_t grid[3] = {1, 1, 1};
   std::string text = message_of([&] {
-    kernel.launch(grid, {buffer.arg(), buffer.arg(), buffer.arg(), ArgValue{ArgValue::Kind::Int, 4, 0.0}}, 0, 0);
+    kernel.launch(grid, {buffer.arg(), buffer.arg(), buffer.arg(), ArgValue{ArgValue::Kind::Int, 4, 0.0}}, default_stream());
   });
   EXPECT_TRUE(text.starts_with("error[E0803]: CUDA kernel 'greedy' on device 0 needs 67108864 bytes of shared memory per "
                                "block; the device allows "))
@@ -561,7 +595,7 @@ TEST(CudaLaunch, DriverRefusalNamesKernelAndResult) {
   DeviceBuffer buffer(16);
   const int64_t grid[3] = {1, 1, 1};
   std::string text = message_of([&] {
-    kernel.launch(grid, {buffer.arg(), buffer.arg(), buffer.arg(), ArgValue{ArgValue::Kind::Int, 4, 0.0}}, 0, 0);
+    kernel.launch(grid, {buffer.arg(), buffer.arg(), buffer.arg(), ArgValue{ArgValue::Kind::Int, 4, 0.0}}, default_stream());
   });
   EXPECT_TRUE(text.starts_with("error[E0906]: cannot launch CUDA kernel 'wide' (grid (1, 1, 1), 2048 threads, 0 bytes of "
                                "dynamic shared memory) on device 0: CUDA_ERROR_"))
@@ -574,15 +608,15 @@ TEST(CudaLaunch, GridAndDeviceOutOfRangeAreValueErrors) {
   DeviceBuffer buffer(16);
   std::vector<ArgValue> args = {buffer.arg(), buffer.arg(), buffer.arg(), ArgValue{ArgValue::Kind::Int, 0, 0.0}};
   const int64_t tall[3] = {1, 70000, 1};
-  std::string text = message_of([&] { kernel.launch(tall, args, 0, 0); });
+  std::string text = message_of([&] { kernel.launch(tall, args, default_stream()); });
   EXPECT_EQ(text,
             "error[E0704]: the grid (1, 70000, 1) of CUDA kernel 'add' is out of range: dimension 1 must be between 0 and "
             "65535\nhint: put the largest dimension first: program_id(0) may go up to 2^31 - 1\n");
   const int64_t grid[3] = {1, 1, 1};
-  text = message_of([&] { kernel.launch(grid, args, 0, 4096); });
+  text = message_of([&] { kernel.launch(grid, args, default_stream(4096)); });
   EXPECT_TRUE(text.starts_with("error[E0905]: CUDA device 4096 does not exist (this machine has ")) << text;
   const int64_t empty[3] = {0, 1, 1};
-  EXPECT_NO_THROW(kernel.launch(empty, args, 0, 0));
+  EXPECT_NO_THROW(kernel.launch(empty, args, default_stream()));
 }
 
 TEST_F(CudaCompilerTest, CompiledVectorAddRunsOnTheDevice) {
@@ -601,14 +635,14 @@ TEST_F(CudaCompilerTest, CompiledVectorAddRunsOnTheDevice) {
   dx.upload(x.data());
   dy.upload(y.data());
   const int64_t grid[3] = {(n + 1023) / 1024, 1, 1};
-  kernel->launch(grid, {dx.arg(), dy.arg(), dout.arg(), ArgValue{ArgValue::Kind::Int, n, 0.0}}, 0, 0);
+  kernel->launch(grid, {dx.arg(), dy.arg(), dout.arg(), ArgValue{ArgValue::Kind::Int, n, 0.0}}, default_stream());
   synchronize();
   dout.download(out.data());
   for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + y[i]) << "element " << i;
 }
 
 // Host time per launch, printed for the record (tools/launch_profile.py puts
-// the Python side beside it): the driver's own cuLaunchKernel, Module::launch
+// the Python side beside it): the driver's own cuLaunchKernel, Module::enqueue
 // and CompiledKernel::launch, 256 launches per round before one synchronize.
 // Asserts only that every path ran the kernel.
 TEST(CudaLaunchCost, HostTimePerLaunchIsPrinted) {
@@ -620,13 +654,13 @@ TEST(CudaLaunchCost, HostTimePerLaunchIsPrinted) {
   dy.upload(two);
   std::vector<ArgValue> args = {dx.arg(), dy.arg(), dout.arg(), ArgValue{ArgValue::Kind::Int, 4, 0.0}};
   const int64_t grid[3] = {1, 1, 1};
-  kernel.launch(grid, args, 0, 0);  // loads the module
+  kernel.launch(grid, args, default_stream());  // loads the module
   synchronize();
 
   cuda::ScopedContext context(0);  // as under torch: the context is already current
   const cuda::DriverApi& api = cuda::driver();
   cuda::CUmodule module = nullptr;
-  cuda::check(api.cuModuleLoadData(&module, kernel.cuda_module->image().c_str()), "cuModuleLoadData");
+  cuda::check(api.cuModuleLoadData(&module, module_of(kernel).image().c_str()), "cuModuleLoadData");
   cuda::CUfunction function = nullptr;
   cuda::check(api.cuModuleGetFunction(&function, module, "tegula_kernel"), "cuModuleGetFunction");
   uint64_t x = dx.arg().bits, y = dy.arg().bits, out = dout.arg().bits;
@@ -650,9 +684,9 @@ TEST(CudaLaunchCost, HostTimePerLaunchIsPrinted) {
   double raw = per_launch_us([&] {
     cuda::check(api.cuLaunchKernel(function, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
   });
-  double module_launch = per_launch_us([&] { kernel.cuda_module->launch(grid, params, 0, 0); });
-  double compiled_launch = per_launch_us([&] { kernel.launch(grid, args, 0, 0); });
-  std::printf("host time per launch: cuLaunchKernel %.3f us, Module::launch %.3f us, CompiledKernel::launch %.3f us\n",
+  double module_launch = per_launch_us([&] { module_of(kernel).enqueue(grid, params, 0, 0); });
+  double compiled_launch = per_launch_us([&] { kernel.launch(grid, args, default_stream()); });
+  std::printf("host time per launch: cuLaunchKernel %.3f us, Module::enqueue %.3f us, CompiledKernel::launch %.3f us\n",
               raw, module_launch, compiled_launch);
   api.cuModuleUnload(module);
   std::vector<float> got(4);

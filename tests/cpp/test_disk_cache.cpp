@@ -6,7 +6,7 @@
 #include <set>
 
 #include "disk_cache_test_util.h"
-#include "runtime/shared_library.h"
+#include "backends/cpu/shared_library.h"
 #include "runtime_test_util.h"
 #include "support/sha256.h"
 
@@ -17,9 +17,14 @@
 namespace tegula::runtime {
 namespace {
 
+using backends::cpu::LibraryError;
+using backends::cpu::SharedLibrary;
+
 using testing::build_shared_object;
 using testing::DiskCacheTest;
 using testing::kKey;
+using testing::load_cpu_entry;
+using testing::LoadedEntry;
 using testing::mode_of;
 using testing::read_text;
 using testing::sample_manifest;
@@ -31,21 +36,24 @@ using testing::write_text;
 
 TEST(Manifest, RoundTripsExactly) {
   CacheManifest m = sample_manifest();
-  m.library_sha256 = sha256_hex("library");
+  m.artifact_sha256 = sha256_hex("library");
   std::string text = serialize_manifest(m);
   EXPECT_EQ(text,
-            "tegula-kernel-cache 1\n"
+            "tegula-kernel-cache 2\n"
+            "backend cpu\n"
             "kernel add\n"
             "param x_ptr ptr<f32> 16\n"
             "param out ptr<bf16> 1\n"
             "param n i32 16\n"
             "param flag i1 1\n"
-            "library " + m.library_sha256 + "\n"
+            "artifact so " + m.artifact_sha256 + "\n"
             "stages -\n"
             "end\n");
   std::optional<CacheManifest> back = parse_manifest(text);
   ASSERT_TRUE(back);
+  EXPECT_EQ(back->backend, "cpu");
   EXPECT_EQ(back->kernel_name, "add");
+  EXPECT_EQ(back->artifact_extension, "so");
   ASSERT_EQ(back->params.size(), 4u);
   EXPECT_EQ(back->params[0].name, "x_ptr");
   EXPECT_EQ(back->params[0].type, ir::Type::ptr(ir::Scalar::F32));
@@ -53,7 +61,7 @@ TEST(Manifest, RoundTripsExactly) {
   EXPECT_EQ(back->params[1].type, ir::Type::ptr(ir::Scalar::BF16));
   EXPECT_EQ(back->params[2].type, ir::Type::of(ir::Scalar::I32));
   EXPECT_EQ(back->params[3].type, ir::Type::of(ir::Scalar::I1));
-  EXPECT_EQ(back->library_sha256, m.library_sha256);
+  EXPECT_EQ(back->artifact_sha256, m.artifact_sha256);
   EXPECT_TRUE(back->stages_sha256.empty());
 
   m.stages_sha256 = sha256_hex("stages");
@@ -64,7 +72,7 @@ TEST(Manifest, RoundTripsExactly) {
 
 TEST(Manifest, KeepsTheDebugSitesOfDebugKernels) {
   CacheManifest m = sample_manifest();
-  m.library_sha256 = sha256_hex("library");
+  m.artifact_sha256 = sha256_hex("library");
   passes::DebugSite load;
   load.file = "k.py";
   load.line = 12;
@@ -77,7 +85,7 @@ TEST(Manifest, KeepsTheDebugSitesOfDebugKernels) {
   check.shape = {128};
   m.debug_sites = {load, check};
   std::string text = serialize_manifest(m);
-  EXPECT_NE(text.find("\nsite load 12 5 f32 0,1 - 6b2e7079 -\nsite assert 0 0 i8 - 128 - 78203e2030\nlibrary "),
+  EXPECT_NE(text.find("\nsite load 12 5 f32 0,1 - 6b2e7079 -\nsite assert 0 0 i8 - 128 - 78203e2030\nartifact so "),
             std::string::npos)
       << text;
   std::optional<CacheManifest> back = parse_manifest(text);
@@ -89,9 +97,35 @@ TEST(Manifest, KeepsTheDebugSitesOfDebugKernels) {
   EXPECT_FALSE(parse_manifest(text.substr(0, site) + "site load 12" + text.substr(text.find('\n', site))));
 }
 
+TEST(Manifest, KeepsThePointerEffects) {
+  CacheManifest m = sample_manifest();
+  m.artifact_sha256 = sha256_hex("library");
+  m.effects = {{true, false, false}, {true, true, true}, {}, {}};  // x_ptr read; out updated atomically
+  std::string text = serialize_manifest(m);
+  EXPECT_NE(text.find("\neffect x_ptr r--\neffect out rwa\nartifact so "), std::string::npos) << text;
+  std::optional<CacheManifest> back = parse_manifest(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->effects, m.effects);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    return changed;
+  };
+  EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect n r--")));      // not a pointer
+  EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect y_ptr r--")));  // not a parameter
+  EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect x_ptr rx-")));
+  EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect x_ptr ---")));
+  EXPECT_FALSE(parse_manifest(replaced("effect out rwa", "effect x_ptr rwa")));   // twice
+  // A kernel without effects writes no effect line, and reads back as none.
+  m.effects.clear();
+  back = parse_manifest(serialize_manifest(m));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->effects, std::vector<passes::PointerEffects>(4));
+}
+
 TEST(Manifest, EveryTruncationIsRejected) {
   CacheManifest m = sample_manifest();
-  m.library_sha256 = sha256_hex("library");
+  m.artifact_sha256 = sha256_hex("library");
   std::string text = serialize_manifest(m);
   for (size_t length = 0; length < text.size(); ++length)
     EXPECT_FALSE(parse_manifest(text.substr(0, length))) << "accepted a prefix of " << length << " bytes";
@@ -99,19 +133,27 @@ TEST(Manifest, EveryTruncationIsRejected) {
 
 TEST(Manifest, MalformedOrOtherVersionIsRejected) {
   CacheManifest m = sample_manifest();
-  m.library_sha256 = sha256_hex("library");
+  m.artifact_sha256 = sha256_hex("library");
   std::string good = serialize_manifest(m);
   auto replaced = [&](const std::string& from, const std::string& to) {
     std::string text = good;
     text.replace(text.find(from), from.size(), to);
     return text;
   };
-  EXPECT_FALSE(parse_manifest(replaced("tegula-kernel-cache 1", "tegula-kernel-cache 0")));
+  // Entries of the format before the Backend interface (`library <sha>`, no
+  // backend line) are refused, never misread.
+  EXPECT_FALSE(parse_manifest(replaced("tegula-kernel-cache 2", "tegula-kernel-cache 1")));
+  EXPECT_FALSE(parse_manifest(replaced("tegula-kernel-cache 2", "tegula-kernel-cache 0")));
+  EXPECT_FALSE(parse_manifest(replaced("backend cpu\n", "")));
+  EXPECT_FALSE(parse_manifest(replaced("backend cpu", "backend ../cpu")));
+  EXPECT_FALSE(parse_manifest(replaced("artifact so", "artifact ../so")));
+  EXPECT_FALSE(parse_manifest(replaced("artifact so", "artifact SO")));
+  EXPECT_FALSE(parse_manifest(replaced("artifact so " + m.artifact_sha256, "library " + m.artifact_sha256)));
   EXPECT_FALSE(parse_manifest(replaced("ptr<f32>", "ptr<f33>")));
   EXPECT_FALSE(parse_manifest(replaced("i32 16", "i32 0")));
   EXPECT_FALSE(parse_manifest(replaced("i32 16", "i32 sixteen")));
   EXPECT_FALSE(parse_manifest(replaced("kernel add", "kernel ../add")));
-  EXPECT_FALSE(parse_manifest(replaced("library " + m.library_sha256, "library abc")));
+  EXPECT_FALSE(parse_manifest(replaced("artifact so " + m.artifact_sha256, "artifact so abc")));
   EXPECT_FALSE(parse_manifest(replaced("stages -\n", "")));
   EXPECT_FALSE(parse_manifest(replaced("end\n", "end\nmore\n")));
 }
@@ -200,7 +242,7 @@ TEST(CacheDirectory, EnvironmentOrder) {
 
 TEST_F(DiskCacheTest, EntryFilesAreNamedByKey) {
   DiskCache cache(directory_);
-  EXPECT_EQ(cache.library_path(kKey), directory_ + "/" + kKey + ".so");
+  EXPECT_EQ(cache.artifact_path(kKey, "so"), directory_ + "/" + kKey + ".so");
   EXPECT_EQ(cache.manifest_path(kKey), directory_ + "/" + kKey + ".meta");
   EXPECT_EQ(cache.stages_path(kKey), directory_ + "/" + kKey + ".stages");
   EXPECT_NE(cache.temporary_path(kKey, "so"), cache.temporary_path(kKey, "so"));
@@ -210,21 +252,21 @@ TEST_F(DiskCacheTest, EntryFilesAreNamedByKey) {
 TEST_F(DiskCacheTest, MissThenStoreThenVerifiedHit) {
   DiskCache cache(directory_);
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
   EXPECT_EQ(why, "no entry");
 
   publish(cache);
-  std::optional<CachedKernel> hit = cache.load(kKey, &why);
+  std::optional<LoadedEntry> hit = load_cpu_entry(cache, kKey, &why);
   ASSERT_TRUE(hit) << why;
   EXPECT_EQ(hit->manifest.kernel_name, "add");
   EXPECT_EQ(hit->manifest.params.size(), 4u);
-  EXPECT_EQ(hit->manifest.library_sha256, sha256_hex(read_text(cache.library_path(kKey))));
-  EXPECT_EQ(run_entry(hit->entry), 309);
+  EXPECT_EQ(hit->manifest.artifact_sha256, sha256_hex(read_text(cache.artifact_path(kKey, "so"))));
+  EXPECT_EQ(run_entry(*hit), 309);
   EXPECT_FALSE(cache.load_stages(kKey, hit->manifest));
   // Nothing but the entry and its lock file is left behind.
   std::set<std::string> files;
   for (const auto& item : std::filesystem::directory_iterator(directory_)) files.insert(item.path().string());
-  EXPECT_EQ(files, (std::set<std::string>{cache.library_path(kKey), cache.manifest_path(kKey), cache.lock_path(kKey)}));
+  EXPECT_EQ(files, (std::set<std::string>{cache.artifact_path(kKey, "so"), cache.manifest_path(kKey), cache.lock_path(kKey)}));
 }
 
 TEST_F(DiskCacheTest, StagesAreStoredAndVerified) {
@@ -233,7 +275,7 @@ TEST_F(DiskCacheTest, StagesAreStoredAndVerified) {
   stages.ir = {{"lowered", "kernel @add() {\n}\n"}, {"dce", "kernel @add() {}\n"}};
   stages.source = "// generated\n";
   publish(cache, &stages);
-  std::optional<CachedKernel> hit = cache.load(kKey);
+  std::optional<LoadedEntry> hit = load_cpu_entry(cache, kKey);
   ASSERT_TRUE(hit);
   std::optional<Stages> back = cache.load_stages(kKey, hit->manifest);
   ASSERT_TRUE(back);
@@ -252,7 +294,7 @@ TEST_F(DiskCacheTest, StagesCanBeAddedToAnEntryLater) {
   Stages stages;
   stages.source = "int x;\n";
   cache.store_stages(kKey, manifest, stages);
-  std::optional<CachedKernel> hit = cache.load(kKey);
+  std::optional<LoadedEntry> hit = load_cpu_entry(cache, kKey);
   ASSERT_TRUE(hit);
   ASSERT_TRUE(cache.load_stages(kKey, hit->manifest));
   EXPECT_EQ(cache.load_stages(kKey, hit->manifest)->source, "int x;\n");
@@ -261,18 +303,18 @@ TEST_F(DiskCacheTest, StagesCanBeAddedToAnEntryLater) {
 TEST_F(DiskCacheTest, FlippedByteInTheLibraryIsAMissAndARebuildRepairs) {
   DiskCache cache(directory_);
   publish(cache);
-  std::string bytes = read_text(cache.library_path(kKey));
+  std::string bytes = read_text(cache.artifact_path(kKey, "so"));
   bytes[bytes.size() / 2] ^= 0x01;
-  write_text(cache.library_path(kKey), bytes);
+  write_text(cache.artifact_path(kKey, "so"), bytes);
 
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
-  EXPECT_EQ(why, "the shared object does not match the manifest's hash");
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
+  EXPECT_EQ(why, "the artifact does not match the manifest's hash");
 
   publish(cache);  // the driver rebuilds and overwrites
-  std::optional<CachedKernel> hit = cache.load(kKey, &why);
+  std::optional<LoadedEntry> hit = load_cpu_entry(cache, kKey, &why);
   ASSERT_TRUE(hit) << why;
-  EXPECT_EQ(run_entry(hit->entry), 309);
+  EXPECT_EQ(run_entry(*hit), 309);
 }
 
 TEST_F(DiskCacheTest, TruncatedManifestIsAMiss) {
@@ -281,21 +323,21 @@ TEST_F(DiskCacheTest, TruncatedManifestIsAMiss) {
   std::string manifest = read_text(cache.manifest_path(kKey));
   write_text(cache.manifest_path(kKey), manifest.substr(0, manifest.size() - 5));
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
   EXPECT_EQ(why, "the manifest is truncated or malformed");
 }
 
 TEST_F(DiskCacheTest, TruncatedOrMissingLibraryIsAMiss) {
   DiskCache cache(directory_);
   publish(cache);
-  std::string bytes = read_text(cache.library_path(kKey));
-  write_text(cache.library_path(kKey), bytes.substr(0, bytes.size() / 3));
+  std::string bytes = read_text(cache.artifact_path(kKey, "so"));
+  write_text(cache.artifact_path(kKey, "so"), bytes.substr(0, bytes.size() / 3));
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
-  EXPECT_EQ(why, "the shared object does not match the manifest's hash");
-  std::filesystem::remove(cache.library_path(kKey));
-  EXPECT_FALSE(cache.load(kKey, &why));
-  EXPECT_EQ(why, "the shared object is missing");
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
+  EXPECT_EQ(why, "the artifact does not match the manifest's hash");
+  std::filesystem::remove(cache.artifact_path(kKey, "so"));
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
+  EXPECT_EQ(why, "the artifact is missing");
 }
 
 TEST_F(DiskCacheTest, LibraryThatDoesNotLoadIsAMiss) {
@@ -306,8 +348,8 @@ TEST_F(DiskCacheTest, LibraryThatDoesNotLoadIsAMiss) {
   CacheManifest m = sample_manifest();
   cache.store(cache.lock(kKey), built, m, nullptr);
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
-  EXPECT_NE(why.find("cannot load " + cache.library_path(kKey)), std::string::npos) << why;
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
+  EXPECT_NE(why.find("cannot load " + cache.artifact_path(kKey, "so")), std::string::npos) << why;
 }
 
 TEST_F(DiskCacheTest, LibraryWithoutTheEntryPointIsAMiss) {
@@ -318,7 +360,7 @@ TEST_F(DiskCacheTest, LibraryWithoutTheEntryPointIsAMiss) {
   CacheManifest m = sample_manifest();
   cache.store(cache.lock(kKey), built, m, nullptr);
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
   EXPECT_NE(why.find("symbol 'tegula_kernel' not found"), std::string::npos) << why;
 }
 

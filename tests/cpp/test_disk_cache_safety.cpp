@@ -16,16 +16,22 @@
 #include <vector>
 
 #include "disk_cache_test_util.h"
+#include "backends/cuda/backend.h"
 #include "runtime/disk_cache.h"
-#include "runtime/shared_library.h"
+#include "backends/cpu/shared_library.h"
 #include "runtime_test_util.h"
 #include "support/sha256.h"
 
 namespace tegula::runtime {
 namespace {
 
+using backends::cpu::LibraryError;
+using backends::cpu::SharedLibrary;
+
 using testing::DiskCacheTest;
 using testing::kKey;
+using testing::load_cpu_entry;
+using testing::LoadedEntry;
 using testing::mode_of;
 using testing::read_text;
 using testing::sample_manifest;
@@ -110,21 +116,21 @@ TEST_F(DiskCacheTest, SymbolicLinksAreRefusedEvenToAMatchingFile) {
   DiskCache cache(directory_);
   publish(cache);
   std::string real = tmp_ / "elsewhere.so";
-  std::filesystem::rename(cache.library_path(kKey), real);  // same bytes, hash still matches
-  std::filesystem::create_symlink(real, cache.library_path(kKey));
+  std::filesystem::rename(cache.artifact_path(kKey, "so"), real);  // same bytes, hash still matches
+  std::filesystem::create_symlink(real, cache.artifact_path(kKey, "so"));
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
-  EXPECT_EQ(why, "the shared object is a symbolic link");
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
+  EXPECT_EQ(why, "the artifact is a symbolic link");
 
   publish(cache);
-  EXPECT_FALSE(std::filesystem::is_symlink(cache.library_path(kKey)));
+  EXPECT_FALSE(std::filesystem::is_symlink(cache.artifact_path(kKey, "so")));
   EXPECT_TRUE(std::filesystem::exists(real));  // the link was replaced, not followed
-  ASSERT_TRUE(cache.load(kKey, &why)) << why;
+  ASSERT_TRUE(load_cpu_entry(cache, kKey, &why)) << why;
 
   std::string manifest = tmp_ / "elsewhere.meta";
   std::filesystem::rename(cache.manifest_path(kKey), manifest);
   std::filesystem::create_symlink(manifest, cache.manifest_path(kKey));
-  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
   EXPECT_EQ(why, "the manifest is a symbolic link");
   EXPECT_FALSE(cache.load_manifest(kKey));
 }
@@ -132,13 +138,13 @@ TEST_F(DiskCacheTest, SymbolicLinksAreRefusedEvenToAMatchingFile) {
 TEST_F(DiskCacheTest, FilesWritableByOthersAreRefused) {
   DiskCache cache(directory_);
   publish(cache);
-  ASSERT_EQ(::chmod(cache.library_path(kKey).c_str(), 0722), 0);
+  ASSERT_EQ(::chmod(cache.artifact_path(kKey, "so").c_str(), 0722), 0);
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
-  EXPECT_EQ(why, "the shared object is writable by group or others");
-  ASSERT_EQ(::chmod(cache.library_path(kKey).c_str(), 0700), 0);
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
+  EXPECT_EQ(why, "the artifact is writable by group or others");
+  ASSERT_EQ(::chmod(cache.artifact_path(kKey, "so").c_str(), 0700), 0);
   ASSERT_EQ(::chmod(cache.manifest_path(kKey).c_str(), 0666), 0);
-  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
   EXPECT_EQ(why, "the manifest is writable by group or others");
 }
 
@@ -148,26 +154,26 @@ TEST_F(DiskCacheTest, FilesOwnedByAnotherUserAreRefused) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file away";
   DiskCache cache(directory_);
   publish(cache);
-  ASSERT_EQ(::chown(cache.library_path(kKey).c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chown(cache.artifact_path(kKey, "so").c_str(), 65534, 65534), 0);
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
-  EXPECT_EQ(why, "the shared object is owned by another user (uid 65534)");
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
+  EXPECT_EQ(why, "the artifact is owned by another user (uid 65534)");
   publish(cache);
-  EXPECT_TRUE(cache.load(kKey, &why)) << why;
+  EXPECT_TRUE(load_cpu_entry(cache, kKey, &why)) << why;
 }
 
 TEST_F(DiskCacheTest, AFifoInPlaceOfAFileIsRefusedWithoutHanging) {
   DiskCache cache(directory_);
   ASSERT_EQ(::mkfifo(cache.manifest_path(kKey).c_str(), 0600), 0);
   std::string why;
-  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
   EXPECT_EQ(why, "the manifest is not a regular file");
   std::filesystem::remove(cache.manifest_path(kKey));
   publish(cache);
-  std::filesystem::remove(cache.library_path(kKey));
-  ASSERT_EQ(::mkfifo(cache.library_path(kKey).c_str(), 0600), 0);
-  EXPECT_FALSE(cache.load(kKey, &why));
-  EXPECT_EQ(why, "the shared object is not a regular file");
+  std::filesystem::remove(cache.artifact_path(kKey, "so"));
+  ASSERT_EQ(::mkfifo(cache.artifact_path(kKey, "so").c_str(), 0600), 0);
+  EXPECT_FALSE(load_cpu_entry(cache, kKey, &why));
+  EXPECT_EQ(why, "the artifact is not a regular file");
 }
 
 // Whatever the umask gave the built file, the published library is private.
@@ -178,10 +184,10 @@ TEST_F(DiskCacheTest, StoreMakesTheLibraryPrivate) {
   ASSERT_EQ(::chmod(built.c_str(), 0777), 0);
   CacheManifest m = sample_manifest();
   cache.store(cache.lock(kKey), built, m, nullptr);
-  EXPECT_EQ(mode_of(cache.library_path(kKey)), 0700);
+  EXPECT_EQ(mode_of(cache.artifact_path(kKey, "so")), 0700);
   EXPECT_EQ(mode_of(cache.manifest_path(kKey)), 0600);
   EXPECT_EQ(mode_of(cache.lock_path(kKey)), 0600);
-  EXPECT_TRUE(cache.load(kKey));
+  EXPECT_TRUE(load_cpu_entry(cache, kKey));
 }
 
 // A process killed between writing a temporary file and renaming it leaves
@@ -198,7 +204,7 @@ TEST_F(DiskCacheTest, StaleTemporaryFilesAreRemovedByTheNextBuild) {
   struct timespec two_hours_ago[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
   ASSERT_EQ(::utimensat(AT_FDCWD, stale.c_str(), two_hours_ago, 0), 0);
   ASSERT_EQ(::utimensat(AT_FDCWD, stale_source.c_str(), two_hours_ago, 0), 0);
-  EXPECT_FALSE(cache.load(kKey));  // loading never deletes anything
+  EXPECT_FALSE(load_cpu_entry(cache, kKey));  // loading never deletes anything
   EXPECT_TRUE(std::filesystem::exists(stale));
   publish(cache);
   EXPECT_FALSE(std::filesystem::exists(stale));
@@ -206,46 +212,63 @@ TEST_F(DiskCacheTest, StaleTemporaryFilesAreRemovedByTheNextBuild) {
   EXPECT_TRUE(std::filesystem::exists(fresh));
 }
 
-// CUDA entries: the device image goes through the same checks.
+// CUDA entries: the device image goes through the same checks, and the
+// CUDA backend loads only what the manifest describes as its own.
 TEST_F(DiskCacheTest, DeviceImagesAreVerifiedLikeLibraries) {
   DiskCache cache(directory_);
   CacheManifest m = sample_manifest();
-  m.cuda_threads = 128;
-  m.cuda_shared_bytes = 1024;
+  m.backend = "cuda";
+  m.artifact_extension = "cubin";
+  m.shape = {128, 1024};
   std::string image = "//\n// Generated by NVIDIA NVVM Compiler\n.version 8.0\n.target sm_90a\n";
-  cache.store_image(cache.lock(kKey), image, m, nullptr);
+  auto store_image = [&] {
+    std::string built = cache.temporary_path(kKey, "cubin");
+    backends::write_new_file(built, image);  // as the CUDA backend's build writes it
+    cache.store(cache.lock(kKey), built, m, nullptr);
+  };
+  store_image();
+  std::string image_path = cache.artifact_path(kKey, "cubin");
   std::string why;
-  std::optional<CachedImage> hit = cache.load_image(kKey, &why);
+  std::optional<CacheEntry> hit = cache.load(kKey, &why);
   ASSERT_TRUE(hit) << why;
-  EXPECT_EQ(hit->image, image);
-  EXPECT_EQ(hit->manifest.cuda_threads, 128);
-  EXPECT_EQ(mode_of(cache.image_path(kKey)), 0600);
+  EXPECT_EQ(hit->artifact.bytes, image);
+  EXPECT_EQ(hit->artifact.path, image_path);
+  EXPECT_EQ(hit->manifest.backend, "cuda");
+  EXPECT_EQ(hit->manifest.shape.threads, 128);
+  EXPECT_EQ(hit->manifest.shape.shared_bytes, 1024);
+  EXPECT_EQ(mode_of(image_path), 0600);
 
   std::string tampered = image;
   tampered[tampered.size() / 2] ^= 0x20;
-  write_text(cache.image_path(kKey), tampered);
-  EXPECT_FALSE(cache.load_image(kKey, &why));
-  EXPECT_EQ(why, "the device image does not match the manifest's hash");
-  write_text(cache.image_path(kKey), image.substr(0, 10));
-  EXPECT_FALSE(cache.load_image(kKey, &why));
-  EXPECT_EQ(why, "the device image does not match the manifest's hash");
-  std::filesystem::remove(cache.image_path(kKey));
-  std::filesystem::create_symlink(tmp_ / "image", cache.image_path(kKey));
+  write_text(image_path, tampered);
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_EQ(why, "the artifact does not match the manifest's hash");
+  write_text(image_path, image.substr(0, 10));
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_EQ(why, "the artifact does not match the manifest's hash");
+  std::filesystem::remove(image_path);
+  std::filesystem::create_symlink(tmp_ / "image", image_path);
   write_text(tmp_ / "image", image);
-  EXPECT_FALSE(cache.load_image(kKey, &why));
-  EXPECT_EQ(why, "the device image is a symbolic link");
+  EXPECT_FALSE(cache.load(kKey, &why));
+  EXPECT_EQ(why, "the artifact is a symbolic link");
 
-  cache.store_image(cache.lock(kKey), image, m, nullptr);  // the rebuild repairs it
-  ASSERT_TRUE(cache.load_image(kKey, &why)) << why;
+  store_image();  // the rebuild repairs it
+  ASSERT_TRUE(cache.load(kKey, &why)) << why;
 
   std::string manifest = read_text(cache.manifest_path(kKey));
   write_text(cache.manifest_path(kKey), manifest.substr(0, manifest.size() - 4));
-  EXPECT_FALSE(cache.load_image(kKey, &why));
+  EXPECT_FALSE(cache.load(kKey, &why));
   EXPECT_EQ(why, "the manifest is truncated or malformed");
 
-  publish(cache);  // a CPU entry under the key is not a device image
-  EXPECT_FALSE(cache.load_image(kKey, &why));
-  EXPECT_EQ(why, "the manifest is not a CUDA entry's");
+  publish(cache);  // a CPU entry under the key: its manifest says so, and it has no block size
+  hit = cache.load(kKey, &why);
+  ASSERT_TRUE(hit) << why;
+  EXPECT_EQ(hit->manifest.backend, "cpu");
+  backends::KernelInfo info;
+  info.name = hit->manifest.kernel_name;
+  info.shape = hit->manifest.shape;
+  EXPECT_FALSE(backends::cuda::backend().load(hit->artifact, info, &why));
+  EXPECT_EQ(why, "the manifest gives the kernel no block size");
 }
 
 // --- concurrency ----------------------------------------------------------------------------
@@ -263,10 +286,10 @@ void publish_unique_build(const DiskCache& cache, const std::string& library, co
 
 // What the driver does to get a kernel: load without the lock; on a miss,
 // take the lock (waiting for a writer) and load again.
-std::optional<CachedKernel> load_like_the_driver(const DiskCache& cache, std::string* why) {
-  if (std::optional<CachedKernel> hit = cache.load(kKey, why)) return hit;
+std::optional<LoadedEntry> load_like_the_driver(const DiskCache& cache, std::string* why) {
+  if (std::optional<LoadedEntry> hit = load_cpu_entry(cache, kKey, why)) return hit;
   EntryLock held = cache.lock(kKey);
-  return cache.load(kKey, why);
+  return load_cpu_entry(cache, kKey, why);
 }
 
 // Several processes rebuild and publish the same key at once (each build
@@ -288,8 +311,8 @@ TEST_F(DiskCacheTest, ConcurrentWritersFromSeveralProcesses) {
         for (int round = 0; round < kRounds; ++round) {
           publish_unique_build(cache, tmp_ / "kernel.so", "w" + std::to_string(w) + "r" + std::to_string(round));
           std::string why;
-          std::optional<CachedKernel> hit = load_like_the_driver(cache, &why);
-          if (!hit || run_entry(hit->entry) != 309) status = 2;
+          std::optional<LoadedEntry> hit = load_like_the_driver(cache, &why);
+          if (!hit || run_entry(*hit) != 309) status = 2;
         }
       } catch (...) {
         status = 3;
@@ -311,9 +334,9 @@ TEST_F(DiskCacheTest, ConcurrentWritersFromSeveralProcesses) {
   }
   EXPECT_EQ(readers_failed, 0);
   std::string why;
-  std::optional<CachedKernel> hit = cache.load(kKey, &why);  // no lock: nothing is being written
+  std::optional<LoadedEntry> hit = load_cpu_entry(cache, kKey, &why);  // no lock: nothing is being written
   ASSERT_TRUE(hit) << why;
-  EXPECT_EQ(run_entry(hit->entry), 309);
+  EXPECT_EQ(run_entry(*hit), 309);
   // No temporary file is left behind.
   for (const auto& item : std::filesystem::directory_iterator(directory_))
     EXPECT_FALSE(item.path().filename().string().starts_with(".tmp-")) << item.path();
@@ -333,7 +356,7 @@ TEST_F(DiskCacheTest, ConcurrentWritersFromSeveralThreads) {
     });
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_TRUE(cache.load(kKey));
+  EXPECT_TRUE(load_cpu_entry(cache, kKey));
 }
 
 // The lock makes a second process wait for the build in progress and then
@@ -357,14 +380,14 @@ TEST_F(DiskCacheTest, TheLockMakesOthersWaitForTheBuildInProgress) {
   }
   char byte = 0;
   ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  EXPECT_FALSE(cache.load(kKey));  // still building
+  EXPECT_FALSE(load_cpu_entry(cache, kKey));  // still building
   {
     EntryLock held = cache.lock(kKey);  // blocks until the child has published
     EXPECT_TRUE(held.held());
     std::string why;
-    std::optional<CachedKernel> hit = cache.load(kKey, &why);
+    std::optional<LoadedEntry> hit = load_cpu_entry(cache, kKey, &why);
     ASSERT_TRUE(hit) << why;
-    EXPECT_EQ(run_entry(hit->entry), 309);
+    EXPECT_EQ(run_entry(*hit), 309);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
@@ -408,9 +431,9 @@ TEST_F(DiskCacheTest, StagesForARebuiltEntryAreDropped) {
   stages.source = "int x;\n";
   cache.store_stages(kKey, old_manifest, stages);
   std::string why;
-  std::optional<CachedKernel> hit = cache.load(kKey, &why);
+  std::optional<LoadedEntry> hit = load_cpu_entry(cache, kKey, &why);
   ASSERT_TRUE(hit) << why;
-  EXPECT_EQ(hit->manifest.library_sha256, sha256_hex(read_text(cache.library_path(kKey))));
+  EXPECT_EQ(hit->manifest.artifact_sha256, sha256_hex(read_text(cache.artifact_path(kKey, "so"))));
   EXPECT_FALSE(cache.load_stages(kKey, hit->manifest));
 }
 

@@ -8,12 +8,15 @@
 #include <thread>
 
 #include "runtime/compiler.h"
-#include "runtime/shared_library.h"
-#include "runtime/thread_pool.h"
+#include "backends/cpu/kernel.h"
+#include "backends/cpu/thread_pool.h"
 #include "runtime_test_util.h"
 
 namespace tegula::runtime {
 namespace {
+
+using backends::cpu::SharedLibrary;
+using backends::cpu::ThreadPool;
 
 using testing::build_shared_object;
 using testing::TempDir;
@@ -64,8 +67,7 @@ class LaunchTest : public ::testing::Test {
                       {"d", ir::Type::of(ir::Scalar::F32), 1},     {"e", ir::Type::of(ir::Scalar::I1), 1},
                       {"f", ir::Type::of(ir::Scalar::F64), 1},     {"g", ir::Type::of(ir::Scalar::I8), 1},
                       {"h", ir::Type::of(ir::Scalar::U16), 1}};
-    kernel_.library = SharedLibrary::open(tmp_ / "recorder.so");
-    kernel_.entry = kernel_.library->symbol("tegula_kernel");
+    kernel_.loaded = backends::cpu::CpuKernel::open(tmp_ / "recorder.so");
   }
 
   static ArgValue pointer(const void* p) {

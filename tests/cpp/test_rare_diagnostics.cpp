@@ -25,7 +25,7 @@ using testing::sample_manifest;
 // refuses the write.
 TEST_F(DiskCacheTest, AnEntryThatCannotBeWrittenIsE0902) {
   DiskCache cache(directory_);
-  std::filesystem::create_directories(cache.library_path(kKey) + "/occupied");
+  std::filesystem::create_directories(cache.artifact_path(kKey, "so") + "/occupied");
   std::string built = cache.temporary_path(kKey, "so");
   std::filesystem::copy_file(tmp_ / "kernel.so", built);
   CacheManifest manifest = sample_manifest();
@@ -36,7 +36,7 @@ TEST_F(DiskCacheTest, AnEntryThatCannotBeWrittenIsE0902) {
     EXPECT_EQ(e.code(), Diag::CacheWriteFailed);
     EXPECT_EQ(e.kind(), ErrorKind::Value);
     std::string text = e.what();
-    EXPECT_TRUE(text.starts_with("error[E0902]: cannot write " + cache.library_path(kKey) + ": ")) << text;
+    EXPECT_TRUE(text.starts_with("error[E0902]: cannot write " + cache.artifact_path(kKey, "so") + ": ")) << text;
   }
   // The failed store leaves no half-written file behind.
   EXPECT_FALSE(std::filesystem::exists(built));

@@ -1,4 +1,4 @@
-#include "runtime/thread_pool.h"
+#include "backends/cpu/thread_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,9 @@
 
 #include "runtime_test_util.h"
 
-namespace tegula::runtime {
+namespace tegula::backends::cpu {
 namespace {
+
 
 // Every id of [0, total) is visited exactly once, whatever the chunking.
 void expect_each_id_once(ThreadPool& pool, int64_t total, int64_t chunk) {
@@ -142,4 +143,4 @@ TEST(ThreadPool, GlobalPoolIsOneObject) {
 }
 
 }  // namespace
-}  // namespace tegula::runtime
+}  // namespace tegula::backends::cpu

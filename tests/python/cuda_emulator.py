@@ -66,17 +66,16 @@ def require_emulator():
 def compile_cuda(kernel, args, constexprs, num_warps=4, arch=90, num_stages=None):
     """The CompiledKernel of `kernel` for the CUDA backend (source kept), and
     the argument values in the order of its runtime parameters."""
-    sig = kernel._signature or kernel._load_signature()
-    values = kernel._bind(sig, tuple(args), dict(constexprs))
-    options = {"num_warps": num_warps}
-    if num_stages is not None:
-        options["num_stages"] = num_stages
-    key, _ = kernel._specialize(sig, values, options)
+    request, _ = kernel._request_for(*args, **constexprs)
     compile_options = _C.CompileOptions(backend="cuda", cuda_arch=arch, num_warps=num_warps, keep_stages=True)
-    if num_stages is not None and hasattr(compile_options, "num_stages"):
+    if num_stages is not None:
         compile_options.num_stages = num_stages
-    compiled = _C.compile(kernel._request(sig, key), compile_options)
-    ordered = [values[sig.index[p[0]]] for p in compiled.params]
+    compiled = _C.compile(request, compile_options)
+    sig = kernel.signature
+    named = {name: default for name, default in zip(sig.names, sig.defaults)}
+    named.update(zip(sig.names, args))
+    named.update(constexprs)
+    ordered = [named[p[0]] for p in compiled.params]
     return compiled, ordered
 
 

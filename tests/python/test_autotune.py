@@ -19,7 +19,6 @@ import pytest
 
 import tegula
 import tegula.language as tl
-from tegula import _kernel_effects
 from tegula._autotune_report import Progress
 from tegula.autotune import AutotuneError, AutotuneWarning
 
@@ -444,34 +443,36 @@ def effects_kernel(x_ptr, y_ptr, idx_ptr, unused_ptr, n, BLOCK: tl.constexpr):
 
 def test_kernel_effects_follow_pointers_through_loads_and_loops():
     a = np.zeros(64, np.float32)
-    info = effects_kernel.inspect(a, a, np.zeros(64, np.int32), a, 64, BLOCK=64)
-    effects = _kernel_effects.analyze(info.ir)
-    E = _kernel_effects.ParamEffects
+    effects = effects_kernel.warmup(a, a, np.zeros(64, np.int32), a, 64, BLOCK=64).effects
+    E = tegula._C.PointerEffects
     assert effects == {"x_ptr": E(read=True, written=True), "y_ptr": E(written=True),
                        "idx_ptr": E(read=True), "unused_ptr": E()}
+    assert effects_kernel.inspect(a, a, np.zeros(64, np.int32), a, 64, BLOCK=64).effects == effects
 
 
-def test_kernel_effects_assume_the_worst_about_unknown_text():
-    assert _kernel_effects.analyze("not ir") is None
-    assert _kernel_effects.analyze("kernel @k(%p: ptr<f32>) {\n  store %p, %p\n") is None
-    ir = ("kernel @k(%p: ptr<f32>, %q: ptr<f32>, %a: i64) {\n"
-          "  %0 = cast %a : ptr<f32>\n"
-          "  %1 = constant {value = 1.0} : f32\n"
-          "  store %0, %1\n"
-          "  return\n"
-          "}\n")
-    effects = _kernel_effects.analyze(ir)
-    assert effects["p"].written and effects["q"].written  # an address made from an integer
+@tegula.jit
+def store_through_an_address(p_ptr, q_ptr, table_ptr):
+    where = tl.load(table_ptr).to(tl.pointer_type(tl.float32))
+    tl.store(where, 1.0)
+
+
+def test_kernel_effects_assume_the_worst_about_addresses_made_from_integers():
+    effects = store_through_an_address.warmup(np.zeros(1, np.float32), np.zeros(1, np.float32),
+                                              np.zeros(1, np.int64)).effects
+    E = tegula._C.PointerEffects
+    # An address read from memory may point anywhere: every pointer parameter counts as written.
+    assert effects == {"p_ptr": E(written=True), "q_ptr": E(written=True), "table_ptr": E(read=True, written=True)}
+
+
+@tegula.jit
+def accumulate(acc_ptr, x_ptr):
+    tl.atomic_add(acc_ptr, tl.load(x_ptr))
 
 
 def test_kernel_effects_of_atomics():
-    ir = ("kernel @k(%acc: ptr<f32>, %x: ptr<f32>) {\n"
-          "  %0 = load %x : f32                                        // k.py:2:9\n"
-          "  %1 = atomic_rmw %acc, %0 {op = \"add\", sem = \"acq_rel\"} : f32  // k.py:3:5\n"
-          "  return\n"
-          "}\n")
-    E = _kernel_effects.ParamEffects
-    assert _kernel_effects.analyze(ir) == {"acc": E(read=True, written=True, atomic=True), "x": E(read=True)}
+    E = tegula._C.PointerEffects
+    effects = accumulate.warmup(np.zeros(1, np.float32), np.zeros(1, np.float32)).effects
+    assert effects == {"acc_ptr": E(read=True, written=True, atomic=True), "x_ptr": E(read=True)}
 
 
 # --- the example ---------------------------------------------------------------------------

@@ -177,11 +177,10 @@ def test_every_config_compiles_for_the_gpu(arch):
         pytest.skip(f"NVRTC cannot be loaded here: {e}")
     bf16 = np.zeros(16, ml_dtypes.bfloat16)
     configs = autotuned_matmul.CONFIGS if arch == 90 else autotuned_matmul.CONFIGS[:2]
-    sig = matmul_kernel._signature or matmul_kernel._load_signature()
     for config in configs:
         args = (bf16, bf16, bf16, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1)
-        key, _ = matmul_kernel._specialize(sig, matmul_kernel._bind(sig, args, config.kwargs))
+        request, _ = matmul_kernel._request_for(*args, **config.kwargs)
         options = _C.CompileOptions(backend="cuda", cuda_arch=arch, num_warps=config.num_warps,
                                     num_stages=config.num_stages)
-        kernel = _C.compile(matmul_kernel._request(sig, key), options)
+        kernel = _C.compile(request, options)
         assert kernel is not None, config

@@ -144,20 +144,19 @@ def _run_one(cache: pathlib.Path, backend_name: str, tmp: pathlib.Path) -> dict:
     return _start(cache, backend_name, 1, tmp)[0]
 
 
-def _payload_suffix(backend_name: str) -> str:
-    return ".cubin" if backend_name == "cuda" else ".so"
-
-
 def _entries(cache: pathlib.Path, backend_name: str) -> dict:
-    """{kernel name: (manifest path, payload path)} of the cache's entries,
-    each checked: the manifest is complete and names its payload's hash."""
+    """{kernel name: (manifest path, artifact path)} of the cache's entries,
+    each checked: the manifest is complete, names the backend that built it
+    and its artifact's file and hash."""
     entries = {}
     for manifest in sorted(cache.glob("*.meta")):
         text = manifest.read_text()
         assert text.startswith("tegula-kernel-cache ") and text.endswith("\nend\n"), text
         fields = dict(line.split(" ", 1) for line in text.splitlines()[1:-1] if " " in line)
-        payload = manifest.with_suffix(_payload_suffix(backend_name))
-        assert hashlib.sha256(payload.read_bytes()).hexdigest() == fields["library"], manifest
+        assert fields["backend"] == backend_name, manifest
+        extension, digest = fields["artifact"].split(" ")
+        payload = manifest.with_suffix("." + extension)
+        assert hashlib.sha256(payload.read_bytes()).hexdigest() == digest, manifest
         assert fields["kernel"] not in entries, f"two entries for {fields['kernel']}"
         entries[fields["kernel"]] = (manifest, payload)
     return entries

@@ -1,5 +1,5 @@
-"""The CUDA side of launching: which backend and device a launch picks from
-its arguments (exact error texts, no GPU needed), the array helper of the
+"""The CUDA side of launching: which backend and device the launcher picks
+from a launch's arguments (exact error texts, no GPU needed), the array helper of the
 `backend` fixture, and, on a GPU, kernels on torch CUDA tensors: results
 against torch, the caller's stream, num_warps, inspect() and driver errors."""
 
@@ -43,11 +43,25 @@ class FakeCupyArray:
 # --- choosing the backend (no GPU needed) -----------------------------------------------------
 
 
+@tegula.jit
+def scalars_only(value, n):
+    # No array arguments: TEGULA_BACKEND alone picks the backend.
+    tl.static_assert(True)
+
+
+def _placed(kernel, *args, **kwargs):
+    """(backend, device) a launch with these arguments would run on."""
+    _, options = kernel._launcher.request(*args, **kwargs)
+    return options.backend, options.device
+
+
 def test_host_arrays_choose_the_cpu(monkeypatch):
     monkeypatch.delenv("TEGULA_BACKEND", raising=False)
-    assert device.choose("k", {"x": None, "y": None}) == ("cpu", None)
-    assert device.choose("k", {}) == ("cpu", None)
-    assert device.choose("k", {"x": 1, "y": 1}) == ("cuda", 1)
+    x = np.zeros(100, dtype=np.float32)
+    assert _placed(add_kernel, x, x, x, 100, BLOCK=128) == ("cpu", 0)
+    assert _placed(scalars_only, 1.0, 3) == ("cpu", 0)
+    cuda = [FakeCudaTensor(1) for _ in range(3)]
+    assert _placed(add_kernel, *cuda, 100, BLOCK=128) == ("cuda", 1)
 
 
 def test_mixed_devices_name_every_argument(monkeypatch):
@@ -72,11 +86,11 @@ def test_forced_backend_conflicts_are_errors(monkeypatch):
         add_kernel[(1,)](x, x, x, 100, BLOCK=128)
     monkeypatch.setenv("TEGULA_BACKEND", "cpu")
     with pytest.raises(ValueError, match=re.escape(
-            "TEGULA_BACKEND=cpu, but argument 'x_ptr' of kernel 'k' is on cuda:0")):
-        device.choose("k", {"x_ptr": 0})
+            "TEGULA_BACKEND=cpu, but argument 'x_ptr' of kernel 'add_kernel' is on cuda:0")):
+        _placed(add_kernel, FakeCudaTensor(), FakeCudaTensor(), FakeCudaTensor(), 100, BLOCK=128)
     monkeypatch.setenv("TEGULA_BACKEND", "tpu")
     with pytest.raises(ValueError, match=re.escape("TEGULA_BACKEND must be 'cpu' or 'cuda', got 'tpu'")):
-        device.choose("k", {})
+        _placed(scalars_only, 1.0, 3)
 
 
 def test_malformed_cuda_array_interface_is_a_type_error(monkeypatch):
@@ -196,4 +210,4 @@ def test_cuda_tensor_mixed_with_numpy_names_the_arguments(torch):
 
 def test_host_address_is_not_device_memory(torch):
     with pytest.raises(ValueError, match="is not CUDA device memory"):
-        device.pointer_device(np.zeros(4).ctypes.data)
+        tegula._C.cuda_pointer_device(np.zeros(4).ctypes.data)

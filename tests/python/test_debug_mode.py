@@ -650,11 +650,9 @@ def _require_nvrtc():
 
 
 def _cuda_stages(kernel, arch, args, meta):
-    sig = kernel._signature or kernel._load_signature()
-    key, _ = kernel._specialize(sig, kernel._bind(sig, args, meta))
-    options = tegula._C.CompileOptions(backend="cuda", cuda_arch=arch, keep_stages=True,
-                                       debug=("debug", True) in key)
-    return tegula._C.compile(kernel._request(sig, key), options)
+    request, _ = kernel._request_for(*args, **meta)
+    options = tegula._C.CompileOptions(backend="cuda", cuda_arch=arch, keep_stages=True, debug=request.debug)
+    return tegula._C.compile(request, options)
 
 
 def _f32(n):

@@ -60,9 +60,8 @@ def test_option_must_be_a_bool():
 def _request():
     x, y, z = _inputs(64)
     kernel = multiply_add_kernel
-    sig = kernel._signature or kernel._load_signature()
-    key, _ = kernel._specialize(sig, kernel._bind(sig, (x, y, z, np.zeros_like(x), 64), {"BLOCK": 64}))
-    return kernel._request(sig, key)
+    request, _ = kernel._request_for(x, y, z, np.zeros_like(x), 64, BLOCK=64)
+    return request
 
 
 def test_cpu_cache_key_ignores_the_option():

@@ -98,7 +98,7 @@ def test_float_scalar_argument_and_do_not_specialize():
     out = np.zeros(100, dtype=np.float32)
     for n in (1, 16, 50):
         fill_kernel[(1,)](out, 2.5, n, BLOCK=128)
-    assert len(fill_kernel._cache) == 1  # `n` never specializes
+    assert len(fill_kernel._launcher) == 1  # `n` never specializes
     np.testing.assert_array_equal(out[:50], 2.5)
     np.testing.assert_array_equal(out[50:], 0.0)
 

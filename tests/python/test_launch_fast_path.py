@@ -1,7 +1,8 @@
-"""The C++ launch path (`_C.Launcher`, src/bindings/bind_launch.cpp): it must
-launch exactly what the Python path (JITFunction._launch_python) would, call
-back into Python only on a cache miss, and key its cache so that two launches
-share an entry only when their Python keys are equal."""
+"""The launch path (`_C.Launcher`, src/bindings/launcher.h): it calls back
+into Python only on a cache miss (for the kernel's sources), keys its cache
+so that two launches share an entry exactly when Triton's specialization
+rules say they compile alike, and reports every launch mistake with the
+text and code the Python package always used."""
 
 import gc
 import itertools
@@ -37,20 +38,20 @@ def fill(out_ptr, value, n, FLAG: tl.constexpr, BLOCK: tl.constexpr):
 
 def _count_python_calls(kernel, monkeypatch):
     """Counts the launcher's calls back into Python (per instance, so other
-    kernels are untouched)."""
-    calls = {"python": 0, "miss": 0}
-    launch_python, entry_for_launch = kernel._launch_python, kernel._entry_for_launch
+    kernels are untouched): `miss` compiles, `plan` reads the signature."""
+    calls = {"miss": 0, "plan": 0}
+    compile_, launch_plan = kernel._compile, kernel._launch_plan
 
-    def counted_launch(*args):
-        calls["python"] += 1
-        return launch_python(*args)
-
-    def counted_entry(*args):
+    def counted_compile(*args):
         calls["miss"] += 1
-        return entry_for_launch(*args)
+        return compile_(*args)
 
-    monkeypatch.setattr(kernel, "_launch_python", counted_launch, raising=False)
-    monkeypatch.setattr(kernel, "_entry_for_launch", counted_entry, raising=False)
+    def counted_plan():
+        calls["plan"] += 1
+        return launch_plan()
+
+    monkeypatch.setattr(kernel, "_compile", counted_compile, raising=False)
+    monkeypatch.setattr(kernel, "_launch_plan", counted_plan, raising=False)
     return calls
 
 
@@ -81,8 +82,8 @@ def test_hits_never_call_python(monkeypatch):
     for alpha in (1.0, 3.0, -1.5):
         assert kernel[(2,)](x, x, out, alpha, 300, BLOCK=256) is first
         np.testing.assert_array_equal(out, alpha * x + x)
-    assert calls == {"python": 0, "miss": 1}
-    assert len(kernel._launcher) == 1 and len(kernel._cache) == 1
+    assert calls == {"miss": 1, "plan": 1}
+    assert len(kernel._launcher) == 1
 
 
 def test_keyword_arguments_and_launch_options(monkeypatch):
@@ -96,7 +97,7 @@ def test_keyword_arguments_and_launch_options(monkeypatch):
     kernel[(1,)](x, x, out, 3.0, 64, BLOCK=64, num_warps=8)  # another key: num_warps is part of it
     kernel[(1,)](x, x, out, 3.0, 64, BLOCK=64, num_warps=8, enable_fp_fusion=True)  # True: the default
     np.testing.assert_array_equal(out, 4 * x)
-    assert calls == {"python": 0, "miss": 2}
+    assert calls["miss"] == 2
 
 
 def test_specialization_classes():
@@ -109,7 +110,7 @@ def test_specialization_classes():
     kernel[(1,)](x, x, x, 1.0, 1, BLOCK=16)      # the value 1
     kernel[(1,)](x[1:], x, x, 1.0, 1001, BLOCK=16)  # an address not 16-byte aligned
     kernel[(1,)](x, x, x, 1.0, 1 << 40, BLOCK=16)   # i64
-    assert len(kernel._launcher) == 5 == len(kernel._cache)
+    assert len(kernel._launcher) == 5
 
 
 def test_grid_forms_and_callable_called_once():
@@ -162,13 +163,13 @@ def test_backend_setting_is_read_at_every_launch(monkeypatch):
     monkeypatch.delenv("TEGULA_BACKEND", raising=False)
     kernel[(1,)](x, x, out, 1.0, 16, BLOCK=16)  # compiled and cached for the CPU
     calls = _count_python_calls(kernel, monkeypatch)
-    monkeypatch.setenv("TEGULA_BACKEND", "cpu")  # agrees with the cached kernel: still the fast path
+    monkeypatch.setenv("TEGULA_BACKEND", "cpu")  # agrees with the cached kernel: a hit
     kernel[(1,)](x, x, out, 2.0, 16, BLOCK=16)
     np.testing.assert_array_equal(out, 3 * x)
-    assert calls == {"python": 0, "miss": 0}
+    assert calls["miss"] == 0
     monkeypatch.setenv("TEGULA_BACKEND", "cuda")  # host arrays now conflict, cached or not
     for launch in (lambda: kernel[(1,)](x, x, out, 1.0, 16, BLOCK=16),
-                   lambda: kernel._launch_python((1,), (x, x, out, 1.0, 16), {"BLOCK": 16})):
+                   lambda: kernel.warmup(x, x, out, 1.0, 16, BLOCK=16)):
         with pytest.raises(ValueError, match="TEGULA_BACKEND=cuda, but argument 'x_ptr' of kernel 'axpy' is in "
                                              "host memory"):
             launch()
@@ -180,25 +181,23 @@ def no_arrays(value, n):
     tl.static_assert(True)
 
 
-def test_backend_setting_toggled_keeps_both_paths_agreeing(monkeypatch):
+def test_backend_setting_toggled_keeps_one_entry_per_backend(monkeypatch):
     kernel = _fresh(no_arrays)
+    calls = _count_python_calls(kernel, monkeypatch)
     monkeypatch.delenv("TEGULA_BACKEND", raising=False)
-    kernel[(1,)](1.0, 3)  # compiled for the CPU, cached by both paths
-    first = kernel._entry_for_launch((1.0, 3), {})
-    assert first.device is None
-    monkeypatch.setenv("TEGULA_BACKEND", "cpu")
-    assert kernel._entry_for_launch((1.0, 3), {}) is first
+    first = kernel[(1,)](1.0, 3)  # compiled for the CPU
+    assert first.backend == "cpu" and calls["miss"] == 1
+    monkeypatch.setenv("TEGULA_BACKEND", "cpu")  # the same backend: the same entry
+    assert kernel[(1,)](2.0, 3) is first and calls["miss"] == 1
     from tegula import _device
 
     if _device.cuda_status()[0]:
         monkeypatch.setenv("TEGULA_BACKEND", "cuda")
-        kernel[(1,)](1.0, 3)  # a CUDA entry, kept beside the first
-        forced = kernel._entry_for_launch((1.0, 3), {})
-        assert forced is not first and forced.device is not None
+        forced = kernel[(1,)](1.0, 3)  # a CUDA entry, kept beside the first
+        assert forced is not first and forced.backend == "cuda" and calls["miss"] == 2
     monkeypatch.delenv("TEGULA_BACKEND")
-    # The entry of the key is still the first one: what the C++ launcher caches for it.
-    assert kernel._entry_for_launch((1.0, 3), {}) is first
-    kernel[(1,)](2.0, 3)
+    assert kernel[(1,)](2.0, 3) is first  # the CPU entry is still there
+    assert len(kernel._launcher) == calls["miss"]
 
 
 def test_parameter_named_like_the_launch_arguments():
@@ -229,24 +228,27 @@ def test_defaults_and_constexpr_kinds(monkeypatch):
     assert out[0] == -3.0
     k[(1,)](out, 1.5, SCALE=np.int32(4))
     assert out[0] == 6.0
-    assert calls["python"] == 0 and len(k._cache) == 3
+    assert calls["miss"] == 3 and len(k._launcher) == 3
 
 
-def test_debug_launches_take_the_python_path(monkeypatch):
+def test_debug_mode_is_part_of_the_key(monkeypatch):
     kernel = _fresh(axpy)
     calls = _count_python_calls(kernel, monkeypatch)
     x = np.arange(32, dtype=np.float32)
     out = np.zeros_like(x)
     kernel.debug = True
-    kernel[(1,)](x, x, out, 1.0, 32, BLOCK=32)
-    assert calls["python"] == 1 and kernel[(1,)](x, x, out, 1.0, 32, BLOCK=32).debug
+    assert kernel[(1,)](x, x, out, 1.0, 32, BLOCK=32).debug
+    assert kernel[(1,)](x, x, out, 1.0, 32, BLOCK=32).debug and calls["miss"] == 1
     kernel.debug = False
     assert not kernel[(1,)](x, x, out, 1.0, 32, BLOCK=32).debug
-    assert calls["python"] == 2
+    assert calls["miss"] == 2 and len(kernel._launcher) == 2
     np.testing.assert_array_equal(out, 2 * x)
+    kernel.debug = True  # the debug entry is kept
+    kernel[(1,)](x, x, out, 1.0, 32, BLOCK=32)
+    assert calls["miss"] == 2
 
 
-def test_errors_come_from_the_python_path():
+def test_launch_errors_keep_their_texts():
     x = np.zeros(16, dtype=np.float32)
     with pytest.raises(TypeError, match="got an unexpected keyword argument 'BLOK'"):
         axpy[(1,)](x, x, x, 1.0, 16, BLOK=16)
@@ -290,51 +292,107 @@ def test_kernels_are_garbage_collected():
     assert ref() is None
 
 
-# --- the key: equal bytes only for equal Python keys ---------------------------------------------
+# --- the key: Triton's specialization rules, and nothing else ---------------------------------
+
+_NUMPY_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "bool": "i1", "bfloat16": "bf16",
+                "uint64": "u64", "int8": "i8"}
 
 
-def _python_key(kernel, args, kwargs):
-    sig = kernel._signature or kernel._load_signature()
-    kwargs = dict(kwargs)
-    options = kernel._pop_launch_options(sig, kwargs) if kwargs else None
-    return kernel._specialize(sig, kernel._bind(sig, args, kwargs), options)[0]
+def _expected_runtime(value, specialize=True):
+    """Triton's rules, written out: (kind, dtype, divisibility, is_one) of a runtime argument."""
+    if isinstance(value, np.ndarray):
+        return ("Pointer", _NUMPY_NAMES[value.dtype.name], 16 if value.ctypes.data % 16 == 0 else 1, False)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return ("Bool", "i1", 1, False)
+    if isinstance(value, float):
+        return ("Float", "f32", 1, False)
+    width = "i32" if -2**31 <= value < 2**31 else "i64" if -2**63 <= value < 2**63 else "u64"
+    if not specialize:
+        return ("Int", width, 1, False)
+    return ("Int", width, 16 if value % 16 == 0 else 1, value == 1)
 
 
-def test_key_bytes_follow_python_keys():
+def _expected_constexpr(value):
+    """(kind of the constant, its value) of a constexpr argument."""
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, tl.dtype):
+        return ("DType", value.canonical_name)
+    kind = {bool: "Bool", int: "Int", float: "Float", str: "Str", type(None): "None_"}[type(value)]
+    return (kind, repr(value) if kind == "Float" else value)
+
+
+def _spec_of(spec):
+    kinds = tegula._C.ArgSpec.Kind
+    if spec.kind == kinds.Constexpr:
+        v = spec.value
+        kind = v.kind.name
+        payload = {"Bool": bool(v.int_value), "Int": v.int_value, "Float": repr(v.float_value), "Str": v.text,
+                   "DType": v.text, "None_": None}[kind]
+        return (kind, payload)
+    return (spec.kind.name, spec.dtype, spec.divisibility, spec.is_one)
+
+
+def test_keys_follow_tritons_rules():
     ml_dtypes = pytest.importorskip("ml_dtypes")
     base = np.zeros(64, dtype=np.float32)
     pointers = [base, base[1:], base[::2], np.zeros(8, np.float64), np.zeros(8, np.int32),
                 np.zeros(8, np.bool_), np.zeros(8, ml_dtypes.bfloat16), np.zeros(8, np.uint64)]
     values = [0, 1, 2, 16, 17, -16, -1, 2**31, -2**31 - 1, 2**40, 2**63, np.int64(16), np.int8(1),
               1.5, -0.0, np.float32(2.0), True, False, np.bool_(True)]
-    flags = [True, False, 1, 0, None, "a", "b", 1.5, -0.0, float("nan"), tl.float32, tl.int8,
+    flags = [True, False, 1, 0, None, "a", "b", 1.5, -0.0, tl.float32, tl.int8,
              tl.constexpr(3), np.int32(3), 3, np.float64(1.5)]
     options = [{}, {"num_warps": 2}, {"num_warps": 2, "num_stages": 3}, {"enable_fp_fusion": False},
                {"enable_fp_fusion": True}]
     cases = []
-    for p, v, f in itertools.product(pointers[:3] + pointers[3:], values[:8], flags[:6]):
+    for p, v, f in itertools.product(pointers, values[:8], flags[:6]):
         cases.append(((p, v, 8), {"FLAG": f, "BLOCK": 16}))
     for v, f, o in itertools.product(values, flags, options):
         cases.append(((base, v, 8), {"FLAG": f, "BLOCK": 16, **o}))
-    keys = []
+    by_key = {}
     for args, kwargs in cases:
-        data = fill._launcher.specialization(*args, **kwargs)
-        assert data is not None, (args, kwargs)
-        keys.append((data, _python_key(fill, args, kwargs)))
-    by_bytes = {}
-    for data, key in keys:
-        by_bytes.setdefault(data, set()).add(key)
-    assert all(len(python_keys) == 1 for python_keys in by_bytes.values())
-    # and not coarser than needed: arguments of the same types and classes share bytes
+        request, options_ = fill._launcher.request(*args, **kwargs)
+        specs = [_spec_of(s) for s in request.args]
+        out_ptr, value, n = args
+        expected = [_expected_runtime(out_ptr), _expected_runtime(value), _expected_runtime(n),
+                    _expected_constexpr(kwargs["FLAG"]), _expected_constexpr(kwargs["BLOCK"])]
+        assert specs == expected, (args, kwargs)
+        compiled = (tuple(specs), options_.num_warps, options_.num_stages, options_.fp_fusion, options_.backend)
+        by_key.setdefault(fill._launcher.specialization(*args, **kwargs), set()).add(compiled)
+    # One key per compile and one compile per key: equal keys exactly when the request is equal.
+    assert all(len(compiles) == 1 for compiles in by_key.values())
+    assert len(by_key) == len(set().union(*by_key.values()))
+    # and not finer than the rules: arguments of the same classes share a key
     assert fill._launcher.specialization(base, 5, 8, FLAG=1, BLOCK=16) == \
         fill._launcher.specialization(base[16:], 7, 9, FLAG=1, BLOCK=16)
 
 
-def test_key_bytes_none_where_python_decides():
+def test_do_not_specialize_keeps_ints_generic():
+    @tegula.jit(do_not_specialize=["n", 0])
+    def k(m, n, out_ptr):
+        tl.store(out_ptr, m + n)
+
+    out = np.zeros(1, np.int32)
+    for m, n in ((1, 1), (16, 32), (5, 7)):
+        request, _ = k._launcher.request(m, n, out)
+        assert [_spec_of(s) for s in request.args[:2]] == [("Int", "i32", 1, False)] * 2
+        k[(1,)](m, n, out)
+        assert out[0] == m + n
+    assert len(k._launcher) == 1
+
+
+def test_key_errors_are_the_launch_errors():
     x = np.zeros(16, dtype=np.float32)
-    assert fill._launcher.specialization(x, 1.0, 16, FLAG=True, BLOCK=16, BLOK=3) is None  # unknown keyword
-    assert fill._launcher.specialization(x, 1.0, 16, True, 16, 5) is None  # too many arguments
-    assert fill._launcher.specialization(x, 1.0, 16, FLAG=True) is None  # missing BLOCK
+    with pytest.raises(TypeError, match="got an unexpected keyword argument 'BLOK'"):
+        fill._launcher.specialization(x, 1.0, 16, FLAG=True, BLOCK=16, BLOK=3)
+    with pytest.raises(TypeError, match=r"takes 5 arguments \(out_ptr, value, n, FLAG, BLOCK\) but 6 were given"):
+        fill._launcher.specialization(x, 1.0, 16, True, 16, 5)
+    with pytest.raises(TypeError, match="is missing 1 required argument: 'BLOCK'"):
+        fill._launcher.specialization(x, 1.0, 16, FLAG=True)
 
 
 # --- torch tensors, without torch --------------------------------------------------------------
@@ -382,7 +440,7 @@ def test_torch_like_tensors_take_the_fast_path(monkeypatch):
     for alpha in (1.0, 2.0, 3.0):
         kernel[(1,)](x, x, out, alpha, 100, BLOCK=128)
         np.testing.assert_array_equal(out.array, alpha * x.array + x.array)
-    assert calls == {"python": 0, "miss": 1}
+    assert calls["miss"] == 1
     assert x.reads >= 6  # every launch reads the address again
     with pytest.raises(TypeError, match="argument 'out_ptr' of kernel 'axpy' must be an array or a scalar, "
                                         "got object"):

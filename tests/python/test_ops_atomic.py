@@ -476,10 +476,9 @@ def _require_nvrtc():
 
 
 def _ptx(kernel, arch, tmp_path, args, meta):
-    sig = kernel._signature or kernel._load_signature()
-    key, _ = kernel._specialize(sig, kernel._bind(sig, args, meta))
+    request, _ = kernel._request_for(*args, **meta)
     options = _C.CompileOptions(backend="cuda", cuda_arch=arch, keep_stages=True, cache_dir=str(tmp_path))
-    return _C.compile(kernel._request(sig, key), options).ptx
+    return _C.compile(request, options).ptx
 
 
 def _every_op_args(name):

@@ -547,11 +547,10 @@ def test_errors_are_located(kernel, args, needle, text):
 def _compile_for_cuda(tmp_path, kernel, args, constexprs, arch, num_warps):
     from tegula import _C
 
-    sig = kernel._signature or kernel._load_signature()
-    key, _ = kernel._specialize(sig, kernel._bind(sig, args, constexprs))
+    request, _ = kernel._request_for(*args, **constexprs)
     options = _C.CompileOptions(backend="cuda", cuda_arch=arch, num_warps=num_warps, keep_stages=True,
                                 cache_dir=str(tmp_path))
-    return _C.compile(kernel._request(sig, key), options)
+    return _C.compile(request, options)
 
 
 def _cuda_cases():

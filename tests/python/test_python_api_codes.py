@@ -25,7 +25,7 @@ PACKAGE = ROOT / "python" / "tegula"
 # wrappers of the example kernels (examples/*.py, E0713); the benchmark, the
 # demo, testing and the Triton-twin tooling report their own command-line
 # mistakes uncoded.
-USER_FACING = [PACKAGE / name for name in ("jit.py", "autotune.py", "_specialize.py", "_device.py",
+USER_FACING = [PACKAGE / name for name in ("jit.py", "autotune.py", "_launch_support.py", "_device.py",
                                            "_saved_arguments.py", "tensor_descriptor.py", "_reinterpret.py",
                                            "language")]
 USER_FACING += [path for path in sorted((ROOT / "examples").glob("*.py")) if path.name != "demo.py"]

@@ -105,8 +105,9 @@ def test_host_descriptor_specializes_on_block_shape(backend):
     for block in ([16, 16], [8, 32], [16, 16]):
         host_copy_kernel[(32 // block[0], 32 // block[1])](
             tegula.TensorDescriptor.from_tensor(x, block), tegula.TensorDescriptor.from_tensor(y, block), 1.0)
-    compiled = {k for k in host_copy_kernel._cache if k[0][0] == "d"}
-    assert len({k[0][3] for k in compiled}) >= 2  # one specialization per block shape
+    descriptors = [args[0] for args in host_copy_kernel._launcher.specializations()
+                   if args[0].kind == tegula._C.ArgSpec.Kind.TensorDescriptor]
+    assert len({tuple(d.block_shape) for d in descriptors}) >= 2  # one specialization per block shape
     np.testing.assert_array_equal(backend.numpy(y), backend.numpy(x))
 
 

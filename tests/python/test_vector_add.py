@@ -35,14 +35,15 @@ def test_empty_grid_runs_nothing():
 def test_int_specialization_classes_share_compiled_kernels():
     x = np.ones(4096, dtype=np.float32)
     out = np.empty_like(x)
-    before = len(add_kernel._cache)
+    before = len(add_kernel._launcher)
     for n in (1000, 1001, 1003):  # same class: i32, not 1, not divisible by 16
         add_kernel[(tegula.cdiv(n, 256),)](x, x, out, n, BLOCK=256)
-    assert len(add_kernel._cache) - before <= 1
+    assert len(add_kernel._launcher) - before <= 1
     add_kernel[(4,)](x, x, out, 1024, BLOCK=256)  # divisible by 16: a new variant
     add_kernel[(1,)](x, x, out, 1, BLOCK=256)     # the value 1: a new variant
-    keys = {k[3] for k in add_kernel._cache}
-    assert ("i", "i32", False, False) in keys
-    assert ("i", "i32", False, True) in keys
-    assert ("i", "i32", True, False) in keys
+    # n's spec in each: (width, is_one, divisibility)
+    classes = {(args[3].dtype, args[3].is_one, args[3].divisibility) for args in add_kernel._launcher.specializations()}
+    assert ("i32", False, 1) in classes
+    assert ("i32", False, 16) in classes
+    assert ("i32", True, 1) in classes
     np.testing.assert_array_equal(out[:1], 2.0)

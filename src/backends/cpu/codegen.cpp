@@ -12,6 +12,7 @@
 #include "backends/cpu/prelude_atomic.h"
 #include "backends/cpu/prelude_fp8.h"
 #include "backends/cpu/prelude_sort.h"
+#include "backends/kernel_abi.h"
 #include "ir/fp8.h"
 #include "support/diagnostic.h"
 
@@ -336,8 +337,8 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   unit.line("// ---- kernel ----");
   unit.raw(ctx.out.text());
   unit.blank();
-  unit.open(
-      "extern \"C\" void tegula_kernel(void* const* args, const int32_t* grid, int64_t first, int64_t last)");
+  unit.open("extern \"C\" void " + std::string(abi::kEntrySymbol) +
+            "(void* const* args, const int32_t* grid, int64_t first, int64_t last)");
   std::string call_args;
   for (size_t i = 0; i < fn.params.size(); ++i) {
     const ir::Param& p = fn.params[i];

@@ -1,16 +1,13 @@
 // CPU code generation: tile IR -> one self-contained C++ translation unit.
 //
-// The generated unit exports (extern "C"):
+// The generated unit exports the CPU entry of the kernel ABI
+// (backends/kernel_abi.h: abi::kEntrySymbol, abi::CpuEntry):
 //
 //   void tegula_kernel(void* const* args, const int32_t* grid,
 //                      int64_t first, int64_t last);
 //
-// It runs the program instances with linear ids [first, last), where the
-// linear id of program (x, y, z) is x + grid[0] * (y + grid[1] * z).
-// `args[i]` points at the value of kernel parameter i (ir::Function::params):
-// a `void*` slot for pointers, an int32_t/int64_t/uint64_t slot for integers,
-// a float slot for f32, a uint8_t slot for i1. The runtime splits the id range
-// across its worker threads.
+// It runs the program instances with linear ids [first, last); `args[i]`
+// points at the slot of kernel parameter i (ir::Function::params).
 //
 // Each program instance is straight-line C++: tiles are local arrays (or
 // fused element loops), reductions and dot are loops the C++ compiler

@@ -7,7 +7,7 @@
 // The debug ABI: after the kernel's own argument slots, `args` holds two
 // uint64_t slots per pointer parameter, in parameter order (its array's
 // first byte and its size in bytes), then one slot holding the address of
-// the TgDebugRecord (runtime/debug_record.h). Each program instance gets a
+// the TgDebugRecord (backends/kernel_abi.h). Each program instance gets a
 // `TgDebug& tg_dbg` (prelude_debug.h) naming its id, the extents and the
 // record.
 #pragma once

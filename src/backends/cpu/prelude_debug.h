@@ -2,7 +2,7 @@
 // the kernels that use them, so every other kernel's source stays as it was:
 //
 //  * kDebugPrelude (debug mode, docs/debug-mode.md): the error record the
-//    runtime reads after a launch (its layout is runtime/debug_record.h's
+//    runtime reads after a launch (its layout is backends/kernel_abi.h's
 //    DebugRecord), each pointer parameter's array extent, and the checks
 //    every load, store, atomic and assert of a debug kernel calls.
 //  * kPrintPrelude (kernels with print ops): the per-thread buffer a

@@ -17,6 +17,7 @@
 #include "backends/cuda/prelude_atomic.h"
 #include "backends/cuda/prelude_fp8.h"
 #include "backends/cuda/prelude_mma.h"
+#include "backends/kernel_abi.h"
 #include "ir/fp8.h"
 #include "support/diagnostic.h"
 
@@ -520,17 +521,18 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
     const ir::Param& p = fn.params[i];
     params += (i ? ", " : "") + c_element(p.type) + " " + ctx.name(body.args[i]);
   }
-  // The runtime's occupancy tuning may ask for more resident blocks by
-  // defining TG_MIN_BLOCKS (runtime/cuda_occupancy.h). Without it the bounds
-  // name no minimum: an explicit 1 is not the same to ptxas, which then
-  // spends registers more freely.
-  unit.line("#ifdef TG_MIN_BLOCKS");
-  unit.line("#define TG_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, TG_MIN_BLOCKS)");
+  // The build's occupancy tuning may ask for more resident blocks by
+  // defining abi::kMinBlocksMacro (backends/kernel_abi.h). Without it the
+  // bounds name no minimum: an explicit 1 is not the same to ptxas, which
+  // then spends registers more freely.
+  const std::string min_blocks = abi::kMinBlocksMacro;
+  unit.line("#ifdef " + min_blocks);
+  unit.line("#define TG_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, " + min_blocks + ")");
   unit.line("#else");
   unit.line("#define TG_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)");
   unit.line("#endif");
-  unit.line("extern \"C\" __global__ void TG_LAUNCH_BOUNDS(" + std::to_string(kernel.num_threads) +
-            ") tegula_kernel(" + params + debug_kernel_parameters(fn, options) + ") {");
+  unit.line("extern \"C\" __global__ void TG_LAUNCH_BOUNDS(" + std::to_string(kernel.num_threads) + ") " +
+            abi::kEntrySymbol + "(" + params + debug_kernel_parameters(fn, options) + ") {");
   // Tensor-core tiles sit on 1024-byte lines, a period of wgmma's swizzles.
   if (ctx.shared_bytes() > 0)
     unit.line("  extern __shared__ __align__(" + std::string(uses_dot(fn) ? "1024" : "16") + ") unsigned char tg_smem[];");

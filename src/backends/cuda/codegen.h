@@ -2,7 +2,8 @@
 // unit (no #include; inline PTX where needed), compiled by NVRTC for the
 // device's exact architecture.
 //
-// The generated unit defines
+// The generated unit defines the CUDA entry of the kernel ABI
+// (backends/kernel_abi.h):
 //
 //   extern "C" __global__ void __launch_bounds__(NUM_THREADS)
 //   tegula_kernel(<one parameter per ir::Function::params entry, in order,
@@ -46,7 +47,7 @@ struct CudaKernel {
   int num_threads = 128;    // blockDim.x
   int shared_bytes = 0;     // dynamic shared memory per block
   // Whether the runtime may trade a few registers for one more resident
-  // block (runtime/cuda_occupancy.h): yes for memory-bound code, no when a
+  // block (backends/cuda/occupancy.h): yes for memory-bound code, no when a
   // dot needs its registers.
   bool tune_occupancy = true;
 };

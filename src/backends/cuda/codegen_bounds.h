@@ -7,7 +7,7 @@
 // The debug ABI: after the kernel's own parameters come two
 // `unsigned long long` per pointer parameter, in parameter order (its
 // array's first byte and its size in bytes), then `TgDebugRecord*
-// tg_record` (runtime/debug_record.h). Each thread keeps a `TgDebug tg_dbg`
+// tg_record` (backends/kernel_abi.h). Each thread keeps a `TgDebug tg_dbg`
 // (prelude_debug.h).
 #pragma once
 

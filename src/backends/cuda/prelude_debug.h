@@ -1,7 +1,7 @@
 // The device helpers of debug mode (docs/debug-mode.md), emitted after the
 // prelude only in debug kernels, so every other kernel's source stays as it
 // was: the error record the runtime reads back after the launch (its layout
-// is runtime/debug_record.h's DebugRecord), each pointer parameter's array
+// is backends/kernel_abi.h's DebugRecord), each pointer parameter's array
 // extent, and the checks every load, store, atomic and assert calls.
 //
 // Nothing here traps: a failed check records the error, skips the access

@@ -1,12 +1,13 @@
-#include "runtime/cuda_launch.h"
+#include "backends/cuda/module.h"
 
-#include "runtime/errors.h"
+#include "backends/debug_fault.h"
+#include "backends/kernel_abi.h"
+#include "support/error.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 namespace {
 
-constexpr const char* kEntrySymbol = "tegula_kernel";
 // Dynamic shared memory a function gets without opting in.
 constexpr int kDefaultSharedLimit = 48 * 1024;
 
@@ -147,7 +148,8 @@ CUfunction Module::load_on(int device) const {
                 "NVRTC no newer than the driver");
   loaded_.emplace_back(device, module);
   CUfunction function = nullptr;
-  check(api.cuModuleGetFunction(&function, module, kEntrySymbol), "cannot find " + where + ": cuModuleGetFunction");
+  check(api.cuModuleGetFunction(&function, module, abi::kEntrySymbol),
+        "cannot find " + where + ": cuModuleGetFunction");
 
   if (shared_bytes_ > kDefaultSharedLimit) {
     int static_bytes = 0;
@@ -171,7 +173,7 @@ CUfunction Module::load_on(int device) const {
   return function;
 }
 
-void Module::launch(const int64_t grid[3], void** params, uint64_t stream, int device) const {
+void Module::enqueue(const int64_t grid[3], void** params, uint64_t stream, int device) const {
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;
   // The driver's limits on every CUDA GPU so far; asking the device would cost a call per launch.
   const int64_t limits[3] = {(int64_t{1} << 31) - 1, 65535, 65535};
@@ -205,7 +207,7 @@ void Module::launch(const int64_t grid[3], void** params, uint64_t stream, int d
   }
 }
 
-Resources Module::resources(int device) const {
+Resources Module::usage(int device) const {
   CUfunction function = function_on(device);
   const DriverApi& api = driver();
   auto attribute = [&](int which, const char* name) {
@@ -223,4 +225,56 @@ Resources Module::resources(int device) const {
   return out;
 }
 
-}  // namespace tegula::runtime::cuda
+std::vector<std::pair<std::string, int64_t>> Module::resources(const KernelInfo& info, int device) const {
+  Resources used = usage(device);
+  return {{"registers", used.registers},       {"static_shared_bytes", used.static_shared_bytes},
+          {"dynamic_shared_bytes", used.dynamic_shared_bytes}, {"local_bytes", used.local_bytes},
+          {"max_threads", used.max_threads},   {"threads", num_threads_}};
+}
+
+namespace {
+
+// A device buffer for a debug kernel's error record, freed on every path out.
+class DeviceRecord {
+ public:
+  DeviceRecord() { check(driver().cuMemAlloc(&address_, sizeof(abi::DebugRecord)), "cuMemAlloc (debug record)"); }
+  ~DeviceRecord() { driver().cuMemFree(address_); }
+  DeviceRecord(const DeviceRecord&) = delete;
+  DeviceRecord& operator=(const DeviceRecord&) = delete;
+  uint64_t address() const { return address_; }
+
+ private:
+  CUdeviceptr address_ = 0;
+};
+
+}  // namespace
+
+void Module::launch(const KernelInfo& info, const int64_t grid[3], std::span<const ArgValue> args,
+                    const std::optional<Stream>& stream) const {
+  if (!stream)
+    fail(ErrorKind::Value, Diag::WrongLaunchTarget,
+         "kernel '" + info.name + "' was compiled for CUDA; launch it on a device and stream");
+  PackedArguments packed = pack_arguments(info.name, info.params, args);
+  if (!info.debug) return enqueue(grid, packed.argv.data(), stream->handle, stream->device);
+  if (stream_is_capturing(stream->handle, stream->device))
+    fail(ErrorKind::Value, Diag::WrongLaunchTarget,
+         "kernel '" + info.name + "' is compiled in debug mode, which cannot run inside CUDA graph capture: a debug "
+             "launch waits for the kernel and reads its error record back",
+         "capture the kernel without debug mode (debug=False and TEGULA_DEBUG unset), or launch it in debug "
+         "mode outside the capture");
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;
+  const DriverApi& api = driver();
+  ScopedContext context(stream->device);
+  DeviceRecord record;
+  abi::DebugRecord host{};
+  check(api.cuMemcpyHtoD(record.address(), &host, sizeof host), "cuMemcpyHtoD (debug record)");
+  // A copy from pageable memory may still be in flight when it returns, and
+  // the kernel may run on a stream that does not wait for it.
+  check(api.cuCtxSynchronize(), "cuCtxSynchronize (debug record)");
+  add_debug_arguments(info, args, record.address(), packed);
+  enqueue(grid, packed.argv.data(), stream->handle, stream->device);  // debug modules wait for the kernel
+  check(api.cuMemcpyDtoH(&host, record.address(), sizeof host), "cuMemcpyDtoH (debug record)");
+  if (std::optional<DeviceFault> fault = fault_of(info, host)) throw std::move(*fault);
+}
+
+}  // namespace tegula::backends::cuda

@@ -14,8 +14,8 @@
 //   store      writing the cache entry
 //   load       dlopen of the built shared object
 //
-// The compile driver (compiler.cpp) fills one per compile; the kernel keeps
-// it (CompiledKernel::profile) and the Python side prints it when
+// The compile driver (runtime/compiler.cpp) fills one per compile, the
+// backends add their toolchain's phases, and the Python side prints it when
 // TEGULA_PROFILE_COMPILE=1.
 #pragma once
 
@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tegula::runtime {
+namespace tegula {
 
 struct CompileProfile {
   struct Phase {
@@ -54,4 +54,4 @@ class PhaseTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-}  // namespace tegula::runtime
+}  // namespace tegula

@@ -1,6 +1,6 @@
-#include "runtime/compile_profile.h"
+#include "support/compile_profile.h"
 
-namespace tegula::runtime {
+namespace tegula {
 
 void CompileProfile::add(std::string_view name, double seconds) {
   for (Phase& phase : phases) {
@@ -18,4 +18,4 @@ double CompileProfile::total() const {
   return sum;
 }
 
-}  // namespace tegula::runtime
+}  // namespace tegula

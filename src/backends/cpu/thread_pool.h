@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-namespace tegula::runtime {
+namespace tegula::backends::cpu {
 
 class ThreadPool {
  public:
@@ -58,4 +58,4 @@ class ThreadPool {
 // The thread count global() uses (reads $TEGULA_NUM_THREADS).
 int default_thread_count();
 
-}  // namespace tegula::runtime
+}  // namespace tegula::backends::cpu

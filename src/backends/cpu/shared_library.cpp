@@ -1,8 +1,8 @@
-#include "runtime/shared_library.h"
+#include "backends/cpu/shared_library.h"
 
 #include <dlfcn.h>
 
-namespace tegula::runtime {
+namespace tegula::backends::cpu {
 
 namespace {
 
@@ -32,4 +32,4 @@ void* SharedLibrary::symbol(const std::string& name) const {
   return address;
 }
 
-}  // namespace tegula::runtime
+}  // namespace tegula::backends::cpu

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace tegula::runtime {
+namespace tegula::backends::cpu {
 
 // dlopen/dlsym failed; what() carries the loader's own message (dlerror()).
 class LibraryError : public std::runtime_error {
@@ -38,4 +38,4 @@ class SharedLibrary {
   std::string path_;
 };
 
-}  // namespace tegula::runtime
+}  // namespace tegula::backends::cpu

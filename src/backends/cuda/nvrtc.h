@@ -16,18 +16,19 @@
 //   --ptxas-options=-v           only when stages are kept: registers, spills
 //                                and shared memory per kernel, for inspect()
 //   --generate-line-info         debug builds, so sanitizers can name source lines
-//   -DTG_MIN_BLOCKS=B            occupancy tuning only (see compile_to_image)
+//   -DTG_MIN_BLOCKS=B            occupancy tuning only (see compile_to_image;
+//                                abi::kMinBlocksMacro, backends/kernel_abi.h)
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "runtime/compile_profile.h"
+#include "support/compile_profile.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 // What a CUDA kernel is built for. Every field is part of the cache key.
-struct Target {
+struct NvrtcTarget {
   int arch = 0;                  // compute capability * 10 the code is generated for (90)
   std::string gpu_architecture;  // NVRTC's --gpu-architecture: "sm_90a", or "compute_XX" when this
                                  // NVRTC cannot make SASS for the device (the driver then JIT-compiles the PTX)
@@ -37,8 +38,8 @@ struct Target {
 // The target for CUDA device `device`, or for compute capability `arch`
 // (× 10) when nonzero: that needs NVRTC but no GPU, so a machine without one
 // can still compile and inspect. Throws DriverError when the driver (for a
-// device) or NVRTC cannot be loaded, runtime::Error (Value) for a bad ordinal.
-Target resolve_target(int device, int arch);
+// device) or NVRTC cannot be loaded, tegula::Error (Value) for a bad ordinal.
+NvrtcTarget resolve_target(int device, int arch);
 
 // --gpu-architecture for a device of compute capability `arch`, given the
 // real architectures NVRTC can make SASS for (nvrtcGetSupportedArchs):
@@ -78,8 +79,8 @@ struct Image {
 // `profile`, when given, gets the first build as phase "nvrtc" and the
 // occupancy rebuild, when there is one, as "nvrtc occupancy"
 // (TEGULA_PROFILE_COMPILE=1 prints both).
-Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
+Image compile_to_image(const std::string& source, const std::string& name, const NvrtcTarget& target, bool debug,
                        bool keep_details, bool fp_fusion = true, int occupancy_threads = 0,
                        CompileProfile* profile = nullptr);
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

@@ -27,9 +27,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/compiler.h"
+#include "support/error.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 // --- driver API types (the subset Tegula uses; values as cuda.h defines them) --------
 
@@ -190,4 +190,4 @@ int device_attribute(int device, int attribute);
 // The device ordinal a device pointer belongs to.
 int pointer_device(uint64_t address);
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

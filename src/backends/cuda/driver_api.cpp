@@ -1,4 +1,4 @@
-#include "runtime/cuda_api.h"
+#include "backends/cuda/driver_api.h"
 
 #include <dlfcn.h>
 
@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <mutex>
 
-#include "runtime/errors.h"
+#include "support/error.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 namespace {
 
@@ -385,4 +385,4 @@ int pointer_device(uint64_t address) {
   return ordinal;
 }
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

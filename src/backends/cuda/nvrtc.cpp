@@ -1,13 +1,14 @@
-#include "runtime/cuda_compile.h"
+#include "backends/cuda/nvrtc.h"
 
 #include <algorithm>
 #include <optional>
 
-#include "runtime/cuda_api.h"
-#include "runtime/cuda_occupancy.h"
+#include "backends/cuda/driver_api.h"
+#include "backends/cuda/occupancy.h"
+#include "backends/kernel_abi.h"
 #include "support/diagnostic.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 namespace {
 
@@ -93,10 +94,10 @@ std::string choose_gpu_architecture(int arch, const std::vector<int>& supported,
   return "compute_" + std::to_string(fallback);
 }
 
-Target resolve_target(int device, int arch) {
+NvrtcTarget resolve_target(int device, int arch) {
   if (arch <= 0) arch = device_arch(device);
   const NvrtcApi& api = nvrtc();
-  Target target;
+  NvrtcTarget target;
   target.gpu_architecture = choose_gpu_architecture(arch, supported_architectures(), &target.arch);
   target.nvrtc_version = api.version_text();
   return target;
@@ -105,8 +106,8 @@ Target resolve_target(int device, int arch) {
 namespace {
 
 // One NVRTC run of `source` with `options`; throws as compile_to_image says.
-Image compile_once(const NvrtcApi& api, const std::string& source, const std::string& name, const Target& target,
-                   const std::vector<std::string>& options, bool keep_ptx) {
+Image compile_once(const NvrtcApi& api, const std::string& source, const std::string& name,
+                   const NvrtcTarget& target, const std::vector<std::string>& options, bool keep_ptx) {
   Program program(api, source, name);
   std::vector<const char*> argv;
   for (const std::string& option : options) argv.push_back(option.c_str());
@@ -137,7 +138,7 @@ Image compile_once(const NvrtcApi& api, const std::string& source, const std::st
 
 }  // namespace
 
-Image compile_to_image(const std::string& source, const std::string& name, const Target& target, bool debug,
+Image compile_to_image(const std::string& source, const std::string& name, const NvrtcTarget& target, bool debug,
                        bool keep_details, bool fp_fusion, int occupancy_threads, CompileProfile* profile) {
   CompileProfile unprofiled;
   std::optional<PhaseTimer> phase(std::in_place, profile ? *profile : unprofiled, "nvrtc");
@@ -162,9 +163,9 @@ Image compile_to_image(const std::string& source, const std::string& name, const
   if (!cap) return image;
   int before = resident_blocks(target.arch, occupancy_threads, first->registers);
   int wanted = resident_blocks(target.arch, occupancy_threads, *cap);
-  // __launch_bounds__'s minimum blocks (TG_MIN_BLOCKS in the generated
-  // source): ptxas ignores --maxrregcount on kernels with launch bounds.
-  options.push_back("-DTG_MIN_BLOCKS=" + std::to_string(wanted));
+  // __launch_bounds__'s minimum blocks (abi::kMinBlocksMacro in the
+  // generated source): ptxas ignores --maxrregcount on kernels with launch bounds.
+  options.push_back("-D" + std::string(abi::kMinBlocksMacro) + "=" + std::to_string(wanted));
   phase.emplace(profile ? *profile : unprofiled, "nvrtc occupancy");
   Image tuned = compile_once(api, source, name, target, options, keep_details);
   std::optional<RegisterReport> second = parse_ptxas_report(tuned.log);
@@ -181,4 +182,4 @@ Image compile_to_image(const std::string& source, const std::string& name, const
   return tuned;
 }
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

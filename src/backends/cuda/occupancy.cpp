@@ -1,9 +1,9 @@
-#include "runtime/cuda_occupancy.h"
+#include "backends/cuda/occupancy.h"
 
 #include <algorithm>
 #include <cstdlib>
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 namespace {
 
@@ -58,4 +58,4 @@ std::optional<int> register_cap_for_next_block(int arch, int threads, int regist
   return cap;
 }
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

@@ -1,6 +1,6 @@
-// A compiled CUDA kernel on the device side: its image (cubin or PTX),
-// loaded into a device's primary context the first time it runs there, and
-// launched with cuLaunchKernel on the caller's stream.
+// A loaded CUDA kernel: its image (cubin or PTX), loaded into a device's
+// primary context the first time it runs there, and launched with
+// cuLaunchKernel on the caller's stream. The CUDA backend's LoadedKernel.
 //
 // A launch is one cuLaunchKernel and nothing that waits, so it can be
 // captured into a CUDA graph (torch.cuda.graph): the parameters are copied
@@ -8,7 +8,7 @@
 // first launch on a device may come in the middle of a capture: the module
 // then loads in relaxed capture mode. Debug kernels wait for their error
 // record, which a capture cannot do: they refuse to launch on a capturing
-// stream (launch.cpp).
+// stream.
 //
 // Primary contexts are the ones the CUDA runtime (and so torch and CuPy)
 // uses, so a kernel launched on torch's current stream shares memory and
@@ -25,9 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda_api.h"
+#include "backends/backend.h"
+#include "backends/cuda/driver_api.h"
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 // Devices one process can address; ordinals at or above are refused.
 constexpr int kMaxDevices = 64;
@@ -73,7 +74,7 @@ class RelaxedCaptureMode {
   bool exchanged_ = false;
 };
 
-class Module {
+class Module : public LoadedKernel {
  public:
   // `image` as compile_to_image made it; `kernel_name` names the kernel in
   // messages; `num_threads` is the block size and `shared_bytes` the dynamic
@@ -81,21 +82,31 @@ class Module {
   // waits for the kernel and reports its failure (debug mode: a fault is then
   // blamed on the kernel that caused it).
   Module(std::string kernel_name, std::string image, int num_threads, int shared_bytes, bool synchronize);
-  ~Module();
+  ~Module() override;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
+
+  // Packs the arguments (backends/launch_arguments.h) and queues the grid on
+  // `stream`, which a CUDA launch needs. Debug kernels also get a zeroed
+  // device error record, wait for the kernel, read the record back and throw
+  // DeviceFault for an error it holds; they refuse a stream that is being
+  // captured into a CUDA graph (nothing may wait there).
+  void launch(const KernelInfo& info, const int64_t grid[3], std::span<const ArgValue> args,
+              const std::optional<Stream>& stream) const override;
+
+  // usage(device), by name.
+  std::vector<std::pair<std::string, int64_t>> resources(const KernelInfo& info, int device) const override;
 
   // Runs grid[0] x grid[1] x grid[2] blocks of num_threads() threads on
   // `stream` (a CUstream; 0 is the legacy default stream) of `device`;
   // params[i] points at the value of the kernel's i-th parameter. Returns
   // once the launch is queued (unless synchronizing). A zero grid dimension
-  // launches nothing. Throws runtime::Error (Value) for a grid or device out
-  // of range, DriverError (naming the kernel and the CUresult) when the
-  // driver refuses.
-  void launch(const int64_t grid[3], void** params, uint64_t stream, int device) const;
+  // launches nothing. Throws Error (Value) for a grid or device out of range,
+  // DriverError (naming the kernel and the CUresult) when the driver refuses.
+  void enqueue(const int64_t grid[3], void** params, uint64_t stream, int device) const;
 
   // Loads the kernel on `device` if needed and reports what it uses there.
-  Resources resources(int device) const;
+  Resources usage(int device) const;
 
   const std::string& kernel_name() const { return kernel_name_; }
   const std::string& image() const { return image_; }
@@ -119,4 +130,4 @@ class Module {
   mutable std::vector<std::pair<int, CUmodule>> loaded_;  // guarded by load_mutex_
 };
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

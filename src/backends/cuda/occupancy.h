@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-namespace tegula::runtime::cuda {
+namespace tegula::backends::cuda {
 
 // What ptxas -v says about the kernel: registers per thread and spilled bytes.
 struct RegisterReport {
@@ -37,4 +37,4 @@ int resident_blocks(int arch, int threads, int registers);
 // them; nullopt otherwise (no gain in reach).
 std::optional<int> register_cap_for_next_block(int arch, int threads, int registers);
 
-}  // namespace tegula::runtime::cuda
+}  // namespace tegula::backends::cuda

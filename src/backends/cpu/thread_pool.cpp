@@ -1,4 +1,4 @@
-#include "runtime/thread_pool.h"
+#include "backends/cpu/thread_pool.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <exception>
 
-namespace tegula::runtime {
+namespace tegula::backends::cpu {
 
 // One parallel_for call. Shared by the caller and every worker that picked it
 // up, so a worker that arrives after the last chunk was claimed still finds a
@@ -144,4 +144,4 @@ ThreadPool& ThreadPool::global() {
   return *pool;
 }
 
-}  // namespace tegula::runtime
+}  // namespace tegula::backends::cpu

@@ -1,0 +1,60 @@
+"""What the C++ launcher (src/bindings/launcher.h) takes from Python: data
+only, and the few functions that ask Python frameworks about themselves.
+
+The launcher is the one definition of how arguments bind, specialize the
+kernel and pick the backend (src/bindings/launch_arguments.h). It needs to
+know NumPy's and torch's dtypes by name, the package's own classes (to
+recognize tl.constexpr, tl.dtype, tegula.reinterpret and TensorDescriptor
+arguments), and, for CUDA launches, the caller's current device and stream,
+which only torch or CuPy can say.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from . import _device
+from ._reinterpret import ReinterpretedArray
+from .language.core import constexpr, dtype, pointer_type
+from .tensor_descriptor import TensorDescriptor
+
+# NumPy dtype -> IR scalar. Keys are native-byte-order dtypes, so a
+# big-endian array misses here and is reported as unsupported.
+NUMPY_SCALARS = {
+    np.dtype(np.bool_): "i1",
+    np.dtype(np.int8): "i8", np.dtype(np.int16): "i16",
+    np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
+    np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16",
+    np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64",
+    np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+}
+try:
+    import ml_dtypes
+
+    NUMPY_SCALARS[np.dtype(ml_dtypes.bfloat16)] = "bf16"
+    NUMPY_SCALARS[np.dtype(ml_dtypes.float8_e4m3fn)] = "f8e4m3"
+    NUMPY_SCALARS[np.dtype(ml_dtypes.float8_e5m2)] = "f8e5m2"
+except ImportError:  # bf16 arrays need ml_dtypes; everything else works without it
+    pass
+
+# str(torch dtype) -> IR scalar; read by name, so torch is never imported here.
+TORCH_SCALARS = {
+    "torch.bool": "i1",
+    "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32", "torch.int64": "i64",
+    "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32", "torch.uint64": "u64",
+    "torch.float16": "f16", "torch.bfloat16": "bf16",
+    "torch.float32": "f32", "torch.float64": "f64",
+    "torch.float8_e4m3fn": "f8e4m3", "torch.float8_e5m2": "f8e5m2",
+}
+
+
+def support():
+    """The tables and functions above, as the launcher reads them once."""
+    return types.SimpleNamespace(
+        ndarray=np.ndarray, generic=np.generic, complexfloating=np.complexfloating, flexible=np.flexible,
+        numpy_scalars=NUMPY_SCALARS, torch_scalars=TORCH_SCALARS, numpy_dtype=np.dtype,
+        from_dlpack=np.from_dlpack, reinterpreted=ReinterpretedArray, descriptor=TensorDescriptor,
+        constexpr=constexpr, dtype=dtype, pointer_type=pointer_type, current_device=_device.current_device,
+        current_stream=_device.current_stream, torch_stream=_device._torch_stream_getter)

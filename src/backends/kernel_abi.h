@@ -1,0 +1,66 @@
+// The kernel ABI: what a generated unit exports and what a launcher passes
+// it. The code generators (backends/*/codegen.cpp) spell the generated side
+// from these names; the launchers (backends/*/kernel.cpp, module.cpp) and the
+// NVRTC build (backends/cuda/nvrtc.cpp) use the same ones, so the two sides
+// cannot drift apart.
+//
+// Arguments. Each kernel parameter (ir::Function::params, in order) gets its
+// own 8-byte, 8-aligned slot holding the value as the C type of its IR type:
+//
+//   ptr<T>           void*           f32, f64   float, double
+//   i8 .. i64        int8_t ..       i1         uint8_t (0 or 1)
+//   u8 .. u64        uint8_t ..
+//
+// (backends/launch_arguments.h packs them). The CPU entry receives an array
+// of pointers to the slots; cuLaunchKernel receives the same array and reads
+// each parameter from its slot.
+//
+// Debug mode (docs/debug-mode.md). A kernel compiled with debug checks takes,
+// after its own parameters, two u64 values per pointer parameter in parameter
+// order (the first byte of the array the argument points into, and its size
+// in bytes), then the address of a DebugRecord: host memory for CPU kernels,
+// a small device buffer for CUDA kernels, zeroed before the launch and read
+// back after it (backends/debug_fault.h).
+#pragma once
+
+#include <cstdint>
+
+namespace tegula::backends::abi {
+
+// The symbol every generated unit defines: an extern "C" function on the
+// CPU, an extern "C" __global__ function on CUDA.
+inline constexpr const char* kEntrySymbol = "tegula_kernel";
+
+// The CPU entry runs the program instances with linear ids [first, last) of
+// `grid`, where the linear id of program (x, y, z) is x + grid[0] * (y +
+// grid[1] * z); args[i] points at slot i. The launcher splits the id range
+// across its worker threads.
+using CpuEntry = void (*)(void* const* args, const int32_t* grid, int64_t first, int64_t last);
+
+// One argument's slot.
+using ArgSlot = uint64_t;
+
+// CUDA: the macro a build may define to ask for more resident blocks per
+// multiprocessor (occupancy tuning, backends/cuda/occupancy.h). The generated
+// kernel's __launch_bounds__ name it as their minimum when it is defined and
+// no minimum otherwise.
+inline constexpr const char* kMinBlocksMacro = "TG_MIN_BLOCKS";
+
+// The record a debug kernel writes its first error into, as the generated
+// code declares it (TgDebugRecord, backends/cpu/prelude_debug.h and
+// backends/cuda/prelude_debug.h). Zero means "nothing recorded".
+struct DebugRecord {
+  int32_t lock = 0;
+  int32_t reported = 0;  // 1 once a program recorded an error
+  int64_t program = 0;   // its linear id: x + gx * (y + gy * z)
+  int32_t site = 0;      // index into the kernel's debug sites (passes/debug_sites.h)
+  int32_t param = 0;     // the parameter whose array was left (-1: an assert)
+  int32_t pid[3] = {0, 0, 0};
+  int32_t unused = 0;
+  int64_t offset = 0;  // element offset from the array's first byte (may be negative)
+  int64_t size = 0;    // the array's size in elements
+  int64_t index = 0;   // flat index of the failing element in its tile (asserts)
+};
+static_assert(sizeof(DebugRecord) == 64, "must match TgDebugRecord of the generated code");
+
+}  // namespace tegula::backends::abi

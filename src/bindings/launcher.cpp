@@ -1,0 +1,504 @@
+#include "bindings/launcher.h"
+
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <limits>
+
+#include "bindings/launch_errors.h"
+#include "runtime/backend_registry.h"
+
+namespace nb = nanobind;
+
+namespace tegula::python {
+
+namespace {
+
+using runtime::ArgValue;
+using runtime::CompiledKernel;
+
+bool positive_int(PyObject* value) {
+  if (!PyLong_CheckExact(value)) return false;
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  return overflow > 0 || v >= 1;
+}
+
+// A tuple of one to three ints >= 0 that fit in 64 bits.
+bool plain_grid(nb::handle grid, std::array<int64_t, 3>& out) {
+  if (!PyTuple_CheckExact(grid.ptr())) return false;
+  Py_ssize_t count = PyTuple_GET_SIZE(grid.ptr());
+  if (count < 1 || count > 3) return false;
+  out = {1, 1, 1};
+  for (Py_ssize_t axis = 0; axis < count; ++axis) {
+    PyObject* dim = PyTuple_GET_ITEM(grid.ptr(), axis);
+    if (!PyLong_CheckExact(dim)) return false;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(dim, &overflow);
+    if (overflow != 0 || v < 0) return false;
+    out[static_cast<size_t>(axis)] = v;
+  }
+  return true;
+}
+
+uint8_t backend_index(const backends::Backend* backend) {
+  std::span<const backends::Backend* const> all = runtime::all_backends();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i] == backend) return static_cast<uint8_t>(i);
+  TEGULA_ASSERT(false, "a place names a backend the registry does not know");
+}
+
+// The value of a parameter of this type (the key made the two agree).
+ArgValue argument(const CompiledKernel& kernel, const ir::Param& param, const HostValue& value) {
+  using Kind = HostValue::Kind;
+  ArgValue out;
+  const ir::Type& type = param.type;
+  bool ok = true;
+  if (type.is_pointer()) {
+    out.kind = ArgValue::Kind::Pointer;
+    ok = value.kind == Kind::Address;
+    out.bits = value.bits;
+  } else if (ir::is_float(type.scalar)) {
+    out.kind = ArgValue::Kind::Float;
+    ok = value.kind == Kind::Float;
+    out.real = value.real;
+  } else if (type.scalar == ir::Scalar::I1) {
+    out.kind = ArgValue::Kind::Bool;
+    ok = value.kind == Kind::Bool;
+    out.bits = value.bits;
+  } else {
+    out.kind = value.kind == Kind::UInt ? ArgValue::Kind::UInt : ArgValue::Kind::Int;
+    ok = value.kind == Kind::Int || value.kind == Kind::UInt;
+    out.bits = value.bits;
+  }
+  TEGULA_ASSERT(ok, "argument '" + param.name + "' of kernel '" + kernel.name + "' (" + ir::to_string(param.type) +
+                        ") got a value of another kind than its specialization");
+  return out;
+}
+
+// The kernel parameters a specialization gives: one per runtime argument,
+// three or more per TensorDescriptor (NAME__base, NAME__shape<d>,
+// NAME__stride<d>), none per constexpr.
+std::vector<std::string> expected_params(const std::vector<std::string>& names,
+                                         const std::vector<frontend::ArgSpec>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size() && i < names.size(); ++i) {
+    const frontend::ArgSpec& arg = args[i];
+    if (arg.kind == frontend::ArgSpec::Kind::Constexpr) continue;
+    if (arg.kind != frontend::ArgSpec::Kind::TensorDescriptor) {
+      out.push_back(names[i]);
+      continue;
+    }
+    out.push_back(names[i] + "__base");
+    size_t rank = arg.block_shape.size();
+    for (size_t d = 0; d < rank; ++d) out.push_back(names[i] + "__shape" + std::to_string(d));
+    for (size_t d = 0; d < rank; ++d) out.push_back(names[i] + "__stride" + std::to_string(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+// --- the signature ---------------------------------------------------------------------------
+
+void Launcher::prepare() {
+  if (!jit_.is_valid()) throw nb::type_error("this kernel launcher was cleared by the garbage collector");
+  // (names, is_constexpr, defaults, do_not_specialize, missing sentinel);
+  // raises what reading the signature raises.
+  nb::tuple plan = nb::cast<nb::tuple>(jit_.attr("_launch_plan")());
+  nb::tuple names = nb::cast<nb::tuple>(plan[0]), is_constexpr = nb::cast<nb::tuple>(plan[1]),
+            defaults = nb::cast<nb::tuple>(plan[2]);
+  nb::handle unspecialized = plan[3], missing = plan[4];
+  kernel_name_ = nb::cast<std::string>(jit_.attr("__name__"));
+  nb::dict index;
+  params_.clear();
+  names_.clear();
+  for (size_t i = 0; i < nb::len(names); ++i) {
+    Param p;
+    p.name = nb::cast<nb::str>(names[i]);
+    p.text = nb::cast<std::string>(p.name);
+    p.is_constexpr = nb::cast<bool>(is_constexpr[i]);
+    if (!defaults[i].is(missing)) p.default_value = nb::borrow(defaults[i]);
+    index[p.name] = i;
+    names_.push_back(p.text);
+    params_.push_back(std::move(p));
+  }
+  // do_not_specialize: parameter names or indices whose ints never specialize.
+  for (nb::handle which : unspecialized) {
+    PyObject* found = PyLong_Check(which.ptr()) ? nullptr : PyDict_GetItemWithError(index.ptr(), which.ptr());
+    if (PyErr_Occurred()) throw nb::python_error();
+    size_t i = params_.size();
+    if (found) {
+      i = PyLong_AsSize_t(found);
+    } else if (PyLong_Check(which.ptr())) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(which.ptr(), &overflow);
+      if (overflow == 0 && v >= 0 && static_cast<size_t>(v) < params_.size()) i = static_cast<size_t>(v);
+    }
+    if (i == params_.size()) {
+      std::string listed;
+      for (const std::string& name : names_) listed += (listed.empty() ? "" : ", ") + name;
+      raise_coded(PyExc_ValueError, Diag::InvalidDecorator,
+                  "do_not_specialize of kernel '" + kernel_name_ + "' names " + repr_of(which) +
+                      ", which is not one of its parameters (" + listed + ")");
+    }
+    params_[i].specialize = false;
+  }
+  index_ = index;
+  prepared_ = true;
+}
+
+// --- binding -----------------------------------------------------------------------------------
+
+// One pass over the keywords (a dict lookup each), then the errors in the
+// order Python reports them: launch options (keywords that name no
+// parameter: num_warps, num_stages, enable_fp_fusion), too many positional
+// arguments, the first unknown or repeated keyword, missing arguments.
+void Launcher::bind(const CallArgs& call, Bound& bound) const {
+  const size_t count = params_.size();
+  const size_t given = call.positional();
+  for (size_t i = 0; i < count; ++i) bound.values.push_back(nullptr);
+  PyObject* stray = nullptr;  // the first keyword that is neither a free parameter nor a launch option
+  for (size_t k = 0; k < call.keywords(); ++k) {
+    PyObject* name = call.keyword(k);
+    PyObject* value = call.keyword_value(k);
+    PyObject* found = PyDict_GetItemWithError(index_.ptr(), name);
+    if (found) {
+      size_t i = PyLong_AsSize_t(found);
+      if (i < given) {
+        if (!stray) stray = name;
+      } else {
+        bound.values[i] = value;
+      }
+      continue;
+    }
+    if (PyErr_Occurred()) throw nb::python_error();
+    if (PyUnicode_CompareWithASCIIString(name, "num_warps") == 0)
+      bound.options.num_warps = value;
+    else if (PyUnicode_CompareWithASCIIString(name, "num_stages") == 0)
+      bound.options.num_stages = value;
+    else if (PyUnicode_CompareWithASCIIString(name, "enable_fp_fusion") == 0)
+      bound.options.fp_fusion = value;
+    else if (!stray)
+      stray = name;
+  }
+  for (auto [name, value] : {std::pair{"num_warps", bound.options.num_warps},
+                             std::pair{"num_stages", bound.options.num_stages}})
+    if (value && !positive_int(value))
+      raise_coded(PyExc_ValueError, Diag::InvalidCompileOption,
+                  std::string(name) + " of kernel '" + kernel_name_ + "' must be a positive int, got " +
+                      repr_of(value));
+  if (bound.options.fp_fusion && !PyBool_Check(bound.options.fp_fusion))
+    raise_coded(PyExc_ValueError, Diag::InvalidCompileOption,
+                "enable_fp_fusion of kernel '" + kernel_name_ + "' must be a bool, got " +
+                    repr_of(bound.options.fp_fusion));
+
+  if (given > count) {
+    std::string listed;
+    for (const std::string& name : names_) listed += (listed.empty() ? "" : ", ") + name;
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentCount,
+                "kernel '" + kernel_name_ + "' takes " + std::to_string(count) + " arguments (" + listed + ") but " +
+                    std::to_string(given) + " were given");
+  }
+  if (stray) {
+    PyObject* found = PyDict_GetItemWithError(index_.ptr(), stray);
+    if (found)
+      raise_coded(PyExc_TypeError, Diag::LaunchArgumentCount,
+                  "kernel '" + kernel_name_ + "' got multiple values for argument '" + str_of(stray) + "'");
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentCount,
+                "kernel '" + kernel_name_ + "' got an unexpected keyword argument '" + str_of(stray) + "'");
+  }
+  for (size_t i = 0; i < given; ++i) bound.values[i] = call.argument(i);
+  SmallVector<size_t, kInlineArguments> missing;
+  for (size_t i = given; i < count; ++i) {
+    if (bound.values[i]) continue;
+    if (params_[i].default_value.is_valid())
+      bound.values[i] = params_[i].default_value.ptr();
+    else
+      missing.push_back(i);
+  }
+  if (!missing.empty()) {
+    std::string listed;
+    for (size_t i : missing) listed += (listed.empty() ? "'" : ", '") + params_[i].text + "'";
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentCount,
+                "kernel '" + kernel_name_ + "' is missing " + std::to_string(missing.size()) + " required " +
+                    (missing.size() == 1 ? "argument: " : "arguments: ") + listed);
+  }
+}
+
+// Binding and every argument's part of the key: all a launch needs before
+// its grid.
+void Launcher::specialize(const CallArgs& call, Specialized& out) {
+  if (!prepared_) prepare();
+  bind(call, out.bound);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Param& p = params_[i];
+    nb::handle value(out.bound.values[i]);
+    if (p.is_constexpr)
+      classifier_.constexpr_value(kernel_name_, p.text, value, out.arguments.key);
+    else
+      classifier_.runtime(kernel_name_, p.text, i, value, p.specialize, out.arguments);
+  }
+}
+
+// --- the grid ------------------------------------------------------------------------------------
+
+// A callable gets every bound argument and the given launch options by name.
+std::array<int64_t, 3> Launcher::resolve_grid(nb::handle grid, const Bound& bound) const {
+  nb::object called;
+  if (PyCallable_Check(grid.ptr())) {
+    nb::dict meta;
+    for (size_t i = 0; i < params_.size(); ++i) meta[params_[i].name] = nb::handle(bound.values[i]);
+    if (bound.options.num_warps) meta["num_warps"] = nb::handle(bound.options.num_warps);
+    if (bound.options.num_stages) meta["num_stages"] = nb::handle(bound.options.num_stages);
+    if (bound.options.fp_fusion) meta["enable_fp_fusion"] = nb::handle(bound.options.fp_fusion);
+    called = grid(meta);
+    grid = called;
+  }
+  std::array<int64_t, 3> out{};
+  if (plain_grid(grid, out)) return out;
+  return normalize_grid(grid);
+}
+
+// Every other form of grid: a bare int, a list, ints of other types.
+std::array<int64_t, 3> Launcher::normalize_grid(nb::handle grid) const {
+  auto refuse = [&](const std::string& what) {
+    raise_coded(PyExc_ValueError, Diag::InvalidGrid, "the grid of kernel '" + kernel_name_ + "' must " + what);
+  };
+  nb::object dims = nb::borrow(grid);
+  if (PyLong_Check(grid.ptr()) && !PyBool_Check(grid.ptr())) dims = nb::make_tuple(grid);
+  Py_ssize_t count = PyTuple_Check(dims.ptr()) || PyList_Check(dims.ptr()) ? PySequence_Size(dims.ptr()) : -1;
+  if (count < 1 || count > 3)
+    refuse("be a tuple of 1 to 3 ints (or a callable returning one), got " + repr_of(dims));
+  nb::tuple as_tuple = nb::steal<nb::tuple>(PySequence_Tuple(dims.ptr()));
+  std::array<int64_t, 3> out{1, 1, 1};
+  for (Py_ssize_t axis = 0; axis < count; ++axis) {
+    nb::handle dim = as_tuple[axis];
+    nb::object index = nb::steal(PyNumber_Index(dim.ptr()));
+    if (!index.is_valid()) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
+      PyErr_Clear();
+      refuse("hold ints, got " + type_name_of(dim) + " in " + repr_of(as_tuple));
+    }
+    if (PyObject_RichCompareBool(index.ptr(), nb::int_(0).ptr(), Py_LT) == 1)
+      refuse("hold ints >= 0, got " + repr_of(as_tuple));
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow != 0)
+      raise_coded(PyExc_ValueError, Diag::InvalidGrid,
+                  "grid dimension " + std::to_string(axis) +
+                      " does not fit in 64 bits; each grid dimension must be between 0 and 2^31 - 1");
+    out[static_cast<size_t>(axis)] = v;
+  }
+  return out;
+}
+
+PyObject* Launcher::grid_function(PyObject* grid) const {
+  if (!grid_function_.is_valid()) return nullptr;
+  if (grid == last_grid_.ptr()) return grid_function_.ptr();
+  std::array<int64_t, 3> wanted{}, known{};
+  if (!plain_grid(grid, wanted) || !plain_grid(last_grid_, known) ||
+      PyTuple_GET_SIZE(grid) != PyTuple_GET_SIZE(last_grid_.ptr()) || wanted != known)
+    return nullptr;
+  return grid_function_.ptr();
+}
+
+// Only tuples of ints are kept: a callable grid may hold anything alive.
+void Launcher::remember_grid_function(PyObject* grid, PyObject* function) {
+  std::array<int64_t, 3> dims{};
+  if (!plain_grid(grid, dims)) return;
+  last_grid_ = nb::borrow(grid);
+  grid_function_ = nb::borrow(function);
+}
+
+// --- finding, compiling and running ----------------------------------------------------------------
+
+const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t values) {
+  if (last_target_ && key == last_key_) return *last_target_;  // launches in a loop: no hashing
+  auto it = targets_.find(key);
+  if (it == targets_.end()) {
+    nb::object kernel_object = compile(key, values, /*keep_stages=*/false);
+    Target target{kernel_object, nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object), {}};
+    DecodedKey decoded = decode(key);
+    target.place = Place{runtime::all_backends()[decoded.backend], decoded.device};
+    // Another thread may have compiled the same key while this one did (the
+    // compile releases the GIL): the first entry stays.
+    it = targets_.try_emplace(std::string(key), std::move(target)).first;
+  }
+  last_key_.assign(key);
+  last_target_ = &it->second;
+  return it->second;
+}
+
+// The request the key describes, its sources from the JITFunction, compiled
+// there (JITFunction._compile: the hook the compile profile and the golden
+// corpus use).
+nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stages) {
+  DecodedKey decoded = decode(key);
+  frontend::KernelRequest request;
+  request.args = decoded.args;
+  request.debug = decoded.debug;
+  runtime::CompileOptions options;
+  options.backend = runtime::all_backends()[decoded.backend]->name();
+  options.debug = decoded.debug;
+  options.keep_stages = keep_stages;
+  options.num_warps = decoded.num_warps;
+  options.num_stages = decoded.num_stages;
+  options.fp_fusion = decoded.fp_fusion;
+  options.device = std::max(decoded.device, 0);
+  nb::object kernel_object = jit_.attr("_compile")(nb::cast(std::move(request)), nb::cast(std::move(options)));
+  auto kernel = nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object);
+  std::vector<std::string> expected = expected_params(names_, decoded.args);
+  bool matches = expected.size() == kernel->params.size() && expected.size() == values;
+  for (size_t j = 0; matches && j < expected.size(); ++j) matches = expected[j] == kernel->params[j].name;
+  if (!matches)
+    throw nb::value_error(("internal error: compiled kernel '" + kernel_name_ +
+                           "' has other parameters than its signature and arguments give")
+                              .c_str());
+  return kernel_object;
+}
+
+nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& grid, const Specialized& launch) {
+  // `result` holds the Python CompiledKernel, which owns the kernel, for the
+  // whole launch (the GIL is released while it runs: another thread may
+  // clear this launcher meanwhile).
+  nb::object result = target.kernel_object;
+  const CompiledKernel* kernel = target.kernel.get();
+  const LaunchArguments& arguments = launch.arguments;
+  SmallVector<ArgValue, kInlineArguments> values;
+  for (size_t j = 0; j < kernel->params.size(); ++j)
+    values.push_back(argument(*kernel, kernel->params[j], arguments.values[j]));
+  if (kernel->debug) {
+    for (size_t j = 0; j < values.size(); ++j) {
+      if (!kernel->params[j].type.is_pointer() || !arguments.sources[j]) continue;
+      if (auto extent = classifier_.extent(nb::handle(arguments.sources[j]))) {
+        values[j].extent_base = extent->first;
+        values[j].extent_bytes = extent->second;
+      }
+    }
+  }
+  std::span<const ArgValue> args(values.data(), values.size());
+  if (target.place.backend->kind() == backends::BackendKind::Device) {
+    backends::Stream stream{classifier_.current_stream(target.place.device), target.place.device};
+    nb::gil_scoped_release released;
+    kernel->launch(grid.data(), args, stream);
+  } else {
+    nb::gil_scoped_release released;
+    kernel->launch(grid.data(), args);
+  }
+  return result;
+}
+
+// --- the entry points -------------------------------------------------------------------------------
+
+namespace {
+
+// A launch option as the key holds it: the given positive int, clamped to
+// int (a compile rejects what no backend can use), or the default.
+int option_value(PyObject* given, int fallback) {
+  if (!given) return fallback;
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(given, &overflow);
+  return overflow != 0 || v > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max() : static_cast<int>(v);
+}
+
+}  // namespace
+
+void Launcher::work_out(const CallArgs& call, Specialized& out, std::array<int64_t, 3>* grid) {
+  specialize(call, out);
+  if (grid) *grid = resolve_grid(call.grid, out.bound);
+  out.place = choose_place(kernel_name_, names_, {out.arguments.places.begin(), out.arguments.places.end()},
+                           forced_backend());
+  if (out.place.device == kCurrentDevice) out.place.device = classifier_.current_device();
+  const LaunchOptions& options = out.bound.options;
+  out.arguments.key.trailer(option_value(options.num_warps, 4), option_value(options.num_stages, 3),
+                            options.fp_fusion != Py_False, debug_, backend_index(out.place.backend),
+                            out.place.device);
+}
+
+nb::object Launcher::launch(const CallArgs& call) {
+  Specialized launch;
+  std::array<int64_t, 3> grid{};
+  work_out(call, launch, &grid);
+  const Target& target = find_or_compile(launch.arguments.key.bytes(), launch.arguments.values.size());
+  return run(target, grid, launch);
+}
+
+nb::object Launcher::warmup(const CallArgs& call) {
+  Specialized launch;
+  std::array<int64_t, 3> grid{};
+  work_out(call, launch, call.grid == Py_None ? nullptr : &grid);
+  return find_or_compile(launch.arguments.key.bytes(), launch.arguments.values.size()).kernel_object;
+}
+
+nb::object Launcher::inspect(const CallArgs& call) {
+  Specialized launch;
+  work_out(call, launch, nullptr);
+  nb::object kernel = compile(launch.arguments.key.bytes(), launch.arguments.values.size(), /*keep_stages=*/true);
+  bool device = launch.place.backend->kind() == backends::BackendKind::Device;
+  return nb::make_tuple(kernel, device ? nb::cast(launch.place.device) : nb::none());
+}
+
+nb::object Launcher::request(const CallArgs& call) {
+  Specialized launch;
+  work_out(call, launch, nullptr);
+  DecodedKey decoded = decode(launch.arguments.key.bytes());
+  frontend::KernelRequest request;
+  request.args = std::move(decoded.args);
+  request.debug = decoded.debug;
+  runtime::CompileOptions options;
+  options.backend = launch.place.backend->name();
+  options.debug = decoded.debug;
+  options.num_warps = decoded.num_warps;
+  options.num_stages = decoded.num_stages;
+  options.fp_fusion = decoded.fp_fusion;
+  options.device = std::max(decoded.device, 0);
+  return nb::make_tuple(nb::cast(std::move(request)), nb::cast(std::move(options)));
+}
+
+nb::bytes Launcher::specialization(const CallArgs& call) {
+  Specialized launch;
+  work_out(call, launch, nullptr);
+  std::string_view key = launch.arguments.key.bytes();
+  return nb::bytes(key.data(), key.size());
+}
+
+nb::list Launcher::specializations() const {
+  nb::list out;
+  for (const auto& [key, target] : targets_) out.append(nb::cast(decode(key).args));
+  return out;
+}
+
+nb::tuple Launcher::arrays(nb::dict named) {
+  if (!prepared_) prepare();
+  nb::list dtypes;
+  std::optional<Place> first;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].is_constexpr || !named.contains(params_[i].name)) continue;
+    LaunchArguments one;
+    classifier_.runtime(kernel_name_, params_[i].text, i, named[params_[i].name], true, one);
+    std::vector<frontend::ArgSpec> specs = decode_arguments(one.key.bytes());
+    if (specs.front().kind != frontend::ArgSpec::Kind::Pointer) continue;
+    dtypes.append(ir::to_string(specs.front().dtype));
+    if (!first) first = one.places[0].place;
+  }
+  Place place = first ? *first : choose_place(kernel_name_, names_, {}, forced_backend());
+  if (place.device == kCurrentDevice) place.device = classifier_.current_device();
+  bool device = place.backend->kind() == backends::BackendKind::Device;
+  return nb::make_tuple(dtypes, std::string(place.backend->name()), device ? nb::cast(place.device) : nb::none());
+}
+
+void Launcher::clear() {
+  last_target_ = nullptr;
+  targets_.clear();
+  params_.clear();
+  classifier_.clear();
+  jit_ = nb::object();
+  index_ = nb::object();
+  grid_function_ = nb::object();
+  last_grid_ = nb::object();
+  prepared_ = false;
+}
+
+}  // namespace tegula::python

@@ -1,0 +1,166 @@
+// The launch path of one JITFunction, `kernel[grid](*args, **kwargs)`: the
+// one definition of how a launch binds its arguments to the kernel's
+// parameters, specializes the kernel on them (launch_arguments.h), resolves
+// the grid, picks where it runs (launch_placement.h), finds the compiled
+// kernel in its cache and launches it. `inspect`, `warmup` and the
+// autotuner go through the same steps.
+//
+// The cache maps the launch key (launch_key.h) to the compiled kernel; a miss
+// decodes the key into the compile request and asks the JITFunction only for
+// what Python knows: the sources and globals of the kernel and the @jit
+// functions it calls (JITFunction._compile, which then compiles). Behind it,
+// the compiler's in-process table shares kernels of equal content between
+// launchers, and the disk cache keeps them across processes.
+//
+// Errors about the arguments are raised as the Python package always raised
+// them (launch_errors.h), in the same order: launch options, binding, each
+// argument in parameter order, the grid, the placement, then compiling and
+// launching.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bindings/launch_arguments.h"
+#include "bindings/launch_key.h"
+#include "bindings/launch_placement.h"
+#include "runtime/compiler.h"
+
+namespace tegula::python {
+
+// The arguments of a launch as a vectorcall receives them: the positional
+// arguments, then the values of the keywords named in `kwnames`.
+struct CallArgs {
+  PyObject* grid;  // may be None (inspect, warmup without a grid)
+  PyObject* const* args;
+  size_t count;  // positional
+  PyObject* kwnames;
+
+  size_t positional() const { return count; }
+  PyObject* argument(size_t i) const { return args[i]; }
+  size_t keywords() const { return kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0; }
+  PyObject* keyword(size_t k) const { return PyTuple_GET_ITEM(kwnames, static_cast<Py_ssize_t>(k)); }
+  PyObject* keyword_value(size_t k) const { return args[count + k]; }
+};
+
+class Launcher {
+ public:
+  Launcher(nanobind::object jit, LaunchSupport support) : jit_(std::move(jit)), classifier_(std::move(support)) {}
+
+  // Launches the kernel and returns its CompiledKernel.
+  nanobind::object launch(const CallArgs& call);
+  // Compiles (or finds) the kernel for these arguments without launching it;
+  // checks the grid when one is given.
+  nanobind::object warmup(const CallArgs& call);
+  // Compiles the kernel for these arguments keeping every stage, outside the
+  // cache: (CompiledKernel, CUDA device or None).
+  nanobind::object inspect(const CallArgs& call);
+  // What a miss would compile: (KernelRequest without its sources, CompileOptions).
+  nanobind::object request(const CallArgs& call);
+  // The launch key of these arguments, as bytes.
+  nanobind::bytes specialization(const CallArgs& call);
+  // The argument specs of every specialization compiled so far.
+  nanobind::list specializations() const;
+  // For the autotuner's key, among the runtime arguments in `named` (by
+  // parameter name; missing ones are skipped): the element type of every
+  // array, and (backend name, device or None) of where the first one lives,
+  // or of where a launch without arrays runs.
+  nanobind::tuple arrays(nanobind::dict named);
+
+  // The function `kernel[grid]` returned for the latest grid of one to three
+  // ints, when `grid` equals it: launches in a loop make no objects for it.
+  PyObject* grid_function(PyObject* grid) const;
+  void remember_grid_function(PyObject* grid, PyObject* function);
+
+  void set_debug(bool debug) { debug_ = debug; }
+  size_t size() const { return targets_.size(); }
+
+  // The cycle GC (JITFunction -> Launcher -> JITFunction).
+  template <class Visit>
+  void references(Visit&& visit) const {
+    visit(jit_.ptr());
+    visit(index_.ptr());
+    visit(grid_function_.ptr());  // holds the launcher: a cycle
+    visit(last_grid_.ptr());
+    for (const Param& p : params_) {
+      visit(p.name.ptr());
+      visit(p.default_value.ptr());
+    }
+    for (const auto& [key, target] : targets_) visit(target.kernel_object.ptr());
+    for (PyObject* object : classifier_.references()) visit(object);
+  }
+  void clear();
+
+ private:
+  struct Param {
+    nanobind::str name;
+    std::string text;  // the name, for messages
+    bool is_constexpr = false;
+    bool specialize = true;
+    nanobind::object default_value;  // null: required
+  };
+
+  // Launch options that are not parameters, as given (borrowed).
+  struct LaunchOptions {
+    PyObject* num_warps = nullptr;
+    PyObject* num_stages = nullptr;
+    PyObject* fp_fusion = nullptr;  // enable_fp_fusion
+  };
+
+  struct Bound {
+    SmallVector<PyObject*, kInlineArguments> values;  // borrowed: the caller's arguments and our defaults
+    LaunchOptions options;
+  };
+
+  // Everything a launch has worked out before it finds its kernel.
+  struct Specialized {
+    Bound bound;
+    LaunchArguments arguments;
+    Place place;
+  };
+
+  struct Target {
+    nanobind::object kernel_object;  // what the launch returns: the same object every time
+    std::shared_ptr<const runtime::CompiledKernel> kernel;
+    Place place;
+  };
+
+  void prepare();
+  void bind(const CallArgs& call, Bound& bound) const;
+  void specialize(const CallArgs& call, Specialized& out);
+  // Binding, the key, the grid (when `grid` is not null) and the place:
+  // everything before the cache, in the order errors are reported.
+  void work_out(const CallArgs& call, Specialized& out, std::array<int64_t, 3>* grid);
+  std::array<int64_t, 3> resolve_grid(nanobind::handle grid, const Bound& bound) const;
+  std::array<int64_t, 3> normalize_grid(nanobind::handle grid) const;
+  const Target& find_or_compile(std::string_view key, size_t values);
+  nanobind::object compile(std::string_view key, size_t values, bool keep_stages);
+  nanobind::object run(const Target& target, const std::array<int64_t, 3>& grid, const Specialized& launch);
+
+  nanobind::object jit_;  // the JITFunction
+  ArgumentClassifier classifier_;
+  bool prepared_ = false;
+  bool debug_ = false;
+  std::string kernel_name_;
+  std::vector<Param> params_;
+  std::vector<std::string> names_;  // params_[i].text, for placement messages
+  nanobind::object index_;          // parameter name -> index (a dict)
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  std::unordered_map<std::string, Target, StringHash, std::equal_to<>> targets_;
+  std::string last_key_;                 // the key of the latest hit
+  const Target* last_target_ = nullptr;  // its entry (map nodes never move)
+  nanobind::object last_grid_;           // a tuple of ints (see grid_function)
+  nanobind::object grid_function_;       // what `kernel[last_grid_]` returned
+};
+
+}  // namespace tegula::python

@@ -1,0 +1,36 @@
+#include "passes/pointer_effects.h"
+
+#include "ir/atomic.h"
+#include "passes/pointer_provenance.h"
+
+namespace tegula::passes {
+
+std::vector<PointerEffects> pointer_effects(const ir::Function& fn) {
+  std::vector<PointerEffects> effects(fn.params.size());
+  PointerProvenance provenance(fn);
+  // Marks what an access through `pointer` does on every parameter it may reach.
+  auto access = [&](ir::ValueId pointer, bool read, bool written, bool atomic) {
+    auto mark = [&](size_t i) {
+      effects[i].read = effects[i].read || read;
+      effects[i].written = effects[i].written || written;
+      effects[i].atomic = effects[i].atomic || atomic;
+    };
+    const std::vector<int32_t>& sources = provenance.sources(pointer);
+    if (provenance.unknown(pointer) || sources.empty()) {
+      for (size_t i = 0; i < fn.params.size(); ++i)
+        if (fn.params[i].type.is_pointer()) mark(i);
+      return;
+    }
+    for (int32_t i : sources) mark(static_cast<size_t>(i));
+  };
+  fn.walk([&](ir::OpId id) {
+    const ir::Op& op = fn.op(id);
+    if (op.operands.empty()) return;
+    if (op.kind == ir::OpKind::Load) access(op.operands[0], true, false, false);
+    if (op.kind == ir::OpKind::Store) access(op.operands[0], false, true, false);
+    if (ir::is_atomic(op.kind)) access(op.operands[0], true, true, true);
+  });
+  return effects;
+}
+
+}  // namespace tegula::passes

@@ -1,0 +1,43 @@
+// What leaves the compiler's API when something goes wrong: the fully
+// rendered diagnostic text (location, quoted line, caret, hint) and which
+// Python exception it maps to (Compile -> tegula.CompilationError, Type ->
+// TypeError, Value -> ValueError). UserError and InternalError never cross
+// the API boundary; the compile driver turns them into Error. The code is the
+// diagnostic's stable code (Python exposes it as the exception's `.code`).
+//
+// Every layer that reports to the caller directly (the compile driver, the
+// backends' loaders and launchers) throws Error, so one translation at the
+// boundary (src/bindings/module.cpp, the CLI) covers all of them.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "support/diagnostic.h"
+
+namespace tegula {
+
+class Error : public std::runtime_error {
+ public:
+  Error(std::string rendered, ErrorKind kind, Diag code)
+      : std::runtime_error(std::move(rendered)), kind_(kind), code_(code) {}
+  ErrorKind kind() const { return kind_; }
+  Diag code() const { return code_; }
+
+ private:
+  ErrorKind kind_;
+  Diag code_;
+};
+
+// The Error for a diagnostic, rendered against `sources` (may be null).
+inline Error to_error(const Diagnostic& d, const SourceManager* sources) {
+  return Error(render(d, sources), d.kind, d.code);
+}
+
+// A problem found outside the user's kernel source (a launch argument, the
+// cache directory, a missing library): a diagnostic located nowhere.
+[[noreturn]] inline void fail(ErrorKind kind, Diag code, std::string message, std::string hint = {}) {
+  throw to_error(Diagnostic{SourceLoc{}, code, std::move(message), std::move(hint), kind}, nullptr);
+}
+
+}  // namespace tegula
