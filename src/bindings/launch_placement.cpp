@@ -34,7 +34,7 @@ const backends::Backend* forced_backend() {
   if (value.empty()) return nullptr;
   if (const backends::Backend* backend = runtime::find_backend(value)) return backend;
   raise_coded(PyExc_ValueError, Diag::InvalidCompileOption,
-              "TEGULA_BACKEND must be " + runtime::backend_names() + ", got " + quoted(value));
+              "TEGULA_BACKEND must be " + runtime::backend_names() + ", got " + python::quoted(value));
 }
 
 Place choose_place(const std::string& kernel, const std::vector<std::string>& names,

@@ -38,10 +38,19 @@ struct Range {
   unsigned lo = 0, hi = 0;
 };
 inline bool overlaps(Range a, Range b) { return a.lo < b.hi && b.lo < a.hi; }
+// Written out by hand: the stream formatting of the host's C++ library is
+// not used from inside a fiber (on one GPU machine's libstdc++ it printed no
+// digits there).
 inline std::string hex(unsigned long long v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
+  char digits[16];
+  int n = 0;
+  do {
+    digits[n++] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  std::string out = "0x";
+  while (n > 0) out += digits[--n];
+  return out;
 }
 inline std::string describe(Range r) { return "[" + hex(r.lo) + ", " + hex(r.hi) + ")"; }
 
