@@ -30,6 +30,7 @@ else
   "$WORK/venv/bin/python" -m pip --disable-pip-version-check -q install "${wheels[-1]}"
 fi
 cp "$ROOT/examples/_host.py" "$ROOT/examples/vector_add.py" "$ROOT/examples/softmax.py" "$WORK/"
+cp -r "$ROOT/examples/cpp" "$WORK/cpp"
 cd "$WORK"
 export TEGULA_CACHE_DIR="$WORK/cache" PATH="$WORK/venv/bin:$PATH"
 [ "$(command -v tegula)" = "$WORK/venv/bin/tegula" ] || { echo "wheel-test: tegula is not on PATH"; exit 1; }
@@ -46,4 +47,9 @@ print("wheel-test: tegula", tegula.__version__, "from", where.parent)
 PY
 python vector_add.py
 python softmax.py
+# The C++ API from the installed package: find_package(Tegula), build, run.
+cmake -S cpp -B cpp-build -DTegula_DIR="$(python -c 'import tegula; print(tegula.cmake_dir())')" >cmake.log 2>&1 ||
+  { cat cmake.log; exit 1; }
+cmake --build cpp-build >>cmake.log 2>&1 || { cat cmake.log; exit 1; }
+cpp-build/vector_add
 echo "wheel-test: ok"
