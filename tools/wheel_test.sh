@@ -52,4 +52,5 @@ cmake -S cpp -B cpp-build -DTegula_DIR="$(python -c 'import tegula; print(tegula
   { cat cmake.log; exit 1; }
 cmake --build cpp-build >>cmake.log 2>&1 || { cat cmake.log; exit 1; }
 cpp-build/vector_add
+cpp-build/vector_add_aot
 echo "wheel-test: ok"

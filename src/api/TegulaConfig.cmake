@@ -10,5 +10,8 @@ if(NOT TARGET Tegula::tegula)
     INTERFACE_INCLUDE_DIRECTORIES "${_tegula_root}/include"
     INTERFACE_COMPILE_FEATURES cxx_std_20)
 endif()
+# The command line, for building kernels ahead of time at a project's build
+# time (`tegula aot`, examples/cpp/CMakeLists.txt).
+set(TEGULA_EXECUTABLE "${_tegula_root}/bin/tegula")
 set(Tegula_FOUND TRUE)
 unset(_tegula_root)

@@ -355,6 +355,19 @@ GeneratedSource generate_source(const frontend::KernelRequest& request, const Co
   return GeneratedSource{std::move(attempt.stages.source), std::move(attempt.stages.layouts)};
 }
 
+backends::KernelInfo build_artifact(const frontend::KernelRequest& request, const CompileOptions& options,
+                                    const std::string& output_path) {
+  const backends::Backend& backend = backend_named(options.backend);
+  std::unique_ptr<backends::Target> target = set_up(request, options, backend, backends::Backend::Setup::Compile);
+  Attempt attempt{&request, &backend, {}, {}, {}};
+  CompileProfile unprofiled;
+  return translate_errors(attempt, [&] {
+    Generated generated = generate(attempt, *target, effective_debug(request, options), /*keep_ir=*/false, unprofiled);
+    target->build(generated.code, generated.info.name, output_path, unprofiled);
+    return generated.info;
+  });
+}
+
 std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, const CompileOptions& options,
                                         CompileProfile* requested_profile) {
   CompileProfile unprofiled;
