@@ -140,7 +140,8 @@ def test_aot_cuda_header_compiles_without_a_toolkit(tmp_path):
         assert build.returncode == 0, build.stderr
 
 
-def test_aot_cuda_example_runs_on_the_gpu(tmp_path):
+def test_cpp_examples_run_on_the_gpu(tmp_path):
+    # The JIT example on device memory, and the ahead-of-time CUDA build.
     import tegula._device
 
     available, why = tegula._device.cuda_status()
@@ -154,10 +155,14 @@ def test_aot_cuda_example_runs_on_the_gpu(tmp_path):
                                 f"-DTegula_DIR={cmake_dir}", f"-DTEGULA_EXAMPLE_CUDA_ARCH={arch}"],
                                capture_output=True, text=True, timeout=300)
     assert configure.returncode == 0, configure.stdout + configure.stderr
-    build = subprocess.run(["cmake", "--build", str(tmp_path / "build"), "--target", "vector_add_aot_cuda"],
-                           capture_output=True, text=True, timeout=300)
+    build = subprocess.run(["cmake", "--build", str(tmp_path / "build")], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stdout + build.stderr
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"))
     for n in ("98765", "1", "4096"):
+        jit = subprocess.run([str(tmp_path / "build" / "vector_add"), n, "cuda"], capture_output=True, text=True,
+                             timeout=300, env=env)
+        assert jit.returncode == 0, jit.stdout + jit.stderr
+        assert f"vector_add on cuda, n={n}: OK" in jit.stdout and "wrong launch refused: E0701" in jit.stdout
         run = subprocess.run([str(tmp_path / "build" / "vector_add_aot_cuda"), n], capture_output=True, text=True,
                              timeout=120)
         assert run.returncode == 0, run.stdout + run.stderr
