@@ -22,7 +22,7 @@ import sys
 import time
 import types
 
-from . import _C
+from . import _C, _torch_compile
 from ._globals import collect_sources
 from ._launch_support import support
 from ._errors import coded
@@ -148,6 +148,7 @@ class JITFunction:
         self._launch = self._launcher.launch  # _launch(grid, *args, **kwargs), for the autotuner
         self._with_grid = self._launcher.with_grid
         self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
+        _torch_compile.mark_launches(JITFunction)
 
     @property
     def debug(self) -> bool:
