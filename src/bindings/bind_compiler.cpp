@@ -45,7 +45,8 @@ void bind_global_value(nb::module_& m) {
       .value("Language", GlobalValue::Kind::Language)
       .value("Tegula", GlobalValue::Kind::Tegula)
       .value("JitFunction", GlobalValue::Kind::JitFunction)
-      .value("Opaque", GlobalValue::Kind::Opaque);
+      .value("Opaque", GlobalValue::Kind::Opaque)
+      .value("LanguageMember", GlobalValue::Kind::LanguageMember);
   cls.def(
          "__init__",
          [](GlobalValue* self, GlobalValue::Kind kind, int64_t int_value, double float_value,
