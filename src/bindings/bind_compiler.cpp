@@ -116,12 +116,13 @@ void bind_request_and_options(nb::module_& m) {
           "__init__",
           [](KernelRequest* self, std::vector<FunctionSource> functions, std::vector<ArgSpec> args,
              bool debug) {
-            new (self) KernelRequest{std::move(functions), std::move(args), debug};
+            new (self) KernelRequest{std::move(functions), std::move(args), debug, {}};
           },
           "functions"_a, "args"_a, "debug"_a = false)
       .def_rw("functions", &KernelRequest::functions)
       .def_rw("args", &KernelRequest::args)
-      .def_rw("debug", &KernelRequest::debug);
+      .def_rw("debug", &KernelRequest::debug)
+      .def_rw("name", &KernelRequest::name, "the compiled kernel's name; empty: the kernel function's");
 
   nb::class_<runtime::CompileOptions>(m, "CompileOptions")
       .def(

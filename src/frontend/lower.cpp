@@ -83,7 +83,7 @@ const ast::FunctionDef& Lowerer::function_ast(int32_t index) {
 ir::Function Lowerer::run() {
   TEGULA_ASSERT(!request_.functions.empty(), "request without a kernel");
   const ast::FunctionDef& kernel = function_ast(0);
-  fn_.name = kernel.name;
+  fn_.name = request_.name.empty() ? kernel.name : request_.name;
   builder_.set_insertion_end(fn_.body());
   builder_.set_loc(kernel.loc);
 

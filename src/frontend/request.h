@@ -73,6 +73,8 @@ struct KernelRequest {
   std::vector<FunctionSource> functions;  // [0] is the kernel
   std::vector<ArgSpec> args;              // one per kernel parameter, in order
   bool debug = false;
+  std::string name;  // the compiled kernel's name where it is not its function's (Triton's
+                     // @jit(repr=...)); empty: the `def`'s name
 };
 
 }  // namespace tegula::frontend
