@@ -80,8 +80,9 @@ def _without_host_functions_in_jit_options(lines: list) -> list:
         return lines
     margin = len(lines[0]) - len(textwrap.dedent(text).splitlines(keepends=True)[0])
     rows = [bytearray(line.encode()) for line in lines]  # ast's columns count UTF-8 bytes
-    (first, start), (last, end) = (decorator.func.end_lineno - 1, decorator.func.end_col_offset + margin + 1), \
-        (decorator.end_lineno - 1, decorator.end_col_offset + margin - 1)
+    # From just after the `(` that follows `@jit` to just before the closing `)`.
+    first, start = decorator.func.end_lineno - 1, decorator.func.end_col_offset + margin + 1
+    last, end = decorator.end_lineno - 1, decorator.end_col_offset + margin - 1
     for row in range(first, last + 1):
         lo = start if row == first else 0
         hi = end if row == last else len(rows[row].rstrip(b"\r\n"))
