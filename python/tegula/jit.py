@@ -243,7 +243,8 @@ class JITFunction:
 
     def _launch_plan(self) -> tuple:
         """The signature as the launcher binds against it: (names,
-        is_constexpr, defaults, do_not_specialize, the no-default sentinel)."""
+        is_constexpr, defaults, do_not_specialize, the no-default sentinel,
+        do_not_specialize_on_alignment)."""
         sig = self.signature
         return (sig.names, sig.is_constexpr, sig.defaults, self.do_not_specialize, _MISSING,
                 self.do_not_specialize_on_alignment)
@@ -259,7 +260,7 @@ class JITFunction:
         if self._repr is None:
             return
         name = self.repr(Specialization(self, request))
-        if not isinstance(name, str) or not name.isidentifier():
+        if not isinstance(name, str) or not (name.isascii() and name.isidentifier()):  # a C symbol
             raise coded(ValueError, "E0708", f"@jit(repr=...) of '{self.__name__}' must return an identifier "
                                              f"(the compiled kernel's name), got {name!r}")
         request.name = name
@@ -275,7 +276,7 @@ class JITFunction:
         if _env_flag("TEGULA_PROFILE_COMPILE"):
             python_s = time.perf_counter() - started
             kernel, phases = _C.compile_with_profile(request, options)
-            _print_compile_profile(self.__name__, options.backend, [("python", python_s)] + phases)
+            _print_compile_profile(request.name or self.__name__, options.backend, [("python", python_s)] + phases)
             return kernel
         return _C.compile(request, options)
 
