@@ -1,5 +1,6 @@
 #include "frontend/type_rules.h"
 
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -39,6 +40,19 @@ Scalar literal_type(const ConstValue& c) {
       return Scalar::I64;
     default: return Scalar::I32;
   }
+}
+
+Scalar tensor_type(const ConstValue& c) {
+  if (c.kind == ConstValue::Kind::Float) {
+    double m = std::fabs(c.f);
+    bool as_f32 = m == 0.0 || std::isinf(m) || std::isnan(m) ||
+                  (m >= std::numeric_limits<float>::min() && m <= std::numeric_limits<float>::max());
+    return as_f32 ? Scalar::F32 : Scalar::F64;
+  }
+  if (c.kind == ConstValue::Kind::Int && !c.is_unsigned && c.i > std::numeric_limits<int32_t>::max() &&
+      c.i <= std::numeric_limits<uint32_t>::max())
+    return Scalar::U32;
+  return literal_type(c);
 }
 
 Scalar promote_integers(Scalar a, Scalar b) {
