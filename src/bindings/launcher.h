@@ -30,6 +30,7 @@
 
 #include "bindings/launch_arguments.h"
 #include "bindings/launch_key.h"
+#include "bindings/launch_options.h"
 #include "bindings/launch_placement.h"
 #include "runtime/compiler.h"
 
@@ -105,13 +106,6 @@ class Launcher {
     bool is_constexpr = false;
     bool specialize = true;
     nanobind::object default_value;  // null: required
-  };
-
-  // Launch options that are not parameters, as given (borrowed).
-  struct LaunchOptions {
-    PyObject* num_warps = nullptr;
-    PyObject* num_stages = nullptr;
-    PyObject* fp_fusion = nullptr;  // enable_fp_fusion
   };
 
   struct Bound {

@@ -25,12 +25,14 @@ struct GlobalValue {
     Tegula,       // the top-level `tegula` / `triton` module (cdiv, next_power_of_2, jit)
     JitFunction,  // function holds an index into KernelRequest::functions
     Opaque,       // something else (a NumPy module, a class...): text is a description for errors
+    Tuple,        // elements, each a constant (a constexpr argument such as a shape)
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;
   double float_value = 0.0;
   std::string text;
   int32_t function = -1;
+  std::vector<GlobalValue> elements;  // Tuple
 };
 
 // One `@jit` function's source. functions[0] of a request is the kernel.
