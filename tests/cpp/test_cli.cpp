@@ -103,6 +103,7 @@ std::string describe(const GlobalValue& g) {
     case GlobalValue::Kind::Tegula: return "Tegula " + g.text;
     case GlobalValue::Kind::JitFunction: return "JitFunction " + std::to_string(g.function);
     case GlobalValue::Kind::Opaque: return "Opaque " + g.text;
+    case GlobalValue::Kind::Tuple: return "Tuple of " + std::to_string(g.elements.size());
   }
   return "?";
 }

@@ -120,26 +120,6 @@ class dtype:
     def is_const(self) -> bool:
         return False
 
-    # One predicate per type, as Triton has them: tl.float16.is_fp16(), ...
-    def is_fp8e4nv(self) -> bool: return self.name == "fp8e4nv"
-    def is_fp8e4b8(self) -> bool: return False
-    def is_fp8e4b15(self) -> bool: return False
-    def is_fp8e5(self) -> bool: return self.name == "fp8e5"
-    def is_fp8e5b16(self) -> bool: return False
-    def is_fp16(self) -> bool: return self.name == "fp16"
-    def is_bf16(self) -> bool: return self.name == "bf16"
-    def is_fp32(self) -> bool: return self.name == "fp32"
-    def is_fp64(self) -> bool: return self.name == "fp64"
-    def is_int1(self) -> bool: return self.name == "int1"
-    def is_int8(self) -> bool: return self.name == "int8"
-    def is_int16(self) -> bool: return self.name == "int16"
-    def is_int32(self) -> bool: return self.name == "int32"
-    def is_int64(self) -> bool: return self.name == "int64"
-    def is_uint8(self) -> bool: return self.name == "uint8"
-    def is_uint16(self) -> bool: return self.name == "uint16"
-    def is_uint32(self) -> bool: return self.name == "uint32"
-    def is_uint64(self) -> bool: return self.name == "uint64"
-
     def kind(self) -> "dtype.KIND":
         if self.is_bool():
             return dtype.KIND.BOOLEAN
@@ -174,6 +154,20 @@ class dtype:
 
     def __repr__(self) -> str:
         return f"{_language_path(self)}.{self.canonical_name}"
+
+
+def _is_named(name: str):
+    def predicate(self) -> bool:
+        return self.name == name
+    predicate.__name__ = predicate.__qualname__ = f"is_{name}"
+    return predicate
+
+
+# One predicate per type, as Triton has them (tl.float16.is_fp16(), ...),
+# including those of Triton's fp8 variants Tegula lacks (always False).
+for _name in (*_SCALARS, "fp8e4b8", "fp8e4b15", "fp8e5b16"):
+    setattr(dtype, f"is_{_name}", _is_named(_name))
+del _name
 
 
 class pointer_type(dtype):
