@@ -53,7 +53,7 @@ def reinterpret(array, dtype_: dtype) -> ReinterpretedArray:
         raise coded(TypeError, "E0712", f"tegula.reinterpret needs an array or tensor, got {type(array).__name__}")
     if size * 8 != dtype_.primitive_bitwidth:
         raise coded(ValueError, "E0712",
-                    f"tegula.reinterpret: the array's elements are {size} bytes but {dtype_!r} needs "
+                    f"tegula.reinterpret: the array's elements are {size} bytes but tl.{dtype_.canonical_name} needs "
                     f"{max(dtype_.primitive_bitwidth // 8, 1)}; view the array as a dtype of that size first "
                     f"(e.g. array.view(np.uint8))")
     return ReinterpretedArray(array, dtype_)

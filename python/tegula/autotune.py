@@ -44,7 +44,6 @@ from ._errors import coded
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotuneError",
            "AutotuneWarning"]
 
-_LAUNCH_OPTIONS = ("num_warps", "num_stages", "enable_fp_fusion")
 _PRUNE_KEYS = ("perf_model", "top_k", "early_config_prune")
 
 
@@ -58,34 +57,48 @@ class AutotuneWarning(UserWarning):
 
 class Config:
     """One candidate of an autotuned kernel: meta-parameter values (``kwargs``,
-    passed to the kernel's constexpr parameters), launch options
-    (``num_warps``, ``num_stages``; None keeps the launch's default), and an
-    optional ``pre_hook(args)`` called with every argument by name before each
-    launch with this config."""
+    passed to the kernel's constexpr parameters), launch options (Triton's
+    ``num_warps``, ``num_stages``, ``num_ctas``, ``maxnreg``,
+    ``num_cpu_threads``, ``ir_override``; None keeps the launch's default; the
+    launch checks what each backend can honour, docs/python-api.md "Launch
+    options"), and an optional ``pre_hook(args)`` called with every argument
+    by name before each launch with this config."""
 
-    def __init__(self, kwargs, num_warps=None, num_stages=None, pre_hook=None):
+    _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "num_cpu_threads", "ir_override")
+
+    def __init__(self, kwargs, num_warps=None, num_stages=None, num_ctas=None, num_cpu_threads=None,
+                 maxnreg=None, pre_hook=None, ir_override=None):
         if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise coded(TypeError, "E0710", f"Config takes a dict of meta-parameter names to values, got {kwargs!r}")
-        for option, value in (("num_warps", num_warps), ("num_stages", num_stages)):
-            if value is not None and (type(value) is not int or value < 1):
-                raise coded(ValueError, "E0710", f"Config {option} must be a positive int or None, got {value!r}")
+        for option, value, least in (("num_warps", num_warps, 1), ("num_stages", num_stages, 1),
+                                     ("num_ctas", num_ctas, 1), ("maxnreg", maxnreg, 1),
+                                     ("num_cpu_threads", num_cpu_threads, 0)):
+            if value is not None and (type(value) is not int or value < least):
+                kind = "a positive int" if least else "an int >= 0"
+                raise coded(ValueError, "E0710", f"Config {option} must be {kind} or None, got {value!r}")
         if pre_hook is not None and not callable(pre_hook):
             raise coded(TypeError, "E0710", f"Config pre_hook must be callable, got {type(pre_hook).__name__}")
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
+        self.num_ctas = num_ctas
+        self.num_cpu_threads = num_cpu_threads
+        self.maxnreg = maxnreg
+        self.ir_override = ir_override
         self.pre_hook = pre_hook
+
+    def _options(self) -> dict:
+        """The launch options that are set."""
+        return {name: getattr(self, name) for name in self._OPTIONS if getattr(self, name) is not None}
 
     def all_kwargs(self) -> dict:
         """The meta-parameters and the launch options that are set, as launch keywords."""
-        options = {name: value for name, value in (("num_warps", self.num_warps),
-                                                   ("num_stages", self.num_stages)) if value is not None}
-        return {**self.kwargs, **options}
+        return {**self.kwargs, **self._options()}
 
     def describe(self) -> dict:
         """A JSON-able description; two configs that launch alike describe alike."""
         return {"kwargs": {k: _json_value(v) for k, v in sorted(self.kwargs.items())},
-                "num_warps": self.num_warps, "num_stages": self.num_stages,
+                **{name: _json_value(getattr(self, name)) for name in self._OPTIONS},
                 "pre_hook": None if self.pre_hook is None else _qualified_name(self.pre_hook)}
 
     def __str__(self) -> str:
@@ -93,8 +106,7 @@ class Config:
 
     def __repr__(self) -> str:
         parts = [repr(self.kwargs)]
-        parts += [f"{name}={value}" for name, value in (("num_warps", self.num_warps),
-                                                        ("num_stages", self.num_stages)) if value is not None]
+        parts += [f"{name}={value!r}" for name, value in self._options().items()]
         if self.pre_hook is not None:
             parts.append(f"pre_hook={_qualified_name(self.pre_hook)}")
         return f"Config({', '.join(parts)})"

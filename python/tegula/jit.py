@@ -213,8 +213,16 @@ class JITFunction:
                                         f"with a grid: {name}[grid](...)")
 
     def warmup(self, /, *args, grid=None, **kwargs):
-        """Compiles (or loads) the kernel for these arguments without launching it."""
+        """Compiles (or loads) the kernel for these arguments without launching it;
+        returns the CompiledKernel (``.asm``, ``.metadata``), as Triton's does."""
         return self._launcher.warmup(grid, *args, **kwargs)
+
+    def run(self, /, *args, grid, warmup=False, **kwargs):
+        """Triton's ``kernel.run(*args, grid=grid, warmup=False, **kwargs)``:
+        ``kernel[grid](*args, **kwargs)``, or ``warmup`` when it is true."""
+        if warmup:
+            return self._launcher.warmup(grid, *args, **kwargs)
+        return self._launch(grid, *args, **kwargs)
 
     def inspect(self, /, *args, **kwargs) -> KernelInspection:
         """The IR after every stage and the generated source, for these arguments."""

@@ -48,6 +48,7 @@ struct TargetOptions {
   bool fp_fusion = true;      // a backend may contract a*b+c into one FMA (the CPU backend never does)
   int device = 0;             // device backends: the device whose architecture the kernel is built for
   int arch = 0;               // device backends: the architecture to build for (0: the device's)
+  int maxnreg = 0;            // device backends: the most registers a thread may use (0: no cap)
 };
 
 // The threads one program instance runs on and the dynamic scratch memory

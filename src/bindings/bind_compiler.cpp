@@ -46,7 +46,8 @@ void bind_global_value(nb::module_& m) {
       .value("Tegula", GlobalValue::Kind::Tegula)
       .value("JitFunction", GlobalValue::Kind::JitFunction)
       .value("Opaque", GlobalValue::Kind::Opaque)
-      .value("LanguageMember", GlobalValue::Kind::LanguageMember);
+      .value("LanguageMember", GlobalValue::Kind::LanguageMember)
+      .value("Tuple", GlobalValue::Kind::Tuple);
   cls.def(
          "__init__",
          [](GlobalValue* self, GlobalValue::Kind kind, int64_t int_value, double float_value,
@@ -59,7 +60,8 @@ void bind_global_value(nb::module_& m) {
       .def_rw("int_value", &GlobalValue::int_value)
       .def_rw("float_value", &GlobalValue::float_value)
       .def_rw("text", &GlobalValue::text)
-      .def_rw("function", &GlobalValue::function);
+      .def_rw("function", &GlobalValue::function)
+      .def_rw("elements", &GlobalValue::elements);
 }
 
 void bind_function_source(nb::module_& m) {
@@ -128,12 +130,14 @@ void bind_request_and_options(nb::module_& m) {
       .def(
           "__init__",
           [](runtime::CompileOptions* self, std::string backend, bool debug, bool keep_stages,
-             std::string cache_dir, int num_warps, int device, int cuda_arch, bool fp_fusion, int num_stages) {
+             std::string cache_dir, int num_warps, int device, int cuda_arch, bool fp_fusion, int num_stages,
+             int maxnreg) {
             new (self) runtime::CompileOptions{std::move(backend), debug, keep_stages, std::move(cache_dir),
-                                               num_warps, device, cuda_arch, fp_fusion, num_stages};
+                                               num_warps, device, cuda_arch, fp_fusion, num_stages, maxnreg};
           },
           "backend"_a = "cpu", "debug"_a = false, "keep_stages"_a = false, "cache_dir"_a = "",
-          "num_warps"_a = 4, "device"_a = 0, "cuda_arch"_a = 0, "fp_fusion"_a = true, "num_stages"_a = 3)
+          "num_warps"_a = 4, "device"_a = 0, "cuda_arch"_a = 0, "fp_fusion"_a = true, "num_stages"_a = 3,
+          "maxnreg"_a = 0)
       .def_rw("backend", &runtime::CompileOptions::backend)
       .def_rw("debug", &runtime::CompileOptions::debug)
       .def_rw("keep_stages", &runtime::CompileOptions::keep_stages)
@@ -142,7 +146,8 @@ void bind_request_and_options(nb::module_& m) {
       .def_rw("device", &runtime::CompileOptions::device)
       .def_rw("cuda_arch", &runtime::CompileOptions::cuda_arch)
       .def_rw("fp_fusion", &runtime::CompileOptions::fp_fusion)
-      .def_rw("num_stages", &runtime::CompileOptions::num_stages);
+      .def_rw("num_stages", &runtime::CompileOptions::num_stages)
+      .def_rw("maxnreg", &runtime::CompileOptions::maxnreg);
 }
 
 // (name, is_constexpr, has_default) per parameter, as written.

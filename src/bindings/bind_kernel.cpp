@@ -6,6 +6,7 @@
 // handle and device).
 #include <nanobind/operators.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -18,6 +19,7 @@
 
 #include "bindings/bindings.h"
 #include "bindings/launch_arguments.h"
+#include "backends/cuda/occupancy.h"
 #include "runtime/compiler.h"
 
 namespace nb = nanobind;
@@ -152,6 +154,78 @@ std::vector<std::tuple<std::string, std::string, int64_t>> param_tuples(const Co
   return out;
 }
 
+// Triton's `CompiledKernel.asm`: every artefact of the kernel by name, in
+// pipeline order. Tegula's IR stages under their own names ("lowered", ...),
+// then the backend's outputs under the names the backend gives them ("cpp";
+// "layouts", "cuda", "ptx", "ptxas"), then the artifact's bytes under its
+// extension ("so", "cubin"). Only what the backend has.
+nb::dict asm_of(const CompiledKernel& kernel) {
+  runtime::Stages stages;
+  std::string artifact;
+  {
+    nb::gil_scoped_release released;  // may compile again (runtime::stages_of)
+    stages = runtime::stages_of(kernel);
+    artifact = runtime::artifact_of(kernel);
+  }
+  nb::dict d;
+  for (const auto& dump : stages.ir) d[dump.stage.c_str()] = dump.ir;
+  if (kernel.backend) {
+    for (const backends::Output& output : kernel.backend->outputs()) {
+      const std::string* text = nullptr;
+      switch (output.kind) {
+        case backends::OutputKind::Source: text = &stages.source; break;
+        case backends::OutputKind::Layouts: text = &stages.layouts; break;
+        case backends::OutputKind::Assembly: text = &stages.ptx; break;
+        case backends::OutputKind::BuildLog: text = &stages.compile_log; break;
+      }
+      if (text && !text->empty()) d[std::string(output.name).c_str()] = *text;
+    }
+    if (!artifact.empty())
+      d[std::string(kernel.backend->artifact_extension()).c_str()] = nb::bytes(artifact.data(), artifact.size());
+  }
+  return d;
+}
+
+// Registers per thread and spilled registers, from the assembler's report
+// (ptxas's, CUDA); None where the backend has no such report (the CPU).
+std::pair<nb::object, nb::object> registers_of(const CompiledKernel& kernel) {
+  runtime::Stages stages;
+  {
+    nb::gil_scoped_release released;
+    stages = runtime::stages_of(kernel);
+  }
+  std::optional<backends::cuda::RegisterReport> report = backends::cuda::parse_ptxas_report(stages.compile_log);
+  if (!report) return {nb::none(), nb::none()};
+  return {nb::int_(report->registers), nb::int_(report->spill_stores / 4)};
+}
+
+// Triton's `CompiledKernel.metadata`: the options the kernel was built
+// with and what it uses, as attributes.
+nb::object metadata_of(const CompiledKernel& kernel) {
+  runtime::CompileOptions options = kernel.origin ? kernel.origin->options : runtime::CompileOptions{};
+  auto [n_regs, n_spills] = registers_of(kernel);
+  nb::dict d;
+  d["name"] = kernel.name;
+  d["backend_name"] = kernel.backend ? std::string(kernel.backend->name()) : std::string();
+  d["num_warps"] = options.num_warps;
+  d["num_stages"] = options.num_stages;
+  d["num_ctas"] = 1;
+  d["cluster_dims"] = nb::make_tuple(1, 1, 1);
+  d["maxnreg"] = options.maxnreg > 0 ? nb::object(nb::int_(options.maxnreg)) : nb::none();
+  d["enable_fp_fusion"] = options.fp_fusion;
+  d["launch_cooperative_grid"] = false;
+  d["launch_pdl"] = false;
+  d["debug"] = kernel.debug;
+  d["shared"] = kernel.shape.shared_bytes;
+  d["num_threads"] = kernel.shape.threads;
+  d["n_regs"] = n_regs;
+  d["n_spills"] = n_spills;
+  d["hash"] = kernel.key;
+  nb::object metadata = nb::module_::import_("types").attr("SimpleNamespace")();
+  for (auto [name, value] : d) nb::setattr(metadata, name, value);
+  return metadata;
+}
+
 }  // namespace
 
 void bind_kernel(nb::module_& m) {
@@ -211,6 +285,19 @@ void bind_kernel(nb::module_& m) {
       .def_prop_ro(
           "shared_bytes", [](const CompiledKernel& k) { return k.shape.shared_bytes; },
           "Device backends: dynamic shared memory per program in bytes.")
+      .def_prop_ro("asm", &asm_of,
+                   "{name: artefact} as Triton's CompiledKernel.asm: the IR after each stage, the generated source, "
+                   "CUDA's layouts, PTX and ptxas report, and the built artifact's bytes (\"so\", \"cubin\"); "
+                   "produced on first use when the kernel was compiled without its stages.")
+      .def_prop_ro("metadata", &metadata_of,
+                   "As Triton's CompiledKernel.metadata: name, num_warps, num_stages, num_ctas, maxnreg, "
+                   "enable_fp_fusion, debug, shared (bytes), n_regs and n_spills (None where unknown), ...")
+      .def_prop_ro(
+          "n_regs", [](const CompiledKernel& k) { return registers_of(k).first; },
+          "Registers per thread (CUDA, from ptxas); None on backends without registers to count.")
+      .def_prop_ro(
+          "n_spills", [](const CompiledKernel& k) { return registers_of(k).second; },
+          "Registers spilled to local memory (CUDA: ptxas's spill-store bytes / 4); None where unknown.")
       .def("resources", &resources, "device"_a = 0,
            "CUDA: registers, shared and local memory the kernel uses on `device` (a dict).")
       .def_ro("debug", &CompiledKernel::debug,

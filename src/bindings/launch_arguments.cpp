@@ -207,6 +207,9 @@ void ArgumentClassifier::runtime(const std::string& kernel, const std::string& p
     return;
   }
   if (type == &PyLong_Type) return add_int(kernel, param, value, specialize, out);
+  // None specializes the kernel as the constant None (Triton's rule): the
+  // kernel gets no parameter for it, and `if X is not None:` folds.
+  if (object == Py_None) return out.key.constant_none();
   if (type == &PyFloat_Type) {
     out.key.real();
     out.values.push_back({HostValue::Kind::Float, 0, PyFloat_AS_DOUBLE(object)});
@@ -672,6 +675,12 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
   if (object == Py_None) return key.constant_none();
   if (type == &PyUnicode_Type) return key.constant_str(utf8(object));
   if (type == &PyFloat_Type) return key.constant_float(PyFloat_AS_DOUBLE(object));
+  if (PyTuple_Check(object)) {  // a shape, say: each element is a constexpr of its own
+    key.constant_tuple(static_cast<uint32_t>(PyTuple_GET_SIZE(object)));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(object); ++i)
+      constexpr_value(kernel, param, nb::handle(PyTuple_GET_ITEM(object, i)), key);
+    return;
+  }
   if (is_instance(value, support_.constexpr_type))
     return constexpr_value(kernel, param, attribute(value, value_name_), key);
   if (is_instance(value, support_.dtype_type) && !is_instance(value, support_.pointer_type))
@@ -679,7 +688,7 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
   if (is_number_scalar(value)) return constexpr_value(kernel, param, call_method(value, item_name_), key);
   raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
               "constexpr argument '" + param + "' of kernel '" + kernel +
-                  "' must be an int, float, bool, str, None or tl.dtype, got " + type_name_of(value));
+                  "' must be an int, float, bool, str, None, tl.dtype or a tuple of them, got " + type_name_of(value));
 }
 
 // --- debug extents, devices and streams --------------------------------------------------------

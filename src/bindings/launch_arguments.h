@@ -14,8 +14,9 @@
 //   int  i32 if it fits, else i64, else u64; specialized on being 1 and on
 //        divisibility by 16 (Triton's rules) unless do_not_specialize
 //   float, bool   f32, i1; NumPy scalars as the Python scalar they hold
+//   None          the constant None, as if the parameter were a constexpr
 //   constexprs    int, float, bool, str, None, tl.dtype (or tl.constexpr of
-//        one, or a NumPy scalar): the value itself
+//        one, or a NumPy scalar), or a tuple of them: the value itself
 //
 // Anything else raises the error the Python package has always raised for
 // it (launch_errors.h). The common kinds (exact NumPy arrays, torch tensor

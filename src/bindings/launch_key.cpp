@@ -73,6 +73,14 @@ frontend::ArgSpec constant_spec(Reader& in) {
     case Kind::Str:
     case Kind::DType: value.text = in.text(); break;
     case Kind::None: break;
+    case Kind::Tuple: {
+      auto count = in.take<uint32_t>();
+      for (uint32_t i = 0; i < count; ++i) {
+        TEGULA_ASSERT(in.tag() == kConstant, "a constant tuple holds constants");
+        value.elements.push_back(constant_spec(in).value);
+      }
+      break;
+    }
     default: TEGULA_ASSERT(false, "a launch key holds a constant of an unexpected kind");
   }
   return spec;
@@ -143,6 +151,12 @@ void LaunchKey::constant_none() {
   append(head, sizeof head);
 }
 
+void LaunchKey::constant_tuple(uint32_t count) {
+  const char head[2] = {kConstant, static_cast<char>(frontend::GlobalValue::Kind::Tuple)};
+  append(head, sizeof head);
+  append(&count, sizeof count);
+}
+
 void LaunchKey::constant_float(double value) {
   const char head[2] = {kConstant, static_cast<char>(frontend::GlobalValue::Kind::Float)};
   append(head, sizeof head);
@@ -171,9 +185,9 @@ void LaunchKey::descriptor(ir::Scalar element, bool aligned16, const std::vector
   text(padding);
 }
 
-void LaunchKey::trailer(int num_warps, int num_stages, bool fp_fusion, bool debug, uint8_t backend,
+void LaunchKey::trailer(int num_warps, int num_stages, bool fp_fusion, bool debug, int maxnreg, uint8_t backend,
                         int32_t device) {
-  char item[16];
+  char item[20];
   item[0] = kTrailer;
   auto warps = static_cast<int32_t>(num_warps), stages = static_cast<int32_t>(num_stages);
   std::memcpy(item + 1, &warps, 4);
@@ -182,6 +196,8 @@ void LaunchKey::trailer(int num_warps, int num_stages, bool fp_fusion, bool debu
   item[10] = static_cast<char>(debug);
   item[11] = static_cast<char>(backend);
   std::memcpy(item + 12, &device, 4);
+  auto registers = static_cast<int32_t>(maxnreg);
+  std::memcpy(item + 16, &registers, 4);
   append(item, sizeof item);
 }
 
@@ -224,6 +240,7 @@ DecodedKey decode(std::string_view bytes) {
   out.debug = in.take<char>() != 0;
   out.backend = static_cast<uint8_t>(in.take<char>());
   out.device = in.take<int32_t>();
+  out.maxnreg = in.take<int32_t>();
   TEGULA_ASSERT(in.done(), "a launch key goes on after its trailer");
   return out;
 }

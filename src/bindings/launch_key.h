@@ -9,7 +9,7 @@
 //   pointer       element type, whether the address is 16-byte aligned
 //   int           width (i32, i64, u64), is the value 1, divisible by 16
 //   float, bool   nothing more
-//   constexpr     its value (kind and payload)
+//   constexpr     its value (kind and payload; a tuple: its length, then its elements)
 //   descriptor    its base pointer's, its shape and strides as ints, block shape, padding
 // then the launch options that change the code, debug mode, and the backend
 // and device the launch runs on.
@@ -47,12 +47,15 @@ class LaunchKey {
   void constant_float(double value);  // by its bit pattern
   void constant_str(std::string_view value);
   void constant_dtype(std::string_view canonical_name);
+  // A tuple of constants: then one constant_*() call per element.
+  void constant_tuple(uint32_t count);
   // A TensorDescriptor: its base, block shape and padding; then
   // `2 * block_shape.size()` integer() calls for its shape and strides.
   void descriptor(ir::Scalar element, bool aligned16, const std::vector<int64_t>& block_shape,
                   std::string_view padding);
   // After every parameter: the options, debug mode and where the launch runs.
-  void trailer(int num_warps, int num_stages, bool fp_fusion, bool debug, uint8_t backend, int32_t device);
+  void trailer(int num_warps, int num_stages, bool fp_fusion, bool debug, int maxnreg, uint8_t backend,
+               int32_t device);
 
   // do_not_specialize_on_alignment: forgets the 16-byte alignment of the
   // pointer, or the divisibility by 16 of the int, whose item starts at byte
@@ -90,6 +93,7 @@ struct DecodedKey {
   int num_stages = 3;
   bool fp_fusion = true;
   bool debug = false;
+  int maxnreg = 0;      // 0: none
   uint8_t backend = 0;  // index into runtime::all_backends()
   int32_t device = -1;
 };

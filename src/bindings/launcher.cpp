@@ -18,13 +18,6 @@ namespace {
 using runtime::ArgValue;
 using runtime::CompiledKernel;
 
-bool positive_int(PyObject* value) {
-  if (!PyLong_CheckExact(value)) return false;
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-  return overflow > 0 || v >= 1;
-}
-
 // A tuple of one to three ints >= 0 that fit in 64 bits.
 bool plain_grid(nb::handle grid, std::array<int64_t, 3>& out) {
   if (!PyTuple_CheckExact(grid.ptr())) return false;
@@ -47,6 +40,19 @@ uint8_t backend_index(const backends::Backend* backend) {
   for (size_t i = 0; i < all.size(); ++i)
     if (all[i] == backend) return static_cast<uint8_t>(i);
   TEGULA_ASSERT(false, "a place names a backend the registry does not know");
+}
+
+// The compile options a launch key asks for.
+runtime::CompileOptions compile_options(const DecodedKey& decoded) {
+  runtime::CompileOptions options;
+  options.backend = runtime::all_backends()[decoded.backend]->name();
+  options.debug = decoded.debug;
+  options.num_warps = decoded.num_warps;
+  options.num_stages = decoded.num_stages;
+  options.fp_fusion = decoded.fp_fusion;
+  options.maxnreg = decoded.maxnreg;
+  options.device = std::max(decoded.device, 0);
+  return options;
 }
 
 // The value of a parameter of this type (the key made the two agree).
@@ -156,7 +162,7 @@ void Launcher::prepare() {
 
 // One pass over the keywords (a dict lookup each), then the errors in the
 // order Python reports them: launch options (keywords that name no
-// parameter: num_warps, num_stages, enable_fp_fusion), too many positional
+// parameter: launch_options.h), too many positional
 // arguments, the first unknown or repeated keyword, missing arguments.
 void Launcher::bind(const CallArgs& call, Bound& bound) const {
   const size_t count = params_.size();
@@ -177,25 +183,9 @@ void Launcher::bind(const CallArgs& call, Bound& bound) const {
       continue;
     }
     if (PyErr_Occurred()) throw nb::python_error();
-    if (PyUnicode_CompareWithASCIIString(name, "num_warps") == 0)
-      bound.options.num_warps = value;
-    else if (PyUnicode_CompareWithASCIIString(name, "num_stages") == 0)
-      bound.options.num_stages = value;
-    else if (PyUnicode_CompareWithASCIIString(name, "enable_fp_fusion") == 0)
-      bound.options.fp_fusion = value;
-    else if (!stray)
-      stray = name;
+    if (!bound.options.take(kernel_name_, name, value) && !stray) stray = name;
   }
-  for (auto [name, value] : {std::pair{"num_warps", bound.options.num_warps},
-                             std::pair{"num_stages", bound.options.num_stages}})
-    if (value && !positive_int(value))
-      raise_coded(PyExc_ValueError, Diag::InvalidCompileOption,
-                  std::string(name) + " of kernel '" + kernel_name_ + "' must be a positive int, got " +
-                      repr_of(value));
-  if (bound.options.fp_fusion && !PyBool_Check(bound.options.fp_fusion))
-    raise_coded(PyExc_ValueError, Diag::InvalidCompileOption,
-                "enable_fp_fusion of kernel '" + kernel_name_ + "' must be a bool, got " +
-                    repr_of(bound.options.fp_fusion));
+  bound.options.check(kernel_name_);
 
   if (given > count) {
     std::string listed;
@@ -256,9 +246,7 @@ std::array<int64_t, 3> Launcher::resolve_grid(nb::handle grid, const Bound& boun
   if (PyCallable_Check(grid.ptr())) {
     nb::dict meta;
     for (size_t i = 0; i < params_.size(); ++i) meta[params_[i].name] = nb::handle(bound.values[i]);
-    if (bound.options.num_warps) meta["num_warps"] = nb::handle(bound.options.num_warps);
-    if (bound.options.num_stages) meta["num_stages"] = nb::handle(bound.options.num_stages);
-    if (bound.options.fp_fusion) meta["enable_fp_fusion"] = nb::handle(bound.options.fp_fusion);
+    bound.options.each([&](const char* name, PyObject* value) { meta[name] = nb::handle(value); });
     called = grid(meta);
     grid = called;
   }
@@ -345,14 +333,8 @@ nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stag
   frontend::KernelRequest request;
   request.args = decoded.args;
   request.debug = decoded.debug;
-  runtime::CompileOptions options;
-  options.backend = runtime::all_backends()[decoded.backend]->name();
-  options.debug = decoded.debug;
+  runtime::CompileOptions options = compile_options(decoded);
   options.keep_stages = keep_stages;
-  options.num_warps = decoded.num_warps;
-  options.num_stages = decoded.num_stages;
-  options.fp_fusion = decoded.fp_fusion;
-  options.device = std::max(decoded.device, 0);
   nb::object kernel_object = jit_.attr("_compile")(nb::cast(std::move(request)), nb::cast(std::move(options)));
   auto kernel = nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object);
   std::vector<std::string> expected = expected_params(names_, decoded.args);
@@ -398,19 +380,6 @@ nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& gri
 
 // --- the entry points -------------------------------------------------------------------------------
 
-namespace {
-
-// A launch option as the key holds it: the given positive int, clamped to
-// int (a compile rejects what no backend can use), or the default.
-int option_value(PyObject* given, int fallback) {
-  if (!given) return fallback;
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(given, &overflow);
-  return overflow != 0 || v > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max() : static_cast<int>(v);
-}
-
-}  // namespace
-
 void Launcher::work_out(const CallArgs& call, Specialized& out, std::array<int64_t, 3>* grid) {
   specialize(call, out);
   if (grid) *grid = resolve_grid(call.grid, out.bound);
@@ -418,9 +387,8 @@ void Launcher::work_out(const CallArgs& call, Specialized& out, std::array<int64
                            forced_backend());
   if (out.place.device == kCurrentDevice) out.place.device = classifier_.current_device();
   const LaunchOptions& options = out.bound.options;
-  out.arguments.key.trailer(option_value(options.num_warps, 4), option_value(options.num_stages, 3),
-                            options.fp_fusion != Py_False, debug_, backend_index(out.place.backend),
-                            out.place.device);
+  out.arguments.key.trailer(options.num_warps(), options.num_stages(), options.fp_fusion(), options.debug(debug_),
+                            options.maxnreg(), backend_index(out.place.backend), out.place.device);
 }
 
 nb::object Launcher::launch(const CallArgs& call) {
@@ -453,13 +421,7 @@ nb::object Launcher::request(const CallArgs& call) {
   frontend::KernelRequest request;
   request.args = std::move(decoded.args);
   request.debug = decoded.debug;
-  runtime::CompileOptions options;
-  options.backend = launch.place.backend->name();
-  options.debug = decoded.debug;
-  options.num_warps = decoded.num_warps;
-  options.num_stages = decoded.num_stages;
-  options.fp_fusion = decoded.fp_fusion;
-  options.device = std::max(decoded.device, 0);
+  runtime::CompileOptions options = compile_options(decoded);
   return nb::make_tuple(nb::cast(std::move(request)), nb::cast(std::move(options)));
 }
 

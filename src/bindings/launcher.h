@@ -30,6 +30,7 @@
 
 #include "bindings/launch_arguments.h"
 #include "bindings/launch_key.h"
+#include "bindings/launch_options.h"
 #include "bindings/launch_placement.h"
 #include "runtime/compiler.h"
 
@@ -106,13 +107,6 @@ class Launcher {
     bool specialize = true;
     bool align = true;  // false: do_not_specialize_on_alignment
     nanobind::object default_value;  // null: required
-  };
-
-  // Launch options that are not parameters, as given (borrowed).
-  struct LaunchOptions {
-    PyObject* num_warps = nullptr;
-    PyObject* num_stages = nullptr;
-    PyObject* fp_fusion = nullptr;  // enable_fp_fusion
   };
 
   struct Bound {

@@ -208,6 +208,11 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
     case GlobalValue::Kind::Tegula: return Symbol::module("tegula");
     case GlobalValue::Kind::JitFunction: return Symbol::jit(g.function);
     case GlobalValue::Kind::Opaque: return Symbol::opaque(g.text);
+    case GlobalValue::Kind::Tuple: {
+      std::vector<Symbol> elements;
+      for (const GlobalValue& e : g.elements) elements.push_back(global_symbol(e));
+      return Symbol::tuple(std::move(elements));
+    }
     default: return Symbol::of(const_from_global(g, SourceLoc{}));
   }
 }

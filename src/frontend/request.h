@@ -29,12 +29,14 @@ struct GlobalValue {
                      // triton.language.extra.libdevice import rsqrt as r`): text holds where the
                      // language exports it ("triton.language.extra.libdevice.rsqrt"), so it means
                      // what that attribute of the module means
+    Tuple,        // elements, each a constant (a constexpr argument such as a shape)
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;
   double float_value = 0.0;
   std::string text;
   int32_t function = -1;
+  std::vector<GlobalValue> elements;  // Tuple
 };
 
 // One `@jit` function's source. functions[0] of a request is the kernel.

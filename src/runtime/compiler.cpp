@@ -5,6 +5,8 @@
 #include "runtime/compiler.h"
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <future>
 #include <optional>
 
@@ -98,6 +100,7 @@ backends::TargetOptions target_options(const frontend::KernelRequest& request, c
   out.fp_fusion = options.fp_fusion;
   out.device = options.device;
   out.arch = options.cuda_arch;
+  out.maxnreg = options.maxnreg;
   return out;
 }
 
@@ -107,6 +110,9 @@ void add_global(backends::CacheKey& key, const frontend::GlobalValue& value) {
   key.field("float", value.float_value);
   key.field("text", value.text);
   key.field("function", static_cast<int64_t>(value.function));
+  if (value.kind != frontend::GlobalValue::Kind::Tuple) return;
+  key.field("elements", static_cast<int64_t>(value.elements.size()));
+  for (const frontend::GlobalValue& element : value.elements) add_global(key, element);
 }
 
 std::string compute_key(const frontend::KernelRequest& request, const backends::Backend& backend,
@@ -400,6 +406,7 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
       kernel_table().finish(id, nullptr);
       throw;
     }
+    kernel->origin = std::make_shared<const KernelOrigin>(KernelOrigin{request, options});
     promise.set_value(kernel);
     kernel_table().finish(id, kernel);
     return kernel;
@@ -415,6 +422,22 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
     return with_stages;
   }
   return kernel;
+}
+
+Stages stages_of(const CompiledKernel& kernel) {
+  if (has_stages(kernel) || !kernel.origin) return kernel.stages;
+  CompileOptions options = kernel.origin->options;
+  options.keep_stages = true;
+  return compile(kernel.origin->request, options)->stages;
+}
+
+std::string artifact_of(const CompiledKernel& kernel) {
+  if (!kernel.origin || !kernel.backend) return {};
+  DiskCache cache(cache_directory(kernel.origin->options));
+  std::string path = cache.artifact_path(kernel.key, kernel.backend->artifact_extension());
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return bytes;
 }
 
 }  // namespace tegula::runtime

@@ -38,6 +38,7 @@ struct CompileOptions {
                       // (compiles and inspects without a GPU; launching needs a device of that arch)
   bool fp_fusion = true;  // enable_fp_fusion; the CPU backend never contracts, whatever this says
   int num_stages = 3;
+  int maxnreg = 0;  // Triton's maxnreg: a register cap per thread (0: none); the CPU backend has no use for it
 };
 
 // The values a launch passes (backends/launch_arguments.h).
@@ -51,6 +52,13 @@ struct Stages {
   std::string compile_log;            // the toolchain's log (CUDA: ptxas's register and shared-memory report)
 };
 
+// What a kernel was compiled from: enough to produce its stages later
+// (stages_of) and to report the options it was built with.
+struct KernelOrigin {
+  frontend::KernelRequest request;
+  CompileOptions options;
+};
+
 // A compiled, loaded kernel: what the launch ABI and the debug reports need
 // (KernelInfo, backend-neutral), where it came from, and the backend's loaded
 // code behind it.
@@ -61,6 +69,7 @@ class CompiledKernel : public backends::KernelInfo {
   bool from_disk_cache = false;                // loaded, not built, in this process
   Stages stages;                               // filled when compiled with keep_stages
   std::shared_ptr<const backends::LoadedKernel> loaded;
+  std::shared_ptr<const KernelOrigin> origin;  // set by compile()
 
   // Runs the grid (each of grid[0..2] >= 0; a zero dimension runs nothing)
   // with one value per entry of `params`: on the host backend it returns
@@ -84,6 +93,16 @@ class CompiledKernel : public backends::KernelInfo {
 // kernel already loaded in this process is the one phase "in memory").
 std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request,
                                         const CompileOptions& options, CompileProfile* profile = nullptr);
+
+// The kernel's stages (IR text per stage, source, assembly, the toolchain's
+// log): its own when it was compiled with keep_stages, else compiled again
+// from its origin with keep_stages, which the in-process table and the disk
+// cache turn into a regeneration without a build at most.
+Stages stages_of(const CompiledKernel& kernel);
+
+// The bytes of the artifact the backend built (a shared object, a cubin),
+// read back from the disk cache; empty when the entry is gone.
+std::string artifact_of(const CompiledKernel& kernel);
 
 // The generated source of a request, without building it: C++ for the CPU
 // backend; CUDA source and the layout of every tile value for the CUDA

@@ -104,6 +104,7 @@ std::string describe(const GlobalValue& g) {
     case GlobalValue::Kind::JitFunction: return "JitFunction " + std::to_string(g.function);
     case GlobalValue::Kind::Opaque: return "Opaque " + g.text;
     case GlobalValue::Kind::LanguageMember: return "LanguageMember " + g.text;
+    case GlobalValue::Kind::Tuple: return "Tuple of " + std::to_string(g.elements.size());
   }
   return "?";
 }

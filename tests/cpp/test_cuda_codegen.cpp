@@ -385,6 +385,22 @@ TEST(CudaGolden, VectorAddLayouts) {
   EXPECT_EQ(k.source.find("v7[j7 + 1]"), std::string::npos);
 }
 
+// Triton's maxnreg: a register cap on the entry instead of the launch bounds
+// (NVRTC takes __maxnreg__ only without them), and no occupancy tuning,
+// whose minimum of blocks would fight the cap. Without it, nothing changes.
+TEST(CudaCodegen, MaxnregCapsTheEntryInsteadOfTheLaunchBounds) {
+  ir::Function fn = kernel_from_file(source_dir() / "tests/golden/vector_add.py");
+  CodegenOptions capped;
+  capped.maxnreg = 40;
+  CudaKernel k = emit_cuda(fn, capped);
+  EXPECT_NE(k.source.find("__global__ void __maxnreg__(40) tegula_kernel("), std::string::npos) << kernel_part(k.source);
+  EXPECT_EQ(k.source.find("TG_LAUNCH_BOUNDS(128) tegula_kernel"), std::string::npos);
+  EXPECT_FALSE(k.tune_occupancy);
+  CudaKernel plain = emit_cuda(fn, CodegenOptions{});
+  EXPECT_NE(plain.source.find("TG_LAUNCH_BOUNDS(128) tegula_kernel("), std::string::npos);
+  EXPECT_EQ(plain.source.find("__maxnreg__"), std::string::npos);
+}
+
 // --- layouts ----------------------------------------------------------------------------------
 
 namespace {

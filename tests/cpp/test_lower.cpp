@@ -79,6 +79,35 @@ TEST(Lower, ConstexprIfTakesOneBranchOnly) {
   EXPECT_EQ(r.ir.find(" if "), std::string::npos) << r.ir;
 }
 
+// A tuple constexpr (a shape) is a tuple in the kernel: indexable, with a
+// length, and a shape for tl.reshape; None is a constant that folds `is None`.
+TEST(Lower, TupleAndNoneConstexprArguments) {
+  frontend::ArgSpec shape;
+  shape.kind = frontend::ArgSpec::Kind::Constexpr;
+  shape.value.kind = frontend::GlobalValue::Kind::Tuple;
+  for (int64_t d : {4, 8}) {
+    frontend::GlobalValue element;
+    element.kind = frontend::GlobalValue::Kind::Int;
+    element.int_value = d;
+    shape.value.elements.push_back(element);
+  }
+  frontend::ArgSpec none;
+  none.kind = frontend::ArgSpec::Kind::Constexpr;
+  none.value.kind = frontend::GlobalValue::Kind::None;
+  LowerResult r = lower(R"(
+def k(x_ptr, bias_ptr, SHAPE: tl.constexpr):
+    offs = tl.arange(0, SHAPE[0] * SHAPE[1])
+    x = tl.reshape(tl.load(x_ptr + offs), SHAPE)
+    if bias_ptr is not None:
+        x = x + tl.load(bias_ptr)
+    tl.store(x_ptr + offs, tl.reshape(x, (SHAPE[0] * SHAPE[1],)) + len(SHAPE))
+)",
+                        {ptr_arg(Scalar::F32), none, shape});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_NE(r.ir.find("tile<4x8xf32>"), std::string::npos) << r.ir;
+  EXPECT_EQ(r.ir.find("bias_ptr"), std::string::npos) << r.ir;  // no parameter, no load
+}
+
 TEST(Lower, RuntimeIfYieldsChangedVariables) {
   LowerResult r = lower(R"(def k(x_ptr, n):
     v = 1.0

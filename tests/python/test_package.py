@@ -28,7 +28,7 @@ def test_dtypes_like_triton():
     assert tl.float32 == tl.dtype("fp32") and hash(tl.float32) == hash(tl.dtype("fp32"))
     ptr = tl.pointer_type(tl.float16)
     assert ptr.element_ty is tl.float16 and str(ptr) == "pointer<fp16>" and ptr.is_ptr()
-    assert repr(tl.float32) == "tl.float32"
+    assert repr(tl.float32) == "tegula.language.float32"
 
 
 def test_constexpr_wraps_values():

@@ -7,6 +7,10 @@ defined by the compiler.
 """
 
 from __future__ import annotations
+
+import sys
+from enum import Enum
+
 from .._errors import coded
 
 __all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan"]
@@ -31,10 +35,40 @@ _SCALARS = {
 }
 
 
-class dtype:
-    """A scalar element type. ``str(tl.float32) == tl.float32.name == "fp32"``, as in Triton."""
+# Floating types: (mantissa bits, exponent bias), as Triton's dtype has them.
+_FLOAT_LAYOUT = {"fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023),
+                 "fp8e4nv": (3, 7), "fp8e5": (2, 15)}
 
-    __slots__ = ("name", "canonical_name", "scalar", "primitive_bitwidth")
+
+def _language_path(value) -> str:
+    """The module path under which ``value`` is reached: ``triton.language``
+    when a ``triton.language`` module holds Tegula's own object under that
+    name (a package that re-exports Tegula as ``triton``), else
+    ``tegula.language``. ``repr`` is then an expression that gives the object
+    back under the name the program uses."""
+    triton_language = sys.modules.get("triton.language")
+    if triton_language is not None and getattr(triton_language, value.canonical_name, None) is value:
+        return "triton.language"
+    return "tegula.language"
+
+
+class dtype:
+    """A scalar element type. ``str(tl.float32) == tl.float32.name == "fp32"``, as in Triton;
+    ``repr(tl.float32) == "tegula.language.float32"`` (``"triton.language.float32"``
+    when reached through a ``triton`` package that re-exports Tegula's names).
+    The attributes and predicates are Triton's."""
+
+    __slots__ = ("name", "canonical_name", "scalar", "primitive_bitwidth", "itemsize", "int_signedness",
+                 "int_bitwidth", "fp_mantissa_width", "exponent_bias")
+
+    class SIGNEDNESS(Enum):
+        SIGNED = 0
+        UNSIGNED = 1
+
+    class KIND(Enum):
+        BOOLEAN = 0
+        INTEGRAL = 1
+        FLOATING = 2
 
     def __init__(self, name: str):
         if name not in _SCALARS:
@@ -46,9 +80,18 @@ class dtype:
         #: the tile IR scalar ("f32")
         self.scalar = scalar
         self.primitive_bitwidth = bits
+        self.itemsize = bits // 8
+        if name in _FLOAT_LAYOUT:
+            self.fp_mantissa_width, self.exponent_bias = _FLOAT_LAYOUT[name]
+        else:
+            self.int_signedness = dtype.SIGNEDNESS.UNSIGNED if name.startswith("u") else dtype.SIGNEDNESS.SIGNED
+            self.int_bitwidth = bits
 
     def is_floating(self) -> bool:
         return self.scalar.startswith(("f", "bf"))
+
+    def is_standard_floating(self) -> bool:
+        return self.name in ("fp16", "bf16", "fp32", "fp64")
 
     def is_fp8(self) -> bool:
         return self.scalar.startswith("f8")
@@ -68,6 +111,38 @@ class dtype:
     def is_ptr(self) -> bool:
         return False
 
+    def is_void(self) -> bool:
+        return False
+
+    def is_block(self) -> bool:
+        return False
+
+    def is_const(self) -> bool:
+        return False
+
+    def kind(self) -> "dtype.KIND":
+        if self.is_bool():
+            return dtype.KIND.BOOLEAN
+        return dtype.KIND.FLOATING if self.is_floating() else dtype.KIND.INTEGRAL
+
+    def get_int_max_value(self) -> int:
+        if self.is_int_signed():
+            return 2 ** (self.int_bitwidth - 1) - 1
+        if self.is_int_unsigned():
+            return 2 ** self.int_bitwidth - 1
+        raise coded(TypeError, "E0304", f"get_int_max_value of {self.name}, which is not an int type")
+
+    def get_int_min_value(self) -> int:
+        if self.is_int_signed():
+            return -2 ** (self.int_bitwidth - 1)
+        if self.is_int_unsigned():
+            return 0
+        raise coded(TypeError, "E0304", f"get_int_min_value of {self.name}, which is not an int type")
+
+    @staticmethod
+    def is_dtype(type_str) -> bool:
+        return type_str in _SCALARS
+
     def __eq__(self, other) -> bool:
         return type(other) is type(self) and other.name == self.name
 
@@ -78,7 +153,21 @@ class dtype:
         return self.name
 
     def __repr__(self) -> str:
-        return f"tl.{self.canonical_name}"
+        return f"{_language_path(self)}.{self.canonical_name}"
+
+
+def _is_named(name: str):
+    def predicate(self) -> bool:
+        return self.name == name
+    predicate.__name__ = predicate.__qualname__ = f"is_{name}"
+    return predicate
+
+
+# One predicate per type, as Triton has them (tl.float16.is_fp16(), ...),
+# including those of Triton's fp8 variants Tegula lacks (always False).
+for _name in (*_SCALARS, "fp8e4b8", "fp8e4b15", "fp8e5b16"):
+    setattr(dtype, f"is_{_name}", _is_named(_name))
+del _name
 
 
 class pointer_type(dtype):
@@ -96,6 +185,7 @@ class pointer_type(dtype):
         self.canonical_name = f"pointer_type({element_ty.canonical_name})"
         self.scalar = f"ptr<{element_ty.scalar}>"
         self.primitive_bitwidth = 64
+        self.itemsize = 8
 
     def is_ptr(self) -> bool:
         return True
@@ -110,7 +200,7 @@ class pointer_type(dtype):
         return hash(("tegula.pointer_type", self.element_ty.name))
 
     def __repr__(self) -> str:
-        return f"tl.pointer_type({self.element_ty!r})"
+        return f"{_language_path(self.element_ty)}.pointer_type({self.element_ty!r})"
 
 
 class constexpr:

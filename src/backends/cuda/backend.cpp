@@ -37,11 +37,13 @@ class CudaTarget : public Target {
     key.field("num_warps", int64_t{options_.num_warps});
     key.field("fp_fusion", int64_t{options_.fp_fusion});
     key.field("num_stages", int64_t{options_.num_stages});
+    if (options_.maxnreg > 0) key.field("maxnreg", int64_t{options_.maxnreg});
   }
 
   Generated emit(const ir::Function& fn) const override {
     CudaKernel kernel =
-        emit_cuda(fn, {options_.num_warps, target_.arch, options_.debug, options_.fp_fusion, options_.num_stages});
+        emit_cuda(fn, {options_.num_warps, target_.arch, options_.debug, options_.fp_fusion, options_.num_stages,
+                       options_.maxnreg});
     TEGULA_ASSERT(kernel.num_threads > 0, "the CUDA code generator chose no block size");
     return Generated{std::move(kernel.source), std::move(kernel.layouts), {kernel.num_threads, kernel.shared_bytes},
                      kernel.tune_occupancy ? kernel.num_threads : 0};

@@ -537,8 +537,14 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   unit.line("#else");
   unit.line("#define TG_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)");
   unit.line("#endif");
-  unit.line("extern \"C\" __global__ void TG_LAUNCH_BOUNDS(" + std::to_string(kernel.num_threads) + ") " +
-            abi::kEntrySymbol + "(" + params + debug_kernel_parameters(fn, options) + ") {");
+  // A register cap of the launch's replaces the launch bounds (NVRTC takes
+  // __maxnreg__ only without them) and occupancy tuning.
+  std::string bounds = "TG_LAUNCH_BOUNDS(" + std::to_string(kernel.num_threads) + ") ";
+  if (options.maxnreg > 0) {
+    bounds = "__maxnreg__(" + std::to_string(options.maxnreg) + ") ";
+    kernel.tune_occupancy = false;
+  }
+  unit.line("extern \"C\" __global__ void " + bounds + abi::kEntrySymbol + "(" + params + debug_kernel_parameters(fn, options) + ") {");
   // Tensor-core tiles sit on 1024-byte lines, a period of wgmma's swizzles.
   if (ctx.shared_bytes() > 0)
     unit.line("  extern __shared__ __align__(" + std::string(uses_dot(fn) ? "1024" : "16") + ") unsigned char tg_smem[];");

@@ -39,6 +39,9 @@ struct CodegenOptions {
   // dots (Triton's num_stages): loads run num_stages - 1 iterations ahead.
   // 1 turns pipelining off; sm_80 and newer only.
   int num_stages = 3;
+  // Triton's maxnreg: the most registers a thread may use, written as
+  // __maxnreg__ on the entry (PTX's .maxnreg); 0 leaves it to ptxas.
+  int maxnreg = 0;
 };
 
 struct CudaKernel {
