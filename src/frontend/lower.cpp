@@ -210,7 +210,7 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
     case GlobalValue::Kind::Opaque: return Symbol::opaque(g.text);
     case GlobalValue::Kind::Tuple: {
       std::vector<Symbol> elements;
-      for (const GlobalValue& e : g.elements) elements.push_back(global_symbol(e));
+      for (const GlobalValue& e : g.elements) elements.push_back(global_symbol(e, loc));
       return Symbol::tuple(std::move(elements));
     }
     default: return Symbol::of(const_from_global(g, SourceLoc{}));
