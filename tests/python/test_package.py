@@ -111,3 +111,12 @@ def test_console_script_runs_the_native_cli():
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert tegula.__version__ in done.stdout
+
+
+def test_dtype_name_lists_like_triton():
+    assert tl.dtype.SINT_TYPES == ["int8", "int16", "int32", "int64"]
+    assert tl.dtype.UINT_TYPES == ["int1", "uint8", "uint16", "uint32", "uint64"]
+    assert tl.dtype.STANDARD_FP_TYPES == ["fp16", "bf16", "fp32", "fp64"]
+    assert {"fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64"} <= set(tl.dtype.FP_TYPES)
+    kinds = list(map(tl.dtype, tl.dtype.SINT_TYPES + tl.dtype.UINT_TYPES + tl.dtype.FP_TYPES))
+    assert all(d.is_int_signed() for d in kinds[:4]) and all(d.is_floating() for d in kinds[9:])

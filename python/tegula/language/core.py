@@ -70,6 +70,15 @@ class dtype:
         INTEGRAL = 1
         FLOATING = 2
 
+    # Triton's name lists, in its order, of the types Tegula has (tests build
+    # their parameters from them: `map(tl.dtype, tl.dtype.SINT_TYPES)`).
+    SINT_TYPES = [n for n in ("int8", "int16", "int32", "int64") if n in _SCALARS]
+    UINT_TYPES = [n for n in ("int1", "uint8", "uint16", "uint32", "uint64") if n in _SCALARS]
+    FP_TYPES = [n for n in ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
+                if n in _SCALARS]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
+
     def __init__(self, name: str):
         if name not in _SCALARS:
             raise coded(ValueError, "E0207", f"unknown dtype {name!r}; known: {', '.join(_SCALARS)}")
