@@ -1,14 +1,17 @@
 """A Tegula launch inside a region torch.compile traces.
 
 TorchDynamo would trace into ``kernel[grid]`` and fail on the compiled
-launcher behind it (an internal error about a ``property``). Marking the
-launch with ``torch.compiler.disable`` makes Dynamo break the graph there
-instead, run the launch as it is, and say why: the reason names the route
-that keeps a launch inside the graph, a ``torch.library`` custom op
-(docs/python-api.md, "torch.compile").
+launcher behind it (an internal error about a ``property``). Marked as
+``torch.compiler.disable`` marks a function, the launch becomes a graph
+break instead: Dynamo runs it as it is and says why, and the reason names
+the route that keeps a launch inside the graph, a ``torch.library`` custom
+op (docs/python-api.md, "Inside torch.compile").
 
-torch is never imported for this: the mark is made when torch is already
-imported, at ``import tegula`` and again whenever a kernel is defined.
+The mark is what ``torch.compiler.disable`` leaves on a function (the
+attributes Dynamo reads before inlining a call, and its code skipped when
+it runs as a frame of its own), made without importing torch._dynamo,
+which would cost seconds of imports at every kernel definition. It is made
+when torch is already imported, at the first kernel defined after that.
 """
 
 from __future__ import annotations
@@ -27,14 +30,12 @@ def mark_launches(jit_function_type) -> None:
     global _marked
     if _marked or "torch" not in sys.modules:
         return
-    torch = sys.modules["torch"]
-    compiler = getattr(torch, "compiler", None)
-    disable = getattr(compiler, "disable", None)
-    if disable is None:
-        return
     _marked = True
     launch = jit_function_type.__getitem__
+    launch._torchdynamo_disable = True
+    launch._torchdynamo_disable_msg = REASON
     try:
-        jit_function_type.__getitem__ = disable(launch, reason=REASON)
-    except TypeError:  # torch before `reason`
-        jit_function_type.__getitem__ = disable(launch)
+        from torch._C._dynamo.eval_frame import FrameAction, FrameExecStrategy, set_code_exec_strategy
+    except ImportError:  # a torch without Dynamo's frame strategies: the attributes alone
+        return
+    set_code_exec_strategy(launch.__code__, FrameExecStrategy(FrameAction.SKIP, FrameAction.DEFAULT))
