@@ -596,17 +596,29 @@ void Lowerer::lower_while(const ast::Stmt& s) {
 
   ++frame().runtime_control_depth;
   builder_.set_insertion_end(cond_block);
-  Symbol cond = eval(*s.test);
-  ir::ValueId c = to_value(cond, s.test->loc, "the `while` condition");
-  if (type(c).is_tile())
-    error_at(s.test->loc, Diag::ConditionNotScalar,
-             "the `while` condition must be a scalar, but it is " + describe(cond));
-  if (type(c).scalar != Scalar::I1) {
-    ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
-    c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
+  auto condition = [&] {
+    Symbol cond = eval(*s.test);
+    ir::ValueId c = to_value(cond, s.test->loc, "the `while` condition");
+    if (type(c).is_tile())
+      error_at(s.test->loc, Diag::ConditionNotScalar,
+               "the `while` condition must be a scalar, but it is " + describe(cond));
+    if (type(c).scalar != Scalar::I1) {
+      ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
+      c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
+    }
+    return c;
+  };
+  ir::ValueId c;
+  if (may_have_returned()) {  // a loop that returned stops, without evaluating its condition again
+    const std::string going_on = "$while";
+    lower_runtime_if(
+        s.loc, has_not_returned(s.loc), [&] { frame().vars[going_on] = Symbol::of(condition()); },
+        [&] { frame().vars[going_on] = Symbol::of(ConstValue::boolean(false)); });
+    c = to_value(frame().vars.at(going_on), s.loc, "the `while` condition");
+    frame().vars.erase(going_on);
+  } else {
+    c = condition();
   }
-  if (may_have_returned())  // a loop that returned stops
-    c = create(OpKind::And, {c, has_not_returned(s.loc)}, ir::Type::of(Scalar::I1), s.loc);
   std::vector<ir::ValueId> cond_operands = {c};
   cond_operands.insert(cond_operands.end(), cond_args.begin(), cond_args.end());
   builder_.set_loc(s.loc);
