@@ -33,6 +33,9 @@ from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
 #: (file:line:col, the source line with a caret, and a hint).
 CompilationError = _C.CompilationError
+#: An integer launch argument does not fit in 64 bits: both an OverflowError
+#: (as Triton raises) and a ValueError.
+ArgumentOverflowError = _C.ArgumentOverflowError
 
 __version__ = _C.__version__
 
@@ -40,7 +43,7 @@ __all__ = [
     "jit", "JITFunction", "KernelInspection", "CompilationError", "DeviceError", "cdiv", "next_power_of_2",
     "language", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
-    "TensorDescriptor", "reinterpret",
+    "TensorDescriptor", "reinterpret", "ArgumentOverflowError",
 ]
 
 

@@ -28,4 +28,8 @@ Symbol lower_broadcast(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_join(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& name);
 
+// `axis` made non-negative when -rank <= axis < rank; otherwise an error
+// ("invalid axis A for WHAT: expected -R <= axis < R", Triton's words) at loc.
+int64_t wrap_axis(int64_t axis, int64_t rank, const SourceLoc& loc, const std::string& what);
+
 }  // namespace tegula::frontend

@@ -45,6 +45,11 @@ std::string Lowerer::variable_title(const std::string& name) {
   return name == kResult ? std::string("the return value") : "`" + name + "`";
 }
 
+std::string Lowerer::mismatch_subject(const std::string& name) {
+  return (name == kResult ? std::string("Return type mismatch: ") : "Mismatched type for " + name + ": ") +
+         variable_title(name);
+}
+
 void Lowerer::lower_return(const ast::Stmt& s) {
   Symbol v = s.value ? eval(*s.value) : Symbol::of(ConstValue::none());
   if (frames_.size() == 1 && !v.is_none())

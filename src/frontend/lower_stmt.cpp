@@ -219,7 +219,7 @@ ir::ValueId Lowerer::materialize_as(const Symbol& s, const ir::Type& type, const
   ir::ValueId v = to_value(s, loc, "`" + name + "`");
   if (!(fn_.type(v) == type))
     error_at(loc, Diag::VariableChangesType,
-             variable_title(name) + " changes type from " + ir::to_string(type) + " to " + ir::to_string(fn_.type(v)),
+             mismatch_subject(name) + " changes type from " + ir::to_string(type) + " to " + ir::to_string(fn_.type(v)),
              "a variable keeps one type across control flow: initialize it with its final type "
              "(e.g. tl.zeros(shape, dtype=...)) or convert with .to(...)");
   return v;
@@ -309,7 +309,7 @@ void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std
     }
     if (!is_carriable(t->second) || !is_carriable(e->second) || !same_structure(t->second, e->second))
       error_at(loc, Diag::VariableChangesType,
-               variable_title(n) + " is " + describe(t->second) + " in one branch and " + describe(e->second) +
+               mismatch_subject(n) + " is " + describe(t->second) + " in one branch and " + describe(e->second) +
                           " in the other; only tensors and numbers (or tuples, block pointers and tensor "
                           "descriptors of the same shape) can differ between branches of a runtime `if`");
     Yielded y{n, t->second, leaves_of(t->second), leaves_of(e->second), {}};
@@ -417,7 +417,7 @@ std::vector<ir::ValueId> Lowerer::carried_yields(const Carried& c, const SourceL
     const Symbol& now = frame().vars.at(n);
     if (!is_carriable(now) || !same_structure(c.before[i], now))
       error_at(loc, Diag::VariableChangesType,
-               variable_title(n) + " is " + describe(c.before[i]) + " before the loop and " + describe(now) + " inside it",
+               mismatch_subject(n) + " is " + describe(c.before[i]) + " before the loop and " + describe(now) + " inside it",
                "a variable keeps its kind across a loop: use a new name for the new value");
     for (const Symbol& leaf : leaves_of(now)) out.push_back(materialize_as(leaf, c.types[out.size()], n, loc));
   }

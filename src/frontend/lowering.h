@@ -121,6 +121,10 @@ class Lowerer {
                     const SourceLoc& loc);
   // "`x`", or "the return value" for kResult: how errors name a variable.
   static std::string variable_title(const std::string& name);
+  // How an error about a variable whose type differs between paths begins:
+  // Triton's words ("Mismatched type for x", "Return type mismatch"), then
+  // variable_title.
+  static std::string mismatch_subject(const std::string& name);
   // --- expressions (lower_expr.cpp) ---------------------------------------------
   Symbol eval(const ast::Expr& e);
   Symbol attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc);
