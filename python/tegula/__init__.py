@@ -29,13 +29,11 @@ from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heurist
 from .utils import cdiv, next_power_of_2
 from .tensor_descriptor import TensorDescriptor  # a tensor seen as blocks, passed to kernels
 from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8 from uint8 arrays)
+from ._errors import ArgumentOverflowError  # an int argument past 64 bits: OverflowError and ValueError
 
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
 #: (file:line:col, the source line with a caret, and a hint).
 CompilationError = _C.CompilationError
-#: An integer launch argument does not fit in 64 bits: both an OverflowError
-#: (as Triton raises) and a ValueError.
-ArgumentOverflowError = _C.ArgumentOverflowError
 
 __version__ = _C.__version__
 

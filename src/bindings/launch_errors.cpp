@@ -5,8 +5,8 @@ namespace nb = nanobind;
 namespace tegula::python {
 
 PyObject* argument_overflow_error() {
-  // Error path only: the lookup may be slow. The module attribute keeps the type alive.
-  nb::object module = nb::steal(PyImport_GetModule(nb::str("tegula._C").ptr()));
+  // Error path only: the import may be slow. The module keeps the class alive.
+  nb::object module = nb::steal(PyImport_ImportModule("tegula._errors"));
   nb::object type = module.is_valid() ? nb::getattr(module, "ArgumentOverflowError", nb::none()) : nb::none();
   PyErr_Clear();
   return type.is_none() ? PyExc_OverflowError : type.ptr();

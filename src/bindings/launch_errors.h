@@ -17,8 +17,9 @@
 
 namespace tegula::python {
 
-// tegula.ArgumentOverflowError: an integer argument past 64 bits. Both an
-// OverflowError (what Triton raises) and a ValueError (what Tegula raised).
+// tegula.ArgumentOverflowError (python/tegula/_errors.py): an integer
+// argument past 64 bits. Both an OverflowError (what Triton raises) and a
+// ValueError (what Tegula raised).
 PyObject* argument_overflow_error();
 
 // Raises `type("error[CODE]: message")` with `.code`; never returns (throws

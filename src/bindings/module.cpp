@@ -151,14 +151,6 @@ NB_MODULE(_C, m) {
   // life of the process (extension modules are never unloaded).
   m.attr("CompilationError") = nb::steal(compilation_error);
   nb::register_exception_translator(tegula::python::translate_errors, compilation_error);
-  nb::object overflow_bases = nb::make_tuple(nb::handle(PyExc_OverflowError), nb::handle(PyExc_ValueError));
-  PyObject* argument_overflow = PyErr_NewExceptionWithDoc(
-      "tegula.ArgumentOverflowError",
-      "An integer launch argument does not fit in 64 bits: an OverflowError (as Triton raises) "
-      "and a ValueError; `code` is E0703.",
-      overflow_bases.ptr(), nullptr);
-  if (!argument_overflow) throw nb::python_error();
-  m.attr("ArgumentOverflowError") = nb::steal(argument_overflow);
 
   // nanobind reports instances still alive when the module is torn down. A
   // process that exits with other threads running (pytest-xdist's workers,

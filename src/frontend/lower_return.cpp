@@ -15,6 +15,8 @@
 // A `return` outside runtime control flow (at the top of a function, or under
 // a constexpr `if`) ends the function at compile time, as before, so a
 // function without early returns lowers to the same IR.
+#include <optional>
+
 #include "frontend/lowering.h"
 #include "frontend/symbol_leaves.h"
 #include "support/diagnostic.h"
@@ -92,17 +94,37 @@ void Lowerer::lower_unless_returned(const std::vector<ast::StmtPtr>& body, size_
       [] {});
 }
 
+namespace {
+
+// A pointer parameter of the kernel, if it has one: the base of a stand-in
+// pointer (the IR has no null pointer constant).
+std::optional<ir::ValueId> pointer_parameter(const ir::Function& fn) {
+  const std::vector<ir::ValueId>& args = fn.block(fn.body()).args;
+  for (size_t i = 0; i < fn.params.size() && i < args.size(); ++i)
+    if (fn.params[i].type.is_pointer() && !fn.params[i].type.is_tile()) return args[i];
+  return std::nullopt;
+}
+
+}  // namespace
+
 Symbol Lowerer::zeros_like(const Symbol& shape, const std::vector<ir::Type>& leaf_types, const std::string& name,
                            const SourceLoc& loc) {
   std::vector<Symbol> leaves = leaves_of(shape);
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (!leaves[i].is_value()) continue;  // a number is valid on every path
     const ir::Type& t = leaf_types[i];
-    if (t.is_pointer())
+    if (!t.is_pointer()) {
+      leaves[i] = Symbol::of(materialize_as(Symbol::of(ConstValue::integer(0)), t, name, loc));
+      continue;
+    }
+    std::optional<ir::ValueId> base = pointer_parameter(fn_);
+    if (!base)
       error_at(loc, Diag::InvalidReturn,
                variable_title(name) + " is a pointer that gets its value only on some paths of this `return`",
                "assign it before the runtime `if` or loop that returns");
-    leaves[i] = Symbol::of(materialize_as(Symbol::of(ConstValue::integer(0)), t, name, loc));
+    ir::ValueId p = *base;
+    if (!(type(p) == t.element())) p = create(OpKind::Bitcast, {p}, t.element(), loc);
+    leaves[i] = Symbol::of(broadcast_to(p, t.shape, loc));
   }
   size_t next = 0;
   return with_leaves(shape, leaves, &next);

@@ -287,6 +287,10 @@ def test_emulated_cuda_early_returns():
         np.testing.assert_array_equal(firsts, first_negative_reference(xi))
         np.testing.assert_allclose(sums, prefix_sum_reference(rows), rtol=1e-6)
 
+    out = np.zeros(8, np.float32)
+    emulate(pointer_set_beside_return_kernel, (8,), x[0, :8].copy(), out, 5)
+    np.testing.assert_array_equal(out, np.concatenate([x[0, :5] + np.float32(1.0), np.zeros(3)]))
+
 
 # --- what stays refused --------------------------------------------------------------
 
@@ -393,3 +397,21 @@ def test_returns_kernels_cannot_express_are_refused():
         returns_a_dtype_kernel[(1,)](x)
     with pytest.raises(tegula.CompilationError, match="E0606.*a kernel cannot return a value"):
         kernel_returning_a_value_early[(1,)](x)
+
+
+@tegula.jit
+def pointer_set_beside_return_kernel(x_ptr, out_ptr, n):
+    # A pointer first assigned in the branch that does not return.
+    pid = tl.program_id(0)
+    if pid >= n:
+        return
+    else:
+        p = out_ptr + pid
+    tl.store(p, tl.load(x_ptr + pid) + 1.0)
+
+
+def test_pointer_assigned_beside_a_return(backend):
+    x = rng_for("pointer_beside_return").standard_normal(32).astype(np.float32)
+    out = backend.zeros(32, np.float32)
+    pointer_set_beside_return_kernel[(32,)](backend.array(x), out, 20)
+    np.testing.assert_array_equal(backend.numpy(out), np.concatenate([x[:20] + np.float32(1.0), np.zeros(12)]))
