@@ -44,7 +44,8 @@ int64_t axis_arg(Lowerer& l, const BoundArgs& a, const char* name, int rank, con
   if (!a.has(name)) return fallback;
   int64_t axis = l.to_int_const(a.get(name), a.loc(name), std::string("the ") + name + " of " + callee);
   return wrap_axis(axis, rank, a.loc(name),
-                   std::string("the ") + name + " of " + callee + " (a tile of rank " + std::to_string(rank) + ")");
+                   std::string("the ") + name + " of " + callee + " is " + std::to_string(axis) +
+                       ", out of range for a tile of rank " + std::to_string(rank));
 }
 
 // Scans and gather need an axis: None (numpy's "flatten first") is refused

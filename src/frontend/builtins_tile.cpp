@@ -89,11 +89,11 @@ std::vector<ir::ValueId> reduce(Lowerer& l, std::vector<ir::ValueId> inputs, std
 
 }  // namespace
 
-int64_t wrap_axis(int64_t axis, int64_t rank, const SourceLoc& loc, const std::string& what) {
+int64_t wrap_axis(int64_t axis, int64_t rank, const SourceLoc& loc, const std::string& problem) {
   if (axis < -rank || axis >= rank)
     error_at(loc, Diag::ArgumentOutOfRange,
-             "invalid axis " + std::to_string(axis) + " for " + what + ": expected " + std::to_string(-rank) +
-                 " <= axis < " + std::to_string(rank));
+             problem + " (invalid axis " + std::to_string(axis) + ", expected " + std::to_string(-rank) +
+                 " <= axis < " + std::to_string(rank) + ")");
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -102,7 +102,8 @@ namespace {
 std::optional<int64_t> optional_axis(Lowerer& l, const BoundArgs& a, int rank, const std::string& callee) {
   if (!a.has("axis")) return std::nullopt;
   int64_t axis = l.to_int_const(a.get("axis"), a.loc("axis"), "the axis of " + callee);
-  return wrap_axis(axis, rank, a.loc("axis"), callee + " of a tile of rank " + std::to_string(rank));
+  return wrap_axis(axis, rank, a.loc("axis"),
+                   "axis " + std::to_string(axis) + " is out of range for a tile of rank " + std::to_string(rank));
 }
 
 bool flag(Lowerer& l, const BoundArgs& a, const char* name) {
@@ -355,7 +356,7 @@ Symbol lower_expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
     axes.push_back(l.to_int_const(ax, a.loc("axis"), "the axis of tl.expand_dims"));
   }
   int64_t new_rank = l.type(x).rank() + static_cast<int64_t>(axes.size());
-  for (int64_t& v : axes) v = wrap_axis(v, new_rank, a.loc("axis"), "tl.expand_dims");
+  for (int64_t& v : axes) v = wrap_axis(v, new_rank, a.loc("axis"), "axis out of range for tl.expand_dims");
   std::string listed;
   for (int64_t v : axes) listed += (listed.empty() ? "" : ", ") + std::to_string(v);
   std::sort(axes.begin(), axes.end());
