@@ -29,6 +29,7 @@ from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heurist
 from .utils import cdiv, next_power_of_2
 from .tensor_descriptor import TensorDescriptor  # a tensor seen as blocks, passed to kernels
 from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8 from uint8 arrays)
+from ._errors import ArgumentOverflowError  # an int argument past 64 bits: OverflowError and ValueError
 
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
 #: (file:line:col, the source line with a caret, and a hint).
@@ -40,7 +41,7 @@ __all__ = [
     "jit", "JITFunction", "KernelInspection", "CompilationError", "DeviceError", "cdiv", "next_power_of_2",
     "language", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
-    "TensorDescriptor", "reinterpret", "cmake_dir",
+    "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
 ]
 
 

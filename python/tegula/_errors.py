@@ -9,8 +9,10 @@ src/support/diagnostic_codes.def) as their ``code`` attribute and read
 works for all of them.
 
 The exception keeps its built-in type (TypeError for a value of the wrong
-kind, ValueError for a value out of range): code written for Triton or for
-older Tegula that catches those types keeps working.
+kind, ValueError for a value out of range; ArgumentOverflowError, both an
+OverflowError and a ValueError, for an integer argument past 64 bits): code
+written for Triton or for older Tegula that catches those types keeps
+working.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ from __future__ import annotations
 import re
 
 _CODE = re.compile(r"E\d{4}")
+
+
+class ArgumentOverflowError(OverflowError, ValueError):
+    """An integer launch argument does not fit in 64 bits (E0703).
+
+    An OverflowError, as Triton raises for such a value, and a ValueError, as
+    Tegula raised before, so handlers written for either keep working. The
+    launcher (src/bindings/launch_arguments.cpp) raises it."""
 
 
 def coded(kind: type, code: str, message: str) -> Exception:

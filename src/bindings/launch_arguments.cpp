@@ -284,7 +284,7 @@ IntClass ArgumentClassifier::classify_int(const std::string& kernel, const std::
     unsigned long long u = PyLong_AsUnsignedLongLong(object);
     if (PyErr_Occurred()) {
       PyErr_Clear();
-      raise_coded(PyExc_ValueError, Diag::LaunchArgumentRange,
+      raise_coded(argument_overflow_error(), Diag::LaunchArgumentRange,
                   "argument '" + param + "' of kernel '" + kernel + "' is " + str_of(value) +
                       ", which does not fit in 64 bits (kernel integers are i32, i64 or u64)");
     }

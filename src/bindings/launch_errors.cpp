@@ -4,6 +4,14 @@ namespace nb = nanobind;
 
 namespace tegula::python {
 
+PyObject* argument_overflow_error() {
+  // Error path only: the import may be slow. The module keeps the class alive.
+  nb::object module = nb::steal(PyImport_ImportModule("tegula._errors"));
+  nb::object type = module.is_valid() ? nb::getattr(module, "ArgumentOverflowError", nb::none()) : nb::none();
+  PyErr_Clear();
+  return type.is_none() ? PyExc_OverflowError : type.ptr();
+}
+
 void raise_coded(PyObject* type, Diag code, const std::string& message) {
   std::string_view code_text = code_of(code);
   std::string text = "error[" + std::string(code_text) + "]: " + message;

@@ -1,7 +1,8 @@
 // The errors a launch reports about its Python arguments (binding, argument
 // kinds and values, the grid, where the launch runs), raised as the Python
 // package always raised them: the built-in type (TypeError for a value of
-// the wrong kind, ValueError for one out of range), the text
+// the wrong kind, ValueError for one out of range, ArgumentOverflowError for
+// an integer argument past 64 bits), the text
 // "error[CODE]: message" and the stable code as `.code` (docs/diagnostics.md).
 // Errors the compiler or a backend finds keep their rendered form
 // (module.cpp).
@@ -15,6 +16,11 @@
 #include "support/diagnostic.h"
 
 namespace tegula::python {
+
+// tegula.ArgumentOverflowError (python/tegula/_errors.py): an integer
+// argument past 64 bits. Both an OverflowError (what Triton raises) and a
+// ValueError (what Tegula raised).
+PyObject* argument_overflow_error();
 
 // Raises `type("error[CODE]: message")` with `.code`; never returns (throws
 // nanobind::python_error, which the launch entry points restore).

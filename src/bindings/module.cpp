@@ -2,11 +2,13 @@
 //
 // tegula::Error already carries the fully rendered diagnostic, so the Python
 // message is exactly what a compiler would print (file:line:col, the quoted
-// line, the caret, the hint). Its kind picks the exception class.
+// line, the caret, the hint). Its kind picks the exception class; a
+// CompilationError carries the bare message as its `__cause__`, as Triton's do.
 #include <Python.h>
 
 #include <cstdlib>
 #include <exception>
+#include <string>
 #include <string_view>
 
 #include "bindings/bindings.h"
@@ -40,6 +42,31 @@ void raise_with_code(PyObject* type, const char* message, Diag code) {
   Py_DECREF(error);
 }
 
+// Raises CompilationError(rendered) as Triton's front end raises its own: the
+// error found underneath is its `__cause__` (a TypeError for a type mistake,
+// E03xx, else a ValueError) whose text is the bare message, and
+// `error_message` holds that message too.
+void raise_compilation_error(PyObject* compilation_error, const tegula::Error& e) {
+  std::string_view code = code_of(e.code());
+  PyObject* cause_type = code.substr(0, 3) == "E03" ? PyExc_TypeError : PyExc_ValueError;
+  const std::string& message = e.message().empty() ? std::string(e.what()) : e.message();
+  PyObject* error = PyObject_CallFunction(compilation_error, "s", e.what());
+  PyObject* cause = PyObject_CallFunction(cause_type, "s", message.c_str());
+  PyObject* code_text = PyUnicode_FromStringAndSize(code.data(), static_cast<Py_ssize_t>(code.size()));
+  PyObject* message_text = PyUnicode_FromString(message.c_str());
+  if (error && cause && code_text && message_text && PyObject_SetAttrString(error, "code", code_text) == 0 &&
+      PyObject_SetAttrString(cause, "code", code_text) == 0 &&
+      PyObject_SetAttrString(error, "error_message", message_text) == 0) {
+    PyException_SetCause(error, cause);  // steals `cause`
+    cause = nullptr;
+    PyErr_SetObject(compilation_error, error);
+  }
+  Py_XDECREF(message_text);
+  Py_XDECREF(code_text);
+  Py_XDECREF(cause);
+  Py_XDECREF(error);
+}
+
 // `payload` is the CompilationError type object; the module keeps it alive.
 void translate_errors(const std::exception_ptr& error, void* payload) {
   auto* compilation_error = static_cast<PyObject*>(payload);
@@ -52,7 +79,8 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
     // The driver, the device or a library failed, not the caller's values.
     raise_with_code(PyExc_RuntimeError, e.what(), e.code());
   } catch (const tegula::Error& e) {
-    raise_with_code(exception_for(e.kind(), compilation_error), e.what(), e.code());
+    if (e.kind() == ErrorKind::Compile) raise_compilation_error(compilation_error, e);
+    else raise_with_code(exception_for(e.kind(), compilation_error), e.what(), e.code());
   } catch (const UserError& e) {
     // Only reachable if a UserError escapes without its sources (a bug in the
     // API boundary); still report it as the user's error, unlocated.

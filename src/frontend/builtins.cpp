@@ -96,7 +96,7 @@ Symbol program_id(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"axis"}, c);
   int64_t axis = l.to_int_const(a.get("axis"), a.loc("axis"), "the axis of tl." + n);
   if (axis < 0 || axis > 2) error_at(a.loc("axis"), Diag::ArgumentOutOfRange,
-                                     "tl." + n + " axis must be 0, 1 or 2, not " + std::to_string(axis));
+                                     "tl." + n + " axis must be 0, 1, or 2 but got " + std::to_string(axis));
   return ok(l.create(n == "program_id" ? OpKind::ProgramId : OpKind::NumPrograms, {}, ir::Type::of(Scalar::I32), c.loc,
                      {{"axis", ir::Attr{axis}}}));
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <tuple>
 
+#include "frontend/builtins_tile.h"
 #include "frontend/combiner_region.h"
 #include "frontend/type_rules.h"
 #include "ir/scan_ops.h"
@@ -42,13 +43,9 @@ int64_t axis_arg(Lowerer& l, const BoundArgs& a, const char* name, int rank, con
                  int64_t fallback) {
   if (!a.has(name)) return fallback;
   int64_t axis = l.to_int_const(a.get(name), a.loc(name), std::string("the ") + name + " of " + callee);
-  int64_t given = axis;
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank)
-    error_at(a.loc(name), Diag::ArgumentOutOfRange,
-             std::string("the ") + name + " of " + callee + " is " + std::to_string(given) +
-                              ", out of range for a tile of rank " + std::to_string(rank));
-  return axis;
+  return wrap_axis(axis, rank, a.loc(name),
+                   std::string("the ") + name + " of " + callee + " is " + std::to_string(axis) +
+                       ", out of range for a tile of rank " + std::to_string(rank));
 }
 
 // Scans and gather need an axis: None (numpy's "flatten first") is refused

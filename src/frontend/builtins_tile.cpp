@@ -87,14 +87,23 @@ std::vector<ir::ValueId> reduce(Lowerer& l, std::vector<ir::ValueId> inputs, std
   return results;
 }
 
+}  // namespace
+
+int64_t wrap_axis(int64_t axis, int64_t rank, const SourceLoc& loc, const std::string& problem) {
+  if (axis < -rank || axis >= rank)
+    error_at(loc, Diag::ArgumentOutOfRange,
+             problem + " (invalid axis " + std::to_string(axis) + ", expected " + std::to_string(-rank) +
+                 " <= axis < " + std::to_string(rank) + ")");
+  return axis < 0 ? axis + rank : axis;
+}
+
+namespace {
+
 std::optional<int64_t> optional_axis(Lowerer& l, const BoundArgs& a, int rank, const std::string& callee) {
   if (!a.has("axis")) return std::nullopt;
   int64_t axis = l.to_int_const(a.get("axis"), a.loc("axis"), "the axis of " + callee);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank)
-    error_at(a.loc("axis"), Diag::ArgumentOutOfRange,
-             "axis " + std::to_string(axis) + " is out of range for a tile of rank " + std::to_string(rank));
-  return axis;
+  return wrap_axis(axis, rank, a.loc("axis"),
+                   "axis " + std::to_string(axis) + " is out of range for a tile of rank " + std::to_string(rank));
 }
 
 bool flag(Lowerer& l, const BoundArgs& a, const char* name) {
@@ -347,12 +356,13 @@ Symbol lower_expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
     axes.push_back(l.to_int_const(ax, a.loc("axis"), "the axis of tl.expand_dims"));
   }
   int64_t new_rank = l.type(x).rank() + static_cast<int64_t>(axes.size());
-  for (int64_t& v : axes) {
-    if (v < 0) v += new_rank;
-    if (v < 0 || v >= new_rank) error_at(a.loc("axis"), Diag::ArgumentOutOfRange,
-                                         "axis out of range for tl.expand_dims");
-  }
+  for (int64_t& v : axes) v = wrap_axis(v, new_rank, a.loc("axis"), "axis out of range for tl.expand_dims");
+  std::string listed;
+  for (int64_t v : axes) listed += (listed.empty() ? "" : ", ") + std::to_string(v);
   std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    error_at(a.loc("axis"), Diag::ArgumentOutOfRange,
+             "duplicate axes, normalized axes = [" + listed + "] (tl.expand_dims inserts each axis once)");
   for (int64_t v : axes) {
     std::vector<int64_t> shape = l.type(x).shape;
     shape.insert(shape.begin() + v, 1);

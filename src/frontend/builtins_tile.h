@@ -28,4 +28,9 @@ Symbol lower_broadcast(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_join(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& name);
 
+// `axis` made non-negative when -rank <= axis < rank; otherwise the error
+// `problem` at loc, followed by Triton's words ("invalid axis A, expected
+// -R <= axis < R").
+int64_t wrap_axis(int64_t axis, int64_t rank, const SourceLoc& loc, const std::string& problem);
+
 }  // namespace tegula::frontend

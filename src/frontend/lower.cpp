@@ -176,6 +176,7 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
   lower_body(def.body);
   --inline_depth_;
   Symbol result = frame().result ? *frame().result : Symbol::of(ConstValue::none());
+  if (auto it = frame().vars.find(kResult); it != frame().vars.end()) result = it->second;  // an early return
   frames_.pop_back();
   return result;
 }

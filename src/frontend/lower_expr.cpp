@@ -199,8 +199,8 @@ std::pair<ir::ValueId, ir::ValueId> Lowerer::arith_operands(const Symbol& a, con
   auto ct = promote(ta, tb, div_or_mod);
   if (!ct)
     error_at(loc, Diag::MixedSignedness,
-             std::string("cannot apply `") + op_text + "` to " + triton_name(ta.scalar) + " and " +
-                      triton_name(tb.scalar) + " operands of different signedness",
+             std::string("Cannot use `") + op_text + "` with " + triton_name(ta.scalar) + " and " +
+                      triton_name(tb.scalar) + " because they have different signedness",
              "cast one operand with .to(...) first");
   auto materialize = [&](const Symbol& s) {
     if (s.is_value()) return cast(s.value, *ct, loc);
@@ -279,7 +279,8 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
     case BinaryOp::RShift: {
       if (ir::is_float(scalar_of(a)) || ir::is_float(scalar_of(b)))
         error_at(loc, Diag::InvalidOperandType,
-                 std::string("operator `") + text + "` needs integer or boolean operands, not floats");
+                 "invalid operands of type " + triton_name(scalar_of(a)) + " and " + triton_name(scalar_of(b)) +
+                     " for `" + text + "`: it needs integer or boolean operands, not floats");
       auto [x, y] = arith_operands(a, b, false, loc, text);
       OpKind k = op == BinaryOp::BitAnd  ? OpKind::And
                  : op == BinaryOp::BitOr ? OpKind::Or

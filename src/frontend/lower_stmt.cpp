@@ -66,12 +66,29 @@ bool same_symbol(const Symbol& a, const Symbol& b) {
   }
 }
 
+// Whether `a` and `b` are carriable with leaves of the same types (a number
+// leaf matches only the same number).
+bool same_leaf_types(const ir::Function& fn, const Symbol& a, const Symbol& b) {
+  if (!is_carriable(a) || !is_carriable(b) || !same_structure(a, b)) return false;
+  std::vector<Symbol> la = leaves_of(a), lb = leaves_of(b);
+  for (size_t i = 0; i < la.size(); ++i) {
+    if (la[i].is_value() != lb[i].is_value()) return false;
+    if (la[i].is_value() ? !(fn.type(la[i].value) == fn.type(lb[i].value)) : !same_symbol(la[i], lb[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-void Lowerer::lower_body(const std::vector<ast::StmtPtr>& body) {
-  for (const auto& s : body) {
-    if (frame().returned) break;
-    at_source(s->loc, [&] { lower_stmt(*s); });  // an internal error names the statement
+void Lowerer::lower_body(const std::vector<ast::StmtPtr>& body, size_t first) {
+  for (size_t i = first; i < body.size(); ++i) {
+    if (frame().returned) return;
+    if (may_have_returned()) {
+      lower_unless_returned(body, i);
+      return;
+    }
+    const ast::Stmt& s = *body[i];
+    at_source(s.loc, [&] { lower_stmt(s); });  // an internal error names the statement
   }
 }
 
@@ -156,22 +173,12 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
         ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
         c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
       }
-      lower_runtime_if(s, c);
+      lower_runtime_if(s.loc, c, [&] { lower_body(s.body); }, [&] { lower_body(s.orelse); });
       return;
     }
     case StmtKind::For: lower_for(s); return;
     case StmtKind::While: lower_while(s); return;
-    case StmtKind::Return: {
-      if (frame().runtime_control_depth > 0)
-        error_at(s.loc, Diag::InvalidReturn, "`return` inside a runtime `if` or loop is not supported",
-                 "compute the result in a variable and return it at the end of the function");
-      Symbol v = s.value ? eval(*s.value) : Symbol::of(ConstValue::none());
-      if (frames_.size() == 1 && !v.is_none())
-        error_at(s.loc, Diag::InvalidReturn, "a kernel cannot return a value", "write results to memory with tl.store");
-      frame().result = v;
-      frame().returned = true;
-      return;
-    }
+    case StmtKind::Return: lower_return(s); return;
     case StmtKind::Assert: {
       Symbol cond = eval(*s.test);
       std::string message = "assertion failed";
@@ -205,20 +212,21 @@ ir::ValueId Lowerer::materialize_as(const Symbol& s, const ir::Type& type, const
                                     const SourceLoc& loc) {
   if (s.is_const()) {
     if (!s.constant.is_numeric()) error_at(loc, Diag::VariableChangesType,
-                                           "`" + name + "` cannot hold " + describe(s) + " here");
+                                           variable_title(name) + " cannot hold " + describe(s) + " here");
     ir::ValueId c = constant(s.constant, type.element(), loc);
     return broadcast_to(c, type.shape, loc);
   }
   ir::ValueId v = to_value(s, loc, "`" + name + "`");
   if (!(fn_.type(v) == type))
     error_at(loc, Diag::VariableChangesType,
-             "`" + name + "` changes type from " + ir::to_string(type) + " to " + ir::to_string(fn_.type(v)),
+             mismatch_subject(name) + " changes type from " + ir::to_string(type) + " to " + ir::to_string(fn_.type(v)),
              "a variable keeps one type across control flow: initialize it with its final type "
              "(e.g. tl.zeros(shape, dtype=...)) or convert with .to(...)");
   return v;
 }
 
-void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
+void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,
+                               const std::function<void()>& else_branch) {
   const auto before = frame().vars;
   const auto before_maybe = frame().maybe_undefined;
   ir::BlockId outer = builder_.insertion_block();
@@ -227,14 +235,52 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
 
   ++frame().runtime_control_depth;
   builder_.set_insertion_end(then_block);
-  lower_body(s.body);
+  then_branch();
   auto then_vars = frame().vars;
+  const bool then_returned = frame().returned;
   frame().vars = before;
   frame().maybe_undefined = before_maybe;
+  frame().returned = false;
   builder_.set_insertion_end(else_block);
-  lower_body(s.orelse);
+  else_branch();
   auto else_vars = frame().vars;
+  const bool else_returned = frame().returned;
+  frame().returned = false;
   --frame().runtime_control_depth;
+
+  // A branch that returned yields stand-ins for what the other one changed:
+  // after the `if` only the other branch's values are read.
+  auto returned_side = [&](std::map<std::string, Symbol>& dead, const std::map<std::string, Symbol>& live,
+                           ir::BlockId dead_block) {
+    builder_.set_insertion_end(dead_block);
+    for (const auto& [n, sym] : live) {
+      if (n == kReturned || n == kResult) continue;
+      auto d = dead.find(n);
+      if (d != dead.end() && same_symbol(d->second, sym)) continue;
+      auto b = before.find(n);
+      dead[n] = b != before.end() && same_leaf_types(fn_, b->second, sym) ? b->second : stand_in_for(sym, n, loc);
+    }
+  };
+  if (then_returned && else_returned) {
+    for (auto* side : {&then_vars, &else_vars})
+      for (auto it = side->begin(); it != side->end();) {
+        if (it->first == kReturned || it->first == kResult) ++it;
+        else it = side->erase(it);
+      }
+    for (const auto& [n, sym] : before) then_vars.emplace(n, sym), else_vars.emplace(n, sym);
+  } else if (then_returned) {
+    returned_side(then_vars, else_vars, then_block);
+  } else if (else_returned) {
+    returned_side(else_vars, then_vars, else_block);
+  }
+  // The returned value is read only where kReturned is set: a path without it
+  // yields a stand-in.
+  if (then_vars.count(kResult) != else_vars.count(kResult)) {
+    bool then_has = then_vars.count(kResult) > 0;
+    builder_.set_insertion_end(then_has ? else_block : then_block);
+    const Symbol& present = (then_has ? then_vars : else_vars).at(kResult);
+    (then_has ? else_vars : then_vars)[kResult] = stand_in_for(present, kResult, loc);
+  }
 
   // Decide which names become results of the `if`: one result per leaf that
   // differs between the branches.
@@ -254,7 +300,7 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
     auto t = then_vars.find(n);
     auto e = else_vars.find(n);
     if (t == then_vars.end() || e == else_vars.end()) {
-      frame().maybe_undefined[n] = s.loc;
+      frame().maybe_undefined[n] = loc;
       continue;
     }
     if (same_symbol(t->second, e->second)) {
@@ -262,8 +308,8 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
       continue;
     }
     if (!is_carriable(t->second) || !is_carriable(e->second) || !same_structure(t->second, e->second))
-      error_at(s.loc, Diag::VariableChangesType,
-               "`" + n + "` is " + describe(t->second) + " in one branch and " + describe(e->second) +
+      error_at(loc, Diag::VariableChangesType,
+               mismatch_subject(n) + " is " + describe(t->second) + " in one branch and " + describe(e->second) +
                           " in the other; only tensors and numbers (or tuples, block pointers and tensor "
                           "descriptors of the same shape) can differ between branches of a runtime `if`");
     Yielded y{n, t->second, leaves_of(t->second), leaves_of(e->second), {}};
@@ -290,15 +336,15 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
       for (size_t k = 0; k < y.result.size(); ++k)
         if (y.result[k] >= 0)
           values.push_back(materialize_as(then_side ? y.then_leaves[k] : y.else_leaves[k],
-                                          result_types[static_cast<size_t>(y.result[k])], y.name, s.loc));
-    builder_.set_loc(s.loc);
+                                          result_types[static_cast<size_t>(y.result[k])], y.name, loc));
+    builder_.set_loc(loc);
     builder_.create(OpKind::Yield, values, {});
   };
   yield_in(then_block, true);
   yield_in(else_block, false);
 
   builder_.set_insertion_end(outer);
-  builder_.set_loc(s.loc);
+  builder_.set_loc(loc);
   ir::OpId op = builder_.create(OpKind::If, {cond}, result_types);
   fn_.op(op).regions = {then_block, else_block};
   fn_.block(then_block).parent = op;
@@ -317,6 +363,7 @@ void Lowerer::lower_runtime_if(const ast::Stmt& s, ir::ValueId cond) {
     if (frame().maybe_undefined.count(it->first)) it = frame().vars.erase(it);
     else ++it;
   }
+  frame().returned = then_returned && else_returned;
 }
 
 std::vector<std::string> Lowerer::loop_carried(const std::vector<ast::StmtPtr>& body, const SourceLoc& loc) {
@@ -333,6 +380,10 @@ std::vector<std::string> Lowerer::loop_carried(const std::vector<ast::StmtPtr>& 
                "one iteration to the next; use a new name");
     carried.push_back(n);
   }
+  // A body that returns carries whether (and what) it returned.
+  if (contains_return(body))
+    for (const char* hidden : {kReturned, kResult})
+      if (frame().vars.count(hidden)) carried.push_back(hidden);
   return carried;
 }
 
@@ -366,7 +417,7 @@ std::vector<ir::ValueId> Lowerer::carried_yields(const Carried& c, const SourceL
     const Symbol& now = frame().vars.at(n);
     if (!is_carriable(now) || !same_structure(c.before[i], now))
       error_at(loc, Diag::VariableChangesType,
-               "`" + n + "` is " + describe(c.before[i]) + " before the loop and " + describe(now) + " inside it",
+               mismatch_subject(n) + " is " + describe(c.before[i]) + " before the loop and " + describe(now) + " inside it",
                "a variable keeps its kind across a loop: use a new name for the new value");
     for (const Symbol& leaf : leaves_of(now)) out.push_back(materialize_as(leaf, c.types[out.size()], n, loc));
   }
@@ -494,6 +545,7 @@ void Lowerer::lower_for(const ast::Stmt& s) {
   ub = cast(ub, iv_type, s.loc);
   st = cast(st, iv_type, s.loc);
 
+  prepare_loop_result(s);
   Carried carried = carry(loop_carried(s.body, s.loc), s.loc);
   const auto before = frame().vars;
   ir::BlockId outer = builder_.insertion_block();
@@ -506,7 +558,9 @@ void Lowerer::lower_for(const ast::Stmt& s) {
 
   ++frame().runtime_control_depth;
   builder_.set_insertion_end(body);
-  lower_body(s.body);
+  lower_body(s.body);  // a later iteration of a loop that returned finds kReturned set and does nothing
+  probe_loop_result(s);
+  frame().returned = false;  // the loop may run no iteration
   std::vector<ir::ValueId> yields = carried_yields(carried, s.loc);
   std::vector<ir::ValueId> inits = carried.inits;
   std::vector<ir::Type> types = carried.types;
@@ -530,6 +584,7 @@ void Lowerer::lower_for(const ast::Stmt& s) {
 
 void Lowerer::lower_while(const ast::Stmt& s) {
   if (!s.orelse.empty()) error_at(s.loc, Diag::UnsupportedLoop, "`while ... else` is not supported inside kernels");
+  prepare_loop_result(s);
   Carried carried = carry(loop_carried(s.body, s.loc), s.loc);
   const auto before = frame().vars;
   ir::BlockId outer = builder_.insertion_block();
@@ -541,14 +596,28 @@ void Lowerer::lower_while(const ast::Stmt& s) {
 
   ++frame().runtime_control_depth;
   builder_.set_insertion_end(cond_block);
-  Symbol cond = eval(*s.test);
-  ir::ValueId c = to_value(cond, s.test->loc, "the `while` condition");
-  if (type(c).is_tile())
-    error_at(s.test->loc, Diag::ConditionNotScalar,
-             "the `while` condition must be a scalar, but it is " + describe(cond));
-  if (type(c).scalar != Scalar::I1) {
-    ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
-    c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
+  auto condition = [&] {
+    Symbol cond = eval(*s.test);
+    ir::ValueId c = to_value(cond, s.test->loc, "the `while` condition");
+    if (type(c).is_tile())
+      error_at(s.test->loc, Diag::ConditionNotScalar,
+               "the `while` condition must be a scalar, but it is " + describe(cond));
+    if (type(c).scalar != Scalar::I1) {
+      ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
+      c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
+    }
+    return c;
+  };
+  ir::ValueId c;
+  if (may_have_returned()) {  // a loop that returned stops, without evaluating its condition again
+    const std::string going_on = "$while";
+    lower_runtime_if(
+        s.loc, has_not_returned(s.loc), [&] { frame().vars[going_on] = Symbol::of(condition()); },
+        [&] { frame().vars[going_on] = Symbol::of(ConstValue::boolean(false)); });
+    c = to_value(frame().vars.at(going_on), s.loc, "the `while` condition");
+    frame().vars.erase(going_on);
+  } else {
+    c = condition();
   }
   std::vector<ir::ValueId> cond_operands = {c};
   cond_operands.insert(cond_operands.end(), cond_args.begin(), cond_args.end());
@@ -558,8 +627,12 @@ void Lowerer::lower_while(const ast::Stmt& s) {
   std::vector<ir::ValueId> body_args;
   for (const ir::Type& t : carried.types) body_args.push_back(fn_.add_block_arg(body, t));
   bind_carried(carried, body_args);
+  if (may_have_returned())  // the condition lets in only iterations that have not returned
+    frame().vars[kReturned] = Symbol::of(ConstValue::boolean(false));
   builder_.set_insertion_end(body);
   lower_body(s.body);
+  probe_loop_result(s);
+  frame().returned = false;  // the loop may run no iteration
   std::vector<ir::ValueId> yields = carried_yields(carried, s.loc);
   builder_.set_loc(s.loc);
   builder_.create(OpKind::Yield, yields, {});

@@ -4,6 +4,7 @@
 // (expressions, typing, broadcasting) and builtins.cpp (the tl.* functions).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ class BoundArgs {
   SourceLoc call_loc_;
 };
 
+// Whether a `return` appears anywhere in `body`, nested blocks included.
+bool contains_return(const std::vector<ast::StmtPtr>& body);
+
 class Lowerer {
  public:
   Lowerer(const KernelRequest& request, SourceManager& sources);
@@ -57,9 +61,14 @@ class Lowerer {
   Symbol global_symbol(const GlobalValue& g, const SourceLoc& loc);
 
   // --- statements (lower_stmt.cpp) ----------------------------------------------
-  void lower_body(const std::vector<ast::StmtPtr>& body);
+  // Lowers body[first..]; once this path may have returned, the rest runs
+  // under `if not returned` (lower_return.cpp).
+  void lower_body(const std::vector<ast::StmtPtr>& body, size_t first = 0);
   void lower_stmt(const ast::Stmt& s);
-  void lower_runtime_if(const ast::Stmt& s, ir::ValueId cond);
+  // A runtime `if` at `loc`: each callback lowers one branch; variables that
+  // differ between the branches become the results.
+  void lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,
+                        const std::function<void()>& else_branch);
   void lower_for(const ast::Stmt& s);
   void lower_while(const ast::Stmt& s);
   // Names the body assigns that exist before the loop (they become iter args).
@@ -84,6 +93,38 @@ class Lowerer {
                          const std::vector<ir::ValueId>& results, const SourceLoc& loc);
   ir::ValueId materialize_as(const Symbol& s, const ir::Type& type, const std::string& name, const SourceLoc& loc);
 
+  // --- early returns (lower_return.cpp) -------------------------------------------
+  // A `return` under runtime control flow sets two hidden variables, which
+  // cross `if`s and loops like any other: kReturned (this path has returned)
+  // and kResult (the value it returned).
+  static constexpr const char* kReturned = "$returned";
+  static constexpr const char* kResult = "$result";
+  void lower_return(const ast::Stmt& s);
+  // The kReturned of the current path is only known at run time.
+  bool may_have_returned();
+  // An i1 value: kReturned (a run-time value here) is false.
+  ir::ValueId has_not_returned(const SourceLoc& loc);
+  // Lowers body[first..] under `if not returned`.
+  void lower_unless_returned(const std::vector<ast::StmtPtr>& body, size_t first);
+  // Before a runtime loop whose body returns a value that has no variable yet:
+  // defines kResult with the value's type (found by lowering the loop once
+  // into a copy of the function), so the loop can carry it.
+  void prepare_loop_result(const ast::Stmt& loop);
+  // Records kResult's type at the end of the loop body when `loop` is the
+  // loop prepare_loop_result is lowering.
+  void probe_loop_result(const ast::Stmt& loop);
+  // A stand-in of the same type as `s` (zeros for values, constants as they
+  // are) for a path on which `s` is never read.
+  Symbol stand_in_for(const Symbol& s, const std::string& name, const SourceLoc& loc);
+  // `shape` with each value leaf replaced by zeros of leaf_types[i].
+  Symbol zeros_like(const Symbol& shape, const std::vector<ir::Type>& leaf_types, const std::string& name,
+                    const SourceLoc& loc);
+  // "`x`", or "the return value" for kResult: how errors name a variable.
+  static std::string variable_title(const std::string& name);
+  // How an error about a variable whose type differs between paths begins:
+  // Triton's words ("Mismatched type for x", "Return type mismatch"), then
+  // variable_title.
+  static std::string mismatch_subject(const std::string& name);
   // --- expressions (lower_expr.cpp) ---------------------------------------------
   Symbol eval(const ast::Expr& e);
   Symbol attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc);
@@ -133,9 +174,9 @@ class Lowerer {
   // --- frames -----------------------------------------------------------------------
   struct Frame {
     int32_t function = 0;
-    std::map<std::string, Symbol> vars;
+    std::map<std::string, Symbol> vars = {{kReturned, Symbol::of(ConstValue::boolean(false))}};
     std::map<std::string, SourceLoc> maybe_undefined;  // defined on only one path
-    bool returned = false;
+    bool returned = false;  // this path has certainly returned: what follows is not lowered
     std::optional<Symbol> result;
     int runtime_control_depth = 0;  // > 0 inside a runtime if/for/while
   };
@@ -150,6 +191,12 @@ class Lowerer {
   std::vector<std::unique_ptr<ast::FunctionDef>> asts_;  // per function index
   std::vector<std::unique_ptr<Frame>> frames_;
   int inline_depth_ = 0;
+  struct LoopResultProbe {
+    const ast::Stmt* loop = nullptr;
+    std::optional<Symbol> result;    // kResult at the end of the loop body
+    std::vector<ir::Type> leaf_types;  // per leaf of `result` (meaningless for constant leaves)
+  };
+  LoopResultProbe* probe_ = nullptr;
 };
 
 }  // namespace tegula::frontend

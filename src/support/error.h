@@ -19,19 +19,23 @@ namespace tegula {
 
 class Error : public std::runtime_error {
  public:
-  Error(std::string rendered, ErrorKind kind, Diag code)
-      : std::runtime_error(std::move(rendered)), kind_(kind), code_(code) {}
+  Error(std::string rendered, ErrorKind kind, Diag code, std::string message = {})
+      : std::runtime_error(std::move(rendered)), kind_(kind), code_(code), message_(std::move(message)) {}
   ErrorKind kind() const { return kind_; }
   Diag code() const { return code_; }
+  // The diagnostic's message alone, without location, source line or hint
+  // (empty when the error was not made from a diagnostic).
+  const std::string& message() const { return message_; }
 
  private:
   ErrorKind kind_;
   Diag code_;
+  std::string message_;
 };
 
 // The Error for a diagnostic, rendered against `sources` (may be null).
 inline Error to_error(const Diagnostic& d, const SourceManager* sources) {
-  return Error(render(d, sources), d.kind, d.code);
+  return Error(render(d, sources), d.kind, d.code, d.message);
 }
 
 // A problem found outside the user's kernel source (a launch argument, the

@@ -1,0 +1,188 @@
+"""Errors as Triton's tests check them: the exception class, the `__cause__`
+chain of CompilationError, and the words Triton's messages use, beside
+Tegula's code, location and hint. The cases that compile are run and checked
+against NumPy on random data, so the limits are where Triton puts them.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from ops_util import rng_for
+
+
+def compile_error(launch) -> tegula.CompilationError:
+    with pytest.raises(tegula.CompilationError) as info:
+        launch()
+    return info.value
+
+
+def test_compilation_error_chains_the_bare_message_as_its_cause():
+    @tegula.jit
+    def bad_axis(x_ptr):
+        tl.store(x_ptr, tl.program_id(20))
+
+    e = compile_error(lambda: bad_axis[(1,)](np.zeros(1, np.int32)))
+    assert e.code == "E0406"
+    assert isinstance(e.__cause__, ValueError) and e.__cause__.code == "E0406"
+    assert str(e.__cause__) == "tl.program_id axis must be 0, 1, or 2 but got 20" == e.error_message
+    # Tegula's own rendering stays: location, code and caret.
+    assert re.search(r"test_triton_errors\.py:\d+:\d+: error\[E0406\]: tl\.program_id axis", str(e))
+    assert "^~" in str(e)
+
+
+@tegula.jit
+def bitwise_kernel(x_ptr, y_ptr, out_ptr, OP: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    y = tl.load(y_ptr + tl.arange(0, 16))
+    if OP == "&":
+        z = x & y
+    elif OP == "|":
+        z = x | y
+    else:
+        z = x ^ y
+    tl.store(out_ptr + tl.arange(0, 16), z)
+
+
+@pytest.mark.parametrize("op", ["&", "|", "^"])
+@pytest.mark.parametrize("dtype_x, dtype_y", [("float32", "int32"), ("int16", "float16"), ("float64", "float64"),
+                                              ("int32", "int32")])
+def test_bitwise_op_on_floats_names_invalid_operands(backend, op, dtype_x, dtype_y):
+    rng = rng_for("bitwise", op, dtype_x, dtype_y)
+    x = rng.integers(-1000, 1000, 16).astype(dtype_x)
+    y = rng.integers(-1000, 1000, 16).astype(dtype_y)
+    out = backend.zeros(16, np.int32)
+    if "float" in dtype_x + dtype_y:
+        e = compile_error(lambda: bitwise_kernel[(1,)](x, y, out, OP=op))
+        assert "invalid operands of type" in str(e) and "invalid operands of type" in str(e.__cause__)
+        assert isinstance(e.__cause__, TypeError) and e.code == "E0301"
+    else:
+        bitwise_kernel[(1,)](backend.array(x), backend.array(y), out, OP=op)
+        ref = {"&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}[op](x, y)
+        np.testing.assert_array_equal(backend.numpy(out), ref)
+
+
+@tegula.jit
+def div_kernel(x_ptr, y_ptr, out_ptr, MOD: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    y = tl.load(y_ptr + tl.arange(0, 16))
+    tl.store(out_ptr + tl.arange(0, 16), x % y if MOD else x // y)
+
+
+@pytest.mark.parametrize("mod", [False, True])
+def test_division_of_mixed_signedness_is_refused_with_tritons_words(backend, mod):
+    rng = rng_for("mixed_signedness", mod)
+    x = rng.integers(-1000, 1000, 16).astype(np.int32)
+    y = rng.integers(1, 50, 16).astype(np.uint32)
+    e = compile_error(lambda: div_kernel[(1,)](x, y, np.zeros(16, np.int32), MOD=mod))
+    assert re.search("Cannot use .* because they have different signedness", str(e))
+    # The same kernel on one signedness computes what C (and Triton) compute.
+    yi = y.astype(np.int32)
+    out = backend.zeros(16, np.int32)
+    div_kernel[(1,)](backend.array(x), backend.array(yi), out, MOD=mod)
+    q = np.trunc(x / yi).astype(np.int32)
+    np.testing.assert_array_equal(backend.numpy(out), x - q * yi if mod else q)
+
+
+@tegula.jit
+def expand_dims_kernel(x_ptr, out_ptr, AXIS: tl.constexpr, PAIR: tl.constexpr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    if PAIR == 0:
+        y = tl.expand_dims(x, AXIS)
+    elif PAIR == 1:
+        y = tl.expand_dims(x, (0, AXIS))
+    else:
+        y = tl.expand_dims(x, (AXIS, 0))
+    tl.store(out_ptr + tl.arange(0, N), tl.reshape(y, (N,)))
+
+
+@pytest.mark.parametrize("axis, pair, words", [(-3, 0, "invalid axis -3"), (2, 0, "invalid axis 2"),
+                                               (0, 1, r"duplicate axes, normalized axes = \[0, 0\]"),
+                                               (-3, 1, r"duplicate axes, normalized axes = \[0, 0\]")])
+def test_expand_dims_axis_errors(axis, pair, words):
+    x = np.zeros(32, np.float32)
+    e = compile_error(lambda: expand_dims_kernel[(1,)](x, x, AXIS=axis, PAIR=pair, N=32))
+    assert re.search(words, str(e.__cause__)) and re.search(words, str(e))
+
+
+@pytest.mark.parametrize("axis, pair", [(-2, 0), (-1, 0), (0, 0), (1, 0), (1, 1), (-1, 2)])
+def test_expand_dims_axes_in_range_compute(backend, axis, pair):
+    x = rng_for("expand_dims", axis, pair).standard_normal(32).astype(np.float32)
+    out = backend.zeros(32, np.float32)
+    expand_dims_kernel[(1,)](backend.array(x), out, AXIS=axis, PAIR=pair, N=32)
+    np.testing.assert_array_equal(backend.numpy(out), x)
+
+
+def test_expand_dims_of_a_scalar_past_rank_one():
+    @tegula.jit
+    def kernel(x_ptr):
+        s = tl.sum(tl.load(x_ptr + tl.arange(0, 1)), axis=0)
+        tl.expand_dims(s, 1)
+
+    e = compile_error(lambda: kernel[(1,)](np.zeros(1, np.float32)))
+    assert "invalid axis 1" in str(e.__cause__)
+
+
+@tegula.jit
+def sum_kernel(x_ptr, out_ptr, AXIS: tl.constexpr):
+    offs = tl.arange(0, 8)[:, None] * 4 + tl.arange(0, 4)[None, :]
+    tl.store(out_ptr + tl.arange(0, 4), tl.sum(tl.load(x_ptr + offs), axis=AXIS))
+
+
+def test_reduction_axis_out_of_range(backend):
+    x = rng_for("sum_axis").standard_normal(32).astype(np.float32)
+    e = compile_error(lambda: sum_kernel[(1,)](x, np.zeros(4, np.float32), AXIS=2))
+    assert "invalid axis 2" in str(e.__cause__)
+    out = backend.zeros(4, np.float32)
+    sum_kernel[(1,)](backend.array(x), out, AXIS=-2)
+    np.testing.assert_allclose(backend.numpy(out), x.reshape(8, 4).sum(axis=0), rtol=1e-6)
+
+
+@tegula.jit
+def store_value_kernel(value, out_ptr):
+    tl.store(out_ptr, value)
+
+
+@pytest.mark.parametrize("value, overflow", [(2**64 - 1, False), (2**64, True), (-2**63, False),
+                                             (-2**63 - 1, True)])
+def test_value_specialization_overflow(backend, value, overflow):
+    dtype = np.uint64 if value > 0 else np.int64
+    out = backend.zeros(1, dtype)
+    if overflow:
+        with pytest.raises(OverflowError) as info:
+            store_value_kernel[(1,)](value, out)
+        assert isinstance(info.value, ValueError) and isinstance(info.value, tegula.ArgumentOverflowError)
+        assert info.value.code == "E0703"
+    else:
+        store_value_kernel[(1,)](value, out)
+        assert int(backend.numpy(out)[0]) == value
+
+
+def test_return_type_mismatch_uses_tritons_words():
+    @tegula.jit
+    def pick(a, b, choose_b):
+        if choose_b:
+            return b
+        else:
+            return a
+
+    @tegula.jit
+    def kernel(x_ptr, f_ptr, choose):
+        tl.store(x_ptr, pick(tl.load(x_ptr), tl.load(f_ptr), choose))
+
+    e = compile_error(lambda: kernel[(1,)](np.zeros(1, np.int32), np.zeros(1, np.float32), 3))
+    assert "Return type mismatch" in e.error_message and e.code == "E0308"
+
+    @tegula.jit
+    def branches(x_ptr, f_ptr, choose):
+        if choose:
+            v = tl.load(f_ptr)
+        else:
+            v = tl.load(x_ptr)
+        tl.store(x_ptr, v)
+
+    e = compile_error(lambda: branches[(1,)](np.zeros(1, np.int32), np.zeros(1, np.float32), 3))
+    assert "Mismatched type for v" in str(e.__cause__)
