@@ -24,6 +24,11 @@ bool is_constexpr_annotation(const ast::Expr* e) {
   }
 }
 
+// `x_ptr: tl.const`: a pointer the kernel only reads.
+bool is_const_annotation(const ast::Expr* e) {
+  return e && (e->kind == ast::ExprKind::Name || e->kind == ast::ExprKind::Attribute) && e->name == "const";
+}
+
 // Names Python provides without an import that kernels commonly use: the
 // registry's "py." rows.
 bool is_python_builtin(const std::string& name) { return find_builtin("py." + name) != nullptr; }
@@ -112,7 +117,11 @@ ir::Function Lowerer::run() {
       continue;
     }
     ir::Type t = a.kind == ArgSpec::Kind::Pointer ? ir::Type::ptr(a.dtype) : ir::Type::of(a.dtype);
-    fn_.params.push_back(ir::Param{p.name, t, a.divisibility});
+    bool read_only = is_const_annotation(p.annotation.get());
+    if (read_only && a.kind != ArgSpec::Kind::Pointer)
+      error_at(p.loc, Diag::WrongArgumentKind, "parameter `" + p.name + "` is annotated tl.const but is not a pointer",
+               "tl.const marks pointers whose memory the kernel only reads");
+    fn_.params.push_back(ir::Param{p.name, t, a.divisibility, read_only});
     ir::ValueId v = fn_.add_block_arg(fn_.body(), t);
     if (a.kind == ArgSpec::Kind::Int && a.is_one)
       assign(p.name, Symbol::of(ConstValue::integer(1)));  // specialized like a constexpr, as Triton does

@@ -4,6 +4,7 @@
 
 #include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
+#include "frontend/builtins_types.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -105,6 +106,9 @@ int64_t Lowerer::to_int_const(const Symbol& s, const SourceLoc& loc, const std::
 
 ir::Scalar Lowerer::to_dtype(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   if (s.is_const() && s.constant.kind == ConstValue::Kind::DType) {
+    if (s.constant.type_form != ConstValue::TypeForm::Scalar)
+      error_at(loc, Diag::NotADtype, what + " must be an element dtype, but it is " + to_string(s.constant),
+               "a block type's elements are `.element_ty`");
     if (s.constant.pointer)
       error_at(loc, Diag::NotADtype,
                what + " must be a value dtype, but it is the pointer type " + to_string(s.constant),
@@ -432,6 +436,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard")
         return Symbol::module(base.name + "." + attr);
       if (attr == "constexpr") return Symbol::builtin("constexpr");
+      if (std::optional<Symbol> c = language_constant(attr)) return *c;
       if (base.name == "language.PropagateNan") {
         if (attr == "ALL") return Symbol::of(ConstValue::string("all"));
         if (attr == "NONE") return Symbol::of(ConstValue::string("none"));
@@ -456,6 +461,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         return Symbol::tuple(std::move(dims));
       }
       if (attr == "numel") return Symbol::of(ConstValue::integer(t.numel()));
+      if (attr == "type") return type_of(*this, base);
       if (attr == "T") {
         CallArgs args;
         args.positional = {base};
@@ -477,7 +483,9 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         if (attr == "element_ty" && base.constant.pointer) return Symbol::of(ConstValue::type(base.constant.dtype));
         if (attr == "primitive_bitwidth") return Symbol::of(ConstValue::integer(ir::bit_width(base.constant.dtype)));
         if (attr == "itemsize") return Symbol::of(ConstValue::integer(ir::byte_size(base.constant.dtype)));
+        if (std::optional<Symbol> a = type_object_attribute(base.constant, attr)) return *a;
       }
+      if (attr == "type") return type_of(*this, base);
       if (attr == "value") return base;  // tl.constexpr(x).value
       error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
     case Symbol::Kind::Opaque:

@@ -165,6 +165,7 @@ Generated generate(Attempt& attempt, const backends::Target& target, bool debug,
   ir::Function fn = frontend::lower_kernel(*attempt.request, attempt.sources);
   stats().frontend_runs++;
   ir::verify_or_throw(fn, "lowered");  // optimize() records the "lowered" dump
+  passes::refuse_writes_to_read_only(fn);
   phase.emplace(profile, "passes");
   passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr);
   Generated out;

@@ -8,7 +8,16 @@ Python raises RuntimeError. Dtypes and ``constexpr`` are real host objects.
 
 from . import extra, math
 from .core import (
+    TRITON_MAX_TENSOR_NUMEL,
     bfloat16,
+    block_type,
+    condition,
+    const,
+    constexpr_type,
+    pi32_t,
+    slice,
+    tuple,
+    void,
     PropagateNan,
     constexpr,
     dtype,
@@ -38,5 +47,7 @@ __all__ = [
     "extra", "math", "constexpr", "dtype", "pointer_type", "tensor",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
+    "block_type", "constexpr_type", "const", "tuple", "slice", "condition", "void", "pi32_t",
+    "TRITON_MAX_TENSOR_NUMEL",
     *_math_names, *_op_names,
 ]
