@@ -161,6 +161,9 @@ add("softmax", st("tl.softmax(x)"), "",
     [("ieee_rounding=True", st("tl.softmax(x, ieee_rounding=True)")), ("dim=1", st2("tl.softmax(x2, dim=1)"))])
 add("umulhi", st("tl.umulhi(xu, xu)"))
 add("add", st("tl.add(x, x)"), note="undocumented in Triton")
+add("sub", st("tl.sub(x, 1.0)"), note="undocumented in Triton")
+add("mul", st("tl.mul(xi, xi, sanitize_overflow=False)"), note="undocumented in Triton")
+add("expect_zero", st("tl.expect_zero(x, x > 1e30)"), note="undocumented in Triton")
 add("math", st("tl.math.exp2(x) + tl.math.log2(x + 2.0) + tl.math.exp(x)"), "06", note="`tl.math.*` as `tl.*`")
 add("extra", st("tl.extra.libdevice.tanh(x)"), "", note="`tl.extra.libdevice`, below")
 
@@ -248,12 +251,14 @@ add("dtype", "tl.static_assert(isinstance(x.dtype, tl.dtype))\n" + st("x"))
 add("block_type", "tl.static_assert(isinstance(x.type, tl.block_type))\n" + st("x"))
 add("pi32_t", "tl.static_assert(i_ptr.dtype == tl.pi32_t)\n" + st("x"))
 add("void", "tl.static_assert(tl.void != tl.float32)\n" + st("x"))
-add("const", "c: tl.const = x\n" + st("c"))
+add("const", "c: tl.const = x\n" + st("c"), note="a pointer parameter `p: tl.const` refuses stores through it")
 add("constexpr_type", "tl.static_assert(isinstance(tl.constexpr(1).type, tl.constexpr_type))\n" + st("x"))
 add("PropagateNan", st("tl.maximum(x, x, propagate_nan=tl.PropagateNan.NONE)"))
 add("TRITON_MAX_TENSOR_NUMEL", "tl.static_assert(BLOCK <= tl.TRITON_MAX_TENSOR_NUMEL)\n" + st("x"))
-add("tuple", "t = tl.tuple([x, x + 1.0])\n" + st("t[0] + t[1]"))
-add("slice", st("x[0:BLOCK]"), note="a Python slice inside `[]`")
+add("tuple", "t = tl.tuple([x, x + 1.0])\n" + st("t[0] + t[1]"),
+    features=[("a @jit function taking and returning tuples", st("helper_add((x, x), (x,))[2]"))])
+add("slice", "t = (x, x + 1.0, x + 2.0)[1::2]\n" + st("t[0]"), note="a Python slice inside `[]`",
+    features=[("a slice of a tile", st("x[0:BLOCK]"))])
 add("async_task", "with tl.async_task([0]):\n    y = x + 1.0\n" + st("y"))
 add("target_info", "tl.static_assert(tl.target_info.is_cuda() or True)\n" + st("x"))
 for t, tut in (("int1", ""), ("int8", ""), ("int16", ""), ("int32", ""), ("int64", ""), ("uint8", ""),

@@ -6,6 +6,8 @@
 // wrapper tl.condition.
 #include "frontend/builtins_types.h"
 
+#include <algorithm>
+
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
 
@@ -115,6 +117,28 @@ ConstValue void_type() {
   ConstValue v = ConstValue::type(ir::Scalar::I32);
   v.type_form = TypeForm::Void;
   return v;
+}
+
+Symbol slice_tuple(Lowerer& l, const Symbol& tuple, const std::vector<std::optional<Symbol>>& bounds,
+                   const SourceLoc& loc) {
+  auto bound = [&](size_t i, const char* what) -> std::optional<int64_t> {
+    if (i >= bounds.size() || !bounds[i] || bounds[i]->is_none()) return std::nullopt;
+    return l.to_int_const(*bounds[i], loc, std::string("the ") + what + " of a tuple slice");
+  };
+  int64_t n = static_cast<int64_t>(tuple.elements.size());
+  int64_t step = bound(2, "step").value_or(1);
+  if (step == 0) error_at(loc, Diag::InvalidTupleIndex, "a slice step cannot be zero");
+  // Python's rules: negative bounds count from the end, then clamp.
+  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    int64_t x = *v < 0 ? *v + n : *v;
+    return step > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
+  };
+  int64_t start = clamp(bound(0, "start"), step > 0 ? 0 : n - 1);
+  int64_t stop = clamp(bound(1, "stop"), step > 0 ? n : -1);
+  std::vector<Symbol> out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(tuple.elements[static_cast<size_t>(i)]);
+  return Symbol::tuple(std::move(out));
 }
 
 std::optional<Symbol> language_constant(const std::string& name) {

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "frontend/lowering.h"
 
@@ -22,6 +23,9 @@ Symbol lower_type_class(Lowerer& l, const CallArgs& c, const std::string& name);
 // tl.condition(cond, disable_licm=False): `cond`.
 Symbol lower_condition(Lowerer& l, const CallArgs& c, const std::string& name);
 
+// `t[start:stop:step]` of a tuple `t`, with Python's rules (constant bounds).
+Symbol slice_tuple(Lowerer& l, const Symbol& tuple, const std::vector<std::optional<Symbol>>& bounds,
+                   const SourceLoc& loc);
 // tl.void.
 ConstValue void_type();
 // The constants of the language that are not dtypes: TRITON_MAX_TENSOR_NUMEL

@@ -531,6 +531,12 @@ Symbol Lowerer::eval(const ast::Expr& e) {
     case ExprKind::Attribute: return attribute(eval(*e.children[0]), e.name, e.loc);
     case ExprKind::Subscript: {
       Symbol base = eval(*e.children[0]);
+      if (base.kind == Symbol::Kind::Tuple && e.children.size() == 2 && e.children[1] &&
+          e.children[1]->kind == ExprKind::Slice) {
+        std::vector<std::optional<Symbol>> bounds;
+        for (const auto& part : e.children[1]->children) bounds.push_back(part ? std::optional(eval(*part)) : std::nullopt);
+        return slice_tuple(*this, base, bounds, e.children[1]->loc);
+      }
       std::vector<Symbol> index;
       for (size_t i = 1; i < e.children.size(); ++i) {
         const ast::Expr* c = e.children[i].get();

@@ -337,7 +337,9 @@ def types_kernel(x_ptr, i_ptr, out_ptr, n, BLOCK: tl.constexpr):
     t = pair(x, 1.0)
     tl.static_assert(isinstance(t, tl.tuple) and isinstance(t, tuple) and len(t) == 2)
     s = swap(t)
-    tl.store(out_ptr + offs, s[0] * 2 + s[1])
+    tl.static_assert(len(s[1:]) == 1 and len(s[::-1]) == 2 and len(s[5:]) == 0)
+    r = (s + (x,))[-2::-1]  # (s[1], s[0])
+    tl.store(out_ptr + offs, r[1] * 2 + r[0])
     y: tl.tensor = x * n
     tl.store(out_ptr + BLOCK + offs, y)
     k = 0
