@@ -18,6 +18,7 @@
 #include "frontend/builtins_pointer.h"
 #include "frontend/builtins_random.h"
 #include "frontend/builtins_scan.h"
+#include "frontend/builtins_target_info.h"
 #include "frontend/builtins_tile.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
@@ -641,7 +642,7 @@ constexpr Builtin kBuiltins[] = {
     {"abs", abs_fn, TL | METHOD},                   {"sigmoid", sigmoid, TL | METHOD},
     {"fma", fma_fn, TL},                            {"div_rn", div_fn, TL},
     {"fdiv", div_fn, TL},                           {"umulhi", umulhi, TL},
-    {"cdiv", cdiv, TL | METHOD},                    {"inline_asm_elementwise", nullptr, TL},
+    {"cdiv", cdiv, TL | METHOD},                    {"inline_asm_elementwise", lower_inline_asm, TL},
     {"map_elementwise", lower_map_elementwise, TL},
     {"add", lower_operator_function, TL},           {"sub", lower_operator_function, TL},
     {"mul", lower_operator_function, TL},           {"expect_zero", lower_expect_zero, TL},
@@ -704,7 +705,14 @@ constexpr Builtin kBuiltins[] = {
     {"multiple_of", lower_hint, TL},                {"max_contiguous", lower_hint, TL},
     {"max_constancy", lower_hint, TL},              {"assume", lower_assume, TL},
     {"range", py_range, TL},                        {"static_range", py_range, TL},
-    {"condition", lower_condition, TL},
+    {"condition", lower_condition, TL},             {"async_task", lower_async_task, TL},
+    // tl.target_info.*
+    {"target_info.is_cuda", lower_target_info, NAMED},
+    {"target_info.cuda_capability_geq", lower_target_info, NAMED},
+    {"target_info.is_hip", lower_target_info, NAMED},
+    {"target_info.is_hip_cdna3", lower_target_info, NAMED},
+    {"target_info.is_hip_cdna4", lower_target_info, NAMED},
+    {"target_info.is_hip_gfx1250", lower_target_info, NAMED},
     // tegula.* (and triton.*)
     {"tegula.cdiv", cdiv, NAMED},                   {"tegula.next_power_of_2", next_power_of_2, NAMED},
     // Python builtins kernels use

@@ -117,4 +117,59 @@ Symbol lower_map_elementwise(Lowerer& l, const CallArgs& c, const std::string& n
   return Symbol::tuple(std::move(out));
 }
 
+// inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack): the
+// `inline_asm` op over the broadcast arguments, one result per dtype (a
+// tuple when dtype is a sequence). Triton's operand conventions ($0..., the
+// constraint string, packing of narrow elements into 32-bit registers) are
+// the CUDA backend's to spell (docs/ir.md); the CPU backend has no PTX and
+// refuses the op.
+Symbol lower_inline_asm(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"asm", "constraints", "args", "dtype", "is_pure", "pack"}, c);
+  auto text = [&](const char* name) {
+    ConstValue v = l.to_const(a.get(name), a.loc(name), std::string("the ") + name + " of tl." + n);
+    if (v.kind != ConstValue::Kind::Str)
+      error_at(a.loc(name), Diag::WrongArgumentKind, std::string("the ") + name + " of tl." + n + " must be a string");
+    return v.s;
+  };
+  std::string asm_text = text("asm"), constraints = text("constraints");
+  bool pure = l.to_const(a.get("is_pure"), a.loc("is_pure"), "is_pure").truthy();
+  int64_t pack = l.to_int_const(a.get("pack"), a.loc("pack"), "the pack of tl." + n);
+  if (pack < 1) error_at(a.loc("pack"), Diag::ArgumentOutOfRange, "pack must be at least 1");
+  auto number = [&](Scalar s, const SourceLoc& where, const std::string& what) {
+    if (s == Scalar::I1)
+      error_at(where, Diag::UnsupportedElementType, what + " of tl." + n + " cannot be boolean",
+               "convert it with .to(tl.int8) or .to(tl.int32)");
+  };
+  const Symbol& list = a.get("args");
+  std::vector<Symbol> items = list.kind == Symbol::Kind::Tuple ? list.elements : std::vector<Symbol>{list};
+  std::vector<ir::ValueId> args;
+  std::vector<int64_t> shape;
+  for (const Symbol& s : items) {
+    ir::ValueId v = l.to_value(s, a.loc("args"), "an argument of tl." + n);
+    if (l.type(v).is_pointer()) error_at(a.loc("args"), Diag::InvalidOperandType, "tl." + n + " takes numbers, not pointers");
+    number(l.type(v).scalar, a.loc("args"), "an argument");
+    args.push_back(v);
+    if (!args.empty()) shape = l.type(l.broadcast_pair(args[0], v, a.loc("args")).first).shape;
+  }
+  for (ir::ValueId& v : args) v = l.broadcast_to(v, shape, a.loc("args"));
+  const Symbol& d = a.get("dtype");
+  std::vector<Symbol> dtypes = d.kind == Symbol::Kind::Tuple ? d.elements : std::vector<Symbol>{d};
+  std::vector<ir::Type> results;
+  for (const Symbol& t : dtypes) {
+    Scalar s = l.to_dtype(t, a.loc("dtype"), "the dtype of tl." + n);
+    number(s, a.loc("dtype"), "a result");
+    results.push_back(ir::Type{s, false, shape});
+  }
+  if (results.empty()) error_at(a.loc("dtype"), Diag::WrongArgumentCount, "tl." + n + " needs at least one result dtype");
+  l.builder().set_loc(c.loc);
+  ir::OpId op = l.builder().create(OpKind::InlineAsm, args, results,
+                                   {{"asm", ir::Attr{asm_text}}, {"constraints", ir::Attr{constraints}},
+                                    {"pack", ir::Attr{pack}}, {"pure", ir::Attr{int64_t{pure ? 1 : 0}}}});
+  const std::vector<ir::ValueId>& out = l.function().op(op).results;
+  if (d.kind != Symbol::Kind::Tuple) return Symbol::of(out[0]);
+  std::vector<Symbol> tuple;
+  for (ir::ValueId v : out) tuple.push_back(Symbol::of(v));
+  return Symbol::tuple(std::move(tuple));
+}
+
 }  // namespace tegula::frontend

@@ -14,6 +14,7 @@ Symbol lower_operator_function(Lowerer& l, const CallArgs& c, const std::string&
 Symbol lower_logical(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_to_tensor(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_expect_zero(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_inline_asm(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_map_elementwise(Lowerer& l, const CallArgs& c, const std::string& name);
 
 }  // namespace tegula::frontend

@@ -2,8 +2,8 @@
 // tl.dtype, tl.block_type, tl.pointer_type, tl.constexpr_type, tl.tensor,
 // tl.tuple, tl.slice and tl.const as values of `isinstance` and annotations,
 // the constructors tl.dtype(name), tl.block_type(dtype, shape) and
-// tl.tuple(items), the attributes of a type object, and the loop-condition
-// wrapper tl.condition.
+// tl.tuple(items), the attributes of a type object, the loop-condition
+// wrapper tl.condition and the block marker tl.async_task.
 #include "frontend/builtins_types.h"
 
 #include <algorithm>
@@ -111,6 +111,22 @@ Symbol lower_condition(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"arg1", "?disable_licm"}, c);
   if (a.has("disable_licm")) l.to_const(a.get("disable_licm"), a.loc("disable_licm"), "disable_licm");
   return a.get("arg1");
+}
+
+// tl.async_task(task_ids, ...): the context of a `with` block that Triton's
+// warp specialization gives to some warp groups. The block runs on every
+// thread here (lower_stmt.cpp), so the ids and options only need to be
+// constants.
+Symbol lower_async_task(Lowerer& l, const CallArgs& c, const std::string& n) {
+  for (size_t i = 0; i < c.positional.size(); ++i) {
+    const Symbol& ids = c.positional[i];
+    for (const Symbol& id : ids.kind == Symbol::Kind::Tuple ? ids.elements : std::vector<Symbol>{ids})
+      l.to_const(id, c.positional_locs[i], "a task id of tl.async_task");
+  }
+  for (size_t k = 0; k < c.keywords.size(); ++k)
+    if (c.keywords[k].second.kind != Symbol::Kind::Tuple)
+      l.to_const(c.keywords[k].second, c.keyword_locs[k], "`" + c.keywords[k].first + "` of tl.async_task");
+  return Symbol::builtin("async_task");
 }
 
 ConstValue void_type() {

@@ -22,6 +22,8 @@ Symbol lower_tuple(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_type_class(Lowerer& l, const CallArgs& c, const std::string& name);
 // tl.condition(cond, disable_licm=False): `cond`.
 Symbol lower_condition(Lowerer& l, const CallArgs& c, const std::string& name);
+// tl.async_task(task_ids, ...): the marker `with` accepts (lower_stmt.cpp).
+Symbol lower_async_task(Lowerer& l, const CallArgs& c, const std::string& name);
 
 // `t[start:stop:step]` of a tuple `t`, with Python's rules (constant bounds).
 Symbol slice_tuple(Lowerer& l, const Symbol& tuple, const std::vector<std::optional<Symbol>>& bounds,

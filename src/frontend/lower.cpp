@@ -61,13 +61,13 @@ std::vector<SignatureParam> parse_signature(const FunctionSource& fn, SourceMana
   return out;
 }
 
-ir::Function lower_kernel(const KernelRequest& request, SourceManager& sources) {
-  Lowerer lowerer(request, sources);
+ir::Function lower_kernel(const KernelRequest& request, SourceManager& sources, const TargetInfo& target) {
+  Lowerer lowerer(request, sources, target);
   return lowerer.run();
 }
 
-Lowerer::Lowerer(const KernelRequest& request, SourceManager& sources)
-    : request_(request), sources_(sources), builder_(fn_) {
+Lowerer::Lowerer(const KernelRequest& request, SourceManager& sources, const TargetInfo& target)
+    : request_(request), sources_(sources), target_(target), builder_(fn_) {
   file_ids_.assign(request.functions.size(), -1);
   asts_.resize(request.functions.size());
 }

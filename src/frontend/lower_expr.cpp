@@ -433,8 +433,14 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (auto t = dtype_from_name(attr); t && attr != "float" && attr != "double" && attr != "half" &&
                                           attr != "bool")
         return Symbol::of(ConstValue::type(*t));
-      if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard")
+      if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard" ||
+          attr == "target_info")
         return Symbol::module(base.name + "." + attr);
+      if (base.name.ends_with("target_info")) {
+        if (find_builtin("target_info." + attr) != nullptr) return Symbol::builtin("target_info." + attr);
+        error_at(loc, Diag::UnsupportedLanguageName, "`tl.target_info." + attr + "` is not supported by Tegula",
+                 "tl.target_info has is_cuda, cuda_capability_geq, is_hip and its variants");
+      }
       if (attr == "constexpr") return Symbol::builtin("constexpr");
       if (std::optional<Symbol> c = language_constant(attr)) return *c;
       if (base.name == "language.PropagateNan") {

@@ -46,7 +46,7 @@ class BoundArgs {
 
 class Lowerer {
  public:
-  Lowerer(const KernelRequest& request, SourceManager& sources);
+  Lowerer(const KernelRequest& request, SourceManager& sources, const TargetInfo& target);
   ir::Function run();
 
   // --- functions and scopes (lower.cpp) ---------------------------------------
@@ -127,6 +127,7 @@ class Lowerer {
   ir::Function& function() { return fn_; }
   ir::Builder& builder() { return builder_; }
   const KernelRequest& request() const { return request_; }
+  const TargetInfo& target() const { return target_; }
   SourceManager& sources() { return sources_; }
   bool debug() const { return request_.debug; }
 
@@ -144,6 +145,7 @@ class Lowerer {
  private:
   const KernelRequest& request_;
   SourceManager& sources_;
+  TargetInfo target_;
   ir::Function fn_;
   ir::Builder builder_;
   std::vector<int32_t> file_ids_;                      // per function index (-1: not parsed yet)

@@ -11,6 +11,8 @@ compile for the CUDA backend through NVRTC (`test_kernels_compile_for_cuda`)
 wherever NVRTC loads.
 """
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -345,18 +347,32 @@ def types_kernel(x_ptr, i_ptr, out_ptr, n, BLOCK: tl.constexpr):
     k = 0
     while tl.condition(k < n, disable_licm=True):
         k += 2
+        with tl.async_task([0]):
+            k += 1
     tl.store(out_ptr + 2 * BLOCK + offs, x * 0 + k)
+    with tl.async_task([1, 2], num_warps=4):
+        z = x + 1.0
+    tl.store(out_ptr + 3 * BLOCK + offs, z)
+    tl.static_assert(not tl.target_info.is_hip() and not tl.target_info.is_hip_cdna3())
+    if tl.target_info.is_cuda():
+        tl.static_assert(tl.target_info.cuda_capability_geq(7) and not tl.target_info.cuda_capability_geq(99, 0))
+        tl.store(i_ptr + offs, offs * 0 + 1)
+    else:
+        tl.static_assert(not tl.target_info.cuda_capability_geq(0))
+        tl.store(i_ptr + offs, offs * 0 + 2)
 
 
-def test_type_objects_tuples_and_condition(backend):
+def test_type_objects_tuples_condition_async_task_target_info(backend):
     rng = rng_for("types")
     x = rng.standard_normal(B).astype(np.float32)
-    out = backend.zeros(3 * B, np.float32)
-    types_kernel[(1,)](backend.array(x), backend.zeros(B, np.int32), out, 7, BLOCK=B)
+    out, flags = backend.zeros(4 * B, np.float32), backend.zeros(B, np.int32)
+    types_kernel[(1,)](backend.array(x), flags, out, 7, BLOCK=B)
     out = backend.numpy(out)
+    np.testing.assert_array_equal(backend.numpy(flags), 1 if backend.is_cuda else 2)  # tl.target_info.is_cuda()
+    np.testing.assert_array_equal(out[3 * B:], x + 1)
     np.testing.assert_allclose(out[:B], 2 * (x - 1) + (x + 1), rtol=1e-6)
     np.testing.assert_array_equal(out[B:2 * B], x * 7)
-    np.testing.assert_array_equal(out[2 * B:], 8)
+    np.testing.assert_array_equal(out[2 * B:3 * B], 9)  # k: 0 -> 3 -> 6 -> 9
 
 
 def test_python_objects_match_triton():
@@ -417,6 +433,59 @@ def test_const_pointers(backend):
         const_atomic_kernel[(1,)](backend.array(x), BLOCK=B)
 
 
+# --- inline assembly ---------------------------------------------------------------------------
+
+
+@tegula.jit
+def inline_asm_kernel(x_ptr, y_ptr, b_ptr, out_ptr, bout_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    b = tl.load(b_ptr + offs)  # uint8
+    # Two results, float and integer operands, a scalar argument broadcast.
+    s, bits = tl.inline_asm_elementwise("add.f32 $0, $2, $3; mov.b32 $1, $2;", "=f,=r,f,f", [x, y],
+                                        dtype=(tl.float32, tl.int32), is_pure=True, pack=1)
+    tl.store(out_ptr + offs, s)
+    tl.store(out_ptr + BLOCK + offs, bits.to(tl.float32, bitcast=True))
+    # Four uint8 per 32-bit register: one instance adds 1 to every byte.
+    c = tl.inline_asm_elementwise("{ .reg .b32 t; and.b32 t, $1, 0x7f7f7f7f; add.u32 $0, t, 0x01010101; }",
+                                  "=r,r", [b], dtype=tl.uint8, is_pure=False, pack=4)
+    tl.store(bout_ptr + offs, c)
+
+
+def test_inline_asm_runs_on_cuda_and_is_refused_on_the_cpu(backend):
+    rng = rng_for("asm")
+    x = rng.standard_normal(B).astype(np.float32)
+    y = rng.standard_normal(B).astype(np.float32)
+    b = rng.integers(0, 256, B).astype(np.uint8)
+    out, bout = backend.zeros(2 * B, np.float32), backend.zeros(B, np.uint8)
+    args = (backend.array(x), backend.array(y), backend.array(b), out, bout)
+    if not backend.is_cuda:
+        with pytest.raises(tegula.CompilationError, match=r"error\[E0805\]: tl.inline_asm_elementwise runs PTX"):
+            inline_asm_kernel[(1,)](*args, BLOCK=B)
+        return
+    inline_asm_kernel[(1,)](*args, BLOCK=B)
+    out, bout = backend.numpy(out), backend.numpy(bout)
+    np.testing.assert_array_equal(out[:B], x + y)
+    np.testing.assert_array_equal(out[B:], x)
+    np.testing.assert_array_equal(bout, (b & 0x7F) + 1)
+
+
+def test_inline_asm_cuda_source(tmp_path):
+    from cuda_compile_util import compile_for_cuda
+
+    source = compile_for_cuda(inline_asm_kernel, "*fp32:16, *fp32:16, *u8:16, *fp32:16, *u8:16, 128", 90, tmp_path,
+                              emit="cuda,ptx")
+    cuda, ptx = source.split("// ===== ptx =====")
+    # Results first, then arguments; `$n` became `%n` (escaped in the C string); pure asm is not volatile.
+    assert ': "=f"(asm0), "=r"(asm1) : "f"(asm2), "f"(asm3));' in cuda
+    assert 'asm("add.f32 \\0450, \\0452, \\0453; mov.b32 \\0451, \\0452;"' in cuda
+    assert 'asm volatile("{ .reg .b32 t;' in cuda and ': "=r"(asm0) : "r"(asm1));' in cuda
+    # What reaches the PTX: the instructions with the operands' registers.
+    assert re.search(r"add\.f32 \t?%f\d+, %f\d+, %f\d+; mov\.b32 %r\d+, %f\d+;", ptx), ptx
+    assert re.search(r"and\.b32 t, %r\d+, 0x7f7f7f7f; add\.u32 %r\d+, t, 0x01010101;", ptx), ptx
+
+
 # --- the CUDA backend -----------------------------------------------------------------------
 
 CUDA_KERNELS = [
@@ -427,6 +496,7 @@ CUDA_KERNELS = [
     (dot_scaled_kernel, "*u8:16, *u8:16, *u8:16, *u8:16, *fp32:16, *fp32:16, 32, 16, 64, 'e2m1', 'e4m3', "
                         "32, 64, 16, 2, 1, 1"),
     (types_kernel, "*fp32:16, *i32:16, *fp32:16, i32, 16"),
+    (inline_asm_kernel, "*fp32:16, *fp32:16, *u8:16, *fp32:16, *u8:16, 16"),
 ]
 
 

@@ -13,7 +13,7 @@ import builtins
 from .._errors import coded
 
 __all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan", "block_type", "constexpr_type",
-           "const", "tuple", "slice", "condition", "void", "pi32_t", "TRITON_MAX_TENSOR_NUMEL"]
+           "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t", "TRITON_MAX_TENSOR_NUMEL"]
 
 # Triton's short name -> (name exported by tegula.language, IR scalar, bits).
 _SCALARS = {
@@ -221,6 +221,23 @@ class slice:
 
     def __init__(self, start, stop, step):
         self.start, self.stop, self.step = start, stop, step
+
+
+class async_task:
+    """``with tl.async_task(task_ids):`` a block Triton's warp specialization
+    gives to some warp groups; in Tegula every thread runs it."""
+
+    __slots__ = ("task_ids", "options")
+
+    def __init__(self, task_ids, **options):
+        self.task_ids = task_ids
+        self.options = options
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 class condition:

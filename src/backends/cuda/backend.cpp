@@ -39,6 +39,8 @@ class CudaTarget : public Target {
     key.field("num_stages", int64_t{options_.num_stages});
   }
 
+  int arch() const override { return target_.arch; }
+
   Generated emit(const ir::Function& fn) const override {
     CudaKernel kernel =
         emit_cuda(fn, {options_.num_warps, target_.arch, options_.debug, options_.fp_fusion, options_.num_stages});
