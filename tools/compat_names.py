@@ -106,8 +106,14 @@ add("dot", st2("tl.dot(x2, x2)"), "03 06 08 09",
      ("int8 operands", st2("tl.dot(x2.to(tl.int8), x2.to(tl.int8))")),
      ("fp8 operands", st2("tl.dot(x2.to(tl.float8e5), x2.to(tl.float8e5))")),
      ("allow_tf32=False (deprecated spelling)", st2("tl.dot(x2, x2, allow_tf32=False)"))])
+SCALE = "tl.full((BLOCK, 1), 127, tl.uint8)"
 add("dot_scaled", st2("tl.dot_scaled(x2.to(tl.bfloat16), None, 'bf16', x2.to(tl.bfloat16), None, 'bf16')"),
-    "", note="tutorial 10 (Blackwell)")
+    "", note="tutorial 10 (Blackwell); emulated as Triton does without MX hardware (decode, scale, bf16 dot)",
+    features=[("e4m3 operands with e8m0 scales",
+               st2(f"tl.dot_scaled(x2.to(tl.uint8), {SCALE}, 'e4m3', x2.to(tl.uint8), {SCALE}, 'e4m3')")),
+              ("packed e2m1 operands",
+               st("x + tl.sum(tl.sum(tl.dot_scaled(tl.reshape(x2.to(tl.uint8), (32, 8)), None, 'e2m1', "
+                  "tl.reshape(x2.to(tl.uint8), (8, 32)), None, 'e2m1'), axis=1), axis=0)"))])
 
 group("Memory and pointers")
 add("load", st("tl.load(x_ptr + offs, mask=offs < n, other=0.0)"), "01 02 03 04 05 07 08 09",
@@ -161,6 +167,9 @@ add("softmax", st("tl.softmax(x)"), "",
     [("ieee_rounding=True", st("tl.softmax(x, ieee_rounding=True)")), ("dim=1", st2("tl.softmax(x2, dim=1)"))])
 add("umulhi", st("tl.umulhi(xu, xu)"))
 add("add", st("tl.add(x, x)"), note="undocumented in Triton")
+add("sub", st("tl.sub(x, 1.0)"), note="undocumented in Triton")
+add("mul", st("tl.mul(xi, xi, sanitize_overflow=False)"), note="undocumented in Triton")
+add("expect_zero", st("tl.expect_zero(x, x > 1e30)"), note="undocumented in Triton")
 add("math", st("tl.math.exp2(x) + tl.math.log2(x + 2.0) + tl.math.exp(x)"), "06", note="`tl.math.*` as `tl.*`")
 add("extra", st("tl.extra.libdevice.tanh(x)"), "", note="`tl.extra.libdevice`, below")
 
@@ -222,11 +231,14 @@ add("range", "acc = x\nfor k in tl.range(0, n, 1):\n    acc += 1.0\n" + st("acc"
                 "disallow_acc_multi_buffer=True", "disable_licm=True")])
 add("static_range", "acc = x\nfor k in tl.static_range(4):\n    acc += k\n" + st("acc"), "",
     [("start, stop, step", "acc = x\nfor k in tl.static_range(1, 8, 2):\n    acc += k\n" + st("acc"))])
-add("condition", "k = 0\nwhile tl.condition(k < n):\n    k += 1\n" + st("x + k"))
+add("condition", "k = 0\nwhile tl.condition(k < n):\n    k += 1\n" + st("x + k"),
+    features=[("disable_licm=True", "k = 0\nwhile tl.condition(k < n, disable_licm=True):\n    k += 1\n" + st("x + k"))],
+    note="disable_licm is accepted; Tegula still hoists loop-invariant code, which changes no result")
 
 group("Inline code")
 add("inline_asm_elementwise",
-    st("tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [xi], dtype=tl.int32, is_pure=True, pack=1)"))
+    st("tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [xi], dtype=tl.int32, is_pure=True, pack=1)"),
+    note="needs hardware the CPU backend lacks: PTX runs on the CUDA backend only; the CPU refuses it (E0805)")
 add("map_elementwise", st("tl.map_elementwise(helper_add, x, x)"))
 
 group("Compiler hints")
@@ -248,14 +260,19 @@ add("dtype", "tl.static_assert(isinstance(x.dtype, tl.dtype))\n" + st("x"))
 add("block_type", "tl.static_assert(isinstance(x.type, tl.block_type))\n" + st("x"))
 add("pi32_t", "tl.static_assert(i_ptr.dtype == tl.pi32_t)\n" + st("x"))
 add("void", "tl.static_assert(tl.void != tl.float32)\n" + st("x"))
-add("const", "c: tl.const = x\n" + st("c"))
+add("const", "c: tl.const = x\n" + st("c"), note="a pointer parameter `p: tl.const` refuses stores through it")
 add("constexpr_type", "tl.static_assert(isinstance(tl.constexpr(1).type, tl.constexpr_type))\n" + st("x"))
 add("PropagateNan", st("tl.maximum(x, x, propagate_nan=tl.PropagateNan.NONE)"))
 add("TRITON_MAX_TENSOR_NUMEL", "tl.static_assert(BLOCK <= tl.TRITON_MAX_TENSOR_NUMEL)\n" + st("x"))
-add("tuple", "t = tl.tuple([x, x + 1.0])\n" + st("t[0] + t[1]"))
-add("slice", st("x[0:BLOCK]"), note="a Python slice inside `[]`")
-add("async_task", "with tl.async_task([0]):\n    y = x + 1.0\n" + st("y"))
-add("target_info", "tl.static_assert(tl.target_info.is_cuda() or True)\n" + st("x"))
+add("tuple", "t = tl.tuple([x, x + 1.0])\n" + st("t[0] + t[1]"),
+    features=[("a @jit function taking and returning tuples", st("helper_add((x, x), (x,))[2]"))])
+add("slice", "t = (x, x + 1.0, x + 2.0)[1::2]\n" + st("t[0]"), note="a Python slice inside `[]`",
+    features=[("a slice of a tile", st("x[0:BLOCK]"))])
+add("async_task", "with tl.async_task([0]):\n    y = x + 1.0\n" + st("y"),
+    note="Triton's warp specialization (Hopper/Blackwell warp groups): Tegula has none; every thread runs the block")
+add("target_info", "tl.static_assert(tl.target_info.is_cuda() or True)\n" + st("x"),
+    features=[("cuda_capability_geq", "if tl.target_info.cuda_capability_geq(8, 0):\n    x = x + 1.0\n" + st("x"))],
+    note="is_hip() and its variants are False: Tegula has no HIP backend")
 for t, tut in (("int1", ""), ("int8", ""), ("int16", ""), ("int32", ""), ("int64", ""), ("uint8", ""),
                ("uint16", ""), ("uint32", ""), ("uint64", ""), ("float16", "03 08 09"), ("bfloat16", ""),
                ("float32", "03 05 06 08 09"), ("float64", ""), ("float8e4nv", ""), ("float8e5", "06"),

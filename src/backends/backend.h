@@ -129,6 +129,11 @@ class Target {
   // toolchain's identity, the architecture, the options it honours.
   virtual void add_key_fields(CacheKey& key) const = 0;
 
+  // The architecture kernels are built for (compute capability * 10 on
+  // CUDA, e.g. 90), which kernels may test at compile time
+  // (tl.target_info); 0 for a host backend. Part of the cache key.
+  virtual int arch() const { return 0; }
+
   // The generated source of the optimized kernel `fn` (its code generator).
   virtual Generated emit(const ir::Function& fn) const = 0;
 

@@ -224,6 +224,11 @@ class Dumper {
         body(depth + 1, "body", s.body);
         if (!s.orelse.empty()) body(depth + 1, "orelse", s.orelse);
         return;
+      case StmtKind::With:
+        line(depth, "", "With", s.loc);
+        expr(depth + 1, "context", *s.value);
+        body(depth + 1, "body", s.body);
+        return;
       case StmtKind::Return:
         line(depth, "", "Return", s.loc);
         if (s.value) expr(depth + 1, "value", *s.value);

@@ -86,6 +86,7 @@ enum class StmtKind {
   If,         // if test: body  else: orelse   (elif is a nested If in orelse)
   For,        // for targets[0] in value: body  [else: orelse]
   While,      // while test: body  [else: orelse]
+  With,       // with value: body   (only `with tl.async_task(...)`: the parser refuses other context managers)
   Return,     // return [value]
   Assert,     // assert test [, msg]
   Pass,

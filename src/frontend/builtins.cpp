@@ -11,12 +11,15 @@
 #include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
 #include "frontend/builtins_hints.h"
+#include "frontend/builtins_dot_scaled.h"
 #include "frontend/builtins_math.h"
 #include "frontend/builtins_operators.h"
+#include "frontend/builtins_types.h"
 #include "frontend/builtins_pointer.h"
 #include "frontend/builtins_python.h"
 #include "frontend/builtins_random.h"
 #include "frontend/builtins_scan.h"
+#include "frontend/builtins_target_info.h"
 #include "frontend/builtins_tile.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
@@ -612,7 +615,7 @@ constexpr Builtin kBuiltins[] = {
     {"arange", arange, TL},                         {"zeros", zeros, TL},
     {"zeros_like", zeros_like, TL},                 {"full", full, TL},
     {"full_like", full_like, TL},                   {"cat", lower_cat, TL},
-    {"to_tensor", nullptr, TL},
+    {"to_tensor", lower_to_tensor, TL},
     // memory, block pointers and tensor descriptors
     {"load", load, TL},                             {"store", store, TL},
     {"make_block_ptr", lower_make_block_ptr, TL},   {"advance", lower_advance, TL},
@@ -631,19 +634,26 @@ constexpr Builtin kBuiltins[] = {
     {"permute", lower_permute, TL | METHOD},        {"expand_dims", lower_expand_dims, TL | METHOD},
     {"broadcast_to", lower_broadcast_to, TL | METHOD}, {"broadcast", lower_broadcast, TL},
     {"join", lower_join, TL | METHOD},              {"split", lower_split, TL | METHOD},
-    {"interleave", lower_interleave, TL | METHOD},  {"squeeze", nullptr, TL},
-    {"unsqueeze", nullptr, TL},
+    {"interleave", lower_interleave, TL | METHOD},  {"squeeze", lower_squeeze, TL | METHOD},
+    {"unsqueeze", lower_squeeze, TL | METHOD},      {"item", lower_item, METHOD},
     // conversions
     {"cast", to, TL | METHOD},                      {"to", to, METHOD},
     {"pointer_type", lower_pointer_type, TL},
+    // type objects: isinstance() and annotations (builtins_types.h)
+    {"dtype", lower_dtype_class, TL},               {"block_type", lower_block_type, TL},
+    {"tensor", lower_type_class, TL},               {"const", lower_type_class, TL},
+    {"constexpr_type", lower_type_class, TL},       {"slice", lower_type_class, TL},
+    {"tuple", lower_tuple, TL},
     // elementwise
     {"where", where, TL},                           {"minimum", min_max, TL},
     {"maximum", min_max, TL},                       {"clamp", clamp, TL},
     {"abs", abs_fn, TL | METHOD},                   {"sigmoid", sigmoid, TL | METHOD},
     {"fma", fma_fn, TL},                            {"div_rn", div_fn, TL},
     {"fdiv", div_fn, TL},                           {"umulhi", umulhi, TL},
-    {"cdiv", cdiv, TL},                             {"inline_asm_elementwise", nullptr, TL},
-    {"map_elementwise", nullptr, TL},
+    {"cdiv", cdiv, TL | METHOD},                    {"inline_asm_elementwise", lower_inline_asm, TL},
+    {"map_elementwise", lower_map_elementwise, TL},
+    {"add", lower_operator_function, TL},           {"sub", lower_operator_function, TL},
+    {"mul", lower_operator_function, TL},           {"expect_zero", lower_expect_zero, TL},
     // math functions: an op of ir/ops.def each, called by its name
     {"exp", lower_math_function, TL | METHOD},      {"exp2", lower_math_function, TL | METHOD},
     {"log", lower_math_function, TL | METHOD},      {"log2", lower_math_function, TL | METHOD},
@@ -673,15 +683,15 @@ constexpr Builtin kBuiltins[] = {
     {"sum", lower_sum, TL | METHOD},                {"xor_sum", lower_sum, TL | METHOD},
     {"max", lower_max_min, TL | METHOD},            {"min", lower_max_min, TL | METHOD},
     {"argmax", lower_argmax_min, TL | METHOD},      {"argmin", lower_argmax_min, TL | METHOD},
-    {"reduce", lower_reduce, TL | METHOD},          {"reduce_or", nullptr, TL | METHOD},
+    {"reduce", lower_reduce, TL | METHOD},          {"reduce_or", lower_reduce_or, TL | METHOD},
     {"softmax", lower_softmax, TL | METHOD},        {"cumsum", lower_scan, TL | METHOD},
     {"cumprod", lower_scan, TL | METHOD},           {"associative_scan", lower_scan, TL | METHOD},
     {"sort", lower_sort, TL | METHOD},              {"topk", lower_sort, TL | METHOD},
-    {"bitonic_merge", nullptr, TL},                 {"flip", lower_flip, TL | METHOD},
+    {"bitonic_merge", lower_bitonic_merge, TL},                 {"flip", lower_flip, TL | METHOD},
     {"gather", lower_gather, TL | METHOD},          {"histogram", lower_histogram, TL | METHOD},
     {"swizzle2d", lower_swizzle2d, TL},
     // linear algebra
-    {"dot", lower_dot, TL},                         {"dot_scaled", nullptr, TL},
+    {"dot", lower_dot, TL},                         {"dot_scaled", lower_dot_scaled, TL},
     // atomics
     {"atomic_add", lower_atomic_rmw, TL | METHOD},  {"atomic_max", lower_atomic_rmw, TL | METHOD},
     {"atomic_min", lower_atomic_rmw, TL | METHOD},  {"atomic_and", lower_atomic_rmw, TL | METHOD},
@@ -702,6 +712,14 @@ constexpr Builtin kBuiltins[] = {
     {"multiple_of", lower_hint, TL},                {"max_contiguous", lower_hint, TL},
     {"max_constancy", lower_hint, TL},              {"assume", lower_assume, TL},
     {"range", py_range, TL},                        {"static_range", py_range, TL},
+    {"condition", lower_condition, TL},             {"async_task", lower_async_task, TL},
+    // tl.target_info.*
+    {"target_info.is_cuda", lower_target_info, NAMED},
+    {"target_info.cuda_capability_geq", lower_target_info, NAMED},
+    {"target_info.is_hip", lower_target_info, NAMED},
+    {"target_info.is_hip_cdna3", lower_target_info, NAMED},
+    {"target_info.is_hip_cdna4", lower_target_info, NAMED},
+    {"target_info.is_hip_gfx1250", lower_target_info, NAMED},
     // tegula.* (and triton.*)
     {"tegula.cdiv", cdiv, NAMED},                   {"tegula.next_power_of_2", next_power_of_2, NAMED},
     // Python builtins kernels use
@@ -709,8 +727,8 @@ constexpr Builtin kBuiltins[] = {
     {"py.len", py_len, NAMED},                      {"py.int", py_convert, NAMED},
     {"py.float", py_convert, NAMED},                {"py.bool", py_convert, NAMED},
     {"py.print", device_print, NAMED},              {"py.abs", abs_fn, NAMED},
-    {"py.range", py_range, NAMED},                  {"py.isinstance", py_isinstance, NAMED},
-    {"py.tuple", nullptr, NAMED},
+    {"py.range", py_range, NAMED},                  {"py.isinstance", lower_isinstance, NAMED},
+    {"py.tuple", lower_tuple, NAMED},
     {"py.getattr", py_getattr, NAMED},              {"py.hasattr", py_hasattr, NAMED},
     {"py.list", py_list, NAMED},                    {"py.str", nullptr, NAMED},
     // Triton's tensor has these only as methods: its operators by name

@@ -21,35 +21,6 @@ std::string attribute_name(Lowerer& l, const CallArgs& c, const char* fn) {
   return name.constant.s;
 }
 
-// What `cls` of isinstance(obj, cls) names, as a test of obj's symbol.
-bool is_instance(Lowerer& l, const Symbol& obj, const Symbol& cls, const SourceLoc& loc) {
-  if (cls.kind == Symbol::Kind::Tuple) {
-    for (const Symbol& c : cls.elements)
-      if (is_instance(l, obj, c, loc)) return true;
-    return false;
-  }
-  using K = ConstValue::Kind;
-  auto constant_of = [&](std::initializer_list<K> kinds) {
-    if (!obj.is_const()) return false;
-    for (K k : kinds)
-      if (obj.constant.kind == k) return true;
-    return false;
-  };
-  if (cls.kind == Symbol::Kind::Builtin) {
-    const std::string& n = cls.name;
-    if (n == "py.int") return constant_of({K::Int, K::Bool});  // Python's bool is an int
-    if (n == "py.float") return constant_of({K::Float});
-    if (n == "py.bool") return constant_of({K::Bool});
-    if (n == "py.str") return constant_of({K::Str});
-    if (n == "py.tuple" || n == "py.list") return obj.kind == Symbol::Kind::Tuple;
-    if (n == "constexpr") return obj.is_const();
-    if (n == "tensor") return obj.is_value();
-    if (n == "dtype" || n == "pointer_type") return constant_of({K::DType});
-  }
-  error_at(loc, Diag::InvalidOperandType, "isinstance() cannot test for " + l.describe(cls),
-           "kernels test for int, float, bool, str, tuple, tl.tensor, tl.constexpr or tl.dtype");
-}
-
 }  // namespace
 
 Symbol py_getattr(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -77,11 +48,6 @@ Symbol py_hasattr(Lowerer& l, const CallArgs& c, const std::string& n) {
     if (code != Diag::NoSuchAttribute && code != Diag::UnsupportedLanguageName) throw;
     return Symbol::of(ConstValue::boolean(false));
   }
-}
-
-Symbol py_isinstance(Lowerer& l, const CallArgs& c, const std::string& n) {
-  BoundArgs a("isinstance", {"obj", "class_or_tuple"}, c);
-  return Symbol::of(ConstValue::boolean(is_instance(l, a.get("obj"), a.get("class_or_tuple"), a.loc("class_or_tuple"))));
 }
 
 Symbol py_list(Lowerer& l, const CallArgs& c, const std::string& n) {

@@ -19,7 +19,6 @@ Symbol py_getattr(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol py_hasattr(Lowerer& l, const CallArgs& c, const std::string& name);
 // isinstance(obj, cls): cls one of int, float, bool, str, tuple, tl.tensor,
 // tl.constexpr, tl.dtype, or a tuple of them.
-Symbol py_isinstance(Lowerer& l, const CallArgs& c, const std::string& name);
 // list(tuple): the tuple (kernels have no mutable lists).
 Symbol py_list(Lowerer& l, const CallArgs& c, const std::string& name);
 

@@ -212,7 +212,50 @@ Symbol sort(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(gather_along(l, sorted, axis_coordinate(l, shape, dim, false, c.loc), dim, c.loc));
 }
 
+// bitonic_merge(x, dim=None, descending=False): the last stage of a bitonic
+// sort along the last axis, as Triton's standard library builds it: for
+// strides n/2, n/4, ..., 1, every element meets the one `stride` away
+// (coordinate p ^ stride); the left one keeps the smaller, the right one the
+// larger (swapped when descending). A bitonic sequence comes out sorted; any
+// other input goes through the same compare-and-swap network.
+Symbol bitonic_merge(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "?dim", "?descending"}, c);
+  ir::ValueId x = tile_input(l, a, "x", "tl.bitonic_merge");
+  ir::Type t = l.type(x);
+  int rank = t.rank();
+  int64_t dim = axis_arg(l, a, "dim", rank, "tl.bitonic_merge", rank - 1);
+  if (dim != rank - 1)
+    error_at(a.loc("dim"), Diag::ArgumentOutOfRange, "tl.bitonic_merge works along the last dimension only",
+             "move the axis last with tl.permute");
+  bool descending = flag_arg(l, a, "descending");
+  ir::Type flags = t.with_scalar(Scalar::I1);
+  ir::ValueId coordinate = axis_coordinate(l, t.shape, dim, false, c.loc);
+  auto splat_i32 = [&](int64_t v) {
+    return l.broadcast_to(l.constant(ConstValue::integer(v), ir::Type::of(Scalar::I32), c.loc), t.shape, c.loc);
+  };
+  ir::ValueId flip = l.broadcast_to(l.constant(ConstValue::boolean(descending), ir::Type::of(Scalar::I1), c.loc),
+                                    t.shape, c.loc);
+  ir::Type coords = l.type(coordinate);
+  for (int64_t stride = t.shape[static_cast<size_t>(dim)] / 2; stride >= 1; stride /= 2) {
+    ir::ValueId s = splat_i32(stride);
+    ir::ValueId partner = l.create(OpKind::Xor, {coordinate, s}, coords, c.loc);
+    ir::ValueId y = gather_along(l, x, partner, dim, c.loc);
+    ir::ValueId bit = l.create(OpKind::And, {coordinate, s}, coords, c.loc);
+    ir::ValueId is_right =
+        l.create(OpKind::Cmp, {bit, splat_i32(0)}, flags, c.loc, {{"pred", ir::Attr{std::string("ne")}}});
+    ir::ValueId greater = l.create(OpKind::Cmp, {x, y}, flags, c.loc, {{"pred", ir::Attr{std::string("gt")}}});
+    ir::ValueId keep_larger = l.create(OpKind::Xor, {is_right, flip}, flags, c.loc);
+    ir::ValueId take_partner = l.create(OpKind::Xor, {greater, keep_larger}, flags, c.loc);
+    x = l.create(OpKind::Select, {take_partner, y, x}, t, c.loc);
+  }
+  return Symbol::of(x);
+}
+
 }  // namespace
+
+Symbol lower_bitonic_merge(Lowerer& l, const CallArgs& c, const std::string& name) {
+  return bitonic_merge(l, c, name);
+}
 
 Symbol lower_scan(Lowerer& l, const CallArgs& c, const std::string& name) {
   return name == "associative_scan" ? associative_scan(l, c, name) : cumulative(l, c, name);

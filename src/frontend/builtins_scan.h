@@ -15,6 +15,8 @@ namespace tegula::frontend {
 Symbol lower_scan(Lowerer& l, const CallArgs& c, const std::string& name);
 // sort and topk -> `sort` (and `gather` for the first k of topk).
 Symbol lower_sort(Lowerer& l, const CallArgs& c, const std::string& name);
+// bitonic_merge -> a compare-and-swap network of `gather`, `cmp` and `select`.
+Symbol lower_bitonic_merge(Lowerer& l, const CallArgs& c, const std::string& name);
 // flip -> `gather` with a reversed index.
 Symbol lower_flip(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_gather(Lowerer& l, const CallArgs& c, const std::string& name);

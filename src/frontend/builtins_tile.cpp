@@ -160,6 +160,29 @@ Symbol lower_sum(Lowerer& l, const CallArgs& c, const std::string& n) {
                            binary_combiner(l, n == "xor_sum" ? OpKind::Xor : OpKind::Add, c.loc), c.loc)[0]);
 }
 
+// reduce_or(input, axis, keep_dims): the bitwise OR of integers along an axis,
+// in the input's own type (Triton's standard library reduces with `x | y`).
+Symbol lower_reduce_or(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input", "axis", "?keep_dims"}, c);
+  ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
+  if (!ir::is_integer(l.type(x).scalar)) error_at(c.loc, Diag::NotInteger, "tl.reduce_or needs integers");
+  auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
+  return Symbol::of(reduce(l, {x}, axis, flag(l, a, "keep_dims"), binary_combiner(l, OpKind::Or, c.loc), c.loc)[0]);
+}
+
+// x.item(): the element of a one-element tile as a scalar (a scalar is its
+// own item). Reducing all axes of one element yields that element unchanged.
+Symbol lower_item(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"input"}, c);
+  ir::ValueId x = l.to_value(a.get("input"), a.loc("input"), "the input of ." + n + "()");
+  if (!l.type(x).is_tile()) return Symbol::of(x);
+  if (l.type(x).numel() != 1)
+    error_at(c.loc, Diag::ShapeMismatch,
+             ".item() needs a tile of one element, but it is " + ir::to_string(l.type(x)),
+             "reduce it first, e.g. tl.sum(x) or tl.max(x)");
+  return Symbol::of(reduce(l, {x}, std::nullopt, false, binary_combiner(l, OpKind::Max, c.loc), c.loc)[0]);
+}
+
 Symbol lower_max_min(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "?axis", "?return_indices", "?return_indices_tie_break_left", "?keep_dims"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
@@ -315,6 +338,34 @@ Symbol lower_reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
                         " elements) to " + std::to_string(numel) + " elements");
   if (shape == l.type(x).shape) return Symbol::of(x);
   return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape(shape), c.loc));
+}
+
+// squeeze(x, dim) drops a dimension of size 1; unsqueeze(x, dim) inserts one
+// (Triton's standard library: reshapes; negative dims count from the end).
+Symbol lower_squeeze(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "dim"}, c);
+  ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the input of tl." + n);
+  std::vector<int64_t> shape = l.type(x).shape;
+  bool squeeze = n == "squeeze";
+  int64_t rank = static_cast<int64_t>(shape.size()) + (squeeze ? 0 : 1);
+  int64_t dim = l.to_int_const(a.get("dim"), a.loc("dim"), "the dim of tl." + n);
+  if (dim < 0) dim += rank;
+  if (dim < 0 || dim >= rank)
+    error_at(a.loc("dim"), Diag::ArgumentOutOfRange,
+             "dim " + std::to_string(dim) + " is out of range for tl." + n + " of " + ir::to_string(l.type(x)));
+  if (squeeze) {
+    if (shape[static_cast<size_t>(dim)] != 1)
+      error_at(a.loc("dim"), Diag::ShapeMismatch,
+               "tl.squeeze needs dimension " + std::to_string(dim) + " of size 1, but " + ir::to_string(l.type(x)) +
+                                      " has " + std::to_string(shape[static_cast<size_t>(dim)]));
+    shape.erase(shape.begin() + dim);
+    if (shape.empty())  // a tile of one element becomes a scalar, as .item() does
+      return Symbol::of(reduce(l, {x}, std::nullopt, false, binary_combiner(l, OpKind::Max, c.loc), c.loc)[0]);
+    return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape(shape), c.loc));
+  }
+  shape.insert(shape.begin() + dim, 1);
+  if (!l.type(x).is_tile()) return Symbol::of(l.broadcast_to(x, shape, c.loc));
+  return Symbol::of(l.create(OpKind::ExpandDims, {x}, l.type(x).with_shape(shape), c.loc, {{"axis", ir::Attr{dim}}}));
 }
 
 Symbol lower_ravel(Lowerer& l, const CallArgs& c, const std::string& n) {

@@ -15,10 +15,13 @@ Symbol lower_sum(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_max_min(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_argmax_min(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_reduce(Lowerer& l, const CallArgs& c, const std::string& name);
+// reduce_or (bitwise OR along an axis); x.item() (a one-element tile's element).
+Symbol lower_reduce_or(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_item(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_softmax(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& name);
 // reshape and view; ravel; trans and permute; expand_dims; broadcast_to;
-// broadcast of two tiles; join; split.
+// broadcast of two tiles; join; split; squeeze and unsqueeze.
 Symbol lower_reshape(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_ravel(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_permute(Lowerer& l, const CallArgs& c, const std::string& name);
@@ -27,6 +30,7 @@ Symbol lower_broadcast_to(Lowerer& l, const CallArgs& c, const std::string& name
 Symbol lower_broadcast(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_join(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_squeeze(Lowerer& l, const CallArgs& c, const std::string& name);
 
 // `axis` made non-negative when -rank <= axis < rank; otherwise the error
 // `problem` at loc, followed by Triton's words ("invalid axis A, expected

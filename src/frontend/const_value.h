@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ast.h"
 #include "ir/type.h"
@@ -23,6 +24,11 @@ struct ConstValue {
   std::string s;          // Str
   ir::Scalar dtype = ir::Scalar::I32;  // DType
   bool pointer = false;                // DType: `ptr.dtype` is a pointer type; `.element_ty` drops it
+  // DType: which of Triton's type objects it is. A block type (tl.block_type,
+  // `tile.type`) has `dtype` (and `pointer`) for its elements and `shape`.
+  enum class TypeForm : uint8_t { Scalar, Block, Void, Constexpr };
+  TypeForm type_form = TypeForm::Scalar;
+  std::vector<int64_t> shape;  // DType, Block: the block's shape
 
   static ConstValue integer(int64_t v) { ConstValue c; c.kind = Kind::Int; c.i = v; return c; }
   static ConstValue real(double v) { ConstValue c; c.kind = Kind::Float; c.f = v; return c; }

@@ -27,7 +27,9 @@ bool ConstValue::operator==(const ConstValue& o) const {
   switch (kind) {
     case Kind::Str: return s == o.s;
     case Kind::None: return true;
-    case Kind::DType: return dtype == o.dtype && pointer == o.pointer;
+    case Kind::DType:
+      return type_form == o.type_form && (type_form == TypeForm::Void || type_form == TypeForm::Constexpr ||
+                                          (dtype == o.dtype && pointer == o.pointer && shape == o.shape));
     default: return false;
   }
 }
@@ -48,8 +50,16 @@ std::string to_string(const ConstValue& v) {
     }
     case ConstValue::Kind::Str: return "'" + v.s + "'";
     case ConstValue::Kind::None: return "None";
-    case ConstValue::Kind::DType:
-      return v.pointer ? std::string("pointer<") + ir::to_string(v.dtype) + ">" : std::string("tl.") + ir::to_string(v.dtype);
+    case ConstValue::Kind::DType: {
+      if (v.type_form == ConstValue::TypeForm::Void) return "tl.void";
+      if (v.type_form == ConstValue::TypeForm::Constexpr) return "tl.constexpr_type";
+      std::string element = v.pointer ? std::string("pointer<") + ir::to_string(v.dtype) + ">"
+                                      : std::string("tl.") + ir::to_string(v.dtype);
+      if (v.type_form == ConstValue::TypeForm::Scalar) return element;
+      std::string dims;
+      for (int64_t d : v.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      return "tl.block_type(" + element + ", [" + dims + "])";
+    }
   }
   return "?";
 }

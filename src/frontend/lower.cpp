@@ -25,6 +25,11 @@ bool is_constexpr_annotation(const ast::Expr* e) {
   }
 }
 
+// `x_ptr: tl.const`: a pointer the kernel only reads.
+bool is_const_annotation(const ast::Expr* e) {
+  return e && (e->kind == ast::ExprKind::Name || e->kind == ast::ExprKind::Attribute) && e->name == "const";
+}
+
 // Names Python provides without an import that kernels commonly use: the
 // registry's "py." rows.
 bool is_python_builtin(const std::string& name) { return find_builtin("py." + name) != nullptr; }
@@ -57,13 +62,13 @@ std::vector<SignatureParam> parse_signature(const FunctionSource& fn, SourceMana
   return out;
 }
 
-ir::Function lower_kernel(const KernelRequest& request, SourceManager& sources) {
-  Lowerer lowerer(request, sources);
+ir::Function lower_kernel(const KernelRequest& request, SourceManager& sources, const TargetInfo& target) {
+  Lowerer lowerer(request, sources, target);
   return lowerer.run();
 }
 
-Lowerer::Lowerer(const KernelRequest& request, SourceManager& sources)
-    : request_(request), sources_(sources), builder_(fn_) {
+Lowerer::Lowerer(const KernelRequest& request, SourceManager& sources, const TargetInfo& target)
+    : request_(request), sources_(sources), target_(target), builder_(fn_) {
   file_ids_.assign(request.functions.size(), -1);
   asts_.resize(request.functions.size());
 }
@@ -113,7 +118,11 @@ ir::Function Lowerer::run() {
       continue;
     }
     ir::Type t = a.kind == ArgSpec::Kind::Pointer ? ir::Type::ptr(a.dtype) : ir::Type::of(a.dtype);
-    fn_.params.push_back(ir::Param{p.name, t, a.divisibility});
+    bool read_only = is_const_annotation(p.annotation.get());
+    if (read_only && a.kind != ArgSpec::Kind::Pointer)
+      error_at(p.loc, Diag::WrongArgumentKind, "parameter `" + p.name + "` is annotated tl.const but is not a pointer",
+               "tl.const marks pointers whose memory the kernel only reads");
+    fn_.params.push_back(ir::Param{p.name, t, a.divisibility, read_only});
     ir::ValueId v = fn_.add_block_arg(fn_.body(), t);
     if (a.kind == ArgSpec::Kind::Int && a.is_one)
       assign(p.name, Symbol::of(ConstValue::integer(1)));  // specialized like a constexpr, as Triton does

@@ -22,8 +22,8 @@ struct SignatureParam {
 // Throws UserError on a syntax error.
 std::vector<SignatureParam> parse_signature(const FunctionSource& fn, SourceManager& sources);
 
-// Builds the tile IR of request.functions[0]. Registers every source text in
-// `sources` (so diagnostics can quote them). Throws UserError.
-ir::Function lower_kernel(const KernelRequest& request, SourceManager& sources);
+// Builds the tile IR of request.functions[0] for `target`. Registers every
+// source text in `sources` (so diagnostics can quote them). Throws UserError.
+ir::Function lower_kernel(const KernelRequest& request, SourceManager& sources, const TargetInfo& target = {});
 
 }  // namespace tegula::frontend

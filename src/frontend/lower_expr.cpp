@@ -4,6 +4,7 @@
 
 #include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
+#include "frontend/builtins_types.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -105,6 +106,9 @@ int64_t Lowerer::to_int_const(const Symbol& s, const SourceLoc& loc, const std::
 
 ir::Scalar Lowerer::to_dtype(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   if (s.is_const() && s.constant.kind == ConstValue::Kind::DType) {
+    if (s.constant.type_form != ConstValue::TypeForm::Scalar)
+      error_at(loc, Diag::NotADtype, what + " must be an element dtype, but it is " + to_string(s.constant),
+               "a block type's elements are `.element_ty`");
     if (s.constant.pointer)
       error_at(loc, Diag::NotADtype,
                what + " must be a value dtype, but it is the pointer type " + to_string(s.constant),
@@ -430,9 +434,16 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (auto t = dtype_from_name(attr); t && attr != "float" && attr != "double" && attr != "half" &&
                                           attr != "bool")
         return Symbol::of(ConstValue::type(*t));
-      if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard")
+      if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard" ||
+          attr == "target_info")
         return Symbol::module(base.name + "." + attr);
+      if (base.name.ends_with("target_info")) {
+        if (find_builtin("target_info." + attr) != nullptr) return Symbol::builtin("target_info." + attr);
+        error_at(loc, Diag::UnsupportedLanguageName, "`tl.target_info." + attr + "` is not supported by Tegula",
+                 "tl.target_info has is_cuda, cuda_capability_geq, is_hip and its variants");
+      }
       if (attr == "constexpr") return Symbol::builtin("constexpr");
+      if (std::optional<Symbol> c = language_constant(attr)) return *c;
       if (attr == "tensor" || attr == "dtype") return Symbol::builtin(attr);  // classes isinstance() tests for
       if (base.name == "language.PropagateNan") {
         if (attr == "ALL") return Symbol::of(ConstValue::string("all"));
@@ -458,6 +469,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         return Symbol::tuple(std::move(dims));
       }
       if (attr == "numel") return Symbol::of(ConstValue::integer(t.numel()));
+      if (attr == "type") return type_of(*this, base);
       if (attr == "T") {
         CallArgs args;
         args.positional = {base};
@@ -479,7 +491,9 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         if (attr == "element_ty" && base.constant.pointer) return Symbol::of(ConstValue::type(base.constant.dtype));
         if (attr == "primitive_bitwidth") return Symbol::of(ConstValue::integer(ir::bit_width(base.constant.dtype)));
         if (attr == "itemsize") return Symbol::of(ConstValue::integer(ir::byte_size(base.constant.dtype)));
+        if (std::optional<Symbol> a = type_object_attribute(base.constant, attr)) return *a;
       }
+      if (attr == "type") return type_of(*this, base);
       if (attr == "value") return base;  // tl.constexpr(x).value
       if (base.constant.is_numeric() && (attr == "dtype" || attr == "shape" || attr == "numel" ||
                                          is_value_method(attr)))
@@ -529,6 +543,12 @@ Symbol Lowerer::eval(const ast::Expr& e) {
     case ExprKind::Attribute: return attribute(eval(*e.children[0]), e.name, e.loc);
     case ExprKind::Subscript: {
       Symbol base = eval(*e.children[0]);
+      if (base.kind == Symbol::Kind::Tuple && e.children.size() == 2 && e.children[1] &&
+          e.children[1]->kind == ExprKind::Slice) {
+        std::vector<std::optional<Symbol>> bounds;
+        for (const auto& part : e.children[1]->children) bounds.push_back(part ? std::optional(eval(*part)) : std::nullopt);
+        return slice_tuple(*this, base, bounds, e.children[1]->loc);
+      }
       std::vector<Symbol> index;
       for (size_t i = 1; i < e.children.size(); ++i) {
         const ast::Expr* c = e.children[i].get();

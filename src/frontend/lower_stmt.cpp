@@ -178,6 +178,17 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     }
     case StmtKind::For: lower_for(s); return;
     case StmtKind::While: lower_while(s); return;
+    case StmtKind::With: {
+      // `with tl.async_task(ids):` assigns the block to warp groups in
+      // Triton's warp specialization; every thread runs it here, which
+      // computes the same values.
+      Symbol context = eval(*s.value);
+      if (!(context.kind == Symbol::Kind::Builtin && context.name == "async_task"))
+        error_at(s.value->loc, Diag::UnsupportedSyntax, "`with` statements are not supported inside a kernel",
+                 "a kernel has no context managers; write the body directly");
+      lower_body(s.body);
+      return;
+    }
     case StmtKind::Return: lower_return(s); return;
     case StmtKind::Assert: {
       Symbol cond = eval(*s.test);

@@ -50,7 +50,7 @@ bool contains_return(const std::vector<ast::StmtPtr>& body);
 
 class Lowerer {
  public:
-  Lowerer(const KernelRequest& request, SourceManager& sources);
+  Lowerer(const KernelRequest& request, SourceManager& sources, const TargetInfo& target);
   ir::Function run();
 
   // --- functions and scopes (lower.cpp) ---------------------------------------
@@ -168,6 +168,7 @@ class Lowerer {
   ir::Function& function() { return fn_; }
   ir::Builder& builder() { return builder_; }
   const KernelRequest& request() const { return request_; }
+  const TargetInfo& target() const { return target_; }
   SourceManager& sources() { return sources_; }
   bool debug() const { return request_.debug; }
 
@@ -185,6 +186,7 @@ class Lowerer {
  private:
   const KernelRequest& request_;
   SourceManager& sources_;
+  TargetInfo target_;
   ir::Function fn_;
   ir::Builder builder_;
   std::vector<int32_t> file_ids_;                      // per function index (-1: not parsed yet)

@@ -197,6 +197,8 @@ void Parser::statement(std::vector<StmtPtr>& out) {
     out.push_back(for_stmt());
   } else if (t.is_keyword("while")) {
     out.push_back(while_stmt());
+  } else if (t.is_keyword("with") && at_async_task_block()) {
+    out.push_back(with_stmt());
   } else if (t.is_keyword("elif") || t.is_keyword("else")) {
     fail(t, Diag::InvalidSyntax, "invalid syntax: `" + t.text + "` without a matching `if`",
          "line it up with its `if` (or `for` / `while` for `else`)");
@@ -245,6 +247,28 @@ StmtPtr Parser::while_stmt() {
   stmt->loc = span_from(keyword.loc);
   stmt->body = block("the `while` statement", keyword.loc.line);
   loop_else(*stmt);
+  return stmt;
+}
+
+bool Parser::at_async_task_block() const {
+  // with NAME(.NAME)* ( ... where the last name is async_task
+  size_t k = 1;
+  std::string last;
+  while (peek(k).kind == TokenKind::Name) {
+    last = peek(k).text;
+    if (!peek(k + 1).is_op(".")) break;
+    k += 2;
+  }
+  return last == "async_task" && peek(k + 1).is_op("(");
+}
+
+StmtPtr Parser::with_stmt() {
+  const Token& keyword = advance();
+  auto stmt = std::make_unique<Stmt>(StmtKind::With, keyword.loc);
+  stmt->value = expression();
+  expect_op(":", "expected ':' after the `with` context, found " + describe(peek()));
+  stmt->loc = span_from(keyword.loc);
+  stmt->body = block("the `with` statement", keyword.loc.line);
   return stmt;
 }
 

@@ -129,6 +129,10 @@ class Parser {
   StmtPtr if_stmt();
   StmtPtr for_stmt();
   StmtPtr while_stmt();
+  // `with tl.async_task(...):` (Triton's warp-specialization blocks) is the
+  // one `with` kernels may write; any other is refused like other unsupported keywords.
+  bool at_async_task_block() const;
+  StmtPtr with_stmt();
   void loop_else(Stmt& loop);
   void simple_stmts(std::vector<StmtPtr>& out);
   void expect_end_of_statement();

@@ -71,6 +71,15 @@ struct ArgSpec {
   std::vector<int64_t> block_shape;  // TensorDescriptor only
 };
 
+// What kernels may ask of the target they are compiled for, at compile time
+// (tl.target_info): the backend's name ("cpu", "cuda") and its architecture
+// (compute capability * 10 on CUDA; 0 on the CPU). Empty: not known (tools
+// that lower without a backend).
+struct TargetInfo {
+  std::string backend;
+  int arch = 0;
+};
+
 struct KernelRequest {
   std::vector<FunctionSource> functions;  // [0] is the kernel
   std::vector<ArgSpec> args;              // one per kernel parameter, in order

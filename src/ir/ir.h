@@ -94,6 +94,7 @@ struct Param {
   std::string name;
   Type type;                 // scalar or ptr<...>
   int64_t divisibility = 1;  // known divisibility of the value (ints) or address (bytes, pointers)
+  bool read_only = false;    // a pointer annotated tl.const: stores through it are refused
 };
 
 class Function {

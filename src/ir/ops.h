@@ -47,6 +47,7 @@ enum class TypeRule : uint8_t {
   For, If, While,
   Terminator,  // checked against the op that owns the region
   Print, Assert,
+  InlineAsm,  // tl.inline_asm_elementwise (docs/ir.md)
 };
 
 struct OpInfo {

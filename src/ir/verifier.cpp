@@ -338,6 +338,23 @@ void Verifier::check_rule(OpId id, const Op& op, TypeRule rule) {
       return;  // the owner of the region checks what its terminator hands back
     case TypeRule::Print:
       return optional_attr_kind(id, op, "prefix", true);
+    case TypeRule::InlineAsm: {
+      for (const char* a : {"asm", "constraints"}) {
+        const Attr* s = op.attr(a);
+        if (!s || !std::holds_alternative<std::string>(*s)) fail(id, std::string("needs a string attribute `") + a + "`");
+      }
+      if (int_attr(id, op, "pack") < 1) fail(id, "pack must be at least 1");
+      optional_attr_kind(id, op, "pure", false);
+      if (op.results.empty()) fail(id, "needs at least one result");
+      const std::vector<int64_t>& shape = fn_.type(op.results[0]).shape;
+      for (ValueId v : op.operands)
+        if (fn_.type(v).shape != shape || fn_.type(v).pointer || fn_.type(v).scalar == Scalar::I1)
+          fail(id, "operand " + type_name(v) + " must be a non-boolean number of the results' shape");
+      for (ValueId v : op.results)
+        if (fn_.type(v).shape != shape || fn_.type(v).pointer || fn_.type(v).scalar == Scalar::I1)
+          fail(id, "results must be non-boolean numbers of one shape, got " + type_name(v));
+      return;
+    }
     case TypeRule::Assert: {
       const Type& cond = fn_.type(op.operands[0]);
       if (cond.pointer || cond.scalar != Scalar::I1)

@@ -2,6 +2,7 @@
 
 #include "ir/atomic.h"
 #include "passes/pointer_provenance.h"
+#include "support/diagnostic.h"
 
 namespace tegula::passes {
 
@@ -31,6 +32,25 @@ std::vector<PointerEffects> pointer_effects(const ir::Function& fn) {
     if (ir::is_atomic(op.kind)) access(op.operands[0], true, true, true);
   });
   return effects;
+}
+
+void refuse_writes_to_read_only(const ir::Function& fn) {
+  bool any = false;
+  for (const ir::Param& p : fn.params) any = any || p.read_only;
+  if (!any) return;
+  PointerProvenance provenance(fn);
+  fn.walk([&](ir::OpId id) {
+    const ir::Op& op = fn.op(id);
+    if (op.operands.empty() || (op.kind != ir::OpKind::Store && !ir::is_atomic(op.kind))) return;
+    for (int32_t i : provenance.sources(op.operands[0])) {
+      const ir::Param& p = fn.params[static_cast<size_t>(i)];
+      if (!p.read_only) continue;
+      error_at(op.loc, Diag::InvalidOperandType,
+               std::string("Cannot store to a constant pointer: `") + p.name + "` is annotated tl.const" +
+                   (op.kind == ir::OpKind::Store ? "" : " and atomics write"),
+               "drop the tl.const annotation, or store through another pointer");
+    }
+  });
 }
 
 }  // namespace tegula::passes

@@ -579,6 +579,26 @@ inline void add_atomic_cases(std::vector<IrCase>& cases) {
 )"});
 }
 
+// inline_asm (tl.inline_asm_elementwise): two results; four bytes packed
+// in a register, with a short last group (32x64 over 4 warps: 16 registers
+// per thread, pack 3 leaves one).
+inline void add_inline_asm_cases(std::vector<IrCase>& cases) {
+  cases.push_back({"inline_asm_two_results",
+                   tile2d_kernel("  %y = mul %x, %x : tile<32x64xf32>\n"
+                                 "  %s, %b = inline_asm %x, %y {asm = \"add.f32 $0, $2, $3; mov.b32 $1, $2;\", "
+                                 "constraints = \"=f,=r,f,f\", pack = 1, pure = 1} : tile<32x64xf32>, tile<32x64xi32>\n"
+                                 "  %bf = cast %b : tile<32x64xf32>\n"
+                                 "  %out = add %s, %bf : tile<32x64xf32>\n")});
+  cases.push_back({"inline_asm_packed_bytes",
+                   tile2d_kernel("  %u = cast %x : tile<32x64xu8>\n"
+                                 "  %v = inline_asm %u {asm = \"add.u32 $0, $1, 0x01010101;\", constraints = \"=r,r\", "
+                                 "pack = 4, pure = 0} : tile<32x64xu8>\n"
+                                 "  %w = inline_asm %u {asm = \"mov.b32 $0, $1;\", constraints = \"=r,r\", "
+                                 "pack = 3, pure = 1} : tile<32x64xu8>\n"
+                                 "  %vw = add %v, %w : tile<32x64xu8>\n"
+                                 "  %out = cast %vw : tile<32x64xf32>\n")});
+}
+
 inline std::vector<IrCase> ir_cases() {
   std::vector<IrCase> cases;
   add_scan_cases(cases);
@@ -588,6 +608,7 @@ inline std::vector<IrCase> ir_cases() {
   add_dot_cases(cases);
   add_control_and_memory_cases(cases);
   add_atomic_cases(cases);
+  add_inline_asm_cases(cases);
   return cases;
 }
 

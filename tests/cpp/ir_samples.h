@@ -207,6 +207,9 @@ inline Function every_op() {
   b.create(OpKind::Print, {fn.op(loop).results[0], fn.op(loop2).results[0]}, {},
            {{"prefix", std::string("acc \"and\" i:\n\t\\")}});
   b.create(OpKind::Assert, {lt}, {}, {{"message", std::string("offsets must be small")}});
+  b.create(OpKind::InlineAsm, {fm, halves}, {tf, tile(Scalar::I32, {16})},
+           {{"asm", std::string("add.f32 $0, $2, $3; mov.b32 $1, $2;")}, {"constraints", std::string("=f,=r,f,f")},
+            {"pack", int64_t{1}}, {"pure", int64_t{1}}});
   b.set_loc(SourceLoc{});
   b.create(OpKind::Return, {}, {});
   return fn;

@@ -281,6 +281,8 @@ TEST(IrPrinter, EveryOpGolden) {
             "  %104 = nextafter %103, %23 : tile<16xf32>\n"
             "  print %60, %67 {prefix = \"acc \\\"and\\\" i:\\n\\t\\\\\"}\n"
             "  assert %21 {message = \"offsets must be small\"}\n"
+            "  %105, %106 = inline_asm %104, %23 {asm = \"add.f32 $0, $2, $3; mov.b32 $1, $2;\", "
+            "constraints = \"=f,=r,f,f\", pack = 1, pure = 1} : tile<16xf32>, tile<16xi32>\n"
             "  return\n"
             "}\n");
 }

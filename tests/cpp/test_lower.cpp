@@ -258,8 +258,8 @@ TEST(LowerDiagnostics, ConstexprParameterGivenRuntimeValue) {
 }
 
 TEST(LowerDiagnostics, UnsupportedTlFunction) {
-  expect_error(lower("def k(x_ptr):\n    tl.dot_scaled(x_ptr, 1)\n", {ptr_arg(Scalar::F32)}), 2, 5,
-               "`tl.dot_scaled` is not supported by Tegula yet");
+  expect_error(lower("def k(x_ptr):\n    tl.atomic_poll(x_ptr, 1)\n", {ptr_arg(Scalar::F32)}), 2, 5,
+               "`tl.atomic_poll` is not supported by Tegula yet");
 }
 
 TEST(LowerDiagnostics, StoreThroughNonPointer) {

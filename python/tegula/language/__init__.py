@@ -6,9 +6,19 @@ functions here are markers for IDEs and documentation: the compiler resolves
 Python raises RuntimeError. Dtypes and ``constexpr`` are real host objects.
 """
 
-from . import extra, math
+from . import extra, math, target_info
 from .core import (
+    TRITON_MAX_TENSOR_NUMEL,
+    async_task,
     bfloat16,
+    block_type,
+    condition,
+    const,
+    constexpr_type,
+    pi32_t,
+    slice,
+    tuple,
+    void,
     PropagateNan,
     constexpr,
     dtype,
@@ -35,8 +45,10 @@ from .math import __all__ as _math_names
 from .ops import __all__ as _op_names
 
 __all__ = [
-    "extra", "math", "constexpr", "dtype", "pointer_type", "tensor",
+    "extra", "math", "target_info", "constexpr", "dtype", "pointer_type", "tensor",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
+    "block_type", "constexpr_type", "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t",
+    "TRITON_MAX_TENSOR_NUMEL",
     *_math_names, *_op_names,
 ]

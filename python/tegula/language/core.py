@@ -8,12 +8,14 @@ defined by the compiler.
 
 from __future__ import annotations
 
+import builtins
 import sys
 from enum import Enum
 
 from .._errors import coded
 
-__all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan"]
+__all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan", "block_type", "constexpr_type",
+           "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t", "TRITON_MAX_TENSOR_NUMEL"]
 
 # Triton's short name -> (name exported by tegula.language, IR scalar, bits).
 _SCALARS = {
@@ -254,6 +256,98 @@ class tensor:
         raise RuntimeError("tl.tensor values only exist inside a @tegula.jit kernel")
 
 
+class block_type(dtype):
+    """The type of a tile: ``shape`` elements of ``element_ty`` (what ``x.type`` is for a tile)."""
+
+    __slots__ = ("element_ty", "shape", "numel")
+
+    def __init__(self, element_ty: dtype, shape):
+        if not isinstance(element_ty, dtype):
+            raise coded(TypeError, "E0304", f"block_type needs a tl.dtype, got {type(element_ty).__name__}")
+        self.element_ty = element_ty
+        self.shape = builtins.tuple(int(d) for d in shape)
+        self.numel = 1
+        for d in self.shape:
+            self.numel *= d
+        self.name = f"<{self.shape}, {element_ty.name}>"
+        self.canonical_name = f"block_type({element_ty.canonical_name}, {list(self.shape)})"
+        self.scalar = element_ty.scalar
+        self.primitive_bitwidth = element_ty.primitive_bitwidth
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, block_type) and (other.element_ty, other.shape) == (self.element_ty, self.shape)
+
+    def __hash__(self) -> int:
+        return hash(("tegula.block_type", self.element_ty.name, self.shape))
+
+    def __repr__(self) -> str:
+        return f"tl.block_type({self.element_ty!r}, {list(self.shape)})"
+
+
+class constexpr_type:
+    """The type of a compile-time constant (what ``.type`` is for a constexpr)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, constexpr_type) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(("tegula.constexpr_type", self.value))
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value!r}]"
+
+
+class const:
+    """Annotation of a pointer parameter whose memory the kernel only reads
+    (``x_ptr: tl.const``): a store or atomic through it is a compile error."""
+
+
+class tuple(builtins.tuple):
+    """``tl.tuple(items)``: a tuple of kernel values, as @jit functions take and return them."""
+
+
+class slice:
+    """A slice ``start:stop:step`` as kernels write it inside ``[]``."""
+
+    __slots__ = ("start", "stop", "step")
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+
+
+class async_task:
+    """``with tl.async_task(task_ids):`` a block Triton's warp specialization
+    gives to some warp groups; in Tegula every thread runs it."""
+
+    __slots__ = ("task_ids", "options")
+
+    def __init__(self, task_ids, **options):
+        self.task_ids = task_ids
+        self.options = options
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class condition:
+    """``while tl.condition(cond, disable_licm=False):`` a loop condition with
+    compiler options; inside a kernel it is ``cond``."""
+
+    __slots__ = ("condition", "disable_licm")
+
+    def __init__(self, arg1, disable_licm=False):
+        self.condition = arg1
+        self.disable_licm = disable_licm
+
+
 int1 = dtype("int1")
 int8 = dtype("int8")
 int16 = dtype("int16")
@@ -269,6 +363,15 @@ float32 = dtype("fp32")
 float64 = dtype("fp64")
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
+
+#: the type of nothing (what a function without a result returns)
+void = dtype.__new__(dtype)
+void.name = void.canonical_name = void.scalar = "void"
+void.primitive_bitwidth = 0
+#: a pointer to int32
+pi32_t = pointer_type(int32)
+#: the largest number of elements a tile may have, as in Triton
+TRITON_MAX_TENSOR_NUMEL = 1 << 20
 
 #: every scalar dtype, by the name tegula.language exports it under
 DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,

@@ -24,6 +24,7 @@ __all__ = [
     "pair_uniform_to_normal", "dot", "dot_scaled", "static_print", "static_assert",
     "device_print", "device_assert", "debug_barrier", "multiple_of", "max_contiguous",
     "max_constancy", "assume", "range", "static_range", "tensor_descriptor",
+    "add", "sub", "mul", "expect_zero",
 ]
 
 # --- Program and grid ----------------------------------------------------------
@@ -196,6 +197,26 @@ def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
 def map_elementwise(scalar_fn, *args, pack=1):
     """Applies a @jit scalar function elementwise."""
     _only_in_kernel("map_elementwise")
+
+
+def add(x, y, sanitize_overflow=True):
+    """``x + y`` as a function."""
+    _only_in_kernel("add")
+
+
+def sub(x, y, sanitize_overflow=True):
+    """``x - y`` as a function."""
+    _only_in_kernel("sub")
+
+
+def mul(x, y, sanitize_overflow=True):
+    """``x * y`` as a function."""
+    _only_in_kernel("mul")
+
+
+def expect_zero(x, mask):
+    """``x``, asserted (in debug mode) to be 0 where ``mask`` holds."""
+    _only_in_kernel("expect_zero")
 
 
 def where(condition, x, y):

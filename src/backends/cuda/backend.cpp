@@ -40,6 +40,8 @@ class CudaTarget : public Target {
     if (options_.maxnreg > 0) key.field("maxnreg", int64_t{options_.maxnreg});
   }
 
+  int arch() const override { return target_.arch; }
+
   Generated emit(const ir::Function& fn) const override {
     CudaKernel kernel =
         emit_cuda(fn, {options_.num_warps, target_.arch, options_.debug, options_.fp_fusion, options_.num_stages,

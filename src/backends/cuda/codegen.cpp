@@ -388,6 +388,7 @@ void CudaContext::emit_op(ir::OpId id) {
       case OpKind::While: c_family::emit_control(*this, id); break;
       case OpKind::Print:
       case OpKind::Assert: emit_debug(*this, id); break;
+      case OpKind::InlineAsm: emit_inline_asm(*this, id); break;
       // Every op of verified IR has a CUDA form (E0801 is reserved, never raised).
       default: internal_error(__FILE__, __LINE__, std::string("`") + ir::name(o.kind) + "` has no CUDA form");
     }

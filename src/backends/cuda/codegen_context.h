@@ -239,6 +239,7 @@ void pipeline_after_loop(CudaContext& ctx, ir::OpId loop);
 // inside its dot once the previous group has been waited for.
 void pipeline_refill(CudaContext& ctx);
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
+void emit_inline_asm(CudaContext& ctx, ir::OpId op);              // codegen_inline_asm.cpp
 void emit_atomic(CudaContext& ctx, ir::OpId op);                  // atomic_rmw, atomic_cas
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).
 bool uses_atomics(const ir::Function& fn);

@@ -385,6 +385,16 @@ class LayoutAssigner {
       case OpKind::While: return visit_while(id);
       case OpKind::Print:
       case OpKind::Assert: return;
+      case OpKind::InlineAsm: {
+        // Elementwise with several results: results and operands share the layout the results' users want most.
+        if (!is_tile(op.results[0])) return;
+        std::vector<LayoutPlan::Want> all;
+        for (ir::ValueId r : op.results) all.insert(all.end(), wants_[r.index].begin(), wants_[r.index].end());
+        Layout layout = choose(all, shape(op.results[0]));
+        for (ir::ValueId r : op.results) finish(r, layout);
+        for (size_t k = 0; k < op.operands.size(); ++k) request(id, k, layout);
+        return;
+      }
       case OpKind::Reshape:
       case OpKind::Trans:
       case OpKind::Join:

@@ -1,0 +1,211 @@
+// Triton's type objects as kernels use them (builtins_types.h): the classes
+// tl.dtype, tl.block_type, tl.pointer_type, tl.constexpr_type, tl.tensor,
+// tl.tuple, tl.slice and tl.const as values of `isinstance` and annotations,
+// the constructors tl.dtype(name), tl.block_type(dtype, shape) and
+// tl.tuple(items), the attributes of a type object, the loop-condition
+// wrapper tl.condition and the block marker tl.async_task.
+#include "frontend/builtins_types.h"
+
+#include <algorithm>
+
+#include "frontend/type_rules.h"
+#include "support/diagnostic.h"
+
+namespace tegula::frontend {
+
+using TypeForm = ConstValue::TypeForm;
+
+namespace {
+
+bool is_type_object(const Symbol& s, TypeForm form) {
+  return s.is_const() && s.constant.kind == ConstValue::Kind::DType && s.constant.type_form == form;
+}
+
+// Whether `obj` is an instance of the class `cls` names: a class of the
+// language (a registry row of this file) or a Python type.
+bool instance_of(const Symbol& obj, const Symbol& cls, Lowerer& l, const SourceLoc& loc) {
+  if (cls.kind == Symbol::Kind::Tuple) {
+    for (const Symbol& c : cls.elements)
+      if (instance_of(obj, c, l, loc)) return true;
+    return false;
+  }
+  bool dtype = obj.is_const() && obj.constant.kind == ConstValue::Kind::DType;
+  bool number = obj.is_const() && !dtype;
+  if (cls.kind == Symbol::Kind::Builtin) {
+    const std::string& c = cls.name;
+    if (c == "tensor") return obj.is_value();
+    if (c == "dtype") return dtype && obj.constant.type_form != TypeForm::Constexpr;
+    if (c == "pointer_type") return dtype && obj.constant.pointer && obj.constant.type_form == TypeForm::Scalar;
+    if (c == "block_type") return is_type_object(obj, TypeForm::Block);
+    if (c == "constexpr_type") return is_type_object(obj, TypeForm::Constexpr);
+    if (c == "constexpr") return number;
+    if (c == "tuple" || c == "py.tuple") return obj.kind == Symbol::Kind::Tuple;
+    if (c == "slice") return obj.kind == Symbol::Kind::Slice;
+    if (c == "const") return false;  // an annotation only: no value is a tl.const
+    if (c == "py.int") return number && (obj.constant.kind == ConstValue::Kind::Int ||
+                                         obj.constant.kind == ConstValue::Kind::Bool);
+    if (c == "py.float") return number && obj.constant.kind == ConstValue::Kind::Float;
+    if (c == "py.bool") return number && obj.constant.kind == ConstValue::Kind::Bool;
+    if (c == "py.str") return number && obj.constant.kind == ConstValue::Kind::Str;
+    if (c == "py.list") return obj.kind == Symbol::Kind::Tuple;
+  }
+  error_at(loc, Diag::WrongArgumentKind,
+           "the second argument of isinstance must be a class such as tl.tensor, tl.dtype or int, but it is " +
+               l.describe(cls));
+}
+
+}  // namespace
+
+Symbol lower_isinstance(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a("isinstance", {"obj", "class_or_tuple"}, c);
+  return Symbol::of(ConstValue::boolean(instance_of(a.get("obj"), a.get("class_or_tuple"), l, a.loc("class_or_tuple"))));
+}
+
+// tl.dtype("float32"), tl.dtype("fp16"), tl.dtype("void"): the dtype of a name.
+Symbol lower_dtype_class(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"name"}, c);
+  const Symbol& s = a.get("name");
+  if (s.is_const() && s.constant.kind == ConstValue::Kind::DType) return s;
+  ConstValue name = l.to_const(s, a.loc("name"), "the name of tl.dtype");
+  if (name.kind == ConstValue::Kind::Str && name.s == "void") return Symbol::of(void_type());
+  if (name.kind == ConstValue::Kind::Str)
+    if (auto t = dtype_from_name(name.s)) return Symbol::of(ConstValue::type(*t));
+  error_at(a.loc("name"), Diag::UnknownDtype, "tl.dtype does not know the type " + to_string(name),
+           "use a name such as \"float32\", \"fp16\" or \"int8\"");
+}
+
+// tl.block_type(element_ty, shape): the type of a tile.
+Symbol lower_block_type(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"element_ty", "shape"}, c);
+  const Symbol& e = a.get("element_ty");
+  ConstValue t = ConstValue::type(ir::Scalar::I32);
+  if (e.is_const() && e.constant.kind == ConstValue::Kind::DType && e.constant.pointer &&
+      e.constant.type_form == TypeForm::Scalar)
+    t = e.constant;
+  else
+    t = ConstValue::type(l.to_dtype(e, a.loc("element_ty"), "the element type of tl.block_type"));
+  t.type_form = TypeForm::Block;
+  t.shape = l.to_shape(a.get("shape"), a.loc("shape"), "the shape of tl.block_type");
+  return Symbol::of(t);
+}
+
+// tl.tuple(items) and tuple(items): the items as a tuple.
+Symbol lower_tuple(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n == "py.tuple" ? "tuple" : "tl.tuple", {"?args"}, c);
+  if (!a.has("args")) return Symbol::tuple({});
+  const Symbol& items = a.get("args");
+  if (items.kind != Symbol::Kind::Tuple)
+    error_at(a.loc("args"), Diag::WrongArgumentKind, "tuple() needs a tuple or a list, but it is " + l.describe(items));
+  return Symbol::tuple(items.elements);
+}
+
+// Classes that kernels name but never construct: tl.tensor (tiles come from
+// tl.arange, tl.load, ...), tl.const, tl.constexpr_type and tl.slice.
+Symbol lower_type_class(Lowerer& l, const CallArgs& c, const std::string& n) {
+  error_at(c.loc, Diag::NotCallable, "tl." + n + " is a type: use it in annotations and isinstance(), not as a call",
+           n == "tensor" ? "make tiles with tl.arange, tl.full or tl.load" : "");
+}
+
+// while tl.condition(cond, disable_licm=False): the condition. disable_licm
+// asks Triton not to hoist loop-invariant code out of the loop (to keep live
+// ranges short); hoisting changes no result, and Tegula's hoisting is kept.
+Symbol lower_condition(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"arg1", "?disable_licm"}, c);
+  if (a.has("disable_licm")) l.to_const(a.get("disable_licm"), a.loc("disable_licm"), "disable_licm");
+  return a.get("arg1");
+}
+
+// tl.async_task(task_ids, ...): the context of a `with` block that Triton's
+// warp specialization gives to some warp groups. The block runs on every
+// thread here (lower_stmt.cpp), so the ids and options only need to be
+// constants.
+Symbol lower_async_task(Lowerer& l, const CallArgs& c, const std::string& n) {
+  for (size_t i = 0; i < c.positional.size(); ++i) {
+    const Symbol& ids = c.positional[i];
+    for (const Symbol& id : ids.kind == Symbol::Kind::Tuple ? ids.elements : std::vector<Symbol>{ids})
+      l.to_const(id, c.positional_locs[i], "a task id of tl.async_task");
+  }
+  for (size_t k = 0; k < c.keywords.size(); ++k)
+    if (c.keywords[k].second.kind != Symbol::Kind::Tuple)
+      l.to_const(c.keywords[k].second, c.keyword_locs[k], "`" + c.keywords[k].first + "` of tl.async_task");
+  return Symbol::builtin("async_task");
+}
+
+ConstValue void_type() {
+  ConstValue v = ConstValue::type(ir::Scalar::I32);
+  v.type_form = TypeForm::Void;
+  return v;
+}
+
+Symbol slice_tuple(Lowerer& l, const Symbol& tuple, const std::vector<std::optional<Symbol>>& bounds,
+                   const SourceLoc& loc) {
+  auto bound = [&](size_t i, const char* what) -> std::optional<int64_t> {
+    if (i >= bounds.size() || !bounds[i] || bounds[i]->is_none()) return std::nullopt;
+    return l.to_int_const(*bounds[i], loc, std::string("the ") + what + " of a tuple slice");
+  };
+  int64_t n = static_cast<int64_t>(tuple.elements.size());
+  int64_t step = bound(2, "step").value_or(1);
+  if (step == 0) error_at(loc, Diag::InvalidTupleIndex, "a slice step cannot be zero");
+  // Python's rules: negative bounds count from the end, then clamp.
+  auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    int64_t x = *v < 0 ? *v + n : *v;
+    return step > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
+  };
+  int64_t start = clamp(bound(0, "start"), step > 0 ? 0 : n - 1);
+  int64_t stop = clamp(bound(1, "stop"), step > 0 ? n : -1);
+  std::vector<Symbol> out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(tuple.elements[static_cast<size_t>(i)]);
+  return Symbol::tuple(std::move(out));
+}
+
+std::optional<Symbol> language_constant(const std::string& name) {
+  if (name == "TRITON_MAX_TENSOR_NUMEL") return Symbol::of(ConstValue::integer(ir::kMaxTileElements));
+  if (name == "void") return Symbol::of(void_type());
+  if (name == "pi32_t") {
+    ConstValue p = ConstValue::type(ir::Scalar::I32);
+    p.pointer = true;
+    return Symbol::of(p);
+  }
+  return std::nullopt;
+}
+
+Symbol type_of(Lowerer& l, const Symbol& s) {
+  if (s.is_value()) {
+    ir::Type t = l.type(s.value);
+    ConstValue d = ConstValue::type(t.scalar);
+    d.pointer = t.is_pointer();
+    if (t.is_tile()) {
+      d.type_form = TypeForm::Block;
+      d.shape = t.shape;
+    }
+    return Symbol::of(d);
+  }
+  ConstValue d = void_type();
+  d.type_form = TypeForm::Constexpr;
+  return Symbol::of(d);
+}
+
+std::optional<Symbol> type_object_attribute(const ConstValue& t, const std::string& attr) {
+  if (t.type_form == TypeForm::Block) {
+    ConstValue element = t;
+    element.type_form = TypeForm::Scalar;
+    element.shape.clear();
+    if (attr == "scalar" || attr == "element_ty") return Symbol::of(element);
+    if (attr == "shape") {
+      std::vector<Symbol> dims;
+      for (int64_t d : t.shape) dims.push_back(Symbol::of(ConstValue::integer(d)));
+      return Symbol::tuple(std::move(dims));
+    }
+    if (attr == "numel") {
+      int64_t numel = 1;
+      for (int64_t d : t.shape) numel *= d;
+      return Symbol::of(ConstValue::integer(numel));
+    }
+    return std::nullopt;
+  }
+  if (t.type_form == TypeForm::Scalar && attr == "scalar") return Symbol::of(t);
+  return std::nullopt;
+}
+
+}  // namespace tegula::frontend
