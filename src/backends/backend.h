@@ -128,6 +128,11 @@ class Target {
   // toolchain's identity, the architecture, the options it honours.
   virtual void add_key_fields(CacheKey& key) const = 0;
 
+  // Whether emit() takes desc_load / desc_store (ir/descriptor.h) as they
+  // are, copying blocks whole; otherwise the passes lower them to pointer
+  // tiles and masks first (passes/lower_descriptors.h).
+  virtual bool keeps_descriptor_ops() const { return false; }
+
   // The generated source of the optimized kernel `fn` (its code generator).
   virtual Generated emit(const ir::Function& fn) const = 0;
 
