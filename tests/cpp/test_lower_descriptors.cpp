@@ -13,6 +13,8 @@ namespace tegula::passes {
 namespace {
 
 using testing::expect_pass;
+using testing::PassResult;
+using testing::run_pass;
 
 constexpr const char* kLoad = R"(kernel @k(%x: ptr<f32>, %n: i32, %o: i32) {
   %0 = constant {value = 1} : i32
@@ -116,8 +118,17 @@ TEST(LowerDescriptors, NothingToLower) {
   expect_pass(lower_descriptors, kPlain, kPlain);
 }
 
+constexpr const char* kCopy = R"(kernel @k(%x: ptr<f32>, %y: ptr<f32>, %n: i32, %o: i32) {
+  %0 = constant {value = 1} : i32
+  %1 = desc_load %x, %n, %0, %o {padding = "zero"} : tile<16xf32>
+  %2 = exp %1 : tile<16xf32>
+  desc_store %y, %n, %0, %o, %2
+  return
+}
+)";
+
 TEST(LowerDescriptors, PipelineLowersUnlessTheBackendKeepsTheOps) {
-  ir::Function lowered = ir::parse(kLoad);
+  ir::Function lowered = ir::parse(kCopy);
   std::vector<StageDump> dumps;
   optimize(lowered, &dumps);
   ASSERT_GE(dumps.size(), 3u);
@@ -126,12 +137,15 @@ TEST(LowerDescriptors, PipelineLowersUnlessTheBackendKeepsTheOps) {
   EXPECT_NE(dumps[0].ir.find("desc_load"), std::string::npos);
   EXPECT_EQ(dumps.back().ir.find("desc_load"), std::string::npos);
   EXPECT_NE(dumps.back().ir.find(" = load "), std::string::npos);
+  EXPECT_NE(dumps.back().ir.find("  store "), std::string::npos);
 
-  ir::Function kept = ir::parse(kLoad);
+  ir::Function kept = ir::parse(kCopy);
   optimize(kept, nullptr, {.keep_descriptor_ops = true});
   ir::PrintOptions options;
   options.locations = false;
-  EXPECT_NE(ir::print(kept, options).find("desc_load"), std::string::npos);
+  std::string text = ir::print(kept, options);
+  EXPECT_NE(text.find("desc_load"), std::string::npos) << text;
+  EXPECT_NE(text.find("desc_store"), std::string::npos) << text;
 }
 
 TEST(LowerDescriptors, PointerEffects) {
