@@ -134,6 +134,11 @@ class Target {
   // (tl.target_info); 0 for a host backend. Part of the cache key.
   virtual int arch() const { return 0; }
 
+  // Whether emit() takes desc_load / desc_store (ir/descriptor.h) as they
+  // are, copying blocks whole; otherwise the passes lower them to pointer
+  // tiles and masks first (passes/lower_descriptors.h).
+  virtual bool keeps_descriptor_ops() const { return false; }
+
   // The generated source of the optimized kernel `fn` (its code generator).
   virtual Generated emit(const ir::Function& fn) const = 0;
 

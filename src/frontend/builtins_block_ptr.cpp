@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "frontend/type_rules.h"
+#include "ir/block_access.h"
 #include "support/diagnostic.h"
 
 namespace tegula::frontend {
@@ -53,11 +54,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // The integer a value holds when it is a constant (a literal, a constexpr, an
 // argument specialized as 1).
 std::optional<int64_t> known_int(Lowerer& l, ir::ValueId v) {
-  const ir::Value& value = l.function().value(v);
-  if (!value.def.valid()) return std::nullopt;
-  const ir::Op& op = l.function().op(value.def);
-  if (op.kind != OpKind::Constant || !ir::is_integer(l.type(v).scalar) || l.type(v).is_tile()) return std::nullopt;
-  return op.int_attr("value");
+  int64_t out = 0;
+  if (!ir::known_int(l.function(), v, &out)) return std::nullopt;
+  return out;
 }
 
 // --- arguments ------------------------------------------------------------------------------
@@ -178,78 +177,31 @@ std::vector<bool> boundary_check_arg(Lowerer& l, const BoundArgs& a, size_t rank
 
 // --- the expansion --------------------------------------------------------------------------
 
-struct BlockTile {
-  ir::ValueId pointers;  // tile of pointers of the block's shape
-  ir::ValueId mask;      // tile<i1> of the block's shape, or invalid when nothing is checked
-};
-
-// arange(0, n) laid along dimension `d` of a rank-`rank` tile: [1, .., n, .., 1].
-ir::ValueId range_along(Lowerer& l, int64_t n, size_t d, size_t rank, const SourceLoc& loc) {
-  ir::ValueId v = l.create(OpKind::Arange, {}, ir::Type::tile(Scalar::I32, {n}), loc,
-                           {{"start", ir::Attr{int64_t{0}}}, {"end", ir::Attr{n}}});
-  for (size_t axis = 0; axis < rank; ++axis) {
-    if (axis == d) continue;
-    std::vector<int64_t> shape = l.type(v).shape;
-    shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), 1);
-    v = l.create(OpKind::ExpandDims, {v}, l.type(v).with_shape(shape), loc, {{"axis", ir::Attr{int64_t(axis)}}});
+// The strided block a block pointer (or a descriptor at its offsets) names.
+ir::StridedBlock strided_block(const Symbol& bp) {
+  ir::StridedBlock block;
+  block.base = base_of(bp);
+  for (size_t d = 0; d < rank_of(bp); ++d) {
+    block.shape.push_back(shape_of(bp, d));
+    block.strides.push_back(stride_of(bp, d));
+    block.offsets.push_back(offset_of(bp, d));
   }
-  return v;
+  block.block = bp.block->block_shape;
+  return block;
 }
 
-bool fits_i32(int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(); }
+ir::BlockPointerTile expand(Lowerer& l, const Symbol& bp, const std::vector<bool>& checked, const SourceLoc& loc) {
+  l.builder().set_loc(loc);
+  return ir::expand_block(l.builder(), strided_block(bp), checked);
+}
 
-BlockTile expand(Lowerer& l, const Symbol& bp, const std::vector<bool>& checked, const SourceLoc& loc) {
-  using ast::BinaryOp;
-  const std::vector<int64_t>& block = bp.block->block_shape;
-  size_t rank = block.size();
-
-  // The block's first element, with int64 products so large tensors cannot wrap.
-  ir::ValueId start = base_of(bp), total;
-  for (size_t d = 0; d < rank; ++d) {
-    if (known_int(l, offset_of(bp, d)) == 0 || known_int(l, stride_of(bp, d)) == 0) continue;
-    ir::ValueId term = l.create(OpKind::Mul, {l.cast(offset_of(bp, d), Scalar::I64, loc),
-                                              l.cast(stride_of(bp, d), Scalar::I64, loc)},
-                                ir::Type::of(Scalar::I64), loc);
-    total = total.valid() ? l.create(OpKind::Add, {total, term}, ir::Type::of(Scalar::I64), loc) : term;
-  }
-  if (total.valid()) start = l.create(OpKind::AddPtr, {start, total}, l.type(start), loc);
-
-  // Each element's distance from the start: sum of position * stride per dimension.
-  std::vector<ir::ValueId> ranges(rank);
-  std::optional<Symbol> within;
-  for (size_t d = 0; d < rank; ++d) {
-    ranges[d] = range_along(l, block[d], d, rank, loc);
-    if (block[d] == 1) continue;
-    std::optional<int64_t> stride = known_int(l, stride_of(bp, d));
-    Symbol term;
-    if (stride && fits_i32(*stride) && fits_i32((block[d] - 1) * *stride)) {
-      if (*stride == 0) continue;
-      term = *stride == 1 ? Symbol::of(ranges[d])
-                          : l.binary(BinaryOp::Mul, Symbol::of(ranges[d]), Symbol::of(ConstValue::integer(*stride)), loc);
-    } else {
-      term = l.binary(BinaryOp::Mul, Symbol::of(l.cast(ranges[d], Scalar::I64, loc)),
-                      Symbol::of(l.cast(stride_of(bp, d), Scalar::I64, loc)), loc);
-    }
-    within = within ? l.binary(BinaryOp::Add, *within, term, loc) : term;
-  }
-  BlockTile tile;
-  Symbol pointers = within ? l.binary(BinaryOp::Add, Symbol::of(start), *within, loc) : Symbol::of(start);
-  tile.pointers = l.broadcast_to(pointers.value, block, loc);
-
-  // 0 <= offset + position < shape along every checked dimension.
-  std::optional<Symbol> mask;
-  auto conjoin = [&](Symbol m) { mask = mask ? l.binary(BinaryOp::BitAnd, *mask, m, loc) : m; };
-  for (size_t d = 0; d < rank; ++d) {
-    if (!checked[d]) continue;
-    Symbol position = l.binary(BinaryOp::Add, Symbol::of(offset_of(bp, d)), Symbol::of(ranges[d]), loc);
-    std::optional<int64_t> offset = known_int(l, offset_of(bp, d));
-    if (!offset || *offset < 0) conjoin(l.compare(ast::CmpOp::GtE, position, Symbol::of(ConstValue::integer(0)), loc));
-    std::optional<int64_t> shape = known_int(l, shape_of(bp, d));
-    if (!offset || !shape || *offset + block[d] > *shape)
-      conjoin(l.compare(ast::CmpOp::Lt, position, Symbol::of(shape_of(bp, d)), loc));
-  }
-  if (mask) tile.mask = l.broadcast_to(mask->value, block, loc);
-  return tile;
+// The operands of desc_load / desc_store (ir/descriptor.h): base, shape,
+// strides, offsets.
+std::vector<ir::ValueId> descriptor_operands(const Symbol& bp) {
+  ir::StridedBlock block = strided_block(bp);
+  std::vector<ir::ValueId> out = {block.base};
+  for (const auto* part : {&block.shape, &block.strides, &block.offsets}) out.insert(out.end(), part->begin(), part->end());
+  return out;
 }
 
 Symbol block_pointer_of(Lowerer& l, const Symbol& s, const SourceLoc& loc, const std::string& callee) {
@@ -293,6 +245,9 @@ Symbol descriptor_block(Lowerer& l, const Symbol& desc, const Symbol& offsets, c
                       std::to_string(rank));
   Symbol bp = desc;
   bp.kind = Symbol::Kind::BlockPointer;
+  BlockAccess block = *desc.block;
+  block.descriptor_block = true;
+  bp.block = std::make_shared<const BlockAccess>(std::move(block));
   for (size_t d = 0; d < rank; ++d)
     bp.elements.push_back(
         Symbol::of(offset_value(l, list[d], loc, "`offsets[" + std::to_string(d) + "]` of " + callee)));
@@ -436,7 +391,7 @@ Symbol lower_descriptor_atomic(Lowerer& l, const CallArgs& c, const std::string&
   Symbol bp = descriptor_block(l, desc, a.get("offsets"), a.loc("offsets"), "desc." + op);
   ir::ValueId value = block_value(l, a.get("value"), a.loc("value"), l.type(base_of(desc)).scalar,
                                   desc.block->block_shape, "desc." + op);
-  BlockTile tile = expand(l, bp, std::vector<bool>(rank_of(desc), true), c.loc);
+  ir::BlockPointerTile tile = expand(l, bp, std::vector<bool>(rank_of(desc), true), c.loc);
   CallArgs atomic;
   atomic.loc = c.loc;
   atomic.positional = {Symbol::of(tile.pointers), Symbol::of(value)};
@@ -463,7 +418,12 @@ Symbol lower_block_load(Lowerer& l, const BoundArgs& a, const SourceLoc& loc, st
              "for the value there");
   Scalar element = l.type(base_of(bp)).scalar;
   std::string padding = padding_arg(l, a, "tl.load", element, "");
-  BlockTile tile = expand(l, bp, boundary_check_arg(l, a, rank_of(bp)), loc);
+  if (bp.block->descriptor_block) {
+    attrs.insert(attrs.begin(), {"padding", ir::Attr{padding}});
+    ir::Type result = ir::Type::tile(element, bp.block->block_shape);
+    return Symbol::of(l.create(OpKind::DescLoad, descriptor_operands(bp), result, loc, std::move(attrs)));
+  }
+  ir::BlockPointerTile tile = expand(l, bp, boundary_check_arg(l, a, rank_of(bp)), loc);
   std::vector<ir::ValueId> operands = {tile.pointers};
   if (tile.mask.valid()) {
     operands.push_back(tile.mask);
@@ -485,7 +445,14 @@ Symbol lower_block_store(Lowerer& l, const BoundArgs& a, const SourceLoc& loc, s
              "use boundary_check=(0, 1, ...) to leave out the elements outside the tensor");
   Scalar element = l.type(base_of(bp)).scalar;
   ir::ValueId value = block_value(l, a.get("value"), a.loc("value"), element, bp.block->block_shape, "tl.store");
-  BlockTile tile = expand(l, bp, boundary_check_arg(l, a, rank_of(bp)), loc);
+  if (bp.block->descriptor_block) {
+    std::vector<ir::ValueId> operands = descriptor_operands(bp);
+    operands.push_back(value);
+    l.builder().set_loc(loc);
+    l.builder().create(OpKind::DescStore, operands, {}, std::move(attrs));
+    return Symbol::of(ConstValue::none());
+  }
+  ir::BlockPointerTile tile = expand(l, bp, boundary_check_arg(l, a, rank_of(bp)), loc);
   std::vector<ir::ValueId> operands = {tile.pointers, value};
   if (tile.mask.valid()) operands.push_back(tile.mask);
   l.builder().set_loc(loc);

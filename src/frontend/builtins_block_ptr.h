@@ -5,11 +5,13 @@
 // Neither is an IR type. Both are front-end symbols (Symbol::Kind::BlockPointer
 // and TensorDescriptor) holding IR scalars — the base pointer, the parent
 // tensor's shape and strides, and for block pointers the block's offsets — and
-// the compile-time block shape. A load or store through one expands into the
-// ordinary pointer tile, mask and `other` a hand-written kernel would use, so
-// both backends run them with no code of their own. The expansion (the form a
-// backend may pattern-match, e.g. to TMA) is, for a block of shape B at
-// offsets o in a tensor of shape s and strides t:
+// the compile-time block shape. A load or store through a block pointer (and a
+// descriptor's atomics) expands into the ordinary pointer tile, mask and
+// `other` a hand-written kernel would use (ir/block_access.h). A descriptor's
+// load or store becomes one desc_load / desc_store op (ir/descriptor.h), which
+// passes/lower_descriptors.h expands the same way for targets that do not copy
+// blocks whole. The expansion, for a block of shape B at offsets o in a tensor
+// of shape s and strides t:
 //
 //   start = addptr base, sum_d(i64(o_d) * i64(t_d))                  scalar
 //   ptrs  = addptr splat(start), sum_d(expand(arange(0, B_d)) * t_d)   tile

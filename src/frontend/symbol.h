@@ -19,6 +19,9 @@ struct BlockAccess {
   std::vector<int64_t> block_shape;
   std::vector<int64_t> order;  // block pointers: tl.make_block_ptr's `order` (a layout hint)
   std::string padding;         // tensor descriptors: "zero" or "nan"
+  // A block of a tensor descriptor at given offsets (desc.load, desc.store):
+  // its load or store is one desc_load / desc_store op, not the expansion.
+  bool descriptor_block = false;
 };
 
 struct Symbol {

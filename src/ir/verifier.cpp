@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "ir/atomic.h"
+#include "ir/descriptor.h"
 #include "ir/hint.h"
 #include "ir/printer.h"
 #include "ir/scan_ops.h"
@@ -317,6 +318,9 @@ void Verifier::check_rule(OpId id, const Op& op, TypeRule rule) {
       return check_memory(id, op, rule);
     case TypeRule::Atomic:
       if (std::string problem = atomic_problem(fn_, op); !problem.empty()) fail(id, problem);
+      return;
+    case TypeRule::Descriptor:
+      if (std::string problem = descriptor_problem(fn_, op); !problem.empty()) fail(id, problem);
       return;
     case TypeRule::Reduce:
       return check_reduce(id, op);

@@ -1,9 +1,10 @@
 // The optimization pipeline: one list of named stages, run in rounds until a
 // round changes nothing, with the verifier after every stage.
 //
-// Dumps stay readable: "lowered" first, then one dump per stage in the first
-// round for the stages that changed something, then always one "optimized"
-// dump of the final IR (what the backend receives).
+// Dumps stay readable: "lowered" first, "lower_descriptors" when it ran,
+// then one dump per stage in the first round for the stages that changed
+// something, then always one "optimized" dump of the final IR (what the
+// backend receives).
 #include "passes/pipeline.h"
 
 #include "ir/printer.h"
@@ -12,6 +13,7 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/licm.h"
+#include "passes/lower_descriptors.h"
 
 namespace tegula::passes {
 
@@ -35,8 +37,13 @@ constexpr int kMaxRounds = 4;
 
 }  // namespace
 
-void optimize(ir::Function& fn, std::vector<StageDump>* dumps) {
+void optimize(ir::Function& fn, std::vector<StageDump>* dumps, const PipelineOptions& options) {
   if (dumps) dumps->push_back({"lowered", ir::print(fn)});
+  // Once, before the rounds: what it makes is ordinary IR for the stages below.
+  if (!options.keep_descriptor_ops && lower_descriptors(fn)) {
+    ir::verify_or_throw(fn, "lower_descriptors");
+    if (dumps) dumps->push_back({"lower_descriptors", ir::print(fn)});
+  }
   for (int round = 0; round < kMaxRounds; ++round) {
     bool round_changed = false;
     for (const Stage& stage : kStages) {

@@ -16,8 +16,15 @@ struct StageDump {
   std::string ir;
 };
 
-// Runs canonicalize, cse, licm, dce (to a fixed point, bounded). When `dumps`
-// is non-null, appends the printed IR after each stage.
-void optimize(ir::Function& fn, std::vector<StageDump>* dumps = nullptr);
+struct PipelineOptions {
+  // Keep desc_load / desc_store for a code generator that copies blocks
+  // whole (TMA); otherwise lower_descriptors runs before the other stages.
+  bool keep_descriptor_ops = false;
+};
+
+// Runs lower_descriptors (unless the options keep the ops), then canonicalize,
+// cse, licm, dce (to a fixed point, bounded). When `dumps` is non-null,
+// appends the printed IR after each stage.
+void optimize(ir::Function& fn, std::vector<StageDump>* dumps = nullptr, const PipelineOptions& options = {});
 
 }  // namespace tegula::passes

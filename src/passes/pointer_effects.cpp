@@ -27,8 +27,8 @@ std::vector<PointerEffects> pointer_effects(const ir::Function& fn) {
   fn.walk([&](ir::OpId id) {
     const ir::Op& op = fn.op(id);
     if (op.operands.empty()) return;
-    if (op.kind == ir::OpKind::Load) access(op.operands[0], true, false, false);
-    if (op.kind == ir::OpKind::Store) access(op.operands[0], false, true, false);
+    if (op.kind == ir::OpKind::Load || op.kind == ir::OpKind::DescLoad) access(op.operands[0], true, false, false);
+    if (op.kind == ir::OpKind::Store || op.kind == ir::OpKind::DescStore) access(op.operands[0], false, true, false);
     if (ir::is_atomic(op.kind)) access(op.operands[0], true, true, true);
   });
   return effects;

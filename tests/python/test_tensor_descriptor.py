@@ -309,3 +309,17 @@ def test_in_kernel_descriptor_compiles_for_cuda(tmp_path):
 
     out = compile_for_cuda(scale_kernel, "*fp16:16, *fp16:16, i32, i32, 64, 64", 90, tmp_path, emit="ptx")
     assert "ld.global" in out
+
+
+def test_inspect_shows_the_descriptor_ops_and_their_lowering():
+    """desc.load / desc.store reach the IR as desc_load / desc_store; a target without TMA (the CPU) lowers them
+    to masked loads and stores in the lower_descriptors stage before the optimizer runs."""
+    x = random_array(3, (20, 24), "float32")
+    y = np.zeros_like(x)
+    info = scale_kernel.inspect(x, y, 20, 24, BM=16, BN=8)
+    stages = list(info.stages)
+    assert stages[:2] == ["lowered", "lower_descriptors"]
+    lowered = info.stages["lowered"]
+    assert lowered.count("desc_load ") == 1 and lowered.count("desc_store ") == 1
+    assert 'padding = "zero"' in lowered and " load " not in lowered
+    assert "desc_" not in info.ir and " load " in info.ir and "store " in info.ir

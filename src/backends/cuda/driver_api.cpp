@@ -81,6 +81,11 @@ class SymbolBinder {
     if (!address && missing_.empty()) missing_ = symbol;
     member = reinterpret_cast<FunctionPointer>(address);
   }
+  // A symbol older libraries lack: null there, and not a reason to refuse the library.
+  template <class FunctionPointer>
+  void optional(FunctionPointer& member, const char* symbol) {
+    member = reinterpret_cast<FunctionPointer>(::dlsym(handle_, symbol));
+  }
   const std::string& missing() const { return missing_; }
 
  private:
@@ -115,6 +120,7 @@ void bind_driver(SymbolBinder& bind, DriverApi& api) {
   bind(api.cuMemFree, "cuMemFree_v2");
   bind(api.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   bind(api.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+  bind.optional(api.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
 }
 
 void bind_nvrtc(SymbolBinder& bind, NvrtcApi& api) {

@@ -107,6 +107,12 @@ struct DriverApi {
   CUresult (*cuMemFree)(CUdeviceptr pointer) = nullptr;                                       // _v2
   CUresult (*cuMemcpyHtoD)(CUdeviceptr to, const void* from, size_t bytes) = nullptr;         // _v2
   CUresult (*cuMemcpyDtoH)(void* to, CUdeviceptr from, size_t bytes) = nullptr;               // _v2
+  // Optional (CUDA 12.0+; null on older drivers): TMA tensor maps
+  // (tensor_map.h). The enums travel as int, the CUtensorMap as its 128 bytes.
+  CUresult (*cuTensorMapEncodeTiled)(void* map, int data_type, uint32_t rank, void* base, const uint64_t* dims,
+                                     const uint64_t* byte_strides, const uint32_t* box,
+                                     const uint32_t* element_strides, int interleave, int swizzle, int l2_promotion,
+                                     int oob_fill) = nullptr;
 };
 
 // --- NVRTC -------------------------------------------------------------------------------

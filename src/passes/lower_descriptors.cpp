@@ -1,0 +1,72 @@
+// Each desc op is replaced by the ops of its expansion, emitted just before
+// it: the block's pointers and its mask over every dimension; for a load,
+// the padding splatted as `other`, then the load, whose result replaces the
+// op's; for a store, the masked store.
+#include "passes/lower_descriptors.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ir/block_access.h"
+#include "ir/builder.h"
+#include "ir/descriptor.h"
+
+namespace tegula::passes {
+
+namespace {
+
+// The attributes a desc op hands on to its load or store: all but padding.
+std::vector<ir::NamedAttr> memory_attrs(const ir::Op& op) {
+  std::vector<ir::NamedAttr> out;
+  for (const ir::NamedAttr& a : op.attrs)
+    if (a.name != "padding") out.push_back(a);
+  return out;
+}
+
+void lower(ir::Function& fn, ir::OpId id) {
+  const ir::Op op = fn.op(id);  // a copy: creating ops below may move the table
+  ir::DescriptorOperands d = ir::descriptor_operands(op);
+  ir::Builder b(fn);
+  b.set_insertion_before(id);
+  b.set_loc(op.loc);
+  ir::StridedBlock block{d.base, d.shape, d.strides, d.offsets, {}};
+  ir::Scalar element = fn.type(d.base).scalar;
+  block.block = op.kind == ir::OpKind::DescLoad ? fn.type(op.results[0]).shape : fn.type(d.value).shape;
+  ir::BlockPointerTile tile = ir::expand_block(b, block, std::vector<bool>(d.rank, true));
+  std::vector<ir::NamedAttr> attrs = memory_attrs(op);
+  if (op.kind == ir::OpKind::DescStore) {
+    std::vector<ir::ValueId> operands = {tile.pointers, d.value};
+    if (tile.mask.valid()) operands.push_back(tile.mask);
+    b.create(ir::OpKind::Store, operands, {}, std::move(attrs));
+  } else {
+    std::vector<ir::ValueId> operands = {tile.pointers};
+    if (tile.mask.valid()) {
+      operands.push_back(tile.mask);
+      ir::Type scalar = ir::Type::of(element);
+      ir::ValueId other = op.str_attr("padding") == "nan"
+                              ? b.float_constant(std::numeric_limits<double>::quiet_NaN(), scalar)
+                          : ir::is_float(element) ? b.float_constant(0.0, scalar)
+                                                  : b.int_constant(0, scalar);
+      operands.push_back(b.broadcast_to(other, block.block));
+    }
+    ir::ValueId result = op.results[0];
+    ir::Type type = fn.type(result);
+    ir::ValueId loaded = b.create1(ir::OpKind::Load, operands, type, std::move(attrs));
+    fn.replace_all_uses(result, loaded);
+  }
+  fn.erase_op(id);
+}
+
+}  // namespace
+
+bool lower_descriptors(ir::Function& fn) {
+  std::vector<ir::OpId> found;
+  fn.walk([&](ir::OpId id) {
+    if (ir::is_descriptor_op(fn.op(id).kind)) found.push_back(id);
+  });
+  for (ir::OpId id : found) lower(fn, id);
+  return !found.empty();
+}
+
+}  // namespace tegula::passes

@@ -1,0 +1,194 @@
+// desc_load / desc_store: the verifier's rule, their lowering to pointer
+// tiles, masks and load/store (golden IR), the pipeline that runs it unless
+// a backend keeps the ops, and their pointer effects.
+#include <gtest/gtest.h>
+
+#include "ir/verifier.h"
+#include "pass_test_util.h"
+#include "passes/lower_descriptors.h"
+#include "passes/pipeline.h"
+#include "passes/pointer_effects.h"
+
+namespace tegula::passes {
+namespace {
+
+using testing::expect_pass;
+using testing::PassResult;
+using testing::run_pass;
+
+constexpr const char* kLoad = R"(kernel @k(%x: ptr<f32>, %n: i32, %o: i32) {
+  %0 = constant {value = 1} : i32
+  %1 = desc_load %x, %n, %0, %o {padding = "zero", cache_modifier = ".cg"} : tile<16xf32>
+  %2 = exp %1 : tile<16xf32>
+  return
+}
+)";
+
+// Every dim checked on both sides (offset and shape unknown), the padding as
+// `other`, the hints kept, uses moved to the load.
+TEST(LowerDescriptors, LoadBecomesMaskedLoad) {
+  expect_pass(lower_descriptors, kLoad, R"(kernel @k(%x: ptr<f32>, %n: i32, %o: i32) {
+  %0 = constant {value = 1} : i32
+  %1 = cast %o : i64
+  %2 = cast %0 : i64
+  %3 = mul %1, %2 : i64
+  %4 = addptr %x, %3 : ptr<f32>
+  %5 = arange {start = 0, end = 16} : tile<16xi32>
+  %6 = splat %4 : tile<16xptr<f32>>
+  %7 = addptr %6, %5 : tile<16xptr<f32>>
+  %8 = splat %o : tile<16xi32>
+  %9 = add %8, %5 : tile<16xi32>
+  %10 = constant {value = 0} : i32
+  %11 = splat %10 : tile<16xi32>
+  %12 = cmp %9, %11 {pred = "ge"} : tile<16xi1>
+  %13 = splat %n : tile<16xi32>
+  %14 = cmp %9, %13 {pred = "lt"} : tile<16xi1>
+  %15 = and %12, %14 : tile<16xi1>
+  %16 = constant {value = 0.0} : f32
+  %17 = splat %16 : tile<16xf32>
+  %18 = load %7, %15, %17 {cache_modifier = ".cg"} : tile<16xf32>
+  %19 = exp %18 : tile<16xf32>
+  return
+}
+)");
+}
+
+// A block known to lie inside the tensor (offsets 0, shapes 64) needs no
+// mask (the positions are left for DCE); a runtime row stride takes 64-bit
+// products.
+TEST(LowerDescriptors, StoreOfABlockInsideTheTensorIsUnmasked) {
+  expect_pass(lower_descriptors, R"(kernel @k(%x: ptr<i16>, %s: i64) {
+  %0 = constant {value = 0} : i32
+  %1 = constant {value = 64} : i64
+  %2 = constant {value = 1} : i64
+  %3 = constant {value = 7} : i16
+  %4 = splat %3 : tile<16x8xi16>
+  desc_store %x, %1, %1, %s, %2, %0, %0, %4
+  return
+}
+)",
+              R"(kernel @k(%x: ptr<i16>, %s: i64) {
+  %0 = constant {value = 0} : i32
+  %1 = constant {value = 64} : i64
+  %2 = constant {value = 1} : i64
+  %3 = constant {value = 7} : i16
+  %4 = splat %3 : tile<16x8xi16>
+  %5 = arange {start = 0, end = 16} : tile<16xi32>
+  %6 = expand_dims %5 {axis = 1} : tile<16x1xi32>
+  %7 = cast %6 : tile<16x1xi64>
+  %8 = splat %s : tile<16x1xi64>
+  %9 = mul %7, %8 : tile<16x1xi64>
+  %10 = arange {start = 0, end = 8} : tile<8xi32>
+  %11 = expand_dims %10 {axis = 0} : tile<1x8xi32>
+  %12 = cast %11 : tile<1x8xi64>
+  %13 = broadcast %9 : tile<16x8xi64>
+  %14 = broadcast %12 : tile<16x8xi64>
+  %15 = add %13, %14 : tile<16x8xi64>
+  %16 = splat %x : tile<16x8xptr<i16>>
+  %17 = addptr %16, %15 : tile<16x8xptr<i16>>
+  %18 = splat %0 : tile<16x1xi32>
+  %19 = add %18, %6 : tile<16x1xi32>
+  %20 = splat %0 : tile<1x8xi32>
+  %21 = add %20, %11 : tile<1x8xi32>
+  store %17, %4
+  return
+}
+)");
+}
+
+TEST(LowerDescriptors, NanPaddingOfFloats) {
+  PassResult r = run_pass(lower_descriptors, R"(kernel @k(%x: ptr<bf16>, %n: i32, %o: i32) {
+  %0 = constant {value = 1} : i32
+  %1 = desc_load %x, %n, %0, %o {padding = "nan"} : tile<32xbf16>
+  return
+}
+)");
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(r.verify, "");
+  EXPECT_NE(r.text.find("constant {value = nan} : bf16"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("desc_load"), std::string::npos) << r.text;
+}
+
+TEST(LowerDescriptors, NothingToLower) {
+  constexpr const char* kPlain = R"(kernel @k(%x: ptr<f32>) {
+  %0 = load %x : f32
+  return
+}
+)";
+  expect_pass(lower_descriptors, kPlain, kPlain);
+}
+
+constexpr const char* kCopy = R"(kernel @k(%x: ptr<f32>, %y: ptr<f32>, %n: i32, %o: i32) {
+  %0 = constant {value = 1} : i32
+  %1 = desc_load %x, %n, %0, %o {padding = "zero"} : tile<16xf32>
+  %2 = exp %1 : tile<16xf32>
+  desc_store %y, %n, %0, %o, %2
+  return
+}
+)";
+
+TEST(LowerDescriptors, PipelineLowersUnlessTheBackendKeepsTheOps) {
+  ir::Function lowered = ir::parse(kCopy);
+  std::vector<StageDump> dumps;
+  optimize(lowered, &dumps);
+  ASSERT_GE(dumps.size(), 3u);
+  EXPECT_EQ(dumps[0].stage, "lowered");
+  EXPECT_EQ(dumps[1].stage, "lower_descriptors");
+  EXPECT_NE(dumps[0].ir.find("desc_load"), std::string::npos);
+  EXPECT_EQ(dumps.back().ir.find("desc_load"), std::string::npos);
+  EXPECT_NE(dumps.back().ir.find(" = load "), std::string::npos);
+  EXPECT_NE(dumps.back().ir.find("  store "), std::string::npos);
+
+  ir::Function kept = ir::parse(kCopy);
+  optimize(kept, nullptr, {.keep_descriptor_ops = true});
+  ir::PrintOptions options;
+  options.locations = false;
+  std::string text = ir::print(kept, options);
+  EXPECT_NE(text.find("desc_load"), std::string::npos) << text;
+  EXPECT_NE(text.find("desc_store"), std::string::npos) << text;
+}
+
+TEST(LowerDescriptors, PointerEffects) {
+  ir::Function fn = ir::parse(R"(kernel @k(%x: ptr<f32>, %y: ptr<f32>, %n: i32, %o: i32) {
+  %0 = constant {value = 1} : i32
+  %1 = desc_load %x, %n, %0, %o {padding = "zero"} : tile<16xf32>
+  desc_store %y, %n, %0, %o, %1
+  return
+}
+)");
+  std::vector<PointerEffects> effects = pointer_effects(fn);
+  ASSERT_EQ(effects.size(), 4u);
+  EXPECT_TRUE(effects[0].read);
+  EXPECT_FALSE(effects[0].written);
+  EXPECT_TRUE(effects[1].written);
+  EXPECT_FALSE(effects[1].read);
+}
+
+std::string verify_text(const std::string& body) {
+  return ir::verify(ir::parse("kernel @k(%x: ptr<f32>, %p: ptr<i32>, %n: i32, %w: i64) {\n"
+                              "  %0 = constant {value = 1} : i32\n" +
+                              body + "  return\n}\n"));
+}
+
+TEST(LowerDescriptors, VerifierRule) {
+  EXPECT_EQ(verify_text("  %1 = desc_load %x, %n, %0, %n {padding = \"zero\"} : tile<16xf32>\n"), "");
+  EXPECT_NE(verify_text("  %1 = desc_load %x, %n, %0, %n, %n {padding = \"zero\"} : tile<16xf32>\n")
+                .find("a shape, a stride and an offset per dimension"),
+            std::string::npos);
+  EXPECT_NE(verify_text("  %1 = desc_load %x, %n, %0, %w {padding = \"zero\"} : tile<16xf32>\n")
+                .find("offsets must be i32"),
+            std::string::npos);
+  EXPECT_NE(verify_text("  %1 = desc_load %x, %n, %0, %n {padding = \"zero\"} : tile<16x2xf32>\n")
+                .find("rank-1 tile of f32"),
+            std::string::npos);
+  EXPECT_NE(verify_text("  %1 = desc_load %p, %n, %0, %n {padding = \"nan\"} : tile<16xi32>\n")
+                .find("needs float elements"),
+            std::string::npos);
+  EXPECT_NE(verify_text("  %1 = desc_load %x, %n, %0, %n : tile<16xf32>\n").find("padding"), std::string::npos);
+  EXPECT_NE(verify_text("  %1 = constant {value = 2} : i32\n  desc_store %x, %n, %0, %n, %1\n")
+                .find("the stored value must be a rank-1 tile of f32"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tegula::passes
