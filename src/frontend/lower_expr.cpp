@@ -36,6 +36,25 @@ bool is_value_method(const std::string& name) {
   return b != nullptr && (b->forms & kMethod) != 0;
 }
 
+// `x >> y` of operands already promoted to one integer type. The IR's shr
+// shifts in sign bits exactly when its type is signed; where Triton asks for
+// the other kind (a signed tile promoted to a wider-or-equal unsigned type),
+// the shift runs on the same bits under the signed type of that width.
+Scalar integer_of_width(int bits, bool is_signed) {
+  for (Scalar s : {Scalar::I8, Scalar::I16, Scalar::I32, Scalar::I64, Scalar::U8, Scalar::U16, Scalar::U32, Scalar::U64})
+    if (ir::bit_width(s) == bits && ir::is_signed(s) == is_signed) return s;
+  TEGULA_ASSERT(false, "no integer type of " + std::to_string(bits) + " bits");
+}
+
+ir::ValueId right_shift(Lowerer& l, ir::ValueId x, ir::ValueId y, bool arithmetic, const SourceLoc& loc) {
+  const ir::Type t = l.type(x);
+  if (t.scalar == Scalar::I1 || ir::is_signed(t.scalar) == arithmetic) return l.create(OpKind::Shr, {x, y}, t, loc);
+  ir::Type as = t.with_scalar(integer_of_width(ir::bit_width(t.scalar), arithmetic));
+  ir::ValueId shifted = l.create(OpKind::Shr, {l.create(OpKind::Bitcast, {x}, as, loc),
+                                               l.create(OpKind::Bitcast, {y}, as, loc)}, as, loc);
+  return l.create(OpKind::Bitcast, {shifted}, t, loc);
+}
+
 }  // namespace
 
 std::string Lowerer::describe(const Symbol& s) const {
@@ -248,6 +267,7 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
   auto scalar_of = [&](const Symbol& s) {
     return s.is_value() ? type(s.value).scalar : literal_type(s.constant);
   };
+  auto typed = [&](const Symbol& s) { return TypedOperand{scalar_of(s), !s.is_value()}; };
   switch (op) {
     case BinaryOp::Add:
     case BinaryOp::Sub:
@@ -281,11 +301,12 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
         error_at(loc, Diag::InvalidOperandType,
                  std::string("operator `") + text + "` needs integer or boolean operands, not floats");
       auto [x, y] = arith_operands(a, b, false, loc, text);
+      if (op == BinaryOp::RShift)
+        return Symbol::of(right_shift(*this, x, y, arithmetic_right_shift(typed(a), typed(b)), loc));
       OpKind k = op == BinaryOp::BitAnd  ? OpKind::And
                  : op == BinaryOp::BitOr ? OpKind::Or
                  : op == BinaryOp::BitXor ? OpKind::Xor
-                 : op == BinaryOp::LShift ? OpKind::Shl
-                                          : OpKind::Shr;
+                                          : OpKind::Shl;
       return Symbol::of(create(k, {x, y}, type(x), loc));
     }
     case BinaryOp::Pow: {

@@ -6,8 +6,12 @@
 //    a Python literal of the same or a lower kind (bool < int < float) than
 //    a tile adopts the tile's type: `x_f16 * 2.0` stays f16, `x_i8 + 1`
 //    stays i8, `x_u32 % 3` stays u32; the literal must then fit the type);
-//  * how Python constants become typed scalars (int -> i32, or i64 when it
-//    does not fit; float -> f32; bool -> i1);
+//  * how Python constants become typed scalars (int -> i32, u32, i64 or u64,
+//    the first that holds it; float -> f32, or f64 when f32 would lose its
+//    range; bool -> i1);
+//  * `>>`: arithmetic or logical by the left operand's own signedness, not
+//    the promoted type's (`int8 >> uint64` promotes to u64 and still shifts
+//    in sign bits);
 //  * dtype names (`float32`, `fp32`, `bfloat16`, `float8e4nv`...);
 //  * fp8: the same fp8 type against itself stays fp8, two different fp8 types
 //    meet in f16 (as in Triton), `/` and `%` and an fp8 against an integer tile
@@ -44,6 +48,11 @@ ir::Scalar literal_type(const ConstValue& c);
 std::optional<ir::Scalar> promote(TypedOperand a, TypedOperand b, bool div_or_mod);
 // Integer promotion only (both integers).
 ir::Scalar promote_integers(ir::Scalar a, ir::Scalar b);
+// Whether `lhs >> rhs` shifts in sign bits. Triton decides it from the
+// signedness of the tile the operator is called on, before promotion: the
+// left operand, or the right one when the left is a Python constant
+// (`3 >> y` is y.__rrshift__(3)). i1 counts as unsigned.
+bool arithmetic_right_shift(TypedOperand lhs, TypedOperand rhs);
 // The broadcast shape of a and b, or nullopt with `why` set.
 std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
                                                      const std::vector<int64_t>& b, std::string* why);
