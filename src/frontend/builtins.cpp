@@ -604,6 +604,7 @@ constexpr Builtin kBuiltins[] = {
     {"zeros_like", zeros_like, TL},                 {"full", full, TL},
     {"full_like", full_like, TL},                   {"cat", lower_cat, TL},
     {"to_tensor", nullptr, TL},
+    {"tensor", nullptr, TL},  // the type: meaningful in annotations (`t: tl.tensor = ...`), which accept it
     // memory, block pointers and tensor descriptors
     {"load", load, TL},                             {"store", store, TL},
     {"make_block_ptr", lower_make_block_ptr, TL},   {"advance", lower_advance, TL},

@@ -448,10 +448,16 @@ Symbol lower_expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
                                          "axis out of range for tl.expand_dims");
   }
   std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    error_at(a.loc("axis"), Diag::ArgumentOutOfRange, "tl.expand_dims got the same axis twice");
   for (int64_t v : axes) {
     std::vector<int64_t> shape = l.type(x).shape;
     shape.insert(shape.begin() + v, 1);
-    x = l.create(OpKind::ExpandDims, {x}, l.type(x).with_shape(shape), c.loc, {{"axis", ir::Attr{v}}});
+    // A scalar has no dimension to insert beside: it becomes a tile of one
+    // element, as in Triton.
+    x = l.type(x).is_tile()
+            ? l.create(OpKind::ExpandDims, {x}, l.type(x).with_shape(shape), c.loc, {{"axis", ir::Attr{v}}})
+            : l.create(OpKind::Splat, {x}, l.type(x).with_shape(shape), c.loc);
   }
   return Symbol::of(x);
 }
@@ -470,12 +476,21 @@ Symbol lower_broadcast(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::tuple({Symbol::of(x), Symbol::of(y)});
 }
 
+// join(a, b): shape + [2]. Two scalars join to a tile of 2, as in Triton
+// (through tiles of one element: the IR's join takes tiles).
 Symbol lower_join(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"a", "b"}, c);
   auto [x, y] = l.arith_operands(a.get("a"), a.get("b"), false, c.loc, "tl.join");
+  bool scalars = !l.type(x).is_tile();
+  if (scalars) {
+    x = l.create(OpKind::Splat, {x}, l.type(x).with_shape({1}), c.loc);
+    y = l.create(OpKind::Splat, {y}, l.type(y).with_shape({1}), c.loc);
+  }
   std::vector<int64_t> shape = l.type(x).shape;
   shape.push_back(2);
-  return Symbol::of(l.create(OpKind::Join, {x, y}, l.type(x).with_shape(shape), c.loc));
+  ir::ValueId joined = l.create(OpKind::Join, {x, y}, l.type(x).with_shape(shape), c.loc);
+  if (scalars) joined = l.create(OpKind::Reshape, {joined}, l.type(x).with_shape({2}), c.loc);
+  return Symbol::of(joined);
 }
 
 Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& n) {

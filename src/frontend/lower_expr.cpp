@@ -1,6 +1,8 @@
 // Expressions: evaluation of AST expressions to symbols, typing of binary and
 // unary operators (Triton's promotion rules), broadcasting and casts.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
@@ -397,41 +399,71 @@ bool Lowerer::truth_constant(const Symbol& s, const SourceLoc& loc, bool* value)
   return true;
 }
 
-Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, const SourceLoc& loc) {
+namespace {
+
+bool is_full_slice(const Symbol& s) {
+  return s.kind == Symbol::Kind::Slice &&
+         std::all_of(s.elements.begin(), s.elements.end(), [](const Symbol& part) { return part.is_none(); });
+}
+
+// Python's items[lo:hi:step] of constant bounds (None where absent).
+std::vector<Symbol> slice_items(Lowerer& l, const std::vector<Symbol>& items, const Symbol& slice,
+                                const SourceLoc& loc) {
+  auto part = [&](size_t i) -> std::optional<int64_t> {
+    if (slice.elements[i].is_none()) return std::nullopt;
+    return l.to_int_const(slice.elements[i], loc, "a slice bound");
+  };
+  int64_t n = static_cast<int64_t>(items.size());
+  int64_t step = part(2).value_or(1);
+  if (step == 0) error_at(loc, Diag::InvalidTupleIndex, "slice step cannot be zero");
+  // Bounds as Python clamps them: negative ones count from the end.
+  auto bound = [&](std::optional<int64_t> b, int64_t absent) {
+    if (!b) return absent;
+    int64_t v = *b < 0 ? *b + n : *b;
+    return step > 0 ? std::clamp<int64_t>(v, 0, n) : std::clamp<int64_t>(v, -1, n - 1);
+  };
+  int64_t lo = bound(part(0), step > 0 ? 0 : n - 1), hi = bound(part(1), step > 0 ? n : -1);
+  std::vector<Symbol> out;
+  for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) out.push_back(items[static_cast<size_t>(i)]);
+  return out;
+}
+
+}  // namespace
+
+// Subscripts. Tuples (constexpr ones included) take an index or a Python
+// slice. Tiles and scalars take what Triton's tensor.__getitem__ takes: None
+// inserts a size-1 dim at its position, a full slice (`:`, `::`, `None:`...)
+// keeps the dim there; anything else (x[1:3], x[0], x[i]) is refused.
+Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, const std::vector<SourceLoc>& locs,
+                          const SourceLoc& loc) {
   if (base.kind == Symbol::Kind::Tuple) {
     if (index.size() != 1) error_at(loc, Diag::InvalidTupleIndex, "tuples take exactly one index");
-    int64_t i = to_int_const(index[0], loc, "a tuple index");
+    if (index[0].kind == Symbol::Kind::Slice) return Symbol::tuple(slice_items(*this, base.elements, index[0], locs[0]));
+    int64_t i = to_int_const(index[0], locs[0], "a tuple index");
     int64_t n = static_cast<int64_t>(base.elements.size());
     if (i < 0) i += n;
-    if (i < 0 || i >= n) error_at(loc, Diag::InvalidTupleIndex, "tuple index out of range");
+    if (i < 0 || i >= n) error_at(locs[0], Diag::InvalidTupleIndex, "tuple index out of range");
     return base.elements[static_cast<size_t>(i)];
   }
   if (!base.is_value()) error_at(loc, Diag::InvalidTupleIndex, describe(base) + " cannot be indexed");
   ir::ValueId v = base.value;
-  const ir::Type& t0 = type(v);
-  size_t slices = 0;
-  for (const Symbol& s : index) {
-    if (s.kind == Symbol::Kind::Slice) {
-      ++slices;
-    } else if (!s.is_none()) {
-      error_at(loc, Diag::InvalidTileIndex, "tiles can only be indexed with `:` and `None`, e.g. x[:, None]",
-               "to pick elements use masks and tl.where, or tl.reshape/tl.split");
-    }
-  }
-  if (slices != static_cast<size_t>(t0.rank()))
-    error_at(loc, Diag::InvalidTileIndex,
-             "index uses " + std::to_string(slices) + " `:` but the tile has rank " + std::to_string(t0.rank()),
-             "write one `:` per dimension and `None` where a new dimension goes");
-  int64_t axis = 0;
-  for (const Symbol& s : index) {
-    if (s.kind == Symbol::Kind::Slice) {
-      ++axis;
-      continue;
-    }
-    std::vector<int64_t> shape = type(v).shape;
-    shape.insert(shape.begin() + axis, 1);
-    v = create(OpKind::ExpandDims, {v}, type(v).with_shape(shape), loc, {{"axis", ir::Attr{axis}}});
-    ++axis;
+  for (size_t axis = 0; axis < index.size(); ++axis) {
+    const Symbol& s = index[axis];
+    if (is_full_slice(s)) continue;
+    if (!s.is_none())
+      error_at(locs[axis], Diag::InvalidTileIndex,
+               "unsupported tensor index: tiles take only `None` (a new dimension) and `:` (a kept one), got " +
+                   (s.kind == Symbol::Kind::Slice ? std::string("a slice with bounds") : describe(s)),
+               "tiles have static shapes: select elements with masks and tl.where, or tl.reshape/tl.split");
+    const ir::Type t = type(v);
+    if (static_cast<int>(axis) > t.rank())
+      error_at(locs[axis], Diag::InvalidTileIndex,
+               "`None` at position " + std::to_string(axis) + " is past the dimensions of " + describe(base));
+    std::vector<int64_t> shape = t.shape;
+    shape.insert(shape.begin() + static_cast<int64_t>(axis), 1);
+    v = t.is_tile() ? create(OpKind::ExpandDims, {v}, t.with_shape(shape), loc,
+                             {{"axis", ir::Attr{static_cast<int64_t>(axis)}}})
+                    : create(OpKind::Splat, {v}, t.with_shape(shape), loc);
   }
   return Symbol::of(v);
 }
@@ -545,23 +577,20 @@ Symbol Lowerer::eval(const ast::Expr& e) {
     case ExprKind::Subscript: {
       Symbol base = eval(*e.children[0]);
       std::vector<Symbol> index;
+      std::vector<SourceLoc> locs;
       for (size_t i = 1; i < e.children.size(); ++i) {
         const ast::Expr* c = e.children[i].get();
+        locs.push_back(c ? c->loc : e.loc);
         if (c && c->kind == ExprKind::Slice) {
-          bool full = true;
-          for (const auto& part : c->children)
-            if (part) full = false;
-          if (!full && base.kind != Symbol::Kind::Tuple)
-            error_at(c->loc, Diag::InvalidTileIndex, "only full slices `:` are supported when indexing tiles",
-                     "tiles have static shapes; select elements with masks instead");
           Symbol s;
           s.kind = Symbol::Kind::Slice;
-          index.push_back(s);
+          for (const auto& part : c->children) s.elements.push_back(part ? eval(*part) : Symbol::of(ConstValue::none()));
+          index.push_back(std::move(s));
         } else {
           index.push_back(c ? eval(*c) : Symbol::of(ConstValue::none()));
         }
       }
-      return subscript(base, index, e.loc);
+      return subscript(base, index, locs, e.loc);
     }
     case ExprKind::Slice: error_at(e.loc, Diag::InvalidTileIndex, "a slice can only appear inside `[...]`");
     case ExprKind::Call: {
