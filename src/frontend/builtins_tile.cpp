@@ -400,6 +400,11 @@ Symbol lower_reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
              "cannot reshape " + ir::to_string(l.type(x)) + " (" + std::to_string(l.type(x).numel()) +
                         " elements) to " + std::to_string(numel) + " elements");
   if (shape == l.type(x).shape) return Symbol::of(x);
+  if (shape.empty())
+    error_at(c.loc, Diag::WrongRank, "tl." + n + " cannot make a scalar: tiles have at least one dimension",
+             "a tile of one element becomes a scalar by reducing it, e.g. tl.sum(x)");
+  // A scalar is one element: reshaping it makes a tile of one element.
+  if (!l.type(x).is_tile()) return Symbol::of(l.create(OpKind::Splat, {x}, l.type(x).with_shape(shape), c.loc));
   return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape(shape), c.loc));
 }
 
@@ -407,7 +412,8 @@ Symbol lower_ravel(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "?can_reorder"}, c);
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the input of tl.ravel");
   if (l.type(x).rank() == 1) return Symbol::of(x);
-  return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc));
+  OpKind kind = l.type(x).is_tile() ? OpKind::Reshape : OpKind::Splat;
+  return Symbol::of(l.create(kind, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc));
 }
 
 Symbol lower_permute(Lowerer& l, const CallArgs& c, const std::string& n) {

@@ -77,6 +77,22 @@ def scalar_pairs_kernel(x_ptr, out_ptr):
     tl.store(out_ptr + 3 + tl.arange(0, 2), k)
 
 
+@tegula.jit
+def scalar_reshape_kernel(x_ptr, out_ptr):
+    s = tl.load(x_ptr)
+    a = tl.reshape(s, [1])  # a scalar is one element: reshaping it makes a tile
+    b = s.reshape(1, 1).reshape(1)
+    c = tl.ravel(s) + tl.view(s, (1,))
+    tl.static_assert(a.shape == [1] and b.shape == [1] and c.shape == [1])
+    tl.store(out_ptr + tl.arange(0, 1), a + 10 * b + 100 * c)
+
+
+def test_reshape_of_a_scalar(backend):
+    out = backend.zeros(1, np.int32)
+    scalar_reshape_kernel[(1,)](backend.array(np.array([3], np.int32)), out)
+    assert backend.numpy(out).tolist() == [3 + 30 + 600]
+
+
 def test_split_join_interleave_of_scalars(backend):
     x = np.array([3, -4], np.int32)
     out = backend.zeros(5, np.int32)
@@ -112,8 +128,10 @@ def bad_index_kernel(x_ptr, WHICH: tl.constexpr):
         y = x[None, 2]
     elif WHICH == 2:
         y = x_ptr[10:]
-    else:
+    elif WHICH == 3:
         y = x[:, :, None]
+    else:
+        y = tl.reshape(tl.full([1], 3, tl.int32), ())
     tl.store(x_ptr + tl.arange(0, 8), y)
 
 
@@ -121,7 +139,8 @@ def bad_index_kernel(x_ptr, WHICH: tl.constexpr):
     (0, 15, "unsupported tensor index: .* got a slice with bounds"),
     (1, 21, "unsupported tensor index: .* got the constant 2"),
     (2, 19, "unsupported tensor index"),
-    (3, 21, "past the dimensions")])
+    (3, 21, "past the dimensions"),
+    (4, 13, "tl.reshape cannot make a scalar")])
 def test_unsupported_indices_are_refused_at_the_index(backend, which, column, message):
     with pytest.raises(tegula.CompilationError, match=message) as info:
         bad_index_kernel[(1,)](backend.zeros(8, np.int32), WHICH=which)
