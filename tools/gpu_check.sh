@@ -15,6 +15,7 @@
 #   4. bench       python benchmarks/run.py --gpu --json bench.json  -> bench.txt, bench.json
 #      then tools/launch_overhead.py (Tegula vs Triton, tiny kernel)  -> bench.txt
 #   5. demo        python examples/demo.py --json                    -> demo.txt
+#      then the wheel: built, installed in a fresh venv, examples run   -> demo.txt
 #   6. launch-probe tools/launch_probe.py (launch costs fresh, then after
 #                  the memory-bound workloads; GPU_CHECK_LAUNCH_PROBE=0: skip) -> bench.txt
 #   and the machine (nvidia-smi, versions, libraries)               -> env.txt
@@ -243,6 +244,16 @@ if ((BUILT)); then
   step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" examples/demo.py --json
 else
   skip demo "no build"
+fi
+
+# --- 5b. the wheel, built here and installed into a fresh environment (offline: no repair) -------
+if ((BUILT)); then
+  WHEEL_DIR="$(mktemp -d)"
+  step wheel "$OUT/demo.txt" "$(allowance 120 40)" bash -c "'$PY' -m pip wheel -q --no-build-isolation --no-deps \
+    --no-index -w '$WHEEL_DIR' . && WHEEL_TEST_OFFLINE=1 PYTHON='$PY' tools/wheel_test.sh '$WHEEL_DIR'"
+  rm -rf "$WHEEL_DIR"
+else
+  skip wheel "no build"
 fi
 
 # --- 6. where launch time goes in a long-lived process (diagnostic, last: it may be cut short) ---

@@ -57,6 +57,13 @@ def probe(phase, x, y, out, compiled, triton_kernel):
         "dtype_ns": per_call_ns(lambda: x.dtype),
         "stream_ns": per_call_ns(lambda: torch.cuda.current_stream()),
         "raw_stream_ns": per_call_ns(lambda: torch._C._cuda_getCurrentRawStream(0)),
+        "dlpack_exchange": hasattr(torch.Tensor, "__dlpack_c_exchange_api__"),
+        "is_cuda_ns": per_call_ns(lambda: x.is_cuda),
+        "raw_stream_launch_ns": per_call_ns(
+            lambda: compiled.launch((1, 1, 1), raw_args, torch._C._cuda_getCurrentRawStream(0), 0), n=200),
+        "warmup_ns": per_call_ns(lambda: k._launcher.warmup((1,), x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4)),
+        "specialization_ns": per_call_ns(
+            lambda: k._launcher.specialization(x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4)),
         "tegula_raw_ns": per_call_ns(lambda: compiled.launch((1, 1, 1), raw_args, stream, 0), n=200),
         "tegula_ns": per_call_ns(lambda: k[(1,)](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4), n=200),
         "triton_ns": per_call_ns(lambda: triton_kernel[(1,)](x, y, out, 3.0, 1, BLOCK=axpy.BLOCK, num_warps=4),

@@ -40,8 +40,18 @@ __all__ = [
     "jit", "JITFunction", "KernelInspection", "CompilationError", "DeviceError", "cdiv", "next_power_of_2",
     "language", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
-    "TensorDescriptor", "reinterpret",
+    "TensorDescriptor", "reinterpret", "cmake_dir",
 ]
+
+
+def cmake_dir() -> str:
+    """The folder ``find_package(Tegula)`` wants (``-DTegula_DIR=...``): the
+    C++ API's CMake configuration, next to its header and ``libtegula.so``
+    (docs/cpp-api.md)."""
+    from pathlib import Path
+
+    # Compiled files sit next to the extension (in editable installs, not next to the sources).
+    return str(Path(_C.__file__).resolve().parent / "lib" / "cmake" / "Tegula")
 
 
 def runtime_stats() -> dict:

@@ -5,6 +5,7 @@ names, described for the compiler as GlobalValues, and the sources of every
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
 import types
 
@@ -18,6 +19,11 @@ Kind = _C.GlobalValue.Kind
 
 _LANGUAGE_PACKAGES = ("tegula.language", "triton.language")
 _TOP_LEVEL_MODULES = frozenset({"tegula", "triton"})
+# The public namespaces of the tile language, most general first: a function
+# exported by several (tl.exp is tl.math.exp) is named by the first.
+_LANGUAGE_NAMESPACES = tuple(f"{root}.{space}" for root in ("tegula", "triton")
+                             for space in ("language", "language.math", "language.extra.libdevice",
+                                           "language.extra.cuda.libdevice"))
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -62,6 +68,27 @@ def _triton_constant(value) -> GV | None:
             return constant_value(dtype(getattr(value, "name", "")))  # Triton's short names are Tegula's
         except ValueError:  # fp8 and the other types Tegula does not have
             return None
+    return None
+
+
+def language_member(value) -> str | None:
+    """Where the tile language exports `value` ("triton.language.extra.libdevice.rsqrt"),
+    or None if it is not one of its functions. Found by identity in the language's
+    namespaces (Tegula's, and Triton's where a kernel module imported it), so an
+    alias (`from triton.language import sum as tsum`) means what the original name
+    means, and a host function that merely shares a name does not."""
+    if not callable(value) or isinstance(value, (dtype, constexpr)):
+        return None
+    own_name = getattr(value, "__name__", None)
+    for module_name in _LANGUAGE_NAMESPACES:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        if isinstance(own_name, str) and getattr(module, own_name, None) is value:
+            return f"{module_name}.{own_name}"
+        for name, member in vars(module).items():  # exported under another name
+            if member is value and not name.startswith("_"):
+                return f"{module_name}.{name}"
     return None
 
 
@@ -143,6 +170,10 @@ def collect_sources(root) -> list:
         sources.append(None)  # reserve the slot: recursion may append callees
         globals_ = {}
         for name, value in visible_values(jit_fn.fn, jit_fn.src).items():
+            member = language_member(value)
+            if member is not None:  # before JITFunction: some of Triton's tl functions are @jit
+                globals_[name] = GV(Kind.LanguageMember, text=member)
+                continue
             if _is_triton_object(value, "JITFunction") and isinstance(getattr(value, "fn", None),
                                                                       types.FunctionType):
                 # A helper decorated with @triton.jit: the same source, compiled by Tegula.

@@ -22,7 +22,7 @@ import sys
 import time
 import types
 
-from . import _C
+from . import _C, _torch_compile
 from ._globals import collect_sources
 from ._launch_support import support
 from ._errors import coded
@@ -56,6 +56,38 @@ def _without_outer_decorators(lines: list, first_line: int):
     # any continuation, which is the same line for every decorator Python accepts.
     keep_from = fn.decorator_list[-1].lineno - 1
     return lines[keep_from:], first_line + keep_from
+
+
+def _without_host_functions_in_jit_options(lines: list) -> list:
+    """The source with the arguments of its first decorator (the ``@jit`` line)
+    blanked out when they hold a ``lambda`` (``@jit(repr=lambda spec: ...)``):
+    they are host code the compiler never reads, in a form its parser does not
+    take. Only the characters between the parentheses become spaces, so every
+    line and column stays where it was."""
+    import ast
+    import textwrap
+
+    text = "".join(lines)
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return lines
+    fn = tree.body[0] if tree.body else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.decorator_list:
+        return lines
+    decorator = fn.decorator_list[0]
+    if not isinstance(decorator, ast.Call) or not any(isinstance(n, ast.Lambda) for n in ast.walk(decorator)):
+        return lines
+    margin = len(lines[0]) - len(textwrap.dedent(text).splitlines(keepends=True)[0])
+    rows = [bytearray(line.encode()) for line in lines]  # ast's columns count UTF-8 bytes
+    # From just after the `(` that follows `@jit` to just before the closing `)`.
+    first, start = decorator.func.end_lineno - 1, decorator.func.end_col_offset + margin + 1
+    last, end = decorator.end_lineno - 1, decorator.end_col_offset + margin - 1
+    for row in range(first, last + 1):
+        lo = start if row == first else 0
+        hi = end if row == last else len(rows[row].rstrip(b"\r\n"))
+        rows[row][lo:hi] = b" " * (hi - lo)
+    return [row.decode() for row in rows]
 
 
 class _Signature:
@@ -125,7 +157,8 @@ class JITFunction:
     Launch with ``kernel[grid](*args, **kwargs)``; see ``docs/python-api.md``.
     """
 
-    def __init__(self, fn, *, do_not_specialize=(), debug=False, noinline=False):
+    def __init__(self, fn, *, version=None, repr=None, launch_metadata=None, do_not_specialize=(),
+                 do_not_specialize_on_alignment=(), debug=False, noinline=False):
         if not isinstance(fn, types.FunctionType):
             raise coded(TypeError, "E0708", f"@tegula.jit decorates a Python function, got {type(fn).__name__}")
         self.fn = fn
@@ -136,18 +169,28 @@ class JITFunction:
             raise OSError(f"cannot read the source of kernel '{fn.__name__}' ({e}); define "
                           f"kernels in a file, not in an interactive session or exec()") from None
         lines, first_line = _without_outer_decorators(lines, first_line)
+        lines = _without_host_functions_in_jit_options(lines)
         self.src = "".join(lines)
         self.first_line = first_line
         self.filename = _inspect.getsourcefile(fn) or fn.__code__.co_filename
-        if isinstance(do_not_specialize, (str, int)):
-            do_not_specialize = (do_not_specialize,)
-        self.do_not_specialize = tuple(do_not_specialize)
-        self.noinline = noinline  # accepted for Triton compatibility; callees are always inlined
+        self.do_not_specialize = _parameter_list(do_not_specialize)
+        self.do_not_specialize_on_alignment = _parameter_list(do_not_specialize_on_alignment)
+        if repr is not None and not callable(repr):
+            raise coded(TypeError, "E0708", f"@jit(repr=...) of '{fn.__name__}' takes a function of the "
+                                            f"specialization, got {type(repr).__name__}")
+        self._repr = repr
+        # Accepted as Triton takes them; docs/triton-compat.md says why they change nothing here:
+        # callees are always inlined, Tegula has no launch-enter hooks that launch_metadata would
+        # feed, and Triton itself ignores `version`.
+        self.noinline = bool(noinline)
+        self.launch_metadata = launch_metadata
+        self.version = version
         self._signature = None
         self._launcher = _C.Launcher(self, support())
         self._launch = self._launcher.launch  # _launch(grid, *args, **kwargs), for the autotuner
         self._with_grid = self._launcher.with_grid
         self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
+        _torch_compile.mark_launches(JITFunction)
 
     @property
     def debug(self) -> bool:
@@ -184,6 +227,7 @@ class JITFunction:
         themselves (another backend, another architecture)."""
         request, options = self._launcher.request(*args, **kwargs)
         request.functions = collect_sources(self)
+        self._name_request(request)
         return request, options
 
     # --- what the launcher asks -----------------------------------------------------
@@ -200,9 +244,27 @@ class JITFunction:
 
     def _launch_plan(self) -> tuple:
         """The signature as the launcher binds against it: (names,
-        is_constexpr, defaults, do_not_specialize, the no-default sentinel)."""
+        is_constexpr, defaults, do_not_specialize, the no-default sentinel,
+        do_not_specialize_on_alignment)."""
         sig = self.signature
-        return sig.names, sig.is_constexpr, sig.defaults, self.do_not_specialize, _MISSING
+        return (sig.names, sig.is_constexpr, sig.defaults, self.do_not_specialize, _MISSING,
+                self.do_not_specialize_on_alignment)
+
+    def repr(self, specialization) -> str:
+        """The compiled kernel's name for `specialization`: what `@jit(repr=...)`
+        returns for it, else the function's name (Triton's JITFunction.repr)."""
+        return self.__name__ if self._repr is None else self._repr(specialization)
+
+    def _name_request(self, request) -> None:
+        """Gives the compiled kernel the name `@jit(repr=...)` makes for this
+        specialization; without `repr` the request keeps the function's name."""
+        if self._repr is None:
+            return
+        name = self.repr(Specialization(self, request))
+        if not isinstance(name, str) or not (name.isascii() and name.isidentifier()):  # a C symbol
+            raise coded(ValueError, "E0708", f"@jit(repr=...) of '{self.__name__}' must return an identifier "
+                                             f"(the compiled kernel's name), got {name!r}")
+        request.name = name
 
     def _compile(self, request, options):
         """A launch's cache miss: `request` holds the argument specs and
@@ -211,15 +273,71 @@ class JITFunction:
         function it calls, and compiles (the disk cache first)."""
         started = time.perf_counter()
         request.functions = collect_sources(self)
+        self._name_request(request)
         if _env_flag("TEGULA_PROFILE_COMPILE"):
             python_s = time.perf_counter() - started
             kernel, phases = _C.compile_with_profile(request, options)
-            _print_compile_profile(self.__name__, options.backend, [("python", python_s)] + phases)
+            _print_compile_profile(request.name or self.__name__, options.backend, [("python", python_s)] + phases)
             return kernel
         return _C.compile(request, options)
 
     def __repr__(self) -> str:
         return f"<tegula.JITFunction {self.__module__}.{self.__qualname__}>"
+
+
+def _parameter_list(which) -> tuple:
+    """do_not_specialize and its kin: parameter names or indices; one or None
+    (Triton's default) are accepted too."""
+    if which is None:
+        return ()
+    if isinstance(which, (str, int)):
+        return (which,)
+    return tuple(which)
+
+
+# Tegula's IR scalar names where Triton's signatures spell them otherwise ("i32" is both).
+_TRITON_TYPE_NAMES = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "f8e4m3": "fp8e4nv", "f8e5m2": "fp8e5"}
+
+
+class Specialization:
+    """What `@jit(repr=...)` is given, as Triton gives it: ``signature`` (each
+    runtime parameter's type: ``"i32"``, ``"*fp32"``, ``"constexpr"``...),
+    ``constants`` (constexpr parameters and the ints specialized as 1, by
+    name) and ``fn``, the kernel."""
+
+    def __init__(self, fn: JITFunction, request):
+        kinds = _C.ArgSpec.Kind
+        self.fn = fn
+        self.signature = {}
+        self.constants = {}
+        for name, spec in zip(fn.signature.names, request.args):
+            if spec.kind == kinds.Constexpr:
+                self.signature[name] = "constexpr"
+                self.constants[name] = _constant_of(spec.value)
+            elif spec.kind == kinds.Int and spec.is_one:
+                self.signature[name] = "constexpr"
+                self.constants[name] = 1
+            elif spec.kind in (kinds.Pointer, kinds.TensorDescriptor):
+                self.signature[name] = "*" + _TRITON_TYPE_NAMES.get(spec.dtype, spec.dtype)
+            else:
+                self.signature[name] = _TRITON_TYPE_NAMES.get(spec.dtype, spec.dtype)
+
+    def __repr__(self) -> str:
+        return f"Specialization({self.fn.__name__}, signature={self.signature}, constants={self.constants})"
+
+
+def _constant_of(value):
+    """The Python value of a constexpr's GlobalValue."""
+    kind = _C.GlobalValue.Kind
+    if value.kind == kind.Int:
+        return value.int_value
+    if value.kind == kind.Bool:
+        return bool(value.int_value)
+    if value.kind == kind.Float:
+        return value.float_value
+    if value.kind in (kind.Str, kind.DType):
+        return value.text
+    return None
 
 
 def _print_compile_profile(kernel: str, backend: str, phases: list) -> None:
@@ -236,15 +354,23 @@ def _print_compile_profile(kernel: str, backend: str, phases: list) -> None:
     print(f"tegula: compiled '{kernel}' ({backend}) in {duration(total)}: {parts}", file=sys.stderr, flush=True)
 
 
-def jit(fn=None, *, do_not_specialize=(), debug=False, noinline=False):
+def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=(),
+        do_not_specialize_on_alignment=(), debug=False, noinline=False):
     """Marks a function as a Tegula kernel (or a device function kernels call).
 
-    ``do_not_specialize`` lists parameters (names or indices) whose int values
-    should not specialize the kernel; ``debug`` (or ``TEGULA_DEBUG=1``) turns on
-    bounds checks and device asserts.
+    Takes every keyword Triton's ``jit`` takes. ``do_not_specialize`` lists
+    parameters (names or indices) whose int values should not specialize the
+    kernel, ``do_not_specialize_on_alignment`` those whose alignment (pointers)
+    or divisibility by 16 (ints) should not; ``repr(specialization)`` names the
+    compiled kernel (``Specialization``); ``debug`` (or ``TEGULA_DEBUG=1``) turns
+    on bounds checks and device asserts. ``noinline``, ``launch_metadata`` and
+    ``version`` are accepted and change nothing (docs/triton-compat.md).
     """
 
     def decorate(f):
-        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline)
+        return JITFunction(f, version=version, repr=repr, launch_metadata=launch_metadata,
+                           do_not_specialize=do_not_specialize,
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
+                           noinline=noinline)
 
     return decorate if fn is None else decorate(fn)

@@ -47,8 +47,8 @@ using ArgSlot = uint64_t;
 inline constexpr const char* kMinBlocksMacro = "TG_MIN_BLOCKS";
 
 // The record a debug kernel writes its first error into, as the generated
-// code declares it (TgDebugRecord, backends/cpu/prelude_debug.h and
-// backends/cuda/prelude_debug.h). Zero means "nothing recorded".
+// code declares it (TgDebugRecord, backends/c_family/prelude_text.h). Zero
+// means "nothing recorded".
 struct DebugRecord {
   int32_t lock = 0;
   int32_t reported = 0;  // 1 once a program recorded an error

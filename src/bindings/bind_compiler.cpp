@@ -45,7 +45,8 @@ void bind_global_value(nb::module_& m) {
       .value("Language", GlobalValue::Kind::Language)
       .value("Tegula", GlobalValue::Kind::Tegula)
       .value("JitFunction", GlobalValue::Kind::JitFunction)
-      .value("Opaque", GlobalValue::Kind::Opaque);
+      .value("Opaque", GlobalValue::Kind::Opaque)
+      .value("LanguageMember", GlobalValue::Kind::LanguageMember);
   cls.def(
          "__init__",
          [](GlobalValue* self, GlobalValue::Kind kind, int64_t int_value, double float_value,
@@ -115,12 +116,13 @@ void bind_request_and_options(nb::module_& m) {
           "__init__",
           [](KernelRequest* self, std::vector<FunctionSource> functions, std::vector<ArgSpec> args,
              bool debug) {
-            new (self) KernelRequest{std::move(functions), std::move(args), debug};
+            new (self) KernelRequest{std::move(functions), std::move(args), debug, {}};
           },
           "functions"_a, "args"_a, "debug"_a = false)
       .def_rw("functions", &KernelRequest::functions)
       .def_rw("args", &KernelRequest::args)
-      .def_rw("debug", &KernelRequest::debug);
+      .def_rw("debug", &KernelRequest::debug)
+      .def_rw("name", &KernelRequest::name, "the compiled kernel's name; empty: the kernel function's");
 
   nb::class_<runtime::CompileOptions>(m, "CompileOptions")
       .def(

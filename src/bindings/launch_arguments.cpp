@@ -402,7 +402,7 @@ std::optional<ir::Scalar> ArgumentClassifier::torch_scalar(PyObject* dtype) {
 const ArgumentClassifier::TorchAccessors* ArgumentClassifier::torch_accessors(PyTypeObject* type) {
   for (TorchAccessors& known : torch_accessors_)
     if (known.type == type) {
-      if (known.version != 0 && known.version == type->tp_version_tag) return known.usable ? &known : nullptr;
+      if (known.version != 0 && known.version == type->tp_version_tag) return &known;
       known = TorchAccessors{};  // the class changed: look again
       known.type = type;
     }
@@ -430,8 +430,10 @@ const ArgumentClassifier::TorchAccessors* ArgumentClassifier::torch_accessors(Py
   a.get_device = lookup(get_device_name_);
   a.usable = data_descriptor(a.dtype) && data_descriptor(a.is_cuda) && data_descriptor(a.is_cpu) &&
              c_method(a.data_ptr) && c_method(a.get_device);
+  a.exchange = exchange_plain_type(type) ? dlpack::exchange_api(type) : nullptr;
+  if (a.exchange) torch_exchange_ = a.exchange;
   a.version = type->tp_version_tag;
-  return a.usable && a.version != 0 ? &a : nullptr;
+  return a.version != 0 ? &a : nullptr;
 }
 
 namespace {
@@ -469,7 +471,10 @@ bool ArgumentClassifier::single_cuda_device() {
 // get_device() through the type's own getters; anything unusual (another
 // dtype, another device type) goes to tensor_like(), which reports it.
 std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::torch_tensor(nb::handle value) {
-  const TorchAccessors* fast = torch_accessors(Py_TYPE(value.ptr()));
+  const TorchAccessors* known = torch_accessors(Py_TYPE(value.ptr()));
+  if (known && known->exchange)
+    if (std::optional<Pointer> exchanged = exchanged_tensor(*known->exchange, value)) return exchanged;
+  const TorchAccessors* fast = known && known->usable ? known : nullptr;
   auto get = [&](const nb::object TorchAccessors::*field, const nb::str& name) {
     return fast ? get_through(fast->*field, value) : attribute(value, name);
   };
@@ -487,6 +492,40 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::torch_tensor(nb::
   // a torch call per tensor saved.
   int device = single_cuda_device() ? 0 : nb::cast<int>(call(&TorchAccessors::get_device, get_device_name_));
   return Pointer{*scalar, address, Place{cuda_, device}};
+}
+
+bool ArgumentClassifier::exchange_plain_type(PyTypeObject* type) {
+  nb::object torch = nb::steal(PyImport_GetModule(torch_name_.ptr()));
+  if (!torch.is_valid()) {
+    PyErr_Clear();
+    return false;
+  }
+  auto is = [&](nb::handle module, const char* name) {
+    nb::object found = attribute_or_null(module, interned(name));
+    return found.is_valid() && found.ptr() == reinterpret_cast<PyObject*>(type);
+  };
+  if (is(torch, "Tensor")) return true;
+  nb::object nn = attribute_or_null(torch, interned("nn"));
+  return nn.is_valid() && is(nn, "Parameter");
+}
+
+// One C call describes the tensor; what the table cannot say in Tegula's
+// terms (another device type, an element type Tegula lacks) goes the
+// getters' way, which reports it. A failing call (a tensor without storage)
+// does too: its error is the getters' to raise.
+std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::exchanged_tensor(const dlpack::ExchangeApi& api,
+                                                                                nb::handle value) {
+  dlpack::Tensor tensor{};
+  if (api.tensor_from_py_object(value.ptr(), &tensor) != 0) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  std::optional<ir::Scalar> scalar = dlpack::scalar_of(tensor.dtype);
+  if (!scalar) return std::nullopt;
+  uint64_t address = reinterpret_cast<uintptr_t>(tensor.data) + tensor.byte_offset;
+  if (tensor.device.type == dlpack::kCPU) return Pointer{*scalar, address, Place{host_, -1}};
+  if (tensor.device.type == dlpack::kCUDA && cuda_) return Pointer{*scalar, address, Place{cuda_, tensor.device.id}};
+  return std::nullopt;
 }
 
 // torch.Tensor and look-alikes: anything with data_ptr(), dtype and device.
@@ -699,6 +738,11 @@ int ArgumentClassifier::current_device() { return nb::cast<int>(support_.current
 // torch's raw stream getter once torch is imported, else the Python side's
 // lookup (CuPy, or 0).
 uint64_t ArgumentClassifier::current_stream(int device) {
+  if (torch_exchange_) {
+    void* stream = nullptr;
+    if (torch_exchange_->current_work_stream(dlpack::kCUDA, device, &stream) != 0) throw nb::python_error();
+    return reinterpret_cast<uintptr_t>(stream);
+  }
   if (!torch_stream_.is_valid()) {
     PyObject* torch = PyImport_GetModule(torch_name_.ptr());
     if (torch) {
@@ -725,6 +769,7 @@ void ArgumentClassifier::clear() {
   torch_dtypes_.clear();
   torch_types_.clear();
   torch_accessors_.clear();
+  torch_exchange_ = nullptr;
   torch_stream_ = nb::object();
   support_ = LaunchSupport{};
 }

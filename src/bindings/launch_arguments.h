@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "bindings/dlpack_exchange.h"
 #include "bindings/launch_key.h"
 #include "bindings/launch_placement.h"
 #include "bindings/small_vector.h"
@@ -162,11 +163,15 @@ class ArgumentClassifier {
   // skips the attribute lookups that were most of a tensor argument's cost.
   // Only C getters qualify: data descriptors for the attributes (an instance
   // dict cannot shadow them) and C method descriptors for the methods.
+  // torch.Tensor and torch.nn.Parameter themselves (not subclasses, whose
+  // __torch_function__ the exchange would bypass) are read through torch's
+  // DLPack exchange table instead, where torch has one.
   struct TorchAccessors {
     PyTypeObject* type = nullptr;
     unsigned int version = 0;  // the type's tp_version_tag at lookup; 0: stale
     bool usable = false;
     nanobind::object dtype, is_cuda, is_cpu, data_ptr, get_device;
+    const dlpack::ExchangeApi* exchange = nullptr;
   };
   const TorchAccessors* torch_accessors(PyTypeObject* type);
 
@@ -176,6 +181,9 @@ class ArgumentClassifier {
   NumpyLayout numpy_layout_ = NumpyLayout::Unknown;
   int cuda_devices_ = -1;  // the driver's device count; -1: not asked yet
   nanobind::object torch_stream_;  // torch's current-stream getter, once torch is imported
+  const dlpack::ExchangeApi* torch_exchange_ = nullptr;  // torch's DLPack exchange table, where it has one
+  bool exchange_plain_type(PyTypeObject* type);  // torch.Tensor or torch.nn.Parameter exactly
+  std::optional<Pointer> exchanged_tensor(const dlpack::ExchangeApi& api, nanobind::handle value);
   // Attribute names, made once (a str per lookup would cost as much as the lookup).
   nanobind::str dtype_name_, is_cuda_name_, is_cpu_name_, data_ptr_name_, get_device_name_, device_name_,
       type_name_, index_name_, value_name_, item_name_, base_name_, shape_name_, strides_name_,

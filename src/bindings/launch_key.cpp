@@ -115,6 +115,13 @@ void LaunchKey::integer(const IntClass& value) {
   append(item, sizeof item);
 }
 
+void LaunchKey::drop_alignment(size_t at) {
+  if (at + 3 > size()) return;  // an item of one byte (float, bool): nothing to forget
+  char* item = spilled_.empty() ? local_.data() + at : spilled_.data() + at;
+  if (item[0] == kPointer) item[2] = 0;
+  if (item[0] == kInt) item[2] = static_cast<char>(item[2] & ~2);  // int_flags: bit 1 is divisible_by_16
+}
+
 void LaunchKey::real() { append(kFloat); }
 void LaunchKey::boolean() { append(kBool); }
 

@@ -54,6 +54,12 @@ class LaunchKey {
   // After every parameter: the options, debug mode and where the launch runs.
   void trailer(int num_warps, int num_stages, bool fp_fusion, bool debug, uint8_t backend, int32_t device);
 
+  // do_not_specialize_on_alignment: forgets the 16-byte alignment of the
+  // pointer, or the divisibility by 16 of the int, whose item starts at byte
+  // `at` (its value 1 still specializes, as in Triton); other items stay.
+  void drop_alignment(size_t at);
+  size_t size() const { return spilled_.empty() ? size_ : spilled_.size(); }
+
   std::string_view bytes() const {
     return spilled_.empty() ? std::string_view(local_.data(), size_) : std::string_view(spilled_);
   }

@@ -104,12 +104,12 @@ std::vector<std::string> expected_params(const std::vector<std::string>& names,
 
 void Launcher::prepare() {
   if (!jit_.is_valid()) throw nb::type_error("this kernel launcher was cleared by the garbage collector");
-  // (names, is_constexpr, defaults, do_not_specialize, missing sentinel);
-  // raises what reading the signature raises.
+  // (names, is_constexpr, defaults, do_not_specialize, missing sentinel,
+  // do_not_specialize_on_alignment); raises what reading the signature raises.
   nb::tuple plan = nb::cast<nb::tuple>(jit_.attr("_launch_plan")());
   nb::tuple names = nb::cast<nb::tuple>(plan[0]), is_constexpr = nb::cast<nb::tuple>(plan[1]),
             defaults = nb::cast<nb::tuple>(plan[2]);
-  nb::handle unspecialized = plan[3], missing = plan[4];
+  nb::handle unspecialized = plan[3], missing = plan[4], unaligned = plan[5];
   kernel_name_ = nb::cast<std::string>(jit_.attr("__name__"));
   nb::dict index;
   params_.clear();
@@ -124,8 +124,9 @@ void Launcher::prepare() {
     names_.push_back(p.text);
     params_.push_back(std::move(p));
   }
-  // do_not_specialize: parameter names or indices whose ints never specialize.
-  for (nb::handle which : unspecialized) {
+  // do_not_specialize: parameter names or indices whose ints never specialize;
+  // do_not_specialize_on_alignment: those whose alignment (divisibility by 16) does not.
+  auto listed_param = [&](nb::handle which, const char* option) {
     PyObject* found = PyLong_Check(which.ptr()) ? nullptr : PyDict_GetItemWithError(index.ptr(), which.ptr());
     if (PyErr_Occurred()) throw nb::python_error();
     size_t i = params_.size();
@@ -140,11 +141,13 @@ void Launcher::prepare() {
       std::string listed;
       for (const std::string& name : names_) listed += (listed.empty() ? "" : ", ") + name;
       raise_coded(PyExc_ValueError, Diag::InvalidDecorator,
-                  "do_not_specialize of kernel '" + kernel_name_ + "' names " + repr_of(which) +
+                  std::string(option) + " of kernel '" + kernel_name_ + "' names " + repr_of(which) +
                       ", which is not one of its parameters (" + listed + ")");
     }
-    params_[i].specialize = false;
-  }
+    return i;
+  };
+  for (nb::handle which : unspecialized) params_[listed_param(which, "do_not_specialize")].specialize = false;
+  for (nb::handle which : unaligned) params_[listed_param(which, "do_not_specialize_on_alignment")].align = false;
   index_ = index;
   prepared_ = true;
 }
@@ -235,10 +238,13 @@ void Launcher::specialize(const CallArgs& call, Specialized& out) {
   for (size_t i = 0; i < params_.size(); ++i) {
     const Param& p = params_[i];
     nb::handle value(out.bound.values[i]);
-    if (p.is_constexpr)
+    if (p.is_constexpr) {
       classifier_.constexpr_value(kernel_name_, p.text, value, out.arguments.key);
-    else
+    } else {
+      size_t item = out.arguments.key.size();
       classifier_.runtime(kernel_name_, p.text, i, value, p.specialize, out.arguments);
+      if (!p.align) out.arguments.key.drop_alignment(item);
+    }
   }
 }
 

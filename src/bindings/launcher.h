@@ -104,6 +104,7 @@ class Launcher {
     std::string text;  // the name, for messages
     bool is_constexpr = false;
     bool specialize = true;
+    bool align = true;  // false: do_not_specialize_on_alignment
     nanobind::object default_value;  // null: required
   };
 

@@ -249,10 +249,15 @@ std::optional<GlobalValue> KernelFile::literal_value(const ast::Expr& e, int hop
 GlobalValue KernelFile::import_value(const ast::Import& imp) const {
   std::string full = imp.member.empty() ? imp.module : imp.module + "." + imp.member;
   if (!imp.member.empty() && is_language_module(imp.module)) {
-    // `from triton.language import math` is a module; `... import arange` is a function.
+    // `from triton.language import math` is a module; `... import arange` is a
+    // function, which means what `tl.arange` (the module's attribute) means.
     static const std::set<std::string> kSubmodules = {"math", "extra", "libdevice", "core", "standard", "random"};
-    if (!kSubmodules.count(imp.member))
-      return opaque("function '" + imp.member + "' imported from " + imp.module + " (write tl." + imp.member + ")");
+    if (!kSubmodules.count(imp.member)) {
+      GlobalValue member;
+      member.kind = GlobalValue::Kind::LanguageMember;
+      member.text = full;
+      return member;
+    }
   }
   GlobalValue g;
   g.text = full;

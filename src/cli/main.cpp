@@ -12,6 +12,7 @@
 #include "runtime/backend_registry.h"
 #include "runtime/compiler.h"
 #include "support/diagnostic.h"
+#include "cli/aot.h"
 #include "cli/explain.h"
 #include "cli/kernel_file.h"
 #include "cli/signature.h"
@@ -24,6 +25,7 @@ namespace tegula::tools {
 namespace {
 
 constexpr const char* kUsage = R"(usage: tegula compile FILE.py[::KERNEL] --signature SIG [options]
+       tegula aot FILE.py[::KERNEL] --signature SIG -o DIR [--name NAME] [options]
        tegula explain CODE
        tegula version
        tegula --help
@@ -69,6 +71,14 @@ compile options:
   --cache-dir DIR       the kernel cache (default: $TEGULA_CACHE_DIR, else
                         ~/.cache/tegula)
 
+aot: builds the kernel ahead of time for the CPU backend into DIR/NAME.so and
+writes DIR/NAME.h, a C header whose NAME_load, NAME_launch and
+NAME_launch_range run it with typed arguments, with no Python and no compiler
+at run time (docs/cli.md). It takes the compile options above, and:
+  -o, --out DIR         the folder to write NAME.so and NAME.h to (required)
+  --name NAME           the prefix of the header's functions (a C identifier;
+                        default: the kernel's name)
+
 exit status: 0 success, 1 an error in the kernel or while compiling it,
              2 a mistake on the command line
 
@@ -102,6 +112,8 @@ struct CompileCommand {
   int arch = 0;
   int num_warps = 4;
   int num_stages = 3;
+  std::string out;   // aot: the output folder
+  std::string name;  // aot: the header's prefix
 };
 
 int parse_positive(const std::string& option, const std::string& text) {
@@ -233,6 +245,10 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
       }
     } else if (arg == "--num-warps") {
       cmd.num_warps = parse_positive("--num-warps", value());
+    } else if (arg == "-o" || arg == "--out") {
+      cmd.out = value();
+    } else if (arg == "--name") {
+      cmd.name = value();
     } else if (arg == "--num-stages") {
       cmd.num_stages = parse_positive("--num-stages", value());
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
@@ -287,8 +303,53 @@ void print_stage(const CompileCommand& cmd, const std::string& name, const std::
   if (!text.empty() && text.back() != '\n') std::cout << '\n';
 }
 
+// The request and options of a command's kernel and signature.
+std::pair<frontend::KernelRequest, runtime::CompileOptions> request_of(const CompileCommand& cmd,
+                                                                       const KernelFile& file,
+                                                                       const ast::FunctionDef& kernel) {
+  frontend::KernelRequest request;
+  request.functions = file.collect_functions(kernel);
+  std::vector<KernelParam> params = file.kernel_params(kernel, request.functions.front());
+  request.args = bind_signature(kernel.name, cmd.signature, params, cmd.consts);
+  request.debug = cmd.debug;
+  runtime::CompileOptions options;
+  options.debug = cmd.debug;
+  options.cache_dir = cmd.cache_dir;
+  options.backend = cmd.backend;
+  options.cuda_arch = cmd.arch;
+  options.num_warps = cmd.num_warps;
+  options.num_stages = cmd.num_stages;
+  return {std::move(request), std::move(options)};
+}
+
+int aot_command(const std::vector<std::string>& args) {
+  CompileCommand cmd = parse_compile_args(args);
+  if (cmd.out.empty()) throw UsageError{"aot needs the output folder: -o DIR"};
+  if (!cmd.has_signature) throw UsageError{"aot needs --signature"};
+  KernelFile file(cmd.file);
+  const ast::FunctionDef& kernel = select_kernel(file, cmd.kernel);
+  std::string name = cmd.name.empty() ? kernel.name : cmd.name;
+  if (!is_c_identifier(name))
+    throw UsageError{"--name must be a C identifier (letters, digits, _), got '" + name + "'" +
+                     (cmd.name.empty() ? " (the kernel's name): give one with --name" : "")};
+  auto [request, options] = request_of(cmd, file, kernel);
+  // The precompiled prelude (backends/cpu/toolchain.cpp) is built next to the
+  // artifact: a kernel cache's business, not files to leave in DIR.
+  setenv("TEGULA_CPU_PCH", "0", 1);
+  AotFiles files;
+  try {
+    files = write_aot(request, options, cmd.out, name, cmd.file + "::" + kernel.name + " --signature \"" +
+                                                           cmd.signature + "\"");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError{e.what()};
+  }
+  std::cout << files.artifact << "\n" << files.header << "\n";
+  return 0;
+}
+
 int compile_command(const std::vector<std::string>& args) {
   CompileCommand cmd = parse_compile_args(args);
+  if (!cmd.out.empty() || !cmd.name.empty()) throw UsageError{"-o/--out and --name are options of `tegula aot`"};
   KernelFile file(cmd.file);
   const ast::FunctionDef& kernel = select_kernel(file, cmd.kernel);
   if (wants(cmd, "ast")) print_stage(cmd, "ast", ast::dump(kernel));
@@ -297,20 +358,8 @@ int compile_command(const std::vector<std::string>& args) {
   if (!cmd.has_signature)
     throw UsageError{"--signature is required to compile (only --emit ast works without one)"};
 
-  frontend::KernelRequest request;
-  request.functions = file.collect_functions(kernel);
-  std::vector<KernelParam> params = file.kernel_params(kernel, request.functions.front());
-  request.args = bind_signature(kernel.name, cmd.signature, params, cmd.consts);
-  request.debug = cmd.debug;
-
-  runtime::CompileOptions options;
-  options.debug = cmd.debug;
+  auto [request, options] = request_of(cmd, file, kernel);
   options.keep_stages = true;
-  options.cache_dir = cmd.cache_dir;
-  options.backend = cmd.backend;
-  options.cuda_arch = cmd.arch;
-  options.num_warps = cmd.num_warps;
-  options.num_stages = cmd.num_stages;
   std::shared_ptr<runtime::CompiledKernel> compiled = runtime::compile(request, options);
   const runtime::Stages& stages = compiled->stages;
   bool all = wants(cmd, "all");
@@ -346,7 +395,7 @@ int run(const std::vector<std::string>& args) {
     }
     return explain_command(args[1]);
   }
-  if (command != "compile") {
+  if (command != "compile" && command != "aot") {
     std::cerr << cli_error(Diag::CliUsage) << "unknown command '" << command << "'\n\n" << kUsage;
     return kExitUsage;
   }
@@ -357,7 +406,7 @@ int run(const std::vector<std::string>& args) {
       return 0;
     }
   try {
-    return compile_command(rest);
+    return command == "aot" ? aot_command(rest) : compile_command(rest);
   } catch (const UsageError& e) {
     std::cerr << cli_error(Diag::CliUsage) << e.message << "\n(run `tegula --help` for usage)\n";
     return kExitUsage;

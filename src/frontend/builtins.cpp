@@ -12,7 +12,9 @@
 #include "frontend/builtins_block_ptr.h"
 #include "frontend/builtins_hints.h"
 #include "frontend/builtins_math.h"
+#include "frontend/builtins_operators.h"
 #include "frontend/builtins_pointer.h"
+#include "frontend/builtins_python.h"
 #include "frontend/builtins_random.h"
 #include "frontend/builtins_scan.h"
 #include "frontend/builtins_tile.h"
@@ -293,16 +295,23 @@ Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   return ok(l.create(OpKind::Select, {cb2, xb2, yb2}, l.type(xb2), c.loc));
 }
 
-Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
-  BoundArgs a(n, {"x", "y", "?propagate_nan"}, c);
-  auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, n.c_str());
+// The attributes of a min/max op for the `propagate_nan` argument of
+// tl.minimum, tl.maximum and tl.clamp (tl.PropagateNan.ALL: a NaN operand
+// makes the result NaN).
+std::vector<ir::NamedAttr> nan_propagation(const BoundArgs& a) {
   std::vector<ir::NamedAttr> attrs;
   if (a.has("propagate_nan")) {
     const Symbol& p = a.get("propagate_nan");
     if (p.is_const() && p.constant.kind == ConstValue::Kind::Str && (p.constant.s == "all" || p.constant.s == "ALL"))
       attrs.push_back({"propagate_nan", ir::Attr{int64_t{1}}});
   }
-  return ok(l.create(n == "minimum" ? OpKind::Min : OpKind::Max, {x, y}, l.type(x), c.loc, attrs));
+  return attrs;
+}
+
+Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"x", "y", "?propagate_nan"}, c);
+  auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, n.c_str());
+  return ok(l.create(n == "minimum" ? OpKind::Min : OpKind::Max, {x, y}, l.type(x), c.loc, nan_propagation(a)));
 }
 
 Symbol abs_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -381,8 +390,8 @@ Symbol clamp(Lowerer& l, const CallArgs& c, const std::string& n) {
   auto [x, lo] = l.arith_operands(a.get("x"), a.get("min"), false, c.loc, "tl.clamp");
   auto [x2, hi] = l.arith_operands(Symbol::of(x), a.get("max"), false, c.loc, "tl.clamp");
   lo = l.broadcast_to(lo, l.type(x2).shape, c.loc);
-  ir::ValueId m = l.create(OpKind::Max, {x2, lo}, l.type(x2), c.loc);
-  return ok(l.create(OpKind::Min, {m, hi}, l.type(x2), c.loc));
+  ir::ValueId m = l.create(OpKind::Max, {x2, lo}, l.type(x2), c.loc, nan_propagation(a));
+  return ok(l.create(OpKind::Min, {m, hi}, l.type(x2), c.loc, nan_propagation(a)));
 }
 
 Symbol cdiv(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -604,7 +613,6 @@ constexpr Builtin kBuiltins[] = {
     {"zeros_like", zeros_like, TL},                 {"full", full, TL},
     {"full_like", full_like, TL},                   {"cat", lower_cat, TL},
     {"to_tensor", nullptr, TL},
-    {"tensor", nullptr, TL},  // the type: meaningful in annotations (`t: tl.tensor = ...`), which accept it
     // memory, block pointers and tensor descriptors
     {"load", load, TL},                             {"store", store, TL},
     {"make_block_ptr", lower_make_block_ptr, TL},   {"advance", lower_advance, TL},
@@ -701,8 +709,31 @@ constexpr Builtin kBuiltins[] = {
     {"py.len", py_len, NAMED},                      {"py.int", py_convert, NAMED},
     {"py.float", py_convert, NAMED},                {"py.bool", py_convert, NAMED},
     {"py.print", device_print, NAMED},              {"py.abs", abs_fn, NAMED},
-    {"py.range", py_range, NAMED},                  {"py.isinstance", nullptr, NAMED},
+    {"py.range", py_range, NAMED},                  {"py.isinstance", py_isinstance, NAMED},
     {"py.tuple", nullptr, NAMED},
+    {"py.getattr", py_getattr, NAMED},              {"py.hasattr", py_hasattr, NAMED},
+    {"py.list", py_list, NAMED},                    {"py.str", nullptr, NAMED},
+    // Triton's tensor has these only as methods: its operators by name
+    {"logical_and", lower_operator_method, METHOD}, {"logical_or", lower_operator_method, METHOD},
+    {"__add__", lower_operator_method, METHOD},     {"__radd__", lower_operator_method, METHOD},
+    {"__sub__", lower_operator_method, METHOD},     {"__rsub__", lower_operator_method, METHOD},
+    {"__mul__", lower_operator_method, METHOD},     {"__rmul__", lower_operator_method, METHOD},
+    {"__truediv__", lower_operator_method, METHOD}, {"__rtruediv__", lower_operator_method, METHOD},
+    {"__floordiv__", lower_operator_method, METHOD}, {"__rfloordiv__", lower_operator_method, METHOD},
+    {"__mod__", lower_operator_method, METHOD},     {"__rmod__", lower_operator_method, METHOD},
+    {"__and__", lower_operator_method, METHOD},     {"__rand__", lower_operator_method, METHOD},
+    {"__or__", lower_operator_method, METHOD},      {"__ror__", lower_operator_method, METHOD},
+    {"__xor__", lower_operator_method, METHOD},     {"__rxor__", lower_operator_method, METHOD},
+    {"__lshift__", lower_operator_method, METHOD},  {"__rlshift__", lower_operator_method, METHOD},
+    {"__rshift__", lower_operator_method, METHOD},  {"__rrshift__", lower_operator_method, METHOD},
+    {"__eq__", lower_operator_method, METHOD},      {"__req__", lower_operator_method, METHOD},
+    {"__ne__", lower_operator_method, METHOD},      {"__rne__", lower_operator_method, METHOD},
+    {"__lt__", lower_operator_method, METHOD},      {"__rlt__", lower_operator_method, METHOD},
+    {"__le__", lower_operator_method, METHOD},      {"__rle__", lower_operator_method, METHOD},
+    {"__gt__", lower_operator_method, METHOD},      {"__rgt__", lower_operator_method, METHOD},
+    {"__ge__", lower_operator_method, METHOD},      {"__rge__", lower_operator_method, METHOD},
+    {"__neg__", lower_operator_method, METHOD},     {"__invert__", lower_operator_method, METHOD},
+    {"__not__", lower_operator_method, METHOD},     {"__pos__", lower_operator_method, METHOD},
 };
 
 }  // namespace
@@ -723,6 +754,9 @@ bool Lowerer::is_language_builtin(const std::string& name) {
 Symbol Lowerer::call_builtin(const std::string& name, const CallArgs& args) {
   const Builtin* b = find_builtin(name);
   if (b != nullptr && b->lower != nullptr) return b->lower(*this, args, name);
+  if (b != nullptr && name.rfind("py.", 0) == 0)
+    if (auto refused = refused_python_builtin(name.substr(3)))
+      error_at(args.loc, Diag::UnsupportedLanguageName, refused->first, refused->second);
   if (b == nullptr || name.rfind("py.", 0) == 0)
     error_at(args.loc, Diag::UnsupportedLanguageName,
              "`" + (b == nullptr ? name : name.substr(3)) + "` cannot be called inside a kernel");

@@ -3,6 +3,7 @@
 
 #include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
+#include "frontend/builtins_python.h"
 #include "frontend/lowering.h"
 #include "frontend/parser.h"
 #include "frontend/type_rules.h"
@@ -82,7 +83,7 @@ const ast::FunctionDef& Lowerer::function_ast(int32_t index) {
 ir::Function Lowerer::run() {
   TEGULA_ASSERT(!request_.functions.empty(), "request without a kernel");
   const ast::FunctionDef& kernel = function_ast(0);
-  fn_.name = kernel.name;
+  fn_.name = request_.name.empty() ? kernel.name : request_.name;
   builder_.set_insertion_end(fn_.body());
   builder_.set_loc(kernel.loc);
 
@@ -100,7 +101,7 @@ ir::Function Lowerer::run() {
     const ast::Param& p = kernel.params[i];
     const ArgSpec& a = request_.args[i];
     if (a.kind == ArgSpec::Kind::Constexpr) {
-      assign(p.name, global_symbol(a.value));
+      assign(p.name, global_symbol(a.value, p.loc));
       continue;
     }
     if (is_constexpr_annotation(p.annotation.get()))
@@ -184,13 +185,25 @@ void Lowerer::assign(const std::string& name, Symbol value) {
   frame().vars[name] = std::move(value);
 }
 
-Symbol Lowerer::global_symbol(const GlobalValue& g) {
+namespace {
+
+// "triton.language.math" -> "language.math": the module path Symbol::module takes.
+std::string language_module_path(const std::string& path) {
+  size_t pos = path.find("language");
+  return pos == std::string::npos ? std::string("language") : path.substr(pos);
+}
+
+}  // namespace
+
+Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
   switch (g.kind) {
-    case GlobalValue::Kind::Language: {
-      // "triton.language.math" -> "language.math"
-      std::string path = g.text;
-      size_t pos = path.find("language");
-      return Symbol::module(pos == std::string::npos ? std::string("language") : path.substr(pos));
+    case GlobalValue::Kind::Language: return Symbol::module(language_module_path(g.text));
+    case GlobalValue::Kind::LanguageMember: {
+      // The same symbol as the attribute it was imported from, so `r(x)` after
+      // `from ...libdevice import rsqrt as r` is `libdevice.rsqrt(x)` exactly.
+      size_t dot = g.text.rfind('.');
+      TEGULA_ASSERT(dot != std::string::npos, "a language member's path names its module");
+      return attribute(Symbol::module(language_module_path(g.text.substr(0, dot))), g.text.substr(dot + 1), loc);
     }
     case GlobalValue::Kind::Tegula: return Symbol::module("tegula");
     case GlobalValue::Kind::JitFunction: return Symbol::jit(g.function);
@@ -206,8 +219,10 @@ Symbol Lowerer::lookup(const std::string& name, const SourceLoc& loc) {
     error_at(loc, Diag::PossiblyUndefinedName, "`" + name + "` is not defined on every path that reaches this use",
              "assign `" + name + "` before the `if`/loop, or in every branch");
   const FunctionSource& fs = request_.functions[static_cast<size_t>(f.function)];
-  if (auto it = fs.globals.find(name); it != fs.globals.end()) return global_symbol(it->second);
+  if (auto it = fs.globals.find(name); it != fs.globals.end()) return global_symbol(it->second, loc);
   if (is_python_builtin(name)) return Symbol::builtin("py." + name);
+  if (auto refused = refused_python_builtin(name))
+    error_at(loc, Diag::UnsupportedLanguageName, refused->first, refused->second);
   std::string hint = "define it before use, pass it as an argument, or make it a module-level constant";
   if (is_language_builtin(name)) hint = "did you mean `tl." + name + "`?";
   error_at(loc, Diag::UndefinedName, "name `" + name + "` is not defined", hint);

@@ -485,6 +485,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard")
         return Symbol::module(base.name + "." + attr);
       if (attr == "constexpr") return Symbol::builtin("constexpr");
+      if (attr == "tensor" || attr == "dtype") return Symbol::builtin(attr);  // classes isinstance() tests for
       if (base.name == "language.PropagateNan") {
         if (attr == "ALL") return Symbol::of(ConstValue::string("all"));
         if (attr == "NONE") return Symbol::of(ConstValue::string("none"));
@@ -532,6 +533,10 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         if (attr == "itemsize") return Symbol::of(ConstValue::integer(ir::byte_size(base.constant.dtype)));
       }
       if (attr == "value") return base;  // tl.constexpr(x).value
+      if (base.constant.is_numeric() && (attr == "dtype" || attr == "shape" || attr == "numel" ||
+                                         is_value_method(attr)))
+        // A Python number is a tensor where Triton makes it one: `acc = 0; acc.to(tl.int64)`.
+        return attribute(Symbol::of(to_value(base, loc, "the constant")), attr, loc);
       error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
     case Symbol::Kind::Opaque:
       error_at(loc, Diag::HostObjectInKernel, "`" + base.name + "` is a host object and cannot be used inside a kernel",

@@ -54,7 +54,7 @@ class Lowerer {
   Symbol call_jit(int32_t index, const CallArgs& args);
   Symbol lookup(const std::string& name, const SourceLoc& loc);
   void assign(const std::string& name, Symbol value);
-  Symbol global_symbol(const GlobalValue& g);
+  Symbol global_symbol(const GlobalValue& g, const SourceLoc& loc);
 
   // --- statements (lower_stmt.cpp) ----------------------------------------------
   void lower_body(const std::vector<ast::StmtPtr>& body);

@@ -25,6 +25,10 @@ struct GlobalValue {
     Tegula,       // the top-level `tegula` / `triton` module (cdiv, next_power_of_2, jit)
     JitFunction,  // function holds an index into KernelRequest::functions
     Opaque,       // something else (a NumPy module, a class...): text is a description for errors
+    LanguageMember,  // a function of the tile language bound to a global of its own (`from
+                     // triton.language.extra.libdevice import rsqrt as r`): text holds where the
+                     // language exports it ("triton.language.extra.libdevice.rsqrt"), so it means
+                     // what that attribute of the module means
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;
@@ -69,6 +73,8 @@ struct KernelRequest {
   std::vector<FunctionSource> functions;  // [0] is the kernel
   std::vector<ArgSpec> args;              // one per kernel parameter, in order
   bool debug = false;
+  std::string name;  // the compiled kernel's name where it is not its function's (Triton's
+                     // @jit(repr=...)); empty: the `def`'s name
 };
 
 }  // namespace tegula::frontend

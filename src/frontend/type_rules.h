@@ -40,7 +40,12 @@ int kind_rank(ir::Scalar s);
 // op (out of range, or negative for an unsigned type, as Triton rejects
 // them), or "" when it can.
 std::string literal_fit_problem(const ConstValue& c, ir::Scalar to);
-// The scalar type a constant gets when it becomes an IR value.
+// The type a Python constant has as a value, Triton's `to_tensor`: what it
+// promotes with in `x + 1`, what `x = 1.0; x.dtype` reads, `acc = 0;
+// acc.to(...)` converts from and `tl.store(p, 1e50)` stores. bool -> i1;
+// int -> i32, u32 below 2**32, i64, u64 above INT64_MAX; float -> f32 where
+// it is 0, inf, NaN or a normal f32 magnitude, else f64 (1e50 and 1e-40
+// keep their value).
 ir::Scalar literal_type(const ConstValue& c);
 // The computation type of `a op b`. `div_or_mod` selects the rule that
 // computes f16/bf16 division and modulo in f32. Returns nullopt for an

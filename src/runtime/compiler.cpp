@@ -117,6 +117,7 @@ std::string compute_key(const frontend::KernelRequest& request, const backends::
   key.field("compiler_build", TEGULA_COMPILER_BUILD_ID);
   key.field("backend", backend.name());
   key.field("debug", int64_t{debug});
+  if (!request.name.empty()) key.field("kernel_name", request.name);  // only then: other keys stay as they were
   key.field("functions", static_cast<int64_t>(request.functions.size()));
   for (const frontend::FunctionSource& fn : request.functions) {
     key.field("name", fn.name);
@@ -353,6 +354,19 @@ GeneratedSource generate_source(const frontend::KernelRequest& request, const Co
     return generate(attempt, *target, effective_debug(request, options), /*keep_ir=*/false, unprofiled);
   });
   return GeneratedSource{std::move(attempt.stages.source), std::move(attempt.stages.layouts)};
+}
+
+backends::KernelInfo build_artifact(const frontend::KernelRequest& request, const CompileOptions& options,
+                                    const std::string& output_path) {
+  const backends::Backend& backend = backend_named(options.backend);
+  std::unique_ptr<backends::Target> target = set_up(request, options, backend, backends::Backend::Setup::Compile);
+  Attempt attempt{&request, &backend, {}, {}, {}};
+  CompileProfile unprofiled;
+  return translate_errors(attempt, [&] {
+    Generated generated = generate(attempt, *target, effective_debug(request, options), /*keep_ir=*/false, unprofiled);
+    target->build(generated.code, generated.info.name, output_path, unprofiled);
+    return generated.info;
+  });
 }
 
 std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, const CompileOptions& options,

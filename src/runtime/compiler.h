@@ -96,6 +96,14 @@ struct GeneratedSource {
 };
 GeneratedSource generate_source(const frontend::KernelRequest& request, const CompileOptions& options);
 
+// Ahead of time: generates the kernel of `request` and builds it into the
+// file `output_path` (the backend's artifact: a shared object, a cubin),
+// neither loading it nor touching the kernel cache; returns what a launcher
+// of that file must know (the parameters and the launch shape). Throws as
+// compile() does.
+backends::KernelInfo build_artifact(const frontend::KernelRequest& request, const CompileOptions& options,
+                                    const std::string& output_path);
+
 // The cache key of a request: a hash of everything that affects the produced
 // code (every function source and its globals, the argument specialization,
 // the options, the toolchain identity, the Tegula version).

@@ -39,8 +39,18 @@ STUB = {
                 self.fn = fn
     """,
     "triton/language/__init__.py": """
-        from . import extra
+        from . import extra, math
         from .core import constexpr, dtype, float8e4b15, float16, float32
+        from .math import exp
+        from .standard import sum
+    """,
+    "triton/language/math.py": """
+        def exp(x, _semantic=None):
+            raise RuntimeError("only in kernels")
+    """,
+    "triton/language/standard.py": """
+        def sum(input, axis=None, keep_dims=False, dtype=None):
+            raise RuntimeError("only in kernels")
     """,
     "triton/language/core.py": """
         class constexpr:
@@ -56,7 +66,10 @@ STUB = {
         float16, float32, float8e4b15 = dtype("fp16"), dtype("fp32"), dtype("fp8e4b15")
     """,
     "triton/language/extra/__init__.py": "from . import libdevice",
-    "triton/language/extra/libdevice.py": "",
+    "triton/language/extra/libdevice.py": """
+        def rsqrt(arg0, _semantic=None):
+            raise RuntimeError("only in kernels")
+    """,
 }
 
 KERNEL_MODULE = '''
@@ -88,6 +101,19 @@ def triton_module_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 def fp8_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(WIDE_DTYPE))
+
+
+from triton.language import sum as tsum
+from triton.language.extra.libdevice import rsqrt as fast_rsqrt
+from triton.language.math import exp
+
+
+@tegula.jit
+def imported_names_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    total = tsum(exp(x), axis=0)
+    tl.store(y_ptr + offs, fast_rsqrt(x) * total)
 '''
 
 
@@ -129,3 +155,13 @@ def test_a_triton_dtype_tegula_lacks_is_a_located_error(rt, triton_module):
     assert str(info.value).splitlines()[0].endswith(
         "triton_style_kernels.py:29:53: error[E0304]: the dtype of .to() must be a dtype such as tl.float32, but it is "
         "the host object Triton's dtype fp8e4b15, which Tegula does not support"), str(info.value)
+
+
+def test_triton_language_functions_imported_by_name(rt, triton_module):
+    """`from triton.language... import f as g`: g(x) in a kernel is f(x), the
+    function found by identity in Triton's (or the stand-in's) namespaces."""
+    x = np.random.default_rng(7).uniform(0.25, 2.0, 64).astype(np.float32)
+    y = rt.zeros(64, "float32")
+    triton_module.imported_names_kernel[(1,)](rt.array(x), y, BLOCK=64)
+    x64 = x.astype(np.float64)
+    assert_close(rt.numpy(y).astype(np.float64), np.exp(x64).sum() / np.sqrt(x64), rtol=1e-5, atol=1e-5)

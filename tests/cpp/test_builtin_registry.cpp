@@ -57,8 +57,10 @@ TEST(BuiltinRegistry, NamesAreUniqueAndFormsConsistent) {
     if (prefixed) {
       EXPECT_EQ(b.forms, 0) << name;
     }
-    // Methods are tl functions too, except `to`, which Triton has only as a method.
-    if ((b.forms & frontend::kMethod) != 0 && name != "to") {
+    // Methods are tl functions too, except those Triton's tensor has only as
+    // methods: `to`, logical_and/logical_or and the operators by name (`__add__`).
+    bool method_only = name == "to" || name == "logical_and" || name == "logical_or" || name.starts_with("__");
+    if ((b.forms & frontend::kMethod) != 0 && !method_only) {
       EXPECT_TRUE(written_as_tl(b)) << name;
     }
     EXPECT_EQ(frontend::find_builtin(name), &b);

@@ -103,6 +103,7 @@ std::string describe(const GlobalValue& g) {
     case GlobalValue::Kind::Tegula: return "Tegula " + g.text;
     case GlobalValue::Kind::JitFunction: return "JitFunction " + std::to_string(g.function);
     case GlobalValue::Kind::Opaque: return "Opaque " + g.text;
+    case GlobalValue::Kind::LanguageMember: return "LanguageMember " + g.text;
   }
   return "?";
 }
@@ -130,7 +131,7 @@ TEST(KernelFile, CollectsReachableFunctionsAndTheirGlobals) {
             "NAME: Str rows\n"
             "NEG: Int -4\n"
             "OBJ: Opaque module-level value 'OBJ' (tegula compile evaluates only literal constants)\n"
-            "arange: Opaque function 'arange' imported from triton.language (write tl.arange)\n"
+            "arange: LanguageMember triton.language.arange\n"
             "host: Opaque function 'host' (not a @tegula.jit function)\n"
             "np: Opaque module 'numpy'\n"
             "square: JitFunction 1\n"

@@ -211,3 +211,33 @@ def test_cuda_tensor_mixed_with_numpy_names_the_arguments(torch):
 def test_host_address_is_not_device_memory(torch):
     with pytest.raises(ValueError, match="is not CUDA device memory"):
         tegula._C.cuda_pointer_device(np.zeros(4).ctypes.data)
+
+
+@tegula.jit
+def _copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int8", "uint8", "int64", "bool"])
+def test_torch_views_keep_their_offsets_and_dtypes(torch, dtype):
+    # Plain tensors are read through torch's DLPack exchange table where torch
+    # has one (2.10+), Parameters too, other subclasses through the getters:
+    # every route must give the view's own first element and element type.
+    _compile_or_skip(torch)
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    base = (torch.randn(1000, device="cuda", generator=gen) * 50).to(dt)
+    Sub = type("Sub", (torch.Tensor,), {})
+    for view in (base[7:], base[7:].as_subclass(Sub), torch.nn.Parameter(base[7:], requires_grad=False)):
+        out = torch.zeros(993, device="cuda", dtype=dt)
+        _copy_kernel[(tegula.cdiv(993, 256),)](view, out, 993, BLOCK=256)
+        assert bool((out == base[7:]).all()), type(view).__name__
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # the exchange's stream query is the caller's stream
+        src = base.clone()
+        out = torch.zeros_like(base)
+        _copy_kernel[(tegula.cdiv(1000, 256),)](src, out, 1000, BLOCK=256)
+    side.synchronize()
+    assert bool((out == base).all())

@@ -445,3 +445,115 @@ def test_torch_like_tensors_take_the_fast_path(monkeypatch):
     with pytest.raises(TypeError, match="argument 'out_ptr' of kernel 'axpy' must be an array or a scalar, "
                                         "got object"):
         kernel[(1,)](x, x, object(), 1.0, 100, BLOCK=128)
+
+
+# --- the DLPack C exchange table (torch 2.10+), without torch ------------------------------------
+
+import ctypes  # noqa: E402
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int32), ("id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_FROM_PY_OBJECT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_DLTensor))
+_CURRENT_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
+
+
+class _ExchangeApi(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("previous", ctypes.c_void_p),
+                ("allocator", ctypes.c_void_p), ("managed_from", ctypes.c_void_p), ("managed_to", ctypes.c_void_p),
+                ("from_py_object", _FROM_PY_OBJECT), ("current_work_stream", _CURRENT_STREAM)]
+
+
+_CAPSULE_NAME = ctypes.c_char_p(b"dlpack_exchange_api")
+_DL_CODES = {np.dtype(np.float32): (2, 32), np.dtype(np.int32): (0, 32)}
+
+
+def _fake_torch_with_exchange(code_override=None, fail=False):
+    """The fake torch above, whose Tensor type publishes a DLPack exchange
+    table made of ctypes callbacks. Each description puts the address in
+    `data` minus 16 plus `byte_offset` 16, so a reader that ignores the
+    offset reads the wrong memory."""
+    torch = _fake_torch()
+    described = []
+
+    def from_py_object(tensor, out):
+        described.append(tensor)
+        if fail:
+            return -1
+        code, bits = _DL_CODES[tensor.array.dtype] if code_override is None else code_override
+        out[0].data = tensor.array.ctypes.data - 16
+        out[0].byte_offset = 16
+        out[0].device = _DLDevice(1, 0)
+        out[0].ndim = tensor.array.ndim
+        out[0].dtype = _DLDataType(code, bits, 1)
+        return 0
+
+    def current_work_stream(device_type, device_id, out):
+        out[0] = None
+        return 0
+
+    api = _ExchangeApi(1, 3, None, None, None, None, _FROM_PY_OBJECT(from_py_object),
+                       _CURRENT_STREAM(current_work_stream))
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    torch.Tensor.__dlpack_c_exchange_api__ = new_capsule(ctypes.addressof(api), _CAPSULE_NAME, None)
+    torch._keep_alive = api  # the capsule borrows the table
+    return torch, described
+
+
+def test_torch_exchange_table_describes_plain_tensors(monkeypatch):
+    torch, described = _fake_torch_with_exchange()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    kernel = _fresh(axpy)
+    rng = np.random.default_rng(7)
+    x = torch.Tensor(rng.standard_normal(100).astype(np.float32))
+    y = torch.Tensor(rng.standard_normal(100).astype(np.float32))
+    out = torch.Tensor(np.zeros(100, dtype=np.float32))
+    kernel[(1,)](x, y, out, 1.0, 97, BLOCK=128)  # the first tensor of a new type teaches it, through the getters
+    described.clear()
+    reads = (x.reads, y.reads, out.reads)
+    for alpha in (0.5, -2.0):
+        kernel[(1,)](x, y, out, alpha, 97, BLOCK=128)
+        np.testing.assert_allclose(out.array[:97], alpha * x.array[:97] + y.array[:97], rtol=1e-6)
+        assert np.all(out.array[97:] == 0)
+    assert len(described) == 6  # one description per tensor argument and launch
+    assert (x.reads, y.reads, out.reads) == reads  # no getter was called
+    # The key is the one the getters give: a subclass (never exchanged) shares the compiled kernel.
+    sub = type("Sub", (torch.Tensor,), {})
+    xs, ys, outs = sub(x.array), sub(y.array), sub(out.array)
+    assert kernel._launcher.specialization(xs, ys, outs, 1.0, 97, BLOCK=128) == \
+        kernel._launcher.specialization(x, y, out, 1.0, 97, BLOCK=128)
+    calls, sub_reads = len(described), xs.reads
+    kernel[(1,)](xs, ys, outs, 3.0, 97, BLOCK=128)
+    assert len(described) == calls and xs.reads == sub_reads + 1  # subclasses go through the getters
+    np.testing.assert_allclose(out.array[:97], 3.0 * x.array[:97] + y.array[:97], rtol=1e-6)
+
+
+@pytest.mark.parametrize("broken", ["unknown dtype", "call fails"])
+def test_torch_exchange_table_falls_back_to_the_getters(monkeypatch, broken):
+    torch, described = _fake_torch_with_exchange(code_override=(5, 64) if broken == "unknown dtype" else None,
+                                                 fail=broken == "call fails")
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    kernel = _fresh(axpy)
+    rng = np.random.default_rng(8)
+    x = torch.Tensor(rng.standard_normal(40).astype(np.float32))
+    out = torch.Tensor(np.zeros(40, dtype=np.float32))
+    kernel[(1,)](x, x, out, 2.0, 40, BLOCK=64)  # teaches the type
+    described.clear()
+    reads = (x.reads, out.reads)
+    kernel[(1,)](x, x, out, 2.0, 40, BLOCK=64)
+    np.testing.assert_allclose(out.array, 3.0 * x.array, rtol=1e-6)
+    assert len(described) == 3 and (x.reads, out.reads) == (reads[0] + 2, reads[1] + 1)

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backends/c_family/control_flow.h"
+#include "backends/c_family/prelude_text.h"
 #include "backends/cpu/codegen_bounds.h"
 #include "backends/cpu/codegen_context.h"
 #include "backends/cpu/prelude.h"
@@ -331,7 +332,11 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   unit.raw(kPrelude);
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (uses_sort(fn)) unit.raw(kSortPrelude);
-  if (ir::uses_fp8(fn)) unit.raw(kFp8Prelude);
+  if (ir::uses_fp8(fn)) {
+    unit.raw(c_family::kCpuFunctions);
+    unit.raw(c_family::kSoftFp8);
+    unit.raw(kFp8Prelude);
+  }
   emit_debug_helpers(unit, fn, options);
   unit.blank();
   unit.line("// ---- kernel ----");

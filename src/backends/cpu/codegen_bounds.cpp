@@ -9,6 +9,7 @@
 // any of them. A failed check skips the access (a load yields `other`, or
 // 0) and stops the program: every later access of that program is skipped.
 #include "backends/cpu/codegen_bounds.h"
+#include "backends/c_family/prelude_text.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -60,7 +61,11 @@ std::string assert_failure_statement(const CodegenContext& ctx, const ir::Op& op
 }
 
 void emit_debug_helpers(Emitter& unit, const ir::Function& fn, const CodegenOptions& options) {
-  if (options.debug) unit.raw(kDebugPrelude);
+  if (options.debug) {
+    unit.raw(c_family::kCpuFunctions);
+    unit.raw(c_family::kDebugRecord);
+    unit.raw(kDebugPrelude);
+  }
   if (has_print(fn)) unit.raw(kPrintPrelude);
 }
 

@@ -1,9 +1,10 @@
 // Helpers for the debugging features of generated CPU code, emitted only by
 // the kernels that use them, so every other kernel's source stays as it was:
 //
-//  * kDebugPrelude (debug mode, docs/debug-mode.md): the error record the
-//    runtime reads after a launch (its layout is backends/kernel_abi.h's
-//    DebugRecord), each pointer parameter's array extent, and the checks
+//  * kDebugPrelude (debug mode, docs/debug-mode.md), after
+//    c_family::kDebugRecord (the error record the runtime reads after a
+//    launch and the extent tests, shared with the CUDA backend): a
+//    program's view of debug mode, the report of an error and the checks
 //    every load, store, atomic and assert of a debug kernel calls.
 //  * kPrintPrelude (kernels with print ops): the per-thread buffer a
 //    program's printed lines go to; the entry point writes it out with one
@@ -14,28 +15,8 @@
 
 namespace tegula::backends::cpu {
 
+// After c_family::kDebugRecord.
 inline constexpr std::string_view kDebugPrelude = R"PRELUDE(
-// ---- debug mode: bounds checks and the error record (docs/debug-mode.md) ----
-// Filled by the first failing program (the one with the smallest linear id
-// wins when several fail); read by the runtime after the launch.
-struct TgDebugRecord {
-  int32_t lock;      // a spin lock around the fields below
-  int32_t reported;  // 1 once an error is recorded
-  int64_t program;   // linear program id
-  int32_t site;      // the check that failed (the kernel's table of debug sites)
-  int32_t param;     // the parameter whose array was left (-1 for asserts)
-  int32_t pid[3];
-  int32_t unused;
-  int64_t offset;    // element offset from the array's first byte
-  int64_t size;      // the array's size in elements
-  int64_t index;     // flat index of the failing element in its tile
-};
-static_assert(sizeof(TgDebugRecord) == 64, "the runtime reads this layout");
-// One pointer parameter's array: accesses must stay in [base, base + bytes).
-struct TgExtent {
-  uint64_t base;
-  uint64_t bytes;
-};
 // One program instance's view of debug mode.
 struct TgDebug {
   TgDebugRecord* record;
@@ -69,20 +50,6 @@ static void tg_debug_report(TgDebug& d, int32_t site, int32_t param, int64_t off
     r->reported = 1;
   }
   __atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);
-}
-
-// Whether `size` bytes at `p` lie inside the array `e`. Below the base the
-// unsigned difference wraps to a huge value, which is outside too.
-static inline bool tg_inside(const TgExtent& e, const void* p, uint64_t size) {
-  uint64_t from_base = (uint64_t)(uintptr_t)p - e.base;
-  return e.bytes >= size && from_base <= e.bytes - size;
-}
-
-// How far `size` bytes at `p` reach out of the array `e`, in bytes.
-static inline uint64_t tg_outside_by(const TgExtent& e, const void* p, uint64_t size) {
-  uint64_t address = (uint64_t)(uintptr_t)p;
-  if (address < e.base) return e.base - address;
-  return address + size - e.base - e.bytes;
 }
 
 // Whether an access of `size` bytes at `p` may happen: the program has not

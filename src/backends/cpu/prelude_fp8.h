@@ -1,5 +1,6 @@
 // The fp8 conversions generated CPU code calls, emitted after the prelude only
-// by units with fp8 values (so every other kernel's source stays as it was).
+// by units with fp8 values (so every other kernel's source stays as it was),
+// after c_family::kSoftFp8 (the rounding to fp8, shared with the CUDA backend).
 // The formats and rounding rules are those of ir/fp8.h: to fp8 rounds to
 // nearest even and saturates to the largest finite value (infinities too),
 // NaN becomes 0x7f; from fp8 is exact. Every fp8 value is a float, so the
@@ -12,26 +13,8 @@
 
 namespace tegula::backends::cpu {
 
-inline constexpr std::string_view kFp8Prelude = R"PRELUDE(
-// ---- fp8 ----
-// f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
-// largest finite magnitude.
-static inline uint8_t tg_f32_to_f8(float f, int m, int bias, uint32_t max_code) {
-  uint32_t b = tg_f32_to_bits(f);
-  uint32_t sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
-  if (a > 0x7f800000u) return 0x7f;
-  int e = (int)(a >> 23) - 127;
-  if (e > 16) return (uint8_t)(sign | max_code);          // also inf
-  if (e < -bias - m) return (uint8_t)sign;                  // below half the smallest step (f32 zeros, subnormals)
-  int binade = e < 1 - bias ? 1 - bias : e;                 // fp8 subnormals step like the smallest binade
-  int shift = 23 - m + (binade - e);                        // 20..24
-  uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-  uint32_t steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (steps & 1u))) ++steps;
-  uint32_t code = ((uint32_t)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
-  return (uint8_t)(sign | (code > max_code ? max_code : code));
-}
-static inline uint8_t tg_f32_to_f8e4m3(float f) { return tg_f32_to_f8(f, 3, 7, 0x7eu); }
+// After c_family::kSoftFp8.
+inline constexpr std::string_view kFp8Prelude = R"PRELUDE(static inline uint8_t tg_f32_to_f8e4m3(float f) { return tg_f32_to_f8(f, 3, 7, 0x7eu); }
 static inline uint8_t tg_f32_to_f8e5m2(float f) { return tg_f32_to_f8(f, 2, 15, 0x7bu); }
 static inline uint8_t tg_f64_to_f8e4m3(double d) { return tg_f32_to_f8e4m3(tg_f64_to_f32_odd(d)); }
 static inline uint8_t tg_f64_to_f8e5m2(double d) { return tg_f32_to_f8e5m2(tg_f64_to_f32_odd(d)); }

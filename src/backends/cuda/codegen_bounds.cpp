@@ -13,6 +13,7 @@
 // thread: its later accesses are skipped too, while the other threads of the
 // program finish theirs (all of them in bounds, or checked the same way).
 #include "backends/cuda/codegen_bounds.h"
+#include "backends/c_family/prelude_text.h"
 
 #include <algorithm>
 
@@ -140,7 +141,11 @@ std::string assert_failure_statement(const CudaContext& ctx, ir::OpId op, const 
 }
 
 void emit_debug_helpers(Emitter& unit, const CodegenOptions& options) {
-  if (options.debug) unit.raw(kDebugPrelude);
+  if (options.debug) {
+    unit.raw(c_family::kCudaFunctions);
+    unit.raw(c_family::kDebugRecord);
+    unit.raw(kDebugPrelude);
+  }
 }
 
 std::string debug_kernel_parameters(const ir::Function& fn, const CodegenOptions& options) {

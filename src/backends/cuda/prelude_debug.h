@@ -1,8 +1,9 @@
 // The device helpers of debug mode (docs/debug-mode.md), emitted after the
 // prelude only in debug kernels, so every other kernel's source stays as it
-// was: the error record the runtime reads back after the launch (its layout
-// is backends/kernel_abi.h's DebugRecord), each pointer parameter's array
-// extent, and the checks every load, store, atomic and assert calls.
+// was, and after c_family::kDebugRecord (the error record the runtime reads
+// back after the launch and the extent tests, shared with the CPU backend):
+// a thread's view of debug mode, the report of an error and the checks
+// every load, store, atomic and assert calls.
 //
 // Nothing here traps: a failed check records the error, skips the access
 // and stops the thread's later accesses, and the kernel runs to its end, so
@@ -13,28 +14,8 @@
 
 namespace tegula::backends::cuda {
 
+// After c_family::kDebugRecord.
 inline constexpr std::string_view kDebugPrelude = R"PRELUDE(
-// ---- debug mode: bounds checks and the error record (docs/debug-mode.md) ----
-// Filled by the first failing program (the smallest linear program id wins,
-// then the earliest site, then the smallest element index); read back by the
-// runtime after the launch.
-struct TgDebugRecord {
-  int lock;            // a spin lock around the fields below
-  int reported;        // 1 once an error is recorded
-  long long program;   // linear program id
-  int site;            // the check that failed (the kernel's table of debug sites)
-  int param;           // the parameter whose array was left (-1 for asserts)
-  int pid[3];
-  int unused;
-  long long offset;    // element offset from the array's first byte
-  long long size;      // the array's size in elements
-  long long index;     // linear index of the failing element in its tile
-};
-// One pointer parameter's array: accesses must stay in [base, base + bytes).
-struct TgExtent {
-  unsigned long long base;
-  unsigned long long bytes;
-};
 // One thread's view of debug mode.
 struct TgDebug {
   TgDebugRecord* record;
@@ -74,20 +55,6 @@ __device__ __noinline__ void tg_debug_report(TgDebugRecord* r, long long program
       done = true;
     }
   }
-}
-
-// Whether `size` bytes at `p` lie inside the array `e`. Below the base the
-// unsigned difference wraps to a huge value, which is outside too.
-TG_DEVICE bool tg_inside(const TgExtent& e, const void* p, unsigned long long size) {
-  unsigned long long from_base = (unsigned long long)p - e.base;
-  return e.bytes >= size && from_base <= e.bytes - size;
-}
-
-// How far `size` bytes at `p` reach out of the array `e`, in bytes.
-TG_DEVICE unsigned long long tg_outside_by(const TgExtent& e, const void* p, unsigned long long size) {
-  unsigned long long address = (unsigned long long)p;
-  if (address < e.base) return e.base - address;
-  return address + size - e.base - e.bytes;
 }
 
 // Whether an access of `size` bytes at `p` (element `index` of its tile) may

@@ -3,8 +3,8 @@
 // it was). Rules of ir/fp8.h: to fp8 rounds to nearest even and saturates to
 // the largest finite value (infinities too), NaN stays NaN; from fp8 is exact.
 // On sm_89 and newer one cvt instruction does each conversion (the
-// `.satfinite` forms implement exactly these rules); older GPUs run the same
-// bit manipulation as the CPU backend's prelude_fp8.h. A double first rounds
+// `.satfinite` forms implement exactly these rules); older GPUs run the bit
+// manipulation the CPU backend runs too (c_family::kSoftFp8). A double first rounds
 // to float to odd, which keeps the one correct rounding.
 #pragma once
 
@@ -12,28 +12,14 @@
 
 namespace tegula::backends::cuda {
 
-inline constexpr std::string_view kFp8Prelude = R"PRELUDE(
-// ---- fp8 ----
-typedef unsigned char tg_f8e4m3;  // fp8 E4M3 (bias 7, no inf, NaN = S.1111.111), as its bits
+// Before c_family::kSoftFp8: the types and the bit access it uses.
+inline constexpr std::string_view kFp8Types = R"PRELUDE(typedef unsigned char tg_f8e4m3;  // fp8 E4M3 (bias 7, no inf, NaN = S.1111.111), as its bits
 typedef unsigned char tg_f8e5m2;  // fp8 E5M2 (bias 15, IEEE-style inf and NaN), as its bits
-// f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
-// largest finite magnitude.
-TG_DEVICE unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
-  unsigned b = __float_as_uint(f);
-  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
-  if (a > 0x7f800000u) return 0x7f;
-  int e = (int)(a >> 23) - 127;
-  if (e > 16) return (unsigned char)(sign | max_code);      // also inf
-  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step
-  int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
-  int shift = 23 - m + (binade - e);                         // 20..24
-  unsigned mant = (a & 0x7fffffu) | 0x800000u;
-  unsigned steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (steps & 1u))) ++steps;
-  unsigned code = ((unsigned)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
-  return (unsigned char)(sign | (code > max_code ? max_code : code));
-}
-TG_DEVICE tg_f8e4m3 tg_f32_to_f8e4m3(float f) {
+TG_DEVICE unsigned tg_f32_to_bits(float f) { return __float_as_uint(f); }
+)PRELUDE";
+
+// After c_family::kSoftFp8.
+inline constexpr std::string_view kFp8Prelude = R"PRELUDE(TG_DEVICE tg_f8e4m3 tg_f32_to_f8e4m3(float f) {
 #if __CUDA_ARCH__ >= 890
   unsigned short pair;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));

@@ -228,18 +228,20 @@ TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
 
-// ---- fp8 ----
+#define TG_FN TG_DEVICE
 typedef unsigned char tg_f8e4m3;  // fp8 E4M3 (bias 7, no inf, NaN = S.1111.111), as its bits
 typedef unsigned char tg_f8e5m2;  // fp8 E5M2 (bias 15, IEEE-style inf and NaN), as its bits
+TG_DEVICE unsigned tg_f32_to_bits(float f) { return __float_as_uint(f); }
+// ---- fp8 ----
 // f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
 // largest finite magnitude.
-TG_DEVICE unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
-  unsigned b = __float_as_uint(f);
+TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
+  unsigned b = tg_f32_to_bits(f);
   unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
   if (a > 0x7f800000u) return 0x7f;
   int e = (int)(a >> 23) - 127;
   if (e > 16) return (unsigned char)(sign | max_code);      // also inf
-  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step
+  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step (zeros, subnormals)
   int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
   int shift = 23 - m + (binade - e);                         // 20..24
   unsigned mant = (a & 0x7fffffu) | 0x800000u;

@@ -363,23 +363,24 @@ static unsigned char* tg_scratch(size_t bytes) {
   return buffer.data;
 }
 
+#define TG_FN static inline
 // ---- fp8 ----
 // f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
 // largest finite magnitude.
-static inline uint8_t tg_f32_to_f8(float f, int m, int bias, uint32_t max_code) {
-  uint32_t b = tg_f32_to_bits(f);
-  uint32_t sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
+TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
+  unsigned b = tg_f32_to_bits(f);
+  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
   if (a > 0x7f800000u) return 0x7f;
   int e = (int)(a >> 23) - 127;
-  if (e > 16) return (uint8_t)(sign | max_code);          // also inf
-  if (e < -bias - m) return (uint8_t)sign;                  // below half the smallest step (f32 zeros, subnormals)
-  int binade = e < 1 - bias ? 1 - bias : e;                 // fp8 subnormals step like the smallest binade
-  int shift = 23 - m + (binade - e);                        // 20..24
-  uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-  uint32_t steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (e > 16) return (unsigned char)(sign | max_code);      // also inf
+  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step (zeros, subnormals)
+  int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
+  int shift = 23 - m + (binade - e);                         // 20..24
+  unsigned mant = (a & 0x7fffffu) | 0x800000u;
+  unsigned steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
   if (rest > half || (rest == half && (steps & 1u))) ++steps;
-  uint32_t code = ((uint32_t)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
-  return (uint8_t)(sign | (code > max_code ? max_code : code));
+  unsigned code = ((unsigned)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
+  return (unsigned char)(sign | (code > max_code ? max_code : code));
 }
 static inline uint8_t tg_f32_to_f8e4m3(float f) { return tg_f32_to_f8(f, 3, 7, 0x7eu); }
 static inline uint8_t tg_f32_to_f8e5m2(float f) { return tg_f32_to_f8(f, 2, 15, 0x7bu); }

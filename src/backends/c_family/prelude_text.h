@@ -1,0 +1,78 @@
+// Device text both dialects emit word for word: the debug-mode record and
+// extent checks, and the software fp8 rounding. It is written in the C both
+// compile (`int` and `long long` are 32 and 64 bits on every target Tegula
+// has) with TG_FN for a function's qualifiers, which the dialect defines
+// first (kCpuFunctions, kCudaFunctions), and tg_f32_to_bits, which both
+// base preludes define.
+#pragma once
+
+#include <string_view>
+
+namespace tegula::backends::c_family {
+
+inline constexpr std::string_view kCpuFunctions = "\n#define TG_FN static inline\n";
+inline constexpr std::string_view kCudaFunctions = "\n#define TG_FN TG_DEVICE\n";
+
+// The error record the runtime reads after a debug launch (its layout is
+// backends/kernel_abi.h's DebugRecord) and the extent test of one access.
+inline constexpr std::string_view kDebugRecord = R"PRELUDE(// ---- debug mode: bounds checks and the error record (docs/debug-mode.md) ----
+// Filled by the first failing program (the smallest linear program id wins,
+// then the earliest site, then the smallest element index); read by the
+// runtime after the launch.
+struct TgDebugRecord {
+  int lock;            // a spin lock around the fields below
+  int reported;        // 1 once an error is recorded
+  long long program;   // linear program id
+  int site;            // the check that failed (the kernel's table of debug sites)
+  int param;           // the parameter whose array was left (-1 for asserts)
+  int pid[3];
+  int unused;
+  long long offset;    // element offset from the array's first byte
+  long long size;      // the array's size in elements
+  long long index;     // linear index of the failing element in its tile
+};
+static_assert(sizeof(TgDebugRecord) == 64, "the runtime reads this layout");
+// One pointer parameter's array: accesses must stay in [base, base + bytes).
+struct TgExtent {
+  unsigned long long base;
+  unsigned long long bytes;
+};
+
+// Whether `size` bytes at `p` lie inside the array `e`. Below the base the
+// unsigned difference wraps to a huge value, which is outside too.
+TG_FN bool tg_inside(const TgExtent& e, const void* p, unsigned long long size) {
+  unsigned long long from_base = (unsigned long long)p - e.base;
+  return e.bytes >= size && from_base <= e.bytes - size;
+}
+
+// How far `size` bytes at `p` reach out of the array `e`, in bytes.
+TG_FN unsigned long long tg_outside_by(const TgExtent& e, const void* p, unsigned long long size) {
+  unsigned long long address = (unsigned long long)p;
+  if (address < e.base) return e.base - address;
+  return address + size - e.base - e.bytes;
+}
+)PRELUDE";
+
+// f32 -> fp8 by bit manipulation (ir/fp8.h's rules: round to nearest even,
+// saturate to the largest finite value, infinities too; NaN becomes 0x7f).
+inline constexpr std::string_view kSoftFp8 = R"PRELUDE(// ---- fp8 ----
+// f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
+// largest finite magnitude.
+TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
+  unsigned b = tg_f32_to_bits(f);
+  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x7f;
+  int e = (int)(a >> 23) - 127;
+  if (e > 16) return (unsigned char)(sign | max_code);      // also inf
+  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step (zeros, subnormals)
+  int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
+  int shift = 23 - m + (binade - e);                         // 20..24
+  unsigned mant = (a & 0x7fffffu) | 0x800000u;
+  unsigned steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (steps & 1u))) ++steps;
+  unsigned code = ((unsigned)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
+  return (unsigned char)(sign | (code > max_code ? max_code : code));
+}
+)PRELUDE";
+
+}  // namespace tegula::backends::c_family

@@ -1,0 +1,107 @@
+"""Every keyword Triton's `jit` takes: `repr` names the compiled kernel from
+its specialization, `do_not_specialize_on_alignment` keeps pointers and ints
+from specializing on 16-byte alignment (their value 1 still does), and
+`noinline`, `launch_metadata`, `version` and `debug` are accepted (the first
+three change nothing: docs/triton-compat.md says why).
+
+Results are compared with NumPy on random data; the kernels are compiled by
+the CUDA backend too (NVRTC, no GPU needed) where NVRTC loads.
+"""
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula import _C
+
+from cuda_compile_util import require_nvrtc
+from ops_util import check, grid1, rng_for
+
+
+def _name_of(specialization):
+    ty = specialization.signature["value1"]
+    cst = "_".join(k for k, v in specialization.constants.items() if isinstance(k, str) and v == 1)
+    return f"kernel_{ty}_{cst}"
+
+
+@tegula.jit(repr=_name_of)
+def named_kernel(value1, is_one, X, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    tl.store(X + offs, x * is_one + value1)
+
+
+@tegula.jit(noinline=True, launch_metadata=lambda grid, metadata, args: {"name": "scaled"}, version=2)
+def scaled(x, factor):
+    return x * factor + 1
+
+
+@tegula.jit(debug=False, do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr", 3])
+def unaligned_kernel(x_ptr, y_ptr, n, m, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, scaled(x, m), mask=mask)
+
+
+@tegula.jit(repr=lambda specialization: "not an identifier!")
+def badly_named_kernel(X):
+    tl.store(X, 1.0)
+
+
+@pytest.mark.parametrize("value, value_type", [(-1, "i32"), (0, "i32"), (-2**31, "i32"), (2**31 - 1, "i32"),
+                                               (2**31, "i64"), (2**32, "i64"), (2**63 - 1, "i64"),
+                                               (-2**63, "i64"), (2**63, "u64"), (2**64 - 1, "u64")])
+def test_repr_names_the_compiled_kernel_from_its_specialization(value, value_type):
+    x = np.zeros(16, np.float32)
+    compiled = named_kernel.warmup(value, 1, x, BLOCK=16, grid=(1,))
+    assert compiled.name == f"kernel_{value_type}_is_one"
+
+
+def test_a_renamed_kernel_runs(backend):
+    x = rng_for("renamed").normal(0, 1, 32).astype(np.float32)
+    y = backend.array(x.copy())
+    named_kernel[(1,)](7, 3, y, BLOCK=32)
+    check(backend.numpy(y), x.astype(np.float64) * 3 + 7, "float32")
+
+
+def test_repr_must_return_an_identifier():
+    with pytest.raises(ValueError, match=r"E0708.*must return an identifier"):
+        badly_named_kernel[(1,)](np.zeros(1, np.float32))
+
+
+def test_alignment_does_not_specialize_what_the_option_lists(backend):
+    n, block = 200, 64
+    base = rng_for("unaligned").normal(0, 1, n + 1).astype(np.float32)
+    y = backend.zeros(n, np.float32)
+    aligned = unaligned_kernel.inspect(base[:n], base[:n], 64, 32, BLOCK=block)
+    divisibility = {name: div for name, _, div in aligned.params}
+    assert divisibility["x_ptr"] == 1 and divisibility["m"] == 1  # listed: aligned, yet not specialized on it
+    assert divisibility["y_ptr"] == 16
+    assert divisibility["n"] == 1  # do_not_specialize: nothing at all
+    x = backend.array(base)
+    for view, m in ((x[1:], 3), (x[:n], 32)):
+        unaligned_kernel[grid1(n, block)](view, y, n, m, BLOCK=block)
+        src = base[1:] if m == 3 else base[:n]
+        check(backend.numpy(y), src.astype(np.float64) * m + 1, "float32", atol=1e-6)
+
+
+def test_the_value_one_still_specializes_without_alignment():
+    x = np.zeros(64, np.float32)
+    for m, is_one in ((1, True), (32, False)):
+        request, _ = unaligned_kernel._request_for(x, x, 64, m, BLOCK=64)
+        spec = request.args[3]
+        assert (spec.is_one, spec.divisibility) == (is_one, 1)
+
+
+@pytest.mark.parametrize("arch", [90, 80])
+def test_jit_options_compile_for_cuda(tmp_path, arch):
+    require_nvrtc(arch)
+    options = _C.CompileOptions(backend="cuda", cuda_arch=arch, cache_dir=str(tmp_path), keep_stages=True)
+    x = np.zeros(256, np.float32)
+    request, _ = named_kernel._request_for(2**31, 1, x, BLOCK=16)
+    compiled = _C.compile(request, options)
+    assert compiled.name == "kernel_i64_is_one" and "kernel_i64_is_one" in compiled.source
+    request, _ = unaligned_kernel._request_for(x[1:], x, 200, 32, BLOCK=64)
+    _C.compile(request, options)

@@ -1,0 +1,99 @@
+"""Functions of the tile language imported by name at module level: called
+in a kernel under any name, they mean exactly what `tl.<name>` means.
+
+The compiler is told which language function a global holds by identity
+(python/tegula/_globals.py, `language_member`), so an alias works, and a
+host function that only shares a name is still a host object. Results are
+compared with NumPy on random data; the same kernels are compiled by the
+CUDA backend (NVRTC, no GPU needed) where NVRTC loads.
+"""
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+import tegula.language.extra.libdevice as ld
+from tegula import _C
+from tegula.language import maximum as vmax, static_range as unrolled, sum as tsum, where
+from tegula.language.extra import libdevice
+from tegula.language.extra.libdevice import rsqrt
+from tegula.language.math import exp as e
+
+from cuda_compile_util import require_nvrtc
+from ops_util import check, grid1, rng_for
+
+
+def exp(x):
+    """A host function named like tl.exp: not the language's."""
+    return np.exp(x)
+
+
+@tegula.jit
+def imported_math_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    y = tl.load(y_ptr + offs, mask=m, other=1.0)
+    r = rsqrt(x) + e(y) * ld.cbrt(x) - libdevice.tanh(y) + vmax(x, y)
+    tl.store(out_ptr + offs, where(x > 1.5, r, -r), mask=m)
+
+
+@tegula.jit
+def imported_reduction_kernel(x_ptr, out_ptr, ROWS: tl.constexpr, COLS: tl.constexpr):
+    rows = tl.arange(0, ROWS)
+    cols = tl.arange(0, COLS)
+    x = tl.load(x_ptr + rows[:, None] * COLS + cols[None, :])
+    acc = tsum(x, axis=1)
+    for k in unrolled(2):
+        acc += tsum(x * (k + 1), axis=1)
+    tl.store(out_ptr + rows, acc)
+
+
+@tegula.jit
+def host_function_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, exp(tl.load(x_ptr + offs)))
+
+
+def _math_inputs(n):
+    rng = rng_for("imported-math", n)
+    x = rng.uniform(0.5, 3.0, n).astype(np.float32)
+    y = rng.uniform(-2.0, 2.0, n).astype(np.float32)
+    return x, y
+
+
+def test_math_functions_imported_by_name(backend):
+    n, block = 1000, 256
+    x, y = _math_inputs(n)
+    out = backend.zeros(n, np.float32)
+    imported_math_kernel[grid1(n, block)](backend.array(x), backend.array(y), out, n, BLOCK=block)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    r = 1 / np.sqrt(x64) + np.exp(y64) * np.cbrt(x64) - np.tanh(y64) + np.maximum(x64, y64)
+    check(backend.numpy(out), np.where(x64 > 1.5, r, -r), "float32", ulps=64)
+
+
+def test_reduction_and_static_range_imported_by_name(backend):
+    rows, cols = 16, 64
+    x = rng_for("imported-sum").integers(-100, 100, (rows, cols)).astype(np.int32)
+    out = backend.zeros(rows, np.int32)
+    imported_reduction_kernel[(1,)](backend.array(x), out, ROWS=rows, COLS=cols)
+    check(backend.numpy(out), x.sum(axis=1) * (1 + 1 + 2), "int32")
+
+
+def test_a_host_function_sharing_a_language_name_stays_a_host_object():
+    x = np.zeros(16, np.float32)
+    with pytest.raises(tegula.CompilationError, match=r"E0205.*function 'exp' \(not a @tegula.jit function\)"):
+        host_function_kernel[(1,)](x, BLOCK=16)
+
+
+@pytest.mark.parametrize("arch", [90, 80])
+def test_imported_functions_compile_for_cuda(tmp_path, arch):
+    require_nvrtc(arch)
+    x, y = _math_inputs(1000)
+    options = _C.CompileOptions(backend="cuda", cuda_arch=arch, cache_dir=str(tmp_path), keep_stages=True)
+    request, _ = imported_math_kernel._request_for(x, y, x, 1000, BLOCK=256)
+    assert "rsqrt" in _C.compile(request, options).source.lower()
+    ints = np.zeros((16, 64), np.int32)
+    request, _ = imported_reduction_kernel._request_for(ints, ints, ROWS=16, COLS=64)
+    _C.compile(request, options)

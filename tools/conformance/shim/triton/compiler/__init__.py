@@ -1,0 +1,1 @@
+from .errors import CompilationError  # noqa: F401

@@ -1,0 +1,1 @@
+from tegula import CompilationError  # noqa: F401

@@ -1,0 +1,6 @@
+class InterpreterError(Exception):
+    pass
+
+
+class OutOfResources(Exception):
+    pass

@@ -1,0 +1,1 @@
+from tegula import TensorDescriptor  # noqa: F401
