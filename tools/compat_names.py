@@ -105,7 +105,12 @@ add("dot", st2("tl.dot(x2, x2)"), "03 06 08 09",
      ("bf16 operands", st2("tl.dot(x2.to(tl.bfloat16), x2.to(tl.bfloat16))")),
      ("int8 operands", st2("tl.dot(x2.to(tl.int8), x2.to(tl.int8))")),
      ("fp8 operands", st2("tl.dot(x2.to(tl.float8e5), x2.to(tl.float8e5))")),
-     ("allow_tf32=False (deprecated spelling)", st2("tl.dot(x2, x2, allow_tf32=False)"))])
+     ("allow_tf32=False (deprecated spelling)", st2("tl.dot(x2, x2, allow_tf32=False)")),
+     ("input_precision='bf16x3'", st2("tl.dot(x2, x2, input_precision='bf16x3')")),
+     ("int8 into int32 with out_dtype=tl.int8",
+      st2("tl.dot(x2.to(tl.int8), x2.to(tl.int8), out_dtype=tl.int8) + tl.zeros((BLOCK, BLOCK), tl.int32)")),
+     ("batched 3-D tiles", st2("tl.sum(tl.dot(x2[None, :, :].broadcast_to(2, BLOCK, BLOCK), "
+                               "x2[None, :, :].broadcast_to(2, BLOCK, BLOCK)), axis=0)"))])
 SCALE = "tl.full((BLOCK, 1), 127, tl.uint8)"
 add("dot_scaled", st2("tl.dot_scaled(x2.to(tl.bfloat16), None, 'bf16', x2.to(tl.bfloat16), None, 'bf16')"),
     "", note="tutorial 10 (Blackwell); emulated as Triton does without MX hardware (decode, scale, bf16 dot)",

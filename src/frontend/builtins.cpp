@@ -149,7 +149,7 @@ Symbol full(Lowerer& l, const CallArgs& c, const std::string& n) {
   const Symbol& value = a.get("value");
   Scalar dt;
   if (a.has("dtype")) dt = l.to_dtype(a.get("dtype"), a.loc("dtype"), "the dtype of tl.full");
-  else if (value.is_const()) dt = tensor_type(value.constant);
+  else if (value.is_const()) dt = literal_type(value.constant);
   else dt = l.type(l.to_value(value, a.loc("value"), "the value of tl.full")).scalar;
   return full_like_impl(l, shape, value, dt, c.loc);
 }

@@ -32,10 +32,15 @@ Symbol py_min(Lowerer& l, const Symbol& a, const Symbol& b, const SourceLoc& loc
 }  // namespace
 
 // interleave(a, b) along the last dim: [a0, b0, a1, b1, ...], which is the
-// row-major order of join(a, b).
+// row-major order of join(a, b); two scalars interleave to their join.
 Symbol lower_interleave(Lowerer& l, const CallArgs& c, const std::string& name) {
   BoundArgs a(name, {"a", "b"}, c);
-  ir::ValueId joined = join_pair(l, a.get("a"), a.get("b"), c.loc, "tl.interleave");
+  CallArgs pair;
+  pair.loc = c.loc;
+  pair.positional = {a.get("a"), a.get("b")};
+  pair.positional_locs = {a.loc("a"), a.loc("b")};
+  ir::ValueId joined = l.to_value(l.call_builtin("join", pair), c.loc, "the joined pair");
+  if (l.type(joined).rank() == 1) return Symbol::of(joined);
   std::vector<int64_t> shape = l.type(joined).shape;
   shape.pop_back();
   shape.back() *= 2;

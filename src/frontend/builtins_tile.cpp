@@ -271,6 +271,88 @@ Symbol lower_softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(l.create(OpKind::Div, {e, l.broadcast_to(s, t.shape, c.loc)}, t, c.loc));
 }
 
+namespace {
+
+// Triton's result type of tl.dot: int8 operands accumulate in int32, fp32
+// and bf16 in fp32, fp64 in fp64, whatever out_dtype says; fp16 (and fp8,
+// run as fp16) give out_dtype. `requested` is out_dtype, else the acc's
+// type, else fp32.
+Scalar dot_result_type(Scalar operands, Scalar requested, const SourceLoc& loc) {
+  if (ir::is_integer(operands)) return Scalar::I32;
+  if (requested == Scalar::BF16)
+    error_at(loc, Diag::UnsupportedElementType, "tl.dot does not accumulate in bf16 (out_dtype=tl.bfloat16)",
+             "use out_dtype=tl.float32 (or tl.float16) and convert the result with .to(tl.bfloat16)");
+  if (operands == Scalar::F32 || operands == Scalar::BF16) return Scalar::F32;
+  if (operands == Scalar::F64) return Scalar::F64;
+  return requested;
+}
+
+// The input_precision of a dot of `operands` (Triton's spellings, any case).
+// Only fp32 operands have a choice; the backends read the attribute. Given
+// both, input_precision wins (Triton refuses the pair).
+std::string dot_precision(Lowerer& l, const BoundArgs& a, Scalar operands) {
+  std::string precision = "tf32";
+  if (a.has("allow_tf32") && !flag(l, a, "allow_tf32")) precision = "ieee";
+  if (a.has("input_precision")) {
+    ConstValue p = l.to_const(a.get("input_precision"), a.loc("input_precision"), "input_precision");
+    std::string lower = p.s;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    const std::set<std::string> known = {"tf32", "tf32x3", "ieee", "bf16x3", "bf16x6"};
+    if (p.kind != ConstValue::Kind::Str || !known.count(lower))
+      error_at(a.loc("input_precision"), Diag::InvalidOption,
+               "input_precision must be \"tf32\", \"tf32x3\", \"bf16x3\", \"bf16x6\" or \"ieee\"");
+    precision = lower;
+  }
+  return operands == Scalar::F32 ? precision : "ieee";
+}
+
+// Tiles of `t` (rank 3: [B, R, C]) one per batch entry, in batch order, each
+// [R, C]. Built from shape ops only: the batch dim moves last and is halved
+// by split until one entry is left (split takes even entries one way, odd
+// ones the other).
+std::vector<ir::ValueId> unbatch(Lowerer& l, ir::ValueId t, const SourceLoc& loc) {
+  const ir::Type ty = l.type(t);
+  int64_t b = ty.shape[0], r = ty.shape[1], c = ty.shape[2];
+  ir::ValueId last = l.create(OpKind::Trans, {t}, ty.with_shape({r, c, b}), loc, {{"perm", ir::Attr{std::vector<int64_t>{1, 2, 0}}}});
+  std::function<std::vector<ir::ValueId>(ir::ValueId)> entries = [&](ir::ValueId v) -> std::vector<ir::ValueId> {
+    int64_t n = l.type(v).shape[2];
+    if (n == 1) return {l.create(OpKind::Reshape, {v}, ty.with_shape({r, c}), loc)};
+    ir::ValueId pairs = l.create(OpKind::Reshape, {v}, ty.with_shape({r, c, n / 2, 2}), loc);
+    l.builder().set_loc(loc);
+    ir::OpId split = l.builder().create(OpKind::Split, {pairs}, {ty.with_shape({r, c, n / 2}), ty.with_shape({r, c, n / 2})});
+    std::vector<ir::ValueId> even = entries(l.function().op(split).results[0]);
+    std::vector<ir::ValueId> odd = entries(l.function().op(split).results[1]);
+    std::vector<ir::ValueId> out;
+    for (size_t i = 0; i < even.size(); ++i) {
+      out.push_back(even[i]);
+      out.push_back(odd[i]);
+    }
+    return out;
+  };
+  return entries(last);
+}
+
+// The inverse of unbatch: [R, C] tiles in batch order -> [B, R, C].
+ir::ValueId rebatch(Lowerer& l, const std::vector<ir::ValueId>& parts, const SourceLoc& loc) {
+  const ir::Type ty = l.type(parts[0]);
+  int64_t r = ty.shape[0], c = ty.shape[1];
+  std::function<ir::ValueId(const std::vector<ir::ValueId>&)> stack = [&](const std::vector<ir::ValueId>& vs) {
+    if (vs.size() == 1) return l.create(OpKind::Reshape, {vs[0]}, ty.with_shape({r, c, 1}), loc);
+    std::vector<ir::ValueId> even, odd;
+    for (size_t i = 0; i < vs.size(); ++i) (i % 2 ? odd : even).push_back(vs[i]);
+    int64_t half = static_cast<int64_t>(vs.size() / 2);
+    ir::ValueId pairs = l.create(OpKind::Join, {stack(even), stack(odd)}, ty.with_shape({r, c, half, 2}), loc);
+    return l.create(OpKind::Reshape, {pairs}, ty.with_shape({r, c, 2 * half}), loc);
+  };
+  int64_t b = static_cast<int64_t>(parts.size());
+  return l.create(OpKind::Trans, {stack(parts)}, ty.with_shape({b, r, c}), loc, {{"perm", ir::Attr{std::vector<int64_t>{2, 0, 1}}}});
+}
+
+}  // namespace
+
+// tl.dot of 2-D tiles, or batched over the leading dims of 3-D (and wider)
+// tiles as Triton does: [..., M, K] x [..., K, N] -> [..., M, N]. The IR's
+// dot is 2-D; a batch of B is B dots of its entries (see unbatch).
 Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "other", "?acc", "?input_precision", "?allow_tf32", "?max_num_imprecise_acc", "?out_dtype"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl.dot");
@@ -279,12 +361,19 @@ Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& n) {
   // run as an f16 dot, on tensor cores on CUDA, accumulating in f32.
   if (ir::is_fp8(l.type(x).scalar)) x = l.cast(x, Scalar::F16, c.loc);
   if (ir::is_fp8(l.type(y).scalar)) y = l.cast(y, Scalar::F16, c.loc);
-  const ir::Type& tx = l.type(x);
-  const ir::Type& ty = l.type(y);
-  if (tx.rank() != 2 || ty.rank() != 2)
+  const ir::Type tx = l.type(x);
+  const ir::Type ty = l.type(y);
+  if (tx.rank() < 2 || tx.rank() != ty.rank())
     error_at(c.loc, Diag::WrongRank,
-             "tl.dot needs two 2-D tiles, got " + ir::to_string(tx) + " and " + ir::to_string(ty));
-  if (tx.shape[1] != ty.shape[0])
+             "tl.dot needs two 2-D tiles, or two tiles of one rank above 2 (a batch), got " + ir::to_string(tx) +
+                 " and " + ir::to_string(ty));
+  size_t rank = tx.shape.size();
+  std::vector<int64_t> batch(tx.shape.begin(), tx.shape.end() - 2);
+  if (!std::equal(batch.begin(), batch.end(), ty.shape.begin()))
+    error_at(c.loc, Diag::ShapeMismatch,
+             "tl.dot batch dimensions differ: " + ir::to_string(tx) + " @ " + ir::to_string(ty));
+  int64_t m = tx.shape[rank - 2], k = tx.shape[rank - 1], nn = ty.shape[rank - 1];
+  if (ty.shape[rank - 2] != k)
     error_at(c.loc, Diag::ShapeMismatch,
              "tl.dot inner dimensions differ: " + ir::to_string(tx) + " @ " + ir::to_string(ty),
              "the first operand is [M, K] and the second [K, N]");
@@ -299,31 +388,37 @@ Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& n) {
     error_at(c.loc, Diag::DtypeMismatch,
              "tl.dot operands must have the same dtype, got " + triton_name(tx.scalar) + " and " + triton_name(ty.scalar),
              "convert one with .to(...)");
-  Scalar out = tx.scalar == Scalar::I8 ? Scalar::I32 : tx.scalar == Scalar::F64 ? Scalar::F64 : Scalar::F32;
-  if (a.has("out_dtype")) out = l.to_dtype(a.get("out_dtype"), a.loc("out_dtype"), "the out_dtype of tl.dot");
-  std::vector<int64_t> shape = {tx.shape[0], ty.shape[1]};
-  ir::ValueId acc;
-  if (a.has("acc")) {
-    acc = l.to_value(a.get("acc"), a.loc("acc"), "the acc of tl.dot");
-    if (l.type(acc).shape != shape)
-      error_at(a.loc("acc"), Diag::ShapeMismatch,
+  std::vector<int64_t> shape = batch;
+  shape.insert(shape.end(), {m, nn});
+  bool has_acc = a.has("acc"), has_out = a.has("out_dtype");
+  ir::ValueId acc = has_acc ? l.to_value(a.get("acc"), a.loc("acc"), "the acc of tl.dot") : ir::ValueId{};
+  Scalar requested = has_out ? l.to_dtype(a.get("out_dtype"), a.loc("out_dtype"), "the out_dtype of tl.dot")
+                     : has_acc ? l.type(acc).scalar
+                               : Scalar::F32;
+  Scalar out = dot_result_type(tx.scalar, requested, c.loc);
+  if (has_acc) {
+    if (l.type(acc).shape != shape || l.type(acc).scalar != out)
+      error_at(a.loc("acc"), l.type(acc).shape != shape ? Diag::ShapeMismatch : Diag::DtypeMismatch,
                "the acc of tl.dot must be " + ir::to_string(ir::Type::tile(out, shape)) + ", but it is " +
-                                 ir::to_string(l.type(acc)));
-    out = l.type(acc).scalar;
+                   ir::to_string(l.type(acc)),
+               ir::is_integer(tx.scalar) ? "int8 dots accumulate in int32" : "pass out_dtype= the acc's type");
   } else {
     acc = l.broadcast_to(l.constant(ConstValue::integer(0), ir::Type::of(out), c.loc), shape, c.loc);
   }
-  std::string precision = tx.scalar == Scalar::F32 ? "tf32" : "ieee";
-  if (a.has("allow_tf32") && !flag(l, a, "allow_tf32")) precision = "ieee";
-  if (a.has("input_precision")) {
-    ConstValue p = l.to_const(a.get("input_precision"), a.loc("input_precision"), "input_precision");
-    if (p.kind != ConstValue::Kind::Str || (p.s != "tf32" && p.s != "tf32x3" && p.s != "ieee"))
-      error_at(a.loc("input_precision"), Diag::InvalidOption,
-               "input_precision must be \"tf32\", \"tf32x3\" or \"ieee\"");
-    if (tx.scalar == Scalar::F32) precision = p.s;
-  }
-  return Symbol::of(l.create(OpKind::Dot, {x, y, acc}, ir::Type::tile(out, shape), c.loc,
-                             {{"precision", ir::Attr{precision}}}));
+  std::vector<ir::NamedAttr> attrs = {{"precision", ir::Attr{dot_precision(l, a, tx.scalar)}}};
+  if (rank == 2) return Symbol::of(l.create(OpKind::Dot, {x, y, acc}, ir::Type::tile(out, shape), c.loc, attrs));
+  // A batch: flattened to one leading dim, a dot per entry, reshaped back.
+  int64_t entries = 1;
+  for (int64_t d : batch) entries *= d;
+  auto flat = [&](ir::ValueId v, int64_t rows, int64_t cols) {
+    return rank == 3 ? v : l.create(OpKind::Reshape, {v}, l.type(v).with_shape({entries, rows, cols}), c.loc);
+  };
+  std::vector<ir::ValueId> xs = unbatch(l, flat(x, m, k), c.loc), ys = unbatch(l, flat(y, k, nn), c.loc),
+                           accs = unbatch(l, flat(acc, m, nn), c.loc), results;
+  for (size_t i = 0; i < xs.size(); ++i)
+    results.push_back(l.create(OpKind::Dot, {xs[i], ys[i], accs[i]}, ir::Type::tile(out, {m, nn}), c.loc, attrs));
+  ir::ValueId r = rebatch(l, results, c.loc);
+  return Symbol::of(rank == 3 ? r : l.create(OpKind::Reshape, {r}, ir::Type::tile(out, shape), c.loc));
 }
 
 Symbol lower_reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -337,6 +432,11 @@ Symbol lower_reshape(Lowerer& l, const CallArgs& c, const std::string& n) {
              "cannot reshape " + ir::to_string(l.type(x)) + " (" + std::to_string(l.type(x).numel()) +
                         " elements) to " + std::to_string(numel) + " elements");
   if (shape == l.type(x).shape) return Symbol::of(x);
+  if (shape.empty())
+    error_at(c.loc, Diag::WrongRank, "tl." + n + " cannot make a scalar: tiles have at least one dimension",
+             "a tile of one element becomes a scalar by reducing it, e.g. tl.sum(x)");
+  // A scalar is one element: reshaping it makes a tile of one element.
+  if (!l.type(x).is_tile()) return Symbol::of(l.create(OpKind::Splat, {x}, l.type(x).with_shape(shape), c.loc));
   return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape(shape), c.loc));
 }
 
@@ -372,7 +472,8 @@ Symbol lower_ravel(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "?can_reorder"}, c);
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the input of tl.ravel");
   if (l.type(x).rank() == 1) return Symbol::of(x);
-  return Symbol::of(l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc));
+  OpKind kind = l.type(x).is_tile() ? OpKind::Reshape : OpKind::Splat;
+  return Symbol::of(l.create(kind, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc));
 }
 
 Symbol lower_permute(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -417,7 +518,11 @@ Symbol lower_expand_dims(Lowerer& l, const CallArgs& c, const std::string& n) {
   for (int64_t v : axes) {
     std::vector<int64_t> shape = l.type(x).shape;
     shape.insert(shape.begin() + v, 1);
-    x = l.create(OpKind::ExpandDims, {x}, l.type(x).with_shape(shape), c.loc, {{"axis", ir::Attr{v}}});
+    // A scalar has no dimension to insert beside: it becomes a tile of one
+    // element, as in Triton.
+    x = l.type(x).is_tile()
+            ? l.create(OpKind::ExpandDims, {x}, l.type(x).with_shape(shape), c.loc, {{"axis", ir::Attr{v}}})
+            : l.create(OpKind::Splat, {x}, l.type(x).with_shape(shape), c.loc);
   }
   return Symbol::of(x);
 }
@@ -436,12 +541,21 @@ Symbol lower_broadcast(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::tuple({Symbol::of(x), Symbol::of(y)});
 }
 
+// join(a, b): shape + [2]. Two scalars join to a tile of 2, as in Triton
+// (through tiles of one element: the IR's join takes tiles).
 Symbol lower_join(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"a", "b"}, c);
   auto [x, y] = l.arith_operands(a.get("a"), a.get("b"), false, c.loc, "tl.join");
+  bool scalars = !l.type(x).is_tile();
+  if (scalars) {
+    x = l.create(OpKind::Splat, {x}, l.type(x).with_shape({1}), c.loc);
+    y = l.create(OpKind::Splat, {y}, l.type(y).with_shape({1}), c.loc);
+  }
   std::vector<int64_t> shape = l.type(x).shape;
   shape.push_back(2);
-  return Symbol::of(l.create(OpKind::Join, {x, y}, l.type(x).with_shape(shape), c.loc));
+  ir::ValueId joined = l.create(OpKind::Join, {x, y}, l.type(x).with_shape(shape), c.loc);
+  if (scalars) joined = l.create(OpKind::Reshape, {joined}, l.type(x).with_shape({2}), c.loc);
+  return Symbol::of(joined);
 }
 
 Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& n) {

@@ -1,6 +1,8 @@
 // Expressions: evaluation of AST expressions to symbols, typing of binary and
 // unary operators (Triton's promotion rules), broadcasting and casts.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
@@ -35,6 +37,25 @@ const char* cmp_pred(ast::CmpOp op) {
 bool is_value_method(const std::string& name) {
   const Builtin* b = find_builtin(name);
   return b != nullptr && (b->forms & kMethod) != 0;
+}
+
+// `x >> y` of operands already promoted to one integer type. The IR's shr
+// shifts in sign bits exactly when its type is signed; where Triton asks for
+// the other kind (a signed tile promoted to a wider-or-equal unsigned type),
+// the shift runs on the same bits under the signed type of that width.
+Scalar integer_of_width(int bits, bool is_signed) {
+  for (Scalar s : {Scalar::I8, Scalar::I16, Scalar::I32, Scalar::I64, Scalar::U8, Scalar::U16, Scalar::U32, Scalar::U64})
+    if (ir::bit_width(s) == bits && ir::is_signed(s) == is_signed) return s;
+  TEGULA_ASSERT(false, "no integer type of " + std::to_string(bits) + " bits");
+}
+
+ir::ValueId right_shift(Lowerer& l, ir::ValueId x, ir::ValueId y, bool arithmetic, const SourceLoc& loc) {
+  const ir::Type t = l.type(x);
+  if (t.scalar == Scalar::I1 || ir::is_signed(t.scalar) == arithmetic) return l.create(OpKind::Shr, {x, y}, t, loc);
+  ir::Type as = t.with_scalar(integer_of_width(ir::bit_width(t.scalar), arithmetic));
+  ir::ValueId shifted = l.create(OpKind::Shr, {l.create(OpKind::Bitcast, {x}, as, loc),
+                                               l.create(OpKind::Bitcast, {y}, as, loc)}, as, loc);
+  return l.create(OpKind::Bitcast, {shifted}, t, loc);
 }
 
 }  // namespace
@@ -85,7 +106,7 @@ ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLo
 ir::ValueId Lowerer::to_value(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   if (s.is_value()) return s.value;
   if (s.is_const() && s.constant.is_numeric())
-    return constant(s.constant, ir::Type::of(tensor_type(s.constant)), loc);
+    return constant(s.constant, ir::Type::of(literal_type(s.constant)), loc);
   error_at(loc, Diag::NotATensor, what + " must be a tensor or a number, but it is " + describe(s));
 }
 
@@ -252,6 +273,7 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
   auto scalar_of = [&](const Symbol& s) {
     return s.is_value() ? type(s.value).scalar : literal_type(s.constant);
   };
+  auto typed = [&](const Symbol& s) { return TypedOperand{scalar_of(s), !s.is_value()}; };
   switch (op) {
     case BinaryOp::Add:
     case BinaryOp::Sub:
@@ -286,11 +308,12 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
                  "invalid operands of type " + triton_name(scalar_of(a)) + " and " + triton_name(scalar_of(b)) +
                      " for `" + text + "`: it needs integer or boolean operands, not floats");
       auto [x, y] = arith_operands(a, b, false, loc, text);
+      if (op == BinaryOp::RShift)
+        return Symbol::of(right_shift(*this, x, y, arithmetic_right_shift(typed(a), typed(b)), loc));
       OpKind k = op == BinaryOp::BitAnd  ? OpKind::And
                  : op == BinaryOp::BitOr ? OpKind::Or
                  : op == BinaryOp::BitXor ? OpKind::Xor
-                 : op == BinaryOp::LShift ? OpKind::Shl
-                                          : OpKind::Shr;
+                                          : OpKind::Shl;
       return Symbol::of(create(k, {x, y}, type(x), loc));
     }
     case BinaryOp::Pow: {
@@ -381,41 +404,71 @@ bool Lowerer::truth_constant(const Symbol& s, const SourceLoc& loc, bool* value)
   return true;
 }
 
-Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, const SourceLoc& loc) {
+namespace {
+
+bool is_full_slice(const Symbol& s) {
+  return s.kind == Symbol::Kind::Slice &&
+         std::all_of(s.elements.begin(), s.elements.end(), [](const Symbol& part) { return part.is_none(); });
+}
+
+// Python's items[lo:hi:step] of constant bounds (None where absent).
+std::vector<Symbol> slice_items(Lowerer& l, const std::vector<Symbol>& items, const Symbol& slice,
+                                const SourceLoc& loc) {
+  auto part = [&](size_t i) -> std::optional<int64_t> {
+    if (slice.elements[i].is_none()) return std::nullopt;
+    return l.to_int_const(slice.elements[i], loc, "a slice bound");
+  };
+  int64_t n = static_cast<int64_t>(items.size());
+  int64_t step = part(2).value_or(1);
+  if (step == 0) error_at(loc, Diag::InvalidTupleIndex, "slice step cannot be zero");
+  // Bounds as Python clamps them: negative ones count from the end.
+  auto bound = [&](std::optional<int64_t> b, int64_t absent) {
+    if (!b) return absent;
+    int64_t v = *b < 0 ? *b + n : *b;
+    return step > 0 ? std::clamp<int64_t>(v, 0, n) : std::clamp<int64_t>(v, -1, n - 1);
+  };
+  int64_t lo = bound(part(0), step > 0 ? 0 : n - 1), hi = bound(part(1), step > 0 ? n : -1);
+  std::vector<Symbol> out;
+  for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) out.push_back(items[static_cast<size_t>(i)]);
+  return out;
+}
+
+}  // namespace
+
+// Subscripts. Tuples (constexpr ones included) take an index or a Python
+// slice. Tiles and scalars take what Triton's tensor.__getitem__ takes: None
+// inserts a size-1 dim at its position, a full slice (`:`, `::`, `None:`...)
+// keeps the dim there; anything else (x[1:3], x[0], x[i]) is refused.
+Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, const std::vector<SourceLoc>& locs,
+                          const SourceLoc& loc) {
   if (base.kind == Symbol::Kind::Tuple) {
     if (index.size() != 1) error_at(loc, Diag::InvalidTupleIndex, "tuples take exactly one index");
-    int64_t i = to_int_const(index[0], loc, "a tuple index");
+    if (index[0].kind == Symbol::Kind::Slice) return Symbol::tuple(slice_items(*this, base.elements, index[0], locs[0]));
+    int64_t i = to_int_const(index[0], locs[0], "a tuple index");
     int64_t n = static_cast<int64_t>(base.elements.size());
     if (i < 0) i += n;
-    if (i < 0 || i >= n) error_at(loc, Diag::InvalidTupleIndex, "tuple index out of range");
+    if (i < 0 || i >= n) error_at(locs[0], Diag::InvalidTupleIndex, "tuple index out of range");
     return base.elements[static_cast<size_t>(i)];
   }
   if (!base.is_value()) error_at(loc, Diag::InvalidTupleIndex, describe(base) + " cannot be indexed");
   ir::ValueId v = base.value;
-  const ir::Type& t0 = type(v);
-  size_t slices = 0;
-  for (const Symbol& s : index) {
-    if (s.kind == Symbol::Kind::Slice) {
-      ++slices;
-    } else if (!s.is_none()) {
-      error_at(loc, Diag::InvalidTileIndex, "tiles can only be indexed with `:` and `None`, e.g. x[:, None]",
-               "to pick elements use masks and tl.where, or tl.reshape/tl.split");
-    }
-  }
-  if (slices != static_cast<size_t>(t0.rank()))
-    error_at(loc, Diag::InvalidTileIndex,
-             "index uses " + std::to_string(slices) + " `:` but the tile has rank " + std::to_string(t0.rank()),
-             "write one `:` per dimension and `None` where a new dimension goes");
-  int64_t axis = 0;
-  for (const Symbol& s : index) {
-    if (s.kind == Symbol::Kind::Slice) {
-      ++axis;
-      continue;
-    }
-    std::vector<int64_t> shape = type(v).shape;
-    shape.insert(shape.begin() + axis, 1);
-    v = create(OpKind::ExpandDims, {v}, type(v).with_shape(shape), loc, {{"axis", ir::Attr{axis}}});
-    ++axis;
+  for (size_t axis = 0; axis < index.size(); ++axis) {
+    const Symbol& s = index[axis];
+    if (is_full_slice(s)) continue;
+    if (!s.is_none())
+      error_at(locs[axis], Diag::InvalidTileIndex,
+               "unsupported tensor index: tiles take only `None` (a new dimension) and `:` (a kept one), got " +
+                   (s.kind == Symbol::Kind::Slice ? std::string("a slice with bounds") : describe(s)),
+               "tiles have static shapes: select elements with masks and tl.where, or tl.reshape/tl.split");
+    const ir::Type t = type(v);
+    if (static_cast<int>(axis) > t.rank())
+      error_at(locs[axis], Diag::InvalidTileIndex,
+               "`None` at position " + std::to_string(axis) + " is past the dimensions of " + describe(base));
+    std::vector<int64_t> shape = t.shape;
+    shape.insert(shape.begin() + static_cast<int64_t>(axis), 1);
+    v = t.is_tile() ? create(OpKind::ExpandDims, {v}, t.with_shape(shape), loc,
+                             {{"axis", ir::Attr{static_cast<int64_t>(axis)}}})
+                    : create(OpKind::Splat, {v}, t.with_shape(shape), loc);
   }
   return Symbol::of(v);
 }
@@ -550,23 +603,20 @@ Symbol Lowerer::eval(const ast::Expr& e) {
         return slice_tuple(*this, base, bounds, e.children[1]->loc);
       }
       std::vector<Symbol> index;
+      std::vector<SourceLoc> locs;
       for (size_t i = 1; i < e.children.size(); ++i) {
         const ast::Expr* c = e.children[i].get();
+        locs.push_back(c ? c->loc : e.loc);
         if (c && c->kind == ExprKind::Slice) {
-          bool full = true;
-          for (const auto& part : c->children)
-            if (part) full = false;
-          if (!full && base.kind != Symbol::Kind::Tuple)
-            error_at(c->loc, Diag::InvalidTileIndex, "only full slices `:` are supported when indexing tiles",
-                     "tiles have static shapes; select elements with masks instead");
           Symbol s;
           s.kind = Symbol::Kind::Slice;
-          index.push_back(s);
+          for (const auto& part : c->children) s.elements.push_back(part ? eval(*part) : Symbol::of(ConstValue::none()));
+          index.push_back(std::move(s));
         } else {
           index.push_back(c ? eval(*c) : Symbol::of(ConstValue::none()));
         }
       }
-      return subscript(base, index, e.loc);
+      return subscript(base, index, locs, e.loc);
     }
     case ExprKind::Slice: error_at(e.loc, Diag::InvalidTileIndex, "a slice can only appear inside `[...]`");
     case ExprKind::Call: {

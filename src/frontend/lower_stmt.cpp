@@ -334,7 +334,7 @@ void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std
       ir::Type ty;
       if (a.is_value()) ty = fn_.type(a.value);
       else if (b.is_value()) ty = fn_.type(b.value);
-      else ty = ir::Type::of(tensor_type(a.constant));
+      else ty = ir::Type::of(literal_type(a.constant));
       y.result.push_back(static_cast<int>(result_types.size()));
       result_types.push_back(ty);
     }

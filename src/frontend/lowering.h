@@ -132,7 +132,8 @@ class Lowerer {
   Symbol binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc);
   Symbol unary(ast::UnaryOp op, const Symbol& a, const SourceLoc& loc);
   Symbol compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc);
-  Symbol subscript(const Symbol& base, const std::vector<Symbol>& index, const SourceLoc& loc);
+  Symbol subscript(const Symbol& base, const std::vector<Symbol>& index, const std::vector<SourceLoc>& locs,
+                   const SourceLoc& loc);
   bool truth_constant(const Symbol& s, const SourceLoc& loc, bool* value);  // false if not constexpr
 
   // Materializes a constant (or passes a value through). `what` names the

@@ -34,7 +34,7 @@ struct Symbol {
     Tuple,        // elements
     Method,       // name = method, receiver = the value it is bound to
     Opaque,       // name = description of a host object the kernel cannot use
-    Slice,        // a `:` in a subscript (only full slices are meaningful)
+    Slice,        // lo:hi:step in a subscript; elements = the three parts (None where absent)
     BlockPointer,      // elements = base, shape[r], strides[r], offsets[r] (IR values); block
     TensorDescriptor,  // elements = base, shape[r], strides[r] (IR values); block
   };

@@ -29,30 +29,26 @@ std::string literal_fit_problem(const ConstValue& c, Scalar to) {
   return "the constant " + std::to_string(c.i) + " is out of range for " + triton_name(to);
 }
 
+// Triton's to_tensor_type: the first of i32, u32, i64, u64 that holds an
+// integer; f32 for a float unless f32 would overflow it or flush it below
+// the normal range (zero, infinities and NaN stay f32).
 Scalar literal_type(const ConstValue& c) {
   switch (c.kind) {
     case ConstValue::Kind::Bool: return Scalar::I1;
-    case ConstValue::Kind::Float: return Scalar::F32;
+    case ConstValue::Kind::Float: {
+      double magnitude = std::fabs(c.f);
+      bool f32 = magnitude == 0.0 || std::isinf(magnitude) || std::isnan(magnitude) ||
+                 (magnitude >= std::numeric_limits<float>::min() && magnitude <= std::numeric_limits<float>::max());
+      return f32 ? Scalar::F32 : Scalar::F64;
+    }
     case ConstValue::Kind::Int:
       if (c.is_unsigned) return Scalar::U64;
       if (c.i >= std::numeric_limits<int32_t>::min() && c.i <= std::numeric_limits<int32_t>::max())
         return Scalar::I32;
+      if (c.i > 0 && c.i <= std::numeric_limits<uint32_t>::max()) return Scalar::U32;
       return Scalar::I64;
     default: return Scalar::I32;
   }
-}
-
-Scalar tensor_type(const ConstValue& c) {
-  if (c.kind == ConstValue::Kind::Float) {
-    double m = std::fabs(c.f);
-    bool as_f32 = m == 0.0 || std::isinf(m) || std::isnan(m) ||
-                  (m >= std::numeric_limits<float>::min() && m <= std::numeric_limits<float>::max());
-    return as_f32 ? Scalar::F32 : Scalar::F64;
-  }
-  if (c.kind == ConstValue::Kind::Int && !c.is_unsigned && c.i > std::numeric_limits<int32_t>::max() &&
-      c.i <= std::numeric_limits<uint32_t>::max())
-    return Scalar::U32;
-  return literal_type(c);
 }
 
 Scalar promote_integers(Scalar a, Scalar b) {
@@ -65,6 +61,11 @@ Scalar promote_integers(Scalar a, Scalar b) {
   // Mixed signedness: the unsigned type wins unless the signed one is wider.
   Scalar u = sa ? b : a, s = sa ? a : b;
   return ir::bit_width(u) >= ir::bit_width(s) ? u : s;
+}
+
+bool arithmetic_right_shift(TypedOperand lhs, TypedOperand rhs) {
+  const TypedOperand& tile = lhs.is_literal && !rhs.is_literal ? rhs : lhs;
+  return ir::is_integer(tile.scalar) && ir::is_signed(tile.scalar);
 }
 
 std::optional<Scalar> promote(TypedOperand a, TypedOperand b, bool div_or_mod) {

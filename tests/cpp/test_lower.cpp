@@ -268,8 +268,8 @@ TEST(LowerDiagnostics, StoreThroughNonPointer) {
 }
 
 TEST(LowerDiagnostics, IndexingTileWithInteger) {
-  expect_error(lower("def k(x_ptr):\n    x = tl.arange(0, 16)\n    y = x[3]\n", {ptr_arg(Scalar::F32)}), 3, 9,
-               "tiles can only be indexed with `:` and `None`");
+  expect_error(lower("def k(x_ptr):\n    x = tl.arange(0, 16)\n    y = x[3]\n", {ptr_arg(Scalar::F32)}), 3, 11,
+               "unsupported tensor index: tiles take only `None` (a new dimension) and `:` (a kept one)");
 }
 
 TEST(LowerDiagnostics, ReturnValueFromKernel) {

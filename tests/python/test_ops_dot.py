@@ -210,3 +210,147 @@ def test_attention_block(backend):
     # p is rounded to f16 (and exp/sum/divide add a few f32 roundings).
     bound = 2 * eps("float16") * (p @ np.abs(to_f64(v))) + 1e-6
     check(out, want, "float32", atol=bound, rtol=0, what="attention block")
+
+
+# --- Triton's typing of tl.dot: int8 -> int32, batched (3-D and wider) tiles --------
+
+
+@tegula.jit
+def int8_dot_kernel(a_ptr, b_ptr, out_ptr, acc_out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn)
+    d = tl.dot(a, b, out_dtype=tl.int8)  # Triton accumulates int8 in int32 whatever out_dtype says
+    tl.static_assert(d.dtype == tl.int32)
+    tl.store(out_ptr + rm * N + rn, d)
+    acc = tl.full((M, N), 1000, tl.int32)
+    tl.store(acc_out_ptr + rm * N + rn, tl.dot(a, b, acc))
+
+
+def test_int8_dot_accumulates_in_int32(backend):
+    M, N, K = 16, 32, 64
+    a, b = dot_inputs("int8", (M, K), (K, N), "int32-acc")
+    out = backend.zeros((M, N), np.int32)
+    acc_out = backend.zeros((M, N), np.int32)
+    int8_dot_kernel[(1,)](backend.array(a), backend.array(b), out, acc_out, M=M, N=N, K=K)
+    want = a.astype(np.int32) @ b.astype(np.int32)
+    check(backend.numpy(out), want, "int32", what="int8 dot")
+    check(backend.numpy(acc_out), want + 1000, "int32", what="int8 dot into an int32 acc")
+
+
+@tegula.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, out_ptr, acc_out_ptr, BATCH, ROWS, B: tl.constexpr,
+                       M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, OUT: tl.constexpr,
+                       PRECISION: tl.constexpr):
+    # [B, M, K] x [B, K, N], only the first BATCH x ROWS entries loaded (a masked tail).
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rk_col = tl.arange(0, K)[None, None, :]
+    rk_row = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + rb * M * K + rm * K + rk_col, mask=(rb < BATCH) & (rm < ROWS), other=0)
+    b = tl.load(b_ptr + rb * K * N + rk_row * N + rn, mask=rb < BATCH, other=0)
+    c = tl.load(c_ptr + rb * M * N + rm * N + rn)
+    d = tl.dot(a, b, input_precision=PRECISION, out_dtype=OUT)
+    tl.static_assert(d.shape == [B, M, N])
+    tl.store(out_ptr + rb * M * N + rm * N + rn, d)
+    tl.store(acc_out_ptr + rb * M * N + rm * N + rn, tl.dot(a, b, c.to(d.dtype), input_precision=PRECISION))
+
+
+@pytest.mark.parametrize("name,out_name,B,precision", [
+    ("float32", "float32", 2, "ieee"), ("float32", "float32", 4, "tf32"), ("float32", "float32", 1, "bf16x3"),
+    ("float32", "float32", 2, "TF32x3"), ("float16", "float16", 4, "ieee"), ("bfloat16", "float32", 2, "ieee"),
+    ("int8", "int32", 8, "ieee")])
+def test_batched_dot(backend, name, out_name, B, precision):
+    M, N, K = 16, 32, 16
+    batch, rows = max(B - 1, 1), 13
+    a, b = dot_inputs(name, (B, M, K), (B, K, N), ("batched", B))
+    a[batch:] = 0
+    a[:, rows:] = 0
+    b[batch:] = 0
+    c = random(rng_for("batched-acc", B), (B, M, N), "int8" if name == "int8" else "float16").astype(np_dtype(out_name))
+    out = backend.zeros((B, M, N), np_dtype(out_name))
+    acc_out = backend.zeros((B, M, N), np_dtype(out_name))
+    batched_dot_kernel[(1,)](*map(backend.array, (a, b, c)), out, acc_out, batch, rows, B=B, M=M, N=N, K=K,
+                             OUT=getattr(tl, out_name), PRECISION=precision)
+    out, acc_out = backend.numpy(out), backend.numpy(acc_out)
+    if name == "int8":
+        want = a.astype(np.int32) @ b.astype(np.int32)
+        check(out, want, "int32", what="batched int8 dot")
+        check(acc_out, want + c, "int32", what="batched int8 dot with acc")
+        return
+    a64, b64 = to_f64(a), to_f64(b)
+    want = a64 @ b64
+    tf32 = name == "float32" and backend.is_cuda and precision == "tf32"
+    bound = np.stack([dot_bound(a64[i], b64[i], K, "float32", out_name, tf32=tf32) for i in range(B)])
+    check(out, want, out_name, atol=bound, rtol=0, what=f"batched {name} dot, B={B}")
+    check(acc_out, want + to_f64(c), out_name, atol=bound + eps(out_name) * np.abs(to_f64(c)), rtol=0,
+          what=f"batched {name} dot with acc")
+
+
+@tegula.jit
+def batch4d_dot_kernel(a_ptr, b_ptr, out_ptr, P: tl.constexpr, Q: tl.constexpr, M: tl.constexpr,
+                       N: tl.constexpr, K: tl.constexpr):
+    # Two batch dims, as Triton allows: [P, Q, M, K] x [P, Q, K, N].
+    a = tl.load(a_ptr + tl.arange(0, P * Q * M * K)).reshape(P, Q, M, K)
+    b = tl.load(b_ptr + tl.arange(0, P * Q * K * N)).reshape(P, Q, K, N)
+    d = tl.dot(a, b)
+    tl.static_assert(d.shape == [P, Q, M, N])
+    tl.store(out_ptr + tl.arange(0, P * Q * M * N), d.reshape(P * Q * M * N))
+
+
+def test_dot_with_two_batch_dims(backend):
+    P, Q, M, N, K = 2, 2, 16, 16, 16
+    a, b = dot_inputs("float16", (P, Q, M, K), (P, Q, K, N), "4d")
+    out = backend.zeros(P * Q * M * N, np.float32)
+    batch4d_dot_kernel[(1,)](backend.array(a.reshape(-1)), backend.array(b.reshape(-1)), out, P=P, Q=Q, M=M, N=N, K=K)
+    a64, b64 = to_f64(a), to_f64(b)
+    want = a64 @ b64
+    bound = 2 * K * eps("float32") * (np.abs(a64) @ np.abs(b64)) + 1e-30
+    check(backend.numpy(out).reshape(P, Q, M, N), want, "float32", atol=bound, rtol=0, what="4-d dot")
+
+
+@tegula.jit
+def bad_acc_dot_kernel(a_ptr, out_ptr, WHICH: tl.constexpr):
+    r = tl.arange(0, 16)
+    a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+    if WHICH == "bf16":
+        d = tl.dot(a, a, out_dtype=tl.bfloat16)
+    elif WHICH == "acc":
+        d = tl.dot(a, a, tl.zeros((16, 16), tl.float16))
+    else:
+        d = tl.dot(a[None, :, :], a)
+    tl.store(out_ptr + r[:, None] * 16 + r[None, :], d)
+
+
+@pytest.mark.parametrize("which,message", [("bf16", "does not accumulate in bf16"),
+                                           ("acc", "acc of tl.dot must be tile<16x16xf32>"),
+                                           ("rank", "one rank")])
+def test_dot_typing_errors(backend, which, message):
+    a = backend.zeros((16, 16), np.float32)
+    with pytest.raises(tegula.CompilationError, match=message):
+        bad_acc_dot_kernel[(1,)](a, backend.zeros((16, 16), np.float32), WHICH=which)
+
+
+@pytest.mark.parametrize("name,out_name,precision", [("float16", "float32", "ieee"), ("float32", "float32", "tf32"),
+                                                     ("float32", "float32", "bf16x3"), ("int8", "int32", "ieee")])
+def test_emulated_cuda_batched_dot(name, out_name, precision):
+    # The CUDA backend's code for a batched dot (a tensor-core dot per batch
+    # entry), run on the host (tests/python/cuda_emulator.py). Small integer
+    # data: every product and sum is exact in each format, tf32 included.
+    from cuda_emulator import emulate, require_emulator
+
+    require_emulator()
+    B, M, N, K = 2, 16, 32, 16
+    rng = rng_for("emulated-batched", name, precision)
+    a = random(rng, (B, M, K), name, low=-4, high=4).round().astype(np_dtype(name))
+    b = random(rng, (B, K, N), name, low=-4, high=4).round().astype(np_dtype(name))
+    c = random(rng, (B, M, N), "int8", low=-4, high=4).astype(np_dtype(out_name))
+    out, acc_out = np.zeros((B, M, N), np_dtype(out_name)), np.zeros((B, M, N), np_dtype(out_name))
+    emulate(batched_dot_kernel, (1,), a, b, c, out, acc_out, B, 13, B=B, M=M, N=N, K=K, OUT=getattr(tl, out_name),
+            PRECISION=precision)
+    a[:, 13:] = 0
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    assert (out == want).all() and (acc_out == want + c).all()
