@@ -120,7 +120,8 @@ void bind_request_and_options(nb::module_& m) {
           "functions"_a, "args"_a, "debug"_a = false)
       .def_rw("functions", &KernelRequest::functions)
       .def_rw("args", &KernelRequest::args)
-      .def_rw("debug", &KernelRequest::debug);
+      .def_rw("debug", &KernelRequest::debug)
+      .def_rw("num_warps", &KernelRequest::num_warps);
 
   nb::class_<runtime::CompileOptions>(m, "CompileOptions")
       .def(

@@ -339,6 +339,7 @@ nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stag
   frontend::KernelRequest request;
   request.args = decoded.args;
   request.debug = decoded.debug;
+  request.num_warps = decoded.num_warps;
   runtime::CompileOptions options;
   options.backend = runtime::all_backends()[decoded.backend]->name();
   options.debug = decoded.debug;
@@ -447,6 +448,7 @@ nb::object Launcher::request(const CallArgs& call) {
   frontend::KernelRequest request;
   request.args = std::move(decoded.args);
   request.debug = decoded.debug;
+  request.num_warps = decoded.num_warps;
   runtime::CompileOptions options;
   options.backend = launch.place.backend->name();
   options.debug = decoded.debug;

@@ -302,6 +302,7 @@ int compile_command(const std::vector<std::string>& args) {
   std::vector<KernelParam> params = file.kernel_params(kernel, request.functions.front());
   request.args = bind_signature(kernel.name, cmd.signature, params, cmd.consts);
   request.debug = cmd.debug;
+  request.num_warps = cmd.num_warps;
 
   runtime::CompileOptions options;
   options.debug = cmd.debug;

@@ -11,10 +11,12 @@
 #include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
 #include "frontend/builtins_hints.h"
+#include "frontend/builtins_libdevice.h"
 #include "frontend/builtins_math.h"
 #include "frontend/builtins_pointer.h"
 #include "frontend/builtins_random.h"
 #include "frontend/builtins_scan.h"
+#include "frontend/builtins_target.h"
 #include "frontend/builtins_tile.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
@@ -659,7 +661,64 @@ constexpr Builtin kBuiltins[] = {
     {"isnan", lower_classification, TL},            {"isinf", lower_classification, TL},
     {"isfinite", lower_classification, TL},         {"finitef", lower_classification, TL},
     {"isfinited", lower_classification, TL},        {"signbit", lower_classification, TL},
-    {"erfinv", nullptr, TL},
+    // tl.extra.libdevice (builtins_libdevice.h): directed roundings, conversions,
+    // integer bits, reinterpretations, and the float functions of its ops
+    {"add_rn", lower_rounded, TL}, {"add_rz", lower_rounded, TL}, {"add_rd", lower_rounded, TL},
+    {"add_ru", lower_rounded, TL}, {"sub_rn", lower_rounded, TL}, {"sub_rz", lower_rounded, TL},
+    {"sub_rd", lower_rounded, TL}, {"sub_ru", lower_rounded, TL}, {"mul_rn", lower_rounded, TL},
+    {"mul_rz", lower_rounded, TL}, {"mul_rd", lower_rounded, TL}, {"mul_ru", lower_rounded, TL},
+    {"fma_rn", lower_rounded, TL}, {"fma_rz", lower_rounded, TL}, {"fma_rd", lower_rounded, TL},
+    {"fma_ru", lower_rounded, TL}, {"rcp_rn", lower_rounded, TL}, {"rcp_rz", lower_rounded, TL},
+    {"rcp_rd", lower_rounded, TL}, {"rcp_ru", lower_rounded, TL}, {"div_rz", lower_rounded, TL},
+    {"div_rd", lower_rounded, TL}, {"div_ru", lower_rounded, TL}, {"sqrt_rz", lower_rounded, TL},
+    {"sqrt_rd", lower_rounded, TL}, {"sqrt_ru", lower_rounded, TL},
+    {"float2int_rn", lower_conversion, TL}, {"float2int_rz", lower_conversion, TL}, {"float2int_rd", lower_conversion, TL},
+    {"float2int_ru", lower_conversion, TL}, {"float2uint_rn", lower_conversion, TL}, {"float2uint_rz", lower_conversion, TL},
+    {"float2uint_rd", lower_conversion, TL}, {"float2uint_ru", lower_conversion, TL}, {"float2ll_rn", lower_conversion, TL},
+    {"float2ll_rz", lower_conversion, TL}, {"float2ll_rd", lower_conversion, TL}, {"float2ll_ru", lower_conversion, TL},
+    {"float2ull_rn", lower_conversion, TL}, {"float2ull_rz", lower_conversion, TL}, {"float2ull_rd", lower_conversion, TL},
+    {"float2ull_ru", lower_conversion, TL}, {"double2float_rn", lower_conversion, TL}, {"double2float_rz", lower_conversion, TL},
+    {"double2float_rd", lower_conversion, TL}, {"double2float_ru", lower_conversion, TL}, {"double2int_rn", lower_conversion, TL},
+    {"double2int_rz", lower_conversion, TL}, {"double2int_rd", lower_conversion, TL}, {"double2int_ru", lower_conversion, TL},
+    {"double2uint_rn", lower_conversion, TL}, {"double2uint_rz", lower_conversion, TL}, {"double2uint_rd", lower_conversion, TL},
+    {"double2uint_ru", lower_conversion, TL}, {"double2ll_rn", lower_conversion, TL}, {"double2ll_rz", lower_conversion, TL},
+    {"double2ll_rd", lower_conversion, TL}, {"double2ll_ru", lower_conversion, TL}, {"double2ull_rn", lower_conversion, TL},
+    {"double2ull_rz", lower_conversion, TL}, {"double2ull_rd", lower_conversion, TL}, {"double2ull_ru", lower_conversion, TL},
+    {"int2float_rn", lower_conversion, TL}, {"int2float_rz", lower_conversion, TL}, {"int2float_rd", lower_conversion, TL},
+    {"int2float_ru", lower_conversion, TL}, {"uint2float_rn", lower_conversion, TL}, {"uint2float_rz", lower_conversion, TL},
+    {"uint2float_rd", lower_conversion, TL}, {"uint2float_ru", lower_conversion, TL}, {"ll2float_rn", lower_conversion, TL},
+    {"ll2float_rz", lower_conversion, TL}, {"ll2float_rd", lower_conversion, TL}, {"ll2float_ru", lower_conversion, TL},
+    {"ll2double_rn", lower_conversion, TL}, {"ll2double_rz", lower_conversion, TL}, {"ll2double_rd", lower_conversion, TL},
+    {"ll2double_ru", lower_conversion, TL}, {"ull2float_rn", lower_conversion, TL}, {"ull2float_rz", lower_conversion, TL},
+    {"ull2float_rd", lower_conversion, TL}, {"ull2float_ru", lower_conversion, TL}, {"ull2double_rn", lower_conversion, TL},
+    {"ull2double_rz", lower_conversion, TL}, {"ull2double_rd", lower_conversion, TL}, {"ull2double_ru", lower_conversion, TL},
+    {"int2double_rn", lower_conversion, TL}, {"uint2double_rn", lower_conversion, TL},
+    {"clz", lower_integer_bits, TL}, {"popc", lower_integer_bits, TL}, {"brev", lower_integer_bits, TL},
+    {"ffs", lower_integer_bits, TL}, {"byte_perm", lower_integer_bits, TL}, {"mulhi", lower_integer_bits, TL},
+    {"mul24", lower_integer_bits, TL}, {"hadd", lower_integer_bits, TL}, {"rhadd", lower_integer_bits, TL},
+    {"sad", lower_integer_bits, TL},
+    {"float_as_int", lower_reinterpret, TL}, {"float_as_uint", lower_reinterpret, TL}, {"int_as_float", lower_reinterpret, TL},
+    {"uint_as_float", lower_reinterpret, TL}, {"double_as_longlong", lower_reinterpret, TL}, {"longlong_as_double", lower_reinterpret, TL},
+    {"double2hiint", lower_reinterpret, TL}, {"double2loint", lower_reinterpret, TL}, {"hiloint2double", lower_reinterpret, TL},
+    {"llrint", lower_float_to_integer, TL}, {"llround", lower_float_to_integer, TL}, {"ilogb", lower_float_to_integer, TL},
+    {"ldexp", lower_float_and_int, TL}, {"scalbn", lower_float_and_int, TL}, {"jn", lower_float_and_int, TL},
+    {"yn", lower_float_and_int, TL},
+    {"rsqrt_rn", lower_libdevice_function, TL}, {"sinpi", lower_libdevice_function, TL}, {"cospi", lower_libdevice_function, TL},
+    {"erfinv", lower_libdevice_function, TL}, {"erfcinv", lower_libdevice_function, TL}, {"erfcx", lower_libdevice_function, TL},
+    {"normcdf", lower_libdevice_function, TL}, {"normcdfinv", lower_libdevice_function, TL}, {"tgamma", lower_libdevice_function, TL},
+    {"j0", lower_libdevice_function, TL}, {"j1", lower_libdevice_function, TL}, {"y0", lower_libdevice_function, TL},
+    {"y1", lower_libdevice_function, TL}, {"cyl_bessel_i0", lower_libdevice_function, TL}, {"cyl_bessel_i1", lower_libdevice_function, TL},
+    {"rcbrt", lower_libdevice_function, TL}, {"logb", lower_libdevice_function, TL}, {"saturatef", lower_libdevice_function, TL},
+    {"rcp64h", lower_libdevice_function, TL}, {"fdim", lower_libdevice_function, TL}, {"remainder", lower_libdevice_function, TL},
+    {"rhypot", lower_libdevice_function, TL}, {"norm3d", lower_libdevice_function, TL}, {"rnorm3d", lower_libdevice_function, TL},
+    {"norm4d", lower_libdevice_function, TL}, {"rnorm4d", lower_libdevice_function, TL}, {"fast_expf", lower_libdevice_function, TL},
+    {"fast_exp10f", lower_libdevice_function, TL}, {"fast_logf", lower_libdevice_function, TL}, {"fast_log2f", lower_libdevice_function, TL},
+    {"fast_log10f", lower_libdevice_function, TL}, {"fast_sinf", lower_libdevice_function, TL}, {"fast_cosf", lower_libdevice_function, TL},
+    {"fast_tanf", lower_libdevice_function, TL}, {"fast_powf", lower_libdevice_function, TL}, {"fast_dividef", lower_libdevice_function, TL},
+    // tl.extra.cuda (builtins_target.h)
+    {"num_warps", lower_target_query, TL},          {"num_threads", lower_target_query, TL},
+    {"globaltimer", lower_target_query, TL},        {"smid", lower_target_query, TL},
+    {"gdc_wait", lower_target_query, TL},           {"gdc_launch_dependents", lower_target_query, TL},
     // reductions, scans, sorting
     {"sum", lower_sum, TL | METHOD},                {"xor_sum", lower_sum, TL | METHOD},
     {"max", lower_max_min, TL | METHOD},            {"min", lower_max_min, TL | METHOD},

@@ -69,6 +69,7 @@ struct KernelRequest {
   std::vector<FunctionSource> functions;  // [0] is the kernel
   std::vector<ArgSpec> args;              // one per kernel parameter, in order
   bool debug = false;
+  int num_warps = 4;  // the launch's: tl.extra.cuda.num_warps() and num_threads() are constants of it
 };
 
 }  // namespace tegula::frontend

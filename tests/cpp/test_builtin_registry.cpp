@@ -27,7 +27,7 @@ const std::filesystem::path kLanguage = std::filesystem::path(TEGULA_SOURCE_DIR)
 std::set<std::string> stub_names() {
   std::set<std::string> names;
   const std::regex definition(R"(^(?:def|class) ([A-Za-z]\w*))");
-  for (const char* file : {"core.py", "ops.py", "math.py", "extra/libdevice.py"}) {
+  for (const char* file : {"core.py", "ops.py", "math.py", "extra/libdevice.py", "extra/cuda.py"}) {
     std::ifstream in(kLanguage / file);
     EXPECT_TRUE(in.good()) << "cannot read " << (kLanguage / file);
     std::string line;
