@@ -50,7 +50,8 @@ ir::ValueId bitcast(Lowerer& l, ir::ValueId x, Scalar to, const SourceLoc& loc) 
   return l.create(OpKind::Bitcast, {x}, l.type(x).with_scalar(to), loc);
 }
 
-void require(Lowerer& l, ir::ValueId x, bool ok, const SourceLoc& loc, const std::string& name, const std::string& what) {
+void require(Lowerer& l, ir::ValueId x, bool ok, const SourceLoc& loc, const std::string& name,
+             const std::string& what) {
   if (ok && !l.type(x).is_pointer()) return;
   error_at(loc, Diag::UnsupportedElementType,
            "libdevice." + name + " takes " + what + ", not " + l.describe(Symbol::of(x)),
@@ -109,8 +110,11 @@ Symbol lower_conversion(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x"}, c);
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the operand of libdevice." + n);
   Scalar s = l.type(x).scalar;
-  bool fits = ir::is_float(from) ? ir::is_float(s) : is_int32_or_64(s) || (ir::is_integer(s) && s != Scalar::I1);
-  require(l, x, fits, a.loc("x"), n, ir::is_float(from) ? "a float operand" : "an integer operand");
+  // Narrower operands widen exactly; a wider one would be rounded or cut before the conversion.
+  bool kind = ir::is_float(from) ? ir::is_float(s) : ir::is_integer(s) && s != Scalar::I1;
+  require(l, x, kind && ir::bit_width(s) <= ir::bit_width(from), a.loc("x"), n,
+          std::string(ir::is_float(from) ? "a float" : "an integer") + " operand of at most " +
+              std::to_string(ir::bit_width(from)) + " bits");
   x = l.cast(x, from, c.loc);
   if (ir::is_integer(to)) {
     ir::ValueId integral = l.create(integral_rounding(mode), {x}, l.type(x), c.loc);
@@ -137,7 +141,8 @@ Symbol lower_integer_bits(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId x = xs[0];
   const SourceLoc& loc = c.loc;
   auto k = [&](int64_t v) { return int_splat(l, v, s, x, loc); };
-  if (n == "clz" || n == "popc") return Symbol::of(l.cast(op(l, n == "clz" ? OpKind::Clz : OpKind::Popc, {x}, loc), Scalar::I32, loc));
+  if (n == "clz" || n == "popc")
+    return Symbol::of(l.cast(op(l, n == "clz" ? OpKind::Clz : OpKind::Popc, {x}, loc), Scalar::I32, loc));
   if (n == "brev") return Symbol::of(op(l, OpKind::Brev, {x}, loc));
   if (n == "ffs") {  // the lowest set bit, from 1; 0 for 0: the ones below it and it, counted
     ir::ValueId below = op(l, OpKind::Xor, {x, op(l, OpKind::Sub, {x, k(1)}, loc)}, loc);
@@ -161,7 +166,8 @@ Symbol lower_integer_bits(Lowerer& l, const CallArgs& c, const std::string& n) {
   }
   if (n == "hadd" || n == "rhadd") {  // (x + y) >> 1 and (x + y + 1) >> 1 without overflow
     ir::ValueId y = xs[1];
-    ir::ValueId halves = op(l, OpKind::Add, {op(l, OpKind::Shr, {x, k(1)}, loc), op(l, OpKind::Shr, {y, k(1)}, loc)}, loc);
+    ir::ValueId halves =
+        op(l, OpKind::Add, {op(l, OpKind::Shr, {x, k(1)}, loc), op(l, OpKind::Shr, {y, k(1)}, loc)}, loc);
     ir::ValueId carry = op(l, n == "hadd" ? OpKind::And : OpKind::Or, {x, y}, loc);
     return Symbol::of(op(l, OpKind::Add, {halves, op(l, OpKind::And, {carry, k(1)}, loc)}, loc));
   }
@@ -169,7 +175,8 @@ Symbol lower_integer_bits(Lowerer& l, const CallArgs& c, const std::string& n) {
     if (c.positional.size() != 3) error_at(loc, Diag::WrongArgumentCount, "libdevice.sad takes three arguments");
     ir::ValueId z = l.cast(l.to_value(c.positional[2], c.positional_locs[2], "the operand of libdevice.sad"), s, loc);
     ir::ValueId y = xs[1];
-    ir::ValueId diff = select(l, compare(l, x, y, "gt", loc), op(l, OpKind::Sub, {x, y}, loc), op(l, OpKind::Sub, {y, x}, loc), loc);
+    ir::ValueId diff =
+        select(l, compare(l, x, y, "gt", loc), op(l, OpKind::Sub, {x, y}, loc), op(l, OpKind::Sub, {y, x}, loc), loc);
     auto [d, z2] = l.broadcast_pair(diff, z, loc);
     return Symbol::of(op(l, OpKind::Add, {d, z2}, loc));
   }
@@ -183,7 +190,8 @@ Symbol lower_integer_bits(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId result = k64(0);
   for (int i = 0; i < 4; ++i) {
     ir::ValueId which = op(l, OpKind::And, {op(l, OpKind::Shr, {selector, k64(4 * i)}, loc), k64(7)}, loc);
-    ir::ValueId byte = op(l, OpKind::And, {op(l, OpKind::Shr, {bytes, op(l, OpKind::Mul, {which, k64(8)}, loc)}, loc), k64(0xff)}, loc);
+    ir::ValueId shifted = op(l, OpKind::Shr, {bytes, op(l, OpKind::Mul, {which, k64(8)}, loc)}, loc);
+    ir::ValueId byte = op(l, OpKind::And, {shifted, k64(0xff)}, loc);
     result = op(l, OpKind::Or, {result, op(l, OpKind::Shl, {byte, k64(8 * i)}, loc)}, loc);
   }
   return Symbol::of(bitcast(l, l.cast(result, Scalar::U32, loc), s, loc));
@@ -194,9 +202,11 @@ Symbol lower_reinterpret(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (n == "hiloint2double") {  // the high and low words of a double
     BoundArgs a(n, {"hi", "lo"}, c);
     auto [hi, lo] = l.arith_operands(a.get("hi"), a.get("lo"), false, loc, "libdevice.hiloint2double");
-    require(l, hi, ir::is_integer(l.type(hi).scalar) && ir::bit_width(l.type(hi).scalar) == 32, loc, n, "32-bit integers");
-    ir::ValueId high = op(l, OpKind::Shl, {l.cast(bitcast(l, hi, Scalar::U32, loc), Scalar::U64, loc), int_splat(l, 32, Scalar::U64, hi, loc)}, loc);
-    ir::ValueId bits = op(l, OpKind::Or, {high, l.cast(bitcast(l, lo, Scalar::U32, loc), Scalar::U64, loc)}, loc);
+    Scalar s = l.type(hi).scalar;
+    require(l, hi, ir::is_integer(s) && ir::bit_width(s) == 32, loc, n, "32-bit integers");
+    auto word = [&](ir::ValueId v) { return l.cast(bitcast(l, v, Scalar::U32, loc), Scalar::U64, loc); };
+    ir::ValueId high = op(l, OpKind::Shl, {word(hi), int_splat(l, 32, Scalar::U64, hi, loc)}, loc);
+    ir::ValueId bits = op(l, OpKind::Or, {high, word(lo)}, loc);
     return Symbol::of(bitcast(l, bits, Scalar::F64, loc));
   }
   BoundArgs a(n, {"x"}, c);

@@ -181,7 +181,8 @@ std::string directed_conversion(const ir::Op& cast, const ir::Type& from, const 
   if (!source && !(from.scalar == Scalar::F64 && to.scalar == Scalar::F32)) return "";
   // Exact conversions need no mode (and CUDA has no __int2double_rd).
   if (source && ir::bit_width(from.scalar) <= (to.scalar == Scalar::F32 ? 16 : 32)) return "";
-  if (*mode == "rtz") return "rz";
+  // Float narrowing toward zero is rounds_toward_zero's (fp_downcast_rounding="rtz").
+  if (*mode == "rtz") return source ? "rz" : "";
   return *mode == "rd" || *mode == "ru" ? *mode : "";
 }
 

@@ -227,7 +227,9 @@ template <class T> static inline T tg_rnorm3d(T x, T y, T z) { return (T)(1.0 / 
 template <class T> static inline T tg_norm4d(T x, T y, T z, T w) {
   return (T)std::hypot(std::hypot((double)x, (double)y), std::hypot((double)z, (double)w));
 }
-template <class T> static inline T tg_rnorm4d(T x, T y, T z, T w) { return (T)(1.0 / tg_norm4d((double)x, (double)y, (double)z, (double)w)); }
+template <class T> static inline T tg_rnorm4d(T x, T y, T z, T w) {
+  return (T)(1.0 / tg_norm4d((double)x, (double)y, (double)z, (double)w));
+}
 
 // Clamped to [0, 1]; NaN gives 0.
 template <class T> static inline T tg_saturate(T x) { return x > 0 ? (x < 1 ? x : (T)1) : (T)0; }
