@@ -124,7 +124,8 @@ void bind_request_and_options(nb::module_& m) {
       .def_rw("functions", &KernelRequest::functions)
       .def_rw("args", &KernelRequest::args)
       .def_rw("debug", &KernelRequest::debug)
-      .def_rw("name", &KernelRequest::name, "the compiled kernel's name; empty: the kernel function's");
+      .def_rw("name", &KernelRequest::name, "the compiled kernel's name; empty: the kernel function's")
+      .def_rw("num_warps", &KernelRequest::num_warps);
 
   nb::class_<runtime::CompileOptions>(m, "CompileOptions")
       .def(

@@ -333,6 +333,7 @@ nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stag
   frontend::KernelRequest request;
   request.args = decoded.args;
   request.debug = decoded.debug;
+  request.num_warps = decoded.num_warps;
   runtime::CompileOptions options = compile_options(decoded);
   options.keep_stages = keep_stages;
   nb::object kernel_object = jit_.attr("_compile")(nb::cast(std::move(request)), nb::cast(std::move(options)));
@@ -421,6 +422,7 @@ nb::object Launcher::request(const CallArgs& call) {
   frontend::KernelRequest request;
   request.args = std::move(decoded.args);
   request.debug = decoded.debug;
+  request.num_warps = decoded.num_warps;
   runtime::CompileOptions options = compile_options(decoded);
   return nb::make_tuple(nb::cast(std::move(request)), nb::cast(std::move(options)));
 }

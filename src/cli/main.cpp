@@ -312,6 +312,7 @@ std::pair<frontend::KernelRequest, runtime::CompileOptions> request_of(const Com
   std::vector<KernelParam> params = file.kernel_params(kernel, request.functions.front());
   request.args = bind_signature(kernel.name, cmd.signature, params, cmd.consts);
   request.debug = cmd.debug;
+  request.num_warps = cmd.num_warps;
   runtime::CompileOptions options;
   options.debug = cmd.debug;
   options.cache_dir = cmd.cache_dir;

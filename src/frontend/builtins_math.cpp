@@ -33,18 +33,33 @@ OpKind op_named(const std::string& name) {
 
 bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
 
-// The operands of a one- or two-operand function, promoted and broadcast
-// to one type and shape like the operands of `+`.
+}  // namespace
+
 std::vector<ir::ValueId> operands_of(Lowerer& l, const CallArgs& c, const std::string& name, int arity) {
   if (arity == 1) {
     BoundArgs a(name, {"x"}, c);
     return {l.to_value(a.get("x"), a.loc("x"), "the operand of tl." + name)};
   }
-  BoundArgs a(name, {"x", "y"}, c);
+  // norm3d and norm4d take three and four: the first is promoted against
+  // each other, then each against the first's final type and shape.
+  static const char* const kNames[] = {"x", "y", "z", "w"};
+  std::vector<std::string> params(kNames, kNames + arity);
+  BoundArgs a(name, params, c);
   std::string text = "tl." + name;
-  auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, text.c_str());
-  return {x, y};
+  if (arity == 2) {
+    auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, text.c_str());
+    return {x, y};
+  }
+  Symbol first = a.get("x");
+  for (int i = 1; i < arity; ++i)
+    first = Symbol::of(l.arith_operands(first, a.get(params[i]), false, c.loc, text.c_str()).first);
+  std::vector<ir::ValueId> xs = {first.value};
+  for (int i = 1; i < arity; ++i)
+    xs.push_back(l.arith_operands(first, a.get(params[i]), false, c.loc, text.c_str()).second);
+  return xs;
 }
+
+namespace {
 
 void require_float(Lowerer& l, ir::ValueId x, const SourceLoc& loc, const std::string& name, int arity) {
   if (!l.type(x).is_pointer() && ir::is_float(l.type(x).scalar)) return;

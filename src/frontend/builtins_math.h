@@ -7,11 +7,15 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "frontend/lowering.h"
 
 namespace tegula::frontend {
 
+// The arguments x, y, z, w of a function of `arity` operands (1 to 4),
+// promoted and broadcast to one type and shape like the operands of `+`.
+std::vector<ir::ValueId> operands_of(Lowerer& l, const CallArgs& c, const std::string& name, int arity);
 // An op of ir/ops.def with type rule Floats, called by its name.
 Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_fmod(Lowerer& l, const CallArgs& c, const std::string& name);

@@ -86,6 +86,7 @@ struct KernelRequest {
   bool debug = false;
   std::string name;  // the compiled kernel's name where it is not its function's (Triton's
                      // @jit(repr=...)); empty: the `def`'s name
+  int num_warps = 4;  // the launch's: tl.extra.cuda.num_warps() and num_threads() are constants of it
 };
 
 }  // namespace tegula::frontend

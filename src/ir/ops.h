@@ -25,6 +25,7 @@ enum OpFlag : uint32_t {
   EW = 1u << 2,
   TERM = 1u << 3,
   REGIONS = 1u << 4,
+  LIB = 1u << 5,  // spelled with the libdevice preludes' helpers (ops.def)
 };
 
 // An operand or result count without a fixed bound (ops.def's ANY).
@@ -34,10 +35,13 @@ inline constexpr int kAnyCount = -1;
 // counts (verifier.cpp has one check per rule; docs/ir.md states them).
 enum class TypeRule : uint8_t {
   Constant, GridIndex, Arange,
+  TargetQuery,  // tl.extra.cuda: no operands; globaltimer -> i64, smid -> i32, gdc_* -> nothing
   Splat, Broadcast, ExpandDims, Reshape, Trans, Join, Split,
   Numbers,   // ints or floats, every operand of the result type
   Integers,  // integers (i1 included), every operand of the result type
   Floats,    // floats, every operand of the result type
+  Rounded,   // f32/f64, every operand of the result type; attr rounding rn|rz|rd|ru
+  FloatAndInt,  // operand 0 float of the result type, operand 1 i32 of its shape
   Compare, Select, Cast, Bitcast, AddPtr,
   Hint,        // ir/hint.h
   Load, Store,
@@ -68,6 +72,7 @@ inline bool is_commutative(OpKind k) { return info(k).flags & COMM; }
 inline bool is_elementwise(OpKind k) { return info(k).flags & EW; }
 inline bool is_terminator(OpKind k) { return info(k).flags & TERM; }
 inline bool has_regions(OpKind k) { return info(k).flags & REGIONS; }
+inline bool uses_libdevice(OpKind k) { return info(k).flags & LIB; }
 bool parse_op_kind(std::string_view text, OpKind* out);
 
 }  // namespace tegula::ir

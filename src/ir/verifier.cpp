@@ -286,6 +286,9 @@ void Verifier::check_rule(OpId id, const Op& op, TypeRule rule) {
       if (axis < 0 || axis > 2) fail(id, "axis must be 0, 1 or 2, got " + std::to_string(axis));
       return expect_result(id, op, 0, Type::of(Scalar::I32));
     }
+    case TypeRule::TargetQuery:  // the row fixes the count: one result or none
+      if (op.results.empty()) return;
+      return expect_result(id, op, 0, Type::of(op.kind == OpKind::GlobalTimer ? Scalar::I64 : Scalar::I32));
     case TypeRule::Arange: {
       int64_t start = int_attr(id, op, "start");
       int64_t end = int_attr(id, op, "end");
@@ -307,6 +310,8 @@ void Verifier::check_rule(OpId id, const Op& op, TypeRule rule) {
     case TypeRule::Numbers:
     case TypeRule::Integers:
     case TypeRule::Floats:
+    case TypeRule::Rounded:
+    case TypeRule::FloatAndInt:
     case TypeRule::Compare:
     case TypeRule::Select:
     case TypeRule::Cast:
@@ -472,6 +477,20 @@ void Verifier::check_elementwise(OpId id, const Op& op, TypeRule rule) {
     case TypeRule::Floats:
       if (first.pointer || !is_float(first.scalar)) fail(id, "needs float operands, got " + to_string(first));
       return require_same_type_as_result(id, op, 0);
+    case TypeRule::Rounded: {
+      if (first.pointer || (first.scalar != Scalar::F32 && first.scalar != Scalar::F64))
+        fail(id, "needs f32 or f64 operands, got " + to_string(first));
+      const Attr* mode = op.attr("rounding");
+      const std::string* m = mode ? std::get_if<std::string>(mode) : nullptr;
+      if (!m || (*m != "rn" && *m != "rz" && *m != "rd" && *m != "ru"))
+        fail(id, "needs a string attribute `rounding`: one of rn rz rd ru");
+      return require_same_type_as_result(id, op, 0);
+    }
+    case TypeRule::FloatAndInt:
+      if (first.pointer || !is_float(first.scalar)) fail(id, "needs a float first operand, got " + to_string(first));
+      if (!(fn_.type(op.operands[1]) == first.with_scalar(Scalar::I32)))
+        fail(id, "operand 1 must be " + to_string(first.with_scalar(Scalar::I32)) + ", got " + type_name(op.operands[1]));
+      return expect_result(id, op, 0, first);
     case TypeRule::Compare: {
       const Attr* pred = op.attr("pred");
       static const char* const kPreds[] = {"eq", "ne", "lt", "le", "gt", "ge"};

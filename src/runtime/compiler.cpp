@@ -124,6 +124,7 @@ std::string compute_key(const frontend::KernelRequest& request, const backends::
   key.field("backend", backend.name());
   key.field("debug", int64_t{debug});
   if (!request.name.empty()) key.field("kernel_name", request.name);  // only then: other keys stay as they were
+  key.field("num_warps", int64_t{request.num_warps});  // tl.extra.cuda.num_warps() on every backend
   key.field("functions", static_cast<int64_t>(request.functions.size()));
   for (const frontend::FunctionSource& fn : request.functions) {
     key.field("name", fn.name);

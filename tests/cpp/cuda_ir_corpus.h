@@ -478,6 +478,42 @@ inline void add_math_and_hint_cases(std::vector<IrCase>& cases) {
                    tile2d_kernel("  %h = hint %offs {contiguity = [1, 64], divisibility = [16, 16]} : tile<32x64xi32>\n"
                                  "  %hq = addptr %xp, %h : tile<32x64xptr<f32>>\n"
                                  "  %out = load %hq, %mask : tile<32x64xf32>\n")});
+  // libdevice (ops.def's LIB rows) and tl.extra.cuda.
+  for (const char* f : {"f32", "f64"}) {
+    for (const char* fn : {"add_round", "sub_round", "mul_round", "div_round"})
+      cases.push_back({std::string("libdevice_") + fn + "_" + f, ew_kernel(fn, {f, f}, f, "{rounding = \"rd\"}")});
+    cases.push_back({std::string("libdevice_fma_round_") + f, ew_kernel("fma_round", {f, f, f}, f, "{rounding = \"ru\"}")});
+    cases.push_back({std::string("libdevice_sqrt_round_") + f, ew_kernel("sqrt_round", {f}, f, "{rounding = \"rz\"}")});
+    for (const char* fn : {"sinpi", "cospi", "erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv", "tgamma", "j0",
+                           "j1", "y0", "y1", "cyl_bessel_i0", "cyl_bessel_i1", "rcbrt", "logb"})
+      cases.push_back({std::string("libdevice_") + fn + "_" + f, ew_kernel(fn, {f}, f)});
+    for (const char* fn : {"fdim", "remainder", "rhypot"})
+      cases.push_back({std::string("libdevice_") + fn + "_" + f, ew_kernel(fn, {f, f}, f)});
+    cases.push_back({std::string("libdevice_norm3d_") + f, ew_kernel("norm3d", {f, f, f}, f)});
+    cases.push_back({std::string("libdevice_rnorm3d_") + f, ew_kernel("rnorm3d", {f, f, f}, f)});
+    cases.push_back({std::string("libdevice_norm4d_") + f, ew_kernel("norm4d", {f, f, f, f}, f)});
+    cases.push_back({std::string("libdevice_rnorm4d_") + f, ew_kernel("rnorm4d", {f, f, f, f}, f)});
+    for (const char* fn : {"ldexp", "jn", "yn"})
+      cases.push_back({std::string("libdevice_") + fn + "_" + f, ew_kernel(fn, {f, "i32"}, f)});
+  }
+  for (const char* fn : {"rsqrt_rn", "saturatef", "fast_expf", "fast_exp10f", "fast_logf", "fast_log2f", "fast_log10f",
+                         "fast_sinf", "fast_cosf", "fast_tanf"})
+    cases.push_back({std::string("libdevice_") + fn, ew_kernel(fn, {"f32"}, "f32")});
+  cases.push_back({"libdevice_fast_powf", ew_kernel("fast_powf", {"f32", "f32"}, "f32")});
+  cases.push_back({"libdevice_rcp64h", ew_kernel("rcp64h", {"f64"}, "f64")});
+  for (const char* t : {"i32", "i64", "u32", "u64"})
+    for (const char* fn : {"popc", "clz", "brev"})
+      cases.push_back({std::string("libdevice_") + fn + "_" + t, ew_kernel(fn, {t}, t)});
+  cases.push_back({"extra_cuda_queries",
+                   "kernel @k(%o: ptr<i64> div(16), %s: ptr<i32> div(16)) {\n"
+                   "  gdc_wait\n"
+                   "  %t = globaltimer : i64\n"
+                   "  store %o, %t\n"
+                   "  %m = smid : i32\n"
+                   "  store %s, %m\n"
+                   "  gdc_launch_dependents\n"
+                   "  return\n"
+                   "}\n"});
 }
 
 // scan (one operand and a tuple, each axis, reversed), sort, gather and

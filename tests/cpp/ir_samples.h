@@ -207,6 +207,26 @@ inline Function every_op() {
                    OpKind::Cbrt, OpKind::Rint, OpKind::Round, OpKind::Trunc, OpKind::Lgamma})
     fm = b.create1(k, {fm}, tf);
   for (OpKind k : {OpKind::Hypot, OpKind::Copysign, OpKind::Nextafter}) fm = b.create1(k, {fm, halves}, tf);
+  // The libdevice ops (ops.def's LIB rows) and tl.extra.cuda's.
+  for (OpKind k : {OpKind::AddRound, OpKind::SubRound, OpKind::MulRound, OpKind::DivRound})
+    fm = b.create1(k, {fm, halves}, tf, {{"rounding", std::string("rd")}});
+  fm = b.create1(OpKind::FmaRound, {fm, halves, halves}, tf, {{"rounding", std::string("ru")}});
+  fm = b.create1(OpKind::SqrtRound, {fm}, tf, {{"rounding", std::string("rz")}});
+  for (OpKind k : {OpKind::RsqrtRn, OpKind::Sinpi, OpKind::Cospi, OpKind::Erfinv, OpKind::Erfcinv, OpKind::Erfcx,
+                   OpKind::Normcdf, OpKind::Normcdfinv, OpKind::Tgamma, OpKind::J0, OpKind::J1, OpKind::Y0,
+                   OpKind::Y1, OpKind::BesselI0, OpKind::BesselI1, OpKind::Rcbrt, OpKind::Logb, OpKind::Saturatef,
+                   OpKind::Rcp64h, OpKind::FastExpf, OpKind::FastExp10f, OpKind::FastLogf, OpKind::FastLog2f,
+                   OpKind::FastLog10f, OpKind::FastSinf, OpKind::FastCosf, OpKind::FastTanf})
+    fm = b.create1(k, {fm}, tf);
+  for (OpKind k : {OpKind::Fdim, OpKind::Remainder, OpKind::Rhypot, OpKind::FastPowf}) fm = b.create1(k, {fm, halves}, tf);
+  for (OpKind k : {OpKind::Norm3d, OpKind::Rnorm3d}) fm = b.create1(k, {fm, halves, halves}, tf);
+  for (OpKind k : {OpKind::Norm4d, OpKind::Rnorm4d}) fm = b.create1(k, {fm, halves, halves, halves}, tf);
+  for (OpKind k : {OpKind::Ldexp, OpKind::Jn, OpKind::Yn}) fm = b.create1(k, {fm, range}, tf);
+  for (OpKind k : {OpKind::Popc, OpKind::Clz, OpKind::Brev}) b.create1(k, {range}, ti);
+  b.create1(OpKind::GlobalTimer, {}, Type::of(Scalar::I64));
+  b.create1(OpKind::Smid, {}, Type::of(Scalar::I32));
+  b.create(OpKind::GdcWait, {}, {});
+  b.create(OpKind::GdcLaunchDependents, {}, {});
   b.set_loc(SourceLoc{0, 30, 5, 10});
   b.create(OpKind::Print, {fn.op(loop).results[0], fn.op(loop2).results[0]}, {},
            {{"prefix", std::string("acc \"and\" i:\n\t\\")}});

@@ -1,8 +1,9 @@
 // The builtin registry (frontend/builtins.h) against the op table and the
 // Python stubs of the language: every name a kernel can write as tl.<name>
-// has a stub in python/tegula/language (tegula.language, tl.math or
-// tl.extra.libdevice: one namespace), every stub names a registry row, and
-// every elementwise float op of ir/ops.def can be called by its name.
+// has a stub in python/tegula/language (tegula.language, tl.math,
+// tl.extra.libdevice or tl.extra.cuda: one namespace), every stub names a
+// registry row, and every elementwise float op of ir/ops.def can be called
+// by its name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -27,7 +28,7 @@ const std::filesystem::path kLanguage = std::filesystem::path(TEGULA_SOURCE_DIR)
 std::set<std::string> stub_names() {
   std::set<std::string> names;
   const std::regex definition(R"(^(?:def|class) ([A-Za-z]\w*))");
-  for (const char* file : {"core.py", "ops.py", "math.py", "extra/libdevice.py"}) {
+  for (const char* file : {"core.py", "ops.py", "math.py", "extra/libdevice.py", "extra/cuda.py"}) {
     std::ifstream in(kLanguage / file);
     EXPECT_TRUE(in.good()) << "cannot read " << (kLanguage / file);
     std::string line;

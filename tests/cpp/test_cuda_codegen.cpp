@@ -324,13 +324,14 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
     }
     EXPECT_EQ(r.functions, static_cast<int>(cases.size())) << arch;
     // sin/cos/tan keep a small stack array for their slow argument reduction
-    // (CUDA's math library), printf a buffer for its arguments: not ours.
+    // (CUDA's math library), and so do the Bessel functions j0...yn, which
+    // call them; printf a buffer for its arguments: not ours.
     std::string names;
     for (const std::string& f : r.with_stack) {
       size_t index = std::stoul(f.substr(f.rfind('_') + 1));
       std::string label = index < cases.size() ? cases[index].label : f;
       if (label.rfind("sin_", 0) == 0 || label.rfind("cos_", 0) == 0 || label.rfind("math_tan_", 0) == 0 ||
-          label.rfind("print", 0) == 0)
+          label.rfind("print", 0) == 0 || label.rfind("libdevice_j", 0) == 0 || label.rfind("libdevice_y", 0) == 0)
         continue;
       names += " " + label;
     }

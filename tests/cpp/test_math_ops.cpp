@@ -142,3 +142,38 @@ def k(o_ptr, seed, BLOCK: tl.constexpr):
   EXPECT_NE(r.ir.find("shr "), std::string::npos) << "the seed's high half is a key word:\n" << r.ir;
   EXPECT_EQ(r.ir.find("f32"), std::string::npos) << r.ir;
 }
+
+// libdevice's directed roundings carry their mode; a float-and-int op takes
+// an i32 of the float's shape; the tl.extra.cuda queries have fixed types.
+TEST(MathOps, LibdeviceVerifierRules) {
+  EXPECT_EQ(verify_text(one_op("%0 = add_round %a, %b {rounding = \"rd\"} : f32")), "");
+  EXPECT_EQ(verify_text(one_op("%0 = fma_round %a, %b, %b {rounding = \"rz\"} : f32")), "");
+  EXPECT_EQ(verify_text(one_op("%0 = add_round %a, %b : f32")),
+            "`add_round`: needs a string attribute `rounding`: one of rn rz rd ru");
+  EXPECT_EQ(verify_text(one_op("%0 = sqrt_round %a {rounding = \"up\"} : f32")),
+            "`sqrt_round`: needs a string attribute `rounding`: one of rn rz rd ru");
+  EXPECT_EQ(verify_text(one_op("%0 = mul_round %a, %b {rounding = \"rn\"} : f16", "%a: f16, %b: f16")),
+            "`mul_round`: needs f32 or f64 operands, got f16");
+  EXPECT_EQ(verify_text(one_op("%0 = ldexp %a, %n : f64", "%a: f64, %n: i32")), "");
+  EXPECT_EQ(verify_text(one_op("%0 = jn %a, %n : f32", "%a: f32, %n: i64")),
+            "`jn`: operand 1 must be i32, got i64");
+  EXPECT_EQ(verify_text(one_op("%0 = popc %a : i64", "%a: i64")), "");
+  EXPECT_EQ(verify_text(one_op("%0 = globaltimer : i64", "")), "");
+  EXPECT_EQ(verify_text(one_op("%0 = smid : i64", "")), "`smid`: result 0 must be i32, got i64");
+}
+
+// None of them folds: the host's rounding mode and libm are not the targets'.
+TEST(MathOps, LibdeviceOpsDoNotFold) {
+  std::string text = optimized(R"(kernel @k(%o: ptr<f32> div(16)) {
+  %0 = constant {value = 1.0} : f32
+  %1 = constant {value = 3.0} : f32
+  %2 = div_round %0, %1 {rounding = "ru"} : f32
+  store %o, %2
+  %3 = erfinv %0 : f32
+  store %o, %3
+  return
+}
+)");
+  EXPECT_NE(text.find("div_round"), std::string::npos) << text;
+  EXPECT_NE(text.find("erfinv"), std::string::npos) << text;
+}

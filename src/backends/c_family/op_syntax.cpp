@@ -36,7 +36,7 @@ constexpr SyntaxRow kSyntax[] = {
 // `form` with its placeholders (op_syntax.def) filled in; `operands` are in
 // the compute type of `result`.
 std::string substitute(Dialect dialect, std::string_view form, const std::vector<std::string>& operands,
-                       Scalar result) {
+                       Scalar result, const ir::Op& op) {
   std::string compute = compute_type(result, dialect);
   bool single = compute == "float";
   std::string out;
@@ -54,6 +54,8 @@ std::string substitute(Dialect dialect, std::string_view form, const std::vector
       out += single ? "f" : "";
     } else if (c == 'r') {
       out += single ? "f" : "d";
+    } else if (c == 'm') {
+      out += std::get<std::string>(*op.attr("rounding"));  // the verifier checked it (rule Rounded)
     } else {
       size_t k = static_cast<size_t>(c - '0');
       TEGULA_ASSERT(k < operands.size(), "operand placeholder out of range");
@@ -82,7 +84,7 @@ std::string arithmetic_expr(Dialect dialect, const ir::Op& op, Scalar s, const s
   TEGULA_ASSERT(form != nullptr, std::string("no C-family form for `") + ir::name(op.kind) + "` on " + ir::to_string(s));
   std::vector<std::string> computed;
   for (const std::string& e : operands) computed.push_back(to_compute(s, e));
-  return from_compute(s, substitute(dialect, form, computed, s));
+  return from_compute(s, substitute(dialect, form, computed, s, op));
 }
 
 const char* cmp_operator(const ir::Op& op) {
@@ -168,6 +170,31 @@ std::optional<std::string> common_cast(Dialect dialect, const ir::Type& from, co
 bool rounds_toward_zero(const ir::Op& cast) {
   const ir::Attr* a = cast.attr("rounding");
   return a != nullptr && std::holds_alternative<std::string>(*a) && std::get<std::string>(*a) == "rtz";
+}
+
+std::string directed_conversion(const ir::Op& cast, const ir::Type& from, const ir::Type& to) {
+  const ir::Attr* a = cast.attr("rounding");
+  const std::string* mode = a ? std::get_if<std::string>(a) : nullptr;
+  if (mode == nullptr || from.is_pointer() || to.is_pointer()) return "";
+  if (to.scalar != Scalar::F32 && to.scalar != Scalar::F64) return "";
+  bool source = ir::is_integer(from.scalar) && from.scalar != Scalar::I1;
+  if (!source && !(from.scalar == Scalar::F64 && to.scalar == Scalar::F32)) return "";
+  // Exact conversions need no mode (and CUDA has no __int2double_rd).
+  if (source && ir::bit_width(from.scalar) <= (to.scalar == Scalar::F32 ? 16 : 32)) return "";
+  // Float narrowing toward zero is rounds_toward_zero's (fp_downcast_rounding="rtz").
+  if (*mode == "rtz") return source ? "rz" : "";
+  return *mode == "rd" || *mode == "ru" ? *mode : "";
+}
+
+bool uses_libdevice(const ir::Function& fn) {
+  bool found = false;
+  fn.walk([&](ir::OpId id) {
+    const ir::Op& op = fn.op(id);
+    found = found || ir::uses_libdevice(op.kind) ||
+            (op.kind == OpKind::Cast &&
+             !directed_conversion(op, fn.type(op.operands[0]).element(), fn.type(op.results[0]).element()).empty());
+  });
+  return found;
 }
 
 int64_t integer_constant(const ir::Op& constant) {

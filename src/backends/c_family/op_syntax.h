@@ -37,6 +37,16 @@ std::optional<std::string> common_cast(Dialect dialect, const ir::Type& from, co
 // nearest even.
 bool rounds_toward_zero(const ir::Op& cast);
 
+// The directed rounding ("rz", "rd", "ru") of a `cast` from an integer to
+// f32/f64 or from f64 to f32 (libdevice's int2float_rd, double2float_ru...),
+// or "" when it rounds to nearest even, is exact, or is float narrowing
+// toward zero (rounds_toward_zero's).
+std::string directed_conversion(const ir::Op& cast, const ir::Type& from, const ir::Type& to);
+
+// Whether `fn` has a libdevice op (ops.def's LIB rows) or a cast in a
+// directed rounding: its unit then carries the libdevice prelude.
+bool uses_libdevice(const ir::Function& fn);
+
 // The value of integer `constant` op (a float attribute is truncated).
 int64_t integer_constant(const ir::Op& constant);
 

@@ -7,11 +7,13 @@
 
 #include "backends/c_family/control_flow.h"
 #include "backends/c_family/prelude_text.h"
+#include "backends/c_family/op_syntax.h"
 #include "backends/cpu/codegen_bounds.h"
 #include "backends/cpu/codegen_context.h"
 #include "backends/cpu/prelude.h"
 #include "backends/cpu/prelude_atomic.h"
 #include "backends/cpu/prelude_fp8.h"
+#include "backends/cpu/prelude_libdevice.h"
 #include "backends/cpu/prelude_sort.h"
 #include "backends/kernel_abi.h"
 #include "ir/fp8.h"
@@ -266,7 +268,12 @@ void CodegenContext::emit_op(ir::OpId id) {
     case ir::OpKind::Constant:
     case ir::OpKind::ProgramId:
     case ir::OpKind::NumPrograms:
-    case ir::OpKind::Arange: return emit_value_source(*this, o);
+    case ir::OpKind::Arange:
+    case ir::OpKind::GlobalTimer:
+    case ir::OpKind::Smid: return emit_value_source(*this, o);
+    // No grid depends on a CPU kernel's, or it on one: nothing to order.
+    case ir::OpKind::GdcWait:
+    case ir::OpKind::GdcLaunchDependents: return;
     case ir::OpKind::Splat:
     case ir::OpKind::Broadcast:
     case ir::OpKind::ExpandDims:
@@ -351,6 +358,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     unit.raw(c_family::kSoftFp8);
     unit.raw(kFp8Prelude);
   }
+  if (c_family::uses_libdevice(fn)) unit.raw(kLibdevicePrelude);
   emit_debug_helpers(unit, fn, options);
   unit.blank();
   unit.line("// ---- kernel ----");

@@ -65,6 +65,9 @@ std::string elementwise_expr(const CodegenContext& ctx, const ir::Op& op, const 
   const ir::Type from = ctx.fn.type(op.operands[0]).element(), to = ctx.fn.type(op.results[0]).element();
   switch (op.kind) {
     case OpKind::Cast:
+      // libdevice's directed conversions: the host's conversion in that rounding mode.
+      if (std::string mode = c_family::directed_conversion(op, from, to); !mode.empty())
+        return "tg_cvt_" + mode + "<" + c_scalar(to.scalar) + ">(" + operands[0] + ")";
       if (c_family::rounds_toward_zero(op) && !from.is_pointer() && !to.is_pointer() &&
           narrows_float(from.scalar, to.scalar))
         return cast_toward_zero(from.scalar, to.scalar, operands[0]);
@@ -134,6 +137,8 @@ void emit_value_source(CodegenContext& ctx, const ir::Op& op) {
   switch (op.kind) {
     case OpKind::Constant: value = constant_expr(op, t.scalar); break;
     case OpKind::ProgramId: value = std::string("(") + ct + ")" + program_axis(op.int_attr("axis")); break;
+    case OpKind::GlobalTimer: value = "tg_globaltimer()"; break;
+    case OpKind::Smid: value = "tg_smid()"; break;
     case OpKind::NumPrograms:
       program_axis(op.int_attr("axis"));
       value = "(" + ct + ")grid[" + std::to_string(op.int_attr("axis")) + "]";

@@ -11,12 +11,14 @@
 
 #include "backends/c_family/control_flow.h"
 #include "backends/c_family/prelude_text.h"
+#include "backends/c_family/op_syntax.h"
 #include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
 #include "backends/cuda/codegen_mma.h"
 #include "backends/cuda/prelude.h"
 #include "backends/cuda/prelude_atomic.h"
 #include "backends/cuda/prelude_fp8.h"
+#include "backends/cuda/prelude_libdevice.h"
 #include "backends/cuda/prelude_mma.h"
 #include "backends/kernel_abi.h"
 #include "ir/fp8.h"
@@ -321,7 +323,7 @@ namespace {
 
 bool is_value_source(OpKind k) {
   return k == OpKind::Constant || k == OpKind::ProgramId || k == OpKind::NumPrograms || k == OpKind::Arange ||
-         k == OpKind::Splat;
+         k == OpKind::Splat || k == OpKind::GlobalTimer || k == OpKind::Smid;
 }
 
 // Ops whose result can be computed in any layout from operands in the
@@ -389,6 +391,13 @@ void CudaContext::emit_op(ir::OpId id) {
       case OpKind::Print:
       case OpKind::Assert: emit_debug(*this, id); break;
       case OpKind::InlineAsm: emit_inline_asm(*this, id); break;
+      // Programmatic dependent launch exists from sm_90; before, no grid depends on another.
+      case OpKind::GdcWait:
+        if (options.arch >= 90) out.line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
+        break;
+      case OpKind::GdcLaunchDependents:
+        if (options.arch >= 90) out.line("asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");");
+        break;
       // Every op of verified IR has a CUDA form (E0801 is reserved, never raised).
       default: internal_error(__FILE__, __LINE__, std::string("`") + ir::name(o.kind) + "` has no CUDA form");
     }
@@ -517,6 +526,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
     unit.raw(kFp8Prelude);
   }
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
+  if (c_family::uses_libdevice(fn)) unit.raw(kLibdevicePrelude);
   if (options.arch >= 80 && uses_dot(fn)) unit.raw(kMmaPrelude);
   if (options.arch >= 90 && uses_dot(fn)) unit.raw(kWgmmaPrelude);
   emit_debug_helpers(unit, options);

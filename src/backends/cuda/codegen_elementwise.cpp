@@ -80,6 +80,15 @@ std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::strin
   return name + suffix + "(" + v + ")";
 }
 
+// An integer or f64 converted to f32/f64 in a directed rounding `mode`: the
+// intrinsic of that name (__int2float_rd, __ull2double_ru, __double2float_rz).
+std::string directed_intrinsic(Scalar from, Scalar to, const std::string& mode, const std::string& x) {
+  std::string source = from == Scalar::F64         ? "double"
+                       : ir::bit_width(from) == 64 ? (ir::is_signed(from) ? "ll" : "ull")
+                                                   : (ir::is_signed(from) ? "int" : "uint");
+  return "__" + source + "2" + (to == Scalar::F32 ? "float" : "double") + "_" + mode + "(" + x + ")";
+}
+
 // Reinterprets bits; 16-bit floats are already their bits.
 std::string bitcast_expr(const ir::Type& from, const ir::Type& to, const std::string& x) {
   if (to.is_pointer() || from.is_pointer()) return cast_expr(from, to, x, false);
@@ -129,7 +138,10 @@ int repeating_register_bits(const CudaContext& ctx, ir::ValueId v, const Distrib
 std::string elementwise_expr(const CudaContext& ctx, const ir::Op& op, const std::vector<std::string>& operands) {
   const ir::Type from = ctx.fn.type(op.operands[0]).element(), to = ctx.fn.type(op.results[0]).element();
   switch (op.kind) {
-    case OpKind::Cast: return cast_expr(from, to, operands[0], c_family::rounds_toward_zero(op));
+    case OpKind::Cast:
+      if (std::string mode = c_family::directed_conversion(op, from, to); !mode.empty())
+        return directed_intrinsic(from.scalar, to.scalar, mode, operands[0]);
+      return cast_expr(from, to, operands[0], c_family::rounds_toward_zero(op));
     case OpKind::Bitcast: return bitcast_expr(from, to, operands[0]);
     case OpKind::AddPtr: {
       std::string offset = ir::is_signed(ctx.fn.type(op.operands[1]).scalar) ? "(long long)" : "(unsigned long long)";
@@ -151,6 +163,8 @@ void emit_elementwise(CudaContext& ctx, ir::OpId id, const Layout* layout, const
       case OpKind::Constant: value = constant_expr(op, t.scalar); break;
       case OpKind::ProgramId: value = std::string("(int)") + grid_axis(op, "block"); break;
       case OpKind::NumPrograms: value = std::string("(int)") + grid_axis(op, "grid"); break;
+      case OpKind::GlobalTimer: value = "tg_globaltimer()"; break;
+      case OpKind::Smid: value = "tg_smid()"; break;
       default: {
         std::vector<std::string> operands;
         for (ir::ValueId v : op.operands) operands.push_back(ctx.name(v));

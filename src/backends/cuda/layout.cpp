@@ -612,7 +612,8 @@ LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& i
       result = std::find(body.args.begin(), body.args.end(), v) == body.args.end();
     } else {
       const ir::Op& d = fn.op(def);
-      result = d.kind == OpKind::ProgramId || d.kind == OpKind::NumPrograms || !d.regions.empty();
+      result = d.kind == OpKind::ProgramId || d.kind == OpKind::NumPrograms || d.kind == OpKind::GlobalTimer ||
+               d.kind == OpKind::Smid || !d.regions.empty();
       for (ir::ValueId u : d.operands) result = result || depends_on_program(u);
     }
     program_dependence[v.index] = result ? 1 : 0;

@@ -1,5 +1,6 @@
-"""``tl.extra``: target-specific extensions; ``libdevice`` holds extra math."""
+"""``tl.extra``: target-specific extensions: ``libdevice`` holds extra math,
+``cuda`` what a program knows of the machine it runs on."""
 
-from . import libdevice
+from . import cuda, libdevice
 
-__all__ = ["libdevice"]
+__all__ = ["cuda", "libdevice"]

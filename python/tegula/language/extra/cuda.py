@@ -1,0 +1,36 @@
+"""``tl.extra.cuda``: what a program knows of the CUDA machine it runs on,
+and programmatic dependent launch. Each has a defined meaning on the CPU
+backend too (docs/language.md, "tl.extra.cuda")."""
+
+from ..core import only_in_kernel as _only_in_kernel
+from . import libdevice  # noqa: F401  (Triton's tl.extra.cuda.libdevice)
+
+
+def globaltimer():
+    """A nanosecond clock (int64): CUDA's %globaltimer; on the CPU a monotonic clock."""
+    _only_in_kernel("extra.cuda.globaltimer")
+
+
+def smid():
+    """The multiprocessor running the program (int32); on the CPU the core."""
+    _only_in_kernel("extra.cuda.smid")
+
+
+def num_threads():
+    """The threads of a program, 32 * num_warps (a constexpr)."""
+    _only_in_kernel("extra.cuda.num_threads")
+
+
+def num_warps():
+    """The launch's num_warps (a constexpr)."""
+    _only_in_kernel("extra.cuda.num_warps")
+
+
+def gdc_wait():
+    """Waits until the grids this one depends on have finished (PDL); a no-op where there are none."""
+    _only_in_kernel("extra.cuda.gdc_wait")
+
+
+def gdc_launch_dependents():
+    """Lets the grids that depend on this one start (PDL); a no-op where there are none."""
+    _only_in_kernel("extra.cuda.gdc_launch_dependents")
