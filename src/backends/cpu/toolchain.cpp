@@ -306,9 +306,49 @@ std::optional<PreludeHeader> prelude_header(const Toolchain& tc, const std::stri
   return PreludeHeader{name, name + ".gch"};
 }
 
-bool file_exists(const std::string& path) {
+// Whether `path` is a file this user's Tegula could have written: a regular
+// file (not a link, FIFO or directory) of this user that group and others
+// cannot write, the rule of cache entries (runtime/disk_cache.h). Its bytes
+// when it is and `bytes` is given.
+bool is_private_file(const std::string& path, std::string* bytes = nullptr) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 022) != 0)
+    return false;
+  if (!bytes) return true;
+  bytes->clear();
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t got = ::read(fd.get(), buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return false;
+    if (got == 0) return true;
+    bytes->append(buf, static_cast<size_t>(got));
+  }
+}
+
+// The prelude header is code every later kernel of the cache includes, so it
+// is held to the rule of cache entries: private, ours, and its bytes exactly
+// kPrelude (the name is a hash of them). The precompiled header can only be
+// checked for being private and ours; it is trusted because only a verified
+// header is ever precompiled (start_building), and it goes with a header
+// that fails the check, as it may have been built from it. What fails is
+// removed: rebuilt later, never used. True when both are there and verified.
+bool verified_header(const PreludeHeader& prelude) {
+  std::string text;
+  return is_private_file(prelude.header, &text) && text == kPrelude;
+}
+
+bool verified_prelude(const PreludeHeader& prelude) {
+  bool header_ok = verified_header(prelude);
+  if (!header_ok || !is_private_file(prelude.binary)) {
+    struct stat st {};
+    if (!header_ok && ::lstat(prelude.header.c_str(), &st) == 0) ::unlink(prelude.header.c_str());
+    if (::lstat(prelude.binary.c_str(), &st) == 0) ::unlink(prelude.binary.c_str());
+    return false;
+  }
+  return true;
 }
 
 // `source` with its prelude replaced by an #include of `header`; empty when
@@ -364,14 +404,15 @@ void start_building(const Toolchain& tc, const PreludeHeader& prelude) {
   try {
     std::string folder = prelude.header.substr(0, prelude.header.rfind('/'));
     remove_old_prelude_headers(folder);
-    if (!file_exists(prelude.header)) write_file_atomically(prelude.header, std::string(kPrelude));
+    // The header is precompiled only as this process wrote or verified it.
+    if (!verified_header(prelude)) write_file_atomically(prelude.header, std::string(kPrelude));
     std::string temporary = make_temporary(folder, ".gch");
     // sh gets the paths as arguments, never inside its script. It runs the
     // build in a background subshell and returns at once, so nothing of this
     // process (no thread, no child to reap) outlives the call: a short-lived
     // process such as the CLI may exit while the header is still building.
     std::vector<std::string> argv = {"/bin/sh", "-c",
-                                     "out=$1; tmp=$2; shift 2; (\"$@\" && mv -f -- \"$tmp\" \"$out\" || "
+                                     "out=$1; tmp=$2; shift 2; (\"$@\" && chmod 600 -- \"$tmp\" && mv -f -- \"$tmp\" \"$out\" || "
                                      "rm -f -- \"$tmp\") </dev/null >/dev/null 2>&1 &",
                                      "sh", prelude.binary, temporary, tc.compiler};
     for (const std::string& f : split_words(tc.flags))
@@ -400,7 +441,7 @@ void compile_shared_object(const std::string& source, const std::string& output_
   bool build_prelude = false;  // after this compile: both would share the CPU
   std::optional<PreludeHeader> prelude = prelude_header(tc, folder);
   if (prelude) {
-    if (file_exists(prelude->binary) && file_exists(prelude->header))
+    if (verified_prelude(*prelude))
       unit = including_prelude(source, prelude->header);
     else
       build_prelude = !including_prelude(source, prelude->header).empty();
