@@ -17,6 +17,8 @@
 #include "backends/cpu/toolchain.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -36,6 +38,7 @@
 
 #include "backends/cpu/prelude.h"
 #include "support/diagnostic.h"
+#include "support/interrupt.h"
 #include "support/sha256.h"
 
 extern char** environ;
@@ -123,6 +126,19 @@ struct ProcessResult {
   std::string output;    // stdout and stderr, interleaved
 };
 
+// Ends the child's whole process group (the compiler driver and the
+// programs it started) and reaps the child.
+void stop_process_group(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// Runs `argv` in its own process group and returns its exit status and
+// output. An interrupt (support/interrupt.h) pending while it runs, or one
+// that killed it (Ctrl-C in a terminal signals the whole foreground group),
+// stops the group and throws Interrupted: the user's, not a compiler failure.
 ProcessResult run_process(const std::vector<std::string>& argv) {
   ProcessResult result;
   int fds[2];
@@ -136,19 +152,34 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  int spawn_error = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int spawn_error = ::posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   write_end.reset();
   if (spawn_error != 0) {
     result.output = "cannot start " + argv[0] + ": " + std::strerror(spawn_error);
     return result;
   }
+  constexpr int kPollMilliseconds = 100;
   char buf[4096];
   for (;;) {
+    pollfd ready{read_end.get(), POLLIN, 0};
+    int polled = ::poll(&ready, 1, kPollMilliseconds);
+    if (polled == 0 || (polled < 0 && errno == EINTR)) {
+      if (interrupt_pending()) {
+        stop_process_group(pid);
+        throw Interrupted();
+      }
+      continue;
+    }
     ssize_t got = ::read(read_end.get(), buf, sizeof buf);
     if (got > 0) {
       result.output.append(buf, static_cast<size_t>(got));
@@ -162,6 +193,7 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return result;
   }
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) throw Interrupted();
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   return result;
 }
