@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "runtime/errors.h"
+#include "runtime/lock_wait.h"
 #include "support/sha256.h"
 
 namespace tegula::runtime {
@@ -450,12 +451,14 @@ EntryLock DiskCache::lock(const std::string& key) const {
   // descriptor of the same file closed anywhere in it would drop the lock.
   int fd = ::open(lock_path(key).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) return EntryLock(key, -1);  // e.g. a read-only cache: store() reports that itself
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    ::close(fd);  // a file system without locks (some network mounts): go on unserialized
-    return EntryLock(key, -1);
+  try {
+    if (acquire_entry_lock(fd, lock_path(key), key)) return EntryLock(key, fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-  return EntryLock(key, fd);
+  ::close(fd);  // no locks here, or a holder that will not finish: go on unserialized
+  return EntryLock(key, -1);
 }
 
 // --- loading -----------------------------------------------------------------------
