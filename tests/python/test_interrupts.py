@@ -36,7 +36,7 @@ SPIN = textwrap.dedent("""
     print("ready", flush=True)
     start = time.monotonic()
     try:
-        spin[(4096,)](x, 4_000_000, BLOCK=16)  # about a minute on two threads
+        spin[(4096,)](x, 16_000_000, BLOCK=16)  # half a minute or more on two threads
         print("finished", time.monotonic() - start, flush=True)
     except KeyboardInterrupt:
         print("interrupted", time.monotonic() - start, flush=True)
