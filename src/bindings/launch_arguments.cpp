@@ -376,7 +376,8 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::numpy_array(const
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
                 "argument '" + param + "' of kernel '" + kernel + "' has unsupported dtype " +
                     str_of(nb::handle(dtype)) + "; supported: " + kSupportedDtypes);
-  return Pointer{*scalar, address, Place{host_, -1}, numpy_write_block(flags, nd, shape, strides, ir::byte_size(*scalar))};
+  return Pointer{*scalar, address, Place{host_, -1},
+                 numpy_write_block(flags, nd, shape, strides, ir::byte_size(*scalar))};
 }
 
 std::optional<ir::Scalar> ArgumentClassifier::numpy_scalar(PyObject* dtype) {

@@ -444,8 +444,8 @@ void start_building(const Toolchain& tc, const PreludeHeader& prelude) {
     // process (no thread, no child to reap) outlives the call: a short-lived
     // process such as the CLI may exit while the header is still building.
     std::vector<std::string> argv = {"/bin/sh", "-c",
-                                     "out=$1; tmp=$2; shift 2; (\"$@\" && chmod 600 -- \"$tmp\" && mv -f -- \"$tmp\" \"$out\" || "
-                                     "rm -f -- \"$tmp\") </dev/null >/dev/null 2>&1 &",
+                                     "out=$1; tmp=$2; shift 2; (\"$@\" && chmod 600 -- \"$tmp\" && "
+                                     "mv -f -- \"$tmp\" \"$out\" || rm -f -- \"$tmp\") </dev/null >/dev/null 2>&1 &",
                                      "sh", prelude.binary, temporary, tc.compiler};
     for (const std::string& f : split_words(tc.flags))
       if (!is_library(f) && f != "-shared" && f.rfind("-Wl,", 0) != 0) argv.push_back(f);
