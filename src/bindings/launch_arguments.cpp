@@ -25,6 +25,7 @@ struct NumpyArrayHead {
   Py_intptr_t* strides;
   PyObject* base;
   PyObject* descr;
+  int flags;
 };
 
 // Bounds the identity caches: arrays made with unusual dtypes may each bring
@@ -257,6 +258,8 @@ void ArgumentClassifier::add_pointer(const Pointer& pointer, size_t index, nb::h
   out.values.push_back({HostValue::Kind::Address, pointer.address, 0.0});
   out.sources.push_back(source.ptr());
   out.places.push_back({index, pointer.place});
+  if (pointer.write_block != WriteBlock::None)
+    out.unwritable.push_back({out.values.size() - 1, pointer.write_block});
 }
 
 void ArgumentClassifier::add_int(const std::string& kernel, const std::string& param, nb::handle value,
@@ -347,14 +350,25 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::numpy_array(const
   nb::object dtype_holder;
   PyObject* dtype = nullptr;
   uint64_t address = 0;
+  int flags = 0, nd = 0;
+  const Py_intptr_t *shape = nullptr, *strides = nullptr;
+  nb::object capsule;  // owns the interface that `shape` and `strides` point into
   if (exact && numpy_layout_ == NumpyLayout::Direct) {
     dtype = head->descr;
     address = reinterpret_cast<uintptr_t>(head->data);
+    flags = head->flags;
+    nd = head->nd;
+    shape = head->dimensions;
+    strides = head->strides;
   } else {
     dtype_holder = attribute(value, dtype_name_);
     dtype = dtype_holder.ptr();
-    nb::object capsule;
-    address = reinterpret_cast<uintptr_t>(array_interface(value, capsule)->data);
+    const ArrayInterface* interface = array_interface(value, capsule);
+    address = reinterpret_cast<uintptr_t>(interface->data);
+    flags = interface->flags;
+    nd = interface->nd;
+    shape = interface->shape;
+    strides = interface->strides;
     if (exact && numpy_layout_ == NumpyLayout::Unknown)
       numpy_layout_ = head->descr == dtype && reinterpret_cast<uintptr_t>(head->data) == address
                           ? NumpyLayout::Direct
@@ -365,7 +379,8 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::numpy_array(const
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
                 "argument '" + param + "' of kernel '" + kernel + "' has unsupported dtype " +
                     str_of(nb::handle(dtype)) + "; supported: " + kSupportedDtypes);
-  return Pointer{*scalar, address, Place{host_, -1}};
+  return Pointer{*scalar, address, Place{host_, -1},
+                 numpy_write_block(flags, nd, shape, strides, ir::byte_size(*scalar))};
 }
 
 std::optional<ir::Scalar> ArgumentClassifier::numpy_scalar(PyObject* dtype) {

@@ -37,6 +37,7 @@
 #include "bindings/dlpack_exchange.h"
 #include "bindings/launch_key.h"
 #include "bindings/launch_placement.h"
+#include "bindings/launch_writes.h"
 #include "bindings/small_vector.h"
 
 namespace tegula::python {
@@ -58,6 +59,8 @@ struct LaunchArguments {
   SmallVector<HostValue, kInlineArguments> values;
   SmallVector<PyObject*, kInlineArguments> sources;  // borrowed: the argument behind each value
   SmallVector<ArgumentPlace, kInlineArguments> places;
+  // Arrays the kernel must not write (launch_writes.h); usually none.
+  SmallVector<UnwritableArgument, 4> unwritable;
 };
 
 // The Python side's tables and the few Python functions a launch may need,
@@ -131,6 +134,7 @@ class ArgumentClassifier {
     ir::Scalar element = ir::Scalar::F32;
     uint64_t address = 0;
     Place place;
+    WriteBlock write_block = WriteBlock::None;
   };
   // Whether NumPy's array fields may be read directly (checked on the first array).
   enum class NumpyLayout { Unknown, Direct, Attributes };

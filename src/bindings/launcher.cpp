@@ -368,6 +368,7 @@ nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& gri
     }
   }
   std::span<const ArgValue> args(values.data(), values.size());
+  if (!arguments.unwritable.empty()) check_writes(*kernel, {arguments.unwritable.begin(), arguments.unwritable.end()});
   if (target.place.backend->kind() == backends::BackendKind::Device) {
     backends::Stream stream{classifier_.current_stream(target.place.device), target.place.device};
     nb::gil_scoped_release released;

@@ -5,6 +5,8 @@
 // line, the caret, the hint). Its kind picks the exception class; a
 // CompilationError carries the bare message as its `__cause__`, as Triton's do.
 #include <Python.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <exception>
@@ -15,6 +17,7 @@
 #include "runtime/compiler.h"
 #include "backends/cuda/driver_api.h"
 #include "support/diagnostic.h"
+#include "support/interrupt.h"
 
 namespace nb = nanobind;
 
@@ -67,11 +70,40 @@ void raise_compilation_error(PyObject* compilation_error, const tegula::Error& e
   Py_XDECREF(error);
 }
 
+// The poll of native work (support/interrupt.h): runs Python's signal
+// handlers, which only the main thread can; one that raised (SIGINT's
+// default handler raises KeyboardInterrupt) leaves its exception set, for
+// raise_interrupted. Other threads never take the GIL for it (they could
+// not run the handlers anyway, and one that waits on the GIL for a poll must
+// not wait on a thread that holds it while waiting on this work).
+bool python_interrupt_pending() {
+  if (::syscall(SYS_gettid) != ::getpid()) return false;  // not the main thread
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return false;
+#else
+  if (_Py_IsFinalizing()) return false;
+#endif
+  PyGILState_STATE state = PyGILState_Ensure();
+  bool pending = PyErr_Occurred() != nullptr || PyErr_CheckSignals() != 0;
+  PyGILState_Release(state);
+  return pending;
+}
+
+// Interrupted as Python sees it: the exception the signal handler raised, or
+// KeyboardInterrupt when the interrupt reached only a child process (Ctrl-C
+// in a terminal signals the compiler too, which may notice first).
+void raise_interrupted() {
+  if (PyErr_Occurred() || PyErr_CheckSignals() != 0) return;
+  PyErr_SetNone(PyExc_KeyboardInterrupt);
+}
+
 // `payload` is the CompilationError type object; the module keeps it alive.
 void translate_errors(const std::exception_ptr& error, void* payload) {
   auto* compilation_error = static_cast<PyObject*>(payload);
   try {
     std::rethrow_exception(error);
+  } catch (const Interrupted&) {
+    raise_interrupted();
   } catch (const backends::DeviceFault& e) {
     // A debug kernel went out of bounds or failed an assert: tegula.DeviceError.
     raise_device_error(e);
@@ -120,6 +152,9 @@ void set_python_error(const std::exception_ptr& error) {
     } catch (const std::bad_alloc&) {
       PyErr_NoMemory();
       return;
+    } catch (const Interrupted&) {
+      raise_interrupted();
+      return;
     } catch (...) {
     }
     // The CompilationError type lives on the module (error path only: the lookup may be slow).
@@ -151,6 +186,7 @@ NB_MODULE(_C, m) {
   // life of the process (extension modules are never unloaded).
   m.attr("CompilationError") = nb::steal(compilation_error);
   nb::register_exception_translator(tegula::python::translate_errors, compilation_error);
+  tegula::set_interrupt_poll(tegula::python::python_interrupt_pending);
 
   // nanobind reports instances still alive when the module is torn down. A
   // process that exits with other threads running (pytest-xdist's workers,

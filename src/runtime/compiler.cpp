@@ -20,6 +20,7 @@
 #include "runtime/disk_cache.h"
 #include "runtime/kernel_table.h"
 #include "runtime/stage_dumps.h"
+#include "support/interrupt.h"
 
 #ifndef TEGULA_VERSION
 #define TEGULA_VERSION "unknown"
@@ -69,6 +70,8 @@ auto translate_errors(Attempt& attempt, Step&& step) -> decltype(step()) {
     return step();
   } catch (const Error&) {
     throw;
+  } catch (const Interrupted&) {
+    throw;  // the user's Ctrl-C, not a failure of the compile
   } catch (const UserError& e) {
     throw to_error(e.diagnostic(), &attempt.sources);
   } catch (const InternalError& e) {

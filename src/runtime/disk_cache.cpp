@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "runtime/errors.h"
+#include "runtime/lock_wait.h"
 #include "support/sha256.h"
 
 namespace tegula::runtime {
@@ -101,6 +102,55 @@ bool is_identifier(std::string_view text) {
   return !std::isdigit(static_cast<unsigned char>(text[0]));
 }
 
+bool is_ascii_word_char(unsigned char c) { return c < 0x80 && (std::isalnum(c) || c == '_'); }
+
+// Kernel and parameter names as the manifest writes them: Python identifiers
+// may hold any letter (`kérnel_ñ`), but a manifest line is split at spaces
+// and read back byte-exactly, so every byte outside [A-Za-z0-9_] is written
+// as %HH. ASCII names read as before.
+std::string encode_name(std::string_view name) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : name) {
+    if (is_ascii_word_char(c)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The name encode_name wrote, or nullopt when the text is not such a name of
+// an identifier: its ASCII bytes must be [A-Za-z0-9_] (not leading with a
+// digit); bytes past ASCII are the letters of a UTF-8 identifier.
+std::optional<std::string> decode_name(std::string_view text) {
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string name;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      if (!is_ascii_word_char(static_cast<unsigned char>(text[i]))) return std::nullopt;
+      name += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    int high = digit(text[i + 1]), low = digit(text[i + 2]);
+    unsigned char byte = static_cast<unsigned char>(high * 16 + low);
+    // Only bytes the encoder escapes: one text per name.
+    if (high < 0 || low < 0 || byte < 0x80) return std::nullopt;
+    name += static_cast<char>(byte);
+    i += 2;
+  }
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return std::nullopt;
+  return name;
+}
+
 // A pointer parameter's effects as the manifest writes them: "rwa" with a
 // '-' for each that does not hold ("r--": read only).
 std::string effects_text(const passes::PointerEffects& e) {
@@ -178,15 +228,15 @@ void check_key(const std::string& key) {
 std::string serialize_manifest(const CacheManifest& manifest) {
   std::string out = std::string(kManifestMagic) + " " + std::to_string(kCacheFormatVersion) + "\n";
   out += "backend " + manifest.backend + "\n";
-  out += "kernel " + manifest.kernel_name + "\n";
+  out += "kernel " + encode_name(manifest.kernel_name) + "\n";
   for (const ir::Param& p : manifest.params)
-    out += "param " + p.name + " " + ir::to_string(p.type) + " " + std::to_string(p.divisibility) + "\n";
+    out += "param " + encode_name(p.name) + " " + ir::to_string(p.type) + " " + std::to_string(p.divisibility) + "\n";
   if (manifest.shape.threads > 0)
     out += "launch " + std::to_string(manifest.shape.threads) + " " + std::to_string(manifest.shape.shared_bytes) +
            "\n";
   for (size_t i = 0; i < manifest.effects.size() && i < manifest.params.size(); ++i)
     if (manifest.effects[i] != passes::PointerEffects{})
-      out += "effect " + manifest.params[i].name + " " + effects_text(manifest.effects[i]) + "\n";
+      out += "effect " + encode_name(manifest.params[i].name) + " " + effects_text(manifest.effects[i]) + "\n";
   for (const passes::DebugSite& site : manifest.debug_sites) out += "site " + passes::to_text(site) + "\n";
   out += "artifact " + manifest.artifact_extension + " " + manifest.artifact_sha256 + "\n";
   out += "stages " + (manifest.stages_sha256.empty() ? std::string("-") : manifest.stages_sha256) + "\n";
@@ -209,13 +259,13 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
     if (w.size() == 2 && w[0] == "backend" && i == 1 && is_identifier(w[1])) {
       manifest.backend = w[1];
       seen_backend = true;
-    } else if (w.size() == 2 && w[0] == "kernel" && seen_backend && !seen_kernel && is_identifier(w[1])) {
-      manifest.kernel_name = w[1];
+    } else if (w.size() == 2 && w[0] == "kernel" && seen_backend && !seen_kernel && decode_name(w[1])) {
+      manifest.kernel_name = *decode_name(w[1]);
       seen_kernel = true;
     } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_launch && !seen_effect && !seen_site &&
-               !seen_artifact && is_identifier(w[1])) {
+               !seen_artifact && decode_name(w[1])) {
       std::optional<ir::Type> type = parse_param_type(w[2]);
-      ir::Param param{w[1], type.value_or(ir::Type{}), 1};
+      ir::Param param{*decode_name(w[1]), type.value_or(ir::Type{}), 1};
       if (!type || !parse_int(w[3], &param.divisibility) || param.divisibility < 1) return std::nullopt;
       manifest.params.push_back(std::move(param));
     } else if (w.size() == 3 && w[0] == "launch" && seen_kernel && !seen_launch && !seen_effect && !seen_site &&
@@ -227,8 +277,9 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
       seen_launch = true;
     } else if (w.size() == 3 && w[0] == "effect" && seen_kernel && !seen_site && !seen_artifact) {
       manifest.effects.resize(manifest.params.size());
+      std::optional<std::string> name = decode_name(w[1]);
       size_t i = 0;
-      while (i < manifest.params.size() && manifest.params[i].name != w[1]) ++i;
+      while (name && i < manifest.params.size() && manifest.params[i].name != *name) ++i;
       std::optional<passes::PointerEffects> effects = parse_effects(w[2]);
       if (i == manifest.params.size() || !manifest.params[i].type.is_pointer() || !effects ||
           manifest.effects[i] != passes::PointerEffects{} || *effects == passes::PointerEffects{})
@@ -400,12 +451,14 @@ EntryLock DiskCache::lock(const std::string& key) const {
   // descriptor of the same file closed anywhere in it would drop the lock.
   int fd = ::open(lock_path(key).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) return EntryLock(key, -1);  // e.g. a read-only cache: store() reports that itself
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    ::close(fd);  // a file system without locks (some network mounts): go on unserialized
-    return EntryLock(key, -1);
+  try {
+    if (acquire_entry_lock(fd, lock_path(key), key)) return EntryLock(key, fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
-  return EntryLock(key, fd);
+  ::close(fd);  // no locks here, or a holder that will not finish: go on unserialized
+  return EntryLock(key, -1);
 }
 
 // --- loading -----------------------------------------------------------------------

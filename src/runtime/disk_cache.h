@@ -8,7 +8,8 @@
 //   <key>.meta     the manifest, written last: format version, backend,
 //                  kernel name, launch parameters, the artifact's extension
 //                  and SHA-256 (and that of .stages)
-//   <key>.lock     empty; locked (flock) by the process building the entry
+//   <key>.lock     locked (flock) by the process building the entry, which
+//                  writes its pid there (runtime/lock_wait.h)
 //
 // A cached artifact is code this process will execute, so the directory must
 // be private to the user (see resolve_cache_directory), every file is written
@@ -117,8 +118,11 @@ class DiskCache {
 
   // Waits until no other process builds `key`, then holds its lock: the
   // caller loads once more (the other process may have just published it) and
-  // builds and stores only on a second miss. Never fails: without a lock the
-  // build simply is not serialized (EntryLock::held).
+  // builds and stores only on a second miss. Without a lock (no locks on
+  // this file system, a holder that is stopped or gone: runtime/lock_wait.h)
+  // the build simply is not serialized (EntryLock::held). Throws Error
+  // (E0908) after waiting $TEGULA_CACHE_LOCK_TIMEOUT for a working holder,
+  // Interrupted on the user's interrupt.
   EntryLock lock(const std::string& key) const;
 
   // The verified entry for `key` (manifest parsed, artifact read and its

@@ -70,6 +70,37 @@ TEST(Manifest, RoundTripsExactly) {
   EXPECT_EQ(back->stages_sha256, m.stages_sha256);
 }
 
+TEST(Manifest, NonAsciiNamesAreEscapedAndReadBack) {
+  CacheManifest m = sample_manifest();
+  m.artifact_sha256 = sha256_hex("library");
+  m.kernel_name = "k\xc3\xa9rnel_\xc3\xb1";  // kérnel_ñ
+  m.params[0].name = "\xc3\xb1";                // ñ
+  m.effects.resize(m.params.size());
+  m.effects[0] = passes::PointerEffects{true, true, false};
+  std::string text = serialize_manifest(m);
+  EXPECT_NE(text.find("kernel k%c3%a9rnel_%c3%b1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("param %c3%b1 ptr<f32> 16\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("effect %c3%b1 rw-\n"), std::string::npos) << text;
+  std::optional<CacheManifest> back = parse_manifest(text);
+  ASSERT_TRUE(back) << text;
+  EXPECT_EQ(back->kernel_name, m.kernel_name);
+  EXPECT_EQ(back->params[0].name, m.params[0].name);
+  EXPECT_TRUE(back->effects[0].written);
+
+  // Only what the encoder writes reads back: ASCII escaped, a cut or
+  // malformed escape, a leading digit are refused.
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  EXPECT_FALSE(parse_manifest(replaced("kernel k%c3", "kernel k%41")));
+  EXPECT_FALSE(parse_manifest(replaced("kernel k%c3%a9rnel_%c3%b1", "kernel k%c")));
+  EXPECT_FALSE(parse_manifest(replaced("kernel k%c3", "kernel k%zz")));
+  EXPECT_FALSE(parse_manifest(replaced("kernel k%c3", "kernel 9%c3")));
+  EXPECT_FALSE(parse_manifest(replaced("kernel k%c3", "kernel k-%c3")));
+}
+
 TEST(Manifest, KeepsTheDebugSitesOfDebugKernels) {
   CacheManifest m = sample_manifest();
   m.artifact_sha256 = sha256_hex("library");

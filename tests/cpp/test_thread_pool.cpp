@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "runtime_test_util.h"
+#include "support/interrupt.h"
 
 namespace tegula::backends::cpu {
 namespace {
@@ -122,6 +123,29 @@ TEST(ThreadPool, ExceptionInAChunkReachesTheCallerAndThePoolSurvives) {
   }
   EXPECT_EQ(chunks_run.load(), 100);  // the other chunks still ran
   expect_each_id_once(pool, 5000, 17);
+}
+
+// The poll says "interrupted" from its third call on (support/interrupt.h).
+std::atomic<int> polls{0};
+bool interrupted_after_two_polls() { return ++polls > 2; }
+
+TEST(ThreadPool, AnInterruptStopsTheLaunchAndThePoolSurvives) {
+  for (int threads : {4, 1}) {  // through the workers, and inline on the caller
+    ThreadPool pool(threads);
+    polls = 0;
+    set_interrupt_poll(interrupted_after_two_polls);
+    std::atomic<int64_t> ran{0};
+    EXPECT_THROW(pool.parallel_for(400, 10,
+                                   [&](int64_t begin, int64_t end) {
+                                     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                                     ran += end - begin;
+                                   }),
+                 Interrupted);
+    set_interrupt_poll(nullptr);
+    // Polled about every 50 ms: the launch stopped well before its ~2 s of work.
+    EXPECT_LT(ran.load(), 400) << threads << " threads";
+    expect_each_id_once(pool, 1000, 7);
+  }
 }
 
 TEST(ThreadPool, ThreadCountFromTheEnvironment) {

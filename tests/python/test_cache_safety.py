@@ -287,6 +287,109 @@ def test_a_tampered_library_is_refused_and_never_loaded(eight_at_once, tmp_path,
     assert marker.read_text() == "loaded"
 
 
+MARKER_PRELUDE = r"""
+#include <cstdio>
+__attribute__((constructor)) static void tampered_prelude_ran() {
+  if (FILE* f = std::fopen("MARKER", "a")) { std::fputs("ran", f); std::fclose(f); }
+}
+"""
+
+
+def _wait_for(path: pathlib.Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_tampered_prelude_header_is_regenerated_and_never_compiled(eight_at_once, tmp_path, backend):
+    """The CPU prelude header (prelude-<hash>.h, included by every kernel
+    through its precompiled .gch) is held to the rule of cache entries:
+    appended code, a 0666 mode and a deleted .gch (so the next build would
+    precompile the tampered text) get it replaced, never compiled."""
+    if backend.is_cuda:
+        pytest.skip("the prelude header is the CPU toolchain's")
+    cache = _copy_of(eight_at_once[1], tmp_path)
+    headers = sorted(cache.glob("prelude-*.h"))
+    if not headers:
+        pytest.skip("this toolchain has no precompiled prelude (clang, or TEGULA_CPU_PCH=0)")
+    (header,) = headers
+    genuine = header.read_text()
+    marker = tmp_path / "marker"
+    header.write_text(genuine + MARKER_PRELUDE.replace("MARKER", str(marker)))
+    header.chmod(0o666)
+    binary = header.with_name(header.name + ".gch")
+    binary.unlink(missing_ok=True)
+    entries = _entries(cache, "cpu")
+
+    def rebuild_two():
+        for name in ("scaled_add", "row_max"):
+            for path in entries[name]:
+                path.unlink()
+        counters = _run_one(cache, "cpu", tmp_path)
+        assert (counters["builds"], counters["disk_hits"]) == (2, 1), counters
+
+    rebuild_two()
+    assert header.read_text() == genuine, "the tampered prelude header was kept"
+    assert header.stat().st_mode & 0o077 == 0
+    # The .gch the build started in the background comes from the verified
+    # header: kernels built with it run no foreign code either.
+    if _wait_for(binary, 180):
+        time.sleep(0.5)
+        rebuild_two()
+    assert not marker.exists(), "code appended to the prelude header ran"
+
+    # A header that only differs in its bytes (private mode) goes as well,
+    # together with the .gch that may have been built from it.
+    if binary.exists():
+        header.write_text(genuine + "// changed\n")
+        header.chmod(0o600)
+        rebuild_two()
+        assert header.read_text() == genuine
+
+
+def test_kernels_with_non_ascii_names_hit_the_disk_cache(tmp_path):
+    """Names are written %-escaped into manifests (identifiers may hold any
+    letter): a second process loads the entry instead of rebuilding it."""
+    script = textwrap.dedent("""
+        import json
+        import numpy as np
+        import tegula
+        import tegula.language as tl
+
+        @tegula.jit
+        def dóble(v, ñ):
+            return v * ñ
+
+        @tegula.jit
+        def kérnel_ñ(x_ptr, out_ptr, ñ, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            tl.store(out_ptr + offs, dóble(tl.load(x_ptr + offs, mask=m), ñ), mask=m)
+
+        x = np.random.default_rng(3).standard_normal(300).astype(np.float32)
+        out = np.zeros_like(x)
+        kérnel_ñ[(3,)](x, out, 2.5, 300, BLOCK=128)
+        np.testing.assert_allclose(out, x * np.float32(2.5), rtol=1e-6)
+        print(json.dumps(tegula.runtime_stats()))
+    """)
+    cache = tmp_path / "cache"
+    source = tmp_path / "non_ascii.py"
+    source.write_text(script, encoding="utf-8")
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(source)], env=_env(cache, "cpu"), capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert (runs[0]["builds"], runs[0]["disk_rejected"]) == (1, 0), runs
+    assert (runs[1]["builds"], runs[1]["disk_hits"], runs[1]["disk_rejected"]) == (0, 1, 0), runs
+    (manifest,) = cache.glob("*.meta")
+    assert "kernel k%c3%a9rnel_%c3%b1\n" in manifest.read_text()
+
+
 # --- CUDA entries without a GPU --------------------------------------------------------------
 
 def test_cuda_images_are_verified_and_rebuilt(tmp_path):

@@ -60,6 +60,7 @@ COVERED_ELSEWHERE = {
     "E0906": ["tests/cpp/test_cuda_runtime.cpp CudaLaunch.DriverRefusalNamesKernelAndResult",  # on a GPU
               "tests/cpp/test_cuda_runtime.cpp CudaLibraryLoad.ResultsAreNamedEvenWithoutADriver"],
     "E0907": ["test_debug_fault_carries_its_code"],
+    "E0908": ["tests/python/test_cache_locks.py test_waiting_on_a_working_builder_says_so_and_times_out"],
     "E0999": ["test_internal_compiler_error", "tests/cpp/test_diagnostic.cpp InternalErrorLocation.*"],
     "E1001": ["tests/cpp/test_cli.cpp Cli.CommandLineMistakesExitWithStatus2", "test_explain_prints_the_entry"],
     "E1002": ["tests/cpp/test_cli.cpp Cli.CommandLineMistakesExitWithStatus2"],

@@ -5,11 +5,38 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 
+#include "support/interrupt.h"
+
 namespace tegula::backends::cpu {
+
+namespace {
+
+// How often the launching thread asks whether the user interrupted
+// (support/interrupt.h): often enough for Ctrl-C to feel immediate, rarely
+// enough that the poll (which takes the GIL) costs nothing measurable.
+constexpr std::chrono::milliseconds kPollInterval{50};
+constexpr int64_t kPiecesPerChunk = 8;
+
+}  // namespace
+
+// Asks the interrupt poll at most once per kPollInterval.
+class ThreadPool::InterruptWatch {
+ public:
+  bool interrupted() {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_ < kPollInterval) return false;
+    last_ = now;
+    return interrupt_pending();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 // One parallel_for call. Shared by the caller and every worker that picked it
 // up, so a worker that arrives after the last chunk was claimed still finds a
@@ -21,6 +48,7 @@ struct ThreadPool::Job {
   int64_t num_chunks = 0;
   std::atomic<int64_t> next_chunk{0};
   std::atomic<int64_t> finished_chunks{0};
+  std::atomic<bool> cancelled{false};  // interrupted: chunks claimed from now on are skipped
 
   std::mutex done_mutex;
   std::condition_variable done;
@@ -44,14 +72,21 @@ ThreadPool::~ThreadPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ThreadPool::run_chunks(Job& job) {
+void ThreadPool::run_chunks(Job& job, InterruptWatch* watch) {
   for (;;) {
     int64_t index = job.next_chunk.fetch_add(1, std::memory_order_relaxed);
     if (index >= job.num_chunks) return;
     int64_t begin = index * job.chunk;
     int64_t end = std::min(job.total, begin + job.chunk);
     try {
-      (*job.body)(begin, end);
+      // In pieces, so that an interrupt stops a launch within about an
+      // eighth of a chunk.
+      int64_t piece = std::max<int64_t>(1, job.chunk / kPiecesPerChunk);
+      for (int64_t first = begin; first < end; first += piece) {
+        if (watch && watch->interrupted()) job.cancelled.store(true, std::memory_order_relaxed);
+        if (job.cancelled.load(std::memory_order_relaxed)) break;
+        (*job.body)(first, std::min(end, first + piece));
+      }
     } catch (...) {
       // Letting it escape a worker would call std::terminate; hand it to the caller.
       std::lock_guard<std::mutex> lock(job.done_mutex);
@@ -72,7 +107,7 @@ void ThreadPool::worker_loop() {
     if (stopping_) return;
     std::shared_ptr<Job> job = jobs_.front();
     lock.unlock();
-    run_chunks(*job);
+    run_chunks(*job, nullptr);
     lock.lock();
     // All chunks are claimed: nobody needs to find this job in the queue any more.
     auto it = std::find(jobs_.begin(), jobs_.end(), job);
@@ -84,9 +119,14 @@ void ThreadPool::parallel_for(int64_t total, int64_t chunk, const ChunkFn& body)
   if (total <= 0) return;
   chunk = std::max<int64_t>(chunk, 1);
   int64_t num_chunks = total / chunk + (total % chunk != 0);
+  InterruptWatch watch;
   if (num_chunks == 1 || workers_.empty()) {
     // No one to share with: run inline, without touching the queue.
-    for (int64_t begin = 0; begin < total; begin += chunk) body(begin, std::min(total, begin + chunk));
+    int64_t piece = std::max<int64_t>(1, chunk / kPiecesPerChunk);
+    for (int64_t begin = 0; begin < total; begin += piece) {
+      if (begin > 0 && watch.interrupted()) throw Interrupted();
+      body(begin, std::min(total, begin + piece));
+    }
     return;
   }
 
@@ -104,15 +144,24 @@ void ThreadPool::parallel_for(int64_t total, int64_t chunk, const ChunkFn& body)
   else
     for (int64_t i = 0; i < num_chunks - 1; ++i) wake_.notify_one();
 
-  run_chunks(*job);
+  run_chunks(*job, &watch);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = std::find(jobs_.begin(), jobs_.end(), job);
     if (it != jobs_.end()) jobs_.erase(it);
   }
+  // The chunks still running on workers finish (they use the caller's
+  // arguments); meanwhile an interrupt keeps further ones from starting.
   std::unique_lock<std::mutex> lock(job->done_mutex);
-  job->done.wait(lock, [&] { return job->finished_chunks.load(std::memory_order_acquire) == num_chunks; });
+  auto all_finished = [&] { return job->finished_chunks.load(std::memory_order_acquire) == num_chunks; };
+  while (!job->done.wait_for(lock, kPollInterval, all_finished)) {
+    if (job->cancelled.load(std::memory_order_relaxed)) continue;
+    lock.unlock();
+    if (watch.interrupted()) job->cancelled.store(true, std::memory_order_relaxed);
+    lock.lock();
+  }
   if (job->first_error) std::rethrow_exception(job->first_error);
+  if (job->cancelled.load(std::memory_order_relaxed)) throw Interrupted();
 }
 
 int default_thread_count() {

@@ -32,10 +32,14 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Calls body over [0, total) in chunks of at most `chunk` ids and returns
+  // Calls body over [0, total) in chunks of at most `chunk` ids (each run in
+  // up to eight calls of consecutive pieces) and returns
   // once every chunk has finished. An exception thrown by a chunk is caught on
   // the thread that ran it and rethrown here (the first one; the remaining
-  // chunks still run). total <= 0 does nothing.
+  // chunks still run). total <= 0 does nothing. The calling thread asks
+  // for a pending interrupt (support/interrupt.h) between chunks and while it
+  // waits: then no further chunk starts, the running ones finish, and it
+  // throws Interrupted. A single chunk that never ends cannot be stopped.
   void parallel_for(int64_t total, int64_t chunk, const ChunkFn& body);
 
   // The process-wide pool: $TEGULA_NUM_THREADS threads if set to a positive
@@ -44,9 +48,12 @@ class ThreadPool {
 
  private:
   struct Job;
+  class InterruptWatch;
 
   void worker_loop();
-  static void run_chunks(Job& job);
+  // Claims and runs chunks until none is left; with `watch` (the calling
+  // thread's), asks it between chunks.
+  static void run_chunks(Job& job, InterruptWatch* watch);
 
   std::mutex mutex_;
   std::condition_variable wake_;

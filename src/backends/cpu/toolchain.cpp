@@ -17,6 +17,8 @@
 #include "backends/cpu/toolchain.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -36,6 +38,7 @@
 
 #include "backends/cpu/prelude.h"
 #include "support/diagnostic.h"
+#include "support/interrupt.h"
 #include "support/sha256.h"
 
 extern char** environ;
@@ -123,6 +126,19 @@ struct ProcessResult {
   std::string output;    // stdout and stderr, interleaved
 };
 
+// Ends the child's whole process group (the compiler driver and the
+// programs it started) and reaps the child.
+void stop_process_group(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// Runs `argv` in its own process group and returns its exit status and
+// output. An interrupt (support/interrupt.h) pending while it runs, or one
+// that killed it (Ctrl-C in a terminal signals the whole foreground group),
+// stops the group and throws Interrupted: the user's, not a compiler failure.
 ProcessResult run_process(const std::vector<std::string>& argv) {
   ProcessResult result;
   int fds[2];
@@ -136,19 +152,34 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  int spawn_error = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int spawn_error = ::posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   write_end.reset();
   if (spawn_error != 0) {
     result.output = "cannot start " + argv[0] + ": " + std::strerror(spawn_error);
     return result;
   }
+  constexpr int kPollMilliseconds = 100;
   char buf[4096];
   for (;;) {
+    pollfd ready{read_end.get(), POLLIN, 0};
+    int polled = ::poll(&ready, 1, kPollMilliseconds);
+    if (polled == 0 || (polled < 0 && errno == EINTR)) {
+      if (interrupt_pending()) {
+        stop_process_group(pid);
+        throw Interrupted();
+      }
+      continue;
+    }
     ssize_t got = ::read(read_end.get(), buf, sizeof buf);
     if (got > 0) {
       result.output.append(buf, static_cast<size_t>(got));
@@ -162,6 +193,7 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return result;
   }
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) throw Interrupted();
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   return result;
 }
@@ -306,9 +338,49 @@ std::optional<PreludeHeader> prelude_header(const Toolchain& tc, const std::stri
   return PreludeHeader{name, name + ".gch"};
 }
 
-bool file_exists(const std::string& path) {
+// Whether `path` is a file this user's Tegula could have written: a regular
+// file (not a link, FIFO or directory) of this user that group and others
+// cannot write, the rule of cache entries (runtime/disk_cache.h). Its bytes
+// when it is and `bytes` is given.
+bool is_private_file(const std::string& path, std::string* bytes = nullptr) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 022) != 0)
+    return false;
+  if (!bytes) return true;
+  bytes->clear();
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t got = ::read(fd.get(), buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return false;
+    if (got == 0) return true;
+    bytes->append(buf, static_cast<size_t>(got));
+  }
+}
+
+// The prelude header is code every later kernel of the cache includes, so it
+// is held to the rule of cache entries: private, ours, and its bytes exactly
+// kPrelude (the name is a hash of them). The precompiled header can only be
+// checked for being private and ours; it is trusted because only a verified
+// header is ever precompiled (start_building), and it goes with a header
+// that fails the check, as it may have been built from it. What fails is
+// removed: rebuilt later, never used. True when both are there and verified.
+bool verified_header(const PreludeHeader& prelude) {
+  std::string text;
+  return is_private_file(prelude.header, &text) && text == kPrelude;
+}
+
+bool verified_prelude(const PreludeHeader& prelude) {
+  bool header_ok = verified_header(prelude);
+  if (!header_ok || !is_private_file(prelude.binary)) {
+    struct stat st {};
+    if (!header_ok && ::lstat(prelude.header.c_str(), &st) == 0) ::unlink(prelude.header.c_str());
+    if (::lstat(prelude.binary.c_str(), &st) == 0) ::unlink(prelude.binary.c_str());
+    return false;
+  }
+  return true;
 }
 
 // `source` with its prelude replaced by an #include of `header`; empty when
@@ -364,15 +436,16 @@ void start_building(const Toolchain& tc, const PreludeHeader& prelude) {
   try {
     std::string folder = prelude.header.substr(0, prelude.header.rfind('/'));
     remove_old_prelude_headers(folder);
-    if (!file_exists(prelude.header)) write_file_atomically(prelude.header, std::string(kPrelude));
+    // The header is precompiled only as this process wrote or verified it.
+    if (!verified_header(prelude)) write_file_atomically(prelude.header, std::string(kPrelude));
     std::string temporary = make_temporary(folder, ".gch");
     // sh gets the paths as arguments, never inside its script. It runs the
     // build in a background subshell and returns at once, so nothing of this
     // process (no thread, no child to reap) outlives the call: a short-lived
     // process such as the CLI may exit while the header is still building.
     std::vector<std::string> argv = {"/bin/sh", "-c",
-                                     "out=$1; tmp=$2; shift 2; (\"$@\" && mv -f -- \"$tmp\" \"$out\" || "
-                                     "rm -f -- \"$tmp\") </dev/null >/dev/null 2>&1 &",
+                                     "out=$1; tmp=$2; shift 2; (\"$@\" && chmod 600 -- \"$tmp\" && "
+                                     "mv -f -- \"$tmp\" \"$out\" || rm -f -- \"$tmp\") </dev/null >/dev/null 2>&1 &",
                                      "sh", prelude.binary, temporary, tc.compiler};
     for (const std::string& f : split_words(tc.flags))
       if (!is_library(f) && f != "-shared" && f.rfind("-Wl,", 0) != 0) argv.push_back(f);
@@ -400,7 +473,7 @@ void compile_shared_object(const std::string& source, const std::string& output_
   bool build_prelude = false;  // after this compile: both would share the CPU
   std::optional<PreludeHeader> prelude = prelude_header(tc, folder);
   if (prelude) {
-    if (file_exists(prelude->binary) && file_exists(prelude->header))
+    if (verified_prelude(*prelude))
       unit = including_prelude(source, prelude->header);
     else
       build_prelude = !including_prelude(source, prelude->header).empty();

@@ -1,0 +1,62 @@
+#include "bindings/launch_writes.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "bindings/launch_errors.h"
+
+namespace tegula::python {
+
+namespace {
+
+// NumPy's flag bits (ndarraytypes.h), part of its stable ABI.
+constexpr int kCContiguous = 0x0001;
+constexpr int kFContiguous = 0x0002;
+constexpr int kWriteable = 0x0400;
+
+}  // namespace
+
+WriteBlock numpy_write_block(int flags, int nd, const Py_intptr_t* shape, const Py_intptr_t* strides,
+                             int item_bytes) {
+  if (!(flags & kWriteable)) return WriteBlock::ReadOnly;
+  // A contiguous array owns one element per index; so does one without strides.
+  if ((flags & (kCContiguous | kFContiguous)) || !strides || nd <= 0) return WriteBlock::None;
+  // Sorted by stride, each dimension must step past everything the smaller
+  // ones cover. Sufficient, not necessary: an interleaving of strides that
+  // happens to miss itself is reported too, as elements that may overlap.
+  constexpr int kMaxDims = 64;  // NumPy's limit
+  std::pair<Py_intptr_t, Py_intptr_t> dims[kMaxDims];  // (|stride|, extent)
+  int count = 0;
+  for (int i = 0; i < nd && i < kMaxDims; ++i) {
+    if (shape[i] == 0) return WriteBlock::None;  // no elements at all
+    if (shape[i] > 1) dims[count++] = {std::abs(strides[i]), shape[i]};
+  }
+  std::sort(dims, dims + count);
+  Py_intptr_t covered = item_bytes;
+  for (int i = 0; i < count; ++i) {
+    if (dims[i].first < covered) return WriteBlock::Overlapping;
+    covered = dims[i].first * dims[i].second;
+  }
+  return WriteBlock::None;
+}
+
+void check_writes(const backends::KernelInfo& kernel, std::span<const UnwritableArgument> unwritable) {
+  for (const UnwritableArgument& argument : unwritable) {
+    if (argument.value >= kernel.effects.size() || argument.value >= kernel.params.size()) continue;
+    const passes::PointerEffects& effects = kernel.effects[argument.value];
+    if (!effects.written && !effects.atomic) continue;
+    std::string param = kernel.params[argument.value].name;
+    std::string what = argument.why == WriteBlock::ReadOnly
+                           ? "is a read-only array (its `writeable` flag is off, e.g. np.frombuffer of bytes)"
+                           : "is a view whose elements overlap in memory (a zero or too-small stride, e.g. "
+                             "np.broadcast_to or as_strided)";
+    raise_coded(PyExc_ValueError, Diag::ReadOnlyLaunchArgument,
+                "argument '" + param + "' of kernel '" + kernel.name + "' " + what + ", but the kernel " +
+                    (effects.atomic ? "updates it atomically" : "stores to it") +
+                    "; pass a writable copy of the array (`array.copy()`) and read the result from that copy");
+  }
+}
+
+}  // namespace tegula::python
