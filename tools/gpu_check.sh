@@ -9,13 +9,13 @@
 # each step whatever happened to the ones before:
 #
 #   1. build       the extension and the CLI (editable install)     -> build.txt
+#      then the wheel: built, installed in a fresh venv, examples run   -> demo.txt
 #   2. pytest      tests/python on the CUDA backend (-n cores/2)          -> pytest.txt
 #      then compat: tests/compat under Tegula (CUDA) and under Triton  -> pytest.txt
 #   3. ctest       the C++ tests, built beside step 2               -> ctest.txt
 #   4. bench       python benchmarks/run.py --gpu --json bench.json  -> bench.txt, bench.json
 #      then tools/launch_overhead.py (Tegula vs Triton, tiny kernel)  -> bench.txt
 #   5. demo        python examples/demo.py --json                    -> demo.txt
-#      then the wheel: built, installed in a fresh venv, examples run   -> demo.txt
 #   6. launch-probe tools/launch_probe.py (launch costs fresh, then after
 #                  the memory-bound workloads; GPU_CHECK_LAUNCH_PROBE=0: skip) -> bench.txt
 #   and the machine (nvidia-smi, versions, libraries)               -> env.txt
@@ -140,6 +140,16 @@ else
   BUILT=0
 fi
 
+# --- 1b. the wheel, built here and installed into a fresh environment (offline: no repair) -------
+if ((BUILT)); then
+  WHEEL_DIR="$(mktemp -d)"
+  step wheel "$OUT/demo.txt" "$(allowance 120 400)" bash -c "'$PY' -m pip wheel -q --no-build-isolation --no-deps \
+    --no-index -w '$WHEEL_DIR' . && WHEEL_TEST_OFFLINE=1 PYTHON='$PY' tools/wheel_test.sh '$WHEEL_DIR'"
+  rm -rf "$WHEEL_DIR"
+else
+  skip wheel "no build"
+fi
+
 # --- 3 (started now). the C++ tests build in the background while pytest runs ------------------
 CPP_STATUS=skipped
 if [ -f /usr/include/gtest/gtest.h ] || [ -n "$(ls /usr/lib/*/cmake/GTest 2>/dev/null)" ]; then
@@ -244,16 +254,6 @@ if ((BUILT)); then
   step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" examples/demo.py --json
 else
   skip demo "no build"
-fi
-
-# --- 5b. the wheel, built here and installed into a fresh environment (offline: no repair) -------
-if ((BUILT)); then
-  WHEEL_DIR="$(mktemp -d)"
-  step wheel "$OUT/demo.txt" "$(allowance 120 40)" bash -c "'$PY' -m pip wheel -q --no-build-isolation --no-deps \
-    --no-index -w '$WHEEL_DIR' . && WHEEL_TEST_OFFLINE=1 PYTHON='$PY' tools/wheel_test.sh '$WHEEL_DIR'"
-  rm -rf "$WHEEL_DIR"
-else
-  skip wheel "no build"
 fi
 
 # --- 6. where launch time goes in a long-lived process (diagnostic, last: it may be cut short) ---

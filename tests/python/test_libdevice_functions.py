@@ -432,7 +432,10 @@ def test_functions_of_several_operands(backend, dtype):
     jn_want = np.array([bessel_j(o, a) if f else np.nan for o, a, f in zip(orders, args, finite)])
     yn_want = np.array([bessel_y(o, a) if f and a > 0.8 else np.nan for o, a, f in zip(orders, args, finite)])
     keep = finite & (args > 0.8)
-    assert (np.abs(out[9][finite] - jn_want[finite]) <= 16 * eps).all(), "jn"
+    # CUDA's math library holds jn to its documented absolute bounds (5e-12 in
+    # double, 2.2e-6 in float), as the one-operand Bessel functions above.
+    jn_tol = 16 * eps if backend.name == "cpu" else max(16 * eps, 5e-12 if dtype == np.float64 else 2.2e-6)
+    assert (np.abs(out[9][finite] - jn_want[finite]) <= jn_tol).all(), "jn"
     # Y_n grows like (n-1)! (2/x)^n near 0: held to a relative error there. The C
     # library's yn recurs upward from y0 and y1 (about 1e-13).
     assert (np.abs(out[10][keep] - yn_want[keep]) <= 512 * eps * np.maximum(1, np.abs(yn_want[keep]))).all(), "yn"

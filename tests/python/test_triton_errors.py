@@ -56,7 +56,7 @@ def test_bitwise_op_on_floats_names_invalid_operands(backend, op, dtype_x, dtype
     y = rng.integers(-1000, 1000, 16).astype(dtype_y)
     out = backend.zeros(16, np.int32)
     if "float" in dtype_x + dtype_y:
-        e = compile_error(lambda: bitwise_kernel[(1,)](x, y, out, OP=op))
+        e = compile_error(lambda: bitwise_kernel[(1,)](backend.array(x), backend.array(y), out, OP=op))
         assert "invalid operands of type" in str(e) and "invalid operands of type" in str(e.__cause__)
         assert isinstance(e.__cause__, TypeError) and e.code == "E0301"
     else:

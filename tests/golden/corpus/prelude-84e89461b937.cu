@@ -105,12 +105,13 @@ TG_DEVICE tg_f16 tg_f64_to_f16(double d) { return tg_f32_to_f16(tg_f64_to_f32_od
 TG_DEVICE tg_bf16 tg_f64_to_bf16(double d) { return tg_f32_to_bf16(tg_f64_to_f32_odd(d)); }
 
 // float -> integer truncates toward zero and saturates; NaN gives 0 (what
-// PTX cvt.rzi does for 32-bit results; 64-bit ones give MIN for NaN, so NaN
-// is tested; narrower results are clamped).
+// PTX cvt.rzi does for 32-bit results from f32; from f64, and for 64-bit
+// results, the H200 gives MIN for NaN, so NaN is tested there; narrower
+// results are clamped).
 TG_DEVICE int tg_f2i(float x) { return __float2int_rz(x); }
-TG_DEVICE int tg_f2i(double x) { return __double2int_rz(x); }
+TG_DEVICE int tg_f2i(double x) { return x != x ? 0 : __double2int_rz(x); }
 TG_DEVICE unsigned tg_f2u(float x) { return __float2uint_rz(x); }
-TG_DEVICE unsigned tg_f2u(double x) { return __double2uint_rz(x); }
+TG_DEVICE unsigned tg_f2u(double x) { return x != x ? 0 : __double2uint_rz(x); }
 TG_DEVICE long long tg_f2ll(float x) { return x != x ? 0 : __float2ll_rz(x); }
 TG_DEVICE long long tg_f2ll(double x) { return x != x ? 0 : __double2ll_rz(x); }
 TG_DEVICE unsigned long long tg_f2ull(float x) { return x != x ? 0 : __float2ull_rz(x); }
@@ -228,92 +229,173 @@ TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
 
-// --- tensor cores ---------------------------------------------------------------------
-// The shared-state-space address of a pointer into shared memory.
-TG_DEVICE unsigned tg_shared_address(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// ---- atomics ----
+enum { tg_relaxed = 0, tg_acquire = 1, tg_release = 2, tg_acq_rel = 3 };  // memory order S
+enum { tg_cta = 0, tg_gpu = 1, tg_sys = 2 };                              // scope C
+
+// The native instructions (and tg_fence below). TG_EMU_ATOMS:
+// tests/python/cuda_emulator.py runs generated code on the host and supplies
+// these functions itself; the rest of this file is built from them and runs
+// as it is.
+#ifndef TG_EMU_ATOMS
+// One asm statement per order and scope (their qualifiers are part of the
+// instruction text); S and C are constants, so one case survives.
+#define TG_ATOM(S, C, INSTR, OUT, ...)                                                                    \
+  switch ((S) * 3 + (C)) {                                                                                \
+    case 0: asm volatile("atom.relaxed.cta.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 1: asm volatile("atom.relaxed.gpu.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 2: asm volatile("atom.relaxed.sys.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 3: asm volatile("atom.acquire.cta.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 4: asm volatile("atom.acquire.gpu.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 5: asm volatile("atom.acquire.sys.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 6: asm volatile("atom.release.cta.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 7: asm volatile("atom.release.gpu.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 8: asm volatile("atom.release.sys.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 9: asm volatile("atom.acq_rel.cta.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;         \
+    case 10: asm volatile("atom.acq_rel.gpu.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;        \
+    default: asm volatile("atom.acq_rel.sys.global." INSTR : OUT : __VA_ARGS__ : "memory"); break;        \
+  }
+
+// NAME<S, C>(p, v): old = *p; *p = old OP v; R is the register constraint of T.
+#define TG_ATOM_RMW(NAME, T, OP_TYPE, R)                                                                  \
+  template <int S, int C> TG_DEVICE T NAME(T* p, T v) {                                                   \
+    T old;                                                                                                \
+    TG_ATOM(S, C, OP_TYPE " %0, [%1], %2;", "=" R(old), "l"(p), R(v))                                     \
+    return old;                                                                                           \
+  }
+#define TG_ATOM_CAS(T, B, R)                                                                              \
+  template <int S, int C> TG_DEVICE T tg_atom_cas(T* p, T cmp, T v) {                                     \
+    T old;                                                                                                \
+    TG_ATOM(S, C, "cas." B " %0, [%1], %2, %3;", "=" R(old), "l"(p), R(cmp), R(v))                        \
+    return old;                                                                                           \
+  }
+
+TG_ATOM_RMW(tg_atom_add, int, "add.u32", "r")
+TG_ATOM_RMW(tg_atom_add, unsigned, "add.u32", "r")
+TG_ATOM_RMW(tg_atom_add, long long, "add.u64", "l")
+TG_ATOM_RMW(tg_atom_add, unsigned long long, "add.u64", "l")
+TG_ATOM_RMW(tg_atom_add, float, "add.f32", "f")
+TG_ATOM_RMW(tg_atom_add, double, "add.f64", "d")
+TG_ATOM_RMW(tg_atom_add_f16, tg_f16, "add.noftz.f16", "h")
+TG_ATOM_RMW(tg_atom_max, int, "max.s32", "r")
+TG_ATOM_RMW(tg_atom_max, unsigned, "max.u32", "r")
+TG_ATOM_RMW(tg_atom_max, long long, "max.s64", "l")
+TG_ATOM_RMW(tg_atom_max, unsigned long long, "max.u64", "l")
+TG_ATOM_RMW(tg_atom_min, int, "min.s32", "r")
+TG_ATOM_RMW(tg_atom_min, unsigned, "min.u32", "r")
+TG_ATOM_RMW(tg_atom_min, long long, "min.s64", "l")
+TG_ATOM_RMW(tg_atom_min, unsigned long long, "min.u64", "l")
+TG_ATOM_RMW(tg_atom_and, int, "and.b32", "r")
+TG_ATOM_RMW(tg_atom_and, unsigned, "and.b32", "r")
+TG_ATOM_RMW(tg_atom_and, long long, "and.b64", "l")
+TG_ATOM_RMW(tg_atom_and, unsigned long long, "and.b64", "l")
+TG_ATOM_RMW(tg_atom_or, int, "or.b32", "r")
+TG_ATOM_RMW(tg_atom_or, unsigned, "or.b32", "r")
+TG_ATOM_RMW(tg_atom_or, long long, "or.b64", "l")
+TG_ATOM_RMW(tg_atom_or, unsigned long long, "or.b64", "l")
+TG_ATOM_RMW(tg_atom_xor, int, "xor.b32", "r")
+TG_ATOM_RMW(tg_atom_xor, unsigned, "xor.b32", "r")
+TG_ATOM_RMW(tg_atom_xor, long long, "xor.b64", "l")
+TG_ATOM_RMW(tg_atom_xor, unsigned long long, "xor.b64", "l")
+TG_ATOM_RMW(tg_atom_xchg, int, "exch.b32", "r")
+TG_ATOM_RMW(tg_atom_xchg, unsigned, "exch.b32", "r")
+TG_ATOM_RMW(tg_atom_xchg, long long, "exch.b64", "l")
+TG_ATOM_RMW(tg_atom_xchg, unsigned long long, "exch.b64", "l")
+TG_ATOM_CAS(unsigned short, "b16", "h")
+TG_ATOM_CAS(int, "b32", "r")
+TG_ATOM_CAS(unsigned, "b32", "r")
+TG_ATOM_CAS(long long, "b64", "l")
+TG_ATOM_CAS(unsigned long long, "b64", "l")
+#endif  // TG_EMU_ATOMS
+
+// Floats exchange and compare-and-swap as their bits.
+template <int S, int C> TG_DEVICE float tg_atom_xchg(float* p, float v) {
+  return __uint_as_float(tg_atom_xchg<S, C>((unsigned*)p, __float_as_uint(v)));
+}
+template <int S, int C> TG_DEVICE double tg_atom_xchg(double* p, double v) {
+  return __longlong_as_double(tg_atom_xchg<S, C>((long long*)p, __double_as_longlong(v)));
+}
+template <int S, int C> TG_DEVICE float tg_atom_cas(float* p, float cmp, float v) {
+  return __uint_as_float(tg_atom_cas<S, C>((unsigned*)p, __float_as_uint(cmp), __float_as_uint(v)));
+}
+template <int S, int C> TG_DEVICE double tg_atom_cas(double* p, double cmp, double v) {
+  return __longlong_as_double(tg_atom_cas<S, C>((long long*)p, __double_as_longlong(cmp), __double_as_longlong(v)));
 }
 
-// Byte offset of 16-byte chunk `chunk` of row `row` in a tile whose rows are
-// cut into blocks of BLOCK_BYTES (block j of all rows at j * BLOCK_STRIDE):
-// PER_PHASE consecutive rows share one 128-byte line when blocks are
-// shorter, and MAX_PHASE phases XOR the chunk index in turn.
-template <unsigned BLOCK_BYTES, unsigned PER_PHASE, unsigned MAX_PHASE, unsigned BLOCK_STRIDE>
-TG_DEVICE unsigned tg_swizzle(unsigned row, unsigned chunk) {
-  const unsigned chunks = BLOCK_BYTES / 16;
-  return (chunk / chunks) * BLOCK_STRIDE + row * BLOCK_BYTES + (((chunk % chunks) ^ ((row / PER_PHASE) % MAX_PHASE)) << 4);
+// Float max/min in IEEE totalOrder through integer max/min (see above).
+template <int S, int C> TG_DEVICE float tg_atom_fmax(float* p, float v) {
+  int bits = __float_as_int(v);
+  return bits >= 0 ? __int_as_float(tg_atom_max<S, C>((int*)p, bits))
+                   : __uint_as_float(tg_atom_min<S, C>((unsigned*)p, (unsigned)bits));
+}
+template <int S, int C> TG_DEVICE float tg_atom_fmin(float* p, float v) {
+  int bits = __float_as_int(v);
+  return bits >= 0 ? __int_as_float(tg_atom_min<S, C>((int*)p, bits))
+                   : __uint_as_float(tg_atom_max<S, C>((unsigned*)p, (unsigned)bits));
+}
+template <int S, int C> TG_DEVICE double tg_atom_fmax(double* p, double v) {
+  long long bits = __double_as_longlong(v);
+  return bits >= 0 ? __longlong_as_double(tg_atom_max<S, C>((long long*)p, bits))
+                   : __longlong_as_double((long long)tg_atom_min<S, C>((unsigned long long*)p, (unsigned long long)bits));
+}
+template <int S, int C> TG_DEVICE double tg_atom_fmin(double* p, double v) {
+  long long bits = __double_as_longlong(v);
+  return bits >= 0 ? __longlong_as_double(tg_atom_min<S, C>((long long*)p, bits))
+                   : __longlong_as_double((long long)tg_atom_max<S, C>((unsigned long long*)p, (unsigned long long)bits));
 }
 
-TG_DEVICE void tg_ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address));
+// --- compare-and-swap loops -------------------------------------------------------
+#ifndef TG_EMU_ATOMS
+template <int C> TG_DEVICE void tg_fence() {
+  if (C == tg_cta) asm volatile("fence.acq_rel.cta;" ::: "memory");
+  else if (C == tg_gpu) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  else asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
-TG_DEVICE void tg_ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address));
+#endif
+
+// Replaces the 16-bit *p by next(*p) in one step; returns the old bits.
+template <int S, int C, class Next> TG_DEVICE unsigned short tg_atom_update16(unsigned short* p, Next next) {
+  if (S == tg_release || S == tg_acq_rel) tg_fence<C>();
+  unsigned short old = *(volatile unsigned short*)p;
+  for (;;) {
+    unsigned short seen = tg_atom_cas<tg_relaxed, C>(p, old, next(old));
+    if (seen == old) break;
+    old = seen;
+  }
+  if (S == tg_acquire || S == tg_acq_rel) tg_fence<C>();
+  return old;
 }
 
-// One 32-bit word of shared memory, for fragments ldmatrix cannot gather
-// (32- and 8-bit tiles whose rows run along M or N).
-TG_DEVICE unsigned tg_lds32(unsigned address) {
-  unsigned r;
-  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(address));
-  return r;
+// IEEE totalOrder of 16-bit float bits as an int: negative values have their
+// magnitude bits flipped, so larger magnitudes sort lower.
+TG_DEVICE int tg_total_order_key16(unsigned short bits) {
+  int s = (short)bits;
+  return s < 0 ? s ^ 0x7fff : s;
 }
-TG_DEVICE unsigned tg_lds8(unsigned address) {
-  unsigned short r;
-  asm volatile("ld.shared.b8 %0, [%1];" : "=h"(r) : "r"(address));
-  return r & 0xffu;
+template <int S, int C> TG_DEVICE unsigned short tg_atom_fmax16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
+    return tg_total_order_key16(x) < tg_total_order_key16(v) ? v : x;
+  });
 }
-
-// cp.async: BYTES (4, 8 or 16) from global `src` to shared address `dst`,
-// the bytes past `src_bytes` zero-filled (0: nothing is read, so a masked
-// chunk may point anywhere). 16-byte copies bypass L1 (.cg). One commit
-// group per pipeline stage; wait_group<N> waits until at most N are pending.
-template <int BYTES>
-TG_DEVICE void tg_cp_async(unsigned dst, const void* src, int src_bytes) {
-  if (BYTES == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes)
-                 : "memory");
+template <int S, int C> TG_DEVICE unsigned short tg_atom_fmin16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
+    return tg_total_order_key16(v) < tg_total_order_key16(x) ? v : x;
+  });
 }
-TG_DEVICE void tg_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-TG_DEVICE void tg_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// f32 bits rounded to tf32 (nearest, ties away), what mma .tf32 reads.
-TG_DEVICE unsigned tg_to_tf32(unsigned x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
-  return r;
+template <int S, int C> TG_DEVICE unsigned short tg_atom_xchg16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short) { return v; });
 }
-
-// d += a * b on one 16x8 accumulator tile: d[0..1] row lane/4, d[2..3] row lane/4 + 8.
-TG_DEVICE void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+// bf16 add is native from sm_90 on (the emulator brings its own).
+#ifndef TG_EMU_ATOMS
+#if __CUDA_ARCH__ >= 900
+TG_ATOM_RMW(tg_atom_add_bf16, tg_bf16, "add.noftz.bf16", "h")
+#else
+template <int S, int C> TG_DEVICE tg_bf16 tg_atom_add_bf16(tg_bf16* p, tg_bf16 v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
 }
-TG_DEVICE void tg_mma_bf16(float* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-TG_DEVICE void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-TG_DEVICE void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
+#endif
+#endif  // TG_EMU_ATOMS
+#undef TG_ATOM_RMW
+#undef TG_ATOM_CAS
+#undef TG_ATOM
 

@@ -105,12 +105,13 @@ TG_DEVICE tg_f16 tg_f64_to_f16(double d) { return tg_f32_to_f16(tg_f64_to_f32_od
 TG_DEVICE tg_bf16 tg_f64_to_bf16(double d) { return tg_f32_to_bf16(tg_f64_to_f32_odd(d)); }
 
 // float -> integer truncates toward zero and saturates; NaN gives 0 (what
-// PTX cvt.rzi does for 32-bit results; 64-bit ones give MIN for NaN, so NaN
-// is tested; narrower results are clamped).
+// PTX cvt.rzi does for 32-bit results from f32; from f64, and for 64-bit
+// results, the H200 gives MIN for NaN, so NaN is tested there; narrower
+// results are clamped).
 TG_DEVICE int tg_f2i(float x) { return __float2int_rz(x); }
-TG_DEVICE int tg_f2i(double x) { return __double2int_rz(x); }
+TG_DEVICE int tg_f2i(double x) { return x != x ? 0 : __double2int_rz(x); }
 TG_DEVICE unsigned tg_f2u(float x) { return __float2uint_rz(x); }
-TG_DEVICE unsigned tg_f2u(double x) { return __double2uint_rz(x); }
+TG_DEVICE unsigned tg_f2u(double x) { return x != x ? 0 : __double2uint_rz(x); }
 TG_DEVICE long long tg_f2ll(float x) { return x != x ? 0 : __float2ll_rz(x); }
 TG_DEVICE long long tg_f2ll(double x) { return x != x ? 0 : __double2ll_rz(x); }
 TG_DEVICE unsigned long long tg_f2ull(float x) { return x != x ? 0 : __float2ull_rz(x); }
