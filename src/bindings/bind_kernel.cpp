@@ -208,10 +208,14 @@ nb::object metadata_of(const CompiledKernel& kernel) {
   d["name"] = kernel.name;
   d["backend_name"] = kernel.backend ? std::string(kernel.backend->name()) : std::string();
   d["num_warps"] = options.num_warps;
-  d["num_stages"] = options.num_stages;
+  // A host backend builds the same code whatever num_stages and maxnreg say
+  // (they are not in its cache key, so one kernel serves launches that gave
+  // different values): None, not the value of whichever launch compiled it.
+  bool device = kernel.backend && kernel.backend->kind() == backends::BackendKind::Device;
+  d["num_stages"] = device ? nb::object(nb::int_(options.num_stages)) : nb::none();
   d["num_ctas"] = 1;
   d["cluster_dims"] = nb::make_tuple(1, 1, 1);
-  d["maxnreg"] = options.maxnreg > 0 ? nb::object(nb::int_(options.maxnreg)) : nb::none();
+  d["maxnreg"] = device && options.maxnreg > 0 ? nb::object(nb::int_(options.maxnreg)) : nb::none();
   d["enable_fp_fusion"] = options.fp_fusion;
   d["launch_cooperative_grid"] = false;
   d["launch_pdl"] = false;
