@@ -28,6 +28,7 @@ import argparse
 import concurrent.futures
 import dataclasses
 import os
+import re
 import pathlib
 import shutil
 import subprocess
@@ -85,7 +86,11 @@ def body_lines(body: str) -> str:
 def compile_probe(exe: str, folder: pathlib.Path, tag: str, body: str, backend: str, nvrtc: bool) -> Outcome:
     path = folder / f"probe_{tag}.py"
     if not path.exists():
-        path.write_text(PROBE_HEADER + body_lines(body))
+        # The CPU and CUDA probes of one tag run at once: the file appears
+        # whole (written aside, then renamed), never half written.
+        partial = folder / f".probe_{tag}.{backend}.py"
+        partial.write_text(PROBE_HEADER + body_lines(body))
+        os.replace(partial, path)
     cmd = [exe, "compile", f"{path}::probe", "--signature", SIGNATURE, "--cache-dir", str(folder / "cache")]
     if backend == "cpu":
         cmd += ["--emit", "cpp"]
@@ -97,8 +102,11 @@ def compile_probe(exe: str, folder: pathlib.Path, tag: str, body: str, backend: 
         return Outcome(False, "the CLI timed out after 300 s")
     if result.returncode == 0:
         return Outcome(True)
-    lines = [line for line in result.stderr.splitlines() if "error:" in line] or result.stderr.splitlines()[-1:]
-    message = lines[0].split("error:", 1)[-1].strip() if lines else f"exit status {result.returncode}"
+    # "error: ..." or "error[E1001]: ...": the text after the code.
+    lines = [line for line in result.stderr.splitlines() if re.search(r"error(\[E\d+\])?:", line)] or \
+        result.stderr.splitlines()[-1:]
+    message = re.split(r"error(?:\[E\d+\])?:", lines[0], maxsplit=1)[-1].strip() if lines else \
+        f"exit status {result.returncode}"
     return Outcome(False, message)
 
 
