@@ -11,6 +11,7 @@ which only torch or CuPy can say.
 
 from __future__ import annotations
 
+import os
 import types
 
 import numpy as np
@@ -50,9 +51,21 @@ TORCH_SCALARS = {
 }
 
 
+def _environment():
+    """The dict under os.environ and TEGULA_BACKEND's key in it, which the
+    launcher reads at every launch; (None, None) where os.environ has no such
+    dict, and the launcher asks getenv() instead."""
+    data, encodekey = getattr(os.environ, "_data", None), getattr(os.environ, "encodekey", None)
+    if type(data) is dict and callable(encodekey):
+        return data, encodekey("TEGULA_BACKEND")
+    return None, None
+
+
 def support():
     """The tables and functions above, as the launcher reads them once."""
+    environment, backend_key = _environment()
     return types.SimpleNamespace(
+        environment=environment, backend_key=backend_key,
         ndarray=np.ndarray, generic=np.generic, complexfloating=np.complexfloating, flexible=np.flexible,
         numpy_scalars=NUMPY_SCALARS, torch_scalars=TORCH_SCALARS, numpy_dtype=np.dtype,
         from_dlpack=np.from_dlpack, reinterpreted=ReinterpretedArray, descriptor=TensorDescriptor,

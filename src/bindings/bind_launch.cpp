@@ -35,6 +35,8 @@ LaunchSupport support_from(nb::handle s) {
   out.current_device = s.attr("current_device");
   out.current_stream = s.attr("current_stream");
   out.torch_stream = s.attr("torch_stream");
+  out.environment = s.attr("environment");
+  out.backend_key = s.attr("backend_key");
   return out;
 }
 

@@ -165,7 +165,8 @@ std::vector<PyObject*> LaunchSupport::references() const {
   return {ndarray.ptr(),        generic.ptr(),        complexfloating.ptr(), flexible.ptr(),
           numpy_scalars.ptr(),  torch_scalars.ptr(),  numpy_dtype.ptr(),     from_dlpack.ptr(),
           reinterpreted.ptr(),  descriptor.ptr(),     constexpr_type.ptr(),  dtype_type.ptr(),
-          pointer_type.ptr(),   current_device.ptr(), current_stream.ptr(),  torch_stream.ptr()};
+          pointer_type.ptr(),   current_device.ptr(), current_stream.ptr(),  torch_stream.ptr(),
+          environment.ptr(),    backend_key.ptr()};
 }
 
 ArgumentClassifier::ArgumentClassifier(LaunchSupport support)

@@ -77,6 +77,8 @@ struct LaunchSupport {
   nanobind::object current_device;  // () -> the caller's current CUDA device (torch's, CuPy's, else 0)
   nanobind::object current_stream;  // device -> the caller's current stream handle there
   nanobind::object torch_stream;    // torch module -> a faster current_stream for torch users
+  nanobind::object environment;     // the dict under os.environ (None where it has none)
+  nanobind::object backend_key;     // TEGULA_BACKEND as a key of `environment`
 
   std::vector<PyObject*> references() const;
 };
@@ -125,6 +127,7 @@ class ArgumentClassifier {
   int current_device();
   uint64_t current_stream(int device);
 
+  const LaunchSupport& support() const { return support_; }
   std::vector<PyObject*> references() const;
   void clear();
 

@@ -90,6 +90,7 @@ bool LaunchOptions::take(const std::string& kernel, PyObject* name, PyObject* va
   for (size_t i = 0; i < std::size(kNames); ++i) {
     if (!named(name, kNames[i])) continue;
     given_[i] = value;
+    any_given_ = true;
     return true;
   }
   for (const FixedOption& fixed : kFixed) {
@@ -106,6 +107,7 @@ bool LaunchOptions::take(const std::string& kernel, PyObject* name, PyObject* va
 
 void LaunchOptions::check(const std::string& kernel) const {
   using enum LaunchOption;
+  if (!any_given_) return;
   for (LaunchOption option : {NumWarps, NumStages, NumCtas}) {
     PyObject* value = get(option);
     if (value && (!is_int(value) || clamped(value) < 1)) wrong_kind(kernel, option, "a positive int", value);

@@ -75,6 +75,7 @@ class LaunchOptions {
 
  private:
   std::array<PyObject*, static_cast<size_t>(LaunchOption::Count)> given_{};
+  bool any_given_ = false;  // most launches give none: check() then has nothing to do
 };
 
 }  // namespace tegula::python

@@ -6,6 +6,8 @@
 #include "bindings/launch_errors.h"
 #include "runtime/backend_registry.h"
 
+namespace nb = nanobind;
+
 namespace tegula::python {
 
 namespace {
@@ -24,10 +26,25 @@ std::string describe(const Place& place) {
   return std::string(place.backend->name()) + ":" + std::to_string(place.device);
 }
 
-const backends::Backend* forced_backend() {
-  const char* set = std::getenv("TEGULA_BACKEND");
-  if (!set || !*set) return nullptr;
-  std::string value(set);
+const backends::Backend* forced_backend(PyObject* environment, PyObject* key) {
+  std::string value;
+  if (environment && PyDict_CheckExact(environment)) {
+    PyObject* set = PyDict_GetItemWithError(environment, key);  // borrowed
+    if (!set) {
+      if (PyErr_Occurred()) throw nb::python_error();
+      return nullptr;
+    }
+    if (PyBytes_Check(set)) {
+      value.assign(PyBytes_AS_STRING(set), static_cast<size_t>(PyBytes_GET_SIZE(set)));
+    } else {
+      value = str_of(set);
+    }
+  } else {
+    const char* set = std::getenv("TEGULA_BACKEND");
+    if (!set) return nullptr;
+    value = set;
+  }
+  if (value.empty()) return nullptr;
   value.erase(0, value.find_first_not_of(" \t\n\r\f\v"));
   value.erase(value.find_last_not_of(" \t\n\r\f\v") + 1);
   for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -7,6 +7,8 @@
 // which backend is the registry's (runtime/backend_registry.h).
 #pragma once
 
+#include <Python.h>
+
 #include <span>
 #include <string>
 #include <vector>
@@ -30,9 +32,14 @@ struct ArgumentPlace {
   Place place;
 };
 
-// The backend TEGULA_BACKEND names, or null when it is unset or empty.
-// Raises ValueError (E0705) for a name the registry does not know.
-const backends::Backend* forced_backend();
+// The backend TEGULA_BACKEND names, or null when it is unset or empty,
+// read from `environment` (the dict under os.environ, whose keys and values
+// are bytes on POSIX) at `key`: os.environ is where Python programs and
+// their tests set variables, and a dict lookup costs a tenth of getenv()'s
+// scan of the process environment, on every launch. Without that dict
+// (`environment` not a dict), getenv(). Raises ValueError (E0705) for a
+// name the registry does not know.
+const backends::Backend* forced_backend(PyObject* environment, PyObject* key);
 
 // A place's device when the launch runs on a device backend without arrays:
 // the caller's current device there, which only Python can tell.

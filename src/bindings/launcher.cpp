@@ -380,6 +380,11 @@ nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& gri
   return result;
 }
 
+const backends::Backend* Launcher::forced_backend() const {
+  const LaunchSupport& support = classifier_.support();
+  return python::forced_backend(support.environment.ptr(), support.backend_key.ptr());
+}
+
 // --- the entry points -------------------------------------------------------------------------------
 
 void Launcher::work_out(const CallArgs& call, Specialized& out, std::array<int64_t, 3>* grid) {

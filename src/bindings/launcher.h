@@ -133,6 +133,8 @@ class Launcher {
   // Binding, the key, the grid (when `grid` is not null) and the place:
   // everything before the cache, in the order errors are reported.
   void work_out(const CallArgs& call, Specialized& out, std::array<int64_t, 3>* grid);
+  // The backend TEGULA_BACKEND names (launch_placement.h), read through os.environ.
+  const backends::Backend* forced_backend() const;
   std::array<int64_t, 3> resolve_grid(nanobind::handle grid, const Bound& bound) const;
   std::array<int64_t, 3> normalize_grid(nanobind::handle grid) const;
   const Target& find_or_compile(std::string_view key, size_t values);
