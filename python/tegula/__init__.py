@@ -29,6 +29,7 @@ from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heurist
 from .utils import cdiv, next_power_of_2
 from .tensor_descriptor import TensorDescriptor  # a tensor seen as blocks, passed to kernels
 from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8 from uint8 arrays)
+from ._allocation import set_allocator  # Triton's hook for launch-time memory (never called here)
 from ._errors import ArgumentOverflowError  # an int argument past 64 bits: OverflowError and ValueError
 
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
@@ -42,6 +43,7 @@ __all__ = [
     "language", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
+    "set_allocator",
 ]
 
 

@@ -186,11 +186,27 @@ class JITFunction:
         self.launch_metadata = launch_metadata
         self.version = version
         self._signature = None
+        self._new_launcher()
+        self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
+        _torch_compile.mark_launches(JITFunction)
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replaces the kernel's source text (Triton's method of the same
+        name; Triton's tests patch kernels with it). The function's globals,
+        file and first line stay; every specialization of the old source is
+        forgotten (the cache keys of the new one hash the new text)."""
+        if not isinstance(new_src, str):
+            raise TypeError(f"_unsafe_update_src takes the new source as a str, got {type(new_src).__name__}")
+        self.src = new_src
+        self._signature = None
+        self._new_launcher()
+        self._launcher.set_debug(self._debug)
+
+    def _new_launcher(self) -> None:
+        """A launcher that knows no specialization yet."""
         self._launcher = _C.Launcher(self, support())
         self._launch = self._launcher.launch  # _launch(grid, *args, **kwargs), for the autotuner
         self._with_grid = self._launcher.with_grid
-        self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
-        _torch_compile.mark_launches(JITFunction)
 
     @property
     def debug(self) -> bool:

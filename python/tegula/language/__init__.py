@@ -33,6 +33,7 @@ from .core import (
     int32,
     int64,
     pointer_type,
+    str_to_ty,
     tensor,
     uint8,
     uint16,
@@ -49,6 +50,6 @@ __all__ = [
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "block_type", "constexpr_type", "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t",
-    "TRITON_MAX_TENSOR_NUMEL",
+    "TRITON_MAX_TENSOR_NUMEL", "str_to_ty",
     *_math_names, *_op_names,
 ]

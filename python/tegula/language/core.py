@@ -201,6 +201,9 @@ class pointer_type(dtype):
     def is_ptr(self) -> bool:
         return True
 
+    def is_const(self) -> bool:
+        return self.const
+
     def is_floating(self) -> bool:
         return False
 
@@ -372,6 +375,31 @@ void.primitive_bitwidth = 0
 pi32_t = pointer_type(int32)
 #: the largest number of elements a tile may have, as in Triton
 TRITON_MAX_TENSOR_NUMEL = 1 << 20
+
+
+
+def str_to_ty(name, c=None):
+    """The dtype a type string of Triton's signatures names (Triton's
+    ``tl.str_to_ty``): "fp32", "bf16", "i32", "u8", "u1" (bool), "void",
+    "*fp16" (a pointer to fp16), "*kfp16" (a pointer to const fp16). The
+    second argument, Triton's code generator context, is not used."""
+    if not isinstance(name, str) or not name:
+        raise coded(TypeError, "E0207", f"str_to_ty takes a type string such as 'fp32' or '*i32', got {name!r}")
+    if name[0] == "*":
+        const = name[1:2] == "k"
+        return pointer_type(str_to_ty(name[2:] if const else name[1:]), const=const)
+    if name == "void":
+        return void
+    if name == "u1":
+        return int1
+    if name[0] in "iu" and name[1:].isdigit():
+        name = ("int" if name[0] == "i" else "uint") + name[1:]
+    if name not in _SCALARS:
+        raise coded(ValueError, "E0207", f"str_to_ty: unknown type string {name!r}; known: i1..i64, u1..u64, "
+                                         f"{', '.join(n for n in _SCALARS if not n.startswith(('int', 'uint')))}, "
+                                         f"void, and '*' before any of them for a pointer")
+    return dtype(name)
+
 
 #: every scalar dtype, by the name tegula.language exports it under
 DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,

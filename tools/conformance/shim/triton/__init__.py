@@ -43,7 +43,7 @@ for _name in filter(None, os.environ.get("TEGULA_CONFORMANCE_PLACEHOLDERS", "").
         setattr(language, _name, _Missing(_name))
 sys.modules[__name__ + ".testing"] = testing
 
-from tegula import Config, JITFunction, autotune, cdiv, heuristics, jit, next_power_of_2  # noqa: E402
+from tegula import Config, JITFunction, autotune, cdiv, heuristics, jit, next_power_of_2, set_allocator  # noqa: E402
 from tegula import CompilationError  # noqa: E402
 
 

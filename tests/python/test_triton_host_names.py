@@ -1,0 +1,95 @@
+"""Host-side names of Triton's that kernels' test suites and libraries call:
+`JITFunction._unsafe_update_src` (a kernel patched from a template),
+`tl.str_to_ty` (a dtype from a signature's type string) and
+`set_allocator` (the hook for launch-time memory, which no Tegula kernel
+needs, so it is kept and never called). Results against NumPy on random
+data with masked tails, on the backend under test."""
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from tegula._allocation import NullAllocator, get_allocator
+
+
+@tegula.jit
+def template(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, GENERATE_TEST_HERE, mask=mask)  # noqa: F821 - replaced before it compiles
+
+
+def patched(expression):
+    kernel = tegula.JITFunction(template.fn)
+    kernel._unsafe_update_src(kernel.src.replace("GENERATE_TEST_HERE", expression))
+    return kernel
+
+
+@pytest.mark.parametrize("expression, reference", [
+    ("x * 3.0 + 1.0", lambda x: x * 3 + 1),
+    ("tl.abs(x) - x", lambda x: np.abs(x) - x),
+])
+def test_a_patched_template_runs_its_new_source(backend, expression, reference):
+    n = 1000  # not a multiple of the block: a masked tail
+    x = np.random.default_rng(7).standard_normal(n).astype(np.float32)
+    y = np.zeros_like(x)
+    xd, yd = backend.array(x), backend.array(y)
+    patched(expression)[(tegula.cdiv(n, 256),)](xd, yd, n, BLOCK=256)
+    backend.synchronize()
+    np.testing.assert_allclose(backend.numpy(yd), reference(x), rtol=1e-6, atol=1e-6)
+
+
+def test_updating_the_source_forgets_the_old_specializations(backend):
+    n = 77
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    xd, yd = backend.array(x), backend.array(np.zeros_like(x))
+    kernel = patched("x + 1.0")
+    kernel[(1,)](xd, yd, n, BLOCK=128)
+    backend.synchronize()
+    np.testing.assert_allclose(backend.numpy(yd), x + 1, rtol=1e-6)
+    kernel._unsafe_update_src(kernel.src.replace("x + 1.0", "x * x"))
+    kernel[(1,)](xd, yd, n, BLOCK=128)
+    backend.synchronize()
+    np.testing.assert_allclose(backend.numpy(yd), x * x, rtol=1e-6)
+    with pytest.raises(TypeError, match="new source as a str"):
+        kernel._unsafe_update_src(None)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("fp32", tl.float32), ("bf16", tl.bfloat16), ("fp16", tl.float16), ("fp64", tl.float64),
+    ("i1", tl.int1), ("u1", tl.int1), ("i8", tl.int8), ("i32", tl.int32), ("i64", tl.int64),
+    ("u8", tl.uint8), ("u64", tl.uint64), ("fp8e4nv", tl.float8e4nv), ("fp8e5", tl.float8e5),
+    ("void", tl.void),
+])
+def test_str_to_ty_reads_triton_type_strings(text, expected):
+    assert tl.str_to_ty(text, None) == expected
+
+
+def test_str_to_ty_reads_pointers_and_refuses_the_unknown():
+    pointer = tl.str_to_ty("*fp16", None)
+    assert pointer.is_ptr() and pointer.element_ty == tl.float16
+    const_pointer = tl.str_to_ty("*ki32", None)
+    assert const_pointer.is_ptr() and const_pointer.element_ty == tl.int32 and const_pointer.is_const()
+    with pytest.raises(ValueError, match=r"E0207.*unknown type string 'q7'"):
+        tl.str_to_ty("q7", None)
+    with pytest.raises(TypeError, match="type string"):
+        tl.str_to_ty(3, None)
+
+
+def test_set_allocator_keeps_the_allocator_and_refuses_non_callables():
+    calls = []
+    before = get_allocator()
+    try:
+        tegula.set_allocator(lambda size, alignment, stream: calls.append(size))
+        assert get_allocator() is not before
+        tegula.set_allocator(NullAllocator())
+        assert isinstance(get_allocator(), NullAllocator)
+        with pytest.raises(RuntimeError, match="tegula.set_allocator"):
+            get_allocator()(64, 16, None)
+        with pytest.raises(TypeError, match="callable"):
+            tegula.set_allocator(42)
+    finally:
+        tegula.set_allocator(before)
+    assert calls == []
