@@ -148,25 +148,20 @@ class ArgumentPacker {
 
 void PackedArguments::append(abi::ArgSlot slot) {
   slots.push_back(slot);
-  argv.resize(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) argv[i] = &slots[i];
+  argv.clear();
+  for (size_t i = 0; i < slots.size(); ++i) argv.push_back(&slots[i]);
 }
 
-PackedArguments pack_arguments(const std::string& kernel, const std::vector<ir::Param>& params,
-                               std::span<const ArgValue> args) {
+void pack_arguments(const std::string& kernel, const std::vector<ir::Param>& params, std::span<const ArgValue> args,
+                    PackedArguments& out) {
   if (args.size() != params.size())
     fail(ErrorKind::Value, Diag::LaunchArgumentCount,
          "kernel '" + kernel + "' takes " + std::to_string(params.size()) + " runtime argument" +
              (params.size() == 1 ? "" : "s") + " " + signature_of(params) + ", got " + std::to_string(args.size()));
   ArgumentPacker packer(kernel);
-  PackedArguments packed;
-  packed.slots.resize(args.size());
-  packed.argv.resize(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
-    packed.slots[i] = packer.pack(params[i], args[i]);
-    packed.argv[i] = &packed.slots[i];
-  }
-  return packed;
+  for (size_t i = 0; i < args.size(); ++i) out.slots.push_back(packer.pack(params[i], args[i]));
+  // After the last slot: a spill to the heap moves them.
+  for (size_t i = 0; i < args.size(); ++i) out.argv.push_back(&out.slots[i]);
 }
 
 }  // namespace tegula::backends

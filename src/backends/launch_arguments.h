@@ -11,6 +11,7 @@
 
 #include "backends/kernel_abi.h"
 #include "ir/ir.h"
+#include "support/small_vector.h"
 
 namespace tegula::backends {
 
@@ -27,13 +28,15 @@ struct ArgValue {
   uint64_t extent_bytes = UINT64_MAX;
 };
 
-// The slots of one launch and the pointers to them (argv[i] = &slots[i]).
+// The slots of one launch and the pointers to them (argv[i] = &slots[i]),
+// inside the object for the usual parameter counts: a launch allocates
+// nothing. Lives on the launching function's stack for one launch.
 struct PackedArguments {
-  std::vector<abi::ArgSlot> slots;
-  std::vector<void*> argv;
+  SmallVector<abi::ArgSlot, 24> slots;
+  SmallVector<void*, 24> argv;
 
   // Appends one slot (debug extents, the record address) and points every
-  // argv entry at its slot again (the slots may have moved).
+  // argv entry at its slot again (the slots may have moved to the heap).
   void append(abi::ArgSlot slot);
 };
 
@@ -41,7 +44,8 @@ struct PackedArguments {
 // parameter's C type. Throws Error: ValueError-kind for a wrong count or a
 // value out of range, TypeError-kind for a wrong kind, each naming the
 // argument, `kernel`, the type and the range.
-PackedArguments pack_arguments(const std::string& kernel, const std::vector<ir::Param>& params,
-                               std::span<const ArgValue> args);
+// `out` starts empty.
+void pack_arguments(const std::string& kernel, const std::vector<ir::Param>& params, std::span<const ArgValue> args,
+                    PackedArguments& out);
 
 }  // namespace tegula::backends

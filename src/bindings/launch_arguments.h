@@ -38,7 +38,7 @@
 #include "bindings/launch_key.h"
 #include "bindings/launch_placement.h"
 #include "bindings/launch_writes.h"
-#include "bindings/small_vector.h"
+#include "support/small_vector.h"
 
 namespace tegula::python {
 

@@ -10,6 +10,7 @@
 #include "runtime/compiler.h"
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/launch_arguments.h"
 #include "runtime_test_util.h"
 
 namespace tegula::runtime {
@@ -267,3 +268,43 @@ TEST_F(LaunchTest, UnloadedKernelIsAnErrorNotACrash) {
 
 }  // namespace
 }  // namespace tegula::runtime
+
+namespace tegula::backends {
+namespace {
+
+// Every argv entry points at its own slot, whether the slots stay inside
+// PackedArguments or spill to the heap, and after appends that move them.
+TEST(PackArguments, ArgvPointsAtEachSlotInlineAndSpilled) {
+  for (size_t count : {size_t{3}, size_t{24}, size_t{40}}) {
+    std::vector<ir::Param> params;
+    std::vector<ArgValue> args;
+    for (size_t i = 0; i < count; ++i) {
+      ir::Param p;
+      p.name = "a" + std::to_string(i);
+      p.type = ir::Type::of(ir::Scalar::I64);
+      params.push_back(p);
+      ArgValue v;
+      v.kind = ArgValue::Kind::Int;
+      v.bits = static_cast<uint64_t>(1000 + 7 * i);
+      args.push_back(v);
+    }
+    PackedArguments packed;
+    pack_arguments("k", params, args, packed);
+    auto check = [&](size_t expected) {
+      ASSERT_EQ(packed.slots.size(), expected);
+      ASSERT_EQ(packed.argv.size(), expected);
+      for (size_t i = 0; i < expected; ++i) {
+        EXPECT_EQ(packed.argv[i], &packed.slots[i]) << "count " << count << ", slot " << i;
+        int64_t value = 0;
+        std::memcpy(&value, packed.argv[i], sizeof value);
+        EXPECT_EQ(value, i < count ? static_cast<int64_t>(1000 + 7 * i) : static_cast<int64_t>(i * 11)) << i;
+      }
+    };
+    check(count);
+    for (size_t extra = 0; extra < 3; ++extra) packed.append(static_cast<abi::ArgSlot>((count + extra) * 11));
+    check(count + 3);
+  }
+}
+
+}  // namespace
+}  // namespace tegula::backends

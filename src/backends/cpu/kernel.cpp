@@ -42,7 +42,8 @@ void CpuKernel::launch(const KernelInfo& info, const int64_t grid[3], std::span<
   if (stream)
     fail(ErrorKind::Value, Diag::WrongLaunchTarget,
          "kernel '" + info.name + "' was compiled for the cpu backend; it cannot be launched on a CUDA device");
-  PackedArguments packed = pack_arguments(info.name, info.params, args);
+  PackedArguments packed;
+  pack_arguments(info.name, info.params, args, packed);
   int64_t total = count_programs(grid);
   if (total == 0) return;
   abi::DebugRecord record;

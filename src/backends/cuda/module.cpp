@@ -254,7 +254,8 @@ void Module::launch(const KernelInfo& info, const int64_t grid[3], std::span<con
   if (!stream)
     fail(ErrorKind::Value, Diag::WrongLaunchTarget,
          "kernel '" + info.name + "' was compiled for CUDA; launch it on a device and stream");
-  PackedArguments packed = pack_arguments(info.name, info.params, args);
+  PackedArguments packed;
+  pack_arguments(info.name, info.params, args, packed);
   if (!info.debug) return enqueue(grid, packed.argv.data(), stream->handle, stream->device);
   if (stream_is_capturing(stream->handle, stream->device))
     fail(ErrorKind::Value, Diag::WrongLaunchTarget,

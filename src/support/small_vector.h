@@ -1,8 +1,9 @@
 // A vector that keeps its first N elements inside the object: the per-launch
-// lists of the launcher (bound arguments, launch values, array places) stay
-// off the heap for the usual parameter counts, and nothing is written before
-// it is used. Only for trivially copyable T. Not copyable (the launcher's
-// lists live for one launch).
+// lists of the launcher (bound arguments, launch values, array places) and
+// the packed arguments of a launch stay off the heap for the usual parameter
+// counts, and nothing is written before it is used. Only for trivially
+// copyable T. Neither copyable nor movable: its elements may live inside it,
+// and the lists live for one launch.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace tegula::python {
+namespace tegula {
 
 template <class T, size_t N>
 class SmallVector {
@@ -34,6 +35,11 @@ class SmallVector {
     ++size_;
   }
 
+  void clear() {
+    heap_.clear();
+    size_ = 0;
+  }
+
   T* data() { return size_ > N ? heap_.data() : local(); }
   const T* data() const { return size_ > N ? heap_.data() : local(); }
   T& operator[](size_t i) { return data()[i]; }
@@ -53,4 +59,4 @@ class SmallVector {
   size_t size_ = 0;
 };
 
-}  // namespace tegula::python
+}  // namespace tegula
