@@ -130,15 +130,26 @@ def _annotation_names(source: str) -> set[str]:
             for name in ast.walk(node.annotation) if isinstance(name, ast.Name)}
 
 
-def visible_values(fn: types.FunctionType, source: str | None = None) -> dict:
+def _source_names(source: str) -> set[str]:
+    """Every name `source` reads: for a kernel whose text was replaced
+    (`_unsafe_update_src`), which its code object no longer describes."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:  # the compiler reports it, with its location
+        return set()
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def visible_values(fn: types.FunctionType, source: str | None = None, replaced: bool = False) -> dict:
     """name -> host value for every global or closure variable `fn` names
-    (in its code, or in the local annotations of `source`, its text).
+    (in its code, or in the local annotations of `source`, its text; every
+    name of `source` when it `replaced` the text the code was compiled from).
     Builtins and undefined names are left out: the compiler knows the builtins
     it supports and reports the rest where they are used."""
     names: set[str] = set()
     _referenced_names(fn.__code__, names)
     if source is not None:
-        names |= _annotation_names(source)
+        names |= _source_names(source) if replaced else _annotation_names(source)
     values = {}
     fn_globals = fn.__globals__
     for name in sorted(names):
@@ -169,7 +180,7 @@ def collect_sources(root) -> list:
         index_of[key] = index
         sources.append(None)  # reserve the slot: recursion may append callees
         globals_ = {}
-        for name, value in visible_values(jit_fn.fn, jit_fn.src).items():
+        for name, value in visible_values(jit_fn.fn, jit_fn.src, getattr(jit_fn, "_src_replaced", False)).items():
             member = language_member(value)
             if member is not None:  # before JITFunction: some of Triton's tl functions are @jit
                 globals_[name] = GV(Kind.LanguageMember, text=member)

@@ -171,6 +171,7 @@ class JITFunction:
         lines, first_line = _without_outer_decorators(lines, first_line)
         lines = _without_host_functions_in_jit_options(lines)
         self.src = "".join(lines)
+        self._src_replaced = False  # _unsafe_update_src: the code object no longer describes `src`
         self.first_line = first_line
         self.filename = _inspect.getsourcefile(fn) or fn.__code__.co_filename
         self.do_not_specialize = _parameter_list(do_not_specialize)
@@ -198,6 +199,7 @@ class JITFunction:
         if not isinstance(new_src, str):
             raise TypeError(f"_unsafe_update_src takes the new source as a str, got {type(new_src).__name__}")
         self.src = new_src
+        self._src_replaced = True
         self._signature = None
         self._new_launcher()
         self._launcher.set_debug(self._debug)
