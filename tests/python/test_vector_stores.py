@@ -1,8 +1,8 @@
 """Vector stores on the CUDA backend, without a GPU.
 
 A group of contiguous elements that axis info proves 16-byte (or 8-byte)
-aligned is packed into 32-bit words and stored by one `st.global.wb.v4`
-(`v2`, CUDA's __stwb), predicated when a mask covers the whole group (tg_st16,
+aligned is packed into 32-bit words and stored by one `st.global.v4`
+(`v2`; the address told aligned to NVVM), predicated when a mask covers the whole group (tg_st16,
 tg_st8 and their `_if` forms). A C++ vector assignment left the merging to NVVM, which
 split it where the address came from 64-bit integer arithmetic: the attention
 epilogue's 16-byte bf16 groups became seven narrow stores each. Checked here:
@@ -62,6 +62,7 @@ def test_row_stores_are_one_vector_instruction_per_group(dtype, per_group, tmp_p
     assert "tg_st16_if(" in cuda, "a masked group is one predicated 16-byte store"
     stores = _ptx_stores(text)
     vector = {k: v for k, v in stores.items() if ".v4" in k}
+    assert all(k.startswith("st.global.v4.") for k in vector), f"spelled as Triton's kernels spell it: {stores}"
     narrow = {k: v for k, v in stores.items() if ".v4" not in k}
     # 64x128 elements over 128 threads, one 16-byte group per store.
     assert sum(vector.values()) == 64 * 128 // 128 // per_group, stores

@@ -171,7 +171,7 @@ void emit_packed_vector_load(CudaContext& ctx, ir::Scalar s, int vector, const s
 
 // The store side of emit_packed_vector_load: a group of 1-, 2- or 4-byte
 // elements is packed into 32-bit words (one 16-bit word for a 2-byte group)
-// and stored by one vector store (tg_st16, tg_st8: CUDA's __stwb), under
+// and stored by one vector store (tg_st16, tg_st8), under
 // `predicate` when it is not empty. A C++ vector assignment leaves NVVM to
 // merge the pieces, and it splits them where it cannot prove the address
 // aligned (addresses built through 64-bit integer arithmetic): the attention

@@ -183,15 +183,15 @@ template <class T, int N> struct alignas(sizeof(T) * N) tg_vec { T v[N]; };
 // 16- and 8-byte global stores of words as one st.global.v4/v2, optionally
 // predicated: NVVM splits a C++ vector store whose address it cannot prove
 // aligned (one built through 64-bit integer arithmetic), even of a uint4.
-// CUDA's __stwb (st.global.wb, the default write-back policy) is one vector
-// store whatever NVVM knows of the address, and unlike inline asm it keeps
-// constant address offsets in the instruction and lets the compiler order
-// it like any store. The generator uses them only where axis info proves
-// the alignment.
-TG_DEVICE void tg_st16(void* p, uint4 v) { __stwb(reinterpret_cast<uint4*>(p), v); }
-TG_DEVICE void tg_st8(void* p, uint2 v) { __stwb(reinterpret_cast<uint2*>(p), v); }
-TG_DEVICE void tg_st16_if(bool m, void* p, uint4 v) { if (m) __stwb(reinterpret_cast<uint4*>(p), v); }
-TG_DEVICE void tg_st8_if(bool m, void* p, uint2 v) { if (m) __stwb(reinterpret_cast<uint2*>(p), v); }
+// Told the alignment, it keeps the store whole (st.global.v4.u32, the
+// default write-back policy, spelled as Triton's kernels spell it), keeps
+// constant address offsets in the instruction and orders it like any store,
+// which inline asm would not. The generator uses them only where axis info
+// proves the alignment.
+TG_DEVICE void tg_st16(void* p, uint4 v) { *static_cast<uint4*>(__builtin_assume_aligned(p, 16)) = v; }
+TG_DEVICE void tg_st8(void* p, uint2 v) { *static_cast<uint2*>(__builtin_assume_aligned(p, 8)) = v; }
+TG_DEVICE void tg_st16_if(bool m, void* p, uint4 v) { if (m) tg_st16(p, v); }
+TG_DEVICE void tg_st8_if(bool m, void* p, uint2 v) { if (m) tg_st8(p, v); }
 
 // Global loads with a PTX cache qualifier, for tl.load's cache_modifier and
 // eviction_policy: tg_ld<bytes>_<q>(address) for each access size and

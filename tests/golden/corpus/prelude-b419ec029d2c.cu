@@ -183,15 +183,15 @@ template <class T, int N> struct alignas(sizeof(T) * N) tg_vec { T v[N]; };
 // 16- and 8-byte global stores of words as one st.global.v4/v2, optionally
 // predicated: NVVM splits a C++ vector store whose address it cannot prove
 // aligned (one built through 64-bit integer arithmetic), even of a uint4.
-// CUDA's __stwb (st.global.wb, the default write-back policy) is one vector
-// store whatever NVVM knows of the address, and unlike inline asm it keeps
-// constant address offsets in the instruction and lets the compiler order
-// it like any store. The generator uses them only where axis info proves
-// the alignment.
-TG_DEVICE void tg_st16(void* p, uint4 v) { __stwb(reinterpret_cast<uint4*>(p), v); }
-TG_DEVICE void tg_st8(void* p, uint2 v) { __stwb(reinterpret_cast<uint2*>(p), v); }
-TG_DEVICE void tg_st16_if(bool m, void* p, uint4 v) { if (m) __stwb(reinterpret_cast<uint4*>(p), v); }
-TG_DEVICE void tg_st8_if(bool m, void* p, uint2 v) { if (m) __stwb(reinterpret_cast<uint2*>(p), v); }
+// Told the alignment, it keeps the store whole (st.global.v4.u32, the
+// default write-back policy, spelled as Triton's kernels spell it), keeps
+// constant address offsets in the instruction and orders it like any store,
+// which inline asm would not. The generator uses them only where axis info
+// proves the alignment.
+TG_DEVICE void tg_st16(void* p, uint4 v) { *static_cast<uint4*>(__builtin_assume_aligned(p, 16)) = v; }
+TG_DEVICE void tg_st8(void* p, uint2 v) { *static_cast<uint2*>(__builtin_assume_aligned(p, 8)) = v; }
+TG_DEVICE void tg_st16_if(bool m, void* p, uint4 v) { if (m) tg_st16(p, v); }
+TG_DEVICE void tg_st8_if(bool m, void* p, uint2 v) { if (m) tg_st8(p, v); }
 
 // Global loads with a PTX cache qualifier, for tl.load's cache_modifier and
 // eviction_policy: tg_ld<bytes>_<q>(address) for each access size and
@@ -228,126 +228,4 @@ TG_QUALIFIED_LOADS(cv, ".cv")
 TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
-
-// --- tensor cores ---------------------------------------------------------------------
-// The shared-state-space address of a pointer into shared memory.
-TG_DEVICE unsigned tg_shared_address(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-
-// Byte offset of 16-byte chunk `chunk` of row `row` in a tile whose rows are
-// cut into blocks of BLOCK_BYTES (block j of all rows at j * BLOCK_STRIDE):
-// PER_PHASE consecutive rows share one 128-byte line when blocks are
-// shorter, and MAX_PHASE phases XOR the chunk index in turn.
-template <unsigned BLOCK_BYTES, unsigned PER_PHASE, unsigned MAX_PHASE, unsigned BLOCK_STRIDE>
-TG_DEVICE unsigned tg_swizzle(unsigned row, unsigned chunk) {
-  const unsigned chunks = BLOCK_BYTES / 16;
-  return (chunk / chunks) * BLOCK_STRIDE + row * BLOCK_BYTES + (((chunk % chunks) ^ ((row / PER_PHASE) % MAX_PHASE)) << 4);
-}
-
-TG_DEVICE void tg_ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address));
-}
-TG_DEVICE void tg_ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address));
-}
-
-// One 32-bit word of shared memory, for fragments ldmatrix cannot gather
-// (32- and 8-bit tiles whose rows run along M or N).
-TG_DEVICE unsigned tg_lds32(unsigned address) {
-  unsigned r;
-  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(address));
-  return r;
-}
-TG_DEVICE unsigned tg_lds8(unsigned address) {
-  unsigned short r;
-  asm volatile("ld.shared.b8 %0, [%1];" : "=h"(r) : "r"(address));
-  return r & 0xffu;
-}
-
-// cp.async: BYTES (4, 8 or 16) from global `src` to shared address `dst`,
-// the bytes past `src_bytes` zero-filled (0: nothing is read, so a masked
-// chunk may point anywhere). 16-byte copies bypass L1 (.cg). One commit
-// group per pipeline stage; wait_group<N> waits until at most N are pending.
-template <int BYTES>
-TG_DEVICE void tg_cp_async(unsigned dst, const void* src, int src_bytes) {
-  if (BYTES == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes)
-                 : "memory");
-}
-TG_DEVICE void tg_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-TG_DEVICE void tg_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// f32 bits rounded to tf32 (nearest, ties away), what mma .tf32 reads.
-TG_DEVICE unsigned tg_to_tf32(unsigned x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
-  return r;
-}
-
-// d += a * b on one 16x8 accumulator tile: d[0..1] row lane/4, d[2..3] row lane/4 + 8.
-TG_DEVICE void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-TG_DEVICE void tg_mma_bf16(float* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-TG_DEVICE void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-TG_DEVICE void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// --- Hopper wgmma -----------------------------------------------------------------------
-#ifndef TG_WGMMA_HOOK
-#define TG_WGMMA_HOOK(...)
-#endif
-#ifndef TG_WGMMA_REG_HOOK
-#define TG_WGMMA_REG_HOOK(...)
-#endif
-// A shared-memory matrix descriptor: start address, leading and stride byte
-// offsets (units of 16 bytes), swizzle mode (1: 128-byte, 2: 64, 3: 32).
-TG_DEVICE unsigned long long tg_wgmma_desc(unsigned address, unsigned lbo, unsigned sbo, unsigned mode) {
-  return (unsigned long long)((address & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16) |
-         ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | ((unsigned long long)mode << 62);
-}
-TG_DEVICE void tg_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-TG_DEVICE void tg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-// Until at most N committed groups of this warpgroup are in flight.
-template <int N>
-TG_DEVICE void tg_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
-// Generic-proxy writes of shared memory (stores, cp.async) made visible to
-// the async proxy wgmma reads through.
-TG_DEVICE void tg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// Pins an accumulator register: the compiler moves no access of it across.
-TG_DEVICE void tg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
-TG_DEVICE void tg_pin(int& x) { asm volatile("" : "+r"(x)::"memory"); }
-// d[0..64) += a * b: this warpgroup's 64x128 tile, asynchronous until tg_wgmma_wait.
-TG_DEVICE void tg_wgmma_m64n128k16_f16_kn(float* d, unsigned long long a, unsigned long long b) {
-  TG_WGMMA_HOOK(d, a, b, 128, 0, 0, 1);
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "l"(a), "l"(b), "r"(1));
-}
 

@@ -183,15 +183,15 @@ template <class T, int N> struct alignas(sizeof(T) * N) tg_vec { T v[N]; };
 // 16- and 8-byte global stores of words as one st.global.v4/v2, optionally
 // predicated: NVVM splits a C++ vector store whose address it cannot prove
 // aligned (one built through 64-bit integer arithmetic), even of a uint4.
-// CUDA's __stwb (st.global.wb, the default write-back policy) is one vector
-// store whatever NVVM knows of the address, and unlike inline asm it keeps
-// constant address offsets in the instruction and lets the compiler order
-// it like any store. The generator uses them only where axis info proves
-// the alignment.
-TG_DEVICE void tg_st16(void* p, uint4 v) { __stwb(reinterpret_cast<uint4*>(p), v); }
-TG_DEVICE void tg_st8(void* p, uint2 v) { __stwb(reinterpret_cast<uint2*>(p), v); }
-TG_DEVICE void tg_st16_if(bool m, void* p, uint4 v) { if (m) __stwb(reinterpret_cast<uint4*>(p), v); }
-TG_DEVICE void tg_st8_if(bool m, void* p, uint2 v) { if (m) __stwb(reinterpret_cast<uint2*>(p), v); }
+// Told the alignment, it keeps the store whole (st.global.v4.u32, the
+// default write-back policy, spelled as Triton's kernels spell it), keeps
+// constant address offsets in the instruction and orders it like any store,
+// which inline asm would not. The generator uses them only where axis info
+// proves the alignment.
+TG_DEVICE void tg_st16(void* p, uint4 v) { *static_cast<uint4*>(__builtin_assume_aligned(p, 16)) = v; }
+TG_DEVICE void tg_st8(void* p, uint2 v) { *static_cast<uint2*>(__builtin_assume_aligned(p, 8)) = v; }
+TG_DEVICE void tg_st16_if(bool m, void* p, uint4 v) { if (m) tg_st16(p, v); }
+TG_DEVICE void tg_st8_if(bool m, void* p, uint2 v) { if (m) tg_st8(p, v); }
 
 // Global loads with a PTX cache qualifier, for tl.load's cache_modifier and
 // eviction_policy: tg_ld<bytes>_<q>(address) for each access size and
@@ -228,4 +228,192 @@ TG_QUALIFIED_LOADS(cv, ".cv")
 TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
+
+// ---- atomics ----
+enum { tg_relaxed = 0, tg_acquire = 1, tg_release = 2, tg_acq_rel = 3 };  // memory order S
+enum { tg_cta = 0, tg_gpu = 1, tg_sys = 2 };                              // scope C
+
+// The native instructions (and tg_fence below). TG_EMU_ATOMS:
+// tests/python/cuda_emulator.py runs generated code on the host and supplies
+// these functions itself; the rest of this file is built from them and runs
+// as it is.
+#ifndef TG_EMU_ATOMS
+// One asm statement per order and scope (their qualifiers are part of the
+// instruction text); S and C are constants, so one case survives.
+#define TG_ATOM(S, C, INSTR, OUT, ...)                                                                  \
+  switch ((S) * 3 + (C)) {                                                                              \
+    case 0: asm volatile("atom.global.cta.relaxed." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 1: asm volatile("atom.global.gpu.relaxed." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 2: asm volatile("atom.global.sys.relaxed." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 3: asm volatile("atom.global.cta.acquire." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 4: asm volatile("atom.global.gpu.acquire." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 5: asm volatile("atom.global.sys.acquire." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 6: asm volatile("atom.global.cta.release." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 7: asm volatile("atom.global.gpu.release." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 8: asm volatile("atom.global.sys.release." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 9: asm volatile("atom.global.cta.acq_rel." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 10: asm volatile("atom.global.gpu.acq_rel." INSTR : OUT : __VA_ARGS__ : "memory"); break;      \
+    default: asm volatile("atom.global.sys.acq_rel." INSTR : OUT : __VA_ARGS__ : "memory"); break;      \
+  }
+// Compare-and-swap writes the order before the scope, read-modify-write the
+// scope first: both orders are PTX's, and these are the ones Triton's
+// kernels carry, which tests written for Triton look for in the PTX.
+#define TG_ATOM_ORDERED(S, C, INSTR, OUT, ...)                                                          \
+  switch ((S) * 3 + (C)) {                                                                              \
+    case 0: asm volatile("atom.global.relaxed.cta." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 1: asm volatile("atom.global.relaxed.gpu." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 2: asm volatile("atom.global.relaxed.sys." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 3: asm volatile("atom.global.acquire.cta." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 4: asm volatile("atom.global.acquire.gpu." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 5: asm volatile("atom.global.acquire.sys." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 6: asm volatile("atom.global.release.cta." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 7: asm volatile("atom.global.release.gpu." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 8: asm volatile("atom.global.release.sys." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 9: asm volatile("atom.global.acq_rel.cta." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
+    case 10: asm volatile("atom.global.acq_rel.gpu." INSTR : OUT : __VA_ARGS__ : "memory"); break;      \
+    default: asm volatile("atom.global.acq_rel.sys." INSTR : OUT : __VA_ARGS__ : "memory"); break;      \
+  }
+
+// NAME<S, C>(p, v): old = *p; *p = old OP v; R is the register constraint of T.
+#define TG_ATOM_RMW(NAME, T, OP_TYPE, R)                                                                  \
+  template <int S, int C> TG_DEVICE T NAME(T* p, T v) {                                                   \
+    T old;                                                                                                \
+    TG_ATOM(S, C, OP_TYPE " %0, [%1], %2;", "=" R(old), "l"(p), R(v))                                     \
+    return old;                                                                                           \
+  }
+#define TG_ATOM_CAS(T, B, R)                                                                              \
+  template <int S, int C> TG_DEVICE T tg_atom_cas(T* p, T cmp, T v) {                                     \
+    T old;                                                                                                \
+    TG_ATOM_ORDERED(S, C, "cas." B " %0, [%1], %2, %3;", "=" R(old), "l"(p), R(cmp), R(v))                        \
+    return old;                                                                                           \
+  }
+
+TG_ATOM_RMW(tg_atom_add, int, "add.u32", "r")
+TG_ATOM_RMW(tg_atom_add, unsigned, "add.u32", "r")
+TG_ATOM_RMW(tg_atom_add, long long, "add.u64", "l")
+TG_ATOM_RMW(tg_atom_add, unsigned long long, "add.u64", "l")
+TG_ATOM_RMW(tg_atom_add, float, "add.f32", "f")
+TG_ATOM_RMW(tg_atom_add, double, "add.f64", "d")
+TG_ATOM_RMW(tg_atom_add_f16, tg_f16, "add.noftz.f16", "h")
+TG_ATOM_RMW(tg_atom_max, int, "max.s32", "r")
+TG_ATOM_RMW(tg_atom_max, unsigned, "max.u32", "r")
+TG_ATOM_RMW(tg_atom_max, long long, "max.s64", "l")
+TG_ATOM_RMW(tg_atom_max, unsigned long long, "max.u64", "l")
+TG_ATOM_RMW(tg_atom_min, int, "min.s32", "r")
+TG_ATOM_RMW(tg_atom_min, unsigned, "min.u32", "r")
+TG_ATOM_RMW(tg_atom_min, long long, "min.s64", "l")
+TG_ATOM_RMW(tg_atom_min, unsigned long long, "min.u64", "l")
+TG_ATOM_RMW(tg_atom_and, int, "and.b32", "r")
+TG_ATOM_RMW(tg_atom_and, unsigned, "and.b32", "r")
+TG_ATOM_RMW(tg_atom_and, long long, "and.b64", "l")
+TG_ATOM_RMW(tg_atom_and, unsigned long long, "and.b64", "l")
+TG_ATOM_RMW(tg_atom_or, int, "or.b32", "r")
+TG_ATOM_RMW(tg_atom_or, unsigned, "or.b32", "r")
+TG_ATOM_RMW(tg_atom_or, long long, "or.b64", "l")
+TG_ATOM_RMW(tg_atom_or, unsigned long long, "or.b64", "l")
+TG_ATOM_RMW(tg_atom_xor, int, "xor.b32", "r")
+TG_ATOM_RMW(tg_atom_xor, unsigned, "xor.b32", "r")
+TG_ATOM_RMW(tg_atom_xor, long long, "xor.b64", "l")
+TG_ATOM_RMW(tg_atom_xor, unsigned long long, "xor.b64", "l")
+TG_ATOM_RMW(tg_atom_xchg, int, "exch.b32", "r")
+TG_ATOM_RMW(tg_atom_xchg, unsigned, "exch.b32", "r")
+TG_ATOM_RMW(tg_atom_xchg, long long, "exch.b64", "l")
+TG_ATOM_RMW(tg_atom_xchg, unsigned long long, "exch.b64", "l")
+TG_ATOM_CAS(unsigned short, "b16", "h")
+TG_ATOM_CAS(int, "b32", "r")
+TG_ATOM_CAS(unsigned, "b32", "r")
+TG_ATOM_CAS(long long, "b64", "l")
+TG_ATOM_CAS(unsigned long long, "b64", "l")
+#endif  // TG_EMU_ATOMS
+
+// Floats exchange and compare-and-swap as their bits.
+template <int S, int C> TG_DEVICE float tg_atom_xchg(float* p, float v) {
+  return __uint_as_float(tg_atom_xchg<S, C>((unsigned*)p, __float_as_uint(v)));
+}
+template <int S, int C> TG_DEVICE double tg_atom_xchg(double* p, double v) {
+  return __longlong_as_double(tg_atom_xchg<S, C>((long long*)p, __double_as_longlong(v)));
+}
+template <int S, int C> TG_DEVICE float tg_atom_cas(float* p, float cmp, float v) {
+  return __uint_as_float(tg_atom_cas<S, C>((unsigned*)p, __float_as_uint(cmp), __float_as_uint(v)));
+}
+template <int S, int C> TG_DEVICE double tg_atom_cas(double* p, double cmp, double v) {
+  return __longlong_as_double(tg_atom_cas<S, C>((long long*)p, __double_as_longlong(cmp), __double_as_longlong(v)));
+}
+
+// Float max/min in IEEE totalOrder through integer max/min (see above).
+template <int S, int C> TG_DEVICE float tg_atom_fmax(float* p, float v) {
+  int bits = __float_as_int(v);
+  return bits >= 0 ? __int_as_float(tg_atom_max<S, C>((int*)p, bits))
+                   : __uint_as_float(tg_atom_min<S, C>((unsigned*)p, (unsigned)bits));
+}
+template <int S, int C> TG_DEVICE float tg_atom_fmin(float* p, float v) {
+  int bits = __float_as_int(v);
+  return bits >= 0 ? __int_as_float(tg_atom_min<S, C>((int*)p, bits))
+                   : __uint_as_float(tg_atom_max<S, C>((unsigned*)p, (unsigned)bits));
+}
+template <int S, int C> TG_DEVICE double tg_atom_fmax(double* p, double v) {
+  long long bits = __double_as_longlong(v);
+  return bits >= 0 ? __longlong_as_double(tg_atom_max<S, C>((long long*)p, bits))
+                   : __longlong_as_double((long long)tg_atom_min<S, C>((unsigned long long*)p, (unsigned long long)bits));
+}
+template <int S, int C> TG_DEVICE double tg_atom_fmin(double* p, double v) {
+  long long bits = __double_as_longlong(v);
+  return bits >= 0 ? __longlong_as_double(tg_atom_min<S, C>((long long*)p, bits))
+                   : __longlong_as_double((long long)tg_atom_max<S, C>((unsigned long long*)p, (unsigned long long)bits));
+}
+
+// --- compare-and-swap loops -------------------------------------------------------
+#ifndef TG_EMU_ATOMS
+template <int C> TG_DEVICE void tg_fence() {
+  if (C == tg_cta) asm volatile("fence.acq_rel.cta;" ::: "memory");
+  else if (C == tg_gpu) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  else asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+#endif
+
+// Replaces the 16-bit *p by next(*p) in one step; returns the old bits.
+template <int S, int C, class Next> TG_DEVICE unsigned short tg_atom_update16(unsigned short* p, Next next) {
+  if (S == tg_release || S == tg_acq_rel) tg_fence<C>();
+  unsigned short old = *(volatile unsigned short*)p;
+  for (;;) {
+    unsigned short seen = tg_atom_cas<tg_relaxed, C>(p, old, next(old));
+    if (seen == old) break;
+    old = seen;
+  }
+  if (S == tg_acquire || S == tg_acq_rel) tg_fence<C>();
+  return old;
+}
+
+// IEEE totalOrder of 16-bit float bits as an int: negative values have their
+// magnitude bits flipped, so larger magnitudes sort lower.
+TG_DEVICE int tg_total_order_key16(unsigned short bits) {
+  int s = (short)bits;
+  return s < 0 ? s ^ 0x7fff : s;
+}
+template <int S, int C> TG_DEVICE unsigned short tg_atom_fmax16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
+    return tg_total_order_key16(x) < tg_total_order_key16(v) ? v : x;
+  });
+}
+template <int S, int C> TG_DEVICE unsigned short tg_atom_fmin16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
+    return tg_total_order_key16(v) < tg_total_order_key16(x) ? v : x;
+  });
+}
+template <int S, int C> TG_DEVICE unsigned short tg_atom_xchg16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short) { return v; });
+}
+// bf16 add is native from sm_90 on (the emulator brings its own).
+#ifndef TG_EMU_ATOMS
+#if __CUDA_ARCH__ >= 900
+TG_ATOM_RMW(tg_atom_add_bf16, tg_bf16, "add.noftz.bf16", "h")
+#else
+template <int S, int C> TG_DEVICE tg_bf16 tg_atom_add_bf16(tg_bf16* p, tg_bf16 v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
+}
+#endif
+#endif  // TG_EMU_ATOMS
+#undef TG_ATOM_RMW
+#undef TG_ATOM_CAS
+#undef TG_ATOM
 
