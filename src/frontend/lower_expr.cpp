@@ -253,6 +253,23 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
     all.insert(all.end(), b.elements.begin(), b.elements.end());
     return Symbol::tuple(std::move(all));
   }
+  // Repetition, as Python's: `[2] * (RANK - 2)`, `n * (0,)`; a count below one gives ().
+  bool repeat_a = a.kind == Symbol::Kind::Tuple && b.is_const(), repeat_b = b.kind == Symbol::Kind::Tuple && a.is_const();
+  if (op == BinaryOp::Mul && (repeat_a || repeat_b)) {
+    const Symbol& tuple = repeat_a ? a : b;
+    const ConstValue& count = repeat_a ? b.constant : a.constant;
+    if (count.kind != ConstValue::Kind::Int && count.kind != ConstValue::Kind::Bool)
+      error_at(loc, Diag::InvalidOperandType,
+               std::string("a tuple repeats by an int constant, not ") + kind_name(count),
+               "write `(a, b) * N` with N a tl.constexpr or literal int");
+    int64_t times = count.i;
+    if (count.is_unsigned || (times > 0 && tuple.elements.size() * static_cast<uint64_t>(times) > 1'000'000))
+      error_at(loc, Diag::InvalidOperandType, "a tuple repeated " + std::string(count.is_unsigned ? "2^63 or more" : std::to_string(times)) + " times would hold more "
+                                                  "than a million elements");
+    std::vector<Symbol> all;
+    for (int64_t k = 0; k < times; ++k) all.insert(all.end(), tuple.elements.begin(), tuple.elements.end());
+    return Symbol::tuple(std::move(all));
+  }
   // Pointer arithmetic: ptr + int, int + ptr, ptr - int.
   bool pa = is_pointer_value(*this, a), pb = is_pointer_value(*this, b);
   if (pa || pb) {

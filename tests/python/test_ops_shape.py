@@ -265,3 +265,32 @@ def bad_reshape_kernel(x_ptr, BLOCK: tl.constexpr):
 def test_reshape_to_another_element_count_is_rejected(backend):
     with pytest.raises(tegula.CompilationError, match="cannot reshape"):
         bad_reshape_kernel[(1,)](backend.zeros(16, np.float32), BLOCK=16)
+
+
+@tegula.jit
+def repeated_shape_kernel(x_ptr, y_ptr, RANK: tl.constexpr):
+    offs = tl.arange(0, 256 << RANK)
+    x = tl.load(x_ptr + offs).reshape([2] * (RANK - 2) + [32, 32])  # Triton's test_dot_multidim spells it so
+    pair = 2 * (1,) + (7,) * 0
+    tl.static_assert(len(pair) == 2)
+    tl.store(y_ptr + offs, tl.reshape(tl.sum(x, axis=RANK - 1, keep_dims=True) + x * len(pair), [256 << RANK]))
+
+
+@pytest.mark.parametrize("rank", [3, 4])
+def test_tuples_repeat_like_python_tuples(backend, rank):
+    x = random(rng_for("repeat", rank), 256 << rank, "float32")
+    y = backend.zeros(256 << rank, np.float32)
+    repeated_shape_kernel[(1,)](backend.array(x), y, RANK=rank)
+    shaped = x.reshape([2] * (rank - 2) + [32, 32])
+    expected = (shaped.sum(axis=rank - 1, keepdims=True) + 2 * shaped).reshape(-1)
+    np.testing.assert_allclose(backend.numpy(y), expected, rtol=1e-5, atol=1e-5)
+
+
+@tegula.jit
+def repeat_by_float_kernel(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,) * 1.5, tl.float32))
+
+
+def test_a_tuple_repeated_by_a_non_int_is_a_located_error():
+    with pytest.raises(tegula.CompilationError, match=r"E0301.*a tuple repeats by an int constant, not float"):
+        repeat_by_float_kernel[(1,)](np.zeros(16, np.float32), BLOCK=16)
