@@ -180,7 +180,12 @@ Symbol lower_item(Lowerer& l, const CallArgs& c, const std::string& n) {
     error_at(c.loc, Diag::ShapeMismatch,
              ".item() needs a tile of one element, but it is " + ir::to_string(l.type(x)),
              "reduce it first, e.g. tl.sum(x) or tl.max(x)");
-  return Symbol::of(reduce(l, {x}, std::nullopt, false, binary_combiner(l, OpKind::Max, c.loc), c.loc)[0]);
+  return Symbol::of(only_element(l, x, c.loc));
+}
+
+ir::ValueId only_element(Lowerer& l, ir::ValueId x, const SourceLoc& loc) {
+  TEGULA_ASSERT(l.type(x).is_tile() && l.type(x).numel() == 1, "only_element of a tile of one element");
+  return reduce(l, {x}, std::nullopt, false, binary_combiner(l, OpKind::Max, loc), loc)[0];
 }
 
 Symbol lower_max_min(Lowerer& l, const CallArgs& c, const std::string& n) {

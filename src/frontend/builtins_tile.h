@@ -18,6 +18,9 @@ Symbol lower_reduce(Lowerer& l, const CallArgs& c, const std::string& name);
 // reduce_or (bitwise OR along an axis); x.item() (a one-element tile's element).
 Symbol lower_reduce_or(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_item(Lowerer& l, const CallArgs& c, const std::string& name);
+// The element of a one-element tile `x`, as a scalar (x.item(); conditions of
+// `if`, `while` and `x if c else y` unsplat so, as in Triton).
+ir::ValueId only_element(Lowerer& l, ir::ValueId x, const SourceLoc& loc);
 Symbol lower_softmax(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& name);
 // reshape and view; ravel; trans and permute; expand_dims; broadcast_to;

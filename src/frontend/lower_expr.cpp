@@ -6,6 +6,7 @@
 
 #include "frontend/builtins.h"
 #include "frontend/builtins_block_ptr.h"
+#include "frontend/builtins_tile.h"
 #include "frontend/builtins_types.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
@@ -237,6 +238,55 @@ std::pair<ir::ValueId, ir::ValueId> Lowerer::arith_operands(const Symbol& a, con
   ir::ValueId va = materialize(a);
   ir::ValueId vb = materialize(b);
   return broadcast_pair(va, vb, loc);
+}
+
+namespace {
+
+bool calls_a_function(const ast::Expr& e) {
+  if (e.kind == ast::ExprKind::Call) return true;
+  for (const ast::ExprPtr& c : e.children)
+    if (c && calls_a_function(*c)) return true;
+  for (const ast::Keyword& k : e.keywords)
+    if (k.value && calls_a_function(*k.value)) return true;
+  return false;
+}
+
+}  // namespace
+
+// `x if c else y` with a runtime scalar condition and an arm that calls a
+// function (a load, a store, an atomic, a helper): Python's rule, only the
+// chosen arm runs, as an `if` whose result is the arm's value; a store on
+// both sides stores once, a load the condition guards never reads. Arms of
+// plain arithmetic are both computed and selected (they cannot fault or
+// write), which keeps the common `a if pid > 0 else b` a select.
+Symbol Lowerer::runtime_if_expression(const ast::Expr& e, ir::ValueId cond) {
+  const std::string result = "$ifexp";
+  Symbol chosen[2];
+  auto arm = [&](int k) {
+    chosen[k] = eval(*e.children[static_cast<size_t>(k + 1)]);
+    frame().vars[result] = chosen[k];
+  };
+  lower_runtime_if(e.loc, cond, [&] { arm(0); }, [&] {
+    arm(1);
+    const Symbol& a = chosen[0];
+    const Symbol& b = chosen[1];
+    bool a_none = a.is_const() && a.constant.kind == ConstValue::Kind::None;
+    bool b_none = b.is_const() && b.constant.kind == ConstValue::Kind::None;
+    if (a_none != b_none)
+      error_at(e.loc, Diag::VariableChangesType,
+               "one arm of `x if c else y` gives no value (None) and the other " + describe(a_none ? b : a),
+               "give both arms a value of one type, or write an `if` statement");
+    if (a.is_value() && b.is_value() && !(fn_.type(a.value) == fn_.type(b.value)))
+      error_at(e.loc, Diag::VariableChangesType,
+               "Ternary expression with dynamic condition has inconsistent type: " +
+                   ir::to_string(fn_.type(a.value)) + " and " + ir::to_string(fn_.type(b.value)),
+               "convert one arm with .to(...) so both have the same type");
+  });
+  auto found = frame().vars.find(result);
+  TEGULA_ASSERT(found != frame().vars.end(), "a runtime `x if c else y` yields its value");
+  Symbol out = found->second;
+  frame().vars.erase(found);
+  return out;
 }
 
 Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc) {
@@ -705,8 +755,11 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       bool truth;
       if (truth_constant(cond, e.children[0]->loc, &truth)) return eval(*e.children[truth ? 1 : 2]);
       ir::ValueId c = to_value(cond, e.children[0]->loc, "the condition");
+      if (type(c).is_tile() && type(c).numel() == 1) c = only_element(*this, c, e.children[0]->loc);
       if (type(c).scalar != Scalar::I1) error_at(e.children[0]->loc, Diag::NotBoolean,
                                                  "the condition of `x if c else y` must be boolean");
+      if (!type(c).is_tile() && (calls_a_function(*e.children[1]) || calls_a_function(*e.children[2])))
+        return runtime_if_expression(e, c);
       Symbol a = eval(*e.children[1]);
       Symbol b = eval(*e.children[2]);
       auto [x, y] = arith_operands(a, b, false, e.loc, "if-else");

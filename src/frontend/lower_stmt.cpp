@@ -11,6 +11,7 @@
 //    compile time (only the taken branch is lowered; static loops unrolled).
 #include <set>
 
+#include "frontend/builtins_tile.h"
 #include "frontend/lowering.h"
 #include "frontend/symbol_leaves.h"
 #include "frontend/type_rules.h"
@@ -165,6 +166,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
         return;
       }
       ir::ValueId c = to_value(cond, s.test->loc, "the `if` condition");
+      if (type(c).is_tile() && type(c).numel() == 1) c = only_element(*this, c, s.test->loc);
       if (type(c).is_tile())
         error_at(s.test->loc, Diag::ConditionNotScalar,
                  "the `if` condition must be a scalar, but it is " + describe(cond),
@@ -610,6 +612,7 @@ void Lowerer::lower_while(const ast::Stmt& s) {
   auto condition = [&] {
     Symbol cond = eval(*s.test);
     ir::ValueId c = to_value(cond, s.test->loc, "the `while` condition");
+    if (type(c).is_tile() && type(c).numel() == 1) c = only_element(*this, c, s.test->loc);
     if (type(c).is_tile())
       error_at(s.test->loc, Diag::ConditionNotScalar,
                "the `while` condition must be a scalar, but it is " + describe(cond));

@@ -69,6 +69,9 @@ class Lowerer {
   // differ between the branches become the results.
   void lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,
                         const std::function<void()>& else_branch);
+  // `x if c else y` whose arms call functions, under a runtime scalar `cond`
+  // (lower_expr.cpp): only the chosen arm runs.
+  Symbol runtime_if_expression(const ast::Expr& e, ir::ValueId cond);
   void lower_for(const ast::Stmt& s);
   void lower_while(const ast::Stmt& s);
   // Names the body assigns that exist before the loop (they become iter args).

@@ -302,3 +302,74 @@ def test_grid_callable_of_meta(backend, block):
     meta_grid_kernel[grid](backend.array(x), out, n, BLOCK=block, num_warps=4)
     np.testing.assert_array_equal(backend.numpy(out), x * 2)
     assert seen["BLOCK"] == block and seen["n"] == n and seen["num_warps"] == 4
+
+
+# --- `x if c else y` with calls in its arms, and one-element conditions --------------------------
+
+
+@tegula.jit
+def ternary_arms_kernel(cond_ptr, xt_ptr, xf_ptr, out_ptr, far, MODE: tl.constexpr):
+    pid = tl.program_id(0)
+    if MODE == 0:  # both arms store: exactly one store per program
+        tl.atomic_add(out_ptr + pid, tl.load(xt_ptr + pid)) if pid % 3 == 0 else tl.atomic_add(out_ptr + pid,
+                                                                                                tl.load(xf_ptr + pid))
+    elif MODE == 1:  # a constant arm takes the other arm's type
+        value = 3.25 if pid % 2 == 0 else tl.load(xf_ptr + pid)
+        tl.store(out_ptr + pid, value)
+    elif MODE == 2:  # the arm not chosen is not evaluated: its load is out of bounds
+        value = tl.load(xt_ptr + far) if pid >= far else tl.load(xf_ptr + pid)
+        tl.store(out_ptr + pid, value)
+    else:  # a one-element tile as an `if` condition and a ternary condition (Triton unsplats them)
+        flag = tl.load(cond_ptr + pid + tl.arange(0, 1)) > 42
+        if flag:
+            tl.store(out_ptr + pid, 1.0)
+        tl.atomic_add(out_ptr + pid, 10.0) if flag else tl.atomic_add(out_ptr + pid, 20.0)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_ternary_runs_only_the_chosen_arm(backend, mode):
+    n = 37
+    rng = rng_for("ternary", mode)
+    xt, xf = random(rng, n, "float32"), random(rng, n, "float32")
+    cond = rng.integers(0, 100, n).astype(np.int32)
+    out = np.zeros(n, np.float32)
+    out_d = backend.array(out)
+    ternary_arms_kernel[(n,)](backend.array(cond), backend.array(xt), backend.array(xf), out_d, 1 << 40,
+                              MODE=mode)
+    pid = np.arange(n)
+    expected = {
+        0: np.where(pid % 3 == 0, xt, xf),
+        1: np.where(pid % 2 == 0, np.float32(3.25), xf),
+        2: xf,
+        3: np.where(cond > 42, 11.0, 20.0).astype(np.float32),
+    }[mode]
+    np.testing.assert_array_equal(backend.numpy(out_d), expected)
+
+
+def test_the_unchosen_arm_is_not_bounds_checked_in_debug_mode(backend):
+    n = 8
+    xt, xf = np.ones(n, np.float32), np.full(n, 2.0, np.float32)
+    out = backend.zeros(n, np.float32)
+    kernel = tegula.jit(ternary_arms_kernel.fn, debug=True)
+    kernel[(n,)](backend.array(np.zeros(n, np.int32)), backend.array(xt), backend.array(xf), out, 1 << 20, MODE=2)
+    np.testing.assert_array_equal(backend.numpy(out), xf)
+
+
+@tegula.jit
+def ternary_mixed_kernel(x_ptr, i_ptr, out_ptr, MODE: tl.constexpr):
+    pid = tl.program_id(0)
+    if MODE == 0:
+        value = tl.load(x_ptr) if pid == 0 else tl.load(i_ptr)
+        tl.store(out_ptr, value)
+    else:
+        value = tl.load(x_ptr) if pid == 0 else tl.store(out_ptr, 1.0)
+
+
+@pytest.mark.parametrize("mode, message", [
+    (0, r"E0[0-9]+.*Ternary expression with dynamic condition has inconsistent type: f32 and i32"),
+    (1, r"E0[0-9]+.*one arm of `x if c else y` gives no value \(None\)"),
+])
+def test_ternary_arms_of_different_kinds_are_located_errors(mode, message):
+    with pytest.raises(tegula.CompilationError, match=message):
+        ternary_mixed_kernel[(1,)](np.zeros(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.float32),
+                                   MODE=mode)
