@@ -756,12 +756,22 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       if (truth_constant(cond, e.children[0]->loc, &truth)) return eval(*e.children[truth ? 1 : 2]);
       ir::ValueId c = to_value(cond, e.children[0]->loc, "the condition");
       if (type(c).is_tile() && type(c).numel() == 1) c = only_element(*this, c, e.children[0]->loc);
+      if (!type(c).is_tile() && type(c).scalar != Scalar::I1) {  // Python's truth of a number, as `if` takes it
+        ir::ValueId zero = constant(ConstValue::integer(0), type(c), e.children[0]->loc);
+        c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), e.children[0]->loc,
+                   {{"pred", ir::Attr{std::string("ne")}}});
+      }
       if (type(c).scalar != Scalar::I1) error_at(e.children[0]->loc, Diag::NotBoolean,
                                                  "the condition of `x if c else y` must be boolean");
       if (!type(c).is_tile() && (calls_a_function(*e.children[1]) || calls_a_function(*e.children[2])))
         return runtime_if_expression(e, c);
       Symbol a = eval(*e.children[1]);
       Symbol b = eval(*e.children[2]);
+      // Pointers are chosen, not selected (arithmetic has no pointer select):
+      // the arms, pure, are lowered again inside the branches and the copies
+      // above are dead code.
+      if (!type(c).is_tile() && (is_pointer_value(*this, a) || is_pointer_value(*this, b)))
+        return runtime_if_expression(e, c);
       auto [x, y] = arith_operands(a, b, false, e.loc, "if-else");
       auto [cc, xx] = broadcast_pair(c, x, e.loc);
       auto [cc2, yy] = broadcast_pair(cc, y, e.loc);

@@ -373,3 +373,20 @@ def test_ternary_arms_of_different_kinds_are_located_errors(mode, message):
     with pytest.raises(tegula.CompilationError, match=message):
         ternary_mixed_kernel[(1,)](np.zeros(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.float32),
                                    MODE=mode)
+
+
+@tegula.jit(do_not_specialize=["flag"])
+def choose_pointer_kernel(a_ptr, b_ptr, out_ptr, flag, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    src = a_ptr if flag else b_ptr  # an int condition, pointer arms
+    tl.store(out_ptr + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+
+@pytest.mark.parametrize("flag", [0, 5])
+def test_ternary_chooses_between_pointers(backend, flag):
+    n = 45
+    rng = rng_for("choose_pointer", flag)
+    a, b = random(rng, n, "float32"), random(rng, n, "float32")
+    out = backend.zeros(n, np.float32)
+    choose_pointer_kernel[(1,)](backend.array(a), backend.array(b), out, flag, n, BLOCK=64)
+    np.testing.assert_array_equal(backend.numpy(out), a if flag else b)
