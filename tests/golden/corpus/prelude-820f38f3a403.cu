@@ -239,40 +239,29 @@ enum { tg_cta = 0, tg_gpu = 1, tg_sys = 2 };                              // sco
 // as it is.
 #ifndef TG_EMU_ATOMS
 // One asm statement per order and scope (their qualifiers are part of the
-// instruction text); S and C are constants, so one case survives.
-#define TG_ATOM(S, C, INSTR, OUT, ...)                                                                  \
-  switch ((S) * 3 + (C)) {                                                                              \
-    case 0: asm volatile("atom.global.cta.relaxed." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 1: asm volatile("atom.global.gpu.relaxed." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 2: asm volatile("atom.global.sys.relaxed." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 3: asm volatile("atom.global.cta.acquire." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 4: asm volatile("atom.global.gpu.acquire." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 5: asm volatile("atom.global.sys.acquire." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 6: asm volatile("atom.global.cta.release." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 7: asm volatile("atom.global.gpu.release." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 8: asm volatile("atom.global.sys.release." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 9: asm volatile("atom.global.cta.acq_rel." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 10: asm volatile("atom.global.gpu.acq_rel." INSTR : OUT : __VA_ARGS__ : "memory"); break;      \
-    default: asm volatile("atom.global.sys.acq_rel." INSTR : OUT : __VA_ARGS__ : "memory"); break;      \
+// instruction text); S and C are constants, so one case survives. Q spells
+// the qualifiers: read-modify-write puts the scope first, compare-and-swap
+// the order (both orders are PTX's; these are the ones Triton's kernels
+// carry, which tests written for Triton look for in the PTX).
+#define TG_RMW_QUALIFIERS(SEM, SCOPE) "atom.global." #SCOPE "." #SEM "."
+#define TG_CAS_QUALIFIERS(SEM, SCOPE) "atom.global." #SEM "." #SCOPE "."
+#define TG_ATOM_AS(Q, S, C, INSTR, OUT, ...)                                             \
+  switch ((S) * 3 + (C)) {                                                               \
+    case 0: asm volatile(Q(relaxed, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 1: asm volatile(Q(relaxed, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 2: asm volatile(Q(relaxed, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 3: asm volatile(Q(acquire, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 4: asm volatile(Q(acquire, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 5: asm volatile(Q(acquire, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 6: asm volatile(Q(release, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 7: asm volatile(Q(release, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 8: asm volatile(Q(release, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 9: asm volatile(Q(acq_rel, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 10: asm volatile(Q(acq_rel, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;  \
+    default: asm volatile(Q(acq_rel, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;  \
   }
-// Compare-and-swap writes the order before the scope, read-modify-write the
-// scope first: both orders are PTX's, and these are the ones Triton's
-// kernels carry, which tests written for Triton look for in the PTX.
-#define TG_ATOM_ORDERED(S, C, INSTR, OUT, ...)                                                          \
-  switch ((S) * 3 + (C)) {                                                                              \
-    case 0: asm volatile("atom.global.relaxed.cta." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 1: asm volatile("atom.global.relaxed.gpu." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 2: asm volatile("atom.global.relaxed.sys." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 3: asm volatile("atom.global.acquire.cta." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 4: asm volatile("atom.global.acquire.gpu." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 5: asm volatile("atom.global.acquire.sys." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 6: asm volatile("atom.global.release.cta." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 7: asm volatile("atom.global.release.gpu." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 8: asm volatile("atom.global.release.sys." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 9: asm volatile("atom.global.acq_rel.cta." INSTR : OUT : __VA_ARGS__ : "memory"); break;       \
-    case 10: asm volatile("atom.global.acq_rel.gpu." INSTR : OUT : __VA_ARGS__ : "memory"); break;      \
-    default: asm volatile("atom.global.acq_rel.sys." INSTR : OUT : __VA_ARGS__ : "memory"); break;      \
-  }
+#define TG_ATOM(S, C, INSTR, OUT, ...) TG_ATOM_AS(TG_RMW_QUALIFIERS, S, C, INSTR, OUT, __VA_ARGS__)
+#define TG_ATOM_ORDERED(S, C, INSTR, OUT, ...) TG_ATOM_AS(TG_CAS_QUALIFIERS, S, C, INSTR, OUT, __VA_ARGS__)
 
 // NAME<S, C>(p, v): old = *p; *p = old OP v; R is the register constraint of T.
 #define TG_ATOM_RMW(NAME, T, OP_TYPE, R)                                                                  \
@@ -416,4 +405,8 @@ template <int S, int C> TG_DEVICE tg_bf16 tg_atom_add_bf16(tg_bf16* p, tg_bf16 v
 #undef TG_ATOM_RMW
 #undef TG_ATOM_CAS
 #undef TG_ATOM
+#undef TG_ATOM_ORDERED
+#undef TG_ATOM_AS
+#undef TG_RMW_QUALIFIERS
+#undef TG_CAS_QUALIFIERS
 
