@@ -123,6 +123,17 @@ def test_table_formats_failures_and_speedups():
     assert lines[4].split()[:5] == ["softmax", "2x3", "float32", "torch", "failed:"]
 
 
+def test_a_share_of_floor_measured_in_cache_is_marked():
+    # The quick mode's workloads fit in the last-level cache, where a copy
+    # floor measured beyond it can be passed ("153% of floor"): the cell says so.
+    row = {"workload": "softmax", "shape": "96x300", "dtype": "float32", "variant": "tegula", "baseline": False,
+           "median_ms": 0.01, "rate": 60.0, "rate_unit": "GB/s", "speedup": 4.0, "floor_share": 1.53,
+           "check": "ok", "error": None, "bound": "memory", "exceeds_llc": False}
+    assert cpu_report.format_table([row]).splitlines()[2].split()[-3:] == ["153%", "(in", "cache)"]
+    beyond = dict(row, exceeds_llc=True, floor_share=0.8)
+    assert cpu_report.format_table([beyond]).splitlines()[2].split()[-1] == "80%"
+
+
 def test_rows_beyond_llc_exceed_it():
     llc = 260 << 20
     rows = cpu_workloads._rows_beyond(llc, lambda m: m * 4096 * 8, 1024)
