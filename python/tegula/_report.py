@@ -173,6 +173,33 @@ def _occupancy(resources: dict) -> Optional[float]:
     return min(blocks) * warps * 32 / max_threads
 
 
+def bytes_to_move(work: dict, sizes: dict) -> int:
+    """The bytes that must cross memory from a ``CompiledKernel.work`` count:
+    an array read (or written) by several programs crosses memory once and
+    hits in cache after, so each array counts at most its size per
+    direction; `sizes` maps pointer parameters to their arrays' bytes (None:
+    not known). Accesses through pointers of no single parameter count as
+    they are."""
+    attributed_loaded = attributed_stored = must_move = 0
+    for name, (loaded, stored) in work["params"].items():
+        attributed_loaded += loaded
+        attributed_stored += stored
+        cap = sizes.get(name)
+        must_move += min(loaded, cap) + min(stored, cap) if cap is not None else loaded + stored
+    return must_move + work["loaded_bytes"] - attributed_loaded + work["stored_bytes"] - attributed_stored
+
+
+def launch_values(kernel, values) -> tuple:
+    """(scalars for CompiledKernel.work, {pointer parameter: array bytes})
+    from one value per runtime parameter (arrays, numbers)."""
+    scalars, sizes = [], {}
+    for (name, type_, _), value in zip(kernel.params, values):
+        scalars.append(int(value) if type_ in _INTEGER_TYPES and isinstance(value, (int, bool)) else None)
+        if type_.startswith("ptr<"):
+            sizes[name] = _nbytes(value)
+    return scalars, sizes
+
+
 def report(jit_fn, args, kwargs, grid, plot=None) -> Report:
     """Counts, times and sets against the floors one launch of `jit_fn`."""
     from .testing import do_bench
@@ -182,25 +209,9 @@ def report(jit_fn, args, kwargs, grid, plot=None) -> Report:
     kernel = jit_fn.warmup(*args, grid=grid, **kwargs)
     bound = _bound_arguments(jit_fn, args, kwargs)
     grid3 = _grid3(grid, bound)
-    scalars, sizes = [], {}
-    for name, type_, _ in kernel.params:
-        value = bound.get(name)
-        scalars.append(int(value) if type_ in _INTEGER_TYPES and isinstance(value, (int, bool)) else None)
-        if type_.startswith("ptr<"):
-            sizes[name] = _nbytes(value)
+    scalars, sizes = launch_values(kernel, [bound.get(name) for name, _, _ in kernel.params])
     work = kernel.work(grid3, scalars)
-    # An array read (or written) by several programs crosses memory once and
-    # hits in cache after: the bytes that must move count each array at most
-    # once per direction. Accesses through pointers of no single parameter
-    # count as they are.
-    attributed = [0, 0]
-    must_move = 0
-    for name, (loaded, stored) in work["params"].items():
-        attributed[0] += loaded
-        attributed[1] += stored
-        cap = sizes.get(name)
-        must_move += min(loaded, cap) + min(stored, cap) if cap is not None else loaded + stored
-    must_move += work["loaded_bytes"] - attributed[0] + work["stored_bytes"] - attributed[1]
+    must_move = bytes_to_move(work, sizes)
 
     device = "cuda" if kernel.backend_kind == "device" else "cpu"
     launch = jit_fn[grid]
