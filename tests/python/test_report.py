@@ -156,3 +156,32 @@ def test_a_missing_matplotlib_is_said(monkeypatch, tmp_path):
                     _floors.Floors("cpu: test", 1e9, 1e9, "copy", "matrix"))
     with pytest.raises(ImportError, match="needs matplotlib"):
         plot_roofline([report], tmp_path / "x.png")
+
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"
+
+
+def _profile(*arguments):
+    import subprocess
+    from tegula.cli import executable
+    import os
+    import sys
+    env = dict(os.environ, TEGULA_PYTHON=sys.executable)
+    return subprocess.run([str(executable()), "profile", *arguments], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_tegula_profile_prints_the_report_and_draws_the_roofline(tmp_path):
+    png = tmp_path / "roofline.png"
+    done = _profile(f"{EXAMPLES / 'vector_add.py'}::add_kernel", "--grid", "cdiv(n, 1024)", "x_ptr=float32[8192]",
+                    "y_ptr=float32[8192]", "out_ptr=float32[8192]", "n=8192", "BLOCK=1024", "--plot", str(png))
+    assert done.returncode == 0, done.stderr
+    assert "kernel add_kernel" in done.stdout and "grid (8, 1, 1)" in done.stdout
+    assert f"{vector_add.bytes_moved(8192, 4):,} must move" in done.stdout
+    assert png.stat().st_size > 1000
+
+
+def test_tegula_profile_names_a_parameter_the_kernel_lacks():
+    done = _profile(f"{EXAMPLES / 'vector_add.py'}::add_kernel", "--grid", "1", "z=3")
+    assert done.returncode != 0
+    assert "has no parameter z" in done.stderr
