@@ -3,7 +3,9 @@
 - **NVTX ranges**: with ``TEGULA_NVTX=1`` (or ``tegula.profiling.set_nvtx(True)``)
   every launch runs inside an NVTX range named ``KERNEL [KEY]`` (the kernel's
   name and the first 12 characters of its specialization key), so Nsight
-  Systems shows Tegula kernels by name. The ranges go through
+  Systems shows Tegula kernels by name; when torch is imported the launch
+  is also inside a ``torch.profiler.record_function`` of that name, which is
+  what names it in a torch.profiler trace. The NVTX ranges go through
   ``torch.cuda.nvtx`` when torch (with CUDA) is imported, else through
   ``libnvToolsExt`` loaded on first use (``TEGULA_NVTX_LIBRARY`` names
   another library with ``nvtxRangePushA``/``nvtxRangePop``).
@@ -94,21 +96,23 @@ class _Observer:
         self.timing = timing
 
     def enter(self, kernel, grid, arguments):
+        annotation = None
         if self.nvtx is not None:
-            self.nvtx.push(f"{kernel.name} [{kernel.key[:12]}]")
-        if not self.timing:
-            return None
-        if kernel.backend_kind == "device":
+            name = f"{kernel.name} [{kernel.key[:12]}]"
+            self.nvtx.push(name)
+            annotation = _torch_annotation(name)
+        start = None
+        if self.timing and kernel.backend_kind == "device":
             import torch
             start = torch.cuda.Event(enable_timing=True)
             start.record()
-        else:
+        elif self.timing:
             start = time.perf_counter()
-        return kernel, grid, arguments, start
+        return kernel, grid, arguments, start, annotation
 
     def exit(self, token):
-        if token is not None:
-            kernel, grid, arguments, start = token
+        kernel, grid, arguments, start, annotation = token
+        if start is not None:
             record = _records.get(kernel.key)
             if record is None:
                 record = _records[kernel.key] = KernelRecord(kernel.name, kernel.key, kernel)
@@ -121,8 +125,22 @@ class _Observer:
                 end = torch.cuda.Event(enable_timing=True)
                 end.record()
                 record.pending.append((start, end))
+        if annotation is not None:
+            annotation.__exit__(None, None, None)
         if self.nvtx is not None:
             self.nvtx.pop()
+
+
+def _torch_annotation(name: str):
+    """torch.profiler's range of the same name, entered, when torch is imported:
+    the device kernel's own symbol is the ABI's (tegula_kernel), so this is
+    what names the launch in a torch.profiler trace."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    annotation = torch.profiler.record_function(name)
+    annotation.__enter__()
+    return annotation
 
 
 def _install() -> None:

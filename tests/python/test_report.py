@@ -1,7 +1,8 @@
-"""kernel.report on the CPU (docs/profiling.md): the benchmark's four
-workloads counted by the compiler exactly as the benchmark's formulas count
-them, timed as the benchmark times them, and the roofline drawn with its
-axes labelled. tests/python/test_report_cuda.py has the GPU's."""
+"""kernel.report (docs/profiling.md): the benchmark's four workloads counted
+by the compiler exactly as the benchmark's formulas count them, timed as the
+benchmark times them, and the roofline drawn with its axes labelled. On the
+backend under test (`--backend cuda` runs the same tests on the GPU);
+tests/python/test_profiling_cuda.py has what only the GPU has."""
 
 import math
 
@@ -19,26 +20,26 @@ def _strides(a):
     return _host.strides(a)
 
 
-def vector_add_case():
+def vector_add_case(backend):
     n = 1 << 16
-    x, y = vector_add.make_inputs(n)
-    out = np.empty_like(x)
+    x, y = (backend.array(a) for a in vector_add.make_inputs(n))
+    out = backend.empty(n, np.float32)
     launch = (vector_add.add_kernel, (x, y, out, n), (tegula.cdiv(n, 1024),), {"BLOCK": 1024})
     return launch, lambda: vector_add.add(x, y, out), vector_add.bytes_moved(n, 4), vector_add.flops(n)
 
 
-def softmax_case():
+def softmax_case(backend):
     M, N = 64, 256
-    x = softmax.make_inputs(M, N)
-    out = np.empty_like(x)
+    x = backend.array(softmax.make_inputs(M, N))
+    out = backend.empty((M, N), np.float32)
     launch = (softmax.softmax_kernel, (x, out, N, _strides(x)[0], _strides(out)[0]), (M,), {"BLOCK_N": N})
     return launch, lambda: softmax.softmax(x, out), softmax.bytes_moved(M, N, 4), softmax.flops(M, N)
 
 
-def fused_chain_case():
+def fused_chain_case(backend):
     M, N = 64, 256
-    x, residual, keep, bias, weight = fused_chain.make_inputs(M, N)
-    out = np.empty_like(x)
+    x, residual, keep, bias, weight = (backend.array(a) for a in fused_chain.make_inputs(M, N))
+    out = backend.empty((M, N), np.float32)
     p = fused_chain.P_DROP
     args = (x, residual, keep, bias, weight, out, N, _strides(x)[0], fused_chain.ALPHA, fused_chain.EPS,
             1.0 / (1.0 - p))
@@ -48,10 +49,10 @@ def fused_chain_case():
             fused_chain.bytes_moved(M, N, 4), None)
 
 
-def matmul_case():
+def matmul_case(backend):
     S = 128
-    a, b = matmul.make_inputs(S, S, S)
-    out = np.empty((S, S), dtype=np.float32)
+    a, b = (backend.array(m) for m in matmul.make_inputs(S, S, S))
+    out = backend.empty((S, S), np.float32)
     blocks = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}
     sa, sb, sc = _strides(a), _strides(b), _strides(out)
     args = (a, b, out, S, S, S, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1])
@@ -64,15 +65,9 @@ CASES = {"vector_add": vector_add_case, "softmax": softmax_case, "fused_chain": 
          "matmul": matmul_case}
 
 
-@pytest.fixture(scope="module")
-def floors():
-    # Measured once per machine and cached; the tests only need them consistent.
-    return _floors.floors("cpu")
-
-
 @pytest.mark.parametrize("workload", sorted(CASES))
-def test_report_counts_what_the_benchmark_counts(workload, floors):
-    (kernel, args, grid, meta), host_call, want_bytes, want_flops = CASES[workload]()
+def test_report_counts_what_the_benchmark_counts(workload, backend):
+    (kernel, args, grid, meta), host_call, want_bytes, want_flops = CASES[workload](backend)
     report = kernel.report(*args, grid=grid, **meta)
     assert report.known and report.notes == []
     assert report.bytes == want_bytes
@@ -86,22 +81,29 @@ def test_report_counts_what_the_benchmark_counts(workload, floors):
         assert report.transcendental_ops == M * N + M  # tanh per element, rsqrt per row
     # The time is the benchmark's: the same launch under do_bench, in this
     # process; loose, since the machine is shared.
-    bench_ms = do_bench(host_call, return_mode="median")
+    bench_ms = do_bench(host_call, return_mode="median", device=backend.name)
     assert 0.2 < report.time_ms / bench_ms < 5
-    # The shares and the bound follow from the figures.
+    # The shares and the bound follow from the figures and the device's floors.
+    floors = _floors.floors(backend.name)
+    assert report.floors == floors
     assert math.isclose(report.memory_share, report.bytes / floors.bytes_per_s * 1e3 / report.time_ms)
-    assert report.bound == ("compute" if workload == "matmul" else "memory")
+    assert math.isclose(report.compute_share, report.flops / floors.flops_per_s * 1e3 / report.time_ms)
+    if not backend.is_cuda:  # 128^3 in float32 on a CPU: BLAS's rate is the nearer limit
+        assert report.bound == ("compute" if workload == "matmul" else "memory")
+    else:
+        assert report.resources["registers"] > 0 and 0 < report.occupancy <= 1
+        assert "occupancy" in str(report)
     text = str(report)
     assert f"{report.bytes:,} must move" in text and "time" in text and report.limit() in text
 
 
-def test_report_of_a_masked_tail_counts_only_the_elements_in_bounds():
+def test_report_of_a_masked_tail_counts_only_the_elements_in_bounds(backend):
     n = 3000
-    x, y = vector_add.make_inputs(n)
-    out = np.empty_like(x)
+    x_np, y_np = vector_add.make_inputs(n)
+    x, y, out = backend.array(x_np), backend.array(y_np), backend.empty(n, np.float32)
     report = vector_add.add_kernel.report(x, y, out, n, grid=(3,), BLOCK=1024)
     assert report.bytes == vector_add.bytes_moved(n, 4)
-    np.testing.assert_array_equal(out, x + y)  # the report ran the real launch
+    np.testing.assert_array_equal(backend.numpy(out), x_np + y_np)  # the report ran the real launch
 
 
 def test_report_needs_a_grid():
@@ -110,10 +112,10 @@ def test_report_needs_a_grid():
         vector_add.add_kernel.report(x, y, np.empty_like(x), 16, BLOCK=16)
 
 
-def test_roofline_png_has_labelled_axes_and_the_kernels_points(tmp_path):
+def test_roofline_png_has_labelled_axes_and_the_kernels_points(tmp_path, backend):
     reports = []
     for workload in ("vector_add", "matmul"):
-        (kernel, args, grid, meta), *_ = CASES[workload]()
+        (kernel, args, grid, meta), *_ = CASES[workload](backend)
         reports.append(kernel.report(*args, grid=grid, **meta))
     path = tmp_path / "roofline.png"
     fig = plot_roofline(reports, path)
@@ -135,8 +137,8 @@ def test_roofline_png_has_labelled_axes_and_the_kernels_points(tmp_path):
     assert labels == ["add_kernel", "matmul_kernel"]
 
 
-def test_report_plot_argument_writes_the_png(tmp_path):
-    (kernel, args, grid, meta), *_ = CASES["softmax"]()
+def test_report_plot_argument_writes_the_png(tmp_path, backend):
+    (kernel, args, grid, meta), *_ = CASES["softmax"](backend)
     path = tmp_path / "softmax.png"
     kernel.report(*args, grid=grid, plot=str(path), **meta)
     assert path.stat().st_size > 1000
