@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import _C
+from ._floors import Floors, floors  # noqa: F401  (the public spelling: tegula.profiling.floors)
 
 _settings = {"nvtx": False, "timing": False}
 
