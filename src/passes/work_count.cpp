@@ -160,14 +160,17 @@ class Counter {
   void run_for(const ir::Op& op) {
     const ir::Block& body = fn_.block(op.regions[0]);
     std::optional<int64_t> lb = scalar(op.operands[0]), ub = scalar(op.operands[1]), step = scalar(op.operands[2]);
-    if (!lb || !ub || !step || *step <= 0) {
+    if (!lb || !ub || !step) {
       count_.known = false;
       note(op, "the trip count depends on values the launch does not give: its body is not counted");
       return forget(op.results);
     }
     std::vector<std::optional<Elements>> iters;
     for (size_t i = 3; i < op.operands.size(); ++i) iters.push_back(get(op.operands[i]));
-    int64_t trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
+    // docs/ir.md: iv = lb + k*step while iv < ub (step > 0) or iv > ub (step < 0); step 0 runs nothing.
+    int64_t trips = 0;
+    if (*step > 0 && *ub > *lb) trips = (*ub - *lb + *step - 1) / *step;
+    if (*step < 0 && *lb > *ub) trips = (*lb - *ub - *step - 1) / -*step;
     for (int64_t t = 0; t < trips; ++t) {
       set(body.args[0], Elements{*lb + t * *step});
       assign({body.args.begin() + 1, body.args.end()}, iters);
@@ -332,6 +335,7 @@ class Counter {
       case OpKind::ExpandDims: case OpKind::Reshape: case OpKind::Hint: return *in[0];
       case OpKind::Broadcast: return broadcast(*in[0], fn_.type(op.operands[0]).shape, type.shape);
       case OpKind::Trans: return transpose(*in[0], fn_.type(op.operands[0]).shape, op.ints_attr("perm"));
+      case OpKind::Reduce: return reduce(op, type, *in[0]);
       default: break;
     }
     if (!ir::is_elementwise(op.kind)) return std::nullopt;
@@ -403,6 +407,46 @@ class Counter {
       default: return std::nullopt;
     }
     return wrap(r, result);
+  }
+
+  // An integer reduction whose combiner is one associative op of its two
+  // arguments (add, mul, min, max, and, or, xor): what a loop condition
+  // such as `tl.sum(t) > BLOCK` needs; nullopt for any other.
+  std::optional<Elements> reduce(const ir::Op& op, const ir::Type& type, const Elements& in) const {
+    const ir::Block& combiner = fn_.block(op.regions[0]);
+    if (op.operands.size() != 1 || combiner.ops.size() != 2 || combiner.args.size() != 2) return std::nullopt;
+    const ir::Op& combine = fn_.op(combiner.ops[0]);
+    const ir::Op& yield = fn_.op(combiner.ops[1]);
+    bool on_args = combine.operands.size() == 2 &&
+                   ((combine.operands[0] == combiner.args[0] && combine.operands[1] == combiner.args[1]) ||
+                    (combine.operands[0] == combiner.args[1] && combine.operands[1] == combiner.args[0]));
+    if (!on_args || yield.operands.size() != 1 || yield.operands[0] != combine.results[0]) return std::nullopt;
+    OpKind k = combine.kind;
+    if (k != OpKind::Add && k != OpKind::Mul && k != OpKind::Min && k != OpKind::Max && k != OpKind::And &&
+        k != OpKind::Or && k != OpKind::Xor)
+      return std::nullopt;
+    const std::vector<int64_t>& shape = fn_.type(op.operands[0]).shape;
+    int64_t axis = op.int_attr("axis");
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) return std::nullopt;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+    for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+    const int64_t n = shape[axis];
+    if (outer * inner != type.numel()) return std::nullopt;
+    const ir::Scalar scalar = fn_.type(op.operands[0]).scalar;
+    Elements out(outer * inner);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        Elements acc{in[o * n * inner + i]};
+        for (int64_t j = 1; j < n; ++j) {
+          Elements next{in[(o * n + j) * inner + i]};
+          std::optional<int64_t> r = element(combine, std::nullopt, scalar, scalar, {&acc, &next}, 0);
+          if (!r) return std::nullopt;
+          acc[0] = *r;
+        }
+        out[o * inner + i] = acc[0];
+      }
+    return out;
   }
 
   static std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {

@@ -152,5 +152,46 @@ TEST(WorkCount, ABranchOnLoadedDataCountsBoth) {
   EXPECT_NE(c.notes[0].find("both branches"), std::string::npos);
 }
 
+TEST(WorkCount, NegativeStepsAndWhileLoopsOnIntegerReductionsRun) {
+  // for j in range(9, 0, -3): 9, 6, 3 -> three loads; then halve a tile of
+  // 40s until its sum is at most 4: 40 -> 20 -> 10 -> 5 -> 2 (sum 8) -> 1
+  // (sum 4): five stores.
+  ir::Function fn = ir::parse(R"(kernel @k(%x: ptr<f32>, %start: i32) {
+  %0 = constant {value = 9} : i32
+  %1 = constant {value = 0} : i32
+  %2 = constant {value = -3} : i32
+  for %0, %1, %2 {
+  ^bb(%3: i32):
+    %4 = load %x : f32
+    yield
+  }
+  %5 = splat %start : tile<4xi32>
+  %6 = constant {value = 4} : i32
+  %7 = constant {value = 2} : tile<4xi32>
+  %17 = constant {value = 0.0} : f32
+  %8 = while %5 : tile<4xi32> {
+  ^bb(%9: tile<4xi32>):
+    %10 = reduce %9 {axis = 0} : i32 {
+    ^bb(%11: i32, %12: i32):
+      %13 = add %11, %12 : i32
+      yield %13
+    }
+    %14 = cmp %10, %6 {pred = "gt"} : i1
+    condition %14, %9
+  } do {
+  ^bb(%15: tile<4xi32>):
+    store %x, %17
+    %16 = div %15, %7 : tile<4xi32>
+    yield %16
+  }
+  return
+}
+)");
+  WorkCount c = count_work(fn, launch(1, {std::nullopt, 40}));
+  EXPECT_TRUE(c.known) << to_string(c, fn);
+  EXPECT_EQ(c.loaded_bytes, 3 * 4);
+  EXPECT_EQ(c.stored_bytes, 5 * 4);
+}
+
 }  // namespace
 }  // namespace tegula::passes
