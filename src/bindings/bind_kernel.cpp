@@ -254,7 +254,8 @@ nb::dict work_of(const CompiledKernel& kernel, const std::array<int64_t, 3>& gri
   nb::dict params;
   for (size_t i = 0; i < kernel.params.size() && i < count.params.size(); ++i)
     if (kernel.params[i].type.is_pointer())
-      params[kernel.params[i].name.c_str()] = nb::make_tuple(count.params[i].loaded_bytes, count.params[i].stored_bytes);
+      params[kernel.params[i].name.c_str()] =
+          nb::make_tuple(count.params[i].loaded_bytes, count.params[i].stored_bytes);
   nb::dict d;
   d["loaded_bytes"] = count.loaded_bytes;
   d["stored_bytes"] = count.stored_bytes;

@@ -38,7 +38,8 @@ void set_launch_observer(nb::handle observer) {
 nb::object observer_enter(PyObject* observer, nb::handle kernel, const std::array<int64_t, 3>& grid,
                           std::span<const backends::ArgValue> args, std::span<PyObject* const> sources) {
   nb::list values;
-  for (size_t i = 0; i < args.size(); ++i) values.append(argument_object(args[i], i < sources.size() ? sources[i] : nullptr));
+  for (size_t i = 0; i < args.size(); ++i)
+    values.append(argument_object(args[i], i < sources.size() ? sources[i] : nullptr));
   return nb::handle(observer).attr("enter")(kernel, nb::make_tuple(grid[0], grid[1], grid[2]), nb::tuple(values));
 }
 

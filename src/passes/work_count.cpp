@@ -187,7 +187,8 @@ class Counter {
       run_block(taken);
       return assign(op.results, terminator_values(taken));
     }
-    note(op, "the condition depends on loaded data: both branches counted (an upper bound)");
+    note(op, "the condition depends on loaded data or on an argument the launch does not give: both branches "
+             "counted (an upper bound)");
     run_block(op.regions[0]);
     run_block(op.regions[1]);
     forget(op.results);
@@ -224,7 +225,8 @@ class Counter {
     if (!mask.valid()) return numel;
     const std::optional<Elements>& m = get(mask);
     if (!m) {
-      note(op, evaluate_tiles_ ? "the mask depends on loaded data: whole tiles counted (an upper bound)"
+      note(op, evaluate_tiles_ ? "the mask depends on loaded data or on an argument the launch does not give: whole "
+                                 "tiles counted (an upper bound)"
                                : "the launch is too large to evaluate every mask: whole tiles counted");
       return numel;
     }
