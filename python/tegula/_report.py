@@ -154,27 +154,26 @@ def _grid3(grid, bound: dict) -> tuple:
     return (g + (1, 1, 1))[:3]
 
 
-def _occupancy(resources: dict) -> Optional[float]:
-    """Resident warps over the maximum, from the device's limits (registers,
-    threads, shared memory per multiprocessor) as torch reports them."""
+def _occupancy(resources: dict, device: int) -> Optional[float]:
+    """Resident warps over the multiprocessor's maximum: the blocks that fit by
+    registers and threads (backends/cuda/occupancy.h), and by shared memory
+    per multiprocessor as torch reports it for the device."""
+    from . import _C
     try:
         import torch
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        props = torch.cuda.get_device_properties(device)
     except Exception:  # noqa: BLE001 - no torch, no occupancy
         return None
-    threads = max(1, resources.get("threads", 0))
-    max_threads = getattr(props, "max_threads_per_multi_processor", 2048)
-    regs = getattr(props, "regs_per_multiprocessor", 65536)
+    threads = resources.get("threads", 0)
+    max_threads = getattr(props, "max_threads_per_multi_processor", 0)
+    if threads <= 0 or max_threads <= 0:
+        return None
+    blocks = _C.cuda_resident_blocks(_C.cuda_device_arch(device), threads, resources.get("registers", 0))
     shared = getattr(props, "shared_memory_per_multiprocessor", 0)
-    warps = -(-threads // 32)
-    per_warp_regs = -(-resources.get("registers", 0) * 32 // 256) * 256
-    blocks = [max_threads // (warps * 32), 32]
-    if per_warp_regs:
-        blocks.append(regs // (per_warp_regs * warps))
     used_shared = resources.get("static_shared_bytes", 0) + resources.get("dynamic_shared_bytes", 0)
     if used_shared and shared:
-        blocks.append(shared // used_shared)
-    return min(blocks) * warps * 32 / max_threads
+        blocks = min(blocks, shared // used_shared)
+    return blocks * -(-threads // 32) * 32 / max_threads
 
 
 def bytes_to_move(work: dict, sizes: dict) -> int:
@@ -224,7 +223,7 @@ def report(jit_fn, args, kwargs, grid, plot=None) -> Report:
     if device == "cuda":
         import torch
         resources = dict(kernel.resources(torch.cuda.current_device()))
-        occupancy = _occupancy(resources)
+        occupancy = _occupancy(resources, torch.cuda.current_device())
     result = Report(kernel.name, kernel.key, kernel.backend, grid3, work["loaded_bytes"], work["stored_bytes"],
                     must_move, work["dot_ops"], work["arithmetic_ops"], work["transcendental_ops"], work["known"],
                     list(work["notes"]), time_ms, _floors.floors(device), resources, occupancy)
