@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import re
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -210,6 +211,8 @@ def floors(device: str = "cpu", remeasure: bool = False) -> Floors:
                 return Floors(**json.load(f))
         except (OSError, ValueError, TypeError):
             pass
+    print(f"tegula: measuring the floors of {device_name(device)} (copy bandwidth, matrix rate), once: "
+          f"cached in {path}", file=sys.stderr)
     measured = _measure_cuda() if device == "cuda" else _measure_cpu()
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)

@@ -144,16 +144,7 @@ def test_report_plot_argument_writes_the_png(tmp_path, backend):
     assert path.stat().st_size > 1000
 
 
-def test_a_missing_matplotlib_is_said(monkeypatch, tmp_path):
-    import builtins
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError("No module named 'matplotlib'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+def test_a_missing_matplotlib_is_said(tmp_path, no_matplotlib):
     report = Report("k", "0" * 12, "cpu", (1, 1, 1), 8, 0, 8, 0, 1, 0, True, [], 1.0,
                     _floors.Floors("cpu: test", 1e9, 1e9, "copy", "matrix"))
     with pytest.raises(ImportError, match="needs matplotlib"):

@@ -146,17 +146,7 @@ def test_perf_report_png_with_matplotlib(tmp_path):
     assert (tmp_path / "toy-sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_perf_report_says_when_matplotlib_is_missing(tmp_path, monkeypatch):
-    import builtins
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError("No module named 'matplotlib'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-
+def test_perf_report_says_when_matplotlib_is_missing(tmp_path, no_matplotlib):
     @_bench_mark()
     def sweep(size, provider, offset):
         return float(size)
