@@ -16,7 +16,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # compiled kernels instead of invoking the C++ compiler again.
 export TEGULA_CACHE_DIR ?= $(CURDIR)/.cache/tegula
 
-PY_DEPS := nanobind scikit-build-core numpy pytest pytest-xdist ml_dtypes hypothesis
+PY_DEPS := nanobind scikit-build-core numpy pytest pytest-xdist ml_dtypes hypothesis matplotlib
 
 # Everything whose change means the extension must be rebuilt.
 BUILD_INPUTS := $(shell find src -type f 2>/dev/null) CMakeLists.txt pyproject.toml docs/diagnostics.md

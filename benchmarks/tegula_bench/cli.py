@@ -31,6 +31,9 @@ def parse_args(argv=None):
     parser.add_argument("--only", metavar="NAME", action="append", choices=gpu_workloads.WORKLOADS,
                         help="run only this workload (repeatable): " + ", ".join(gpu_workloads.WORKLOADS)
                              + " (launch: the host cost of one launch; compile: cold and warm first calls)")
+    parser.add_argument("--plot", metavar="DIR",
+                        help="also write one PNG per workload into DIR: time and share of floor against size, "
+                             "each variant a line (needs matplotlib)")
     parser.add_argument("--budget", type=float, metavar="S",
                         help="seconds of timing per case (default 4 on the CPU, 1.5 on the GPU; 0.2 "
                              "and 0.1 with --quick)")
@@ -54,6 +57,13 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.plot:
+        from .plots import require_matplotlib
+        try:
+            require_matplotlib()
+        except ImportError as e:
+            log(f"--plot: {e}")
+            return 2
     if args.render:
         return render.render(args.render)
     if not args.cpu:

@@ -8,6 +8,9 @@ not timed. The floors are the speed limits of this machine:
 - memory-bound kernels: the bytes the kernel must move over the copy
   bandwidth of a large ``np.copyto`` (read + write bytes per second);
 - matmul: the flops over NumPy's BLAS matmul rate, the CPU's practical peak.
+
+Both measurements are the package's (``tegula._floors``), which
+``kernel.report`` caches per device.
 """
 
 from __future__ import annotations
@@ -19,12 +22,11 @@ from typing import Optional
 
 import numpy as np
 
+from tegula._floors import measure_copy_bandwidth, measure_peak_flops
 from tegula.testing import assert_close
 
 from . import log
 from .cpu_workloads import BASELINE, Case
-from .kernels import matmul
-from .machine import usable_cpus
 
 
 @dataclass
@@ -114,44 +116,6 @@ def measure(case: Case, peers, budget_s: float, min_reps: int, max_reps: int) ->
     return results
 
 
-def measure_copy_bandwidth(nbytes: int, reps: int) -> dict:
-    """Copy rate of a large np.copyto, in bytes (read + written) per second.
-
-    NumPy copies on one thread while the kernels use every core, so the copy
-    also runs split over one thread per usable CPU (NumPy releases the GIL
-    while copying); the faster of the two is the floor's bandwidth.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    n = max(1, nbytes // 4)
-    src = np.random.default_rng(0).random(n, dtype=np.float32)
-    dst = np.empty_like(src)
-    threads = usable_cpus()
-    bounds = np.linspace(0, n, threads + 1).astype(int)
-    chunks = [(dst[lo:hi], src[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
-
-    with ThreadPoolExecutor(threads) as pool:
-        def parallel_copy():
-            list(pool.map(lambda pair: np.copyto(*pair), chunks))
-
-        def single_copy():
-            np.copyto(dst, src)
-
-        single, parallel = [], []
-        single_copy(), parallel_copy()
-        for _ in range(reps):  # interleaved like the workloads
-            single.append(_time_once(single_copy))
-            parallel.append(_time_once(parallel_copy))
-    # The fastest copy, not the median: the floor should be what the machine
-    # can do, and noise only ever slows a copy down.
-    moved = 2 * src.nbytes
-    single_bw = moved / (min(single) / 1e3)
-    parallel_bw = moved / (min(parallel) / 1e3)
-    return {"bytes_per_copy": moved, "threads": threads,
-            "single_thread_bytes_per_s": single_bw, "all_threads_bytes_per_s": parallel_bw,
-            "bytes_per_s": max(single_bw, parallel_bw)}
-
-
 def measure_floors(cases, quick: bool, llc: int, when: str) -> dict:
     copy_bytes = (8 << 20) if quick else max(2 * llc, 256 << 20)
     log(f"measuring copy bandwidth (np.copyto of {copy_bytes / 2**20:.0f} MiB), {when} the workloads")
@@ -161,14 +125,3 @@ def measure_floors(cases, quick: bool, llc: int, when: str) -> dict:
         log(f"measuring NumPy's BLAS matmul rate (the peak), {when} the workloads")
         floors["peak"] = measure_peak_flops(256 if quick else 2048, 5 if quick else 10)
     return floors
-
-
-def measure_peak_flops(size: int, reps: int) -> dict:
-    """NumPy's float32 BLAS matmul rate at size^3 (fastest run): the practical peak of this CPU."""
-    a, b = matmul.make_inputs(size, size, size)
-    out = np.empty((size, size), dtype=np.float32)
-    np.matmul(a, b, out=out)
-    samples = [_time_once(lambda: np.matmul(a, b, out=out)) for _ in range(reps)]
-    return {"shape": f"{size}x{size}x{size}", "dtype": "float32",
-            "flops_per_s": matmul.flops(size, size, size) / (min(samples) / 1e3)}
-

@@ -26,6 +26,7 @@ from .cpu_report import compile_rows, json_default, launch_rows, make_rows, prin
 from .cpu_workloads import WORKLOADS, build_cases
 from .machine import describe_machine, describe_software, load_average
 from .peers import PEERS
+from .plots import write_plots
 
 
 def run(names, quick: bool, budget: float, compile_times: bool = False, launch_times: bool = False) -> dict:
@@ -83,4 +84,7 @@ def main(args) -> int:
             json.dump(report, f, indent=2, default=json_default)
             f.write("\n")
         log(f"wrote {args.json}")
+    if args.plot:
+        for path in write_plots(report["rows"], args.plot):
+            log(f"wrote {path}")
     return 1 if any(row["check"] in ("failed", "error") for row in report["rows"]) else 0

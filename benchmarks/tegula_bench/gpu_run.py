@@ -148,4 +148,8 @@ def main(args) -> int:
     report = run(names, variants, args.quick, budget, num_warps, progress)
     print(format_markdown(report), end="")
     write_report(report, args.json, not args.no_md)
+    if args.plot:
+        from .plots import write_plots
+        for path in write_plots(report["rows"], args.plot):
+            log(f"wrote {path}")
     return exit_status(report["rows"])

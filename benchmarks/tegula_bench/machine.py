@@ -14,15 +14,9 @@ from typing import Optional
 import numpy as np
 
 from tegula import __version__ as tegula_version
+from tegula._floors import last_level_cache, usable_cpus
 
 # --- the CPU -----------------------------------------------------------------------------
-
-
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def load_average() -> Optional[list]:
@@ -30,52 +24,6 @@ def load_average() -> Optional[list]:
         return [round(v, 2) for v in os.getloadavg()]
     except OSError:
         return None
-
-
-def _parse_size(text: str) -> Optional[int]:
-    text = text.strip().upper().replace("IB", "").replace("B", "")
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    try:
-        if text and text[-1] in scale:
-            return int(float(text[:-1]) * scale[text[-1]])
-        return int(text)
-    except ValueError:
-        return None
-
-
-def last_level_cache() -> dict:
-    """The largest-level data/unified cache of CPU 0: sysfs, else lscpu, else a stated guess."""
-    best = None
-    root = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        for entry in sorted(os.listdir(root)):
-            if not entry.startswith("index"):
-                continue
-
-            def read(name, entry=entry):
-                with open(os.path.join(root, entry, name)) as f:
-                    return f.read().strip()
-
-            if read("type") == "Instruction":
-                continue
-            level, size = int(read("level")), _parse_size(read("size"))
-            if size and (best is None or level > best["level"]):
-                best = {"level": level, "bytes": size, "source": f"{root}/{entry}"}
-    except (OSError, ValueError):
-        best = None
-    if best:
-        return best
-    try:
-        import subprocess
-        text = subprocess.run(["lscpu", "--caches=NAME,LEVEL,ONE-SIZE", "--bytes"],
-                              capture_output=True, text=True, timeout=10).stdout
-        for line in text.splitlines()[1:]:
-            name, level, size = line.split()[:3]
-            if "i" not in name[1:] and (best is None or int(level) > best["level"]):
-                best = {"level": int(level), "bytes": int(size), "source": "lscpu"}
-    except (OSError, ValueError, IndexError):
-        best = None
-    return best or {"level": 3, "bytes": 32 << 20, "source": "unknown; assumed 32 MiB"}
 
 
 def cpu_model() -> str:

@@ -22,7 +22,7 @@ except ImportError as e:  # pragma: no cover - only without a built extension
         "build it with `make build` (or `pip install --no-build-isolation -e .`)"
     ) from e
 
-from . import language, testing
+from . import language, profiling, testing
 from ._debug import DeviceError  # a debug-mode kernel left its arrays or failed an assert
 from .jit import JITFunction, KernelInspection, jit
 from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heuristics, autotune, heuristics
@@ -40,7 +40,7 @@ __version__ = _C.__version__
 
 __all__ = [
     "jit", "JITFunction", "KernelInspection", "CompilationError", "DeviceError", "cdiv", "next_power_of_2",
-    "language", "testing", "runtime_stats", "__version__",
+    "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
     "set_allocator",

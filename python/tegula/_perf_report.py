@@ -13,7 +13,8 @@
 Each point calls the function with the x values, one line value and the fixed
 ``args``; it returns a number, or a ``(value, low, high)`` triple (shaded in
 the plot). ``run`` prints a table, writes ``<plot_name>.csv`` and, when
-matplotlib is installed, ``<plot_name>.png`` into ``save_path``. Nothing here
+matplotlib is installed, ``<plot_name>.png`` into ``save_path`` (without it,
+a RuntimeWarning says the PNG was not drawn). Nothing here
 needs pandas; ``run(return_df=True)`` returns DataFrames when it is there.
 """
 
@@ -23,6 +24,7 @@ import csv
 import math
 import numbers
 import os
+import warnings
 
 __all__ = ["Benchmark", "Mark", "perf_report"]
 
@@ -201,10 +203,17 @@ def perf_report(benchmarks):
 
 
 def _plot(table: Table, save_path: str, show: bool) -> bool:
-    """Draws the table's lines; False (and nothing drawn) without matplotlib."""
+    """Draws the table's lines. Without matplotlib: show_plots raises
+    ImportError, a save_path alone gets the CSV and a warning saying that the
+    PNG was not drawn (never a silent skip); returns False then."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
+        hint = "matplotlib is not installed (pip install matplotlib)"
+        if show:
+            raise ImportError(f"perf_report: show_plots needs matplotlib: {hint}") from None
+        warnings.warn(f"perf_report: {table.bench.plot_name}.png was not drawn, only its CSV written: {hint}",
+                      RuntimeWarning, stacklevel=3)
         return False
     bench = table.bench
     if show:  # a window needs pyplot; a file alone does not (no global backend change)

@@ -2,7 +2,9 @@
 
 The CLI (src/cli) compiles a kernel file for a signature and prints any
 stage; it is a native executable so it works without Python too. This shim
-only finds it and replaces the current process with it.
+only finds it and replaces the current process with it, except for
+``tegula profile``, which runs the kernel and so needs Python: that one is
+``python -m tegula.profile`` (tegula/profile.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ def executable() -> Path:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["profile"]:
+        from .profile import main as profile
+        sys.exit(profile(sys.argv[2:]))
     try:
         path = executable()
     except FileNotFoundError as e:

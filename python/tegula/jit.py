@@ -247,6 +247,15 @@ class JITFunction:
         kernel, device = self._launcher.inspect(*args, **kwargs)
         return KernelInspection(kernel, device)
 
+    def report(self, /, *args, grid=None, plot=None, **kwargs):
+        """Launches with these arguments a few times (``do_bench``) and sets
+        the launch against the machine's floors: bytes and operations as the
+        compiler counts them, time, the share of the copy bandwidth and of
+        the matrix rate reached, the bound, what limits it (``print`` it).
+        ``plot="roofline.png"`` also draws the roofline. docs/profiling.md."""
+        from ._report import report
+        return report(self, args, kwargs, grid, plot)
+
     def _request_for(self, /, *args, **kwargs):
         """(KernelRequest, CompileOptions) that a launch with these arguments
         compiles, sources included: for tools and tests that compile it

@@ -8,6 +8,7 @@
 #include "bindings/bindings.h"
 #include "backends/cuda/driver_api.h"
 #include "backends/cuda/nvrtc.h"
+#include "backends/cuda/occupancy.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -64,6 +65,10 @@ void bind_cuda(nb::module_& m) {
   m.def("cuda_libraries", &cuda_libraries, "Which libcuda and libnvrtc are loaded, and their versions.");
   m.def("cuda_target", &cuda_target, "device"_a = 0, "arch"_a = 0,
         "NVRTC's --gpu-architecture for a device (or for compute capability `arch` * 10).");
+  m.def("cuda_resident_blocks", &cuda::resident_blocks, "arch"_a, "threads"_a, "registers"_a,
+        "Blocks of `threads` threads using `registers` registers each that fit on one multiprocessor of "
+        "compute capability `arch` * 10, by registers and threads (backends/cuda/occupancy.h; shared memory "
+        "not counted).");
 }
 
 }  // namespace tegula::python

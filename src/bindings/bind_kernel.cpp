@@ -6,6 +6,7 @@
 // handle and device).
 #include <nanobind/operators.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -20,6 +21,8 @@
 #include "bindings/bindings.h"
 #include "bindings/launch_arguments.h"
 #include "backends/cuda/occupancy.h"
+#include "ir/parser.h"
+#include "passes/work_count.h"
 #include "runtime/compiler.h"
 
 namespace nb = nanobind;
@@ -230,6 +233,42 @@ nb::object metadata_of(const CompiledKernel& kernel) {
   return metadata;
 }
 
+// The compiler's count of bytes and operations at one launch
+// (passes/work_count.h), over the IR after the last optimization stage
+// (compiled again when the kernel came without its stages).
+nb::dict work_of(const CompiledKernel& kernel, const std::array<int64_t, 3>& grid,
+                 const std::vector<std::optional<int64_t>>& scalars) {
+  passes::LaunchValues launch{grid, scalars};
+  launch.scalars.resize(kernel.params.size());
+  passes::WorkCount count;
+  std::string text;
+  {
+    nb::gil_scoped_release released;
+    runtime::Stages stages = runtime::stages_of(kernel);
+    if (stages.ir.empty())
+      tegula::fail(ErrorKind::Value, Diag::WrongLaunchTarget, "kernel '" + kernel.name + "' has no IR to count");
+    ir::Function fn = ir::parse(stages.ir.back().ir);
+    count = passes::count_work(fn, launch);
+    text = passes::to_string(count, fn);
+  }
+  nb::dict params;
+  for (size_t i = 0; i < kernel.params.size() && i < count.params.size(); ++i)
+    if (kernel.params[i].type.is_pointer())
+      params[kernel.params[i].name.c_str()] =
+          nb::make_tuple(count.params[i].loaded_bytes, count.params[i].stored_bytes);
+  nb::dict d;
+  d["loaded_bytes"] = count.loaded_bytes;
+  d["stored_bytes"] = count.stored_bytes;
+  d["params"] = params;
+  d["dot_ops"] = count.dot_ops;
+  d["arithmetic_ops"] = count.arithmetic_ops;
+  d["transcendental_ops"] = count.transcendental_ops;
+  d["known"] = count.known;
+  d["notes"] = count.notes;
+  d["text"] = text;
+  return d;
+}
+
 }  // namespace
 
 void bind_kernel(nb::module_& m) {
@@ -302,6 +341,11 @@ void bind_kernel(nb::module_& m) {
       .def_prop_ro(
           "n_spills", [](const CompiledKernel& k) { return registers_of(k).second; },
           "Registers spilled to local memory (CUDA: ptxas's spill-store bytes / 4); None where unknown.")
+      .def("work", &work_of, "grid"_a, "scalars"_a,
+           "The compiler's count of this kernel's work at one launch (passes/work_count.h; docs/profiling.md): "
+           "a dict of loaded_bytes, stored_bytes, params ({pointer parameter: (loaded, stored)}), dot_ops, "
+           "arithmetic_ops, transcendental_ops, known (False: a trip count the launch does not give), notes "
+           "(what was estimated) and text. `scalars`: per runtime parameter its int or bool value, else None.")
       .def("resources", &resources, "device"_a = 0,
            "CUDA: registers, shared and local memory the kernel uses on `device` (a dict).")
       .def_ro("debug", &CompiledKernel::debug,

@@ -22,6 +22,7 @@ void bind_compiler(nanobind::module_& m);
 void bind_kernel(nanobind::module_& m);
 void bind_cuda(nanobind::module_& m);
 void bind_launch(nanobind::module_& m);
+void bind_launch_observer(nanobind::module_& m);
 
 // Sets the Python error for a debug kernel's fault: tegula.DeviceError (bind_debug.cpp).
 void raise_device_error(const backends::DeviceFault& fault);

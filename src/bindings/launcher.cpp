@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "bindings/launch_errors.h"
+#include "bindings/launch_observer.h"
 #include "runtime/backend_registry.h"
 
 namespace nb = nanobind;
@@ -369,6 +370,18 @@ nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& gri
   }
   std::span<const ArgValue> args(values.data(), values.size());
   if (!arguments.unwritable.empty()) check_writes(*kernel, {arguments.unwritable.begin(), arguments.unwritable.end()});
+  if (PyObject* observer = launch_observer()) [[unlikely]] {
+    observe_launch(observer, result, grid, args, {arguments.sources.begin(), arguments.sources.end()},
+                   [&] { launch_now(target, grid, args); });
+    return result;
+  }
+  launch_now(target, grid, args);
+  return result;
+}
+
+void Launcher::launch_now(const Target& target, const std::array<int64_t, 3>& grid,
+                          std::span<const ArgValue> args) {
+  const CompiledKernel* kernel = target.kernel.get();
   if (target.place.backend->kind() == backends::BackendKind::Device) {
     backends::Stream stream{classifier_.current_stream(target.place.device), target.place.device};
     nb::gil_scoped_release released;
@@ -377,7 +390,6 @@ nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& gri
     nb::gil_scoped_release released;
     kernel->launch(grid.data(), args);
   }
-  return result;
 }
 
 const backends::Backend* Launcher::forced_backend() const {

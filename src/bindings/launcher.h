@@ -22,6 +22,7 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -128,6 +129,8 @@ class Launcher {
   };
 
   void prepare();
+  // Launches `target` (on the caller's current stream, for a device).
+  void launch_now(const Target& target, const std::array<int64_t, 3>& grid, std::span<const runtime::ArgValue> args);
   void bind(const CallArgs& call, Bound& bound) const;
   void specialize(const CallArgs& call, Specialized& out);
   // Binding, the key, the grid (when `grid` is not null) and the place:

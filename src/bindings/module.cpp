@@ -200,4 +200,5 @@ NB_MODULE(_C, m) {
   tegula::python::bind_kernel(m);
   tegula::python::bind_cuda(m);
   tegula::python::bind_launch(m);
+  tegula::python::bind_launch_observer(m);
 }

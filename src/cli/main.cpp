@@ -1,7 +1,12 @@
 // The `tegula` command line: compile a kernel from a Python file for a
 // signature and print any stage of the pipeline, without Python.
 // docs/cli.md is the user's guide; `usage()` below is the reference.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -26,6 +31,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: tegula compile FILE.py[::KERNEL] --signature SIG [options]
        tegula aot FILE.py[::KERNEL] --signature SIG -o DIR [--name NAME] [options]
+       tegula profile FILE.py[::KERNEL] --grid G NAME=VALUE ... [--device cuda] [--plot PNG]
        tegula explain CODE
        tegula version
        tegula --help
@@ -78,6 +84,13 @@ at run time (docs/cli.md). It takes the compile options above, and:
   -o, --out DIR         the folder to write NAME.so and NAME.h to (required)
   --name NAME           the prefix of the header's functions (a C identifier;
                         default: the kernel's name)
+
+profile: runs the kernel (so it needs Python: it is `python3 -m tegula.profile`
+run by $TEGULA_PYTHON, else the python3 of the environment this executable is
+installed in, else the one on PATH) and prints kernel.report: bytes,
+operations, time, the share of the copy bandwidth and matrix rate reached
+(docs/profiling.md). NAME=VALUE per parameter: DTYPE[SHAPE] (a random array),
+a number or True/False; --grid may use the integer arguments and cdiv.
 
 exit status: 0 success, 1 an error in the kernel or while compiling it,
              2 a mistake on the command line
@@ -375,6 +388,45 @@ int compile_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The Python that installed this executable: $TEGULA_PYTHON, else the
+// python3 of the environment it sits in (beside it, or in the bin/ of a
+// folder above it: <env>/lib/python3.X/site-packages/tegula/bin/tegula),
+// else python3 on PATH.
+std::string python_interpreter() {
+  if (const char* chosen = std::getenv("TEGULA_PYTHON"); chosen && *chosen) return chosen;
+  std::string dir(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", dir.data(), dir.size() - 1);
+  if (n <= 0) return "python3";
+  dir.resize(static_cast<size_t>(n));
+  dir.resize(dir.rfind('/'));
+  for (int up = 0; up < 6 && !dir.empty(); ++up) {
+    for (const std::string& candidate : {dir + "/python3", dir + "/bin/python3"})
+      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    dir.resize(dir.rfind('/'));
+  }
+  return "python3";
+}
+
+// `tegula profile` runs the kernel, so it needs Python: it becomes
+// `python3 -m tegula.profile ...` (python_interpreter() says which python3),
+// which imports the file, makes the arguments and prints kernel.report
+// (docs/profiling.md).
+int profile_command(const std::vector<std::string>& args) {
+  std::string interpreter = python_interpreter();
+  const char* python = interpreter.c_str();
+  std::vector<std::string> words = {python, "-m", "tegula.profile"};
+  words.insert(words.end(), args.begin() + 1, args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execvp(python, argv.data());
+  std::cerr << cli_error(Diag::CliUsage) << "tegula profile runs Python (" << python << " -m tegula.profile), which "
+            << "could not start: " << std::strerror(errno) << "; set TEGULA_PYTHON to the interpreter that has "
+            << "tegula installed\n";
+  return kExitUsage;
+}
+
 int run(const std::vector<std::string>& args) {
   if (args.empty()) {
     std::cerr << kUsage;
@@ -396,6 +448,7 @@ int run(const std::vector<std::string>& args) {
     }
     return explain_command(args[1]);
   }
+  if (command == "profile") return profile_command(args);
   if (command != "compile" && command != "aot") {
     std::cerr << cli_error(Diag::CliUsage) << "unknown command '" << command << "'\n\n" << kUsage;
     return kExitUsage;

@@ -176,3 +176,18 @@ def _numpy_dtype(torch_dtype) -> np.dtype:
 def backend(request) -> Backend:
     """The backend under test and how to allocate arrays for it (see Backend)."""
     return Backend(selected_backend(request.config))
+
+
+@pytest.fixture
+def no_matplotlib(monkeypatch):
+    """Makes `import matplotlib...` fail for the test, as on a machine without it."""
+    import builtins
+    real_import = builtins.__import__
+
+    def refuse(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", refuse)
+

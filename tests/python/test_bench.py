@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tegula
-from tegula_bench import cpu_report, cpu_workloads, gpu_report, gpu_run, gpu_workloads, render, triton_twin
+from tegula_bench import cpu_report, cpu_workloads, gpu_report, gpu_run, gpu_workloads, plots, render, triton_twin
 from tegula_bench.kernels import (_host, attention, fused_chain, layer_norm, matmul, matmul_epilogue,
                                   matmul_persistent, softmax, vector_add)
 from tegula_bench.outcome import Outcome
@@ -89,10 +89,13 @@ def test_every_workload_has_a_checked_tegula_row_and_a_baseline(report):
 
 def test_only_selects_workloads(tmp_path):
     path = tmp_path / "only.json"
+    plots = path.parent / "plots"
     done = subprocess.run([sys.executable, str(BENCH), "--cpu", "--quick", "--only", "softmax",
-                           "--json", str(path)], capture_output=True, text=True, timeout=300)
+                           "--json", str(path), "--plot", str(plots)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert {row["workload"] for row in json.loads(path.read_text())["rows"]} == {"softmax"}
+    assert [p.name for p in plots.iterdir()] == ["softmax-float32.png"]
+    assert (plots / "softmax-float32.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_unknown_workload_is_a_usage_error():
@@ -121,6 +124,40 @@ def test_table_formats_failures_and_speedups():
     assert lines[3].split() == ["softmax", "2x3", "float32", "tegula", "0.500", "6.0", "GB/s", "4.00x",
                                 "100%"]
     assert lines[4].split()[:5] == ["softmax", "2x3", "float32", "torch", "failed:"]
+
+
+def test_a_share_of_floor_measured_in_cache_is_marked():
+    # The quick mode's workloads fit in the last-level cache, where a copy
+    # floor measured beyond it can be passed ("153% of floor"): the cell says so.
+    row = {"workload": "softmax", "shape": "96x300", "dtype": "float32", "variant": "tegula", "baseline": False,
+           "median_ms": 0.01, "rate": 60.0, "rate_unit": "GB/s", "speedup": 4.0, "floor_share": 1.53,
+           "check": "ok", "error": None, "bound": "memory", "exceeds_llc": False}
+    assert cpu_report.format_table([row]).splitlines()[2].split()[-3:] == ["153%", "(in", "cache)"]
+    beyond = dict(row, exceeds_llc=True, floor_share=0.8)
+    assert cpu_report.format_table([beyond]).splitlines()[2].split()[-1] == "80%"
+
+
+def test_plots_draw_time_and_share_of_floor_against_size_a_line_per_variant():
+    cpu = {"workload": "softmax", "dtype": "float32", "bound": "memory", "flops": 1}
+    gpu = {"workload": "matmul", "dtype": "bfloat16", "unit": "TFLOP/s", "bytes": 1}
+    rows = [dict(cpu, variant="tegula", bytes=b, median_ms=t, floor_share=f)
+            for b, t, f in ((4000, 0.2, 0.5), (1000, 0.1, 0.25))]
+    rows += [dict(cpu, variant="numpy", bytes=1000, median_ms=0.3, floor_share=None)]
+    rows += [dict(gpu, variant="tegula", flops=2e12, ms=3.0, floor_frac=0.9)]
+    rows += [{"workload": "launch", "dtype": "float32", "variant": "raw", "bytes": None, "flops": None, "ms": 0.01}]
+    groups = plots._groups(rows)
+    assert set(groups) == {("softmax", "float32"), ("matmul", "bfloat16")}  # no work, no plot
+    unit, variants = groups[("softmax", "float32")]
+    assert unit == "bytes moved" and variants["tegula"] == [(1000, 0.1, 0.25), (4000, 0.2, 0.5)]
+    fig = plots.figure("softmax float32", unit, variants)
+    time_ax, share_ax = fig.axes
+    assert time_ax.get_ylabel() == "time (ms)" and share_ax.get_ylabel() == "share of floor (%)"
+    assert time_ax.get_xlabel() == share_ax.get_xlabel() == "size (bytes moved)"
+    assert [line.get_label() for line in time_ax.lines] == ["numpy", "tegula"]
+    assert list(time_ax.lines[1].get_xdata()) == [1000, 4000] and list(time_ax.lines[1].get_ydata()) == [0.1, 0.2]
+    assert [line.get_label() for line in share_ax.lines][:1] == ["tegula"]  # numpy has no floor share
+    assert list(share_ax.lines[0].get_ydata()) == [25.0, 50.0]
+    assert groups[("matmul", "bfloat16")][0] == "operations"
 
 
 def test_rows_beyond_llc_exceed_it():

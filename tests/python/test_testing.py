@@ -146,6 +146,18 @@ def test_perf_report_png_with_matplotlib(tmp_path):
     assert (tmp_path / "toy-sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_perf_report_says_when_matplotlib_is_missing(tmp_path, no_matplotlib):
+    @_bench_mark()
+    def sweep(size, provider, offset):
+        return float(size)
+
+    with pytest.warns(RuntimeWarning, match="toy-sweep.png was not drawn, only its CSV written"):
+        sweep.run(save_path=str(tmp_path))
+    assert (tmp_path / "toy-sweep.csv").exists() and not (tmp_path / "toy-sweep.png").exists()
+    with pytest.raises(ImportError, match="show_plots needs matplotlib"):
+        sweep.run(show_plots=True)
+
+
 def test_benchmark_errors():
     with pytest.raises(ValueError, match="Benchmark 'b' has 2 line_vals but 1 line_names"):
         tt.Benchmark(x_names=["n"], x_vals=[1], line_arg="p", line_vals=[1, 2], line_names=["a"],

@@ -1,0 +1,180 @@
+"""kernel.report (docs/profiling.md): the benchmark's four workloads counted
+by the compiler exactly as the benchmark's formulas count them, timed as the
+benchmark times them, and the roofline drawn with its axes labelled. On the
+backend under test (`--backend cuda` runs the same tests on the GPU);
+tests/python/test_profiling_cuda.py has what only the GPU has."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tegula
+from tegula import _floors
+from tegula._report import Report, plot_roofline
+from tegula.testing import do_bench
+from tegula_bench.kernels import _host, fused_chain, matmul, softmax, vector_add
+
+
+def _strides(a):
+    return _host.strides(a)
+
+
+def vector_add_case(backend):
+    n = 1 << 16
+    x, y = (backend.array(a) for a in vector_add.make_inputs(n))
+    out = backend.empty(n, np.float32)
+    launch = (vector_add.add_kernel, (x, y, out, n), (tegula.cdiv(n, 1024),), {"BLOCK": 1024})
+    return launch, lambda: vector_add.add(x, y, out), vector_add.bytes_moved(n, 4), vector_add.flops(n)
+
+
+def softmax_case(backend):
+    M, N = 64, 256
+    x = backend.array(softmax.make_inputs(M, N))
+    out = backend.empty((M, N), np.float32)
+    launch = (softmax.softmax_kernel, (x, out, N, _strides(x)[0], _strides(out)[0]), (M,), {"BLOCK_N": N})
+    return launch, lambda: softmax.softmax(x, out), softmax.bytes_moved(M, N, 4), softmax.flops(M, N)
+
+
+def fused_chain_case(backend):
+    M, N = 64, 256
+    x, residual, keep, bias, weight = (backend.array(a) for a in fused_chain.make_inputs(M, N))
+    out = backend.empty((M, N), np.float32)
+    p = fused_chain.P_DROP
+    args = (x, residual, keep, bias, weight, out, N, _strides(x)[0], fused_chain.ALPHA, fused_chain.EPS,
+            1.0 / (1.0 - p))
+    launch = (fused_chain.fused_chain_kernel, args, (M,), {"BLOCK_N": N})
+    # The benchmark's 20 operations per element is an estimate, not a count: the flops are compared below.
+    return (launch, lambda: fused_chain.fused_chain(x, residual, keep, bias, weight, out),
+            fused_chain.bytes_moved(M, N, 4), None)
+
+
+def matmul_case(backend):
+    S = 128
+    a, b = (backend.array(m) for m in matmul.make_inputs(S, S, S))
+    out = backend.empty((S, S), np.float32)
+    blocks = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}
+    sa, sb, sc = _strides(a), _strides(b), _strides(out)
+    args = (a, b, out, S, S, S, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1])
+    launch = (matmul.matmul_kernel, args, ((S // 32) ** 2,), blocks)
+    return (launch, lambda: matmul.matmul(a, b, out=out, **blocks), matmul.bytes_moved(S, S, S, 4),
+            matmul.flops(S, S, S))
+
+
+CASES = {"vector_add": vector_add_case, "softmax": softmax_case, "fused_chain": fused_chain_case,
+         "matmul": matmul_case}
+
+
+@pytest.mark.parametrize("workload", sorted(CASES))
+def test_report_counts_what_the_benchmark_counts(workload, backend):
+    (kernel, args, grid, meta), host_call, want_bytes, want_flops = CASES[workload](backend)
+    report = kernel.report(*args, grid=grid, **meta)
+    assert report.known and report.notes == []
+    assert report.bytes == want_bytes
+    if want_flops is not None:
+        assert report.flops == want_flops
+    else:
+        # The chain: bias, scale, gelu_tanh (with its tanh), dropout, residual, the
+        # mean of squares, rsqrt, the two products: between 15 and 30 per element.
+        M, N = args[0].shape
+        assert 15 * M * N <= report.flops <= 30 * M * N
+        assert report.transcendental_ops == M * N + M  # tanh per element, rsqrt per row
+    # The time is the benchmark's: the same launch under do_bench, in this
+    # process; loose, since the machine is shared.
+    bench_ms = do_bench(host_call, return_mode="median", device=backend.name)
+    assert 0.2 < report.time_ms / bench_ms < 5
+    # The shares and the bound follow from the figures and the device's floors.
+    floors = _floors.floors(backend.name)
+    assert report.floors == floors
+    assert math.isclose(report.memory_share, report.bytes / floors.bytes_per_s * 1e3 / report.time_ms)
+    assert math.isclose(report.compute_share, report.flops / floors.flops_per_s * 1e3 / report.time_ms)
+    if not backend.is_cuda:  # 128^3 in float32 on a CPU: BLAS's rate is the nearer limit
+        assert report.bound == ("compute" if workload == "matmul" else "memory")
+    else:
+        assert report.resources["registers"] > 0 and 0 < report.occupancy <= 1
+        assert "occupancy" in str(report)
+    text = str(report)
+    assert f"{report.bytes:,} must move" in text and "time" in text and report.limit() in text
+
+
+def test_report_of_a_masked_tail_counts_only_the_elements_in_bounds(backend):
+    n = 3000
+    x_np, y_np = vector_add.make_inputs(n)
+    x, y, out = backend.array(x_np), backend.array(y_np), backend.empty(n, np.float32)
+    report = vector_add.add_kernel.report(x, y, out, n, grid=(3,), BLOCK=1024)
+    assert report.bytes == vector_add.bytes_moved(n, 4)
+    np.testing.assert_array_equal(backend.numpy(out), x_np + y_np)  # the report ran the real launch
+
+
+def test_report_needs_a_grid():
+    x, y = vector_add.make_inputs(16)
+    with pytest.raises(TypeError, match="grid"):
+        vector_add.add_kernel.report(x, y, np.empty_like(x), 16, BLOCK=16)
+
+
+def test_roofline_png_has_labelled_axes_and_the_kernels_points(tmp_path, backend):
+    reports = []
+    for workload in ("vector_add", "matmul"):
+        (kernel, args, grid, meta), *_ = CASES[workload](backend)
+        reports.append(kernel.report(*args, grid=grid, **meta))
+    path = tmp_path / "roofline.png"
+    fig = plot_roofline(reports, path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "arithmetic intensity (operations per byte)"
+    assert ax.get_ylabel() == "performance (GFLOP/s)"
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    points = [tuple(c.get_offsets()[0]) for c in ax.collections]
+    for report, (x, y) in zip(reports, points):
+        assert math.isclose(x, report.flops / report.bytes)
+        assert math.isclose(y, report.flops / report.time_ms / 1e6)
+    # The roofline: the copy slope below the ridge, the matrix rate above it.
+    line = ax.lines[0]
+    xs, ys = line.get_xdata(), line.get_ydata()
+    f = reports[0].floors
+    assert math.isclose(ys[0], f.bytes_per_s * xs[0] / 1e9) and math.isclose(ys[-1], f.flops_per_s / 1e9)
+    labels = [t.get_text() for t in ax.texts]
+    assert labels == ["add_kernel", "matmul_kernel"]
+
+
+def test_report_plot_argument_writes_the_png(tmp_path, backend):
+    (kernel, args, grid, meta), *_ = CASES["softmax"](backend)
+    path = tmp_path / "softmax.png"
+    kernel.report(*args, grid=grid, plot=str(path), **meta)
+    assert path.stat().st_size > 1000
+
+
+def test_a_missing_matplotlib_is_said(tmp_path, no_matplotlib):
+    report = Report("k", "0" * 12, "cpu", (1, 1, 1), 8, 0, 8, 0, 1, 0, True, [], 1.0,
+                    _floors.Floors("cpu: test", 1e9, 1e9, "copy", "matrix"))
+    with pytest.raises(ImportError, match="needs matplotlib"):
+        plot_roofline([report], tmp_path / "x.png")
+
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"
+
+
+def _profile(*arguments):
+    import subprocess
+    from tegula.cli import executable
+    import os
+    import sys
+    env = dict(os.environ, TEGULA_PYTHON=sys.executable)
+    return subprocess.run([str(executable()), "profile", *arguments], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_tegula_profile_prints_the_report_and_draws_the_roofline(tmp_path):
+    png = tmp_path / "roofline.png"
+    done = _profile(f"{EXAMPLES / 'vector_add.py'}::add_kernel", "--grid", "cdiv(n, 1024)", "x_ptr=float32[8192]",
+                    "y_ptr=float32[8192]", "out_ptr=float32[8192]", "n=8192", "BLOCK=1024", "--plot", str(png))
+    assert done.returncode == 0, done.stderr
+    assert "kernel add_kernel" in done.stdout and "grid (8, 1, 1)" in done.stdout
+    assert f"{vector_add.bytes_moved(8192, 4):,} must move" in done.stdout
+    assert png.stat().st_size > 1000
+
+
+def test_tegula_profile_names_a_parameter_the_kernel_lacks():
+    done = _profile(f"{EXAMPLES / 'vector_add.py'}::add_kernel", "--grid", "1", "z=3")
+    assert done.returncode != 0
+    assert "has no parameter z" in done.stderr
