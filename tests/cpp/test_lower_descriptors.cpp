@@ -140,7 +140,7 @@ TEST(LowerDescriptors, PipelineLowersUnlessTheBackendKeepsTheOps) {
   EXPECT_NE(dumps.back().ir.find("  store "), std::string::npos);
 
   ir::Function kept = ir::parse(kCopy);
-  optimize(kept, nullptr, {.keep_descriptor_ops = true});
+  optimize(kept, nullptr, {.keep_descriptor_op = [](const ir::Function&, const ir::Op&) { return true; }});
   ir::PrintOptions options;
   options.locations = false;
   std::string text = ir::print(kept, options);

@@ -7,6 +7,7 @@
 #include "backends/cuda/driver_api.h"
 #include "backends/cuda/module.h"
 #include "backends/cuda/nvrtc.h"
+#include "backends/cuda/tma_plan.h"
 
 namespace tegula::backends::cuda {
 
@@ -42,13 +43,19 @@ class CudaTarget : public Target {
 
   int arch() const override { return target_.arch; }
 
+  // sm_90 copies with the TMA what tma_plan.h allows; debug kernels check
+  // every element against its array's bounds, so they keep the pointer form.
+  bool keeps_descriptor_op(const ir::Function& fn, const ir::Op& op) const override {
+    return target_.arch >= 90 && !options_.debug && tma_refusal(fn, op).empty();
+  }
+
   Generated emit(const ir::Function& fn) const override {
     CudaKernel kernel =
         emit_cuda(fn, {options_.num_warps, target_.arch, options_.debug, options_.fp_fusion, options_.num_stages,
                        options_.maxnreg});
     TEGULA_ASSERT(kernel.num_threads > 0, "the CUDA code generator chose no block size");
     return Generated{std::move(kernel.source), std::move(kernel.layouts), {kernel.num_threads, kernel.shared_bytes},
-                     kernel.tune_occupancy ? kernel.num_threads : 0};
+                     kernel.tune_occupancy ? kernel.num_threads : 0, std::move(kernel.tensor_maps)};
   }
 
   // NVRTC reports rejected source as InternalError (generated code should
