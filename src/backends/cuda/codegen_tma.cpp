@@ -56,6 +56,7 @@ std::string block_area(CudaContext& ctx, const ir::Type& block, int64_t block_by
 
 void emit_tma(CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
+  TEGULA_ASSERT(ctx.options.arch >= 90, "desc ops reach the CUDA code generator only on sm_90 (tma_plan.h)");
   ir::DescriptorOperands d = ir::descriptor_operands(op);
   bool load = op.kind == ir::OpKind::DescLoad;
   ir::ValueId value = load ? op.results[0] : d.value;
