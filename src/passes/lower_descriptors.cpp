@@ -70,4 +70,6 @@ bool lower_descriptors(ir::Function& fn, const DescriptorFilter& keep) {
   return !found.empty();
 }
 
+bool lower_descriptors(ir::Function& fn) { return lower_descriptors(fn, {}); }
+
 }  // namespace tegula::passes

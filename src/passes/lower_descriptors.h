@@ -17,7 +17,8 @@ namespace tegula::passes {
 using DescriptorFilter = std::function<bool(const ir::Function& fn, const ir::Op& op)>;
 
 // Lowers every desc op `keep` does not keep (all of them when `keep` is
-// empty). Returns whether any op was lowered.
-bool lower_descriptors(ir::Function& fn, const DescriptorFilter& keep = {});
+// empty, or not given). Returns whether any op was lowered.
+bool lower_descriptors(ir::Function& fn, const DescriptorFilter& keep);
+bool lower_descriptors(ir::Function& fn);
 
 }  // namespace tegula::passes

@@ -73,12 +73,17 @@ def test_generated_structure():
     assert compiled.tensor_maps[0] == {"base": "x_ptr", "shape": ["M", "N"], "strides": ["N", 1],
                                        "box": [16, 16], "swizzle": 0, "fill": "zero"}
     assert compiled.tensor_maps[1]["base"] == "y_ptr"
-    # The load: mbarrier init and fence by one thread, a barrier, expect_tx of the block's 1024 bytes and the copy
-    # (innermost coordinate first), every thread waiting for phase 0.
-    load = re.search(r"tg_mbar_init\((bar\d+), 1\);\s*tg_fence_mbar_init\(\);\s*\}\s*__syncthreads\(\);\s*"
-                     r"if \(threadIdx.x == 0\) \{\s*tg_mbar_arrive_expect_tx\(\1, 1024\);\s*"
-                     r"tg_tma_load_2d\(tg_shared_address\(s\d+\), &tg_map0, \1, v\d+, v\d+\);\s*\}\s*"
-                     r"tg_mbar_wait\(\1, 0\);", kernel)
+    # One mbarrier for the kernel's loads, after everything else in shared memory, initialized by one thread.
+    assert re.search(r"const unsigned tg_tma_bar = tg_shared_address\(tg_smem\) \+ (\d+);\s*"
+                     r"unsigned tg_tma_phase = 0;\s*if \(threadIdx.x == 0\) \{\s*tg_mbar_init\(tg_tma_bar, 1\);\s*"
+                     r"tg_fence_mbar_init\(\);\s*\}\s*__syncthreads\(\);", kernel), kernel
+    assert int(re.search(r"tg_smem\) \+ (\d+);", kernel).group(1)) + 8 == compiled.shared_bytes
+    # The load: a barrier, expect_tx of the block's 1024 bytes and the copy (innermost coordinate first) by one
+    # thread, every thread waiting for the current phase's parity and flipping it.
+    load = re.search(r"__syncthreads\(\);\s*float\* const (s\d+) = .*\n.*\n\s*if \(threadIdx.x == 0\) \{\s*"
+                     r"tg_mbar_arrive_expect_tx\(tg_tma_bar, 1024\);\s*"
+                     r"tg_tma_load_2d\(tg_shared_address\(\1\), &tg_map0, tg_tma_bar, v\d+, v\d+\);\s*\}\s*"
+                     r"tg_mbar_wait\(tg_tma_bar, tg_tma_phase\);.*\n\s*tg_tma_phase \^= 1;", kernel)
     assert load, kernel
     # The store: staged, fenced for the async proxy, a barrier, one thread stores, commits and waits.
     store = re.search(r"tg_fence_proxy_async\(\);.*\n\s*__syncthreads\(\);\s*if \(threadIdx.x == 0\) \{\s*"
@@ -91,7 +96,7 @@ def test_generated_structure():
 def test_wrong_phase_fails():
     # Waiting for parity 1 passes at once on a fresh barrier: threads read the block before it lands.
     def wrong_parity(src):
-        return re.sub(r"tg_mbar_wait\((bar\d+), 0\)", r"tg_mbar_wait(\1, 1)", src)
+        return src.replace("tg_mbar_wait(tg_tma_bar, tg_tma_phase)", "tg_mbar_wait(tg_tma_bar, tg_tma_phase ^ 1)")
 
     try:
         _, got, want = run_scale(40, 48, 16, 16, "float32", edit_source=wrong_parity)
@@ -103,7 +108,7 @@ def test_wrong_phase_fails():
 def test_missing_expect_tx_fails():
     # Without the arrival that announces the bytes, the phase never completes (the copy's bytes overshoot).
     def no_expect_tx(src):
-        return re.sub(r"tg_mbar_arrive_expect_tx\(bar\d+, \d+\);", "", src)
+        return re.sub(r"tg_mbar_arrive_expect_tx\(tg_tma_bar, \d+\);", "", src)
 
     with pytest.raises(EmulatorError, match="mbarrier"):
         run_scale(40, 48, 16, 16, "float32", edit_source=no_expect_tx)
@@ -111,7 +116,7 @@ def test_missing_expect_tx_fails():
 
 def test_too_few_expect_tx_bytes_fail():
     def fewer_bytes(src):
-        return re.sub(r"tg_mbar_arrive_expect_tx\((bar\d+), 1024\);", r"tg_mbar_arrive_expect_tx(\1, 512);", src)
+        return src.replace("tg_mbar_arrive_expect_tx(tg_tma_bar, 1024);", "tg_mbar_arrive_expect_tx(tg_tma_bar, 512);")
 
     with pytest.raises(EmulatorError):
         run_scale(40, 48, 16, 16, "float32", edit_source=fewer_bytes)
@@ -226,6 +231,22 @@ def test_descriptor_matmul():
     assert "wgmma" in compiled.source
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3)
+
+
+def test_descriptor_matmul_wrong_phase_fails():
+    # Two loads per iteration: the parity alternates between them and across iterations. Never flipping it makes
+    # every other wait pass before its copy lands.
+    M, N, K, BM, BN, BK = 64, 64, 96, 64, 64, 32
+    a = random_array(9, (M, K), "float16")
+    b = random_array(10, (K, N), "float16")
+    c = np.zeros((M, N), np.float32)
+    try:
+        emulate(desc_matmul_kernel, (1, 1), a, b, c, M, N, K, BM=BM, BN=BN, BK=BK,
+                edit_source=lambda src: src.replace("tg_tma_phase ^= 1;", ""))
+    except EmulatorError:
+        return
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert not np.allclose(c, want, rtol=1e-3, atol=1e-3), "a phase that never flips went unnoticed"
 
 
 # --- which ops take the TMA ------------------------------------------------------------------

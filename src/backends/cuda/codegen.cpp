@@ -517,13 +517,14 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   CudaKernel kernel;
   kernel.num_threads = 32 * options.num_warps;
   fn.walk([&](ir::OpId id) { kernel.tune_occupancy = kernel.tune_occupancy && fn.op(id).kind != ir::OpKind::Dot; });
-  kernel.shared_bytes = static_cast<int>(ctx.shared_bytes());
   kernel.tensor_maps = ctx.tensor_maps();
   bool uses_tma = !kernel.tensor_maps.empty();
+  int64_t tma_barrier_at = (ctx.shared_bytes() + 7) / 8 * 8;
+  kernel.shared_bytes = static_cast<int>(ctx.uses_tma_barrier() ? tma_barrier_at + 8 : ctx.shared_bytes());
   kernel.layouts = ctx.plan.describe();
-  if (ctx.shared_bytes() > shared_limit(options.arch))
+  if (kernel.shared_bytes > shared_limit(options.arch))
     error_at(SourceLoc{}, Diag::TooMuchSharedMemory,
-             "kernel @" + fn.name + " needs " + std::to_string(ctx.shared_bytes()) +
+             "kernel @" + fn.name + " needs " + std::to_string(kernel.shared_bytes) +
                  " bytes of shared memory, more than sm_" + std::to_string(options.arch) + " has (" +
                  std::to_string(shared_limit(options.arch)) + ")",
              "use smaller blocks");
@@ -574,9 +575,19 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   unit.line("extern \"C\" __global__ void " + bounds + abi::kEntrySymbol + "(" + params + debug_kernel_parameters(fn, options) + ") {");
   // Tensor-core tiles sit on 1024-byte lines, a period of wgmma's swizzles;
   // TMA blocks on 128-byte ones.
-  if (ctx.shared_bytes() > 0)
+  if (kernel.shared_bytes > 0)
     unit.line("  extern __shared__ __align__(" + std::string(uses_dot(fn) || uses_tma ? "1024" : "16") +
               ") unsigned char tg_smem[];");
+  if (ctx.uses_tma_barrier()) {
+    unit.line("  // The mbarrier TMA loads complete on, one phase per load (codegen_tma.cpp).");
+    unit.line("  const unsigned tg_tma_bar = tg_shared_address(tg_smem) + " + std::to_string(tma_barrier_at) + ";");
+    unit.line("  unsigned tg_tma_phase = 0;");
+    unit.line("  if (threadIdx.x == 0) {");
+    unit.line("    tg_mbar_init(tg_tma_bar, 1);");
+    unit.line("    tg_fence_mbar_init();");
+    unit.line("  }");
+    unit.line("  __syncthreads();");
+  }
   unit.raw(indented(debug_prologue(fn, options)));
   unit.raw(indented(ctx.prologue()));
   unit.raw(indented(ctx.out.text()));

@@ -192,6 +192,15 @@ class CudaContext : public c_family::Printer {
   // the kernel's own parameters the first time a desc op names it.
   std::string tensor_map(const TensorMapParam& map);
   const std::vector<TensorMapParam>& tensor_maps() const { return tensor_maps_; }
+  // The kernel's one mbarrier TMA loads complete on ("tg_tma_bar", 8 bytes
+  // after everything else in the buffer, initialized in the prologue), and
+  // the parity of the phase the next load completes ("tg_tma_phase", flipped
+  // by each load: the phase logic lives in codegen_tma.cpp only).
+  std::string tma_barrier() {
+    uses_tma_barrier_ = true;
+    return "tg_tma_bar";
+  }
+  bool uses_tma_barrier() const { return uses_tma_barrier_; }
 
   std::string prologue() const { return prologue_.text(); }
   // Device functions the unit needs besides the preludes (one per wgmma
@@ -218,6 +227,7 @@ class CudaContext : public c_family::Printer {
   int64_t scratch_begin_ = 0, scratch_end_ = 0;
   bool global_store_pending_ = false;
   std::vector<TensorMapParam> tensor_maps_;
+  bool uses_tma_barrier_ = false;
 };
 
 // --- per-family emitters (one file each) ---------------------------------------------------------

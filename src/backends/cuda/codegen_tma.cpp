@@ -1,13 +1,15 @@
 // desc_load and desc_store on sm_90: blocks copied whole by the TMA
 // (tma_plan.h says which ops come here).
 //
-// desc_load: thread 0 initializes an mbarrier beside the block's area of
-// shared memory; after a barrier it announces the block's bytes on it
-// (arrive.expect_tx) and issues the bulk tensor copy; every thread waits
-// for the barrier's phase 0 to complete (parity 0) and reads its elements
-// from the row-major block. The TMA fills the parts of the box outside the
-// tensor with zeros (or NaN, padding "nan"), exactly what the pointer form
-// gives.
+// desc_load: every load completes on the kernel's one mbarrier
+// (CudaContext::tma_barrier, initialized with one arrival per phase in the
+// prologue). After a barrier (every thread is past the previous load's wait
+// and done reading the area), thread 0 announces the block's bytes
+// (arrive.expect_tx) and issues the bulk tensor copy; every thread waits for
+// the phase of parity tg_tma_phase to complete, flips the parity and reads
+// its elements from the row-major block. The TMA fills the parts of the box
+// outside the tensor with zeros (or NaN, padding "nan"), exactly what the
+// pointer form gives.
 //
 // desc_store: every owner writes its elements into the row-major block,
 // fences them for the async proxy (fence.proxy.async), a barrier, then
@@ -41,14 +43,13 @@ std::string coordinates(CudaContext& ctx, ir::OpId id, const ir::DescriptorOpera
   return out;
 }
 
-// `T* const s = (T*)(tg_smem + offset)`: room for the block (and the
-// mbarrier after it when `barrier_bytes` is 8), on a 128-byte boundary as
-// bulk tensor copies need.
-std::string block_area(CudaContext& ctx, const ir::Type& block, int64_t block_bytes, int64_t barrier_bytes) {
+// `T* const s = (T*)(tg_smem + offset)`: room for the block on a 128-byte
+// boundary, as bulk tensor copies need.
+std::string block_area(CudaContext& ctx, const ir::Type& block, int64_t bytes) {
   std::string buffer = ctx.fresh("s");
   std::string type = c_element(block.element());
   ctx.out.line(type + "* const " + buffer + " = reinterpret_cast<" + type + "*>(" +
-               ctx.shared_scratch(block_bytes + barrier_bytes, 128) + ");");
+               ctx.shared_scratch(bytes, 128) + ");");
   return buffer;
 }
 
@@ -70,21 +71,18 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
 
   if (load) {
     ctx.before_global_load();
-    int64_t barrier_at = (bytes + 7) / 8 * 8;
-    std::string buffer = block_area(ctx, block, barrier_at, 8);
-    std::string bar = ctx.fresh("bar");
-    ctx.out.line("// TMA copy of the " + std::to_string(bytes) + "-byte block, completed on an mbarrier");
-    ctx.out.line("const unsigned " + bar + " = tg_shared_address(" + buffer + ") + " + std::to_string(barrier_at) + ";");
-    ctx.out.open("if (threadIdx.x == 0)");
-    ctx.out.line("tg_mbar_init(" + bar + ", 1);");
-    ctx.out.line("tg_fence_mbar_init();");
-    ctx.out.close();
-    ctx.barrier();
+    // Every thread past the previous load's wait before the barrier's next
+    // phase can complete: the area's barrier is that one too.
+    ctx.assume_shared_readers();
+    std::string buffer = block_area(ctx, block, bytes);
+    std::string bar = ctx.tma_barrier();
+    ctx.out.line("// TMA copy of the " + std::to_string(bytes) + "-byte block, completed on the mbarrier");
     ctx.out.open("if (threadIdx.x == 0)");
     ctx.out.line("tg_mbar_arrive_expect_tx(" + bar + ", " + std::to_string(bytes) + ");");
     ctx.out.line("tg_tma_load_" + rank + "(tg_shared_address(" + buffer + "), " + map + ", " + bar + coords + ");");
     ctx.out.close();
-    ctx.out.line("tg_mbar_wait(" + bar + ", 0);  // phase 0: the block has landed");
+    ctx.out.line("tg_mbar_wait(" + bar + ", tg_tma_phase);  // the block has landed");
+    ctx.out.line("tg_tma_phase ^= 1;");
     std::string dest = ctx.name(value);
     ctx.declare_tile(dest, block, ctx.layout(value));
     unstage_tile(ctx, dest, buffer, dist);
@@ -92,7 +90,7 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
     return;
   }
 
-  std::string buffer = block_area(ctx, block, bytes, 0);
+  std::string buffer = block_area(ctx, block, bytes);
   ctx.out.line("// TMA store of the " + std::to_string(bytes) + "-byte block from shared memory");
   stage_tile(ctx, buffer, ctx.operand(id, value_operand), dist);
   ctx.out.line("tg_fence_proxy_async();  // the block's writes, visible to the TMA");
