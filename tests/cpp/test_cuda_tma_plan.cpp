@@ -39,7 +39,7 @@ std::string refusal(const std::string& params, const std::string& load) {
   return tma_refusal(fn, first_desc_op(fn));
 }
 
-constexpr const char* kParams = "%x: ptr<f32> div(16), %M: i32, %N: i32 div(16), %s: i32 div(16), %t: i32 div(4)";
+constexpr const char* kParams = "%x: ptr<f32> div(16), %M: i32, %N: i32 div(16), %s: i32 div(16), %t: i32 div(2)";
 
 TEST(TmaPlan, CopiesBlocksWhoseMapIsKnownAtLaunch) {
   EXPECT_EQ(refusal(kParams, "%b = desc_load %x, %M, %N, %s, %one, %zero, %zero {padding = \"zero\"} : tile<16x16xf32>"),
