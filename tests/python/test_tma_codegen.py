@@ -270,6 +270,12 @@ def test_pointer_form_elsewhere():
     assert narrow.tensor_maps == []
     tma = compiled_for(90, x, x, 40, 48, BM=16, BN=16)
     assert len(tma.tensor_maps) == 2 and "desc_load" in tma.stages["optimized"]
+    # The layouts text (inspect) says which path each op took, and why not the TMA.
+    assert re.search(r"desc_load at .*test_tma_codegen.py:\d+:\d+: TMA through tg_map0", tma.layouts), tma.layouts
+    assert re.search(r"desc_store at .*: TMA through tg_map1", tma.layouts), tma.layouts
+    assert re.search(r"desc_load at .*: pointer form, the stride of dimension 0 is not known to be a multiple of "
+                     r"16 bytes", odd.layouts), odd.layouts
+    assert "desc_" not in sm80.layouts
 
 
 def test_debug_kernels_keep_bounds_checks():

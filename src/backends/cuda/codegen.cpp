@@ -522,6 +522,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   int64_t tma_barrier_at = (ctx.shared_bytes() + 7) / 8 * 8;
   kernel.shared_bytes = static_cast<int>(ctx.uses_tma_barrier() ? tma_barrier_at + 8 : ctx.shared_bytes());
   kernel.layouts = ctx.plan.describe();
+  for (const std::string& path : ctx.descriptor_paths) kernel.layouts += path + "\n";
   if (kernel.shared_bytes > shared_limit(options.arch))
     error_at(SourceLoc{}, Diag::TooMuchSharedMemory,
              "kernel @" + fn.name + " needs " + std::to_string(kernel.shared_bytes) +

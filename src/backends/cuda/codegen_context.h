@@ -201,6 +201,8 @@ class CudaContext : public c_family::Printer {
     return "tg_tma_bar";
   }
   bool uses_tma_barrier() const { return uses_tma_barrier_; }
+  // One line per desc op: which path it took (the layouts text shows them).
+  std::vector<std::string> descriptor_paths;
 
   std::string prologue() const { return prologue_.text(); }
   // Device functions the unit needs besides the preludes (one per wgmma

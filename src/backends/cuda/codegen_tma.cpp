@@ -63,7 +63,9 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   ir::ValueId value = load ? op.results[0] : d.value;
   const ir::Type& block = ctx.fn.type(value);
   int64_t bytes = block.numel() * element_bytes(block.element());
-  std::string map = "&" + ctx.tensor_map(tma_map_param(ctx.fn, op));
+  std::string map_name = ctx.tensor_map(tma_map_param(ctx.fn, op));
+  std::string map = "&" + map_name;
+  ctx.descriptor_paths.push_back(descriptor_op_name(ctx.fn, op) + ": TMA through " + map_name);
   std::string rank = std::to_string(d.rank) + "d";
   std::string coords = coordinates(ctx, id, d);
   size_t value_operand = op.operands.size() - 1;

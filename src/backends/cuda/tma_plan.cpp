@@ -69,6 +69,14 @@ std::string tma_refusal(const ir::Function& fn, const ir::Op& op) {
   return "";
 }
 
+std::string descriptor_op_name(const ir::Function& fn, const ir::Op& op) {
+  std::string text = ir::name(op.kind);
+  if (!op.loc.valid()) return text;
+  size_t file = static_cast<size_t>(op.loc.file);
+  return text + " at " + (file < fn.files.size() ? fn.files[file] : "<unknown>") + ":" + std::to_string(op.loc.line) +
+         ":" + std::to_string(op.loc.col);
+}
+
 TensorMapParam tma_map_param(const ir::Function& fn, const ir::Op& op) {
   TEGULA_ASSERT(tma_refusal(fn, op).empty(), "tma_map_param of a desc op the TMA cannot copy");
   ir::DescriptorOperands d = ir::descriptor_operands(op);

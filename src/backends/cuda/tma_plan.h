@@ -32,4 +32,8 @@ std::string tma_refusal(const ir::Function& fn, const ir::Op& op);
 // The tensor map desc op `op` copies through. Asserts tma_refusal is "".
 TensorMapParam tma_map_param(const ir::Function& fn, const ir::Op& op);
 
+// "desc_load at k.py:12:9": how the path notes of the layouts text
+// (`inspect`) name a desc op.
+std::string descriptor_op_name(const ir::Function& fn, const ir::Op& op);
+
 }  // namespace tegula::backends::cuda
