@@ -7,7 +7,7 @@ through descriptors. The text checks pin the structure (one mbarrier per copy, e
 parity, fence before the store); breaking the phase or the expect_tx must make a run fail. Which ops take the
 pointer form instead (sm_80, debug mode, strides not known to be multiples of 16 bytes) is checked too.
 
-On a GPU, test_tensor_descriptor.py runs the same paths for real; test_tma_sass.py reads their SASS.
+On a GPU, test_tensor_descriptor.py runs the same paths for real; test_tma_gpu.py reads their SASS and runs them.
 """
 
 from __future__ import annotations
