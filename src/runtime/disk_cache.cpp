@@ -294,7 +294,12 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
       seen_site = true;
     } else if (!w.empty() && w[0] == "tmap" && seen_kernel && !seen_artifact) {
       std::optional<backends::TensorMapParam> map = backends::parse_tensor_map_param(lines[i].substr(5));
-      if (!map || map->base < 0 || static_cast<size_t>(map->base) >= manifest.params.size()) return std::nullopt;
+      auto is_param = [&](int index) { return index >= 0 && static_cast<size_t>(index) < manifest.params.size(); };
+      if (!map || !is_param(map->base) || !manifest.params[static_cast<size_t>(map->base)].type.is_pointer())
+        return std::nullopt;
+      for (const auto* extents : {&map->shape, &map->strides})
+        for (const backends::TensorMapExtent& e : *extents)
+          if (e.param >= 0 && !is_param(e.param)) return std::nullopt;
       manifest.tensor_maps.push_back(std::move(*map));
     } else if (w.size() == 3 && w[0] == "artifact" && seen_kernel && !seen_artifact && is_extension(w[1]) &&
                is_hex_digest(w[2])) {

@@ -176,6 +176,8 @@ TEST(Manifest, KeepsTheTensorMaps) {
     return changed;
   };
   EXPECT_FALSE(parse_manifest(replaced("base=0", "base=9")));          // past the parameters
+  EXPECT_FALSE(parse_manifest(replaced("base=0", "base=2")));          // not a pointer
+  EXPECT_FALSE(parse_manifest(replaced("shape=p2", "shape=p7")));
   EXPECT_FALSE(parse_manifest(replaced("box=16,16", "box=16")));       // one block size per dim
   EXPECT_FALSE(parse_manifest(replaced("fill=nan", "fill=one")));
   EXPECT_FALSE(parse_manifest(replaced("swizzle=0", "swizzle=4")));
