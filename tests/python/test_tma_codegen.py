@@ -20,28 +20,12 @@ import pytest
 import tegula
 import tegula.language as tl
 from cuda_emulator import EmulatorError, compile_cuda, emulate, require_emulator
+from test_tensor_descriptor import random_array, scale_kernel
 
 
 @pytest.fixture(autouse=True)
 def _emulator():
     require_emulator()
-
-
-def random_array(seed, shape, dtype):
-    rng = np.random.default_rng(seed)
-    if np.dtype(dtype).kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    return rng.integers(-100, 100, size=shape).astype(dtype)
-
-
-@tegula.jit
-def scale_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
-    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-    dst = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-    off_m = tl.program_id(0) * BM
-    off_n = tl.program_id(1) * BN
-    tile = src.load([off_m, off_n])
-    dst.store([off_m, off_n], tile * 2 + 1)
 
 
 def run_scale(M, N, BM, BN, dtype, edit_source=None, seed=0):
@@ -271,7 +255,7 @@ def test_pointer_form_elsewhere():
     tma = compiled_for(90, x, x, 40, 48, BM=16, BN=16)
     assert len(tma.tensor_maps) == 2 and "desc_load" in tma.stages["optimized"]
     # The layouts text (inspect) says which path each op took, and why not the TMA.
-    assert re.search(r"desc_load at .*test_tma_codegen.py:\d+:\d+: TMA through tg_map0", tma.layouts), tma.layouts
+    assert re.search(r"desc_load at .*test_tensor_descriptor.py:\d+:\d+: TMA through tg_map0", tma.layouts), tma.layouts
     assert re.search(r"desc_store at .*: TMA through tg_map1", tma.layouts), tma.layouts
     assert re.search(r"desc_load at .*: pointer form, the stride of dimension 0 is not known to be a multiple of "
                      r"16 bytes", odd.layouts), odd.layouts

@@ -42,8 +42,4 @@ LaunchTensorMaps::LaunchTensorMaps(const KernelInfo& info, std::span<const ArgVa
   }
 }
 
-void LaunchTensorMaps::append_to(std::vector<void*>& argv) {
-  for (TensorMap& map : maps_) argv.push_back(&map);
-}
-
 }  // namespace tegula::backends::cuda

@@ -23,8 +23,12 @@ class LaunchTensorMaps {
   // bytes: what specialization cannot prove at compile time).
   LaunchTensorMaps(const KernelInfo& info, std::span<const ArgValue> args);
 
-  // Appends a pointer to each map to `argv`.
-  void append_to(std::vector<void*>& argv);
+  // Appends a pointer to each map to `argv` (PackedArguments::argv, of
+  // whichever vector type it is).
+  template <class Argv>
+  void append_to(Argv& argv) {
+    for (TensorMap& map : maps_) argv.push_back(&map);
+  }
 
  private:
   std::vector<TensorMap> maps_;
