@@ -9,6 +9,8 @@ std::vector<std::pair<std::string, int64_t>> LoadedKernel::resources(const Kerne
        "kernel '" + info.name + "' runs on the host; it has no device resources");
 }
 
+bool Target::keeps_descriptor_op(const ir::Function&, const ir::Op&) const { return false; }
+
 BuildDetails Target::details(const Generated& generated, const std::string& kernel_name) const { return {}; }
 
 int Backend::device_of(uint64_t address) const {

@@ -29,6 +29,7 @@
 
 #include "backends/artifact.h"
 #include "backends/launch_arguments.h"
+#include "backends/tensor_map_param.h"
 #include "ir/ir.h"
 #include "passes/debug_sites.h"
 #include "passes/pointer_effects.h"
@@ -67,6 +68,9 @@ struct Generated {
   // When nonzero, the build may trade registers for more resident blocks of
   // this many threads (backends/cuda/occupancy.h); zero builds as generated.
   int occupancy_threads = 0;
+  // Device backends with a tensor-copy engine: the tensor maps the kernel
+  // takes after its own parameters, which the launcher encodes.
+  std::vector<TensorMapParam> tensor_maps;
 };
 
 // What a build keeps besides its artifact, for inspection (stages).
@@ -90,6 +94,9 @@ struct KernelInfo {
   // Per parameter: whether the kernel may read, write or atomically update
   // the memory behind it (passes/pointer_effects.h; all false for scalars).
   std::vector<passes::PointerEffects> effects;
+  // Tensor maps the launch encodes from the arguments and passes after
+  // them (Generated::tensor_maps).
+  std::vector<TensorMapParam> tensor_maps;
 };
 
 // The stream a launch is queued on, for backends whose launches are queued
@@ -134,10 +141,10 @@ class Target {
   // (tl.target_info); 0 for a host backend. Part of the cache key.
   virtual int arch() const { return 0; }
 
-  // Whether emit() takes desc_load / desc_store (ir/descriptor.h) as they
-  // are, copying blocks whole; otherwise the passes lower them to pointer
-  // tiles and masks first (passes/lower_descriptors.h).
-  virtual bool keeps_descriptor_ops() const { return false; }
+  // Whether emit() takes desc op `op` of `fn` (desc_load / desc_store,
+  // ir/descriptor.h) as it is, copying its block whole; the passes lower
+  // the others to pointer tiles and masks first (passes/lower_descriptors.h).
+  virtual bool keeps_descriptor_op(const ir::Function& fn, const ir::Op& op) const;
 
   // The generated source of the optimized kernel `fn` (its code generator).
   virtual Generated emit(const ir::Function& fn) const = 0;

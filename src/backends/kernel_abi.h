@@ -15,6 +15,12 @@
 // of pointers to the slots; cuLaunchKernel receives the same array and reads
 // each parameter from its slot.
 //
+// Tensor maps (CUDA, sm_90). A kernel whose descriptor blocks the TMA copies
+// takes, after its own parameters, one 128-byte map per
+// KernelInfo::tensor_maps entry (backends/tensor_map_param.h), which the
+// launcher encodes from the arguments; argv points at each. Debug kernels
+// never have them.
+//
 // Debug mode (docs/debug-mode.md). A kernel compiled with debug checks takes,
 // after its own parameters, two u64 values per pointer parameter in parameter
 // order (the first byte of the array the argument points into, and its size

@@ -149,6 +149,31 @@ nb::dict effects_of(const CompiledKernel& k) {
   return d;
 }
 
+// The tensor maps a launch encodes, after the parameters: {"base": name,
+// "shape": [...], "strides": [...], "box": [...], "swizzle": int, "fill":
+// "zero" | "nan"}, each extent a parameter's name or a constant.
+nb::list tensor_maps_of(const CompiledKernel& k) {
+  auto extents = [&](const std::vector<backends::TensorMapExtent>& list) {
+    nb::list out;
+    for (const backends::TensorMapExtent& e : list)
+      out.append(e.param >= 0 ? nb::object(nb::str(k.params.at(static_cast<size_t>(e.param)).name.c_str()))
+                              : nb::object(nb::int_(e.value)));
+    return out;
+  };
+  nb::list out;
+  for (const backends::TensorMapParam& map : k.tensor_maps) {
+    nb::dict d;
+    d["base"] = k.params.at(static_cast<size_t>(map.base)).name;
+    d["shape"] = extents(map.shape);
+    d["strides"] = extents(map.strides);
+    d["box"] = map.box;
+    d["swizzle"] = map.swizzle;
+    d["fill"] = map.nan_fill ? "nan" : "zero";
+    out.append(d);
+  }
+  return out;
+}
+
 // (name, type, divisibility) per runtime parameter, e.g. ("x", "ptr<f32>", 16).
 std::vector<std::tuple<std::string, std::string, int64_t>> param_tuples(const CompiledKernel& k) {
   std::vector<std::tuple<std::string, std::string, int64_t>> out;
@@ -309,6 +334,9 @@ void bind_kernel(nb::module_& m) {
           "device; a launch is queued on the caller's stream there).")
       .def_prop_ro("params", &param_tuples,
                    "The launch ABI: (name, type, divisibility) per runtime parameter, in order.")
+      .def_prop_ro("tensor_maps", &tensor_maps_of,
+                   "Device backends with a tensor-copy engine (CUDA sm_90): the tensor maps each launch encodes "
+                   "from the arguments and passes after them, one per tensor the TMA copies blocks of.")
       .def_prop_ro("effects", &effects_of,
                    "{pointer parameter: PointerEffects}: which arrays the kernel may read, write or update "
                    "atomically, from the compiler's pointer provenance analysis.")

@@ -60,13 +60,16 @@ void lower(ir::Function& fn, ir::OpId id) {
 
 }  // namespace
 
-bool lower_descriptors(ir::Function& fn) {
+bool lower_descriptors(ir::Function& fn, const DescriptorFilter& keep) {
   std::vector<ir::OpId> found;
   fn.walk([&](ir::OpId id) {
-    if (ir::is_descriptor_op(fn.op(id).kind)) found.push_back(id);
+    const ir::Op& op = fn.op(id);
+    if (ir::is_descriptor_op(op.kind) && !(keep && keep(fn, op))) found.push_back(id);
   });
   for (ir::OpId id : found) lower(fn, id);
   return !found.empty();
 }
+
+bool lower_descriptors(ir::Function& fn) { return lower_descriptors(fn, {}); }
 
 }  // namespace tegula::passes

@@ -40,7 +40,7 @@ constexpr int kMaxRounds = 4;
 void optimize(ir::Function& fn, std::vector<StageDump>* dumps, const PipelineOptions& options) {
   if (dumps) dumps->push_back({"lowered", ir::print(fn)});
   // Once, before the rounds: what it makes is ordinary IR for the stages below.
-  if (!options.keep_descriptor_ops && lower_descriptors(fn)) {
+  if (lower_descriptors(fn, options.keep_descriptor_op)) {
     ir::verify_or_throw(fn, "lower_descriptors");
     if (dumps) dumps->push_back({"lower_descriptors", ir::print(fn)});
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/lower_descriptors.h"
 
 namespace tegula::passes {
 
@@ -17,12 +18,13 @@ struct StageDump {
 };
 
 struct PipelineOptions {
-  // Keep desc_load / desc_store for a code generator that copies blocks
-  // whole (TMA); otherwise lower_descriptors runs before the other stages.
-  bool keep_descriptor_ops = false;
+  // Which desc_load / desc_store ops to keep for a code generator that
+  // copies blocks whole (TMA); lower_descriptors lowers the others before
+  // the other stages. Empty: lower them all.
+  DescriptorFilter keep_descriptor_op;
 };
 
-// Runs lower_descriptors (unless the options keep the ops), then canonicalize,
+// Runs lower_descriptors (on the ops the options do not keep), then canonicalize,
 // cse, licm, dce (to a fixed point, bounded). When `dumps` is non-null,
 // appends the printed IR after each stage.
 void optimize(ir::Function& fn, std::vector<StageDump>* dumps = nullptr, const PipelineOptions& options = {});

@@ -179,7 +179,7 @@ Generated generate(Attempt& attempt, const backends::Target& target, bool debug,
   ir::verify_or_throw(fn, "lowered");  // optimize() records the "lowered" dump
   passes::refuse_writes_to_read_only(fn);
   phase.emplace(profile, "passes");
-  passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr, {.keep_descriptor_ops = target.keeps_descriptor_ops()});
+  passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr, {.keep_descriptor_op = [&](const ir::Function& f, const ir::Op& op) { return target.keeps_descriptor_op(f, op); }});
   Generated out;
   out.info.name = fn.name;
   out.info.params = fn.params;
@@ -190,6 +190,7 @@ Generated generate(Attempt& attempt, const backends::Target& target, bool debug,
   phase.emplace(profile, "codegen");
   out.code = target.emit(fn);
   out.info.shape = out.code.shape;
+  out.info.tensor_maps = out.code.tensor_maps;
   attempt.stages.source = out.code.source;
   attempt.stages.layouts = out.code.layouts;
   return out;
@@ -203,6 +204,7 @@ CacheManifest manifest_of(const backends::Backend& backend, const backends::Kern
   manifest.shape = info.shape;
   manifest.debug_sites = info.debug_sites;
   manifest.effects = info.effects;
+  manifest.tensor_maps = info.tensor_maps;
   manifest.artifact_extension = backend.artifact_extension();
   return manifest;
 }
@@ -223,6 +225,7 @@ std::shared_ptr<CompiledKernel> load_entry(const Job& job, const DiskCache& cach
   kernel->debug = job.debug;
   kernel->debug_sites = std::move(entry->manifest.debug_sites);
   kernel->effects = std::move(entry->manifest.effects);
+  kernel->tensor_maps = std::move(entry->manifest.tensor_maps);
   kernel->loaded = job.backend.load(entry->artifact, *kernel, why);
   if (!kernel->loaded) return nullptr;
   kernel->backend = &job.backend;

@@ -238,6 +238,7 @@ std::string serialize_manifest(const CacheManifest& manifest) {
     if (manifest.effects[i] != passes::PointerEffects{})
       out += "effect " + encode_name(manifest.params[i].name) + " " + effects_text(manifest.effects[i]) + "\n";
   for (const passes::DebugSite& site : manifest.debug_sites) out += "site " + passes::to_text(site) + "\n";
+  for (const backends::TensorMapParam& map : manifest.tensor_maps) out += "tmap " + backends::to_text(map) + "\n";
   out += "artifact " + manifest.artifact_extension + " " + manifest.artifact_sha256 + "\n";
   out += "stages " + (manifest.stages_sha256.empty() ? std::string("-") : manifest.stages_sha256) + "\n";
   out += "end\n";
@@ -291,6 +292,15 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
       if (!site) return std::nullopt;
       manifest.debug_sites.push_back(std::move(*site));
       seen_site = true;
+    } else if (!w.empty() && w[0] == "tmap" && seen_kernel && !seen_artifact) {
+      std::optional<backends::TensorMapParam> map = backends::parse_tensor_map_param(lines[i].substr(5));
+      auto is_param = [&](int index) { return index >= 0 && static_cast<size_t>(index) < manifest.params.size(); };
+      if (!map || !is_param(map->base) || !manifest.params[static_cast<size_t>(map->base)].type.is_pointer())
+        return std::nullopt;
+      for (const auto* extents : {&map->shape, &map->strides})
+        for (const backends::TensorMapExtent& e : *extents)
+          if (e.param >= 0 && !is_param(e.param)) return std::nullopt;
+      manifest.tensor_maps.push_back(std::move(*map));
     } else if (w.size() == 3 && w[0] == "artifact" && seen_kernel && !seen_artifact && is_extension(w[1]) &&
                is_hex_digest(w[2])) {
       manifest.artifact_extension = w[1];

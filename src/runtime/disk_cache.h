@@ -50,6 +50,8 @@ struct CacheManifest {
   // Debug kernels only: the table of their checks (passes/debug_sites.h),
   // which turns an error record into a report.
   std::vector<passes::DebugSite> debug_sites;
+  // The tensor maps launches encode (backends/tensor_map_param.h).
+  std::vector<backends::TensorMapParam> tensor_maps;
   std::string artifact_extension;  // the artifact is <key>.<artifact_extension>
   std::string artifact_sha256;
   std::string stages_sha256;  // of <key>.stages; empty when none is stored

@@ -41,8 +41,10 @@ std::set<std::string> stub_names() {
 
 // Stubs that are not functions a kernel calls: types, the PropagateNan
 // namespace (tl.PropagateNan.ALL is read by the front end as a constant),
-// and the helper the stubs raise with.
-const std::set<std::string> kNotCalls = {"dtype", "tensor", "tensor_descriptor", "PropagateNan", "only_in_kernel"};
+// the helper the stubs raise with, and host functions (str_to_ty: a dtype
+// from a type string, for host code as in Triton).
+const std::set<std::string> kNotCalls = {"dtype", "tensor", "tensor_descriptor", "PropagateNan", "only_in_kernel",
+                                         "str_to_ty"};
 
 bool written_as_tl(const Builtin& b) { return (b.forms & frontend::kLanguage) != 0; }
 

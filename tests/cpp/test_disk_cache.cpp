@@ -154,6 +154,37 @@ TEST(Manifest, KeepsThePointerEffects) {
   EXPECT_EQ(back->effects, std::vector<passes::PointerEffects>(4));
 }
 
+TEST(Manifest, KeepsTheTensorMaps) {
+  CacheManifest m = sample_manifest();
+  m.artifact_sha256 = sha256_hex("library");
+  backends::TensorMapParam map;
+  map.base = 0;
+  map.shape = {{2, 0}, {-1, 48}};
+  map.strides = {{-1, 48}, {-1, 1}};
+  map.box = {16, 16};
+  map.nan_fill = true;
+  m.tensor_maps = {map};
+  std::string text = serialize_manifest(m);
+  EXPECT_NE(text.find("\ntmap base=0 shape=p2,48 strides=48,1 box=16,16 swizzle=0 fill=nan\n"), std::string::npos)
+      << text;
+  std::optional<CacheManifest> back = parse_manifest(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->tensor_maps, m.tensor_maps);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    return changed;
+  };
+  EXPECT_FALSE(parse_manifest(replaced("base=0", "base=9")));          // past the parameters
+  EXPECT_FALSE(parse_manifest(replaced("base=0", "base=2")));          // not a pointer
+  EXPECT_FALSE(parse_manifest(replaced("shape=p2", "shape=p7")));
+  EXPECT_FALSE(parse_manifest(replaced("box=16,16", "box=16")));       // one block size per dim
+  EXPECT_FALSE(parse_manifest(replaced("fill=nan", "fill=one")));
+  EXPECT_FALSE(parse_manifest(replaced("swizzle=0", "swizzle=4")));
+  EXPECT_FALSE(parse_manifest(replaced("shape=p2", "shape=q2")));
+  EXPECT_FALSE(parse_manifest(replaced(" fill=nan", "")));
+}
+
 TEST(Manifest, EveryTruncationIsRejected) {
   CacheManifest m = sample_manifest();
   m.artifact_sha256 = sha256_hex("library");

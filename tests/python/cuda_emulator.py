@@ -75,6 +75,11 @@ def compile_cuda(kernel, args, constexprs, num_warps=4, arch=90, num_stages=None
     named = {name: default for name, default in zip(sig.names, sig.defaults)}
     named.update(zip(sig.names, args))
     named.update(constexprs)
+    for name, value in list(named.items()):  # a TensorDescriptor: its base, then its shape and strides
+        if type(value).__name__ == "TensorDescriptor":
+            named[f"{name}__base"] = value.base
+            for i, (extent, stride) in enumerate(zip(value.shape, value.strides)):
+                named[f"{name}__shape{i}"], named[f"{name}__stride{i}"] = int(extent), int(stride)
     ordered = [named[p[0]] for p in compiled.params]
     return compiled, ordered
 
@@ -170,5 +175,39 @@ def emulate(kernel, grid, *args, num_warps=4, arch=90, num_stages=None, edit_sou
             cells.append(ctypes.c_void_p(value.ctypes.data))
         else:
             cells.append(_C_TYPES[ctype](value))
+    cells += [_tensor_map(lib, spec, compiled, values) for spec in compiled.tensor_maps]
     run(lib, "tegula_kernel", cells, grid, compiled.num_threads, compiled.shared_bytes, seed=seed)
     return compiled
+
+
+# CUtensorMapDataType by element type; others travel as unsigned integers of their width.
+_TMA_TYPES = {"f16": 6, "bf16": 9, "f32": 7, "f64": 8, "i32": 3, "i64": 5}
+_TMA_UNSIGNED = {1: 0, 2: 1, 4: 2, 8: 4}
+
+
+def _tensor_map(lib, spec: dict, compiled, values: list):
+    """The 128-byte tensor map of `spec` (compiled.tensor_maps) for the launch's `values`, encoded as the
+    launcher encodes it (backends/cuda/tensor_map.cpp: driver dims innermost first, strides in bytes)."""
+    names = [p[0] for p in compiled.params]
+
+    def extent(e):
+        return int(values[names.index(e)]) if isinstance(e, str) else e
+
+    index = names.index(spec["base"])
+    base, element = values[index], compiled.params[index][1][len("ptr<"):-1]
+    size = base.itemsize
+    rank = len(spec["box"])
+    dims = [extent(e) for e in reversed(spec["shape"])]
+    strides = [extent(e) * size for e in reversed(spec["strides"])][1:]
+    box = list(reversed(spec["box"]))
+    memory = np.zeros(128 + 64, np.uint8)
+    out = (ctypes.c_ubyte * 128).from_buffer(memory, (-memory.ctypes.data) % 64)
+    u64, u32 = ctypes.c_ulonglong, ctypes.c_uint
+    lib.tg_emu_encode_tensor_map_tiled.restype = ctypes.c_char_p
+    error = lib.tg_emu_encode_tensor_map_tiled(
+        out, _TMA_TYPES.get(element, _TMA_UNSIGNED[size]), u32(rank), ctypes.c_void_p(base.ctypes.data),
+        (u64 * rank)(*dims), (u64 * max(1, rank - 1))(*strides), (u32 * rank)(*box), (u32 * rank)(*([1] * rank)),
+        0, spec["swizzle"], 2, int(spec["fill"] == "nan"))
+    if error:
+        raise EmulatorError(f"the launcher's tensor map would be refused: {error.decode()}")
+    return out

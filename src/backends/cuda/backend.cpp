@@ -7,6 +7,7 @@
 #include "backends/cuda/driver_api.h"
 #include "backends/cuda/module.h"
 #include "backends/cuda/nvrtc.h"
+#include "backends/cuda/tma_plan.h"
 
 namespace tegula::backends::cuda {
 
@@ -42,13 +43,23 @@ class CudaTarget : public Target {
 
   int arch() const override { return target_.arch; }
 
+  // sm_90 copies with the TMA what tma_plan.h allows; debug kernels check
+  // every element against its array's bounds, so they keep the pointer form.
+  // Why an op is lowered on sm_90 goes into the layouts text (`inspect`).
+  bool keeps_descriptor_op(const ir::Function& fn, const ir::Op& op) const override {
+    if (target_.arch < 90) return false;
+    std::string why = options_.debug ? "debug mode checks every element" : tma_refusal(fn, op);
+    if (!why.empty()) pointer_form_notes_ += descriptor_op_name(fn, op) + ": pointer form, " + why + "\n";
+    return why.empty();
+  }
+
   Generated emit(const ir::Function& fn) const override {
     CudaKernel kernel =
         emit_cuda(fn, {options_.num_warps, target_.arch, options_.debug, options_.fp_fusion, options_.num_stages,
                        options_.maxnreg});
     TEGULA_ASSERT(kernel.num_threads > 0, "the CUDA code generator chose no block size");
-    return Generated{std::move(kernel.source), std::move(kernel.layouts), {kernel.num_threads, kernel.shared_bytes},
-                     kernel.tune_occupancy ? kernel.num_threads : 0};
+    return Generated{std::move(kernel.source), kernel.layouts + pointer_form_notes_, {kernel.num_threads, kernel.shared_bytes},
+                     kernel.tune_occupancy ? kernel.num_threads : 0, std::move(kernel.tensor_maps)};
   }
 
   // NVRTC reports rejected source as InternalError (generated code should
@@ -72,6 +83,9 @@ class CudaTarget : public Target {
  private:
   TargetOptions options_;
   NvrtcTarget target_;
+  // A Target serves one compile on one thread: keeps_descriptor_op's notes
+  // wait here for emit().
+  mutable std::string pointer_form_notes_;
 };
 
 constexpr Output kOutputs[] = {{"layouts", OutputKind::Layouts},

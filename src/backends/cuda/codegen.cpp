@@ -16,6 +16,7 @@
 #include "backends/cuda/codegen_context.h"
 #include "backends/cuda/codegen_mma.h"
 #include "backends/cuda/prelude.h"
+#include "backends/cuda/prelude_async.h"
 #include "backends/cuda/prelude_atomic.h"
 #include "backends/cuda/prelude_fp8.h"
 #include "backends/cuda/prelude_libdevice.h"
@@ -239,7 +240,7 @@ std::string CudaContext::open_unrolled(int count, int step) {
   return i;
 }
 
-std::string CudaContext::shared_scratch(int64_t bytes) {
+std::string CudaContext::shared_scratch(int64_t bytes, int64_t align) {
   // A small area goes beside the one whose readers may still be running
   // rather than over it: back-to-back reductions (layer norm's mean, then its
   // variance) then alternate between two areas and skip the barrier that
@@ -250,7 +251,7 @@ std::string CudaContext::shared_scratch(int64_t bytes) {
   if (shared_readers_pending_ && offset < pending_end_ && pending_begin_ < offset + bytes) {
     bool fits_beside = false;
     if (pending_end_ != kEverything) {
-      int64_t beside = (pending_end_ + 15) / 16 * 16;
+      int64_t beside = (pending_end_ + align - 1) / align * align;
       fits_beside = beside + bytes <= shared_reserved_ + kBesideLimit;
       if (fits_beside) offset = beside;
     }
@@ -273,6 +274,13 @@ void CudaContext::assume_shared_readers() {
   shared_readers_pending_ = true;
   pending_begin_ = 0;
   pending_end_ = kEverything;
+}
+
+std::string CudaContext::tensor_map(const TensorMapParam& map) {
+  size_t index = 0;
+  while (index < tensor_maps_.size() && !(tensor_maps_[index] == map)) ++index;
+  if (index == tensor_maps_.size()) tensor_maps_.push_back(map);
+  return "tg_map" + std::to_string(index);
 }
 
 void CudaContext::add_device_helper(const std::string& name, const std::string& definition) {
@@ -379,6 +387,8 @@ void CudaContext::emit_op(ir::OpId id) {
       case OpKind::Store: emit_memory(*this, id); break;
       case OpKind::AtomicRmw:
       case OpKind::AtomicCas: emit_atomic(*this, id); break;
+      case OpKind::DescLoad:
+      case OpKind::DescStore: emit_tma(*this, id); break;
       case OpKind::Reduce: emit_reduce(*this, id); break;
       case OpKind::Dot: emit_dot(*this, id); break;
       case OpKind::Scan: emit_scan(*this, id); break;
@@ -507,11 +517,15 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   CudaKernel kernel;
   kernel.num_threads = 32 * options.num_warps;
   fn.walk([&](ir::OpId id) { kernel.tune_occupancy = kernel.tune_occupancy && fn.op(id).kind != ir::OpKind::Dot; });
-  kernel.shared_bytes = static_cast<int>(ctx.shared_bytes());
+  kernel.tensor_maps = ctx.tensor_maps();
+  bool uses_tma = !kernel.tensor_maps.empty();
+  int64_t tma_barrier_at = (ctx.shared_bytes() + 7) / 8 * 8;
+  kernel.shared_bytes = static_cast<int>(ctx.uses_tma_barrier() ? tma_barrier_at + 8 : ctx.shared_bytes());
   kernel.layouts = ctx.plan.describe();
-  if (ctx.shared_bytes() > shared_limit(options.arch))
+  for (const std::string& path : ctx.descriptor_paths) kernel.layouts += path + "\n";
+  if (kernel.shared_bytes > shared_limit(options.arch))
     error_at(SourceLoc{}, Diag::TooMuchSharedMemory,
-             "kernel @" + fn.name + " needs " + std::to_string(ctx.shared_bytes()) +
+             "kernel @" + fn.name + " needs " + std::to_string(kernel.shared_bytes) +
                  " bytes of shared memory, more than sm_" + std::to_string(options.arch) + " has (" +
                  std::to_string(shared_limit(options.arch)) + ")",
              "use smaller blocks");
@@ -527,8 +541,9 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   }
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (c_family::uses_libdevice(fn)) unit.raw(kLibdevicePrelude);
-  if (options.arch >= 80 && uses_dot(fn)) unit.raw(kMmaPrelude);
-  if (options.arch >= 90 && uses_dot(fn)) unit.raw(kWgmmaPrelude);
+  if (options.arch >= 80 && (uses_dot(fn) || uses_tma)) unit.raw(kMmaPrelude);
+  if (options.arch >= 90 && (uses_dot(fn) || uses_tma)) unit.raw(kWgmmaPrelude);
+  if (uses_tma) unit.raw(kAsyncPrelude);
   emit_debug_helpers(unit, options);
   unit.raw(ctx.device_helpers());
   unit.blank();
@@ -538,6 +553,9 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
     const ir::Param& p = fn.params[i];
     params += (i ? ", " : "") + c_element(p.type) + " " + ctx.name(body.args[i]);
   }
+  // Tensor maps after the kernel's own parameters (backends/kernel_abi.h).
+  for (size_t i = 0; i < kernel.tensor_maps.size(); ++i)
+    params += (params.empty() ? "" : ", ") + std::string("const __grid_constant__ TgTensorMap tg_map") + std::to_string(i);
   // The build's occupancy tuning may ask for more resident blocks by
   // defining abi::kMinBlocksMacro (backends/kernel_abi.h). Without it the
   // bounds name no minimum: an explicit 1 is not the same to ptxas, which
@@ -556,9 +574,21 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
     kernel.tune_occupancy = false;
   }
   unit.line("extern \"C\" __global__ void " + bounds + abi::kEntrySymbol + "(" + params + debug_kernel_parameters(fn, options) + ") {");
-  // Tensor-core tiles sit on 1024-byte lines, a period of wgmma's swizzles.
-  if (ctx.shared_bytes() > 0)
-    unit.line("  extern __shared__ __align__(" + std::string(uses_dot(fn) ? "1024" : "16") + ") unsigned char tg_smem[];");
+  // Tensor-core tiles sit on 1024-byte lines, a period of wgmma's swizzles;
+  // TMA blocks on 128-byte ones.
+  if (kernel.shared_bytes > 0)
+    unit.line("  extern __shared__ __align__(" + std::string(uses_dot(fn) || uses_tma ? "1024" : "16") +
+              ") unsigned char tg_smem[];");
+  if (ctx.uses_tma_barrier()) {
+    unit.line("  // The mbarrier TMA loads complete on, one phase per load (codegen_tma.cpp).");
+    unit.line("  const unsigned tg_tma_bar = tg_shared_address(tg_smem) + " + std::to_string(tma_barrier_at) + ";");
+    unit.line("  unsigned tg_tma_phase = 0;");
+    unit.line("  if (threadIdx.x == 0) {");
+    unit.line("    tg_mbar_init(tg_tma_bar, 1);");
+    unit.line("    tg_fence_mbar_init();");
+    unit.line("  }");
+    unit.line("  __syncthreads();");
+  }
   unit.raw(indented(debug_prologue(fn, options)));
   unit.raw(indented(ctx.prologue()));
   unit.raw(indented(ctx.out.text()));

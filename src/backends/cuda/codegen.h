@@ -22,7 +22,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "backends/tensor_map_param.h"
 #include "ir/ir.h"
 
 namespace tegula::backends::cuda {
@@ -53,6 +55,9 @@ struct CudaKernel {
   // block (backends/cuda/occupancy.h): yes for memory-bound code, no when a
   // dot needs its registers.
   bool tune_occupancy = true;
+  // The tensor maps the kernel takes after its own parameters, as
+  // `const __grid_constant__ TgTensorMap tg_map<i>` (desc ops the TMA copies).
+  std::vector<TensorMapParam> tensor_maps;
 };
 
 // Throws UserError for IR the backend cannot handle yet (naming the op and its

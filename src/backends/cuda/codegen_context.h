@@ -33,6 +33,7 @@
 #include "backends/cuda/codegen.h"
 #include "backends/cuda/layout.h"
 #include "backends/cuda/shared_tile.h"
+#include "backends/tensor_map_param.h"
 #include "ir/ir.h"
 #include "passes/axis_info.h"
 #include "passes/debug_sites.h"
@@ -136,10 +137,11 @@ class CudaContext : public c_family::Printer {
 
   // --- shared memory ----------------------------------------------------------------------
   // Reserves `bytes` of the dynamic shared buffer for one use and returns
-  // where they start (an unsigned char pointer expression); emits the
-  // barrier that keeps readers of an earlier use from seeing them
-  // overwritten, unless a small area fits beside that use.
-  std::string shared_scratch(int64_t bytes);
+  // where they start (an unsigned char pointer expression, a multiple of
+  // `align` bytes from the buffer's start); emits the barrier that keeps
+  // readers of an earlier use from seeing them overwritten, unless a small
+  // area fits beside that use.
+  std::string shared_scratch(int64_t bytes, int64_t align = 16);
   // After the last read of the latest scratch area.
   void shared_reads_done();
   // Entering loop bodies and leaving regions: assume readers of any area may be pending.
@@ -185,6 +187,23 @@ class CudaContext : public c_family::Printer {
   void assume_global_stores() { global_store_pending_ = true; }
   bool contains_store(ir::BlockId block) const;
 
+  // --- tensor maps (sm_90 TMA, codegen_tma.cpp) -------------------------------------------
+  // The kernel parameter holding tensor map `map` ("tg_map0"), added after
+  // the kernel's own parameters the first time a desc op names it.
+  std::string tensor_map(const TensorMapParam& map);
+  const std::vector<TensorMapParam>& tensor_maps() const { return tensor_maps_; }
+  // The kernel's one mbarrier TMA loads complete on ("tg_tma_bar", 8 bytes
+  // after everything else in the buffer, initialized in the prologue), and
+  // the parity of the phase the next load completes ("tg_tma_phase", flipped
+  // by each load: the phase logic lives in codegen_tma.cpp only).
+  std::string tma_barrier() {
+    uses_tma_barrier_ = true;
+    return "tg_tma_bar";
+  }
+  bool uses_tma_barrier() const { return uses_tma_barrier_; }
+  // One line per desc op: which path it took (the layouts text shows them).
+  std::vector<std::string> descriptor_paths;
+
   std::string prologue() const { return prologue_.text(); }
   // Device functions the unit needs besides the preludes (one per wgmma
   // shape): each emitted once, before the kernel.
@@ -209,6 +228,8 @@ class CudaContext : public c_family::Printer {
   int64_t pending_begin_ = 0, pending_end_ = 0;
   int64_t scratch_begin_ = 0, scratch_end_ = 0;
   bool global_store_pending_ = false;
+  std::vector<TensorMapParam> tensor_maps_;
+  bool uses_tma_barrier_ = false;
 };
 
 // --- per-family emitters (one file each) ---------------------------------------------------------
@@ -241,6 +262,7 @@ void pipeline_refill(CudaContext& ctx);
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
 void emit_inline_asm(CudaContext& ctx, ir::OpId op);              // codegen_inline_asm.cpp
 void emit_atomic(CudaContext& ctx, ir::OpId op);                  // atomic_rmw, atomic_cas
+void emit_tma(CudaContext& ctx, ir::OpId op);                     // desc_load, desc_store: codegen_tma.cpp
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).
 bool uses_atomics(const ir::Function& fn);
 

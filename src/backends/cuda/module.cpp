@@ -1,5 +1,6 @@
 #include "backends/cuda/module.h"
 
+#include "backends/cuda/launch_tensor_maps.h"
 #include "backends/debug_fault.h"
 #include "backends/kernel_abi.h"
 #include "support/error.h"
@@ -256,6 +257,12 @@ void Module::launch(const KernelInfo& info, const int64_t grid[3], std::span<con
          "kernel '" + info.name + "' was compiled for CUDA; launch it on a device and stream");
   PackedArguments packed;
   pack_arguments(info.name, info.params, args, packed);
+  if (!info.tensor_maps.empty()) {  // debug kernels have none (the pointer form checks bounds)
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // nothing runs: an empty tensor needs no map
+    LaunchTensorMaps maps(info, args);
+    maps.append_to(packed.argv);
+    return enqueue(grid, packed.argv.data(), stream->handle, stream->device);
+  }
   if (!info.debug) return enqueue(grid, packed.argv.data(), stream->handle, stream->device);
   if (stream_is_capturing(stream->handle, stream->device))
     fail(ErrorKind::Value, Diag::WrongLaunchTarget,

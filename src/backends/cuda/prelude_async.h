@@ -4,8 +4,9 @@
 // ring of stages, each stage with a `full` mbarrier (one arrive.expect_tx
 // plus the copies' bytes) and an `empty` one (one arrive per reader).
 // Appended after kMmaPrelude and kWgmmaPrelude (it uses tg_shared_address
-// and pairs with tg_fence_proxy_async there); the hand-written prototypes in
-// tools/hopper include the same text.
+// and pairs with tg_fence_proxy_async there) in units that copy with the
+// TMA (codegen_tma.cpp); the hand-written prototypes in tools/hopper include
+// the same text.
 //
 // TG_HOOK(op, args...), empty here, lets the tests' host emulator
 // (tests/python/cuda_emulator_async.h) replace a helper's body by its own
@@ -95,6 +96,14 @@ TG_DEVICE void tg_prefetch_tensormap(const TgTensorMap* map) {
   TG_HOOK(prefetch_tensormap, map);
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
+// TMA, 1-D: the box of `map` at element c0 into shared memory at `dst`.
+TG_DEVICE void tg_tma_load_1d(unsigned dst, const TgTensorMap* map, unsigned bar, int c0) {
+  TG_HOOK(tma_load, dst, map, bar, 1, c0, 0, 0, 0u);
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];" ::"r"(
+                   dst),
+               "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(bar)
+               : "memory");
+}
 // TMA: the box of `map` at element coordinates (c0 along the contiguous
 // dim, c1 along the rows) into shared memory at `dst`, laid out and swizzled
 // as the map says; its bytes count towards mbarrier `bar`'s transaction.
@@ -137,6 +146,21 @@ TG_DEVICE void tg_tma_store_2d(const TgTensorMap* map, unsigned src, int c0, int
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
                    reinterpret_cast<unsigned long long>(map)),
                "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+// The same for 1-D and 3-D maps.
+TG_DEVICE void tg_tma_store_1d(const TgTensorMap* map, unsigned src, int c0) {
+  TG_HOOK(tma_store, map, src, 1, c0, 0, 0);
+  asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%1}], [%2];" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(c0), "r"(src)
+               : "memory");
+}
+TG_DEVICE void tg_tma_store_3d(const TgTensorMap* map, unsigned src, int c0, int c1, int c2) {
+  TG_HOOK(tma_store, map, src, 3, c0, c1, c2);
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(src)
                : "memory");
 }
 TG_DEVICE void tg_bulk_commit() {

@@ -1,0 +1,109 @@
+// desc_load and desc_store on sm_90: blocks copied whole by the TMA
+// (tma_plan.h says which ops come here).
+//
+// desc_load: every load completes on the kernel's one mbarrier
+// (CudaContext::tma_barrier, initialized with one arrival per phase in the
+// prologue). After a barrier (every thread is past the previous load's wait
+// and done reading the area), thread 0 announces the block's bytes
+// (arrive.expect_tx) and issues the bulk tensor copy; every thread waits for
+// the phase of parity tg_tma_phase to complete, flips the parity and reads
+// its elements from the row-major block. The TMA fills the parts of the box
+// outside the tensor with zeros (or NaN, padding "nan"), exactly what the
+// pointer form gives.
+//
+// desc_store: every owner writes its elements into the row-major block,
+// fences them for the async proxy (fence.proxy.async), a barrier, then
+// thread 0 issues the bulk tensor store, commits it and waits for it to
+// complete (so later loads of this program see it, and the area may be
+// reused); the TMA skips the parts of the box outside the tensor.
+//
+// Each copy waits at once: nothing overlaps yet (no multi-stage ring, no
+// swizzle: the block is read into registers, not by wgmma).
+#include <string>
+
+#include "backends/cuda/codegen_context.h"
+#include "backends/cuda/codegen_staging.h"
+#include "backends/cuda/tma_plan.h"
+#include "ir/descriptor.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+namespace {
+
+// The TMA's coordinates of the block: innermost dim first.
+std::string coordinates(CudaContext& ctx, ir::OpId id, const ir::DescriptorOperands& d) {
+  const ir::Op& op = ctx.fn.op(id);
+  std::string out;
+  for (size_t k = d.rank; k-- > 0;) {
+    size_t operand = 1 + 2 * d.rank + k;
+    TEGULA_ASSERT(op.operands[operand] == d.offsets[k], "desc op operands out of order");
+    out += ", " + ctx.operand(id, operand);
+  }
+  return out;
+}
+
+// `T* const s = (T*)(tg_smem + offset)`: room for the block on a 128-byte
+// boundary, as bulk tensor copies need.
+std::string block_area(CudaContext& ctx, const ir::Type& block, int64_t bytes) {
+  std::string buffer = ctx.fresh("s");
+  std::string type = c_element(block.element());
+  ctx.out.line(type + "* const " + buffer + " = reinterpret_cast<" + type + "*>(" +
+               ctx.shared_scratch(bytes, 128) + ");");
+  return buffer;
+}
+
+}  // namespace
+
+void emit_tma(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  TEGULA_ASSERT(ctx.options.arch >= 90, "desc ops reach the CUDA code generator only on sm_90 (tma_plan.h)");
+  ir::DescriptorOperands d = ir::descriptor_operands(op);
+  bool load = op.kind == ir::OpKind::DescLoad;
+  ir::ValueId value = load ? op.results[0] : d.value;
+  const ir::Type& block = ctx.fn.type(value);
+  int64_t bytes = block.numel() * element_bytes(block.element());
+  std::string map_name = ctx.tensor_map(tma_map_param(ctx.fn, op));
+  std::string map = "&" + map_name;
+  ctx.descriptor_paths.push_back(descriptor_op_name(ctx.fn, op) + ": TMA through " + map_name);
+  std::string rank = std::to_string(d.rank) + "d";
+  std::string coords = coordinates(ctx, id, d);
+  size_t value_operand = op.operands.size() - 1;
+  Distribution dist = ctx.distribution(load ? ctx.layout(value) : ctx.operand_layout(id, value_operand), block.shape);
+
+  if (load) {
+    ctx.before_global_load();
+    // Every thread past the previous load's wait before the barrier's next
+    // phase can complete: the area's barrier is that one too.
+    ctx.assume_shared_readers();
+    std::string buffer = block_area(ctx, block, bytes);
+    std::string bar = ctx.tma_barrier();
+    ctx.out.line("// TMA copy of the " + std::to_string(bytes) + "-byte block, completed on the mbarrier");
+    ctx.out.open("if (threadIdx.x == 0)");
+    ctx.out.line("tg_mbar_arrive_expect_tx(" + bar + ", " + std::to_string(bytes) + ");");
+    ctx.out.line("tg_tma_load_" + rank + "(tg_shared_address(" + buffer + "), " + map + ", " + bar + coords + ");");
+    ctx.out.close();
+    ctx.out.line("tg_mbar_wait(" + bar + ", tg_tma_phase);  // the block has landed");
+    ctx.out.line("tg_tma_phase ^= 1;");
+    std::string dest = ctx.name(value);
+    ctx.declare_tile(dest, block, ctx.layout(value));
+    unstage_tile(ctx, dest, buffer, dist);
+    ctx.shared_reads_done();
+    return;
+  }
+
+  std::string buffer = block_area(ctx, block, bytes);
+  ctx.out.line("// TMA store of the " + std::to_string(bytes) + "-byte block from shared memory");
+  stage_tile(ctx, buffer, ctx.operand(id, value_operand), dist);
+  ctx.out.line("tg_fence_proxy_async();  // the block's writes, visible to the TMA");
+  ctx.barrier();
+  ctx.out.open("if (threadIdx.x == 0)");
+  ctx.out.line("tg_tma_store_" + rank + "(" + map + ", tg_shared_address(" + buffer + ")" + coords + ");");
+  ctx.out.line("tg_bulk_commit();");
+  ctx.out.line("tg_bulk_wait<0>();");
+  ctx.out.close();
+  ctx.shared_reads_done();
+  ctx.after_global_store();
+}
+
+}  // namespace tegula::backends::cuda

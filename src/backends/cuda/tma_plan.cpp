@@ -1,0 +1,94 @@
+#include "backends/cuda/tma_plan.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "ir/descriptor.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+namespace {
+
+constexpr int64_t kMaxBox = 256;
+constexpr int64_t kMaxDim = int64_t{1} << 32;
+
+// Where an extent operand comes from: a kernel parameter (the body's block
+// argument) or an integer constant; nullopt for anything computed.
+std::optional<TensorMapExtent> extent_of(const ir::Function& fn, ir::ValueId v) {
+  const ir::Value& value = fn.value(v);
+  if (!value.def.valid()) {
+    if (value.block != fn.body()) return std::nullopt;  // a loop's carried value
+    return TensorMapExtent{static_cast<int>(value.position), 0};
+  }
+  const ir::Op& def = fn.op(value.def);
+  if (def.kind != ir::OpKind::Constant || !ir::is_integer(fn.type(v).scalar)) return std::nullopt;
+  return TensorMapExtent{-1, def.int_attr("value")};
+}
+
+// Whether `bytes` times the extent is a multiple of 16: for a parameter, its
+// known divisibility says so; for a constant, its value.
+bool multiple_of_16_bytes(const ir::Function& fn, const TensorMapExtent& e, int64_t bytes) {
+  int64_t known = e.param >= 0 ? fn.params[static_cast<size_t>(e.param)].divisibility : e.value;
+  return known != 0 && (known * bytes) % 16 == 0;
+}
+
+ir::ValueId block_value(const ir::Op& op) {
+  return op.kind == ir::OpKind::DescLoad ? op.results[0] : ir::descriptor_operands(op).value;
+}
+
+}  // namespace
+
+std::string tma_refusal(const ir::Function& fn, const ir::Op& op) {
+  ir::DescriptorOperands d = ir::descriptor_operands(op);
+  const ir::Type& block = fn.type(block_value(op));
+  ir::Scalar element = block.scalar;
+  int64_t bytes = ir::byte_size(element);
+  if (d.rank > kTmaMaxCopyRank)
+    return "the block has " + std::to_string(d.rank) + " dimensions (TMA copies here take 1 to 3)";
+  if (element == ir::Scalar::I1) return "the elements are booleans";
+  std::optional<TensorMapExtent> base = extent_of(fn, d.base);
+  if (!base || base->param < 0) return "the base pointer is not a kernel argument";
+  if (fn.params[static_cast<size_t>(base->param)].divisibility % 16 != 0)
+    return "the base pointer is not known to be 16-byte aligned";
+  for (size_t k = 0; k < d.rank; ++k) {
+    std::optional<TensorMapExtent> size = extent_of(fn, d.shape[k]), stride = extent_of(fn, d.strides[k]);
+    if (!size || !stride) return "dimension " + std::to_string(k) + "'s size or stride is computed in the kernel";
+    if (size->param < 0 && (size->value < 1 || size->value > kMaxDim))
+      return "dimension " + std::to_string(k) + " has " + std::to_string(size->value) + " elements";
+    if (block.shape[k] > kMaxBox)
+      return "the block has " + std::to_string(block.shape[k]) + " elements along dimension " + std::to_string(k) +
+             " (at most 256)";
+    bool innermost = k + 1 == d.rank;
+    if (innermost && (stride->param >= 0 || stride->value != 1)) return "the innermost stride is not known to be 1";
+    if (!innermost && !multiple_of_16_bytes(fn, *stride, bytes))
+      return "the stride of dimension " + std::to_string(k) + " is not known to be a multiple of 16 bytes";
+  }
+  if (block.shape.back() * bytes % 16 != 0)
+    return "a block row is " + std::to_string(block.shape.back() * bytes) + " bytes, not a multiple of 16";
+  return "";
+}
+
+std::string descriptor_op_name(const ir::Function& fn, const ir::Op& op) {
+  std::string text = ir::name(op.kind);
+  if (!op.loc.valid()) return text;
+  size_t file = static_cast<size_t>(op.loc.file);
+  return text + " at " + (file < fn.files.size() ? fn.files[file] : "<unknown>") + ":" + std::to_string(op.loc.line) +
+         ":" + std::to_string(op.loc.col);
+}
+
+TensorMapParam tma_map_param(const ir::Function& fn, const ir::Op& op) {
+  TEGULA_ASSERT(tma_refusal(fn, op).empty(), "tma_map_param of a desc op the TMA cannot copy");
+  ir::DescriptorOperands d = ir::descriptor_operands(op);
+  TensorMapParam map;
+  map.base = extent_of(fn, d.base)->param;
+  for (size_t k = 0; k < d.rank; ++k) {
+    map.shape.push_back(*extent_of(fn, d.shape[k]));
+    map.strides.push_back(*extent_of(fn, d.strides[k]));
+  }
+  map.box = fn.type(block_value(op)).shape;
+  map.nan_fill = op.kind == ir::OpKind::DescLoad && op.str_attr("padding") == "nan";
+  return map;
+}
+
+}  // namespace tegula::backends::cuda

@@ -1,0 +1,39 @@
+// Which tensor-descriptor ops (ir/descriptor.h) the sm_90 code generator
+// copies with the TMA, and the tensor map each one reads.
+//
+// The TMA copies a block through a tensor map the host encodes
+// (backends/cuda/tensor_map.h), so everything the map holds must be known
+// at launch: the base is a kernel parameter, each dim's size and stride a
+// parameter or a constant. The rules the map must meet are checked here
+// where the specialization proves them (a base aligned to 16 bytes, outer
+// strides multiples of 16 bytes, innermost stride 1, a box of at most 256
+// elements per dim whose rows are multiples of 16 bytes), so a launch can
+// only break the ones no specialization covers (a size of 0, a stride past
+// 2^40 bytes), which it reports as an error. Ops that break a rule here are
+// lowered to pointer tiles and masks (passes/lower_descriptors.h): the
+// compiler picks the path, `inspect` shows it (the generated source's
+// comment on each op, and tma_refusal through the layouts text).
+#pragma once
+
+#include <string>
+
+#include "backends/tensor_map_param.h"
+#include "ir/ir.h"
+
+namespace tegula::backends::cuda {
+
+// The block ranks the generated copies take (cp.async.bulk.tensor.{1,2,3}d).
+inline constexpr size_t kTmaMaxCopyRank = 3;
+
+// "" when the TMA can copy the block of desc op `op` of `fn`; otherwise why
+// not, as a phrase ("the base pointer is not known to be 16-byte aligned").
+std::string tma_refusal(const ir::Function& fn, const ir::Op& op);
+
+// The tensor map desc op `op` copies through. Asserts tma_refusal is "".
+TensorMapParam tma_map_param(const ir::Function& fn, const ir::Op& op);
+
+// "desc_load at k.py:12:9": how the path notes of the layouts text
+// (`inspect`) name a desc op.
+std::string descriptor_op_name(const ir::Function& fn, const ir::Op& op);
+
+}  // namespace tegula::backends::cuda

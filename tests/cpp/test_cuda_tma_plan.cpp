@@ -1,0 +1,111 @@
+// Which desc ops sm_90 copies with the TMA (backends/cuda/tma_plan.h), the
+// tensor map each one needs, and how a launch reads that map's fields from
+// its arguments (launch_tensor_maps.h); no GPU needed.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "backends/cuda/launch_tensor_maps.h"
+#include "backends/cuda/tma_plan.h"
+#include "ir/parser.h"
+
+namespace tegula::backends::cuda {
+namespace {
+
+// One desc_load of a 16 x 16 block of x (M x N, row stride `stride`), for
+// each case below written with different operands.
+ir::Function kernel(const std::string& params, const std::string& load) {
+  return ir::parse("kernel @k(" + params + R"() {
+  %one = constant {value = 1} : i32
+  %eight = constant {value = 8} : i32
+  %zero = constant {value = 0} : i32
+  )" + load + R"(
+  return
+}
+)");
+}
+
+const ir::Op& first_desc_op(const ir::Function& fn) {
+  const ir::Op* found = nullptr;
+  fn.walk([&](ir::OpId id) {
+    if (!found && fn.op(id).kind == ir::OpKind::DescLoad) found = &fn.op(id);
+  });
+  EXPECT_NE(found, nullptr);
+  return *found;
+}
+
+std::string refusal(const std::string& params, const std::string& load) {
+  ir::Function fn = kernel(params, load);
+  return tma_refusal(fn, first_desc_op(fn));
+}
+
+constexpr const char* kParams = "%x: ptr<f32> div(16), %M: i32, %N: i32 div(16), %s: i32 div(16), %t: i32 div(2)";
+
+TEST(TmaPlan, CopiesBlocksWhoseMapIsKnownAtLaunch) {
+  EXPECT_EQ(refusal(kParams, "%b = desc_load %x, %M, %N, %s, %one, %zero, %zero {padding = \"zero\"} : tile<16x16xf32>"),
+            "");
+  ir::Function fn = kernel(kParams, "%b = desc_load %x, %M, %N, %s, %one, %zero, %zero {padding = \"nan\"} : tile<16x8xf32>");
+  TensorMapParam map = tma_map_param(fn, first_desc_op(fn));
+  EXPECT_EQ(map.base, 0);
+  EXPECT_EQ(map.shape, (std::vector<TensorMapExtent>{{1, 0}, {2, 0}}));
+  EXPECT_EQ(map.strides, (std::vector<TensorMapExtent>{{3, 0}, {-1, 1}}));
+  EXPECT_EQ(map.box, (std::vector<int64_t>{16, 8}));
+  EXPECT_TRUE(map.nan_fill);
+}
+
+TEST(TmaPlan, RefusesWhatTheSpecializationDoesNotProve) {
+  auto load = [](const std::string& operands, const std::string& type = "tile<16x16xf32>") {
+    return "%b = desc_load " + operands + " {padding = \"zero\"} : " + type;
+  };
+  EXPECT_NE(refusal("%x: ptr<f32>, %M: i32, %N: i32", load("%x, %M, %N, %N, %one, %zero, %zero")).find("16-byte aligned"),
+            std::string::npos);
+  EXPECT_NE(refusal(kParams, load("%x, %M, %N, %t, %one, %zero, %zero")).find("multiple of 16 bytes"),
+            std::string::npos);
+  EXPECT_NE(refusal(kParams, load("%x, %M, %N, %s, %s, %zero, %zero")).find("innermost stride"), std::string::npos);
+  // 8 floats of row stride: 32 bytes, a multiple of 16, known from the constant.
+  EXPECT_EQ(refusal(kParams, load("%x, %M, %N, %eight, %one, %zero, %zero")), "");
+  EXPECT_NE(refusal(kParams, load("%x, %M, %N, %s, %one, %zero, %zero", "tile<16x2xf32>")).find("8 bytes"),
+            std::string::npos);
+  EXPECT_NE(refusal(kParams, load("%x, %M, %N, %s, %one, %zero, %zero", "tile<512x16xf32>")).find("at most 256"),
+            std::string::npos);
+  std::string computed = "%m2 = mul %M, %eight : i32\n  " + load("%x, %m2, %N, %s, %one, %zero, %zero");
+  EXPECT_NE(refusal(kParams, computed).find("computed in the kernel"), std::string::npos);
+}
+
+TEST(TmaPlan, LaunchReadsTheMapFromTheArguments) {
+  KernelInfo info;
+  info.name = "k";
+  info.params = {{"x", ir::Type::ptr(ir::Scalar::BF16), 16}, {"M", ir::Type::of(ir::Scalar::I32), 1},
+                 {"N", ir::Type::of(ir::Scalar::I64), 16}};
+  TensorMapParam map;
+  map.base = 0;
+  map.shape = {{1, 0}, {2, 0}};
+  map.strides = {{2, 0}, {-1, 1}};
+  map.box = {64, 64};
+  info.tensor_maps = {map};
+  std::vector<ArgValue> args(3);
+  args[0] = {ArgValue::Kind::Pointer, 0x7f0000001000};
+  args[1] = {ArgValue::Kind::Int, 300};
+  args[2] = {ArgValue::Kind::Int, 1024};
+  TensorMapKey key = tensor_map_key(info, map, args);
+  EXPECT_EQ(key.base, 0x7f0000001000u);
+  EXPECT_EQ(key.dtype, ir::Scalar::BF16);
+  EXPECT_EQ(key.shape, (std::vector<int64_t>{300, 1024}));
+  EXPECT_EQ(key.strides, (std::vector<int64_t>{1024, 1}));
+  EXPECT_EQ(key.box, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(tma_problem(key), "");
+  // A size of 0 passes every specialization (0 is divisible by 16) and is refused at launch, naming the kernel.
+  args[1].bits = 0;
+  EXPECT_NE(tma_problem(tensor_map_key(info, map, args)).find("has 0 elements"), std::string::npos);
+  try {
+    LaunchTensorMaps maps(info, args);
+    FAIL() << "a tensor with an empty dimension was encoded";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("kernel 'k' copies blocks of 'x' with the TMA"), std::string::npos) << what;
+    EXPECT_EQ(e.code(), Diag::InvalidTensorDescriptor);
+  }
+}
+
+}  // namespace
+}  // namespace tegula::backends::cuda

@@ -1,0 +1,103 @@
+"""The TMA path on the GPU machine. The SASS tests compile descriptor kernels for sm_90a by NVRTC (as a launch on
+an H200 compiles them) and find UTMALDG / UTMASTG, and HGMMA in the descriptor matmul; they need NVRTC and a
+disassembler (sass_util: cuobjdump or nvdisasm) and skip, saying which is missing, without them. The run tests
+launch the same kernels on an sm_90 GPU through torch against NumPy (ragged edges, NaN padding, a matmul, an
+empty grid, the launch error for an empty dimension); they skip without one. `pytest --backend cuda
+tests/python/test_tensor_descriptor.py` runs the whole descriptor suite there too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sass_util
+from cuda_emulator import compile_cuda
+from test_tma_codegen import desc_matmul_kernel, nan_pad_kernel, scale_kernel
+import tegula
+from tegula import _C
+
+
+@pytest.fixture(autouse=True)
+def _nvrtc():
+    try:
+        _C.cuda_target(arch=90)
+    except RuntimeError as e:
+        pytest.skip(f"NVRTC cannot be loaded here: {e}")
+
+
+def sass_of(kernel, args, constexprs, tmp_path, num_warps=4):
+    compiled, _ = compile_cuda(kernel, args, constexprs, num_warps=num_warps, arch=90)
+    cubin = tmp_path / "kernel.cubin"
+    cubin.write_bytes(compiled.asm["cubin"])
+    return compiled, sass_util.disassemble(cubin)
+
+
+def test_descriptor_copy_uses_tma(tmp_path):
+    x = np.zeros((256, 256), np.float16)
+    compiled, sass = sass_of(scale_kernel, (x, x, 256, 256), {"BM": 64, "BN": 64}, tmp_path)
+    assert len(compiled.tensor_maps) == 2
+    assert "UTMALDG" in sass, "the descriptor load is not a TMA copy"
+    assert "UTMASTG" in sass, "the descriptor store is not a TMA store"
+    assert "SYNCS" in sass, "no mbarrier operations (SYNCS.*) in the TMA load"
+
+
+def test_descriptor_matmul_uses_tma_and_hgmma(tmp_path):
+    a = np.zeros((1024, 1024), np.float16)
+    compiled, sass = sass_of(desc_matmul_kernel, (a, a, np.zeros((1024, 1024), np.float32), 1024, 1024, 1024),
+                             {"BM": 128, "BN": 128, "BK": 64}, tmp_path)
+    assert len(compiled.tensor_maps) == 3
+    assert "UTMALDG" in sass, "the matmul's operands are not loaded by TMA"
+    assert "HGMMA" in sass, "the matmul does not run on wgmma (HGMMA)"
+
+
+# --- runs on an sm_90 GPU ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def torch_sm90():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("needs an sm_90 GPU")
+    return torch
+
+
+@pytest.mark.parametrize("dtype,shape,block", [
+    ("float32", (40, 48), (16, 16)), ("float16", (1000, 272), (64, 64)), ("int32", (257, 32), (128, 32))])
+def test_copy_runs(torch_sm90, dtype, shape, block):
+    torch = torch_sm90
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 10).astype(dtype)
+    xt = torch.from_numpy(x).cuda()
+    yt = torch.zeros_like(xt)
+    grid = (-(-shape[0] // block[0]), -(-shape[1] // block[1]))
+    scale_kernel[grid](xt, yt, shape[0], shape[1], BM=block[0], BN=block[1])
+    np.testing.assert_array_equal(yt.cpu().numpy(), (x * 2 + 1).astype(dtype))
+
+
+def test_nan_padding_runs(torch_sm90):
+    torch = torch_sm90
+    x = np.random.default_rng(2).standard_normal((20, 32)).astype(np.float32)
+    out = torch.zeros((16, 16), dtype=torch.float32, device="cuda")
+    nan_pad_kernel[(1,)](torch.from_numpy(x).cuda(), out, 20, 32, -5, 24, BM=16, BN=16)
+    want = np.full((16, 16), np.nan, np.float32)
+    want[5:, :8] = x[0:11, 24:32]
+    np.testing.assert_array_equal(out.cpu().numpy(), want)
+
+
+def test_descriptor_matmul_runs(torch_sm90):
+    torch = torch_sm90
+    M, N, K = 200, 272, 136
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = torch.zeros(M, N, device="cuda", dtype=torch.float32)
+    desc_matmul_kernel[(-(-M // 128), -(-N // 128))](a, b, c, M, N, K, BM=128, BN=128, BK=64, num_warps=8)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+
+
+def test_empty_grid_and_empty_dimension(torch_sm90):
+    torch = torch_sm90
+    x = torch.zeros((0, 48), dtype=torch.float32, device="cuda")
+    scale_kernel[(0, 3)](x, x, 0, 48, BM=16, BN=16)  # nothing runs: no map is encoded
+    with pytest.raises(ValueError, match="copies blocks of 'x_ptr' with the TMA.*0 elements"):
+        scale_kernel[(1, 3)](x, x, 0, 48, BM=16, BN=16)
