@@ -87,7 +87,8 @@ ir::ValueId Lowerer::create(OpKind kind, std::vector<ir::ValueId> operands, ir::
   return builder_.create1(kind, std::move(operands), std::move(result), std::move(attrs));
 }
 
-ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLoc& loc) {
+ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLoc& loc, const std::string& what) {
+  if (!c.is_numeric()) not_a_tensor(Symbol::of(c), loc, what);
   builder_.set_loc(loc);
   if (ir::is_float(type.scalar)) return builder_.float_constant(c.as_double(), std::move(type));
   int64_t v = c.kind == ConstValue::Kind::Float ? static_cast<int64_t>(std::trunc(c.f)) : c.i;
@@ -106,7 +107,11 @@ ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLo
 ir::ValueId Lowerer::to_value(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   if (s.is_value()) return s.value;
   if (s.is_const() && s.constant.is_numeric())
-    return constant(s.constant, ir::Type::of(literal_type(s.constant)), loc);
+    return constant(s.constant, ir::Type::of(literal_type(s.constant)), loc, what);
+  not_a_tensor(s, loc, what);
+}
+
+void Lowerer::not_a_tensor(const Symbol& s, const SourceLoc& loc, const std::string& what) const {
   error_at(loc, Diag::NotATensor, what + " must be a tensor or a number, but it is " + describe(s));
 }
 
@@ -232,7 +237,7 @@ std::pair<ir::ValueId, ir::ValueId> Lowerer::arith_operands(const Symbol& a, con
     if (std::string problem = literal_fit_problem(s.constant, *ct); !problem.empty())
       error_at(loc, Diag::ConstantDoesNotFit,
                problem + " (in `" + op_text + "`)", "convert the other operand first, e.g. x.to(tl.int64)");
-    return constant(s.constant, ir::Type::of(*ct), loc);
+    return constant(s.constant, ir::Type::of(*ct), loc, std::string("an operand of `") + op_text + "`");
   };
   ir::ValueId va = materialize(a);
   ir::ValueId vb = materialize(b);

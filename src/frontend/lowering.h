@@ -159,8 +159,13 @@ class Lowerer {
                                                      const SourceLoc& loc, const char* op_text);
   ir::ValueId create(ir::OpKind kind, std::vector<ir::ValueId> operands, ir::Type result,
                      const SourceLoc& loc, std::vector<ir::NamedAttr> attrs = {});
-  ir::ValueId constant(const ConstValue& c, ir::Type type, const SourceLoc& loc);
+  // The one place a Python constant becomes an IR value. A string, None or a
+  // dtype is refused (E0309) rather than read as 0; `what` names the operand.
+  ir::ValueId constant(const ConstValue& c, ir::Type type, const SourceLoc& loc,
+                       const std::string& what = "a constant");
   std::string describe(const Symbol& s) const;  // "a tile<128xf32>", "the constexpr 4", "module tl"
+  // E0309: `what` (an operand that becomes a value) is `s`, which is not one.
+  [[noreturn]] void not_a_tensor(const Symbol& s, const SourceLoc& loc, const std::string& what) const;
 
   // --- builtins (builtins.cpp) --------------------------------------------------
   Symbol call_builtin(const std::string& name, const CallArgs& args);
