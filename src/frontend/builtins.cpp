@@ -82,6 +82,19 @@ SourceLoc BoundArgs::loc(const std::string& name) const {
 
 // --- handlers --------------------------------------------------------------------
 
+// The attributes of a min/max op for the `propagate_nan` argument of
+// tl.minimum, tl.maximum, tl.clamp and the reductions max, min, argmax and
+// argmin (tl.PropagateNan.ALL: a NaN operand makes the result NaN).
+std::vector<ir::NamedAttr> nan_propagation(const BoundArgs& a) {
+  std::vector<ir::NamedAttr> attrs;
+  if (a.has("propagate_nan")) {
+    const Symbol& p = a.get("propagate_nan");
+    if (p.is_const() && p.constant.kind == ConstValue::Kind::Str && (p.constant.s == "all" || p.constant.s == "ALL"))
+      attrs.push_back({"propagate_nan", ir::Attr{int64_t{1}}});
+  }
+  return attrs;
+}
+
 namespace {
 
 Symbol ok(ir::ValueId v) { return Symbol::of(v); }
@@ -298,19 +311,6 @@ Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   auto [cb2, yb] = l.broadcast_pair(cb, y, c.loc);
   auto [xb2, yb2] = l.broadcast_pair(xb, yb, c.loc);
   return ok(l.create(OpKind::Select, {cb2, xb2, yb2}, l.type(xb2), c.loc));
-}
-
-// The attributes of a min/max op for the `propagate_nan` argument of
-// tl.minimum, tl.maximum and tl.clamp (tl.PropagateNan.ALL: a NaN operand
-// makes the result NaN).
-std::vector<ir::NamedAttr> nan_propagation(const BoundArgs& a) {
-  std::vector<ir::NamedAttr> attrs;
-  if (a.has("propagate_nan")) {
-    const Symbol& p = a.get("propagate_nan");
-    if (p.is_const() && p.constant.kind == ConstValue::Kind::Str && (p.constant.s == "all" || p.constant.s == "ALL"))
-      attrs.push_back({"propagate_nan", ir::Attr{int64_t{1}}});
-  }
-  return attrs;
 }
 
 Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
