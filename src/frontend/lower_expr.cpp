@@ -585,6 +585,22 @@ Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
   }
 }
 
+// `a0 + a1 + ... + aN` is a left-leaning tree as deep as the sum is long:
+// its left spine is walked in a loop, so the stack stays flat however many
+// terms there are (eval's frame is large). Operands are still evaluated left
+// to right.
+Symbol Lowerer::eval_binary_chain(const ast::Expr& e) {
+  std::vector<const ast::Expr*> spine;
+  const ast::Expr* leftmost = &e;
+  for (; leftmost->kind == ast::ExprKind::Binary; leftmost = leftmost->children[0].get()) spine.push_back(leftmost);
+  Symbol acc = eval(*leftmost);
+  for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+    Symbol right = eval(*(*it)->children[1]);
+    acc = binary((*it)->binary_op, acc, right, (*it)->loc);
+  }
+  return acc;
+}
+
 Symbol Lowerer::eval(const ast::Expr& e) {
   using ast::ExprKind;
   switch (e.kind) {
@@ -638,11 +654,7 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       }
       return call(callee, args);
     }
-    case ExprKind::Binary: {
-      Symbol a = eval(*e.children[0]);
-      Symbol b = eval(*e.children[1]);
-      return binary(e.binary_op, a, b, e.loc);
-    }
+    case ExprKind::Binary: return eval_binary_chain(e);
     case ExprKind::Unary: return unary(e.unary_op, eval(*e.children[0]), e.loc);
     case ExprKind::BoolOp: {
       bool is_and = e.bool_op == ast::BoolOpKind::And;

@@ -127,6 +127,7 @@ class Lowerer {
   static std::string mismatch_subject(const std::string& name);
   // --- expressions (lower_expr.cpp) ---------------------------------------------
   Symbol eval(const ast::Expr& e);
+  Symbol eval_binary_chain(const ast::Expr& e);  // an ExprKind::Binary, its left spine in a loop
   Symbol attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc);
   Symbol call(const Symbol& callee, const CallArgs& args);
   Symbol binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc);

@@ -39,6 +39,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/cpu/codegen_context.h"
@@ -88,8 +89,13 @@ int recompute_cost(const CodegenContext& ctx, ir::ValueId v) {
     default: break;
   }
   if (!ir::is_elementwise(o.kind)) return kTooMany;
+  // Stopping at kTooMany bounds the walk to a few ops: unbounded, it would
+  // revisit shared operands and take exponential time on long chains.
   int cost = 1;
-  for (ir::ValueId operand : o.operands) cost = std::min(kTooMany, cost + recompute_cost(ctx, operand));
+  for (ir::ValueId operand : o.operands) {
+    cost = std::min(kTooMany, cost + recompute_cost(ctx, operand));
+    if (cost == kTooMany) break;
+  }
   return cost;
 }
 
@@ -105,6 +111,7 @@ int last_wide_dim(const ir::Type& t) {
 class FusedRun {
  public:
   FusedRun(CodegenContext& ctx, const std::vector<ir::OpId>& ops) : ctx_(ctx), fn_(ctx.fn), ops_(ops) {
+    for (ir::OpId id : ops_) members_.insert(id.index);
     const ir::Op& first = fn_.op(ops[0]);
     numel_ = fn_.type(first.results.empty() ? first.operands[0] : first.results[0]).numel();
     plan_arrays();
@@ -116,11 +123,7 @@ class FusedRun {
   void emit();
 
  private:
-  bool in_run(ir::OpId id) const {
-    for (ir::OpId o : ops_)
-      if (o == id) return true;
-    return false;
-  }
+  bool in_run(ir::OpId id) const { return members_.count(id.index) != 0; }
   bool defined_in_run(ir::ValueId v) const {
     ir::OpId def = fn_.value(v).def;
     return def.valid() && in_run(def);
@@ -389,6 +392,7 @@ class FusedRun {
   CodegenContext& ctx_;
   const ir::Function& fn_;
   const std::vector<ir::OpId>& ops_;
+  std::unordered_set<uint32_t> members_;  // ops_ by index, for in_run
   int64_t numel_ = 0;
   bool rows_ = false;   // a loop nest over rows r of L elements c (else one flat loop)
   int64_t row_ = 0;     // L; numel for a flat loop
