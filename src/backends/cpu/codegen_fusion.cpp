@@ -72,34 +72,35 @@ constexpr int64_t kMinRowLength = 16;
 // recomputed by every loop that reads them instead of stored.
 constexpr int kMaxRecomputedOps = 4;
 
-// The per-element ops computing tile `v` from scalars alone, or more than
-// kMaxRecomputedOps when it reads memory or anything else.
-int recompute_cost(const CodegenContext& ctx, ir::ValueId v) {
-  constexpr int kTooMany = kMaxRecomputedOps + 1;
+// The per-element ops computing tile `v` from scalars alone, or `limit` when
+// that is `limit` or more (reading memory, or anything else, is too many).
+// Each op visited spends some of the limit first, so a walk visits at most
+// `limit` ops however long the chain of tiles behind `v` is.
+int recompute_cost(const CodegenContext& ctx, ir::ValueId v, int limit) {
   if (!ctx.fn.type(v).is_tile()) return 0;
   ir::OpId def = ctx.fn.value(v).def;
-  if (!def.valid() || ctx.has_planned_storage(v)) return kTooMany;
+  if (!def.valid() || ctx.has_planned_storage(v)) return limit;
   const ir::Op& o = ctx.fn.op(def);
   switch (o.kind) {
     case OpKind::Constant:
     case OpKind::Splat:
-    case OpKind::Arange: return 1;
+    case OpKind::Arange: return std::min(1, limit);
     case OpKind::ExpandDims:
-    case OpKind::Reshape: return ctx.fn.type(o.operands[0]).is_tile() ? recompute_cost(ctx, o.operands[0]) : kTooMany;
+    case OpKind::Reshape: return ctx.fn.type(o.operands[0]).is_tile() ? recompute_cost(ctx, o.operands[0], limit) : limit;
     default: break;
   }
-  if (!ir::is_elementwise(o.kind)) return kTooMany;
-  // Stopping at kTooMany bounds the walk to a few ops: unbounded, it would
-  // revisit shared operands and take exponential time on long chains.
+  if (!ir::is_elementwise(o.kind)) return limit;
   int cost = 1;
   for (ir::ValueId operand : o.operands) {
-    cost = std::min(kTooMany, cost + recompute_cost(ctx, operand));
-    if (cost == kTooMany) break;
+    if (cost >= limit) return limit;
+    cost += recompute_cost(ctx, operand, limit - cost);
   }
-  return cost;
+  return std::min(cost, limit);
 }
 
-bool is_recomputed(const CodegenContext& ctx, ir::ValueId v) { return recompute_cost(ctx, v) <= kMaxRecomputedOps; }
+bool is_recomputed(const CodegenContext& ctx, ir::ValueId v) {
+  return recompute_cost(ctx, v, kMaxRecomputedOps + 1) <= kMaxRecomputedOps;
+}
 
 // The last dim of size > 1 (-1 for a one-element tile).
 int last_wide_dim(const ir::Type& t) {
