@@ -92,6 +92,15 @@ def language_member(value) -> str | None:
     return None
 
 
+def _is_user_jit_function(value, jit_function_type) -> bool:
+    """A @tegula.jit function defined outside the language packages, which
+    language_member (a scan of their namespaces) need not look for."""
+    if not isinstance(value, jit_function_type):
+        return False
+    module = getattr(value.fn, "__module__", None) or ""
+    return not module.startswith(("tegula.language", "triton.language"))
+
+
 def _opaque_description(value) -> str:
     if isinstance(value, types.ModuleType):
         return f"module '{value.__name__}'"
@@ -126,7 +135,7 @@ def _annotation_names(source: str) -> set[str]:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:  # the compiler reports it, with its location
         return set()
-    return {name.id for node in ast.walk(tree) if isinstance(node, ast.AnnAssign)
+    return {name.id for node in _statements(tree.body) if isinstance(node, ast.AnnAssign)
             for name in ast.walk(node.annotation) if isinstance(name, ast.Name)}
 
 
@@ -138,6 +147,17 @@ def _source_names(source: str) -> set[str]:
     except SyntaxError:  # the compiler reports it, with its location
         return set()
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def _statements(body: list):
+    """Every statement of `body`, nested blocks included. Annotations are
+    statements, so expressions (most of a long kernel's nodes) are skipped."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            stack.extend(reversed(getattr(node, field, None) or ()))
 
 
 def visible_values(fn: types.FunctionType, source: str | None = None, replaced: bool = False) -> dict:
@@ -172,36 +192,48 @@ def collect_sources(root) -> list:
     index_of: dict[int, int] = {}
     triton_helpers: dict = {}  # id of a Triton JITFunction -> its Tegula JITFunction
 
-    def add(jit_fn) -> int:
-        key = id(jit_fn)
-        if key in index_of:
-            return index_of[key]
+    def open_function(jit_fn) -> list:
+        """Reserves `jit_fn`'s index (depth-first preorder) and returns its frame:
+        [function, index, its globals so far, the host values still to see]."""
         index = len(sources)
-        index_of[key] = index
-        sources.append(None)  # reserve the slot: recursion may append callees
-        globals_ = {}
-        for name, value in visible_values(jit_fn.fn, jit_fn.src, getattr(jit_fn, "_src_replaced", False)).items():
-            member = language_member(value)
+        index_of[id(jit_fn)] = index
+        sources.append(None)
+        return [jit_fn, index, {}, iter(visible_values(jit_fn.fn, jit_fn.src, getattr(jit_fn, "_src_replaced", False)).items())]
+
+    # Depth-first with an explicit stack: a chain of helpers as long as
+    # Python allows must not exhaust the interpreter's recursion limit here
+    # (the compiler reports a chain that is too deep, with its location).
+    stack = [open_function(root)]
+    while stack:
+        jit_fn, index, globals_, values = stack[-1]
+        callee = None
+        for name, value in values:
+            member = None if _is_user_jit_function(value, JITFunction) else language_member(value)
             if member is not None:  # before JITFunction: some of Triton's tl functions are @jit
                 globals_[name] = GV(Kind.LanguageMember, text=member)
                 continue
             if _is_triton_object(value, "JITFunction") and isinstance(getattr(value, "fn", None),
                                                                       types.FunctionType):
                 # A helper decorated with @triton.jit: the same source, compiled by Tegula.
-                # Wrapped once per collection, so `add` sees one object (and one id) for it.
+                # Wrapped once per collection, so it has one object (and one id).
                 if id(value) not in triton_helpers:
                     triton_helpers[id(value)] = JITFunction(value.fn)
                 value = triton_helpers[id(value)]
             if isinstance(value, JITFunction):
-                globals_[name] = GV(Kind.JitFunction, function=add(value))
+                if id(value) not in index_of:
+                    callee = open_function(value)
+                globals_[name] = GV(Kind.JitFunction, function=index_of[id(value)])
+                if callee is not None:
+                    break
             else:
                 globals_[name] = describe(value)
+        if callee is not None:
+            stack.append(callee)
+            continue
         sources[index] = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
                                            source=jit_fn.src, first_line=jit_fn.first_line,
                                            globals=globals_)
-        return index
-
-    add(root)
+        stack.pop()
     return sources
 
 

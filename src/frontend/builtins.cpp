@@ -82,6 +82,19 @@ SourceLoc BoundArgs::loc(const std::string& name) const {
 
 // --- handlers --------------------------------------------------------------------
 
+// The attributes of a min/max op for the `propagate_nan` argument of
+// tl.minimum, tl.maximum, tl.clamp and the reductions max, min, argmax and
+// argmin (tl.PropagateNan.ALL: a NaN operand makes the result NaN).
+std::vector<ir::NamedAttr> nan_propagation(const BoundArgs& a) {
+  std::vector<ir::NamedAttr> attrs;
+  if (a.has("propagate_nan")) {
+    const Symbol& p = a.get("propagate_nan");
+    if (p.is_const() && p.constant.kind == ConstValue::Kind::Str && (p.constant.s == "all" || p.constant.s == "ALL"))
+      attrs.push_back({"propagate_nan", ir::Attr{int64_t{1}}});
+  }
+  return attrs;
+}
+
 namespace {
 
 Symbol ok(ir::ValueId v) { return Symbol::of(v); }
@@ -132,7 +145,7 @@ Symbol arange(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 Symbol full_like_impl(Lowerer& l, const std::vector<int64_t>& shape, const Symbol& value, Scalar dtype,
                       const SourceLoc& loc) {
-  ir::ValueId v = value.is_const() ? l.constant(value.constant, ir::Type::of(dtype), loc)
+  ir::ValueId v = value.is_const() ? l.constant(value.constant, ir::Type::of(dtype), loc, "the fill value")
                                    : l.cast(l.to_value(value, loc, "the fill value"), dtype, loc);
   if (l.type(v).is_tile()) error_at(loc, Diag::WrongArgumentKind, "the fill value must be a scalar");
   return ok(l.broadcast_to(v, shape, loc));
@@ -231,7 +244,7 @@ Symbol load(Lowerer& l, const CallArgs& c, const std::string& n) {
     if (a.has("other")) {
       ir::Type elem = l.type(p2).with_scalar(l.type(p2).scalar);
       const Symbol& o = a.get("other");
-      ir::ValueId ov = o.is_const() ? l.constant(o.constant, ir::Type::of(elem.scalar), a.loc("other"))
+      ir::ValueId ov = o.is_const() ? l.constant(o.constant, ir::Type::of(elem.scalar), a.loc("other"), "`other` of tl.load")
                                     : l.cast(l.to_value(o, a.loc("other"), "`other` of tl.load"), elem.scalar, a.loc("other"));
       if (l.type(ov).is_tile() && !l.type(p2).is_tile())
         error_at(a.loc("other"), Diag::WrongRank, "`other` is a tile but the pointer is a scalar");
@@ -252,7 +265,7 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId ptr = pointer_arg(l, a, "tl.store");
   Scalar elem = l.type(ptr).scalar;
   const Symbol& v = a.get("value");
-  ir::ValueId value = v.is_const() ? l.constant(v.constant, ir::Type::of(elem), a.loc("value"))
+  ir::ValueId value = v.is_const() ? l.constant(v.constant, ir::Type::of(elem), a.loc("value"), "the value of tl.store")
                                    : l.to_value(v, a.loc("value"), "the value of tl.store");
   if (l.type(value).is_pointer()) error_at(a.loc("value"), Diag::PointerConversion,
                                            "storing pointers is not supported");
@@ -298,19 +311,6 @@ Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   auto [cb2, yb] = l.broadcast_pair(cb, y, c.loc);
   auto [xb2, yb2] = l.broadcast_pair(xb, yb, c.loc);
   return ok(l.create(OpKind::Select, {cb2, xb2, yb2}, l.type(xb2), c.loc));
-}
-
-// The attributes of a min/max op for the `propagate_nan` argument of
-// tl.minimum, tl.maximum and tl.clamp (tl.PropagateNan.ALL: a NaN operand
-// makes the result NaN).
-std::vector<ir::NamedAttr> nan_propagation(const BoundArgs& a) {
-  std::vector<ir::NamedAttr> attrs;
-  if (a.has("propagate_nan")) {
-    const Symbol& p = a.get("propagate_nan");
-    if (p.is_const() && p.constant.kind == ConstValue::Kind::Str && (p.constant.s == "all" || p.constant.s == "ALL"))
-      attrs.push_back({"propagate_nan", ir::Attr{int64_t{1}}});
-  }
-  return attrs;
 }
 
 Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -428,7 +428,8 @@ Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
       error_at(a.loc("fp_downcast_rounding"), Diag::InvalidOption, "fp_downcast_rounding must be \"rtne\" or \"rtz\"");
     rounding = r.s;
   }
-  if (in.is_const() && !bitcast) return ok(l.constant(in.constant, ir::Type::of(dt), c.loc));
+  if (in.is_const() && !bitcast)
+    return ok(l.constant(in.constant, ir::Type::of(dt), c.loc, "the input of ." + n + "()"));
   ir::ValueId x = l.to_value(in, a.loc("input"), "the input of ." + n + "()");
   if (l.type(x).is_pointer()) error_at(c.loc, Diag::PointerConversion, "converting pointers is not supported");
   if (bitcast) {

@@ -110,23 +110,38 @@ bool flag(Lowerer& l, const BoundArgs& a, const char* name) {
   return a.has(name) && l.to_const(a.get(name), a.loc(name), std::string("`") + name + "`").truthy();
 }
 
-Combiner binary_combiner(Lowerer& l, OpKind kind, const SourceLoc& loc) {
-  return [&l, kind, loc](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
-    return std::vector<ir::ValueId>{l.create(kind, {acc[0], next[0]}, l.type(acc[0]), loc)};
+Combiner binary_combiner(Lowerer& l, OpKind kind, const SourceLoc& loc, std::vector<ir::NamedAttr> attrs = {}) {
+  return [&l, kind, loc, attrs](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
+    return std::vector<ir::ValueId>{l.create(kind, {acc[0], next[0]}, l.type(acc[0]), loc, attrs)};
   };
 }
 
-// argmax/argmin combiner on (value, index): strict improvement wins, ties go
-// to the smaller index.
-Combiner arg_combiner(Lowerer& l, bool is_max, const SourceLoc& loc) {
-  return [&l, is_max, loc](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
+// argmax/argmin combiner on (value, index). It picks the first element of a
+// total order, so every reduction tree (the CPU's loop, the GPU's shuffles)
+// gives the same answer: a larger (argmin: smaller) value wins; a NaN loses
+// to every number, as in tl.max, unless `nan_wins` (propagate_nan=ALL), where
+// it beats every number, as in NumPy's argmax; equal values, and NaNs among
+// themselves, go to the smaller index.
+Combiner arg_combiner(Lowerer& l, bool is_max, bool nan_wins, const SourceLoc& loc) {
+  return [&l, is_max, nan_wins, loc](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
     ir::Type b = ir::Type::of(Scalar::I1);
     auto cmp = [&](ir::ValueId x, ir::ValueId y, const char* pred) {
       return l.create(OpKind::Cmp, {x, y}, b, loc, {{"pred", ir::Attr{std::string(pred)}}});
     };
+    auto both = [&](ir::ValueId x, ir::ValueId y) { return l.create(OpKind::And, {x, y}, b, loc); };
+    auto either = [&](ir::ValueId x, ir::ValueId y) { return l.create(OpKind::Or, {x, y}, b, loc); };
     ir::ValueId better = cmp(next[0], acc[0], is_max ? "gt" : "lt");
-    ir::ValueId tie = l.create(OpKind::And, {cmp(next[0], acc[0], "eq"), cmp(next[1], acc[1], "lt")}, b, loc);
-    ir::ValueId take = l.create(OpKind::Or, {better, tie}, b, loc);
+    ir::ValueId same = cmp(next[0], acc[0], "eq");
+    if (ir::is_float(l.type(acc[0]).scalar)) {
+      // A NaN compares false with everything, so neither test above holds
+      // for one; these say where NaNs rank.
+      ir::ValueId next_nan = cmp(next[0], next[0], "ne");
+      ir::ValueId acc_nan = cmp(acc[0], acc[0], "ne");
+      ir::ValueId one_nan = l.create(OpKind::Xor, {next_nan, acc_nan}, b, loc);
+      better = either(better, both(nan_wins ? next_nan : acc_nan, one_nan));
+      same = either(same, both(next_nan, acc_nan));
+    }
+    ir::ValueId take = either(better, both(same, cmp(next[1], acc[1], "lt")));
     return std::vector<ir::ValueId>{l.create(OpKind::Select, {take, next[0], acc[0]}, l.type(acc[0]), loc),
                                     l.create(OpKind::Select, {take, next[1], acc[1]}, l.type(acc[1]), loc)};
   };
@@ -189,28 +204,32 @@ ir::ValueId only_element(Lowerer& l, ir::ValueId x, const SourceLoc& loc) {
 }
 
 Symbol lower_max_min(Lowerer& l, const CallArgs& c, const std::string& n) {
-  BoundArgs a(n, {"input", "?axis", "?return_indices", "?return_indices_tie_break_left", "?keep_dims"}, c);
+  BoundArgs a(n, {"input", "?axis", "?return_indices", "?return_indices_tie_break_left", "?keep_dims",
+                  "?propagate_nan"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
   auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
   bool keep = flag(l, a, "keep_dims");
+  std::vector<ir::NamedAttr> nan_attrs = nan_propagation(a);
   if (flag(l, a, "return_indices")) {
     int64_t ax = axis ? *axis : 0;
     if (!axis && l.type(x).rank() != 1) x = l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc);
     ir::ValueId idx = index_tile(l, l.type(x), ax, c.loc);
-    auto r = reduce(l, {x, idx}, ax, keep, arg_combiner(l, n == "max", c.loc), c.loc);
+    auto r = reduce(l, {x, idx}, ax, keep, arg_combiner(l, n == "max", !nan_attrs.empty(), c.loc), c.loc);
     return Symbol::tuple({Symbol::of(r[0]), Symbol::of(r[1])});
   }
-  return Symbol::of(reduce(l, {x}, axis, keep, binary_combiner(l, n == "max" ? OpKind::Max : OpKind::Min, c.loc), c.loc)[0]);
+  return Symbol::of(reduce(l, {x}, axis, keep,
+                           binary_combiner(l, n == "max" ? OpKind::Max : OpKind::Min, c.loc, nan_attrs), c.loc)[0]);
 }
 
 Symbol lower_argmax_min(Lowerer& l, const CallArgs& c, const std::string& n) {
-  BoundArgs a(n, {"input", "axis", "?tie_break_left", "?keep_dims"}, c);
+  BoundArgs a(n, {"input", "axis", "?tie_break_left", "?keep_dims", "?propagate_nan"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl." + n);
   auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
   int64_t ax = axis ? *axis : 0;
   if (!axis && l.type(x).rank() != 1) x = l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc);
   ir::ValueId idx = index_tile(l, l.type(x), ax, c.loc);
-  auto r = reduce(l, {x, idx}, ax, flag(l, a, "keep_dims"), arg_combiner(l, n == "argmax", c.loc), c.loc);
+  auto r = reduce(l, {x, idx}, ax, flag(l, a, "keep_dims"),
+                  arg_combiner(l, n == "argmax", !nan_propagation(a).empty(), c.loc), c.loc);
   return Symbol::of(r[1]);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "frontend/lowering.h"
 
@@ -34,6 +35,10 @@ Symbol lower_broadcast(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_join(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_squeeze(Lowerer& l, const CallArgs& c, const std::string& name);
+
+// The attributes of a min/max op for a call's `propagate_nan` argument
+// (tl.PropagateNan.ALL: a NaN operand makes the result NaN); empty without it.
+std::vector<ir::NamedAttr> nan_propagation(const BoundArgs& a);
 
 // `axis` made non-negative when -rank <= axis < rank; otherwise the error
 // `problem` at loc, followed by Triton's words ("invalid axis A, expected

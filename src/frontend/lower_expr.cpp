@@ -88,7 +88,8 @@ ir::ValueId Lowerer::create(OpKind kind, std::vector<ir::ValueId> operands, ir::
   return builder_.create1(kind, std::move(operands), std::move(result), std::move(attrs));
 }
 
-ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLoc& loc) {
+ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLoc& loc, const std::string& what) {
+  if (!c.is_numeric()) not_a_tensor(Symbol::of(c), loc, what);
   builder_.set_loc(loc);
   if (ir::is_float(type.scalar)) return builder_.float_constant(c.as_double(), std::move(type));
   int64_t v = c.kind == ConstValue::Kind::Float ? static_cast<int64_t>(std::trunc(c.f)) : c.i;
@@ -107,7 +108,11 @@ ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLo
 ir::ValueId Lowerer::to_value(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   if (s.is_value()) return s.value;
   if (s.is_const() && s.constant.is_numeric())
-    return constant(s.constant, ir::Type::of(literal_type(s.constant)), loc);
+    return constant(s.constant, ir::Type::of(literal_type(s.constant)), loc, what);
+  not_a_tensor(s, loc, what);
+}
+
+void Lowerer::not_a_tensor(const Symbol& s, const SourceLoc& loc, const std::string& what) const {
   error_at(loc, Diag::NotATensor, what + " must be a tensor or a number, but it is " + describe(s));
 }
 
@@ -233,7 +238,7 @@ std::pair<ir::ValueId, ir::ValueId> Lowerer::arith_operands(const Symbol& a, con
     if (std::string problem = literal_fit_problem(s.constant, *ct); !problem.empty())
       error_at(loc, Diag::ConstantDoesNotFit,
                problem + " (in `" + op_text + "`)", "convert the other operand first, e.g. x.to(tl.int64)");
-    return constant(s.constant, ir::Type::of(*ct), loc);
+    return constant(s.constant, ir::Type::of(*ct), loc, std::string("an operand of `") + op_text + "`");
   };
   ir::ValueId va = materialize(a);
   ir::ValueId vb = materialize(b);
@@ -647,6 +652,22 @@ Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
   }
 }
 
+// `a0 + a1 + ... + aN` is a left-leaning tree as deep as the sum is long:
+// its left spine is walked in a loop, so the stack stays flat however many
+// terms there are (eval's frame is large). Operands are still evaluated left
+// to right.
+Symbol Lowerer::eval_binary_chain(const ast::Expr& e) {
+  std::vector<const ast::Expr*> spine;
+  const ast::Expr* leftmost = &e;
+  for (; leftmost->kind == ast::ExprKind::Binary; leftmost = leftmost->children[0].get()) spine.push_back(leftmost);
+  Symbol acc = eval(*leftmost);
+  for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+    Symbol right = eval(*(*it)->children[1]);
+    acc = binary((*it)->binary_op, acc, right, (*it)->loc);
+  }
+  return acc;
+}
+
 Symbol Lowerer::eval(const ast::Expr& e) {
   using ast::ExprKind;
   switch (e.kind) {
@@ -700,11 +721,7 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       }
       return call(callee, args);
     }
-    case ExprKind::Binary: {
-      Symbol a = eval(*e.children[0]);
-      Symbol b = eval(*e.children[1]);
-      return binary(e.binary_op, a, b, e.loc);
-    }
+    case ExprKind::Binary: return eval_binary_chain(e);
     case ExprKind::Unary: return unary(e.unary_op, eval(*e.children[0]), e.loc);
     case ExprKind::BoolOp: {
       bool is_and = e.bool_op == ast::BoolOpKind::And;

@@ -130,6 +130,7 @@ class Lowerer {
   static std::string mismatch_subject(const std::string& name);
   // --- expressions (lower_expr.cpp) ---------------------------------------------
   Symbol eval(const ast::Expr& e);
+  Symbol eval_binary_chain(const ast::Expr& e);  // an ExprKind::Binary, its left spine in a loop
   Symbol attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc);
   Symbol call(const Symbol& callee, const CallArgs& args);
   Symbol binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const SourceLoc& loc);
@@ -162,8 +163,13 @@ class Lowerer {
                                                      const SourceLoc& loc, const char* op_text);
   ir::ValueId create(ir::OpKind kind, std::vector<ir::ValueId> operands, ir::Type result,
                      const SourceLoc& loc, std::vector<ir::NamedAttr> attrs = {});
-  ir::ValueId constant(const ConstValue& c, ir::Type type, const SourceLoc& loc);
+  // The one place a Python constant becomes an IR value. A string, None or a
+  // dtype is refused (E0309) rather than read as 0; `what` names the operand.
+  ir::ValueId constant(const ConstValue& c, ir::Type type, const SourceLoc& loc,
+                       const std::string& what = "a constant");
   std::string describe(const Symbol& s) const;  // "a tile<128xf32>", "the constexpr 4", "module tl"
+  // E0309: `what` (an operand that becomes a value) is `s`, which is not one.
+  [[noreturn]] void not_a_tensor(const Symbol& s, const SourceLoc& loc, const std::string& what) const;
 
   // --- builtins (builtins.cpp) --------------------------------------------------
   Symbol call_builtin(const std::string& name, const CallArgs& args);

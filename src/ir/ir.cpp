@@ -73,7 +73,15 @@ OpId Function::create_op(OpKind kind, std::vector<ValueId> operands, const std::
     o.results.push_back(ValueId{static_cast<uint32_t>(values_.size() - 1)});
   }
   ops_.push_back(std::move(o));
+  if (users_indexed_)
+    for (ValueId v : ops_.back().operands) note_use(v, id);
   return id;
+}
+
+void Function::note_use(ValueId v, OpId user) {
+  if (users_.size() <= v.index) users_.resize(values_.size());
+  std::vector<OpId>& list = users_[v.index];
+  if (list.empty() || !(list.back() == user)) list.push_back(user);
 }
 
 void Function::insert_op(BlockId b, size_t pos, OpId o) {
@@ -84,10 +92,27 @@ void Function::insert_op(BlockId b, size_t pos, OpId o) {
 }
 
 void Function::replace_all_uses(ValueId from, ValueId to) {
-  for (Op& o : ops_) {
+  if (from == to) return;
+  if (!users_indexed_) {
+    users_.assign(values_.size(), {});
+    for (uint32_t i = 0; i < ops_.size(); ++i)
+      for (ValueId v : ops_[i].operands) note_use(v, OpId{i});
+    users_indexed_ = true;
+  }
+  if (users_.size() <= from.index) return;  // a value no op has used
+  std::vector<OpId> candidates = std::move(users_[from.index]);
+  users_[from.index].clear();
+  for (OpId user : candidates) {
+    Op& o = ops_[user.index];
     if (o.erased) continue;
-    for (ValueId& v : o.operands)
-      if (v == from) v = to;
+    bool used = false;
+    for (ValueId& v : o.operands) {
+      if (v == from) {
+        v = to;
+        used = true;
+      }
+    }
+    if (used) note_use(to, user);
   }
 }
 

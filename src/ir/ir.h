@@ -129,7 +129,9 @@ class Function {
   void insert_op(BlockId block, size_t pos, OpId op);
 
   // --- mutation -----------------------------------------------------------------
-  // Replaces every use of `from` by `to` (in all blocks, nested too).
+  // Replaces every use of `from` by `to` (in all blocks, nested too). Takes
+  // time in the uses of `from`, not the size of the function: ops that use
+  // a value are indexed on the first call (see users_).
   void replace_all_uses(ValueId from, ValueId to);
   // Unlinks the op from its block and marks it erased (its regions too).
   void erase_op(OpId op);
@@ -161,6 +163,14 @@ class Function {
   std::vector<Op> ops_;
   std::vector<Block> blocks_;
   BlockId body_;
+  // For replace_all_uses, built on its first call and kept up to date after:
+  // for each value, the ops that use it or once did (a superset, checked on
+  // use). It relies on operands changing only through create_op and
+  // replace_all_uses, or by removal; passes that rewrite an operand of an
+  // existing op to another value must go through replace_all_uses.
+  std::vector<std::vector<OpId>> users_;
+  bool users_indexed_ = false;
+  void note_use(ValueId v, OpId user);
 };
 
 }  // namespace tegula::ir

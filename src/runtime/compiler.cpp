@@ -21,6 +21,7 @@
 #include "runtime/kernel_table.h"
 #include "runtime/stage_dumps.h"
 #include "support/interrupt.h"
+#include "support/slow_compile_notice.h"
 
 #ifndef TEGULA_VERSION
 #define TEGULA_VERSION "unknown"
@@ -384,10 +385,34 @@ backends::KernelInfo build_artifact(const frontend::KernelRequest& request, cons
   });
 }
 
+namespace {
+
+std::string kernel_name(const frontend::KernelRequest& request) {
+  if (!request.name.empty()) return request.name;
+  return request.functions.empty() ? std::string("?") : request.functions[0].name;
+}
+
+// Lets `notice` follow the phases of `profile` for one compile; the profile
+// (the caller's, when it asked for one) outlives the notice.
+class NoticeAttachment {
+ public:
+  NoticeAttachment(CompileProfile& profile, SlowCompileNotice& notice) : profile_(profile) { profile.notice = &notice; }
+  ~NoticeAttachment() { profile_.notice = nullptr; }
+  NoticeAttachment(const NoticeAttachment&) = delete;
+  NoticeAttachment& operator=(const NoticeAttachment&) = delete;
+
+ private:
+  CompileProfile& profile_;
+};
+
+}  // namespace
+
 std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, const CompileOptions& options,
                                         CompileProfile* requested_profile) {
   CompileProfile unprofiled;
   CompileProfile& profile = requested_profile ? *requested_profile : unprofiled;
+  SlowCompileNotice notice(kernel_name(request), options.backend);
+  NoticeAttachment attached(profile, notice);
   std::optional<PhaseTimer> phase(std::in_place, profile, "setup");
   const backends::Backend& backend = backend_named(options.backend);
   std::unique_ptr<backends::Target> target = set_up(request, options, backend, backends::Backend::Setup::Compile);

@@ -1,5 +1,7 @@
 #include "support/compile_profile.h"
 
+#include "support/slow_compile_notice.h"
+
 namespace tegula {
 
 void CompileProfile::add(std::string_view name, double seconds) {
@@ -10,6 +12,10 @@ void CompileProfile::add(std::string_view name, double seconds) {
     }
   }
   phases.push_back({std::string(name), seconds});
+}
+
+void entered(CompileProfile& profile, std::string_view phase) {
+  if (profile.notice != nullptr) profile.notice->enter(phase);
 }
 
 double CompileProfile::total() const {

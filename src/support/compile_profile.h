@@ -26,22 +26,30 @@
 
 namespace tegula {
 
+class SlowCompileNotice;
+
 struct CompileProfile {
   struct Phase {
     std::string name;
     double seconds = 0;
   };
   std::vector<Phase> phases;  // in the order they first ran; repeated phases add up
+  SlowCompileNotice* notice = nullptr;  // not owned: told each phase as it starts
 
   void add(std::string_view name, double seconds);
   double total() const;
 };
 
+// Tells profile.notice, if any, that `phase` started (compile_profile.cpp).
+void entered(CompileProfile& profile, std::string_view phase);
+
 // Adds the time from its construction to its destruction to `profile`.
 class PhaseTimer {
  public:
   PhaseTimer(CompileProfile& profile, std::string_view name)
-      : profile_(profile), name_(name), start_(std::chrono::steady_clock::now()) {}
+      : profile_(profile), name_(name), start_(std::chrono::steady_clock::now()) {
+    entered(profile, name);
+  }
   ~PhaseTimer() {
     profile_.add(name_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }

@@ -232,8 +232,11 @@ class Fuzzer:
         rooms = [buffer.room(a) if a.size else 0 for a, buffer in arrays]
         room = min(rooms) if rooms else 0
         values["n"] = r.choice((r.randint(0, room), room)) if r.random() < 0.9 else self.scalar()
-        if isinstance(values["n"], int) and not isinstance(values["n"], bool) and values["n"] > room:
-            values["n"] = room  # past the buffer would be the fuzzer's own overflow
+        n = values["n"]
+        if isinstance(n, (int, float, np.integer, np.floating)) and n > room:
+            # Past the buffer would be the fuzzer's own overflow, whatever the
+            # number's type: `offs < 7.5` writes 8 elements, `offs < True` one.
+            values["n"] = False if isinstance(n, bool) else type(n)(room)
         if isinstance(values["n"], (int, np.integer)) and not isinstance(values["n"], bool) and values["n"] < 0:
             values["n"] = 0
         grid = self.grid()

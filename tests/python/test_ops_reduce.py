@@ -11,7 +11,7 @@ What is asserted where the semantics have choices:
   * max/min ignore a NaN when the other operand is a number (IEEE maxNum,
     docs/ir.md), so a row with some NaNs reduces to the max/min of its
     numbers and an all-NaN row to NaN; sum of a row with a NaN is NaN.
-    argmax/argmin of rows holding NaN are not specified and not asserted.
+    argmax/argmin of rows holding NaN: test_nan_reductions.py.
   * an all-masked row (other=0 for sum, -inf/+inf for max/min) reduces to
     that identity; argmax/argmin of a constant row is index 0.
 """

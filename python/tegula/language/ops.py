@@ -232,23 +232,23 @@ def sum(input, axis=None, keep_dims=False, dtype=None):
 
 
 def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True,
-        keep_dims=False):
+        keep_dims=False, propagate_nan=None):
     """Maximum along ``axis``."""
     _only_in_kernel("max")
 
 
 def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True,
-        keep_dims=False):
+        keep_dims=False, propagate_nan=None):
     """Minimum along ``axis``."""
     _only_in_kernel("min")
 
 
-def argmax(input, axis, tie_break_left=True, keep_dims=False):
+def argmax(input, axis, tie_break_left=True, keep_dims=False, propagate_nan=None):
     """Index of the maximum along ``axis``."""
     _only_in_kernel("argmax")
 
 
-def argmin(input, axis, tie_break_left=True, keep_dims=False):
+def argmin(input, axis, tie_break_left=True, keep_dims=False, propagate_nan=None):
     """Index of the minimum along ``axis``."""
     _only_in_kernel("argmin")
 

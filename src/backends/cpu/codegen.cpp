@@ -4,6 +4,7 @@
 #include "backends/cpu/codegen.h"
 
 #include <cmath>
+#include <unordered_map>
 
 #include "backends/c_family/control_flow.h"
 #include "backends/c_family/prelude_text.h"
@@ -210,20 +211,27 @@ void CodegenContext::emit_block_body(ir::BlockId block) {
 void CodegenContext::schedule_segment(const std::vector<ir::OpId>& segment) {
   auto numel_of = [&](const ir::Op& o) { return fn.type(o.results.empty() ? o.operands[0] : o.results[0]).numel(); };
   std::vector<bool> placed(segment.size(), false);
+  std::unordered_map<uint32_t, int> position;  // op index -> its place in `segment`
+  for (size_t k = 0; k < segment.size(); ++k) position.emplace(segment[k].index, static_cast<int>(k));
   auto index_in_segment = [&](ir::ValueId v) -> int {
-    ir::OpId def = fn.value(v).def;
-    for (size_t k = 0; k < segment.size(); ++k)
-      if (segment[k] == def) return static_cast<int>(k);
-    return -1;
+    auto it = position.find(fn.value(v).def.index);
+    return it == position.end() ? -1 : it->second;
   };
+  // The first op not yet placed, and the first load not yet placed: they
+  // only move forward, so the questions of `ready` cost O(1) each.
+  size_t first_unplaced = 0, first_unplaced_load = 0;
+  auto advance = [&] {
+    while (first_unplaced < segment.size() && placed[first_unplaced]) ++first_unplaced;
+    while (first_unplaced_load < segment.size() &&
+           (placed[first_unplaced_load] || fn.op(segment[first_unplaced_load]).kind != ir::OpKind::Load))
+      ++first_unplaced_load;
+  };
+  advance();
   auto ready = [&](size_t k) {
     const ir::Op& o = fn.op(segment[k]);
     bool waits_for_all = o.kind == ir::OpKind::Store || (!o.results.empty() && planned_[o.results[0].index].valid());
-    for (size_t j = 0; j < k; ++j) {
-      if (placed[j]) continue;
-      if (waits_for_all) return false;
-      if (o.kind == ir::OpKind::Load && fn.op(segment[j]).kind == ir::OpKind::Load) return false;
-    }
+    if (waits_for_all && first_unplaced < k) return false;
+    if (o.kind == ir::OpKind::Load && first_unplaced_load < k) return false;
     for (ir::ValueId v : o.operands) {
       int def = index_in_segment(v);
       if (def >= 0 && !placed[static_cast<size_t>(def)]) return false;
@@ -243,17 +251,18 @@ void CodegenContext::schedule_segment(const std::vector<ir::OpId>& segment) {
   };
   for (size_t left = segment.size(); left > 0;) {
     size_t pick = segment.size();
-    for (size_t k = 0; k < segment.size() && pick == segment.size(); ++k)
+    for (size_t k = first_unplaced; k < segment.size() && pick == segment.size(); ++k)
       if (!placed[k] && ready(k) && joins_run(k)) pick = k;
     if (pick == segment.size()) {
       if (!run.empty()) emit_fused(*this, run);
       run.clear();
-      for (size_t k = 0; k < segment.size() && pick == segment.size(); ++k)
+      for (size_t k = first_unplaced; k < segment.size() && pick == segment.size(); ++k)
         if (!placed[k] && ready(k)) pick = k;
       TEGULA_ASSERT(pick < segment.size(), "no schedulable op in a fused segment");
       run_numel = numel_of(fn.op(segment[pick]));
     }
     placed[pick] = true;
+    advance();
     run.push_back(segment[pick]);
     --left;
   }

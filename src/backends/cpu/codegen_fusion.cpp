@@ -39,6 +39,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/cpu/codegen_context.h"
@@ -71,29 +72,35 @@ constexpr int64_t kMinRowLength = 16;
 // recomputed by every loop that reads them instead of stored.
 constexpr int kMaxRecomputedOps = 4;
 
-// The per-element ops computing tile `v` from scalars alone, or more than
-// kMaxRecomputedOps when it reads memory or anything else.
-int recompute_cost(const CodegenContext& ctx, ir::ValueId v) {
-  constexpr int kTooMany = kMaxRecomputedOps + 1;
+// The per-element ops computing tile `v` from scalars alone, or `limit` when
+// that is `limit` or more (reading memory, or anything else, is too many).
+// Each op visited spends some of the limit first, so a walk visits at most
+// `limit` ops however long the chain of tiles behind `v` is.
+int recompute_cost(const CodegenContext& ctx, ir::ValueId v, int limit) {
   if (!ctx.fn.type(v).is_tile()) return 0;
   ir::OpId def = ctx.fn.value(v).def;
-  if (!def.valid() || ctx.has_planned_storage(v)) return kTooMany;
+  if (!def.valid() || ctx.has_planned_storage(v)) return limit;
   const ir::Op& o = ctx.fn.op(def);
   switch (o.kind) {
     case OpKind::Constant:
     case OpKind::Splat:
-    case OpKind::Arange: return 1;
+    case OpKind::Arange: return std::min(1, limit);
     case OpKind::ExpandDims:
-    case OpKind::Reshape: return ctx.fn.type(o.operands[0]).is_tile() ? recompute_cost(ctx, o.operands[0]) : kTooMany;
+    case OpKind::Reshape: return ctx.fn.type(o.operands[0]).is_tile() ? recompute_cost(ctx, o.operands[0], limit) : limit;
     default: break;
   }
-  if (!ir::is_elementwise(o.kind)) return kTooMany;
+  if (!ir::is_elementwise(o.kind)) return limit;
   int cost = 1;
-  for (ir::ValueId operand : o.operands) cost = std::min(kTooMany, cost + recompute_cost(ctx, operand));
-  return cost;
+  for (ir::ValueId operand : o.operands) {
+    if (cost >= limit) return limit;
+    cost += recompute_cost(ctx, operand, limit - cost);
+  }
+  return std::min(cost, limit);
 }
 
-bool is_recomputed(const CodegenContext& ctx, ir::ValueId v) { return recompute_cost(ctx, v) <= kMaxRecomputedOps; }
+bool is_recomputed(const CodegenContext& ctx, ir::ValueId v) {
+  return recompute_cost(ctx, v, kMaxRecomputedOps + 1) <= kMaxRecomputedOps;
+}
 
 // The last dim of size > 1 (-1 for a one-element tile).
 int last_wide_dim(const ir::Type& t) {
@@ -105,6 +112,7 @@ int last_wide_dim(const ir::Type& t) {
 class FusedRun {
  public:
   FusedRun(CodegenContext& ctx, const std::vector<ir::OpId>& ops) : ctx_(ctx), fn_(ctx.fn), ops_(ops) {
+    for (ir::OpId id : ops_) members_.insert(id.index);
     const ir::Op& first = fn_.op(ops[0]);
     numel_ = fn_.type(first.results.empty() ? first.operands[0] : first.results[0]).numel();
     plan_arrays();
@@ -116,11 +124,7 @@ class FusedRun {
   void emit();
 
  private:
-  bool in_run(ir::OpId id) const {
-    for (ir::OpId o : ops_)
-      if (o == id) return true;
-    return false;
-  }
+  bool in_run(ir::OpId id) const { return members_.count(id.index) != 0; }
   bool defined_in_run(ir::ValueId v) const {
     ir::OpId def = fn_.value(v).def;
     return def.valid() && in_run(def);
@@ -389,6 +393,7 @@ class FusedRun {
   CodegenContext& ctx_;
   const ir::Function& fn_;
   const std::vector<ir::OpId>& ops_;
+  std::unordered_set<uint32_t> members_;  // ops_ by index, for in_run
   int64_t numel_ = 0;
   bool rows_ = false;   // a loop nest over rows r of L elements c (else one flat loop)
   int64_t row_ = 0;     // L; numel for a flat loop

@@ -22,7 +22,7 @@ static inline void tegula_program(float* v0, int32_t* v1, float* v2, int32_t v3,
       const int i = c;
       // v6 = arange()  tests/compat/compat_kernels/scan.py:72:12
       v6[i] = (int32_t)(0 + i);
-      // v15 = load(v10, v12, v61)  tests/compat/compat_kernels/scan.py:73:9
+      // v15 = load(v10, v12, v82)  tests/compat/compat_kernels/scan.py:73:9
       v15[i] = *(row10 + c);
     }
   } else {
@@ -35,15 +35,15 @@ static inline void tegula_program(float* v0, int32_t* v1, float* v2, int32_t v3,
       const int32_t e11 = v4;
       // v12 = cmp.lt(v6, v11)  tests/compat/compat_kernels/scan.py:73:56
       const bool e12 = v6[i] < e11;
-      // v61 = constant()  tests/compat/compat_kernels/scan.py:73:71
-      const float e61 = (float)(-__builtin_inf());
-      // v15 = load(v10, v12, v61)  tests/compat/compat_kernels/scan.py:73:9
-      v15[i] = e12 ? *(row10 + c) : e61;
+      // v82 = constant()  tests/compat/compat_kernels/scan.py:73:71
+      const float e82 = (float)(-__builtin_inf());
+      // v15 = load(v10, v12, v82)  tests/compat/compat_kernels/scan.py:73:9
+      v15[i] = e12 ? *(row10 + c) : e82;
     }
   }
-  // v29, v30 = reduce(v15, v6)  tests/compat/compat_kernels/scan.py:74:31
-  float v29{};
-  int32_t v30{};
+  // v36, v37 = reduce(v15, v6)  tests/compat/compat_kernels/scan.py:74:31
+  float v36{};
+  int32_t v37{};
   for (int o1 = 0; o1 < 1; ++o1) {
     alignas(64) float lane3[64];
     alignas(64) int32_t lane4[64];
@@ -63,18 +63,32 @@ static inline void tegula_program(float* v0, int32_t* v1, float* v2, int32_t v3,
         const bool v22 = v20 > v18;
         // v23 = cmp.eq(v20, v18)  tests/compat/compat_kernels/scan.py:74:31
         const bool v23 = v20 == v18;
-        // v24 = cmp.lt(v21, v19)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v24 = v21 < v19;
-        // v25 = and(v23, v24)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v25 = v23 & v24;
-        // v26 = or(v22, v25)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v26 = v22 | v25;
-        // v27 = select(v26, v20, v18)  tests/compat/compat_kernels/scan.py:74:31
-        const float v27 = v26 ? v20 : v18;
-        // v28 = select(v26, v21, v19)  tests/compat/compat_kernels/scan.py:74:31
-        const int32_t v28 = v26 ? v21 : v19;
-        lane3[x5] = v27;
-        lane4[x5] = v28;
+        // v24 = cmp.ne(v20, v20)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v24 = v20 != v20;
+        // v25 = cmp.ne(v18, v18)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v25 = v18 != v18;
+        // v26 = xor(v24, v25)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v26 = v24 != v25;
+        // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v27 = v25 & v26;
+        // v28 = or(v22, v27)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v28 = v22 | v27;
+        // v29 = and(v24, v25)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v29 = v24 & v25;
+        // v30 = or(v23, v29)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v30 = v23 | v29;
+        // v31 = cmp.lt(v21, v19)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v31 = v21 < v19;
+        // v32 = and(v30, v31)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v32 = v30 & v31;
+        // v33 = or(v28, v32)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v33 = v28 | v32;
+        // v34 = select(v33, v20, v18)  tests/compat/compat_kernels/scan.py:74:31
+        const float v34 = v33 ? v20 : v18;
+        // v35 = select(v33, v21, v19)  tests/compat/compat_kernels/scan.py:74:31
+        const int32_t v35 = v33 ? v21 : v19;
+        lane3[x5] = v34;
+        lane4[x5] = v35;
       }
     }
     for (int width7 = 32; width7 >= 1; width7 /= 2) {
@@ -88,28 +102,42 @@ static inline void tegula_program(float* v0, int32_t* v1, float* v2, int32_t v3,
         const bool v22 = v20 > v18;
         // v23 = cmp.eq(v20, v18)  tests/compat/compat_kernels/scan.py:74:31
         const bool v23 = v20 == v18;
-        // v24 = cmp.lt(v21, v19)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v24 = v21 < v19;
-        // v25 = and(v23, v24)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v25 = v23 & v24;
-        // v26 = or(v22, v25)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v26 = v22 | v25;
-        // v27 = select(v26, v20, v18)  tests/compat/compat_kernels/scan.py:74:31
-        const float v27 = v26 ? v20 : v18;
-        // v28 = select(v26, v21, v19)  tests/compat/compat_kernels/scan.py:74:31
-        const int32_t v28 = v26 ? v21 : v19;
-        lane3[x5] = v27;
-        lane4[x5] = v28;
+        // v24 = cmp.ne(v20, v20)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v24 = v20 != v20;
+        // v25 = cmp.ne(v18, v18)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v25 = v18 != v18;
+        // v26 = xor(v24, v25)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v26 = v24 != v25;
+        // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v27 = v25 & v26;
+        // v28 = or(v22, v27)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v28 = v22 | v27;
+        // v29 = and(v24, v25)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v29 = v24 & v25;
+        // v30 = or(v23, v29)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v30 = v23 | v29;
+        // v31 = cmp.lt(v21, v19)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v31 = v21 < v19;
+        // v32 = and(v30, v31)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v32 = v30 & v31;
+        // v33 = or(v28, v32)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v33 = v28 | v32;
+        // v34 = select(v33, v20, v18)  tests/compat/compat_kernels/scan.py:74:31
+        const float v34 = v33 ? v20 : v18;
+        // v35 = select(v33, v21, v19)  tests/compat/compat_kernels/scan.py:74:31
+        const int32_t v35 = v33 ? v21 : v19;
+        lane3[x5] = v34;
+        lane4[x5] = v35;
       }
     }
-    v29 = lane3[0];
-    v30 = lane4[0];
+    v36 = lane3[0];
+    v37 = lane4[0];
   }
-  // store(v16, v30)  tests/compat/compat_kernels/scan.py:74:5
-  *v16 = v30;
-  // v43, v44 = reduce(v15, v6)  tests/compat/compat_kernels/scan.py:75:20
-  float v43{};
-  int32_t v44{};
+  // store(v16, v37)  tests/compat/compat_kernels/scan.py:74:5
+  *v16 = v37;
+  // v57, v58 = reduce(v15, v6)  tests/compat/compat_kernels/scan.py:75:20
+  float v57{};
+  int32_t v58{};
   for (int o8 = 0; o8 < 1; ++o8) {
     alignas(64) float lane10[64];
     alignas(64) int32_t lane11[64];
@@ -121,60 +149,88 @@ static inline void tegula_program(float* v0, int32_t* v1, float* v2, int32_t v3,
     for (int k13 = 64; k13 < 1024; k13 += 64) {
       TG_IVDEP
       for (int x12 = 0; x12 < 64; ++x12) {
-        const float v32 = lane10[x12];
-        const float v34 = v15[o8 * 1024 + k13 + x12];
-        const int32_t v33 = lane11[x12];
-        const int32_t v35 = v6[o8 * 1024 + k13 + x12];
-        // v36 = cmp.gt(v34, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v36 = v34 > v32;
-        // v37 = cmp.eq(v34, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v37 = v34 == v32;
-        // v38 = cmp.lt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v38 = v35 < v33;
-        // v39 = and(v37, v38)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v39 = v37 & v38;
-        // v40 = or(v36, v39)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v40 = v36 | v39;
-        // v41 = select(v40, v34, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const float v41 = v40 ? v34 : v32;
-        // v42 = select(v40, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
-        const int32_t v42 = v40 ? v35 : v33;
-        lane10[x12] = v41;
-        lane11[x12] = v42;
+        const float v39 = lane10[x12];
+        const float v41 = v15[o8 * 1024 + k13 + x12];
+        const int32_t v40 = lane11[x12];
+        const int32_t v42 = v6[o8 * 1024 + k13 + x12];
+        // v43 = cmp.gt(v41, v39)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v43 = v41 > v39;
+        // v44 = cmp.eq(v41, v39)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v44 = v41 == v39;
+        // v45 = cmp.ne(v41, v41)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v45 = v41 != v41;
+        // v46 = cmp.ne(v39, v39)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v46 = v39 != v39;
+        // v47 = xor(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v47 = v45 != v46;
+        // v48 = and(v46, v47)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v48 = v46 & v47;
+        // v49 = or(v43, v48)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v49 = v43 | v48;
+        // v50 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v50 = v45 & v46;
+        // v51 = or(v44, v50)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v51 = v44 | v50;
+        // v52 = cmp.lt(v42, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v52 = v42 < v40;
+        // v53 = and(v51, v52)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v53 = v51 & v52;
+        // v54 = or(v49, v53)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v54 = v49 | v53;
+        // v55 = select(v54, v41, v39)  tests/compat/compat_kernels/scan.py:75:20
+        const float v55 = v54 ? v41 : v39;
+        // v56 = select(v54, v42, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const int32_t v56 = v54 ? v42 : v40;
+        lane10[x12] = v55;
+        lane11[x12] = v56;
       }
     }
     for (int width14 = 32; width14 >= 1; width14 /= 2) {
       TG_IVDEP
       for (int x12 = 0; x12 < width14; ++x12) {
-        const float v32 = lane10[x12];
-        const float v34 = lane10[x12 + width14];
-        const int32_t v33 = lane11[x12];
-        const int32_t v35 = lane11[x12 + width14];
-        // v36 = cmp.gt(v34, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v36 = v34 > v32;
-        // v37 = cmp.eq(v34, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v37 = v34 == v32;
-        // v38 = cmp.lt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v38 = v35 < v33;
-        // v39 = and(v37, v38)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v39 = v37 & v38;
-        // v40 = or(v36, v39)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v40 = v36 | v39;
-        // v41 = select(v40, v34, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const float v41 = v40 ? v34 : v32;
-        // v42 = select(v40, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
-        const int32_t v42 = v40 ? v35 : v33;
-        lane10[x12] = v41;
-        lane11[x12] = v42;
+        const float v39 = lane10[x12];
+        const float v41 = lane10[x12 + width14];
+        const int32_t v40 = lane11[x12];
+        const int32_t v42 = lane11[x12 + width14];
+        // v43 = cmp.gt(v41, v39)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v43 = v41 > v39;
+        // v44 = cmp.eq(v41, v39)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v44 = v41 == v39;
+        // v45 = cmp.ne(v41, v41)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v45 = v41 != v41;
+        // v46 = cmp.ne(v39, v39)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v46 = v39 != v39;
+        // v47 = xor(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v47 = v45 != v46;
+        // v48 = and(v46, v47)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v48 = v46 & v47;
+        // v49 = or(v43, v48)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v49 = v43 | v48;
+        // v50 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v50 = v45 & v46;
+        // v51 = or(v44, v50)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v51 = v44 | v50;
+        // v52 = cmp.lt(v42, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v52 = v42 < v40;
+        // v53 = and(v51, v52)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v53 = v51 & v52;
+        // v54 = or(v49, v53)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v54 = v49 | v53;
+        // v55 = select(v54, v41, v39)  tests/compat/compat_kernels/scan.py:75:20
+        const float v55 = v54 ? v41 : v39;
+        // v56 = select(v54, v42, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const int32_t v56 = v54 ? v42 : v40;
+        lane10[x12] = v55;
+        lane11[x12] = v56;
       }
     }
-    v43 = lane10[0];
-    v44 = lane11[0];
+    v57 = lane10[0];
+    v58 = lane11[0];
   }
-  // v45 = addptr(v2, v5)  tests/compat/compat_kernels/scan.py:76:14
-  float* const v45 = tg_addptr(v2, v5);
-  // store(v45, v43)  tests/compat/compat_kernels/scan.py:76:5
-  *v45 = v43;
+  // v59 = addptr(v2, v5)  tests/compat/compat_kernels/scan.py:76:14
+  float* const v59 = tg_addptr(v2, v5);
+  // store(v59, v57)  tests/compat/compat_kernels/scan.py:76:5
+  *v59 = v57;
 }
 
 extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t first, int64_t last) {

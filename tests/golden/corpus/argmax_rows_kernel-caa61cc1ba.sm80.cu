@@ -84,18 +84,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
         const bool v17 = v15 > v13;
         // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
         const bool v18 = v15 == v13;
-        // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v19 = v16 < v14;
-        // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v20 = v18 && v19;
-        // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v21 = v17 || v20;
-        // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-        const float v22 = v21 ? v15 : v13;
-        // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-        const int v23 = v21 ? v16 : v14;
-        acc7[j11] = v22;
-        acc9[j11] = v23;
+        // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v19 = v15 != v15;
+        // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v20 = v13 != v13;
+        // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v21 = v19 != v20;
+        // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v22 = v20 && v21;
+        // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v23 = v17 || v22;
+        // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v24 = v19 && v20;
+        // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v25 = v18 || v24;
+        // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v26 = v16 < v14;
+        // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v27 = v25 && v26;
+        // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v28 = v23 || v27;
+        // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+        const float v29 = v28 ? v15 : v13;
+        // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+        const int v30 = v28 ? v16 : v14;
+        acc7[j11] = v29;
+        acc9[j11] = v30;
       }
     }
   }
@@ -111,18 +125,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
         const bool v17 = v15 > v13;
         // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
         const bool v18 = v15 == v13;
-        // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v19 = v16 < v14;
-        // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v20 = v18 && v19;
-        // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v21 = v17 || v20;
-        // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-        const float v22 = v21 ? v15 : v13;
-        // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-        const int v23 = v21 ? v16 : v14;
-        acc7[j12] = v22;
-        acc9[j12] = v23;
+        // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v19 = v15 != v15;
+        // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v20 = v13 != v13;
+        // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v21 = v19 != v20;
+        // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v22 = v20 && v21;
+        // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v23 = v17 || v22;
+        // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v24 = v19 && v20;
+        // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v25 = v18 || v24;
+        // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v26 = v16 < v14;
+        // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v27 = v25 && v26;
+        // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v28 = v23 || v27;
+        // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+        const float v29 = v28 ? v15 : v13;
+        // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+        const int v30 = v28 ? v16 : v14;
+        acc7[j12] = v29;
+        acc9[j12] = v30;
       }
     }
   }
@@ -138,18 +166,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
         const bool v17 = v15 > v13;
         // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
         const bool v18 = v15 == v13;
-        // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v19 = v16 < v14;
-        // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v20 = v18 && v19;
-        // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-        const bool v21 = v17 || v20;
-        // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-        const float v22 = v21 ? v15 : v13;
-        // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-        const int v23 = v21 ? v16 : v14;
-        acc7[j13] = v22;
-        acc9[j13] = v23;
+        // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v19 = v15 != v15;
+        // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v20 = v13 != v13;
+        // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v21 = v19 != v20;
+        // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v22 = v20 && v21;
+        // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v23 = v17 || v22;
+        // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v24 = v19 && v20;
+        // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v25 = v18 || v24;
+        // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v26 = v16 < v14;
+        // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v27 = v25 && v26;
+        // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+        const bool v28 = v23 || v27;
+        // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+        const float v29 = v28 ? v15 : v13;
+        // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+        const int v30 = v28 ? v16 : v14;
+        acc7[j13] = v29;
+        acc9[j13] = v30;
       }
     }
   }
@@ -174,18 +216,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
       const bool v17 = v15 > v13;
       // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
       const bool v18 = v15 == v13;
-      // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v19 = v16 < v14;
-      // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v20 = v18 && v19;
-      // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v21 = v17 || v20;
-      // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-      const float v22 = v21 ? v15 : v13;
-      // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const int v23 = v21 ? v16 : v14;
-      total14[0] = v22;
-      total15[0] = v23;
+      // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v19 = v15 != v15;
+      // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v20 = v13 != v13;
+      // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v21 = v19 != v20;
+      // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v22 = v20 && v21;
+      // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v23 = v17 || v22;
+      // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v24 = v19 && v20;
+      // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v25 = v18 || v24;
+      // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v26 = v16 < v14;
+      // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v27 = v25 && v26;
+      // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v28 = v23 || v27;
+      // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const float v29 = v28 ? v15 : v13;
+      // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const int v30 = v28 ? v16 : v14;
+      total14[0] = v29;
+      total15[0] = v30;
     }
   }
   {
@@ -201,18 +257,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
       const bool v17 = v15 > v13;
       // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
       const bool v18 = v15 == v13;
-      // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v19 = v16 < v14;
-      // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v20 = v18 && v19;
-      // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v21 = v17 || v20;
-      // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-      const float v22 = v21 ? v15 : v13;
-      // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const int v23 = v21 ? v16 : v14;
-      total14[0] = v22;
-      total15[0] = v23;
+      // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v19 = v15 != v15;
+      // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v20 = v13 != v13;
+      // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v21 = v19 != v20;
+      // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v22 = v20 && v21;
+      // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v23 = v17 || v22;
+      // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v24 = v19 && v20;
+      // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v25 = v18 || v24;
+      // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v26 = v16 < v14;
+      // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v27 = v25 && v26;
+      // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v28 = v23 || v27;
+      // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const float v29 = v28 ? v15 : v13;
+      // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const int v30 = v28 ? v16 : v14;
+      total14[0] = v29;
+      total15[0] = v30;
     }
   }
   {
@@ -228,18 +298,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
       const bool v17 = v15 > v13;
       // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
       const bool v18 = v15 == v13;
-      // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v19 = v16 < v14;
-      // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v20 = v18 && v19;
-      // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v21 = v17 || v20;
-      // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-      const float v22 = v21 ? v15 : v13;
-      // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const int v23 = v21 ? v16 : v14;
-      total14[0] = v22;
-      total15[0] = v23;
+      // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v19 = v15 != v15;
+      // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v20 = v13 != v13;
+      // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v21 = v19 != v20;
+      // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v22 = v20 && v21;
+      // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v23 = v17 || v22;
+      // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v24 = v19 && v20;
+      // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v25 = v18 || v24;
+      // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v26 = v16 < v14;
+      // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v27 = v25 && v26;
+      // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v28 = v23 || v27;
+      // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const float v29 = v28 ? v15 : v13;
+      // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const int v30 = v28 ? v16 : v14;
+      total14[0] = v29;
+      total15[0] = v30;
     }
   }
   {
@@ -255,18 +339,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
       const bool v17 = v15 > v13;
       // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
       const bool v18 = v15 == v13;
-      // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v19 = v16 < v14;
-      // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v20 = v18 && v19;
-      // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v21 = v17 || v20;
-      // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-      const float v22 = v21 ? v15 : v13;
-      // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const int v23 = v21 ? v16 : v14;
-      total14[0] = v22;
-      total15[0] = v23;
+      // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v19 = v15 != v15;
+      // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v20 = v13 != v13;
+      // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v21 = v19 != v20;
+      // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v22 = v20 && v21;
+      // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v23 = v17 || v22;
+      // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v24 = v19 && v20;
+      // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v25 = v18 || v24;
+      // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v26 = v16 < v14;
+      // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v27 = v25 && v26;
+      // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v28 = v23 || v27;
+      // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const float v29 = v28 ? v15 : v13;
+      // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const int v30 = v28 ? v16 : v14;
+      total14[0] = v29;
+      total15[0] = v30;
     }
   }
   {
@@ -282,18 +380,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
       const bool v17 = v15 > v13;
       // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
       const bool v18 = v15 == v13;
-      // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v19 = v16 < v14;
-      // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v20 = v18 && v19;
-      // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v21 = v17 || v20;
-      // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-      const float v22 = v21 ? v15 : v13;
-      // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const int v23 = v21 ? v16 : v14;
-      total14[0] = v22;
-      total15[0] = v23;
+      // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v19 = v15 != v15;
+      // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v20 = v13 != v13;
+      // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v21 = v19 != v20;
+      // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v22 = v20 && v21;
+      // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v23 = v17 || v22;
+      // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v24 = v19 && v20;
+      // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v25 = v18 || v24;
+      // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v26 = v16 < v14;
+      // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v27 = v25 && v26;
+      // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v28 = v23 || v27;
+      // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const float v29 = v28 ? v15 : v13;
+      // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const int v30 = v28 ? v16 : v14;
+      total14[0] = v29;
+      total15[0] = v30;
     }
   }
   const int wpos31 = warp;
@@ -319,18 +431,32 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
       const bool v17 = v15 > v13;
       // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
       const bool v18 = v15 == v13;
-      // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v19 = v16 < v14;
-      // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v20 = v18 && v19;
-      // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v21 = v17 || v20;
-      // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-      const float v22 = v21 ? v15 : v13;
-      // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const int v23 = v21 ? v16 : v14;
-      total14[0] = v22;
-      total15[0] = v23;
+      // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v19 = v15 != v15;
+      // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v20 = v13 != v13;
+      // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v21 = v19 != v20;
+      // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v22 = v20 && v21;
+      // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v23 = v17 || v22;
+      // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v24 = v19 && v20;
+      // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v25 = v18 || v24;
+      // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v26 = v16 < v14;
+      // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v27 = v25 && v26;
+      // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v28 = v23 || v27;
+      // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const float v29 = v28 ? v15 : v13;
+      // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const int v30 = v28 ? v16 : v14;
+      total14[0] = v29;
+      total15[0] = v30;
     }
     const bool upper37 = (lane & 2) != 0;
     const float other38 = tg_shfl_xor(total14[0], 2);
@@ -344,25 +470,39 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
       const bool v17 = v15 > v13;
       // v18 = cmp.eq(v15, v13)  tests/compat/compat_kernels/scan.py:74:31
       const bool v18 = v15 == v13;
-      // v19 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v19 = v16 < v14;
-      // v20 = and(v18, v19)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v20 = v18 && v19;
-      // v21 = or(v17, v20)  tests/compat/compat_kernels/scan.py:74:31
-      const bool v21 = v17 || v20;
-      // v22 = select(v21, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
-      const float v22 = v21 ? v15 : v13;
-      // v23 = select(v21, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
-      const int v23 = v21 ? v16 : v14;
-      total14[0] = v22;
-      total15[0] = v23;
+      // v19 = cmp.ne(v15, v15)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v19 = v15 != v15;
+      // v20 = cmp.ne(v13, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v20 = v13 != v13;
+      // v21 = xor(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v21 = v19 != v20;
+      // v22 = and(v20, v21)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v22 = v20 && v21;
+      // v23 = or(v17, v22)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v23 = v17 || v22;
+      // v24 = and(v19, v20)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v24 = v19 && v20;
+      // v25 = or(v18, v24)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v25 = v18 || v24;
+      // v26 = cmp.lt(v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v26 = v16 < v14;
+      // v27 = and(v25, v26)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v27 = v25 && v26;
+      // v28 = or(v23, v27)  tests/compat/compat_kernels/scan.py:74:31
+      const bool v28 = v23 || v27;
+      // v29 = select(v28, v15, v13)  tests/compat/compat_kernels/scan.py:74:31
+      const float v29 = v28 ? v15 : v13;
+      // v30 = select(v28, v16, v14)  tests/compat/compat_kernels/scan.py:74:31
+      const int v30 = v28 ? v16 : v14;
+      total14[0] = v29;
+      total15[0] = v30;
     }
   }
   const float v11 = total14[0];
   const int v12 = total15[0];
   // store(v10, v12)  tests/compat/compat_kernels/scan.py:74:5
   if (threadIdx.x == 0) *v10 = v12;
-  // v24, v25 = reduce(v9, v1)  tests/compat/compat_kernels/scan.py:75:20
+  // v31, v32 = reduce(v9, v1)  tests/compat/compat_kernels/scan.py:75:20
   float acc40[8];
   #pragma unroll
   for (int j41 = 0; j41 < 8; ++j41) {
@@ -377,26 +517,40 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
   for (int j44 = 0; j44 < 8; ++j44) {
     if ((j44 & 1) == 0) {
       {
-        const float v26 = acc40[j44];
-        const float v28 = acc40[j44 + 1];
-        const int v27 = acc42[j44];
-        const int v29 = acc42[j44 + 1];
-        // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v30 = v28 > v26;
-        // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v31 = v28 == v26;
-        // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v32 = v29 < v27;
-        // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v33 = v31 && v32;
-        // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v34 = v30 || v33;
-        // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const float v35 = v34 ? v28 : v26;
-        // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-        const int v36 = v34 ? v29 : v27;
-        acc40[j44] = v35;
-        acc42[j44] = v36;
+        const float v33 = acc40[j44];
+        const float v35 = acc40[j44 + 1];
+        const int v34 = acc42[j44];
+        const int v36 = acc42[j44 + 1];
+        // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v37 = v35 > v33;
+        // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v38 = v35 == v33;
+        // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v39 = v35 != v35;
+        // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v40 = v33 != v33;
+        // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v41 = v39 != v40;
+        // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v42 = v40 && v41;
+        // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v43 = v37 || v42;
+        // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v44 = v39 && v40;
+        // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v45 = v38 || v44;
+        // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v46 = v36 < v34;
+        // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v47 = v45 && v46;
+        // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v48 = v43 || v47;
+        // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const float v49 = v48 ? v35 : v33;
+        // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+        const int v50 = v48 ? v36 : v34;
+        acc40[j44] = v49;
+        acc42[j44] = v50;
       }
     }
   }
@@ -404,26 +558,40 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
   for (int j45 = 0; j45 < 8; ++j45) {
     if ((j45 & 3) == 0) {
       {
-        const float v26 = acc40[j45];
-        const float v28 = acc40[j45 + 2];
-        const int v27 = acc42[j45];
-        const int v29 = acc42[j45 + 2];
-        // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v30 = v28 > v26;
-        // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v31 = v28 == v26;
-        // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v32 = v29 < v27;
-        // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v33 = v31 && v32;
-        // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v34 = v30 || v33;
-        // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const float v35 = v34 ? v28 : v26;
-        // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-        const int v36 = v34 ? v29 : v27;
-        acc40[j45] = v35;
-        acc42[j45] = v36;
+        const float v33 = acc40[j45];
+        const float v35 = acc40[j45 + 2];
+        const int v34 = acc42[j45];
+        const int v36 = acc42[j45 + 2];
+        // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v37 = v35 > v33;
+        // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v38 = v35 == v33;
+        // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v39 = v35 != v35;
+        // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v40 = v33 != v33;
+        // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v41 = v39 != v40;
+        // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v42 = v40 && v41;
+        // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v43 = v37 || v42;
+        // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v44 = v39 && v40;
+        // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v45 = v38 || v44;
+        // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v46 = v36 < v34;
+        // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v47 = v45 && v46;
+        // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v48 = v43 || v47;
+        // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const float v49 = v48 ? v35 : v33;
+        // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+        const int v50 = v48 ? v36 : v34;
+        acc40[j45] = v49;
+        acc42[j45] = v50;
       }
     }
   }
@@ -431,26 +599,40 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
   for (int j46 = 0; j46 < 8; ++j46) {
     if ((j46 & 7) == 0) {
       {
-        const float v26 = acc40[j46];
-        const float v28 = acc40[j46 + 4];
-        const int v27 = acc42[j46];
-        const int v29 = acc42[j46 + 4];
-        // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v30 = v28 > v26;
-        // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v31 = v28 == v26;
-        // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v32 = v29 < v27;
-        // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v33 = v31 && v32;
-        // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-        const bool v34 = v30 || v33;
-        // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-        const float v35 = v34 ? v28 : v26;
-        // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-        const int v36 = v34 ? v29 : v27;
-        acc40[j46] = v35;
-        acc42[j46] = v36;
+        const float v33 = acc40[j46];
+        const float v35 = acc40[j46 + 4];
+        const int v34 = acc42[j46];
+        const int v36 = acc42[j46 + 4];
+        // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v37 = v35 > v33;
+        // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v38 = v35 == v33;
+        // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v39 = v35 != v35;
+        // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v40 = v33 != v33;
+        // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v41 = v39 != v40;
+        // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v42 = v40 && v41;
+        // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v43 = v37 || v42;
+        // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v44 = v39 && v40;
+        // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v45 = v38 || v44;
+        // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v46 = v36 < v34;
+        // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v47 = v45 && v46;
+        // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+        const bool v48 = v43 || v47;
+        // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+        const float v49 = v48 ? v35 : v33;
+        // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+        const int v50 = v48 ? v36 : v34;
+        acc40[j46] = v49;
+        acc42[j46] = v50;
       }
     }
   }
@@ -467,26 +649,40 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
     const float other50 = tg_shfl_xor(total47[0], 1);
     const int other51 = tg_shfl_xor(total48[0], 1);
     {
-      const float v26 = upper49 ? other50 : total47[0];
-      const float v28 = upper49 ? total47[0] : other50;
-      const int v27 = upper49 ? other51 : total48[0];
-      const int v29 = upper49 ? total48[0] : other51;
-      // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v30 = v28 > v26;
-      // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v31 = v28 == v26;
-      // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v32 = v29 < v27;
-      // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v33 = v31 && v32;
-      // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v34 = v30 || v33;
-      // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const float v35 = v34 ? v28 : v26;
-      // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const int v36 = v34 ? v29 : v27;
-      total47[0] = v35;
-      total48[0] = v36;
+      const float v33 = upper49 ? other50 : total47[0];
+      const float v35 = upper49 ? total47[0] : other50;
+      const int v34 = upper49 ? other51 : total48[0];
+      const int v36 = upper49 ? total48[0] : other51;
+      // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v37 = v35 > v33;
+      // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v38 = v35 == v33;
+      // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v39 = v35 != v35;
+      // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v40 = v33 != v33;
+      // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v41 = v39 != v40;
+      // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v42 = v40 && v41;
+      // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v43 = v37 || v42;
+      // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v44 = v39 && v40;
+      // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v45 = v38 || v44;
+      // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v46 = v36 < v34;
+      // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v47 = v45 && v46;
+      // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v48 = v43 || v47;
+      // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const float v49 = v48 ? v35 : v33;
+      // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const int v50 = v48 ? v36 : v34;
+      total47[0] = v49;
+      total48[0] = v50;
     }
   }
   {
@@ -494,26 +690,40 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
     const float other53 = tg_shfl_xor(total47[0], 2);
     const int other54 = tg_shfl_xor(total48[0], 2);
     {
-      const float v26 = upper52 ? other53 : total47[0];
-      const float v28 = upper52 ? total47[0] : other53;
-      const int v27 = upper52 ? other54 : total48[0];
-      const int v29 = upper52 ? total48[0] : other54;
-      // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v30 = v28 > v26;
-      // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v31 = v28 == v26;
-      // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v32 = v29 < v27;
-      // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v33 = v31 && v32;
-      // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v34 = v30 || v33;
-      // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const float v35 = v34 ? v28 : v26;
-      // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const int v36 = v34 ? v29 : v27;
-      total47[0] = v35;
-      total48[0] = v36;
+      const float v33 = upper52 ? other53 : total47[0];
+      const float v35 = upper52 ? total47[0] : other53;
+      const int v34 = upper52 ? other54 : total48[0];
+      const int v36 = upper52 ? total48[0] : other54;
+      // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v37 = v35 > v33;
+      // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v38 = v35 == v33;
+      // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v39 = v35 != v35;
+      // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v40 = v33 != v33;
+      // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v41 = v39 != v40;
+      // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v42 = v40 && v41;
+      // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v43 = v37 || v42;
+      // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v44 = v39 && v40;
+      // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v45 = v38 || v44;
+      // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v46 = v36 < v34;
+      // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v47 = v45 && v46;
+      // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v48 = v43 || v47;
+      // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const float v49 = v48 ? v35 : v33;
+      // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const int v50 = v48 ? v36 : v34;
+      total47[0] = v49;
+      total48[0] = v50;
     }
   }
   {
@@ -521,26 +731,40 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
     const float other56 = tg_shfl_xor(total47[0], 4);
     const int other57 = tg_shfl_xor(total48[0], 4);
     {
-      const float v26 = upper55 ? other56 : total47[0];
-      const float v28 = upper55 ? total47[0] : other56;
-      const int v27 = upper55 ? other57 : total48[0];
-      const int v29 = upper55 ? total48[0] : other57;
-      // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v30 = v28 > v26;
-      // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v31 = v28 == v26;
-      // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v32 = v29 < v27;
-      // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v33 = v31 && v32;
-      // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v34 = v30 || v33;
-      // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const float v35 = v34 ? v28 : v26;
-      // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const int v36 = v34 ? v29 : v27;
-      total47[0] = v35;
-      total48[0] = v36;
+      const float v33 = upper55 ? other56 : total47[0];
+      const float v35 = upper55 ? total47[0] : other56;
+      const int v34 = upper55 ? other57 : total48[0];
+      const int v36 = upper55 ? total48[0] : other57;
+      // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v37 = v35 > v33;
+      // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v38 = v35 == v33;
+      // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v39 = v35 != v35;
+      // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v40 = v33 != v33;
+      // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v41 = v39 != v40;
+      // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v42 = v40 && v41;
+      // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v43 = v37 || v42;
+      // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v44 = v39 && v40;
+      // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v45 = v38 || v44;
+      // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v46 = v36 < v34;
+      // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v47 = v45 && v46;
+      // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v48 = v43 || v47;
+      // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const float v49 = v48 ? v35 : v33;
+      // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const int v50 = v48 ? v36 : v34;
+      total47[0] = v49;
+      total48[0] = v50;
     }
   }
   {
@@ -548,26 +772,40 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
     const float other59 = tg_shfl_xor(total47[0], 8);
     const int other60 = tg_shfl_xor(total48[0], 8);
     {
-      const float v26 = upper58 ? other59 : total47[0];
-      const float v28 = upper58 ? total47[0] : other59;
-      const int v27 = upper58 ? other60 : total48[0];
-      const int v29 = upper58 ? total48[0] : other60;
-      // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v30 = v28 > v26;
-      // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v31 = v28 == v26;
-      // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v32 = v29 < v27;
-      // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v33 = v31 && v32;
-      // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v34 = v30 || v33;
-      // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const float v35 = v34 ? v28 : v26;
-      // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const int v36 = v34 ? v29 : v27;
-      total47[0] = v35;
-      total48[0] = v36;
+      const float v33 = upper58 ? other59 : total47[0];
+      const float v35 = upper58 ? total47[0] : other59;
+      const int v34 = upper58 ? other60 : total48[0];
+      const int v36 = upper58 ? total48[0] : other60;
+      // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v37 = v35 > v33;
+      // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v38 = v35 == v33;
+      // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v39 = v35 != v35;
+      // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v40 = v33 != v33;
+      // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v41 = v39 != v40;
+      // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v42 = v40 && v41;
+      // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v43 = v37 || v42;
+      // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v44 = v39 && v40;
+      // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v45 = v38 || v44;
+      // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v46 = v36 < v34;
+      // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v47 = v45 && v46;
+      // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v48 = v43 || v47;
+      // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const float v49 = v48 ? v35 : v33;
+      // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const int v50 = v48 ? v36 : v34;
+      total47[0] = v49;
+      total48[0] = v50;
     }
   }
   {
@@ -575,26 +813,40 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
     const float other62 = tg_shfl_xor(total47[0], 16);
     const int other63 = tg_shfl_xor(total48[0], 16);
     {
-      const float v26 = upper61 ? other62 : total47[0];
-      const float v28 = upper61 ? total47[0] : other62;
-      const int v27 = upper61 ? other63 : total48[0];
-      const int v29 = upper61 ? total48[0] : other63;
-      // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v30 = v28 > v26;
-      // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v31 = v28 == v26;
-      // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v32 = v29 < v27;
-      // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v33 = v31 && v32;
-      // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v34 = v30 || v33;
-      // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const float v35 = v34 ? v28 : v26;
-      // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const int v36 = v34 ? v29 : v27;
-      total47[0] = v35;
-      total48[0] = v36;
+      const float v33 = upper61 ? other62 : total47[0];
+      const float v35 = upper61 ? total47[0] : other62;
+      const int v34 = upper61 ? other63 : total48[0];
+      const int v36 = upper61 ? total48[0] : other63;
+      // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v37 = v35 > v33;
+      // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v38 = v35 == v33;
+      // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v39 = v35 != v35;
+      // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v40 = v33 != v33;
+      // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v41 = v39 != v40;
+      // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v42 = v40 && v41;
+      // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v43 = v37 || v42;
+      // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v44 = v39 && v40;
+      // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v45 = v38 || v44;
+      // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v46 = v36 < v34;
+      // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v47 = v45 && v46;
+      // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v48 = v43 || v47;
+      // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const float v49 = v48 ? v35 : v33;
+      // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const int v50 = v48 ? v36 : v34;
+      total47[0] = v49;
+      total48[0] = v50;
     }
   }
   const int wpos64 = warp;
@@ -612,57 +864,85 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_logits
     const float other68 = tg_shfl_xor(total47[0], 1);
     const int other69 = tg_shfl_xor(total48[0], 1);
     {
-      const float v26 = upper67 ? other68 : total47[0];
-      const float v28 = upper67 ? total47[0] : other68;
-      const int v27 = upper67 ? other69 : total48[0];
-      const int v29 = upper67 ? total48[0] : other69;
-      // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v30 = v28 > v26;
-      // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v31 = v28 == v26;
-      // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v32 = v29 < v27;
-      // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v33 = v31 && v32;
-      // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v34 = v30 || v33;
-      // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const float v35 = v34 ? v28 : v26;
-      // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const int v36 = v34 ? v29 : v27;
-      total47[0] = v35;
-      total48[0] = v36;
+      const float v33 = upper67 ? other68 : total47[0];
+      const float v35 = upper67 ? total47[0] : other68;
+      const int v34 = upper67 ? other69 : total48[0];
+      const int v36 = upper67 ? total48[0] : other69;
+      // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v37 = v35 > v33;
+      // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v38 = v35 == v33;
+      // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v39 = v35 != v35;
+      // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v40 = v33 != v33;
+      // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v41 = v39 != v40;
+      // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v42 = v40 && v41;
+      // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v43 = v37 || v42;
+      // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v44 = v39 && v40;
+      // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v45 = v38 || v44;
+      // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v46 = v36 < v34;
+      // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v47 = v45 && v46;
+      // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v48 = v43 || v47;
+      // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const float v49 = v48 ? v35 : v33;
+      // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const int v50 = v48 ? v36 : v34;
+      total47[0] = v49;
+      total48[0] = v50;
     }
     const bool upper70 = (lane & 2) != 0;
     const float other71 = tg_shfl_xor(total47[0], 2);
     const int other72 = tg_shfl_xor(total48[0], 2);
     {
-      const float v26 = upper70 ? other71 : total47[0];
-      const float v28 = upper70 ? total47[0] : other71;
-      const int v27 = upper70 ? other72 : total48[0];
-      const int v29 = upper70 ? total48[0] : other72;
-      // v30 = cmp.gt(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v30 = v28 > v26;
-      // v31 = cmp.eq(v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v31 = v28 == v26;
-      // v32 = cmp.lt(v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v32 = v29 < v27;
-      // v33 = and(v31, v32)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v33 = v31 && v32;
-      // v34 = or(v30, v33)  tests/compat/compat_kernels/scan.py:75:20
-      const bool v34 = v30 || v33;
-      // v35 = select(v34, v28, v26)  tests/compat/compat_kernels/scan.py:75:20
-      const float v35 = v34 ? v28 : v26;
-      // v36 = select(v34, v29, v27)  tests/compat/compat_kernels/scan.py:75:20
-      const int v36 = v34 ? v29 : v27;
-      total47[0] = v35;
-      total48[0] = v36;
+      const float v33 = upper70 ? other71 : total47[0];
+      const float v35 = upper70 ? total47[0] : other71;
+      const int v34 = upper70 ? other72 : total48[0];
+      const int v36 = upper70 ? total48[0] : other72;
+      // v37 = cmp.gt(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v37 = v35 > v33;
+      // v38 = cmp.eq(v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v38 = v35 == v33;
+      // v39 = cmp.ne(v35, v35)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v39 = v35 != v35;
+      // v40 = cmp.ne(v33, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v40 = v33 != v33;
+      // v41 = xor(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v41 = v39 != v40;
+      // v42 = and(v40, v41)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v42 = v40 && v41;
+      // v43 = or(v37, v42)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v43 = v37 || v42;
+      // v44 = and(v39, v40)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v44 = v39 && v40;
+      // v45 = or(v38, v44)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v45 = v38 || v44;
+      // v46 = cmp.lt(v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v46 = v36 < v34;
+      // v47 = and(v45, v46)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v47 = v45 && v46;
+      // v48 = or(v43, v47)  tests/compat/compat_kernels/scan.py:75:20
+      const bool v48 = v43 || v47;
+      // v49 = select(v48, v35, v33)  tests/compat/compat_kernels/scan.py:75:20
+      const float v49 = v48 ? v35 : v33;
+      // v50 = select(v48, v36, v34)  tests/compat/compat_kernels/scan.py:75:20
+      const int v50 = v48 ? v36 : v34;
+      total47[0] = v49;
+      total48[0] = v50;
     }
   }
-  const float v24 = total47[0];
-  const int v25 = total48[0];
-  // v37 = addptr(arg_value_ptr, v0)  tests/compat/compat_kernels/scan.py:76:14
-  float* const v37 = arg_value_ptr + (long long)v0;
-  // store(v37, v24)  tests/compat/compat_kernels/scan.py:76:5
-  if (threadIdx.x == 0) *v37 = v24;
+  const float v31 = total47[0];
+  const int v32 = total48[0];
+  // v51 = addptr(arg_value_ptr, v0)  tests/compat/compat_kernels/scan.py:76:14
+  float* const v51 = arg_value_ptr + (long long)v0;
+  // store(v51, v31)  tests/compat/compat_kernels/scan.py:76:5
+  if (threadIdx.x == 0) *v51 = v31;
 }

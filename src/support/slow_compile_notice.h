@@ -1,0 +1,48 @@
+// One line on stderr when a compile takes long, so a user staring at a
+// silent prompt learns what Tegula is doing:
+//
+//   tegula: compiling 'k' (cpu) is taking a while: now in c++, 2.0 s so far
+//
+// A watcher thread waits for the compile to end; if it has not after
+// $TEGULA_COMPILE_NOTICE_SECONDS (default 2; 0 turns the notice off), it
+// prints the line once, naming the phase the compile is in (the phases of
+// support/compile_profile.h, which PhaseTimer reports here).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace tegula {
+
+class SlowCompileNotice {
+ public:
+  SlowCompileNotice(std::string kernel, std::string backend);
+  ~SlowCompileNotice();
+  SlowCompileNotice(const SlowCompileNotice&) = delete;
+  SlowCompileNotice& operator=(const SlowCompileNotice&) = delete;
+
+  // The phase the compile has entered.
+  void enter(std::string_view phase);
+
+ private:
+  void watch(std::chrono::duration<double> delay);
+
+  std::string kernel_;
+  std::string backend_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  bool done_ = false;
+  std::string phase_;
+  std::thread watcher_;  // last: started once the members above exist
+};
+
+// $TEGULA_COMPILE_NOTICE_SECONDS, or 2; 0 (or a negative or unreadable
+// value) means never.
+double slow_compile_notice_seconds();
+
+}  // namespace tegula
