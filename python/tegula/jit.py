@@ -197,7 +197,8 @@ class JITFunction:
         file and first line stay; every specialization of the old source is
         forgotten (the cache keys of the new one hash the new text)."""
         if not isinstance(new_src, str):
-            raise TypeError(f"_unsafe_update_src takes the new source as a str, got {type(new_src).__name__}")
+            raise coded(TypeError, "E0708", f"_unsafe_update_src of '{self.__name__}' takes the new source as a str, "
+                                            f"got {type(new_src).__name__}")
         self.src = new_src
         self._src_replaced = True
         self._signature = None

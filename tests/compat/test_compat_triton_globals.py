@@ -121,7 +121,8 @@ def imported_names_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
 def triton_module(tmp_path, monkeypatch):
     """The kernel module above, imported with `triton` resolving to the real
     Triton when it is installed and to the stand-in otherwise."""
-    if importlib.util.find_spec("triton") is None:
+    stand_in = importlib.util.find_spec("triton") is None
+    if stand_in:
         for path, text in STUB.items():
             file = tmp_path / path
             file.parent.mkdir(parents=True, exist_ok=True)
@@ -132,8 +133,11 @@ def triton_module(tmp_path, monkeypatch):
     try:
         yield importlib.import_module("triton_style_kernels")
     finally:
-        for name in set(sys.modules) - before:  # the stand-in must not outlive the test
-            if name == "triton_style_kernels" or name == "triton" or name.startswith("triton."):
+        # The stand-in must not outlive the test. The real Triton stays: its
+        # extension module cannot be imported twice in one process (its
+        # submodules are registered only when it is first loaded).
+        for name in set(sys.modules) - before:
+            if name == "triton_style_kernels" or (stand_in and (name == "triton" or name.startswith("triton."))):
                 del sys.modules[name]
 
 
