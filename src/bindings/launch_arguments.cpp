@@ -542,9 +542,11 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::exchanged_tensor(
   std::optional<ir::Scalar> scalar = dlpack::scalar_of(tensor.dtype);
   if (!scalar) return std::nullopt;
   uint64_t address = reinterpret_cast<uintptr_t>(tensor.data) + tensor.byte_offset;
-  if (tensor.device.type == dlpack::kCPU) return Pointer{*scalar, address, Place{host_, -1}};
-  if (tensor.device.type == dlpack::kCUDA && cuda_) return Pointer{*scalar, address, Place{cuda_, tensor.device.id}};
-  return std::nullopt;
+  std::optional<Pointer> out;
+  if (tensor.device.type == dlpack::kCPU) out = Pointer{*scalar, address, Place{host_, -1}};
+  if (tensor.device.type == dlpack::kCUDA && cuda_) out = Pointer{*scalar, address, Place{cuda_, tensor.device.id}};
+  if (out) out->write_block = dlpack_write_block(tensor.ndim, tensor.shape, tensor.strides);
+  return out;
 }
 
 // torch.Tensor and look-alikes: anything with data_ptr(), dtype and device.

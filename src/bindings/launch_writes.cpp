@@ -16,6 +16,28 @@ constexpr int kCContiguous = 0x0001;
 constexpr int kFContiguous = 0x0002;
 constexpr int kWriteable = 0x0400;
 
+// Whether the elements of a strided view may overlap: sorted by stride, each
+// dimension must step past everything the smaller ones cover (`unit`: what
+// one element covers, in the strides' unit). Sufficient, not necessary: an
+// interleaving of strides that happens to miss itself is reported too.
+template <class Int>
+WriteBlock overlap_of(int nd, const Int* shape, const Int* strides, int64_t unit) {
+  constexpr int kMaxDims = 64;  // NumPy's limit; torch's is lower
+  std::pair<int64_t, int64_t> dims[kMaxDims];  // (|stride|, extent)
+  int count = 0;
+  for (int i = 0; i < nd && i < kMaxDims; ++i) {
+    if (shape[i] == 0) return WriteBlock::None;  // no elements at all
+    if (shape[i] > 1) dims[count++] = {std::abs(static_cast<int64_t>(strides[i])), static_cast<int64_t>(shape[i])};
+  }
+  std::sort(dims, dims + count);
+  int64_t covered = unit;
+  for (int i = 0; i < count; ++i) {
+    if (dims[i].first < covered) return WriteBlock::Overlapping;
+    covered = dims[i].first * dims[i].second;
+  }
+  return WriteBlock::None;
+}
+
 }  // namespace
 
 WriteBlock numpy_write_block(int flags, int nd, const Py_intptr_t* shape, const Py_intptr_t* strides,
@@ -23,23 +45,12 @@ WriteBlock numpy_write_block(int flags, int nd, const Py_intptr_t* shape, const 
   if (!(flags & kWriteable)) return WriteBlock::ReadOnly;
   // A contiguous array owns one element per index; so does one without strides.
   if ((flags & (kCContiguous | kFContiguous)) || !strides || nd <= 0) return WriteBlock::None;
-  // Sorted by stride, each dimension must step past everything the smaller
-  // ones cover. Sufficient, not necessary: an interleaving of strides that
-  // happens to miss itself is reported too, as elements that may overlap.
-  constexpr int kMaxDims = 64;  // NumPy's limit
-  std::pair<Py_intptr_t, Py_intptr_t> dims[kMaxDims];  // (|stride|, extent)
-  int count = 0;
-  for (int i = 0; i < nd && i < kMaxDims; ++i) {
-    if (shape[i] == 0) return WriteBlock::None;  // no elements at all
-    if (shape[i] > 1) dims[count++] = {std::abs(strides[i]), shape[i]};
-  }
-  std::sort(dims, dims + count);
-  Py_intptr_t covered = item_bytes;
-  for (int i = 0; i < count; ++i) {
-    if (dims[i].first < covered) return WriteBlock::Overlapping;
-    covered = dims[i].first * dims[i].second;
-  }
-  return WriteBlock::None;
+  return overlap_of(nd, shape, strides, item_bytes);
+}
+
+WriteBlock dlpack_write_block(int nd, const int64_t* shape, const int64_t* strides) {
+  if (!strides || nd <= 0) return WriteBlock::None;  // compact row-major
+  return overlap_of(nd, shape, strides, 1);
 }
 
 void check_writes(const backends::KernelInfo& kernel, std::span<const UnwritableArgument> unwritable) {

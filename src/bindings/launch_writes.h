@@ -37,6 +37,11 @@ struct UnwritableArgument {
 WriteBlock numpy_write_block(int flags, int nd, const Py_intptr_t* shape, const Py_intptr_t* strides,
                              int item_bytes);
 
+// From a DLPack tensor (torch's, through the exchange table): its shape and
+// strides in elements (null strides: compact row-major). Tensors have no
+// read-only flag; an expanded one (`expand`, zero strides) overlaps.
+WriteBlock dlpack_write_block(int nd, const int64_t* shape, const int64_t* strides);
+
 // Raises ValueError E0714 for the first of `unwritable` whose pointer
 // `kernel` may write, naming the parameter and the fix.
 void check_writes(const backends::KernelInfo& kernel, std::span<const UnwritableArgument> unwritable);

@@ -90,3 +90,20 @@ def test_writable_strided_views_still_launch():
     square = np.zeros((8, 8), np.float32)
     add_one[(2,)](x, square.T, 64, BLOCK=32)
     np.testing.assert_array_equal(square.ravel(), x + np.float32(1))
+
+
+def test_expanded_torch_tensors_are_refused_as_outputs():
+    torch = pytest.importorskip("torch")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.randn(8, device=device)
+    base = torch.zeros(1, device=device)
+    expanded = base.expand(8)  # one element seen eight times: zero stride
+    _refused(lambda: add_one[(1,)](x, expanded, 8, BLOCK=8), "out_ptr", "add_one",
+             "is a view whose elements overlap")
+    rows = torch.zeros(8, device=device).as_strided((4, 4), (1, 1))  # rows that overlap
+    _refused(lambda: add_one[(1,)](x, rows, 16, BLOCK=16), "out_ptr", "add_one",
+             "is a view whose elements overlap")
+    assert not base.any() and not rows.any()
+    base = torch.zeros(16, device=device)
+    add_one[(1,)](x, base[::2], 8, BLOCK=8)  # a writable strided view launches (the kernel writes by address)
+    torch.testing.assert_close(base[:8], x + 1)
