@@ -646,6 +646,7 @@ constexpr Builtin kBuiltins[] = {
     {"dtype", lower_dtype_class, TL},               {"block_type", lower_block_type, TL},
     {"tensor", lower_type_class, TL},               {"const", lower_type_class, TL},
     {"constexpr_type", lower_type_class, TL},       {"slice", lower_type_class, TL},
+    {"tensor_descriptor", lower_type_class, TL},
     {"tuple", lower_tuple, TL},
     // elementwise
     {"where", where, TL},                           {"minimum", min_max, TL},

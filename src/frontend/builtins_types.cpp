@@ -41,6 +41,7 @@ bool instance_of(const Symbol& obj, const Symbol& cls, Lowerer& l, const SourceL
     if (c == "constexpr") return number;
     if (c == "tuple" || c == "py.tuple") return obj.kind == Symbol::Kind::Tuple;
     if (c == "slice") return obj.kind == Symbol::Kind::Slice;
+    if (c == "tensor_descriptor") return obj.kind == Symbol::Kind::TensorDescriptor;
     if (c == "const") return false;  // an annotation only: no value is a tl.const
     if (c == "py.int") return number && (obj.constant.kind == ConstValue::Kind::Int ||
                                          obj.constant.kind == ConstValue::Kind::Bool);
@@ -100,10 +101,13 @@ Symbol lower_tuple(Lowerer& l, const CallArgs& c, const std::string& n) {
 }
 
 // Classes that kernels name but never construct: tl.tensor (tiles come from
-// tl.arange, tl.load, ...), tl.const, tl.constexpr_type and tl.slice.
+// tl.arange, tl.load, ...), tl.const, tl.constexpr_type, tl.slice and
+// tl.tensor_descriptor (made by tl.make_tensor_descriptor).
 Symbol lower_type_class(Lowerer& l, const CallArgs& c, const std::string& n) {
   error_at(c.loc, Diag::NotCallable, "tl." + n + " is a type: use it in annotations and isinstance(), not as a call",
-           n == "tensor" ? "make tiles with tl.arange, tl.full or tl.load" : "");
+           n == "tensor"              ? "make tiles with tl.arange, tl.full or tl.load"
+           : n == "tensor_descriptor" ? "make descriptors with tl.make_tensor_descriptor"
+                                      : "");
 }
 
 // while tl.condition(cond, disable_licm=False): the condition. disable_licm

@@ -323,3 +323,20 @@ def test_inspect_shows_the_descriptor_ops_and_their_lowering():
     assert lowered.count("desc_load ") == 1 and lowered.count("desc_store ") == 1
     assert 'padding = "zero"' in lowered and " load " not in lowered
     assert "desc_" not in info.ir and " load " in info.ir and "store " in info.ir
+
+
+@tegula.jit
+def annotated_descriptor_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    desc: tl.tensor_descriptor = tl.make_tensor_descriptor(x_ptr, [n], [1], [BLOCK])
+    tl.static_assert(isinstance(desc, tl.tensor_descriptor))
+    tl.static_assert(not isinstance(n, tl.tensor_descriptor))
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, desc.load([tl.program_id(0) * BLOCK]) * 2.0, mask=offs < n)
+
+
+def test_tl_tensor_descriptor_is_the_type_of_descriptors(backend):
+    n = 100  # a ragged last block, zero-filled by the descriptor
+    x = np.random.default_rng(12).standard_normal(n).astype(np.float32)
+    y = backend.zeros(n, np.float32)
+    annotated_descriptor_kernel[(tegula.cdiv(n, 32),)](backend.array(x), y, n, BLOCK=32)
+    np.testing.assert_array_equal(backend.numpy(y), x * 2)
