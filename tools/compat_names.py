@@ -34,6 +34,7 @@ class Name:
     tutorials: str = ""
     features: list = dataclasses.field(default_factory=list)  # [(description, probe body)]
     note: str = ""
+    hardware: str = ""  # for hardware Tegula has no backend for: which, and why the name needs it
 
 
 def st(expr: str) -> str:
@@ -55,8 +56,8 @@ def group(title: str) -> None:
     _group = title
 
 
-def add(name, probe, tutorials="", features=(), note=""):
-    NAMES.append(Name(name, _group, probe, tutorials, list(features), note))
+def add(name, probe, tutorials="", features=(), note="", hardware=""):
+    NAMES.append(Name(name, _group, probe, tutorials, list(features), note, hardware))
 
 
 BLOCK_PTR = "bp = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))\n"
@@ -284,7 +285,10 @@ for t, tut in (("int1", ""), ("int8", ""), ("int16", ""), ("int32", ""), ("int64
                ("float8e4b8", ""), ("float8e5b16", ""), ("float8e4b15", "")):
     add(t, st(f"x.to(tl.{t}).to(tl.float32)"), tut,
         note="tutorial 06 names it only for its FP8 variant (`tl.float8e5 if FP8_OUTPUT else tl.float16`: "
-             "a constexpr choice, so the fp16 variant compiles)" if t == "float8e5" else "")
+             "a constexpr choice, so the fp16 variant compiles)" if t == "float8e5" else "",
+        hardware="an fp8 format of AMD's CDNA3 GPUs (MI300, \"fnuz\": no negative zero, NaN at 0x80), which "
+                 "Triton supports only there; Tegula has no HIP backend" if t in ("float8e4b8", "float8e5b16")
+        else "")
 
 group("Tensor members")
 for m, probe, tut in (("x.to", st("x.to(tl.float16)"), "03 05 06 08 09"), ("x.T", st2("x2.T"), "06"),
