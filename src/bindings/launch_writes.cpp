@@ -50,7 +50,15 @@ WriteBlock numpy_write_block(int flags, int nd, const Py_intptr_t* shape, const 
 
 WriteBlock dlpack_write_block(int nd, const int64_t* shape, const int64_t* strides) {
   if (!strides || nd <= 0) return WriteBlock::None;  // compact row-major
-  return overlap_of(nd, shape, strides, 1);
+  // Every launch reads its tensors: the common contiguous one is settled
+  // by one pass over its dims, without the sort.
+  int64_t expected = 1;
+  bool contiguous = true;
+  for (int i = nd; i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expected) contiguous = false;
+    expected *= shape[i];
+  }
+  return contiguous ? WriteBlock::None : overlap_of(nd, shape, strides, 1);
 }
 
 void check_writes(const backends::KernelInfo& kernel, std::span<const UnwritableArgument> unwritable) {
