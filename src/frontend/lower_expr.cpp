@@ -264,11 +264,12 @@ bool calls_a_function(const ast::Expr& e) {
 // both sides stores once, a load the condition guards never reads. Arms of
 // plain arithmetic are both computed and selected (they cannot fault or
 // write), which keeps the common `a if pid > 0 else b` a select.
-Symbol Lowerer::runtime_if_expression(const ast::Expr& e, ir::ValueId cond) {
+Symbol Lowerer::runtime_if_expression(const ast::Expr& e, ir::ValueId cond,
+                                      const std::function<Symbol(size_t)>& side) {
   const std::string result = "$ifexp";
   Symbol chosen[2];
   auto arm = [&](int k) {
-    chosen[k] = eval(*e.children[static_cast<size_t>(k + 1)]);
+    chosen[k] = side(static_cast<size_t>(k + 1));
     frame().vars[result] = chosen[k];
   };
   lower_runtime_if(e.loc, cond, [&] { arm(0); }, [&] {
@@ -781,14 +782,13 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       if (type(c).scalar != Scalar::I1) error_at(e.children[0]->loc, Diag::NotBoolean,
                                                  "the condition of `x if c else y` must be boolean");
       if (!type(c).is_tile() && (calls_a_function(*e.children[1]) || calls_a_function(*e.children[2])))
-        return runtime_if_expression(e, c);
+        return runtime_if_expression(e, c, [&](size_t k) { return eval(*e.children[k]); });
       Symbol a = eval(*e.children[1]);
       Symbol b = eval(*e.children[2]);
       // Pointers are chosen, not selected (arithmetic has no pointer select):
-      // the arms, pure, are lowered again inside the branches and the copies
-      // above are dead code.
+      // the branches yield the arms computed above.
       if (!type(c).is_tile() && (is_pointer_value(*this, a) || is_pointer_value(*this, b)))
-        return runtime_if_expression(e, c);
+        return runtime_if_expression(e, c, [&](size_t k) { return k == 1 ? a : b; });
       auto [x, y] = arith_operands(a, b, false, e.loc, "if-else");
       auto [cc, xx] = broadcast_pair(c, x, e.loc);
       auto [cc2, yy] = broadcast_pair(cc, y, e.loc);

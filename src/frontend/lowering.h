@@ -69,9 +69,10 @@ class Lowerer {
   // differ between the branches become the results.
   void lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,
                         const std::function<void()>& else_branch);
-  // `x if c else y` whose arms call functions, under a runtime scalar `cond`
-  // (lower_expr.cpp): only the chosen arm runs.
-  Symbol runtime_if_expression(const ast::Expr& e, ir::ValueId cond);
+  // `x if c else y` as an `if` under a runtime scalar `cond` (lower_expr.cpp):
+  // `side(1)` and `side(2)` give the arms' values inside their branches
+  // (evaluating an arm there runs it only when chosen).
+  Symbol runtime_if_expression(const ast::Expr& e, ir::ValueId cond, const std::function<Symbol(size_t)>& side);
   void lower_for(const ast::Stmt& s);
   void lower_while(const ast::Stmt& s);
   // Names the body assigns that exist before the loop (they become iter args).
