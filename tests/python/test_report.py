@@ -5,6 +5,7 @@ backend under test (`--backend cuda` runs the same tests on the GPU);
 tests/python/test_profiling_cuda.py has what only the GPU has."""
 
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -20,8 +21,14 @@ def _strides(a):
     return _host.strides(a)
 
 
+# Sizes large enough that the host wrapper the benchmark times beside the
+# launch costs under a few percent of the kernel's own time.
+def _rows(backend):
+    return 4096 if backend.is_cuda else 256
+
+
 def vector_add_case(backend):
-    n = 1 << 16
+    n = 1 << (24 if backend.is_cuda else 20)
     x, y = (backend.array(a) for a in vector_add.make_inputs(n))
     out = backend.empty(n, np.float32)
     launch = (vector_add.add_kernel, (x, y, out, n), (tegula.cdiv(n, 1024),), {"BLOCK": 1024})
@@ -29,7 +36,7 @@ def vector_add_case(backend):
 
 
 def softmax_case(backend):
-    M, N = 64, 256
+    M, N = _rows(backend), 1024
     x = backend.array(softmax.make_inputs(M, N))
     out = backend.empty((M, N), np.float32)
     launch = (softmax.softmax_kernel, (x, out, N, _strides(x)[0], _strides(out)[0]), (M,), {"BLOCK_N": N})
@@ -37,7 +44,7 @@ def softmax_case(backend):
 
 
 def fused_chain_case(backend):
-    M, N = 64, 256
+    M, N = _rows(backend), 1024
     x, residual, keep, bias, weight = (backend.array(a) for a in fused_chain.make_inputs(M, N))
     out = backend.empty((M, N), np.float32)
     p = fused_chain.P_DROP
@@ -50,7 +57,7 @@ def fused_chain_case(backend):
 
 
 def matmul_case(backend):
-    S = 128
+    S = 1024 if backend.is_cuda else 256
     a, b = (backend.array(m) for m in matmul.make_inputs(S, S, S))
     out = backend.empty((S, S), np.float32)
     blocks = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}
@@ -59,6 +66,25 @@ def matmul_case(backend):
     launch = (matmul.matmul_kernel, args, ((S // 32) ** 2,), blocks)
     return (launch, lambda: matmul.matmul(a, b, out=out, **blocks), matmul.bytes_moved(S, S, S, 4),
             matmul.flops(S, S, S))
+
+
+def assert_times_agree(report, kernel, args, grid, meta, host_call, backend, rounds=5):
+    """The report's time is within 10% of the benchmark's for the same work.
+
+    The benchmark times its host function (the launch and its small wrapper)
+    with do_bench's median; so does the report, for the launch alone. On a
+    shared machine one pair of measurements can be 30% apart when a neighbour
+    starts compiling, so the two are taken in alternation, and the medians of
+    the rounds so far are compared (at least three rounds, at most `rounds`)."""
+    reported, benched = [report.time_ms], []
+    for i in range(rounds):
+        if i > 0:
+            reported.append(kernel.report(*args, grid=grid, **meta).time_ms)
+        benched.append(do_bench(host_call, return_mode="median", device=backend.name))
+        ratio = statistics.median(reported) / statistics.median(benched)
+        if i >= 2 and 0.9 <= ratio <= 1.1:
+            return
+    pytest.fail(f"report {reported} ms against the benchmark's {benched} ms: medians {ratio:.3f}x apart")
 
 
 CASES = {"vector_add": vector_add_case, "softmax": softmax_case, "fused_chain": fused_chain_case,
@@ -79,10 +105,7 @@ def test_report_counts_what_the_benchmark_counts(workload, backend):
         M, N = args[0].shape
         assert 15 * M * N <= report.flops <= 30 * M * N
         assert report.transcendental_ops == M * N + M  # tanh per element, rsqrt per row
-    # The time is the benchmark's: the same launch under do_bench, in this
-    # process; loose, since the machine is shared.
-    bench_ms = do_bench(host_call, return_mode="median", device=backend.name)
-    assert 0.2 < report.time_ms / bench_ms < 5
+    assert_times_agree(report, kernel, args, grid, meta, host_call, backend)
     # The shares and the bound follow from the figures and the device's floors.
     floors = _floors.floors(backend.name)
     assert report.floors == floors
