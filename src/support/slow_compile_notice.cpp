@@ -29,17 +29,32 @@ SlowCompileNotice::~SlowCompileNotice() {
 }
 
 void SlowCompileNotice::enter(std::string_view phase) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  phase_ = phase;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    phase_ = phase;
+  }
+  finished_.notify_all();
 }
 
+// Once the compile has run past the delay, every phase it enters gets a
+// line, and its end one more: a long compile shows its stages as they pass.
 void SlowCompileNotice::watch(std::chrono::duration<double> delay) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (finished_.wait_for(lock, delay, [this] { return done_; })) return;
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  auto elapsed = [this] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); };
   std::string where = phase_.empty() ? std::string() : "now in " + phase_ + ", ";
   std::fprintf(stderr, "tegula: compiling '%s' (%s) is taking a while: %s%.1f s so far\n", kernel_.c_str(),
-               backend_.c_str(), where.c_str(), seconds);
+               backend_.c_str(), where.c_str(), elapsed());
+  std::fflush(stderr);
+  std::string shown = phase_;
+  while (true) {
+    finished_.wait(lock, [&] { return done_ || phase_ != shown; });
+    if (done_) break;
+    shown = phase_;
+    std::fprintf(stderr, "tegula: compiling '%s': %s at %.1f s\n", kernel_.c_str(), shown.c_str(), elapsed());
+    std::fflush(stderr);
+  }
+  std::fprintf(stderr, "tegula: compiled '%s' (%s) in %.1f s\n", kernel_.c_str(), backend_.c_str(), elapsed());
   std::fflush(stderr);
 }
 

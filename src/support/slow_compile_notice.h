@@ -1,12 +1,15 @@
-// One line on stderr when a compile takes long, so a user staring at a
+// Lines on stderr when a compile takes long, so a user staring at a
 // silent prompt learns what Tegula is doing:
 //
 //   tegula: compiling 'k' (cpu) is taking a while: now in c++, 2.0 s so far
+//   tegula: compiling 'k': store at 3.1 s
+//   tegula: compiled 'k' (cpu) in 3.2 s
 //
 // A watcher thread waits for the compile to end; if it has not after
 // $TEGULA_COMPILE_NOTICE_SECONDS (default 2; 0 turns the notice off), it
-// prints the line once, naming the phase the compile is in (the phases of
-// support/compile_profile.h, which PhaseTimer reports here).
+// prints the first line, naming the phase the compile is in (the phases of
+// support/compile_profile.h, which PhaseTimer reports here), then a line
+// per phase entered after it and one at the end.
 #pragma once
 
 #include <chrono>

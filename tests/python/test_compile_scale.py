@@ -102,7 +102,7 @@ assert (x == 1).all()
 
 
 @pytest.mark.parametrize("threshold,lines", [("0.3", 1), ("0", 0)])
-def test_slow_compile_says_what_it_does_once(tmp_path, threshold, lines):
+def test_slow_compile_says_what_it_does(tmp_path, threshold, lines):
     # A fresh cache: the C++ compiler alone takes longer than 0.3 s.
     script = tmp_path / "noticed.py"
     script.write_text(NOTICE_KERNEL)
@@ -114,3 +114,10 @@ def test_slow_compile_says_what_it_does_once(tmp_path, threshold, lines):
     assert len(notices) == lines, done.stderr
     for line in notices:
         assert line.startswith("tegula: compiling 'noticed' (cpu) is taking a while: now in "), line
+    # After the notice, the phases that follow it and the end, in order.
+    told = [line for line in done.stderr.splitlines() if line.startswith("tegula: compil")]
+    if lines:
+        assert told[-1].startswith("tegula: compiled 'noticed' (cpu) in "), done.stderr
+        assert all(line.startswith("tegula: compiling 'noticed': ") for line in told[1:-1]), done.stderr
+    else:
+        assert told == [], done.stderr
