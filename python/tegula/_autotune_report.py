@@ -52,11 +52,13 @@ class Progress:
         isatty = getattr(self.stream, "isatty", None)
         self.enabled = bool(isatty and isatty())
 
-    def show(self, phase: str, done: int, config) -> None:
+    def show(self, phase: str, done: int, config, best=None) -> None:
+        """`best`: the fastest (config, ms) timed so far, if any."""
         if not self.enabled or time.perf_counter() - self.started < self.DELAY_S:
             return
         what = f": {config}" if config is not None else ""
-        line = f"tegula autotune '{self.kernel}': {phase} {done + 1}/{self.total}{what}"
+        so_far = f" (best so far {best[0]}: {best[1]:.4f} ms)" if best is not None else ""
+        line = f"tegula autotune '{self.kernel}': {phase} {done + 1}/{self.total}{what}{so_far}"
         self.stream.write("\r\x1b[K" + line[:200])
         self.stream.flush()
         self.shown = True

@@ -468,6 +468,7 @@ class Autotuner(_KernelWrapper):
             compiled = [t for t in trials if t.error is None]
             saved = SavedArguments(self, compiled, named) if compiled else None
             timed_launches = {}  # configs that launch the same code alike are timed once
+            best = None  # (config, median ms) of the fastest trial so far, for the progress line
             for i, trial in enumerate(compiled):
                 same = (trial.kernel.key, json.dumps(trial.config.describe()["kwargs"]), trial.config.pre_hook)
                 if same in timed_launches:
@@ -475,8 +476,10 @@ class Autotuner(_KernelWrapper):
                     trial.timing, trial.error, trial.stage = twin.timing, twin.error, twin.stage
                     continue
                 timed_launches[same] = trial
-                progress.show("timing", i, trial.config)
+                progress.show("timing", i, trial.config, best)
                 self._time(trial, grid, args, kwargs, named, saved)
+                if trial.timing is not None and (best is None or trial.timing[0] < best[1]):
+                    best = (trial.config, trial.timing[0])
         finally:
             if saved is not None:
                 saved.restore(for_trial=False)

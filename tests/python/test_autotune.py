@@ -335,8 +335,11 @@ def test_progress_shows_on_a_terminal_after_a_second(monkeypatch):
         progress.show("timing", 0, tegula.Config({"BLOCK": 8}))  # too early: nothing
         progress.started -= 2.0
         progress.show("timing", 1, tegula.Config({"BLOCK": 16}))
+        progress.show("timing", 2, tegula.Config({"BLOCK": 32}), (tegula.Config({"BLOCK": 16}), 0.25))
         progress.done()
-    assert terminal.text == "\r\x1b[Ktegula autotune 'k': timing 2/3: BLOCK: 16\r\x1b[K"
+    assert terminal.text == ("\r\x1b[Ktegula autotune 'k': timing 2/3: BLOCK: 16"
+                             "\r\x1b[Ktegula autotune 'k': timing 3/3: BLOCK: 32 (best so far BLOCK: 16: 0.2500 ms)"
+                             "\r\x1b[K")
     assert pipe.text == ""
 
 
