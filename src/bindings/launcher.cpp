@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <limits>
+#include <utility>
 
 #include "bindings/launch_errors.h"
 #include "bindings/launch_observer.h"
@@ -43,8 +44,13 @@ uint8_t backend_index(const backends::Backend* backend) {
   TEGULA_ASSERT(false, "a place names a backend the registry does not know");
 }
 
-// The compile options a launch key asks for.
-runtime::CompileOptions compile_options(const DecodedKey& decoded) {
+// What a launch key asks the compiler for: the request (its sources come
+// from the JITFunction) and the compile options.
+std::pair<frontend::KernelRequest, runtime::CompileOptions> compile_request(DecodedKey decoded) {
+  frontend::KernelRequest request;
+  request.args = std::move(decoded.args);
+  request.debug = decoded.debug;
+  request.num_warps = decoded.num_warps;
   runtime::CompileOptions options;
   options.backend = runtime::all_backends()[decoded.backend]->name();
   options.debug = decoded.debug;
@@ -53,7 +59,7 @@ runtime::CompileOptions compile_options(const DecodedKey& decoded) {
   options.fp_fusion = decoded.fp_fusion;
   options.maxnreg = decoded.maxnreg;
   options.device = std::max(decoded.device, 0);
-  return options;
+  return {std::move(request), std::move(options)};
 }
 
 // The value of a parameter of this type (the key made the two agree).
@@ -330,16 +336,11 @@ const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t v
 // there (JITFunction._compile: the hook the compile profile and the golden
 // corpus use).
 nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stages) {
-  DecodedKey decoded = decode(key);
-  frontend::KernelRequest request;
-  request.args = decoded.args;
-  request.debug = decoded.debug;
-  request.num_warps = decoded.num_warps;
-  runtime::CompileOptions options = compile_options(decoded);
+  auto [request, options] = compile_request(decode(key));
   options.keep_stages = keep_stages;
+  std::vector<std::string> expected = expected_params(names_, request.args);
   nb::object kernel_object = jit_.attr("_compile")(nb::cast(std::move(request)), nb::cast(std::move(options)));
   auto kernel = nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object);
-  std::vector<std::string> expected = expected_params(names_, decoded.args);
   bool matches = expected.size() == kernel->params.size() && expected.size() == values;
   for (size_t j = 0; matches && j < expected.size(); ++j) matches = expected[j] == kernel->params[j].name;
   if (!matches)
@@ -436,12 +437,7 @@ nb::object Launcher::inspect(const CallArgs& call) {
 nb::object Launcher::request(const CallArgs& call) {
   Specialized launch;
   work_out(call, launch, nullptr);
-  DecodedKey decoded = decode(launch.arguments.key.bytes());
-  frontend::KernelRequest request;
-  request.args = std::move(decoded.args);
-  request.debug = decoded.debug;
-  request.num_warps = decoded.num_warps;
-  runtime::CompileOptions options = compile_options(decoded);
+  auto [request, options] = compile_request(decode(launch.arguments.key.bytes()));
   return nb::make_tuple(nb::cast(std::move(request)), nb::cast(std::move(options)));
 }
 
