@@ -23,7 +23,7 @@ _TOP_LEVEL_MODULES = frozenset({"tegula", "triton"})
 # exported by several (tl.exp is tl.math.exp) is named by the first.
 _LANGUAGE_NAMESPACES = tuple(f"{root}.{space}" for root in ("tegula", "triton")
                              for space in ("language", "language.math", "language.extra.libdevice",
-                                           "language.extra.cuda.libdevice"))
+                                           "language.extra.cuda.libdevice", "language.extra.cuda"))
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -99,6 +99,56 @@ def _is_user_jit_function(value, jit_function_type) -> bool:
         return False
     module = getattr(value.fn, "__module__", None) or ""
     return not module.startswith(("tegula.language", "triton.language"))
+
+
+# @jit functions passed as constexpr arguments, by the reference their launch
+# key holds (their id). Held strongly: a launcher's compiled kernels are keyed
+# by that reference, which must never name another function; such functions
+# are module-level helpers, which live as long as the program anyway.
+_CONSTEXPR_FUNCTIONS: dict = {}
+
+
+def constexpr_function(value) -> str | None:
+    """How a launch key names a function passed as a constexpr argument
+    (``kernel[grid](x, ACTIVATION=relu)``, ``func=tl.extra.cuda.smid``):
+    "member:PATH" for a function of the tile language, "jit:REF" for a @jit
+    function (Tegula's or Triton's), None for anything else."""
+    from .jit import JITFunction
+
+    if _is_triton_object(value, "JITFunction") and isinstance(getattr(value, "fn", None), types.FunctionType):
+        reference = f"triton-{id(value)}"
+        if reference not in _CONSTEXPR_FUNCTIONS:
+            _CONSTEXPR_FUNCTIONS[reference] = (value, JITFunction(value.fn))
+        return f"jit:{reference}"
+    member = None if _is_user_jit_function(value, JITFunction) else language_member(value)
+    if member is not None:
+        return f"member:{member}"
+    if isinstance(value, JITFunction):
+        reference = str(id(value))
+        _CONSTEXPR_FUNCTIONS.setdefault(reference, (value, value))
+        return f"jit:{reference}"
+    return None
+
+
+def _constexpr_jit_references(value, out: list) -> None:
+    """The references to @jit functions a launch key left in `value` (a
+    constexpr argument's GlobalValue) and its tuple elements."""
+    if value.kind == Kind.JitFunction and value.function < 0:
+        out.append(value.text)
+    elif value.kind == Kind.Tuple:
+        for element in value.elements:
+            _constexpr_jit_references(element, out)
+
+
+def _resolve_constexpr_jit(value, index_of: dict):
+    """`value` with its references to @jit functions replaced by their indices
+    in the request (nanobind hands out copies of nested values: rebuilt and
+    assigned back, not changed in place)."""
+    if value.kind == Kind.JitFunction and value.function < 0:
+        value.function, value.text = index_of[id(_CONSTEXPR_FUNCTIONS[value.text][1])], ""
+    elif value.kind == Kind.Tuple:
+        value.elements = [_resolve_constexpr_jit(e, index_of) for e in value.elements]
+    return value
 
 
 def _opaque_description(value) -> str:
@@ -183,9 +233,13 @@ def visible_values(fn: types.FunctionType, source: str | None = None, replaced: 
     return values
 
 
-def collect_sources(root) -> list:
+def collect_sources(root, args=None) -> list:
     """FunctionSource of `root` (index 0) and of every @jit function it reaches
-    through its globals, each once; GlobalValues refer to them by index."""
+    through its globals, each once; GlobalValues refer to them by index.
+
+    `args` (a request's ArgSpecs, changed in place): @jit functions passed
+    as constexpr arguments are collected too, after the kernel's, and their
+    specs' references become those indices."""
     from .jit import JITFunction
 
     sources: list = []
@@ -204,7 +258,17 @@ def collect_sources(root) -> list:
     # Python allows must not exhaust the interpreter's recursion limit here
     # (the compiler reports a chain that is too deep, with its location).
     stack = [open_function(root)]
-    while stack:
+    constexprs = [spec for spec in args or () if spec.kind == _C.ArgSpec.Kind.Constexpr]
+    references = []
+    for spec in constexprs:
+        _constexpr_jit_references(spec.value, references)
+    pending = [_CONSTEXPR_FUNCTIONS[reference][1] for reference in reversed(references)]
+    while stack or pending:
+        if not stack:
+            fn = pending.pop()
+            if id(fn) not in index_of:
+                stack.append(open_function(fn))
+            continue
         jit_fn, index, globals_, values = stack[-1]
         callee = None
         for name, value in values:
@@ -234,6 +298,8 @@ def collect_sources(root) -> list:
                                            source=jit_fn.src, first_line=jit_fn.first_line,
                                            globals=globals_)
         stack.pop()
+    for spec in constexprs:
+        spec.value = _resolve_constexpr_jit(spec.value, index_of)
     return sources
 
 

@@ -262,7 +262,9 @@ class JITFunction:
         compiles, sources included: for tools and tests that compile it
         themselves (another backend, another architecture)."""
         request, options = self._launcher.request(*args, **kwargs)
-        request.functions = collect_sources(self)
+        specs = request.args  # a copy: collect_sources resolves the @jit functions passed as constexprs
+        request.functions = collect_sources(self, specs)
+        request.args = specs
         self._name_request(request)
         return request, options
 
@@ -308,7 +310,9 @@ class JITFunction:
         this adds the sources and globals of the kernel and of every @jit
         function it calls, and compiles (the disk cache first)."""
         started = time.perf_counter()
-        request.functions = collect_sources(self)
+        specs = request.args  # a copy: collect_sources resolves the @jit functions passed as constexprs
+        request.functions = collect_sources(self, specs)
+        request.args = specs
         self._name_request(request)
         if _env_flag("TEGULA_PROFILE_COMPILE"):
             python_s = time.perf_counter() - started

@@ -37,6 +37,7 @@ LaunchSupport support_from(nb::handle s) {
   out.torch_stream = s.attr("torch_stream");
   out.environment = s.attr("environment");
   out.backend_key = s.attr("backend_key");
+  out.constexpr_function = s.attr("constexpr_function");
   return out;
 }
 

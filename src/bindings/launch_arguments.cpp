@@ -166,7 +166,7 @@ std::vector<PyObject*> LaunchSupport::references() const {
           numpy_scalars.ptr(),  torch_scalars.ptr(),  numpy_dtype.ptr(),     from_dlpack.ptr(),
           reinterpreted.ptr(),  descriptor.ptr(),     constexpr_type.ptr(),  dtype_type.ptr(),
           pointer_type.ptr(),   current_device.ptr(), current_stream.ptr(),  torch_stream.ptr(),
-          environment.ptr(),    backend_key.ptr()};
+          environment.ptr(),    backend_key.ptr(),    constexpr_function.ptr()};
 }
 
 ArgumentClassifier::ArgumentClassifier(LaunchSupport support)
@@ -704,9 +704,18 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
   if (is_instance(value, support_.dtype_type) && !is_instance(value, support_.pointer_type))
     return key.constant_dtype(utf8(attribute(value, canonical_name_).ptr()));
   if (is_number_scalar(value)) return constexpr_value(kernel, param, call_method(value, item_name_), key);
+  if (PyCallable_Check(object)) {  // a function the kernel calls: tl.extra.cuda.smid, a @jit helper
+    nb::object described = support_.constexpr_function(value);
+    if (PyUnicode_Check(described.ptr())) {
+      std::string text(utf8(described.ptr()));
+      if (text.starts_with("member:")) return key.constant_language_member(std::string_view(text).substr(7));
+      if (text.starts_with("jit:")) return key.constant_jit_function(std::string_view(text).substr(4));
+    }
+  }
   raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
               "constexpr argument '" + param + "' of kernel '" + kernel +
-                  "' must be an int, float, bool, str, None, tl.dtype or a tuple of them, got " + type_name_of(value));
+                  "' must be an int, float, bool, str, None, tl.dtype, a function of the tile language, a @jit "
+                  "function or a tuple of them, got " + type_name_of(value));
 }
 
 // --- debug extents, devices and streams --------------------------------------------------------

@@ -79,6 +79,7 @@ struct LaunchSupport {
   nanobind::object torch_stream;    // torch module -> a faster current_stream for torch users
   nanobind::object environment;     // the dict under os.environ (None where it has none)
   nanobind::object backend_key;     // TEGULA_BACKEND as a key of `environment`
+  nanobind::object constexpr_function;  // callable -> "member:PATH", "jit:REF" or None (a constexpr function)
 
   std::vector<PyObject*> references() const;
 };

@@ -71,7 +71,9 @@ frontend::ArgSpec constant_spec(Reader& in) {
     case Kind::Bool: value.int_value = in.take<int64_t>(); break;
     case Kind::Float: value.float_value = std::bit_cast<double>(in.take<uint64_t>()); break;
     case Kind::Str:
-    case Kind::DType: value.text = in.text(); break;
+    case Kind::DType:
+    case Kind::LanguageMember:
+    case Kind::JitFunction: value.text = in.text(); break;
     case Kind::None: break;
     case Kind::Tuple: {
       auto count = in.take<uint32_t>();
@@ -174,6 +176,21 @@ void LaunchKey::constant_dtype(std::string_view canonical_name) {
   const char head[2] = {kConstant, static_cast<char>(frontend::GlobalValue::Kind::DType)};
   append(head, sizeof head);
   text(canonical_name);
+}
+
+void LaunchKey::constant_language_member(std::string_view path) {
+  const char head[2] = {kConstant, static_cast<char>(frontend::GlobalValue::Kind::LanguageMember)};
+  append(head, sizeof head);
+  text(path);
+}
+
+// Decoded as a JitFunction whose `function` index is still -1 and whose text
+// is the reference: the Python side puts the function's source in the
+// request and sets the index before compiling.
+void LaunchKey::constant_jit_function(std::string_view reference) {
+  const char head[2] = {kConstant, static_cast<char>(frontend::GlobalValue::Kind::JitFunction)};
+  append(head, sizeof head);
+  text(reference);
 }
 
 void LaunchKey::descriptor(ir::Scalar element, bool aligned16, const std::vector<int64_t>& block_shape,

@@ -47,6 +47,11 @@ class LaunchKey {
   void constant_float(double value);  // by its bit pattern
   void constant_str(std::string_view value);
   void constant_dtype(std::string_view canonical_name);
+  // A function of the tile language (its path, "triton.language.extra.cuda.smid")
+  // or a @jit function (a reference the Python side resolves at compile time,
+  // support.constexpr_function).
+  void constant_language_member(std::string_view path);
+  void constant_jit_function(std::string_view reference);
   // A tuple of constants: then one constant_*() call per element.
   void constant_tuple(uint32_t count);
   // A TensorDescriptor: its base, block shape and padding; then

@@ -13,6 +13,22 @@ namespace tegula::frontend {
 
 namespace {
 
+// What a constexpr parameter of a @jit helper accepts: a constant, a function
+// (a @jit one or one of the language) or a module, or a tuple of them.
+bool is_compile_time(const Symbol& s) {
+  switch (s.kind) {
+    case Symbol::Kind::Const:
+    case Symbol::Kind::Module:
+    case Symbol::Kind::Builtin:
+    case Symbol::Kind::JitFunction: return true;
+    case Symbol::Kind::Tuple:
+      for (const Symbol& e : s.elements)
+        if (!is_compile_time(e)) return false;
+      return true;
+    default: return false;
+  }
+}
+
 constexpr int kMaxInlineDepth = 64;
 
 bool is_constexpr_annotation(const ast::Expr* e) {
@@ -174,7 +190,7 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
         error_at(args.loc, Diag::WrongArgumentCount, "`" + def.name + "` is missing the argument `" + p.name + "`");
       bound[i] = eval(*p.default_value);  // evaluated in the callee's global scope
     }
-    if (is_constexpr_annotation(p.annotation.get()) && !bound[i]->is_const())
+    if (is_constexpr_annotation(p.annotation.get()) && !is_compile_time(*bound[i]))
       error_at(i < args.positional_locs.size() ? args.positional_locs[i] : args.loc, Diag::ConstexprGotRuntimeValue,
                "parameter `" + p.name + "` of `" + def.name + "` is a constexpr but received " + describe(*bound[i]),
                "pass a compile-time constant");

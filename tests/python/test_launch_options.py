@@ -303,7 +303,8 @@ def test_tuples_specialize_by_value():
     launcher = reshape_kernel._launcher
     assert (launcher.specialization(x, x, SHAPE=(8, 16), NEW_SHAPE=(16, 8)) !=
             launcher.specialization(x, x, SHAPE=(8, 16), NEW_SHAPE=(8, 16)))
-    with pytest.raises(TypeError, match="must be an int, float, bool, str, None, tl.dtype or a tuple of them"):
+    with pytest.raises(TypeError, match="must be an int, float, bool, str, None, tl.dtype, a function of the tile language, a @jit "
+                       "function or a tuple of them"):
         reshape_kernel[(1,)](x, x, SHAPE=(8, [16]), NEW_SHAPE=(16, 8))
 
 
