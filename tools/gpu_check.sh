@@ -16,12 +16,14 @@
 #   4. bench       python benchmarks/run.py --gpu --json bench.json  -> bench.txt, bench.json
 #      then tools/launch_overhead.py (Tegula vs Triton, tiny kernel)  -> bench.txt
 #   5. demo        python examples/demo.py --json                    -> demo.txt
+#      then benchmarks/roofline.py --device cuda (report's roofline)  -> roofline/
 #   6. launch-probe tools/launch_probe.py (launch costs fresh, then after
 #                  the memory-bound workloads; GPU_CHECK_LAUNCH_PROBE=0: skip) -> bench.txt
 #   and the machine (nvidia-smi, versions, libraries)               -> env.txt
 #   with one line per step (status, seconds) and the tails of failures -> summary.txt
 #
-# Everything lands in $OUT (default ./gpu-check-out), at most 8 files. The
+# Everything lands in $OUT (default ./gpu-check-out), at most 8 files and
+# the roofline folder. The
 # whole run stays under $GPU_CHECK_BUDGET seconds (default 540) so it fits one
 # 10-minute command: a step gets what is left, minus a reserve for the later
 # steps. Exit status: 0 when every step that ran passed.
@@ -254,6 +256,13 @@ if ((BUILT)); then
   step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" examples/demo.py --json
 else
   skip demo "no build"
+fi
+
+# --- 5b. the roofline of the benchmark's four kernels (kernel.report) ---------------------------
+if ((BUILT)); then
+  step roofline "$OUT/demo.txt" "$(allowance 90 5)" "$PY" benchmarks/roofline.py --device cuda --out "$OUT/roofline"
+else
+  skip roofline "no build"
 fi
 
 # --- 6. where launch time goes in a long-lived process (diagnostic, last: it may be cut short) ---
