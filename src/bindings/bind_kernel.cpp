@@ -186,8 +186,9 @@ std::vector<std::tuple<std::string, std::string, int64_t>> param_tuples(const Co
 // pipeline order. Tegula's IR stages under their own names ("lowered", ...),
 // then the backend's outputs under the names the backend gives them ("cpp";
 // "layouts", "cuda", "ptx", "ptxas"), then the artifact's bytes under its
-// extension ("so", "cubin"). Only what the backend has.
-nb::dict asm_of(const CompiledKernel& kernel) {
+// extension ("so", "cubin"), and on the CUDA backend "sass", disassembled on
+// first use (tegula/_sass.py). Only what the backend has.
+nb::object asm_of(const CompiledKernel& kernel) {
   runtime::Stages stages;
   std::string artifact;
   {
@@ -211,7 +212,8 @@ nb::dict asm_of(const CompiledKernel& kernel) {
     if (!artifact.empty())
       d[std::string(kernel.backend->artifact_extension()).c_str()] = nb::bytes(artifact.data(), artifact.size());
   }
-  return d;
+  // The dict Python sees makes "sass" from "cubin" when it is first read.
+  return nb::module_::import_("tegula._sass").attr("Asm")(d);
 }
 
 // Registers per thread and spilled registers, from the assembler's report
