@@ -113,9 +113,9 @@ Symbol lower_expect_zero(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 // map_elementwise(fn, *args, pack=1): fn applied to every element of the
 // broadcast arguments. Tile operations are elementwise, so calling fn once on
-// the whole tiles computes the same elements; what fn cannot do on tiles is
-// branch on an element (`if x > 0:` is a runtime `if` on a tile condition,
-// refused where it is written, with tl.where as the way out).
+// the whole tiles computes the same elements; an `if` on an element
+// (`if x > 0:`, a tile condition there) runs both branches and selects per
+// element (lower_elementwise_if.cpp).
 Symbol lower_map_elementwise(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (c.positional.empty() || c.positional[0].kind != Symbol::Kind::JitFunction)
     error_at(c.loc, Diag::WrongArgumentKind, "the first argument of tl.map_elementwise must be a @jit function");
@@ -144,7 +144,7 @@ Symbol lower_map_elementwise(Lowerer& l, const CallArgs& c, const std::string& n
     call.positional.push_back(Symbol::of(l.broadcast_to(args[i], shape, c.positional_locs[i + 1])));
     call.positional_locs.push_back(c.positional_locs[i + 1]);
   }
-  Symbol r = l.call_jit(c.positional[0].function, call);
+  Symbol r = l.call_jit_per_element(c.positional[0].function, call);
   // Every result has the arguments' shape, constants included (a tensor in Triton).
   auto widen = [&](const Symbol& s) {
     ir::ValueId v = l.to_value(s, c.loc, "a result of the mapped function");

@@ -78,9 +78,11 @@ bool Lowerer::may_have_returned() {
 }
 
 ir::ValueId Lowerer::has_not_returned(const SourceLoc& loc) {
+  // A tile under a per-element `if` of tl.map_elementwise (lower_elementwise_if.cpp).
   ir::ValueId returned = frame().vars.at(kReturned).value;
-  ir::ValueId no = constant(ConstValue::boolean(false), ir::Type::of(Scalar::I1), loc);
-  return create(OpKind::Cmp, {returned, no}, ir::Type::of(Scalar::I1), loc, {{"pred", ir::Attr{std::string("eq")}}});
+  const ir::Type& flag = type(returned);
+  ir::ValueId no = broadcast_to(constant(ConstValue::boolean(false), ir::Type::of(Scalar::I1), loc), flag.shape, loc);
+  return create(OpKind::Cmp, {returned, no}, flag, loc, {{"pred", ir::Attr{std::string("eq")}}});
 }
 
 void Lowerer::lower_unless_returned(const std::vector<ast::StmtPtr>& body, size_t first) {

@@ -49,24 +49,6 @@ void collect_assigned(const std::vector<ast::StmtPtr>& body, std::set<std::strin
   }
 }
 
-bool same_symbol(const Symbol& a, const Symbol& b) {
-  if (a.kind != b.kind) return false;
-  switch (a.kind) {
-    case Symbol::Kind::Value: return a.value == b.value;
-    case Symbol::Kind::Const: return a.constant.kind == b.constant.kind && a.constant == b.constant;
-    case Symbol::Kind::JitFunction: return a.function == b.function;
-    case Symbol::Kind::Module:
-    case Symbol::Kind::Builtin:
-    case Symbol::Kind::Opaque: return a.name == b.name;
-    case Symbol::Kind::Tuple:
-      if (a.elements.size() != b.elements.size()) return false;
-      for (size_t i = 0; i < a.elements.size(); ++i)
-        if (!same_symbol(a.elements[i], b.elements[i])) return false;
-      return true;
-    default: return false;
-  }
-}
-
 // Whether `a` and `b` are carriable with leaves of the same types (a number
 // leaf matches only the same number).
 bool same_leaf_types(const ir::Function& fn, const Symbol& a, const Symbol& b) {
@@ -167,7 +149,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
       }
       ir::ValueId c = to_value(cond, s.test->loc, "the `if` condition");
       if (type(c).is_tile() && type(c).numel() == 1) c = only_element(*this, c, s.test->loc);
-      if (type(c).is_tile())
+      if (type(c).is_tile() && elementwise_depth_ == 0)
         error_at(s.test->loc, Diag::ConditionNotScalar,
                  "the `if` condition must be a scalar, but it is " + describe(cond),
                  "to choose per element use tl.where(cond, a, b); to test a whole tile reduce it first");
@@ -240,6 +222,7 @@ ir::ValueId Lowerer::materialize_as(const Symbol& s, const ir::Type& type, const
 
 void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,
                                const std::function<void()>& else_branch) {
+  if (type(cond).is_tile()) return lower_elementwise_if(loc, cond, then_branch, else_branch);
   const auto before = frame().vars;
   const auto before_maybe = frame().maybe_undefined;
   ir::BlockId outer = builder_.insertion_block();

@@ -56,6 +56,9 @@ class Lowerer {
   // --- functions and scopes (lower.cpp) ---------------------------------------
   const ast::FunctionDef& function_ast(int32_t index);
   Symbol call_jit(int32_t index, const CallArgs& args);
+  // call_jit for tl.map_elementwise: inside it (and the helpers it calls) an
+  // `if` on a tile condition chooses per element (lower_elementwise_if.cpp).
+  Symbol call_jit_per_element(int32_t index, const CallArgs& args);
   Symbol lookup(const std::string& name, const SourceLoc& loc);
   void assign(const std::string& name, Symbol value);
   Symbol global_symbol(const GlobalValue& g, const SourceLoc& loc);
@@ -69,6 +72,10 @@ class Lowerer {
   // differ between the branches become the results.
   void lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,
                         const std::function<void()>& else_branch);
+  // The per-element `if` of a tl.map_elementwise function: both branches,
+  // then tl.where(cond, ...) of what they change (lower_elementwise_if.cpp).
+  void lower_elementwise_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,
+                            const std::function<void()>& else_branch);
   // `x if c else y` as an `if` under a runtime scalar `cond` (lower_expr.cpp):
   // `side(1)` and `side(2)` give the arms' values inside their branches
   // (evaluating an arm there runs it only when chosen).
@@ -204,6 +211,7 @@ class Lowerer {
   std::vector<std::unique_ptr<ast::FunctionDef>> asts_;  // per function index
   std::vector<std::unique_ptr<Frame>> frames_;
   int inline_depth_ = 0;
+  int elementwise_depth_ = 0;  // > 0 inside a tl.map_elementwise function
   struct LoopResultProbe {
     const ast::Stmt* loop = nullptr;
     std::optional<Symbol> result;    // kResult at the end of the loop body

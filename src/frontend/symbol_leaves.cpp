@@ -61,4 +61,22 @@ bool same_structure(const Symbol& a, const Symbol& b) {
   return true;
 }
 
+bool same_symbol(const Symbol& a, const Symbol& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Symbol::Kind::Value: return a.value == b.value;
+    case Symbol::Kind::Const: return a.constant.kind == b.constant.kind && a.constant == b.constant;
+    case Symbol::Kind::JitFunction: return a.function == b.function;
+    case Symbol::Kind::Module:
+    case Symbol::Kind::Builtin:
+    case Symbol::Kind::Opaque: return a.name == b.name;
+    case Symbol::Kind::Tuple:
+      if (a.elements.size() != b.elements.size()) return false;
+      for (size_t i = 0; i < a.elements.size(); ++i)
+        if (!same_symbol(a.elements[i], b.elements[i])) return false;
+      return true;
+    default: return false;
+  }
+}
+
 }  // namespace tegula::frontend

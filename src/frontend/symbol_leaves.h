@@ -31,4 +31,8 @@ Symbol with_leaves(const Symbol& shape, const std::vector<Symbol>& leaves, size_
 // with the same kind, arity and compile-time parts.
 bool same_structure(const Symbol& a, const Symbol& b);
 
+// Whether `a` and `b` denote the same thing: the same IR value, equal
+// constants, the same function or module, tuples of such.
+bool same_symbol(const Symbol& a, const Symbol& b);
+
 }  // namespace tegula::frontend

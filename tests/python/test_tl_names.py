@@ -150,6 +150,89 @@ def test_map_elementwise(backend):
     np.testing.assert_allclose(out[2 * B * B:], y * 2 + 1, rtol=1e-6)
 
 
+@tegula.jit
+def compare(x, y):  # Triton's example: an if per element, early returns
+    if x < y:
+        return -1
+    elif x == y:
+        return 0
+    else:
+        return 1
+
+
+@tegula.jit
+def piecewise(x, knee):  # variables chosen per element, a helper called, a late return
+    y = x
+    if x > knee:
+        y = knee + 0.5 * (x - knee)
+        if y > 2 * knee:
+            return y * 0.0 - 1.0
+    elif x < -knee:
+        y = fma_like(x, 0.25, -0.75 * knee)
+    return y * 2.0
+
+
+@tegula.jit
+def branch_map_kernel(x_ptr, y_ptr, z_ptr, w_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(z_ptr + offs, tl.map_elementwise(compare, x, y))
+    xf = x.to(tl.float32) * 0.25
+    tl.store(w_ptr + offs, tl.map_elementwise(piecewise, xf, 1.5))
+
+
+def test_map_elementwise_branches_per_element(backend):
+    rng = rng_for("map-if")
+    x = rng.integers(-20, 20, B).astype(np.int32)
+    y = rng.integers(-20, 20, B).astype(np.int32)
+    y[::7] = x[::7]  # some ties
+    z, w = backend.zeros(B, np.int32), backend.zeros(B, np.float32)
+    branch_map_kernel[(1,)](backend.array(x), backend.array(y), z, w, BLOCK=B)
+    np.testing.assert_array_equal(backend.numpy(z), (x > y).astype(np.int32) - (x < y).astype(np.int32))
+    xf = x.astype(np.float32) * np.float32(0.25)
+    knee = np.float32(1.5)
+    want = xf.copy()
+    high = xf > knee
+    want[high] = knee + np.float32(0.5) * (xf[high] - knee)
+    low = xf < -knee
+    want[low] = xf[low] * np.float32(0.25) + np.float32(-0.75) * knee
+    want = want * 2
+    want[high & (knee + np.float32(0.5) * (xf - knee) > 2 * knee)] = -1.0
+    np.testing.assert_allclose(backend.numpy(w), want, rtol=1e-6)
+
+
+@tegula.jit
+def store_in_branch(x, p):
+    if x > 0:
+        tl.store(p, x)
+    return x
+
+
+@tegula.jit
+def effect_map_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.map_elementwise(store_in_branch, tl.load(x_ptr + offs), x_ptr + offs)
+
+
+def test_map_elementwise_refuses_effects_under_a_per_element_if():
+    x = np.ones(B, np.float32)
+    with pytest.raises(tegula.CompilationError, match=r"`store` under a per-element `if` of a tl.map_elementwise"):
+        effect_map_kernel[(1,)](x, BLOCK=B)
+
+
+def test_an_if_on_a_tile_outside_map_elementwise_is_still_refused():
+    @tegula.jit
+    def k(x_ptr, BLOCK: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, BLOCK))
+        if x > 0:
+            x = x + 1
+        tl.store(x_ptr + tl.arange(0, BLOCK), x)
+
+    with pytest.raises(tegula.CompilationError, match="the `if` condition must be a scalar"):
+        k[(1,)](np.ones(B, np.float32), BLOCK=B)
+
+
 # --- bitonic_merge -----------------------------------------------------------------------
 
 
