@@ -2,7 +2,8 @@
 ``kernel.report`` of the benchmark's four memory- and compute-bound
 workloads (vector add, softmax, the fused chain, matmul) at the benchmark's
 sizes, printed and drawn on one roofline (``DIR/roofline-DEVICE.png``, the
-text in ``DIR/roofline-DEVICE.txt``). docs/profiling.md explains the figures;
+text in ``DIR/roofline-DEVICE.txt``), with the machine's floors measured in
+the same run (``--cached-floors``: those kernel.report cached). docs/profiling.md explains the figures;
 benchmarks/results/ keeps the committed ones."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tegula  # noqa: E402
+from tegula import _floors  # noqa: E402
 from tegula._report import plot_roofline  # noqa: E402
 from tegula_bench.cpu_workloads import build_cases  # noqa: E402
 from tegula_bench.kernels import _host, fused_chain, matmul, softmax, vector_add  # noqa: E402
@@ -90,7 +92,13 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--quick", action="store_true", help="the benchmark's --quick sizes")
     parser.add_argument("--out", required=True, metavar="DIR")
+    parser.add_argument("--cached-floors", action="store_true",
+                        help="use the floors kernel.report cached earlier instead of measuring them in this run")
     args = parser.parse_args(argv)
+    if not args.cached_floors:
+        # Measured in this run, as the benchmark does: a share of floor then
+        # compares two measurements taken under the same load.
+        _floors.floors(args.device, remeasure=True)
     done = reports(args.device, args.quick)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = f"# {when}, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n\n"
