@@ -1,0 +1,175 @@
+"""tegula.torch.ops against torch's own implementations: forward values and
+gradients on random data, hidden sizes that are not powers of two (masked
+tails), float64 gradients against finite differences (gradcheck), and
+torch.library.opcheck of each op's registration (schema, fake
+implementation, autograd). CPU tensors, so the CPU backend runs the kernels.
+
+Tolerances per dtype: float64 is checked by gradcheck (its own finite-
+difference tolerances) and against torch at 1e-10; float32 at rtol 1e-5 /
+atol 1e-5 for values and 1e-4 / 1e-5 for gradients (sums over rows and
+reductions in another order than torch's)."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is installed by `make venv` (its own stamp, `make torch`)")
+F = torch.nn.functional
+
+from tegula.torch import ops  # noqa: E402
+
+TOLERANCES = {torch.float64: dict(value=(1e-10, 1e-10), grad=(1e-10, 1e-10)),
+              torch.float32: dict(value=(1e-5, 1e-5), grad=(1e-4, 1e-5))}
+
+
+def _randn(*shape, dtype, gen, scale=1.0, shift=0.0):
+    return (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + shift).to(dtype).requires_grad_()
+
+
+def _check_against(reference, op, inputs, dtype, gen):
+    """op(*inputs) and its gradients for a random upstream gradient equal reference's."""
+    got = op(*inputs)
+    want = reference(*(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs))
+    rtol, atol = TOLERANCES[dtype]["value"]
+    torch.testing.assert_close(got, want.to(got.dtype), rtol=rtol, atol=atol)
+    upstream = torch.randn(got.shape, generator=gen, dtype=torch.float64).to(got.dtype)
+    differentiable = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    got_grads = torch.autograd.grad(got, differentiable, upstream)
+    want_inputs = [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
+                   for t in inputs]
+    want = reference(*want_inputs)
+    want_grads = torch.autograd.grad(want, [t for t in want_inputs if isinstance(t, torch.Tensor) and t.requires_grad],
+                                     upstream.to(want.dtype))
+    rtol, atol = TOLERANCES[dtype]["grad"]
+    for g, w in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, w.to(g.dtype), rtol=rtol, atol=atol)
+
+
+# --- references, eager torch ----------------------------------------------------------------------
+
+
+def rms_norm_reference(x, w, eps=1e-6):
+    return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + eps) * w
+
+
+def layer_norm_reference(x, w, b, eps=1e-5):
+    return F.layer_norm(x, x.shape[-1:], w, b, eps)
+
+
+def swiglu_reference(a, b):
+    return F.silu(a) * b
+
+
+def rotary_reference(x, cos, sin):
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    c, s = cos[:, None, :], sin[:, None, :]
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+
+
+# --- float32 and float64 against the references -----------------------------------------------------
+
+DTYPES = [torch.float32, torch.float64]
+HIDDEN = [37, 200]  # not powers of two: the last tile of each row is masked
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", HIDDEN)
+def test_rms_norm_matches_torch(dtype, n):
+    gen = torch.Generator().manual_seed(n)
+    x = _randn(3, 23, n, dtype=dtype, gen=gen, scale=2, shift=0.5)  # 69 rows: the backward's programs get 2 each
+    w = _randn(n, dtype=dtype, gen=gen, shift=1)
+    _check_against(rms_norm_reference, ops.rms_norm, (x, w), dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", HIDDEN)
+def test_layer_norm_matches_torch(dtype, n):
+    gen = torch.Generator().manual_seed(n + 1)
+    x = _randn(69, n, dtype=dtype, gen=gen, scale=2, shift=1)
+    w = _randn(n, dtype=dtype, gen=gen, shift=1)
+    b = _randn(n, dtype=dtype, gen=gen)
+    _check_against(layer_norm_reference, ops.layer_norm, (x, w, b), dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5, 37), (3, 1000)])  # the second spans a full and a masked block
+def test_swiglu_matches_torch(dtype, shape):
+    gen = torch.Generator().manual_seed(sum(shape))
+    a = _randn(*shape, dtype=dtype, gen=gen, scale=3)
+    b = _randn(*shape, dtype=dtype, gen=gen)
+    _check_against(swiglu_reference, ops.swiglu, (a, b), dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("B,T,H,D", [(2, 7, 3, 12), (1, 9, 2, 64)])  # half 6 is masked; 17 rows ends mid-block
+def test_rotary_embedding_matches_torch(dtype, B, T, H, D):
+    gen = torch.Generator().manual_seed(T * D)
+    x = _randn(B, T, H, D, dtype=dtype, gen=gen)
+    cos, sin = ops.rotary_tables(T, D, dtype=dtype)
+    _check_against(rotary_reference, ops.rotary_embedding, (x, cos, sin), dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [37, 2500])  # one masked chunk; three chunks of 1024, the last masked
+def test_cross_entropy_matches_torch(dtype, V):
+    gen = torch.Generator().manual_seed(V)
+    logits = _randn(13, V, dtype=dtype, gen=gen, scale=4)
+    targets = torch.randint(0, V, (13,), generator=gen)
+    targets[[2, 7]] = -100  # ignored rows: no loss, no gradient
+    got = ops.cross_entropy(logits, targets)
+    got.backward()
+    ref_logits = logits.detach().clone().requires_grad_()
+    want = F.cross_entropy(ref_logits, targets)
+    want.backward()
+    rtol, atol = TOLERANCES[dtype]["value"]
+    torch.testing.assert_close(got, want.to(got.dtype), rtol=rtol, atol=atol)
+    rtol, atol = TOLERANCES[dtype]["grad"]
+    torch.testing.assert_close(logits.grad, ref_logits.grad, rtol=rtol, atol=atol)
+    assert not logits.grad[[2, 7]].any()
+    losses = ops.cross_entropy_losses(logits.detach(), targets)
+    torch.testing.assert_close(losses, F.cross_entropy(logits.detach(), targets, reduction="none").to(losses.dtype),
+                               rtol=rtol, atol=atol)
+
+
+# --- float64 against finite differences, and the registrations --------------------------------------
+
+
+def _gradcheck_cases():
+    gen = torch.Generator().manual_seed(7)
+    f64 = dict(dtype=torch.float64, gen=gen)
+    cos, sin = ops.rotary_tables(5, 12, dtype=torch.float64)
+    targets = torch.tensor([3, -100, 36, 0])
+    return {
+        "rms_norm": (lambda x, w: ops.rms_norm(x, w), (_randn(2, 3, 37, **f64), _randn(37, **f64, shift=1))),
+        "layer_norm": (lambda x, w, b: ops.layer_norm(x, w, b),
+                       (_randn(5, 37, **f64, shift=1), _randn(37, **f64, shift=1), _randn(37, **f64))),
+        "swiglu": (ops.swiglu, (_randn(4, 33, **f64, scale=2), _randn(4, 33, **f64))),
+        "rotary_embedding": (lambda x: ops.rotary_embedding(x, cos, sin), (_randn(2, 5, 3, 12, **f64),)),
+        "cross_entropy": (lambda logits: ops.cross_entropy(logits, targets), (_randn(4, 37, **f64, scale=3),)),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_gradcheck_cases()))
+def test_float64_gradients_match_finite_differences(name):
+    fn, inputs = _gradcheck_cases()[name]
+    assert torch.autograd.gradcheck(fn, inputs)
+
+
+def _opcheck_cases():
+    gen = torch.Generator().manual_seed(11)
+    f64 = dict(dtype=torch.float64, gen=gen)
+    cos, sin = ops.rotary_tables(5, 12, dtype=torch.float64)
+    return {
+        "rms_norm": (torch.ops.tegula.rms_norm, (_randn(6, 37, **f64), _randn(37, **f64), 1e-6)),
+        "layer_norm": (torch.ops.tegula.layer_norm, (_randn(6, 37, **f64), _randn(37, **f64), _randn(37, **f64),
+                                                     1e-5)),
+        "swiglu": (torch.ops.tegula.swiglu, (_randn(4, 33, **f64), _randn(4, 33, **f64))),
+        "rotary_embedding": (torch.ops.tegula.rotary_embedding, (_randn(2, 5, 3, 12, **f64), cos, sin, 1.0)),
+        "cross_entropy": (torch.ops.tegula.cross_entropy, (_randn(4, 37, **f64), torch.tensor([3, -100, 36, 0]),
+                                                           -100)),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_opcheck_cases()))
+def test_op_registration_passes_opcheck(name):
+    op, args = _opcheck_cases()[name]
+    torch.library.opcheck(op, args)
