@@ -2,45 +2,58 @@
 gradients on random data, hidden sizes that are not powers of two (masked
 tails), float64 gradients against finite differences (gradcheck), and
 torch.library.opcheck of each op's registration (schema, fake
-implementation, autograd). CPU tensors, so the CPU backend runs the kernels.
+implementation, autograd). CPU tensors run the kernels on the CPU backend;
+where a CUDA GPU is there (make gpu-check), the comparisons with torch run on
+it too.
 
 Tolerances per dtype: float64 is checked by gradcheck (its own finite-
 difference tolerances) and against torch at 1e-10; float32 at rtol 1e-5 /
 atol 1e-5 for values and 1e-4 / 1e-5 for gradients (sums over rows and
-reductions in another order than torch's)."""
+reductions in another order than torch's); bfloat16 against the float32
+reference of the same (rounded) inputs at 2e-2 / 2e-2 for values and
+3e-2 / 3e-2 for gradients (one bfloat16 rounding of each output, about 4e-3
+relative, plus the rounding of the upstream gradient)."""
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is installed by `make venv` (its own stamp, `make torch`)")
 F = torch.nn.functional
 
+from tegula import _device  # noqa: E402
 from tegula.torch import ops  # noqa: E402
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and _device.is_available() else [])
+
 TOLERANCES = {torch.float64: dict(value=(1e-10, 1e-10), grad=(1e-10, 1e-10)),
-              torch.float32: dict(value=(1e-5, 1e-5), grad=(1e-4, 1e-5))}
+              torch.float32: dict(value=(1e-5, 1e-5), grad=(1e-4, 1e-5)),
+              torch.bfloat16: dict(value=(2e-2, 2e-2), grad=(3e-2, 3e-2))}
 
 
-def _randn(*shape, dtype, gen, scale=1.0, shift=0.0):
-    return (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + shift).to(dtype).requires_grad_()
+def _randn(*shape, dtype, gen, scale=1.0, shift=0.0, device="cpu"):
+    values = torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + shift
+    return values.to(device=device, dtype=dtype).requires_grad_()
 
 
 def _check_against(reference, op, inputs, dtype, gen):
-    """op(*inputs) and its gradients for a random upstream gradient equal reference's."""
-    got = op(*inputs)
-    want = reference(*(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs))
+    """op(*inputs) and its gradients for a random upstream gradient equal
+    reference's, computed in float32 for bfloat16 inputs (from the same
+    rounded values) and in the inputs' dtype otherwise."""
+    reference_dtype = torch.float32 if dtype == torch.bfloat16 else dtype
+
+    def leaves(tensors, to):
+        return [t.detach().to(to).requires_grad_(t.requires_grad) for t in tensors]
+
+    got_inputs, want_inputs = leaves(inputs, dtype), leaves(inputs, reference_dtype)
+    got, want = op(*got_inputs), reference(*want_inputs)
     rtol, atol = TOLERANCES[dtype]["value"]
-    torch.testing.assert_close(got, want.to(got.dtype), rtol=rtol, atol=atol)
-    upstream = torch.randn(got.shape, generator=gen, dtype=torch.float64).to(got.dtype)
-    differentiable = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
-    got_grads = torch.autograd.grad(got, differentiable, upstream)
-    want_inputs = [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
-                   for t in inputs]
-    want = reference(*want_inputs)
-    want_grads = torch.autograd.grad(want, [t for t in want_inputs if isinstance(t, torch.Tensor) and t.requires_grad],
-                                     upstream.to(want.dtype))
+    torch.testing.assert_close(got.to(reference_dtype), want, rtol=rtol, atol=atol)
+    upstream = torch.randn(got.shape, generator=gen, dtype=torch.float64).to(device=got.device, dtype=dtype)
+    got_grads = torch.autograd.grad(got, [t for t in got_inputs if t.requires_grad], upstream)
+    want_grads = torch.autograd.grad(want, [t for t in want_inputs if t.requires_grad], upstream.to(reference_dtype))
     rtol, atol = TOLERANCES[dtype]["grad"]
     for g, w in zip(got_grads, want_grads):
-        torch.testing.assert_close(g, w.to(g.dtype), rtol=rtol, atol=atol)
+        assert g.dtype == dtype
+        torch.testing.assert_close(g.to(reference_dtype), w, rtol=rtol, atol=atol)
 
 
 # --- references, eager torch ----------------------------------------------------------------------
@@ -67,67 +80,77 @@ def rotary_reference(x, cos, sin):
 
 # --- float32 and float64 against the references -----------------------------------------------------
 
-DTYPES = [torch.float32, torch.float64]
+DTYPES = [torch.float32, torch.float64, torch.bfloat16]
+DTYPE_IDS = ["float32", "float64", "bfloat16"]
 HIDDEN = [37, 200]  # not powers of two: the last tile of each row is masked
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("n", HIDDEN)
-def test_rms_norm_matches_torch(dtype, n):
+def test_rms_norm_matches_torch(device, dtype, n):
     gen = torch.Generator().manual_seed(n)
-    x = _randn(3, 23, n, dtype=dtype, gen=gen, scale=2, shift=0.5)  # 69 rows: the backward's programs get 2 each
-    w = _randn(n, dtype=dtype, gen=gen, shift=1)
+    # 69 rows: each of the backward's programs gets 2 (the last one 1).
+    x = _randn(3, 23, n, dtype=dtype, gen=gen, scale=2, shift=0.5, device=device)
+    w = _randn(n, dtype=dtype, gen=gen, shift=1, device=device)
     _check_against(rms_norm_reference, ops.rms_norm, (x, w), dtype, gen)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("n", HIDDEN)
-def test_layer_norm_matches_torch(dtype, n):
+def test_layer_norm_matches_torch(device, dtype, n):
     gen = torch.Generator().manual_seed(n + 1)
-    x = _randn(69, n, dtype=dtype, gen=gen, scale=2, shift=1)
-    w = _randn(n, dtype=dtype, gen=gen, shift=1)
-    b = _randn(n, dtype=dtype, gen=gen)
+    x = _randn(69, n, dtype=dtype, gen=gen, scale=2, shift=1, device=device)
+    w = _randn(n, dtype=dtype, gen=gen, shift=1, device=device)
+    b = _randn(n, dtype=dtype, gen=gen, device=device)
     _check_against(layer_norm_reference, ops.layer_norm, (x, w, b), dtype, gen)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("shape", [(5, 37), (3, 1000)])  # the second spans a full and a masked block
-def test_swiglu_matches_torch(dtype, shape):
+def test_swiglu_matches_torch(device, dtype, shape):
     gen = torch.Generator().manual_seed(sum(shape))
-    a = _randn(*shape, dtype=dtype, gen=gen, scale=3)
-    b = _randn(*shape, dtype=dtype, gen=gen)
+    a = _randn(*shape, dtype=dtype, gen=gen, scale=3, device=device)
+    b = _randn(*shape, dtype=dtype, gen=gen, device=device)
     _check_against(swiglu_reference, ops.swiglu, (a, b), dtype, gen)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("B,T,H,D", [(2, 7, 3, 12), (1, 9, 2, 64)])  # half 6 is masked; 17 rows ends mid-block
-def test_rotary_embedding_matches_torch(dtype, B, T, H, D):
+def test_rotary_embedding_matches_torch(device, dtype, B, T, H, D):
     gen = torch.Generator().manual_seed(T * D)
-    x = _randn(B, T, H, D, dtype=dtype, gen=gen)
-    cos, sin = ops.rotary_tables(T, D, dtype=dtype)
+    x = _randn(B, T, H, D, dtype=dtype, gen=gen, device=device)
+    cos, sin = ops.rotary_tables(T, D, dtype=dtype, device=device)
     _check_against(rotary_reference, ops.rotary_embedding, (x, cos, sin), dtype, gen)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("V", [37, 2500])  # one masked chunk; three chunks of 1024, the last masked
-def test_cross_entropy_matches_torch(dtype, V):
+def test_cross_entropy_matches_torch(device, dtype, V):
     gen = torch.Generator().manual_seed(V)
-    logits = _randn(13, V, dtype=dtype, gen=gen, scale=4)
+    logits = _randn(13, V, dtype=dtype, gen=gen, scale=4, device=device)
     targets = torch.randint(0, V, (13,), generator=gen)
     targets[[2, 7]] = -100  # ignored rows: no loss, no gradient
+    targets = targets.to(device)
     got = ops.cross_entropy(logits, targets)
     got.backward()
-    ref_logits = logits.detach().clone().requires_grad_()
+    reference_dtype = torch.float32 if dtype == torch.bfloat16 else dtype
+    ref_logits = logits.detach().to(reference_dtype).requires_grad_()
     want = F.cross_entropy(ref_logits, targets)
     want.backward()
     rtol, atol = TOLERANCES[dtype]["value"]
     torch.testing.assert_close(got, want.to(got.dtype), rtol=rtol, atol=atol)
     rtol, atol = TOLERANCES[dtype]["grad"]
-    torch.testing.assert_close(logits.grad, ref_logits.grad, rtol=rtol, atol=atol)
+    assert logits.grad.dtype == dtype
+    torch.testing.assert_close(logits.grad.to(reference_dtype), ref_logits.grad, rtol=rtol, atol=atol)
     assert not logits.grad[[2, 7]].any()
     losses = ops.cross_entropy_losses(logits.detach(), targets)
-    torch.testing.assert_close(losses, F.cross_entropy(logits.detach(), targets, reduction="none").to(losses.dtype),
-                               rtol=rtol, atol=atol)
+    want_losses = F.cross_entropy(ref_logits.detach(), targets, reduction="none")
+    torch.testing.assert_close(losses, want_losses.to(losses.dtype), rtol=rtol, atol=atol)
 
 
 # --- float64 against finite differences, and the registrations --------------------------------------

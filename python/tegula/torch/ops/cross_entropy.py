@@ -27,7 +27,7 @@ IGNORE_INDEX = -100
 @tegula.jit
 def cross_entropy_forward_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, V, ignore_index,
                                  BLOCK_V: tl.constexpr, ACC: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)  # M * V may pass 2^31
     cols = tl.arange(0, BLOCK_V)
     # Finite start: a lane that only ever sees masked (-inf) logits must not compute -inf - -inf.
     running_max = tl.full([BLOCK_V], -1.0e30, ACC)
@@ -49,7 +49,7 @@ def cross_entropy_forward_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, V, 
 @tegula.jit
 def cross_entropy_backward_kernel(dloss_ptr, logits_ptr, targets_ptr, lse_ptr, dlogits_ptr, V, ignore_index,
                                   BLOCK_V: tl.constexpr, ACC: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_V)
     target = tl.load(targets_ptr + row)
     scale = tl.where(target != ignore_index, tl.load(dloss_ptr + row).to(ACC), 0.0)

@@ -21,7 +21,7 @@ from . import _rows
 @tegula.jit
 def layer_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, N, eps, BLOCK_N: tl.constexpr,
                               ACC: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)  # M * N may pass 2^31
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
     x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
@@ -46,7 +46,8 @@ def layer_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr,
     db = tl.zeros([BLOCK_N], dtype=ACC)
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
-    for row in range(row_start, row_end):
+    for row32 in range(row_start, row_end):
+        row = row32.to(tl.int64)
         x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
         dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
         mean = tl.load(mean_ptr + row)
