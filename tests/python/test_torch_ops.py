@@ -153,6 +153,26 @@ def test_cross_entropy_matches_torch(device, dtype, V):
     torch.testing.assert_close(losses, want_losses.to(losses.dtype), rtol=rtol, atol=atol)
 
 
+def attention_reference(q, k, v, causal):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+# Sequences that are not multiples of the 32-row tiles (masked tails); head dims 16 and 64, whose
+# default scales 1/4 and 1/8 are exact, so float64 matches torch to rounding.
+ATTENTION_CASES = [(torch.float32, 2, 45, 16), (torch.float32, 1, 70, 64), (torch.float64, 2, 45, 16),
+                   (torch.bfloat16, 2, 45, 16)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype,H,S,D", ATTENTION_CASES, ids=lambda v: str(v).replace("torch.", ""))
+def test_attention_matches_sdpa(device, causal, dtype, H, S, D):
+    gen = torch.Generator().manual_seed(S * D + causal)
+    q, k, v = (_randn(2, H, S, D, dtype=dtype, gen=gen, device=device) for _ in range(3))
+    _check_against(lambda q, k, v: attention_reference(q, k, v, causal),
+                   lambda q, k, v: ops.attention(q, k, v, causal=causal), (q, k, v), dtype, gen)
+
+
 # --- float64 against finite differences, and the registrations --------------------------------------
 
 
@@ -168,6 +188,8 @@ def _gradcheck_cases():
         "swiglu": (ops.swiglu, (_randn(4, 33, **f64, scale=2), _randn(4, 33, **f64))),
         "rotary_embedding": (lambda x: ops.rotary_embedding(x, cos, sin), (_randn(2, 5, 3, 12, **f64),)),
         "cross_entropy": (lambda logits: ops.cross_entropy(logits, targets), (_randn(4, 37, **f64, scale=3),)),
+        "attention": (lambda q, k, v: ops.attention(q, k, v, causal=True),
+                      tuple(_randn(1, 2, 45, 16, **f64) for _ in range(3))),
     }
 
 
@@ -189,6 +211,7 @@ def _opcheck_cases():
         "rotary_embedding": (torch.ops.tegula.rotary_embedding, (_randn(2, 5, 3, 12, **f64), cos, sin, 1.0)),
         "cross_entropy": (torch.ops.tegula.cross_entropy, (_randn(4, 37, **f64), torch.tensor([3, -100, 36, 0]),
                                                            -100)),
+        "attention": (torch.ops.tegula.attention, (*(_randn(1, 2, 45, 16, **f64) for _ in range(3)), True, 0.25)),
     }
 
 

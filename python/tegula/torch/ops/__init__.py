@@ -4,11 +4,12 @@ Tegula kernels, and torch only allocates and reshapes around them (the mean
 of ``cross_entropy`` is a torch reduction of the op's per-row losses).
 See docs/torch.md."""
 
+from .attention import attention
 from .cross_entropy import cross_entropy, cross_entropy_losses
 from .layer_norm import layer_norm
 from .rms_norm import rms_norm
 from .rotary import rotary_embedding, rotary_tables
 from .swiglu import swiglu
 
-__all__ = ["cross_entropy", "cross_entropy_losses", "layer_norm", "rms_norm", "rotary_embedding", "rotary_tables",
+__all__ = ["attention", "cross_entropy", "cross_entropy_losses", "layer_norm", "rms_norm", "rotary_embedding", "rotary_tables",
            "swiglu"]
