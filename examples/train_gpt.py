@@ -4,13 +4,14 @@ The model is a Llama-style decoder: token embedding; per block RMSNorm,
 causal self-attention with rotary position embedding, RMSNorm and a SwiGLU
 MLP, each around a residual; a final norm (RMSNorm, or LayerNorm with
 ``--norm layer``), the output projection and softmax cross-entropy.
-``--ops tegula`` runs the norms, rotary embedding, SwiGLU gate and
-cross-entropy as tegula.torch.ops (Tegula kernels forward and backward, custom
-ops with autograd); ``--ops torch`` runs the same formulas as eager torch.
-Linear layers and attention are torch in both: attention is
-``torch.nn.functional.scaled_dot_product_attention`` (a Tegula attention
-backward is not built yet). Both variants start from the same weights and
-see the same batches, so their loss curves should lie on each other.
+``--ops tegula`` runs the norms, rotary embedding, causal attention, SwiGLU
+gate and cross-entropy as tegula.torch.ops (Tegula kernels forward and
+backward, custom ops with autograd); ``--ops torch`` runs the same formulas
+as eager torch, attention as ``scaled_dot_product_attention``. The linear
+layers (matrix products) and the embedding are torch in both. Both variants
+start from the same weights and see the same batches, so their loss curves
+should lie on each other. The head dim (dim / heads) must be a power of two
+>= 16 for Tegula's attention.
 
 The corpus is synthetic: a random sparse second-order Markov chain over the
 vocabulary (each pair of tokens is followed by one of a few tokens), so the
@@ -86,6 +87,10 @@ class TorchOps:
     def cross_entropy(logits, targets):
         return F.cross_entropy(logits, targets)
 
+    @staticmethod
+    def attention(q, k, v, causal):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
 
 def ops_named(name: str):
     if name == "torch":
@@ -112,7 +117,7 @@ class Block(torch.nn.Module):
         B, T, C = x.shape
         q, k, v = self.qkv(self.ops.rms_norm(x, self.attn_norm)).view(B, T, 3, self.heads, C // self.heads).unbind(2)
         q, k = self.ops.rotary_embedding(q, cos, sin), self.ops.rotary_embedding(k, cos, sin)
-        y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        y = self.ops.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
         x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
         gate, up = self.gate_up(self.ops.rms_norm(x, self.mlp_norm)).chunk(2, dim=-1)
         return x + self.down(self.ops.swiglu(gate, up))

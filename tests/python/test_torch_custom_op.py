@@ -35,7 +35,7 @@ def _launch_grid(n):
     return (tegula.cdiv(n, 256),)
 
 
-@tegula.torch.custom_op("tegula_tests::scaled_tanh", fake=lambda x, alpha: torch.empty_like(x))
+@tegula.torch.custom_op("tegula_tests::scaled_tanh", fake=lambda x, alpha: x.new_empty(x.shape))
 def scaled_tanh(x: torch.Tensor, alpha: float) -> torch.Tensor:
     x = x.contiguous()
     y = torch.empty_like(x)
@@ -43,7 +43,7 @@ def scaled_tanh(x: torch.Tensor, alpha: float) -> torch.Tensor:
     return y
 
 
-@tegula.torch.custom_op("tegula_tests::scaled_tanh_backward", fake=lambda dy, y, alpha: torch.empty_like(y))
+@tegula.torch.custom_op("tegula_tests::scaled_tanh_backward", fake=lambda dy, y, alpha: y.new_empty(y.shape))
 def scaled_tanh_backward(dy: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
     dy = dy.contiguous()
     dx = torch.empty_like(y)

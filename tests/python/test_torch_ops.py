@@ -212,6 +212,10 @@ def _opcheck_cases():
         "cross_entropy": (torch.ops.tegula.cross_entropy, (_randn(4, 37, **f64), torch.tensor([3, -100, 36, 0]),
                                                            -100)),
         "attention": (torch.ops.tegula.attention, (*(_randn(1, 2, 45, 16, **f64) for _ in range(3)), True, 0.25)),
+        # Permuted inputs (as a model's head split makes them): the fakes must give the real outputs' strides.
+        "attention_permuted": (torch.ops.tegula.attention,
+                               (*(_randn(1, 45, 2, 16, **f64).transpose(1, 2) for _ in range(3)), False, 0.25)),
+        "rms_norm_permuted": (torch.ops.tegula.rms_norm, (_randn(37, 6, **f64).t(), _randn(37, **f64), 1e-6)),
     }
 
 
@@ -219,3 +223,16 @@ def _opcheck_cases():
 def test_op_registration_passes_opcheck(name):
     op, args = _opcheck_cases()[name]
     torch.library.opcheck(op, args)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: ops.rms_norm(torch.ones(4, 37), torch.ones(6)), "weights of shape"),
+    (lambda: ops.layer_norm(torch.ones(4, 37), torch.ones(37), torch.ones(37, dtype=torch.float64)), "dtype"),
+    (lambda: ops.swiglu(torch.ones(4, 8), torch.ones(4, 9)), "one shape"),
+    (lambda: ops.rotary_embedding(torch.ones(2, 5, 3, 12), *ops.rotary_tables(4, 12)), "cos and sin of shape"),
+    (lambda: ops.cross_entropy(torch.ones(4, 9), torch.zeros(4, dtype=torch.int32)), "int64 targets"),
+    (lambda: ops.attention(*(torch.ones(1, 2, 8, 24) for _ in range(3))), "power of two"),
+])
+def test_mismatched_arguments_are_errors_before_any_launch(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

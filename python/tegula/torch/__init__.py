@@ -36,8 +36,10 @@ def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) ->
     ``torch.library.custom_op`` accepts (Tensor, float, int, bool, lists and
     tuples of them); it allocates its outputs with torch and launches Tegula
     kernels on them. It must not return one of its inputs or a view of one.
-    ``fake`` takes the same arguments and returns outputs of the right shape,
-    dtype and device without computing them (``torch.empty``, ``new_empty``).
+    ``fake`` takes the same arguments and returns outputs of the shape, dtype,
+    device and strides the function's own outputs have, without computing
+    them: ``x.new_empty(shape)`` for a contiguous output (``torch.empty_like``
+    keeps the strides of a permuted input, which torch.compile then expects).
     Returns torch's ``CustomOpDef``: call it like the function."""
     def wrap(fn: Callable):
         op = torch.library.custom_op(name, mutates_args=tuple(mutates_args))(fn)

@@ -11,5 +11,5 @@ from .rms_norm import rms_norm
 from .rotary import rotary_embedding, rotary_tables
 from .swiglu import swiglu
 
-__all__ = ["attention", "cross_entropy", "cross_entropy_losses", "layer_norm", "rms_norm", "rotary_embedding", "rotary_tables",
-           "swiglu"]
+__all__ = ["attention", "cross_entropy", "cross_entropy_losses", "layer_norm", "rms_norm", "rotary_embedding",
+           "rotary_tables", "swiglu"]

@@ -21,6 +21,14 @@ import tegula.language as tl
 MAX_PROGRAMS = 64
 
 
+def check_weights(op: str, x: torch.Tensor, *weights: torch.Tensor) -> None:
+    """Raises ValueError unless each weight has shape [N] for x's last dimension N and x's dtype."""
+    for w in weights:
+        if tuple(w.shape) != tuple(x.shape[-1:]) or w.dtype != x.dtype:
+            raise ValueError(f"{op} takes weights of shape ({x.shape[-1]},) and dtype {x.dtype} for x of shape "
+                             f"{tuple(x.shape)}, got {tuple(w.shape)} {w.dtype}")
+
+
 def rows_of(x: torch.Tensor) -> torch.Tensor:
     """x as a contiguous [M, N] matrix whose rows are its last dimension."""
     return x.contiguous().view(-1, x.shape[-1])

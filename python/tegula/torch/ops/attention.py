@@ -17,9 +17,10 @@ saved log-sum-exp, which gives each probability back as ``exp(s - lse)``:
 Each gradient is written by exactly one program: no atomics. Scores and
 statistics are float32 (float64 for float64 inputs); half-precision
 probabilities are rounded to the input dtype before they meet V or dO in a
-product, as the forward does. The tiles are 32 x 32, chosen for the CPU
-backend; GPU tuning is not done (examples/flash_attention.py is the tuned
-forward).
+product, as the forward does. float32 products are full IEEE precision
+(``input_precision="ieee"``, not TF32 on the GPU), so results match torch's
+float32 attention. The tiles are 32 x 32, chosen for the CPU backend; GPU
+tuning is not done (examples/flash_attention.py is the tuned forward).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
         keys = start_n + tl.arange(0, BLOCK_N)
         k = tl.load(K + base + keys[:, None] * HEAD_DIM + dims[None, :], mask=keys[:, None] < S, other=0.0)
         v = tl.load(V + base + keys[:, None] * HEAD_DIM + dims[None, :], mask=keys[:, None] < S, other=0.0)
-        s = tl.dot(q, tl.trans(k)).to(ACC) * scale
+        s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
         visible = keys[None, :] < S
         if CAUSAL:
             visible = visible & (rows[:, None] >= keys[None, :])
@@ -66,7 +67,7 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
         p = tl.exp(s - m_new[:, None])
         alpha = tl.exp(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v).to(ACC)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee").to(ACC)
         m_i = m_new
     tl.store(LSE + head * S + rows, m_i + tl.log(l_i), mask=rows < S)
     tl.store(O + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
@@ -110,12 +111,12 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
         visible = (keys[:, None] < S) & (rows[None, :] < S)
         if CAUSAL:
             visible = visible & (keys[:, None] <= rows[None, :])
-        s_t = tl.dot(k, tl.trans(q)).to(ACC) * scale
+        s_t = tl.dot(k, tl.trans(q), input_precision="ieee").to(ACC) * scale
         p_t = tl.where(visible, tl.exp(s_t - lse[None, :]), 0.0)
-        dv += tl.dot(p_t.to(do.dtype), do).to(ACC)
-        dp_t = tl.dot(v, tl.trans(do)).to(ACC)
+        dv += tl.dot(p_t.to(do.dtype), do, input_precision="ieee").to(ACC)
+        dp_t = tl.dot(v, tl.trans(do), input_precision="ieee").to(ACC)
         ds_t = p_t * (dp_t - delta[None, :])
-        dk += tl.dot(ds_t.to(q.dtype), q).to(ACC)
+        dk += tl.dot(ds_t.to(q.dtype), q, input_precision="ieee").to(ACC)
     tl.store(DK + kv_offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
     tl.store(DV + kv_offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
 
@@ -144,11 +145,11 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
         visible = (rows[:, None] < S) & (keys[None, :] < S)
         if CAUSAL:
             visible = visible & (rows[:, None] >= keys[None, :])
-        s = tl.dot(q, tl.trans(k)).to(ACC) * scale
+        s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
         p = tl.where(visible, tl.exp(s - lse[:, None]), 0.0)
-        dp = tl.dot(do, tl.trans(v)).to(ACC)
+        dp = tl.dot(do, tl.trans(v), input_precision="ieee").to(ACC)
         ds = p * (dp - delta[:, None])
-        dq += tl.dot(ds.to(k.dtype), k).to(ACC)
+        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee").to(ACC)
     tl.store(DQ + q_offsets, (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
 
 
@@ -168,7 +169,7 @@ def _launch_shape(q):
 
 def _forward_fake(q, k, v, causal, scale):
     _check(q, k, v)
-    return torch.empty_like(q), q.new_empty(q.shape[:-1], dtype=_rows.accumulator(q))
+    return q.new_empty(q.shape), q.new_empty(q.shape[:-1], dtype=_rows.accumulator(q))
 
 
 @custom_op("tegula::attention", fake=_forward_fake)
@@ -187,7 +188,7 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
 
 
 def _backward_fake(do, q, k, v, out, lse, causal, scale):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 @custom_op("tegula::attention_backward", fake=_backward_fake)

@@ -63,14 +63,16 @@ def layer_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr,
 
 
 def _forward_fake(x, weight, bias, eps):
+    _rows.check_weights("layer_norm", x, weight, bias)
     stats = x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
-    return torch.empty_like(x), stats, torch.empty_like(stats)
+    return x.new_empty(x.shape), stats, stats.new_empty(stats.shape)
 
 
 @custom_op("tegula::layer_norm", fake=_forward_fake)
 def layer_norm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                        eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, rstd): y like x, mean and rstd per row (float32, float64 for float64 x)."""
+    _rows.check_weights("layer_norm", x, weight, bias)
     rows = _rows.rows_of(x)
     M, N = rows.shape
     y = torch.empty_like(rows)
@@ -82,7 +84,7 @@ def layer_norm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
 
 
 def _backward_fake(dy, x, weight, mean, rstd):
-    return torch.empty_like(x), torch.empty_like(weight), torch.empty_like(weight)
+    return x.new_empty(x.shape), weight.new_empty(weight.shape), weight.new_empty(weight.shape)
 
 
 @custom_op("tegula::layer_norm_backward", fake=_backward_fake)

@@ -55,12 +55,14 @@ def rms_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_
 
 
 def _forward_fake(x, weight, eps):
-    return torch.empty_like(x), x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
+    _rows.check_weights("rms_norm", x, weight)
+    return x.new_empty(x.shape), x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
 
 
 @custom_op("tegula::rms_norm", fake=_forward_fake)
 def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(y, rstd): y like x, rstd per row (float32, float64 for float64 x)."""
+    _rows.check_weights("rms_norm", x, weight)
     rows = _rows.rows_of(x)
     M, N = rows.shape
     y = torch.empty_like(rows)
@@ -71,7 +73,7 @@ def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple
 
 
 def _backward_fake(dy, x, weight, rstd):
-    return torch.empty_like(x), torch.empty_like(weight)
+    return x.new_empty(x.shape), weight.new_empty(weight.shape)
 
 
 @custom_op("tegula::rms_norm_backward", fake=_backward_fake)

@@ -50,7 +50,7 @@ def _check(x, cos, sin):
 
 def _fake(x, cos, sin, sin_sign):
     _check(x, cos, sin)
-    return torch.empty_like(x)
+    return x.new_empty(x.shape)
 
 
 @custom_op("tegula::rotary_embedding", fake=_fake)

@@ -44,7 +44,7 @@ def _check_same_shape(a, b):
 
 def _forward_fake(a, b):
     _check_same_shape(a, b)
-    return torch.empty_like(a)
+    return a.new_empty(a.shape)
 
 
 @custom_op("tegula::swiglu", fake=_forward_fake)
@@ -57,7 +57,7 @@ def swiglu_forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return y
 
 
-@custom_op("tegula::swiglu_backward", fake=lambda dy, a, b: (torch.empty_like(a), torch.empty_like(b)))
+@custom_op("tegula::swiglu_backward", fake=lambda dy, a, b: (a.new_empty(a.shape), b.new_empty(b.shape)))
 def swiglu_backward(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     dy, a, b = dy.contiguous(), a.contiguous(), b.contiguous()
     da, db = torch.empty_like(a), torch.empty_like(b)
