@@ -5,10 +5,11 @@ causal self-attention with rotary position embedding, RMSNorm and a SwiGLU
 MLP, each around a residual; a final norm (RMSNorm, or LayerNorm with
 ``--norm layer``), the output projection and softmax cross-entropy.
 ``--ops tegula`` runs the norms, rotary embedding, causal attention, SwiGLU
-gate and cross-entropy as tegula.torch.ops (Tegula kernels forward and
-backward, custom ops with autograd); ``--ops torch`` runs the same formulas
-as eager torch, attention as ``scaled_dot_product_attention``. The linear
-layers (matrix products) and the embedding are torch in both. Both variants
+gate, and the output projection fused with cross-entropy as tegula.torch.ops
+(Tegula kernels forward and backward, custom ops with autograd); ``--ops
+torch`` runs the same formulas as eager torch, attention as
+``scaled_dot_product_attention``. The other linear layers (matrix products)
+and the embedding are torch in both. Both variants
 start from the same weights and see the same batches, so their loss curves
 should lie on each other. The head dim (dim / heads) must be a power of two
 >= 16 for Tegula's attention.
@@ -84,8 +85,8 @@ class TorchOps:
         return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
 
     @staticmethod
-    def cross_entropy(logits, targets):
-        return F.cross_entropy(logits, targets)
+    def linear_cross_entropy(x, weight, targets):
+        return F.cross_entropy(F.linear(x, weight), targets)
 
     @staticmethod
     def attention(q, k, v, causal):
@@ -147,8 +148,8 @@ class GPT(torch.nn.Module):
             x = self.ops.rms_norm(x, self.norm_weight)
         else:
             x = self.ops.layer_norm(x, self.norm_weight, self.norm_bias)
-        logits = self.head(x)
-        return self.ops.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+        # The output projection and the loss in one op: Tegula's never holds all the logits.
+        return self.ops.linear_cross_entropy(x.reshape(-1, x.shape[-1]), self.head.weight, targets.reshape(-1))
 
 
 # --- the corpus and the loop ---------------------------------------------------------------------------

@@ -153,6 +153,20 @@ def test_cross_entropy_matches_torch(device, dtype, V):
     torch.testing.assert_close(losses, want_losses.to(losses.dtype), rtol=rtol, atol=atol)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_linear_cross_entropy_matches_torch(device, dtype):
+    # 21 rows, C = 40 and V = 70: each of the three block sizes (16, 32, 32) ends in a masked tail.
+    gen = torch.Generator().manual_seed(70)
+    x = _randn(21, 40, dtype=dtype, gen=gen, device=device)
+    w = _randn(70, 40, dtype=dtype, gen=gen, scale=0.5, device=device)
+    targets = torch.randint(0, 70, (21,), generator=gen)
+    targets[[3, 20]] = -100
+    targets = targets.to(device)
+    _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
+                   lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)
+
+
 def attention_reference(q, k, v, causal):
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
@@ -188,6 +202,8 @@ def _gradcheck_cases():
         "swiglu": (ops.swiglu, (_randn(4, 33, **f64, scale=2), _randn(4, 33, **f64))),
         "rotary_embedding": (lambda x: ops.rotary_embedding(x, cos, sin), (_randn(2, 5, 3, 12, **f64),)),
         "cross_entropy": (lambda logits: ops.cross_entropy(logits, targets), (_randn(4, 37, **f64, scale=3),)),
+        "linear_cross_entropy": (lambda x, w: ops.linear_cross_entropy(x, w, torch.tensor([3, -100, 36, 0, 5])),
+                                 (_randn(5, 20, **f64), _randn(37, 20, **f64))),
         "attention": (lambda q, k, v: ops.attention(q, k, v, causal=True),
                       tuple(_randn(1, 2, 45, 16, **f64) for _ in range(3))),
     }
@@ -211,6 +227,9 @@ def _opcheck_cases():
         "rotary_embedding": (torch.ops.tegula.rotary_embedding, (_randn(2, 5, 3, 12, **f64), cos, sin, 1.0)),
         "cross_entropy": (torch.ops.tegula.cross_entropy, (_randn(4, 37, **f64), torch.tensor([3, -100, 36, 0]),
                                                            -100)),
+        "linear_cross_entropy": (torch.ops.tegula.linear_cross_entropy,
+                                 (_randn(5, 20, **f64), _randn(37, 20, **f64), torch.tensor([3, -100, 36, 0, 5]),
+                                  -100)),
         "attention": (torch.ops.tegula.attention, (*(_randn(1, 2, 45, 16, **f64) for _ in range(3)), True, 0.25)),
         # Permuted inputs (as a model's head split makes them): the fakes must give the real outputs' strides.
         "attention_permuted": (torch.ops.tegula.attention,
@@ -232,6 +251,8 @@ def test_op_registration_passes_opcheck(name):
     (lambda: ops.rotary_embedding(torch.ones(2, 5, 3, 12), *ops.rotary_tables(4, 12)), "cos and sin of shape"),
     (lambda: ops.cross_entropy(torch.ones(4, 9), torch.zeros(4, dtype=torch.int32)), "int64 targets"),
     (lambda: ops.attention(*(torch.ones(1, 2, 8, 24) for _ in range(3))), "power of two"),
+    (lambda: ops.linear_cross_entropy(torch.ones(4, 8), torch.ones(9, 7), torch.zeros(4, dtype=torch.int64)),
+     r"weight \[V, C\]"),
 ])
 def test_mismatched_arguments_are_errors_before_any_launch(call, message):
     with pytest.raises(ValueError, match=message):
