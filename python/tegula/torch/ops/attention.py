@@ -39,6 +39,22 @@ BLOCK = 32
 
 
 @tegula.jit
+def _load_rows(ptr, base, rows, S, HEAD_DIM: tl.constexpr):
+    # Rows `rows` of the [S, HEAD_DIM] matrix of one head at `base`; zeros past S.
+    return tl.load(ptr + base + rows[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :], mask=rows[:, None] < S,
+                   other=0.0)
+
+
+@tegula.jit
+def _visible(queries, keys, S, CAUSAL: tl.constexpr):
+    # Which (query, key) pairs count, for index tiles broadcast against each other (either orientation).
+    visible = (queries < S) & (keys < S)
+    if CAUSAL:
+        visible = visible & (queries >= keys)
+    return visible
+
+
+@tegula.jit
 def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                              BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
     start_m = tl.program_id(0)
@@ -46,7 +62,7 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
     base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
-    q = tl.load(Q + base + rows[:, None] * HEAD_DIM + dims[None, :], mask=rows[:, None] < S, other=0.0)
+    q = _load_rows(Q, base, rows, S, HEAD_DIM)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
     l_i = tl.zeros([BLOCK_M], dtype=ACC)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=ACC)
@@ -56,8 +72,8 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
     # Key 0 is visible to every row, so each row's maximum is finite after the first block.
     for start_n in range(0, hi, BLOCK_N):
         keys = start_n + tl.arange(0, BLOCK_N)
-        k = tl.load(K + base + keys[:, None] * HEAD_DIM + dims[None, :], mask=keys[:, None] < S, other=0.0)
-        v = tl.load(V + base + keys[:, None] * HEAD_DIM + dims[None, :], mask=keys[:, None] < S, other=0.0)
+        k = _load_rows(K, base, keys, S, HEAD_DIM)
+        v = _load_rows(V, base, keys, S, HEAD_DIM)
         s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
         visible = keys[None, :] < S
         if CAUSAL:
@@ -78,10 +94,8 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
 def attention_delta_kernel(O, DO, DELTA, S, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, ACC: tl.constexpr):
     head = tl.program_id(1).to(tl.int64)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    dims = tl.arange(0, HEAD_DIM)
-    offsets = head * S * HEAD_DIM + rows[:, None] * HEAD_DIM + dims[None, :]
-    o = tl.load(O + offsets, mask=rows[:, None] < S, other=0.0).to(ACC)
-    do = tl.load(DO + offsets, mask=rows[:, None] < S, other=0.0).to(ACC)
+    o = _load_rows(O, head * S * HEAD_DIM, rows, S, HEAD_DIM).to(ACC)
+    do = _load_rows(DO, head * S * HEAD_DIM, rows, S, HEAD_DIM).to(ACC)
     tl.store(DELTA + head * S + rows, tl.sum(o * do, axis=1), mask=rows < S)
 
 
@@ -94,8 +108,8 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
     keys = start_n + tl.arange(0, BLOCK_N)
     dims = tl.arange(0, HEAD_DIM)
     kv_offsets = base + keys[:, None] * HEAD_DIM + dims[None, :]
-    k = tl.load(K + kv_offsets, mask=keys[:, None] < S, other=0.0)
-    v = tl.load(V + kv_offsets, mask=keys[:, None] < S, other=0.0)
+    k = _load_rows(K, base, keys, S, HEAD_DIM)
+    v = _load_rows(V, base, keys, S, HEAD_DIM)
     dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=ACC)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=ACC)
     lo = 0
@@ -103,14 +117,11 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
         lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
     for start_m in range(lo, S, BLOCK_M):
         rows = start_m + tl.arange(0, BLOCK_M)
-        q_offsets = base + rows[:, None] * HEAD_DIM + dims[None, :]
-        q = tl.load(Q + q_offsets, mask=rows[:, None] < S, other=0.0)
-        do = tl.load(DO + q_offsets, mask=rows[:, None] < S, other=0.0)
+        q = _load_rows(Q, base, rows, S, HEAD_DIM)
+        do = _load_rows(DO, base, rows, S, HEAD_DIM)
         lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
         delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
-        visible = (keys[:, None] < S) & (rows[None, :] < S)
-        if CAUSAL:
-            visible = visible & (keys[:, None] <= rows[None, :])
+        visible = _visible(rows[None, :], keys[:, None], S, CAUSAL)
         s_t = tl.dot(k, tl.trans(q), input_precision="ieee").to(ACC) * scale
         p_t = tl.where(visible, tl.exp(s_t - lse[None, :]), 0.0)
         dv += tl.dot(p_t.to(do.dtype), do, input_precision="ieee").to(ACC)
@@ -129,9 +140,8 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
     base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
-    q_offsets = base + rows[:, None] * HEAD_DIM + dims[None, :]
-    q = tl.load(Q + q_offsets, mask=rows[:, None] < S, other=0.0)
-    do = tl.load(DO + q_offsets, mask=rows[:, None] < S, other=0.0)
+    q = _load_rows(Q, base, rows, S, HEAD_DIM)
+    do = _load_rows(DO, base, rows, S, HEAD_DIM)
     lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
     delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
     dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=ACC)
@@ -140,17 +150,16 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
         hi = tl.minimum((start_m + 1) * BLOCK_M, S)
     for start_n in range(0, hi, BLOCK_N):
         keys = start_n + tl.arange(0, BLOCK_N)
-        k = tl.load(K + base + keys[:, None] * HEAD_DIM + dims[None, :], mask=keys[:, None] < S, other=0.0)
-        v = tl.load(V + base + keys[:, None] * HEAD_DIM + dims[None, :], mask=keys[:, None] < S, other=0.0)
-        visible = (rows[:, None] < S) & (keys[None, :] < S)
-        if CAUSAL:
-            visible = visible & (rows[:, None] >= keys[None, :])
+        k = _load_rows(K, base, keys, S, HEAD_DIM)
+        v = _load_rows(V, base, keys, S, HEAD_DIM)
+        visible = _visible(rows[:, None], keys[None, :], S, CAUSAL)
         s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
         p = tl.where(visible, tl.exp(s - lse[:, None]), 0.0)
         dp = tl.dot(do, tl.trans(v), input_precision="ieee").to(ACC)
         ds = p * (dp - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee").to(ACC)
-    tl.store(DQ + q_offsets, (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
+    tl.store(DQ + base + rows[:, None] * HEAD_DIM + dims[None, :], (dq * scale).to(DQ.dtype.element_ty),
+             mask=rows[:, None] < S)
 
 
 def _check(q, k, v):

@@ -35,16 +35,29 @@ BLOCK_M, BLOCK_V, BLOCK_C = 16, 32, 32
 
 
 @tegula.jit
+def _load_chunk(ptr, rows, cs, R, C):
+    # ptr[rows, cs] of a row-major [R, C] matrix; zeros outside it.
+    return tl.load(ptr + rows[:, None].to(tl.int64) * C + cs[None, :], mask=(rows[:, None] < R) & (cs[None, :] < C),
+                   other=0.0)
+
+
+@tegula.jit
+def _add_product(ptr, rows, cs, R, C, a, b, ACC: tl.constexpr):
+    # ptr[rows, cs] += a @ b for a gradient of shape [R, C] that this program alone writes there.
+    ptrs = ptr + rows[:, None].to(tl.int64) * C + cs[None, :]
+    inside = (rows[:, None] < R) & (cs[None, :] < C)
+    tl.store(ptrs, tl.load(ptrs, mask=inside, other=0.0) + tl.dot(a, b, input_precision="ieee").to(ACC), mask=inside)
+
+
+@tegula.jit
 def _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr,
                  BLOCK_C: tl.constexpr, ACC: tl.constexpr):
     # x[rows] @ W[cols]^T as a [BLOCK_M, BLOCK_V] tile, -inf in the columns past V.
     logits = tl.zeros([BLOCK_M, BLOCK_V], dtype=ACC)
     for c0 in range(0, C, BLOCK_C):
         cs = c0 + tl.arange(0, BLOCK_C)
-        x = tl.load(X + rows[:, None].to(tl.int64) * C + cs[None, :], mask=(rows[:, None] < M) & (cs[None, :] < C),
-                    other=0.0)
-        w = tl.load(W + cols[:, None].to(tl.int64) * C + cs[None, :], mask=(cols[:, None] < V) & (cs[None, :] < C),
-                    other=0.0)
+        x = _load_chunk(X, rows, cs, M, C)
+        w = _load_chunk(W, cols, cs, V, C)
         logits += tl.dot(x, tl.trans(w), input_precision="ieee").to(ACC)
     return tl.where(cols[None, :] < V, logits, float("-inf"))
 
@@ -92,12 +105,7 @@ def linear_cross_entropy_dx_kernel(X, W, TARGETS, LSE, DLOSS, DX, M, V, C, ignor
                                    BLOCK_C, ACC).to(W.dtype.element_ty)
         for c0 in range(0, C, BLOCK_C):
             cs = c0 + tl.arange(0, BLOCK_C)
-            w = tl.load(W + cols[:, None].to(tl.int64) * C + cs[None, :],
-                        mask=(cols[:, None] < V) & (cs[None, :] < C), other=0.0)
-            dx_ptrs = DX + rows[:, None].to(tl.int64) * C + cs[None, :]
-            in_dx = (rows[:, None] < M) & (cs[None, :] < C)
-            dx = tl.load(dx_ptrs, mask=in_dx, other=0.0) + tl.dot(dlogits, w, input_precision="ieee").to(ACC)
-            tl.store(dx_ptrs, dx, mask=in_dx)
+            _add_product(DX, rows, cs, M, C, dlogits, _load_chunk(W, cols, cs, V, C), ACC)
 
 
 @tegula.jit
@@ -110,12 +118,7 @@ def linear_cross_entropy_dw_kernel(X, W, TARGETS, LSE, DLOSS, DW, M, V, C, ignor
                                    BLOCK_C, ACC).to(X.dtype.element_ty)
         for c0 in range(0, C, BLOCK_C):
             cs = c0 + tl.arange(0, BLOCK_C)
-            x = tl.load(X + rows[:, None].to(tl.int64) * C + cs[None, :],
-                        mask=(rows[:, None] < M) & (cs[None, :] < C), other=0.0)
-            dw_ptrs = DW + cols[:, None].to(tl.int64) * C + cs[None, :]
-            in_dw = (cols[:, None] < V) & (cs[None, :] < C)
-            dw = tl.load(dw_ptrs, mask=in_dw, other=0.0) + tl.dot(tl.trans(dlogits), x, input_precision="ieee").to(ACC)
-            tl.store(dw_ptrs, dw, mask=in_dw)
+            _add_product(DW, cols, cs, V, C, tl.trans(dlogits), _load_chunk(X, rows, cs, M, C), ACC)
 
 
 def _check(x, weight, targets):
