@@ -257,3 +257,21 @@ def test_op_registration_passes_opcheck(name):
 def test_mismatched_arguments_are_errors_before_any_launch(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_torch_export_carries_the_ops_as_graph_nodes():
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.Parameter(torch.randn(37))
+            self.out = torch.nn.Linear(37, 16, bias=False)
+
+        def forward(self, x, targets):
+            return ops.linear_cross_entropy(ops.rms_norm(x, self.norm), self.out.weight, targets)
+
+    gen = torch.Generator().manual_seed(5)
+    model, x, targets = Head(), torch.randn(5, 37, generator=gen), torch.randint(0, 16, (5,), generator=gen)
+    exported = torch.export.export(model, (x, targets))
+    targets_in_graph = {str(node.target) for node in exported.graph.nodes}
+    assert {"tegula.rms_norm.default", "tegula.linear_cross_entropy.default"} <= targets_in_graph
+    torch.testing.assert_close(exported.module()(x, targets), model(x, targets), rtol=0, atol=0)
