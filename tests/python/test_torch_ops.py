@@ -34,7 +34,7 @@ def _randn(*shape, dtype, gen, scale=1.0, shift=0.0, device="cpu"):
     return values.to(device=device, dtype=dtype).requires_grad_()
 
 
-def _check_against(reference, op, inputs, dtype, gen):
+def _check_against(reference, op, inputs, dtype, gen, tolerances=None):
     """op(*inputs) and its gradients for a random upstream gradient equal
     reference's, computed in float32 for bfloat16 inputs (from the same
     rounded values) and in the inputs' dtype otherwise."""
@@ -45,12 +45,13 @@ def _check_against(reference, op, inputs, dtype, gen):
 
     got_inputs, want_inputs = leaves(inputs, dtype), leaves(inputs, reference_dtype)
     got, want = op(*got_inputs), reference(*want_inputs)
-    rtol, atol = TOLERANCES[dtype]["value"]
+    tolerances = tolerances or TOLERANCES[dtype]
+    rtol, atol = tolerances["value"]
     torch.testing.assert_close(got.to(reference_dtype), want, rtol=rtol, atol=atol)
     upstream = torch.randn(got.shape, generator=gen, dtype=torch.float64).to(device=got.device, dtype=dtype)
     got_grads = torch.autograd.grad(got, [t for t in got_inputs if t.requires_grad], upstream)
     want_grads = torch.autograd.grad(want, [t for t in want_inputs if t.requires_grad], upstream.to(reference_dtype))
-    rtol, atol = TOLERANCES[dtype]["grad"]
+    rtol, atol = tolerances["grad"]
     for g, w in zip(got_grads, want_grads):
         assert g.dtype == dtype
         torch.testing.assert_close(g.to(reference_dtype), w, rtol=rtol, atol=atol)
@@ -167,6 +168,25 @@ def test_linear_cross_entropy_matches_torch(device, dtype):
                    lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)
 
 
+def fused_chain_reference(x, residual, keep, bias, weight, alpha=0.5, p=0.1, eps=1e-6):
+    h = F.gelu(x * alpha + bias, approximate="tanh") * keep.to(x.dtype) / (1 - p) + residual
+    return rms_norm_reference(h, weight, eps)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_fused_chain_matches_torch(device, dtype):
+    gen = torch.Generator().manual_seed(37)
+    x, residual = (_randn(3, 23, 37, dtype=dtype, gen=gen, scale=2, device=device) for _ in range(2))
+    keep = (torch.rand(3, 23, 37, generator=gen) > 0.1).to(device=device, dtype=torch.int8)
+    bias, weight = (_randn(37, dtype=dtype, gen=gen, device=device) for _ in range(2))
+    # In float64 the kernel's constants (sqrt(2/pi), 1/(1-p)) are float32: 1e-6 instead of 1e-10.
+    tolerances = dict(value=(1e-6, 1e-6), grad=(1e-6, 1e-6)) if dtype == torch.float64 else None
+    _check_against(lambda x, r, b, w: fused_chain_reference(x, r, keep, b, w),
+                   lambda x, r, b, w: ops.fused_chain(x, r, keep, b, w), (x, residual, bias, weight), dtype, gen,
+                   tolerances)
+
+
 def attention_reference(q, k, v, causal):
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
@@ -195,6 +215,7 @@ def _gradcheck_cases():
     f64 = dict(dtype=torch.float64, gen=gen)
     cos, sin = ops.rotary_tables(5, 12, dtype=torch.float64)
     targets = torch.tensor([3, -100, 36, 0])
+    chain_keep = (torch.rand(6, 37, generator=gen) > 0.1).to(torch.int8)
     return {
         "rms_norm": (lambda x, w: ops.rms_norm(x, w), (_randn(2, 3, 37, **f64), _randn(37, **f64, shift=1))),
         "layer_norm": (lambda x, w, b: ops.layer_norm(x, w, b),
@@ -204,6 +225,8 @@ def _gradcheck_cases():
         "cross_entropy": (lambda logits: ops.cross_entropy(logits, targets), (_randn(4, 37, **f64, scale=3),)),
         "linear_cross_entropy": (lambda x, w: ops.linear_cross_entropy(x, w, torch.tensor([3, -100, 36, 0, 5])),
                                  (_randn(5, 20, **f64), _randn(37, 20, **f64))),
+        "fused_chain": (lambda x, r, b, w: ops.fused_chain(x, r, chain_keep, b, w),
+                        (_randn(6, 37, **f64), _randn(6, 37, **f64), _randn(37, **f64), _randn(37, **f64))),
         "attention": (lambda q, k, v: ops.attention(q, k, v, causal=True),
                       tuple(_randn(1, 2, 45, 16, **f64) for _ in range(3))),
     }
@@ -230,6 +253,9 @@ def _opcheck_cases():
         "linear_cross_entropy": (torch.ops.tegula.linear_cross_entropy,
                                  (_randn(5, 20, **f64), _randn(37, 20, **f64), torch.tensor([3, -100, 36, 0, 5]),
                                   -100)),
+        "fused_chain": (torch.ops.tegula.fused_chain, (_randn(6, 37, **f64), _randn(6, 37, **f64),
+                                                       (torch.rand(6, 37, generator=gen) > 0.1).to(torch.int8),
+                                                       _randn(37, **f64), _randn(37, **f64), 0.5, 0.1, 1e-6)),
         "attention": (torch.ops.tegula.attention, (*(_randn(1, 2, 45, 16, **f64) for _ in range(3)), True, 0.25)),
         # Permuted inputs (as a model's head split makes them): the fakes must give the real outputs' strides.
         "attention_permuted": (torch.ops.tegula.attention,

@@ -5,6 +5,7 @@ of ``cross_entropy`` is a torch reduction of the op's per-row losses).
 See docs/torch.md."""
 
 from .attention import attention
+from .chain import fused_chain
 from .cross_entropy import cross_entropy, cross_entropy_losses
 from .layer_norm import layer_norm
 from .linear_cross_entropy import linear_cross_entropy
@@ -12,5 +13,5 @@ from .rms_norm import rms_norm
 from .rotary import rotary_embedding, rotary_tables
 from .swiglu import swiglu
 
-__all__ = ["attention", "cross_entropy", "cross_entropy_losses", "layer_norm", "linear_cross_entropy", "rms_norm",
-           "rotary_embedding", "rotary_tables", "swiglu"]
+__all__ = ["attention", "cross_entropy", "cross_entropy_losses", "fused_chain", "layer_norm", "linear_cross_entropy",
+           "rms_norm", "rotary_embedding", "rotary_tables", "swiglu"]
