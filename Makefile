@@ -30,12 +30,13 @@ BUILD_INPUTS := $(shell find src -type f 2>/dev/null) CMakeLists.txt pyproject.t
 SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
+TORCH_STAMP := $(VENV)/.stamp-torch
 
-.PHONY: all venv build cpp-test py-test py-test-slow sanitize fuzz test check demo gpu-check clean wheel wheel-test
+.PHONY: all venv torch build cpp-test py-test py-test-slow sanitize fuzz test check demo gpu-check clean wheel wheel-test
 
 all: build
 
-venv: $(VENV_STAMP)
+venv: $(VENV_STAMP) $(TORCH_STAMP)
 
 # System packages, only when something is missing and we may install it.
 $(SYSDEPS_STAMP):
@@ -65,6 +66,17 @@ $(VENV_STAMP): $(SYSDEPS_STAMP) Makefile
 	  sys.exit(0 if m and (int(m[1]),int(m[2]))>=(3,20) else 1)' 2>/dev/null || extra="$$extra cmake"; \
 	echo "installing Python packages: $(PY_DEPS)$$extra"; \
 	$(PIP) install $(PY_DEPS) $$extra
+	@touch $@
+
+# PyTorch, for tegula.torch's tests and the training example: the PyPI wheel
+# with its nvidia-* dependencies (some 5 GB; it runs on the CPU as well). Its
+# own stamp, ordered after the venv's, so that a change to the packages above
+# does not download it again.
+torch: $(TORCH_STAMP)
+
+$(TORCH_STAMP): | $(VENV_STAMP)
+	@echo "installing PyTorch (a large download the first time)"
+	$(PIP) install "torch>=2.4"
 	@touch $@
 
 build: $(BUILD_STAMP)

@@ -27,6 +27,14 @@
 // in bytes), then the address of a DebugRecord: host memory for CPU kernels,
 // a small device buffer for CUDA kernels, zeroed before the launch and read
 // back after it (backends/debug_fault.h).
+//
+// Stopping (CPU). After every slot above, one more slot holds the address of
+// a StopPoll. A kernel with a loop that may run without limit (a `while`, or
+// a `for` whose trip count is not a constant of at most
+// kUnpolledTripCount) calls `poll` after every kStopPollIterations
+// iterations of such a loop; once that returns nonzero the program returns at
+// once and the entry returns without starting another. Other kernels never
+// read the slot. The launcher passes it always.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +53,25 @@ using CpuEntry = void (*)(void* const* args, const int32_t* grid, int64_t first,
 
 // One argument's slot.
 using ArgSlot = uint64_t;
+
+// What a CPU launch hands its programs to ask whether to stop (the launch was
+// interrupted). `poll` may be called from any thread running the launch and
+// must be cheap; once it returned nonzero it returns nonzero for the rest of
+// the launch. The launcher's object extends this one (this is its first
+// member); the generated code declares the same layout (TgStopPoll).
+struct StopPoll {
+  int32_t (*poll)(StopPoll* self);
+};
+
+// How many iterations a polled loop runs between two calls of
+// StopPoll::poll: an interrupt stops a program within that many iterations
+// (of its innermost polled loop), and the call costs nothing measurable
+// beside them.
+inline constexpr uint32_t kStopPollIterations = 256;
+
+// A `for` of a constant trip count at most this large is bounded and not
+// polled (a `for` nested in it still is when it is not).
+inline constexpr uint64_t kUnpolledTripCount = 65536;
 
 // CUDA: the macro a build may define to ask for more resident blocks per
 // multiprocessor (occupancy tuning, backends/cuda/occupancy.h). The generated

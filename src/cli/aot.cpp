@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "backends/c_family/text.h"
+#include "backends/kernel_abi.h"
 #include "runtime/backend_registry.h"
 
 namespace tegula::tools {
@@ -44,7 +45,7 @@ std::string c_parameter(const std::string& name, size_t index) {
       "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
       "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
       "true", "false", "class", "new", "delete", "this", "template", "typename", "namespace", "operator",
-      "private", "public", "protected", "virtual", "friend", "grid", "first", "last", "kernel", "slots", "argv"};
+      "private", "public", "protected", "virtual", "friend", "grid", "first", "last", "kernel", "slots", "argv", "never"};
   if (!is_c_identifier(name)) return "arg" + std::to_string(index);
   return keywords.count(name) ? name + "_" : name;
 }
@@ -98,7 +99,7 @@ std::string host_aot_header(const backends::KernelInfo& info, const std::string&
   using backends::c_family::comment_text;
   const std::string guard = "TEGULA_AOT_" + name + "_H";
   const auto [params, args, pack] = c_params(info);
-  std::string n = std::to_string(info.params.size() + 1);  // no zero-length arrays in C
+  std::string n = std::to_string(info.params.size() + 1);  // the StopPoll's slot last
   std::string out = header_origin(info, origin, "the CPU backend");
   out += "// " + comment_text(artifact_file) +
          " was built for this machine's CPU (-march=native); it needs the C\n"
@@ -111,14 +112,24 @@ std::string host_aot_header(const backends::KernelInfo& info, const std::string&
          "//   " + name + "_launch_range(&k, gx, gy, gz, first, last" + args + ");\n"
          "//        // programs [first, last) of the grid (linear id x + gx * (y + gy * z)), to split\n"
          "//        // a grid across threads; ranges may run concurrently\n"
-         "//   " + name + "_unload(&k);\n";
+         "//   " + name + "_unload(&k);\n"
+         "//\n"
+         "// A loop of the kernel that may run without limit asks k.stop every " +
+         std::to_string(backends::abi::kStopPollIterations) + " iterations\n"
+         "// whether to stop (null: never): a poll that returns nonzero (and keeps doing so)\n"
+         "// makes the running programs return early and the launch return.\n";
   out += "#ifndef " + guard + "\n#define " + guard + "\n\n";
   out += "#include <dlfcn.h>\n#include <stdint.h>\n#include <string.h>\n\n";
   out += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  out += "#ifndef TEGULA_STOP_POLL_DEFINED\n#define TEGULA_STOP_POLL_DEFINED\n"
+         "/* The kernel ABI's StopPoll (called from any thread running the launch). */\n"
+         "typedef struct tegula_stop_poll {\n  int32_t (*poll)(struct tegula_stop_poll* self);\n} tegula_stop_poll;\n"
+         "static inline int32_t tegula_never_stop(tegula_stop_poll* self) {\n  (void)self;\n  return 0;\n}\n"
+         "#endif\n\n";
   out += "typedef struct {\n  void* library;\n  void (*entry)(void* const* args, const int32_t* grid, int64_t first, "
-         "int64_t last);\n} " + name + "_kernel;\n\n";
+         "int64_t last);\n  tegula_stop_poll* stop;\n} " + name + "_kernel;\n\n";
   out += "static inline int " + name + "_load(" + name + "_kernel* k, const char* path) {\n"
-         "  k->entry = 0;\n"
+         "  k->entry = 0;\n  k->stop = 0;\n"
          "  k->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);\n"
          "  if (!k->library) return -1;\n"
          "  *(void**)&k->entry = dlsym(k->library, \"tegula_kernel\");\n"
@@ -130,6 +141,10 @@ std::string host_aot_header(const backends::KernelInfo& info, const std::string&
          "_kernel* k, int32_t gx, int32_t gy, int32_t gz, int64_t first, int64_t last" + params + ") {\n";
   out += "  uint64_t slots[" + n + "];\n  void* argv[" + n + "];\n  memset(slots, 0, sizeof slots);\n";
   out += pack;
+  const std::string stop_slot = std::to_string(info.params.size());
+  out += "  static tegula_stop_poll never = {tegula_never_stop};\n"
+         "  slots[" + stop_slot + "] = (uint64_t)(uintptr_t)(k->stop ? k->stop : &never);\n"
+         "  argv[" + stop_slot + "] = &slots[" + stop_slot + "];\n";
   out += "  const int32_t grid[3] = {gx, gy, gz};\n  k->entry(argv, grid, first, last);\n}\n\n";
   out += "static inline void " + name + "_launch(const " + name + "_kernel* k, int32_t gx, int32_t gy, int32_t gz" +
          params + ") {\n";

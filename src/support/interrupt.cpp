@@ -24,4 +24,11 @@ void throw_if_interrupted() {
   if (interrupt_pending()) throw Interrupted();
 }
 
+bool InterruptWatch::interrupted() {
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_ < kInterval) return false;
+  last_ = now;
+  return interrupt_pending();
+}
+
 }  // namespace tegula

@@ -10,6 +10,7 @@
 // poll: there SIGINT ends the process as usual.
 #pragma once
 
+#include <chrono>
 #include <exception>
 
 namespace tegula {
@@ -34,5 +35,21 @@ bool interrupt_pending();
 
 // Throws Interrupted when an interrupt is pending.
 void throw_if_interrupted();
+
+// Asks interrupt_pending() at most once per kInterval, for a loop that may
+// come by far more often: often enough for Ctrl-C to feel immediate, rarely
+// enough that the poll (which takes the GIL in Python) costs nothing
+// measurable. One thread's: not synchronized.
+class InterruptWatch {
+ public:
+  static constexpr std::chrono::milliseconds kInterval{50};
+
+  // Whether an interrupt is pending; false without asking when the last
+  // question (or the watch's construction) is less than kInterval ago.
+  bool interrupted();
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 }  // namespace tegula

@@ -21,6 +21,7 @@
 
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/toolchain.h"
+#include "backends/kernel_abi.h"
 #include "ir/builder.h"
 #include "ir/float_format.h"
 #include "ir/ir.h"
@@ -148,12 +149,20 @@ class CompiledKernel {
   CompiledKernel(const CompiledKernel&) = delete;
   CompiledKernel& operator=(const CompiledKernel&) = delete;
 
+  // `args` are the kernel's slots (and the debug ones); the StopPoll slot
+  // every launch passes last (backends/kernel_abi.h) is added here: `stop`,
+  // or one that never stops.
   void run(const std::vector<void*>& args, int32_t gx = 1, int32_t gy = 1, int32_t gz = 1) const {
     int32_t grid[3] = {gx, gy, gz};
-    entry_(args.data(), grid, 0, int64_t{gx} * gy * gz);
+    run_range(args, grid, 0, int64_t{gx} * gy * gz);
   }
-  void run_range(const std::vector<void*>& args, const int32_t grid[3], int64_t first, int64_t last) const {
-    entry_(args.data(), grid, first, last);
+  void run_range(const std::vector<void*>& args, const int32_t grid[3], int64_t first, int64_t last,
+                 backends::abi::StopPoll* stop = nullptr) const {
+    static backends::abi::StopPoll never{[](backends::abi::StopPoll*) { return int32_t{0}; }};
+    backends::abi::StopPoll* stop_address = stop ? stop : &never;
+    std::vector<void*> slots = args;
+    slots.push_back(&stop_address);
+    entry_(slots.data(), grid, first, last);
   }
 
   std::string source;

@@ -941,6 +941,47 @@ TEST(CpuCodegen, IfAndWhileWithResults) {
   }
 }
 
+// A program stuck in `while s < n: pass` returns once the launch's StopPoll
+// says stop, and the entry starts no further program (backends/kernel_abi.h).
+TEST(CpuCodegen, StopPollEndsAProgramThatNeverEnds) {
+  KernelBuilder k("stuck");
+  ValueId out = k.param("out", Type::ptr(Scalar::I32)), n = k.param("n", Type::of(Scalar::I32));
+  ValueId pid = k.op(OpKind::ProgramId, {}, Type::of(Scalar::I32), {{"axis", Attr{int64_t{0}}}});
+  ValueId mine = k.op(OpKind::AddPtr, {out, pid}, Type::ptr(Scalar::I32));
+  k.store(mine, k.i32(1));  // started
+  ir::BlockId body = k.b.insertion_block();
+  ir::OpId wh = k.b.create(OpKind::While, {k.i32(0)}, {Type::of(Scalar::I32)});
+  ir::BlockId before = k.region(wh);
+  ValueId bs = k.fn.add_block_arg(before, Type::of(Scalar::I32));
+  k.b.create(OpKind::Condition, {k.cmp("lt", bs, n), bs}, {});
+  ir::BlockId after = k.region(wh);
+  ValueId as = k.fn.add_block_arg(after, Type::of(Scalar::I32));
+  k.yield({as});
+  k.resume(body);
+  k.store(mine, k.i32(2));  // finished (never)
+  k.ret();
+  CompiledKernel kernel(k.fn);
+
+  struct CountingStop : backends::abi::StopPoll {
+    int calls = 0;
+  } stop;
+  stop.poll = [](backends::abi::StopPoll* self) -> int32_t { return ++static_cast<CountingStop*>(self)->calls >= 3; };
+  std::vector<int32_t> marks(8, 0);
+  Args args;
+  args.ptr(marks.data()).i32(1);
+  const int32_t grid[3] = {8, 1, 1};
+  kernel.run_range(args.get(), grid, 0, 8, &stop);
+  // Stopped on the third poll, 3 * 256 iterations in; no further program ran.
+  EXPECT_EQ(stop.calls, 3);
+  EXPECT_EQ(marks, (std::vector<int32_t>{1, 0, 0, 0, 0, 0, 0, 0}));
+  // A loop that ends runs to its end with a poll that never stops.
+  std::vector<int32_t> done(8, 0);
+  Args finite;
+  finite.ptr(done.data()).i32(0);
+  kernel.run(finite.get(), 8);
+  EXPECT_EQ(done, std::vector<int32_t>(8, 2));
+}
+
 // --- memory ------------------------------------------------------------------------------------------
 
 TEST(CpuCodegen, MaskedLoadTakesOtherAndNeverTouchesMaskedMemory) {

@@ -1,5 +1,13 @@
 // ---- kernel ----
-static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t v3, int32_t v4, int32_t v5, int32_t v6, int32_t v7, int32_t v8, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
+// The launch's StopPoll (Tegula's kernel ABI): a loop below may run without limit. Each of
+// its chunks of 256 iterations asks whether to stop; once told so, the program returns, then the entry.
+struct TgStopPoll { int32_t (*poll)(TgStopPoll* self); };
+static inline bool tg_should_stop(TgStopPoll* stop, bool& stopped) {
+  stopped = __builtin_expect(stop->poll(stop) != 0, 0);
+  return stopped;
+}
+
+static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t v3, int32_t v4, int32_t v5, int32_t v6, int32_t v7, int32_t v8, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch, TgStopPoll* tg_stop, bool& tg_stopped) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v9 = program_id()  matmul_dot.py:10:13
   const int32_t v9 = (int32_t)pid_x;
@@ -93,81 +101,85 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t
   alignas(64) float v33[1024];
   std::memcpy(v33, v100, sizeof(float) * 1024);
   const uint64_t trips0 = tg_trip_count<int32_t>(v30, v29, v31);
-  for (uint64_t k1 = 0; k1 < trips0; ++k1) {
-    const int32_t v32 = tg_induction<int32_t>(v30, k1, v31);
-    // v35 = mul(v32, v28)  matmul_dot.py:17:14
-    const int32_t v35 = tg_mul(v32, v28);
-    alignas(64) int32_t v37[16];
-    alignas(64) uint8_t v52[16];
-    alignas(64) uint16_t* v63[16];
-    alignas(64) uint8_t v70[16];
-    TG_IVDEP
-    for (int i = 0; i < 16; ++i) {
-      // v36 = splat(v35)  matmul_dot.py:17:14
-      const int32_t e36 = v35;
-      // v37 = add(v36, v21)  matmul_dot.py:17:14
-      v37[i] = tg_add(e36, (int32_t)(0 + i));
-      // v43 = expand_dims(v37)  matmul_dot.py:18:55
-      // v43 shares the array of v37
-      // v52 = cmp.lt(v43, v51)  matmul_dot.py:18:94
-      v52[i] = v37[i] < v5;
-      // v59 = expand_dims(v37)  matmul_dot.py:19:29
-      const int32_t e59 = v37[i];
-      // v61 = mul(v59, v60)  matmul_dot.py:19:29
-      const int32_t e61 = tg_mul(e59, v7);
-      // v63 = addptr(v62, v61)  matmul_dot.py:19:21
-      v63[i] = tg_addptr(v1, e61);
-      // v70 = cmp.lt(v59, v69)  matmul_dot.py:19:74
-      v70[i] = e59 < v5;
-    }
-    alignas(64) uint16_t v58[512];
-    alignas(64) uint16_t v79[512];
-    // the whole tile is in bounds (v55, v76 all true): first and last index pass, no wrap
-    const bool full2 = (tg_add(v12, (int32_t)0) < v3) && (tg_add(v12, (int32_t)31) < v3) && (tg_add(v12, (int32_t)0) <= tg_add(v12, (int32_t)31)) && (v37[0] < v5) && (v37[15] < v5) && (v37[0] <= v37[15]) && (v20[0] < v4) && (v20[31] < v4) && (v20[0] <= v20[31]);
-    for (int r = 0; r < 32; ++r) {
-      uint16_t* const row46 = tg_addptr(v44[r * 16], v37[(r * 16) % 16]);  // &v46[r * 16]
-      uint16_t* const row67 = tg_addptr(v63[r * 16 / 32], v66[r * 16]);  // &v67[r * 16]
-      if (full2) {
-        TG_IVDEP
-        for (int c = 0; c < 16; ++c) {
-          const int i = r * 16 + c;
-          // v58 = load(v46, v55, v103)  matmul_dot.py:18:13
-          v58[i] = *(row46 + c);
-          // v79 = load(v67, v76, v104)  matmul_dot.py:19:13
-          v79[i] = *(row67 + c);
-        }
-      } else {
-        TG_IVDEP
-        for (int c = 0; c < 16; ++c) {
-          const int i = r * 16 + c;
-          // v54 = broadcast(v52)  matmul_dot.py:18:73
-          const bool e54 = v52[c];
-          // v55 = and(v53, v54)  matmul_dot.py:18:73
-          const bool e55 = v53[i] & e54;
-          // v58 = load(v46, v55, v103)  matmul_dot.py:18:13
-          v58[i] = e55 ? *(row46 + c) : tg_f64_to_f16(0.0);
-          // v74 = broadcast(v70)  matmul_dot.py:19:73
-          const bool e74 = v70[r / 2];
-          // v76 = and(v74, v75)  matmul_dot.py:19:73
-          const bool e76 = e74 & v75[i];
-          // v79 = load(v67, v76, v104)  matmul_dot.py:19:13
-          v79[i] = e76 ? *(row67 + c) : tg_f64_to_f16(0.0);
+  for (uint64_t k1 = 0; k1 < trips0;) {
+    const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
+    for (; k1 < k1_end; ++k1) {
+      const int32_t v32 = tg_induction<int32_t>(v30, k1, v31);
+      // v35 = mul(v32, v28)  matmul_dot.py:17:14
+      const int32_t v35 = tg_mul(v32, v28);
+      alignas(64) int32_t v37[16];
+      alignas(64) uint8_t v52[16];
+      alignas(64) uint16_t* v63[16];
+      alignas(64) uint8_t v70[16];
+      TG_IVDEP
+      for (int i = 0; i < 16; ++i) {
+        // v36 = splat(v35)  matmul_dot.py:17:14
+        const int32_t e36 = v35;
+        // v37 = add(v36, v21)  matmul_dot.py:17:14
+        v37[i] = tg_add(e36, (int32_t)(0 + i));
+        // v43 = expand_dims(v37)  matmul_dot.py:18:55
+        // v43 shares the array of v37
+        // v52 = cmp.lt(v43, v51)  matmul_dot.py:18:94
+        v52[i] = v37[i] < v5;
+        // v59 = expand_dims(v37)  matmul_dot.py:19:29
+        const int32_t e59 = v37[i];
+        // v61 = mul(v59, v60)  matmul_dot.py:19:29
+        const int32_t e61 = tg_mul(e59, v7);
+        // v63 = addptr(v62, v61)  matmul_dot.py:19:21
+        v63[i] = tg_addptr(v1, e61);
+        // v70 = cmp.lt(v59, v69)  matmul_dot.py:19:74
+        v70[i] = e59 < v5;
+      }
+      alignas(64) uint16_t v58[512];
+      alignas(64) uint16_t v79[512];
+      // the whole tile is in bounds (v55, v76 all true): first and last index pass, no wrap
+      const bool full2 = (tg_add(v12, (int32_t)0) < v3) && (tg_add(v12, (int32_t)31) < v3) && (tg_add(v12, (int32_t)0) <= tg_add(v12, (int32_t)31)) && (v37[0] < v5) && (v37[15] < v5) && (v37[0] <= v37[15]) && (v20[0] < v4) && (v20[31] < v4) && (v20[0] <= v20[31]);
+      for (int r = 0; r < 32; ++r) {
+        uint16_t* const row46 = tg_addptr(v44[r * 16], v37[(r * 16) % 16]);  // &v46[r * 16]
+        uint16_t* const row67 = tg_addptr(v63[r * 16 / 32], v66[r * 16]);  // &v67[r * 16]
+        if (full2) {
+          TG_IVDEP
+          for (int c = 0; c < 16; ++c) {
+            const int i = r * 16 + c;
+            // v58 = load(v46, v55, v103)  matmul_dot.py:18:13
+            v58[i] = *(row46 + c);
+            // v79 = load(v67, v76, v104)  matmul_dot.py:19:13
+            v79[i] = *(row67 + c);
+          }
+        } else {
+          TG_IVDEP
+          for (int c = 0; c < 16; ++c) {
+            const int i = r * 16 + c;
+            // v54 = broadcast(v52)  matmul_dot.py:18:73
+            const bool e54 = v52[c];
+            // v55 = and(v53, v54)  matmul_dot.py:18:73
+            const bool e55 = v53[i] & e54;
+            // v58 = load(v46, v55, v103)  matmul_dot.py:18:13
+            v58[i] = e55 ? *(row46 + c) : tg_f64_to_f16(0.0);
+            // v74 = broadcast(v70)  matmul_dot.py:19:73
+            const bool e74 = v70[r / 2];
+            // v76 = and(v74, v75)  matmul_dot.py:19:73
+            const bool e76 = e74 & v75[i];
+            // v79 = load(v67, v76, v104)  matmul_dot.py:19:13
+            v79[i] = e76 ? *(row67 + c) : tg_f64_to_f16(0.0);
+          }
         }
       }
+      // v80 = dot(v58, v79, v33)  matmul_dot.py:20:15
+      alignas(64) float wide3[512];
+      TG_IVDEP
+      for (int x4 = 0; x4 < 512; ++x4) {
+        wide3[x4] = (float)tg_f16_to_f32(v58[x4]);
+      }
+      alignas(64) float wide5[512];
+      TG_IVDEP
+      for (int x6 = 0; x6 < 512; ++x6) {
+        wide5[x6] = (float)tg_f16_to_f32(v79[x6]);
+      }
+      // v80 is computed in place of v33
+      tg_dot_f32<32, 32, 16>(wide3, wide5, v33);
     }
-    // v80 = dot(v58, v79, v33)  matmul_dot.py:20:15
-    alignas(64) float wide3[512];
-    TG_IVDEP
-    for (int x4 = 0; x4 < 512; ++x4) {
-      wide3[x4] = (float)tg_f16_to_f32(v58[x4]);
-    }
-    alignas(64) float wide5[512];
-    TG_IVDEP
-    for (int x6 = 0; x6 < 512; ++x6) {
-      wide5[x6] = (float)tg_f16_to_f32(v79[x6]);
-    }
-    // v80 is computed in place of v33
-    tg_dot_f32<32, 32, 16>(wide3, wide5, v33);
+    if (k1 < trips0 && tg_should_stop(tg_stop, tg_stopped)) return;
   }
   alignas(64) float* v86[32];
   TG_IVDEP
@@ -220,11 +232,15 @@ extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t fi
   const int32_t v7 = *static_cast<const int32_t*>(args[7]);  // stride_bk
   const int32_t v8 = *static_cast<const int32_t*>(args[8]);  // stride_cm
   unsigned char* const scratch = nullptr;
+  // the launch's StopPoll: the slot after every other one
+  TgStopPoll* const tg_stop = *static_cast<TgStopPoll* const*>(args[9]);
+  bool tg_stopped = false;
   const int64_t grid_x = grid[0], grid_y = grid[1];
   for (int64_t id = first; id < last; ++id) {
     const int32_t pid_x = (int32_t)(id % grid_x);
     const int32_t pid_y = (int32_t)((id / grid_x) % grid_y);
     const int32_t pid_z = (int32_t)(id / (grid_x * grid_y));
-    tegula_program(v0, v1, v2, v3, v4, v5, v6, v7, v8, pid_x, pid_y, pid_z, grid, scratch);
+    tegula_program(v0, v1, v2, v3, v4, v5, v6, v7, v8, pid_x, pid_y, pid_z, grid, scratch, tg_stop, tg_stopped);
+    if (tg_stopped) return;
   }
 }

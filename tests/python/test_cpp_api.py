@@ -115,6 +115,53 @@ def test_aot_header_compiles_as_c_and_cpp_for_every_scalar_kind(tmp_path):
         assert run.returncode == 0 and "ok" in run.stdout, run.stdout + run.stderr
 
 
+def test_aot_kernel_that_never_ends_stops_on_its_poll(tmp_path):
+    # k.stop: the poll a loop that may run without limit asks every 256
+    # iterations. Programs stop where they are; none starts after.
+    kernel = tmp_path / "spin.py"
+    kernel.write_text(
+        "import tegula\nimport tegula.language as tl\n\n@tegula.jit\n"
+        "def spin(flag_ptr, out_ptr):\n"
+        "    pid = tl.program_id(0)\n"
+        "    tl.store(out_ptr + pid, 1)\n"
+        "    i = 0\n"
+        "    while tl.load(flag_ptr) == 0:\n"
+        "        i += 1\n"
+        "    tl.store(out_ptr + pid, i + 2)\n")
+    done = _cli("aot", f"{kernel}::spin", "--signature", "*i32, *i32", "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    source = tmp_path / "use.c"
+    source.write_text(textwrap.dedent("""
+        #include <stdio.h>
+        #include "spin.h"
+        typedef struct { tegula_stop_poll base; int calls; } counting_stop;
+        static int32_t stop_on_third_call(tegula_stop_poll* self) { return ++((counting_stop*)self)->calls >= 3; }
+        int main(int argc, char** argv) {
+          int32_t flag = 0, out[4] = {0, 0, 0, 0};
+          counting_stop stop = {{stop_on_third_call}, 0};
+          spin_kernel k;
+          if (spin_load(&k, argv[1]) != 0) return 1;
+          k.stop = &stop.base;
+          spin_launch(&k, 4, 1, 1, &flag, out);   /* never ends without the poll */
+          k.stop = 0;
+          flag = 1;
+          int32_t done[4] = {0, 0, 0, 0};
+          spin_launch(&k, 4, 1, 1, &flag, done);
+          spin_unload(&k);
+          printf("%d %d %d %d %d / %d %d %d %d\\n", stop.calls, out[0], out[1], out[2], out[3],
+                 done[0], done[1], done[2], done[3]);
+          return 0;
+        }
+    """))
+    exe = tmp_path / "use.out"
+    build = subprocess.run(["cc", "-Wall", "-Werror", "-I", str(tmp_path / "out"), str(source), "-o", str(exe),
+                            "-ldl"], capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe), str(tmp_path / "out" / "spin.so")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.split() == ["3", "1", "0", "0", "0", "/", "2", "2", "2", "2"], run.stdout
+
+
 def test_aot_cuda_header_compiles_without_a_toolkit(tmp_path):
     # The device header reaches the driver through dlopen: it compiles with
     # no CUDA headers, as C and as C++, warnings as errors.

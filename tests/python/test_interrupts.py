@@ -1,6 +1,7 @@
 """The user's Ctrl-C during native work (docs/security.md, "Hangs and
-interrupts"): a long CPU launch and a first compile stop with
-KeyboardInterrupt, leave no cache debris, and the process goes on working.
+interrupts"): a long CPU launch, a CPU program that never ends and a first
+compile stop with KeyboardInterrupt, leave no cache debris, and the process
+goes on working.
 
 Each case runs in a fresh interpreter in its own session. A compile is
 interrupted the way a terminal does it, by signalling the whole process
@@ -48,6 +49,49 @@ SPIN = textwrap.dedent("""
     print("usable", bool((x[:128] == expected).all() and not x[128:].any()), flush=True)
 """)
 
+# A program that never ends: its loop waits for a flag nobody sets. The
+# process reports when the interrupt arrived, checks that the pool kept its
+# threads, and that the next launch computes what NumPy does.
+NEVER_ENDS = textwrap.dedent("""
+    import os, sys, time
+    import numpy as np
+    import tegula
+    import tegula.language as tl
+
+    @tegula.jit
+    def wait_then_scale(flag_ptr, x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m, other=0.0)
+        spins = 0
+        while tl.load(flag_ptr) == 0:
+            spins += 1
+        tl.store(out_ptr + offs, x * 3.0 + spins, mask=m)
+
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+
+    programs = int(sys.argv[1])
+    rng = np.random.default_rng(programs)
+    x = rng.standard_normal(1000).astype(np.float32)
+    out = np.zeros_like(x)
+    go = np.ones(1, np.int32)
+    wait_then_scale[(8,)](go, x, out, 1000, BLOCK=128)  # compiled, the pool started
+    before = threads()
+    print("ready", flush=True)
+    try:
+        wait_then_scale[(programs,)](np.zeros(1, np.int32), x, out, 1000, BLOCK=128)
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic(), flush=True)
+    for trial in range(3):
+        x = rng.standard_normal(1000).astype(np.float32)
+        out[:] = 0
+        wait_then_scale[(8,)](go, x, out, 1000, BLOCK=128)
+        assert np.array_equal(out, x * np.float32(3)), trial
+    print("usable", threads() == before, flush=True)
+""")
+
 FIRST_COMPILE = textwrap.dedent("""
     import numpy as np
     import tegula
@@ -71,11 +115,11 @@ FIRST_COMPILE = textwrap.dedent("""
 """)
 
 
-def _start(script: str, tmp_path: pathlib.Path, threads: str = "2") -> subprocess.Popen:
+def _start(script: str, tmp_path: pathlib.Path, threads: str = "2", *argv: str) -> subprocess.Popen:
     source = tmp_path / "script.py"
     source.write_text(script)
     env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"), TEGULA_NUM_THREADS=threads)
-    return subprocess.Popen([sys.executable, str(source)], env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, str(source), *argv], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -101,6 +145,24 @@ def test_ctrl_c_stops_a_long_cpu_launch_and_the_next_launch_works(tmp_path):
         assert word == "interrupted", (lines, err)
         assert float(seconds) < 5.0, f"Ctrl-C took {seconds} s to stop the launch ({threads} threads)"
         assert lines[1] == "usable True", (lines, err)
+
+
+def test_ctrl_c_stops_a_program_that_never_ends(tmp_path):
+    # One program runs on the calling thread; 64 on the pool (the caller runs
+    # some of them), or all on the caller with one thread.
+    for programs, threads in ((1, "2"), (64, "2"), (64, "1")):
+        proc = _start(NEVER_ENDS, tmp_path, threads, str(programs))
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        time.sleep(1.0)
+        sent = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+        lines, err = _finish(proc, 30)
+        assert proc.returncode == 0, err
+        assert lines[0].split()[0] == "interrupted", (lines, err)
+        delay = float(lines[0].split()[1]) - sent
+        assert delay < 1.0, f"Ctrl-C took {delay:.2f} s to stop {programs} program(s) on {threads} thread(s)"
+        assert lines[1:] == ["usable True"], (lines, err)
+        assert err == "", err
 
 
 def test_ctrl_c_during_a_first_compile_is_a_keyboard_interrupt_without_debris(tmp_path):

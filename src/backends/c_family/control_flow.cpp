@@ -44,7 +44,7 @@ void emit_for(Printer& p, ir::OpId id) {
   p.out.line("const " + count_type + " " + trips + " = tg_trip_count<" + iv_type + ">(" + lb + ", " + ub + ", " + step +
              ");");
   p.begin_loop(id, trips);
-  p.out.open("for (" + count_type + " " + k + " = 0; " + k + " < " + trips + "; ++" + k + ")");
+  p.open_for(id, count_type, k, trips);
   p.out.line("const " + iv_type + " " + p.name(args[0]) + " = tg_induction<" + iv_type + ">(" + lb + ", " + k + ", " +
              step + ");");
   p.enter_loop_body(id);
@@ -53,7 +53,7 @@ void emit_for(Printer& p, ir::OpId id) {
   p.begin_iteration(id, trips, k);
   p.emit_block_body(body);
   parallel_copy(p, carried, terminator_id(p, body), 0);
-  p.out.close();
+  p.close_loop(id);
   p.leave_regions(id);
   p.end_loop(id);
   for (size_t i = 0; i < carried.size(); ++i) p.alias(op.results[i], carried[i]);
@@ -92,7 +92,7 @@ void emit_while(Printer& p, ir::OpId id) {
                 "while arity mismatch");
   declare_initialized(p, before_args, id, 0);
   for (ir::ValueId a : after_args) p.declare_storage(a);
-  p.out.open("while (true)");
+  p.open_while(id);
   p.enter_loop_body(id);
   p.enter_block(before);
   p.emit_block_body(before);
@@ -100,12 +100,12 @@ void emit_while(Printer& p, ir::OpId id) {
   TEGULA_ASSERT(condition.kind == OpKind::Condition && !condition.operands.empty(),
                 "while before-region must end in condition");
   parallel_copy(p, after_args, terminator_id(p, before), 1);
-  p.out.line("if (!" + p.name(condition.operands[0]) + ") break;");
+  p.out.line("if (!" + p.name(condition.operands[0]) + ") " + p.while_exit(id));
   p.enter_block(after);
   p.emit_block_body(after);
   TEGULA_ASSERT(p.terminator(after).kind == OpKind::Yield, "while after-region must end in yield");
   parallel_copy(p, before_args, terminator_id(p, after), 0);
-  p.out.close();
+  p.close_loop(id);
   p.leave_regions(id);
   for (size_t i = 0; i < after_args.size(); ++i) p.alias(op.results[i], after_args[i]);
 }

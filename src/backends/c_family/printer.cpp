@@ -24,6 +24,14 @@ const ir::Op& Printer::terminator(ir::BlockId block) const {
   return term;
 }
 
+void Printer::open_for(ir::OpId, const std::string& count_type, const std::string& k, const std::string& trips) {
+  out.open("for (" + count_type + " " + k + " = 0; " + k + " < " + trips + "; ++" + k + ")");
+}
+
+void Printer::open_while(ir::OpId) { out.open("while (true)"); }
+
+void Printer::close_loop(ir::OpId) { out.close(); }
+
 std::string Printer::location(const ir::Op& op) const {
   if (!op.loc.valid()) return "";
   std::string file = op.loc.file < static_cast<int32_t>(fn.files.size()) ? fn.files[static_cast<size_t>(op.loc.file)]

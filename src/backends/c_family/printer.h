@@ -82,6 +82,16 @@ class Printer {
   virtual void enter_block(ir::BlockId block) {}
   // At the top of a `for` iteration, after its induction variable (counter `k`).
   virtual void begin_iteration(ir::OpId loop, const std::string& trips, const std::string& k) {}
+  // Opens the C++ loop of `for` op `loop`: counter `k` of type `count_type`
+  // over [0, trips); close_loop closes it. A dialect may split it into
+  // chunks (the CPU polls for a stop between them, codegen_stop.h).
+  virtual void open_for(ir::OpId loop, const std::string& count_type, const std::string& k, const std::string& trips);
+  // Opens the C++ loop of `while` op `loop`, left by while_exit.
+  virtual void open_while(ir::OpId loop);
+  // The statement that leaves the loop of `while` op `loop`.
+  virtual std::string while_exit(ir::OpId loop) { return "break;"; }
+  // Closes what open_for or open_while opened.
+  virtual void close_loop(ir::OpId loop);
   // Between the then-branch of `if` op `op` and its else-branch.
   virtual void before_else(ir::OpId op) {}
   // After the C++ code of a control-flow op's regions.

@@ -11,6 +11,7 @@
 #include "backends/c_family/op_syntax.h"
 #include "backends/cpu/codegen_bounds.h"
 #include "backends/cpu/codegen_context.h"
+#include "backends/cpu/codegen_stop.h"
 #include "backends/cpu/prelude.h"
 #include "backends/cpu/prelude_atomic.h"
 #include "backends/cpu/prelude_fp8.h"
@@ -352,7 +353,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     params += c_element(fn.params[i].type) + " " + ctx.name(body.args[i]) + ", ";
   ctx.out.open("static inline void tegula_program(" + params +
                "int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch" +
-               debug_program_parameter(options) + ")");
+               stop_program_parameter(fn) + debug_program_parameter(options) + ")");
   ctx.out.line("(void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;");
   ctx.emit_block_body(fn.body());
   ctx.out.close();
@@ -371,6 +372,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   emit_debug_helpers(unit, fn, options);
   unit.blank();
   unit.line("// ---- kernel ----");
+  emit_stop_helpers(unit, fn);
   unit.raw(ctx.out.text());
   unit.blank();
   unit.open("extern \"C\" void " + std::string(abi::kEntrySymbol) +
@@ -395,14 +397,17 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     unit.line("unsigned char* const scratch = nullptr;");
   }
   emit_debug_entry(unit, fn, options);
+  emit_stop_entry(unit, fn, fn.params.size() + debug_slot_count(fn, options));
   unit.line("const int64_t grid_x = grid[0], grid_y = grid[1];");
   unit.open("for (int64_t id = first; id < last; ++id)");
   unit.line("const int32_t pid_x = (int32_t)(id % grid_x);");
   unit.line("const int32_t pid_y = (int32_t)((id / grid_x) % grid_y);");
   unit.line("const int32_t pid_z = (int32_t)(id / (grid_x * grid_y));");
   emit_debug_program_state(unit, options);
-  unit.line("tegula_program(" + call_args + "pid_x, pid_y, pid_z, grid, scratch" + debug_program_argument(options) + ");");
+  unit.line("tegula_program(" + call_args + "pid_x, pid_y, pid_z, grid, scratch" + stop_program_argument(fn) +
+            debug_program_argument(options) + ");");
   emit_program_end(unit, fn);
+  emit_stop_after_program(unit, fn);
   unit.close();
   unit.close();
   return unit.text();

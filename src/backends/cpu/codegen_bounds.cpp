@@ -88,6 +88,13 @@ void emit_debug_entry(Emitter& unit, const ir::Function& fn, const CodegenOption
   unit.line("TgDebugRecord* const tg_record = *static_cast<TgDebugRecord* const*>(args[" + std::to_string(slot) + "]);");
 }
 
+size_t debug_slot_count(const ir::Function& fn, const CodegenOptions& options) {
+  if (!options.debug) return 0;
+  size_t slots = 1;  // the record
+  for (const ir::Param& p : fn.params) slots += p.type.is_pointer() ? 2 : 0;
+  return slots;
+}
+
 void emit_debug_program_state(Emitter& unit, const CodegenOptions& options) {
   if (!options.debug) return;
   unit.line("TgDebug tg_dbg{tg_record, tg_extents, id, {pid_x, pid_y, pid_z}, false};");

@@ -36,6 +36,8 @@ std::string debug_program_parameter(const CodegenOptions& options);
 // In the entry point, before the loop over programs: the extents and the
 // record, read from the debug slots of `args`.
 void emit_debug_entry(Emitter& unit, const ir::Function& fn, const CodegenOptions& options);
+// How many slots debug mode adds after the kernel's own (0 without it).
+size_t debug_slot_count(const ir::Function& fn, const CodegenOptions& options);
 // Inside the loop, before calling the program: its TgDebug.
 void emit_debug_program_state(Emitter& unit, const CodegenOptions& options);
 // ", tg_dbg" in debug mode, else "".

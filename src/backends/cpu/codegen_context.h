@@ -103,6 +103,12 @@ class CodegenContext : public c_family::Printer {
   // A tile by std::memcpy, a scalar by assignment.
   void copy_value(ir::ValueId dest, const std::string& source) override;
   void declare_saved_tile(ir::ValueId like, const std::string& copy, const std::string& source) override;
+  // A loop that may run without limit runs in chunks and asks between them
+  // whether to stop (codegen_stop.cpp).
+  void open_for(ir::OpId loop, const std::string& count_type, const std::string& k, const std::string& trips) override;
+  void open_while(ir::OpId loop) override;
+  std::string while_exit(ir::OpId loop) override;
+  void close_loop(ir::OpId loop) override;
   // Plans the yields of the loop computed in place (codegen_in_place_yields.cpp).
   void begin_iteration(ir::OpId loop, const std::string& trips, const std::string& k) override;
 
@@ -145,6 +151,11 @@ class CodegenContext : public c_family::Printer {
   std::map<std::string, int> uses_of_name_;  // see unique
   passes::AxisInfoAnalysis axis_info_;
   std::vector<std::pair<ir::ValueId, ir::ValueId>> carried_like_init_;  // carried tile -> its initial value
+  // Polled loops by op index (codegen_stop.cpp): the condition a `for` puts
+  // before its poll ("k < trips && "; empty for a while), and the label
+  // after each polled while.
+  std::map<uint32_t, std::string> stop_polls_;
+  std::map<uint32_t, std::string> while_exits_;
   int64_t stack_bytes_ = 0;
   int64_t scratch_bytes_ = 0;
 };

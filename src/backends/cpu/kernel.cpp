@@ -1,10 +1,14 @@
 #include "backends/cpu/kernel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
 
 #include "backends/cpu/thread_pool.h"
 #include "backends/debug_fault.h"
 #include "support/error.h"
+#include "support/interrupt.h"
 
 namespace tegula::backends::cpu {
 
@@ -28,6 +32,33 @@ int64_t count_programs(const int64_t grid[3]) {
   return total;
 }
 
+// The StopPoll of one launch (backends/kernel_abi.h). The programs that run
+// on the launching thread also ask the interrupt poll for it (at most every
+// InterruptWatch::kInterval): a program that never ends may be running
+// there, where nothing else could ask. Those on other threads only read
+// `stopped`, which the launching thread (here or in the pool) sets.
+class LaunchStop : public abi::StopPoll {
+ public:
+  explicit LaunchStop(std::atomic<bool>& stopped) : abi::StopPoll{&LaunchStop::ask}, stopped_(&stopped) {}
+  LaunchStop(const LaunchStop&) = delete;
+  LaunchStop& operator=(const LaunchStop&) = delete;
+
+ private:
+  static int32_t ask(abi::StopPoll* self) {
+    LaunchStop& stop = *static_cast<LaunchStop*>(self);
+    if (stop.stopped_->load(std::memory_order_relaxed)) return 1;
+    if (std::this_thread::get_id() != stop.caller_) return 0;
+    if (!stop.watch_) stop.watch_.emplace();  // only launches that poll read the clock
+    if (!stop.watch_->interrupted()) return 0;
+    stop.stopped_->store(true, std::memory_order_relaxed);
+    return 1;
+  }
+
+  std::atomic<bool>* stopped_;
+  std::thread::id caller_ = std::this_thread::get_id();
+  std::optional<InterruptWatch> watch_;  // the caller's only
+};
+
 }  // namespace
 
 std::shared_ptr<CpuKernel> CpuKernel::open(const std::string& path) {
@@ -48,18 +79,23 @@ void CpuKernel::launch(const KernelInfo& info, const int64_t grid[3], std::span<
   if (total == 0) return;
   abi::DebugRecord record;
   if (info.debug) add_debug_arguments(info, args, reinterpret_cast<uintptr_t>(&record), packed);
+  std::atomic<bool> stopped{false};
+  LaunchStop stop(stopped);
+  packed.append(reinterpret_cast<uintptr_t>(static_cast<abi::StopPoll*>(&stop)));
   const int32_t grid32[3] = {static_cast<int32_t>(grid[0]), static_cast<int32_t>(grid[1]),
                              static_cast<int32_t>(grid[2])};
   abi::CpuEntry entry = entry_;
   void* const* argv = packed.argv.data();
   if (total == 1) {
     entry(argv, grid32, 0, 1);
+    if (stopped.load(std::memory_order_relaxed)) throw Interrupted();
   } else {
     ThreadPool& pool = ThreadPool::global();
     // About eight chunks per thread: small enough that fast threads take over the
     // work of slow ones, large enough that claiming a chunk costs little.
     int64_t chunk = std::max<int64_t>(1, total / (static_cast<int64_t>(pool.size()) * 8));
-    pool.parallel_for(total, chunk, [&](int64_t first, int64_t last) { entry(argv, grid32, first, last); });
+    pool.parallel_for(
+        total, chunk, [&](int64_t first, int64_t last) { entry(argv, grid32, first, last); }, &stopped);
   }
   if (info.debug)
     if (std::optional<DeviceFault> fault = fault_of(info, record)) throw std::move(*fault);

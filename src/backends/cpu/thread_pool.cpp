@@ -16,27 +16,9 @@ namespace tegula::backends::cpu {
 
 namespace {
 
-// How often the launching thread asks whether the user interrupted
-// (support/interrupt.h): often enough for Ctrl-C to feel immediate, rarely
-// enough that the poll (which takes the GIL) costs nothing measurable.
-constexpr std::chrono::milliseconds kPollInterval{50};
 constexpr int64_t kPiecesPerChunk = 8;
 
 }  // namespace
-
-// Asks the interrupt poll at most once per kPollInterval.
-class ThreadPool::InterruptWatch {
- public:
-  bool interrupted() {
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_ < kPollInterval) return false;
-    last_ = now;
-    return interrupt_pending();
-  }
-
- private:
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
 
 // One parallel_for call. Shared by the caller and every worker that picked it
 // up, so a worker that arrives after the last chunk was claimed still finds a
@@ -48,7 +30,10 @@ struct ThreadPool::Job {
   int64_t num_chunks = 0;
   std::atomic<int64_t> next_chunk{0};
   std::atomic<int64_t> finished_chunks{0};
-  std::atomic<bool> cancelled{false};  // interrupted: chunks claimed from now on are skipped
+  std::atomic<bool> own_cancelled{false};
+  // Interrupted: pieces started from now on are skipped. The caller's flag
+  // when it passed one (running programs that poll it stop too).
+  std::atomic<bool>* cancelled = &own_cancelled;
 
   std::mutex done_mutex;
   std::condition_variable done;
@@ -83,8 +68,8 @@ void ThreadPool::run_chunks(Job& job, InterruptWatch* watch) {
       // eighth of a chunk.
       int64_t piece = std::max<int64_t>(1, job.chunk / kPiecesPerChunk);
       for (int64_t first = begin; first < end; first += piece) {
-        if (watch && watch->interrupted()) job.cancelled.store(true, std::memory_order_relaxed);
-        if (job.cancelled.load(std::memory_order_relaxed)) break;
+        if (watch && watch->interrupted()) job.cancelled->store(true, std::memory_order_relaxed);
+        if (job.cancelled->load(std::memory_order_relaxed)) break;
         (*job.body)(first, std::min(end, first + piece));
       }
     } catch (...) {
@@ -115,7 +100,7 @@ void ThreadPool::worker_loop() {
   }
 }
 
-void ThreadPool::parallel_for(int64_t total, int64_t chunk, const ChunkFn& body) {
+void ThreadPool::parallel_for(int64_t total, int64_t chunk, const ChunkFn& body, std::atomic<bool>* cancelled) {
   if (total <= 0) return;
   chunk = std::max<int64_t>(chunk, 1);
   int64_t num_chunks = total / chunk + (total % chunk != 0);
@@ -126,6 +111,7 @@ void ThreadPool::parallel_for(int64_t total, int64_t chunk, const ChunkFn& body)
     for (int64_t begin = 0; begin < total; begin += piece) {
       if (begin > 0 && watch.interrupted()) throw Interrupted();
       body(begin, std::min(total, begin + piece));
+      if (cancelled && cancelled->load(std::memory_order_relaxed)) throw Interrupted();
     }
     return;
   }
@@ -135,6 +121,7 @@ void ThreadPool::parallel_for(int64_t total, int64_t chunk, const ChunkFn& body)
   job->total = total;
   job->chunk = chunk;
   job->num_chunks = num_chunks;
+  if (cancelled) job->cancelled = cancelled;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     jobs_.push_back(job);
@@ -154,14 +141,14 @@ void ThreadPool::parallel_for(int64_t total, int64_t chunk, const ChunkFn& body)
   // arguments); meanwhile an interrupt keeps further ones from starting.
   std::unique_lock<std::mutex> lock(job->done_mutex);
   auto all_finished = [&] { return job->finished_chunks.load(std::memory_order_acquire) == num_chunks; };
-  while (!job->done.wait_for(lock, kPollInterval, all_finished)) {
-    if (job->cancelled.load(std::memory_order_relaxed)) continue;
+  while (!job->done.wait_for(lock, InterruptWatch::kInterval, all_finished)) {
+    if (job->cancelled->load(std::memory_order_relaxed)) continue;
     lock.unlock();
-    if (watch.interrupted()) job->cancelled.store(true, std::memory_order_relaxed);
+    if (watch.interrupted()) job->cancelled->store(true, std::memory_order_relaxed);
     lock.lock();
   }
   if (job->first_error) std::rethrow_exception(job->first_error);
-  if (job->cancelled.load(std::memory_order_relaxed)) throw Interrupted();
+  if (job->cancelled->load(std::memory_order_relaxed)) throw Interrupted();
 }
 
 int default_thread_count() {

@@ -8,6 +8,7 @@
 // chunks are claimed, so nobody waits on work that no thread is doing.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -16,6 +17,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "support/interrupt.h"
 
 namespace tegula::backends::cpu {
 
@@ -37,10 +40,12 @@ class ThreadPool {
   // once every chunk has finished. An exception thrown by a chunk is caught on
   // the thread that ran it and rethrown here (the first one; the remaining
   // chunks still run). total <= 0 does nothing. The calling thread asks
-  // for a pending interrupt (support/interrupt.h) between chunks and while it
-  // waits: then no further chunk starts, the running ones finish, and it
-  // throws Interrupted. A single chunk that never ends cannot be stopped.
-  void parallel_for(int64_t total, int64_t chunk, const ChunkFn& body);
+  // for a pending interrupt (support/interrupt.h) between pieces and while it
+  // waits: then no further piece starts, the running ones finish, and it
+  // throws Interrupted. With `cancelled`, that is the flag it sets then
+  // (a body that polls it can stop early: a CPU kernel's programs do), and
+  // a body that sets it itself stops the job the same way.
+  void parallel_for(int64_t total, int64_t chunk, const ChunkFn& body, std::atomic<bool>* cancelled = nullptr);
 
   // The process-wide pool: $TEGULA_NUM_THREADS threads if set to a positive
   // integer, else one per hardware thread.
@@ -48,7 +53,6 @@ class ThreadPool {
 
  private:
   struct Job;
-  class InterruptWatch;
 
   void worker_loop();
   // Claims and runs chunks until none is left; with `watch` (the calling

@@ -1,0 +1,66 @@
+"""What the row-wise ops share: viewing a tensor as rows of its last
+dimension, splitting rows among the programs of a backward pass, and the
+kernel that sums those programs' partial weight gradients.
+
+A weight gradient is a sum over every row. Each backward program
+accumulates the rows it owns into one partial row of a ``[programs, N]``
+buffer, and ``sum_partials`` adds those partial rows up with a second
+kernel, so no atomics are needed and the result does not depend on timing.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import tegula
+import tegula.language as tl
+
+# How many programs share the rows of a backward pass: enough to keep a
+# GPU's or the CPU backend's workers busy, few enough that the partial
+# weight gradients stay small.
+MAX_PROGRAMS = 64
+
+
+def check_weights(op: str, x: torch.Tensor, *weights: torch.Tensor) -> None:
+    """Raises ValueError unless each weight has shape [N] for x's last dimension N and x's dtype."""
+    for w in weights:
+        if tuple(w.shape) != tuple(x.shape[-1:]) or w.dtype != x.dtype:
+            raise ValueError(f"{op} takes weights of shape ({x.shape[-1]},) and dtype {x.dtype} for x of shape "
+                             f"{tuple(x.shape)}, got {tuple(w.shape)} {w.dtype}")
+
+
+def rows_of(x: torch.Tensor) -> torch.Tensor:
+    """x as a contiguous [M, N] matrix whose rows are its last dimension."""
+    return x.contiguous().view(-1, x.shape[-1])
+
+
+def row_split(rows: int) -> tuple:
+    """(programs, rows per program) for a backward pass over `rows` rows."""
+    programs = max(1, min(rows, MAX_PROGRAMS))
+    return programs, tegula.cdiv(rows, programs)
+
+
+@tegula.jit
+def _sum_partials_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    in_cols = cols < N
+    acc = tl.zeros([BLOCK_N], dtype=partial_ptr.dtype.element_ty)
+    for p0 in range(0, P, BLOCK_P):
+        ps = p0 + tl.arange(0, BLOCK_P)
+        mask = (ps < P)[:, None] & in_cols[None, :]
+        acc += tl.sum(tl.load(partial_ptr + ps[:, None] * N + cols[None, :], mask=mask, other=0.0), axis=0)
+    tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=in_cols)
+
+
+def sum_partials(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The column sums of a [P, N] partial-gradient buffer, as a new [N] tensor of `dtype`."""
+    P, N = partial.shape
+    out = torch.empty(N, dtype=dtype, device=partial.device)
+    block_n = min(tegula.next_power_of_2(N), 256)
+    _sum_partials_kernel[(tegula.cdiv(N, block_n),)](partial, out, P, N, BLOCK_P=16, BLOCK_N=block_n)
+    return out
+
+
+def accumulator(x: torch.Tensor) -> torch.dtype:
+    """The torch dtype statistics and partial gradients are kept in for x."""
+    return torch.float64 if x.dtype == torch.float64 else torch.float32

@@ -1,0 +1,235 @@
+"""Attention with its backward: ``softmax(q k^T * scale) v`` over q, k, v of
+shape [B, H, S, D] (batch, heads, sequence, head dim: a power of two >= 16),
+causal or not, without the score matrix in memory (the FlashAttention-2
+scheme).
+
+Forward: one program per BLOCK_M query rows of one (batch, head) walks the
+keys in blocks of BLOCK_N with an online softmax (running maximum and sum),
+and stores each row's log-sum-exp besides the output. Backward, from the
+saved log-sum-exp, which gives each probability back as ``exp(s - lse)``:
+
+- ``delta = rowsum(dO * O)`` per query row (a small kernel first);
+- per key block (one program each), over the query blocks that can see it:
+  ``dV += P^T dO`` and ``dK += dS^T Q * scale`` with ``dS = P * (dO V^T -
+  delta)``, computed transposed so K and V stay in registers;
+- per query block, over the key blocks it sees: ``dQ += dS K * scale``.
+
+Each gradient is written by exactly one program: no atomics. Scores and
+statistics are float32 (float64 for float64 inputs); half-precision
+probabilities are rounded to the input dtype before they meet V or dO in a
+product, as the forward does. float32 products are full IEEE precision
+(``input_precision="ieee"``, not TF32 on the GPU), so results match torch's
+float32 attention. The tiles are 32 x 32, chosen for the CPU backend; GPU
+tuning is not done (examples/flash_attention.py is the tuned forward).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+import tegula
+import tegula.language as tl
+from tegula.torch import compute_dtype, custom_op, register_autograd
+
+from . import _rows
+
+BLOCK = 32
+
+
+@tegula.jit
+def _load_rows(ptr, base, rows, S, HEAD_DIM: tl.constexpr):
+    # Rows `rows` of the [S, HEAD_DIM] matrix of one head at `base`; zeros past S.
+    return tl.load(ptr + base + rows[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :], mask=rows[:, None] < S,
+                   other=0.0)
+
+
+@tegula.jit
+def _visible(queries, keys, S, CAUSAL: tl.constexpr):
+    # Which (query, key) pairs count, for index tiles broadcast against each other (either orientation).
+    visible = (queries < S) & (keys < S)
+    if CAUSAL:
+        visible = visible & (queries >= keys)
+    return visible
+
+
+@tegula.jit
+def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
+    start_m = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64)
+    base = head * S * HEAD_DIM
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    dims = tl.arange(0, HEAD_DIM)
+    q = _load_rows(Q, base, rows, S, HEAD_DIM)
+    m_i = tl.full([BLOCK_M], float("-inf"), ACC)
+    l_i = tl.zeros([BLOCK_M], dtype=ACC)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=ACC)
+    hi = S
+    if CAUSAL:
+        hi = tl.minimum((start_m + 1) * BLOCK_M, S)
+    # Key 0 is visible to every row, so each row's maximum is finite after the first block.
+    for start_n in range(0, hi, BLOCK_N):
+        keys = start_n + tl.arange(0, BLOCK_N)
+        k = _load_rows(K, base, keys, S, HEAD_DIM)
+        v = _load_rows(V, base, keys, S, HEAD_DIM)
+        s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
+        visible = keys[None, :] < S
+        if CAUSAL:
+            visible = visible & (rows[:, None] >= keys[None, :])
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee").to(ACC)
+        m_i = m_new
+    tl.store(LSE + head * S + rows, m_i + tl.log(l_i), mask=rows < S)
+    tl.store(O + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
+             mask=rows[:, None] < S)
+
+
+@tegula.jit
+def attention_delta_kernel(O, DO, DELTA, S, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, ACC: tl.constexpr):
+    head = tl.program_id(1).to(tl.int64)
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    o = _load_rows(O, head * S * HEAD_DIM, rows, S, HEAD_DIM).to(ACC)
+    do = _load_rows(DO, head * S * HEAD_DIM, rows, S, HEAD_DIM).to(ACC)
+    tl.store(DELTA + head * S + rows, tl.sum(o * do, axis=1), mask=rows < S)
+
+
+@tegula.jit
+def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: tl.constexpr,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
+    start_n = tl.program_id(0) * BLOCK_N
+    head = tl.program_id(1).to(tl.int64)
+    base = head * S * HEAD_DIM
+    keys = start_n + tl.arange(0, BLOCK_N)
+    dims = tl.arange(0, HEAD_DIM)
+    kv_offsets = base + keys[:, None] * HEAD_DIM + dims[None, :]
+    k = _load_rows(K, base, keys, S, HEAD_DIM)
+    v = _load_rows(V, base, keys, S, HEAD_DIM)
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=ACC)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=ACC)
+    lo = 0
+    if CAUSAL:
+        lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
+    for start_m in range(lo, S, BLOCK_M):
+        rows = start_m + tl.arange(0, BLOCK_M)
+        q = _load_rows(Q, base, rows, S, HEAD_DIM)
+        do = _load_rows(DO, base, rows, S, HEAD_DIM)
+        lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
+        delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
+        visible = _visible(rows[None, :], keys[:, None], S, CAUSAL)
+        s_t = tl.dot(k, tl.trans(q), input_precision="ieee").to(ACC) * scale
+        p_t = tl.where(visible, tl.exp(s_t - lse[None, :]), 0.0)
+        dv += tl.dot(p_t.to(do.dtype), do, input_precision="ieee").to(ACC)
+        dp_t = tl.dot(v, tl.trans(do), input_precision="ieee").to(ACC)
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk += tl.dot(ds_t.to(q.dtype), q, input_precision="ieee").to(ACC)
+    tl.store(DK + kv_offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
+    tl.store(DV + kv_offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
+
+
+@tegula.jit
+def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
+    start_m = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64)
+    base = head * S * HEAD_DIM
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    dims = tl.arange(0, HEAD_DIM)
+    q = _load_rows(Q, base, rows, S, HEAD_DIM)
+    do = _load_rows(DO, base, rows, S, HEAD_DIM)
+    lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
+    delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=ACC)
+    hi = S
+    if CAUSAL:
+        hi = tl.minimum((start_m + 1) * BLOCK_M, S)
+    for start_n in range(0, hi, BLOCK_N):
+        keys = start_n + tl.arange(0, BLOCK_N)
+        k = _load_rows(K, base, keys, S, HEAD_DIM)
+        v = _load_rows(V, base, keys, S, HEAD_DIM)
+        visible = _visible(rows[:, None], keys[None, :], S, CAUSAL)
+        s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
+        p = tl.where(visible, tl.exp(s - lse[:, None]), 0.0)
+        dp = tl.dot(do, tl.trans(v), input_precision="ieee").to(ACC)
+        ds = p * (dp - delta[:, None])
+        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee").to(ACC)
+    tl.store(DQ + base + rows[:, None] * HEAD_DIM + dims[None, :], (dq * scale).to(DQ.dtype.element_ty),
+             mask=rows[:, None] < S)
+
+
+def _check(q, k, v):
+    if q.dim() != 4 or k.shape != q.shape or v.shape != q.shape or not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"attention takes q, k, v of one shape [B, H, S, D] and one dtype, got {tuple(q.shape)} "
+                         f"{q.dtype}, {tuple(k.shape)} {k.dtype} and {tuple(v.shape)} {v.dtype}")
+    D = q.shape[-1]
+    if D < 16 or D & (D - 1):
+        raise ValueError(f"attention needs a head dim that is a power of two >= 16 (a tile size), got {D}")
+
+
+def _launch_shape(q):
+    B, H, S, D = q.shape
+    return (tegula.cdiv(S, BLOCK), B * H), S, D
+
+
+def _forward_fake(q, k, v, causal, scale):
+    _check(q, k, v)
+    return q.new_empty(q.shape), q.new_empty(q.shape[:-1], dtype=_rows.accumulator(q))
+
+
+@custom_op("tegula::attention", fake=_forward_fake)
+def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                      scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out, lse): out like q, lse [B, H, S] (float32, float64 for float64 inputs)."""
+    _check(q, k, v)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    out = torch.empty_like(q)
+    lse = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
+    grid, S, D = _launch_shape(q)
+    if q.numel():
+        attention_forward_kernel[grid](q, k, v, out, lse, S, scale, HEAD_DIM=D, BLOCK_M=BLOCK, BLOCK_N=BLOCK,
+                                       CAUSAL=causal, ACC=compute_dtype(q))
+    return out, lse
+
+
+def _backward_fake(do, q, k, v, out, lse, causal, scale):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+@custom_op("tegula::attention_backward", fake=_backward_fake)
+def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                       lse: torch.Tensor, causal: bool,
+                       scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) from the forward's inputs, output and log-sum-exp."""
+    do, q, k, v, out = (t.contiguous() for t in (do, q, k, v, out))
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    if not q.numel():
+        return dq, dk, dv
+    grid, S, D = _launch_shape(q)
+    meta = dict(HEAD_DIM=D, ACC=compute_dtype(q))
+    delta = torch.empty_like(lse)
+    attention_delta_kernel[grid](out, do, delta, S, BLOCK_M=BLOCK, **meta)
+    blocks = dict(BLOCK_M=BLOCK, BLOCK_N=BLOCK, CAUSAL=causal, **meta)
+    attention_dkdv_kernel[grid](q, k, v, do, lse, delta, dk, dv, S, scale, **blocks)
+    attention_dq_kernel[grid](q, k, v, do, lse, delta, dq, S, scale, **blocks)
+    return dq, dk, dv
+
+
+def _backward(saved, do, _dlse):
+    return (*attention_backward(do, *saved), None, None)
+
+
+register_autograd(attention_forward, _backward,
+                  save=lambda inputs, output: (*inputs[:3], output[0], output[1], inputs[3], inputs[4]))
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              scale: float = None) -> torch.Tensor:
+    """``softmax(q k^T * scale) v`` for q, k, v of shape [B, H, S, D] (D a power of two >= 16), like
+    ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``;
+    scale defaults to 1/sqrt(D)."""
+    return attention_forward(q, k, v, causal, 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)[0]

@@ -1,0 +1,127 @@
+"""Softmax cross-entropy of logits [M, V] against integer targets [M].
+
+Per row: ``loss = logsumexp(logits) - logits[target]``, and 0 for rows whose
+target is ``ignore_index``. Forward: one program per row walks the row in
+chunks of BLOCK_V with an online log-sum-exp (a running maximum and a sum
+rescaled when the maximum grows, per lane), and stores the log-sum-exp for
+the backward. Backward: ``dlogits = (softmax - onehot(target)) * dloss`` per
+row, from the saved log-sum-exp, chunk by chunk again.
+
+The op returns the per-row losses; ``cross_entropy`` averages them over the
+rows that are not ignored.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import tegula
+import tegula.language as tl
+from tegula.torch import compute_dtype, custom_op, register_autograd
+
+from . import _rows
+
+IGNORE_INDEX = -100
+
+
+@tegula.jit
+def cross_entropy_forward_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, V, ignore_index,
+                                 BLOCK_V: tl.constexpr, ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)  # M * V may pass 2^31
+    cols = tl.arange(0, BLOCK_V)
+    # Finite start: a lane that only ever sees masked (-inf) logits must not compute -inf - -inf.
+    running_max = tl.full([BLOCK_V], -1.0e30, ACC)
+    running_sum = tl.zeros([BLOCK_V], dtype=ACC)
+    for v0 in range(0, V, BLOCK_V):
+        x = tl.load(logits_ptr + row * V + v0 + cols, mask=v0 + cols < V, other=float("-inf")).to(ACC)
+        new_max = tl.maximum(running_max, x)
+        running_sum = running_sum * tl.exp(running_max - new_max) + tl.exp(x - new_max)
+        running_max = new_max
+    row_max = tl.max(running_max, axis=0)
+    lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))
+    target = tl.load(targets_ptr + row)
+    valid = target != ignore_index
+    target_logit = tl.load(logits_ptr + row * V + target, mask=valid, other=0.0).to(ACC)
+    tl.store(loss_ptr + row, tl.where(valid, lse - target_logit, 0.0))
+    tl.store(lse_ptr + row, lse)
+
+
+@tegula.jit
+def cross_entropy_backward_kernel(dloss_ptr, logits_ptr, targets_ptr, lse_ptr, dlogits_ptr, V, ignore_index,
+                                  BLOCK_V: tl.constexpr, ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_V)
+    target = tl.load(targets_ptr + row)
+    scale = tl.where(target != ignore_index, tl.load(dloss_ptr + row).to(ACC), 0.0)
+    lse = tl.load(lse_ptr + row)
+    for v0 in range(0, V, BLOCK_V):
+        mask = v0 + cols < V
+        x = tl.load(logits_ptr + row * V + v0 + cols, mask=mask, other=0.0).to(ACC)
+        grad = (tl.exp(x - lse) - tl.where(v0 + cols == target, 1.0, 0.0)) * scale
+        tl.store(dlogits_ptr + row * V + v0 + cols, grad.to(dlogits_ptr.dtype.element_ty), mask=mask)
+
+
+def _block_v(V: int) -> int:
+    return min(tegula.next_power_of_2(V), 1024)
+
+
+def _check(logits, targets):
+    if logits.dim() != 2 or targets.shape != logits.shape[:1] or targets.dtype != torch.int64:
+        raise ValueError(f"cross_entropy takes logits [M, V] and int64 targets [M], got {tuple(logits.shape)} and "
+                         f"{tuple(targets.shape)} {targets.dtype}")
+
+
+def _forward_fake(logits, targets, ignore_index):
+    _check(logits, targets)
+    losses = logits.new_empty(logits.shape[:1], dtype=_rows.accumulator(logits))
+    return losses, losses.new_empty(losses.shape)
+
+
+@custom_op("tegula::cross_entropy", fake=_forward_fake)
+def cross_entropy_forward(logits: torch.Tensor, targets: torch.Tensor,
+                          ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(losses, lse) per row, float32 (float64 for float64 logits)."""
+    _check(logits, targets)
+    logits, targets = logits.contiguous(), targets.contiguous()
+    M, V = logits.shape
+    losses = torch.empty(M, dtype=_rows.accumulator(logits), device=logits.device)
+    lse = torch.empty_like(losses)
+    cross_entropy_forward_kernel[(M,)](logits, targets, losses, lse, V, ignore_index, BLOCK_V=_block_v(V),
+                                       ACC=compute_dtype(logits))
+    return losses, lse
+
+
+@custom_op("tegula::cross_entropy_backward", fake=lambda dloss, logits, targets, lse, ignore_index:
+           logits.new_empty(logits.shape))
+def cross_entropy_backward(dloss: torch.Tensor, logits: torch.Tensor, targets: torch.Tensor, lse: torch.Tensor,
+                           ignore_index: int) -> torch.Tensor:
+    logits = logits.contiguous()
+    M, V = logits.shape
+    dlogits = torch.empty_like(logits)
+    cross_entropy_backward_kernel[(M,)](dloss.contiguous(), logits, targets.contiguous(), lse, dlogits, V,
+                                        ignore_index, BLOCK_V=_block_v(V), ACC=compute_dtype(logits))
+    return dlogits
+
+
+def _backward(saved, dloss, _dlse):
+    logits, targets, lse, ignore_index = saved
+    return cross_entropy_backward(dloss, logits, targets, lse, ignore_index), None, None
+
+
+register_autograd(cross_entropy_forward, _backward,
+                  save=lambda inputs, output: (inputs[0], inputs[1], output[1], inputs[2]))
+
+
+def cross_entropy_losses(logits: torch.Tensor, targets: torch.Tensor,
+                         ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
+    """The loss of each row (0 where the target is ignore_index), like
+    ``torch.nn.functional.cross_entropy(..., reduction="none")``."""
+    return cross_entropy_forward(logits, targets, ignore_index)[0]
+
+
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
+    """The mean loss over the rows whose target is not ignore_index, like
+    ``torch.nn.functional.cross_entropy`` (logits [M, V], targets [M]).
+    The mean itself is a torch reduction over the op's per-row losses."""
+    losses = cross_entropy_losses(logits, targets, ignore_index)
+    return losses.sum() / (targets != ignore_index).sum()

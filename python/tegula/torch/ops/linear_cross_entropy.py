@@ -1,0 +1,190 @@
+"""The output projection fused with softmax cross-entropy: the loss of
+``logits = x @ weight^T`` (x [M, C], weight [V, C]) against targets [M],
+without the [M, V] logits in memory.
+
+Forward: a program owns BLOCK_M rows and walks the vocabulary in blocks of
+BLOCK_V; each logits tile is a product over C in chunks of BLOCK_C, folded
+into an online log-sum-exp (running maximum and sum per row), and the
+target's logit is picked out of the tile that holds it. Backward, from the
+saved log-sum-exp, recomputes each tile and its gradient ``dlogits =
+(softmax - onehot(target)) * dloss``:
+
+- dx: a program per row block walks the vocabulary, adding ``dlogits @ W``;
+- dweight: a program per vocabulary block walks the rows, adding
+  ``dlogits^T @ x``.
+
+Each program owns the rows of the gradient it writes (no atomics); it adds
+into them chunk by chunk of C, so the gradients start zeroed. Logits and
+statistics are float32 (float64 for float64 inputs); products are IEEE
+float32 on the GPU too. Rows whose target is ``ignore_index`` have no loss
+and no gradient. Tile sizes suit the CPU backend; GPU tuning is not done.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import tegula
+import tegula.language as tl
+from tegula.torch import compute_dtype, custom_op, register_autograd
+
+from . import _rows
+from .cross_entropy import IGNORE_INDEX
+
+BLOCK_M, BLOCK_V, BLOCK_C = 16, 32, 32
+
+
+@tegula.jit
+def _load_chunk(ptr, rows, cs, R, C):
+    # ptr[rows, cs] of a row-major [R, C] matrix; zeros outside it.
+    return tl.load(ptr + rows[:, None].to(tl.int64) * C + cs[None, :], mask=(rows[:, None] < R) & (cs[None, :] < C),
+                   other=0.0)
+
+
+@tegula.jit
+def _add_product(ptr, rows, cs, R, C, a, b, ACC: tl.constexpr):
+    # ptr[rows, cs] += a @ b for a gradient of shape [R, C] that this program alone writes there.
+    ptrs = ptr + rows[:, None].to(tl.int64) * C + cs[None, :]
+    inside = (rows[:, None] < R) & (cs[None, :] < C)
+    tl.store(ptrs, tl.load(ptrs, mask=inside, other=0.0) + tl.dot(a, b, input_precision="ieee").to(ACC), mask=inside)
+
+
+@tegula.jit
+def _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr,
+                 BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+    # x[rows] @ W[cols]^T as a [BLOCK_M, BLOCK_V] tile, -inf in the columns past V.
+    logits = tl.zeros([BLOCK_M, BLOCK_V], dtype=ACC)
+    for c0 in range(0, C, BLOCK_C):
+        cs = c0 + tl.arange(0, BLOCK_C)
+        x = _load_chunk(X, rows, cs, M, C)
+        w = _load_chunk(W, cols, cs, V, C)
+        logits += tl.dot(x, tl.trans(w), input_precision="ieee").to(ACC)
+    return tl.where(cols[None, :] < V, logits, float("-inf"))
+
+
+@tegula.jit
+def linear_cross_entropy_forward_kernel(X, W, TARGETS, LOSS, LSE, M, V, C, ignore_index, BLOCK_M: tl.constexpr,
+                                        BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    targets = tl.load(TARGETS + rows, mask=rows < M, other=ignore_index)
+    m_i = tl.full([BLOCK_M], float("-inf"), ACC)
+    l_i = tl.zeros([BLOCK_M], dtype=ACC)
+    target_logit = tl.zeros([BLOCK_M], dtype=ACC)
+    # Column 0 is in the first block, so each row's maximum is finite from then on.
+    for v0 in range(0, V, BLOCK_V):
+        cols = v0 + tl.arange(0, BLOCK_V)
+        logits = _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M, BLOCK_V, BLOCK_C, ACC)
+        m_new = tl.maximum(m_i, tl.max(logits, axis=1))
+        l_i = l_i * tl.exp(m_i - m_new) + tl.sum(tl.exp(logits - m_new[:, None]), axis=1)
+        m_i = m_new
+        target_logit += tl.sum(tl.where(cols[None, :] == targets[:, None], logits, 0.0), axis=1)
+    lse = m_i + tl.log(l_i)
+    tl.store(LOSS + rows, tl.where(targets != ignore_index, lse - target_logit, 0.0), mask=rows < M)
+    tl.store(LSE + rows, lse, mask=rows < M)
+
+
+@tegula.jit
+def _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, V, C, ignore_index, BLOCK_M: tl.constexpr,
+                     BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+    # (softmax - onehot(target)) * dloss for the tile, 0 in ignored rows and past M or V.
+    targets = tl.load(TARGETS + rows, mask=rows < M, other=ignore_index)
+    lse = tl.load(LSE + rows, mask=rows < M, other=0.0)
+    scale = tl.where(targets != ignore_index, tl.load(DLOSS + rows, mask=rows < M, other=0.0).to(ACC), 0.0)
+    logits = _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M, BLOCK_V, BLOCK_C, ACC)
+    probabilities = tl.exp(logits - lse[:, None])
+    return (probabilities - tl.where(cols[None, :] == targets[:, None], 1.0, 0.0)) * scale[:, None]
+
+
+@tegula.jit
+def linear_cross_entropy_dx_kernel(X, W, TARGETS, LSE, DLOSS, DX, M, V, C, ignore_index, BLOCK_M: tl.constexpr,
+                                   BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    for v0 in range(0, V, BLOCK_V):
+        cols = v0 + tl.arange(0, BLOCK_V)
+        dlogits = _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, V, C, ignore_index, BLOCK_M, BLOCK_V,
+                                   BLOCK_C, ACC).to(W.dtype.element_ty)
+        for c0 in range(0, C, BLOCK_C):
+            cs = c0 + tl.arange(0, BLOCK_C)
+            _add_product(DX, rows, cs, M, C, dlogits, _load_chunk(W, cols, cs, V, C), ACC)
+
+
+@tegula.jit
+def linear_cross_entropy_dw_kernel(X, W, TARGETS, LSE, DLOSS, DW, M, V, C, ignore_index, BLOCK_M: tl.constexpr,
+                                   BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)
+    for m0 in range(0, M, BLOCK_M):
+        rows = m0 + tl.arange(0, BLOCK_M)
+        dlogits = _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, V, C, ignore_index, BLOCK_M, BLOCK_V,
+                                   BLOCK_C, ACC).to(X.dtype.element_ty)
+        for c0 in range(0, C, BLOCK_C):
+            cs = c0 + tl.arange(0, BLOCK_C)
+            _add_product(DW, cols, cs, V, C, tl.trans(dlogits), _load_chunk(X, rows, cs, M, C), ACC)
+
+
+def _check(x, weight, targets):
+    if (x.dim() != 2 or weight.dim() != 2 or weight.shape[1] != x.shape[1] or x.dtype != weight.dtype
+            or targets.shape != x.shape[:1] or targets.dtype != torch.int64):
+        raise ValueError(f"linear_cross_entropy takes x [M, C], weight [V, C] of x's dtype and int64 targets [M], "
+                         f"got {tuple(x.shape)} {x.dtype}, {tuple(weight.shape)} {weight.dtype} and "
+                         f"{tuple(targets.shape)} {targets.dtype}")
+
+
+def _forward_fake(x, weight, targets, ignore_index):
+    _check(x, weight, targets)
+    losses = x.new_empty(x.shape[:1], dtype=_rows.accumulator(x))
+    return losses, losses.new_empty(losses.shape)
+
+
+def _meta(x):
+    return dict(BLOCK_M=BLOCK_M, BLOCK_V=BLOCK_V, BLOCK_C=BLOCK_C, ACC=compute_dtype(x))
+
+
+@custom_op("tegula::linear_cross_entropy", fake=_forward_fake)
+def linear_cross_entropy_forward(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                                 ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(losses, lse) per row, float32 (float64 for float64 inputs)."""
+    _check(x, weight, targets)
+    x, weight, targets = x.contiguous(), weight.contiguous(), targets.contiguous()
+    (M, C), V = x.shape, weight.shape[0]
+    losses = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
+    lse = torch.empty_like(losses)
+    if M:
+        linear_cross_entropy_forward_kernel[(tegula.cdiv(M, BLOCK_M),)](x, weight, targets, losses, lse, M, V, C,
+                                                                        ignore_index, **_meta(x))
+    return losses, lse
+
+
+def _backward_fake(dloss, x, weight, targets, lse, ignore_index):
+    return x.new_empty(x.shape), weight.new_empty(weight.shape)
+
+
+@custom_op("tegula::linear_cross_entropy_backward", fake=_backward_fake)
+def linear_cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                                  lse: torch.Tensor, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dweight); the gradients are accumulated in float32 (float64) and then cast to x's dtype."""
+    dloss, x, weight, targets = dloss.contiguous(), x.contiguous(), weight.contiguous(), targets.contiguous()
+    (M, C), V = x.shape, weight.shape[0]
+    dx = torch.zeros((M, C), dtype=_rows.accumulator(x), device=x.device)
+    dw = torch.zeros((V, C), dtype=_rows.accumulator(x), device=x.device)
+    if M:
+        args = (x, weight, targets, lse, dloss)
+        linear_cross_entropy_dx_kernel[(tegula.cdiv(M, BLOCK_M),)](*args, dx, M, V, C, ignore_index, **_meta(x))
+        linear_cross_entropy_dw_kernel[(tegula.cdiv(V, BLOCK_V),)](*args, dw, M, V, C, ignore_index, **_meta(x))
+    return dx.to(x.dtype), dw.to(weight.dtype)
+
+
+def _backward(saved, dloss, _dlse):
+    x, weight, targets, lse, ignore_index = saved
+    return (*linear_cross_entropy_backward(dloss, x, weight, targets, lse, ignore_index), None, None)
+
+
+register_autograd(linear_cross_entropy_forward, _backward,
+                  save=lambda inputs, output: (inputs[0], inputs[1], inputs[2], output[1], inputs[3]))
+
+
+def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                         ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
+    """``cross_entropy(x @ weight^T, targets)`` (mean over the rows not ignored) without the
+    logits in memory: x [M, C], weight [V, C] (a Linear layer's weight without bias), targets [M]."""
+    losses = linear_cross_entropy_forward(x, weight, targets, ignore_index)[0]
+    return losses.sum() / (targets != ignore_index).sum()

@@ -1,0 +1,105 @@
+"""RMSNorm over the last dimension: ``y = x * rstd * w`` with
+``rstd = 1 / sqrt(mean(x^2) + eps)`` per row.
+
+Forward: one program per row, the row one tile; it also stores rstd, which
+the backward reuses. Backward: with ``xhat = x * rstd`` and ``g = w * dy``,
+``dx = rstd * (g - xhat * mean(xhat * g))`` and ``dw = sum over rows of
+dy * xhat``; each program walks a run of rows and keeps its part of dw in
+registers (see _rows.py for how the parts are added).
+"""
+
+from __future__ import annotations
+
+import torch
+
+import tegula
+import tegula.language as tl
+from tegula.torch import compute_dtype, custom_op, register_autograd
+
+from . import _rows
+
+
+@tegula.jit
+def rms_norm_forward_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, N, eps, BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)  # M * N may pass 2^31
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+    tl.store(y_ptr + row * N + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(rstd_ptr + row, rstd)
+
+
+@tegula.jit
+def rms_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N, rows_per_program,
+                             BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
+    dw = tl.zeros([BLOCK_N], dtype=ACC)
+    row_start = pid * rows_per_program
+    row_end = tl.minimum(row_start + rows_per_program, M)
+    for row32 in range(row_start, row_end):
+        row = row32.to(tl.int64)
+        x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
+        rstd = tl.load(rstd_ptr + row)
+        xhat = x * rstd
+        g = w * dy
+        dx = (g - xhat * (tl.sum(xhat * g, axis=0) / N)) * rstd
+        tl.store(dx_ptr + row * N + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += dy * xhat
+    tl.store(dw_partial_ptr + pid * N + cols, dw, mask=mask)
+
+
+def _forward_fake(x, weight, eps):
+    _rows.check_weights("rms_norm", x, weight)
+    return x.new_empty(x.shape), x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
+
+
+@custom_op("tegula::rms_norm", fake=_forward_fake)
+def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, rstd): y like x, rstd per row (float32, float64 for float64 x)."""
+    _rows.check_weights("rms_norm", x, weight)
+    rows = _rows.rows_of(x)
+    M, N = rows.shape
+    y = torch.empty_like(rows)
+    rstd = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
+    rms_norm_forward_kernel[(M,)](rows, weight, y, rstd, N, eps, BLOCK_N=tegula.next_power_of_2(N),
+                                  ACC=compute_dtype(x))
+    return y.view(x.shape), rstd.view(x.shape[:-1])
+
+
+def _backward_fake(dy, x, weight, rstd):
+    return x.new_empty(x.shape), weight.new_empty(weight.shape)
+
+
+@custom_op("tegula::rms_norm_backward", fake=_backward_fake)
+def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                      rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dweight) from the forward's input and saved rstd."""
+    rows, dy_rows = _rows.rows_of(x), _rows.rows_of(dy)
+    M, N = rows.shape
+    dx = torch.empty_like(rows)
+    programs, rows_per_program = _rows.row_split(M)
+    dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(x), device=x.device)
+    rms_norm_backward_kernel[(programs,)](dy_rows, rows, weight, rstd.contiguous(), dx, dw_partial, M, N,
+                                          rows_per_program, BLOCK_N=tegula.next_power_of_2(N),
+                                          ACC=compute_dtype(x))
+    return dx.view(x.shape), _rows.sum_partials(dw_partial, weight.dtype)
+
+
+def _backward(saved, dy, _drstd):
+    x, weight, rstd = saved
+    dx, dw = rms_norm_backward(dy, x, weight, rstd)
+    return dx, dw, None
+
+
+register_autograd(rms_norm_forward, _backward, save=lambda inputs, output: (inputs[0], inputs[1], output[1]))
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm of x over its last dimension, scaled by weight (shape [N])."""
+    return rms_norm_forward(x, weight, eps)[0]

@@ -1,0 +1,303 @@
+"""tegula.torch.ops against torch's own implementations: forward values and
+gradients on random data, hidden sizes that are not powers of two (masked
+tails), float64 gradients against finite differences (gradcheck), and
+torch.library.opcheck of each op's registration (schema, fake
+implementation, autograd). CPU tensors run the kernels on the CPU backend;
+where a CUDA GPU is there (make gpu-check), the comparisons with torch run on
+it too.
+
+Tolerances per dtype: float64 is checked by gradcheck (its own finite-
+difference tolerances) and against torch at 1e-10; float32 at rtol 1e-5 /
+atol 1e-5 for values and 1e-4 / 1e-5 for gradients (sums over rows and
+reductions in another order than torch's); bfloat16 against the float32
+reference of the same (rounded) inputs at 2e-2 / 2e-2 for values and
+3e-2 / 3e-2 for gradients (one bfloat16 rounding of each output, about 4e-3
+relative, plus the rounding of the upstream gradient)."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is installed by `make venv` (its own stamp, `make torch`)")
+F = torch.nn.functional
+
+from tegula import _device  # noqa: E402
+from tegula.torch import ops  # noqa: E402
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and _device.is_available() else [])
+
+TOLERANCES = {torch.float64: dict(value=(1e-10, 1e-10), grad=(1e-10, 1e-10)),
+              torch.float32: dict(value=(1e-5, 1e-5), grad=(1e-4, 1e-5)),
+              torch.bfloat16: dict(value=(2e-2, 2e-2), grad=(3e-2, 3e-2))}
+
+
+def _randn(*shape, dtype, gen, scale=1.0, shift=0.0, device="cpu"):
+    values = torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + shift
+    return values.to(device=device, dtype=dtype).requires_grad_()
+
+
+def _check_against(reference, op, inputs, dtype, gen, tolerances=None):
+    """op(*inputs) and its gradients for a random upstream gradient equal
+    reference's, computed in float32 for bfloat16 inputs (from the same
+    rounded values) and in the inputs' dtype otherwise."""
+    reference_dtype = torch.float32 if dtype == torch.bfloat16 else dtype
+
+    def leaves(tensors, to):
+        return [t.detach().to(to).requires_grad_(t.requires_grad) for t in tensors]
+
+    got_inputs, want_inputs = leaves(inputs, dtype), leaves(inputs, reference_dtype)
+    got, want = op(*got_inputs), reference(*want_inputs)
+    tolerances = tolerances or TOLERANCES[dtype]
+    rtol, atol = tolerances["value"]
+    torch.testing.assert_close(got.to(reference_dtype), want, rtol=rtol, atol=atol)
+    upstream = torch.randn(got.shape, generator=gen, dtype=torch.float64).to(device=got.device, dtype=dtype)
+    got_grads = torch.autograd.grad(got, [t for t in got_inputs if t.requires_grad], upstream)
+    want_grads = torch.autograd.grad(want, [t for t in want_inputs if t.requires_grad], upstream.to(reference_dtype))
+    rtol, atol = tolerances["grad"]
+    for g, w in zip(got_grads, want_grads):
+        assert g.dtype == dtype
+        torch.testing.assert_close(g.to(reference_dtype), w, rtol=rtol, atol=atol)
+
+
+# --- references, eager torch ----------------------------------------------------------------------
+
+
+def rms_norm_reference(x, w, eps=1e-6):
+    return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + eps) * w
+
+
+def layer_norm_reference(x, w, b, eps=1e-5):
+    return F.layer_norm(x, x.shape[-1:], w, b, eps)
+
+
+def swiglu_reference(a, b):
+    return F.silu(a) * b
+
+
+def rotary_reference(x, cos, sin):
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    c, s = cos[:, None, :], sin[:, None, :]
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+
+
+# --- float32 and float64 against the references -----------------------------------------------------
+
+DTYPES = [torch.float32, torch.float64, torch.bfloat16]
+DTYPE_IDS = ["float32", "float64", "bfloat16"]
+HIDDEN = [37, 200]  # not powers of two: the last tile of each row is masked
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("n", HIDDEN)
+def test_rms_norm_matches_torch(device, dtype, n):
+    gen = torch.Generator().manual_seed(n)
+    # 69 rows: each of the backward's programs gets 2 (the last one 1).
+    x = _randn(3, 23, n, dtype=dtype, gen=gen, scale=2, shift=0.5, device=device)
+    w = _randn(n, dtype=dtype, gen=gen, shift=1, device=device)
+    _check_against(rms_norm_reference, ops.rms_norm, (x, w), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("n", HIDDEN)
+def test_layer_norm_matches_torch(device, dtype, n):
+    gen = torch.Generator().manual_seed(n + 1)
+    x = _randn(69, n, dtype=dtype, gen=gen, scale=2, shift=1, device=device)
+    w = _randn(n, dtype=dtype, gen=gen, shift=1, device=device)
+    b = _randn(n, dtype=dtype, gen=gen, device=device)
+    _check_against(layer_norm_reference, ops.layer_norm, (x, w, b), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape", [(5, 37), (3, 1000)])  # the second spans a full and a masked block
+def test_swiglu_matches_torch(device, dtype, shape):
+    gen = torch.Generator().manual_seed(sum(shape))
+    a = _randn(*shape, dtype=dtype, gen=gen, scale=3, device=device)
+    b = _randn(*shape, dtype=dtype, gen=gen, device=device)
+    _check_against(swiglu_reference, ops.swiglu, (a, b), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("B,T,H,D", [(2, 7, 3, 12), (1, 9, 2, 64)])  # half 6 is masked; 17 rows ends mid-block
+def test_rotary_embedding_matches_torch(device, dtype, B, T, H, D):
+    gen = torch.Generator().manual_seed(T * D)
+    x = _randn(B, T, H, D, dtype=dtype, gen=gen, device=device)
+    cos, sin = ops.rotary_tables(T, D, dtype=dtype, device=device)
+    _check_against(rotary_reference, ops.rotary_embedding, (x, cos, sin), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("V", [37, 2500])  # one masked chunk; three chunks of 1024, the last masked
+def test_cross_entropy_matches_torch(device, dtype, V):
+    gen = torch.Generator().manual_seed(V)
+    logits = _randn(13, V, dtype=dtype, gen=gen, scale=4, device=device)
+    targets = torch.randint(0, V, (13,), generator=gen)
+    targets[[2, 7]] = -100  # ignored rows: no loss, no gradient
+    targets = targets.to(device)
+    got = ops.cross_entropy(logits, targets)
+    got.backward()
+    reference_dtype = torch.float32 if dtype == torch.bfloat16 else dtype
+    ref_logits = logits.detach().to(reference_dtype).requires_grad_()
+    want = F.cross_entropy(ref_logits, targets)
+    want.backward()
+    rtol, atol = TOLERANCES[dtype]["value"]
+    torch.testing.assert_close(got, want.to(got.dtype), rtol=rtol, atol=atol)
+    rtol, atol = TOLERANCES[dtype]["grad"]
+    assert logits.grad.dtype == dtype
+    torch.testing.assert_close(logits.grad.to(reference_dtype), ref_logits.grad, rtol=rtol, atol=atol)
+    assert not logits.grad[[2, 7]].any()
+    losses = ops.cross_entropy_losses(logits.detach(), targets)
+    want_losses = F.cross_entropy(ref_logits.detach(), targets, reduction="none")
+    torch.testing.assert_close(losses, want_losses.to(losses.dtype), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_linear_cross_entropy_matches_torch(device, dtype):
+    # 21 rows, C = 40 and V = 70: each of the three block sizes (16, 32, 32) ends in a masked tail.
+    gen = torch.Generator().manual_seed(70)
+    x = _randn(21, 40, dtype=dtype, gen=gen, device=device)
+    w = _randn(70, 40, dtype=dtype, gen=gen, scale=0.5, device=device)
+    targets = torch.randint(0, 70, (21,), generator=gen)
+    targets[[3, 20]] = -100
+    targets = targets.to(device)
+    _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
+                   lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)
+
+
+def fused_chain_reference(x, residual, keep, bias, weight, alpha=0.5, p=0.1, eps=1e-6):
+    h = F.gelu(x * alpha + bias, approximate="tanh") * keep.to(x.dtype) / (1 - p) + residual
+    return rms_norm_reference(h, weight, eps)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_fused_chain_matches_torch(device, dtype):
+    gen = torch.Generator().manual_seed(37)
+    x, residual = (_randn(3, 23, 37, dtype=dtype, gen=gen, scale=2, device=device) for _ in range(2))
+    keep = (torch.rand(3, 23, 37, generator=gen) > 0.1).to(device=device, dtype=torch.int8)
+    bias, weight = (_randn(37, dtype=dtype, gen=gen, device=device) for _ in range(2))
+    # In float64 the kernel's constants (sqrt(2/pi), 1/(1-p)) are float32: 1e-6 instead of 1e-10.
+    tolerances = dict(value=(1e-6, 1e-6), grad=(1e-6, 1e-6)) if dtype == torch.float64 else None
+    _check_against(lambda x, r, b, w: fused_chain_reference(x, r, keep, b, w),
+                   lambda x, r, b, w: ops.fused_chain(x, r, keep, b, w), (x, residual, bias, weight), dtype, gen,
+                   tolerances)
+
+
+def attention_reference(q, k, v, causal):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+# Sequences that are not multiples of the 32-row tiles (masked tails); head dims 16 and 64, whose
+# default scales 1/4 and 1/8 are exact, so float64 matches torch to rounding.
+ATTENTION_CASES = [(torch.float32, 2, 45, 16), (torch.float32, 1, 70, 64), (torch.float64, 2, 45, 16),
+                   (torch.bfloat16, 2, 45, 16)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype,H,S,D", ATTENTION_CASES, ids=lambda v: str(v).replace("torch.", ""))
+def test_attention_matches_sdpa(device, causal, dtype, H, S, D):
+    gen = torch.Generator().manual_seed(S * D + causal)
+    q, k, v = (_randn(2, H, S, D, dtype=dtype, gen=gen, device=device) for _ in range(3))
+    _check_against(lambda q, k, v: attention_reference(q, k, v, causal),
+                   lambda q, k, v: ops.attention(q, k, v, causal=causal), (q, k, v), dtype, gen)
+
+
+# --- float64 against finite differences, and the registrations --------------------------------------
+
+
+def _gradcheck_cases():
+    gen = torch.Generator().manual_seed(7)
+    f64 = dict(dtype=torch.float64, gen=gen)
+    cos, sin = ops.rotary_tables(5, 12, dtype=torch.float64)
+    targets = torch.tensor([3, -100, 36, 0])
+    chain_keep = (torch.rand(6, 37, generator=gen) > 0.1).to(torch.int8)
+    return {
+        "rms_norm": (lambda x, w: ops.rms_norm(x, w), (_randn(2, 3, 37, **f64), _randn(37, **f64, shift=1))),
+        "layer_norm": (lambda x, w, b: ops.layer_norm(x, w, b),
+                       (_randn(5, 37, **f64, shift=1), _randn(37, **f64, shift=1), _randn(37, **f64))),
+        "swiglu": (ops.swiglu, (_randn(4, 33, **f64, scale=2), _randn(4, 33, **f64))),
+        "rotary_embedding": (lambda x: ops.rotary_embedding(x, cos, sin), (_randn(2, 5, 3, 12, **f64),)),
+        "cross_entropy": (lambda logits: ops.cross_entropy(logits, targets), (_randn(4, 37, **f64, scale=3),)),
+        "linear_cross_entropy": (lambda x, w: ops.linear_cross_entropy(x, w, torch.tensor([3, -100, 36, 0, 5])),
+                                 (_randn(5, 20, **f64), _randn(37, 20, **f64))),
+        "fused_chain": (lambda x, r, b, w: ops.fused_chain(x, r, chain_keep, b, w),
+                        (_randn(6, 37, **f64), _randn(6, 37, **f64), _randn(37, **f64), _randn(37, **f64))),
+        "attention": (lambda q, k, v: ops.attention(q, k, v, causal=True),
+                      tuple(_randn(1, 2, 45, 16, **f64) for _ in range(3))),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_gradcheck_cases()))
+def test_float64_gradients_match_finite_differences(name):
+    fn, inputs = _gradcheck_cases()[name]
+    assert torch.autograd.gradcheck(fn, inputs)
+
+
+def _opcheck_cases():
+    gen = torch.Generator().manual_seed(11)
+    f64 = dict(dtype=torch.float64, gen=gen)
+    cos, sin = ops.rotary_tables(5, 12, dtype=torch.float64)
+    return {
+        "rms_norm": (torch.ops.tegula.rms_norm, (_randn(6, 37, **f64), _randn(37, **f64), 1e-6)),
+        "layer_norm": (torch.ops.tegula.layer_norm, (_randn(6, 37, **f64), _randn(37, **f64), _randn(37, **f64),
+                                                     1e-5)),
+        "swiglu": (torch.ops.tegula.swiglu, (_randn(4, 33, **f64), _randn(4, 33, **f64))),
+        "rotary_embedding": (torch.ops.tegula.rotary_embedding, (_randn(2, 5, 3, 12, **f64), cos, sin, 1.0)),
+        "cross_entropy": (torch.ops.tegula.cross_entropy, (_randn(4, 37, **f64), torch.tensor([3, -100, 36, 0]),
+                                                           -100)),
+        "linear_cross_entropy": (torch.ops.tegula.linear_cross_entropy,
+                                 (_randn(5, 20, **f64), _randn(37, 20, **f64), torch.tensor([3, -100, 36, 0, 5]),
+                                  -100)),
+        "fused_chain": (torch.ops.tegula.fused_chain, (_randn(6, 37, **f64), _randn(6, 37, **f64),
+                                                       (torch.rand(6, 37, generator=gen) > 0.1).to(torch.int8),
+                                                       _randn(37, **f64), _randn(37, **f64), 0.5, 0.1, 1e-6)),
+        "attention": (torch.ops.tegula.attention, (*(_randn(1, 2, 45, 16, **f64) for _ in range(3)), True, 0.25)),
+        # Permuted inputs (as a model's head split makes them): the fakes must give the real outputs' strides.
+        "attention_permuted": (torch.ops.tegula.attention,
+                               (*(_randn(1, 45, 2, 16, **f64).transpose(1, 2) for _ in range(3)), False, 0.25)),
+        "rms_norm_permuted": (torch.ops.tegula.rms_norm, (_randn(37, 6, **f64).t(), _randn(37, **f64), 1e-6)),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_opcheck_cases()))
+def test_op_registration_passes_opcheck(name):
+    op, args = _opcheck_cases()[name]
+    torch.library.opcheck(op, args)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: ops.rms_norm(torch.ones(4, 37), torch.ones(6)), "weights of shape"),
+    (lambda: ops.layer_norm(torch.ones(4, 37), torch.ones(37), torch.ones(37, dtype=torch.float64)), "dtype"),
+    (lambda: ops.swiglu(torch.ones(4, 8), torch.ones(4, 9)), "one shape"),
+    (lambda: ops.rotary_embedding(torch.ones(2, 5, 3, 12), *ops.rotary_tables(4, 12)), "cos and sin of shape"),
+    (lambda: ops.cross_entropy(torch.ones(4, 9), torch.zeros(4, dtype=torch.int32)), "int64 targets"),
+    (lambda: ops.attention(*(torch.ones(1, 2, 8, 24) for _ in range(3))), "power of two"),
+    (lambda: ops.linear_cross_entropy(torch.ones(4, 8), torch.ones(9, 7), torch.zeros(4, dtype=torch.int64)),
+     r"weight \[V, C\]"),
+])
+def test_mismatched_arguments_are_errors_before_any_launch(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_torch_export_carries_the_ops_as_graph_nodes():
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.Parameter(torch.randn(37))
+            self.out = torch.nn.Linear(37, 16, bias=False)
+
+        def forward(self, x, targets):
+            return ops.linear_cross_entropy(ops.rms_norm(x, self.norm), self.out.weight, targets)
+
+    gen = torch.Generator().manual_seed(5)
+    model, x, targets = Head(), torch.randn(5, 37, generator=gen), torch.randint(0, 16, (5,), generator=gen)
+    exported = torch.export.export(model, (x, targets))
+    targets_in_graph = {str(node.target) for node in exported.graph.nodes}
+    assert {"tegula.rms_norm.default", "tegula.linear_cross_entropy.default"} <= targets_in_graph
+    torch.testing.assert_close(exported.module()(x, targets), model(x, targets), rtol=0, atol=0)
