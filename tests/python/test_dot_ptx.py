@@ -1,0 +1,84 @@
+"""The PTX of tl.dot on the CUDA backend, without a GPU: which tensor-core
+instruction each operand type and input precision takes, and that the
+loads of the operands and the store of the result are vector accesses
+(what Triton's own tests check in `kernel.asm["ptx"]`). NVRTC compiles the
+generated CUDA here; the numbers are checked in test_tensor_cores.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tegula
+import tegula.language as tl
+from cuda_compile_util import compile_for_cuda
+
+
+@tegula.jit
+def dot_store_kernel(x_ptr, sxm, sxk, y_ptr, syk, syn, z_ptr, szm, szn, M: tl.constexpr, N: tl.constexpr,
+                     K: tl.constexpr, PRECISION: tl.constexpr, OUT: tl.constexpr):
+    # z = x @ y for one tile, every operand at runtime strides (a stride of 1
+    # and strides divisible by 16 are specialized, as at launch).
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    x = tl.load(x_ptr + rm[:, None] * sxm + rk[None, :] * sxk)
+    y = tl.load(y_ptr + rk[:, None] * syk + rn[None, :] * syn)
+    z = tl.dot(x, y, input_precision=PRECISION, out_dtype=OUT)
+    tl.store(z_ptr + rm[:, None] * szm + rn[None, :] * szn, z)
+
+
+def stride(v: int) -> str:
+    return "i32:1" if v == 1 else "i32:16"
+
+
+def ptx_of(arch, tmp_path, M, N, K, warps, dtype, precision="ieee", out="fp32", z_dtype=None,
+           a_cols=False, b_cols=False, z_cols=False):
+    """The PTX of dot_store_kernel for one case: `*_cols` put that matrix in
+    column-major order (its stride 1 along the rows)."""
+    sx = (1, M) if a_cols else (K, 1)
+    sy = (1, K) if b_cols else (N, 1)
+    sz = (1, M) if z_cols else (N, 1)
+    sig = ",".join([f"*{dtype}:16", *map(stride, sx), f"*{dtype}:16", *map(stride, sy),
+                    f"*{z_dtype or out}:16", *map(stride, sz), str(M), str(N), str(K), f"'{precision}'", out])
+    text = compile_for_cuda(dot_store_kernel, sig, arch, tmp_path, emit="ptx", num_warps=warps)
+    return text
+
+
+MMA = r"(?:mma|wgmma\.mma_async)\.sync\.aligned\.m\d+n\d+"
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("precision,instruction", [
+    ("tf32", MMA + r"k8(?:\.row\.col)?\.f32\.tf32\.tf32"),
+    ("tf32x3", MMA + r"k8(?:\.row\.col)?\.f32\.tf32\.tf32"),
+    ("bf16x3", MMA + r"k16(?:\.row\.col)?\.f32\.bf16\.bf16"),
+    ("bf16x6", MMA + r"k16(?:\.row\.col)?\.f32\.bf16\.bf16"),
+])
+@pytest.mark.parametrize("shape", [(16, 16, 16, 4), (64, 64, 64, 4), (64, 128, 32, 8)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_fp32_precisions_take_tensor_cores(arch, precision, instruction, shape, tmp_path):
+    M, N, K, warps = shape
+    ptx = ptx_of(arch, tmp_path, M, N, K, warps, "fp32", precision)
+    assert re.search(instruction, ptx), f"no {instruction} for fp32 at {precision}"
+    # Each (row tile, column tile, K step) takes 1, 3 or 6 products.
+    products = len(re.findall(r"mma\.sync\.aligned", ptx))
+    assert products % {"tf32": 1, "tf32x3": 3, "bf16x3": 3, "bf16x6": 6}[precision] == 0, products
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("shape", [(16, 16, 16, 4), (64, 64, 64, 4), (128, 128, 64, 8)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_fp16_result_accumulates_in_fp16(arch, shape, tmp_path):
+    M, N, K, warps = shape
+    ptx = ptx_of(arch, tmp_path, M, N, K, warps, "fp16", out="fp16")
+    assert re.search(MMA + r"k16(?:\.row\.col)?\.f16\.f16\.f16", ptx)
+    assert not re.search(MMA + r"k16(?:\.row\.col)?\.f32\.f16\.f16", ptx)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_int8_dot_saturates(arch, tmp_path):
+    ptx = ptx_of(arch, tmp_path, 64, 64, 64, 4, "i8", out="i32")
+    assert "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32" in ptx
