@@ -82,3 +82,17 @@ def test_fp16_result_accumulates_in_fp16(arch, shape, tmp_path):
 def test_int8_dot_saturates(arch, tmp_path):
     ptx = ptx_of(arch, tmp_path, 64, 64, 64, 4, "i8", out="i32")
     assert "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32" in ptx
+
+
+@pytest.mark.parametrize("dtype,out,z_dtype", [("fp32", "fp32", "fp32"), ("fp16", "fp32", "fp16"),
+                                               ("fp16", "fp16", "fp16")])
+@pytest.mark.parametrize("layout", ["rows", "z_cols", "a_cols", "b_cols"])
+@pytest.mark.parametrize("shape", [(32, 32, 32, 4), (64, 128, 128, 4), (64, 64, 64, 4)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_operand_loads_and_result_store_are_vectors(dtype, out, z_dtype, layout, shape, tmp_path):
+    M, N, K, warps = shape
+    for precision in (["tf32", "ieee"] if dtype == "fp32" else ["ieee"]):
+        ptx = ptx_of(90, tmp_path, M, N, K, warps, dtype, precision, out, z_dtype,
+                     a_cols=layout == "a_cols", b_cols=layout == "b_cols", z_cols=layout == "z_cols")
+        assert "ld.global.v4" in ptx, f"{layout} {precision}: operand loads not 16-byte vectors"
+        assert "st.global.v4" in ptx, f"{layout} {precision}: result store not 16-byte vectors"

@@ -162,6 +162,10 @@ class LayoutPlan {
   const Layout& request(ir::OpId op, size_t k) const;
   // The blocked layout chosen for tiles of `shape` when nothing asks otherwise.
   Layout default_layout(const std::vector<int64_t>& shape) const;
+  // The blocked layout in which load or store `op` alone would vectorize
+  // widest: its own contiguity (up to 16 bytes) along its own fastest dim;
+  // the default layout of its shape for any other op.
+  Layout access_layout(ir::OpId op) const;
   int num_warps() const { return num_warps_; }
   // One line per tile value: "%7 tile<1024xf32>: blocked{...}" (+ extras).
   std::string describe() const;
@@ -188,6 +192,7 @@ class LayoutPlan {
     int64_t bytes = 0;  // bytes per element of the op that set them
   };
   std::vector<ShapePreference> preferences_;
+  std::vector<std::optional<ShapePreference>> accesses_;  // by op index: loads and stores of tiles
 };
 
 }  // namespace tegula::backends::cuda
