@@ -96,3 +96,32 @@ def test_operand_loads_and_result_store_are_vectors(dtype, out, z_dtype, layout,
                      a_cols=layout == "a_cols", b_cols=layout == "b_cols", z_cols=layout == "z_cols")
         assert "ld.global.v4" in ptx, f"{layout} {precision}: operand loads not 16-byte vectors"
         assert "st.global.v4" in ptx, f"{layout} {precision}: result store not 16-byte vectors"
+
+
+@tegula.jit
+def dot_scaled_kernel(a_ptr, sa0, sa1, scale_ptr, b_ptr, sb0, sb1, out_ptr, M: tl.constexpr, N: tl.constexpr,
+                      K: tl.constexpr, A_TYPE: tl.constexpr, B_TYPE: tl.constexpr):
+    # out = dot_scaled(a, scale, b) for one tile, a an fp8 (or packed fp4)
+    # [M, K] with one e8m0 scale per 32 of K, b a 16-bit [K, N].
+    KA: tl.constexpr = K // 2 if A_TYPE == "e2m1" else K
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * sa0 + tl.arange(0, KA)[None, :] * sa1)
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * sb0 + tl.arange(0, N)[None, :] * sb1)
+    scale = tl.load(scale_ptr + tl.arange(0, M)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    c = tl.dot_scaled(a, scale, A_TYPE, b, None, B_TYPE)
+    tl.store(out_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c.to(out_ptr.dtype.element_ty))
+
+
+@pytest.mark.parametrize("a_type,b_type", [("e4m3", "fp16"), ("e5m2", "bf16"), ("e2m1", "bf16")])
+@pytest.mark.parametrize("a_cols,b_cols", [(False, False), (True, True), (True, False)])
+@pytest.mark.parametrize("shape", [(64, 128, 64), (128, 128, 128), (32, 64, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_dot_scaled_operands_and_result_are_vectors(a_type, b_type, a_cols, b_cols, shape, tmp_path):
+    M, N, K = shape
+    ka = K // 2 if a_type == "e2m1" else K
+    b = "fp16" if b_type == "fp16" else "bf16"
+    sa = (1, M) if a_cols else (ka, 1)
+    sb = (1, K) if b_cols else (N, 1)
+    sig = ",".join(["*u8:16", *map(stride, sa), "*u8:16", f"*{b}:16", *map(stride, sb), f"*{b}:16", str(M), str(N),
+                    str(K), f"'{a_type}'", f"'{b_type}'"])
+    ptx = compile_for_cuda(dot_scaled_kernel, sig, 90, tmp_path, emit="ptx", num_warps=4)
+    assert "ld.global.v4" in ptx and "st.global.v4" in ptx
+    assert re.search(MMA + r"k16(?:\.row\.col)?\.f32\.(?:f|bf)16\.(?:f|bf)16", ptx)
