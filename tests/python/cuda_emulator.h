@@ -82,6 +82,8 @@
 #define tg_st8 tg_emu_unused_st8
 #define tg_st16_if tg_emu_unused_st16_if
 #define tg_st8_if tg_emu_unused_st8_if
+#define tg_ld16_b64 tg_emu_unused_ld16_b64
+#define tg_st16_b64 tg_emu_unused_st16_b64
 #define __grid_constant__
 #define __cluster_dims__(...)
 // Each generated wgmma instruction helper reports itself here (scale-d 1
@@ -267,6 +269,8 @@ inline float __ull2float_rz(unsigned long long x) { return tg_emu_to_float_rz(x)
 #undef tg_st8
 #undef tg_st16_if
 #undef tg_st8_if
+#undef tg_ld16_b64
+#undef tg_st16_b64
 
 // ex2.approx.ftz.f32: subnormal inputs and results flush to (signed) zero.
 inline float tg_exp2(float x) {
@@ -282,6 +286,12 @@ inline void tg_st16(void* p, uint4 v) { std::memcpy(p, &v, 16); }
 inline void tg_st8(void* p, uint2 v) { std::memcpy(p, &v, 8); }
 inline void tg_st16_if(bool m, void* p, uint4 v) { if (m) std::memcpy(p, &v, 16); }
 inline void tg_st8_if(bool m, void* p, uint2 v) { if (m) std::memcpy(p, &v, 8); }
+template <class T> tg_vec<T, 2> tg_ld16_b64(const void* p) {
+  tg_vec<T, 2> v;
+  std::memcpy(&v, p, 16);
+  return v;
+}
+template <class T> void tg_st16_b64(void* p, const tg_vec<T, 2>& v) { std::memcpy(p, &v, 16); }
 
 inline float tg_f16_to_f32(unsigned short h) {
   _Float16 x;

@@ -203,6 +203,18 @@ template <class To, class From> TG_DEVICE To tg_bit_cast(const From& f) {
   u.from = f;
   return u.to;
 }
+// 16-byte global accesses of two 64-bit elements, spelled .v2.b64 as
+// Triton's kernels spell them (NVVM writes .v2.f64 or .v2.u64 for a C++
+// vector). Volatile asm so they keep their order with the other accesses.
+template <class T> TG_DEVICE tg_vec<T, 2> tg_ld16_b64(const void* p) {
+  unsigned long long x, y;
+  asm volatile("ld.global.v2.b64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p));
+  return tg_vec<T, 2>{{tg_bit_cast<T>(x), tg_bit_cast<T>(y)}};
+}
+template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
+  asm volatile("st.global.v2.b64 [%0], {%1, %2};" ::"l"(p), "l"(tg_bit_cast<unsigned long long>(v.v[0])),
+               "l"(tg_bit_cast<unsigned long long>(v.v[1])) : "memory");
+}
 #define TG_QUALIFIED_LOADS(NAME, Q)                                                                     \
   TG_DEVICE unsigned char tg_ld1_##NAME(const void* p) {                                                \
     unsigned r; asm volatile("ld.global" Q ".u8 %0, [%1];" : "=r"(r) : "l"(p)); return (unsigned char)r; \
@@ -375,12 +387,20 @@ TG_DEVICE void tg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::
 // Pins an accumulator register: the compiler moves no access of it across.
 TG_DEVICE void tg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 TG_DEVICE void tg_pin(int& x) { asm volatile("" : "+r"(x)::"memory"); }
-// d[0..16) += a * b: this warpgroup's 64x32 tile, asynchronous until tg_wgmma_wait.
-TG_DEVICE void tg_wgmma_m64n32k16_f16_kn(float* d, unsigned long long a, unsigned long long b) {
-  TG_WGMMA_HOOK(d, a, b, 32, 0, 0, 1);
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+// d[0..32) += a * b: this warpgroup's 64x64 tile, asynchronous until tg_wgmma_wait.
+TG_DEVICE void tg_wgmma_m64n64k16_f16_kk(float* d, unsigned long long a, unsigned long long b) {
+  TG_WGMMA_HOOK(d, a, b, 64, 0, 0, 0);
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                : "l"(a), "l"(b), "r"(1));
+}
+// d[0..16) += a * b: this warpgroup's 64x32 tile, a from registers, asynchronous until tg_wgmma_wait.
+TG_DEVICE void tg_wgmma_m64n32k16_f16_rn(float* d, const unsigned* a, unsigned long long b) {
+  TG_WGMMA_REG_HOOK(d, a, b, 32, 0, 1);
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 
