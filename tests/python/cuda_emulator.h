@@ -286,6 +286,7 @@ inline void tg_st16(void* p, uint4 v) { std::memcpy(p, &v, 16); }
 inline void tg_st8(void* p, uint2 v) { std::memcpy(p, &v, 8); }
 inline void tg_st16_if(bool m, void* p, uint4 v) { if (m) std::memcpy(p, &v, 16); }
 inline void tg_st8_if(bool m, void* p, uint2 v) { if (m) std::memcpy(p, &v, 8); }
+template <class T, int N> struct tg_vec;  // the prelude's (Hopper prototype units have none)
 template <class T> tg_vec<T, 2> tg_ld16_b64(const void* p) {
   tg_vec<T, 2> v;
   std::memcpy(&v, p, 16);

@@ -89,13 +89,17 @@ TG_DEVICE void tg_split_tf32(unsigned x, unsigned& hi, unsigned& lo) {
 // Two f32 (bits) each as the sum of N bf16 (bf16x3: 2, bf16x6: 3), each part
 // rounded to nearest from what the previous ones leave; part i of both,
 // packed as one word of an m16n8k16 fragment (x0 the lower half), goes to
-// w[i * STRIDE].
+// w[i * STRIDE]. (Its own cvt: this prelude also stands without the base
+// one, in the Hopper prototypes.)
 template <int N, int STRIDE>
 TG_DEVICE void tg_split_bf16x2(unsigned x0, unsigned x1, unsigned* w) {
   float r0 = __uint_as_float(x0), r1 = __uint_as_float(x1);
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    unsigned h0 = tg_f32_to_bf16(r0), h1 = tg_f32_to_bf16(r1);
+    unsigned short b0, b1;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b0) : "f"(r0));
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b1) : "f"(r1));
+    unsigned h0 = b0, h1 = b1;
     r0 -= __uint_as_float(h0 << 16);
     r1 -= __uint_as_float(h1 << 16);
     w[i * STRIDE] = h0 | (h1 << 16);
