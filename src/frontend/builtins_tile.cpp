@@ -505,10 +505,12 @@ Symbol lower_permute(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId x = l.to_value(c.positional[0], c.positional_locs[0], "the input of tl." + n);
   std::vector<int64_t> perm = shape_from_varargs(l, c, 1, "dims", "the dims of tl." + n, false);
   int rank = l.type(x).rank();
-  if (perm.empty()) {
-    if (rank != 2) error_at(c.loc, Diag::WrongRank,
-                            "tl.trans without dims needs a 2-D tile, got " + ir::to_string(l.type(x)));
-    perm = {1, 0};
+  if (perm.empty()) {  // Triton's: swap the last two dims (a batched 2-D transpose)
+    if (rank < 2) error_at(c.loc, Diag::WrongRank,
+                           "tl.trans without dims needs a tile of 2 or more dims, got " + ir::to_string(l.type(x)));
+    for (int d = 0; d < rank - 2; ++d) perm.push_back(d);
+    perm.push_back(rank - 1);
+    perm.push_back(rank - 2);
   }
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());

@@ -35,6 +35,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #define __global__
@@ -64,6 +65,9 @@
 #define tg_mma_bf16 tg_emu_unused_mma_bf16
 #define tg_mma_tf32 tg_emu_unused_mma_tf32
 #define tg_mma_s8 tg_emu_unused_mma_s8
+#define tg_mma_f16_f16 tg_emu_unused_mma_f16_f16
+#define tg_split_tf32 tg_emu_unused_split_tf32
+#define tg_split_bf16x2 tg_emu_unused_split_bf16x2
 #define tg_cp_async tg_emu_unused_cp_async
 #define tg_cp_async_commit tg_emu_unused_cp_async_commit
 #define tg_cp_async_wait tg_emu_unused_cp_async_wait
@@ -78,6 +82,8 @@
 #define tg_st8 tg_emu_unused_st8
 #define tg_st16_if tg_emu_unused_st16_if
 #define tg_st8_if tg_emu_unused_st8_if
+#define tg_ld16_b64 tg_emu_unused_ld16_b64
+#define tg_st16_b64 tg_emu_unused_st16_b64
 #define __grid_constant__
 #define __cluster_dims__(...)
 // Each generated wgmma instruction helper reports itself here (scale-d 1
@@ -246,6 +252,9 @@ inline float __ull2float_rz(unsigned long long x) { return tg_emu_to_float_rz(x)
 #undef tg_mma_bf16
 #undef tg_mma_tf32
 #undef tg_mma_s8
+#undef tg_mma_f16_f16
+#undef tg_split_tf32
+#undef tg_split_bf16x2
 #undef tg_cp_async
 #undef tg_cp_async_commit
 #undef tg_cp_async_wait
@@ -260,6 +269,8 @@ inline float __ull2float_rz(unsigned long long x) { return tg_emu_to_float_rz(x)
 #undef tg_st8
 #undef tg_st16_if
 #undef tg_st8_if
+#undef tg_ld16_b64
+#undef tg_st16_b64
 
 // ex2.approx.ftz.f32: subnormal inputs and results flush to (signed) zero.
 inline float tg_exp2(float x) {
@@ -275,6 +286,13 @@ inline void tg_st16(void* p, uint4 v) { std::memcpy(p, &v, 16); }
 inline void tg_st8(void* p, uint2 v) { std::memcpy(p, &v, 8); }
 inline void tg_st16_if(bool m, void* p, uint4 v) { if (m) std::memcpy(p, &v, 16); }
 inline void tg_st8_if(bool m, void* p, uint2 v) { if (m) std::memcpy(p, &v, 8); }
+template <class T, int N> struct tg_vec;  // the prelude's (Hopper prototype units have none)
+template <class T> tg_vec<T, 2> tg_ld16_b64(const void* p) {
+  tg_vec<T, 2> v;
+  std::memcpy(&v, p, 16);
+  return v;
+}
+template <class T> void tg_st16_b64(void* p, const tg_vec<T, 2>& v) { std::memcpy(p, &v, 16); }
 
 inline float tg_f16_to_f32(unsigned short h) {
   _Float16 x;
@@ -394,13 +412,38 @@ void tg_emu_mma(int kind, int type, Acc* d, const unsigned* a, const unsigned* b
       sum += tg_emu_element(kind, type, all[static_cast<size_t>(pa.lane)].a[pa.reg], pa.byte) *
              tg_emu_element(kind, type, all[static_cast<size_t>(pb.lane)].b[pb.reg], pb.byte);
     }
-    d[c] = static_cast<Acc>(d[c] + static_cast<Acc>(sum));
+    if constexpr (std::is_same_v<Acc, int>)  // .satfinite
+      d[c] = static_cast<int>(std::clamp<double>(d[c] + sum, INT32_MIN, INT32_MAX));
+    else
+      d[c] = static_cast<Acc>(d[c] + static_cast<Acc>(sum));
   }
 }
 inline void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(0, 0, d, a, b); }
 inline void tg_mma_bf16(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(0, 1, d, a, b); }
 inline void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(1, 0, d, a, b); }
 inline void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) { tg_emu_mma(2, 0, d, a, b); }
+// f16 accumulators: the sum of the products is rounded once into each half.
+inline void tg_mma_f16_f16(tg_f16* d, const unsigned* a, const unsigned* b) {
+  float wide[4];
+  for (int c = 0; c < 4; ++c) wide[c] = tg_f16_to_f32(d[c]);
+  tg_emu_mma(0, 0, wide, a, b);
+  for (int c = 0; c < 4; ++c) d[c] = tg_f32_to_f16(wide[c]);
+}
+// The prelude's splits, over the emulated roundings.
+inline void tg_split_tf32(unsigned x, unsigned& hi, unsigned& lo) {
+  hi = tg_to_tf32(x);
+  lo = tg_to_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(hi)));
+}
+template <int N, int STRIDE>
+void tg_split_bf16x2(unsigned x0, unsigned x1, unsigned* w) {
+  float r0 = __uint_as_float(x0), r1 = __uint_as_float(x1);
+  for (int i = 0; i < N; ++i) {
+    unsigned h0 = tg_f32_to_bf16(r0), h1 = tg_f32_to_bf16(r1);
+    r0 -= __uint_as_float(h0 << 16);
+    r1 -= __uint_as_float(h1 << 16);
+    w[i * STRIDE] = h0 | (h1 << 16);
+  }
+}
 
 // --- cp.async: copies wait until a wait_group covers their group ------------------------------
 // The source is read when the copy is issued (a later store to it is not

@@ -122,6 +122,11 @@ def reshape_kernel(x_ptr, out_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.const
     tb = tl.arange(0, B)[None, :, None]
     ta = tl.arange(0, A)[None, None, :]
     tl.store(out_ptr + 8 * size + tc * B * A + tb * A + ta, tt)
+    bt = tl.trans(x3)  # without dims, Triton's batched transpose: the last two swap, [A, C, B]
+    ba = tl.arange(0, A)[:, None, None]
+    bc = tl.arange(0, C)[None, :, None]
+    bb = tl.arange(0, B)[None, None, :]
+    tl.store(out_ptr + 9 * size + ba * C * B + bc * B + bb, bt)
 
 
 @pytest.mark.parametrize("name", ["float32", "int16", "bfloat16"])
@@ -129,15 +134,15 @@ def test_reshape_trans_permute_ravel(backend, name):
     A, B, C = 2, 4, 8
     rng = rng_for("reshape", name)
     x = random(rng, A * B * C, name)
-    out = backend.zeros(9 * x.size, x.dtype)
+    out = backend.zeros(10 * x.size, x.dtype)
     reshape_kernel[(1,)](backend.array(x), out, A=A, B=B, C=C)
     out = backend.numpy(out)
     x3 = x.reshape(A, B, C)
     x2 = x.reshape(A * B, C)
     refs = [x3, x2, x, x, x2.T, x2.T, x3.transpose(2, 0, 1), x3.transpose(1, 2, 0),
-            x3.transpose(2, 1, 0)]
+            x3.transpose(2, 1, 0), x3.transpose(0, 2, 1)]
     names = ["reshape 3-D", "reshape 2-D", "ravel", "view", "trans", ".T", "permute (2, 0, 1)",
-             "permute (1, 2, 0)", "trans with dims"]
+             "permute (1, 2, 0)", "trans with dims", "trans of 3-D without dims"]
     for k, (want, what) in enumerate(zip(refs, names)):
         got = out[k * x.size:(k + 1) * x.size]
         check(got, want.reshape(-1), name, ulps=0, atol=0, what=what)

@@ -14,7 +14,9 @@ Three ways each case can run:
 Bounds per element, with |A|@|B| the magnitude of the exact product:
 fp16/bf16 operands multiply exactly and accumulate in fp32:
 2 K eps32 |A|@|B|; tf32 rounds each operand to 11 significant bits first:
-2^-9 |A|@|B| on top; int8 is exact.
+2^-9 |A|@|B| on top; the split precisions drop the smallest terms of each
+product: tf32x3 2^-19 |A|@|B|, bf16x3 2^-14, bf16x6 2^-19 on top; int8 is
+exact.
 """
 
 from __future__ import annotations
@@ -59,8 +61,7 @@ def bound(precision, a64, b64, k):
     if precision == "int8":
         return 0.0
     b = 2 * k * eps("float32") * mag + 1e-30
-    if precision == "tf32":
-        b += 2.0 ** -9 * mag
+    b += {"tf32": 2.0 ** -9, "tf32x3": 2.0 ** -19, "bf16x3": 2.0 ** -14, "bf16x6": 2.0 ** -19}.get(precision, 0) * mag
     return b
 
 
@@ -78,6 +79,9 @@ KINDS = {
     "float16": ("float16", "ieee"),
     "bfloat16": ("bfloat16", "ieee"),
     "tf32": ("float32", "tf32"),
+    "tf32x3": ("float32", "tf32x3"),
+    "bf16x3": ("float32", "bf16x3"),
+    "bf16x6": ("float32", "bf16x6"),
     "ieee": ("float32", "ieee"),
     "int8": ("int8", "ieee"),
 }
@@ -96,6 +100,9 @@ EMULATED = [
     ("tf32", (32, 16, 32, 4), False), ("tf32", (64, 64, 32, 4), True),
     ("int8", (64, 32, 64, 2), False), ("int8", (32, 64, 64, 4), True),
     ("bfloat16", (16, 128, 32, 8), False), ("float16", (128, 64, 32, 8), False),
+    ("tf32x3", (32, 32, 32, 4), False), ("tf32x3", (64, 32, 32, 2), True),
+    ("bf16x3", (32, 32, 32, 4), False), ("bf16x3", (16, 64, 64, 4), True),
+    ("bf16x6", (32, 16, 64, 1), False), ("bf16x6", (64, 64, 32, 4), True),
 ]
 
 
@@ -142,6 +149,35 @@ def test_dot_tile_with_transposed_operand(backend, kind, shape):
 def test_dot_tile_emulated(kind, shape, transposed):
     require_emulator()
     dot_case("emulated", kind, shape, transposed)
+
+
+def f16_accumulator_case(where, shape):
+    # f16 operands into an f16 result accumulate in f16 (mma .f16.f16.f16.f16,
+    # as Triton's): each K step of 16 rounds the accumulator once.
+    M, N, K, warps = shape
+    rng = rng_for("tc-f16-acc", *shape)
+    a, b = random(rng, (M, K), "float16", low=-2, high=2), random(rng, (K, N), "float16", low=-2, high=2)
+    c = random(rng, (M, N), "float16", low=-2, high=2)
+    out = run(where, dot_tile_kernel, (1,), [a, b, c, np.zeros((M, N), np.float16)], warps, M=M, N=N, K=K,
+              PRECISION="ieee", B_TRANSPOSED=False)[3]
+    a64, b64 = to_f64(a), to_f64(b)
+    want = a64 @ b64 + to_f64(c)
+    tol = 2 * (K // 16 + 1) * eps("float16") * (magnitude(a64, b64) + np.abs(to_f64(c)))
+    assert_close(out, want, tol, f"f16 dot into f16 {M}x{N}x{K} ({warps} warps)")
+
+
+@pytest.mark.parametrize("shape", [(32, 32, 32, 4), (64, 64, 64, 4), (128, 64, 32, 8)],
+                         ids=lambda s: "x".join(map(str, s[:3])) + f"_w{s[3]}")
+def test_dot_f16_accumulator(backend, shape):
+    if not backend.is_cuda and shape != (32, 32, 32, 4):
+        pytest.skip("the full grid runs on the GPU")
+    f16_accumulator_case(backend, shape)
+
+
+@pytest.mark.parametrize("shape", [(32, 32, 32, 4), (64, 64, 64, 4)], ids=lambda s: "x".join(map(str, s)))
+def test_dot_f16_accumulator_emulated(shape):
+    require_emulator()
+    f16_accumulator_case("emulated", shape)
 
 
 def epilogue_case(where, name, out_name, shape):

@@ -108,3 +108,27 @@ def test_short_groups(dtype):
     want[:n] = x[:n] - dtype(2)
     np.testing.assert_array_equal(y, want)
     assert "tg_st16" in compiled.source or "tg_st8" in compiled.source or "unsigned*>(" in compiled.source
+
+
+@pytest.mark.parametrize("kernel,N", [(copy_rows, 64), (copy_block, 45)])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_64_bit_pairs_move_as_one_b64_access(kernel, N, dtype):
+    # Two 64-bit elements move as one ld/st.global.v2.b64 (tg_ld16_b64,
+    # tg_st16_b64), whole or predicated groups, element by element in tails.
+    require_emulator()
+    rng = np.random.default_rng(11)
+    M, stride_x, stride_y = 37, 80, 96
+    x = (rng.standard_normal((M, stride_x)) * 1000).astype(dtype)
+    y = np.full((M, stride_y), 99, dtype=dtype)
+    compiled = emulate(kernel, (3,), x, y, M, N, stride_x, stride_y, BLOCK_M=16, BLOCK_N=64, num_warps=4)
+    assert "tg_ld16_b64" in compiled.source and "tg_st16_b64" in compiled.source
+    want = np.full_like(y, 99)
+    want[:, :N] = (x[:, :N] * dtype(3) + dtype(1)).astype(dtype)
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("dtype", ["fp64", "i64"])
+def test_64_bit_pairs_are_spelled_b64(dtype, tmp_path):
+    sig = f"*{dtype}:16,*{dtype}:16,i32,i32,i32:16,i32:16,64,64"
+    text = cli_compile(copy_rows, sig, 90, 4, 1, "ptx", tmp_path)
+    assert "ld.global.v2.b64" in text and "st.global.v2.b64" in text

@@ -1,8 +1,8 @@
 // dot on CUDA cores (the FMA path): out = a @ b + acc over the last two
 // dims, with an optional leading batch dim. Dots whose result the layout
 // plan put in an MMA layout run on tensor cores instead (codegen_mma.cpp);
-// this path takes every other dot: fp64, "ieee" and "tf32x3" fp32, small
-// or odd shapes, and architectures before sm_80.
+// this path takes every other dot: fp64, "ieee" fp32, small or odd shapes,
+// and architectures before sm_80.
 //
 // a and b are staged row-major in shared memory (each owner thread writes
 // the elements it holds), then every thread computes the accumulator

@@ -257,7 +257,9 @@ void emit_tile_load(CudaContext& ctx, ir::OpId id) {
   }
   std::string vec = vec_type(t.scalar, a.vector);
   std::string w = ctx.fresh("w");
-  std::string load = global_read(vec, a.vector * element_bytes, ptrs + "[" + i + "]", suffix);
+  std::string load = element_bytes == 8 && a.vector == 2 && suffix.empty()
+                         ? "tg_ld16_b64<" + c_memory(t.scalar) + ">(" + ptrs + "[" + i + "])"
+                         : global_read(vec, a.vector * element_bytes, ptrs + "[" + i + "]", suffix);
   auto unpack = [&] {
     std::string j = ctx.open_unrolled(a.vector);
     std::string value = w + ".v[" + j + "]";
@@ -324,7 +326,10 @@ void emit_tile_store(CudaContext& ctx, ir::OpId id) {
       std::string j = ctx.open_unrolled(a.vector);
       ctx.out.line(w + ".v[" + j + "] = " + stored(s, values + "[" + i + " + " + j + "]") + ";");
       ctx.out.close();
-      ctx.out.line("*reinterpret_cast<" + vec + "*>(" + ptrs + "[" + i + "]) = " + w + ";");
+      if (ir::byte_size(s) == 8 && a.vector == 2)
+        ctx.out.line("tg_st16_b64(" + ptrs + "[" + i + "], " + w + ");");
+      else
+        ctx.out.line("*reinterpret_cast<" + vec + "*>(" + ptrs + "[" + i + "]) = " + w + ";");
       if (!predicate.empty()) ctx.out.close();
     };
     if (!masked) {

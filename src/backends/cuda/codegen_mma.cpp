@@ -13,9 +13,18 @@
 //    16-bit tiles whose rows are K; 32-bit shared loads for the other tiles
 //    whose rows are K) and issues one mma per (row tile, column tile) pair.
 //
-// Accumulation is in f32 (s32 for int8) whatever the result type; an
-// f16/bf16 result is rounded once at the end. tf32 operands are rounded to
-// nearest (cvt.rna) before the mma, which would otherwise truncate them.
+// Accumulation is in f32 (s32 for int8, saturating) whatever the result
+// type, an f16/bf16 result rounded once at the end; except f16 operands
+// into an f16 result, which accumulate in f16 as Triton's do. tf32 operands
+// are rounded to nearest (cvt.rna) before the mma, which would otherwise
+// truncate them. f32 operands at precision tf32x3 are split into two tf32
+// each (hi + lo) and multiplied three times (lo hi, hi lo, hi hi: all but
+// the smallest term of the product); at bf16x3 / bf16x6 into two / three
+// bf16 and multiplied 3 / 6 times with m16n8k16 bf16. The bf16 forms load
+// their fragments with the tf32 loaders, two K steps of 8 at a time: word t
+// of the two K chunks of a tf32 step are the two halves of one bf16
+// fragment word, a permutation of K that a and b share, so the sum is the
+// same.
 // A warpgroup (Hopper) layout runs as wgmma instead when its operands fit
 // wgmma's descriptors (codegen_wgmma.cpp).
 #include <algorithm>
@@ -130,10 +139,11 @@ void load_word_from_k_rows(CudaContext& ctx, const SharedTile& s, const std::str
 }
 
 // fa[mr][0..3]: rows +8 in words 1 and 3, K chunk +1 in words 2 and 3.
-void load_a(CudaContext& ctx, const SharedTile& s, const WarpTiles& w, const std::string& ks) {
+void load_a(CudaContext& ctx, const SharedTile& s, const WarpTiles& w, const std::string& ks,
+            const std::string& fa = "fa") {
   std::string mr = ctx.open_unrolled(static_cast<int>(w.row_tiles));
   std::string m0 = row_of_tile(w, mr);
-  std::string regs = "fa[" + mr + "][0], fa[" + mr + "][1], fa[" + mr + "][2], fa[" + mr + "][3]";
+  std::string regs = fa + "[" + mr + "][0], " + fa + "[" + mr + "][1], " + fa + "[" + mr + "][2], " + fa + "[" + mr + "][3]";
   if (s.k_major) {  // lane group g = lane / 8 gives matrix g: rows + 8 * (g & 1), chunk + (g >> 1)
     ctx.out.line("tg_ldmatrix_x4(" + regs + ", sm + " + s.chunk_at(m0 + " + (lane & 15)", "2 * " + ks + " + (lane >> 4)") +
                  ");");
@@ -142,19 +152,20 @@ void load_a(CudaContext& ctx, const SharedTile& s, const WarpTiles& w, const std
                  s.chunk_at("16 * " + ks + " + ((lane >> 4) << 3) + (lane & 7)", m0 + " / 8 + ((lane >> 3) & 1)") + ");");
   } else {
     for (int r = 0; r < 4; ++r)
-      load_word_from_k_rows(ctx, s, "fa[" + mr + "][" + str(r) + "]",
+      load_word_from_k_rows(ctx, s, fa + "[" + mr + "][" + str(r) + "]",
                             m0 + " + " + str(8 * (r & 1)) + " + (lane >> 2)", ks, r >> 1);
   }
   if (w.tf32)
-    for (int r = 0; r < 4; ++r) ctx.out.line("fa[" + mr + "][" + str(r) + "] = tg_to_tf32(fa[" + mr + "][" + str(r) + "]);");
+    for (int r = 0; r < 4; ++r) ctx.out.line(fa + "[" + mr + "][" + str(r) + "] = tg_to_tf32(" + fa + "[" + mr + "][" + str(r) + "]);");
   ctx.out.close();
 }
 
 // fb[nt][0..1]: K chunk +1 in word 1. ldmatrix.x4 loads two column tiles.
-void load_b(CudaContext& ctx, const SharedTile& s, const WarpTiles& w, const std::string& ks) {
+void load_b(CudaContext& ctx, const SharedTile& s, const WarpTiles& w, const std::string& ks,
+            const std::string& fb = "fb") {
   bool pairs = s.k_major || s.element_bytes == 2;
   std::string nt = ctx.open_unrolled(static_cast<int>(w.col_tiles), pairs ? 2 : 1);
-  std::string regs = "fb[" + nt + "][0], fb[" + nt + "][1], fb[" + nt + " + 1][0], fb[" + nt + " + 1][1]";
+  std::string regs = fb + "[" + nt + "][0], " + fb + "[" + nt + "][1], " + fb + "[" + nt + " + 1][0], " + fb + "[" + nt + " + 1][1]";
   // Lane group g = lane / 8 gives matrix g: column tile + (g >> 1), K chunk + (g & 1).
   std::string n_of_group = col_of_tile(w, "(" + nt + " + (lane >> 4))");
   if (s.k_major) {
@@ -165,14 +176,14 @@ void load_b(CudaContext& ctx, const SharedTile& s, const WarpTiles& w, const std
                  s.chunk_at("16 * " + ks + " + (((lane >> 3) & 1) << 3) + (lane & 7)", n_of_group + " / 8") + ");");
   } else {
     for (int r = 0; r < 2; ++r)
-      load_word_from_k_rows(ctx, s, "fb[" + nt + "][" + str(r) + "]", col_of_tile(w, nt) + " + (lane >> 2)", ks, r);
+      load_word_from_k_rows(ctx, s, fb + "[" + nt + "][" + str(r) + "]", col_of_tile(w, nt) + " + (lane >> 2)", ks, r);
   }
   if (w.tf32) {
     std::vector<std::string> tiles = {nt};
     if (pairs) tiles.push_back(nt + " + 1");
     for (const std::string& t : tiles)
       for (int r = 0; r < 2; ++r) {
-        std::string reg = "fb[" + t + "][" + str(r) + "]";
+        std::string reg = fb + "[" + t + "][" + str(r) + "]";
         ctx.out.line(reg + " = tg_to_tf32(" + reg + ");");
       }
   }
@@ -209,13 +220,17 @@ void emit_dot_mma(CudaContext& ctx, ir::OpId id) {
   w.m = tr.shape[0];
   w.n = tr.shape[1];
   int64_t k = ta.shape[1];
-  int64_t k_step = ta.scalar == Scalar::F32 ? 8 : ta.scalar == Scalar::I8 ? 32 : 16;
+  DotPrecision precision = dot_precision(ctx.fn, op);
+  // bf16 splits load two tf32 steps of 8 per K step of 16 (see the top).
+  bool bf16_split = precision == DotPrecision::Bf16x3 || precision == DotPrecision::Bf16x6;
+  int64_t k_step = ta.scalar == Scalar::F32 ? (bf16_split ? 16 : 8) : ta.scalar == Scalar::I8 ? 32 : 16;
   w.k_steps = k / k_step;
   w.row_tiles = std::max<int64_t>(1, w.m / (16 * w.mma.warps_m));
   w.col_tiles = w.n / (8 * w.mma.warps_n);
-  w.tf32 = ta.scalar == Scalar::F32;
-  w.mma_fn = ta.scalar == Scalar::F16 ? "tg_mma_f16" : ta.scalar == Scalar::BF16 ? "tg_mma_bf16"
-           : w.tf32                   ? "tg_mma_tf32" : "tg_mma_s8";
+  w.tf32 = precision == DotPrecision::Tf32;
+  w.mma_fn = ta.scalar == Scalar::F16 ? (accumulates_in_f16(ctx.fn, op) ? "tg_mma_f16_f16" : "tg_mma_f16")
+           : ta.scalar == Scalar::BF16 || bf16_split ? "tg_mma_bf16"
+           : ta.scalar == Scalar::F32                ? "tg_mma_tf32" : "tg_mma_s8";
   TEGULA_ASSERT(w.col_tiles >= 2 && w.col_tiles % 2 == 0 && k % k_step == 0, "dot shape unfit for mma");
   Distribution d = ctx.distribution(layout, tr.shape);
   check_accumulator_order(d, w);
@@ -224,8 +239,10 @@ void emit_dot_mma(CudaContext& ctx, ir::OpId id) {
   if (layout.mma->warpgroup && wgmma_fits(ctx, id, operands)) return emit_dot_wgmma(ctx, id, operands);
   const SharedTile& a = operands.a;
   const SharedTile& b = operands.b;
-  ctx.out.line("// tensor cores: " + w.mma_fn.substr(7) + " mma, warps " + str(w.mma.warps_m) + "x" +
-               str(w.mma.warps_n) + ", a " + (operands.a_in_registers ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
+  static const char* const kSplit[] = {"", "", "", " (tf32x3)", " (bf16x3)", " (bf16x6)"};
+  ctx.out.line("// tensor cores: " + w.mma_fn.substr(7) + " mma" + kSplit[static_cast<int>(precision)] + ", warps " +
+               str(w.mma.warps_m) + "x" + str(w.mma.warps_n) + ", a " +
+               (operands.a_in_registers ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
                (b.k_major ? "[N][K]" : "[K][N]") + " in shared memory" +
                (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
   stage_operands(ctx, id, operands, false);
@@ -239,20 +256,66 @@ void emit_dot_mma(CudaContext& ctx, ir::OpId id) {
   ctx.out.line("const int wc = ((warp >> " + str(warp_m_bits) + ") & " + str(w.mma.warps_n - 1) + ") * " +
                str(w.mma.warp_n) + ";");
   std::string ks = ctx.open_unrolled(static_cast<int>(w.k_steps));
-  ctx.out.line("unsigned fa[" + str(w.row_tiles) + "][4], fb[" + str(w.col_tiles) + "][2];");
+  std::string fa_dims = "[" + str(w.row_tiles) + "][4]", fb_dims = "[" + str(w.col_tiles) + "][2]";
+  ctx.out.line("unsigned fa" + fa_dims + ", fb" + fb_dims + ";");
   if (operands.a_in_registers) {
     std::string mr = ctx.open_unrolled(static_cast<int>(w.row_tiles));
     for (int word = 0; word < 4; ++word)
       ctx.out.line("fa[" + mr + "][" + str(word) + "] = " + a_fragment_word(ctx, id, mr, ks, word) + ";");
     ctx.out.close();
+  } else if (bf16_split) {
+    ctx.out.line("unsigned fa2" + fa_dims + ", fb2" + fb_dims + ";");
+    load_a(ctx, a, w, "(2 * " + ks + ")");
+    load_a(ctx, a, w, "(2 * " + ks + " + 1)", "fa2");
   } else {
     load_a(ctx, a, w, ks);
   }
-  load_b(ctx, b, w, ks);
+  if (bf16_split) {
+    load_b(ctx, b, w, "(2 * " + ks + ")");
+    load_b(ctx, b, w, "(2 * " + ks + " + 1)", "fb2");
+  } else {
+    load_b(ctx, b, w, ks);
+  }
+  // The products, smallest terms first: (a part, b part) pairs.
+  std::vector<std::pair<std::string, std::string>> products = {{"fa", "fb"}};
+  if (precision == DotPrecision::Tf32x3) {
+    ctx.out.line("unsigned fa_lo" + fa_dims + ", fb_lo" + fb_dims + ";");
+    for (const char* f : {"fa", "fb"}) {
+      std::string t = ctx.open_unrolled(static_cast<int>(f[1] == 'a' ? w.row_tiles : w.col_tiles));
+      for (int r = 0; r < (f[1] == 'a' ? 4 : 2); ++r) {
+        std::string reg = "[" + t + "][" + str(r) + "]";
+        ctx.out.line("tg_split_tf32(" + std::string(f) + reg + ", " + f + reg + ", " + f + "_lo" + reg + ");");
+      }
+      ctx.out.close();
+    }
+    products = {{"fa_lo", "fb"}, {"fa", "fb_lo"}, {"fa", "fb"}};
+  } else if (bf16_split) {
+    int parts = precision == DotPrecision::Bf16x3 ? 2 : 3;
+    ctx.out.line("unsigned pa[" + str(parts) + "]" + fa_dims + ", pb[" + str(parts) + "]" + fb_dims + ";");
+    std::string split_a = "tg_split_bf16x2<" + str(parts) + ", " + str(4 * w.row_tiles) + ">";
+    std::string mr = ctx.open_unrolled(static_cast<int>(w.row_tiles));
+    for (int word = 0; word < 4; ++word) {  // rows +8 in odd words, K +8 (the second tf32 step) in words 2, 3
+      std::string from = word < 2 ? "fa" : "fa2", at = from + "[" + mr + "][" + str(word & 1);
+      ctx.out.line(split_a + "(" + at + "], " + at + " + 2], &pa[0][" + mr + "][" + str(word) + "]);");
+    }
+    ctx.out.close();
+    std::string split_b = "tg_split_bf16x2<" + str(parts) + ", " + str(2 * w.col_tiles) + ">";
+    std::string nt = ctx.open_unrolled(static_cast<int>(w.col_tiles));
+    for (int word = 0; word < 2; ++word) {
+      std::string from = (word ? "fb2[" : "fb[") + nt + "]";
+      ctx.out.line(split_b + "(" + from + "[0], " + from + "[1], &pb[0][" + nt + "][" + str(word) + "]);");
+    }
+    ctx.out.close();
+    products.clear();
+    for (int order = parts - 1; order >= 0; --order)
+      for (int i = 0; i <= order; ++i)
+        products.push_back({"pa[" + str(i) + "]", "pb[" + str(order - i) + "]"});
+  }
   std::string mr = ctx.open_unrolled(static_cast<int>(w.row_tiles));
   std::string nt = ctx.open_unrolled(static_cast<int>(w.col_tiles));
-  ctx.out.line(w.mma_fn + "(" + acc.array + " + 4 * (" + nt + " + " + str(w.col_tiles) + " * " + mr + "), fa[" + mr +
-               "], fb[" + nt + "]);");
+  for (const auto& [fa, fb] : products)
+    ctx.out.line(w.mma_fn + "(" + acc.array + " + 4 * (" + nt + " + " + str(w.col_tiles) + " * " + mr + "), " + fa +
+                 "[" + mr + "], " + fb + "[" + nt + "]);");
   ctx.out.close();
   ctx.out.close();
   ctx.out.close();  // k steps
@@ -410,7 +473,7 @@ Accumulator start_accumulator(CudaContext& ctx, ir::OpId id) {
   const ir::Type& tr = ctx.fn.type(result);
   Accumulator acc;
   acc.registers = ctx.distribution(ctx.layout(result), tr.shape).registers();
-  acc.narrow = is_half(tr.scalar);
+  acc.narrow = is_half(tr.scalar) && !accumulates_in_f16(ctx.fn, op);
   if (accumulates_in_place(ctx, id)) {
     acc.in_place = true;
     ctx.alias(result, op.operands[2]);

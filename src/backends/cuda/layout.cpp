@@ -234,6 +234,12 @@ Layout LayoutPlan::default_layout(const std::vector<int64_t>& shape) const {
   return Layout{make_blocked(shape, vector, order, num_warps_), {}};
 }
 
+Layout LayoutPlan::access_layout(ir::OpId op) const {
+  const std::optional<ShapePreference>& a = accesses_.at(op.index);
+  if (!a) return default_layout(fn_.type(fn_.op(op).results.empty() ? fn_.op(op).operands[0] : fn_.op(op).results[0]).shape);
+  return Layout{make_blocked(a->shape, a->vector, a->order, num_warps_), {}};
+}
+
 // --- assignment -------------------------------------------------------------------
 
 class LayoutAssigner {
@@ -249,6 +255,49 @@ class LayoutAssigner {
     std::vector<std::optional<Layout>> affinity = tensor_core_affinity(fn, plan.num_warps_, plan.arch_);
     for (size_t v = 0; v < affinity.size(); ++v)
       if (affinity[v]) wants_[v].push_back({*affinity[v], kTensorCoreAffinity});
+    // A load outside loops whose value only ends in uses that take any
+    // layout (dot operands, staged through shared memory; reshape, trans) is loaded as
+    // wide as its own contiguity allows, and so are the values computed
+    // elementwise from it on the way (dot_scaled's upcasts): one conversion,
+    // at their end, where one was due anyway.
+    natural_.resize(fn.num_values());
+    std::vector<std::vector<const ir::Op*>> users(fn.num_values());
+    fn.walk([&](ir::OpId id) {
+      const ir::Op& op = fn.op(id);
+      for (ir::ValueId v : op.operands) users[v.index].push_back(&op);
+      if (op.results.size() != 1 || !is_tile(op.results[0])) return;
+      ir::ValueId r = op.results[0];
+      // Not in loops: a K loop's loads are pipelined in the layout their
+      // loop-carried pointers have (codegen_pipeline.cpp), converted
+      // every iteration in any other.
+      if (op.kind == OpKind::Load && op.parent == fn.body()) {
+        natural_[r.index] = plan.access_layout(id);
+      } else if (ir::is_elementwise(op.kind)) {
+        for (ir::ValueId v : op.operands)
+          if (is_tile(v) && natural_[v.index] && shape(v) == shape(r)) {
+            natural_[r.index] = natural_[v.index];
+            break;
+          }
+      }
+    });
+    std::vector<int> any_layout(fn.num_values(), -1);  // -1: not known yet
+    std::function<bool(ir::ValueId)> takes_any_layout = [&](ir::ValueId v) {
+      int& known = any_layout[v.index];
+      if (known >= 0) return known != 0;
+      known = 0;  // a cycle through loop-carried values: no
+      bool any = !users[v.index].empty();
+      for (const ir::Op* u : users[v.index]) {
+        bool operand_ab = u->kind == OpKind::Dot && u->operands[2] != v;
+        bool moved = u->kind == OpKind::Trans || u->kind == OpKind::Reshape;
+        bool on_the_way = ir::is_elementwise(u->kind) && u->results.size() == 1 && is_tile(u->results[0]) &&
+                          shape(u->results[0]) == shape(v) && takes_any_layout(u->results[0]);
+        any = any && (operand_ab || moved || on_the_way);
+      }
+      known = any ? 1 : 0;
+      return any;
+    };
+    for (size_t v = 0; v < natural_.size(); ++v)
+      if (natural_[v] && !takes_any_layout(ir::ValueId{static_cast<uint32_t>(v)})) natural_[v].reset();
   }
 
   void run() {
@@ -327,7 +376,25 @@ class LayoutAssigner {
     }
     return best->layout;
   }
-  Layout choose(ir::ValueId v) const { return choose(wants_[v.index], shape(v)); }
+  Layout choose(ir::ValueId v) const {
+    if (wants_[v.index].empty() && natural_[v.index]) return *natural_[v.index];
+    return choose(wants_[v.index], shape(v));
+  }
+
+  // A store reads its operands in the default layout of their shape, or in
+  // its own access layout when the value takes a tensor-core layout (it is
+  // converted for the store anyway) or when the default runs along another
+  // dim than the store's addresses (it would store element by element).
+  Layout store_layout(ir::OpId id) const {
+    const ir::Op& op = fn_.op(id);
+    const std::vector<int64_t>& s = shape(op.operands[0]);
+    Layout fallback = plan_.default_layout(s), own = plan_.access_layout(id);
+    bool converted = std::any_of(wants_[op.operands[1].index].begin(), wants_[op.operands[1].index].end(),
+                                 [](const LayoutPlan::Want& w) { return w.weight >= kTensorCoreAffinity; });
+    size_t fast = static_cast<size_t>(own.parent.order[0]);
+    bool across = own.parent.order[0] != fallback.parent.order[0] && own.parent.size_per_thread[fast] > 1;
+    return converted || across ? own : fallback;
+  }
 
   void add_extra(ir::ValueId v, const Layout& layout) {
     Distribution d = distribute(layout, shape(v));
@@ -364,10 +431,13 @@ class LayoutAssigner {
     const ir::Op& op = fn_.op(id);
     plan_.requests_[id.index].assign(op.operands.size(), std::nullopt);
     switch (op.kind) {
-      case OpKind::Store:
+      case OpKind::Store: {
+        if (!is_tile(op.operands[0])) return;
+        Layout layout = store_layout(id);
         for (size_t k = 0; k < op.operands.size(); ++k)
-          if (is_tile(op.operands[k])) request(id, k, plan_.default_layout(shape(op.operands[k])));
+          if (is_tile(op.operands[k])) request(id, k, layout);
         return;
+      }
       case OpKind::Reduce: return visit_reduce(id);
       case OpKind::Scan: return visit_scan(id);
       case OpKind::Gather:
@@ -564,6 +634,7 @@ class LayoutAssigner {
   const ir::Function& fn_;
   LayoutPlan& plan_;
   std::vector<std::vector<LayoutPlan::Want>> wants_;
+  std::vector<std::optional<Layout>> natural_;  // by value index: the layout of the load it is computed from
   std::vector<bool> cheap_;
   std::vector<bool> deferred_;  // by op index: reduce results set after the walk
 };
@@ -581,6 +652,7 @@ LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& i
   primary_.resize(fn.num_values());
   extras_.resize(fn.num_values());
   requests_.resize(fn.num_ops());
+  accesses_.resize(fn.num_ops());
   // Vector width and order per shape, from the memory ops on tiles of it.
   // The layout is shared by every tile of the shape, and a warp's access is
   // coalesced only when each lane holds at most one access's worth of
@@ -638,6 +710,7 @@ LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& i
     bool contiguous = facts.contiguity[f] > 1;
     Access a{width, contiguous ? order : row_major_order(ptr.shape.size()), contiguous,
              depends_on_program(op.operands[0]), bytes};
+    accesses_[id.index] = ShapePreference{ptr.shape, static_cast<int>(contiguous ? width : 1), a.order, bytes};
     for (auto& [shape, list] : accesses) {
       if (shape != ptr.shape) continue;
       list.push_back(a);

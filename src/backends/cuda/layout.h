@@ -106,11 +106,20 @@ Distribution distribute_mma(const Layout& layout, const std::vector<int64_t>& sh
 // The accumulator layout of `dot` when it runs on tensor cores for `arch`
 // (compute capability * 10) with `num_warps` warps, or nothing when it takes
 // the FMA path: f16/bf16 operands with an f32/f16/bf16 result, f32 operands
-// at precision "tf32", i8 operands with an i32 result; rank 2, M and N
-// multiples of 16, K a multiple of the instruction's K; sm_80 and newer.
-// On sm_90 with warps in whole warpgroups, f16/bf16 dots with M a multiple
-// of 64 take wgmma.
+// at precision "tf32", "tf32x3", "bf16x3" or "bf16x6" (DotPrecision), i8
+// operands with an i32 result; rank 2, M and N multiples of 16, K a
+// multiple of the instruction's K; sm_80 and newer. On sm_90 with warps in
+// whole warpgroups, f16/bf16 dots with M a multiple of 64 and an f32 (or
+// bf16) accumulator take wgmma.
 std::optional<MmaLayout> tensor_core_layout(const ir::Function& fn, const ir::Op& dot, int num_warps, int arch);
+// How a tensor-core dot of f32 operands multiplies: one tf32 product, or
+// the operands split into 2 tf32 (3 products) or 2 or 3 bf16 (3 or 6
+// products), Triton's input precisions "tf32x3", "bf16x3", "bf16x6".
+enum class DotPrecision { Native, Tf32, Tf32x3, Bf16x3, Bf16x6 };
+DotPrecision dot_precision(const ir::Function& fn, const ir::Op& dot);
+// Whether `dot` accumulates in f16 (f16 operands, f16 result: Triton's
+// mma .f16.f16.f16.f16) rather than in f32 rounded once at the end.
+bool accumulates_in_f16(const ir::Function& fn, const ir::Op& dot);
 // By value index: the accumulator layout a value should keep because it is
 // computed from a tensor-core dot's result (elementwise epilogues, loop-
 // carried accumulators), or nothing.
@@ -153,6 +162,10 @@ class LayoutPlan {
   const Layout& request(ir::OpId op, size_t k) const;
   // The blocked layout chosen for tiles of `shape` when nothing asks otherwise.
   Layout default_layout(const std::vector<int64_t>& shape) const;
+  // The blocked layout in which load or store `op` alone would vectorize
+  // widest: its own contiguity (up to 16 bytes) along its own fastest dim;
+  // the default layout of its shape for any other op.
+  Layout access_layout(ir::OpId op) const;
   int num_warps() const { return num_warps_; }
   // One line per tile value: "%7 tile<1024xf32>: blocked{...}" (+ extras).
   std::string describe() const;
@@ -179,6 +192,7 @@ class LayoutPlan {
     int64_t bytes = 0;  // bytes per element of the op that set them
   };
   std::vector<ShapePreference> preferences_;
+  std::vector<std::optional<ShapePreference>> accesses_;  // by op index: loads and stores of tiles
 };
 
 }  // namespace tegula::backends::cuda

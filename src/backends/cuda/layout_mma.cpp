@@ -11,6 +11,7 @@
 // and the pattern repeats over the tile, columns first, then rows.
 #include <algorithm>
 #include <array>
+#include <string>
 
 #include "backends/c_family/tile_index.h"
 #include "backends/cuda/layout.h"
@@ -121,6 +122,21 @@ bool rows_stay_in_warps(const ir::Function& fn, const ir::Op& dot) {
 // keeping at least 16 columns per warp so B fragments load in pairs of 8
 // columns; warps beyond the tiles replicate along the rows. A dot in a
 // chain (rows_stay_in_warps) gives the rows every warp they have room for.
+DotPrecision dot_precision(const ir::Function& fn, const ir::Op& dot) {
+  if (fn.type(dot.operands[0]).scalar != Scalar::F32) return DotPrecision::Native;
+  const ir::Attr* precision = dot.attr("precision");
+  std::string name = precision && std::holds_alternative<std::string>(*precision) ? std::get<std::string>(*precision) : "";
+  if (name == "tf32") return DotPrecision::Tf32;
+  if (name == "tf32x3") return DotPrecision::Tf32x3;
+  if (name == "bf16x3") return DotPrecision::Bf16x3;
+  if (name == "bf16x6") return DotPrecision::Bf16x6;
+  return DotPrecision::Native;  // ieee: the FMA path
+}
+
+bool accumulates_in_f16(const ir::Function& fn, const ir::Op& dot) {
+  return fn.type(dot.operands[0]).scalar == Scalar::F16 && fn.type(dot.results[0]).scalar == Scalar::F16;
+}
+
 std::optional<MmaLayout> tensor_core_layout(const ir::Function& fn, const ir::Op& dot, int num_warps, int arch) {
   if (arch < 80 || dot.kind != OpKind::Dot || dot.operands.size() != 3 || dot.results.size() != 1) return std::nullopt;
   const ir::Type& a = fn.type(dot.operands[0]);
@@ -129,16 +145,20 @@ std::optional<MmaLayout> tensor_core_layout(const ir::Function& fn, const ir::Op
   int64_t m = r.shape[0], n = r.shape[1], k = a.shape[1];
   int64_t k_step = 0;
   Scalar in = a.scalar, out = r.scalar;
-  const ir::Attr* precision = dot.attr("precision");
-  bool tf32 = precision && std::holds_alternative<std::string>(*precision) && std::get<std::string>(*precision) == "tf32";
-  if ((in == Scalar::F16 || in == Scalar::BF16) && (out == Scalar::F32 || out == Scalar::F16 || out == Scalar::BF16))
+  DotPrecision precision = dot_precision(fn, dot);
+  bool half = in == Scalar::F16 || in == Scalar::BF16;
+  if (half && (out == Scalar::F32 || out == Scalar::F16 || out == Scalar::BF16))
     k_step = 16;
-  else if (in == Scalar::F32 && out == Scalar::F32 && tf32)
+  else if (in == Scalar::F32 && out == Scalar::F32 && (precision == DotPrecision::Tf32 || precision == DotPrecision::Tf32x3))
     k_step = 8;
+  else if (in == Scalar::F32 && out == Scalar::F32 && precision != DotPrecision::Native)
+    k_step = 16;  // bf16 splits: m16n8k16
   else if (in == Scalar::I8 && out == Scalar::I32)
     k_step = 32;
   if (k_step == 0 || m % 16 != 0 || n % 16 != 0 || k % k_step != 0) return std::nullopt;
-  if (std::optional<MmaLayout> hopper = warpgroup_layout(m, n, k_step, num_warps, arch)) return hopper;
+  // wgmma here takes 16-bit operands into f32 accumulators only.
+  if (half && !accumulates_in_f16(fn, dot))
+    if (std::optional<MmaLayout> hopper = warpgroup_layout(m, n, k_step, num_warps, arch)) return hopper;
 
   MmaLayout layout;
   if (rows_stay_in_warps(fn, dot))

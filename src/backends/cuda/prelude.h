@@ -221,6 +221,18 @@ template <class To, class From> TG_DEVICE To tg_bit_cast(const From& f) {
   u.from = f;
   return u.to;
 }
+// 16-byte global accesses of two 64-bit elements, spelled .v2.b64 as
+// Triton's kernels spell them (NVVM writes .v2.f64 or .v2.u64 for a C++
+// vector). Volatile asm so they keep their order with the other accesses.
+template <class T> TG_DEVICE tg_vec<T, 2> tg_ld16_b64(const void* p) {
+  unsigned long long x, y;
+  asm volatile("ld.global.v2.b64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p));
+  return tg_vec<T, 2>{{tg_bit_cast<T>(x), tg_bit_cast<T>(y)}};
+}
+template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
+  asm volatile("st.global.v2.b64 [%0], {%1, %2};" ::"l"(p), "l"(tg_bit_cast<unsigned long long>(v.v[0])),
+               "l"(tg_bit_cast<unsigned long long>(v.v[1])) : "memory");
+}
 #define TG_QUALIFIED_LOADS(NAME, Q)                                                                     \
   TG_DEVICE unsigned char tg_ld1_##NAME(const void* p) {                                                \
     unsigned r; asm volatile("ld.global" Q ".u8 %0, [%1];" : "=r"(r) : "l"(p)); return (unsigned char)r; \

@@ -80,6 +80,32 @@ TG_DEVICE unsigned tg_to_tf32(unsigned x) {
   return r;
 }
 
+// An f32 (bits) as the sum of two tf32 (hi + lo, hi rounded to nearest):
+// the operands of the three products of input precision "tf32x3".
+TG_DEVICE void tg_split_tf32(unsigned x, unsigned& hi, unsigned& lo) {
+  hi = tg_to_tf32(x);
+  lo = tg_to_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(hi)));
+}
+// Two f32 (bits) each as the sum of N bf16 (bf16x3: 2, bf16x6: 3), each part
+// rounded to nearest from what the previous ones leave; part i of both,
+// packed as one word of an m16n8k16 fragment (x0 the lower half), goes to
+// w[i * STRIDE]. (Its own cvt: this prelude also stands without the base
+// one, in the Hopper prototypes.)
+template <int N, int STRIDE>
+TG_DEVICE void tg_split_bf16x2(unsigned x0, unsigned x1, unsigned* w) {
+  float r0 = __uint_as_float(x0), r1 = __uint_as_float(x1);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    unsigned short b0, b1;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b0) : "f"(r0));
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b1) : "f"(r1));
+    unsigned h0 = b0, h1 = b1;
+    r0 -= __uint_as_float(h0 << 16);
+    r1 -= __uint_as_float(h1 << 16);
+    w[i * STRIDE] = h0 | (h1 << 16);
+  }
+}
+
 // d += a * b on one 16x8 accumulator tile: d[0..1] row lane/4, d[2..3] row lane/4 + 8.
 TG_DEVICE void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -99,8 +125,19 @@ TG_DEVICE void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// f16 accumulators, as Triton's dots with an f16 result accumulate: d holds
+// the tile's 4 halves as in the f32 form (d[0..1] row lane/4), packed in pairs.
+TG_DEVICE void tg_mma_f16_f16(tg_f16* d, const unsigned* a, const unsigned* b) {
+  unsigned c0 = d[0] | ((unsigned)d[1] << 16), c1 = d[2] | ((unsigned)d[3] << 16);
+  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+      : "+r"(c0), "+r"(c1)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  d[0] = (tg_f16)c0, d[1] = (tg_f16)(c0 >> 16), d[2] = (tg_f16)c1, d[3] = (tg_f16)(c1 >> 16);
+}
+// Saturating (.satfinite), as Triton's int8 dots: a sum past the int32 range
+// clamps to it instead of wrapping.
 TG_DEVICE void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+  asm("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));

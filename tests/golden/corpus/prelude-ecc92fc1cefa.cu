@@ -203,6 +203,18 @@ template <class To, class From> TG_DEVICE To tg_bit_cast(const From& f) {
   u.from = f;
   return u.to;
 }
+// 16-byte global accesses of two 64-bit elements, spelled .v2.b64 as
+// Triton's kernels spell them (NVVM writes .v2.f64 or .v2.u64 for a C++
+// vector). Volatile asm so they keep their order with the other accesses.
+template <class T> TG_DEVICE tg_vec<T, 2> tg_ld16_b64(const void* p) {
+  unsigned long long x, y;
+  asm volatile("ld.global.v2.b64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p));
+  return tg_vec<T, 2>{{tg_bit_cast<T>(x), tg_bit_cast<T>(y)}};
+}
+template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
+  asm volatile("st.global.v2.b64 [%0], {%1, %2};" ::"l"(p), "l"(tg_bit_cast<unsigned long long>(v.v[0])),
+               "l"(tg_bit_cast<unsigned long long>(v.v[1])) : "memory");
+}
 #define TG_QUALIFIED_LOADS(NAME, Q)                                                                     \
   TG_DEVICE unsigned char tg_ld1_##NAME(const void* p) {                                                \
     unsigned r; asm volatile("ld.global" Q ".u8 %0, [%1];" : "=r"(r) : "l"(p)); return (unsigned char)r; \
@@ -292,6 +304,32 @@ TG_DEVICE unsigned tg_to_tf32(unsigned x) {
   return r;
 }
 
+// An f32 (bits) as the sum of two tf32 (hi + lo, hi rounded to nearest):
+// the operands of the three products of input precision "tf32x3".
+TG_DEVICE void tg_split_tf32(unsigned x, unsigned& hi, unsigned& lo) {
+  hi = tg_to_tf32(x);
+  lo = tg_to_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(hi)));
+}
+// Two f32 (bits) each as the sum of N bf16 (bf16x3: 2, bf16x6: 3), each part
+// rounded to nearest from what the previous ones leave; part i of both,
+// packed as one word of an m16n8k16 fragment (x0 the lower half), goes to
+// w[i * STRIDE]. (Its own cvt: this prelude also stands without the base
+// one, in the Hopper prototypes.)
+template <int N, int STRIDE>
+TG_DEVICE void tg_split_bf16x2(unsigned x0, unsigned x1, unsigned* w) {
+  float r0 = __uint_as_float(x0), r1 = __uint_as_float(x1);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    unsigned short b0, b1;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b0) : "f"(r0));
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b1) : "f"(r1));
+    unsigned h0 = b0, h1 = b1;
+    r0 -= __uint_as_float(h0 << 16);
+    r1 -= __uint_as_float(h1 << 16);
+    w[i * STRIDE] = h0 | (h1 << 16);
+  }
+}
+
 // d += a * b on one 16x8 accumulator tile: d[0..1] row lane/4, d[2..3] row lane/4 + 8.
 TG_DEVICE void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -311,8 +349,19 @@ TG_DEVICE void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// f16 accumulators, as Triton's dots with an f16 result accumulate: d holds
+// the tile's 4 halves as in the f32 form (d[0..1] row lane/4), packed in pairs.
+TG_DEVICE void tg_mma_f16_f16(tg_f16* d, const unsigned* a, const unsigned* b) {
+  unsigned c0 = d[0] | ((unsigned)d[1] << 16), c1 = d[2] | ((unsigned)d[3] << 16);
+  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+      : "+r"(c0), "+r"(c1)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  d[0] = (tg_f16)c0, d[1] = (tg_f16)(c0 >> 16), d[2] = (tg_f16)c1, d[3] = (tg_f16)(c1 >> 16);
+}
+// Saturating (.satfinite), as Triton's int8 dots: a sum past the int32 range
+// clamps to it instead of wrapping.
 TG_DEVICE void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+  asm("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -342,4 +391,12 @@ TG_DEVICE void tg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::
 // Pins an accumulator register: the compiler moves no access of it across.
 TG_DEVICE void tg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 TG_DEVICE void tg_pin(int& x) { asm volatile("" : "+r"(x)::"memory"); }
+// d[0..64) += a * b: this warpgroup's 64x128 tile, asynchronous until tg_wgmma_wait.
+TG_DEVICE void tg_wgmma_m64n128k16_f16_kk(float* d, unsigned long long a, unsigned long long b) {
+  TG_WGMMA_HOOK(d, a, b, 128, 0, 0, 0);
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(a), "l"(b), "r"(1));
+}
 

@@ -203,6 +203,18 @@ template <class To, class From> TG_DEVICE To tg_bit_cast(const From& f) {
   u.from = f;
   return u.to;
 }
+// 16-byte global accesses of two 64-bit elements, spelled .v2.b64 as
+// Triton's kernels spell them (NVVM writes .v2.f64 or .v2.u64 for a C++
+// vector). Volatile asm so they keep their order with the other accesses.
+template <class T> TG_DEVICE tg_vec<T, 2> tg_ld16_b64(const void* p) {
+  unsigned long long x, y;
+  asm volatile("ld.global.v2.b64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p));
+  return tg_vec<T, 2>{{tg_bit_cast<T>(x), tg_bit_cast<T>(y)}};
+}
+template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
+  asm volatile("st.global.v2.b64 [%0], {%1, %2};" ::"l"(p), "l"(tg_bit_cast<unsigned long long>(v.v[0])),
+               "l"(tg_bit_cast<unsigned long long>(v.v[1])) : "memory");
+}
 #define TG_QUALIFIED_LOADS(NAME, Q)                                                                     \
   TG_DEVICE unsigned char tg_ld1_##NAME(const void* p) {                                                \
     unsigned r; asm volatile("ld.global" Q ".u8 %0, [%1];" : "=r"(r) : "l"(p)); return (unsigned char)r; \
@@ -229,184 +241,129 @@ TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
 
-// ---- atomics ----
-enum { tg_relaxed = 0, tg_acquire = 1, tg_release = 2, tg_acq_rel = 3 };  // memory order S
-enum { tg_cta = 0, tg_gpu = 1, tg_sys = 2 };                              // scope C
+// --- tensor cores ---------------------------------------------------------------------
+// The shared-state-space address of a pointer into shared memory.
+TG_DEVICE unsigned tg_shared_address(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
 
-// The native instructions (and tg_fence below). TG_EMU_ATOMS:
-// tests/python/cuda_emulator.py runs generated code on the host and supplies
-// these functions itself; the rest of this file is built from them and runs
-// as it is.
-#ifndef TG_EMU_ATOMS
-// One asm statement per order and scope (their qualifiers are part of the
-// instruction text); S and C are constants, so one case survives. Q spells
-// the qualifiers: read-modify-write puts the scope first, compare-and-swap
-// the order (both orders are PTX's; these are the ones Triton's kernels
-// carry, which tests written for Triton look for in the PTX).
-#define TG_RMW_QUALIFIERS(SEM, SCOPE) "atom.global." #SCOPE "." #SEM "."
-#define TG_CAS_QUALIFIERS(SEM, SCOPE) "atom.global." #SEM "." #SCOPE "."
-#define TG_ATOM_AS(Q, S, C, INSTR, OUT, ...)                                             \
-  switch ((S) * 3 + (C)) {                                                               \
-    case 0: asm volatile(Q(relaxed, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 1: asm volatile(Q(relaxed, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 2: asm volatile(Q(relaxed, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 3: asm volatile(Q(acquire, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 4: asm volatile(Q(acquire, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 5: asm volatile(Q(acquire, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 6: asm volatile(Q(release, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 7: asm volatile(Q(release, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 8: asm volatile(Q(release, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 9: asm volatile(Q(acq_rel, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 10: asm volatile(Q(acq_rel, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;  \
-    default: asm volatile(Q(acq_rel, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;  \
+// Byte offset of 16-byte chunk `chunk` of row `row` in a tile whose rows are
+// cut into blocks of BLOCK_BYTES (block j of all rows at j * BLOCK_STRIDE):
+// PER_PHASE consecutive rows share one 128-byte line when blocks are
+// shorter, and MAX_PHASE phases XOR the chunk index in turn.
+template <unsigned BLOCK_BYTES, unsigned PER_PHASE, unsigned MAX_PHASE, unsigned BLOCK_STRIDE>
+TG_DEVICE unsigned tg_swizzle(unsigned row, unsigned chunk) {
+  const unsigned chunks = BLOCK_BYTES / 16;
+  return (chunk / chunks) * BLOCK_STRIDE + row * BLOCK_BYTES + (((chunk % chunks) ^ ((row / PER_PHASE) % MAX_PHASE)) << 4);
+}
+
+TG_DEVICE void tg_ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address));
+}
+TG_DEVICE void tg_ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address));
+}
+
+// One 32-bit word of shared memory, for fragments ldmatrix cannot gather
+// (32- and 8-bit tiles whose rows run along M or N).
+TG_DEVICE unsigned tg_lds32(unsigned address) {
+  unsigned r;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(address));
+  return r;
+}
+TG_DEVICE unsigned tg_lds8(unsigned address) {
+  unsigned short r;
+  asm volatile("ld.shared.b8 %0, [%1];" : "=h"(r) : "r"(address));
+  return r & 0xffu;
+}
+
+// cp.async: BYTES (4, 8 or 16) from global `src` to shared address `dst`,
+// the bytes past `src_bytes` zero-filled (0: nothing is read, so a masked
+// chunk may point anywhere). 16-byte copies bypass L1 (.cg). One commit
+// group per pipeline stage; wait_group<N> waits until at most N are pending.
+template <int BYTES>
+TG_DEVICE void tg_cp_async(unsigned dst, const void* src, int src_bytes) {
+  if (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes)
+                 : "memory");
+}
+TG_DEVICE void tg_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+TG_DEVICE void tg_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// f32 bits rounded to tf32 (nearest, ties away), what mma .tf32 reads.
+TG_DEVICE unsigned tg_to_tf32(unsigned x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+}
+
+// An f32 (bits) as the sum of two tf32 (hi + lo, hi rounded to nearest):
+// the operands of the three products of input precision "tf32x3".
+TG_DEVICE void tg_split_tf32(unsigned x, unsigned& hi, unsigned& lo) {
+  hi = tg_to_tf32(x);
+  lo = tg_to_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(hi)));
+}
+// Two f32 (bits) each as the sum of N bf16 (bf16x3: 2, bf16x6: 3), each part
+// rounded to nearest from what the previous ones leave; part i of both,
+// packed as one word of an m16n8k16 fragment (x0 the lower half), goes to
+// w[i * STRIDE]. (Its own cvt: this prelude also stands without the base
+// one, in the Hopper prototypes.)
+template <int N, int STRIDE>
+TG_DEVICE void tg_split_bf16x2(unsigned x0, unsigned x1, unsigned* w) {
+  float r0 = __uint_as_float(x0), r1 = __uint_as_float(x1);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    unsigned short b0, b1;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b0) : "f"(r0));
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b1) : "f"(r1));
+    unsigned h0 = b0, h1 = b1;
+    r0 -= __uint_as_float(h0 << 16);
+    r1 -= __uint_as_float(h1 << 16);
+    w[i * STRIDE] = h0 | (h1 << 16);
   }
-#define TG_ATOM(S, C, INSTR, OUT, ...) TG_ATOM_AS(TG_RMW_QUALIFIERS, S, C, INSTR, OUT, __VA_ARGS__)
-#define TG_ATOM_ORDERED(S, C, INSTR, OUT, ...) TG_ATOM_AS(TG_CAS_QUALIFIERS, S, C, INSTR, OUT, __VA_ARGS__)
-
-// NAME<S, C>(p, v): old = *p; *p = old OP v; R is the register constraint of T.
-#define TG_ATOM_RMW(NAME, T, OP_TYPE, R)                                                                  \
-  template <int S, int C> TG_DEVICE T NAME(T* p, T v) {                                                   \
-    T old;                                                                                                \
-    TG_ATOM(S, C, OP_TYPE " %0, [%1], %2;", "=" R(old), "l"(p), R(v))                                     \
-    return old;                                                                                           \
-  }
-#define TG_ATOM_CAS(T, B, R)                                                                              \
-  template <int S, int C> TG_DEVICE T tg_atom_cas(T* p, T cmp, T v) {                                     \
-    T old;                                                                                                \
-    TG_ATOM_ORDERED(S, C, "cas." B " %0, [%1], %2, %3;", "=" R(old), "l"(p), R(cmp), R(v))                        \
-    return old;                                                                                           \
-  }
-
-TG_ATOM_RMW(tg_atom_add, int, "add.u32", "r")
-TG_ATOM_RMW(tg_atom_add, unsigned, "add.u32", "r")
-TG_ATOM_RMW(tg_atom_add, long long, "add.u64", "l")
-TG_ATOM_RMW(tg_atom_add, unsigned long long, "add.u64", "l")
-TG_ATOM_RMW(tg_atom_add, float, "add.f32", "f")
-TG_ATOM_RMW(tg_atom_add, double, "add.f64", "d")
-TG_ATOM_RMW(tg_atom_add_f16, tg_f16, "add.noftz.f16", "h")
-TG_ATOM_RMW(tg_atom_max, int, "max.s32", "r")
-TG_ATOM_RMW(tg_atom_max, unsigned, "max.u32", "r")
-TG_ATOM_RMW(tg_atom_max, long long, "max.s64", "l")
-TG_ATOM_RMW(tg_atom_max, unsigned long long, "max.u64", "l")
-TG_ATOM_RMW(tg_atom_min, int, "min.s32", "r")
-TG_ATOM_RMW(tg_atom_min, unsigned, "min.u32", "r")
-TG_ATOM_RMW(tg_atom_min, long long, "min.s64", "l")
-TG_ATOM_RMW(tg_atom_min, unsigned long long, "min.u64", "l")
-TG_ATOM_RMW(tg_atom_and, int, "and.b32", "r")
-TG_ATOM_RMW(tg_atom_and, unsigned, "and.b32", "r")
-TG_ATOM_RMW(tg_atom_and, long long, "and.b64", "l")
-TG_ATOM_RMW(tg_atom_and, unsigned long long, "and.b64", "l")
-TG_ATOM_RMW(tg_atom_or, int, "or.b32", "r")
-TG_ATOM_RMW(tg_atom_or, unsigned, "or.b32", "r")
-TG_ATOM_RMW(tg_atom_or, long long, "or.b64", "l")
-TG_ATOM_RMW(tg_atom_or, unsigned long long, "or.b64", "l")
-TG_ATOM_RMW(tg_atom_xor, int, "xor.b32", "r")
-TG_ATOM_RMW(tg_atom_xor, unsigned, "xor.b32", "r")
-TG_ATOM_RMW(tg_atom_xor, long long, "xor.b64", "l")
-TG_ATOM_RMW(tg_atom_xor, unsigned long long, "xor.b64", "l")
-TG_ATOM_RMW(tg_atom_xchg, int, "exch.b32", "r")
-TG_ATOM_RMW(tg_atom_xchg, unsigned, "exch.b32", "r")
-TG_ATOM_RMW(tg_atom_xchg, long long, "exch.b64", "l")
-TG_ATOM_RMW(tg_atom_xchg, unsigned long long, "exch.b64", "l")
-TG_ATOM_CAS(unsigned short, "b16", "h")
-TG_ATOM_CAS(int, "b32", "r")
-TG_ATOM_CAS(unsigned, "b32", "r")
-TG_ATOM_CAS(long long, "b64", "l")
-TG_ATOM_CAS(unsigned long long, "b64", "l")
-#endif  // TG_EMU_ATOMS
-
-// Floats exchange and compare-and-swap as their bits.
-template <int S, int C> TG_DEVICE float tg_atom_xchg(float* p, float v) {
-  return __uint_as_float(tg_atom_xchg<S, C>((unsigned*)p, __float_as_uint(v)));
-}
-template <int S, int C> TG_DEVICE double tg_atom_xchg(double* p, double v) {
-  return __longlong_as_double(tg_atom_xchg<S, C>((long long*)p, __double_as_longlong(v)));
-}
-template <int S, int C> TG_DEVICE float tg_atom_cas(float* p, float cmp, float v) {
-  return __uint_as_float(tg_atom_cas<S, C>((unsigned*)p, __float_as_uint(cmp), __float_as_uint(v)));
-}
-template <int S, int C> TG_DEVICE double tg_atom_cas(double* p, double cmp, double v) {
-  return __longlong_as_double(tg_atom_cas<S, C>((long long*)p, __double_as_longlong(cmp), __double_as_longlong(v)));
 }
 
-// Float max/min in IEEE totalOrder through integer max/min (see above).
-template <int S, int C> TG_DEVICE float tg_atom_fmax(float* p, float v) {
-  int bits = __float_as_int(v);
-  return bits >= 0 ? __int_as_float(tg_atom_max<S, C>((int*)p, bits))
-                   : __uint_as_float(tg_atom_min<S, C>((unsigned*)p, (unsigned)bits));
+// d += a * b on one 16x8 accumulator tile: d[0..1] row lane/4, d[2..3] row lane/4 + 8.
+TG_DEVICE void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-template <int S, int C> TG_DEVICE float tg_atom_fmin(float* p, float v) {
-  int bits = __float_as_int(v);
-  return bits >= 0 ? __int_as_float(tg_atom_min<S, C>((int*)p, bits))
-                   : __uint_as_float(tg_atom_max<S, C>((unsigned*)p, (unsigned)bits));
+TG_DEVICE void tg_mma_bf16(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-template <int S, int C> TG_DEVICE double tg_atom_fmax(double* p, double v) {
-  long long bits = __double_as_longlong(v);
-  return bits >= 0 ? __longlong_as_double(tg_atom_max<S, C>((long long*)p, bits))
-                   : __longlong_as_double((long long)tg_atom_min<S, C>((unsigned long long*)p, (unsigned long long)bits));
+TG_DEVICE void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-template <int S, int C> TG_DEVICE double tg_atom_fmin(double* p, double v) {
-  long long bits = __double_as_longlong(v);
-  return bits >= 0 ? __longlong_as_double(tg_atom_min<S, C>((long long*)p, bits))
-                   : __longlong_as_double((long long)tg_atom_max<S, C>((unsigned long long*)p, (unsigned long long)bits));
+// f16 accumulators, as Triton's dots with an f16 result accumulate: d holds
+// the tile's 4 halves as in the f32 form (d[0..1] row lane/4), packed in pairs.
+TG_DEVICE void tg_mma_f16_f16(tg_f16* d, const unsigned* a, const unsigned* b) {
+  unsigned c0 = d[0] | ((unsigned)d[1] << 16), c1 = d[2] | ((unsigned)d[3] << 16);
+  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+      : "+r"(c0), "+r"(c1)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  d[0] = (tg_f16)c0, d[1] = (tg_f16)(c0 >> 16), d[2] = (tg_f16)c1, d[3] = (tg_f16)(c1 >> 16);
 }
-
-// --- compare-and-swap loops -------------------------------------------------------
-#ifndef TG_EMU_ATOMS
-template <int C> TG_DEVICE void tg_fence() {
-  if (C == tg_cta) asm volatile("fence.acq_rel.cta;" ::: "memory");
-  else if (C == tg_gpu) asm volatile("fence.acq_rel.gpu;" ::: "memory");
-  else asm volatile("fence.acq_rel.sys;" ::: "memory");
+// Saturating (.satfinite), as Triton's int8 dots: a sum past the int32 range
+// clamps to it instead of wrapping.
+TG_DEVICE void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-#endif
-
-// Replaces the 16-bit *p by next(*p) in one step; returns the old bits.
-template <int S, int C, class Next> TG_DEVICE unsigned short tg_atom_update16(unsigned short* p, Next next) {
-  if (S == tg_release || S == tg_acq_rel) tg_fence<C>();
-  unsigned short old = *(volatile unsigned short*)p;
-  for (;;) {
-    unsigned short seen = tg_atom_cas<tg_relaxed, C>(p, old, next(old));
-    if (seen == old) break;
-    old = seen;
-  }
-  if (S == tg_acquire || S == tg_acq_rel) tg_fence<C>();
-  return old;
-}
-
-// IEEE totalOrder of 16-bit float bits as an int: negative values have their
-// magnitude bits flipped, so larger magnitudes sort lower.
-TG_DEVICE int tg_total_order_key16(unsigned short bits) {
-  int s = (short)bits;
-  return s < 0 ? s ^ 0x7fff : s;
-}
-template <int S, int C> TG_DEVICE unsigned short tg_atom_fmax16(unsigned short* p, unsigned short v) {
-  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
-    return tg_total_order_key16(x) < tg_total_order_key16(v) ? v : x;
-  });
-}
-template <int S, int C> TG_DEVICE unsigned short tg_atom_fmin16(unsigned short* p, unsigned short v) {
-  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
-    return tg_total_order_key16(v) < tg_total_order_key16(x) ? v : x;
-  });
-}
-template <int S, int C> TG_DEVICE unsigned short tg_atom_xchg16(unsigned short* p, unsigned short v) {
-  return tg_atom_update16<S, C>(p, [v](unsigned short) { return v; });
-}
-// bf16 add is native from sm_90 on (the emulator brings its own).
-#ifndef TG_EMU_ATOMS
-#if __CUDA_ARCH__ >= 900
-TG_ATOM_RMW(tg_atom_add_bf16, tg_bf16, "add.noftz.bf16", "h")
-#else
-template <int S, int C> TG_DEVICE tg_bf16 tg_atom_add_bf16(tg_bf16* p, tg_bf16 v) {
-  return tg_atom_update16<S, C>(p, [v](unsigned short x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
-}
-#endif
-#endif  // TG_EMU_ATOMS
-#undef TG_ATOM_RMW
-#undef TG_ATOM_CAS
-#undef TG_ATOM
-#undef TG_ATOM_ORDERED
-#undef TG_ATOM_AS
-#undef TG_RMW_QUALIFIERS
-#undef TG_CAS_QUALIFIERS
 
