@@ -479,6 +479,7 @@ void refill(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const
 
 void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
   if (ctx.shared_reserved() > 0) return;  // inside another pipelined loop
+  if (tma_ring_before_loop(ctx, loop, trips)) return;
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline) return;
   int stages = pipeline->stages, ahead = pipeline->ahead();
@@ -536,6 +537,7 @@ void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
 }
 
 void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trips, const std::string& k) {
+  if (tma_ring_iteration(ctx, loop, trips, k)) return;
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline || !active(ctx, *pipeline)) return;
   int stages = pipeline->stages;
@@ -565,6 +567,7 @@ void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
 
 void pipeline_refill(CudaContext& ctx) {
   TEGULA_ASSERT(ctx.in_flight_dot && !ctx.in_flight_dot->refilled, "pipeline refill without a dot in flight");
+  if (ctx.in_flight_dot->tma_ring) return tma_ring_refill(ctx);
   CudaContext::InFlightDot& flight = *ctx.in_flight_dot;
   std::optional<LoopPipeline> pipeline = plan(ctx, flight.loop);
   TEGULA_ASSERT(pipeline.has_value(), "in-flight dot of a loop without a pipeline");
@@ -579,6 +582,7 @@ void pipeline_refill(CudaContext& ctx) {
 }
 
 void pipeline_after_loop(CudaContext& ctx, ir::OpId loop) {
+  if (tma_ring_after_loop(ctx, loop)) return;
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline || !active(ctx, *pipeline)) return;
   if (ctx.in_flight_dot && ctx.in_flight_dot->loop == loop) {

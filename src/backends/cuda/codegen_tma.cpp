@@ -17,8 +17,9 @@
 // complete (so later loads of this program see it, and the area may be
 // reused); the TMA skips the parts of the box outside the tensor.
 //
-// Each copy waits at once: nothing overlaps yet (no multi-stage ring, no
-// swizzle: the block is read into registers, not by wgmma).
+// Each copy waits at once. The matmul's K loop instead keeps its blocks in
+// flight in a multi-stage ring, read by wgmma where they land
+// (codegen_tma_ring.cpp); the layouts text says why a loop's loads are not.
 #include <string>
 
 #include "backends/cuda/codegen_context.h"
@@ -65,7 +66,10 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   int64_t bytes = block.numel() * element_bytes(block.element());
   std::string map_name = ctx.tensor_map(tma_map_param(ctx.fn, op));
   std::string map = "&" + map_name;
-  ctx.descriptor_paths.push_back(descriptor_op_name(ctx.fn, op) + ": TMA through " + map_name);
+  std::string path = descriptor_op_name(ctx.fn, op) + ": TMA through " + map_name;
+  if (ir::OpId loop = ctx.fn.block(op.parent).parent; load && loop.valid() && ctx.fn.op(loop).kind == ir::OpKind::For)
+    path += ", waited where issued (not a TMA ring: " + tma_ring_refusal(ctx, loop) + ")";
+  ctx.descriptor_paths.push_back(path);
   std::string rank = std::to_string(d.rank) + "d";
   std::string coords = coordinates(ctx, id, d);
   size_t value_operand = op.operands.size() - 1;

@@ -1,0 +1,204 @@
+"""Multi-stage TMA rings on sm_90 (backends/cuda/codegen_tma_ring.cpp): a K loop whose wgmma dot reads two
+descriptor loads keeps num_stages stages of blocks in flight, copied by one thread with the TMA into the swizzled
+layout wgmma reads, with a full and an empty mbarrier per stage.
+
+The generated code runs in the host CUDA emulator against NumPy (ragged M, N and K: zero-filled boxes; bf16 and
+fp16; two to four stages; a K loop shorter than the ring; one and two warpgroups). The text checks pin the ring's
+structure (barriers per stage, parity, no CTA barrier per iteration, the swizzled maps); breaking the parity, the
+producer's wait for a free stage or the consumers' release must fail a run. Loops that do not fit keep the single
+copies, and the layouts text (inspect) says why.
+
+On a GPU, test_tma_gpu.py reads the ring's SASS and runs it against torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from cuda_emulator import EmulatorError, compile_cuda, emulate, require_emulator
+from ops_util import random, rng_for, to_f64
+from test_tma_codegen import desc_matmul_kernel
+
+
+@pytest.fixture(autouse=True)
+def _emulator():
+    require_emulator()
+
+
+@tegula.jit
+def ring_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Triton's tutorial form: the induction variable steps by BK and is the offset itself; C in A's type."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([off_m, k])
+        b = b_desc.load([k, off_n])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+def run(kernel, M, N, K, BM, BN, BK, dtype, warps, stages, out_dtype=np.float32, edit_source=None, seed=0):
+    rng = rng_for("tma-ring", M, N, K, BM, BN, BK, dtype, warps, stages)
+    a = random(rng, (M, K), dtype, low=-2, high=2)
+    b = random(rng, (K, N), dtype, low=-2, high=2)
+    c = np.zeros((M, N), out_dtype)
+    grid = (tegula.cdiv(M, BM), tegula.cdiv(N, BN))
+    compiled = emulate(kernel, grid, a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=stages,
+                       edit_source=edit_source, seed=seed)
+    a64, b64 = to_f64(a), to_f64(b)
+    want = a64 @ b64
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6  # exact products, f32 sums
+    return compiled, to_f64(c), want, tol
+
+
+def assert_ring(compiled, stages):
+    assert f"TMA ring: {stages} stages" in compiled.source, compiled.layouts
+    assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
+
+
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,dtype,warps,stages", [
+    (80, 96, 80, 64, 64, 32, "float16", 4, 2),        # ragged M, N, K; 64-byte rows of A (64-byte swizzle)
+    (150, 144, 208, 64, 64, 32, "bfloat16", 4, 3),    # K tail of 16, the ring wraps twice
+    (128, 128, 208, 128, 128, 64, "bfloat16", 8, 4),  # two warpgroups, B's rows in two 128-byte boxes
+    (64, 64, 48, 64, 64, 32, "float16", 4, 4),        # two iterations, four stages: the loop is shorter than the ring
+])
+def test_ring_matmul_is_exact(M, N, K, BM, BN, BK, dtype, warps, stages):
+    compiled, c, want, tol = run(desc_matmul_kernel, M, N, K, BM, BN, BK, dtype, warps, stages)
+    assert_ring(compiled, stages)
+    bad = np.abs(c - want) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} wrong, worst {np.abs(c - want).max()}"
+
+
+def test_ring_with_stepped_induction_and_narrow_result():
+    M, N, K = 96, 80, 176
+    compiled, c, want, _ = run(ring_matmul_kernel, M, N, K, 64, 64, 64, "bfloat16", 4, 3, out_dtype=_bf16())
+    assert_ring(compiled, 3)
+    np.testing.assert_allclose(c, want, rtol=2 ** -7, atol=1e-2)
+
+
+def _bf16():
+    import ml_dtypes
+    return ml_dtypes.bfloat16
+
+
+def ring_source(M=128, N=128, K=512, BM=128, BN=128, BK=64, warps=8, stages=3, dtype="bfloat16"):
+    a = np.zeros((M, K), _bf16() if dtype == "bfloat16" else np.float16)
+    b = np.zeros((K, N), a.dtype)
+    c = np.zeros((M, N), np.float32)
+    compiled, _ = compile_cuda(desc_matmul_kernel, (a, b, c, M, N, K), dict(BM=BM, BN=BN, BK=BK), num_warps=warps,
+                               num_stages=stages)
+    return compiled
+
+
+def test_ring_structure():
+    compiled = ring_source()
+    src = compiled.source
+    kernel = src[src.index("---- kernel ----"):]
+    # Maps of all rows by one 128-byte swizzle span; B's 128-column block lands as two boxes.
+    maps = compiled.tensor_maps
+    assert maps[0] == {"base": "a_ptr", "shape": ["M", "K"], "strides": ["K", 1], "box": [128, 64], "swizzle": 3,
+                       "fill": "zero"}, maps
+    assert maps[1]["box"] == [64, 64] and maps[1]["swizzle"] == 3, maps
+    # A full (one arrival) and an empty (one per warp) mbarrier per stage, after the 3 stages of 32 KiB.
+    assert re.search(r"const unsigned (tma_full\d+) = tg_shared_address\(tg_smem\) \+ 98304;\s*"
+                     r"const unsigned (tma_empty\d+) = \1 \+ 24;", kernel), kernel
+    assert re.search(r"for \(int s = 0; s < 3; \+\+s\) \{\s*tg_mbar_init\(tma_full\d+ \+ 8 \* s, 1\);.*\n\s*"
+                     r"tg_mbar_init\(tma_empty\d+ \+ 8 \* s, 8\);", kernel), kernel
+    # The prologue fills stages 0 and 1; each stage's expect_tx is its 32768 bytes, then three boxes.
+    assert kernel.count("tg_mbar_arrive_expect_tx(") == 3
+    assert kernel.count("tg_tma_load_2d(") == 9
+    assert re.search(r"tg_mbar_arrive_expect_tx\(full\d+, 32768\);\s*"
+                     r"tg_tma_load_2d\(sm \+ \(0\) \* 32768 \+ 0, &tg_map0, full\d+, v\d+, v\d+\);\s*"
+                     r"tg_tma_load_2d\(sm \+ \(0\) \* 32768 \+ 16384, &tg_map1, full\d+, v\d+, v\d+\);\s*"
+                     r"tg_tma_load_2d\(sm \+ \(0\) \* 32768 \+ 24576, &tg_map1, full\d+, v\d+ \+ 64, v\d+\);",
+                     kernel), kernel
+    loop = kernel[kernel.index("for (unsigned long long k"):kernel.index("tg_wgmma_wait<0>();  // the last iteration's")]
+    # Per iteration: advance the stage, flip the parity on a wrap, wait for the stage's phase.
+    assert re.search(r"(tma_stage\d+) = \1 == 2 \? 0 : \1 \+ 1;.*\n\s*if \(\1 == 0\) (tma_phase\d+) \^= 1;.*\n\s*"
+                     r"tg_mbar_wait\(tma_full\d+ \+ 8 \* \1, \2\);", loop), loop
+    # The dot reads the landed stage; its group stays in flight; warps release k-1's stage, thread 0 refills it.
+    assert "tg_wgmma_wait<1>();" in loop and "tg_wgmma_wait<0>" not in loop
+    assert re.search(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty\d+ \+ 8 \* previous\);", loop), loop
+    assert re.search(r"if \(threadIdx.x == 0 && k\d+ \+ 2 < trips\d+\) \{\s*"
+                     r"tg_mbar_wait\(tma_empty\d+ \+ 8 \* previous, (tma_stage\d+) == 0 \? (tma_phase\d+) \^ 1 : \2\);",
+                     loop), loop
+    # No CTA barrier, no cp.async, no staging through registers, no proxy fence in the loop.
+    for absent in ("__syncthreads", "tg_cp_async", "tg_vec", "tg_fence_proxy_async", "tg_tma_phase"):
+        assert absent not in loop, absent
+    assert loop.index("tg_wgmma_commit") < loop.index("tg_mbar_arrive(")
+
+
+def test_wrong_phase_fails():
+    # The parity never flips: on the second lap a wait passes on the first lap's phase, and the producer refills a
+    # stage the wgmma groups still read.
+    def no_flip(src):
+        edited = re.sub(r"if \(tma_stage\d+ == 0\) tma_phase\d+ \^= 1;", "", src)
+        assert edited != src
+        return edited
+    with pytest.raises(EmulatorError, match="still reads"):
+        run(desc_matmul_kernel, 64, 64, 256, 64, 64, 32, "float16", 4, 3, edit_source=no_flip)
+
+
+def test_refill_without_waiting_for_the_stage_fails():
+    # The producer refills the stage before every warp's wgmma group reading it has retired.
+    def no_empty_wait(src):
+        edited = re.sub(r"tg_mbar_wait\(tma_empty[^;]*;", "", src)
+        assert edited != src
+        return edited
+    with pytest.raises(EmulatorError, match="still reads"):
+        run(desc_matmul_kernel, 128, 128, 512, 128, 128, 64, "float16", 8, 2, edit_source=no_empty_wait)
+
+
+def test_missing_release_fails():
+    # No warp releases its stage: the producer's wait for a free stage never completes.
+    def no_release(src):
+        edited = re.sub(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty[^;]*;", "", src)
+        assert edited != src
+        return edited
+    with pytest.raises(EmulatorError, match="deadlock"):
+        run(desc_matmul_kernel, 64, 64, 256, 64, 64, 32, "float16", 4, 2, edit_source=no_release)
+
+
+# --- which loops take the ring -------------------------------------------------------------
+
+
+@tegula.jit
+def scaled_operand_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([0, k * BK]) * 2
+        b = b_desc.load([k * BK, 0])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([0, 0], acc)
+
+
+def test_other_loops_keep_single_copies():
+    one_stage = ring_source(stages=1)
+    assert "TMA ring" not in one_stage.source
+    assert re.search(r"desc_load at .*: TMA through tg_map0, waited where issued \(not a TMA ring: num_stages is "
+                     r"below 2\)", one_stage.layouts), one_stage.layouts
+    a = np.zeros((64, 64), np.float16)
+    c = np.zeros((64, 64), np.float32)
+    scaled, _ = compile_cuda(scaled_operand_kernel, (a, a, c, 64, 64, 64), dict(BM=64, BN=64, BK=32))
+    assert "TMA ring" not in scaled.source
+    assert re.search(r"not a TMA ring: operand a is not a descriptor load of the loop body used only by the dot",
+                     scaled.layouts), scaled.layouts
+
+
+def test_single_copy_matmul_still_exact():
+    # num_stages=1: the loads keep their single copies, waited where issued.
+    compiled, c, want, tol = run(desc_matmul_kernel, 80, 96, 80, 64, 64, 32, "float16", 4, 1)
+    assert "TMA ring" not in compiled.source
+    assert not (np.abs(c - want) > tol).any()
