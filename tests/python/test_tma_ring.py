@@ -202,3 +202,36 @@ def test_single_copy_matmul_still_exact():
     compiled, c, want, tol = run(desc_matmul_kernel, 80, 96, 80, 64, 64, 32, "float16", 4, 1)
     assert "TMA ring" not in compiled.source
     assert not (np.abs(c - want) > tol).any()
+
+
+def test_benchmark_kernel_runs_as_a_ring():
+    # examples/matmul_tma.py, the benchmark's descriptor matmul, at its own blocks, warps and stages.
+    import matmul_tma
+
+    M, N, K = 200, 272, 320
+    rng = rng_for("tma-ring-example", M, N, K)
+    a = random(rng, (M, K), "bfloat16", low=-2, high=2)
+    b = random(rng, (K, N), "bfloat16", low=-2, high=2)
+    c = np.zeros((M, N), np.float32)
+    blocks = matmul_tma.DEFAULT_BLOCKS
+    grid = (tegula.cdiv(M, blocks["BLOCK_M"]) * tegula.cdiv(N, blocks["BLOCK_N"]),)
+    compiled = emulate(matmul_tma.matmul_tma_kernel, grid, a, b, c, M, N, K, num_warps=8,
+                       num_stages=matmul_tma.DEFAULT_STAGES, **blocks)
+    assert_ring(compiled, matmul_tma.DEFAULT_STAGES)
+    a64, b64 = to_f64(a), to_f64(b)
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    assert not (np.abs(c - a64 @ b64) > tol).any()
+
+
+@pytest.mark.parametrize("bm,bn,bk,warps,stages", [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 256, 64, 8, 3),
+                                                   (64, 128, 32, 4, 2)])
+def test_ring_wgmmas_are_not_serialized(bm, bn, bk, warps, stages, tmp_path):
+    # ptxas (through NVRTC, no GPU needed) neither serializes the ring's wgmmas (C7514/C7515/C7519) nor spills.
+    import matmul_tma
+    from test_wgmma_overlap import SERIALIZED, cli_compile
+
+    signature = f"*bf16:16, *bf16:16, *bf16:16, i32:16, i32:16, i32:16, {bm}, {bn}, {bk}, 8"
+    text = cli_compile(matmul_tma.matmul_tma_kernel, signature, 90, warps, stages, "cuda,ptxas", tmp_path)
+    assert f"TMA ring: {stages} stages" in text
+    assert not SERIALIZED.search(text), SERIALIZED.search(text).group(0)
+    assert " 0 bytes spill stores" in text
