@@ -90,6 +90,80 @@ def _bf16():
     return ml_dtypes.bfloat16
 
 
+@tegula.jit
+def transposed_ring_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           A_KM: tl.constexpr):
+    """B stored [N, K] (Triton's persistent-matmul tutorial), read as b.T; with A_KM, A stored [K, M] too."""
+    if A_KM:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [M, 1], [BK, BM])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        if A_KM:
+            a = a_desc.load([k * BK, off_m]).T
+        else:
+            a = a_desc.load([off_m, k * BK])
+        b = b_desc.load([off_n, k * BK])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([off_m, off_n], acc)
+
+
+@pytest.mark.parametrize("a_km", [False, True], ids=["a_mk", "a_km"])
+def test_ring_of_transposed_blocks(a_km):
+    M, N, K, BM, BN, BK = 144, 80, 208, 64, 64, 64
+    rng = rng_for("tma-ring-trans", a_km)
+    a = random(rng, (M, K), "bfloat16", low=-2, high=2)
+    b = random(rng, (K, N), "bfloat16", low=-2, high=2)
+    c = np.zeros((M, N), np.float32)
+    a_arg = np.ascontiguousarray(a.T) if a_km else a
+    compiled = emulate(transposed_ring_kernel, (tegula.cdiv(M, BM), tegula.cdiv(N, BN)), a_arg,
+                       np.ascontiguousarray(b.T), c, M, N, K, BM=BM, BN=BN, BK=BK, A_KM=a_km, num_stages=3)
+    assert_ring(compiled, 3)
+    assert "tg_wgmma_m64n64k16_bf16_" + ("m" if a_km else "k") + "k" in compiled.source
+    a64, b64 = to_f64(a), to_f64(b)
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    bad = np.abs(c - a64 @ b64) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} wrong, worst {np.abs(c - a64 @ b64).max()}"
+
+
+@tegula.jit
+def persistent_ring_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           PROGRAMS: tl.constexpr):
+    """A loop over C's tiles around the K loop: the ring starts over for every tile."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, PROGRAMS):
+        off_m = (tile // tiles_n) * BM
+        off_n = (tile % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = a_desc.load([off_m, k])
+            b = b_desc.load([k, off_n])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([off_m, off_n], acc)
+
+
+def test_ring_inside_a_tile_loop():
+    M, N, K = 176, 192, 144
+    rng = rng_for("tma-ring-persistent", M, N, K)
+    a = random(rng, (M, K), "float16", low=-2, high=2)
+    b = random(rng, (K, N), "float16", low=-2, high=2)
+    c = np.zeros((M, N), np.float32)
+    compiled = emulate(persistent_ring_kernel, (2,), a, b, c, M, N, K, BM=64, BN=64, BK=32, PROGRAMS=2,
+                       num_stages=3)
+    assert_ring(compiled, 3)
+    a64, b64 = to_f64(a), to_f64(b)
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    assert not (np.abs(c - a64 @ b64) > tol).any()
+
+
 def ring_source(M=128, N=128, K=512, BM=128, BN=128, BK=64, warps=8, stages=3, dtype="bfloat16"):
     a = np.zeros((M, K), _bf16() if dtype == "bfloat16" else np.float16)
     b = np.zeros((K, N), a.dtype)

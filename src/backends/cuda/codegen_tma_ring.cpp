@@ -4,7 +4,8 @@
 //
 // The loop qualifies when its body stores nothing, has exactly one
 // tensor-core dot, a wgmma that accumulates in place, and both its operands
-// are desc loads of the body, used only by the dot, that the TMA can copy
+// are desc loads of the body (or their transposes, `b.T` of a B stored
+// [N, K]), used only by the dot, that the TMA can copy
 // (tma_plan.h), of rank 2, whose offsets the body computes from the
 // induction variable and loop-invariant values, and whose block rows are 32,
 // 64 or a multiple of 128 bytes (a swizzle span). Other loops keep the
@@ -59,7 +60,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 struct RingLoad {
   ir::OpId load;
-  SharedTile tile;     // offset: from the start of a stage
+  ir::ValueId operand;  // what the dot reads: the load's block, or its transpose
+  SharedTile tile;      // offset: from the start of a stage
   TensorMapParam map;  // box: all rows by one swizzle span
   int64_t pieces() const { return tile.row_bytes() / tile.block_bytes(); }
 };
@@ -142,23 +144,31 @@ class RingPlanner {
     return found;
   }
 
+  // Operand `operand` of the dot: a desc load's block, or its transpose
+  // (`b_desc.load([off_n, k]).T` of a B stored [N, K]), read where it lands.
   std::optional<RingLoad> plan_load(ir::ValueId value, size_t operand, TmaRing& ring) {
     std::string which = operand == 0 ? "operand a" : "operand b";
-    ir::OpId def = fn_.value(value).def;
-    if (!def.valid() || fn_.op(def).kind != OpKind::DescLoad || !in_body_block(def) || uses_[value.index] != 1)
+    ir::OpId def = single_use_def(value);
+    bool transposed = def.valid() && fn_.op(def).kind == OpKind::Trans;
+    if (transposed) def = single_use_def(fn_.op(def).operands[0]);
+    if (!def.valid() || fn_.op(def).kind != OpKind::DescLoad)
       return refuse(which + " is not a descriptor load of the loop body used only by the dot");
     const ir::Op& load = fn_.op(def);
+    ir::ValueId block = load.results[0];
     if (std::string why = tma_refusal(fn_, load); !why.empty()) return refuse(which + ": " + why);
     ir::DescriptorOperands d = ir::descriptor_operands(load);
     if (d.rank != 2) return refuse(which + " is a block of rank " + str(static_cast<int64_t>(d.rank)));
     for (ir::ValueId offset : d.offsets)
       if (!collect_offset(offset, ring))
         return refuse(which + "'s offsets are not computed from the induction variable and loop-invariant values");
-    const ir::Type& t = fn_.type(value);
+    const ir::Type& t = fn_.type(block);
     RingLoad r;
     r.load = def;
+    r.operand = value;
     r.tile.k_dim = operand == 0 ? 1 : 0;
-    r.tile.k_major = r.tile.k_dim == 1;  // the block's rows run along its contiguous (last) dim
+    // The tile's rows are the block's, along its contiguous (last) dim:
+    // the operand's dim 1, or dim 0 when the dot reads the transpose.
+    r.tile.k_major = r.tile.k_dim == (transposed ? 0 : 1);
     r.tile.rows = t.shape[0];
     r.tile.row_elements = t.shape[1];
     r.tile.element_bytes = static_cast<int>(element_bytes(t));
@@ -170,6 +180,12 @@ class RingPlanner {
     r.map.box = {r.tile.rows, r.tile.block_bytes() / r.tile.element_bytes};
     r.map.swizzle = swizzle_mode(r.tile.block_bytes());
     return r;
+  }
+
+  // The op of the loop body defining `v`, when `v` has no other use.
+  ir::OpId single_use_def(ir::ValueId v) const {
+    ir::OpId def = fn_.value(v).def;
+    return def.valid() && in_body_block(def) && uses_[v.index] == 1 ? def : ir::OpId{};
   }
 
   bool inside(ir::ValueId v) const { return passes::is_defined_inside(fn_, v, loop_); }
@@ -286,6 +302,7 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
     SharedTile tile = r.tile;
     tile.offset = "(" + n.stage + " * " + str(ring->stage_bytes) + " + " + r.tile.offset + ")";
     ctx.ring_tiles[ctx.fn.op(r.load).results[0].index] = tile;
+    ctx.ring_tiles[r.operand.index] = tile;
     ctx.descriptor_paths.push_back(descriptor_op_name(ctx.fn, ctx.fn.op(r.load)) + ": TMA ring through " +
                                    ctx.tensor_map(r.map) + ", " + str(stages) + " stages, " +
                                    str(r.tile.block_bytes()) + "-byte swizzle, read by wgmma where it lands");
@@ -364,7 +381,10 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
   ctx.out.line("tg_wgmma_wait<0>();  // the last iteration's wgmma group");
   pin(ctx, ctx.fn.op(ring->dot).results[0], "no read of it moves above the wait");
   ctx.in_flight_dot.reset();
-  for (const RingLoad& r : ring->loads) ctx.ring_tiles.erase(ctx.fn.op(r.load).results[0].index);
+  for (const RingLoad& r : ring->loads) {
+    ctx.ring_tiles.erase(ctx.fn.op(r.load).results[0].index);
+    ctx.ring_tiles.erase(r.operand.index);
+  }
   ctx.release_shared();
   return true;
 }
