@@ -29,6 +29,7 @@ from tegula._errors import coded
 from tegula.testing import assert_close
 
 import _host  # array helpers shared by the examples (NumPy or torch)
+from matmul import bytes_moved, flops, matmul_reference  # noqa: F401  (the pointer matmul's host helpers)
 
 # Two 64-row wgmma slabs of 128 columns, 64 of K per stage (32 KB of bf16 per
 # stage); 8 warps, 3 stages (two programs per multiprocessor fit).
@@ -107,25 +108,6 @@ def matmul_tma(a, b, out=None, out_dtype=None, num_warps: int = None, num_stages
     grid = (tegula.cdiv(M, meta["BLOCK_M"]) * tegula.cdiv(N, meta["BLOCK_N"]),)
     matmul_tma_kernel[grid](a, b, out, M, N, K, **meta, num_stages=num_stages, **_host.launch_options(num_warps))
     return out
-
-
-def matmul_reference(a, b, out_dtype=None):
-    """Eager: ``torch.matmul`` (cuBLAS) for torch tensors, NumPy's float32 matmul otherwise."""
-    if _host.is_torch(a):
-        c = a @ b
-        return c if out_dtype is None else c.to(out_dtype)
-    c = a.astype(np.float32, copy=False) @ b.astype(np.float32, copy=False)
-    return c.astype(out_dtype or a.dtype, copy=False)
-
-
-def bytes_moved(M: int, N: int, K: int, itemsize: int, out_itemsize: int = None) -> int:
-    """A and B read once and C written once: the floor if everything fit in cache."""
-    return (M * K + K * N) * itemsize + M * N * (out_itemsize or itemsize)
-
-
-def flops(M: int, N: int, K: int) -> int:
-    """One multiply and one add per (m, n, k)."""
-    return 2 * M * N * K
 
 
 # --- the example: checks on random data, and the script ------------------------------------

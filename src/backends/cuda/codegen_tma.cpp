@@ -67,8 +67,10 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   std::string map_name = ctx.tensor_map(tma_map_param(ctx.fn, op));
   std::string map = "&" + map_name;
   std::string path = descriptor_op_name(ctx.fn, op) + ": TMA through " + map_name;
-  if (ir::OpId loop = ctx.fn.block(op.parent).parent; load && loop.valid() && ctx.fn.op(loop).kind == ir::OpKind::For)
-    path += ", waited where issued (not a TMA ring: " + tma_ring_refusal(ctx, loop) + ")";
+  if (ir::OpId loop = ctx.fn.block(op.parent).parent; load && loop.valid() && ctx.fn.op(loop).kind == ir::OpKind::For) {
+    std::string why = tma_ring_refusal(ctx, loop);
+    path += ", waited where issued (" + (why.empty() ? "not read by the loop's TMA ring" : "not a TMA ring: " + why) + ")";
+  }
   ctx.descriptor_paths.push_back(path);
   std::string rank = std::to_string(d.rank) + "d";
   std::string coords = coordinates(ctx, id, d);

@@ -45,9 +45,9 @@
 #include <vector>
 
 #include "backends/cuda/codegen_mma.h"
+#include "backends/cuda/loop_ahead.h"
 #include "backends/cuda/tma_plan.h"
 #include "ir/descriptor.h"
-#include "passes/rewrite_utils.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cuda {
@@ -69,8 +69,7 @@ struct RingLoad {
 struct TmaRing {
   ir::OpId dot;
   std::vector<RingLoad> loads;       // operand a, then b
-  std::vector<ir::OpId> offset_ops;  // body ops computing the offsets, in order
-  bool uses_iv = false;
+  AheadOps offsets;                  // what computes the offsets for an iteration ahead
   int stages = 0;
   int64_t stage_bytes = 0;  // both blocks, on 1024-byte lines
   int64_t copy_bytes = 0;   // what the TMA lands per stage (the full barrier's transaction)
@@ -116,8 +115,6 @@ class RingPlanner {
       ring.copy_bytes += load->tile.bytes();
       ring.loads.push_back(std::move(*load));
     }
-    std::sort(ring.offset_ops.begin(), ring.offset_ops.end(),
-              [&](ir::OpId x, ir::OpId y) { return position(x) < position(y); });
     DotOperands operands;
     operands.a = ring.loads[0].tile;
     operands.b = ring.loads[1].tile;
@@ -159,7 +156,7 @@ class RingPlanner {
     ir::DescriptorOperands d = ir::descriptor_operands(load);
     if (d.rank != 2) return refuse(which + " is a block of rank " + str(static_cast<int64_t>(d.rank)));
     for (ir::ValueId offset : d.offsets)
-      if (!collect_offset(offset, ring))
+      if (!collect_ahead(fn_, loop_, offset, ring.offsets))
         return refuse(which + "'s offsets are not computed from the induction variable and loop-invariant values");
     const ir::Type& t = fn_.type(block);
     RingLoad r;
@@ -188,30 +185,9 @@ class RingPlanner {
     return def.valid() && in_body_block(def) && uses_[v.index] == 1 ? def : ir::OpId{};
   }
 
-  bool inside(ir::ValueId v) const { return passes::is_defined_inside(fn_, v, loop_); }
-  bool in_body_block(ir::OpId id) const { return position(id) < fn_.block(body_).ops.size(); }
-  size_t position(ir::OpId id) const {
+  bool in_body_block(ir::OpId id) const {
     const std::vector<ir::OpId>& ops = fn_.block(body_).ops;
-    return static_cast<size_t>(std::find(ops.begin(), ops.end(), id) - ops.begin());
-  }
-
-  // Whether offset `v` (and what it is computed from) can be recomputed for
-  // an iteration ahead; collects the body ops to re-emit.
-  bool collect_offset(ir::ValueId v, TmaRing& ring) {
-    if (!inside(v)) return true;
-    if (v == fn_.block(body_).args[0]) {
-      ring.uses_iv = true;
-      return true;
-    }
-    ir::OpId def = fn_.value(v).def;
-    if (!def.valid() || !in_body_block(def)) return false;
-    OpKind kind = fn_.op(def).kind;
-    if (!ir::is_elementwise(kind) && kind != OpKind::Constant) return false;
-    if (std::find(ring.offset_ops.begin(), ring.offset_ops.end(), def) != ring.offset_ops.end()) return true;
-    ring.offset_ops.push_back(def);
-    for (ir::ValueId u : fn_.op(def).operands)
-      if (!collect_offset(u, ring)) return false;
-    return true;
+    return std::find(ops.begin(), ops.end(), id) != ops.end();
   }
 
   const CudaContext& ctx_;
@@ -242,16 +218,10 @@ RingNames names(ir::OpId loop) {
 // on its full barrier, then one TMA box per swizzle span of each block.
 // Emitted where only the producer thread runs.
 void issue(CudaContext& ctx, ir::OpId loop, const TmaRing& ring, const std::string& j, const std::string& stage) {
-  const ir::Op& op = ctx.fn.op(loop);
-  ir::ValueId iv = ctx.fn.block(op.regions[0]).args[0];
-  std::string iv_type = c_scalar(ctx.fn.type(iv).scalar);
   RingNames n = names(loop);
   ctx.out.open("");
   ctx.out.line("// the blocks of iteration " + j + " into stage " + stage);
-  if (ring.uses_iv)
-    ctx.out.line("const " + iv_type + " " + ctx.name(iv) + " = tg_induction<" + iv_type + ">(" +
-                 ctx.name(op.operands[0]) + ", " + j + ", " + ctx.name(op.operands[2]) + ");");
-  for (ir::OpId m : ring.offset_ops) ctx.emit_op(m);
+  emit_ahead(ctx, loop, ring.offsets, j);
   std::string bar = ctx.fresh("full");
   ctx.out.line("const unsigned " + bar + " = " + n.full + " + 8 * (" + stage + ");");
   ctx.out.line("tg_mbar_arrive_expect_tx(" + bar + ", " + str(ring.copy_bytes) + ");");
@@ -296,6 +266,10 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   ctx.before_global_load();
   ctx.out.line("// TMA ring: " + str(stages) + " stages of " + str(ring->stage_bytes) + " bytes, copies issued " +
                str(ring->ahead()) + " iterations ahead by thread 0; a full and an empty mbarrier per stage");
+  // Generic-proxy writes to the area before the loop (an earlier tile's
+  // epilogue, in a loop around this one) are ordered before the TMA's by a
+  // proxy fence and the barrier after the barriers' init; once per loop.
+  ctx.out.line("tg_fence_proxy_async();  // earlier writes to the area, before the TMA's");
   ctx.reserve_shared(ring->bytes());
   ctx.thread_ids();
   for (const RingLoad& r : ring->loads) {
