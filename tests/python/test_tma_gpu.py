@@ -108,10 +108,10 @@ def test_descriptor_matmul_runs(torch_sm90):
 
 
 @pytest.mark.parametrize("M,N,K,stages,dtype", [
-    (200, 272, 136, 3, "bfloat16"),    # ragged everywhere: zero-filled boxes, clipped stores
+    (200, 272, 144, 3, "bfloat16"),    # ragged everywhere: zero-filled boxes, clipped stores
     (512, 384, 1024, 4, "float16"),    # the ring wraps many times
     (256, 256, 64, 4, "bfloat16"),     # one iteration, four stages
-    (1000, 1000, 2000, 2, "bfloat16"),
+    (1000, 1008, 2000, 2, "bfloat16"),  # N and K multiples of 16 (the ring's rows), M and the blocks' edges not
 ])
 def test_tma_ring_runs(torch_sm90, M, N, K, stages, dtype):
     torch = torch_sm90
@@ -119,6 +119,10 @@ def test_tma_ring_runs(torch_sm90, M, N, K, stages, dtype):
     a = torch.randn(M, K, device="cuda", generator=g).to(getattr(torch, dtype))
     b = torch.randn(K, N, device="cuda", generator=g).to(a.dtype)
     c = torch.zeros(M, N, device="cuda", dtype=torch.float32)
+    host = (np.zeros((M, K), np.float16), np.zeros((K, N), np.float16), np.zeros((M, N), np.float32))
+    compiled, _ = compile_cuda(matmul_tma.matmul_tma_kernel, (*host, M, N, K), matmul_tma.DEFAULT_BLOCKS,
+                               num_warps=8, num_stages=stages)
+    assert f"TMA ring: {stages} stages" in compiled.source, compiled.layouts
     matmul_tma.matmul_tma(a, b, c, num_warps=8, num_stages=stages)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
 

@@ -195,7 +195,8 @@ def test_ring_structure():
                      r"tg_tma_load_2d\(sm \+ \(0\) \* 32768 \+ 16384, &tg_map1, full\d+, v\d+, v\d+\);\s*"
                      r"tg_tma_load_2d\(sm \+ \(0\) \* 32768 \+ 24576, &tg_map1, full\d+, v\d+ \+ 64, v\d+\);",
                      kernel), kernel
-    loop = kernel[kernel.index("for (unsigned long long k"):kernel.index("tg_wgmma_wait<0>();  // the last iteration's")]
+    end = kernel.index("tg_wgmma_wait<0>();  // the last iteration's")
+    loop = kernel[kernel.index("for (unsigned long long k"):end]
     # Per iteration: advance the stage, flip the parity on a wrap, wait for the stage's phase.
     assert re.search(r"(tma_stage\d+) = \1 == 2 \? 0 : \1 \+ 1;.*\n\s*if \(\1 == 0\) (tma_phase\d+) \^= 1;.*\n\s*"
                      r"tg_mbar_wait\(tma_full\d+ \+ 8 \* \1, \2\);", loop), loop

@@ -69,7 +69,8 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   std::string path = descriptor_op_name(ctx.fn, op) + ": TMA through " + map_name;
   if (ir::OpId loop = ctx.fn.block(op.parent).parent; load && loop.valid() && ctx.fn.op(loop).kind == ir::OpKind::For) {
     std::string why = tma_ring_refusal(ctx, loop);
-    path += ", waited where issued (" + (why.empty() ? "not read by the loop's TMA ring" : "not a TMA ring: " + why) + ")";
+    path += ", waited where issued (";
+    path += (why.empty() ? "not read by the loop's TMA ring" : "not a TMA ring: " + why) + ")";
   }
   ctx.descriptor_paths.push_back(path);
   std::string rank = std::to_string(d.rank) + "d";

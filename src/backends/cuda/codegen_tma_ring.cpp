@@ -62,14 +62,14 @@ struct RingLoad {
   ir::OpId load;
   ir::ValueId operand;  // what the dot reads: the load's block, or its transpose
   SharedTile tile;      // offset: from the start of a stage
-  TensorMapParam map;  // box: all rows by one swizzle span
+  TensorMapParam map;   // box: all rows by one swizzle span
   int64_t pieces() const { return tile.row_bytes() / tile.block_bytes(); }
 };
 
 struct TmaRing {
   ir::OpId dot;
   std::vector<RingLoad> loads;       // operand a, then b
-  AheadOps offsets;                  // what computes the offsets for an iteration ahead
+  AheadOps offsets;                  // computes the offsets for an iteration ahead
   int stages = 0;
   int64_t stage_bytes = 0;  // both blocks, on 1024-byte lines
   int64_t copy_bytes = 0;   // what the TMA lands per stage (the full barrier's transaction)
@@ -91,7 +91,8 @@ class RingPlanner {
   // The ring, or nothing and why() says why not.
   std::optional<TmaRing> run() {
     const ir::Op& op = fn_.op(loop_);
-    if (ctx_.options.arch < 90 || op.kind != OpKind::For || op.regions.size() != 1) return refuse("not an sm_90 for loop");
+    if (ctx_.options.arch < 90 || op.kind != OpKind::For || op.regions.size() != 1)
+      return refuse("not an sm_90 for loop");
     if (ctx_.options.num_stages < 2) return refuse("num_stages is below 2");
     body_ = op.regions[0];
     if (ctx_.contains_store(body_) || contains_desc_store(body_)) return refuse("the loop body stores");
@@ -101,7 +102,8 @@ class RingPlanner {
       const ir::Op& o = fn_.op(id);
       if (!o.erased && o.kind == OpKind::Dot && ctx_.layout(o.results[0]).mma) dots.push_back(id);
     }
-    if (dots.size() != 1) return refuse("the loop body has " + str(static_cast<int64_t>(dots.size())) + " tensor-core dots, not one");
+    if (dots.size() != 1)
+      return refuse("the loop body has " + str(static_cast<int64_t>(dots.size())) + " tensor-core dots, not one");
     TmaRing ring;
     ring.dot = dots.front();
     const ir::Op& dot = fn_.op(ring.dot);
@@ -318,7 +320,8 @@ bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
                str(ring->stages));
   ctx.out.line("if (" + n.stage + " == 0) " + n.phase + " ^= 1;  // (k / " + str(ring->stages) +
                ") & 1: flips as the ring wraps");
-  ctx.out.line("tg_mbar_wait(" + n.full + " + 8 * " + n.stage + ", " + n.phase + ");  // this iteration's blocks have landed");
+  ctx.out.line("tg_mbar_wait(" + n.full + " + 8 * " + n.stage + ", " + n.phase +
+               ");  // this iteration's blocks have landed");
   ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) +
                " stays in flight into the next iteration: the refill follows it");
   ctx.in_flight_dot = CudaContext::InFlightDot{ring->dot, loop, trips, k, false, {}, true};
@@ -334,7 +337,8 @@ void tma_ring_refill(CudaContext& ctx) {
   RingNames n = names(flight.loop);
   std::string last = str(ring->stages - 1), ahead = str(ring->ahead());
   ctx.out.open("");
-  ctx.out.line("const int previous = " + n.stage + " == 0 ? " + last + " : " + n.stage + " - 1;  // read by iteration k - 1");
+  ctx.out.line("const int previous = " + n.stage + " == 0 ? " + last + " : " + n.stage +
+               " - 1;  // read by iteration k - 1");
   ctx.out.line("if (" + flight.k + " > 0 && lane == 0) tg_mbar_arrive(" + n.empty +
                " + 8 * previous);  // this warp's group k - 1 has retired");
   ctx.out.open("if (threadIdx.x == 0 && " + flight.k + " + " + ahead + " < " + flight.trips + ")");
