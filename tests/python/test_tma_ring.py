@@ -70,6 +70,8 @@ def assert_ring(compiled, stages):
     (150, 144, 208, 64, 64, 32, "bfloat16", 4, 3),    # K tail of 16, the ring wraps twice
     (128, 128, 208, 128, 128, 64, "bfloat16", 8, 4),  # two warpgroups, B's rows in two 128-byte boxes
     (64, 64, 48, 64, 64, 32, "float16", 4, 4),        # two iterations, four stages: the loop is shorter than the ring
+    (64, 64, 80, 64, 64, 16, "float16", 4, 3),        # 32-byte rows of A: the 32-byte swizzle
+    (64, 96, 96, 64, 32, 32, "bfloat16", 4, 3),       # 64-byte rows of B, read [K][N]
 ])
 def test_ring_matmul_is_exact(M, N, K, BM, BN, BK, dtype, warps, stages):
     compiled, c, want, tol = run(desc_matmul_kernel, M, N, K, BM, BN, BK, dtype, warps, stages)
