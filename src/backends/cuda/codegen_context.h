@@ -159,8 +159,9 @@ class CudaContext : public c_family::Printer {
     barrier();
     shared_readers_pending_ = false;
   }
-  // Loads a pipelined loop issues ahead with cp.async: by value index of the
-  // load's result, where the current iteration's tile sits in shared memory.
+  // Loads a pipelined loop issues ahead (cp.async, or a TMA ring's desc
+  // loads and the transposes the dot reads): by value index of the load's
+  // result, where the current iteration's tile sits in shared memory.
   std::map<uint32_t, SharedTile> ring_tiles;
   // Set by a pipelined loop whose wgmma dot keeps its group in flight into
   // the next iteration (codegen_pipeline.cpp): that dot waits only for the
