@@ -214,6 +214,18 @@ def test_ring_structure():
     assert loop.index("tg_wgmma_commit") < loop.index("tg_mbar_arrive(")
 
 
+def test_swizzled_store_of_the_result():
+    # C's 128-column fp32 rows are staged in the 128-byte swizzled layout (16-byte chunks XORed with the row) and
+    # stored as four swizzled boxes of 32 columns.
+    compiled = ring_source()
+    assert compiled.tensor_maps[2]["box"] == [128, 32] and compiled.tensor_maps[2]["swizzle"] == 3
+    kernel = compiled.source[compiled.source.index("---- kernel ----"):]
+    epilogue = kernel[kernel.index("TMA store of"):]
+    assert "tg_swizzle<128, 1, 8, 16384>" in epilogue, epilogue
+    assert len(re.findall(r"tg_tma_store_2d\(&tg_map2, tg_shared_address\(tg_smem\) \+ \d+, v\d+( \+ (32|64|96))?, v\d+\);",
+                          epilogue)) == 4, epilogue
+
+
 def test_wrong_phase_fails():
     # The parity never flips: on the second lap a wait passes on the first lap's phase, and the producer refills a
     # stage the wgmma groups still read.
@@ -312,3 +324,6 @@ def test_ring_wgmmas_are_not_serialized(bm, bn, bk, warps, stages, tmp_path):
     assert f"TMA ring: {stages} stages" in text
     assert not SERIALIZED.search(text), SERIALIZED.search(text).group(0)
     assert " 0 bytes spill stores" in text
+    if (bm, bn, bk, warps, stages) == (128, 128, 64, 8, 3):  # the benchmark's config: two programs per SM
+        registers = int(re.search(r"Used (\d+) registers", text).group(1))
+        assert registers <= 128, f"{registers} registers: 256 threads at more than 128 leave one program per SM"

@@ -147,6 +147,8 @@ class CudaContext : public c_family::Printer {
   // Entering loop bodies and leaving regions: assume readers of any area may be pending.
   void assume_shared_readers();
   int64_t shared_bytes() const { return shared_bytes_; }
+  // Where the area shared_scratch handed out last starts, in bytes from tg_smem.
+  int64_t scratch_begin() const { return scratch_begin_; }
   // Keeps the first `bytes` of the buffer for one long use (a pipelined
   // loop's ring of tiles, codegen_pipeline.cpp) until release_shared();
   // scratch areas start after it meanwhile. Emits the barrier the previous
