@@ -226,35 +226,35 @@ def test_swizzled_store_of_the_result():
                           epilogue)) == 4, epilogue
 
 
+def without(pattern):
+    """An edit_source (emulate) removing what `pattern` matches in the generated code, which must match."""
+    def edit(src):
+        edited = re.sub(pattern, "", src)
+        assert edited != src, pattern
+        return edited
+    return edit
+
+
 def test_wrong_phase_fails():
     # The parity never flips: on the second lap a wait passes on the first lap's phase, and the producer refills a
     # stage the wgmma groups still read.
-    def no_flip(src):
-        edited = re.sub(r"if \(tma_stage\d+ == 0\) tma_phase\d+ \^= 1;", "", src)
-        assert edited != src
-        return edited
     with pytest.raises(EmulatorError, match="still reads"):
-        run(desc_matmul_kernel, 64, 64, 256, 64, 64, 32, "float16", 4, 3, edit_source=no_flip)
+        run(desc_matmul_kernel, 64, 64, 256, 64, 64, 32, "float16", 4, 3,
+            edit_source=without(r"if \(tma_stage\d+ == 0\) tma_phase\d+ \^= 1;"))
 
 
 def test_refill_without_waiting_for_the_stage_fails():
     # The producer refills the stage before every warp's wgmma group reading it has retired.
-    def no_empty_wait(src):
-        edited = re.sub(r"tg_mbar_wait\(tma_empty[^;]*;", "", src)
-        assert edited != src
-        return edited
     with pytest.raises(EmulatorError, match="still reads"):
-        run(desc_matmul_kernel, 128, 128, 512, 128, 128, 64, "float16", 8, 2, edit_source=no_empty_wait)
+        run(desc_matmul_kernel, 128, 128, 512, 128, 128, 64, "float16", 8, 2,
+            edit_source=without(r"tg_mbar_wait\(tma_empty[^;]*;"))
 
 
 def test_missing_release_fails():
     # No warp releases its stage: the producer's wait for a free stage never completes.
-    def no_release(src):
-        edited = re.sub(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty[^;]*;", "", src)
-        assert edited != src
-        return edited
     with pytest.raises(EmulatorError, match="deadlock"):
-        run(desc_matmul_kernel, 64, 64, 256, 64, 64, 32, "float16", 4, 2, edit_source=no_release)
+        run(desc_matmul_kernel, 64, 64, 256, 64, 64, 32, "float16", 4, 2,
+            edit_source=without(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty[^;]*;"))
 
 
 # --- which loops take the ring -------------------------------------------------------------
