@@ -1,9 +1,10 @@
 """Matmul and flash attention, Tegula against Triton on the same source, in one process (GPU machine).
 
-    python tools/tensor_core_ab.py [--sizes 4096 8192] [--no-attention]
+    python tools/tensor_core_ab.py [--sizes 4096 8192] [--tma-stages 3 4] [--no-attention]
 
 For quick A/B comparisons of code generation changes: the benchmark's kernels
-(examples/matmul.py at its DEFAULT_BLOCKS with 8 warps; attention at
+(examples/matmul.py at its DEFAULT_BLOCKS with 8 warps; the same written with
+tensor descriptors, examples/matmul_tma.py, at each of --tma-stages; attention at
 128x64 blocks, 8 warps, 3 stages) and their Triton twins, timed with
 tegula.testing.do_bench (CUDA events, L2 flushed, median), with cuBLAS and
 SDPA beside them and each result checked against torch. Ratios within one run
@@ -22,7 +23,7 @@ from tegula.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from tegula_bench import triton_twin  # noqa: E402
-from tegula_bench.kernels import attention, matmul  # noqa: E402
+from tegula_bench.kernels import attention, matmul, matmul_tma  # noqa: E402
 
 
 def compare(label: str, flops: float, module, launch, out, want, reference: str, reference_run, once: bool) -> None:
@@ -48,6 +49,8 @@ def compare(label: str, flops: float, module, launch, out, want, reference: str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    parser.add_argument("--tma-stages", type=int, nargs="*", default=[3, 4],
+                        help="num_stages of the descriptor matmul (a TMA ring on Hopper); none to skip it")
     parser.add_argument("--no-attention", action="store_true")
     parser.add_argument("--once", action="store_true", help="launch each kernel once, untimed: for a profiler")
     args = parser.parse_args()
@@ -58,6 +61,10 @@ def main() -> None:
         c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
         compare(f"matmul {size}^3", 2 * size ** 3, matmul, lambda m: m.matmul(a, b, c, num_warps=8), c,
                 (a @ b).float(), "cuBLAS", lambda: torch.matmul(a, b, out=c), args.once)
+        for stages in args.tma_stages:
+            compare(f"matmul_tma {size}^3 {stages} stages", 2 * size ** 3, matmul_tma,
+                    lambda m, s=stages: m.matmul_tma(a, b, c, num_warps=8, num_stages=s), c, (a @ b).float(),
+                    "cuBLAS", lambda: torch.matmul(a, b, out=c), args.once)
     if args.no_attention:
         return
     B, H, S, D = 4, 32, 4096, 128

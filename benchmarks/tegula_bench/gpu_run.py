@@ -37,7 +37,7 @@ from tegula.testing import L2_FLUSH_BYTES, CudaTimer
 from . import gpu_workloads, log
 from .gpu_measure import measure_case, measure_compile, measure_copy
 from .gpu_report import SCHEMA, case_rows, compile_rows, error_rows, launch_rows
-from .gpu_workloads import BUILDERS, NUM_WARPS, VARIANTS, WORKLOADS, matmul_cases, parse_num_warps
+from .gpu_workloads import BUILDERS, CASE_LISTS, NUM_WARPS, VARIANTS, WORKLOADS, parse_num_warps
 from .launch import LAUNCH_BURST, LAUNCHES, measure_launch
 from .machine import commit, describe_device, driver_version, versions
 from .outcome import describe_error
@@ -83,7 +83,7 @@ def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
         else:
             try:
                 warps = num_warps.get(name)  # None where the workload's configs choose them
-                cases = matmul_cases(torch, quick, warps) if name == "matmul" else \
+                cases = CASE_LISTS[name](torch, quick, warps) if name in CASE_LISTS else \
                     [BUILDERS[name](torch, quick, warps)]
             except Exception as e:  # noqa: BLE001
                 log(f"{name}: could not make the inputs: {describe_error(e)}")

@@ -18,12 +18,12 @@ from typing import Optional
 from tegula import testing
 
 from . import autotuned_matmul
-from .kernels import (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, softmax,
-                      vector_add)
+from .kernels import (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, matmul_tma,
+                      softmax, vector_add)
 from .peers import eager_variants, kernel_variants, sdpa_variant
 
 # In the order they run: the memory-bound targets first, then the compute-bound ones.
-WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul",
+WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul", "matmul_tma",
              "matmul_autotune", "matmul_epilogue", "matmul_persistent", "attention", "attention_causal")
 # "raw" is the launch workload's alone: the compiled kernel's bare launch (launch.py).
 VARIANTS = ("tegula", "raw", "triton", "torch", "torch.compile", "cublas", "sdpa")
@@ -31,7 +31,7 @@ VARIANTS = ("tegula", "raw", "triton", "torch", "torch.compile", "cublas", "sdpa
 # of 4-8K elements per program wants 8 warps, a 1024-element block 4, a
 # 128x128 matmul tile (examples/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.
 NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 8, "launch": 4,
-             "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8}
+             "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8, "matmul_tma": 8}
 # Where the inputs live. Only a dry run of this module's logic on a machine
 # without a GPU (torch's CUDA calls stubbed) sets it to "cpu".
 DEVICE = "cuda"
@@ -184,6 +184,33 @@ def matmul_cases(torch, quick: bool, num_warps: int) -> list:
             {**kernel_variants(matmul, run), "cublas": lambda a=a, b=b: functools.partial(torch.matmul, a, b)},
             reference="cublas", compute_bound=True, tolerance=(atol, rtol)))
     return cases
+
+
+def matmul_tma_cases(torch, quick: bool, num_warps: int) -> list:
+    """bf16 at 4096^3 and 8192^3 written with tensor descriptors (examples/matmul_tma.py;
+    workloads ``matmul_tma_bf16`` and ``matmul_tma_bf16_8192``): on Hopper both Tegula
+    and Triton compiling the same source copy the blocks with the TMA (issue 18)."""
+    size, large = (320, 448) if quick else (4096, 8192)
+    cases = []
+    for n, suffix in ((size, ""), (large, "_8192")):
+        g = _generator(torch, 7)
+        a = torch.randn(n, n, device=DEVICE, generator=g).to(torch.bfloat16)
+        b = torch.randn(n, n, device=DEVICE, generator=g).to(torch.bfloat16)
+
+        def run(m, a=a, b=b, n=n):
+            out = torch.empty(n, n, device=DEVICE, dtype=a.dtype)
+            return lambda: m.matmul_tma(a, b, out, num_warps=num_warps, num_stages=matmul_tma.DEFAULT_STAGES)
+
+        cases.append(Case(
+            f"matmul_tma_bf16{suffix}", f"{n}x{n}x{n}", "bfloat16", matmul_tma.bytes_moved(n, n, n, 2),
+            matmul_tma.flops(n, n, n), num_warps,
+            {**kernel_variants(matmul_tma, run), "cublas": lambda a=a, b=b: functools.partial(torch.matmul, a, b)},
+            reference="cublas", compute_bound=True, tolerance=(n ** 0.5 / 64, 1.6e-2)))
+    return cases
+
+
+# Workloads measured as several cases (sizes, dtypes), each a row of its own.
+CASE_LISTS = {"matmul": matmul_cases, "matmul_tma": matmul_tma_cases}
 
 
 def matmul_autotune_case(torch, quick: bool, num_warps=None) -> Case:

@@ -19,5 +19,6 @@ import layer_norm  # noqa: E402,F401
 import matmul  # noqa: E402,F401
 import matmul_epilogue  # noqa: E402,F401
 import matmul_persistent  # noqa: E402,F401
+import matmul_tma  # noqa: E402,F401
 import softmax  # noqa: E402,F401
 import vector_add  # noqa: E402,F401

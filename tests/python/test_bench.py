@@ -18,13 +18,13 @@ import pytest
 import tegula
 from tegula_bench import cpu_report, cpu_workloads, gpu_report, gpu_run, gpu_workloads, plots, render, triton_twin
 from tegula_bench.kernels import (_host, attention, fused_chain, layer_norm, matmul, matmul_epilogue,
-                                  matmul_persistent, softmax, vector_add)
+                                  matmul_persistent, matmul_tma, softmax, vector_add)
 from tegula_bench.outcome import Outcome
 from tegula_bench.targets import criteria
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
-KERNEL_MODULES = (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, softmax,
-                  vector_add)
+KERNEL_MODULES = (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, matmul_tma,
+                  softmax, vector_add)
 
 ROW_KEYS = {"workload", "shape", "dtype", "variant", "baseline", "bytes", "flops", "bound", "exceeds_llc",
             "eager_bytes",
@@ -200,7 +200,7 @@ def test_bad_num_warps_is_a_usage_error():
     assert done.returncode == 2
     assert ("--num-warps takes WORKLOAD=N with WORKLOAD one of vector_add, fused_chain, softmax, "
             "layer_norm, matmul, launch, attention, attention_causal, matmul_epilogue, matmul_persistent, "
-            "got 'softmax=0'") in done.stderr
+            "matmul_tma, got 'softmax=0'") in done.stderr
     assert gpu_workloads.parse_num_warps(["softmax=16", "launch=1"]) == {"softmax": 16, "launch": 1}
 
 
@@ -280,6 +280,8 @@ TRITON_SIGNATURES = [
       "HAS_RESIDUAL": True}),
     (matmul_persistent, "matmul_persistent_kernel", "*bf16 *bf16 *bf16" + " i32" * 9,
      {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_PROGRAMS": 132}),
+    (matmul_tma, "matmul_tma_kernel", "*bf16 *bf16 *bf16 i32 i32 i32",
+     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}),
 ]
 
 
@@ -503,7 +505,8 @@ def test_quick_gpu_run_end_to_end(backend, tmp_path):
     assert (tmp_path / "gpu.md").read_text() == render.format_markdown(report)
     rows = {(r["workload"], r["variant"]): r for r in report["rows"]}
     for workload in ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul_fp16", "matmul_bf16",
-                     "matmul_bf16_8192", "matmul_autotune", "matmul_autotune_best", "matmul_epilogue", "matmul_persistent",
+                     "matmul_bf16_8192", "matmul_tma_bf16", "matmul_tma_bf16_8192", "matmul_autotune",
+                     "matmul_autotune_best", "matmul_epilogue", "matmul_persistent",
                      "attention", "attention_causal"):
         mine = rows[workload, "tegula"]
         assert mine["check"] == "ok" and mine["ms"] > 0 and mine["floor_frac"] > 0, mine

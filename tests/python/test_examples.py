@@ -21,6 +21,7 @@ import layer_norm
 import matmul
 import matmul_epilogue
 import matmul_persistent
+import matmul_tma
 import softmax
 import tegula
 import vector_add
@@ -146,6 +147,18 @@ def test_matmul_fp16_output_and_strided_c():
 def test_matmul_with_empty_k_is_zero():
     a, b = np.ones((3, 0), np.float32), np.ones((0, 4), np.float32)
     np.testing.assert_array_equal(matmul.matmul(a, b), np.zeros((3, 4), np.float32))
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 8, 8), (100, 72, 88), (129, 64, 304)])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_matmul_tma_example_check(M, N, K, dtype):
+    matmul_tma.check(M, N, K, dtype, seed=M + N + K, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+
+
+def test_matmul_tma_rejects_strided_arrays():
+    a = np.zeros((16, 32), np.float32)
+    with pytest.raises(ValueError, match="contiguous arrays; b has strides"):
+        matmul_tma.matmul_tma(a, a.T)
 
 
 def test_matmul_rejects_bad_shapes_and_blocks():

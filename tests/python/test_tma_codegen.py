@@ -218,14 +218,15 @@ def test_descriptor_matmul():
 
 
 def test_descriptor_matmul_wrong_phase_fails():
-    # Two loads per iteration: the parity alternates between them and across iterations. Never flipping it makes
-    # every other wait pass before its copy lands.
+    # One stage: the loads keep their single copies (the ring's parity is test_tma_ring.py's). Two loads per
+    # iteration: the parity alternates between them and across iterations. Never flipping it makes every other
+    # wait pass before its copy lands.
     M, N, K, BM, BN, BK = 64, 64, 96, 64, 64, 32
     a = random_array(9, (M, K), "float16")
     b = random_array(10, (K, N), "float16")
     c = np.zeros((M, N), np.float32)
     try:
-        emulate(desc_matmul_kernel, (1, 1), a, b, c, M, N, K, BM=BM, BN=BN, BK=BK,
+        emulate(desc_matmul_kernel, (1, 1), a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, num_stages=1,
                 edit_source=lambda src: src.replace("tg_tma_phase ^= 1;", ""))
     except EmulatorError:
         return

@@ -3,7 +3,8 @@ an H200 compiles them) and find UTMALDG / UTMASTG, and HGMMA in the descriptor m
 disassembler (sass_util: cuobjdump or nvdisasm) and skip, saying which is missing, without them. The run tests
 launch the same kernels on an sm_90 GPU through torch against NumPy (ragged edges, NaN padding, a matmul, an
 empty grid, the launch error for an empty dimension); they skip without one. `pytest --backend cuda
-tests/python/test_tensor_descriptor.py` runs the whole descriptor suite there too.
+tests/python/test_tensor_descriptor.py` runs the whole descriptor suite there too. The TMA ring of a descriptor
+K loop (test_tma_ring.py) is read the same way (UTMALDG, HGMMA, mbarrier waits) and run against torch.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 import sass_util
 from cuda_emulator import compile_cuda
 from test_tma_codegen import desc_matmul_kernel, nan_pad_kernel, scale_kernel
+import matmul_tma
 import tegula
 from tegula import _C
 
@@ -49,6 +51,16 @@ def test_descriptor_matmul_uses_tma_and_hgmma(tmp_path):
     assert len(compiled.tensor_maps) == 3
     assert "UTMALDG" in sass, "the matmul's operands are not loaded by TMA"
     assert "HGMMA" in sass, "the matmul does not run on wgmma (HGMMA)"
+
+
+def test_tma_ring_uses_tma_and_hgmma(tmp_path):
+    a = np.zeros((1024, 1024), np.float16)
+    compiled, sass = sass_of(matmul_tma.matmul_tma_kernel, (a, a, a, 1024, 1024, 1024), matmul_tma.DEFAULT_BLOCKS,
+                             tmp_path, num_warps=8)
+    assert "TMA ring: 3 stages" in compiled.source
+    assert "UTMALDG" in sass, "the ring's blocks are not loaded by TMA"
+    assert "HGMMA" in sass, "the ring's dot does not run on wgmma (HGMMA)"
+    assert "SYNCS" in sass, "no mbarrier operations (SYNCS.*) in the ring"
 
 
 # --- runs on an sm_90 GPU ---------------------------------------------------------------------------------------
@@ -92,6 +104,26 @@ def test_descriptor_matmul_runs(torch_sm90):
     b = torch.randn(K, N, device="cuda", dtype=torch.float16)
     c = torch.zeros(M, N, device="cuda", dtype=torch.float32)
     desc_matmul_kernel[(-(-M // 128), -(-N // 128))](a, b, c, M, N, K, BM=128, BN=128, BK=64, num_warps=8)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("M,N,K,stages,dtype", [
+    (200, 272, 144, 3, "bfloat16"),    # ragged everywhere: zero-filled boxes, clipped stores
+    (512, 384, 1024, 4, "float16"),    # the ring wraps many times
+    (256, 256, 64, 4, "bfloat16"),     # one iteration, four stages
+    (1000, 1008, 2000, 2, "bfloat16"),  # N and K multiples of 16 (the ring's rows), M and the blocks' edges not
+])
+def test_tma_ring_runs(torch_sm90, M, N, K, stages, dtype):
+    torch = torch_sm90
+    g = torch.Generator(device="cuda").manual_seed(M + N + K)
+    a = torch.randn(M, K, device="cuda", generator=g).to(getattr(torch, dtype))
+    b = torch.randn(K, N, device="cuda", generator=g).to(a.dtype)
+    c = torch.zeros(M, N, device="cuda", dtype=torch.float32)
+    host = (np.zeros((M, K), np.float16), np.zeros((K, N), np.float16), np.zeros((M, N), np.float32))
+    compiled, _ = compile_cuda(matmul_tma.matmul_tma_kernel, (*host, M, N, K), matmul_tma.DEFAULT_BLOCKS,
+                               num_warps=8, num_stages=stages)
+    assert f"TMA ring: {stages} stages" in compiled.source, compiled.layouts
+    matmul_tma.matmul_tma(a, b, c, num_warps=8, num_stages=stages)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
 
 

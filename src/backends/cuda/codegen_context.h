@@ -147,6 +147,8 @@ class CudaContext : public c_family::Printer {
   // Entering loop bodies and leaving regions: assume readers of any area may be pending.
   void assume_shared_readers();
   int64_t shared_bytes() const { return shared_bytes_; }
+  // Where the area shared_scratch handed out last starts, in bytes from tg_smem.
+  int64_t scratch_begin() const { return scratch_begin_; }
   // Keeps the first `bytes` of the buffer for one long use (a pipelined
   // loop's ring of tiles, codegen_pipeline.cpp) until release_shared();
   // scratch areas start after it meanwhile. Emits the barrier the previous
@@ -159,8 +161,9 @@ class CudaContext : public c_family::Printer {
     barrier();
     shared_readers_pending_ = false;
   }
-  // Loads a pipelined loop issues ahead with cp.async: by value index of the
-  // load's result, where the current iteration's tile sits in shared memory.
+  // Loads a pipelined loop issues ahead (cp.async, or a TMA ring's desc
+  // loads and the transposes the dot reads): by value index of the load's
+  // result, where the current iteration's tile sits in shared memory.
   std::map<uint32_t, SharedTile> ring_tiles;
   // Set by a pipelined loop whose wgmma dot keeps its group in flight into
   // the next iteration (codegen_pipeline.cpp): that dot waits only for the
@@ -175,6 +178,7 @@ class CudaContext : public c_family::Printer {
     std::string trips, k;
     bool refilled = false;
     ir::OpId cover;
+    bool tma_ring = false;  // the loop is a TMA ring (codegen_tma_ring.cpp), which refills it
   };
   std::optional<InFlightDot> in_flight_dot;
   void barrier() { out.line("__syncthreads();"); }
@@ -259,6 +263,15 @@ void pipeline_after_loop(CudaContext& ctx, ir::OpId loop);
 // The loads of ctx.in_flight_dot's loop for the iteration ahead, issued from
 // inside its dot once the previous group has been waited for.
 void pipeline_refill(CudaContext& ctx);
+// Multi-stage TMA rings of K loops whose wgmma dot reads two descriptor
+// loads (codegen_tma_ring.cpp), tried by the pipeline hooks first: each
+// returns whether the loop is a ring (and then emitted its part).
+bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips);
+bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trips, const std::string& k);
+void tma_ring_refill(CudaContext& ctx);
+bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop);
+// "" when `loop` runs as a TMA ring; otherwise why not, as a phrase.
+std::string tma_ring_refusal(const CudaContext& ctx, ir::OpId loop);
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
 void emit_inline_asm(CudaContext& ctx, ir::OpId op);              // codegen_inline_asm.cpp
 void emit_atomic(CudaContext& ctx, ir::OpId op);                  // atomic_rmw, atomic_cas

@@ -79,6 +79,7 @@
 
 #include "backends/c_family/tile_index.h"
 #include "backends/cuda/codegen_mma.h"
+#include "backends/cuda/loop_ahead.h"
 #include "passes/fold_constants.h"
 #include "passes/rewrite_utils.h"
 #include "support/diagnostic.h"
@@ -94,8 +95,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 struct PipelinedLoad {
   ir::OpId load;
   ir::OpId advance;             // the addptr the body yields for a carried pointer (else invalid)
-  std::vector<ir::OpId> mask_ops;  // body ops computing the mask (and pointer), in order
-  bool uses_iv = false;
+  AheadOps ahead;               // what computes the mask (and pointer) for an iteration ahead
   int chunk_bytes = 16;
   SharedTile tile;              // offset: from the start of a stage
 };
@@ -108,13 +108,6 @@ struct LoopPipeline {
 
   int ahead() const { return stages - 1; }  // how far loads run ahead
 };
-
-// Operands of ops that may be re-emitted for an iteration ahead: pure ops
-// computing in any layout from operands in the matching one.
-bool recomputable(OpKind k) {
-  return ir::is_elementwise(k) || k == OpKind::Constant || k == OpKind::Arange || k == OpKind::Splat ||
-         k == OpKind::Broadcast || k == OpKind::ExpandDims;
-}
 
 bool is_zero(const ir::Function& fn, ir::ValueId v) {
   if (const ir::Op* splat = passes::defining_op(fn, v, OpKind::Splat)) v = splat->operands[0];
@@ -193,7 +186,7 @@ class Planner {
           inside(fn_.op(advance).operands[1]))
         return std::nullopt;
       p.advance = advance;
-    } else if (!collect_mask(ptr, p)) {
+    } else if (!collect_ahead(fn_, loop_, ptr, p.ahead)) {
       return std::nullopt;
     }
 
@@ -221,8 +214,7 @@ class Planner {
     }
 
     // The mask's ops, recomputable for an iteration ahead.
-    if (load.operands.size() > 1 && !collect_mask(load.operands[1], p)) return std::nullopt;
-    std::sort(p.mask_ops.begin(), p.mask_ops.end(), [&](ir::OpId x, ir::OpId y) { return position(x) < position(y); });
+    if (load.operands.size() > 1 && !collect_ahead(fn_, loop_, load.operands[1], p.ahead)) return std::nullopt;
 
     p.tile.k_dim = operand == 0 ? 1 : 0;
     p.tile.k_major = static_cast<int>(fast) == p.tile.k_dim;
@@ -237,26 +229,6 @@ class Planner {
   bool in_body_block(ir::OpId id) const {
     const std::vector<ir::OpId>& ops = fn_.block(body_).ops;
     return std::find(ops.begin(), ops.end(), id) != ops.end();
-  }
-  size_t position(ir::OpId id) const {
-    const std::vector<ir::OpId>& ops = fn_.block(body_).ops;
-    return static_cast<size_t>(std::find(ops.begin(), ops.end(), id) - ops.begin());
-  }
-
-  bool collect_mask(ir::ValueId v, PipelinedLoad& p) {
-    if (!inside(v)) return true;
-    const std::vector<ir::ValueId>& args = fn_.block(body_).args;
-    if (v == args[0]) {
-      p.uses_iv = true;
-      return true;
-    }
-    ir::OpId def = fn_.value(v).def;
-    if (!def.valid() || !in_body_block(def) || !recomputable(fn_.op(def).kind)) return false;
-    if (std::find(p.mask_ops.begin(), p.mask_ops.end(), def) != p.mask_ops.end()) return true;
-    p.mask_ops.push_back(def);
-    for (ir::ValueId u : fn_.op(def).operands)
-      if (!collect_mask(u, p)) return false;
-    return true;
   }
 
   const CudaContext& ctx_;
@@ -296,18 +268,12 @@ std::vector<int64_t> chunk_steps(const Distribution& d, int vector, const std::v
 // (see refill_without_branch).
 void issue(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const std::string& j,
            const std::string& stage, const std::string& ahead, const std::string& live = "") {
-  const ir::Op& op = ctx.fn.op(loop);
-  ir::ValueId iv = ctx.fn.block(op.regions[0]).args[0];
-  std::string iv_type = c_scalar(ctx.fn.type(iv).scalar);
   for (const PipelinedLoad& p : pipeline.loads) {
     const ir::Op& load = ctx.fn.op(p.load);
     const ir::Type& t = ctx.fn.type(load.results[0]);
     ctx.out.open("");
     ctx.out.line("// " + ctx.name(load.results[0]) + " of iteration " + j + " into stage " + stage);
-    if (p.uses_iv)
-      ctx.out.line("const " + iv_type + " " + ctx.name(iv) + " = tg_induction<" + iv_type + ">(" +
-                   ctx.name(op.operands[0]) + ", " + j + ", " + ctx.name(op.operands[2]) + ");");
-    for (ir::OpId m : p.mask_ops) ctx.emit_op(m);
+    emit_ahead(ctx, loop, p.ahead, j);
     Distribution d = ctx.distribution(ctx.operand_layout(p.load, 0), t.shape);
     int vector = p.chunk_bytes / p.tile.element_bytes;
     std::string pointers = ctx.operand(p.load, 0);
@@ -479,6 +445,7 @@ void refill(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const
 
 void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
   if (ctx.shared_reserved() > 0) return;  // inside another pipelined loop
+  if (tma_ring_before_loop(ctx, loop, trips)) return;
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline) return;
   int stages = pipeline->stages, ahead = pipeline->ahead();
@@ -536,6 +503,7 @@ void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
 }
 
 void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trips, const std::string& k) {
+  if (tma_ring_iteration(ctx, loop, trips, k)) return;
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline || !active(ctx, *pipeline)) return;
   int stages = pipeline->stages;
@@ -565,6 +533,7 @@ void pipeline_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
 
 void pipeline_refill(CudaContext& ctx) {
   TEGULA_ASSERT(ctx.in_flight_dot && !ctx.in_flight_dot->refilled, "pipeline refill without a dot in flight");
+  if (ctx.in_flight_dot->tma_ring) return tma_ring_refill(ctx);
   CudaContext::InFlightDot& flight = *ctx.in_flight_dot;
   std::optional<LoopPipeline> pipeline = plan(ctx, flight.loop);
   TEGULA_ASSERT(pipeline.has_value(), "in-flight dot of a loop without a pipeline");
@@ -579,6 +548,7 @@ void pipeline_refill(CudaContext& ctx) {
 }
 
 void pipeline_after_loop(CudaContext& ctx, ir::OpId loop) {
+  if (tma_ring_after_loop(ctx, loop)) return;
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline || !active(ctx, *pipeline)) return;
   if (ctx.in_flight_dot && ctx.in_flight_dot->loop == loop) {

@@ -17,11 +17,14 @@
 // complete (so later loads of this program see it, and the area may be
 // reused); the TMA skips the parts of the box outside the tensor.
 //
-// Each copy waits at once: nothing overlaps yet (no multi-stage ring, no
-// swizzle: the block is read into registers, not by wgmma).
+// Each copy waits at once. The matmul's K loop instead keeps its blocks in
+// flight in a multi-stage ring, read by wgmma where they land
+// (codegen_tma_ring.cpp); the layouts text says why a loop's loads are not.
+#include <optional>
 #include <string>
 
 #include "backends/cuda/codegen_context.h"
+#include "backends/cuda/codegen_mma.h"
 #include "backends/cuda/codegen_staging.h"
 #include "backends/cuda/tma_plan.h"
 #include "ir/descriptor.h"
@@ -53,6 +56,51 @@ std::string block_area(CudaContext& ctx, const ir::Type& block, int64_t bytes) {
   return buffer;
 }
 
+// A 2-D block whose rows are whole 128-byte spans, as the SharedTile layout
+// lays it out (rows cut into 128-byte spans, 16-byte chunks XORed with the
+// row's low bits): the 8 rows an MMA fragment's lanes hold then write 8
+// distinct bank groups, where row-major rows of 128 elements all start in
+// bank 0. Nothing for other blocks.
+std::optional<SharedTile> swizzled_block(const ir::Type& block) {
+  int64_t bytes = element_bytes(block.element());
+  if (block.rank() != 2 || block.shape[1] * bytes % 128 != 0) return std::nullopt;
+  SharedTile tile;
+  tile.k_dim = 1;  // rows along dim 1, the contiguous one
+  tile.rows = block.shape[0];
+  tile.row_elements = block.shape[1];
+  tile.element_bytes = static_cast<int>(bytes);
+  tile.c_type = c_element(block.element());
+  return tile;
+}
+
+// desc_store of a swizzled block: owners write their registers in groups of
+// up to 16 bytes into the tile, then one TMA box (all rows by one 128-byte
+// span, SWIZZLE_128B) per span is stored from it.
+void store_swizzled(CudaContext& ctx, ir::OpId id, SharedTile tile, const std::string& map) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::DescriptorOperands d = ir::descriptor_operands(op);
+  ctx.shared_scratch(tile.bytes(), 1024);
+  tile.offset = std::to_string(ctx.scratch_begin());
+  int64_t span = tile.block_bytes() / tile.element_bytes;
+  ctx.out.line("// TMA store of the " + std::to_string(tile.bytes()) + "-byte block from shared memory, " +
+               std::to_string(tile.row_bytes() / 128) + " swizzled boxes of 128-byte rows");
+  stage_operand(ctx, id, op.operands.size() - 1, tile);
+  ctx.out.line("tg_fence_proxy_async();  // the block's writes, visible to the TMA");
+  ctx.barrier();
+  size_t first_offset = 1 + 2 * d.rank;
+  std::string row = ctx.operand(id, first_offset), col = ctx.operand(id, first_offset + 1);
+  ctx.out.open("if (threadIdx.x == 0)");
+  for (int64_t p = 0; p < tile.row_bytes() / 128; ++p)
+    ctx.out.line("tg_tma_store_2d(" + map + ", tg_shared_address(tg_smem) + " +
+                 std::to_string(std::stoll(tile.offset) + p * tile.block_stride()) + ", " +
+                 (p == 0 ? col : col + " + " + std::to_string(p * span)) + ", " + row + ");");
+  ctx.out.line("tg_bulk_commit();");
+  ctx.out.line("tg_bulk_wait<0>();");
+  ctx.out.close();
+  ctx.shared_reads_done();
+  ctx.after_global_store();
+}
+
 }  // namespace
 
 void emit_tma(CudaContext& ctx, ir::OpId id) {
@@ -63,9 +111,21 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   ir::ValueId value = load ? op.results[0] : d.value;
   const ir::Type& block = ctx.fn.type(value);
   int64_t bytes = block.numel() * element_bytes(block.element());
-  std::string map_name = ctx.tensor_map(tma_map_param(ctx.fn, op));
+  std::optional<SharedTile> swizzled = load ? std::nullopt : swizzled_block(block);
+  TensorMapParam param = tma_map_param(ctx.fn, op);
+  if (swizzled) {  // one box per 128-byte span of the rows
+    param.box = {swizzled->rows, swizzled->block_bytes() / swizzled->element_bytes};
+    param.swizzle = 3;  // CU_TENSOR_MAP_SWIZZLE_128B
+  }
+  std::string map_name = ctx.tensor_map(param);
   std::string map = "&" + map_name;
-  ctx.descriptor_paths.push_back(descriptor_op_name(ctx.fn, op) + ": TMA through " + map_name);
+  std::string path = descriptor_op_name(ctx.fn, op) + ": TMA through " + map_name;
+  if (ir::OpId loop = ctx.fn.block(op.parent).parent; load && loop.valid() && ctx.fn.op(loop).kind == ir::OpKind::For) {
+    std::string why = tma_ring_refusal(ctx, loop);
+    path += ", waited where issued (";
+    path += (why.empty() ? "not read by the loop's TMA ring" : "not a TMA ring: " + why) + ")";
+  }
+  ctx.descriptor_paths.push_back(path);
   std::string rank = std::to_string(d.rank) + "d";
   std::string coords = coordinates(ctx, id, d);
   size_t value_operand = op.operands.size() - 1;
@@ -92,6 +152,10 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
     return;
   }
 
+  if (swizzled) {
+    store_swizzled(ctx, id, *swizzled, map);
+    return;
+  }
   std::string buffer = block_area(ctx, block, bytes);
   ctx.out.line("// TMA store of the " + std::to_string(bytes) + "-byte block from shared memory");
   stage_tile(ctx, buffer, ctx.operand(id, value_operand), dist);

@@ -1,0 +1,370 @@
+// Multi-stage TMA rings (sm_90): a K loop whose tensor-core dot reads two
+// descriptor loads of the body (the matmul: `a_desc.load([off_m, k * BK])`,
+// `b_desc.load([k * BK, off_n])`, `acc = tl.dot(a, b, acc)`).
+//
+// The loop qualifies when its body stores nothing, has exactly one
+// tensor-core dot, a wgmma that accumulates in place, and both its operands
+// are desc loads of the body (or their transposes, `b.T` of a B stored
+// [N, K]), used only by the dot, that the TMA can copy
+// (tma_plan.h), of rank 2, whose offsets the body computes from the
+// induction variable and loop-invariant values, and whose block rows are 32,
+// 64 or a multiple of 128 bytes (a swizzle span). Other loops keep the
+// single copies of codegen_tma.cpp (and the layouts text says why).
+//
+// The ring holds S = num_stages stages at the start of shared memory, each
+// with both blocks in the SharedTile layout wgmma's descriptors read
+// (shared_tile.h): rows along the contiguous dim, cut into blocks of one
+// swizzle span (at most 128 bytes), block j of every row together. One TMA
+// box per block, swizzled by the map (SWIZZLE_128B for 128-byte spans),
+// lands exactly there: the dot reads the landed bytes, nothing goes through
+// registers. After the stages, two mbarriers per stage: `full` (one arrival,
+// the producer's expect_tx of the stage's bytes, completed by the copies)
+// and `empty` (one arrival per warp, once its wgmma reads of the stage have
+// retired). Thread 0 is the producer; every thread consumes.
+//
+//   before:       thread 0 initializes the barriers; a barrier
+//                 thread 0: for j in 0 .. S-2: if j < trips: issue j into stage j
+//   iteration k:  stage = k % S; phase = (k / S) & 1 (flips as the ring wraps)
+//                 wait full[stage] for parity phase (k's blocks have landed)
+//                 issue the wgmma group of k, commit; wgmma wait_group 1
+//                 if k > 0: lane 0 of each warp arrives on empty[(k-1) % S]
+//                 thread 0: if k+S-1 < trips: wait empty[(k-1) % S] for the
+//                   parity of k-1 (every warp's group k-1 has retired), then
+//                   issue k+S-1 into stage (k-1) % S
+//   after:        wgmma wait_group 0
+//
+// A fresh mbarrier passes a wait for parity 1 at once (the phase "before"
+// phase 0), so the first refill of each stage (k = 0 refills stage S-1,
+// never read) needs no release. Issuing iteration j re-emits its offsets'
+// ops with the induction variable rebound to j's value. No CTA barrier runs
+// per iteration: the mbarriers order the TMA's writes against the wgmma
+// reads (both async proxy) in both directions.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/codegen_mma.h"
+#include "backends/cuda/loop_ahead.h"
+#include "backends/cuda/tma_plan.h"
+#include "ir/descriptor.h"
+#include "support/diagnostic.h"
+
+namespace tegula::backends::cuda {
+
+using ir::OpKind;
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+struct RingLoad {
+  ir::OpId load;
+  ir::ValueId operand;  // what the dot reads: the load's block, or its transpose
+  SharedTile tile;      // offset: from the start of a stage
+  TensorMapParam map;   // box: all rows by one swizzle span
+  int64_t pieces() const { return tile.row_bytes() / tile.block_bytes(); }
+};
+
+struct TmaRing {
+  ir::OpId dot;
+  std::vector<RingLoad> loads;       // operand a, then b
+  AheadOps offsets;                  // computes the offsets for an iteration ahead
+  int stages = 0;
+  int64_t stage_bytes = 0;  // both blocks, on 1024-byte lines
+  int64_t copy_bytes = 0;   // what the TMA lands per stage (the full barrier's transaction)
+
+  int ahead() const { return stages - 1; }
+  int64_t barriers_at() const { return stages * stage_bytes; }  // full[s] at +8s, empty[s] at +8(S+s)
+  int64_t bytes() const { return barriers_at() + 16 * int64_t{stages}; }
+};
+
+// CUtensorMapSwizzle of a span: 1, 2, 3 for 32, 64, 128 bytes.
+int swizzle_mode(int64_t span) { return span == 32 ? 1 : span == 64 ? 2 : 3; }
+
+int64_t shared_capacity() { return 227 * 1024; }
+
+class RingPlanner {
+ public:
+  RingPlanner(const CudaContext& ctx, ir::OpId loop) : ctx_(ctx), fn_(ctx.fn), loop_(loop) {}
+
+  // The ring, or nothing and why() says why not.
+  std::optional<TmaRing> run() {
+    const ir::Op& op = fn_.op(loop_);
+    if (ctx_.options.arch < 90 || op.kind != OpKind::For || op.regions.size() != 1)
+      return refuse("not an sm_90 for loop");
+    if (ctx_.options.num_stages < 2) return refuse("num_stages is below 2");
+    body_ = op.regions[0];
+    if (ctx_.contains_store(body_) || contains_desc_store(body_)) return refuse("the loop body stores");
+    uses_ = fn_.use_counts();
+    std::vector<ir::OpId> dots;
+    for (ir::OpId id : fn_.block(body_).ops) {
+      const ir::Op& o = fn_.op(id);
+      if (!o.erased && o.kind == OpKind::Dot && ctx_.layout(o.results[0]).mma) dots.push_back(id);
+    }
+    if (dots.size() != 1)
+      return refuse("the loop body has " + str(static_cast<int64_t>(dots.size())) + " tensor-core dots, not one");
+    TmaRing ring;
+    ring.dot = dots.front();
+    const ir::Op& dot = fn_.op(ring.dot);
+    if (!ctx_.layout(dot.results[0]).mma->warpgroup) return refuse("the dot does not run as wgmma");
+    if (!accumulates_in_place(ctx_, ring.dot)) return refuse("the dot does not accumulate in place");
+    for (size_t k = 0; k < 2; ++k) {
+      std::optional<RingLoad> load = plan_load(dot.operands[k], k, ring);
+      if (!load) return std::nullopt;
+      load->tile.offset = str(ring.stage_bytes);
+      ring.stage_bytes = next_line(ring.stage_bytes + load->tile.bytes());
+      ring.copy_bytes += load->tile.bytes();
+      ring.loads.push_back(std::move(*load));
+    }
+    DotOperands operands;
+    operands.a = ring.loads[0].tile;
+    operands.b = ring.loads[1].tile;
+    operands.a_from_ring = operands.b_from_ring = true;
+    if (!wgmma_fits(ctx_, ring.dot, operands)) return refuse("the blocks do not fit wgmma's shared-memory descriptors");
+    // The epilogue's scratch reuses the ring; some room stays for the body's.
+    int64_t room = shared_capacity() - 16 * 1024;
+    ring.stages = static_cast<int>(std::min<int64_t>(ctx_.options.num_stages, room / (ring.stage_bytes + 16)));
+    if (ring.stages < 2) return refuse("two stages of " + str(ring.stage_bytes) + " bytes do not fit in shared memory");
+    return ring;
+  }
+
+  const std::string& why() const { return why_; }
+
+ private:
+  std::nullopt_t refuse(std::string reason) {
+    why_ = std::move(reason);
+    return std::nullopt;
+  }
+
+  bool contains_desc_store(ir::BlockId block) const {
+    bool found = false;
+    fn_.walk_block(block, [&](ir::OpId id) { found = found || fn_.op(id).kind == OpKind::DescStore; });
+    return found;
+  }
+
+  // Operand `operand` of the dot: a desc load's block, or its transpose
+  // (`b_desc.load([off_n, k]).T` of a B stored [N, K]), read where it lands.
+  std::optional<RingLoad> plan_load(ir::ValueId value, size_t operand, TmaRing& ring) {
+    std::string which = operand == 0 ? "operand a" : "operand b";
+    ir::OpId def = single_use_def(value);
+    bool transposed = def.valid() && fn_.op(def).kind == OpKind::Trans;
+    if (transposed) def = single_use_def(fn_.op(def).operands[0]);
+    if (!def.valid() || fn_.op(def).kind != OpKind::DescLoad)
+      return refuse(which + " is not a descriptor load of the loop body used only by the dot");
+    const ir::Op& load = fn_.op(def);
+    ir::ValueId block = load.results[0];
+    if (std::string why = tma_refusal(fn_, load); !why.empty()) return refuse(which + ": " + why);
+    ir::DescriptorOperands d = ir::descriptor_operands(load);
+    if (d.rank != 2) return refuse(which + " is a block of rank " + str(static_cast<int64_t>(d.rank)));
+    for (ir::ValueId offset : d.offsets)
+      if (!collect_ahead(fn_, loop_, offset, ring.offsets))
+        return refuse(which + "'s offsets are not computed from the induction variable and loop-invariant values");
+    const ir::Type& t = fn_.type(block);
+    RingLoad r;
+    r.load = def;
+    r.operand = value;
+    r.tile.k_dim = operand == 0 ? 1 : 0;
+    // The tile's rows are the block's, along its contiguous (last) dim:
+    // the operand's dim 1, or dim 0 when the dot reads the transpose.
+    r.tile.k_major = r.tile.k_dim == (transposed ? 0 : 1);
+    r.tile.rows = t.shape[0];
+    r.tile.row_elements = t.shape[1];
+    r.tile.element_bytes = static_cast<int>(element_bytes(t));
+    r.tile.c_type = c_element(t);
+    int64_t row = r.tile.row_bytes();
+    if (row != 32 && row != 64 && row % 128 != 0)
+      return refuse(which + "'s block rows are " + str(row) + " bytes, not 32, 64 or a multiple of 128");
+    r.map = tma_map_param(fn_, load);
+    r.map.box = {r.tile.rows, r.tile.block_bytes() / r.tile.element_bytes};
+    r.map.swizzle = swizzle_mode(r.tile.block_bytes());
+    return r;
+  }
+
+  // The op of the loop body defining `v`, when `v` has no other use.
+  ir::OpId single_use_def(ir::ValueId v) const {
+    ir::OpId def = fn_.value(v).def;
+    return def.valid() && in_body_block(def) && uses_[v.index] == 1 ? def : ir::OpId{};
+  }
+
+  bool in_body_block(ir::OpId id) const {
+    const std::vector<ir::OpId>& ops = fn_.block(body_).ops;
+    return std::find(ops.begin(), ops.end(), id) != ops.end();
+  }
+
+  const CudaContext& ctx_;
+  const ir::Function& fn_;
+  ir::OpId loop_;
+  ir::BlockId body_;
+  std::vector<uint32_t> uses_;
+  std::string why_;
+};
+
+std::optional<TmaRing> plan(const CudaContext& ctx, ir::OpId loop) { return RingPlanner(ctx, loop).run(); }
+
+bool active(const CudaContext& ctx, const TmaRing& ring) {
+  return ctx.ring_tiles.count(ctx.fn.op(ring.loads.front().load).results[0].index) > 0;
+}
+
+// The names of the loop's ring state: the stage iteration k reads, its
+// phase parity, and the two barrier arrays' addresses.
+struct RingNames {
+  std::string stage, phase, full, empty;
+};
+RingNames names(ir::OpId loop) {
+  std::string n = str(loop.index);
+  return {"tma_stage" + n, "tma_phase" + n, "tma_full" + n, "tma_empty" + n};
+}
+
+// Iteration `j`'s blocks into stage `stage`: expect_tx of the stage's bytes
+// on its full barrier, then one TMA box per swizzle span of each block.
+// Emitted where only the producer thread runs.
+void issue(CudaContext& ctx, ir::OpId loop, const TmaRing& ring, const std::string& j, const std::string& stage) {
+  RingNames n = names(loop);
+  ctx.out.open("");
+  ctx.out.line("// the blocks of iteration " + j + " into stage " + stage);
+  emit_ahead(ctx, loop, ring.offsets, j);
+  std::string bar = ctx.fresh("full");
+  ctx.out.line("const unsigned " + bar + " = " + n.full + " + 8 * (" + stage + ");");
+  ctx.out.line("tg_mbar_arrive_expect_tx(" + bar + ", " + str(ring.copy_bytes) + ");");
+  for (const RingLoad& r : ring.loads) {
+    std::string map = ctx.tensor_map(r.map);
+    ir::DescriptorOperands d = ir::descriptor_operands(ctx.fn.op(r.load));
+    size_t first_offset = 1 + 2 * d.rank;
+    std::string row = ctx.operand(r.load, first_offset), col = ctx.operand(r.load, first_offset + 1);
+    int64_t span = r.tile.block_bytes() / r.tile.element_bytes;
+    for (int64_t p = 0; p < r.pieces(); ++p) {
+      std::string dst = "sm + (" + stage + ") * " + str(ring.stage_bytes) + " + " +
+                        str(std::stoll(r.tile.offset) + p * r.tile.block_stride());
+      std::string c0 = p == 0 ? col : col + " + " + str(p * span);
+      ctx.out.line("tg_tma_load_2d(" + dst + ", &" + map + ", " + bar + ", " + c0 + ", " + row + ");");
+    }
+  }
+  ctx.out.close();
+}
+
+// The accumulator registers of `value`, pinned: no read of them (or, before
+// the loop, no definition) moves across this point.
+void pin(CudaContext& ctx, ir::ValueId value, const std::string& why) {
+  int registers = ctx.distribution(ctx.layout(value), ctx.fn.type(value).shape).registers();
+  std::string r = ctx.open_unrolled(registers);
+  ctx.out.line("tg_pin(" + ctx.name(value) + "[" + r + "]);" + (why.empty() ? "" : "  // " + why));
+  ctx.out.close();
+}
+
+}  // namespace
+
+std::string tma_ring_refusal(const CudaContext& ctx, ir::OpId loop) {
+  RingPlanner planner(ctx, loop);
+  return planner.run() ? "" : planner.why();
+}
+
+bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
+  if (ctx.shared_reserved() > 0) return false;  // inside another pipelined loop
+  std::optional<TmaRing> ring = plan(ctx, loop);
+  if (!ring) return false;
+  RingNames n = names(loop);
+  int stages = ring->stages;
+  ctx.before_global_load();
+  ctx.out.line("// TMA ring: " + str(stages) + " stages of " + str(ring->stage_bytes) + " bytes, copies issued " +
+               str(ring->ahead()) + " iterations ahead by thread 0; a full and an empty mbarrier per stage");
+  // Generic-proxy writes to the area before the loop (an earlier tile's
+  // epilogue, in a loop around this one) are ordered before the TMA's by a
+  // proxy fence and the barrier after the barriers' init; once per loop.
+  ctx.out.line("tg_fence_proxy_async();  // earlier writes to the area, before the TMA's");
+  ctx.reserve_shared(ring->bytes());
+  ctx.thread_ids();
+  for (const RingLoad& r : ring->loads) {
+    SharedTile tile = r.tile;
+    tile.offset = "(" + n.stage + " * " + str(ring->stage_bytes) + " + " + r.tile.offset + ")";
+    ctx.ring_tiles[ctx.fn.op(r.load).results[0].index] = tile;
+    ctx.ring_tiles[r.operand.index] = tile;
+    ctx.descriptor_paths.push_back(descriptor_op_name(ctx.fn, ctx.fn.op(r.load)) + ": TMA ring through " +
+                                   ctx.tensor_map(r.map) + ", " + str(stages) + " stages, " +
+                                   str(r.tile.block_bytes()) + "-byte swizzle, read by wgmma where it lands");
+  }
+  // Pinned once before the loop, the accumulator's initial value has one
+  // definition on every path (see codegen_pipeline.cpp: ptxas would
+  // otherwise serialize the wgmmas, C7515).
+  pin(ctx, carried_accumulator(ctx, ring->dot), "");
+  ctx.out.line("const unsigned " + n.full + " = tg_shared_address(tg_smem) + " + str(ring->barriers_at()) + ";");
+  ctx.out.line("const unsigned " + n.empty + " = " + n.full + " + " + str(8 * stages) + ";");
+  ctx.out.open("if (threadIdx.x == 0)");
+  ctx.out.open("for (int s = 0; s < " + str(stages) + "; ++s)");
+  ctx.out.line("tg_mbar_init(" + n.full + " + 8 * s, 1);  // the producer's expect_tx");
+  ctx.out.line("tg_mbar_init(" + n.empty + " + 8 * s, " + str(ctx.options.num_warps) + ");  // one per warp");
+  ctx.out.close();
+  ctx.out.line("tg_fence_mbar_init();");
+  ctx.out.close();
+  ctx.barrier();
+  // The stage iteration k reads and its parity, advanced at the top of each iteration.
+  ctx.out.line("int " + n.stage + " = " + str(stages - 1) + ";");
+  ctx.out.line("unsigned " + n.phase + " = 1;");
+  ctx.out.open("if (threadIdx.x == 0)");
+  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
+  for (int j = 0; j < ring->ahead(); ++j) {
+    ctx.out.open("if (" + str(j) + " < " + trips + ")");
+    issue(ctx, loop, *ring, str(j), str(j));
+    ctx.out.close();
+  }
+  ctx.out.close();
+  return true;
+}
+
+bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trips, const std::string& k) {
+  std::optional<TmaRing> ring = plan(ctx, loop);
+  if (!ring || !active(ctx, *ring)) return false;
+  RingNames n = names(loop);
+  std::string last = str(ring->stages - 1);
+  ctx.out.line(n.stage + " = " + n.stage + " == " + last + " ? 0 : " + n.stage + " + 1;  // k % " +
+               str(ring->stages));
+  ctx.out.line("if (" + n.stage + " == 0) " + n.phase + " ^= 1;  // (k / " + str(ring->stages) +
+               ") & 1: flips as the ring wraps");
+  ctx.out.line("tg_mbar_wait(" + n.full + " + 8 * " + n.stage + ", " + n.phase +
+               ");  // this iteration's blocks have landed");
+  ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) +
+               " stays in flight into the next iteration: the refill follows it");
+  ctx.in_flight_dot = CudaContext::InFlightDot{ring->dot, loop, trips, k, false, {}, true};
+  return true;
+}
+
+void tma_ring_refill(CudaContext& ctx) {
+  TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->tma_ring && !ctx.in_flight_dot->refilled,
+                "TMA ring refill without its dot in flight");
+  CudaContext::InFlightDot& flight = *ctx.in_flight_dot;
+  std::optional<TmaRing> ring = plan(ctx, flight.loop);
+  TEGULA_ASSERT(ring.has_value(), "in-flight dot of a loop without a TMA ring");
+  RingNames n = names(flight.loop);
+  std::string last = str(ring->stages - 1), ahead = str(ring->ahead());
+  ctx.out.open("");
+  ctx.out.line("const int previous = " + n.stage + " == 0 ? " + last + " : " + n.stage +
+               " - 1;  // read by iteration k - 1");
+  ctx.out.line("if (" + flight.k + " > 0 && lane == 0) tg_mbar_arrive(" + n.empty +
+               " + 8 * previous);  // this warp's group k - 1 has retired");
+  ctx.out.open("if (threadIdx.x == 0 && " + flight.k + " + " + ahead + " < " + flight.trips + ")");
+  ctx.out.line("tg_mbar_wait(" + n.empty + " + 8 * previous, " + n.stage + " == 0 ? " + n.phase + " ^ 1 : " + n.phase +
+               ");  // every warp's reads of it have retired");
+  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
+  issue(ctx, flight.loop, *ring, flight.k + " + " + ahead, "previous");
+  ctx.out.close();
+  ctx.out.close();
+  flight.refilled = true;
+}
+
+bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
+  std::optional<TmaRing> ring = plan(ctx, loop);
+  if (!ring || !active(ctx, *ring)) return false;
+  TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->loop == loop && ctx.in_flight_dot->refilled,
+                "the TMA ring's wgmma dot did not refill it");
+  ctx.out.line("tg_wgmma_wait<0>();  // the last iteration's wgmma group");
+  pin(ctx, ctx.fn.op(ring->dot).results[0], "no read of it moves above the wait");
+  ctx.in_flight_dot.reset();
+  for (const RingLoad& r : ring->loads) {
+    ctx.ring_tiles.erase(ctx.fn.op(r.load).results[0].index);
+    ctx.ring_tiles.erase(r.operand.index);
+  }
+  ctx.release_shared();
+  return true;
+}
+
+}  // namespace tegula::backends::cuda

@@ -1,0 +1,329 @@
+"""Multi-stage TMA rings on sm_90 (backends/cuda/codegen_tma_ring.cpp): a K loop whose wgmma dot reads two
+descriptor loads keeps num_stages stages of blocks in flight, copied by one thread with the TMA into the swizzled
+layout wgmma reads, with a full and an empty mbarrier per stage.
+
+The generated code runs in the host CUDA emulator against NumPy (ragged M, N and K: zero-filled boxes; bf16 and
+fp16; two to four stages; a K loop shorter than the ring; one and two warpgroups). The text checks pin the ring's
+structure (barriers per stage, parity, no CTA barrier per iteration, the swizzled maps); breaking the parity, the
+producer's wait for a free stage or the consumers' release must fail a run. Loops that do not fit keep the single
+copies, and the layouts text (inspect) says why.
+
+On a GPU, test_tma_gpu.py reads the ring's SASS and runs it against torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+from cuda_emulator import EmulatorError, compile_cuda, emulate, require_emulator
+from ops_util import random, rng_for, to_f64
+from test_tma_codegen import desc_matmul_kernel
+
+
+@pytest.fixture(autouse=True)
+def _emulator():
+    require_emulator()
+
+
+@tegula.jit
+def ring_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Triton's tutorial form: the induction variable steps by BK and is the offset itself; C in A's type."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([off_m, k])
+        b = b_desc.load([k, off_n])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+def run(kernel, M, N, K, BM, BN, BK, dtype, warps, stages, out_dtype=np.float32, edit_source=None, seed=0):
+    rng = rng_for("tma-ring", M, N, K, BM, BN, BK, dtype, warps, stages)
+    a = random(rng, (M, K), dtype, low=-2, high=2)
+    b = random(rng, (K, N), dtype, low=-2, high=2)
+    c = np.zeros((M, N), out_dtype)
+    grid = (tegula.cdiv(M, BM), tegula.cdiv(N, BN))
+    compiled = emulate(kernel, grid, a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=stages,
+                       edit_source=edit_source, seed=seed)
+    a64, b64 = to_f64(a), to_f64(b)
+    want = a64 @ b64
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6  # exact products, f32 sums
+    return compiled, to_f64(c), want, tol
+
+
+def assert_ring(compiled, stages):
+    assert f"TMA ring: {stages} stages" in compiled.source, compiled.layouts
+    assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
+
+
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,dtype,warps,stages", [
+    (80, 96, 80, 64, 64, 32, "float16", 4, 2),        # ragged M, N, K; 64-byte rows of A (64-byte swizzle)
+    (150, 144, 208, 64, 64, 32, "bfloat16", 4, 3),    # K tail of 16, the ring wraps twice
+    (128, 128, 208, 128, 128, 64, "bfloat16", 8, 4),  # two warpgroups, B's rows in two 128-byte boxes
+    (64, 64, 48, 64, 64, 32, "float16", 4, 4),        # two iterations, four stages: the loop is shorter than the ring
+    (64, 64, 80, 64, 64, 16, "float16", 4, 3),        # 32-byte rows of A: the 32-byte swizzle
+    (64, 96, 96, 64, 32, 32, "bfloat16", 4, 3),       # 64-byte rows of B, read [K][N]
+])
+def test_ring_matmul_is_exact(M, N, K, BM, BN, BK, dtype, warps, stages):
+    compiled, c, want, tol = run(desc_matmul_kernel, M, N, K, BM, BN, BK, dtype, warps, stages)
+    assert_ring(compiled, stages)
+    bad = np.abs(c - want) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} wrong, worst {np.abs(c - want).max()}"
+
+
+def test_ring_with_stepped_induction_and_narrow_result():
+    M, N, K = 96, 80, 176
+    compiled, c, want, _ = run(ring_matmul_kernel, M, N, K, 64, 64, 64, "bfloat16", 4, 3, out_dtype=_bf16())
+    assert_ring(compiled, 3)
+    np.testing.assert_allclose(c, want, rtol=2 ** -7, atol=1e-2)
+
+
+def _bf16():
+    import ml_dtypes
+    return ml_dtypes.bfloat16
+
+
+@tegula.jit
+def transposed_ring_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           A_KM: tl.constexpr):
+    """B stored [N, K] (Triton's persistent-matmul tutorial), read as b.T; with A_KM, A stored [K, M] too."""
+    if A_KM:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [M, 1], [BK, BM])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        if A_KM:
+            a = a_desc.load([k * BK, off_m]).T
+        else:
+            a = a_desc.load([off_m, k * BK])
+        b = b_desc.load([off_n, k * BK])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([off_m, off_n], acc)
+
+
+@pytest.mark.parametrize("a_km", [False, True], ids=["a_mk", "a_km"])
+def test_ring_of_transposed_blocks(a_km):
+    M, N, K, BM, BN, BK = 144, 80, 208, 64, 64, 64
+    rng = rng_for("tma-ring-trans", a_km)
+    a = random(rng, (M, K), "bfloat16", low=-2, high=2)
+    b = random(rng, (K, N), "bfloat16", low=-2, high=2)
+    c = np.zeros((M, N), np.float32)
+    a_arg = np.ascontiguousarray(a.T) if a_km else a
+    compiled = emulate(transposed_ring_kernel, (tegula.cdiv(M, BM), tegula.cdiv(N, BN)), a_arg,
+                       np.ascontiguousarray(b.T), c, M, N, K, BM=BM, BN=BN, BK=BK, A_KM=a_km, num_stages=3)
+    assert_ring(compiled, 3)
+    assert "tg_wgmma_m64n64k16_bf16_" + ("m" if a_km else "k") + "k" in compiled.source
+    a64, b64 = to_f64(a), to_f64(b)
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    bad = np.abs(c - a64 @ b64) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} wrong, worst {np.abs(c - a64 @ b64).max()}"
+
+
+@tegula.jit
+def persistent_ring_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           PROGRAMS: tl.constexpr):
+    """A loop over C's tiles around the K loop: the ring starts over for every tile."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, PROGRAMS):
+        off_m = (tile // tiles_n) * BM
+        off_n = (tile % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = a_desc.load([off_m, k])
+            b = b_desc.load([k, off_n])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([off_m, off_n], acc)
+
+
+def test_ring_inside_a_tile_loop():
+    M, N, K = 176, 192, 144
+    rng = rng_for("tma-ring-persistent", M, N, K)
+    a = random(rng, (M, K), "float16", low=-2, high=2)
+    b = random(rng, (K, N), "float16", low=-2, high=2)
+    c = np.zeros((M, N), np.float32)
+    compiled = emulate(persistent_ring_kernel, (2,), a, b, c, M, N, K, BM=64, BN=64, BK=32, PROGRAMS=2,
+                       num_stages=3)
+    assert_ring(compiled, 3)
+    a64, b64 = to_f64(a), to_f64(b)
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    assert not (np.abs(c - a64 @ b64) > tol).any()
+
+
+def ring_source(M=128, N=128, K=512, BM=128, BN=128, BK=64, warps=8, stages=3, dtype="bfloat16"):
+    a = np.zeros((M, K), _bf16() if dtype == "bfloat16" else np.float16)
+    b = np.zeros((K, N), a.dtype)
+    c = np.zeros((M, N), np.float32)
+    compiled, _ = compile_cuda(desc_matmul_kernel, (a, b, c, M, N, K), dict(BM=BM, BN=BN, BK=BK), num_warps=warps,
+                               num_stages=stages)
+    return compiled
+
+
+def test_ring_structure():
+    compiled = ring_source()
+    src = compiled.source
+    kernel = src[src.index("---- kernel ----"):]
+    # Maps of all rows by one 128-byte swizzle span; B's 128-column block lands as two boxes.
+    maps = compiled.tensor_maps
+    assert maps[0] == {"base": "a_ptr", "shape": ["M", "K"], "strides": ["K", 1], "box": [128, 64], "swizzle": 3,
+                       "fill": "zero"}, maps
+    assert maps[1]["box"] == [64, 64] and maps[1]["swizzle"] == 3, maps
+    # A full (one arrival) and an empty (one per warp) mbarrier per stage, after the 3 stages of 32 KiB.
+    assert re.search(r"const unsigned (tma_full\d+) = tg_shared_address\(tg_smem\) \+ 98304;\s*"
+                     r"const unsigned (tma_empty\d+) = \1 \+ 24;", kernel), kernel
+    assert re.search(r"for \(int s = 0; s < 3; \+\+s\) \{\s*tg_mbar_init\(tma_full\d+ \+ 8 \* s, 1\);.*\n\s*"
+                     r"tg_mbar_init\(tma_empty\d+ \+ 8 \* s, 8\);", kernel), kernel
+    # The prologue fills stages 0 and 1; each stage's expect_tx is its 32768 bytes, then three boxes.
+    assert kernel.count("tg_mbar_arrive_expect_tx(") == 3
+    assert kernel.count("tg_tma_load_2d(") == 9
+    assert re.search(r"tg_mbar_arrive_expect_tx\(full\d+, 32768\);\s*"
+                     r"tg_tma_load_2d\(sm \+ \(0\) \* 32768 \+ 0, &tg_map0, full\d+, v\d+, v\d+\);\s*"
+                     r"tg_tma_load_2d\(sm \+ \(0\) \* 32768 \+ 16384, &tg_map1, full\d+, v\d+, v\d+\);\s*"
+                     r"tg_tma_load_2d\(sm \+ \(0\) \* 32768 \+ 24576, &tg_map1, full\d+, v\d+ \+ 64, v\d+\);",
+                     kernel), kernel
+    end = kernel.index("tg_wgmma_wait<0>();  // the last iteration's")
+    loop = kernel[kernel.index("for (unsigned long long k"):end]
+    # Per iteration: advance the stage, flip the parity on a wrap, wait for the stage's phase.
+    assert re.search(r"(tma_stage\d+) = \1 == 2 \? 0 : \1 \+ 1;.*\n\s*if \(\1 == 0\) (tma_phase\d+) \^= 1;.*\n\s*"
+                     r"tg_mbar_wait\(tma_full\d+ \+ 8 \* \1, \2\);", loop), loop
+    # The dot reads the landed stage; its group stays in flight; warps release k-1's stage, thread 0 refills it.
+    assert "tg_wgmma_wait<1>();" in loop and "tg_wgmma_wait<0>" not in loop
+    assert re.search(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty\d+ \+ 8 \* previous\);", loop), loop
+    assert re.search(r"if \(threadIdx.x == 0 && k\d+ \+ 2 < trips\d+\) \{\s*"
+                     r"tg_mbar_wait\(tma_empty\d+ \+ 8 \* previous, (tma_stage\d+) == 0 \? (tma_phase\d+) \^ 1 : \2\);",
+                     loop), loop
+    # No CTA barrier, no cp.async, no staging through registers, no proxy fence in the loop.
+    for absent in ("__syncthreads", "tg_cp_async", "tg_vec", "tg_fence_proxy_async", "tg_tma_phase"):
+        assert absent not in loop, absent
+    assert loop.index("tg_wgmma_commit") < loop.index("tg_mbar_arrive(")
+
+
+def test_swizzled_store_of_the_result():
+    # C's 128-column fp32 rows are staged in the 128-byte swizzled layout (16-byte chunks XORed with the row) and
+    # stored as four swizzled boxes of 32 columns.
+    compiled = ring_source()
+    assert compiled.tensor_maps[2]["box"] == [128, 32] and compiled.tensor_maps[2]["swizzle"] == 3
+    kernel = compiled.source[compiled.source.index("---- kernel ----"):]
+    epilogue = kernel[kernel.index("TMA store of"):]
+    assert "tg_swizzle<128, 1, 8, 16384>" in epilogue, epilogue
+    assert len(re.findall(r"tg_tma_store_2d\(&tg_map2, tg_shared_address\(tg_smem\) \+ \d+, v\d+( \+ (32|64|96))?, v\d+\);",
+                          epilogue)) == 4, epilogue
+
+
+def without(pattern):
+    """An edit_source (emulate) removing what `pattern` matches in the generated code, which must match."""
+    def edit(src):
+        edited = re.sub(pattern, "", src)
+        assert edited != src, pattern
+        return edited
+    return edit
+
+
+def test_wrong_phase_fails():
+    # The parity never flips: on the second lap a wait passes on the first lap's phase, and the producer refills a
+    # stage the wgmma groups still read.
+    with pytest.raises(EmulatorError, match="still reads"):
+        run(desc_matmul_kernel, 64, 64, 256, 64, 64, 32, "float16", 4, 3,
+            edit_source=without(r"if \(tma_stage\d+ == 0\) tma_phase\d+ \^= 1;"))
+
+
+def test_refill_without_waiting_for_the_stage_fails():
+    # The producer refills the stage before every warp's wgmma group reading it has retired.
+    with pytest.raises(EmulatorError, match="still reads"):
+        run(desc_matmul_kernel, 128, 128, 512, 128, 128, 64, "float16", 8, 2,
+            edit_source=without(r"tg_mbar_wait\(tma_empty[^;]*;"))
+
+
+def test_missing_release_fails():
+    # No warp releases its stage: the producer's wait for a free stage never completes.
+    with pytest.raises(EmulatorError, match="deadlock"):
+        run(desc_matmul_kernel, 64, 64, 256, 64, 64, 32, "float16", 4, 2,
+            edit_source=without(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty[^;]*;"))
+
+
+# --- which loops take the ring -------------------------------------------------------------
+
+
+@tegula.jit
+def scaled_operand_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([0, k * BK]) * 2
+        b = b_desc.load([k * BK, 0])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([0, 0], acc)
+
+
+def test_other_loops_keep_single_copies():
+    one_stage = ring_source(stages=1)
+    assert "TMA ring" not in one_stage.source
+    assert re.search(r"desc_load at .*: TMA through tg_map0, waited where issued \(not a TMA ring: num_stages is "
+                     r"below 2\)", one_stage.layouts), one_stage.layouts
+    a = np.zeros((64, 64), np.float16)
+    c = np.zeros((64, 64), np.float32)
+    scaled, _ = compile_cuda(scaled_operand_kernel, (a, a, c, 64, 64, 64), dict(BM=64, BN=64, BK=32))
+    assert "TMA ring" not in scaled.source
+    assert re.search(r"not a TMA ring: operand a is not a descriptor load of the loop body used only by the dot",
+                     scaled.layouts), scaled.layouts
+
+
+def test_single_copy_matmul_still_exact():
+    # num_stages=1: the loads keep their single copies, waited where issued.
+    compiled, c, want, tol = run(desc_matmul_kernel, 80, 96, 80, 64, 64, 32, "float16", 4, 1)
+    assert "TMA ring" not in compiled.source
+    assert not (np.abs(c - want) > tol).any()
+
+
+def test_benchmark_kernel_runs_as_a_ring():
+    # examples/matmul_tma.py, the benchmark's descriptor matmul, at its own blocks, warps and stages.
+    import matmul_tma
+
+    M, N, K = 200, 272, 320
+    rng = rng_for("tma-ring-example", M, N, K)
+    a = random(rng, (M, K), "bfloat16", low=-2, high=2)
+    b = random(rng, (K, N), "bfloat16", low=-2, high=2)
+    c = np.zeros((M, N), np.float32)
+    blocks = matmul_tma.DEFAULT_BLOCKS
+    grid = (tegula.cdiv(M, blocks["BLOCK_M"]) * tegula.cdiv(N, blocks["BLOCK_N"]),)
+    compiled = emulate(matmul_tma.matmul_tma_kernel, grid, a, b, c, M, N, K, num_warps=8,
+                       num_stages=matmul_tma.DEFAULT_STAGES, **blocks)
+    assert_ring(compiled, matmul_tma.DEFAULT_STAGES)
+    a64, b64 = to_f64(a), to_f64(b)
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    assert not (np.abs(c - a64 @ b64) > tol).any()
+
+
+@pytest.mark.parametrize("bm,bn,bk,warps,stages", [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 256, 64, 8, 3),
+                                                   (64, 128, 32, 4, 2)])
+def test_ring_wgmmas_are_not_serialized(bm, bn, bk, warps, stages, tmp_path):
+    # ptxas (through NVRTC, no GPU needed) neither serializes the ring's wgmmas (C7514/C7515/C7519) nor spills.
+    import matmul_tma
+    from test_wgmma_overlap import SERIALIZED, cli_compile
+
+    signature = f"*bf16:16, *bf16:16, *bf16:16, i32:16, i32:16, i32:16, {bm}, {bn}, {bk}, 8"
+    text = cli_compile(matmul_tma.matmul_tma_kernel, signature, 90, warps, stages, "cuda,ptxas", tmp_path)
+    assert f"TMA ring: {stages} stages" in text
+    assert not SERIALIZED.search(text), SERIALIZED.search(text).group(0)
+    assert " 0 bytes spill stores" in text
+    if (bm, bn, bk, warps, stages) == (128, 128, 64, 8, 3):  # the benchmark's config: two programs per SM
+        registers = int(re.search(r"Used (\d+) registers", text).group(1))
+        assert registers <= 128, f"{registers} registers: 256 threads at more than 128 leave one program per SM"
