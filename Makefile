@@ -36,7 +36,7 @@ TORCH_STAMP := $(VENV)/.stamp-torch
 
 all: build
 
-venv: $(VENV_STAMP) $(TORCH_STAMP)
+venv: $(VENV_STAMP)
 
 # System packages, only when something is missing and we may install it.
 $(SYSDEPS_STAMP):
@@ -71,7 +71,8 @@ $(VENV_STAMP): $(SYSDEPS_STAMP) Makefile
 # PyTorch, for tegula.torch's tests and the training example: the PyPI wheel
 # with its nvidia-* dependencies (some 5 GB; it runs on the CPU as well). Its
 # own stamp, ordered after the venv's, so that a change to the packages above
-# does not download it again.
+# does not download it again. `make test` installs it; `make demo` does not
+# need it.
 torch: $(TORCH_STAMP)
 
 $(TORCH_STAMP): | $(VENV_STAMP)
@@ -141,7 +142,7 @@ fuzz:
 
 PY_TEST_DIRS := tests/python $(wildcard tests/compat)
 
-py-test: build
+py-test: build $(TORCH_STAMP)
 	$(PY) -m pytest -n $(JOBS) -q $(PY_TEST_DIRS)
 
 # The tests marked slow (long host emulations); `make check` runs them.
@@ -149,7 +150,7 @@ py-test-slow: build
 	$(PY) -m pytest -n $(JOBS) -q -m slow --slow tests/python
 
 # Both suites always run, so one failing layer does not hide the other's results.
-test: venv build
+test: venv torch build
 	@status=0; \
 	$(MAKE) --no-print-directory cpp-test || status=1; \
 	$(MAKE) --no-print-directory py-test || status=1; \
