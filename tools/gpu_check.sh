@@ -26,7 +26,11 @@
 # the roofline folder. The
 # whole run stays under $GPU_CHECK_BUDGET seconds (default 540) so it fits one
 # 10-minute command: a step gets what is left, minus a reserve for the later
-# steps. Exit status: 0 when every step that ran passed.
+# steps. All of it no longer fits one command: GPU_CHECK_PART=tests runs
+# steps 1-3, GPU_CHECK_PART=bench the build and steps 4-6 (two calls on a
+# machine kept warm reuse the build); the default, all, runs everything and
+# cuts what overruns. The wheel (1b) runs only with GPU_CHECK_WHEEL=1.
+# Exit status: 0 when every step that ran passed.
 set -u
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +50,15 @@ START=$(date +%s)
 FAILED=0
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
+
+PART="${GPU_CHECK_PART:-all}"
+case "$PART" in all | tests | bench) ;; *)
+  echo "GPU_CHECK_PART=$PART: expected all, tests or bench" >&2
+  exit 2
+  ;;
+esac
+# part NAME: whether this run includes the steps of part NAME.
+part() { [[ "$PART" == all || "$PART" == "$1" ]]; }
 
 elapsed() { echo $(($(date +%s) - START)); }
 # Seconds a step may take: what is left of the budget minus `reserve` for the
@@ -90,7 +103,7 @@ COMMIT="${GPU_CHECK_COMMIT:-}"
 if [ -z "$COMMIT" ] && COMMIT=$(git rev-parse --short HEAD 2>/dev/null); then
   git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT (+ uncommitted changes)"
 fi
-note "commit: ${COMMIT:-unknown}"
+note "commit: ${COMMIT:-unknown}; part: $PART"
 
 # --- the machine -----------------------------------------------------------------------------
 {
@@ -143,22 +156,24 @@ else
 fi
 
 # --- 1b. the wheel, built here and installed into a fresh environment (offline: no repair) -------
-if ((BUILT)); then
+if ((BUILT)) && [[ "${GPU_CHECK_WHEEL:-0}" == 1 ]]; then
   WHEEL_DIR="$(mktemp -d)"
   step wheel "$OUT/demo.txt" "$(allowance 120 400)" bash -c "'$PY' -m pip wheel -q --no-build-isolation --no-deps \
     --no-index -w '$WHEEL_DIR' . && WHEEL_TEST_OFFLINE=1 PYTHON='$PY' tools/wheel_test.sh '$WHEEL_DIR'"
   rm -rf "$WHEEL_DIR"
 else
-  skip wheel "no build"
+  skip wheel "no build, or GPU_CHECK_WHEEL is not 1"
 fi
 
 # --- 3 (started now). the C++ tests build in the background while pytest runs ------------------
 CPP_STATUS=skipped
-if [ -f /usr/include/gtest/gtest.h ] || [ -n "$(ls /usr/lib/*/cmake/GTest 2>/dev/null)" ]; then
+if ! part tests; then
+  :
+elif [ -f /usr/include/gtest/gtest.h ] || [ -n "$(ls /usr/lib/*/cmake/GTest 2>/dev/null)" ]; then
   # Its own process group (setsid), so a build that overruns is stopped whole.
-  setsid bash -c "echo '### configure + build the C++ tests (background, -j$((JOBS / 2)))' &&
+  setsid bash -c "echo '### configure + build the C++ tests (background, -j$((JOBS / 4)))' &&
     cmake -S . -B '$TEST_BUILD' -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEGULA_BUILD_TESTS=ON &&
-    nice cmake --build '$TEST_BUILD' -j $((JOBS / 2))" >"$OUT/ctest.txt" 2>&1 &
+    nice cmake --build '$TEST_BUILD' -j $((JOBS / 4))" >"$OUT/ctest.txt" 2>&1 &
   CPP_BUILD_PID=$!
   CPP_STATUS=building
 else
@@ -166,15 +181,18 @@ else
 fi
 
 # --- 2. pytest on the GPU ---------------------------------------------------------------------
-if ((BUILT)); then
+if ! part tests; then
+  :
+elif ((BUILT)); then
   # The benchmark and the demo run as steps of their own below.
-  PYTEST_ARGS=(-q -rfE --durations=15 -p no:cacheprovider --backend cuda
+  # -v: a run cut short by its limit still names what failed before.
+  PYTEST_ARGS=(-v -rfE --durations=15 -p no:cacheprovider --backend cuda
                --ignore=tests/python/test_bench.py --ignore=tests/python/test_demo.py)
-  # Half the cores: the C++ test build runs beside it on the other half.
-  "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n "$((JOBS / 2 > 4 ? JOBS / 2 : 4))")
+  # Three quarters of the cores: the C++ test build runs beside it on the rest.
+  "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n "$((JOBS * 3 / 4 > 4 ? JOBS * 3 / 4 : 4))")
   "$PY" -c "import pytest_timeout" 2>/dev/null && PYTEST_ARGS+=(--timeout 240)
-  step pytest "$OUT/pytest.txt" "$(allowance 240 250)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python
-  grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" "$OUT/pytest.txt" | tail -40 | sed 's/^/      /' >>"$SUMMARY"
+  step pytest "$OUT/pytest.txt" "$(allowance 300 250)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python
+  grep -E "^(FAILED|ERROR) | (FAILED|ERROR) tests/|[0-9]+ (passed|failed)" "$OUT/pytest.txt" | sort -u | tail -40 | sed 's/^/      /' >>"$SUMMARY"
   # The failures' own lines too: the summary is what a caller reads first.
   grep -E "^E   " "$OUT/pytest.txt" | head -30 | cut -c1-300 | sed 's/^/      /' >>"$SUMMARY"
 else
@@ -183,7 +201,9 @@ fi
 
 # --- 2b. the Triton compatibility suite: the same kernel sources under Tegula and under Triton -----
 # Appended to pytest.txt ($OUT holds at most 8 files). See tests/compat/conftest.py.
-if ((BUILT)); then
+if ! part tests; then
+  :
+elif ((BUILT)); then
   COMPAT_ARGS=(-q -rfE -p no:cacheprovider)
   "$PY" -c "import xdist" 2>/dev/null && COMPAT_ARGS+=(-n 4)
   step compat-tegula "$OUT/pytest.txt" "$(allowance 90 200)" "$PY" -m pytest "${COMPAT_ARGS[@]}" \
@@ -201,7 +221,9 @@ else
 fi
 
 # --- 3. ctest ---------------------------------------------------------------------------------------
-if [ "$CPP_STATUS" = building ]; then
+if ! part tests; then
+  :
+elif [ "$CPP_STATUS" = building ]; then
   wait_limit=$(allowance 150 110)
   waited=0
   while kill -0 "$CPP_BUILD_PID" 2>/dev/null && ((waited < wait_limit)); do
@@ -227,8 +249,10 @@ else
 fi
 
 # --- 4. benchmarks ----------------------------------------------------------------------------
-BENCH_HELP="$( ((BUILT)) && timeout 60 "$PY" benchmarks/run.py --help 2>&1)"
-if ! ((BUILT)); then
+BENCH_HELP="$( ((BUILT)) && part bench && timeout 60 "$PY" benchmarks/run.py --help 2>&1)"
+if ! part bench; then
+  :
+elif ! ((BUILT)); then
   skip bench "no build"
 elif ! grep -q -- "--json" <<<"$BENCH_HELP"; then
   echo "$BENCH_HELP" >"$OUT/bench.txt"
@@ -245,28 +269,36 @@ else
 fi
 
 # --- 4b. host cost of one launch, against Triton ------------------------------------------------
-if ((BUILT)); then
+if ! part bench; then
+  :
+elif ((BUILT)); then
   step launch-overhead "$OUT/bench.txt" "$(allowance 60 40)" "$PY" tools/launch_overhead.py --launches 5000
 else
   skip launch-overhead "no build"
 fi
 
 # --- 5. demo ----------------------------------------------------------------------------------
-if ((BUILT)); then
+if ! part bench; then
+  :
+elif ((BUILT)); then
   step demo "$OUT/demo.txt" "$(allowance 60 5)" "$PY" examples/demo.py --json
 else
   skip demo "no build"
 fi
 
 # --- 5b. the roofline of the benchmark's four kernels (kernel.report) ---------------------------
-if ((BUILT)); then
-  step roofline "$OUT/demo.txt" "$(allowance 90 5)" "$PY" benchmarks/roofline.py --device cuda --out "$OUT/roofline"
+if ! part bench; then
+  :
+elif ((BUILT)); then
+  step roofline "$OUT/demo.txt" "$(allowance 120 5)" "$PY" benchmarks/roofline.py --device cuda --out "$OUT/roofline"
 else
   skip roofline "no build"
 fi
 
 # --- 6. where launch time goes in a long-lived process (diagnostic, last: it may be cut short) ---
-if ((BUILT)) && [[ "${GPU_CHECK_LAUNCH_PROBE:-1}" != 0 ]]; then
+if ! part bench; then
+  :
+elif ((BUILT)) && [[ "${GPU_CHECK_LAUNCH_PROBE:-1}" != 0 ]]; then
   step launch-probe "$OUT/bench.txt" "$(allowance 150 0)" "$PY" tools/launch_probe.py
 else
   skip launch-probe "no build or GPU_CHECK_LAUNCH_PROBE=0"
