@@ -34,7 +34,7 @@ from typing import Callable, Optional
 
 from tegula.testing import L2_FLUSH_BYTES, CudaTimer
 
-from . import gpu_workloads, log
+from . import gpu_workloads, log, torch_workloads
 from .gpu_measure import measure_case, measure_compile, measure_copy
 from .gpu_report import SCHEMA, case_rows, compile_rows, error_rows, launch_rows
 from .gpu_workloads import BUILDERS, CASE_LISTS, NUM_WARPS, VARIANTS, WORKLOADS, parse_num_warps
@@ -83,8 +83,12 @@ def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
         else:
             try:
                 warps = num_warps.get(name)  # None where the workload's configs choose them
-                cases = CASE_LISTS[name](torch, quick, warps) if name in CASE_LISTS else \
-                    [BUILDERS[name](torch, quick, warps)]
+                if name in torch_workloads.CASE_LISTS:
+                    cases = torch_workloads.CASE_LISTS[name](torch, gpu_workloads.DEVICE, quick)
+                elif name in CASE_LISTS:
+                    cases = CASE_LISTS[name](torch, quick, warps)
+                else:
+                    cases = [BUILDERS[name](torch, quick, warps)]
             except Exception as e:  # noqa: BLE001
                 log(f"{name}: could not make the inputs: {describe_error(e)}")
                 cases = []

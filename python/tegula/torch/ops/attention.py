@@ -19,8 +19,9 @@ statistics are float32 (float64 for float64 inputs); half-precision
 probabilities are rounded to the input dtype before they meet V or dO in a
 product, as the forward does. float32 products are full IEEE precision
 (``input_precision="ieee"``, not TF32 on the GPU), so results match torch's
-float32 attention. The tiles are 32 x 32, chosen for the CPU backend; GPU
-tuning is not done (examples/flash_attention.py is the tuned forward).
+float32 attention. Tile sizes, warps and stages are chosen per backend and
+head dim, each kernel its own (``attention_config``: 32 x 32 tiles on the
+CPU; an override for sweeps).
 """
 
 from __future__ import annotations
@@ -33,9 +34,7 @@ import tegula
 import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
-from . import _rows
-
-BLOCK = 32
+from . import _rows, attention_config
 
 
 @tegula.jit
@@ -171,9 +170,14 @@ def _check(q, k, v):
         raise ValueError(f"attention needs a head dim that is a power of two >= 16 (a tile size), got {D}")
 
 
-def _launch_shape(q):
-    B, H, S, D = q.shape
-    return (tegula.cdiv(S, BLOCK), B * H), S, D
+def _config(q):
+    return attention_config.choose(q.device.type, q.shape[-1])
+
+
+def _grid(q, block: int):
+    """One program per `block` rows (or keys) of each (batch, head)."""
+    B, H, S, _ = q.shape
+    return (tegula.cdiv(S, block), B * H)
 
 
 def _forward_fake(q, k, v, causal, scale):
@@ -189,10 +193,12 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
-    grid, S, D = _launch_shape(q)
     if q.numel():
-        attention_forward_kernel[grid](q, k, v, out, lse, S, scale, HEAD_DIM=D, BLOCK_M=BLOCK, BLOCK_N=BLOCK,
-                                       CAUSAL=causal, ACC=compute_dtype(q))
+        tiles = _config(q).fwd
+        S, D = q.shape[-2:]
+        attention_forward_kernel[_grid(q, tiles.block_m)](
+            q, k, v, out, lse, S, scale, HEAD_DIM=D, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=causal,
+            ACC=compute_dtype(q), **tiles.options())
     return out, lse
 
 
@@ -209,13 +215,17 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     if not q.numel():
         return dq, dk, dv
-    grid, S, D = _launch_shape(q)
+    S, D = q.shape[-2:]
+    config = _config(q)
     meta = dict(HEAD_DIM=D, ACC=compute_dtype(q))
     delta = torch.empty_like(lse)
-    attention_delta_kernel[grid](out, do, delta, S, BLOCK_M=BLOCK, **meta)
-    blocks = dict(BLOCK_M=BLOCK, BLOCK_N=BLOCK, CAUSAL=causal, **meta)
-    attention_dkdv_kernel[grid](q, k, v, do, lse, delta, dk, dv, S, scale, **blocks)
-    attention_dq_kernel[grid](q, k, v, do, lse, delta, dq, S, scale, **blocks)
+    rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
+    attention_delta_kernel[_grid(q, rows)](out, do, delta, S, BLOCK_M=rows, **meta)
+    dkdv, dqt = config.dkdv, config.dq
+    attention_dkdv_kernel[_grid(q, dkdv.block_n)](q, k, v, do, lse, delta, dk, dv, S, scale, BLOCK_M=dkdv.block_m,
+                                                  BLOCK_N=dkdv.block_n, CAUSAL=causal, **meta, **dkdv.options())
+    attention_dq_kernel[_grid(q, dqt.block_m)](q, k, v, do, lse, delta, dq, S, scale, BLOCK_M=dqt.block_m,
+                                               BLOCK_N=dqt.block_n, CAUSAL=causal, **meta, **dqt.options())
     return dq, dk, dv
 
 

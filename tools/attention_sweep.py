@@ -1,0 +1,223 @@
+"""Launch configurations of tegula.torch.ops.attention against PyTorch SDPA.
+
+    python tools/attention_sweep.py [--device cuda|cpu] [--quick] [--dims 64 128] [--shape 4x16x4096]
+                                    [--fwd 128x64w8s3 ...] [--bwd dkdv=64x128w8s2,dq=128x64w8s2 ...]
+                                    [--budget SECONDS] [--json PATH]
+
+For each head dim and causal or not (bf16 q, k, v of shape [B, H, S, D];
+on the GPU by default B=4, H=16, S=4096, D 64 and 128), SDPA's forward and
+backward are the yardstick, and each candidate configuration a row: forward
+candidates (the forward kernel's tiles) timed against SDPA's forward,
+backward candidates (the dK/dV and the dQ kernels' tiles, from the
+forward's saved output and log-sum-exp) against SDPA's backward, each pair
+interleaved in one run (CUDA events with the L2 flushed before each call,
+the median). TFLOP/s count ``4 B H S^2 D`` for the forward and 2.5 times
+that for the backward, halved when causal. Every result is compared with
+SDPA's: the largest difference over the reference's largest magnitude must
+stay under 2% (forward) and 3% (gradients; bf16 rounds each output and
+the upstream gradient). A configuration that fails (compile error,
+shared memory overflow, wrong result) is a row that says why. Prints the
+table and, per head dim, the fastest correct candidate of each kind
+(geometric mean over causal and not): what the default table of
+``tegula.torch.ops.attention_config`` should hold.
+
+``--device cpu`` (or ``--quick``) runs tiny sizes with a short list, on the
+host clock: a test that the sweep works, not a measurement. Candidates are
+written as in ``TEGULA_ATTENTION_CONFIG`` (``BMxBN[wWARPS][sSTAGES]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+from tegula import testing
+from tegula.torch.ops import attention as attention_op
+from tegula.torch.ops import attention_config as ac
+
+# Hopper FlashAttention-2 shapes: 64/128 query rows per forward program, the
+# dK/dV kernel's key block large and its query step small, dQ the transpose.
+CUDA_FWD = ("128x64w8s3", "128x64w4s3", "128x64w8s2", "128x128w8s2", "128x32w4s3", "64x64w4s3", "64x32w4s2",
+            "128x128w8s3")
+CUDA_BWD = ("dkdv=64x128w8s2,dq=128x64w8s2", "dkdv=32x128w4s3,dq=128x32w4s3", "dkdv=64x64w4s3,dq=64x64w4s3",
+            "dkdv=32x64w4s3,dq=64x32w4s3", "dkdv=64x128w8s3,dq=128x64w8s3", "dkdv=32x128w8s2,dq=128x32w8s2",
+            "dkdv=64x64w8s2,dq=64x64w8s2", "dkdv=128x128w8s2,dq=128x128w8s2")
+CPU_FWD = ("32x32", "16x64", "64x16")
+CPU_BWD = ("dkdv=32x32,dq=32x32", "dkdv=16x64,dq=64x16")
+FWD_TOLERANCE, BWD_TOLERANCE = 2e-2, 3e-2
+
+
+def relative_error(got, want) -> float:
+    """max |got - want| / max |want|, in float32."""
+    got, want = got.float(), want.float()
+    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+
+
+def flops(B, H, S, D, causal: bool, backward: bool) -> float:
+    forward = 4.0 * B * H * S * S * D / (2 if causal else 1)
+    return forward * (2.5 if backward else 1.0)
+
+
+def _error_text(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip().splitlines()
+    return text[0][:160] if text else type(e).__name__
+
+
+def sweep_case(device, B, H, S, D, causal, fwd_specs, bwd_specs, timer, reps, deadline, log) -> list:
+    """The rows of one (D, causal): SDPA's two rows, then one per candidate."""
+    gen = torch.Generator(device=device).manual_seed(D + causal)
+    q, k, v, do = (torch.randn(B, H, S, D, device=device, generator=gen).to(torch.bfloat16) for _ in range(4))
+    scale = 1.0 / math.sqrt(D)
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    ref_out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+    ref_grads = torch.autograd.grad(ref_out, leaves, do, retain_graph=True)
+
+    def sdpa_fwd():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def sdpa_bwd():
+        return torch.autograd.grad(ref_out, leaves, do, retain_graph=True)
+
+    # The backward candidates start from the forward of the default configuration.
+    out, lse = attention_op.attention_forward(q, k, v, causal, scale)
+    base = {"D": D, "causal": causal, "shape": f"{B}x{H}x{S}x{D}"}
+    rows = []
+    for kind, specs in (("fwd", fwd_specs), ("bwd", bwd_specs)):
+        backward = kind == "bwd"
+        work = flops(B, H, S, D, causal, backward)
+        for spec in specs:
+            row = {**base, "kind": kind, "config": spec, "ms": None, "tflops": None, "sdpa_ms": None,
+                   "sdpa_tflops": None, "of_sdpa": None, "error": None, "check": None}
+            rows.append(row)
+            if time.monotonic() > deadline:
+                row["check"], row["error"] = "skipped", "out of time (--budget)"
+                continue
+            try:
+                config = ac.parse(spec, ac.default(device, D))
+                if backward:
+                    def run(config=config):
+                        with ac.use(config):
+                            return attention_op.attention_backward(do, q, k, v, out, lse, causal, scale)
+                    peer, want, tolerance = sdpa_bwd, ref_grads, BWD_TOLERANCE
+                else:
+                    def run(config=config):
+                        with ac.use(config):
+                            return attention_op.attention_forward(q, k, v, causal, scale)[:1]
+                    peer, want, tolerance = sdpa_fwd, (ref_out,), FWD_TOLERANCE
+                got = run()  # compiles
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                errors = [relative_error(g, w) for g, w in zip(got, want)]
+                del got
+                row["max_rel_error"] = max(errors)
+                if not all(math.isfinite(e) and e <= tolerance for e in errors):
+                    row["check"] = "mismatch"
+                    row["error"] = ("relative errors " + ", ".join(f"{e:.3g}" for e in errors)
+                                    + f" (tolerance {tolerance:g})")
+                    log(f"D={D} causal={causal} {kind} {spec}: {row['error']}")
+                    continue
+                row["check"] = "ok"
+                mine, theirs = timer.interleaved([run, peer], reps)
+                row["ms"], row["sdpa_ms"] = statistics.median(mine), statistics.median(theirs)
+                row["tflops"] = work / (row["ms"] / 1e3) / 1e12
+                row["sdpa_tflops"] = work / (row["sdpa_ms"] / 1e3) / 1e12
+                row["of_sdpa"] = row["sdpa_ms"] / row["ms"]
+                log(f"D={D} causal={causal} {kind} {spec}: {row['tflops']:.1f} TFLOP/s, "
+                    f"{100 * row['of_sdpa']:.0f}% of SDPA")
+            except Exception as e:  # noqa: BLE001 - a failing configuration is a row, not the end
+                row["check"], row["error"] = "error", _error_text(e)
+                log(f"D={D} causal={causal} {kind} {spec}: {row['error']}")
+    return rows
+
+
+def best(rows) -> dict:
+    """Per (D, kind): the candidate with the best geometric mean share of SDPA over the
+    causal cases, among those correct in all of them."""
+    chosen = {}
+    for key in sorted({(r["D"], r["kind"]) for r in rows}):
+        shares = {}
+        for r in rows:
+            if (r["D"], r["kind"]) == key:
+                shares.setdefault(r["config"], []).append(r["of_sdpa"])
+        complete = {c: s for c, s in shares.items() if all(s)}
+        if complete:
+            config = max(complete, key=lambda c: statistics.geometric_mean(complete[c]))
+            chosen[key] = (config, statistics.geometric_mean(complete[config]))
+    return chosen
+
+
+def format_table(rows) -> str:
+    header = ("D", "causal", "kind", "config", "ms", "TFLOP/s", "SDPA ms", "SDPA TFLOP/s", "of SDPA", "check")
+    lines = [header]
+    for r in rows:
+        if r["ms"] is None:
+            lines.append((str(r["D"]), str(r["causal"]), r["kind"], r["config"], "", "", "", "", "",
+                          f"{r['check']}: {r['error']}"))
+            continue
+        lines.append((str(r["D"]), str(r["causal"]), r["kind"], r["config"], f"{r['ms']:.3f}", f"{r['tflops']:.1f}",
+                      f"{r['sdpa_ms']:.3f}", f"{r['sdpa_tflops']:.1f}", f"{100 * r['of_sdpa']:.0f}%",
+                      f"ok ({r['max_rel_error']:.1e})"))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    out = []
+    for k, line in enumerate(lines):
+        out.append("  ".join([c.ljust(w) for c, w in zip(line[:-1], widths)] + [line[-1]]).rstrip())
+        if k == 0:
+            out.append("  ".join("-" * w for w in widths) + "  -----")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, the short list, few repetitions")
+    parser.add_argument("--dims", type=int, nargs="+", help="head dims (default 64 128; 32 64 on the CPU)")
+    parser.add_argument("--shape", help="BxHxS (default 4x16x4096 on the GPU, 1x2x80 on the CPU or --quick)")
+    parser.add_argument("--fwd", action="append", metavar="TILES", help="forward candidates (repeatable)")
+    parser.add_argument("--bwd", action="append", metavar="dkdv=TILES,dq=TILES", help="backward candidates")
+    parser.add_argument("--reps", type=int, help="timed calls per candidate (default 20; 3 with --quick)")
+    parser.add_argument("--budget", type=float, default=1e9, metavar="S",
+                        help="stop measuring after S seconds: the remaining candidates are rows that say so")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows and the choice as JSON")
+    args = parser.parse_args(argv)
+    small = args.quick or args.device == "cpu"
+    B, H, S = (int(x) for x in (args.shape or ("1x2x80" if small else "4x16x4096")).split("x"))
+    dims = args.dims or ([32, 64] if small else [64, 128])
+    on_gpu = args.device == "cuda"
+    fwd = args.fwd or list(CUDA_FWD if on_gpu and not args.quick else CPU_FWD)
+    bwd = args.bwd or list(CUDA_BWD if on_gpu and not args.quick else CPU_BWD)
+    reps = args.reps or (3 if small else 20)
+    timer = testing.CudaTimer() if on_gpu else testing.HostTimer()
+    deadline = time.monotonic() + args.budget
+
+    def log(message):
+        print(f"[sweep] {message}", file=sys.stderr, flush=True)
+
+    where = torch.cuda.get_device_name() if on_gpu else "CPU"
+    log(f"{where}: bf16 B={B} H={H} S={S}, D in {dims}; {len(fwd)} forward, {len(bwd)} backward candidates")
+    rows = []
+    for D in dims:
+        for causal in (False, True):
+            rows += sweep_case(args.device, B, H, S, D, causal, fwd, bwd, timer, reps, deadline, log)
+    print(format_table(rows))
+    chosen = best(rows)
+    print()
+    for (D, kind), (config, share) in chosen.items():
+        print(f"fastest {kind} for D={D}: {config} ({100 * share:.0f}% of SDPA, geometric mean over causal and not)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": where, "shape": [B, H, S], "dims": dims, "rows": rows,
+                       "best": {f"{kind}/{D}": {"config": c, "of_sdpa": s} for (D, kind), (c, s) in chosen.items()}},
+                      f, indent=1)
+    # A wrong result is a compiler bug whatever the tiles; a configuration that does not fit is not.
+    return 1 if any(r["check"] == "mismatch" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
