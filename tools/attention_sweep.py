@@ -29,6 +29,7 @@ written as in ``TEGULA_ATTENTION_CONFIG`` (``BMxBN[wWARPS][sSTAGES]``).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import statistics
@@ -39,8 +40,10 @@ import torch
 import torch.nn.functional as F
 
 from tegula import testing
-from tegula.torch.ops import attention as attention_op
 from tegula.torch.ops import attention_config as ac
+
+# The module, not the function the package exports under the same name.
+attention_op = importlib.import_module("tegula.torch.ops.attention")
 
 # Hopper FlashAttention-2 shapes: 64/128 query rows per forward program, the
 # dK/dV kernel's key block large and its query step small, dQ the transpose.
@@ -100,7 +103,7 @@ def sweep_case(device, B, H, S, D, causal, fwd_specs, bwd_specs, timer, reps, de
                 row["check"], row["error"] = "skipped", "out of time (--budget)"
                 continue
             try:
-                config = ac.parse(spec, ac.default(device, D))
+                config = ac.parse(spec if backward else f"fwd={spec}", ac.default(device, D))
                 if backward:
                     def run(config=config):
                         with ac.use(config):
@@ -161,8 +164,8 @@ def format_table(rows) -> str:
             lines.append((str(r["D"]), str(r["causal"]), r["kind"], r["config"], "", "", "", "", "",
                           f"{r['check']}: {r['error']}"))
             continue
-        lines.append((str(r["D"]), str(r["causal"]), r["kind"], r["config"], f"{r['ms']:.3f}", f"{r['tflops']:.1f}",
-                      f"{r['sdpa_ms']:.3f}", f"{r['sdpa_tflops']:.1f}", f"{100 * r['of_sdpa']:.0f}%",
+        lines.append((str(r["D"]), str(r["causal"]), r["kind"], r["config"], f"{r['ms']:.3f}", f"{r['tflops']:.3g}",
+                      f"{r['sdpa_ms']:.3f}", f"{r['sdpa_tflops']:.3g}", f"{100 * r['of_sdpa']:.0f}%",
                       f"ok ({r['max_rel_error']:.1e})"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
     out = []

@@ -161,15 +161,13 @@ def op_cases(torch, device: str, quick: bool, num_warps=None) -> list:
             mine = functools.partial(_in_dtype_of_first, mine)
         compute = name in COMPUTE_BOUND_OPS
         for suffix, work, backward in (("fwd", work_fwd, False), ("fwd+bwd", work_both, True)):
+            # Factories run after every case is built: each binds its own op and inputs now.
             if backward:
-                variants = {"tegula": functools.partial(_forward_backward, torch, mine, inputs, with_grad),
-                            "torch": functools.partial(_forward_backward, torch, theirs, inputs, with_grad),
-                            "torch.compile": lambda theirs=theirs: _forward_backward(
-                                torch, torch.compile(theirs), inputs, with_grad)}
+                build = functools.partial(_forward_backward, torch, inputs=inputs, with_grad=with_grad)
             else:
-                variants = {"tegula": functools.partial(_forward, mine, inputs),
-                            "torch": functools.partial(_forward, theirs, inputs),
-                            "torch.compile": lambda theirs=theirs: _forward(torch.compile(theirs), inputs)}
+                build = functools.partial(_forward, inputs=inputs)
+            variants = {"tegula": functools.partial(build, mine), "torch": functools.partial(build, theirs),
+                        "torch.compile": lambda build=build, theirs=theirs: build(torch.compile(theirs))}
             cases.append(Case(f"ops.{name}.{suffix}", shape, str(dtype).removeprefix("torch."),
                               0 if compute else work, work if compute else 0, None, variants,
                               compute_bound=compute, tolerance=_tolerance(torch, dtype, backward),
@@ -181,7 +179,8 @@ def op_cases(torch, device: str, quick: bool, num_warps=None) -> list:
 
 
 def attention_cases(torch, device: str, quick: bool, num_warps=None) -> list:
-    from tegula.torch.ops import attention as attention_op
+    import importlib
+    attention_op = importlib.import_module("tegula.torch.ops.attention")  # the module, not the function
     F = torch.nn.functional
     small = quick or device == "cpu"
     B, H, S = (1, 2, 80) if small else (4, 16, 4096)

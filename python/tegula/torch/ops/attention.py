@@ -53,6 +53,14 @@ def _visible(queries, keys, S, CAUSAL: tl.constexpr):
     return visible
 
 
+# In the loops below every tile a product reads is loaded from a pointer tile
+# the loop advances by a fixed step, in the orientation the product wants
+# (K as [HEAD_DIM, BLOCK_N] for q k^T, and so on; a matrix both products read
+# is loaded twice, once each way), with a mask on the induction variable
+# alone: the form the CUDA backend pipelines (docs/backend-cuda.md,
+# "Software pipelining"). The CPU backend runs the same code.
+
+
 @tegula.jit
 def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                              BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
@@ -61,6 +69,7 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
     base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
+    offs_n = tl.arange(0, BLOCK_N)
     q = _load_rows(Q, base, rows, S, HEAD_DIM)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
     l_i = tl.zeros([BLOCK_M], dtype=ACC)
@@ -68,12 +77,13 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
     hi = S
     if CAUSAL:
         hi = tl.minimum((start_m + 1) * BLOCK_M, S)
+    kt_ptrs = K + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
+    v_ptrs = V + base + offs_n[:, None] * HEAD_DIM + dims[None, :]
     # Key 0 is visible to every row, so each row's maximum is finite after the first block.
     for start_n in range(0, hi, BLOCK_N):
-        keys = start_n + tl.arange(0, BLOCK_N)
-        k = _load_rows(K, base, keys, S, HEAD_DIM)
-        v = _load_rows(V, base, keys, S, HEAD_DIM)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
+        keys = start_n + offs_n
+        kt = tl.load(kt_ptrs, mask=keys[None, :] < S, other=0.0)
+        s = tl.dot(q, kt, input_precision="ieee").to(ACC) * scale
         visible = keys[None, :] < S
         if CAUSAL:
             visible = visible & (rows[:, None] >= keys[None, :])
@@ -82,8 +92,11 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
         p = tl.exp(s - m_new[:, None])
         alpha = tl.exp(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_ptrs, mask=keys[:, None] < S, other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee").to(ACC)
         m_i = m_new
+        kt_ptrs += BLOCK_N * HEAD_DIM
+        v_ptrs += BLOCK_N * HEAD_DIM
     tl.store(LSE + head * S + rows, m_i + tl.log(l_i), mask=rows < S)
     tl.store(O + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
              mask=rows[:, None] < S)
@@ -106,6 +119,7 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
     base = head * S * HEAD_DIM
     keys = start_n + tl.arange(0, BLOCK_N)
     dims = tl.arange(0, HEAD_DIM)
+    offs_m = tl.arange(0, BLOCK_M)
     kv_offsets = base + keys[:, None] * HEAD_DIM + dims[None, :]
     k = _load_rows(K, base, keys, S, HEAD_DIM)
     v = _load_rows(V, base, keys, S, HEAD_DIM)
@@ -114,19 +128,30 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
     lo = 0
     if CAUSAL:
         lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
+    # Q and dO each twice: transposed for the products with K and V, as rows for dK and dV.
+    qt_ptrs = Q + base + (lo + offs_m)[None, :] * HEAD_DIM + dims[:, None]
+    q_ptrs = Q + base + (lo + offs_m)[:, None] * HEAD_DIM + dims[None, :]
+    dot_ptrs = DO + base + (lo + offs_m)[None, :] * HEAD_DIM + dims[:, None]
+    do_ptrs = DO + base + (lo + offs_m)[:, None] * HEAD_DIM + dims[None, :]
     for start_m in range(lo, S, BLOCK_M):
-        rows = start_m + tl.arange(0, BLOCK_M)
-        q = _load_rows(Q, base, rows, S, HEAD_DIM)
-        do = _load_rows(DO, base, rows, S, HEAD_DIM)
+        rows = start_m + offs_m
+        qt = tl.load(qt_ptrs, mask=rows[None, :] < S, other=0.0)
         lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
         delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
         visible = _visible(rows[None, :], keys[:, None], S, CAUSAL)
-        s_t = tl.dot(k, tl.trans(q), input_precision="ieee").to(ACC) * scale
+        s_t = tl.dot(k, qt, input_precision="ieee").to(ACC) * scale
         p_t = tl.where(visible, tl.exp(s_t - lse[None, :]), 0.0)
+        do = tl.load(do_ptrs, mask=rows[:, None] < S, other=0.0)
         dv += tl.dot(p_t.to(do.dtype), do, input_precision="ieee").to(ACC)
-        dp_t = tl.dot(v, tl.trans(do), input_precision="ieee").to(ACC)
+        dot = tl.load(dot_ptrs, mask=rows[None, :] < S, other=0.0)
+        dp_t = tl.dot(v, dot, input_precision="ieee").to(ACC)
         ds_t = p_t * (dp_t - delta[None, :])
+        q = tl.load(q_ptrs, mask=rows[:, None] < S, other=0.0)
         dk += tl.dot(ds_t.to(q.dtype), q, input_precision="ieee").to(ACC)
+        qt_ptrs += BLOCK_M * HEAD_DIM
+        q_ptrs += BLOCK_M * HEAD_DIM
+        dot_ptrs += BLOCK_M * HEAD_DIM
+        do_ptrs += BLOCK_M * HEAD_DIM
     tl.store(DK + kv_offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
     tl.store(DV + kv_offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
 
@@ -139,6 +164,7 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
     base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
+    offs_n = tl.arange(0, BLOCK_N)
     q = _load_rows(Q, base, rows, S, HEAD_DIM)
     do = _load_rows(DO, base, rows, S, HEAD_DIM)
     lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
@@ -147,16 +173,24 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
     hi = S
     if CAUSAL:
         hi = tl.minimum((start_m + 1) * BLOCK_M, S)
+    # K twice: transposed for q k^T, as rows for dS K; V transposed for dO v^T.
+    kt_ptrs = K + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
+    k_ptrs = K + base + offs_n[:, None] * HEAD_DIM + dims[None, :]
+    vt_ptrs = V + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
     for start_n in range(0, hi, BLOCK_N):
-        keys = start_n + tl.arange(0, BLOCK_N)
-        k = _load_rows(K, base, keys, S, HEAD_DIM)
-        v = _load_rows(V, base, keys, S, HEAD_DIM)
+        keys = start_n + offs_n
+        kt = tl.load(kt_ptrs, mask=keys[None, :] < S, other=0.0)
         visible = _visible(rows[:, None], keys[None, :], S, CAUSAL)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
+        s = tl.dot(q, kt, input_precision="ieee").to(ACC) * scale
         p = tl.where(visible, tl.exp(s - lse[:, None]), 0.0)
-        dp = tl.dot(do, tl.trans(v), input_precision="ieee").to(ACC)
+        vt = tl.load(vt_ptrs, mask=keys[None, :] < S, other=0.0)
+        dp = tl.dot(do, vt, input_precision="ieee").to(ACC)
         ds = p * (dp - delta[:, None])
+        k = tl.load(k_ptrs, mask=keys[:, None] < S, other=0.0)
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee").to(ACC)
+        kt_ptrs += BLOCK_N * HEAD_DIM
+        k_ptrs += BLOCK_N * HEAD_DIM
+        vt_ptrs += BLOCK_N * HEAD_DIM
     tl.store(DQ + base + rows[:, None] * HEAD_DIM + dims[None, :], (dq * scale).to(DQ.dtype.element_ty),
              mask=rows[:, None] < S)
 
