@@ -73,71 +73,103 @@ def _error_text(e: BaseException) -> str:
     return text[0][:160] if text else type(e).__name__
 
 
-def sweep_case(device, B, H, S, D, causal, fwd_specs, bwd_specs, timer, reps, deadline, log) -> list:
-    """The rows of one (D, causal): SDPA's two rows, then one per candidate."""
-    gen = torch.Generator(device=device).manual_seed(D + causal)
-    q, k, v, do = (torch.randn(B, H, S, D, device=device, generator=gen).to(torch.bfloat16) for _ in range(4))
-    scale = 1.0 / math.sqrt(D)
-    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
-    ref_out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
-    ref_grads = torch.autograd.grad(ref_out, leaves, do, retain_graph=True)
+class Problem:
+    """One (head dim, causal) case: inputs, SDPA's results and its two callables. The
+    backward candidates start from SDPA's output and a log-sum-exp computed in float32
+    here, so they do not depend on any forward candidate."""
 
-    def sdpa_fwd():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    def __init__(self, device, B, H, S, D, causal):
+        self.D, self.causal, self.shape = D, causal, f"{B}x{H}x{S}x{D}"
+        gen = torch.Generator(device=device).manual_seed(D + causal)
+        self.q, self.k, self.v, self.do = (torch.randn(B, H, S, D, device=device, generator=gen).to(torch.bfloat16)
+                                           for _ in range(4))
+        self.scale = 1.0 / math.sqrt(D)
+        self.leaves = [t.detach().clone().requires_grad_() for t in (self.q, self.k, self.v)]
+        self.ref_out = F.scaled_dot_product_attention(*self.leaves, is_causal=causal)
+        self.ref_grads = torch.autograd.grad(self.ref_out, self.leaves, self.do, retain_graph=True)
+        self.out = self.ref_out.detach()
+        self.lse = torch.cat([self._lse(b, S) for b in range(B)])
+        self.fwd_flops = flops(B, H, S, D, causal, False)
+        self.bwd_flops = flops(B, H, S, D, causal, True)
 
-    def sdpa_bwd():
-        return torch.autograd.grad(ref_out, leaves, do, retain_graph=True)
+    def _lse(self, b, S):
+        # One batch entry at a time: the [H, S, S] float32 scores of one are enough at once.
+        scores = self.q[b:b + 1].float() @ self.k[b:b + 1].float().transpose(-1, -2) * self.scale
+        if self.causal:
+            scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool, device=scores.device).triu(1),
+                                        float("-inf"))
+        return torch.logsumexp(scores, dim=-1)
 
-    # The backward candidates start from the forward of the default configuration.
-    out, lse = attention_op.attention_forward(q, k, v, causal, scale)
-    base = {"D": D, "causal": causal, "shape": f"{B}x{H}x{S}x{D}"}
+    def sdpa_fwd(self):
+        return F.scaled_dot_product_attention(self.q, self.k, self.v, is_causal=self.causal)
+
+    def sdpa_bwd(self):
+        return torch.autograd.grad(self.ref_out, self.leaves, self.do, retain_graph=True)
+
+    def tegula(self, kind: str, config):
+        p = self
+        if kind == "bwd":
+            def run():
+                with ac.use(config):
+                    return attention_op.attention_backward(p.do, p.q, p.k, p.v, p.out, p.lse, p.causal, p.scale)
+        else:
+            def run():
+                with ac.use(config):
+                    return attention_op.attention_forward(p.q, p.k, p.v, p.causal, p.scale)[:1]
+        return run
+
+
+def measure(problem, kind, spec, device, timer, reps, log) -> dict:
+    """One candidate on one problem: checked against SDPA, then timed interleaved with it."""
+    p, backward = problem, kind == "bwd"
+    row = {"D": p.D, "causal": p.causal, "shape": p.shape, "kind": kind, "config": spec, "ms": None,
+           "tflops": None, "sdpa_ms": None, "sdpa_tflops": None, "of_sdpa": None, "error": None, "check": None}
+    where = f"D={p.D} causal={p.causal} {kind} {spec}"
+    try:
+        config = ac.parse(spec if backward else f"fwd={spec}", ac.default(device, p.D))
+        run = p.tegula(kind, config)
+        peer, want, tolerance = ((p.sdpa_bwd, p.ref_grads, BWD_TOLERANCE) if backward else
+                                 (p.sdpa_fwd, (p.ref_out,), FWD_TOLERANCE))
+        got = run()  # compiles
+        if device == "cuda":
+            torch.cuda.synchronize()
+        errors = [relative_error(g, w) for g, w in zip(got, want)]
+        del got
+        row["max_rel_error"] = max(errors)
+        if not all(math.isfinite(e) and e <= tolerance for e in errors):
+            row["check"] = "mismatch"
+            row["error"] = "relative errors " + ", ".join(f"{e:.3g}" for e in errors) + f" (tolerance {tolerance:g})"
+            log(f"{where}: {row['error']}")
+            return row
+        row["check"] = "ok"
+        mine, theirs = timer.interleaved([run, peer], reps)
+        work = p.bwd_flops if backward else p.fwd_flops
+        row["ms"], row["sdpa_ms"] = statistics.median(mine), statistics.median(theirs)
+        row["tflops"] = work / (row["ms"] / 1e3) / 1e12
+        row["sdpa_tflops"] = work / (row["sdpa_ms"] / 1e3) / 1e12
+        row["of_sdpa"] = row["sdpa_ms"] / row["ms"]
+        log(f"{where}: {row['tflops']:.1f} TFLOP/s, {100 * row['of_sdpa']:.0f}% of SDPA")
+    except Exception as e:  # noqa: BLE001 - a failing configuration is a row, not the end
+        row["check"], row["error"] = "error", _error_text(e)
+        log(f"{where}: {row['error']}")
+    return row
+
+
+def sweep(problems, fwd_specs, bwd_specs, device, timer, reps, deadline, log) -> list:
+    """Every candidate on every problem, candidate by candidate (so a budget that runs
+    out cuts the last candidates, not the last head dim); rows in table order."""
     rows = []
     for kind, specs in (("fwd", fwd_specs), ("bwd", bwd_specs)):
-        backward = kind == "bwd"
-        work = flops(B, H, S, D, causal, backward)
-        for spec in specs:
-            row = {**base, "kind": kind, "config": spec, "ms": None, "tflops": None, "sdpa_ms": None,
-                   "sdpa_tflops": None, "of_sdpa": None, "error": None, "check": None}
-            rows.append(row)
-            if time.monotonic() > deadline:
-                row["check"], row["error"] = "skipped", "out of time (--budget)"
-                continue
-            try:
-                config = ac.parse(spec if backward else f"fwd={spec}", ac.default(device, D))
-                if backward:
-                    def run(config=config):
-                        with ac.use(config):
-                            return attention_op.attention_backward(do, q, k, v, out, lse, causal, scale)
-                    peer, want, tolerance = sdpa_bwd, ref_grads, BWD_TOLERANCE
+        for order, spec in enumerate(specs):
+            for problem in problems:
+                if time.monotonic() > deadline:
+                    row = {"D": problem.D, "causal": problem.causal, "shape": problem.shape, "kind": kind,
+                           "config": spec, "ms": None, "tflops": None, "sdpa_ms": None, "sdpa_tflops": None,
+                           "of_sdpa": None, "check": "skipped", "error": "out of time (--budget)"}
                 else:
-                    def run(config=config):
-                        with ac.use(config):
-                            return attention_op.attention_forward(q, k, v, causal, scale)[:1]
-                    peer, want, tolerance = sdpa_fwd, (ref_out,), FWD_TOLERANCE
-                got = run()  # compiles
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                errors = [relative_error(g, w) for g, w in zip(got, want)]
-                del got
-                row["max_rel_error"] = max(errors)
-                if not all(math.isfinite(e) and e <= tolerance for e in errors):
-                    row["check"] = "mismatch"
-                    row["error"] = ("relative errors " + ", ".join(f"{e:.3g}" for e in errors)
-                                    + f" (tolerance {tolerance:g})")
-                    log(f"D={D} causal={causal} {kind} {spec}: {row['error']}")
-                    continue
-                row["check"] = "ok"
-                mine, theirs = timer.interleaved([run, peer], reps)
-                row["ms"], row["sdpa_ms"] = statistics.median(mine), statistics.median(theirs)
-                row["tflops"] = work / (row["ms"] / 1e3) / 1e12
-                row["sdpa_tflops"] = work / (row["sdpa_ms"] / 1e3) / 1e12
-                row["of_sdpa"] = row["sdpa_ms"] / row["ms"]
-                log(f"D={D} causal={causal} {kind} {spec}: {row['tflops']:.1f} TFLOP/s, "
-                    f"{100 * row['of_sdpa']:.0f}% of SDPA")
-            except Exception as e:  # noqa: BLE001 - a failing configuration is a row, not the end
-                row["check"], row["error"] = "error", _error_text(e)
-                log(f"D={D} causal={causal} {kind} {spec}: {row['error']}")
-    return rows
+                    row = measure(problem, kind, spec, device, timer, reps, log)
+                rows.append((problem.D, problem.causal, kind != "fwd", order, row))
+    return [row for *_, row in sorted(rows, key=lambda r: r[:4])]
 
 
 def best(rows) -> dict:
@@ -204,10 +236,8 @@ def main(argv=None) -> int:
 
     where = torch.cuda.get_device_name() if on_gpu else "CPU"
     log(f"{where}: bf16 B={B} H={H} S={S}, D in {dims}; {len(fwd)} forward, {len(bwd)} backward candidates")
-    rows = []
-    for D in dims:
-        for causal in (False, True):
-            rows += sweep_case(args.device, B, H, S, D, causal, fwd, bwd, timer, reps, deadline, log)
+    problems = [Problem(args.device, B, H, S, D, causal) for D in dims for causal in (False, True)]
+    rows = sweep(problems, fwd, bwd, args.device, timer, reps, deadline, log)
     print(format_table(rows))
     chosen = best(rows)
     print()

@@ -23,9 +23,12 @@
 # Everything lands in $OUT (default ./gpu-torch-check-out): at most 8 files,
 # logs merged into log.txt. The whole run stays under $GPU_CHECK_BUDGET
 # seconds (default 540): a step gets what is left minus a reserve for the
-# later ones. SKIP_SWEEP=1 or SKIP_BENCH=1 leave a step out; SWEEP_ARGS adds
-# options to the sweep (e.g. "--dims 128" or "--fwd 128x64w8s3").
-# Exit status: 0 when every step that ran passed.
+# later ones. SKIP_BUILD=1 (tegula already installed), SKIP_SWEEP=1 or
+# SKIP_BENCH=1 leave a step out; SWEEP_ARGS adds options to the sweep (e.g.
+# "--dims 128" or "--fwd 128x64w8s3"); TRAIN_STEPS changes the 200 steps.
+# GPU_CHECK_DEVICE=cpu runs every step on the CPU at small sizes (--quick, the
+# CPU's training defaults): a dry run of this script on a machine without a
+# GPU, with PY=.venv/bin/python. Exit status: 0 when every step that ran passed.
 set -u
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,7 +39,16 @@ BUDGET="${GPU_CHECK_BUDGET:-540}"
 JOBS="$(nproc 2>/dev/null || echo 8)"
 mkdir -p "$OUT"
 export TEGULA_CACHE_DIR="${TEGULA_CACHE_DIR:-$ROOT/.cache/tegula}"
-export TEGULA_TEST_BACKEND=cuda
+DEVICE="${GPU_CHECK_DEVICE:-cuda}"
+STEPS="${TRAIN_STEPS:-200}"
+export TEGULA_TEST_BACKEND="$DEVICE"
+if [ "$DEVICE" = cuda ]; then
+  BENCH_WHERE=(--gpu)
+  SWEEP_WHERE=(--device cuda)
+else
+  BENCH_WHERE=(--cpu --quick)
+  SWEEP_WHERE=(--device cpu --quick)
+fi
 export CMAKE_BUILD_PARALLEL_LEVEL="$JOBS"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 
@@ -97,7 +109,11 @@ note "commit: ${COMMIT:-unknown}"
 } >>"$LOG" 2>&1
 
 # --- 1. build --------------------------------------------------------------------------------------
-step build "$(allowance 240 300)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
+if [[ "${SKIP_BUILD:-0}" == 0 ]]; then
+  step build "$(allowance 240 300)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
+else
+  skip build "SKIP_BUILD=1"
+fi
 if "$PY" -c "import tegula, tegula._C, tegula.torch" >>"$LOG" 2>&1; then
   BUILT=1
 else
@@ -107,8 +123,8 @@ fi
 
 # --- 2. the torch tests on the CUDA backend ---------------------------------------------------------
 if ((BUILT)); then
-  PYTEST_ARGS=(-q -rfE --durations=10 -p no:cacheprovider --backend cuda)
-  "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n 8)
+  PYTEST_ARGS=(-q -rfE --durations=10 -p no:cacheprovider --backend "$DEVICE")
+  "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n "$((JOBS / 2 > 2 ? JOBS / 2 : 2))")
   step pytest "$(allowance 150 260)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python/test_torch_ops.py \
     tests/python/test_torch_ops_cuda.py tests/python/test_torch_custom_op.py tests/python/test_train_gpt.py
   sed -n '/^### pytest/,$p' "$LOG" | grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" | tail -30 |
@@ -122,8 +138,8 @@ if ((BUILT)) && [[ "${SKIP_SWEEP:-0}" == 0 ]]; then
   limit=$(allowance 170 190)
   # The sweep stops measuring (rows say so) 20 s before its limit, so its table and JSON still come back.
   # shellcheck disable=SC2086
-  step sweep "$limit" "$PY" tools/attention_sweep.py --budget $((limit - 20)) --json "$OUT/sweep.json" \
-    ${SWEEP_ARGS:-}
+  step sweep "$limit" "$PY" tools/attention_sweep.py "${SWEEP_WHERE[@]}" --budget $((limit - 20)) \
+    --json "$OUT/sweep.json" ${SWEEP_ARGS:-}
   sed -n '/^### sweep/,$p' "$LOG" | grep -E "^fastest" | sed 's/^/      /' >>"$SUMMARY"
 else
   skip sweep "no build or SKIP_SWEEP=1"
@@ -131,15 +147,15 @@ fi
 
 # --- 4. the torch benchmark rows ------------------------------------------------------------------
 if ((BUILT)) && [[ "${SKIP_BENCH:-0}" == 0 ]]; then
-  step bench "$(allowance 150 130)" "$PY" benchmarks/run.py --gpu --only torch_ops --only torch_attention \
-    --only train_gpt --no-md --json "$OUT/bench_torch.json"
+  step bench "$(allowance 150 130)" "$PY" benchmarks/run.py "${BENCH_WHERE[@]}" --only torch_ops \
+    --only torch_attention --only train_gpt --no-md --json "$OUT/bench_torch.json"
 else
   skip bench "no build or SKIP_BENCH=1"
 fi
 
 # --- 5. the training example, both variants, 200 steps ------------------------------------------------
 if ((BUILT)); then
-  step train "$(allowance 110 60)" "$PY" examples/train_gpt.py --device cuda --steps 200 --log-every 50 \
+  step train "$(allowance 110 60)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
     --plot "$OUT/train_gpt.png" --json "$OUT/train_gpt.json"
   if [ -f "$OUT/train_gpt.json" ]; then
     step train-curves-agree 20 "$PY" - "$OUT/train_gpt.json" <<'EOF'
@@ -153,7 +169,7 @@ sys.exit(0 if gap <= 0.01 else 1)
 EOF
     grep -E "^final loss" "$LOG" | tail -1 | sed 's/^/      /' >>"$SUMMARY"
   fi
-  step train-compile "$(allowance 110 0)" "$PY" examples/train_gpt.py --device cuda --steps 200 --log-every 50 \
+  step train-compile "$(allowance 110 0)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
     --compile --json "$OUT/train_gpt_compile.json"
   grep -E "tokens/s after the first step|differs from torch" "$LOG" | tail -6 | sed 's/^/      /' >>"$SUMMARY"
 else

@@ -93,3 +93,14 @@ def test_gpu_op_cases_compare_every_gradient():
     assert compare_each(torch, (a, b), (a.clone(), b.clone()), 0.0, 0.0) is None
     assert "output 1" in compare_each(torch, (a, b), (a, b + 1), 0.0, 1e-3)
     assert "2 outputs, expected 1" in compare_each(torch, (a, b), (a,), 0.0, 0.0)
+
+
+def test_attention_backward_target_is_decided_only_where_measured():
+    from tegula_bench.targets import criteria
+    case = gpu_workloads.Case("ops.attention_d128_causal.bwd", "4x16x4096x128", "bfloat16", 1, 10 ** 12, None, {},
+                              reference="sdpa", compute_bound=True)
+    rows = gpu_report.case_rows(case, [Outcome("sdpa", [1.0], "reference"), Outcome("tegula", [1.25], "ok")], 3e12)
+    decided = {c["what"]: c for c in criteria(rows)}
+    share = decided["ops.attention_d128_causal.bwd: tegula's share of SDPA's TFLOP/s"]
+    assert share["value"] == pytest.approx(0.8) and share["pass"] is False
+    assert not [c for c in criteria([]) if c["what"].startswith("ops.")]
