@@ -164,7 +164,7 @@ run = json.load(open(sys.argv[1]))
 final = run["final_mean_loss"]
 gap = abs(final["tegula"] / final["torch"] - 1)
 print(f"final loss (mean of the last 10 steps): torch {final['torch']:.4f}, tegula {final['tegula']:.4f}, "
-      f"differ by {gap:.2%} (at most 1%); tokens/s {run['tokens_per_s']}")
+      f"differ by {gap:.2%} (at most 1%); tokens/s " + ", ".join(f"{k} {v:.0f}" for k, v in run["tokens_per_s"].items() if v))
 sys.exit(0 if gap <= 0.01 else 1)
 EOF
     grep -E "^final loss" "$LOG" | tail -1 | sed 's/^/      /' >>"$SUMMARY"

@@ -58,7 +58,9 @@ def _visible(queries, keys, S, CAUSAL: tl.constexpr):
 # (K as [HEAD_DIM, BLOCK_N] for q k^T, and so on; a matrix both products read
 # is loaded twice, once each way), with a mask on the induction variable
 # alone: the form the CUDA backend pipelines (docs/backend-cuda.md,
-# "Software pipelining"). The CPU backend runs the same code.
+# "Software pipelining"); the products accumulate in place (``tl.dot(a, b,
+# acc)``), which lets the last one of an iteration stay in flight on Hopper.
+# The CPU backend runs the same code.
 
 
 @tegula.jit
@@ -93,7 +95,7 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
         alpha = tl.exp(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, axis=1)
         v = tl.load(v_ptrs, mask=keys[:, None] < S, other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee").to(ACC)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision="ieee")
         m_i = m_new
         kt_ptrs += BLOCK_N * HEAD_DIM
         v_ptrs += BLOCK_N * HEAD_DIM
@@ -142,12 +144,12 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
         s_t = tl.dot(k, qt, input_precision="ieee").to(ACC) * scale
         p_t = tl.where(visible, tl.exp(s_t - lse[None, :]), 0.0)
         do = tl.load(do_ptrs, mask=rows[:, None] < S, other=0.0)
-        dv += tl.dot(p_t.to(do.dtype), do, input_precision="ieee").to(ACC)
+        dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision="ieee")
         dot = tl.load(dot_ptrs, mask=rows[None, :] < S, other=0.0)
         dp_t = tl.dot(v, dot, input_precision="ieee").to(ACC)
         ds_t = p_t * (dp_t - delta[None, :])
         q = tl.load(q_ptrs, mask=rows[:, None] < S, other=0.0)
-        dk += tl.dot(ds_t.to(q.dtype), q, input_precision="ieee").to(ACC)
+        dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision="ieee")
         qt_ptrs += BLOCK_M * HEAD_DIM
         q_ptrs += BLOCK_M * HEAD_DIM
         dot_ptrs += BLOCK_M * HEAD_DIM
@@ -187,7 +189,7 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
         dp = tl.dot(do, vt, input_precision="ieee").to(ACC)
         ds = p * (dp - delta[:, None])
         k = tl.load(k_ptrs, mask=keys[:, None] < S, other=0.0)
-        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee").to(ACC)
+        dq = tl.dot(ds.to(k.dtype), k, dq, input_precision="ieee")
         kt_ptrs += BLOCK_N * HEAD_DIM
         k_ptrs += BLOCK_N * HEAD_DIM
         vt_ptrs += BLOCK_N * HEAD_DIM
