@@ -47,11 +47,11 @@ attention_op = importlib.import_module("tegula.torch.ops.attention")
 
 # Hopper FlashAttention-2 shapes: 64/128 query rows per forward program, the
 # dK/dV kernel's key block large and its query step small, dQ the transpose.
-CUDA_FWD = ("128x64w8s3", "128x64w4s3", "128x64w8s2", "128x128w8s2", "128x32w4s3", "64x64w4s3", "64x32w4s2",
+CUDA_FWD = ("128x64w8s3", "128x64w8s2", "128x128w8s2", "128x32w8s3", "64x64w4s3", "64x32w4s2", "128x64w4s3",
             "128x128w8s3")
-CUDA_BWD = ("dkdv=64x128w8s2,dq=128x64w8s2", "dkdv=32x128w4s3,dq=128x32w4s3", "dkdv=64x64w4s3,dq=64x64w4s3",
-            "dkdv=32x64w4s3,dq=64x32w4s3", "dkdv=64x128w8s3,dq=128x64w8s3", "dkdv=32x128w8s2,dq=128x32w8s2",
-            "dkdv=64x64w8s2,dq=64x64w8s2", "dkdv=128x128w8s2,dq=128x128w8s2")
+CUDA_BWD = ("dkdv=32x128w8s2,dq=128x64w8s2", "dkdv=32x128w8s3,dq=128x64w8s3", "dkdv=32x64w4s3,dq=64x32w4s3",
+            "dkdv=64x64w4s3,dq=64x64w4s3", "dkdv=32x128w8s2,dq=128x32w8s2", "dkdv=64x64w8s2,dq=128x64w8s2",
+            "dkdv=16x128w8s2,dq=128x32w8s2", "dkdv=32x128w4s3,dq=128x32w4s3", "dkdv=64x128w8s2,dq=128x64w8s2")
 CPU_FWD = ("32x32", "16x64", "64x16")
 CPU_BWD = ("dkdv=32x32,dq=32x32", "dkdv=16x64,dq=64x16")
 FWD_TOLERANCE, BWD_TOLERANCE = 2e-2, 3e-2

@@ -70,9 +70,15 @@ class AttentionConfig:
 _CPU = AttentionConfig(Tiles(32, 32), Tiles(32, 32), Tiles(32, 32))
 
 # CUDA, by head dim (the smallest entry at or above D; the last for larger D).
+# Not yet timed on a GPU: chosen from the sm_90 code the compiler generates
+# (benchmarks/results/2026-12-02-attention-codegen-screen.txt): every loop
+# pipelined with two barriers per iteration, no spills, at most ~220
+# registers. Two warpgroups (8 warps) each take 64 rows of the larger tile
+# side; a dK/dV key block of 128 with 64 query rows per step, or of 64 keys at
+# head dim 128, spilled or was not pipelined (its ring did not fit).
 _CUDA = {
-    64: AttentionConfig(fwd=Tiles(128, 64, 4, 3), dkdv=Tiles(32, 128, 4, 3), dq=Tiles(128, 32, 4, 3)),
-    128: AttentionConfig(fwd=Tiles(128, 64, 8, 3), dkdv=Tiles(64, 128, 8, 2), dq=Tiles(128, 64, 8, 2)),
+    64: AttentionConfig(fwd=Tiles(128, 64, 8, 3), dkdv=Tiles(32, 128, 8, 2), dq=Tiles(128, 64, 8, 3)),
+    128: AttentionConfig(fwd=Tiles(128, 64, 8, 3), dkdv=Tiles(32, 128, 8, 2), dq=Tiles(128, 64, 8, 2)),
 }
 
 # The delta kernel (rowsum(dO * O)) streams rows: its own small tile.
