@@ -50,7 +50,7 @@ COPY_BYTES = 1 << 30
 def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
         on_progress: Optional[Callable[[dict], None]] = None) -> dict:
     """Measures the workloads in `names` (in that order) with the selected variants.
-    After each workload, `on_progress` gets the report so far (``"partial": true``),
+    After each workload and case, `on_progress` gets the report so far (``"partial": true``),
     so that a run stopped by a time limit still leaves what it measured."""
     import torch
 
@@ -93,10 +93,13 @@ def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
                 log(f"{name}: could not make the inputs: {describe_error(e)}")
                 cases = []
                 measured.append((name, error_rows(name, variants, describe_error(e))))
-            for case in cases:
+            for index, case in enumerate(cases):
                 outcomes = measure_case(torch, timer, case, variants, budget_s, min_reps, max_reps)
                 case.variants = {}
                 measured.append((case, outcomes))
+                if on_progress is not None and index + 1 < len(cases):  # a long group keeps its cases too
+                    on_progress(_assemble(report, measured, copy_runs, launches, num_warps["launch"],
+                                          final=False))
             del cases
             torch.cuda.empty_cache()
         if on_progress is not None:

@@ -104,3 +104,33 @@ def test_attention_backward_target_is_decided_only_where_measured():
     share = decided["ops.attention_d128_causal.bwd: tegula's share of SDPA's TFLOP/s"]
     assert share["value"] == pytest.approx(0.8) and share["pass"] is False
     assert not [c for c in criteria([]) if c["what"].startswith("ops.")]
+
+
+def test_gpu_run_of_the_torch_groups_dry_on_the_cpu(monkeypatch, tmp_path):
+    # gpu_run's loop, rows, criteria, progress and markdown for the tegula.torch groups, with the
+    # inputs on the CPU, the host clock for CUDA events and torch's CUDA calls stubbed.
+    from tegula.testing import HostTimer
+    from tegula_bench import gpu_run, render
+
+    monkeypatch.setattr(gpu_workloads, "DEVICE", "cpu")
+    monkeypatch.setattr(gpu_run, "CudaTimer", lambda device: HostTimer())
+    monkeypatch.setattr(gpu_run, "describe_device", lambda torch: {"name": "stand-in", "arch": "sm_90",
+                                                                    "multiprocessors": 1})
+    monkeypatch.setattr(gpu_run, "driver_version", lambda: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    snapshots = []
+    report = gpu_run.run(("torch_attention", "train_gpt"), ("tegula", "torch", "sdpa"), True, 0.01,
+                         dict(gpu_workloads.NUM_WARPS), on_progress=lambda r: snapshots.append(len(r["rows"])))
+    rows = report["rows"]
+    assert snapshots == sorted(snapshots) and len(snapshots) == 8 + 1  # after every case, then every group
+    assert all(r["check"] in ("reference", "ok") for r in rows), [r for r in rows if r["check"] not in
+                                                                   ("reference", "ok")]
+    bwd = [r for r in rows if r["workload"] == "ops.attention_d64_causal.bwd" and r["variant"] == "tegula"]
+    assert len(bwd) == 1 and bwd[0]["unit"] == "TFLOP/s" and bwd[0]["floor_frac"] > 0
+    step = {r["variant"]: r for r in rows if r["workload"] == "train_gpt.step"}
+    assert set(step) == {"tegula", "torch"} and step["torch"]["floor_frac"] == pytest.approx(1.0)
+    targets = [c for c in report["criteria"] if c["what"].startswith("ops.attention")]
+    assert len(targets) == 4 and all(c["value"] is not None for c in targets)
+    text = render.format_markdown(report)
+    assert "ops.attention_d32.fwd" in text and "tokens/s" in text
