@@ -29,9 +29,11 @@ written as in ``TEGULA_ATTENTION_CONFIG`` (``BMxBN[wWARPS][sSTAGES]``).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import importlib
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -155,6 +157,33 @@ def measure(problem, kind, spec, device, timer, reps, log) -> dict:
     return row
 
 
+def precompile_all(problems, fwd_specs, bwd_specs, device, log) -> None:
+    """Compiles every candidate for every problem in parallel threads (the compiler
+    releases the GIL), so that the measuring loop finds them in the kernel cache; a
+    candidate that fails here fails again, with its message, when it is measured."""
+    jobs = []
+    for spec in list(fwd_specs) + list(bwd_specs):
+        for problem in problems:
+            try:
+                backward = spec in bwd_specs
+                config = ac.parse(spec if backward else f"fwd={spec}", ac.default(device, problem.D))
+                jobs.append((problem, config, ("dkdv", "dq") if backward else ("fwd",)))
+            except ValueError:
+                continue  # measured as an error row
+    started = time.monotonic()
+
+    def compile_one(job):
+        problem, config, kernels = job
+        try:
+            attention_op.precompile(problem.q, problem.causal, config, kernels)
+        except Exception:  # noqa: BLE001 - reported when the candidate is measured
+            pass
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        list(pool.map(compile_one, jobs))
+    log(f"compiled {len(jobs)} configurations in {time.monotonic() - started:.0f} s")
+
+
 def sweep(problems, fwd_specs, bwd_specs, device, timer, reps, deadline, log) -> list:
     """Every candidate on every problem, candidate by candidate (so a budget that runs
     out cuts the last candidates, not the last head dim); rows in table order."""
@@ -220,6 +249,8 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=float, default=1e9, metavar="S",
                         help="stop measuring after S seconds: the remaining candidates are rows that say so")
     parser.add_argument("--json", metavar="PATH", help="also write the rows and the choice as JSON")
+    parser.add_argument("--no-precompile", action="store_true",
+                        help="compile each candidate when it is measured, not all at first in parallel threads")
     args = parser.parse_args(argv)
     small = args.quick or args.device == "cpu"
     B, H, S = (int(x) for x in (args.shape or ("1x2x80" if small else "4x16x4096")).split("x"))
@@ -237,6 +268,8 @@ def main(argv=None) -> int:
     where = torch.cuda.get_device_name() if on_gpu else "CPU"
     log(f"{where}: bf16 B={B} H={H} S={S}, D in {dims}; {len(fwd)} forward, {len(bwd)} backward candidates")
     problems = [Problem(args.device, B, H, S, D, causal) for D in dims for causal in (False, True)]
+    if not args.no_precompile:
+        precompile_all(problems, fwd, bwd, args.device, log)
     rows = sweep(problems, fwd, bwd, args.device, timer, reps, deadline, log)
     print(format_table(rows))
     chosen = best(rows)

@@ -265,6 +265,23 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     return dq, dk, dv
 
 
+def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "dq")) -> None:
+    """Compiles (or loads) the named kernels for inputs like q under ``config`` (an
+    ``attention_config.AttentionConfig``) without launching them; the compiler
+    releases the GIL, so threads compile several configurations at once
+    (tools/attention_sweep.py)."""
+    S, D = q.shape[-2:]
+    stats = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
+    meta = dict(HEAD_DIM=D, CAUSAL=causal, ACC=compute_dtype(q))
+    pointers = {"fwd": (q, q, q, q, stats), "dkdv": (q, q, q, q, stats, stats, q, q),
+                "dq": (q, q, q, q, stats, stats, q)}
+    kernel = {"fwd": attention_forward_kernel, "dkdv": attention_dkdv_kernel, "dq": attention_dq_kernel}
+    for name in kernels:
+        tiles = getattr(config, name)
+        kernel[name].warmup(*pointers[name], S, 1.0, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, **meta,
+                            **tiles.options())
+
+
 def _backward(saved, do, _dlse):
     return (*attention_backward(do, *saved), None, None)
 
