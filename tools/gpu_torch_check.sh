@@ -173,7 +173,8 @@ EOF
   fi
   step train-compile "$(allowance 110 0)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
     --compile --json "$OUT/train_gpt_compile.json"
-  grep -E "tokens/s after the first step|differs from torch" "$LOG" | tail -6 | sed 's/^/      /' >>"$SUMMARY"
+  sed -n '/^### train-compile/,$p' "$LOG" | grep -E "tokens/s after the first step|differs from torch" |
+    sed 's/^/      compiled: /' >>"$SUMMARY"
 else
   skip train "no build"
 fi
