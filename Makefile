@@ -32,7 +32,7 @@ VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 TORCH_STAMP := $(VENV)/.stamp-torch
 
-.PHONY: all venv torch build cpp-test py-test py-test-slow sanitize fuzz test check demo gpu-check clean wheel wheel-test
+.PHONY: all venv torch build cpp-test py-test py-test-slow sanitize fuzz test check demo gpu-check gpu-torch-check clean wheel wheel-test
 
 all: build
 
@@ -194,6 +194,11 @@ demo: venv build
 GPU_PY ?= python3
 gpu-check:
 	PY=$(GPU_PY) tools/gpu_check.sh
+
+# tegula.torch on the GPU (issue 17): the torch tests, the attention sweep, the
+# torch benchmark rows and train_gpt.py, into $OUT (default ./gpu-torch-check-out).
+gpu-torch-check:
+	PY=$(GPU_PY) tools/gpu_torch_check.sh
 
 clean:
 	rm -rf build/cp* $(CPP_BUILD) .cache .pytest_cache $(BUILD_STAMP)

@@ -19,6 +19,8 @@ options; ``docs/benchmarks.md`` explains the reports). The files, by concept:
 - ``cpu_report``, ``gpu_report``, ``targets``, ``render``: rows of the JSON
   reports, the issues' targets decided from them, the text and Markdown tables.
 - ``machine``: the CPU, its cache and BLAS; the GPU, its driver and versions.
+- ``torch_workloads``, ``torch_run``: the tegula.torch groups (``--only torch_ops``,
+  ``torch_attention``, ``train_gpt``): cases for either device, and their CPU run.
 """
 
 import sys

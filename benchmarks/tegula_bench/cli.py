@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from . import gpu_workloads, log, render
+from .torch_workloads import TORCH_WORKLOADS
 from .kernels import _host
 
 
@@ -28,9 +29,12 @@ def parse_args(argv=None):
                              "with .md)")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few repetitions (for tests; the numbers mean little)")
-    parser.add_argument("--only", metavar="NAME", action="append", choices=gpu_workloads.WORKLOADS,
+    parser.add_argument("--only", metavar="NAME", action="append",
+                        choices=gpu_workloads.WORKLOADS + TORCH_WORKLOADS,
                         help="run only this workload (repeatable): " + ", ".join(gpu_workloads.WORKLOADS)
-                             + " (launch: the host cost of one launch; compile: cold and warm first calls)")
+                             + " (launch: the host cost of one launch; compile: cold and warm first calls); "
+                             "and, only when named here, the tegula.torch groups: " + ", ".join(TORCH_WORKLOADS)
+                             + " (the training ops, attention against SDPA, a train_gpt.py step)")
     parser.add_argument("--plot", metavar="DIR",
                         help="also write one PNG per workload into DIR: time and share of floor against size, "
                              "each variant a line (needs matplotlib)")

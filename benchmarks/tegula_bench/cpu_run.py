@@ -27,9 +27,11 @@ from .cpu_workloads import WORKLOADS, build_cases
 from .machine import describe_machine, describe_software, load_average
 from .peers import PEERS
 from .plots import write_plots
+from .torch_workloads import TORCH_WORKLOADS
 
 
-def run(names, quick: bool, budget: float, compile_times: bool = False, launch_times: bool = False) -> dict:
+def run(names, quick: bool, budget: float, compile_times: bool = False, launch_times: bool = False,
+        torch_names=()) -> dict:
     """Measures the floors and every workload in `names`; returns the whole report."""
     min_reps, max_reps = (3, 5) if quick else (7, 50)
     machine = describe_machine()
@@ -61,6 +63,9 @@ def run(names, quick: bool, budget: float, compile_times: bool = False, launch_t
     rows = make_rows(results, floors, llc)
     if launch_times:
         rows += launch_rows(launch.measure_cpu_launch(1000 if quick else launch.LAUNCHES, 2 if quick else 5))
+    if torch_names:
+        from . import torch_run
+        rows += torch_run.run(torch_names, quick, budget)
     if compile_times:
         log("compile: first calls of vector add in fresh processes")
         rows += compile_rows(compile_probe.measure("tegula", "cpu", rounds=1 if quick else 3))
@@ -77,7 +82,8 @@ def main(args) -> int:
         log("matmul_autotune (autotuned against the best config by hand) is measured on the GPU only; skipped")
     compile_times = "compile" in args.only if args.only else not args.quick
     launch_times = "launch" in args.only if args.only else True
-    report = run(names, args.quick, budget, compile_times, launch_times)
+    torch_names = tuple(n for n in (args.only or ()) if n in TORCH_WORKLOADS)
+    report = run(names, args.quick, budget, compile_times, launch_times, torch_names)
     print_report(report)
     if args.json:
         with open(args.json, "w") as f:

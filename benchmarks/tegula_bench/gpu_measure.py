@@ -38,9 +38,24 @@ def compare(torch, got, want, atol: float, rtol: float) -> Optional[str]:
             f"flat index {worst}: got {float(g[worst]):g}, expected {float(w[worst]):g}")
 
 
+def compare_each(torch, got, want, atol: float, rtol: float) -> Optional[str]:
+    """``compare`` of each pair of a tuple of outputs; None when all match."""
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    if len(got) != len(want):
+        return f"{len(got)} outputs, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        error = compare(torch, g, w, atol, rtol)
+        if error:
+            return f"output {i}: {error}"
+    return None
+
+
 def measure_case(torch, timer: CudaTimer, case: Case, variants, budget_s: float, min_reps: int,
-                 max_reps: int) -> list:
-    """Builds, warms up and checks every selected variant, then times them interleaved."""
+                 max_reps: int, on_gpu: bool = True) -> list:
+    """Builds, warms up and checks every selected variant, then times them interleaved.
+    ``on_gpu`` False: the variants run on the host (``torch_run``'s CPU cases) and
+    `timer` is a host clock with CudaTimer's interface."""
     names = [v for v in case.variants if case.row_of(v)[1] in variants]
     names.sort(key=lambda v: v != case.reference)  # the reference first: the others are checked against it
     outcomes, runners, reference_out = [], [], None
@@ -54,14 +69,16 @@ def measure_case(torch, timer: CudaTimer, case: Case, variants, budget_s: float,
             outcome.note = getattr(fn, "note", None)
             outcome.num_warps = getattr(fn, "num_warps", None)
             fn()  # compiles on first use
-            out = _first(fn())
-            torch.cuda.synchronize()
+            out = fn() if case.compare_all else _first(fn())
+            if on_gpu:
+                torch.cuda.synchronize()
             if name == case.reference:
                 reference_out, outcome.check = out, "reference"
             elif name in case.unchecked:
                 outcome.check = "unchecked"
             elif reference_out is not None:
-                outcome.error = compare(torch, out, reference_out, *case.tolerance)
+                outcome.error = (compare_each if case.compare_all else compare)(torch, out, reference_out,
+                                                                                 *case.tolerance)
                 outcome.check = "mismatch" if outcome.error else "ok"
             del out
         except Exception as e:  # noqa: BLE001 - one variant's failure is a row, not the end of the run

@@ -13,8 +13,13 @@ SCHEMA = "tegula-bench-gpu/1"
 def case_rows(case: Case, outcomes, copy_bytes_per_s: Optional[float]) -> list:
     """Rows in the report's schema; a compute-bound workload's floor is its reference's
     rate in the same run (matmul: cuBLAS, attention: SDPA)."""
-    peak = None
-    if case.compute_bound:
+    peak, per_call = None, case.bytes
+    if case.tokens:
+        per_call = case.tokens
+        ref = next((o for o in outcomes if o.variant == case.reference and o.median_ms), None)
+        peak = case.tokens / (ref.median_ms / 1e3) if ref else None
+    elif case.compute_bound:
+        per_call = case.flops
         floor = case.floor or case.reference
         peer = next((o for o in outcomes if o.variant == floor and o.median_ms), None)
         peak = case.flops / (peer.median_ms / 1e3) if peer else None
@@ -23,16 +28,17 @@ def case_rows(case: Case, outcomes, copy_bytes_per_s: Optional[float]) -> list:
         ms = o.median_ms
         workload, variant = case.row_of(o.variant)
         row = {"workload": workload, "variant": variant, "ms": ms, "rate": None,
-               "unit": "TFLOP/s" if case.compute_bound else "GB/s", "floor_frac": None,
+               "unit": "tokens/s" if case.tokens else "TFLOP/s" if case.compute_bound else "GB/s",
+               "floor_frac": None,
                "shape": case.shape, "dtype": case.dtype, "bytes": case.bytes, "flops": case.flops,
                "num_warps": (o.num_warps or case.num_warps) if variant in ("tegula", "triton") else None,
                "samples": len(o.samples), "min_ms": min(o.samples) if o.samples else None,
                "max_ms": max(o.samples) if o.samples else None, "check": o.check, "error": o.error,
                "note": o.note}
         if ms:
-            per_s = (case.flops if case.compute_bound else case.bytes) / (ms / 1e3)
-            row["rate"] = per_s / (1e12 if case.compute_bound else 1e9)
-            limit = peak if case.compute_bound else copy_bytes_per_s
+            per_s = per_call / (ms / 1e3)
+            row["rate"] = per_s / (1 if case.tokens else 1e12 if case.compute_bound else 1e9)
+            limit = peak if case.compute_bound or case.tokens else copy_bytes_per_s
             row["floor_frac"] = per_s / limit if limit else None
         rows.append(row)
     return rows

@@ -34,7 +34,7 @@ from typing import Callable, Optional
 
 from tegula.testing import L2_FLUSH_BYTES, CudaTimer
 
-from . import gpu_workloads, log
+from . import gpu_workloads, log, torch_workloads
 from .gpu_measure import measure_case, measure_compile, measure_copy
 from .gpu_report import SCHEMA, case_rows, compile_rows, error_rows, launch_rows
 from .gpu_workloads import BUILDERS, CASE_LISTS, NUM_WARPS, VARIANTS, WORKLOADS, parse_num_warps
@@ -50,7 +50,7 @@ COPY_BYTES = 1 << 30
 def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
         on_progress: Optional[Callable[[dict], None]] = None) -> dict:
     """Measures the workloads in `names` (in that order) with the selected variants.
-    After each workload, `on_progress` gets the report so far (``"partial": true``),
+    After each workload and case, `on_progress` gets the report so far (``"partial": true``),
     so that a run stopped by a time limit still leaves what it measured."""
     import torch
 
@@ -83,16 +83,23 @@ def run(names, variants, quick: bool, budget_s: float, num_warps: dict,
         else:
             try:
                 warps = num_warps.get(name)  # None where the workload's configs choose them
-                cases = CASE_LISTS[name](torch, quick, warps) if name in CASE_LISTS else \
-                    [BUILDERS[name](torch, quick, warps)]
+                if name in torch_workloads.CASE_LISTS:
+                    cases = torch_workloads.CASE_LISTS[name](torch, gpu_workloads.DEVICE, quick)
+                elif name in CASE_LISTS:
+                    cases = CASE_LISTS[name](torch, quick, warps)
+                else:
+                    cases = [BUILDERS[name](torch, quick, warps)]
             except Exception as e:  # noqa: BLE001
                 log(f"{name}: could not make the inputs: {describe_error(e)}")
                 cases = []
                 measured.append((name, error_rows(name, variants, describe_error(e))))
-            for case in cases:
+            for index, case in enumerate(cases):
                 outcomes = measure_case(torch, timer, case, variants, budget_s, min_reps, max_reps)
                 case.variants = {}
                 measured.append((case, outcomes))
+                if on_progress is not None and index + 1 < len(cases):  # a long group keeps its cases too
+                    on_progress(_assemble(report, measured, copy_runs, launches, num_warps["launch"],
+                                          final=False))
             del cases
             torch.cuda.empty_cache()
         if on_progress is not None:

@@ -75,6 +75,12 @@ class Case:
     # matmul): timed, never compared.
     floor: Optional[str] = None
     unchecked: tuple = ()
+    # Outputs that are tuples (an op's gradients) compared element by element;
+    # otherwise only the first element is.
+    compare_all: bool = False
+    # A training step: rows in tokens/s (this many tokens per call), their
+    # share of the reference's rate in ``floor_frac``.
+    tokens: Optional[int] = None
 
     def row_of(self, variant: str) -> tuple:
         return self.rows.get(variant, (self.workload, variant))

@@ -135,6 +135,22 @@ class CudaTimer:
         return [[start.elapsed_time(end) for start, end in calls] for calls in pairs]
 
 
+class HostTimer:
+    """CudaTimer's interface on the host clock (``perf_counter``), for callables
+    that finish before they return (the CPU backend, torch on the CPU)."""
+
+    def interleaved(self, fns, reps: int, setup=None) -> list:
+        samples = [[] for _ in fns]
+        for _ in range(reps):
+            for i, fn in enumerate(fns):
+                if setup is not None:
+                    setup()
+                start = time.perf_counter()
+                fn()
+                samples[i].append((time.perf_counter() - start) * 1e3)
+        return samples
+
+
 def _bench_device(device) -> str:
     """The backend whose kernels `fn` runs (a backend's name, as torch names
     devices): the given one, else the CUDA backend once this process has used

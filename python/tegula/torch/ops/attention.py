@@ -19,8 +19,9 @@ statistics are float32 (float64 for float64 inputs); half-precision
 probabilities are rounded to the input dtype before they meet V or dO in a
 product, as the forward does. float32 products are full IEEE precision
 (``input_precision="ieee"``, not TF32 on the GPU), so results match torch's
-float32 attention. The tiles are 32 x 32, chosen for the CPU backend; GPU
-tuning is not done (examples/flash_attention.py is the tuned forward).
+float32 attention. Tile sizes, warps and stages are chosen per backend and
+head dim, each kernel its own (``attention_config``: 32 x 32 tiles on the
+CPU; an override for sweeps).
 """
 
 from __future__ import annotations
@@ -33,9 +34,7 @@ import tegula
 import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
-from . import _rows
-
-BLOCK = 32
+from . import _rows, attention_config
 
 
 @tegula.jit
@@ -54,6 +53,16 @@ def _visible(queries, keys, S, CAUSAL: tl.constexpr):
     return visible
 
 
+# In the loops below every tile a product reads is loaded from a pointer tile
+# the loop advances by a fixed step, in the orientation the product wants
+# (K as [HEAD_DIM, BLOCK_N] for q k^T, and so on; a matrix both products read
+# is loaded twice, once each way), with a mask on the induction variable
+# alone: the form the CUDA backend pipelines (docs/backend-cuda.md,
+# "Software pipelining"); the products accumulate in place (``tl.dot(a, b,
+# acc)``), which lets the last one of an iteration stay in flight on Hopper.
+# The CPU backend runs the same code.
+
+
 @tegula.jit
 def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                              BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
@@ -62,6 +71,7 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
     base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
+    offs_n = tl.arange(0, BLOCK_N)
     q = _load_rows(Q, base, rows, S, HEAD_DIM)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
     l_i = tl.zeros([BLOCK_M], dtype=ACC)
@@ -69,12 +79,13 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
     hi = S
     if CAUSAL:
         hi = tl.minimum((start_m + 1) * BLOCK_M, S)
+    kt_ptrs = K + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
+    v_ptrs = V + base + offs_n[:, None] * HEAD_DIM + dims[None, :]
     # Key 0 is visible to every row, so each row's maximum is finite after the first block.
     for start_n in range(0, hi, BLOCK_N):
-        keys = start_n + tl.arange(0, BLOCK_N)
-        k = _load_rows(K, base, keys, S, HEAD_DIM)
-        v = _load_rows(V, base, keys, S, HEAD_DIM)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
+        keys = start_n + offs_n
+        kt = tl.load(kt_ptrs, mask=keys[None, :] < S, other=0.0)
+        s = tl.dot(q, kt, input_precision="ieee").to(ACC) * scale
         visible = keys[None, :] < S
         if CAUSAL:
             visible = visible & (rows[:, None] >= keys[None, :])
@@ -83,8 +94,11 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
         p = tl.exp(s - m_new[:, None])
         alpha = tl.exp(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee").to(ACC)
+        v = tl.load(v_ptrs, mask=keys[:, None] < S, other=0.0)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision="ieee")
         m_i = m_new
+        kt_ptrs += BLOCK_N * HEAD_DIM
+        v_ptrs += BLOCK_N * HEAD_DIM
     tl.store(LSE + head * S + rows, m_i + tl.log(l_i), mask=rows < S)
     tl.store(O + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
              mask=rows[:, None] < S)
@@ -107,6 +121,7 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
     base = head * S * HEAD_DIM
     keys = start_n + tl.arange(0, BLOCK_N)
     dims = tl.arange(0, HEAD_DIM)
+    offs_m = tl.arange(0, BLOCK_M)
     kv_offsets = base + keys[:, None] * HEAD_DIM + dims[None, :]
     k = _load_rows(K, base, keys, S, HEAD_DIM)
     v = _load_rows(V, base, keys, S, HEAD_DIM)
@@ -115,19 +130,30 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
     lo = 0
     if CAUSAL:
         lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
+    # Q and dO each twice: transposed for the products with K and V, as rows for dK and dV.
+    qt_ptrs = Q + base + (lo + offs_m)[None, :] * HEAD_DIM + dims[:, None]
+    q_ptrs = Q + base + (lo + offs_m)[:, None] * HEAD_DIM + dims[None, :]
+    dot_ptrs = DO + base + (lo + offs_m)[None, :] * HEAD_DIM + dims[:, None]
+    do_ptrs = DO + base + (lo + offs_m)[:, None] * HEAD_DIM + dims[None, :]
     for start_m in range(lo, S, BLOCK_M):
-        rows = start_m + tl.arange(0, BLOCK_M)
-        q = _load_rows(Q, base, rows, S, HEAD_DIM)
-        do = _load_rows(DO, base, rows, S, HEAD_DIM)
+        rows = start_m + offs_m
+        qt = tl.load(qt_ptrs, mask=rows[None, :] < S, other=0.0)
         lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
         delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
         visible = _visible(rows[None, :], keys[:, None], S, CAUSAL)
-        s_t = tl.dot(k, tl.trans(q), input_precision="ieee").to(ACC) * scale
+        s_t = tl.dot(k, qt, input_precision="ieee").to(ACC) * scale
         p_t = tl.where(visible, tl.exp(s_t - lse[None, :]), 0.0)
-        dv += tl.dot(p_t.to(do.dtype), do, input_precision="ieee").to(ACC)
-        dp_t = tl.dot(v, tl.trans(do), input_precision="ieee").to(ACC)
+        do = tl.load(do_ptrs, mask=rows[:, None] < S, other=0.0)
+        dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision="ieee")
+        dot = tl.load(dot_ptrs, mask=rows[None, :] < S, other=0.0)
+        dp_t = tl.dot(v, dot, input_precision="ieee").to(ACC)
         ds_t = p_t * (dp_t - delta[None, :])
-        dk += tl.dot(ds_t.to(q.dtype), q, input_precision="ieee").to(ACC)
+        q = tl.load(q_ptrs, mask=rows[:, None] < S, other=0.0)
+        dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision="ieee")
+        qt_ptrs += BLOCK_M * HEAD_DIM
+        q_ptrs += BLOCK_M * HEAD_DIM
+        dot_ptrs += BLOCK_M * HEAD_DIM
+        do_ptrs += BLOCK_M * HEAD_DIM
     tl.store(DK + kv_offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
     tl.store(DV + kv_offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
 
@@ -140,6 +166,7 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
     base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
+    offs_n = tl.arange(0, BLOCK_N)
     q = _load_rows(Q, base, rows, S, HEAD_DIM)
     do = _load_rows(DO, base, rows, S, HEAD_DIM)
     lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
@@ -148,16 +175,24 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
     hi = S
     if CAUSAL:
         hi = tl.minimum((start_m + 1) * BLOCK_M, S)
+    # K twice: transposed for q k^T, as rows for dS K; V transposed for dO v^T.
+    kt_ptrs = K + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
+    k_ptrs = K + base + offs_n[:, None] * HEAD_DIM + dims[None, :]
+    vt_ptrs = V + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
     for start_n in range(0, hi, BLOCK_N):
-        keys = start_n + tl.arange(0, BLOCK_N)
-        k = _load_rows(K, base, keys, S, HEAD_DIM)
-        v = _load_rows(V, base, keys, S, HEAD_DIM)
+        keys = start_n + offs_n
+        kt = tl.load(kt_ptrs, mask=keys[None, :] < S, other=0.0)
         visible = _visible(rows[:, None], keys[None, :], S, CAUSAL)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee").to(ACC) * scale
+        s = tl.dot(q, kt, input_precision="ieee").to(ACC) * scale
         p = tl.where(visible, tl.exp(s - lse[:, None]), 0.0)
-        dp = tl.dot(do, tl.trans(v), input_precision="ieee").to(ACC)
+        vt = tl.load(vt_ptrs, mask=keys[None, :] < S, other=0.0)
+        dp = tl.dot(do, vt, input_precision="ieee").to(ACC)
         ds = p * (dp - delta[:, None])
-        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee").to(ACC)
+        k = tl.load(k_ptrs, mask=keys[:, None] < S, other=0.0)
+        dq = tl.dot(ds.to(k.dtype), k, dq, input_precision="ieee")
+        kt_ptrs += BLOCK_N * HEAD_DIM
+        k_ptrs += BLOCK_N * HEAD_DIM
+        vt_ptrs += BLOCK_N * HEAD_DIM
     tl.store(DQ + base + rows[:, None] * HEAD_DIM + dims[None, :], (dq * scale).to(DQ.dtype.element_ty),
              mask=rows[:, None] < S)
 
@@ -171,9 +206,14 @@ def _check(q, k, v):
         raise ValueError(f"attention needs a head dim that is a power of two >= 16 (a tile size), got {D}")
 
 
-def _launch_shape(q):
-    B, H, S, D = q.shape
-    return (tegula.cdiv(S, BLOCK), B * H), S, D
+def _config(q):
+    return attention_config.choose(q.device.type, q.shape[-1])
+
+
+def _grid(q, block: int):
+    """One program per `block` rows (or keys) of each (batch, head)."""
+    B, H, S, _ = q.shape
+    return (tegula.cdiv(S, block), B * H)
 
 
 def _forward_fake(q, k, v, causal, scale):
@@ -189,10 +229,12 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
-    grid, S, D = _launch_shape(q)
     if q.numel():
-        attention_forward_kernel[grid](q, k, v, out, lse, S, scale, HEAD_DIM=D, BLOCK_M=BLOCK, BLOCK_N=BLOCK,
-                                       CAUSAL=causal, ACC=compute_dtype(q))
+        tiles = _config(q).fwd
+        S, D = q.shape[-2:]
+        attention_forward_kernel[_grid(q, tiles.block_m)](
+            q, k, v, out, lse, S, scale, HEAD_DIM=D, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=causal,
+            ACC=compute_dtype(q), **tiles.options())
     return out, lse
 
 
@@ -209,14 +251,35 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     if not q.numel():
         return dq, dk, dv
-    grid, S, D = _launch_shape(q)
+    S, D = q.shape[-2:]
+    config = _config(q)
     meta = dict(HEAD_DIM=D, ACC=compute_dtype(q))
     delta = torch.empty_like(lse)
-    attention_delta_kernel[grid](out, do, delta, S, BLOCK_M=BLOCK, **meta)
-    blocks = dict(BLOCK_M=BLOCK, BLOCK_N=BLOCK, CAUSAL=causal, **meta)
-    attention_dkdv_kernel[grid](q, k, v, do, lse, delta, dk, dv, S, scale, **blocks)
-    attention_dq_kernel[grid](q, k, v, do, lse, delta, dq, S, scale, **blocks)
+    rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
+    attention_delta_kernel[_grid(q, rows)](out, do, delta, S, BLOCK_M=rows, **meta)
+    dkdv, dqt = config.dkdv, config.dq
+    attention_dkdv_kernel[_grid(q, dkdv.block_n)](q, k, v, do, lse, delta, dk, dv, S, scale, BLOCK_M=dkdv.block_m,
+                                                  BLOCK_N=dkdv.block_n, CAUSAL=causal, **meta, **dkdv.options())
+    attention_dq_kernel[_grid(q, dqt.block_m)](q, k, v, do, lse, delta, dq, S, scale, BLOCK_M=dqt.block_m,
+                                               BLOCK_N=dqt.block_n, CAUSAL=causal, **meta, **dqt.options())
     return dq, dk, dv
+
+
+def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "dq")) -> None:
+    """Compiles (or loads) the named kernels for inputs like q under ``config`` (an
+    ``attention_config.AttentionConfig``) without launching them; the compiler
+    releases the GIL, so threads compile several configurations at once
+    (tools/attention_sweep.py)."""
+    S, D = q.shape[-2:]
+    stats = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
+    meta = dict(HEAD_DIM=D, CAUSAL=causal, ACC=compute_dtype(q))
+    pointers = {"fwd": (q, q, q, q, stats), "dkdv": (q, q, q, q, stats, stats, q, q),
+                "dq": (q, q, q, q, stats, stats, q)}
+    kernel = {"fwd": attention_forward_kernel, "dkdv": attention_dkdv_kernel, "dq": attention_dq_kernel}
+    for name in kernels:
+        tiles = getattr(config, name)
+        kernel[name].warmup(*pointers[name], S, 1.0, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, **meta,
+                            **tiles.options())
 
 
 def _backward(saved, do, _dlse):

@@ -1,0 +1,150 @@
+"""The launch configuration of the attention kernels: tile sizes, warps and
+pipeline stages of the forward, the dK/dV and the dQ kernels, chosen per
+backend and head dim, with an override for sweeps.
+
+The CPU backend keeps the 32 x 32 tiles the kernels were written with. On
+CUDA the tiles are those of a FlashAttention-2
+kernel on Hopper: the forward walks 64-key blocks with 128 query rows per
+program; the dK/dV kernel keeps its key block and two accumulators in
+registers, so its key block is the large one and its query step small, and
+the dQ kernel the transpose of that. ``tools/attention_sweep.py`` times a
+list of configurations against SDPA on the GPU; the table below is where
+its choice goes.
+
+Override, without editing code (each part optional, the others keep their
+defaults): the environment variable ``TEGULA_ATTENTION_CONFIG``, read at
+every launch, e.g. ``fwd=128x64w8s3,dkdv=64x128w8s2,dq=128x64w8s2`` (``BMxBN``
+then optionally ``w`` warps and ``s`` stages), or ``use(config)``, a context
+manager that wins over the variable in its thread (a ``contextvars``
+variable, so threads and tasks do not see each other's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import os
+import re
+from typing import Iterator, Optional
+
+ENV = "TEGULA_ATTENTION_CONFIG"
+KERNELS = ("fwd", "dkdv", "dq")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tiles:
+    """One kernel's launch: BLOCK_M query rows by BLOCK_N keys per step; warps and
+    stages None where the backend's default applies (the CPU ignores both)."""
+
+    block_m: int
+    block_n: int
+    num_warps: Optional[int] = None
+    num_stages: Optional[int] = None
+
+    def options(self) -> dict:
+        """The launch options to pass besides the constexprs."""
+        out = {}
+        if self.num_warps is not None:
+            out["num_warps"] = self.num_warps
+        if self.num_stages is not None:
+            out["num_stages"] = self.num_stages
+        return out
+
+    def __str__(self) -> str:
+        return (f"{self.block_m}x{self.block_n}" + (f"w{self.num_warps}" if self.num_warps else "")
+                + (f"s{self.num_stages}" if self.num_stages else ""))
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionConfig:
+    fwd: Tiles
+    dkdv: Tiles
+    dq: Tiles
+
+    def __str__(self) -> str:
+        return ",".join(f"{name}={getattr(self, name)}" for name in KERNELS)
+
+
+_CPU = AttentionConfig(Tiles(32, 32), Tiles(32, 32), Tiles(32, 32))
+
+# CUDA, by head dim (the smallest entry at or above D; the last for larger D).
+# Not yet timed on a GPU: chosen from the sm_90 code the compiler generates
+# (benchmarks/results/2026-12-02-attention-codegen-screen.txt): every loop
+# pipelined with two barriers per iteration, no spills, at most ~220
+# registers. Two warpgroups (8 warps) each take 64 rows of the larger tile
+# side; a dK/dV key block of 128 with 64 query rows per step, or of 64 keys at
+# head dim 128, spilled or was not pipelined (its ring did not fit).
+_CUDA = {
+    64: AttentionConfig(fwd=Tiles(128, 64, 8, 3), dkdv=Tiles(32, 128, 8, 2), dq=Tiles(128, 64, 8, 3)),
+    128: AttentionConfig(fwd=Tiles(128, 64, 8, 3), dkdv=Tiles(32, 128, 8, 2), dq=Tiles(128, 64, 8, 2)),
+}
+
+# The delta kernel (rowsum(dO * O)) streams rows: its own small tile.
+DELTA_ROWS = {"cpu": 32, "cuda": 64}
+
+_override: contextvars.ContextVar[Optional[AttentionConfig]] = contextvars.ContextVar(
+    "tegula_attention_config", default=None)
+
+_SPEC = re.compile(r"^(\d+)x(\d+)(?:w(\d+))?(?:s(\d+))?$")
+
+
+def _power_of_two(value: int, what: str, spec: str) -> int:
+    if value < 16 or value & (value - 1):
+        raise ValueError(f"{ENV}: {what} must be a power of two >= 16, got {value} in {spec!r}")
+    return value
+
+
+def parse_tiles(spec: str) -> Tiles:
+    """``"128x64w8s3"`` -> Tiles(128, 64, 8, 3); warps and stages optional."""
+    match = _SPEC.match(spec.strip())
+    if not match:
+        raise ValueError(f"{ENV}: a kernel's tiles are BMxBN[wWARPS][sSTAGES] (e.g. 128x64w8s3), got {spec!r}")
+    bm, bn, warps, stages = match.groups()
+    return Tiles(_power_of_two(int(bm), "BLOCK_M", spec), _power_of_two(int(bn), "BLOCK_N", spec),
+                 int(warps) if warps else None, int(stages) if stages else None)
+
+
+@functools.lru_cache(maxsize=64)
+def parse(spec: str, base: AttentionConfig) -> AttentionConfig:
+    """``base`` with the kernels named in ``spec`` ("fwd=...,dkdv=...,dq=...") replaced."""
+    changes = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, eq, tiles = part.partition("=")
+        if not eq or name.strip() not in KERNELS:
+            raise ValueError(f"{ENV}: expected parts KERNEL=BMxBN[wW][sS] with KERNEL one of "
+                             f"{', '.join(KERNELS)}, got {part!r}")
+        changes[name.strip()] = parse_tiles(tiles)
+    return dataclasses.replace(base, **changes)
+
+
+def default(device_type: str, head_dim: int) -> AttentionConfig:
+    """The built-in configuration for a backend ("cpu", "cuda") and head dim."""
+    if device_type != "cuda":
+        return _CPU
+    for dim in sorted(_CUDA):
+        if head_dim <= dim:
+            return _CUDA[dim]
+    return _CUDA[max(_CUDA)]
+
+
+def choose(device_type: str, head_dim: int) -> AttentionConfig:
+    """What a launch uses: ``use``'s configuration, else the default with the
+    environment variable's parts applied."""
+    chosen = _override.get()
+    if chosen is not None:
+        return chosen
+    base = default(device_type, head_dim)
+    spec = os.environ.get(ENV, "").strip()
+    return parse(spec, base) if spec else base
+
+
+@contextlib.contextmanager
+def use(config: AttentionConfig) -> Iterator[AttentionConfig]:
+    """Launches inside the block (in this thread or task) use ``config``."""
+    token = _override.set(config)
+    try:
+        yield config
+    finally:
+        _override.reset(token)

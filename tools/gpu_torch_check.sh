@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# tegula.torch on the GPU (issue 17) in one 10-minute command: build, the
+# torch tests, the attention sweep, the torch benchmark rows and the
+# training example, each step under a time limit and whatever happened to
+# the ones before (the style of tools/gpu_check.sh).
+#
+# The GPU machine is offline; its python3 holds torch, triton and pytest. So
+# this builds with that python3 (pip install --no-build-isolation --no-deps
+# --no-index -e .), never creates a venv and never downloads.
+#
+#   1. build     the editable install                                      -> log.txt
+#   2. pytest    test_torch_ops, test_torch_ops_cuda, test_torch_custom_op,
+#                test_train_gpt with --backend cuda                       -> log.txt
+#   3. sweep     tools/attention_sweep.py (attention configs against SDPA) -> log.txt, sweep.json
+#   4. bench     benchmarks/run.py --gpu --only torch_ops --only
+#                torch_attention --only train_gpt                         -> log.txt, bench_torch.json
+#   5. train     examples/train_gpt.py, 200 steps of GPU_CONFIG, both
+#                variants, --plot; then their final losses (the mean of
+#                the last 10 steps) must agree within 1%                  -> train_gpt.png, train_gpt.json
+#   6. train-compile  the same compiled (torch.compile(fullgraph=True))   -> train_gpt_compile.json
+#   with one line per step (status, seconds) and the tails of failures   -> summary.txt
+#
+# Everything lands in $OUT (default ./gpu-torch-check-out): at most 8 files,
+# logs merged into log.txt. The whole run stays under $GPU_CHECK_BUDGET
+# seconds (default 540): a step gets what is left minus a reserve for the
+# later ones. SKIP_BUILD=1 (tegula already installed), SKIP_SWEEP=1 or
+# SKIP_BENCH=1 leave a step out; SWEEP_ARGS adds options to the sweep (e.g.
+# "--dims 128" or "--fwd 128x64w8s3"); TRAIN_STEPS changes the 200 steps.
+# GPU_CHECK_DEVICE=cpu runs every step on the CPU at small sizes (--quick, the
+# CPU's training defaults): a dry run of this script on a machine without a
+# GPU, with PY=.venv/bin/python. Exit status: 0 when every step that ran passed.
+set -u
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PY:-python3}"
+OUT="${OUT:-$ROOT/gpu-torch-check-out}"
+BUDGET="${GPU_CHECK_BUDGET:-540}"
+JOBS="$(nproc 2>/dev/null || echo 8)"
+mkdir -p "$OUT"
+export TEGULA_CACHE_DIR="${TEGULA_CACHE_DIR:-$ROOT/.cache/tegula}"
+DEVICE="${GPU_CHECK_DEVICE:-cuda}"
+STEPS="${TRAIN_STEPS:-200}"
+export TEGULA_TEST_BACKEND="$DEVICE"
+if [ "$DEVICE" = cuda ]; then
+  BENCH_WHERE=(--gpu)
+  SWEEP_WHERE=(--device cuda)
+else
+  BENCH_WHERE=(--cpu --quick)
+  SWEEP_WHERE=(--device cpu --quick)
+fi
+export CMAKE_BUILD_PARALLEL_LEVEL="$JOBS"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+
+START=$(date +%s)
+FAILED=0
+LOG="$OUT/log.txt"
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+: >"$LOG"
+
+elapsed() { echo $(($(date +%s) - START)); }
+# Seconds a step may take: what is left of the budget minus `reserve` for the
+# steps after it, capped at `cap`, at least 10.
+allowance() {
+  local cap=$1 reserve=$2 left=$((BUDGET - $(elapsed) - $2))
+  ((left > cap)) && left=$cap
+  ((left < 10)) && left=10
+  echo "$left"
+}
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+# step NAME SECONDS COMMAND...: runs COMMAND under a time limit, appends its
+# output to the log, records the outcome; never stops the script.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$(date +%s) status
+  {
+    echo "### $name: $* (limit ${limit}s)"
+    timeout --kill-after=10 "$limit" "$@"
+  } >>"$LOG" 2>&1
+  status=$?
+  local took=$(($(date +%s) - t0))
+  if ((status == 0)); then
+    note "PASS  $name (${took}s)"
+  else
+    FAILED=$((FAILED + 1))
+    local why="exit $status"
+    ((status == 124 || status == 137)) && why="timed out after ${limit}s"
+    note "FAIL  $name (${took}s, $why)"
+    tail -n 20 "$LOG" | cut -c1-300 | sed 's/^/      | /' >>"$SUMMARY"
+  fi
+  return 0
+}
+skip() { note "SKIP  $1 ($2)"; }
+
+note "tegula gpu-torch-check: $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET}s, $JOBS cores, python: $(command -v "$PY")"
+COMMIT="${GPU_CHECK_COMMIT:-}"
+if [ -z "$COMMIT" ] && COMMIT=$(git rev-parse --short HEAD 2>/dev/null); then
+  git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT (+ uncommitted changes)"
+fi
+note "commit: ${COMMIT:-unknown}"
+{
+  echo "### machine"
+  timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  timeout 60 "$PY" -c "import torch, sys; print('python', sys.version.split()[0], '| torch', torch.__version__,
+'| cuda', torch.version.cuda, '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')" 2>&1
+} >>"$LOG" 2>&1
+
+# --- 1. build --------------------------------------------------------------------------------------
+if [[ "${SKIP_BUILD:-0}" == 0 ]]; then
+  step build "$(allowance 240 300)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
+else
+  skip build "SKIP_BUILD=1"
+fi
+if "$PY" -c "import tegula, tegula._C, tegula.torch" >>"$LOG" 2>&1; then
+  BUILT=1
+else
+  note "      tegula (or tegula.torch) does not import after the build; the other steps are skipped"
+  BUILT=0
+fi
+
+# --- 2. the torch tests on the CUDA backend ---------------------------------------------------------
+if ((BUILT)); then
+  PYTEST_ARGS=(-q -rfE --durations=10 -p no:cacheprovider --backend "$DEVICE")
+  "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n "$((JOBS / 2 > 2 ? JOBS / 2 : 2))")
+  step pytest "$(allowance 150 260)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python/test_torch_ops.py \
+    tests/python/test_torch_ops_cuda.py tests/python/test_torch_custom_op.py tests/python/test_train_gpt.py
+  sed -n '/^### pytest/,$p' "$LOG" | grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" | tail -30 |
+    cut -c1-300 | sed 's/^/      /' >>"$SUMMARY"
+else
+  skip pytest "no build"
+fi
+
+# --- 3. attention configurations against SDPA --------------------------------------------------------
+if ((BUILT)) && [[ "${SKIP_SWEEP:-0}" == 0 ]]; then
+  limit=$(allowance 170 190)
+  # The sweep stops measuring (rows say so) 20 s before its limit, so its table and JSON still come back.
+  # shellcheck disable=SC2086
+  step sweep "$limit" "$PY" tools/attention_sweep.py "${SWEEP_WHERE[@]}" --budget $((limit - 20)) \
+    --json "$OUT/sweep.json" ${SWEEP_ARGS:-}
+  sed -n '/^### sweep/,$p' "$LOG" | grep -E "^fastest" | sed 's/^/      /' >>"$SUMMARY"
+else
+  skip sweep "no build or SKIP_SWEEP=1"
+fi
+
+# --- 4. the torch benchmark rows ------------------------------------------------------------------
+if ((BUILT)) && [[ "${SKIP_BENCH:-0}" == 0 ]]; then
+  # Attention first (issue 17's target), the ops last: the JSON is rewritten after every case, so a
+  # step cut short by its limit keeps what it measured.
+  step bench "$(allowance 150 130)" "$PY" benchmarks/run.py "${BENCH_WHERE[@]}" --only torch_attention \
+    --only train_gpt --only torch_ops --no-md --json "$OUT/bench_torch.json"
+else
+  skip bench "no build or SKIP_BENCH=1"
+fi
+
+# --- 5. the training example, both variants, 200 steps ------------------------------------------------
+if ((BUILT)); then
+  step train "$(allowance 110 60)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
+    --plot "$OUT/train_gpt.png" --json "$OUT/train_gpt.json"
+  if [ -f "$OUT/train_gpt.json" ]; then
+    step train-curves-agree 20 "$PY" - "$OUT/train_gpt.json" <<'EOF'
+import json, sys
+run = json.load(open(sys.argv[1]))
+final = run["final_mean_loss"]
+gap = abs(final["tegula"] / final["torch"] - 1)
+print(f"final loss (mean of the last 10 steps): torch {final['torch']:.4f}, tegula {final['tegula']:.4f}, "
+      f"differ by {gap:.2%} (at most 1%); tokens/s " + ", ".join(f"{k} {v:.0f}" for k, v in run["tokens_per_s"].items() if v))
+sys.exit(0 if gap <= 0.01 else 1)
+EOF
+    grep -E "^final loss" "$LOG" | tail -1 | sed 's/^/      /' >>"$SUMMARY"
+  fi
+  step train-compile "$(allowance 110 0)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
+    --compile --json "$OUT/train_gpt_compile.json"
+  sed -n '/^### train-compile/,$p' "$LOG" | grep -E "tokens/s after the first step|differs from torch" |
+    sed 's/^/      compiled: /' >>"$SUMMARY"
+else
+  skip train "no build"
+fi
+
+note "done in $(elapsed)s; $FAILED step(s) failed; files: $(cd "$OUT" && ls | tr '\n' ' ')"
+exit $((FAILED > 0))
