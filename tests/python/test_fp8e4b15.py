@@ -266,7 +266,12 @@ def test_rtz_to_e4b15_is_an_error_naming_the_rule():
 _SEEN_SIGNATURES = []
 
 
-@tegula.jit(repr=lambda spec: _SEEN_SIGNATURES.append(dict(spec.signature)) or "e4b15_decode")
+def _record_signature(specialization):
+    _SEEN_SIGNATURES.append(dict(specialization.signature))
+    return "e4b15_decode"
+
+
+@tegula.jit(repr=_record_signature)
 def e4b15_named_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     mask = offs < n
