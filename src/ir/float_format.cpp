@@ -16,7 +16,7 @@ struct Format {
   uint64_t max_code;      // the largest finite magnitude's code
   uint64_t limit;         // the largest magnitude a conversion gives (max_code, but 1.75 for f8e4b15)
   uint64_t overflow;      // what a magnitude beyond `limit` encodes as: inf, or `limit` (fp8 saturates)
-  uint64_t nan;           // all ones below the sign; `limit` where the format has no NaN
+  uint64_t nan;           // all ones below the sign; `limit` (+1.75) where the format has no NaN
   FloatSpecials specials;
   FloatTies ties;
 };
@@ -39,7 +39,7 @@ Format format_of(Scalar s) {
     case FloatSpecials::None: f.max_code = all_ones; break;
   }
   // Without NaN the top code is a value, but conversions stop one below it
-  // (Triton's rule for f8e4b15, whose S.1111.111 was NaN in its e4m3 origin).
+  // (Triton's conversion to f8e4b15 clamps at 1.75).
   f.limit = f.specials == FloatSpecials::None ? all_ones - 1 : f.max_code;
   f.overflow = is_fp8(s) ? f.limit : inf;
   f.nan = f.specials == FloatSpecials::None ? f.limit : all_ones;
@@ -50,9 +50,8 @@ Format format_of(Scalar s) {
 
 uint64_t encode_float(double x, Scalar s) {
   Format f = format_of(s);
+  if (std::isnan(x)) return f.nan;
   uint64_t sign = std::signbit(x) ? uint64_t{1} << (f.exponent + f.mantissa) : 0;
-  // A format without NaN keeps the NaN's sign on the value it saturates to.
-  if (std::isnan(x)) return f.specials == FloatSpecials::None ? sign | f.nan : f.nan;
   double a = std::fabs(x);
   if (a == 0.0) return sign;
   if (std::isinf(a)) return sign | f.overflow;

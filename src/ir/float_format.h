@@ -12,8 +12,8 @@
 // instructions the CUDA backend uses for them (docs/ir.md); f8e4b15
 // saturates to 1.75, one code below its largest value, as Triton does. NaN
 // encodes as the all-ones pattern without sign (0x7f for fp8), a NaN in every
-// format that has one; f8e4b15 encodes it as +-1.75 by its sign. Decoding
-// keeps no payload.
+// format that has one; f8e4b15 encodes it as +1.75, as Triton's code does.
+// Decoding keeps no payload.
 #pragma once
 
 #include <cstdint>

@@ -20,7 +20,7 @@
 // there. Conversion to f8e4b15 follows Triton's (software) conversion: round
 // to nearest with ties away from zero, and saturate at 1.75 (not 1.875, so
 // the codes 0x7f and 0xff come only from memory or bitcasts); NaN becomes
-// 1.75 with the NaN's sign.
+// +1.75 whatever its sign (Triton's f32 -> f16 step drops it).
 #pragma once
 
 #include <cstdint>

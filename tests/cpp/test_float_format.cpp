@@ -80,7 +80,7 @@ TEST(FloatFormat, Fp8E4b15IsF16sBitsWithTiesAwayAndSaturationAt175) {
   EXPECT_EQ(encode_float(-1e9, Scalar::F8E4B15), 0xfeu);
   EXPECT_EQ(encode_float(1.85, Scalar::F8E4B15), 0x7eu);
   EXPECT_EQ(encode_float(NAN, Scalar::F8E4B15), 0x7eu);
-  EXPECT_EQ(encode_float(-NAN, Scalar::F8E4B15), 0xfeu);
+  EXPECT_EQ(encode_float(-NAN, Scalar::F8E4B15), 0x7eu);  // Triton's f32 -> f16 step drops a NaN's sign
   EXPECT_EQ(encode_float(-1e-9, Scalar::F8E4B15), 0x80u);
   // Ties go away from zero: 1 + 2^-4 lies halfway between 1.0 and 1.125.
   EXPECT_EQ(round_to_float(1.0625, Scalar::F8E4B15), 1.125);

@@ -77,13 +77,15 @@ TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
 
 // f8e4b15 (tl.float8e4b15), emitted after kSoftFp8 only by units with values
 // of it. Its rules are Triton's (ir/fp8.h): to it rounds to nearest with
-// ties away from zero and saturates at 1.75 (NaN and infinities too, by
-// their sign); from it is exact.
+// ties away from zero and saturates at 1.75 (infinities too, by their sign;
+// NaN becomes +1.75 whatever its sign, as the f32 -> f16 step of Triton's
+// code makes it); from it is exact.
 inline constexpr std::string_view kSoftFp8E4b15 = R"PRELUDE(// ---- fp8 e4b15 ----
 TG_FN unsigned char tg_f32_to_f8e4b15(float f) {
   unsigned b = tg_f32_to_bits(f);
   unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
-  if (a >= 0x3fe00000u) return (unsigned char)(sign | 0x7eu);  // 1.75 and beyond, inf, NaN
+  if (a > 0x7f800000u) return 0x7eu;                            // NaN
+  if (a >= 0x3fe00000u) return (unsigned char)(sign | 0x7eu);  // 1.75 and beyond, inf
   if (a < 0x38800000u) {                                        // below 2^-14: steps of 2^-17
     float x = (f < 0.0f ? -f : f) * 0x1p17f, whole = (float)(unsigned)x;
     return (unsigned char)(sign | ((unsigned)whole + (x - whole >= 0.5f ? 1u : 0u)));
