@@ -68,7 +68,8 @@ class ArgumentPacker {
       case ir::Scalar::F16:
       case ir::Scalar::BF16:
       case ir::Scalar::F8E4M3:
-      case ir::Scalar::F8E5M2: break;
+      case ir::Scalar::F8E5M2:
+      case ir::Scalar::F8E4B15: break;
     }
     fail(ErrorKind::Type, Diag::LaunchArgumentType,
          "parameter '" + param.name + "' of kernel '" + kernel_ + "' has type " +

@@ -35,7 +35,7 @@ constexpr size_t kMaxCached = 32;
 constexpr const char* kSupportedDtypes =
     "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16 (ml_dtypes), float32, "
     "float64, float8_e4m3fn and float8_e5m2 (torch, ml_dtypes, or tegula.reinterpret(uint8 array, "
-    "tl.float8e4nv / tl.float8e5))";
+    "tl.float8e4nv / tl.float8e5 / tl.float8e4b15))";
 
 nb::object attribute(nb::handle value, nb::handle name) {
   PyObject* got = PyObject_GetAttr(value.ptr(), name.ptr());

@@ -33,6 +33,7 @@ std::string c_scalar(ir::Scalar s) {
     case ir::Scalar::F64: return "double";
     case ir::Scalar::F8E4M3: return "uint8_t";
     case ir::Scalar::F8E5M2: return "uint8_t";
+    case ir::Scalar::F8E4B15: return "uint8_t";
   }
   return "uint64_t";
 }

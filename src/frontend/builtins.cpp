@@ -331,6 +331,14 @@ Symbol abs_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId x = l.to_value(s, a.loc("x"), "the operand of abs");
   if (l.type(x).is_pointer()) error_at(c.loc, Diag::InvalidOperandType, "abs is not defined for pointers");
   if (!ir::is_signed(l.type(x).scalar) && !ir::is_float(l.type(x).scalar)) return ok(x);
+  if (l.type(x).scalar == Scalar::F8E4B15) {
+    // Triton clears the sign bit: 1.875 stays itself, where a round trip
+    // through f32 would saturate it to 1.75.
+    ir::Type bits = l.type(x).with_scalar(Scalar::U8);
+    ir::ValueId b = l.create(OpKind::Bitcast, {x}, bits, c.loc);
+    ir::ValueId m = l.create(OpKind::And, {b, l.constant(ConstValue::integer(0x7f), bits, c.loc)}, bits, c.loc);
+    return ok(l.create(OpKind::Bitcast, {m}, l.type(x), c.loc));
+  }
   return ok(l.create(OpKind::Abs, {x}, l.type(x), c.loc));
 }
 
@@ -447,10 +455,14 @@ Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
       error_at(a.loc("fp_downcast_rounding"), Diag::ArgumentWithoutEffect,
                "fp_downcast_rounding applies to float downcasts only, not " +
                                                   triton_name(from) + " -> " + triton_name(dt));
+    // Triton ignores the mode for float8e4b15 (its conversion truncates to
+    // f16, then rounds ties away); Tegula refuses it for every fp8 result.
     if (ir::is_fp8(dt))
       error_at(a.loc("fp_downcast_rounding"), Diag::UnsupportedElementType,
                "fp_downcast_rounding=\"rtz\" is not supported for fp8 results",
-               "conversions to fp8 round to nearest even (and saturate); drop the argument");
+               dt == Scalar::F8E4B15 ? "conversions to float8e4b15 round to nearest, ties away from zero (and "
+                                       "saturate at 1.75), as Triton's do; drop the argument"
+                                     : "conversions to fp8 round to nearest even (and saturate); drop the argument");
     return ok(l.create(OpKind::Cast, {x}, l.type(x).with_scalar(dt), c.loc, {{"rounding", ir::Attr{rounding}}}));
   }
   return ok(l.cast(x, dt, c.loc));

@@ -133,9 +133,10 @@ std::optional<Scalar> dtype_from_name(const std::string& name) {
 }
 
 std::string unsupported_fp8_variant(const std::string& name) {
-  for (const char* variant : {"float8e4b8", "float8e4b15", "float8e5b16"})
+  for (const char* variant : {"float8e4b8", "float8e5b16"})
     if (name == variant)
-      return "`tl." + name + "` is not supported: Tegula has the fp8 formats tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2)";
+      return "`tl." + name + "` is not supported: Tegula has the fp8 formats tl.float8e4nv (e4m3fn), tl.float8e5 "
+             "(e5m2) and tl.float8e4b15 (e4m3 with bias 15)";
   return "";
 }
 

@@ -14,9 +14,11 @@ struct Format {
   int exponent;           // exponent bits
   int bias;
   uint64_t max_code;      // the largest finite magnitude's code
-  uint64_t overflow;      // what a magnitude beyond it encodes as: inf, or max_code (fp8 saturates)
-  uint64_t nan;           // all ones below the sign
-  bool infinities;
+  uint64_t limit;         // the largest magnitude a conversion gives (max_code, but 1.75 for f8e4b15)
+  uint64_t overflow;      // what a magnitude beyond `limit` encodes as: inf, or `limit` (fp8 saturates)
+  uint64_t nan;           // all ones below the sign; `limit` (+1.75) where the format has no NaN
+  FloatSpecials specials;
+  FloatTies ties;
 };
 
 Format format_of(Scalar s) {
@@ -25,14 +27,22 @@ Format format_of(Scalar s) {
   Format f;
   f.mantissa = info.mantissa;
   f.exponent = info.bits - 1 - info.mantissa;
-  f.bias = (1 << (f.exponent - 1)) - 1;
-  f.infinities = info.infinities;
+  f.bias = info.bias;
+  f.specials = info.specials;
+  f.ties = info.ties;
   uint64_t top_exponent = ((uint64_t{1} << f.exponent) - 1) << f.mantissa;
   uint64_t all_mantissa = (uint64_t{1} << f.mantissa) - 1;
-  uint64_t inf = top_exponent;
-  f.max_code = f.infinities ? inf - 1 : (top_exponent | all_mantissa) - 1;
-  f.overflow = is_fp8(s) ? f.max_code : inf;
-  f.nan = top_exponent | all_mantissa;
+  uint64_t inf = top_exponent, all_ones = top_exponent | all_mantissa;
+  switch (f.specials) {
+    case FloatSpecials::Ieee: f.max_code = inf - 1; break;
+    case FloatSpecials::TopNan: f.max_code = all_ones - 1; break;
+    case FloatSpecials::None: f.max_code = all_ones; break;
+  }
+  // Without NaN the top code is a value, but conversions stop one below it
+  // (Triton's conversion to f8e4b15 clamps at 1.75).
+  f.limit = f.specials == FloatSpecials::None ? all_ones - 1 : f.max_code;
+  f.overflow = is_fp8(s) ? f.limit : inf;
+  f.nan = f.specials == FloatSpecials::None ? f.limit : all_ones;
   return f;
 }
 
@@ -48,13 +58,15 @@ uint64_t encode_float(double x, Scalar s) {
   // Subnormals share the smallest normal binade's step.
   int binade = std::max(std::ilogb(a), 1 - f.bias);
   if (binade > f.bias + 1) return sign | f.overflow;  // far above the largest: keeps the shifts in range
-  // The magnitude in steps of this binade (exact scaling), rounded to nearest even.
-  auto steps = static_cast<uint64_t>(std::nearbyint(std::ldexp(a, f.mantissa - binade)));
+  // The magnitude in steps of this binade (exact scaling), rounded to nearest
+  // with the format's rule for ties.
+  double scaled = std::ldexp(a, f.mantissa - binade);
+  auto steps = static_cast<uint64_t>(f.ties == FloatTies::Even ? std::nearbyint(scaled) : std::round(scaled));
   // Normal codes are ((binade + bias) << M) + (steps - 2^M); a carry to
   // 2^(M+1) steps moves to the next binade by itself, and subnormals (binade
   // 1 - bias, fewer than 2^M steps) are their steps.
   uint64_t code = (static_cast<uint64_t>(binade + f.bias - 1) << f.mantissa) + steps;
-  return sign | (code > f.max_code ? f.overflow : code);
+  return sign | (code > f.limit ? f.overflow : code);
 }
 
 double decode_float(uint64_t bits, Scalar s) {
@@ -63,7 +75,7 @@ double decode_float(uint64_t bits, Scalar s) {
   double sign = (bits >> width) & 1 ? -1.0 : 1.0;
   uint64_t magnitude = bits & ((uint64_t{1} << width) - 1);
   if (magnitude > f.max_code)
-    return f.infinities && magnitude == f.max_code + 1 ? sign * INFINITY : std::nan("");
+    return f.specials == FloatSpecials::Ieee && magnitude == f.max_code + 1 ? sign * INFINITY : std::nan("");
   uint64_t exponent = magnitude >> f.mantissa, mantissa = magnitude & ((uint64_t{1} << f.mantissa) - 1);
   if (exponent == 0) return sign * std::ldexp(static_cast<double>(mantissa), 1 - f.bias - f.mantissa);
   return sign * std::ldexp(static_cast<double>(mantissa + (uint64_t{1} << f.mantissa)),

@@ -1,16 +1,19 @@
 // The bit formats of the float types, on the host: the encoder and decoder
 // that constant folding and code generation use for float constants. A
-// format is two columns of scalar_types.def: the explicit mantissa bits (the
-// exponent takes the rest of the width) and whether the top exponent holds
-// infinities and NaNs (IEEE f16, bf16, f32, f64 and f8e5m2) or only the NaN
-// S.1111.111 (f8e4m3, the "fn" format: no infinities).
+// format is four columns of scalar_types.def: the explicit mantissa bits (the
+// exponent takes the rest of the width), the exponent bias, what the top
+// exponent holds (infinities and NaNs: IEEE f16, bf16, f32, f64 and f8e5m2;
+// only the NaN S.1111.111: f8e4m3, the "fn" format; nothing special:
+// f8e4b15) and how a tie rounds.
 //
-// Encoding rounds to nearest, ties to even. Out of range, the IEEE types give
-// +-inf; the fp8 types saturate to the largest finite value (infinity
-// included), the rule of the `cvt.rn.satfinite` instructions the CUDA
-// backend uses for them (docs/ir.md). NaN encodes as the all-ones pattern
-// without sign (0x7f for fp8), a NaN in every format; decoding keeps no
-// payload.
+// Encoding rounds to nearest, ties to even (away from zero for f8e4b15). Out
+// of range, the IEEE types give +-inf; the fp8 types saturate to the largest
+// finite value (infinity included), the rule of the `cvt.rn.satfinite`
+// instructions the CUDA backend uses for them (docs/ir.md); f8e4b15
+// saturates to 1.75, one code below its largest value, as Triton does. NaN
+// encodes as the all-ones pattern without sign (0x7f for fp8), a NaN in every
+// format that has one; f8e4b15 encodes it as +1.75, as Triton's code does.
+// Decoding keeps no payload.
 #pragma once
 
 #include <cstdint>

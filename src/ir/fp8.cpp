@@ -8,4 +8,10 @@ bool uses_fp8(const Function& fn) {
   return false;
 }
 
+bool uses_scalar(const Function& fn, Scalar s) {
+  for (size_t i = 0; i < fn.num_values(); ++i)
+    if (fn.type(ValueId{static_cast<uint32_t>(i)}).scalar == s) return true;
+  return false;
+}
+
 }  // namespace tegula::ir

@@ -5,8 +5,8 @@ namespace tegula::ir {
 namespace {
 
 constexpr ScalarInfo kScalars[] = {
-#define SCALAR(name, text, bits, kind, mantissa, inf, tl, short_name, digits, cpu, cuda) \
-  {text, bits, ScalarKind::kind, mantissa, inf, tl, short_name, digits},
+#define SCALAR(name, text, bits, kind, mantissa, bias, specials, ties, tl, short_name, digits, cpu, cuda) \
+  {text, bits, ScalarKind::kind, mantissa, bias, FloatSpecials::specials, FloatTies::ties, tl, short_name, digits},
 #include "ir/scalar_types.def"
 #undef SCALAR
 };

@@ -65,6 +65,30 @@ TEST(FloatFormat, Fp8PatternsDecodeAndEncodeBack) {
   EXPECT_EQ(round_to_float(1.1875, Scalar::F8E4M3), 1.25);
 }
 
+TEST(FloatFormat, Fp8E4b15IsF16sBitsWithTiesAwayAndSaturationAt175) {
+  for (uint32_t b = 0; b < 256; ++b) {
+    double x = decode_float(b, Scalar::F8E4B15);
+    ASSERT_TRUE(std::isfinite(x)) << std::hex << b;  // no infinities, no NaN
+    // The value of the f16 whose bits are the code's, shifted below the sign.
+    ASSERT_TRUE(same(x, decode_float(((b & 0x80u) << 8) | ((b & 0x7fu) << 7), Scalar::F16))) << std::hex << b;
+    uint64_t back = (b & 0x7fu) == 0x7fu ? b - 1 : b;  // 1.875 saturates to 1.75
+    ASSERT_EQ(encode_float(x, Scalar::F8E4B15), back) << std::hex << b;
+  }
+  EXPECT_EQ(decode_float(0x78, Scalar::F8E4B15), 1.0);
+  EXPECT_EQ(decode_float(0x01, Scalar::F8E4B15), std::ldexp(1.0, -17));
+  EXPECT_EQ(encode_float(INFINITY, Scalar::F8E4B15), 0x7eu);
+  EXPECT_EQ(encode_float(-1e9, Scalar::F8E4B15), 0xfeu);
+  EXPECT_EQ(encode_float(1.85, Scalar::F8E4B15), 0x7eu);
+  EXPECT_EQ(encode_float(NAN, Scalar::F8E4B15), 0x7eu);
+  EXPECT_EQ(encode_float(-NAN, Scalar::F8E4B15), 0x7eu);  // Triton's f32 -> f16 step drops a NaN's sign
+  EXPECT_EQ(encode_float(-1e-9, Scalar::F8E4B15), 0x80u);
+  // Ties go away from zero: 1 + 2^-4 lies halfway between 1.0 and 1.125.
+  EXPECT_EQ(round_to_float(1.0625, Scalar::F8E4B15), 1.125);
+  EXPECT_EQ(round_to_float(-1.0625, Scalar::F8E4B15), -1.125);
+  EXPECT_EQ(round_to_float(std::ldexp(1.0, -18), Scalar::F8E4B15), std::ldexp(1.0, -17));
+  EXPECT_EQ(round_to_float(std::nextafter(std::ldexp(1.0, -18), 0.0), Scalar::F8E4B15), 0.0);
+}
+
 TEST(FloatFormat, RoundingRandomDoublesMatchesTheHost) {
   std::mt19937_64 rng(20261201);
   std::uniform_real_distribution<double> mantissa(1.0, 2.0);

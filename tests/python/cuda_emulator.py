@@ -171,7 +171,8 @@ def emulate(kernel, grid, *args, num_warps=4, arch=90, num_stages=None, edit_sou
     cells = []
     for i, (ctype, value) in enumerate(zip(types, values)):
         if ctype.endswith("*"):
-            assert isinstance(value, np.ndarray), f"argument {i} must be a NumPy array"
+            value = getattr(value, "base", value) if type(value).__name__ == "ReinterpretedArray" else value
+            assert isinstance(value, np.ndarray), f"argument {i} must be a NumPy array (or tegula.reinterpret of one)"
             cells.append(ctypes.c_void_p(value.ctypes.data))
         else:
             cells.append(_C_TYPES[ctype](value))

@@ -27,6 +27,7 @@ from .core import (
     float64,
     float8e4nv,
     float8e5,
+    float8e4b15,
     int1,
     int8,
     int16,
@@ -48,7 +49,7 @@ from .ops import __all__ as _op_names
 __all__ = [
     "extra", "math", "target_info", "constexpr", "dtype", "pointer_type", "tensor",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
+    "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "float8e4b15",
     "block_type", "constexpr_type", "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t",
     "TRITON_MAX_TENSOR_NUMEL", "str_to_ty",
     *_math_names, *_op_names,

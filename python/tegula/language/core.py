@@ -34,12 +34,13 @@ _SCALARS = {
     "fp64": ("float64", "f64", 64),
     "fp8e4nv": ("float8e4nv", "f8e4m3", 8),  # e4m3fn: bias 7, no inf, max 448
     "fp8e5": ("float8e5", "f8e5m2", 8),      # e5m2: bias 15, inf and NaN, max 57344
+    "fp8e4b15": ("float8e4b15", "f8e4b15", 8),  # e4m3, bias 15: no inf or NaN, max 1.875
 }
 
 
 # Floating types: (mantissa bits, exponent bias), as Triton's dtype has them.
 _FLOAT_LAYOUT = {"fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023),
-                 "fp8e4nv": (3, 7), "fp8e5": (2, 15)}
+                 "fp8e4nv": (3, 7), "fp8e5": (2, 15), "fp8e4b15": (3, 15)}
 
 
 def _language_path(value) -> str:
@@ -176,7 +177,7 @@ def _is_named(name: str):
 
 # One predicate per type, as Triton has them (tl.float16.is_fp16(), ...),
 # including those of Triton's fp8 variants Tegula lacks (always False).
-for _name in (*_SCALARS, "fp8e4b8", "fp8e4b15", "fp8e5b16"):
+for _name in (*_SCALARS, "fp8e4b8", "fp8e5b16"):
     setattr(dtype, f"is_{_name}", _is_named(_name))
 del _name
 
@@ -366,6 +367,7 @@ float32 = dtype("fp32")
 float64 = dtype("fp64")
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
+float8e4b15 = dtype("fp8e4b15")
 
 #: the type of nothing (what a function without a result returns)
 void = dtype.__new__(dtype)
@@ -403,7 +405,8 @@ def str_to_ty(name, c=None):
 
 #: every scalar dtype, by the name tegula.language exports it under
 DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
-                                        uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5)}
+                                        uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5,
+                                        float8e4b15)}
 
 
 def only_in_kernel(name: str):

@@ -75,4 +75,32 @@ TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
 }
 )PRELUDE";
 
+// f8e4b15 (tl.float8e4b15), emitted after kSoftFp8 only by units with values
+// of it. Its rules are Triton's (ir/fp8.h): to it rounds to nearest with
+// ties away from zero and saturates at 1.75 (infinities too, by their sign;
+// NaN becomes +1.75 whatever its sign, as the f32 -> f16 step of Triton's
+// code makes it); from it is exact.
+inline constexpr std::string_view kSoftFp8E4b15 = R"PRELUDE(// ---- fp8 e4b15 ----
+TG_FN unsigned char tg_f32_to_f8e4b15(float f) {
+  unsigned b = tg_f32_to_bits(f);
+  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x7eu;                            // NaN
+  if (a >= 0x3fe00000u) return (unsigned char)(sign | 0x7eu);  // 1.75 and beyond, inf
+  if (a < 0x38800000u) {                                        // below 2^-14: steps of 2^-17
+    float x = (f < 0.0f ? -f : f) * 0x1p17f, whole = (float)(unsigned)x;
+    return (unsigned char)(sign | ((unsigned)whole + (x - whole >= 0.5f ? 1u : 0u)));
+  }
+  // The top 8 bits below the sign, rebiased from 127 to 15; adding half a
+  // step first rounds ties away from zero, and a carry moves to the next binade.
+  return (unsigned char)(sign | (((a + 0x80000u) >> 20) - (112u << 3)));
+}
+TG_FN unsigned char tg_f64_to_f8e4b15(double d) { return tg_f32_to_f8e4b15(tg_f64_to_f32_odd(d)); }
+// (8 + m) * 2^(e - 18), or m * 2^-17 for e = 0: every factor and product exact.
+TG_FN float tg_f8e4b15_to_f32(unsigned char h) {
+  unsigned e = (h >> 3) & 0xfu, m = h & 0x7u;
+  float v = (float)(e ? (m | 8u) : m) * 0x1p-17f * (float)(1u << (e ? e - 1u : 0u));
+  return (h & 0x80u) ? -v : v;
+}
+)PRELUDE";
+
 }  // namespace tegula::backends::c_family

@@ -19,7 +19,7 @@ struct ScalarSpelling {
 
 // The dialects' columns of ir/scalar_types.def.
 constexpr ScalarSpelling kScalarSpellings[] = {
-#define SCALAR(name, text, bits, kind, mantissa, inf, tl, short_name, digits, cpu, cuda) {cpu, cuda},
+#define SCALAR(name, text, bits, kind, mantissa, bias, specials, ties, tl, short_name, digits, cpu, cuda) {cpu, cuda},
 #include "ir/scalar_types.def"
 #undef SCALAR
 };

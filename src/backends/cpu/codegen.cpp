@@ -367,6 +367,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     unit.raw(c_family::kCpuFunctions);
     unit.raw(c_family::kSoftFp8);
     unit.raw(kFp8Prelude);
+    if (ir::uses_scalar(fn, ir::Scalar::F8E4B15)) unit.raw(c_family::kSoftFp8E4b15);
   }
   if (c_family::uses_libdevice(fn)) unit.raw(kLibdevicePrelude);
   emit_debug_helpers(unit, fn, options);

@@ -6,7 +6,8 @@
 // NaN becomes 0x7f; from fp8 is exact. Every fp8 value is a float, so the
 // conversions go through float; a double first rounds to float to odd, which
 // keeps the one correct rounding (float has far more than the 2 extra bits
-// that needs).
+// that needs). Units with f8e4b15 values add c_family::kSoftFp8E4b15, its
+// conversions in both backends (Triton's rules, ir/fp8.h).
 #pragma once
 
 #include <string_view>

@@ -542,6 +542,10 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
     unit.raw(kFp8Types);
     unit.raw(c_family::kSoftFp8);
     unit.raw(kFp8Prelude);
+    if (ir::uses_scalar(fn, ir::Scalar::F8E4B15)) {
+      unit.raw(kFp8E4b15Types);
+      unit.raw(c_family::kSoftFp8E4b15);
+    }
   }
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (c_family::uses_libdevice(fn)) unit.raw(kLibdevicePrelude);

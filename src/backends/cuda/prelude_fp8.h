@@ -18,6 +18,11 @@ typedef unsigned char tg_f8e5m2;  // fp8 E5M2 (bias 15, IEEE-style inf and NaN),
 TG_DEVICE unsigned tg_f32_to_bits(float f) { return __float_as_uint(f); }
 )PRELUDE";
 
+// Units with f8e4b15 values add its type, then c_family::kSoftFp8E4b15 (its
+// software conversions, the CPU backend's too: no GPU converts it natively).
+inline constexpr std::string_view kFp8E4b15Types = R"PRELUDE(typedef unsigned char tg_f8e4b15;  // fp8 E4M3 with bias 15 (no inf, no NaN), as its bits
+)PRELUDE";
+
 // After c_family::kSoftFp8.
 inline constexpr std::string_view kFp8Prelude = R"PRELUDE(TG_DEVICE tg_f8e4m3 tg_f32_to_f8e4m3(float f) {
 #if __CUDA_ARCH__ >= 890
