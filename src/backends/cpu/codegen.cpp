@@ -15,6 +15,7 @@
 #include "backends/cpu/prelude.h"
 #include "backends/cpu/prelude_atomic.h"
 #include "backends/cpu/prelude_fp8.h"
+#include "backends/cpu/prelude_gemm.h"
 #include "backends/cpu/prelude_libdevice.h"
 #include "backends/cpu/prelude_sort.h"
 #include "backends/kernel_abi.h"
@@ -363,6 +364,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   unit.raw(kPrelude);
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (uses_sort(fn)) unit.raw(kSortPrelude);
+  if (uses_half_dot(fn)) unit.raw(kGemmPrelude);
   if (ir::uses_fp8(fn)) {
     unit.raw(c_family::kCpuFunctions);
     unit.raw(c_family::kSoftFp8);

@@ -182,6 +182,8 @@ void emit_indexed(CodegenContext& ctx, const ir::Op& op);       // gather, histo
 void emit_atomic(CodegenContext& ctx, const ir::Op& op);        // atomic_rmw, atomic_cas
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).
 bool uses_atomics(const ir::Function& fn);
+// Whether a dot has f16/bf16 operands (its unit needs prelude_gemm.h).
+bool uses_half_dot(const ir::Function& fn);
 
 // --- element expressions, for fused loops ------------------------------------------
 // `operands` holds one C++ expression per operand: its element at the loop's
