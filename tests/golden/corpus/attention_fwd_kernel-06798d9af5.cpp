@@ -234,6 +234,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   alignas(64) uint16_t* v129[2048];
   std::memcpy(v129, v121, sizeof(uint16_t*) * 2048);
   const uint64_t trips1 = tg_trip_count<int32_t>(v122, v91, v54);
+  // v126 keeps its initial pointers; the loop advances offset126
+  uint64_t offset126 = 0;
+  // v129 keeps its initial pointers; the loop advances offset129
+  uint64_t offset129 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
     const uint64_t k2_end = trips1 - k2 > 256u ? k2 + 256u : trips1;
     for (; k2 < k2_end; ++k2) {
@@ -244,7 +248,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
-          v132[i] = *v126[i];
+          v132[i] = *tg_addptr(v126[i], offset126);
         }
       }
       // v135 = dot(v79, v132, v323)  examples/flash_attention.py:69:14
@@ -342,7 +346,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       alignas(64) float v159[2048];
       alignas(64) uint16_t v160[2048];
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row129 = v129[r * 32];  // &v129[r * 32]
+        uint16_t* const row129 = tg_addptr(v129[r * 32], offset129);  // &v129[r * 32]
         TG_IVDEP
         for (int c = 0; c < 32; ++c) {
           const int i = r * 32 + c;
@@ -371,15 +375,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v125[x20] = (float)v159[x20];
       }
       tg_dot_f32<64, 32, 64>(wide18, wide19, v125);
+      // v166 = addptr(v126, v165)  examples/flash_attention.py:88:9
       // v166 is computed in place of v126
+      offset126 += (uint64_t)(int64_t)v164;
+      // v170 = addptr(v129, v169)  examples/flash_attention.py:89:9
       // v170 is computed in place of v129
-      TG_IVDEP
-      for (int i = 0; i < 2048; ++i) {
-        // v166 = addptr(v126, v165)  examples/flash_attention.py:88:9
-        v126[i] = tg_addptr(v126[i], v164);
-        // v170 = addptr(v129, v169)  examples/flash_attention.py:89:9
-        v129[i] = tg_addptr(v129[i], v168);
-      }
+      offset129 += (uint64_t)(int64_t)v168;
       std::memcpy(v128, v142, sizeof(float) * 64);
     }
     if (k2 < trips1 && tg_should_stop(tg_stop, tg_stopped)) return;
@@ -432,6 +433,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   uint16_t** const __restrict v210 = reinterpret_cast<uint16_t**>(scratch + 32768);
   std::memcpy(v210, v203, sizeof(uint16_t*) * 2048);
   const uint64_t trips21 = tg_trip_count<int32_t>(v91, v22, v54);
+  // v207 keeps its initial pointers; the loop advances offset207
+  uint64_t offset207 = 0;
+  // v210 keeps its initial pointers; the loop advances offset210
+  uint64_t offset210 = 0;
   for (uint64_t k22 = 0; k22 < trips21;) {
     const uint64_t k22_end = trips21 - k22 > 256u ? k22 + 256u : trips21;
     for (; k22 < k22_end; ++k22) {
@@ -457,7 +462,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
             // v219 = load(v207, v216, v326)  examples/flash_attention.py:66:17
-            v219[i] = *v207[i];
+            v219[i] = *tg_addptr(v207[i], offset207);
           }
         } else {
           TG_IVDEP
@@ -466,7 +471,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
             // v216 = broadcast(v215)  examples/flash_attention.py:66:33
             const bool e216 = v215[c];
             // v219 = load(v207, v216, v326)  examples/flash_attention.py:66:17
-            v219[i] = e216 ? *v207[i] : tg_f64_to_f16(0.0);
+            v219[i] = e216 ? *tg_addptr(v207[i], offset207) : tg_f64_to_f16(0.0);
           }
         }
       }
@@ -583,7 +588,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       // the whole tile is in bounds (v257 all true): first and last index pass, no wrap
       const bool full39 = (tg_add(v205, (int32_t)0) < v22) && (tg_add(v205, (int32_t)63) < v22) && (tg_add(v205, (int32_t)0) <= tg_add(v205, (int32_t)63));
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row210 = v210[r * 32];  // &v210[r * 32]
+        uint16_t* const row210 = tg_addptr(v210[r * 32], offset210);  // &v210[r * 32]
         if (full39) {
           TG_IVDEP
           for (int c = 0; c < 32; ++c) {
@@ -627,15 +632,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v206[x42] = (float)v253[x42];
       }
       tg_dot_f32<64, 32, 64>(wide40, wide41, v206);
+      // v266 = addptr(v207, v165)  examples/flash_attention.py:88:9
       // v266 is computed in place of v207
+      offset207 += (uint64_t)(int64_t)v164;
+      // v270 = addptr(v210, v169)  examples/flash_attention.py:89:9
       // v270 is computed in place of v210
-      TG_IVDEP
-      for (int i = 0; i < 2048; ++i) {
-        // v266 = addptr(v207, v165)  examples/flash_attention.py:88:9
-        v207[i] = tg_addptr(v207[i], v164);
-        // v270 = addptr(v210, v169)  examples/flash_attention.py:89:9
-        v210[i] = tg_addptr(v210[i], v168);
-      }
+      offset210 += (uint64_t)(int64_t)v168;
       std::memcpy(v209, v236, sizeof(float) * 64);
     }
     if (k22 < trips21 && tg_should_stop(tg_stop, tg_stopped)) return;

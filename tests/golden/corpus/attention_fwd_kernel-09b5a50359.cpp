@@ -219,6 +219,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   uint16_t** const __restrict v131 = reinterpret_cast<uint16_t**>(scratch + 131072);
   std::memcpy(v131, v123, sizeof(uint16_t*) * 4096);
   const uint64_t trips1 = tg_trip_count<int32_t>(v124, v93, v56);
+  // v128 keeps its initial pointers; the loop advances offset128
+  uint64_t offset128 = 0;
+  // v131 keeps its initial pointers; the loop advances offset131
+  uint64_t offset131 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
     const uint64_t k2_end = trips1 - k2 > 256u ? k2 + 256u : trips1;
     for (; k2 < k2_end; ++k2) {
@@ -229,7 +233,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
-          v134[i] = *v128[i];
+          v134[i] = *tg_addptr(v128[i], offset128);
         }
       }
       // v137 = dot(v81, v134, v320)  examples/flash_attention.py:69:14
@@ -328,7 +332,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       alignas(64) uint16_t v162[4096];
       alignas(64) uint16_t v163[4096];
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row131 = v131[r * 64];  // &v131[r * 64]
+        uint16_t* const row131 = tg_addptr(v131[r * 64], offset131);  // &v131[r * 64]
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
@@ -353,15 +357,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v127[x20] = (float)v161[x20];
       }
       tg_dot_f32<64, 64, 64>(wide18, wide19, v127);
+      // v168 = addptr(v128, v167)  examples/flash_attention.py:88:9
       // v168 is computed in place of v128
+      offset128 += (uint64_t)(int64_t)v166;
+      // v172 = addptr(v131, v171)  examples/flash_attention.py:89:9
       // v172 is computed in place of v131
-      TG_IVDEP
-      for (int i = 0; i < 4096; ++i) {
-        // v168 = addptr(v128, v167)  examples/flash_attention.py:88:9
-        v128[i] = tg_addptr(v128[i], v166);
-        // v172 = addptr(v131, v171)  examples/flash_attention.py:89:9
-        v131[i] = tg_addptr(v131[i], v170);
-      }
+      offset131 += (uint64_t)(int64_t)v170;
       std::memcpy(v130, v144, sizeof(float) * 64);
     }
     if (k2 < trips1 && tg_should_stop(tg_stop, tg_stopped)) return;
@@ -413,6 +414,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   uint16_t** const __restrict v212 = reinterpret_cast<uint16_t**>(scratch + 262144);
   std::memcpy(v212, v205, sizeof(uint16_t*) * 4096);
   const uint64_t trips21 = tg_trip_count<int32_t>(v93, v22, v56);
+  // v209 keeps its initial pointers; the loop advances offset209
+  uint64_t offset209 = 0;
+  // v212 keeps its initial pointers; the loop advances offset212
+  uint64_t offset212 = 0;
   for (uint64_t k22 = 0; k22 < trips21;) {
     const uint64_t k22_end = trips21 - k22 > 256u ? k22 + 256u : trips21;
     for (; k22 < k22_end; ++k22) {
@@ -441,7 +446,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
             // v218 = broadcast(v217)  examples/flash_attention.py:66:33
             v218[i] = v217[c];
             // v221 = load(v209, v218, v317)  examples/flash_attention.py:66:17
-            v221[i] = *v209[i];
+            v221[i] = *tg_addptr(v209[i], offset209);
           }
         } else {
           TG_IVDEP
@@ -450,7 +455,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
             // v218 = broadcast(v217)  examples/flash_attention.py:66:33
             v218[i] = v217[c];
             // v221 = load(v209, v218, v317)  examples/flash_attention.py:66:17
-            v221[i] = v218[i] ? *v209[i] : tg_f64_to_bf16(0.0);
+            v221[i] = v218[i] ? *tg_addptr(v209[i], offset209) : tg_f64_to_bf16(0.0);
           }
         }
       }
@@ -563,7 +568,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       // the whole tile is in bounds (v259 all true): first and last index pass, no wrap
       const bool full39 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63]));
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row212 = v212[r * 64];  // &v212[r * 64]
+        uint16_t* const row212 = tg_addptr(v212[r * 64], offset212);  // &v212[r * 64]
         if (full39) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
@@ -605,15 +610,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v208[x42] = (float)v255[x42];
       }
       tg_dot_f32<64, 64, 64>(wide40, wide41, v208);
+      // v268 = addptr(v209, v167)  examples/flash_attention.py:88:9
       // v268 is computed in place of v209
+      offset209 += (uint64_t)(int64_t)v166;
+      // v272 = addptr(v212, v171)  examples/flash_attention.py:89:9
       // v272 is computed in place of v212
-      TG_IVDEP
-      for (int i = 0; i < 4096; ++i) {
-        // v268 = addptr(v209, v167)  examples/flash_attention.py:88:9
-        v209[i] = tg_addptr(v209[i], v166);
-        // v272 = addptr(v212, v171)  examples/flash_attention.py:89:9
-        v212[i] = tg_addptr(v212[i], v170);
-      }
+      offset212 += (uint64_t)(int64_t)v170;
       std::memcpy(v211, v238, sizeof(float) * 64);
     }
     if (k22 < trips21 && tg_should_stop(tg_stop, tg_stopped)) return;

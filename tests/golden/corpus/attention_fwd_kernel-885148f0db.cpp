@@ -231,6 +231,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   alignas(64) uint16_t* v127[2048];
   std::memcpy(v127, v119, sizeof(uint16_t*) * 2048);
   const uint64_t trips1 = tg_trip_count<int32_t>(v120, v55, v54);
+  // v124 keeps its initial pointers; the loop advances offset124
+  uint64_t offset124 = 0;
+  // v127 keeps its initial pointers; the loop advances offset127
+  uint64_t offset127 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
     const uint64_t k2_end = trips1 - k2 > 256u ? k2 + 256u : trips1;
     for (; k2 < k2_end; ++k2) {
@@ -241,7 +245,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
-          v130[i] = *v124[i];
+          v130[i] = *tg_addptr(v124[i], offset124);
         }
       }
       // v133 = dot(v79, v130, v325)  examples/flash_attention.py:69:14
@@ -339,7 +343,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       alignas(64) float v157[2048];
       alignas(64) uint16_t v158[2048];
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row127 = v127[r * 32];  // &v127[r * 32]
+        uint16_t* const row127 = tg_addptr(v127[r * 32], offset127);  // &v127[r * 32]
         TG_IVDEP
         for (int c = 0; c < 32; ++c) {
           const int i = r * 32 + c;
@@ -368,15 +372,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v123[x20] = (float)v157[x20];
       }
       tg_dot_f32<64, 32, 64>(wide18, wide19, v123);
+      // v164 = addptr(v124, v163)  examples/flash_attention.py:88:9
       // v164 is computed in place of v124
+      offset124 += (uint64_t)(int64_t)v162;
+      // v168 = addptr(v127, v167)  examples/flash_attention.py:89:9
       // v168 is computed in place of v127
-      TG_IVDEP
-      for (int i = 0; i < 2048; ++i) {
-        // v164 = addptr(v124, v163)  examples/flash_attention.py:88:9
-        v124[i] = tg_addptr(v124[i], v162);
-        // v168 = addptr(v127, v167)  examples/flash_attention.py:89:9
-        v127[i] = tg_addptr(v127[i], v166);
-      }
+      offset127 += (uint64_t)(int64_t)v166;
       std::memcpy(v126, v140, sizeof(float) * 64);
     }
     if (k2 < trips1 && tg_should_stop(tg_stop, tg_stopped)) return;
@@ -435,6 +436,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   uint16_t** const __restrict v211 = reinterpret_cast<uint16_t**>(scratch + 49152);
   std::memcpy(v211, v204, sizeof(uint16_t*) * 2048);
   const uint64_t trips21 = tg_trip_count<int32_t>(v55, v176, v54);
+  // v208 keeps its initial pointers; the loop advances offset208
+  uint64_t offset208 = 0;
+  // v211 keeps its initial pointers; the loop advances offset211
+  uint64_t offset211 = 0;
   for (uint64_t k22 = 0; k22 < trips21;) {
     const uint64_t k22_end = trips21 - k22 > 256u ? k22 + 256u : trips21;
     for (; k22 < k22_end; ++k22) {
@@ -461,7 +466,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
             // v220 = load(v208, v217, v328)  examples/flash_attention.py:66:17
-            v220[i] = *v208[i];
+            v220[i] = *tg_addptr(v208[i], offset208);
           }
         } else {
           TG_IVDEP
@@ -470,7 +475,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
             // v217 = broadcast(v216)  examples/flash_attention.py:66:33
             const bool e217 = v216[c];
             // v220 = load(v208, v217, v328)  examples/flash_attention.py:66:17
-            v220[i] = e217 ? *v208[i] : tg_f64_to_f16(0.0);
+            v220[i] = e217 ? *tg_addptr(v208[i], offset208) : tg_f64_to_f16(0.0);
           }
         }
       }
@@ -589,7 +594,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       // the whole tile is in bounds (v259 all true): first and last index pass, no wrap
       const bool full39 = (v213[0] < v22) && (v213[63] < v22) && (v213[0] <= v213[63]);
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row211 = v211[r * 32];  // &v211[r * 32]
+        uint16_t* const row211 = tg_addptr(v211[r * 32], offset211);  // &v211[r * 32]
         if (full39) {
           TG_IVDEP
           for (int c = 0; c < 32; ++c) {
@@ -633,15 +638,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v207[x42] = (float)v255[x42];
       }
       tg_dot_f32<64, 32, 64>(wide40, wide41, v207);
+      // v268 = addptr(v208, v163)  examples/flash_attention.py:88:9
       // v268 is computed in place of v208
+      offset208 += (uint64_t)(int64_t)v162;
+      // v272 = addptr(v211, v167)  examples/flash_attention.py:89:9
       // v272 is computed in place of v211
-      TG_IVDEP
-      for (int i = 0; i < 2048; ++i) {
-        // v268 = addptr(v208, v163)  examples/flash_attention.py:88:9
-        v208[i] = tg_addptr(v208[i], v162);
-        // v272 = addptr(v211, v167)  examples/flash_attention.py:89:9
-        v211[i] = tg_addptr(v211[i], v166);
-      }
+      offset211 += (uint64_t)(int64_t)v166;
       std::memcpy(v210, v238, sizeof(float) * 64);
     }
     if (k22 < trips21 && tg_should_stop(tg_stop, tg_stopped)) return;

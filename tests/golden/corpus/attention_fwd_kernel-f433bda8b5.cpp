@@ -216,6 +216,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   uint16_t** const __restrict v129 = reinterpret_cast<uint16_t**>(scratch + 131072);
   std::memcpy(v129, v121, sizeof(uint16_t*) * 4096);
   const uint64_t trips1 = tg_trip_count<int32_t>(v122, v57, v56);
+  // v126 keeps its initial pointers; the loop advances offset126
+  uint64_t offset126 = 0;
+  // v129 keeps its initial pointers; the loop advances offset129
+  uint64_t offset129 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
     const uint64_t k2_end = trips1 - k2 > 256u ? k2 + 256u : trips1;
     for (; k2 < k2_end; ++k2) {
@@ -226,7 +230,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
-          v132[i] = *v126[i];
+          v132[i] = *tg_addptr(v126[i], offset126);
         }
       }
       // v135 = dot(v81, v132, v322)  examples/flash_attention.py:69:14
@@ -325,7 +329,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       alignas(64) uint16_t v160[4096];
       alignas(64) uint16_t v161[4096];
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row129 = v129[r * 64];  // &v129[r * 64]
+        uint16_t* const row129 = tg_addptr(v129[r * 64], offset129);  // &v129[r * 64]
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
@@ -350,15 +354,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v125[x20] = (float)v159[x20];
       }
       tg_dot_f32<64, 64, 64>(wide18, wide19, v125);
+      // v166 = addptr(v126, v165)  examples/flash_attention.py:88:9
       // v166 is computed in place of v126
+      offset126 += (uint64_t)(int64_t)v164;
+      // v170 = addptr(v129, v169)  examples/flash_attention.py:89:9
       // v170 is computed in place of v129
-      TG_IVDEP
-      for (int i = 0; i < 4096; ++i) {
-        // v166 = addptr(v126, v165)  examples/flash_attention.py:88:9
-        v126[i] = tg_addptr(v126[i], v164);
-        // v170 = addptr(v129, v169)  examples/flash_attention.py:89:9
-        v129[i] = tg_addptr(v129[i], v168);
-      }
+      offset129 += (uint64_t)(int64_t)v168;
       std::memcpy(v128, v142, sizeof(float) * 64);
     }
     if (k2 < trips1 && tg_should_stop(tg_stop, tg_stopped)) return;
@@ -411,6 +412,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   uint16_t** const __restrict v213 = reinterpret_cast<uint16_t**>(scratch + 262144);
   std::memcpy(v213, v206, sizeof(uint16_t*) * 4096);
   const uint64_t trips21 = tg_trip_count<int32_t>(v57, v178, v56);
+  // v210 keeps its initial pointers; the loop advances offset210
+  uint64_t offset210 = 0;
+  // v213 keeps its initial pointers; the loop advances offset213
+  uint64_t offset213 = 0;
   for (uint64_t k22 = 0; k22 < trips21;) {
     const uint64_t k22_end = trips21 - k22 > 256u ? k22 + 256u : trips21;
     for (; k22 < k22_end; ++k22) {
@@ -437,7 +442,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
             // v222 = load(v210, v219, v319)  examples/flash_attention.py:66:17
-            v222[i] = *v210[i];
+            v222[i] = *tg_addptr(v210[i], offset210);
           }
         } else {
           TG_IVDEP
@@ -446,7 +451,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
             // v219 = broadcast(v218)  examples/flash_attention.py:66:33
             const bool e219 = v218[c];
             // v222 = load(v210, v219, v319)  examples/flash_attention.py:66:17
-            v222[i] = e219 ? *v210[i] : tg_f64_to_bf16(0.0);
+            v222[i] = e219 ? *tg_addptr(v210[i], offset210) : tg_f64_to_bf16(0.0);
           }
         }
       }
@@ -566,7 +571,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       // the whole tile is in bounds (v261 all true): first and last index pass, no wrap
       const bool full39 = (v215[0] < v22) && (v215[63] < v22) && (v215[0] <= v215[63]);
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row213 = v213[r * 64];  // &v213[r * 64]
+        uint16_t* const row213 = tg_addptr(v213[r * 64], offset213);  // &v213[r * 64]
         if (full39) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
@@ -608,15 +613,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v209[x42] = (float)v257[x42];
       }
       tg_dot_f32<64, 64, 64>(wide40, wide41, v209);
+      // v270 = addptr(v210, v165)  examples/flash_attention.py:88:9
       // v270 is computed in place of v210
+      offset210 += (uint64_t)(int64_t)v164;
+      // v274 = addptr(v213, v169)  examples/flash_attention.py:89:9
       // v274 is computed in place of v213
-      TG_IVDEP
-      for (int i = 0; i < 4096; ++i) {
-        // v270 = addptr(v210, v165)  examples/flash_attention.py:88:9
-        v210[i] = tg_addptr(v210[i], v164);
-        // v274 = addptr(v213, v169)  examples/flash_attention.py:89:9
-        v213[i] = tg_addptr(v213[i], v168);
-      }
+      offset213 += (uint64_t)(int64_t)v168;
       std::memcpy(v212, v240, sizeof(float) * 64);
     }
     if (k22 < trips21 && tg_should_stop(tg_stop, tg_stopped)) return;

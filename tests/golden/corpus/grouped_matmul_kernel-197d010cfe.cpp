@@ -222,6 +222,10 @@ static inline void tegula_program(int64_t* v0, int64_t* v1, int64_t* v2, int32_t
           alignas(64) uint16_t* v118[256];
           std::memcpy(v118, v104, sizeof(uint16_t*) * 256);
           const uint64_t trips2 = tg_trip_count<int32_t>(v7, v112, v8);
+          // v116 keeps its initial pointers; the loop advances offset116
+          uint64_t offset116 = 0;
+          // v118 keeps its initial pointers; the loop advances offset118
+          uint64_t offset118 = 0;
           for (uint64_t k3 = 0; k3 < trips2;) {
             const uint64_t k3_end = trips2 - k3 > 256u ? k3 + 256u : trips2;
             for (; k3 < k3_end; ++k3) {
@@ -247,8 +251,8 @@ static inline void tegula_program(int64_t* v0, int64_t* v1, int64_t* v2, int32_t
               // the whole tile is in bounds (v130, v140 all true): first and last index pass, no wrap
               const bool full4 = (tg_add(v77, v78[0]) < v16) && (tg_add(v77, v78[15]) < v16) && (tg_add(v77, v78[0]) <= tg_add(v77, v78[15])) && (v78[0] < v121) && (v78[15] < v121) && (v78[0] <= v78[15]) && (v85[0] < v22) && (v85[15] < v22) && (v85[0] <= v85[15]);
               for (int r = 0; r < 16; ++r) {
-                uint16_t* const row116 = v116[r * 16];  // &v116[r * 16]
-                uint16_t* const row118 = v118[r * 16];  // &v118[r * 16]
+                uint16_t* const row116 = tg_addptr(v116[r * 16], offset116);  // &v116[r * 16]
+                uint16_t* const row118 = tg_addptr(v118[r * 16], offset118);  // &v118[r * 16]
                 if (full4) {
                   TG_IVDEP
                   for (int c = 0; c < 16; ++c) {
@@ -288,18 +292,18 @@ static inline void tegula_program(int64_t* v0, int64_t* v1, int64_t* v2, int32_t
                 v146[x7] = (float)v205[x7];
               }
               tg_dot_f32<16, 16, 16>(wide5, wide6, v146);
+              // v147 = add(v117, v146)  tests/compat/compat_kernels/grouped.py:50:17
               // v147 is computed in place of v117
-              // v150 is computed in place of v116
-              // v154 is computed in place of v118
               TG_IVDEP
               for (int i = 0; i < 256; ++i) {
-                // v147 = add(v117, v146)  tests/compat/compat_kernels/grouped.py:50:17
                 v117[i] = v117[i] + v146[i];
-                // v150 = addptr(v116, v211)  tests/compat/compat_kernels/grouped.py:51:17
-                v116[i] = tg_addptr(v116[i], 16);
-                // v154 = addptr(v118, v153)  tests/compat/compat_kernels/grouped.py:52:17
-                v118[i] = tg_addptr(v118[i], v152);
               }
+              // v150 = addptr(v116, v211)  tests/compat/compat_kernels/grouped.py:51:17
+              // v150 is computed in place of v116
+              offset116 += (uint64_t)(int64_t)16;
+              // v154 = addptr(v118, v153)  tests/compat/compat_kernels/grouped.py:52:17
+              // v154 is computed in place of v118
+              offset118 += (uint64_t)(int64_t)v152;
             }
             if (k3 < trips2 && tg_should_stop(tg_stop, tg_stopped)) return;
           }

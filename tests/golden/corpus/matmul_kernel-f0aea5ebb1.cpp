@@ -166,6 +166,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
   alignas(64) uint16_t* v94[512];
   std::memcpy(v94, v80, sizeof(uint16_t*) * 512);
   const uint64_t trips0 = tg_trip_count<int32_t>(v89, v88, v90);
+  // v92 keeps its initial pointers; the loop advances offset92
+  uint64_t offset92 = 0;
+  // v94 keeps its initial pointers; the loop advances offset94
+  uint64_t offset94 = 0;
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
@@ -191,7 +195,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
       // the whole tile is in bounds (v101 all true): first and last index pass, no wrap
       const bool full2 = (v56[0] < v97) && (v56[15] < v97) && (v56[0] <= v56[15]);
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row92 = v92[r * 16];  // &v92[r * 16]
+        uint16_t* const row92 = tg_addptr(v92[r * 16], offset92);  // &v92[r * 16]
         if (full2) {
           TG_IVDEP
           for (int c = 0; c < 16; ++c) {
@@ -219,7 +223,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
           for (int c = 0; c < 32; ++c) {
             const int i = r * 32 + c;
             // v111 = load(v94, v108, v165)  tests/compat/compat_kernels/matmul.py:58:13
-            v111[i] = *v94[i];
+            v111[i] = *tg_addptr(v94[i], offset94);
           }
         } else {
           TG_IVDEP
@@ -228,7 +232,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
             // v108 = broadcast(v107)  tests/compat/compat_kernels/matmul.py:58:29
             const bool e108 = v107[r];
             // v111 = load(v94, v108, v165)  tests/compat/compat_kernels/matmul.py:58:13
-            v111[i] = e108 ? *v94[i] : tg_f64_to_f16(0.0);
+            v111[i] = e108 ? *tg_addptr(v94[i], offset94) : tg_f64_to_f16(0.0);
           }
         }
       }
@@ -241,16 +245,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
       tg_dot_f32<64, 32, 16>(wide4, wide5, v93);
       // v115 = addptr(v92, v166)  tests/compat/compat_kernels/matmul.py:60:9
       // v115 is computed in place of v92
-      TG_IVDEP
-      for (int i = 0; i < 1024; ++i) {
-        v92[i] = tg_addptr(v92[i], 16);
-      }
+      offset92 += (uint64_t)(int64_t)16;
       // v119 = addptr(v94, v118)  tests/compat/compat_kernels/matmul.py:61:9
       // v119 is computed in place of v94
-      TG_IVDEP
-      for (int i = 0; i < 512; ++i) {
-        v94[i] = tg_addptr(v94[i], v117);
-      }
+      offset94 += (uint64_t)(int64_t)v117;
     }
     if (k1 < trips0 && tg_should_stop(tg_stop, tg_stopped)) return;
   }

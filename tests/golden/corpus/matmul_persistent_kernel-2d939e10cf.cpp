@@ -160,6 +160,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
       alignas(64) uint16_t* v86[512];
       std::memcpy(v86, v78, sizeof(uint16_t*) * 512);
       const uint64_t trips2 = tg_trip_count<int32_t>(v81, v5, v82);
+      // v84 keeps its initial pointers; the loop advances offset84
+      uint64_t offset84 = 0;
+      // v86 keeps its initial pointers; the loop advances offset86
+      uint64_t offset86 = 0;
       for (uint64_t k3 = 0; k3 < trips2;) {
         const uint64_t k3_end = trips2 - k3 > 256u ? k3 + 256u : trips2;
         for (; k3 < k3_end; ++k3) {
@@ -184,7 +188,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
           // the whole tile is in bounds (v91, v98 all true): first and last index pass, no wrap
           const bool full4 = (v28[0] < v87) && (v28[15] < v87) && (v28[0] <= v28[15]);
           for (int r = 0; r < 32; ++r) {
-            uint16_t* const row84 = v84[r * 16];  // &v84[r * 16]
+            uint16_t* const row84 = tg_addptr(v84[r * 16], offset84);  // &v84[r * 16]
             if (full4) {
               TG_IVDEP
               for (int c = 0; c < 16; ++c) {
@@ -192,7 +196,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
                 // v94 = load(v84, v91, v142)  examples/matmul_persistent.py:65:17
                 v94[i] = *(row84 + c);
                 // v101 = load(v86, v98, v143)  examples/matmul_persistent.py:66:17
-                v101[i] = *v86[i];
+                v101[i] = *tg_addptr(v86[i], offset86);
               }
             } else {
               TG_IVDEP
@@ -205,7 +209,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
                 // v98 = broadcast(v97)  examples/matmul_persistent.py:66:33
                 const bool e98 = v97[r / 2];
                 // v101 = load(v86, v98, v143)  examples/matmul_persistent.py:66:17
-                v101[i] = e98 ? *v86[i] : tg_f64_to_f16(0.0);
+                v101[i] = e98 ? *tg_addptr(v86[i], offset86) : tg_f64_to_f16(0.0);
               }
             }
           }
@@ -216,15 +220,12 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
           tg_widen_f16(v101, wide6, 512);
           // v102 is computed in place of v85
           tg_dot_f32<32, 32, 16>(wide5, wide6, v85);
+          // v105 = addptr(v84, v144)  examples/matmul_persistent.py:68:13
           // v105 is computed in place of v84
+          offset84 += (uint64_t)(int64_t)16;
+          // v109 = addptr(v86, v108)  examples/matmul_persistent.py:69:13
           // v109 is computed in place of v86
-          TG_IVDEP
-          for (int i = 0; i < 512; ++i) {
-            // v105 = addptr(v84, v144)  examples/matmul_persistent.py:68:13
-            v84[i] = tg_addptr(v84[i], 16);
-            // v109 = addptr(v86, v108)  examples/matmul_persistent.py:69:13
-            v86[i] = tg_addptr(v86[i], v107);
-          }
+          offset86 += (uint64_t)(int64_t)v107;
         }
         if (k3 < trips2 && tg_should_stop(tg_stop, tg_stopped)) return;
       }
