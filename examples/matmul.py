@@ -19,6 +19,7 @@ through its strides, not copied). Prints each case it checked and OK.
 """
 
 import argparse
+import os
 
 import numpy as np
 
@@ -32,6 +33,27 @@ import _host  # array helpers shared by the examples (NumPy or torch)
 # Hopper-sized: two 64-row wgmma slabs of 128 columns, 64 of K per stage
 # (32 KB of bf16 per pipeline stage); best run with 8 warps, 3 stages.
 DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
+
+# On the CPU a program's tiles live in its core's L2: each K step loads
+# BLOCK_M + BLOCK_N rows and columns for BLOCK_M * BLOCK_N products, so larger
+# tiles load less per product (docs/benchmarks.md has the measurements); a
+# 256x256 fp32 accumulator (256 KB) still fits a 1-2 MB L2 beside its operands.
+CPU_BLOCKS = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
+
+
+def cpu_blocks(M: int, N: int, threads: int = None) -> dict:
+    """CPU_BLOCKS, shrunk for small matrices: no tile larger than the next power of
+    two of its side, and halved while there are fewer tiles than threads (each
+    thread runs whole programs)."""
+    threads = threads or int(os.environ.get("TEGULA_NUM_THREADS", 0) or 0) or os.cpu_count() or 1
+    bm = min(CPU_BLOCKS["BLOCK_M"], max(16, tegula.next_power_of_2(M)))
+    bn = min(CPU_BLOCKS["BLOCK_N"], max(16, tegula.next_power_of_2(N)))
+    while tegula.cdiv(M, bm) * tegula.cdiv(N, bn) < threads and max(bm, bn) > 64:
+        if bm >= bn:
+            bm //= 2
+        else:
+            bn //= 2
+    return {**CPU_BLOCKS, "BLOCK_M": bm, "BLOCK_N": bn}
 
 
 @tegula.jit
@@ -80,7 +102,8 @@ def matmul(a, b, out=None, out_dtype=None, num_warps: int = None, **blocks):
     """``a @ b`` for 2-D arrays of one dtype (float32, float16, bfloat16), accumulated in float32.
 
     NumPy arrays or torch tensors (CUDA tensors run on the GPU). The result has
-    ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of ``DEFAULT_BLOCKS``.
+    ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of ``DEFAULT_BLOCKS``
+    (on the GPU) or ``cpu_blocks(M, N)`` (on the CPU).
     """
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise coded(ValueError, "E0713", f"matmul takes [M, K] and [K, N] arrays, got {tuple(a.shape)} and "
@@ -91,9 +114,10 @@ def matmul(a, b, out=None, out_dtype=None, num_warps: int = None, **blocks):
     if unknown:
         raise coded(TypeError, "E0713", f"unknown block parameters {sorted(unknown)}; expected some of "
                                         f"{sorted(DEFAULT_BLOCKS)}")
-    meta = {**DEFAULT_BLOCKS, **blocks}
     M, K = a.shape
     N = b.shape[1]
+    on_gpu = _host.is_torch(a) and a.is_cuda
+    meta = {**(DEFAULT_BLOCKS if on_gpu else cpu_blocks(M, N)), **blocks}
     if out is None:
         out = _host.empty((M, N), out_dtype or a.dtype, like=a)
     grid = (tegula.cdiv(M, meta["BLOCK_M"]) * tegula.cdiv(N, meta["BLOCK_N"]),)

@@ -167,17 +167,11 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t
       }
       // v80 = dot(v58, v79, v33)  matmul_dot.py:20:15
       alignas(64) float wide3[512];
-      TG_IVDEP
-      for (int x4 = 0; x4 < 512; ++x4) {
-        wide3[x4] = (float)tg_f16_to_f32(v58[x4]);
-      }
-      alignas(64) float wide5[512];
-      TG_IVDEP
-      for (int x6 = 0; x6 < 512; ++x6) {
-        wide5[x6] = (float)tg_f16_to_f32(v79[x6]);
-      }
+      tg_widen_f16(v58, wide3, 512);
+      alignas(64) float wide4[512];
+      tg_widen_f16(v79, wide4, 512);
       // v80 is computed in place of v33
-      tg_dot_f32<32, 32, 16>(wide3, wide5, v33);
+      tg_dot_f32<32, 32, 16>(wide3, wide4, v33);
     }
     if (k1 < trips0 && tg_should_stop(tg_stop, tg_stopped)) return;
   }
@@ -194,10 +188,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, float* v2, int32_t
     v86[i] = tg_addptr(e85, e84);
   }
   // the whole tile is in bounds (v99 all true): first and last index pass, no wrap
-  const bool full7 = (tg_add(v12, (int32_t)0) < v3) && (tg_add(v12, (int32_t)31) < v3) && (tg_add(v12, (int32_t)0) <= tg_add(v12, (int32_t)31)) && (v20[0] < v4) && (v20[31] < v4) && (v20[0] <= v20[31]);
+  const bool full5 = (tg_add(v12, (int32_t)0) < v3) && (tg_add(v12, (int32_t)31) < v3) && (tg_add(v12, (int32_t)0) <= tg_add(v12, (int32_t)31)) && (v20[0] < v4) && (v20[31] < v4) && (v20[0] <= v20[31]);
   for (int r = 0; r < 32; ++r) {
     float* const row90 = tg_addptr(v86[r * 32 / 32], v20[(r * 32) % 32]);  // &v90[r * 32]
-    if (full7) {
+    if (full5) {
       TG_IVDEP
       for (int c = 0; c < 32; ++c) {
         const int i = r * 32 + c;

@@ -15,6 +15,7 @@
 #include "backends/cpu/prelude.h"
 #include "backends/cpu/prelude_atomic.h"
 #include "backends/cpu/prelude_fp8.h"
+#include "backends/cpu/prelude_gemm.h"
 #include "backends/cpu/prelude_libdevice.h"
 #include "backends/cpu/prelude_sort.h"
 #include "backends/kernel_abi.h"
@@ -101,7 +102,9 @@ bool is_uniform_tile(const ir::Function& fn, ir::ValueId v) {
 
 std::string CodegenContext::element(ir::ValueId v, std::string_view index) const {
   if (!fn.type(v).is_tile()) return name(v);
-  return name(v) + "[" + std::string(index) + "]";
+  std::string at = name(v) + "[" + std::string(index) + "]";
+  auto offset = pointer_offsets_.find(v.index);
+  return offset == pointer_offsets_.end() ? at : "tg_addptr(" + at + ", " + offset->second + ")";
 }
 
 std::string CodegenContext::unique(const std::string& name) {
@@ -187,6 +190,14 @@ void CodegenContext::emit_block_body(ir::BlockId block) {
   for (ir::OpId id : fn.block(block).ops) {
     const ir::Op& o = fn.op(id);
     if (o.erased || ir::is_terminator(o.kind)) continue;
+    if (offset_steps_.count(id.index) != 0) {  // after the loads and stores it moves
+      flush();
+      at_source(o.loc, [&] {
+        out.line(op_comment(o));
+        emit_offset_step(id);
+      });
+      continue;
+    }
     if (!is_per_element(*this, o)) {
       if (!independent_scalar(o)) flush();
       at_source(o.loc, [&] { emit_op(id); });  // an internal error names the kernel line
@@ -363,6 +374,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   unit.raw(kPrelude);
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (uses_sort(fn)) unit.raw(kSortPrelude);
+  if (uses_half_dot(fn)) unit.raw(kGemmPrelude);
   if (ir::uses_fp8(fn)) {
     unit.raw(c_family::kCpuFunctions);
     unit.raw(c_family::kSoftFp8);

@@ -69,7 +69,8 @@ class CodegenContext : public c_family::Printer {
   const CodegenOptions& options;
 
   // --- names -----------------------------------------------------------------
-  // Element `index` of `v` ("v7[i]"), or `v` itself for a scalar.
+  // Element `index` of `v` ("v7[i]"; "tg_addptr(v7[i], offset7)" for a
+  // pointer tile kept as an offset), or `v` itself for a scalar.
   std::string element(ir::ValueId v, std::string_view index) const;
   // `v` reads the storage of `storage` from now on (no copy).
   void alias(ir::ValueId v, ir::ValueId storage) override {
@@ -111,6 +112,13 @@ class CodegenContext : public c_family::Printer {
   void close_loop(ir::OpId loop) override;
   // Plans the yields of the loop computed in place (codegen_in_place_yields.cpp).
   void begin_iteration(ir::OpId loop, const std::string& trips, const std::string& k) override;
+  // Pointer tiles the loop advances by a scalar step become their initial
+  // tile plus an offset (codegen_advanced_pointers.cpp): begin_loop picks and
+  // declares them, end_loop gives a used loop result its final pointers.
+  void begin_loop(ir::OpId loop, const std::string& trips) override;
+  void end_loop(ir::OpId loop) override;
+  // If `op` advances such a tile, emits the offset's step and returns true.
+  bool emit_offset_step(ir::OpId op);
 
   // --- emission ------------------------------------------------------------------
   // Emits every op of `block` except its terminator: per-element ops as
@@ -151,6 +159,8 @@ class CodegenContext : public c_family::Printer {
   std::map<std::string, int> uses_of_name_;  // see unique
   passes::AxisInfoAnalysis axis_info_;
   std::vector<std::pair<ir::ValueId, ir::ValueId>> carried_like_init_;  // carried tile -> its initial value
+  std::map<uint32_t, std::string> pointer_offsets_;  // carried pointer tile -> its offset variable
+  std::map<uint32_t, ir::ValueId> offset_steps_;      // op advancing one -> that tile
   // Polled loops by op index (codegen_stop.cpp): the condition a `for` puts
   // before its poll ("k < trips && "; empty for a while), and the label
   // after each polled while.
@@ -182,6 +192,8 @@ void emit_indexed(CodegenContext& ctx, const ir::Op& op);       // gather, histo
 void emit_atomic(CodegenContext& ctx, const ir::Op& op);        // atomic_rmw, atomic_cas
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).
 bool uses_atomics(const ir::Function& fn);
+// Whether a dot has f16/bf16 operands (its unit needs prelude_gemm.h).
+bool uses_half_dot(const ir::Function& fn);
 
 // --- element expressions, for fused loops ------------------------------------------
 // `operands` holds one C++ expression per operand: its element at the loop's

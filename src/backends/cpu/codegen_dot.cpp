@@ -58,12 +58,18 @@ void init_accumulator(CodegenContext& ctx, const ir::Op& op, const std::string& 
   ctx.out.close();
 }
 
-// A float view of operand `v`: its own array for f32, else a float copy.
+// A float view of operand `v`: its own array for f32, else a float copy
+// (f16/bf16 tiles through prelude_gemm.h's vector widening).
 std::string float_operand(CodegenContext& ctx, ir::ValueId v) {
   const ir::Type& t = ctx.fn.type(v);
   if (t.scalar == ir::Scalar::F32) return ctx.name(v);
   std::string widened = ctx.fresh("wide");
   ctx.declare_array("float", 4, t.numel(), widened);
+  if (is_half(t.scalar)) {
+    std::string widen = t.scalar == ir::Scalar::F16 ? "tg_widen_f16" : "tg_widen_bf16";
+    ctx.out.line(widen + "(" + ctx.name(v) + ", " + widened + ", " + std::to_string(t.numel()) + ");");
+    return widened;
+  }
   std::string x = ctx.fresh("x");
   ctx.open_element_loop(x, t.numel());
   ctx.out.line(widened + "[" + x + "] = (float)" + to_compute(t.scalar, ctx.name(v) + "[" + x + "]") + ";");
@@ -139,6 +145,16 @@ void emit_plain_dot(CodegenContext& ctx, const ir::Op& op, const DotShape& s) {
 }
 
 }  // namespace
+
+bool uses_half_dot(const ir::Function& fn) {
+  bool found = false;
+  fn.walk([&](ir::OpId id) {
+    const ir::Op& op = fn.op(id);
+    if (op.kind != ir::OpKind::Dot) return;
+    for (size_t i = 0; i < 2 && i < op.operands.size(); ++i) found = found || is_half(fn.type(op.operands[i]).scalar);
+  });
+  return found;
+}
 
 void emit_dot(CodegenContext& ctx, const ir::Op& op) {
   TEGULA_ASSERT(op.operands.size() == 2 || op.operands.size() == 3, "dot takes a, b [, acc]");

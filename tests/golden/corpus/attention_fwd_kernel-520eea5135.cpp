@@ -219,6 +219,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   alignas(64) float* v213[1024];
   std::memcpy(v213, v204, sizeof(float*) * 1024);
   const uint64_t trips1 = tg_trip_count<int32_t>(v205, v29, v56);
+  // v210 keeps its initial pointers; the loop advances offset210
+  uint64_t offset210 = 0;
+  // v213 keeps its initial pointers; the loop advances offset213
+  uint64_t offset213 = 0;
   for (uint64_t k2 = 0; k2 < trips1; ++k2) {
     const int32_t v208 = tg_induction<int32_t>(v205, k2, v56);
     alignas(64) uint8_t v219[64];
@@ -242,7 +246,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
           // v223 = load(v210, v220, v334)  examples/flash_attention.py:66:17
-          v223[i] = *v210[i];
+          v223[i] = *tg_addptr(v210[i], offset210);
         }
       } else {
         TG_IVDEP
@@ -251,7 +255,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
           // v220 = broadcast(v219)  examples/flash_attention.py:66:33
           const bool e220 = v219[c];
           // v223 = load(v210, v220, v334)  examples/flash_attention.py:66:17
-          v223[i] = e220 ? *v210[i] : (float)0.0;
+          v223[i] = e220 ? *tg_addptr(v210[i], offset210) : (float)0.0;
         }
       }
     }
@@ -364,7 +368,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     // the whole tile is in bounds (v263 all true): first and last index pass, no wrap
     const bool full17 = (tg_add(v208, (int32_t)0) < 1) && (tg_add(v208, (int32_t)63) < 1) && (tg_add(v208, (int32_t)0) <= tg_add(v208, (int32_t)63));
     for (int r = 0; r < 64; ++r) {
-      float* const row213 = v213[r * 16];  // &v213[r * 16]
+      float* const row213 = tg_addptr(v213[r * 16], offset213);  // &v213[r * 16]
       if (full17) {
         TG_IVDEP
         for (int c = 0; c < 16; ++c) {
@@ -398,15 +402,12 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       v209[x18] = (float)v258[x18];
     }
     tg_dot_f32<64, 16, 64>(v247, v266, v209);
+    // v271 = addptr(v210, v270)  examples/flash_attention.py:88:9
     // v271 is computed in place of v210
+    offset210 += (uint64_t)(int64_t)v269;
+    // v275 = addptr(v213, v274)  examples/flash_attention.py:89:9
     // v275 is computed in place of v213
-    TG_IVDEP
-    for (int i = 0; i < 1024; ++i) {
-      // v271 = addptr(v210, v270)  examples/flash_attention.py:88:9
-      v210[i] = tg_addptr(v210[i], v269);
-      // v275 = addptr(v213, v274)  examples/flash_attention.py:89:9
-      v213[i] = tg_addptr(v213[i], v273);
-    }
+    offset213 += (uint64_t)(int64_t)v273;
     std::memcpy(v212, v241, sizeof(float) * 64);
   }
   // v288 = addptr(v4, v25)  examples/flash_attention.py:146:14

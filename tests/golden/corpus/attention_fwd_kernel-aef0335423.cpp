@@ -229,6 +229,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   alignas(64) float* v130[1024];
   std::memcpy(v130, v122, sizeof(float*) * 1024);
   const uint64_t trips1 = tg_trip_count<int32_t>(v123, v57, v56);
+  // v127 keeps its initial pointers; the loop advances offset127
+  uint64_t offset127 = 0;
+  // v130 keeps its initial pointers; the loop advances offset130
+  uint64_t offset130 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
     const uint64_t k2_end = trips1 - k2 > 256u ? k2 + 256u : trips1;
     for (; k2 < k2_end; ++k2) {
@@ -239,7 +243,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
-          v133[i] = *v127[i];
+          v133[i] = *tg_addptr(v127[i], offset127);
         }
       }
       // v136 = dot(v82, v133, v330)  examples/flash_attention.py:69:14
@@ -333,7 +337,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       alignas(64) float v160[1024];
       alignas(64) float v161[1024];
       for (int r = 0; r < 64; ++r) {
-        float* const row130 = v130[r * 16];  // &v130[r * 16]
+        float* const row130 = tg_addptr(v130[r * 16], offset130);  // &v130[r * 16]
         TG_IVDEP
         for (int c = 0; c < 16; ++c) {
           const int i = r * 16 + c;
@@ -352,15 +356,12 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
         v126[x16] = (float)v160[x16];
       }
       tg_dot_f32<64, 16, 64>(v149, v161, v126);
+      // v166 = addptr(v127, v165)  examples/flash_attention.py:88:9
       // v166 is computed in place of v127
+      offset127 += (uint64_t)(int64_t)v164;
+      // v170 = addptr(v130, v169)  examples/flash_attention.py:89:9
       // v170 is computed in place of v130
-      TG_IVDEP
-      for (int i = 0; i < 1024; ++i) {
-        // v166 = addptr(v127, v165)  examples/flash_attention.py:88:9
-        v127[i] = tg_addptr(v127[i], v164);
-        // v170 = addptr(v130, v169)  examples/flash_attention.py:89:9
-        v130[i] = tg_addptr(v130[i], v168);
-      }
+      offset130 += (uint64_t)(int64_t)v168;
       std::memcpy(v129, v143, sizeof(float) * 64);
     }
     if (k2 < trips1 && tg_should_stop(tg_stop, tg_stopped)) return;
@@ -419,6 +420,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   alignas(64) float* v214[1024];
   std::memcpy(v214, v207, sizeof(float*) * 1024);
   const uint64_t trips17 = tg_trip_count<int32_t>(v57, v179, v56);
+  // v211 keeps its initial pointers; the loop advances offset211
+  uint64_t offset211 = 0;
+  // v214 keeps its initial pointers; the loop advances offset214
+  uint64_t offset214 = 0;
   for (uint64_t k18 = 0; k18 < trips17;) {
     const uint64_t k18_end = trips17 - k18 > 256u ? k18 + 256u : trips17;
     for (; k18 < k18_end; ++k18) {
@@ -445,7 +450,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
             // v224 = load(v211, v221, v334)  examples/flash_attention.py:66:17
-            v224[i] = *v211[i];
+            v224[i] = *tg_addptr(v211[i], offset211);
           }
         } else {
           TG_IVDEP
@@ -454,7 +459,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
             // v221 = broadcast(v220)  examples/flash_attention.py:66:33
             const bool e221 = v220[c];
             // v224 = load(v211, v221, v334)  examples/flash_attention.py:66:17
-            v224[i] = e221 ? *v211[i] : (float)0.0;
+            v224[i] = e221 ? *tg_addptr(v211[i], offset211) : (float)0.0;
           }
         }
       }
@@ -569,7 +574,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       // the whole tile is in bounds (v264 all true): first and last index pass, no wrap
       const bool full33 = (v216[0] < 1) && (v216[63] < 1) && (v216[0] <= v216[63]);
       for (int r = 0; r < 64; ++r) {
-        float* const row214 = v214[r * 16];  // &v214[r * 16]
+        float* const row214 = tg_addptr(v214[r * 16], offset214);  // &v214[r * 16]
         if (full33) {
           TG_IVDEP
           for (int c = 0; c < 16; ++c) {
@@ -603,15 +608,12 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
         v210[x34] = (float)v259[x34];
       }
       tg_dot_f32<64, 16, 64>(v248, v267, v210);
+      // v272 = addptr(v211, v165)  examples/flash_attention.py:88:9
       // v272 is computed in place of v211
+      offset211 += (uint64_t)(int64_t)v164;
+      // v276 = addptr(v214, v169)  examples/flash_attention.py:89:9
       // v276 is computed in place of v214
-      TG_IVDEP
-      for (int i = 0; i < 1024; ++i) {
-        // v272 = addptr(v211, v165)  examples/flash_attention.py:88:9
-        v211[i] = tg_addptr(v211[i], v164);
-        // v276 = addptr(v214, v169)  examples/flash_attention.py:89:9
-        v214[i] = tg_addptr(v214[i], v168);
-      }
+      offset214 += (uint64_t)(int64_t)v168;
       std::memcpy(v213, v242, sizeof(float) * 64);
     }
     if (k18 < trips17 && tg_should_stop(tg_stop, tg_stopped)) return;

@@ -143,6 +143,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   float** const __restrict v87 = reinterpret_cast<float**>(scratch + 327680);
   std::memcpy(v87, v79, sizeof(float*) * 8192);
   const uint64_t trips0 = tg_trip_count<int32_t>(v82, v7, v83);
+  // v85 keeps its initial pointers; the loop advances offset85
+  uint64_t offset85 = 0;
+  // v87 keeps its initial pointers; the loop advances offset87
+  uint64_t offset87 = 0;
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
@@ -167,7 +171,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       // the whole tile is in bounds (v92, v99 all true): first and last index pass, no wrap
       const bool full2 = (v51[0] < v88) && (v51[63] < v88) && (v51[0] <= v51[63]);
       for (int r = 0; r < 128; ++r) {
-        float* const row85 = v85[r * 64];  // &v85[r * 64]
+        float* const row85 = tg_addptr(v85[r * 64], offset85);  // &v85[r * 64]
         if (full2) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
@@ -175,7 +179,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
             // v95 = load(v85, v92, v161)  examples/matmul_epilogue.py:68:13
             v95[i] = *(row85 + c);
             // v102 = load(v87, v99, v162)  examples/matmul_epilogue.py:69:13
-            v102[i] = *v87[i];
+            v102[i] = *tg_addptr(v87[i], offset87);
           }
         } else {
           TG_IVDEP
@@ -188,22 +192,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
             // v99 = broadcast(v98)  examples/matmul_epilogue.py:69:29
             const bool e99 = v98[r / 2];
             // v102 = load(v87, v99, v162)  examples/matmul_epilogue.py:69:13
-            v102[i] = e99 ? *v87[i] : (float)0.0;
+            v102[i] = e99 ? *tg_addptr(v87[i], offset87) : (float)0.0;
           }
         }
       }
       // v103 = dot(v95, v102, v86)  examples/matmul_epilogue.py:70:15
       // v103 is computed in place of v86
       tg_dot_f32<128, 128, 64>(v95, v102, v86);
+      // v106 = addptr(v85, v163)  examples/matmul_epilogue.py:71:9
       // v106 is computed in place of v85
+      offset85 += (uint64_t)(int64_t)64;
+      // v110 = addptr(v87, v109)  examples/matmul_epilogue.py:72:9
       // v110 is computed in place of v87
-      TG_IVDEP
-      for (int i = 0; i < 8192; ++i) {
-        // v106 = addptr(v85, v163)  examples/matmul_epilogue.py:71:9
-        v85[i] = tg_addptr(v85[i], 64);
-        // v110 = addptr(v87, v109)  examples/matmul_epilogue.py:72:9
-        v87[i] = tg_addptr(v87[i], v108);
-      }
+      offset87 += (uint64_t)(int64_t)v108;
     }
     if (k1 < trips0 && tg_should_stop(tg_stop, tg_stopped)) return;
   }

@@ -113,6 +113,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   alignas(64) float* v81[512];
   std::memcpy(v81, v72, sizeof(float*) * 512);
   const uint64_t trips0 = tg_trip_count<int32_t>(v75, v21, v77);
+  // v79 keeps its initial pointers; the loop advances offset79
+  uint64_t offset79 = 0;
+  // v81 keeps its initial pointers; the loop advances offset81
+  uint64_t offset81 = 0;
   for (uint64_t k1 = 0; k1 < trips0; ++k1) {
     const int32_t v78 = tg_induction<int32_t>(v75, k1, v77);
     // v83 = sub(v21, v78)  examples/matmul_epilogue.py:67:18
@@ -135,7 +139,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     // the whole tile is in bounds (v87, v94 all true): first and last index pass, no wrap
     const bool full2 = (v40[0] < v83) && (v40[15] < v83) && (v40[0] <= v40[15]);
     for (int r = 0; r < 32; ++r) {
-      float* const row79 = v79[r * 16];  // &v79[r * 16]
+      float* const row79 = tg_addptr(v79[r * 16], offset79);  // &v79[r * 16]
       if (full2) {
         TG_IVDEP
         for (int c = 0; c < 16; ++c) {
@@ -143,7 +147,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
           // v90 = load(v79, v87, v165)  examples/matmul_epilogue.py:68:13
           v90[i] = *(row79 + c);
           // v97 = load(v81, v94, v166)  examples/matmul_epilogue.py:69:13
-          v97[i] = *v81[i];
+          v97[i] = *tg_addptr(v81[i], offset81);
         }
       } else {
         TG_IVDEP
@@ -156,22 +160,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
           // v94 = broadcast(v93)  examples/matmul_epilogue.py:69:29
           const bool e94 = v93[r / 2];
           // v97 = load(v81, v94, v166)  examples/matmul_epilogue.py:69:13
-          v97[i] = e94 ? *v81[i] : (float)0.0;
+          v97[i] = e94 ? *tg_addptr(v81[i], offset81) : (float)0.0;
         }
       }
     }
     // v98 = dot(v90, v97, v80)  examples/matmul_epilogue.py:70:15
     // v98 is computed in place of v80
     tg_dot_f32<32, 32, 16>(v90, v97, v80);
+    // v101 = addptr(v79, v167)  examples/matmul_epilogue.py:71:9
     // v101 is computed in place of v79
+    offset79 += (uint64_t)(int64_t)16;
+    // v104 = addptr(v81, v168)  examples/matmul_epilogue.py:72:9
     // v104 is computed in place of v81
-    TG_IVDEP
-    for (int i = 0; i < 512; ++i) {
-      // v101 = addptr(v79, v167)  examples/matmul_epilogue.py:71:9
-      v79[i] = tg_addptr(v79[i], 16);
-      // v104 = addptr(v81, v168)  examples/matmul_epilogue.py:72:9
-      v81[i] = tg_addptr(v81[i], 16);
-    }
+    offset81 += (uint64_t)(int64_t)16;
   }
   alignas(64) uint8_t v111[32];
   alignas(64) int32_t v112[32];

@@ -141,6 +141,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
   float** const __restrict v83 = reinterpret_cast<float**>(scratch + 327680);
   std::memcpy(v83, v75, sizeof(float*) * 8192);
   const uint64_t trips0 = tg_trip_count<int32_t>(v78, v5, v79);
+  // v81 keeps its initial pointers; the loop advances offset81
+  uint64_t offset81 = 0;
+  // v83 keeps its initial pointers; the loop advances offset83
+  uint64_t offset83 = 0;
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
@@ -165,7 +169,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
       // the whole tile is in bounds (v88, v95 all true): first and last index pass, no wrap
       const bool full2 = (v47[0] < v84) && (v47[63] < v84) && (v47[0] <= v47[63]);
       for (int r = 0; r < 128; ++r) {
-        float* const row81 = v81[r * 64];  // &v81[r * 64]
+        float* const row81 = tg_addptr(v81[r * 64], offset81);  // &v81[r * 64]
         if (full2) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
@@ -173,7 +177,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
             // v91 = load(v81, v88, v137)  examples/matmul.py:68:13
             v91[i] = *(row81 + c);
             // v98 = load(v83, v95, v138)  examples/matmul.py:69:13
-            v98[i] = *v83[i];
+            v98[i] = *tg_addptr(v83[i], offset83);
           }
         } else {
           TG_IVDEP
@@ -186,22 +190,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
             // v95 = broadcast(v94)  examples/matmul.py:69:29
             const bool e95 = v94[r / 2];
             // v98 = load(v83, v95, v138)  examples/matmul.py:69:13
-            v98[i] = e95 ? *v83[i] : (float)0.0;
+            v98[i] = e95 ? *tg_addptr(v83[i], offset83) : (float)0.0;
           }
         }
       }
       // v99 = dot(v91, v98, v82)  examples/matmul.py:70:15
       // v99 is computed in place of v82
       tg_dot_f32<128, 128, 64>(v91, v98, v82);
+      // v102 = addptr(v81, v139)  examples/matmul.py:71:9
       // v102 is computed in place of v81
+      offset81 += (uint64_t)(int64_t)64;
+      // v105 = addptr(v83, v140)  examples/matmul.py:72:9
       // v105 is computed in place of v83
-      TG_IVDEP
-      for (int i = 0; i < 8192; ++i) {
-        // v102 = addptr(v81, v139)  examples/matmul.py:71:9
-        v81[i] = tg_addptr(v81[i], 64);
-        // v105 = addptr(v83, v140)  examples/matmul.py:72:9
-        v83[i] = tg_addptr(v83[i], 64);
-      }
+      offset83 += (uint64_t)(int64_t)64;
     }
     if (k1 < trips0 && tg_should_stop(tg_stop, tg_stopped)) return;
   }

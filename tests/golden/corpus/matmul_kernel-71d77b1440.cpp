@@ -113,6 +113,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
   float** const __restrict v77 = reinterpret_cast<float**>(scratch + 327680);
   std::memcpy(v77, v68, sizeof(float*) * 8192);
   const uint64_t trips0 = tg_trip_count<int32_t>(v71, v17, v73);
+  // v75 keeps its initial pointers; the loop advances offset75
+  uint64_t offset75 = 0;
+  // v77 keeps its initial pointers; the loop advances offset77
+  uint64_t offset77 = 0;
   for (uint64_t k1 = 0; k1 < trips0; ++k1) {
     const int32_t v74 = tg_induction<int32_t>(v71, k1, v73);
     // v79 = sub(v17, v74)  examples/matmul.py:67:18
@@ -135,7 +139,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
     // the whole tile is in bounds (v83, v90 all true): first and last index pass, no wrap
     const bool full2 = (v36[0] < v79) && (v36[63] < v79) && (v36[0] <= v36[63]);
     for (int r = 0; r < 128; ++r) {
-      float* const row75 = v75[r * 64];  // &v75[r * 64]
+      float* const row75 = tg_addptr(v75[r * 64], offset75);  // &v75[r * 64]
       if (full2) {
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
@@ -143,7 +147,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
           // v86 = load(v75, v83, v135)  examples/matmul.py:68:13
           v86[i] = *(row75 + c);
           // v93 = load(v77, v90, v136)  examples/matmul.py:69:13
-          v93[i] = *v77[i];
+          v93[i] = *tg_addptr(v77[i], offset77);
         }
       } else {
         TG_IVDEP
@@ -156,22 +160,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
           // v90 = broadcast(v89)  examples/matmul.py:69:29
           const bool e90 = v89[r / 2];
           // v93 = load(v77, v90, v136)  examples/matmul.py:69:13
-          v93[i] = e90 ? *v77[i] : (float)0.0;
+          v93[i] = e90 ? *tg_addptr(v77[i], offset77) : (float)0.0;
         }
       }
     }
     // v94 = dot(v86, v93, v76)  examples/matmul.py:70:15
     // v94 is computed in place of v76
     tg_dot_f32<128, 128, 64>(v86, v93, v76);
+    // v97 = addptr(v75, v137)  examples/matmul.py:71:9
     // v97 is computed in place of v75
+    offset75 += (uint64_t)(int64_t)64;
+    // v100 = addptr(v77, v138)  examples/matmul.py:72:9
     // v100 is computed in place of v77
-    TG_IVDEP
-    for (int i = 0; i < 8192; ++i) {
-      // v97 = addptr(v75, v137)  examples/matmul.py:71:9
-      v75[i] = tg_addptr(v75[i], 64);
-      // v100 = addptr(v77, v138)  examples/matmul.py:72:9
-      v77[i] = tg_addptr(v77[i], 64);
-    }
+    offset77 += (uint64_t)(int64_t)64;
   }
   alignas(64) float* v109[128];
   alignas(64) int32_t v110[128];

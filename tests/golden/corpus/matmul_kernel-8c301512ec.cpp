@@ -133,6 +133,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
   alignas(64) float* v83[256];
   std::memcpy(v83, v75, sizeof(float*) * 256);
   const uint64_t trips0 = tg_trip_count<int32_t>(v78, v5, v17);
+  // v81 keeps its initial pointers; the loop advances offset81
+  uint64_t offset81 = 0;
+  // v83 keeps its initial pointers; the loop advances offset83
+  uint64_t offset83 = 0;
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
@@ -157,8 +161,8 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
       // the whole tile is in bounds (v88, v95 all true): first and last index pass, no wrap
       const bool full2 = (v39[0] < v84) && (v39[15] < v84) && (v39[0] <= v39[15]);
       for (int r = 0; r < 16; ++r) {
-        float* const row81 = v81[r * 16];  // &v81[r * 16]
-        float* const row83 = v83[r * 16];  // &v83[r * 16]
+        float* const row81 = tg_addptr(v81[r * 16], offset81);  // &v81[r * 16]
+        float* const row83 = tg_addptr(v83[r * 16], offset83);  // &v83[r * 16]
         if (full2) {
           TG_IVDEP
           for (int c = 0; c < 16; ++c) {
@@ -186,15 +190,12 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
       // v99 = dot(v91, v98, v82)  examples/matmul.py:70:15
       // v99 is computed in place of v82
       tg_dot_f32<16, 16, 16>(v91, v98, v82);
+      // v102 = addptr(v81, v140)  examples/matmul.py:71:9
       // v102 is computed in place of v81
+      offset81 += (uint64_t)(int64_t)16;
+      // v106 = addptr(v83, v105)  examples/matmul.py:72:9
       // v106 is computed in place of v83
-      TG_IVDEP
-      for (int i = 0; i < 256; ++i) {
-        // v102 = addptr(v81, v140)  examples/matmul.py:71:9
-        v81[i] = tg_addptr(v81[i], 16);
-        // v106 = addptr(v83, v105)  examples/matmul.py:72:9
-        v83[i] = tg_addptr(v83[i], v104);
-      }
+      offset83 += (uint64_t)(int64_t)v104;
     }
     if (k1 < trips0 && tg_should_stop(tg_stop, tg_stopped)) return;
   }

@@ -135,6 +135,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
       alignas(64) float* v80[512];
       std::memcpy(v80, v71, sizeof(float*) * 512);
       const uint64_t trips2 = tg_trip_count<int32_t>(v74, v14, v76);
+      // v78 keeps its initial pointers; the loop advances offset78
+      uint64_t offset78 = 0;
+      // v80 keeps its initial pointers; the loop advances offset80
+      uint64_t offset80 = 0;
       for (uint64_t k3 = 0; k3 < trips2; ++k3) {
         const int32_t v77 = tg_induction<int32_t>(v74, k3, v76);
         // v82 = sub(v14, v77)  examples/matmul_persistent.py:64:22
@@ -157,7 +161,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
         // the whole tile is in bounds (v86, v93 all true): first and last index pass, no wrap
         const bool full4 = (v13[0] < v82) && (v13[15] < v82) && (v13[0] <= v13[15]);
         for (int r = 0; r < 32; ++r) {
-          float* const row78 = v78[r * 16];  // &v78[r * 16]
+          float* const row78 = tg_addptr(v78[r * 16], offset78);  // &v78[r * 16]
           if (full4) {
             TG_IVDEP
             for (int c = 0; c < 16; ++c) {
@@ -165,7 +169,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
               // v89 = load(v78, v86, v138)  examples/matmul_persistent.py:65:17
               v89[i] = *(row78 + c);
               // v96 = load(v80, v93, v139)  examples/matmul_persistent.py:66:17
-              v96[i] = *v80[i];
+              v96[i] = *tg_addptr(v80[i], offset80);
             }
           } else {
             TG_IVDEP
@@ -178,22 +182,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
               // v93 = broadcast(v92)  examples/matmul_persistent.py:66:33
               const bool e93 = v92[r / 2];
               // v96 = load(v80, v93, v139)  examples/matmul_persistent.py:66:17
-              v96[i] = e93 ? *v80[i] : (float)0.0;
+              v96[i] = e93 ? *tg_addptr(v80[i], offset80) : (float)0.0;
             }
           }
         }
         // v97 = dot(v89, v96, v79)  examples/matmul_persistent.py:67:19
         // v97 is computed in place of v79
         tg_dot_f32<32, 32, 16>(v89, v96, v79);
+        // v100 = addptr(v78, v140)  examples/matmul_persistent.py:68:13
         // v100 is computed in place of v78
+        offset78 += (uint64_t)(int64_t)16;
+        // v103 = addptr(v80, v141)  examples/matmul_persistent.py:69:13
         // v103 is computed in place of v80
-        TG_IVDEP
-        for (int i = 0; i < 512; ++i) {
-          // v100 = addptr(v78, v140)  examples/matmul_persistent.py:68:13
-          v78[i] = tg_addptr(v78[i], 16);
-          // v103 = addptr(v80, v141)  examples/matmul_persistent.py:69:13
-          v80[i] = tg_addptr(v80[i], 16);
-        }
+        offset80 += (uint64_t)(int64_t)16;
       }
       alignas(64) float* v112[32];
       alignas(64) int32_t v113[32];
