@@ -178,13 +178,18 @@ template <class T> static inline T tg_shr(T a, T b) {
   return s >= 8 * sizeof(T) ? fill : (T)(a >> s);
 }
 
-// The high half of the unsigned product.
+// The high half of the unsigned product. For 16-bit types the product is
+// hidden from the vectorizer: GCC 12 at -O2 and above turns the high half of
+// a 16-bit product converted to int16 into a signed high multiply (pmulhw),
+// wrong whenever an operand is negative; the empty asm keeps it scalar.
 template <class T> static inline T tg_umulhi(T a, T b) {
   using U = typename std::make_unsigned<T>::type;
   if constexpr (sizeof(T) == 8) {
     return (T)(uint64_t)(((unsigned __int128)(U)a * (U)b) >> 64);
   } else {
-    return (T)(((uint64_t)(U)a * (uint64_t)(U)b) >> (8 * sizeof(T)));
+    uint64_t product = (uint64_t)(U)a * (uint64_t)(U)b;
+    if constexpr (sizeof(T) == 2) __asm__("" : "+r"(product));
+    return (T)(U)(product >> (8 * sizeof(T)));
   }
 }
 
