@@ -1193,6 +1193,17 @@ TEST(CpuToolchain, DetectsCompilerWithIeeeFlags) {
   EXPECT_EQ(&tc, &backends::cpu::toolchain());
 }
 
+// -march=native code is only valid on CPUs like this one: the key names the CPU.
+TEST(CpuToolchain, NamesTheHostCpuForTheCacheKey) {
+  const backends::cpu::Toolchain& tc = backends::cpu::toolchain();
+  if (!std::filesystem::exists("/proc/cpuinfo")) {
+    EXPECT_EQ(tc.host, "unknown");
+    return;
+  }
+  ASSERT_EQ(tc.host.size(), 16u) << tc.host;
+  EXPECT_EQ(tc.host.find_first_not_of("0123456789abcdef"), std::string::npos) << tc.host;
+}
+
 TEST(CpuToolchain, CompileErrorCarriesCompilerOutputAndLeavesNoFiles) {
   TempDir dir;
   std::string so = dir.path() + "/broken.so";

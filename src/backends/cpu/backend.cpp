@@ -13,12 +13,14 @@ class CpuTarget : public Target {
  public:
   explicit CpuTarget(const TargetOptions& options) : debug_(options.debug) {}
 
-  // The toolchain's identity: another compiler or other flags make other code.
+  // The toolchain's identity: another compiler, other flags or another CPU
+  // (-march=native) make other code.
   void add_key_fields(CacheKey& key) const override {
     const Toolchain& found = toolchain();
     key.field("compiler", found.compiler);
     key.field("identity", found.identity);
     key.field("flags", found.flags);
+    key.field("host", found.host);
   }
 
   Generated emit(const ir::Function& fn) const override { return Generated{emit_cpp(fn, {debug_}), {}, {}, 0}; }

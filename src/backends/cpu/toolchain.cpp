@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,29 @@ bool is_executable_file(const std::string& path) {
 }
 
 // The absolute path of `name` (searched on $PATH unless it has a slash), or "".
+// The lines of /proc/cpuinfo that decide what -march=native selects (the
+// first CPU's model and its feature flags: "flags" on x86, "Features" on
+// Arm), hashed; "unknown" where there is no such file.
+std::string host_cpu_identity() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, picked;
+  bool model = false, features = false;
+  while (std::getline(in, line) && !(model && features)) {
+    auto starts = [&](std::string_view prefix) { return line.rfind(prefix, 0) == 0; };
+    if (!model && (starts("model name") || starts("CPU part") || starts("vendor_id"))) {
+      picked += line + "\n";
+      model = starts("model name") || starts("CPU part");
+    } else if (!features && (starts("flags") || starts("Features"))) {
+      picked += line + "\n";
+      features = true;
+    }
+  }
+  if (picked.empty()) return "unknown";
+  Sha256 hash;
+  hash.update(picked);
+  return hash.finish_hex().substr(0, 16);
+}
+
 std::string resolve_executable(const std::string& name) {
   if (name.empty()) return "";
   if (name.find('/') != std::string::npos) return is_executable_file(name) ? name : "";
@@ -241,6 +265,7 @@ Toolchain detect() {
     t.compiler = path;
     t.identity = version.output.substr(0, version.output.find('\n'));
     t.flags = kFlags;
+    t.host = host_cpu_identity();
     if (i == 0 && !extra_flags.empty()) {
       std::string prefix;
       for (const std::string& f : extra_flags) prefix += f + " ";
@@ -328,7 +353,7 @@ std::optional<PreludeHeader> prelude_header(const Toolchain& tc, const std::stri
   if (!precompiled_prelude_enabled(tc)) return std::nullopt;
   Sha256 hash;
   for (std::string_view part : {std::string_view(tc.compiler), std::string_view(tc.identity),
-                                std::string_view(tc.flags), kPrelude}) {
+                                std::string_view(tc.flags), std::string_view(tc.host), kPrelude}) {
     hash.update(part);
     hash.update("\n");
   }

@@ -11,6 +11,10 @@ struct Toolchain {
   std::string compiler;  // executable path or name
   std::string identity;  // first line of `compiler --version`
   std::string flags;     // "-O3 -march=native -fPIC -shared ..."
+  // What -march=native means on this machine: a hash of the CPU's model and
+  // feature flags (/proc/cpuinfo), so that a kernel cache shared between
+  // machines never hands one CPU code built for another's instructions.
+  std::string host;
   bool precompiled_headers = false;  // GCC: the prelude is precompiled (not part of any key: same code)
 };
 
