@@ -363,44 +363,155 @@ static unsigned char* tg_scratch(size_t bytes) {
   return buffer.data;
 }
 
-// ---- sort ----
-static inline uint16_t tg_key_f16(uint16_t h) {
-  return (h & 0x7fffu) > 0x7c00u ? 0xffffu : (h >> 15) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
+// ---- atomics ----
+// The element's bits, as integers that may alias any type (float memory is
+// updated through them).
+template <int Bytes> struct tg_atomic_word;
+template <> struct tg_atomic_word<2> { typedef uint16_t type; typedef uint16_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<4> { typedef uint32_t type; typedef uint32_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<8> { typedef uint64_t type; typedef uint64_t __attribute__((may_alias)) alias; };
+template <class T> using tg_word = typename tg_atomic_word<sizeof(T)>::type;
+template <class T> static inline typename tg_atomic_word<sizeof(T)>::alias* tg_word_ptr(T* p) {
+  return reinterpret_cast<typename tg_atomic_word<sizeof(T)>::alias*>(p);
 }
-static inline uint16_t tg_key_bf16(uint16_t h) {
-  return (h & 0x7fffu) > 0x7f80u ? 0xffffu : (h >> 15) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
-}
-static inline uint16_t tg_unkey_half(uint16_t k) { return (k >> 15) ? (uint16_t)(k & 0x7fffu) : (uint16_t)~k; }
-static inline uint32_t tg_key_f32(float f) {
-  uint32_t u = tg_f32_to_bits(f);
-  return f != f ? 0xffffffffu : (u >> 31) ? ~u : (u | 0x80000000u);
-}
-static inline float tg_unkey_f32(uint32_t k) { return tg_bits_to_f32((k >> 31) ? (k & 0x7fffffffu) : ~k); }
-static inline uint64_t tg_key_f64(double f) {
-  uint64_t u = tg_bitcast<uint64_t>(f);
-  return f != f ? ~0ull : (u >> 63) ? ~u : (u | (1ull << 63));
-}
-static inline double tg_unkey_f64(uint64_t k) { return tg_bitcast<double>((k >> 63) ? (k & ~(1ull << 63)) : ~k); }
 
-// Sorts keys[0..n) ascending; temp holds n keys of scratch.
-template <class K>
-static void tg_sort_keys(K* keys, K* temp, int n) {
-  if (n <= 64) {
-    std::sort(keys, keys + n);
-    return;
-  }
-  K* from = keys;
-  K* to = temp;
-  for (unsigned shift = 0; shift < 8 * sizeof(K); shift += 8) {
-    int start[257] = {0};
-    for (int i = 0; i < n; ++i) ++start[((from[i] >> shift) & 255u) + 1];
-    if (start[((from[0] >> shift) & 255u) + 1] == n) continue;  // one digit everywhere: nothing moves
-    for (int d = 0; d < 256; ++d) start[d + 1] += start[d];
-    for (int i = 0; i < n; ++i) to[start[(from[i] >> shift) & 255u]++] = from[i];
-    K* swap = from;
-    from = to;
-    to = swap;
-  }
-  if (from != keys) std::memcpy(keys, from, sizeof(K) * n);
+// A compare-and-swap that fails only reads: its order is the load part of O.
+template <int O> struct tg_failure_order {
+  static constexpr int value = O == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : O == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : O;
+};
+
+// Native read-modify-writes on integers.
+template <int O, class T> static inline T tg_atomic_add(T* p, T v) {
+  return (T)__atomic_fetch_add(tg_word_ptr(p), (tg_word<T>)v, O);
 }
+template <int O, class T> static inline T tg_atomic_and(T* p, T v) {
+  return (T)__atomic_fetch_and(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_or(T* p, T v) {
+  return (T)__atomic_fetch_or(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_xor(T* p, T v) {
+  return (T)__atomic_fetch_xor(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+
+// Exchange and compare-and-swap move bits, for every element type.
+template <int O, class T> static inline T tg_atomic_xchg(T* p, T v) {
+  return tg_bitcast<T>(__atomic_exchange_n(tg_word_ptr(p), tg_bitcast<tg_word<T>>(v), O));
+}
+template <int O, class T> static inline T tg_atomic_cas(T* p, T cmp, T v) {
+  tg_word<T> expected = tg_bitcast<tg_word<T>>(cmp);
+  __atomic_compare_exchange_n(tg_word_ptr(p), &expected, tg_bitcast<tg_word<T>>(v), false, O,
+                              tg_failure_order<O>::value);
+  return tg_bitcast<T>(expected);  // the old value whether or not it matched
+}
+
+// Replaces *p by next(*p) in one step; returns the old value.
+template <int O, class T, class Next> static inline T tg_atomic_update(T* p, Next next) {
+  auto* word = tg_word_ptr(p);
+  tg_word<T> old = __atomic_load_n(word, tg_failure_order<O>::value);
+  while (!__atomic_compare_exchange_n(word, &old, tg_bitcast<tg_word<T>>(next(tg_bitcast<T>(old))), true, O,
+                                      tg_failure_order<O>::value)) {
+  }
+  return tg_bitcast<T>(old);
+}
+
+template <int O, class T> static inline T tg_atomic_max(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return x < v ? v : x; });
+}
+template <int O, class T> static inline T tg_atomic_min(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return v < x ? v : x; });
+}
+
+// IEEE totalOrder of a float's bits as a signed integer: negative values
+// have their magnitude bits flipped, so larger magnitudes sort lower.
+template <class W> static inline typename std::make_signed<W>::type tg_total_order_key(W bits) {
+  typedef typename std::make_signed<W>::type S;
+  S s = (S)bits;
+  S magnitude = (S)(((W)1 << (8 * sizeof(W) - 1)) - 1);
+  return (S)(s ^ (s < 0 ? magnitude : (S)0));
+}
+// T: float, double, or uint16_t holding f16/bf16 bits.
+template <int O, class T> static inline T tg_atomic_fmax(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(x)) < tg_total_order_key(tg_bitcast<tg_word<T>>(v)) ? v : x;
+  });
+}
+template <int O, class T> static inline T tg_atomic_fmin(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(v)) < tg_total_order_key(tg_bitcast<tg_word<T>>(x)) ? v : x;
+  });
+}
+
+template <int O, class F> static inline F tg_atomic_fadd(F* p, F v) {
+  return tg_atomic_update<O>(p, [v](F x) { return x + v; });
+}
+template <int O> static inline uint16_t tg_atomic_f16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_f16(tg_f16_to_f32(x) + tg_f16_to_f32(v)); });
+}
+template <int O> static inline uint16_t tg_atomic_bf16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
+}
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+#include <unistd.h>
+
+// Launches moving more bytes than this stream their stores.
+static inline double tg_stream_threshold() {
+  static const double threshold = [] {
+    if (const char* forced = std::getenv("TEGULA_STREAM_STORES")) {
+      if (forced[0] == '0' && forced[1] == '\0') return __builtin_inf();
+      if (forced[0] == '1' && forced[1] == '\0') return 0.0;
+    }
+    long llc = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return llc > 0 ? (double)llc : 32.0 * 1024 * 1024;
+  }();
+  return threshold;
+}
+
+// Whether this launch streams: its programs together move more than the cache.
+static inline bool tg_streams(const int32_t* grid, int64_t program_bytes) {
+  return (double)grid[0] * grid[1] * grid[2] * (double)program_bytes > tg_stream_threshold();
+}
+
+// Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
+// 64-byte lines of dst (ordinary stores for a partial line at either end).
+static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
+  unsigned char* d = static_cast<unsigned char*>(dst);
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+#if defined(__SSE2__)
+  int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (head > bytes) head = bytes;
+  std::memcpy(d, s, (size_t)head);
+  d += head, s += head, bytes -= head;
+  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
+#elif defined(__AVX__)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
+#else
+    for (int k = 0; k < 64; k += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
+#endif
+  }
+#endif
+  std::memcpy(d, s, (size_t)bytes);
+}
+
+// Makes this thread's streamed stores visible to every thread when it goes.
+struct tg_stream_fence {
+  tg_stream_fence() = default;
+  tg_stream_fence(const tg_stream_fence&) = delete;
+  tg_stream_fence& operator=(const tg_stream_fence&) = delete;
+  ~tg_stream_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+  }
+};
 
