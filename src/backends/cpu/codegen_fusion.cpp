@@ -30,7 +30,8 @@
 // otherwise.
 //
 // Streamed stores: a store of a whole contiguous tile of at least
-// kMinStreamBytes, in a flat loop, with no mask or a full one, is computed
+// kMinStreamBytes, in a flat loop, with no mask or a full one, in a kernel
+// without atomics, is computed
 // into a staging array and written out with non-temporal stores when the
 // launch moves more than the last-level cache (prelude_stream.h says why and
 // when). The loop itself is the same; only the pointer it stores through
@@ -369,6 +370,9 @@ class FusedRun {
     std::string flag, array, out;
   };
   void plan_streamed_stores() {
+    // An atomic may publish what the program stored to other programs while
+    // the launch runs; weakly ordered stores would need a fence before it.
+    if (uses_atomics(fn_)) return;
     for (ir::OpId id : ops_) {
       const ir::Op& o = fn_.op(id);
       if (!streams(o, true)) continue;
