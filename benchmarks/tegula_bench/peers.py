@@ -14,12 +14,13 @@ scaled_dot_product_attention).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import triton_twin
+from . import reference, triton_twin
 from .kernels import fused_chain, layer_norm, matmul, softmax, vector_add
 
 # --- CPU peers -------------------------------------------------------------------
@@ -87,6 +88,36 @@ class NumPyPeer(Peer):
         return lambda: matmul.matmul_reference(a, b)
 
 
+class HandFusedPeer(Peer):
+    """The chain written by hand in C++ (benchmarks/reference/fused_chain.cpp),
+    built with the CPU backend's compiler and flags, on as many threads as
+    Tegula's pool: the yardstick of issue 22 for the fused kernel."""
+
+    name = "c++"
+
+    def available(self) -> bool:
+        return reference.load("fused_chain") is not None
+
+    def fused_chain(self, x, residual, keep, bias, weight):
+        lib = reference.load("fused_chain")
+        arrays = (x, residual, keep, np.ascontiguousarray(bias, np.float32),
+                  np.ascontiguousarray(weight, np.float32), np.empty_like(x))
+        if not (x.dtype == residual.dtype == np.float32 and keep.dtype == np.bool_
+                and all(a.flags.c_contiguous for a in arrays)):
+            return None  # the reference takes contiguous float32 rows and a bool mask
+        M, N = x.shape
+        call_args = [ctypes.c_void_p(a.ctypes.data) for a in arrays] + [
+            ctypes.c_int64(M), ctypes.c_int64(N), ctypes.c_int64(N), ctypes.c_float(fused_chain.ALPHA),
+            ctypes.c_float(fused_chain.EPS), ctypes.c_float(1.0 / (1.0 - fused_chain.P_DROP)),
+            ctypes.c_int(reference.thread_count())]
+
+        def run(arrays=arrays):  # the default keeps the arrays alive as long as their pointers
+            lib.fused_chain_reference(*call_args)
+            return arrays[-1]
+
+        return run
+
+
 class TorchPeer(Peer):
     """PyTorch eager on the CPU tensors sharing the NumPy inputs' memory."""
 
@@ -137,7 +168,7 @@ class TorchCompilePeer(TorchPeer):
         return torch.compile(fn)
 
 
-PEERS = (TegulaPeer(), NumPyPeer(), TorchPeer(), TorchCompilePeer())
+PEERS = (TegulaPeer(), HandFusedPeer(), NumPyPeer(), TorchPeer(), TorchCompilePeer())
 
 
 # --- GPU variants ------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "backends/cpu/toolchain.h"
 #include "frontend/lower.h"
 #include "bindings/bindings.h"
 #include "runtime/backend_registry.h"
@@ -223,6 +224,14 @@ void bind_compiler(nb::module_& m) {
         "The hex sha256 cache key of a request: everything that affects the produced code.");
   m.def("cache_directory", &cache_directory, "options"_a,
         "The resolved kernel cache directory (created 0700 when missing).");
+  m.def(
+      "cpu_toolchain",
+      []() {
+        const backends::cpu::Toolchain& t = backends::cpu::toolchain();
+        return std::make_tuple(t.compiler, t.identity, t.flags);
+      },
+      "The C++ compiler the CPU backend builds kernels with: (path, identity, flags). Raises when none "
+      "is found.");
   m.def("parse_signature", &parse_signature, "function"_a,
         "The parameters of a kernel as written: a list of (name, is_constexpr, has_default).");
   m.def(

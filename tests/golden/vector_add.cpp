@@ -1,4 +1,7 @@
 // ---- kernel ----
+// The bytes one program moves through its fused loops: with the grid, whether a launch streams.
+static constexpr int64_t tg_program_bytes = 12288;
+
 static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v4 = program_id()  vector_add.py:9:11
@@ -13,6 +16,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
   float* const row16 = tg_addptr(v1, tg_add(v6, (int32_t)(0 + 0)));  // &v16[0]
   float* const row19 = tg_addptr(v2, tg_add(v6, (int32_t)(0 + 0)));  // &v19[0]
   if (full0) {
+    // v19 is streamed past the cache when the launch moves more than the cache holds
+    const bool stream19 = tg_streams(grid, tg_program_bytes);
+    alignas(64) float stage19[1024];
+    float* const out19 = stream19 ? stage19 : row19;
     TG_IVDEP
     for (int c = 0; c < 1024; ++c) {
       const int i = c;
@@ -23,8 +30,9 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
       // v20 = add(v14, v17)  vector_add.py:14:30
       const float e20 = e14 + e17;
       // store(v19, v20, v11)  vector_add.py:14:5
-      *(row19 + c) = e20;
+      *(out19 + c) = e20;
     }
+    if (stream19) tg_stream_store(row19, stage19, 4096);
   } else {
     TG_IVDEP
     for (int c = 0; c < 1024; ++c) {
@@ -57,6 +65,7 @@ extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t fi
   float* const v2 = *static_cast<float* const*>(args[2]);  // out_ptr
   const int32_t v3 = *static_cast<const int32_t*>(args[3]);  // n
   unsigned char* const scratch = nullptr;
+  const tg_stream_fence fence;  // streamed stores are visible when the entry returns
   const int64_t grid_x = grid[0], grid_y = grid[1];
   for (int64_t id = first; id < last; ++id) {
     const int32_t pid_x = (int32_t)(id % grid_x);

@@ -87,6 +87,13 @@ def test_every_workload_has_a_checked_tegula_row_and_a_baseline(report):
                 assert row["eager_bytes"] is None
 
 
+def test_the_chain_has_its_hand_fused_cpp_row(report):
+    # benchmarks/reference/fused_chain.cpp, built with the CPU backend's compiler
+    # and flags, checked against NumPy like every other peer (issue 22).
+    variants = {r["variant"]: r for r in report["rows"] if r["workload"] == "fused_chain"}
+    assert variants["c++"]["check"] == "ok" and variants["c++"]["median_ms"] > 0
+
+
 def test_only_selects_workloads(tmp_path):
     path = tmp_path / "only.json"
     plots = path.parent / "plots"

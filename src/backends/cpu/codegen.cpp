@@ -18,6 +18,7 @@
 #include "backends/cpu/prelude_gemm.h"
 #include "backends/cpu/prelude_libdevice.h"
 #include "backends/cpu/prelude_sort.h"
+#include "backends/cpu/prelude_stream.h"
 #include "backends/kernel_abi.h"
 #include "ir/fp8.h"
 #include "support/diagnostic.h"
@@ -382,10 +383,16 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     if (ir::uses_scalar(fn, ir::Scalar::F8E4B15)) unit.raw(c_family::kSoftFp8E4b15);
   }
   if (c_family::uses_libdevice(fn)) unit.raw(kLibdevicePrelude);
+  if (ctx.streams) unit.raw(kStreamPrelude);
   emit_debug_helpers(unit, fn, options);
   unit.blank();
   unit.line("// ---- kernel ----");
   emit_stop_helpers(unit, fn);
+  if (ctx.streams) {
+    unit.line("// The bytes one program moves through its fused loops: with the grid, whether a launch streams.");
+    unit.line("static constexpr int64_t tg_program_bytes = " + std::to_string(ctx.program_bytes) + ";");
+    unit.blank();
+  }
   unit.raw(ctx.out.text());
   unit.blank();
   unit.open("extern \"C\" void " + std::string(abi::kEntrySymbol) +
@@ -410,6 +417,7 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     unit.line("unsigned char* const scratch = nullptr;");
   }
   emit_debug_entry(unit, fn, options);
+  if (ctx.streams) unit.line("const tg_stream_fence fence;  // streamed stores are visible when the entry returns");
   emit_stop_entry(unit, fn, fn.params.size() + debug_slot_count(fn, options));
   unit.line("const int64_t grid_x = grid[0], grid_y = grid[1];");
   unit.open("for (int64_t id = first; id < last; ++id)");

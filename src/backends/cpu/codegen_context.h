@@ -145,6 +145,11 @@ class CodegenContext : public c_family::Printer {
   const std::vector<ir::OpId>& users(ir::ValueId v) const { return users_.at(v.index); }
   // Debug mode only: the numbered checks (codegen_bounds.h).
   std::optional<passes::DebugSites> debug_sites;
+  // Streamed stores (codegen_fusion.cpp, prelude_stream.h): the bytes one
+  // program moves through the contiguous accesses of its fused loops (those
+  // in loops counted once), and whether some store may stream.
+  int64_t program_bytes = 0;
+  bool streams = false;
 
  protected:
   // Op comments name values by their index ("v7"), whatever storage they share.

@@ -29,6 +29,14 @@
 // copies: without masks when the whole tile is in bounds, with them
 // otherwise.
 //
+// Streamed stores: a store of a whole contiguous tile of at least
+// kMinStreamBytes, in a flat loop, with no mask or a full one, in a kernel
+// without atomics, is computed
+// into a staging array and written out with non-temporal stores when the
+// launch moves more than the last-level cache (prelude_stream.h says why and
+// when). The loop itself is the same; only the pointer it stores through
+// differs.
+//
 // Ordering: inside a fused loop, the memory accesses of element i happen
 // before those of element i + 1, instead of op after op. Only a store ends a
 // run, so a store is never followed by a load of the same run; a run's loads
@@ -71,6 +79,8 @@ constexpr int64_t kMinRowLength = 16;
 // Values computable from scalars in at most this many per-element ops are
 // recomputed by every loop that reads them instead of stored.
 constexpr int kMaxRecomputedOps = 4;
+// Smaller tiles are not worth staging (a few lines, mostly partial).
+constexpr int64_t kMinStreamBytes = 1024;
 
 // The per-element ops computing tile `v` from scalars alone, or `limit` when
 // that is `limit` or more (reading memory, or anything else, is too many).
@@ -119,6 +129,7 @@ class FusedRun {
     choose_row_length();
     plan_contiguous_accesses();
     plan_full_tile_check();
+    plan_streamed_stores();
   }
 
   void emit();
@@ -346,6 +357,41 @@ class FusedRun {
     }
   }
 
+  // Whether store `o` streams in the loop copy where full masks are `full`.
+  bool streams(const ir::Op& o, bool full) const {
+    if (o.kind != OpKind::Store || ctx_.options.debug || rows_ || base_of(o.operands[0]) == nullptr) return false;
+    ir::Scalar s = fn_.type(o.operands[0]).scalar;
+    if (s == ir::Scalar::I1 || numel_ * ir::byte_size(s) < kMinStreamBytes) return false;
+    return !mask_of(o) || (full && has_full_mask(o));
+  }
+  // Names of the flag, staging array and store pointer of each store that
+  // may stream, by its pointer tile.
+  struct Staging {
+    std::string flag, array, out;
+  };
+  void plan_streamed_stores() {
+    // An atomic may publish what the program stored to other programs while
+    // the launch runs; weakly ordered stores would need a fence before it.
+    if (uses_atomics(fn_)) return;
+    for (ir::OpId id : ops_) {
+      const ir::Op& o = fn_.op(id);
+      if (!streams(o, true)) continue;
+      std::string index = std::to_string(o.operands[0].index);
+      staged_.emplace_back(o.operands[0], Staging{ctx_.unique("stream" + index), ctx_.unique("stage" + index),
+                                                  ctx_.unique("out" + index)});
+    }
+  }
+  const Staging* staging_of(const ir::Op& o, bool full) const {
+    if (!streams(o, full)) return nullptr;
+    for (const auto& s : staged_)
+      if (s.first == o.operands[0]) return &s.second;
+    return nullptr;
+  }
+  // Around the loop copy `full`: choosing each streamed store's pointer
+  // before it, the copy out after it.
+  void open_streamed_stores(bool full);
+  void close_streamed_stores(bool full);
+
   // The element expression of one member, from its operands' elements.
   std::string member_value(const ir::Op& op, const std::vector<std::string>& operands, const std::string& index,
                            const std::string& row) const {
@@ -402,6 +448,7 @@ class FusedRun {
   std::vector<ir::ValueId> full_masks_;                     // masks all-true when full_condition_ holds
   std::vector<ir::ValueId> shared_views_;                   // views naming their operand's array
   std::vector<std::string> full_condition_;                 // its conjuncts
+  std::vector<std::pair<ir::ValueId, Staging>> staged_;     // stores that may stream, by pointer tile
 };
 
 // Members whose value nothing in the loop reads any more (pointer chains
@@ -450,6 +497,7 @@ std::vector<std::string> FusedRun::body(bool full) const {
     std::vector<std::string> operands;
     for (size_t j = 0; j < operands_read(o, full); ++j) operands.push_back(element_of(o.operands[j], full));
     if (is_memory(o) && base_of(o.operands[0]) != nullptr) operands[0] = "(" + *base_of(o.operands[0]) + " + c)";
+    if (const Staging* staging = staging_of(o, full)) operands[0] = "(" + staging->out + " + c)";
     if (o.kind == OpKind::Store) {
       lines.push_back(store_statement(ctx_, o, operands));
       continue;
@@ -466,6 +514,33 @@ std::vector<std::string> FusedRun::body(bool full) const {
   return lines;
 }
 
+void FusedRun::open_streamed_stores(bool full) {
+  for (ir::OpId id : ops_) {
+    const ir::Op& o = fn_.op(id);
+    const Staging* staging = staging_of(o, full);
+    if (staging == nullptr) continue;
+    ir::Type element = ir::Type::of(fn_.type(o.operands[0]).scalar);
+    ctx_.out.line("// v" + std::to_string(o.operands[0].index) +
+                  " is streamed past the cache when the launch moves more than the cache holds");
+    ctx_.out.line("const bool " + staging->flag + " = tg_streams(grid, tg_program_bytes);");
+    ctx_.declare_array(c_element(element), c_element_size(element), numel_, staging->array);
+    ctx_.out.line(c_element(element) + "* const " + staging->out + " = " + staging->flag + " ? " + staging->array +
+                  " : " + *base_of(o.operands[0]) + ";");
+    ctx_.streams = true;
+  }
+}
+
+void FusedRun::close_streamed_stores(bool full) {
+  for (ir::OpId id : ops_) {
+    const ir::Op& o = fn_.op(id);
+    const Staging* staging = staging_of(o, full);
+    if (staging == nullptr) continue;
+    int64_t bytes = numel_ * c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar));
+    ctx_.out.line("if (" + staging->flag + ") tg_stream_store(" + *base_of(o.operands[0]) + ", " + staging->array +
+                  ", " + std::to_string(bytes) + ");");
+  }
+}
+
 void FusedRun::emit() {
   bool single = ops_.size() == 1;
   std::vector<bool> live = live_members(false);
@@ -476,6 +551,11 @@ void FusedRun::emit() {
   }
   if (single) ctx_.out.line(ctx_.op_comment(fn_.op(ops_[0])));
   declare_arrays(live);
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    const ir::Op& o = fn_.op(ops_[k]);
+    if (live[k] && is_memory(o) && base_of(o.operands[0]) != nullptr)
+      ctx_.program_bytes += numel_ * c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar));
+  }
   std::vector<std::string> lines = body(false);
   if (single && fn_.op(ops_[0]).kind != OpKind::Store && lines.size() == 1 && lines[0].rfind("//", 0) == 0) {
     ctx_.out.line(lines[0]);  // a view: nothing to compute
@@ -504,19 +584,21 @@ void FusedRun::emit() {
   for (const auto& [pointer, base] : bases_)
     ctx_.out.line(c_const(fn_.type(pointer).element()) + " " + base + " = " + value_at(pointer, row_start) + ";  // &v" +
                   std::to_string(pointer.index) + "[" + row_start + "]");
-  auto element_loop = [&](const std::vector<std::string>& statements) {
+  auto element_loop = [&](const std::vector<std::string>& statements, bool full_copy) {
+    open_streamed_stores(full_copy);
     ctx_.open_element_loop("c", row_);
     ctx_.out.line(one_row ? "const int i = c;" : "const int i = r * " + std::to_string(row_) + " + c;");
     for (const std::string& line : statements) ctx_.out.line(line);
     ctx_.out.close();
+    close_streamed_stores(full_copy);
   };
   if (full.empty()) {
-    element_loop(lines);
+    element_loop(lines, false);
   } else {
     ctx_.out.open("if (" + full + ")");
-    element_loop(body(true));
+    element_loop(body(true), true);
     ctx_.out.close_open("else");
-    element_loop(lines);
+    element_loop(lines, false);
     ctx_.out.close();
   }
   if (!one_row) ctx_.out.close();

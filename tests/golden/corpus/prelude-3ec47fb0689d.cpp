@@ -408,4 +408,67 @@ static void tg_sort_keys(K* keys, K* temp, int n) {
   }
   if (from != keys) std::memcpy(keys, from, sizeof(K) * n);
 }
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+#include <unistd.h>
+
+// Launches moving more bytes than this stream their stores.
+static inline double tg_stream_threshold() {
+  static const double threshold = [] {
+    if (const char* forced = std::getenv("TEGULA_STREAM_STORES")) {
+      if (forced[0] == '0' && forced[1] == '\0') return __builtin_inf();
+      if (forced[0] == '1' && forced[1] == '\0') return 0.0;
+    }
+    long llc = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return llc > 0 ? (double)llc : 32.0 * 1024 * 1024;
+  }();
+  return threshold;
+}
+
+// Whether this launch streams: its programs together move more than the cache.
+static inline bool tg_streams(const int32_t* grid, int64_t program_bytes) {
+  return (double)grid[0] * grid[1] * grid[2] * (double)program_bytes > tg_stream_threshold();
+}
+
+// Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
+// 64-byte lines of dst (ordinary stores for a partial line at either end).
+static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
+  unsigned char* d = static_cast<unsigned char*>(dst);
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+#if defined(__SSE2__)
+  int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (head > bytes) head = bytes;
+  std::memcpy(d, s, (size_t)head);
+  d += head, s += head, bytes -= head;
+  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
+#elif defined(__AVX__)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
+#else
+    for (int k = 0; k < 64; k += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
+#endif
+  }
+#endif
+  std::memcpy(d, s, (size_t)bytes);
+}
+
+// Makes this thread's streamed stores visible to every thread when it goes.
+struct tg_stream_fence {
+  tg_stream_fence() = default;
+  tg_stream_fence(const tg_stream_fence&) = delete;
+  tg_stream_fence& operator=(const tg_stream_fence&) = delete;
+  ~tg_stream_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+  }
+};
 

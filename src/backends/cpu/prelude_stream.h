@@ -1,0 +1,90 @@
+// Streamed stores, emitted after the prelude only by units that have them
+// (codegen_fusion.cpp decides which stores qualify).
+//
+// A store of a whole contiguous tile normally reads every cache line before
+// writing it (the write-allocate of a write-back cache), so a kernel that
+// writes N bytes moves 2N. When a launch moves more bytes than the last-level
+// cache holds, nothing it writes is still cached when a later kernel reads
+// it, so such a tile is computed into a stack buffer and copied out with
+// non-temporal stores, which write whole lines without reading them. Whether
+// a launch streams is decided per launch from its grid and the bytes one
+// program moves (`tg_program_bytes`, a constant of the unit), against the
+// last-level cache size read once per process. $TEGULA_STREAM_STORES=0
+// turns streaming off and =1 forces it (for measurements).
+//
+// Non-temporal stores are weakly ordered: the entry point keeps a
+// `tg_stream_fence` whose destructor issues an sfence, so every streamed
+// byte is globally visible before the entry returns and the thread pool
+// reports the launch finished.
+#pragma once
+
+#include <string_view>
+
+namespace tegula::backends::cpu {
+
+inline constexpr std::string_view kStreamPrelude = R"PRELUDE(#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+#include <unistd.h>
+
+// Launches moving more bytes than this stream their stores.
+static inline double tg_stream_threshold() {
+  static const double threshold = [] {
+    if (const char* forced = std::getenv("TEGULA_STREAM_STORES")) {
+      if (forced[0] == '0' && forced[1] == '\0') return __builtin_inf();
+      if (forced[0] == '1' && forced[1] == '\0') return 0.0;
+    }
+    long llc = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return llc > 0 ? (double)llc : 32.0 * 1024 * 1024;
+  }();
+  return threshold;
+}
+
+// Whether this launch streams: its programs together move more than the cache.
+static inline bool tg_streams(const int32_t* grid, int64_t program_bytes) {
+  return (double)grid[0] * grid[1] * grid[2] * (double)program_bytes > tg_stream_threshold();
+}
+
+// Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
+// 64-byte lines of dst (ordinary stores for a partial line at either end).
+static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
+  unsigned char* d = static_cast<unsigned char*>(dst);
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+#if defined(__SSE2__)
+  int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (head > bytes) head = bytes;
+  std::memcpy(d, s, (size_t)head);
+  d += head, s += head, bytes -= head;
+  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
+#elif defined(__AVX__)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
+#else
+    for (int k = 0; k < 64; k += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
+#endif
+  }
+#endif
+  std::memcpy(d, s, (size_t)bytes);
+}
+
+// Makes this thread's streamed stores visible to every thread when it goes.
+struct tg_stream_fence {
+  tg_stream_fence() = default;
+  tg_stream_fence(const tg_stream_fence&) = delete;
+  tg_stream_fence& operator=(const tg_stream_fence&) = delete;
+  ~tg_stream_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+  }
+};
+)PRELUDE";
+
+}  // namespace tegula::backends::cpu
