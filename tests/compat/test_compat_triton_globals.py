@@ -40,7 +40,7 @@ STUB = {
     """,
     "triton/language/__init__.py": """
         from . import extra, math
-        from .core import constexpr, dtype, float8e4b15, float16, float32
+        from .core import constexpr, dtype, float8e4b8, float16, float32
         from .math import exp
         from .standard import sum
     """,
@@ -63,7 +63,7 @@ STUB = {
                 self.name = name
 
 
-        float16, float32, float8e4b15 = dtype("fp16"), dtype("fp32"), dtype("fp8e4b15")
+        float16, float32, float8e4b8 = dtype("fp16"), dtype("fp32"), dtype("fp8e4b8")
     """,
     "triton/language/extra/__init__.py": "from . import libdevice",
     "triton/language/extra/libdevice.py": """
@@ -80,7 +80,7 @@ from triton.language.extra import libdevice
 
 SCALE = tl.constexpr(2.0)
 OUT_DTYPE = tl.float16
-WIDE_DTYPE = tl.float8e4b15  # an fp8 variant Tegula does not have
+WIDE_DTYPE = tl.float8e4b8  # an fp8 variant Tegula does not have
 
 
 @triton.jit
@@ -158,7 +158,7 @@ def test_a_triton_dtype_tegula_lacks_is_a_located_error(rt, triton_module):
         triton_module.fp8_kernel[(1,)](rt.array(x), rt.array(x), BLOCK=16)
     assert str(info.value).splitlines()[0].endswith(
         "triton_style_kernels.py:29:53: error[E0304]: the dtype of .to() must be a dtype such as tl.float32, but it is "
-        "the host object Triton's dtype fp8e4b15, which Tegula does not support"), str(info.value)
+        "the host object Triton's dtype fp8e4b8, which Tegula does not support"), str(info.value)
 
 
 def test_triton_language_functions_imported_by_name(rt, triton_module):
