@@ -22,7 +22,7 @@ from typing import Optional
 
 import numpy as np
 
-from tegula._floors import measure_copy_bandwidth, measure_peak_flops
+from tegula._floors import cpu_copy_bytes, measure_copy_bandwidth, measure_peak_flops
 from tegula.testing import assert_close
 
 from . import log
@@ -116,8 +116,8 @@ def measure(case: Case, peers, budget_s: float, min_reps: int, max_reps: int) ->
     return results
 
 
-def measure_floors(cases, quick: bool, llc: int, when: str) -> dict:
-    copy_bytes = (8 << 20) if quick else max(2 * llc, 256 << 20)
+def measure_floors(cases, quick: bool, when: str) -> dict:
+    copy_bytes = (8 << 20) if quick else cpu_copy_bytes()
     log(f"measuring copy bandwidth (np.copyto of {copy_bytes / 2**20:.0f} MiB), {when} the workloads")
     floors = {"when": when, "copy": measure_copy_bandwidth(copy_bytes, 3 if quick else 15),
               "peak": {"flops_per_s": None}}

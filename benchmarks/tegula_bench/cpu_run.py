@@ -49,12 +49,12 @@ def run(names, quick: bool, budget: float, compile_times: bool = False, launch_t
 
     # The floors are measured before and after the workloads and the better
     # of the two kept: on a shared machine one of them may catch a busy moment.
-    floor_runs = [measure_floors(cases, quick, llc, "before")]
+    floor_runs = [measure_floors(cases, quick, "before")]
     results = []
     for case in cases:
         results += measure(case, peers, budget, min_reps, max_reps)
         case.inputs = {}  # free the big arrays before the next case
-    floor_runs.append(measure_floors(cases, quick, llc, "after"))
+    floor_runs.append(measure_floors(cases, quick, "after"))
     floors = {
         "copy": max((run["copy"] for run in floor_runs), key=lambda copy: copy["bytes_per_s"]),
         "peak": max((run["peak"] for run in floor_runs), key=lambda peak: peak["flops_per_s"] or 0.0),
