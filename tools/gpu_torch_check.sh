@@ -23,7 +23,7 @@
 # Everything lands in $OUT (default ./gpu-torch-check-out): at most 8 files,
 # logs merged into log.txt. The whole run stays under $GPU_CHECK_BUDGET
 # seconds (default 540): a step gets what is left minus a reserve for the
-# later ones. SKIP_BUILD=1 (tegula already installed), SKIP_SWEEP=1 or
+# later ones. SKIP_BUILD=1 (tegula already installed), SKIP_PYTEST=1, SKIP_SWEEP=1 or
 # SKIP_BENCH=1 leave a step out; SWEEP_ARGS adds options to the sweep (e.g.
 # "--dims 128" or "--fwd 128x64w8s3"); TRAIN_STEPS changes the 200 steps.
 # GPU_CHECK_DEVICE=cpu runs every step on the CPU at small sizes (--quick, the
@@ -122,7 +122,7 @@ else
 fi
 
 # --- 2. the torch tests on the CUDA backend ---------------------------------------------------------
-if ((BUILT)); then
+if ((BUILT)) && [[ "${SKIP_PYTEST:-0}" == 0 ]]; then
   PYTEST_ARGS=(-q -rfE --durations=10 -p no:cacheprovider --backend "$DEVICE")
   "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n "$((JOBS / 2 > 2 ? JOBS / 2 : 2))")
   step pytest "$(allowance 150 260)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python/test_torch_ops.py \
@@ -130,7 +130,7 @@ if ((BUILT)); then
   sed -n '/^### pytest/,$p' "$LOG" | grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" | tail -30 |
     cut -c1-300 | sed 's/^/      /' >>"$SUMMARY"
 else
-  skip pytest "no build"
+  skip pytest "no build or SKIP_PYTEST=1"
 fi
 
 # --- 3. attention configurations against SDPA --------------------------------------------------------

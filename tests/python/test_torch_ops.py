@@ -156,13 +156,16 @@ def test_cross_entropy_matches_torch(device, dtype, V):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_linear_cross_entropy_matches_torch(device, dtype):
-    # 21 rows, C = 40 and V = 70: each of the three block sizes (16, 32, 32) ends in a masked tail.
+@pytest.mark.parametrize("rows", [5, 21, 103])
+def test_linear_cross_entropy_matches_torch(device, dtype, rows):
+    # C = 40 and V = 70: each of the three block sizes (16, 32, 32) ends in a masked tail. The
+    # dweight pass splits the rows into runs of 16: one run (5 rows), two with a short last one
+    # (21), seven (103).
     gen = torch.Generator().manual_seed(70)
-    x = _randn(21, 40, dtype=dtype, gen=gen, device=device)
+    x = _randn(rows, 40, dtype=dtype, gen=gen, device=device)
     w = _randn(70, 40, dtype=dtype, gen=gen, scale=0.5, device=device)
-    targets = torch.randint(0, 70, (21,), generator=gen)
-    targets[[3, 20]] = -100
+    targets = torch.randint(0, 70, (rows,), generator=gen)
+    targets[[3, rows - 1]] = -100
     targets = targets.to(device)
     _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
                    lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)

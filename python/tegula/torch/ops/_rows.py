@@ -10,15 +10,22 @@ kernel, so no atomics are needed and the result does not depend on timing.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 import tegula
 import tegula.language as tl
 
-# How many programs share the rows of a backward pass: enough to keep a
-# GPU's or the CPU backend's workers busy, few enough that the partial
-# weight gradients stay small.
+# How many programs share the rows of a backward pass on the CPU backend:
+# enough to keep its workers busy, few enough that the partial weight
+# gradients stay small. On a GPU it is PROGRAMS_PER_SM per multiprocessor.
 MAX_PROGRAMS = 64
+PROGRAMS_PER_SM = 2
+# A backward program holds about eight row-long tiles at once (x, dy, w, the
+# two partial sums and temporaries): with more than this many elements of a
+# row per thread they spill to local memory, so wide rows get more warps.
+ELEMENTS_PER_THREAD = 8
 
 
 def check_weights(op: str, x: torch.Tensor, *weights: torch.Tensor) -> None:
@@ -34,10 +41,28 @@ def rows_of(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous().view(-1, x.shape[-1])
 
 
-def row_split(rows: int) -> tuple:
-    """(programs, rows per program) for a backward pass over `rows` rows."""
-    programs = max(1, min(rows, MAX_PROGRAMS))
+def program_target(device: torch.device = None) -> int:
+    """How many programs a pass that splits its rows should launch on `device`."""
+    if device is not None and device.type == "cuda":
+        return PROGRAMS_PER_SM * _multiprocessors(device.index if device.index is not None else
+                                                  torch.cuda.current_device())
+    return MAX_PROGRAMS
+
+
+def row_split(rows: int, device: torch.device = None) -> tuple:
+    """(programs, rows per program) for a backward pass over `rows` rows on `device`."""
+    programs = max(1, min(rows, program_target(device)))
     return programs, tegula.cdiv(rows, programs)
+
+
+def backward_warps(block_n: int) -> int:
+    """Warps of a backward program over rows of `block_n` elements (a power of two): 4 to 16."""
+    return max(4, min(16, block_n // (32 * ELEMENTS_PER_THREAD)))
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 @tegula.jit

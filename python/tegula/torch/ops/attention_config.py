@@ -3,13 +3,11 @@ pipeline stages of the forward, the dK/dV and the dQ kernels, chosen per
 backend and head dim, with an override for sweeps.
 
 The CPU backend keeps the 32 x 32 tiles the kernels were written with. On
-CUDA the tiles are those of a FlashAttention-2
-kernel on Hopper: the forward walks 64-key blocks with 128 query rows per
-program; the dK/dV kernel keeps its key block and two accumulators in
+CUDA the dK/dV kernel keeps its key block and two accumulators in
 registers, so its key block is the large one and its query step small, and
-the dQ kernel the transpose of that. ``tools/attention_sweep.py`` times a
-list of configurations against SDPA on the GPU; the table below is where
-its choice goes.
+the dQ kernel is the transpose of that. ``tools/attention_sweep.py`` times
+a list of configurations against SDPA on the GPU; the table below holds
+its choice.
 
 Override, without editing code (each part optional, the others keep their
 defaults): the environment variable ``TEGULA_ATTENTION_CONFIG``, read at
@@ -69,16 +67,15 @@ class AttentionConfig:
 
 _CPU = AttentionConfig(Tiles(32, 32), Tiles(32, 32), Tiles(32, 32))
 
-# CUDA, by head dim (the smallest entry at or above D; the last for larger D).
-# Not yet timed on a GPU: chosen from the sm_90 code the compiler generates
-# (benchmarks/results/2026-12-02-attention-codegen-screen.txt): every loop
-# pipelined with two barriers per iteration, no spills, at most ~220
-# registers. Two warpgroups (8 warps) each take 64 rows of the larger tile
-# side; a dK/dV key block of 128 with 64 query rows per step, or of 64 keys at
-# head dim 128, spilled or was not pipelined (its ring did not fit).
+# CUDA, by head dim (the smallest entry at or above D; the last for larger D):
+# the fastest correct candidates of tools/attention_sweep.py on the H200
+# (bf16, B=4 H=16 S=4096, geometric mean over causal and not;
+# benchmarks/results/2026-12-02-h200-attention-sweep.json). At head dim 64
+# one warpgroup per backward program beats two; at 128 a forward tile of
+# 128 x 128 spills.
 _CUDA = {
-    64: AttentionConfig(fwd=Tiles(128, 64, 8, 3), dkdv=Tiles(32, 128, 8, 2), dq=Tiles(128, 64, 8, 3)),
-    128: AttentionConfig(fwd=Tiles(128, 64, 8, 3), dkdv=Tiles(32, 128, 8, 2), dq=Tiles(128, 64, 8, 2)),
+    64: AttentionConfig(fwd=Tiles(128, 128, 8, 3), dkdv=Tiles(32, 128, 4, 3), dq=Tiles(128, 32, 4, 3)),
+    128: AttentionConfig(fwd=Tiles(64, 64, 4, 3), dkdv=Tiles(32, 128, 8, 3), dq=Tiles(128, 64, 8, 3)),
 }
 
 # The delta kernel (rowsum(dO * O)) streams rows: its own small tile.

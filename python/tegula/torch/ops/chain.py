@@ -124,13 +124,14 @@ def chain_backward(dy: torch.Tensor, x: torch.Tensor, residual: torch.Tensor, ke
     rows = _rows.rows_of(x)
     M, N = rows.shape
     dx, dres = torch.empty_like(rows), torch.empty_like(rows)
-    programs, rows_per_program = _rows.row_split(M)
+    programs, rows_per_program = _rows.row_split(M, x.device)
+    block_n = tegula.next_power_of_2(N)
     dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(x), device=x.device)
     dbias_partial = torch.empty_like(dw_partial)
     chain_backward_kernel[(programs,)](_rows.rows_of(dy), rows, _rows.rows_of(residual), _rows.rows_of(keep), bias,
                                        weight, rstd.contiguous(), dx, dres, dw_partial, dbias_partial, M, N,
                                        rows_per_program, alpha, 1.0 / (1.0 - p),
-                                       BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
+                                       BLOCK_N=block_n, ACC=compute_dtype(x), num_warps=_rows.backward_warps(block_n))
     return (dx.view(x.shape), dres.view(x.shape), _rows.sum_partials(dbias_partial, bias.dtype),
             _rows.sum_partials(dw_partial, weight.dtype))
 

@@ -94,12 +94,14 @@ def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
     rows, dy_rows = _rows.rows_of(x), _rows.rows_of(dy)
     M, N = rows.shape
     dx = torch.empty_like(rows)
-    programs, rows_per_program = _rows.row_split(M)
+    programs, rows_per_program = _rows.row_split(M, x.device)
+    block_n = tegula.next_power_of_2(N)
     dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(x), device=x.device)
     db_partial = torch.empty_like(dw_partial)
     layer_norm_backward_kernel[(programs,)](dy_rows, rows, weight, mean.contiguous(), rstd.contiguous(), dx,
                                             dw_partial, db_partial, M, N, rows_per_program,
-                                            BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
+                                            BLOCK_N=block_n, ACC=compute_dtype(x),
+                                            num_warps=_rows.backward_warps(block_n))
     return (dx.view(x.shape), _rows.sum_partials(dw_partial, weight.dtype),
             _rows.sum_partials(db_partial, weight.dtype))
 

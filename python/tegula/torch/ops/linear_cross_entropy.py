@@ -10,8 +10,10 @@ saved log-sum-exp, recomputes each tile and its gradient ``dlogits =
 (softmax - onehot(target)) * dloss``:
 
 - dx: a program per row block walks the vocabulary, adding ``dlogits @ W``;
-- dweight: a program per vocabulary block walks the rows, adding
-  ``dlogits^T @ x``.
+- dweight: a program per vocabulary block and run of rows walks its rows,
+  adding ``dlogits^T @ x`` into that run's partial gradient. With few
+  vocabulary blocks the rows are split into runs so that the machine is
+  full; the runs' partial gradients are summed afterwards (as in _rows.py).
 
 Each program owns the rows of the gradient it writes (no atomics); it adds
 into them chunk by chunk of C, so the gradients start zeroed. Logits and
@@ -109,16 +111,36 @@ def linear_cross_entropy_dx_kernel(X, W, TARGETS, LSE, DLOSS, DX, M, V, C, ignor
 
 
 @tegula.jit
-def linear_cross_entropy_dw_kernel(X, W, TARGETS, LSE, DLOSS, DW, M, V, C, ignore_index, BLOCK_M: tl.constexpr,
-                                   BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+def linear_cross_entropy_dw_kernel(X, W, TARGETS, LSE, DLOSS, DW, M, V, C, ignore_index, rows_per_program,
+                                   BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr,
+                                   ACC: tl.constexpr):
+    # Program (i, j) adds vocabulary block i's gradient over run j of the rows into DW[j].
     cols = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)
-    for m0 in range(0, M, BLOCK_M):
+    run = tl.program_id(1)
+    row_start = run * rows_per_program
+    row_end = tl.minimum(row_start + rows_per_program, M)  # rows past it count as past M
+    partial = DW + run.to(tl.int64) * V * C
+    for m0 in range(row_start, row_end, BLOCK_M):
         rows = m0 + tl.arange(0, BLOCK_M)
-        dlogits = _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, V, C, ignore_index, BLOCK_M, BLOCK_V,
-                                   BLOCK_C, ACC).to(X.dtype.element_ty)
+        dlogits = _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, row_end, V, C, ignore_index, BLOCK_M,
+                                   BLOCK_V, BLOCK_C, ACC).to(X.dtype.element_ty)
         for c0 in range(0, C, BLOCK_C):
             cs = c0 + tl.arange(0, BLOCK_C)
-            _add_product(DW, cols, cs, V, C, tl.trans(dlogits), _load_chunk(X, rows, cs, M, C), ACC)
+            _add_product(partial, cols, cs, V, C, tl.trans(dlogits), _load_chunk(X, rows, cs, row_end, C), ACC)
+
+
+# The most memory the partial weight gradients of the row runs may take.
+PARTIAL_BYTES = 64 << 20
+
+
+def _dw_runs(M: int, V: int, C: int, itemsize: int, device: torch.device) -> tuple:
+    """(runs, rows per run) of the dweight pass: enough programs to fill the
+    machine, each run a whole number of BLOCK_M rows, partials within PARTIAL_BYTES."""
+    row_blocks, vocab_blocks = tegula.cdiv(M, BLOCK_M), tegula.cdiv(V, BLOCK_V)
+    runs = min(row_blocks, tegula.cdiv(_rows.program_target(device), vocab_blocks),
+               max(1, PARTIAL_BYTES // max(1, V * C * itemsize)))
+    rows_per_run = tegula.cdiv(row_blocks, max(1, runs)) * BLOCK_M
+    return tegula.cdiv(M, rows_per_run), rows_per_run
 
 
 def _check(x, weight, targets):
@@ -164,13 +186,19 @@ def linear_cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, weight: 
     """(dx, dweight); the gradients are accumulated in float32 (float64) and then cast to x's dtype."""
     dloss, x, weight, targets = dloss.contiguous(), x.contiguous(), weight.contiguous(), targets.contiguous()
     (M, C), V = x.shape, weight.shape[0]
-    dx = torch.zeros((M, C), dtype=_rows.accumulator(x), device=x.device)
-    dw = torch.zeros((V, C), dtype=_rows.accumulator(x), device=x.device)
-    if M:
-        args = (x, weight, targets, lse, dloss)
-        linear_cross_entropy_dx_kernel[(tegula.cdiv(M, BLOCK_M),)](*args, dx, M, V, C, ignore_index, **_meta(x))
-        linear_cross_entropy_dw_kernel[(tegula.cdiv(V, BLOCK_V),)](*args, dw, M, V, C, ignore_index, **_meta(x))
-    return dx.to(x.dtype), dw.to(weight.dtype)
+    accumulator = _rows.accumulator(x)
+    dx = torch.zeros((M, C), dtype=accumulator, device=x.device)
+    if not M:
+        return dx.to(x.dtype), torch.zeros_like(weight)
+    args = (x, weight, targets, lse, dloss)
+    linear_cross_entropy_dx_kernel[(tegula.cdiv(M, BLOCK_M),)](*args, dx, M, V, C, ignore_index, **_meta(x))
+    runs, rows_per_run = _dw_runs(M, V, C, accumulator.itemsize, x.device)
+    partials = torch.zeros((runs, V, C), dtype=accumulator, device=x.device)
+    linear_cross_entropy_dw_kernel[(tegula.cdiv(V, BLOCK_V), runs)](*args, partials, M, V, C, ignore_index,
+                                                                    rows_per_run, **_meta(x))
+    if runs == 1:
+        return dx.to(x.dtype), partials[0].to(weight.dtype)
+    return dx.to(x.dtype), _rows.sum_partials(partials.view(runs, V * C), weight.dtype).view(V, C)
 
 
 def _backward(saved, dloss, _dlse):
