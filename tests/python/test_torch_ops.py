@@ -14,6 +14,8 @@ reference of the same (rounded) inputs at 2e-2 / 2e-2 for values and
 3e-2 / 3e-2 for gradients (one bfloat16 rounding of each output, about 4e-3
 relative, plus the rounding of the upstream gradient)."""
 
+import importlib
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is installed by `make venv` (its own stamp, `make torch`)")
@@ -169,6 +171,20 @@ def test_linear_cross_entropy_matches_torch(device, dtype, rows):
     targets = targets.to(device)
     _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
                    lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)
+
+
+def test_linear_cross_entropy_gpu_tiles_match_torch(monkeypatch):
+    # The tiles CUDA uses for 16-bit inputs (64 x 64 x 64), run on the CPU: 70 rows and C = 40 end in masked
+    # tails of every block, V = 150 in a short last vocabulary run of the forward's split.
+    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")  # the package re-exports the op's name
+    monkeypatch.setattr(lce, "tiles", lambda x: lce.CUDA_TILES)
+    gen = torch.Generator().manual_seed(71)
+    x = _randn(70, 40, dtype=torch.float32, gen=gen)
+    w = _randn(150, 40, dtype=torch.float32, gen=gen, scale=0.5)
+    targets = torch.randint(0, 150, (70,), generator=gen)
+    targets[[0, 69]] = -100
+    _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
+                   lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), torch.float32, gen)
 
 
 def fused_chain_reference(x, residual, keep, bias, weight, alpha=0.5, p=0.1, eps=1e-6):

@@ -2,10 +2,13 @@
 ``logits = x @ weight^T`` (x [M, C], weight [V, C]) against targets [M],
 without the [M, V] logits in memory.
 
-Forward: a program owns BLOCK_M rows and walks the vocabulary in blocks of
-BLOCK_V; each logits tile is a product over C in chunks of BLOCK_C, folded
-into an online log-sum-exp (running maximum and sum per row), and the
-target's logit is picked out of the tile that holds it. Backward, from the
+Forward: a program owns BLOCK_M rows and one run of the vocabulary, which
+it walks in blocks of BLOCK_V; each logits tile is a product over C in
+chunks of BLOCK_C, folded into an online log-sum-exp (running maximum and
+sum per row), and the target's logit is picked out of the tile that holds
+it. The runs' maxima, sums and target logits are then combined per row by
+a second kernel: with few row blocks the vocabulary is split into runs so
+that the machine is full. Backward, from the
 saved log-sum-exp, recomputes each tile and its gradient ``dlogits =
 (softmax - onehot(target)) * dloss``:
 
@@ -19,10 +22,13 @@ Each program owns the rows of the gradient it writes (no atomics); it adds
 into them chunk by chunk of C, so the gradients start zeroed. Logits and
 statistics are float32 (float64 for float64 inputs); products are IEEE
 float32 on the GPU too. Rows whose target is ``ignore_index`` have no loss
-and no gradient. Tile sizes suit the CPU backend; GPU tuning is not done.
+and no gradient. Tiles are chosen per backend and dtype (``tiles``): small
+ones on the CPU, tensor-core sized ones for 16-bit inputs on CUDA.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 
@@ -33,7 +39,28 @@ from tegula.torch import compute_dtype, custom_op, register_autograd
 from . import _rows
 from .cross_entropy import IGNORE_INDEX
 
-BLOCK_M, BLOCK_V, BLOCK_C = 16, 32, 32
+@dataclasses.dataclass(frozen=True)
+class Tiles:
+    block_m: int
+    block_v: int
+    block_c: int
+    num_warps: int = None
+
+    def meta(self, x: torch.Tensor) -> dict:
+        meta = dict(BLOCK_M=self.block_m, BLOCK_V=self.block_v, BLOCK_C=self.block_c, ACC=compute_dtype(x))
+        if self.num_warps:
+            meta["num_warps"] = self.num_warps
+        return meta
+
+
+CPU_TILES = Tiles(16, 32, 32)
+# 16-bit inputs on CUDA: tensor-core dots of 64 x 64 x 64 on one warpgroup.
+CUDA_TILES = Tiles(64, 64, 64, 4)
+
+
+def tiles(x: torch.Tensor) -> Tiles:
+    """The tiles of the kernels for inputs like x."""
+    return CUDA_TILES if x.device.type == "cuda" and x.element_size() == 2 else CPU_TILES
 
 
 @tegula.jit
@@ -65,24 +92,54 @@ def _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M: tl.constexpr, BLOCK_V: tl.c
 
 
 @tegula.jit
-def linear_cross_entropy_forward_kernel(X, W, TARGETS, LOSS, LSE, M, V, C, ignore_index, BLOCK_M: tl.constexpr,
-                                        BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+def linear_cross_entropy_forward_kernel(X, W, TARGETS, MAX_PART, SUM_PART, TARGET_PART, M, V, C, vocab_per_run,
+                                        BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr,
+                                        ACC: tl.constexpr):
+    # Program (i, j): the running maximum, sum and target logit of row block i over vocabulary run j.
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    targets = tl.load(TARGETS + rows, mask=rows < M, other=ignore_index)
+    run = tl.program_id(1)
+    v_start = run * vocab_per_run
+    v_end = tl.minimum(v_start + vocab_per_run, V)  # columns past it count as past V
+    targets = tl.load(TARGETS + rows, mask=rows < M, other=-1)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
     l_i = tl.zeros([BLOCK_M], dtype=ACC)
     target_logit = tl.zeros([BLOCK_M], dtype=ACC)
-    # Column 0 is in the first block, so each row's maximum is finite from then on.
-    for v0 in range(0, V, BLOCK_V):
+    # A run's first block holds a column below v_end, so each row's maximum is finite from then on.
+    for v0 in range(v_start, v_end, BLOCK_V):
         cols = v0 + tl.arange(0, BLOCK_V)
-        logits = _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M, BLOCK_V, BLOCK_C, ACC)
+        logits = _logits_tile(X, W, rows, cols, M, v_end, C, BLOCK_M, BLOCK_V, BLOCK_C, ACC)
         m_new = tl.maximum(m_i, tl.max(logits, axis=1))
         l_i = l_i * tl.exp(m_i - m_new) + tl.sum(tl.exp(logits - m_new[:, None]), axis=1)
         m_i = m_new
-        target_logit += tl.sum(tl.where(cols[None, :] == targets[:, None], logits, 0.0), axis=1)
+        is_target = (cols[None, :] == targets[:, None]) & (cols[None, :] < v_end)
+        target_logit += tl.sum(tl.where(is_target, logits, 0.0), axis=1)
+    offs = run.to(tl.int64) * M + rows
+    tl.store(MAX_PART + offs, m_i, mask=rows < M)
+    tl.store(SUM_PART + offs, l_i, mask=rows < M)
+    tl.store(TARGET_PART + offs, target_logit, mask=rows < M)
+
+
+@tegula.jit
+def linear_cross_entropy_combine_kernel(MAX_PART, SUM_PART, TARGET_PART, TARGETS, LOSS, LSE, M, runs, ignore_index,
+                                        BLOCK: tl.constexpr):
+    # Each row's log-sum-exp and loss from its vocabulary runs' parts.
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = rows < M
+    acc = MAX_PART.dtype.element_ty
+    m_i = tl.full([BLOCK], float("-inf"), acc)
+    l_i = tl.zeros([BLOCK], dtype=acc)
+    target_logit = tl.zeros([BLOCK], dtype=acc)
+    for run in range(0, runs):
+        offs = run.to(tl.int64) * M + rows
+        m_run = tl.load(MAX_PART + offs, mask=inside, other=0.0)
+        m_new = tl.maximum(m_i, m_run)
+        l_i = l_i * tl.exp(m_i - m_new) + tl.load(SUM_PART + offs, mask=inside, other=0.0) * tl.exp(m_run - m_new)
+        m_i = m_new
+        target_logit += tl.load(TARGET_PART + offs, mask=inside, other=0.0)
     lse = m_i + tl.log(l_i)
-    tl.store(LOSS + rows, tl.where(targets != ignore_index, lse - target_logit, 0.0), mask=rows < M)
-    tl.store(LSE + rows, lse, mask=rows < M)
+    targets = tl.load(TARGETS + rows, mask=inside, other=ignore_index)
+    tl.store(LOSS + rows, tl.where(targets != ignore_index, lse - target_logit, 0.0), mask=inside)
+    tl.store(LSE + rows, lse, mask=inside)
 
 
 @tegula.jit
@@ -133,14 +190,14 @@ def linear_cross_entropy_dw_kernel(X, W, TARGETS, LSE, DLOSS, DW, M, V, C, ignor
 PARTIAL_BYTES = 64 << 20
 
 
-def _dw_runs(M: int, V: int, C: int, itemsize: int, device: torch.device) -> tuple:
-    """(runs, rows per run) of the dweight pass: enough programs to fill the
-    machine, each run a whole number of BLOCK_M rows, partials within PARTIAL_BYTES."""
-    row_blocks, vocab_blocks = tegula.cdiv(M, BLOCK_M), tegula.cdiv(V, BLOCK_V)
-    runs = min(row_blocks, tegula.cdiv(_rows.program_target(device), vocab_blocks),
-               max(1, PARTIAL_BYTES // max(1, V * C * itemsize)))
-    rows_per_run = tegula.cdiv(row_blocks, max(1, runs)) * BLOCK_M
-    return tegula.cdiv(M, rows_per_run), rows_per_run
+def _runs(items: int, block: int, other_blocks: int, device: torch.device, cap: int) -> tuple:
+    """(runs, items per run) of a pass that launches `other_blocks` programs per
+    run of `items`: enough programs to fill the machine, each run a whole
+    number of `block`s, at most `cap` runs."""
+    blocks = tegula.cdiv(items, block)
+    runs = max(1, min(blocks, tegula.cdiv(_rows.program_target(device), other_blocks), cap))
+    per_run = tegula.cdiv(blocks, runs) * block
+    return tegula.cdiv(items, per_run), per_run
 
 
 def _check(x, weight, targets):
@@ -157,10 +214,6 @@ def _forward_fake(x, weight, targets, ignore_index):
     return losses, losses.new_empty(losses.shape)
 
 
-def _meta(x):
-    return dict(BLOCK_M=BLOCK_M, BLOCK_V=BLOCK_V, BLOCK_C=BLOCK_C, ACC=compute_dtype(x))
-
-
 @custom_op("tegula::linear_cross_entropy", fake=_forward_fake)
 def linear_cross_entropy_forward(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
                                  ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -170,9 +223,17 @@ def linear_cross_entropy_forward(x: torch.Tensor, weight: torch.Tensor, targets:
     (M, C), V = x.shape, weight.shape[0]
     losses = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
     lse = torch.empty_like(losses)
-    if M:
-        linear_cross_entropy_forward_kernel[(tegula.cdiv(M, BLOCK_M),)](x, weight, targets, losses, lse, M, V, C,
-                                                                        ignore_index, **_meta(x))
+    if not M:
+        return losses, lse
+    t = tiles(x)
+    row_blocks = tegula.cdiv(M, t.block_m)
+    runs, vocab_per_run = _runs(V, t.block_v, row_blocks, x.device, cap=1 << 16)
+    parts = torch.empty((3, runs, M), dtype=losses.dtype, device=x.device)
+    linear_cross_entropy_forward_kernel[(row_blocks, runs)](x, weight, targets, parts[0], parts[1], parts[2], M, V, C,
+                                                            vocab_per_run, **t.meta(x))
+    block = 128
+    linear_cross_entropy_combine_kernel[(tegula.cdiv(M, block),)](parts[0], parts[1], parts[2], targets, losses, lse,
+                                                                  M, runs, ignore_index, BLOCK=block)
     return losses, lse
 
 
@@ -191,11 +252,14 @@ def linear_cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, weight: 
     if not M:
         return dx.to(x.dtype), torch.zeros_like(weight)
     args = (x, weight, targets, lse, dloss)
-    linear_cross_entropy_dx_kernel[(tegula.cdiv(M, BLOCK_M),)](*args, dx, M, V, C, ignore_index, **_meta(x))
-    runs, rows_per_run = _dw_runs(M, V, C, accumulator.itemsize, x.device)
+    t = tiles(x)
+    linear_cross_entropy_dx_kernel[(tegula.cdiv(M, t.block_m),)](*args, dx, M, V, C, ignore_index, **t.meta(x))
+    vocab_blocks = tegula.cdiv(V, t.block_v)
+    runs, rows_per_run = _runs(M, t.block_m, vocab_blocks, x.device,
+                               cap=max(1, PARTIAL_BYTES // max(1, V * C * accumulator.itemsize)))
     partials = torch.zeros((runs, V, C), dtype=accumulator, device=x.device)
-    linear_cross_entropy_dw_kernel[(tegula.cdiv(V, BLOCK_V), runs)](*args, partials, M, V, C, ignore_index,
-                                                                    rows_per_run, **_meta(x))
+    linear_cross_entropy_dw_kernel[(vocab_blocks, runs)](*args, partials, M, V, C, ignore_index, rows_per_run,
+                                                         **t.meta(x))
     if runs == 1:
         return dx.to(x.dtype), partials[0].to(weight.dtype)
     return dx.to(x.dtype), _rows.sum_partials(partials.view(runs, V * C), weight.dtype).view(V, C)

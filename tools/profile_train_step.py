@@ -1,0 +1,82 @@
+"""Where the time of a training step of examples/train_gpt.py goes, per kernel.
+
+    python tools/profile_train_step.py [--device cuda] [--ops tegula torch] [--steps 5] [--rows 25]
+
+For each variant, trains a few warm-up steps (compiling), then records
+`--steps` steps under torch.profiler and prints the kernels and ops that took
+the most device time (self time, summed over the steps, in ms per step): the
+table says which op a Tegula kernel belongs to by its name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("train_gpt", ROOT / "examples" / "train_gpt.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_gpt"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def profile_variant(example, ops_name: str, device: str, steps: int, rows: int) -> None:
+    config = example.default_config(device)
+    model = example.make_model(config, ops_name).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
+    data = example.batches(example.markov_corpus(config.vocab, 50_000), config, config.seed)
+
+    def step():
+        tokens, targets = next(data)
+        optimizer.zero_grad(set_to_none=True)
+        model(tokens.to(device), targets.to(device)).backward()
+        optimizer.step()
+
+    for _ in range(3):
+        step()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    if device == "cuda":
+        torch.cuda.synchronize()
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+    averages = prof.key_averages()
+    key = "self_cpu_time_total"
+    if device == "cuda":  # torch 2.4 renamed the CUDA totals to device totals
+        key = next((k for k in ("self_device_time_total", "self_cuda_time_total")
+                    if averages and hasattr(averages[0], k)), "self_device_time_total")
+    events = sorted(averages, key=lambda e: getattr(e, key, 0.0), reverse=True)
+    total = sum(getattr(e, key, 0.0) for e in events) or 1.0
+    print(f"\n== --ops {ops_name} on {device}: {total / 1e3 / steps:.2f} ms of "
+          f"{'device' if device == 'cuda' else 'host'} self time per step ({steps} steps)")
+    print(f"{'ms/step':>9} {'share':>6} {'calls/step':>10}  name")
+    for e in events[:rows]:
+        t = getattr(e, key, 0.0)
+        print(f"{t / 1e3 / steps:9.3f} {t / total:6.1%} {e.count / steps:10.1f}  {e.key[:110]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--ops", nargs="+", choices=["torch", "tegula"], default=["tegula", "torch"])
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=25)
+    args = parser.parse_args()
+    example = load_example()
+    for name in args.ops:
+        profile_variant(example, name, args.device, args.steps, args.rows)
+
+
+if __name__ == "__main__":
+    main()
