@@ -236,6 +236,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   const uint64_t trips1 = tg_trip_count<int32_t>(v122, v91, v54);
   // v126 keeps its initial pointers; the loop advances offset126
   uint64_t offset126 = 0;
+  // whether each row of 64 pointers of v126 holds consecutive addresses, which its loads then read as rows
+  bool rows126 = true;
+  for (int r126 = 0; r126 < 32 && rows126; ++r126) {
+    uint16_t* const first126 = v126[r126 * 64];
+    bool same126 = true;
+    TG_IVDEP
+    for (int c126 = 0; c126 < 64; ++c126) {
+      same126 &= v126[r126 * 64 + c126] == tg_addptr(first126, c126);
+    }
+    rows126 = same126;
+  }
   // v129 keeps its initial pointers; the loop advances offset129
   uint64_t offset129 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
@@ -244,11 +255,21 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       const int32_t v124 = tg_induction<int32_t>(v122, k2, v54);
       // v132 = load(v126)  examples/flash_attention.py:68:17
       alignas(64) uint16_t v132[2048];
+      // the rows of v126 hold consecutive addresses (checked before the loop)
       for (int r = 0; r < 32; ++r) {
-        TG_IVDEP
-        for (int c = 0; c < 64; ++c) {
-          const int i = r * 64 + c;
-          v132[i] = *tg_addptr(v126[i], offset126);
+        uint16_t* const row126 = tg_addptr(v126[r * 64], offset126);  // &v126[r * 64]
+        if (rows126) {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v132[i] = *(row126 + c);
+          }
+        } else {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v132[i] = *tg_addptr(v126[i], offset126);
+          }
         }
       }
       // v135 = dot(v79, v132, v323)  examples/flash_attention.py:69:14
@@ -435,6 +456,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   const uint64_t trips21 = tg_trip_count<int32_t>(v91, v22, v54);
   // v207 keeps its initial pointers; the loop advances offset207
   uint64_t offset207 = 0;
+  // whether each row of 64 pointers of v207 holds consecutive addresses, which its loads then read as rows
+  bool rows207 = true;
+  for (int r207 = 0; r207 < 32 && rows207; ++r207) {
+    uint16_t* const first207 = v207[r207 * 64];
+    bool same207 = true;
+    TG_IVDEP
+    for (int c207 = 0; c207 < 64; ++c207) {
+      same207 &= v207[r207 * 64 + c207] == tg_addptr(first207, c207);
+    }
+    rows207 = same207;
+  }
   // v210 keeps its initial pointers; the loop advances offset210
   uint64_t offset210 = 0;
   for (uint64_t k22 = 0; k22 < trips21;) {
@@ -455,14 +487,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       alignas(64) uint16_t v219[2048];
       // the whole tile is in bounds (v216 all true): first and last index pass, no wrap
-      const bool full23 = (tg_add(v205, (int32_t)0) < v22) && (tg_add(v205, (int32_t)63) < v22) && (tg_add(v205, (int32_t)0) <= tg_add(v205, (int32_t)63));
+      // and the rows of v207 hold consecutive addresses (checked before the loop)
+      const bool full23 = (tg_add(v205, (int32_t)0) < v22) && (tg_add(v205, (int32_t)63) < v22) && (tg_add(v205, (int32_t)0) <= tg_add(v205, (int32_t)63)) && rows207;
       for (int r = 0; r < 32; ++r) {
+        uint16_t* const row207 = tg_addptr(v207[r * 64], offset207);  // &v207[r * 64]
         if (full23) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
             // v219 = load(v207, v216, v326)  examples/flash_attention.py:66:17
-            v219[i] = *tg_addptr(v207[i], offset207);
+            v219[i] = *(row207 + c);
           }
         } else {
           TG_IVDEP

@@ -221,6 +221,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   const uint64_t trips1 = tg_trip_count<int32_t>(v124, v93, v56);
   // v128 keeps its initial pointers; the loop advances offset128
   uint64_t offset128 = 0;
+  // whether each row of 64 pointers of v128 holds consecutive addresses, which its loads then read as rows
+  bool rows128 = true;
+  for (int r128 = 0; r128 < 64 && rows128; ++r128) {
+    uint16_t* const first128 = v128[r128 * 64];
+    bool same128 = true;
+    TG_IVDEP
+    for (int c128 = 0; c128 < 64; ++c128) {
+      same128 &= v128[r128 * 64 + c128] == tg_addptr(first128, c128);
+    }
+    rows128 = same128;
+  }
   // v131 keeps its initial pointers; the loop advances offset131
   uint64_t offset131 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
@@ -229,11 +240,21 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       const int32_t v126 = tg_induction<int32_t>(v124, k2, v56);
       // v134 = load(v128)  examples/flash_attention.py:68:17
       alignas(64) uint16_t v134[4096];
+      // the rows of v128 hold consecutive addresses (checked before the loop)
       for (int r = 0; r < 64; ++r) {
-        TG_IVDEP
-        for (int c = 0; c < 64; ++c) {
-          const int i = r * 64 + c;
-          v134[i] = *tg_addptr(v128[i], offset128);
+        uint16_t* const row128 = tg_addptr(v128[r * 64], offset128);  // &v128[r * 64]
+        if (rows128) {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v134[i] = *(row128 + c);
+          }
+        } else {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v134[i] = *tg_addptr(v128[i], offset128);
+          }
         }
       }
       // v137 = dot(v81, v134, v320)  examples/flash_attention.py:69:14
@@ -416,6 +437,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   const uint64_t trips21 = tg_trip_count<int32_t>(v93, v22, v56);
   // v209 keeps its initial pointers; the loop advances offset209
   uint64_t offset209 = 0;
+  // whether each row of 64 pointers of v209 holds consecutive addresses, which its loads then read as rows
+  bool rows209 = true;
+  for (int r209 = 0; r209 < 64 && rows209; ++r209) {
+    uint16_t* const first209 = v209[r209 * 64];
+    bool same209 = true;
+    TG_IVDEP
+    for (int c209 = 0; c209 < 64; ++c209) {
+      same209 &= v209[r209 * 64 + c209] == tg_addptr(first209, c209);
+    }
+    rows209 = same209;
+  }
   // v212 keeps its initial pointers; the loop advances offset212
   uint64_t offset212 = 0;
   for (uint64_t k22 = 0; k22 < trips21;) {
@@ -437,8 +469,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       alignas(64) uint8_t v218[4096];
       alignas(64) uint16_t v221[4096];
       // the whole tile is in bounds (v218 all true): first and last index pass, no wrap
-      const bool full23 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63]));
+      // and the rows of v209 hold consecutive addresses (checked before the loop)
+      const bool full23 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63])) && rows209;
       for (int r = 0; r < 64; ++r) {
+        uint16_t* const row209 = tg_addptr(v209[r * 64], offset209);  // &v209[r * 64]
         if (full23) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
@@ -446,7 +480,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
             // v218 = broadcast(v217)  examples/flash_attention.py:66:33
             v218[i] = v217[c];
             // v221 = load(v209, v218, v317)  examples/flash_attention.py:66:17
-            v221[i] = *tg_addptr(v209[i], offset209);
+            v221[i] = *(row209 + c);
           }
         } else {
           TG_IVDEP

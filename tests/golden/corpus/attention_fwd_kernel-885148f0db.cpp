@@ -233,6 +233,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   const uint64_t trips1 = tg_trip_count<int32_t>(v120, v55, v54);
   // v124 keeps its initial pointers; the loop advances offset124
   uint64_t offset124 = 0;
+  // whether each row of 64 pointers of v124 holds consecutive addresses, which its loads then read as rows
+  bool rows124 = true;
+  for (int r124 = 0; r124 < 32 && rows124; ++r124) {
+    uint16_t* const first124 = v124[r124 * 64];
+    bool same124 = true;
+    TG_IVDEP
+    for (int c124 = 0; c124 < 64; ++c124) {
+      same124 &= v124[r124 * 64 + c124] == tg_addptr(first124, c124);
+    }
+    rows124 = same124;
+  }
   // v127 keeps its initial pointers; the loop advances offset127
   uint64_t offset127 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
@@ -241,11 +252,21 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       const int32_t v122 = tg_induction<int32_t>(v120, k2, v54);
       // v130 = load(v124)  examples/flash_attention.py:68:17
       alignas(64) uint16_t v130[2048];
+      // the rows of v124 hold consecutive addresses (checked before the loop)
       for (int r = 0; r < 32; ++r) {
-        TG_IVDEP
-        for (int c = 0; c < 64; ++c) {
-          const int i = r * 64 + c;
-          v130[i] = *tg_addptr(v124[i], offset124);
+        uint16_t* const row124 = tg_addptr(v124[r * 64], offset124);  // &v124[r * 64]
+        if (rows124) {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v130[i] = *(row124 + c);
+          }
+        } else {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v130[i] = *tg_addptr(v124[i], offset124);
+          }
         }
       }
       // v133 = dot(v79, v130, v325)  examples/flash_attention.py:69:14
@@ -438,6 +459,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   const uint64_t trips21 = tg_trip_count<int32_t>(v55, v176, v54);
   // v208 keeps its initial pointers; the loop advances offset208
   uint64_t offset208 = 0;
+  // whether each row of 64 pointers of v208 holds consecutive addresses, which its loads then read as rows
+  bool rows208 = true;
+  for (int r208 = 0; r208 < 32 && rows208; ++r208) {
+    uint16_t* const first208 = v208[r208 * 64];
+    bool same208 = true;
+    TG_IVDEP
+    for (int c208 = 0; c208 < 64; ++c208) {
+      same208 &= v208[r208 * 64 + c208] == tg_addptr(first208, c208);
+    }
+    rows208 = same208;
+  }
   // v211 keeps its initial pointers; the loop advances offset211
   uint64_t offset211 = 0;
   for (uint64_t k22 = 0; k22 < trips21;) {
@@ -459,14 +491,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       uint16_t* const __restrict v220 = reinterpret_cast<uint16_t*>(scratch + 65536);
       // the whole tile is in bounds (v217 all true): first and last index pass, no wrap
-      const bool full23 = (v213[0] < v22) && (v213[63] < v22) && (v213[0] <= v213[63]);
+      // and the rows of v208 hold consecutive addresses (checked before the loop)
+      const bool full23 = (v213[0] < v22) && (v213[63] < v22) && (v213[0] <= v213[63]) && rows208;
       for (int r = 0; r < 32; ++r) {
+        uint16_t* const row208 = tg_addptr(v208[r * 64], offset208);  // &v208[r * 64]
         if (full23) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
             // v220 = load(v208, v217, v328)  examples/flash_attention.py:66:17
-            v220[i] = *tg_addptr(v208[i], offset208);
+            v220[i] = *(row208 + c);
           }
         } else {
           TG_IVDEP

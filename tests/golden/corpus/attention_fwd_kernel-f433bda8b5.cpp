@@ -218,6 +218,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   const uint64_t trips1 = tg_trip_count<int32_t>(v122, v57, v56);
   // v126 keeps its initial pointers; the loop advances offset126
   uint64_t offset126 = 0;
+  // whether each row of 64 pointers of v126 holds consecutive addresses, which its loads then read as rows
+  bool rows126 = true;
+  for (int r126 = 0; r126 < 64 && rows126; ++r126) {
+    uint16_t* const first126 = v126[r126 * 64];
+    bool same126 = true;
+    TG_IVDEP
+    for (int c126 = 0; c126 < 64; ++c126) {
+      same126 &= v126[r126 * 64 + c126] == tg_addptr(first126, c126);
+    }
+    rows126 = same126;
+  }
   // v129 keeps its initial pointers; the loop advances offset129
   uint64_t offset129 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
@@ -226,11 +237,21 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       const int32_t v124 = tg_induction<int32_t>(v122, k2, v56);
       // v132 = load(v126)  examples/flash_attention.py:68:17
       alignas(64) uint16_t v132[4096];
+      // the rows of v126 hold consecutive addresses (checked before the loop)
       for (int r = 0; r < 64; ++r) {
-        TG_IVDEP
-        for (int c = 0; c < 64; ++c) {
-          const int i = r * 64 + c;
-          v132[i] = *tg_addptr(v126[i], offset126);
+        uint16_t* const row126 = tg_addptr(v126[r * 64], offset126);  // &v126[r * 64]
+        if (rows126) {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v132[i] = *(row126 + c);
+          }
+        } else {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v132[i] = *tg_addptr(v126[i], offset126);
+          }
         }
       }
       // v135 = dot(v81, v132, v322)  examples/flash_attention.py:69:14
@@ -414,6 +435,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   const uint64_t trips21 = tg_trip_count<int32_t>(v57, v178, v56);
   // v210 keeps its initial pointers; the loop advances offset210
   uint64_t offset210 = 0;
+  // whether each row of 64 pointers of v210 holds consecutive addresses, which its loads then read as rows
+  bool rows210 = true;
+  for (int r210 = 0; r210 < 64 && rows210; ++r210) {
+    uint16_t* const first210 = v210[r210 * 64];
+    bool same210 = true;
+    TG_IVDEP
+    for (int c210 = 0; c210 < 64; ++c210) {
+      same210 &= v210[r210 * 64 + c210] == tg_addptr(first210, c210);
+    }
+    rows210 = same210;
+  }
   // v213 keeps its initial pointers; the loop advances offset213
   uint64_t offset213 = 0;
   for (uint64_t k22 = 0; k22 < trips21;) {
@@ -435,14 +467,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       alignas(64) uint16_t v222[4096];
       // the whole tile is in bounds (v219 all true): first and last index pass, no wrap
-      const bool full23 = (v215[0] < v22) && (v215[63] < v22) && (v215[0] <= v215[63]);
+      // and the rows of v210 hold consecutive addresses (checked before the loop)
+      const bool full23 = (v215[0] < v22) && (v215[63] < v22) && (v215[0] <= v215[63]) && rows210;
       for (int r = 0; r < 64; ++r) {
+        uint16_t* const row210 = tg_addptr(v210[r * 64], offset210);  // &v210[r * 64]
         if (full23) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
             // v222 = load(v210, v219, v319)  examples/flash_attention.py:66:17
-            v222[i] = *tg_addptr(v210[i], offset210);
+            v222[i] = *(row210 + c);
           }
         } else {
           TG_IVDEP

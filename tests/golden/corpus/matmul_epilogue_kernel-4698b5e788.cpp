@@ -147,6 +147,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   uint64_t offset85 = 0;
   // v87 keeps its initial pointers; the loop advances offset87
   uint64_t offset87 = 0;
+  // whether each row of 32 pointers of v87 holds consecutive addresses, which its loads then read as rows
+  bool rows87 = true;
+  for (int r87 = 0; r87 < 16 && rows87; ++r87) {
+    uint16_t* const first87 = v87[r87 * 32];
+    bool same87 = true;
+    TG_IVDEP
+    for (int c87 = 0; c87 < 32; ++c87) {
+      same87 &= v87[r87 * 32 + c87] == tg_addptr(first87, c87);
+    }
+    rows87 = same87;
+  }
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
@@ -169,9 +180,11 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       alignas(64) uint16_t v95[512];
       alignas(64) uint16_t v102[512];
       // the whole tile is in bounds (v92, v99 all true): first and last index pass, no wrap
-      const bool full2 = (v51[0] < v88) && (v51[15] < v88) && (v51[0] <= v51[15]);
+      // and the rows of v87 hold consecutive addresses (checked before the loop)
+      const bool full2 = (v51[0] < v88) && (v51[15] < v88) && (v51[0] <= v51[15]) && rows87;
       for (int r = 0; r < 32; ++r) {
         uint16_t* const row85 = tg_addptr(v85[r * 16], offset85);  // &v85[r * 16]
+        uint16_t* const row87 = tg_addptr(v87[r * 16], offset87);  // &v87[r * 16]
         if (full2) {
           TG_IVDEP
           for (int c = 0; c < 16; ++c) {
@@ -179,7 +192,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
             // v95 = load(v85, v92, v174)  examples/matmul_epilogue.py:68:13
             v95[i] = *(row85 + c);
             // v102 = load(v87, v99, v175)  examples/matmul_epilogue.py:69:13
-            v102[i] = *tg_addptr(v87[i], offset87);
+            v102[i] = *(row87 + c);
           }
         } else {
           TG_IVDEP

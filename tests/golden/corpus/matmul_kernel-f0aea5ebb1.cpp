@@ -170,6 +170,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
   uint64_t offset92 = 0;
   // v94 keeps its initial pointers; the loop advances offset94
   uint64_t offset94 = 0;
+  // whether each row of 32 pointers of v94 holds consecutive addresses, which its loads then read as rows
+  bool rows94 = true;
+  for (int r94 = 0; r94 < 16 && rows94; ++r94) {
+    uint16_t* const first94 = v94[r94 * 32];
+    bool same94 = true;
+    TG_IVDEP
+    for (int c94 = 0; c94 < 32; ++c94) {
+      same94 &= v94[r94 * 32 + c94] == tg_addptr(first94, c94);
+    }
+    rows94 = same94;
+  }
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
@@ -216,14 +227,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
       }
       alignas(64) uint16_t v111[512];
       // the whole tile is in bounds (v108 all true): first and last index pass, no wrap
-      const bool full3 = (v56[0] < v97) && (v56[15] < v97) && (v56[0] <= v56[15]);
+      // and the rows of v94 hold consecutive addresses (checked before the loop)
+      const bool full3 = (v56[0] < v97) && (v56[15] < v97) && (v56[0] <= v56[15]) && rows94;
       for (int r = 0; r < 16; ++r) {
+        uint16_t* const row94 = tg_addptr(v94[r * 32], offset94);  // &v94[r * 32]
         if (full3) {
           TG_IVDEP
           for (int c = 0; c < 32; ++c) {
             const int i = r * 32 + c;
             // v111 = load(v94, v108, v165)  tests/compat/compat_kernels/matmul.py:58:13
-            v111[i] = *tg_addptr(v94[i], offset94);
+            v111[i] = *(row94 + c);
           }
         } else {
           TG_IVDEP

@@ -164,6 +164,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
       uint64_t offset84 = 0;
       // v86 keeps its initial pointers; the loop advances offset86
       uint64_t offset86 = 0;
+      // whether each row of 32 pointers of v86 holds consecutive addresses, which its loads then read as rows
+      bool rows86 = true;
+      for (int r86 = 0; r86 < 16 && rows86; ++r86) {
+        uint16_t* const first86 = v86[r86 * 32];
+        bool same86 = true;
+        TG_IVDEP
+        for (int c86 = 0; c86 < 32; ++c86) {
+          same86 &= v86[r86 * 32 + c86] == tg_addptr(first86, c86);
+        }
+        rows86 = same86;
+      }
       for (uint64_t k3 = 0; k3 < trips2;) {
         const uint64_t k3_end = trips2 - k3 > 256u ? k3 + 256u : trips2;
         for (; k3 < k3_end; ++k3) {
@@ -186,9 +197,11 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
           alignas(64) uint16_t v94[512];
           alignas(64) uint16_t v101[512];
           // the whole tile is in bounds (v91, v98 all true): first and last index pass, no wrap
-          const bool full4 = (v28[0] < v87) && (v28[15] < v87) && (v28[0] <= v28[15]);
+          // and the rows of v86 hold consecutive addresses (checked before the loop)
+          const bool full4 = (v28[0] < v87) && (v28[15] < v87) && (v28[0] <= v28[15]) && rows86;
           for (int r = 0; r < 32; ++r) {
             uint16_t* const row84 = tg_addptr(v84[r * 16], offset84);  // &v84[r * 16]
+            uint16_t* const row86 = tg_addptr(v86[r * 16], offset86);  // &v86[r * 16]
             if (full4) {
               TG_IVDEP
               for (int c = 0; c < 16; ++c) {
@@ -196,7 +209,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
                 // v94 = load(v84, v91, v142)  examples/matmul_persistent.py:65:17
                 v94[i] = *(row84 + c);
                 // v101 = load(v86, v98, v143)  examples/matmul_persistent.py:66:17
-                v101[i] = *tg_addptr(v86[i], offset86);
+                v101[i] = *(row86 + c);
               }
             } else {
               TG_IVDEP
