@@ -2,16 +2,18 @@
 the CPU backend keeps as their initial tile plus an offset
 (src/backends/cpu/codegen_advanced_pointers.cpp): loads and stores through
 them, a loop result used after the loop, negative and runtime steps, and
-tiles the loop reads after advancing them (kept as plain arrays). Each
-kernel is checked against the same walk in NumPy on random data with a
-masked tail."""
+tiles the loop reads after advancing them (kept as plain arrays), and the
+check before the loop of whether each row of such a tile holds consecutive
+addresses (rows of `(start + arange) % n`: contiguous unless they wrap; any
+stride). Each kernel is checked against the same walk in NumPy on random
+data with a masked tail or wrapped columns."""
 
 import numpy as np
 import pytest
 
 import tegula
 import tegula.language as tl
-from ops_util import rng_for
+from ops_util import np_dtype, rng_for
 
 
 @tegula.jit
@@ -41,6 +43,24 @@ def reread_kernel(x_ptr, out_ptr, n, steps, BLOCK: tl.constexpr):
         ptrs += n
         acc += tl.load(ptrs, mask=keep, other=0.0)
     tl.store(out_ptr + offs, acc, mask=keep)
+
+
+@tegula.jit
+def wrapped_columns_kernel(x_ptr, out_ptr, n, stride_r, stride_c, steps, step, BLOCK_R: tl.constexpr,
+                           BLOCK_C: tl.constexpr):
+    # A matmul's B tile: columns (pid * BLOCK_C + arange) % n, so a program
+    # whose columns pass n reads the first ones again. Sums `steps` tiles
+    # `step` elements apart and stores the sum as the program's block.
+    pid = tl.program_id(0)
+    r = tl.arange(0, BLOCK_R)[:, None]
+    c = tl.arange(0, BLOCK_C)[None, :]
+    cols = (pid * BLOCK_C + tl.arange(0, BLOCK_C)) % n
+    ptrs = x_ptr + r * stride_r + cols[None, :] * stride_c
+    acc = tl.zeros((BLOCK_R, BLOCK_C), dtype=tl.float32)
+    for _ in range(steps):
+        acc += tl.load(ptrs).to(tl.float32)
+        ptrs += step
+    tl.store(out_ptr + pid * BLOCK_R * BLOCK_C + r * BLOCK_C + c, acc)
 
 
 def walk_reference(x, rows, step, block_r, n):
@@ -93,3 +113,31 @@ def test_tile_read_after_its_advance(steps, n):
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
     source = reread_kernel.inspect(x, out, n, steps, BLOCK=block).source
     assert "keeps its initial pointers" not in source
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("n,stride_c", [(40, 1), (48, 1), (40, 2), (40, 3)])
+def test_wrapped_columns_are_checked_for_contiguity(dtype, n, stride_c):
+    # n = 40 with 16-column blocks: programs 0 and 1 read contiguous rows, 2
+    # wraps at 40; n = 48: none wraps, which axis info knows (n is specialized
+    # as a multiple of 16), so no check; stride_c 2, 3: no row is contiguous.
+    block_r, block_c, steps = 4, 16, 3
+    stride_r = n * stride_c + 5
+    step = block_r * stride_r
+    programs = tegula.cdiv(n, block_c)
+    x32 = rng_for(f"wrapped{n}{stride_c}{dtype}").standard_normal(steps * step + stride_r).astype(np.float32)
+    x = x32.astype(np_dtype(dtype))
+    out = np.zeros(programs * block_r * block_c, np.float32)
+    wrapped_columns_kernel[(programs,)](x, out, n, stride_r, stride_c, steps, step, BLOCK_R=block_r,
+                                        BLOCK_C=block_c)
+    wide = x.astype(np.float64)
+    want = np.zeros((programs, block_r, block_c))
+    for pid in range(programs):
+        cols = (pid * block_c + np.arange(block_c)) % n
+        base = np.arange(block_r)[:, None] * stride_r + cols[None, :] * stride_c
+        for k in range(steps):
+            want[pid] += wide[base + k * step]
+    np.testing.assert_allclose(out.reshape(programs, block_r, block_c), want, rtol=1e-6, atol=1e-6)
+    source = wrapped_columns_kernel.inspect(x, out, n, stride_r, stride_c, steps, step, BLOCK_R=block_r,
+                                            BLOCK_C=block_c).source
+    assert ("holds consecutive addresses" in source) == (n % block_c != 0 or stride_c != 1)

@@ -13,6 +13,14 @@
 // `offset += step`. A loop result that is used after the loop gets its
 // array advanced by the offset once, at the end. Debug mode keeps the plain
 // arrays (its bounds checks name them).
+//
+// Such a tile is also where a contiguity check pays: its rows hold the same
+// addresses relative to each other in every iteration, so one look before
+// the loop at whether each row (last dim) holds consecutive addresses tells
+// every load of the loop whether it may read whole rows instead of gathering
+// (codegen_fusion.cpp). Axis info cannot tell for `(start + arange) % n`
+// (the columns of a matmul's B tile: consecutive unless the tile wraps past
+// n) or for strides known only at run time.
 #include <string>
 
 #include "backends/cpu/codegen_context.h"
@@ -78,7 +86,48 @@ bool advances_uniformly(const CodegenContext& ctx, ir::BlockId body, ir::ValueId
   return true;
 }
 
+// Rows shorter than this are not worth a check (nor a row loop, in fusion).
+constexpr int64_t kMinCheckedRow = 16;
+
+// The length of the rows of carried pointer tile `carried` worth checking
+// for contiguity before its loop: its last dim of size > 1, when a load
+// reads it and axis info does not already know the rows are contiguous;
+// 0 otherwise.
+int64_t row_to_check(const CodegenContext& ctx, ir::ValueId carried) {
+  const ir::Type& t = ctx.fn.type(carried);
+  size_t d = t.shape.size();
+  while (d > 0 && t.shape[d - 1] == 1) --d;
+  if (d == 0 || t.shape[d - 1] < kMinCheckedRow) return 0;
+  int64_t row = t.shape[d - 1];
+  if (ctx.contiguity(carried).at(d - 1) % row == 0) return 0;
+  for (ir::OpId user : ctx.users(carried))
+    if (ctx.fn.op(user).kind == OpKind::Load) return row;
+  return 0;
+}
+
 }  // namespace
+
+void CodegenContext::check_rows_contiguous(ir::ValueId carried, int64_t row) {
+  // Named after the tile, not fresh(): the other names of the kernel stay as they were.
+  std::string tile = std::to_string(carried.index);
+  std::string flag = unique("rows" + tile), r = unique("r" + tile), c = unique("c" + tile);
+  std::string first = unique("first" + tile), same = unique("same" + tile);
+  std::string array = name(carried), length = std::to_string(row);
+  out.line("// whether each row of " + length + " pointers of v" + std::to_string(carried.index) +
+           " holds consecutive addresses, which its loads then read as rows");
+  out.line("bool " + flag + " = true;");
+  out.open("for (int " + r + " = 0; " + r + " < " + std::to_string(fn.type(carried).numel() / row) + " && " + flag +
+           "; ++" + r + ")");
+  out.line(c_const(fn.type(carried).element()) + " " + first + " = " + array + "[" + r + " * " + length + "];");
+  out.line("bool " + same + " = true;");
+  out.line("TG_IVDEP");
+  out.open("for (int " + c + " = 0; " + c + " < " + length + "; ++" + c + ")");
+  out.line(same + " &= " + array + "[" + r + " * " + length + " + " + c + "] == tg_addptr(" + first + ", " + c + ");");
+  out.close();
+  out.line(flag + " = " + same + ";");
+  out.close();
+  rows_contiguous_[carried.index] = flag;
+}
 
 void CodegenContext::begin_loop(ir::OpId loop, const std::string& trips) {
   (void)trips;
@@ -97,6 +146,7 @@ void CodegenContext::begin_loop(ir::OpId loop, const std::string& trips) {
     out.line("uint64_t " + offset + " = 0;");
     pointer_offsets_[carried.index] = offset;
     offset_steps_[fn.value(next).def.index] = carried;
+    if (int64_t row = row_to_check(*this, carried)) check_rows_contiguous(carried, row);
   }
 }
 
@@ -122,6 +172,7 @@ void CodegenContext::end_loop(ir::OpId loop) {
     if (found == pointer_offsets_.end()) continue;
     std::string offset = found->second;
     pointer_offsets_.erase(found);
+    rows_contiguous_.erase(carried.index);
     if (users(op.results[i]).empty()) continue;
     std::string x = fresh("x");
     open_element_loop(x, fn.type(carried).numel());

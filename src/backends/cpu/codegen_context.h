@@ -119,6 +119,14 @@ class CodegenContext : public c_family::Printer {
   void end_loop(ir::OpId loop) override;
   // If `op` advances such a tile, emits the offset's step and returns true.
   bool emit_offset_step(ir::OpId op);
+  // The flag, true when every row (last dim of size > 1) of such a tile
+  // holds consecutive addresses, checked by begin_loop when the contiguity
+  // analysis cannot tell (rows of `(start + arange) % n`, a stride known only
+  // at run time); null when there is none.
+  const std::string* rows_contiguous_flag(ir::ValueId v) const {
+    auto found = rows_contiguous_.find(v.index);
+    return found == rows_contiguous_.end() ? nullptr : &found->second;
+  }
 
   // --- emission ------------------------------------------------------------------
   // Emits every op of `block` except its terminator: per-element ops as
@@ -157,6 +165,8 @@ class CodegenContext : public c_family::Printer {
 
  private:
   void find_uniformly_advanced_tiles(const ir::Op& loop);
+  // Emits the check behind rows_contiguous_flag(carried), rows of `row`.
+  void check_rows_contiguous(ir::ValueId carried, int64_t row);
 
   std::vector<std::vector<ir::OpId>> users_;
   std::vector<ir::ValueId> planned_;  // storage planned for a value, or invalid
@@ -166,6 +176,7 @@ class CodegenContext : public c_family::Printer {
   std::vector<std::pair<ir::ValueId, ir::ValueId>> carried_like_init_;  // carried tile -> its initial value
   std::map<uint32_t, std::string> pointer_offsets_;  // carried pointer tile -> its offset variable
   std::map<uint32_t, ir::ValueId> offset_steps_;      // op advancing one -> that tile
+  std::map<uint32_t, std::string> rows_contiguous_;  // such a tile -> see rows_contiguous_flag
   // Polled loops by op index (codegen_stop.cpp): the condition a `for` puts
   // before its poll ("k < trips && "; empty for a while), and the label
   // after each polled while.

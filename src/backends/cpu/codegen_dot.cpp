@@ -2,15 +2,18 @@
 // allowed).
 //
 // Float dots accumulate in float (double for f64) with one fused
-// multiply-add per product, in k order, starting from acc; f16/bf16 results
-// are rounded once at the end. Integer dots accumulate in the result type,
+// multiply-add per product, in k order, starting from acc (except bf16 x
+// bf16 on AMX, below); f16/bf16 results are rounded once at the end. Integer dots accumulate in the result type,
 // wrapping. The `precision` attr (tf32...) asks for less than IEEE fp32 and
 // is ignored: the CPU computes full fp32.
 //
 // Float accumulation calls the prelude's register-blocked tg_dot_f32 (the
 // speed of a matmul kernel is this call). f16/bf16 inputs are widened to
-// float tiles once per dot, not once per product. The accumulator is the
-// result's own storage, which the loop emitter may have planned to be the
+// float tiles once per dot, not once per product. A bf16 x bf16 dot of whole
+// 32 x 32 blocks first tries AMX tiles (prelude_gemm.h; 3x the speed of a
+// bf16 matmul on a CPU that has them), which add products in pairs and flush
+// subnormals: the same fp32 accumulation of exact products, in another
+// order, so not the bits of the FMA loop. The accumulator is the result's own storage, which the loop emitter may have planned to be the
 // storage of `acc` itself (acc = tl.dot(a, b, acc) in a K loop): then the
 // dot updates it in place and copies nothing. f64 and integer dots are plain
 // m, k, n loops whose innermost loop streams through rows of b and out.
@@ -77,11 +80,24 @@ std::string float_operand(CodegenContext& ctx, ir::ValueId v) {
   return widened;
 }
 
+// Whether a dot may run on AMX tiles (prelude_gemm.h's tg_dot_bf16_amx): bf16
+// operands, no batch, whole 32 x 32 blocks of the result, k a multiple of 32.
+bool amx_candidate(const CodegenContext& ctx, const ir::Op& op, const DotShape& s) {
+  for (int i = 0; i < 2; ++i)
+    if (ctx.fn.type(op.operands[static_cast<size_t>(i)]).scalar != ir::Scalar::BF16) return false;
+  return s.batch == 1 && s.m % 32 == 0 && s.n % 32 == 0 && s.k % 32 == 0;
+}
+
 void emit_float_dot(CodegenContext& ctx, const ir::Op& op, const DotShape& s) {
   ir::ValueId result = op.results[0];
   const ir::Type& tr = ctx.fn.type(result);
-  std::string a = float_operand(ctx, op.operands[0]);
-  std::string b = float_operand(ctx, op.operands[1]);
+  std::string shape = std::to_string(s.m) + ", " + std::to_string(s.n) + ", " + std::to_string(s.k);
+  bool amx = amx_candidate(ctx, op, s);
+  std::string a, b;
+  if (!amx) {
+    a = float_operand(ctx, op.operands[0]);
+    b = float_operand(ctx, op.operands[1]);
+  }
   ctx.declare(result);
   std::string accum = ctx.name(result);
   if (tr.scalar != ir::Scalar::F32) {
@@ -89,7 +105,16 @@ void emit_float_dot(CodegenContext& ctx, const ir::Op& op, const DotShape& s) {
     ctx.declare_array("float", 4, tr.numel(), accum);
   }
   init_accumulator(ctx, op, accum, "float", tr.numel());
-  std::string call = "tg_dot_f32<" + std::to_string(s.m) + ", " + std::to_string(s.n) + ", " + std::to_string(s.k) + ">";
+  if (amx) {
+    // The tiles when the host and the OS allow them; else widening, as for f16.
+    std::string packed = ctx.fresh("packed");
+    ctx.declare_array("uint16_t", 2, s.k * s.n, packed);
+    ctx.out.open("if (!tg_dot_bf16_amx<" + shape + ">(" + ctx.name(op.operands[0]) + ", " + ctx.name(op.operands[1]) +
+                 ", " + accum + ", " + packed + "))");
+    a = float_operand(ctx, op.operands[0]);
+    b = float_operand(ctx, op.operands[1]);
+  }
+  std::string call = "tg_dot_f32<" + shape + ">";
   if (s.batch == 1) {
     ctx.out.line(call + "(" + a + ", " + b + ", " + accum + ");");
   } else {
@@ -99,6 +124,7 @@ void emit_float_dot(CodegenContext& ctx, const ir::Op& op, const DotShape& s) {
                  std::to_string(s.k * s.n) + ", " + accum + " + " + ib + " * " + std::to_string(s.m * s.n) + ");");
     ctx.out.close();
   }
+  if (amx) ctx.out.close();
   if (accum != ctx.name(result)) {
     std::string x = ctx.fresh("x");
     ctx.open_element_loop(x, tr.numel());

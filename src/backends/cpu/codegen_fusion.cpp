@@ -29,6 +29,12 @@
 // copies: without masks when the whole tile is in bounds, with them
 // otherwise.
 //
+// Rows checked at run time: a pointer tile whose rows axis info cannot show
+// contiguous, but which its loop checked (CodegenContext::
+// rows_contiguous_flag), is read through row bases in the fast copy, taken
+// when the tile is full and the check passed, and element by element (a
+// gather) in the other.
+//
 // Streamed stores: a store of a whole contiguous tile of at least
 // kMinStreamBytes, in a flat loop, with no mask or a full one, in a kernel
 // without atomics, is computed
@@ -329,15 +335,23 @@ class FusedRun {
       int d = last_wide_dim(t);
       bool fits = d < 0 || (rows_ ? row_contiguity(p) % row_ == 0
                                   : row_contiguity(p) == numel_ && t.shape[static_cast<size_t>(d)] == numel_);
-      if (!fits) continue;
+      const std::string* flag = ctx_.rows_contiguous_flag(p);
+      bool fits_when_checked = flag != nullptr && d >= 0 &&
+                               (rows_ ? t.shape[static_cast<size_t>(d)] % row_ == 0
+                                      : t.shape[static_cast<size_t>(d)] == numel_);
+      if (!fits && !fits_when_checked) continue;
       bool seen = false;
-      for (const auto& b : bases_) seen |= b.first == p;
-      if (!seen) bases_.emplace_back(p, ctx_.unique("row" + std::to_string(p.index)));
+      for (const RowBase& b : bases_) seen |= b.pointer == p;
+      if (seen) continue;
+      bases_.push_back(RowBase{p, ctx_.unique("row" + std::to_string(p.index)), fits ? "" : *flag});
+      if (!fits) fast_flags_.push_back(*flag);
     }
   }
-  const std::string* base_of(ir::ValueId p) const {
-    for (const auto& b : bases_)
-      if (b.first == p) return &b.second;
+  // The row base of pointer tile `p` in the loop copy `fast` (or the other),
+  // if it has one there.
+  const std::string* base_of(ir::ValueId p, bool fast) const {
+    for (const RowBase& b : bases_)
+      if (b.pointer == p && (fast || b.checked_by.empty())) return &b.name;
     return nullptr;
   }
 
@@ -359,7 +373,7 @@ class FusedRun {
 
   // Whether store `o` streams in the loop copy where full masks are `full`.
   bool streams(const ir::Op& o, bool full) const {
-    if (o.kind != OpKind::Store || ctx_.options.debug || rows_ || base_of(o.operands[0]) == nullptr) return false;
+    if (o.kind != OpKind::Store || ctx_.options.debug || rows_ || base_of(o.operands[0], false) == nullptr) return false;
     ir::Scalar s = fn_.type(o.operands[0]).scalar;
     if (s == ir::Scalar::I1 || numel_ * ir::byte_size(s) < kMinStreamBytes) return false;
     return !mask_of(o) || (full && has_full_mask(o));
@@ -444,7 +458,13 @@ class FusedRun {
   bool rows_ = false;   // a loop nest over rows r of L elements c (else one flat loop)
   int64_t row_ = 0;     // L; numel for a flat loop
   std::vector<bool> needs_array_;
-  std::vector<std::pair<ir::ValueId, std::string>> bases_;  // pointer tile -> its row base local
+  struct RowBase {
+    ir::ValueId pointer;     // the tile
+    std::string name;        // its row base local
+    std::string checked_by;  // the run-time check it needs (fast copy only), or empty
+  };
+  std::vector<RowBase> bases_;
+  std::vector<std::string> fast_flags_;                     // the checks of bases_
   std::vector<ir::ValueId> full_masks_;                     // masks all-true when full_condition_ holds
   std::vector<ir::ValueId> shared_views_;                   // views naming their operand's array
   std::vector<std::string> full_condition_;                 // its conjuncts
@@ -462,7 +482,7 @@ std::vector<bool> FusedRun::live_members(bool full) const {
     live[k] = o.kind == OpKind::Store || (!o.results.empty() && (needs_array_[o.results[0].index] || read[o.results[0].index]));
     if (!live[k]) continue;
     for (size_t j = 0; j < operands_read(o, full); ++j) {
-      bool replaced = j == 0 && is_memory(o) && base_of(o.operands[0]);
+      bool replaced = j == 0 && is_memory(o) && base_of(o.operands[0], full);
       if (!replaced) read[o.operands[j].index] = true;
     }
   }
@@ -496,7 +516,7 @@ std::vector<std::string> FusedRun::body(bool full) const {
     if (!single) lines.push_back(ctx_.op_comment(o));
     std::vector<std::string> operands;
     for (size_t j = 0; j < operands_read(o, full); ++j) operands.push_back(element_of(o.operands[j], full));
-    if (is_memory(o) && base_of(o.operands[0]) != nullptr) operands[0] = "(" + *base_of(o.operands[0]) + " + c)";
+    if (const std::string* base = is_memory(o) ? base_of(o.operands[0], full) : nullptr) operands[0] = "(" + *base + " + c)";
     if (const Staging* staging = staging_of(o, full)) operands[0] = "(" + staging->out + " + c)";
     if (o.kind == OpKind::Store) {
       lines.push_back(store_statement(ctx_, o, operands));
@@ -525,7 +545,7 @@ void FusedRun::open_streamed_stores(bool full) {
     ctx_.out.line("const bool " + staging->flag + " = tg_streams(grid, tg_program_bytes);");
     ctx_.declare_array(c_element(element), c_element_size(element), numel_, staging->array);
     ctx_.out.line(c_element(element) + "* const " + staging->out + " = " + staging->flag + " ? " + staging->array +
-                  " : " + *base_of(o.operands[0]) + ";");
+                  " : " + *base_of(o.operands[0], false) + ";");
     ctx_.streams = true;
   }
 }
@@ -536,7 +556,7 @@ void FusedRun::close_streamed_stores(bool full) {
     const Staging* staging = staging_of(o, full);
     if (staging == nullptr) continue;
     int64_t bytes = numel_ * c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar));
-    ctx_.out.line("if (" + staging->flag + ") tg_stream_store(" + *base_of(o.operands[0]) + ", " + staging->array +
+    ctx_.out.line("if (" + staging->flag + ") tg_stream_store(" + *base_of(o.operands[0], false) + ", " + staging->array +
                   ", " + std::to_string(bytes) + ");");
   }
 }
@@ -553,7 +573,7 @@ void FusedRun::emit() {
   declare_arrays(live);
   for (size_t k = 0; k < ops_.size(); ++k) {
     const ir::Op& o = fn_.op(ops_[k]);
-    if (live[k] && is_memory(o) && base_of(o.operands[0]) != nullptr)
+    if (live[k] && is_memory(o) && base_of(o.operands[0], false) != nullptr)
       ctx_.program_bytes += numel_ * c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar));
   }
   std::vector<std::string> lines = body(false);
@@ -569,21 +589,32 @@ void FusedRun::emit() {
   }
   // [full check] for each row r: row base pointers, then the elements c of the row.
   std::string full;
-  if (!full_masks_.empty()) {
-    full = ctx_.fresh("full");
-    std::string masks;
+  if (!full_masks_.empty() || !fast_flags_.empty()) {
+    std::string masks, checked;
     for (ir::ValueId m : full_masks_) masks += (masks.empty() ? "v" : ", v") + std::to_string(m.index);
-    ctx_.out.line("// the whole tile is in bounds (" + masks + " all true): first and last index pass, no wrap");
+    for (const RowBase& b : bases_)
+      if (!b.checked_by.empty()) checked += (checked.empty() ? "v" : ", v") + std::to_string(b.pointer.index);
+    if (!masks.empty())
+      ctx_.out.line("// the whole tile is in bounds (" + masks + " all true): first and last index pass, no wrap");
+    if (!checked.empty())
+      ctx_.out.line(std::string(masks.empty() ? "// " : "// and ") + "the rows of " + checked +
+                    " hold consecutive addresses (checked before the loop)");
     std::string condition;
     for (const std::string& c : full_condition_) condition += (condition.empty() ? "" : " && ") + c;
-    ctx_.out.line("const bool " + full + " = " + condition + ";");
+    for (const std::string& c : fast_flags_) condition += (condition.empty() ? "" : " && ") + c;
+    if (full_masks_.empty()) {
+      full = condition;  // the checks' flags alone
+    } else {
+      full = ctx_.fresh("full");
+      ctx_.out.line("const bool " + full + " = " + condition + ";");
+    }
   }
   bool one_row = !rows_;
   std::string row_start = one_row ? "0" : "r * " + std::to_string(row_);
   if (!one_row) ctx_.out.open("for (int r = 0; r < " + std::to_string(numel_ / row_) + "; ++r)");
-  for (const auto& [pointer, base] : bases_)
-    ctx_.out.line(c_const(fn_.type(pointer).element()) + " " + base + " = " + value_at(pointer, row_start) + ";  // &v" +
-                  std::to_string(pointer.index) + "[" + row_start + "]");
+  for (const RowBase& b : bases_)
+    ctx_.out.line(c_const(fn_.type(b.pointer).element()) + " " + b.name + " = " + value_at(b.pointer, row_start) +
+                  ";  // &v" + std::to_string(b.pointer.index) + "[" + row_start + "]");
   auto element_loop = [&](const std::vector<std::string>& statements, bool full_copy) {
     open_streamed_stores(full_copy);
     ctx_.open_element_loop("c", row_);

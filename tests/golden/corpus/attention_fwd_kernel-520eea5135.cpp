@@ -221,6 +221,17 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   const uint64_t trips1 = tg_trip_count<int32_t>(v205, v29, v56);
   // v210 keeps its initial pointers; the loop advances offset210
   uint64_t offset210 = 0;
+  // whether each row of 64 pointers of v210 holds consecutive addresses, which its loads then read as rows
+  bool rows210 = true;
+  for (int r210 = 0; r210 < 16 && rows210; ++r210) {
+    float* const first210 = v210[r210 * 64];
+    bool same210 = true;
+    TG_IVDEP
+    for (int c210 = 0; c210 < 64; ++c210) {
+      same210 &= v210[r210 * 64 + c210] == tg_addptr(first210, c210);
+    }
+    rows210 = same210;
+  }
   // v213 keeps its initial pointers; the loop advances offset213
   uint64_t offset213 = 0;
   for (uint64_t k2 = 0; k2 < trips1; ++k2) {
@@ -239,14 +250,16 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     }
     alignas(64) float v223[1024];
     // the whole tile is in bounds (v220 all true): first and last index pass, no wrap
-    const bool full3 = (tg_add(v208, (int32_t)0) < 1) && (tg_add(v208, (int32_t)63) < 1) && (tg_add(v208, (int32_t)0) <= tg_add(v208, (int32_t)63));
+    // and the rows of v210 hold consecutive addresses (checked before the loop)
+    const bool full3 = (tg_add(v208, (int32_t)0) < 1) && (tg_add(v208, (int32_t)63) < 1) && (tg_add(v208, (int32_t)0) <= tg_add(v208, (int32_t)63)) && rows210;
     for (int r = 0; r < 16; ++r) {
+      float* const row210 = tg_addptr(v210[r * 64], offset210);  // &v210[r * 64]
       if (full3) {
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
           const int i = r * 64 + c;
           // v223 = load(v210, v220, v334)  examples/flash_attention.py:66:17
-          v223[i] = *tg_addptr(v210[i], offset210);
+          v223[i] = *(row210 + c);
         }
       } else {
         TG_IVDEP

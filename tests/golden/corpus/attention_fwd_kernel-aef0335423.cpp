@@ -231,6 +231,17 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   const uint64_t trips1 = tg_trip_count<int32_t>(v123, v57, v56);
   // v127 keeps its initial pointers; the loop advances offset127
   uint64_t offset127 = 0;
+  // whether each row of 64 pointers of v127 holds consecutive addresses, which its loads then read as rows
+  bool rows127 = true;
+  for (int r127 = 0; r127 < 16 && rows127; ++r127) {
+    float* const first127 = v127[r127 * 64];
+    bool same127 = true;
+    TG_IVDEP
+    for (int c127 = 0; c127 < 64; ++c127) {
+      same127 &= v127[r127 * 64 + c127] == tg_addptr(first127, c127);
+    }
+    rows127 = same127;
+  }
   // v130 keeps its initial pointers; the loop advances offset130
   uint64_t offset130 = 0;
   for (uint64_t k2 = 0; k2 < trips1;) {
@@ -239,11 +250,21 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const int32_t v125 = tg_induction<int32_t>(v123, k2, v56);
       // v133 = load(v127)  examples/flash_attention.py:68:17
       alignas(64) float v133[1024];
+      // the rows of v127 hold consecutive addresses (checked before the loop)
       for (int r = 0; r < 16; ++r) {
-        TG_IVDEP
-        for (int c = 0; c < 64; ++c) {
-          const int i = r * 64 + c;
-          v133[i] = *tg_addptr(v127[i], offset127);
+        float* const row127 = tg_addptr(v127[r * 64], offset127);  // &v127[r * 64]
+        if (rows127) {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v133[i] = *(row127 + c);
+          }
+        } else {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            v133[i] = *tg_addptr(v127[i], offset127);
+          }
         }
       }
       // v136 = dot(v82, v133, v330)  examples/flash_attention.py:69:14
@@ -422,6 +443,17 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   const uint64_t trips17 = tg_trip_count<int32_t>(v57, v179, v56);
   // v211 keeps its initial pointers; the loop advances offset211
   uint64_t offset211 = 0;
+  // whether each row of 64 pointers of v211 holds consecutive addresses, which its loads then read as rows
+  bool rows211 = true;
+  for (int r211 = 0; r211 < 16 && rows211; ++r211) {
+    float* const first211 = v211[r211 * 64];
+    bool same211 = true;
+    TG_IVDEP
+    for (int c211 = 0; c211 < 64; ++c211) {
+      same211 &= v211[r211 * 64 + c211] == tg_addptr(first211, c211);
+    }
+    rows211 = same211;
+  }
   // v214 keeps its initial pointers; the loop advances offset214
   uint64_t offset214 = 0;
   for (uint64_t k18 = 0; k18 < trips17;) {
@@ -443,14 +475,16 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       }
       alignas(64) float v224[1024];
       // the whole tile is in bounds (v221 all true): first and last index pass, no wrap
-      const bool full19 = (v216[0] < 1) && (v216[63] < 1) && (v216[0] <= v216[63]);
+      // and the rows of v211 hold consecutive addresses (checked before the loop)
+      const bool full19 = (v216[0] < 1) && (v216[63] < 1) && (v216[0] <= v216[63]) && rows211;
       for (int r = 0; r < 16; ++r) {
+        float* const row211 = tg_addptr(v211[r * 64], offset211);  // &v211[r * 64]
         if (full19) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
             // v224 = load(v211, v221, v334)  examples/flash_attention.py:66:17
-            v224[i] = *tg_addptr(v211[i], offset211);
+            v224[i] = *(row211 + c);
           }
         } else {
           TG_IVDEP

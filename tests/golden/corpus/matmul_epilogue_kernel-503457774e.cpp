@@ -117,6 +117,17 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   uint64_t offset79 = 0;
   // v81 keeps its initial pointers; the loop advances offset81
   uint64_t offset81 = 0;
+  // whether each row of 32 pointers of v81 holds consecutive addresses, which its loads then read as rows
+  bool rows81 = true;
+  for (int r81 = 0; r81 < 16 && rows81; ++r81) {
+    float* const first81 = v81[r81 * 32];
+    bool same81 = true;
+    TG_IVDEP
+    for (int c81 = 0; c81 < 32; ++c81) {
+      same81 &= v81[r81 * 32 + c81] == tg_addptr(first81, c81);
+    }
+    rows81 = same81;
+  }
   for (uint64_t k1 = 0; k1 < trips0; ++k1) {
     const int32_t v78 = tg_induction<int32_t>(v75, k1, v77);
     // v83 = sub(v21, v78)  examples/matmul_epilogue.py:67:18
@@ -137,9 +148,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     alignas(64) float v90[512];
     alignas(64) float v97[512];
     // the whole tile is in bounds (v87, v94 all true): first and last index pass, no wrap
-    const bool full2 = (v40[0] < v83) && (v40[15] < v83) && (v40[0] <= v40[15]);
+    // and the rows of v81 hold consecutive addresses (checked before the loop)
+    const bool full2 = (v40[0] < v83) && (v40[15] < v83) && (v40[0] <= v40[15]) && rows81;
     for (int r = 0; r < 32; ++r) {
       float* const row79 = tg_addptr(v79[r * 16], offset79);  // &v79[r * 16]
+      float* const row81 = tg_addptr(v81[r * 16], offset81);  // &v81[r * 16]
       if (full2) {
         TG_IVDEP
         for (int c = 0; c < 16; ++c) {
@@ -147,7 +160,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
           // v90 = load(v79, v87, v162)  examples/matmul_epilogue.py:68:13
           v90[i] = *(row79 + c);
           // v97 = load(v81, v94, v163)  examples/matmul_epilogue.py:69:13
-          v97[i] = *tg_addptr(v81[i], offset81);
+          v97[i] = *(row81 + c);
         }
       } else {
         TG_IVDEP

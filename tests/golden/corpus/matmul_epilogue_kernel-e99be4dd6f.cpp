@@ -147,6 +147,17 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   uint64_t offset85 = 0;
   // v87 keeps its initial pointers; the loop advances offset87
   uint64_t offset87 = 0;
+  // whether each row of 128 pointers of v87 holds consecutive addresses, which its loads then read as rows
+  bool rows87 = true;
+  for (int r87 = 0; r87 < 64 && rows87; ++r87) {
+    float* const first87 = v87[r87 * 128];
+    bool same87 = true;
+    TG_IVDEP
+    for (int c87 = 0; c87 < 128; ++c87) {
+      same87 &= v87[r87 * 128 + c87] == tg_addptr(first87, c87);
+    }
+    rows87 = same87;
+  }
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
@@ -169,9 +180,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       float* const __restrict v95 = reinterpret_cast<float*>(scratch + 393216);
       float* const __restrict v102 = reinterpret_cast<float*>(scratch + 425984);
       // the whole tile is in bounds (v92, v99 all true): first and last index pass, no wrap
-      const bool full2 = (v51[0] < v88) && (v51[63] < v88) && (v51[0] <= v51[63]);
+      // and the rows of v87 hold consecutive addresses (checked before the loop)
+      const bool full2 = (v51[0] < v88) && (v51[63] < v88) && (v51[0] <= v51[63]) && rows87;
       for (int r = 0; r < 128; ++r) {
         float* const row85 = tg_addptr(v85[r * 64], offset85);  // &v85[r * 64]
+        float* const row87 = tg_addptr(v87[r * 64], offset87);  // &v87[r * 64]
         if (full2) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
@@ -179,7 +192,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
             // v95 = load(v85, v92, v161)  examples/matmul_epilogue.py:68:13
             v95[i] = *(row85 + c);
             // v102 = load(v87, v99, v162)  examples/matmul_epilogue.py:69:13
-            v102[i] = *tg_addptr(v87[i], offset87);
+            v102[i] = *(row87 + c);
           }
         } else {
           TG_IVDEP

@@ -117,6 +117,17 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
   uint64_t offset75 = 0;
   // v77 keeps its initial pointers; the loop advances offset77
   uint64_t offset77 = 0;
+  // whether each row of 128 pointers of v77 holds consecutive addresses, which its loads then read as rows
+  bool rows77 = true;
+  for (int r77 = 0; r77 < 64 && rows77; ++r77) {
+    float* const first77 = v77[r77 * 128];
+    bool same77 = true;
+    TG_IVDEP
+    for (int c77 = 0; c77 < 128; ++c77) {
+      same77 &= v77[r77 * 128 + c77] == tg_addptr(first77, c77);
+    }
+    rows77 = same77;
+  }
   for (uint64_t k1 = 0; k1 < trips0; ++k1) {
     const int32_t v74 = tg_induction<int32_t>(v71, k1, v73);
     // v79 = sub(v17, v74)  examples/matmul.py:67:18
@@ -137,9 +148,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
     float* const __restrict v86 = reinterpret_cast<float*>(scratch + 393216);
     float* const __restrict v93 = reinterpret_cast<float*>(scratch + 425984);
     // the whole tile is in bounds (v83, v90 all true): first and last index pass, no wrap
-    const bool full2 = (v36[0] < v79) && (v36[63] < v79) && (v36[0] <= v36[63]);
+    // and the rows of v77 hold consecutive addresses (checked before the loop)
+    const bool full2 = (v36[0] < v79) && (v36[63] < v79) && (v36[0] <= v36[63]) && rows77;
     for (int r = 0; r < 128; ++r) {
       float* const row75 = tg_addptr(v75[r * 64], offset75);  // &v75[r * 64]
+      float* const row77 = tg_addptr(v77[r * 64], offset77);  // &v77[r * 64]
       if (full2) {
         TG_IVDEP
         for (int c = 0; c < 64; ++c) {
@@ -147,7 +160,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
           // v86 = load(v75, v83, v135)  examples/matmul.py:68:13
           v86[i] = *(row75 + c);
           // v93 = load(v77, v90, v136)  examples/matmul.py:69:13
-          v93[i] = *tg_addptr(v77[i], offset77);
+          v93[i] = *(row77 + c);
         }
       } else {
         TG_IVDEP

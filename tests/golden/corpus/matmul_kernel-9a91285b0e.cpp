@@ -147,6 +147,17 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
   uint64_t offset81 = 0;
   // v83 keeps its initial pointers; the loop advances offset83
   uint64_t offset83 = 0;
+  // whether each row of 128 pointers of v83 holds consecutive addresses, which its loads then read as rows
+  bool rows83 = true;
+  for (int r83 = 0; r83 < 64 && rows83; ++r83) {
+    float* const first83 = v83[r83 * 128];
+    bool same83 = true;
+    TG_IVDEP
+    for (int c83 = 0; c83 < 128; ++c83) {
+      same83 &= v83[r83 * 128 + c83] == tg_addptr(first83, c83);
+    }
+    rows83 = same83;
+  }
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
@@ -169,9 +180,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
       float* const __restrict v91 = reinterpret_cast<float*>(scratch + 393216);
       float* const __restrict v98 = reinterpret_cast<float*>(scratch + 425984);
       // the whole tile is in bounds (v88, v95 all true): first and last index pass, no wrap
-      const bool full2 = (v47[0] < v84) && (v47[63] < v84) && (v47[0] <= v47[63]);
+      // and the rows of v83 hold consecutive addresses (checked before the loop)
+      const bool full2 = (v47[0] < v84) && (v47[63] < v84) && (v47[0] <= v47[63]) && rows83;
       for (int r = 0; r < 128; ++r) {
         float* const row81 = tg_addptr(v81[r * 64], offset81);  // &v81[r * 64]
+        float* const row83 = tg_addptr(v83[r * 64], offset83);  // &v83[r * 64]
         if (full2) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
@@ -179,7 +192,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
             // v91 = load(v81, v88, v138)  examples/matmul.py:68:13
             v91[i] = *(row81 + c);
             // v98 = load(v83, v95, v139)  examples/matmul.py:69:13
-            v98[i] = *tg_addptr(v83[i], offset83);
+            v98[i] = *(row83 + c);
           }
         } else {
           TG_IVDEP

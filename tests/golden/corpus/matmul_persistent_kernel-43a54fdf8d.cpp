@@ -139,6 +139,17 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
       uint64_t offset78 = 0;
       // v80 keeps its initial pointers; the loop advances offset80
       uint64_t offset80 = 0;
+      // whether each row of 32 pointers of v80 holds consecutive addresses, which its loads then read as rows
+      bool rows80 = true;
+      for (int r80 = 0; r80 < 16 && rows80; ++r80) {
+        float* const first80 = v80[r80 * 32];
+        bool same80 = true;
+        TG_IVDEP
+        for (int c80 = 0; c80 < 32; ++c80) {
+          same80 &= v80[r80 * 32 + c80] == tg_addptr(first80, c80);
+        }
+        rows80 = same80;
+      }
       for (uint64_t k3 = 0; k3 < trips2; ++k3) {
         const int32_t v77 = tg_induction<int32_t>(v74, k3, v76);
         // v82 = sub(v14, v77)  examples/matmul_persistent.py:64:22
@@ -159,9 +170,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
         alignas(64) float v89[512];
         alignas(64) float v96[512];
         // the whole tile is in bounds (v86, v93 all true): first and last index pass, no wrap
-        const bool full4 = (v13[0] < v82) && (v13[15] < v82) && (v13[0] <= v13[15]);
+        // and the rows of v80 hold consecutive addresses (checked before the loop)
+        const bool full4 = (v13[0] < v82) && (v13[15] < v82) && (v13[0] <= v13[15]) && rows80;
         for (int r = 0; r < 32; ++r) {
           float* const row78 = tg_addptr(v78[r * 16], offset78);  // &v78[r * 16]
+          float* const row80 = tg_addptr(v80[r * 16], offset80);  // &v80[r * 16]
           if (full4) {
             TG_IVDEP
             for (int c = 0; c < 16; ++c) {
@@ -169,7 +182,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
               // v89 = load(v78, v86, v138)  examples/matmul_persistent.py:65:17
               v89[i] = *(row78 + c);
               // v96 = load(v80, v93, v139)  examples/matmul_persistent.py:66:17
-              v96[i] = *tg_addptr(v80[i], offset80);
+              v96[i] = *(row80 + c);
             }
           } else {
             TG_IVDEP
