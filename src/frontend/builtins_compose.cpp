@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "frontend/builtins_scan.h"
+#include "frontend/builtins_tile.h"
 #include "support/diagnostic.h"
 
 namespace tegula::frontend {
@@ -47,12 +48,12 @@ Symbol lower_interleave(Lowerer& l, const CallArgs& c, const std::string& name) 
   return Symbol::of(l.create(OpKind::Reshape, {joined}, l.type(joined).with_shape(shape), c.loc));
 }
 
-// cat(a, b) along dim 0: join puts the pair last ([..., 2]); moving that dim
-// to the front ([2, d0, ...]) and merging it with d0 lays out all of a, then
-// all of b. Tegula always keeps this order, so can_reorder (which Triton
-// requires to be True, allowing any order) changes nothing.
+// cat(a, b, dim=0): join puts the pair last ([..., 2]); moving that dim in
+// front of `dim` and merging the two lays out all of a, then all of b along
+// `dim`. Tegula always keeps this order, so can_reorder (Triton's hint that
+// any order will do) changes nothing.
 Symbol lower_cat(Lowerer& l, const CallArgs& c, const std::string& name) {
-  BoundArgs a(name, {"input", "other", "?can_reorder"}, c);
+  BoundArgs a(name, {"input", "other", "?can_reorder", "?dim"}, c);
   for (const char* which : {"input", "other"}) {
     const Symbol& s = a.get(which);
     if (!s.is_value() || !l.type(s.value).is_tile())
@@ -65,16 +66,33 @@ Symbol lower_cat(Lowerer& l, const CallArgs& c, const std::string& name) {
     error_at(c.loc, Diag::ShapeMismatch,
              "tl.cat needs tiles of the same shape, got " + ir::to_string(ta) + " and " + ir::to_string(tb),
              "tile sizes are powers of two, so only equal halves concatenate to one");
+  int64_t dim = 0;
+  if (a.has("dim")) {
+    int64_t given = l.to_int_const(a.get("dim"), a.loc("dim"), "the dim of tl.cat");
+    dim = wrap_axis(given, ta.rank(), a.loc("dim"),
+                    "the dim of tl.cat is " + std::to_string(given) + ", out of range for a tile of rank " +
+                        std::to_string(ta.rank()));
+  }
   ir::ValueId joined = join_pair(l, a.get("input"), a.get("other"), c.loc, "tl.cat");
   const ir::Type& tj = l.type(joined);
   int rank = tj.rank();
-  std::vector<int64_t> perm = {rank - 1};
-  for (int d = 0; d + 1 < rank; ++d) perm.push_back(d);
+  std::vector<int64_t> perm;
+  for (int d = 0; d + 1 < rank; ++d) {
+    if (d == dim) perm.push_back(rank - 1);
+    perm.push_back(d);
+  }
   std::vector<int64_t> moved;
   for (int64_t p : perm) moved.push_back(tj.shape[static_cast<size_t>(p)]);
   ir::ValueId front = l.create(OpKind::Trans, {joined}, tj.with_shape(moved), c.loc, {{"perm", ir::Attr{perm}}});
-  std::vector<int64_t> shape(moved.begin() + 1, moved.end());
-  shape[0] *= 2;
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < moved.size(); ++d) {
+    if (static_cast<int64_t>(d) == dim) {
+      shape.push_back(moved[d] * moved[d + 1]);
+      ++d;
+    } else {
+      shape.push_back(moved[d]);
+    }
+  }
   return Symbol::of(l.create(OpKind::Reshape, {front}, tj.with_shape(shape), c.loc));
 }
 

@@ -445,6 +445,47 @@ def test_interleave_and_cat(backend):
 
 
 @tegula.jit
+def cat_dim_kernel(a_ptr, b_ptr, out_ptr, D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr,
+                   DIM: tl.constexpr):
+    i = tl.arange(0, D0)[:, None, None]
+    j = tl.arange(0, D1)[None, :, None]
+    k = tl.arange(0, D2)[None, None, :]
+    offs = (i * D1 + j) * D2 + k
+    z = tl.cat(tl.load(a_ptr + offs), tl.load(b_ptr + offs), dim=DIM)
+    # z's shape doubles axis DIM; store it row-major.
+    wrapped: tl.constexpr = DIM % 3
+    E0: tl.constexpr = D0 * 2 if wrapped == 0 else D0
+    E1: tl.constexpr = D1 * 2 if wrapped == 1 else D1
+    E2: tl.constexpr = D2 * 2 if wrapped == 2 else D2
+    zi = tl.arange(0, E0)[:, None, None]
+    zj = tl.arange(0, E1)[None, :, None]
+    zk = tl.arange(0, E2)[None, None, :]
+    tl.store(out_ptr + (zi * E1 + zj) * E2 + zk, z)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])
+def test_cat_along_any_dim(backend, dim):
+    shape = (2, 4, 8)
+    rng = rng_for(f"cat-{dim}")
+    a = random(rng, shape, "float32")
+    b = random(rng, shape, "float32")
+    want = np.concatenate([a, b], axis=dim)
+    out = backend.zeros(want.size, np.float32)
+    cat_dim_kernel[(1,)](backend.array(a), backend.array(b), out, *shape, DIM=dim)
+    check(backend.numpy(out).reshape(want.shape), want, "float32", ulps=0, atol=0, rtol=0)
+
+
+def test_cat_dim_out_of_range_is_located():
+    @tegula.jit
+    def bad(a_ptr):
+        x = tl.load(a_ptr + tl.arange(0, 4))
+        tl.store(a_ptr + tl.arange(0, 8), tl.cat(x, x, dim=1))
+
+    with pytest.raises(tegula.CompilationError, match=r"the dim of tl.cat is 1, out of range for a tile of rank 1"):
+        bad[(1,)](np.zeros(8, np.float32))
+
+
+@tegula.jit
 def swizzle_kernel(out_ptr, size_i, size_j, G: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     i = offs // size_j

@@ -67,8 +67,8 @@ def full_like(input, value, dtype=None):
     _only_in_kernel("full_like")
 
 
-def cat(input, other, can_reorder=False):
-    """Concatenation of two tiles along the first axis."""
+def cat(input, other, can_reorder=False, dim=0):
+    """Concatenation of two tiles of one shape along axis ``dim`` (default 0)."""
     _only_in_kernel("cat")
 
 
