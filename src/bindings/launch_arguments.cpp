@@ -541,12 +541,15 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::exchanged_tensor(
   }
   std::optional<ir::Scalar> scalar = dlpack::scalar_of(tensor.dtype);
   if (!scalar) return std::nullopt;
-  uint64_t address = reinterpret_cast<uintptr_t>(tensor.data) + tensor.byte_offset;
-  std::optional<Pointer> out;
-  if (tensor.device.type == dlpack::kCPU) out = Pointer{*scalar, address, Place{host_, -1}};
-  if (tensor.device.type == dlpack::kCUDA && cuda_) out = Pointer{*scalar, address, Place{cuda_, tensor.device.id}};
-  if (out) out->write_block = dlpack_write_block(tensor.ndim, tensor.shape, tensor.strides);
-  return out;
+  Place place;
+  if (tensor.device.type == dlpack::kCPU)
+    place = Place{host_, -1};
+  else if (tensor.device.type == dlpack::kCUDA && cuda_)
+    place = Place{cuda_, tensor.device.id};
+  else
+    return std::nullopt;
+  return Pointer{*scalar, reinterpret_cast<uintptr_t>(tensor.data) + tensor.byte_offset, place,
+                 dlpack_write_block(tensor.ndim, tensor.shape, tensor.strides)};
 }
 
 // torch.Tensor and look-alikes: anything with data_ptr(), dtype and device.
