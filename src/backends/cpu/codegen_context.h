@@ -95,6 +95,12 @@ class CodegenContext : public c_family::Printer {
   // (codegen_in_place_yields.cpp), so the yield copies nothing.
   void plan_storage(ir::ValueId v, ir::ValueId storage) { planned_.at(v.index) = storage; }
   bool has_planned_storage(ir::ValueId v) const { return planned_.at(v.index).valid(); }
+  // Tile `v` reads memory where it lies instead of an array of its own:
+  // declares `const T* const name = pointer;` and names `v` by it
+  // (codegen_fusion.cpp, "Loads read in place").
+  void declare_pointer(ir::ValueId v, const std::string& pointer_name, const std::string& pointer);
+  // `v` is named `new_name` from now on (before its storage is declared).
+  void rename(ir::ValueId v, const std::string& new_name) { names_.at(v.index) = new_name; }
   // Declares an array named `name` for `numel` elements of `element_type`.
   void declare_array(const std::string& element_type, int64_t element_size, int64_t numel,
                      const std::string& name);
@@ -197,6 +203,9 @@ void emit_indexed(CodegenContext& ctx, const ir::Op& op);       // gather, histo
 void emit_atomic(CodegenContext& ctx, const ir::Op& op);        // atomic_rmw, atomic_cas
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).
 bool uses_atomics(const ir::Function& fn);
+// Whether tile ops call a libm function that has vector versions with
+// TEGULA_VECTOR_MATH (prelude.h: exp, log, tanh...; codegen_elementwise.cpp).
+bool uses_vector_math(const ir::Function& fn);
 // Whether a dot has f16/bf16 operands (its unit needs prelude_gemm.h).
 bool uses_half_dot(const ir::Function& fn);
 

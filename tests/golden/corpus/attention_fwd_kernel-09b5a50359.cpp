@@ -472,29 +472,40 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       tg_dot_f32<64, 64, 64>(wide24, wide25, v224);
       // v231 = select(v218, v224, v330)  examples/flash_attention.py:73:18
       float* const __restrict v231 = reinterpret_cast<float*>(scratch + 327680);
-      TG_IVDEP
-      for (int i = 0; i < 4096; ++i) {
-        v231[i] = v218[i] ? v224[i] : (float)(-__builtin_inf());
+      // the whole tile is in bounds (v218 all true): first and last index pass, no wrap
+      const bool full27 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63]));
+      if (full27) {
+        TG_IVDEP
+        for (int c = 0; c < 4096; ++c) {
+          const int i = c;
+          v231[i] = v224[i];
+        }
+      } else {
+        TG_IVDEP
+        for (int c = 0; c < 4096; ++c) {
+          const int i = c;
+          v231[i] = v218[i] ? v224[i] : (float)(-__builtin_inf());
+        }
       }
       // v235 = reduce(v231)  examples/flash_attention.py:77:33
       alignas(64) float v235[64];
-      for (int o27 = 0; o27 < 64; ++o27) {
-        alignas(64) float lane29[64];
+      for (int o28 = 0; o28 < 64; ++o28) {
+        alignas(64) float lane30[64];
         TG_IVDEP
-        for (int x30 = 0; x30 < 64; ++x30) {
-          lane29[x30] = v231[o27 * 64 + x30];
+        for (int x31 = 0; x31 < 64; ++x31) {
+          lane30[x31] = v231[o28 * 64 + x31];
         }
-        for (int width32 = 32; width32 >= 1; width32 /= 2) {
+        for (int width33 = 32; width33 >= 1; width33 /= 2) {
           TG_IVDEP
-          for (int x30 = 0; x30 < width32; ++x30) {
-            const float v232 = lane29[x30];
-            const float v233 = lane29[x30 + width32];
+          for (int x31 = 0; x31 < width33; ++x31) {
+            const float v232 = lane30[x31];
+            const float v233 = lane30[x31 + width33];
             // v234 = max(v232, v233)  examples/flash_attention.py:77:33
             const float v234 = tg_fmax(v232, v233);
-            lane29[x30] = v234;
+            lane30[x31] = v234;
           }
         }
-        v235[o27 * 1 + 0] = lane29[0];
+        v235[o28 * 1 + 0] = lane30[0];
       }
       alignas(64) float v238[64];
       alignas(64) float v246[64];
@@ -531,23 +542,23 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       // v251 = reduce(v244)  examples/flash_attention.py:80:29
       alignas(64) float v251[64];
-      for (int o33 = 0; o33 < 64; ++o33) {
-        alignas(64) float lane35[64];
+      for (int o34 = 0; o34 < 64; ++o34) {
+        alignas(64) float lane36[64];
         TG_IVDEP
-        for (int x36 = 0; x36 < 64; ++x36) {
-          lane35[x36] = v244[o33 * 64 + x36];
+        for (int x37 = 0; x37 < 64; ++x37) {
+          lane36[x37] = v244[o34 * 64 + x37];
         }
-        for (int width38 = 32; width38 >= 1; width38 /= 2) {
+        for (int width39 = 32; width39 >= 1; width39 /= 2) {
           TG_IVDEP
-          for (int x36 = 0; x36 < width38; ++x36) {
-            const float v248 = lane35[x36];
-            const float v249 = lane35[x36 + width38];
+          for (int x37 = 0; x37 < width39; ++x37) {
+            const float v248 = lane36[x37];
+            const float v249 = lane36[x37 + width39];
             // v250 = add(v248, v249)  examples/flash_attention.py:80:29
             const float v250 = v248 + v249;
-            lane35[x36] = v250;
+            lane36[x37] = v250;
           }
         }
-        v251[o33 * 1 + 0] = lane35[0];
+        v251[o34 * 1 + 0] = lane36[0];
       }
       // v252 is computed in place of v210
       alignas(64) uint8_t v258[64];
@@ -566,10 +577,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       alignas(64) uint16_t v262[4096];
       uint16_t* const __restrict v263 = reinterpret_cast<uint16_t*>(scratch + 376832);
       // the whole tile is in bounds (v259 all true): first and last index pass, no wrap
-      const bool full39 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63]));
+      const bool full40 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63]));
       for (int r = 0; r < 64; ++r) {
         uint16_t* const row212 = tg_addptr(v212[r * 64], offset212);  // &v212[r * 64]
-        if (full39) {
+        if (full40) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
@@ -600,16 +611,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         }
       }
       // v264 = dot(v263, v262, v255)  examples/flash_attention.py:86:15
-      float* const __restrict wide40 = reinterpret_cast<float*>(scratch + 385024);
-      tg_widen_bf16(v263, wide40, 4096);
-      float* const __restrict wide41 = reinterpret_cast<float*>(scratch + 401408);
-      tg_widen_bf16(v262, wide41, 4096);
+      float* const __restrict wide41 = reinterpret_cast<float*>(scratch + 385024);
+      tg_widen_bf16(v263, wide41, 4096);
+      float* const __restrict wide42 = reinterpret_cast<float*>(scratch + 401408);
+      tg_widen_bf16(v262, wide42, 4096);
       // v264 is computed in place of v208
       TG_IVDEP
-      for (int x42 = 0; x42 < 4096; ++x42) {
-        v208[x42] = (float)v255[x42];
+      for (int x43 = 0; x43 < 4096; ++x43) {
+        v208[x43] = (float)v255[x43];
       }
-      tg_dot_f32<64, 64, 64>(wide40, wide41, v208);
+      tg_dot_f32<64, 64, 64>(wide41, wide42, v208);
       // v268 = addptr(v209, v167)  examples/flash_attention.py:88:9
       // v268 is computed in place of v209
       offset209 += (uint64_t)(int64_t)v166;
@@ -625,9 +636,9 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   // v284 = addptr(v4, v283)  examples/flash_attention.py:146:14
   float* const v284 = tg_addptr(v4, v283);
   // the whole tile is in bounds (v64 all true): first and last index pass, no wrap
-  const bool full43 = (tg_add(v57, v58[0]) < v22) && (tg_add(v57, v58[63]) < v22) && (tg_add(v57, v58[0]) <= tg_add(v57, v58[63]));
+  const bool full44 = (tg_add(v57, v58[0]) < v22) && (tg_add(v57, v58[63]) < v22) && (tg_add(v57, v58[0]) <= tg_add(v57, v58[63]));
   float* const row286 = tg_addptr(v284, tg_add(v57, v58[0]));  // &v286[0]
-  if (full43) {
+  if (full44) {
     TG_IVDEP
     for (int c = 0; c < 64; ++c) {
       const int i = c;
@@ -678,10 +689,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     v297[i] = tg_addptr(e296, e295);
   }
   // the whole tile is in bounds (v78 all true): first and last index pass, no wrap
-  const bool full44 = (tg_add(v57, v58[0]) < v22) && (tg_add(v57, v58[63]) < v22) && (tg_add(v57, v58[0]) <= tg_add(v57, v58[63]));
+  const bool full45 = (tg_add(v57, v58[0]) < v22) && (tg_add(v57, v58[63]) < v22) && (tg_add(v57, v58[0]) <= tg_add(v57, v58[63]));
   for (int r = 0; r < 64; ++r) {
     uint16_t* const row304 = tg_addptr(v297[r * 64 / 64], v75[r * 64]);  // &v304[r * 64]
-    if (full44) {
+    if (full45) {
       TG_IVDEP
       for (int c = 0; c < 64; ++c) {
         const int i = r * 64 + c;
