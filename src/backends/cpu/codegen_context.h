@@ -238,6 +238,9 @@ std::string store_statement(const CodegenContext& ctx, const ir::Op& op, const s
 // operands (or from i alone), so it can share an element loop with others
 // of the same element count.
 bool is_per_element(const CodegenContext& ctx, const ir::Op& op);
+// Element `index` of tile `v`: read from its array, or computed from its
+// operands' when it has none (a tile computed where reduced).
+std::string tile_element(const CodegenContext& ctx, ir::ValueId v, const std::string& index);
 // Emits `ops` (consecutive per-element ops of one block, same element count)
 // as one loop. Results used outside the group get arrays; the others stay
 // scalar locals of the loop body.

@@ -37,6 +37,13 @@
 // when). The loop itself is the same; only the pointer it stores through
 // differs.
 //
+// Tiles computed where reduced: a result whose only user is a reduce, and
+// that a few elementwise ops compute from arrays of its own run (layer
+// norm's `centred * centred`), gets no array: the reduce computes each
+// element as it combines it (tile_element), saving a store and a load of
+// the whole tile. Only arrays of the same run are read, which nothing else
+// writes, so the values are the ones the run would have stored.
+//
 // Loads read in place: a run that only loads a whole contiguous tile into
 // an array (a flat loop, no mask or a full one) copies nothing when the tile
 // is in bounds: the tile's name is a pointer to the memory itself, provided
@@ -125,6 +132,26 @@ int last_wide_dim(const ir::Type& t) {
   for (size_t d = t.shape.size(); d-- > 0;)
     if (t.shape[d] > 1) return static_cast<int>(d);
   return -1;
+}
+
+// The elementwise ops computing tile `v` from scalars, splats, constants
+// and arrays that `readable` accepts, or `limit` when that is `limit` or
+// more (reading memory, broadcasts, anything else).
+template <class Readable>
+int cost_from_arrays(const CodegenContext& ctx, ir::ValueId v, int limit, const Readable& readable) {
+  if (!ctx.fn.type(v).is_tile()) return 0;
+  if (readable(v)) return 0;
+  ir::OpId def = ctx.fn.value(v).def;
+  if (!def.valid() || ctx.has_planned_storage(v)) return limit;
+  const ir::Op& o = ctx.fn.op(def);
+  if (o.kind == OpKind::Constant || o.kind == OpKind::Splat) return std::min(1, limit);
+  if (!ir::is_elementwise(o.kind)) return limit;
+  int cost = 1;
+  for (ir::ValueId operand : o.operands) {
+    if (cost >= limit) return limit;
+    cost += cost_from_arrays(ctx, operand, limit - cost, readable);
+  }
+  return std::min(cost, limit);
 }
 
 // Whether `o` (or an op of its regions) may write memory.
@@ -233,6 +260,21 @@ class FusedRun {
       const ir::Op& o = fn_.op(ops_[k]);
       if (is_view(o) && needs_array_[o.results[0].index]) needs_array_[o.operands[0].index] = true;
     }
+    if (ctx_.options.debug) return;
+    for (ir::OpId id : ops_)
+      for (ir::ValueId r : fn_.op(id).results)
+        if (needs_array_[r.index] && computed_where_reduced(r)) needs_array_[r.index] = false;
+  }
+
+  // Whether result `r`, used by one reduce alone, is cheap to compute from
+  // the arrays of this run (see the top of the file).
+  bool computed_where_reduced(ir::ValueId r) const {
+    const std::vector<ir::OpId>& users = ctx_.users(r);
+    if (users.size() != 1 || fn_.op(users[0]).kind != OpKind::Reduce || fn_.op(users[0]).operands.size() != 1)
+      return false;
+    if (is_view(fn_.op(fn_.value(r).def))) return false;
+    auto run_array = [&](ir::ValueId v) { return v != r && defined_in_run(v) && needs_array_[v.index]; };
+    return cost_from_arrays(ctx_, r, kMaxRecomputedOps + 1, run_array) <= kMaxRecomputedOps;
   }
 
   // L: the gcd of the last dims (of size > 1) of the run's tiles. A single
@@ -734,6 +776,16 @@ void FusedRun::emit() {
 }
 
 }  // namespace
+
+std::string tile_element(const CodegenContext& ctx, ir::ValueId v, const std::string& index) {
+  if (!ctx.fn.type(v).is_tile() || ctx.has_storage(v)) return ctx.element(v, index);
+  const ir::Op& o = ctx.fn.op(ctx.fn.value(v).def);
+  std::vector<std::string> operands;
+  for (ir::ValueId operand : o.operands) operands.push_back(tile_element(ctx, operand, index));
+  if (o.kind == OpKind::Constant || o.kind == OpKind::Splat) return value_source_element(ctx, o, operands, index);
+  TEGULA_ASSERT(ir::is_elementwise(o.kind), "a tile without array that is not computed elementwise");
+  return elementwise_expr(ctx, o, operands);
+}
 
 void emit_fused(CodegenContext& ctx, const std::vector<ir::OpId>& ops) {
   TEGULA_ASSERT(!ops.empty(), "empty fused run");

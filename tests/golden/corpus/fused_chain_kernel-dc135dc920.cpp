@@ -16,7 +16,6 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
   uint8_t* const v30 = tg_addptr(v2, v11);
   alignas(64) float v45[1];
   alignas(64) float v75[1];
-  alignas(64) float v76[1];
   float* const row20 = tg_addptr(v18, (int32_t)(0 + 0));  // &v20[0]
   float* const row26 = tg_addptr(v24, (int32_t)(0 + 0));  // &v26[0]
   uint8_t* const row32 = tg_addptr(v30, (int32_t)(0 + 0));  // &v32[0]
@@ -85,15 +84,14 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
     const float e74 = e35 ? e71 : e92;
     // v75 = add(v74, v29)  examples/fused_chain.py:60:9
     v75[i] = e74 + e29;
-    // v76 = mul(v75, v75)  examples/fused_chain.py:61:17
-    v76[i] = v75[i] * v75[i];
   }
   // v80 = reduce(v76)  examples/fused_chain.py:61:10
+  // v76 = mul(v75, v75)  examples/fused_chain.py:61:17  (computed where reduced)
   float v80{};
   for (int o0 = 0; o0 < 1; ++o0) {
     TG_IVDEP
     for (int x1 = 0; x1 < 1; ++x1) {
-      v80 = v76[o0 * 1 + x1];
+      v80 = v75[o0 * 1 + x1] * v75[o0 * 1 + x1];
     }
   }
   // v83 = add(v80, v9)  examples/fused_chain.py:62:18

@@ -68,7 +68,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   const float v35 = *v34;
   alignas(64) float v42[512];
   alignas(64) float v46[512];
-  alignas(64) float v47[512];
   // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
   const bool full1 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
   if (full1) {
@@ -89,8 +88,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float e43 = v31[i] * v28[i];
       // v46 = select(v14, v43, v104)  tests/compat/compat_kernels/norm.py:47:11
       v46[i] = e43;
-      // v47 = mul(v42, v46)  tests/compat/compat_kernels/norm.py:48:17
-      v47[i] = v42[i] * v46[i];
     }
   } else {
     TG_IVDEP
@@ -110,23 +107,22 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float e43 = v31[i] * v28[i];
       // v46 = select(v14, v43, v104)  tests/compat/compat_kernels/norm.py:47:11
       v46[i] = (int32_t)(0 + i) < v10 ? e43 : (float)0.0;
-      // v47 = mul(v42, v46)  tests/compat/compat_kernels/norm.py:48:17
-      v47[i] = v42[i] * v46[i];
     }
   }
   // v51 = reduce(v47)  tests/compat/compat_kernels/norm.py:48:10
+  // v47 = mul(v42, v46)  tests/compat/compat_kernels/norm.py:48:17  (computed where reduced)
   float v51{};
   for (int o2 = 0; o2 < 1; ++o2) {
     alignas(64) float lane4[64];
     TG_IVDEP
     for (int x5 = 0; x5 < 64; ++x5) {
-      lane4[x5] = v47[o2 * 512 + x5];
+      lane4[x5] = v42[o2 * 512 + x5] * v46[o2 * 512 + x5];
     }
     for (int k6 = 64; k6 < 512; k6 += 64) {
       TG_IVDEP
       for (int x5 = 0; x5 < 64; ++x5) {
         const float v48 = lane4[x5];
-        const float v49 = v47[o2 * 512 + k6 + x5];
+        const float v49 = v42[o2 * 512 + k6 + x5] * v46[o2 * 512 + k6 + x5];
         // v50 = add(v48, v49)  tests/compat/compat_kernels/norm.py:48:10
         const float v50 = v48 + v49;
         lane4[x5] = v50;

@@ -69,7 +69,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   // v25 = div(v23, v24)  tests/compat/compat_kernels/norm.py:23:12
   const float v25 = v23 / v24;
   alignas(64) float v30[512];
-  alignas(64) float v31[512];
   // the whole tile is in bounds (v12 all true): first and last index pass, no wrap
   const bool full7 = ((int32_t)0 < v7) && ((int32_t)511 < v7) && ((int32_t)0 <= (int32_t)511);
   if (full7) {
@@ -82,8 +81,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float e27 = v19[i] - e26;
       // v30 = select(v12, v27, v58)  tests/compat/compat_kernels/norm.py:24:16
       v30[i] = e27;
-      // v31 = mul(v30, v30)  tests/compat/compat_kernels/norm.py:25:18
-      v31[i] = v30[i] * v30[i];
     }
   } else {
     TG_IVDEP
@@ -95,23 +92,22 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float e27 = v19[i] - e26;
       // v30 = select(v12, v27, v58)  tests/compat/compat_kernels/norm.py:24:16
       v30[i] = (int32_t)(0 + i) < v7 ? e27 : (float)0.0;
-      // v31 = mul(v30, v30)  tests/compat/compat_kernels/norm.py:25:18
-      v31[i] = v30[i] * v30[i];
     }
   }
   // v35 = reduce(v31)  tests/compat/compat_kernels/norm.py:25:11
+  // v31 = mul(v30, v30)  tests/compat/compat_kernels/norm.py:25:18  (computed where reduced)
   float v35{};
   for (int o8 = 0; o8 < 1; ++o8) {
     alignas(64) float lane10[64];
     TG_IVDEP
     for (int x11 = 0; x11 < 64; ++x11) {
-      lane10[x11] = v31[o8 * 512 + x11];
+      lane10[x11] = v30[o8 * 512 + x11] * v30[o8 * 512 + x11];
     }
     for (int k12 = 64; k12 < 512; k12 += 64) {
       TG_IVDEP
       for (int x11 = 0; x11 < 64; ++x11) {
         const float v32 = lane10[x11];
-        const float v33 = v31[o8 * 512 + k12 + x11];
+        const float v33 = v30[o8 * 512 + k12 + x11] * v30[o8 * 512 + k12 + x11];
         // v34 = add(v32, v33)  tests/compat/compat_kernels/norm.py:25:11
         const float v34 = v32 + v33;
         lane10[x11] = v34;

@@ -65,7 +65,6 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   // v27 = div(v25, v26)  examples/layer_norm.py:38:12
   const float v27 = v25 / v26;
   alignas(64) float v32[8];
-  alignas(64) float v33[8];
   // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
   const bool full7 = ((int32_t)0 < v6) && ((int32_t)7 < v6) && ((int32_t)0 <= (int32_t)7);
   if (full7) {
@@ -78,8 +77,6 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       const float e29 = v21[i] - e28;
       // v32 = select(v13, v29, v68)  examples/layer_norm.py:39:15
       v32[i] = e29;
-      // v33 = mul(v32, v32)  examples/layer_norm.py:40:18
-      v33[i] = v32[i] * v32[i];
     }
   } else {
     TG_IVDEP
@@ -93,17 +90,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       const float e68 = (float)0.0;
       // v32 = select(v13, v29, v68)  examples/layer_norm.py:39:15
       v32[i] = (int32_t)(0 + i) < v6 ? e29 : e68;
-      // v33 = mul(v32, v32)  examples/layer_norm.py:40:18
-      v33[i] = v32[i] * v32[i];
     }
   }
   // v37 = reduce(v33)  examples/layer_norm.py:40:11
+  // v33 = mul(v32, v32)  examples/layer_norm.py:40:18  (computed where reduced)
   float v37{};
   for (int o8 = 0; o8 < 1; ++o8) {
     alignas(64) float lane10[8];
     TG_IVDEP
     for (int x11 = 0; x11 < 8; ++x11) {
-      lane10[x11] = v33[o8 * 8 + x11];
+      lane10[x11] = v32[o8 * 8 + x11] * v32[o8 * 8 + x11];
     }
     for (int width13 = 4; width13 >= 1; width13 /= 2) {
       TG_IVDEP

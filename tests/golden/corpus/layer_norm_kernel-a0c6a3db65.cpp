@@ -78,7 +78,6 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   // v27 = div(v25, v26)  examples/layer_norm.py:38:12
   const float v27 = v25 / v26;
   float* const __restrict v32 = reinterpret_cast<float*>(scratch + 32768);
-  float* const __restrict v33 = reinterpret_cast<float*>(scratch + 65536);
   // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
   const bool full7 = ((int32_t)0 < v6) && ((int32_t)8191 < v6) && ((int32_t)0 <= (int32_t)8191);
   if (full7) {
@@ -91,8 +90,6 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       const float e29 = v21[i] - e28;
       // v32 = select(v13, v29, v68)  examples/layer_norm.py:39:15
       v32[i] = e29;
-      // v33 = mul(v32, v32)  examples/layer_norm.py:40:18
-      v33[i] = v32[i] * v32[i];
     }
   } else {
     TG_IVDEP
@@ -106,23 +103,22 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       const float e68 = (float)0.0;
       // v32 = select(v13, v29, v68)  examples/layer_norm.py:39:15
       v32[i] = (int32_t)(0 + i) < v6 ? e29 : e68;
-      // v33 = mul(v32, v32)  examples/layer_norm.py:40:18
-      v33[i] = v32[i] * v32[i];
     }
   }
   // v37 = reduce(v33)  examples/layer_norm.py:40:11
+  // v33 = mul(v32, v32)  examples/layer_norm.py:40:18  (computed where reduced)
   float v37{};
   for (int o8 = 0; o8 < 1; ++o8) {
     alignas(64) float lane10[64];
     TG_IVDEP
     for (int x11 = 0; x11 < 64; ++x11) {
-      lane10[x11] = v33[o8 * 8192 + x11];
+      lane10[x11] = v32[o8 * 8192 + x11] * v32[o8 * 8192 + x11];
     }
     for (int k12 = 64; k12 < 8192; k12 += 64) {
       TG_IVDEP
       for (int x11 = 0; x11 < 64; ++x11) {
         const float v34 = lane10[x11];
-        const float v35 = v33[o8 * 8192 + k12 + x11];
+        const float v35 = v32[o8 * 8192 + k12 + x11] * v32[o8 * 8192 + k12 + x11];
         // v36 = add(v34, v35)  examples/layer_norm.py:40:11
         const float v36 = v34 + v35;
         lane10[x11] = v36;
@@ -236,9 +232,9 @@ extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t fi
   const int32_t v7 = *static_cast<const int32_t*>(args[7]);  // x_row_stride
   const int32_t v8 = *static_cast<const int32_t*>(args[8]);  // y_row_stride
   const float v9 = *static_cast<const float*>(args[9]);  // eps
-  unsigned char* const scratch = tg_scratch(98304);
+  unsigned char* const scratch = tg_scratch(65536);
   if (scratch == nullptr) {
-    std::fprintf(stderr, "%s\n", "tegula: cannot allocate 98304 bytes for the tiles of @layer_norm_kernel");
+    std::fprintf(stderr, "%s\n", "tegula: cannot allocate 65536 bytes for the tiles of @layer_norm_kernel");
     return;
   }
   const tg_stream_fence fence;  // streamed stores are visible when the entry returns

@@ -69,7 +69,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   // v26 = div(v24, v25)  examples/layer_norm.py:38:12
   const float v26 = v24 / v25;
   alignas(64) float v31[1024];
-  alignas(64) float v32[1024];
   // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
   const bool full7 = ((int32_t)0 < v6) && ((int32_t)1023 < v6) && ((int32_t)0 <= (int32_t)1023);
   if (full7) {
@@ -82,8 +81,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float e28 = v20[i] - e27;
       // v31 = select(v13, v28, v63)  examples/layer_norm.py:39:15
       v31[i] = e28;
-      // v32 = mul(v31, v31)  examples/layer_norm.py:40:18
-      v32[i] = v31[i] * v31[i];
     }
   } else {
     TG_IVDEP
@@ -95,23 +92,22 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float e28 = v20[i] - e27;
       // v31 = select(v13, v28, v63)  examples/layer_norm.py:39:15
       v31[i] = (int32_t)(0 + i) < v6 ? e28 : (float)0.0;
-      // v32 = mul(v31, v31)  examples/layer_norm.py:40:18
-      v32[i] = v31[i] * v31[i];
     }
   }
   // v36 = reduce(v32)  examples/layer_norm.py:40:11
+  // v32 = mul(v31, v31)  examples/layer_norm.py:40:18  (computed where reduced)
   float v36{};
   for (int o8 = 0; o8 < 1; ++o8) {
     alignas(64) float lane10[64];
     TG_IVDEP
     for (int x11 = 0; x11 < 64; ++x11) {
-      lane10[x11] = v32[o8 * 1024 + x11];
+      lane10[x11] = v31[o8 * 1024 + x11] * v31[o8 * 1024 + x11];
     }
     for (int k12 = 64; k12 < 1024; k12 += 64) {
       TG_IVDEP
       for (int x11 = 0; x11 < 64; ++x11) {
         const float v33 = lane10[x11];
-        const float v34 = v32[o8 * 1024 + k12 + x11];
+        const float v34 = v31[o8 * 1024 + k12 + x11] * v31[o8 * 1024 + k12 + x11];
         // v35 = add(v33, v34)  examples/layer_norm.py:40:11
         const float v35 = v33 + v34;
         lane10[x11] = v35;

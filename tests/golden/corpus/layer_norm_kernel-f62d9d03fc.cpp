@@ -56,7 +56,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   // v26 = div(v24, v25)  examples/layer_norm.py:38:12
   const float v26 = v24 / v25;
   alignas(64) float v31[8];
-  alignas(64) float v32[8];
   // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
   const bool full7 = ((int32_t)0 < v6) && ((int32_t)7 < v6) && ((int32_t)0 <= (int32_t)7);
   if (full7) {
@@ -69,8 +68,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float e28 = v20[i] - e27;
       // v31 = select(v13, v28, v63)  examples/layer_norm.py:39:15
       v31[i] = e28;
-      // v32 = mul(v31, v31)  examples/layer_norm.py:40:18
-      v32[i] = v31[i] * v31[i];
     }
   } else {
     TG_IVDEP
@@ -82,17 +79,16 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float e28 = v20[i] - e27;
       // v31 = select(v13, v28, v63)  examples/layer_norm.py:39:15
       v31[i] = (int32_t)(0 + i) < v6 ? e28 : (float)0.0;
-      // v32 = mul(v31, v31)  examples/layer_norm.py:40:18
-      v32[i] = v31[i] * v31[i];
     }
   }
   // v36 = reduce(v32)  examples/layer_norm.py:40:11
+  // v32 = mul(v31, v31)  examples/layer_norm.py:40:18  (computed where reduced)
   float v36{};
   for (int o8 = 0; o8 < 1; ++o8) {
     alignas(64) float lane10[8];
     TG_IVDEP
     for (int x11 = 0; x11 < 8; ++x11) {
-      lane10[x11] = v32[o8 * 8 + x11];
+      lane10[x11] = v31[o8 * 8 + x11] * v31[o8 * 8 + x11];
     }
     for (int width13 = 4; width13 >= 1; width13 /= 2) {
       TG_IVDEP
