@@ -2,6 +2,9 @@
 // The bytes one program moves through its fused loops: with the grid, whether a launch streams.
 static constexpr int64_t tg_program_bytes = 86016;
 
+#if defined(TEGULA_VECTOR_MATH) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, float* v4, float* v5, int32_t v6, int32_t v7, float v8, float v9, float v10, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v11 = program_id()  fused_chain.py:35:11
@@ -16,7 +19,6 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
   uint8_t* const v28 = tg_addptr(v2, v15);
   alignas(64) float v43[4096];
   alignas(64) float v73[4096];
-  alignas(64) float v74[4096];
   // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
   const bool full0 = ((int32_t)0 < v6) && ((int32_t)4095 < v6) && ((int32_t)0 <= (int32_t)4095);
   float* const row18 = tg_addptr(v16, (int32_t)(0 + 0));  // &v18[0]
@@ -80,8 +82,6 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
       const float e72 = e33 ? e69 : e89;
       // v73 = add(v72, v27)  fused_chain.py:48:9
       v73[i] = e72 + e27;
-      // v74 = mul(v73, v73)  fused_chain.py:49:17
-      v74[i] = v73[i] * v73[i];
     }
   } else {
     TG_IVDEP
@@ -147,23 +147,22 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
       const float e72 = e33 ? e69 : e89;
       // v73 = add(v72, v27)  fused_chain.py:48:9
       v73[i] = e72 + e27;
-      // v74 = mul(v73, v73)  fused_chain.py:49:17
-      v74[i] = v73[i] * v73[i];
     }
   }
   // v78 = reduce(v74)  fused_chain.py:49:10
+  // v74 = mul(v73, v73)  fused_chain.py:49:17  (computed where reduced)
   float v78{};
   for (int o1 = 0; o1 < 1; ++o1) {
     alignas(64) float lane3[64];
     TG_IVDEP
     for (int x4 = 0; x4 < 64; ++x4) {
-      lane3[x4] = v74[o1 * 4096 + x4];
+      lane3[x4] = v73[o1 * 4096 + x4] * v73[o1 * 4096 + x4];
     }
     for (int k5 = 64; k5 < 4096; k5 += 64) {
       TG_IVDEP
       for (int x4 = 0; x4 < 64; ++x4) {
         const float v75 = lane3[x4];
-        const float v76 = v74[o1 * 4096 + k5 + x4];
+        const float v76 = v73[o1 * 4096 + k5 + x4] * v73[o1 * 4096 + k5 + x4];
         // v77 = add(v75, v76)  fused_chain.py:49:10
         const float v77 = v75 + v76;
         lane3[x4] = v77;

@@ -143,6 +143,14 @@ void CodegenContext::declare(ir::ValueId v) {
   }
 }
 
+void CodegenContext::declare_pointer(ir::ValueId v, const std::string& pointer_name, const std::string& pointer) {
+  const ir::Type& t = fn.type(v);
+  TEGULA_ASSERT(t.is_tile(), "only tiles read memory in place");
+  rename(v, pointer_name);
+  stored_.at(v.index) = true;
+  out.line("const " + c_storage(t) + "* const " + pointer_name + " = " + pointer + ";");
+}
+
 void CodegenContext::copy_value(ir::ValueId dest, const std::string& source) {
   if (name(dest) == source) return;
   const ir::Type& t = fn.type(dest);
@@ -392,6 +400,17 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     unit.line("// The bytes one program moves through its fused loops: with the grid, whether a launch streams.");
     unit.line("static constexpr int64_t tg_program_bytes = " + std::to_string(ctx.program_bytes) + ";");
     unit.blank();
+  }
+  bool has_dot = false;
+  fn.walk([&](ir::OpId id) { has_dot = has_dot || fn.op(id).kind == ir::OpKind::Dot; });
+  if (uses_vector_math(fn) && !has_dot) {
+    // SLEEF's 16-lane functions cost about what its 8-lane ones do per call,
+    // so loops calling them run twice as fast on 512-bit vectors; g++
+    // prefers 256 bits on these CPUs. Units with a dot keep the default
+    // their dot was tuned with.
+    unit.line("#if defined(TEGULA_VECTOR_MATH) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)");
+    unit.line("#pragma GCC target(\"prefer-vector-width=512\")");
+    unit.line("#endif");
   }
   unit.raw(ctx.out.text());
   unit.blank();

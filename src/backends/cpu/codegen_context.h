@@ -95,6 +95,12 @@ class CodegenContext : public c_family::Printer {
   // (codegen_in_place_yields.cpp), so the yield copies nothing.
   void plan_storage(ir::ValueId v, ir::ValueId storage) { planned_.at(v.index) = storage; }
   bool has_planned_storage(ir::ValueId v) const { return planned_.at(v.index).valid(); }
+  // Tile `v` reads memory where it lies instead of an array of its own:
+  // declares `const T* const name = pointer;` and names `v` by it
+  // (codegen_fusion.cpp, "Loads read in place").
+  void declare_pointer(ir::ValueId v, const std::string& pointer_name, const std::string& pointer);
+  // `v` is named `new_name` from now on (before its storage is declared).
+  void rename(ir::ValueId v, const std::string& new_name) { names_.at(v.index) = new_name; }
   // Declares an array named `name` for `numel` elements of `element_type`.
   void declare_array(const std::string& element_type, int64_t element_size, int64_t numel,
                      const std::string& name);
@@ -208,6 +214,9 @@ void emit_indexed(CodegenContext& ctx, const ir::Op& op);       // gather, histo
 void emit_atomic(CodegenContext& ctx, const ir::Op& op);        // atomic_rmw, atomic_cas
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).
 bool uses_atomics(const ir::Function& fn);
+// Whether tile ops call a libm function that has vector versions with
+// TEGULA_VECTOR_MATH (prelude.h: exp, log, tanh...; codegen_elementwise.cpp).
+bool uses_vector_math(const ir::Function& fn);
 // Whether a dot has f16/bf16 operands (its unit needs prelude_gemm.h).
 bool uses_half_dot(const ir::Function& fn);
 
@@ -240,6 +249,9 @@ std::string store_statement(const CodegenContext& ctx, const ir::Op& op, const s
 // operands (or from i alone), so it can share an element loop with others
 // of the same element count.
 bool is_per_element(const CodegenContext& ctx, const ir::Op& op);
+// Element `index` of tile `v`: read from its array, or computed from its
+// operands' when it has none (a tile computed where reduced).
+std::string tile_element(const CodegenContext& ctx, ir::ValueId v, const std::string& index);
 // Emits `ops` (consecutive per-element ops of one block, same element count)
 // as one loop. Results used outside the group get arrays; the others stay
 // scalar locals of the loop body.

@@ -148,4 +148,23 @@ void emit_value_source(CodegenContext& ctx, const ir::Op& op) {
   ctx.out.line("const " + ct + " " + ctx.name(result) + " = " + value + ";");
 }
 
+bool uses_vector_math(const ir::Function& fn) {
+  bool found = false;
+  fn.walk([&](ir::OpId id) {
+    const ir::Op& o = fn.op(id);
+    if (found || o.results.empty() || !fn.type(o.results[0]).is_tile() || !ir::is_float(fn.type(o.results[0]).scalar))
+      return;
+    switch (o.kind) {
+      case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Log2: case OpKind::Sin:
+      case OpKind::Cos: case OpKind::Tanh: case OpKind::Erf: case OpKind::Pow: case OpKind::Tan:
+      case OpKind::Atan: case OpKind::Asin: case OpKind::Acos: case OpKind::Sinh: case OpKind::Cosh:
+      case OpKind::Asinh: case OpKind::Acosh: case OpKind::Atanh: case OpKind::Erfc: case OpKind::Cbrt:
+      case OpKind::Hypot: case OpKind::FastExpf: case OpKind::FastLogf: case OpKind::FastSinf:
+      case OpKind::FastCosf: case OpKind::FastPowf: found = true; break;
+      default: break;
+    }
+  });
+  return found;
+}
+
 }  // namespace tegula::backends::cpu

@@ -22,12 +22,12 @@
 // them: each loop recomputes them at its own index, which costs less than
 // storing and reloading them.
 //
-// Full tiles: a load/store mask of the form `offs < n` (or <=, >, >=, and
-// `&` of such, through broadcasts), with `offs` increasing by one along the
-// tile, is all-true exactly when its first and last elements pass and do not
-// wrap. That is checked once before the loop, which then comes in two
-// copies: without masks when the whole tile is in bounds, with them
-// otherwise.
+// Full tiles: a load/store mask or select condition of the form `offs < n`
+// (or <=, >, >=, and `&` of such, through broadcasts), with `offs`
+// increasing by one along the tile, is all-true exactly when its first and
+// last elements pass and do not wrap. That is checked once before the loop,
+// which then comes in two copies: without masks when the whole tile is in
+// bounds, with them otherwise.
 //
 // Rows checked at run time: a pointer tile whose rows axis info cannot show
 // contiguous, but which its loop checked (CodegenContext::
@@ -42,6 +42,21 @@
 // launch moves more than the last-level cache (prelude_stream.h says why and
 // when). The loop itself is the same; only the pointer it stores through
 // differs.
+//
+// Tiles computed where reduced: a result whose only user is a reduce, and
+// that a few elementwise ops compute from arrays of its own run (layer
+// norm's `centred * centred`), gets no array: the reduce computes each
+// element as it combines it (tile_element), saving a store and a load of
+// the whole tile. Only arrays of the same run are read, which nothing else
+// writes, so the values are the ones the run would have stored.
+//
+// Loads read in place: a run that only loads a whole contiguous tile into
+// an array (a flat loop, no mask or a full one) copies nothing when the tile
+// is in bounds: the tile's name is a pointer to the memory itself, provided
+// nothing of the program writes memory before the tile's last use and its
+// users only read it (per-element ops and reduces). The array is filled, by
+// the masked loop, only for a partial tile. That saves a pass over the tile
+// and its room in the L1 cache; the values read are the same.
 //
 // Ordering: inside a fused loop, the memory accesses of element i happen
 // before those of element i + 1, instead of op after op. Only a store ends a
@@ -125,6 +140,83 @@ int last_wide_dim(const ir::Type& t) {
   return -1;
 }
 
+// The elementwise ops computing tile `v` from scalars, splats, constants
+// and arrays that `readable` accepts, or `limit` when that is `limit` or
+// more (reading memory, broadcasts, anything else).
+template <class Readable>
+int cost_from_arrays(const CodegenContext& ctx, ir::ValueId v, int limit, const Readable& readable) {
+  if (!ctx.fn.type(v).is_tile()) return 0;
+  if (readable(v)) return 0;
+  ir::OpId def = ctx.fn.value(v).def;
+  if (!def.valid() || ctx.has_planned_storage(v)) return limit;
+  const ir::Op& o = ctx.fn.op(def);
+  if (o.kind == OpKind::Constant || o.kind == OpKind::Splat) return std::min(1, limit);
+  if (!ir::is_elementwise(o.kind)) return limit;
+  int cost = 1;
+  for (ir::ValueId operand : o.operands) {
+    if (cost >= limit) return limit;
+    cost += cost_from_arrays(ctx, operand, limit - cost, readable);
+  }
+  return std::min(cost, limit);
+}
+
+// Whether `o` (or an op of its regions) may write memory.
+bool writes_memory(const ir::Function& fn, const ir::Op& o) {
+  switch (o.kind) {
+    case OpKind::Store:
+    case OpKind::AtomicRmw:
+    case OpKind::AtomicCas:
+    case OpKind::DescStore:
+    case OpKind::InlineAsm: return true;
+    default: break;
+  }
+  for (ir::BlockId region : o.regions)
+    for (ir::OpId id : fn.block(region).ops)
+      if (writes_memory(fn, fn.op(id))) return true;
+  return false;
+}
+
+// The positions in `block` of the ops reading tile `v`, through views of it,
+// if every one of them is an op of `block` that only reads it element by
+// element (a per-element op other than a store) or reduces it.
+std::optional<std::vector<size_t>> read_only_uses(const CodegenContext& ctx, ir::ValueId v, ir::BlockId block) {
+  std::vector<size_t> positions;
+  for (ir::OpId user : ctx.users(v)) {
+    const ir::Op& u = ctx.fn.op(user);
+    if (u.parent != block) return std::nullopt;
+    positions.push_back(ctx.fn.position_of(user));
+    if (u.kind == OpKind::Reshape || u.kind == OpKind::ExpandDims) {
+      std::optional<std::vector<size_t>> more = read_only_uses(ctx, u.results[0], block);
+      if (!more) return std::nullopt;
+      positions.insert(positions.end(), more->begin(), more->end());
+    } else if (u.kind != OpKind::Reduce && (!is_per_element(ctx, u) || u.kind == OpKind::Store)) {
+      return std::nullopt;
+    }
+  }
+  return positions;
+}
+
+// Whether the tile that `load` produces may be read from memory where it
+// lies: nothing writes memory between the load and the tile's last use, and
+// that use is not in the fused loop of a later store (a non-per-element op
+// with regions, or the use itself not being per-element, ends the segment).
+bool unwritten_while_used(const CodegenContext& ctx, ir::OpId load) {
+  const ir::Function& fn = ctx.fn;
+  ir::BlockId block = fn.op(load).parent;
+  std::optional<std::vector<size_t>> uses = read_only_uses(ctx, fn.op(load).results[0], block);
+  if (!uses || uses->empty()) return false;
+  size_t last = *std::max_element(uses->begin(), uses->end());
+  const std::vector<ir::OpId>& ops = fn.block(block).ops;
+  bool segment_ended = !is_per_element(ctx, fn.op(ops[last]));
+  for (size_t k = fn.position_of(load) + 1; k < ops.size(); ++k) {
+    const ir::Op& o = fn.op(ops[k]);
+    if (o.erased) continue;
+    if (writes_memory(fn, o)) return k > last && segment_ended;
+    if (k > last && !o.regions.empty()) segment_ended = true;
+  }
+  return true;
+}
+
 class FusedRun {
  public:
   FusedRun(CodegenContext& ctx, const std::vector<ir::OpId>& ops) : ctx_(ctx), fn_(ctx.fn), ops_(ops) {
@@ -174,6 +266,21 @@ class FusedRun {
       const ir::Op& o = fn_.op(ops_[k]);
       if (is_view(o) && needs_array_[o.results[0].index]) needs_array_[o.operands[0].index] = true;
     }
+    if (ctx_.options.debug) return;
+    for (ir::OpId id : ops_)
+      for (ir::ValueId r : fn_.op(id).results)
+        if (needs_array_[r.index] && computed_where_reduced(r)) needs_array_[r.index] = false;
+  }
+
+  // Whether result `r`, used by one reduce alone, is cheap to compute from
+  // the arrays of this run (see the top of the file).
+  bool computed_where_reduced(ir::ValueId r) const {
+    const std::vector<ir::OpId>& users = ctx_.users(r);
+    if (users.size() != 1 || fn_.op(users[0]).kind != OpKind::Reduce || fn_.op(users[0]).operands.size() != 1)
+      return false;
+    if (is_view(fn_.op(fn_.value(r).def))) return false;
+    auto run_array = [&](ir::ValueId v) { return v != r && defined_in_run(v) && needs_array_[v.index]; };
+    return cost_from_arrays(ctx_, r, kMaxRecomputedOps + 1, run_array) <= kMaxRecomputedOps;
   }
 
   // L: the gcd of the last dims (of size > 1) of the run's tiles. A single
@@ -355,9 +462,12 @@ class FusedRun {
     return nullptr;
   }
 
+  // The masks of loads and stores, and the conditions of selects (a
+  // `where(offs < n, x, 0)` on a whole tile is just x).
   void plan_full_tile_check() {
     for (ir::OpId id : ops_) {
-      std::optional<ir::ValueId> mask = mask_of(fn_.op(id));
+      const ir::Op& o = fn_.op(id);
+      std::optional<ir::ValueId> mask = o.kind == OpKind::Select ? std::optional(o.operands[0]) : mask_of(o);
       if (!mask || !fn_.type(*mask).is_tile()) continue;
       bool seen = false;
       for (ir::ValueId m : full_masks_) seen |= m == *mask;
@@ -439,13 +549,23 @@ class FusedRun {
     std::optional<ir::ValueId> mask = mask_of(o);
     return mask && std::find(full_masks_.begin(), full_masks_.end(), *mask) != full_masks_.end();
   }
-  // The operands `o` reads in a full tile: a load with a full mask only its
-  // pointer (`other` is never taken), such a store its pointer and value.
-  size_t operands_read(const ir::Op& o, bool full) const {
-    if (!full || !has_full_mask(o)) return o.operands.size();
-    return o.kind == OpKind::Load ? 1 : 2;
+  // Whether `o` is a select whose condition is known true in a full tile.
+  bool is_full_select(const ir::Op& o) const {
+    return o.kind == OpKind::Select &&
+           std::find(full_masks_.begin(), full_masks_.end(), o.operands[0]) != full_masks_.end();
+  }
+  // Whether `o` reads operand j in the loop copy where full masks are
+  // `full`: a load with a full mask reads only its pointer (`other` is never
+  // taken), such a store its pointer and value, a select with a full
+  // condition only its first choice.
+  bool reads_operand(const ir::Op& o, size_t j, bool full) const {
+    if (!full) return true;
+    if (is_full_select(o)) return j == 1;
+    if (!has_full_mask(o)) return true;
+    return j < (o.kind == OpKind::Load ? 1u : 2u);
   }
 
+  std::optional<ir::OpId> load_read_in_place() const;
   std::vector<bool> live_members(bool full) const;
   void declare_arrays(const std::vector<bool>& live);
   std::vector<std::string> body(bool full) const;
@@ -481,12 +601,42 @@ std::vector<bool> FusedRun::live_members(bool full) const {
     const ir::Op& o = fn_.op(ops_[k]);
     live[k] = o.kind == OpKind::Store || (!o.results.empty() && (needs_array_[o.results[0].index] || read[o.results[0].index]));
     if (!live[k]) continue;
-    for (size_t j = 0; j < operands_read(o, full); ++j) {
+    for (size_t j = 0; j < o.operands.size(); ++j) {
+      if (!reads_operand(o, j, full)) continue;
       bool replaced = j == 0 && is_memory(o) && base_of(o.operands[0], full);
       if (!replaced) read[o.operands[j].index] = true;
     }
   }
   return live;
+}
+
+// The load of a run that, in a full tile, only copies a whole contiguous
+// tile into its array, when that tile may be read in place (see the top of
+// the file).
+std::optional<ir::OpId> FusedRun::load_read_in_place() const {
+  if (ctx_.options.debug || rows_ || uses_atomics(fn_)) return std::nullopt;
+  std::vector<bool> live = live_members(true);
+  std::optional<ir::OpId> load;
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    if (!live[k]) continue;
+    if (load || fn_.op(ops_[k]).kind != OpKind::Load) return std::nullopt;
+    load = ops_[k];
+  }
+  if (!load) return std::nullopt;
+  const ir::Op& o = fn_.op(*load);
+  ir::ValueId r = o.results[0];
+  const ir::Type& t = fn_.type(r);
+  const ir::Attr* volatile_attr = o.attr("volatile");
+  bool is_volatile = volatile_attr != nullptr && std::holds_alternative<int64_t>(*volatile_attr) &&
+                     std::get<int64_t>(*volatile_attr) != 0;
+  // The memory must hold exactly what the array would: not bytes read as
+  // i1, not pointers.
+  if (is_volatile || !needs_array_[r.index] || base_of(o.operands[0], false) == nullptr || t.scalar == ir::Scalar::I1 ||
+      t.is_pointer() || c_storage(t) + "*" != c_element(fn_.type(o.operands[0]).element()))
+    return std::nullopt;
+  if (mask_of(o) && !has_full_mask(o)) return std::nullopt;
+  if (!unwritten_while_used(ctx_, *load)) return std::nullopt;
+  return load;
 }
 
 // Arrays of the results used outside the run. A view shares its operand's
@@ -515,7 +665,8 @@ std::vector<std::string> FusedRun::body(bool full) const {
     const ir::Op& o = fn_.op(ops_[k]);
     if (!single) lines.push_back(ctx_.op_comment(o));
     std::vector<std::string> operands;
-    for (size_t j = 0; j < operands_read(o, full); ++j) operands.push_back(element_of(o.operands[j], full));
+    for (size_t j = 0; j < o.operands.size(); ++j)
+      if (reads_operand(o, j, full)) operands.push_back(element_of(o.operands[j], full));
     if (const std::string* base = is_memory(o) ? base_of(o.operands[0], full) : nullptr) operands[0] = "(" + *base + " + c)";
     if (const Staging* staging = staging_of(o, full)) operands[0] = "(" + staging->out + " + c)";
     if (o.kind == OpKind::Store) {
@@ -527,7 +678,7 @@ std::vector<std::string> FusedRun::body(bool full) const {
       lines.push_back("// v" + std::to_string(r.index) + " shares the array of " + ctx_.name(r));
       continue;
     }
-    std::string value = member_value(o, operands, "i", "r");
+    std::string value = full && is_full_select(o) ? operands[0] : member_value(o, operands, "i", "r");
     if (needs_array_[r.index]) lines.push_back(ctx_.element(r, "i") + " = " + value + ";");
     else lines.push_back(c_const(fn_.type(r).element()) + " " + local(r) + " = " + value + ";");
   }
@@ -570,7 +721,14 @@ void FusedRun::emit() {
     return;
   }
   if (single) ctx_.out.line(ctx_.op_comment(fn_.op(ops_[0])));
-  declare_arrays(live);
+  std::optional<ir::OpId> in_place = load_read_in_place();
+  std::string tile_name;  // of the tile read in place; its array (for a partial tile) is renamed
+  if (in_place) {
+    ir::ValueId r = fn_.op(*in_place).results[0];
+    tile_name = ctx_.name(r);
+    ctx_.rename(r, ctx_.unique("copy" + std::to_string(r.index)));
+  }
+  if (!in_place || !full_masks_.empty()) declare_arrays(live);
   for (size_t k = 0; k < ops_.size(); ++k) {
     const ir::Op& o = fn_.op(ops_[k]);
     if (live[k] && is_memory(o) && base_of(o.operands[0], false) != nullptr)
@@ -623,7 +781,20 @@ void FusedRun::emit() {
     ctx_.out.close();
     close_streamed_stores(full_copy);
   };
-  if (full.empty()) {
+  if (in_place) {
+    ir::ValueId r = fn_.op(*in_place).results[0];
+    const std::string& base = *base_of(fn_.op(*in_place).operands[0], false);
+    std::string pointer = base;
+    if (!full.empty()) {
+      ctx_.out.open("if (!" + full + ")");
+      element_loop(lines, false);
+      ctx_.out.close();
+      pointer = full + " ? " + base + " : " + ctx_.name(r);
+    }
+    ctx_.out.line("// " + tile_name + " is read where it lies" + (full.empty() ? "" : " when whole") +
+                  ": nothing writes memory before its last use");
+    ctx_.declare_pointer(r, tile_name, pointer);
+  } else if (full.empty()) {
     element_loop(lines, false);
   } else {
     ctx_.out.open("if (" + full + ")");
@@ -636,6 +807,16 @@ void FusedRun::emit() {
 }
 
 }  // namespace
+
+std::string tile_element(const CodegenContext& ctx, ir::ValueId v, const std::string& index) {
+  if (!ctx.fn.type(v).is_tile() || ctx.has_storage(v)) return ctx.element(v, index);
+  const ir::Op& o = ctx.fn.op(ctx.fn.value(v).def);
+  std::vector<std::string> operands;
+  for (ir::ValueId operand : o.operands) operands.push_back(tile_element(ctx, operand, index));
+  if (o.kind == OpKind::Constant || o.kind == OpKind::Splat) return value_source_element(ctx, o, operands, index);
+  TEGULA_ASSERT(ir::is_elementwise(o.kind), "a tile without array that is not computed elementwise");
+  return elementwise_expr(ctx, o, operands);
+}
 
 void emit_fused(CodegenContext& ctx, const std::vector<ir::OpId>& ops) {
   TEGULA_ASSERT(!ops.empty(), "empty fused run");

@@ -36,6 +36,14 @@ void emit_combine_inline(CodegenContext& ctx, const ir::Op& op, const std::vecto
   emit_combine(ctx, op, lhs, rhs, dest, /*own_block=*/false);
 }
 
+// Element `index` of each input: read from its array, or computed there
+// when the input is computed where reduced (codegen_fusion.cpp).
+std::vector<std::string> input_elements(const CodegenContext& ctx, const ir::Op& op, const std::string& index) {
+  std::vector<std::string> elements;
+  for (ir::ValueId v : op.operands) elements.push_back(tile_element(ctx, v, index));
+  return elements;
+}
+
 // Bytes of lanes a contiguous-axis reduce keeps: a few vector registers.
 constexpr int64_t kLaneBytes = 256;
 
@@ -47,23 +55,23 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const c_family::AxisView&
   int64_t widest = 1;
   for (ir::ValueId v : op.operands) widest = std::max(widest, c_element_size(ctx.fn.type(v)));
   int64_t lanes = std::min(s.length, std::max<int64_t>(1, kLaneBytes / widest));
-  std::vector<std::string> lane, input;
+  std::vector<std::string> lane;
   for (ir::ValueId v : op.operands) {
     const ir::Type& t = ctx.fn.type(v);
     lane.push_back(ctx.fresh("lane"));
     ctx.declare_array(c_storage(t), c_element_size(t), lanes, lane.back());
-    input.push_back(ctx.name(v));
   }
   std::string x = ctx.fresh("x"), k = ctx.fresh("k"), width = ctx.fresh("width");
   std::string slice = o + " * " + std::to_string(s.length);
   ctx.open_element_loop(x, lanes);
-  for (size_t j = 0; j < lane.size(); ++j) ctx.out.line(lane[j] + "[" + x + "] = " + input[j] + "[" + slice + " + " + x + "];");
+  std::vector<std::string> first = input_elements(ctx, op, slice + " + " + x);
+  for (size_t j = 0; j < lane.size(); ++j) ctx.out.line(lane[j] + "[" + x + "] = " + first[j] + ";");
   ctx.out.close();
   if (lanes < s.length) {
     ctx.out.open("for (int " + k + " = " + std::to_string(lanes) + "; " + k + " < " + std::to_string(s.length) + "; " + k +
                  " += " + std::to_string(lanes) + ")");
     ctx.open_element_loop(x, lanes);
-    emit_combine_inline(ctx, op, indexed(lane, x), indexed(input, slice + " + " + k + " + " + x), indexed(lane, x));
+    emit_combine_inline(ctx, op, indexed(lane, x), input_elements(ctx, op, slice + " + " + k + " + " + x), indexed(lane, x));
     ctx.out.close();
     ctx.out.close();
   }
@@ -89,6 +97,9 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
   c_family::AxisView s = c_family::view_around(input, op.int_attr("axis"));
   TEGULA_ASSERT((s.length & (s.length - 1)) == 0, "reduced dimension must be a power of two");
 
+  for (ir::ValueId v : op.operands)
+    if (ctx.fn.type(v).is_tile() && !ctx.has_storage(v))
+      ctx.out.line(ctx.op_comment(ctx.fn.op(ctx.fn.value(v).def)) + "  (computed where reduced)");
   for (ir::ValueId r : op.results) ctx.declare(r);
   std::string o = ctx.fresh("o"), x = ctx.fresh("x");
   auto result_element = [&](size_t j, const std::string& inner_index) {
@@ -101,8 +112,8 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
 
   if (s.length == 1) {
     ctx.open_element_loop(x, s.inner);
-    for (size_t j = 0; j < n; ++j)
-      ctx.out.line(result_element(j, x) + " = " + ctx.name(op.operands[j]) + "[" + slice + " + " + x + "];");
+    std::vector<std::string> elements = input_elements(ctx, op, slice + " + " + x);
+    for (size_t j = 0; j < n; ++j) ctx.out.line(result_element(j, x) + " = " + elements[j] + ";");
     ctx.out.close();
     ctx.out.close();
     return;
@@ -120,13 +131,10 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
     const ir::Type& t = ctx.fn.type(op.operands[j]);
     ctx.declare_array(c_storage(t), c_element_size(t), half_rows, partial.back());
   }
-  std::vector<std::string> inputs;
-  for (ir::ValueId v : op.operands) inputs.push_back(ctx.name(v));
-
   // Level 1: rows k and k + A/2 of this slice of the input.
   ctx.open_element_loop(x, half_rows);
-  emit_combine_inline(ctx, op, indexed(inputs, slice + " + " + x),
-               indexed(inputs, slice + " + " + std::to_string(half_rows) + " + " + x), indexed(partial, x));
+  emit_combine_inline(ctx, op, input_elements(ctx, op, slice + " + " + x),
+               input_elements(ctx, op, slice + " + " + std::to_string(half_rows) + " + " + x), indexed(partial, x));
   ctx.out.close();
   // Further levels halve the partial results in place.
   std::string width = ctx.fresh("width");

@@ -521,35 +521,46 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       tg_dot_f32<64, 64, 32>(wide24, wide25, v222);
       float* const __restrict v229 = reinterpret_cast<float*>(scratch + 81920);
+      // the whole tile is in bounds (v228 all true): first and last index pass, no wrap
+      const bool full27 = (tg_add(v205, (int32_t)0) < v22) && (tg_add(v205, (int32_t)63) < v22) && (tg_add(v205, (int32_t)0) <= tg_add(v205, (int32_t)63));
       for (int r = 0; r < 64; ++r) {
-        TG_IVDEP
-        for (int c = 0; c < 64; ++c) {
-          const int i = r * 64 + c;
-          // v228 = broadcast(v215)  examples/flash_attention.py:73:18
-          const bool e228 = v215[c];
-          // v229 = select(v228, v222, v328)  examples/flash_attention.py:73:18
-          v229[i] = e228 ? v222[i] : (float)(-__builtin_inf());
+        if (full27) {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            // v229 = select(v228, v222, v328)  examples/flash_attention.py:73:18
+            v229[i] = v222[i];
+          }
+        } else {
+          TG_IVDEP
+          for (int c = 0; c < 64; ++c) {
+            const int i = r * 64 + c;
+            // v228 = broadcast(v215)  examples/flash_attention.py:73:18
+            const bool e228 = v215[c];
+            // v229 = select(v228, v222, v328)  examples/flash_attention.py:73:18
+            v229[i] = e228 ? v222[i] : (float)(-__builtin_inf());
+          }
         }
       }
       // v233 = reduce(v229)  examples/flash_attention.py:77:33
       alignas(64) float v233[64];
-      for (int o27 = 0; o27 < 64; ++o27) {
-        float* const __restrict lane29 = reinterpret_cast<float*>(scratch + 98304);
+      for (int o28 = 0; o28 < 64; ++o28) {
+        float* const __restrict lane30 = reinterpret_cast<float*>(scratch + 98304);
         TG_IVDEP
-        for (int x30 = 0; x30 < 64; ++x30) {
-          lane29[x30] = v229[o27 * 64 + x30];
+        for (int x31 = 0; x31 < 64; ++x31) {
+          lane30[x31] = v229[o28 * 64 + x31];
         }
-        for (int width32 = 32; width32 >= 1; width32 /= 2) {
+        for (int width33 = 32; width33 >= 1; width33 /= 2) {
           TG_IVDEP
-          for (int x30 = 0; x30 < width32; ++x30) {
-            const float v230 = lane29[x30];
-            const float v231 = lane29[x30 + width32];
+          for (int x31 = 0; x31 < width33; ++x31) {
+            const float v230 = lane30[x31];
+            const float v231 = lane30[x31 + width33];
             // v232 = max(v230, v231)  examples/flash_attention.py:77:33
             const float v232 = tg_fmax(v230, v231);
-            lane29[x30] = v232;
+            lane30[x31] = v232;
           }
         }
-        v233[o27 * 1 + 0] = lane29[0];
+        v233[o28 * 1 + 0] = lane30[0];
       }
       float* const __restrict v236 = reinterpret_cast<float*>(scratch + 98560);
       float* const __restrict v244 = reinterpret_cast<float*>(scratch + 98816);
@@ -586,23 +597,23 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       // v249 = reduce(v242)  examples/flash_attention.py:80:29
       float* const __restrict v249 = reinterpret_cast<float*>(scratch + 115712);
-      for (int o33 = 0; o33 < 64; ++o33) {
-        float* const __restrict lane35 = reinterpret_cast<float*>(scratch + 115968);
+      for (int o34 = 0; o34 < 64; ++o34) {
+        float* const __restrict lane36 = reinterpret_cast<float*>(scratch + 115968);
         TG_IVDEP
-        for (int x36 = 0; x36 < 64; ++x36) {
-          lane35[x36] = v242[o33 * 64 + x36];
+        for (int x37 = 0; x37 < 64; ++x37) {
+          lane36[x37] = v242[o34 * 64 + x37];
         }
-        for (int width38 = 32; width38 >= 1; width38 /= 2) {
+        for (int width39 = 32; width39 >= 1; width39 /= 2) {
           TG_IVDEP
-          for (int x36 = 0; x36 < width38; ++x36) {
-            const float v246 = lane35[x36];
-            const float v247 = lane35[x36 + width38];
+          for (int x37 = 0; x37 < width39; ++x37) {
+            const float v246 = lane36[x37];
+            const float v247 = lane36[x37 + width39];
             // v248 = add(v246, v247)  examples/flash_attention.py:80:29
             const float v248 = v246 + v247;
-            lane35[x36] = v248;
+            lane36[x37] = v248;
           }
         }
-        v249[o33 * 1 + 0] = lane35[0];
+        v249[o34 * 1 + 0] = lane36[0];
       }
       // v250 is computed in place of v208
       uint8_t* const __restrict v256 = reinterpret_cast<uint8_t*>(scratch + 116224);
@@ -620,10 +631,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       float* const __restrict v253 = reinterpret_cast<float*>(scratch + 116288);
       uint16_t* const __restrict v260 = reinterpret_cast<uint16_t*>(scratch + 124480);
       // the whole tile is in bounds (v257 all true): first and last index pass, no wrap
-      const bool full39 = (tg_add(v205, (int32_t)0) < v22) && (tg_add(v205, (int32_t)63) < v22) && (tg_add(v205, (int32_t)0) <= tg_add(v205, (int32_t)63));
+      const bool full40 = (tg_add(v205, (int32_t)0) < v22) && (tg_add(v205, (int32_t)63) < v22) && (tg_add(v205, (int32_t)0) <= tg_add(v205, (int32_t)63));
       for (int r = 0; r < 64; ++r) {
         uint16_t* const row210 = tg_addptr(v210[r * 32], offset210);  // &v210[r * 32]
-        if (full39) {
+        if (full40) {
           TG_IVDEP
           for (int c = 0; c < 32; ++c) {
             const int i = r * 32 + c;
@@ -656,16 +667,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         v261[i] = tg_f32_to_f16(v242[i]);
       }
       // v262 = dot(v261, v260, v253)  examples/flash_attention.py:86:15
-      float* const __restrict wide40 = reinterpret_cast<float*>(scratch + 136768);
-      tg_widen_f16(v261, wide40, 4096);
-      float* const __restrict wide41 = reinterpret_cast<float*>(scratch + 153152);
-      tg_widen_f16(v260, wide41, 2048);
+      float* const __restrict wide41 = reinterpret_cast<float*>(scratch + 136768);
+      tg_widen_f16(v261, wide41, 4096);
+      float* const __restrict wide42 = reinterpret_cast<float*>(scratch + 153152);
+      tg_widen_f16(v260, wide42, 2048);
       // v262 is computed in place of v206
       TG_IVDEP
-      for (int x42 = 0; x42 < 2048; ++x42) {
-        v206[x42] = (float)v253[x42];
+      for (int x43 = 0; x43 < 2048; ++x43) {
+        v206[x43] = (float)v253[x43];
       }
-      tg_dot_f32<64, 32, 64>(wide40, wide41, v206);
+      tg_dot_f32<64, 32, 64>(wide41, wide42, v206);
       // v266 = addptr(v207, v165)  examples/flash_attention.py:88:9
       // v266 is computed in place of v207
       offset207 += (uint64_t)(int64_t)v164;
@@ -681,9 +692,9 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   // v282 = addptr(v4, v281)  examples/flash_attention.py:146:14
   float* const v282 = tg_addptr(v4, v281);
   // the whole tile is in bounds (v62 all true): first and last index pass, no wrap
-  const bool full43 = (tg_add(v55, (int32_t)0) < v22) && (tg_add(v55, (int32_t)63) < v22) && (tg_add(v55, (int32_t)0) <= tg_add(v55, (int32_t)63));
+  const bool full44 = (tg_add(v55, (int32_t)0) < v22) && (tg_add(v55, (int32_t)63) < v22) && (tg_add(v55, (int32_t)0) <= tg_add(v55, (int32_t)63));
   float* const row284 = tg_addptr(v282, tg_add(v55, (int32_t)(0 + 0)));  // &v284[0]
-  if (full43) {
+  if (full44) {
     TG_IVDEP
     for (int c = 0; c < 64; ++c) {
       const int i = c;
@@ -734,10 +745,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     v295[i] = tg_addptr(e294, e293);
   }
   // the whole tile is in bounds (v76 all true): first and last index pass, no wrap
-  const bool full44 = (tg_add(v55, (int32_t)0) < v22) && (tg_add(v55, (int32_t)63) < v22) && (tg_add(v55, (int32_t)0) <= tg_add(v55, (int32_t)63));
+  const bool full45 = (tg_add(v55, (int32_t)0) < v22) && (tg_add(v55, (int32_t)63) < v22) && (tg_add(v55, (int32_t)0) <= tg_add(v55, (int32_t)63));
   for (int r = 0; r < 64; ++r) {
     uint16_t* const row302 = tg_addptr(v295[r * 32 / 32], v73[r * 32]);  // &v302[r * 32]
-    if (full44) {
+    if (full45) {
       TG_IVDEP
       for (int c = 0; c < 32; ++c) {
         const int i = r * 32 + c;

@@ -515,29 +515,40 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       // v231 = select(v218, v224, v330)  examples/flash_attention.py:73:18
       float* const __restrict v231 = reinterpret_cast<float*>(scratch + 344064);
-      TG_IVDEP
-      for (int i = 0; i < 4096; ++i) {
-        v231[i] = v218[i] ? v224[i] : (float)(-__builtin_inf());
+      // the whole tile is in bounds (v218 all true): first and last index pass, no wrap
+      const bool full30 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63]));
+      if (full30) {
+        TG_IVDEP
+        for (int c = 0; c < 4096; ++c) {
+          const int i = c;
+          v231[i] = v224[i];
+        }
+      } else {
+        TG_IVDEP
+        for (int c = 0; c < 4096; ++c) {
+          const int i = c;
+          v231[i] = v218[i] ? v224[i] : (float)(-__builtin_inf());
+        }
       }
       // v235 = reduce(v231)  examples/flash_attention.py:77:33
       alignas(64) float v235[64];
-      for (int o30 = 0; o30 < 64; ++o30) {
-        alignas(64) float lane32[64];
+      for (int o31 = 0; o31 < 64; ++o31) {
+        alignas(64) float lane33[64];
         TG_IVDEP
-        for (int x33 = 0; x33 < 64; ++x33) {
-          lane32[x33] = v231[o30 * 64 + x33];
+        for (int x34 = 0; x34 < 64; ++x34) {
+          lane33[x34] = v231[o31 * 64 + x34];
         }
-        for (int width35 = 32; width35 >= 1; width35 /= 2) {
+        for (int width36 = 32; width36 >= 1; width36 /= 2) {
           TG_IVDEP
-          for (int x33 = 0; x33 < width35; ++x33) {
-            const float v232 = lane32[x33];
-            const float v233 = lane32[x33 + width35];
+          for (int x34 = 0; x34 < width36; ++x34) {
+            const float v232 = lane33[x34];
+            const float v233 = lane33[x34 + width36];
             // v234 = max(v232, v233)  examples/flash_attention.py:77:33
             const float v234 = tg_fmax(v232, v233);
-            lane32[x33] = v234;
+            lane33[x34] = v234;
           }
         }
-        v235[o30 * 1 + 0] = lane32[0];
+        v235[o31 * 1 + 0] = lane33[0];
       }
       alignas(64) float v238[64];
       alignas(64) float v246[64];
@@ -574,23 +585,23 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       // v251 = reduce(v244)  examples/flash_attention.py:80:29
       alignas(64) float v251[64];
-      for (int o36 = 0; o36 < 64; ++o36) {
-        alignas(64) float lane38[64];
+      for (int o37 = 0; o37 < 64; ++o37) {
+        alignas(64) float lane39[64];
         TG_IVDEP
-        for (int x39 = 0; x39 < 64; ++x39) {
-          lane38[x39] = v244[o36 * 64 + x39];
+        for (int x40 = 0; x40 < 64; ++x40) {
+          lane39[x40] = v244[o37 * 64 + x40];
         }
-        for (int width41 = 32; width41 >= 1; width41 /= 2) {
+        for (int width42 = 32; width42 >= 1; width42 /= 2) {
           TG_IVDEP
-          for (int x39 = 0; x39 < width41; ++x39) {
-            const float v248 = lane38[x39];
-            const float v249 = lane38[x39 + width41];
+          for (int x40 = 0; x40 < width42; ++x40) {
+            const float v248 = lane39[x40];
+            const float v249 = lane39[x40 + width42];
             // v250 = add(v248, v249)  examples/flash_attention.py:80:29
             const float v250 = v248 + v249;
-            lane38[x39] = v250;
+            lane39[x40] = v250;
           }
         }
-        v251[o36 * 1 + 0] = lane38[0];
+        v251[o37 * 1 + 0] = lane39[0];
       }
       // v252 is computed in place of v210
       alignas(64) uint8_t v258[64];
@@ -609,10 +620,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       uint16_t* const __restrict v262 = reinterpret_cast<uint16_t*>(scratch + 393216);
       uint16_t* const __restrict v263 = reinterpret_cast<uint16_t*>(scratch + 401408);
       // the whole tile is in bounds (v259 all true): first and last index pass, no wrap
-      const bool full42 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63]));
+      const bool full43 = (tg_add(v207, v58[0]) < v22) && (tg_add(v207, v58[63]) < v22) && (tg_add(v207, v58[0]) <= tg_add(v207, v58[63]));
       for (int r = 0; r < 64; ++r) {
         uint16_t* const row212 = tg_addptr(v212[r * 64], offset212);  // &v212[r * 64]
-        if (full42) {
+        if (full43) {
           TG_IVDEP
           for (int c = 0; c < 64; ++c) {
             const int i = r * 64 + c;
@@ -645,16 +656,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       // v264 = dot(v263, v262, v255)  examples/flash_attention.py:86:15
       // v264 is computed in place of v208
       TG_IVDEP
-      for (int x43 = 0; x43 < 4096; ++x43) {
-        v208[x43] = (float)v255[x43];
+      for (int x44 = 0; x44 < 4096; ++x44) {
+        v208[x44] = (float)v255[x44];
       }
-      uint16_t* const __restrict packed44 = reinterpret_cast<uint16_t*>(scratch + 409600);
-      if (!tg_dot_bf16_amx<64, 64, 64>(v263, v262, v208, packed44)) {
-        float* const __restrict wide45 = reinterpret_cast<float*>(scratch + 417792);
-        tg_widen_bf16(v263, wide45, 4096);
-        float* const __restrict wide46 = reinterpret_cast<float*>(scratch + 434176);
-        tg_widen_bf16(v262, wide46, 4096);
-        tg_dot_f32<64, 64, 64>(wide45, wide46, v208);
+      uint16_t* const __restrict packed45 = reinterpret_cast<uint16_t*>(scratch + 409600);
+      if (!tg_dot_bf16_amx<64, 64, 64>(v263, v262, v208, packed45)) {
+        float* const __restrict wide46 = reinterpret_cast<float*>(scratch + 417792);
+        tg_widen_bf16(v263, wide46, 4096);
+        float* const __restrict wide47 = reinterpret_cast<float*>(scratch + 434176);
+        tg_widen_bf16(v262, wide47, 4096);
+        tg_dot_f32<64, 64, 64>(wide46, wide47, v208);
       }
       // v268 = addptr(v209, v167)  examples/flash_attention.py:88:9
       // v268 is computed in place of v209
@@ -671,9 +682,9 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   // v284 = addptr(v4, v283)  examples/flash_attention.py:146:14
   float* const v284 = tg_addptr(v4, v283);
   // the whole tile is in bounds (v64 all true): first and last index pass, no wrap
-  const bool full47 = (tg_add(v57, v58[0]) < v22) && (tg_add(v57, v58[63]) < v22) && (tg_add(v57, v58[0]) <= tg_add(v57, v58[63]));
+  const bool full48 = (tg_add(v57, v58[0]) < v22) && (tg_add(v57, v58[63]) < v22) && (tg_add(v57, v58[0]) <= tg_add(v57, v58[63]));
   float* const row286 = tg_addptr(v284, tg_add(v57, v58[0]));  // &v286[0]
-  if (full47) {
+  if (full48) {
     TG_IVDEP
     for (int c = 0; c < 64; ++c) {
       const int i = c;
@@ -724,10 +735,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     v297[i] = tg_addptr(e296, e295);
   }
   // the whole tile is in bounds (v78 all true): first and last index pass, no wrap
-  const bool full48 = (tg_add(v57, v58[0]) < v22) && (tg_add(v57, v58[63]) < v22) && (tg_add(v57, v58[0]) <= tg_add(v57, v58[63]));
+  const bool full49 = (tg_add(v57, v58[0]) < v22) && (tg_add(v57, v58[63]) < v22) && (tg_add(v57, v58[0]) <= tg_add(v57, v58[63]));
   for (int r = 0; r < 64; ++r) {
     uint16_t* const row304 = tg_addptr(v297[r * 64 / 64], v75[r * 64]);  // &v304[r * 64]
-    if (full48) {
+    if (full49) {
       TG_IVDEP
       for (int c = 0; c < 64; ++c) {
         const int i = r * 64 + c;

@@ -206,32 +206,46 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       tg_dot_f32<32, 16, 32>(wide4, wide5, v73);
       alignas(64) float v82[512];
-      TG_IVDEP
-      for (int i = 0; i < 512; ++i) {
-        // v75 = mul(v73, v74)  tests/compat/compat_kernels/matmul.py:121:18
-        const float e75 = v73[i] * v45;
-        // v82 = select(v67, v75, v154)  tests/compat/compat_kernels/matmul.py:125:18
-        v82[i] = v67[i] ? e75 : (float)(-__builtin_inf());
+      // the whole tile is in bounds (v67 all true): first and last index pass, no wrap
+      const bool full7 = (tg_add(v48, (int32_t)0) < v5) && (tg_add(v48, (int32_t)15) < v5) && (tg_add(v48, (int32_t)0) <= tg_add(v48, (int32_t)15));
+      if (full7) {
+        TG_IVDEP
+        for (int c = 0; c < 512; ++c) {
+          const int i = c;
+          // v75 = mul(v73, v74)  tests/compat/compat_kernels/matmul.py:121:18
+          const float e75 = v73[i] * v45;
+          // v82 = select(v67, v75, v154)  tests/compat/compat_kernels/matmul.py:125:18
+          v82[i] = e75;
+        }
+      } else {
+        TG_IVDEP
+        for (int c = 0; c < 512; ++c) {
+          const int i = c;
+          // v75 = mul(v73, v74)  tests/compat/compat_kernels/matmul.py:121:18
+          const float e75 = v73[i] * v45;
+          // v82 = select(v67, v75, v154)  tests/compat/compat_kernels/matmul.py:125:18
+          v82[i] = v67[i] ? e75 : (float)(-__builtin_inf());
+        }
       }
       // v86 = reduce(v82)  tests/compat/compat_kernels/matmul.py:126:39
       alignas(64) float v86[32];
-      for (int o7 = 0; o7 < 32; ++o7) {
-        alignas(64) float lane9[16];
+      for (int o8 = 0; o8 < 32; ++o8) {
+        alignas(64) float lane10[16];
         TG_IVDEP
-        for (int x10 = 0; x10 < 16; ++x10) {
-          lane9[x10] = v82[o7 * 16 + x10];
+        for (int x11 = 0; x11 < 16; ++x11) {
+          lane10[x11] = v82[o8 * 16 + x11];
         }
-        for (int width12 = 8; width12 >= 1; width12 /= 2) {
+        for (int width13 = 8; width13 >= 1; width13 /= 2) {
           TG_IVDEP
-          for (int x10 = 0; x10 < width12; ++x10) {
-            const float v83 = lane9[x10];
-            const float v84 = lane9[x10 + width12];
+          for (int x11 = 0; x11 < width13; ++x11) {
+            const float v83 = lane10[x11];
+            const float v84 = lane10[x11 + width13];
             // v85 = max(v83, v84)  tests/compat/compat_kernels/matmul.py:126:39
             const float v85 = tg_fmax(v83, v84);
-            lane9[x10] = v85;
+            lane10[x11] = v85;
           }
         }
-        v86[o7 * 1 + 0] = lane9[0];
+        v86[o8 * 1 + 0] = lane10[0];
       }
       alignas(64) float v87[32];
       alignas(64) float v93[32];
@@ -264,23 +278,23 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       }
       // v98 = reduce(v91)  tests/compat/compat_kernels/matmul.py:129:42
       alignas(64) float v98[32];
-      for (int o13 = 0; o13 < 32; ++o13) {
-        alignas(64) float lane15[16];
+      for (int o14 = 0; o14 < 32; ++o14) {
+        alignas(64) float lane16[16];
         TG_IVDEP
-        for (int x16 = 0; x16 < 16; ++x16) {
-          lane15[x16] = v91[o13 * 16 + x16];
+        for (int x17 = 0; x17 < 16; ++x17) {
+          lane16[x17] = v91[o14 * 16 + x17];
         }
-        for (int width18 = 8; width18 >= 1; width18 /= 2) {
+        for (int width19 = 8; width19 >= 1; width19 /= 2) {
           TG_IVDEP
-          for (int x16 = 0; x16 < width18; ++x16) {
-            const float v95 = lane15[x16];
-            const float v96 = lane15[x16 + width18];
+          for (int x17 = 0; x17 < width19; ++x17) {
+            const float v95 = lane16[x17];
+            const float v96 = lane16[x17 + width19];
             // v97 = add(v95, v96)  tests/compat/compat_kernels/matmul.py:129:42
             const float v97 = v95 + v96;
-            lane15[x16] = v97;
+            lane16[x17] = v97;
           }
         }
-        v98[o13 * 1 + 0] = lane15[0];
+        v98[o14 * 1 + 0] = lane16[0];
       }
       // v99 is computed in place of v51
       TG_IVDEP
@@ -306,10 +320,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       alignas(64) uint16_t v116[512];
       alignas(64) uint16_t v120[512];
       // the whole tile is in bounds (v113 all true): first and last index pass, no wrap
-      const bool full19 = (tg_add(v48, (int32_t)0) < v5) && (tg_add(v48, (int32_t)15) < v5) && (tg_add(v48, (int32_t)0) <= tg_add(v48, (int32_t)15));
+      const bool full20 = (tg_add(v48, (int32_t)0) < v5) && (tg_add(v48, (int32_t)15) < v5) && (tg_add(v48, (int32_t)0) <= tg_add(v48, (int32_t)15));
       for (int r = 0; r < 32; ++r) {
         uint16_t* const row109 = tg_addptr(v105[r * 16 / 32], v108[r * 16]);  // &v109[r * 16]
-        if (full19) {
+        if (full20) {
           TG_IVDEP
           for (int c = 0; c < 16; ++c) {
             const int i = r * 16 + c;
@@ -343,16 +357,16 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
         }
       }
       // v123 = dot(v120, v116, v151)  tests/compat/compat_kernels/matmul.py:132:43
-      alignas(64) float wide20[512];
-      tg_widen_f16(v120, wide20, 512);
       alignas(64) float wide21[512];
-      tg_widen_f16(v116, wide21, 512);
+      tg_widen_f16(v120, wide21, 512);
+      alignas(64) float wide22[512];
+      tg_widen_f16(v116, wide22, 512);
       alignas(64) float v123[1024];
       TG_IVDEP
-      for (int x22 = 0; x22 < 1024; ++x22) {
-        v123[x22] = (float)v151[x22];
+      for (int x23 = 0; x23 < 1024; ++x23) {
+        v123[x23] = (float)v151[x23];
       }
-      tg_dot_f32<32, 32, 16>(wide20, wide21, v123);
+      tg_dot_f32<32, 32, 16>(wide21, wide22, v123);
       // v124 = add(v119, v123)  tests/compat/compat_kernels/matmul.py:132:15
       // v124 is computed in place of v49
       TG_IVDEP
@@ -376,10 +390,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     v136[i] = tg_addptr(e135, v21[i]);
   }
   // the whole tile is in bounds (v31 all true): first and last index pass, no wrap
-  const bool full23 = (tg_add(v11, v12[0]) < v5) && (tg_add(v11, v12[31]) < v5) && (tg_add(v11, v12[0]) <= tg_add(v11, v12[31]));
+  const bool full24 = (tg_add(v11, v12[0]) < v5) && (tg_add(v11, v12[31]) < v5) && (tg_add(v11, v12[0]) <= tg_add(v11, v12[31]));
   for (int r = 0; r < 32; ++r) {
     uint16_t* const row140 = tg_addptr(v136[r * 32 / 32], v26[r * 32]);  // &v140[r * 32]
-    if (full23) {
+    if (full24) {
       TG_IVDEP
       for (int c = 0; c < 32; ++c) {
         const int i = r * 32 + c;

@@ -280,35 +280,46 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     }
     tg_dot_f32<64, 64, 16>(v82, v223, v226);
     alignas(64) float v234[4096];
+    // the whole tile is in bounds (v233 all true): first and last index pass, no wrap
+    const bool full5 = (tg_add(v208, (int32_t)0) < 1) && (tg_add(v208, (int32_t)63) < 1) && (tg_add(v208, (int32_t)0) <= tg_add(v208, (int32_t)63));
     for (int r = 0; r < 64; ++r) {
-      TG_IVDEP
-      for (int c = 0; c < 64; ++c) {
-        const int i = r * 64 + c;
-        // v233 = broadcast(v219)  examples/flash_attention.py:73:18
-        const bool e233 = v219[c];
-        // v234 = select(v233, v226, v337)  examples/flash_attention.py:73:18
-        v234[i] = e233 ? v226[i] : (float)(-__builtin_inf());
+      if (full5) {
+        TG_IVDEP
+        for (int c = 0; c < 64; ++c) {
+          const int i = r * 64 + c;
+          // v234 = select(v233, v226, v337)  examples/flash_attention.py:73:18
+          v234[i] = v226[i];
+        }
+      } else {
+        TG_IVDEP
+        for (int c = 0; c < 64; ++c) {
+          const int i = r * 64 + c;
+          // v233 = broadcast(v219)  examples/flash_attention.py:73:18
+          const bool e233 = v219[c];
+          // v234 = select(v233, v226, v337)  examples/flash_attention.py:73:18
+          v234[i] = e233 ? v226[i] : (float)(-__builtin_inf());
+        }
       }
     }
     // v238 = reduce(v234)  examples/flash_attention.py:77:33
     alignas(64) float v238[64];
-    for (int o5 = 0; o5 < 64; ++o5) {
-      alignas(64) float lane7[64];
+    for (int o6 = 0; o6 < 64; ++o6) {
+      alignas(64) float lane8[64];
       TG_IVDEP
-      for (int x8 = 0; x8 < 64; ++x8) {
-        lane7[x8] = v234[o5 * 64 + x8];
+      for (int x9 = 0; x9 < 64; ++x9) {
+        lane8[x9] = v234[o6 * 64 + x9];
       }
-      for (int width10 = 32; width10 >= 1; width10 /= 2) {
+      for (int width11 = 32; width11 >= 1; width11 /= 2) {
         TG_IVDEP
-        for (int x8 = 0; x8 < width10; ++x8) {
-          const float v235 = lane7[x8];
-          const float v236 = lane7[x8 + width10];
+        for (int x9 = 0; x9 < width11; ++x9) {
+          const float v235 = lane8[x9];
+          const float v236 = lane8[x9 + width11];
           // v237 = max(v235, v236)  examples/flash_attention.py:77:33
           const float v237 = tg_fmax(v235, v236);
-          lane7[x8] = v237;
+          lane8[x9] = v237;
         }
       }
-      v238[o5 * 1 + 0] = lane7[0];
+      v238[o6 * 1 + 0] = lane8[0];
     }
     alignas(64) float v241[64];
     alignas(64) float v249[64];
@@ -345,23 +356,23 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     }
     // v254 = reduce(v247)  examples/flash_attention.py:80:29
     alignas(64) float v254[64];
-    for (int o11 = 0; o11 < 64; ++o11) {
-      alignas(64) float lane13[64];
+    for (int o12 = 0; o12 < 64; ++o12) {
+      alignas(64) float lane14[64];
       TG_IVDEP
-      for (int x14 = 0; x14 < 64; ++x14) {
-        lane13[x14] = v247[o11 * 64 + x14];
+      for (int x15 = 0; x15 < 64; ++x15) {
+        lane14[x15] = v247[o12 * 64 + x15];
       }
-      for (int width16 = 32; width16 >= 1; width16 /= 2) {
+      for (int width17 = 32; width17 >= 1; width17 /= 2) {
         TG_IVDEP
-        for (int x14 = 0; x14 < width16; ++x14) {
-          const float v251 = lane13[x14];
-          const float v252 = lane13[x14 + width16];
+        for (int x15 = 0; x15 < width17; ++x15) {
+          const float v251 = lane14[x15];
+          const float v252 = lane14[x15 + width17];
           // v253 = add(v251, v252)  examples/flash_attention.py:80:29
           const float v253 = v251 + v252;
-          lane13[x14] = v253;
+          lane14[x15] = v253;
         }
       }
-      v254[o11 * 1 + 0] = lane13[0];
+      v254[o12 * 1 + 0] = lane14[0];
     }
     // v255 is computed in place of v211
     alignas(64) uint8_t v262[64];
@@ -379,10 +390,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     alignas(64) float v258[1024];
     alignas(64) float v266[1024];
     // the whole tile is in bounds (v263 all true): first and last index pass, no wrap
-    const bool full17 = (tg_add(v208, (int32_t)0) < 1) && (tg_add(v208, (int32_t)63) < 1) && (tg_add(v208, (int32_t)0) <= tg_add(v208, (int32_t)63));
+    const bool full18 = (tg_add(v208, (int32_t)0) < 1) && (tg_add(v208, (int32_t)63) < 1) && (tg_add(v208, (int32_t)0) <= tg_add(v208, (int32_t)63));
     for (int r = 0; r < 64; ++r) {
       float* const row213 = tg_addptr(v213[r * 16], offset213);  // &v213[r * 16]
-      if (full17) {
+      if (full18) {
         TG_IVDEP
         for (int c = 0; c < 16; ++c) {
           const int i = r * 16 + c;
@@ -411,8 +422,8 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     // v267 = dot(v247, v266, v258)  examples/flash_attention.py:86:15
     // v267 is computed in place of v209
     TG_IVDEP
-    for (int x18 = 0; x18 < 1024; ++x18) {
-      v209[x18] = (float)v258[x18];
+    for (int x19 = 0; x19 < 1024; ++x19) {
+      v209[x19] = (float)v258[x19];
     }
     tg_dot_f32<64, 16, 64>(v247, v266, v209);
     // v271 = addptr(v210, v270)  examples/flash_attention.py:88:9
@@ -426,9 +437,9 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   // v288 = addptr(v4, v25)  examples/flash_attention.py:146:14
   float* const v288 = tg_addptr(v4, v25);
   // the whole tile is in bounds (v65 all true): first and last index pass, no wrap
-  const bool full19 = (tg_add(v57, (int32_t)0) < 1) && (tg_add(v57, (int32_t)63) < 1) && (tg_add(v57, (int32_t)0) <= tg_add(v57, (int32_t)63));
+  const bool full20 = (tg_add(v57, (int32_t)0) < 1) && (tg_add(v57, (int32_t)63) < 1) && (tg_add(v57, (int32_t)0) <= tg_add(v57, (int32_t)63));
   float* const row290 = tg_addptr(v288, tg_add(v57, (int32_t)(0 + 0)));  // &v290[0]
-  if (full19) {
+  if (full20) {
     TG_IVDEP
     for (int c = 0; c < 64; ++c) {
       const int i = c;
@@ -479,10 +490,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     v301[i] = tg_addptr(e300, e299);
   }
   // the whole tile is in bounds (v79 all true): first and last index pass, no wrap
-  const bool full20 = (tg_add(v57, (int32_t)0) < 1) && (tg_add(v57, (int32_t)63) < 1) && (tg_add(v57, (int32_t)0) <= tg_add(v57, (int32_t)63));
+  const bool full21 = (tg_add(v57, (int32_t)0) < 1) && (tg_add(v57, (int32_t)63) < 1) && (tg_add(v57, (int32_t)0) <= tg_add(v57, (int32_t)63));
   for (int r = 0; r < 64; ++r) {
     float* const row308 = tg_addptr(v301[r * 16 / 16], v76[r * 16]);  // &v308[r * 16]
-    if (full20) {
+    if (full21) {
       TG_IVDEP
       for (int c = 0; c < 16; ++c) {
         const int i = r * 16 + c;

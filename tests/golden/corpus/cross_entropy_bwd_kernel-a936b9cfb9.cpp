@@ -12,6 +12,9 @@ static inline bool tg_should_stop(TgStopPoll* stop, bool& stopped) {
 // The bytes one program moves through its fused loops: with the grid, whether a launch streams.
 static constexpr int64_t tg_program_bytes = 2048;
 
+#if defined(TEGULA_VECTOR_MATH) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 static inline void tegula_program(float* v0, int64_t* v1, float* v2, float* v3, float* v4, int32_t v5, int32_t v6, int32_t v7, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch, TgStopPoll* tg_stop, bool& tg_stopped) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v8 = program_id()  tests/compat/compat_kernels/softmax.py:80:11

@@ -9,6 +9,9 @@ static inline bool tg_should_stop(TgStopPoll* stop, bool& stopped) {
   return stopped;
 }
 
+#if defined(TEGULA_VECTOR_MATH) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 static inline void tegula_program(uint16_t* v0, int64_t* v1, float* v2, float* v3, uint16_t* v4, int32_t v5, int32_t v6, int32_t v7, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch, TgStopPoll* tg_stop, bool& tg_stopped) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v8 = program_id()  tests/compat/compat_kernels/softmax.py:80:11

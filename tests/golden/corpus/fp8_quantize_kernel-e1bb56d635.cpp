@@ -10,7 +10,6 @@ static inline void tegula_program(float* v0, uint8_t* v1, float* v2, int32_t v3,
   // v9 = addptr(v0, v8)  tests/compat/compat_kernels/grouped.py:67:17
   float* const v9 = tg_addptr(v0, v8);
   alignas(64) float v14[128];
-  alignas(64) float v15[128];
   // the whole tile is in bounds (v7 all true): first and last index pass, no wrap
   const bool full0 = ((int32_t)0 < v3) && ((int32_t)127 < v3) && ((int32_t)0 <= (int32_t)127);
   float* const row11 = tg_addptr(v9, (int32_t)(0 + 0));  // &v11[0]
@@ -20,8 +19,6 @@ static inline void tegula_program(float* v0, uint8_t* v1, float* v2, int32_t v3,
       const int i = c;
       // v14 = load(v11, v7, v34)  tests/compat/compat_kernels/grouped.py:67:9
       v14[i] = *(row11 + c);
-      // v15 = abs(v14)  tests/compat/compat_kernels/grouped.py:68:20
-      v15[i] = std::fabs(v14[i]);
     }
   } else {
     TG_IVDEP
@@ -37,23 +34,22 @@ static inline void tegula_program(float* v0, uint8_t* v1, float* v2, int32_t v3,
       const float e34 = (float)0.0;
       // v14 = load(v11, v7, v34)  tests/compat/compat_kernels/grouped.py:67:9
       v14[i] = e7 ? *(row11 + c) : e34;
-      // v15 = abs(v14)  tests/compat/compat_kernels/grouped.py:68:20
-      v15[i] = std::fabs(v14[i]);
     }
   }
   // v19 = reduce(v15)  tests/compat/compat_kernels/grouped.py:68:13
+  // v15 = abs(v14)  tests/compat/compat_kernels/grouped.py:68:20  (computed where reduced)
   float v19{};
   for (int o1 = 0; o1 < 1; ++o1) {
     alignas(64) float lane3[64];
     TG_IVDEP
     for (int x4 = 0; x4 < 64; ++x4) {
-      lane3[x4] = v15[o1 * 128 + x4];
+      lane3[x4] = std::fabs(v14[o1 * 128 + x4]);
     }
     for (int k5 = 64; k5 < 128; k5 += 64) {
       TG_IVDEP
       for (int x4 = 0; x4 < 64; ++x4) {
         const float v16 = lane3[x4];
-        const float v17 = v15[o1 * 128 + k5 + x4];
+        const float v17 = std::fabs(v14[o1 * 128 + k5 + x4]);
         // v18 = max(v16, v17)  tests/compat/compat_kernels/grouped.py:68:13
         const float v18 = tg_fmax(v16, v17);
         lane3[x4] = v18;

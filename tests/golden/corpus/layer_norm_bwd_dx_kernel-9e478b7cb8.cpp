@@ -68,55 +68,77 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   const float v35 = *v34;
   alignas(64) float v42[512];
   alignas(64) float v46[512];
-  alignas(64) float v47[512];
-  TG_IVDEP
-  for (int i = 0; i < 512; ++i) {
-    // v36 = splat(v33)  tests/compat/compat_kernels/norm.py:46:28
-    const float e36 = v33;
-    // v37 = sub(v21, v36)  tests/compat/compat_kernels/norm.py:46:28
-    const float e37 = v21[i] - e36;
-    // v38 = splat(v35)  tests/compat/compat_kernels/norm.py:46:27
-    const float e38 = v35;
-    // v39 = mul(v37, v38)  tests/compat/compat_kernels/norm.py:46:27
-    const float e39 = e37 * e38;
-    // v42 = select(v14, v39, v104)  tests/compat/compat_kernels/norm.py:46:12
-    v42[i] = (int32_t)(0 + i) < v10 ? e39 : (float)0.0;
-    // v43 = mul(v31, v28)  tests/compat/compat_kernels/norm.py:47:26
-    const float e43 = v31[i] * v28[i];
-    // v46 = select(v14, v43, v104)  tests/compat/compat_kernels/norm.py:47:11
-    v46[i] = (int32_t)(0 + i) < v10 ? e43 : (float)0.0;
-    // v47 = mul(v42, v46)  tests/compat/compat_kernels/norm.py:48:17
-    v47[i] = v42[i] * v46[i];
+  // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
+  const bool full1 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
+  if (full1) {
+    TG_IVDEP
+    for (int c = 0; c < 512; ++c) {
+      const int i = c;
+      // v36 = splat(v33)  tests/compat/compat_kernels/norm.py:46:28
+      const float e36 = v33;
+      // v37 = sub(v21, v36)  tests/compat/compat_kernels/norm.py:46:28
+      const float e37 = v21[i] - e36;
+      // v38 = splat(v35)  tests/compat/compat_kernels/norm.py:46:27
+      const float e38 = v35;
+      // v39 = mul(v37, v38)  tests/compat/compat_kernels/norm.py:46:27
+      const float e39 = e37 * e38;
+      // v42 = select(v14, v39, v104)  tests/compat/compat_kernels/norm.py:46:12
+      v42[i] = e39;
+      // v43 = mul(v31, v28)  tests/compat/compat_kernels/norm.py:47:26
+      const float e43 = v31[i] * v28[i];
+      // v46 = select(v14, v43, v104)  tests/compat/compat_kernels/norm.py:47:11
+      v46[i] = e43;
+    }
+  } else {
+    TG_IVDEP
+    for (int c = 0; c < 512; ++c) {
+      const int i = c;
+      // v36 = splat(v33)  tests/compat/compat_kernels/norm.py:46:28
+      const float e36 = v33;
+      // v37 = sub(v21, v36)  tests/compat/compat_kernels/norm.py:46:28
+      const float e37 = v21[i] - e36;
+      // v38 = splat(v35)  tests/compat/compat_kernels/norm.py:46:27
+      const float e38 = v35;
+      // v39 = mul(v37, v38)  tests/compat/compat_kernels/norm.py:46:27
+      const float e39 = e37 * e38;
+      // v42 = select(v14, v39, v104)  tests/compat/compat_kernels/norm.py:46:12
+      v42[i] = (int32_t)(0 + i) < v10 ? e39 : (float)0.0;
+      // v43 = mul(v31, v28)  tests/compat/compat_kernels/norm.py:47:26
+      const float e43 = v31[i] * v28[i];
+      // v46 = select(v14, v43, v104)  tests/compat/compat_kernels/norm.py:47:11
+      v46[i] = (int32_t)(0 + i) < v10 ? e43 : (float)0.0;
+    }
   }
   // v51 = reduce(v47)  tests/compat/compat_kernels/norm.py:48:10
+  // v47 = mul(v42, v46)  tests/compat/compat_kernels/norm.py:48:17  (computed where reduced)
   float v51{};
-  for (int o1 = 0; o1 < 1; ++o1) {
-    alignas(64) float lane3[64];
+  for (int o2 = 0; o2 < 1; ++o2) {
+    alignas(64) float lane4[64];
     TG_IVDEP
-    for (int x4 = 0; x4 < 64; ++x4) {
-      lane3[x4] = v47[o1 * 512 + x4];
+    for (int x5 = 0; x5 < 64; ++x5) {
+      lane4[x5] = v42[o2 * 512 + x5] * v46[o2 * 512 + x5];
     }
-    for (int k5 = 64; k5 < 512; k5 += 64) {
+    for (int k6 = 64; k6 < 512; k6 += 64) {
       TG_IVDEP
-      for (int x4 = 0; x4 < 64; ++x4) {
-        const float v48 = lane3[x4];
-        const float v49 = v47[o1 * 512 + k5 + x4];
+      for (int x5 = 0; x5 < 64; ++x5) {
+        const float v48 = lane4[x5];
+        const float v49 = v42[o2 * 512 + k6 + x5] * v46[o2 * 512 + k6 + x5];
         // v50 = add(v48, v49)  tests/compat/compat_kernels/norm.py:48:10
         const float v50 = v48 + v49;
-        lane3[x4] = v50;
+        lane4[x5] = v50;
       }
     }
-    for (int width6 = 32; width6 >= 1; width6 /= 2) {
+    for (int width7 = 32; width7 >= 1; width7 /= 2) {
       TG_IVDEP
-      for (int x4 = 0; x4 < width6; ++x4) {
-        const float v48 = lane3[x4];
-        const float v49 = lane3[x4 + width6];
+      for (int x5 = 0; x5 < width7; ++x5) {
+        const float v48 = lane4[x5];
+        const float v49 = lane4[x5 + width7];
         // v50 = add(v48, v49)  tests/compat/compat_kernels/norm.py:48:10
         const float v50 = v48 + v49;
-        lane3[x4] = v50;
+        lane4[x5] = v50;
       }
     }
-    v51 = lane3[0];
+    v51 = lane4[0];
   }
   // v52 = cast(v10)  tests/compat/compat_kernels/norm.py:48:10
   const float v52 = (float)v10;
@@ -124,42 +146,42 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   const float v53 = v51 / v52;
   // v57 = reduce(v46)  tests/compat/compat_kernels/norm.py:49:10
   float v57{};
-  for (int o7 = 0; o7 < 1; ++o7) {
-    alignas(64) float lane9[64];
+  for (int o8 = 0; o8 < 1; ++o8) {
+    alignas(64) float lane10[64];
     TG_IVDEP
-    for (int x10 = 0; x10 < 64; ++x10) {
-      lane9[x10] = v46[o7 * 512 + x10];
+    for (int x11 = 0; x11 < 64; ++x11) {
+      lane10[x11] = v46[o8 * 512 + x11];
     }
-    for (int k11 = 64; k11 < 512; k11 += 64) {
+    for (int k12 = 64; k12 < 512; k12 += 64) {
       TG_IVDEP
-      for (int x10 = 0; x10 < 64; ++x10) {
-        const float v54 = lane9[x10];
-        const float v55 = v46[o7 * 512 + k11 + x10];
+      for (int x11 = 0; x11 < 64; ++x11) {
+        const float v54 = lane10[x11];
+        const float v55 = v46[o8 * 512 + k12 + x11];
         // v56 = add(v54, v55)  tests/compat/compat_kernels/norm.py:49:10
         const float v56 = v54 + v55;
-        lane9[x10] = v56;
+        lane10[x11] = v56;
       }
     }
-    for (int width12 = 32; width12 >= 1; width12 /= 2) {
+    for (int width13 = 32; width13 >= 1; width13 /= 2) {
       TG_IVDEP
-      for (int x10 = 0; x10 < width12; ++x10) {
-        const float v54 = lane9[x10];
-        const float v55 = lane9[x10 + width12];
+      for (int x11 = 0; x11 < width13; ++x11) {
+        const float v54 = lane10[x11];
+        const float v55 = lane10[x11 + width13];
         // v56 = add(v54, v55)  tests/compat/compat_kernels/norm.py:49:10
         const float v56 = v54 + v55;
-        lane9[x10] = v56;
+        lane10[x11] = v56;
       }
     }
-    v57 = lane9[0];
+    v57 = lane10[0];
   }
   // v59 = div(v57, v52)  tests/compat/compat_kernels/norm.py:49:10
   const float v59 = v57 / v52;
   // v68 = addptr(v0, v15)  tests/compat/compat_kernels/norm.py:51:14
   float* const v68 = tg_addptr(v0, v15);
   // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
-  const bool full13 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
+  const bool full14 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
   float* const row70 = tg_addptr(v68, (int32_t)(0 + 0));  // &v70[0]
-  if (full13) {
+  if (full14) {
     TG_IVDEP
     for (int c = 0; c < 512; ++c) {
       const int i = c;
@@ -247,10 +269,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     alignas(64) float v95[512];
     alignas(64) float v97[512];
     // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
-    const bool full14 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
+    const bool full15 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
     float* const row81 = tg_addptr(v79, (int32_t)(0 + 0));  // &v81[0]
     float* const row85 = tg_addptr(v83, (int32_t)(0 + 0));  // &v85[0]
-    if (full14) {
+    if (full15) {
       TG_IVDEP
       for (int c = 0; c < 512; ++c) {
         const int i = c;
@@ -285,9 +307,9 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   }
   // store(v81, v99, v14)  tests/compat/compat_kernels/norm.py:69:5
   // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
-  const bool full15 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
+  const bool full16 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
   float* const row81_2 = tg_addptr(v79, (int32_t)(0 + 0));  // &v81[0]
-  if (full15) {
+  if (full16) {
     TG_IVDEP
     for (int c = 0; c < 512; ++c) {
       const int i = c;
@@ -302,9 +324,9 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   }
   // store(v85, v98, v14)  tests/compat/compat_kernels/norm.py:70:5
   // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
-  const bool full16 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
+  const bool full17 = ((int32_t)0 < v10) && ((int32_t)511 < v10) && ((int32_t)0 <= (int32_t)511);
   float* const row85_2 = tg_addptr(v83, (int32_t)(0 + 0));  // &v85[0]
-  if (full16) {
+  if (full17) {
     TG_IVDEP
     for (int c = 0; c < 512; ++c) {
       const int i = c;

@@ -12,18 +12,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   const int32_t v13 = tg_mul(v9, v6);
   // v14 = addptr(v0, v13)  tests/compat/compat_kernels/norm.py:22:17
   float* const v14 = tg_addptr(v0, v13);
-  alignas(64) float v19[512];
+  alignas(64) float copy19[512];
   // the whole tile is in bounds (v12 all true): first and last index pass, no wrap
   const bool full0 = ((int32_t)0 < v7) && ((int32_t)511 < v7) && ((int32_t)0 <= (int32_t)511);
   float* const row16 = tg_addptr(v14, (int32_t)(0 + 0));  // &v16[0]
-  if (full0) {
-    TG_IVDEP
-    for (int c = 0; c < 512; ++c) {
-      const int i = c;
-      // v19 = load(v16, v12, v58)  tests/compat/compat_kernels/norm.py:22:9
-      v19[i] = *(row16 + c);
-    }
-  } else {
+  if (!full0) {
     TG_IVDEP
     for (int c = 0; c < 512; ++c) {
       const int i = c;
@@ -36,9 +29,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       // v58 = constant()  tests/compat/compat_kernels/norm.py:22:57
       const float e58 = (float)0.0;
       // v19 = load(v16, v12, v58)  tests/compat/compat_kernels/norm.py:22:9
-      v19[i] = e12 ? *(row16 + c) : e58;
+      copy19[i] = e12 ? *(row16 + c) : e58;
     }
   }
+  // v19 is read where it lies when whole: nothing writes memory before its last use
+  const float* const v19 = full0 ? row16 : copy19;
   // v23 = reduce(v19)  tests/compat/compat_kernels/norm.py:23:12
   float v23{};
   for (int o1 = 0; o1 < 1; ++o1) {
@@ -74,47 +69,61 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   // v25 = div(v23, v24)  tests/compat/compat_kernels/norm.py:23:12
   const float v25 = v23 / v24;
   alignas(64) float v30[512];
-  alignas(64) float v31[512];
-  TG_IVDEP
-  for (int i = 0; i < 512; ++i) {
-    // v26 = splat(v25)  tests/compat/compat_kernels/norm.py:24:31
-    const float e26 = v25;
-    // v27 = sub(v19, v26)  tests/compat/compat_kernels/norm.py:24:31
-    const float e27 = v19[i] - e26;
-    // v30 = select(v12, v27, v58)  tests/compat/compat_kernels/norm.py:24:16
-    v30[i] = (int32_t)(0 + i) < v7 ? e27 : (float)0.0;
-    // v31 = mul(v30, v30)  tests/compat/compat_kernels/norm.py:25:18
-    v31[i] = v30[i] * v30[i];
+  // the whole tile is in bounds (v12 all true): first and last index pass, no wrap
+  const bool full7 = ((int32_t)0 < v7) && ((int32_t)511 < v7) && ((int32_t)0 <= (int32_t)511);
+  if (full7) {
+    TG_IVDEP
+    for (int c = 0; c < 512; ++c) {
+      const int i = c;
+      // v26 = splat(v25)  tests/compat/compat_kernels/norm.py:24:31
+      const float e26 = v25;
+      // v27 = sub(v19, v26)  tests/compat/compat_kernels/norm.py:24:31
+      const float e27 = v19[i] - e26;
+      // v30 = select(v12, v27, v58)  tests/compat/compat_kernels/norm.py:24:16
+      v30[i] = e27;
+    }
+  } else {
+    TG_IVDEP
+    for (int c = 0; c < 512; ++c) {
+      const int i = c;
+      // v26 = splat(v25)  tests/compat/compat_kernels/norm.py:24:31
+      const float e26 = v25;
+      // v27 = sub(v19, v26)  tests/compat/compat_kernels/norm.py:24:31
+      const float e27 = v19[i] - e26;
+      // v30 = select(v12, v27, v58)  tests/compat/compat_kernels/norm.py:24:16
+      v30[i] = (int32_t)(0 + i) < v7 ? e27 : (float)0.0;
+    }
   }
   // v35 = reduce(v31)  tests/compat/compat_kernels/norm.py:25:11
+  // v31 = mul(v30, v30)  tests/compat/compat_kernels/norm.py:25:18  (computed where reduced)
   float v35{};
-  for (int o7 = 0; o7 < 1; ++o7) {
-    alignas(64) float lane9[64];
+  for (int o8 = 0; o8 < 1; ++o8) {
+    alignas(64) float lane10[64];
     TG_IVDEP
-    for (int x10 = 0; x10 < 64; ++x10) {
-      lane9[x10] = v31[o7 * 512 + x10];
+    for (int x11 = 0; x11 < 64; ++x11) {
+      lane10[x11] = v30[o8 * 512 + x11] * v30[o8 * 512 + x11];
     }
-    for (int k11 = 64; k11 < 512; k11 += 64) {
+    for (int k12 = 64; k12 < 512; k12 += 64) {
       TG_IVDEP
-      for (int x10 = 0; x10 < 64; ++x10) {
-        const float v32 = lane9[x10];
-        const float v33 = v31[o7 * 512 + k11 + x10];
+      for (int x11 = 0; x11 < 64; ++x11) {
+        const float v32 = lane10[x11];
+        const float v33 = v30[o8 * 512 + k12 + x11] * v30[o8 * 512 + k12 + x11];
         // v34 = add(v32, v33)  tests/compat/compat_kernels/norm.py:25:11
         const float v34 = v32 + v33;
-        lane9[x10] = v34;
+        lane10[x11] = v34;
       }
     }
-    for (int width12 = 32; width12 >= 1; width12 /= 2) {
+    for (int width13 = 32; width13 >= 1; width13 /= 2) {
       TG_IVDEP
-      for (int x10 = 0; x10 < width12; ++x10) {
-        const float v32 = lane9[x10];
-        const float v33 = lane9[x10 + width12];
+      for (int x11 = 0; x11 < width13; ++x11) {
+        const float v32 = lane10[x11];
+        const float v33 = lane10[x11 + width13];
         // v34 = add(v32, v33)  tests/compat/compat_kernels/norm.py:25:11
         const float v34 = v32 + v33;
-        lane9[x10] = v34;
+        lane10[x11] = v34;
       }
     }
-    v35 = lane9[0];
+    v35 = lane10[0];
   }
   // v37 = div(v35, v24)  tests/compat/compat_kernels/norm.py:25:11
   const float v37 = v35 / v24;
@@ -137,11 +146,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   // v55 = addptr(v1, v13)  tests/compat/compat_kernels/norm.py:32:14
   float* const v55 = tg_addptr(v1, v13);
   // the whole tile is in bounds (v12 all true): first and last index pass, no wrap
-  const bool full13 = ((int32_t)0 < v7) && ((int32_t)511 < v7) && ((int32_t)0 <= (int32_t)511);
+  const bool full14 = ((int32_t)0 < v7) && ((int32_t)511 < v7) && ((int32_t)0 <= (int32_t)511);
   float* const row45 = tg_addptr(v2, (int32_t)(0 + 0));  // &v45[0]
   float* const row48 = tg_addptr(v3, (int32_t)(0 + 0));  // &v48[0]
   float* const row57 = tg_addptr(v55, (int32_t)(0 + 0));  // &v57[0]
-  if (full13) {
+  if (full14) {
     // v57 is streamed past the cache when the launch moves more than the cache holds
     const bool stream57 = tg_streams(grid, tg_program_bytes);
     alignas(64) float stage57[512];

@@ -32,7 +32,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     }
   }
   alignas(64) float v33[1];
-  alignas(64) float v34[1];
   TG_IVDEP
   for (int i = 0; i < 1; ++i) {
     // v29 = splat(v26)  examples/layer_norm.py:39:32
@@ -41,15 +40,14 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     const float e30 = v22[i] - e29;
     // v33 = select(v14, v30, v67)  examples/layer_norm.py:39:15
     v33[i] = (int32_t)(0 + i) < 1 ? e30 : (float)0.0;
-    // v34 = mul(v33, v33)  examples/layer_norm.py:40:18
-    v34[i] = v33[i] * v33[i];
   }
   // v38 = reduce(v34)  examples/layer_norm.py:40:11
+  // v34 = mul(v33, v33)  examples/layer_norm.py:40:18  (computed where reduced)
   float v38{};
   for (int o2 = 0; o2 < 1; ++o2) {
     TG_IVDEP
     for (int x3 = 0; x3 < 1; ++x3) {
-      v38 = v34[o2 * 1 + x3];
+      v38 = v33[o2 * 1 + x3] * v33[o2 * 1 + x3];
     }
   }
   // v41 = add(v38, v9)  examples/layer_norm.py:41:26

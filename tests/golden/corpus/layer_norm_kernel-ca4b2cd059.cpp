@@ -12,18 +12,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   const int32_t v14 = tg_mul(v10, v7);
   // v15 = addptr(v0, v14)  examples/layer_norm.py:37:17
   float* const v15 = tg_addptr(v0, v14);
-  alignas(64) float v20[1024];
+  alignas(64) float copy20[1024];
   // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
   const bool full0 = ((int32_t)0 < v6) && ((int32_t)1023 < v6) && ((int32_t)0 <= (int32_t)1023);
   float* const row17 = tg_addptr(v15, (int32_t)(0 + 0));  // &v17[0]
-  if (full0) {
-    TG_IVDEP
-    for (int c = 0; c < 1024; ++c) {
-      const int i = c;
-      // v20 = load(v17, v13, v63)  examples/layer_norm.py:37:9
-      v20[i] = *(row17 + c);
-    }
-  } else {
+  if (!full0) {
     TG_IVDEP
     for (int c = 0; c < 1024; ++c) {
       const int i = c;
@@ -36,9 +29,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       // v63 = constant()  examples/layer_norm.py:37:65
       const float e63 = (float)0.0;
       // v20 = load(v17, v13, v63)  examples/layer_norm.py:37:9
-      v20[i] = e13 ? *(row17 + c) : e63;
+      copy20[i] = e13 ? *(row17 + c) : e63;
     }
   }
+  // v20 is read where it lies when whole: nothing writes memory before its last use
+  const float* const v20 = full0 ? row17 : copy20;
   // v24 = reduce(v20)  examples/layer_norm.py:38:12
   float v24{};
   for (int o1 = 0; o1 < 1; ++o1) {
@@ -74,47 +69,61 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   // v26 = div(v24, v25)  examples/layer_norm.py:38:12
   const float v26 = v24 / v25;
   alignas(64) float v31[1024];
-  alignas(64) float v32[1024];
-  TG_IVDEP
-  for (int i = 0; i < 1024; ++i) {
-    // v27 = splat(v26)  examples/layer_norm.py:39:32
-    const float e27 = v26;
-    // v28 = sub(v20, v27)  examples/layer_norm.py:39:32
-    const float e28 = v20[i] - e27;
-    // v31 = select(v13, v28, v63)  examples/layer_norm.py:39:15
-    v31[i] = (int32_t)(0 + i) < v6 ? e28 : (float)0.0;
-    // v32 = mul(v31, v31)  examples/layer_norm.py:40:18
-    v32[i] = v31[i] * v31[i];
+  // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
+  const bool full7 = ((int32_t)0 < v6) && ((int32_t)1023 < v6) && ((int32_t)0 <= (int32_t)1023);
+  if (full7) {
+    TG_IVDEP
+    for (int c = 0; c < 1024; ++c) {
+      const int i = c;
+      // v27 = splat(v26)  examples/layer_norm.py:39:32
+      const float e27 = v26;
+      // v28 = sub(v20, v27)  examples/layer_norm.py:39:32
+      const float e28 = v20[i] - e27;
+      // v31 = select(v13, v28, v63)  examples/layer_norm.py:39:15
+      v31[i] = e28;
+    }
+  } else {
+    TG_IVDEP
+    for (int c = 0; c < 1024; ++c) {
+      const int i = c;
+      // v27 = splat(v26)  examples/layer_norm.py:39:32
+      const float e27 = v26;
+      // v28 = sub(v20, v27)  examples/layer_norm.py:39:32
+      const float e28 = v20[i] - e27;
+      // v31 = select(v13, v28, v63)  examples/layer_norm.py:39:15
+      v31[i] = (int32_t)(0 + i) < v6 ? e28 : (float)0.0;
+    }
   }
   // v36 = reduce(v32)  examples/layer_norm.py:40:11
+  // v32 = mul(v31, v31)  examples/layer_norm.py:40:18  (computed where reduced)
   float v36{};
-  for (int o7 = 0; o7 < 1; ++o7) {
-    alignas(64) float lane9[64];
+  for (int o8 = 0; o8 < 1; ++o8) {
+    alignas(64) float lane10[64];
     TG_IVDEP
-    for (int x10 = 0; x10 < 64; ++x10) {
-      lane9[x10] = v32[o7 * 1024 + x10];
+    for (int x11 = 0; x11 < 64; ++x11) {
+      lane10[x11] = v31[o8 * 1024 + x11] * v31[o8 * 1024 + x11];
     }
-    for (int k11 = 64; k11 < 1024; k11 += 64) {
+    for (int k12 = 64; k12 < 1024; k12 += 64) {
       TG_IVDEP
-      for (int x10 = 0; x10 < 64; ++x10) {
-        const float v33 = lane9[x10];
-        const float v34 = v32[o7 * 1024 + k11 + x10];
+      for (int x11 = 0; x11 < 64; ++x11) {
+        const float v33 = lane10[x11];
+        const float v34 = v31[o8 * 1024 + k12 + x11] * v31[o8 * 1024 + k12 + x11];
         // v35 = add(v33, v34)  examples/layer_norm.py:40:11
         const float v35 = v33 + v34;
-        lane9[x10] = v35;
+        lane10[x11] = v35;
       }
     }
-    for (int width12 = 32; width12 >= 1; width12 /= 2) {
+    for (int width13 = 32; width13 >= 1; width13 /= 2) {
       TG_IVDEP
-      for (int x10 = 0; x10 < width12; ++x10) {
-        const float v33 = lane9[x10];
-        const float v34 = lane9[x10 + width12];
+      for (int x11 = 0; x11 < width13; ++x11) {
+        const float v33 = lane10[x11];
+        const float v34 = lane10[x11 + width13];
         // v35 = add(v33, v34)  examples/layer_norm.py:40:11
         const float v35 = v33 + v34;
-        lane9[x10] = v35;
+        lane10[x11] = v35;
       }
     }
-    v36 = lane9[0];
+    v36 = lane10[0];
   }
   // v38 = div(v36, v25)  examples/layer_norm.py:40:11
   const float v38 = v36 / v25;
@@ -131,11 +140,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   // v58 = addptr(v1, v57)  examples/layer_norm.py:45:14
   float* const v58 = tg_addptr(v1, v57);
   // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
-  const bool full13 = ((int32_t)0 < v6) && ((int32_t)1023 < v6) && ((int32_t)0 <= (int32_t)1023);
+  const bool full14 = ((int32_t)0 < v6) && ((int32_t)1023 < v6) && ((int32_t)0 <= (int32_t)1023);
   float* const row44 = tg_addptr(v2, (int32_t)(0 + 0));  // &v44[0]
   float* const row49 = tg_addptr(v3, (int32_t)(0 + 0));  // &v49[0]
   float* const row60 = tg_addptr(v58, (int32_t)(0 + 0));  // &v60[0]
-  if (full13) {
+  if (full14) {
     // v60 is streamed past the cache when the launch moves more than the cache holds
     const bool stream60 = tg_streams(grid, tg_program_bytes);
     alignas(64) float stage60[1024];

@@ -34,7 +34,6 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     }
   }
   alignas(64) float v34[1];
-  alignas(64) float v35[1];
   TG_IVDEP
   for (int i = 0; i < 1; ++i) {
     // v30 = splat(v27)  examples/layer_norm.py:39:32
@@ -45,15 +44,14 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     const float e72 = (float)0.0;
     // v34 = select(v14, v31, v72)  examples/layer_norm.py:39:15
     v34[i] = (int32_t)(0 + i) < 1 ? e31 : e72;
-    // v35 = mul(v34, v34)  examples/layer_norm.py:40:18
-    v35[i] = v34[i] * v34[i];
   }
   // v39 = reduce(v35)  examples/layer_norm.py:40:11
+  // v35 = mul(v34, v34)  examples/layer_norm.py:40:18  (computed where reduced)
   float v39{};
   for (int o2 = 0; o2 < 1; ++o2) {
     TG_IVDEP
     for (int x3 = 0; x3 < 1; ++x3) {
-      v39 = v35[o2 * 1 + x3];
+      v39 = v34[o2 * 1 + x3] * v34[o2 * 1 + x3];
     }
   }
   // v42 = add(v39, v9)  examples/layer_norm.py:41:26

@@ -78,49 +78,63 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   // v27 = div(v25, v26)  examples/layer_norm.py:38:12
   const float v27 = v25 / v26;
   alignas(64) float v32[1024];
-  alignas(64) float v33[1024];
-  TG_IVDEP
-  for (int i = 0; i < 1024; ++i) {
-    // v28 = splat(v27)  examples/layer_norm.py:39:32
-    const float e28 = v27;
-    // v29 = sub(v21, v28)  examples/layer_norm.py:39:32
-    const float e29 = v21[i] - e28;
-    // v68 = constant()  examples/layer_norm.py:39:15
-    const float e68 = (float)0.0;
-    // v32 = select(v13, v29, v68)  examples/layer_norm.py:39:15
-    v32[i] = (int32_t)(0 + i) < v6 ? e29 : e68;
-    // v33 = mul(v32, v32)  examples/layer_norm.py:40:18
-    v33[i] = v32[i] * v32[i];
+  // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
+  const bool full7 = ((int32_t)0 < v6) && ((int32_t)1023 < v6) && ((int32_t)0 <= (int32_t)1023);
+  if (full7) {
+    TG_IVDEP
+    for (int c = 0; c < 1024; ++c) {
+      const int i = c;
+      // v28 = splat(v27)  examples/layer_norm.py:39:32
+      const float e28 = v27;
+      // v29 = sub(v21, v28)  examples/layer_norm.py:39:32
+      const float e29 = v21[i] - e28;
+      // v32 = select(v13, v29, v68)  examples/layer_norm.py:39:15
+      v32[i] = e29;
+    }
+  } else {
+    TG_IVDEP
+    for (int c = 0; c < 1024; ++c) {
+      const int i = c;
+      // v28 = splat(v27)  examples/layer_norm.py:39:32
+      const float e28 = v27;
+      // v29 = sub(v21, v28)  examples/layer_norm.py:39:32
+      const float e29 = v21[i] - e28;
+      // v68 = constant()  examples/layer_norm.py:39:15
+      const float e68 = (float)0.0;
+      // v32 = select(v13, v29, v68)  examples/layer_norm.py:39:15
+      v32[i] = (int32_t)(0 + i) < v6 ? e29 : e68;
+    }
   }
   // v37 = reduce(v33)  examples/layer_norm.py:40:11
+  // v33 = mul(v32, v32)  examples/layer_norm.py:40:18  (computed where reduced)
   float v37{};
-  for (int o7 = 0; o7 < 1; ++o7) {
-    alignas(64) float lane9[64];
+  for (int o8 = 0; o8 < 1; ++o8) {
+    alignas(64) float lane10[64];
     TG_IVDEP
-    for (int x10 = 0; x10 < 64; ++x10) {
-      lane9[x10] = v33[o7 * 1024 + x10];
+    for (int x11 = 0; x11 < 64; ++x11) {
+      lane10[x11] = v32[o8 * 1024 + x11] * v32[o8 * 1024 + x11];
     }
-    for (int k11 = 64; k11 < 1024; k11 += 64) {
+    for (int k12 = 64; k12 < 1024; k12 += 64) {
       TG_IVDEP
-      for (int x10 = 0; x10 < 64; ++x10) {
-        const float v34 = lane9[x10];
-        const float v35 = v33[o7 * 1024 + k11 + x10];
+      for (int x11 = 0; x11 < 64; ++x11) {
+        const float v34 = lane10[x11];
+        const float v35 = v32[o8 * 1024 + k12 + x11] * v32[o8 * 1024 + k12 + x11];
         // v36 = add(v34, v35)  examples/layer_norm.py:40:11
         const float v36 = v34 + v35;
-        lane9[x10] = v36;
+        lane10[x11] = v36;
       }
     }
-    for (int width12 = 32; width12 >= 1; width12 /= 2) {
+    for (int width13 = 32; width13 >= 1; width13 /= 2) {
       TG_IVDEP
-      for (int x10 = 0; x10 < width12; ++x10) {
-        const float v34 = lane9[x10];
-        const float v35 = lane9[x10 + width12];
+      for (int x11 = 0; x11 < width13; ++x11) {
+        const float v34 = lane10[x11];
+        const float v35 = lane10[x11 + width13];
         // v36 = add(v34, v35)  examples/layer_norm.py:40:11
         const float v36 = v34 + v35;
-        lane9[x10] = v36;
+        lane10[x11] = v36;
       }
     }
-    v37 = lane9[0];
+    v37 = lane10[0];
   }
   // v39 = div(v37, v26)  examples/layer_norm.py:40:11
   const float v39 = v37 / v26;
@@ -137,11 +151,11 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   // v61 = addptr(v1, v60)  examples/layer_norm.py:45:14
   uint16_t* const v61 = tg_addptr(v1, v60);
   // the whole tile is in bounds (v13 all true): first and last index pass, no wrap
-  const bool full13 = ((int32_t)0 < v6) && ((int32_t)1023 < v6) && ((int32_t)0 <= (int32_t)1023);
+  const bool full14 = ((int32_t)0 < v6) && ((int32_t)1023 < v6) && ((int32_t)0 <= (int32_t)1023);
   uint16_t* const row45 = tg_addptr(v2, (int32_t)(0 + 0));  // &v45[0]
   uint16_t* const row51 = tg_addptr(v3, (int32_t)(0 + 0));  // &v51[0]
   uint16_t* const row63 = tg_addptr(v61, (int32_t)(0 + 0));  // &v63[0]
-  if (full13) {
+  if (full14) {
     // v63 is streamed past the cache when the launch moves more than the cache holds
     const bool stream63 = tg_streams(grid, tg_program_bytes);
     alignas(64) uint16_t stage63[1024];

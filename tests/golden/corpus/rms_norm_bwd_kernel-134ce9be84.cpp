@@ -113,7 +113,6 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, floa
       const float v41 = *v40;
       alignas(64) float v43[256];
       alignas(64) float v44[256];
-      alignas(64) float v45[256];
       TG_IVDEP
       for (int i = 0; i < 256; ++i) {
         // v42 = splat(v41)  tests/compat/compat_kernels/norm.py:116:16
@@ -122,22 +121,21 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, floa
         v43[i] = v31[i] * e42;
         // v44 = mul(v17, v39)  tests/compat/compat_kernels/norm.py:117:15
         v44[i] = v17[i] * v39[i];
-        // v45 = mul(v44, v43)  tests/compat/compat_kernels/norm.py:118:43
-        v45[i] = v44[i] * v43[i];
       }
       // v49 = reduce(v45)  tests/compat/compat_kernels/norm.py:118:36
+      // v45 = mul(v44, v43)  tests/compat/compat_kernels/norm.py:118:43  (computed where reduced)
       float v49{};
       for (int o4 = 0; o4 < 1; ++o4) {
         alignas(64) float lane6[64];
         TG_IVDEP
         for (int x7 = 0; x7 < 64; ++x7) {
-          lane6[x7] = v45[o4 * 256 + x7];
+          lane6[x7] = v44[o4 * 256 + x7] * v43[o4 * 256 + x7];
         }
         for (int k8 = 64; k8 < 256; k8 += 64) {
           TG_IVDEP
           for (int x7 = 0; x7 < 64; ++x7) {
             const float v46 = lane6[x7];
-            const float v47 = v45[o4 * 256 + k8 + x7];
+            const float v47 = v44[o4 * 256 + k8 + x7] * v43[o4 * 256 + k8 + x7];
             // v48 = add(v46, v47)  tests/compat/compat_kernels/norm.py:118:36
             const float v48 = v46 + v47;
             lane6[x7] = v48;

@@ -99,7 +99,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       const float v38 = *v37;
       alignas(64) float v40[256];
       alignas(64) float v41[256];
-      alignas(64) float v42[256];
       TG_IVDEP
       for (int i = 0; i < 256; ++i) {
         // v39 = splat(v38)  tests/compat/compat_kernels/norm.py:116:16
@@ -108,22 +107,21 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
         v40[i] = v29[i] * e39;
         // v41 = mul(v16, v36)  tests/compat/compat_kernels/norm.py:117:15
         v41[i] = v16[i] * v36[i];
-        // v42 = mul(v41, v40)  tests/compat/compat_kernels/norm.py:118:43
-        v42[i] = v41[i] * v40[i];
       }
       // v46 = reduce(v42)  tests/compat/compat_kernels/norm.py:118:36
+      // v42 = mul(v41, v40)  tests/compat/compat_kernels/norm.py:118:43  (computed where reduced)
       float v46{};
       for (int o4 = 0; o4 < 1; ++o4) {
         alignas(64) float lane6[64];
         TG_IVDEP
         for (int x7 = 0; x7 < 64; ++x7) {
-          lane6[x7] = v42[o4 * 256 + x7];
+          lane6[x7] = v41[o4 * 256 + x7] * v40[o4 * 256 + x7];
         }
         for (int k8 = 64; k8 < 256; k8 += 64) {
           TG_IVDEP
           for (int x7 = 0; x7 < 64; ++x7) {
             const float v43 = lane6[x7];
-            const float v44 = v42[o4 * 256 + k8 + x7];
+            const float v44 = v41[o4 * 256 + k8 + x7] * v40[o4 * 256 + k8 + x7];
             // v45 = add(v43, v44)  tests/compat/compat_kernels/norm.py:118:36
             const float v45 = v43 + v44;
             lane6[x7] = v45;

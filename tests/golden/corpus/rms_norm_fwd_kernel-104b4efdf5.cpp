@@ -13,7 +13,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, in
   // v12 = addptr(v0, v11)  tests/compat/compat_kernels/norm.py:97:17
   float* const v12 = tg_addptr(v0, v11);
   alignas(64) float v17[256];
-  alignas(64) float v18[256];
   // the whole tile is in bounds (v10 all true): first and last index pass, no wrap
   const bool full0 = ((int32_t)0 < v5) && ((int32_t)255 < v5) && ((int32_t)0 <= (int32_t)255);
   float* const row14 = tg_addptr(v12, (int32_t)(0 + 0));  // &v14[0]
@@ -23,8 +22,6 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, in
       const int i = c;
       // v17 = load(v14, v10, v40)  tests/compat/compat_kernels/norm.py:97:9
       v17[i] = *(row14 + c);
-      // v18 = mul(v17, v17)  tests/compat/compat_kernels/norm.py:98:28
-      v18[i] = v17[i] * v17[i];
     }
   } else {
     TG_IVDEP
@@ -40,23 +37,22 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, in
       const float e40 = (float)0.0;
       // v17 = load(v14, v10, v40)  tests/compat/compat_kernels/norm.py:97:9
       v17[i] = e10 ? *(row14 + c) : e40;
-      // v18 = mul(v17, v17)  tests/compat/compat_kernels/norm.py:98:28
-      v18[i] = v17[i] * v17[i];
     }
   }
   // v22 = reduce(v18)  tests/compat/compat_kernels/norm.py:98:21
+  // v18 = mul(v17, v17)  tests/compat/compat_kernels/norm.py:98:28  (computed where reduced)
   float v22{};
   for (int o1 = 0; o1 < 1; ++o1) {
     alignas(64) float lane3[64];
     TG_IVDEP
     for (int x4 = 0; x4 < 64; ++x4) {
-      lane3[x4] = v18[o1 * 256 + x4];
+      lane3[x4] = v17[o1 * 256 + x4] * v17[o1 * 256 + x4];
     }
     for (int k5 = 64; k5 < 256; k5 += 64) {
       TG_IVDEP
       for (int x4 = 0; x4 < 64; ++x4) {
         const float v19 = lane3[x4];
-        const float v20 = v18[o1 * 256 + k5 + x4];
+        const float v20 = v17[o1 * 256 + k5 + x4] * v17[o1 * 256 + k5 + x4];
         // v21 = add(v19, v20)  tests/compat/compat_kernels/norm.py:98:21
         const float v21 = v19 + v20;
         lane3[x4] = v21;

@@ -10,7 +10,6 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, floa
   // v12 = addptr(v0, v11)  tests/compat/compat_kernels/norm.py:97:17
   uint16_t* const v12 = tg_addptr(v0, v11);
   alignas(64) float v18[256];
-  alignas(64) float v19[256];
   // the whole tile is in bounds (v10 all true): first and last index pass, no wrap
   const bool full0 = ((int32_t)0 < v5) && ((int32_t)255 < v5) && ((int32_t)0 <= (int32_t)255);
   uint16_t* const row14 = tg_addptr(v12, (int32_t)(0 + 0));  // &v14[0]
@@ -22,8 +21,6 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, floa
       const uint16_t e17 = *(row14 + c);
       // v18 = cast(v17)  tests/compat/compat_kernels/norm.py:97:9
       v18[i] = (float)tg_bf16_to_f32(e17);
-      // v19 = mul(v18, v18)  tests/compat/compat_kernels/norm.py:98:28
-      v19[i] = v18[i] * v18[i];
     }
   } else {
     TG_IVDEP
@@ -41,23 +38,22 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, floa
       const uint16_t e17 = e10 ? *(row14 + c) : e43;
       // v18 = cast(v17)  tests/compat/compat_kernels/norm.py:97:9
       v18[i] = (float)tg_bf16_to_f32(e17);
-      // v19 = mul(v18, v18)  tests/compat/compat_kernels/norm.py:98:28
-      v19[i] = v18[i] * v18[i];
     }
   }
   // v23 = reduce(v19)  tests/compat/compat_kernels/norm.py:98:21
+  // v19 = mul(v18, v18)  tests/compat/compat_kernels/norm.py:98:28  (computed where reduced)
   float v23{};
   for (int o1 = 0; o1 < 1; ++o1) {
     alignas(64) float lane3[64];
     TG_IVDEP
     for (int x4 = 0; x4 < 64; ++x4) {
-      lane3[x4] = v19[o1 * 256 + x4];
+      lane3[x4] = v18[o1 * 256 + x4] * v18[o1 * 256 + x4];
     }
     for (int k5 = 64; k5 < 256; k5 += 64) {
       TG_IVDEP
       for (int x4 = 0; x4 < 64; ++x4) {
         const float v20 = lane3[x4];
-        const float v21 = v19[o1 * 256 + k5 + x4];
+        const float v21 = v18[o1 * 256 + k5 + x4] * v18[o1 * 256 + k5 + x4];
         // v22 = add(v20, v21)  tests/compat/compat_kernels/norm.py:98:21
         const float v22 = v20 + v21;
         lane3[x4] = v22;

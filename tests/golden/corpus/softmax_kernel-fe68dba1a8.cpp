@@ -12,6 +12,9 @@ static inline bool tg_should_stop(TgStopPoll* stop, bool& stopped) {
 // The bytes one program moves through its fused loops: with the grid, whether a launch streams.
 static constexpr int64_t tg_program_bytes = 8192;
 
+#if defined(TEGULA_VECTOR_MATH) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, int32_t v4, int32_t v5, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch, TgStopPoll* tg_stop, bool& tg_stopped) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v6 = program_id()  tests/compat/compat_kernels/softmax.py:19:17
@@ -32,25 +35,20 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
       const int32_t v12 = tg_mul(v8, v2);
       // v13 = addptr(v1, v12)  tests/compat/compat_kernels/softmax.py:24:21
       float* const v13 = tg_addptr(v1, v12);
-      alignas(64) float v18[1024];
+      alignas(64) float copy18[1024];
       // the whole tile is in bounds (v11 all true): first and last index pass, no wrap
       const bool full2 = ((int32_t)0 < v5) && ((int32_t)1023 < v5) && ((int32_t)0 <= (int32_t)1023);
       float* const row15 = tg_addptr(v13, (int32_t)(0 + 0));  // &v15[0]
-      if (full2) {
+      if (!full2) {
         TG_IVDEP
         for (int c = 0; c < 1024; ++c) {
           const int i = c;
           // v18 = load(v15, v11, v36)  tests/compat/compat_kernels/softmax.py:24:13
-          v18[i] = *(row15 + c);
-        }
-      } else {
-        TG_IVDEP
-        for (int c = 0; c < 1024; ++c) {
-          const int i = c;
-          // v18 = load(v15, v11, v36)  tests/compat/compat_kernels/softmax.py:24:13
-          v18[i] = (int32_t)(0 + i) < v5 ? *(row15 + c) : (float)(-__builtin_inf());
+          copy18[i] = (int32_t)(0 + i) < v5 ? *(row15 + c) : (float)(-__builtin_inf());
         }
       }
+      // v18 is read where it lies when whole: nothing writes memory before its last use
+      const float* const v18 = full2 ? row15 : copy18;
       // v22 = reduce(v18)  tests/compat/compat_kernels/softmax.py:25:23
       float v22{};
       for (int o3 = 0; o3 < 1; ++o3) {

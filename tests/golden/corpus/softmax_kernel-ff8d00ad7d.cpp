@@ -4,6 +4,9 @@
 // The bytes one program moves through its fused loops: with the grid, whether a launch streams.
 static constexpr int64_t tg_program_bytes = 65536;
 
+#if defined(TEGULA_VECTOR_MATH) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, int32_t v4, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v5 = program_id()  examples/softmax.py:30:11
@@ -12,18 +15,11 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
   const int32_t v9 = tg_mul(v5, v3);
   // v10 = addptr(v0, v9)  examples/softmax.py:33:17
   float* const v10 = tg_addptr(v0, v9);
-  float* const __restrict v15 = reinterpret_cast<float*>(scratch + 0);
+  float* const __restrict copy15 = reinterpret_cast<float*>(scratch + 0);
   // the whole tile is in bounds (v8 all true): first and last index pass, no wrap
   const bool full0 = ((int32_t)0 < v2) && ((int32_t)8191 < v2) && ((int32_t)0 <= (int32_t)8191);
   float* const row12 = tg_addptr(v10, (int32_t)(0 + 0));  // &v12[0]
-  if (full0) {
-    TG_IVDEP
-    for (int c = 0; c < 8192; ++c) {
-      const int i = c;
-      // v15 = load(v12, v8, v33)  examples/softmax.py:33:9
-      v15[i] = *(row12 + c);
-    }
-  } else {
+  if (!full0) {
     TG_IVDEP
     for (int c = 0; c < 8192; ++c) {
       const int i = c;
@@ -36,9 +32,11 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
       // v33 = constant()  examples/softmax.py:33:65
       const float e33 = (float)(-__builtin_inf());
       // v15 = load(v12, v8, v33)  examples/softmax.py:33:9
-      v15[i] = e8 ? *(row12 + c) : e33;
+      copy15[i] = e8 ? *(row12 + c) : e33;
     }
   }
+  // v15 is read where it lies when whole: nothing writes memory before its last use
+  const float* const v15 = full0 ? row12 : copy15;
   // v19 = reduce(v15)  examples/softmax.py:35:19
   float v19{};
   for (int o1 = 0; o1 < 1; ++o1) {

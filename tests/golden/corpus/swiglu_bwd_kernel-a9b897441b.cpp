@@ -4,6 +4,9 @@
 // The bytes one program moves through its fused loops: with the grid, whether a launch streams.
 static constexpr int64_t tg_program_bytes = 5120;
 
+#if defined(TEGULA_VECTOR_MATH) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint16_t* v3, uint16_t* v4, int32_t v5, int32_t v6, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v7 = program_id()  tests/compat/compat_kernels/llm.py:57:11

@@ -68,7 +68,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
           // v36 = div(v32, v35)  tests/compat/compat_kernels/norm.py:146:38
           const float e36 = e32 / e35;
           // v39 = select(v22, v36, v76)  tests/compat/compat_kernels/norm.py:146:23
-          const float e39 = true ? e36 : v76[i];
+          const float e39 = e36;
           // v40 = add(v17, v39)  tests/compat/compat_kernels/norm.py:146:16
           v17[i] = v17[i] + e39;
           // v41 = sub(v29, v40)  tests/compat/compat_kernels/norm.py:147:43
@@ -76,7 +76,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
           // v42 = mul(v32, v41)  tests/compat/compat_kernels/norm.py:147:34
           const float e42 = e32 * e41;
           // v45 = select(v22, v42, v76)  tests/compat/compat_kernels/norm.py:147:19
-          const float e45 = true ? e42 : v76[i];
+          const float e45 = e42;
           // v46 = add(v16, v45)  tests/compat/compat_kernels/norm.py:147:14
           v16[i] = v16[i] + e45;
         }
