@@ -320,3 +320,22 @@ def test_torch_export_carries_the_ops_as_graph_nodes():
     targets_in_graph = {str(node.target) for node in exported.graph.nodes}
     assert {"tegula.rms_norm.default", "tegula.linear_cross_entropy.default"} <= targets_in_graph
     torch.testing.assert_close(exported.module()(x, targets), model(x, targets), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_row_and_vocabulary_runs_cover_every_item_once(monkeypatch, device):
+    # The partitions of the backward passes and of linear_cross_entropy, for a CPU and for a
+    # (pretended) 132-multiprocessor GPU: every item in exactly one run, runs of whole blocks.
+    from tegula.torch.ops import _rows
+    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
+    monkeypatch.setattr(_rows, "_multiprocessors", lambda index: 132)
+    where = torch.device(device, 0) if device == "cuda" else torch.device("cpu")
+    for items in (1, 5, 16, 17, 100, 4096, 16384, 32768, 100003):
+        programs, per_program = _rows.row_split(items, where)
+        assert (programs - 1) * per_program < items <= programs * per_program
+        assert programs <= (264 if device == "cuda" else _rows.MAX_PROGRAMS)
+        for block, other_blocks, cap in ((16, 4, 1 << 16), (64, 1, 3), (64, 512, 1 << 16), (32, 1000, 8)):
+            runs, per_run = lce._runs(items, block, other_blocks, where, cap)
+            assert per_run % block == 0 and 1 <= runs <= cap
+            assert (runs - 1) * per_run < items <= runs * per_run
+    assert _rows.backward_warps(16) == 4 and _rows.backward_warps(4096) == 16 and _rows.backward_warps(1024) == 4

@@ -51,8 +51,10 @@ def program_target(device: torch.device = None) -> int:
 
 def row_split(rows: int, device: torch.device = None) -> tuple:
     """(programs, rows per program) for a backward pass over `rows` rows on `device`."""
-    programs = max(1, min(rows, program_target(device)))
-    return programs, tegula.cdiv(rows, programs)
+    if rows <= 0:
+        return 1, 0  # one program writes the zero partial gradients
+    per_program = tegula.cdiv(rows, min(rows, program_target(device)))
+    return tegula.cdiv(rows, per_program), per_program  # no program without rows
 
 
 def backward_warps(block_n: int) -> int:
