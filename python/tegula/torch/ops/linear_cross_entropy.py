@@ -12,7 +12,8 @@ that the machine is full. Backward, from the
 saved log-sum-exp, recomputes each tile and its gradient ``dlogits =
 (softmax - onehot(target)) * dloss``:
 
-- dx: a program per row block walks the vocabulary, adding ``dlogits @ W``;
+- dx: a program per row block and run of the vocabulary walks its run,
+  adding ``dlogits @ W`` into that run's partial gradient;
 - dweight: a program per vocabulary block and run of rows walks its rows,
   adding ``dlogits^T @ x`` into that run's partial gradient. With few
   vocabulary blocks the rows are split into runs so that the machine is
@@ -155,16 +156,22 @@ def _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, V, C, ignore_inde
 
 
 @tegula.jit
-def linear_cross_entropy_dx_kernel(X, W, TARGETS, LSE, DLOSS, DX, M, V, C, ignore_index, BLOCK_M: tl.constexpr,
-                                   BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+def linear_cross_entropy_dx_kernel(X, W, TARGETS, LSE, DLOSS, DX, M, V, C, ignore_index, vocab_per_run,
+                                   BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr,
+                                   ACC: tl.constexpr):
+    # Program (i, j) adds row block i's gradient over vocabulary run j into DX[j].
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    for v0 in range(0, V, BLOCK_V):
+    run = tl.program_id(1)
+    v_start = run * vocab_per_run
+    v_end = tl.minimum(v_start + vocab_per_run, V)  # columns past it count as past V
+    partial = DX + run.to(tl.int64) * M * C
+    for v0 in range(v_start, v_end, BLOCK_V):
         cols = v0 + tl.arange(0, BLOCK_V)
-        dlogits = _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, V, C, ignore_index, BLOCK_M, BLOCK_V,
-                                   BLOCK_C, ACC).to(W.dtype.element_ty)
+        dlogits = _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, v_end, C, ignore_index, BLOCK_M,
+                                   BLOCK_V, BLOCK_C, ACC).to(W.dtype.element_ty)
         for c0 in range(0, C, BLOCK_C):
             cs = c0 + tl.arange(0, BLOCK_C)
-            _add_product(DX, rows, cs, M, C, dlogits, _load_chunk(W, cols, cs, V, C), ACC)
+            _add_product(partial, rows, cs, M, C, dlogits, _load_chunk(W, cols, cs, v_end, C), ACC)
 
 
 @tegula.jit
@@ -248,12 +255,17 @@ def linear_cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, weight: 
     dloss, x, weight, targets = dloss.contiguous(), x.contiguous(), weight.contiguous(), targets.contiguous()
     (M, C), V = x.shape, weight.shape[0]
     accumulator = _rows.accumulator(x)
-    dx = torch.zeros((M, C), dtype=accumulator, device=x.device)
     if not M:
-        return dx.to(x.dtype), torch.zeros_like(weight)
+        return torch.zeros_like(x), torch.zeros_like(weight)
     args = (x, weight, targets, lse, dloss)
     t = tiles(x)
-    linear_cross_entropy_dx_kernel[(tegula.cdiv(M, t.block_m),)](*args, dx, M, V, C, ignore_index, **t.meta(x))
+    row_blocks = tegula.cdiv(M, t.block_m)
+    runs, vocab_per_run = _runs(V, t.block_v, row_blocks, x.device,
+                                cap=max(1, PARTIAL_BYTES // max(1, M * C * accumulator.itemsize)))
+    dx_partials = torch.zeros((runs, M, C), dtype=accumulator, device=x.device)
+    linear_cross_entropy_dx_kernel[(row_blocks, runs)](*args, dx_partials, M, V, C, ignore_index, vocab_per_run,
+                                                       **t.meta(x))
+    dx = dx_partials[0] if runs == 1 else _rows.sum_partials(dx_partials.view(runs, M * C), accumulator).view(M, C)
     vocab_blocks = tegula.cdiv(V, t.block_v)
     runs, rows_per_run = _runs(M, t.block_m, vocab_blocks, x.device,
                                cap=max(1, PARTIAL_BYTES // max(1, V * C * accumulator.itemsize)))
