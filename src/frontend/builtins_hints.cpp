@@ -85,6 +85,14 @@ void collect_divisibility(Lowerer& l, ir::ValueId cond, std::vector<Divisibility
   }
 }
 
+// The variables of the current function that hold `value` now hold
+// `hinted`, outside runtime branches and loops.
+void rebind_to_hinted(Lowerer& l, ir::ValueId value, ir::ValueId hinted) {
+  if (l.frame().runtime_control_depth > 0) return;
+  for (auto& [name, symbol] : l.frame().vars)
+    if (symbol.is_value() && symbol.value == value) symbol = Symbol::of(hinted);
+}
+
 }  // namespace
 
 Symbol lower_hint(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -102,7 +110,14 @@ Symbol lower_hint(Lowerer& l, const CallArgs& c, const std::string& n) {
              rank > 1 ? "give a tuple, e.g. tl." + n + "(x, (1, 16))" : "give one integer, e.g. tl." + n + "(x, 16)");
   if (!t.is_pointer() && ir::is_float(t.scalar)) return input;  // axis facts describe integers and pointers
   for (int64_t& v : values) v = largest_pow2_divisor(v);
-  return Symbol::of(l.create(OpKind::Hint, {x}, t, c.loc, {{fact_of(n), ir::Attr{values}}}));
+  ir::ValueId hinted = l.create(OpKind::Hint, {x}, t, c.loc, {{fact_of(n), ir::Attr{values}}});
+  // Triton's hints annotate the value itself, so `tl.multiple_of(offs, 16)`
+  // as a statement promises the fact for every later use of offs: the
+  // variables holding it are rebound to the hinted copy (as tl.assume does,
+  // and not inside runtime control flow, where the copy would be defined in
+  // that region only).
+  rebind_to_hinted(l, x, hinted);
+  return Symbol::of(hinted);
 }
 
 // Recognized conditions rebind the variables of the current function that
@@ -129,8 +144,7 @@ Symbol lower_assume(Lowerer& l, const CallArgs& c, const std::string& n) {
     size_t rank = t.is_tile() ? t.shape.size() : 1;
     ir::ValueId hinted = l.create(OpKind::Hint, {f.value}, t, c.loc,
                                   {{ir::kHintDivisibility, ir::Attr{std::vector<int64_t>(rank, f.by)}}});
-    for (auto& [name, symbol] : l.frame().vars)
-      if (symbol.is_value() && symbol.value == f.value) symbol = Symbol::of(hinted);
+    rebind_to_hinted(l, f.value, hinted);
   }
   return Symbol::of(ConstValue::none());
 }

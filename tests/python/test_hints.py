@@ -52,17 +52,29 @@ def strided_rows_kernel(x_ptr, y_ptr, stride, n, HINT: tl.constexpr, BLOCK: tl.c
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1.0, mask=m)
 
 
+@tegula.jit
+def wrapped_copy_statement_kernel(x_ptr, y_ptr, n, period, HINT: tl.constexpr, BLOCK: tl.constexpr):
+    # Triton's hints annotate the value itself: as a statement, with the result unused, they
+    # still promise the fact for the later uses of offs.
+    offs = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)) % period
+    if HINT:
+        tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+
+
 @pytest.mark.parametrize("hint", [False, True])
 def test_wrapped_offsets(backend, hint):
     block, n = 128, 1000
     period = 1024  # a multiple of BLOCK: the promise holds
     rng = rng_for("wrapped", hint)
     x = rng.standard_normal(period).astype(np.float32)
-    y = backend.zeros(period, np.float32)
-    wrapped_copy_kernel[(period // block + 2,)](backend.array(x), y, n, period, HINT=hint, BLOCK=block)
-    want = np.zeros(period, np.float32)
-    want[:n] = x[:n] * 2
-    check(backend.numpy(y), want, "float32", ulps=0, atol=0)
+    for kernel in (wrapped_copy_kernel, wrapped_copy_statement_kernel):
+        y = backend.zeros(period, np.float32)
+        kernel[(period // block + 2,)](backend.array(x), y, n, period, HINT=hint, BLOCK=block)
+        want = np.zeros(period, np.float32)
+        want[:n] = x[:n] * 2
+        check(backend.numpy(y), want, "float32", ulps=0, atol=0)
 
 
 @pytest.mark.parametrize("hint", [False, True])
@@ -98,6 +110,7 @@ def test_assumed_stride(backend, hint):
 # Blocks of 512 elements: with 4 warps a thread holds 4 consecutive f32.
 SIGNATURES = {
     wrapped_copy_kernel: "*fp32:16, *fp32:16, i32, i32, {hint}, 512",
+    wrapped_copy_statement_kernel: "*fp32:16, *fp32:16, i32, i32, {hint}, 512",
     gather_rows_kernel: "*fp32:16, *i32:16, *fp32:16, i32, {hint}, 512",
     strided_rows_kernel: "*fp32:16, *fp32:16, i32, i32, {hint}, 512",
 }
@@ -129,9 +142,10 @@ def cpu_source(kernel, hint, tmp_path):
     return result.stdout
 
 
-def test_cpu_full_tile_path_comes_from_hints(tmp_path):
-    plain = cpu_source(wrapped_copy_kernel, False, tmp_path)
-    hinted = cpu_source(wrapped_copy_kernel, True, tmp_path)
+@pytest.mark.parametrize("kernel", [wrapped_copy_kernel, wrapped_copy_statement_kernel], ids=lambda k: k.fn.__name__)
+def test_cpu_full_tile_path_comes_from_hints(kernel, tmp_path):
+    plain = cpu_source(kernel, False, tmp_path)
+    hinted = cpu_source(kernel, True, tmp_path)
     marker = "the whole tile is in bounds"
     assert marker not in plain
     assert marker in hinted
