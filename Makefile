@@ -142,8 +142,9 @@ fuzz:
 
 PY_TEST_DIRS := tests/python $(wildcard tests/compat)
 
+# --durations: the slowest tests, for keeping `make test` within its time (README).
 py-test: build $(TORCH_STAMP)
-	$(PY) -m pytest -n $(JOBS) -q $(PY_TEST_DIRS)
+	$(PY) -m pytest -n $(JOBS) -q --durations=20 $(PY_TEST_DIRS)
 
 # The tests marked slow (long host emulations); `make check` runs them.
 py-test-slow: build

@@ -117,7 +117,10 @@ FIRST_COMPILE = textwrap.dedent("""
 
 def _start(script: str, tmp_path: pathlib.Path, threads: str = "2", *argv: str) -> subprocess.Popen:
     source = tmp_path / "script.py"
-    source.write_text(script)
+    # Python leaves SIGINT ignored when it starts with it ignored (as a
+    # shell's background job does), and so would every process it runs:
+    # the test's Ctrl-C then does nothing. A terminal's Python gets it.
+    source.write_text("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n" + script)
     env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"), TEGULA_NUM_THREADS=threads)
     return subprocess.Popen([sys.executable, str(source), *argv], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
