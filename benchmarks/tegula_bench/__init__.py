@@ -23,7 +23,18 @@ options; ``docs/benchmarks.md`` explains the reports). The files, by concept:
   ``torch_attention``, ``train_gpt``): cases for either device, and their CPU run.
 """
 
+import os
 import sys
+
+# OpenBLAS's worker threads spin for a while after each call (2^28 cycles
+# by default) before they sleep. Timed in alternation, that spinning takes a
+# core from the variant timed next: on 2 cores Tegula's 1024^3 matmul ran at
+# half its speed right after NumPy's. With 2^4 cycles they sleep at once, as
+# Tegula's workers do, so each library pays its own wake-up (NumPy's 512^3
+# matmul is slower for it, its larger ones are not: docs/benchmarks.md).
+# Set before NumPy loads OpenBLAS (run.py imports this package first); a
+# value the user set is kept.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def log(message: str) -> None:

@@ -101,7 +101,8 @@ def describe_software() -> dict:
             blas["summary"] = f"OpenBLAS {rt.get('corename', '?')} kernels, {rt.get('threads', '?')} threads"
         elif blas.get("numpy_config"):
             blas["summary"] = str(blas["numpy_config"].get("name", "unknown"))
-    env_names = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    env_names = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS",
+                 "MKL_NUM_THREADS",
                  "TEGULA_NUM_THREADS", "CXX")
     return {"python": platform.python_version(), "numpy": np.__version__, "tegula": tegula_version,
             "blas": blas, "env": {k: os.environ[k] for k in env_names if k in os.environ}}
