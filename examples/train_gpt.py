@@ -60,6 +60,10 @@ class Config:
     lr: float = 1e-2
     seed: int = 0
     corpus: int = 20000  # tokens of the synthetic corpus
+    # "bfloat16": the forward under torch.autocast(dtype=torch.bfloat16), mixed
+    # precision as Transformers are trained on GPUs (weights, optimizer state and
+    # the residual stream stay float32; matrix products and attention run in bf16)
+    precision: str = "float32"
 
 
 # On a GPU (the default there): 6 layers of width 512 (head dim 64), 16K
@@ -214,13 +218,16 @@ def train(config: Config, ops_name: str, steps: int, compile: bool = False, log_
 
     # AOTAutograd compiles the backward along with the forward; backward() itself stays outside.
     forward = torch.compile(model, fullgraph=True) if compile else model
+    autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
+                              enabled=config.precision == "bfloat16")
     # tokens/s is measured since the previous line printed (step 0's includes compiling).
     losses, tokens_seen, since = [], 0, time.perf_counter()
     after_first = None  # (time, tokens) when the first step ended
     for step, (tokens, targets) in zip(range(steps), batches(corpus, config, config.seed)):
         tokens, targets = tokens.to(device, non_blocking=True), targets.to(device, non_blocking=True)
         optimizer.zero_grad(set_to_none=True)
-        loss = forward(tokens, targets)
+        with autocast:
+            loss = forward(tokens, targets)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
@@ -276,7 +283,7 @@ def main() -> None:
     for field in dataclasses.fields(Config):
         default = getattr(Config(), field.name)
         parser.add_argument(f"--{field.name}", type=type(default), default=None,
-                            choices=["rms", "layer"] if field.name == "norm" else None,
+                            choices={"norm": ["rms", "layer"], "precision": ["float32", "bfloat16"]}.get(field.name),
                             help=f"default {default} on the CPU, {getattr(GPU_CONFIG, field.name)} on a GPU")
     args = parser.parse_args()
     given = {field.name: getattr(args, field.name) for field in dataclasses.fields(Config)

@@ -1,10 +1,11 @@
 """Launch configurations of tegula.torch.ops.attention against PyTorch SDPA.
 
     python tools/attention_sweep.py [--device cuda|cpu] [--quick] [--dims 64 128] [--shape 4x16x4096]
-                                    [--fwd 128x64w8s3 ...] [--bwd dkdv=64x128w8s2,dq=128x64w8s2 ...]
-                                    [--budget SECONDS] [--json PATH]
+                                    [--dtype bfloat16|float16|float32] [--fwd 128x64w8s3 ...]
+                                    [--bwd dkdv=64x128w8s2,dq=128x64w8s2 ...] [--budget SECONDS] [--json PATH]
 
-For each head dim and causal or not (bf16 q, k, v of shape [B, H, S, D];
+For each head dim and causal or not (q, k, v of shape [B, H, S, D], bf16
+unless ``--dtype`` says otherwise;
 on the GPU by default B=4, H=16, S=4096, D 64 and 128), SDPA's forward and
 backward are the yardstick, and each candidate configuration a row: forward
 candidates (the forward kernel's tiles) timed against SDPA's forward,
@@ -54,6 +55,10 @@ CUDA_FWD = ("128x64w8s3", "128x64w8s2", "128x128w8s2", "128x32w8s3", "64x64w4s3"
 CUDA_BWD = ("dkdv=32x128w8s2,dq=128x64w8s2", "dkdv=32x128w8s3,dq=128x64w8s3", "dkdv=32x64w4s3,dq=64x32w4s3",
             "dkdv=64x64w4s3,dq=64x64w4s3", "dkdv=32x128w8s2,dq=128x32w8s2", "dkdv=64x64w8s2,dq=128x64w8s2",
             "dkdv=16x128w8s2,dq=128x32w8s2", "dkdv=32x128w4s3,dq=128x32w4s3", "dkdv=64x128w8s2,dq=128x64w8s2")
+# float32 (three TF32 products per product): operands twice as wide, so smaller tiles.
+CUDA_F32_FWD = ("64x64w4s2", "64x64w4s3", "64x32w4s2", "128x32w8s2", "128x64w8s2", "64x64w8s2", "32x64w4s2")
+CUDA_F32_BWD = ("dkdv=32x64w4s2,dq=64x32w4s2", "dkdv=64x64w4s2,dq=64x64w4s2", "dkdv=32x128w8s2,dq=128x32w8s2",
+                "dkdv=16x64w4s2,dq=64x16w4s2", "dkdv=32x64w4s3,dq=64x32w4s3", "dkdv=64x64w8s2,dq=64x64w8s2")
 CPU_FWD = ("32x32", "16x64", "64x16")
 CPU_BWD = ("dkdv=32x32,dq=32x32", "dkdv=16x64,dq=64x16")
 FWD_TOLERANCE, BWD_TOLERANCE = 2e-2, 3e-2
@@ -80,11 +85,11 @@ class Problem:
     backward candidates start from SDPA's output and a log-sum-exp computed in float32
     here, so they do not depend on any forward candidate."""
 
-    def __init__(self, device, B, H, S, D, causal):
-        self.D, self.causal, self.shape = D, causal, f"{B}x{H}x{S}x{D}"
+    def __init__(self, device, B, H, S, D, causal, dtype="bfloat16"):
+        self.D, self.causal, self.shape, self.dtype = D, causal, f"{B}x{H}x{S}x{D}", dtype
         gen = torch.Generator(device=device).manual_seed(D + causal)
-        self.q, self.k, self.v, self.do = (torch.randn(B, H, S, D, device=device, generator=gen).to(torch.bfloat16)
-                                           for _ in range(4))
+        self.q, self.k, self.v, self.do = (
+            torch.randn(B, H, S, D, device=device, generator=gen).to(getattr(torch, dtype)) for _ in range(4))
         self.scale = 1.0 / math.sqrt(D)
         self.leaves = [t.detach().clone().requires_grad_() for t in (self.q, self.k, self.v)]
         self.ref_out = F.scaled_dot_product_attention(*self.leaves, is_causal=causal)
@@ -128,7 +133,7 @@ def measure(problem, kind, spec, device, timer, reps, log) -> dict:
            "tflops": None, "sdpa_ms": None, "sdpa_tflops": None, "of_sdpa": None, "error": None, "check": None}
     where = f"D={p.D} causal={p.causal} {kind} {spec}"
     try:
-        config = ac.parse(spec if backward else f"fwd={spec}", ac.default(device, p.D))
+        config = ac.parse(spec if backward else f"fwd={spec}", ac.default(device, p.D, p.dtype))
         run = p.tegula(kind, config)
         peer, want, tolerance = ((p.sdpa_bwd, p.ref_grads, BWD_TOLERANCE) if backward else
                                  (p.sdpa_fwd, (p.ref_out,), FWD_TOLERANCE))
@@ -166,7 +171,7 @@ def precompile_all(problems, fwd_specs, bwd_specs, device, log) -> None:
         for problem in problems:
             try:
                 backward = spec in bwd_specs
-                config = ac.parse(spec if backward else f"fwd={spec}", ac.default(device, problem.D))
+                config = ac.parse(spec if backward else f"fwd={spec}", ac.default(device, problem.D, problem.dtype))
                 jobs.append((problem, config, ("dkdv", "dq") if backward else ("fwd",)))
             except ValueError:
                 continue  # measured as an error row
@@ -245,6 +250,8 @@ def main(argv=None) -> int:
     parser.add_argument("--shape", help="BxHxS (default 4x16x4096 on the GPU, 1x2x80 on the CPU or --quick)")
     parser.add_argument("--fwd", action="append", metavar="TILES", help="forward candidates (repeatable)")
     parser.add_argument("--bwd", action="append", metavar="dkdv=TILES,dq=TILES", help="backward candidates")
+    parser.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16",
+                        help="q, k, v's dtype (default bfloat16)")
     parser.add_argument("--reps", type=int, help="timed calls per candidate (default 20; 3 with --quick)")
     parser.add_argument("--budget", type=float, default=1e9, metavar="S",
                         help="stop measuring after S seconds: the remaining candidates are rows that say so")
@@ -256,8 +263,9 @@ def main(argv=None) -> int:
     B, H, S = (int(x) for x in (args.shape or ("1x2x80" if small else "4x16x4096")).split("x"))
     dims = args.dims or ([32, 64] if small else [64, 128])
     on_gpu = args.device == "cuda"
-    fwd = args.fwd or list(CUDA_FWD if on_gpu and not args.quick else CPU_FWD)
-    bwd = args.bwd or list(CUDA_BWD if on_gpu and not args.quick else CPU_BWD)
+    wide = args.dtype == "float32"
+    fwd = args.fwd or list((CUDA_F32_FWD if wide else CUDA_FWD) if on_gpu and not args.quick else CPU_FWD)
+    bwd = args.bwd or list((CUDA_F32_BWD if wide else CUDA_BWD) if on_gpu and not args.quick else CPU_BWD)
     reps = args.reps or (3 if small else 20)
     timer = testing.CudaTimer() if on_gpu else testing.HostTimer()
     deadline = time.monotonic() + args.budget
@@ -266,8 +274,8 @@ def main(argv=None) -> int:
         print(f"[sweep] {message}", file=sys.stderr, flush=True)
 
     where = torch.cuda.get_device_name() if on_gpu else "CPU"
-    log(f"{where}: bf16 B={B} H={H} S={S}, D in {dims}; {len(fwd)} forward, {len(bwd)} backward candidates")
-    problems = [Problem(args.device, B, H, S, D, causal) for D in dims for causal in (False, True)]
+    log(f"{where}: {args.dtype} B={B} H={H} S={S}, D in {dims}; {len(fwd)} forward, {len(bwd)} backward candidates")
+    problems = [Problem(args.device, B, H, S, D, causal, args.dtype) for D in dims for causal in (False, True)]
     if not args.no_precompile:
         precompile_all(problems, fwd, bwd, args.device, log)
     rows = sweep(problems, fwd, bwd, args.device, timer, reps, deadline, log)

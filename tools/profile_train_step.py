@@ -1,22 +1,30 @@
 """Where the time of a training step of examples/train_gpt.py goes, per kernel.
 
     python tools/profile_train_step.py [--device cuda] [--ops tegula torch] [--steps 5] [--rows 25]
+                                       [--precision float32|bfloat16]
 
 For each variant, trains a few warm-up steps (compiling), then records
-`--steps` steps under torch.profiler and prints the kernels and ops that took
-the most device time (self time, summed over the steps, in ms per step): the
-table says which op a Tegula kernel belongs to by its name.
+`--steps` steps under torch.profiler and prints the ranges and kernels that
+took the most device time (self time, summed over the steps, in ms per
+step). Tegula's launches run inside ranges named after their kernels
+(tegula.profiling.set_nvtx): a row "attention_dkdv_kernel [key]" holds that
+kernel's device time (every Tegula kernel's own symbol is the ABI's
+``tegula_kernel``). The per-step total counts device kernels only.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
+
+import tegula.profiling
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,8 +37,12 @@ def load_example():
     return module
 
 
-def profile_variant(example, ops_name: str, device: str, steps: int, rows: int) -> None:
+def profile_variant(example, ops_name: str, device: str, steps: int, rows: int, precision: str) -> None:
     config = example.default_config(device)
+    if precision:
+        config = dataclasses.replace(config, precision=precision)
+    autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
+                              enabled=config.precision == "bfloat16")
     model = example.make_model(config, ops_name).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
     data = example.batches(example.markov_corpus(config.vocab, 50_000), config, config.seed)
@@ -38,7 +50,9 @@ def profile_variant(example, ops_name: str, device: str, steps: int, rows: int) 
     def step():
         tokens, targets = next(data)
         optimizer.zero_grad(set_to_none=True)
-        model(tokens.to(device), targets.to(device)).backward()
+        with autocast:
+            loss = model(tokens.to(device), targets.to(device))
+        loss.backward()
         optimizer.step()
 
     for _ in range(3):
@@ -57,8 +71,9 @@ def profile_variant(example, ops_name: str, device: str, steps: int, rows: int) 
         key = next((k for k in ("self_device_time_total", "self_cuda_time_total")
                     if averages and hasattr(averages[0], k)), "self_device_time_total")
     events = sorted(averages, key=lambda e: getattr(e, key, 0.0), reverse=True)
-    total = sum(getattr(e, key, 0.0) for e in events) or 1.0
-    print(f"\n== --ops {ops_name} on {device}: {total / 1e3 / steps:.2f} ms of "
+    kernels = [e for e in events if e.device_type != DeviceType.CPU] if device == "cuda" else events
+    total = sum(getattr(e, key, 0.0) for e in kernels) or 1.0
+    print(f"\n== --ops {ops_name} on {device}, {config.precision}: {total / 1e3 / steps:.2f} ms of "
           f"{'device' if device == 'cuda' else 'host'} self time per step ({steps} steps)")
     print(f"{'ms/step':>9} {'share':>6} {'calls/step':>10}  name")
     for e in events[:rows]:
@@ -72,10 +87,13 @@ def main() -> None:
     parser.add_argument("--ops", nargs="+", choices=["torch", "tegula"], default=["tegula", "torch"])
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--rows", type=int, default=25)
+    parser.add_argument("--precision", choices=["float32", "bfloat16"],
+                        help="the example's precision (default: its configuration's)")
     args = parser.parse_args()
     example = load_example()
+    tegula.profiling.set_nvtx(args.device == "cuda")
     for name in args.ops:
-        profile_variant(example, name, args.device, args.steps, args.rows)
+        profile_variant(example, name, args.device, args.steps, args.rows, args.precision)
 
 
 if __name__ == "__main__":

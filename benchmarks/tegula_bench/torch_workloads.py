@@ -22,10 +22,13 @@ Three groups, none in the default run (``--only`` picks them):
   model through torch.compile(fullgraph=True), in tokens/s, every variant on
   one fixed batch from the same initial weights; the reference is eager
   torch, and each variant's loss at its second step is checked against it.
+  float32, and on the GPU also mixed precision (the forward under bf16
+  autocast, ``train_gpt.step.bf16``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import sys
@@ -224,33 +227,41 @@ def attention_cases(torch, device: str, quick: bool, num_warps=None) -> list:
 
 
 def train_case(torch, device: str, quick: bool, num_warps=None) -> list:
+    """The training step in float32 and, on a GPU, under bf16 autocast (mixed precision)."""
     tg = _train_gpt()
-    config = tg.default_config("cpu" if quick else device)
-    corpus = tg.markov_corpus(config.vocab, 4 * config.batch * (config.context + 1) + 100)
-    tokens, targets = next(tg.batches(corpus, config, config.seed))
+    base = tg.default_config("cpu" if quick else device)
+    corpus = tg.markov_corpus(base.vocab, 4 * base.batch * (base.context + 1) + 100)
+    tokens, targets = next(tg.batches(corpus, base, base.seed))
     tokens, targets = tokens.to(device), targets.to(device)
 
-    def variant(ops_name: str, compile: bool):
+    def variant(config, ops_name: str, compile: bool):
         model = tg.make_model(config, ops_name).to(device)
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
         forward = torch.compile(model, fullgraph=True) if compile else model
+        autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
+                                  enabled=config.precision == "bfloat16")
 
         def step():
             optimizer.zero_grad(set_to_none=True)
-            loss = forward(tokens, targets)
+            with autocast:
+                loss = forward(tokens, targets)
             loss.backward()
             optimizer.step()
             return loss.detach()
         return step
 
-    c = config
+    c = base
     shape = f"{c.layers}L d{c.dim} h{c.heads} ctx{c.context} b{c.batch} V{c.vocab}"
-    case = Case("train_gpt.step", shape, "float32", 0, 0, None,
-                {"tegula": functools.partial(variant, "tegula", False),
-                 "torch": functools.partial(variant, "torch", False),
-                 "torch.compile": functools.partial(variant, "torch", True)},
-                tolerance=(0.0, 1e-3), tokens=config.batch * config.context)
-    return [case]
+    cases = []
+    for precision in ("float32", "bfloat16") if device == "cuda" else ("float32",):
+        config = dataclasses.replace(base, precision=precision)
+        # bf16 products round differently in the two variants: the first step's loss agrees to ~1e-3.
+        cases.append(Case("train_gpt.step" + ("" if precision == "float32" else ".bf16"), shape, precision, 0, 0, None,
+                          {"tegula": functools.partial(variant, config, "tegula", False),
+                           "torch": functools.partial(variant, config, "torch", False),
+                           "torch.compile": functools.partial(variant, config, "torch", True)},
+                          tolerance=(0.0, 1e-3 if precision == "float32" else 1e-2), tokens=c.batch * c.context))
+    return cases
 
 
 CASE_LISTS = {"torch_ops": op_cases, "torch_attention": attention_cases, "train_gpt": train_case}

@@ -173,6 +173,27 @@ def test_linear_cross_entropy_matches_torch(device, dtype, rows):
                    lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_cross_entropy_under_autocast_casts_as_linear_does(device):
+    # float32 x and weight under torch.autocast(bfloat16): the op sees them in bf16, as F.linear would,
+    # returns a float32 loss and float32 gradients for the float32 leaves.
+    gen = torch.Generator().manual_seed(72)
+    x = _randn(45, 40, dtype=torch.float32, gen=gen, device=device)
+    w = _randn(70, 40, dtype=torch.float32, gen=gen, scale=0.5, device=device)
+    targets = torch.randint(0, 70, (45,), generator=gen).to(device)
+    with torch.autocast(device, dtype=torch.bfloat16):
+        got = ops.linear_cross_entropy(x, w, targets)
+        want = F.cross_entropy(F.linear(x, w).float(), targets)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, ops.linear_cross_entropy(x.bfloat16(), w.bfloat16(), targets), rtol=0, atol=0)
+    torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+    got_grads = torch.autograd.grad(got, [x, w])
+    want_grads = torch.autograd.grad(want, [x, w])
+    for g, wg in zip(got_grads, want_grads):
+        assert g.dtype == torch.float32
+        torch.testing.assert_close(g, wg, rtol=3e-2, atol=3e-2)
+
+
 def test_linear_cross_entropy_gpu_tiles_match_torch(monkeypatch):
     # The tiles CUDA uses for 16-bit inputs (64 x 64 x 64), run on the CPU: 70 rows and C = 40 end in masked
     # tails of every block, V = 150 in a short last vocabulary run of the forward's split.

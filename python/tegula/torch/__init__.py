@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-__all__ = ["custom_op", "register_autograd", "compute_dtype"]
+__all__ = ["custom_op", "register_autograd", "compute_dtype", "dot_precision"]
 
 
 def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) -> Callable:
@@ -79,3 +79,13 @@ def compute_dtype(*tensors: torch.Tensor) -> Any:
     float32 (half and bfloat16 inputs are widened)."""
     import tegula.language as tl
     return tl.float64 if any(t.dtype == torch.float64 for t in tensors) else tl.float32
+
+
+def dot_precision(tensor: torch.Tensor) -> str:
+    """The ``input_precision`` of a ``tl.dot`` over float32 tiles of `tensor`
+    that must keep float32's accuracy: on the GPU ``"tf32x3"`` (each operand
+    split into two TF32 parts, three tensor-core products: an error of the
+    order of float32's, at a multiple of the FMA units' rate, as torch's own
+    float32 attention kernels do it), elsewhere ``"ieee"``. Other dtypes
+    ignore the argument."""
+    return "tf32x3" if tensor.is_cuda and tensor.dtype == torch.float32 else "ieee"

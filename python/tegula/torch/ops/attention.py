@@ -17,9 +17,10 @@ saved log-sum-exp, which gives each probability back as ``exp(s - lse)``:
 Each gradient is written by exactly one program: no atomics. Scores and
 statistics are float32 (float64 for float64 inputs); half-precision
 probabilities are rounded to the input dtype before they meet V or dO in a
-product, as the forward does. float32 products are full IEEE precision
-(``input_precision="ieee"``, not TF32 on the GPU), so results match torch's
-float32 attention. Tile sizes, warps and stages are chosen per backend and
+product, as the forward does. float32 products keep float32's precision:
+IEEE on the CPU, on the GPU three TF32 tensor-core products per product
+(``dot_precision``: ``"tf32x3"``, as torch's float32 attention kernels do),
+never plain TF32. Tile sizes, warps and stages are chosen per backend and
 head dim, each kernel its own (``attention_config``: 32 x 32 tiles on the
 CPU; an override for sweeps).
 """
@@ -32,7 +33,7 @@ import torch
 
 import tegula
 import tegula.language as tl
-from tegula.torch import compute_dtype, custom_op, register_autograd
+from tegula.torch import compute_dtype, custom_op, dot_precision, register_autograd
 
 from . import _rows, attention_config
 
@@ -65,7 +66,8 @@ def _visible(queries, keys, S, CAUSAL: tl.constexpr):
 
 @tegula.jit
 def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                             BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
+                             BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr,
+                        PRECISION: tl.constexpr):
     start_m = tl.program_id(0)
     head = tl.program_id(1).to(tl.int64)
     base = head * S * HEAD_DIM
@@ -85,7 +87,7 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
     for start_n in range(0, hi, BLOCK_N):
         keys = start_n + offs_n
         kt = tl.load(kt_ptrs, mask=keys[None, :] < S, other=0.0)
-        s = tl.dot(q, kt, input_precision="ieee").to(ACC) * scale
+        s = tl.dot(q, kt, input_precision=PRECISION).to(ACC) * scale
         visible = keys[None, :] < S
         if CAUSAL:
             visible = visible & (rows[:, None] >= keys[None, :])
@@ -95,7 +97,7 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
         alpha = tl.exp(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, axis=1)
         v = tl.load(v_ptrs, mask=keys[:, None] < S, other=0.0)
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision="ieee")
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
         kt_ptrs += BLOCK_N * HEAD_DIM
         v_ptrs += BLOCK_N * HEAD_DIM
@@ -115,7 +117,8 @@ def attention_delta_kernel(O, DO, DELTA, S, HEAD_DIM: tl.constexpr, BLOCK_M: tl.
 
 @tegula.jit
 def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: tl.constexpr,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr,
+                          PRECISION: tl.constexpr):
     start_n = tl.program_id(0) * BLOCK_N
     head = tl.program_id(1).to(tl.int64)
     base = head * S * HEAD_DIM
@@ -141,15 +144,15 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
         lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
         delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
         visible = _visible(rows[None, :], keys[:, None], S, CAUSAL)
-        s_t = tl.dot(k, qt, input_precision="ieee").to(ACC) * scale
+        s_t = tl.dot(k, qt, input_precision=PRECISION).to(ACC) * scale
         p_t = tl.where(visible, tl.exp(s_t - lse[None, :]), 0.0)
         do = tl.load(do_ptrs, mask=rows[:, None] < S, other=0.0)
-        dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision="ieee")
+        dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
         dot = tl.load(dot_ptrs, mask=rows[None, :] < S, other=0.0)
-        dp_t = tl.dot(v, dot, input_precision="ieee").to(ACC)
+        dp_t = tl.dot(v, dot, input_precision=PRECISION).to(ACC)
         ds_t = p_t * (dp_t - delta[None, :])
         q = tl.load(q_ptrs, mask=rows[:, None] < S, other=0.0)
-        dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision="ieee")
+        dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision=PRECISION)
         qt_ptrs += BLOCK_M * HEAD_DIM
         q_ptrs += BLOCK_M * HEAD_DIM
         dot_ptrs += BLOCK_M * HEAD_DIM
@@ -160,7 +163,8 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
 
 @tegula.jit
 def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                        BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr):
+                        BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr,
+                        PRECISION: tl.constexpr):
     start_m = tl.program_id(0)
     head = tl.program_id(1).to(tl.int64)
     base = head * S * HEAD_DIM
@@ -183,13 +187,13 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
         keys = start_n + offs_n
         kt = tl.load(kt_ptrs, mask=keys[None, :] < S, other=0.0)
         visible = _visible(rows[:, None], keys[None, :], S, CAUSAL)
-        s = tl.dot(q, kt, input_precision="ieee").to(ACC) * scale
+        s = tl.dot(q, kt, input_precision=PRECISION).to(ACC) * scale
         p = tl.where(visible, tl.exp(s - lse[:, None]), 0.0)
         vt = tl.load(vt_ptrs, mask=keys[None, :] < S, other=0.0)
-        dp = tl.dot(do, vt, input_precision="ieee").to(ACC)
+        dp = tl.dot(do, vt, input_precision=PRECISION).to(ACC)
         ds = p * (dp - delta[:, None])
         k = tl.load(k_ptrs, mask=keys[:, None] < S, other=0.0)
-        dq = tl.dot(ds.to(k.dtype), k, dq, input_precision="ieee")
+        dq = tl.dot(ds.to(k.dtype), k, dq, input_precision=PRECISION)
         kt_ptrs += BLOCK_N * HEAD_DIM
         k_ptrs += BLOCK_N * HEAD_DIM
         vt_ptrs += BLOCK_N * HEAD_DIM
@@ -207,7 +211,7 @@ def _check(q, k, v):
 
 
 def _config(q):
-    return attention_config.choose(q.device.type, q.shape[-1])
+    return attention_config.choose(q.device.type, q.shape[-1], str(q.dtype).removeprefix("torch."))
 
 
 def _grid(q, block: int):
@@ -234,7 +238,7 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
         S, D = q.shape[-2:]
         attention_forward_kernel[_grid(q, tiles.block_m)](
             q, k, v, out, lse, S, scale, HEAD_DIM=D, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=causal,
-            ACC=compute_dtype(q), **tiles.options())
+            ACC=compute_dtype(q), PRECISION=dot_precision(q), **tiles.options())
     return out, lse
 
 
@@ -257,11 +261,13 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     delta = torch.empty_like(lse)
     rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
     attention_delta_kernel[_grid(q, rows)](out, do, delta, S, BLOCK_M=rows, **meta)
-    dkdv, dqt = config.dkdv, config.dq
+    dkdv, dqt, precision = config.dkdv, config.dq, dot_precision(q)
     attention_dkdv_kernel[_grid(q, dkdv.block_n)](q, k, v, do, lse, delta, dk, dv, S, scale, BLOCK_M=dkdv.block_m,
-                                                  BLOCK_N=dkdv.block_n, CAUSAL=causal, **meta, **dkdv.options())
+                                                  BLOCK_N=dkdv.block_n, CAUSAL=causal, PRECISION=precision, **meta,
+                                                  **dkdv.options())
     attention_dq_kernel[_grid(q, dqt.block_m)](q, k, v, do, lse, delta, dq, S, scale, BLOCK_M=dqt.block_m,
-                                               BLOCK_N=dqt.block_n, CAUSAL=causal, **meta, **dqt.options())
+                                               BLOCK_N=dqt.block_n, CAUSAL=causal, PRECISION=precision, **meta,
+                                               **dqt.options())
     return dq, dk, dv
 
 
@@ -272,7 +278,7 @@ def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "d
     (tools/attention_sweep.py)."""
     S, D = q.shape[-2:]
     stats = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
-    meta = dict(HEAD_DIM=D, CAUSAL=causal, ACC=compute_dtype(q))
+    meta = dict(HEAD_DIM=D, CAUSAL=causal, ACC=compute_dtype(q), PRECISION=dot_precision(q))
     pointers = {"fwd": (q, q, q, q, stats), "dkdv": (q, q, q, q, stats, stats, q, q),
                 "dq": (q, q, q, q, stats, stats, q)}
     kernel = {"fwd": attention_forward_kernel, "dkdv": attention_dkdv_kernel, "dq": attention_dq_kernel}

@@ -1,6 +1,6 @@
 """The launch configuration of the attention kernels: tile sizes, warps and
 pipeline stages of the forward, the dK/dV and the dQ kernels, chosen per
-backend and head dim, with an override for sweeps.
+backend, head dim and input dtype, with an override for sweeps.
 
 The CPU backend keeps the 32 x 32 tiles the kernels were written with. On
 CUDA the dK/dV kernel keeps its key block and two accumulators in
@@ -72,10 +72,18 @@ _CPU = AttentionConfig(Tiles(32, 32), Tiles(32, 32), Tiles(32, 32))
 # (bf16, B=4 H=16 S=4096, geometric mean over causal and not;
 # benchmarks/results/2026-12-02-h200-attention-sweep.json). At head dim 64
 # one warpgroup per backward program beats two; at 128 a forward tile of
-# 128 x 128 spills.
+# 128 x 128 spills. Half-precision inputs use this table.
 _CUDA = {
     64: AttentionConfig(fwd=Tiles(128, 128, 8, 3), dkdv=Tiles(32, 128, 4, 3), dq=Tiles(128, 32, 4, 3)),
     128: AttentionConfig(fwd=Tiles(64, 64, 4, 3), dkdv=Tiles(32, 128, 8, 3), dq=Tiles(128, 64, 8, 3)),
+}
+
+# float32 inputs on CUDA: operands twice as wide in shared memory, and each
+# product three TF32 products over split operands (tegula.torch.dot_precision),
+# so the tiles are half the half-precision ones along one side.
+_CUDA_F32 = {
+    64: AttentionConfig(fwd=Tiles(64, 64, 4, 2), dkdv=Tiles(32, 64, 4, 2), dq=Tiles(64, 32, 4, 2)),
+    128: AttentionConfig(fwd=Tiles(64, 32, 4, 2), dkdv=Tiles(32, 64, 4, 2), dq=Tiles(64, 32, 4, 2)),
 }
 
 # The delta kernel (rowsum(dO * O)) streams rows: its own small tile.
@@ -116,23 +124,25 @@ def parse(spec: str, base: AttentionConfig) -> AttentionConfig:
     return dataclasses.replace(base, **changes)
 
 
-def default(device_type: str, head_dim: int) -> AttentionConfig:
-    """The built-in configuration for a backend ("cpu", "cuda") and head dim."""
+def default(device_type: str, head_dim: int, dtype: str = "bfloat16") -> AttentionConfig:
+    """The built-in configuration for a backend ("cpu", "cuda"), head dim and
+    input dtype (its name: "bfloat16", "float16", "float32", ...)."""
     if device_type != "cuda":
         return _CPU
-    for dim in sorted(_CUDA):
+    table = _CUDA_F32 if dtype in ("float32", "float64") else _CUDA
+    for dim in sorted(table):
         if head_dim <= dim:
-            return _CUDA[dim]
-    return _CUDA[max(_CUDA)]
+            return table[dim]
+    return table[max(table)]
 
 
-def choose(device_type: str, head_dim: int) -> AttentionConfig:
+def choose(device_type: str, head_dim: int, dtype: str = "bfloat16") -> AttentionConfig:
     """What a launch uses: ``use``'s configuration, else the default with the
     environment variable's parts applied."""
     chosen = _override.get()
     if chosen is not None:
         return chosen
-    base = default(device_type, head_dim)
+    base = default(device_type, head_dim, dtype)
     spec = os.environ.get(ENV, "").strip()
     return parse(spec, base) if spec else base
 

@@ -21,8 +21,9 @@ saved log-sum-exp, recomputes each tile and its gradient ``dlogits =
 
 Each program owns the rows of the gradient it writes (no atomics); it adds
 into them chunk by chunk of C, so the gradients start zeroed. Logits and
-statistics are float32 (float64 for float64 inputs); products are IEEE
-float32 on the GPU too. Rows whose target is ``ignore_index`` have no loss
+statistics are float32 (float64 for float64 inputs); float32 products keep
+float32's accuracy (IEEE on the CPU, three TF32 products on the GPU:
+``tegula.torch.dot_precision``). Rows whose target is ``ignore_index`` have no loss
 and no gradient. Tiles are chosen per backend and dtype (``tiles``): small
 ones on the CPU, tensor-core sized ones for 16-bit inputs on CUDA.
 """
@@ -35,7 +36,7 @@ import torch
 
 import tegula
 import tegula.language as tl
-from tegula.torch import compute_dtype, custom_op, register_autograd
+from tegula.torch import compute_dtype, custom_op, dot_precision, register_autograd
 
 from . import _rows
 from .cross_entropy import IGNORE_INDEX
@@ -48,7 +49,8 @@ class Tiles:
     num_warps: int = None
 
     def meta(self, x: torch.Tensor) -> dict:
-        meta = dict(BLOCK_M=self.block_m, BLOCK_V=self.block_v, BLOCK_C=self.block_c, ACC=compute_dtype(x))
+        meta = dict(BLOCK_M=self.block_m, BLOCK_V=self.block_v, BLOCK_C=self.block_c, ACC=compute_dtype(x),
+                    PRECISION=dot_precision(x))
         if self.num_warps:
             meta["num_warps"] = self.num_warps
         return meta
@@ -72,30 +74,30 @@ def _load_chunk(ptr, rows, cs, R, C):
 
 
 @tegula.jit
-def _add_product(ptr, rows, cs, R, C, a, b, ACC: tl.constexpr):
+def _add_product(ptr, rows, cs, R, C, a, b, ACC: tl.constexpr, PRECISION: tl.constexpr):
     # ptr[rows, cs] += a @ b for a gradient of shape [R, C] that this program alone writes there.
     ptrs = ptr + rows[:, None].to(tl.int64) * C + cs[None, :]
     inside = (rows[:, None] < R) & (cs[None, :] < C)
-    tl.store(ptrs, tl.load(ptrs, mask=inside, other=0.0) + tl.dot(a, b, input_precision="ieee").to(ACC), mask=inside)
+    tl.store(ptrs, tl.load(ptrs, mask=inside, other=0.0) + tl.dot(a, b, input_precision=PRECISION).to(ACC), mask=inside)
 
 
 @tegula.jit
 def _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr,
-                 BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+                 BLOCK_C: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
     # x[rows] @ W[cols]^T as a [BLOCK_M, BLOCK_V] tile, -inf in the columns past V.
     logits = tl.zeros([BLOCK_M, BLOCK_V], dtype=ACC)
     for c0 in range(0, C, BLOCK_C):
         cs = c0 + tl.arange(0, BLOCK_C)
         x = _load_chunk(X, rows, cs, M, C)
         w = _load_chunk(W, cols, cs, V, C)
-        logits += tl.dot(x, tl.trans(w), input_precision="ieee").to(ACC)
+        logits += tl.dot(x, tl.trans(w), input_precision=PRECISION).to(ACC)
     return tl.where(cols[None, :] < V, logits, float("-inf"))
 
 
 @tegula.jit
 def linear_cross_entropy_forward_kernel(X, W, TARGETS, MAX_PART, SUM_PART, TARGET_PART, M, V, C, vocab_per_run,
                                         BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr,
-                                        ACC: tl.constexpr):
+                                        ACC: tl.constexpr, PRECISION: tl.constexpr):
     # Program (i, j): the running maximum, sum and target logit of row block i over vocabulary run j.
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     run = tl.program_id(1)
@@ -108,7 +110,7 @@ def linear_cross_entropy_forward_kernel(X, W, TARGETS, MAX_PART, SUM_PART, TARGE
     # A run's first block holds a column below v_end, so each row's maximum is finite from then on.
     for v0 in range(v_start, v_end, BLOCK_V):
         cols = v0 + tl.arange(0, BLOCK_V)
-        logits = _logits_tile(X, W, rows, cols, M, v_end, C, BLOCK_M, BLOCK_V, BLOCK_C, ACC)
+        logits = _logits_tile(X, W, rows, cols, M, v_end, C, BLOCK_M, BLOCK_V, BLOCK_C, ACC, PRECISION)
         m_new = tl.maximum(m_i, tl.max(logits, axis=1))
         l_i = l_i * tl.exp(m_i - m_new) + tl.sum(tl.exp(logits - m_new[:, None]), axis=1)
         m_i = m_new
@@ -145,12 +147,13 @@ def linear_cross_entropy_combine_kernel(MAX_PART, SUM_PART, TARGET_PART, TARGETS
 
 @tegula.jit
 def _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, V, C, ignore_index, BLOCK_M: tl.constexpr,
-                     BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+                     BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr,
+                     PRECISION: tl.constexpr):
     # (softmax - onehot(target)) * dloss for the tile, 0 in ignored rows and past M or V.
     targets = tl.load(TARGETS + rows, mask=rows < M, other=ignore_index)
     lse = tl.load(LSE + rows, mask=rows < M, other=0.0)
     scale = tl.where(targets != ignore_index, tl.load(DLOSS + rows, mask=rows < M, other=0.0).to(ACC), 0.0)
-    logits = _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M, BLOCK_V, BLOCK_C, ACC)
+    logits = _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M, BLOCK_V, BLOCK_C, ACC, PRECISION)
     probabilities = tl.exp(logits - lse[:, None])
     return (probabilities - tl.where(cols[None, :] == targets[:, None], 1.0, 0.0)) * scale[:, None]
 
@@ -158,7 +161,7 @@ def _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, V, C, ignore_inde
 @tegula.jit
 def linear_cross_entropy_dx_kernel(X, W, TARGETS, LSE, DLOSS, DX, M, V, C, ignore_index, vocab_per_run,
                                    BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr,
-                                   ACC: tl.constexpr):
+                                   ACC: tl.constexpr, PRECISION: tl.constexpr):
     # Program (i, j) adds row block i's gradient over vocabulary run j into DX[j].
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     run = tl.program_id(1)
@@ -168,16 +171,16 @@ def linear_cross_entropy_dx_kernel(X, W, TARGETS, LSE, DLOSS, DX, M, V, C, ignor
     for v0 in range(v_start, v_end, BLOCK_V):
         cols = v0 + tl.arange(0, BLOCK_V)
         dlogits = _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, M, v_end, C, ignore_index, BLOCK_M,
-                                   BLOCK_V, BLOCK_C, ACC).to(W.dtype.element_ty)
+                                   BLOCK_V, BLOCK_C, ACC, PRECISION).to(W.dtype.element_ty)
         for c0 in range(0, C, BLOCK_C):
             cs = c0 + tl.arange(0, BLOCK_C)
-            _add_product(partial, rows, cs, M, C, dlogits, _load_chunk(W, cols, cs, v_end, C), ACC)
+            _add_product(partial, rows, cs, M, C, dlogits, _load_chunk(W, cols, cs, v_end, C), ACC, PRECISION)
 
 
 @tegula.jit
 def linear_cross_entropy_dw_kernel(X, W, TARGETS, LSE, DLOSS, DW, M, V, C, ignore_index, rows_per_program,
                                    BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_C: tl.constexpr,
-                                   ACC: tl.constexpr):
+                                   ACC: tl.constexpr, PRECISION: tl.constexpr):
     # Program (i, j) adds vocabulary block i's gradient over run j of the rows into DW[j].
     cols = tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)
     run = tl.program_id(1)
@@ -187,10 +190,11 @@ def linear_cross_entropy_dw_kernel(X, W, TARGETS, LSE, DLOSS, DW, M, V, C, ignor
     for m0 in range(row_start, row_end, BLOCK_M):
         rows = m0 + tl.arange(0, BLOCK_M)
         dlogits = _logits_gradient(X, W, TARGETS, LSE, DLOSS, rows, cols, row_end, V, C, ignore_index, BLOCK_M,
-                                   BLOCK_V, BLOCK_C, ACC).to(X.dtype.element_ty)
+                                   BLOCK_V, BLOCK_C, ACC, PRECISION).to(X.dtype.element_ty)
         for c0 in range(0, C, BLOCK_C):
             cs = c0 + tl.arange(0, BLOCK_C)
-            _add_product(partial, cols, cs, V, C, tl.trans(dlogits), _load_chunk(X, rows, cs, row_end, C), ACC)
+            _add_product(partial, cols, cs, V, C, tl.trans(dlogits), _load_chunk(X, rows, cs, row_end, C), ACC,
+                         PRECISION)
 
 
 # The most memory the partial weight gradients of the row runs may take.
@@ -289,6 +293,12 @@ register_autograd(linear_cross_entropy_forward, _backward,
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
                          ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
     """``cross_entropy(x @ weight^T, targets)`` (mean over the rows not ignored) without the
-    logits in memory: x [M, C], weight [V, C] (a Linear layer's weight without bias), targets [M]."""
+    logits in memory: x [M, C], weight [V, C] (a Linear layer's weight without bias), targets [M].
+    Under ``torch.autocast`` x and weight are cast to its dtype first, as the ``F.linear`` this
+    replaces would be; the loss is float32 either way."""
+    device = x.device.type
+    if torch.is_autocast_enabled(device):
+        dtype = torch.get_autocast_dtype(device)
+        x, weight = x.to(dtype), weight.to(dtype)
     losses = linear_cross_entropy_forward(x, weight, targets, ignore_index)[0]
     return losses.sum() / (targets != ignore_index).sum()
