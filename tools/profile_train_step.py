@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -57,6 +58,14 @@ def profile_variant(example, ops_name: str, device: str, steps: int, rows: int, 
 
     for _ in range(3):
         step()
+    if device == "cuda":  # the wall time of a step, unprofiled
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+        print(f"\n== --ops {ops_name} on {device}, {config.precision}: "
+              f"{(time.perf_counter() - start) * 1e3 / steps:.2f} ms per step (wall clock)")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     if device == "cuda":
         torch.cuda.synchronize()
@@ -79,6 +88,14 @@ def profile_variant(example, ops_name: str, device: str, steps: int, rows: int, 
     for e in events[:rows]:
         t = getattr(e, key, 0.0)
         print(f"{t / 1e3 / steps:9.3f} {t / total:6.1%} {e.count / steps:10.1f}  {e.key[:110]}")
+    if device == "cuda":  # where the host's time goes: the step is host-bound when this exceeds the device's
+        host = sorted((e for e in averages if e.device_type == DeviceType.CPU), key=lambda e: e.self_cpu_time_total,
+                      reverse=True)
+        total = sum(e.self_cpu_time_total for e in host) or 1.0
+        print(f"-- host self time: {total / 1e3 / steps:.2f} ms per step")
+        for e in host[:rows]:
+            t = e.self_cpu_time_total
+            print(f"{t / 1e3 / steps:9.3f} {t / total:6.1%} {e.count / steps:10.1f}  {e.key[:110]}")
 
 
 def main() -> None:

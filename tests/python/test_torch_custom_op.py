@@ -76,6 +76,28 @@ def test_op_is_registered_under_its_name_and_passes_opcheck():
     torch.library.opcheck(scaled_tanh, (x, 0.7))
 
 
+def test_eager_calls_skip_the_dispatcher_with_the_same_results():
+    # In plain eager mode a call runs the host function under a torch.autograd.Function (no dispatcher
+    # round trip); torch.ops.<ns>.<op> goes through the dispatcher. Same values, same gradients.
+    x = torch.randn(6, 29, requires_grad=True)
+    fast = scaled_tanh(x, 0.7)
+    assert type(fast.grad_fn).__name__.startswith("scaled_tanh_function")
+    routed = torch.ops.tegula_tests.scaled_tanh(x, 0.7)
+    assert type(routed.grad_fn).__name__ != type(fast.grad_fn).__name__
+    torch.testing.assert_close(fast, routed, rtol=0, atol=0)
+    upstream = torch.randn(6, 29)
+    (g_fast,) = torch.autograd.grad(fast, x, upstream)
+    (g_routed,) = torch.autograd.grad(routed, x, upstream)
+    torch.testing.assert_close(g_fast, g_routed, rtol=0, atol=0)
+    with torch.no_grad():
+        torch.testing.assert_close(scaled_tanh(x, 0.7), fast.detach(), rtol=0, atol=0)
+    # Under a dispatch mode (what tracers use) the call goes through the dispatcher: fake outputs.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode:
+        fake = scaled_tanh(mode.from_tensor(x), 0.7)
+    assert fake.shape == x.shape and type(fake).__name__ == "FakeTensor"
+
+
 def test_gradients_match_finite_differences_in_float64():
     x, w = _inputs(3, 13, torch.float64)
     assert torch.autograd.gradcheck(model, (x, w))

@@ -24,11 +24,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 import torch
+from torch._library.custom_ops import CustomOpDef
 
-__all__ = ["custom_op", "register_autograd", "compute_dtype", "dot_precision"]
+__all__ = ["custom_op", "register_autograd", "compute_dtype", "dot_precision", "TegulaOp"]
 
 
-def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) -> Callable:
+def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) -> "TegulaOp":
     """Decorator: the host function becomes the custom op ``name``
     ("namespace::op", reachable as ``torch.ops.namespace.op``).
 
@@ -40,12 +41,66 @@ def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) ->
     device and strides the function's own outputs have, without computing
     them: ``x.new_empty(shape)`` for a contiguous output (``torch.empty_like``
     keeps the strides of a permuted input, which torch.compile then expects).
-    Returns torch's ``CustomOpDef``: call it like the function."""
-    def wrap(fn: Callable):
+    Returns a ``TegulaOp``: call it like the function."""
+    def wrap(fn: Callable) -> TegulaOp:
         op = torch.library.custom_op(name, mutates_args=tuple(mutates_args))(fn)
         op.register_fake(fake)
+        op.__class__ = TegulaOp
+        op._tegula_fn, op._tegula_mutates, op._tegula_function = fn, bool(tuple(mutates_args)), None
         return op
     return wrap
+
+
+class TegulaOp(CustomOpDef):
+    """A Tegula custom op: torch's ``CustomOpDef`` (opcheck, register_kernel
+    and the rest work as for any custom op) whose calls go through torch's
+    dispatcher whenever something may be tracing them (torch.compile,
+    torch.export, a dispatch mode such as FakeTensorMode, tensor subclasses,
+    functorch transforms), and straight to the host function in plain eager
+    mode, with the same autograd formula through a
+    ``torch.autograd.Function``. The dispatcher's route costs tens of
+    microseconds of Python per call, as much as the launches of a small op;
+    the results are the same either way."""
+
+    # Set on the instance when custom_op turns a CustomOpDef into a TegulaOp.
+    _tegula_fn: Callable
+    _tegula_mutates: bool
+    _tegula_function: Any  # the autograd.Function, once register_autograd gave a formula
+
+    def __call__(self, *args, **kwargs):
+        if kwargs or self._tegula_mutates or not _plain_eager(args):
+            return super().__call__(*args, **kwargs)
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            if self._tegula_function is None:
+                return super().__call__(*args)  # torch's error: the op has no gradient formula
+            return self._tegula_function.apply(*args)
+        return self._tegula_fn(*args)
+
+
+def _plain_eager(args) -> bool:
+    """Nothing can be tracing a call with these arguments: not compiling, no
+    dispatch mode or functorch transform active, and every tensor a plain
+    torch.Tensor (or Parameter), not a fake or functional subclass."""
+    if torch.compiler.is_compiling() or _dispatch_mode() is not None or _functorch_level() is not None:
+        return False
+    for a in args:
+        if isinstance(a, torch.Tensor) and type(a) not in _PLAIN_TENSORS:
+            return False
+        if isinstance(a, (list, tuple)) and not _plain_eager(a):
+            return False
+    return True
+
+
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _dispatch_mode():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+    return _get_current_dispatch_mode()
+
+
+def _functorch_level():
+    return torch._C._functorch.peek_interpreter_stack()
 
 
 def register_autograd(op, backward: Callable, *, save: Callable) -> None:
@@ -71,6 +126,22 @@ def register_autograd(op, backward: Callable, *, save: Callable) -> None:
         return backward(tuple(saved), *grads)
 
     op.register_autograd(backward_from_context, setup_context=setup_context)
+    if isinstance(op, TegulaOp):
+        host = op._tegula_fn
+
+        # forward(ctx, ...) rather than a separate setup_context: with one,
+        # Function.apply binds its arguments through inspect.signature at
+        # every call. Named after the host function, so is its grad_fn.
+        def forward(ctx, *args):
+            output = host(*args)
+            setup_context(ctx, args, output)
+            return output
+
+        Function = type(f"{host.__name__}_function", (torch.autograd.Function,), {
+            "forward": staticmethod(forward),
+            "backward": staticmethod(backward_from_context),
+        })
+        op._tegula_function = Function
 
 
 def compute_dtype(*tensors: torch.Tensor) -> Any:

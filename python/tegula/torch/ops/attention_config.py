@@ -80,10 +80,14 @@ _CUDA = {
 
 # float32 inputs on CUDA: operands twice as wide in shared memory, and each
 # product three TF32 products over split operands (tegula.torch.dot_precision),
-# so the tiles are half the half-precision ones along one side.
+# so narrow tiles. Head dim 64: the sweep's choice at train_gpt's shape
+# (tools/attention_sweep.py --dtype float32 --shape 32x8x512 --dims 64 on the
+# H200; benchmarks/results/2026-12-02-h200-attention-sweep-f32.json): the
+# forward 114% of SDPA's rate, the backward 77%. 128 takes the same tiles,
+# unswept.
 _CUDA_F32 = {
-    64: AttentionConfig(fwd=Tiles(64, 64, 4, 2), dkdv=Tiles(32, 64, 4, 2), dq=Tiles(64, 32, 4, 2)),
-    128: AttentionConfig(fwd=Tiles(64, 32, 4, 2), dkdv=Tiles(32, 64, 4, 2), dq=Tiles(64, 32, 4, 2)),
+    64: AttentionConfig(fwd=Tiles(64, 32, 4, 2), dkdv=Tiles(16, 64, 4, 2), dq=Tiles(64, 16, 4, 2)),
+    128: AttentionConfig(fwd=Tiles(64, 32, 4, 2), dkdv=Tiles(16, 64, 4, 2), dq=Tiles(64, 16, 4, 2)),
 }
 
 # The delta kernel (rowsum(dO * O)) streams rows: its own small tile.
