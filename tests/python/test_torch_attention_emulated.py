@@ -67,7 +67,10 @@ def test_cuda_code_of_the_default_configuration_matches_the_reference(D, causal,
                        num_stages=tiles.num_stages, arch=90, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, **meta)
 
     out, lse = np.zeros_like(q), np.zeros(S, np.float32)
-    fwd = launch(attention.attention_forward_kernel, config.fwd, config.fwd.block_m, q, k, v, out, lse, S, scale)
+    # One head: H = 1, each input's (batch, head, row) strides those of a contiguous [1, 1, S, D].
+    strides = (S * D, S * D, D)
+    fwd = launch(attention.attention_forward_kernel, config.fwd, config.fwd.block_m, q, k, v, out, lse, S, 1,
+                 *strides * 3, scale)
     value_tolerance, grad_tolerance = (0.02, 0.03) if dtype == "bfloat16" else (1e-5, 1e-4)
     assert relative_error(out, want_out) <= value_tolerance
     assert np.abs(lse - want_lse).max() <= 1e-3
@@ -76,9 +79,9 @@ def test_cuda_code_of_the_default_configuration_matches_the_reference(D, causal,
     delta = (out.astype(np.float32) * do.astype(np.float32)).sum(axis=1).astype(np.float32)
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
     dkdv = launch(attention.attention_dkdv_kernel, config.dkdv, config.dkdv.block_n, q, k, v, do, lse, delta, dk,
-                  dv, S, scale)
+                  dv, S, 1, *strides * 4, scale)
     dq_kernel = launch(attention.attention_dq_kernel, config.dq, config.dq.block_m, q, k, v, do, lse, delta, dq, S,
-                       scale)
+                       1, *strides * 4, scale)
     for name, got, want in (("dq", dq, want_dq), ("dk", dk, want_dk), ("dv", dv, want_dv)):
         assert relative_error(got, want) <= grad_tolerance, name
     # Each kernel's loop runs as a software pipeline (cp.async into a ring of stages): its products run on

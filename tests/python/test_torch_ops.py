@@ -112,12 +112,26 @@ def test_layer_norm_matches_torch(device, dtype, n):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("shape", [(5, 37), (3, 1000)])  # the second spans a full and a masked block
+@pytest.mark.parametrize("shape", [(5, 37), (11, 1000)])  # masked tails of the 8 x 256 tiles in both dims
 def test_swiglu_matches_torch(device, dtype, shape):
     gen = torch.Generator().manual_seed(sum(shape))
     a = _randn(*shape, dtype=dtype, gen=gen, scale=3, device=device)
     b = _randn(*shape, dtype=dtype, gen=gen, device=device)
     _check_against(swiglu_reference, ops.swiglu, (a, b), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_swiglu_reads_the_halves_of_one_projection_in_place(device, dtype):
+    # gate and up as the two halves of one [B, T, 2N] output (row stride 2N), and a transposed layout
+    # whose rows do not form one matrix (a copy).
+    gen = torch.Generator().manual_seed(62)
+    projection = _randn(4, 7, 2 * 300, dtype=dtype, gen=gen, scale=2, device=device)
+    _check_against(lambda p: swiglu_reference(*p.chunk(2, dim=-1)), lambda p: ops.swiglu(*p.chunk(2, dim=-1)),
+                   (projection,), dtype, gen)
+    a, b = (_randn(9, 5, 33, dtype=dtype, gen=gen, device=device) for _ in range(2))
+    _check_against(lambda a, b: swiglu_reference(a.transpose(0, 1), b.transpose(0, 1)),
+                   lambda a, b: ops.swiglu(a.transpose(0, 1), b.transpose(0, 1)), (a, b), dtype, gen)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -128,6 +142,22 @@ def test_rotary_embedding_matches_torch(device, dtype, B, T, H, D):
     x = _randn(B, T, H, D, dtype=dtype, gen=gen, device=device)
     cos, sin = ops.rotary_tables(T, D, dtype=dtype, device=device)
     _check_against(rotary_reference, ops.rotary_embedding, (x, cos, sin), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_rotary_embedding_reads_strided_views_in_place(device, dtype):
+    # q of a [B, T, 3, H, D] projection (strides over B, T and H all differ from a contiguous tensor's),
+    # and a layout whose leading dims do not merge ([T, B, H, D] transposed to [B, T, H, D]).
+    gen = torch.Generator().manual_seed(61)
+    B, T, H, D = 3, 11, 5, 20
+    cos, sin = ops.rotary_tables(T, D, dtype=dtype, device=device)
+    qkv = _randn(B, T, 3, H, D, dtype=dtype, gen=gen, device=device)
+    _check_against(lambda t: rotary_reference(t.unbind(2)[0], cos, sin),
+                   lambda t: ops.rotary_embedding(t.unbind(2)[0], cos, sin), (qkv,), dtype, gen)
+    x = _randn(T, 2, B, H, D, dtype=dtype, gen=gen, device=device)
+    _check_against(lambda t: rotary_reference(t.flatten(1, 2).transpose(0, 1), cos, sin),
+                   lambda t: ops.rotary_embedding(t.flatten(1, 2).transpose(0, 1), cos, sin), (x,), dtype, gen)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -245,6 +275,29 @@ def test_attention_matches_sdpa(device, causal, dtype, H, S, D):
     q, k, v = (_randn(2, H, S, D, dtype=dtype, gen=gen, device=device) for _ in range(3))
     _check_against(lambda q, k, v: attention_reference(q, k, v, causal),
                    lambda q, k, v: ops.attention(q, k, v, causal=causal), (q, k, v), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_attention_reads_strided_views_in_place(device, dtype):
+    # q, k, v split from one [B, S, 3, H, D] projection and seen as [B, H, S, D] (every stride differs
+    # from a contiguous tensor's), and the upstream gradient a transposed view too: the kernels read them
+    # through their strides. S = 45 ends in masked tails of every tile.
+    gen = torch.Generator().manual_seed(451)
+    B, S, H, D = 2, 45, 3, 16
+    qkv = _randn(B, S, 3, H, D, dtype=dtype, gen=gen, device=device)
+
+    def split(qkv):
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))
+        return q, k, v
+
+    def run(attention, qkv):
+        out = attention(*split(qkv))
+        return out.transpose(1, 2)  # [B, S, H, D]: its gradient reaches the op as a transposed view
+
+    assert not split(qkv)[0].is_contiguous()
+    _check_against(lambda t: run(lambda q, k, v: attention_reference(q, k, v, True), t),
+                   lambda t: run(lambda q, k, v: ops.attention(q, k, v, causal=True), t), (qkv,), dtype, gen)
 
 
 # --- float64 against finite differences, and the registrations --------------------------------------

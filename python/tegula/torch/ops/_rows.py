@@ -41,6 +41,19 @@ def rows_of(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous().view(-1, x.shape[-1])
 
 
+def strided_rows(x: torch.Tensor) -> torch.Tensor:
+    """x as an [M, N] matrix of rows of its last dimension, a view of x (any row
+    stride, the last dimension contiguous) when its strides allow one, else a
+    contiguous copy."""
+    N = x.shape[-1]
+    if x.stride(-1) == 1 or N == 1:
+        try:
+            return x.view(-1, N)
+        except RuntimeError:  # leading dims that do not merge into one row index
+            pass
+    return x.contiguous().view(-1, N)
+
+
 def program_target(device: torch.device = None) -> int:
     """How many programs a pass that splits its rows should launch on `device`."""
     if device is not None and device.type == "cuda":

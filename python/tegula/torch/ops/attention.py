@@ -39,10 +39,17 @@ from . import _rows, attention_config
 
 
 @tegula.jit
-def _load_rows(ptr, base, rows, S, HEAD_DIM: tl.constexpr):
-    # Rows `rows` of the [S, HEAD_DIM] matrix of one head at `base`; zeros past S.
-    return tl.load(ptr + base + rows[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :], mask=rows[:, None] < S,
+def _load_rows(ptr, base, rows, S, stride_s, HEAD_DIM: tl.constexpr):
+    # Rows `rows` of one head's [S, HEAD_DIM] matrix at `base` (rows stride_s apart); zeros past S.
+    return tl.load(ptr + base + rows[:, None] * stride_s + tl.arange(0, HEAD_DIM)[None, :], mask=rows[:, None] < S,
                    other=0.0)
+
+
+@tegula.jit
+def _head_base(H, stride_b, stride_h):
+    # Where (batch, head) program_id(1) = batch * H + head starts in a [B, H, S, D] tensor of these strides.
+    bh = tl.program_id(1).to(tl.int64)
+    return (bh // H) * stride_b + (bh % H) * stride_h
 
 
 @tegula.jit
@@ -54,6 +61,12 @@ def _visible(queries, keys, S, CAUSAL: tl.constexpr):
     return visible
 
 
+# q, k, v and dO come in with any strides over [B, H, S] (the head dim
+# contiguous): each is passed with its batch, head and row strides (sqb, sqh,
+# sqs, ...), so the transposed and interleaved views a model hands over (q, k,
+# v split from one projection, [B, S, H, D] seen as [B, H, S, D]) are read in
+# place. Outputs, LSE and delta are contiguous.
+#
 # In the loops below every tile a product reads is loaded from a pointer tile
 # the loop advances by a fixed step, in the orientation the product wants
 # (K as [HEAD_DIM, BLOCK_N] for q k^T, and so on; a matrix both products read
@@ -65,24 +78,24 @@ def _visible(queries, keys, S, CAUSAL: tl.constexpr):
 
 
 @tegula.jit
-def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                             BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr,
-                        PRECISION: tl.constexpr):
+def attention_forward_kernel(Q, K, V, O, LSE, S, H, sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, scale,
+                             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             CAUSAL: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
     start_m = tl.program_id(0)
     head = tl.program_id(1).to(tl.int64)
     base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
     offs_n = tl.arange(0, BLOCK_N)
-    q = _load_rows(Q, base, rows, S, HEAD_DIM)
+    q = _load_rows(Q, _head_base(H, sqb, sqh), rows, S, sqs, HEAD_DIM)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
     l_i = tl.zeros([BLOCK_M], dtype=ACC)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=ACC)
     hi = S
     if CAUSAL:
         hi = tl.minimum((start_m + 1) * BLOCK_M, S)
-    kt_ptrs = K + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
-    v_ptrs = V + base + offs_n[:, None] * HEAD_DIM + dims[None, :]
+    kt_ptrs = K + _head_base(H, skb, skh) + offs_n[None, :] * sks + dims[:, None]
+    v_ptrs = V + _head_base(H, svb, svh) + offs_n[:, None] * svs + dims[None, :]
     # Key 0 is visible to every row, so each row's maximum is finite after the first block.
     for start_n in range(0, hi, BLOCK_N):
         keys = start_n + offs_n
@@ -99,45 +112,46 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, scale, HEAD_DIM: tl.constexpr, 
         v = tl.load(v_ptrs, mask=keys[:, None] < S, other=0.0)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
-        kt_ptrs += BLOCK_N * HEAD_DIM
-        v_ptrs += BLOCK_N * HEAD_DIM
+        kt_ptrs += BLOCK_N * sks
+        v_ptrs += BLOCK_N * svs
     tl.store(LSE + head * S + rows, m_i + tl.log(l_i), mask=rows < S)
     tl.store(O + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
              mask=rows[:, None] < S)
 
 
 @tegula.jit
-def attention_delta_kernel(O, DO, DELTA, S, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, ACC: tl.constexpr):
+def attention_delta_kernel(O, DO, DELTA, S, H, sdb, sdh, sds, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                           ACC: tl.constexpr):
     head = tl.program_id(1).to(tl.int64)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    o = _load_rows(O, head * S * HEAD_DIM, rows, S, HEAD_DIM).to(ACC)
-    do = _load_rows(DO, head * S * HEAD_DIM, rows, S, HEAD_DIM).to(ACC)
+    o = _load_rows(O, head * S * HEAD_DIM, rows, S, HEAD_DIM, HEAD_DIM).to(ACC)
+    do = _load_rows(DO, _head_base(H, sdb, sdh), rows, S, sds, HEAD_DIM).to(ACC)
     tl.store(DELTA + head * S + rows, tl.sum(o * do, axis=1), mask=rows < S)
 
 
 @tegula.jit
-def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: tl.constexpr,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr,
-                          PRECISION: tl.constexpr):
+def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, H, sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, sdb,
+                          sdh, sds, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                          CAUSAL: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
     start_n = tl.program_id(0) * BLOCK_N
     head = tl.program_id(1).to(tl.int64)
-    base = head * S * HEAD_DIM
     keys = start_n + tl.arange(0, BLOCK_N)
     dims = tl.arange(0, HEAD_DIM)
     offs_m = tl.arange(0, BLOCK_M)
-    kv_offsets = base + keys[:, None] * HEAD_DIM + dims[None, :]
-    k = _load_rows(K, base, keys, S, HEAD_DIM)
-    v = _load_rows(V, base, keys, S, HEAD_DIM)
+    kv_offsets = head * S * HEAD_DIM + keys[:, None] * HEAD_DIM + dims[None, :]
+    k = _load_rows(K, _head_base(H, skb, skh), keys, S, sks, HEAD_DIM)
+    v = _load_rows(V, _head_base(H, svb, svh), keys, S, svs, HEAD_DIM)
     dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=ACC)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=ACC)
     lo = 0
     if CAUSAL:
         lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
     # Q and dO each twice: transposed for the products with K and V, as rows for dK and dV.
-    qt_ptrs = Q + base + (lo + offs_m)[None, :] * HEAD_DIM + dims[:, None]
-    q_ptrs = Q + base + (lo + offs_m)[:, None] * HEAD_DIM + dims[None, :]
-    dot_ptrs = DO + base + (lo + offs_m)[None, :] * HEAD_DIM + dims[:, None]
-    do_ptrs = DO + base + (lo + offs_m)[:, None] * HEAD_DIM + dims[None, :]
+    q_base, do_base = _head_base(H, sqb, sqh), _head_base(H, sdb, sdh)
+    qt_ptrs = Q + q_base + (lo + offs_m)[None, :] * sqs + dims[:, None]
+    q_ptrs = Q + q_base + (lo + offs_m)[:, None] * sqs + dims[None, :]
+    dot_ptrs = DO + do_base + (lo + offs_m)[None, :] * sds + dims[:, None]
+    do_ptrs = DO + do_base + (lo + offs_m)[:, None] * sds + dims[None, :]
     for start_m in range(lo, S, BLOCK_M):
         rows = start_m + offs_m
         qt = tl.load(qt_ptrs, mask=rows[None, :] < S, other=0.0)
@@ -153,26 +167,25 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, scale, HEAD_DIM: t
         ds_t = p_t * (dp_t - delta[None, :])
         q = tl.load(q_ptrs, mask=rows[:, None] < S, other=0.0)
         dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision=PRECISION)
-        qt_ptrs += BLOCK_M * HEAD_DIM
-        q_ptrs += BLOCK_M * HEAD_DIM
-        dot_ptrs += BLOCK_M * HEAD_DIM
-        do_ptrs += BLOCK_M * HEAD_DIM
+        qt_ptrs += BLOCK_M * sqs
+        q_ptrs += BLOCK_M * sqs
+        dot_ptrs += BLOCK_M * sds
+        do_ptrs += BLOCK_M * sds
     tl.store(DK + kv_offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
     tl.store(DV + kv_offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
 
 
 @tegula.jit
-def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                        BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr,
-                        PRECISION: tl.constexpr):
+def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, H, sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, sdb, sdh,
+                        sds, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        CAUSAL: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
     start_m = tl.program_id(0)
     head = tl.program_id(1).to(tl.int64)
-    base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
     offs_n = tl.arange(0, BLOCK_N)
-    q = _load_rows(Q, base, rows, S, HEAD_DIM)
-    do = _load_rows(DO, base, rows, S, HEAD_DIM)
+    q = _load_rows(Q, _head_base(H, sqb, sqh), rows, S, sqs, HEAD_DIM)
+    do = _load_rows(DO, _head_base(H, sdb, sdh), rows, S, sds, HEAD_DIM)
     lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
     delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
     dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=ACC)
@@ -180,9 +193,10 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
     if CAUSAL:
         hi = tl.minimum((start_m + 1) * BLOCK_M, S)
     # K twice: transposed for q k^T, as rows for dS K; V transposed for dO v^T.
-    kt_ptrs = K + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
-    k_ptrs = K + base + offs_n[:, None] * HEAD_DIM + dims[None, :]
-    vt_ptrs = V + base + offs_n[None, :] * HEAD_DIM + dims[:, None]
+    k_base, v_base = _head_base(H, skb, skh), _head_base(H, svb, svh)
+    kt_ptrs = K + k_base + offs_n[None, :] * sks + dims[:, None]
+    k_ptrs = K + k_base + offs_n[:, None] * sks + dims[None, :]
+    vt_ptrs = V + v_base + offs_n[None, :] * svs + dims[:, None]
     for start_n in range(0, hi, BLOCK_N):
         keys = start_n + offs_n
         kt = tl.load(kt_ptrs, mask=keys[None, :] < S, other=0.0)
@@ -194,11 +208,11 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, scale, HEAD_DIM: tl.cons
         ds = p * (dp - delta[:, None])
         k = tl.load(k_ptrs, mask=keys[:, None] < S, other=0.0)
         dq = tl.dot(ds.to(k.dtype), k, dq, input_precision=PRECISION)
-        kt_ptrs += BLOCK_N * HEAD_DIM
-        k_ptrs += BLOCK_N * HEAD_DIM
-        vt_ptrs += BLOCK_N * HEAD_DIM
-    tl.store(DQ + base + rows[:, None] * HEAD_DIM + dims[None, :], (dq * scale).to(DQ.dtype.element_ty),
-             mask=rows[:, None] < S)
+        kt_ptrs += BLOCK_N * sks
+        k_ptrs += BLOCK_N * sks
+        vt_ptrs += BLOCK_N * svs
+    tl.store(DQ + head * S * HEAD_DIM + rows[:, None] * HEAD_DIM + dims[None, :],
+             (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
 
 
 def _check(q, k, v):
@@ -208,6 +222,15 @@ def _check(q, k, v):
     D = q.shape[-1]
     if D < 16 or D & (D - 1):
         raise ValueError(f"attention needs a head dim that is a power of two >= 16 (a tile size), got {D}")
+
+
+def _in_place(t: torch.Tensor) -> torch.Tensor:
+    """t as the kernels read it: any strides over [B, H, S], the head dim contiguous."""
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+def _strides(t: torch.Tensor) -> tuple:
+    return t.stride(0), t.stride(1), t.stride(2)
 
 
 def _config(q):
@@ -230,15 +253,16 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
                       scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(out, lse): out like q, lse [B, H, S] (float32, float64 for float64 inputs)."""
     _check(q, k, v)
-    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    out = torch.empty_like(q)
+    q, k, v = _in_place(q), _in_place(k), _in_place(v)
+    out = q.new_empty(q.shape)
     lse = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
     if q.numel():
         tiles = _config(q).fwd
-        S, D = q.shape[-2:]
+        _, H, S, D = q.shape
         attention_forward_kernel[_grid(q, tiles.block_m)](
-            q, k, v, out, lse, S, scale, HEAD_DIM=D, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=causal,
-            ACC=compute_dtype(q), PRECISION=dot_precision(q), **tiles.options())
+            q, k, v, out, lse, S, H, *_strides(q), *_strides(k), *_strides(v), scale, HEAD_DIM=D,
+            BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=causal, ACC=compute_dtype(q),
+            PRECISION=dot_precision(q), **tiles.options())
     return out, lse
 
 
@@ -251,23 +275,25 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
                        lse: torch.Tensor, causal: bool,
                        scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) from the forward's inputs, output and log-sum-exp."""
-    do, q, k, v, out = (t.contiguous() for t in (do, q, k, v, out))
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    do, q, k, v = (_in_place(t) for t in (do, q, k, v))
+    out, lse = out.contiguous(), lse.contiguous()
+    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
     if not q.numel():
         return dq, dk, dv
-    S, D = q.shape[-2:]
+    _, H, S, D = q.shape
     config = _config(q)
     meta = dict(HEAD_DIM=D, ACC=compute_dtype(q))
     delta = torch.empty_like(lse)
     rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
-    attention_delta_kernel[_grid(q, rows)](out, do, delta, S, BLOCK_M=rows, **meta)
+    attention_delta_kernel[_grid(q, rows)](out, do, delta, S, H, *_strides(do), BLOCK_M=rows, **meta)
     dkdv, dqt, precision = config.dkdv, config.dq, dot_precision(q)
-    attention_dkdv_kernel[_grid(q, dkdv.block_n)](q, k, v, do, lse, delta, dk, dv, S, scale, BLOCK_M=dkdv.block_m,
-                                                  BLOCK_N=dkdv.block_n, CAUSAL=causal, PRECISION=precision, **meta,
-                                                  **dkdv.options())
-    attention_dq_kernel[_grid(q, dqt.block_m)](q, k, v, do, lse, delta, dq, S, scale, BLOCK_M=dqt.block_m,
-                                               BLOCK_N=dqt.block_n, CAUSAL=causal, PRECISION=precision, **meta,
-                                               **dqt.options())
+    strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
+    attention_dkdv_kernel[_grid(q, dkdv.block_n)](q, k, v, do, lse, delta, dk, dv, S, H, *strides, scale,
+                                                  BLOCK_M=dkdv.block_m, BLOCK_N=dkdv.block_n, CAUSAL=causal,
+                                                  PRECISION=precision, **meta, **dkdv.options())
+    attention_dq_kernel[_grid(q, dqt.block_m)](q, k, v, do, lse, delta, dq, S, H, *strides, scale,
+                                               BLOCK_M=dqt.block_m, BLOCK_N=dqt.block_n, CAUSAL=causal,
+                                               PRECISION=precision, **meta, **dqt.options())
     return dq, dk, dv
 
 
@@ -276,15 +302,18 @@ def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "d
     ``attention_config.AttentionConfig``) without launching them; the compiler
     releases the GIL, so threads compile several configurations at once
     (tools/attention_sweep.py)."""
-    S, D = q.shape[-2:]
+    q = _in_place(q)
+    _, H, S, D = q.shape
     stats = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
     meta = dict(HEAD_DIM=D, CAUSAL=causal, ACC=compute_dtype(q), PRECISION=dot_precision(q))
-    pointers = {"fwd": (q, q, q, q, stats), "dkdv": (q, q, q, q, stats, stats, q, q),
-                "dq": (q, q, q, q, stats, stats, q)}
+    # Every input with q's strides, as the sweep passes them.
+    pointers = {"fwd": (q, q, q, q, stats, S, H, *_strides(q) * 3),
+                "dkdv": (q, q, q, q, stats, stats, q, q, S, H, *_strides(q) * 4),
+                "dq": (q, q, q, q, stats, stats, q, S, H, *_strides(q) * 4)}
     kernel = {"fwd": attention_forward_kernel, "dkdv": attention_dkdv_kernel, "dq": attention_dq_kernel}
     for name in kernels:
         tiles = getattr(config, name)
-        kernel[name].warmup(*pointers[name], S, 1.0, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, **meta,
+        kernel[name].warmup(*pointers[name], 1.0, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, **meta,
                             **tiles.options())
 
 

@@ -23,16 +23,20 @@ BLOCK_R = 16
 
 
 @tegula.jit
-def rotary_kernel(x_ptr, cos_ptr, sin_ptr, y_ptr, R, T, H, half, sin_sign, BLOCK_R: tl.constexpr,
-                  BLOCK_HALF: tl.constexpr, ACC: tl.constexpr):
+def rotary_kernel(x_ptr, cos_ptr, sin_ptr, y_ptr, R, T, H, half, sin_sign, stride_b, stride_t, stride_h,
+                  BLOCK_R: tl.constexpr, BLOCK_HALF: tl.constexpr, ACC: tl.constexpr):
+    # x is read through its strides over [B, T, H] (its head dim contiguous); y is contiguous.
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.arange(0, BLOCK_HALF)
     mask = (rows < R)[:, None] & (cols < half)[None, :]
     position = (rows // H) % T
-    first = rows[:, None] * (2 * half) + cols[None, :]
+    wide = rows.to(tl.int64)
+    source = (wide // (T * H)) * stride_b + ((wide // H) % T) * stride_t + (wide % H) * stride_h
+    x_first = source[:, None] + cols[None, :]
+    first = wide[:, None] * (2 * half) + cols[None, :]
     table = position[:, None] * half + cols[None, :]
-    x1 = tl.load(x_ptr + first, mask=mask, other=0.0).to(ACC)
-    x2 = tl.load(x_ptr + first + half, mask=mask, other=0.0).to(ACC)
+    x1 = tl.load(x_ptr + x_first, mask=mask, other=0.0).to(ACC)
+    x2 = tl.load(x_ptr + x_first + half, mask=mask, other=0.0).to(ACC)
     c = tl.load(cos_ptr + table, mask=mask, other=0.0).to(ACC)
     s = tl.load(sin_ptr + table, mask=mask, other=0.0).to(ACC) * sin_sign
     tl.store(y_ptr + first, (x1 * c - x2 * s).to(y_ptr.dtype.element_ty), mask=mask)
@@ -57,13 +61,18 @@ def _fake(x, cos, sin, sin_sign):
 def rotary_forward(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, sin_sign: float) -> torch.Tensor:
     """x rotated by the angles whose cosines and sines (times sin_sign) the tables hold."""
     _check(x, cos, sin)
-    x = x.contiguous()
-    y = torch.empty_like(x)
     T, H, D = x.shape[-3:]
+    # Read in place when the head dim is contiguous and the leading dims merge into one batch dim.
+    rows = x if x.stride(-1) == 1 else x.contiguous()
+    try:
+        rows = rows.view(-1, T, H, D)
+    except RuntimeError:
+        rows = rows.contiguous().view(-1, T, H, D)
+    y = x.new_empty(x.shape)
     R = x.numel() // D
-    rotary_kernel[(tegula.cdiv(R, BLOCK_R),)](x, cos.contiguous(), sin.contiguous(), y, R, T, H, D // 2, sin_sign,
-                                              BLOCK_R=BLOCK_R, BLOCK_HALF=tegula.next_power_of_2(D // 2),
-                                              ACC=compute_dtype(x))
+    rotary_kernel[(tegula.cdiv(R, BLOCK_R),)](rows, cos.contiguous(), sin.contiguous(), y, R, T, H, D // 2, sin_sign,
+                                              *rows.stride()[:3], BLOCK_R=BLOCK_R,
+                                              BLOCK_HALF=tegula.next_power_of_2(D // 2), ACC=compute_dtype(x))
     return y
 
 

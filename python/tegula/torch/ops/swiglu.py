@@ -12,28 +12,41 @@ import tegula
 import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
-BLOCK = 1024
+from . import _rows
+
+# A program's tile: BLOCK_R rows by BLOCK_C columns of the [M, N] rows of the last dimension.
+BLOCK_R, BLOCK_C = 8, 256
+
+
+# a and b are read through their row strides (a gate and an up projection are
+# often two halves of one [M, 2N] output); y, da and db are contiguous.
+@tegula.jit
+def swiglu_forward_kernel(a_ptr, b_ptr, y_ptr, M, N, stride_a, stride_b, BLOCK_R: tl.constexpr,
+                          BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+    rows = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)[:, None]
+    cols = (tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C))[None, :]
+    mask = (rows < M) & (cols < N)
+    a = tl.load(a_ptr + rows * stride_a + cols, mask=mask, other=0.0).to(ACC)
+    b = tl.load(b_ptr + rows * stride_b + cols, mask=mask, other=0.0).to(ACC)
+    tl.store(y_ptr + rows * N + cols, (a * tl.sigmoid(a) * b).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @tegula.jit
-def swiglu_forward_kernel(a_ptr, b_ptr, y_ptr, n, BLOCK: tl.constexpr, ACC: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    a = tl.load(a_ptr + offs, mask=mask, other=0.0).to(ACC)
-    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(ACC)
-    tl.store(y_ptr + offs, (a * tl.sigmoid(a) * b).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@tegula.jit
-def swiglu_backward_kernel(dy_ptr, a_ptr, b_ptr, da_ptr, db_ptr, n, BLOCK: tl.constexpr, ACC: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(ACC)
-    a = tl.load(a_ptr + offs, mask=mask, other=0.0).to(ACC)
-    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(ACC)
+def swiglu_backward_kernel(dy_ptr, a_ptr, b_ptr, da_ptr, db_ptr, M, N, stride_dy, stride_a, stride_b,
+                           BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+    rows = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)[:, None]
+    cols = (tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C))[None, :]
+    mask = (rows < M) & (cols < N)
+    dy = tl.load(dy_ptr + rows * stride_dy + cols, mask=mask, other=0.0).to(ACC)
+    a = tl.load(a_ptr + rows * stride_a + cols, mask=mask, other=0.0).to(ACC)
+    b = tl.load(b_ptr + rows * stride_b + cols, mask=mask, other=0.0).to(ACC)
     s = tl.sigmoid(a)
-    tl.store(da_ptr + offs, (dy * b * s * (1.0 + a * (1.0 - s))).to(da_ptr.dtype.element_ty), mask=mask)
-    tl.store(db_ptr + offs, (dy * a * s).to(db_ptr.dtype.element_ty), mask=mask)
+    tl.store(da_ptr + rows * N + cols, (dy * b * s * (1.0 + a * (1.0 - s))).to(da_ptr.dtype.element_ty), mask=mask)
+    tl.store(db_ptr + rows * N + cols, (dy * a * s).to(db_ptr.dtype.element_ty), mask=mask)
+
+
+def _grid(M: int, N: int) -> tuple:
+    return (tegula.cdiv(M, BLOCK_R), tegula.cdiv(N, BLOCK_C))
 
 
 def _check_same_shape(a, b):
@@ -50,19 +63,23 @@ def _forward_fake(a, b):
 @custom_op("tegula::swiglu", fake=_forward_fake)
 def swiglu_forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _check_same_shape(a, b)
-    a, b = a.contiguous(), b.contiguous()
-    y = torch.empty_like(a)
-    n = a.numel()
-    swiglu_forward_kernel[(tegula.cdiv(n, BLOCK),)](a, b, y, n, BLOCK=BLOCK, ACC=compute_dtype(a))
+    y = a.new_empty(a.shape)
+    if a.numel():
+        a2, b2 = _rows.strided_rows(a), _rows.strided_rows(b)
+        M, N = a2.shape
+        swiglu_forward_kernel[_grid(M, N)](a2, b2, y, M, N, a2.stride(0), b2.stride(0), BLOCK_R=BLOCK_R,
+                                           BLOCK_C=BLOCK_C, ACC=compute_dtype(a))
     return y
 
 
 @custom_op("tegula::swiglu_backward", fake=lambda dy, a, b: (a.new_empty(a.shape), b.new_empty(b.shape)))
 def swiglu_backward(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    dy, a, b = dy.contiguous(), a.contiguous(), b.contiguous()
-    da, db = torch.empty_like(a), torch.empty_like(b)
-    n = a.numel()
-    swiglu_backward_kernel[(tegula.cdiv(n, BLOCK),)](dy, a, b, da, db, n, BLOCK=BLOCK, ACC=compute_dtype(a))
+    da, db = a.new_empty(a.shape), b.new_empty(b.shape)
+    if a.numel():
+        dy2, a2, b2 = _rows.strided_rows(dy), _rows.strided_rows(a), _rows.strided_rows(b)
+        M, N = a2.shape
+        swiglu_backward_kernel[_grid(M, N)](dy2, a2, b2, da, db, M, N, dy2.stride(0), a2.stride(0), b2.stride(0),
+                                            BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(a))
     return da, db
 
 
