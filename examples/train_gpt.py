@@ -24,7 +24,8 @@ Run it: `python examples/train_gpt.py [--ops torch tegula] [--steps 200]
 Prints step, loss and tokens/s; the defaults train in well under a minute
 on the CPU backend (200 steps of 1024 tokens). ``--device cuda`` (the
 default where there is a GPU) trains ``GPU_CONFIG``, a 6-layer model of
-width 512 on 16K tokens per step, unless options say otherwise. ``--compile`` compiles the model with
+width 512 on 16K tokens per step in bf16 mixed precision (the forward under
+``torch.autocast``), unless options say otherwise. ``--compile`` compiles the model with
 ``torch.compile(fullgraph=True)`` (its backward with it): the tegula ops stay
 in the graph.
 """
@@ -68,9 +69,10 @@ class Config:
 
 # On a GPU (the default there): 6 layers of width 512 (head dim 64), 16K
 # tokens per step, a vocabulary of 128 whose 16K token pairs the 400K-token
-# corpus visits some 25 times each. float32 like the CPU configuration.
+# corpus visits some 25 times each; bf16 mixed precision, as GPU training
+# runs (`--precision float32` for the CPU configuration's precision).
 GPU_CONFIG = Config(vocab=128, context=512, dim=512, heads=8, layers=6, hidden=1376, batch=32, lr=2e-3,
-                    corpus=400_000)
+                    corpus=400_000, precision="bfloat16")
 
 
 def default_config(device: str) -> Config:
