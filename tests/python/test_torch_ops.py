@@ -405,11 +405,13 @@ def test_row_and_vocabulary_runs_cover_every_item_once(monkeypatch, device):
     monkeypatch.setattr(_rows, "_multiprocessors", lambda index: 132)
     where = torch.device(device, 0) if device == "cuda" else torch.device("cpu")
     for items in (1, 5, 16, 17, 100, 4096, 16384, 32768, 100003):
-        programs, per_program = _rows.row_split(items, where)
-        assert (programs - 1) * per_program < items <= programs * per_program
-        assert programs <= (264 if device == "cuda" else _rows.MAX_PROGRAMS)
+        for step in (1, 4, 16):
+            programs, per_program = _rows.row_split(items, where, step)
+            assert (programs - 1) * per_program < items <= programs * per_program and per_program % step == 0
+            assert programs <= (264 if device == "cuda" else _rows.MAX_PROGRAMS)
         for block, other_blocks, cap in ((16, 4, 1 << 16), (64, 1, 3), (64, 512, 1 << 16), (32, 1000, 8)):
             runs, per_run = lce._runs(items, block, other_blocks, where, cap)
             assert per_run % block == 0 and 1 <= runs <= cap
             assert (runs - 1) * per_run < items <= runs * per_run
     assert _rows.backward_warps(16) == 4 and _rows.backward_warps(4096) == 16 and _rows.backward_warps(1024) == 4
+    assert _rows.rows_per_step(512) == 4 and _rows.rows_per_step(64) == 16 and _rows.rows_per_step(4096) == 1

@@ -26,6 +26,10 @@ PROGRAMS_PER_SM = 2
 # two partial sums and temporaries): with more than this many elements of a
 # row per thread they spill to local memory, so wide rows get more warps.
 ELEMENTS_PER_THREAD = 8
+# A backward program's step: rows of a narrow matrix (N below TILE_ELEMENTS)
+# are taken several at a time, up to MAX_ROWS_PER_STEP.
+TILE_ELEMENTS = 2048
+MAX_ROWS_PER_STEP = 16
 
 
 def check_weights(op: str, x: torch.Tensor, *weights: torch.Tensor) -> None:
@@ -62,12 +66,19 @@ def program_target(device: torch.device = None) -> int:
     return MAX_PROGRAMS
 
 
-def row_split(rows: int, device: torch.device = None) -> tuple:
-    """(programs, rows per program) for a backward pass over `rows` rows on `device`."""
+def row_split(rows: int, device: torch.device = None, step: int = 1) -> tuple:
+    """(programs, rows per program) for a backward pass over `rows` rows on `device`
+    whose programs walk their rows `step` at a time (rows per program a multiple of it)."""
     if rows <= 0:
         return 1, 0  # one program writes the zero partial gradients
-    per_program = tegula.cdiv(rows, min(rows, program_target(device)))
+    per_program = tegula.cdiv(tegula.cdiv(rows, min(rows, program_target(device))), step) * step
     return tegula.cdiv(rows, per_program), per_program  # no program without rows
+
+
+def rows_per_step(block_n: int) -> int:
+    """How many rows of `block_n` elements a backward program takes per step: a tile
+    of about TILE_ELEMENTS, so that narrow rows still keep enough loads in flight."""
+    return max(1, min(MAX_ROWS_PER_STEP, TILE_ELEMENTS // block_n))
 
 
 def backward_warps(block_n: int) -> int:

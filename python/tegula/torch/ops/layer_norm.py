@@ -37,29 +37,34 @@ def layer_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, N,
 
 @tegula.jit
 def layer_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, db_partial_ptr,
-                               M, N, rows_per_program, BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+                               M, N, rows_per_program, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
+                               ACC: tl.constexpr):
+    # ROWS rows per step (_rows.rows_per_step), so narrow rows still make a large tile.
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
-    dw = tl.zeros([BLOCK_N], dtype=ACC)
-    db = tl.zeros([BLOCK_N], dtype=ACC)
+    dw = tl.zeros([ROWS, BLOCK_N], dtype=ACC)
+    db = tl.zeros([ROWS, BLOCK_N], dtype=ACC)
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
-    for row32 in range(row_start, row_end):
-        row = row32.to(tl.int64)
-        x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
-        dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
-        mean = tl.load(mean_ptr + row)
-        rstd = tl.load(rstd_ptr + row)
-        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
-        g = w * dy
-        dx = (g - xhat * (tl.sum(xhat * g, axis=0) / N) - tl.sum(g, axis=0) / N) * rstd
-        tl.store(dx_ptr + row * N + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    for r0 in range(row_start, row_end, ROWS):
+        rows = r0 + tl.arange(0, ROWS)
+        inside = rows < row_end
+        tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        m2 = inside[:, None] & mask[None, :]
+        x = tl.load(x_ptr + tile, mask=m2, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + tile, mask=m2, other=0.0).to(ACC)
+        mean = tl.load(mean_ptr + rows, mask=inside, other=0.0)[:, None]
+        rstd = tl.load(rstd_ptr + rows, mask=inside, other=0.0)[:, None]
+        xhat = tl.where(m2, (x - mean) * rstd, 0.0)
+        g = w[None, :] * dy
+        dx = (g - xhat * (tl.sum(xhat * g, axis=1) / N)[:, None] - (tl.sum(g, axis=1) / N)[:, None]) * rstd
+        tl.store(dx_ptr + tile, dx.to(dx_ptr.dtype.element_ty), mask=m2)
         dw += dy * xhat
         db += dy
-    tl.store(dw_partial_ptr + pid * N + cols, dw, mask=mask)
-    tl.store(db_partial_ptr + pid * N + cols, db, mask=mask)
+    tl.store(dw_partial_ptr + pid * N + cols, tl.sum(dw, axis=0), mask=mask)
+    tl.store(db_partial_ptr + pid * N + cols, tl.sum(db, axis=0), mask=mask)
 
 
 def _forward_fake(x, weight, bias, eps):
@@ -94,14 +99,15 @@ def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
     rows, dy_rows = _rows.rows_of(x), _rows.rows_of(dy)
     M, N = rows.shape
     dx = torch.empty_like(rows)
-    programs, rows_per_program = _rows.row_split(M, x.device)
     block_n = tegula.next_power_of_2(N)
+    step = _rows.rows_per_step(block_n)
+    programs, rows_per_program = _rows.row_split(M, x.device, step)
     dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(x), device=x.device)
     db_partial = torch.empty_like(dw_partial)
     layer_norm_backward_kernel[(programs,)](dy_rows, rows, weight, mean.contiguous(), rstd.contiguous(), dx,
                                             dw_partial, db_partial, M, N, rows_per_program,
-                                            BLOCK_N=block_n, ACC=compute_dtype(x),
-                                            num_warps=_rows.backward_warps(block_n))
+                                            BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(x),
+                                            num_warps=_rows.backward_warps(block_n * step))
     return (dx.view(x.shape), _rows.sum_partials(dw_partial, weight.dtype),
             _rows.sum_partials(db_partial, weight.dtype))
 
