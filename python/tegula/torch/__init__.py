@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable
 import torch
 from torch._library.custom_ops import CustomOpDef
 
+import tegula.language as tl
+
 __all__ = ["custom_op", "register_autograd", "compute_dtype", "dot_precision", "TegulaOp"]
 
 
@@ -148,8 +150,10 @@ def compute_dtype(*tensors: torch.Tensor) -> Any:
     """The Tegula dtype kernels should accumulate in for these tensors:
     float64 when any is float64 (so gradcheck sees double precision), else
     float32 (half and bfloat16 inputs are widened)."""
-    import tegula.language as tl
-    return tl.float64 if any(t.dtype == torch.float64 for t in tensors) else tl.float32
+    for t in tensors:
+        if t.dtype is torch.float64:
+            return tl.float64
+    return tl.float32
 
 
 def dot_precision(tensor: torch.Tensor) -> str:

@@ -45,6 +45,12 @@ def rows_of(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous().view(-1, x.shape[-1])
 
 
+def shape_of_rows(x: torch.Tensor) -> tuple:
+    """(M, N): how many rows of its last dimension N a tensor holds."""
+    N = x.shape[-1]
+    return (x.numel() // N if N else 0), N
+
+
 def strided_rows(x: torch.Tensor) -> torch.Tensor:
     """x as an [M, N] matrix of rows of its last dimension, a view of x (any row
     stride, the last dimension contiguous) when its strides allow one, else a

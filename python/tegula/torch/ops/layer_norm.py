@@ -78,14 +78,14 @@ def layer_norm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
                        eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, rstd): y like x, mean and rstd per row (float32, float64 for float64 x)."""
     _rows.check_weights("layer_norm", x, weight, bias)
-    rows = _rows.rows_of(x)
-    M, N = rows.shape
-    y = torch.empty_like(rows)
-    mean = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
-    rstd = torch.empty_like(mean)
-    layer_norm_forward_kernel[(M,)](rows, weight, bias, y, mean, rstd, N, eps, BLOCK_N=tegula.next_power_of_2(N),
+    x = x.contiguous()  # rows of its last dimension; the kernels take only addresses and N
+    M, N = _rows.shape_of_rows(x)
+    y = x.new_empty(x.shape)
+    mean = x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
+    rstd = mean.new_empty(mean.shape)
+    layer_norm_forward_kernel[(M,)](x, weight, bias, y, mean, rstd, N, eps, BLOCK_N=tegula.next_power_of_2(N),
                                     ACC=compute_dtype(x))
-    return y.view(x.shape), mean.view(x.shape[:-1]), rstd.view(x.shape[:-1])
+    return y, mean, rstd
 
 
 def _backward_fake(dy, x, weight, mean, rstd):
@@ -96,19 +96,19 @@ def _backward_fake(dy, x, weight, mean, rstd):
 def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
                         rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, dweight, dbias) from the forward's input and saved statistics."""
-    rows, dy_rows = _rows.rows_of(x), _rows.rows_of(dy)
-    M, N = rows.shape
-    dx = torch.empty_like(rows)
+    x, dy = x.contiguous(), dy.contiguous()
+    M, N = _rows.shape_of_rows(x)
+    dx = x.new_empty(x.shape)
     block_n = tegula.next_power_of_2(N)
     step = _rows.rows_per_step(block_n)
     programs, rows_per_program = _rows.row_split(M, x.device, step)
     dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(x), device=x.device)
     db_partial = torch.empty_like(dw_partial)
-    layer_norm_backward_kernel[(programs,)](dy_rows, rows, weight, mean.contiguous(), rstd.contiguous(), dx,
+    layer_norm_backward_kernel[(programs,)](dy, x, weight, mean.contiguous(), rstd.contiguous(), dx,
                                             dw_partial, db_partial, M, N, rows_per_program,
                                             BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(x),
                                             num_warps=_rows.backward_warps(block_n * step))
-    return (dx.view(x.shape), _rows.sum_partials(dw_partial, weight.dtype),
+    return (dx, _rows.sum_partials(dw_partial, weight.dtype),
             _rows.sum_partials(db_partial, weight.dtype))
 
 

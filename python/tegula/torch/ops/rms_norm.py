@@ -67,13 +67,13 @@ def _forward_fake(x, weight, eps):
 def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(y, rstd): y like x, rstd per row (float32, float64 for float64 x)."""
     _rows.check_weights("rms_norm", x, weight)
-    rows = _rows.rows_of(x)
-    M, N = rows.shape
-    y = torch.empty_like(rows)
-    rstd = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
-    rms_norm_forward_kernel[(M,)](rows, weight, y, rstd, N, eps, BLOCK_N=tegula.next_power_of_2(N),
+    x = x.contiguous()  # rows of its last dimension; the kernels take only addresses and N
+    M, N = _rows.shape_of_rows(x)
+    y = x.new_empty(x.shape)
+    rstd = x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
+    rms_norm_forward_kernel[(M,)](x, weight, y, rstd, N, eps, BLOCK_N=tegula.next_power_of_2(N),
                                   ACC=compute_dtype(x))
-    return y.view(x.shape), rstd.view(x.shape[:-1])
+    return y, rstd
 
 
 def _backward_fake(dy, x, weight, rstd):
@@ -84,17 +84,17 @@ def _backward_fake(dy, x, weight, rstd):
 def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                       rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dweight) from the forward's input and saved rstd."""
-    rows, dy_rows = _rows.rows_of(x), _rows.rows_of(dy)
-    M, N = rows.shape
-    dx = torch.empty_like(rows)
+    x, dy = x.contiguous(), dy.contiguous()
+    M, N = _rows.shape_of_rows(x)
+    dx = x.new_empty(x.shape)
     block_n = tegula.next_power_of_2(N)
     step = _rows.rows_per_step(block_n)
     programs, rows_per_program = _rows.row_split(M, x.device, step)
     dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(x), device=x.device)
-    rms_norm_backward_kernel[(programs,)](dy_rows, rows, weight, rstd.contiguous(), dx, dw_partial, M, N,
+    rms_norm_backward_kernel[(programs,)](dy, x, weight, rstd.contiguous(), dx, dw_partial, M, N,
                                           rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(x),
                                           num_warps=_rows.backward_warps(block_n * step))
-    return dx.view(x.shape), _rows.sum_partials(dw_partial, weight.dtype)
+    return dx, _rows.sum_partials(dw_partial, weight.dtype)
 
 
 def _backward(saved, dy, _drstd):
