@@ -59,6 +59,13 @@ def measure_case(torch, timer: CudaTimer, case: Case, variants, budget_s: float,
     names = [v for v in case.variants if case.row_of(v)[1] in variants]
     names.sort(key=lambda v: v != case.reference)  # the reference first: the others are checked against it
     outcomes, runners, reference_out = [], [], None
+    if case.check_with is not None:
+        try:
+            check = case.check_with()
+            reference_out = check() if case.compare_all else _first(check())
+            del check
+        except Exception as e:  # noqa: BLE001 - without it the variants stay unchecked
+            log(f"{case.workload}: the check's reference failed: {describe_error(e).splitlines()[0][:200]}")
     for name in names:
         outcome = Outcome(name)
         outcomes.append(outcome)
@@ -73,7 +80,9 @@ def measure_case(torch, timer: CudaTimer, case: Case, variants, budget_s: float,
             if on_gpu:
                 torch.cuda.synchronize()
             if name == case.reference:
-                reference_out, outcome.check = out, "reference"
+                outcome.check = "reference"
+                if case.check_with is None:
+                    reference_out = out
             elif name in case.unchecked:
                 outcome.check = "unchecked"
             elif reference_out is not None:

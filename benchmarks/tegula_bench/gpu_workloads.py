@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from tegula import testing
 
@@ -81,6 +81,11 @@ class Case:
     # A training step: rows in tokens/s (this many tokens per call), their
     # share of the reference's rate in ``floor_frac``.
     tokens: Optional[int] = None
+    # A factory like the variants' whose output, not the reference's, the
+    # variants are checked against (the reference itself is then only timed):
+    # bf16 ops against torch computing in float32 from the same inputs, where
+    # eager bf16 rounds every intermediate and is the least exact of the row.
+    check_with: Optional[Callable] = None
 
     def row_of(self, variant: str) -> tuple:
         return self.rows.get(variant, (self.workload, variant))

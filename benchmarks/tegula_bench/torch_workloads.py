@@ -8,7 +8,9 @@ Three groups, none in the default run (``--only`` picks them):
   forward plus backward (``<op>.fwd+bwd``: the output, then
   ``torch.autograd.grad`` of it for a fixed upstream gradient) against the
   same formula in eager torch (the reference) and through torch.compile.
-  GB/s count the bytes an op must move at least (its inputs read and its
+  In bf16 (the GPU's dtype) every variant's outputs are checked against the
+  formula computed in float32 from the same inputs, not against eager bf16,
+  which rounds every intermediate. GB/s count the bytes an op must move at least (its inputs read and its
   outputs written once; per-row statistics and weight vectors not counted);
   ``linear_cross_entropy`` counts flops (its matmuls: 2 M V C forward, 6 M V
   C forward and backward) and its floor is eager torch's rate.
@@ -124,9 +126,20 @@ def _in_dtype_of_first(fn, *inputs):
     return fn(*inputs).to(inputs[0].dtype)
 
 
+def _narrowed(build, fn, dtype):
+    """build(fn)'s callable with its outputs cast to `dtype`."""
+    run = build(fn)
+
+    def call():
+        out = run()
+        return tuple(t.to(dtype) for t in out) if isinstance(out, tuple) else out.to(dtype)
+    return call
+
+
 def _tolerance(torch, dtype, backward: bool) -> tuple:
-    """(atol, rtol) against eager torch in the same dtype: bf16 rounds each output
-    (and eager rounds every intermediate), float32 differs in summation order."""
+    """(atol, rtol): bf16 against torch in float32 on the same inputs (each output
+    rounded once, the upstream gradient rounded), float32 against eager float32
+    (summation order)."""
     if dtype == torch.bfloat16:
         return (5e-2, 5e-2) if backward else (3e-2, 3e-2)
     return (1e-3, 1e-3) if backward else (1e-4, 1e-4)
@@ -152,9 +165,10 @@ def _forward_backward(torch, fn, inputs, with_grad, upstream_gen_seed=23):
     return run
 
 
-def op_cases(torch, device: str, quick: bool, num_warps=None) -> list:
+def op_cases(torch, device: str, quick: bool, num_warps=None, dtype=None) -> list:
+    """Each op forward and forward+backward; float32 on the CPU, bf16 on the GPU unless `dtype` says."""
     from tegula.torch import ops
-    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    dtype = dtype or (torch.float32 if device == "cpu" else torch.bfloat16)
     references = _references(torch)
     cases = []
     for name in OPS:
@@ -171,10 +185,16 @@ def op_cases(torch, device: str, quick: bool, num_warps=None) -> list:
                 build = functools.partial(_forward, inputs=inputs)
             variants = {"tegula": functools.partial(build, mine), "torch": functools.partial(build, theirs),
                         "torch.compile": lambda build=build, theirs=theirs: build(torch.compile(theirs))}
+            check_with = None
+            if dtype != torch.float32:  # checked against torch in float32 on the same (rounded) inputs
+                wide = tuple(t.float() if t.is_floating_point() else t for t in inputs)
+                wide_build = (functools.partial(_forward_backward, torch, inputs=wide, with_grad=with_grad)
+                              if backward else functools.partial(_forward, inputs=wide))
+                check_with = functools.partial(_narrowed, wide_build, theirs, dtype)
             cases.append(Case(f"ops.{name}.{suffix}", shape, str(dtype).removeprefix("torch."),
                               0 if compute else work, work if compute else 0, None, variants,
                               compute_bound=compute, tolerance=_tolerance(torch, dtype, backward),
-                              compare_all=True))
+                              compare_all=True, check_with=check_with))
     return cases
 
 
