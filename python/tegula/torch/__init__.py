@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 from torch._library.custom_ops import CustomOpDef
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 import tegula.language as tl
 
@@ -96,13 +97,8 @@ def _plain_eager(args) -> bool:
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 
-def _dispatch_mode():
-    from torch.utils._python_dispatch import _get_current_dispatch_mode
-    return _get_current_dispatch_mode()
-
-
-def _functorch_level():
-    return torch._C._functorch.peek_interpreter_stack()
+_dispatch_mode = _get_current_dispatch_mode
+_functorch_level = torch._C._functorch.peek_interpreter_stack
 
 
 def register_autograd(op, backward: Callable, *, save: Callable) -> None:
