@@ -1,5 +1,7 @@
 #include "bindings/launch_arguments.h"
 
+#include <nanobind/stl/string.h>
+
 #include <algorithm>
 #include <limits>
 
