@@ -188,8 +188,8 @@ void Launcher::bind(const CallArgs& call, Bound& bound) {
   const size_t given = call.positional();
   for (size_t i = 0; i < count; ++i) bound.values.push_back(nullptr);
   PyObject* stray = nullptr;  // the first keyword that is neither a free parameter nor a launch option
-  bool only_params = true;    // every keyword named a parameter after the positional ones
-  SmallVector<uint32_t, kInlineArguments> keyword_params;
+  bool replayable = true;     // every keyword has a slot in keyword_slots (see last_keyword_slots_)
+  SmallVector<uint32_t, kInlineArguments> keyword_slots;
   for (size_t k = 0; k < call.keywords(); ++k) {
     PyObject* name = call.keyword(k);
     PyObject* value = call.keyword_value(k);
@@ -200,12 +200,17 @@ void Launcher::bind(const CallArgs& call, Bound& bound) {
         if (!stray) stray = name;
       } else {
         bound.values[i] = value;
-        keyword_params.push_back(static_cast<uint32_t>(i));
+        keyword_slots.push_back(static_cast<uint32_t>(i));
       }
       continue;
     }
     if (PyErr_Occurred()) throw nb::python_error();
-    only_params = false;
+    if (std::optional<LaunchOption> option = LaunchOptions::kept(name)) {
+      bound.options.set(*option, value);
+      keyword_slots.push_back(static_cast<uint32_t>(count + static_cast<size_t>(*option)));
+      continue;
+    }
+    replayable = false;
     if (!bound.options.take(kernel_name_, name, value) && !stray) stray = name;
   }
   bound.options.check(kernel_name_);
@@ -241,10 +246,10 @@ void Launcher::bind(const CallArgs& call, Bound& bound) {
                 "kernel '" + kernel_name_ + "' is missing " + std::to_string(missing.size()) + " required " +
                     (missing.size() == 1 ? "argument: " : "arguments: ") + listed);
   }
-  if (only_params && call.kwnames && call.kwnames != last_kwnames_.ptr()) {
+  if (replayable && call.kwnames && call.kwnames != last_kwnames_.ptr()) {
     last_kwnames_ = nb::borrow(call.kwnames);
     last_positional_ = given;
-    last_keyword_params_.assign(keyword_params.begin(), keyword_params.end());
+    last_keyword_slots_.assign(keyword_slots.begin(), keyword_slots.end());
   }
 }
 
@@ -254,7 +259,14 @@ bool Launcher::bind_as_before(const CallArgs& call, Bound& bound) const {
   const size_t given = call.positional();
   for (size_t i = 0; i < count; ++i) bound.values.push_back(nullptr);
   for (size_t i = 0; i < given; ++i) bound.values[i] = call.argument(i);
-  for (size_t k = 0; k < last_keyword_params_.size(); ++k) bound.values[last_keyword_params_[k]] = call.keyword_value(k);
+  for (size_t k = 0; k < last_keyword_slots_.size(); ++k) {
+    size_t slot = last_keyword_slots_[k];
+    if (slot < count)
+      bound.values[slot] = call.keyword_value(k);
+    else
+      bound.options.set(static_cast<LaunchOption>(slot - count), call.keyword_value(k));
+  }
+  bound.options.check(kernel_name_);  // the values are new
   // The same parameters are unbound as in the binding remembered, which found a default for each.
   for (size_t i = given; i < count; ++i)
     if (!bound.values[i]) bound.values[i] = params_[i].default_value.ptr();
@@ -518,7 +530,7 @@ void Launcher::clear() {
   grid_function_ = nb::object();
   last_grid_ = nb::object();
   last_kwnames_ = nb::object();
-  last_keyword_params_.clear();
+  last_keyword_slots_.clear();
   prepared_ = false;
 }
 

@@ -167,13 +167,15 @@ class Launcher {
   std::unordered_map<std::string, Target, StringHash, std::equal_to<>> targets_;
   std::string last_key_;                 // the key of the latest hit
   const Target* last_target_ = nullptr;  // its entry (map nodes never move)
-  // The keywords of the latest launch that bound with keywords naming
-  // parameters only (no launch option), and the parameter each one named.
-  // A call site passes the same kwnames tuple every time, so its next
-  // launch binds by index, without a dict lookup per keyword.
+  // The keywords of the latest launch whose keywords each named a
+  // parameter after the positional ones or a launch option that the launch
+  // keeps (launch_options.h), and what each named: a parameter index, or
+  // the parameter count plus the option. A call site passes the same
+  // kwnames tuple every time, so its next launch binds by index, without a
+  // dict lookup or a name comparison per keyword.
   nanobind::object last_kwnames_;
   size_t last_positional_ = 0;
-  std::vector<uint32_t> last_keyword_params_;
+  std::vector<uint32_t> last_keyword_slots_;
   nanobind::object last_grid_;           // a tuple of ints (see grid_function)
   nanobind::object grid_function_;       // what `kernel[last_grid_]` returned
 };

@@ -253,7 +253,7 @@ def test_a_call_site_binds_its_keywords_by_index():
     launcher binds the launches after the first by index. The same names
     after another count of positional arguments, and keywords that name
     launch options, bind by name, and every binding mistake is still
-    reported."""
+    reported; launch options among the keywords are checked every time."""
     @tegula.jit
     def k(out_ptr, value, n, SCALE: tl.constexpr = 1, BLOCK: tl.constexpr = 16):
         offs = tl.arange(0, BLOCK)
@@ -274,6 +274,14 @@ def test_a_call_site_binds_its_keywords_by_index():
         np.testing.assert_array_equal(out[:9], 6.0)
         k[(1,)](out, 1.0, 11, num_warps=2, SCALE=2)
         np.testing.assert_array_equal(out[:11], 2.0)
+    before = len(k._launcher)
+    for warps in (1, 3, 5, 1):  # an option among the keywords: each value is its own specialization
+        k[(1,)](out, float(warps), 3, num_warps=warps, SCALE=4)
+        np.testing.assert_array_equal(out[:3], 4.0 * warps)
+    assert len(k._launcher) == before + 3
+    for warps in (0, True, -2):  # and is checked at every launch
+        with pytest.raises(ValueError, match=f"num_warps of kernel 'k' must be a positive int, got {warps}"):
+            k[(1,)](out, 1.0, 3, num_warps=warps, SCALE=4)
     for _ in range(2):
         with pytest.raises(TypeError, match="got multiple values for argument 'SCALE'"):
             k[(1,)](out, 1.0, 4, 2, SCALE=3)
