@@ -1,6 +1,6 @@
 """Host-side cost of one launch of a small kernel with 6 arguments.
 
-    python tools/launch_overhead.py [--device cuda|cpu] [--launches 20000] [--rounds 7]
+    python tools/launch_overhead.py [--device cuda|cpu] [--arrays numpy|torch] [--launches 20000] [--rounds 7]
 
 The kernel (``axpy``: three arrays, a float, an int and a constexpr block) is
 one source for Tegula and Triton, launched on one program. Each variant runs `launches` times per round after a
@@ -11,7 +11,11 @@ microseconds per launch.
 Variants: ``tegula`` (``kernel[grid](...)``: the launcher binds,
 specializes, finds the kernel and launches it), ``tegula raw``
 (CompiledKernel.launch with the arguments already converted: the floor
-under it), and on CUDA ``triton`` and ``torch.add``.
+under it), and on CUDA ``triton`` and ``torch.add``. On the CPU the arrays
+are NumPy's, or with ``--arrays torch`` CPU torch tensors (the launcher then
+reads them through torch's DLPack exchange table, as it reads CUDA tensors,
+without the stream query); the difference of the two rows is the launcher's
+own cost, the kernel's run being in both.
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ def per_launch_us(launch, launches: int, rounds: int, synchronize, burst: int = 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--arrays", choices=("numpy", "torch"), default="numpy",
+                        help="on the CPU: NumPy arrays or CPU torch tensors")
     parser.add_argument("--launches", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
@@ -80,6 +86,10 @@ def main() -> None:
         rng = np.random.default_rng(0)
         x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
         out = np.empty_like(x)
+        if args.arrays == "torch":
+            import torch
+
+            x, y, out = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(out)
         synchronize = lambda: None  # noqa: E731 - CPU launches return when the grid is done
     expected = 2.0 * np.asarray(x.tolist(), dtype=np.float32) + np.asarray(y.tolist(), dtype=np.float32)
     results = {}
@@ -95,7 +105,7 @@ def main() -> None:
 
     measure("tegula", lambda: kernel[grid](x, y, out, 2.0, n, BLOCK=block))
     if args.device == "cpu":
-        address = tegula._C.data_address
+        address = (lambda t: t.data_ptr()) if args.arrays == "torch" else tegula._C.data_address
         raw_args = [address(x), address(y), address(out), 2.0, n]
         measure("tegula raw", lambda: compiled.launch((1, 1, 1), raw_args))
     else:
@@ -110,7 +120,8 @@ def main() -> None:
         except Exception as e:  # noqa: BLE001 - the comparison is optional: say why it is missing
             print(f"triton: not measured ({type(e).__name__}: {e})", file=sys.stderr)
         measure("torch.add", lambda: torch.add(x, y, out=out))
-    print(f"host time per launch of a 6-argument kernel ({args.device}), us per launch:")
+    arrays = f", {args.arrays} arrays" if args.device == "cpu" else ""
+    print(f"host time per launch of a 6-argument kernel ({args.device}{arrays}), us per launch:")
     for name, (median, best) in results.items():
         print(f"  {name:20s} median {median:6.2f}   best {best:6.2f}")
 

@@ -1,5 +1,7 @@
 #include "bindings/launch_arguments.h"
 
+#include <nanobind/stl/string.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -224,8 +226,14 @@ void ArgumentClassifier::runtime(const std::string& kernel, const std::string& p
     out.sources.push_back(nullptr);
     return;
   }
-  if (is_torch_type(type))
+  if (type == exchange_type_ && type->tp_version_tag == exchange_version_) {
+    // The tensor type the exchange table read last: no type table to search.
+    std::optional<Pointer> tensor = exchanged_tensor(*torch_exchange_, value);
+    if (!tensor) tensor = torch_tensor(value, /*exchange=*/false);
+    if (tensor) return add_pointer(*tensor, index, value, out);
+  } else if (is_torch_type(type)) {
     if (std::optional<Pointer> tensor = torch_tensor(value)) return add_pointer(*tensor, index, value, out);
+  }
 
   if (std::optional<Pointer> array = array_of(kernel, param, value)) return add_pointer(*array, index, value, out);
   // Not an array: a descriptor or a scalar of another type.
@@ -450,8 +458,12 @@ const ArgumentClassifier::TorchAccessors* ArgumentClassifier::torch_accessors(Py
   a.usable = data_descriptor(a.dtype) && data_descriptor(a.is_cuda) && data_descriptor(a.is_cpu) &&
              c_method(a.data_ptr) && c_method(a.get_device);
   a.exchange = exchange_plain_type(type) ? dlpack::exchange_api(type) : nullptr;
-  if (a.exchange) torch_exchange_ = a.exchange;
   a.version = type->tp_version_tag;
+  if (a.exchange) torch_exchange_ = a.exchange;
+  if (a.exchange && a.version != 0) {
+    exchange_type_ = type;
+    exchange_version_ = a.version;
+  }
   return a.version != 0 ? &a : nullptr;
 }
 
@@ -489,9 +501,9 @@ bool ArgumentClassifier::single_cuda_device() {
 // A tensor of a torch type: dtype object, is_cuda / is_cpu, data_ptr() and
 // get_device() through the type's own getters; anything unusual (another
 // dtype, another device type) goes to tensor_like(), which reports it.
-std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::torch_tensor(nb::handle value) {
+std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::torch_tensor(nb::handle value, bool exchange) {
   const TorchAccessors* known = torch_accessors(Py_TYPE(value.ptr()));
-  if (known && known->exchange)
+  if (exchange && known && known->exchange)
     if (std::optional<Pointer> exchanged = exchanged_tensor(*known->exchange, value)) return exchanged;
   const TorchAccessors* fast = known && known->usable ? known : nullptr;
   auto get = [&](const nb::object TorchAccessors::*field, const nb::str& name) {
@@ -809,6 +821,8 @@ void ArgumentClassifier::clear() {
   torch_types_.clear();
   torch_accessors_.clear();
   torch_exchange_ = nullptr;
+  exchange_type_ = nullptr;
+  exchange_version_ = 0;
   torch_stream_ = nb::object();
   support_ = LaunchSupport{};
 }

@@ -154,7 +154,9 @@ class ArgumentClassifier {
   std::optional<Pointer> array_of(const std::string& kernel, const std::string& param, nanobind::handle value);
   std::optional<Pointer> numpy_array(const std::string& kernel, const std::string& param, nanobind::handle value,
                                      bool exact);
-  std::optional<Pointer> torch_tensor(nanobind::handle value);
+  // `exchange`: may read the tensor through torch's exchange table (false:
+  // it was just asked and could not describe it).
+  std::optional<Pointer> torch_tensor(nanobind::handle value, bool exchange = true);
   Pointer tensor_like(const std::string& kernel, const std::string& param, nanobind::handle value);
   Pointer cuda_interface(const std::string& kernel, const std::string& param, nanobind::handle interface);
   void descriptor(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
@@ -191,6 +193,10 @@ class ArgumentClassifier {
   int cuda_devices_ = -1;  // the driver's device count; -1: not asked yet
   nanobind::object torch_stream_;  // torch's current-stream getter, once torch is imported
   const dlpack::ExchangeApi* torch_exchange_ = nullptr;  // torch's DLPack exchange table, where it has one
+  // The latest tensor type found to go through the exchange table, and its
+  // tp_version_tag then: a launch of such tensors skips the type tables.
+  PyTypeObject* exchange_type_ = nullptr;
+  unsigned int exchange_version_ = 0;
   bool exchange_plain_type(PyTypeObject* type);  // torch.Tensor or torch.nn.Parameter exactly
   std::optional<Pointer> exchanged_tensor(const dlpack::ExchangeApi& api, nanobind::handle value);
   // Attribute names, made once (a str per lookup would cost as much as the lookup).

@@ -1,5 +1,7 @@
 #include "bindings/launch_errors.h"
 
+#include <nanobind/stl/string.h>
+
 namespace nb = nanobind;
 
 namespace tegula::python {

@@ -86,11 +86,15 @@ bool named(PyObject* name, const char* text) { return PyUnicode_CompareWithASCII
 
 const char* LaunchOptions::name_of(LaunchOption option) { return kNames[static_cast<size_t>(option)]; }
 
+std::optional<LaunchOption> LaunchOptions::kept(PyObject* name) {
+  for (size_t i = 0; i < std::size(kNames); ++i)
+    if (named(name, kNames[i])) return static_cast<LaunchOption>(i);
+  return std::nullopt;
+}
+
 bool LaunchOptions::take(const std::string& kernel, PyObject* name, PyObject* value) {
-  for (size_t i = 0; i < std::size(kNames); ++i) {
-    if (!named(name, kNames[i])) continue;
-    given_[i] = value;
-    any_given_ = true;
+  if (std::optional<LaunchOption> option = kept(name)) {
+    set(*option, value);
     return true;
   }
   for (const FixedOption& fixed : kFixed) {

@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tegula::python {
@@ -53,6 +54,13 @@ class LaunchOptions {
   // for any other keyword (the caller reports it). An option accepted at
   // its default only is checked here and not kept.
   bool take(const std::string& kernel, PyObject* name, PyObject* value);
+  // The option `name` names when it is one take() keeps (num_warps, ...);
+  // nothing for any other keyword. set() then records it as take() would.
+  static std::optional<LaunchOption> kept(PyObject* name);
+  void set(LaunchOption option, PyObject* value) {
+    given_[static_cast<size_t>(option)] = value;
+    any_given_ = true;
+  }
   // Refuses values of the wrong kind or that no backend can honour.
   void check(const std::string& kernel) const;
 

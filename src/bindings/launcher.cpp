@@ -62,31 +62,42 @@ std::pair<frontend::KernelRequest, runtime::CompileOptions> compile_request(Deco
   return {std::move(request), std::move(options)};
 }
 
-// The value of a parameter of this type (the key made the two agree).
-ArgValue argument(const CompiledKernel& kernel, const ir::Param& param, const HostValue& value) {
+Receives receives(const ir::Type& type) {
+  if (type.is_pointer()) return Receives::Address;
+  if (ir::is_float(type.scalar)) return Receives::Real;
+  if (type.scalar == ir::Scalar::I1) return Receives::Truth;
+  return Receives::Integer;
+}
+
+// The value of a parameter that receives `how` (the key made the two agree).
+ArgValue argument(const CompiledKernel& kernel, size_t j, Receives how, const HostValue& value) {
   using Kind = HostValue::Kind;
   ArgValue out;
-  const ir::Type& type = param.type;
   bool ok = true;
-  if (type.is_pointer()) {
-    out.kind = ArgValue::Kind::Pointer;
-    ok = value.kind == Kind::Address;
-    out.bits = value.bits;
-  } else if (ir::is_float(type.scalar)) {
-    out.kind = ArgValue::Kind::Float;
-    ok = value.kind == Kind::Float;
-    out.real = value.real;
-  } else if (type.scalar == ir::Scalar::I1) {
-    out.kind = ArgValue::Kind::Bool;
-    ok = value.kind == Kind::Bool;
-    out.bits = value.bits;
-  } else {
-    out.kind = value.kind == Kind::UInt ? ArgValue::Kind::UInt : ArgValue::Kind::Int;
-    ok = value.kind == Kind::Int || value.kind == Kind::UInt;
-    out.bits = value.bits;
+  switch (how) {
+    case Receives::Address:
+      out.kind = ArgValue::Kind::Pointer;
+      ok = value.kind == Kind::Address;
+      out.bits = value.bits;
+      break;
+    case Receives::Real:
+      out.kind = ArgValue::Kind::Float;
+      ok = value.kind == Kind::Float;
+      out.real = value.real;
+      break;
+    case Receives::Truth:
+      out.kind = ArgValue::Kind::Bool;
+      ok = value.kind == Kind::Bool;
+      out.bits = value.bits;
+      break;
+    case Receives::Integer:
+      out.kind = value.kind == Kind::UInt ? ArgValue::Kind::UInt : ArgValue::Kind::Int;
+      ok = value.kind == Kind::Int || value.kind == Kind::UInt;
+      out.bits = value.bits;
+      break;
   }
-  TEGULA_ASSERT(ok, "argument '" + param.name + "' of kernel '" + kernel.name + "' (" + ir::to_string(param.type) +
-                        ") got a value of another kind than its specialization");
+  TEGULA_ASSERT(ok, "argument '" + kernel.params[j].name + "' of kernel '" + kernel.name + "' (" +
+                        ir::to_string(kernel.params[j].type) + ") got a value of another kind than its specialization");
   return out;
 }
 
@@ -171,11 +182,14 @@ void Launcher::prepare() {
 // order Python reports them: launch options (keywords that name no
 // parameter: launch_options.h), too many positional
 // arguments, the first unknown or repeated keyword, missing arguments.
-void Launcher::bind(const CallArgs& call, Bound& bound) const {
+void Launcher::bind(const CallArgs& call, Bound& bound) {
+  if (bind_as_before(call, bound)) return;
   const size_t count = params_.size();
   const size_t given = call.positional();
   for (size_t i = 0; i < count; ++i) bound.values.push_back(nullptr);
   PyObject* stray = nullptr;  // the first keyword that is neither a free parameter nor a launch option
+  bool replayable = true;     // every keyword has a slot in keyword_slots (see last_keyword_slots_)
+  SmallVector<uint32_t, kInlineArguments> keyword_slots;
   for (size_t k = 0; k < call.keywords(); ++k) {
     PyObject* name = call.keyword(k);
     PyObject* value = call.keyword_value(k);
@@ -186,10 +200,17 @@ void Launcher::bind(const CallArgs& call, Bound& bound) const {
         if (!stray) stray = name;
       } else {
         bound.values[i] = value;
+        keyword_slots.push_back(static_cast<uint32_t>(i));
       }
       continue;
     }
     if (PyErr_Occurred()) throw nb::python_error();
+    if (std::optional<LaunchOption> option = LaunchOptions::kept(name)) {
+      bound.options.set(*option, value);
+      keyword_slots.push_back(static_cast<uint32_t>(count + static_cast<size_t>(*option)));
+      continue;
+    }
+    replayable = false;
     if (!bound.options.take(kernel_name_, name, value) && !stray) stray = name;
   }
   bound.options.check(kernel_name_);
@@ -225,6 +246,31 @@ void Launcher::bind(const CallArgs& call, Bound& bound) const {
                 "kernel '" + kernel_name_ + "' is missing " + std::to_string(missing.size()) + " required " +
                     (missing.size() == 1 ? "argument: " : "arguments: ") + listed);
   }
+  if (replayable && call.kwnames && call.kwnames != last_kwnames_.ptr()) {
+    last_kwnames_ = nb::borrow(call.kwnames);
+    last_positional_ = given;
+    last_keyword_slots_.assign(keyword_slots.begin(), keyword_slots.end());
+  }
+}
+
+bool Launcher::bind_as_before(const CallArgs& call, Bound& bound) const {
+  if (!call.kwnames || call.kwnames != last_kwnames_.ptr() || call.positional() != last_positional_) return false;
+  const size_t count = params_.size();
+  const size_t given = call.positional();
+  for (size_t i = 0; i < count; ++i) bound.values.push_back(nullptr);
+  for (size_t i = 0; i < given; ++i) bound.values[i] = call.argument(i);
+  for (size_t k = 0; k < last_keyword_slots_.size(); ++k) {
+    size_t slot = last_keyword_slots_[k];
+    if (slot < count)
+      bound.values[slot] = call.keyword_value(k);
+    else
+      bound.options.set(static_cast<LaunchOption>(slot - count), call.keyword_value(k));
+  }
+  bound.options.check(kernel_name_);  // the values are new
+  // The same parameters are unbound as in the binding remembered, which found a default for each.
+  for (size_t i = given; i < count; ++i)
+    if (!bound.values[i]) bound.values[i] = params_[i].default_value.ptr();
+  return true;
 }
 
 // Binding and every argument's part of the key: all a launch needs before
@@ -323,6 +369,7 @@ const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t v
     Target target{kernel_object, nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object), {}};
     DecodedKey decoded = decode(key);
     target.place = Place{runtime::all_backends()[decoded.backend], decoded.device};
+    for (const ir::Param& param : target.kernel->params) target.receives.push_back(receives(param.type));
     // Another thread may have compiled the same key while this one did (the
     // compile releases the GIL): the first entry stays.
     it = targets_.try_emplace(std::string(key), std::move(target)).first;
@@ -358,8 +405,8 @@ nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& gri
   const CompiledKernel* kernel = target.kernel.get();
   const LaunchArguments& arguments = launch.arguments;
   SmallVector<ArgValue, kInlineArguments> values;
-  for (size_t j = 0; j < kernel->params.size(); ++j)
-    values.push_back(argument(*kernel, kernel->params[j], arguments.values[j]));
+  for (size_t j = 0; j < target.receives.size(); ++j)
+    values.push_back(argument(*kernel, j, target.receives[j], arguments.values[j]));
   if (kernel->debug) {
     for (size_t j = 0; j < values.size(); ++j) {
       if (!kernel->params[j].type.is_pointer() || !arguments.sources[j]) continue;
@@ -482,6 +529,8 @@ void Launcher::clear() {
   index_ = nb::object();
   grid_function_ = nb::object();
   last_grid_ = nb::object();
+  last_kwnames_ = nb::object();
+  last_keyword_slots_.clear();
   prepared_ = false;
 }
 

@@ -52,6 +52,9 @@ struct CallArgs {
   PyObject* keyword_value(size_t k) const { return args[count + k]; }
 };
 
+// How a kernel parameter receives its launch value, from its type.
+enum class Receives : uint8_t { Address, Real, Truth, Integer };
+
 class Launcher {
  public:
   Launcher(nanobind::object jit, LaunchSupport support) : jit_(std::move(jit)), classifier_(std::move(support)) {}
@@ -91,6 +94,7 @@ class Launcher {
     visit(index_.ptr());
     visit(grid_function_.ptr());  // holds the launcher: a cycle
     visit(last_grid_.ptr());
+    visit(last_kwnames_.ptr());
     for (const Param& p : params_) {
       visit(p.name.ptr());
       visit(p.default_value.ptr());
@@ -126,12 +130,16 @@ class Launcher {
     nanobind::object kernel_object;  // what the launch returns: the same object every time
     std::shared_ptr<const runtime::CompiledKernel> kernel;
     Place place;
+    std::vector<Receives> receives;  // per kernel parameter, worked out once from its type
   };
 
   void prepare();
   // Launches `target` (on the caller's current stream, for a device).
   void launch_now(const Target& target, const std::array<int64_t, 3>& grid, std::span<const runtime::ArgValue> args);
-  void bind(const CallArgs& call, Bound& bound) const;
+  void bind(const CallArgs& call, Bound& bound);
+  // bind() for a call whose keywords are the same tuple as the latest clean
+  // binding's; false when it is not.
+  bool bind_as_before(const CallArgs& call, Bound& bound) const;
   void specialize(const CallArgs& call, Specialized& out);
   // Binding, the key, the grid (when `grid` is not null) and the place:
   // everything before the cache, in the order errors are reported.
@@ -159,6 +167,15 @@ class Launcher {
   std::unordered_map<std::string, Target, StringHash, std::equal_to<>> targets_;
   std::string last_key_;                 // the key of the latest hit
   const Target* last_target_ = nullptr;  // its entry (map nodes never move)
+  // The keywords of the latest launch whose keywords each named a
+  // parameter after the positional ones or a launch option that the launch
+  // keeps (launch_options.h), and what each named: a parameter index, or
+  // the parameter count plus the option. A call site passes the same
+  // kwnames tuple every time, so its next launch binds by index, without a
+  // dict lookup or a name comparison per keyword.
+  nanobind::object last_kwnames_;
+  size_t last_positional_ = 0;
+  std::vector<uint32_t> last_keyword_slots_;
   nanobind::object last_grid_;           // a tuple of ints (see grid_function)
   nanobind::object grid_function_;       // what `kernel[last_grid_]` returned
 };

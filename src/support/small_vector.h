@@ -25,14 +25,14 @@ class SmallVector {
     for (size_t i = 0; i < size; ++i) push_back(fill);
   }
 
+  // The inline case stays small enough for the compiler to inline at every
+  // call; moving to the heap is out of line.
   void push_back(const T& value) {
-    if (size_ < N) {
+    if (size_ < N) [[likely]] {
       new (local() + size_++) T(value);
       return;
     }
-    if (size_ == N) heap_.assign(local(), local() + N);
-    heap_.push_back(value);
-    ++size_;
+    spill(value);
   }
 
   void clear() {
@@ -50,6 +50,12 @@ class SmallVector {
   const T* end() const { return data() + size_; }
 
  private:
+  [[gnu::noinline]] void spill(const T& value) {
+    if (size_ == N) heap_.assign(local(), local() + N);
+    heap_.push_back(value);
+    ++size_;
+  }
+
   T* local() { return std::launder(reinterpret_cast<T*>(storage_)); }
   const T* local() const { return std::launder(reinterpret_cast<const T*>(storage_)); }
 

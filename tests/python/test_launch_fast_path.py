@@ -248,6 +248,49 @@ def test_debug_mode_is_part_of_the_key(monkeypatch):
     assert calls["miss"] == 2
 
 
+def test_a_call_site_binds_its_keywords_by_index():
+    """A call site passes the same tuple of keyword names every time; the
+    launcher binds the launches after the first by index. The same names
+    after another count of positional arguments, and keywords that name
+    launch options, bind by name, and every binding mistake is still
+    reported; launch options among the keywords are checked every time."""
+    @tegula.jit
+    def k(out_ptr, value, n, SCALE: tl.constexpr = 1, BLOCK: tl.constexpr = 16):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32) + value * SCALE, mask=offs < n)
+
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 13):
+        out = np.zeros(16, dtype=np.float32)
+        for value, scale in zip(rng.standard_normal(4).astype(np.float32), (1, 2, 2, 3)):
+            k[(1,)](out, value, n, SCALE=scale)  # one call site: one kwnames tuple
+            np.testing.assert_array_equal(out[:n], np.float32(value * scale))
+            assert np.all(out[n:] == 0)
+    out = np.zeros(16, dtype=np.float32)
+    for _ in range(2):  # the same names in two places: SCALE fills another parameter's slot in neither
+        k[(1,)](out, 2.0, 5, SCALE=3)
+        np.testing.assert_array_equal(out[:5], 6.0)
+        k[(1,)](out, 2.0, n=9, SCALE=3)
+        np.testing.assert_array_equal(out[:9], 6.0)
+        k[(1,)](out, 1.0, 11, num_warps=2, SCALE=2)
+        np.testing.assert_array_equal(out[:11], 2.0)
+    before = len(k._launcher)
+    for warps in (1, 3, 5, 1):  # an option among the keywords: each value is its own specialization
+        k[(1,)](out, float(warps), 3, num_warps=warps, SCALE=4)
+        np.testing.assert_array_equal(out[:3], 4.0 * warps)
+    assert len(k._launcher) == before + 3
+    for warps in (0, True, -2):  # and is checked at every launch
+        with pytest.raises(ValueError, match=f"num_warps of kernel 'k' must be a positive int, got {warps}"):
+            k[(1,)](out, 1.0, 3, num_warps=warps, SCALE=4)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="got multiple values for argument 'SCALE'"):
+            k[(1,)](out, 1.0, 4, 2, SCALE=3)
+        with pytest.raises(TypeError, match=r"is missing 1 required argument: 'n'"):
+            k[(1,)](out, 1.0, SCALE=3)
+        with pytest.raises(TypeError, match=r"takes 5 arguments .* but 6 were given"):
+            k[(1,)](out, 1.0, 4, 1, 16, 0, SCALE=3)
+
+
 def test_launch_errors_keep_their_texts():
     x = np.zeros(16, dtype=np.float32)
     with pytest.raises(TypeError, match="got an unexpected keyword argument 'BLOK'"):
