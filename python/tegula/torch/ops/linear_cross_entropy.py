@@ -84,19 +84,13 @@ def _add_product(ptr, rows, cs, R, C, a, b, ACC: tl.constexpr, PRECISION: tl.con
 @tegula.jit
 def _logits_tile(X, W, rows, cols, M, V, C, BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr,
                  BLOCK_C: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
-    # x[rows] @ W[cols]^T as a [BLOCK_M, BLOCK_V] tile, -inf in the columns past V. The chunks of x and
-    # of W^T come from pointer tiles advanced by BLOCK_C and masked on the loop variable (and on
-    # loop-invariant rows and columns), each feeding the dot alone: the form the CUDA backend pipelines.
+    # x[rows] @ W[cols]^T as a [BLOCK_M, BLOCK_V] tile, -inf in the columns past V.
     logits = tl.zeros([BLOCK_M, BLOCK_V], dtype=ACC)
-    cs = tl.arange(0, BLOCK_C)
-    x_ptrs = X + rows[:, None].to(tl.int64) * C + cs[None, :]
-    wt_ptrs = W + cols[None, :].to(tl.int64) * C + cs[:, None]
     for c0 in range(0, C, BLOCK_C):
-        x = tl.load(x_ptrs, mask=(rows[:, None] < M) & (cs[None, :] < C - c0), other=0.0)
-        wt = tl.load(wt_ptrs, mask=(cols[None, :] < V) & (cs[:, None] < C - c0), other=0.0)
-        logits = tl.dot(x, wt, logits, input_precision=PRECISION)
-        x_ptrs += BLOCK_C
-        wt_ptrs += BLOCK_C
+        cs = c0 + tl.arange(0, BLOCK_C)
+        x = _load_chunk(X, rows, cs, M, C)
+        w = _load_chunk(W, cols, cs, V, C)
+        logits += tl.dot(x, tl.trans(w), input_precision=PRECISION).to(ACC)
     return tl.where(cols[None, :] < V, logits, float("-inf"))
 
 
