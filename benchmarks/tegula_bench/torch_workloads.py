@@ -149,14 +149,16 @@ def _forward(fn, inputs):
     return lambda: fn(*inputs)
 
 
-def _forward_backward(torch, fn, inputs, with_grad, upstream_gen_seed=23):
-    """The callable computing fn's output and its gradients for a fixed upstream gradient;
-    returns (output, grads...)."""
+def _forward_backward(torch, fn, inputs, with_grad, upstream_gen_seed=23, upstream_dtype=None):
+    """The callable computing fn's output and its gradients for a fixed upstream gradient
+    (rounded to `upstream_dtype` first when given: a float32 check of bf16 variants sees
+    the upstream gradient they see); returns (output, grads...)."""
     leaves = [t.detach().requires_grad_(i in with_grad) for i, t in enumerate(inputs)]
     wanted = [leaves[i] for i in with_grad]
     probe = fn(*leaves)
     gen = torch.Generator(device=probe.device.type).manual_seed(upstream_gen_seed)
-    upstream = torch.randn(probe.shape, device=probe.device, generator=gen).to(probe.dtype)
+    upstream = torch.randn(probe.shape, device=probe.device, generator=gen)
+    upstream = upstream.to(upstream_dtype or probe.dtype).to(probe.dtype)
     del probe
 
     def run():
@@ -188,7 +190,8 @@ def op_cases(torch, device: str, quick: bool, num_warps=None, dtype=None) -> lis
             check_with = None
             if dtype != torch.float32:  # checked against torch in float32 on the same (rounded) inputs
                 wide = tuple(t.float() if t.is_floating_point() else t for t in inputs)
-                wide_build = (functools.partial(_forward_backward, torch, inputs=wide, with_grad=with_grad)
+                wide_build = (functools.partial(_forward_backward, torch, inputs=wide, with_grad=with_grad,
+                                                upstream_dtype=dtype)
                               if backward else functools.partial(_forward, inputs=wide))
                 check_with = functools.partial(_narrowed, wide_build, theirs, dtype)
             cases.append(Case(f"ops.{name}.{suffix}", shape, str(dtype).removeprefix("torch."),
