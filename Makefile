@@ -5,14 +5,19 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
-CPP_BUILD := build-cpp-tests
+CPP_BUILD := build/cpp-tests
 # The C++ tests build the libraries with the compiler and flags of the
 # extension's Release build, so ccache serves those objects to the second
 # build instead of compiling everything twice (half of `make test`'s
 # compile time on a fresh machine). ccache keys on the compiler's name:
-# both builds get it from CXX (make's default: g++).
+# both builds get it from CXX (make's default: g++). The libraries are unity
+# builds, whose generated sources lie in each build folder: with ccache's
+# base directory at the checkout (or above it) and both build folders at the
+# same depth (build/<wheel tag>, build/cpp-tests), their paths and the
+# include paths are the same relative ones in both builds.
 CPP_BUILD_TYPE ?= Release
 export CXX
+export CCACHE_BASEDIR ?= $(CURDIR)
 JOBS ?= 2
 
 # cmake/ninja installed into the venv (when the system lacks them) come first.
@@ -104,7 +109,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:d
 
 sanitize: $(SYSDEPS_STAMP)
 	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTEGULA_SANITIZE=ON >/dev/null
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTEGULA_SANITIZE=ON -DTEGULA_UNITY_BUILD=OFF >/dev/null
 	$(SAN_ENV) cmake --build $(SAN_BUILD) -j $(JOBS) --target $(SAN_TESTS)
 	$(SAN_ENV) ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '_NOT_BUILT$$'
 

@@ -39,7 +39,7 @@ std::vector<int64_t> promised_values(Lowerer& l, const Symbol& values, const Sou
 
 // The integer a value holds everywhere when it is a constant (or a splat
 // of one), as the front end builds them.
-std::optional<int64_t> known_int(Lowerer& l, ir::ValueId v) {
+std::optional<int64_t> splat_constant(Lowerer& l, ir::ValueId v) {
   ir::Function& fn = l.function();
   ir::OpId def = fn.value(v).def;
   if (def.valid() && fn.op(def).kind == OpKind::Splat) {
@@ -74,11 +74,11 @@ void collect_divisibility(Lowerer& l, ir::ValueId cond, std::vector<Divisibility
       std::get<std::string>(*pred) != "eq")
     return;
   for (size_t side = 0; side < 2; ++side) {
-    if (known_int(l, op.operands[1 - side]) != 0) continue;
+    if (splat_constant(l, op.operands[1 - side]) != 0) continue;
     ir::OpId inner_def = fn.value(op.operands[side]).def;
     if (!inner_def.valid()) continue;
     const ir::Op& inner = fn.op(inner_def);
-    std::optional<int64_t> k = inner.operands.size() == 2 ? known_int(l, inner.operands[1]) : std::nullopt;
+    std::optional<int64_t> k = inner.operands.size() == 2 ? splat_constant(l, inner.operands[1]) : std::nullopt;
     if (!k || *k <= 0) continue;
     if (inner.kind == OpKind::Rem) out.push_back({inner.operands[0], largest_pow2_divisor(*k)});
     if (inner.kind == OpKind::And && ((*k + 1) & *k) == 0) out.push_back({inner.operands[0], *k + 1});

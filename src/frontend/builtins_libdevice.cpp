@@ -21,7 +21,7 @@ using ir::Scalar;
 
 namespace {
 
-bool is_half(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
+bool is_16_bit_float(Scalar s) { return s == Scalar::F16 || s == Scalar::BF16; }
 
 // A constant of element type `s` broadcast to `like`'s shape.
 ir::ValueId splat(Lowerer& l, const ConstValue& v, Scalar s, ir::ValueId like, const SourceLoc& loc) {
@@ -234,7 +234,7 @@ Symbol lower_float_to_integer(Lowerer& l, const CallArgs& c, const std::string& 
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the operand of libdevice." + n);
   Scalar s = l.type(x).scalar;
   require(l, x, ir::is_float(s), a.loc("x"), n, "a float operand");
-  if (is_half(s)) x = l.cast(x, Scalar::F32, c.loc);
+  if (is_16_bit_float(s)) x = l.cast(x, Scalar::F32, c.loc);
   if (n == "ilogb") {  // logb as an i32: 0 -> INT_MIN, inf -> INT_MAX (saturating), NaN -> INT_MIN
     ir::ValueId e = l.cast(op(l, OpKind::Logb, {x}, c.loc), Scalar::I32, c.loc);
     return Symbol::of(select(l, compare(l, x, x, "ne", c.loc), int_splat(l, INT_MIN, Scalar::I32, x, c.loc), e, c.loc));
@@ -251,12 +251,12 @@ Symbol lower_float_and_int(Lowerer& l, const CallArgs& c, const std::string& n) 
   Scalar s = l.type(x).scalar;
   require(l, x, ir::is_float(s), a.loc("x"), n, "a float x");
   require(l, e, ir::is_integer(l.type(e).scalar) && l.type(e).scalar != Scalar::I1, a.loc("n"), n, "an integer n");
-  if (is_half(s)) x = l.cast(x, Scalar::F32, c.loc);
+  if (is_16_bit_float(s)) x = l.cast(x, Scalar::F32, c.loc);
   e = l.cast(e, Scalar::I32, c.loc);
   std::tie(x, e) = l.broadcast_pair(x, e, c.loc);
   OpKind kind = n == "jn" ? OpKind::Jn : n == "yn" ? OpKind::Yn : OpKind::Ldexp;  // scalbn is ldexp in radix 2
   ir::ValueId r = l.create(kind, {x, e}, l.type(x), c.loc);
-  return Symbol::of(is_half(s) ? l.cast(r, s, c.loc) : r);
+  return Symbol::of(is_16_bit_float(s) ? l.cast(r, s, c.loc) : r);
 }
 
 Symbol lower_libdevice_function(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -265,7 +265,7 @@ Symbol lower_libdevice_function(Lowerer& l, const CallArgs& c, const std::string
   if (f32_only || f64_only) {
     std::vector<ir::ValueId> xs = operands_of(l, c, n, n == "fast_powf" || n == "fast_dividef" ? 2 : 1);
     Scalar s = l.type(xs[0]).scalar;
-    require(l, xs[0], f64_only ? s == Scalar::F64 : s == Scalar::F32 || is_half(s), c.loc, n,
+    require(l, xs[0], f64_only ? s == Scalar::F64 : s == Scalar::F32 || is_16_bit_float(s), c.loc, n,
             f64_only ? "a float64 operand" : "float32 operands");
     if (n == "fast_dividef") {  // the approximate quotient of tl.fdiv
       std::vector<ir::ValueId> ys = xs;

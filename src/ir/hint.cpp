@@ -1,15 +1,11 @@
 // The verifier rule of `hint` (see hint.h).
 #include "ir/hint.h"
 
+#include <bit>
+#include <cstdint>
 #include <variant>
 
 namespace tegula::ir {
-
-namespace {
-
-bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
-}  // namespace
 
 std::string hint_problem(const Function& fn, const Op& op) {
   const Type& x = fn.type(op.operands[0]);
@@ -25,7 +21,7 @@ std::string hint_problem(const Function& fn, const Op& op) {
       return std::string("attribute `") + name + "` needs " + std::to_string(entries) + " entries (one per dimension), got " +
              std::to_string(values->size());
     for (int64_t v : *values)
-      if (!is_power_of_two(v))
+      if (v <= 0 || !std::has_single_bit(static_cast<uint64_t>(v)))
         return std::string("attribute `") + name + "` holds " + std::to_string(v) + ", not a power of two";
   }
   return "";

@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 
+#include "ir/printer.h"
 #include "support/diagnostic.h"
 
 namespace tegula::ir {
@@ -27,13 +28,6 @@ constexpr int kMaxRegionDepth = 256;
 bool is_word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_word_char(char c) { return is_word_start(c) || is_digit(c) || c == '.'; }
-
-// Must agree with region_label() in printer.cpp.
-const char* region_label(OpKind kind, size_t index) {
-  if (kind == OpKind::If && index == 1) return "else";
-  if (kind == OpKind::While && index == 1) return "do";
-  return "";
-}
 
 class Parser {
  public:

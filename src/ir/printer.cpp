@@ -88,14 +88,6 @@ std::string format_attr(const Attr& a) {
   return out + "]";
 }
 
-// Word between the closing brace of region `index - 1` and the opening brace of
-// region `index`, so that `if` and `while` read as they do in source.
-const char* region_label(OpKind kind, size_t index) {
-  if (kind == OpKind::If && index == 1) return "else";
-  if (kind == OpKind::While && index == 1) return "do";
-  return "";
-}
-
 class Printer {
  public:
   Printer(const Function& fn, const PrintOptions& options) : fn_(fn), options_(options) {
@@ -271,6 +263,12 @@ std::string print_op(const Function& fn, OpId op) {
   PrintOptions options;
   options.locations = false;
   return Printer(fn, options).single_op(op);
+}
+
+const char* region_label(OpKind kind, size_t index) {
+  if (kind == OpKind::If && index == 1) return "else";
+  if (kind == OpKind::While && index == 1) return "do";
+  return "";
 }
 
 }  // namespace tegula::ir

@@ -31,4 +31,9 @@ std::string print(const Function& fn, const PrintOptions& options = {});
 // as `{ ... }`. For error messages (the verifier's, the passes').
 std::string print_op(const Function& fn, OpId op);
 
+// The word between the closing brace of region `index - 1` and the opening
+// brace of region `index` (`else`, `do`), so that `if` and `while` read as
+// they do in source; "" where there is none. The parser reads the same words.
+const char* region_label(OpKind kind, size_t index);
+
 }  // namespace tegula::ir

@@ -69,7 +69,7 @@ int64_t element_divisibility(const AxisInfo& x) {
 
 bool same_rank(const AxisInfo& a, const AxisInfo& b) { return a.contiguity.size() == b.contiguity.size(); }
 
-std::string list(const std::vector<int64_t>& values) {
+std::string bracketed_list(const std::vector<int64_t>& values) {
   std::string out = "[";
   for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
   return out + "]";
@@ -564,7 +564,8 @@ const AxisInfo& AxisInfoAnalysis::get(ir::ValueId v) const { return info_.at(v.i
 
 std::string AxisInfoAnalysis::describe(ir::ValueId v) const {
   const AxisInfo& facts = get(v);
-  return "contig=" + list(facts.contiguity) + " div=" + list(facts.divisibility) + " const=" + list(facts.constancy);
+  return "contig=" + bracketed_list(facts.contiguity) + " div=" + bracketed_list(facts.divisibility) +
+         " const=" + bracketed_list(facts.constancy);
 }
 
 }  // namespace tegula::passes

@@ -49,7 +49,7 @@ std::optional<std::string> unhex(std::string_view text) {
 }
 
 template <class Int>
-std::string list(const std::vector<Int>& values) {
+std::string comma_list(const std::vector<Int>& values) {
   if (values.empty()) return "-";
   std::string out;
   for (Int v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
@@ -91,7 +91,7 @@ std::vector<std::string_view> split_words(std::string_view text) {
 
 std::string to_text(const DebugSite& site) {
   return std::string(to_string(site.kind)) + " " + std::to_string(site.line) + " " + std::to_string(site.col) + " " +
-         ir::to_string(site.element) + " " + list(site.params) + " " + list(site.shape) + " " + hex(site.file) + " " +
+         ir::to_string(site.element) + " " + comma_list(site.params) + " " + comma_list(site.shape) + " " + hex(site.file) + " " +
          hex(site.message);
 }
 

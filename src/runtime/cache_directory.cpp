@@ -19,7 +19,7 @@ namespace tegula::runtime {
 
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
+std::string last_error_text() { return std::strerror(errno); }
 
 [[noreturn]] void refuse(const std::string& message, const std::string& hint) {
   fail(ErrorKind::Value, Diag::UnsafeCacheDirectory, message, hint);
@@ -33,7 +33,7 @@ void make_private_directories(const std::filesystem::path& path) {
     struct stat existing{};
     if (::stat(partial.c_str(), &existing) == 0) continue;
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      refuse("cannot create the cache directory " + path.string() + ": " + errno_text(),
+      refuse("cannot create the cache directory " + path.string() + ": " + last_error_text(),
              "set TEGULA_CACHE_DIR to a writable directory");
   }
 }
@@ -102,7 +102,7 @@ std::string resolve_cache_directory(const std::string& configured) {
   std::string shown = describe(dir, real);
   struct stat info{};
   if (::stat(real.c_str(), &info) != 0)
-    refuse("cannot use the cache directory " + shown + ": " + errno_text(),
+    refuse("cannot use the cache directory " + shown + ": " + last_error_text(),
            "set TEGULA_CACHE_DIR to a private directory");
   if (!S_ISDIR(info.st_mode))
     refuse("the cache directory " + shown + " is not a directory", "set TEGULA_CACHE_DIR to a private directory");

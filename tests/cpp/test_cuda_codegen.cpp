@@ -257,9 +257,14 @@ TEST(CudaCorpus, CoversEveryOp) {
 // Every hand-written kernel verifies, generates, and (with nvcc) compiles for
 // sm_90a and sm_80 without local memory. The kernels are compiled together,
 // one nvcc run per architecture: the prelude once, then every kernel renamed.
-TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
+// One test per architecture, so that ctest runs the two nvcc runs (a minute
+// or more each) side by side.
+class CudaCorpusArch : public ::testing::TestWithParam<std::pair<int, std::string>> {};
+
+TEST_P(CudaCorpusArch, EveryOpGeneratesAndCompiles) {
   std::vector<IrCase> cases = ir_cases();
-  for (const auto& [cc, arch] : kArchs) {
+  const auto& [cc, arch] = GetParam();
+  {
   SCOPED_TRACE(arch);
   std::string unit, common_helpers;
   std::vector<std::pair<size_t, std::string>> line_starts;  // first line of each kernel in `unit`
@@ -321,7 +326,7 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
       std::string names;
       for (const std::string& b : bad) names += " " + b;
       ADD_FAILURE() << arch << ": kernels failing:" << names << "\n" << r.log.substr(0, 20000);
-      continue;
+      return;
     }
     EXPECT_EQ(r.functions, static_cast<int>(cases.size())) << arch;
     // sin/cos/tan keep a small stack array for their slow argument reduction
@@ -341,6 +346,9 @@ TEST(CudaCorpus, EveryOpGeneratesAndCompiles) {
   }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(CudaCorpus, CudaCorpusArch, ::testing::ValuesIn(kArchs),
+                         [](const auto& info) { return info.param.second; });
 
 // --- the vector-add kernel, pinned -------------------------------------------------------------
 
