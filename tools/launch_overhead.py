@@ -4,7 +4,8 @@
 
 The kernel (``axpy``: three arrays, a float, an int and a constexpr block) is
 one source for Tegula and Triton, launched on one program. Each variant runs `launches` times per round after a
-warm-up, timed in bursts of 200 that start with the device idle (so the host
+warm-up, the variants interleaved round by round (as the benchmark's launch
+rows are), timed in bursts of 200 that start with the device idle (so the host
 never waits for the GPU); the median and the best burst are reported in
 microseconds per launch.
 
@@ -45,25 +46,30 @@ def axpy_body(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, alpha * x + y, mask=mask)
 
 
-def per_launch_us(launch, launches: int, rounds: int, synchronize, burst: int = 200) -> tuple:
-    """(median, best) microseconds per launch over bursts of `burst` launches.
+def per_launch_us(launchers: dict, launches: int, rounds: int, synchronize, burst: int = 200) -> dict:
+    """name -> (median, best) microseconds per launch over bursts of `burst` launches,
+    the variants interleaved: each round times `launches` launches of every variant in
+    turn, so drift of the machine's speed during the run reaches all of them alike.
 
     Each burst starts with the device idle and its clock stops before the
     synchronize: a burst is shorter than the driver's queue of pending
     launches, so this is the host's time even where the GPU retires tiny
     kernels more slowly than the host queues them."""
-    for _ in range(min(launches, 2000)):
-        launch()
-    synchronize()
-    samples = []
-    for _ in range(rounds * max(1, launches // burst)):
-        synchronize()
-        start = time.perf_counter()
-        for _ in range(burst):
+    for launch in launchers.values():
+        for _ in range(min(launches, 2000)):
             launch()
-        samples.append((time.perf_counter() - start) / burst * 1e6)
     synchronize()
-    return statistics.median(samples), min(samples)
+    samples = {name: [] for name in launchers}
+    for _ in range(rounds):
+        for name, launch in launchers.items():
+            for _ in range(max(1, launches // burst)):
+                synchronize()
+                start = time.perf_counter()
+                for _ in range(burst):
+                    launch()
+                samples[name].append((time.perf_counter() - start) / burst * 1e6)
+    synchronize()
+    return {name: (statistics.median(times), min(times)) for name, times in samples.items()}
 
 
 def main() -> None:
@@ -92,7 +98,7 @@ def main() -> None:
             x, y, out = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(out)
         synchronize = lambda: None  # noqa: E731 - CPU launches return when the grid is done
     expected = 2.0 * np.asarray(x.tolist(), dtype=np.float32) + np.asarray(y.tolist(), dtype=np.float32)
-    results = {}
+    launchers = {}
 
     kernel = tegula.jit(axpy_body)
     grid = (1,)
@@ -101,7 +107,7 @@ def main() -> None:
     np.testing.assert_allclose(np.asarray(out.tolist()), expected, rtol=1e-6)
 
     def measure(name, launch):
-        results[name] = per_launch_us(launch, args.launches, args.rounds, synchronize)
+        launchers[name] = launch
 
     measure("tegula", lambda: kernel[grid](x, y, out, 2.0, n, BLOCK=block))
     if args.device == "cpu":
@@ -120,6 +126,7 @@ def main() -> None:
         except Exception as e:  # noqa: BLE001 - the comparison is optional: say why it is missing
             print(f"triton: not measured ({type(e).__name__}: {e})", file=sys.stderr)
         measure("torch.add", lambda: torch.add(x, y, out=out))
+    results = per_launch_us(launchers, args.launches, args.rounds, synchronize)
     arrays = f", {args.arrays} arrays" if args.device == "cpu" else ""
     print(f"host time per launch of a 6-argument kernel ({args.device}{arrays}), us per launch:")
     for name, (median, best) in results.items():
