@@ -224,11 +224,31 @@ def floors(device: str = "cpu", remeasure: bool = False) -> Floors:
     print(f"tegula: measuring the floors of {device_name(device)} (copy bandwidth, matrix rate), once: "
           f"cached in {path}", file=sys.stderr)
     measured = _measure_cuda() if device == "cuda" else _measure_cpu()
+    return _publish(path, measured, replace=remeasure)
+
+
+def _publish(path: str, measured: Floors, replace: bool = False) -> Floors:
+    """Writes `measured` to `path` and returns the floors every process will read
+    from there. Without `replace` the first writer wins: processes that measured at
+    the same time (pytest workers on a fresh cache) all return what the first one
+    wrote, so no two of them compare against different floors."""
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False) as f:
             json.dump(asdict(measured), f, indent=1)
-        os.replace(f.name, path)
-    except OSError:
-        pass  # a read-only cache: measured again next time
+        try:
+            if replace:
+                os.replace(f.name, path)
+                return measured
+            os.link(f.name, path)  # fails if another process published first
+        except FileExistsError:
+            with open(path) as published:
+                return Floors(**json.load(published))
+        except OSError:  # no hard links on this file system: the last writer wins
+            os.replace(f.name, path)
+        finally:
+            if os.path.exists(f.name):
+                os.unlink(f.name)
+    except (OSError, ValueError, TypeError):
+        pass  # a read-only cache, or an unreadable rival: measured again next time
     return measured
