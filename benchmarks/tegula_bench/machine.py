@@ -102,6 +102,7 @@ def describe_software() -> dict:
         elif blas.get("numpy_config"):
             blas["summary"] = str(blas["numpy_config"].get("name", "unknown"))
     env_names = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS",
+                 "OMP_WAIT_POLICY",
                  "MKL_NUM_THREADS",
                  "TEGULA_NUM_THREADS", "CXX")
     return {"python": platform.python_version(), "numpy": np.__version__, "tegula": tegula_version,
