@@ -204,6 +204,11 @@ def batches(corpus: torch.Tensor, config: Config, seed: int):
         yield window[:, :-1], window[:, 1:]
 
 
+def forward_precision(config: Config, device: str):
+    """The context the forward runs in: bf16 autocast for ``precision="bfloat16"``, else none."""
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=config.precision == "bfloat16")
+
+
 def make_model(config: Config, ops_name: str) -> GPT:
     torch.manual_seed(config.seed)  # the same initial weights for every variant
     return GPT(config, ops_named(ops_name))
@@ -220,8 +225,7 @@ def train(config: Config, ops_name: str, steps: int, compile: bool = False, log_
 
     # AOTAutograd compiles the backward along with the forward; backward() itself stays outside.
     forward = torch.compile(model, fullgraph=True) if compile else model
-    autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
-                              enabled=config.precision == "bfloat16")
+    autocast = forward_precision(config, device)
     # tokens/s is measured since the previous line printed (step 0's includes compiling).
     losses, tokens_seen, since = [], 0, time.perf_counter()
     after_first = None  # (time, tokens) when the first step ended

@@ -42,8 +42,7 @@ def profile_variant(example, ops_name: str, device: str, steps: int, rows: int, 
     config = example.default_config(device)
     if precision:
         config = dataclasses.replace(config, precision=precision)
-    autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
-                              enabled=config.precision == "bfloat16")
+    autocast = example.forward_precision(config, device)
     model = example.make_model(config, ops_name).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
     data = example.batches(example.markov_corpus(config.vocab, 50_000), config, config.seed)

@@ -261,8 +261,7 @@ def train_case(torch, device: str, quick: bool, num_warps=None) -> list:
         model = tg.make_model(config, ops_name).to(device)
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
         forward = torch.compile(model, fullgraph=True) if compile else model
-        autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
-                                  enabled=config.precision == "bfloat16")
+        autocast = tg.forward_precision(config, device)
 
         def step():
             optimizer.zero_grad(set_to_none=True)
