@@ -118,7 +118,10 @@ def build(unit: str):
     return _build(unit)
 
 
+# gold links a unit in a third of the default linker's time, as for the CPU backend's kernels (toolchain.cpp).
 _FLAGS = ["-std=c++20", "-O1", "-g0", "-fPIC", "-pthread", "-w"]
+if shutil.which("ld.gold"):
+    _FLAGS.append("-fuse-ld=gold")
 
 
 def _compiler() -> str:

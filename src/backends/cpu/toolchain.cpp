@@ -57,6 +57,12 @@ constexpr const char* kFlags =
 // Vector math (prelude.h): SLEEF's GNU-ABI library, used when the compiler finds it.
 constexpr const char* kVectorMathFlags = "-DTEGULA_VECTOR_MATH -lsleefgnuabi";
 constexpr const char* kVectorMathLibrary = "libsleefgnuabi.so";
+// GNU gold links a kernel's one object in a third of the time of the default
+// BFD linker (about 17 against 50 ms; a small kernel's whole compile is
+// 120 ms). Both g++ and clang++ find it as `ld.gold` on PATH, which is all
+// -fuse-ld=gold needs; where it is absent (binutils without gold, newer
+// distributions) the default linker stays, and a -fuse-ld in $CXX wins.
+constexpr const char* kFastLinker = "ld.gold";
 
 std::vector<std::string> split_words(const std::string& text) {
   std::istringstream in(text);
@@ -272,6 +278,8 @@ Toolchain detect() {
       t.flags = prefix + t.flags;
     }
     if (finds_vector_math(t)) t.flags += std::string(" ") + kVectorMathFlags;
+    if (t.flags.find("-fuse-ld=") == std::string::npos && !resolve_executable(kFastLinker).empty())
+      t.flags += std::string(" -fuse-ld=") + (kFastLinker + 3);
     t.precompiled_headers = t.identity.find("clang") == std::string::npos;  // GCC's .gch lookup
     return t;
   }
