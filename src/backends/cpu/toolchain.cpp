@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -62,6 +63,10 @@ constexpr const char* kVectorMathLibrary = "libsleefgnuabi.so";
 // 120 ms). Both g++ and clang++ find it as `ld.gold` on PATH, which is all
 // -fuse-ld=gold needs; where it is absent (binutils without gold, newer
 // distributions) the default linker stays, and a -fuse-ld in $CXX wins.
+// A gold on PATH need not suit the compiler (a GCC installed under /opt
+// whose libstdc++.so gold cannot open): a compile that fails with it is
+// retried without, and no later compile of the process uses it
+// (compile_shared_object).
 constexpr const char* kFastLinker = "ld.gold";
 
 std::vector<std::string> split_words(const std::string& text) {
@@ -230,7 +235,8 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
 
 std::string make_temporary(const std::string& folder, const char* suffix);
 void write_file(const std::string& path, const std::string& text);
-std::vector<std::string> compile_command(const Toolchain& tc, const std::string& source, const std::string& output);
+std::vector<std::string> compile_command(const Toolchain& tc, const std::string& source, const std::string& output,
+                                         bool with_linker);
 bool is_library(const std::string& flag);
 
 // Whether `t` finds SLEEF's GNU-ABI shared library: -print-file-name answers
@@ -279,7 +285,7 @@ Toolchain detect() {
     }
     if (finds_vector_math(t)) t.flags += std::string(" ") + kVectorMathFlags;
     if (t.flags.find("-fuse-ld=") == std::string::npos && !resolve_executable(kFastLinker).empty())
-      t.flags += std::string(" -fuse-ld=") + (kFastLinker + 3);
+      t.linker = std::string("-fuse-ld=") + (kFastLinker + 3);
     t.precompiled_headers = t.identity.find("clang") == std::string::npos;  // GCC's .gch lookup
     return t;
   }
@@ -291,11 +297,13 @@ Toolchain detect() {
 // Libraries must follow the sources on the command line (--as-needed).
 bool is_library(const std::string& flag) { return flag.rfind("-l", 0) == 0; }
 
-std::vector<std::string> compile_command(const Toolchain& tc, const std::string& source, const std::string& output) {
+std::vector<std::string> compile_command(const Toolchain& tc, const std::string& source, const std::string& output,
+                                         bool with_linker) {
   std::vector<std::string> argv = {tc.compiler};
   std::vector<std::string> words = split_words(tc.flags);
   for (const std::string& f : words)
     if (!is_library(f)) argv.push_back(f);
+  if (with_linker && !tc.linker.empty()) argv.push_back(tc.linker);
   argv.insert(argv.end(), {"-o", output, source});
   for (const std::string& f : words)
     if (is_library(f)) argv.push_back(f);
@@ -512,11 +520,19 @@ void compile_shared_object(const std::string& source, const std::string& output_
       build_prelude = !including_prelude(source, prelude->header).empty();
   }
   write_file(source_file.path(), unit.empty() ? source : unit);
-  ProcessResult run = run_process(compile_command(tc, source_file.path(), object_file.path()));
+  // Whether the fast linker still serves this process (a cache of what a
+  // failed link taught, shared by every thread).
+  static std::atomic<bool> linker_failed{false};
+  bool with_linker = !tc.linker.empty() && !linker_failed.load(std::memory_order_relaxed);
+  ProcessResult run = run_process(compile_command(tc, source_file.path(), object_file.path(), with_linker));
+  if (run.exit_status != 0 && with_linker) {
+    run = run_process(compile_command(tc, source_file.path(), object_file.path(), false));
+    if (run.exit_status == 0) linker_failed.store(true, std::memory_order_relaxed);
+  }
   if (run.exit_status != 0 && !unit.empty()) {
     // A damaged or foreign header must not fail the kernel: compile it whole.
     write_file(source_file.path(), source);
-    run = run_process(compile_command(tc, source_file.path(), object_file.path()));
+    run = run_process(compile_command(tc, source_file.path(), object_file.path(), false));
   }
   if (run.exit_status != 0) {
     throw InternalError("the C++ compiler rejected the generated kernel source (a Tegula bug; please report it)\n" +

@@ -16,6 +16,10 @@ struct Toolchain {
   // machines never hands one CPU code built for another's instructions.
   std::string host;
   bool precompiled_headers = false;  // GCC: the prelude is precompiled (not part of any key: same code)
+  // "-fuse-ld=gold" when ld.gold is on PATH and $CXX names no linker: not part
+  // of any key (the same code, linked faster); dropped for the rest of the
+  // process after a compile fails with it and succeeds without.
+  std::string linker;
 };
 
 // Detects the toolchain (cached after the first call; thread-safe).
