@@ -68,6 +68,7 @@ constexpr const char* kVectorMathLibrary = "libsleefgnuabi.so";
 // retried without, and no later compile of the process uses it
 // (compile_shared_object).
 constexpr const char* kFastLinker = "ld.gold";
+constexpr const char* kFastLinkerFlag = "-fuse-ld=gold";
 
 std::vector<std::string> split_words(const std::string& text) {
   std::istringstream in(text);
@@ -285,7 +286,7 @@ Toolchain detect() {
     }
     if (finds_vector_math(t)) t.flags += std::string(" ") + kVectorMathFlags;
     if (t.flags.find("-fuse-ld=") == std::string::npos && !resolve_executable(kFastLinker).empty())
-      t.linker = std::string("-fuse-ld=") + (kFastLinker + 3);
+      t.linker = kFastLinkerFlag;
     t.precompiled_headers = t.identity.find("clang") == std::string::npos;  // GCC's .gch lookup
     return t;
   }
