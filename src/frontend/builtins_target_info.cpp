@@ -9,12 +9,12 @@ namespace tegula::frontend {
 
 Symbol lower_target_info(Lowerer& l, const CallArgs& c, const std::string& n) {
   const TargetInfo& t = l.target();
-  bool cuda = t.backend == "cuda";
+  bool cuda = t.cuda_arch > 0;
   if (n == "target_info.cuda_capability_geq") {
     BoundArgs a("tl.target_info.cuda_capability_geq", {"major", "?minor"}, c);
     int64_t major = l.to_int_const(a.get("major"), a.loc("major"), "the major version");
     int64_t minor = a.has("minor") ? l.to_int_const(a.get("minor"), a.loc("minor"), "the minor version") : 0;
-    return Symbol::of(ConstValue::boolean(cuda && t.arch >= major * 10 + minor));
+    return Symbol::of(ConstValue::boolean(cuda && t.cuda_arch >= major * 10 + minor));
   }
   BoundArgs a("tl." + n, {}, c);
   return Symbol::of(ConstValue::boolean(n == "target_info.is_cuda" && cuda));

@@ -72,12 +72,11 @@ struct ArgSpec {
 };
 
 // What kernels may ask of the target they are compiled for, at compile time
-// (tl.target_info): the backend's name ("cpu", "cuda") and its architecture
-// (compute capability * 10 on CUDA; 0 on the CPU). Empty: not known (tools
-// that lower without a backend).
+// (tl.target_info): the CUDA architecture (compute capability * 10, the
+// backend's Target::arch()), 0 for a host backend and for tools that lower
+// without a backend. The front end never names backends.
 struct TargetInfo {
-  std::string backend;
-  int arch = 0;
+  int cuda_arch = 0;
 };
 
 struct KernelRequest {

@@ -175,7 +175,7 @@ Generated generate(Attempt& attempt, const backends::Target& target, bool debug,
                    CompileProfile& profile) {
   std::optional<PhaseTimer> phase(std::in_place, profile, "frontend");
   ir::Function fn = frontend::lower_kernel(*attempt.request, attempt.sources,
-                                           frontend::TargetInfo{std::string(attempt.backend->name()), target.arch()});
+                                           frontend::TargetInfo{target.arch()});
   stats().frontend_runs++;
   ir::verify_or_throw(fn, "lowered");  // optimize() records the "lowered" dump
   passes::refuse_writes_to_read_only(fn);

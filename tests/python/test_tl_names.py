@@ -458,6 +458,30 @@ def test_type_objects_tuples_condition_async_task_target_info(backend):
     np.testing.assert_array_equal(out[2 * B:3 * B], 9)  # k: 0 -> 3 -> 6 -> 9
 
 
+@tegula.jit
+def target_info_kernel(out_ptr, CUDA_ARCH: tl.constexpr):
+    # Each answer is a compile-time constant: a wrong one fails the compile.
+    if CUDA_ARCH == 0:
+        tl.static_assert(not tl.target_info.is_cuda() and not tl.target_info.cuda_capability_geq(0))
+    else:
+        tl.static_assert(tl.target_info.is_cuda() and tl.target_info.cuda_capability_geq(CUDA_ARCH // 10))
+        tl.static_assert(not tl.target_info.cuda_capability_geq(CUDA_ARCH // 10, CUDA_ARCH % 10 + 1))
+    tl.store(out_ptr, 1)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_target_info_answers_for_the_cuda_architecture_compiled_for(arch, tmp_path):
+    from cuda_compile_util import compile_for_cuda
+
+    compile_for_cuda(target_info_kernel, f"*i32:16, {arch}", arch, tmp_path, emit="ptx")
+
+
+def test_target_info_on_the_cpu_backend():
+    out = np.zeros(1, np.int32)
+    target_info_kernel[(1,)](out, CUDA_ARCH=0)  # NumPy memory: the CPU backend
+    assert out[0] == 1
+
+
 def test_python_objects_match_triton():
     assert tl.TRITON_MAX_TENSOR_NUMEL == 1048576
     assert tl.pi32_t == tl.pointer_type(tl.int32)
