@@ -71,6 +71,7 @@ $(VENV_STAMP): $(SYSDEPS_STAMP) Makefile
 	  sys.exit(0 if m and (int(m[1]),int(m[2]))>=(3,20) else 1)' 2>/dev/null || extra="$$extra cmake"; \
 	echo "installing Python packages: $(PY_DEPS)$$extra"; \
 	$(PIP) install $(PY_DEPS) $$extra
+	@tools/import_check.sh $(PY) numpy pytest nanobind
 	@touch $@
 
 # PyTorch, for tegula.torch's tests and the training example: the PyPI wheel
@@ -83,6 +84,7 @@ torch: $(TORCH_STAMP)
 $(TORCH_STAMP): | $(VENV_STAMP)
 	@echo "installing PyTorch (a large download the first time)"
 	$(PIP) install "torch>=2.4"
+	@tools/import_check.sh $(PY) torch
 	@touch $@
 
 build: $(BUILD_STAMP)
