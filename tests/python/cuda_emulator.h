@@ -17,12 +17,22 @@
 // lands copies at seeded random points. Errors found (tg_emu::fail) stop the
 // launch and come back to Python as EmulatorError.
 //
-// The translation unit is:
+// A kernel's translation unit is:
 //   #define TG_EMU_PRELUDE   + this header   (renames the prelude's asm helpers)
 //   <the generated prelude>                   (asm statements compile to nothing;
 //                                              TG_HOOK bodies call tg_emu_*)
 //   #undef TG_EMU_PRELUDE    + this header   (the emulated helpers)
 //   <the generated kernel>, <a launcher>
+// and its shared library links the emulator's runtime library: the same two
+// includes with TG_EMU_RUNTIME defined and nothing between them, compiled
+// once per kernel cache (cuda_emulator.py). What is under
+// #ifdef TG_EMU_RUNTIME (the scheduler, the launch, the asynchronous proxy,
+// the bodies of the tg_emu_* hooks and of the other emulated instructions
+// that are neither templates nor small) is compiled there only, as is the
+// emulator's state (a unit sees it extern): a unit compiles its kernel, the
+// templates it instantiates and the small inline helpers. Nothing the
+// runtime compiles may depend on the prelude or on a unit's macros
+// (TG_EMU_EAGER_COPIES changes a template, tg_cp_async).
 #ifdef TG_EMU_PRELUDE
 // ---- part 1: before the generated prelude --------------------------------------------
 #include <algorithm>
@@ -88,39 +98,39 @@
 #define __cluster_dims__(...)
 // Each generated wgmma instruction helper reports itself here (scale-d 1
 // unless given: 0 ignores the accumulator's old value).
-inline void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a,
-                         int trans_b, int scale_d = 1);
+void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a, int trans_b,
+                  int scale_d = 1);
 #define TG_WGMMA_HOOK(...) tg_emu_wgmma(__VA_ARGS__)
 // The form with operand a from registers (four words of mma.sync's A fragment).
-inline void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b,
-                             int scale_d = 1);
+void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b,
+                      int scale_d = 1);
 #define TG_WGMMA_REG_HOOK(...) tg_emu_wgmma_reg(__VA_ARGS__)
 // Every helper of prelude_async.h (and the prototypes' own) with a
 // TG_HOOK(op, args...) gets its body from tg_emu_op(args...)
-// (cuda_emulator_async.h).
+// (cuda_emulator_async.h, compiled in the runtime).
 #define TG_HOOK(op, ...) return tg_emu_##op(__VA_ARGS__)
-inline void tg_emu_mbar_init(unsigned bar, unsigned count);
-inline void tg_emu_fence_mbar_init();
-inline void tg_emu_mbar_arrive_expect_tx(unsigned bar, unsigned bytes);
-inline void tg_emu_mbar_arrive(unsigned bar);
-inline void tg_emu_mbar_arrive_cluster(unsigned bar, unsigned cta);
-inline bool tg_emu_mbar_try_wait(unsigned bar, unsigned parity);
-inline void tg_emu_prefetch_tensormap(const void* map);
-inline void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int c0, int c1, int c2,
-                            unsigned cta_mask);
-inline void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, int c2);
-inline void tg_emu_bulk_commit();
-inline void tg_emu_bulk_wait(int n, bool read);
-inline void tg_emu_named_barrier(int id, int threads, bool wait);
-inline unsigned tg_emu_cluster_ctarank();
-inline unsigned tg_emu_cluster_id_x();
-inline unsigned tg_emu_cluster_count_x();
-inline void tg_emu_cluster_sync();
-inline void tg_emu_setmaxnreg(int n, bool inc);
-inline void tg_emu_stmatrix_x4(unsigned address, unsigned r0, unsigned r1, unsigned r2, unsigned r3);
-inline unsigned tg_emu_pack2(float lo, float hi, bool f16);
-inline float tg_emu_ex2(float x);
-inline float tg_emu_lg2(float x);
+void tg_emu_mbar_init(unsigned bar, unsigned count);
+void tg_emu_fence_mbar_init();
+void tg_emu_mbar_arrive_expect_tx(unsigned bar, unsigned bytes);
+void tg_emu_mbar_arrive(unsigned bar);
+void tg_emu_mbar_arrive_cluster(unsigned bar, unsigned cta);
+bool tg_emu_mbar_try_wait(unsigned bar, unsigned parity);
+void tg_emu_prefetch_tensormap(const void* map);
+void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int c0, int c1, int c2,
+                     unsigned cta_mask);
+void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, int c2);
+void tg_emu_bulk_commit();
+void tg_emu_bulk_wait(int n, bool read);
+void tg_emu_named_barrier(int id, int threads, bool wait);
+unsigned tg_emu_cluster_ctarank();
+unsigned tg_emu_cluster_id_x();
+unsigned tg_emu_cluster_count_x();
+void tg_emu_cluster_sync();
+void tg_emu_setmaxnreg(int n, bool inc);
+void tg_emu_stmatrix_x4(unsigned address, unsigned r0, unsigned r1, unsigned r2, unsigned r3);
+unsigned tg_emu_pack2(float lo, float hi, bool f16);
+float tg_emu_ex2(float x);
+float tg_emu_lg2(float x);
 
 #include "cuda_emulator_core.h"
 
@@ -132,7 +142,10 @@ inline unsigned char* shared() { return me().cta->smem.data(); }
 
 // Waits for the other lanes of this warp (every lane of a warp takes part
 // in its collectives).
-inline void warp_sync() { barrier_arrive(warp().sync, 32, true, "a warp collective of warp " + std::to_string(me().thread.x / 32)); }
+void warp_sync();
+#ifdef TG_EMU_RUNTIME
+void warp_sync() { barrier_arrive(warp().sync, 32, true, "a warp collective of warp " + std::to_string(me().thread.x / 32)); }
+#endif
 
 // Every lane's value of `mine`.
 template <class T>
@@ -333,7 +346,9 @@ inline unsigned tg_lds8(unsigned address) { return tg_emu::shared()[address]; }
 // 8 b16); lane l receives, of each matrix, row l / 4, b16 elements
 // 2 (l % 4) and 2 (l % 4) + 1; with .trans, column l / 4, rows 2 (l % 4) and
 // 2 (l % 4) + 1.
-inline void tg_emu_ldmatrix(unsigned* r, unsigned address, bool trans) {
+void tg_emu_ldmatrix(unsigned* r, unsigned address, bool trans);
+#ifdef TG_EMU_RUNTIME
+void tg_emu_ldmatrix(unsigned* r, unsigned address, bool trans) {
   std::array<unsigned, 32> rows = tg_emu::warp_exchange(address);
   int l = tg_emu::lane();
   for (int j = 0; j < 4; ++j) {
@@ -350,6 +365,7 @@ inline void tg_emu_ldmatrix(unsigned* r, unsigned address, bool trans) {
     r[j] = lo | (static_cast<unsigned>(hi) << 16);
   }
 }
+#endif
 inline void tg_ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
   unsigned r[4];
   tg_emu_ldmatrix(r, address, false);
@@ -368,6 +384,11 @@ inline unsigned tg_to_tf32(unsigned x) {
 }
 
 // --- mma.sync, from the PTX ISA fragment tables -------------------------------------------
+void tg_mma_f16(float* d, const unsigned* a, const unsigned* b);
+void tg_mma_bf16(float* d, const unsigned* a, const unsigned* b);
+void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b);
+void tg_mma_s8(int* d, const unsigned* a, const unsigned* b);
+#ifdef TG_EMU_RUNTIME
 // g = lane / 4, t = lane % 4.
 struct TgEmuFragments {
   unsigned a[4];
@@ -418,15 +439,17 @@ void tg_emu_mma(int kind, int type, Acc* d, const unsigned* a, const unsigned* b
       d[c] = static_cast<Acc>(d[c] + static_cast<Acc>(sum));
   }
 }
-inline void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(0, 0, d, a, b); }
-inline void tg_mma_bf16(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(0, 1, d, a, b); }
-inline void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(1, 0, d, a, b); }
-inline void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) { tg_emu_mma(2, 0, d, a, b); }
-// f16 accumulators: the sum of the products is rounded once into each half.
-inline void tg_mma_f16_f16(tg_f16* d, const unsigned* a, const unsigned* b) {
+void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(0, 0, d, a, b); }
+void tg_mma_bf16(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(0, 1, d, a, b); }
+void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) { tg_emu_mma(1, 0, d, a, b); }
+void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) { tg_emu_mma(2, 0, d, a, b); }
+#endif  // TG_EMU_RUNTIME
+// f16 accumulators (the prelude's tg_f16, binary16 bits): the sum of the
+// products is rounded once into each half.
+inline void tg_mma_f16_f16(unsigned short* d, const unsigned* a, const unsigned* b) {
   float wide[4];
   for (int c = 0; c < 4; ++c) wide[c] = tg_f16_to_f32(d[c]);
-  tg_emu_mma(0, 0, wide, a, b);
+  tg_mma_f16(wide, a, b);
   for (int c = 0; c < 4; ++c) d[c] = tg_f32_to_f16(wide[c]);
 }
 // The prelude's splits, over the emulated roundings.
@@ -464,20 +487,24 @@ void tg_cp_async(unsigned dst, const void* src, int src_bytes) {
 #endif
 }
 inline void tg_cp_async_commit() { ++tg_emu::me().next_group; }
-// Lands every copy but those of the N most recently committed groups (and
+// Lands every copy but those of the n most recently committed groups (and
 // the uncommitted ones).
-template <int N>
-void tg_cp_async_wait() {
+void tg_emu_cp_async_wait(int n);
+#ifdef TG_EMU_RUNTIME
+void tg_emu_cp_async_wait(int n) {
   tg_emu::ThreadState& t = tg_emu::me();
   std::vector<tg_emu::CpAsyncCopy> left;
   for (const tg_emu::CpAsyncCopy& c : t.copies) {
-    if (c.group < t.next_group - N)
+    if (c.group < t.next_group - n)
       std::memcpy(tg_emu::shared() + c.dst, c.data, static_cast<size_t>(c.size));
     else
       left.push_back(c);
   }
   t.copies = std::move(left);
 }
+#endif
+template <int N>
+void tg_cp_async_wait() { tg_emu_cp_async_wait(N); }
 
 #include "cuda_emulator_wgmma.h"
 #include "cuda_emulator_async.h"

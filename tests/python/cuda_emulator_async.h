@@ -34,6 +34,13 @@
 // as generic-proxy writes for the fence check (only stmatrix is tracked),
 // im2col and interleaved tensor maps, element strides other than 1,
 // L2 promotion and cache hints.
+//
+// All of it is the runtime's (TG_EMU_RUNTIME): a unit sees the hooks'
+// declarations (cuda_emulator.h, part 1), tg_emu::launch's and the launcher's
+// templates at the end; Python finds tg_emu_encode_tensor_map_tiled and
+// tg_emu_configure through the unit's library, which links the runtime's.
+
+#ifdef TG_EMU_RUNTIME
 
 // --- tensor maps ----------------------------------------------------------------------------------------------------
 // What the emulator keeps in the 128 bytes of a CUtensorMap (TgTensorMap):
@@ -180,7 +187,7 @@ inline void tg_emu_mbarrier_settle(tg_emu::MBarrier& b) {
   }
 }
 
-inline void tg_emu_mbar_init(unsigned bar, unsigned count) {
+void tg_emu_mbar_init(unsigned bar, unsigned count) {
   tg_emu::ThreadState& t = tg_emu::me();
   if (bar % 8) tg_emu::fail("mbarrier.init at shared " + tg_emu::hex(bar) + ": not 8-byte aligned");
   if (count == 0 || count >= (1u << 20)) tg_emu::fail("mbarrier.init: count " + std::to_string(count) + " outside 1..2^20-1");
@@ -189,7 +196,7 @@ inline void tg_emu_mbar_init(unsigned bar, unsigned count) {
   b.init_thread = static_cast<int>(t.thread.x);
   t.cta->mbarriers[bar] = b;
 }
-inline void tg_emu_fence_mbar_init() {
+void tg_emu_fence_mbar_init() {
   tg_emu::ThreadState& t = tg_emu::me();
   for (auto& [bar, b] : t.cta->mbarriers)
     if (b.init_thread == static_cast<int>(t.thread.x)) b.fenced = true;
@@ -206,18 +213,18 @@ inline void tg_emu_mbarrier_arrive(tg_emu::Cta& cta, unsigned bar, unsigned expe
   tg_emu::touch();
   tg_emu::yield();
 }
-inline void tg_emu_mbar_arrive(unsigned bar) { tg_emu_mbarrier_arrive(*tg_emu::me().cta, bar, 0); }
-inline void tg_emu_mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+void tg_emu_mbar_arrive(unsigned bar) { tg_emu_mbarrier_arrive(*tg_emu::me().cta, bar, 0); }
+void tg_emu_mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
   tg_emu_mbarrier_arrive(*tg_emu::me().cta, bar, bytes);
 }
 // mapa + a remote arrive: the barrier at the same offset in CTA `cta`.
-inline void tg_emu_mbar_arrive_cluster(unsigned bar, unsigned cta) {
+void tg_emu_mbar_arrive_cluster(unsigned bar, unsigned cta) {
   tg_emu::Cluster& c = *tg_emu::me().cta->cluster;
   if (cta >= c.ctas.size()) tg_emu::fail("mapa to CTA " + std::to_string(cta) + " of a cluster of " + std::to_string(c.ctas.size()));
   tg_emu_mbarrier_arrive(*c.ctas[cta], bar, 0);
 }
 
-inline bool tg_emu_mbar_try_wait(unsigned bar, unsigned parity) {
+bool tg_emu_mbar_try_wait(unsigned bar, unsigned parity) {
   tg_emu::Cta& cta = *tg_emu::me().cta;
   tg_emu::MBarrier* b = &tg_emu_mbarrier(cta, bar);
   parity &= 1;
@@ -237,7 +244,7 @@ inline bool tg_emu_mbar_try_wait(unsigned bar, unsigned parity) {
 }
 
 // --- TMA: bulk tensor copies and stores -----------------------------------------------------------------------------
-inline unsigned long long tg_emu_async_ids = 0;
+unsigned long long tg_emu_async_ids = 0;
 
 struct TgEmuTmaLoad : tg_emu::AsyncOp {
   struct Target {
@@ -295,8 +302,8 @@ struct TgEmuTmaLoad : tg_emu::AsyncOp {
 
 // cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes
 // [.multicast::cluster with a CTA mask].
-inline void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int c0, int c1, int c2,
-                            unsigned cta_mask) {
+void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int c0, int c1, int c2,
+                     unsigned cta_mask) {
   tg_emu::ThreadState& t = tg_emu::me();
   auto op = std::make_unique<TgEmuTmaLoad>();
   op->map = tg_emu_map(map);
@@ -344,7 +351,7 @@ inline void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dim
   tg_emu::scheduler->add_async(std::move(op));
   tg_emu::yield();
 }
-inline void tg_emu_prefetch_tensormap(const void* map) { tg_emu_map(map); }
+void tg_emu_prefetch_tensormap(const void* map) { tg_emu_map(map); }
 
 struct TgEmuTmaStore : tg_emu::AsyncOp {
   TgEmuTensorMap map;
@@ -368,7 +375,7 @@ struct TgEmuTmaStore : tg_emu::AsyncOp {
 };
 
 // cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group
-inline void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, int c2) {
+void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, int c2) {
   tg_emu::ThreadState& t = tg_emu::me();
   auto op = std::make_unique<TgEmuTmaStore>();
   op->map = tg_emu_map(map);
@@ -385,13 +392,13 @@ inline void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, in
   tg_emu::scheduler->add_async(std::move(op));
   tg_emu::yield();
 }
-inline void tg_emu_bulk_commit() {
+void tg_emu_bulk_commit() {
   ++tg_emu::me().bulk_groups;
   tg_emu::yield();
 }
 // wait_group N and wait_group.read N: the stores of every group but the N
 // most recent (and the uncommitted ones) land now.
-inline void tg_emu_bulk_wait(int n, bool /*read*/) {
+void tg_emu_bulk_wait(int n, bool /*read*/) {
   tg_emu::ThreadState& t = tg_emu::me();
   int thread = static_cast<int>(t.thread.x), below = t.bulk_groups - n;
   tg_emu::Cta* cta = t.cta;
@@ -409,7 +416,7 @@ inline void tg_emu_bulk_wait(int n, bool /*read*/) {
 // Lane l writes row l % 8 of matrix l / 8 at its address: word q of that row
 // is register l / 8 of lane 4 (l % 8) + q. A generic-proxy write: it stays
 // unfenced until this lane's fence.proxy.async.
-inline void tg_emu_stmatrix_x4(unsigned address, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+void tg_emu_stmatrix_x4(unsigned address, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
   struct Mine {
     unsigned address, r[4];
   };
@@ -434,7 +441,7 @@ inline void tg_emu_stmatrix_x4(unsigned address, unsigned r0, unsigned r1, unsig
 }
 
 // --- named barriers, clusters -----------------------------------------------------------------------------------------
-inline void tg_emu_named_barrier(int id, int threads, bool wait) {
+void tg_emu_named_barrier(int id, int threads, bool wait) {
   tg_emu::Cta& cta = *tg_emu::me().cta;
   if (id < 0 || id > 15) tg_emu::fail("named barrier " + std::to_string(id) + ": ids are 0..15");
   if (threads <= 0 || threads % 32 || threads > cta.threads)
@@ -443,10 +450,10 @@ inline void tg_emu_named_barrier(int id, int threads, bool wait) {
   tg_emu::barrier_arrive(cta.named[id], threads, wait, "named barrier " + std::to_string(id));
   if (!wait) tg_emu::yield();
 }
-inline unsigned tg_emu_cluster_ctarank() { return static_cast<unsigned>(tg_emu::me().cta->rank); }
-inline unsigned tg_emu_cluster_id_x() { return tg_emu::me().block.x / tg_emu::cluster_dim.x; }
-inline unsigned tg_emu_cluster_count_x() { return tg_emu::grid_dim.x / tg_emu::cluster_dim.x; }
-inline void tg_emu_cluster_sync() {
+unsigned tg_emu_cluster_ctarank() { return static_cast<unsigned>(tg_emu::me().cta->rank); }
+unsigned tg_emu_cluster_id_x() { return tg_emu::me().block.x / tg_emu::cluster_dim.x; }
+unsigned tg_emu_cluster_count_x() { return tg_emu::grid_dim.x / tg_emu::cluster_dim.x; }
+void tg_emu_cluster_sync() {
   tg_emu::Cluster& c = *tg_emu::me().cta->cluster;
   tg_emu::barrier_arrive(c.sync, c.threads, true, "barrier.cluster");
 }
@@ -454,7 +461,7 @@ inline void tg_emu_cluster_sync() {
 // --- setmaxnreg -------------------------------------------------------------------------------------------------------
 // Per warp (all four of a warpgroup execute it): dec returns registers to the
 // CTA's pool, inc waits until the pool has them.
-inline void tg_emu_setmaxnreg(int n, bool inc) {
+void tg_emu_setmaxnreg(int n, bool inc) {
   const char* what = inc ? "setmaxnreg.inc" : "setmaxnreg.dec";
   std::array<int, 32> all = tg_emu::warp_exchange(n);
   tg_emu::ThreadState& t = tg_emu::me();
@@ -490,27 +497,33 @@ inline void tg_emu_setmaxnreg(int n, bool inc) {
 
 // --- the prototypes' arithmetic helpers (tools/hopper) ------------------------------------------------------------------
 // cvt.rn.{f16,bf16}x2.f32 of (hi, lo): lo in bits 0..15.
-inline unsigned tg_emu_pack2(float lo, float hi, bool f16) {
+unsigned tg_emu_pack2(float lo, float hi, bool f16) {
   unsigned a = f16 ? tg_f32_to_f16(lo) : tg_f32_to_bf16(lo), b = f16 ? tg_f32_to_f16(hi) : tg_f32_to_bf16(hi);
   return a | (b << 16);
 }
-inline float tg_emu_ex2(float x) { return tg_exp2(x); }
+float tg_emu_ex2(float x) { return tg_exp2(x); }
 // lg2.approx.ftz.f32: subnormal inputs flush to zero (-inf).
-inline float tg_emu_lg2(float x) {
+float tg_emu_lg2(float x) {
   if (std::fabs(x) < std::numeric_limits<float>::min()) x = 0.0f;
   return std::log2(x);
 }
+#endif  // TG_EMU_RUNTIME
 
 // --- the launch -------------------------------------------------------------------------------------------------------
 namespace tg_emu {
 
+// Runs `kernel` over the grid, one cluster (of launch_options.cluster_x CTAs
+// along x) after the other; the first error found, or "".
+std::string launch(Dim3 grid, unsigned threads, unsigned shared_bytes, const std::function<void()>& kernel);
+
+#ifdef TG_EMU_RUNTIME
 struct LaunchOptions {
   unsigned cluster_x = 1;
   int registers = 0;  // per thread at launch, for setmaxnreg; 0: not accounted
   unsigned long long seed = 0;
   double land_rate = 0.02;  // chance per scheduling step that an op in flight lands
 };
-inline LaunchOptions launch_options;
+LaunchOptions launch_options;
 
 // What a thread must not leave behind.
 inline void check_thread_exit(ThreadState& t) {
@@ -522,9 +535,7 @@ inline void check_thread_exit(ThreadState& t) {
     fail(thread_name(t) + " exited with " + std::to_string(t.wgmmas.size()) + " wgmma(s) no wgmma.wait_group retired");
 }
 
-// Runs `kernel` over the grid, one cluster (of launch_options.cluster_x CTAs
-// along x) after the other; the first error found, or "".
-inline std::string launch(Dim3 grid, unsigned threads, unsigned shared_bytes, const std::function<void()>& kernel) {
+std::string launch(Dim3 grid, unsigned threads, unsigned shared_bytes, const std::function<void()>& kernel) {
   const LaunchOptions options = launch_options;
   if (options.cluster_x == 0 || grid.x % options.cluster_x)
     return "the grid's x (" + std::to_string(grid.x) + ") is not a multiple of the cluster size";
@@ -570,13 +581,16 @@ inline std::string launch(Dim3 grid, unsigned threads, unsigned shared_bytes, co
       }
   return "";
 }
+#endif  // TG_EMU_RUNTIME
 
 }  // namespace tg_emu
 
+#ifdef TG_EMU_RUNTIME
 // The options of the next launches (cuda_emulator.py sets them).
 extern "C" void tg_emu_configure(unsigned cluster_x, int registers, unsigned long long seed, double land_rate) {
   tg_emu::launch_options = {cluster_x, registers, seed, land_rate};
 }
+#endif
 
 // Runs `kernel` (a __global__ function of the unit) with args[i] pointing
 // at its i-th argument; the first error found, or nullptr.

@@ -16,6 +16,12 @@
 // error the emulator finds (tg_emu::fail) stops the launch the same way:
 // every fiber is unwound (a tg_emu::Stop exception from its blocking call)
 // and the launch returns the message to Python.
+//
+// The scheduler's body (and everything else of the emulator that is not a
+// template or a small inline helper) is compiled once, into the runtime
+// library (cuda_emulator.h: TG_EMU_RUNTIME); a kernel's unit sees the
+// declarations, and the state (the launch's scheduler, grid_dim, ...) as
+// extern variables that only the runtime defines.
 #include <ucontext.h>
 #include <sys/mman.h>
 
@@ -30,8 +36,13 @@ struct Dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
 
-// Thrown inside a fiber to unwind it once the launch stops.
-struct Stop {};
+// Thrown inside a fiber to unwind it once the launch stops. Its destructor
+// is its key function, defined in the runtime: the one library that emits
+// its typeinfo, so a Stop thrown from a unit's code as from the runtime's
+// matches the runtime's catches (the fiber's trampoline, the landing).
+struct Stop {
+  virtual ~Stop();
+};
 
 // [lo, hi) of a CTA's shared memory.
 struct Range {
@@ -189,12 +200,7 @@ class Scheduler {
       if (f->stack) munmap(f->stack, kStackBytes);
   }
 
-  void spawn(ThreadState state, std::function<void()> body) {
-    auto f = std::make_unique<Fiber>();
-    f->state = std::move(state);
-    f->body = std::move(body);
-    fibers_.push_back(std::move(f));
-  }
+  void spawn(ThreadState state, std::function<void()> body);
 
   // Runs every fiber to its end; the first error (or the deadlock) found,
   // or "" when none.
@@ -205,23 +211,14 @@ class Scheduler {
   bool in_fiber() const { return running_ != nullptr; }
   // Until ready() holds; waiting_for() says what for, should nothing else
   // ever run again.
-  void block(std::function<bool()> ready, std::function<std::string()> waiting_for) {
-    if (ready()) return;
-    running_->ready = std::move(ready);
-    running_->waiting_for = std::move(waiting_for);
-    running_->seen_version = ~0ull;
-    switch_to_main();
-  }
+  void block(std::function<bool()> ready, std::function<std::string()> waiting_for);
   // Lets the scheduler run another thread (or land an asynchronous op) here.
   void yield() {
     if (running_) switch_to_main();
   }
   // Something a blocked thread may wait for has changed.
   void touch() { ++version_; }
-  [[noreturn]] void fail(const std::string& message) {
-    if (error_.empty()) error_ = message;
-    throw Stop{};
-  }
+  [[noreturn]] void fail(const std::string& message);
   void add_async(std::unique_ptr<AsyncOp> op) { in_flight_.push_back(std::move(op)); }
   // Lands every op in flight that `which` selects, in issue order.
   template <class Which>
@@ -241,11 +238,7 @@ class Scheduler {
 
  private:
   static void trampoline();
-  void switch_to_main() {
-    Fiber* f = running_;
-    swapcontext(&f->context, &main_);
-    if (stopping_) throw Stop{};
-  }
+  void switch_to_main();
   void resume(Fiber& f);
   std::string deadlock_report();
 
@@ -260,8 +253,11 @@ class Scheduler {
   std::string error_;
 };
 
-inline Scheduler* scheduler = nullptr;  // the launch's (launches are not re-entrant)
-inline Dim3 grid_dim, block_dim, cluster_dim{1, 1, 1};
+// Defined once, in the runtime (TG_EMU_RUNTIME below): an inline variable
+// here would give every unit its own copy, which a unit's library, loaded
+// with RTLD_LOCAL, would bind ahead of the runtime's.
+extern Scheduler* scheduler;  // the launch's (launches are not re-entrant)
+extern Dim3 grid_dim, block_dim, cluster_dim;
 
 inline ThreadState& me() { return scheduler->self(); }
 [[noreturn]] inline void fail(const std::string& message) { scheduler->fail(message); }
@@ -271,13 +267,54 @@ inline void block(std::function<bool()> ready, std::function<std::string()> wait
   scheduler->block(std::move(ready), std::move(waiting_for));
 }
 
-inline std::string thread_name(const ThreadState& t) {
+std::string thread_name(const ThreadState& t);
+
+// --- blocking primitives every part uses --------------------------------------------------------
+
+// One arrival on `b` (`expected` arrivals complete it); waits for its
+// completion when `wait`. `name` says which barrier, for errors.
+void barrier_arrive(Barrier& b, int expected, bool wait, const std::string& name);
+
+#ifdef TG_EMU_RUNTIME
+// ---- the runtime's definitions ----------------------------------------------------------------
+Scheduler* scheduler = nullptr;
+Dim3 grid_dim, block_dim, cluster_dim{1, 1, 1};
+
+Stop::~Stop() = default;
+
+std::string thread_name(const ThreadState& t) {
   std::string s = "thread " + std::to_string(t.thread.x);
   if (cluster_dim.x > 1) s = "CTA " + std::to_string(t.cta->rank) + " " + s;
   return s;
 }
 
-inline void Scheduler::trampoline() {
+void Scheduler::spawn(ThreadState state, std::function<void()> body) {
+  auto f = std::make_unique<Fiber>();
+  f->state = std::move(state);
+  f->body = std::move(body);
+  fibers_.push_back(std::move(f));
+}
+
+void Scheduler::block(std::function<bool()> ready, std::function<std::string()> waiting_for) {
+  if (ready()) return;
+  running_->ready = std::move(ready);
+  running_->waiting_for = std::move(waiting_for);
+  running_->seen_version = ~0ull;
+  switch_to_main();
+}
+
+void Scheduler::fail(const std::string& message) {
+  if (error_.empty()) error_ = message;
+  throw Stop{};
+}
+
+void Scheduler::switch_to_main() {
+  Fiber* f = running_;
+  swapcontext(&f->context, &main_);
+  if (stopping_) throw Stop{};
+}
+
+void Scheduler::trampoline() {
   Scheduler& s = *scheduler;
   Fiber& f = *s.running_;
   try {
@@ -292,7 +329,7 @@ inline void Scheduler::trampoline() {
   setcontext(&s.main_);
 }
 
-inline void Scheduler::resume(Fiber& f) {
+void Scheduler::resume(Fiber& f) {
   running_ = &f;
   f.ready = nullptr;
   f.waiting_for = nullptr;
@@ -316,7 +353,7 @@ inline void Scheduler::resume(Fiber& f) {
   running_ = nullptr;
 }
 
-inline std::string Scheduler::run() {
+std::string Scheduler::run() {
   // Threads whose wait has just been satisfied run first half of the time:
   // a waiting warp reacts at once on the device, so a producer refills a
   // stage as soon as its release completes, before the releasing warps go on.
@@ -371,7 +408,7 @@ inline std::string Scheduler::run() {
 }
 
 // Threads grouped by what they wait for, as ranges of thread indices.
-inline std::string Scheduler::deadlock_report() {
+std::string Scheduler::deadlock_report() {
   std::map<std::string, std::vector<std::string>> by_wait;
   for (auto& f : fibers_) {
     if (f->done || !f->ready) continue;
@@ -386,11 +423,7 @@ inline std::string Scheduler::deadlock_report() {
   return out;
 }
 
-// --- blocking primitives every part uses --------------------------------------------------------
-
-// One arrival on `b` (`expected` arrivals complete it); waits for its
-// completion when `wait`. `name` says which barrier, for errors.
-inline void barrier_arrive(Barrier& b, int expected, bool wait, const std::string& name) {
+void barrier_arrive(Barrier& b, int expected, bool wait, const std::string& name) {
   if (b.arrived == 0) {
     b.expected = expected;
   } else if (b.expected != expected) {
@@ -411,5 +444,6 @@ inline void barrier_arrive(Barrier& b, int expected, bool wait, const std::strin
           return name + " (" + std::to_string(p->arrived) + " of " + std::to_string(p->expected) + " arrived)";
         });
 }
+#endif  // TG_EMU_RUNTIME
 
 }  // namespace tg_emu

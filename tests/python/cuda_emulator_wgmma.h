@@ -18,7 +18,11 @@
 // readers released it) is reported, and at issue the footprint must hold no
 // copy still in flight (a consumer that did not wait for the stage's full
 // barrier) nor generic-proxy writes no fence.proxy.async covered.
+//
+// A unit compiles the wgmma helpers its kernel calls (fence, commit, the
+// wait_group template); the rest is the runtime's (TG_EMU_RUNTIME).
 
+#ifdef TG_EMU_RUNTIME
 inline int tg_emu_element_bytes(int type) { return type == 2 ? 1 : 2; }
 
 // e4m3 (float8e4nv): 1 sign, 4 exponent (bias 7), 3 mantissa bits; no
@@ -110,17 +114,18 @@ inline void tg_emu_wgmma_issue(tg_emu::WgmmaOp op) {
   t.wgmmas.push_back(std::move(op));
 }
 
-inline void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a,
-                         int trans_b, int scale_d) {
+void tg_emu_wgmma(float* d, unsigned long long a, unsigned long long b, int n, int type, int trans_a, int trans_b,
+                  int scale_d) {
   tg_emu_wgmma_issue({d, a, b, n, type, trans_a, trans_b, tg_emu::me().wgmma_groups, scale_d != 0});
 }
-inline void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b,
-                             int scale_d) {
+void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, int type, int trans_b,
+                      int scale_d) {
   std::array<unsigned, 4> mine;
   std::memcpy(mine.data(), a, sizeof mine);
   auto all = std::make_shared<std::array<std::array<unsigned, 4>, 32>>(tg_emu::warp_exchange(mine));
   tg_emu_wgmma_issue({d, 0, b, n, type, 0, trans_b, tg_emu::me().wgmma_groups, scale_d != 0, std::move(all)});
 }
+#endif  // TG_EMU_RUNTIME
 inline void tg_wgmma_fence() {}
 inline void tg_wgmma_commit() {
   ++tg_emu::me().wgmma_groups;
@@ -130,21 +135,26 @@ inline void tg_pin(float&) {}
 inline void tg_pin(int&) {}
 
 // Generic-proxy writes of this thread become visible to the async proxy.
-inline void tg_fence_proxy_async() {
+void tg_fence_proxy_async();
+#ifdef TG_EMU_RUNTIME
+void tg_fence_proxy_async() {
   tg_emu::ThreadState& t = tg_emu::me();
   int self = static_cast<int>(t.thread.x);
   for (unsigned chunk : t.unfenced)
     if (t.cta->unfenced_writer[chunk] == self) t.cta->unfenced_writer[chunk] = -1;
   t.unfenced.clear();
 }
+#endif
 
-// wait_group is warp-collective (.sync.aligned): no lane of the warp goes on
-// before every lane's retired wgmmas have read their operands.
-template <int N>
-void tg_wgmma_wait() {
+// wait_group n (of the instruction's template argument) is warp-collective
+// (.sync.aligned): no lane of the warp goes on before every lane's retired
+// wgmmas have read their operands.
+void tg_emu_wgmma_wait(int n);
+#ifdef TG_EMU_RUNTIME
+void tg_emu_wgmma_wait(int n) {
   tg_emu::ThreadState& t = tg_emu::me();
   int l = tg_emu::lane(), quarter = static_cast<int>(t.thread.x / 32) % 4;
-  int retired_below = t.wgmma_groups - N;
+  int retired_below = t.wgmma_groups - n;
   std::vector<tg_emu::WgmmaOp> left;
   for (const tg_emu::WgmmaOp& w : t.wgmmas) {
     if (w.group >= retired_below) {
@@ -183,3 +193,6 @@ void tg_wgmma_wait() {
                 reads.end());
   }
 }
+#endif  // TG_EMU_RUNTIME
+template <int N>
+void tg_wgmma_wait() { tg_emu_wgmma_wait(N); }
