@@ -37,7 +37,7 @@ VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 TORCH_STAMP := $(VENV)/.stamp-torch
 
-.PHONY: all venv torch build cpp-test py-test py-test-slow sanitize fuzz test check demo gpu-check gpu-torch-check clean wheel wheel-test
+.PHONY: all venv torch build cpp-build cpp-test cpp-test-slow py-test py-test-slow sanitize fuzz test check demo gpu-check gpu-torch-check clean wheel wheel-test
 
 all: build
 
@@ -95,10 +95,20 @@ $(BUILD_STAMP): $(VENV_STAMP) $(BUILD_INPUTS)
 	$(PIP) install --no-build-isolation -e .
 	@touch $@
 
-cpp-test: $(SYSDEPS_STAMP)
+# The C++ tests too long for `make test`, a ctest regex: the nvcc corpus (nvcc
+# on every hand-written IR kernel, one test per architecture, about 20 s of
+# two cores with nvcc on PATH). `make check` runs them (cpp-test-slow).
+CPP_SLOW_TESTS := CudaCorpusArch
+
+cpp-build: $(SYSDEPS_STAMP)
 	cmake -S . -B $(CPP_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(CPP_BUILD_TYPE) -DCMAKE_CXX_COMPILER=$(CXX) >/dev/null
 	cmake --build $(CPP_BUILD) -j $(JOBS)
-	ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS)
+
+cpp-test: cpp-build
+	ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS) -E '$(CPP_SLOW_TESTS)'
+
+cpp-test-slow: cpp-build
+	ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS) -R '$(CPP_SLOW_TESTS)'
 
 # The C++ tests under ASan+UBSan (all but the CUDA ones). Run after cpp-test,
 # the CPU kernels the backend and runtime tests compile come from the shared
@@ -164,11 +174,12 @@ test: venv torch build
 	$(MAKE) --no-print-directory py-test || status=1; \
 	exit $$status
 
-# The slow checks: the C++ tests under ASan/UBSan, the fuzzers, the Python
-# tests marked slow and the wheel. CI runs them after `make test` (.ci/run).
+# The slow checks: the C++ tests under ASan/UBSan, the slow C++ tests, the
+# fuzzers, the Python tests marked slow and the wheel. CI runs them after `make test` (.ci/run).
 check: venv
 	@status=0; \
 	$(MAKE) --no-print-directory sanitize || status=1; \
+	$(MAKE) --no-print-directory cpp-test-slow || status=1; \
 	$(MAKE) --no-print-directory py-test-slow || status=1; \
 	$(MAKE) --no-print-directory fuzz FUZZ_FRONTEND_SECONDS=60 FUZZ_IR_SECONDS=30 || status=1; \
 	$(MAKE) --no-print-directory wheel-test || status=1; \
