@@ -12,6 +12,7 @@ which only torch or CuPy can say.
 from __future__ import annotations
 
 import os
+import sys
 import types
 
 import numpy as np
@@ -22,24 +23,41 @@ from ._reinterpret import ReinterpretedArray
 from .language.core import constexpr, dtype, pointer_type
 from .tensor_descriptor import TensorDescriptor
 
-# NumPy dtype -> IR scalar. Keys are native-byte-order dtypes, so a
-# big-endian array misses here and is reported as unsupported.
-NUMPY_SCALARS = {
+
+class _NumpyScalars(dict):
+    """NumPy dtype -> IR scalar. Keys are native-byte-order dtypes, so a
+    big-endian array misses here and is reported as unsupported.
+
+    NumPy's bf16 and fp8 arrays come from ml_dtypes, whose import costs more
+    than the rest of `import tegula` (0.6 s with ml_dtypes 0.7). Whoever
+    holds such an array has imported it, so its dtypes join the table at
+    the first miss after that (the launcher looks dtypes up with get())."""
+
+    def get(self, key, default=None):
+        found = dict.get(self, key)
+        if found is None and not self._ml_dtypes_added and "ml_dtypes" in sys.modules:
+            self._add_ml_dtypes(sys.modules["ml_dtypes"])
+            found = dict.get(self, key)
+        return default if found is None else found
+
+    _ml_dtypes_added = False
+
+    def _add_ml_dtypes(self, ml_dtypes) -> None:
+        self._ml_dtypes_added = True
+        for name, scalar in (("bfloat16", "bf16"), ("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2")):
+            kind = getattr(ml_dtypes, name, None)
+            if kind is not None:
+                self[np.dtype(kind)] = scalar
+
+
+NUMPY_SCALARS = _NumpyScalars({
     np.dtype(np.bool_): "i1",
     np.dtype(np.int8): "i8", np.dtype(np.int16): "i16",
     np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
     np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16",
     np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64",
     np.dtype(np.float16): "f16", np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
-}
-try:
-    import ml_dtypes
-
-    NUMPY_SCALARS[np.dtype(ml_dtypes.bfloat16)] = "bf16"
-    NUMPY_SCALARS[np.dtype(ml_dtypes.float8_e4m3fn)] = "f8e4m3"
-    NUMPY_SCALARS[np.dtype(ml_dtypes.float8_e5m2)] = "f8e5m2"
-except ImportError:  # bf16 arrays need ml_dtypes; everything else works without it
-    pass
+})
 
 # str(torch dtype) -> IR scalar; read by name, so torch is never imported here.
 TORCH_SCALARS = {
