@@ -52,17 +52,20 @@ def empty(shape, dtype, like):
 def cuda_usable() -> tuple:
     """(usable, why not): whether a CUDA GPU is there that both torch (which
     allocates the arrays) and Tegula's runtime can use. Asks Tegula only when
-    called, so the helpers above stay free of it."""
+    called, so the helpers above stay free of it, and Tegula first: without
+    a driver the answer comes without importing torch (seconds)."""
+    from tegula import _device
+
+    available, why = _device.cuda_status()
+    if not available:
+        return False, "Tegula's CUDA runtime is not usable: " + " ".join(line.strip() for line in why.splitlines())
     try:
         import torch
     except ImportError:
         return False, "PyTorch is not installed (GPU arrays are torch tensors here)"
     if not torch.cuda.is_available():
         return False, "torch.cuda.is_available() is False"
-    from tegula import _device
-
-    available, why = _device.cuda_status()
-    return (True, "") if available else (False, f"Tegula's CUDA runtime is not usable: {why}")
+    return True, ""
 
 
 def launch_options(num_warps) -> dict:
