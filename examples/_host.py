@@ -56,7 +56,7 @@ def cuda_usable() -> tuple:
     a driver the answer comes without importing torch (seconds)."""
     from tegula import _device
 
-    available, why = _device.cuda_status()
+    available, why = _device.driver_status()
     if not available:
         return False, "Tegula's CUDA runtime is not usable: " + " ".join(line.strip() for line in why.splitlines())
     try:

@@ -34,6 +34,17 @@ _set_nvrtc_search_path()
 
 
 _status = None
+_driver_status = None
+
+
+def driver_status() -> tuple[bool, str]:
+    """(available, reason) from Tegula's runtime alone, a driver with a
+    device, whatever torch says: the same answer whether or not torch was
+    imported first. Asked once: the first call loads libcuda."""
+    global _driver_status
+    if _driver_status is None:
+        _driver_status = tuple(_C.cuda_status())
+    return _driver_status
 
 
 def cuda_status() -> tuple[bool, str]:
@@ -45,7 +56,7 @@ def cuda_status() -> tuple[bool, str]:
         if torch is not None and not torch.cuda.is_available():
             _status = (False, "torch.cuda.is_available() is False")
         else:
-            _status = tuple(_C.cuda_status())
+            _status = driver_status()
     return _status
 
 

@@ -5,8 +5,10 @@ names, described for the compiler as GlobalValues, and the sources of every
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import textwrap
+import threading
 import types
 
 import numpy as np
@@ -176,27 +178,43 @@ def _referenced_names(code: types.CodeType, out: set[str]) -> None:
             _referenced_names(const, out)
 
 
-def _annotation_names(source: str) -> set[str]:
+# CPython 3.11 (through 3.11.8, gh-106905) counts the depth of the AST it
+# builds in state shared by every thread: two ast.parse calls at once (the
+# autotuner compiles its configs in threads) can fail with "SystemError: AST
+# constructor recursion depth mismatch". Tegula's parses take turns.
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_dedented(text: str) -> ast.Module:
+    """ast.parse of `text` dedented (a method's source), one thread at a time."""
+    text = textwrap.dedent(text)
+    with _PARSE_LOCK:
+        return ast.parse(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _annotation_names(source: str) -> frozenset[str]:
     """Names read by annotations of local variables (``k: tl.constexpr = 2``).
     Python never evaluates those, so they are missing from the code object,
     yet the compiler reads them: a helper that names ``tl`` only there must
     still see it."""
     try:
-        tree = ast.parse(textwrap.dedent(source))
+        tree = parse_dedented(source)
     except SyntaxError:  # the compiler reports it, with its location
-        return set()
-    return {name.id for node in _statements(tree.body) if isinstance(node, ast.AnnAssign)
-            for name in ast.walk(node.annotation) if isinstance(name, ast.Name)}
+        return frozenset()
+    return frozenset(name.id for node in _statements(tree.body) if isinstance(node, ast.AnnAssign)
+                     for name in ast.walk(node.annotation) if isinstance(name, ast.Name))
 
 
-def _source_names(source: str) -> set[str]:
+@functools.lru_cache(maxsize=256)
+def _source_names(source: str) -> frozenset[str]:
     """Every name `source` reads: for a kernel whose text was replaced
     (`_unsafe_update_src`), which its code object no longer describes."""
     try:
-        tree = ast.parse(textwrap.dedent(source))
+        tree = parse_dedented(source)
     except SyntaxError:  # the compiler reports it, with its location
-        return set()
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        return frozenset()
+    return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
 
 
 def _statements(body: list):

@@ -23,7 +23,7 @@ import time
 import types
 
 from . import _C, _torch_compile
-from ._globals import collect_sources
+from ._globals import collect_sources, parse_dedented
 from ._launch_support import support
 from ._errors import coded
 
@@ -43,10 +43,9 @@ def _without_outer_decorators(lines: list, first_line: int):
     compiler never sees them. Line numbers are kept: ``first_line`` moves down.
     """
     import ast
-    import textwrap
 
     try:
-        tree = ast.parse(textwrap.dedent("".join(lines)))
+        tree = parse_dedented("".join(lines))
     except SyntaxError:
         return lines, first_line
     fn = tree.body[0] if tree.body else None
@@ -69,7 +68,7 @@ def _without_host_functions_in_jit_options(lines: list) -> list:
 
     text = "".join(lines)
     try:
-        tree = ast.parse(textwrap.dedent(text))
+        tree = parse_dedented(text)
     except SyntaxError:
         return lines
     fn = tree.body[0] if tree.body else None
