@@ -119,9 +119,11 @@ SAN_TESTS ?= test_support test_frontend test_ir test_passes test_cli_lib test_ru
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+# -g1: line tables, all the sanitizers' reports need (file:line in every
+# frame); full debug info made the build 30% slower and 2 GB on disk.
 sanitize: $(SYSDEPS_STAMP)
 	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTEGULA_SANITIZE=ON -DTEGULA_UNITY_BUILD=OFF >/dev/null
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DTEGULA_SANITIZE=ON -DTEGULA_UNITY_BUILD=OFF >/dev/null
 	$(SAN_ENV) cmake --build $(SAN_BUILD) -j $(JOBS) --target $(SAN_TESTS)
 	$(SAN_ENV) ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '_NOT_BUILT$$'
 
