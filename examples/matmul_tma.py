@@ -31,16 +31,18 @@ from tegula.testing import assert_close
 import _host  # array helpers shared by the examples (NumPy or torch)
 from matmul import bytes_moved, flops, matmul_reference  # noqa: F401  (the pointer matmul's host helpers)
 
-# Two 64-row wgmma slabs of 128 columns, 64 of K per stage (32 KB of bf16 per
-# stage); 8 warps, 3 stages (two programs per multiprocessor fit).
-DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
-DEFAULT_STAGES = 3
+# Two 64-row wgmma slabs of 256 columns, 64 of K per stage (48 KB of bf16 per
+# stage); 8 warps, 4 stages. One program fills a multiprocessor, so on Hopper
+# a producer warpgroup feeds the ring (docs/backend-cuda.md, "Warp
+# specialization") and the two consumer warpgroups get its registers.
+DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
+DEFAULT_STAGES = 4
 
 
 @tegula.jit
 def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      GROUP_M: tl.constexpr):
+                      GROUP_M: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = None):
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
     b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
@@ -58,7 +60,10 @@ def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     off_n = (within // group_rows) * BLOCK_N
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, K, BLOCK_K):
+    # WARP_SPECIALIZE None leaves the producer warpgroup to the compiler
+    # (Tegula feeds a ring that fills the multiprocessor with one); True and
+    # False ask for it or forbid it, as Triton spells it.
+    for k in tl.range(0, K, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
         a = a_desc.load([off_m, k])
         b = b_desc.load([k, off_n])
         acc = tl.dot(a, b, acc)
@@ -74,11 +79,12 @@ def _scratch(size: int, alignment: int, stream):
 
 
 def matmul_tma(a, b, out=None, out_dtype=None, num_warps: int = None, num_stages: int = DEFAULT_STAGES,
-               **blocks):
+               warp_specialize=None, **blocks):
     """``a @ b`` for contiguous 2-D arrays of one dtype (float32, float16, bfloat16), accumulated in float32.
 
     NumPy arrays or torch tensors (CUDA tensors run on the GPU). The result has
-    ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of ``DEFAULT_BLOCKS``.
+    ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of ``DEFAULT_BLOCKS``;
+    ``warp_specialize`` (None, True, False) is the K loop's.
     """
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise coded(ValueError, "E0713", f"matmul takes [M, K] and [K, N] arrays, got {tuple(a.shape)} and "
@@ -106,7 +112,8 @@ def matmul_tma(a, b, out=None, out_dtype=None, num_warps: int = None, num_stages
     if _host.is_torch(a) and a.is_cuda:
         tegula.set_allocator(_scratch)
     grid = (tegula.cdiv(M, meta["BLOCK_M"]) * tegula.cdiv(N, meta["BLOCK_N"]),)
-    matmul_tma_kernel[grid](a, b, out, M, N, K, **meta, num_stages=num_stages, **_host.launch_options(num_warps))
+    matmul_tma_kernel[grid](a, b, out, M, N, K, **meta, WARP_SPECIALIZE=warp_specialize, num_stages=num_stages,
+                            **_host.launch_options(num_warps))
     return out
 
 

@@ -12,6 +12,7 @@ the GPU: ``launch`` and ``compile_probe``.
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -198,22 +199,25 @@ def matmul_cases(torch, quick: bool, num_warps: int) -> list:
 
 
 def matmul_tma_cases(torch, quick: bool, num_warps: int) -> list:
-    """bf16 at 4096^3 and 8192^3 written with tensor descriptors (examples/matmul_tma.py;
-    workloads ``matmul_tma_bf16`` and ``matmul_tma_bf16_8192``): on Hopper both Tegula
-    and Triton compiling the same source copy the blocks with the TMA (issue 18)."""
+    """bf16 and fp16 at 4096^3 and 8192^3 written with tensor descriptors (examples/matmul_tma.py;
+    workloads ``matmul_tma_bf16``, ``matmul_tma_bf16_8192``, ``matmul_tma_fp16`` and
+    ``matmul_tma_fp16_8192``): on Hopper both Tegula and Triton compiling the same source copy
+    the blocks with the TMA (issue 18)."""
     size, large = (320, 448) if quick else (4096, 8192)
     cases = []
-    for n, suffix in ((size, ""), (large, "_8192")):
+    for (n, suffix), (short, dtype) in itertools.product(((size, ""), (large, "_8192")),
+                                                         (("bf16", torch.bfloat16), ("fp16", torch.float16))):
         g = _generator(torch, 7)
-        a = torch.randn(n, n, device=DEVICE, generator=g).to(torch.bfloat16)
-        b = torch.randn(n, n, device=DEVICE, generator=g).to(torch.bfloat16)
+        a = torch.randn(n, n, device=DEVICE, generator=g).to(dtype)
+        b = torch.randn(n, n, device=DEVICE, generator=g).to(dtype)
 
         def run(m, a=a, b=b, n=n):
             out = torch.empty(n, n, device=DEVICE, dtype=a.dtype)
             return lambda: m.matmul_tma(a, b, out, num_warps=num_warps, num_stages=matmul_tma.DEFAULT_STAGES)
 
         cases.append(Case(
-            f"matmul_tma_bf16{suffix}", f"{n}x{n}x{n}", "bfloat16", matmul_tma.bytes_moved(n, n, n, 2),
+            f"matmul_tma_{short}{suffix}", f"{n}x{n}x{n}", str(dtype).removeprefix("torch."),
+            matmul_tma.bytes_moved(n, n, n, 2),
             matmul_tma.flops(n, n, n), num_warps,
             {**kernel_variants(matmul_tma, run), "cublas": lambda a=a, b=b: functools.partial(torch.matmul, a, b)},
             reference="cublas", compute_bound=True, tolerance=(n ** 0.5 / 64, 1.6e-2)))

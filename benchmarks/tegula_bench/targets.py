@@ -83,7 +83,7 @@ def criteria(rows: list) -> list:
         out.append(time_ratio(f"{workload}: tegula time / triton time", workload, "tegula", "triton", "<=", 1.0))
     # Issue 18: the descriptor matmul at 98% of cuBLAS's rate and no slower than
     # Triton compiling the same source (which copies with the TMA too).
-    for workload in ("matmul_tma_bf16", "matmul_tma_bf16_8192"):
+    for workload in ("matmul_tma_bf16", "matmul_tma_bf16_8192", "matmul_tma_fp16", "matmul_tma_fp16_8192"):
         mine = timed.get((workload, "tegula"))
         out.append(_criterion(f"{workload}: tegula's share of cuBLAS's TFLOP/s", mine["floor_frac"] if mine else None,
                               ">=", MATMUL_TMA_CUBLAS_TARGET, [mine] if mine else []))

@@ -9,6 +9,7 @@
 //    (symbol_leaves.h): one result or iteration value per IR value they hold;
 //  * `if` on a constant condition and `tl.static_range` loops are resolved at
 //    compile time (only the taken branch is lowered; static loops unrolled).
+#include <optional>
 #include <set>
 
 #include "frontend/builtins_tile.h"
@@ -487,11 +488,20 @@ void Lowerer::lower_for(const ast::Stmt& s) {
     bounds.push_back(eval(*iter.children[i]));
     locs.push_back(iter.children[i]->loc);
   }
+  std::optional<bool> warp_specialize;  // tl.range(..., warp_specialize=): kept on the loop for the CUDA backend
   for (const ast::Keyword& k : iter.keywords) {
+    if (callee.name == "range" && k.name == "warp_specialize") {
+      Symbol v = eval(*k.value);
+      bool none = v.is_const() && v.constant.kind == ConstValue::Kind::None;
+      if (!none && (!v.is_const() || (v.constant.kind != ConstValue::Kind::Bool && v.constant.kind != ConstValue::Kind::Int)))
+        error_at(k.loc, Diag::NotConstexpr, "warp_specialize of tl.range must be True, False or None, known when compiling");
+      if (!none) warp_specialize = v.constant.i != 0;
+      continue;
+    }
     // tl.range tuning hints (num_stages, loop_unroll_factor, flatten, ...) do not change meaning.
     if (callee.name == "range" &&
         (k.name == "num_stages" || k.name == "loop_unroll_factor" || k.name == "disallow_acc_multi_buffer" ||
-         k.name == "flatten" || k.name == "warp_specialize" || k.name == "disable_licm"))
+         k.name == "flatten" || k.name == "disable_licm"))
       continue;
     if (k.name == "arg1" || k.name == "arg2" || k.name == "arg3" || k.name == "start" || k.name == "end" || k.name == "step") {
       bounds.push_back(eval(*k.value));
@@ -570,6 +580,7 @@ void Lowerer::lower_for(const ast::Stmt& s) {
   operands.insert(operands.end(), inits.begin(), inits.end());
   builder_.set_loc(s.loc);
   ir::OpId op = builder_.create(OpKind::For, operands, types);
+  if (warp_specialize) fn_.op(op).set_attr("warp_specialize", int64_t{*warp_specialize});
   fn_.op(op).regions = {body};
   fn_.block(body).parent = op;
   size_t next_result = 0;

@@ -296,8 +296,15 @@ def emulate(kernel, grid, *args, num_warps=4, arch=90, num_stages=None, edit_sou
         else:
             cells.append(_C_TYPES[ctype](value))
     cells += [_tensor_map(lib, spec, compiled, values) for spec in compiled.tensor_maps]
-    run(lib, "tegula_kernel", cells, grid, compiled.num_threads, compiled.shared_bytes, seed=seed)
+    run(lib, "tegula_kernel", cells, grid, compiled.num_threads, compiled.shared_bytes, seed=seed,
+        registers=launch_registers(compiled.num_threads))
     return compiled
+
+
+def launch_registers(threads: int) -> int:
+    """What a thread starts with when one CTA of `threads` threads holds a multiprocessor's 65536 registers
+    (__launch_bounds__(threads, 1), allocated in steps of 8, at most 255): the pool setmaxnreg moves."""
+    return min(255, 65536 // threads // 8 * 8)
 
 
 # CUtensorMapDataType by element type; others travel as unsigned integers of their width.

@@ -288,7 +288,9 @@ TRITON_SIGNATURES = [
     (matmul_persistent, "matmul_persistent_kernel", "*bf16 *bf16 *bf16" + " i32" * 9,
      {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "NUM_PROGRAMS": 132}),
     (matmul_tma, "matmul_tma_kernel", "*bf16 *bf16 *bf16 i32 i32 i32",
-     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}),
+     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "WARP_SPECIALIZE": None}),
+    (matmul_tma, "matmul_tma_kernel", "*bf16 *bf16 *bf16 i32 i32 i32",
+     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "WARP_SPECIALIZE": True}),
 ]
 
 
@@ -512,7 +514,7 @@ def test_quick_gpu_run_end_to_end(backend, tmp_path):
     assert (tmp_path / "gpu.md").read_text() == render.format_markdown(report)
     rows = {(r["workload"], r["variant"]): r for r in report["rows"]}
     for workload in ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul_fp16", "matmul_bf16",
-                     "matmul_bf16_8192", "matmul_tma_bf16", "matmul_tma_bf16_8192", "matmul_autotune",
+                     "matmul_bf16_8192", "matmul_tma_bf16", "matmul_tma_bf16_8192", "matmul_tma_fp16", "matmul_tma_fp16_8192", "matmul_autotune",
                      "matmul_autotune_best", "matmul_epilogue", "matmul_persistent",
                      "attention", "attention_causal"):
         mine = rows[workload, "tegula"]

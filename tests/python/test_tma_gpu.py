@@ -63,6 +63,23 @@ def test_tma_ring_uses_tma_and_hgmma(tmp_path):
     assert "SYNCS" in sass, "no mbarrier operations (SYNCS.*) in the ring"
 
 
+def test_warp_specialized_ring_moves_registers(tmp_path):
+    # The producer warpgroup gives registers back and the consumers take them: setmaxnreg in the PTX, its SASS
+    # (USETMAXREG), and exactly the 168 registers per thread at launch the budgets were computed from (with
+    # fewer the consumers' raise would wait forever).
+    from test_tma_ring import ws_matmul_kernel
+
+    a = np.zeros((1024, 1024), np.float16)
+    compiled, sass = sass_of(ws_matmul_kernel, (a, a, np.zeros((1024, 1024), np.float32), 1024, 1024, 1024),
+                             {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "WS": True}, tmp_path, num_warps=8)
+    ptx = compiled.asm["ptx"]
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY_ALLOC" in sass, "no register reallocation in the SASS"
+    assert "UTMALDG" in sass and "HGMMA" in sass and "SYNCS" in sass
+    assert "Used 168 registers" in compiled.asm["ptxas"], compiled.asm["ptxas"]
+    assert " 0 bytes spill stores" in compiled.asm["ptxas"], compiled.asm["ptxas"]
+
+
 # --- runs on an sm_90 GPU ---------------------------------------------------------------------------------------
 
 
@@ -124,6 +141,25 @@ def test_tma_ring_runs(torch_sm90, M, N, K, stages, dtype):
                                num_warps=8, num_stages=stages)
     assert f"TMA ring: {stages} stages" in compiled.source, compiled.layouts
     matmul_tma.matmul_tma(a, b, c, num_warps=8, num_stages=stages)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("M,N,K,BM,BN,warps,stages,dtype", [
+    (1000, 1008, 2000, 128, 256, 8, 4, "bfloat16"),  # registers moved; ragged M and edges
+    (4096, 4096, 512, 128, 256, 8, 3, "float16"),    # many programs, every multiprocessor busy
+    (200, 272, 144, 64, 128, 4, 3, "bfloat16"),      # one consumer warpgroup
+])
+def test_warp_specialized_ring_runs(torch_sm90, M, N, K, BM, BN, warps, stages, dtype):
+    from test_tma_ring import ws_matmul_kernel
+
+    torch = torch_sm90
+    g = torch.Generator(device="cuda").manual_seed(M + N + K + warps)
+    a = torch.randn(M, K, device="cuda", generator=g).to(getattr(torch, dtype))
+    b = torch.randn(K, N, device="cuda", generator=g).to(a.dtype)
+    c = torch.zeros(M, N, device="cuda", dtype=torch.float32)
+    grid = (-(-M // BM) * -(-N // BN),)
+    ws_matmul_kernel[grid](a, b, c, M, N, K, BM=BM, BN=BN, BK=64, GROUP_M=8, WS=True, num_warps=warps,
+                           num_stages=stages)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
 
 

@@ -324,6 +324,150 @@ def test_ring_wgmmas_are_not_serialized(bm, bn, bk, warps, stages, tmp_path):
     assert f"TMA ring: {stages} stages" in text
     assert not SERIALIZED.search(text), SERIALIZED.search(text).group(0)
     assert " 0 bytes spill stores" in text
-    if (bm, bn, bk, warps, stages) == (128, 128, 64, 8, 3):  # the benchmark's config: two programs per SM
+    if (bm, bn, bk, warps, stages) == (128, 128, 64, 8, 3):  # a ring small enough for two programs per SM
         registers = int(re.search(r"Used (\d+) registers", text).group(1))
         assert registers <= 128, f"{registers} registers: 256 threads at more than 128 leave one program per SM"
+
+
+# --- warp specialization: a producer warpgroup fills the ring (backends/cuda/warp_specialize.h) ---------------
+
+
+@tegula.jit
+def ws_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     GROUP_M: tl.constexpr, WS: tl.constexpr):
+    """Grouped tile order (scalar arithmetic the producer recomputes), a bias row loaded before the loop, the
+    loop's warp specialization as asked (None: the compiler's choice)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    group = pid // (GROUP_M * tiles_n)
+    rows = min(tiles_m - group * GROUP_M, GROUP_M)
+    within = pid % (GROUP_M * tiles_n)
+    off_m = (group * GROUP_M + within % rows) * BM
+    off_n = (within // rows) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=WS):
+        a = a_desc.load([off_m, k * BK])
+        b = b_desc.load([k * BK, off_n])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([off_m, off_n], acc)
+
+
+def run_ws(M, N, K, BM, BN, BK, dtype, warps, stages, ws=True, edit_source=None, seed=0):
+    rng = rng_for("tma-ring-ws", M, N, K, BM, BN, BK, dtype, warps, stages)
+    a = random(rng, (M, K), dtype, low=-2, high=2)
+    b = random(rng, (K, N), dtype, low=-2, high=2)
+    c = np.zeros((M, N), np.float32)
+    grid = (tegula.cdiv(M, BM) * tegula.cdiv(N, BN),)
+    compiled = emulate(ws_matmul_kernel, grid, a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, GROUP_M=2, WS=ws,
+                       num_warps=warps, num_stages=stages, edit_source=edit_source, seed=seed)
+    a64, b64 = to_f64(a), to_f64(b)
+    want = a64 @ b64
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    bad = np.abs(to_f64(c) - want) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} wrong, worst {np.abs(to_f64(c) - want).max()}"
+    return compiled
+
+
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,dtype,warps,stages,seed", [
+    (150, 144, 208, 64, 64, 32, "bfloat16", 4, 3, 0),    # ragged M, N, K; the ring wraps twice; one consumer warpgroup
+    (200, 144, 320, 128, 128, 64, "float16", 8, 2, 1),   # two consumer warpgroups with registers moved; 5 laps of 2
+    (64, 64, 48, 64, 64, 32, "bfloat16", 4, 4, 2),       # the loop is shorter than the ring
+    (64, 128, 16, 64, 128, 32, "float16", 8, 3, 3),      # one iteration, K = 16 of a 32-wide block
+])
+def test_warp_specialized_ring_is_exact(M, N, K, BM, BN, BK, dtype, warps, stages, seed):
+    compiled = run_ws(M, N, K, BM, BN, BK, dtype, warps, stages, seed=seed)
+    assert compiled.num_threads == 32 * warps + 128
+    assert "warp specialization: the loop of line" in compiled.layouts, compiled.layouts
+
+
+def ws_source(ws=True, warps=8, BM=128, BN=256, stages=4):
+    a = np.zeros((512, 512), np.float16)
+    compiled, _ = compile_cuda(ws_matmul_kernel, (a, a, np.zeros((512, 512), np.float32), 512, 512, 512),
+                               dict(BM=BM, BN=BN, BK=64, GROUP_M=8, WS=ws), num_warps=warps, num_stages=stages)
+    return compiled
+
+
+def test_warp_specialized_structure():
+    compiled = ws_source()
+    kernel = compiled.source[compiled.source.index("---- kernel ----"):]
+    assert "__launch_bounds__(384, 1)" in kernel and compiled.num_threads == 384
+    assert ("registers 168 at launch, producer 40, consumers 232 (setmaxnreg)" in compiled.layouts), compiled.layouts
+    head = kernel[:kernel.index("tg_setmaxnreg_inc<232>();")]
+    # Barriers made by thread 0, one barrier of all 384 threads, then the producer's branch, which returns.
+    assert re.search(r"tg_mbar_init\(tma_empty\d+ \+ 8 \* s, 8\);  // one per consumer warp", head), head
+    assert head.count("__syncthreads()") == 1
+    producer = head[head.index("if (threadIdx.x >= 256) {"):]
+    assert "tg_setmaxnreg_dec<40>();" in producer and "if (threadIdx.x == 256) {" in producer
+    assert re.search(r"return;\s*\}\s*$", producer), producer
+    # The producer recomputes the grouped offsets, then issues every iteration after waiting for the stage.
+    assert "= (int)blockIdx.x;" in producer and "tg_rem(" in producer
+    assert re.search(r"for \(unsigned long long j = 0; j < trips; \+\+j\) \{\s*"
+                     r"tg_mbar_wait\(tma_empty\d+ \+ 8 \* stage, phase \^ 1\);", producer), producer
+    assert producer.count("tg_mbar_arrive_expect_tx(") == 1 and producer.count("tg_tma_load_2d(") == 5
+    # The consumers: no copies, no CTA barrier; a release per warp, named barrier 1 over 256 threads after.
+    body = kernel[kernel.index("tg_setmaxnreg_inc<232>();"):]
+    for absent in ("tg_tma_load_2d", "__syncthreads", "tg_mbar_arrive_expect_tx", "setmaxnreg_dec"):
+        assert absent not in body, absent
+    assert re.search(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty\d+ \+ 8 \* previous\);", body), body
+    assert "tg_named_barrier<256>(1);" in body[body.index("tg_wgmma_wait<0>"):]
+
+
+def test_which_rings_are_warp_specialized():
+    # Unasked: only a ring too large for two programs per multiprocessor; asked, any top-level ring; never when
+    # asked not to.
+    assert "warp specialization: the loop" in ws_source(ws=None).layouts  # 4 stages of 48 KB
+    small = ws_source(ws=None, BN=128, stages=3)
+    assert re.search(r"warp specialization: none \(the ring's \d+ bytes leave room for two programs",
+                     small.layouts), small.layouts
+    assert small.num_threads == 256 and "tg_setmaxnreg" not in kernel_of(small)
+    assert "warp specialization: the loop" in ws_source(ws=True, BN=128, stages=3).layouts
+    off = ws_source(ws=False)
+    assert "warp specialization: none (tl.range(..., warp_specialize=False))" in off.layouts
+    assert off.num_threads == 256 and "tg_named_barrier" not in kernel_of(off)
+    # One consumer warpgroup has all the registers it can address already: no setmaxnreg.
+    one = ws_source(ws=True, warps=4, BN=128)
+    assert one.num_threads == 256 and "tg_setmaxnreg" not in kernel_of(one) and "(setmaxnreg)" not in one.layouts
+
+
+def kernel_of(compiled):
+    return compiled.source[compiled.source.index("---- kernel ----"):]
+
+
+def test_warp_specialize_must_be_known_when_compiling():
+    @tegula.jit
+    def runtime_flag(x_ptr, flag):
+        for k in tl.range(0, 4, warp_specialize=flag):
+            tl.store(x_ptr + k, k)
+
+    x = np.zeros(4, np.int32)
+    with pytest.raises(tegula.CompilationError, match="warp_specialize of tl.range must be True, False or None"):
+        compile_cuda(runtime_flag, (x, 7), {})
+
+
+def test_warp_specialized_wrong_producer_phase_fails():
+    # The producer's round parity never flips: in its second round it waits for round 0's release again (which
+    # passed), refilling a stage before its consumers are done with it.
+    with pytest.raises(EmulatorError, match="still reads|one arrival too many"):
+        run_ws(64, 64, 256, 64, 64, 32, "float16", 4, 3, edit_source=without(r"if \(stage == 0\) phase \^= 1;"))
+
+
+def test_warp_specialized_producer_not_waiting_fails():
+    with pytest.raises(EmulatorError, match="still reads"):
+        run_ws(128, 128, 512, 128, 128, 64, "float16", 8, 2,
+               edit_source=without(r"tg_mbar_wait\(tma_empty\d+ \+ 8 \* stage, phase \^ 1\);"))
+
+
+def test_warp_specialized_missing_release_deadlocks():
+    with pytest.raises(EmulatorError, match="deadlock"):
+        run_ws(64, 64, 256, 64, 64, 32, "float16", 4, 2,
+               edit_source=without(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty[^;]*;"))
+
+
+def test_warp_specialized_producer_keeping_its_registers_deadlocks():
+    # Without the producer's setmaxnreg.dec the pool never has the consumers' raise.
+    with pytest.raises(EmulatorError, match="setmaxnreg.inc 232"):
+        run_ws(128, 128, 128, 128, 128, 64, "float16", 8, 2, edit_source=without(r"tg_setmaxnreg_dec<40>\(\);"))

@@ -486,10 +486,13 @@ def assume(cond):
 
 
 class range:
-    """``for i in tl.range(lo, hi, step, num_stages=...)``: a loop with pipelining hints."""
+    """``for i in tl.range(lo, hi, step, num_stages=...)``: a loop with pipelining hints.
+
+    ``warp_specialize`` (a compile-time True, False or None) asks for a producer warpgroup
+    feeding the loop on Hopper, forbids it, or (None) leaves it to the compiler."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
-                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False,
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=None,
                  disable_licm=False):
         _only_in_kernel("range")
 

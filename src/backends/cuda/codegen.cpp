@@ -310,7 +310,7 @@ void CudaContext::release_shared() {
 
 void CudaContext::before_global_load() {
   if (!global_store_pending_) return;
-  out.line("__syncthreads();  // this program's stores before its loads");
+  out.line(barrier_statement() + ";  // this program's stores before its loads");
   global_store_pending_ = false;
   shared_readers_pending_ = false;  // the barrier also ends earlier shared-memory reads
 }
@@ -516,10 +516,13 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   check_register_use(ctx);
   const ir::Block& body = fn.block(fn.body());
   TEGULA_ASSERT(body.args.size() == fn.params.size(), "kernel parameters and body arguments differ");
+  std::string not_specialized;
+  ctx.warp_specialization = plan_warp_specialization(ctx, not_specialized);
+  if (ctx.warp_specialization) emit_warp_specialization(ctx, *ctx.warp_specialization);
   ctx.emit_block_body(fn.body());
 
   CudaKernel kernel;
-  kernel.num_threads = 32 * options.num_warps;
+  kernel.num_threads = ctx.warp_specialization ? ctx.warp_specialization->threads() : 32 * options.num_warps;
   fn.walk([&](ir::OpId id) { kernel.tune_occupancy = kernel.tune_occupancy && fn.op(id).kind != ir::OpKind::Dot; });
   kernel.tensor_maps = ctx.tensor_maps();
   bool uses_tma = !kernel.tensor_maps.empty();
@@ -527,6 +530,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   kernel.shared_bytes = static_cast<int>(ctx.uses_tma_barrier() ? tma_barrier_at + 8 : ctx.shared_bytes());
   kernel.layouts = ctx.plan.describe();
   for (const std::string& path : ctx.descriptor_paths) kernel.layouts += path + "\n";
+  kernel.layouts += describe_warp_specialization(fn, ctx.warp_specialization, not_specialized);
   if (kernel.shared_bytes > shared_limit(options.arch))
     error_at(SourceLoc{}, Diag::TooMuchSharedMemory,
              "kernel @" + fn.name + " needs " + std::to_string(kernel.shared_bytes) +
@@ -579,6 +583,12 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   std::string bounds = "TG_LAUNCH_BOUNDS(" + std::to_string(kernel.num_threads) + ") ";
   if (options.maxnreg > 0) {
     bounds = "__maxnreg__(" + std::to_string(options.maxnreg) + ") ";
+    kernel.tune_occupancy = false;
+  }
+  // One block per multiprocessor: the register budgets of the warpgroups
+  // (warp_specialize.h) add up to what these bounds give a thread.
+  if (ctx.warp_specialization) {
+    bounds = "__launch_bounds__(" + std::to_string(kernel.num_threads) + ", 1) ";
     kernel.tune_occupancy = false;
   }
   unit.line("extern \"C\" __global__ void " + bounds + abi::kEntrySymbol + "(" + params + debug_kernel_parameters(fn, options) + ") {");

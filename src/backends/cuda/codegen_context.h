@@ -33,6 +33,7 @@
 #include "backends/cuda/codegen.h"
 #include "backends/cuda/layout.h"
 #include "backends/cuda/shared_tile.h"
+#include "backends/cuda/warp_specialize.h"
 #include "backends/tensor_map_param.h"
 #include "ir/ir.h"
 #include "passes/axis_info.h"
@@ -181,7 +182,17 @@ class CudaContext : public c_family::Printer {
     bool tma_ring = false;  // the loop is a TMA ring (codegen_tma_ring.cpp), which refills it
   };
   std::optional<InFlightDot> in_flight_dot;
-  void barrier() { out.line("__syncthreads();"); }
+  // Set before the body is emitted when a producer warpgroup feeds the
+  // kernel's TMA ring (warp_specialize.h): the body then runs on the
+  // consumer threads only, and their barriers leave the producer out.
+  std::optional<WarpSpecialization> warp_specialization;
+  // A barrier of every thread that runs the kernel's body.
+  void barrier() { out.line(barrier_statement() + ";"); }
+  std::string barrier_statement() const {
+    return warp_specialization
+               ? "tg_named_barrier<" + std::to_string(warp_specialization->consumer_threads) + ">(1)"
+               : "__syncthreads()";
+  }
 
   // --- global memory ordering -----------------------------------------------------------------
   // A load after a store of this program waits for the store of every thread
@@ -272,6 +283,16 @@ void tma_ring_refill(CudaContext& ctx);
 bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop);
 // "" when `loop` runs as a TMA ring; otherwise why not, as a phrase.
 std::string tma_ring_refusal(const CudaContext& ctx, ir::OpId loop);
+// For warp specialization (warp_specialize.cpp), of a loop that runs as a
+// TMA ring: the values defined outside the loop that its copies read (the
+// offsets' inputs); the bytes it reserves at the start of shared memory;
+// its mbarriers' names, declared, and initialized by thread 0 (the caller
+// makes every thread wait for that); and the producer's loop issuing every
+// iteration's copies as the consumers release the stages.
+std::vector<ir::ValueId> tma_ring_inputs(const CudaContext& ctx, ir::OpId loop);
+int64_t tma_ring_shared_bytes(const CudaContext& ctx, ir::OpId loop);
+void tma_ring_init_barriers(CudaContext& ctx, ir::OpId loop);
+void tma_ring_produce(CudaContext& ctx, ir::OpId loop, const std::string& trips);
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
 void emit_inline_asm(CudaContext& ctx, ir::OpId op);              // codegen_inline_asm.cpp
 void emit_atomic(CudaContext& ctx, ir::OpId op);                  // atomic_rmw, atomic_cas

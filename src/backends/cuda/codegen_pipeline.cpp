@@ -444,8 +444,8 @@ void refill(CudaContext& ctx, ir::OpId loop, const LoopPipeline& pipeline, const
 }
 
 void pipeline_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
-  if (ctx.shared_reserved() > 0) return;  // inside another pipelined loop
   if (tma_ring_before_loop(ctx, loop, trips)) return;
+  if (ctx.shared_reserved() > 0) return;  // inside another pipelined loop
   std::optional<LoopPipeline> pipeline = plan(ctx, loop);
   if (!pipeline) return;
   int stages = pipeline->stages, ahead = pipeline->ahead();

@@ -48,6 +48,7 @@
 #include "backends/cuda/loop_ahead.h"
 #include "backends/cuda/tma_plan.h"
 #include "ir/descriptor.h"
+#include "passes/rewrite_utils.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cuda {
@@ -252,7 +253,71 @@ void pin(CudaContext& ctx, ir::ValueId value, const std::string& why) {
   ctx.out.close();
 }
 
+// Whether a producer warpgroup feeds this loop (warp_specialize.h).
+bool fed_by_producer(const CudaContext& ctx, ir::OpId loop) {
+  return ctx.warp_specialization && ctx.warp_specialization->loop == loop;
+}
+
+// The ring's mbarrier names, declared; thread 0 initializes them.
+void init_barriers(CudaContext& ctx, ir::OpId loop, const TmaRing& ring) {
+  RingNames n = names(loop);
+  int consumers = ctx.options.num_warps;
+  ctx.out.line("const unsigned " + n.full + " = tg_shared_address(tg_smem) + " + str(ring.barriers_at()) + ";");
+  ctx.out.line("const unsigned " + n.empty + " = " + n.full + " + " + str(8 * ring.stages) + ";");
+  ctx.out.open("if (threadIdx.x == 0)");
+  ctx.out.open("for (int s = 0; s < " + str(ring.stages) + "; ++s)");
+  ctx.out.line("tg_mbar_init(" + n.full + " + 8 * s, 1);  // the producer's expect_tx");
+  ctx.out.line("tg_mbar_init(" + n.empty + " + 8 * s, " + str(consumers) + ");  // one per consumer warp");
+  ctx.out.close();
+  ctx.out.line("tg_fence_mbar_init();");
+  ctx.out.close();
+}
+
+TmaRing planned(const CudaContext& ctx, ir::OpId loop) {
+  std::optional<TmaRing> ring = plan(ctx, loop);
+  TEGULA_ASSERT(ring.has_value(), "warp specialization of a loop that is no TMA ring");
+  return *ring;
+}
+
 }  // namespace
+
+std::vector<ir::ValueId> tma_ring_inputs(const CudaContext& ctx, ir::OpId loop) {
+  TmaRing ring = planned(ctx, loop);
+  std::vector<ir::ValueId> inputs;
+  auto add = [&](ir::ValueId v) {
+    if (!passes::is_defined_inside(ctx.fn, v, loop) && std::find(inputs.begin(), inputs.end(), v) == inputs.end())
+      inputs.push_back(v);
+  };
+  for (const RingLoad& r : ring.loads) {
+    ir::DescriptorOperands d = ir::descriptor_operands(ctx.fn.op(r.load));
+    for (ir::ValueId offset : d.offsets) add(offset);
+  }
+  for (ir::OpId id : ring.offsets.ops)
+    for (ir::ValueId u : ctx.fn.op(id).operands) add(u);
+  return inputs;
+}
+
+int64_t tma_ring_shared_bytes(const CudaContext& ctx, ir::OpId loop) { return planned(ctx, loop).bytes(); }
+
+void tma_ring_init_barriers(CudaContext& ctx, ir::OpId loop) { init_barriers(ctx, loop, planned(ctx, loop)); }
+
+void tma_ring_produce(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
+  TmaRing ring = planned(ctx, loop);
+  RingNames n = names(loop);
+  std::string last = str(ring.stages - 1);
+  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
+  ctx.out.line("int stage = 0;");
+  ctx.out.line("unsigned phase = 0;  // (j / " + str(ring.stages) + ") & 1");
+  ctx.out.open("for (unsigned long long j = 0; j < " + trips + "; ++j)");
+  // Round r of a stage waits for the release of round r - 1: parity
+  // phase ^ 1. In round 0 that is the phase before a fresh barrier's
+  // first, which counts as complete.
+  ctx.out.line("tg_mbar_wait(" + n.empty + " + 8 * stage, phase ^ 1);  // the consumers released the stage");
+  issue(ctx, loop, ring, "j", "stage");
+  ctx.out.line("stage = stage == " + last + " ? 0 : stage + 1;");
+  ctx.out.line("if (stage == 0) phase ^= 1;");
+  ctx.out.close();
+}
 
 std::string tma_ring_refusal(const CudaContext& ctx, ir::OpId loop) {
   RingPlanner planner(ctx, loop);
@@ -260,19 +325,25 @@ std::string tma_ring_refusal(const CudaContext& ctx, ir::OpId loop) {
 }
 
 bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
-  if (ctx.shared_reserved() > 0) return false;  // inside another pipelined loop
+  bool producer = fed_by_producer(ctx, loop);  // the ring's area is reserved and its barriers made
+  if (!producer && ctx.shared_reserved() > 0) return false;  // inside another pipelined loop
   std::optional<TmaRing> ring = plan(ctx, loop);
   if (!ring) return false;
   RingNames n = names(loop);
   int stages = ring->stages;
-  ctx.before_global_load();
-  ctx.out.line("// TMA ring: " + str(stages) + " stages of " + str(ring->stage_bytes) + " bytes, copies issued " +
-               str(ring->ahead()) + " iterations ahead by thread 0; a full and an empty mbarrier per stage");
-  // Generic-proxy writes to the area before the loop (an earlier tile's
-  // epilogue, in a loop around this one) are ordered before the TMA's by a
-  // proxy fence and the barrier after the barriers' init; once per loop.
-  ctx.out.line("tg_fence_proxy_async();  // earlier writes to the area, before the TMA's");
-  ctx.reserve_shared(ring->bytes());
+  if (producer) {
+    ctx.out.line("// TMA ring: " + str(stages) + " stages of " + str(ring->stage_bytes) +
+                 " bytes, filled by the producer warpgroup; a full and an empty mbarrier per stage");
+  } else {
+    ctx.before_global_load();
+    ctx.out.line("// TMA ring: " + str(stages) + " stages of " + str(ring->stage_bytes) + " bytes, copies issued " +
+                 str(ring->ahead()) + " iterations ahead by thread 0; a full and an empty mbarrier per stage");
+    // Generic-proxy writes to the area before the loop (an earlier tile's
+    // epilogue, in a loop around this one) are ordered before the TMA's by a
+    // proxy fence and the barrier after the barriers' init; once per loop.
+    ctx.out.line("tg_fence_proxy_async();  // earlier writes to the area, before the TMA's");
+    ctx.reserve_shared(ring->bytes());
+  }
   ctx.thread_ids();
   for (const RingLoad& r : ring->loads) {
     SharedTile tile = r.tile;
@@ -287,19 +358,14 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   // definition on every path (see codegen_pipeline.cpp: ptxas would
   // otherwise serialize the wgmmas, C7515).
   pin(ctx, carried_accumulator(ctx, ring->dot), "");
-  ctx.out.line("const unsigned " + n.full + " = tg_shared_address(tg_smem) + " + str(ring->barriers_at()) + ";");
-  ctx.out.line("const unsigned " + n.empty + " = " + n.full + " + " + str(8 * stages) + ";");
-  ctx.out.open("if (threadIdx.x == 0)");
-  ctx.out.open("for (int s = 0; s < " + str(stages) + "; ++s)");
-  ctx.out.line("tg_mbar_init(" + n.full + " + 8 * s, 1);  // the producer's expect_tx");
-  ctx.out.line("tg_mbar_init(" + n.empty + " + 8 * s, " + str(ctx.options.num_warps) + ");  // one per warp");
-  ctx.out.close();
-  ctx.out.line("tg_fence_mbar_init();");
-  ctx.out.close();
-  ctx.barrier();
+  if (!producer) {
+    init_barriers(ctx, loop, *ring);
+    ctx.barrier();
+  }
   // The stage iteration k reads and its parity, advanced at the top of each iteration.
   ctx.out.line("int " + n.stage + " = " + str(stages - 1) + ";");
   ctx.out.line("unsigned " + n.phase + " = 1;");
+  if (producer) return true;
   ctx.out.open("if (threadIdx.x == 0)");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
   for (int j = 0; j < ring->ahead(); ++j) {
@@ -341,6 +407,11 @@ void tma_ring_refill(CudaContext& ctx) {
                " - 1;  // read by iteration k - 1");
   ctx.out.line("if (" + flight.k + " > 0 && lane == 0) tg_mbar_arrive(" + n.empty +
                " + 8 * previous);  // this warp's group k - 1 has retired");
+  if (fed_by_producer(ctx, flight.loop)) {
+    ctx.out.close();
+    flight.refilled = true;
+    return;
+  }
   ctx.out.open("if (threadIdx.x == 0 && " + flight.k + " + " + ahead + " < " + flight.trips + ")");
   ctx.out.line("tg_mbar_wait(" + n.empty + " + 8 * previous, " + n.stage + " == 0 ? " + n.phase + " ^ 1 : " + n.phase +
                ");  // every warp's reads of it have retired");
