@@ -22,6 +22,8 @@ import tegula.language as tl
 from tegula._autotune_report import Progress
 from tegula.autotune import AutotuneError, AutotuneWarning
 
+from cache_util import seed_precompiled_prelude
+
 FAST = {"warmup": 1, "rep": 3, "cache_results": False}  # short timing budgets (ms), no disk
 
 
@@ -385,7 +387,7 @@ TUNE_AND_REPORT = textwrap.dedent("""
 def test_a_second_process_reuses_the_tuning(tmp_path, backend):
     script = tmp_path / "tune_me.py"
     script.write_text(TUNE_AND_REPORT)
-    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(seed_precompiled_prelude(tmp_path / "cache")))
     env.pop("TEGULA_PRINT_AUTOTUNING", None)
 
     def run():
@@ -410,7 +412,7 @@ def test_a_second_process_reuses_the_tuning(tmp_path, backend):
 
 
 def test_a_damaged_tuning_record_is_a_miss(tmp_path, monkeypatch):
-    monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TEGULA_CACHE_DIR", str(seed_precompiled_prelude(tmp_path / "cache")))
     trials = []
     configs = [tegula.Config({"BLOCK": b}) for b in (32, 64)]
     x = np.zeros(100, np.float32)
@@ -534,7 +536,7 @@ def test_a_second_process_launches_the_tuned_matmul_without_compiling_or_tuning(
     script = tmp_path / "tune_matmul.py"
     script.write_text(MATMUL_TUNE_AND_REPORT)
     repo = os.path.join(os.path.dirname(__file__), "..", "..")
-    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(seed_precompiled_prelude(tmp_path / "cache")))
     env.pop("TEGULA_PRINT_AUTOTUNING", None)
 
     def run():

@@ -13,6 +13,7 @@ import pytest
 
 import tegula
 import tegula.language as tl
+from cache_util import seed_precompiled_prelude
 from vector_add import add_kernel
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
@@ -38,7 +39,7 @@ def _run_in_new_process(cache_dir):
 
 
 def test_second_process_loads_from_disk(tmp_path):
-    cache = tmp_path / "cache"
+    cache = seed_precompiled_prelude(tmp_path / "cache")
     first = _run_in_new_process(cache)
     assert first["builds"] == 1 and first["disk_hits"] == 0
     second = _run_in_new_process(cache)

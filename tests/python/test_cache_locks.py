@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from cache_util import seed_precompiled_prelude
+
 KERNEL = textwrap.dedent("""
     import numpy as np
     import tegula
@@ -61,7 +63,7 @@ def _script(tmp_path: pathlib.Path, name: str, text: str) -> str:
 def lock_of_a_missing_entry(tmp_path):
     """A cache where the kernel's entry is gone but its lock file stays:
     (cache, lock path). The next process must build the kernel."""
-    cache = tmp_path / "cache"
+    cache = seed_precompiled_prelude(tmp_path / "cache")
     subprocess.run([sys.executable, _script(tmp_path, "kernel.py", KERNEL)], env=_env(cache), check=True,
                    timeout=300, capture_output=True)
     (lock,) = cache.glob("*.lock")
@@ -87,7 +89,7 @@ def test_a_stopped_builder_does_not_block_the_others(tmp_path):
     """The issue's case: a process stopped in the middle of its first compile
     holds the entry's lock; a second process says so and builds the kernel
     itself instead of waiting forever."""
-    cache = tmp_path / "cache"
+    cache = seed_precompiled_prelude(tmp_path / "cache")
     first = subprocess.Popen([sys.executable, _script(tmp_path, "kernel.py", KERNEL)], env=_env(cache),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:

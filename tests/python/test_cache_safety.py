@@ -28,6 +28,7 @@ import pytest
 
 import tegula
 import tegula.language as tl
+from cache_util import seed_precompiled_prelude
 
 TESTS = pathlib.Path(__file__).resolve().parent
 N = 1000  # not a multiple of any block: every kernel has a masked tail
@@ -375,7 +376,7 @@ def test_kernels_with_non_ascii_names_hit_the_disk_cache(tmp_path):
         np.testing.assert_allclose(out, x * np.float32(2.5), rtol=1e-6)
         print(json.dumps(tegula.runtime_stats()))
     """)
-    cache = tmp_path / "cache"
+    cache = seed_precompiled_prelude(tmp_path / "cache")
     source = tmp_path / "non_ascii.py"
     source.write_text(script, encoding="utf-8")
     runs = []

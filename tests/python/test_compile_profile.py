@@ -16,6 +16,8 @@ import tegula
 import tegula.language as tl
 from tegula import _C
 
+from cache_util import seed_precompiled_prelude
+
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
 
 CPU_BUILD_PHASES = ["setup", "key", "disk cache", "frontend", "passes", "codegen", "c++", "store", "load"]
@@ -36,7 +38,7 @@ def _request(kernel, args, constexprs):
 def test_phases_of_a_build_then_of_a_disk_hit_then_in_memory(tmp_path):
     x = np.zeros(64, dtype=np.float32)
     request = _request(scale, (x, x, 64), {"FACTOR": 3, "BLOCK": 64})
-    options = _C.CompileOptions(backend="cpu", cache_dir=str(tmp_path))
+    options = _C.CompileOptions(backend="cpu", cache_dir=str(seed_precompiled_prelude(tmp_path)))
     kernel, phases = _C.compile_with_profile(request, options)
     assert [name for name, _ in phases] == CPU_BUILD_PHASES
     assert all(seconds >= 0 for _, seconds in phases)
@@ -75,7 +77,7 @@ def test_profile_line_on_stderr(tmp_path):
         "x = np.arange(16, dtype=np.float32); out = np.zeros_like(x)\n"
         "copy[(1,)](x, out, BLOCK=16)\n"
         "assert (out == x).all()\n")
-    env = {**os.environ, "TEGULA_PROFILE_COMPILE": "1", "TEGULA_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "TEGULA_PROFILE_COMPILE": "1", "TEGULA_CACHE_DIR": str(seed_precompiled_prelude(tmp_path / "cache"))}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     line = done.stderr.strip().splitlines()[-1]

@@ -14,6 +14,8 @@ import pytest
 
 import tegula
 
+from cache_util import seed_precompiled_prelude
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -28,7 +30,8 @@ def test_cpp_example_builds_against_the_package_and_runs(tmp_path):
     assert configure.returncode == 0, configure.stdout + configure.stderr
     build = subprocess.run(["cmake", "--build", str(tmp_path / "build")], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stdout + build.stderr
-    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"))  # the C++ side compiles for itself
+    # The C++ side compiles for itself.
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(seed_precompiled_prelude(tmp_path / "cache")))
     for n in ("98765", "1", "4096"):
         run = subprocess.run([str(tmp_path / "build" / "vector_add"), n], capture_output=True, text=True,
                              timeout=300, env=env)

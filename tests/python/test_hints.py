@@ -16,6 +16,7 @@ import pytest
 
 import tegula
 import tegula.language as tl
+from cache_util import seed_precompiled_prelude
 from ops_util import check, rng_for
 
 
@@ -136,7 +137,7 @@ def cpu_source(kernel, hint, tmp_path):
 
     path = kernel.fn.__code__.co_filename
     cmd = [str(executable()), "compile", f"{path}::{kernel.fn.__name__}", "--signature",
-           SIGNATURES[kernel].format(hint=hint), "--emit", "cpp", "--cache-dir", str(tmp_path)]
+           SIGNATURES[kernel].format(hint=hint), "--emit", "cpp", "--cache-dir", str(seed_precompiled_prelude(tmp_path))]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stdout

@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+from cache_util import seed_precompiled_prelude
+
 SPIN = textwrap.dedent("""
     import sys, time
     import numpy as np
@@ -115,13 +117,17 @@ FIRST_COMPILE = textwrap.dedent("""
 """)
 
 
-def _start(script: str, tmp_path: pathlib.Path, threads: str = "2", *argv: str) -> subprocess.Popen:
+def _start(script: str, tmp_path: pathlib.Path, threads: str = "2", *argv: str, seeded: bool = True
+           ) -> subprocess.Popen:
+    """Runs `script` with a kernel cache of its own, `tmp_path`/cache: seeded with
+    the session's precompiled prelude (cache_util) unless `seeded` is false."""
     source = tmp_path / "script.py"
     # Python leaves SIGINT ignored when it starts with it ignored (as a
     # shell's background job does), and so would every process it runs:
     # the test's Ctrl-C then does nothing. A terminal's Python gets it.
     source.write_text("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n" + script)
-    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"), TEGULA_NUM_THREADS=threads)
+    cache = seed_precompiled_prelude(tmp_path / "cache") if seeded else tmp_path / "cache"
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(cache), TEGULA_NUM_THREADS=threads)
     return subprocess.Popen([sys.executable, str(source), *argv], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -169,7 +175,7 @@ def test_ctrl_c_stops_a_program_that_never_ends(tmp_path):
 
 
 def test_ctrl_c_during_a_first_compile_is_a_keyboard_interrupt_without_debris(tmp_path):
-    proc = _start(FIRST_COMPILE, tmp_path)
+    proc = _start(FIRST_COMPILE, tmp_path, seeded=False)  # a first compile as slow as a fresh cache's
     cache = tmp_path / "cache"
     deadline = time.monotonic() + 120
     # The C++ compiler is running once its source file is in the cache.
