@@ -1,17 +1,21 @@
 """Matrix multiplication ``C = A @ B`` written with tensor descriptors.
 
-The same tiling as examples/matmul.py (one ``BLOCK_M x BLOCK_N`` tile of C per
-program, programs grouped by ``GROUP_M`` tile-rows so neighbours share A in
-cache), but every block moves through a tensor descriptor: ``a_desc.load``,
-``b_desc.load`` and ``c_desc.store`` name a block by its offsets, and the
-descriptor knows the tensor's bounds, so no masks are written. Blocks that
-stick out of the tensor load zeros and store nothing outside it.
+The same tiling as examples/matmul.py (``BLOCK_M x BLOCK_N`` tiles of C,
+grouped by ``GROUP_M`` tile-rows so neighbours share A in cache), but every
+block moves through a tensor descriptor: ``a_desc.load``, ``b_desc.load`` and
+``c_desc.store`` name a block by its offsets, and the descriptor knows the
+tensor's bounds, so no masks are written. Blocks that stick out of the tensor
+load zeros and store nothing outside it. The kernel is persistent: a program
+walks the tiles ``program_id, program_id + num_programs, ...``, and on the GPU
+the grid has one program per multiprocessor (on the CPU, one per tile).
 
 On Hopper (sm_90) the descriptors become TMA copies, and the K loop a ring of
-``num_stages`` stages copied ahead by one thread, read by wgmma where they
-land (docs/backend-cuda.md, "TMA rings"); elsewhere (sm_80, the CPU) they are
-lowered to pointer loads and stores with masks. Triton compiles this source
-the same way with its own TMA pipeline, which is why the benchmark times it.
+``num_stages`` stages read by wgmma where they land, filled by a producer
+warpgroup that runs on from one tile into the next while the consumers store
+the previous tile (docs/backend-cuda.md, "TMA rings" and "Warp
+specialization"); elsewhere (sm_80, the CPU) they are lowered to pointer
+loads and stores with masks. Triton compiles this source the same way with
+its own TMA pipeline, which is why the benchmark times it.
 
 A, B and C must be contiguous (row-major), and rows of a multiple of 16 bytes
 (the TMA's stride rule): K and N multiples of 8 for 16-bit types.
@@ -32,11 +36,10 @@ import _host  # array helpers shared by the examples (NumPy or torch)
 from matmul import bytes_moved, flops, matmul_reference  # noqa: F401  (the pointer matmul's host helpers)
 
 # Two 64-row wgmma slabs of 256 columns, 64 of K per stage (48 KB of bf16 per
-# stage); 8 warps, 4 stages. One program fills a multiprocessor, so on Hopper
-# a producer warpgroup feeds the ring (docs/backend-cuda.md, "Warp
-# specialization") and the two consumer warpgroups get its registers.
+# stage); 8 warps, 3 stages, which leave room for the epilogue's staging of
+# a 64 KB tile beside the ring (the producer fills the ring meanwhile).
 DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
-DEFAULT_STAGES = 4
+DEFAULT_STAGES = 3
 
 
 @tegula.jit
@@ -46,28 +49,27 @@ def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
     b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
-    # Which tile of C this program owns, walking groups of GROUP_M tile-rows
-    # column by column.
-    pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
-    programs_per_group = GROUP_M * tiles_n
-    group = pid // programs_per_group
-    group_first_m = group * GROUP_M
-    group_rows = min(tiles_m - group_first_m, GROUP_M)
-    within = pid % programs_per_group
-    off_m = (group_first_m + within % group_rows) * BLOCK_M
-    off_n = (within // group_rows) * BLOCK_N
-
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    tiles_per_group = GROUP_M * tiles_n
     # WARP_SPECIALIZE None leaves the producer warpgroup to the compiler
     # (Tegula feeds a ring that fills the multiprocessor with one); True and
     # False ask for it or forbid it, as Triton spells it.
-    for k in tl.range(0, K, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
-        a = a_desc.load([off_m, k])
-        b = b_desc.load([k, off_n])
-        acc = tl.dot(a, b, acc)
-    c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
+    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0), warp_specialize=WARP_SPECIALIZE):
+        # Which tile of C: groups of GROUP_M tile-rows, walked column by column.
+        group = tile // tiles_per_group
+        group_first_m = group * GROUP_M
+        group_rows = min(tiles_m - group_first_m, GROUP_M)
+        within = tile % tiles_per_group
+        off_m = (group_first_m + within % group_rows) * BLOCK_M
+        off_n = (within // group_rows) * BLOCK_N
+
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = a_desc.load([off_m, k])
+            b = b_desc.load([k, off_n])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
 
 
 def _scratch(size: int, alignment: int, stream):
@@ -79,12 +81,13 @@ def _scratch(size: int, alignment: int, stream):
 
 
 def matmul_tma(a, b, out=None, out_dtype=None, num_warps: int = None, num_stages: int = DEFAULT_STAGES,
-               warp_specialize=None, **blocks):
+               warp_specialize=None, programs: int = None, **blocks):
     """``a @ b`` for contiguous 2-D arrays of one dtype (float32, float16, bfloat16), accumulated in float32.
 
     NumPy arrays or torch tensors (CUDA tensors run on the GPU). The result has
     ``out_dtype`` (default: a's dtype). ``blocks`` overrides any of ``DEFAULT_BLOCKS``;
-    ``warp_specialize`` (None, True, False) is the K loop's.
+    ``warp_specialize`` (None, True, False) is the tile loop's. ``programs``: the grid
+    (default: one program per multiprocessor on the GPU, one per tile on the CPU).
     """
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise coded(ValueError, "E0713", f"matmul takes [M, K] and [K, N] arrays, got {tuple(a.shape)} and "
@@ -109,9 +112,16 @@ def matmul_tma(a, b, out=None, out_dtype=None, num_warps: int = None, num_stages
     if K == 0:
         out[...] = 0
         return out
+    tiles = tegula.cdiv(M, meta["BLOCK_M"]) * tegula.cdiv(N, meta["BLOCK_N"])
+    if programs is None:
+        programs = tiles
+        if _host.is_torch(a) and a.is_cuda:
+            import torch
+
+            programs = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
     if _host.is_torch(a) and a.is_cuda:
         tegula.set_allocator(_scratch)
-    grid = (tegula.cdiv(M, meta["BLOCK_M"]) * tegula.cdiv(N, meta["BLOCK_N"]),)
+    grid = (programs,)
     matmul_tma_kernel[grid](a, b, out, M, N, K, **meta, WARP_SPECIALIZE=warp_specialize, num_stages=num_stages,
                             **_host.launch_options(num_warps))
     return out

@@ -1,6 +1,7 @@
 """Warp specialization A/B on the GPU: the descriptor matmul with and without a producer warpgroup.
 
-The kernel is examples/matmul_tma.py's, whose K loop is ``tl.range(..., warp_specialize=WARP_SPECIALIZE)``.
+The kernel is examples/matmul_tma.py's, whose tile loop is ``tl.range(..., warp_specialize=WARP_SPECIALIZE)``;
+a grid of one program per tile runs it as a plain kernel, one per multiprocessor as a persistent one.
 For each block configuration and size, times interleaved (tegula.testing.CudaTimer: L2 flushed, median) cuBLAS,
 Tegula with the producer (True), Tegula without it (False) and Triton compiling the same source (the
 benchmark's Triton twin) both ways, after checking each against cuBLAS. Prints one table and writes JSON to
@@ -18,11 +19,11 @@ import pathlib
 import statistics
 import sys
 
-CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
-    (128, 128, 64, 8, 3),
-    (128, 256, 64, 8, 3),
-    (128, 256, 64, 8, 4),
-    (256, 128, 64, 8, 4),
+CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, persistent (one program per multiprocessor)
+    (128, 128, 64, 8, 3, False),
+    (128, 256, 64, 8, 4, False),
+    (128, 256, 64, 8, 3, True),
+    (256, 128, 64, 8, 3, True),
 ]
 
 
@@ -56,8 +57,10 @@ def main() -> int:
             b = torch.randn(n, n, device="cuda", dtype=dtype)
             want = torch.matmul(a, b)
             flops = 2.0 * n ** 3
-            for bm, bn, bk, warps, stages in CONFIGS:
-                grid = (triton.cdiv(n, bm) * triton.cdiv(n, bn),)
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            for bm, bn, bk, warps, stages, persistent in CONFIGS:
+                tiles = triton.cdiv(n, bm) * triton.cdiv(n, bn)
+                grid = (min(tiles, sms) if persistent else tiles,)
                 meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8)
                 variants = {"cublas": lambda: torch.matmul(a, b)}
                 for label, module, ws in (("tegula.ws", tg, True), ("tegula", tg, False), ("triton", tr, False),
@@ -83,7 +86,8 @@ def main() -> int:
                 names = list(variants)
                 samples = timer.interleaved([variants[k] for k in names], args.reps)
                 ms = {k: statistics.median(s) for k, s in zip(names, samples)}
-                row = {"dtype": dtype_name, "n": n, "config": f"{bm}x{bn}x{bk} w{warps} s{stages}",
+                row = {"dtype": dtype_name, "n": n,
+                       "config": f"{bm}x{bn}x{bk} w{warps} s{stages}" + (" persistent" if persistent else ""),
                        "ms": ms, "tflops": {k: flops / v / 1e9 for k, v in ms.items()}}
                 rows.append(row)
                 cublas = row["tflops"]["cublas"]

@@ -155,6 +155,11 @@ def test_matmul_tma_example_check(M, N, K, dtype):
     matmul_tma.check(M, N, K, dtype, seed=M + N + K, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
 
 
+def test_matmul_tma_programs_walk_the_tiles():
+    # Fewer programs than tiles (the GPU's grid of one program per multiprocessor): each walks several tiles.
+    matmul_tma.check(129, 200, 72, "float32", seed=5, programs=3, BLOCK_M=32, BLOCK_N=64, BLOCK_K=32)
+
+
 def test_matmul_tma_rejects_strided_arrays():
     a = np.zeros((16, 32), np.float32)
     with pytest.raises(ValueError, match="contiguous arrays; b has strides"):

@@ -163,6 +163,24 @@ def test_warp_specialized_ring_runs(torch_sm90, M, N, K, BM, BN, warps, stages, 
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
 
 
+@pytest.mark.parametrize("M,N,K,programs,dtype", [
+    (1000, 1008, 2000, 7, "bfloat16"),   # 32 tiles on 7 programs: the producer runs on across tiles
+    (4096, 4096, 1024, 132, "float16"),  # one program per multiprocessor
+])
+def test_warp_specialized_tile_loop_runs(torch_sm90, M, N, K, programs, dtype):
+    # The benchmark's descriptor matmul (persistent, C in A's dtype: the producer feeds the ring across tiles).
+    torch = torch_sm90
+    g = torch.Generator(device="cuda").manual_seed(M + K + programs)
+    a = torch.randn(M, K, device="cuda", generator=g).to(getattr(torch, dtype))
+    b = torch.randn(K, N, device="cuda", generator=g).to(a.dtype)
+    host = (np.zeros((M, K), np.float16), np.zeros((K, N), np.float16), np.zeros((M, N), np.float16))
+    compiled, _ = compile_cuda(matmul_tma.matmul_tma_kernel, (*host, M, N, K), matmul_tma.DEFAULT_BLOCKS,
+                               num_warps=8, num_stages=matmul_tma.DEFAULT_STAGES)
+    assert "(in the tile loop of line" in compiled.layouts, compiled.layouts
+    c = matmul_tma.matmul_tma(a, b, num_warps=8, programs=programs)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=5e-2)
+
+
 def test_empty_grid_and_empty_dimension(torch_sm90):
     torch = torch_sm90
     x = torch.zeros((0, 48), dtype=torch.float32, device="cuda")

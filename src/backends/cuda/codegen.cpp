@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "backends/c_family/control_flow.h"
 #include "backends/c_family/prelude_text.h"
@@ -508,18 +509,41 @@ void check_register_use(const CudaContext& ctx) {
   });
 }
 
+// The kernel's body emitted into a fresh context, warp-specialized where
+// the plan says so and `specialize` allows it (else `why` says why not).
+std::unique_ptr<CudaContext> emit_body(const ir::Function& fn, const CodegenOptions& options, bool specialize,
+                                       std::string& why) {
+  auto ctx = std::make_unique<CudaContext>(fn, options);
+  check_register_use(*ctx);
+  if (specialize) ctx->warp_specialization = plan_warp_specialization(*ctx, why);
+  if (ctx->warp_specialization) emit_warp_specialization(*ctx, *ctx->warp_specialization);
+  ctx->emit_block_body(fn.body());
+  return ctx;
+}
+
+int64_t shared_bytes_of(const CudaContext& ctx) {
+  return ctx.uses_tma_barrier() ? (ctx.shared_bytes() + 7) / 8 * 8 + 8 : ctx.shared_bytes();
+}
+
 }  // namespace
 
 CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   check_options(options);
-  CudaContext ctx(fn, options);
-  check_register_use(ctx);
   const ir::Block& body = fn.block(fn.body());
   TEGULA_ASSERT(body.args.size() == fn.params.size(), "kernel parameters and body arguments differ");
   std::string not_specialized;
-  ctx.warp_specialization = plan_warp_specialization(ctx, not_specialized);
-  if (ctx.warp_specialization) emit_warp_specialization(ctx, *ctx.warp_specialization);
-  ctx.emit_block_body(fn.body());
+  std::unique_ptr<CudaContext> owned = emit_body(fn, options, true, not_specialized);
+  // A producer walking tiles keeps the ring while the epilogue stages its
+  // results; when both do not fit, the ring is refilled by thread 0 and the
+  // epilogue reuses its area, as without the producer.
+  if (owned->warp_specialization && owned->warp_specialization->tiles.valid() &&
+      shared_bytes_of(*owned) > shared_limit(options.arch)) {
+    std::string needed = std::to_string(shared_bytes_of(*owned));
+    owned = emit_body(fn, options, false, not_specialized);
+    not_specialized = "the ring beside the tiles' epilogue would need " + needed +
+                      " bytes of shared memory; fewer stages would fit";
+  }
+  CudaContext& ctx = *owned;
 
   CudaKernel kernel;
   kernel.num_threads = ctx.warp_specialization ? ctx.warp_specialization->threads() : 32 * options.num_warps;
@@ -527,7 +551,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   kernel.tensor_maps = ctx.tensor_maps();
   bool uses_tma = !kernel.tensor_maps.empty();
   int64_t tma_barrier_at = (ctx.shared_bytes() + 7) / 8 * 8;
-  kernel.shared_bytes = static_cast<int>(ctx.uses_tma_barrier() ? tma_barrier_at + 8 : ctx.shared_bytes());
+  kernel.shared_bytes = static_cast<int>(shared_bytes_of(ctx));
   kernel.layouts = ctx.plan.describe();
   for (const std::string& path : ctx.descriptor_paths) kernel.layouts += path + "\n";
   kernel.layouts += describe_warp_specialization(fn, ctx.warp_specialization, not_specialized);

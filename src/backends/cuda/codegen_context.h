@@ -292,6 +292,10 @@ std::string tma_ring_refusal(const CudaContext& ctx, ir::OpId loop);
 std::vector<ir::ValueId> tma_ring_inputs(const CudaContext& ctx, ir::OpId loop);
 int64_t tma_ring_shared_bytes(const CudaContext& ctx, ir::OpId loop);
 void tma_ring_init_barriers(CudaContext& ctx, ir::OpId loop);
+// The consumers' stage and parity, declared once when they run on across a
+// loop over tiles; the producer's loop over one entry's iterations (its
+// `stage`, `phase` and `sm` declared by the caller).
+void tma_ring_declare_state(CudaContext& ctx, ir::OpId loop);
 void tma_ring_produce(CudaContext& ctx, ir::OpId loop, const std::string& trips);
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
 void emit_inline_asm(CudaContext& ctx, ir::OpId op);              // codegen_inline_asm.cpp

@@ -301,13 +301,16 @@ int64_t tma_ring_shared_bytes(const CudaContext& ctx, ir::OpId loop) { return pl
 
 void tma_ring_init_barriers(CudaContext& ctx, ir::OpId loop) { init_barriers(ctx, loop, planned(ctx, loop)); }
 
+void tma_ring_declare_state(CudaContext& ctx, ir::OpId loop) {
+  RingNames n = names(loop);
+  ctx.out.line("int " + n.stage + " = " + str(planned(ctx, loop).stages - 1) + ";");
+  ctx.out.line("unsigned " + n.phase + " = 1;");
+}
+
 void tma_ring_produce(CudaContext& ctx, ir::OpId loop, const std::string& trips) {
   TmaRing ring = planned(ctx, loop);
   RingNames n = names(loop);
   std::string last = str(ring.stages - 1);
-  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
-  ctx.out.line("int stage = 0;");
-  ctx.out.line("unsigned phase = 0;  // (j / " + str(ring.stages) + ") & 1");
   ctx.out.open("for (unsigned long long j = 0; j < " + trips + "; ++j)");
   // Round r of a stage waits for the release of round r - 1: parity
   // phase ^ 1. In round 0 that is the phase before a fresh barrier's
@@ -362,10 +365,10 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
     init_barriers(ctx, loop, *ring);
     ctx.barrier();
   }
+  if (producer) return true;  // the stage and parity run on from the kernel's head
   // The stage iteration k reads and its parity, advanced at the top of each iteration.
   ctx.out.line("int " + n.stage + " = " + str(stages - 1) + ";");
   ctx.out.line("unsigned " + n.phase + " = 1;");
-  if (producer) return true;
   ctx.out.open("if (threadIdx.x == 0)");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
   for (int j = 0; j < ring->ahead(); ++j) {
@@ -429,12 +432,21 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
                 "the TMA ring's wgmma dot did not refill it");
   ctx.out.line("tg_wgmma_wait<0>();  // the last iteration's wgmma group");
   pin(ctx, ctx.fn.op(ring->dot).results[0], "no read of it moves above the wait");
+  bool producer = fed_by_producer(ctx, loop);
+  if (producer) {
+    // The producer may go on into this stage (the next tile's copies).
+    RingNames n = names(loop);
+    ctx.out.line("if (" + ctx.in_flight_dot->trips + " > 0 && lane == 0) tg_mbar_arrive(" + n.empty + " + 8 * " +
+                 n.stage + ");  // the last iteration's stage");
+  }
   ctx.in_flight_dot.reset();
   for (const RingLoad& r : ring->loads) {
     ctx.ring_tiles.erase(ctx.fn.op(r.load).results[0].index);
     ctx.ring_tiles.erase(r.operand.index);
   }
-  ctx.release_shared();
+  // A producer walking tiles fills the ring during this one's epilogue:
+  // the area stays reserved.
+  if (!producer || !ctx.warp_specialization->tiles.valid()) ctx.release_shared();
   return true;
 }
 

@@ -34,64 +34,73 @@ void plan_registers(WarpSpecialization& ws) {
 
 class Planner {
  public:
-  explicit Planner(const CudaContext& ctx) : ctx_(ctx), fn_(ctx.fn), body_(fn_.block(fn_.body())) {}
+  explicit Planner(const CudaContext& ctx) : ctx_(ctx), fn_(ctx.fn), top_(fn_.block(fn_.body())) {}
 
   std::optional<WarpSpecialization> run() {
     const CodegenOptions& o = ctx_.options;
     if (o.arch < 90) return std::nullopt;
-    // The loop the producer feeds: the first top-level loop that runs as a TMA ring.
-    size_t at = body_.ops.size();
-    for (size_t i = 0; i < body_.ops.size() && at == body_.ops.size(); ++i) {
-      const ir::Op& op = fn_.op(body_.ops[i]);
-      if (op.kind == OpKind::For && tma_ring_refusal(ctx_, body_.ops[i]).empty()) at = i;
-    }
-    if (at == body_.ops.size()) return std::nullopt;  // nothing to feed; no reason to give
-    const ir::Attr* asked = fn_.op(body_.ops[at]).attr("warp_specialize");
+    WarpSpecialization ws;
+    if (!find_loop(ws)) return std::nullopt;  // nothing to feed; no reason to give
+    const ir::Attr* asked = fn_.op(ws.loop).attr("warp_specialize");
+    if (!asked && ws.tiles.valid()) asked = fn_.op(ws.tiles).attr("warp_specialize");
     if (asked && std::get<int64_t>(*asked) == 0) return refuse("tl.range(..., warp_specialize=False)");
     // Unasked, only where the ring keeps a second program off the
     // multiprocessor anyway: the producer's registers and the budgets'
     // one-block launch bounds cost the second program, worth more than
     // the producer where it fits (a 128x128 bf16 matmul runs 20% slower).
-    int64_t ring = tma_ring_shared_bytes(ctx_, body_.ops[at]);
+    int64_t ring = tma_ring_shared_bytes(ctx_, ws.loop);
     if (!asked && 2 * ring <= kSharedPerMultiprocessor)
       return refuse("the ring's " + str(ring) + " bytes leave room for two programs per multiprocessor; "
                     "tl.range(..., warp_specialize=True) asks for it");
     if (o.debug) return refuse("debug builds keep one warp role");
     if (o.maxnreg > 0) return refuse("maxnreg fixes every thread's registers");
     if (o.num_warps % 4 != 0) return refuse("num_warps is not a whole number of warpgroups");
-    WarpSpecialization ws;
-    ws.loop = body_.ops[at];
     ws.consumer_threads = 32 * o.num_warps;
     if (ws.threads() > 1024) return refuse("num_warps leaves no room for a producer warpgroup (at most 1024 threads)");
     // The producer starts copying at once: nothing before the loop may
-    // write memory the copies could read.
-    for (size_t i = 0; i < at; ++i) {
-      const ir::Op& op = fn_.op(body_.ops[i]);
-      if (!ir::is_pure(op.kind) && op.kind != OpKind::Load)
-        return refuse("the kernel runs `" + std::string(ir::info(op.kind).name) + "` before the loop");
+    // write memory the copies could read. In a tile loop it runs ahead
+    // into the next tile while this one's results are stored, so those
+    // stores must not go to the tensors the copies read.
+    ir::OpId outermost = ws.tiles.valid() ? ws.tiles : ws.loop;
+    if (std::string why = writes_before(top_, outermost); !why.empty()) return refuse(why);
+    if (ws.tiles.valid()) {
+      const ir::Block& tiles = fn_.block(fn_.op(ws.tiles).regions[0]);
+      if (std::string why = writes_before(tiles, ws.loop); !why.empty()) return refuse(why);
+      if (std::string why = side_effects(fn_.op(ws.tiles).regions[0]); !why.empty()) return refuse(why);
     }
-    // What the producer computes again: the loop's bounds and the inputs of
+    // What the producer computes again: the loops' bounds and the inputs of
     // the copies' offsets, from the kernel's parameters through scalar ops.
     const ir::Op& loop = fn_.op(ws.loop);
     std::vector<ir::ValueId> needed = tma_ring_inputs(ctx_, ws.loop);
     needed.insert(needed.end(), loop.operands.begin(), loop.operands.begin() + 3);
+    if (ws.tiles.valid()) {
+      const ir::Op& tiles = fn_.op(ws.tiles);
+      needed.insert(needed.end(), tiles.operands.begin(), tiles.operands.begin() + 3);
+    }
     while (!needed.empty()) {
       ir::ValueId v = needed.back();
       needed.pop_back();
-      if (is_parameter(v)) continue;
+      if (is_arg(top_, v) || (ws.tiles.valid() && v == fn_.block(fn_.op(ws.tiles).regions[0]).args[0])) continue;
       ir::OpId def = fn_.value(v).def;
-      size_t pos = def.valid() ? position(def) : body_.ops.size();
-      if (pos >= at) return refuse("the copies read a value the kernel's body does not compute before the loop");
-      if (std::find(ws.prologue.begin(), ws.prologue.end(), def) != ws.prologue.end()) continue;
+      std::vector<ir::OpId>* slice = nullptr;
+      if (def.valid() && position(top_, def) < position(top_, outermost)) {
+        slice = &ws.prologue;
+      } else if (const ir::Block* tiles = tile_body(ws); tiles && def.valid() &&
+                 position(*tiles, def) < position(*tiles, ws.loop)) {
+        slice = &ws.tile_prologue;
+      } else {
+        return refuse("the copies read a value the kernel does not compute before the loop");
+      }
+      if (std::find(slice->begin(), slice->end(), def) != slice->end()) continue;
       const ir::Op& op = fn_.op(def);
       if (!ir::is_pure(op.kind) || !op.regions.empty() || has_tile(op))
         return refuse("the copies' offsets come from `" + std::string(ir::info(op.kind).name) +
                       "`, not from scalar arithmetic on the parameters");
-      ws.prologue.push_back(def);
+      slice->push_back(def);
       needed.insert(needed.end(), op.operands.begin(), op.operands.end());
     }
-    std::sort(ws.prologue.begin(), ws.prologue.end(),
-              [&](ir::OpId x, ir::OpId y) { return position(x) < position(y); });
+    sort_in(top_, ws.prologue);
+    if (const ir::Block* tiles = tile_body(ws)) sort_in(*tiles, ws.tile_prologue);
     plan_registers(ws);
     return ws;
   }
@@ -104,12 +113,74 @@ class Planner {
     return std::nullopt;
   }
 
-  bool is_parameter(ir::ValueId v) const {
-    return std::find(body_.args.begin(), body_.args.end(), v) != body_.args.end();
+  bool is_ring(ir::OpId id) const {
+    return fn_.op(id).kind == OpKind::For && tma_ring_refusal(ctx_, id).empty();
   }
 
-  size_t position(ir::OpId id) const {
-    return static_cast<size_t>(std::find(body_.ops.begin(), body_.ops.end(), id) - body_.ops.begin());
+  // The first ring loop of the kernel's top level, or of the top level of a
+  // top-level loop's body (a loop over tiles).
+  bool find_loop(WarpSpecialization& ws) const {
+    for (ir::OpId id : top_.ops) {
+      if (is_ring(id)) {
+        ws.loop = id;
+        return true;
+      }
+      const ir::Op& op = fn_.op(id);
+      if (op.kind != OpKind::For) continue;
+      for (ir::OpId inner : fn_.block(op.regions[0]).ops)
+        if (is_ring(inner)) {
+          ws.loop = inner;
+          ws.tiles = id;
+          return true;
+        }
+    }
+    return false;
+  }
+
+  const ir::Block* tile_body(const WarpSpecialization& ws) const {
+    return ws.tiles.valid() ? &fn_.block(fn_.op(ws.tiles).regions[0]) : nullptr;
+  }
+
+  // Why an op of `block` before `until` may write memory, or "".
+  std::string writes_before(const ir::Block& block, ir::OpId until) const {
+    for (ir::OpId id : block.ops) {
+      if (id == until) break;
+      const ir::Op& op = fn_.op(id);
+      if (!ir::is_pure(op.kind) && op.kind != OpKind::Load)
+        return "the kernel runs `" + std::string(ir::info(op.kind).name) + "` before the loop";
+    }
+    return "";
+  }
+
+  // Why the tile loop's body runs something the producer, running ahead
+  // into the next tile, could overtake, or "". Stores of a tile's results
+  // are not: they go to a tensor no copy reads, or the kernel races with
+  // its own other programs already.
+  std::string side_effects(ir::BlockId tiles) const {
+    std::string why;
+    fn_.walk_block(tiles, [&](ir::OpId id) {
+      const ir::Op& op = fn_.op(id);
+      bool fine = ir::is_pure(op.kind) || op.kind == OpKind::Load || op.kind == OpKind::Store ||
+                  op.kind == OpKind::DescLoad || op.kind == OpKind::DescStore || op.kind == OpKind::For ||
+                  op.kind == OpKind::If || op.kind == OpKind::While || op.kind == OpKind::Yield ||
+                  op.kind == OpKind::Condition;
+      if (!fine && why.empty())
+        why = "the tile loop runs `" + std::string(ir::info(op.kind).name) +
+              "`, which the producer's copies of the next tile would not wait for";
+    });
+    return why;
+  }
+
+  bool is_arg(const ir::Block& block, ir::ValueId v) const {
+    return std::find(block.args.begin(), block.args.end(), v) != block.args.end();
+  }
+
+  size_t position(const ir::Block& block, ir::OpId id) const {
+    return static_cast<size_t>(std::find(block.ops.begin(), block.ops.end(), id) - block.ops.begin());
+  }
+
+  void sort_in(const ir::Block& block, std::vector<ir::OpId>& ops) const {
+    std::sort(ops.begin(), ops.end(), [&](ir::OpId x, ir::OpId y) { return position(block, x) < position(block, y); });
   }
 
   bool has_tile(const ir::Op& op) const {
@@ -120,7 +191,7 @@ class Planner {
 
   const CudaContext& ctx_;
   const ir::Function& fn_;
-  const ir::Block& body_;
+  const ir::Block& top_;
   std::string why_;
 };
 
@@ -133,8 +204,20 @@ std::optional<WarpSpecialization> plan_warp_specialization(const CudaContext& ct
   return ws;
 }
 
+namespace {
+
+// `const T iv = ...;` and the trip count `trips` of `loop`, whose bounds are in scope.
+std::string trip_count(CudaContext& ctx, const ir::Op& loop, const std::string& trips) {
+  std::string iv_type = c_scalar(ctx.fn.type(ctx.fn.block(loop.regions[0]).args[0]).scalar);
+  ctx.out.line("const unsigned long long " + trips + " = tg_trip_count<" + iv_type + ">(" +
+               ctx.name(loop.operands[0]) + ", " + ctx.name(loop.operands[1]) + ", " + ctx.name(loop.operands[2]) +
+               ");");
+  return iv_type;
+}
+
+}  // namespace
+
 void emit_warp_specialization(CudaContext& ctx, const WarpSpecialization& ws) {
-  const ir::Op& loop = ctx.fn.op(ws.loop);
   std::string consumers = str(ws.consumer_threads);
   ctx.out.line("// warp specialization: threads " + consumers + ".." + str(ws.threads() - 1) +
                " (the producer warpgroup) fill the TMA ring, threads 0.." + str(ws.consumer_threads - 1) +
@@ -148,21 +231,32 @@ void emit_warp_specialization(CudaContext& ctx, const WarpSpecialization& ws) {
                  " at launch");
   ctx.out.open("if (threadIdx.x == " + consumers + ")");
   for (ir::OpId id : ws.prologue) ctx.emit_op(id);
-  std::string iv_type = c_scalar(ctx.fn.type(ctx.fn.block(loop.regions[0]).args[0]).scalar);
-  ctx.out.line("const unsigned long long trips = tg_trip_count<" + iv_type + ">(" + ctx.name(loop.operands[0]) +
-               ", " + ctx.name(loop.operands[1]) + ", " + ctx.name(loop.operands[2]) + ");");
+  ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
+  ctx.out.line("int stage = 0;");
+  ctx.out.line("unsigned phase = 0;  // the ring's laps, counted over every tile, & 1");
+  if (ws.tiles.valid()) {
+    const ir::Op& tiles = ctx.fn.op(ws.tiles);
+    std::string iv_type = trip_count(ctx, tiles, "tiles");
+    ctx.out.open("for (unsigned long long t = 0; t < tiles; ++t)");
+    ctx.out.line("const " + iv_type + " " + ctx.name(ctx.fn.block(tiles.regions[0]).args[0]) + " = tg_induction<" +
+                 iv_type + ">(" + ctx.name(tiles.operands[0]) + ", t, " + ctx.name(tiles.operands[2]) + ");");
+    for (ir::OpId id : ws.tile_prologue) ctx.emit_op(id);
+  }
+  trip_count(ctx, ctx.fn.op(ws.loop), "trips");
   tma_ring_produce(ctx, ws.loop, "trips");
+  if (ws.tiles.valid()) ctx.out.close();
   ctx.out.close();
   ctx.out.line("return;");
   ctx.out.close();
-  if (ws.moves_registers())
-    ctx.out.line("tg_setmaxnreg_inc<" + str(ws.consumer_registers) + ">();");
+  if (ws.moves_registers()) ctx.out.line("tg_setmaxnreg_inc<" + str(ws.consumer_registers) + ">();");
+  tma_ring_declare_state(ctx, ws.loop);
 }
 
 std::string describe_warp_specialization(const ir::Function& fn, const std::optional<WarpSpecialization>& ws,
                                         const std::string& why) {
   if (!ws) return why.empty() ? "" : "warp specialization: none (" + why + ")\n";
   std::string text = "warp specialization: the loop of line " + str(fn.op(ws->loop).loc.line) +
+                     (ws->tiles.valid() ? " (in the tile loop of line " + str(fn.op(ws->tiles).loc.line) + ")" : "") +
                      " fed by a producer warpgroup (threads " +
                      str(ws->consumer_threads) + ".." + str(ws->threads() - 1) + "), " +
                      str(ws->consumer_threads / 128) + " consumer warpgroup(s)";

@@ -31,12 +31,20 @@ namespace tegula::backends::cuda {
 class CudaContext;
 
 struct WarpSpecialization {
-  ir::OpId loop;                  // the top-level TMA ring loop the producer feeds
+  ir::OpId loop;                  // the TMA ring loop the producer feeds
+  // The loop over tiles around it (a persistent kernel: the ring loop at the
+  // top of its body), or invalid when the ring loop is at the kernel's top
+  // level. The producer walks the same tiles, and the ring's stages and
+  // phases run on across them.
+  ir::OpId tiles;
   int consumer_threads = 0;       // threads 0 .. consumer_threads - 1 run the kernel's body
   int launch_registers = 0;       // per thread, what the launch gives (the CTA's pool / threads)
   int producer_registers = 0;     // after the producer's setmaxnreg.dec; 0: budgets stay as launched
   int consumer_registers = 0;     // after the consumers' setmaxnreg.inc
-  std::vector<ir::OpId> prologue;  // top-level ops the producer computes again, in body order
+  // The ops the producer computes again, in body order: of the kernel's top
+  // level before the loop (or the tile loop), and of the tile loop's body
+  // before the ring loop.
+  std::vector<ir::OpId> prologue, tile_prologue;
 
   static constexpr int kProducerThreads = 128;
   int threads() const { return consumer_threads + kProducerThreads; }
