@@ -59,6 +59,8 @@ def cmake_dir() -> str:
 
 def runtime_stats() -> dict:
     """The compiler's process-wide counters: ``builds`` (C++ compiler runs),
+    ``reused`` (misses whose generated source had been built before under
+    another cache key: the artifact was copied, nothing was built),
     ``disk_hits`` (kernels loaded from the disk cache), ``disk_rejected``
     (cache entries found but refused, e.g. truncated or altered files: each is
     rebuilt) and ``frontend_runs``."""

@@ -7,6 +7,7 @@
 //   key   += target->add_key_fields(...)     what else decides the code it makes
 //   hit:     backend.load(artifact, info)    a verified cache entry, made runnable
 //   miss:    target->emit(fn)                source, from its code generator
+//            target->add_build_fields(...)   what decides the artifact: reused if built before
 //            target->build(source, path)     the artifact: a shared object, a cubin
 //            publish; backend.load(...)      then exactly as a hit
 //   launch:  loaded->launch(info, grid, args, stream)
@@ -135,6 +136,17 @@ class Target {
   // Adds the fields of the cache key only this backend knows: its
   // toolchain's identity, the architecture, the options it honours.
   virtual void add_key_fields(CacheKey& key) const = 0;
+
+  // Adds to `key` everything that decides the artifact build() makes of
+  // `generated` (the text it compiles, the toolchain and its flags, the
+  // architecture) and returns true; the driver then reuses the artifact of
+  // an earlier build whose fields were the same, under whatever cache key
+  // (runtime/build_records.h). Only what provably cannot change the
+  // artifact may be left out. False (the default): every miss builds.
+  virtual bool add_build_fields(CacheKey& /*key*/, const Generated& /*generated*/,
+                                const std::string& /*kernel_name*/) const {
+    return false;
+  }
 
   // The architecture kernels are built for (compute capability * 10 on
   // CUDA, e.g. 90), which kernels may test at compile time

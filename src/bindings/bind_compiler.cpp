@@ -256,12 +256,13 @@ void bind_compiler(nb::module_& m) {
         const runtime::Stats& s = runtime::stats();
         nb::dict d;
         d["builds"] = s.builds.load();
+        d["reused"] = s.reused.load();
         d["disk_hits"] = s.disk_hits.load();
         d["disk_rejected"] = s.disk_rejected.load();
         d["frontend_runs"] = s.frontend_runs.load();
         return d;
       },
-      "Process-wide compiler counters: builds, disk_hits, disk_rejected, frontend_runs.");
+      "Process-wide compiler counters: builds, reused, disk_hits, disk_rejected, frontend_runs.");
 }
 
 }  // namespace tegula::python

@@ -17,6 +17,7 @@
 #include "passes/debug_sites.h"
 #include "passes/pointer_effects.h"
 #include "runtime/backend_registry.h"
+#include "runtime/build_records.h"
 #include "runtime/disk_cache.h"
 #include "runtime/kernel_table.h"
 #include "runtime/stage_dumps.h"
@@ -261,6 +262,31 @@ Stages stages_of_entry(const Job& job, const DiskCache& cache, std::optional<Cac
   return std::move(attempt.stages);
 }
 
+// The hash of what decides the artifact the backend would build from
+// `generated` (runtime/build_records.h), or nullopt when the backend cannot
+// say. Domain-separated from cache keys by its format field.
+std::optional<std::string> build_inputs(const Job& job, const Generated& generated) {
+  backends::CacheKey key;
+  key.field("format", std::string("tegula ") + TEGULA_VERSION + " " + kDriverVersion + " build inputs " +
+                          std::to_string(kCacheFormatVersion));
+  key.field("compiler_build", TEGULA_COMPILER_BUILD_ID);
+  key.field("backend", job.backend.name());
+  key.field("artifact", job.backend.artifact_extension());
+  if (!job.target.add_build_fields(key, generated.code, generated.info.name)) return std::nullopt;
+  return key.finish();
+}
+
+// Writes the artifact recorded for `inputs` to the new file `built` and
+// returns true; false when there is no usable record (a miss: build).
+bool copy_recorded_artifact(const DiskCache& cache, const std::string& inputs, const std::string& built,
+                            CompileProfile& profile) {
+  PhaseTimer phase(profile, "reuse");
+  std::optional<std::string> bytes = BuildRecords(cache).find(inputs);
+  if (!bytes) return false;
+  backends::write_new_file(built, *bytes);
+  return true;
+}
+
 // The one load-or-build: a verified cache entry, else a build published
 // under the entry's lock and loaded exactly like a hit.
 std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& profile) {
@@ -293,9 +319,24 @@ std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& pr
   Generated generated =
       translate_errors(attempt, [&] { return generate(attempt, job.target, job.debug, job.want_stages, profile); });
   std::string built = cache.temporary_path(job.key, job.backend.artifact_extension());
+
+  // The same source built before, under another key: copied, not built again.
+  // The inputs' lock is taken after the entry's (never the other way round),
+  // so two processes building one source for two keys build it once. Without
+  // the entry's lock (no locks here, a stopped holder) none is taken either:
+  // records are written atomically and verified, the lock only saves builds.
+  std::optional<std::string> inputs = translate_errors(attempt, [&] { return build_inputs(job, generated); });
+  std::optional<EntryLock> building_inputs;
+  bool reused = false;
+  if (inputs) {
+    if (building->held()) building_inputs = cache.lock(*inputs);
+    reused = translate_errors(attempt, [&] { return copy_recorded_artifact(cache, *inputs, built, profile); });
+  }
   // The backend reports rejected source as InternalError (generated code
   // should always build) and trouble with its toolchain as Error or UserError.
   backends::BuildDetails details = translate_errors(attempt, [&] {
+    if (reused)
+      return job.want_stages ? job.target.details(generated.code, generated.info.name) : backends::BuildDetails{};
     try {
       return job.target.build(generated.code, generated.info.name, built, profile);
     } catch (...) {
@@ -303,7 +344,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& pr
       throw;
     }
   });
-  stats().builds++;
+  (reused ? stats().reused : stats().builds)++;
   attempt.stages.ptx = std::move(details.assembly);
   attempt.stages.compile_log = std::move(details.log);
 
@@ -312,6 +353,14 @@ std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& pr
   translate_errors(attempt, [&] {
     cache.store(*building, built, manifest, job.want_stages ? &attempt.stages : nullptr);
   });
+  if (inputs && !reused) {
+    try {
+      BuildRecords(cache).record(*inputs, {job.key, manifest.artifact_extension, manifest.artifact_sha256});
+    } catch (const Error&) {
+      // The entry is published; only later keys with this source will build it again.
+    }
+  }
+  building_inputs.reset();
   phase.emplace(profile, "load");
   kernel = load_entry(job, cache, &why);
   if (!kernel)

@@ -131,6 +131,7 @@ std::string cache_key(const frontend::KernelRequest& request, const CompileOptio
 // Process-wide counters, for tests and `tegula.runtime_stats()`.
 struct Stats {
   std::atomic<int64_t> builds{0};        // backend builds (C++ compiler / NVRTC runs)
+  std::atomic<int64_t> reused{0};        // misses whose artifact was copied from an identical build (no build)
   std::atomic<int64_t> disk_hits{0};     // kernels loaded from the disk cache
   std::atomic<int64_t> disk_rejected{0}; // entries found on disk but refused (truncated, altered, not ours): rebuilt
   std::atomic<int64_t> frontend_runs{0}; // lowerings performed

@@ -164,22 +164,6 @@ std::optional<passes::PointerEffects> parse_effects(std::string_view text) {
   return passes::PointerEffects{text[0] == 'r', text[1] == 'w', text[2] == 'a'};
 }
 
-// An artifact's file extension: it becomes part of a file name, so only a
-// short run of lowercase letters and digits may.
-bool is_extension(std::string_view text) {
-  if (text.empty() || text.size() > 16) return false;
-  for (char c : text)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
-  return true;
-}
-
-bool is_hex_digest(std::string_view text) {
-  if (text.size() != 64) return false;
-  for (char c : text)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 std::optional<ir::Type> parse_param_type(const std::string& text) {
   ir::Scalar scalar;
   if (text.size() > 5 && text.starts_with("ptr<") && text.back() == '>') {
@@ -222,6 +206,20 @@ void check_key(const std::string& key) {
 }
 
 }  // namespace
+
+bool is_artifact_extension(std::string_view text) {
+  if (text.empty() || text.size() > 16) return false;
+  for (char c : text)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  return true;
+}
+
+bool is_hex_digest(std::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
 
 // --- manifest ------------------------------------------------------------------
 
@@ -301,7 +299,7 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
         for (const backends::TensorMapExtent& e : *extents)
           if (e.param >= 0 && !is_param(e.param)) return std::nullopt;
       manifest.tensor_maps.push_back(std::move(*map));
-    } else if (w.size() == 3 && w[0] == "artifact" && seen_kernel && !seen_artifact && is_extension(w[1]) &&
+    } else if (w.size() == 3 && w[0] == "artifact" && seen_kernel && !seen_artifact && is_artifact_extension(w[1]) &&
                is_hex_digest(w[2])) {
       manifest.artifact_extension = w[1];
       manifest.artifact_sha256 = w[2];
@@ -436,6 +434,17 @@ void DiskCache::write_atomically(const std::string& key, const std::string& path
   }
 }
 
+std::optional<std::string> DiskCache::read_private_file(const std::string& path, std::string_view what,
+                                                        std::string* why) const {
+  std::string reason;
+  std::optional<EntryFile> file = read_entry_file(path, what, &reason);
+  if (!file) {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  }
+  return std::move(file->bytes);
+}
+
 // --- the entry lock ----------------------------------------------------------------
 
 EntryLock::EntryLock(EntryLock&& other) noexcept : key_(std::move(other.key_)), fd_(other.fd_) { other.fd_ = -1; }
@@ -521,7 +530,7 @@ void DiskCache::store(const EntryLock& held, const std::string& built_artifact, 
                       const Stages* stages) const {
   const std::string& key = held.key();
   check_key(key);
-  TEGULA_ASSERT(is_extension(manifest.artifact_extension),
+  TEGULA_ASSERT(is_artifact_extension(manifest.artifact_extension),
                 "malformed artifact extension '" + manifest.artifact_extension + "'");
   std::string path = artifact_path(key, manifest.artifact_extension);
   // The toolchain's umask decides the built file's mode; entries must not be

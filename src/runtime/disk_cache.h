@@ -57,6 +57,12 @@ struct CacheManifest {
   std::string stages_sha256;  // of <key>.stages; empty when none is stored
 };
 
+// A SHA-256 as 64 lowercase hex digits: a cache key, an artifact's hash.
+bool is_hex_digest(std::string_view text);
+// An artifact's file extension: it becomes part of a file name, so only a
+// short run of lowercase letters and digits may.
+bool is_artifact_extension(std::string_view text);
+
 std::string serialize_manifest(const CacheManifest& manifest);
 // nullopt when the text is truncated, of another format version or malformed.
 std::optional<CacheManifest> parse_manifest(std::string_view text);
@@ -151,13 +157,25 @@ class DiskCache {
   void store(const EntryLock& held, const std::string& built_artifact, CacheManifest& manifest,
              const Stages* stages) const;
 
+  // The bytes of `path` (a file of the cache directory) if it is one this
+  // user's Tegula could have written: a regular file (not a link, FIFO or
+  // device) of this user that group and others cannot write. Else nullopt,
+  // with the reason in `*why` ("the <what> is missing", "... is a symbolic
+  // link"...). The rule every entry file is read by.
+  std::optional<std::string> read_private_file(const std::string& path, std::string_view what,
+                                               std::string* why) const;
+
+  // Writes `bytes` to a temporary name and rename()s it to `path` (a file
+  // of the cache directory): readers see the old file or the new one, never
+  // half of it. Throws Error if it cannot be written.
+  void write_atomically(const std::string& key, const std::string& path, std::string_view bytes) const;
+
   // Adds stages to the existing entry `manifest` describes (rewrites its
   // manifest), under the entry's lock; does nothing if the entry was rebuilt
   // since `manifest` was read. The caller must not hold lock(key).
   void store_stages(const std::string& key, CacheManifest& manifest, const Stages& stages) const;
 
  private:
-  void write_atomically(const std::string& key, const std::string& path, std::string_view bytes) const;
   void publish_rest(const std::string& key, CacheManifest& manifest, const Stages* stages) const;
   void remove_stale_temporaries() const;
 

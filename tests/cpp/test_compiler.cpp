@@ -43,10 +43,13 @@ frontend::KernelRequest vector_add(int64_t block = 128, const std::string& text 
 }
 
 struct Counters {
-  int64_t builds, disk_hits, frontend_runs;
-  static Counters now() { return {stats().builds.load(), stats().disk_hits.load(), stats().frontend_runs.load()}; }
+  int64_t builds, disk_hits, frontend_runs, reused;
+  static Counters now() {
+    return {stats().builds.load(), stats().disk_hits.load(), stats().frontend_runs.load(), stats().reused.load()};
+  }
   Counters since(const Counters& before) const {
-    return {builds - before.builds, disk_hits - before.disk_hits, frontend_runs - before.frontend_runs};
+    return {builds - before.builds, disk_hits - before.disk_hits, frontend_runs - before.frontend_runs,
+            reused - before.reused};
   }
 };
 
@@ -99,11 +102,17 @@ TEST_F(CompilerTest, VectorAddCompiledTwiceSecondIsADiskHit) {
   EXPECT_TRUE(first->stages.ir.empty());
   expect_adds(*first, 128);
 
-  // The entry (and its lock file) and nothing else: no temporary file survives a build.
+  // The entry (and its lock file), the record of its build (and its lock)
+  // and nothing else: no temporary file survives a build.
   std::set<std::string> files;
-  for (const auto& item : std::filesystem::directory_iterator(cache_directory(options())))
+  std::string inputs;
+  for (const auto& item : std::filesystem::directory_iterator(cache_directory(options()))) {
     files.insert(item.path().filename().string());
-  EXPECT_EQ(files, (std::set<std::string>{first->key + ".meta", first->key + ".so", first->key + ".lock"}));
+    if (item.path().extension() == ".build") inputs = item.path().stem().string();
+  }
+  EXPECT_EQ(inputs.size(), 64u);
+  EXPECT_EQ(files, (std::set<std::string>{first->key + ".meta", first->key + ".so", first->key + ".lock",
+                                          inputs + ".build", inputs + ".lock"}));
   std::string key = first->key;
   first.reset();  // as if this process ended
 
@@ -221,6 +230,112 @@ TEST_F(CompilerTest, CorruptedCacheEntryIsRebuilt) {
   EXPECT_FALSE(rebuilt->from_disk_cache);
   expect_adds(*rebuilt, 128);
   EXPECT_TRUE(cache.load(key));
+}
+
+// --- one build for one generated source (runtime/build_records.h) ---------------------------
+
+// The vector add under other keys that generate the same C++ but for the
+// comment naming the kernel: another num_warps (which the CPU code does not
+// use) and another name.
+frontend::KernelRequest with_warps(int num_warps) {
+  frontend::KernelRequest request = vector_add();
+  request.num_warps = num_warps;
+  return request;
+}
+
+frontend::KernelRequest renamed() {
+  std::string text = kVectorAdd;
+  text.replace(text.find("def add"), 7, "def plus");
+  frontend::KernelRequest request = vector_add();
+  request.functions[0] = testing::source("plus", text, 10);
+  return request;
+}
+
+TEST_F(CompilerTest, TheSameSourceUnderAnotherKeyIsBuiltOnce) {
+  Counters before = Counters::now();
+  std::shared_ptr<CompiledKernel> add = compile(vector_add(), options());
+  std::shared_ptr<CompiledKernel> warps = compile(with_warps(8), options());
+  std::shared_ptr<CompiledKernel> plus = compile(renamed(), options());
+  Counters delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds, 1);
+  EXPECT_EQ(delta.reused, 2);
+  EXPECT_EQ(delta.frontend_runs, 3);  // the source must be generated to be compared
+  EXPECT_NE(add->key, warps->key);
+  EXPECT_NE(add->key, plus->key);
+  EXPECT_EQ(plus->name, "plus");
+  expect_adds(*add, 128);
+  expect_adds(*warps, 128);
+  expect_adds(*plus, 128);
+
+  // Copies, not links: each entry has a file of its own.
+  DiskCache cache(cache_directory(options()));
+  struct stat a{}, b{};
+  ASSERT_EQ(::stat(cache.artifact_path(add->key, "so").c_str(), &a), 0);
+  ASSERT_EQ(::stat(cache.artifact_path(plus->key, "so").c_str(), &b), 0);
+  EXPECT_NE(a.st_ino, b.st_ino);
+  EXPECT_EQ(a.st_nlink, 1u);
+  EXPECT_EQ(read_text(cache.artifact_path(add->key, "so")), read_text(cache.artifact_path(plus->key, "so")));
+
+  // Another source is another build.
+  before = Counters::now();
+  expect_adds(*compile(vector_add(64), options()), 64);
+  delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds, 1);
+  EXPECT_EQ(delta.reused, 0);
+}
+
+TEST_F(CompilerTest, DamageIsDetectedForTheDamagedEntryOnly) {
+  std::string key = compile(vector_add(), options())->key;
+  std::string copy_key = compile(with_warps(8), options())->key;
+  DiskCache cache(cache_directory(options()));
+  std::string bytes = read_text(cache.artifact_path(key, "so"));
+  bytes[bytes.size() / 2] ^= 0x40;
+  write_text(cache.artifact_path(key, "so"), bytes);
+
+  // The copy is intact; the damaged entry is refused and rebuilt, not
+  // copied from itself; a new key then copies the rebuilt one.
+  Counters before = Counters::now();
+  expect_adds(*compile(with_warps(8), options()), 128);
+  EXPECT_EQ(Counters::now().since(before).disk_hits, 1);
+  before = Counters::now();
+  expect_adds(*compile(vector_add(), options()), 128);
+  Counters delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds, 1);
+  EXPECT_EQ(delta.reused, 0);
+  before = Counters::now();
+  expect_adds(*compile(with_warps(2), options()), 128);
+  delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds, 0);
+  EXPECT_EQ(delta.reused, 1);
+
+  // A damaged record is a miss: built, and recorded again.
+  for (const auto& item : std::filesystem::directory_iterator(cache.directory()))
+    if (item.path().extension() == ".build") write_text(item.path().string(), "tegula-build-record 1\nentry ");
+  before = Counters::now();
+  expect_adds(*compile(with_warps(16), options()), 128);
+  delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds, 1);
+  EXPECT_EQ(delta.reused, 0);
+  before = Counters::now();
+  expect_adds(*compile(with_warps(32), options()), 128);
+  delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds, 0);
+  EXPECT_EQ(delta.reused, 1);
+  EXPECT_TRUE(cache.load(copy_key));
+}
+
+TEST_F(CompilerTest, ThreadsCompilingOneSourceUnderTwoKeysBuildItOnce) {
+  // The second waits on the lock of the build's inputs, then copies.
+  Counters before = Counters::now();
+  std::shared_ptr<CompiledKernel> kernels[2];
+  std::thread other([&] { kernels[1] = compile(with_warps(8), options()); });
+  kernels[0] = compile(vector_add(), options());
+  other.join();
+  Counters delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds, 1);
+  EXPECT_EQ(delta.reused, 1);
+  expect_adds(*kernels[0], 128);
+  expect_adds(*kernels[1], 128);
 }
 
 TEST_F(CompilerTest, CacheKeyCoversWhatChangesTheCode) {

@@ -62,7 +62,7 @@ def clamp_int(x_ptr, out_ptr, lo, hi, n, BLOCK: tl.constexpr):
 
 
 KERNEL_NAMES = ("scaled_add", "row_max", "clamp_int")
-ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.(so|cubin|meta|stages|lock)|prelude-[0-9a-f]+\.h(\.gch)?")
+ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.(so|cubin|meta|stages|lock|build)|prelude-[0-9a-f]+\.h(\.gch)?")
 
 
 def run_kernels(backend_name: str, seed: int) -> None:

@@ -23,6 +23,17 @@ class CpuTarget : public Target {
     key.field("host", found.host);
   }
 
+  // The text g++ compiles (less the comment naming the kernel) and the
+  // toolchain: the same make the same shared object, whatever the request.
+  // Its entry point has one name for every kernel (abi::kEntrySymbol), the
+  // precompiled prelude is the same code as the prelude in the text, and the
+  // linker (ld.gold or not) links the same code.
+  bool add_build_fields(CacheKey& key, const Generated& generated, const std::string&) const override {
+    add_key_fields(key);
+    key.field("source", compiled_text(generated.source));
+    return true;
+  }
+
   Generated emit(const ir::Function& fn) const override { return Generated{emit_cpp(fn, {debug_}), {}, {}, 0}; }
 
   BuildDetails build(const Generated& generated, const std::string& kernel_name, const std::string& output_path,

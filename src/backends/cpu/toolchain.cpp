@@ -505,6 +505,14 @@ const Toolchain& toolchain() {
   return detected;
 }
 
+std::string_view compiled_text(std::string_view source) {
+  size_t line_end = source.find('\n');
+  if (!source.starts_with("//") || line_end == std::string_view::npos) return source;
+  std::string_view header = source.substr(0, line_end);
+  if (header.find_first_of("\\?\r") != std::string_view::npos) return source;
+  return source.substr(line_end + 1);
+}
+
 void compile_shared_object(const std::string& source, const std::string& output_path) {
   const Toolchain& tc = toolchain();
   std::string folder = folder_of(output_path);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace tegula::backends::cpu {
 
@@ -25,6 +26,13 @@ struct Toolchain {
 // Detects the toolchain (cached after the first call; thread-safe).
 // Throws UserError with a hint when no compiler is found.
 const Toolchain& toolchain();
+
+// The part of `source` that decides the shared object compile_shared_object
+// makes of it: all of it but a first line that is a plain `//` comment (the
+// header of a generated unit, which names the kernel). A first line holding
+// a backslash or a '?' (a line splice, or the trigraph of one, would pull
+// the next line into the comment) is kept.
+std::string_view compiled_text(std::string_view source);
 
 // Compiles `source` into the shared object `output_path` (written atomically:
 // compiled to a temporary name in the same folder, then renamed). Throws
