@@ -19,20 +19,20 @@ from typing import Callable, Optional
 from tegula import testing
 
 from . import autotuned_matmul
-from .kernels import (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, matmul_tma,
-                      softmax, vector_add)
+from .kernels import (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_fp8, matmul_persistent,
+                      matmul_tma, softmax, vector_add)
 from .peers import eager_variants, kernel_variants, sdpa_variant
 
 # In the order they run: the memory-bound targets first, then the compute-bound ones.
 WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul", "matmul_tma",
-             "matmul_autotune", "matmul_epilogue", "matmul_persistent", "attention", "attention_causal")
+             "matmul_fp8", "matmul_autotune", "matmul_epilogue", "matmul_persistent", "attention", "attention_causal")
 # "raw" is the launch workload's alone: the compiled kernel's bare launch (launch.py).
 VARIANTS = ("tegula", "raw", "triton", "torch", "torch.compile", "cublas", "sdpa")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block 4, a
 # 128x128 matmul tile (examples/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.
 NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 8, "launch": 4,
-             "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8, "matmul_tma": 8}
+             "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8, "matmul_tma": 8, "matmul_fp8": 8}
 # Where the inputs live. Only a dry run of this module's logic on a machine
 # without a GPU (torch's CUDA calls stubbed) sets it to "cpu".
 DEVICE = "cuda"
@@ -224,8 +224,37 @@ def matmul_tma_cases(torch, quick: bool, num_warps: int) -> list:
     return cases
 
 
+def matmul_fp8_cases(torch, quick: bool, num_warps: int) -> list:
+    """e4m3 at 4096^3 and 8192^3 with per-tensor scales, bf16 out (examples/matmul_fp8.py;
+    workloads ``matmul_fp8`` and ``matmul_fp8_8192``), against ``torch._scaled_mm``
+    (cuBLASLt's fp8 matmul, the ``cublas`` row) and Triton compiling the same source
+    (issue 18)."""
+    size, large = (320, 448) if quick else (4096, 8192)
+    cases = []
+    for n, suffix in ((size, ""), (large, "_8192")):
+        g = _generator(torch, 11)
+        a = torch.randn(n, n, device=DEVICE, generator=g).to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device=DEVICE, generator=g).to(torch.float8_e4m3fn)  # [N, K]
+        scale_a = torch.tensor([0.5], device=DEVICE)
+        scale_b = torch.tensor([0.25], device=DEVICE)
+
+        def run(m, a=a, b=b, n=n, scale_a=scale_a, scale_b=scale_b):
+            out = torch.empty(n, n, device=DEVICE, dtype=torch.bfloat16)
+            return lambda: m.matmul_fp8(a, b, scale_a, scale_b, out, num_warps=num_warps)
+
+        def scaled_mm(a=a, b=b, scale_a=scale_a, scale_b=scale_b):
+            return functools.partial(torch._scaled_mm, a, b.t(), scale_a=scale_a.reshape(()),
+                                     scale_b=scale_b.reshape(()), out_dtype=torch.bfloat16)
+
+        cases.append(Case(
+            f"matmul_fp8{suffix}", f"{n}x{n}x{n}", "float8_e4m3fn", 2 * n * n + 2 * n * n,
+            matmul_fp8.flops(n, n, n), num_warps, {**kernel_variants(matmul_fp8, run), "cublas": scaled_mm},
+            reference="cublas", compute_bound=True, tolerance=(n ** 0.5 / 64 * 0.125 * 4, 1.6e-2)))
+    return cases
+
+
 # Workloads measured as several cases (sizes, dtypes), each a row of its own.
-CASE_LISTS = {"matmul": matmul_cases, "matmul_tma": matmul_tma_cases}
+CASE_LISTS = {"matmul": matmul_cases, "matmul_tma": matmul_tma_cases, "matmul_fp8": matmul_fp8_cases}
 
 
 def matmul_autotune_case(torch, quick: bool, num_warps=None) -> Case:

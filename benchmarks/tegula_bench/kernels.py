@@ -18,6 +18,7 @@ import fused_chain  # noqa: E402,F401
 import layer_norm  # noqa: E402,F401
 import matmul  # noqa: E402,F401
 import matmul_epilogue  # noqa: E402,F401
+import matmul_fp8  # noqa: E402,F401
 import matmul_persistent  # noqa: E402,F401
 import matmul_tma  # noqa: E402,F401
 import softmax  # noqa: E402,F401

@@ -15,6 +15,7 @@ CHAIN_EAGER_SPEEDUP_TARGET = 5.0
 ATTENTION_SDPA_TARGET = 0.85  # issue 5: flash attention, share of SDPA's rate in the same run
 MATMUL_CUBLAS_TARGET = 0.95  # issue 5: bf16 matmul at 4096^3 and 8192^3, share of cuBLAS in the same run
 MATMUL_TMA_CUBLAS_TARGET = 0.98  # issue 18: the same written with tensor descriptors
+MATMUL_FP8_TARGET = 0.90  # issue 18: e4m3 against torch._scaled_mm
 
 
 def _criterion(what: str, value: Optional[float], op: str, target: float, rows=()) -> dict:
@@ -88,6 +89,10 @@ def criteria(rows: list) -> list:
         out.append(_criterion(f"{workload}: tegula's share of cuBLAS's TFLOP/s", mine["floor_frac"] if mine else None,
                               ">=", MATMUL_TMA_CUBLAS_TARGET, [mine] if mine else []))
         out.append(time_ratio(f"{workload}: tegula time / triton time", workload, "tegula", "triton", "<=", 1.0))
+    # Issue 18: e4m3 matmul at 8192^3 at least 90% of torch._scaled_mm's rate.
+    mine = timed.get(("matmul_fp8_8192", "tegula"))
+    out.append(_criterion("matmul_fp8_8192: tegula's share of torch._scaled_mm's TFLOP/s",
+                          mine["floor_frac"] if mine else None, ">=", MATMUL_FP8_TARGET, [mine] if mine else []))
     # Issue 5: flash attention no slower than Triton on the same source, and at
     # least 85% of SDPA's rate (floor_frac: rate / SDPA's).
     for workload in ("attention", "attention_causal"):

@@ -9,8 +9,8 @@
 // stride one 8 rows of K); then the hardware's swizzle: address bits
 // [4, 4 + log2(W/16)) ^= bits [7, 7 + log2(W/16)). The accumulator fragment:
 // warp w % 4 of the warpgroup holds rows 16 (w % 4) .. + 15, as mma.sync's.
-// Types: 0 f16 and 1 bf16 (m64nNk16), 2 e4m3 (m64nNk32, both operands
-// K-major). scale-d 0 makes d = a * b (its old value ignored).
+// Types: 0 f16 and 1 bf16 (m64nNk16), 2 e4m3 and 3 e5m2 (m64nNk32, both
+// operands K-major). scale-d 0 makes d = a * b (its old value ignored).
 //
 // Between issue and retirement a warpgroup's wgmma reads shared memory
 // asynchronously: its footprint is registered (tg_emu::Cta::async_reads), so
@@ -23,7 +23,7 @@
 // wait_group template); the rest is the runtime's (TG_EMU_RUNTIME).
 
 #ifdef TG_EMU_RUNTIME
-inline int tg_emu_element_bytes(int type) { return type == 2 ? 1 : 2; }
+inline int tg_emu_element_bytes(int type) { return type >= 2 ? 1 : 2; }
 
 // e4m3 (float8e4nv): 1 sign, 4 exponent (bias 7), 3 mantissa bits; no
 // infinities, S.1111.111 is NaN.
@@ -36,6 +36,20 @@ inline float tg_emu_e4m3(unsigned char v) {
     magnitude = std::ldexp(static_cast<float>(mantissa) / 8.0f, -6);
   else
     magnitude = std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+  return (v & 0x80) ? -magnitude : magnitude;
+}
+
+// e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits; IEEE-style
+// infinities and NaNs.
+inline float tg_emu_e5m2(unsigned char v) {
+  int exponent = (v >> 2) & 31, mantissa = v & 3;
+  float magnitude;
+  if (exponent == 31)
+    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else if (exponent == 0)
+    magnitude = std::ldexp(static_cast<float>(mantissa) / 4.0f, -14);
+  else
+    magnitude = std::ldexp(1.0f + static_cast<float>(mantissa) / 4.0f, exponent - 15);
   return (v & 0x80) ? -magnitude : magnitude;
 }
 
@@ -56,6 +70,7 @@ inline unsigned tg_emu_desc_address(unsigned long long desc, bool mn_major, int 
 inline float tg_emu_desc_element(unsigned long long desc, bool mn_major, int mn, int k, int type) {
   unsigned address = tg_emu_desc_address(desc, mn_major, mn, k, tg_emu_element_bytes(type));
   if (type == 2) return tg_emu_e4m3(tg_emu::shared()[address]);
+  if (type == 3) return tg_emu_e5m2(tg_emu::shared()[address]);
   unsigned short h;
   std::memcpy(&h, tg_emu::shared() + address, 2);
   return type == 0 ? tg_f16_to_f32(h) : __uint_as_float(static_cast<unsigned>(h) << 16);
@@ -99,8 +114,8 @@ inline void tg_emu_check_async_read(tg_emu::Cta& cta, tg_emu::Range range, const
 // and checks it.
 inline void tg_emu_wgmma_issue(tg_emu::WgmmaOp op) {
   tg_emu::ThreadState& t = tg_emu::me();
-  if (op.type == 2 && (op.trans_a || op.trans_b || op.a_registers))
-    tg_emu::fail("e4m3 wgmma reads both operands K-major from shared memory (no transpose, no register A)");
+  if (op.type >= 2 && (op.trans_a || op.trans_b || op.a_registers))
+    tg_emu::fail("fp8 wgmma reads both operands K-major from shared memory (no transpose, no register A)");
   if (t.thread.x % 32 == 0) {
     std::string what = "a wgmma m64n" + std::to_string(op.n) + " of warp " + std::to_string(t.thread.x / 32) +
                        " (warpgroup " + std::to_string(t.thread.x / 128) + ")";
@@ -161,7 +176,7 @@ void tg_emu_wgmma_wait(int n) {
       left.push_back(w);
       continue;
     }
-    int k_size = w.type == 2 ? 32 : 16;
+    int k_size = w.type >= 2 ? 32 : 16;
     for (int i = 0; i < w.n / 8; ++i)
       for (int c = 0; c < 4; ++c) {
         int row = 16 * quarter + l / 4 + 8 * (c / 2), col = 8 * i + 2 * (l % 4) + c % 2;

@@ -17,14 +17,14 @@ import pytest
 
 import tegula
 from tegula_bench import cpu_report, cpu_workloads, gpu_report, gpu_run, gpu_workloads, plots, render, triton_twin
-from tegula_bench.kernels import (_host, attention, fused_chain, layer_norm, matmul, matmul_epilogue,
+from tegula_bench.kernels import (_host, attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_fp8,
                                   matmul_persistent, matmul_tma, softmax, vector_add)
 from tegula_bench.outcome import Outcome
 from tegula_bench.targets import criteria
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
-KERNEL_MODULES = (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_persistent, matmul_tma,
-                  softmax, vector_add)
+KERNEL_MODULES = (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_fp8, matmul_persistent,
+                  matmul_tma, softmax, vector_add)
 
 ROW_KEYS = {"workload", "shape", "dtype", "variant", "baseline", "bytes", "flops", "bound", "exceeds_llc",
             "eager_bytes",
@@ -207,7 +207,7 @@ def test_bad_num_warps_is_a_usage_error():
     assert done.returncode == 2
     assert ("--num-warps takes WORKLOAD=N with WORKLOAD one of vector_add, fused_chain, softmax, "
             "layer_norm, matmul, launch, attention, attention_causal, matmul_epilogue, matmul_persistent, "
-            "matmul_tma, got 'softmax=0'") in done.stderr
+            "matmul_tma, matmul_fp8, got 'softmax=0'") in done.stderr
     assert gpu_workloads.parse_num_warps(["softmax=16", "launch=1"]) == {"softmax": 16, "launch": 1}
 
 
@@ -291,6 +291,8 @@ TRITON_SIGNATURES = [
      {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "WARP_SPECIALIZE": None}),
     (matmul_tma, "matmul_tma_kernel", "*bf16 *bf16 *bf16 i32 i32 i32",
      {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "WARP_SPECIALIZE": True}),
+    (matmul_fp8, "matmul_fp8_kernel", "*fp8e4nv *fp8e4nv *bf16 *fp32 *fp32 i32 i32 i32",
+     {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8, "WARP_SPECIALIZE": None}),
 ]
 
 
@@ -514,7 +516,8 @@ def test_quick_gpu_run_end_to_end(backend, tmp_path):
     assert (tmp_path / "gpu.md").read_text() == render.format_markdown(report)
     rows = {(r["workload"], r["variant"]): r for r in report["rows"]}
     for workload in ("vector_add", "fused_chain", "softmax", "layer_norm", "matmul_fp16", "matmul_bf16",
-                     "matmul_bf16_8192", "matmul_tma_bf16", "matmul_tma_bf16_8192", "matmul_tma_fp16", "matmul_tma_fp16_8192", "matmul_autotune",
+                     "matmul_bf16_8192", "matmul_tma_bf16", "matmul_tma_bf16_8192", "matmul_tma_fp16", "matmul_tma_fp16_8192", "matmul_fp8",
+                     "matmul_fp8_8192", "matmul_autotune",
                      "matmul_autotune_best", "matmul_epilogue", "matmul_persistent",
                      "attention", "attention_causal"):
         mine = rows[workload, "tegula"]

@@ -21,6 +21,7 @@ import layer_norm
 import matmul
 import matmul_epilogue
 import matmul_persistent
+import matmul_fp8
 import matmul_tma
 import softmax
 import tegula
@@ -153,6 +154,12 @@ def test_matmul_with_empty_k_is_zero():
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_matmul_tma_example_check(M, N, K, dtype):
     matmul_tma.check(M, N, K, dtype, seed=M + N + K, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_matmul_fp8_example_check(dtype):
+    # Ragged M and N, two programs walking the tiles; the scales multiply the fp32 sums.
+    matmul_fp8.check(129, 80, 320, dtype, seed=3, programs=2, BLOCK_M=64, BLOCK_N=32, BLOCK_K=64)
 
 
 def test_matmul_tma_programs_walk_the_tiles():

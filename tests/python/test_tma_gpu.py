@@ -80,6 +80,23 @@ def test_warp_specialized_ring_moves_registers(tmp_path):
     assert " 0 bytes spill stores" in compiled.asm["ptxas"], compiled.asm["ptxas"]
 
 
+def test_fp8_ring_reads_fp8_on_the_tensor_cores(tmp_path):
+    # e4m3 blocks are read by wgmma as fp8 (QGMMA in the SASS), not widened to f16 first.
+    import ml_dtypes
+
+    import matmul_fp8
+
+    a = np.zeros((1024, 1024), ml_dtypes.float8_e4m3fn)
+    scale = np.ones(1, np.float32)
+    compiled, sass = sass_of(matmul_fp8.matmul_fp8_kernel,
+                             (a, a, np.zeros((1024, 1024), ml_dtypes.bfloat16), scale, scale, 1024, 1024, 1024),
+                             matmul_fp8.DEFAULT_BLOCKS, tmp_path, num_warps=8)
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" in compiled.asm["ptx"]
+    assert "QGMMA" in sass and "HGMMA" not in sass, "the fp8 dot does not run as fp8 wgmma"
+    assert "UTMALDG" in sass and "USETMAXREG" in sass
+    assert " 0 bytes spill stores" in compiled.asm["ptxas"], compiled.asm["ptxas"]
+
+
 # --- runs on an sm_90 GPU ---------------------------------------------------------------------------------------
 
 
@@ -179,6 +196,27 @@ def test_warp_specialized_tile_loop_runs(torch_sm90, M, N, K, programs, dtype):
     assert "(in the tile loop of line" in compiled.layouts, compiled.layouts
     c = matmul_tma.matmul_tma(a, b, num_warps=8, programs=programs)
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("M,N,K,dtype", [
+    (1000, 1008, 2048, "float8_e4m3fn"),  # ragged tiles, 7 programs walking them
+    (512, 768, 4096, "float8_e5m2"),
+])
+def test_fp8_matmul_runs(torch_sm90, M, N, K, dtype):
+    import matmul_fp8
+
+    torch = torch_sm90
+    g = torch.Generator(device="cuda").manual_seed(M + N + K)
+    a = torch.randn(M, K, device="cuda", generator=g).to(getattr(torch, dtype))
+    b = torch.randn(N, K, device="cuda", generator=g).to(a.dtype)
+    scale_a = torch.tensor([0.5], device="cuda")
+    scale_b = torch.tensor([0.25], device="cuda")
+    c = matmul_fp8.matmul_fp8(a, b, scale_a, scale_b, out_dtype=torch.float32, num_warps=8, programs=7)
+    want = (a.double() @ b.double().T) * 0.125
+    # Hopper's fp8 wgmma keeps fewer bits than fp32 in its running sum (its products are exact), as Triton's fp8
+    # dot on sm_90 does by default (max_num_imprecise_acc 2**30): 0.25% of the largest result was seen at K = 2048.
+    # A wrong layout or a stale stage is off by whole products.
+    torch.testing.assert_close(c.double(), want, rtol=0, atol=2 ** -8 * want.abs().max().item())
 
 
 def test_empty_grid_and_empty_dimension(torch_sm90):

@@ -540,3 +540,72 @@ def test_tile_loop_too_large_for_shared_memory_falls_back():
     three, _ = compile_cuda(ws_persistent_kernel, (a, a, a, 1024, 1024, 1024),
                             dict(BM=128, BN=256, BK=64, PROGRAMS=132, WS=None), num_warps=8, num_stages=3)
     assert "(in the tile loop of line" in three.layouts and three.num_threads == 384
+
+
+# --- fp8 on the tensor cores: wgmma reads the fp8 blocks where they land -----------------------------------
+
+
+@tegula.jit
+def fp8_ring_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                    B_KN: tl.constexpr):
+    """A [M, K] and B [N, K] read as .T (both K-major, what fp8 wgmma reads); with B_KN, B stored [K, N]."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    if B_KN:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([off_m, k])
+        if B_KN:
+            acc = tl.dot(a, b_desc.load([k, off_n]), acc)
+        else:
+            acc = tl.dot(a, b_desc.load([off_n, k]).T, acc)
+    c_desc.store([off_m, off_n], acc)
+
+
+def fp8_values(rng, shape, dtype):
+    import ml_dtypes
+
+    return (rng.standard_normal(shape) * 4).astype(getattr(ml_dtypes, dtype))
+
+
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,dtype,warps,stages", [
+    (150, 144, 272, 64, 64, 128, "float8_e4m3fn", 4, 3),    # ragged M, N and K (a zero-filled K tail of 16)
+    (128, 256, 512, 128, 256, 128, "float8_e4m3fn", 8, 3),  # the benchmark's blocks: producer warpgroup, k32 steps
+    (64, 96, 160, 64, 32, 64, "float8_e5m2", 4, 2),         # e5m2; 64-byte rows (the 64-byte swizzle)
+])
+def test_fp8_ring_reads_fp8_blocks(M, N, K, BM, BN, BK, dtype, warps, stages):
+    rng = rng_for("tma-ring-fp8", M, N, K, dtype)
+    a = fp8_values(rng, (M, K), dtype)
+    b_t = fp8_values(rng, (N, K), dtype)
+    c = np.zeros((M, N), np.float32)
+    grid = (tegula.cdiv(M, BM), tegula.cdiv(N, BN))
+    compiled = emulate(fp8_ring_kernel, grid, a, b_t, c, M, N, K, BM=BM, BN=BN, BK=BK, B_KN=False, num_warps=warps,
+                       num_stages=stages)
+    assert_ring(compiled, stages)
+    fmt = "e4m3" if "e4m3" in dtype else "e5m2"
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{min(BN, 256)}k32\.f32\.{fmt}\.{fmt}", compiled.source)
+    assert "tg_f8" not in kernel_of(compiled).split("for (unsigned long long k")[1].split("tg_wgmma_fence")[0]
+    a64, b64 = a.astype(np.float64), b_t.astype(np.float64).T
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6  # exact products, f32 sums
+    bad = np.abs(c - a64 @ b64) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} wrong, worst {np.abs(c - a64 @ b64).max()}"
+
+
+def test_fp8_blocks_along_n_take_the_widening_path():
+    # B stored [K, N]: its rows run along N, which fp8 wgmma cannot read; the loads keep single copies and the
+    # dot widens them to f16, with the same result.
+    M, N, K = 64, 64, 96
+    rng = rng_for("tma-ring-fp8-kn")
+    a = fp8_values(rng, (M, K), "float8_e4m3fn")
+    b = fp8_values(rng, (K, N), "float8_e4m3fn")
+    c = np.zeros((M, N), np.float32)
+    compiled = emulate(fp8_ring_kernel, (1, 1), a, b, c, M, N, K, BM=64, BN=64, BK=32, B_KN=True, num_stages=3)
+    assert "TMA ring" not in compiled.source
+    assert "an fp8 block whose rows do not run along K" in compiled.layouts, compiled.layouts
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    assert not (np.abs(c - a64 @ b64) > K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64)) + 1e-6).any()

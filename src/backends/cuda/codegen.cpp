@@ -363,7 +363,8 @@ void CudaContext::emit_op(ir::OpId id) {
     out.line("// issued ahead with cp.async: the dot reads the tile from shared memory");
     return;
   }
-  if ((o.kind == OpKind::DescLoad || o.kind == OpKind::Trans) && ring_tiles.count(o.results[0].index)) {
+  if ((o.kind == OpKind::DescLoad || o.kind == OpKind::Trans || o.kind == OpKind::Cast) &&
+      ring_tiles.count(o.results[0].index)) {
     out.line("// issued ahead by the TMA ring: the dot reads the block where it landed");
     return;
   }

@@ -61,7 +61,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 struct RingLoad {
   ir::OpId load;
-  ir::ValueId operand;  // what the dot reads: the load's block, or its transpose
+  ir::ValueId operand;  // what the dot reads: the load's block, its transpose, or an fp8 block widened to f16
+  std::vector<ir::ValueId> between;  // the transpose and widening results on the way, which read the ring too
   SharedTile tile;      // offset: from the start of a stage
   TensorMapParam map;   // box: all rows by one swizzle span
   int64_t pieces() const { return tile.row_bytes() / tile.block_bytes(); }
@@ -148,9 +149,21 @@ class RingPlanner {
   // (`b_desc.load([off_n, k]).T` of a B stored [N, K]), read where it lands.
   std::optional<RingLoad> plan_load(ir::ValueId value, size_t operand, TmaRing& ring) {
     std::string which = operand == 0 ? "operand a" : "operand b";
+    std::vector<ir::ValueId> between;
     ir::OpId def = single_use_def(value);
+    // An fp8 block the front end widened to f16 for the dot: wgmma reads
+    // the fp8 bytes where they land (both operands' rows along K).
+    bool fp8 = def.valid() && fn_.op(def).kind == OpKind::Cast &&
+               ir::is_fp8(fn_.type(fn_.op(def).operands[0]).scalar);
+    if (fp8) {
+      between.push_back(value);
+      def = single_use_def(fn_.op(def).operands[0]);
+    }
     bool transposed = def.valid() && fn_.op(def).kind == OpKind::Trans;
-    if (transposed) def = single_use_def(fn_.op(def).operands[0]);
+    if (transposed) {
+      between.push_back(fn_.op(def).results[0]);
+      def = single_use_def(fn_.op(def).operands[0]);
+    }
     if (!def.valid() || fn_.op(def).kind != OpKind::DescLoad)
       return refuse(which + " is not a descriptor load of the loop body used only by the dot");
     const ir::Op& load = fn_.op(def);
@@ -173,9 +186,15 @@ class RingPlanner {
     r.tile.row_elements = t.shape[1];
     r.tile.element_bytes = static_cast<int>(element_bytes(t));
     r.tile.c_type = c_element(t);
+    r.between = std::move(between);
     int64_t row = r.tile.row_bytes();
     if (row != 32 && row != 64 && row % 128 != 0)
       return refuse(which + "'s block rows are " + str(row) + " bytes, not 32, 64 or a multiple of 128");
+    if (fp8 && !r.tile.k_major)
+      return refuse(which + " is an fp8 block whose rows do not run along K (fp8 wgmma reads both operands "
+                            "K-major: B stored [N, K], read as .T)");
+    if (fp8 && t.scalar != ir::Scalar::F8E4M3 && t.scalar != ir::Scalar::F8E5M2)
+      return refuse(which + " is an fp8 format wgmma does not read (e4m3 and e5m2 only)");
     r.map = tma_map_param(fn_, load);
     r.map.box = {r.tile.rows, r.tile.block_bytes() / r.tile.element_bytes};
     r.map.swizzle = swizzle_mode(r.tile.block_bytes());
@@ -352,6 +371,7 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
     SharedTile tile = r.tile;
     tile.offset = "(" + n.stage + " * " + str(ring->stage_bytes) + " + " + r.tile.offset + ")";
     ctx.ring_tiles[ctx.fn.op(r.load).results[0].index] = tile;
+    for (ir::ValueId v : r.between) ctx.ring_tiles[v.index] = tile;
     ctx.ring_tiles[r.operand.index] = tile;
     ctx.descriptor_paths.push_back(descriptor_op_name(ctx.fn, ctx.fn.op(r.load)) + ": TMA ring through " +
                                    ctx.tensor_map(r.map) + ", " + str(stages) + " stages, " +
@@ -442,6 +462,7 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
   ctx.in_flight_dot.reset();
   for (const RingLoad& r : ring->loads) {
     ctx.ring_tiles.erase(ctx.fn.op(r.load).results[0].index);
+    for (ir::ValueId v : r.between) ctx.ring_tiles.erase(v.index);
     ctx.ring_tiles.erase(r.operand.index);
   }
   // A producer walking tiles fills the ring during this one's epilogue:

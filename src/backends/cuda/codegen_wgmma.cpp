@@ -48,10 +48,11 @@ int64_t leading_bytes(const SharedTile& t) { return t.block_stride(); }
 int64_t stride_bytes(const SharedTile& t) { return 8 * t.block_bytes(); }
 
 // Byte offset, from the tile's start, of the matrix whose first M/N index is
-// `mn` (a multiple of 8) at K step `ks` (16 elements).
+// `mn` (a multiple of 8) at K step `ks` (16 elements of 16 bits, or 32 of
+// fp8: 32 bytes along a K-major row either way).
 std::string step_offset(const SharedTile& t, const std::string& mn, const std::string& ks) {
   int64_t bb = t.block_bytes();
-  std::string k_bytes = "(" + ks + ") * " + str(16 * t.element_bytes);
+  std::string k_bytes = "(" + ks + ") * 32";
   if (t.k_major)  // block of K, 8-row group of M/N, bytes into the row
     return "(" + k_bytes + ") / " + str(bb) + " * " + str(t.block_stride()) + " + (" + mn + ") * " + str(bb) +
            " + (" + k_bytes + ") % " + str(bb);
@@ -68,11 +69,30 @@ bool separable(const SharedTile& t, int64_t unit) {
   return t.k_major || (unit * t.element_bytes) % t.block_bytes() == 0;
 }
 
-// The m64nNk16 instruction for this shape, types and majorness, as a device
-// function of the unit; returns its name.
+// The element type wgmma reads from a tile: the dot's operand type, or the
+// fp8 format of a ring's block that the front end widened for the dot.
+Scalar read_type(const SharedTile& t, Scalar operand) {
+  if (t.element_bytes != 1) return operand;
+  return t.c_type == "tg_f8e5m2" ? Scalar::F8E5M2 : Scalar::F8E4M3;
+}
+
+bool is_fp8_read(Scalar s) { return s == Scalar::F8E4M3 || s == Scalar::F8E5M2; }
+
+// The PTX name of a wgmma type and the emulator's number for it.
+std::string ptx_type(Scalar s) {
+  return s == Scalar::BF16 ? "bf16" : s == Scalar::F8E4M3 ? "e4m3" : s == Scalar::F8E5M2 ? "e5m2" : "f16";
+}
+int emulator_type(Scalar s) {
+  return s == Scalar::BF16 ? 1 : s == Scalar::F8E4M3 ? 2 : s == Scalar::F8E5M2 ? 3 : 0;
+}
+
+// The m64nNk16 (fp8: m64nNk32) instruction for this shape, types and
+// majorness, as a device function of the unit; returns its name.
 std::string instruction(CudaContext& ctx, int n, Scalar type, bool a_mn_major, bool b_mn_major) {
-  std::string t = type == Scalar::BF16 ? "bf16" : "f16";
-  std::string name = "tg_wgmma_m64n" + str(n) + "k16_" + t + "_" + (a_mn_major ? "m" : "k") + (b_mn_major ? "n" : "k");
+  std::string t = ptx_type(type);
+  bool fp8 = is_fp8_read(type);
+  std::string k = fp8 ? "k32" : "k16";
+  std::string name = "tg_wgmma_m64n" + str(n) + k + "_" + t + "_" + (a_mn_major ? "m" : "k") + (b_mn_major ? "n" : "k");
   int registers = n / 2;
   std::string outputs, list;
   for (int r = 0; r < registers; ++r) {
@@ -82,12 +102,13 @@ std::string instruction(CudaContext& ctx, int n, Scalar type, bool a_mn_major, b
   std::string text = "// d[0.." + str(registers) + ") += a * b: this warpgroup's 64x" + str(n) +
                      " tile, asynchronous until tg_wgmma_wait.\n"
                      "TG_DEVICE void " + name + "(float* d, unsigned long long a, unsigned long long b) {\n"
-                     "  TG_WGMMA_HOOK(d, a, b, " + str(n) + ", " + (type == Scalar::BF16 ? "1" : "0") + ", " +
+                     "  TG_WGMMA_HOOK(d, a, b, " + str(n) + ", " + str(emulator_type(type)) + ", " +
                      (a_mn_major ? "1" : "0") + ", " + (b_mn_major ? "1" : "0") + ");\n"
                      "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + str(registers + 2) + ", 0;\\n\"\n"
-                     "               \"wgmma.mma_async.sync.aligned.m64n" + str(n) + "k16.f32." + t + "." + t + " {" + list +
-                     "}, %" + str(registers) + ", %" + str(registers + 1) + ", p, 1, 1, " + (a_mn_major ? "1" : "0") +
-                     ", " + (b_mn_major ? "1" : "0") + ";\\n}\\n\"\n"
+                     "               \"wgmma.mma_async.sync.aligned.m64n" + str(n) + k + ".f32." + t + "." + t + " {" + list +
+                     "}, %" + str(registers) + ", %" + str(registers + 1) + ", p, 1, 1" +
+                     (fp8 ? "" : std::string(", ") + (a_mn_major ? "1" : "0") + ", " + (b_mn_major ? "1" : "0")) +
+                     ";\\n}\\n\"\n"
                      "               : " + outputs + "\n               : \"l\"(a), \"l\"(b), \"r\"(1));\n}\n";
   ctx.add_device_helper(name, text);
   return name;
@@ -143,8 +164,13 @@ bool wgmma_fits(const CudaContext& ctx, ir::OpId id, const DotOperands& operands
   if (!layout.mma || !layout.mma->warpgroup || ctx.options.arch < 90) return false;
   for (const SharedTile* t : {&operands.a, &operands.b}) {
     if (t == &operands.a && operands.a_in_registers) continue;
-    if (t->element_bytes != 2 || t->row_bytes() < 32 || t->rows % 8 != 0) return false;
+    // fp8 blocks (a ring's, read as the dot's widened operand): K-major only.
+    bool fp8 = t->element_bytes == 1 && t->k_major && !operands.a_in_registers;
+    if ((t->element_bytes != 2 && !fp8) || t->row_bytes() < 32 || t->rows % 8 != 0) return false;
   }
+  if (!operands.a_in_registers && (operands.a.element_bytes != operands.b.element_bytes ||
+                                   (operands.a.element_bytes == 1 && operands.a.c_type != operands.b.c_type)))
+    return false;  // one wgmma type for both
   // A transposed (M-major) a steps by 64-row slabs, b by warp_n columns:
   // each matrix must start on a block boundary.
   if (!operands.a_in_registers && !operands.a.k_major && (64 * 2) % operands.a.block_bytes() != 0) return false;
@@ -160,15 +186,18 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   const MmaLayout& mma = *ctx.layout(result).mma;
   int64_t m = tr.shape[0], n = tr.shape[1], k = ta.shape[1];
   int64_t groups_m = mma.warps_m / 4, groups_n = mma.warps_n;
-  int64_t slabs = m / (64 * groups_m), tiles = n / (int64_t{mma.warp_n} * groups_n), k_steps = k / 16;
-  TEGULA_ASSERT(slabs >= 1 && tiles >= 1 && k % 16 == 0, "dot shape unfit for wgmma");
-  check_accumulator_order(ctx.distribution(ctx.layout(result), tr.shape), mma, n, slabs, tiles);
   const SharedTile& a = operands.a;
   const SharedTile& b = operands.b;
   bool a_regs = operands.a_in_registers;
+  Scalar type = read_type(b, ta.scalar);
+  int64_t k_step = is_fp8_read(type) ? 32 : 16;
+  int64_t slabs = m / (64 * groups_m), tiles = n / (int64_t{mma.warp_n} * groups_n), k_steps = k / k_step;
+  TEGULA_ASSERT(slabs >= 1 && tiles >= 1 && k % k_step == 0, "dot shape unfit for wgmma");
+  check_accumulator_order(ctx.distribution(ctx.layout(result), tr.shape), mma, n, slabs, tiles);
   std::string fn = a_regs ? instruction_a_in_registers(ctx, mma.warp_n, ta.scalar, !b.k_major)
-                          : instruction(ctx, mma.warp_n, ta.scalar, !a.k_major, !b.k_major);
-  ctx.out.line("// tensor cores: wgmma m64n" + str(mma.warp_n) + "k16, warpgroups " + str(groups_m) + "x" +
+                          : instruction(ctx, mma.warp_n, type, !a.k_major, !b.k_major);
+  ctx.out.line("// tensor cores: wgmma m64n" + str(mma.warp_n) + "k" + str(k_step) +
+               (is_fp8_read(type) ? " " + ptx_type(type) : "") + ", warpgroups " + str(groups_m) + "x" +
                str(groups_n) + ", a " + (a_regs ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
                (b.k_major ? "[N][K]" : "[K][N]") +
                " in shared memory" + (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
