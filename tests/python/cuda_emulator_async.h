@@ -365,13 +365,20 @@ struct TgEmuTmaStore : tg_emu::AsyncOp {
     return "a bulk tensor store of " + std::to_string(bytes) + " bytes from shared " + tg_emu::hex(src) +
            " (issued by thread " + std::to_string(thread) + ")";
   }
+  // The source bytes as a wait_group.read of its thread found them: the
+  // copy engine has read them, the global writes may land any time later.
+  std::vector<unsigned char> read;
+
   // Its source stays claimed (async_reads) until a wait_group of its thread
   // covers it, however early the store itself lands.
   void land() override {
     tg_emu_for_box(map, coords, [&](unsigned offset, unsigned char* global) {
-      if (global) std::memcpy(global, cta->smem.data() + tg_emu_swizzled(map, src, offset), map.element_bytes);
+      unsigned at = tg_emu_swizzled(map, src, offset);
+      const unsigned char* from = read.empty() ? cta->smem.data() + at : read.data() + (at - src);
+      if (global) std::memcpy(global, from, map.element_bytes);
     });
   }
+  bool outlives_threads() const override { return !read.empty(); }
 };
 
 // cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group
@@ -396,16 +403,26 @@ void tg_emu_bulk_commit() {
   ++tg_emu::me().bulk_groups;
   tg_emu::yield();
 }
-// wait_group N and wait_group.read N: the stores of every group but the N
-// most recent (and the uncommitted ones) land now.
-void tg_emu_bulk_wait(int n, bool /*read*/) {
+// wait_group N: the stores of every group but the N most recent land now.
+// wait_group.read N: their sources have been read (their shared memory is
+// free again); their global writes still land at any later point, up to
+// after the kernel's threads have exited.
+void tg_emu_bulk_wait(int n, bool read) {
   tg_emu::ThreadState& t = tg_emu::me();
   int thread = static_cast<int>(t.thread.x), below = t.bulk_groups - n;
   tg_emu::Cta* cta = t.cta;
-  tg_emu::scheduler->land_where([&](const tg_emu::AsyncOp& op) {
+  auto covered = [&](const tg_emu::AsyncOp& op) {
     auto* s = dynamic_cast<const TgEmuTmaStore*>(&op);
     return s && s->cta == cta && s->thread == thread && s->group < below;
-  });
+  };
+  if (read) {
+    tg_emu::scheduler->for_each_async([&](tg_emu::AsyncOp& op) {
+      auto& s = static_cast<TgEmuTmaStore&>(op);
+      if (covered(op) && s.read.empty()) s.read.assign(cta->smem.begin() + s.src, cta->smem.begin() + s.src + s.bytes);
+    });
+  } else {
+    tg_emu::scheduler->land_where(covered);
+  }
   auto& reads = cta->async_reads;
   reads.erase(std::remove_if(reads.begin(), reads.end(),
                              [&](const tg_emu::AsyncRead& r) { return r.store && r.thread == thread && r.group < below; }),

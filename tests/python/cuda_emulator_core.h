@@ -177,6 +177,9 @@ struct AsyncOp {
   virtual std::string describe() const = 0;
   // Whether it completes transaction bytes on the mbarrier at `bar` of `cta`.
   virtual bool signals(const Cta*, unsigned /*bar*/) const { return false; }
+  // Whether it may still be in flight when every thread has exited (a bulk
+  // store whose source a wait_group.read released): it lands then.
+  virtual bool outlives_threads() const { return false; }
 };
 
 struct Fiber {
@@ -233,6 +236,10 @@ class Scheduler {
         ++i;
       }
     }
+  }
+  template <class Visit>
+  void for_each_async(Visit visit) {
+    for (auto& op : in_flight_) visit(*op);
   }
   std::function<void(ThreadState&)> at_thread_exit;  // checks when a thread ends
 
@@ -401,6 +408,7 @@ std::string Scheduler::run() {
   stopping_ = true;
   for (auto& f : fibers_)
     if (f->started && !f->done) resume(*f);
+  if (error_.empty()) land_where([](const AsyncOp& op) { return op.outlives_threads(); });
   if (error_.empty() && !in_flight_.empty())
     error_ = "every thread has exited with " + std::to_string(in_flight_.size()) +
              " asynchronous operation(s) still in flight, the first: " + in_flight_.front()->describe();

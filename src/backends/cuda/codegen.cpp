@@ -149,6 +149,7 @@ CudaContext::CudaContext(const ir::Function& f, const CodegenOptions& o)
     names_[body.args[i].index] = is_identifier(p) ? "arg_" + p : "arg" + std::to_string(i);
   }
   if (o.debug) debug_sites.emplace(f);
+  fn.walk([&](ir::OpId id) { has_bulk_stores_ = has_bulk_stores_ || fn.op(id).kind == OpKind::DescStore; });
 }
 
 std::string CudaContext::extra_name(ir::ValueId v, size_t index) const {
@@ -311,6 +312,8 @@ void CudaContext::release_shared() {
 
 void CudaContext::before_global_load() {
   if (!global_store_pending_) return;
+  if (bulk_store_pending_) out.line("if (threadIdx.x == 0) tg_bulk_wait<0>();  // this program's TMA stores, written");
+  bulk_store_pending_ = false;
   out.line(barrier_statement() + ";  // this program's stores before its loads");
   global_store_pending_ = false;
   shared_readers_pending_ = false;  // the barrier also ends earlier shared-memory reads
@@ -319,7 +322,9 @@ void CudaContext::before_global_load() {
 bool CudaContext::contains_store(ir::BlockId block) const {
   for (ir::OpId id : fn.block(block).ops) {
     const ir::Op& o = fn.op(id);
-    if (o.kind == OpKind::Store || o.kind == OpKind::AtomicRmw || o.kind == OpKind::AtomicCas) return true;
+    if (o.kind == OpKind::Store || o.kind == OpKind::DescStore || o.kind == OpKind::AtomicRmw ||
+        o.kind == OpKind::AtomicCas)
+      return true;
     for (ir::BlockId r : o.regions)
       if (contains_store(r)) return true;
   }

@@ -197,9 +197,17 @@ class CudaContext : public c_family::Printer {
   // --- global memory ordering -----------------------------------------------------------------
   // A load after a store of this program waits for the store of every thread
   // (one barrier), so a program sees its own writes like on the CPU.
+  // A TMA store's thread waits only until the copy engine has read the
+  // block out of shared memory; the next load of the program (after
+  // after_bulk_store, or in a region that may follow one) waits for the
+  // writes themselves first.
   void before_global_load();
   void after_global_store() { global_store_pending_ = true; }
-  void assume_global_stores() { global_store_pending_ = true; }
+  void after_bulk_store() { global_store_pending_ = bulk_store_pending_ = true; }
+  void assume_global_stores() {
+    global_store_pending_ = true;
+    bulk_store_pending_ = bulk_store_pending_ || has_bulk_stores_;
+  }
   bool contains_store(ir::BlockId block) const;
 
   // --- tensor maps (sm_90 TMA, codegen_tma.cpp) -------------------------------------------
@@ -243,6 +251,8 @@ class CudaContext : public c_family::Printer {
   int64_t pending_begin_ = 0, pending_end_ = 0;
   int64_t scratch_begin_ = 0, scratch_end_ = 0;
   bool global_store_pending_ = false;
+  bool bulk_store_pending_ = false;
+  bool has_bulk_stores_ = false;  // the kernel has desc stores (TMA stores: codegen_tma.cpp)
   std::vector<TensorMapParam> tensor_maps_;
   bool uses_tma_barrier_ = false;
 };

@@ -95,10 +95,10 @@ void store_swizzled(CudaContext& ctx, ir::OpId id, SharedTile tile, const std::s
                  std::to_string(std::stoll(tile.offset) + p * tile.block_stride()) + ", " +
                  (p == 0 ? col : col + " + " + std::to_string(p * span)) + ", " + row + ");");
   ctx.out.line("tg_bulk_commit();");
-  ctx.out.line("tg_bulk_wait<0>();");
+  ctx.out.line("tg_bulk_wait_read<0>();  // the block is out of shared memory (CudaContext::before_global_load)");
   ctx.out.close();
   ctx.shared_reads_done();
-  ctx.after_global_store();
+  ctx.after_bulk_store();
 }
 
 }  // namespace
@@ -164,10 +164,10 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   ctx.out.open("if (threadIdx.x == 0)");
   ctx.out.line("tg_tma_store_" + rank + "(" + map + ", tg_shared_address(" + buffer + ")" + coords + ");");
   ctx.out.line("tg_bulk_commit();");
-  ctx.out.line("tg_bulk_wait<0>();");
+  ctx.out.line("tg_bulk_wait_read<0>();  // the block is out of shared memory (CudaContext::before_global_load)");
   ctx.out.close();
   ctx.shared_reads_done();
-  ctx.after_global_store();
+  ctx.after_bulk_store();
 }
 
 }  // namespace tegula::backends::cuda
