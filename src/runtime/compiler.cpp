@@ -280,7 +280,7 @@ std::optional<std::string> build_inputs(const Job& job, const Generated& generat
 // returns true; false when there is no usable record (a miss: build).
 bool copy_recorded_artifact(const DiskCache& cache, const std::string& inputs, const std::string& built,
                             CompileProfile& profile) {
-  PhaseTimer phase(profile, "reuse");
+  PhaseTimer phase(profile, "disk cache");  // a lookup by content
   std::optional<std::string> bytes = BuildRecords(cache).find(inputs);
   if (!bytes) return false;
   backends::write_new_file(built, *bytes);

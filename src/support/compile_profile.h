@@ -4,7 +4,9 @@
 //   setup      finding the C++ compiler (first CPU compile of a process) or
 //              loading NVRTC and the driver and resolving the target (CUDA)
 //   key        hashing the request into the cache key
-//   disk cache looking the key up in the on-disk cache (a hit includes loading)
+//   disk cache looking the key up in the on-disk cache (a hit includes loading),
+//              and on a miss the build record of the generated source (a
+//              reused build includes copying its artifact: no c++ phase)
 //   frontend   parsing, specializing and lowering to tile IR
 //   passes     the optimization pipeline
 //   codegen    emitting C++ or CUDA source

@@ -50,7 +50,7 @@ def test_next_power_of_2(n, expected):
 
 def test_runtime_stats_and_version():
     stats = tegula.runtime_stats()
-    assert set(stats) == {"builds", "disk_hits", "disk_rejected", "frontend_runs"}
+    assert set(stats) == {"builds", "reused", "disk_hits", "disk_rejected", "frontend_runs"}
     assert tegula.__version__ == "0.1.0"
     assert issubclass(tegula.CompilationError, Exception)
 

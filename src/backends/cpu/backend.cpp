@@ -23,8 +23,9 @@ class CpuTarget : public Target {
     key.field("host", found.host);
   }
 
-  // The text g++ compiles (less the comment naming the kernel) and the
-  // toolchain: the same make the same shared object, whatever the request.
+  // The text g++ compiles (less its comments: the kernel's name, source
+  // locations) and the toolchain: the same make the same shared object,
+  // whatever the request.
   // Its entry point has one name for every kernel (abi::kEntrySymbol), the
   // precompiled prelude is the same code as the prelude in the text, and the
   // linker (ld.gold or not) links the same code.

@@ -505,12 +505,30 @@ const Toolchain& toolchain() {
   return detected;
 }
 
-std::string_view compiled_text(std::string_view source) {
-  size_t line_end = source.find('\n');
-  if (!source.starts_with("//") || line_end == std::string_view::npos) return source;
-  std::string_view header = source.substr(0, line_end);
-  if (header.find_first_of("\\?\r") != std::string_view::npos) return source;
-  return source.substr(line_end + 1);
+std::string compiled_text(std::string_view source) {
+  // A raw string literal may hold lines that look like comments: then the text is taken whole.
+  if (source.find("R\"") != std::string_view::npos) return std::string(source);
+  std::string text;
+  text.reserve(source.size());
+  bool spliced = false;  // the line before ended in a line splice: this one continues it
+  for (size_t start = 0; start <= source.size();) {
+    size_t end = std::min(source.find('\n', start), source.size());
+    std::string_view line = source.substr(start, end - start);
+    size_t first = line.find_first_not_of(" \t");
+    // Blank only lines that cannot end a block comment (*/) nor continue
+    // onto the next line (a backslash, or the trigraph ??/ of one).
+    bool comment = !spliced && first != std::string_view::npos && line.substr(first).starts_with("//") &&
+                   line.find_first_of("\\?\r") == std::string_view::npos &&
+                   line.find("*/") == std::string_view::npos;
+    if (!comment) text += line;
+    // GCC splices a backslash followed by blanks too.
+    std::string_view trimmed = line.substr(0, line.find_last_not_of(" \t\f\v\r") + 1);
+    spliced = trimmed.ends_with('\\') || trimmed.ends_with("??/");
+    if (end == source.size()) break;
+    text += '\n';
+    start = end + 1;
+  }
+  return text;
 }
 
 void compile_shared_object(const std::string& source, const std::string& output_path) {

@@ -27,12 +27,17 @@ struct Toolchain {
 // Throws UserError with a hint when no compiler is found.
 const Toolchain& toolchain();
 
-// The part of `source` that decides the shared object compile_shared_object
-// makes of it: all of it but a first line that is a plain `//` comment (the
-// header of a generated unit, which names the kernel). A first line holding
-// a backslash or a '?' (a line splice, or the trigraph of one, would pull
-// the next line into the comment) is kept.
-std::string_view compiled_text(std::string_view source);
+// The text of `source` that decides the shared object compile_shared_object
+// makes of it: `source` with every line that holds only a `//` comment
+// blanked (its newline kept, so that line numbers and __LINE__ stay): the
+// unit's header naming the kernel, the IR ops and source locations the code
+// generator writes above their code. A line is kept when a line splice
+// before it may make it part of a string or of the line before, when it
+// could end a block comment (`*/`), or when it holds a backslash, a '?'
+// (the trigraph ??/ is one) or a carriage return; a source with a raw string
+// literal is kept whole. Two sources with the same compiled_text differ
+// only in comments.
+std::string compiled_text(std::string_view source);
 
 // Compiles `source` into the shared object `output_path` (written atomically:
 // compiled to a temporary name in the same folder, then renamed). Throws
