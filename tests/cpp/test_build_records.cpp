@@ -20,6 +20,7 @@ namespace {
 
 using testing::DiskCacheTest;
 using testing::kKey;
+using testing::mode_of;
 using testing::read_text;
 using testing::write_text;
 
