@@ -95,11 +95,7 @@ std::vector<ir::NamedAttr> nan_propagation(const BoundArgs& a) {
   return attrs;
 }
 
-namespace {
-
-Symbol ok(ir::ValueId v) { return Symbol::of(v); }
-
-ir::ValueId as_bool(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what) {
+ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what) {
   const ir::Type& t = l.type(v);
   if (t.is_pointer()) error_at(loc, Diag::NotBoolean, what + " must be boolean, not a pointer");
   if (t.scalar == Scalar::I1) return v;
@@ -109,6 +105,10 @@ ir::ValueId as_bool(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::
   ir::ValueId zero = l.broadcast_to(l.constant(ConstValue::integer(0), t.element(), loc), t.shape, loc);
   return l.create(OpKind::Cmp, {v, zero}, t.with_scalar(Scalar::I1), loc, {{"pred", ir::Attr{std::string("ne")}}});
 }
+
+namespace {
+
+Symbol ok(ir::ValueId v) { return Symbol::of(v); }
 
 Symbol program_id(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"axis"}, c);
@@ -237,7 +237,7 @@ Symbol load(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId ptr = pointer_arg(l, a, "tl.load");
   std::vector<ir::ValueId> operands = {ptr};
   if (a.has("mask")) {
-    ir::ValueId m = as_bool(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.load"), a.loc("mask"),
+    ir::ValueId m = as_condition(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.load"), a.loc("mask"),
                             "the mask of tl.load");
     auto [p2, m2] = l.broadcast_pair(ptr, m, a.loc("mask"));
     operands = {p2, m2};
@@ -279,7 +279,7 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
   }
   std::vector<ir::ValueId> operands = {ptr, value};
   if (a.has("mask")) {
-    ir::ValueId m = as_bool(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.store"), a.loc("mask"),
+    ir::ValueId m = as_condition(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.store"), a.loc("mask"),
                             "the mask of tl.store");
     if (l.type(m).is_tile() && l.type(m).shape != l.type(ptr).shape) {
       auto [p2, m2] = l.broadcast_pair(ptr, m, a.loc("mask"));
@@ -295,7 +295,7 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"condition", "x", "y"}, c);
-  ir::ValueId cond = as_bool(l, l.to_value(a.get("condition"), a.loc("condition"), "the condition of tl.where"),
+  ir::ValueId cond = as_condition(l, l.to_value(a.get("condition"), a.loc("condition"), "the condition of tl.where"),
                              a.loc("condition"), "the condition of tl.where");
   ir::ValueId x, y;
   const Symbol& sx = a.get("x");
@@ -528,7 +528,7 @@ Symbol device_assert(Lowerer& l, const CallArgs& c, const std::string& n) {
     return Symbol::of(ConstValue::none());
   }
   if (!l.debug()) return Symbol::of(ConstValue::none());
-  ir::ValueId cond = as_bool(l, l.to_value(a.get("cond"), a.loc("cond"), "the condition"), a.loc("cond"), "the condition");
+  ir::ValueId cond = as_condition(l, l.to_value(a.get("cond"), a.loc("cond"), "the condition"), a.loc("cond"), "the condition");
   std::string msg = a.has("msg") ? format_for_print(l, a.get("msg")) : "device assertion failed";
   l.builder().set_loc(c.loc);
   l.builder().create(OpKind::Assert, {cond}, {}, {{"message", ir::Attr{msg}}});

@@ -36,6 +36,10 @@ struct Builtin {
   uint8_t forms;         // BuiltinForm bits
 };
 
+// `v` as a condition (a mask, an assertion): i1 as it is, an integer
+// compared with 0; a float or a pointer is an error at `loc` naming `what`.
+ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what);
+
 // The row of `name`, or nullptr.
 const Builtin* find_builtin(std::string_view name);
 // Every row, in the registry's order.

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "frontend/builtins.h"
 #include "frontend/builtins_tile.h"
 #include "frontend/lowering.h"
 #include "frontend/symbol_leaves.h"
@@ -188,7 +189,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
         return;
       }
       if (!debug()) return;  // like Triton: runtime asserts are checked only in debug mode
-      ir::ValueId c = to_value(cond, s.test->loc, "the assertion");
+      ir::ValueId c = as_condition(*this, to_value(cond, s.test->loc, "the assertion"), s.test->loc, "the assertion");
       builder_.set_loc(s.loc);
       builder_.create(OpKind::Assert, {c}, {}, {{"message", ir::Attr{message}}});
       return;

@@ -557,6 +557,31 @@ def test_device_assert_passing(backend):
     check_non_negative[(3,)](backend.array(np.ones(300, np.float32)), 300, BLOCK=128)
 
 
+@tegula.jit(debug=True)
+def python_assert_on_an_integer(x_ptr, n):
+    assert n, "n must not be zero"
+    tl.store(x_ptr, n)
+
+
+def test_python_assert_on_an_integer_tests_it_against_zero(backend):
+    # `assert n` of an integer is Python's truth (n != 0); it used to reach the IR as an i32 condition.
+    x = backend.zeros(1, np.int32)
+    python_assert_on_an_integer[(1,)](x, 7)
+    assert backend.numpy(x)[0] == 7
+    with pytest.raises(tegula.DeviceError, match="n must not be zero"):
+        python_assert_on_an_integer[(1,)](x, 0)
+
+
+def test_python_assert_on_a_float_asks_for_a_comparison():
+    @tegula.jit(debug=True)
+    def float_assert(x_ptr, scale):
+        assert scale
+        tl.store(x_ptr, scale)
+
+    with pytest.raises(tegula.CompilationError, match="the assertion must be boolean"):
+        float_assert[(1,)](np.zeros(1, np.float32), 0.5)
+
+
 @tegula.jit
 def check_non_negative_unless_debug(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
