@@ -19,20 +19,21 @@ from typing import Callable, Optional
 from tegula import testing
 
 from . import autotuned_matmul
-from .kernels import (attention, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_fp8, matmul_persistent,
+from .kernels import (attention, attention_tma, fused_chain, layer_norm, matmul, matmul_epilogue, matmul_fp8, matmul_persistent,
                       matmul_tma, softmax, vector_add)
 from .peers import eager_variants, kernel_variants, sdpa_variant
 
 # In the order they run: the memory-bound targets first, then the compute-bound ones.
 WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul", "matmul_tma",
-             "matmul_fp8", "matmul_autotune", "matmul_epilogue", "matmul_persistent", "attention", "attention_causal")
+             "matmul_fp8", "matmul_autotune", "matmul_epilogue", "matmul_persistent", "attention", "attention_causal", "attention_tma")
 # "raw" is the launch workload's alone: the compiled kernel's bare launch (launch.py).
 VARIANTS = ("tegula", "raw", "triton", "torch", "torch.compile", "cublas", "sdpa")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block 4, a
 # 128x128 matmul tile (examples/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.
 NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 8, "launch": 4,
-             "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8, "matmul_tma": 8, "matmul_fp8": 8}
+             "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8, "matmul_tma": 8, "matmul_fp8": 8,
+             "attention_tma": 8}
 # Where the inputs live. Only a dry run of this module's logic on a machine
 # without a GPU (torch's CUDA calls stubbed) sets it to "cpu".
 DEVICE = "cuda"
@@ -253,10 +254,6 @@ def matmul_fp8_cases(torch, quick: bool, num_warps: int) -> list:
     return cases
 
 
-# Workloads measured as several cases (sizes, dtypes), each a row of its own.
-CASE_LISTS = {"matmul": matmul_cases, "matmul_tma": matmul_tma_cases, "matmul_fp8": matmul_fp8_cases}
-
-
 def matmul_autotune_case(torch, quick: bool, num_warps=None) -> Case:
     """bf16 C = A @ B: the autotuned kernel (variant ``tegula``), the fastest of
     the same configs timed by hand (``tegula.best``, rows of workload
@@ -347,6 +344,36 @@ def attention_case(torch, quick: bool, num_warps: int, causal: bool) -> Case:
                 attention.flops(B, H, S, D, causal), num_warps,
                 {**kernel_variants(attention, run), "sdpa": lambda: sdpa_variant(torch, q, k, v, causal)},
                 reference="sdpa", compute_bound=True, tolerance=(1e-2, 1.6e-2))
+
+
+def attention_tma_cases(torch, quick: bool, num_warps: int) -> list:
+    """Flash attention forward written with tensor descriptors (examples/flash_attention_tma.py), bf16
+    B 4, H 32, S 4096, D 128 and D 64, causal and not (workloads ``attention_tma``,
+    ``attention_tma_causal``, ``attention_tma_d64``, ``attention_tma_d64_causal``): on Hopper Tegula and
+    Triton compiling the same source copy K and V with the TMA (issue 18); the floor is SDPA's rate."""
+    cases = []
+    for D, causal in itertools.product((128, 64), (False, True)):
+        B, H, S = (1, 4, 320) if quick else (4, 32, 4096)
+        g = _generator(torch, 13)
+        q, k, v = (torch.randn(B, H, S, D, device=DEVICE, generator=g).to(torch.bfloat16) for _ in range(3))
+
+        def run(m, q=q, k=k, v=v, causal=causal):
+            out = torch.empty_like(q)
+            return lambda: m.attention(q, k, v, causal=causal, out=out, num_warps=num_warps,
+                                       num_stages=attention_tma.DEFAULT_STAGES)
+
+        name = "attention_tma" + ("" if D == 128 else f"_d{D}") + ("_causal" if causal else "")
+        cases.append(Case(name, f"{B}x{H}x{S}x{D}", "bfloat16", attention_tma.bytes_moved(B, H, S, D, 2),
+                          attention_tma.flops(B, H, S, D, causal), num_warps,
+                          {**kernel_variants(attention_tma, run),
+                           "sdpa": lambda q=q, k=k, v=v, causal=causal: sdpa_variant(torch, q, k, v, causal)},
+                          reference="sdpa", compute_bound=True, tolerance=(1e-2, 1.6e-2)))
+    return cases
+
+
+# Workloads measured as several cases (sizes, dtypes), each a row of its own.
+CASE_LISTS = {"matmul": matmul_cases, "matmul_tma": matmul_tma_cases, "matmul_fp8": matmul_fp8_cases,
+              "attention_tma": attention_tma_cases}
 
 
 BUILDERS = {"vector_add": vector_add_case, "fused_chain": fused_chain_case, "softmax": softmax_case,

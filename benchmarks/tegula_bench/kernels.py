@@ -14,6 +14,7 @@ if str(EXAMPLES) not in sys.path:
 import _host  # noqa: E402,F401  (re-exported: the autotuned matmul reads strides through it)
 import axpy  # noqa: E402,F401
 import flash_attention as attention  # noqa: E402,F401
+import flash_attention_tma as attention_tma  # noqa: E402,F401
 import fused_chain  # noqa: E402,F401
 import layer_norm  # noqa: E402,F401
 import matmul  # noqa: E402,F401

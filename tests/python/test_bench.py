@@ -207,7 +207,7 @@ def test_bad_num_warps_is_a_usage_error():
     assert done.returncode == 2
     assert ("--num-warps takes WORKLOAD=N with WORKLOAD one of vector_add, fused_chain, softmax, "
             "layer_norm, matmul, launch, attention, attention_causal, matmul_epilogue, matmul_persistent, "
-            "matmul_tma, matmul_fp8, got 'softmax=0'") in done.stderr
+            "matmul_tma, matmul_fp8, attention_tma, got 'softmax=0'") in done.stderr
     assert gpu_workloads.parse_num_warps(["softmax=16", "launch=1"]) == {"softmax": 16, "launch": 1}
 
 

@@ -97,6 +97,22 @@ def test_fp8_ring_reads_fp8_on_the_tensor_cores(tmp_path):
     assert " 0 bytes spill stores" in compiled.asm["ptxas"], compiled.asm["ptxas"]
 
 
+def test_attention_ring_is_warp_specialized_wgmma(tmp_path):
+    # The descriptor attention at the benchmark's blocks: K and V through the TMA ring, both dots on wgmma (the
+    # second with P from registers), a producer warpgroup, registers moved, nothing spilled.
+    import flash_attention_tma as fa
+
+    q = np.zeros((1, 1, 256, 128), np.float16)
+    lse = np.zeros((1, 1, 256), np.float32)
+    compiled, sass = sass_of(fa.attention_tma_kernel, (q, q, q, q, lse, 256, 256, 0.1),
+                             {**fa.DEFAULT_BLOCKS, "HEAD_DIM": 128, "CAUSAL": False, "TAIL": False}, tmp_path,
+                             num_warps=8)
+    assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
+    assert "fed by a producer warpgroup" in compiled.layouts, compiled.layouts
+    assert "UTMALDG" in sass and "HGMMA" in sass and "USETMAXREG" in sass
+    assert " 0 bytes spill stores" in compiled.asm["ptxas"], compiled.asm["ptxas"]
+
+
 # --- runs on an sm_90 GPU ---------------------------------------------------------------------------------------
 
 
@@ -225,3 +241,21 @@ def test_empty_grid_and_empty_dimension(torch_sm90):
     scale_kernel[(0, 3)](x, x, 0, 48, BM=16, BN=16)  # nothing runs: no map is encoded
     with pytest.raises(ValueError, match="copies blocks of 'x_ptr' with the TMA.*0 elements"):
         scale_kernel[(1, 3)](x, x, 0, 48, BM=16, BN=16)
+
+
+@pytest.mark.parametrize("B,H,S,D,causal,dtype,ws", [
+    (2, 3, 1000, 128, False, "bfloat16", None),  # ragged S: blocks reach into the next head and are masked
+    (2, 3, 1000, 128, True, "float16", None),
+    (1, 4, 777, 64, False, "bfloat16", True),
+    (1, 4, 777, 64, True, "bfloat16", False),
+])
+def test_attention_ring_runs(torch_sm90, B, H, S, D, causal, dtype, ws):
+    import flash_attention_tma as fa
+
+    torch = torch_sm90
+    g = torch.Generator(device="cuda").manual_seed(S + D)
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=g).to(getattr(torch, dtype)) for _ in range(3))
+    out, lse = fa.attention(q, k, v, causal=causal, num_warps=8, warp_specialize=ws)
+    want_out, want_lse = fa.attention_reference(q, k, v, causal=causal)
+    torch.testing.assert_close(out.float(), want_out.float(), rtol=1.6e-2, atol=1e-2)
+    torch.testing.assert_close(lse, want_lse, rtol=0, atol=1e-3)

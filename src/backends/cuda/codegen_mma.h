@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/codegen_context.h"
 #include "backends/cuda/shared_tile.h"
@@ -41,6 +42,16 @@ std::optional<Layout> a_fragment_layout(const CudaContext& ctx, ir::OpId dot);
 // packed from operand a's registers (a_in_registers).
 std::string a_fragment_word(const CudaContext& ctx, ir::OpId dot, const std::string& mr, const std::string& ks,
                             int word);
+
+// A dot operand of a loop body that is the same every iteration (Q of
+// attention): the pipelines (codegen_pipeline.cpp, codegen_tma_ring.cpp)
+// stage it once, before the loop, instead of every iteration. Operand a
+// already held as A fragments in registers is not one.
+struct InvariantOperand {
+  ir::OpId dot;
+  size_t index;
+};
+std::vector<InvariantOperand> invariant_operands(const CudaContext& ctx, ir::OpId loop);
 
 // The accumulator a dot adds into: the f32/s32 array holding its result.
 // When the acc operand is a loop-carried value used only by this dot and

@@ -374,12 +374,8 @@ std::string previous_stage(ir::OpId loop, int stages) {
   return "(" + ring + " == 0 ? " + last + " : " + ring + " - 1)";
 }
 
-// A dot operand of the loop body that is the same every iteration (Q of
-// attention): staged once, before the loop, instead of every iteration.
-struct InvariantOperand {
-  ir::OpId dot;
-  size_t index;
-};
+}  // namespace
+
 std::vector<InvariantOperand> invariant_operands(const CudaContext& ctx, ir::OpId loop) {
   std::vector<InvariantOperand> found;
   std::set<uint32_t> seen;
@@ -399,8 +395,6 @@ std::vector<InvariantOperand> invariant_operands(const CudaContext& ctx, ir::OpI
   }
   return found;
 }
-
-}  // namespace
 
 // Whether the refill issues its copies every iteration, with the source size
 // zero past the last one (issue()), rather than under a branch. The branch

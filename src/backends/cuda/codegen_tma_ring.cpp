@@ -69,16 +69,23 @@ struct RingLoad {
 };
 
 struct TmaRing {
-  ir::OpId dot;
-  std::vector<RingLoad> loads;       // operand a, then b
+  ir::OpId dot;    // the body's last dot: its wgmma group stays in flight into the next iteration
+  ir::OpId cover;  // with several dots, the first: its wait retires that group (else invalid)
+  std::vector<RingLoad> loads;       // in the order the dots read them
+  // Operands that are the same every iteration (Q of attention): staged
+  // once before the loop, after the barriers (offsets from the area's start).
+  std::vector<InvariantOperand> invariant;
+  std::vector<SharedTile> invariant_tiles;
   AheadOps offsets;                  // computes the offsets for an iteration ahead
   int stages = 0;
-  int64_t stage_bytes = 0;  // both blocks, on 1024-byte lines
+  int64_t stage_bytes = 0;  // every block of an iteration, on 1024-byte lines
   int64_t copy_bytes = 0;   // what the TMA lands per stage (the full barrier's transaction)
+  int64_t invariant_bytes = 0;
 
   int ahead() const { return stages - 1; }
   int64_t barriers_at() const { return stages * stage_bytes; }  // full[s] at +8s, empty[s] at +8(S+s)
-  int64_t bytes() const { return barriers_at() + 16 * int64_t{stages}; }
+  int64_t invariant_at() const { return next_line(barriers_at() + 16 * int64_t{stages}); }
+  int64_t bytes() const { return invariant_at() + invariant_bytes; }
 };
 
 // CUtensorMapSwizzle of a span: 1, 2, 3 for 32, 64, 128 bytes.
@@ -104,30 +111,45 @@ class RingPlanner {
       const ir::Op& o = fn_.op(id);
       if (!o.erased && o.kind == OpKind::Dot && ctx_.layout(o.results[0]).mma) dots.push_back(id);
     }
-    if (dots.size() != 1)
-      return refuse("the loop body has " + str(static_cast<int64_t>(dots.size())) + " tensor-core dots, not one");
+    if (dots.empty()) return refuse("the loop body has no tensor-core dot");
     TmaRing ring;
-    ring.dot = dots.front();
-    const ir::Op& dot = fn_.op(ring.dot);
-    if (!ctx_.layout(dot.results[0]).mma->warpgroup) return refuse("the dot does not run as wgmma");
-    if (!accumulates_in_place(ctx_, ring.dot)) return refuse("the dot does not accumulate in place");
-    for (size_t k = 0; k < 2; ++k) {
-      std::optional<RingLoad> load = plan_load(dot.operands[k], k, ring);
-      if (!load) return std::nullopt;
-      load->tile.offset = str(ring.stage_bytes);
-      ring.stage_bytes = next_line(ring.stage_bytes + load->tile.bytes());
-      ring.copy_bytes += load->tile.bytes();
-      ring.loads.push_back(std::move(*load));
+    ring.dot = dots.back();
+    if (dots.size() > 1) ring.cover = dots.front();
+    for (ir::OpId id : dots)
+      if (!ctx_.layout(fn_.op(id).results[0]).mma->warpgroup) return refuse("a dot of the body does not run as wgmma");
+    if (!accumulates_in_place(ctx_, ring.dot))
+      return refuse(dots.size() == 1 ? "the dot does not accumulate in place"
+                                     : "the body's last dot does not accumulate in place");
+    if (ring.cover.valid() && !covered(ring))
+      return refuse("the last dot's accumulator is read before the first dot, whose wait would retire its group");
+    ring.invariant = invariant_operands(ctx_, loop_);
+    std::vector<DotOperands> operands;
+    for (ir::OpId id : dots) {
+      std::optional<DotOperands> o = plan_dot(id, ring);
+      if (!o) return std::nullopt;
+      operands.push_back(*o);
     }
-    DotOperands operands;
-    operands.a = ring.loads[0].tile;
-    operands.b = ring.loads[1].tile;
-    operands.a_from_ring = operands.b_from_ring = true;
-    if (!wgmma_fits(ctx_, ring.dot, operands)) return refuse("the blocks do not fit wgmma's shared-memory descriptors");
+    if (ring.loads.empty()) return refuse("no operand of the body's dots is a descriptor load");
+    if (dots.size() == 1 && operands.back().a_in_registers)
+      return refuse("the dot reads operand a from registers, which the next iteration rewrites while its group "
+                    "is in flight");
+    for (RingLoad& load : ring.loads) {
+      load.tile.offset = str(ring.stage_bytes);
+      ring.stage_bytes = next_line(ring.stage_bytes + load.tile.bytes());
+      ring.copy_bytes += load.tile.bytes();
+    }
+    std::vector<int64_t> at;  // each invariant tile's offset from the first one
+    for (const InvariantOperand& o : ring.invariant) {
+      at.push_back(ring.invariant_bytes);
+      ring.invariant_bytes = next_line(ring.invariant_bytes + plan_operand(ctx_, o.dot, o.index, 0).bytes());
+    }
     // The epilogue's scratch reuses the ring; some room stays for the body's.
-    int64_t room = shared_capacity() - 16 * 1024;
+    int64_t room = shared_capacity() - 16 * 1024 - ring.invariant_bytes - 1024;
     ring.stages = static_cast<int>(std::min<int64_t>(ctx_.options.num_stages, room / (ring.stage_bytes + 16)));
     if (ring.stages < 2) return refuse("two stages of " + str(ring.stage_bytes) + " bytes do not fit in shared memory");
+    for (size_t i = 0; i < ring.invariant.size(); ++i)
+      ring.invariant_tiles.push_back(
+          plan_operand(ctx_, ring.invariant[i].dot, ring.invariant[i].index, ring.invariant_at() + at[i]));
     return ring;
   }
 
@@ -143,6 +165,61 @@ class RingPlanner {
     bool found = false;
     fn_.walk_block(block, [&](ir::OpId id) { found = found || fn_.op(id).kind == OpKind::DescStore; });
     return found;
+  }
+
+  // Where each operand of `dot` comes from: a ring block (added to the
+  // ring), an invariant tile staged before the loop, or A fragments in
+  // registers (P of attention); nothing when one comes from elsewhere.
+  std::optional<DotOperands> plan_dot(ir::OpId id, TmaRing& ring) {
+    const ir::Op& dot = fn_.op(id);
+    DotOperands operands;
+    for (size_t k = 0; k < 2; ++k) {
+      SharedTile& tile = k == 0 ? operands.a : operands.b;
+      auto invariant = std::find_if(ring.invariant.begin(), ring.invariant.end(),
+                                    [&](const InvariantOperand& o) { return o.dot == id && o.index == k; });
+      bool staged_elsewhere = std::any_of(ring.invariant.begin(), ring.invariant.end(), [&](const InvariantOperand& o) {
+        return fn_.op(o.dot).operands[o.index] == dot.operands[k];
+      });
+      if (invariant != ring.invariant.end() || staged_elsewhere) {
+        tile = plan_operand(ctx_, id, k, 0);
+        (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
+      } else if (k == 0 && a_in_registers(id)) {
+        operands.a_in_registers = true;
+        tile = plan_operand(ctx_, id, 0, 0);
+      } else {
+        std::optional<RingLoad> load = plan_load(dot.operands[k], k, ring);
+        if (!load) return std::nullopt;
+        tile = load->tile;
+        (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
+        ring.loads.push_back(std::move(*load));
+      }
+    }
+    if (!wgmma_fits(ctx_, id, operands)) return refuse("the blocks do not fit wgmma's shared-memory descriptors");
+    return operands;
+  }
+
+  bool a_in_registers(ir::OpId id) const {
+    std::optional<Layout> fragments = a_fragment_layout(ctx_, id);
+    const ir::Type& a = fn_.type(fn_.op(id).operands[0]);
+    return fragments && distribute(*fragments, a.shape) == distribute(ctx_.operand_layout(id, 0), a.shape);
+  }
+
+  // Whether nothing of the body before the first dot reads the carried
+  // accumulator of the last: the first dot's wait retires the last dot's
+  // group of the previous iteration, and only then may it be read.
+  bool covered(const TmaRing& ring) const {
+    ir::ValueId carried = carried_accumulator(ctx_, ring.dot);
+    for (ir::OpId id : fn_.block(body_).ops) {
+      if (id == ring.cover) return true;
+      bool reads = false;
+      auto visit = [&](ir::OpId inner) {
+        for (ir::ValueId v : fn_.op(inner).operands) reads = reads || v == carried;
+      };
+      visit(id);
+      for (ir::BlockId region : fn_.op(id).regions) fn_.walk_block(region, visit);
+      if (reads) return false;
+    }
+    return true;
   }
 
   // Operand `operand` of the dot: a desc load's block, or its transpose
@@ -377,14 +454,19 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
                                    ctx.tensor_map(r.map) + ", " + str(stages) + " stages, " +
                                    str(r.tile.block_bytes()) + "-byte swizzle, read by wgmma where it lands");
   }
+  for (size_t i = 0; i < ring->invariant.size(); ++i) {
+    const InvariantOperand& o = ring->invariant[i];
+    ctx.out.line("// " + ctx.name(ctx.fn.op(o.dot).operands[o.index]) + " is the same in every iteration: staged once");
+    stage_operand(ctx, o.dot, o.index, ring->invariant_tiles[i]);
+    ctx.ring_tiles[ctx.fn.op(o.dot).operands[o.index].index] = ring->invariant_tiles[i];
+  }
+  if (!ring->invariant.empty()) ctx.out.line("tg_fence_proxy_async();  // the stores, visible to wgmma");
   // Pinned once before the loop, the accumulator's initial value has one
   // definition on every path (see codegen_pipeline.cpp: ptxas would
   // otherwise serialize the wgmmas, C7515).
   pin(ctx, carried_accumulator(ctx, ring->dot), "");
-  if (!producer) {
-    init_barriers(ctx, loop, *ring);
-    ctx.barrier();
-  }
+  if (!producer) init_barriers(ctx, loop, *ring);
+  if (!producer || !ring->invariant.empty()) ctx.barrier();
   if (producer) return true;  // the stage and parity run on from the kernel's head
   // The stage iteration k reads and its parity, advanced at the top of each iteration.
   ctx.out.line("int " + n.stage + " = " + str(stages - 1) + ";");
@@ -413,7 +495,7 @@ bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
                ");  // this iteration's blocks have landed");
   ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) +
                " stays in flight into the next iteration: the refill follows it");
-  ctx.in_flight_dot = CudaContext::InFlightDot{ring->dot, loop, trips, k, false, {}, true};
+  ctx.in_flight_dot = CudaContext::InFlightDot{ring->dot, loop, trips, k, false, ring->cover, true};
   return true;
 }
 
@@ -465,6 +547,7 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
     for (ir::ValueId v : r.between) ctx.ring_tiles.erase(v.index);
     ctx.ring_tiles.erase(r.operand.index);
   }
+  for (const InvariantOperand& o : ring->invariant) ctx.ring_tiles.erase(ctx.fn.op(o.dot).operands[o.index].index);
   // A producer walking tiles fills the ring during this one's epilogue:
   // the area stays reserved.
   if (!producer || !ctx.warp_specialization->tiles.valid()) ctx.release_shared();

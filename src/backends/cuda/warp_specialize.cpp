@@ -146,7 +146,7 @@ class Planner {
     for (ir::OpId id : block.ops) {
       if (id == until) break;
       const ir::Op& op = fn_.op(id);
-      if (!ir::is_pure(op.kind) && op.kind != OpKind::Load)
+      if (!ir::is_pure(op.kind) && op.kind != OpKind::Load && op.kind != OpKind::DescLoad)
         return "the kernel runs `" + std::string(ir::info(op.kind).name) + "` before the loop";
     }
     return "";

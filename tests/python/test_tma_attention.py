@@ -1,0 +1,102 @@
+"""Attention's key loop as a TMA ring on sm_90 (backends/cuda/codegen_tma_ring.cpp): two wgmma dots per
+iteration, S = Q K^T reading the K block where it lands and O += P V reading the V block, Q staged once before
+the loop, P in registers; the PV group stays in flight until the next iteration's QK wait retires it, and the
+stage is released then.
+
+examples/flash_attention_tma.py runs in the host CUDA emulator against a float64 reference: ragged sequences
+(keys past S read the next head's rows and are masked), causal and not, one and two consumer warpgroups, with and
+without the producer warpgroup. Breaking the release or the parity must fail a run. On a GPU, test_tma_gpu.py
+runs the same kernel against torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from cuda_emulator import EmulatorError, emulate, require_emulator
+
+import flash_attention_tma as fa
+
+
+@pytest.fixture(autouse=True)
+def _emulator():
+    require_emulator()
+
+
+def _bf16():
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16
+
+
+def run(B, H, S, D, BM, BN, warps, stages, causal, ws=None, dtype="bfloat16", edit_source=None, seed=0):
+    q, k, v = fa.make_inputs(B, H, S, D, fa.numpy_dtype(dtype), seed=seed)
+    out = np.zeros_like(q)
+    lse = np.zeros((B, H, S), np.float32)
+    grid = (-(-S // BM), B * H)
+    compiled = emulate(fa.attention_tma_kernel, grid, q, k, v, out, lse, B * H * S, S, 1.0 / D ** 0.5,
+                       HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, TAIL=S % BN != 0, WARP_SPECIALIZE=ws,
+                       num_warps=warps, num_stages=stages, edit_source=edit_source, seed=seed)
+    want_out, want_lse = fa.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), causal=causal)
+    (atol, rtol), lse_atol = fa.TOLERANCES[dtype]
+    np.testing.assert_allclose(out.astype(np.float64), want_out, atol=atol, rtol=rtol, err_msg="attention output")
+    np.testing.assert_allclose(lse.astype(np.float64), want_lse, atol=lse_atol, rtol=0, err_msg="log-sum-exp")
+    return compiled
+
+
+def assert_ring(compiled, stages):
+    assert f"TMA ring: {stages} stages" in compiled.source, compiled.layouts
+    assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
+    assert "is the same in every iteration: staged once" in compiled.source
+
+
+@pytest.mark.parametrize("B,H,S,D,BM,BN,warps,stages,causal,ws", [
+    (1, 2, 150, 64, 64, 64, 4, 2, False, None),    # ragged S: the last key block reaches into the next head
+    (1, 2, 150, 64, 64, 64, 4, 3, True, None),     # causal, three stages
+    (1, 1, 200, 64, 64, 32, 4, 3, False, True),    # the producer warpgroup feeds one consumer warpgroup
+    (2, 1, 100, 32, 64, 32, 4, 2, True, True),     # causal with the producer; 64-byte rows (64-byte swizzle)
+    (1, 1, 256, 128, 128, 128, 8, 2, False, None),  # the benchmark's blocks: two consumers, a producer (unasked)
+])
+def test_attention_ring_is_exact(B, H, S, D, BM, BN, warps, stages, causal, ws):
+    compiled = run(B, H, S, D, BM, BN, warps, stages, causal, ws)
+    assert_ring(compiled, stages)
+    specialized = "fed by a producer warpgroup" in compiled.layouts
+    assert specialized == (ws is True or BN == 128), compiled.layouts
+
+
+def test_attention_ring_structure():
+    compiled = run(1, 1, 128, 64, 64, 64, 4, 2, False)
+    loop = compiled.source[compiled.source.index("for (unsigned long long k"):]
+    loop = loop[:loop.index("tg_wgmma_wait<0>();  // the last iteration")]
+    # The QK wait retires the previous PV group; the PV group stays in flight; no CTA barrier per iteration.
+    assert loop.count("tg_wgmma_wait<0>();") == 1, loop
+    assert "in flight until" in loop
+    assert "__syncthreads" not in loop and "tg_named_barrier" not in loop
+    assert "tg_mbar_arrive(tma_empty" in loop
+
+
+def _without(pattern: str):
+    def edit(source: str) -> str:
+        edited, count = re.subn(pattern, "", source)
+        assert count, pattern
+        return edited
+    return edit
+
+
+def test_attention_ring_missing_release_fails():
+    with pytest.raises(EmulatorError):
+        run(1, 1, 256, 64, 64, 64, 4, 2, False, edit_source=_without(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive"
+                                                                      r"\(tma_empty\d+ \+ 8 \* previous\);"))
+
+
+def test_attention_ring_wrong_phase_fails():
+    def edit(source: str) -> str:
+        edited, count = re.subn(r"(tg_mbar_wait\(tma_full\d+ \+ 8 \* tma_stage\d+, )(tma_phase\d+)\)", r"\1!\2)",
+                                source)
+        assert count == 1
+        return edited
+    with pytest.raises((EmulatorError, AssertionError)):
+        run(1, 1, 256, 64, 64, 64, 4, 2, False, edit_source=edit)
