@@ -43,10 +43,13 @@ import _host  # array helpers shared by the examples (NumPy or torch)
 from flash_attention import (TF32_TOLERANCE, TOLERANCES, attention_reference, bytes_moved, flops,  # noqa: F401
                              make_inputs, numpy_dtype, parse_shape, to_device, to_numpy)
 
-# 128 query rows (two warpgroups of 64 on Hopper) by 128 keys per step;
-# 8 warps, 2 stages of K and V blocks (64 KB at D 128 in 16 bits).
-DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 128}
-DEFAULT_STAGES = 2
+# 128 query rows (two warpgroups of 64 on Hopper) by 64 keys per step;
+# 8 warps, 3 stages of K and V blocks (32 KB each at D 128 in 16 bits: with
+# Q's 32 KB the ring takes a producer warpgroup unasked). On the H200 this
+# beat 128 keys per step with 2 stages at D 128 and at D 64
+# (docs/benchmarks.md, "Attention through descriptors").
+DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 64}
+DEFAULT_STAGES = 3
 
 
 @tegula.jit
