@@ -100,23 +100,3 @@ def test_attention_ring_wrong_phase_fails():
         return edited
     with pytest.raises((EmulatorError, AssertionError)):
         run(1, 1, 256, 64, 64, 64, 4, 2, False, edit_source=edit)
-
-
-@pytest.mark.parametrize("S,BN,stages,causal", [(300, 64, 3, False), (300, 64, 3, True), (128, 64, 2, False),
-                                                (64, 32, 2, True)])
-def test_two_consumers_take_turns(S, BN, stages, causal):
-    # With a producer and two consumer warpgroups, each issues its products only in its turn (named barriers 2
-    # and 3) and hands the turn over once its first product is issued: ragged and causal key loops, a loop of one
-    # block, and the counts of turns and hand-overs must match or a run deadlocks.
-    compiled = run(1, 2, S, 64, 128, BN, 8, stages, causal, ws=True)
-    assert "fed by a producer warpgroup" in compiled.layouts
-    assert "ping-pong: in the loop of line" in compiled.layouts, compiled.layouts
-    src = compiled.source
-    assert "if (wg == 1) tg_named_arrive<256>(2);" in src
-    assert src.count("tg_named_barrier<256>(2 + wg);") == 2 and src.count("tg_named_arrive<256>(2 + (wg ^ 1));") == 2
-
-
-def test_two_consumers_without_the_first_turn_deadlock():
-    with pytest.raises(EmulatorError):
-        run(1, 1, 256, 64, 128, 64, 8, 2, False, ws=True,
-            edit_source=_without(r"if \(wg == 1\) tg_named_arrive<256>\(2\);"))

@@ -180,10 +180,6 @@ class CudaContext : public c_family::Printer {
     bool refilled = false;
     ir::OpId cover;
     bool tma_ring = false;  // the loop is a TMA ring (codegen_tma_ring.cpp), which refills it
-    // The two consumer warpgroups take turns on the tensor cores
-    // (codegen_tma_ring.cpp, "ping-pong"): the in-flight dot waits for this
-    // warpgroup's turn, the covering dot hands the turn over once issued.
-    bool pingpong = false;
   };
   std::optional<InFlightDot> in_flight_dot;
   // Set before the body is emitted when a producer warpgroup feeds the

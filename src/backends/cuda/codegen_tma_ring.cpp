@@ -1,21 +1,15 @@
-// Multi-stage TMA rings (sm_90): a K loop whose tensor-core dots read
+// Multi-stage TMA rings (sm_90): a K loop whose tensor-core dot reads two
 // descriptor loads of the body (the matmul: `a_desc.load([off_m, k * BK])`,
-// `b_desc.load([k * BK, off_n])`, `acc = tl.dot(a, b, acc)`; attention:
-// `s = tl.dot(q, k.T)`, softmax, `acc = tl.dot(p, v, acc)`).
+// `b_desc.load([k * BK, off_n])`, `acc = tl.dot(a, b, acc)`).
 //
-// The loop qualifies when its body stores nothing, its dots are wgmmas, the
-// last accumulates in place, and each dot operand is a desc load of the
-// body (or its transpose, `b.T` of a B stored [N, K]) used only by the dot,
-// a value defined before the loop (staged once, after the barriers), or an
-// operand a already held as A fragments (P; not with a single dot, whose
-// group is in flight while the next iteration rewrites them). The loads must
-// be ones the TMA can copy (tma_plan.h), of rank 2, with offsets the body
-// computes from the induction variable and loop-invariant values, and block
-// rows of 32, 64 or a multiple of 128 bytes (a swizzle span). With several
-// dots, nothing before the first may read the last one's accumulator: the
-// first dot's wait retires the last one's group of the previous iteration.
-// Other loops keep the single copies of codegen_tma.cpp (and the layouts
-// text says why).
+// The loop qualifies when its body stores nothing, has exactly one
+// tensor-core dot, a wgmma that accumulates in place, and both its operands
+// are desc loads of the body (or their transposes, `b.T` of a B stored
+// [N, K]), used only by the dot, that the TMA can copy
+// (tma_plan.h), of rank 2, whose offsets the body computes from the
+// induction variable and loop-invariant values, and whose block rows are 32,
+// 64 or a multiple of 128 bytes (a swizzle span). Other loops keep the
+// single copies of codegen_tma.cpp (and the layouts text says why).
 //
 // The ring holds S = num_stages stages at the start of shared memory, each
 // with both blocks in the SharedTile layout wgmma's descriptors read
@@ -45,14 +39,6 @@
 // ops with the induction variable rebound to j's value. No CTA barrier runs
 // per iteration: the mbarriers order the TMA's writes against the wgmma
 // reads (both async proxy) in both directions.
-//
-// Ping-pong: with a producer warpgroup and two consumer warpgroups around a
-// loop of several dots, the consumers take turns on the tensor cores. A turn
-// is the last dot of an iteration and the first of the next: a warpgroup
-// waits on named barrier 2 + wg before the last dot's fence, and arrives on
-// the other's once its first dot is issued. Warpgroup 1 hands warpgroup 0
-// the first turn before the loop; after it, warpgroup 0 takes back the
-// hand-over of warpgroup 1's last turn, so no barrier is left half-arrived.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -383,13 +369,6 @@ void init_barriers(CudaContext& ctx, ir::OpId loop, const TmaRing& ring) {
   ctx.out.close();
 }
 
-// Whether the two consumer warpgroups of a producer-fed attention loop take
-// turns on the tensor cores (see the top of the file).
-bool pingpong(const CudaContext& ctx, ir::OpId loop, const TmaRing& ring) {
-  return fed_by_producer(ctx, loop) && ring.cover.valid() && !ctx.warp_specialization->tiles.valid() &&
-         ctx.warp_specialization->consumer_threads == 256;
-}
-
 TmaRing planned(const CudaContext& ctx, ir::OpId loop) {
   std::optional<TmaRing> ring = plan(ctx, loop);
   TEGULA_ASSERT(ring.has_value(), "warp specialization of a loop that is no TMA ring");
@@ -488,15 +467,6 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   pin(ctx, carried_accumulator(ctx, ring->dot), "");
   if (!producer) init_barriers(ctx, loop, *ring);
   if (!producer || !ring->invariant.empty()) ctx.barrier();
-  if (pingpong(ctx, loop, *ring)) {
-    ctx.descriptor_paths.push_back("ping-pong: in the loop of line " + str(ctx.fn.op(loop).loc.line) +
-                                   " the two consumer warpgroups take turns on the tensor cores (named barriers 2, 3)");
-    ctx.out.open("");
-    ctx.out.line("const int wg = warp >> 2;");
-    ctx.out.line("if (wg == 1) tg_named_arrive<256>(2);  // warpgroup 0 takes the first turn");
-    ctx.out.line("tg_named_barrier<256>(2 + wg);  // this warpgroup's first turn: the loop's first product");
-    ctx.out.close();
-  }
   if (producer) return true;  // the stage and parity run on from the kernel's head
   // The stage iteration k reads and its parity, advanced at the top of each iteration.
   ctx.out.line("int " + n.stage + " = " + str(stages - 1) + ";");
@@ -525,8 +495,7 @@ bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
                ");  // this iteration's blocks have landed");
   ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) +
                " stays in flight into the next iteration: the refill follows it");
-  ctx.in_flight_dot = CudaContext::InFlightDot{ring->dot, loop, trips, k, false, ring->cover, true,
-                                                pingpong(ctx, loop, *ring)};
+  ctx.in_flight_dot = CudaContext::InFlightDot{ring->dot, loop, trips, k, false, ring->cover, true};
   return true;
 }
 
@@ -563,13 +532,6 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
   if (!ring || !active(ctx, *ring)) return false;
   TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->loop == loop && ctx.in_flight_dot->refilled,
                 "the TMA ring's wgmma dot did not refill it");
-  if (pingpong(ctx, loop, *ring)) {
-    ctx.out.open("");
-    ctx.out.line("const int wg = warp >> 2;");
-    ctx.out.line("tg_named_arrive<256>(2 + (wg ^ 1));  // the last turn passes to the other warpgroup");
-    ctx.out.line("if (wg == 0) tg_named_barrier<256>(2);  // takes back warpgroup 1's hand-over after its last turn");
-    ctx.out.close();
-  }
   ctx.out.line("tg_wgmma_wait<0>();  // the last iteration's wgmma group");
   pin(ctx, ctx.fn.op(ring->dot).results[0], "no read of it moves above the wait");
   bool producer = fed_by_producer(ctx, loop);

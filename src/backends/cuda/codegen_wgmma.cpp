@@ -232,10 +232,6 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
     ctx.out.close();
     ctx.out.close();
   }
-  bool in_flight = ctx.in_flight_dot && ctx.in_flight_dot->dot == id;
-  bool pingpong = ctx.in_flight_dot && ctx.in_flight_dot->pingpong;
-  if (in_flight && pingpong)
-    ctx.out.line("tg_named_barrier<256>(2 + wg);  // this warpgroup's turn on the tensor cores");
   ctx.out.line("tg_wgmma_fence();  // the accumulator's (and A's) registers, written before");
   std::string ks = ctx.open_unrolled(static_cast<int>(k_steps));
   std::string mr = ctx.open_unrolled(static_cast<int>(slabs));
@@ -254,8 +250,7 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   ctx.out.close();
   ctx.out.close();
   ctx.out.line("tg_wgmma_commit();");
-  if (pingpong && ctx.in_flight_dot->cover == id)
-    ctx.out.line("tg_named_arrive<256>(2 + (wg ^ 1));  // the turn passes to the other warpgroup");
+  bool in_flight = ctx.in_flight_dot && ctx.in_flight_dot->dot == id;
   if (in_flight) {
     // The accumulator is read only after the loop (pipeline_after_loop waits)
     // or, with a covering dot, after that dot's wait in the next iteration.
