@@ -1,15 +1,21 @@
-// Multi-stage TMA rings (sm_90): a K loop whose tensor-core dot reads two
+// Multi-stage TMA rings (sm_90): a K loop whose tensor-core dots read
 // descriptor loads of the body (the matmul: `a_desc.load([off_m, k * BK])`,
-// `b_desc.load([k * BK, off_n])`, `acc = tl.dot(a, b, acc)`).
+// `b_desc.load([k * BK, off_n])`, `acc = tl.dot(a, b, acc)`; attention:
+// `s = tl.dot(q, k.T)`, softmax, `acc = tl.dot(p, v, acc)`).
 //
-// The loop qualifies when its body stores nothing, has exactly one
-// tensor-core dot, a wgmma that accumulates in place, and both its operands
-// are desc loads of the body (or their transposes, `b.T` of a B stored
-// [N, K]), used only by the dot, that the TMA can copy
-// (tma_plan.h), of rank 2, whose offsets the body computes from the
-// induction variable and loop-invariant values, and whose block rows are 32,
-// 64 or a multiple of 128 bytes (a swizzle span). Other loops keep the
-// single copies of codegen_tma.cpp (and the layouts text says why).
+// The loop qualifies when its body stores nothing, its dots are wgmmas, the
+// last accumulates in place, and each dot operand is a desc load of the
+// body (or its transpose, `b.T` of a B stored [N, K]) used only by the dot,
+// a value defined before the loop (staged once, after the barriers), or an
+// operand a already held as A fragments (P; not with a single dot, whose
+// group is in flight while the next iteration rewrites them). The loads must
+// be ones the TMA can copy (tma_plan.h), of rank 2, with offsets the body
+// computes from the induction variable and loop-invariant values, and block
+// rows of 32, 64 or a multiple of 128 bytes (a swizzle span). With several
+// dots, nothing before the first may read the last one's accumulator: the
+// first dot's wait retires the last one's group of the previous iteration.
+// Other loops keep the single copies of codegen_tma.cpp (and the layouts
+// text says why).
 //
 // The ring holds S = num_stages stages at the start of shared memory, each
 // with both blocks in the SharedTile layout wgmma's descriptors read
