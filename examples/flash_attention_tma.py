@@ -53,15 +53,16 @@ DEFAULT_STAGES = 3
 
 
 @tegula.jit
-def attention_tma_kernel(Q, K, V, Out, LSE, ROWS, N_CTX, sm_scale,
+def attention_tma_kernel(Q, K, V, Out, LSE, Z, H, N_CTX, sm_scale,
                          HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          CAUSAL: tl.constexpr, TAIL: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = None):
-    # Grid: (cdiv(N_CTX, BLOCK_M), B * H); ROWS = B * H * N_CTX. LSE is contiguous [B * H, N_CTX].
+    # Grid: (cdiv(N_CTX, BLOCK_M), Z * H). LSE is contiguous [Z * H, N_CTX].
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
-    desc_q = tl.make_tensor_descriptor(Q, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    desc_k = tl.make_tensor_descriptor(K, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    desc_v = tl.make_tensor_descriptor(V, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    rows = Z * H * N_CTX
+    desc_q = tl.make_tensor_descriptor(Q, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, [rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
     head_row = off_hz * N_CTX
 
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -155,7 +156,7 @@ def attention(q, k, v, causal: bool = False, sm_scale: float = None, out=None, n
     if _host.is_torch(q) and q.is_cuda:
         tegula.set_allocator(_scratch)
     grid = (tegula.cdiv(S, meta["BLOCK_M"]), B * H)
-    attention_tma_kernel[grid](q, k, v, out, lse, B * H * S, S, float(sm_scale), HEAD_DIM=D, CAUSAL=bool(causal),
+    attention_tma_kernel[grid](q, k, v, out, lse, B, H, S, float(sm_scale), HEAD_DIM=D, CAUSAL=bool(causal),
                                TAIL=S % meta["BLOCK_N"] != 0, WARP_SPECIALIZE=warp_specialize,
                                num_stages=num_stages, **meta, **_host.launch_options(num_warps))
     return out, lse

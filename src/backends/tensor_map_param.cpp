@@ -7,10 +7,18 @@ namespace tegula::backends {
 
 namespace {
 
+// "p2", "48", or a product "p1*p2*p3*4@32" (factors, the scale, the wrap width).
+std::string extent_text(const TensorMapExtent& e) {
+  std::string out = e.param >= 0 ? "p" + std::to_string(e.param) : std::to_string(e.value);
+  for (int f : e.factors) out += "*p" + std::to_string(f);
+  if (e.scale != 1) out += "*" + std::to_string(e.scale);
+  if (e.bits != 0) out += "@" + std::to_string(e.bits);
+  return out;
+}
+
 std::string extents_text(const std::vector<TensorMapExtent>& extents) {
   std::string out;
-  for (const TensorMapExtent& e : extents)
-    out += (out.empty() ? "" : ",") + (e.param >= 0 ? "p" + std::to_string(e.param) : std::to_string(e.value));
+  for (const TensorMapExtent& e : extents) out += (out.empty() ? "" : ",") + extent_text(e);
   return out;
 }
 
@@ -35,8 +43,29 @@ bool parse_list(std::string_view text, std::vector<T>* out, F item) {
 }
 
 bool parse_extent(std::string_view text, TensorMapExtent* out) {
-  if (!text.empty() && text[0] == 'p') return parse_int(text.substr(1), &out->param) && out->param >= 0;
-  return parse_int(text, &out->value);
+  if (size_t at = text.find('@'); at != std::string_view::npos) {
+    if (!parse_int(text.substr(at + 1), &out->bits) || (out->bits != 32 && out->bits != 64)) return false;
+    text = text.substr(0, at);
+  }
+  bool first = true;
+  while (true) {
+    size_t star = text.find('*');
+    std::string_view token = text.substr(0, star);
+    if (!token.empty() && token[0] == 'p') {
+      int param = -1;
+      if (!parse_int(token.substr(1), &param) || param < 0) return false;
+      (first ? out->param : out->factors.emplace_back()) = param;
+    } else if (first) {
+      if (!parse_int(token, &out->value)) return false;
+    } else if (!parse_int(token, &out->scale)) {
+      return false;
+    }
+    first = false;
+    if (star == std::string_view::npos) break;
+    text.remove_prefix(star + 1);
+  }
+  // A product names at least one parameter after the first token, or scales one.
+  return out->bits == 0 || out->param >= 0 || !out->factors.empty();
 }
 
 }  // namespace

@@ -16,12 +16,30 @@
 namespace tegula::backends {
 
 // One extent (a dim's size or stride, in elements): parameter `param`'s
-// value at launch, or `value` when param < 0.
+// value at launch, or `value` when param < 0; times the values of the
+// parameters `factors` and the constant `scale` when the kernel computes the
+// extent as a product (`Z * H * N_CTX`, `2 * N`), wrapped to a signed
+// integer of `bits` bits as the kernel's own multiplication wraps (0: no
+// product, nothing to wrap).
 struct TensorMapExtent {
   int param = -1;
   int64_t value = 0;
+  std::vector<int> factors = {};
+  int64_t scale = 1;
+  int bits = 0;
   bool operator==(const TensorMapExtent&) const = default;
 };
+
+// The extent's value from the parameters' values (`arg(i)`: parameter i as
+// a signed integer), with the kernel's wrapping.
+template <class Arg>
+int64_t extent_value(const TensorMapExtent& e, Arg arg) {
+  uint64_t v = static_cast<uint64_t>(e.param >= 0 ? arg(e.param) : e.value);
+  for (int f : e.factors) v *= static_cast<uint64_t>(arg(f));
+  v *= static_cast<uint64_t>(e.scale);
+  if (e.bits == 32) return static_cast<int32_t>(static_cast<uint32_t>(v));
+  return static_cast<int64_t>(v);
+}
 
 struct TensorMapParam {
   int base = 0;                          // the parameter holding the base pointer (its pointee: the element type)

@@ -151,13 +151,24 @@ nb::dict effects_of(const CompiledKernel& k) {
 
 // The tensor maps a launch encodes, after the parameters: {"base": name,
 // "shape": [...], "strides": [...], "box": [...], "swizzle": int, "fill":
-// "zero" | "nan"}, each extent a parameter's name or a constant.
+// "zero" | "nan"}, each extent a parameter's name, a constant, or a product
+// of them the kernel computes ("Z*H*N_CTX@32").
 nb::list tensor_maps_of(const CompiledKernel& k) {
   auto extents = [&](const std::vector<backends::TensorMapExtent>& list) {
     nb::list out;
-    for (const backends::TensorMapExtent& e : list)
-      out.append(e.param >= 0 ? nb::object(nb::str(k.params.at(static_cast<size_t>(e.param)).name.c_str()))
-                              : nb::object(nb::int_(e.value)));
+    auto name = [&](int param) { return k.params.at(static_cast<size_t>(param)).name; };
+    for (const backends::TensorMapExtent& e : list) {
+      if (e.factors.empty() && e.scale == 1 && e.bits == 0) {
+        out.append(e.param >= 0 ? nb::object(nb::str(name(e.param).c_str())) : nb::object(nb::int_(e.value)));
+        continue;
+      }
+      // A product: "Z*H*N_CTX", "N*2", with "@32" when the kernel multiplies in 32 bits.
+      std::string text = e.param >= 0 ? name(e.param) : std::to_string(e.value);
+      for (int f : e.factors) text += "*" + name(f);
+      if (e.scale != 1) text += "*" + std::to_string(e.scale);
+      if (e.bits != 0) text += "@" + std::to_string(e.bits);
+      out.append(nb::str(text.c_str()));
+    }
     return out;
   };
   nb::list out;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -297,7 +298,9 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
         return std::nullopt;
       for (const auto* extents : {&map->shape, &map->strides})
         for (const backends::TensorMapExtent& e : *extents)
-          if (e.param >= 0 && !is_param(e.param)) return std::nullopt;
+          if ((e.param >= 0 && !is_param(e.param)) ||
+              std::any_of(e.factors.begin(), e.factors.end(), [&](int f) { return !is_param(f); }))
+            return std::nullopt;
       manifest.tensor_maps.push_back(std::move(*map));
     } else if (w.size() == 3 && w[0] == "artifact" && seen_kernel && !seen_artifact && is_artifact_extension(w[1]) &&
                is_hex_digest(w[2])) {

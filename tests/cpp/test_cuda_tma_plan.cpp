@@ -3,6 +3,7 @@
 // its arguments (launch_tensor_maps.h); no GPU needed.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "backends/cuda/launch_tensor_maps.h"
@@ -68,8 +69,58 @@ TEST(TmaPlan, RefusesWhatTheSpecializationDoesNotProve) {
             std::string::npos);
   EXPECT_NE(refusal(kParams, load("%x, %M, %N, %s, %one, %zero, %zero", "tile<512x16xf32>")).find("at most 256"),
             std::string::npos);
-  std::string computed = "%m2 = mul %M, %eight : i32\n  " + load("%x, %m2, %N, %s, %one, %zero, %zero");
+  std::string computed = "%m2 = add %M, %eight : i32\n  " + load("%x, %m2, %N, %s, %one, %zero, %zero");
   EXPECT_NE(refusal(kParams, computed).find("computed in the kernel"), std::string::npos);
+}
+
+TEST(TmaPlan, ProductsOfParametersAreMultipliedAtLaunch) {
+  // rows = M * N * 8 (Triton's `Z * H * N_CTX` form): the launcher multiplies as the kernel does, in 32 bits.
+  ir::Function fn = kernel(kParams, R"(%mn = mul %M, %N : i32
+  %rows = mul %mn, %eight : i32
+  %st = mul %s, %eight : i32
+  %b = desc_load %x, %rows, %N, %st, %one, %zero, %zero {padding = "zero"} : tile<16x16xf32>)");
+  EXPECT_EQ(tma_refusal(fn, first_desc_op(fn)), "");
+  TensorMapParam map = tma_map_param(fn, first_desc_op(fn));
+  EXPECT_EQ(map.shape[0], (TensorMapExtent{1, 0, {2}, 8, 32}));
+  EXPECT_EQ(map.strides[0], (TensorMapExtent{3, 0, {}, 8, 32}));
+  std::optional<TensorMapParam> back = parse_tensor_map_param(to_text(map));
+  ASSERT_TRUE(back.has_value()) << to_text(map);
+  EXPECT_EQ(*back, map);
+  EXPECT_NE(to_text(map).find("shape=p1*p2*8@32,p2"), std::string::npos) << to_text(map);
+  for (const char* bad : {"p1*", "p1*p2@16", "3@32", "p1**p2", "p-1*p2"}) {
+    std::string text = "base=0 shape=" + std::string(bad) + ",p2 strides=p3,1 box=16,16 swizzle=0 fill=zero";
+    EXPECT_FALSE(parse_tensor_map_param(text).has_value()) << bad;
+  }
+  // A product with an odd factor of unknown divisibility is no stride the TMA takes.
+  std::string odd = R"(%st = mul %s, %M : i32
+  %b = desc_load %x, %M, %N, %st, %one, %zero, %zero {padding = "zero"} : tile<16x16xf32>)";
+  EXPECT_EQ(refusal(kParams, odd), "");  // s (div 16) times anything stays a multiple of 16 floats
+  std::string unknown = R"(%st = mul %t, %M : i32
+  %b = desc_load %x, %M, %N, %st, %one, %zero, %zero {padding = "zero"} : tile<16x16xf32>)";
+  EXPECT_NE(refusal(kParams, unknown).find("multiple of 16 bytes"), std::string::npos);
+}
+
+TEST(TmaPlan, LaunchMultipliesAndWrapsLikeTheKernel) {
+  KernelInfo info;
+  info.name = "k";
+  info.params = {{"x", ir::Type::ptr(ir::Scalar::F32), 16}, {"M", ir::Type::of(ir::Scalar::I32), 1},
+                 {"N", ir::Type::of(ir::Scalar::I32), 16}};
+  TensorMapParam map;
+  map.base = 0;
+  map.shape = {{1, 0, {2}, 2, 32}, {2, 0}};
+  map.strides = {{2, 0}, {-1, 1}};
+  map.box = {16, 16};
+  info.tensor_maps = {map};
+  std::vector<ArgValue> args(3);
+  args[0] = {ArgValue::Kind::Pointer, 0x7f0000001000};
+  args[1] = {ArgValue::Kind::Int, 300};
+  args[2] = {ArgValue::Kind::Int, 1024};
+  EXPECT_EQ(tensor_map_key(info, map, args).shape, (std::vector<int64_t>{614400, 1024}));
+  // 70000 * 1024 * 2 overflows int32 in the kernel: the launcher sees the same wrapped value and refuses it.
+  args[1].bits = 70000 * 16;
+  TensorMapKey wrapped = tensor_map_key(info, map, args);
+  EXPECT_EQ(wrapped.shape[0], static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(70000ull * 16 * 1024 * 2))));
+  EXPECT_NE(tma_problem(wrapped), "");
 }
 
 TEST(TmaPlan, LaunchReadsTheMapFromTheArguments) {

@@ -318,7 +318,16 @@ def _tensor_map(lib, spec: dict, compiled, values: list):
     names = [p[0] for p in compiled.params]
 
     def extent(e):
-        return int(values[names.index(e)]) if isinstance(e, str) else e
+        if not isinstance(e, str):
+            return e
+        # A parameter's name, or a product the kernel computes: "Z*H*N_CTX@32" wraps as 32-bit arithmetic.
+        text, _, bits = e.partition("@")
+        v = 1
+        for factor in text.split("*"):
+            v *= int(factor) if factor.lstrip("-").isdigit() else int(values[names.index(factor)])
+        if bits:
+            v = (v + 2 ** (int(bits) - 1)) % 2 ** int(bits) - 2 ** (int(bits) - 1)
+        return v
 
     index = names.index(spec["base"])
     base, element = values[index], compiled.params[index][1][len("ptr<"):-1]

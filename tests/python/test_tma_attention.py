@@ -37,7 +37,7 @@ def run(B, H, S, D, BM, BN, warps, stages, causal, ws=None, dtype="bfloat16", ed
     out = np.zeros_like(q)
     lse = np.zeros((B, H, S), np.float32)
     grid = (-(-S // BM), B * H)
-    compiled = emulate(fa.attention_tma_kernel, grid, q, k, v, out, lse, B * H * S, S, 1.0 / D ** 0.5,
+    compiled = emulate(fa.attention_tma_kernel, grid, q, k, v, out, lse, B, H, S, 1.0 / D ** 0.5,
                        HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, CAUSAL=causal, TAIL=S % BN != 0, WARP_SPECIALIZE=ws,
                        num_warps=warps, num_stages=stages, edit_source=edit_source, seed=seed)
     want_out, want_lse = fa.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), causal=causal)

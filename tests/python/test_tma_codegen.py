@@ -165,13 +165,20 @@ def test_rank1_and_rank3_blocks():
     assert "tg_tma_load_1d" in compiled.source and "tg_tma_store_1d" in compiled.source
     np.testing.assert_array_equal(y, x + 1)
 
-    # M * N is computed in the kernel: that map's strides are unknown at compile time, so rank 3 takes the
-    # pointer form; with the strides given as arguments it takes the TMA.
+    # M * N is computed in the kernel: the launcher multiplies the arguments as the kernel does (32 bits), and
+    # N (16, specialized divisible by 16) makes it a multiple of 16 bytes, so rank 3 takes the TMA.
     x3 = random_array(6, (3, 10, 16), "float32")
     y3 = np.zeros_like(x3)
     compiled = emulate(rank3_kernel, (2, 2), x3, y3, 3, 10, 16, BA=2, BM=8, BN=16)
-    assert compiled.tensor_maps == [], "a stride computed in the kernel cannot go into a tensor map"
+    assert [m["strides"] for m in compiled.tensor_maps] == [["M*N@32", "N", 1]] * 2
+    assert "tg_tma_load_3d" in compiled.source and "tg_tma_store_3d" in compiled.source
     np.testing.assert_array_equal(y3, x3 - 1)
+    # With N = 10 (not specialized), M * N floats may not be a multiple of 16 bytes: the pointer form.
+    x4 = random_array(7, (3, 10, 10), "float32")
+    y4 = np.zeros_like(x4)
+    compiled = emulate(rank3_kernel, (2, 2), x4, y4, 3, 10, 10, BA=2, BM=8, BN=16)
+    assert compiled.tensor_maps == []
+    np.testing.assert_array_equal(y4, x4 - 1)
 
 
 @tegula.jit
@@ -307,3 +314,32 @@ def test_a_load_after_a_tma_store_sees_it():
                 edit_source=lambda src: re.sub(r"if \(threadIdx.x == 0\) tg_bulk_wait<0>\(\);", "", src))
         stale.append(not np.array_equal(z, want))
     assert any(stale), "no interleaving read a block before its store landed"
+
+
+@tegula.jit
+def flattened_heads_kernel(X, Y, Z, H, N, D: tl.constexpr, BM: tl.constexpr):
+    """Triton's attention tutorial names its rows `Z * H * N_CTX` in the kernel."""
+    rows = Z * H * N
+    dx = tl.make_tensor_descriptor(X, [rows, D], [D, 1], [BM, D])
+    dy = tl.make_tensor_descriptor(Y, [rows, D], [D, 1], [BM, D])
+    start = tl.program_id(0) * BM
+    dy.store([start, 0], dx.load([start, 0]) * 2)
+
+
+def test_shape_computed_as_a_product_of_parameters():
+    # The launcher multiplies Z * H * N as the kernel does (32-bit), so the block still moves through the TMA;
+    # the last block sticks out of the rows and is clipped.
+    Z, H, N, D, BM = 2, 3, 50, 32, 64
+    x = random_array(np.random.default_rng(3), (Z * H * N, D), "float32")
+    y = np.zeros_like(x)
+    compiled = emulate(flattened_heads_kernel, (-(-Z * H * N // BM),), x, y, Z, H, N, D=D, BM=BM)
+    assert "desc_load at" in compiled.layouts and "TMA through" in compiled.layouts, compiled.layouts
+    assert [m["shape"] for m in compiled.tensor_maps] == [["Z*H*N@32", D]] * 2
+    np.testing.assert_array_equal(y, x * 2)
+
+
+def test_a_product_that_wraps_in_the_kernel_wraps_at_launch():
+    # 50000 * 50000 * 1 overflows int32 in the kernel; the launcher computes the same negative size and refuses it.
+    x = np.zeros((64, 32), np.float32)
+    with pytest.raises(EmulatorError, match="refused"):
+        emulate(flattened_heads_kernel, (1,), x, x.copy(), 50000, 50000, 1, D=32, BM=64)

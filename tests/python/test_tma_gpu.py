@@ -104,7 +104,7 @@ def test_attention_ring_is_warp_specialized_wgmma(tmp_path):
 
     q = np.zeros((1, 1, 256, 128), np.float16)
     lse = np.zeros((1, 1, 256), np.float32)
-    compiled, sass = sass_of(fa.attention_tma_kernel, (q, q, q, q, lse, 256, 256, 0.1),
+    compiled, sass = sass_of(fa.attention_tma_kernel, (q, q, q, q, lse, 1, 1, 256, 0.1),
                              {**fa.DEFAULT_BLOCKS, "HEAD_DIM": 128, "CAUSAL": False, "TAIL": False}, tmp_path,
                              num_warps=8)
     assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts

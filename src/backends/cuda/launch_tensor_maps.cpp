@@ -6,10 +6,16 @@ namespace tegula::backends::cuda {
 
 namespace {
 
-int64_t extent_value(const TensorMapExtent& e, std::span<const ArgValue> args) {
-  if (e.param < 0) return e.value;
-  TEGULA_ASSERT(static_cast<size_t>(e.param) < args.size(), "a tensor map names a parameter past the arguments");
-  return static_cast<int64_t>(args[static_cast<size_t>(e.param)].bits);
+int64_t extent_of(const KernelInfo& info, const TensorMapExtent& e, std::span<const ArgValue> args) {
+  return extent_value(e, [&](int param) {
+    TEGULA_ASSERT(static_cast<size_t>(param) < args.size() && static_cast<size_t>(param) < info.params.size(),
+                  "a tensor map names a parameter past the arguments");
+    uint64_t bits = args[static_cast<size_t>(param)].bits;
+    // A 32-bit signed parameter's value, sign-extended, as the kernel reads it.
+    if (info.params[static_cast<size_t>(param)].type.scalar == ir::Scalar::I32)
+      return static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(bits)));
+    return static_cast<int64_t>(bits);
+  });
 }
 
 }  // namespace
@@ -20,8 +26,8 @@ TensorMapKey tensor_map_key(const KernelInfo& info, const TensorMapParam& map, s
   TensorMapKey key;
   key.base = args[static_cast<size_t>(map.base)].bits;
   key.dtype = info.params[static_cast<size_t>(map.base)].type.scalar;
-  for (const TensorMapExtent& e : map.shape) key.shape.push_back(extent_value(e, args));
-  for (const TensorMapExtent& e : map.strides) key.strides.push_back(extent_value(e, args));
+  for (const TensorMapExtent& e : map.shape) key.shape.push_back(extent_of(info, e, args));
+  for (const TensorMapExtent& e : map.strides) key.strides.push_back(extent_of(info, e, args));
   key.box = map.box;
   key.swizzle = static_cast<TmaSwizzle>(map.swizzle);
   key.nan_fill = map.nan_fill;

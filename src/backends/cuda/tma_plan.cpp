@@ -14,7 +14,9 @@ constexpr int64_t kMaxBox = 256;
 constexpr int64_t kMaxDim = int64_t{1} << 32;
 
 // Where an extent operand comes from: a kernel parameter (the body's block
-// argument) or an integer constant; nullopt for anything computed.
+// argument), an integer constant, or a product of those the kernel computes
+// (`Z * H * N_CTX`: the launcher multiplies them as the kernel does);
+// nullopt for anything else computed.
 std::optional<TensorMapExtent> extent_of(const ir::Function& fn, ir::ValueId v) {
   const ir::Value& value = fn.value(v);
   if (!value.def.valid()) {
@@ -22,15 +24,37 @@ std::optional<TensorMapExtent> extent_of(const ir::Function& fn, ir::ValueId v) 
     return TensorMapExtent{static_cast<int>(value.position), 0};
   }
   const ir::Op& def = fn.op(value.def);
-  if (def.kind != ir::OpKind::Constant || !ir::is_integer(fn.type(v).scalar)) return std::nullopt;
-  return TensorMapExtent{-1, def.int_attr("value")};
+  ir::Scalar scalar = fn.type(v).scalar;
+  if (!ir::is_integer(scalar) || fn.type(v).is_tile()) return std::nullopt;
+  if (def.kind == ir::OpKind::Constant) return TensorMapExtent{-1, def.int_attr("value")};
+  if (def.kind != ir::OpKind::Mul || (scalar != ir::Scalar::I32 && scalar != ir::Scalar::I64)) return std::nullopt;
+  std::optional<TensorMapExtent> a = extent_of(fn, def.operands[0]), b = extent_of(fn, def.operands[1]);
+  if (!a || !b) return std::nullopt;
+  std::vector<int> params;
+  int64_t scale = 1;
+  for (const TensorMapExtent* e : {&*a, &*b}) {
+    if (e->param >= 0) params.push_back(e->param);
+    else if (__builtin_mul_overflow(scale, e->value, &scale)) return std::nullopt;
+    params.insert(params.end(), e->factors.begin(), e->factors.end());
+    if (__builtin_mul_overflow(scale, e->scale, &scale)) return std::nullopt;
+  }
+  if (params.empty()) return std::nullopt;  // constants the front end folds
+  TensorMapExtent product{params.front(), 0, {params.begin() + 1, params.end()}, scale,
+                          static_cast<int>(ir::byte_size(scalar) * 8)};
+  return product;
 }
 
 // Whether `bytes` times the extent is a multiple of 16: for a parameter, its
-// known divisibility says so; for a constant, its value.
+// known divisibility says so; for a constant, its value; for a product, the
+// product of its factors' (modulo 16 is all that matters).
 bool multiple_of_16_bytes(const ir::Function& fn, const TensorMapExtent& e, int64_t bytes) {
-  int64_t known = e.param >= 0 ? fn.params[static_cast<size_t>(e.param)].divisibility : e.value;
-  return known != 0 && (known * bytes) % 16 == 0;
+  if (e.param < 0 && e.value == 0) return false;
+  auto mod16 = [](int64_t x) { return static_cast<uint64_t>(x) % 16; };
+  auto known = [&](int param) { return mod16(fn.params[static_cast<size_t>(param)].divisibility); };
+  uint64_t k = e.param >= 0 ? known(e.param) : mod16(e.value);
+  for (int f : e.factors) k = k * known(f) % 16;
+  k = k * mod16(e.scale) % 16;
+  return k * mod16(bytes) % 16 == 0;
 }
 
 ir::ValueId block_value(const ir::Op& op) {

@@ -4,7 +4,8 @@
 // The TMA copies a block through a tensor map the host encodes
 // (backends/cuda/tensor_map.h), so everything the map holds must be known
 // at launch: the base is a kernel parameter, each dim's size and stride a
-// parameter or a constant. The rules the map must meet are checked here
+// parameter, a constant, or a product of them (the launcher multiplies as the
+// kernel does). The rules the map must meet are checked here
 // where the specialization proves them (a base aligned to 16 bytes, outer
 // strides multiples of 16 bytes, innermost stride 1, a box of at most 256
 // elements per dim whose rows are multiples of 16 bytes), so a launch can
