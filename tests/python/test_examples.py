@@ -16,6 +16,7 @@ import pytest
 
 import axpy
 import flash_attention
+import flash_attention_tma
 import fused_chain
 import layer_norm
 import matmul
@@ -219,6 +220,21 @@ def test_fused_chain_example_check(M, N):
                                            (1, 1, 70, 64, "bfloat16")])
 def test_flash_attention_example_check(B, H, S, D, dtype, causal):
     flash_attention.check(B, H, S, D, dtype, causal, seed=S)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("B,H,S,D,dtype,blocks", [(1, 1, 1, 16, "float32", {}),
+                                                  (2, 2, 77, 32, "float16", {"BLOCK_M": 32, "BLOCK_N": 16}),
+                                                  (1, 3, 70, 64, "bfloat16", {"BLOCK_M": 64, "BLOCK_N": 32})])
+def test_flash_attention_tma_example_check(B, H, S, D, dtype, blocks, causal):
+    # The descriptor form: key blocks past S read the next head's rows (or zeros past the end) and are masked.
+    flash_attention_tma.check(B, H, S, D, dtype, causal, seed=S, **blocks)
+
+
+def test_flash_attention_tma_refuses_strided_arrays():
+    q = np.zeros((1, 2, 8, 16), np.float32)
+    with pytest.raises(ValueError, match="contiguous"):
+        flash_attention_tma.attention(q, q, np.swapaxes(q, 1, 2).copy().swapaxes(1, 2), causal=False)
 
 
 # --- one script end to end -------------------------------------------------------------------
