@@ -192,6 +192,14 @@ class RingPlanner {
       } else if (k == 0 && a_in_registers(id)) {
         operands.a_in_registers = true;
         tile = plan_operand(ctx_, id, 0, 0);
+      } else if (auto shared = std::find_if(ring.loads.begin(), ring.loads.end(),
+                                            [&](const RingLoad& r) { return r.operand == dot.operands[k]; });
+                 shared != ring.loads.end()) {
+        // A block an earlier dot reads too (A of a gate and an up projection):
+        // one copy in the ring, read by both.
+        if ((k == 0) != (shared->tile.k_dim == 1)) return refuse("a block is operand a of one dot and b of another");
+        tile = shared->tile;
+        (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
       } else {
         std::optional<RingLoad> load = plan_load(dot.operands[k], k, ring);
         if (!load) return std::nullopt;
@@ -233,7 +241,7 @@ class RingPlanner {
   std::optional<RingLoad> plan_load(ir::ValueId value, size_t operand, TmaRing& ring) {
     std::string which = operand == 0 ? "operand a" : "operand b";
     std::vector<ir::ValueId> between;
-    ir::OpId def = single_use_def(value);
+    ir::OpId def = dot_operand_def(value);
     // An fp8 block the front end widened to f16 for the dot: wgmma reads
     // the fp8 bytes where they land (both operands' rows along K).
     bool fp8 = def.valid() && fn_.op(def).kind == OpKind::Cast &&
@@ -285,6 +293,19 @@ class RingPlanner {
   }
 
   // The op of the loop body defining `v`, when `v` has no other use.
+  // The op of the loop body defining `v`, when only dots of the body read
+  // `v` (as operands a or b).
+  ir::OpId dot_operand_def(ir::ValueId v) const {
+    ir::OpId def = fn_.value(v).def;
+    if (!def.valid() || !in_body_block(def)) return ir::OpId{};
+    uint32_t by_dots = 0;
+    for (ir::OpId id : fn_.block(body_).ops) {
+      const ir::Op& o = fn_.op(id);
+      if (!o.erased && o.kind == OpKind::Dot) by_dots += (o.operands[0] == v) + (o.operands[1] == v);
+    }
+    return uses_[v.index] == by_dots ? def : ir::OpId{};
+  }
+
   ir::OpId single_use_def(ir::ValueId v) const {
     ir::OpId def = fn_.value(v).def;
     return def.valid() && in_body_block(def) && uses_[v.index] == 1 ? def : ir::OpId{};
