@@ -157,3 +157,67 @@ def test_two_accumulating_dots_share_a_ring(kernel, loads):
     assert compiled.layouts.count("TMA ring through") == loads, compiled.layouts
     gate, up = to_f64(a) @ to_f64(b), to_f64(a) @ to_f64(c)
     np.testing.assert_allclose(y, gate / (1 + np.exp(-gate)) * up, rtol=1e-4, atol=1e-4)
+
+
+@tegula.jit
+def _inner(acc, l_i, m_i, q, desc_k, desc_v, head_row, offs_m, offs_n, lo, hi, qk_scale, N_CTX,
+           BLOCK_N: tl.constexpr, MASK: tl.constexpr):
+    for start_n in tl.range(lo, hi, BLOCK_N):
+        k = desc_k.load([head_row + start_n, 0])
+        qk = tl.dot(q, k.T)
+        if MASK:
+            keys = start_n + offs_n
+            qk = tl.where((offs_m[:, None] >= keys[None, :]) & (keys[None, :] < N_CTX), qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([head_row + start_n, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@tegula.jit
+def two_loop_causal_kernel(Q, K, V, Out, Z, H, N_CTX, sm_scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                           BLOCK_N: tl.constexpr):
+    """Triton's tutorial form of causal attention: the blocks below the diagonal without a mask, then the
+    diagonal's blocks with it, each loop a ring of its own (the first fed by the producer)."""
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    y_dim = Z * H * N_CTX
+    desc_q = tl.make_tensor_descriptor(Q, [y_dim, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, [y_dim, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, [y_dim, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    head_row = off_hz * N_CTX
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = desc_q.load([head_row + start_m * BLOCK_M, 0])
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    acc, l_i, m_i = _inner(acc, l_i, m_i, q, desc_k, desc_v, head_row, offs_m, offs_n, 0, start_m * BLOCK_M,
+                           qk_scale, N_CTX, BLOCK_N, False)
+    acc, l_i, m_i = _inner(acc, l_i, m_i, q, desc_k, desc_v, head_row, offs_m, offs_n, start_m * BLOCK_M,
+                           min((start_m + 1) * BLOCK_M, N_CTX), qk_scale, N_CTX, BLOCK_N, True)
+    out = acc / l_i[:, None]
+    o_ptrs = Out + (head_row + offs_m)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=(offs_m < N_CTX)[:, None])
+
+
+@pytest.mark.parametrize("warps,BN,stages,D", [(4, 32, 3, 64), (8, 64, 2, 64), (8, 64, 3, 128)])
+def test_two_causal_loops_each_a_ring(warps, BN, stages, D):
+    # The last: the producer warpgroup feeds the first loop, thread 0 the second.
+    B, H, S = 1, 2, 200
+    BM = 16 * warps
+    q, k, v = fa.make_inputs(B, H, S, D, fa.numpy_dtype("bfloat16"), seed=S)
+    out = np.zeros_like(q)
+    compiled = emulate(two_loop_causal_kernel, (-(-S // BM), B * H), q, k, v, out, B, H, S, 1.0 / D ** 0.5,
+                       HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages)
+    assert compiled.layouts.count("TMA ring through") == 4, compiled.layouts
+    assert ("fed by a producer warpgroup" in compiled.layouts) == (D == 128), compiled.layouts
+    want, _ = fa.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), causal=True)
+    (atol, rtol), _ = fa.TOLERANCES["bfloat16"]
+    np.testing.assert_allclose(out.astype(np.float64), want, atol=atol, rtol=rtol)
