@@ -149,7 +149,8 @@ class RingPlanner {
       at.push_back(ring.invariant_bytes);
       ring.invariant_bytes = next_line(ring.invariant_bytes + plan_operand(ctx_, o.dot, o.index, 0).bytes());
     }
-    // The epilogue's scratch reuses the ring; some room stays for the body's.
+    // The epilogue's scratch reuses the ring; some room stays for the body's,
+    // and the invariant tiles start on the 1024-byte line after the barriers.
     int64_t room = shared_capacity() - 16 * 1024 - ring.invariant_bytes - 1024;
     ring.stages = static_cast<int>(std::min<int64_t>(ctx_.options.num_stages, room / (ring.stage_bytes + 16)));
     if (ring.stages < 2) return refuse("two stages of " + str(ring.stage_bytes) + " bytes do not fit in shared memory");
