@@ -58,6 +58,16 @@
 // the masked loop, only for a partial tile. That saves a pass over the tile
 // and its room in the L1 cache; the values read are the same.
 //
+// Next tiles: a tile read in place of at least kMinNextTileBytes, in the
+// program's body (not in a loop of it), is waited for by the loop that
+// reduces it, after which the program computes from cache and moves no
+// memory; the hardware prefetcher does not cross the 4 KB pages of the next
+// program's row. So the program predicts where the next program of its
+// thread reads (prelude_stream.h, tg_next_tile) and its later flat loops
+// fetch that tile into L2 while they compute: each loop half the tile (the
+// rest, if less), spread over blocks of kPrefetchBlock elements, so the
+// fetches overlap the work of two loops instead of arriving as a burst.
+//
 // Ordering: inside a fused loop, the memory accesses of element i happen
 // before those of element i + 1, instead of op after op. Only a store ends a
 // run, so a store is never followed by a load of the same run; a run's loads
@@ -102,6 +112,10 @@ constexpr int64_t kMinRowLength = 16;
 constexpr int kMaxRecomputedOps = 4;
 // Smaller tiles are not worth staging (a few lines, mostly partial).
 constexpr int64_t kMinStreamBytes = 1024;
+// Rows shorter than a page are fetched well enough by the hardware.
+constexpr int64_t kMinNextTileBytes = 4096;
+// Elements between two prefetches of a loop fetching next tiles.
+constexpr int64_t kPrefetchBlock = 64;
 
 // The per-element ops computing tile `v` from scalars alone, or `limit` when
 // that is `limit` or more (reading memory, or anything else, is too many).
@@ -565,6 +579,17 @@ class FusedRun {
     return j < (o.kind == OpKind::Load ? 1u : 2u);
   }
 
+  // The part of a next tile one loop fetches: `bytes_per_element` bytes
+  // at `offset + block * bytes_per_element` per block of kPrefetchBlock.
+  struct Fetch {
+    std::string pointer;
+    int64_t offset, bytes_per_element;
+  };
+  std::vector<Fetch> plan_next_tile_fetches();
+  void declare_next_tile(ir::OpId load, const std::string& base);
+  void open_loop(const std::string& index, const std::vector<Fetch>& fetches);
+  void close_loop(const std::vector<Fetch>& fetches);
+
   std::optional<ir::OpId> load_read_in_place() const;
   std::vector<bool> live_members(bool full) const;
   void declare_arrays(const std::vector<bool>& live);
@@ -637,6 +662,35 @@ std::optional<ir::OpId> FusedRun::load_read_in_place() const {
   if (mask_of(o) && !has_full_mask(o)) return std::nullopt;
   if (!unwritten_while_used(ctx_, *load)) return std::nullopt;
   return load;
+}
+
+// Shares of the pending next tiles for this run's loop, counted as fetched.
+std::vector<FusedRun::Fetch> FusedRun::plan_next_tile_fetches() {
+  std::vector<Fetch> fetches;
+  if (rows_ || numel_ % kPrefetchBlock != 0 || fn_.op(ops_[0]).parent != fn_.body()) return fetches;
+  int64_t blocks = numel_ / kPrefetchBlock;
+  auto whole_lines = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  for (CodegenContext::NextTile& tile : ctx_.next_tiles) {
+    int64_t share = std::min(tile.bytes - tile.prefetched, whole_lines(tile.bytes / 2));
+    if (share <= 0) continue;
+    int64_t per_block = whole_lines((share + blocks - 1) / blocks);
+    fetches.push_back(Fetch{tile.pointer, tile.prefetched, per_block / kPrefetchBlock});
+    tile.prefetched = std::min(tile.bytes, tile.prefetched + per_block * blocks);
+  }
+  return fetches;
+}
+
+// After the pointer of a tile read in place: the pointer to the next
+// program's copy of it, when it qualifies as a next tile.
+void FusedRun::declare_next_tile(ir::OpId load, const std::string& base) {
+  const ir::Op& o = fn_.op(load);
+  int64_t bytes = numel_ * c_element_size(ir::Type::of(fn_.type(o.results[0]).scalar));
+  if (o.parent != fn_.body() || bytes < kMinNextTileBytes) return;
+  std::string pointer = ctx_.unique("next" + std::to_string(o.results[0].index));
+  ctx_.out.line("// where the next program reads it, fetched by the loops below while the launch streams");
+  ctx_.out.line("const char* const " + pointer + " = tg_next_tile(tile_history[" +
+                std::to_string(ctx_.next_tiles.size()) + "], " + base + ", tg_streams(grid, tg_program_bytes));");
+  ctx_.next_tiles.push_back(CodegenContext::NextTile{pointer, bytes, 0});
 }
 
 // Arrays of the results used outside the run. A view shares its operand's
@@ -712,6 +766,27 @@ void FusedRun::close_streamed_stores(bool full) {
   }
 }
 
+// The flat loop over elements `index` of the run; with fetches, in blocks,
+// each of which prefetches its part of the next tiles first.
+void FusedRun::open_loop(const std::string& index, const std::vector<Fetch>& fetches) {
+  if (fetches.empty()) return ctx_.open_element_loop(index, row_);
+  std::string block = std::to_string(kPrefetchBlock);
+  ctx_.out.open("for (int block = 0; block < " + std::to_string(row_) + "; block += " + block + ")");
+  for (const Fetch& f : fetches) {
+    std::string start = f.offset == 0 ? "" : std::to_string(f.offset) + " + ";
+    ctx_.out.line("tg_prefetch(" + f.pointer + ", " + start + "block * " + std::to_string(f.bytes_per_element) +
+                  ", " + std::to_string(f.bytes_per_element * kPrefetchBlock) + ");");
+  }
+  ctx_.out.line("TG_IVDEP");
+  ctx_.out.line("TG_NO_UNROLL");
+  ctx_.out.open("for (int " + index + " = block; " + index + " < block + " + block + "; ++" + index + ")");
+}
+
+void FusedRun::close_loop(const std::vector<Fetch>& fetches) {
+  ctx_.out.close();
+  if (!fetches.empty()) ctx_.out.close();
+}
+
 void FusedRun::emit() {
   bool single = ops_.size() == 1;
   std::vector<bool> live = live_members(false);
@@ -739,10 +814,11 @@ void FusedRun::emit() {
     ctx_.out.line(lines[0]);  // a view: nothing to compute
     return;
   }
+  std::vector<Fetch> fetches = in_place ? std::vector<Fetch>{} : plan_next_tile_fetches();
   if (!rows_ && bases_.empty() && full_masks_.empty()) {
-    ctx_.open_element_loop("i", numel_);
+    open_loop("i", fetches);
     for (const std::string& line : lines) ctx_.out.line(line);
-    ctx_.out.close();
+    close_loop(fetches);
     return;
   }
   // [full check] for each row r: row base pointers, then the elements c of the row.
@@ -775,10 +851,10 @@ void FusedRun::emit() {
                   ";  // &v" + std::to_string(b.pointer.index) + "[" + row_start + "]");
   auto element_loop = [&](const std::vector<std::string>& statements, bool full_copy) {
     open_streamed_stores(full_copy);
-    ctx_.open_element_loop("c", row_);
+    open_loop("c", fetches);
     ctx_.out.line(one_row ? "const int i = c;" : "const int i = r * " + std::to_string(row_) + " + c;");
     for (const std::string& line : statements) ctx_.out.line(line);
-    ctx_.out.close();
+    close_loop(fetches);
     close_streamed_stores(full_copy);
   };
   if (in_place) {
@@ -794,6 +870,7 @@ void FusedRun::emit() {
     ctx_.out.line("// " + tile_name + " is read where it lies" + (full.empty() ? "" : " when whole") +
                   ": nothing writes memory before its last use");
     ctx_.declare_pointer(r, tile_name, pointer);
+    declare_next_tile(*in_place, base);
   } else if (full.empty()) {
     element_loop(lines, false);
   } else {

@@ -460,6 +460,43 @@ static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
   std::memcpy(d, s, (size_t)bytes);
 }
 
+// Next tiles (codegen_fusion.cpp): a program that reads a row in place
+// waits for it in its first loop and then computes from cache with no
+// memory traffic, so time per row is memory time plus compute time, and
+// the hardware prefetcher, which stops at 4 KB pages, does not fetch the
+// next row. Programs of one thread run in order, so the row the next one
+// reads is predicted from the last two this thread read (`last`, kept by
+// the entry), and later loops fetch it into L2 while they compute.
+// Only a launch that streams does this; a prediction that misses (the
+// first program of a chunk) costs a few prefetches, which never fault.
+static inline const char* tg_next_tile(const char*& last, const void* now, bool streams) {
+  const char* here = static_cast<const char*>(now);
+  const char* next = nullptr;
+  if (streams && last != nullptr)  // in integers: the guess may lie outside every array
+    next = reinterpret_cast<const char*>(2 * reinterpret_cast<uintptr_t>(here) - reinterpret_cast<uintptr_t>(last));
+  last = here;
+  return next;
+}
+
+// Fetches `bytes` (whole lines) from `offset` on of `tile` into L2; a null
+// tile does nothing. Forced inline: g++ does not inline it into a program
+// compiled under another target pragma, and then drops the call, which has
+// no effect it can see.
+__attribute__((always_inline)) static inline void tg_prefetch(const char* tile, int64_t offset, int64_t bytes) {
+  if (tile == nullptr) return;
+  for (int64_t k = offset; k < offset + bytes; k += 64) __builtin_prefetch(tile + k, 0, 2);
+}
+
+// The blocks of a loop that prefetches: left rolled so that each block
+// stays one vectorized loop between its prefetches.
+#if defined(__clang__)
+#define TG_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#elif defined(__GNUC__)
+#define TG_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#define TG_NO_UNROLL
+#endif
+
 // Makes this thread's streamed stores visible to every thread when it goes.
 struct tg_stream_fence {
   tg_stream_fence() = default;
