@@ -198,19 +198,22 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
     const bool stream88 = tg_streams(grid, tg_program_bytes);
     alignas(64) float stage88[4096];
     float* const out88 = stream88 ? stage88 : row88;
-    TG_IVDEP
-    for (int c = 0; c < 4096; ++c) {
-      const int i = c;
-      // v83 = splat(v82)  fused_chain.py:51:9
-      const float e83 = v82;
-      // v84 = mul(v73, v83)  fused_chain.py:51:9
-      const float e84 = v73[i] * e83;
-      // v85 = mul(v84, v43)  fused_chain.py:51:9
-      const float e85 = e84 * v43[i];
-      // store(v88, v85, v14)  fused_chain.py:52:5
-      *(out88 + c) = e85;
+    for (int block = 0; block < 4096; block += 64) {
+      TG_IVDEP
+      TG_NO_UNROLL
+      for (int c = block; c < block + 64; ++c) {
+        const int i = c;
+        // v83 = splat(v82)  fused_chain.py:51:9
+        const float e83 = v82;
+        // v84 = mul(v73, v83)  fused_chain.py:51:9
+        const float e84 = v73[i] * e83;
+        // v85 = mul(v84, v43)  fused_chain.py:51:9
+        const float e85 = e84 * v43[i];
+        // store(v88, v85, v14)  fused_chain.py:52:5
+        *(out88 + c) = e85;
+      }
+      if (stream88) tg_stream_store_part(row88, stage88, 16384, block * 4, block * 4 + 256);
     }
-    if (stream88) tg_stream_store(row88, stage88, 16384);
   } else {
     TG_IVDEP
     for (int c = 0; c < 4096; ++c) {

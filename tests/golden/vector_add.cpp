@@ -20,19 +20,22 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
     const bool stream19 = tg_streams(grid, tg_program_bytes);
     alignas(64) float stage19[1024];
     float* const out19 = stream19 ? stage19 : row19;
-    TG_IVDEP
-    for (int c = 0; c < 1024; ++c) {
-      const int i = c;
-      // v14 = load(v13, v11)  vector_add.py:12:9
-      const float e14 = *(row13 + c);
-      // v17 = load(v16, v11)  vector_add.py:13:9
-      const float e17 = *(row16 + c);
-      // v20 = add(v14, v17)  vector_add.py:14:30
-      const float e20 = e14 + e17;
-      // store(v19, v20, v11)  vector_add.py:14:5
-      *(out19 + c) = e20;
+    for (int block = 0; block < 1024; block += 64) {
+      TG_IVDEP
+      TG_NO_UNROLL
+      for (int c = block; c < block + 64; ++c) {
+        const int i = c;
+        // v14 = load(v13, v11)  vector_add.py:12:9
+        const float e14 = *(row13 + c);
+        // v17 = load(v16, v11)  vector_add.py:13:9
+        const float e17 = *(row16 + c);
+        // v20 = add(v14, v17)  vector_add.py:14:30
+        const float e20 = e14 + e17;
+        // store(v19, v20, v11)  vector_add.py:14:5
+        *(out19 + c) = e20;
+      }
+      if (stream19) tg_stream_store_part(row19, stage19, 4096, block * 4, block * 4 + 256);
     }
-    if (stream19) tg_stream_store(row19, stage19, 4096);
   } else {
     TG_IVDEP
     for (int c = 0; c < 1024; ++c) {

@@ -41,7 +41,10 @@
 // into a staging array and written out with non-temporal stores when the
 // launch moves more than the last-level cache (prelude_stream.h says why and
 // when). The loop itself is the same; only the pointer it stores through
-// differs.
+// differs. A loop of whole blocks of kBlock elements streams each block's
+// completed lines right after the block (tg_stream_store_part), so the
+// writes overlap the loop instead of following it as one burst that the
+// core waits for.
 //
 // Tiles computed where reduced: a result whose only user is a reduce, and
 // that a few elementwise ops compute from arrays of its own run (layer
@@ -65,7 +68,7 @@
 // program's row. So the program predicts where the next program of its
 // thread reads (prelude_stream.h, tg_next_tile) and its later flat loops
 // fetch that tile into L2 while they compute: each loop half the tile (the
-// rest, if less), spread over blocks of kPrefetchBlock elements, so the
+// rest, if less), spread over blocks of kBlock elements, so the
 // fetches overlap the work of two loops instead of arriving as a burst.
 //
 // Ordering: inside a fused loop, the memory accesses of element i happen
@@ -114,8 +117,9 @@ constexpr int kMaxRecomputedOps = 4;
 constexpr int64_t kMinStreamBytes = 1024;
 // Rows shorter than a page are fetched well enough by the hardware.
 constexpr int64_t kMinNextTileBytes = 4096;
-// Elements between two prefetches of a loop fetching next tiles.
-constexpr int64_t kPrefetchBlock = 64;
+// Elements of a block of a loop that prefetches next tiles or streams its
+// stores block by block.
+constexpr int64_t kBlock = 64;
 
 // The per-element ops computing tile `v` from scalars alone, or `limit` when
 // that is `limit` or more (reading memory, or anything else, is too many).
@@ -529,6 +533,8 @@ class FusedRun {
   // before it, the copy out after it.
   void open_streamed_stores(bool full);
   void close_streamed_stores(bool full);
+  // The statements streaming out the block at `block` of each staged store.
+  std::vector<std::string> stream_block(bool full) const;
 
   // The element expression of one member, from its operands' elements.
   std::string member_value(const ir::Op& op, const std::vector<std::string>& operands, const std::string& index,
@@ -580,15 +586,17 @@ class FusedRun {
   }
 
   // The part of a next tile one loop fetches: `bytes_per_element` bytes
-  // at `offset + block * bytes_per_element` per block of kPrefetchBlock.
+  // at `offset + block * bytes_per_element` per block of kBlock.
   struct Fetch {
     std::string pointer;
     int64_t offset, bytes_per_element;
   };
   std::vector<Fetch> plan_next_tile_fetches();
   void declare_next_tile(ir::OpId load, const std::string& base);
-  void open_loop(const std::string& index, const std::vector<Fetch>& fetches);
-  void close_loop(const std::vector<Fetch>& fetches);
+  // Whether the loop copy `full` runs in blocks of kBlock elements.
+  bool blocked(const std::vector<Fetch>& fetches, bool full) const;
+  void open_loop(const std::string& index, const std::vector<Fetch>& fetches, bool in_blocks);
+  void close_loop(bool in_blocks, const std::vector<std::string>& after_block);
 
   std::optional<ir::OpId> load_read_in_place() const;
   std::vector<bool> live_members(bool full) const;
@@ -667,14 +675,14 @@ std::optional<ir::OpId> FusedRun::load_read_in_place() const {
 // Shares of the pending next tiles for this run's loop, counted as fetched.
 std::vector<FusedRun::Fetch> FusedRun::plan_next_tile_fetches() {
   std::vector<Fetch> fetches;
-  if (rows_ || numel_ % kPrefetchBlock != 0 || fn_.op(ops_[0]).parent != fn_.body()) return fetches;
-  int64_t blocks = numel_ / kPrefetchBlock;
+  if (rows_ || numel_ % kBlock != 0 || fn_.op(ops_[0]).parent != fn_.body()) return fetches;
+  int64_t blocks = numel_ / kBlock;
   auto whole_lines = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   for (CodegenContext::NextTile& tile : ctx_.next_tiles) {
     int64_t share = std::min(tile.bytes - tile.prefetched, whole_lines(tile.bytes / 2));
     if (share <= 0) continue;
     int64_t per_block = whole_lines((share + blocks - 1) / blocks);
-    fetches.push_back(Fetch{tile.pointer, tile.prefetched, per_block / kPrefetchBlock});
+    fetches.push_back(Fetch{tile.pointer, tile.prefetched, per_block / kBlock});
     tile.prefetched = std::min(tile.bytes, tile.prefetched + per_block * blocks);
   }
   return fetches;
@@ -756,6 +764,7 @@ void FusedRun::open_streamed_stores(bool full) {
 }
 
 void FusedRun::close_streamed_stores(bool full) {
+  if (blocked({}, full)) return;  // streamed block by block
   for (ir::OpId id : ops_) {
     const ir::Op& o = fn_.op(id);
     const Staging* staging = staging_of(o, full);
@@ -766,25 +775,50 @@ void FusedRun::close_streamed_stores(bool full) {
   }
 }
 
-// The flat loop over elements `index` of the run; with fetches, in blocks,
-// each of which prefetches its part of the next tiles first.
-void FusedRun::open_loop(const std::string& index, const std::vector<Fetch>& fetches) {
-  if (fetches.empty()) return ctx_.open_element_loop(index, row_);
-  std::string block = std::to_string(kPrefetchBlock);
+std::vector<std::string> FusedRun::stream_block(bool full) const {
+  std::vector<std::string> lines;
+  for (ir::OpId id : ops_) {
+    const ir::Op& o = fn_.op(id);
+    const Staging* staging = staging_of(o, full);
+    if (staging == nullptr) continue;
+    int64_t size = c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar));
+    std::string from = "block * " + std::to_string(size);
+    lines.push_back("if (" + staging->flag + ") tg_stream_store_part(" + *base_of(o.operands[0], false) + ", " +
+                    staging->array + ", " + std::to_string(numel_ * size) + ", " + from + ", " + from + " + " +
+                    std::to_string(kBlock * size) + ");");
+  }
+  return lines;
+}
+
+bool FusedRun::blocked(const std::vector<Fetch>& fetches, bool full) const {
+  if (rows_ || numel_ % kBlock != 0) return false;
+  if (!fetches.empty()) return true;
+  for (ir::OpId id : ops_)
+    if (staging_of(fn_.op(id), full) != nullptr) return true;
+  return false;
+}
+
+// The flat loop over elements `index` of the run; in blocks, each of which
+// prefetches its part of the next tiles first.
+void FusedRun::open_loop(const std::string& index, const std::vector<Fetch>& fetches, bool in_blocks) {
+  if (!in_blocks) return ctx_.open_element_loop(index, row_);
+  std::string block = std::to_string(kBlock);
   ctx_.out.open("for (int block = 0; block < " + std::to_string(row_) + "; block += " + block + ")");
   for (const Fetch& f : fetches) {
     std::string start = f.offset == 0 ? "" : std::to_string(f.offset) + " + ";
     ctx_.out.line("tg_prefetch(" + f.pointer + ", " + start + "block * " + std::to_string(f.bytes_per_element) +
-                  ", " + std::to_string(f.bytes_per_element * kPrefetchBlock) + ");");
+                  ", " + std::to_string(f.bytes_per_element * kBlock) + ");");
   }
   ctx_.out.line("TG_IVDEP");
   ctx_.out.line("TG_NO_UNROLL");
   ctx_.out.open("for (int " + index + " = block; " + index + " < block + " + block + "; ++" + index + ")");
 }
 
-void FusedRun::close_loop(const std::vector<Fetch>& fetches) {
+void FusedRun::close_loop(bool in_blocks, const std::vector<std::string>& after_block) {
   ctx_.out.close();
-  if (!fetches.empty()) ctx_.out.close();
+  if (!in_blocks) return;
+  for (const std::string& line : after_block) ctx_.out.line(line);
+  ctx_.out.close();
 }
 
 void FusedRun::emit() {
@@ -816,9 +850,9 @@ void FusedRun::emit() {
   }
   std::vector<Fetch> fetches = in_place ? std::vector<Fetch>{} : plan_next_tile_fetches();
   if (!rows_ && bases_.empty() && full_masks_.empty()) {
-    open_loop("i", fetches);
+    open_loop("i", fetches, blocked(fetches, false));
     for (const std::string& line : lines) ctx_.out.line(line);
-    close_loop(fetches);
+    close_loop(blocked(fetches, false), {});
     return;
   }
   // [full check] for each row r: row base pointers, then the elements c of the row.
@@ -850,11 +884,12 @@ void FusedRun::emit() {
     ctx_.out.line(c_const(fn_.type(b.pointer).element()) + " " + b.name + " = " + value_at(b.pointer, row_start) +
                   ";  // &v" + std::to_string(b.pointer.index) + "[" + row_start + "]");
   auto element_loop = [&](const std::vector<std::string>& statements, bool full_copy) {
+    bool in_blocks = blocked(fetches, full_copy);
     open_streamed_stores(full_copy);
-    open_loop("c", fetches);
+    open_loop("c", fetches, in_blocks);
     ctx_.out.line(one_row ? "const int i = c;" : "const int i = r * " + std::to_string(row_) + " + c;");
     for (const std::string& line : statements) ctx_.out.line(line);
-    close_loop(fetches);
+    close_loop(in_blocks, stream_block(full_copy));
     close_streamed_stores(full_copy);
   };
   if (in_place) {

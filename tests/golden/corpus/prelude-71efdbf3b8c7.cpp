@@ -394,29 +394,51 @@ static inline bool tg_streams(const int32_t* grid, int64_t program_bytes) {
   return (double)grid[0] * grid[1] * grid[2] * (double)program_bytes > tg_stream_threshold();
 }
 
+// Writes the 64-byte line at `d` (line-aligned) from `s` without reading it.
+static inline void tg_stream_line(unsigned char* d, const unsigned char* s) {
+#if defined(__AVX512F__)
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
+#elif defined(__AVX__)
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
+#elif defined(__SSE2__)
+  for (int k = 0; k < 64; k += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
+#else
+  std::memcpy(d, s, 64);
+#endif
+}
+
 // Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
 // 64-byte lines of dst (ordinary stores for a partial line at either end).
 static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
   unsigned char* d = static_cast<unsigned char*>(dst);
   const unsigned char* s = static_cast<const unsigned char*>(src);
-#if defined(__SSE2__)
   int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
   if (head > bytes) head = bytes;
   std::memcpy(d, s, (size_t)head);
   d += head, s += head, bytes -= head;
-  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
-#elif defined(__AVX__)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
-#else
-    for (int k = 0; k < 64; k += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
-#endif
-  }
-#endif
+  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) tg_stream_line(d, s);
   std::memcpy(d, s, (size_t)bytes);
+}
+
+// The same copy in parts, as a loop fills `src`: once bytes [0, to) of it
+// are final, streams the whole lines of dst that end past `from` and by
+// `to`, so each line goes out once, as soon as it is complete, and the
+// writes overlap the loop's work instead of following it as a burst; the
+// call with `to` == `bytes` also writes the partial lines at either end.
+static inline void tg_stream_store_part(void* dst, const void* src, int64_t bytes, int64_t from, int64_t to) {
+  unsigned char* d = static_cast<unsigned char*>(dst);
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+  int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  if (head > bytes) head = bytes;
+  // The whole lines start at head + 64 k; the first to write ends past `from`.
+  int64_t line = from - 63 - head <= 0 ? head : head + (from - 63 - head + 63) / 64 * 64;
+  for (; line + 64 <= to; line += 64) tg_stream_line(d + line, s + line);
+  if (to < bytes) return;
+  int64_t tail = head + (bytes - head) / 64 * 64;
+  std::memcpy(d, s, (size_t)head);
+  std::memcpy(d + tail, s + tail, (size_t)(bytes - tail));
 }
 
 // Next tiles (codegen_fusion.cpp): a program that reads a row in place
