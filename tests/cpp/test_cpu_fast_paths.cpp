@@ -214,7 +214,9 @@ int main() {
 // path: tg_stream_store_part called block by block (as a loop streaming its
 // stores does) writes exactly what memcpy would, for every misalignment of
 // the destination, tiles shorter than a line and block sizes that split
-// lines, and nothing outside the tile; tg_next_tile predicts one stride on.
+// lines, and nothing outside the tile, also when consecutive tiles hand
+// their partial lines on through a tg_line_carry (in order, with gaps, out
+// of order); tg_next_tile predicts one stride on.
 TEST(StreamPrelude, PartialStreamsCopyExactly) {
 #if !defined(__x86_64__)
   GTEST_SKIP() << "the streamed paths are x86-64";
@@ -231,11 +233,38 @@ int main() {
         std::fill(dst.begin(), dst.end(), 0xEE);
         unsigned char* d = dst.data() + (64 - (reinterpret_cast<uintptr_t>(dst.data()) & 63)) + shift;
         for (int64_t from = 0; from < bytes; from += block)
-          tg_stream_store_part(d, src.data(), bytes, from, from + block < bytes ? from + block : bytes);
+          tg_stream_store_part(d, src.data(), bytes, from, from + block < bytes ? from + block : bytes, nullptr);
         _mm_sfence();
         for (unsigned char* p = dst.data(); p < dst.data() + dst.size(); ++p) {
           int64_t at = p - d;
           bad += *p != (at >= 0 && at < bytes ? src[(size_t)at] : 0xEE);
+        }
+      }
+  // Consecutive tiles as a thread's programs write them, the partial line
+  // at each boundary held by a carry: in order, with a gap, out of order.
+  for (int64_t tile : {20, 64, 100, 256, 1000})
+    for (int order = 0; order < 3; ++order)
+      for (int shift = 0; shift < 64; shift += 4) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        unsigned char* d = dst.data() + (64 - (reinterpret_cast<uintptr_t>(dst.data()) & 63)) + shift;
+        const int tiles = (int)(4096 / tile);
+        std::vector<int> ids;
+        for (int t = 0; t < tiles; ++t)
+          if (order != 1 || t % 3 != 1) ids.push_back(order == 2 ? (t * 7) % tiles : t);
+        {
+          tg_line_carry carry;
+          for (int t : ids)
+            for (int64_t from = 0; from < tile; from += 64)
+              tg_stream_store_part(d + t * tile, src.data() + t * tile, tile, from, from + 64 < tile ? from + 64 : tile,
+                                   &carry);
+        }
+        _mm_sfence();
+        std::vector<bool> written(dst.size(), false);
+        for (int t : ids)
+          for (int64_t k = 0; k < tile; ++k) written[(size_t)(d - dst.data() + t * tile + k)] = true;
+        for (size_t i = 0; i < dst.size(); ++i) {
+          int64_t at = (int64_t)i - (d - dst.data());
+          bad += dst[i] != (written[i] ? src[(size_t)at] : 0xEE);
         }
       }
   const char* last = nullptr;

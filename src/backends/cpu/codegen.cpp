@@ -374,12 +374,14 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   ctx.emit_block_body(fn.body());
   ctx.out.close();
   bool fetches_next_tiles = !ctx.next_tiles.empty();
+  bool carries_lines = ctx.line_carries > 0;
   std::string params;
   for (size_t i = 0; i < fn.params.size(); ++i)
     params += c_element(fn.params[i].type) + " " + ctx.name(body.args[i]) + ", ";
   std::string program_header = "static inline void tegula_program(" + params +
                                "int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch" +
                                std::string(fetches_next_tiles ? ", const char** tile_history" : "") +
+                               std::string(carries_lines ? ", tg_line_carry* line_carry" : "") +
                                stop_program_parameter(fn) + debug_program_parameter(options) + ") ";
 
   Emitter unit;
@@ -441,6 +443,9 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   }
   emit_debug_entry(unit, fn, options);
   if (ctx.streams) unit.line("const tg_stream_fence fence;  // streamed stores are visible when the entry returns");
+  if (carries_lines)
+    unit.line("tg_line_carry line_carry[" + std::to_string(ctx.line_carries) +
+              "];  // partial lines waiting for the next program (written out before the fence)");
   if (fetches_next_tiles)
     unit.line("const char* tile_history[" + std::to_string(ctx.next_tiles.size()) +
               "] = {};  // where this thread's last program read its next tiles");
@@ -452,7 +457,8 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
   unit.line("const int32_t pid_z = (int32_t)(id / (grid_x * grid_y));");
   emit_debug_program_state(unit, options);
   unit.line("tegula_program(" + call_args + "pid_x, pid_y, pid_z, grid, scratch" +
-            std::string(fetches_next_tiles ? ", tile_history" : "") + stop_program_argument(fn) +
+            std::string(fetches_next_tiles ? ", tile_history" : "") +
+            std::string(carries_lines ? ", line_carry" : "") + stop_program_argument(fn) +
             debug_program_argument(options) + ");");
   emit_program_end(unit, fn);
   emit_stop_after_program(unit, fn);

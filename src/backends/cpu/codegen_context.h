@@ -174,6 +174,10 @@ class CodegenContext : public c_family::Printer {
     int64_t prefetched = 0;
   };
   std::vector<NextTile> next_tiles;
+  // Streamed stores whose partial end line waits for the thread's next
+  // program (prelude_stream.h, tg_line_carry): the entry's `line_carry`
+  // slots.
+  int line_carries = 0;
 
  protected:
   // Op comments name values by their index ("v7"), whatever storage they share.

@@ -44,7 +44,10 @@
 // differs. A loop of whole blocks of kBlock elements streams each block's
 // completed lines right after the block (tg_stream_store_part), so the
 // writes overlap the loop instead of following it as one burst that the
-// core waits for.
+// core waits for. When nothing after such a store in the program touches
+// memory, the partial line at the tile's end waits for the thread's next
+// program, whose tile usually completes it (tg_line_carry), instead of
+// being written with ordinary stores that read the line first.
 //
 // Tiles computed where reduced: a result whose only user is a reduce, and
 // that a few elementwise ops compute from arrays of its own run (layer
@@ -191,6 +194,15 @@ bool writes_memory(const ir::Function& fn, const ir::Op& o) {
   for (ir::BlockId region : o.regions)
     for (ir::OpId id : fn.block(region).ops)
       if (writes_memory(fn, fn.op(id))) return true;
+  return false;
+}
+
+// Whether `o` (or an op of its regions) may read or write memory.
+bool accesses_memory(const ir::Function& fn, const ir::Op& o) {
+  if (o.kind == OpKind::Load || o.kind == OpKind::DescLoad || writes_memory(fn, o)) return true;
+  for (ir::BlockId region : o.regions)
+    for (ir::OpId id : fn.block(region).ops)
+      if (accesses_memory(fn, fn.op(id))) return true;
   return false;
 }
 
@@ -510,6 +522,7 @@ class FusedRun {
   // may stream, by its pointer tile.
   struct Staging {
     std::string flag, array, out;
+    int carry = -1;  // its slot of the entry's line_carry, or -1
   };
   void plan_streamed_stores() {
     // An atomic may publish what the program stored to other programs while
@@ -519,9 +532,21 @@ class FusedRun {
       const ir::Op& o = fn_.op(id);
       if (!streams(o, true)) continue;
       std::string index = std::to_string(o.operands[0].index);
+      int carry = numel_ % kBlock == 0 && last_memory_access(id) ? ctx_.line_carries++ : -1;
       staged_.emplace_back(o.operands[0], Staging{ctx_.unique("stream" + index), ctx_.unique("stage" + index),
-                                                  ctx_.unique("out" + index)});
+                                                  ctx_.unique("out" + index), carry});
     }
+  }
+  // Whether store `store` is in the program's body and nothing after it
+  // there reads or writes memory: only then may its last partial line wait
+  // for the thread's next program (prelude_stream.h, tg_line_carry).
+  bool last_memory_access(ir::OpId store) const {
+    if (fn_.op(store).parent != fn_.body()) return false;
+    const std::vector<ir::OpId>& body = fn_.block(fn_.body()).ops;
+    auto at = std::find(body.begin(), body.end(), store);
+    for (auto it = at == body.end() ? at : at + 1; it != body.end(); ++it)
+      if (accesses_memory(fn_, fn_.op(*it))) return false;
+    return at != body.end();
   }
   const Staging* staging_of(const ir::Op& o, bool full) const {
     if (!streams(o, full)) return nullptr;
@@ -783,9 +808,10 @@ std::vector<std::string> FusedRun::stream_block(bool full) const {
     if (staging == nullptr) continue;
     int64_t size = c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar));
     std::string from = "block * " + std::to_string(size);
+    std::string carry = staging->carry < 0 ? "nullptr" : "&line_carry[" + std::to_string(staging->carry) + "]";
     lines.push_back("if (" + staging->flag + ") tg_stream_store_part(" + *base_of(o.operands[0], false) + ", " +
                     staging->array + ", " + std::to_string(numel_ * size) + ", " + from + ", " + from + " + " +
-                    std::to_string(kBlock * size) + ");");
+                    std::to_string(kBlock * size) + ", " + carry + ");");
   }
   return lines;
 }

@@ -77,23 +77,68 @@ static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
   std::memcpy(d, s, (size_t)bytes);
 }
 
+// The partial line at the end of a streamed tile, held back for the next
+// program of the thread: NumPy's large arrays start 16 bytes past a line,
+// so consecutive programs' tiles share a line at each boundary, and two
+// ordinary partial writes of it read the line from memory first. Held
+// here, the next program's head completes it and it is streamed whole.
+// What is still held when the entry returns is written by the destructor
+// (before the entry's fence).
+struct tg_line_carry {
+  unsigned char* line = nullptr;  // the held line; null when nothing is held
+  int64_t filled = 0;             // its bytes [0, filled) are held
+  alignas(64) unsigned char bytes[64];
+
+  tg_line_carry() = default;
+  tg_line_carry(const tg_line_carry&) = delete;
+  tg_line_carry& operator=(const tg_line_carry&) = delete;
+  ~tg_line_carry() { flush(); }
+  void flush() {
+    if (line != nullptr) std::memcpy(line, bytes, (size_t)filled);
+    line = nullptr;
+  }
+};
+
 // The same copy in parts, as a loop fills `src`: once bytes [0, to) of it
 // are final, streams the whole lines of dst that end past `from` and by
 // `to`, so each line goes out once, as soon as it is complete, and the
-// writes overlap the loop's work instead of following it as a burst; the
-// call with `to` == `bytes` also writes the partial lines at either end.
-static inline void tg_stream_store_part(void* dst, const void* src, int64_t bytes, int64_t from, int64_t to) {
+// writes overlap the loop's work instead of following it as a burst. The
+// call with `to` == `bytes` also writes the partial lines at either end:
+// with a `carry`, the head completes the line the thread's last tile left
+// there, and the tail is held for the next tile.
+static inline void tg_stream_store_part(void* dst, const void* src, int64_t bytes, int64_t from, int64_t to,
+                                        tg_line_carry* carry) {
   unsigned char* d = static_cast<unsigned char*>(dst);
   const unsigned char* s = static_cast<const unsigned char*>(src);
-  int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
-  if (head > bytes) head = bytes;
+  const int64_t to_boundary = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  const int64_t head = to_boundary > bytes ? bytes : to_boundary;
   // The whole lines start at head + 64 k; the first to write ends past `from`.
   int64_t line = from - 63 - head <= 0 ? head : head + (from - 63 - head + 63) / 64 * 64;
   for (; line + 64 <= to; line += 64) tg_stream_line(d + line, s + line);
   if (to < bytes) return;
-  int64_t tail = head + (bytes - head) / 64 * 64;
-  std::memcpy(d, s, (size_t)head);
-  std::memcpy(d + tail, s + tail, (size_t)(bytes - tail));
+  const int64_t tail = head + (bytes - head) / 64 * 64;
+  if (carry == nullptr) {
+    std::memcpy(d, s, (size_t)head);
+    std::memcpy(d + tail, s + tail, (size_t)(bytes - tail));
+    return;
+  }
+  if (head > 0) {
+    unsigned char* head_line = d + head - 64;
+    if (head == to_boundary && carry->line == head_line && carry->filled == 64 - head) {
+      std::memcpy(carry->bytes + carry->filled, s, (size_t)head);
+      tg_stream_line(head_line, carry->bytes);
+      carry->line = nullptr;
+    } else {
+      carry->flush();  // first, in case it holds bytes of this same line
+      std::memcpy(d, s, (size_t)head);
+    }
+  }
+  if (tail < bytes) {
+    carry->flush();
+    carry->line = d + tail;
+    carry->filled = bytes - tail;
+    std::memcpy(carry->bytes, s + tail, (size_t)carry->filled);
+  }
 }
 
 // Next tiles (codegen_fusion.cpp): a program that reads a row in place
