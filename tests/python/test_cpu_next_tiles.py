@@ -113,3 +113,57 @@ def test_next_tiles_change_no_result(backend, tmp_path):
         folder.mkdir()
         outputs.append(json.loads(run_isolated(folder, source, backend).splitlines()[0]))
     assert outputs[0] == outputs[1], "results differ with and without streaming (and the prefetch of next tiles)"
+
+
+HELD_LINES = textwrap.dedent("""
+    import os
+    os.environ["TEGULA_STREAM_STORES"] = "1"
+    import numpy as np
+    import tegula
+    import tegula.language as tl
+
+    @tegula.jit
+    def scale_then_touch(x_ptr, y_ptr, last_ptr, N, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * N + cols)
+        tl.store(y_ptr + row * N + cols, x * 2)
+        # After the streamed row: a scalar load and store inside the row's
+        # last (partial, held) line must see and keep program order.
+        tl.store(last_ptr + row, tl.load(y_ptr + row * N + N - 1))
+        tl.store(y_ptr + row * N + N - 2, -1.0)
+
+    rng = np.random.default_rng(7)
+    M, N = 37, 1024
+    for shift in (0, 1, 3, 5):
+        x = rng.standard_normal((M, N)).astype(np.float32)
+        buffer = np.full(M * N + shift + 64, 7, dtype=np.float32)
+        y = buffer[shift:shift + M * N]
+        last = np.zeros(M, dtype=np.float32)
+        scale_then_touch[(M,)](x, y, last, N, BLOCK=N)
+        want = (x * 2).reshape(-1).copy()
+        want.reshape(M, N)[:, N - 2] = -1.0
+        np.testing.assert_array_equal(y, want, err_msg=f"shift {shift}")
+        np.testing.assert_array_equal(last, x[:, N - 1] * 2, err_msg=f"shift {shift}")
+        assert (buffer[:shift] == 7).all() and (buffer[shift + M * N:] == 7).all(), f"shift {shift}: wrote outside"
+    print("ok")
+""")
+
+
+@tegula.jit
+def scale_then_touch(x_ptr, y_ptr, last_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * N + cols)
+    tl.store(y_ptr + row * N + cols, x * 2)
+    tl.store(last_ptr + row, tl.load(y_ptr + row * N + N - 1))
+    tl.store(y_ptr + row * N + N - 2, -1.0)
+
+
+def test_scalar_accesses_after_a_held_line_keep_program_order(backend, tmp_path):
+    if backend.name != "cpu":
+        pytest.skip("held lines are the CPU backend's")
+    x = np.zeros((2, 1024), dtype=np.float32)
+    source = cpu_source(scale_then_touch, x, x, np.zeros(2, np.float32), 1024, BLOCK=1024)
+    assert "&line_carry[0]);" in source and "line_carry[0].flush_if_holds(" in source
+    run_isolated(tmp_path, HELD_LINES, backend)

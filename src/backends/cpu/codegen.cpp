@@ -312,7 +312,12 @@ void CodegenContext::emit_op(ir::OpId id) {
     case ir::OpKind::Join:
     case ir::OpKind::Split: return emit_shape(*this, o);
     case ir::OpKind::Load:
-    case ir::OpKind::Store: return emit_memory(*this, o);
+    case ir::OpKind::Store:
+      for (int slot : held_lines) {
+        std::string pointer = name(o.operands[0]);
+        out.line("line_carry[" + std::to_string(slot) + "].flush_if_holds(" + pointer + ", sizeof(*" + pointer + "));");
+      }
+      return emit_memory(*this, o);
     case ir::OpKind::AtomicRmw:
     case ir::OpKind::AtomicCas: return emit_atomic(*this, o);
     case ir::OpKind::For:

@@ -178,6 +178,9 @@ class CodegenContext : public c_family::Printer {
   // program (prelude_stream.h, tg_line_carry): the entry's `line_carry`
   // slots.
   int line_carries = 0;
+  // The slots holding a line once their store's loop has run: the scalar
+  // loads and stores after it first write the line out if they touch it.
+  std::vector<int> held_lines;
 
  protected:
   // Op comments name values by their index ("v7"), whatever storage they share.

@@ -44,10 +44,12 @@
 // differs. A loop of whole blocks of kBlock elements streams each block's
 // completed lines right after the block (tg_stream_store_part), so the
 // writes overlap the loop instead of following it as one burst that the
-// core waits for. When nothing after such a store in the program touches
-// memory, the partial line at the tile's end waits for the thread's next
-// program, whose tile usually completes it (tg_line_carry), instead of
-// being written with ordinary stores that read the line first.
+// core waits for. When what follows such a store in the program touches
+// memory only through scalar loads and stores, the partial line at the
+// tile's end waits for the thread's next program, whose tile usually
+// completes it (tg_line_carry), instead of being written with ordinary
+// stores that read the line first; those scalar accesses first write the
+// held line out if they touch it.
 //
 // Tiles computed where reduced: a result whose only user is a reduce, and
 // that a few elementwise ops compute from arrays of its own run (layer
@@ -532,21 +534,29 @@ class FusedRun {
       const ir::Op& o = fn_.op(id);
       if (!streams(o, true)) continue;
       std::string index = std::to_string(o.operands[0].index);
-      int carry = numel_ % kBlock == 0 && last_memory_access(id) ? ctx_.line_carries++ : -1;
+      int carry = numel_ % kBlock == 0 && may_hold_last_line(id) ? ctx_.line_carries++ : -1;
       staged_.emplace_back(o.operands[0], Staging{ctx_.unique("stream" + index), ctx_.unique("stage" + index),
                                                   ctx_.unique("out" + index), carry});
     }
   }
-  // Whether store `store` is in the program's body and nothing after it
-  // there reads or writes memory: only then may its last partial line wait
-  // for the thread's next program (prelude_stream.h, tg_line_carry).
-  bool last_memory_access(ir::OpId store) const {
+  // Whether store `store` is in the program's body and what follows it
+  // there touches memory only through scalar loads and stores (which first
+  // write out a held line they touch, CodegenContext::held_lines): only
+  // then may its last partial line wait for the thread's next program
+  // (prelude_stream.h, tg_line_carry).
+  bool may_hold_last_line(ir::OpId store) const {
     if (fn_.op(store).parent != fn_.body()) return false;
     const std::vector<ir::OpId>& body = fn_.block(fn_.body()).ops;
     auto at = std::find(body.begin(), body.end(), store);
-    for (auto it = at == body.end() ? at : at + 1; it != body.end(); ++it)
-      if (accesses_memory(fn_, fn_.op(*it))) return false;
-    return at != body.end();
+    if (at == body.end()) return false;
+    for (auto it = at + 1; it != body.end(); ++it) {
+      const ir::Op& o = fn_.op(*it);
+      if (!accesses_memory(fn_, o)) continue;
+      bool scalar = (o.kind == OpKind::Load || o.kind == OpKind::Store) && o.regions.empty() &&
+                    !fn_.type(o.operands[0]).is_tile();
+      if (!scalar) return false;
+    }
+    return true;
   }
   const Staging* staging_of(const ir::Op& o, bool full) const {
     if (!streams(o, full)) return nullptr;
@@ -789,7 +799,11 @@ void FusedRun::open_streamed_stores(bool full) {
 }
 
 void FusedRun::close_streamed_stores(bool full) {
-  if (blocked({}, full)) return;  // streamed block by block
+  if (blocked({}, full)) {  // streamed block by block
+    for (const auto& staged : staged_)
+      if (staged.second.carry >= 0) ctx_.held_lines.push_back(staged.second.carry);
+    return;
+  }
   for (ir::OpId id : ops_) {
     const ir::Op& o = fn_.op(id);
     const Staging* staging = staging_of(o, full);

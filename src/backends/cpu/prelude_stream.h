@@ -97,6 +97,12 @@ struct tg_line_carry {
     if (line != nullptr) std::memcpy(line, bytes, (size_t)filled);
     line = nullptr;
   }
+  // Before the program reads or writes `size` bytes at `p`: the held bytes
+  // go to memory first if `p` lies in the held line.
+  void flush_if_holds(const void* p, size_t size) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(p), start = reinterpret_cast<uintptr_t>(line);
+    if (line != nullptr && first < start + 64 && first + size > start) flush();
+  }
 };
 
 // The same copy in parts, as a loop fills `src`: once bytes [0, to) of it
