@@ -800,8 +800,11 @@ void FusedRun::open_streamed_stores(bool full) {
 
 void FusedRun::close_streamed_stores(bool full) {
   if (blocked({}, full)) {  // streamed block by block
-    for (const auto& staged : staged_)
-      if (staged.second.carry >= 0) ctx_.held_lines.push_back(staged.second.carry);
+    for (const auto& staged : staged_) {
+      std::vector<int>& held = ctx_.held_lines;
+      if (staged.second.carry >= 0 && std::find(held.begin(), held.end(), staged.second.carry) == held.end())
+        held.push_back(staged.second.carry);
+    }
     return;
   }
   for (ir::OpId id : ops_) {
