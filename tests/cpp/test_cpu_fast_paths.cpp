@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
+
 #include "backends/cpu/prelude.h"
 #include "backends/cpu/prelude_stream.h"
 #include "lower_test_util.h"
@@ -284,6 +286,46 @@ int main() {
                           dir / "check" + "' '" + dir / "check.cpp" + "' 2>&1 && '" + dir / "check" + "'";
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
   }
+}
+
+// The prelude's 16-lane expf, which units on AVX-512 with SLEEF call in
+// place of the library's (prelude.h): its bits equal SLEEF's on all 2^32
+// inputs (NaNs: both NaN), so no result changes with it.
+TEST(VectorMath, ExpMatchesSleefOnEveryInput) {
+#if !defined(__x86_64__) || !defined(__GNUC__) || defined(__clang__)
+  GTEST_SKIP() << "the vector math path is g++ on x86-64";
+#endif
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this host";
+  const std::string check = R"CPP(
+#include <dlfcn.h>
+#include <cstdio>
+int main() {
+  void* sleef = dlopen("libsleefgnuabi.so", RTLD_NOW | RTLD_LOCAL);
+  if (sleef == nullptr) return std::puts("no SLEEF"), 77;
+  auto library = reinterpret_cast<__m512 (*)(__m512)>(dlsym(sleef, "_ZGVeN16v_expf"));
+  if (library == nullptr) return 77;
+  long long differ = 0;
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (uint64_t b = 0; b < (1ull << 32); b += 16) {
+    const __m512 x = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)b), lanes));
+    const __m512 ours = tg_expf_16(x), theirs = library(x);
+    __mmask16 both_nan = _mm512_cmp_ps_mask(ours, ours, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(theirs, theirs, _CMP_UNORD_Q);
+    differ += __builtin_popcount(
+        _mm512_cmp_epi32_mask(_mm512_castps_si512(ours), _mm512_castps_si512(theirs), _MM_CMPINT_NE) & ~both_nan);
+  }
+  std::printf("%lld inputs differ\n", differ);
+  return differ == 0 ? 0 : 1;
+}
+)CPP";
+  testing::TempDir dir;
+  testing::write_text(dir / "check.cpp", std::string(backends::cpu::kPrelude) + check);
+  const char* cxx = std::getenv("CXX");
+  std::string command = std::string(cxx && *cxx ? cxx : "c++") +
+                        " -std=c++17 -O2 -march=native -DTEGULA_VECTOR_MATH -fno-math-errno -ffp-contract=off -o '" +
+                        dir / "check" + "' '" + dir / "check.cpp" + "' -ldl 2>&1 && '" + dir / "check" + "'";
+  int status = std::system(command.c_str());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << "SLEEF's library is not installed";
+  EXPECT_EQ(status, 0) << command;
 }
 
 // --- loop-carried tiles ----------------------------------------------------------------------------

@@ -42,6 +42,37 @@ double atan2(double, double) TG_SIMD; double hypot(double, double) TG_SIMD;
 }
 #endif
 
+// The 16-lane expf that loops on 512-bit vectors call, defined here under
+// SLEEF's symbol so that it binds before the library's: SLEEF's u10
+// algorithm (rounded x log2 e, a two-part ln 2, the same polynomial), with
+// vscalefps for the scaling by 2^q. Its results equal SLEEF's on every one
+// of the 2^32 inputs (NaN payloads aside; tests/cpp/test_cpu_fast_paths.cpp),
+// in fewer instructions than the library's, and without a call through
+// the PLT: softmax spends most of its compute in it.
+#if defined(TEGULA_VECTOR_MATH) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__AVX512F__)
+#include <immintrin.h>
+static __m512 tg_expf_16(__m512 x) __asm__("_ZGVeN16v_expf") __attribute__((used));
+static __m512 tg_expf_16(__m512 x) {
+  const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.442695040888963407359924681001892137f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 s = _mm512_fnmadd_ps(q, _mm512_set1_ps(0.693145751953125f), x);
+  s = _mm512_fnmadd_ps(q, _mm512_set1_ps(1.428606765330187045e-06f), s);
+  __m512 u = _mm512_set1_ps(0.000198527617612853646278381f);
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00139304355252534151077271f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00833336077630519866943359f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.0416664853692054748535156f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.166666671633720397949219f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
+  u = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
+  u = _mm512_scalef_ps(u, q);
+  // Where the reduction loses meaning (infinities): SLEEF's limits.
+  u = _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ), _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(100.0f), _CMP_GT_OQ),
+                            _mm512_set1_ps(__builtin_inff()));
+}
+#endif
+
 static inline float tg_bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 static inline uint32_t tg_f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
 
@@ -366,41 +397,5 @@ static unsigned char* tg_scratch(size_t bytes) {
     buffer.size = buffer.data != nullptr ? bytes : 0;
   }
   return buffer.data;
-}
-
-#define TG_FN static inline
-// ---- fp8 ----
-// f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
-// largest finite magnitude.
-TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
-  unsigned b = tg_f32_to_bits(f);
-  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
-  if (a > 0x7f800000u) return 0x7f;
-  int e = (int)(a >> 23) - 127;
-  if (e > 16) return (unsigned char)(sign | max_code);      // also inf
-  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step (zeros, subnormals)
-  int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
-  int shift = 23 - m + (binade - e);                         // 20..24
-  unsigned mant = (a & 0x7fffffu) | 0x800000u;
-  unsigned steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (steps & 1u))) ++steps;
-  unsigned code = ((unsigned)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
-  return (unsigned char)(sign | (code > max_code ? max_code : code));
-}
-static inline uint8_t tg_f32_to_f8e4m3(float f) { return tg_f32_to_f8(f, 3, 7, 0x7eu); }
-static inline uint8_t tg_f32_to_f8e5m2(float f) { return tg_f32_to_f8(f, 2, 15, 0x7bu); }
-static inline uint8_t tg_f64_to_f8e4m3(double d) { return tg_f32_to_f8e4m3(tg_f64_to_f32_odd(d)); }
-static inline uint8_t tg_f64_to_f8e5m2(double d) { return tg_f32_to_f8e5m2(tg_f64_to_f32_odd(d)); }
-static inline float tg_f8e4m3_to_f32(uint8_t h) {
-  uint32_t sign = (uint32_t)(h & 0x80u) << 24, em = h & 0x7fu;
-  if (em == 0x7fu) return tg_bits_to_f32(sign | 0x7fc00000u);
-  if (em < 0x08u) return tg_bits_to_f32(sign | tg_f32_to_bits((float)em * 0x1p-9f));
-  return tg_bits_to_f32(sign | ((em + (120u << 3)) << 20));
-}
-static inline float tg_f8e5m2_to_f32(uint8_t h) {
-  uint32_t sign = (uint32_t)(h & 0x80u) << 24, em = h & 0x7fu;
-  if (em >= 0x7cu) return tg_bits_to_f32(sign | (em == 0x7cu ? 0x7f800000u : 0x7fc00000u));
-  if (em < 0x04u) return tg_bits_to_f32(sign | tg_f32_to_bits((float)em * 0x1p-16f));
-  return tg_bits_to_f32(sign | ((em + (112u << 2)) << 21));
 }
 
