@@ -1,8 +1,14 @@
 // The arguments of the three row kernels (examples/softmax.py,
 // layer_norm.py, vector_add.py) over ROWS rows of 4096 floats, in the
 // kernel ABI's slots (docs/backend-cpu.md, "The ABI"). KERNEL picks one:
-// 0 softmax, 1 layer norm, 2 vector add (BLOCK 1024).
+// 0 softmax, 1 layer norm, 2 vector add (BLOCK 1024). OUT_SHIFT floats
+// moves the output past the start of a cache line (4: where NumPy's large
+// arrays start, 16 bytes past one).
 #pragma once
+
+#ifndef OUT_SHIFT
+#define OUT_SHIFT 0
+#endif
 
 #include <cstdint>
 #include <cstdlib>
@@ -16,7 +22,7 @@ inline int32_t never_stop(StopPoll*) { return 0; }
 struct RowArguments {
   static constexpr int32_t kColumns = 4096;
   explicit RowArguments(int64_t rows)
-      : elements(rows * kColumns), x(alloc()), y(alloc()), out(alloc()), w(kColumns), b(kColumns), mean(rows),
+      : elements(rows * kColumns), x(alloc()), y(alloc()), out(alloc() + OUT_SHIFT), w(kColumns), b(kColumns), mean(rows),
         rstd(rows) {
     uint32_t state = 12345;
     auto next = [&] {
@@ -38,7 +44,7 @@ struct RowArguments {
     grid[0] = static_cast<int32_t>(elements / 1024), programs = elements / 1024;
 #endif
   }
-  ~RowArguments() { std::free(x), std::free(y), std::free(out); }
+  ~RowArguments() { std::free(x), std::free(y), std::free(out - OUT_SHIFT); }
   RowArguments(const RowArguments&) = delete;
   RowArguments& operator=(const RowArguments&) = delete;
 
@@ -62,5 +68,5 @@ struct RowArguments {
   int64_t programs = 0;
 
  private:
-  float* alloc() const { return static_cast<float*>(std::aligned_alloc(64, elements * sizeof(float))); }
+  float* alloc() const { return static_cast<float*>(std::aligned_alloc(64, (elements + 64) * sizeof(float))); }
 };

@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
+
 #include "backends/cpu/prelude.h"
+#include "backends/cpu/prelude_stream.h"
 #include "lower_test_util.h"
 #include "runtime/compiler.h"
 #include "runtime_test_util.h"
@@ -207,6 +210,122 @@ int main() {
                           "' 2>&1 && '" + dir / "check" + "'";
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
   }
+}
+
+// The stream prelude's copies, compiled outside the backend on each vector
+// path: tg_stream_store_part called block by block (as a loop streaming its
+// stores does) writes exactly what memcpy would, for every misalignment of
+// the destination, tiles shorter than a line and block sizes that split
+// lines, and nothing outside the tile, also when consecutive tiles hand
+// their partial lines on through a tg_line_carry (in order, with gaps, out
+// of order); tg_next_tile predicts one stride on.
+TEST(StreamPrelude, PartialStreamsCopyExactly) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the streamed paths are x86-64";
+#endif
+  const std::string check = R"CPP(
+#include <vector>
+int main() {
+  int bad = 0;
+  std::vector<unsigned char> src(4096 + 64), dst(4096 + 256);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = (unsigned char)(i * 7 + 3);
+  for (int64_t bytes : {1, 17, 63, 64, 65, 100, 256, 1000, 4096})
+    for (int64_t block : {4, 64, 256, 100})
+      for (int shift = 0; shift < 64; ++shift) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        unsigned char* d = dst.data() + (64 - (reinterpret_cast<uintptr_t>(dst.data()) & 63)) + shift;
+        for (int64_t from = 0; from < bytes; from += block)
+          tg_stream_store_part(d, src.data(), bytes, from, from + block < bytes ? from + block : bytes, nullptr);
+        _mm_sfence();
+        for (unsigned char* p = dst.data(); p < dst.data() + dst.size(); ++p) {
+          int64_t at = p - d;
+          bad += *p != (at >= 0 && at < bytes ? src[(size_t)at] : 0xEE);
+        }
+      }
+  // Consecutive tiles as a thread's programs write them, the partial line
+  // at each boundary held by a carry: in order, with a gap, out of order.
+  for (int64_t tile : {20, 64, 100, 256, 1000})
+    for (int order = 0; order < 3; ++order)
+      for (int shift = 0; shift < 64; shift += 4) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        unsigned char* d = dst.data() + (64 - (reinterpret_cast<uintptr_t>(dst.data()) & 63)) + shift;
+        const int tiles = (int)(4096 / tile);
+        std::vector<int> ids;
+        for (int t = 0; t < tiles; ++t)
+          if (order != 1 || t % 3 != 1) ids.push_back(order == 2 ? (t * 7) % tiles : t);
+        {
+          tg_line_carry carry;
+          for (int t : ids)
+            for (int64_t from = 0; from < tile; from += 64)
+              tg_stream_store_part(d + t * tile, src.data() + t * tile, tile, from, from + 64 < tile ? from + 64 : tile,
+                                   &carry);
+        }
+        _mm_sfence();
+        std::vector<bool> written(dst.size(), false);
+        for (int t : ids)
+          for (int64_t k = 0; k < tile; ++k) written[(size_t)(d - dst.data() + t * tile + k)] = true;
+        for (size_t i = 0; i < dst.size(); ++i) {
+          int64_t at = (int64_t)i - (d - dst.data());
+          bad += dst[i] != (written[i] ? src[(size_t)at] : 0xEE);
+        }
+      }
+  const char* last = nullptr;
+  const char rows[3 * 64] = {};
+  bad += tg_next_tile(last, rows, true) != nullptr;                  // nothing to go by yet
+  bad += tg_next_tile(last, rows + 64, true) != rows + 128;          // one row on
+  bad += tg_next_tile(last, rows, false) != nullptr || last != rows;  // not streaming: no guess
+  return bad;
+}
+)CPP";
+  testing::TempDir dir;
+  testing::write_text(dir / "check.cpp",
+                      std::string(backends::cpu::kPrelude) + std::string(backends::cpu::kStreamPrelude) + check);
+  const char* cxx = std::getenv("CXX");
+  for (const char* isa : {"-march=native", "-march=native -mno-avx512f", "-march=x86-64"}) {
+    std::string command = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -O2 " + isa + " -o '" +
+                          dir / "check" + "' '" + dir / "check.cpp" + "' 2>&1 && '" + dir / "check" + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  }
+}
+
+// The prelude's 16-lane expf, which units on AVX-512 with SLEEF call in
+// place of the library's (prelude.h): its bits equal SLEEF's on all 2^32
+// inputs (NaNs: both NaN), so no result changes with it.
+TEST(VectorMath, ExpMatchesSleefOnEveryInput) {
+#if !defined(__x86_64__) || !defined(__GNUC__) || defined(__clang__)
+  GTEST_SKIP() << "the vector math path is g++ on x86-64";
+#endif
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this host";
+  const std::string check = R"CPP(
+#include <dlfcn.h>
+#include <cstdio>
+int main() {
+  void* sleef = dlopen("libsleefgnuabi.so", RTLD_NOW | RTLD_LOCAL);
+  if (sleef == nullptr) return std::puts("no SLEEF"), 77;
+  auto library = reinterpret_cast<__m512 (*)(__m512)>(dlsym(sleef, "_ZGVeN16v_expf"));
+  if (library == nullptr) return 77;
+  long long differ = 0;
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (uint64_t b = 0; b < (1ull << 32); b += 16) {
+    const __m512 x = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)b), lanes));
+    const __m512 ours = tg_expf_16(x), theirs = library(x);
+    __mmask16 both_nan = _mm512_cmp_ps_mask(ours, ours, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(theirs, theirs, _CMP_UNORD_Q);
+    differ += __builtin_popcount(
+        _mm512_cmp_epi32_mask(_mm512_castps_si512(ours), _mm512_castps_si512(theirs), _MM_CMPINT_NE) & ~both_nan);
+  }
+  std::printf("%lld inputs differ\n", differ);
+  return differ == 0 ? 0 : 1;
+}
+)CPP";
+  testing::TempDir dir;
+  testing::write_text(dir / "check.cpp", std::string(backends::cpu::kPrelude) + check);
+  const char* cxx = std::getenv("CXX");
+  std::string command = std::string(cxx && *cxx ? cxx : "c++") +
+                        " -std=c++17 -O2 -march=native -DTEGULA_VECTOR_MATH -fno-math-errno -ffp-contract=off -o '" +
+                        dir / "check" + "' '" + dir / "check.cpp" + "' -ldl 2>&1 && '" + dir / "check" + "'";
+  int status = std::system(command.c_str());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << "SLEEF's library is not installed";
+  EXPECT_EQ(status, 0) << command;
 }
 
 // --- loop-carried tiles ----------------------------------------------------------------------------

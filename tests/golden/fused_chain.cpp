@@ -5,7 +5,7 @@ static constexpr int64_t tg_program_bytes = 86016;
 #if defined(TEGULA_VECTOR_MATH) && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC target("prefer-vector-width=512")
 #endif
-static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, float* v4, float* v5, int32_t v6, int32_t v7, float v8, float v9, float v10, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
+static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, float* v4, float* v5, int32_t v6, int32_t v7, float v8, float v9, float v10, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch, tg_line_carry* line_carry) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v11 = program_id()  fused_chain.py:35:11
   const int32_t v11 = (int32_t)pid_x;
@@ -198,19 +198,22 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
     const bool stream88 = tg_streams(grid, tg_program_bytes);
     alignas(64) float stage88[4096];
     float* const out88 = stream88 ? stage88 : row88;
-    TG_IVDEP
-    for (int c = 0; c < 4096; ++c) {
-      const int i = c;
-      // v83 = splat(v82)  fused_chain.py:51:9
-      const float e83 = v82;
-      // v84 = mul(v73, v83)  fused_chain.py:51:9
-      const float e84 = v73[i] * e83;
-      // v85 = mul(v84, v43)  fused_chain.py:51:9
-      const float e85 = e84 * v43[i];
-      // store(v88, v85, v14)  fused_chain.py:52:5
-      *(out88 + c) = e85;
+    for (int block = 0; block < 4096; block += 64) {
+      TG_IVDEP
+      TG_NO_UNROLL
+      for (int c = block; c < block + 64; ++c) {
+        const int i = c;
+        // v83 = splat(v82)  fused_chain.py:51:9
+        const float e83 = v82;
+        // v84 = mul(v73, v83)  fused_chain.py:51:9
+        const float e84 = v73[i] * e83;
+        // v85 = mul(v84, v43)  fused_chain.py:51:9
+        const float e85 = e84 * v43[i];
+        // store(v88, v85, v14)  fused_chain.py:52:5
+        *(out88 + c) = e85;
+      }
+      if (stream88) tg_stream_store_part(row88, stage88, 16384, block * 4, block * 4 + 256, &line_carry[0]);
     }
-    if (stream88) tg_stream_store(row88, stage88, 16384);
   } else {
     TG_IVDEP
     for (int c = 0; c < 4096; ++c) {
@@ -241,11 +244,12 @@ extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t fi
   const float v10 = *static_cast<const float*>(args[10]);  // scale
   unsigned char* const scratch = nullptr;
   const tg_stream_fence fence;  // streamed stores are visible when the entry returns
+  tg_line_carry line_carry[1];  // partial lines waiting for the next program (written out before the fence)
   const int64_t grid_x = grid[0], grid_y = grid[1];
   for (int64_t id = first; id < last; ++id) {
     const int32_t pid_x = (int32_t)(id % grid_x);
     const int32_t pid_y = (int32_t)((id / grid_x) % grid_y);
     const int32_t pid_z = (int32_t)(id / (grid_x * grid_y));
-    tegula_program(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, pid_x, pid_y, pid_z, grid, scratch);
+    tegula_program(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, pid_x, pid_y, pid_z, grid, scratch, line_carry);
   }
 }

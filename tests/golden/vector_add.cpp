@@ -2,7 +2,7 @@
 // The bytes one program moves through its fused loops: with the grid, whether a launch streams.
 static constexpr int64_t tg_program_bytes = 12288;
 
-static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
+static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch, tg_line_carry* line_carry) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v4 = program_id()  vector_add.py:9:11
   const int32_t v4 = (int32_t)pid_x;
@@ -20,19 +20,22 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
     const bool stream19 = tg_streams(grid, tg_program_bytes);
     alignas(64) float stage19[1024];
     float* const out19 = stream19 ? stage19 : row19;
-    TG_IVDEP
-    for (int c = 0; c < 1024; ++c) {
-      const int i = c;
-      // v14 = load(v13, v11)  vector_add.py:12:9
-      const float e14 = *(row13 + c);
-      // v17 = load(v16, v11)  vector_add.py:13:9
-      const float e17 = *(row16 + c);
-      // v20 = add(v14, v17)  vector_add.py:14:30
-      const float e20 = e14 + e17;
-      // store(v19, v20, v11)  vector_add.py:14:5
-      *(out19 + c) = e20;
+    for (int block = 0; block < 1024; block += 64) {
+      TG_IVDEP
+      TG_NO_UNROLL
+      for (int c = block; c < block + 64; ++c) {
+        const int i = c;
+        // v14 = load(v13, v11)  vector_add.py:12:9
+        const float e14 = *(row13 + c);
+        // v17 = load(v16, v11)  vector_add.py:13:9
+        const float e17 = *(row16 + c);
+        // v20 = add(v14, v17)  vector_add.py:14:30
+        const float e20 = e14 + e17;
+        // store(v19, v20, v11)  vector_add.py:14:5
+        *(out19 + c) = e20;
+      }
+      if (stream19) tg_stream_store_part(row19, stage19, 4096, block * 4, block * 4 + 256, &line_carry[0]);
     }
-    if (stream19) tg_stream_store(row19, stage19, 4096);
   } else {
     TG_IVDEP
     for (int c = 0; c < 1024; ++c) {
@@ -66,11 +69,12 @@ extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t fi
   const int32_t v3 = *static_cast<const int32_t*>(args[3]);  // n
   unsigned char* const scratch = nullptr;
   const tg_stream_fence fence;  // streamed stores are visible when the entry returns
+  tg_line_carry line_carry[1];  // partial lines waiting for the next program (written out before the fence)
   const int64_t grid_x = grid[0], grid_y = grid[1];
   for (int64_t id = first; id < last; ++id) {
     const int32_t pid_x = (int32_t)(id % grid_x);
     const int32_t pid_y = (int32_t)((id / grid_x) % grid_y);
     const int32_t pid_z = (int32_t)(id / (grid_x * grid_y));
-    tegula_program(v0, v1, v2, v3, pid_x, pid_y, pid_z, grid, scratch);
+    tegula_program(v0, v1, v2, v3, pid_x, pid_y, pid_z, grid, scratch, line_carry);
   }
 }

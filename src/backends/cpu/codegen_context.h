@@ -164,6 +164,23 @@ class CodegenContext : public c_family::Printer {
   // in loops counted once), and whether some store may stream.
   int64_t program_bytes = 0;
   bool streams = false;
+  // Next tiles (codegen_fusion.cpp): tiles of the program body read in
+  // place whose copy for the next program later loops prefetch, by the
+  // name of their predicted pointer, with how many of their bytes loops
+  // emitted so far fetch. Their number is the entry's `tile_history` slots.
+  struct NextTile {
+    std::string pointer;
+    int64_t bytes = 0;
+    int64_t prefetched = 0;
+  };
+  std::vector<NextTile> next_tiles;
+  // Streamed stores whose partial end line waits for the thread's next
+  // program (prelude_stream.h, tg_line_carry): the entry's `line_carry`
+  // slots.
+  int line_carries = 0;
+  // The slots holding a line once their store's loop has run: the scalar
+  // loads and stores after it first write the line out if they touch it.
+  std::vector<int> held_lines;
 
  protected:
   // Op comments name values by their index ("v7"), whatever storage they share.

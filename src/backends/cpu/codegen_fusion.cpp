@@ -41,7 +41,15 @@
 // into a staging array and written out with non-temporal stores when the
 // launch moves more than the last-level cache (prelude_stream.h says why and
 // when). The loop itself is the same; only the pointer it stores through
-// differs.
+// differs. A loop of whole blocks of kBlock elements streams each block's
+// completed lines right after the block (tg_stream_store_part), so the
+// writes overlap the loop instead of following it as one burst that the
+// core waits for. When what follows such a store in the program touches
+// memory only through scalar loads and stores, the partial line at the
+// tile's end waits for the thread's next program, whose tile usually
+// completes it (tg_line_carry), instead of being written with ordinary
+// stores that read the line first; those scalar accesses first write the
+// held line out if they touch it.
 //
 // Tiles computed where reduced: a result whose only user is a reduce, and
 // that a few elementwise ops compute from arrays of its own run (layer
@@ -57,6 +65,16 @@
 // users only read it (per-element ops and reduces). The array is filled, by
 // the masked loop, only for a partial tile. That saves a pass over the tile
 // and its room in the L1 cache; the values read are the same.
+//
+// Next tiles: a tile read in place of at least kMinNextTileBytes, in the
+// program's body (not in a loop of it), is waited for by the loop that
+// reduces it, after which the program computes from cache and moves no
+// memory; the hardware prefetcher does not cross the 4 KB pages of the next
+// program's row. So the program predicts where the next program of its
+// thread reads (prelude_stream.h, tg_next_tile) and its later flat loops
+// fetch that tile into L2 while they compute: each loop half the tile (the
+// rest, if less), spread over blocks of kBlock elements, so the
+// fetches overlap the work of two loops instead of arriving as a burst.
 //
 // Ordering: inside a fused loop, the memory accesses of element i happen
 // before those of element i + 1, instead of op after op. Only a store ends a
@@ -102,6 +120,11 @@ constexpr int64_t kMinRowLength = 16;
 constexpr int kMaxRecomputedOps = 4;
 // Smaller tiles are not worth staging (a few lines, mostly partial).
 constexpr int64_t kMinStreamBytes = 1024;
+// Rows shorter than a page are fetched well enough by the hardware.
+constexpr int64_t kMinNextTileBytes = 4096;
+// Elements of a block of a loop that prefetches next tiles or streams its
+// stores block by block.
+constexpr int64_t kBlock = 64;
 
 // The per-element ops computing tile `v` from scalars alone, or `limit` when
 // that is `limit` or more (reading memory, or anything else, is too many).
@@ -173,6 +196,15 @@ bool writes_memory(const ir::Function& fn, const ir::Op& o) {
   for (ir::BlockId region : o.regions)
     for (ir::OpId id : fn.block(region).ops)
       if (writes_memory(fn, fn.op(id))) return true;
+  return false;
+}
+
+// Whether `o` (or an op of its regions) may read or write memory.
+bool accesses_memory(const ir::Function& fn, const ir::Op& o) {
+  if (o.kind == OpKind::Load || o.kind == OpKind::DescLoad || writes_memory(fn, o)) return true;
+  for (ir::BlockId region : o.regions)
+    for (ir::OpId id : fn.block(region).ops)
+      if (accesses_memory(fn, fn.op(id))) return true;
   return false;
 }
 
@@ -492,6 +524,7 @@ class FusedRun {
   // may stream, by its pointer tile.
   struct Staging {
     std::string flag, array, out;
+    int carry = -1;  // its slot of the entry's line_carry, or -1
   };
   void plan_streamed_stores() {
     // An atomic may publish what the program stored to other programs while
@@ -501,9 +534,29 @@ class FusedRun {
       const ir::Op& o = fn_.op(id);
       if (!streams(o, true)) continue;
       std::string index = std::to_string(o.operands[0].index);
+      int carry = numel_ % kBlock == 0 && may_hold_last_line(id) ? ctx_.line_carries++ : -1;
       staged_.emplace_back(o.operands[0], Staging{ctx_.unique("stream" + index), ctx_.unique("stage" + index),
-                                                  ctx_.unique("out" + index)});
+                                                  ctx_.unique("out" + index), carry});
     }
+  }
+  // Whether store `store` is in the program's body and what follows it
+  // there touches memory only through scalar loads and stores (which first
+  // write out a held line they touch, CodegenContext::held_lines): only
+  // then may its last partial line wait for the thread's next program
+  // (prelude_stream.h, tg_line_carry).
+  bool may_hold_last_line(ir::OpId store) const {
+    if (fn_.op(store).parent != fn_.body()) return false;
+    const std::vector<ir::OpId>& body = fn_.block(fn_.body()).ops;
+    auto at = std::find(body.begin(), body.end(), store);
+    if (at == body.end()) return false;
+    for (auto it = at + 1; it != body.end(); ++it) {
+      const ir::Op& o = fn_.op(*it);
+      if (!accesses_memory(fn_, o)) continue;
+      bool scalar = (o.kind == OpKind::Load || o.kind == OpKind::Store) && o.regions.empty() &&
+                    !fn_.type(o.operands[0]).is_tile();
+      if (!scalar) return false;
+    }
+    return true;
   }
   const Staging* staging_of(const ir::Op& o, bool full) const {
     if (!streams(o, full)) return nullptr;
@@ -515,6 +568,8 @@ class FusedRun {
   // before it, the copy out after it.
   void open_streamed_stores(bool full);
   void close_streamed_stores(bool full);
+  // The statements streaming out the block at `block` of each staged store.
+  std::vector<std::string> stream_block(bool full) const;
 
   // The element expression of one member, from its operands' elements.
   std::string member_value(const ir::Op& op, const std::vector<std::string>& operands, const std::string& index,
@@ -564,6 +619,19 @@ class FusedRun {
     if (!has_full_mask(o)) return true;
     return j < (o.kind == OpKind::Load ? 1u : 2u);
   }
+
+  // The part of a next tile one loop fetches: `bytes_per_element` bytes
+  // at `offset + block * bytes_per_element` per block of kBlock.
+  struct Fetch {
+    std::string pointer;
+    int64_t offset, bytes_per_element;
+  };
+  std::vector<Fetch> plan_next_tile_fetches();
+  void declare_next_tile(ir::OpId load, const std::string& base);
+  // Whether the loop copy `full` runs in blocks of kBlock elements.
+  bool blocked(const std::vector<Fetch>& fetches, bool full) const;
+  void open_loop(const std::string& index, const std::vector<Fetch>& fetches, bool in_blocks);
+  void close_loop(bool in_blocks, const std::vector<std::string>& after_block);
 
   std::optional<ir::OpId> load_read_in_place() const;
   std::vector<bool> live_members(bool full) const;
@@ -639,6 +707,35 @@ std::optional<ir::OpId> FusedRun::load_read_in_place() const {
   return load;
 }
 
+// Shares of the pending next tiles for this run's loop, counted as fetched.
+std::vector<FusedRun::Fetch> FusedRun::plan_next_tile_fetches() {
+  std::vector<Fetch> fetches;
+  if (rows_ || numel_ % kBlock != 0 || fn_.op(ops_[0]).parent != fn_.body()) return fetches;
+  int64_t blocks = numel_ / kBlock;
+  auto whole_lines = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  for (CodegenContext::NextTile& tile : ctx_.next_tiles) {
+    int64_t share = std::min(tile.bytes - tile.prefetched, whole_lines(tile.bytes / 2));
+    if (share <= 0) continue;
+    int64_t per_block = whole_lines((share + blocks - 1) / blocks);
+    fetches.push_back(Fetch{tile.pointer, tile.prefetched, per_block / kBlock});
+    tile.prefetched = std::min(tile.bytes, tile.prefetched + per_block * blocks);
+  }
+  return fetches;
+}
+
+// After the pointer of a tile read in place: the pointer to the next
+// program's copy of it, when it qualifies as a next tile.
+void FusedRun::declare_next_tile(ir::OpId load, const std::string& base) {
+  const ir::Op& o = fn_.op(load);
+  int64_t bytes = numel_ * c_element_size(ir::Type::of(fn_.type(o.results[0]).scalar));
+  if (o.parent != fn_.body() || bytes < kMinNextTileBytes) return;
+  std::string pointer = ctx_.unique("next" + std::to_string(o.results[0].index));
+  ctx_.out.line("// where the next program reads it, fetched by the loops below while the launch streams");
+  ctx_.out.line("const char* const " + pointer + " = tg_next_tile(tile_history[" +
+                std::to_string(ctx_.next_tiles.size()) + "], " + base + ", tg_streams(grid, tg_program_bytes));");
+  ctx_.next_tiles.push_back(CodegenContext::NextTile{pointer, bytes, 0});
+}
+
 // Arrays of the results used outside the run. A view shares its operand's
 // array, or gets its own when the operand was recomputed by an earlier loop.
 void FusedRun::declare_arrays(const std::vector<bool>& live) {
@@ -702,6 +799,14 @@ void FusedRun::open_streamed_stores(bool full) {
 }
 
 void FusedRun::close_streamed_stores(bool full) {
+  if (blocked({}, full)) {  // streamed block by block
+    for (const auto& staged : staged_) {
+      std::vector<int>& held = ctx_.held_lines;
+      if (staged.second.carry >= 0 && std::find(held.begin(), held.end(), staged.second.carry) == held.end())
+        held.push_back(staged.second.carry);
+    }
+    return;
+  }
   for (ir::OpId id : ops_) {
     const ir::Op& o = fn_.op(id);
     const Staging* staging = staging_of(o, full);
@@ -710,6 +815,53 @@ void FusedRun::close_streamed_stores(bool full) {
     ctx_.out.line("if (" + staging->flag + ") tg_stream_store(" + *base_of(o.operands[0], false) + ", " + staging->array +
                   ", " + std::to_string(bytes) + ");");
   }
+}
+
+std::vector<std::string> FusedRun::stream_block(bool full) const {
+  std::vector<std::string> lines;
+  for (ir::OpId id : ops_) {
+    const ir::Op& o = fn_.op(id);
+    const Staging* staging = staging_of(o, full);
+    if (staging == nullptr) continue;
+    int64_t size = c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar));
+    std::string from = "block * " + std::to_string(size);
+    std::string carry = staging->carry < 0 ? "nullptr" : "&line_carry[" + std::to_string(staging->carry) + "]";
+    lines.push_back("if (" + staging->flag + ") tg_stream_store_part(" + *base_of(o.operands[0], false) + ", " +
+                    staging->array + ", " + std::to_string(numel_ * size) + ", " + from + ", " + from + " + " +
+                    std::to_string(kBlock * size) + ", " + carry + ");");
+  }
+  return lines;
+}
+
+bool FusedRun::blocked(const std::vector<Fetch>& fetches, bool full) const {
+  if (rows_ || numel_ % kBlock != 0) return false;
+  if (!fetches.empty()) return true;
+  for (ir::OpId id : ops_)
+    if (staging_of(fn_.op(id), full) != nullptr) return true;
+  return false;
+}
+
+// The flat loop over elements `index` of the run; in blocks, each of which
+// prefetches its part of the next tiles first.
+void FusedRun::open_loop(const std::string& index, const std::vector<Fetch>& fetches, bool in_blocks) {
+  if (!in_blocks) return ctx_.open_element_loop(index, row_);
+  std::string block = std::to_string(kBlock);
+  ctx_.out.open("for (int block = 0; block < " + std::to_string(row_) + "; block += " + block + ")");
+  for (const Fetch& f : fetches) {
+    std::string start = f.offset == 0 ? "" : std::to_string(f.offset) + " + ";
+    ctx_.out.line("tg_prefetch(" + f.pointer + ", " + start + "block * " + std::to_string(f.bytes_per_element) +
+                  ", " + std::to_string(f.bytes_per_element * kBlock) + ");");
+  }
+  ctx_.out.line("TG_IVDEP");
+  ctx_.out.line("TG_NO_UNROLL");
+  ctx_.out.open("for (int " + index + " = block; " + index + " < block + " + block + "; ++" + index + ")");
+}
+
+void FusedRun::close_loop(bool in_blocks, const std::vector<std::string>& after_block) {
+  ctx_.out.close();
+  if (!in_blocks) return;
+  for (const std::string& line : after_block) ctx_.out.line(line);
+  ctx_.out.close();
 }
 
 void FusedRun::emit() {
@@ -739,10 +891,11 @@ void FusedRun::emit() {
     ctx_.out.line(lines[0]);  // a view: nothing to compute
     return;
   }
+  std::vector<Fetch> fetches = in_place ? std::vector<Fetch>{} : plan_next_tile_fetches();
   if (!rows_ && bases_.empty() && full_masks_.empty()) {
-    ctx_.open_element_loop("i", numel_);
+    open_loop("i", fetches, blocked(fetches, false));
     for (const std::string& line : lines) ctx_.out.line(line);
-    ctx_.out.close();
+    close_loop(blocked(fetches, false), {});
     return;
   }
   // [full check] for each row r: row base pointers, then the elements c of the row.
@@ -774,11 +927,12 @@ void FusedRun::emit() {
     ctx_.out.line(c_const(fn_.type(b.pointer).element()) + " " + b.name + " = " + value_at(b.pointer, row_start) +
                   ";  // &v" + std::to_string(b.pointer.index) + "[" + row_start + "]");
   auto element_loop = [&](const std::vector<std::string>& statements, bool full_copy) {
+    bool in_blocks = blocked(fetches, full_copy);
     open_streamed_stores(full_copy);
-    ctx_.open_element_loop("c", row_);
+    open_loop("c", fetches, in_blocks);
     ctx_.out.line(one_row ? "const int i = c;" : "const int i = r * " + std::to_string(row_) + " + c;");
     for (const std::string& line : statements) ctx_.out.line(line);
-    ctx_.out.close();
+    close_loop(in_blocks, stream_block(full_copy));
     close_streamed_stores(full_copy);
   };
   if (in_place) {
@@ -794,6 +948,7 @@ void FusedRun::emit() {
     ctx_.out.line("// " + tile_name + " is read where it lies" + (full.empty() ? "" : " when whole") +
                   ": nothing writes memory before its last use");
     ctx_.declare_pointer(r, tile_name, pointer);
+    declare_next_tile(*in_place, base);
   } else if (full.empty()) {
     element_loop(lines, false);
   } else {

@@ -42,6 +42,37 @@ double atan2(double, double) TG_SIMD; double hypot(double, double) TG_SIMD;
 }
 #endif
 
+// The 16-lane expf that loops on 512-bit vectors call, defined here under
+// SLEEF's symbol so that it binds before the library's: SLEEF's u10
+// algorithm (rounded x log2 e, a two-part ln 2, the same polynomial), with
+// vscalefps for the scaling by 2^q. Its results equal SLEEF's on every one
+// of the 2^32 inputs (NaN payloads aside; tests/cpp/test_cpu_fast_paths.cpp),
+// in fewer instructions than the library's, and without a call through
+// the PLT: softmax spends most of its compute in it.
+#if defined(TEGULA_VECTOR_MATH) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__AVX512F__)
+#include <immintrin.h>
+static __m512 tg_expf_16(__m512 x) __asm__("_ZGVeN16v_expf") __attribute__((used));
+static __m512 tg_expf_16(__m512 x) {
+  const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.442695040888963407359924681001892137f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 s = _mm512_fnmadd_ps(q, _mm512_set1_ps(0.693145751953125f), x);
+  s = _mm512_fnmadd_ps(q, _mm512_set1_ps(1.428606765330187045e-06f), s);
+  __m512 u = _mm512_set1_ps(0.000198527617612853646278381f);
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00139304355252534151077271f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00833336077630519866943359f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.0416664853692054748535156f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.166666671633720397949219f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
+  u = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
+  u = _mm512_scalef_ps(u, q);
+  // Where the reduction loses meaning (infinities): SLEEF's limits.
+  u = _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ), _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(100.0f), _CMP_GT_OQ),
+                            _mm512_set1_ps(__builtin_inff()));
+}
+#endif
+
 static inline float tg_bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 static inline uint32_t tg_f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
 
@@ -367,47 +398,6 @@ static unsigned char* tg_scratch(size_t bytes) {
   }
   return buffer.data;
 }
-
-// ---- sort ----
-static inline uint16_t tg_key_f16(uint16_t h) {
-  return (h & 0x7fffu) > 0x7c00u ? 0xffffu : (h >> 15) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
-}
-static inline uint16_t tg_key_bf16(uint16_t h) {
-  return (h & 0x7fffu) > 0x7f80u ? 0xffffu : (h >> 15) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
-}
-static inline uint16_t tg_unkey_half(uint16_t k) { return (k >> 15) ? (uint16_t)(k & 0x7fffu) : (uint16_t)~k; }
-static inline uint32_t tg_key_f32(float f) {
-  uint32_t u = tg_f32_to_bits(f);
-  return f != f ? 0xffffffffu : (u >> 31) ? ~u : (u | 0x80000000u);
-}
-static inline float tg_unkey_f32(uint32_t k) { return tg_bits_to_f32((k >> 31) ? (k & 0x7fffffffu) : ~k); }
-static inline uint64_t tg_key_f64(double f) {
-  uint64_t u = tg_bitcast<uint64_t>(f);
-  return f != f ? ~0ull : (u >> 63) ? ~u : (u | (1ull << 63));
-}
-static inline double tg_unkey_f64(uint64_t k) { return tg_bitcast<double>((k >> 63) ? (k & ~(1ull << 63)) : ~k); }
-
-// Sorts keys[0..n) ascending; temp holds n keys of scratch.
-template <class K>
-static void tg_sort_keys(K* keys, K* temp, int n) {
-  if (n <= 64) {
-    std::sort(keys, keys + n);
-    return;
-  }
-  K* from = keys;
-  K* to = temp;
-  for (unsigned shift = 0; shift < 8 * sizeof(K); shift += 8) {
-    int start[257] = {0};
-    for (int i = 0; i < n; ++i) ++start[((from[i] >> shift) & 255u) + 1];
-    if (start[((from[0] >> shift) & 255u) + 1] == n) continue;  // one digit everywhere: nothing moves
-    for (int d = 0; d < 256; ++d) start[d + 1] += start[d];
-    for (int i = 0; i < n; ++i) to[start[(from[i] >> shift) & 255u]++] = from[i];
-    K* swap = from;
-    from = to;
-    to = swap;
-  }
-  if (from != keys) std::memcpy(keys, from, sizeof(K) * n);
-}
 #if defined(__SSE2__)
 #include <immintrin.h>
 #endif
@@ -435,30 +425,140 @@ static inline bool tg_streams(const int32_t* grid, int64_t program_bytes) {
   return (double)grid[0] * grid[1] * grid[2] * (double)program_bytes > tg_stream_threshold();
 }
 
+// Writes the 64-byte line at `d` (line-aligned) from `s` without reading it.
+static inline void tg_stream_line(unsigned char* d, const unsigned char* s) {
+#if defined(__AVX512F__)
+  _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
+#elif defined(__AVX__)
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
+#elif defined(__SSE2__)
+  for (int k = 0; k < 64; k += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
+#else
+  std::memcpy(d, s, 64);
+#endif
+}
+
 // Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
 // 64-byte lines of dst (ordinary stores for a partial line at either end).
 static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
   unsigned char* d = static_cast<unsigned char*>(dst);
   const unsigned char* s = static_cast<const unsigned char*>(src);
-#if defined(__SSE2__)
   int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
   if (head > bytes) head = bytes;
   std::memcpy(d, s, (size_t)head);
   d += head, s += head, bytes -= head;
-  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
-#elif defined(__AVX__)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
-#else
-    for (int k = 0; k < 64; k += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
-#endif
-  }
-#endif
+  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) tg_stream_line(d, s);
   std::memcpy(d, s, (size_t)bytes);
 }
+
+// The partial line at the end of a streamed tile, held back for the next
+// program of the thread: NumPy's large arrays start 16 bytes past a line,
+// so consecutive programs' tiles share a line at each boundary, and two
+// ordinary partial writes of it read the line from memory first. Held
+// here, the next program's head completes it and it is streamed whole.
+// What is still held when the entry returns is written by the destructor
+// (before the entry's fence).
+struct tg_line_carry {
+  unsigned char* line = nullptr;  // the held line; null when nothing is held
+  int64_t filled = 0;             // its bytes [0, filled) are held
+  alignas(64) unsigned char bytes[64];
+
+  tg_line_carry() = default;
+  tg_line_carry(const tg_line_carry&) = delete;
+  tg_line_carry& operator=(const tg_line_carry&) = delete;
+  ~tg_line_carry() { flush(); }
+  void flush() {
+    if (line != nullptr) std::memcpy(line, bytes, (size_t)filled);
+    line = nullptr;
+  }
+  // Before the program reads or writes `size` bytes at `p`: the held bytes
+  // go to memory first if `p` lies in the held line.
+  void flush_if_holds(const void* p, size_t size) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(p), start = reinterpret_cast<uintptr_t>(line);
+    if (line != nullptr && first < start + 64 && first + size > start) flush();
+  }
+};
+
+// The same copy in parts, as a loop fills `src`: once bytes [0, to) of it
+// are final, streams the whole lines of dst that end past `from` and by
+// `to`, so each line goes out once, as soon as it is complete, and the
+// writes overlap the loop's work instead of following it as a burst. The
+// call with `to` == `bytes` also writes the partial lines at either end:
+// with a `carry`, the head completes the line the thread's last tile left
+// there, and the tail is held for the next tile.
+static inline void tg_stream_store_part(void* dst, const void* src, int64_t bytes, int64_t from, int64_t to,
+                                        tg_line_carry* carry) {
+  unsigned char* d = static_cast<unsigned char*>(dst);
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+  const int64_t to_boundary = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
+  const int64_t head = to_boundary > bytes ? bytes : to_boundary;
+  // The whole lines start at head + 64 k; the first to write ends past `from`.
+  int64_t line = from - 63 - head <= 0 ? head : head + (from - 63 - head + 63) / 64 * 64;
+  for (; line + 64 <= to; line += 64) tg_stream_line(d + line, s + line);
+  if (to < bytes) return;
+  const int64_t tail = head + (bytes - head) / 64 * 64;
+  if (carry == nullptr) {
+    std::memcpy(d, s, (size_t)head);
+    std::memcpy(d + tail, s + tail, (size_t)(bytes - tail));
+    return;
+  }
+  if (head > 0) {
+    unsigned char* head_line = d + head - 64;
+    if (head == to_boundary && carry->line == head_line && carry->filled == 64 - head) {
+      std::memcpy(carry->bytes + carry->filled, s, (size_t)head);
+      tg_stream_line(head_line, carry->bytes);
+      carry->line = nullptr;
+    } else {
+      carry->flush();  // first, in case it holds bytes of this same line
+      std::memcpy(d, s, (size_t)head);
+    }
+  }
+  if (tail < bytes) {
+    carry->flush();
+    carry->line = d + tail;
+    carry->filled = bytes - tail;
+    std::memcpy(carry->bytes, s + tail, (size_t)carry->filled);
+  }
+}
+
+// Next tiles (codegen_fusion.cpp): a program that reads a row in place
+// waits for it in its first loop and then computes from cache with no
+// memory traffic, so time per row is memory time plus compute time, and
+// the hardware prefetcher, which stops at 4 KB pages, does not fetch the
+// next row. Programs of one thread run in order, so the row the next one
+// reads is predicted from the last two this thread read (`last`, kept by
+// the entry), and later loops fetch it into L2 while they compute.
+// Only a launch that streams does this; a prediction that misses (the
+// first program of a chunk) costs a few prefetches, which never fault.
+static inline const char* tg_next_tile(const char*& last, const void* now, bool streams) {
+  const char* here = static_cast<const char*>(now);
+  const char* next = nullptr;
+  if (streams && last != nullptr)  // in integers: the guess may lie outside every array
+    next = reinterpret_cast<const char*>(2 * reinterpret_cast<uintptr_t>(here) - reinterpret_cast<uintptr_t>(last));
+  last = here;
+  return next;
+}
+
+// Fetches `bytes` (whole lines) from `offset` on of `tile` into L2; a null
+// tile does nothing. Forced inline: g++ does not inline it into a program
+// compiled under another target pragma, and then drops the call, which has
+// no effect it can see.
+__attribute__((always_inline)) static inline void tg_prefetch(const char* tile, int64_t offset, int64_t bytes) {
+  if (tile == nullptr) return;
+  for (int64_t k = offset; k < offset + bytes; k += 64) __builtin_prefetch(tile + k, 0, 2);
+}
+
+// The blocks of a loop that prefetches: left rolled so that each block
+// stays one vectorized loop between its prefetches.
+#if defined(__clang__)
+#define TG_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#elif defined(__GNUC__)
+#define TG_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#define TG_NO_UNROLL
+#endif
 
 // Makes this thread's streamed stores visible to every thread when it goes.
 struct tg_stream_fence {

@@ -42,6 +42,37 @@ double atan2(double, double) TG_SIMD; double hypot(double, double) TG_SIMD;
 }
 #endif
 
+// The 16-lane expf that loops on 512-bit vectors call, defined here under
+// SLEEF's symbol so that it binds before the library's: SLEEF's u10
+// algorithm (rounded x log2 e, a two-part ln 2, the same polynomial), with
+// vscalefps for the scaling by 2^q. Its results equal SLEEF's on every one
+// of the 2^32 inputs (NaN payloads aside; tests/cpp/test_cpu_fast_paths.cpp),
+// in fewer instructions than the library's, and without a call through
+// the PLT: softmax spends most of its compute in it.
+#if defined(TEGULA_VECTOR_MATH) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__AVX512F__)
+#include <immintrin.h>
+static __m512 tg_expf_16(__m512 x) __asm__("_ZGVeN16v_expf") __attribute__((used));
+static __m512 tg_expf_16(__m512 x) {
+  const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.442695040888963407359924681001892137f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 s = _mm512_fnmadd_ps(q, _mm512_set1_ps(0.693145751953125f), x);
+  s = _mm512_fnmadd_ps(q, _mm512_set1_ps(1.428606765330187045e-06f), s);
+  __m512 u = _mm512_set1_ps(0.000198527617612853646278381f);
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00139304355252534151077271f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00833336077630519866943359f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.0416664853692054748535156f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.166666671633720397949219f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
+  u = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
+  u = _mm512_scalef_ps(u, q);
+  // Where the reduction loses meaning (infinities): SLEEF's limits.
+  u = _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ), _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(100.0f), _CMP_GT_OQ),
+                            _mm512_set1_ps(__builtin_inff()));
+}
+#endif
+
 static inline float tg_bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 static inline uint32_t tg_f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
 
@@ -367,67 +398,4 @@ static unsigned char* tg_scratch(size_t bytes) {
   }
   return buffer.data;
 }
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
-#include <unistd.h>
-
-// Launches moving more bytes than this stream their stores.
-static inline double tg_stream_threshold() {
-  static const double threshold = [] {
-    if (const char* forced = std::getenv("TEGULA_STREAM_STORES")) {
-      if (forced[0] == '0' && forced[1] == '\0') return __builtin_inf();
-      if (forced[0] == '1' && forced[1] == '\0') return 0.0;
-    }
-    long llc = 0;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    return llc > 0 ? (double)llc : 32.0 * 1024 * 1024;
-  }();
-  return threshold;
-}
-
-// Whether this launch streams: its programs together move more than the cache.
-static inline bool tg_streams(const int32_t* grid, int64_t program_bytes) {
-  return (double)grid[0] * grid[1] * grid[2] * (double)program_bytes > tg_stream_threshold();
-}
-
-// Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
-// 64-byte lines of dst (ordinary stores for a partial line at either end).
-static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
-  unsigned char* d = static_cast<unsigned char*>(dst);
-  const unsigned char* s = static_cast<const unsigned char*>(src);
-#if defined(__SSE2__)
-  int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
-  if (head > bytes) head = bytes;
-  std::memcpy(d, s, (size_t)head);
-  d += head, s += head, bytes -= head;
-  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
-#elif defined(__AVX__)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
-#else
-    for (int k = 0; k < 64; k += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
-#endif
-  }
-#endif
-  std::memcpy(d, s, (size_t)bytes);
-}
-
-// Makes this thread's streamed stores visible to every thread when it goes.
-struct tg_stream_fence {
-  tg_stream_fence() = default;
-  tg_stream_fence(const tg_stream_fence&) = delete;
-  tg_stream_fence& operator=(const tg_stream_fence&) = delete;
-  ~tg_stream_fence() {
-#if defined(__SSE2__)
-    _mm_sfence();
-#endif
-  }
-};
 

@@ -42,6 +42,37 @@ double atan2(double, double) TG_SIMD; double hypot(double, double) TG_SIMD;
 }
 #endif
 
+// The 16-lane expf that loops on 512-bit vectors call, defined here under
+// SLEEF's symbol so that it binds before the library's: SLEEF's u10
+// algorithm (rounded x log2 e, a two-part ln 2, the same polynomial), with
+// vscalefps for the scaling by 2^q. Its results equal SLEEF's on every one
+// of the 2^32 inputs (NaN payloads aside; tests/cpp/test_cpu_fast_paths.cpp),
+// in fewer instructions than the library's, and without a call through
+// the PLT: softmax spends most of its compute in it.
+#if defined(TEGULA_VECTOR_MATH) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__AVX512F__)
+#include <immintrin.h>
+static __m512 tg_expf_16(__m512 x) __asm__("_ZGVeN16v_expf") __attribute__((used));
+static __m512 tg_expf_16(__m512 x) {
+  const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.442695040888963407359924681001892137f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 s = _mm512_fnmadd_ps(q, _mm512_set1_ps(0.693145751953125f), x);
+  s = _mm512_fnmadd_ps(q, _mm512_set1_ps(1.428606765330187045e-06f), s);
+  __m512 u = _mm512_set1_ps(0.000198527617612853646278381f);
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00139304355252534151077271f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00833336077630519866943359f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.0416664853692054748535156f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.166666671633720397949219f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
+  u = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
+  u = _mm512_scalef_ps(u, q);
+  // Where the reduction loses meaning (infinities): SLEEF's limits.
+  u = _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ), _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(x, _mm512_set1_ps(100.0f), _CMP_GT_OQ),
+                            _mm512_set1_ps(__builtin_inff()));
+}
+#endif
+
 static inline float tg_bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 static inline uint32_t tg_f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
 
@@ -366,5 +397,94 @@ static unsigned char* tg_scratch(size_t bytes) {
     buffer.size = buffer.data != nullptr ? bytes : 0;
   }
   return buffer.data;
+}
+
+// ---- atomics ----
+// The element's bits, as integers that may alias any type (float memory is
+// updated through them).
+template <int Bytes> struct tg_atomic_word;
+template <> struct tg_atomic_word<2> { typedef uint16_t type; typedef uint16_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<4> { typedef uint32_t type; typedef uint32_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<8> { typedef uint64_t type; typedef uint64_t __attribute__((may_alias)) alias; };
+template <class T> using tg_word = typename tg_atomic_word<sizeof(T)>::type;
+template <class T> static inline typename tg_atomic_word<sizeof(T)>::alias* tg_word_ptr(T* p) {
+  return reinterpret_cast<typename tg_atomic_word<sizeof(T)>::alias*>(p);
+}
+
+// A compare-and-swap that fails only reads: its order is the load part of O.
+template <int O> struct tg_failure_order {
+  static constexpr int value = O == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : O == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : O;
+};
+
+// Native read-modify-writes on integers.
+template <int O, class T> static inline T tg_atomic_add(T* p, T v) {
+  return (T)__atomic_fetch_add(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_and(T* p, T v) {
+  return (T)__atomic_fetch_and(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_or(T* p, T v) {
+  return (T)__atomic_fetch_or(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_xor(T* p, T v) {
+  return (T)__atomic_fetch_xor(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+
+// Exchange and compare-and-swap move bits, for every element type.
+template <int O, class T> static inline T tg_atomic_xchg(T* p, T v) {
+  return tg_bitcast<T>(__atomic_exchange_n(tg_word_ptr(p), tg_bitcast<tg_word<T>>(v), O));
+}
+template <int O, class T> static inline T tg_atomic_cas(T* p, T cmp, T v) {
+  tg_word<T> expected = tg_bitcast<tg_word<T>>(cmp);
+  __atomic_compare_exchange_n(tg_word_ptr(p), &expected, tg_bitcast<tg_word<T>>(v), false, O,
+                              tg_failure_order<O>::value);
+  return tg_bitcast<T>(expected);  // the old value whether or not it matched
+}
+
+// Replaces *p by next(*p) in one step; returns the old value.
+template <int O, class T, class Next> static inline T tg_atomic_update(T* p, Next next) {
+  auto* word = tg_word_ptr(p);
+  tg_word<T> old = __atomic_load_n(word, tg_failure_order<O>::value);
+  while (!__atomic_compare_exchange_n(word, &old, tg_bitcast<tg_word<T>>(next(tg_bitcast<T>(old))), true, O,
+                                      tg_failure_order<O>::value)) {
+  }
+  return tg_bitcast<T>(old);
+}
+
+template <int O, class T> static inline T tg_atomic_max(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return x < v ? v : x; });
+}
+template <int O, class T> static inline T tg_atomic_min(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return v < x ? v : x; });
+}
+
+// IEEE totalOrder of a float's bits as a signed integer: negative values
+// have their magnitude bits flipped, so larger magnitudes sort lower.
+template <class W> static inline typename std::make_signed<W>::type tg_total_order_key(W bits) {
+  typedef typename std::make_signed<W>::type S;
+  S s = (S)bits;
+  S magnitude = (S)(((W)1 << (8 * sizeof(W) - 1)) - 1);
+  return (S)(s ^ (s < 0 ? magnitude : (S)0));
+}
+// T: float, double, or uint16_t holding f16/bf16 bits.
+template <int O, class T> static inline T tg_atomic_fmax(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(x)) < tg_total_order_key(tg_bitcast<tg_word<T>>(v)) ? v : x;
+  });
+}
+template <int O, class T> static inline T tg_atomic_fmin(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(v)) < tg_total_order_key(tg_bitcast<tg_word<T>>(x)) ? v : x;
+  });
+}
+
+template <int O, class F> static inline F tg_atomic_fadd(F* p, F v) {
+  return tg_atomic_update<O>(p, [v](F x) { return x + v; });
+}
+template <int O> static inline uint16_t tg_atomic_f16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_f16(tg_f16_to_f32(x) + tg_f16_to_f32(v)); });
+}
+template <int O> static inline uint16_t tg_atomic_bf16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
 }
 
