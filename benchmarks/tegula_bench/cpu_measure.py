@@ -46,8 +46,9 @@ def _arrays(outputs) -> list:
     items = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
     arrays = []
     for item in items:
-        if hasattr(item, "detach"):  # a torch tensor
-            item = item.detach().cpu().numpy()
+        if hasattr(item, "detach"):  # a torch tensor; numpy() has no bfloat16: compared in float32
+            item = item.detach().cpu()
+            item = (item.float() if str(item.dtype) == "torch.bfloat16" else item).numpy()
         arrays.append(np.asarray(item))
     return arrays
 

@@ -133,9 +133,17 @@ class TorchPeer(Peer):
     def wrap(self, fn):
         return fn
 
-    def _run(self, fn, *arrays):
+    @staticmethod
+    def _tensor(array):
+        """A CPU tensor sharing the array's memory; ml_dtypes' bfloat16, which torch cannot read, through
+        its 16-bit pattern."""
         import torch
-        tensors = [torch.from_numpy(a) for a in arrays]
+        if array.dtype.name == "bfloat16":
+            return torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
+        return torch.from_numpy(array)
+
+    def _run(self, fn, *arrays):
+        tensors = [self._tensor(a) for a in arrays]
         fn = self.wrap(fn)
         return lambda: fn(*tensors)
 

@@ -560,3 +560,18 @@ def test_render_refuses_what_is_not_a_gpu_report(tmp_path):
     assert done.returncode == 2
     assert done.stderr == f"{path} is not a GPU report (schema 'tegula-bench/1', expected 'tegula-bench-gpu/1')\n"
     assert not (tmp_path / "cpu.md").exists()
+
+
+def test_torch_peer_reads_bfloat16_arrays():
+    # The CPU run's bf16 matmul hands torch ml_dtypes arrays, which torch.from_numpy cannot read: the peer views
+    # their bits as torch.bfloat16 instead (sharing the memory), and multiplies what NumPy multiplies.
+    pytest.importorskip("torch")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from tegula_bench.peers import TorchPeer
+
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal((33, 17 + i)).astype(ml_dtypes.bfloat16) for i in range(2))
+    b = b[:17].copy()
+    out = TorchPeer().matmul(a, b)()
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(out.float().numpy(), want, rtol=2 ** -7, atol=1e-2)
