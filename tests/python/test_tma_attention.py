@@ -61,23 +61,35 @@ def assert_ring(compiled, stages):
     (1, 1, 200, 64, 64, 32, 4, 3, False, True),    # the producer warpgroup feeds one consumer warpgroup
     (2, 1, 100, 32, 64, 32, 4, 2, True, True),     # causal with the producer; 64-byte rows (64-byte swizzle)
     (1, 1, 256, 128, 128, 128, 8, 2, False, None),  # the benchmark's blocks: two consumers, a producer (unasked)
+    (1, 1, 1000, 64, 64, 64, 4, 2, False, True),   # 16 key blocks through 2 stages: every stage refilled often
+    (1, 1, 1000, 64, 128, 64, 8, 3, True, None),   # the same causal, 3 stages, two consumer warpgroups
 ])
 def test_attention_ring_is_exact(B, H, S, D, BM, BN, warps, stages, causal, ws):
     compiled = run(B, H, S, D, BM, BN, warps, stages, causal, ws)
     assert_ring(compiled, stages)
     specialized = "fed by a producer warpgroup" in compiled.layouts
     assert specialized == (ws is True or BN == 128), compiled.layouts
+    assert "one iteration late" in compiled.layouts
 
 
 def test_attention_ring_structure():
     compiled = run(1, 1, 128, 64, 64, 64, 4, 2, False)
+    assert "issues its last dot (" in compiled.layouts and "one iteration late" in compiled.layouts
     loop = compiled.source[compiled.source.index("for (unsigned long long k"):]
     loop = loop[:loop.index("tg_wgmma_wait<0>();  // the last iteration")]
-    # The QK wait retires the previous PV group; the PV group stays in flight; no CTA barrier per iteration.
-    assert loop.count("tg_wgmma_wait<0>();") == 1, loop
-    assert "in flight until" in loop
+    # QK of block k is issued, then PV of block k - 1 behind it (an empty group in the first iteration); the QK
+    # wait leaves PV in flight under the softmax; PV retires before the accumulator is rescaled, and the stage it
+    # read is released there. After the loop, the last PV group. No CTA barrier per iteration.
+    qk = loop.index("tg_wgmma_m64n64k16")
+    late = loop.index("const int late_stage = ")
+    assert qk < late < loop.index("tg_wgmma_m64n64k16_bf16_rn") < loop.index("tg_wgmma_wait<1>();")
+    assert loop.count("tg_wgmma_wait<1>();") == 1 and loop.count("tg_wgmma_wait<0>();") == 1, loop
+    assert "an empty group" in loop
+    retire = loop.index("tg_wgmma_wait<0>();  // the last dot's group of the previous iteration")
+    assert retire < loop.index("tg_mbar_arrive(tma_empty") < loop.index("][0] = ((unsigned)")
     assert "__syncthreads" not in loop and "tg_named_barrier" not in loop
-    assert "tg_mbar_arrive(tma_empty" in loop
+    drain = compiled.source[compiled.source.index("tg_wgmma_wait<0>();  // the last iteration") - 2000:]
+    assert re.search(r"if \(trips\d+ > 0\) \{\n\s*// the group of v\d+ of the last iteration", drain), drain[:2000]
 
 
 def _without(pattern: str):
@@ -92,6 +104,26 @@ def test_attention_ring_missing_release_fails():
     with pytest.raises(EmulatorError):
         run(1, 1, 256, 64, 64, 64, 4, 2, False, edit_source=_without(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive"
                                                                       r"\(tma_empty\d+ \+ 8 \* previous\);"))
+
+
+def test_attention_ring_missing_retire_fails():
+    """Without the wait that retires the previous block's PV group, its stage is released (and refilled) while
+    the group still reads it, and the accumulator is rescaled before that product lands in it."""
+    with pytest.raises((EmulatorError, AssertionError)):
+        run(1, 1, 256, 64, 64, 64, 4, 2, False,
+            edit_source=_without(r"tg_wgmma_wait<0>\(\);  // the last dot's group of the previous iteration"))
+
+
+def test_attention_late_group_reads_previous_stage():
+    """The late PV group reads the V block of the previous iteration's stage; pointed at this iteration's, the
+    output is wrong."""
+    def edit(source: str) -> str:
+        stage = re.search(r"tma_stage\d+", source).group(0)
+        edited, count = re.subn(r"const int late_stage = [^;]*;", f"const int late_stage = {stage};", source)
+        assert count == 1
+        return edited
+    with pytest.raises((EmulatorError, AssertionError)):
+        run(1, 1, 256, 64, 64, 64, 4, 3, False, edit_source=edit)
 
 
 def test_attention_ring_wrong_phase_fails():

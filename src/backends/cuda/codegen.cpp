@@ -363,6 +363,8 @@ void CudaContext::emit_block_body(ir::BlockId block) {
 
 void CudaContext::emit_op(ir::OpId id) {
   const ir::Op& o = fn.op(id);
+  if (in_flight_dot && in_flight_dot->late && !in_flight_dot->retired && in_flight_dot->retire_before == id)
+    tma_ring_retire(*this);
   out.line(op_comment(o));
   if (o.kind == OpKind::Load && ring_tiles.count(o.results[0].index)) {
     out.line("// issued ahead with cp.async: the dot reads the tile from shared memory");

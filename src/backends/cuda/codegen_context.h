@@ -180,6 +180,15 @@ class CudaContext : public c_family::Printer {
     bool refilled = false;
     ir::OpId cover;
     bool tma_ring = false;  // the loop is a TMA ring (codegen_tma_ring.cpp), which refills it
+    // Issued one iteration late (codegen_tma_ring.cpp): the dot's site packs
+    // its A fragments into `fragments`; its group goes out behind the next
+    // iteration's `cover` (or after the loop) and retires, with the refill,
+    // before `retire_before` (the first op after `cover` reading the carried
+    // accumulator) or at the dot's site, whichever comes first.
+    bool late = false;
+    bool retired = false;
+    std::string fragments;
+    ir::OpId retire_before;
   };
   std::optional<InFlightDot> in_flight_dot;
   // Set before the body is emitted when a producer warpgroup feeds the
@@ -290,6 +299,11 @@ void pipeline_refill(CudaContext& ctx);
 bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& trips);
 bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trips, const std::string& k);
 void tma_ring_refill(CudaContext& ctx);
+// With the last dot issued late: its group, behind the first dot's in the
+// loop (the previous iteration's, an empty group in the first) or after the
+// loop (the last iteration's); and its retirement with the refill.
+void tma_ring_issue_late(CudaContext& ctx, bool in_loop);
+void tma_ring_retire(CudaContext& ctx);
 bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop);
 // "" when `loop` runs as a TMA ring; otherwise why not, as a phrase.
 std::string tma_ring_refusal(const CudaContext& ctx, ir::OpId loop);

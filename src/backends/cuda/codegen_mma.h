@@ -83,5 +83,11 @@ void finish_accumulator(CudaContext& ctx, ir::OpId dot, const Accumulator& acc);
 bool wgmma_fits(const CudaContext& ctx, ir::OpId dot, const DotOperands& operands);
 // The Hopper wgmma form of a dot whose layout is a warpgroup layout.
 void emit_dot_wgmma(CudaContext& ctx, ir::OpId dot, const DotOperands& operands);
+// For a TMA ring's last dot issued one iteration late (codegen_tma_ring.cpp):
+// the array its A fragments are packed into at its site, declared before the
+// loop; and its group's issue (fence, wgmmas, commit) where the ring puts it,
+// adding into the carried accumulator and reading the blocks of `operands`.
+void declare_late_fragments(CudaContext& ctx, ir::OpId dot, const DotOperands& operands, const std::string& fa);
+void emit_wgmma_late_issue(CudaContext& ctx, ir::OpId dot, const DotOperands& operands, const std::string& fragments);
 
 }  // namespace tegula::backends::cuda

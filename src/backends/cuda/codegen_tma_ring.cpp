@@ -45,6 +45,22 @@
 // ops with the induction variable rebound to j's value. No CTA barrier runs
 // per iteration: the mbarriers order the TMA's writes against the wgmma
 // reads (both async proxy) in both directions.
+//
+// With several dots and the last one's operand a in registers (attention's
+// P), the last dot is issued one iteration late, so the tensor cores run it
+// while the threads compute the next block's softmax:
+//   iteration k:  wait full[stage]; the first dot's group of k (S = Q K^T);
+//                 if k > 0: the last dot's group of k - 1, reading its A
+//                   fragments from the array it left and its block from
+//                   stage (k-1) % S (else an empty group, so that the waits
+//                   count alike in every iteration); wait_group 1: S is in
+//                 ... the body computes on S while P V of k - 1 runs ...
+//                 before the first read of the carried accumulator (or at the
+//                   last dot's site): wait_group 0, then the release and the
+//                   refill of stage (k-1) % S as above;
+//                 at the last dot's site: its A fragments packed for k + 1.
+//   after:        the last dot's group of the last iteration; wait_group 0.
+// A ring of S stages then holds the blocks of k - 1, k and S - 2 ahead.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -83,6 +99,11 @@ struct TmaRing {
   std::vector<InvariantOperand> invariant;
   std::vector<SharedTile> invariant_tiles;
   AheadOps offsets;                  // computes the offsets for an iteration ahead
+  std::vector<DotOperands> operands;  // of each dot, ring tiles' offsets from the start of a stage
+  // The last dot is issued one iteration late (see the top of the file);
+  // retire_before: the first op after the first dot reading its accumulator.
+  bool late = false;
+  ir::OpId retire_before;
   int stages = 0;
   int64_t stage_bytes = 0;  // every block of an iteration, on 1024-byte lines
   int64_t copy_bytes = 0;   // what the TMA lands per stage (the full barrier's transaction)
@@ -93,6 +114,14 @@ struct TmaRing {
   int64_t invariant_at() const { return next_line(barriers_at() + 16 * int64_t{stages}); }
   int64_t bytes() const { return invariant_at() + invariant_bytes; }
 };
+
+// Operand `operand` of the ring's last dot, when it is a ring block.
+const RingLoad* last_dot_block(const ir::Function& fn, const TmaRing& ring, size_t operand) {
+  ir::ValueId v = fn.op(ring.dot).operands[operand];
+  for (const RingLoad& r : ring.loads)
+    if (r.operand == v) return &r;
+  return nullptr;
+}
 
 // CUtensorMapSwizzle of a span: 1, 2, 3 for 32, 64, 128 bytes.
 int swizzle_mode(int64_t span) { return span == 32 ? 1 : span == 64 ? 2 : 3; }
@@ -129,13 +158,15 @@ class RingPlanner {
     if (ring.cover.valid() && !covered(ring))
       return refuse("the last dot's accumulator is read before the first dot, whose wait would retire its group");
     ring.invariant = invariant_operands(ctx_, loop_);
-    std::vector<DotOperands> operands;
+    std::vector<DotOperands>& operands = ring.operands;
     for (ir::OpId id : dots) {
       std::optional<DotOperands> o = plan_dot(id, ring);
       if (!o) return std::nullopt;
       operands.push_back(*o);
     }
     if (ring.loads.empty()) return refuse("no operand of the body's dots is a descriptor load");
+    ring.late = ring.cover.valid() && operands.back().a_in_registers && last_dot_block(fn_, ring, 1) != nullptr;
+    if (ring.late) ring.retire_before = first_reader_after_cover(ring);
     if (dots.size() == 1 && operands.back().a_in_registers)
       return refuse("the dot reads operand a from registers, which the next iteration rewrites while its group "
                     "is in flight");
@@ -217,6 +248,28 @@ class RingPlanner {
     std::optional<Layout> fragments = a_fragment_layout(ctx_, id);
     const ir::Type& a = fn_.type(fn_.op(id).operands[0]);
     return fragments && distribute(*fragments, a.shape) == distribute(ctx_.operand_layout(id, 0), a.shape);
+  }
+
+  // The first op of the body after the first dot that reads the carried
+  // accumulator of the last (itself or in its regions); invalid when only
+  // the last dot does.
+  ir::OpId first_reader_after_cover(const TmaRing& ring) const {
+    ir::ValueId carried = carried_accumulator(ctx_, ring.dot);
+    bool after = false;
+    for (ir::OpId id : fn_.block(body_).ops) {
+      if (id == ring.dot) return ir::OpId{};
+      if (after) {
+        bool reads = false;
+        auto visit = [&](ir::OpId inner) {
+          for (ir::ValueId v : fn_.op(inner).operands) reads = reads || v == carried;
+        };
+        visit(id);
+        for (ir::BlockId region : fn_.op(id).regions) fn_.walk_block(region, visit);
+        if (reads) return id;
+      }
+      after = after || id == ring.cover;
+    }
+    return ir::OpId{};
   }
 
   // Whether nothing of the body before the first dot reads the carried
@@ -334,11 +387,11 @@ bool active(const CudaContext& ctx, const TmaRing& ring) {
 // The names of the loop's ring state: the stage iteration k reads, its
 // phase parity, and the two barrier arrays' addresses.
 struct RingNames {
-  std::string stage, phase, full, empty;
+  std::string stage, phase, full, empty, fragments;
 };
 RingNames names(ir::OpId loop) {
   std::string n = str(loop.index);
-  return {"tma_stage" + n, "tma_phase" + n, "tma_full" + n, "tma_empty" + n};
+  return {"tma_stage" + n, "tma_phase" + n, "tma_full" + n, "tma_empty" + n, "tma_fragments" + n};
 }
 
 // Iteration `j`'s blocks into stage `stage`: expect_tx of the stage's bytes
@@ -493,6 +546,12 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   // definition on every path (see codegen_pipeline.cpp: ptxas would
   // otherwise serialize the wgmmas, C7515).
   pin(ctx, carried_accumulator(ctx, ring->dot), "");
+  if (ring->late) {
+    declare_late_fragments(ctx, ring->dot, ring->operands.back(), n.fragments);
+    ctx.descriptor_paths.push_back("the loop of line " + str(ctx.fn.op(loop).loc.line) + " issues its last dot (" +
+                                   ctx.name(ctx.fn.op(ring->dot).results[0]) +
+                                   ") one iteration late, behind the first: the body computes under it");
+  }
   if (!producer) init_barriers(ctx, loop, *ring);
   if (!producer || !ring->invariant.empty()) ctx.barrier();
   if (producer) return true;  // the stage and parity run on from the kernel's head
@@ -522,9 +581,53 @@ bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
   ctx.out.line("tg_mbar_wait(" + n.full + " + 8 * " + n.stage + ", " + n.phase +
                ");  // this iteration's blocks have landed");
   ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) +
-               " stays in flight into the next iteration: the refill follows it");
-  ctx.in_flight_dot = CudaContext::InFlightDot{ring->dot, loop, trips, k, false, ring->cover, true};
+               (ring->late ? " is issued in the next iteration: the refill follows its retirement"
+                           : " stays in flight into the next iteration: the refill follows it"));
+  CudaContext::InFlightDot flight{ring->dot, loop, trips, k, false, ring->cover, true};
+  flight.late = ring->late;
+  flight.fragments = n.fragments;
+  flight.retire_before = ring->retire_before;
+  ctx.in_flight_dot = flight;
   return true;
+}
+
+void tma_ring_issue_late(CudaContext& ctx, bool in_loop) {
+  TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->late, "late issue without a late dot in flight");
+  const CudaContext::InFlightDot& flight = *ctx.in_flight_dot;
+  std::optional<TmaRing> ring = plan(ctx, flight.loop);
+  TEGULA_ASSERT(ring.has_value() && ring->late, "late issue of a loop without a TMA ring");
+  RingNames n = names(flight.loop);
+  ctx.out.open("if (" + (in_loop ? flight.k : flight.trips) + " > 0)");
+  std::string stage = n.stage;
+  if (in_loop) {
+    stage = "late_stage";
+    ctx.out.line("const int late_stage = " + n.stage + " == 0 ? " + str(ring->stages - 1) + " : " + n.stage +
+                 " - 1;  // read by iteration k - 1");
+  }
+  ctx.out.line("// the group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) + " of the " +
+               (in_loop ? "previous" : "last") + " iteration");
+  DotOperands operands = ring->operands.back();
+  for (size_t k = 0; k < 2; ++k) {
+    const RingLoad* r = last_dot_block(ctx.fn, *ring, k);
+    if (r) (k == 0 ? operands.a : operands.b).offset = "(" + stage + " * " + str(ring->stage_bytes) + " + " +
+                                                       r->tile.offset + ")";
+  }
+  emit_wgmma_late_issue(ctx, ring->dot, operands, flight.fragments);
+  ctx.out.close();
+  if (in_loop) {
+    ctx.out.open("else");
+    ctx.out.line("tg_wgmma_commit();  // an empty group: the waits count the same groups in every iteration");
+    ctx.out.close();
+  }
+}
+
+void tma_ring_retire(CudaContext& ctx) {
+  TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->late && !ctx.in_flight_dot->retired,
+                "retiring a late dot twice");
+  ctx.out.line("tg_wgmma_wait<0>();  // the last dot's group of the previous iteration");
+  pin(ctx, carried_accumulator(ctx, ctx.in_flight_dot->dot), "no read of it moves above the wait");
+  ctx.in_flight_dot->retired = true;
+  tma_ring_refill(ctx);
 }
 
 void tma_ring_refill(CudaContext& ctx) {
@@ -560,6 +663,7 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
   if (!ring || !active(ctx, *ring)) return false;
   TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->loop == loop && ctx.in_flight_dot->refilled,
                 "the TMA ring's wgmma dot did not refill it");
+  if (ring->late) tma_ring_issue_late(ctx, false);
   ctx.out.line("tg_wgmma_wait<0>();  // the last iteration's wgmma group");
   pin(ctx, ctx.fn.op(ring->dot).results[0], "no read of it moves above the wait");
   bool producer = fed_by_producer(ctx, loop);

@@ -178,38 +178,64 @@ bool wgmma_fits(const CudaContext& ctx, ir::OpId id, const DotOperands& operands
   return true;
 }
 
-void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) {
+namespace {
+
+// What every emitter of a dot's wgmma group needs of its shape.
+struct GroupShape {
+  const MmaLayout* mma;
+  int64_t groups_m, groups_n, slabs, tiles, k_steps, k_step;
+  Scalar type;  // what wgmma reads
+};
+
+GroupShape group_shape(const CudaContext& ctx, ir::OpId id, const DotOperands& operands) {
   const ir::Op& op = ctx.fn.op(id);
   ir::ValueId result = op.results[0];
   const ir::Type& tr = ctx.fn.type(result);
   const ir::Type& ta = ctx.fn.type(op.operands[0]);
-  const MmaLayout& mma = *ctx.layout(result).mma;
+  GroupShape g;
+  g.mma = &*ctx.layout(result).mma;
   int64_t m = tr.shape[0], n = tr.shape[1], k = ta.shape[1];
-  int64_t groups_m = mma.warps_m / 4, groups_n = mma.warps_n;
+  g.groups_m = g.mma->warps_m / 4;
+  g.groups_n = g.mma->warps_n;
+  g.type = read_type(operands.b, ta.scalar);
+  g.k_step = is_fp8_read(g.type) ? 32 : 16;
+  g.slabs = m / (64 * g.groups_m);
+  g.tiles = n / (int64_t{g.mma->warp_n} * g.groups_n);
+  g.k_steps = k / g.k_step;
+  TEGULA_ASSERT(g.slabs >= 1 && g.tiles >= 1 && k % g.k_step == 0, "dot shape unfit for wgmma");
+  return g;
+}
+
+// Every A fragment word of the dot into `fa` (declared by the caller):
+// before the fence (see the top of the file).
+void pack_fragments(CudaContext& ctx, ir::OpId id, const GroupShape& g, const std::string& fa) {
+  std::string ks = ctx.open_unrolled(static_cast<int>(g.k_steps));
+  std::string mr = ctx.open_unrolled(static_cast<int>(g.slabs));
+  for (int word = 0; word < 4; ++word)
+    ctx.out.line(fa + "[" + ks + "][" + mr + "][" + str(word) + "] = " + a_fragment_word(ctx, id, mr, ks, word) + ";");
+  ctx.out.close();
+  ctx.out.close();
+}
+
+std::string fragments_declaration(const GroupShape& g, const std::string& fa) {
+  return "unsigned " + fa + "[" + str(g.k_steps) + "][" + str(g.slabs) + "][4];";
+}
+
+// The group's issue in the caller's scope: descriptors, (with `pack` the A
+// fragments into `fa`, declared here), the fence, every wgmma, the commit.
+void issue_group(CudaContext& ctx, ir::OpId id, const DotOperands& operands, const GroupShape& g,
+                 const std::string& acc_array, const std::string& fa, bool pack) {
   const SharedTile& a = operands.a;
   const SharedTile& b = operands.b;
   bool a_regs = operands.a_in_registers;
-  Scalar type = read_type(b, ta.scalar);
-  int64_t k_step = is_fp8_read(type) ? 32 : 16;
-  int64_t slabs = m / (64 * groups_m), tiles = n / (int64_t{mma.warp_n} * groups_n), k_steps = k / k_step;
-  TEGULA_ASSERT(slabs >= 1 && tiles >= 1 && k % k_step == 0, "dot shape unfit for wgmma");
-  check_accumulator_order(ctx.distribution(ctx.layout(result), tr.shape), mma, n, slabs, tiles);
+  const ir::Type& ta = ctx.fn.type(ctx.fn.op(id).operands[0]);
+  const MmaLayout& mma = *g.mma;
   std::string fn = a_regs ? instruction_a_in_registers(ctx, mma.warp_n, ta.scalar, !b.k_major)
-                          : instruction(ctx, mma.warp_n, type, !a.k_major, !b.k_major);
-  ctx.out.line("// tensor cores: wgmma m64n" + str(mma.warp_n) + "k" + str(k_step) +
-               (is_fp8_read(type) ? " " + ptx_type(type) : "") + ", warpgroups " + str(groups_m) + "x" +
-               str(groups_n) + ", a " + (a_regs ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
-               (b.k_major ? "[N][K]" : "[K][N]") +
-               " in shared memory" + (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
-  stage_operands(ctx, id, operands, true);
-  Accumulator acc = start_accumulator(ctx, id);
-
-  ctx.thread_ids();
-  ctx.out.open("");
+                          : instruction(ctx, mma.warp_n, g.type, !a.k_major, !b.k_major);
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
   ctx.out.line("const int wg = warp >> 2;  // warpgroup");
-  ctx.out.line("const int wm = (wg & " + str(groups_m - 1) + ") * 64;");
-  ctx.out.line("const int wn = (wg >> " + str(c_family::log2_ceil(groups_m)) + ") * " + str(mma.warp_n) + ";");
+  ctx.out.line("const int wm = (wg & " + str(g.groups_m - 1) + ") * 64;");
+  ctx.out.line("const int wn = (wg >> " + str(c_family::log2_ceil(g.groups_m)) + ") * " + str(mma.warp_n) + ";");
   if (!a_regs)
     ctx.out.line("const unsigned long long da = tg_wgmma_desc(sm + " + a.offset + ", " + str(leading_bytes(a)) + ", " +
                  str(stride_bytes(a)) + ", " + str(swizzle_mode(a)) + ");");
@@ -221,22 +247,15 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
     ctx.out.line("const unsigned long long da_w = da + ((" + step_offset(a, "wm", "0") + ") >> 4);");
   if (separable(b, mma.warp_n))
     ctx.out.line("const unsigned long long db_w = db + ((" + step_offset(b, "wn", "0") + ") >> 4);");
-  std::string fa;
-  if (a_regs) {  // every A fragment word, before the fence (see the top of the file)
-    fa = ctx.fresh("fa");
-    ctx.out.line("unsigned " + fa + "[" + str(k_steps) + "][" + str(slabs) + "][4];");
-    std::string ks = ctx.open_unrolled(static_cast<int>(k_steps));
-    std::string mr = ctx.open_unrolled(static_cast<int>(slabs));
-    for (int word = 0; word < 4; ++word)
-      ctx.out.line(fa + "[" + ks + "][" + mr + "][" + str(word) + "] = " + a_fragment_word(ctx, id, mr, ks, word) + ";");
-    ctx.out.close();
-    ctx.out.close();
+  if (a_regs && pack) {
+    ctx.out.line(fragments_declaration(g, fa));
+    pack_fragments(ctx, id, g, fa);
   }
   ctx.out.line("tg_wgmma_fence();  // the accumulator's (and A's) registers, written before");
-  std::string ks = ctx.open_unrolled(static_cast<int>(k_steps));
-  std::string mr = ctx.open_unrolled(static_cast<int>(slabs));
-  std::string nr = ctx.open_unrolled(static_cast<int>(tiles));
-  std::string rows = mr + " * " + str(64 * groups_m), cols = nr + " * " + str(int64_t{mma.warp_n} * groups_n);
+  std::string ks = ctx.open_unrolled(static_cast<int>(g.k_steps));
+  std::string mr = ctx.open_unrolled(static_cast<int>(g.slabs));
+  std::string nr = ctx.open_unrolled(static_cast<int>(g.tiles));
+  std::string rows = mr + " * " + str(64 * g.groups_m), cols = nr + " * " + str(int64_t{mma.warp_n} * g.groups_n);
   std::string a_desc = "da", b_desc = "db";
   if (!separable(a, 64)) a_desc = "da", rows = "wm + " + rows;
   else if (!a_regs) a_desc = "da_w";
@@ -244,13 +263,60 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   else b_desc = "db_w";
   std::string a_operand =
       a_regs ? fa + "[" + ks + "][" + mr + "]" : a_desc + " + ((" + step_offset(a, rows, ks) + ") >> 4)";
-  ctx.out.line(fn + "(" + acc.array + " + " + str(mma.warp_n / 2) + " * (" + nr + " + " + str(tiles) + " * " + mr +
+  ctx.out.line(fn + "(" + acc_array + " + " + str(mma.warp_n / 2) + " * (" + nr + " + " + str(g.tiles) + " * " + mr +
                "), " + a_operand + ", " + b_desc + " + ((" + step_offset(b, cols, ks) + ") >> 4));");
   ctx.out.close();
   ctx.out.close();
   ctx.out.close();
   ctx.out.line("tg_wgmma_commit();");
+}
+
+}  // namespace
+
+void declare_late_fragments(CudaContext& ctx, ir::OpId dot, const DotOperands& operands, const std::string& fa) {
+  ctx.out.line(fragments_declaration(group_shape(ctx, dot, operands), fa) +
+               "  // the last dot's A fragments, read by its group one iteration late");
+}
+
+void emit_wgmma_late_issue(CudaContext& ctx, ir::OpId dot, const DotOperands& operands, const std::string& fragments) {
+  ir::ValueId acc = carried_accumulator(ctx, dot);
+  ctx.out.open("");
+  issue_group(ctx, dot, operands, group_shape(ctx, dot, operands), ctx.name(acc), fragments, false);
+  ctx.out.close();
+}
+
+void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId result = op.results[0];
+  const ir::Type& tr = ctx.fn.type(result);
+  GroupShape g = group_shape(ctx, id, operands);
+  const MmaLayout& mma = *g.mma;
+  const SharedTile& a = operands.a;
+  const SharedTile& b = operands.b;
+  bool a_regs = operands.a_in_registers;
+  check_accumulator_order(ctx.distribution(ctx.layout(result), tr.shape), mma, tr.shape[1], g.slabs, g.tiles);
+  ctx.out.line("// tensor cores: wgmma m64n" + str(mma.warp_n) + "k" + str(g.k_step) +
+               (is_fp8_read(g.type) ? " " + ptx_type(g.type) : "") + ", warpgroups " + str(g.groups_m) + "x" +
+               str(g.groups_n) + ", a " + (a_regs ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
+               (b.k_major ? "[N][K]" : "[K][N]") +
+               " in shared memory" + (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
+  stage_operands(ctx, id, operands, true);
+  Accumulator acc = start_accumulator(ctx, id);
+  ctx.thread_ids();
   bool in_flight = ctx.in_flight_dot && ctx.in_flight_dot->dot == id;
+  if (in_flight && ctx.in_flight_dot->late) {
+    // Issued behind the next iteration's first dot (or after the loop): here
+    // the previous iteration's group retires, then this one's A fragments
+    // are packed where that issue reads them.
+    TEGULA_ASSERT(acc.in_place && !acc.narrow, "an in-flight wgmma must accumulate in place");
+    if (!ctx.in_flight_dot->retired) tma_ring_retire(ctx);
+    if (a_regs) pack_fragments(ctx, id, g, ctx.in_flight_dot->fragments);
+    ctx.out.line("// the group is issued after the next iteration's first dot, or after the loop");
+    return;
+  }
+  ctx.out.open("");
+  std::string fa = a_regs ? ctx.fresh("fa") : "";
+  issue_group(ctx, id, operands, g, acc.array, fa, true);
   if (in_flight) {
     // The accumulator is read only after the loop (pipeline_after_loop waits)
     // or, with a covering dot, after that dot's wait in the next iteration.
@@ -264,11 +330,20 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
     pipeline_refill(ctx);
     return;
   }
-  ctx.out.line("tg_wgmma_wait<0>();");
+  bool late_cover = ctx.in_flight_dot && ctx.in_flight_dot->cover == id && ctx.in_flight_dot->late;
+  if (late_cover) {
+    // The last dot's group of the previous iteration goes behind this one
+    // (an empty group in the first iteration), and runs on while the body
+    // computes with this one's result.
+    tma_ring_issue_late(ctx, true);
+    ctx.out.line("tg_wgmma_wait<1>();  // this dot's group; the last dot's stays in flight");
+  } else {
+    ctx.out.line("tg_wgmma_wait<0>();");
+  }
   std::string r = ctx.open_unrolled(acc.registers);
   ctx.out.line("tg_pin(" + acc.array + "[" + r + "]);  // no read of it moves above the wait");
   ctx.out.close();
-  if (ctx.in_flight_dot && ctx.in_flight_dot->cover == id) {
+  if (ctx.in_flight_dot && ctx.in_flight_dot->cover == id && !late_cover) {
     // The previous iteration's in-flight group is done too: pin its
     // accumulator (the carried value) so no read of it moves above the wait.
     ir::OpId flying = ctx.in_flight_dot->dot;
