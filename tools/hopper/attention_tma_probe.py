@@ -32,6 +32,24 @@ def parse_config(text: str) -> dict:
     return {"BLOCK_N": int(m.group(1)), "num_stages": int(m.group(2)), "warp_specialize": ws}
 
 
+def ptxas_summary(fa, q, D: int, causal: bool, c: dict) -> str:
+    """ptxas's registers and spills for the configuration, and whether the key loop has a producer and issues
+    its last dot late (the layouts text)."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    import numpy as np
+    from cuda_emulator import compile_cuda
+
+    x = np.zeros((1, 1, 256, D), np.float16)
+    lse = np.zeros((1, 1, 256), np.float32)
+    compiled, _ = compile_cuda(fa.attention_tma_kernel, (x, x, x, x, lse, 1, 1, 256, 0.1),
+                               {"HEAD_DIM": D, "BLOCK_M": 128, "BLOCK_N": c["BLOCK_N"], "CAUSAL": causal,
+                                "TAIL": False, "WARP_SPECIALIZE": c["warp_specialize"]},
+                               num_warps=8, num_stages=c["num_stages"])
+    used = re.findall(r"Used \d+ registers|\d+ bytes spill stores", compiled.asm["ptxas"])
+    return (", ".join(used) + ("; producer" if "fed by a producer" in compiled.layouts else "; no producer") +
+            ("; late" if "one iteration late" in compiled.layouts else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", nargs="+", type=int, default=[128, 64])
@@ -85,6 +103,8 @@ def main() -> None:
                     continue
                 fns.append(run)
                 names.append(text)
+                print(f"D {D} {'causal' if causal else 'full  '} {text:>8}: {ptxas_summary(fa, q, D, causal, c)}",
+                      flush=True)
             timer.interleaved(fns, 2)
             samples = timer.interleaved(fns, args.reps)
             ms = {name: statistics.median(s) for name, s in zip(names, samples)}

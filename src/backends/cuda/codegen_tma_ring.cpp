@@ -100,8 +100,9 @@ struct TmaRing {
   std::vector<SharedTile> invariant_tiles;
   AheadOps offsets;                  // computes the offsets for an iteration ahead
   std::vector<DotOperands> operands;  // of each dot, ring tiles' offsets from the start of a stage
-  // The last dot is issued one iteration late (see the top of the file);
-  // retire_before: the first op after the first dot reading its accumulator.
+  // The last dot can be issued one iteration late (see the top of the file;
+  // issues_late() says whether it is); retire_before: the first op after the
+  // first dot reading its accumulator.
   bool late = false;
   ir::OpId retire_before;
   int stages = 0;
@@ -450,6 +451,16 @@ void init_barriers(CudaContext& ctx, ir::OpId loop, const TmaRing& ring) {
   ctx.out.close();
 }
 
+// Whether the last dot is issued one iteration late: only with a producer
+// warpgroup, whose consumers run one CTA per SM with their registers raised.
+// Without one, the CTAs sharing an SM overlap one's softmax with another's
+// products, and the registers the late group keeps live (its A fragments,
+// the accumulator beside the first dot's result) cost CTAs per SM: on the
+// H200 attention at D 64 lost 14% that way (docs/benchmarks.md).
+bool issues_late(const CudaContext& ctx, ir::OpId loop, const TmaRing& ring) {
+  return ring.late && fed_by_producer(ctx, loop);
+}
+
 TmaRing planned(const CudaContext& ctx, ir::OpId loop) {
   std::optional<TmaRing> ring = plan(ctx, loop);
   TEGULA_ASSERT(ring.has_value(), "warp specialization of a loop that is no TMA ring");
@@ -546,7 +557,7 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   // definition on every path (see codegen_pipeline.cpp: ptxas would
   // otherwise serialize the wgmmas, C7515).
   pin(ctx, carried_accumulator(ctx, ring->dot), "");
-  if (ring->late) {
+  if (issues_late(ctx, loop, *ring)) {
     declare_late_fragments(ctx, ring->dot, ring->operands.back(), n.fragments);
     ctx.descriptor_paths.push_back("the loop of line " + str(ctx.fn.op(loop).loc.line) + " issues its last dot (" +
                                    ctx.name(ctx.fn.op(ring->dot).results[0]) +
@@ -581,10 +592,10 @@ bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
   ctx.out.line("tg_mbar_wait(" + n.full + " + 8 * " + n.stage + ", " + n.phase +
                ");  // this iteration's blocks have landed");
   ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) +
-               (ring->late ? " is issued in the next iteration: the refill follows its retirement"
+               (issues_late(ctx, loop, *ring) ? " is issued in the next iteration: the refill follows its retirement"
                            : " stays in flight into the next iteration: the refill follows it"));
   CudaContext::InFlightDot flight{ring->dot, loop, trips, k, false, ring->cover, true};
-  flight.late = ring->late;
+  flight.late = issues_late(ctx, loop, *ring);
   flight.fragments = n.fragments;
   flight.retire_before = ring->retire_before;
   ctx.in_flight_dot = flight;
@@ -595,7 +606,7 @@ void tma_ring_issue_late(CudaContext& ctx, bool in_loop) {
   TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->late, "late issue without a late dot in flight");
   const CudaContext::InFlightDot& flight = *ctx.in_flight_dot;
   std::optional<TmaRing> ring = plan(ctx, flight.loop);
-  TEGULA_ASSERT(ring.has_value() && ring->late, "late issue of a loop without a TMA ring");
+  TEGULA_ASSERT(ring.has_value() && issues_late(ctx, flight.loop, *ring), "late issue of a loop without a TMA ring");
   RingNames n = names(flight.loop);
   ctx.out.open("if (" + (in_loop ? flight.k : flight.trips) + " > 0)");
   std::string stage = n.stage;
@@ -663,7 +674,7 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
   if (!ring || !active(ctx, *ring)) return false;
   TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->loop == loop && ctx.in_flight_dot->refilled,
                 "the TMA ring's wgmma dot did not refill it");
-  if (ring->late) tma_ring_issue_late(ctx, false);
+  if (issues_late(ctx, loop, *ring)) tma_ring_issue_late(ctx, false);
   ctx.out.line("tg_wgmma_wait<0>();  // the last iteration's wgmma group");
   pin(ctx, ctx.fn.op(ring->dot).results[0], "no read of it moves above the wait");
   bool producer = fed_by_producer(ctx, loop);
