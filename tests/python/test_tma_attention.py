@@ -86,8 +86,12 @@ def test_attention_ring_structure():
     assert qk < late < loop.index("tg_wgmma_m64n64k16_bf16_rn") < loop.index("tg_wgmma_wait<1>();")
     assert loop.count("tg_wgmma_wait<1>();") == 1 and loop.count("tg_wgmma_wait<0>();") == 1, loop
     assert "an empty group" in loop
+    # K and V have barriers of their own: K is released once QK retires, V once PV retires.
+    assert loop.index("tg_wgmma_wait<1>();") < loop.index("tg_mbar_arrive(tma_empty") < late + 4000
+    assert "its blocks have landed" in loop
     retire = loop.index("tg_wgmma_wait<0>();  // the last dot's group of the previous iteration")
-    assert retire < loop.index("tg_mbar_arrive(tma_empty") < loop.index("][0] = ((unsigned)")
+    release_v = re.search(r"tg_mbar_arrive\(tma_empty\d+ \+ 8 \* \(2 \+ previous\)\)", loop)
+    assert release_v and retire < release_v.start() < loop.index("][0] = ((unsigned)")
     assert "__syncthreads" not in loop and "tg_named_barrier" not in loop
     drain = compiled.source[compiled.source.index("tg_wgmma_wait<0>();  // the last iteration") - 2000:]
     assert re.search(r"if \(trips\d+ > 0\) \{\n\s*// the group of v\d+ of the last iteration", drain), drain[:2000]
@@ -104,8 +108,17 @@ def _without(pattern: str):
 @pytest.mark.parametrize("ws", [None, True])
 def test_attention_ring_missing_release_fails(ws):
     with pytest.raises(EmulatorError):
-        run(1, 1, 256, 64, 64, 64, 4, 2, False, ws=ws, edit_source=_without(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive"
-                                                                      r"\(tma_empty\d+ \+ 8 \* previous\);"))
+        run(1, 1, 256, 64, 64, 64, 4, 2, False, ws=ws,
+            edit_source=_without(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty\d+ \+ 8 \* "
+                                 r"(previous|\(2 \+ previous\))\);"))
+
+
+def test_attention_ring_missing_first_dot_release_fails():
+    """Behind a producer K and V have barriers of their own: without the release of K after QK retires, the
+    producer waits forever."""
+    with pytest.raises(EmulatorError):
+        run(1, 1, 256, 64, 64, 64, 4, 2, False, ws=True,
+            edit_source=_without(r"if \(lane == 0\) tg_mbar_arrive\(tma_empty\d+ \+ 8 \* tma_stage\d+\);"))
 
 
 def test_attention_ring_missing_retire_fails():

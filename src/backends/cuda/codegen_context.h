@@ -304,6 +304,9 @@ void tma_ring_refill(CudaContext& ctx);
 // loop (the last iteration's); and its retirement with the refill.
 void tma_ring_issue_late(CudaContext& ctx, bool in_loop);
 void tma_ring_retire(CudaContext& ctx);
+// After the first dot's wait with the last dot late: the release of the
+// blocks only the first dot reads, when they have barriers of their own.
+void tma_ring_first_dot_retired(CudaContext& ctx);
 bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop);
 // "" when `loop` runs as a TMA ring; otherwise why not, as a phrase.
 std::string tma_ring_refusal(const CudaContext& ctx, ir::OpId loop);

@@ -87,6 +87,7 @@ struct RingLoad {
   std::vector<ir::ValueId> between;  // the transpose and widening results on the way, which read the ring too
   SharedTile tile;      // offset: from the start of a stage
   TensorMapParam map;   // box: all rows by one swizzle span
+  bool early = false;   // read by a dot other than the last only (K of attention)
   int64_t pieces() const { return tile.row_bytes() / tile.block_bytes(); }
 };
 
@@ -107,12 +108,25 @@ struct TmaRing {
   ir::OpId retire_before;
   int stages = 0;
   int64_t stage_bytes = 0;  // every block of an iteration, on 1024-byte lines
-  int64_t copy_bytes = 0;   // what the TMA lands per stage (the full barrier's transaction)
   int64_t invariant_bytes = 0;
+  // With the last dot issued late, the blocks only earlier dots read (K)
+  // form barrier group 0 and the last dot's (V) group 1, each with a full
+  // and an empty barrier per stage: K is released once the first dot's
+  // group retires, a good part of an iteration before V (set by plan()).
+  bool split = false;
 
   int ahead() const { return stages - 1; }
-  int64_t barriers_at() const { return stages * stage_bytes; }  // full[s] at +8s, empty[s] at +8(S+s)
-  int64_t invariant_at() const { return next_line(barriers_at() + 16 * int64_t{stages}); }
+  int groups() const { return split ? 2 : 1; }
+  int group(const RingLoad& r) const { return split && !r.early ? 1 : 0; }
+  int64_t group_bytes(int g) const {  // what the TMA lands per stage on group g's full barrier
+    int64_t bytes = 0;
+    for (const RingLoad& r : loads)
+      if (group(r) == g) bytes += r.tile.bytes();
+    return bytes;
+  }
+  // full[g][s] at +8(g*S + s), empty[g][s] at +8(G*S + g*S + s); room for two groups either way.
+  int64_t barriers_at() const { return stages * stage_bytes; }
+  int64_t invariant_at() const { return next_line(barriers_at() + 32 * int64_t{stages}); }
   int64_t bytes() const { return invariant_at() + invariant_bytes; }
 };
 
@@ -174,7 +188,6 @@ class RingPlanner {
     for (RingLoad& load : ring.loads) {
       load.tile.offset = str(ring.stage_bytes);
       ring.stage_bytes = next_line(ring.stage_bytes + load.tile.bytes());
-      ring.copy_bytes += load.tile.bytes();
     }
     std::vector<int64_t> at;  // each invariant tile's offset from the first one
     for (const InvariantOperand& o : ring.invariant) {
@@ -184,7 +197,7 @@ class RingPlanner {
     // The epilogue's scratch reuses the ring; some room stays for the body's,
     // and the invariant tiles start on the 1024-byte line after the barriers.
     int64_t room = shared_capacity() - 16 * 1024 - ring.invariant_bytes - 1024;
-    ring.stages = static_cast<int>(std::min<int64_t>(ctx_.options.num_stages, room / (ring.stage_bytes + 16)));
+    ring.stages = static_cast<int>(std::min<int64_t>(ctx_.options.num_stages, room / (ring.stage_bytes + 32)));
     if (ring.stages < 2) return refuse("two stages of " + str(ring.stage_bytes) + " bytes do not fit in shared memory");
     for (size_t i = 0; i < ring.invariant.size(); ++i)
       ring.invariant_tiles.push_back(
@@ -231,6 +244,7 @@ class RingPlanner {
         // A block an earlier dot reads too (A of a gate and an up projection):
         // one copy in the ring, read by both.
         if ((k == 0) != (shared->tile.k_dim == 1)) return refuse("a block is operand a of one dot and b of another");
+        if (id == ring.dot) shared->early = false;
         tile = shared->tile;
         (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
       } else {
@@ -238,6 +252,7 @@ class RingPlanner {
         if (!load) return std::nullopt;
         tile = load->tile;
         (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
+        load->early = id != ring.dot;
         ring.loads.push_back(std::move(*load));
       }
     }
@@ -379,7 +394,16 @@ class RingPlanner {
   std::string why_;
 };
 
-std::optional<TmaRing> plan(const CudaContext& ctx, ir::OpId loop) { return RingPlanner(ctx, loop).run(); }
+// Whether a producer warpgroup feeds this loop (warp_specialize.h).
+bool fed_by_producer(const CudaContext& ctx, ir::OpId loop) {
+  return ctx.warp_specialization && ctx.warp_specialization->loop == loop;
+}
+
+std::optional<TmaRing> plan(const CudaContext& ctx, ir::OpId loop) {
+  std::optional<TmaRing> ring = RingPlanner(ctx, loop).run();
+  if (ring) ring->split = ring->late && fed_by_producer(ctx, loop);
+  return ring;
+}
 
 bool active(const CudaContext& ctx, const TmaRing& ring) {
   return ctx.ring_tiles.count(ctx.fn.op(ring.loads.front().load).results[0].index) > 0;
@@ -395,18 +419,30 @@ RingNames names(ir::OpId loop) {
   return {"tma_stage" + n, "tma_phase" + n, "tma_full" + n, "tma_empty" + n, "tma_fragments" + n};
 }
 
-// Iteration `j`'s blocks into stage `stage`: expect_tx of the stage's bytes
-// on its full barrier, then one TMA box per swizzle span of each block.
-// Emitted where only the producer thread runs.
-void issue(CudaContext& ctx, ir::OpId loop, const TmaRing& ring, const std::string& j, const std::string& stage) {
+// The address of barrier `x` (a stage expression) of group `g` in the
+// array at `base`: group 0's barriers first, then group 1's.
+std::string barrier(const std::string& base, const TmaRing& ring, int g, const std::string& x) {
+  return g == 0 ? base + " + 8 * " + x : base + " + 8 * (" + str(int64_t{g} * ring.stages) + " + " + x + ")";
+}
+
+// Iteration `j`'s blocks into stage `stage`, group by group: `before(g)`
+// (the producer's wait for the group's release), expect_tx of the group's
+// bytes on its full barrier, then one TMA box per swizzle span of each of
+// its blocks. Emitted where only the producer thread runs.
+template <class Before>
+void issue(CudaContext& ctx, ir::OpId loop, const TmaRing& ring, const std::string& j, const std::string& stage,
+           Before before) {
   RingNames n = names(loop);
   ctx.out.open("");
   ctx.out.line("// the blocks of iteration " + j + " into stage " + stage);
   emit_ahead(ctx, loop, ring.offsets, j);
+  for (int g = 0; g < ring.groups(); ++g) {
+  before(g);
   std::string bar = ctx.fresh("full");
-  ctx.out.line("const unsigned " + bar + " = " + n.full + " + 8 * (" + stage + ");");
-  ctx.out.line("tg_mbar_arrive_expect_tx(" + bar + ", " + str(ring.copy_bytes) + ");");
+  ctx.out.line("const unsigned " + bar + " = " + barrier(n.full, ring, g, "(" + stage + ")") + ";");
+  ctx.out.line("tg_mbar_arrive_expect_tx(" + bar + ", " + str(ring.group_bytes(g)) + ");");
   for (const RingLoad& r : ring.loads) {
+    if (ring.group(r) != g) continue;
     std::string map = ctx.tensor_map(r.map);
     ir::DescriptorOperands d = ir::descriptor_operands(ctx.fn.op(r.load));
     size_t first_offset = 1 + 2 * d.rank;
@@ -419,7 +455,12 @@ void issue(CudaContext& ctx, ir::OpId loop, const TmaRing& ring, const std::stri
       ctx.out.line("tg_tma_load_2d(" + dst + ", &" + map + ", " + bar + ", " + c0 + ", " + row + ");");
     }
   }
+  }
   ctx.out.close();
+}
+
+void issue(CudaContext& ctx, ir::OpId loop, const TmaRing& ring, const std::string& j, const std::string& stage) {
+  issue(ctx, loop, ring, j, stage, [](int) {});
 }
 
 // The accumulator registers of `value`, pinned: no read of them (or, before
@@ -431,19 +472,14 @@ void pin(CudaContext& ctx, ir::ValueId value, const std::string& why) {
   ctx.out.close();
 }
 
-// Whether a producer warpgroup feeds this loop (warp_specialize.h).
-bool fed_by_producer(const CudaContext& ctx, ir::OpId loop) {
-  return ctx.warp_specialization && ctx.warp_specialization->loop == loop;
-}
-
 // The ring's mbarrier names, declared; thread 0 initializes them.
 void init_barriers(CudaContext& ctx, ir::OpId loop, const TmaRing& ring) {
   RingNames n = names(loop);
   int consumers = ctx.options.num_warps;
   ctx.out.line("const unsigned " + n.full + " = tg_shared_address(tg_smem) + " + str(ring.barriers_at()) + ";");
-  ctx.out.line("const unsigned " + n.empty + " = " + n.full + " + " + str(8 * ring.stages) + ";");
+  ctx.out.line("const unsigned " + n.empty + " = " + n.full + " + " + str(8 * ring.stages * ring.groups()) + ";");
   ctx.out.open("if (threadIdx.x == 0)");
-  ctx.out.open("for (int s = 0; s < " + str(ring.stages) + "; ++s)");
+  ctx.out.open("for (int s = 0; s < " + str(ring.stages * ring.groups()) + "; ++s)");
   ctx.out.line("tg_mbar_init(" + n.full + " + 8 * s, 1);  // the producer's expect_tx");
   ctx.out.line("tg_mbar_init(" + n.empty + " + 8 * s, " + str(consumers) + ");  // one per consumer warp");
   ctx.out.close();
@@ -503,8 +539,11 @@ void tma_ring_produce(CudaContext& ctx, ir::OpId loop, const std::string& trips)
   // Round r of a stage waits for the release of round r - 1: parity
   // phase ^ 1. In round 0 that is the phase before a fresh barrier's
   // first, which counts as complete.
-  ctx.out.line("tg_mbar_wait(" + n.empty + " + 8 * stage, phase ^ 1);  // the consumers released the stage");
-  issue(ctx, loop, ring, "j", "stage");
+  issue(ctx, loop, ring, "j", "stage", [&](int g) {
+    ctx.out.line("tg_mbar_wait(" + barrier(n.empty, ring, g, "stage") + ", phase ^ 1);  // the consumers released " +
+                 (ring.split ? g == 0 ? "the stage's blocks of the first dot" : "the stage's blocks of the last dot"
+                             : "the stage"));
+  });
   ctx.out.line("stage = stage == " + last + " ? 0 : stage + 1;");
   ctx.out.line("if (stage == 0) phase ^= 1;");
   ctx.out.close();
@@ -589,8 +628,8 @@ bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
                str(ring->stages));
   ctx.out.line("if (" + n.stage + " == 0) " + n.phase + " ^= 1;  // (k / " + str(ring->stages) +
                ") & 1: flips as the ring wraps");
-  ctx.out.line("tg_mbar_wait(" + n.full + " + 8 * " + n.stage + ", " + n.phase +
-               ");  // this iteration's blocks have landed");
+  ctx.out.line("tg_mbar_wait(" + barrier(n.full, *ring, 0, n.stage) + ", " + n.phase + ");  // this iteration's " +
+               (ring->split ? "blocks of the first dot have" : "blocks have") + " landed");
   ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) +
                (issues_late(ctx, loop, *ring) ? " is issued in the next iteration: the refill follows its retirement"
                            : " stays in flight into the next iteration: the refill follows it"));
@@ -617,6 +656,10 @@ void tma_ring_issue_late(CudaContext& ctx, bool in_loop) {
   }
   ctx.out.line("// the group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) + " of the " +
                (in_loop ? "previous" : "last") + " iteration");
+  if (ring->split)  // its blocks have a full barrier of their own, passed here
+    ctx.out.line("tg_mbar_wait(" + barrier(n.full, *ring, 1, stage) + ", " +
+                 (in_loop ? n.stage + " == 0 ? " + n.phase + " ^ 1 : " + n.phase : n.phase) +
+                 ");  // its blocks have landed");
   DotOperands operands = ring->operands.back();
   for (size_t k = 0; k < 2; ++k) {
     const RingLoad* r = last_dot_block(ctx.fn, *ring, k);
@@ -630,6 +673,16 @@ void tma_ring_issue_late(CudaContext& ctx, bool in_loop) {
     ctx.out.line("tg_wgmma_commit();  // an empty group: the waits count the same groups in every iteration");
     ctx.out.close();
   }
+}
+
+void tma_ring_first_dot_retired(CudaContext& ctx) {
+  const CudaContext::InFlightDot& flight = *ctx.in_flight_dot;
+  std::optional<TmaRing> ring = plan(ctx, flight.loop);
+  TEGULA_ASSERT(ring.has_value(), "first dot of a loop without a TMA ring");
+  if (!ring->split) return;
+  RingNames n = names(flight.loop);
+  ctx.out.line("if (lane == 0) tg_mbar_arrive(" + barrier(n.empty, *ring, 0, n.stage) +
+               ");  // this warp's reads of the first dot's blocks have retired");
 }
 
 void tma_ring_retire(CudaContext& ctx) {
@@ -652,16 +705,17 @@ void tma_ring_refill(CudaContext& ctx) {
   ctx.out.open("");
   ctx.out.line("const int previous = " + n.stage + " == 0 ? " + last + " : " + n.stage +
                " - 1;  // read by iteration k - 1");
-  ctx.out.line("if (" + flight.k + " > 0 && lane == 0) tg_mbar_arrive(" + n.empty +
-               " + 8 * previous);  // this warp's group k - 1 has retired");
+  ctx.out.line("if (" + flight.k + " > 0 && lane == 0) tg_mbar_arrive(" +
+               barrier(n.empty, *ring, ring->groups() - 1, "previous") + ");  // this warp's group k - 1 has retired");
   if (fed_by_producer(ctx, flight.loop)) {
     ctx.out.close();
     flight.refilled = true;
     return;
   }
   ctx.out.open("if (threadIdx.x == 0 && " + flight.k + " + " + ahead + " < " + flight.trips + ")");
-  ctx.out.line("tg_mbar_wait(" + n.empty + " + 8 * previous, " + n.stage + " == 0 ? " + n.phase + " ^ 1 : " + n.phase +
-               ");  // every warp's reads of it have retired");
+  for (int g = 0; g < ring->groups(); ++g)
+    ctx.out.line("tg_mbar_wait(" + barrier(n.empty, *ring, g, "previous") + ", " + n.stage + " == 0 ? " + n.phase +
+                 " ^ 1 : " + n.phase + ");  // every warp's reads of it have retired");
   ctx.out.line("const unsigned sm = tg_shared_address(tg_smem);");
   issue(ctx, flight.loop, *ring, flight.k + " + " + ahead, "previous");
   ctx.out.close();
@@ -681,8 +735,8 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
   if (producer) {
     // The producer may go on into this stage (the next tile's copies).
     RingNames n = names(loop);
-    ctx.out.line("if (" + ctx.in_flight_dot->trips + " > 0 && lane == 0) tg_mbar_arrive(" + n.empty + " + 8 * " +
-                 n.stage + ");  // the last iteration's stage");
+    ctx.out.line("if (" + ctx.in_flight_dot->trips + " > 0 && lane == 0) tg_mbar_arrive(" +
+                 barrier(n.empty, *ring, ring->groups() - 1, n.stage) + ");  // the last iteration's stage");
   }
   ctx.in_flight_dot.reset();
   for (const RingLoad& r : ring->loads) {

@@ -343,6 +343,7 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
   std::string r = ctx.open_unrolled(acc.registers);
   ctx.out.line("tg_pin(" + acc.array + "[" + r + "]);  // no read of it moves above the wait");
   ctx.out.close();
+  if (late_cover) tma_ring_first_dot_retired(ctx);
   if (ctx.in_flight_dot && ctx.in_flight_dot->cover == id && !late_cover) {
     // The previous iteration's in-flight group is done too: pin its
     // accumulator (the carried value) so no read of it moves above the wait.
