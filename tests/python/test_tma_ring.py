@@ -405,8 +405,10 @@ def test_warp_specialized_structure():
     assert re.search(r"return;\s*\}\s*$", producer), producer
     # The producer recomputes the grouped offsets, then issues every iteration after waiting for the stage.
     assert "= (int)blockIdx.x;" in producer and "tg_rem(" in producer
-    assert re.search(r"for \(unsigned long long j = 0; j < trips; \+\+j\) \{\s*"
-                     r"tg_mbar_wait\(tma_empty\d+ \+ 8 \* stage, phase \^ 1\);", producer), producer
+    # Each iteration: the offsets, the wait for the stage's release, then its copies.
+    assert re.search(r"for \(unsigned long long j = 0; j < trips; \+\+j\) \{[^}]*?"
+                     r"tg_mbar_wait\(tma_empty\d+ \+ 8 \* stage, phase \^ 1\);[^}]*?tg_mbar_arrive_expect_tx",
+                     producer), producer
     assert producer.count("tg_mbar_arrive_expect_tx(") == 1 and producer.count("tg_tma_load_2d(") == 5
     # The consumers: no copies, no CTA barrier; a release per warp, named barrier 1 over 256 threads after.
     body = kernel[kernel.index("tg_setmaxnreg_inc<232>();"):]
