@@ -43,13 +43,21 @@ import _host  # array helpers shared by the examples (NumPy or torch)
 from flash_attention import (TF32_TOLERANCE, TOLERANCES, attention_reference, bytes_moved, flops,  # noqa: F401
                              make_inputs, numpy_dtype, parse_shape, to_device, to_numpy)
 
-# 128 query rows (two warpgroups of 64 on Hopper) by 64 keys per step;
-# 8 warps, 3 stages of K and V blocks (32 KB each at D 128 in 16 bits: with
-# Q's 32 KB the ring takes a producer warpgroup unasked). On the H200 this
-# beat 128 keys per step with 2 stages at D 128 and at D 64
-# (docs/benchmarks.md, "Attention through descriptors").
+# 128 query rows (two warpgroups of 64 on Hopper), 8 warps. Keys per step
+# and stages of K and V blocks by head dim, as measured on the H200
+# (docs/benchmarks.md, "Attention through descriptors"): at D 128, 128 keys
+# and 2 stages (64 KB each in 16 bits: with Q's 32 KB the ring takes a
+# producer warpgroup unasked, and the P V product runs under the next
+# block's softmax); at D 64, 64 keys and 3 stages without a producer (two
+# CTAs per SM); at D 256, 64 keys and 2 stages (what fits).
 DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 64}
-DEFAULT_STAGES = 3
+
+
+def default_config(head_dim: int):
+    """``(blocks, num_stages)`` for a head dim."""
+    if head_dim == 128:
+        return {"BLOCK_M": 128, "BLOCK_N": 128}, 2
+    return dict(DEFAULT_BLOCKS), 3 if head_dim < 128 else 2
 
 
 @tegula.jit
@@ -81,12 +89,16 @@ def attention_tma_kernel(Q, K, V, Out, LSE, Z, H, N_CTX, sm_scale,
         k = desc_k.load([head_row + start_n, 0])
         qk = tl.dot(q, k.T)
         keys = start_n + offs_n
+        # Only the blocks that reach the diagonal (or S) are masked: the
+        # others skip the compare and select of every score.
         if CAUSAL:
-            # The first block holds every row's own position, so each row's
-            # maximum is finite from the first block on.
-            qk = tl.where(offs_m[:, None] >= keys[None, :], qk, float("-inf"))
+            if start_n + BLOCK_N > start_m * BLOCK_M:
+                # The first block holds every row's own position, so each
+                # row's maximum is finite from the first block on.
+                qk = tl.where(offs_m[:, None] >= keys[None, :], qk, float("-inf"))
         elif TAIL:
-            qk = tl.where(keys[None, :] < N_CTX, qk, float("-inf"))
+            if start_n + BLOCK_N > N_CTX:
+                qk = tl.where(keys[None, :] < N_CTX, qk, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
         p = tl.math.exp2(qk * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
@@ -133,16 +145,17 @@ def _check_inputs(q, k, v, out, blocks):
     if unknown:
         raise coded(TypeError, "E0713",
                     f"unknown block parameters {sorted(unknown)}; expected some of {sorted(DEFAULT_BLOCKS)}")
-    return {**DEFAULT_BLOCKS, **blocks}
+    return {**default_config(D)[0], **blocks}
 
 
 def attention(q, k, v, causal: bool = False, sm_scale: float = None, out=None, num_warps: int = None,
-              num_stages: int = DEFAULT_STAGES, warp_specialize=None, **blocks):
+              num_stages: int = None, warp_specialize=None, **blocks):
     """Attention forward for contiguous q, k, v shaped [B, H, S, D] (float32, float16, bfloat16).
 
     Returns ``(out, lse)`` like examples/flash_attention.py's ``attention``.
     ``warp_specialize`` (None, True, False) is the key loop's; ``blocks``
-    overrides ``BLOCK_M`` / ``BLOCK_N``.
+    overrides ``BLOCK_M`` / ``BLOCK_N``, ``num_stages`` the stages, both
+    chosen by head dim when not given (``default_config``).
     """
     if out is None:
         out = _host.empty_like(q)
@@ -155,6 +168,8 @@ def attention(q, k, v, causal: bool = False, sm_scale: float = None, out=None, n
         return out, lse
     if _host.is_torch(q) and q.is_cuda:
         tegula.set_allocator(_scratch)
+    if num_stages is None:
+        num_stages = default_config(D)[1]
     grid = (tegula.cdiv(S, meta["BLOCK_M"]), B * H)
     attention_tma_kernel[grid](q, k, v, out, lse, B, H, S, float(sm_scale), HEAD_DIM=D, CAUSAL=bool(causal),
                                TAIL=S % meta["BLOCK_N"] != 0, WARP_SPECIALIZE=warp_specialize,

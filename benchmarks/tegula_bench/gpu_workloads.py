@@ -359,8 +359,7 @@ def attention_tma_cases(torch, quick: bool, num_warps: int) -> list:
 
         def run(m, q=q, k=k, v=v, causal=causal):
             out = torch.empty_like(q)
-            return lambda: m.attention(q, k, v, causal=causal, out=out, num_warps=num_warps,
-                                       num_stages=attention_tma.DEFAULT_STAGES)
+            return lambda: m.attention(q, k, v, causal=causal, out=out, num_warps=num_warps)
 
         name = "attention_tma" + ("" if D == 128 else f"_d{D}") + ("_causal" if causal else "")
         cases.append(Case(name, f"{B}x{H}x{S}x{D}", "bfloat16", attention_tma.bytes_moved(B, H, S, D, 2),

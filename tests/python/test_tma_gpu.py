@@ -105,10 +105,11 @@ def test_attention_ring_is_warp_specialized_wgmma(tmp_path):
     q = np.zeros((1, 1, 256, 128), np.float16)
     lse = np.zeros((1, 1, 256), np.float32)
     compiled, sass = sass_of(fa.attention_tma_kernel, (q, q, q, q, lse, 1, 1, 256, 0.1),
-                             {**fa.DEFAULT_BLOCKS, "HEAD_DIM": 128, "CAUSAL": False, "TAIL": False}, tmp_path,
+                             {**fa.default_config(128)[0], "HEAD_DIM": 128, "CAUSAL": False, "TAIL": False}, tmp_path,
                              num_warps=8)
     assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
     assert "fed by a producer warpgroup" in compiled.layouts, compiled.layouts
+    assert "one iteration late" in compiled.layouts, compiled.layouts
     assert "UTMALDG" in sass and "HGMMA" in sass and "USETMAXREG" in sass
     assert " 0 bytes spill stores" in compiled.asm["ptxas"], compiled.asm["ptxas"]
 
