@@ -3,8 +3,9 @@
     python tools/hopper/attention_tma_probe.py [--dims 128 64] [--configs 64s3 128s2 64s3ws ...]
                                                [--shape 4x32x4096] [--reps 20] [--json PATH]
 
-A configuration is ``BLOCK_N`` ``s`` stages, with ``ws`` (warp_specialize=True) or ``nows``
-(False) appended, or neither (the compiler's choice); BLOCK_M is 128, 8 warps. For each head
+A configuration is ``[BLOCK_Mx]BLOCK_N`` ``s`` stages, with ``ws`` (warp_specialize=True) or
+``nows`` (False) appended, or neither (the compiler's choice): ``64s3``, ``256x64s3ws``. BLOCK_M is
+128 unless given; the warps are BLOCK_M / 16 (a warpgroup per 64 rows). For each head
 dim, causal and not, SDPA forced to cuDNN and every configuration run interleaved, timed as the
 benchmark times them (tegula.testing.CudaTimer: CUDA events, the L2 flushed before each call),
 medians. Each output is compared with SDPA's (largest difference over SDPA's largest magnitude
@@ -25,11 +26,13 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 
 def parse_config(text: str) -> dict:
-    m = re.fullmatch(r"(\d+)s(\d+)(ws|nows)?", text)
+    m = re.fullmatch(r"(?:(\d+)x)?(\d+)s(\d+)(ws|nows)?", text)
     if not m:
-        raise SystemExit(f"--configs takes BLOCK_N s STAGES [ws|nows], like 64s3ws; got {text!r}")
-    ws = {"ws": True, "nows": False, None: None}[m.group(3)]
-    return {"BLOCK_N": int(m.group(1)), "num_stages": int(m.group(2)), "warp_specialize": ws}
+        raise SystemExit(f"--configs takes [BLOCK_Mx]BLOCK_N s STAGES [ws|nows], like 64s3ws; got {text!r}")
+    ws = {"ws": True, "nows": False, None: None}[m.group(4)]
+    block_m = int(m.group(1) or 128)
+    return {"BLOCK_M": block_m, "BLOCK_N": int(m.group(2)), "num_stages": int(m.group(3)), "warp_specialize": ws,
+            "num_warps": block_m // 16}
 
 
 def ptxas_summary(fa, q, D: int, causal: bool, c: dict) -> str:
@@ -42,9 +45,9 @@ def ptxas_summary(fa, q, D: int, causal: bool, c: dict) -> str:
     x = np.zeros((1, 1, 256, D), np.float16)
     lse = np.zeros((1, 1, 256), np.float32)
     compiled, _ = compile_cuda(fa.attention_tma_kernel, (x, x, x, x, lse, 1, 1, 256, 0.1),
-                               {"HEAD_DIM": D, "BLOCK_M": 128, "BLOCK_N": c["BLOCK_N"], "CAUSAL": causal,
+                               {"HEAD_DIM": D, "BLOCK_M": c["BLOCK_M"], "BLOCK_N": c["BLOCK_N"], "CAUSAL": causal,
                                 "TAIL": False, "WARP_SPECIALIZE": c["warp_specialize"]},
-                               num_warps=8, num_stages=c["num_stages"])
+                               num_warps=c["num_warps"], num_stages=c["num_stages"])
     used = re.findall(r"Used \d+ registers|\d+ bytes spill stores", compiled.asm["ptxas"])
     return (", ".join(used) + ("; producer" if "fed by a producer" in compiled.layouts else "; no producer") +
             ("; late" if "one iteration late" in compiled.layouts else ""))
@@ -85,8 +88,9 @@ def main() -> None:
                 out = torch.empty_like(q)
 
                 def run(c=c, out=out):
-                    return fa.attention(q, k, v, causal=causal, out=out, num_warps=8, num_stages=c["num_stages"],
-                                        warp_specialize=c["warp_specialize"], BLOCK_M=128, BLOCK_N=c["BLOCK_N"])[0]
+                    return fa.attention(q, k, v, causal=causal, out=out, num_warps=c["num_warps"],
+                                        num_stages=c["num_stages"], warp_specialize=c["warp_specialize"],
+                                        BLOCK_M=c["BLOCK_M"], BLOCK_N=c["BLOCK_N"])[0]
 
                 try:
                     got = run().float()
