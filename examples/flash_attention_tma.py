@@ -43,21 +43,31 @@ import _host  # array helpers shared by the examples (NumPy or torch)
 from flash_attention import (TF32_TOLERANCE, TOLERANCES, attention_reference, bytes_moved, flops,  # noqa: F401
                              make_inputs, numpy_dtype, parse_shape, to_device, to_numpy)
 
-# 128 query rows (two warpgroups of 64 on Hopper), 8 warps. Keys per step
-# and stages of K and V blocks by head dim, as measured on the H200
-# (docs/benchmarks.md, "Attention through descriptors"): at D 128, 128 keys
-# and 2 stages (64 KB each in 16 bits: with Q's 32 KB the ring takes a
-# producer warpgroup unasked, and the P V product runs under the next
-# block's softmax); at D 64, 64 keys and 3 stages without a producer (two
-# CTAs per SM); at D 256, 64 keys and 2 stages (what fits).
+# Query rows, keys per step and stages of K and V blocks by head dim, as
+# measured on the H200 (docs/benchmarks.md, "Attention through
+# descriptors"); a warpgroup (4 warps) per 64 query rows. At D 128: 128 rows
+# (two consumer warpgroups), 128 keys, 2 stages (64 KB each in 16 bits:
+# with Q's 32 KB the ring takes a producer warpgroup unasked, and the P V
+# product runs under the next block's softmax). At D 64: 256 rows (four
+# consumer warpgroups, and the producer the 16 warps take unasked), 64
+# keys, 3 stages: at D 64 the exponentials weigh as much as the products,
+# and four warpgroups keep both busy. At D 256: 128 rows, 64 keys, 2
+# stages (what fits).
 DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 64}
 
 
 def default_config(head_dim: int):
-    """``(blocks, num_stages)`` for a head dim."""
+    """``(blocks, num_stages)`` for a head dim; the warps follow BLOCK_M (``default_warps``)."""
     if head_dim == 128:
         return {"BLOCK_M": 128, "BLOCK_N": 128}, 2
-    return dict(DEFAULT_BLOCKS), 3 if head_dim < 128 else 2
+    if head_dim < 128:
+        return {"BLOCK_M": 256, "BLOCK_N": 64}, 3
+    return dict(DEFAULT_BLOCKS), 2
+
+
+def default_warps(block_m: int) -> int:
+    """A warpgroup per 64 query rows (wgmma's rows per warpgroup on Hopper)."""
+    return max(4, block_m // 16)
 
 
 @tegula.jit
@@ -155,7 +165,8 @@ def attention(q, k, v, causal: bool = False, sm_scale: float = None, out=None, n
     Returns ``(out, lse)`` like examples/flash_attention.py's ``attention``.
     ``warp_specialize`` (None, True, False) is the key loop's; ``blocks``
     overrides ``BLOCK_M`` / ``BLOCK_N``, ``num_stages`` the stages, both
-    chosen by head dim when not given (``default_config``).
+    chosen by head dim when not given (``default_config``); ``num_warps``
+    is a warpgroup per 64 rows of ``BLOCK_M`` unless given.
     """
     if out is None:
         out = _host.empty_like(q)
@@ -170,6 +181,8 @@ def attention(q, k, v, causal: bool = False, sm_scale: float = None, out=None, n
         tegula.set_allocator(_scratch)
     if num_stages is None:
         num_stages = default_config(D)[1]
+    if num_warps is None:
+        num_warps = default_warps(meta["BLOCK_M"])
     grid = (tegula.cdiv(S, meta["BLOCK_M"]), B * H)
     attention_tma_kernel[grid](q, k, v, out, lse, B, H, S, float(sm_scale), HEAD_DIM=D, CAUSAL=bool(causal),
                                TAIL=S % meta["BLOCK_N"] != 0, WARP_SPECIALIZE=warp_specialize,

@@ -46,7 +46,7 @@ def parse_args(argv=None):
                      help="run only this variant (repeatable): " + ", ".join(gpu_workloads.VARIANTS))
     gpu.add_argument("--num-warps", metavar="WORKLOAD=N", action="append",
                      help="warps per program for Tegula and Triton in one workload (repeatable); "
-                          "defaults: " + ", ".join(f"{k}={v}" for k, v in gpu_workloads.NUM_WARPS.items()))
+                          "defaults: " + ", ".join(f"{k}={v or 'by head dim'}" for k, v in gpu_workloads.NUM_WARPS.items()))
     gpu.add_argument("--no-md", action="store_true", help="with --json, do not write the .md beside it")
     gpu.add_argument("--render", metavar="JSON",
                      help="print the table of a saved GPU report and write it beside it as .md; "

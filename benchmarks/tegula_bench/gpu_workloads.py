@@ -33,7 +33,7 @@ VARIANTS = ("tegula", "raw", "triton", "torch", "torch.compile", "cublas", "sdpa
 # 128x128 matmul tile (examples/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.
 NUM_WARPS = {"vector_add": 4, "fused_chain": 4, "softmax": 8, "layer_norm": 8, "matmul": 8, "launch": 4,
              "attention": 8, "attention_causal": 8, "matmul_epilogue": 8, "matmul_persistent": 8, "matmul_tma": 8, "matmul_fp8": 8,
-             "attention_tma": 8}
+             "attention_tma": None}  # None: the example's warps for each head dim
 # Where the inputs live. Only a dry run of this module's logic on a machine
 # without a GPU (torch's CUDA calls stubbed) sets it to "cpu".
 DEVICE = "cuda"
@@ -350,7 +350,8 @@ def attention_tma_cases(torch, quick: bool, num_warps: int) -> list:
     """Flash attention forward written with tensor descriptors (examples/flash_attention_tma.py), bf16
     B 4, H 32, S 4096, D 128 and D 64, causal and not (workloads ``attention_tma``,
     ``attention_tma_causal``, ``attention_tma_d64``, ``attention_tma_d64_causal``): on Hopper Tegula and
-    Triton compiling the same source copy K and V with the TMA (issue 18); the floor is SDPA's rate."""
+    Triton compiling the same source copy K and V with the TMA (issue 18); the floor is SDPA's rate. Blocks,
+    stages and warps are the example's defaults for each head dim (``default_config``), for both compilers."""
     cases = []
     for D, causal in itertools.product((128, 64), (False, True)):
         B, H, S = (1, 4, 320) if quick else (4, 32, 4096)
@@ -363,7 +364,8 @@ def attention_tma_cases(torch, quick: bool, num_warps: int) -> list:
 
         name = "attention_tma" + ("" if D == 128 else f"_d{D}") + ("_causal" if causal else "")
         cases.append(Case(name, f"{B}x{H}x{S}x{D}", "bfloat16", attention_tma.bytes_moved(B, H, S, D, 2),
-                          attention_tma.flops(B, H, S, D, causal), num_warps,
+                          attention_tma.flops(B, H, S, D, causal),
+                          num_warps or attention_tma.default_warps(attention_tma.default_config(D)[0]["BLOCK_M"]),
                           {**kernel_variants(attention_tma, run),
                            "sdpa": lambda q=q, k=k, v=v, causal=causal: sdpa_variant(torch, q, k, v, causal)},
                           reference="sdpa", compute_bound=True, tolerance=(1e-2, 1.6e-2)))

@@ -48,8 +48,10 @@ class Planner {
     // multiprocessor anyway: the producer's registers and the budgets'
     // one-block launch bounds cost the second program, worth more than
     // the producer where it fits (a 128x128 bf16 matmul runs 20% slower).
+    // So are 16 warps or more: two such programs would have 64 registers
+    // per thread at most, too few for a wgmma loop.
     int64_t ring = tma_ring_shared_bytes(ctx_, ws.loop);
-    if (!asked && 2 * ring <= kSharedPerMultiprocessor)
+    if (!asked && 2 * ring <= kSharedPerMultiprocessor && o.num_warps < 16)
       return refuse("the ring's " + str(ring) + " bytes leave room for two programs per multiprocessor; "
                     "tl.range(..., warp_specialize=True) asks for it");
     if (o.debug) return refuse("debug builds keep one warp role");
