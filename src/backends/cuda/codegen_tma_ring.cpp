@@ -87,7 +87,20 @@ struct RingLoad {
   std::vector<ir::ValueId> between;  // the transpose and widening results on the way, which read the ring too
   SharedTile tile;      // offset: from the start of a stage
   TensorMapParam map;   // box: all rows by one swizzle span
-  bool early = false;   // read by a dot other than the last only (K of attention)
+  bool early = false;   // read by the first dot only (K of attention): released once it retires
+  // Other dots' reads of the same block, the other way round too (Q of an
+  // attention backward: `k @ q.T` and `ds @ q`): one copy, a descriptor
+  // each way (wgmma reads 16-bit tiles with rows along K or along M/N).
+  struct View {
+    ir::ValueId value;
+    bool k_major;
+  };
+  std::vector<View> views;
+  SharedTile tile_as(bool k_major) const {
+    SharedTile t = tile;
+    t.k_major = k_major;
+    return t;
+  }
   int64_t pieces() const { return tile.row_bytes() / tile.block_bytes(); }
 };
 
@@ -109,10 +122,10 @@ struct TmaRing {
   int stages = 0;
   int64_t stage_bytes = 0;  // every block of an iteration, on 1024-byte lines
   int64_t invariant_bytes = 0;
-  // With the last dot issued late, the blocks only earlier dots read (K)
-  // form barrier group 0 and the last dot's (V) group 1, each with a full
-  // and an empty barrier per stage: K is released once the first dot's
-  // group retires, a good part of an iteration before V (set by plan()).
+  // With the last dot issued late, the blocks only the first dot reads (K)
+  // form barrier group 0 and the others (V) group 1, each with a full and
+  // an empty barrier per stage: K is released once the first dot's group
+  // retires, a good part of an iteration before V (set by plan()).
   bool split = false;
 
   int ahead() const { return stages - 1; }
@@ -130,12 +143,16 @@ struct TmaRing {
   int64_t bytes() const { return invariant_at() + invariant_bytes; }
 };
 
-// Operand `operand` of the ring's last dot, when it is a ring block.
-const RingLoad* last_dot_block(const ir::Function& fn, const TmaRing& ring, size_t operand) {
+// Operand `operand` of the ring's last dot as it reads a ring block (offset
+// from the start of a stage), when it is one.
+std::optional<SharedTile> last_dot_block(const ir::Function& fn, const TmaRing& ring, size_t operand) {
   ir::ValueId v = fn.op(ring.dot).operands[operand];
-  for (const RingLoad& r : ring.loads)
-    if (r.operand == v) return &r;
-  return nullptr;
+  for (const RingLoad& r : ring.loads) {
+    if (r.operand == v) return r.tile;
+    for (const RingLoad::View& view : r.views)
+      if (view.value == v) return r.tile_as(view.k_major);
+  }
+  return std::nullopt;
 }
 
 // CUtensorMapSwizzle of a span: 1, 2, 3 for 32, 64, 128 bytes.
@@ -180,7 +197,7 @@ class RingPlanner {
       operands.push_back(*o);
     }
     if (ring.loads.empty()) return refuse("no operand of the body's dots is a descriptor load");
-    ring.late = ring.cover.valid() && operands.back().a_in_registers && last_dot_block(fn_, ring, 1) != nullptr;
+    ring.late = ring.cover.valid() && operands.back().a_in_registers && last_dot_block(fn_, ring, 1).has_value();
     if (ring.late) ring.retire_before = first_reader_after_cover(ring);
     if (dots.size() == 1 && operands.back().a_in_registers)
       return refuse("the dot reads operand a from registers, which the next iteration rewrites while its group "
@@ -238,26 +255,55 @@ class RingPlanner {
       } else if (k == 0 && a_in_registers(id)) {
         operands.a_in_registers = true;
         tile = plan_operand(ctx_, id, 0, 0);
-      } else if (auto shared = std::find_if(ring.loads.begin(), ring.loads.end(),
-                                            [&](const RingLoad& r) { return r.operand == dot.operands[k]; });
-                 shared != ring.loads.end()) {
-        // A block an earlier dot reads too (A of a gate and an up projection):
-        // one copy in the ring, read by both.
-        if ((k == 0) != (shared->tile.k_dim == 1)) return refuse("a block is operand a of one dot and b of another");
-        if (id == ring.dot) shared->early = false;
-        tile = shared->tile;
+      } else if (std::optional<std::pair<RingLoad*, bool>> seen = earlier_read(dot.operands[k], k, ring)) {
+        // A block an earlier dot reads too, either way round (A of a gate
+        // and an up projection; Q of an attention backward, `k @ q.T` and
+        // `ds @ q`): one copy in the ring, read by both.
+        RingLoad& shared = *seen->first;
+        if ((k == 0) != (shared.tile.k_dim == 1)) return refuse("a block is operand a of one dot and b of another");
+        if (id != ring.cover) shared.early = false;
+        tile = shared.tile_as(seen->second);
+        if (dot.operands[k] != shared.operand && !std::any_of(shared.views.begin(), shared.views.end(), [&](auto& w) {
+              return w.value == dot.operands[k];
+            }))
+          shared.views.push_back({dot.operands[k], seen->second});
         (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
       } else {
         std::optional<RingLoad> load = plan_load(dot.operands[k], k, ring);
         if (!load) return std::nullopt;
         tile = load->tile;
         (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
-        load->early = id != ring.dot;
+        load->early = ring.cover.valid() && id == ring.cover;
         ring.loads.push_back(std::move(*load));
       }
     }
     if (!wgmma_fits(ctx_, id, operands)) return refuse("the blocks do not fit wgmma's shared-memory descriptors");
     return operands;
+  }
+
+  // The ring block `value` reads when an earlier dot's operand is that block
+  // (itself or its transpose), with the k_major of this read as operand
+  // `operand`; nothing otherwise.
+  std::optional<std::pair<RingLoad*, bool>> earlier_read(ir::ValueId value, size_t operand, TmaRing& ring) const {
+    for (RingLoad& r : ring.loads) {
+      if (r.operand == value) return std::make_pair(&r, r.tile.k_major);
+      bool widened = std::any_of(r.between.begin(), r.between.end(), [&](ir::ValueId b) {
+        return fn_.op(fn_.value(b).def).kind == OpKind::Cast;
+      });
+      if (widened) continue;  // fp8 blocks are read K-major only
+      ir::ValueId block = fn_.op(r.load).results[0];
+      bool transposed;
+      if (value == block) {
+        transposed = false;
+      } else {
+        ir::OpId def = fn_.value(value).def;
+        if (!def.valid() || fn_.op(def).kind != OpKind::Trans || fn_.op(def).operands[0] != block) continue;
+        transposed = true;
+      }
+      int k_dim = operand == 0 ? 1 : 0;
+      return std::make_pair(&r, k_dim == (transposed ? 0 : 1));
+    }
+    return std::nullopt;
   }
 
   bool a_in_registers(ir::OpId id) const {
@@ -323,7 +369,7 @@ class RingPlanner {
     bool transposed = def.valid() && fn_.op(def).kind == OpKind::Trans;
     if (transposed) {
       between.push_back(fn_.op(def).results[0]);
-      def = single_use_def(fn_.op(def).operands[0]);
+      def = fp8 ? single_use_def(fn_.op(def).operands[0]) : dot_operand_def(fn_.op(def).operands[0]);
     }
     if (!def.valid() || fn_.op(def).kind != OpKind::DescLoad)
       return refuse(which + " is not a descriptor load of the loop body used only by the dot");
@@ -365,15 +411,26 @@ class RingPlanner {
   // The op of the loop body defining `v`, when `v` has no other use.
   // The op of the loop body defining `v`, when only dots of the body read
   // `v` (as operands a or b).
+  // Transposes of `v` count as its reads when only dots read them.
   ir::OpId dot_operand_def(ir::ValueId v) const {
     ir::OpId def = fn_.value(v).def;
     if (!def.valid() || !in_body_block(def)) return ir::OpId{};
-    uint32_t by_dots = 0;
+    auto by_dots = [&](ir::ValueId x) {
+      uint32_t n = 0;
+      for (ir::OpId id : fn_.block(body_).ops) {
+        const ir::Op& o = fn_.op(id);
+        if (!o.erased && o.kind == OpKind::Dot) n += (o.operands[0] == x) + (o.operands[1] == x);
+      }
+      return n;
+    };
+    uint32_t reads = by_dots(v);
     for (ir::OpId id : fn_.block(body_).ops) {
       const ir::Op& o = fn_.op(id);
-      if (!o.erased && o.kind == OpKind::Dot) by_dots += (o.operands[0] == v) + (o.operands[1] == v);
+      if (!o.erased && o.kind == OpKind::Trans && o.operands[0] == v && uses_[o.results[0].index] > 0 &&
+          uses_[o.results[0].index] == by_dots(o.results[0]))
+        ++reads;
     }
-    return uses_[v.index] == by_dots ? def : ir::OpId{};
+    return uses_[v.index] == reads ? def : ir::OpId{};
   }
 
   ir::OpId single_use_def(ir::ValueId v) const {
@@ -401,7 +458,9 @@ bool fed_by_producer(const CudaContext& ctx, ir::OpId loop) {
 
 std::optional<TmaRing> plan(const CudaContext& ctx, ir::OpId loop) {
   std::optional<TmaRing> ring = RingPlanner(ctx, loop).run();
-  if (ring) ring->split = ring->late && fed_by_producer(ctx, loop);
+  if (ring)
+    ring->split = ring->late && fed_by_producer(ctx, loop) &&
+                  std::any_of(ring->loads.begin(), ring->loads.end(), [](const RingLoad& r) { return r.early; });
   return ring;
 }
 
@@ -580,6 +639,11 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
     ctx.ring_tiles[ctx.fn.op(r.load).results[0].index] = tile;
     for (ir::ValueId v : r.between) ctx.ring_tiles[v.index] = tile;
     ctx.ring_tiles[r.operand.index] = tile;
+    for (const RingLoad::View& view : r.views) {
+      SharedTile other = tile;
+      other.k_major = view.k_major;
+      ctx.ring_tiles[view.value.index] = other;
+    }
     ctx.descriptor_paths.push_back(descriptor_op_name(ctx.fn, ctx.fn.op(r.load)) + ": TMA ring through " +
                                    ctx.tensor_map(r.map) + ", " + str(stages) + " stages, " +
                                    str(r.tile.block_bytes()) + "-byte swizzle, read by wgmma where it lands");
@@ -661,9 +725,9 @@ void tma_ring_issue_late(CudaContext& ctx, bool in_loop) {
                  ");  // its blocks have landed");
   DotOperands operands = ring->operands.back();
   for (size_t k = 0; k < 2; ++k) {
-    const RingLoad* r = last_dot_block(ctx.fn, *ring, k);
-    if (r) (k == 0 ? operands.a : operands.b).offset = "(" + stage + " * " + str(ring->stage_bytes) + " + " +
-                                                       r->tile.offset + ")";
+    std::optional<SharedTile> tile = last_dot_block(ctx.fn, *ring, k);
+    if (tile) (k == 0 ? operands.a : operands.b).offset = "(" + stage + " * " + str(ring->stage_bytes) + " + " +
+                                                          tile->offset + ")";
   }
   emit_wgmma_late_issue(ctx, ring->dot, operands, flight.fragments);
   ctx.out.close();
@@ -742,6 +806,7 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
     ctx.ring_tiles.erase(ctx.fn.op(r.load).results[0].index);
     for (ir::ValueId v : r.between) ctx.ring_tiles.erase(v.index);
     ctx.ring_tiles.erase(r.operand.index);
+    for (const RingLoad::View& view : r.views) ctx.ring_tiles.erase(view.value.index);
   }
   for (const InvariantOperand& o : ring->invariant) ctx.ring_tiles.erase(ctx.fn.op(o.dot).operands[o.index].index);
   // A producer walking tiles fills the ring during this one's epilogue:

@@ -35,7 +35,7 @@ import tegula
 import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, dot_precision, register_autograd
 
-from . import _rows, attention_config
+from . import _rows, attention_config, attention_tma
 
 
 @tegula.jit
@@ -286,6 +286,9 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     delta = torch.empty_like(lse)
     rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
     attention_delta_kernel[_grid(q, rows)](out, do, delta, S, H, *_strides(do), BLOCK_M=rows, **meta)
+    if attention_tma.applies(q) and not attention_config.overridden():
+        attention_tma.backward(*(t.contiguous() for t in (do, q, k, v)), lse, delta, causal, scale, dq, dk, dv)
+        return dq, dk, dv
     dkdv, dqt, precision = config.dkdv, config.dq, dot_precision(q)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
     attention_dkdv_kernel[_grid(q, dkdv.block_n)](q, k, v, do, lse, delta, dk, dv, S, H, *strides, scale,

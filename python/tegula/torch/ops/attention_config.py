@@ -151,6 +151,12 @@ def choose(device_type: str, head_dim: int, dtype: str = "bfloat16") -> Attentio
     return parse(spec, base) if spec else base
 
 
+def overridden() -> bool:
+    """Whether ``use`` or the environment variable chose the configuration (a sweep): then the
+    kernels whose tiles it names run, not the descriptor backward on Hopper (attention_tma.py)."""
+    return _override.get() is not None or bool(os.environ.get(ENV, "").strip())
+
+
 @contextlib.contextmanager
 def use(config: AttentionConfig) -> Iterator[AttentionConfig]:
     """Launches inside the block (in this thread or task) use ``config``."""

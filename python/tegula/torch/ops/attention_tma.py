@@ -1,0 +1,139 @@
+"""Attention's backward through tensor descriptors, for Hopper.
+
+The backward of ``attention.py`` (FlashAttention-2's: dK and dV per key
+block over the query blocks that see it, dQ per query block over its key
+blocks, from the forward's log-sum-exp and ``delta = rowsum(dO * O)``),
+written with descriptors over the ``[B * H * S, D]`` rows of contiguous
+q, k, v and dO. On sm_90 each loop's blocks then move through a TMA ring
+read by wgmma where they land, fed by a producer warpgroup; the block read
+twice (Q in dK/dV: ``k @ q.T`` and ``ds_t @ q``; dO: ``p_t @ do`` and
+``v @ do.T``; K in dQ) is copied once and read both ways; the last product
+of an iteration runs under the next iteration's exponentials
+(docs/backend-cuda.md, "TMA rings"). Blocks that run past a head's S read
+the next head's rows (or zeros past the tensor): query rows past S get a
+log-sum-exp of +inf, so their probabilities are 0; keys past S are masked
+in the one block that holds them, and their gradients are not stored.
+
+Probabilities and their gradients are float32; both are rounded to the
+input dtype before they meet dO or Q, as in ``attention.py``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import tegula
+import tegula.language as tl
+
+LOG2E = 1.4426950408889634
+
+
+@tegula.jit
+def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, ROWS, S, scale, HEAD_DIM: tl.constexpr,
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    # Grid: (cdiv(S, BLOCK_N), B * H). ROWS = B * H * S.
+    start_n = tl.program_id(0) * BLOCK_N
+    bh = tl.program_id(1)
+    desc_q = tl.make_tensor_descriptor(Q, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    desc_do = tl.make_tensor_descriptor(DO, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    head_row = bh * S
+    keys = start_n + tl.arange(0, BLOCK_N)
+    offs_m = tl.arange(0, BLOCK_M)
+    k = desc_k.load([head_row + start_n, 0])
+    v = desc_v.load([head_row + start_n, 0])
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    qk_scale = scale * LOG2E
+    lo = 0
+    if CAUSAL:
+        lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
+    for start_m in tl.range(lo, S, BLOCK_M, warp_specialize=True):
+        q = desc_q.load([head_row + start_m, 0])
+        do = desc_do.load([head_row + start_m, 0])
+        rows = start_m + offs_m
+        # Rows past S: +inf, so their probabilities are 0 (their blocks hold the next head's rows).
+        lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
+        delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
+        s_t = tl.dot(k, q.T)
+        p_t = tl.math.exp2(s_t * qk_scale - lse2[None, :])
+        if CAUSAL:
+            if start_m < start_n + BLOCK_N:  # a block on the diagonal: queries before a key do not see it
+                p_t = tl.where(rows[None, :] >= keys[:, None], p_t, 0.0)
+        dv = tl.dot(p_t.to(do.dtype), do, dv)
+        dp_t = tl.dot(v, do.T)
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk = tl.dot(ds_t.to(q.dtype), q, dk)
+    offsets = (head_row + keys)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    tl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
+    tl.store(DV + offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
+
+
+@tegula.jit
+def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DIM: tl.constexpr,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                            TAIL: tl.constexpr):
+    # Grid: (cdiv(S, BLOCK_M), B * H).
+    start_m = tl.program_id(0) * BLOCK_M
+    bh = tl.program_id(1)
+    desc_q = tl.make_tensor_descriptor(Q, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    desc_do = tl.make_tensor_descriptor(DO, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    head_row = bh * S
+    rows = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = desc_q.load([head_row + start_m, 0])
+    do = desc_do.load([head_row + start_m, 0])
+    lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
+    delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = scale * LOG2E
+    if CAUSAL:
+        hi = tl.minimum(start_m + BLOCK_M, S)
+    else:
+        hi = S
+    for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=True):
+        k = desc_k.load([head_row + start_n, 0])
+        v = desc_v.load([head_row + start_n, 0])
+        keys = start_n + offs_n
+        s = tl.dot(q, k.T)
+        p = tl.math.exp2(s * qk_scale - lse2[:, None])
+        if CAUSAL:
+            if start_n + BLOCK_N > start_m:  # a block on the diagonal (or S's end, past which keys come later)
+                p = tl.where((rows[:, None] >= keys[None, :]) & (keys[None, :] < S), p, 0.0)
+        elif TAIL:
+            if start_n + BLOCK_N > S:
+                p = tl.where(keys[None, :] < S, p, 0.0)
+        dp = tl.dot(do, v.T)
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, dq)
+    offsets = (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    tl.store(DQ + offsets, (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
+
+
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) of each kernel, by head dim.
+DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 2)}
+DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
+
+
+def applies(q: torch.Tensor) -> bool:
+    """Whether the descriptor backward runs for these inputs: CUDA tensors on an sm_90 device, 16-bit, head
+    dim 64 or 128 (the others keep attention.py's kernels)."""
+    return (q.is_cuda and q.dtype in (torch.bfloat16, torch.float16) and q.shape[-1] in DKDV
+            and torch.cuda.get_device_capability(q.device) == (9, 0))
+
+
+def backward(do, q, k, v, lse, delta, causal: bool, scale: float, dq, dk, dv) -> None:
+    """dq, dk, dv (contiguous, like q) from contiguous do, q, k, v, the forward's lse and delta."""
+    B, H, S, D = q.shape
+    rows = B * H * S
+    bm, bn, warps, stages = DKDV[D]
+    attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
+        q, k, v, do, lse, delta, dk, dv, rows, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        num_warps=warps, num_stages=stages)
+    bm, bn, warps, stages = DQ[D]
+    attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
+        q, k, v, do, lse, delta, dq, rows, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
