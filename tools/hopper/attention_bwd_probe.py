@@ -1,0 +1,65 @@
+"""Configurations of the descriptor attention backward (tegula/torch/ops/attention_tma.py) against SDPA's
+backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py``.
+
+Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel; every candidate and
+SDPA's backward (autograd.grad of its output) run interleaved (tegula.testing.CudaTimer: CUDA events, L2
+flushed), medians, B 4, H 16, S 4096 bf16. TFLOP/s count 2.5 times the forward's 4 B H S^2 D, halved when
+causal. For choosing attention_tma.DKDV / DQ; the benchmark's rows stay the measure of record.
+"""
+
+import statistics
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from tegula.testing import CudaTimer
+from tegula.torch.ops import attention_tma as at
+
+CANDIDATES = {
+    64: [((64, 128, 8, 3), (128, 64, 8, 3)), ((64, 128, 8, 2), (128, 64, 8, 2)), ((128, 128, 8, 2), (128, 64, 8, 3)),
+         ((64, 128, 8, 3), (128, 128, 8, 2))],
+    128: [((64, 128, 8, 2), (128, 64, 8, 3)), ((64, 128, 8, 3), (128, 64, 8, 3)), ((64, 128, 8, 2), (128, 64, 8, 2)),
+          ((64, 64, 4, 3), (128, 64, 8, 3))],
+}
+
+
+def main() -> None:
+    B, H, S = 4, 16, 4096
+    timer = CudaTimer()
+    for D, candidates in CANDIDATES.items():
+        for causal in (False, True):
+            g = torch.Generator(device="cuda").manual_seed(D)
+            q, k, v, do = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=torch.bfloat16)
+                           for _ in range(4))
+            scale = D ** -0.5
+            out, lse = torch.ops.tegula.attention(q, k, v, causal, scale)
+            delta = (do.float() * out.float()).sum(-1)
+            grads = [torch.empty_like(q) for _ in range(3)]
+            qr, kr, vr = (t.detach().requires_grad_() for t in (q, k, v))
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                o = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+
+            def sdpa():
+                torch.autograd.grad(o, (qr, kr, vr), do, retain_graph=True)
+
+            def run(c):
+                def go():
+                    at.DKDV[D], at.DQ[D] = c
+                    at.backward(do, q, k, v, lse, delta, causal, scale, *grads)
+                return go
+
+            fns = [sdpa] + [run(c) for c in candidates]
+            for f in fns:
+                f()
+            torch.cuda.synchronize()
+            samples = timer.interleaved(fns, 12)
+            flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
+            ms = [statistics.median(s) for s in samples]
+            for name, t in zip(["sdpa"] + [str(c) for c in candidates], ms):
+                print(f"D {D} {'causal' if causal else 'full'} {name}: {flops / t / 1e9:.1f} TFLOP/s "
+                      f"{ms[0] / t:.3f} of SDPA", flush=True)
+
+
+if __name__ == "__main__":
+    main()
