@@ -113,8 +113,9 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DI
     tl.store(DQ + offsets, (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
 
 
-# (BLOCK_M, BLOCK_N, num_warps, num_stages) of each kernel, by head dim.
-DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 2)}
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) of each kernel, by head dim: the fastest of
+# tools/hopper/attention_bwd_probe.py on the H200 (benchmarks/results/2026-12-03-h200-attention-bwd-probe.txt).
+DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 3)}
 DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
 
 
