@@ -256,7 +256,9 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     q, k, v = _in_place(q), _in_place(k), _in_place(v)
     out = q.new_empty(q.shape)
     lse = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
-    if q.numel():
+    if q.numel() and attention_tma.applies(q) and not attention_config.overridden():
+        attention_tma.forward(*(t.contiguous() for t in (q, k, v)), causal, scale, out, lse)
+    elif q.numel():
         tiles = _config(q).fwd
         _, H, S, D = q.shape
         attention_forward_kernel[_grid(q, tiles.block_m)](

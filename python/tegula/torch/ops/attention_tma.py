@@ -1,4 +1,5 @@
-"""Attention's backward through tensor descriptors, for Hopper.
+"""Attention through tensor descriptors, for Hopper: the forward as
+examples/flash_attention_tma.py writes it, and the backward.
 
 The backward of ``attention.py`` (FlashAttention-2's: dK and dV per key
 block over the query blocks that see it, dQ per query block over its key
@@ -26,6 +27,50 @@ import tegula
 import tegula.language as tl
 
 LOG2E = 1.4426950408889634
+
+
+@tegula.jit
+def attention_fwd_tma_kernel(Q, K, V, O, LSE, ROWS, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, TAIL: tl.constexpr):
+    # Grid: (cdiv(S, BLOCK_M), B * H). The scores in base 2 (exp2 with log2(e) folded into the scale).
+    start_m = tl.program_id(0) * BLOCK_M
+    bh = tl.program_id(1)
+    desc_q = tl.make_tensor_descriptor(Q, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    head_row = bh * S
+    rows = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = desc_q.load([head_row + start_m, 0])
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = scale * LOG2E
+    if CAUSAL:
+        hi = tl.minimum(start_m + BLOCK_M, S)
+    else:
+        hi = S
+    for start_n in tl.range(0, hi, BLOCK_N):
+        k = desc_k.load([head_row + start_n, 0])
+        s = tl.dot(q, k.T)
+        keys = start_n + offs_n
+        if CAUSAL:  # the first block holds every row's own key: each row's maximum is finite from it on
+            if start_n + BLOCK_N > start_m:
+                s = tl.where(rows[:, None] >= keys[None, :], s, float("-inf"))
+        elif TAIL:
+            if start_n + BLOCK_N > S:
+                s = tl.where(keys[None, :] < S, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([head_row + start_n, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_new
+    tl.store(LSE + bh * S + rows, (m_i + tl.math.log2(l_i)) / LOG2E, mask=rows < S)
+    offsets = (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    tl.store(O + offsets, (acc * (1.0 / l_i)[:, None]).to(O.dtype.element_ty), mask=rows[:, None] < S)
 
 
 @tegula.jit
@@ -113,8 +158,11 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DI
     tl.store(DQ + offsets, (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
 
 
-# (BLOCK_M, BLOCK_N, num_warps, num_stages) of each kernel, by head dim: the fastest of
-# tools/hopper/attention_bwd_probe.py on the H200 (benchmarks/results/2026-12-03-h200-attention-bwd-probe.txt).
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) of each kernel, by head dim. The forward's are those of
+# examples/flash_attention_tma.py, whose kernel this one's is (measured there: 1.00 / 0.98 of SDPA at D 128,
+# 0.92 / 0.91 at D 64; docs/benchmarks.md); the backward's the fastest of tools/hopper/attention_bwd_probe.py
+# on the H200 (benchmarks/results/2026-12-03-h200-attention-bwd-probe.txt).
+FWD = {64: (256, 64, 16, 3), 128: (128, 128, 8, 2)}
 DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 3)}
 DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
 
@@ -124,6 +172,15 @@ def applies(q: torch.Tensor) -> bool:
     dim 64 or 128 (the others keep attention.py's kernels)."""
     return (q.is_cuda and q.dtype in (torch.bfloat16, torch.float16) and q.shape[-1] in DKDV
             and torch.cuda.get_device_capability(q.device) == (9, 0))
+
+
+def forward(q, k, v, causal: bool, scale: float, out, lse) -> None:
+    """out (contiguous, like q) and lse [B, H, S] float32 from contiguous q, k, v."""
+    B, H, S, D = q.shape
+    bm, bn, warps, stages = FWD[D]
+    attention_fwd_tma_kernel[(tegula.cdiv(S, bm), B * H)](
+        q, k, v, out, lse, B * H * S, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
 
 
 def backward(do, q, k, v, lse, delta, causal: bool, scale: float, dq, dk, dv) -> None:

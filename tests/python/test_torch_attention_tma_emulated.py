@@ -1,6 +1,6 @@
-"""Attention's backward through descriptors (tegula/torch/ops/attention_tma.py) in the host CUDA emulator, as
-sm_90 compiles it: TMA rings fed by a producer warpgroup, the blocks read both ways (Q, dO; K) copied once, the
-last product issued one iteration late. Gradients against float64 NumPy on ragged sequences (the last blocks
+"""Attention through descriptors (tegula/torch/ops/attention_tma.py) in the host CUDA emulator, as sm_90
+compiles it: TMA rings fed by a producer warpgroup, the last product issued one iteration late; in the backward
+the blocks read both ways (Q, dO; K) copied once. Gradients against float64 NumPy on ragged sequences (the last blocks
 read the next head's rows), causal and not. On a GPU, tests/python/test_torch_attention*.py run the op."""
 
 from __future__ import annotations
@@ -75,3 +75,31 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages):
         got = got.astype(np.float64)
         error = np.abs(got - want).max() / np.abs(want).max()
         assert error < 2e-2, f"{name}: largest difference {error:.3g} of the largest magnitude"
+
+
+@pytest.mark.parametrize("B,H,S,D,causal", [
+    (1, 2, 200, 64, False),   # ragged: 256 rows, four consumer warpgroups (the D 64 default)
+    (1, 2, 200, 64, True),
+    (1, 1, 300, 128, True),   # 128 x 128 blocks, 2 stages (the D 128 default)
+])
+def test_forward_kernel_matches_float64(B, H, S, D, causal):
+    rng = np.random.default_rng(S + D + causal + 1)
+    bf16 = _bf16()
+    q, k, v = (rng.standard_normal((B, H, S, D)).astype(bf16) for _ in range(3))
+    scale = 1.0 / D ** 0.5
+    f64 = [x.astype(np.float64) for x in (q, k, v)]
+    s = np.einsum("bhqd,bhkd->bhqk", f64[0], f64[1]) * scale
+    if causal:
+        s = np.where(np.tril(np.ones((S, S), bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    want_lse = (m + np.log(np.exp(s - m).sum(-1, keepdims=True)))[..., 0]
+    want = np.exp(s - want_lse[..., None]) @ f64[2]
+    out, lse = np.zeros_like(q), np.zeros((B, H, S), np.float32)
+    bm, bn, warps, stages = at.FWD[D]
+    compiled = emulate(at.attention_fwd_tma_kernel, (-(-S // bm), B * H), q, k, v, out, lse, B * H * S, S, scale,
+                       HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
+                       num_stages=stages)
+    assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
+    assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts
+    np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-2, rtol=2e-2, err_msg="attention output")
+    np.testing.assert_allclose(lse, want_lse, atol=1e-3, rtol=0, err_msg="log-sum-exp")
