@@ -320,18 +320,21 @@ class RingPlanner {
     bool after = false;
     for (ir::OpId id : fn_.block(body_).ops) {
       if (id == ring.dot) return ir::OpId{};
-      if (after) {
-        bool reads = false;
-        auto visit = [&](ir::OpId inner) {
-          for (ir::ValueId v : fn_.op(inner).operands) reads = reads || v == carried;
-        };
-        visit(id);
-        for (ir::BlockId region : fn_.op(id).regions) fn_.walk_block(region, visit);
-        if (reads) return id;
-      }
+      if (after && reads(id, carried)) return id;
       after = after || id == ring.cover;
     }
     return ir::OpId{};
+  }
+
+  // Whether op `id` (itself or an op of its regions) reads `value`.
+  bool reads(ir::OpId id, ir::ValueId value) const {
+    bool found = false;
+    auto visit = [&](ir::OpId inner) {
+      for (ir::ValueId v : fn_.op(inner).operands) found = found || v == value;
+    };
+    visit(id);
+    for (ir::BlockId region : fn_.op(id).regions) fn_.walk_block(region, visit);
+    return found;
   }
 
   // Whether nothing of the body before the first dot reads the carried
@@ -341,13 +344,7 @@ class RingPlanner {
     ir::ValueId carried = carried_accumulator(ctx_, ring.dot);
     for (ir::OpId id : fn_.block(body_).ops) {
       if (id == ring.cover) return true;
-      bool reads = false;
-      auto visit = [&](ir::OpId inner) {
-        for (ir::ValueId v : fn_.op(inner).operands) reads = reads || v == carried;
-      };
-      visit(id);
-      for (ir::BlockId region : fn_.op(id).regions) fn_.walk_block(region, visit);
-      if (reads) return false;
+      if (reads(id, carried)) return false;
     }
     return true;
   }
