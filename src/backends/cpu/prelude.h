@@ -289,7 +289,8 @@ template <> struct tg_bits_of<1> { using type = uint8_t; };
 template <> struct tg_bits_of<2> { using type = uint16_t; };
 template <> struct tg_bits_of<4> { using type = uint32_t; };
 template <> struct tg_bits_of<8> { using type = uint64_t; };
-template <class T> static inline T tg_select(bool c, T a, T b) {
+template <class T> struct tg_type_of { using type = T; };
+template <class T> static inline T tg_select(bool c, T a, typename tg_type_of<T>::type b) {  // b converts to a's type
   using U = typename tg_bits_of<sizeof(T)>::type;
   U x, y;
   std::memcpy(&x, &a, sizeof(T)), std::memcpy(&y, &b, sizeof(T));
