@@ -11,6 +11,7 @@ and reversed rows; and which kernels prefetch, in the generated source.
 """
 
 import json
+import re
 import textwrap
 
 import numpy as np
@@ -52,9 +53,12 @@ def test_rows_of_a_page_or_more_fetch_the_next_programs_row(backend):
     source = cpu_source(softmax_kernel, x, x, 4096, 4096, BLOCK_N=4096)
     assert "tg_next_tile(tile_history[0], " in source
     assert "const char* tile_history[1] = {};" in source
-    # Half of the 16 KB row in each of the two loops after the reduction.
-    assert "tg_prefetch(next" in source and ", block * 2, 128);" in source
-    assert ", 8192 + block * 2, 128);" in source
+    # A quarter of the 16 KB row to each of the four loops after its load:
+    # the max (its first block, then each block), exp, sum (the same) and
+    # division loops (whole and partial tile), a line per block of 64.
+    fetched = re.findall(r"tg_prefetch\(next\d+, ([^;]*)\);", source)
+    assert [re.sub(r"\bk\d+", "k", f) for f in fetched] == [
+        "0, 64", "k, 64", "4096 + block, 64", "8192, 64", "8192 + k, 64", "12288 + block, 64", "12288 + block, 64"]
     small = cpu_source(softmax_kernel, x, x, 256, 256, BLOCK_N=256)  # 1 KB rows: the hardware's job
     assert "tile_history" not in small
     looped = cpu_source(row_loop_kernel, x, x, 4096, BLOCK_N=4096)  # rows read in a loop of the program

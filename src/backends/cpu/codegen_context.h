@@ -172,8 +172,13 @@ class CodegenContext : public c_family::Printer {
     std::string pointer;
     int64_t bytes = 0;
     int64_t prefetched = 0;
+    int64_t loops = 1;  // the loops left to fetch it, an equal share each
   };
   std::vector<NextTile> next_tiles;
+  // Tiles read in place (codegen_fusion.cpp, "Loads read in place"), by
+  // value index: their bytes, for the loop of a store that reads them to
+  // check that it does not write them.
+  std::map<uint32_t, int64_t> tiles_read_in_place;
   // Streamed stores whose partial end line waits for the thread's next
   // program (prelude_stream.h, tg_line_carry): the entry's `line_carry`
   // slots.
@@ -269,6 +274,20 @@ bool is_per_element(const CodegenContext& ctx, const ir::Op& op);
 // Element `index` of tile `v`: read from its array, or computed from its
 // operands' when it has none (a tile computed where reduced).
 std::string tile_element(const CodegenContext& ctx, ir::ValueId v, const std::string& index);
+// Next tiles (codegen_fusion.cpp): what a loop in blocks of
+// kNextTileBlock elements fetches of each pending next tile, its share
+// (counted as fetched from now on): per block, `bytes_per_element` times
+// kNextTileBlock bytes from `offset + first element * bytes_per_element`.
+inline constexpr int64_t kNextTileBlock = 64;
+struct NextTileFetch {
+  std::string pointer;
+  int64_t offset, bytes_per_element;
+};
+std::vector<NextTileFetch> plan_next_tile_fetches(CodegenContext& ctx, int64_t blocks);
+// The prefetch of `fetch` for the block whose first element is `first`.
+std::string next_tile_prefetch(const NextTileFetch& fetch, const std::string& first);
+// Whether reduce `op` fetches next tiles in its loop (codegen_reduce.cpp).
+bool reduce_fetches_next_tiles(const CodegenContext& ctx, const ir::Op& op);
 // Emits `ops` (consecutive per-element ops of one block, same element count)
 // as one loop. Results used outside the group get arrays; the others stay
 // scalar locals of the loop body.

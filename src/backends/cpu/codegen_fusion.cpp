@@ -52,29 +52,50 @@
 // held line out if they touch it.
 //
 // Tiles computed where reduced: a result whose only user is a reduce, and
-// that a few elementwise ops compute from arrays of its own run (layer
-// norm's `centred * centred`), gets no array: the reduce computes each
-// element as it combines it (tile_element), saving a store and a load of
-// the whole tile. Only arrays of the same run are read, which nothing else
-// writes, so the values are the ones the run would have stored.
+// that a few elementwise ops compute from arrays of its own run, loaded
+// tiles and index arithmetic (layer norm's `centred * centred`), gets no
+// array: the reduce computes each element as it combines it
+// (tile_element), saving a store and a load of the whole tile. Only arrays
+// of the same run and loaded tiles are read, which nothing writes before
+// the reduce (for a tile read in place, see below), so the values are the
+// ones the run would have stored.
+//
+// Tiles computed again from loads: a result that a few cheap elementwise
+// ops (add, sub, mul, select...) compute from loaded tiles and index
+// arithmetic, used only by per-element ops of its block (layer norm's
+// `centred = where(in_row, x - mean, 0)`), gets no array either: each loop
+// using it, and the reduce computing a value of it where reduced, computes
+// it again from the loaded tiles, which keep their arrays (or are read in
+// place, below). The operations are the same, so are the values; a store
+// and a load of the whole tile are saved. Such a select evaluates both its
+// choices (tg_select, a blend: g++ keeps `c ? x[i] - m : 0` scalar on AVX2
+// because the subtraction could trap), reading only arrays or rows read in
+// place, whole.
 //
 // Loads read in place: a run that only loads a whole contiguous tile into
 // an array (a flat loop, no mask or a full one) copies nothing when the tile
 // is in bounds: the tile's name is a pointer to the memory itself, provided
 // nothing of the program writes memory before the tile's last use and its
-// users only read it (per-element ops and reduces). The array is filled, by
-// the masked loop, only for a partial tile. That saves a pass over the tile
-// and its room in the L1 cache; the values read are the same.
+// users only read it (per-element ops and reduces, directly or through
+// values computed again from it). The array is filled, by the masked loop,
+// only for a partial tile. That saves a pass over the tile and its room in
+// the L1 cache; the values read are the same. The last use may be in the
+// loop of the store that first writes memory after the load when that store
+// writes one range known before the loop: the loop then checks that range
+// against the tile first and reads a copy of the tile when they overlap
+// (an output over its input), so it never reads what it wrote.
 //
 // Next tiles: a tile read in place of at least kMinNextTileBytes, in the
 // program's body (not in a loop of it), is waited for by the loop that
 // reduces it, after which the program computes from cache and moves no
 // memory; the hardware prefetcher does not cross the 4 KB pages of the next
 // program's row. So the program predicts where the next program of its
-// thread reads (prelude_stream.h, tg_next_tile) and its later flat loops
-// fetch that tile into L2 while they compute: each loop half the tile (the
-// rest, if less), spread over blocks of kBlock elements, so the
-// fetches overlap the work of two loops instead of arriving as a burst.
+// thread reads (prelude_stream.h, tg_next_tile) and the loops of its body
+// after the load fetch that tile into L2 while they compute: its flat loops
+// and its reductions in whole blocks, an equal share each (counted before
+// them, loops_fetching_after), spread over blocks of kBlock elements, so
+// the fetches overlap all of the work after the row instead of arriving as
+// a burst.
 //
 // Ordering: inside a fused loop, the memory accesses of element i happen
 // before those of element i + 1, instead of op after op. Only a store ends a
@@ -83,6 +104,7 @@
 // which is the same ordering freedom the GPU backend has between threads
 // (documented in docs/backend-cpu.md).
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -124,7 +146,7 @@ constexpr int64_t kMinStreamBytes = 1024;
 constexpr int64_t kMinNextTileBytes = 4096;
 // Elements of a block of a loop that prefetches next tiles or streams its
 // stores block by block.
-constexpr int64_t kBlock = 64;
+constexpr int64_t kBlock = kNextTileBlock;
 
 // The per-element ops computing tile `v` from scalars alone, or `limit` when
 // that is `limit` or more (reading memory, or anything else, is too many).
@@ -156,6 +178,105 @@ bool is_recomputed(const CodegenContext& ctx, ir::ValueId v) {
   return recompute_cost(ctx, v, kMaxRecomputedOps + 1) <= kMaxRecomputedOps;
 }
 
+bool is_view(const ir::Op& o) { return o.kind == OpKind::Reshape || o.kind == OpKind::ExpandDims; }
+
+// The element of `o`, an elementwise op computing tile `v` from its
+// operands' elements: a select computed from loaded tiles evaluates both
+// choices (tg_select), which are arrays or rows read in place, whole.
+std::string recomputed_element(const CodegenContext& ctx, ir::ValueId v, const ir::Op& o,
+                               const std::vector<std::string>& operands) {
+  if (o.kind == OpKind::Select && !is_recomputed(ctx, v))
+    return "tg_select(" + operands[0] + ", " + operands[1] + ", " + operands[2] + ")";
+  return elementwise_expr(ctx, o, operands);
+}
+
+// Whether `expr` is one call, `name(...)`, which needs no parentheses.
+bool is_one_call(const std::string& expr) {
+  size_t open = expr.find('(');
+  if (open == 0 || open == std::string::npos || expr.back() != ')') return false;
+  for (size_t k = 0; k < open; ++k)
+    if (!std::isalnum(static_cast<unsigned char>(expr[k])) && expr[k] != '_') return false;
+  int depth = 0;
+  for (size_t k = open; k < expr.size(); ++k) {
+    depth += expr[k] == '(' ? 1 : expr[k] == ')' ? -1 : 0;
+    if (depth == 0) return k + 1 == expr.size();
+  }
+  return false;
+}
+
+// `expr`, the element of tile `v` computed from its operands' (not read
+// from an array), as an operand of another element expression: in
+// parentheses when an elementwise op computes it from loaded tiles (the
+// printers add none; index arithmetic prints as calls and comparisons that
+// need none).
+std::string nested(const CodegenContext& ctx, ir::ValueId v, const std::string& expr) {
+  ir::OpId def = ctx.fn.value(v).def;
+  bool parenthesize = def.valid() && ir::is_elementwise(ctx.fn.op(def).kind) && !is_recomputed(ctx, v);
+  return parenthesize && !is_one_call(expr) ? "(" + expr + ")" : expr;
+}
+
+// Elementwise ops cheap enough to compute again in each loop that reads
+// their result, rather than store it once and load it there.
+bool is_cheap(OpKind kind) {
+  switch (kind) {
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Neg:
+    case OpKind::Abs:
+    case OpKind::Min:
+    case OpKind::Max:
+    case OpKind::Cmp:
+    case OpKind::Select:
+    case OpKind::Cast: return true;
+    default: return false;
+  }
+}
+
+// Whether `v` is a tile loaded in `block`, whose values stay where the load
+// put them (its array, or memory under the rule of "Loads read in place")
+// for the rest of the block.
+bool is_loaded_in(const CodegenContext& ctx, ir::ValueId v, ir::BlockId block) {
+  ir::OpId def = ctx.fn.value(v).def;
+  return def.valid() && ctx.fn.type(v).is_tile() && ctx.fn.op(def).kind == OpKind::Load &&
+         ctx.fn.op(def).parent == block && !ctx.has_planned_storage(v);
+}
+
+// The cheap ops computing tile `v` from tiles loaded in `block`, scalars
+// and values every loop recomputes anyway (index and mask arithmetic), or
+// `limit` when that is `limit` or more. An operand read twice by one op
+// counts once: the compiler computes it once.
+int cost_from_loads(const CodegenContext& ctx, ir::ValueId v, ir::BlockId block, int limit) {
+  if (!ctx.fn.type(v).is_tile() || is_loaded_in(ctx, v, block) || is_recomputed(ctx, v)) return 0;
+  ir::OpId def = ctx.fn.value(v).def;
+  if (!def.valid() || ctx.has_planned_storage(v)) return limit;
+  const ir::Op& o = ctx.fn.op(def);
+  if (!ir::is_elementwise(o.kind) || !is_cheap(o.kind)) return limit;
+  int cost = 1;
+  for (size_t j = 0; j < o.operands.size(); ++j) {
+    if (cost >= limit) return limit;
+    if (std::find(o.operands.begin(), o.operands.begin() + j, o.operands[j]) != o.operands.begin() + j) continue;
+    cost += cost_from_loads(ctx, o.operands[j], block, limit - cost);
+  }
+  return std::min(cost, limit);
+}
+
+// Whether tile `r` gets no array, each of its users computing it again
+// from the tiles loaded before it (see the top of the file): it is cheap
+// to compute so, and every user is a per-element op of its block reading
+// it at the user's own index.
+bool recomputed_from_loads(const CodegenContext& ctx, ir::ValueId r) {
+  ir::OpId def = ctx.fn.value(r).def;
+  if (ctx.options.debug || !def.valid() || !ctx.fn.type(r).is_tile()) return false;
+  const ir::Op& o = ctx.fn.op(def);
+  if (!ir::is_elementwise(o.kind) || !is_cheap(o.kind) || ctx.users(r).empty()) return false;
+  for (ir::OpId user : ctx.users(r)) {
+    const ir::Op& u = ctx.fn.op(user);
+    if (u.parent != o.parent || !is_per_element(ctx, u) || u.kind == OpKind::Broadcast || is_view(u)) return false;
+  }
+  return cost_from_loads(ctx, r, o.parent, kMaxRecomputedOps + 1) <= kMaxRecomputedOps;
+}
+
 // The last dim of size > 1 (-1 for a one-element tile).
 int last_wide_dim(const ir::Type& t) {
   for (size_t d = t.shape.size(); d-- > 0;)
@@ -176,9 +297,10 @@ int cost_from_arrays(const CodegenContext& ctx, ir::ValueId v, int limit, const 
   if (o.kind == OpKind::Constant || o.kind == OpKind::Splat) return std::min(1, limit);
   if (!ir::is_elementwise(o.kind)) return limit;
   int cost = 1;
-  for (ir::ValueId operand : o.operands) {
+  for (size_t j = 0; j < o.operands.size(); ++j) {
     if (cost >= limit) return limit;
-    cost += cost_from_arrays(ctx, operand, limit - cost, readable);
+    if (std::find(o.operands.begin(), o.operands.begin() + j, o.operands[j]) != o.operands.begin() + j) continue;
+    cost += cost_from_arrays(ctx, o.operands[j], limit - cost, readable);
   }
   return std::min(cost, limit);
 }
@@ -208,9 +330,28 @@ bool accesses_memory(const ir::Function& fn, const ir::Op& o) {
   return false;
 }
 
-// The positions in `block` of the ops reading tile `v`, through views of it,
-// if every one of them is an op of `block` that only reads it element by
-// element (a per-element op other than a store) or reduces it.
+// Adds to `positions` those of the ops of `block` that compute `r`, a
+// per-element op's result, again (its users when it is computed again
+// from the loads, the reduce when it is computed where reduced), and of
+// their own such users; false when one lies in another block.
+bool add_later_reads(const CodegenContext& ctx, ir::ValueId r, ir::BlockId block, std::vector<size_t>& positions) {
+  const std::vector<ir::OpId>& users = ctx.users(r);
+  bool reduced_only = users.size() == 1 && ctx.fn.op(users[0]).kind == OpKind::Reduce;
+  if (!reduced_only && !recomputed_from_loads(ctx, r)) return true;
+  for (ir::OpId user : users) {
+    const ir::Op& u = ctx.fn.op(user);
+    if (u.parent != block) return false;
+    positions.push_back(ctx.fn.position_of(user));
+    if (u.kind != OpKind::Reduce && u.kind != OpKind::Store && !add_later_reads(ctx, u.results[0], block, positions))
+      return false;
+  }
+  return true;
+}
+
+// The positions in `block` of the ops reading tile `v`, through views of it
+// and values computed again from it, if every one of them is an op of
+// `block` that only reads it element by element (a per-element op other
+// than a store) or reduces it.
 std::optional<std::vector<size_t>> read_only_uses(const CodegenContext& ctx, ir::ValueId v, ir::BlockId block) {
   std::vector<size_t> positions;
   for (ir::OpId user : ctx.users(v)) {
@@ -223,15 +364,50 @@ std::optional<std::vector<size_t>> read_only_uses(const CodegenContext& ctx, ir:
       positions.insert(positions.end(), more->begin(), more->end());
     } else if (u.kind != OpKind::Reduce && (!is_per_element(ctx, u) || u.kind == OpKind::Store)) {
       return std::nullopt;
+    } else if (u.kind != OpKind::Reduce && !add_later_reads(ctx, u.results[0], block, positions)) {
+      return std::nullopt;
     }
   }
   return positions;
 }
 
+// Whether tile `v` is computed without reading memory (scalars count as
+// computed: they are, before any loop that reads `v`).
+bool computed_without_loads(const CodegenContext& ctx, ir::ValueId v) {
+  if (!ctx.fn.type(v).is_tile()) return true;
+  ir::OpId def = ctx.fn.value(v).def;
+  if (!def.valid()) return true;
+  const ir::Op& o = ctx.fn.op(def);
+  if (o.kind == OpKind::Load) return false;
+  for (ir::ValueId operand : o.operands)
+    if (!computed_without_loads(ctx, operand)) return false;
+  return true;
+}
+
+// Whether `o` is a store of a tile to one range of consecutive elements
+// known before its loop: its pointers count up through its one dim of size
+// > 1 and are computed without reading memory. Its loop can then check
+// whether the range overlaps a tile read in place (FusedRun::
+// keep_tiles_read_in_place).
+bool stores_one_range(const CodegenContext& ctx, const ir::Op& o) {
+  if (o.kind != OpKind::Store || !ctx.fn.type(o.operands[0]).is_tile()) return false;
+  ir::ValueId p = o.operands[0];
+  const ir::Type& t = ctx.fn.type(p);
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    if (t.shape[d] != 1 && t.shape[d] != t.numel()) return false;
+  int d = -1;
+  for (size_t e = 0; e < t.shape.size(); ++e)
+    if (t.shape[e] > 1) d = static_cast<int>(e);
+  if (d >= 0 && ctx.contiguity(p).at(static_cast<size_t>(d)) != t.numel()) return false;
+  return computed_without_loads(ctx, p);
+}
+
 // Whether the tile that `load` produces may be read from memory where it
 // lies: nothing writes memory between the load and the tile's last use, and
 // that use is not in the fused loop of a later store (a non-per-element op
-// with regions, or the use itself not being per-element, ends the segment).
+// with regions, or the use itself not being per-element, ends the segment),
+// unless that store writes one range its loop checks against the tile
+// first, reading a copy of the tile when they overlap (stores_one_range).
 bool unwritten_while_used(const CodegenContext& ctx, ir::OpId load) {
   const ir::Function& fn = ctx.fn;
   ir::BlockId block = fn.op(load).parent;
@@ -243,10 +419,61 @@ bool unwritten_while_used(const CodegenContext& ctx, ir::OpId load) {
   for (size_t k = fn.position_of(load) + 1; k < ops.size(); ++k) {
     const ir::Op& o = fn.op(ops[k]);
     if (o.erased) continue;
-    if (writes_memory(fn, o)) return k > last && segment_ended;
+    if (writes_memory(fn, o)) return (k > last && segment_ended) || (k >= last && stores_one_range(ctx, o));
     if (k > last && !o.regions.empty()) segment_ended = true;
   }
   return true;
+}
+
+// Whether the per-element ops `segment` of the program's body, emitted as
+// fused runs, run a loop: a store, or a result used after them that gets
+// an array (neither index arithmetic, nor computed again from loads, nor
+// cheap and computed where reduced). Mirrors FusedRun's choices closely
+// enough to count the loops that share next tiles.
+bool segment_runs_loop(const CodegenContext& ctx, const std::vector<ir::OpId>& segment) {
+  auto in_segment = [&](ir::OpId id) { return std::find(segment.begin(), segment.end(), id) != segment.end(); };
+  for (ir::OpId id : segment) {
+    const ir::Op& o = ctx.fn.op(id);
+    if (o.kind == OpKind::Store) return true;
+    for (ir::ValueId r : o.results) {
+      const std::vector<ir::OpId>& users = ctx.users(r);
+      bool used_after = std::any_of(users.begin(), users.end(), [&](ir::OpId u) { return !in_segment(u); });
+      bool reduced_only = users.size() == 1 && ctx.fn.op(users[0]).kind == OpKind::Reduce &&
+                          ir::is_elementwise(o.kind) && is_cheap(o.kind);
+      if (used_after && !is_recomputed(ctx, r) && !recomputed_from_loads(ctx, r) && !reduced_only) return true;
+    }
+  }
+  return false;
+}
+
+// The loops of the program's body after `load` that fetch next tiles: its
+// reductions that fetch (reduce_fetches_next_tiles) and the loops of its
+// segments of per-element ops (CodegenContext::emit_block_body), the rest
+// of the load's own segment included. At least one.
+int64_t loops_fetching_after(const CodegenContext& ctx, ir::OpId load) {
+  const std::vector<ir::OpId>& ops = ctx.fn.block(ctx.fn.body()).ops;
+  int64_t loops = 0;
+  std::vector<ir::OpId> segment;
+  auto end_segment = [&] {
+    if (!segment.empty() && segment_runs_loop(ctx, segment)) ++loops;
+    segment.clear();
+  };
+  for (size_t k = ctx.fn.position_of(load) + 1; k < ops.size(); ++k) {
+    const ir::Op& o = ctx.fn.op(ops[k]);
+    if (o.erased || ir::is_terminator(o.kind)) continue;
+    if (is_per_element(ctx, o)) {
+      segment.push_back(ops[k]);
+      if (o.kind == OpKind::Store) end_segment();
+      continue;
+    }
+    bool scalar = !o.results.empty() && o.regions.empty() &&
+                  std::none_of(o.results.begin(), o.results.end(), [&](ir::ValueId r) { return ctx.fn.type(r).is_tile(); });
+    if (scalar && ir::is_pure(o.kind)) continue;  // emitted ahead of the segment's loops
+    end_segment();
+    if (o.kind == OpKind::Reduce && reduce_fetches_next_tiles(ctx, o)) ++loops;
+  }
+  end_segment();
+  return std::max<int64_t>(loops, 1);
 }
 
 class FusedRun {
@@ -270,7 +497,6 @@ class FusedRun {
     ir::OpId def = fn_.value(v).def;
     return def.valid() && in_run(def);
   }
-  static bool is_view(const ir::Op& o) { return o.kind == OpKind::Reshape || o.kind == OpKind::ExpandDims; }
   static std::string local(ir::ValueId v) { return "e" + std::to_string(v.index); }
   static bool is_memory(const ir::Op& o) { return o.kind == OpKind::Load || o.kind == OpKind::Store; }
   // The mask operand of a load or store, if it has one.
@@ -301,18 +527,42 @@ class FusedRun {
     if (ctx_.options.debug) return;
     for (ir::OpId id : ops_)
       for (ir::ValueId r : fn_.op(id).results)
+        if (needs_array_[r.index] && recomputed_from_loads(ctx_, r) && reads_kept_loads(r)) needs_array_[r.index] = false;
+    for (ir::OpId id : ops_)
+      for (ir::ValueId r : fn_.op(id).results)
         if (needs_array_[r.index] && computed_where_reduced(r)) needs_array_[r.index] = false;
   }
 
+  // Whether a loaded tile `v` keeps its values for later loops: it has an
+  // array (or is read in place) by the end of this run.
+  bool kept(ir::ValueId v) const { return defined_in_run(v) ? needs_array_[v.index] : ctx_.has_storage(v); }
+
+  // Whether computing `r` again after this run reads only arrays (of
+  // loaded tiles among them) that exist by then, never memory again.
+  bool reads_kept_loads(ir::ValueId r) const {
+    for (ir::ValueId operand : fn_.op(fn_.value(r).def).operands)
+      if (fn_.type(operand).is_tile() && !kept(operand)) {
+        ir::OpId def = fn_.value(operand).def;
+        if (!def.valid() || fn_.op(def).kind == OpKind::Load || !reads_kept_loads(operand)) return false;
+      }
+    return true;
+  }
+
   // Whether result `r`, used by one reduce alone, is cheap to compute from
-  // the arrays of this run (see the top of the file).
+  // the arrays of this run, tiles loaded before it and index arithmetic
+  // (see the top of the file).
   bool computed_where_reduced(ir::ValueId r) const {
     const std::vector<ir::OpId>& users = ctx_.users(r);
     if (users.size() != 1 || fn_.op(users[0]).kind != OpKind::Reduce || fn_.op(users[0]).operands.size() != 1)
       return false;
     if (is_view(fn_.op(fn_.value(r).def))) return false;
-    auto run_array = [&](ir::ValueId v) { return v != r && defined_in_run(v) && needs_array_[v.index]; };
-    return cost_from_arrays(ctx_, r, kMaxRecomputedOps + 1, run_array) <= kMaxRecomputedOps;
+    ir::BlockId block = fn_.op(ops_[0]).parent;
+    auto readable = [&](ir::ValueId v) {
+      if (v == r) return false;
+      if (defined_in_run(v) && needs_array_[v.index]) return true;
+      return is_recomputed(ctx_, v) || (is_loaded_in(ctx_, v, block) && kept(v));
+    };
+    return cost_from_arrays(ctx_, r, kMaxRecomputedOps + 1, readable) <= kMaxRecomputedOps && reads_kept_loads(r);
   }
 
   // L: the gcd of the last dims (of size > 1) of the run's tiles. A single
@@ -361,12 +611,20 @@ class FusedRun {
   // Element `index` of `v` as one expression: read from its array, or
   // computed from its operands when it has none or is computed by this run
   // (for row base pointers, and for recomputed values).
-  std::string value_at(ir::ValueId v, const std::string& index) const {
+  // With `full`, a select whose condition is one of full_masks_ is its
+  // first choice (the loop copy of a full tile).
+  std::string value_at(ir::ValueId v, const std::string& index, bool full = false) const {
     if (!fn_.type(v).is_tile() || (!defined_in_run(v) && ctx_.has_storage(v))) return ctx_.element(v, index);
     TEGULA_ASSERT(fn_.value(v).def.valid(), "a tile without array or definition");
     const ir::Op& o = fn_.op(fn_.value(v).def);
+    if (full && is_full_select(o)) return value_at(o.operands[1], index, full);
     std::vector<std::string> operands;
-    for (ir::ValueId operand : o.operands) operands.push_back(value_at(operand, index));
+    for (ir::ValueId operand : o.operands) {
+      std::string element = value_at(operand, index, full);
+      bool computed = fn_.type(operand).is_tile() && (defined_in_run(operand) || !ctx_.has_storage(operand));
+      operands.push_back(computed ? nested(ctx_, operand, element) : element);
+    }
+    if (!defined_in_run(v) && ir::is_elementwise(o.kind)) return recomputed_element(ctx_, v, o, operands);
     return member_value(o, operands, index, index);
   }
 
@@ -595,7 +853,10 @@ class FusedRun {
       for (ir::ValueId m : full_masks_)
         if (m == v) return "true";
     if (defined_in_run(v) && !needs_array_[v.index]) return local(v);
-    if (!defined_in_run(v)) return value_at(v, "i");
+    if (!defined_in_run(v)) {
+      std::string element = value_at(v, "i", full);
+      return fn_.type(v).is_tile() && !ctx_.has_storage(v) ? nested(ctx_, v, element) : element;
+    }
     return ctx_.element(v, "i");
   }
 
@@ -620,13 +881,8 @@ class FusedRun {
     return j < (o.kind == OpKind::Load ? 1u : 2u);
   }
 
-  // The part of a next tile one loop fetches: `bytes_per_element` bytes
-  // at `offset + block * bytes_per_element` per block of kBlock.
-  struct Fetch {
-    std::string pointer;
-    int64_t offset, bytes_per_element;
-  };
-  std::vector<Fetch> plan_next_tile_fetches();
+  using Fetch = NextTileFetch;
+  std::vector<Fetch> next_tile_fetches();
   void declare_next_tile(ir::OpId load, const std::string& base);
   // Whether the loop copy `full` runs in blocks of kBlock elements.
   bool blocked(const std::vector<Fetch>& fetches, bool full) const;
@@ -634,6 +890,8 @@ class FusedRun {
   void close_loop(bool in_blocks, const std::vector<std::string>& after_block);
 
   std::optional<ir::OpId> load_read_in_place() const;
+  void find_tiles_read_in_place(ir::ValueId v, std::vector<ir::ValueId>& found) const;
+  std::vector<std::pair<ir::ValueId, std::string>> keep_tiles_read_in_place();
   std::vector<bool> live_members(bool full) const;
   void declare_arrays(const std::vector<bool>& live);
   std::vector<std::string> body(bool full) const;
@@ -707,20 +965,62 @@ std::optional<ir::OpId> FusedRun::load_read_in_place() const {
   return load;
 }
 
-// Shares of the pending next tiles for this run's loop, counted as fetched.
-std::vector<FusedRun::Fetch> FusedRun::plan_next_tile_fetches() {
-  std::vector<Fetch> fetches;
-  if (rows_ || numel_ % kBlock != 0 || fn_.op(ops_[0]).parent != fn_.body()) return fetches;
-  int64_t blocks = numel_ / kBlock;
-  auto whole_lines = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
-  for (CodegenContext::NextTile& tile : ctx_.next_tiles) {
-    int64_t share = std::min(tile.bytes - tile.prefetched, whole_lines(tile.bytes / 2));
-    if (share <= 0) continue;
-    int64_t per_block = whole_lines((share + blocks - 1) / blocks);
-    fetches.push_back(Fetch{tile.pointer, tile.prefetched, per_block / kBlock});
-    tile.prefetched = std::min(tile.bytes, tile.prefetched + per_block * blocks);
+// The tiles read in place that element i of `v` reads: `v` itself, or
+// those of its operands when this run computes it again (it has no array).
+void FusedRun::find_tiles_read_in_place(ir::ValueId v, std::vector<ir::ValueId>& found) const {
+  if (!fn_.type(v).is_tile() || defined_in_run(v)) return;
+  if (ctx_.tiles_read_in_place.count(v.index) != 0) {
+    if (std::find(found.begin(), found.end(), v) == found.end()) found.push_back(v);
+    return;
   }
-  return fetches;
+  if (ctx_.has_storage(v) || !fn_.value(v).def.valid()) return;
+  for (ir::ValueId operand : fn_.op(fn_.value(v).def).operands) find_tiles_read_in_place(operand, found);
+}
+
+// Before the loop of a store that reads tiles read in place (allowed by
+// unwritten_while_used when the store writes one range): each such tile is
+// read from a copy instead when the range overlaps it, so that the loop
+// never reads what it has written. Returns the tiles renamed for the loop,
+// with their names to restore after it.
+std::vector<std::pair<ir::ValueId, std::string>> FusedRun::keep_tiles_read_in_place() {
+  std::vector<std::pair<ir::ValueId, std::string>> renamed;
+  const ir::Op* store = nullptr;
+  std::vector<ir::ValueId> tiles;
+  std::vector<bool> live = live_members(false);
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    if (!live[k]) continue;
+    const ir::Op& o = fn_.op(ops_[k]);
+    if (o.kind == OpKind::Store) store = &o;
+    for (ir::ValueId operand : o.operands) find_tiles_read_in_place(operand, tiles);
+  }
+  if (store == nullptr || tiles.empty()) return renamed;
+  TEGULA_ASSERT(stores_one_range(ctx_, *store), "a tile read in place by the loop of a store it may overlap");
+  ir::ValueId p = store->operands[0];
+  std::optional<std::string> start = value_at_constant(p, 0);
+  TEGULA_ASSERT(start.has_value(), "the range of a store not known before its loop");
+  std::string stored_bytes = std::to_string(numel_ * c_element_size(ir::Type::of(fn_.type(p).scalar)));
+  for (ir::ValueId tile : tiles) {
+    const ir::Type& t = fn_.type(tile);
+    std::string bytes = std::to_string(ctx_.tiles_read_in_place.at(tile.index));
+    std::string name = ctx_.name(tile), index = std::to_string(tile.index);
+    std::string copy = ctx_.unique("keep" + index), pointer = ctx_.unique("src" + index);
+    ctx_.out.line("// " + name + " is read where it lies while this loop stores v" + std::to_string(p.index) +
+                  ": from a copy if the store overlaps it");
+    ctx_.declare_array(c_storage(t), c_element_size(t), t.numel(), copy);
+    ctx_.out.line("const " + c_storage(t) + "* const " + pointer + " = tg_overlaps(" + *start + ", " + stored_bytes +
+                  ", " + name + ", " + bytes + ") ? static_cast<const " + c_storage(t) + "*>(std::memcpy(" + copy +
+                  ", " + name + ", " + bytes + ")) : " + name + ";");
+    renamed.emplace_back(tile, name);
+    ctx_.rename(tile, pointer);
+  }
+  return renamed;
+}
+
+// Shares of the pending next tiles for this run's loop (a flat loop of the
+// program's body in whole blocks), counted as fetched.
+std::vector<FusedRun::Fetch> FusedRun::next_tile_fetches() {
+  if (rows_ || numel_ % kBlock != 0 || fn_.op(ops_[0]).parent != fn_.body()) return {};
+  return plan_next_tile_fetches(ctx_, numel_ / kBlock);
 }
 
 // After the pointer of a tile read in place: the pointer to the next
@@ -733,7 +1033,8 @@ void FusedRun::declare_next_tile(ir::OpId load, const std::string& base) {
   ctx_.out.line("// where the next program reads it, fetched by the loops below while the launch streams");
   ctx_.out.line("const char* const " + pointer + " = tg_next_tile(tile_history[" +
                 std::to_string(ctx_.next_tiles.size()) + "], " + base + ", tg_streams(grid, tg_program_bytes));");
-  ctx_.next_tiles.push_back(CodegenContext::NextTile{pointer, bytes, 0});
+  ctx_.next_tiles.push_back(CodegenContext::NextTile{pointer, bytes, 0, 1});
+  ctx_.next_tiles.back().loops = loops_fetching_after(ctx_, load);
 }
 
 // Arrays of the results used outside the run. A view shares its operand's
@@ -847,11 +1148,7 @@ void FusedRun::open_loop(const std::string& index, const std::vector<Fetch>& fet
   if (!in_blocks) return ctx_.open_element_loop(index, row_);
   std::string block = std::to_string(kBlock);
   ctx_.out.open("for (int block = 0; block < " + std::to_string(row_) + "; block += " + block + ")");
-  for (const Fetch& f : fetches) {
-    std::string start = f.offset == 0 ? "" : std::to_string(f.offset) + " + ";
-    ctx_.out.line("tg_prefetch(" + f.pointer + ", " + start + "block * " + std::to_string(f.bytes_per_element) +
-                  ", " + std::to_string(f.bytes_per_element * kBlock) + ");");
-  }
+  for (const Fetch& f : fetches) ctx_.out.line(next_tile_prefetch(f, "block"));
   ctx_.out.line("TG_IVDEP");
   ctx_.out.line("TG_NO_UNROLL");
   ctx_.out.open("for (int " + index + " = block; " + index + " < block + " + block + "; ++" + index + ")");
@@ -886,17 +1183,21 @@ void FusedRun::emit() {
     if (live[k] && is_memory(o) && base_of(o.operands[0], false) != nullptr)
       ctx_.program_bytes += numel_ * c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar));
   }
+  std::vector<std::pair<ir::ValueId, std::string>> kept_names = keep_tiles_read_in_place();
+  auto restore_names = [&] {
+    for (const auto& [tile, name] : kept_names) ctx_.rename(tile, name);
+  };
   std::vector<std::string> lines = body(false);
   if (single && fn_.op(ops_[0]).kind != OpKind::Store && lines.size() == 1 && lines[0].rfind("//", 0) == 0) {
     ctx_.out.line(lines[0]);  // a view: nothing to compute
-    return;
+    return restore_names();
   }
-  std::vector<Fetch> fetches = in_place ? std::vector<Fetch>{} : plan_next_tile_fetches();
+  std::vector<Fetch> fetches = in_place ? std::vector<Fetch>{} : next_tile_fetches();
   if (!rows_ && bases_.empty() && full_masks_.empty()) {
     open_loop("i", fetches, blocked(fetches, false));
     for (const std::string& line : lines) ctx_.out.line(line);
     close_loop(blocked(fetches, false), {});
-    return;
+    return restore_names();
   }
   // [full check] for each row r: row base pointers, then the elements c of the row.
   std::string full;
@@ -948,6 +1249,7 @@ void FusedRun::emit() {
     ctx_.out.line("// " + tile_name + " is read where it lies" + (full.empty() ? "" : " when whole") +
                   ": nothing writes memory before its last use");
     ctx_.declare_pointer(r, tile_name, pointer);
+    ctx_.tiles_read_in_place[r.index] = numel_ * c_element_size(ir::Type::of(fn_.type(r).scalar));
     declare_next_tile(*in_place, base);
   } else if (full.empty()) {
     element_loop(lines, false);
@@ -959,18 +1261,49 @@ void FusedRun::emit() {
     ctx_.out.close();
   }
   if (!one_row) ctx_.out.close();
+  restore_names();
 }
 
 }  // namespace
+
+std::vector<NextTileFetch> plan_next_tile_fetches(CodegenContext& ctx, int64_t blocks) {
+  std::vector<NextTileFetch> fetches;
+  auto whole_lines = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  for (CodegenContext::NextTile& tile : ctx.next_tiles) {
+    int64_t left = tile.bytes - tile.prefetched;
+    if (left <= 0 || tile.loops <= 0) continue;
+    // Whole lines per block: the first loops take a line more where the
+    // lines do not divide evenly.
+    int64_t share = (left + tile.loops - 1) / tile.loops;
+    --tile.loops;
+    int64_t per_block = whole_lines((share + blocks - 1) / blocks);
+    fetches.push_back(NextTileFetch{tile.pointer, tile.prefetched, per_block / kBlock});
+    tile.prefetched = std::min(tile.bytes, tile.prefetched + per_block * blocks);
+  }
+  return fetches;
+}
+
+std::string next_tile_prefetch(const NextTileFetch& fetch, const std::string& first) {
+  std::string step = fetch.bytes_per_element == 1 ? first : first + " * " + std::to_string(fetch.bytes_per_element);
+  std::string from = first == "0" ? std::to_string(fetch.offset)
+                                  : (fetch.offset == 0 ? "" : std::to_string(fetch.offset) + " + ") + step;
+  return "tg_prefetch(" + fetch.pointer + ", " + from + ", " + std::to_string(fetch.bytes_per_element * kBlock) + ");";
+}
 
 std::string tile_element(const CodegenContext& ctx, ir::ValueId v, const std::string& index) {
   if (!ctx.fn.type(v).is_tile() || ctx.has_storage(v)) return ctx.element(v, index);
   const ir::Op& o = ctx.fn.op(ctx.fn.value(v).def);
   std::vector<std::string> operands;
-  for (ir::ValueId operand : o.operands) operands.push_back(tile_element(ctx, operand, index));
-  if (o.kind == OpKind::Constant || o.kind == OpKind::Splat) return value_source_element(ctx, o, operands, index);
+  for (ir::ValueId operand : o.operands) {
+    std::string element = tile_element(ctx, operand, index);
+    bool computed = ctx.fn.type(operand).is_tile() && !ctx.has_storage(operand);
+    operands.push_back(computed ? nested(ctx, operand, element) : element);
+  }
+  if (o.kind == OpKind::Constant || o.kind == OpKind::Splat || o.kind == OpKind::Arange)
+    return value_source_element(ctx, o, operands, index);
+  if (is_view(o)) return operands[0];
   TEGULA_ASSERT(ir::is_elementwise(o.kind), "a tile without array that is not computed elementwise");
-  return elementwise_expr(ctx, o, operands);
+  return recomputed_element(ctx, v, o, operands);
 }
 
 void emit_fused(CodegenContext& ctx, const std::vector<ir::OpId>& ops) {

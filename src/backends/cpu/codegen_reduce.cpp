@@ -47,14 +47,25 @@ std::vector<std::string> input_elements(const CodegenContext& ctx, const ir::Op&
 // Bytes of lanes a contiguous-axis reduce keeps: a few vector registers.
 constexpr int64_t kLaneBytes = 256;
 
+// The lanes of a contiguous-axis reduce: kLaneBytes of its widest input.
+int64_t lane_count(const CodegenContext& ctx, const ir::Op& op, const c_family::AxisView& s) {
+  int64_t widest = 1;
+  for (ir::ValueId v : op.operands) widest = std::max(widest, c_element_size(ctx.fn.type(v)));
+  return std::min(s.length, std::max<int64_t>(1, kLaneBytes / widest));
+}
+
 // The contiguous-axis case (see the top of the file), inside the loop over
 // outer slices `o`.
 template <class ResultElement>
 void emit_lanes(CodegenContext& ctx, const ir::Op& op, const c_family::AxisView& s, const std::string& o,
                 ResultElement result_element) {
-  int64_t widest = 1;
-  for (ir::ValueId v : op.operands) widest = std::max(widest, c_element_size(ctx.fn.type(v)));
-  int64_t lanes = std::min(s.length, std::max<int64_t>(1, kLaneBytes / widest));
+  int64_t lanes = lane_count(ctx, op, s);
+  // A reduction of the program's body in whole blocks fetches its share of
+  // the next tiles (codegen_fusion.cpp), block by block: its lanes take a
+  // block per step.
+  std::vector<NextTileFetch> fetches;
+  if (reduce_fetches_next_tiles(ctx, op)) fetches = plan_next_tile_fetches(ctx, s.length / lanes);
+  for (const NextTileFetch& f : fetches) ctx.out.line(next_tile_prefetch(f, "0"));
   std::vector<std::string> lane;
   for (ir::ValueId v : op.operands) {
     const ir::Type& t = ctx.fn.type(v);
@@ -70,6 +81,7 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const c_family::AxisView&
   if (lanes < s.length) {
     ctx.out.open("for (int " + k + " = " + std::to_string(lanes) + "; " + k + " < " + std::to_string(s.length) + "; " + k +
                  " += " + std::to_string(lanes) + ")");
+    for (const NextTileFetch& f : fetches) ctx.out.line(next_tile_prefetch(f, k));
     ctx.open_element_loop(x, lanes);
     emit_combine_inline(ctx, op, indexed(lane, x), input_elements(ctx, op, slice + " + " + k + " + " + x), indexed(lane, x));
     ctx.out.close();
@@ -88,6 +100,13 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const c_family::AxisView&
 }
 
 }  // namespace
+
+bool reduce_fetches_next_tiles(const CodegenContext& ctx, const ir::Op& op) {
+  if (op.parent != ctx.fn.body() || !ctx.fn.type(op.operands[0]).is_tile()) return false;
+  c_family::AxisView s = c_family::view_around(ctx.fn.type(op.operands[0]), op.int_attr("axis"));
+  return s.outer == 1 && s.inner == 1 && lane_count(ctx, op, s) == kNextTileBlock && s.length % kNextTileBlock == 0 &&
+         s.length > kNextTileBlock;
+}
 
 void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
   size_t n = op.operands.size();

@@ -280,6 +280,34 @@ template <class T, class I> static inline T* tg_addptr(T* p, I off) {
   return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) + (uintptr_t)(int64_t)off * sizeof(T));
 }
 
+// c ? a : b as a blend of their bits, both evaluated: a select computed
+// again from loaded tiles (codegen_fusion.cpp). g++ turns `c ? x[i] - m : 0`
+// into a branch (the subtraction may trap, so it is not computed where c is
+// false), which keeps the loop scalar on AVX2; a blend vectorizes.
+template <size_t Bytes> struct tg_bits_of;
+template <> struct tg_bits_of<1> { using type = uint8_t; };
+template <> struct tg_bits_of<2> { using type = uint16_t; };
+template <> struct tg_bits_of<4> { using type = uint32_t; };
+template <> struct tg_bits_of<8> { using type = uint64_t; };
+template <class T> struct tg_type_of { using type = T; };
+template <class T> static inline T tg_select(bool c, T a, typename tg_type_of<T>::type b) {  // b converts to a's type
+  using U = typename tg_bits_of<sizeof(T)>::type;
+  U x, y;
+  std::memcpy(&x, &a, sizeof(T)), std::memcpy(&y, &b, sizeof(T));
+  const U take_a = (U)0 - (U)c;
+  const U bits = (U)((x & take_a) | (y & (U)~take_a));
+  T r;
+  std::memcpy(&r, &bits, sizeof(T));
+  return r;
+}
+
+// Whether bytes [a, a + a_bytes) and [b, b + b_bytes) overlap, on addresses
+// (the two need not lie in one object).
+static inline bool tg_overlaps(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + (uintptr_t)b_bytes && y < x + (uintptr_t)a_bytes;
+}
+
 // --- loops ---------------------------------------------------------------------
 // Iterations of `for iv in range(lb, ub, step)`, computed without overflow; a
 // zero step runs no iterations.

@@ -265,6 +265,34 @@ template <class T, class I> static inline T* tg_addptr(T* p, I off) {
   return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) + (uintptr_t)(int64_t)off * sizeof(T));
 }
 
+// c ? a : b as a blend of their bits, both evaluated: a select computed
+// again from loaded tiles (codegen_fusion.cpp). g++ turns `c ? x[i] - m : 0`
+// into a branch (the subtraction may trap, so it is not computed where c is
+// false), which keeps the loop scalar on AVX2; a blend vectorizes.
+template <size_t Bytes> struct tg_bits_of;
+template <> struct tg_bits_of<1> { using type = uint8_t; };
+template <> struct tg_bits_of<2> { using type = uint16_t; };
+template <> struct tg_bits_of<4> { using type = uint32_t; };
+template <> struct tg_bits_of<8> { using type = uint64_t; };
+template <class T> struct tg_type_of { using type = T; };
+template <class T> static inline T tg_select(bool c, T a, typename tg_type_of<T>::type b) {  // b converts to a's type
+  using U = typename tg_bits_of<sizeof(T)>::type;
+  U x, y;
+  std::memcpy(&x, &a, sizeof(T)), std::memcpy(&y, &b, sizeof(T));
+  const U take_a = (U)0 - (U)c;
+  const U bits = (U)((x & take_a) | (y & (U)~take_a));
+  T r;
+  std::memcpy(&r, &bits, sizeof(T));
+  return r;
+}
+
+// Whether bytes [a, a + a_bytes) and [b, b + b_bytes) overlap, on addresses
+// (the two need not lie in one object).
+static inline bool tg_overlaps(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + (uintptr_t)b_bytes && y < x + (uintptr_t)a_bytes;
+}
+
 // --- loops ---------------------------------------------------------------------
 // Iterations of `for iv in range(lb, ub, step)`, computed without overflow; a
 // zero step runs no iterations.
@@ -398,177 +426,93 @@ static unsigned char* tg_scratch(size_t bytes) {
   }
   return buffer.data;
 }
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
-#include <unistd.h>
 
-// Launches moving more bytes than this stream their stores.
-static inline double tg_stream_threshold() {
-  static const double threshold = [] {
-    if (const char* forced = std::getenv("TEGULA_STREAM_STORES")) {
-      if (forced[0] == '0' && forced[1] == '\0') return __builtin_inf();
-      if (forced[0] == '1' && forced[1] == '\0') return 0.0;
-    }
-    long llc = 0;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    return llc > 0 ? (double)llc : 32.0 * 1024 * 1024;
-  }();
-  return threshold;
+// ---- atomics ----
+// The element's bits, as integers that may alias any type (float memory is
+// updated through them).
+template <int Bytes> struct tg_atomic_word;
+template <> struct tg_atomic_word<2> { typedef uint16_t type; typedef uint16_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<4> { typedef uint32_t type; typedef uint32_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<8> { typedef uint64_t type; typedef uint64_t __attribute__((may_alias)) alias; };
+template <class T> using tg_word = typename tg_atomic_word<sizeof(T)>::type;
+template <class T> static inline typename tg_atomic_word<sizeof(T)>::alias* tg_word_ptr(T* p) {
+  return reinterpret_cast<typename tg_atomic_word<sizeof(T)>::alias*>(p);
 }
 
-// Whether this launch streams: its programs together move more than the cache.
-static inline bool tg_streams(const int32_t* grid, int64_t program_bytes) {
-  return (double)grid[0] * grid[1] * grid[2] * (double)program_bytes > tg_stream_threshold();
-}
-
-// Writes the 64-byte line at `d` (line-aligned) from `s` without reading it.
-static inline void tg_stream_line(unsigned char* d, const unsigned char* s) {
-#if defined(__AVX512F__)
-  _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
-#elif defined(__AVX__)
-  _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
-  _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
-#elif defined(__SSE2__)
-  for (int k = 0; k < 64; k += 16)
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
-#else
-  std::memcpy(d, s, 64);
-#endif
-}
-
-// Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
-// 64-byte lines of dst (ordinary stores for a partial line at either end).
-static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
-  unsigned char* d = static_cast<unsigned char*>(dst);
-  const unsigned char* s = static_cast<const unsigned char*>(src);
-  int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
-  if (head > bytes) head = bytes;
-  std::memcpy(d, s, (size_t)head);
-  d += head, s += head, bytes -= head;
-  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) tg_stream_line(d, s);
-  std::memcpy(d, s, (size_t)bytes);
-}
-
-// The partial line at the end of a streamed tile, held back for the next
-// program of the thread: NumPy's large arrays start 16 bytes past a line,
-// so consecutive programs' tiles share a line at each boundary, and two
-// ordinary partial writes of it read the line from memory first. Held
-// here, the next program's head completes it and it is streamed whole.
-// What is still held when the entry returns is written by the destructor
-// (before the entry's fence).
-struct tg_line_carry {
-  unsigned char* line = nullptr;  // the held line; null when nothing is held
-  int64_t filled = 0;             // its bytes [0, filled) are held
-  alignas(64) unsigned char bytes[64];
-
-  tg_line_carry() = default;
-  tg_line_carry(const tg_line_carry&) = delete;
-  tg_line_carry& operator=(const tg_line_carry&) = delete;
-  ~tg_line_carry() { flush(); }
-  void flush() {
-    if (line != nullptr) std::memcpy(line, bytes, (size_t)filled);
-    line = nullptr;
-  }
-  // Before the program reads or writes `size` bytes at `p`: the held bytes
-  // go to memory first if `p` lies in the held line.
-  void flush_if_holds(const void* p, size_t size) {
-    const uintptr_t first = reinterpret_cast<uintptr_t>(p), start = reinterpret_cast<uintptr_t>(line);
-    if (line != nullptr && first < start + 64 && first + size > start) flush();
-  }
+// A compare-and-swap that fails only reads: its order is the load part of O.
+template <int O> struct tg_failure_order {
+  static constexpr int value = O == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : O == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : O;
 };
 
-// The same copy in parts, as a loop fills `src`: once bytes [0, to) of it
-// are final, streams the whole lines of dst that end past `from` and by
-// `to`, so each line goes out once, as soon as it is complete, and the
-// writes overlap the loop's work instead of following it as a burst. The
-// call with `to` == `bytes` also writes the partial lines at either end:
-// with a `carry`, the head completes the line the thread's last tile left
-// there, and the tail is held for the next tile.
-static inline void tg_stream_store_part(void* dst, const void* src, int64_t bytes, int64_t from, int64_t to,
-                                        tg_line_carry* carry) {
-  unsigned char* d = static_cast<unsigned char*>(dst);
-  const unsigned char* s = static_cast<const unsigned char*>(src);
-  const int64_t to_boundary = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
-  const int64_t head = to_boundary > bytes ? bytes : to_boundary;
-  // The whole lines start at head + 64 k; the first to write ends past `from`.
-  int64_t line = from - 63 - head <= 0 ? head : head + (from - 63 - head + 63) / 64 * 64;
-  for (; line + 64 <= to; line += 64) tg_stream_line(d + line, s + line);
-  if (to < bytes) return;
-  const int64_t tail = head + (bytes - head) / 64 * 64;
-  if (carry == nullptr) {
-    std::memcpy(d, s, (size_t)head);
-    std::memcpy(d + tail, s + tail, (size_t)(bytes - tail));
-    return;
-  }
-  if (head > 0) {
-    unsigned char* head_line = d + head - 64;
-    if (head == to_boundary && carry->line == head_line && carry->filled == 64 - head) {
-      std::memcpy(carry->bytes + carry->filled, s, (size_t)head);
-      tg_stream_line(head_line, carry->bytes);
-      carry->line = nullptr;
-    } else {
-      carry->flush();  // first, in case it holds bytes of this same line
-      std::memcpy(d, s, (size_t)head);
-    }
-  }
-  if (tail < bytes) {
-    carry->flush();
-    carry->line = d + tail;
-    carry->filled = bytes - tail;
-    std::memcpy(carry->bytes, s + tail, (size_t)carry->filled);
-  }
+// Native read-modify-writes on integers.
+template <int O, class T> static inline T tg_atomic_add(T* p, T v) {
+  return (T)__atomic_fetch_add(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_and(T* p, T v) {
+  return (T)__atomic_fetch_and(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_or(T* p, T v) {
+  return (T)__atomic_fetch_or(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_xor(T* p, T v) {
+  return (T)__atomic_fetch_xor(tg_word_ptr(p), (tg_word<T>)v, O);
 }
 
-// Next tiles (codegen_fusion.cpp): a program that reads a row in place
-// waits for it in its first loop and then computes from cache with no
-// memory traffic, so time per row is memory time plus compute time, and
-// the hardware prefetcher, which stops at 4 KB pages, does not fetch the
-// next row. Programs of one thread run in order, so the row the next one
-// reads is predicted from the last two this thread read (`last`, kept by
-// the entry), and later loops fetch it into L2 while they compute.
-// Only a launch that streams does this; a prediction that misses (the
-// first program of a chunk) costs a few prefetches, which never fault.
-static inline const char* tg_next_tile(const char*& last, const void* now, bool streams) {
-  const char* here = static_cast<const char*>(now);
-  const char* next = nullptr;
-  if (streams && last != nullptr)  // in integers: the guess may lie outside every array
-    next = reinterpret_cast<const char*>(2 * reinterpret_cast<uintptr_t>(here) - reinterpret_cast<uintptr_t>(last));
-  last = here;
-  return next;
+// Exchange and compare-and-swap move bits, for every element type.
+template <int O, class T> static inline T tg_atomic_xchg(T* p, T v) {
+  return tg_bitcast<T>(__atomic_exchange_n(tg_word_ptr(p), tg_bitcast<tg_word<T>>(v), O));
+}
+template <int O, class T> static inline T tg_atomic_cas(T* p, T cmp, T v) {
+  tg_word<T> expected = tg_bitcast<tg_word<T>>(cmp);
+  __atomic_compare_exchange_n(tg_word_ptr(p), &expected, tg_bitcast<tg_word<T>>(v), false, O,
+                              tg_failure_order<O>::value);
+  return tg_bitcast<T>(expected);  // the old value whether or not it matched
 }
 
-// Fetches `bytes` (whole lines) from `offset` on of `tile` into L2; a null
-// tile does nothing. Forced inline: g++ does not inline it into a program
-// compiled under another target pragma, and then drops the call, which has
-// no effect it can see.
-__attribute__((always_inline)) static inline void tg_prefetch(const char* tile, int64_t offset, int64_t bytes) {
-  if (tile == nullptr) return;
-  for (int64_t k = offset; k < offset + bytes; k += 64) __builtin_prefetch(tile + k, 0, 2);
-}
-
-// The blocks of a loop that prefetches: left rolled so that each block
-// stays one vectorized loop between its prefetches.
-#if defined(__clang__)
-#define TG_NO_UNROLL _Pragma("clang loop unroll(disable)")
-#elif defined(__GNUC__)
-#define TG_NO_UNROLL _Pragma("GCC unroll 1")
-#else
-#define TG_NO_UNROLL
-#endif
-
-// Makes this thread's streamed stores visible to every thread when it goes.
-struct tg_stream_fence {
-  tg_stream_fence() = default;
-  tg_stream_fence(const tg_stream_fence&) = delete;
-  tg_stream_fence& operator=(const tg_stream_fence&) = delete;
-  ~tg_stream_fence() {
-#if defined(__SSE2__)
-    _mm_sfence();
-#endif
+// Replaces *p by next(*p) in one step; returns the old value.
+template <int O, class T, class Next> static inline T tg_atomic_update(T* p, Next next) {
+  auto* word = tg_word_ptr(p);
+  tg_word<T> old = __atomic_load_n(word, tg_failure_order<O>::value);
+  while (!__atomic_compare_exchange_n(word, &old, tg_bitcast<tg_word<T>>(next(tg_bitcast<T>(old))), true, O,
+                                      tg_failure_order<O>::value)) {
   }
-};
+  return tg_bitcast<T>(old);
+}
+
+template <int O, class T> static inline T tg_atomic_max(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return x < v ? v : x; });
+}
+template <int O, class T> static inline T tg_atomic_min(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return v < x ? v : x; });
+}
+
+// IEEE totalOrder of a float's bits as a signed integer: negative values
+// have their magnitude bits flipped, so larger magnitudes sort lower.
+template <class W> static inline typename std::make_signed<W>::type tg_total_order_key(W bits) {
+  typedef typename std::make_signed<W>::type S;
+  S s = (S)bits;
+  S magnitude = (S)(((W)1 << (8 * sizeof(W) - 1)) - 1);
+  return (S)(s ^ (s < 0 ? magnitude : (S)0));
+}
+// T: float, double, or uint16_t holding f16/bf16 bits.
+template <int O, class T> static inline T tg_atomic_fmax(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(x)) < tg_total_order_key(tg_bitcast<tg_word<T>>(v)) ? v : x;
+  });
+}
+template <int O, class T> static inline T tg_atomic_fmin(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(v)) < tg_total_order_key(tg_bitcast<tg_word<T>>(x)) ? v : x;
+  });
+}
+
+template <int O, class F> static inline F tg_atomic_fadd(F* p, F v) {
+  return tg_atomic_update<O>(p, [v](F x) { return x + v; });
+}
+template <int O> static inline uint16_t tg_atomic_f16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_f16(tg_f16_to_f32(x) + tg_f16_to_f32(v)); });
+}
+template <int O> static inline uint16_t tg_atomic_bf16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
+}
 

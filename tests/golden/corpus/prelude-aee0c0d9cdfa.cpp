@@ -265,6 +265,34 @@ template <class T, class I> static inline T* tg_addptr(T* p, I off) {
   return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) + (uintptr_t)(int64_t)off * sizeof(T));
 }
 
+// c ? a : b as a blend of their bits, both evaluated: a select computed
+// again from loaded tiles (codegen_fusion.cpp). g++ turns `c ? x[i] - m : 0`
+// into a branch (the subtraction may trap, so it is not computed where c is
+// false), which keeps the loop scalar on AVX2; a blend vectorizes.
+template <size_t Bytes> struct tg_bits_of;
+template <> struct tg_bits_of<1> { using type = uint8_t; };
+template <> struct tg_bits_of<2> { using type = uint16_t; };
+template <> struct tg_bits_of<4> { using type = uint32_t; };
+template <> struct tg_bits_of<8> { using type = uint64_t; };
+template <class T> struct tg_type_of { using type = T; };
+template <class T> static inline T tg_select(bool c, T a, typename tg_type_of<T>::type b) {  // b converts to a's type
+  using U = typename tg_bits_of<sizeof(T)>::type;
+  U x, y;
+  std::memcpy(&x, &a, sizeof(T)), std::memcpy(&y, &b, sizeof(T));
+  const U take_a = (U)0 - (U)c;
+  const U bits = (U)((x & take_a) | (y & (U)~take_a));
+  T r;
+  std::memcpy(&r, &bits, sizeof(T));
+  return r;
+}
+
+// Whether bytes [a, a + a_bytes) and [b, b + b_bytes) overlap, on addresses
+// (the two need not lie in one object).
+static inline bool tg_overlaps(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + (uintptr_t)b_bytes && y < x + (uintptr_t)a_bytes;
+}
+
 // --- loops ---------------------------------------------------------------------
 // Iterations of `for iv in range(lb, ub, step)`, computed without overflow; a
 // zero step runs no iterations.
@@ -397,5 +425,41 @@ static unsigned char* tg_scratch(size_t bytes) {
     buffer.size = buffer.data != nullptr ? bytes : 0;
   }
   return buffer.data;
+}
+
+#define TG_FN static inline
+// ---- fp8 ----
+// f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
+// largest finite magnitude.
+TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
+  unsigned b = tg_f32_to_bits(f);
+  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x7f;
+  int e = (int)(a >> 23) - 127;
+  if (e > 16) return (unsigned char)(sign | max_code);      // also inf
+  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step (zeros, subnormals)
+  int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
+  int shift = 23 - m + (binade - e);                         // 20..24
+  unsigned mant = (a & 0x7fffffu) | 0x800000u;
+  unsigned steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (steps & 1u))) ++steps;
+  unsigned code = ((unsigned)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
+  return (unsigned char)(sign | (code > max_code ? max_code : code));
+}
+static inline uint8_t tg_f32_to_f8e4m3(float f) { return tg_f32_to_f8(f, 3, 7, 0x7eu); }
+static inline uint8_t tg_f32_to_f8e5m2(float f) { return tg_f32_to_f8(f, 2, 15, 0x7bu); }
+static inline uint8_t tg_f64_to_f8e4m3(double d) { return tg_f32_to_f8e4m3(tg_f64_to_f32_odd(d)); }
+static inline uint8_t tg_f64_to_f8e5m2(double d) { return tg_f32_to_f8e5m2(tg_f64_to_f32_odd(d)); }
+static inline float tg_f8e4m3_to_f32(uint8_t h) {
+  uint32_t sign = (uint32_t)(h & 0x80u) << 24, em = h & 0x7fu;
+  if (em == 0x7fu) return tg_bits_to_f32(sign | 0x7fc00000u);
+  if (em < 0x08u) return tg_bits_to_f32(sign | tg_f32_to_bits((float)em * 0x1p-9f));
+  return tg_bits_to_f32(sign | ((em + (120u << 3)) << 20));
+}
+static inline float tg_f8e5m2_to_f32(uint8_t h) {
+  uint32_t sign = (uint32_t)(h & 0x80u) << 24, em = h & 0x7fu;
+  if (em >= 0x7cu) return tg_bits_to_f32(sign | (em == 0x7cu ? 0x7f800000u : 0x7fc00000u));
+  if (em < 0x04u) return tg_bits_to_f32(sign | tg_f32_to_bits((float)em * 0x1p-16f));
+  return tg_bits_to_f32(sign | ((em + (112u << 2)) << 21));
 }
 
