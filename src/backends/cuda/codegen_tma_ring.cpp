@@ -114,9 +114,9 @@ struct TmaRing {
   std::vector<SharedTile> invariant_tiles;
   AheadOps offsets;                  // computes the offsets for an iteration ahead
   std::vector<DotOperands> operands;  // of each dot, ring tiles' offsets from the start of a stage
-  // The last dot can be issued one iteration late (see the top of the file;
-  // issues_late() says whether it is); retire_before: the first op after the
-  // first dot reading its accumulator.
+  // The last dot is issued one iteration late (see the top of the file; the
+  // planner says whether it can be, plan() whether it is); retire_before:
+  // the first op after the first dot reading its accumulator.
   bool late = false;
   ir::OpId retire_before;
   int stages = 0;
@@ -453,11 +453,17 @@ bool fed_by_producer(const CudaContext& ctx, ir::OpId loop) {
   return ctx.warp_specialization && ctx.warp_specialization->loop == loop;
 }
 
+// The last dot goes late only behind a producer warpgroup, whose two
+// consumers run one CTA per SM. Without one, several CTAs share an SM and
+// interleave their products and softmaxes on their own; there the late
+// issue measured slower on the H200 (attention at D 64: 0.73 of SDPA
+// against 0.85, with 112 registers against 110).
 std::optional<TmaRing> plan(const CudaContext& ctx, ir::OpId loop) {
   std::optional<TmaRing> ring = RingPlanner(ctx, loop).run();
-  if (ring)
-    ring->split = ring->late && fed_by_producer(ctx, loop) &&
-                  std::any_of(ring->loads.begin(), ring->loads.end(), [](const RingLoad& r) { return r.early; });
+  if (!ring) return ring;
+  ring->late = ring->late && fed_by_producer(ctx, loop);
+  ring->split =
+      ring->late && std::any_of(ring->loads.begin(), ring->loads.end(), [](const RingLoad& r) { return r.early; });
   return ring;
 }
 
@@ -543,14 +549,6 @@ void init_barriers(CudaContext& ctx, ir::OpId loop, const TmaRing& ring) {
   ctx.out.close();
 }
 
-// Whether the last dot is issued one iteration late: only with a producer
-// warpgroup, whose two consumers run one CTA per SM. Without one, several
-// CTAs share an SM and interleave their products and softmaxes on their
-// own; there the late issue measured slower on the H200 (attention at D 64:
-// 0.73 of SDPA against 0.85, with 112 registers against 110).
-bool issues_late(const CudaContext& ctx, ir::OpId loop, const TmaRing& ring) {
-  return ring.late && fed_by_producer(ctx, loop);
-}
 
 TmaRing planned(const CudaContext& ctx, ir::OpId loop) {
   std::optional<TmaRing> ring = plan(ctx, loop);
@@ -656,7 +654,7 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   // definition on every path (see codegen_pipeline.cpp: ptxas would
   // otherwise serialize the wgmmas, C7515).
   pin(ctx, carried_accumulator(ctx, ring->dot), "");
-  if (issues_late(ctx, loop, *ring)) {
+  if (ring->late) {
     declare_late_fragments(ctx, ring->dot, ring->operands.back(), n.fragments);
     ctx.descriptor_paths.push_back("the loop of line " + str(ctx.fn.op(loop).loc.line) + " issues its last dot (" +
                                    ctx.name(ctx.fn.op(ring->dot).results[0]) +
@@ -691,10 +689,10 @@ bool tma_ring_iteration(CudaContext& ctx, ir::OpId loop, const std::string& trip
   ctx.out.line("tg_mbar_wait(" + barrier(n.full, *ring, 0, n.stage) + ", " + n.phase + ");  // this iteration's " +
                (ring->split ? "blocks of the first dot have" : "blocks have") + " landed");
   ctx.out.line("// the wgmma group of " + ctx.name(ctx.fn.op(ring->dot).results[0]) +
-               (issues_late(ctx, loop, *ring) ? " is issued in the next iteration: the refill follows its retirement"
+               (ring->late ? " is issued in the next iteration: the refill follows its retirement"
                            : " stays in flight into the next iteration: the refill follows it"));
   CudaContext::InFlightDot flight{ring->dot, loop, trips, k, false, ring->cover, true};
-  flight.late = issues_late(ctx, loop, *ring);
+  flight.late = ring->late;
   flight.fragments = n.fragments;
   flight.retire_before = ring->retire_before;
   ctx.in_flight_dot = flight;
@@ -705,7 +703,7 @@ void tma_ring_issue_late(CudaContext& ctx, bool in_loop) {
   TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->late, "late issue without a late dot in flight");
   const CudaContext::InFlightDot& flight = *ctx.in_flight_dot;
   std::optional<TmaRing> ring = plan(ctx, flight.loop);
-  TEGULA_ASSERT(ring.has_value() && issues_late(ctx, flight.loop, *ring), "late issue of a loop without a TMA ring");
+  TEGULA_ASSERT(ring.has_value() && ring->late, "late issue of a loop without a TMA ring");
   RingNames n = names(flight.loop);
   ctx.out.open("if (" + (in_loop ? flight.k : flight.trips) + " > 0)");
   std::string stage = n.stage;
@@ -788,7 +786,7 @@ bool tma_ring_after_loop(CudaContext& ctx, ir::OpId loop) {
   if (!ring || !active(ctx, *ring)) return false;
   TEGULA_ASSERT(ctx.in_flight_dot && ctx.in_flight_dot->loop == loop && ctx.in_flight_dot->refilled,
                 "the TMA ring's wgmma dot did not refill it");
-  if (issues_late(ctx, loop, *ring)) tma_ring_issue_late(ctx, false);
+  if (ring->late) tma_ring_issue_late(ctx, false);
   ctx.out.line("tg_wgmma_wait<0>();  // the last iteration's wgmma group");
   pin(ctx, ctx.fn.op(ring->dot).results[0], "no read of it moves above the wait");
   bool producer = fed_by_producer(ctx, loop);
