@@ -21,6 +21,8 @@ input dtype before they meet dO or Q, as in ``attention.py``.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 import tegula
@@ -30,14 +32,20 @@ LOG2E = 1.4426950408889634
 
 
 @tegula.jit
+def _rows(T, ROWS, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
+    # T's [B * H * S, HEAD_DIM] rows as a descriptor of BLOCK-row blocks.
+    return tl.make_tensor_descriptor(T, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK, HEAD_DIM])
+
+
+@tegula.jit
 def attention_fwd_tma_kernel(Q, K, V, O, LSE, ROWS, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                              BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, TAIL: tl.constexpr):
     # Grid: (cdiv(S, BLOCK_M), B * H). The scores in base 2 (exp2 with log2(e) folded into the scale).
     start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
-    desc_q = tl.make_tensor_descriptor(Q, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    desc_k = tl.make_tensor_descriptor(K, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    desc_v = tl.make_tensor_descriptor(V, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_q = _rows(Q, ROWS, HEAD_DIM, BLOCK_M)
+    desc_k = _rows(K, ROWS, HEAD_DIM, BLOCK_N)
+    desc_v = _rows(V, ROWS, HEAD_DIM, BLOCK_N)
     head_row = bh * S
     rows = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -79,10 +87,10 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, ROWS, S, scale, H
     # Grid: (cdiv(S, BLOCK_N), B * H). ROWS = B * H * S.
     start_n = tl.program_id(0) * BLOCK_N
     bh = tl.program_id(1)
-    desc_q = tl.make_tensor_descriptor(Q, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    desc_do = tl.make_tensor_descriptor(DO, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    desc_k = tl.make_tensor_descriptor(K, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    desc_v = tl.make_tensor_descriptor(V, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_q = _rows(Q, ROWS, HEAD_DIM, BLOCK_M)
+    desc_do = _rows(DO, ROWS, HEAD_DIM, BLOCK_M)
+    desc_k = _rows(K, ROWS, HEAD_DIM, BLOCK_N)
+    desc_v = _rows(V, ROWS, HEAD_DIM, BLOCK_N)
     head_row = bh * S
     keys = start_n + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
@@ -122,10 +130,10 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DI
     # Grid: (cdiv(S, BLOCK_M), B * H).
     start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
-    desc_q = tl.make_tensor_descriptor(Q, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    desc_do = tl.make_tensor_descriptor(DO, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    desc_k = tl.make_tensor_descriptor(K, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    desc_v = tl.make_tensor_descriptor(V, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    desc_q = _rows(Q, ROWS, HEAD_DIM, BLOCK_M)
+    desc_do = _rows(DO, ROWS, HEAD_DIM, BLOCK_M)
+    desc_k = _rows(K, ROWS, HEAD_DIM, BLOCK_N)
+    desc_v = _rows(V, ROWS, HEAD_DIM, BLOCK_N)
     head_row = bh * S
     rows = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -171,7 +179,12 @@ def applies(q: torch.Tensor) -> bool:
     """Whether the descriptor backward runs for these inputs: CUDA tensors on an sm_90 device, 16-bit, head
     dim 64 or 128 (the others keep attention.py's kernels)."""
     return (q.is_cuda and q.dtype in (torch.bfloat16, torch.float16) and q.shape[-1] in DKDV
-            and torch.cuda.get_device_capability(q.device) == (9, 0))
+            and _capability(q.device.index if q.device.index is not None else torch.cuda.current_device()) == (9, 0))
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(device: int) -> tuple:
+    return torch.cuda.get_device_capability(device)
 
 
 def forward(q, k, v, causal: bool, scale: float, out, lse) -> None:
