@@ -1,7 +1,7 @@
 """Where the time of a training step of examples/train_gpt.py goes, per kernel.
 
     python tools/profile_train_step.py [--device cuda] [--ops tegula torch] [--steps 5] [--rows 25]
-                                       [--precision float32|bfloat16]
+                                       [--precision float32|bfloat16] [--compile]
 
 For each variant, trains a few warm-up steps (compiling), then records
 `--steps` steps under torch.profiler and prints the ranges and kernels that
@@ -10,6 +10,8 @@ step). Tegula's launches run inside ranges named after their kernels
 (tegula.profiling.set_nvtx): a row "attention_dkdv_kernel [key]" holds that
 kernel's device time (every Tegula kernel's own symbol is the ABI's
 ``tegula_kernel``). The per-step total counts device kernels only.
+``--compile`` profiles each variant under torch.compile(fullgraph=True), as
+the example's ``--compile`` trains it.
 """
 
 from __future__ import annotations
@@ -38,13 +40,17 @@ def load_example():
     return module
 
 
-def profile_variant(example, ops_name: str, device: str, steps: int, rows: int, precision: str) -> None:
+def profile_variant(example, ops_name: str, device: str, steps: int, rows: int, precision: str,
+                    compiled: bool = False) -> None:
     config = example.default_config(device)
     if precision:
         config = dataclasses.replace(config, precision=precision)
     autocast = example.forward_precision(config, device)
     model = example.make_model(config, ops_name).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
+    if compiled:
+        model = torch.compile(model, fullgraph=True)
+        ops_name += " (compiled)"
     data = example.batches(example.markov_corpus(config.vocab, 50_000), config, config.seed)
 
     def step():
@@ -105,11 +111,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=25)
     parser.add_argument("--precision", choices=["float32", "bfloat16"],
                         help="the example's precision (default: its configuration's)")
+    parser.add_argument("--compile", action="store_true", help="profile each variant under torch.compile")
     args = parser.parse_args()
     example = load_example()
     tegula.profiling.set_nvtx(args.device == "cuda")
     for name in args.ops:
-        profile_variant(example, name, args.device, args.steps, args.rows, args.precision)
+        profile_variant(example, name, args.device, args.steps, args.rows, args.precision, args.compile)
 
 
 if __name__ == "__main__":

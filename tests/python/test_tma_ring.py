@@ -286,6 +286,98 @@ def test_other_loops_keep_single_copies():
                      scaled.layouts), scaled.layouts
 
 
+@tegula.jit
+def ring_with_atomics_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr, INTO_A: tl.constexpr):
+    """Each K step's product added into C by an atomic of the body (as an attention backward adds dQ), and
+    accumulated in place into D; with INTO_A the atomic writes the array A's blocks are copied from."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    rows = off_m + tl.arange(0, BM)
+    cols = off_n + tl.arange(0, BN)
+    inside = (rows[:, None] < M) & (cols[None, :] < N)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([off_m, k])
+        b = b_desc.load([k, off_n])
+        part = tl.dot(a, b)
+        if INTO_A:
+            tl.atomic_add(a_ptr + rows[:, None] * K + cols[None, :], part.to(a_ptr.dtype.element_ty),
+                          mask=inside, sem="relaxed")
+        else:
+            tl.atomic_add(c_ptr + rows[:, None] * N + cols[None, :], part, mask=inside, sem="relaxed")
+        acc = tl.dot(a, b, acc)
+    tl.store(d_ptr + rows[:, None] * N + cols[None, :], acc, mask=inside)
+
+
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,warps,stages", [
+    (80, 96, 208, 64, 64, 32, 4, 3),       # ragged, one warpgroup
+    (128, 144, 160, 128, 64, 64, 8, 2),   # two warpgroups
+])
+def test_ring_body_adds_atomically_into_another_array(M, N, K, BM, BN, BK, warps, stages):
+    # The atomic writes C, which no ring block is copied from: the loop stays a ring, and the atomic reads the
+    # product in its accumulator layout (no conversion through shared memory).
+    rng = rng_for("ring-atomics", M, N, K)
+    a, b = random(rng, (M, K), "float16", low=-2, high=2), random(rng, (K, N), "float16", low=-2, high=2)
+    c, d = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
+    compiled = emulate(ring_with_atomics_kernel, (tegula.cdiv(M, BM), tegula.cdiv(N, BN)), a, b, c, d, M, N, K,
+                       BM=BM, BN=BN, BK=BK, INTO_A=False, num_warps=warps, num_stages=stages)
+    assert_ring(compiled, stages)
+    assert not re.search(r"atomic_rmw.*\n.*in blocked", compiled.layouts)
+    want = to_f64(a) @ to_f64(b)
+    tol = K * 2.0 ** -20 * (np.abs(to_f64(a)) @ np.abs(to_f64(b))) + 1e-5
+    for name, got in (("atomics", c), ("accumulator", d)):
+        bad = np.abs(to_f64(got) - want) > tol
+        assert not bad.any(), f"{name}: {bad.sum()} of {bad.size} wrong, worst {np.abs(to_f64(got) - want).max()}"
+
+
+def test_ring_refuses_an_atomic_into_its_own_source():
+    a = np.zeros((64, 64), np.float16)
+    c = np.zeros((64, 64), np.float32)
+    compiled, _ = compile_cuda(ring_with_atomics_kernel, (a, a, c, c, 64, 64, 64),
+                               dict(BM=64, BN=64, BK=32, INTO_A=True), num_stages=3)
+    assert "TMA ring" not in compiled.source
+    assert "not a TMA ring: an atomic of the body writes an array a ring block is copied from" in compiled.layouts, \
+        compiled.layouts
+
+
+@tegula.jit
+def invariant_both_roles_kernel(k_ptr, q_ptr, x_ptr, y_ptr, M, BM: tl.constexpr, BN: tl.constexpr,
+                                D: tl.constexpr):
+    """K (loaded before the loop) is operand a of `k @ q.T` and operand b of `s.T @ k`, an attention backward's
+    shape: X = sum over the loop of (K Q^T)^T K by atomics, Y = sum of (K Q^T) Q in place."""
+    k_desc = tl.make_tensor_descriptor(k_ptr, [BN, D], [D, 1], [BN, D])
+    q_desc = tl.make_tensor_descriptor(q_ptr, [M, D], [D, 1], [BM, D])
+    kk = k_desc.load([0, 0])
+    d = tl.arange(0, D)
+    y = tl.zeros((BN, D), dtype=tl.float32)
+    for m in range(0, M, BM):
+        q = q_desc.load([m, 0])
+        s = tl.dot(kk, q.T).to(tl.float16)
+        rows = m + tl.arange(0, BM)
+        tl.atomic_add(x_ptr + rows[:, None] * D + d[None, :], tl.dot(s.T, kk), sem="relaxed")
+        y = tl.dot(s, q, y)
+    tl.store(y_ptr + tl.arange(0, BN)[:, None] * D + d[None, :], y)
+
+
+def test_ring_refuses_an_invariant_tile_in_two_roles():
+    # One staged copy cannot be read with rows along K by one dot and along N by the other: the loop keeps single
+    # copies (and stays right).
+    M, BM, BN, D = 128, 64, 64, 64
+    rng = rng_for("invariant-roles")
+    k, q = random(rng, (BN, D), "float16", low=-1, high=1), random(rng, (M, D), "float16", low=-1, high=1)
+    x, y = np.zeros((M, D), np.float32), np.zeros((BN, D), np.float32)
+    compiled = emulate(invariant_both_roles_kernel, (1,), k, q, x, y, M, BM=BM, BN=BN, D=D, num_warps=4,
+                       num_stages=2)
+    assert "not a TMA ring: a loop-invariant tile is operand a of one dot and b of another" in compiled.layouts, \
+        compiled.layouts
+    s = (to_f64(k) @ to_f64(q).T).astype(np.float16).astype(np.float64)
+    np.testing.assert_allclose(x, s.T @ to_f64(k), rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(y, s @ to_f64(q), rtol=1e-2, atol=1e-2)
+
+
 def test_single_copy_matmul_still_exact():
     # num_stages=1: the loads keep their single copies, waited where issued.
     compiled, c, want, tol = run(desc_matmul_kernel, 80, 96, 80, 64, 64, 32, "float16", 4, 1)

@@ -77,6 +77,32 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages):
         assert error < 2e-2, f"{name}: largest difference {error:.3g} of the largest magnitude"
 
 
+@pytest.mark.parametrize("B,H,S,D,causal,stages", [
+    (1, 2, 200, 128, False, 2),  # ragged: keys past S belong to the next head and must add nothing to dQ
+    (1, 2, 200, 128, True, 3),
+])
+def test_one_kernel_backward_matches_float64(B, H, S, D, causal, stages):
+    # attention_bwd_tma_kernel: the dK/dV loop adding dQ by atomics, the dS^T operand staged in every step, then
+    # scale_cast_kernel.
+    rng = np.random.default_rng(S + D + causal + 7)
+    bf16 = _bf16()
+    q, k, v, do = (rng.standard_normal((B, H, S, D)).astype(bf16) for _ in range(4))
+    scale = 1.0 / D ** 0.5
+    lse, delta, want_dq, want_dk, want_dv = reference(*(x.astype(np.float64) for x in (q, k, v, do)), causal, scale)
+    lse, delta = lse.astype(np.float32), delta.astype(np.float32)
+    dq32 = np.zeros((B, H, S, D), np.float32)
+    dq, dk, dv = (np.zeros_like(q) for _ in range(3))
+    compiled = emulate(at.attention_bwd_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dq32, dk, dv,
+                       B * H * S, S, scale, HEAD_DIM=D, BLOCK_M=64, BLOCK_N=128, CAUSAL=causal, TAIL=S % 128 != 0,
+                       num_warps=8, num_stages=stages)
+    assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
+    assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts
+    emulate(at.scale_cast_kernel, (-(-dq32.size // 4096),), dq32, dq, dq32.size, scale, BLOCK=4096, num_warps=8)
+    for name, got, want in (("dq", dq, want_dq), ("dk", dk, want_dk), ("dv", dv, want_dv)):
+        error = np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()
+        assert error < 2e-2, f"{name}: largest difference {error:.3g} of the largest magnitude"
+
+
 @pytest.mark.parametrize("B,H,S,D,causal", [
     (1, 2, 200, 64, False),   # ragged: 256 rows, four consumer warpgroups (the D 64 default)
     (1, 2, 200, 64, True),

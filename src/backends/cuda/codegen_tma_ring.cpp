@@ -69,7 +69,9 @@
 #include "backends/cuda/codegen_mma.h"
 #include "backends/cuda/loop_ahead.h"
 #include "backends/cuda/tma_plan.h"
+#include "ir/atomic.h"
 #include "ir/descriptor.h"
+#include "passes/pointer_provenance.h"
 #include "passes/rewrite_utils.h"
 #include "support/diagnostic.h"
 
@@ -122,6 +124,9 @@ struct TmaRing {
   int stages = 0;
   int64_t stage_bytes = 0;  // every block of an iteration, on 1024-byte lines
   int64_t invariant_bytes = 0;
+  // Operands the body computes (dS of an attention backward), staged by the
+  // consumers in every iteration past the ring and its invariant tiles.
+  int64_t staged_bytes = 0;
   // With the last dot issued late, the blocks only the first dot reads (K)
   // form barrier group 0 and the others (V) group 1, each with a full and
   // an empty barrier per stage: K is released once the first dot's group
@@ -171,7 +176,7 @@ class RingPlanner {
       return refuse("not an sm_90 for loop");
     if (ctx_.options.num_stages < 2) return refuse("num_stages is below 2");
     body_ = op.regions[0];
-    if (ctx_.contains_store(body_) || contains_desc_store(body_)) return refuse("the loop body stores");
+    if (std::string why = writes(body_); !why.empty()) return refuse(why);
     uses_ = fn_.use_counts();
     std::vector<ir::OpId> dots;
     for (ir::OpId id : fn_.block(body_).ops) {
@@ -197,6 +202,7 @@ class RingPlanner {
       operands.push_back(*o);
     }
     if (ring.loads.empty()) return refuse("no operand of the body's dots is a descriptor load");
+    if (std::string why = atomics_into_ring(ring); !why.empty()) return refuse(why);
     ring.late = ring.cover.valid() && operands.back().a_in_registers && last_dot_block(fn_, ring, 1).has_value();
     if (ring.late) ring.retire_before = first_reader_after_cover(ring);
     if (dots.size() == 1 && operands.back().a_in_registers)
@@ -213,7 +219,7 @@ class RingPlanner {
     }
     // The epilogue's scratch reuses the ring; some room stays for the body's,
     // and the invariant tiles start on the 1024-byte line after the barriers.
-    int64_t room = shared_capacity() - 16 * 1024 - ring.invariant_bytes - 1024;
+    int64_t room = shared_capacity() - 16 * 1024 - ring.invariant_bytes - ring.staged_bytes - 1024;
     ring.stages = static_cast<int>(std::min<int64_t>(ctx_.options.num_stages, room / (ring.stage_bytes + 32)));
     if (ring.stages < 2) return refuse("two stages of " + str(ring.stage_bytes) + " bytes do not fit in shared memory");
     for (size_t i = 0; i < ring.invariant.size(); ++i)
@@ -230,10 +236,45 @@ class RingPlanner {
     return std::nullopt;
   }
 
-  bool contains_desc_store(ir::BlockId block) const {
-    bool found = false;
-    fn_.walk_block(block, [&](ir::OpId id) { found = found || fn_.op(id).kind == OpKind::DescStore; });
-    return found;
+  // Why the body writes memory a ring may not run ahead of, or "". Stores
+  // refuse; atomics are checked against the ring's tensors once the ring
+  // is planned (atomics_into_ring).
+  std::string writes(ir::BlockId block) {
+    std::string why;
+    fn_.walk_block(block, [&](ir::OpId id) {
+      const ir::Op& op = fn_.op(id);
+      if (op.kind == OpKind::Store || op.kind == OpKind::DescStore) {
+        if (why.empty()) why = "the loop body stores";
+      } else if (ir::is_atomic(op.kind)) {
+        atomics_.push_back(id);
+      }
+    });
+    return why;
+  }
+
+  // The ring copies blocks of later iterations while the body runs, through
+  // the async proxy: an atomic of the body may only write arrays none of
+  // the ring's descriptors reads (a gradient accumulated across programs,
+  // dQ of an attention backward). Its pointer must come from kernel
+  // parameters (pointer_provenance.h) other than the descriptors' bases; as
+  // for any kernel, distinct parameters are taken to be distinct arrays.
+  std::string atomics_into_ring(const TmaRing& ring) {
+    if (atomics_.empty()) return "";
+    passes::PointerProvenance provenance(fn_);
+    std::vector<int32_t> read;
+    for (const RingLoad& r : ring.loads) {
+      ir::ValueId base = ir::descriptor_operands(fn_.op(r.load)).base;
+      if (provenance.unknown(base)) return "a ring block's base pointer is not a kernel parameter";
+      read.insert(read.end(), provenance.sources(base).begin(), provenance.sources(base).end());
+    }
+    for (ir::OpId id : atomics_) {
+      ir::ValueId pointer = fn_.op(id).operands[0];
+      if (provenance.unknown(pointer)) return "an atomic of the body writes through a pointer of unknown origin";
+      for (int32_t source : provenance.sources(pointer))
+        if (std::find(read.begin(), read.end(), source) != read.end())
+          return "an atomic of the body writes an array a ring block is copied from";
+    }
+    return "";
   }
 
   // Where each operand of `dot` comes from: a ring block (added to the
@@ -246,9 +287,14 @@ class RingPlanner {
       SharedTile& tile = k == 0 ? operands.a : operands.b;
       auto invariant = std::find_if(ring.invariant.begin(), ring.invariant.end(),
                                     [&](const InvariantOperand& o) { return o.dot == id && o.index == k; });
-      bool staged_elsewhere = std::any_of(ring.invariant.begin(), ring.invariant.end(), [&](const InvariantOperand& o) {
-        return fn_.op(o.dot).operands[o.index] == dot.operands[k];
-      });
+      bool staged_elsewhere = false;
+      for (const InvariantOperand& o : ring.invariant) {
+        if (fn_.op(o.dot).operands[o.index] != dot.operands[k]) continue;
+        // One staged tile, rows along K for its first reader: another dot
+        // may read it only in the same role.
+        if (o.index != k) return refuse("a loop-invariant tile is operand a of one dot and b of another");
+        staged_elsewhere = true;
+      }
       if (invariant != ring.invariant.end() || staged_elsewhere) {
         tile = plan_operand(ctx_, id, k, 0);
         (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
@@ -268,6 +314,12 @@ class RingPlanner {
             }))
           shared.views.push_back({dot.operands[k], seen->second});
         (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
+      } else if (!reads_descriptor(dot.operands[k])) {
+        // A tile the body computes: stored by the consumers in every
+        // iteration, fenced and barriered before the dot reads it
+        // (stage_operands), outside the ring.
+        tile = plan_operand(ctx_, id, k, 0);
+        ring.staged_bytes = next_line(ring.staged_bytes + tile.bytes());
       } else {
         std::optional<RingLoad> load = plan_load(dot.operands[k], k, ring);
         if (!load) return std::nullopt;
@@ -279,6 +331,25 @@ class RingPlanner {
     }
     if (!wgmma_fits(ctx_, id, operands)) return refuse("the blocks do not fit wgmma's shared-memory descriptors");
     return operands;
+  }
+
+  // Whether `value` is computed from a descriptor load of the body other
+  // than through a dot's result: a ring candidate itself, or a block the
+  // body rescales (plan_load refuses those), not a tile to stage.
+  bool reads_descriptor(ir::ValueId value) const {
+    std::vector<ir::ValueId> todo = {value};
+    std::vector<bool> seen(fn_.num_values(), false);
+    while (!todo.empty()) {
+      ir::ValueId v = todo.back();
+      todo.pop_back();
+      if (seen[v.index]) continue;
+      seen[v.index] = true;
+      ir::OpId def = fn_.value(v).def;
+      if (!def.valid() || fn_.op(def).parent != body_ || fn_.op(def).kind == OpKind::Dot) continue;
+      if (fn_.op(def).kind == OpKind::DescLoad) return true;
+      for (ir::ValueId operand : fn_.op(def).operands) todo.push_back(operand);
+    }
+    return false;
   }
 
   // The ring block `value` reads when an earlier dot's operand is that block
@@ -445,6 +516,7 @@ class RingPlanner {
   ir::OpId loop_;
   ir::BlockId body_;
   std::vector<uint32_t> uses_;
+  std::vector<ir::OpId> atomics_;  // the body's, checked by atomics_into_ring
   std::string why_;
 };
 

@@ -450,6 +450,10 @@ class LayoutAssigner {
         if (op.operands.size() > 2) request(id, 2, layout);
         return;
       }
+      case OpKind::AtomicRmw:
+      case OpKind::AtomicCas:
+        if (visit_atomic_in_place(id)) return;
+        break;
       case OpKind::For: return visit_for(id);
       case OpKind::If: return visit_if(id);
       case OpKind::While: return visit_while(id);
@@ -493,6 +497,28 @@ class LayoutAssigner {
       if (cheap_[r.index])
         for (const Layout& extra : plan_.extras_[r.index]) want(op.operands[k], operand_layout(op, extra));
     }
+  }
+
+  // An atomic whose old values nobody reads, adding a value computed from a
+  // tensor-core accumulator (a split-K partial, a gradient added by many
+  // programs), runs in the accumulator's layout: every element is its own
+  // read-modify-write at the cache, so a conversion through shared memory
+  // to a coalesced layout would buy nothing, and the accumulator's pairs of
+  // adjacent columns stay together.
+  bool visit_atomic_in_place(ir::OpId id) {
+    const ir::Op& op = fn_.op(id);
+    ir::ValueId r = op.results[0];
+    size_t value = op.kind == OpKind::AtomicCas ? 2 : 1;
+    if (!is_tile(r) || !wants_[r.index].empty() || op.operands.size() <= value) return false;
+    const std::vector<LayoutPlan::Want>& wants = wants_[op.operands[value].index];
+    auto mma = std::find_if(wants.begin(), wants.end(),
+                            [](const LayoutPlan::Want& w) { return w.weight >= kTensorCoreAffinity; });
+    if (mma == wants.end()) return false;
+    Layout layout = mma->layout;
+    finish(r, layout);
+    for (size_t k = 0; k < op.operands.size(); ++k)
+      if (is_tile(op.operands[k])) request(id, k, layout);
+    return true;
   }
 
   // A scan computes in its operands' layout: results and operands share the

@@ -166,6 +166,65 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DI
     tl.store(DQ + offsets, (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
 
 
+@tegula.jit
+def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, ROWS, S, scale, HEAD_DIM: tl.constexpr,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                             TAIL: tl.constexpr):
+    # The dK/dV loop that also adds each query block's share of dQ (dS K, unscaled) into DQ32 (float32, zeroed
+    # by the caller): five products per step where the two kernels above take seven. Grid: (cdiv(S, BLOCK_N), B * H).
+    start_n = tl.program_id(0) * BLOCK_N
+    bh = tl.program_id(1)
+    desc_q = _rows(Q, ROWS, HEAD_DIM, BLOCK_M)
+    desc_do = _rows(DO, ROWS, HEAD_DIM, BLOCK_M)
+    desc_k = _rows(K, ROWS, HEAD_DIM, BLOCK_N)
+    desc_v = _rows(V, ROWS, HEAD_DIM, BLOCK_N)
+    head_row = bh * S
+    keys = start_n + tl.arange(0, BLOCK_N)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    k = desc_k.load([head_row + start_n, 0])
+    v = desc_v.load([head_row + start_n, 0])
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    qk_scale = scale * LOG2E
+    lo = 0
+    if CAUSAL:
+        lo = (start_n // BLOCK_M) * BLOCK_M
+    for start_m in tl.range(lo, S, BLOCK_M, warp_specialize=True):
+        q = desc_q.load([head_row + start_m, 0])
+        do = desc_do.load([head_row + start_m, 0])
+        rows = start_m + offs_m
+        lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
+        delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
+        s_t = tl.dot(k, q.T)
+        p_t = tl.math.exp2(s_t * qk_scale - lse2[None, :])
+        if CAUSAL:
+            if start_m < start_n + BLOCK_N:
+                p_t = tl.where(rows[None, :] >= keys[:, None], p_t, 0.0)
+        elif TAIL:
+            if start_n + BLOCK_N > S:  # keys past S (the next head's) have no share in dQ
+                p_t = tl.where(keys[:, None] < S, p_t, 0.0)
+        dv = tl.dot(p_t.to(do.dtype), do, dv)
+        dp_t = tl.dot(v, do.T)
+        ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)
+        # dQ^T = K^T dS^T: K^T is staged once, dS^T (the consumers' registers) in every step.
+        dq_t = tl.dot(k.T, ds_t)
+        tl.atomic_add(DQ32 + (head_row + rows)[None, :].to(tl.int64) * HEAD_DIM + offs_d[:, None], dq_t,
+                      mask=rows[None, :] < S, sem="relaxed")
+        dk = tl.dot(ds_t, q, dk)
+    offsets = (head_row + keys)[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :]
+    tl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
+    tl.store(DV + offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
+
+
+@tegula.jit
+def scale_cast_kernel(X, Y, n, scale, BLOCK: tl.constexpr):
+    # Y = (X * scale) in Y's dtype: dQ out of its float32 sums.
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    tl.store(Y + offs, (x * scale).to(Y.dtype.element_ty), mask=offs < n)
+
+
 # (BLOCK_M, BLOCK_N, num_warps, num_stages) of each kernel, by head dim. The forward's are those of
 # examples/flash_attention_tma.py, whose kernel this one's is (measured there: 1.00 / 0.98 of SDPA at D 128,
 # 0.92 / 0.91 at D 64; docs/benchmarks.md); the backward's the fastest of tools/hopper/attention_bwd_probe.py
@@ -173,6 +232,8 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DI
 FWD = {64: (256, 64, 16, 3), 128: (128, 128, 8, 2)}
 DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 3)}
 DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
+# The one-kernel backward (attention_bwd_tma_kernel), by head dim; the others take the two kernels.
+FUSED = {}
 
 
 def applies(q: torch.Tensor) -> bool:
@@ -200,6 +261,15 @@ def backward(do, q, k, v, lse, delta, causal: bool, scale: float, dq, dk, dv) ->
     """dq, dk, dv (contiguous, like q) from contiguous do, q, k, v, the forward's lse and delta."""
     B, H, S, D = q.shape
     rows = B * H * S
+    if D in FUSED:
+        bm, bn, warps, stages = FUSED[D]
+        dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        attention_bwd_tma_kernel[(tegula.cdiv(S, bn), B * H)](
+            q, k, v, do, lse, delta, dq32, dk, dv, rows, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+            CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+        n = dq32.numel()
+        scale_cast_kernel[(tegula.cdiv(n, 4096),)](dq32, dq, n, scale, BLOCK=4096, num_warps=8)
+        return
     bm, bn, warps, stages = DKDV[D]
     attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
         q, k, v, do, lse, delta, dk, dv, rows, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
