@@ -3,12 +3,15 @@
 // `b_desc.load([k * BK, off_n])`, `acc = tl.dot(a, b, acc)`; attention:
 // `s = tl.dot(q, k.T)`, softmax, `acc = tl.dot(p, v, acc)`).
 //
-// The loop qualifies when its body stores nothing, its dots are wgmmas, the
-// last accumulates in place, and each dot operand is a desc load of the
-// body (or its transpose, `b.T` of a B stored [N, K]) used only by the dot,
-// a value defined before the loop (staged once, after the barriers), or an
-// operand a already held as A fragments (P; not with a single dot, whose
-// group is in flight while the next iteration rewrites them). The loads must
+// The loop qualifies when its body stores nothing (atomics only into arrays
+// no ring block is copied from), its dots are wgmmas, the last accumulates
+// in place, and each dot operand is a desc load of the body (or its
+// transpose, `b.T` of a B stored [N, K]) used only by the dot, a value
+// defined before the loop (staged once, after the barriers), an operand a
+// already held as A fragments (P; not with a single dot, whose group is in
+// flight while the next iteration rewrites them), or a tile the body
+// computes from no desc load except through dots (dS), which the dot
+// stages in every iteration (stage_operands). The loads must
 // be ones the TMA can copy (tma_plan.h), of rank 2, with offsets the body
 // computes from the induction variable and loop-invariant values, and block
 // rows of 32, 64 or a multiple of 128 bytes (a swizzle span). With several
