@@ -77,11 +77,12 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages):
         assert error < 2e-2, f"{name}: largest difference {error:.3g} of the largest magnitude"
 
 
-@pytest.mark.parametrize("B,H,S,D,causal,stages", [
-    (1, 2, 200, 128, False, 2),  # ragged: keys past S belong to the next head and must add nothing to dQ
-    (1, 2, 200, 128, True, 3),
+@pytest.mark.parametrize("B,H,S,D,bm,causal,stages,dq_rows", [
+    (1, 2, 200, 128, 64, False, 2, False),  # ragged: keys past S belong to the next head and add nothing to dQ
+    (1, 2, 200, 128, 64, True, 3, True),    # dQ^T transposed back before its atomics
+    (1, 1, 300, 64, 128, True, 2, True),
 ])
-def test_one_kernel_backward_matches_float64(B, H, S, D, causal, stages):
+def test_one_kernel_backward_matches_float64(B, H, S, D, bm, causal, stages, dq_rows):
     # attention_bwd_tma_kernel: the dK/dV loop adding dQ by atomics, the dS^T operand staged in every step, then
     # scale_cast_kernel.
     rng = np.random.default_rng(S + D + causal + 7)
@@ -93,8 +94,8 @@ def test_one_kernel_backward_matches_float64(B, H, S, D, causal, stages):
     dq32 = np.zeros((B, H, S, D), np.float32)
     dq, dk, dv = (np.zeros_like(q) for _ in range(3))
     compiled = emulate(at.attention_bwd_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dq32, dk, dv,
-                       B * H * S, S, scale, HEAD_DIM=D, BLOCK_M=64, BLOCK_N=128, CAUSAL=causal, TAIL=S % 128 != 0,
-                       num_warps=8, num_stages=stages)
+                       B * H * S, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=128, CAUSAL=causal, TAIL=S % 128 != 0,
+                       DQ_ROWS=dq_rows, num_warps=8, num_stages=stages)
     assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
     assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts
     emulate(at.scale_cast_kernel, (-(-dq32.size // 4096),), dq32, dq, dq32.size, scale, BLOCK=4096, num_warps=8)

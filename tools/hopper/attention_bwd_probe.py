@@ -18,8 +18,10 @@ from tegula.torch.ops import attention_tma as at
 
 # ("two", dK/dV config, dQ config): the two kernels; ("fused", config): the one-kernel backward.
 CANDIDATES = {
-    64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (128, 128, 8, 2)), ("fused", (128, 128, 8, 3))],
-    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (64, 128, 8, 2)), ("fused", (64, 128, 8, 3))],
+    64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (128, 128, 8, 2, False)),
+         ("fused", (128, 128, 8, 2, True))],
+    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (64, 128, 8, 2, False)),
+          ("fused", (64, 128, 8, 3, False)), ("fused", (64, 128, 8, 2, True))],
 }
 
 

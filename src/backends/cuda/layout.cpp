@@ -501,10 +501,10 @@ class LayoutAssigner {
 
   // An atomic whose old values nobody reads, adding a value computed from a
   // tensor-core accumulator (a split-K partial, a gradient added by many
-  // programs), runs in the accumulator's layout: every element is its own
-  // read-modify-write at the cache, so a conversion through shared memory
-  // to a coalesced layout would buy nothing, and the accumulator's pairs of
-  // adjacent columns stay together.
+  // programs), runs in the accumulator's layout, as a store of it would be
+  // converted: no round trip through shared memory and its barriers (in a
+  // TMA ring, on the consumers' named barrier) for values the atomics
+  // send to L2 one element at a time anyway.
   bool visit_atomic_in_place(ir::OpId id) {
     const ir::Op& op = fn_.op(id);
     ir::ValueId r = op.results[0];

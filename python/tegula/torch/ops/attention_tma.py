@@ -169,7 +169,7 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DI
 @tegula.jit
 def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, ROWS, S, scale, HEAD_DIM: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                             TAIL: tl.constexpr):
+                             TAIL: tl.constexpr, DQ_ROWS: tl.constexpr = False):
     # The dK/dV loop that also adds each query block's share of dQ (dS K, unscaled) into DQ32 (float32, zeroed
     # by the caller): five products per step where the two kernels above take seven. Grid: (cdiv(S, BLOCK_N), B * H).
     start_n = tl.program_id(0) * BLOCK_N
@@ -209,8 +209,12 @@ def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, ROWS, S, sca
         ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)
         # dQ^T = K^T dS^T: K^T is staged once, dS^T (the consumers' registers) in every step.
         dq_t = tl.dot(k.T, ds_t)
-        tl.atomic_add(DQ32 + (head_row + rows)[None, :].to(tl.int64) * HEAD_DIM + offs_d[:, None], dq_t,
-                      mask=rows[None, :] < S, sem="relaxed")
+        if DQ_ROWS:  # transposed back through shared memory: each warp's atomics then run along dQ's rows
+            tl.atomic_add(DQ32 + (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :], dq_t.T,
+                          mask=rows[:, None] < S, sem="relaxed")
+        else:
+            tl.atomic_add(DQ32 + (head_row + rows)[None, :].to(tl.int64) * HEAD_DIM + offs_d[:, None], dq_t,
+                          mask=rows[None, :] < S, sem="relaxed")
         dk = tl.dot(ds_t, q, dk)
     offsets = (head_row + keys)[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :]
     tl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
@@ -232,7 +236,8 @@ def scale_cast_kernel(X, Y, n, scale, BLOCK: tl.constexpr):
 FWD = {64: (256, 64, 16, 3), 128: (128, 128, 8, 2)}
 DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 3)}
 DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
-# The one-kernel backward (attention_bwd_tma_kernel), by head dim; the others take the two kernels.
+# The one-kernel backward (attention_bwd_tma_kernel) by head dim, as (BLOCK_M, BLOCK_N, warps, stages, DQ_ROWS);
+# the other head dims take the two kernels.
 FUSED = {}
 
 
@@ -262,11 +267,11 @@ def backward(do, q, k, v, lse, delta, causal: bool, scale: float, dq, dk, dv) ->
     B, H, S, D = q.shape
     rows = B * H * S
     if D in FUSED:
-        bm, bn, warps, stages = FUSED[D]
+        bm, bn, warps, stages, dq_rows = FUSED[D]
         dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         attention_bwd_tma_kernel[(tegula.cdiv(S, bn), B * H)](
             q, k, v, do, lse, delta, dq32, dk, dv, rows, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-            CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+            CAUSAL=causal, TAIL=S % bn != 0, DQ_ROWS=dq_rows, num_warps=warps, num_stages=stages)
         n = dq32.numel()
         scale_cast_kernel[(tegula.cdiv(n, 4096),)](dq32, dq, n, scale, BLOCK=4096, num_warps=8)
         return
