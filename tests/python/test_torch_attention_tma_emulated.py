@@ -98,6 +98,8 @@ def test_one_kernel_backward_matches_float64(B, H, S, D, bm, causal, stages, dq_
                        DQ_ROWS=dq_rows, num_warps=8, num_stages=stages)
     assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
     assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts
+    if dq_rows:  # along dQ's rows, four consecutive floats per vector reduction
+        assert "tg_red_add_f32x4<tg_relaxed, tg_gpu>" in compiled.source
     emulate(at.scale_cast_kernel, (-(-dq32.size // 4096),), dq32, dq, dq32.size, scale, BLOCK=4096, num_warps=8)
     for name, got, want in (("dq", dq, want_dq), ("dk", dk, want_dk), ("dv", dv, want_dv)):
         error = np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()

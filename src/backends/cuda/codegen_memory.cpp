@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/codegen_access.h"
 #include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
@@ -68,12 +69,7 @@ std::string stored(ir::Scalar s, const std::string& value) {
   return s == ir::Scalar::I1 ? "(unsigned char)" + value : value;
 }
 
-// How one tile access is split: V elements per access, and whether one mask
-// element stands for the whole group.
-struct AccessPlan {
-  int vector = 1;
-  bool uniform_mask = true;
-};
+}  // namespace
 
 AccessPlan plan_access(const CudaContext& ctx, const ir::Op& op, const Layout& layout) {
   AccessPlan a;
@@ -93,6 +89,8 @@ AccessPlan plan_access(const CudaContext& ctx, const ir::Op& op, const Layout& l
     a.uniform_mask = ctx.axis_info.get(op.operands[mask_index]).constancy[du] >= a.vector;
   return a;
 }
+
+namespace {
 
 std::string vec_type(ir::Scalar s, int vector) {
   return "tg_vec<" + c_memory(s) + ", " + std::to_string(vector) + ">";

@@ -21,6 +21,7 @@
 #include <functional>
 
 #include "backends/c_family/tile_index.h"
+#include "ir/atomic.h"
 #include "ir/printer.h"
 #include "support/diagnostic.h"
 
@@ -698,6 +699,14 @@ LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& i
     int bytes;
   };
   std::vector<std::pair<std::vector<int64_t>, std::vector<Access>>> accesses;
+  // A float add on sm_90 that sm_90 sends as vector `red`s
+  // (codegen_atomic.cpp) votes like a store.
+  auto vector_reduction = [&](const ir::Op& op) {
+    if (op.kind != OpKind::AtomicRmw || arch_ < 90) return false;
+    ir::AtomicInfo a = ir::atomic_info(op);
+    return a.op == ir::AtomicOp::Add && (a.sem == ir::MemorySem::Relaxed || a.sem == ir::MemorySem::Release) &&
+           fn.type(op.results[0]).scalar == ir::Scalar::F32;
+  };
   std::vector<int> program_dependence(fn.num_values(), -1);
   std::function<bool(ir::ValueId)> depends_on_program = [&](ir::ValueId v) -> bool {
     int& known = program_dependence[v.index];
@@ -719,7 +728,7 @@ LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& i
   };
   fn.walk([&](ir::OpId id) {
     const ir::Op& op = fn.op(id);
-    if (op.kind != OpKind::Load && op.kind != OpKind::Store) return;
+    if (op.kind != OpKind::Load && op.kind != OpKind::Store && !vector_reduction(op)) return;
     const ir::Type& ptr = fn.type(op.operands[0]);
     if (!ptr.is_tile()) return;
     const passes::AxisInfo& facts = info.get(op.operands[0]);
