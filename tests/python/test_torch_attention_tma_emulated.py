@@ -46,6 +46,20 @@ def reference(q, k, v, do, causal, scale):
     return lse, delta, dq, dk, dv
 
 
+def stored(x, layout):
+    """x [B, H, S, D] stored as the kernels may find it, and its rows_view: "bhsd" contiguous, "bshd" as
+    [B, S, H, D] (q and k after a rotary embedding of [B, T, H, D], seen as [B, H, T, D]), "qkv" as one of
+    three [B, S, 3, H, D] projections (v split from a fused projection; the store holds the first)."""
+    B, H, S, D = x.shape
+    if layout == "bhsd":
+        return x, at.rows_view(x.shape, (H * S * D, S * D, D, 1), 2)
+    if layout == "bshd":
+        return np.ascontiguousarray(np.swapaxes(x, 1, 2)), at.rows_view(x.shape, (S * H * D, D, H * D, 1), 2)
+    store = np.zeros((B, S, 3, H, D), x.dtype)
+    store[:, :, 0] = np.swapaxes(x, 1, 2)
+    return store, at.rows_view(x.shape, (S * 3 * H * D, D, 3 * H * D, 1), 2)
+
+
 @pytest.mark.parametrize("B,H,S,D,causal,stages", [
     (1, 2, 200, 64, False, 2),   # ragged: the last blocks reach into the next head
     (1, 2, 200, 64, True, 3),    # causal, ragged
@@ -60,10 +74,12 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages):
     lse, delta, want_dq, want_dk, want_dv = reference(*f64, causal, scale)
     lse, delta = lse.astype(np.float32), delta.astype(np.float32)
     dq, dk, dv = (np.zeros_like(q) for _ in range(3))
-    rows = B * H * S
-    dkdv = emulate(at.attention_dkdv_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dk, dv, rows, S,
-                   scale, HEAD_DIM=D, BLOCK_M=64, BLOCK_N=128, CAUSAL=causal, num_warps=8, num_stages=stages)
-    dqk = emulate(at.attention_dq_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dq, rows, S, scale,
+    # Read in place through rows_view: q, dO as [B, S, H, D], k contiguous, v one third of a fused projection.
+    (q, vq), (k, vk), (v, vv), (do, vdo) = (stored(x, l) for x, l in zip((q, k, v, do), ("bshd", "bhsd", "qkv", "bshd")))
+    views = (*vq, *vk, *vv, *vdo, H, S, scale)
+    dkdv = emulate(at.attention_dkdv_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dk, dv, *views,
+                   HEAD_DIM=D, BLOCK_M=64, BLOCK_N=128, CAUSAL=causal, num_warps=8, num_stages=stages)
+    dqk = emulate(at.attention_dq_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dq, *views,
                   HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, TAIL=S % 64 != 0, num_warps=8,
                   num_stages=stages)
     for compiled in (dkdv, dqk):
@@ -93,8 +109,9 @@ def test_one_kernel_backward_matches_float64(B, H, S, D, bm, causal, stages, dq_
     lse, delta = lse.astype(np.float32), delta.astype(np.float32)
     dq32 = np.zeros((B, H, S, D), np.float32)
     dq, dk, dv = (np.zeros_like(q) for _ in range(3))
+    (q, vq), (k, vk), (v, vv), (do, vdo) = (stored(x, l) for x, l in zip((q, k, v, do), ("bshd", "bshd", "qkv", "bhsd")))
     compiled = emulate(at.attention_bwd_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dq32, dk, dv,
-                       B * H * S, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=128, CAUSAL=causal, TAIL=S % 128 != 0,
+                       *vq, *vk, *vv, *vdo, H, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=128, CAUSAL=causal, TAIL=S % 128 != 0,
                        DQ_ROWS=dq_rows, num_warps=8, num_stages=stages)
     assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
     assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts
@@ -125,8 +142,9 @@ def test_forward_kernel_matches_float64(B, H, S, D, causal):
     want = np.exp(s - want_lse[..., None]) @ f64[2]
     out, lse = np.zeros_like(q), np.zeros((B, H, S), np.float32)
     bm, bn, warps, stages = at.FWD[D]
-    compiled = emulate(at.attention_fwd_tma_kernel, (-(-S // bm), B * H), q, k, v, out, lse, B * H * S, S, scale,
-                       HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
+    (q, vq), (k, vk), (v, vv) = (stored(x, l) for x, l in zip((q, k, v), ("bshd", "bshd", "qkv")))
+    compiled = emulate(at.attention_fwd_tma_kernel, (-(-S // bm), B * H), q, k, v, out, lse, *vq, *vk, *vv, H, S,
+                       scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
                        num_stages=stages)
     assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
     assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts

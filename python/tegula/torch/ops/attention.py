@@ -257,7 +257,7 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     out = q.new_empty(q.shape)
     lse = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
     if q.numel() and attention_tma.applies(q) and not attention_config.overridden():
-        attention_tma.forward(*(t.contiguous() for t in (q, k, v)), causal, scale, out, lse)
+        attention_tma.forward(q, k, v, causal, scale, out, lse)
     elif q.numel():
         tiles = _config(q).fwd
         _, H, S, D = q.shape
@@ -289,7 +289,7 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
     attention_delta_kernel[_grid(q, rows)](out, do, delta, S, H, *_strides(do), BLOCK_M=rows, **meta)
     if attention_tma.applies(q) and not attention_config.overridden():
-        attention_tma.backward(*(t.contiguous() for t in (do, q, k, v)), lse, delta, causal, scale, dq, dk, dv)
+        attention_tma.backward(do, q, k, v, lse, delta, causal, scale, dq, dk, dv)
         return dq, dk, dv
     dkdv, dqt, precision = config.dkdv, config.dq, dot_precision(q)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))

@@ -32,24 +32,34 @@ LOG2E = 1.4426950408889634
 
 
 @tegula.jit
-def _rows(T, ROWS, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
-    # T's [B * H * S, HEAD_DIM] rows as a descriptor of BLOCK-row blocks.
-    return tl.make_tensor_descriptor(T, [ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK, HEAD_DIM])
+def _rows(T, ROWS, COLS, STRIDE, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
+    # T as the [ROWS, COLS] matrix of rows_view (row stride STRIDE), read in BLOCK x HEAD_DIM blocks.
+    return tl.make_tensor_descriptor(T, [ROWS, COLS], [STRIDE, 1], [BLOCK, HEAD_DIM])
 
 
 @tegula.jit
-def attention_fwd_tma_kernel(Q, K, V, O, LSE, ROWS, S, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                             BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, TAIL: tl.constexpr):
-    # Grid: (cdiv(S, BLOCK_M), B * H). The scores in base 2 (exp2 with log2(e) folded into the scale).
+def _first_row(bh, H, RB, RH):
+    # The matrix row holding row 0 of (batch, head) bh = b * H + h.
+    return (bh // H) * RB + (bh % H) * RH
+
+
+@tegula.jit
+def attention_fwd_tma_kernel(Q, K, V, O, LSE, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, H, S, scale, HEAD_DIM: tl.constexpr,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, TAIL: tl.constexpr):
+    # Grid: (cdiv(S, BLOCK_M), B * H). q, k, v through rows_view; O, LSE contiguous. The scores in base 2
+    # (exp2 with log2(e) folded into the scale).
     start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
-    desc_q = _rows(Q, ROWS, HEAD_DIM, BLOCK_M)
-    desc_k = _rows(K, ROWS, HEAD_DIM, BLOCK_N)
-    desc_v = _rows(V, ROWS, HEAD_DIM, BLOCK_N)
+    desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
+    row_q, col_q = _first_row(bh, H, Q_RB, Q_RH), (bh % H) * Q_CH
+    desc_k = _rows(K, K_ROWS, K_COLS, K_STRIDE, HEAD_DIM, BLOCK_N)
+    row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
+    desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
+    row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
     head_row = bh * S
     rows = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
-    q = desc_q.load([head_row + start_m, 0])
+    q = desc_q.load([row_q + start_m, col_q])
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
@@ -59,7 +69,7 @@ def attention_fwd_tma_kernel(Q, K, V, O, LSE, ROWS, S, scale, HEAD_DIM: tl.const
     else:
         hi = S
     for start_n in tl.range(0, hi, BLOCK_N):
-        k = desc_k.load([head_row + start_n, 0])
+        k = desc_k.load([row_k + start_n, col_k])
         s = tl.dot(q, k.T)
         keys = start_n + offs_n
         if CAUSAL:  # the first block holds every row's own key: each row's maximum is finite from it on
@@ -73,7 +83,7 @@ def attention_fwd_tma_kernel(Q, K, V, O, LSE, ROWS, S, scale, HEAD_DIM: tl.const
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        v = desc_v.load([head_row + start_n, 0])
+        v = desc_v.load([row_v + start_n, col_v])
         acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_new
     tl.store(LSE + bh * S + rows, (m_i + tl.math.log2(l_i)) / LOG2E, mask=rows < S)
@@ -82,20 +92,25 @@ def attention_fwd_tma_kernel(Q, K, V, O, LSE, ROWS, S, scale, HEAD_DIM: tl.const
 
 
 @tegula.jit
-def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, ROWS, S, scale, HEAD_DIM: tl.constexpr,
+def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale,
+                              HEAD_DIM: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
-    # Grid: (cdiv(S, BLOCK_N), B * H). ROWS = B * H * S.
+    # Grid: (cdiv(S, BLOCK_N), B * H). q, k, v, dO through rows_view; the rest contiguous.
     start_n = tl.program_id(0) * BLOCK_N
     bh = tl.program_id(1)
-    desc_q = _rows(Q, ROWS, HEAD_DIM, BLOCK_M)
-    desc_do = _rows(DO, ROWS, HEAD_DIM, BLOCK_M)
-    desc_k = _rows(K, ROWS, HEAD_DIM, BLOCK_N)
-    desc_v = _rows(V, ROWS, HEAD_DIM, BLOCK_N)
+    desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
+    row_q, col_q = _first_row(bh, H, Q_RB, Q_RH), (bh % H) * Q_CH
+    desc_do = _rows(DO, DO_ROWS, DO_COLS, DO_STRIDE, HEAD_DIM, BLOCK_M)
+    row_do, col_do = _first_row(bh, H, DO_RB, DO_RH), (bh % H) * DO_CH
+    desc_k = _rows(K, K_ROWS, K_COLS, K_STRIDE, HEAD_DIM, BLOCK_N)
+    row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
+    desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
+    row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
     head_row = bh * S
     keys = start_n + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
-    k = desc_k.load([head_row + start_n, 0])
-    v = desc_v.load([head_row + start_n, 0])
+    k = desc_k.load([row_k + start_n, col_k])
+    v = desc_v.load([row_v + start_n, col_v])
     dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
     qk_scale = scale * LOG2E
@@ -103,8 +118,8 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, ROWS, S, scale, H
     if CAUSAL:
         lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
     for start_m in tl.range(lo, S, BLOCK_M, warp_specialize=True):
-        q = desc_q.load([head_row + start_m, 0])
-        do = desc_do.load([head_row + start_m, 0])
+        q = desc_q.load([row_q + start_m, col_q])
+        do = desc_do.load([row_do + start_m, col_do])
         rows = start_m + offs_m
         # Rows past S: +inf, so their probabilities are 0 (their blocks hold the next head's rows).
         lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
@@ -124,21 +139,26 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, ROWS, S, scale, H
 
 
 @tegula.jit
-def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DIM: tl.constexpr,
+def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale,
+                            HEAD_DIM: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                             TAIL: tl.constexpr):
     # Grid: (cdiv(S, BLOCK_M), B * H).
     start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
-    desc_q = _rows(Q, ROWS, HEAD_DIM, BLOCK_M)
-    desc_do = _rows(DO, ROWS, HEAD_DIM, BLOCK_M)
-    desc_k = _rows(K, ROWS, HEAD_DIM, BLOCK_N)
-    desc_v = _rows(V, ROWS, HEAD_DIM, BLOCK_N)
+    desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
+    row_q, col_q = _first_row(bh, H, Q_RB, Q_RH), (bh % H) * Q_CH
+    desc_do = _rows(DO, DO_ROWS, DO_COLS, DO_STRIDE, HEAD_DIM, BLOCK_M)
+    row_do, col_do = _first_row(bh, H, DO_RB, DO_RH), (bh % H) * DO_CH
+    desc_k = _rows(K, K_ROWS, K_COLS, K_STRIDE, HEAD_DIM, BLOCK_N)
+    row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
+    desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
+    row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
     head_row = bh * S
     rows = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
-    q = desc_q.load([head_row + start_m, 0])
-    do = desc_do.load([head_row + start_m, 0])
+    q = desc_q.load([row_q + start_m, col_q])
+    do = desc_do.load([row_do + start_m, col_do])
     lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
     delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
     dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
@@ -148,8 +168,8 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DI
     else:
         hi = S
     for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=True):
-        k = desc_k.load([head_row + start_n, 0])
-        v = desc_v.load([head_row + start_n, 0])
+        k = desc_k.load([row_k + start_n, col_k])
+        v = desc_v.load([row_v + start_n, col_v])
         keys = start_n + offs_n
         s = tl.dot(q, k.T)
         p = tl.math.exp2(s * qk_scale - lse2[:, None])
@@ -167,23 +187,28 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, ROWS, S, scale, HEAD_DI
 
 
 @tegula.jit
-def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, ROWS, S, scale, HEAD_DIM: tl.constexpr,
+def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S,
+                             scale, HEAD_DIM: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                              TAIL: tl.constexpr, DQ_ROWS: tl.constexpr = False):
     # The dK/dV loop that also adds each query block's share of dQ (dS K, unscaled) into DQ32 (float32, zeroed
     # by the caller): five products per step where the two kernels above take seven. Grid: (cdiv(S, BLOCK_N), B * H).
     start_n = tl.program_id(0) * BLOCK_N
     bh = tl.program_id(1)
-    desc_q = _rows(Q, ROWS, HEAD_DIM, BLOCK_M)
-    desc_do = _rows(DO, ROWS, HEAD_DIM, BLOCK_M)
-    desc_k = _rows(K, ROWS, HEAD_DIM, BLOCK_N)
-    desc_v = _rows(V, ROWS, HEAD_DIM, BLOCK_N)
+    desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
+    row_q, col_q = _first_row(bh, H, Q_RB, Q_RH), (bh % H) * Q_CH
+    desc_do = _rows(DO, DO_ROWS, DO_COLS, DO_STRIDE, HEAD_DIM, BLOCK_M)
+    row_do, col_do = _first_row(bh, H, DO_RB, DO_RH), (bh % H) * DO_CH
+    desc_k = _rows(K, K_ROWS, K_COLS, K_STRIDE, HEAD_DIM, BLOCK_N)
+    row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
+    desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
+    row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
     head_row = bh * S
     keys = start_n + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    k = desc_k.load([head_row + start_n, 0])
-    v = desc_v.load([head_row + start_n, 0])
+    k = desc_k.load([row_k + start_n, col_k])
+    v = desc_v.load([row_v + start_n, col_v])
     dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
     qk_scale = scale * LOG2E
@@ -191,8 +216,8 @@ def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, ROWS, S, sca
     if CAUSAL:
         lo = (start_n // BLOCK_M) * BLOCK_M
     for start_m in tl.range(lo, S, BLOCK_M, warp_specialize=True):
-        q = desc_q.load([head_row + start_m, 0])
-        do = desc_do.load([head_row + start_m, 0])
+        q = desc_q.load([row_q + start_m, col_q])
+        do = desc_do.load([row_do + start_m, col_do])
         rows = start_m + offs_m
         lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
         delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
@@ -253,33 +278,72 @@ def _capability(device: int) -> tuple:
     return torch.cuda.get_device_capability(device)
 
 
+def rows_view(shape, strides, element_size: int, address: int = 0):
+    """(rows, cols, stride, row_b, row_h, col_h): t, a [B, H, S, D] view with its head dim contiguous (its shape,
+    strides in elements, element size and address), as the
+    [rows, cols] matrix of row stride `stride` whose row b * row_b + h * row_h + s holds t[b, h, s] from column
+    h * col_h on. The views a model hands over need no copy: contiguous [B, H, S, D] (a head's rows one after
+    another), [B, S, H, D] seen as [B, H, S, D] (heads side by side in a row), q, k, v split from one
+    projection (rows of 3 H D). None when t's strides or address allow no such matrix a TMA descriptor can
+    describe (16-byte aligned start and row stride)."""
+    B, H, S, D = shape
+    sb, sh, ss, sd = strides
+    if sd != 1 or address % 16 or (ss * element_size) % 16 or ss < D:
+        return None
+    row_b = 0 if B == 1 else sb // ss if sb % ss == 0 else None
+    if row_b is None:
+        return None
+    if H == 1:
+        row_h, col_h, cols = 0, 0, D
+    elif sh % ss == 0:
+        row_h, col_h, cols = sh // ss, 0, D
+    elif (H - 1) * sh + D <= ss:
+        row_h, col_h, cols = 0, sh, (H - 1) * sh + D
+    else:
+        return None
+    rows = (B - 1) * row_b + (H - 1) * row_h + S
+    return rows, cols, ss, row_b, row_h, col_h
+
+
+def _viewed(t: torch.Tensor) -> tuple:
+    """t (or its contiguous copy, when its strides allow no rows_view) and its rows_view."""
+    view = rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr())
+    if view is None:  # a copy with the standard strides (contiguous() keeps odd strides of size-1 dims)
+        t = torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)
+        view = rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr())
+    return t, view
+
+
 def forward(q, k, v, causal: bool, scale: float, out, lse) -> None:
-    """out (contiguous, like q) and lse [B, H, S] float32 from contiguous q, k, v."""
+    """out (contiguous, like q) and lse [B, H, S] float32 from q, k, v (read in place through rows_view)."""
     B, H, S, D = q.shape
     bm, bn, warps, stages = FWD[D]
+    (q, vq), (k, vk), (v, vv) = _viewed(q), _viewed(k), _viewed(v)
     attention_fwd_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-        q, k, v, out, lse, B * H * S, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        q, k, v, out, lse, *vq, *vk, *vv, H, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
         TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
 
 
 def backward(do, q, k, v, lse, delta, causal: bool, scale: float, dq, dk, dv) -> None:
-    """dq, dk, dv (contiguous, like q) from contiguous do, q, k, v, the forward's lse and delta."""
+    """dq, dk, dv (contiguous, like q) from do, q, k, v (read in place through rows_view), the forward's lse
+    and delta."""
     B, H, S, D = q.shape
-    rows = B * H * S
+    (q, vq), (k, vk), (v, vv), (do, vdo) = _viewed(q), _viewed(k), _viewed(v), _viewed(do)
+    views = (*vq, *vk, *vv, *vdo, H, S, scale)
     if D in FUSED:
         bm, bn, warps, stages, dq_rows = FUSED[D]
         dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         attention_bwd_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-            q, k, v, do, lse, delta, dq32, dk, dv, rows, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+            q, k, v, do, lse, delta, dq32, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
             CAUSAL=causal, TAIL=S % bn != 0, DQ_ROWS=dq_rows, num_warps=warps, num_stages=stages)
         n = dq32.numel()
         scale_cast_kernel[(tegula.cdiv(n, 4096),)](dq32, dq, n, scale, BLOCK=4096, num_warps=8)
         return
     bm, bn, warps, stages = DKDV[D]
     attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-        q, k, v, do, lse, delta, dk, dv, rows, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
         num_warps=warps, num_stages=stages)
     bm, bn, warps, stages = DQ[D]
     attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-        q, k, v, do, lse, delta, dq, rows, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
         TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
