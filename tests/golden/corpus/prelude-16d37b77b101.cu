@@ -414,6 +414,48 @@ template <int S, int C> TG_DEVICE tg_bf16 tg_atom_add_bf16(tg_bf16* p, tg_bf16 v
 }
 #endif
 #endif  // TG_EMU_ATOMS
+
+// sm_90's vector reductions: N (2 or 4) float adds into consecutive words,
+// 4N-byte aligned, in one `red` whose old values nobody reads; relaxed or
+// release only (`red` has no acquire). Elsewhere, and in the emulator, one
+// add per element.
+template <int S, int C> TG_DEVICE void tg_red_add_f32x2(float* p, float a, float b) {
+#if !defined(TG_EMU_ATOMS) && __CUDA_ARCH__ >= 900
+  static_assert(S == tg_relaxed || S == tg_release, "red takes relaxed or release");
+  switch ((S == tg_release) * 3 + C) {
+    case 0: asm volatile("red.relaxed.cta.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    case 1: asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    case 2: asm volatile("red.relaxed.sys.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    case 3: asm volatile("red.release.cta.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    case 4: asm volatile("red.release.gpu.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    default: asm volatile("red.release.sys.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+  }
+#else
+  tg_atom_add<S, C>(p, a);
+  tg_atom_add<S, C>(p + 1, b);
+#endif
+}
+template <int S, int C> TG_DEVICE void tg_red_add_f32x4(float* p, float a, float b, float c, float d) {
+#if !defined(TG_EMU_ATOMS) && __CUDA_ARCH__ >= 900
+  static_assert(S == tg_relaxed || S == tg_release, "red takes relaxed or release");
+#define TG_RED_V4(Q) asm volatile("red." Q ".global.add.v4.f32 [%0], {%1, %2, %3, %4};" \
+                                  ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory")
+  switch ((S == tg_release) * 3 + C) {
+    case 0: TG_RED_V4("relaxed.cta"); break;
+    case 1: TG_RED_V4("relaxed.gpu"); break;
+    case 2: TG_RED_V4("relaxed.sys"); break;
+    case 3: TG_RED_V4("release.cta"); break;
+    case 4: TG_RED_V4("release.gpu"); break;
+    default: TG_RED_V4("release.sys"); break;
+  }
+#undef TG_RED_V4
+#else
+  tg_atom_add<S, C>(p, a);
+  tg_atom_add<S, C>(p + 1, b);
+  tg_atom_add<S, C>(p + 2, c);
+  tg_atom_add<S, C>(p + 3, d);
+#endif
+}
 #undef TG_ATOM_RMW
 #undef TG_ATOM_CAS
 #undef TG_ATOM
