@@ -109,11 +109,8 @@ void emit_scalar_atomic(CudaContext& ctx, ir::OpId id) {
 bool emit_vector_reduction(CudaContext& ctx, ir::OpId id, const Distribution& d, const std::string& own,
                            const std::vector<std::string>& operands) {
   const ir::Op& op = ctx.fn.op(id);
+  if (!vector_reduction(ctx.fn, op, ctx.options.arch)) return false;
   ir::AtomicInfo info = ir::atomic_info(op);
-  if (ctx.options.arch < 90 || op.kind != ir::OpKind::AtomicRmw || info.op != AtomicOp::Add ||
-      ctx.fn.type(op.results[0]).scalar != Scalar::F32 ||
-      (info.sem != ir::MemorySem::Relaxed && info.sem != ir::MemorySem::Release))
-    return false;
   AccessPlan a = plan_access(ctx, op, ctx.layout(op.results[0]));
   int vector = a.vector >= 4 ? 4 : a.vector >= 2 ? 2 : 1;
   bool masked = op.operands.size() > 2;

@@ -674,6 +674,13 @@ int element_bytes(const ir::Type& pointer_tile) { return ir::byte_size(pointer_t
 
 }  // namespace
 
+bool vector_reduction(const ir::Function& fn, const ir::Op& op, int arch) {
+  if (op.kind != OpKind::AtomicRmw || arch < 90) return false;
+  ir::AtomicInfo a = ir::atomic_info(op);
+  return a.op == ir::AtomicOp::Add && (a.sem == ir::MemorySem::Relaxed || a.sem == ir::MemorySem::Release) &&
+         fn.type(op.results[0]).scalar == ir::Scalar::F32;
+}
+
 LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& info, int num_warps, int arch)
     : fn_(fn), num_warps_(num_warps), arch_(arch) {
   primary_.resize(fn.num_values());
@@ -699,14 +706,6 @@ LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& i
     int bytes;
   };
   std::vector<std::pair<std::vector<int64_t>, std::vector<Access>>> accesses;
-  // A float add on sm_90 that sm_90 sends as vector `red`s
-  // (codegen_atomic.cpp) votes like a store.
-  auto vector_reduction = [&](const ir::Op& op) {
-    if (op.kind != OpKind::AtomicRmw || arch_ < 90) return false;
-    ir::AtomicInfo a = ir::atomic_info(op);
-    return a.op == ir::AtomicOp::Add && (a.sem == ir::MemorySem::Relaxed || a.sem == ir::MemorySem::Release) &&
-           fn.type(op.results[0]).scalar == ir::Scalar::F32;
-  };
   std::vector<int> program_dependence(fn.num_values(), -1);
   std::function<bool(ir::ValueId)> depends_on_program = [&](ir::ValueId v) -> bool {
     int& known = program_dependence[v.index];
@@ -728,7 +727,7 @@ LayoutPlan::LayoutPlan(const ir::Function& fn, const passes::AxisInfoAnalysis& i
   };
   fn.walk([&](ir::OpId id) {
     const ir::Op& op = fn.op(id);
-    if (op.kind != OpKind::Load && op.kind != OpKind::Store && !vector_reduction(op)) return;
+    if (op.kind != OpKind::Load && op.kind != OpKind::Store && !vector_reduction(fn, op, arch_)) return;
     const ir::Type& ptr = fn.type(op.operands[0]);
     if (!ptr.is_tile()) return;
     const passes::AxisInfo& facts = info.get(op.operands[0]);

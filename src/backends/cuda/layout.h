@@ -112,6 +112,12 @@ Distribution distribute_mma(const Layout& layout, const std::vector<int64_t>& sh
 // whole warpgroups, f16/bf16 dots with M a multiple of 64 and an f32 (or
 // bf16) accumulator take wgmma.
 std::optional<MmaLayout> tensor_core_layout(const ir::Function& fn, const ir::Op& dot, int num_warps, int arch);
+
+// Whether `op` is an atomic sm_90 can send as vector `red`s
+// (codegen_atomic.cpp): a relaxed or release float32 add. Such atomics vote
+// for their shape's vector width like stores; the emitter still needs its
+// old values unused and consecutive, aligned registers.
+bool vector_reduction(const ir::Function& fn, const ir::Op& op, int arch);
 // How a tensor-core dot of f32 operands multiplies: one tf32 product, or
 // the operands split into 2 tf32 (3 products) or 2 or 3 bf16 (3 or 6
 // products), Triton's input precisions "tf32x3", "bf16x3", "bf16x6".
