@@ -136,6 +136,27 @@ def test_swiglu_reads_the_halves_of_one_projection_in_place(device, dtype):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape", [(5, 74), (3, 4, 600)])  # N 37 and 300: masked tails of the 8 x 256 tiles
+def test_silu_and_mul_matches_torch_on_the_halves(device, dtype, shape):
+    gen = torch.Generator().manual_seed(sum(shape) + 3)
+    x = _randn(*shape, dtype=dtype, gen=gen, scale=2, device=device)
+    _check_against(lambda t: swiglu_reference(*t.chunk(2, dim=-1)), ops.silu_and_mul, (x,), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_silu_and_mul_reads_a_strided_projection_and_returns_one_gradient(device):
+    # rows of a [T, B, 2N] tensor seen as [B, T, 2N]: the leading dims do not merge, a copy is read.
+    gen = torch.Generator().manual_seed(63)
+    x = _randn(7, 3, 2 * 45, dtype=torch.float32, gen=gen, scale=2, device=device)
+    _check_against(lambda t: swiglu_reference(*t.transpose(0, 1).chunk(2, dim=-1)),
+                   lambda t: ops.silu_and_mul(t.transpose(0, 1)), (x,), torch.float32, gen)
+    y = ops.silu_and_mul(x)
+    (grad,) = torch.autograd.grad(y.sum(), x)
+    assert grad.shape == x.shape and grad.is_contiguous()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("B,T,H,D", [(2, 7, 3, 12), (1, 9, 2, 64)])  # half 6 is masked; 17 rows ends mid-block
 def test_rotary_embedding_matches_torch(device, dtype, B, T, H, D):
     gen = torch.Generator().manual_seed(T * D)
@@ -302,6 +323,42 @@ def test_attention_reads_strided_views_in_place(device, dtype):
                    lambda t: run(lambda q, k, v: ops.attention(q, k, v, causal=True), t), (qkv,), dtype, gen)
 
 
+def rotary_qkv_reference(qkv, cos, sin):
+    q, k, v = qkv.unbind(-3)
+    return rotary_reference(q, cos, sin), rotary_reference(k, cos, sin), v
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("B,T,H,D", [(2, 7, 3, 12), (1, 9, 2, 64)])
+def test_rotary_qkv_matches_torch(device, dtype, B, T, H, D):
+    gen = torch.Generator().manual_seed(T * D + 1)
+    qkv = _randn(B, T, 3, H, D, dtype=dtype, gen=gen, device=device)
+    cos, sin = ops.rotary_tables(T, D, dtype=dtype, device=device)
+    # The three outputs as one tensor, so _check_against compares values and all gradients at once.
+    _check_against(lambda t: torch.stack(rotary_qkv_reference(t, cos, sin)),
+                   lambda t: torch.stack(ops.rotary_qkv(t, cos, sin)), (qkv,), dtype, gen)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_rotary_qkv_takes_gradients_in_any_layout_and_missing_ones(device):
+    # dq, dk and dv come back from attention as [B, H, T, D] tensors transposed to [B, T, H, D]; v may
+    # be unused (no gradient reaches it).
+    gen = torch.Generator().manual_seed(64)
+    B, T, H, D = 2, 5, 3, 16
+    qkv = _randn(B, T, 3, H, D, dtype=torch.float32, gen=gen, device=device)
+    cos, sin = ops.rotary_tables(T, D, device=device)
+    up = [torch.randn(B, H, T, D, generator=gen).to(device).transpose(1, 2) for _ in range(3)]
+    got = torch.autograd.grad(sum((o * u).sum() for o, u in zip(ops.rotary_qkv(qkv, cos, sin), up)), qkv)[0]
+    want = torch.autograd.grad(sum((o * u).sum() for o, u in zip(rotary_qkv_reference(qkv, cos, sin), up)), qkv)[0]
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    q, k, _ = ops.rotary_qkv(qkv, cos, sin)
+    got = torch.autograd.grad((q * up[0]).sum() + (k * up[1]).sum(), qkv)[0]
+    q, k, _ = rotary_qkv_reference(qkv, cos, sin)
+    want = torch.autograd.grad((q * up[0]).sum() + (k * up[1]).sum(), qkv)[0]
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
 # --- float64 against finite differences, and the registrations --------------------------------------
 
 
@@ -317,6 +374,8 @@ def _gradcheck_cases():
                        (_randn(5, 37, **f64, shift=1), _randn(37, **f64, shift=1), _randn(37, **f64))),
         "swiglu": (ops.swiglu, (_randn(4, 33, **f64, scale=2), _randn(4, 33, **f64))),
         "rotary_embedding": (lambda x: ops.rotary_embedding(x, cos, sin), (_randn(2, 5, 3, 12, **f64),)),
+        "rotary_qkv": (lambda x: ops.rotary_qkv(x, cos, sin), (_randn(2, 5, 3, 2, 12, **f64),)),
+        "silu_and_mul": (ops.silu_and_mul, (_randn(4, 66, **f64, scale=2),)),
         "cross_entropy": (lambda logits: ops.cross_entropy(logits, targets), (_randn(4, 37, **f64, scale=3),)),
         "linear_cross_entropy": (lambda x, w: ops.linear_cross_entropy(x, w, torch.tensor([3, -100, 36, 0, 5])),
                                  (_randn(5, 20, **f64), _randn(37, 20, **f64))),
@@ -343,6 +402,8 @@ def _opcheck_cases():
                                                      1e-5)),
         "swiglu": (torch.ops.tegula.swiglu, (_randn(4, 33, **f64), _randn(4, 33, **f64))),
         "rotary_embedding": (torch.ops.tegula.rotary_embedding, (_randn(2, 5, 3, 12, **f64), cos, sin, 1.0)),
+        "rotary_qkv": (torch.ops.tegula.rotary_qkv, (_randn(2, 5, 3, 2, 12, **f64), cos, sin)),
+        "silu_and_mul": (torch.ops.tegula.silu_and_mul, (_randn(4, 66, **f64),)),
         "cross_entropy": (torch.ops.tegula.cross_entropy, (_randn(4, 37, **f64), torch.tensor([3, -100, 36, 0]),
                                                            -100)),
         "linear_cross_entropy": (torch.ops.tegula.linear_cross_entropy,
@@ -370,6 +431,9 @@ def test_op_registration_passes_opcheck(name):
     (lambda: ops.layer_norm(torch.ones(4, 37), torch.ones(37), torch.ones(37, dtype=torch.float64)), "dtype"),
     (lambda: ops.swiglu(torch.ones(4, 8), torch.ones(4, 9)), "one shape"),
     (lambda: ops.rotary_embedding(torch.ones(2, 5, 3, 12), *ops.rotary_tables(4, 12)), "cos and sin of shape"),
+    (lambda: ops.rotary_qkv(torch.ones(2, 5, 2, 3, 12), *ops.rotary_tables(5, 12)), r"\[\.\.\., T, 3, H, D\]"),
+    (lambda: ops.rotary_qkv(torch.ones(2, 5, 3, 3, 12), *ops.rotary_tables(4, 12)), "cos and sin of shape"),
+    (lambda: ops.silu_and_mul(torch.ones(4, 9)), r"\[\.\.\., 2N\]"),
     (lambda: ops.cross_entropy(torch.ones(4, 9), torch.zeros(4, dtype=torch.int32)), "int64 targets"),
     (lambda: ops.attention(*(torch.ones(1, 2, 8, 24) for _ in range(3))), "power of two"),
     (lambda: ops.linear_cross_entropy(torch.ones(4, 8), torch.ones(9, 7), torch.zeros(4, dtype=torch.int64)),

@@ -48,10 +48,31 @@ def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) ->
     def wrap(fn: Callable) -> TegulaOp:
         op = torch.library.custom_op(name, mutates_args=tuple(mutates_args))(fn)
         op.register_fake(fake)
+        if not mutates_args:
+            _register_backends(name, fn)
         op.__class__ = TegulaOp
         op._tegula_fn, op._tegula_mutates, op._tegula_function = fn, bool(tuple(mutates_args)), None
         return op
     return wrap
+
+
+def _register_backends(name: str, fn: Callable) -> None:
+    """Registers the host function itself as the op's CPU and CUDA kernel, the
+    route a compiled graph's call takes. custom_op's own kernel for them wraps
+    the function in a frame-evaluation guard and an aliasing check of the
+    outputs: some 10 microseconds of Python per call (the host functions never
+    return their inputs, and are never traced). The autograd and fake
+    registrations stay custom_op's."""
+    namespace, op_name = name.split("::")
+    library = _LIBRARIES.get(namespace)
+    if library is None:
+        library = _LIBRARIES[namespace] = torch.library.Library(namespace, "FRAGMENT")
+    for key in ("CPU", "CUDA"):
+        library.impl(op_name, fn, key)
+
+
+# One fragment per namespace, alive as long as the ops: a Library's registrations end when it is freed.
+_LIBRARIES: dict = {}
 
 
 class TegulaOp(CustomOpDef):

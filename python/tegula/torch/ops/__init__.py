@@ -10,8 +10,8 @@ from .cross_entropy import cross_entropy, cross_entropy_losses
 from .layer_norm import layer_norm
 from .linear_cross_entropy import linear_cross_entropy
 from .rms_norm import rms_norm
-from .rotary import rotary_embedding, rotary_tables
-from .swiglu import swiglu
+from .rotary import rotary_embedding, rotary_qkv, rotary_tables
+from .swiglu import silu_and_mul, swiglu
 
 __all__ = ["attention", "cross_entropy", "cross_entropy_losses", "fused_chain", "layer_norm", "linear_cross_entropy",
-           "rms_norm", "rotary_embedding", "rotary_tables", "swiglu"]
+           "rms_norm", "rotary_embedding", "rotary_qkv", "rotary_tables", "silu_and_mul", "swiglu"]

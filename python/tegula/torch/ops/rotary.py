@@ -9,6 +9,12 @@ of the model (no gradient flows to them).
 
 Each program rotates BLOCK_R rows (one head at one position each) as a
 [BLOCK_R, D/2] tile.
+
+``rotary_qkv`` takes the output of one fused q/k/v projection, [..., T, 3,
+H, D], and returns q and k rotated and v, as three [..., T, H, D] tensors,
+in one pass. Its backward writes the gradient of the projection's output in
+one pass too; with ``qkv.unbind(-3)`` and two rotary_embedding calls,
+autograd would stack dq, dk and dv in another pass over memory.
 """
 
 from __future__ import annotations
@@ -87,6 +93,113 @@ register_autograd(rotary_forward, _backward, save=lambda inputs, output: (inputs
 def rotary_embedding(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """x ([..., T, H, D]) with rotary position embedding from cos and sin ([T, D/2])."""
     return rotary_forward(x, cos, sin, 1.0)
+
+
+# Six row sets of [R, D] addressed through (batch, position, head) strides: three sources and three
+# destinations. q and k are rotated (sin_sign -1 undoes the rotation, for the backward), v is copied.
+@tegula.jit
+def rotary_qkv_kernel(q_ptr, k_ptr, v_ptr, q_out, k_out, v_out, cos_ptr, sin_ptr, R, T, H, half, sin_sign,
+                      sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h, so_b, so_t, so_h,
+                      BLOCK_R: tl.constexpr, BLOCK_HALF: tl.constexpr, ACC: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK_HALF)
+    mask = (rows < R)[:, None] & (cols < half)[None, :]
+    position = (rows // H) % T
+    wide = rows.to(tl.int64)
+    b, t, h = wide // (T * H), (wide // H) % T, wide % H
+    table = position[:, None] * half + cols[None, :]
+    c = tl.load(cos_ptr + table, mask=mask, other=0.0).to(ACC)
+    s = tl.load(sin_ptr + table, mask=mask, other=0.0).to(ACC) * sin_sign
+    out = (b * so_b + t * so_t + h * so_h)[:, None] + cols[None, :]
+    q = (b * sq_b + t * sq_t + h * sq_h)[:, None] + cols[None, :]
+    x1 = tl.load(q_ptr + q, mask=mask, other=0.0).to(ACC)
+    x2 = tl.load(q_ptr + q + half, mask=mask, other=0.0).to(ACC)
+    tl.store(q_out + out, (x1 * c - x2 * s).to(q_out.dtype.element_ty), mask=mask)
+    tl.store(q_out + out + half, (x2 * c + x1 * s).to(q_out.dtype.element_ty), mask=mask)
+    k = (b * sk_b + t * sk_t + h * sk_h)[:, None] + cols[None, :]
+    x1 = tl.load(k_ptr + k, mask=mask, other=0.0).to(ACC)
+    x2 = tl.load(k_ptr + k + half, mask=mask, other=0.0).to(ACC)
+    tl.store(k_out + out, (x1 * c - x2 * s).to(k_out.dtype.element_ty), mask=mask)
+    tl.store(k_out + out + half, (x2 * c + x1 * s).to(k_out.dtype.element_ty), mask=mask)
+    v = (b * sv_b + t * sv_t + h * sv_h)[:, None] + cols[None, :]
+    tl.store(v_out + out, tl.load(v_ptr + v, mask=mask, other=0.0).to(v_out.dtype.element_ty), mask=mask)
+    tl.store(v_out + out + half, tl.load(v_ptr + v + half, mask=mask, other=0.0).to(v_out.dtype.element_ty),
+             mask=mask)
+
+
+def _check_qkv(qkv, cos, sin):
+    if qkv.dim() < 4 or qkv.shape[-3] != 3 or qkv.shape[-1] % 2:
+        raise ValueError(f"rotary_qkv takes qkv of shape [..., T, 3, H, D] with D even, got {tuple(qkv.shape)}")
+    want = (qkv.shape[-4], qkv.shape[-1] // 2)
+    if tuple(cos.shape) != want or tuple(sin.shape) != want:
+        raise ValueError(f"rotary_qkv takes cos and sin of shape {want} for qkv of shape {tuple(qkv.shape)}, "
+                         f"got {tuple(cos.shape)} and {tuple(sin.shape)}")
+
+
+def _batched(x: torch.Tensor, T: int, H: int, D: int) -> torch.Tensor:
+    """x ([..., T, H, D], head dim contiguous) as [B, T, H, D], a view where the leading dims merge."""
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    try:
+        return x.view(-1, T, H, D)
+    except RuntimeError:
+        return x.contiguous().view(-1, T, H, D)
+
+
+def _launch_qkv(sources, destinations, cos, sin, sin_sign):
+    T, H, D = sources[0].shape[-3:]
+    sources = [_batched(x, T, H, D) for x in sources]
+    destinations = [_batched(x, T, H, D) for x in destinations]
+    R = sources[0].numel() // D
+    if not R:
+        return
+    strides = [stride for x in (*sources, destinations[0]) for stride in x.stride()[:3]]
+    assert all(d.stride() == destinations[0].stride() for d in destinations)
+    rotary_qkv_kernel[(tegula.cdiv(R, BLOCK_R),)](*sources, *destinations, cos.contiguous(), sin.contiguous(), R, T,
+                                                  H, D // 2, sin_sign, *strides, BLOCK_R=BLOCK_R,
+                                                  BLOCK_HALF=tegula.next_power_of_2(D // 2),
+                                                  ACC=compute_dtype(sources[0]))
+
+
+def _qkv_fake(qkv, cos, sin):
+    _check_qkv(qkv, cos, sin)
+    shape = (*qkv.shape[:-3], qkv.shape[-2], qkv.shape[-1])
+    return qkv.new_empty(shape), qkv.new_empty(shape), qkv.new_empty(shape)
+
+
+@custom_op("tegula::rotary_qkv", fake=_qkv_fake)
+def rotary_qkv_forward(qkv: torch.Tensor, cos: torch.Tensor,
+                       sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(q, k, v), each [..., T, H, D]: q and k rotated, v a copy."""
+    outputs = _qkv_fake(qkv, cos, sin)
+    _launch_qkv(qkv.unbind(-3), outputs, cos, sin, 1.0)
+    return outputs
+
+
+@custom_op("tegula::rotary_qkv_backward",
+           fake=lambda dq, dk, dv, cos, sin: dq.new_empty((*dq.shape[:-2], 3, *dq.shape[-2:])))
+def rotary_qkv_backward(dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor, cos: torch.Tensor,
+                        sin: torch.Tensor) -> torch.Tensor:
+    """The gradient of qkv, [..., T, 3, H, D]: dq and dk rotated back, dv in place."""
+    dqkv = dq.new_empty((*dq.shape[:-2], 3, *dq.shape[-2:]))
+    _launch_qkv((dq, dk, dv), dqkv.unbind(-3), cos, sin, -1.0)
+    return dqkv
+
+
+def _qkv_backward(saved, dq, dk, dv):
+    cos, sin = saved
+    like = next(g for g in (dq, dk, dv) if g is not None)
+    dq, dk, dv = (torch.zeros_like(like) if g is None else g for g in (dq, dk, dv))
+    return rotary_qkv_backward(dq, dk, dv, cos, sin), None, None
+
+
+register_autograd(rotary_qkv_forward, _qkv_backward, save=lambda inputs, output: (inputs[1], inputs[2]))
+
+
+def rotary_qkv(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple:
+    """(q, k, v) of one fused projection's output qkv ([..., T, 3, H, D]), each [..., T, H, D], with rotary
+    position embedding applied to q and k (as ``rotary_embedding``) and v as it is."""
+    return rotary_qkv_forward(qkv, cos, sin)
 
 
 def rotary_tables(T: int, D: int, base: float = 10000.0, dtype=torch.float32, device=None) -> tuple:

@@ -2,6 +2,13 @@
 
 Backward, with ``s = sigmoid(a)``: ``da = dy * b * s * (1 + a * (1 - s))``
 and ``db = dy * a * s``; one kernel recomputes s and writes both.
+
+Two ops share the kernels: ``swiglu(a, b)`` takes the gate and the up
+projection as two tensors, and ``silu_and_mul(x)`` takes them as the two
+halves of one projection's output ``x = [a | b]``. The second one's backward
+writes ``[da | db]`` into one tensor: with ``a, b = x.chunk(2, -1)`` and
+``swiglu(a, b)``, autograd would concatenate da and db in another pass over
+memory.
 """
 
 from __future__ import annotations
@@ -31,8 +38,9 @@ def swiglu_forward_kernel(a_ptr, b_ptr, y_ptr, M, N, stride_a, stride_b, BLOCK_R
     tl.store(y_ptr + rows * N + cols, (a * tl.sigmoid(a) * b).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+# da and db are written with row stride stride_out: N for two tensors, 2N for the halves of one.
 @tegula.jit
-def swiglu_backward_kernel(dy_ptr, a_ptr, b_ptr, da_ptr, db_ptr, M, N, stride_dy, stride_a, stride_b,
+def swiglu_backward_kernel(dy_ptr, a_ptr, b_ptr, da_ptr, db_ptr, M, N, stride_dy, stride_a, stride_b, stride_out,
                            BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
     rows = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)[:, None]
     cols = (tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C))[None, :]
@@ -41,8 +49,9 @@ def swiglu_backward_kernel(dy_ptr, a_ptr, b_ptr, da_ptr, db_ptr, M, N, stride_dy
     a = tl.load(a_ptr + rows * stride_a + cols, mask=mask, other=0.0).to(ACC)
     b = tl.load(b_ptr + rows * stride_b + cols, mask=mask, other=0.0).to(ACC)
     s = tl.sigmoid(a)
-    tl.store(da_ptr + rows * N + cols, (dy * b * s * (1.0 + a * (1.0 - s))).to(da_ptr.dtype.element_ty), mask=mask)
-    tl.store(db_ptr + rows * N + cols, (dy * a * s).to(db_ptr.dtype.element_ty), mask=mask)
+    out = rows * stride_out + cols
+    tl.store(da_ptr + out, (dy * b * s * (1.0 + a * (1.0 - s))).to(da_ptr.dtype.element_ty), mask=mask)
+    tl.store(db_ptr + out, (dy * a * s).to(db_ptr.dtype.element_ty), mask=mask)
 
 
 def _grid(M: int, N: int) -> tuple:
@@ -78,7 +87,7 @@ def swiglu_backward(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tuple
     if a.numel():
         dy2, a2, b2 = _rows.strided_rows(dy), _rows.strided_rows(a), _rows.strided_rows(b)
         M, N = a2.shape
-        swiglu_backward_kernel[_grid(M, N)](dy2, a2, b2, da, db, M, N, dy2.stride(0), a2.stride(0), b2.stride(0),
+        swiglu_backward_kernel[_grid(M, N)](dy2, a2, b2, da, db, M, N, dy2.stride(0), a2.stride(0), b2.stride(0), N,
                                             BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(a))
     return da, db
 
@@ -89,3 +98,58 @@ register_autograd(swiglu_forward, lambda saved, dy: swiglu_backward(dy, *saved),
 def swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``silu(a) * b`` for a and b of one shape (a the gate projection, b the up projection)."""
     return swiglu_forward(a, b)
+
+
+# --- the halves of one tensor ---------------------------------------------------------------------------
+
+
+def _check_halves(x):
+    if x.dim() < 1 or x.shape[-1] % 2:
+        raise ValueError(f"silu_and_mul takes x of shape [..., 2N] (the gate and up halves), got {tuple(x.shape)}")
+
+
+def _halves(x):
+    """x's two halves as [M, N] row matrices, views of x where its strides allow."""
+    rows = _rows.strided_rows(x)
+    N = rows.shape[1] // 2
+    return rows[:, :N], rows[:, N:]
+
+
+def _halves_fake(x):
+    _check_halves(x)
+    return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
+
+
+@custom_op("tegula::silu_and_mul", fake=_halves_fake)
+def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
+    _check_halves(x)
+    y = x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
+    if x.numel():
+        a, b = _halves(x)
+        M, N = a.shape
+        swiglu_forward_kernel[_grid(M, N)](a, b, y, M, N, a.stride(0), b.stride(0), BLOCK_R=BLOCK_R,
+                                           BLOCK_C=BLOCK_C, ACC=compute_dtype(x))
+    return y
+
+
+@custom_op("tegula::silu_and_mul_backward", fake=lambda dy, x: x.new_empty(x.shape))
+def silu_and_mul_backward(dy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    dx = x.new_empty(x.shape)
+    if x.numel():
+        dy2 = _rows.strided_rows(dy)
+        a, b = _halves(x)
+        M, N = a.shape
+        swiglu_backward_kernel[_grid(M, N)](dy2, a, b, dx, dx[..., N:], M, N, dy2.stride(0), a.stride(0),
+                                            b.stride(0), 2 * N, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,
+                                            ACC=compute_dtype(x))
+    return dx
+
+
+register_autograd(silu_and_mul_forward, lambda saved, dy: (silu_and_mul_backward(dy, *saved),),
+                  save=lambda inputs, output: inputs)
+
+
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    """``silu(a) * b`` for ``a, b = x.chunk(2, dim=-1)``: the gate and up projections as the two halves of
+    one [..., 2N] tensor (one linear layer computing both). Its gradient is one [..., 2N] tensor too."""
+    return silu_and_mul_forward(x)
