@@ -70,7 +70,7 @@ def test_cuda_code_of_the_default_configuration_matches_the_reference(D, causal,
     # One head: H = 1, each input's (batch, head, row) strides those of a contiguous [1, 1, S, D].
     strides = (S * D, S * D, D)
     fwd = launch(attention.attention_forward_kernel, config.fwd, config.fwd.block_m, q, k, v, out, lse, S, 1,
-                 *strides * 3, scale)
+                 *strides * 4, scale)
     value_tolerance, grad_tolerance = (0.02, 0.03) if dtype == "bfloat16" else (1e-5, 1e-4)
     assert relative_error(out, want_out) <= value_tolerance
     assert np.abs(lse - want_lse).max() <= 1e-3

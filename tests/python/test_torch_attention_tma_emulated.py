@@ -140,11 +140,13 @@ def test_forward_kernel_matches_float64(B, H, S, D, causal):
     m = s.max(-1, keepdims=True)
     want_lse = (m + np.log(np.exp(s - m).sum(-1, keepdims=True)))[..., 0]
     want = np.exp(s - want_lse[..., None]) @ f64[2]
-    out, lse = np.zeros_like(q), np.zeros((B, H, S), np.float32)
+    # out in [B, S, H, D] storage seen as [B, H, S, D], as the op allocates it for such q.
+    out_bshd, lse = np.zeros((B, S, H, D), q.dtype), np.zeros((B, H, S), np.float32)
+    out = out_bshd.transpose(0, 2, 1, 3)
     bm, bn, warps, stages = at.FWD[D]
     (q, vq), (k, vk), (v, vv) = (stored(x, l) for x, l in zip((q, k, v), ("bshd", "bshd", "qkv")))
-    compiled = emulate(at.attention_fwd_tma_kernel, (-(-S // bm), B * H), q, k, v, out, lse, *vq, *vk, *vv, H, S,
-                       scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
+    compiled = emulate(at.attention_fwd_tma_kernel, (-(-S // bm), B * H), q, k, v, out_bshd, lse, *vq, *vk, *vv, H,
+                       S, S * H * D, D, H * D, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
                        num_stages=stages)
     assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
     assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts

@@ -78,12 +78,11 @@ def _visible(queries, keys, S, CAUSAL: tl.constexpr):
 
 
 @tegula.jit
-def attention_forward_kernel(Q, K, V, O, LSE, S, H, sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, scale,
-                             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+def attention_forward_kernel(Q, K, V, O, LSE, S, H, sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, sob, soh, sos,
+                             scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              CAUSAL: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
     start_m = tl.program_id(0)
     head = tl.program_id(1).to(tl.int64)
-    base = head * S * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
     offs_n = tl.arange(0, BLOCK_N)
@@ -115,16 +114,16 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, H, sqb, sqh, sqs, skb, skh, sks
         kt_ptrs += BLOCK_N * sks
         v_ptrs += BLOCK_N * svs
     tl.store(LSE + head * S + rows, m_i + tl.log(l_i), mask=rows < S)
-    tl.store(O + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
-             mask=rows[:, None] < S)
+    tl.store(O + _head_base(H, sob, soh) + rows[:, None] * sos + dims[None, :],
+             (acc / l_i[:, None]).to(O.dtype.element_ty), mask=rows[:, None] < S)
 
 
 @tegula.jit
-def attention_delta_kernel(O, DO, DELTA, S, H, sdb, sdh, sds, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+def attention_delta_kernel(O, DO, DELTA, S, H, sob, soh, sos, sdb, sdh, sds, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                            ACC: tl.constexpr):
     head = tl.program_id(1).to(tl.int64)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    o = _load_rows(O, head * S * HEAD_DIM, rows, S, HEAD_DIM, HEAD_DIM).to(ACC)
+    o = _load_rows(O, _head_base(H, sob, soh), rows, S, sos, HEAD_DIM).to(ACC)
     do = _load_rows(DO, _head_base(H, sdb, sdh), rows, S, sds, HEAD_DIM).to(ACC)
     tl.store(DELTA + head * S + rows, tl.sum(o * do, axis=1), mask=rows < S)
 
@@ -243,9 +242,19 @@ def _grid(q, block: int):
     return (tegula.cdiv(S, block), B * H)
 
 
+def _output_like(q: torch.Tensor) -> torch.Tensor:
+    """The forward's output, [B, H, S, D] in q's order of dimensions: when q's heads sit side by side in
+    its rows (a [B, S, H, D] tensor seen as [B, H, S, D], as a model's head split makes it), out is that
+    view too, so that merging the heads back into [B, S, H * D] needs no copy."""
+    B, H, S, D = q.shape
+    if H > 1 and S > 1 and q.stride(1) < q.stride(2):
+        return q.new_empty((B, S, H, D)).transpose(1, 2)
+    return q.new_empty(q.shape)
+
+
 def _forward_fake(q, k, v, causal, scale):
     _check(q, k, v)
-    return q.new_empty(q.shape), q.new_empty(q.shape[:-1], dtype=_rows.accumulator(q))
+    return _output_like(q), q.new_empty(q.shape[:-1], dtype=_rows.accumulator(q))
 
 
 @custom_op("tegula::attention", fake=_forward_fake)
@@ -253,8 +262,8 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
                       scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(out, lse): out like q, lse [B, H, S] (float32, float64 for float64 inputs)."""
     _check(q, k, v)
+    out = _output_like(q)
     q, k, v = _in_place(q), _in_place(k), _in_place(v)
-    out = q.new_empty(q.shape)
     lse = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
     if q.numel() and attention_tma.applies(q) and not attention_config.overridden():
         attention_tma.forward(q, k, v, causal, scale, out, lse)
@@ -262,7 +271,7 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
         tiles = _config(q).fwd
         _, H, S, D = q.shape
         attention_forward_kernel[_grid(q, tiles.block_m)](
-            q, k, v, out, lse, S, H, *_strides(q), *_strides(k), *_strides(v), scale, HEAD_DIM=D,
+            q, k, v, out, lse, S, H, *_strides(q), *_strides(k), *_strides(v), *_strides(out), scale, HEAD_DIM=D,
             BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=causal, ACC=compute_dtype(q),
             PRECISION=dot_precision(q), **tiles.options())
     return out, lse
@@ -277,8 +286,8 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
                        lse: torch.Tensor, causal: bool,
                        scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) from the forward's inputs, output and log-sum-exp."""
-    do, q, k, v = (_in_place(t) for t in (do, q, k, v))
-    out, lse = out.contiguous(), lse.contiguous()
+    do, q, k, v, out = (_in_place(t) for t in (do, q, k, v, out))
+    lse = lse.contiguous()
     dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
     if not q.numel():
         return dq, dk, dv
@@ -287,7 +296,8 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     meta = dict(HEAD_DIM=D, ACC=compute_dtype(q))
     delta = torch.empty_like(lse)
     rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
-    attention_delta_kernel[_grid(q, rows)](out, do, delta, S, H, *_strides(do), BLOCK_M=rows, **meta)
+    attention_delta_kernel[_grid(q, rows)](out, do, delta, S, H, *_strides(out), *_strides(do), BLOCK_M=rows,
+                                           **meta)
     if attention_tma.applies(q) and not attention_config.overridden():
         attention_tma.backward(do, q, k, v, lse, delta, causal, scale, dq, dk, dv)
         return dq, dk, dv
@@ -312,7 +322,7 @@ def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "d
     stats = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
     meta = dict(HEAD_DIM=D, CAUSAL=causal, ACC=compute_dtype(q), PRECISION=dot_precision(q))
     # Every input with q's strides, as the sweep passes them.
-    pointers = {"fwd": (q, q, q, q, stats, S, H, *_strides(q) * 3),
+    pointers = {"fwd": (q, q, q, q, stats, S, H, *_strides(q) * 4),
                 "dkdv": (q, q, q, q, stats, stats, q, q, S, H, *_strides(q) * 4),
                 "dq": (q, q, q, q, stats, stats, q, S, H, *_strides(q) * 4)}
     kernel = {"fwd": attention_forward_kernel, "dkdv": attention_dkdv_kernel, "dq": attention_dq_kernel}

@@ -44,9 +44,10 @@ def _first_row(bh, H, RB, RH):
 
 
 @tegula.jit
-def attention_fwd_tma_kernel(Q, K, V, O, LSE, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, H, S, scale, HEAD_DIM: tl.constexpr,
+def attention_fwd_tma_kernel(Q, K, V, O, LSE, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, H, S, O_SB, O_SH, O_SS, scale, HEAD_DIM: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, TAIL: tl.constexpr):
-    # Grid: (cdiv(S, BLOCK_M), B * H). q, k, v through rows_view; O, LSE contiguous. The scores in base 2
+    # Grid: (cdiv(S, BLOCK_M), B * H). q, k, v through rows_view; O through its strides over [B, H, S]
+    # (head dim contiguous), LSE contiguous. The scores in base 2
     # (exp2 with log2(e) folded into the scale).
     start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
@@ -56,7 +57,6 @@ def attention_fwd_tma_kernel(Q, K, V, O, LSE, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_
     row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
     desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
     row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
-    head_row = bh * S
     rows = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     q = desc_q.load([row_q + start_m, col_q])
@@ -87,7 +87,8 @@ def attention_fwd_tma_kernel(Q, K, V, O, LSE, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_
         acc = tl.dot(p.to(v.dtype), v, acc)
         m_i = m_new
     tl.store(LSE + bh * S + rows, (m_i + tl.math.log2(l_i)) / LOG2E, mask=rows < S)
-    offsets = (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    head = (bh // H).to(tl.int64) * O_SB + (bh % H).to(tl.int64) * O_SH
+    offsets = head + rows[:, None].to(tl.int64) * O_SS + tl.arange(0, HEAD_DIM)[None, :]
     tl.store(O + offsets, (acc * (1.0 / l_i)[:, None]).to(O.dtype.element_ty), mask=rows[:, None] < S)
 
 
@@ -315,13 +316,14 @@ def _viewed(t: torch.Tensor) -> tuple:
 
 
 def forward(q, k, v, causal: bool, scale: float, out, lse) -> None:
-    """out (contiguous, like q) and lse [B, H, S] float32 from q, k, v (read in place through rows_view)."""
+    """out ([B, H, S, D], any strides with the head dim contiguous) and lse [B, H, S] float32 from q, k, v
+    (read in place through rows_view)."""
     B, H, S, D = q.shape
     bm, bn, warps, stages = FWD[D]
     (q, vq), (k, vk), (v, vv) = _viewed(q), _viewed(k), _viewed(v)
     attention_fwd_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-        q, k, v, out, lse, *vq, *vk, *vv, H, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+        q, k, v, out, lse, *vq, *vk, *vv, H, S, *out.stride()[:3], scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+        CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
 
 
 def backward(do, q, k, v, lse, delta, causal: bool, scale: float, dq, dk, dv) -> None:
