@@ -95,8 +95,17 @@ class TorchOps:
         return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
 
     @staticmethod
+    def add_rms_norm(x, residual, weight, eps=1e-6):
+        h = x + residual
+        return h, TorchOps.rms_norm(h, weight, eps)
+
+    @staticmethod
     def swiglu(a, b):
         return F.silu(a) * b
+
+    @staticmethod
+    def silu_and_mul(x):
+        return TorchOps.swiglu(*x.chunk(2, dim=-1))
 
     @staticmethod
     def rotary_embedding(x, cos, sin):
@@ -104,6 +113,11 @@ class TorchOps:
         x1, x2 = x[..., :half], x[..., half:]
         c, s = cos[:, None, :], sin[:, None, :]
         return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+
+    @staticmethod
+    def rotary_qkv(qkv, cos, sin):
+        q, k, v = qkv.unbind(-3)
+        return TorchOps.rotary_embedding(q, cos, sin), TorchOps.rotary_embedding(k, cos, sin), v
 
     @staticmethod
     def linear_cross_entropy(x, weight, targets):
@@ -135,14 +149,19 @@ class Block(torch.nn.Module):
         self.gate_up = torch.nn.Linear(config.dim, 2 * config.hidden, bias=False)
         self.down = torch.nn.Linear(config.hidden, config.dim, bias=False)
 
-    def forward(self, x, cos, sin):
+    def forward(self, x, pending, cos, sin):
+        """(the residual stream, this block's output not yet added to it). Each residual addition is
+        done by the norm that reads its result (add_rms_norm), one pass over memory instead of two."""
         B, T, C = x.shape
-        q, k, v = self.qkv(self.ops.rms_norm(x, self.attn_norm)).view(B, T, 3, self.heads, C // self.heads).unbind(2)
-        q, k = self.ops.rotary_embedding(q, cos, sin), self.ops.rotary_embedding(k, cos, sin)
+        if pending is None:
+            normed = self.ops.rms_norm(x, self.attn_norm)
+        else:
+            x, normed = self.ops.add_rms_norm(x, pending, self.attn_norm)
+        qkv = self.qkv(normed).view(B, T, 3, self.heads, C // self.heads)
+        q, k, v = self.ops.rotary_qkv(qkv, cos, sin)
         y = self.ops.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
-        gate, up = self.gate_up(self.ops.rms_norm(x, self.mlp_norm)).chunk(2, dim=-1)
-        return x + self.down(self.ops.swiglu(gate, up))
+        x, normed = self.ops.add_rms_norm(x, self.proj(y.transpose(1, 2).reshape(B, T, C)), self.mlp_norm)
+        return x, self.down(self.ops.silu_and_mul(self.gate_up(normed)))
 
 
 class GPT(torch.nn.Module):
@@ -161,14 +180,14 @@ class GPT(torch.nn.Module):
         self.register_buffer("sin", angles.sin().float(), persistent=False)
 
     def forward(self, tokens, targets):
-        x = self.embed(tokens)
+        x, pending = self.embed(tokens), None
         cos, sin = self.cos[:tokens.shape[1]], self.sin[:tokens.shape[1]]
         for block in self.blocks:
-            x = block(x, cos, sin)
+            x, pending = block(x, pending, cos, sin)
         if self.norm_bias is None:
-            x = self.ops.rms_norm(x, self.norm_weight)
+            _, x = self.ops.add_rms_norm(x, pending, self.norm_weight)
         else:
-            x = self.ops.layer_norm(x, self.norm_weight, self.norm_bias)
+            x = self.ops.layer_norm(x + pending, self.norm_weight, self.norm_bias)
         # The output projection and the loss in one op: Tegula's never holds all the logits.
         return self.ops.linear_cross_entropy(x.reshape(-1, x.shape[-1]), self.head.weight, targets.reshape(-1))
 
@@ -214,6 +233,13 @@ def make_model(config: Config, ops_name: str) -> GPT:
     return GPT(config, ops_named(ops_name))
 
 
+def make_optimizer(model: torch.nn.Module, config: Config) -> torch.optim.Optimizer:
+    """AdamW; on a GPU its fused form, one kernel for all parameters (the foreach form launches a
+    dozen kernels per step and took more host time than some layers)."""
+    fused = next(model.parameters()).is_cuda
+    return torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0, fused=fused)
+
+
 def train(config: Config, ops_name: str, steps: int, compile: bool = False, log_every: int = 0,
           corpus: torch.Tensor = None, device: str = "cpu", timing: dict = None) -> list:
     """Trains a fresh model for `steps` steps on `device` and returns the loss of each.
@@ -221,7 +247,7 @@ def train(config: Config, ops_name: str, steps: int, compile: bool = False, log_
     (which includes compiling)."""
     corpus = markov_corpus(config.vocab, config.corpus) if corpus is None else corpus
     model = make_model(config, ops_name).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
+    optimizer = make_optimizer(model, config)
 
     # AOTAutograd compiles the backward along with the forward; backward() itself stays outside.
     forward = torch.compile(model, fullgraph=True) if compile else model

@@ -47,7 +47,7 @@ def profile_variant(example, ops_name: str, device: str, steps: int, rows: int, 
         config = dataclasses.replace(config, precision=precision)
     autocast = example.forward_precision(config, device)
     model = example.make_model(config, ops_name).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
+    optimizer = example.make_optimizer(model, config)
     if compiled:
         model = torch.compile(model, fullgraph=True)
         ops_name += " (compiled)"

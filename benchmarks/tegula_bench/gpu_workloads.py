@@ -27,7 +27,7 @@ from .peers import eager_variants, kernel_variants, sdpa_variant
 WORKLOADS = ("vector_add", "fused_chain", "softmax", "layer_norm", "launch", "compile", "matmul", "matmul_tma",
              "matmul_fp8", "matmul_autotune", "matmul_epilogue", "matmul_persistent", "attention", "attention_causal", "attention_tma")
 # "raw" is the launch workload's alone: the compiled kernel's bare launch (launch.py).
-VARIANTS = ("tegula", "raw", "triton", "torch", "torch.compile", "cublas", "sdpa")
+VARIANTS = ("tegula", "tegula.compile", "raw", "triton", "torch", "torch.compile", "cublas", "sdpa")
 # Warps per program, the same for Tegula and Triton in each workload: one row
 # of 4-8K elements per program wants 8 warps, a 1024-element block 4, a
 # 128x128 matmul tile (examples/matmul.py DEFAULT_BLOCKS) two warpgroups: 8.

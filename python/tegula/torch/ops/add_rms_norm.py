@@ -1,0 +1,165 @@
+"""Residual add and RMSNorm in one pass over the last dimension:
+
+    h = x + residual;  y = h * rstd * w  with  rstd = 1 / sqrt(mean(h^2) + eps) per row
+
+h (the new residual stream) keeps x's dtype; y is stored in a dtype of its
+own, by default the autocast dtype when autocast is on (the next projection's
+input, so no separate cast runs), else x's dtype. residual may be narrower
+than x (a bf16 projection's output added to a float32 stream).
+
+Forward: one program per row, the row one tile; it stores h, y and rstd, and
+y is computed from h as stored (rounded to x's dtype). Backward: with
+``hhat = h * rstd`` and ``g = w * dy``,
+``dh_total = dh + rstd * (g - hhat * mean(hhat * g))``, written as dx (x's
+dtype) and dresidual (residual's dtype) by the same kernel;
+``dw = sum over rows of dy * hhat``, each program keeping its part in
+registers (see _rows.py for how the parts are added). When h's gradient is
+None the kernel is specialized without it (nothing is read for it).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+import tegula
+import tegula.language as tl
+from tegula.torch import compute_dtype, custom_op, register_autograd
+
+from . import _rows
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_DTYPE_NAMES = ", ".join(str(d) for d in FLOAT_DTYPES)
+
+
+@tegula.jit
+def add_rms_norm_forward_kernel(x_ptr, res_ptr, w_ptr, h_ptr, y_ptr, rstd_ptr, N, eps, BLOCK_N: tl.constexpr,
+                                ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)  # M * N may pass 2^31
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
+    res = tl.load(res_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
+    h_stored = (x + res).to(h_ptr.dtype.element_ty)
+    tl.store(h_ptr + row * N + cols, h_stored, mask=mask)
+    h = h_stored.to(ACC)  # the norm of h as stored, the h the backward reads
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
+    rstd = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / N + eps)
+    tl.store(y_ptr + row * N + cols, (h * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(rstd_ptr + row, rstd)
+
+
+@tegula.jit
+def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, rstd_ptr, dx_ptr, dres_ptr, dw_partial_ptr, M, N,
+                                 rows_per_program, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
+    # dh_ptr None (h unused): that term folds away. ROWS rows per step (_rows.rows_per_step).
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
+    dw = tl.zeros([ROWS, BLOCK_N], dtype=ACC)
+    row_start = pid * rows_per_program
+    row_end = tl.minimum(row_start + rows_per_program, M)
+    for r0 in range(row_start, row_end, ROWS):
+        rows = r0 + tl.arange(0, ROWS)
+        inside = rows < row_end
+        tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        m2 = inside[:, None] & mask[None, :]
+        h = tl.load(h_ptr + tile, mask=m2, other=0.0).to(ACC)
+        dy = tl.load(dy_ptr + tile, mask=m2, other=0.0).to(ACC)
+        rstd = tl.load(rstd_ptr + rows, mask=inside, other=0.0)[:, None]
+        hhat = h * rstd
+        g = w[None, :] * dy
+        dh = (g - hhat * (tl.sum(hhat * g, axis=1) / N)[:, None]) * rstd
+        if dh_ptr is not None:
+            dh = dh + tl.load(dh_ptr + tile, mask=m2, other=0.0).to(ACC)
+        tl.store(dx_ptr + tile, dh.to(dx_ptr.dtype.element_ty), mask=m2)
+        tl.store(dres_ptr + tile, dh.to(dres_ptr.dtype.element_ty), mask=m2)
+        dw += dy * hhat
+    tl.store(dw_partial_ptr + pid * N + cols, tl.sum(dw, axis=0), mask=mask)
+
+
+def _check_dtype(what: str, dtype) -> None:
+    if not isinstance(dtype, torch.dtype) or dtype not in FLOAT_DTYPES:
+        raise ValueError(f"add_rms_norm takes {what} of dtype {_DTYPE_NAMES}, got {dtype}")
+
+
+def _check(x, residual, weight, out_dtype):
+    _check_dtype("x", x.dtype)
+    if residual.shape != x.shape:
+        raise ValueError(f"add_rms_norm takes residual of x's shape {tuple(x.shape)}, got {tuple(residual.shape)}")
+    _check_dtype("residual", residual.dtype)
+    _rows.check_weights("add_rms_norm", x, weight)
+    _check_dtype("out_dtype", out_dtype)
+
+
+def _forward_fake(x, residual, weight, eps, out_dtype):
+    _check(x, residual, weight, out_dtype)
+    return (x.new_empty(x.shape), x.new_empty(x.shape, dtype=out_dtype),
+            x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x)))
+
+
+@custom_op("tegula::add_rms_norm", fake=_forward_fake)
+def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
+                         out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(h, y, rstd): h like x, y of out_dtype, rstd per row (float32, float64 for float64 x)."""
+    _check(x, residual, weight, out_dtype)
+    rows = _rows.rows_of(x)  # the kernels take only addresses and N
+    M, N = rows.shape
+    h = torch.empty_like(rows)
+    y = torch.empty_like(rows, dtype=out_dtype)
+    rstd = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
+    add_rms_norm_forward_kernel[(M,)](rows, _rows.rows_of(residual), weight, h, y, rstd, N, eps,
+                                      BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
+    return h.view(x.shape), y.view(x.shape), rstd.view(x.shape[:-1])
+
+
+def _backward_fake(dh, dy, h, weight, rstd, residual_dtype):
+    return h.new_empty(h.shape), h.new_empty(h.shape, dtype=residual_dtype), weight.new_empty(weight.shape)
+
+
+@custom_op("tegula::add_rms_norm_backward", fake=_backward_fake)
+def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch.Tensor, weight: torch.Tensor,
+                          rstd: torch.Tensor,
+                          residual_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dx, dresidual, dweight) from the forward's h and saved rstd; dh None counts as zero."""
+    rows = _rows.rows_of(h)
+    M, N = rows.shape
+    dx = torch.empty_like(rows)
+    dres = torch.empty_like(rows, dtype=residual_dtype)
+    block_n = tegula.next_power_of_2(N)
+    step = _rows.rows_per_step(block_n)
+    programs, rows_per_program = _rows.row_split(M, h.device, step)
+    dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(h), device=h.device)
+    add_rms_norm_backward_kernel[(programs,)](None if dh is None else _rows.rows_of(dh), _rows.rows_of(dy), rows,
+                                              weight, rstd.contiguous(), dx, dres, dw_partial, M, N,
+                                              rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h),
+                                              num_warps=_rows.backward_warps(block_n * step))
+    return dx.view(h.shape), dres.view(h.shape), _rows.sum_partials(dw_partial, weight.dtype)
+
+
+def _backward(saved, dh, dy, _drstd):
+    h, weight, rstd, residual_dtype = saved
+    if dy is None:  # y unused: h's gradient passes to both inputs, none to weight
+        if dh is None:
+            return None, None, None, None, None
+        return dh, dh.to(residual_dtype, copy=True), None, None, None
+    dx, dres, dw = add_rms_norm_backward(dh, dy, h, weight, rstd, residual_dtype)
+    return dx, dres, dw, None, None
+
+
+register_autograd(add_rms_norm_forward, _backward,
+                  save=lambda inputs, output: (output[0], inputs[2], output[2], inputs[1].dtype))
+
+
+def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
+                 out_dtype: Optional[torch.dtype] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(h, y): ``h = x + residual`` in x's dtype and ``y = rms_norm(h) * weight`` (weight of shape [N],
+    x's dtype) in out_dtype. out_dtype None: the autocast dtype when autocast is enabled for x's
+    device, else x's dtype. residual has x's shape and a floating dtype (it may be narrower than x)."""
+    if out_dtype is None:
+        device_type = x.device.type
+        out_dtype = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else x.dtype
+    h, y, _ = add_rms_norm_forward(x, residual, weight, eps, out_dtype)
+    return h, y

@@ -1,0 +1,158 @@
+"""Host time per call of tegula.torch's ops, against torch ops of the same kind.
+
+    python tools/hopper/host_cost_probe.py [--device cuda] [--calls 2000]
+
+Tiny tensors, so the device finishes each kernel before the host issues the
+next and the per-call time is the host's: the launch alone, the host
+function, the op in eager mode (with and without autograd), the route
+through torch's dispatcher that compiled graphs take, and a forward plus
+backward. Then cProfile of the bf16 training step of examples/train_gpt.py
+(GPU configuration, tegula ops): the Python functions that take its host time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+
+def per_call(fn, calls: int, device: str) -> float:
+    for _ in range(50):
+        fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    spent = time.perf_counter() - start
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return spent / calls * 1e6
+
+
+def op_rows(device: str, calls: int) -> None:
+    import tegula
+    import tegula.language as tl
+    rms = importlib.import_module("tegula.torch.ops.rms_norm")
+    rot = importlib.import_module("tegula.torch.ops.rotary")
+    glu = importlib.import_module("tegula.torch.ops.swiglu")
+    from tegula.torch import ops
+    x = torch.randn(8, 64, device=device)
+    w = torch.randn(64, device=device)
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    y, rstd = torch.empty_like(x), torch.empty(8, device=device)
+    q = torch.randn(1, 4, 2, 8, device=device)
+    cos, sin = torch.randn(4, 4, device=device), torch.randn(4, 4, device=device)
+    qg = q.clone().requires_grad_()
+    a, b = torch.randn(8, 64, device=device), torch.randn(8, 64, device=device)
+    ag, bg = a.clone().requires_grad_(), b.clone().requires_grad_()
+    att = [torch.randn(1, 2, 64, 64, device=device, dtype=torch.bfloat16) for _ in range(3)]
+    attg = [t.clone().requires_grad_() for t in att]
+    dy_att = torch.randn(1, 2, 64, 64, device=device, dtype=torch.bfloat16)
+    kernel = rms.rms_norm_forward_kernel
+
+    def fwd_bwd(f, *args):
+        def run():
+            out = f(*args)
+            out = out[0] if isinstance(out, tuple) else out
+            out.backward(torch.ones_like(out))
+        return run
+
+    rows = [
+        ("torch x + 1", lambda: x + 1),
+        ("torch silu(a) * b", lambda: F.silu(a) * b),
+        ("torch sdpa fwd", lambda: F.scaled_dot_product_attention(*att, is_causal=True)),
+        ("torch sdpa fwd+bwd", fwd_bwd(lambda *t: F.scaled_dot_product_attention(*t, is_causal=True), *attg)),
+        ("launch rms_norm_forward_kernel", lambda: kernel[(8,)](x, w, y, rstd, 64, 1e-6, BLOCK_N=64,
+                                                                ACC=tl.float32)),
+        ("rms_norm host fn", lambda: rms.rms_norm_forward._tegula_fn(x, w, 1e-6)),
+        ("rms_norm eager", lambda: ops.rms_norm(x, w)),
+        ("rms_norm eager, grad", lambda: ops.rms_norm(xg, wg)),
+        ("rms_norm torch.ops", lambda: torch.ops.tegula.rms_norm(x, w, 1e-6)),
+        ("rms_norm fwd+bwd", fwd_bwd(ops.rms_norm, xg, wg)),
+        ("rotary eager", lambda: ops.rotary_embedding(q, cos, sin)),
+        ("rotary eager, grad", lambda: ops.rotary_embedding(qg, cos, sin)),
+        ("rotary torch.ops", lambda: torch.ops.tegula.rotary_embedding(q, cos, sin, 1.0)),
+        ("swiglu eager", lambda: ops.swiglu(a, b)),
+        ("swiglu fwd+bwd", fwd_bwd(ops.swiglu, ag, bg)),
+        ("attention eager", lambda: ops.attention(*att, causal=True)),
+        ("attention fwd+bwd", fwd_bwd(lambda *t: ops.attention(*t, causal=True), *attg)),
+    ]
+    print(f"{'us/call':>8}  what ({device}, {calls} calls)")
+    for name, fn in rows:
+        try:
+            print(f"{per_call(fn, calls, device):8.1f}  {name}", flush=True)
+        except Exception as error:  # a probe: report and go on
+            print(f"{'-':>8}  {name}: {type(error).__name__}: {str(error)[:200]}", flush=True)
+    del glu, rot
+
+
+def step_profile(device: str, steps: int, rows: int) -> None:
+    import dataclasses
+    from profile_train_step import load_example
+    example = load_example()
+    config = dataclasses.replace(example.default_config(device), precision="bfloat16")
+    autocast = example.forward_precision(config, device)
+    model = example.make_model(config, "tegula").to(device)
+    optimizer = example.make_optimizer(model, config)
+    data = example.batches(example.markov_corpus(config.vocab, 50_000), config, config.seed)
+    batches = [tuple(t.to(device) for t in next(data)) for _ in range(steps + 3)]
+
+    def step(tokens, targets):
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = model(tokens, targets)
+        loss.backward()
+        optimizer.step()
+
+    for tokens, targets in batches[:3]:
+        step(tokens, targets)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for tokens, targets in batches[3:]:
+        step(tokens, targets)
+    host = time.perf_counter() - start
+    if device == "cuda":
+        torch.cuda.synchronize()
+    print(f"\n== tegula step, bf16: host {host * 1e3 / steps:.2f} ms per step issued, "
+          f"{(time.perf_counter() - start) * 1e3 / steps:.2f} ms with the device's tail")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for tokens, targets in batches[3:]:
+        step(tokens, targets)
+    profiler.disable()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    for order in ("tottime", "cumtime"):
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(rows)
+        print(f"\n-- cProfile by {order}, {steps} steps")
+        print("\n".join(line for line in text.getvalue().splitlines()[6:] if line.strip()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rows", type=int, default=35)
+    args = parser.parse_args()
+    op_rows(args.device, args.calls)
+    step_profile(args.device, args.steps, args.rows)
+
+
+if __name__ == "__main__":
+    main()
