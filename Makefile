@@ -161,9 +161,11 @@ fuzz:
 
 PY_TEST_DIRS := tests/python $(wildcard tests/compat)
 
-# --durations: the slowest tests, for keeping `make test` within its time (README).
+# --durations: the slowest tests, for keeping `make test` within its time (README). Tests that
+# compare measured times run afterwards, one at a time, with no other worker beside them.
 py-test: build $(TORCH_STAMP)
-	$(PY) -m pytest -n $(JOBS) -q --durations=20 $(PY_TEST_DIRS)
+	$(PY) -m pytest -n $(JOBS) -q --durations=20 -m "not timing" $(PY_TEST_DIRS)
+	$(PY) -m pytest -q -m timing $(PY_TEST_DIRS)
 
 # The tests marked slow (long host emulations); `make check` runs them.
 py-test-slow: build

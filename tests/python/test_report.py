@@ -95,6 +95,9 @@ CASES = {"vector_add": vector_add_case, "softmax": softmax_case, "fused_chain": 
          "matmul": matmul_case}
 
 
+# Timed alone: beside another test worker compiling on a 2-core machine, the kernel's own threads
+# share the cores with it, and its times varied 4x within one run.
+@pytest.mark.timing
 @pytest.mark.parametrize("workload", sorted(CASES))
 def test_report_counts_what_the_benchmark_counts(workload, backend):
     (kernel, args, grid, meta), host_call, want_bytes, want_flops = CASES[workload](backend)
