@@ -1,10 +1,14 @@
 """Where a compiled training step of examples/train_gpt.py spends its first minutes.
 
-    python tools/hopper/compile_stall_probe.py [--ops tegula] [--layers 6] [--after 45]
+    python tools/hopper/compile_stall_probe.py [--ops tegula] [--layers 6] [--after 45] [--device cpu
+                                               --batch 1 --context 128]
 
 Trains 2 steps of the GPU configuration under torch.compile(fullgraph=True),
 dumping every thread's Python stack each `--after` seconds while it runs, and
 prints each step's time: a stall shows as the same frames dump after dump.
+Each Tegula kernel compiled on the way prints its phases
+(TEGULA_PROFILE_COMPILE=1), so a run that compiles kernels the eager
+model's disk cache did not hold says which and how long.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import faulthandler
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,12 +31,17 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--after", type=float, default=45.0)
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--batch", type=int, help="default: the GPU configuration's")
+    parser.add_argument("--context", type=int, help="default: the GPU configuration's")
     args = parser.parse_args()
+    os.environ.setdefault("TEGULA_PROFILE_COMPILE", "1")
     import train_gpt as tg
-    config = dataclasses.replace(tg.GPU_CONFIG, layers=args.layers)
+    config = dataclasses.replace(tg.GPU_CONFIG, layers=args.layers, batch=args.batch or tg.GPU_CONFIG.batch,
+                                 context=args.context or tg.GPU_CONFIG.context)
     faulthandler.dump_traceback_later(args.after, repeat=True)
     start = time.perf_counter()
-    tg.train(config, args.ops, steps=args.steps, compile=True, log_every=1, device="cuda")
+    tg.train(config, args.ops, steps=args.steps, compile=True, log_every=1, device=args.device)
     faulthandler.cancel_dump_traceback_later()
     print(f"{args.steps} compiled steps in {time.perf_counter() - start:.1f} s", flush=True)
 
