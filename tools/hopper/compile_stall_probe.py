@@ -3,7 +3,7 @@
     python tools/hopper/compile_stall_probe.py [--ops tegula] [--layers 6] [--after 45] [--device cpu
                                                --batch 1 --context 128]
 
-Trains 2 steps of the GPU configuration under torch.compile(fullgraph=True),
+Trains one eager step, then 2 steps under torch.compile(fullgraph=True), of the GPU configuration,
 dumping every thread's Python stack each `--after` seconds while it runs, and
 prints each step's time: a stall shows as the same frames dump after dump.
 Each Tegula kernel compiled on the way prints its phases
@@ -39,11 +39,17 @@ def main() -> None:
     import train_gpt as tg
     config = dataclasses.replace(tg.GPU_CONFIG, layers=args.layers, batch=args.batch or tg.GPU_CONFIG.batch,
                                  context=args.context or tg.GPU_CONFIG.context)
+    # One eager step first: the kernels it compiles are the eager model's; any compile printed after
+    # "== compiled" is a specialization only the compiled graph asks for.
     faulthandler.dump_traceback_later(args.after, repeat=True)
-    start = time.perf_counter()
-    tg.train(config, args.ops, steps=args.steps, compile=True, log_every=1, device=args.device)
+    for compiled in (False, True):
+        print(f"== {'compiled' if compiled else 'eager'}", flush=True)
+        start = time.perf_counter()
+        steps = args.steps if compiled else 1
+        tg.train(config, args.ops, steps=steps, compile=compiled, log_every=1, device=args.device)
+        print(f"{steps} {'compiled' if compiled else 'eager'} step(s) in {time.perf_counter() - start:.1f} s",
+              flush=True)
     faulthandler.cancel_dump_traceback_later()
-    print(f"{args.steps} compiled steps in {time.perf_counter() - start:.1f} s", flush=True)
 
 
 if __name__ == "__main__":
