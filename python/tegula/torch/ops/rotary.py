@@ -140,6 +140,8 @@ def _batched(x: torch.Tensor, T: int, H: int, D: int) -> torch.Tensor:
     """x ([..., T, H, D], head dim contiguous) as [B, T, H, D], a view where the leading dims merge."""
     if x.stride(-1) != 1:
         x = x.contiguous()
+    if x.dim() == 4:  # already [B, T, H, D]: no view to make (a view costs about a microsecond)
+        return x
     try:
         return x.view(-1, T, H, D)
     except RuntimeError:
@@ -153,8 +155,8 @@ def _launch_qkv(sources, destinations, cos, sin, sin_sign):
     R = sources[0].numel() // D
     if not R:
         return
+    # The destinations share strides: three new tensors alike, or the three slots of one.
     strides = [stride for x in (*sources, destinations[0]) for stride in x.stride()[:3]]
-    assert all(d.stride() == destinations[0].stride() for d in destinations)
     rotary_qkv_kernel[(tegula.cdiv(R, BLOCK_R),)](*sources, *destinations, cos.contiguous(), sin.contiguous(), R, T,
                                                   H, D // 2, sin_sign, *strides, BLOCK_R=BLOCK_R,
                                                   BLOCK_HALF=tegula.next_power_of_2(D // 2),
