@@ -56,6 +56,7 @@ def op_rows(device: str, calls: int) -> None:
     q = torch.randn(1, 4, 2, 8, device=device)
     cos, sin = torch.randn(4, 4, device=device), torch.randn(4, 4, device=device)
     qg = q.clone().requires_grad_()
+    qkvg = torch.randn(1, 4, 3, 2, 8, device=device).requires_grad_()
     a, b = torch.randn(8, 64, device=device), torch.randn(8, 64, device=device)
     ag, bg = a.clone().requires_grad_(), b.clone().requires_grad_()
     att = [torch.randn(1, 2, 64, 64, device=device, dtype=torch.bfloat16) for _ in range(3)]
@@ -82,6 +83,11 @@ def op_rows(device: str, calls: int) -> None:
         ("rms_norm eager, grad", lambda: ops.rms_norm(xg, wg)),
         ("rms_norm torch.ops", lambda: torch.ops.tegula.rms_norm(x, w, 1e-6)),
         ("rms_norm fwd+bwd", fwd_bwd(ops.rms_norm, xg, wg)),
+        ("add_rms_norm eager, grad", lambda: ops.add_rms_norm(xg, xg, wg)),
+        ("add_rms_norm fwd+bwd", fwd_bwd(lambda x, r, w: ops.add_rms_norm(x, r, w)[1], xg, ag, wg)),
+        ("rotary_qkv eager, grad", lambda: ops.rotary_qkv(qkvg, cos, sin)),
+        ("rotary_qkv fwd+bwd", fwd_bwd(lambda t: torch.stack(ops.rotary_qkv(t, cos, sin)), qkvg)),
+        ("silu_and_mul fwd+bwd", fwd_bwd(ops.silu_and_mul, ag)),
         ("rotary eager", lambda: ops.rotary_embedding(q, cos, sin)),
         ("rotary eager, grad", lambda: ops.rotary_embedding(qg, cos, sin)),
         ("rotary torch.ops", lambda: torch.ops.tegula.rotary_embedding(q, cos, sin, 1.0)),
