@@ -49,6 +49,18 @@ def rotary_kernel(x_ptr, cos_ptr, sin_ptr, y_ptr, R, T, H, half, sin_sign, strid
     tl.store(y_ptr + first + half, (x2 * c + x1 * s).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def _batched(x: torch.Tensor, T: int, H: int, D: int) -> torch.Tensor:
+    """x ([..., T, H, D], head dim contiguous) as [B, T, H, D], a view where the leading dims merge."""
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    if x.dim() == 4:  # already [B, T, H, D]: no view to make (a view costs about a microsecond)
+        return x
+    try:
+        return x.view(-1, T, H, D)
+    except RuntimeError:
+        return x.contiguous().view(-1, T, H, D)
+
+
 def _check(x, cos, sin):
     if x.dim() < 3 or x.shape[-1] % 2:
         raise ValueError(f"rotary_embedding takes x of shape [..., T, H, D] with D even, got {tuple(x.shape)}")
@@ -68,12 +80,7 @@ def rotary_forward(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, sin_si
     """x rotated by the angles whose cosines and sines (times sin_sign) the tables hold."""
     _check(x, cos, sin)
     T, H, D = x.shape[-3:]
-    # Read in place when the head dim is contiguous and the leading dims merge into one batch dim.
-    rows = x if x.stride(-1) == 1 else x.contiguous()
-    try:
-        rows = rows.view(-1, T, H, D)
-    except RuntimeError:
-        rows = rows.contiguous().view(-1, T, H, D)
+    rows = _batched(x, T, H, D)  # read in place where the strides allow
     y = x.new_empty(x.shape)
     R = x.numel() // D
     rotary_kernel[(tegula.cdiv(R, BLOCK_R),)](rows, cos.contiguous(), sin.contiguous(), y, R, T, H, D // 2, sin_sign,
@@ -136,18 +143,6 @@ def _check_qkv(qkv, cos, sin):
                          f"got {tuple(cos.shape)} and {tuple(sin.shape)}")
 
 
-def _batched(x: torch.Tensor, T: int, H: int, D: int) -> torch.Tensor:
-    """x ([..., T, H, D], head dim contiguous) as [B, T, H, D], a view where the leading dims merge."""
-    if x.stride(-1) != 1:
-        x = x.contiguous()
-    if x.dim() == 4:  # already [B, T, H, D]: no view to make (a view costs about a microsecond)
-        return x
-    try:
-        return x.view(-1, T, H, D)
-    except RuntimeError:
-        return x.contiguous().view(-1, T, H, D)
-
-
 def _launch_qkv(sources, destinations, cos, sin, sin_sign):
     T, H, D = sources[0].shape[-3:]
     sources = [_batched(x, T, H, D) for x in sources]
@@ -155,7 +150,8 @@ def _launch_qkv(sources, destinations, cos, sin, sin_sign):
     R = sources[0].numel() // D
     if not R:
         return
-    # The destinations share strides: three new tensors alike, or the three slots of one.
+    # The destinations are three new tensors alike or the three slots of one: they share strides, and
+    # _batched views them, never copies them.
     strides = [stride for x in (*sources, destinations[0]) for stride in x.stride()[:3]]
     rotary_qkv_kernel[(tegula.cdiv(R, BLOCK_R),)](*sources, *destinations, cos.contiguous(), sin.contiguous(), R, T,
                                                   H, D // 2, sin_sign, *strides, BLOCK_R=BLOCK_R,
