@@ -118,3 +118,9 @@ def test_fullgraph_compile_keeps_the_op_and_matches_torch(m, n):
     torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(w.grad, wr.grad, rtol=1e-4, atol=1e-5)
+    # Both ops reached Inductor as fallbacks registered from their fake implementations
+    # (tegula/torch/_inductor_fallback.py), not as implicit ones, whose log line formats the
+    # arguments' IR whole on older torch.
+    from torch._inductor import lowering
+    for op in (torch.ops.tegula_tests.scaled_tanh.default, torch.ops.tegula_tests.scaled_tanh_backward.default):
+        assert op in tegula.torch._inductor_fallback._registered and op in lowering.lowerings

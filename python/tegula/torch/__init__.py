@@ -21,6 +21,7 @@ host function. See docs/torch.md.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Iterable
 
 import torch
@@ -28,6 +29,8 @@ from torch._library.custom_ops import CustomOpDef
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 import tegula.language as tl
+
+from . import _inductor_fallback
 
 __all__ = ["custom_op", "register_autograd", "compute_dtype", "dot_precision", "TegulaOp"]
 
@@ -47,7 +50,14 @@ def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) ->
     Returns a ``TegulaOp``: call it like the function."""
     def wrap(fn: Callable) -> TegulaOp:
         op = torch.library.custom_op(name, mutates_args=tuple(mutates_args))(fn)
-        op.register_fake(fake)
+        _inductor_fallback.add(op._opoverload)
+
+        @functools.wraps(fake)
+        def fake_registering_fallback(*args, **kwargs):
+            _inductor_fallback.register_pending()
+            return fake(*args, **kwargs)
+
+        op.register_fake(fake_registering_fallback)
         if not mutates_args:
             _register_backends(name, fn)
         op.__class__ = TegulaOp
