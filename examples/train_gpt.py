@@ -27,7 +27,9 @@ default where there is a GPU) trains ``GPU_CONFIG``, a 6-layer model of
 width 512 on 16K tokens per step in bf16 mixed precision (the forward under
 ``torch.autocast``), unless options say otherwise. ``--compile`` compiles the model with
 ``torch.compile(fullgraph=True)`` (its backward with it): the tegula ops stay
-in the graph.
+in the graph. ``--compile-mode reduce-overhead`` compiles with that mode, which
+replays the compiled graphs as CUDA graphs on a GPU (the tegula ops are
+capturable).
 """
 
 from __future__ import annotations
@@ -241,16 +243,17 @@ def make_optimizer(model: torch.nn.Module, config: Config) -> torch.optim.Optimi
 
 
 def train(config: Config, ops_name: str, steps: int, compile: bool = False, log_every: int = 0,
-          corpus: torch.Tensor = None, device: str = "cpu", timing: dict = None) -> list:
+          corpus: torch.Tensor = None, device: str = "cpu", timing: dict = None, compile_mode: str = None) -> list:
     """Trains a fresh model for `steps` steps on `device` and returns the loss of each.
     `timing`, when given, receives ``tokens_per_s``: the rate after the first step
-    (which includes compiling)."""
+    (which includes compiling). `compile_mode` is torch.compile's ``mode`` (e.g.
+    "reduce-overhead": the compiled graphs replayed as CUDA graphs)."""
     corpus = markov_corpus(config.vocab, config.corpus) if corpus is None else corpus
     model = make_model(config, ops_name).to(device)
     optimizer = make_optimizer(model, config)
 
     # AOTAutograd compiles the backward along with the forward; backward() itself stays outside.
-    forward = torch.compile(model, fullgraph=True) if compile else model
+    forward = torch.compile(model, fullgraph=True, mode=compile_mode) if compile else model
     autocast = forward_precision(config, device)
     # tokens/s is measured since the previous line printed (step 0's includes compiling).
     losses, tokens_seen, since = [], 0, time.perf_counter()
@@ -306,6 +309,9 @@ def main() -> None:
     parser.add_argument("--ops", nargs="+", choices=["torch", "tegula"], default=["torch", "tegula"])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--compile", action="store_true", help="torch.compile(fullgraph=True) the model")
+    parser.add_argument("--compile-mode", choices=["default", "reduce-overhead", "max-autotune",
+                                                   "max-autotune-no-cudagraphs"],
+                        help="torch.compile's mode (implies --compile); reduce-overhead replays CUDA graphs")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                         help="where to train (default: cuda when there is a GPU); the model's defaults "
                              "depend on it (GPU_CONFIG on cuda)")
@@ -318,16 +324,19 @@ def main() -> None:
                             choices={"norm": ["rms", "layer"], "precision": ["float32", "bfloat16"]}.get(field.name),
                             help=f"default {default} on the CPU, {getattr(GPU_CONFIG, field.name)} on a GPU")
     args = parser.parse_args()
+    args.compile = args.compile or args.compile_mode is not None
     given = {field.name: getattr(args, field.name) for field in dataclasses.fields(Config)
              if getattr(args, field.name) is not None}
     config = dataclasses.replace(default_config(args.device), **given)
-    print(f"{config}, {args.steps} steps on {args.device}{', compiled' if args.compile else ''}; "
+    compiled = f", compiled ({args.compile_mode or 'default'})" if args.compile else ""
+    print(f"{config}, {args.steps} steps on {args.device}{compiled}; "
           f"loss starts near log(vocab) = {math.log(config.vocab):.2f}")
     corpus = markov_corpus(config.vocab, config.corpus)
     curves, rates = {}, {}
     for name in args.ops:
         timing = {}
-        curves[name] = train(config, name, args.steps, args.compile, args.log_every, corpus, args.device, timing)
+        curves[name] = train(config, name, args.steps, args.compile, args.log_every, corpus, args.device, timing,
+                             args.compile_mode)
         rates[name] = timing.get("tokens_per_s")
         if rates[name]:
             print(f"{name:>6}: {rates[name]:.0f} tokens/s after the first step")
@@ -340,7 +349,7 @@ def main() -> None:
         import json
         with open(args.json, "w") as f:
             json.dump({"config": dataclasses.asdict(config), "device": args.device, "steps": args.steps,
-                       "compile": args.compile, "tokens_per_s": rates, "final_mean_loss": final,
+                       "compile": args.compile, "compile_mode": args.compile_mode, "tokens_per_s": rates, "final_mean_loss": final,
                        "losses": curves}, f, indent=1)
         print(f"wrote {args.json}")
     if args.plot:

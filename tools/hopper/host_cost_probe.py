@@ -1,13 +1,15 @@
 """Host time per call of tegula.torch's ops, against torch ops of the same kind.
 
-    python tools/hopper/host_cost_probe.py [--device cuda] [--calls 2000]
+    python tools/hopper/host_cost_probe.py [--device cuda] [--calls 2000] [--steps 10] [--compile]
 
 Tiny tensors, so the device finishes each kernel before the host issues the
 next and the per-call time is the host's: the launch alone, the host
 function, the op in eager mode (with and without autograd), the route
 through torch's dispatcher that compiled graphs take, and a forward plus
 backward. Then cProfile of the bf16 training step of examples/train_gpt.py
-(GPU configuration, tegula ops): the Python functions that take its host time.
+(GPU configuration, tegula ops): the Python functions that take its host time;
+with --compile, of the model under torch.compile(fullgraph=True). --calls 0 or
+--steps 0 leaves that part out.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def op_rows(device: str, calls: int) -> None:
     del glu, rot
 
 
-def step_profile(device: str, steps: int, rows: int) -> None:
+def step_profile(device: str, steps: int, rows: int, compile: bool = False) -> None:
     import dataclasses
     from profile_train_step import load_example
     example = load_example()
@@ -113,13 +115,14 @@ def step_profile(device: str, steps: int, rows: int) -> None:
     autocast = example.forward_precision(config, device)
     model = example.make_model(config, "tegula").to(device)
     optimizer = example.make_optimizer(model, config)
+    forward = torch.compile(model, fullgraph=True) if compile else model
     data = example.batches(example.markov_corpus(config.vocab, 50_000), config, config.seed)
     batches = [tuple(t.to(device) for t in next(data)) for _ in range(steps + 3)]
 
     def step(tokens, targets):
         optimizer.zero_grad(set_to_none=True)
         with autocast:
-            loss = model(tokens, targets)
+            loss = forward(tokens, targets)
         loss.backward()
         optimizer.step()
 
@@ -133,7 +136,7 @@ def step_profile(device: str, steps: int, rows: int) -> None:
     host = time.perf_counter() - start
     if device == "cuda":
         torch.cuda.synchronize()
-    print(f"\n== tegula step, bf16: host {host * 1e3 / steps:.2f} ms per step issued, "
+    print(f"\n== tegula step{' (compiled)' if compile else ''}, bf16: host {host * 1e3 / steps:.2f} ms per step issued, "
           f"{(time.perf_counter() - start) * 1e3 / steps:.2f} ms with the device's tail")
     profiler = cProfile.Profile()
     profiler.enable()
@@ -155,9 +158,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rows", type=int, default=35)
+    parser.add_argument("--compile", action="store_true", help="profile the step of the compiled model")
     args = parser.parse_args()
-    op_rows(args.device, args.calls)
-    step_profile(args.device, args.steps, args.rows)
+    if args.calls:
+        op_rows(args.device, args.calls)
+    if args.steps:
+        step_profile(args.device, args.steps, args.rows, args.compile)
 
 
 if __name__ == "__main__":
