@@ -105,14 +105,14 @@ def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.
                          out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(h, y, rstd): h like x, y of out_dtype, rstd per row (float32, float64 for float64 x)."""
     _check(x, residual, weight, out_dtype)
-    rows = _rows.rows_of(x)  # the kernels take only addresses and N
-    M, N = rows.shape
-    h = torch.empty_like(rows)
-    y = torch.empty_like(rows, dtype=out_dtype)
+    x = x.contiguous()  # rows of its last dimension; the kernels take only addresses and N
+    M, N = _rows.shape_of_rows(x)
+    h = torch.empty_like(x, memory_format=torch.contiguous_format)
+    y = torch.empty_like(x, dtype=out_dtype, memory_format=torch.contiguous_format)
     rstd = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
-    add_rms_norm_forward_kernel[(M,)](rows, _rows.rows_of(residual), weight, h, y, rstd, N, eps,
+    add_rms_norm_forward_kernel[(M,)](x, residual.contiguous(), weight, h, y, rstd, N, eps,
                                       BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
-    return h.view(x.shape), y.view(x.shape), rstd.view(x.shape[:-1])
+    return h, y, rstd.view(x.shape[:-1])
 
 
 def _backward_fake(dh, dy, h, weight, rstd, residual_dtype):
@@ -124,19 +124,19 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
                           rstd: torch.Tensor,
                           residual_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, dresidual, dweight) from the forward's h and saved rstd; dh None counts as zero."""
-    rows = _rows.rows_of(h)
-    M, N = rows.shape
-    dx = torch.empty_like(rows)
-    dres = torch.empty_like(rows, dtype=residual_dtype)
+    h = h.contiguous()  # rows of its last dimension; the kernels take only addresses and N
+    M, N = _rows.shape_of_rows(h)
+    dx = torch.empty_like(h, memory_format=torch.contiguous_format)
+    dres = torch.empty_like(h, dtype=residual_dtype, memory_format=torch.contiguous_format)
     block_n = tegula.next_power_of_2(N)
     step = _rows.rows_per_step(block_n)
     programs, rows_per_program = _rows.row_split(M, h.device, step)
     dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(h), device=h.device)
-    add_rms_norm_backward_kernel[(programs,)](None if dh is None else _rows.rows_of(dh), _rows.rows_of(dy), rows,
+    add_rms_norm_backward_kernel[(programs,)](None if dh is None else dh.contiguous(), dy.contiguous(), h,
                                               weight, rstd.contiguous(), dx, dres, dw_partial, M, N,
                                               rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h),
                                               num_warps=_rows.backward_warps(block_n * step))
-    return dx.view(h.shape), dres.view(h.shape), _rows.sum_partials(dw_partial, weight.dtype)
+    return dx, dres, _rows.sum_partials(dw_partial, weight.dtype)
 
 
 def _backward(saved, dh, dy, _drstd):
