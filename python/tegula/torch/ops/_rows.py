@@ -113,8 +113,12 @@ def sum_partials(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The column sums of a [P, N] partial-gradient buffer, as a new [N] tensor of `dtype`."""
     P, N = partial.shape
     out = torch.empty(N, dtype=dtype, device=partial.device)
-    block_n = min(tegula.next_power_of_2(N), 256)
-    _sum_partials_kernel[(tegula.cdiv(N, block_n),)](partial, out, P, N, BLOCK_P=16, BLOCK_N=block_n)
+    # A weight's few columns in slices of 32 (a 128-byte line of float32 per row), 64 partial rows
+    # per step: a [264, 512] buffer (2 programs per SM of an H200) takes 16 programs of 5 steps,
+    # where 256-column slices of 16 rows took 2 programs of 17 dependent steps, all latency. Wide
+    # buffers (linear_cross_entropy's) keep 256 columns a program, so programs stay few on a CPU.
+    block_n = min(tegula.next_power_of_2(N), 32 if N <= 4096 else 256)
+    _sum_partials_kernel[(tegula.cdiv(N, block_n),)](partial, out, P, N, BLOCK_P=64, BLOCK_N=block_n)
     return out
 
 
