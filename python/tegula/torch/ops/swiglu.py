@@ -26,32 +26,35 @@ BLOCK_R, BLOCK_C = 8, 256
 
 
 # a and b are read through their row strides (a gate and an up projection are
-# often two halves of one [M, 2N] output); y, da and db are contiguous.
+# often two halves of one [M, 2N] output), b from offset_b elements past b_ptr
+# (N with a_ptr and b_ptr both that output: no slice to make on the host); y,
+# da and db are contiguous.
 @tegula.jit
-def swiglu_forward_kernel(a_ptr, b_ptr, y_ptr, M, N, stride_a, stride_b, BLOCK_R: tl.constexpr,
+def swiglu_forward_kernel(a_ptr, b_ptr, y_ptr, M, N, stride_a, stride_b, offset_b, BLOCK_R: tl.constexpr,
                           BLOCK_C: tl.constexpr, ACC: tl.constexpr):
     rows = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)[:, None]
     cols = (tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C))[None, :]
     mask = (rows < M) & (cols < N)
     a = tl.load(a_ptr + rows * stride_a + cols, mask=mask, other=0.0).to(ACC)
-    b = tl.load(b_ptr + rows * stride_b + cols, mask=mask, other=0.0).to(ACC)
+    b = tl.load(b_ptr + offset_b + rows * stride_b + cols, mask=mask, other=0.0).to(ACC)
     tl.store(y_ptr + rows * N + cols, (a * tl.sigmoid(a) * b).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-# da and db are written with row stride stride_out: N for two tensors, 2N for the halves of one.
+# da and db are written with row stride stride_out: N for two tensors, 2N for the halves of one (db
+# offset_db elements past db_ptr).
 @tegula.jit
 def swiglu_backward_kernel(dy_ptr, a_ptr, b_ptr, da_ptr, db_ptr, M, N, stride_dy, stride_a, stride_b, stride_out,
-                           BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+                           offset_b, offset_db, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
     rows = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)[:, None]
     cols = (tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C))[None, :]
     mask = (rows < M) & (cols < N)
     dy = tl.load(dy_ptr + rows * stride_dy + cols, mask=mask, other=0.0).to(ACC)
     a = tl.load(a_ptr + rows * stride_a + cols, mask=mask, other=0.0).to(ACC)
-    b = tl.load(b_ptr + rows * stride_b + cols, mask=mask, other=0.0).to(ACC)
+    b = tl.load(b_ptr + offset_b + rows * stride_b + cols, mask=mask, other=0.0).to(ACC)
     s = tl.sigmoid(a)
     out = rows * stride_out + cols
     tl.store(da_ptr + out, (dy * b * s * (1.0 + a * (1.0 - s))).to(da_ptr.dtype.element_ty), mask=mask)
-    tl.store(db_ptr + out, (dy * a * s).to(db_ptr.dtype.element_ty), mask=mask)
+    tl.store(db_ptr + offset_db + out, (dy * a * s).to(db_ptr.dtype.element_ty), mask=mask)
 
 
 def _grid(M: int, N: int) -> tuple:
@@ -76,7 +79,7 @@ def swiglu_forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.numel():
         a2, b2 = _rows.strided_rows(a), _rows.strided_rows(b)
         M, N = a2.shape
-        swiglu_forward_kernel[_grid(M, N)](a2, b2, y, M, N, a2.stride(0), b2.stride(0), BLOCK_R=BLOCK_R,
+        swiglu_forward_kernel[_grid(M, N)](a2, b2, y, M, N, a2.stride(0), b2.stride(0), 0, BLOCK_R=BLOCK_R,
                                            BLOCK_C=BLOCK_C, ACC=compute_dtype(a))
     return y
 
@@ -88,7 +91,7 @@ def swiglu_backward(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tuple
         dy2, a2, b2 = _rows.strided_rows(dy), _rows.strided_rows(a), _rows.strided_rows(b)
         M, N = a2.shape
         swiglu_backward_kernel[_grid(M, N)](dy2, a2, b2, da, db, M, N, dy2.stride(0), a2.stride(0), b2.stride(0), N,
-                                            BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(a))
+                                            0, 0, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(a))
     return da, db
 
 
@@ -125,9 +128,14 @@ def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
     _check_halves(x)
     y = x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
     if x.numel():
-        a, b = _halves(x)
-        M, N = a.shape
-        swiglu_forward_kernel[_grid(M, N)](a, b, y, M, N, a.stride(0), b.stride(0), BLOCK_R=BLOCK_R,
+        if x.is_contiguous():  # the halves as offsets into x: no views to make
+            N = x.shape[-1] // 2
+            M, a, b, stride, offset = x.numel() // (2 * N), x, x, 2 * N, N
+            stride_a = stride_b = stride
+        else:
+            a, b = _halves(x)
+            (M, N), stride_a, stride_b, offset = a.shape, a.stride(0), b.stride(0), 0
+        swiglu_forward_kernel[_grid(M, N)](a, b, y, M, N, stride_a, stride_b, offset, BLOCK_R=BLOCK_R,
                                            BLOCK_C=BLOCK_C, ACC=compute_dtype(x))
     return y
 
@@ -136,12 +144,18 @@ def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
 def silu_and_mul_backward(dy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     dx = x.new_empty(x.shape)
     if x.numel():
-        dy2 = _rows.strided_rows(dy)
-        a, b = _halves(x)
-        M, N = a.shape
-        swiglu_backward_kernel[_grid(M, N)](dy2, a, b, dx, dx[..., N:], M, N, dy2.stride(0), a.stride(0),
-                                            b.stride(0), 2 * N, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,
-                                            ACC=compute_dtype(x))
+        N = x.shape[-1] // 2
+        if x.is_contiguous() and dy.is_contiguous():  # the halves as offsets: no views to make
+            M = x.numel() // (2 * N)
+            swiglu_backward_kernel[_grid(M, N)](dy, x, x, dx, dx, M, N, N, 2 * N, 2 * N, 2 * N, N, N,
+                                                BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(x))
+        else:
+            dy2 = _rows.strided_rows(dy)
+            a, b = _halves(x)
+            M = a.shape[0]
+            swiglu_backward_kernel[_grid(M, N)](dy2, a, b, dx, dx, M, N, dy2.stride(0), a.stride(0),
+                                                b.stride(0), 2 * N, 0, N, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,
+                                                ACC=compute_dtype(x))
     return dx
 
 
