@@ -42,7 +42,7 @@ def register_pending() -> None:
     try:
         from torch._inductor import lowering
         from torch._library.utils import get_layout_constraint_tag
-    except ImportError:
+    except Exception:  # noqa: BLE001 - an Inductor that cannot import (say, a broken Triton) lowers nothing
         _pending.clear()
         return
     while _pending:
