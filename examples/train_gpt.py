@@ -349,8 +349,8 @@ def main() -> None:
         import json
         with open(args.json, "w") as f:
             json.dump({"config": dataclasses.asdict(config), "device": args.device, "steps": args.steps,
-                       "compile": args.compile, "compile_mode": args.compile_mode, "tokens_per_s": rates, "final_mean_loss": final,
-                       "losses": curves}, f, indent=1)
+                       "compile": args.compile, "compile_mode": args.compile_mode, "tokens_per_s": rates,
+                       "final_mean_loss": final, "losses": curves}, f, indent=1)
         print(f"wrote {args.json}")
     if args.plot:
         plot(curves, args.plot, f"{config.layers}-layer GPT, dim {config.dim}, synthetic Markov corpus"

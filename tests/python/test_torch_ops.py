@@ -156,6 +156,20 @@ def test_silu_and_mul_reads_a_strided_projection_and_returns_one_gradient(device
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_silu_and_mul_backward_reads_a_strided_upstream_gradient(device):
+    # x contiguous (its halves passed as offsets) with dy a row-strided view: both routes of the backward.
+    gen = torch.Generator().manual_seed(64)
+    x = _randn(6, 2 * 37, dtype=torch.float32, gen=gen, scale=2, device=device).requires_grad_()
+    wide = _randn(6, 50, dtype=torch.float32, gen=gen, device=device)
+    dy = wide[:, 3:40]
+    assert not dy.is_contiguous()
+    want = torch.autograd.grad(swiglu_reference(*x.chunk(2, dim=-1)), x, dy)[0]
+    for upstream in (dy, dy.contiguous()):
+        got = torch.ops.tegula.silu_and_mul_backward(upstream, x.detach())
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("B,T,H,D", [(2, 7, 3, 12), (1, 9, 2, 64)])  # half 6 is masked; 17 rows ends mid-block
 def test_rotary_embedding_matches_torch(device, dtype, B, T, H, D):

@@ -112,10 +112,14 @@ def _check_halves(x):
 
 
 def _halves(x):
-    """x's two halves as [M, N] row matrices, views of x where its strides allow."""
+    """x's halves as kernel arguments (a, b, M, N, stride_a, stride_b, offset_b): a contiguous x is passed
+    itself for both, b offset_b = N elements on (no views to make); else [M, N] row views of each half."""
+    N = x.shape[-1] // 2
+    if x.is_contiguous():
+        return x, x, x.numel() // (2 * N), N, 2 * N, 2 * N, N
     rows = _rows.strided_rows(x)
-    N = rows.shape[1] // 2
-    return rows[:, :N], rows[:, N:]
+    a, b = rows[:, :N], rows[:, N:]
+    return a, b, rows.shape[0], N, a.stride(0), b.stride(0), 0
 
 
 def _halves_fake(x):
@@ -128,14 +132,8 @@ def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
     _check_halves(x)
     y = x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
     if x.numel():
-        if x.is_contiguous():  # the halves as offsets into x: no views to make
-            N = x.shape[-1] // 2
-            M, a, b, stride, offset = x.numel() // (2 * N), x, x, 2 * N, N
-            stride_a = stride_b = stride
-        else:
-            a, b = _halves(x)
-            (M, N), stride_a, stride_b, offset = a.shape, a.stride(0), b.stride(0), 0
-        swiglu_forward_kernel[_grid(M, N)](a, b, y, M, N, stride_a, stride_b, offset, BLOCK_R=BLOCK_R,
+        a, b, M, N, stride_a, stride_b, offset_b = _halves(x)
+        swiglu_forward_kernel[_grid(M, N)](a, b, y, M, N, stride_a, stride_b, offset_b, BLOCK_R=BLOCK_R,
                                            BLOCK_C=BLOCK_C, ACC=compute_dtype(x))
     return y
 
@@ -144,18 +142,14 @@ def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
 def silu_and_mul_backward(dy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     dx = x.new_empty(x.shape)
     if x.numel():
-        N = x.shape[-1] // 2
-        if x.is_contiguous() and dy.is_contiguous():  # the halves as offsets: no views to make
-            M = x.numel() // (2 * N)
-            swiglu_backward_kernel[_grid(M, N)](dy, x, x, dx, dx, M, N, N, 2 * N, 2 * N, 2 * N, N, N,
-                                                BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(x))
-        else:
-            dy2 = _rows.strided_rows(dy)
-            a, b = _halves(x)
-            M = a.shape[0]
-            swiglu_backward_kernel[_grid(M, N)](dy2, a, b, dx, dx, M, N, dy2.stride(0), a.stride(0),
-                                                b.stride(0), 2 * N, 0, N, BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C,
-                                                ACC=compute_dtype(x))
+        a, b, M, N, stride_a, stride_b, offset_b = _halves(x)
+        stride_dy = N
+        if not dy.is_contiguous():
+            dy = _rows.strided_rows(dy)
+            stride_dy = dy.stride(0)
+        # dx is new, contiguous: its halves are da at 0 and db N elements on, rows 2N apart.
+        swiglu_backward_kernel[_grid(M, N)](dy, a, b, dx, dx, M, N, stride_dy, stride_a, stride_b, 2 * N, offset_b, N,
+                                            BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(x))
     return dx
 
 
