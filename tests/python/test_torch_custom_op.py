@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is installed by `make venv`
 import tegula  # noqa: E402
 import tegula.language as tl  # noqa: E402
 import tegula.torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 
 @tegula.jit
@@ -76,19 +77,33 @@ def test_op_is_registered_under_its_name_and_passes_opcheck():
     torch.library.opcheck(scaled_tanh, (x, 0.7))
 
 
+class _PassThrough(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
 def test_eager_calls_skip_the_dispatcher_with_the_same_results():
     # In plain eager mode a call runs the host function under a torch.autograd.Function (no dispatcher
-    # round trip); torch.ops.<ns>.<op> goes through the dispatcher. Same values, same gradients.
+    # round trip). torch.ops.<ns>.<op> goes through the dispatcher, whose autograd kernel for CPU and
+    # CUDA tensors is Tegula's and takes the same Function. Under a dispatch mode (what tracers use) the
+    # autograd kernel hands the call to custom_op's own. Same values, same gradients on every route.
     x = torch.randn(6, 29, requires_grad=True)
     fast = scaled_tanh(x, 0.7)
     assert type(fast.grad_fn).__name__.startswith("scaled_tanh_function")
     routed = torch.ops.tegula_tests.scaled_tanh(x, 0.7)
-    assert type(routed.grad_fn).__name__ != type(fast.grad_fn).__name__
+    assert type(routed.grad_fn).__name__ == type(fast.grad_fn).__name__
     torch.testing.assert_close(fast, routed, rtol=0, atol=0)
     upstream = torch.randn(6, 29)
     (g_fast,) = torch.autograd.grad(fast, x, upstream)
     (g_routed,) = torch.autograd.grad(routed, x, upstream)
     torch.testing.assert_close(g_fast, g_routed, rtol=0, atol=0)
+    with _PassThrough():
+        through_custom_op = torch.ops.tegula_tests.scaled_tanh(x, 0.7)
+    assert "scaled_tanh" in type(through_custom_op.grad_fn).__name__
+    assert type(through_custom_op.grad_fn).__name__ != type(fast.grad_fn).__name__
+    torch.testing.assert_close(fast, through_custom_op, rtol=0, atol=0)
+    (g_custom_op,) = torch.autograd.grad(through_custom_op, x, upstream)
+    torch.testing.assert_close(g_fast, g_custom_op, rtol=0, atol=0)
     with torch.no_grad():
         torch.testing.assert_close(scaled_tanh(x, 0.7), fast.detach(), rtol=0, atol=0)
     # Under a dispatch mode (what tracers use) the call goes through the dispatcher: fake outputs.
@@ -124,3 +139,20 @@ def test_fullgraph_compile_keeps_the_op_and_matches_torch(m, n):
     from torch._inductor import lowering
     for op in (torch.ops.tegula_tests.scaled_tanh.default, torch.ops.tegula_tests.scaled_tanh_backward.default):
         assert op in tegula.torch._inductor_fallback._registered and op in lowering.lowerings
+
+
+@tegula.torch.custom_op("tegula_tests::scaled_tanh_no_formula", fake=lambda x, alpha: x.new_empty(x.shape))
+def scaled_tanh_no_formula(x: torch.Tensor, alpha: float) -> torch.Tensor:
+    return scaled_tanh._tegula_fn(x, alpha)
+
+
+def test_an_op_without_a_formula_runs_and_refuses_its_backward_on_every_route():
+    x = torch.randn(4, 37, requires_grad=True)
+    want = torch.tanh(0.7 * x.detach())
+    for call in (scaled_tanh_no_formula, torch.ops.tegula_tests.scaled_tanh_no_formula):
+        with torch.no_grad():
+            torch.testing.assert_close(call(x, 0.7), want, rtol=1e-5, atol=1e-6)
+        y = call(x, 0.7)
+        with pytest.raises(RuntimeError, match="register_autograd"):
+            y.sum().backward()
+

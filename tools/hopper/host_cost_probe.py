@@ -1,6 +1,7 @@
 """Host time per call of tegula.torch's ops, against torch ops of the same kind.
 
     python tools/hopper/host_cost_probe.py [--device cuda] [--calls 2000] [--steps 10] [--compile]
+                                           [--ops tegula torch] [--sample]
 
 Tiny tensors, so the device finishes each kernel before the host issues the
 next and the per-call time is the host's: the launch alone, the host
@@ -9,7 +10,15 @@ through torch's dispatcher that compiled graphs take, and a forward plus
 backward. Then cProfile of the bf16 training step of examples/train_gpt.py
 (GPU configuration, tegula ops): the Python functions that take its host time;
 with --compile, of the model under torch.compile(fullgraph=True). --calls 0 or
---steps 0 leaves that part out.
+--steps 0 leaves that part out. --ops also times the torch variant's step, for
+the issue rates side by side.
+
+cProfile charges every Python call a fixed cost, so it inflates code made of
+many small calls (torch's dispatch layers) against code that spends its time
+in C. --sample replaces it with a sampler: a thread that reads the main
+thread's stack every 100 microseconds, uninstrumented otherwise, and reports
+the share of samples in which each function is the innermost Python frame
+(self) or anywhere on the stack (inclusive).
 """
 
 from __future__ import annotations
@@ -19,7 +28,9 @@ import cProfile
 import importlib
 import io
 import pstats
+import collections
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -107,13 +118,75 @@ def op_rows(device: str, calls: int) -> None:
     del glu, rot
 
 
-def step_profile(device: str, steps: int, rows: int, compile: bool = False) -> None:
+class StackSampler:
+    """Samples one thread's Python stack from another thread: counts, per
+    function, the samples with it innermost (self) and anywhere on the stack
+    (inclusive). The sampler needs the GIL to read the stack, so the switch
+    interval is shortened while it runs; time in C code that holds the GIL is
+    charged to the Python frame that called it."""
+
+    def __init__(self, period: float = 1e-4):
+        self.period = period
+        self.self_counts: collections.Counter = collections.Counter()
+        self.inclusive: collections.Counter = collections.Counter()
+        self.samples = 0
+        self._target = threading.get_ident()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._interval = sys.getswitchinterval()
+        sys.setswitchinterval(self.period)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        sys.setswitchinterval(self._interval)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            frame = sys._current_frames().get(self._target)
+            if frame is None:
+                continue
+            self.samples += 1
+            self.self_counts[self._name(frame)] += 1
+            seen = set()
+            while frame is not None:
+                name = self._name(frame)
+                if name not in seen:
+                    seen.add(name)
+                    self.inclusive[name] += 1
+                frame = frame.f_back
+
+    @staticmethod
+    def _name(frame) -> str:
+        code = frame.f_code
+        path = code.co_filename
+        for marker in ("site-packages/", "python/tegula/", "/tools/", "/examples/"):
+            if marker in path:
+                path = path.split(marker, 1)[1]
+                break
+        return f"{path}:{code.co_firstlineno}({code.co_name})"
+
+    def report(self, rows: int) -> str:
+        lines = [f"{self.samples} samples"]
+        for title, counts in (("self", self.self_counts), ("inclusive", self.inclusive)):
+            lines.append(f"-- {title}")
+            for name, count in counts.most_common(rows):
+                lines.append(f"{100 * count / max(self.samples, 1):6.1f}%  {name}")
+        return "\n".join(lines)
+
+
+def step_profile(device: str, steps: int, rows: int, compile: bool = False, ops: str = "tegula",
+                 sample: bool = False) -> None:
     import dataclasses
     from profile_train_step import load_example
     example = load_example()
     config = dataclasses.replace(example.default_config(device), precision="bfloat16")
     autocast = example.forward_precision(config, device)
-    model = example.make_model(config, "tegula").to(device)
+    model = example.make_model(config, ops).to(device)
     optimizer = example.make_optimizer(model, config)
     forward = torch.compile(model, fullgraph=True) if compile else model
     data = example.batches(example.markov_corpus(config.vocab, 50_000), config, config.seed)
@@ -136,8 +209,18 @@ def step_profile(device: str, steps: int, rows: int, compile: bool = False) -> N
     host = time.perf_counter() - start
     if device == "cuda":
         torch.cuda.synchronize()
-    print(f"\n== tegula step{' (compiled)' if compile else ''}, bf16: host {host * 1e3 / steps:.2f} ms per step issued, "
-          f"{(time.perf_counter() - start) * 1e3 / steps:.2f} ms with the device's tail")
+    print(f"\n== {ops} step{' (compiled)' if compile else ''}, bf16: host {host * 1e3 / steps:.2f} ms per step issued, "
+          f"{(time.perf_counter() - start) * 1e3 / steps:.2f} ms with the device's tail", flush=True)
+    if not rows:
+        return
+    if sample:
+        with StackSampler() as sampler:
+            for tokens, targets in batches[3:]:
+                step(tokens, targets)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        print(f"\n-- sampled, {steps} steps: {sampler.report(rows)}")
+        return
     profiler = cProfile.Profile()
     profiler.enable()
     for tokens, targets in batches[3:]:
@@ -159,11 +242,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rows", type=int, default=35)
     parser.add_argument("--compile", action="store_true", help="profile the step of the compiled model")
+    parser.add_argument("--ops", nargs="+", choices=("tegula", "torch"), default=["tegula"],
+                        help="the variants whose step to time; each but the first is timed only (--rows 0)")
+    parser.add_argument("--sample", action="store_true", help="a stack sampler instead of cProfile")
     args = parser.parse_args()
     if args.calls:
         op_rows(args.device, args.calls)
     if args.steps:
-        step_profile(args.device, args.steps, args.rows, args.compile)
+        for i, ops in enumerate(args.ops):
+            step_profile(args.device, args.steps, args.rows if i == 0 else 0, args.compile, ops, args.sample)
 
 
 if __name__ == "__main__":

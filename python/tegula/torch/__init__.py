@@ -58,27 +58,55 @@ def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) ->
             return fake(*args, **kwargs)
 
         op.register_fake(fake_registering_fallback)
-        if not mutates_args:
-            _register_backends(name, fn)
         op.__class__ = TegulaOp
         op._tegula_fn, op._tegula_mutates, op._tegula_function = fn, bool(tuple(mutates_args)), None
+        if not mutates_args:
+            _register_kernels(name, op)
         return op
     return wrap
 
 
-def _register_backends(name: str, fn: Callable) -> None:
-    """Registers the host function itself as the op's CPU and CUDA kernel, the
-    route a compiled graph's call takes. custom_op's own kernel for them wraps
-    the function in a frame-evaluation guard and an aliasing check of the
-    outputs: some 10 microseconds of Python per call (the host functions never
-    return their inputs, and are never traced). The autograd and fake
-    registrations stay custom_op's."""
+def _register_kernels(name: str, op: "TegulaOp") -> None:
+    """Registers the op's kernels for the calls that come through torch's
+    dispatcher (a compiled graph's, ``torch.ops``'s) on CPU and CUDA tensors.
+
+    The backend kernel is the host function itself. custom_op's own wraps it
+    in a frame-evaluation guard and an aliasing check of the outputs, some 10
+    microseconds of Python per call; the host functions never return their
+    inputs and are never traced.
+
+    The autograd kernel, registered for AutogradCPU and AutogradCUDA (which
+    take precedence over custom_op's registration for the Autograd alias, so
+    nothing is overridden), does in Python what ``TegulaOp.__call__`` does:
+    with plain tensors and nothing tracing, the host function directly, or its
+    ``autograd.Function`` when a gradient is needed. custom_op's kernel would
+    call back into the dispatcher below autograd and from there into Python
+    again, a third of an op's host time in a compiled step. Anything else
+    (fake or functional tensors, a dispatch mode, an op without a gradient
+    formula asked for one) takes custom_op's kernel, as before."""
     namespace, op_name = name.split("::")
     library = _LIBRARIES.get(namespace)
     if library is None:
         library = _LIBRARIES[namespace] = torch.library.Library(namespace, "FRAGMENT")
+    host = op._tegula_fn
     for key in ("CPU", "CUDA"):
-        library.impl(op_name, fn, key)
+        library.impl(op_name, host, key)
+        library.impl(op_name, _autograd_kernel(op, torch.library.get_kernel(op._opoverload, "Autograd" + key)),
+                     "Autograd" + key, with_keyset=True)
+
+
+def _autograd_kernel(op: "TegulaOp", custom_op_kernel) -> Callable:
+    host = op._tegula_fn
+
+    def autograd_kernel(keyset, *args, **kwargs):
+        if kwargs or not _plain_eager(args):
+            return custom_op_kernel.call_boxed(keyset, *args, **kwargs)
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            if op._tegula_function is None:
+                return custom_op_kernel.call_boxed(keyset, *args)
+            return op._tegula_function.apply(*args)
+        return host(*args)
+    return autograd_kernel
 
 
 # One fragment per namespace, alive as long as the ops: a Library's registrations end when it is freed.
