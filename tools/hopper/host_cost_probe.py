@@ -119,7 +119,8 @@ def op_rows(device: str, calls: int) -> None:
 
 
 class StackSampler:
-    """Samples one thread's Python stack from another thread: counts, per
+    """Samples the Python stacks of the other threads (the main thread, and the
+    autograd engine's device thread that runs a CUDA backward): counts, per
     function, the samples with it innermost (self) and anywhere on the stack
     (inclusive). The sampler needs the GIL to read the stack, so the switch
     interval is shortened while it runs; time in C code that holds the GIL is
@@ -130,7 +131,6 @@ class StackSampler:
         self.self_counts: collections.Counter = collections.Counter()
         self.inclusive: collections.Counter = collections.Counter()
         self.samples = 0
-        self._target = threading.get_ident()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -145,20 +145,26 @@ class StackSampler:
         self._thread.join()
         sys.setswitchinterval(self._interval)
 
+    # A thread whose innermost frame is one of these is waiting for another
+    # (the main thread while the autograd engine's device thread runs the
+    # backward): its sample is not counted.
+    WAITING = ("_engine_run_backward", "_wait_for_tstate_lock", "wait")
+
     def _run(self) -> None:
+        me = threading.get_ident()
         while not self._stop.wait(self.period):
-            frame = sys._current_frames().get(self._target)
-            if frame is None:
-                continue
-            self.samples += 1
-            self.self_counts[self._name(frame)] += 1
-            seen = set()
-            while frame is not None:
-                name = self._name(frame)
-                if name not in seen:
-                    seen.add(name)
-                    self.inclusive[name] += 1
-                frame = frame.f_back
+            for ident, frame in sys._current_frames().items():
+                if ident == me or frame.f_code.co_name in self.WAITING:
+                    continue
+                self.samples += 1
+                self.self_counts[self._name(frame)] += 1
+                seen = set()
+                while frame is not None:
+                    name = self._name(frame)
+                    if name not in seen:
+                        seen.add(name)
+                        self.inclusive[name] += 1
+                    frame = frame.f_back
 
     @staticmethod
     def _name(frame) -> str:
@@ -192,17 +198,26 @@ def step_profile(device: str, steps: int, rows: int, compile: bool = False, ops:
     data = example.batches(example.markov_corpus(config.vocab, 50_000), config, config.seed)
     batches = [tuple(t.to(device) for t in next(data)) for _ in range(steps + 3)]
 
+    phases = collections.Counter()
+
     def step(tokens, targets):
+        t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         with autocast:
             loss = forward(tokens, targets)
+        t1 = time.perf_counter()
         loss.backward()
+        t2 = time.perf_counter()
         optimizer.step()
+        phases["forward"] += t1 - t0
+        phases["backward"] += t2 - t1
+        phases["optimizer"] += time.perf_counter() - t2
 
     for tokens, targets in batches[:3]:
         step(tokens, targets)
     if device == "cuda":
         torch.cuda.synchronize()
+    phases.clear()
     start = time.perf_counter()
     for tokens, targets in batches[3:]:
         step(tokens, targets)
@@ -210,7 +225,8 @@ def step_profile(device: str, steps: int, rows: int, compile: bool = False, ops:
     if device == "cuda":
         torch.cuda.synchronize()
     print(f"\n== {ops} step{' (compiled)' if compile else ''}, bf16: host {host * 1e3 / steps:.2f} ms per step issued, "
-          f"{(time.perf_counter() - start) * 1e3 / steps:.2f} ms with the device's tail", flush=True)
+          f"{(time.perf_counter() - start) * 1e3 / steps:.2f} ms with the device's tail; issued in "
+          + ", ".join(f"{name} {spent * 1e3 / steps:.2f}" for name, spent in phases.items()) + " ms", flush=True)
     if not rows:
         return
     if sample:

@@ -109,10 +109,12 @@ def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.
     M, N = _rows.shape_of_rows(x)
     h = torch.empty_like(x, memory_format=torch.contiguous_format)
     y = torch.empty_like(x, dtype=out_dtype, memory_format=torch.contiguous_format)
-    rstd = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
+    # Allocated in its final shape: a view of it as an output costs the autograd.Function more than
+    # the rest of the host function.
+    rstd = torch.empty(x.shape[:-1], dtype=_rows.accumulator(x), device=x.device)
     add_rms_norm_forward_kernel[(M,)](x, residual.contiguous(), weight, h, y, rstd, N, eps,
                                       BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
-    return h, y, rstd.view(x.shape[:-1])
+    return h, y, rstd
 
 
 def _backward_fake(dh, dy, h, weight, rstd, residual_dtype):
