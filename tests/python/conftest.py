@@ -18,6 +18,20 @@ EXAMPLES = REPO / "examples"
 BENCHMARKS = REPO / "benchmarks"
 
 os.environ.setdefault("TEGULA_CACHE_DIR", str(REPO / ".cache" / "tegula"))
+
+
+def _torch_ops_digest() -> str:
+    """A digest of the sources of tegula.torch: torch's compile caches key a compiled graph by the
+    graph, not by the schema or autograd formula of the custom ops it calls, so a graph compiled
+    before an op changed would be reused after (and call the op with its old arguments)."""
+    import hashlib
+    digest = hashlib.sha256()
+    for path in sorted((REPO / "python" / "tegula" / "torch").rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(REPO / ".cache" / f"torchinductor-{_torch_ops_digest()}"))
 for folder in (BENCHMARKS, EXAMPLES):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))

@@ -135,11 +135,11 @@ def test_backward_takes_none_for_the_gradient_of_h():
     weight = torch.randn(37, generator=gen, dtype=torch.float64)
     rstd = torch.rsqrt(h.square().mean(-1) + 1e-6)
     backward = torch.ops.tegula.add_rms_norm_backward
-    without = backward(None, dy, h, weight, rstd, torch.float64)
-    with_zero = backward(torch.zeros_like(h), dy, h, weight, rstd, torch.float64)
+    without = backward(None, dy, h, weight, rstd)
+    with_zero = backward(torch.zeros_like(h), dy, h, weight, rstd)
+    assert len(without) == 2
     for a, b in zip(without, with_zero):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
-    assert without[0].data_ptr() != without[1].data_ptr()
 
 
 def test_gradients_of_h_alone_pass_through():
@@ -175,9 +175,8 @@ def _opcheck_cases():
         # A transposed x (as a model's layout may hand it): the fake must give the real outputs' strides.
         "forward_permuted": (torch.ops.tegula.add_rms_norm, (_randn(37, 6, **f64).t(), _randn(6, 37, **f64), weight,
                                                              1e-6, torch.float64)),
-        "backward": (torch.ops.tegula.add_rms_norm_backward, (dy.flip(0), dy, h, weight.detach(), rstd, torch.float64)),
-        "backward_without_dh": (torch.ops.tegula.add_rms_norm_backward, (None, dy, h, weight.detach(), rstd,
-                                                                         torch.float64)),
+        "backward": (torch.ops.tegula.add_rms_norm_backward, (dy.flip(0), dy, h, weight.detach(), rstd)),
+        "backward_without_dh": (torch.ops.tegula.add_rms_norm_backward, (None, dy, h, weight.detach(), rstd)),
     }
 
 

@@ -66,9 +66,9 @@ def main() -> None:
         rows += [
             (f"{label} add_rms_norm torch.ops", lambda: ops.add_rms_norm(x, r, w, 1e-6, dtype)),
             (f"{label} add_rms_norm host fn", lambda: arn.add_rms_norm_forward._tegula_fn(x, r, w, 1e-6, dtype)),
-            (f"{label} add_rms_norm_backward torch.ops", lambda: ops.add_rms_norm_backward(dy, dy, h, w, rstd, dtype)),
+            (f"{label} add_rms_norm_backward torch.ops", lambda: ops.add_rms_norm_backward(dy, dy, h, w, rstd)),
             (f"{label} add_rms_norm_backward host fn",
-             lambda: arn.add_rms_norm_backward._tegula_fn(dy, dy, h, w, rstd, dtype)),
+             lambda: arn.add_rms_norm_backward._tegula_fn(dy, dy, h, w, rstd)),
             (f"{label} silu_and_mul torch.ops", lambda: ops.silu_and_mul(xf)),
             (f"{label} silu_and_mul_backward torch.ops", lambda: ops.silu_and_mul_backward(dsilu, xf)),
             (f"{label} rotary_qkv torch.ops", lambda: ops.rotary_qkv(qkv, cos, sin)),
@@ -79,21 +79,18 @@ def main() -> None:
         block_n = tegula.next_power_of_2(N)
         step = _rows.rows_per_step(block_n)
         programs, per_program = _rows.row_split(M, h.device, step)
-        dx, dres = torch.empty_like(h), torch.empty_like(h)
+        dx = torch.empty_like(h)
         partial = torch.empty((programs, N), dtype=torch.float32, device=device)
         kernel = arn.add_rms_norm_backward_kernel
         acc = compute_dtype(h)
         warps = _rows.backward_warps(block_n * step)
         rows += [
             (f"{label}   .contiguous() x3", lambda: (h.contiguous(), dy.contiguous(), rstd.contiguous())),
-            (f"{label}   empty_like x2 + empty", lambda: (torch.empty_like(h, memory_format=torch.contiguous_format),
-                                                     torch.empty_like(h, dtype=dtype,
-                                                                      memory_format=torch.contiguous_format),
-                                                     torch.empty((programs, N), dtype=torch.float32,
-                                                                 device=device))),
+            (f"{label}   empty_like + empty", lambda: (torch.empty_like(h, memory_format=torch.contiguous_format),
+                                                  torch.empty((programs, N), dtype=torch.float32, device=device))),
             (f"{label}   row_split and friends", lambda: (_rows.row_split(M, h.device, step),
                                                           _rows.rows_per_step(block_n), compute_dtype(h))),
-            (f"{label}   backward kernel launch", lambda: kernel[(programs,)](dy, dy, h, w, rstd, dx, dres, partial, M,
+            (f"{label}   backward kernel launch", lambda: kernel[(programs,)](dy, dy, h, w, rstd, dx, partial, M,
                                                                              N, per_program, BLOCK_N=block_n,
                                                                              ROWS=step, ACC=acc, num_warps=warps)),
             (f"{label}   sum_partials", lambda: _rows.sum_partials(partial, w.dtype)),

@@ -10,8 +10,9 @@ than x (a bf16 projection's output added to a float32 stream).
 Forward: one program per row, the row one tile; it stores h, y and rstd, and
 y is computed from h as stored (rounded to x's dtype). Backward: with
 ``hhat = h * rstd`` and ``g = w * dy``,
-``dh_total = dh + rstd * (g - hhat * mean(hhat * g))``, written as dx (x's
-dtype) and dresidual (residual's dtype) by the same kernel;
+``dh_total = dh + rstd * (g - hhat * mean(hhat * g))``, written once as dx
+(x's dtype), which is also residual's gradient (converted when residual is
+narrower, the only case that costs a second tensor);
 ``dw = sum over rows of dy * hhat``, each program keeping its part in
 registers (see _rows.py for how the parts are added). When h's gradient is
 None the kernel is specialized without it (nothing is read for it).
@@ -51,7 +52,7 @@ def add_rms_norm_forward_kernel(x_ptr, res_ptr, w_ptr, h_ptr, y_ptr, rstd_ptr, N
 
 
 @tegula.jit
-def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, rstd_ptr, dx_ptr, dres_ptr, dw_partial_ptr, M, N,
+def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
                                  rows_per_program, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
     # dh_ptr None (h unused): that term folds away. ROWS rows per step (_rows.rows_per_step).
     pid = tl.program_id(0)
@@ -75,7 +76,6 @@ def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, rstd_ptr, dx_ptr,
         if dh_ptr is not None:
             dh = dh + tl.load(dh_ptr + tile, mask=m2, other=0.0).to(ACC)
         tl.store(dx_ptr + tile, dh.to(dx_ptr.dtype.element_ty), mask=m2)
-        tl.store(dres_ptr + tile, dh.to(dres_ptr.dtype.element_ty), mask=m2)
         dw += dy * hhat
     tl.store(dw_partial_ptr + pid * N + cols, tl.sum(dw, axis=0), mask=mask)
 
@@ -117,28 +117,27 @@ def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.
     return h, y, rstd
 
 
-def _backward_fake(dh, dy, h, weight, rstd, residual_dtype):
-    return h.new_empty(h.shape), h.new_empty(h.shape, dtype=residual_dtype), weight.new_empty(weight.shape)
+def _backward_fake(dh, dy, h, weight, rstd):
+    return h.new_empty(h.shape), weight.new_empty(weight.shape)
 
 
 @custom_op("tegula::add_rms_norm_backward", fake=_backward_fake)
 def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch.Tensor, weight: torch.Tensor,
-                          rstd: torch.Tensor,
-                          residual_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(dx, dresidual, dweight) from the forward's h and saved rstd; dh None counts as zero."""
+                          rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dweight) from the forward's h and saved rstd; dh None counts as zero. dx, in h's dtype, is
+    the gradient of h = x + residual, so of both x and residual."""
     h = h.contiguous()  # rows of its last dimension; the kernels take only addresses and N
     M, N = _rows.shape_of_rows(h)
     dx = torch.empty_like(h, memory_format=torch.contiguous_format)
-    dres = torch.empty_like(h, dtype=residual_dtype, memory_format=torch.contiguous_format)
     block_n = tegula.next_power_of_2(N)
     step = _rows.rows_per_step(block_n)
     programs, rows_per_program = _rows.row_split(M, h.device, step)
     dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(h), device=h.device)
     add_rms_norm_backward_kernel[(programs,)](None if dh is None else dh.contiguous(), dy.contiguous(), h,
-                                              weight, rstd.contiguous(), dx, dres, dw_partial, M, N,
+                                              weight, rstd.contiguous(), dx, dw_partial, M, N,
                                               rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h),
                                               num_warps=_rows.backward_warps(block_n * step))
-    return dx, dres, _rows.sum_partials(dw_partial, weight.dtype)
+    return dx, _rows.sum_partials(dw_partial, weight.dtype)
 
 
 def _backward(saved, dh, dy, _drstd):
@@ -146,9 +145,12 @@ def _backward(saved, dh, dy, _drstd):
     if dy is None:  # y unused: h's gradient passes to both inputs, none to weight
         if dh is None:
             return None, None, None, None, None
-        return dh, dh.to(residual_dtype, copy=True), None, None, None
-    dx, dres, dw = add_rms_norm_backward(dh, dy, h, weight, rstd, residual_dtype)
-    return dx, dres, dw, None, None
+        dx, dw = dh, None
+    else:
+        dx, dw = add_rms_norm_backward(dh, dy, h, weight, rstd)
+    # One tensor for both inputs, as torch's own add gives its gradient (autograd never writes into a
+    # gradient it hands to two places); a narrower residual gets its own copy.
+    return dx, (dx if residual_dtype == dx.dtype else dx.to(residual_dtype)), dw, None, None
 
 
 register_autograd(add_rms_norm_forward, _backward,
