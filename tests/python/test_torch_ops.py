@@ -373,6 +373,34 @@ def test_rotary_qkv_takes_gradients_in_any_layout_and_missing_ones(device):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["no_batch", "two_batch_dims", "slice_of_wider_rows", "head_dim_strided"])
+def test_rotary_qkv_in_any_rank_and_layout(device, layout):
+    # [B, T, 3, H, D] with the head dim contiguous reads its slots in place (one tensor, slot offsets);
+    # every other rank or layout goes through views or copies of the three slots. Same values either way.
+    gen = torch.Generator().manual_seed(91)
+    T, H, D = 6, 2, 8
+    if layout == "no_batch":
+        qkv = _randn(T, 3, H, D, dtype=torch.float64, gen=gen, device=device)
+    elif layout == "two_batch_dims":
+        qkv = _randn(2, 3, T, 3, H, D, dtype=torch.float64, gen=gen, device=device)
+    elif layout == "slice_of_wider_rows":  # q, k, v as the first columns of a wider projection's rows
+        wide = _randn(2, T, 3 * H * D + 5, dtype=torch.float64, gen=gen, device=device)
+        qkv = wide[..., :3 * H * D].unflatten(-1, (3, H, D))
+    else:
+        qkv = _randn(2, T, 3, H, 2 * D, dtype=torch.float64, gen=gen, device=device)[..., ::2]
+    qkv = qkv.detach().requires_grad_()
+    cos, sin = ops.rotary_tables(T, D, dtype=torch.float64, device=device)
+    got = ops.rotary_qkv(qkv, cos, sin)
+    want = rotary_qkv_reference(qkv, cos, sin)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-12)
+    up = [torch.randn(w.shape, generator=gen, dtype=torch.float64).to(device) for w in want]
+    grad = torch.autograd.grad(sum((o * u).sum() for o, u in zip(got, up)), qkv)[0]
+    want_grad = torch.autograd.grad(sum((o * u).sum() for o, u in zip(want, up)), qkv)[0]
+    torch.testing.assert_close(grad, want_grad, rtol=1e-12, atol=1e-12)
+
+
 # --- float64 against finite differences, and the registrations --------------------------------------
 
 

@@ -104,9 +104,11 @@ def rotary_embedding(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> t
 
 # Six row sets of [R, D] addressed through (batch, position, head) strides: three sources and three
 # destinations. q and k are rotated (sin_sign -1 undoes the rotation, for the backward), v is copied.
+# k and v start src_slot and 2 * src_slot elements past their pointers (dst_slot for the outputs): the
+# three slots of one [..., T, 3, H, D] tensor pass as that tensor three times, without views.
 @tegula.jit
 def rotary_qkv_kernel(q_ptr, k_ptr, v_ptr, q_out, k_out, v_out, cos_ptr, sin_ptr, R, T, H, half, sin_sign,
-                      sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h, so_b, so_t, so_h,
+                      src_slot, dst_slot, sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h, so_b, so_t, so_h,
                       BLOCK_R: tl.constexpr, BLOCK_HALF: tl.constexpr, ACC: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.arange(0, BLOCK_HALF)
@@ -123,14 +125,16 @@ def rotary_qkv_kernel(q_ptr, k_ptr, v_ptr, q_out, k_out, v_out, cos_ptr, sin_ptr
     x2 = tl.load(q_ptr + q + half, mask=mask, other=0.0).to(ACC)
     tl.store(q_out + out, (x1 * c - x2 * s).to(q_out.dtype.element_ty), mask=mask)
     tl.store(q_out + out + half, (x2 * c + x1 * s).to(q_out.dtype.element_ty), mask=mask)
-    k = (b * sk_b + t * sk_t + h * sk_h)[:, None] + cols[None, :]
+    k = (b * sk_b + t * sk_t + h * sk_h + src_slot)[:, None] + cols[None, :]
+    k_at = out + dst_slot
     x1 = tl.load(k_ptr + k, mask=mask, other=0.0).to(ACC)
     x2 = tl.load(k_ptr + k + half, mask=mask, other=0.0).to(ACC)
-    tl.store(k_out + out, (x1 * c - x2 * s).to(k_out.dtype.element_ty), mask=mask)
-    tl.store(k_out + out + half, (x2 * c + x1 * s).to(k_out.dtype.element_ty), mask=mask)
-    v = (b * sv_b + t * sv_t + h * sv_h)[:, None] + cols[None, :]
-    tl.store(v_out + out, tl.load(v_ptr + v, mask=mask, other=0.0).to(v_out.dtype.element_ty), mask=mask)
-    tl.store(v_out + out + half, tl.load(v_ptr + v + half, mask=mask, other=0.0).to(v_out.dtype.element_ty),
+    tl.store(k_out + k_at, (x1 * c - x2 * s).to(k_out.dtype.element_ty), mask=mask)
+    tl.store(k_out + k_at + half, (x2 * c + x1 * s).to(k_out.dtype.element_ty), mask=mask)
+    v = (b * sv_b + t * sv_t + h * sv_h + 2 * src_slot)[:, None] + cols[None, :]
+    v_at = out + 2 * dst_slot
+    tl.store(v_out + v_at, tl.load(v_ptr + v, mask=mask, other=0.0).to(v_out.dtype.element_ty), mask=mask)
+    tl.store(v_out + v_at + half, tl.load(v_ptr + v + half, mask=mask, other=0.0).to(v_out.dtype.element_ty),
              mask=mask)
 
 
@@ -143,18 +147,23 @@ def _check_qkv(qkv, cos, sin):
                          f"got {tuple(cos.shape)} and {tuple(sin.shape)}")
 
 
-def _launch_qkv(sources, destinations, cos, sin, sin_sign):
-    T, H, D = sources[0].shape[-3:]
-    sources = [_batched(x, T, H, D) for x in sources]
-    destinations = [_batched(x, T, H, D) for x in destinations]
-    R = sources[0].numel() // D
+def _launch_qkv(sources, destinations, cos, sin, sin_sign, T, H, D, src_slot=0, dst_slot=0, strides=None):
+    """Rotates q and k of sources (three [..., T, H, D] tensors, or one [B, T, 3, H, D] tensor three times
+    with src_slot its slot stride) into destinations (the same two forms, dst_slot for the second), and
+    copies v. strides: the (b, t, h) strides of the three sources and the destinations, when the caller
+    has them (then no views are made)."""
+    if strides is None:
+        # Three tensors each way: any leading dims, viewed as one batch dim (copied when they do not merge).
+        sources = [_batched(x, T, H, D) for x in sources]
+        destinations = [_batched(x, T, H, D) for x in destinations]
+        # The destinations are three new tensors alike or the three slots of one: they share strides, and
+        # _batched views them, never copies them.
+        strides = [stride for x in (*sources, destinations[0]) for stride in x.stride()[:3]]
+    R = destinations[0].numel() // (3 * D if dst_slot else D)
     if not R:
         return
-    # The destinations are three new tensors alike or the three slots of one: they share strides, and
-    # _batched views them, never copies them.
-    strides = [stride for x in (*sources, destinations[0]) for stride in x.stride()[:3]]
     rotary_qkv_kernel[(tegula.cdiv(R, BLOCK_R),)](*sources, *destinations, cos.contiguous(), sin.contiguous(), R, T,
-                                                  H, D // 2, sin_sign, *strides, BLOCK_R=BLOCK_R,
+                                                  H, D // 2, sin_sign, src_slot, dst_slot, *strides, BLOCK_R=BLOCK_R,
                                                   BLOCK_HALF=tegula.next_power_of_2(D // 2),
                                                   ACC=compute_dtype(sources[0]))
 
@@ -170,7 +179,13 @@ def rotary_qkv_forward(qkv: torch.Tensor, cos: torch.Tensor,
                        sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(q, k, v), each [..., T, H, D]: q and k rotated, v a copy."""
     outputs = _qkv_fake(qkv, cos, sin)
-    _launch_qkv(qkv.unbind(-3), outputs, cos, sin, 1.0)
+    if qkv.dim() == 5 and qkv.stride(-1) == 1:  # a model's [B, T, 3, H, D]: its slots read in place
+        sb, st, slot, sh, _ = qkv.stride()
+        _, T, _, H, D = qkv.shape
+        _launch_qkv((qkv, qkv, qkv), outputs, cos, sin, 1.0, T, H, D, src_slot=slot,
+                    strides=(sb, st, sh) * 3 + (T * H * D, H * D, D))
+    else:
+        _launch_qkv(qkv.unbind(-3), outputs, cos, sin, 1.0, *outputs[0].shape[-3:])
     return outputs
 
 
@@ -180,7 +195,13 @@ def rotary_qkv_backward(dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor, co
                         sin: torch.Tensor) -> torch.Tensor:
     """The gradient of qkv, [..., T, 3, H, D]: dq and dk rotated back, dv in place."""
     dqkv = dq.new_empty((*dq.shape[:-2], 3, *dq.shape[-2:]))
-    _launch_qkv((dq, dk, dv), dqkv.unbind(-3), cos, sin, -1.0)
+    grads = (dq, dk, dv)
+    if all(g.dim() == 4 and g.stride(-1) == 1 for g in grads):  # a model's [B, T, H, D] gradients
+        _, T, H, D = dq.shape
+        _launch_qkv(grads, (dqkv, dqkv, dqkv), cos, sin, -1.0, T, H, D, dst_slot=H * D,
+                    strides=(*dq.stride()[:3], *dk.stride()[:3], *dv.stride()[:3], 3 * T * H * D, 3 * H * D, D))
+    else:
+        _launch_qkv(grads, dqkv.unbind(-3), cos, sin, -1.0, *dq.shape[-3:])
     return dqkv
 
 
