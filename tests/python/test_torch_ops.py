@@ -170,6 +170,23 @@ def test_silu_and_mul_backward_reads_a_strided_upstream_gradient(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_silu_and_mul_takes_padded_rows_as_inductor_passes_them(device):
+    # Tagged needs_fixed_stride_order, the ops get Inductor's padded buffers (row stride past the row)
+    # as they are: x and dy with padded rows give the values of their contiguous copies.
+    for op in (torch.ops.tegula.silu_and_mul.default, torch.ops.tegula.silu_and_mul_backward.default):
+        assert torch.Tag.needs_fixed_stride_order in op.tags
+    gen = torch.Generator().manual_seed(65)
+    x = _randn(3, 5, 2 * 37 + 10, dtype=torch.float32, gen=gen, scale=2, device=device)[..., :2 * 37]
+    dy = _randn(3, 5, 37 + 27, dtype=torch.float32, gen=gen, device=device)[..., :37]
+    assert not x.is_contiguous() and not dy.is_contiguous()
+    torch.testing.assert_close(torch.ops.tegula.silu_and_mul(x), swiglu_reference(*x.chunk(2, dim=-1)),
+                               rtol=1e-5, atol=1e-5)
+    xg = x.detach().requires_grad_()
+    want = torch.autograd.grad(swiglu_reference(*xg.chunk(2, dim=-1)), xg, dy)[0]
+    torch.testing.assert_close(torch.ops.tegula.silu_and_mul_backward(dy, x), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("B,T,H,D", [(2, 7, 3, 12), (1, 9, 2, 64)])  # half 6 is masked; 17 rows ends mid-block
 def test_rotary_embedding_matches_torch(device, dtype, B, T, H, D):

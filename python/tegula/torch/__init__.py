@@ -35,7 +35,7 @@ from . import _inductor_fallback
 __all__ = ["custom_op", "register_autograd", "compute_dtype", "dot_precision", "TegulaOp"]
 
 
-def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) -> "TegulaOp":
+def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = (), tags: Iterable = ()) -> "TegulaOp":
     """Decorator: the host function becomes the custom op ``name``
     ("namespace::op", reachable as ``torch.ops.namespace.op``).
 
@@ -47,9 +47,16 @@ def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = ()) ->
     device and strides the function's own outputs have, without computing
     them: ``x.new_empty(shape)`` for a contiguous output (``torch.empty_like``
     keeps the strides of a permuted input, which torch.compile then expects).
+    ``tags`` are ``torch.Tag`` values for the op, e.g. the layout constraint
+    Inductor honours when it passes the op buffers: by default the exact
+    strides the inputs had when traced, so a buffer Inductor padded (rows of
+    2048 bytes or more are padded to 128-byte multiples on a GPU) is copied
+    first; ``torch.Tag.needs_fixed_stride_order`` passes it as it is, for a
+    function that reads rows of any stride.
     Returns a ``TegulaOp``: call it like the function."""
     def wrap(fn: Callable) -> TegulaOp:
-        op = torch.library.custom_op(name, mutates_args=tuple(mutates_args))(fn)
+        extra = {"tags": tuple(tags)} if tags else {}
+        op = torch.library.custom_op(name, mutates_args=tuple(mutates_args), **extra)(fn)
         _inductor_fallback.add(op._opoverload)
 
         @functools.wraps(fake)

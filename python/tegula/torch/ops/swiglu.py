@@ -127,7 +127,8 @@ def _halves_fake(x):
     return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
 
 
-@custom_op("tegula::silu_and_mul", fake=_halves_fake)
+# Both read rows of any stride (_halves, strided_rows): a buffer Inductor padded passes without a copy.
+@custom_op("tegula::silu_and_mul", fake=_halves_fake, tags=(torch.Tag.needs_fixed_stride_order,))
 def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
     _check_halves(x)
     y = x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
@@ -138,7 +139,8 @@ def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
-@custom_op("tegula::silu_and_mul_backward", fake=lambda dy, x: x.new_empty(x.shape))
+@custom_op("tegula::silu_and_mul_backward", fake=lambda dy, x: x.new_empty(x.shape),
+           tags=(torch.Tag.needs_fixed_stride_order,))
 def silu_and_mul_backward(dy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     dx = x.new_empty(x.shape)
     if x.numel():
