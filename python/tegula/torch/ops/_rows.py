@@ -112,7 +112,7 @@ def _sum_partials_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOC
 def sum_partials(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The column sums of a [P, N] partial-gradient buffer, as a new [N] tensor of `dtype`."""
     P, N = partial.shape
-    out = torch.empty(N, dtype=dtype, device=partial.device)
+    out = partial.new_empty(N, dtype=dtype)
     # A weight's few columns in slices of 32 (a 128-byte line of float32 per row), 64 partial rows
     # per step: a [264, 512] buffer (2 programs per SM of an H200) takes 16 programs of 5 steps,
     # where 256-column slices of 16 rows took 2 programs of 17 dependent steps, all latency. Wide

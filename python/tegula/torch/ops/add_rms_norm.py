@@ -111,7 +111,7 @@ def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.
     y = torch.empty_like(x, dtype=out_dtype, memory_format=torch.contiguous_format)
     # Allocated in its final shape: a view of it as an output costs the autograd.Function more than
     # the rest of the host function.
-    rstd = torch.empty(x.shape[:-1], dtype=_rows.accumulator(x), device=x.device)
+    rstd = x.new_empty(*x.shape[:-1], dtype=_rows.accumulator(x))
     add_rms_norm_forward_kernel[(M,)](x, residual.contiguous(), weight, h, y, rstd, N, eps,
                                       BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
     return h, y, rstd
@@ -132,7 +132,7 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
     block_n = tegula.next_power_of_2(N)
     step = _rows.rows_per_step(block_n)
     programs, rows_per_program = _rows.row_split(M, h.device, step)
-    dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(h), device=h.device)
+    dw_partial = h.new_empty(programs, N, dtype=_rows.accumulator(h))
     add_rms_norm_backward_kernel[(programs,)](None if dh is None else dh.contiguous(), dy.contiguous(), h,
                                               weight, rstd.contiguous(), dx, dw_partial, M, N,
                                               rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h),

@@ -248,8 +248,8 @@ def _output_like(q: torch.Tensor) -> torch.Tensor:
     view too, so that merging the heads back into [B, S, H * D] needs no copy."""
     B, H, S, D = q.shape
     if H > 1 and S > 1 and q.stride(1) < q.stride(2):
-        return q.new_empty((B, S, H, D)).transpose(1, 2)
-    return q.new_empty(q.shape)
+        return q.new_empty_strided((B, H, S, D), (S * H * D, D, H * D, 1))  # a transposed [B, S, H, D]
+    return q.new_empty(B, H, S, D)
 
 
 def _forward_fake(q, k, v, causal, scale):
@@ -264,7 +264,7 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     _check(q, k, v)
     out = _output_like(q)
     q, k, v = _in_place(q), _in_place(k), _in_place(v)
-    lse = torch.empty(q.shape[:-1], dtype=_rows.accumulator(q), device=q.device)
+    lse = q.new_empty(*q.shape[:-1], dtype=_rows.accumulator(q))
     if q.numel() and attention_tma.applies(q) and not attention_config.overridden():
         attention_tma.forward(q, k, v, causal, scale, out, lse)
     elif q.numel():
@@ -288,11 +288,10 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     """(dq, dk, dv) from the forward's inputs, output and log-sum-exp."""
     do, q, k, v, out = (_in_place(t) for t in (do, q, k, v, out))
     lse = lse.contiguous()
-    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    dq, dk, dv = q.new_empty(*q.shape), k.new_empty(*k.shape), v.new_empty(*v.shape)
     if not q.numel():
         return dq, dk, dv
     _, H, S, D = q.shape
-    config = _config(q)
     meta = dict(HEAD_DIM=D, ACC=compute_dtype(q))
     delta = torch.empty_like(lse)
     rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
@@ -301,6 +300,7 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     if attention_tma.applies(q) and not attention_config.overridden():
         attention_tma.backward(do, q, k, v, lse, delta, causal, scale, dq, dk, dv)
         return dq, dk, dv
+    config = _config(q)
     dkdv, dqt, precision = config.dkdv, config.dq, dot_precision(q)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
     attention_dkdv_kernel[_grid(q, dkdv.block_n)](q, k, v, do, lse, delta, dk, dv, S, H, *strides, scale,

@@ -81,7 +81,7 @@ def rotary_forward(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, sin_si
     _check(x, cos, sin)
     T, H, D = x.shape[-3:]
     rows = _batched(x, T, H, D)  # read in place where the strides allow
-    y = x.new_empty(x.shape)
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
     R = x.numel() // D
     rotary_kernel[(tegula.cdiv(R, BLOCK_R),)](rows, cos.contiguous(), sin.contiguous(), y, R, T, H, D // 2, sin_sign,
                                               *rows.stride()[:3], BLOCK_R=BLOCK_R,
@@ -171,7 +171,7 @@ def _launch_qkv(sources, destinations, cos, sin, sin_sign, T, H, D, src_slot=0, 
 def _qkv_fake(qkv, cos, sin):
     _check_qkv(qkv, cos, sin)
     shape = (*qkv.shape[:-3], qkv.shape[-2], qkv.shape[-1])
-    return qkv.new_empty(shape), qkv.new_empty(shape), qkv.new_empty(shape)
+    return qkv.new_empty(*shape), qkv.new_empty(*shape), qkv.new_empty(*shape)
 
 
 @custom_op("tegula::rotary_qkv", fake=_qkv_fake)
@@ -194,7 +194,7 @@ def rotary_qkv_forward(qkv: torch.Tensor, cos: torch.Tensor,
 def rotary_qkv_backward(dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor, cos: torch.Tensor,
                         sin: torch.Tensor) -> torch.Tensor:
     """The gradient of qkv, [..., T, 3, H, D]: dq and dk rotated back, dv in place."""
-    dqkv = dq.new_empty((*dq.shape[:-2], 3, *dq.shape[-2:]))
+    dqkv = dq.new_empty(*dq.shape[:-2], 3, *dq.shape[-2:])
     grads = (dq, dk, dv)
     if all(g.dim() == 4 and g.stride(-1) == 1 for g in grads):  # a model's [B, T, H, D] gradients
         _, T, H, D = dq.shape
