@@ -56,7 +56,7 @@ def main() -> None:
     rows = []
     for label, (b, t) in (("gpt", (B, T)), ("tiny", (1, 8))):
         x, r, w = make((b, t, C)), make((b, t, C)), make((C,))
-        h, y, rstd = ops.add_rms_norm(x, r, w, 1e-6, dtype)
+        h, y = ops.add_rms_norm(x, r, w, 1e-6, dtype)
         dy = make((b, t, C))
         xf = make((b, t, 2 * F))
         dsilu = make((b, t, F))
@@ -66,9 +66,9 @@ def main() -> None:
         rows += [
             (f"{label} add_rms_norm torch.ops", lambda: ops.add_rms_norm(x, r, w, 1e-6, dtype)),
             (f"{label} add_rms_norm host fn", lambda: arn.add_rms_norm_forward._tegula_fn(x, r, w, 1e-6, dtype)),
-            (f"{label} add_rms_norm_backward torch.ops", lambda: ops.add_rms_norm_backward(dy, dy, h, w, rstd)),
+            (f"{label} add_rms_norm_backward torch.ops", lambda: ops.add_rms_norm_backward(dy, dy, h, w, 1e-6)),
             (f"{label} add_rms_norm_backward host fn",
-             lambda: arn.add_rms_norm_backward._tegula_fn(dy, dy, h, w, rstd)),
+             lambda: arn.add_rms_norm_backward._tegula_fn(dy, dy, h, w, 1e-6)),
             (f"{label} silu_and_mul torch.ops", lambda: ops.silu_and_mul(xf)),
             (f"{label} silu_and_mul_backward torch.ops", lambda: ops.silu_and_mul_backward(dsilu, xf)),
             (f"{label} rotary_qkv torch.ops", lambda: ops.rotary_qkv(qkv, cos, sin)),
@@ -85,13 +85,13 @@ def main() -> None:
         acc = compute_dtype(h)
         warps = _rows.backward_warps(block_n * step)
         rows += [
-            (f"{label}   .contiguous() x3", lambda: (h.contiguous(), dy.contiguous(), rstd.contiguous())),
+            (f"{label}   .contiguous() x2", lambda: (h.contiguous(), dy.contiguous())),
             (f"{label}   empty_like + empty", lambda: (torch.empty_like(h, memory_format=torch.contiguous_format),
                                                   torch.empty((programs, N), dtype=torch.float32, device=device))),
             (f"{label}   row_split and friends", lambda: (_rows.row_split(M, h.device, step),
                                                           _rows.rows_per_step(block_n), compute_dtype(h))),
-            (f"{label}   backward kernel launch", lambda: kernel[(programs,)](dy, dy, h, w, rstd, dx, partial, M,
-                                                                             N, per_program, BLOCK_N=block_n,
+            (f"{label}   backward kernel launch", lambda: kernel[(programs,)](dy, dy, h, w, dx, partial, M, N,
+                                                                             1e-6, per_program, BLOCK_N=block_n,
                                                                              ROWS=step, ACC=acc, num_warps=warps)),
             (f"{label}   sum_partials", lambda: _rows.sum_partials(partial, w.dtype)),
         ]

@@ -7,8 +7,10 @@ own, by default the autocast dtype when autocast is on (the next projection's
 input, so no separate cast runs), else x's dtype. residual may be narrower
 than x (a bf16 projection's output added to a float32 stream).
 
-Forward: one program per row, the row one tile; it stores h, y and rstd, and
-y is computed from h as stored (rounded to x's dtype). Backward: with
+Forward: one program per row, the row one tile; it stores h and y, and y is
+computed from h as stored (rounded to x's dtype). Backward: rstd again from
+h as stored (the backward reads every row of h anyway, so keeping rstd from
+the forward would only add an output to allocate and hand around); with
 ``hhat = h * rstd`` and ``g = w * dy``,
 ``dh_total = dh + rstd * (g - hhat * mean(hhat * g))``, written once as dx
 (x's dtype), which is also residual's gradient (converted when residual is
@@ -35,7 +37,7 @@ _DTYPE_NAMES = ", ".join(str(d) for d in FLOAT_DTYPES)
 
 
 @tegula.jit
-def add_rms_norm_forward_kernel(x_ptr, res_ptr, w_ptr, h_ptr, y_ptr, rstd_ptr, N, eps, BLOCK_N: tl.constexpr,
+def add_rms_norm_forward_kernel(x_ptr, res_ptr, w_ptr, h_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr,
                                 ACC: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)  # M * N may pass 2^31
     cols = tl.arange(0, BLOCK_N)
@@ -48,11 +50,10 @@ def add_rms_norm_forward_kernel(x_ptr, res_ptr, w_ptr, h_ptr, y_ptr, rstd_ptr, N
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
     rstd = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / N + eps)
     tl.store(y_ptr + row * N + cols, (h * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
-    tl.store(rstd_ptr + row, rstd)
 
 
 @tegula.jit
-def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, dx_ptr, dw_partial_ptr, M, N, eps,
                                  rows_per_program, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
     # dh_ptr None (h unused): that term folds away. ROWS rows per step (_rows.rows_per_step).
     pid = tl.program_id(0)
@@ -69,7 +70,7 @@ def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, rstd_ptr, dx_ptr,
         m2 = inside[:, None] & mask[None, :]
         h = tl.load(h_ptr + tile, mask=m2, other=0.0).to(ACC)
         dy = tl.load(dy_ptr + tile, mask=m2, other=0.0).to(ACC)
-        rstd = tl.load(rstd_ptr + rows, mask=inside, other=0.0)[:, None]
+        rstd = (1.0 / tl.sqrt(tl.sum(h * h, axis=1) / N + eps))[:, None]
         hhat = h * rstd
         g = w[None, :] * dy
         dh = (g - hhat * (tl.sum(hhat * g, axis=1) / N)[:, None]) * rstd
@@ -96,36 +97,32 @@ def _check(x, residual, weight, out_dtype):
 
 def _forward_fake(x, residual, weight, eps, out_dtype):
     _check(x, residual, weight, out_dtype)
-    return (x.new_empty(x.shape), x.new_empty(x.shape, dtype=out_dtype),
-            x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x)))
+    return x.new_empty(x.shape), x.new_empty(x.shape, dtype=out_dtype)
 
 
 @custom_op("tegula::add_rms_norm", fake=_forward_fake)
 def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
-                         out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(h, y, rstd): h like x, y of out_dtype, rstd per row (float32, float64 for float64 x)."""
+                         out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(h, y): h like x, y of out_dtype."""
     _check(x, residual, weight, out_dtype)
     x = x.contiguous()  # rows of its last dimension; the kernels take only addresses and N
     M, N = _rows.shape_of_rows(x)
     h = torch.empty_like(x, memory_format=torch.contiguous_format)
     y = torch.empty_like(x, dtype=out_dtype, memory_format=torch.contiguous_format)
-    # Allocated in its final shape: a view of it as an output costs the autograd.Function more than
-    # the rest of the host function.
-    rstd = x.new_empty(*x.shape[:-1], dtype=_rows.accumulator(x))
-    add_rms_norm_forward_kernel[(M,)](x, residual.contiguous(), weight, h, y, rstd, N, eps,
+    add_rms_norm_forward_kernel[(M,)](x, residual.contiguous(), weight, h, y, N, eps,
                                       BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
-    return h, y, rstd
+    return h, y
 
 
-def _backward_fake(dh, dy, h, weight, rstd):
+def _backward_fake(dh, dy, h, weight, eps):
     return h.new_empty(h.shape), weight.new_empty(weight.shape)
 
 
 @custom_op("tegula::add_rms_norm_backward", fake=_backward_fake)
 def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch.Tensor, weight: torch.Tensor,
-                          rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(dx, dweight) from the forward's h and saved rstd; dh None counts as zero. dx, in h's dtype, is
-    the gradient of h = x + residual, so of both x and residual."""
+                          eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dweight) from the forward's h (its rstd computed again); dh None counts as zero. dx, in h's
+    dtype, is the gradient of h = x + residual, so of both x and residual."""
     h = h.contiguous()  # rows of its last dimension; the kernels take only addresses and N
     M, N = _rows.shape_of_rows(h)
     dx = torch.empty_like(h, memory_format=torch.contiguous_format)
@@ -134,27 +131,26 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
     programs, rows_per_program = _rows.row_split(M, h.device, step)
     dw_partial = h.new_empty(programs, N, dtype=_rows.accumulator(h))
     add_rms_norm_backward_kernel[(programs,)](None if dh is None else dh.contiguous(), dy.contiguous(), h,
-                                              weight, rstd.contiguous(), dx, dw_partial, M, N,
-                                              rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h),
+                                              weight, dx, dw_partial, M, N, eps, rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h),
                                               num_warps=_rows.backward_warps(block_n * step))
     return dx, _rows.sum_partials(dw_partial, weight.dtype)
 
 
-def _backward(saved, dh, dy, _drstd):
-    h, weight, rstd, residual_dtype = saved
+def _backward(saved, dh, dy):
+    h, weight, eps, residual_dtype = saved
     if dy is None:  # y unused: h's gradient passes to both inputs, none to weight
         if dh is None:
             return None, None, None, None, None
         dx, dw = dh, None
     else:
-        dx, dw = add_rms_norm_backward(dh, dy, h, weight, rstd)
+        dx, dw = add_rms_norm_backward(dh, dy, h, weight, eps)
     # One tensor for both inputs, as torch's own add gives its gradient (autograd never writes into a
     # gradient it hands to two places); a narrower residual gets its own copy.
     return dx, (dx if residual_dtype == dx.dtype else dx.to(residual_dtype)), dw, None, None
 
 
 register_autograd(add_rms_norm_forward, _backward,
-                  save=lambda inputs, output: (output[0], inputs[2], output[2], inputs[1].dtype))
+                  save=lambda inputs, output: (output[0], inputs[2], inputs[3], inputs[1].dtype))
 
 
 def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
@@ -165,5 +161,4 @@ def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, 
     if out_dtype is None:
         device_type = x.device.type
         out_dtype = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else x.dtype
-    h, y, _ = add_rms_norm_forward(x, residual, weight, eps, out_dtype)
-    return h, y
+    return add_rms_norm_forward(x, residual, weight, eps, out_dtype)
