@@ -147,14 +147,17 @@ class StackSampler:
 
     # A thread whose innermost frame is one of these is waiting for another
     # (the main thread while the autograd engine's device thread runs the
-    # backward): its sample is not counted.
+    # backward), or is one of Inductor's compile-worker threads, idle after
+    # compiling: its sample is not counted.
     WAITING = ("_engine_run_backward", "_wait_for_tstate_lock", "wait")
+    IDLE_FILES = ("compile_worker",)
 
     def _run(self) -> None:
         me = threading.get_ident()
         while not self._stop.wait(self.period):
             for ident, frame in sys._current_frames().items():
-                if ident == me or frame.f_code.co_name in self.WAITING:
+                if (ident == me or frame.f_code.co_name in self.WAITING
+                        or any(part in frame.f_code.co_filename for part in self.IDLE_FILES)):
                     continue
                 self.samples += 1
                 self.self_counts[self._name(frame)] += 1
