@@ -37,7 +37,7 @@ VENV_STAMP := $(VENV)/.stamp-venv
 BUILD_STAMP := $(VENV)/.stamp-build
 TORCH_STAMP := $(VENV)/.stamp-torch
 
-.PHONY: all venv torch build cpp-build cpp-test cpp-test-slow py-test py-test-slow sanitize fuzz test check demo gpu-check gpu-torch-check clean wheel wheel-test
+.PHONY: all venv torch build cpp-build cpp-test cpp-test-slow py-test py-test-slow sanitize fuzz test check demo gpu-check gpu-torch-check gpu-ddp-check clean wheel wheel-test
 
 all: build
 
@@ -222,6 +222,12 @@ gpu-check:
 # torch benchmark rows and train_gpt.py, into $OUT (default ./gpu-torch-check-out).
 gpu-torch-check:
 	PY=$(GPU_PY) tools/gpu_torch_check.sh
+
+# examples/train_ddp.py on two GPUs (issue 23): the multi-device tests, then 100 steps on one
+# process and on two (losses within 1%, tokens/s and their ratio), into $OUT (default
+# ./gpu-ddp-check-out). With fewer than two GPUs it says so and runs nothing.
+gpu-ddp-check:
+	PY=$(GPU_PY) tools/gpu_ddp_check.sh
 
 clean:
 	rm -rf build/cp* $(CPP_BUILD) .cache .pytest_cache $(BUILD_STAMP)
