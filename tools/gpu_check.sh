@@ -46,10 +46,7 @@ export TEGULA_TEST_BACKEND=cuda
 export CMAKE_BUILD_PARALLEL_LEVEL="$JOBS"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 
-START=$(date +%s)
-FAILED=0
-SUMMARY="$OUT/summary.txt"
-: >"$SUMMARY"
+source "$ROOT/tools/gpu_steps.sh"
 
 PART="${GPU_CHECK_PART:-all}"
 case "$PART" in all | tests | bench) ;; *)
@@ -60,50 +57,7 @@ esac
 # part NAME: whether this run includes the steps of part NAME.
 part() { [[ "$PART" == all || "$PART" == "$1" ]]; }
 
-elapsed() { echo $(($(date +%s) - START)); }
-# Seconds a step may take: what is left of the budget minus `reserve` for the
-# steps after it, capped at `cap`, at least 10.
-allowance() {
-  local cap=$1 reserve=$2 left=$((BUDGET - $(elapsed) - $2))
-  ((left > cap)) && left=$cap
-  ((left < 10)) && left=10
-  echo "$left"
-}
-note() { echo "$*" | tee -a "$SUMMARY"; }
-
-# step NAME LOG SECONDS COMMAND...: runs COMMAND under a time limit, appends its
-# output to LOG, records the outcome; never stops the script.
-step() {
-  local name=$1 log=$2 limit=$3
-  shift 3
-  local t0=$(date +%s) status
-  {
-    echo "### $name: $* (limit ${limit}s)"
-    timeout --kill-after=10 "$limit" "$@"
-  } >>"$log" 2>&1
-  status=$?
-  local took=$(($(date +%s) - t0))
-  if ((status == 0)); then
-    note "PASS  $name (${took}s)"
-  else
-    FAILED=$((FAILED + 1))
-    local why="exit $status"
-    ((status == 124 || status == 137)) && why="timed out after ${limit}s"
-    note "FAIL  $name (${took}s, $why; log: $(basename "$log"))"
-    tail -n 25 "$log" | sed 's/^/      | /' >>"$SUMMARY"
-  fi
-  return 0
-}
-
-skip() { note "SKIP  $1 ($2)"; }
-
-note "tegula gpu-check: $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET}s, $JOBS cores, python: $(command -v "$PY")"
-# The GPU machine gets a copy of the working tree without .git: pass GPU_CHECK_COMMIT=<hash> to record it.
-COMMIT="${GPU_CHECK_COMMIT:-}"
-if [ -z "$COMMIT" ] && COMMIT=$(git rev-parse --short HEAD 2>/dev/null); then
-  git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT (+ uncommitted changes)"
-fi
-note "commit: ${COMMIT:-unknown}; part: $PART"
+begin_summary gpu-check "part: $PART"
 
 # --- the machine -----------------------------------------------------------------------------
 {

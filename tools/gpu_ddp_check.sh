@@ -52,55 +52,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 # As train_gpt.py and train_ddp.py set for themselves: torch's OpenMP threads sleep between ops.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 
-START=$(date +%s)
-FAILED=0
 LOG="$OUT/log.txt"
-SUMMARY="$OUT/summary.txt"
-: >"$SUMMARY"
 : >"$LOG"
+source "$ROOT/tools/gpu_steps.sh"
 
-elapsed() { echo $(($(date +%s) - START)); }
-# Seconds a step may take: what is left of the budget minus `reserve` for the
-# steps after it, capped at `cap`, at least 10.
-allowance() {
-  local cap=$1 reserve=$2 left=$((BUDGET - $(elapsed) - $2))
-  ((left > cap)) && left=$cap
-  ((left < 10)) && left=10
-  echo "$left"
-}
-note() { echo "$*" | tee -a "$SUMMARY"; }
 
-# step NAME SECONDS COMMAND...: runs COMMAND under a time limit, appends its
-# output to the log, records the outcome; never stops the script.
-step() {
-  local name=$1 limit=$2
-  shift 2
-  local t0=$(date +%s) status
-  {
-    echo "### $name: $* (limit ${limit}s)"
-    timeout --kill-after=10 "$limit" "$@"
-  } >>"$LOG" 2>&1
-  status=$?
-  local took=$(($(date +%s) - t0))
-  if ((status == 0)); then
-    note "PASS  $name (${took}s)"
-  else
-    FAILED=$((FAILED + 1))
-    local why="exit $status"
-    ((status == 124 || status == 137)) && why="timed out after ${limit}s"
-    note "FAIL  $name (${took}s, $why)"
-    tail -n 20 "$LOG" | cut -c1-300 | sed 's/^/      | /' >>"$SUMMARY"
-  fi
-  return 0
-}
-skip() { note "SKIP  $1 ($2)"; }
-
-note "tegula gpu-ddp-check: $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET}s, $JOBS cores, python: $(command -v "$PY")"
-COMMIT="${GPU_CHECK_COMMIT:-}"
-if [ -z "$COMMIT" ] && COMMIT=$(git rev-parse --short HEAD 2>/dev/null); then
-  git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT (+ uncommitted changes)"
-fi
-note "commit: ${COMMIT:-unknown}"
+begin_summary gpu-ddp-check
 
 # --- the devices ----------------------------------------------------------------------------------
 if [ "$DEVICE" = cuda ]; then
@@ -124,7 +81,7 @@ timeout 60 "$PY" -c "import torch, sys; print('python', sys.version.split()[0], 
 
 # --- 1. build --------------------------------------------------------------------------------------
 if [[ "${SKIP_BUILD:-0}" == 0 ]]; then
-  step build "$(allowance 240 240)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
+  step build "$LOG" "$(allowance 240 240)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
 else
   skip build "SKIP_BUILD=1"
 fi
@@ -138,7 +95,7 @@ fi
 # --- 2. the tests that use several devices ---------------------------------------------------------
 if ((BUILT)) && [[ "${SKIP_PYTEST:-0}" == 0 ]]; then
   # One worker: test_train_ddp starts two processes of its own on the GPUs.
-  step pytest "$(allowance 200 120)" "$PY" -m pytest -q -rfEs --durations=10 -p no:cacheprovider --backend "$DEVICE" \
+  step pytest "$LOG" "$(allowance 200 120)" "$PY" -m pytest -q -rfEs --durations=10 -p no:cacheprovider --backend "$DEVICE" \
     tests/python/test_torch_ops_cuda.py tests/python/test_cuda_launch.py tests/python/test_train_ddp.py
   sed -n '/^### pytest/,$p' "$LOG" | grep -E "^(FAILED|ERROR) |^SKIPPED .*two GPUs|[0-9]+ (passed|failed)" | tail -30 |
     cut -c1-300 | sed 's/^/      /' >>"$SUMMARY"
@@ -149,11 +106,11 @@ fi
 # --- 3-5. the example on one process and on two --------------------------------------------------------
 if ((BUILT)); then
   rm -f "$OUT/ddp_1.json" "$OUT/ddp_2.json"
-  step train-1 "$(allowance 150 80)" "$PY" examples/train_ddp.py --device "$DEVICE" --steps "$STEPS" --log-every 20 \
+  step train-1 "$LOG" "$(allowance 150 80)" "$PY" examples/train_ddp.py --device "$DEVICE" --steps "$STEPS" --log-every 20 \
     --json "$OUT/ddp_1.json"
   if [ -f "$OUT/ddp_1.json" ]; then
     # --compare: rank 0 prints how far the final losses lie apart and fails beyond 1%.
-    step train-2 "$(allowance 150 10)" "$PY" -m torch.distributed.run --standalone --nproc-per-node "$PROCESSES" \
+    step train-2 "$LOG" "$(allowance 150 10)" "$PY" -m torch.distributed.run --standalone --nproc-per-node "$PROCESSES" \
       examples/train_ddp.py --device "$DEVICE" --steps "$STEPS" --log-every 20 --json "$OUT/ddp_2.json" \
       --compare "$OUT/ddp_1.json"
     sed -n '/^### train-2/,$p' "$LOG" | grep -E "^final loss" | tail -1 | cut -c1-300 | sed 's/^/      /' >>"$SUMMARY"
@@ -161,7 +118,7 @@ if ((BUILT)); then
     skip train-2 "train-1 wrote no ddp_1.json to compare with"
   fi
   if [ -f "$OUT/ddp_1.json" ] && [ -f "$OUT/ddp_2.json" ]; then
-    step scaling 20 "$PY" - "$OUT/ddp_1.json" "$OUT/ddp_2.json" "$MIN_SCALING" <<'EOF'
+    step scaling "$LOG" 20 "$PY" - "$OUT/ddp_1.json" "$OUT/ddp_2.json" "$MIN_SCALING" <<'EOF'
 import json, sys
 one, two = (json.load(open(path)) for path in sys.argv[1:3])
 least = float(sys.argv[3])

@@ -52,55 +52,12 @@ fi
 export CMAKE_BUILD_PARALLEL_LEVEL="$JOBS"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 
-START=$(date +%s)
-FAILED=0
 LOG="$OUT/log.txt"
-SUMMARY="$OUT/summary.txt"
-: >"$SUMMARY"
 : >"$LOG"
+source "$ROOT/tools/gpu_steps.sh"
 
-elapsed() { echo $(($(date +%s) - START)); }
-# Seconds a step may take: what is left of the budget minus `reserve` for the
-# steps after it, capped at `cap`, at least 10.
-allowance() {
-  local cap=$1 reserve=$2 left=$((BUDGET - $(elapsed) - $2))
-  ((left > cap)) && left=$cap
-  ((left < 10)) && left=10
-  echo "$left"
-}
-note() { echo "$*" | tee -a "$SUMMARY"; }
 
-# step NAME SECONDS COMMAND...: runs COMMAND under a time limit, appends its
-# output to the log, records the outcome; never stops the script.
-step() {
-  local name=$1 limit=$2
-  shift 2
-  local t0=$(date +%s) status
-  {
-    echo "### $name: $* (limit ${limit}s)"
-    timeout --kill-after=10 "$limit" "$@"
-  } >>"$LOG" 2>&1
-  status=$?
-  local took=$(($(date +%s) - t0))
-  if ((status == 0)); then
-    note "PASS  $name (${took}s)"
-  else
-    FAILED=$((FAILED + 1))
-    local why="exit $status"
-    ((status == 124 || status == 137)) && why="timed out after ${limit}s"
-    note "FAIL  $name (${took}s, $why)"
-    tail -n 20 "$LOG" | cut -c1-300 | sed 's/^/      | /' >>"$SUMMARY"
-  fi
-  return 0
-}
-skip() { note "SKIP  $1 ($2)"; }
-
-note "tegula gpu-torch-check: $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${BUDGET}s, $JOBS cores, python: $(command -v "$PY")"
-COMMIT="${GPU_CHECK_COMMIT:-}"
-if [ -z "$COMMIT" ] && COMMIT=$(git rev-parse --short HEAD 2>/dev/null); then
-  git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT (+ uncommitted changes)"
-fi
-note "commit: ${COMMIT:-unknown}"
+begin_summary gpu-torch-check
 {
   echo "### machine"
   timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
@@ -110,7 +67,7 @@ note "commit: ${COMMIT:-unknown}"
 
 # --- 1. build --------------------------------------------------------------------------------------
 if [[ "${SKIP_BUILD:-0}" == 0 ]]; then
-  step build "$(allowance 240 300)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
+  step build "$LOG" "$(allowance 240 300)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
 else
   skip build "SKIP_BUILD=1"
 fi
@@ -125,7 +82,7 @@ fi
 if ((BUILT)) && [[ "${SKIP_PYTEST:-0}" == 0 ]]; then
   PYTEST_ARGS=(-q -rfE --durations=10 -p no:cacheprovider --backend "$DEVICE")
   "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n "$((JOBS / 2 > 2 ? JOBS / 2 : 2))")
-  step pytest "$(allowance 150 260)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python/test_torch_ops.py tests/python/test_torch_add_rms_norm.py \
+  step pytest "$LOG" "$(allowance 150 260)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python/test_torch_ops.py tests/python/test_torch_add_rms_norm.py \
     tests/python/test_torch_ops_cuda.py tests/python/test_torch_custom_op.py tests/python/test_train_gpt.py
   sed -n '/^### pytest/,$p' "$LOG" | grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" | tail -30 |
     cut -c1-300 | sed 's/^/      /' >>"$SUMMARY"
@@ -138,7 +95,7 @@ if ((BUILT)) && [[ "${SKIP_SWEEP:-0}" == 0 ]]; then
   limit=$(allowance 170 190)
   # The sweep stops measuring (rows say so) 20 s before its limit, so its table and JSON still come back.
   # shellcheck disable=SC2086
-  step sweep "$limit" "$PY" tools/attention_sweep.py "${SWEEP_WHERE[@]}" --budget $((limit - 20)) \
+  step sweep "$LOG" "$limit" "$PY" tools/attention_sweep.py "${SWEEP_WHERE[@]}" --budget $((limit - 20)) \
     --json "$OUT/sweep.json" ${SWEEP_ARGS:-}
   sed -n '/^### sweep/,$p' "$LOG" | grep -E "^fastest" | sed 's/^/      /' >>"$SUMMARY"
 else
@@ -149,7 +106,7 @@ fi
 if ((BUILT)) && [[ "${SKIP_BENCH:-0}" == 0 ]]; then
   # Attention first (issue 17's target), the ops last: the JSON is rewritten after every case, so a
   # step cut short by its limit keeps what it measured.
-  step bench "$(allowance 220 130)" "$PY" benchmarks/run.py "${BENCH_WHERE[@]}" --only torch_attention \
+  step bench "$LOG" "$(allowance 220 130)" "$PY" benchmarks/run.py "${BENCH_WHERE[@]}" --only torch_attention \
     --only train_gpt --only torch_ops --no-md --json "$OUT/bench_torch.json"
 else
   skip bench "no build or SKIP_BENCH=1"
@@ -157,10 +114,10 @@ fi
 
 # --- 5. the training example, both variants, 200 steps ------------------------------------------------
 if ((BUILT)); then
-  step train "$(allowance 110 60)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
+  step train "$LOG" "$(allowance 110 60)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
     --plot "$OUT/train_gpt.png" --json "$OUT/train_gpt.json"
   if [ -f "$OUT/train_gpt.json" ]; then
-    step train-curves-agree 20 "$PY" - "$OUT/train_gpt.json" <<'EOF'
+    step train-curves-agree "$LOG" 20 "$PY" - "$OUT/train_gpt.json" <<'EOF'
 import json, sys
 run = json.load(open(sys.argv[1]))
 final = run["final_mean_loss"]
@@ -171,7 +128,7 @@ sys.exit(0 if gap <= 0.01 else 1)
 EOF
     grep -E "^final loss" "$LOG" | tail -1 | sed 's/^/      /' >>"$SUMMARY"
   fi
-  step train-compile "$(allowance 140 0)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
+  step train-compile "$LOG" "$(allowance 140 0)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
     --compile --json "$OUT/train_gpt_compile.json"
   sed -n '/^### train-compile/,$p' "$LOG" | grep -E "tokens/s after the first step|differs from torch" |
     sed 's/^/      compiled: /' >>"$SUMMARY"
