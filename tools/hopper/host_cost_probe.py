@@ -41,7 +41,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 
-def per_call(fn, calls: int, device: str) -> float:
+def per_call(fn, calls: int, device: str) -> tuple[float, float]:
+    """Microseconds per call of `fn` in a loop of `calls`: issued (the host's time) and with the
+    device's tail (more than the host's only when the device is the slower)."""
     for _ in range(50):
         fn()
     if device == "cuda":
@@ -49,10 +51,10 @@ def per_call(fn, calls: int, device: str) -> float:
     start = time.perf_counter()
     for _ in range(calls):
         fn()
-    spent = time.perf_counter() - start
+    issued = time.perf_counter() - start
     if device == "cuda":
         torch.cuda.synchronize()
-    return spent / calls * 1e6
+    return issued / calls * 1e6, (time.perf_counter() - start) / calls * 1e6
 
 
 def op_rows(device: str, calls: int) -> None:
@@ -112,7 +114,7 @@ def op_rows(device: str, calls: int) -> None:
     print(f"{'us/call':>8}  what ({device}, {calls} calls)")
     for name, fn in rows:
         try:
-            print(f"{per_call(fn, calls, device):8.1f}  {name}", flush=True)
+            print(f"{per_call(fn, calls, device)[0]:8.1f}  {name}", flush=True)
         except Exception as error:  # a probe: report and go on
             print(f"{'-':>8}  {name}: {type(error).__name__}: {str(error)[:200]}", flush=True)
     del glu, rot

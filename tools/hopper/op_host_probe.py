@@ -15,23 +15,10 @@ is slower (then the row says so: its time with the device's tail).
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
-
-def per_call(fn, calls: int, device: str) -> tuple[float, float]:
-    for _ in range(20):
-        fn()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    issued = time.perf_counter() - start
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return issued / calls * 1e6, (time.perf_counter() - start) / calls * 1e6
+from host_cost_probe import per_call
 
 
 def main() -> None:
