@@ -80,17 +80,7 @@ timeout 60 "$PY" -c "import torch, sys; print('python', sys.version.split()[0], 
 '| cuda', torch.version.cuda, '| nccl', torch.cuda.nccl.version() if torch.cuda.is_available() else None)" >>"$LOG" 2>&1
 
 # --- 1. build --------------------------------------------------------------------------------------
-if [[ "${SKIP_BUILD:-0}" == 0 ]]; then
-  step build "$LOG" "$(allowance 240 240)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
-else
-  skip build "SKIP_BUILD=1"
-fi
-if "$PY" -c "import tegula, tegula._C, tegula.torch" >>"$LOG" 2>&1; then
-  BUILT=1
-else
-  note "      tegula (or tegula.torch) does not import after the build; the other steps are skipped"
-  BUILT=0
-fi
+build_tegula "$LOG" 240 240
 
 # --- 2. the tests that use several devices ---------------------------------------------------------
 if ((BUILT)) && [[ "${SKIP_PYTEST:-0}" == 0 ]]; then

@@ -56,3 +56,19 @@ begin_summary() {
   fi
   note "commit: ${commit:-unknown}${2:+; $2}"
 }
+
+# build_tegula LOG CAP RESERVE: the editable install with $PY (offline: no build isolation, no
+# downloads) unless SKIP_BUILD=1, then whether tegula and tegula.torch import: sets BUILT to 1 or 0.
+build_tegula() {
+  if [[ "${SKIP_BUILD:-0}" == 0 ]]; then
+    step build "$1" "$(allowance "$2" "$3")" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
+  else
+    skip build "SKIP_BUILD=1"
+  fi
+  if "$PY" -c "import tegula, tegula._C, tegula.torch" >>"$1" 2>&1; then
+    BUILT=1
+  else
+    note "      tegula (or tegula.torch) does not import after the build; the other steps are skipped"
+    BUILT=0
+  fi
+}

@@ -66,17 +66,7 @@ begin_summary gpu-torch-check
 } >>"$LOG" 2>&1
 
 # --- 1. build --------------------------------------------------------------------------------------
-if [[ "${SKIP_BUILD:-0}" == 0 ]]; then
-  step build "$LOG" "$(allowance 240 300)" "$PY" -m pip install --no-build-isolation --no-deps --no-index -e .
-else
-  skip build "SKIP_BUILD=1"
-fi
-if "$PY" -c "import tegula, tegula._C, tegula.torch" >>"$LOG" 2>&1; then
-  BUILT=1
-else
-  note "      tegula (or tegula.torch) does not import after the build; the other steps are skipped"
-  BUILT=0
-fi
+build_tegula "$LOG" 240 300
 
 # --- 2. the torch tests on the CUDA backend ---------------------------------------------------------
 if ((BUILT)) && [[ "${SKIP_PYTEST:-0}" == 0 ]]; then
