@@ -418,6 +418,18 @@ def test_rotary_qkv_in_any_rank_and_layout(device, layout):
     torch.testing.assert_close(grad, want_grad, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(2, 5, 3, 2, 0), (0, 5, 3, 2, 8), (2, 0, 3, 2, 8)],
+                         ids=["no_head_dim", "no_batch", "no_positions"])
+def test_rotary_qkv_of_empty_tensors_gives_empty_results_and_gradients(shape):
+    qkv = torch.randn(shape, requires_grad=True)
+    T, D = shape[1], shape[-1]
+    cos, sin = torch.randn(T, D // 2), torch.randn(T, D // 2)
+    q, k, v = ops.rotary_qkv(qkv, cos, sin)
+    assert q.shape == k.shape == v.shape == (shape[0], T, shape[3], D)
+    (q.sum() + k.sum() + v.sum()).backward()
+    assert qkv.grad.shape == qkv.shape
+
+
 # --- float64 against finite differences, and the registrations --------------------------------------
 
 

@@ -88,7 +88,7 @@ def _register_kernels(name: str, op: "TegulaOp") -> None:
     with plain tensors and nothing tracing, the host function directly, or its
     ``autograd.Function`` when a gradient is needed. custom_op's kernel would
     call back into the dispatcher below autograd and from there into Python
-    again, a third of an op's host time in a compiled step. Anything else
+    again (docs/torch.md has the measurement). Anything else
     (fake or functional tensors, a dispatch mode, an op without a gradient
     formula asked for one) takes custom_op's kernel, as before."""
     namespace, op_name = name.split("::")

@@ -131,7 +131,8 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
     programs, rows_per_program = _rows.row_split(M, h.device, step)
     dw_partial = h.new_empty(programs, N, dtype=_rows.accumulator(h))
     add_rms_norm_backward_kernel[(programs,)](None if dh is None else dh.contiguous(), dy.contiguous(), h,
-                                              weight, dx, dw_partial, M, N, eps, rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h),
+                                              weight, dx, dw_partial, M, N, eps, rows_per_program, BLOCK_N=block_n,
+                                              ROWS=step, ACC=compute_dtype(h),
                                               num_warps=_rows.backward_warps(block_n * step))
     return dx, _rows.sum_partials(dw_partial, weight.dtype)
 

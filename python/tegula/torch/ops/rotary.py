@@ -159,9 +159,9 @@ def _launch_qkv(sources, destinations, cos, sin, sin_sign, T, H, D, src_slot=0, 
         # The destinations are three new tensors alike or the three slots of one: they share strides, and
         # _batched views them, never copies them.
         strides = [stride for x in (*sources, destinations[0]) for stride in x.stride()[:3]]
-    R = destinations[0].numel() // (3 * D if dst_slot else D)
-    if not R:
+    if not destinations[0].numel():
         return
+    R = destinations[0].numel() // (3 * D if dst_slot else D)
     rotary_qkv_kernel[(tegula.cdiv(R, BLOCK_R),)](*sources, *destinations, cos.contiguous(), sin.contiguous(), R, T,
                                                   H, D // 2, sin_sign, src_slot, dst_slot, *strides, BLOCK_R=BLOCK_R,
                                                   BLOCK_HALF=tegula.next_power_of_2(D // 2),
