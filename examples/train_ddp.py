@@ -179,7 +179,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "there is a GPU); the model's defaults depend on it (GPU_CONFIG on cuda)")
     parser.add_argument("--json", metavar="PATH", help="write the configuration, the losses and tokens/s")
     parser.add_argument("--compare", metavar="PATH", help=f"the JSON of another run of the same configuration: "
-                        f"fail when the final losses differ by more than {LOSS_TOLERANCE:.0%}")
+                        f"fail when the final losses differ by more than {LOSS_TOLERANCE * 100:g}%%")
     parser.add_argument("--log-every", type=int, default=10)
     # Every field of train_gpt's Config, as train_gpt.py takes them.
     for field in dataclasses.fields(train_gpt.Config):

@@ -124,3 +124,12 @@ def test_cuda_with_fewer_gpus_than_processes_stops_with_one_line(monkeypatch, ca
     err = capsys.readouterr().err
     assert f"train_ddp.py: error: --device cuda with {processes} process(es) on this machine needs" in err
     assert not torch.distributed.is_initialized()
+
+
+def test_help_lists_the_options(capsys):
+    with pytest.raises(SystemExit) as done:
+        train_ddp.parse_args(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "--compare" in out and "more than 1%" in out and "--layers" in out
+
