@@ -39,13 +39,16 @@ DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
 # tiles load less per product (docs/benchmarks.md has the measurements); a
 # 256x256 fp32 accumulator (256 KB) still fits a 1-2 MB L2 beside its operands.
 CPU_BLOCKS = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
+# Read once: os.cpu_count() reads /sys on every call, some microseconds each (matmul's host
+# time is part of what its benchmark measures).
+CPUS = os.cpu_count() or 1
 
 
 def cpu_blocks(M: int, N: int, threads: int = None) -> dict:
     """CPU_BLOCKS, shrunk for small matrices: no tile larger than the next power of
     two of its side, and halved while there are fewer tiles than threads (each
     thread runs whole programs)."""
-    threads = threads or int(os.environ.get("TEGULA_NUM_THREADS", 0) or 0) or os.cpu_count() or 1
+    threads = threads or int(os.environ.get("TEGULA_NUM_THREADS", 0) or 0) or CPUS
     bm = min(CPU_BLOCKS["BLOCK_M"], max(16, tegula.next_power_of_2(M)))
     bn = min(CPU_BLOCKS["BLOCK_N"], max(16, tegula.next_power_of_2(N)))
     while tegula.cdiv(M, bm) * tegula.cdiv(N, bn) < threads and max(bm, bn) > 64:
@@ -117,7 +120,8 @@ def matmul(a, b, out=None, out_dtype=None, num_warps: int = None, **blocks):
     M, K = a.shape
     N = b.shape[1]
     on_gpu = _host.is_torch(a) and a.is_cuda
-    meta = {**(DEFAULT_BLOCKS if on_gpu else cpu_blocks(M, N)), **blocks}
+    given_all = len(blocks) == len(DEFAULT_BLOCKS)  # then no default is looked at
+    meta = {**(DEFAULT_BLOCKS if on_gpu or given_all else cpu_blocks(M, N)), **blocks}
     if out is None:
         out = _host.empty((M, N), out_dtype or a.dtype, like=a)
     grid = (tegula.cdiv(M, meta["BLOCK_M"]) * tegula.cdiv(N, meta["BLOCK_N"]),)
