@@ -103,17 +103,28 @@ def _register_kernels(name: str, op: "TegulaOp") -> None:
 
 
 def _autograd_kernel(op: "TegulaOp", custom_op_kernel) -> Callable:
-    host = op._tegula_fn
-
     def autograd_kernel(keyset, *args, **kwargs):
-        if kwargs or not _plain_eager(args):
+        if kwargs:
             return custom_op_kernel.call_boxed(keyset, *args, **kwargs)
-        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            if op._tegula_function is None:
-                return custom_op_kernel.call_boxed(keyset, *args)
-            return op._tegula_function.apply(*args)
-        return host(*args)
+        result = _call_directly(op, args)
+        return custom_op_kernel.call_boxed(keyset, *args) if result is _NOT_DIRECT else result
     return autograd_kernel
+
+
+_NOT_DIRECT = object()
+
+
+def _call_directly(op: "TegulaOp", args: tuple) -> Any:
+    """The call of ``op`` on positional ``args`` without torch's dispatcher when
+    nothing can be tracing it: the host function, or its ``autograd.Function``
+    when a gradient is needed; ``_NOT_DIRECT`` when the call must take torch's
+    route (something may be tracing, the op mutates an input, or a gradient is
+    asked of an op without a formula, whose error is torch's)."""
+    if op._tegula_mutates or not _plain_eager(args):
+        return _NOT_DIRECT
+    if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        return _NOT_DIRECT if op._tegula_function is None else op._tegula_function.apply(*args)
+    return op._tegula_fn(*args)
 
 
 # One fragment per namespace, alive as long as the ops: a Library's registrations end when it is freed.
@@ -137,13 +148,8 @@ class TegulaOp(CustomOpDef):
     _tegula_function: Any  # the autograd.Function, once register_autograd gave a formula
 
     def __call__(self, *args, **kwargs):
-        if kwargs or self._tegula_mutates or not _plain_eager(args):
-            return super().__call__(*args, **kwargs)
-        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            if self._tegula_function is None:
-                return super().__call__(*args)  # torch's error: the op has no gradient formula
-            return self._tegula_function.apply(*args)
-        return self._tegula_fn(*args)
+        result = _NOT_DIRECT if kwargs else _call_directly(self, args)
+        return super().__call__(*args, **kwargs) if result is _NOT_DIRECT else result
 
 
 def _plain_eager(args) -> bool:
