@@ -1,7 +1,8 @@
 """The row ops' backward split on the GPU: programs per multiprocessor and rows per step of the RMSNorm
-backward (tegula/torch/ops/_rows.py) against the copy rate, at train_gpt's shape (16384 rows of 512, float32
-as its residual stream and bf16): ``python tools/hopper/rows_bwd_probe.py``. Interleaved CUDA-event medians,
-L2 flushed (tegula.testing.CudaTimer). For choosing PROGRAMS_PER_SM and TILE_ELEMENTS."""
+and add_rms_norm backwards (tegula/torch/ops/_rows.py) against the copy rate, at train_gpt's shape (16384
+rows of 512, float32 as its residual stream and bf16): ``python tools/hopper/rows_bwd_probe.py``.
+Interleaved CUDA-event medians, L2 flushed (tegula.testing.CudaTimer). Each row is one backward with its
+partial-gradient sum. For choosing PROGRAMS_PER_SM and TILE_ELEMENTS."""
 
 import statistics
 
@@ -9,6 +10,7 @@ import torch
 
 from tegula.testing import CudaTimer
 from tegula.torch.ops import _rows
+from tegula.torch.ops.add_rms_norm import add_rms_norm_backward
 from tegula.torch.ops.rms_norm import rms_norm_backward
 
 CANDIDATES = [(2, 2048), (4, 2048), (8, 2048), (2, 8192), (4, 4096), (8, 1024)]
@@ -25,24 +27,32 @@ def main() -> None:
         def copy():
             dst.copy_(src)
 
-        def run(c):
+        dh = torch.randn(M, N, device="cuda", dtype=dtype)
+        # (name, the backward, bytes it must move): rms_norm reads x and dy and writes dx; add_rms_norm
+        # reads dh, dy and h and writes dx (its rstd is computed again from h).
+        ops = [("rms_norm", lambda: rms_norm_backward(dy, x, w, rstd), 3),
+               ("add_rms_norm", lambda: add_rms_norm_backward(dh, dy, x, w, 1e-6), 4)]
+
+        def run(c, backward):
             def go():
                 _rows.PROGRAMS_PER_SM, _rows.TILE_ELEMENTS = c
-                rms_norm_backward(dy, x, w, rstd)
+                backward()
             return go
 
-        fns = [copy] + [run(c) for c in CANDIDATES]
+        fns = [copy] + [run(c, backward) for _, backward, _ in ops for c in CANDIDATES]
         for f in fns:
             f()
         torch.cuda.synchronize()
         ms = [statistics.median(s) for s in timer.interleaved(fns, 15)]
-        moved = 3 * M * N * x.element_size()  # x and dy read, dx written
         copy_rate = 4 * M * N * x.element_size() / ms[0] / 1e6
         print(f"{M}x{N} {dtype}: copy {copy_rate:.0f} GB/s", flush=True)
-        for c, t in zip(CANDIDATES, ms[1:]):
-            rate = moved / t / 1e6
-            print(f"  programs/SM {c[0]} tile {c[1]}: {t * 1e3:.1f} us, {rate:.0f} GB/s, {rate / copy_rate:.2f} of copy",
-                  flush=True)
+        times = iter(ms[1:])
+        for name, _, tensors in ops:
+            for c in CANDIDATES:
+                t = next(times)
+                rate = tensors * M * N * x.element_size() / t / 1e6
+                print(f"  {name} programs/SM {c[0]} tile {c[1]}: {t * 1e3:.1f} us, {rate:.0f} GB/s, "
+                      f"{rate / copy_rate:.2f} of copy", flush=True)
 
 
 if __name__ == "__main__":
