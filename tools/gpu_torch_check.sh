@@ -23,8 +23,8 @@
 # Everything lands in $OUT (default ./gpu-torch-check-out): at most 8 files,
 # logs merged into log.txt. The whole run stays under $GPU_CHECK_BUDGET
 # seconds (default 540): a step gets what is left minus a reserve for the
-# later ones. SKIP_BUILD=1 (tegula already installed), SKIP_PYTEST=1, SKIP_SWEEP=1 or
-# SKIP_BENCH=1 leave a step out; SWEEP_ARGS adds options to the sweep (e.g.
+# later ones. SKIP_BUILD=1 (tegula already installed), SKIP_PYTEST=1, SKIP_SWEEP=1,
+# SKIP_BENCH=1 or SKIP_TRAIN=1 leave a step out; SWEEP_ARGS adds options to the sweep (e.g.
 # "--dims 128" or "--fwd 128x64w8s3"); TRAIN_STEPS changes the 200 steps.
 # GPU_CHECK_DEVICE=cpu runs every step on the CPU at small sizes (--quick, the
 # CPU's training defaults): a dry run of this script on a machine without a
@@ -103,7 +103,7 @@ else
 fi
 
 # --- 5. the training example, both variants, 200 steps ------------------------------------------------
-if ((BUILT)); then
+if ((BUILT)) && [[ "${SKIP_TRAIN:-0}" == 0 ]]; then
   step train "$LOG" "$(allowance 110 60)" "$PY" examples/train_gpt.py --device "$DEVICE" --steps "$STEPS" --log-every 50 \
     --plot "$OUT/train_gpt.png" --json "$OUT/train_gpt.json"
   if [ -f "$OUT/train_gpt.json" ]; then
@@ -123,7 +123,7 @@ EOF
   sed -n '/^### train-compile/,$p' "$LOG" | grep -E "tokens/s after the first step|differs from torch" |
     sed 's/^/      compiled: /' >>"$SUMMARY"
 else
-  skip train "no build"
+  skip train "no build or SKIP_TRAIN=1"
 fi
 
 note "done in $(elapsed)s; $FAILED step(s) failed; files: $(cd "$OUT" && ls | tr '\n' ' ')"
