@@ -163,11 +163,14 @@ def _opaque_description(value) -> str:
             return f"function '{name}' imported from tegula.language (write tl.{name})"
         return f"function '{value.__qualname__}' (not a @tegula.jit function)"
     if isinstance(value, type):
-        return f"class '{value.__qualname__}'"
+        module = getattr(value, "__module__", None)
+        return f"class '{value.__qualname__ if module in (None, 'builtins') else module + '.' + value.__qualname__}'"
     if _is_triton_object(value, "dtype"):
         return f"Triton's dtype {getattr(value, 'name', '?')}, which Tegula does not support"
     if type(value) is int:
         return f"int {value} (outside the 64-bit range of kernel constants)"
+    if isinstance(getattr(value, "__name__", None), str):  # a NumPy ufunc, a functools.partial's function
+        return f"{type(value).__qualname__} '{value.__name__}'"
     return f"object of type '{type(value).__qualname__}'"
 
 
@@ -248,7 +251,62 @@ def visible_values(fn: types.FunctionType, source: str | None = None, replaced: 
             values[name] = cell.cell_contents
         except ValueError:  # a closure variable not assigned yet
             continue
+    if source is not None and any(_is_host_module(v) for v in values.values()):
+        _add_module_members(values, source)
     return values
+
+
+def _is_host_module(value) -> bool:
+    """A module whose attributes the host resolves for the compiler: any but
+    the tile language's and the top-level tegula/triton (the compiler knows
+    those names itself)."""
+    if not isinstance(value, types.ModuleType):
+        return False
+    name = value.__name__
+    return not (name in _LANGUAGE_PACKAGES or name in _TOP_LEVEL_MODULES
+                or name.startswith(("tegula.language.", "triton.language.")))
+
+
+def _add_module_members(values: dict, source: str) -> None:
+    """Adds ``"helpers.f": helpers.f`` to `values` for every ``helpers.f`` the
+    source names on a host module ``helpers`` (and ``"a.b.c"`` through a
+    module ``a.b``), as Triton resolves a module's attributes when it
+    compiles. An attribute the module lacks is left out: the compiler
+    reports it where it is used."""
+    for chain in _attribute_chains(source):
+        value = values.get(chain[0])
+        dotted = chain[0]
+        for attr in chain[1:]:
+            if not _is_host_module(value):
+                break
+            try:
+                value = getattr(value, attr)
+            except AttributeError:
+                break
+            dotted += "." + attr
+            values[dotted] = value
+
+
+@functools.lru_cache(maxsize=256)
+def _attribute_chains(source: str) -> tuple:
+    """Every ``name.attr[.attr...]`` the source reads, as tuples of names, the
+    longest chains only (their prefixes are resolved on the way)."""
+    try:
+        tree = parse_dedented(source)
+    except SyntaxError:  # the compiler reports it, with its location
+        return ()
+    chains, inner = set(), set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        parts, base = [node.attr], node.value
+        while isinstance(base, ast.Attribute):
+            inner.add(id(base))
+            parts.append(base.attr)
+            base = base.value
+        if isinstance(base, ast.Name) and id(node) not in inner:
+            chains.add((base.id, *reversed(parts)))
+    return tuple(sorted(chains))
 
 
 def collect_sources(root, args=None) -> list:
@@ -329,7 +387,7 @@ def describe(value) -> GV:
             return GV(Kind.Language, text=name)
         if name in _TOP_LEVEL_MODULES:
             return GV(Kind.Tegula, text=name)
-        return GV(Kind.Opaque, text=_opaque_description(value))
+        return GV(Kind.HostModule, text=_opaque_description(value))
     constant = constant_value(value)
     if constant is None:
         constant = _triton_constant(value)

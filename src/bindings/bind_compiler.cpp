@@ -48,7 +48,8 @@ void bind_global_value(nb::module_& m) {
       .value("JitFunction", GlobalValue::Kind::JitFunction)
       .value("Opaque", GlobalValue::Kind::Opaque)
       .value("LanguageMember", GlobalValue::Kind::LanguageMember)
-      .value("Tuple", GlobalValue::Kind::Tuple);
+      .value("Tuple", GlobalValue::Kind::Tuple)
+      .value("HostModule", GlobalValue::Kind::HostModule);
   cls.def(
          "__init__",
          [](GlobalValue* self, GlobalValue::Kind kind, int64_t int_value, double float_value,

@@ -233,7 +233,8 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
     }
     case GlobalValue::Kind::Tegula: return Symbol::module("tegula");
     case GlobalValue::Kind::JitFunction: return Symbol::jit(g.function);
-    case GlobalValue::Kind::Opaque: return Symbol::opaque(g.text);
+    case GlobalValue::Kind::Opaque:
+    case GlobalValue::Kind::HostModule: return Symbol::opaque(g.text);  // a module only as a global (lookup)
     case GlobalValue::Kind::Tuple: {
       std::vector<Symbol> elements;
       for (const GlobalValue& e : g.elements) elements.push_back(global_symbol(e, loc));
@@ -243,6 +244,19 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
   }
 }
 
+// `module.attr` of a host module: the global the host side resolved under the dotted name, in the
+// globals of the function that names the module.
+Symbol Lowerer::member_global(const Symbol& module, const std::string& attr, const SourceLoc& loc) {
+  const FunctionSource& fs = request_.functions[static_cast<size_t>(module.function)];
+  std::string dotted = module.name + "." + attr;
+  auto it = fs.globals.find(dotted);
+  if (it == fs.globals.end())
+    error_at(loc, Diag::NoSuchAttribute, "the module `" + module.name + "` has no attribute `" + attr + "`",
+             "a kernel can use a module's @jit functions, constants and modules");
+  if (it->second.kind == GlobalValue::Kind::HostModule) return Symbol::host_module(dotted, module.function);
+  return global_symbol(it->second, loc);
+}
+
 Symbol Lowerer::lookup(const std::string& name, const SourceLoc& loc) {
   Frame& f = frame();
   if (auto it = f.vars.find(name); it != f.vars.end()) return it->second;
@@ -250,7 +264,10 @@ Symbol Lowerer::lookup(const std::string& name, const SourceLoc& loc) {
     error_at(loc, Diag::PossiblyUndefinedName, "`" + name + "` is not defined on every path that reaches this use",
              "assign `" + name + "` before the `if`/loop, or in every branch");
   const FunctionSource& fs = request_.functions[static_cast<size_t>(f.function)];
-  if (auto it = fs.globals.find(name); it != fs.globals.end()) return global_symbol(it->second, loc);
+  if (auto it = fs.globals.find(name); it != fs.globals.end()) {
+    if (it->second.kind == GlobalValue::Kind::HostModule) return Symbol::host_module(name, f.function);
+    return global_symbol(it->second, loc);
+  }
   if (is_python_builtin(name)) return Symbol::builtin("py." + name);
   if (auto refused = refused_python_builtin(name))
     error_at(loc, Diag::UnsupportedLanguageName, refused->first, refused->second);

@@ -75,6 +75,7 @@ std::string Lowerer::describe(const Symbol& s) const {
     case Symbol::Kind::Tuple: return "a tuple of " + std::to_string(s.elements.size()) + " elements";
     case Symbol::Kind::Method: return "the method `" + s.name + "`";
     case Symbol::Kind::Opaque: return "the host object " + s.name;
+    case Symbol::Kind::HostModule: return "the module `" + s.name + "`";
     case Symbol::Kind::Slice: return "a slice";
     case Symbol::Kind::BlockPointer:
     case Symbol::Kind::TensorDescriptor: return describe_block_access(*this, s);
@@ -629,6 +630,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
     case Symbol::Kind::Opaque:
       error_at(loc, Diag::HostObjectInKernel, "`" + base.name + "` is a host object and cannot be used inside a kernel",
                "kernels can use tl/tegula functions, @jit functions and int/float/bool/str constants");
+    case Symbol::Kind::HostModule: return member_global(base, attr, loc);
     case Symbol::Kind::BlockPointer:
     case Symbol::Kind::TensorDescriptor: return block_access_attribute(*this, base, attr, loc);
     default: error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");

@@ -60,6 +60,7 @@ class Lowerer {
   // `if` on a tile condition chooses per element (lower_elementwise_if.cpp).
   Symbol call_jit_per_element(int32_t index, const CallArgs& args);
   Symbol lookup(const std::string& name, const SourceLoc& loc);
+  Symbol member_global(const Symbol& module, const std::string& attr, const SourceLoc& loc);
   void assign(const std::string& name, Symbol value);
   Symbol global_symbol(const GlobalValue& g, const SourceLoc& loc);
 

@@ -30,6 +30,10 @@ struct GlobalValue {
                      // language exports it ("triton.language.extra.libdevice.rsqrt"), so it means
                      // what that attribute of the module means
     Tuple,        // elements, each a constant (a constexpr argument such as a shape)
+    HostModule,   // a Python module of the host's (`from . import helpers`): text describes it for
+                  // errors; each of its attributes the function names (`helpers.f`) is a global
+                  // of its own, under the dotted name ("helpers.f"), a HostModule again for a
+                  // module inside it
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;

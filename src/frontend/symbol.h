@@ -34,6 +34,8 @@ struct Symbol {
     Tuple,        // elements
     Method,       // name = method, receiver = the value it is bound to
     Opaque,       // name = description of a host object the kernel cannot use
+    HostModule,   // name = the dotted global name of a host Python module ("helpers"); function =
+                  // the FunctionSource whose globals hold its members ("helpers.f")
     Slice,        // lo:hi:step in a subscript; elements = the three parts (None where absent)
     BlockPointer,      // elements = base, shape[r], strides[r], offsets[r] (IR values); block
     TensorDescriptor,  // elements = base, shape[r], strides[r] (IR values); block
@@ -54,6 +56,13 @@ struct Symbol {
   static Symbol jit(int32_t f) { Symbol s; s.kind = Kind::JitFunction; s.function = f; return s; }
   static Symbol tuple(std::vector<Symbol> e) { Symbol s; s.kind = Kind::Tuple; s.elements = std::move(e); return s; }
   static Symbol opaque(std::string d) { Symbol s; s.kind = Kind::Opaque; s.name = std::move(d); return s; }
+  static Symbol host_module(std::string global, int32_t f) {
+    Symbol s;
+    s.kind = Kind::HostModule;
+    s.name = std::move(global);
+    s.function = f;
+    return s;
+  }
 
   bool is_value() const { return kind == Kind::Value; }
   bool is_const() const { return kind == Kind::Const; }

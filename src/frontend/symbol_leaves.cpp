@@ -67,6 +67,7 @@ bool same_symbol(const Symbol& a, const Symbol& b) {
     case Symbol::Kind::Value: return a.value == b.value;
     case Symbol::Kind::Const: return a.constant.kind == b.constant.kind && a.constant == b.constant;
     case Symbol::Kind::JitFunction: return a.function == b.function;
+    case Symbol::Kind::HostModule: return a.name == b.name && a.function == b.function;
     case Symbol::Kind::Module:
     case Symbol::Kind::Builtin:
     case Symbol::Kind::Opaque: return a.name == b.name;

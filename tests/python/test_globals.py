@@ -1,7 +1,8 @@
 """What a kernel sees besides its arguments: module constants, tl.constexpr and
-dtype globals, other @jit functions (transitively), closure variables, and
-triton.language under its own name."""
+dtype globals, other @jit functions (transitively), closure variables, the
+members of host modules, and triton.language under its own name."""
 
+import math
 import sys
 import types
 
@@ -86,6 +87,58 @@ def uses_numpy(x_ptr):
 def test_host_objects_are_reported_by_name():
     with pytest.raises(tegula.CompilationError, match="numpy"):
         uses_numpy[(1,)](np.zeros(1, dtype=np.float32))
+
+
+# A module of helpers, as `from . import helpers` gives a kernel: its @jit
+# functions, constants and modules are reached through attributes.
+helpers = types.ModuleType("kernel_helpers")
+helpers.SCALE = 2.5
+helpers.inner = types.ModuleType("kernel_helpers.inner")
+helpers.inner.OFFSET = tl.constexpr(7)
+
+
+@tegula.jit
+def _scaled(x):
+    return x * helpers.SCALE  # a helper reading its own module's constant through the module
+
+
+helpers.scaled = _scaled
+helpers.inner.scaled = _scaled
+
+
+@tegula.jit
+def uses_module_members(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = helpers.scaled(x) + helpers.inner.OFFSET + helpers.inner.scaled(x) * math.pi
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+def test_module_attributes():
+    x = np.random.default_rng(0).standard_normal(300).astype(np.float32)
+    out = np.zeros(300, dtype=np.float32)
+    uses_module_members[(3,)](x, out, 300, BLOCK=128)
+    tegula.testing.assert_close(out, x * 2.5 + 7 + x * 2.5 * np.float32(math.pi), rtol=1e-6, atol=1e-6)
+
+
+@tegula.jit
+def missing_module_member(x_ptr):
+    tl.store(x_ptr, helpers.not_there)
+
+
+@tegula.jit
+def calls_a_module(x_ptr):
+    tl.store(x_ptr, helpers.inner(1.0))
+
+
+def test_module_attribute_errors():
+    x = np.zeros(1, dtype=np.float32)
+    with pytest.raises(tegula.CompilationError, match=r"the module `helpers` has no attribute `not_there`") as e:
+        missing_module_member[(1,)](x)
+    assert "test_globals.py" in str(e.value)
+    with pytest.raises(tegula.CompilationError, match=r"the module `helpers.inner` is not callable"):
+        calls_a_module[(1,)](x)
 
 
 def test_dtype_as_constexpr_argument():
