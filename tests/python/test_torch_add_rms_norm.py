@@ -96,6 +96,21 @@ def test_add_rms_norm_matches_torch(device, dtype, n, use_h):
     _check(x, residual, weight, use_h=use_h, gen=gen)
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["in_step", "ahead"])
+@pytest.mark.parametrize("use_h", [True, False], ids=["h_and_y", "y_only"])
+def test_backward_steps_with_partial_last_step(monkeypatch, ahead, use_h):
+    # 1001 rows of 200: 63 programs of 16 rows in steps of 8, the last program 9 rows (its second
+    # step one row). "ahead": the loop that loads each step's tiles during the step before, the
+    # GPU's (_rows.LOAD_AHEAD), run on the CPU backend.
+    from tegula.torch.ops import _rows
+    monkeypatch.setattr(_rows, "LOAD_AHEAD", {"cuda": True, "cpu": ahead})
+    gen = torch.Generator().manual_seed(1001 + use_h)
+    x = _randn(7, 143, 200, dtype=torch.float32, gen=gen, scale=2, shift=0.5)
+    residual = _randn(7, 143, 200, dtype=torch.float32, gen=gen)
+    weight = _randn(200, dtype=torch.float32, gen=gen, shift=1)
+    _check(x, residual, weight, use_h=use_h, gen=gen)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("n", HIDDEN)
 def test_float32_stream_with_bf16_residual_and_bf16_output(device, n):

@@ -2,7 +2,8 @@
 and add_rms_norm backwards (tegula/torch/ops/_rows.py) against the copy rate, at train_gpt's shape (16384
 rows of 512, float32 as its residual stream and bf16): ``python tools/hopper/rows_bwd_probe.py``.
 Interleaved CUDA-event medians, L2 flushed (tegula.testing.CudaTimer). Each row is one backward with its
-partial-gradient sum. For choosing PROGRAMS_PER_SM and TILE_ELEMENTS."""
+partial-gradient sum. For choosing PROGRAMS_PER_SM, TILE_ELEMENTS and LOAD_AHEAD (each step's tiles loaded
+during the step before, or in the step)."""
 
 import statistics
 
@@ -13,7 +14,8 @@ from tegula.torch.ops import _rows
 from tegula.torch.ops.add_rms_norm import add_rms_norm_backward
 from tegula.torch.ops.rms_norm import rms_norm_backward
 
-CANDIDATES = [(2, 2048), (4, 2048), (8, 2048), (2, 8192), (4, 4096), (8, 1024)]
+# (programs per SM, tile elements, load ahead)
+CANDIDATES = [(p, t, ahead) for ahead in (False, True) for p, t in ((2, 2048), (4, 2048), (8, 1024), (2, 8192))]
 
 
 def main() -> None:
@@ -35,7 +37,8 @@ def main() -> None:
 
         def run(c, backward):
             def go():
-                _rows.PROGRAMS_PER_SM, _rows.TILE_ELEMENTS = c
+                _rows.PROGRAMS_PER_SM, _rows.TILE_ELEMENTS = c[:2]
+                _rows.LOAD_AHEAD = {"cuda": c[2]}
                 backward()
             return go
 
@@ -51,7 +54,7 @@ def main() -> None:
             for c in CANDIDATES:
                 t = next(times)
                 rate = tensors * M * N * x.element_size() / t / 1e6
-                print(f"  {name} programs/SM {c[0]} tile {c[1]}: {t * 1e3:.1f} us, {rate:.0f} GB/s, "
+                print(f"  {name} programs/SM {c[0]} tile {c[1]} {'ahead' if c[2] else 'in step'}: {t * 1e3:.1f} us, {rate:.0f} GB/s, "
                       f"{rate / copy_rate:.2f} of copy", flush=True)
 
 

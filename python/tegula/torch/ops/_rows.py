@@ -30,6 +30,10 @@ ELEMENTS_PER_THREAD = 8
 # are taken several at a time, up to MAX_ROWS_PER_STEP.
 TILE_ELEMENTS = 2048
 MAX_ROWS_PER_STEP = 16
+# Whether a backward program loads each step's tiles during the step before, by device type: on a
+# GPU a program's steps are otherwise serial (load, row sums, store), each waiting for memory; on
+# the CPU backend the tiles carried from step to step are copies, and the cores prefetch anyway.
+LOAD_AHEAD = {"cuda": True}
 
 
 def check_weights(op: str, x: torch.Tensor, *weights: torch.Tensor) -> None:
@@ -87,9 +91,23 @@ def rows_per_step(block_n: int) -> int:
     return max(1, min(MAX_ROWS_PER_STEP, TILE_ELEMENTS // block_n))
 
 
+def load_ahead(device: torch.device) -> bool:
+    """Whether a backward program on `device` loads a step's tiles during the step before (LOAD_AHEAD)."""
+    return LOAD_AHEAD.get(device.type, False)
+
+
 def backward_warps(block_n: int) -> int:
     """Warps of a backward program over rows of `block_n` elements (a power of two): 4 to 16."""
     return max(4, min(16, block_n // (32 * ELEMENTS_PER_THREAD)))
+
+
+@tegula.jit
+def load_step(ptr, r0, row_end, N, cols, mask, ROWS: tl.constexpr):
+    # Rows r0 .. r0 + ROWS - 1 (those below row_end) of a row-major [M, N] matrix as a [ROWS, BLOCK_N]
+    # tile in ptr's dtype, zeros elsewhere: one step of a backward program.
+    rows = r0 + tl.arange(0, ROWS)
+    tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
+    return tl.load(ptr + tile, mask=(rows < row_end)[:, None] & mask[None, :], other=0.0)
 
 
 @functools.lru_cache(maxsize=None)

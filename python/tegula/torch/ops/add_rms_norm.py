@@ -54,8 +54,10 @@ def add_rms_norm_forward_kernel(x_ptr, res_ptr, w_ptr, h_ptr, y_ptr, N, eps, BLO
 
 @tegula.jit
 def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, dx_ptr, dw_partial_ptr, M, N, eps,
-                                 rows_per_program, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
-    # dh_ptr None (h unused): that term folds away. ROWS rows per step (_rows.rows_per_step).
+                                 rows_per_program, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr,
+                                 AHEAD: tl.constexpr):
+    # dh_ptr None (h unused): that term folds away. ROWS rows per step (_rows.rows_per_step); AHEAD:
+    # each step's tiles are loaded during the step before (_rows.load_ahead).
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
@@ -63,20 +65,33 @@ def add_rms_norm_backward_kernel(dh_ptr, dy_ptr, h_ptr, w_ptr, dx_ptr, dw_partia
     dw = tl.zeros([ROWS, BLOCK_N], dtype=ACC)
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
+    if AHEAD:
+        h_next = _rows.load_step(h_ptr, row_start, row_end, N, cols, mask, ROWS)
+        dy_next = _rows.load_step(dy_ptr, row_start, row_end, N, cols, mask, ROWS)
+        if dh_ptr is not None:
+            dh_next = _rows.load_step(dh_ptr, row_start, row_end, N, cols, mask, ROWS)
     for r0 in range(row_start, row_end, ROWS):
-        rows = r0 + tl.arange(0, ROWS)
-        inside = rows < row_end
-        tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
-        m2 = inside[:, None] & mask[None, :]
-        h = tl.load(h_ptr + tile, mask=m2, other=0.0).to(ACC)
-        dy = tl.load(dy_ptr + tile, mask=m2, other=0.0).to(ACC)
+        if AHEAD:
+            h, dy = h_next.to(ACC), dy_next.to(ACC)
+            if dh_ptr is not None:
+                dh_in = dh_next.to(ACC)
+                dh_next = _rows.load_step(dh_ptr, r0 + ROWS, row_end, N, cols, mask, ROWS)
+            h_next = _rows.load_step(h_ptr, r0 + ROWS, row_end, N, cols, mask, ROWS)
+            dy_next = _rows.load_step(dy_ptr, r0 + ROWS, row_end, N, cols, mask, ROWS)
+        else:
+            h = _rows.load_step(h_ptr, r0, row_end, N, cols, mask, ROWS).to(ACC)
+            dy = _rows.load_step(dy_ptr, r0, row_end, N, cols, mask, ROWS).to(ACC)
+            if dh_ptr is not None:
+                dh_in = _rows.load_step(dh_ptr, r0, row_end, N, cols, mask, ROWS).to(ACC)
         rstd = (1.0 / tl.sqrt(tl.sum(h * h, axis=1) / N + eps))[:, None]
         hhat = h * rstd
         g = w[None, :] * dy
         dh = (g - hhat * (tl.sum(hhat * g, axis=1) / N)[:, None]) * rstd
         if dh_ptr is not None:
-            dh = dh + tl.load(dh_ptr + tile, mask=m2, other=0.0).to(ACC)
-        tl.store(dx_ptr + tile, dh.to(dx_ptr.dtype.element_ty), mask=m2)
+            dh = dh + dh_in
+        rows = r0 + tl.arange(0, ROWS)
+        tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        tl.store(dx_ptr + tile, dh.to(dx_ptr.dtype.element_ty), mask=(rows < row_end)[:, None] & mask[None, :])
         dw += dy * hhat
     tl.store(dw_partial_ptr + pid * N + cols, tl.sum(dw, axis=0), mask=mask)
 
@@ -132,7 +147,7 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
     dw_partial = h.new_empty(programs, N, dtype=_rows.accumulator(h))
     add_rms_norm_backward_kernel[(programs,)](None if dh is None else dh.contiguous(), dy.contiguous(), h,
                                               weight, dx, dw_partial, M, N, eps, rows_per_program, BLOCK_N=block_n,
-                                              ROWS=step, ACC=compute_dtype(h),
+                                              ROWS=step, ACC=compute_dtype(h), AHEAD=_rows.load_ahead(h.device),
                                               num_warps=_rows.backward_warps(block_n * step))
     return dx, _rows.sum_partials(dw_partial, weight.dtype)
 

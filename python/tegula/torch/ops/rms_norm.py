@@ -33,8 +33,9 @@ def rms_norm_forward_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, N, eps, BLOCK_N: tl.c
 
 @tegula.jit
 def rms_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N, rows_per_program,
-                             BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr):
-    # ROWS rows per step (_rows.rows_per_step), so narrow rows still make a large tile.
+                             BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ACC: tl.constexpr, AHEAD: tl.constexpr):
+    # ROWS rows per step (_rows.rows_per_step), so narrow rows still make a large tile; AHEAD: each
+    # step's tiles are loaded during the step before (_rows.load_ahead).
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
@@ -42,18 +43,25 @@ def rms_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_
     dw = tl.zeros([ROWS, BLOCK_N], dtype=ACC)
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
+    if AHEAD:
+        x_next = _rows.load_step(x_ptr, row_start, row_end, N, cols, mask, ROWS)
+        dy_next = _rows.load_step(dy_ptr, row_start, row_end, N, cols, mask, ROWS)
     for r0 in range(row_start, row_end, ROWS):
         rows = r0 + tl.arange(0, ROWS)
         inside = rows < row_end
-        tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
-        m2 = inside[:, None] & mask[None, :]
-        x = tl.load(x_ptr + tile, mask=m2, other=0.0).to(ACC)
-        dy = tl.load(dy_ptr + tile, mask=m2, other=0.0).to(ACC)
+        if AHEAD:
+            x, dy = x_next.to(ACC), dy_next.to(ACC)
+            x_next = _rows.load_step(x_ptr, r0 + ROWS, row_end, N, cols, mask, ROWS)
+            dy_next = _rows.load_step(dy_ptr, r0 + ROWS, row_end, N, cols, mask, ROWS)
+        else:
+            x = _rows.load_step(x_ptr, r0, row_end, N, cols, mask, ROWS).to(ACC)
+            dy = _rows.load_step(dy_ptr, r0, row_end, N, cols, mask, ROWS).to(ACC)
         rstd = tl.load(rstd_ptr + rows, mask=inside, other=0.0)[:, None]
         xhat = x * rstd
         g = w[None, :] * dy
         dx = (g - xhat * (tl.sum(xhat * g, axis=1) / N)[:, None]) * rstd
-        tl.store(dx_ptr + tile, dx.to(dx_ptr.dtype.element_ty), mask=m2)
+        tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        tl.store(dx_ptr + tile, dx.to(dx_ptr.dtype.element_ty), mask=inside[:, None] & mask[None, :])
         dw += dy * xhat
     tl.store(dw_partial_ptr + pid * N + cols, tl.sum(dw, axis=0), mask=mask)
 
@@ -93,6 +101,7 @@ def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
     dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(x), device=x.device)
     rms_norm_backward_kernel[(programs,)](dy, x, weight, rstd.contiguous(), dx, dw_partial, M, N,
                                           rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(x),
+                                          AHEAD=_rows.load_ahead(x.device),
                                           num_warps=_rows.backward_warps(block_n * step))
     return dx, _rows.sum_partials(dw_partial, weight.dtype)
 
