@@ -112,6 +112,18 @@ def test_rms_norm_backward_steps_with_partial_last_step(monkeypatch, ahead):
     _check_against(rms_norm_reference, ops.rms_norm, (x, w), torch.float32, gen)
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["in_step", "ahead"])
+def test_layer_norm_backward_steps_with_partial_last_step(monkeypatch, ahead):
+    # As test_rms_norm_backward_steps_with_partial_last_step, for layer_norm's backward.
+    from tegula.torch.ops import _rows
+    monkeypatch.setattr(_rows, "LOAD_AHEAD", {"cuda": True, "cpu": ahead})
+    gen = torch.Generator().manual_seed(1002)
+    x = _randn(7, 143, 200, dtype=torch.float32, gen=gen, scale=2, shift=0.5)
+    w = _randn(200, dtype=torch.float32, gen=gen, shift=1)
+    b = _randn(200, dtype=torch.float32, gen=gen)
+    _check_against(layer_norm_reference, ops.layer_norm, (x, w, b), torch.float32, gen)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("n", HIDDEN)

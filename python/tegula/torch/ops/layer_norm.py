@@ -38,8 +38,9 @@ def layer_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, N,
 @tegula.jit
 def layer_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, db_partial_ptr,
                                M, N, rows_per_program, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-                               ACC: tl.constexpr):
-    # ROWS rows per step (_rows.rows_per_step), so narrow rows still make a large tile.
+                               ACC: tl.constexpr, AHEAD: tl.constexpr):
+    # ROWS rows per step (_rows.rows_per_step), so narrow rows still make a large tile; AHEAD: each
+    # step's tiles are loaded during the step before (_rows.load_ahead).
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
@@ -48,18 +49,26 @@ def layer_norm_backward_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr,
     db = tl.zeros([ROWS, BLOCK_N], dtype=ACC)
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
+    if AHEAD:
+        x_next = _rows.load_step(x_ptr, row_start, row_end, N, cols, mask, ROWS)
+        dy_next = _rows.load_step(dy_ptr, row_start, row_end, N, cols, mask, ROWS)
     for r0 in range(row_start, row_end, ROWS):
         rows = r0 + tl.arange(0, ROWS)
         inside = rows < row_end
-        tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
         m2 = inside[:, None] & mask[None, :]
-        x = tl.load(x_ptr + tile, mask=m2, other=0.0).to(ACC)
-        dy = tl.load(dy_ptr + tile, mask=m2, other=0.0).to(ACC)
+        if AHEAD:
+            x, dy = x_next.to(ACC), dy_next.to(ACC)
+            x_next = _rows.load_step(x_ptr, r0 + ROWS, row_end, N, cols, mask, ROWS)
+            dy_next = _rows.load_step(dy_ptr, r0 + ROWS, row_end, N, cols, mask, ROWS)
+        else:
+            x = _rows.load_step(x_ptr, r0, row_end, N, cols, mask, ROWS).to(ACC)
+            dy = _rows.load_step(dy_ptr, r0, row_end, N, cols, mask, ROWS).to(ACC)
         mean = tl.load(mean_ptr + rows, mask=inside, other=0.0)[:, None]
         rstd = tl.load(rstd_ptr + rows, mask=inside, other=0.0)[:, None]
         xhat = tl.where(m2, (x - mean) * rstd, 0.0)
         g = w[None, :] * dy
         dx = (g - xhat * (tl.sum(xhat * g, axis=1) / N)[:, None] - (tl.sum(g, axis=1) / N)[:, None]) * rstd
+        tile = rows.to(tl.int64)[:, None] * N + cols[None, :]
         tl.store(dx_ptr + tile, dx.to(dx_ptr.dtype.element_ty), mask=m2)
         dw += dy * xhat
         db += dy
@@ -107,7 +116,7 @@ def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
     layer_norm_backward_kernel[(programs,)](dy, x, weight, mean.contiguous(), rstd.contiguous(), dx,
                                             dw_partial, db_partial, M, N, rows_per_program,
                                             BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(x),
-                                            num_warps=_rows.backward_warps(block_n * step))
+                                            AHEAD=_rows.load_ahead(x.device), num_warps=_rows.backward_warps(block_n * step))
     return (dx, _rows.sum_partials(dw_partial, weight.dtype),
             _rows.sum_partials(db_partial, weight.dtype))
 

@@ -113,10 +113,11 @@ def rotary_qkv_kernel(q_ptr, k_ptr, v_ptr, q_out, k_out, v_out, cos_ptr, sin_ptr
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.arange(0, BLOCK_HALF)
     mask = (rows < R)[:, None] & (cols < half)[None, :]
-    position = (rows // H) % T
     wide = rows.to(tl.int64)
-    b, t, h = wide // (T * H), (wide // H) % T, wide % H
-    table = position[:, None] * half + cols[None, :]
+    bt = wide // H  # two divisions of 64-bit integers (each a long instruction sequence) for b, t and h
+    b = bt // T
+    t, h = bt - b * T, wide - bt * H
+    table = t[:, None] * half + cols[None, :]
     c = tl.load(cos_ptr + table, mask=mask, other=0.0).to(ACC)
     s = tl.load(sin_ptr + table, mask=mask, other=0.0).to(ACC) * sin_sign
     out = (b * so_b + t * so_t + h * so_h)[:, None] + cols[None, :]
