@@ -129,6 +129,11 @@ class TorchOps:
     def attention(q, k, v, causal):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
+    @staticmethod
+    def rotary_attention(qkv, cos, sin, causal):
+        q, k, v = TorchOps.rotary_qkv(qkv, cos, sin)
+        return TorchOps.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal).transpose(1, 2)
+
 
 def ops_named(name: str):
     if name == "torch":
@@ -160,9 +165,8 @@ class Block(torch.nn.Module):
         else:
             x, normed = self.ops.add_rms_norm(x, pending, self.attn_norm)
         qkv = self.qkv(normed).view(B, T, 3, self.heads, C // self.heads)
-        q, k, v = self.ops.rotary_qkv(qkv, cos, sin)
-        y = self.ops.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
-        x, normed = self.ops.add_rms_norm(x, self.proj(y.transpose(1, 2).reshape(B, T, C)), self.mlp_norm)
+        y = self.ops.rotary_attention(qkv, cos, sin, causal=True)  # [B, T, heads, head dim]
+        x, normed = self.ops.add_rms_norm(x, self.proj(y.reshape(B, T, C)), self.mlp_norm)
         return x, self.down(self.ops.silu_and_mul(self.gate_up(normed)))
 
 

@@ -12,7 +12,9 @@ from .layer_norm import layer_norm
 from .linear_cross_entropy import linear_cross_entropy
 from .rms_norm import rms_norm
 from .rotary import rotary_embedding, rotary_qkv, rotary_tables
+from .rotary_attention import rotary_attention
 from .swiglu import silu_and_mul, swiglu
 
 __all__ = ["add_rms_norm", "attention", "cross_entropy", "cross_entropy_losses", "fused_chain", "layer_norm", "linear_cross_entropy",
-           "rms_norm", "rotary_embedding", "rotary_qkv", "rotary_tables", "silu_and_mul", "swiglu"]
+           "rms_norm", "rotary_attention", "rotary_embedding", "rotary_qkv", "rotary_tables", "silu_and_mul",
+           "swiglu"]

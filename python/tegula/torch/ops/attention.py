@@ -263,18 +263,26 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     """(out, lse): out like q, lse [B, H, S] (float32, float64 for float64 inputs)."""
     _check(q, k, v)
     out = _output_like(q)
-    q, k, v = _in_place(q), _in_place(k), _in_place(v)
     lse = q.new_empty(*q.shape[:-1], dtype=_rows.accumulator(q))
-    if q.numel() and attention_tma.applies(q) and not attention_config.overridden():
-        attention_tma.forward(q, k, v, causal, scale, out, lse)
-    elif q.numel():
-        tiles = _config(q).fwd
-        _, H, S, D = q.shape
-        attention_forward_kernel[_grid(q, tiles.block_m)](
-            q, k, v, out, lse, S, H, *_strides(q), *_strides(k), *_strides(v), *_strides(out), scale, HEAD_DIM=D,
-            BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=causal, ACC=compute_dtype(q),
-            PRECISION=dot_precision(q), **tiles.options())
+    forward_into(q, k, v, causal, scale, out, lse)
     return out, lse
+
+
+def forward_into(q, k, v, causal: bool, scale: float, out, lse) -> None:
+    """The forward's launches: out ([B, H, S, D], any strides with the head dim contiguous) and lse
+    (contiguous [B, H, S]) from q, k, v (read in place where their strides allow)."""
+    q, k, v = _in_place(q), _in_place(k), _in_place(v)
+    if not q.numel():
+        return
+    if attention_tma.applies(q) and not attention_config.overridden():
+        attention_tma.forward(q, k, v, causal, scale, out, lse)
+        return
+    tiles = _config(q).fwd
+    _, H, S, D = q.shape
+    attention_forward_kernel[_grid(q, tiles.block_m)](
+        q, k, v, out, lse, S, H, *_strides(q), *_strides(k), *_strides(v), *_strides(out), scale, HEAD_DIM=D,
+        BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=causal, ACC=compute_dtype(q),
+        PRECISION=dot_precision(q), **tiles.options())
 
 
 def _backward_fake(do, q, k, v, out, lse, causal, scale):
@@ -286,11 +294,18 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
                        lse: torch.Tensor, causal: bool,
                        scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) from the forward's inputs, output and log-sum-exp."""
+    dq, dk, dv = q.new_empty(*q.shape), k.new_empty(*k.shape), v.new_empty(v.shape)
+    backward_into(do, q, k, v, out, lse, causal, scale, dq, dk, dv)
+    return dq, dk, dv
+
+
+def backward_into(do, q, k, v, out, lse, causal: bool, scale: float, dq, dk, dv) -> None:
+    """The backward's launches: dq, dk, dv (contiguous [B, H, S, D]) from the forward's inputs (read in
+    place where their strides allow), output and log-sum-exp."""
     do, q, k, v, out = (_in_place(t) for t in (do, q, k, v, out))
-    lse = lse.contiguous()
-    dq, dk, dv = q.new_empty(*q.shape), k.new_empty(*k.shape), v.new_empty(*v.shape)
     if not q.numel():
-        return dq, dk, dv
+        return
+    lse = lse.contiguous()
     _, H, S, D = q.shape
     meta = dict(HEAD_DIM=D, ACC=compute_dtype(q))
     delta = torch.empty_like(lse)
@@ -299,7 +314,7 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
                                            **meta)
     if attention_tma.applies(q) and not attention_config.overridden():
         attention_tma.backward(do, q, k, v, lse, delta, causal, scale, dq, dk, dv)
-        return dq, dk, dv
+        return
     config = _config(q)
     dkdv, dqt, precision = config.dkdv, config.dq, dot_precision(q)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
@@ -309,7 +324,6 @@ def attention_backward(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: to
     attention_dq_kernel[_grid(q, dqt.block_m)](q, k, v, do, lse, delta, dq, S, H, *strides, scale,
                                                BLOCK_M=dqt.block_m, BLOCK_N=dqt.block_n, CAUSAL=causal,
                                                PRECISION=precision, **meta, **dqt.options())
-    return dq, dk, dv
 
 
 def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "dq")) -> None:

@@ -103,7 +103,8 @@ def rotary_embedding(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> t
 
 
 # Six row sets of [R, D] addressed through (batch, position, head) strides: three sources and three
-# destinations. q and k are rotated (sin_sign -1 undoes the rotation, for the backward), v is copied.
+# destinations. q and k are rotated (sin_sign -1 undoes the rotation, for the backward), v is copied
+# (unless v_out is None).
 # k and v start src_slot and 2 * src_slot elements past their pointers (dst_slot for the outputs): the
 # three slots of one [..., T, 3, H, D] tensor pass as that tensor three times, without views.
 @tegula.jit
@@ -132,11 +133,12 @@ def rotary_qkv_kernel(q_ptr, k_ptr, v_ptr, q_out, k_out, v_out, cos_ptr, sin_ptr
     x2 = tl.load(k_ptr + k + half, mask=mask, other=0.0).to(ACC)
     tl.store(k_out + k_at, (x1 * c - x2 * s).to(k_out.dtype.element_ty), mask=mask)
     tl.store(k_out + k_at + half, (x2 * c + x1 * s).to(k_out.dtype.element_ty), mask=mask)
-    v = (b * sv_b + t * sv_t + h * sv_h + 2 * src_slot)[:, None] + cols[None, :]
-    v_at = out + 2 * dst_slot
-    tl.store(v_out + v_at, tl.load(v_ptr + v, mask=mask, other=0.0).to(v_out.dtype.element_ty), mask=mask)
-    tl.store(v_out + v_at + half, tl.load(v_ptr + v + half, mask=mask, other=0.0).to(v_out.dtype.element_ty),
-             mask=mask)
+    if v_out is not None:  # None: q and k only (rotary_attention reads v where it is)
+        v = (b * sv_b + t * sv_t + h * sv_h + 2 * src_slot)[:, None] + cols[None, :]
+        v_at = out + 2 * dst_slot
+        tl.store(v_out + v_at, tl.load(v_ptr + v, mask=mask, other=0.0).to(v_out.dtype.element_ty), mask=mask)
+        tl.store(v_out + v_at + half, tl.load(v_ptr + v + half, mask=mask, other=0.0).to(v_out.dtype.element_ty),
+                 mask=mask)
 
 
 def _check_qkv(qkv, cos, sin):
@@ -163,6 +165,12 @@ def _launch_qkv(sources, destinations, cos, sin, sin_sign, T, H, D, src_slot=0, 
     if not destinations[0].numel():
         return
     R = destinations[0].numel() // (3 * D if dst_slot else D)
+    launch_qkv_rows(sources, destinations, cos, sin, sin_sign, R, T, H, D, src_slot, dst_slot, strides)
+
+
+def launch_qkv_rows(sources, destinations, cos, sin, sin_sign, R, T, H, D, src_slot, dst_slot, strides) -> None:
+    """rotary_qkv_kernel over R rows of (batch, position, head), every stride given: sources and
+    destinations as in _launch_qkv (v's source and destination None: q and k only)."""
     rotary_qkv_kernel[(tegula.cdiv(R, BLOCK_R),)](*sources, *destinations, cos.contiguous(), sin.contiguous(), R, T,
                                                   H, D // 2, sin_sign, src_slot, dst_slot, *strides, BLOCK_R=BLOCK_R,
                                                   BLOCK_HALF=tegula.next_power_of_2(D // 2),

@@ -1,0 +1,147 @@
+"""tegula.torch.ops.rotary_attention (rotary embedding of q and k and
+attention, over one projection's [B, T, 3, H, D] output) against the two ops
+it fuses, rotary_qkv and attention, whose kernels it runs: the same values
+and qkv gradients bit for bit (v read in place from qkv instead of a copy
+changes nothing), causal and not, with sequence lengths that are not
+multiples of the tiles; against eager torch (rotate-half rotary and
+scaled_dot_product_attention) within the tolerances of test_torch_ops.py;
+float64 gradients against finite differences; gradients that reach the
+rotated q and k outputs through torch.ops; opcheck; errors; and
+torch.compile(fullgraph=True) keeping the op."""
+
+import importlib
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is installed by `make venv` (its own stamp, `make torch`)")
+
+from tegula import _device  # noqa: E402
+from tegula.torch import ops  # noqa: E402
+
+module = importlib.import_module("tegula.torch.ops.rotary_attention")  # ops.rotary_attention is the function
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and _device.is_available() else [])
+
+
+def _inputs(B, T, H, D, dtype, device, seed):
+    gen = torch.Generator().manual_seed(seed)
+    qkv = torch.randn(B, T, 3, H, D, generator=gen, dtype=torch.float64).to(device=device, dtype=dtype)
+    cos, sin = ops.rotary_tables(T, D, device=device)
+    return qkv.requires_grad_(), cos, sin
+
+
+def _composed(qkv, cos, sin, causal):
+    q, k, v = ops.rotary_qkv(qkv, cos, sin)
+    return ops.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal).transpose(1, 2)
+
+
+def _torch_reference(qkv, cos, sin, causal):
+    def rotate(x):
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        c, s = cos[:, None, :].to(x.dtype), sin[:, None, :].to(x.dtype)
+        return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+    q, k, v = qkv.unbind(2)
+    out = torch.nn.functional.scaled_dot_product_attention(rotate(q).transpose(1, 2), rotate(k).transpose(1, 2),
+                                                           v.transpose(1, 2), is_causal=causal)
+    return out.transpose(1, 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_equals_rotary_qkv_then_attention(device, dtype, causal):
+    qkv, cos, sin = _inputs(2, 45, 3, 16 if device == "cpu" else 64, dtype, device, seed=45 + causal)
+    out = ops.rotary_attention(qkv, cos, sin, causal=causal)
+    assert out.shape == (2, 45, 3, qkv.shape[-1]) and out.is_contiguous() and out.dtype == dtype
+    twin = qkv.detach().clone().requires_grad_()
+    want = _composed(twin, cos, sin, causal)
+    torch.testing.assert_close(out, want, rtol=0, atol=0)
+    upstream = torch.randn(out.shape, generator=torch.Generator().manual_seed(7)).to(out)
+    (got,), (expected,) = torch.autograd.grad(out, qkv, upstream), torch.autograd.grad(want, twin, upstream)
+    assert got.shape == qkv.shape and got.dtype == dtype
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_matches_eager_torch(device, causal):
+    qkv, cos, sin = _inputs(2, 33, 2, 32, torch.float32, device, seed=3 + causal)
+    out = ops.rotary_attention(qkv, cos, sin, causal=causal)
+    twin = qkv.detach().clone().requires_grad_()
+    want = _torch_reference(twin, cos, sin, causal)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    upstream = torch.randn(out.shape, generator=torch.Generator().manual_seed(8)).to(out)
+    (got,), (expected,) = torch.autograd.grad(out, qkv, upstream), torch.autograd.grad(want, twin, upstream)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_float64_gradients_match_finite_differences():
+    qkv, cos, sin = _inputs(1, 9, 2, 16, torch.float64, "cpu", seed=11)
+    cos, sin = cos.double(), sin.double()
+    assert torch.autograd.gradcheck(lambda t: ops.rotary_attention(t, cos, sin, causal=True), (qkv,))
+
+
+def test_gradients_through_the_rotated_q_and_k_outputs():
+    # torch.ops callers see q and k (kept for the backward): gradients that reach them count too.
+    qkv, cos, sin = _inputs(2, 12, 2, 16, torch.float64, "cpu", seed=12)
+    cos, sin = cos.double(), sin.double()
+    out, _, q, k = torch.ops.tegula.rotary_attention(qkv, cos, sin, True, 0.25)
+    loss = out.sum() + (q * q).sum() + 3 * k.sum()
+    (got,) = torch.autograd.grad(loss, qkv)
+    twin = qkv.detach().clone().requires_grad_()
+    q2, k2, v2 = ops.rotary_qkv(twin, cos, sin)
+    out2 = ops.attention(q2.transpose(1, 2), k2.transpose(1, 2), v2.transpose(1, 2), causal=True, scale=0.25)
+    (want,) = torch.autograd.grad(out2.sum() + (q2 * q2).sum() + 3 * k2.sum(), twin)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_non_contiguous_qkv_and_empty_batches():
+    qkv, cos, sin = _inputs(2, 10, 2, 16, torch.float32, "cpu", seed=13)
+    strided = qkv.detach().transpose(0, 1).contiguous().transpose(0, 1).requires_grad_()  # batch stride < T's
+    torch.testing.assert_close(ops.rotary_attention(strided, cos, sin), _composed(qkv, cos, sin, False),
+                               rtol=0, atol=0)
+    empty = torch.zeros(0, 10, 3, 2, 16, requires_grad=True)
+    out = ops.rotary_attention(empty, cos, sin)
+    assert out.shape == (0, 10, 2, 16)
+    out.sum().backward()
+    assert empty.grad.shape == empty.shape
+
+
+def test_registration_passes_opcheck():
+    qkv, cos, sin = _inputs(1, 8, 2, 16, torch.float32, "cpu", seed=14)
+    torch.library.opcheck(module.rotary_attention_forward, (qkv, cos, sin, True, 0.25))
+
+
+@pytest.mark.parametrize("shape,message", [
+    ((2, 8, 2, 16), r"qkv of shape \[B, T, 3, H, D\]"),
+    ((2, 8, 4, 2, 16), r"qkv of shape \[B, T, 3, H, D\]"),
+    ((2, 8, 3, 2, 24), "power of two >= 16"),
+])
+def test_bad_shapes_are_errors(shape, message):
+    cos, sin = ops.rotary_tables(8, shape[-1])
+    with pytest.raises(ValueError, match=message):
+        ops.rotary_attention(torch.randn(shape), cos, sin)
+
+
+def test_tables_of_the_wrong_shape_are_errors():
+    cos, sin = ops.rotary_tables(9, 16)
+    with pytest.raises(ValueError, match="cos and sin of shape"):
+        ops.rotary_attention(torch.randn(1, 8, 3, 2, 16), cos, sin)
+
+
+def test_fullgraph_compile_keeps_the_op_and_matches_eager():
+    qkv, cos, sin = _inputs(2, 16, 2, 16, torch.float32, "cpu", seed=15)
+
+    def step(t):
+        return (ops.rotary_attention(t, cos, sin, causal=True) * 2).sum()
+
+    compiled = torch.compile(step, fullgraph=True)
+    twin = qkv.detach().clone().requires_grad_()
+    loss, want = compiled(qkv), step(twin)
+    loss.backward()
+    want.backward()
+    torch.testing.assert_close(loss, want, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(qkv.grad, twin.grad, rtol=1e-6, atol=1e-6)
+    assert math.isfinite(loss.item())
