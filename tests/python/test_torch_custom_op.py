@@ -156,3 +156,41 @@ def test_an_op_without_a_formula_runs_and_refuses_its_backward_on_every_route():
         with pytest.raises(RuntimeError, match="register_autograd"):
             y.sum().backward()
 
+
+
+@tegula.torch.custom_op("tegula_tests::tanh_with_square",
+                        fake=lambda x, alpha: (x.new_empty(x.shape), x.new_empty(x.shape)))
+def tanh_with_square(x: torch.Tensor, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+    y = scaled_tanh._tegula_fn(x, alpha)
+    return y, y * y  # the square: a value for the backward, as a norm's statistics are
+
+
+_GRADS_SEEN = []
+
+
+def _tanh_with_square_backward(saved, dy, dsquare):
+    _GRADS_SEEN.append((dy, dsquare))
+    if dy is None:
+        return None, None
+    y, square, alpha = saved
+    return dy * alpha * (1.0 - square), None
+
+
+tegula.torch.register_autograd(tanh_with_square, _tanh_with_square_backward, non_differentiable=(1,),
+                               save=lambda inputs, output: (output[0], output[1], inputs[1]))
+
+
+@pytest.mark.parametrize("route", ["direct", "torch.ops"])
+def test_non_differentiable_outputs_carry_no_gradient(route):
+    # Marked outputs do not require grad; the backward gets None, not allocated zeros, for every
+    # output without a gradient, on both routes into the op.
+    x = torch.randn(5, 7, generator=torch.Generator().manual_seed(3), dtype=torch.float64, requires_grad=True)
+    call = tanh_with_square if route == "direct" else torch.ops.tegula_tests.tanh_with_square
+    y, square = call(x, 0.7)
+    assert y.requires_grad and not square.requires_grad
+    _GRADS_SEEN.clear()
+    (got,) = torch.autograd.grad((y * 3).sum(), x)
+    assert len(_GRADS_SEEN) == 1 and _GRADS_SEEN[0][1] is None
+    torch.testing.assert_close(got, 3 * 0.7 * (1 - torch.tanh(0.7 * x.detach()) ** 2))
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        torch.autograd.grad(square.sum(), x)

@@ -5,8 +5,8 @@ and qkv gradients bit for bit (v read in place from qkv instead of a copy
 changes nothing), causal and not, with sequence lengths that are not
 multiples of the tiles; against eager torch (rotate-half rotary and
 scaled_dot_product_attention) within the tolerances of test_torch_ops.py;
-float64 gradients against finite differences; gradients that reach the
-rotated q and k outputs through torch.ops; opcheck; errors; and
+float64 gradients against finite differences; the log-sum-exp and rotated
+q and k outputs (for torch.ops callers) without gradients; opcheck; errors; and
 torch.compile(fullgraph=True) keeping the op."""
 
 import importlib
@@ -31,9 +31,10 @@ def _inputs(B, T, H, D, dtype, device, seed):
     return qkv.requires_grad_(), cos, sin
 
 
-def _composed(qkv, cos, sin, causal):
+def _composed(qkv, cos, sin, causal, scale=None):
     q, k, v = ops.rotary_qkv(qkv, cos, sin)
-    return ops.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal).transpose(1, 2)
+    return ops.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal,
+                         scale=scale).transpose(1, 2)
 
 
 def _torch_reference(qkv, cos, sin, causal):
@@ -83,18 +84,20 @@ def test_float64_gradients_match_finite_differences():
     assert torch.autograd.gradcheck(lambda t: ops.rotary_attention(t, cos, sin, causal=True), (qkv,))
 
 
-def test_gradients_through_the_rotated_q_and_k_outputs():
-    # torch.ops callers see q and k (kept for the backward): gradients that reach them count too.
+def test_lse_and_the_rotated_q_and_k_carry_no_gradient():
+    # torch.ops callers see lse, q and k, kept for the backward: they do not require grad (as
+    # scaled_dot_product_attention's log-sum-exp), so no gradient can be lost through them.
     qkv, cos, sin = _inputs(2, 12, 2, 16, torch.float64, "cpu", seed=12)
     cos, sin = cos.double(), sin.double()
-    out, _, q, k = torch.ops.tegula.rotary_attention(qkv, cos, sin, True, 0.25)
-    loss = out.sum() + (q * q).sum() + 3 * k.sum()
-    (got,) = torch.autograd.grad(loss, qkv)
+    out, lse, q, k = torch.ops.tegula.rotary_attention(qkv, cos, sin, True, 0.25)
+    assert out.requires_grad and not (lse.requires_grad or q.requires_grad or k.requires_grad)
+    want_q, want_k, _ = ops.rotary_qkv(qkv.detach(), cos, sin)
+    torch.testing.assert_close(q, want_q, rtol=0, atol=0)
+    torch.testing.assert_close(k, want_k, rtol=0, atol=0)
+    (got,) = torch.autograd.grad((out * out).sum(), qkv)
     twin = qkv.detach().clone().requires_grad_()
-    q2, k2, v2 = ops.rotary_qkv(twin, cos, sin)
-    out2 = ops.attention(q2.transpose(1, 2), k2.transpose(1, 2), v2.transpose(1, 2), causal=True, scale=0.25)
-    (want,) = torch.autograd.grad(out2.sum() + (q2 * q2).sum() + 3 * k2.sum(), twin)
-    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    (want,) = torch.autograd.grad((_composed(twin, cos, sin, True, scale=0.25) ** 2).sum(), twin)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_non_contiguous_qkv_and_empty_batches():

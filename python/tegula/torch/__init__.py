@@ -173,7 +173,7 @@ _dispatch_mode = _get_current_dispatch_mode
 _functorch_level = torch._C._functorch.peek_interpreter_stack
 
 
-def register_autograd(op, backward: Callable, *, save: Callable) -> None:
+def register_autograd(op, backward: Callable, *, save: Callable, non_differentiable: Iterable[int] = ()) -> None:
     """Gives ``op`` (from ``custom_op``) its gradient formula.
 
     ``save(inputs, output)`` picks what the backward needs: a tuple of tensors
@@ -182,8 +182,19 @@ def register_autograd(op, backward: Callable, *, save: Callable) -> None:
     *grads)`` receives that tuple and one gradient per output, and returns one
     gradient per input of ``op`` (None for inputs without one). To stay in a
     compiled graph, the backward may use torch only to allocate and reshape,
-    and launch its kernels through other custom ops."""
+    and launch its kernels through other custom ops.
+
+    ``non_differentiable``: indices of outputs that carry no gradient (values
+    the op hands out for its own backward, such as rotated inputs); they do
+    not require grad, and for an op with any, ``backward`` receives None
+    instead of zeros for every output without a gradient (no zeros are
+    allocated for them)."""
+    non_differentiable = tuple(non_differentiable)
+
     def setup_context(ctx, inputs, output):
+        if non_differentiable:
+            ctx.mark_non_differentiable(*(output[i] for i in non_differentiable))
+            ctx.set_materialize_grads(False)
         saved = tuple(save(inputs, output))
         ctx.tegula_tensor_at = [i for i, value in enumerate(saved) if isinstance(value, torch.Tensor)]
         ctx.tegula_values = tuple(None if isinstance(value, torch.Tensor) else value for value in saved)

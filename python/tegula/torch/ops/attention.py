@@ -347,10 +347,12 @@ def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "d
 
 
 def _backward(saved, do, _dlse):
+    if do is None:  # out unused (lse carries no gradient)
+        return None, None, None, None, None
     return (*attention_backward(do, *saved), None, None)
 
 
-register_autograd(attention_forward, _backward,
+register_autograd(attention_forward, _backward, non_differentiable=(1,),
                   save=lambda inputs, output: (*inputs[:3], output[0], output[1], inputs[3], inputs[4]))
 
 

@@ -137,12 +137,14 @@ def chain_backward(dy: torch.Tensor, x: torch.Tensor, residual: torch.Tensor, ke
 
 
 def _backward(saved, dy, _drstd):
+    if dy is None:  # y unused (rstd carries no gradient)
+        return None, None, None, None, None, None, None, None
     x, residual, keep, bias, weight, rstd, alpha, p = saved
     dx, dres, dbias, dw = chain_backward(dy, x, residual, keep, bias, weight, rstd, alpha, p)
     return dx, dres, None, dbias, dw, None, None, None
 
 
-register_autograd(chain_forward, _backward,
+register_autograd(chain_forward, _backward, non_differentiable=(1,),
                   save=lambda inputs, output: (*inputs[:5], output[1], inputs[5], inputs[6]))
 
 

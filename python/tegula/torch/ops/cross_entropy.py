@@ -104,11 +104,13 @@ def cross_entropy_backward(dloss: torch.Tensor, logits: torch.Tensor, targets: t
 
 
 def _backward(saved, dloss, _dlse):
+    if dloss is None:  # the losses unused (lse carries no gradient)
+        return None, None, None
     logits, targets, lse, ignore_index = saved
     return cross_entropy_backward(dloss, logits, targets, lse, ignore_index), None, None
 
 
-register_autograd(cross_entropy_forward, _backward,
+register_autograd(cross_entropy_forward, _backward, non_differentiable=(1,),
                   save=lambda inputs, output: (inputs[0], inputs[1], output[1], inputs[2]))
 
 

@@ -122,10 +122,12 @@ def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
 
 
 def _backward(saved, dy, _dmean, _drstd):
+    if dy is None:  # y unused (mean and rstd carry no gradient)
+        return None, None, None, None
     return (*layer_norm_backward(dy, *saved), None)
 
 
-register_autograd(layer_norm_forward, _backward,
+register_autograd(layer_norm_forward, _backward, non_differentiable=(1, 2),
                   save=lambda inputs, output: (inputs[0], inputs[1], output[1], output[2]))
 
 

@@ -282,11 +282,13 @@ def linear_cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, weight: 
 
 
 def _backward(saved, dloss, _dlse):
+    if dloss is None:  # the losses unused (lse carries no gradient)
+        return None, None, None, None
     x, weight, targets, lse, ignore_index = saved
     return (*linear_cross_entropy_backward(dloss, x, weight, targets, lse, ignore_index), None, None)
 
 
-register_autograd(linear_cross_entropy_forward, _backward,
+register_autograd(linear_cross_entropy_forward, _backward, non_differentiable=(1,),
                   save=lambda inputs, output: (inputs[0], inputs[1], inputs[2], output[1], inputs[3]))
 
 

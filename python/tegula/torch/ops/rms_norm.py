@@ -107,12 +107,15 @@ def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
 
 
 def _backward(saved, dy, _drstd):
+    if dy is None:  # y unused (rstd carries no gradient)
+        return None, None, None
     x, weight, rstd = saved
     dx, dw = rms_norm_backward(dy, x, weight, rstd)
     return dx, dw, None
 
 
-register_autograd(rms_norm_forward, _backward, save=lambda inputs, output: (inputs[0], inputs[1], output[1]))
+register_autograd(rms_norm_forward, _backward, non_differentiable=(1,),
+                  save=lambda inputs, output: (inputs[0], inputs[1], output[1]))
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

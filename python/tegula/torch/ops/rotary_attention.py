@@ -11,7 +11,8 @@ compiled training step then makes one op call less per layer and direction,
 and hands around fewer tensors (each output of a custom op is a call and a
 metadata check in Inductor's wrapper). v is read where it is in qkv, never
 copied; q and k are rotated into tensors of their own, which the backward
-reads.
+reads (they are outputs of the op, as the log-sum-exp is, and carry no
+gradient).
 
 Backward: attention's backward gives the gradients of the rotated q and k
 and of v; one rotary_qkv kernel turns them into qkv's gradient
@@ -58,7 +59,7 @@ def _forward_fake(qkv, cos, sin, causal, scale):
 def rotary_attention_forward(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, causal: bool,
                              scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(out, lse, q, k): out [B, T, H, D], lse [B, H, T] (float32, float64 for float64 qkv), q and k
-    rotated, [B, T, H, D] (for the backward)."""
+    rotated, [B, T, H, D]. lse, q and k are for the backward and carry no gradient."""
     _check(qkv, cos, sin)
     qkv = _rows_of(qkv)
     B, T, _, H, D = qkv.shape
@@ -99,20 +100,14 @@ def rotary_attention_backward(dout: torch.Tensor, qkv: torch.Tensor, q: torch.Te
     return dqkv
 
 
-def _backward(saved, dout, _dlse, dq_out, dk_out):
-    qkv, q, k, out, lse, cos, sin, causal, scale = saved
-    if dout is None and dq_out is None and dk_out is None:
+def _backward(saved, dout, _dlse, _dq, _dk):
+    # lse, q and k carry no gradient (non_differentiable below): out's is the only one, None when unused.
+    if dout is None:
         return None, None, None, None, None
-    dqkv = rotary_attention_backward(torch.zeros_like(out) if dout is None else dout, qkv, q, k, out, lse, cos,
-                                     sin, causal, scale)
-    if dq_out is not None or dk_out is not None:  # the rotated q or k used beyond the op (torch.ops callers)
-        zeros = torch.zeros_like(q)
-        dqkv = dqkv + rotary.rotary_qkv_backward(zeros if dq_out is None else dq_out,
-                                                 zeros if dk_out is None else dk_out, zeros, cos, sin)
-    return dqkv, None, None, None, None
+    return rotary_attention_backward(dout, *saved), None, None, None, None
 
 
-register_autograd(rotary_attention_forward, _backward,
+register_autograd(rotary_attention_forward, _backward, non_differentiable=(1, 2, 3),
                   save=lambda inputs, output: (inputs[0], output[2], output[3], output[0], output[1], *inputs[1:]))
 
 
