@@ -1,12 +1,15 @@
 """Configurations of the descriptor attention backward (tegula/torch/ops/attention_tma.py) against SDPA's
-backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py``.
+backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py [--shape 4x16x4096] [--dims 64 128]
+[--short]``.
 
 Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel; every candidate and
 SDPA's backward (autograd.grad of its output) run interleaved (tegula.testing.CudaTimer: CUDA events, L2
-flushed), medians, B 4, H 16, S 4096 bf16. TFLOP/s count 2.5 times the forward's 4 B H S^2 D, halved when
+flushed), medians, bf16 (B 4, H 16, S 4096 unless --shape says otherwise; --short: the candidates for
+short sequences, train_gpt's 32x8x512). TFLOP/s count 2.5 times the forward's 4 B H S^2 D, halved when
 causal. For choosing attention_tma.DKDV / DQ; the benchmark's rows stay the measure of record.
 """
 
+import argparse
 import statistics
 
 import torch
@@ -23,12 +26,26 @@ CANDIDATES = {
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (64, 128, 8, 2, False)),
           ("fused", (64, 128, 8, 3, False)), ("fused", (64, 128, 8, 2, True))],
 }
+# Smaller tiles for short sequences: more programs to fill the GPU, less causal imbalance per program.
+SHORT = {
+    64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("two", (64, 64, 4, 3), (64, 64, 4, 3)),
+         ("two", (64, 64, 4, 3), (128, 64, 8, 3)), ("two", (64, 128, 8, 3), (64, 64, 4, 3)),
+         ("fused", (64, 64, 4, 3, False))],
+}
 
 
 def main() -> None:
-    B, H, S = 4, 16, 4096
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", default="4x16x4096", help="BxHxS")
+    parser.add_argument("--dims", nargs="+", type=int, default=None)
+    parser.add_argument("--short", action="store_true", help="the candidates for short sequences")
+    args = parser.parse_args()
+    B, H, S = (int(n) for n in args.shape.split("x"))
+    table = SHORT if args.short else CANDIDATES
     timer = CudaTimer()
-    for D, candidates in CANDIDATES.items():
+    for D, candidates in table.items():
+        if args.dims and D not in args.dims:
+            continue
         for causal in (False, True):
             g = torch.Generator(device="cuda").manual_seed(D)
             q, k, v, do = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=torch.bfloat16)

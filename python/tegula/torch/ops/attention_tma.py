@@ -260,6 +260,11 @@ def scale_cast_kernel(X, Y, n, scale, BLOCK: tl.constexpr):
 # 0.92 / 0.91 at D 64; docs/benchmarks.md); the backward's the fastest of tools/hopper/attention_bwd_probe.py
 # on the H200 (benchmarks/results/2026-12-03-h200-attention-bwd-probe.txt).
 FWD = {64: (256, 64, 16, 3), 128: (128, 128, 8, 2)}
+# Sequences up to SHORT_S take these forward tiles instead, by head dim and causality: smaller query
+# blocks make more programs for the GPU and less causal imbalance between them (measured at train_gpt's
+# 32 x 8 heads x 512, tools/hopper/attention_tma_probe.py; benchmarks/results/2026-12-03-h200-session23.md).
+SHORT_S = 1024
+FWD_SHORT = {64: {False: (128, 64, 8, 3), True: (64, 64, 4, 3)}}
 DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 3)}
 DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
 # The one-kernel backward (attention_bwd_tma_kernel) by head dim, as (BLOCK_M, BLOCK_N, warps, stages, DQ_ROWS);
@@ -319,7 +324,7 @@ def forward(q, k, v, causal: bool, scale: float, out, lse) -> None:
     """out ([B, H, S, D], any strides with the head dim contiguous) and lse [B, H, S] float32 from q, k, v
     (read in place through rows_view)."""
     B, H, S, D = q.shape
-    bm, bn, warps, stages = FWD[D]
+    bm, bn, warps, stages = FWD_SHORT[D][causal] if S <= SHORT_S and D in FWD_SHORT else FWD[D]
     (q, vq), (k, vk), (v, vv) = _viewed(q), _viewed(k), _viewed(v)
     attention_fwd_tma_kernel[(tegula.cdiv(S, bm), B * H)](
         q, k, v, out, lse, *vq, *vk, *vv, H, S, *out.stride()[:3], scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,

@@ -25,7 +25,7 @@ import tegula
 import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
-BLOCK_R = 16
+BLOCK_R = 64  # rows per program: tools/hopper/rotary_probe.py on the H200 (benchmarks/results/2026-12-03-h200-session23.md)
 
 
 @tegula.jit
