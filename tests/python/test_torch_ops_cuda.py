@@ -1,7 +1,8 @@
 """tegula.torch ops on the GPU: a launch inside a custom op goes on the
 current stream of the tensors' device, so it is ordered after the work
 queued before it on a non-default stream and on a device other than the
-current one, and forward and backward replay correctly from a CUDA graph.
+current one, forward and backward replay correctly from a CUDA graph, and a
+launch from a thread with no current CUDA context works.
 GPU only: skipped without a CUDA device (make gpu-check runs it)."""
 
 import pytest
@@ -79,3 +80,31 @@ def test_forward_and_backward_replay_from_a_cuda_graph():
         want = (yr, *torch.autograd.grad(yr, (xr, wr), dy))
         for got, expected in zip(outputs, want):
             torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_launches_from_a_thread_without_a_current_context():
+    # A thread the driver never made a context current in (autograd runs a backward on such a
+    # thread): a kernel with TMA tensor maps (the Hopper attention) encodes them under the device's
+    # context, and every launch gives the results of the main thread's.
+    import threading
+    q, k, v = (torch.randn(2, 4, 300, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    want = ops.attention(q, k, v, causal=True)
+    x, w = torch.randn(96, 200, device="cuda"), torch.randn(200, device="cuda")
+    want_norm = ops.rms_norm(x, w)
+    torch.cuda.synchronize()
+    got, errors = {}, []
+
+    def run():
+        try:
+            got["attention"] = ops.attention(q, k, v, causal=True)
+            got["rms_norm"] = ops.rms_norm(x, w)
+            torch.cuda.synchronize()
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert not errors, errors[0]
+    torch.testing.assert_close(got["attention"], want, rtol=0, atol=0)
+    torch.testing.assert_close(got["rms_norm"], want_norm, rtol=0, atol=0)

@@ -259,6 +259,9 @@ void Module::launch(const KernelInfo& info, const int64_t grid[3], std::span<con
   pack_arguments(info.name, info.params, args, packed);
   if (!info.tensor_maps.empty()) {  // debug kernels have none (the pointer form checks bounds)
     if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // nothing runs: an empty tensor needs no map
+    // cuTensorMapEncodeTiled needs a current context; the launching thread may have none (autograd's
+    // device threads run a backward before anything made the device's context current there).
+    ScopedContext context(stream->device);
     LaunchTensorMaps maps(info, args);
     maps.append_to(packed.argv);
     return enqueue(grid, packed.argv.data(), stream->handle, stream->device);
