@@ -1,0 +1,110 @@
+"""The compiled GPT training step (examples/train_gpt.py, GPU_CONFIG, bf16) in variants that differ in
+one choice, against torch.compile of the torch model, interleaved in one process:
+
+    python tools/hopper/step_ab.py [--rounds 15] [--steps 5] [--device cuda]
+
+(``--device cpu``: the CPU configuration in float32, a dry run of the script.)
+
+Host time on the GPU machine moves by up to 40% between calls, so two builds compared across calls say
+little; here every variant runs in the same process, round after round. Variants:
+
+- ``torch.compile``: the torch model;
+- ``tegula.compile``: the tegula model as it is (``rotary_attention``);
+- ``tegula.compile separate``: the same with ``rotary_qkv`` then ``attention`` (two ops each way).
+
+Each sample is ``--steps`` steps timed with CUDA events (the host issues them back to back, as training
+does), reported as tokens/s (medians) and as ratios to torch.compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import pathlib
+import statistics
+import sys
+import time
+import types
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+
+import train_gpt  # noqa: E402
+
+
+def separate_ops():
+    """tegula.torch.ops with rotary_attention made of rotary_qkv and attention."""
+    from tegula.torch import ops
+    namespace = types.SimpleNamespace(**{name: getattr(ops, name) for name in ops.__all__})
+
+    def rotary_attention(qkv, cos, sin, causal):
+        q, k, v = ops.rotary_qkv(qkv, cos, sin)
+        return ops.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal).transpose(1, 2)
+    namespace.rotary_attention = rotary_attention
+    return namespace
+
+
+def timed_ms(run, device: str) -> float:
+    if device != "cuda":
+        start = time.perf_counter()
+        run()
+        return (time.perf_counter() - start) * 1e3
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    device = args.device
+    config = train_gpt.default_config(device)
+    if device == "cuda":
+        config = dataclasses.replace(config, precision="bfloat16")
+    corpus = train_gpt.markov_corpus(config.vocab, 4 * config.batch * (config.context + 1) + 100)
+    tokens, targets = (t.to(device) for t in next(train_gpt.batches(corpus, config, config.seed)))
+
+    def variant(ops):
+        torch.manual_seed(config.seed)
+        model = train_gpt.GPT(config, ops).to(device)
+        optimizer = train_gpt.make_optimizer(model, config)
+        forward = torch.compile(model, fullgraph=True)
+        autocast = train_gpt.forward_precision(config, device)
+
+        def steps():
+            for _ in range(args.steps):
+                optimizer.zero_grad(set_to_none=True)
+                with autocast:
+                    loss = forward(tokens, targets)
+                loss.backward()
+                optimizer.step()
+        return steps
+
+    from tegula.torch import ops
+    variants = {"torch.compile": variant(train_gpt.TorchOps), "tegula.compile": variant(ops),
+                "tegula.compile separate": variant(separate_ops())}
+    for name, run in variants.items():  # compiles, then warms up
+        for _ in range(3):
+            run()
+        print(f"{name}: compiled", flush=True)
+    samples = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, run in variants.items():
+            samples[name].append(timed_ms(run, device))
+    tokens_per_step = config.batch * config.context
+    rate = {name: tokens_per_step * args.steps / (statistics.median(ms) / 1e3) for name, ms in samples.items()}
+    for name, r in rate.items():
+        print(f"{name:>24}: {r:12,.0f} tokens/s  {r / rate['torch.compile']:.3f} of torch.compile", flush=True)
+
+
+if __name__ == "__main__":
+    main()
