@@ -100,28 +100,21 @@ def test_rms_norm_matches_torch(device, dtype, n):
 
 
 @pytest.mark.parametrize("ahead", [False, True], ids=["in_step", "ahead"])
-def test_rms_norm_backward_steps_with_partial_last_step(monkeypatch, ahead):
+@pytest.mark.parametrize("norm", ["rms_norm", "layer_norm"])
+def test_norm_backward_steps_with_partial_last_step(monkeypatch, ahead, norm):
     # 1001 rows of 200: 63 programs of 16 rows in steps of 8, the last program 9 rows (its second
     # step one row). "ahead": the loop that loads each step's tiles during the step before, the
     # GPU's (_rows.LOAD_AHEAD), run on the CPU backend.
     from tegula.torch.ops import _rows
     monkeypatch.setattr(_rows, "LOAD_AHEAD", {"cuda": True, "cpu": ahead})
     gen = torch.Generator().manual_seed(1001)
-    x = _randn(7, 143, 200, dtype=torch.float32, gen=gen, scale=2, shift=0.5)
-    w = _randn(200, dtype=torch.float32, gen=gen, shift=1)
-    _check_against(rms_norm_reference, ops.rms_norm, (x, w), torch.float32, gen)
-
-
-@pytest.mark.parametrize("ahead", [False, True], ids=["in_step", "ahead"])
-def test_layer_norm_backward_steps_with_partial_last_step(monkeypatch, ahead):
-    # As test_rms_norm_backward_steps_with_partial_last_step, for layer_norm's backward.
-    from tegula.torch.ops import _rows
-    monkeypatch.setattr(_rows, "LOAD_AHEAD", {"cuda": True, "cpu": ahead})
-    gen = torch.Generator().manual_seed(1002)
-    x = _randn(7, 143, 200, dtype=torch.float32, gen=gen, scale=2, shift=0.5)
-    w = _randn(200, dtype=torch.float32, gen=gen, shift=1)
-    b = _randn(200, dtype=torch.float32, gen=gen)
-    _check_against(layer_norm_reference, ops.layer_norm, (x, w, b), torch.float32, gen)
+    inputs = (_randn(7, 143, 200, dtype=torch.float32, gen=gen, scale=2, shift=0.5),
+              _randn(200, dtype=torch.float32, gen=gen, shift=1))
+    if norm == "rms_norm":
+        _check_against(rms_norm_reference, ops.rms_norm, inputs, torch.float32, gen)
+    else:
+        inputs += (_randn(200, dtype=torch.float32, gen=gen),)
+        _check_against(layer_norm_reference, ops.layer_norm, inputs, torch.float32, gen)
 
 
 @pytest.mark.parametrize("device", DEVICES)
