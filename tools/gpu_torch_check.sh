@@ -10,7 +10,7 @@
 #
 #   1. build     the editable install                                      -> log.txt
 #   2. pytest    test_torch_ops, test_torch_add_rms_norm, test_torch_ops_cuda, test_torch_custom_op,
-#                test_train_gpt with --backend cuda                       -> log.txt
+#                test_train_gpt, test_torch_rotary_attention, --backend cuda   -> log.txt
 #   3. sweep     tools/attention_sweep.py (attention configs against SDPA) -> log.txt, sweep.json
 #   4. bench     benchmarks/run.py --gpu --only torch_ops --only
 #                torch_attention --only train_gpt                         -> log.txt, bench_torch.json
@@ -73,7 +73,8 @@ if ((BUILT)) && [[ "${SKIP_PYTEST:-0}" == 0 ]]; then
   PYTEST_ARGS=(-q -rfE --durations=10 -p no:cacheprovider --backend "$DEVICE")
   "$PY" -c "import xdist" 2>/dev/null && PYTEST_ARGS+=(-n "$((JOBS / 2 > 2 ? JOBS / 2 : 2))")
   step pytest "$LOG" "$(allowance 150 260)" "$PY" -m pytest "${PYTEST_ARGS[@]}" tests/python/test_torch_ops.py tests/python/test_torch_add_rms_norm.py \
-    tests/python/test_torch_ops_cuda.py tests/python/test_torch_custom_op.py tests/python/test_train_gpt.py
+    tests/python/test_torch_ops_cuda.py tests/python/test_torch_custom_op.py tests/python/test_train_gpt.py \
+    tests/python/test_torch_rotary_attention.py
   sed -n '/^### pytest/,$p' "$LOG" | grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" | tail -30 |
     cut -c1-300 | sed 's/^/      /' >>"$SUMMARY"
 else
