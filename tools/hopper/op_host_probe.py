@@ -7,7 +7,8 @@ same host functions took several times as long; this times each at the
 GPU_CONFIG shapes of examples/train_gpt.py (batch 32, 512 positions, width
 512, 8 heads of 64, bf16) and at tiny ones, called the way a compiled
 graph calls it (torch.ops, no gradient), then its host function directly,
-then pieces of add_rms_norm's backward one by one. Each row is the host
+then pieces of add_rms_norm's backward one by one; attention and
+rotary_attention (rotary_qkv and attention in one op) through torch.ops. Each row is the host
 time per call of a loop that never waits for the device, unless the device
 is slower (then the row says so: its time with the device's tail).
 """
@@ -50,6 +51,10 @@ def main() -> None:
         qkv = make((b, t, 3, H, D))
         cos, sin = make((t, D // 2), torch.float32), make((t, D // 2), torch.float32)
         dq = [make((b, H, t, D)).transpose(1, 2) for _ in range(3)]
+        scale = D ** -0.5
+        heads = [make((b, t, H, D)).transpose(1, 2) for _ in range(3)]
+        out, lse, *rotated = ops.rotary_attention(qkv, cos, sin, True, scale)
+        dout = make((b, t, H, D))
         rows += [
             (f"{label} add_rms_norm torch.ops", lambda: ops.add_rms_norm(x, r, w, 1e-6, dtype)),
             (f"{label} add_rms_norm host fn", lambda: arn.add_rms_norm_forward._tegula_fn(x, r, w, 1e-6, dtype)),
@@ -60,6 +65,10 @@ def main() -> None:
             (f"{label} silu_and_mul_backward torch.ops", lambda: ops.silu_and_mul_backward(dsilu, xf)),
             (f"{label} rotary_qkv torch.ops", lambda: ops.rotary_qkv(qkv, cos, sin)),
             (f"{label} rotary_qkv_backward torch.ops", lambda: ops.rotary_qkv_backward(*dq, cos, sin)),
+            (f"{label} attention torch.ops", lambda: ops.attention(*heads, True, scale)),
+            (f"{label} rotary_attention torch.ops", lambda: ops.rotary_attention(qkv, cos, sin, True, scale)),
+            (f"{label} rotary_attention_backward torch.ops",
+             lambda: ops.rotary_attention_backward(dout, qkv, *rotated, out, lse, cos, sin, True, scale)),
         ]
         # add_rms_norm_backward's pieces, as its host function runs them
         M, N = _rows.shape_of_rows(h)
@@ -79,7 +88,9 @@ def main() -> None:
                                                           _rows.rows_per_step(block_n), compute_dtype(h))),
             (f"{label}   backward kernel launch", lambda: kernel[(programs,)](dy, dy, h, w, dx, partial, M, N,
                                                                              1e-6, per_program, BLOCK_N=block_n,
-                                                                             ROWS=step, ACC=acc, num_warps=warps)),
+                                                                             ROWS=step, ACC=acc,
+                                                                             AHEAD=_rows.load_ahead(h.device),
+                                                                             num_warps=warps)),
             (f"{label}   sum_partials", lambda: _rows.sum_partials(partial, w.dtype)),
         ]
     print(f"{'host us':>8} {'+tail us':>9}  what ({device}, {args.calls} calls)")
