@@ -13,7 +13,9 @@ Three groups, none in the default run (``--only`` picks them):
   which rounds every intermediate. GB/s count the bytes an op must move at least (its inputs read and its
   outputs written once; per-row statistics and weight vectors not counted);
   ``linear_cross_entropy`` counts flops (its matmuls: 2 M V C forward, 6 M V
-  C forward and backward) and its floor is eager torch's rate.
+  C forward and backward) and its floor is eager torch's rate, as does
+  ``rotary_attention`` (causal; the attention's ``2 B H T^2 D`` forward,
+  3.5 times that forward and backward; torch: rotate-half and SDPA).
 - ``torch_attention``: ``ops.attention`` forward, and its backward alone
   (from the forward's saved output and log-sum-exp; SDPA's backward through
   ``torch.autograd.grad`` of a kept graph) against SDPA, bf16, head dims 64
@@ -64,6 +66,7 @@ def _references(torch):
     return {"rms_norm": ops.rms_norm, "add_rms_norm": lambda x, r, w: ops.add_rms_norm(x, r, w)[1],
             "layer_norm": ops.layer_norm, "fused_chain": fused_chain, "swiglu": ops.swiglu,
             "silu_and_mul": ops.silu_and_mul, "rotary_embedding": ops.rotary_embedding,
+            "rotary_attention": lambda qkv, cos, sin: ops.rotary_attention(qkv, cos, sin, True),
             "cross_entropy": lambda logits, targets: F.cross_entropy(logits, targets),
             "linear_cross_entropy": lambda x, w, targets: F.cross_entropy(F.linear(x, w), targets)}
 
@@ -112,6 +115,12 @@ def _op_inputs(torch, name: str, device: str, dtype, quick: bool):
         cos, sin = ops.rotary_tables(T, D, dtype=dtype, device=device)
         n = B * T * H * D
         return f"{B}x{T}x{H}x{D}", (randn(B, T, H, D), cos, sin), (0,), 2 * n * e, 4 * n * e
+    if name == "rotary_attention":  # causal; flops: the attention's (4 B H T^2 D, halved), backward 2.5x
+        from tegula.torch import ops
+        B, T, H, D = s["B"], s["T"], s["H"], s["D"]
+        cos, sin = ops.rotary_tables(T, D, device=device)
+        flops = 4 * B * H * T * T * D // 2
+        return f"{B}x{T}x3x{H}x{D}", (randn(B, T, 3, H, D), cos, sin), (0,), flops, int(3.5 * flops)
     if name == "cross_entropy":
         rows, V = (M, s["V"]) if quick or device == "cpu" else (8192, s["V"])
         targets = torch.randint(0, V, (rows,), device=device, generator=gen)
@@ -125,8 +134,8 @@ def _op_inputs(torch, name: str, device: str, dtype, quick: bool):
 
 
 OPS = ("rms_norm", "add_rms_norm", "layer_norm", "fused_chain", "swiglu", "silu_and_mul", "rotary_embedding",
-       "cross_entropy", "linear_cross_entropy")
-COMPUTE_BOUND_OPS = ("linear_cross_entropy",)
+       "rotary_attention", "cross_entropy", "linear_cross_entropy")
+COMPUTE_BOUND_OPS = ("rotary_attention", "linear_cross_entropy")
 LOSSES = ("cross_entropy", "linear_cross_entropy")
 
 
@@ -186,6 +195,8 @@ def op_cases(torch, device: str, quick: bool, num_warps=None, dtype=None) -> lis
         mine, theirs = getattr(ops, name), references[name]
         if name == "add_rms_norm":  # y, the output the rows time
             mine = lambda x, r, w: ops.add_rms_norm(x, r, w)[1]  # noqa: E731
+        if name == "rotary_attention":
+            mine = lambda qkv, cos, sin: ops.rotary_attention(qkv, cos, sin, causal=True)  # noqa: E731
         if name in LOSSES:  # Tegula's losses are float32; torch's have the logits' dtype
             mine = functools.partial(_in_dtype_of_first, mine)
         compute = name in COMPUTE_BOUND_OPS

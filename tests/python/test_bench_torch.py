@@ -38,7 +38,8 @@ def test_every_op_is_measured_forward_and_backward_against_torch(report):
     for row in rows:
         if row["workload"].startswith("ops.") and not row["workload"].startswith("ops.attention"):
             assert row["baseline"] == (row["variant"] == "torch"), row
-            assert row["rate_unit"] == ("GFLOP/s" if "linear_cross_entropy" in row["workload"] else "GB/s")
+            compute = any(f"ops.{op}." in row["workload"] for op in torch_workloads.COMPUTE_BOUND_OPS)
+            assert row["rate_unit"] == ("GFLOP/s" if compute else "GB/s")
     # the default run's groups are not in it
     assert not workloads & {"vector_add", "matmul", "launch"}
 
