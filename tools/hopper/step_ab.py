@@ -13,7 +13,8 @@ little; here every variant runs in the same process, round after round. Variants
 - ``tegula.compile separate``: the same with ``rotary_qkv`` then ``attention`` (two ops each way).
 
 Each sample is ``--steps`` steps timed with CUDA events (the host issues them back to back, as training
-does), reported as tokens/s (medians) and as ratios to torch.compile.
+does), reported as tokens/s (medians) and as ratios to torch.compile, beside the host's time to issue the
+first step of a sample after a synchronize: a step whose host time nears its device time is host-bound.
 """
 
 from __future__ import annotations
@@ -46,18 +47,20 @@ def separate_ops():
     return namespace
 
 
-def timed_ms(run, device: str) -> float:
+def timed_ms(run, device: str) -> tuple:
+    """(ms of all the steps on the device's clock, ms the host took to issue the first step). Nothing in
+    a step synchronizes, so when a step's host time is close to its device time, the step is host-bound."""
     if device != "cuda":
         start = time.perf_counter()
-        run()
-        return (time.perf_counter() - start) * 1e3
+        host = run()
+        return (time.perf_counter() - start) * 1e3, host
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    run()
+    host = run()
     end.record()
     end.synchronize()
-    return start.elapsed_time(end)
+    return start.elapsed_time(end), host
 
 
 def main() -> None:
@@ -81,12 +84,18 @@ def main() -> None:
         autocast = train_gpt.forward_precision(config, device)
 
         def steps():
+            """Runs the steps; returns the host's ms for issuing the first (the later ones may wait for
+            room in the launch queue)."""
+            first = None
+            start = time.perf_counter()
             for _ in range(args.steps):
                 optimizer.zero_grad(set_to_none=True)
                 with autocast:
                     loss = forward(tokens, targets)
                 loss.backward()
                 optimizer.step()
+                first = first if first is not None else (time.perf_counter() - start) * 1e3
+            return first
         return steps
 
     from tegula.torch import ops
@@ -97,13 +106,19 @@ def main() -> None:
             run()
         print(f"{name}: compiled", flush=True)
     samples = {name: [] for name in variants}
+    issue = {name: [] for name in variants}
     for _ in range(args.rounds):
         for name, run in variants.items():
-            samples[name].append(timed_ms(run, device))
+            device_ms, host_ms = timed_ms(run, device)
+            samples[name].append(device_ms)
+            issue[name].append(host_ms)
     tokens_per_step = config.batch * config.context
     rate = {name: tokens_per_step * args.steps / (statistics.median(ms) / 1e3) for name, ms in samples.items()}
     for name, r in rate.items():
-        print(f"{name:>24}: {r:12,.0f} tokens/s  {r / rate['torch.compile']:.3f} of torch.compile", flush=True)
+        step_ms = statistics.median(samples[name]) / args.steps
+        host_ms = statistics.median(issue[name])
+        print(f"{name:>24}: {r:12,.0f} tokens/s  {r / rate['torch.compile']:.3f} of torch.compile  "
+              f"{step_ms:6.2f} ms a step, host issues it in {host_ms:6.2f}", flush=True)
 
 
 if __name__ == "__main__":
