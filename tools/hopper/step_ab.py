@@ -1,7 +1,7 @@
 """The compiled GPT training step (examples/train_gpt.py, GPU_CONFIG, bf16) in variants that differ in
 one choice, against torch.compile of the torch model, interleaved in one process:
 
-    python tools/hopper/step_ab.py [--rounds 15] [--steps 5] [--device cuda]
+    python tools/hopper/step_ab.py [--rounds 15] [--steps 5] [--device cuda] [--only NAME ...]
 
 (``--device cpu``: the CPU configuration in float32, a dry run of the script.)
 
@@ -10,7 +10,13 @@ little; here every variant runs in the same process, round after round. Variants
 
 - ``torch.compile``: the torch model;
 - ``tegula.compile``: the tegula model as it is (``rotary_attention``);
-- ``tegula.compile separate``: the same with ``rotary_qkv`` then ``attention`` (two ops each way).
+- ``tegula.compile separate``: the same with ``rotary_qkv`` then ``attention`` (two ops each way);
+- ``... no asserts``: compiled without Inductor's checks of sizes and strides;
+- ``tegula.compile direct``: the graphs call the ops' host functions instead of going through torch's
+  dispatcher (an experiment: ``direct_calls``).
+
+Before the rounds, each variant's host time for a step issued behind a long sleeping kernel says whether
+anything in the step waits for the device (then it takes the sleep's time too).
 
 Each sample is ``--steps`` steps timed with CUDA events (the host issues them back to back, as training
 does), reported as tokens/s (medians) and as ratios to torch.compile, beside the host's time to issue the
@@ -20,6 +26,7 @@ first step of a sample after a synchronize: a step whose host time nears its dev
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import pathlib
 import statistics
@@ -47,6 +54,51 @@ def separate_ops():
     return namespace
 
 
+@contextlib.contextmanager
+def direct_calls():
+    """While Inductor compiles in this context, its graphs call the Tegula ops' host functions directly
+    (``torch.ops.tegula.<op>.default._tegula_direct``) instead of through torch's dispatcher: an
+    experiment measuring what the dispatcher costs a compiled step."""
+    from torch._inductor import ir
+    from torch._library.custom_ops import OPDEFS
+    for name, opdef in OPDEFS.items():
+        if name.startswith("tegula::") and hasattr(opdef, "_tegula_fn"):
+            opdef._opoverload._tegula_direct = opdef._tegula_fn
+    original = ir.ExternKernel.set_python_kernel_name
+
+    def set_python_kernel_name(self, python_kernel_name):
+        original(self, python_kernel_name)
+        kernel = getattr(self, "op_overload", None)
+        if python_kernel_name is None and getattr(kernel, "_tegula_direct", None) is not None:
+            self.python_kernel_name = f"torch.ops.{kernel.namespace}.{kernel._overloadpacket.__name__}.{kernel._overloadname}._tegula_direct"
+    ir.ExternKernel.set_python_kernel_name = set_python_kernel_name
+    try:
+        yield
+    finally:
+        ir.ExternKernel.set_python_kernel_name = original
+
+
+SLEEP_MS = 200
+
+
+def host_only_ms(run, device: str) -> float:
+    """The host's ms for issuing one step while the device is busy with a long kernel queued before it: the
+    pure host time when nothing in the step waits for the device, at least SLEEP_MS when something does."""
+    if device != "cuda":
+        return run()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(1_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    cycles = int(1_000_000 * SLEEP_MS / start.elapsed_time(end))
+    torch.cuda._sleep(cycles)
+    host = run()
+    torch.cuda.synchronize()
+    return host
+
+
 def timed_ms(run, device: str) -> tuple:
     """(ms of all the steps on the device's clock, ms the host took to issue the first step). Nothing in
     a step synchronizes, so when a step's host time is close to its device time, the step is host-bound."""
@@ -68,6 +120,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--only", nargs="*", help="the variants to run (names as printed); all by default")
     args = parser.parse_args()
     device = args.device
     config = train_gpt.default_config(device)
@@ -76,11 +129,11 @@ def main() -> None:
     corpus = train_gpt.markov_corpus(config.vocab, 4 * config.batch * (config.context + 1) + 100)
     tokens, targets = (t.to(device) for t in next(train_gpt.batches(corpus, config, config.seed)))
 
-    def variant(ops):
+    def variant(ops, options=None):
         torch.manual_seed(config.seed)
         model = train_gpt.GPT(config, ops).to(device)
         optimizer = train_gpt.make_optimizer(model, config)
-        forward = torch.compile(model, fullgraph=True)
+        forward = torch.compile(model, fullgraph=True, options=options)
         autocast = train_gpt.forward_precision(config, device)
 
         def steps():
@@ -99,12 +152,23 @@ def main() -> None:
         return steps
 
     from tegula.torch import ops
+    # The variants compile the same graphs differently: no cached graph may stand in for another's.
+    torch._inductor.config.fx_graph_cache = False
+    torch._functorch.config.enable_autograd_cache = False
     variants = {"torch.compile": variant(train_gpt.TorchOps), "tegula.compile": variant(ops),
-                "tegula.compile separate": variant(separate_ops())}
+                "tegula.compile separate": variant(separate_ops()),
+                "torch.compile no asserts": variant(train_gpt.TorchOps, {"size_asserts": False}),
+                "tegula.compile no asserts": variant(ops, {"size_asserts": False}),
+                "tegula.compile direct": variant(ops)}
+    if args.only:
+        variants = {name: run for name, run in variants.items() if name in args.only or name == "torch.compile"}
     for name, run in variants.items():  # compiles, then warms up
-        for _ in range(3):
+        with direct_calls() if name.endswith("direct") else contextlib.nullcontext():
             run()
-        print(f"{name}: compiled", flush=True)
+        for _ in range(2):
+            run()
+        print(f"{name}: compiled; host {host_only_ms(run, device):.2f} ms for a step issued behind a sleeping "
+              f"kernel (a synchronizing step takes the sleep's {SLEEP_MS} ms too)", flush=True)
     samples = {name: [] for name in variants}
     issue = {name: [] for name in variants}
     for _ in range(args.rounds):
