@@ -26,7 +26,9 @@ first step of a sample after a synchronize: a step whose host time nears its dev
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
+import importlib
 import dataclasses
 import pathlib
 import statistics
@@ -78,6 +80,58 @@ def direct_calls():
         ir.ExternKernel.set_python_kernel_name = original
 
 
+@contextlib.contextmanager
+def timed_ops(host_times: collections.Counter, calls: collections.Counter):
+    """While in this context, the direct calls of a graph compiled under ``direct_calls`` and every Tegula
+    kernel launch add their host seconds to ``host_times`` (by op, and by kernel as "launch <name>")."""
+    from torch._library.custom_ops import OPDEFS
+    jit = importlib.import_module("tegula.jit")  # the module; tegula.jit is the decorator
+
+    def timed(name, fn):
+        def call(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                host_times[name] += time.perf_counter() - start
+                calls[name] += 1
+        return call
+
+    overloads = {opdef._opoverload: opdef._opoverload._tegula_direct for name, opdef in OPDEFS.items()
+                 if name.startswith("tegula::") and hasattr(opdef._opoverload, "_tegula_direct")}
+    for overload, direct in overloads.items():
+        overload._tegula_direct = timed(overload._overloadpacket.__name__, direct)
+    original = jit.JITFunction.__getitem__
+    jit.JITFunction.__getitem__ = lambda self, grid: timed("launch " + self.__name__, original(self, grid))
+    try:
+        yield
+    finally:
+        jit.JITFunction.__getitem__ = original
+        for overload, direct in overloads.items():
+            overload._tegula_direct = direct
+
+
+def print_op_times(run, samples: int, steps: int, device: str) -> None:
+    """Host microseconds per call of each Tegula op and kernel launch inside the compiled step (the
+    direct variant's graph), and their share of the step's host time."""
+    host_times, calls = collections.Counter(), collections.Counter()
+    total = 0.0
+    with timed_ops(host_times, calls):
+        for _ in range(samples):
+            if device == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            run()
+            total += time.perf_counter() - start
+    n = samples * steps
+    ops_total = sum(t for name, t in host_times.items() if not name.startswith("launch "))
+    print(f"\nhost time of the compiled step (direct variant, {n} steps): {total * 1e3 / n:.2f} ms a step, "
+          f"{ops_total * 1e3 / n:.2f} ms of it in the Tegula ops' host functions (timed)")
+    print(f"{'calls/step':>10} {'us/call':>8} {'ms/step':>8}  op or launch")
+    for name, seconds in sorted(host_times.items(), key=lambda item: -item[1]):
+        print(f"{calls[name] / n:10.1f} {seconds / calls[name] * 1e6:8.1f} {seconds * 1e3 / n:8.3f}  {name}")
+
+
 SLEEP_MS = 200
 
 
@@ -121,6 +175,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--only", nargs="*", help="the variants to run (names as printed); all by default")
+    parser.add_argument("--op-times", action="store_true",
+                        help="then the host time of each op and launch inside the direct variant's step")
     args = parser.parse_args()
     device = args.device
     config = train_gpt.default_config(device)
@@ -183,6 +239,8 @@ def main() -> None:
         host_ms = statistics.median(issue[name])
         print(f"{name:>24}: {r:12,.0f} tokens/s  {r / rate['torch.compile']:.3f} of torch.compile  "
               f"{step_ms:6.2f} ms a step, host issues it in {host_ms:6.2f}", flush=True)
+    if args.op_times and "tegula.compile direct" in variants:
+        print_op_times(variants["tegula.compile direct"], args.rounds, args.steps, device)
 
 
 if __name__ == "__main__":
