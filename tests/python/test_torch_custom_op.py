@@ -141,6 +141,67 @@ def test_fullgraph_compile_keeps_the_op_and_matches_torch(m, n):
         assert op in tegula.torch._inductor_fallback._registered and op in lowering.lowerings
 
 
+class _Seen(TorchDispatchMode):
+    """Records the ops that reach torch's dispatcher."""
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_compiled_graphs_call_the_host_functions_directly():
+    # The compiled forward and backward call each op's direct attribute, not the op through the
+    # dispatcher; the values and gradients are the dispatcher route's. Under a dispatch mode the
+    # direct attribute takes the dispatcher's route after all, so the mode sees the op.
+    from torch._inductor.utils import run_and_get_code
+    from tegula.torch import _inductor_fallback
+    torch._dynamo.reset()
+    x, w = _inputs(5, 23, seed=11)
+
+    def step(x, w):
+        loss = torch.compile(model, fullgraph=True)(x, w)
+        loss.backward()
+        return loss
+    loss, codes = run_and_get_code(step, x, w)
+    code = "\n".join(codes)
+    for name in ("scaled_tanh", "scaled_tanh_backward"):
+        assert f"torch.ops.tegula_tests.{name}.default.{_inductor_fallback.DIRECT}(" in code
+        assert f"torch.ops.tegula_tests.{name}.default(" not in code
+    xr, wr = (t.detach().clone().requires_grad_() for t in (x, w))
+    want = reference(xr, wr)
+    want.backward()
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(w.grad, wr.grad, rtol=1e-4, atol=1e-5)
+    direct = getattr(torch.ops.tegula_tests.scaled_tanh.default, _inductor_fallback.DIRECT)
+    with torch.no_grad():
+        plain = direct(x, 0.7)
+        with _Seen() as seen:
+            through_mode = direct(x, 0.7)
+    assert "tegula_tests.scaled_tanh.default" in seen.ops
+    torch.testing.assert_close(plain, through_mode, rtol=0, atol=0)
+    torch.testing.assert_close(plain, torch.tanh(0.7 * x), rtol=1e-5, atol=1e-6)
+
+
+def test_graphs_compiled_with_direct_calls_off_call_the_ops():
+    from torch._inductor.utils import run_and_get_code
+    from tegula.torch import _inductor_fallback
+    torch._dynamo.reset()
+    x, w = _inputs(3, 17, seed=5)
+    _inductor_fallback.CALL_DIRECTLY = False
+    try:
+        with torch._inductor.config.patch(fx_graph_cache=False):
+            loss, codes = run_and_get_code(lambda: torch.compile(model, fullgraph=True)(x, w))
+    finally:
+        _inductor_fallback.CALL_DIRECTLY = True
+    assert "torch.ops.tegula_tests.scaled_tanh.default(" in "\n".join(codes)
+    assert _inductor_fallback.DIRECT not in "\n".join(codes)
+    torch.testing.assert_close(loss, reference(x, w), rtol=1e-5, atol=1e-5)
+
+
 @tegula.torch.custom_op("tegula_tests::scaled_tanh_no_formula", fake=lambda x, alpha: x.new_empty(x.shape))
 def scaled_tanh_no_formula(x: torch.Tensor, alpha: float) -> torch.Tensor:
     return scaled_tanh._tegula_fn(x, alpha)

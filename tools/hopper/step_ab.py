@@ -12,8 +12,8 @@ little; here every variant runs in the same process, round after round. Variants
 - ``tegula.compile``: the tegula model as it is (``rotary_attention``);
 - ``tegula.compile separate``: the same with ``rotary_qkv`` then ``attention`` (two ops each way);
 - ``... no asserts``: compiled without Inductor's checks of sizes and strides;
-- ``tegula.compile direct``: the graphs call the ops' host functions instead of going through torch's
-  dispatcher (an experiment: ``direct_calls``).
+- ``tegula.compile dispatcher``: the graphs call the ops through torch's dispatcher instead of their
+  host functions directly (``dispatcher_calls``).
 
 Before the rounds, each variant's host time for a step issued behind a long sleeping kernel says whether
 anything in the step waits for the device (then it takes the sleep's time too).
@@ -57,33 +57,21 @@ def separate_ops():
 
 
 @contextlib.contextmanager
-def direct_calls():
-    """While Inductor compiles in this context, its graphs call the Tegula ops' host functions directly
-    (``torch.ops.tegula.<op>.default._tegula_direct``) instead of through torch's dispatcher: an
-    experiment measuring what the dispatcher costs a compiled step."""
-    from torch._inductor import ir
-    from torch._library.custom_ops import OPDEFS
-    for name, opdef in OPDEFS.items():
-        if name.startswith("tegula::") and hasattr(opdef, "_tegula_fn"):
-            opdef._opoverload._tegula_direct = opdef._tegula_fn
-    original = ir.ExternKernel.set_python_kernel_name
-
-    def set_python_kernel_name(self, python_kernel_name):
-        original(self, python_kernel_name)
-        kernel = getattr(self, "op_overload", None)
-        if python_kernel_name is None and getattr(kernel, "_tegula_direct", None) is not None:
-            self.python_kernel_name = f"torch.ops.{kernel.namespace}.{kernel._overloadpacket.__name__}.{kernel._overloadname}._tegula_direct"
-    ir.ExternKernel.set_python_kernel_name = set_python_kernel_name
+def dispatcher_calls():
+    """While Inductor compiles in this context, its graphs call the Tegula ops through torch's dispatcher
+    (``torch.ops.tegula.<op>.default``) instead of their host functions directly."""
+    from tegula.torch import _inductor_fallback
+    _inductor_fallback.CALL_DIRECTLY = False
     try:
         yield
     finally:
-        ir.ExternKernel.set_python_kernel_name = original
+        _inductor_fallback.CALL_DIRECTLY = True
 
 
 @contextlib.contextmanager
 def timed_ops(host_times: collections.Counter, calls: collections.Counter):
-    """While in this context, the direct calls of a graph compiled under ``direct_calls`` and every Tegula
-    kernel launch add their host seconds to ``host_times`` (by op, and by kernel as "launch <name>")."""
+    """While in this context, the Tegula ops a compiled graph calls directly and every Tegula kernel launch
+    add their host seconds to ``host_times`` (by op, and by kernel as "launch <name>")."""
     from torch._library.custom_ops import OPDEFS
     jit = importlib.import_module("tegula.jit")  # the module; tegula.jit is the decorator
 
@@ -97,10 +85,11 @@ def timed_ops(host_times: collections.Counter, calls: collections.Counter):
                 calls[name] += 1
         return call
 
-    overloads = {opdef._opoverload: opdef._opoverload._tegula_direct for name, opdef in OPDEFS.items()
-                 if name.startswith("tegula::") and hasattr(opdef._opoverload, "_tegula_direct")}
+    from tegula.torch._inductor_fallback import DIRECT
+    overloads = {opdef._opoverload: getattr(opdef._opoverload, DIRECT) for name, opdef in OPDEFS.items()
+                 if name.startswith("tegula::") and hasattr(opdef._opoverload, DIRECT)}
     for overload, direct in overloads.items():
-        overload._tegula_direct = timed(overload._overloadpacket.__name__, direct)
+        setattr(overload, DIRECT, timed(overload._overloadpacket.__name__, direct))
     original = jit.JITFunction.__getitem__
     jit.JITFunction.__getitem__ = lambda self, grid: timed("launch " + self.__name__, original(self, grid))
     try:
@@ -108,12 +97,12 @@ def timed_ops(host_times: collections.Counter, calls: collections.Counter):
     finally:
         jit.JITFunction.__getitem__ = original
         for overload, direct in overloads.items():
-            overload._tegula_direct = direct
+            setattr(overload, DIRECT, direct)
 
 
 def print_op_times(run, samples: int, steps: int, device: str) -> None:
-    """Host microseconds per call of each Tegula op and kernel launch inside the compiled step (the
-    direct variant's graph), and their share of the step's host time."""
+    """Host microseconds per call of each Tegula op and kernel launch inside the compiled step, and their
+    share of the step's host time."""
     host_times, calls = collections.Counter(), collections.Counter()
     total = 0.0
     with timed_ops(host_times, calls):
@@ -125,7 +114,7 @@ def print_op_times(run, samples: int, steps: int, device: str) -> None:
             total += time.perf_counter() - start
     n = samples * steps
     ops_total = sum(t for name, t in host_times.items() if not name.startswith("launch "))
-    print(f"\nhost time of the compiled step (direct variant, {n} steps): {total * 1e3 / n:.2f} ms a step, "
+    print(f"\nhost time of the compiled step ({n} steps): {total * 1e3 / n:.2f} ms a step, "
           f"{ops_total * 1e3 / n:.2f} ms of it in the Tegula ops' host functions (timed)")
     print(f"{'calls/step':>10} {'us/call':>8} {'ms/step':>8}  op or launch")
     for name, seconds in sorted(host_times.items(), key=lambda item: -item[1]):
@@ -215,11 +204,11 @@ def main() -> None:
                 "tegula.compile separate": variant(separate_ops()),
                 "torch.compile no asserts": variant(train_gpt.TorchOps, {"size_asserts": False}),
                 "tegula.compile no asserts": variant(ops, {"size_asserts": False}),
-                "tegula.compile direct": variant(ops)}
+                "tegula.compile dispatcher": variant(ops)}
     if args.only:
         variants = {name: run for name, run in variants.items() if name in args.only or name == "torch.compile"}
     for name, run in variants.items():  # compiles, then warms up
-        with direct_calls() if name.endswith("direct") else contextlib.nullcontext():
+        with dispatcher_calls() if name.endswith("dispatcher") else contextlib.nullcontext():
             run()
         for _ in range(2):
             run()
@@ -239,8 +228,8 @@ def main() -> None:
         host_ms = statistics.median(issue[name])
         print(f"{name:>24}: {r:12,.0f} tokens/s  {r / rate['torch.compile']:.3f} of torch.compile  "
               f"{step_ms:6.2f} ms a step, host issues it in {host_ms:6.2f}", flush=True)
-    if args.op_times and "tegula.compile direct" in variants:
-        print_op_times(variants["tegula.compile direct"], args.rounds, args.steps, device)
+    if args.op_times and "tegula.compile" in variants:
+        print_op_times(variants["tegula.compile"], args.rounds, args.steps, device)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ def custom_op(name: str, *, fake: Callable, mutates_args: Iterable[str] = (), ta
         op._tegula_fn, op._tegula_mutates, op._tegula_function = fn, bool(tuple(mutates_args)), None
         if not mutates_args:
             _register_kernels(name, op)
+            setattr(op._opoverload, _inductor_fallback.DIRECT, _inductor_fallback.direct_call(op._opoverload, fn))
         return op
     return wrap
 

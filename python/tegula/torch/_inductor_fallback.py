@@ -18,6 +18,17 @@ only once Dynamo is imported (torch.compile, torch.export, explain): plain
 fake-tensor use (opcheck) imports nothing. Every Tegula op known by then is
 registered at once, since the fake tensor cache may never call another
 op's fake implementation again.
+
+The lowering also names what the compiled graph calls: not the op through
+torch's dispatcher (``torch.ops.tegula.rms_norm.default(...)``, a round trip
+from Python through the dispatcher's boxing back into Python, some 8 to 25
+microseconds a call in a training step) but the op's ``DIRECT`` attribute,
+which calls the host function itself (``direct_call``). The graph's
+arguments are real tensors and it runs without autograd, so nothing the
+dispatcher would do is lost; under a dispatch mode or a functorch transform
+(a profiler mode, fake tensors) the attribute takes the dispatcher's route
+after all. Python wrappers only: C++ wrappers (AOTInductor) call the op by
+its schema as before.
 """
 
 from __future__ import annotations
@@ -28,6 +39,11 @@ import torch
 
 _pending: list = []  # overloads of the Tegula ops not yet registered
 _registered: set = set()
+
+# The attribute of an op's overload that compiled graphs call (set by tegula.torch.custom_op), and
+# whether graphs compiled from now on call it (False: the op, through the dispatcher, to compare).
+DIRECT = "_tegula_direct"
+CALL_DIRECTLY = True
 
 
 def add(op: torch._ops.OpOverload) -> None:
@@ -52,5 +68,38 @@ def register_pending() -> None:
             if op not in lowering.lowerings:
                 constraint = lowering.tag_to_layout_constraint(get_layout_constraint_tag(op, with_default=True))
                 lowering.make_fallback(op, layout_constraint=constraint, warn=False)
-        except (AttributeError, TypeError):
+                if hasattr(op, DIRECT):
+                    lowering.lowerings[op] = _calling_directly(op, lowering.lowerings[op])
+        except (AttributeError, TypeError, ImportError):
             pass  # a torch whose Inductor differs: it creates the fallback itself, as for any custom op
+
+
+def _calling_directly(op: torch._ops.OpOverload, fallback):
+    """`fallback` (the lowering make_fallback registered for `op`), whose kernel nodes call op's DIRECT
+    attribute instead of the op: the kernel nodes a lowering creates are the buffers the graph gains."""
+    from torch._inductor import ir
+    from torch._inductor.virtualized import V
+    name = f"torch.ops.{op.namespace}.{op._overloadpacket.__name__}.{op._overloadname}.{DIRECT}"
+
+    def lower(*args, **kwargs):
+        first = len(V.graph.buffers)
+        result = fallback(*args, **kwargs)
+        for buffer in V.graph.buffers[first:] if CALL_DIRECTLY else ():
+            if isinstance(buffer, ir.FallbackKernel) and buffer.op_overload is op and not buffer.kwargs:
+                buffer.python_kernel_name = name
+        return result
+    lower.__dict__.update(fallback.__dict__)  # what Inductor marks on its lowerings (_is_fallback_handler)
+    return lower
+
+
+def direct_call(op: torch._ops.OpOverload, host):
+    """What a compiled graph calls for `op`: the host function on the graph's plain tensors, the op itself
+    (torch's dispatcher) when a dispatch mode or a functorch transform is active, or given keywords."""
+    from . import _dispatch_mode, _functorch_level
+
+    def call(*args, **kwargs):
+        if kwargs or _dispatch_mode() is not None or _functorch_level() is not None:
+            return op(*args, **kwargs)
+        return host(*args)
+    call.__name__ = call.__qualname__ = f"{host.__name__}_direct"
+    return call
