@@ -148,3 +148,48 @@ def test_fullgraph_compile_keeps_the_op_and_matches_eager():
     torch.testing.assert_close(loss, want, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(qkv.grad, twin.grad, rtol=1e-6, atol=1e-6)
     assert math.isfinite(loss.item())
+
+
+def test_layouts_are_kept_by_metadata_and_bounded():
+    from tegula.torch.ops._layouts import Layouts
+    layouts = Layouts()
+    built = []
+
+    def build(value):
+        built.append(value)
+        return None if value == "general" else value * 2
+    assert layouts.find(("a",), build, 3) == 6 and layouts.find(("a",), build, 3) == 6
+    assert layouts.find(("b",), build, "general") is None and layouts.find(("b",), build, "general") is None
+    assert built == [3, "general"]  # each key built once, a None (general path) remembered too
+    for i in range(Layouts.LIMIT + 1):
+        layouts.find(("many", i), build, i)
+    assert len(layouts) <= Layouts.LIMIT
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="the descriptor path runs on an sm_90 GPU")
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_kept_layouts_launch_what_the_general_path_launches(D, causal, monkeypatch):
+    # On Hopper the op keeps what the metadata decides and launches from it; every output and gradient
+    # equals the general path's bit for bit, on the first call (layout built) and the next (layout kept),
+    # with out's gradient in a layout of its own (heads first, then transposed back).
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the descriptor path is sm_90's")
+    from tegula.torch.ops._layouts import metadata
+    qkv, cos, sin = _inputs(2, 77, 3, D, torch.bfloat16, "cuda", seed=D + causal)
+    qkv = qkv.detach()
+    out, lse, q, k = module.rotary_attention_forward(qkv, cos, sin, causal, 0.125)
+    dout = torch.randn(2, 3, 77, D, generator=torch.Generator().manual_seed(5)).to(qkv).transpose(1, 2)
+    fast = [module.rotary_attention_forward(qkv, cos, sin, causal, 0.125) for _ in range(2)]
+    fast_grads = [module.rotary_attention_backward(dout, qkv, q, k, out, lse, cos, sin, causal, 0.125)
+                  for _ in range(2)]
+    assert metadata(qkv, cos, sin) in module._FORWARD_LAYOUTS
+    assert module._FORWARD_LAYOUTS[metadata(qkv, cos, sin)] is not None
+    monkeypatch.setattr(module, "FAST", False)
+    general = module.rotary_attention_forward(qkv, cos, sin, causal, 0.125)
+    general_grad = module.rotary_attention_backward(dout, qkv, q, k, out, lse, cos, sin, causal, 0.125)
+    for result in fast:
+        for got, want in zip(result, general):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    for got in fast_grads:
+        torch.testing.assert_close(got, general_grad, rtol=0, atol=0)

@@ -323,23 +323,34 @@ def _viewed(t: torch.Tensor) -> tuple:
 def forward(q, k, v, causal: bool, scale: float, out, lse) -> None:
     """out ([B, H, S, D], any strides with the head dim contiguous) and lse [B, H, S] float32 from q, k, v
     (read in place through rows_view)."""
-    B, H, S, D = q.shape
-    bm, bn, warps, stages = FWD_SHORT[D][causal] if S <= SHORT_S and D in FWD_SHORT else FWD[D]
     (q, vq), (k, vk), (v, vv) = _viewed(q), _viewed(k), _viewed(v)
+    launch_forward(q, k, v, out, lse, (vq, vk, vv), q.shape, out.stride()[:3], causal, scale)
+
+
+def launch_forward(q, k, v, out, lse, views, shape, out_strides, causal: bool, scale: float) -> None:
+    """forward's launch, with q, k and v's rows_views, their [B, H, S, D] shape and out's (b, h, s) strides
+    given: q, k, v and out are tensors (or views) holding those first elements at those layouts."""
+    B, H, S, D = shape
+    bm, bn, warps, stages = FWD_SHORT[D][causal] if S <= SHORT_S and D in FWD_SHORT else FWD[D]
     attention_fwd_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-        q, k, v, out, lse, *vq, *vk, *vv, H, S, *out.stride()[:3], scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-        CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+        q, k, v, out, lse, *views[0], *views[1], *views[2], H, S, *out_strides, scale, HEAD_DIM=D, BLOCK_M=bm,
+        BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
 
 
 def backward(do, q, k, v, lse, delta, causal: bool, scale: float, dq, dk, dv) -> None:
     """dq, dk, dv (contiguous, like q) from do, q, k, v (read in place through rows_view), the forward's lse
     and delta."""
-    B, H, S, D = q.shape
     (q, vq), (k, vk), (v, vv), (do, vdo) = _viewed(q), _viewed(k), _viewed(v), _viewed(do)
-    views = (*vq, *vk, *vv, *vdo, H, S, scale)
+    launch_backward(do, q, k, v, lse, delta, (vq, vk, vv, vdo), q.shape, causal, scale, dq, dk, dv)
+
+
+def launch_backward(do, q, k, v, lse, delta, views, shape, causal: bool, scale: float, dq, dk, dv) -> None:
+    """backward's launches, with the rows_views of q, k, v and do and their [B, H, S, D] shape given."""
+    B, H, S, D = shape
+    views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
     if D in FUSED:
         bm, bn, warps, stages, dq_rows = FUSED[D]
-        dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        dq32 = torch.zeros(shape, dtype=torch.float32, device=dq.device)
         attention_bwd_tma_kernel[(tegula.cdiv(S, bn), B * H)](
             q, k, v, do, lse, delta, dq32, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
             CAUSAL=causal, TAIL=S % bn != 0, DQ_ROWS=dq_rows, num_warps=warps, num_stages=stages)

@@ -25,10 +25,13 @@ import math
 
 import torch
 
+import tegula
+import tegula.language as tl
 from tegula.torch import custom_op, register_autograd
 
-from . import _rows, rotary
-from .attention import backward_into, forward_into  # the package's `attention` is the function
+from . import _rows, attention_config, attention_tma, rotary
+from ._layouts import Layouts, metadata
+from .attention import attention_delta_kernel, backward_into, forward_into  # the package's `attention` is the function
 
 
 def _check(qkv, cos, sin):
@@ -55,11 +58,79 @@ def _forward_fake(qkv, cos, sin, causal, scale):
             qkv.new_empty(B, T, H, D), qkv.new_empty(B, T, H, D))
 
 
+# --- Hopper's descriptor attention, with what the metadata decides worked out once ---------------------------
+#
+# A training step calls the op with the same shapes, strides and dtypes at every step. The general path
+# derives the same things from them at every call (checks, heads-first views, their rows_views, strides),
+# a few dozen torch calls that cost a compiled step more host time than the op's launches. On an sm_90 GPU
+# with 16-bit qkv the op keeps them by the metadata of its arguments (Layouts) and launches the kernels the
+# general path launches, with the same arguments (_layouts.py); the configuration tables (tile sizes) are
+# read at every call, as the general path reads them. Anything else (other devices, odd strides, a sweep's
+# configuration, the one-kernel backward) takes the general path.
+
+_FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
+FAST = True  # False: every call takes the general path (tests compare the two)
+
+
+def _heads_first_view(shape, strides, element_size, address):
+    """rows_view of a [B, T, H, D] layout seen as [B, H, T, D]."""
+    B, T, H, D = shape
+    return attention_tma.rows_view((B, H, T, D), (strides[0], strides[2], strides[1], strides[3]), element_size,
+                                   address)
+
+
+def _fast(qkv) -> bool:
+    return (FAST and attention_tma.applies(qkv) and attention_tma.FUSED.get(qkv.shape[-1]) is None
+            and not attention_config.overridden())
+
+
+def _forward_layout(qkv, cos, sin):
+    """(B, T, H, D, the rotary kernel's strides, the rows_views of q, k and v) for the descriptor path, or None."""
+    _check(qkv, cos, sin)
+    B, T, _, H, D = qkv.shape
+    if qkv.stride(-1) != 1 or not (cos.is_contiguous() and sin.is_contiguous()) or not B * T * H:
+        return None
+    sb, st, slot, sh, _ = qkv.stride()
+    size = qkv.element_size()
+    fresh = (T * H * D, H * D, D, 1)  # the strides of a new [B, T, H, D]; its address is aligned
+    rotated = _heads_first_view((B, T, H, D), fresh, size, 0)
+    v = _heads_first_view((B, T, H, D), (sb, st, sh, 1), size, qkv.data_ptr() + 2 * slot * size)
+    if rotated is None or v is None:
+        return None
+    return B, T, H, D, (sb, st, sh) * 3 + (T * H * D, H * D, D), (rotated, rotated, v)
+
+
+def _rotary_launch(sources, destinations, cos, sin, sin_sign, R, T, H, D, src_slot, dst_slot, strides) -> None:
+    """rotary.launch_qkv_rows for 16-bit tensors with contiguous tables."""
+    rotary.rotary_qkv_kernel[(tegula.cdiv(R, rotary.BLOCK_R),)](
+        *sources, *destinations, cos, sin, R, T, H, D // 2, sin_sign, src_slot, dst_slot, *strides,
+        BLOCK_R=rotary.BLOCK_R, BLOCK_HALF=tegula.next_power_of_2(D // 2), ACC=tl.float32)
+
+
+def _fast_forward(qkv, cos, sin, causal, scale):
+    layout = _FORWARD_LAYOUTS.find(metadata(qkv, cos, sin), _forward_layout, qkv, cos, sin)
+    if layout is None:
+        return None
+    B, T, H, D, strides, views = layout
+    options = dict(dtype=qkv.dtype, device=qkv.device)
+    q, k, out = torch.empty((B, T, H, D), **options), torch.empty((B, T, H, D), **options), \
+        torch.empty((B, T, H, D), **options)
+    lse = torch.empty((B, H, T), dtype=torch.float32, device=qkv.device)
+    _rotary_launch((qkv, qkv, None), (q, k, None), cos, sin, 1.0, B * T * H, T, H, D, qkv.stride(2), 0, strides)
+    attention_tma.launch_forward(q, k, qkv.select(2, 2), out, lse, views, (B, H, T, D), (T * H * D, D, H * D),
+                                 causal, scale)
+    return out, lse, q, k
+
+
 @custom_op("tegula::rotary_attention", fake=_forward_fake)
 def rotary_attention_forward(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, causal: bool,
                              scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(out, lse, q, k): out [B, T, H, D], lse [B, H, T] (float32, float64 for float64 qkv), q and k
     rotated, [B, T, H, D]. lse, q and k are for the backward and carry no gradient."""
+    if qkv.is_cuda and _fast(qkv):
+        result = _fast_forward(qkv, cos, sin, causal, scale)
+        if result is not None:
+            return result
     _check(qkv, cos, sin)
     qkv = _rows_of(qkv)
     B, T, _, H, D = qkv.shape
@@ -79,12 +150,56 @@ def _backward_fake(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
     return qkv.new_empty(qkv.shape)
 
 
+def _backward_layout(dout, qkv, q, k, out, lse, cos, sin):
+    """(B, T, H, D, the rows_views of q, k, v and dout, the delta kernel's strides of out and dout) for the
+    descriptor path, or None."""
+    B, T, _, H, D = qkv.shape
+    tensors = (dout, q, k, out)
+    if (qkv.stride(-1) != 1 or any(t.shape != (B, T, H, D) or t.stride(-1) != 1 for t in tensors)
+            or tuple(lse.shape) != (B, H, T) or not lse.is_contiguous() or lse.dtype != torch.float32
+            or not (cos.is_contiguous() and sin.is_contiguous()) or not B * T * H):
+        return None
+    size = qkv.element_size()
+    sb, st, slot, sh, _ = qkv.stride()
+    v = _heads_first_view((B, T, H, D), (sb, st, sh, 1), size, qkv.data_ptr() + 2 * slot * size)
+    vq, vk, vdo = (_heads_first_view((B, T, H, D), t.stride(), size, t.data_ptr()) for t in (q, k, dout))
+    if None in (v, vq, vk, vdo):
+        return None
+    heads = [(t.stride(0), t.stride(2), t.stride(1)) for t in (out, dout)]  # (b, h, s) strides
+    return B, T, H, D, (vq, vk, v, vdo), heads[0] + heads[1]
+
+
+def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
+    key = metadata(dout, qkv, q, k, out, lse, cos, sin)
+    layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dout, qkv, q, k, out, lse, cos, sin)
+    if layout is None:
+        return None
+    B, T, H, D, views, delta_strides = layout
+    options = dict(dtype=qkv.dtype, device=qkv.device)
+    dqkv = torch.empty((B, T, 3, H, D), **options)
+    dq, dk, dv = (torch.empty((B, H, T, D), **options) for _ in range(3))
+    delta = torch.empty((B, H, T), dtype=torch.float32, device=qkv.device)
+    rows = attention_config.DELTA_ROWS["cuda"]
+    attention_delta_kernel[(tegula.cdiv(T, rows), B * H)](out, dout, delta, T, H, *delta_strides, BLOCK_M=rows,
+                                                          HEAD_DIM=D, ACC=tl.float32)
+    attention_tma.launch_backward(dout, q, k, qkv.select(2, 2), lse, delta, views, (B, H, T, D), causal, scale,
+                                  dq, dk, dv)
+    grads = (H * T * D, D, T * D)
+    _rotary_launch((dq, dk, dv), (dqkv, dqkv, dqkv), cos, sin, -1.0, B * T * H, T, H, D, 0, H * D,
+                   grads * 3 + (3 * T * H * D, 3 * H * D, D))
+    return dqkv
+
+
 @custom_op("tegula::rotary_attention_backward", fake=_backward_fake)
 def rotary_attention_backward(dout: torch.Tensor, qkv: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
                               out: torch.Tensor, lse: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                               causal: bool, scale: float) -> torch.Tensor:
     """The gradient of qkv, [B, T, 3, H, D], from out's gradient and the forward's qkv, rotated q and
     k, output and log-sum-exp."""
+    if qkv.is_cuda and _fast(qkv):
+        result = _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale)
+        if result is not None:
+            return result
     qkv = _rows_of(qkv)
     B, T, _, H, D = qkv.shape
     dqkv = qkv.new_empty(B, T, 3, H, D)
