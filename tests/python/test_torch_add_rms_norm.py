@@ -238,3 +238,29 @@ def test_fullgraph_compile_keeps_the_op_and_matches_eager(autocast):
     torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
     for g, w in zip(grads, want_grads):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_strided_inputs_and_kept_layouts_give_the_contiguous_results(device):
+    # Contiguous rows launch from the layout kept by their metadata (ops/_layouts.py); strided ones take
+    # the general path, which copies them first. Both give the same bits, and so does a second call.
+    import importlib
+    arn = importlib.import_module("tegula.torch.ops.add_rms_norm")
+    gen = torch.Generator().manual_seed(21)
+    x = _randn(37, 5, 200, dtype=torch.float32, gen=gen, device=device).detach()
+    residual = _randn(37, 5, 200, dtype=torch.float32, gen=gen, device=device).detach()
+    weight = _randn(200, dtype=torch.float32, gen=gen, device=device, shift=1.0).detach()
+    dy = _randn(37, 5, 200, dtype=torch.float32, gen=gen, device=device).detach()
+    kept = [arn.add_rms_norm_forward(x, residual, weight, 1e-6, torch.float32) for _ in range(2)]
+    assert arn._FORWARD_LAYOUTS[(arn.metadata(x, residual, weight), torch.float32)] is not None
+    strided = arn.add_rms_norm_forward(x.transpose(0, 1).contiguous().transpose(0, 1), residual, weight, 1e-6,
+                                       torch.float32)
+    for result in kept:
+        for got, want in zip(result, strided):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    h = kept[0][0]
+    grads = [arn.add_rms_norm_backward(dy, dy, h, weight, 1e-6) for _ in range(2)]
+    strided_grads = arn.add_rms_norm_backward(dy.transpose(0, 1).contiguous().transpose(0, 1), dy, h, weight, 1e-6)
+    for result in grads:
+        for got, want in zip(result, strided_grads):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -31,6 +31,7 @@ import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
 from . import _rows
+from ._layouts import Layouts, metadata
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _DTYPE_NAMES = ", ".join(str(d) for d in FLOAT_DTYPES)
@@ -115,10 +116,31 @@ def _forward_fake(x, residual, weight, eps, out_dtype):
     return x.new_empty(x.shape), x.new_empty(x.shape, dtype=out_dtype)
 
 
+# What the arguments' metadata decides (_layouts.py): (M, N, BLOCK_N, ACC) for contiguous rows, else None
+# (the general path copies them first). The backward's split of the rows is read from _rows at every call.
+_FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
+
+
+def _forward_layout(x, residual, weight, out_dtype):
+    _check(x, residual, weight, out_dtype)
+    if not (x.is_contiguous() and residual.is_contiguous()):
+        return None
+    M, N = _rows.shape_of_rows(x)
+    return M, N, tegula.next_power_of_2(N), compute_dtype(x)
+
+
 @custom_op("tegula::add_rms_norm", fake=_forward_fake)
 def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
                          out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(h, y): h like x, y of out_dtype."""
+    layout = _FORWARD_LAYOUTS.find((metadata(x, residual, weight), out_dtype), _forward_layout, x, residual,
+                                   weight, out_dtype)
+    if layout is not None:
+        M, N, block_n, acc = layout
+        h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
+        add_rms_norm_forward_kernel[(M,)](x, residual, weight, h, y, N, eps, BLOCK_N=block_n, ACC=acc)
+        return h, y
     _check(x, residual, weight, out_dtype)
     x = x.contiguous()  # rows of its last dimension; the kernels take only addresses and N
     M, N = _rows.shape_of_rows(x)
@@ -138,18 +160,36 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
                           eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dweight) from the forward's h (its rstd computed again); dh None counts as zero. dx, in h's
     dtype, is the gradient of h = x + residual, so of both x and residual."""
+    key = metadata(dy, h, weight) if dh is None else metadata(dy, h, weight, dh)
+    layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dh, dy, h)
+    if layout is not None:
+        M, N, block_n, acc = layout
+        dx = torch.empty(h.shape, dtype=h.dtype, device=h.device)
+        return dx, _backward_launch(dh, dy, h, weight, dx, eps, M, N, block_n, acc)
     h = h.contiguous()  # rows of its last dimension; the kernels take only addresses and N
     M, N = _rows.shape_of_rows(h)
     dx = torch.empty_like(h, memory_format=torch.contiguous_format)
-    block_n = tegula.next_power_of_2(N)
+    dw = _backward_launch(None if dh is None else dh.contiguous(), dy.contiguous(), h, weight, dx, eps, M, N,
+                          tegula.next_power_of_2(N), compute_dtype(h))
+    return dx, dw
+
+
+def _backward_layout(dh, dy, h):
+    if not (h.is_contiguous() and dy.is_contiguous() and (dh is None or dh.is_contiguous())):
+        return None
+    M, N = _rows.shape_of_rows(h)
+    return M, N, tegula.next_power_of_2(N), compute_dtype(h)
+
+
+def _backward_launch(dh, dy, h, weight, dx, eps, M, N, block_n, acc) -> torch.Tensor:
+    """The backward's launches over contiguous rows; returns dweight."""
     step = _rows.rows_per_step(block_n)
     programs, rows_per_program = _rows.row_split(M, h.device, step)
-    dw_partial = h.new_empty(programs, N, dtype=_rows.accumulator(h))
-    add_rms_norm_backward_kernel[(programs,)](None if dh is None else dh.contiguous(), dy.contiguous(), h,
-                                              weight, dx, dw_partial, M, N, eps, rows_per_program, BLOCK_N=block_n,
-                                              ROWS=step, ACC=compute_dtype(h), AHEAD=_rows.load_ahead(h.device),
+    dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(h), device=h.device)
+    add_rms_norm_backward_kernel[(programs,)](dh, dy, h, weight, dx, dw_partial, M, N, eps, rows_per_program,
+                                              BLOCK_N=block_n, ROWS=step, ACC=acc, AHEAD=_rows.load_ahead(h.device),
                                               num_warps=_rows.backward_warps(block_n * step))
-    return dx, _rows.sum_partials(dw_partial, weight.dtype)
+    return _rows.sum_partials(dw_partial, weight.dtype)
 
 
 def _backward(saved, dh, dy):
