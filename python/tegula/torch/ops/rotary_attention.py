@@ -79,16 +79,17 @@ def _heads_first_view(shape, strides, element_size, address):
                                    address)
 
 
-def _fast(qkv) -> bool:
-    return (FAST and attention_tma.applies(qkv) and attention_tma.FUSED.get(qkv.shape[-1]) is None
-            and not attention_config.overridden())
+def _fast(D: int) -> bool:
+    """Whether a call whose layout allows the descriptor path takes it (the tables tools change)."""
+    return FAST and attention_tma.FUSED.get(D) is None and not attention_config.overridden()
 
 
 def _forward_layout(qkv, cos, sin):
     """(B, T, H, D, the rotary kernel's strides, the rows_views of q, k and v) for the descriptor path, or None."""
     _check(qkv, cos, sin)
     B, T, _, H, D = qkv.shape
-    if qkv.stride(-1) != 1 or not (cos.is_contiguous() and sin.is_contiguous()) or not B * T * H:
+    if (not attention_tma.applies(qkv) or qkv.stride(-1) != 1 or not (cos.is_contiguous() and sin.is_contiguous())
+            or not B * T * H):
         return None
     sb, st, slot, sh, _ = qkv.stride()
     size = qkv.element_size()
@@ -109,7 +110,7 @@ def _rotary_launch(sources, destinations, cos, sin, sin_sign, R, T, H, D, src_sl
 
 def _fast_forward(qkv, cos, sin, causal, scale):
     layout = _FORWARD_LAYOUTS.find(metadata(qkv, cos, sin), _forward_layout, qkv, cos, sin)
-    if layout is None:
+    if layout is None or not _fast(layout[3]):
         return None
     B, T, H, D, strides, views = layout
     options = dict(dtype=qkv.dtype, device=qkv.device)
@@ -127,7 +128,7 @@ def rotary_attention_forward(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Te
                              scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(out, lse, q, k): out [B, T, H, D], lse [B, H, T] (float32, float64 for float64 qkv), q and k
     rotated, [B, T, H, D]. lse, q and k are for the backward and carry no gradient."""
-    if qkv.is_cuda and _fast(qkv):
+    if qkv.is_cuda:
         result = _fast_forward(qkv, cos, sin, causal, scale)
         if result is not None:
             return result
@@ -155,7 +156,7 @@ def _backward_layout(dout, qkv, q, k, out, lse, cos, sin):
     descriptor path, or None."""
     B, T, _, H, D = qkv.shape
     tensors = (dout, q, k, out)
-    if (qkv.stride(-1) != 1 or any(t.shape != (B, T, H, D) or t.stride(-1) != 1 for t in tensors)
+    if (not attention_tma.applies(qkv) or qkv.stride(-1) != 1 or any(t.shape != (B, T, H, D) or t.stride(-1) != 1 for t in tensors)
             or tuple(lse.shape) != (B, H, T) or not lse.is_contiguous() or lse.dtype != torch.float32
             or not (cos.is_contiguous() and sin.is_contiguous()) or not B * T * H):
         return None
@@ -172,7 +173,7 @@ def _backward_layout(dout, qkv, q, k, out, lse, cos, sin):
 def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
     key = metadata(dout, qkv, q, k, out, lse, cos, sin)
     layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dout, qkv, q, k, out, lse, cos, sin)
-    if layout is None:
+    if layout is None or not _fast(layout[3]):
         return None
     B, T, H, D, views, delta_strides = layout
     options = dict(dtype=qkv.dtype, device=qkv.device)
@@ -196,7 +197,7 @@ def rotary_attention_backward(dout: torch.Tensor, qkv: torch.Tensor, q: torch.Te
                               causal: bool, scale: float) -> torch.Tensor:
     """The gradient of qkv, [B, T, 3, H, D], from out's gradient and the forward's qkv, rotated q and
     k, output and log-sum-exp."""
-    if qkv.is_cuda and _fast(qkv):
+    if qkv.is_cuda:
         result = _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale)
         if result is not None:
             return result
