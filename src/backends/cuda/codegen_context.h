@@ -38,6 +38,7 @@
 #include "ir/ir.h"
 #include "passes/axis_info.h"
 #include "passes/debug_sites.h"
+#include "passes/pointer_provenance.h"
 
 namespace tegula::backends::cuda {
 
@@ -209,15 +210,23 @@ class CudaContext : public c_family::Printer {
   // A TMA store's thread waits only until the copy engine has read the
   // block out of shared memory; the next load of the program (after
   // after_bulk_store, or in a region that may follow one) waits for the
-  // writes themselves first.
-  void before_global_load();
+  // writes themselves first. A TMA reduction (desc_atomic) is waited for
+  // only by the loads that may read the array it updates (`pointer`, by
+  // pointer provenance; every load when not given): nothing else of the
+  // program can see its writes, which no other thread's stores need to
+  // precede (one thread issues it, after the barrier its staging takes).
+  void before_global_load(ir::ValueId pointer = {});
   void after_global_store() { global_store_pending_ = true; }
   void after_bulk_store() { global_store_pending_ = bulk_store_pending_ = true; }
+  void after_bulk_reduce(ir::ValueId base);
   void assume_global_stores() {
     global_store_pending_ = true;
     bulk_store_pending_ = bulk_store_pending_ || has_bulk_stores_;
   }
+  // Stores (atomics included, TMA reductions not) anywhere in `block`.
   bool contains_store(ir::BlockId block) const;
+  // The TMA reductions of `block` may have run: after_bulk_reduce for each.
+  void assume_bulk_reductions(ir::BlockId block);
 
   // --- tensor maps (sm_90 TMA, codegen_tma.cpp) -------------------------------------------
   // The kernel parameter holding tensor map `map` ("tg_map0"), added after
@@ -262,6 +271,12 @@ class CudaContext : public c_family::Printer {
   bool global_store_pending_ = false;
   bool bulk_store_pending_ = false;
   bool has_bulk_stores_ = false;  // the kernel has desc stores (TMA stores: codegen_tma.cpp)
+  // The parameters TMA reductions in flight may write (pointer provenance,
+  // made when the first one is emitted), and whether one's target is unknown.
+  std::optional<passes::PointerProvenance> provenance_;
+  std::vector<int32_t> reduced_params_;
+  bool reduced_unknown_ = false;
+  bool may_read_reduced(ir::ValueId pointer);
   std::vector<TensorMapParam> tensor_maps_;
   bool uses_tma_barrier_ = false;
 };
