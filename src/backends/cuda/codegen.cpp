@@ -409,6 +409,10 @@ void CudaContext::emit_op(ir::OpId id) {
     out.line("// issued ahead by the TMA ring: the dot reads the block where it landed");
     return;
   }
+  if (transpose_staged_by_tma(*this, id)) {
+    out.line("// the desc op after it stages the operand's registers transposed (codegen_tma.cpp)");
+    return;
+  }
   auto result_layout = [&]() -> const Layout* {
     return !o.results.empty() && fn.type(o.results[0]).is_tile() ? &layout(o.results[0]) : nullptr;
   };

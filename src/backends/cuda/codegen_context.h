@@ -290,6 +290,10 @@ void emit_memory(CudaContext& ctx, ir::OpId op);                  // load, store
 // broadcast, expand_dims (register copies, in any layout like elementwise),
 // reshape, trans, join, split (through shared memory).
 void emit_shape(CudaContext& ctx, ir::OpId op, const Layout* layout, const std::string& dest);
+// The distribution in which the registers of trans `op`'s operand (its
+// primary layout) hold the elements of its result: the transpose as a
+// relabeling, for a reader that takes the result from those registers.
+Distribution transposed_distribution(const CudaContext& ctx, ir::OpId trans);
 void emit_reduce(CudaContext& ctx, ir::OpId op);
 void emit_scan(CudaContext& ctx, ir::OpId op);                    // codegen_scan.cpp
 void emit_sort(CudaContext& ctx, ir::OpId op);                    // codegen_sort.cpp
@@ -342,7 +346,10 @@ void tma_ring_produce(CudaContext& ctx, ir::OpId loop, const std::string& trips)
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
 void emit_inline_asm(CudaContext& ctx, ir::OpId op);              // codegen_inline_asm.cpp
 void emit_atomic(CudaContext& ctx, ir::OpId op);                  // atomic_rmw, atomic_cas
-void emit_tma(CudaContext& ctx, ir::OpId op);                     // desc_load, desc_store: codegen_tma.cpp
+void emit_tma(CudaContext& ctx, ir::OpId op);                     // desc_load, desc_store, desc_atomic: codegen_tma.cpp
+// Whether trans `op` is left unemitted because the desc_store or desc_atomic
+// right after it stages its operand's registers transposed (codegen_tma.cpp).
+bool transpose_staged_by_tma(const CudaContext& ctx, ir::OpId trans);
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).
 bool uses_atomics(const ir::Function& fn);
 

@@ -76,15 +76,18 @@ SharedTile plan_operand(const CudaContext& ctx, ir::OpId id, size_t index, int64
 // tile, in groups of consecutive registers that stay inside one chunk.
 void stage_operand(CudaContext& ctx, ir::OpId id, size_t index, const SharedTile& s) {
   const ir::Type& t = ctx.fn.type(ctx.fn.op(id).operands[index]);
-  Distribution d = ctx.distribution(ctx.operand_layout(id, index), t.shape);
-  int vector = std::min<int>(contiguous_registers(d, t.shape, s.col_dim()), 16 / s.element_bytes);
-  std::string src = ctx.operand(id, index);
+  stage_registers(ctx, ctx.operand(id, index), ctx.distribution(ctx.operand_layout(id, index), t.shape), t.shape, s);
+}
+
+void stage_registers(CudaContext& ctx, const std::string& src, const Distribution& d, const std::vector<int64_t>& shape,
+                     const SharedTile& s) {
+  int vector = std::min<int>(contiguous_registers(d, shape, s.col_dim()), 16 / s.element_bytes);
   std::string own = ctx.owner(d);
   if (!own.empty()) ctx.out.open("if (" + own + ")");
   std::string i = ctx.open_unrolled(d.registers(), vector);
   std::string e = ctx.fresh("e");
   ctx.out.line("const int " + e + " = " + ctx.element_index(d, i) + ";");
-  std::string dim0 = e + " >> " + str(c_family::log2_ceil(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
+  std::string dim0 = e + " >> " + str(c_family::log2_ceil(shape[1])), dim1 = e + " & " + str(shape[1] - 1);
   std::string row = s.row_dim() == 0 ? dim0 : dim1, col = s.col_dim() == 0 ? dim0 : dim1;
   std::string vec = "tg_vec<" + s.c_type + ", " + str(vector) + ">";
   std::string w = ctx.fresh("w");

@@ -17,6 +17,12 @@
 // complete (so later loads of this program see it, and the area may be
 // reused); the TMA skips the parts of the box outside the tensor.
 //
+// A block that is the transpose of a tile (`desc.atomic_add(o, dq_t.T)`:
+// dQ of an attention backward, computed transposed) is staged from the
+// tile's registers with the transpose as a relabeling: the trans right
+// before the desc op is not emitted (transpose_staged_by_tma), which saves a
+// round trip through shared memory and its two barriers.
+//
 // desc_atomic: staged and issued as the store, as a bulk reduction
 // (cp.reduce.async.bulk.tensor: each element inside the tensor updated by
 // its own relaxed atomic). Its thread waits only until the block is read
@@ -28,6 +34,7 @@
 // Each copy waits at once. The matmul's K loop instead keeps its blocks in
 // flight in a multi-stage ring, read by wgmma where they land
 // (codegen_tma_ring.cpp); the layouts text says why a loop's loads are not.
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -52,6 +59,22 @@ std::string bulk_write(const ir::Op& op, size_t rank) {
 // "TMA store", "TMA reduction (add)": the comments' name of the write.
 std::string bulk_write_name(const ir::Op& op) {
   return op.kind == ir::OpKind::DescStore ? "TMA store" : "TMA reduction (" + op.str_attr("op") + ")";
+}
+
+// The registers the block's value is staged from, in their distribution
+// over the block: the value's own, or a transposed tile's
+// (transpose_staged_by_tma).
+struct StagedValue {
+  std::string registers;
+  Distribution distribution;
+};
+StagedValue staged_value(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  size_t index = op.operands.size() - 1;
+  const ir::Value& value = ctx.fn.value(op.operands[index]);
+  if (value.def.valid() && transpose_staged_by_tma(ctx, value.def))
+    return {ctx.name(ctx.fn.op(value.def).operands[0]), transposed_distribution(ctx, value.def)};
+  return {ctx.operand(id, index), ctx.distribution(ctx.operand_layout(id, index), ctx.fn.type(op.operands[index]).shape)};
 }
 
 // After the write is issued: what later loads of the program must wait for.
@@ -114,7 +137,8 @@ void store_swizzled(CudaContext& ctx, ir::OpId id, SharedTile tile, const std::s
   ctx.out.line("// " + bulk_write_name(op) + " of the " + std::to_string(tile.bytes()) +
                "-byte block from shared memory, " +
                std::to_string(tile.row_bytes() / 128) + " swizzled boxes of 128-byte rows");
-  stage_operand(ctx, id, op.operands.size() - 1, tile);
+  StagedValue staged = staged_value(ctx, id);
+  stage_registers(ctx, staged.registers, staged.distribution, ctx.fn.type(op.operands.back()).shape, tile);
   ctx.out.line("tg_fence_proxy_async();  // the block's writes, visible to the TMA");
   ctx.barrier();
   size_t first_offset = 1 + 2 * d.rank;
@@ -158,8 +182,6 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   ctx.descriptor_paths.push_back(path);
   std::string rank = std::to_string(d.rank) + "d";
   std::string coords = coordinates(ctx, id, d);
-  size_t value_operand = op.operands.size() - 1;
-  Distribution dist = ctx.distribution(load ? ctx.layout(value) : ctx.operand_layout(id, value_operand), block.shape);
 
   if (load) {
     ctx.before_global_load(d.base);
@@ -177,7 +199,7 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
     ctx.out.line("tg_tma_phase ^= 1;");
     std::string dest = ctx.name(value);
     ctx.declare_tile(dest, block, ctx.layout(value));
-    unstage_tile(ctx, dest, buffer, dist);
+    unstage_tile(ctx, dest, buffer, ctx.distribution(ctx.layout(value), block.shape));
     ctx.shared_reads_done();
     return;
   }
@@ -188,7 +210,8 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   }
   std::string buffer = block_area(ctx, block, bytes);
   ctx.out.line("// " + bulk_write_name(op) + " of the " + std::to_string(bytes) + "-byte block from shared memory");
-  stage_tile(ctx, buffer, ctx.operand(id, value_operand), dist);
+  StagedValue staged = staged_value(ctx, id);
+  stage_tile(ctx, buffer, staged.registers, staged.distribution);
   ctx.out.line("tg_fence_proxy_async();  // the block's writes, visible to the TMA");
   ctx.barrier();
   ctx.out.open("if (threadIdx.x == 0)");
@@ -198,6 +221,28 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   ctx.out.close();
   ctx.shared_reads_done();
   after_bulk_write(ctx, op);
+}
+
+bool transpose_staged_by_tma(const CudaContext& ctx, ir::OpId trans) {
+  const ir::Function& fn = ctx.fn;
+  const ir::Op& op = fn.op(trans);
+  if (op.kind != ir::OpKind::Trans || ctx.options.arch < 90) return false;
+  // Its only user is the op right after it, a desc_store or desc_atomic
+  // (which the TMA writes: every desc op reaching this generator is), so
+  // nothing between may rewrite the operand's registers (a dot or an
+  // epilogue accumulating in place) before the staging reads them.
+  const std::vector<ir::OpId>& ops = fn.block(op.parent).ops;
+  auto at = std::find(ops.begin(), ops.end(), trans);
+  if (at == ops.end() || at + 1 == ops.end()) return false;
+  const ir::Op& desc = fn.op(*(at + 1));
+  ir::ValueId result = op.results[0];
+  if ((desc.kind != ir::OpKind::DescStore && desc.kind != ir::OpKind::DescAtomic) || desc.operands.back() != result)
+    return false;
+  int uses = 0;
+  fn.walk([&](ir::OpId u) {
+    for (ir::ValueId v : fn.op(u).operands) uses += v == result;
+  });
+  return uses == 1;
 }
 
 }  // namespace tegula::backends::cuda
