@@ -336,3 +336,50 @@ def test_a_missing_wait_before_the_read_back_fails():
 def test_a_missing_read_wait_fails():
     with pytest.raises(EmulatorError, match=r"bulk tensor reduction \(add\).*wait_group.read missing"):
         run_overlap(37, 48, 16, 16, 0, edit_source=lambda s: s.replace("tg_bulk_wait_read<0>();", ";", 1))
+
+
+# --- a transposed block, staged from the tile's registers ----------------------------------------------------------
+
+
+@tegula.jit
+def transposed_kernel(x_ptr, out_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # out += 2 x's [BN, BM] block at (n, m), transposed; y = that plus 1, transposed, stored.
+    x = tl.make_tensor_descriptor(x_ptr, [N, M], [M, 1], [BN, BM])
+    out = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
+    y = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BM, BN])
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    block = x.load([n, m]) * 2
+    out.atomic_add([m, n], block.T)
+    y.store([m, n], (block + 1).T)
+
+
+@pytest.mark.usefixtures("_emulator")
+def test_a_transposed_block_is_staged_from_its_tiles_registers():
+    M, N, BM, BN = 40, 48, 16, 32
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((N, M)).astype(np.float32)
+    out = rng.standard_normal((M, N)).astype(np.float32)
+    y = np.zeros((M, N), np.float32)
+    want = out + 2 * x.T
+    compiled = emulate(transposed_kernel, (-(-M // BM), -(-N // BN)), x, out, y, M, N, BM=BM, BN=BN)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    np.testing.assert_array_equal(y, 2 * x.T + 1)
+    # Both transposes go to shared memory once, as the TMA's blocks (row-major and swizzled).
+    kernel = compiled.source[compiled.source.index("---- kernel ----"):]
+    assert kernel.count("stages the operand's registers transposed") == 2, kernel
+
+
+def test_nvrtc_assembles_the_bulk_reduction():
+    # The generated PTX goes through ptxas for sm_90a (NVRTC, no GPU needed).
+    from cuda_compile_util import require_nvrtc
+
+    require_nvrtc(90)
+    x, out = np.zeros((4, 16, 16), np.float32), np.zeros((37, 48), np.float32)
+    request, _ = overlap_add_kernel._request_for(x, out, 37, 48, STEP_M=9, STEP_N=12, SHIFT=3, BM=16, BN=16)
+    compiled = tegula._C.compile(request, tegula._C.CompileOptions(backend="cuda", cuda_arch=90, keep_stages=True))
+    assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group" in compiled.ptx
+    assert "cp.async.bulk.wait_group.read 0;" in compiled.ptx
+    ints = np.zeros((5, 8, 16), np.int64), np.zeros((19, 16), np.int64)
+    request, _ = integer_kernel._request_for(*ints, 19, 16, OP="xor", BM=8, BN=16)
+    compiled = tegula._C.compile(request, tegula._C.CompileOptions(backend="cuda", cuda_arch=90, keep_stages=True))
+    assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.tile.bulk_group" in compiled.ptx
