@@ -383,3 +383,46 @@ def test_nvrtc_assembles_the_bulk_reduction():
     request, _ = integer_kernel._request_for(*ints, 19, 16, OP="xor", BM=8, BN=16)
     compiled = tegula._C.compile(request, tegula._C.CompileOptions(backend="cuda", cuda_arch=90, keep_stages=True))
     assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.tile.bulk_group" in compiled.ptx
+
+
+# --- inside a TMA ring's body ----------------------------------------------------------------------------------------
+
+
+@tegula.jit
+def ring_reduce_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # Each K step's product reduced into C through the TMA (as an attention backward adds dQ), and accumulated in
+    # place into D.
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([off_m, k])
+        b = b_desc.load([k, off_n])
+        c_desc.atomic_add([off_m, off_n], tl.dot(a, b))
+        acc = tl.dot(a, b, acc)
+    d_desc = tl.make_tensor_descriptor(d_ptr, [M, N], [N, 1], [BM, BN])
+    d_desc.store([off_m, off_n], acc)
+
+
+@pytest.mark.usefixtures("_emulator")
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,warps,stages", [
+    (80, 96, 208, 64, 64, 32, 4, 3),     # ragged, one warpgroup
+    (128, 144, 160, 128, 64, 64, 8, 2),  # two warpgroups
+])
+def test_a_ring_body_reduces_into_another_array(M, N, K, BM, BN, BK, warps, stages):
+    # C is no ring block's source: the loop stays a TMA ring, its body reducing each step's product into C.
+    rng = np.random.default_rng(M + N + K)
+    a = rng.uniform(-2, 2, (M, K)).astype(np.float16)
+    b = rng.uniform(-2, 2, (K, N)).astype(np.float16)
+    c, d = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
+    compiled = emulate(ring_reduce_kernel, (-(-M // BM), -(-N // BN)), a, b, c, d, M, N, K, BM=BM, BN=BN, BK=BK,
+                       num_warps=warps, num_stages=stages)
+    assert f"TMA ring: {stages} stages" in compiled.source and compiled.layouts.count("TMA ring through") == 2
+    assert re.search(r"desc_atomic at .*: TMA through tg_map\d", compiled.layouts), compiled.layouts
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = K * 2.0 ** -20 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) + 1e-5
+    for name, got in (("reductions", c), ("accumulator", d)):
+        assert (np.abs(got - want) <= tol).all(), f"{name}: worst {np.abs(got - want).max()}"
