@@ -288,12 +288,6 @@ def bitwise_float_atomic_kernel(desc):
     desc.atomic_and([0, 0], tl.zeros((16, 16), dtype=tl.float32))
 
 
-def test_error_descriptor_atomic_element_type():
-    assert_compile_error(bitwise_float_atomic_kernel, "desc.atomic_and",
-                         "desc.atomic_and does not support fp32 elements",
-                         tegula.TensorDescriptor.from_tensor(X, [16, 16]))
-
-
 @tegula.jit
 def wrong_atomic_offsets_kernel(desc):
     desc.atomic_add([0], 1.0)
@@ -304,12 +298,13 @@ def wrong_atomic_shape_kernel(desc):
     desc.atomic_max([0, 0], tl.zeros((8, 16), dtype=tl.float32))
 
 
-def test_error_descriptor_atomic_offsets_and_shape():
-    d = tegula.TensorDescriptor.from_tensor(X, [16, 16])
-    assert_compile_error(wrong_atomic_offsets_kernel, "[0]", "desc.atomic_add got 1 offsets for a descriptor of rank 2",
-                         d)
-    assert_compile_error(wrong_atomic_shape_kernel, "tl.zeros",
-                         "the value stored by desc.atomic_max has shape 8x16 but the block is 16x16", d)
+@pytest.mark.parametrize("kernel,needle,text", [
+    (bitwise_float_atomic_kernel, "desc.atomic_and", "desc.atomic_and does not support fp32 elements"),
+    (wrong_atomic_offsets_kernel, "[0]", "desc.atomic_add got 1 offsets for a descriptor of rank 2"),
+    (wrong_atomic_shape_kernel, "tl.zeros", "the value stored by desc.atomic_max has shape 8x16 but the block is 16x16"),
+])
+def test_error_descriptor_atomics(kernel, needle, text):
+    assert_compile_error(kernel, needle, text, tegula.TensorDescriptor.from_tensor(X, [16, 16]))
 
 
 @tegula.jit
