@@ -227,7 +227,11 @@ def test_pointer_atomics_where_the_tma_does_not_reduce():
     # A row stride of 50 floats (not known to be a multiple of 16 bytes), sm_80: atomic_rmw, as before the op.
     odd = compiled_for(overlap_add_kernel, (x, np.zeros((37, 50), np.float32), 37, 50), **meta)
     sm80 = compiled_for(overlap_add_kernel, (x, out, 37, 48), arch=80, **meta)
-    for compiled in (odd, sm80):
+    # A base 4 bytes past a 16-byte boundary.
+    unaligned = compiled_for(overlap_add_kernel, (x, np.zeros(37 * 48 + 4, np.float32)[1:], 37, 48), **meta)
+    assert re.search(r"desc_atomic at .*: pointer form, the base pointer is not known to be 16-byte aligned",
+                     unaligned.layouts), unaligned.layouts
+    for compiled in (odd, sm80, unaligned):
         assert pointer_form(compiled) and "tg_atom_add<tg_acq_rel, tg_gpu>" in compiled.source
         assert "desc_atomic" not in compiled.stages["optimized"] and "atomic_rmw" in compiled.stages["optimized"]
     assert re.search(r"desc_atomic at .*: pointer form, the stride of dimension 0 is not known to be a multiple of "

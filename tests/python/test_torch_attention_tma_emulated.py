@@ -230,3 +230,22 @@ def test_forward_kernel_matches_float64(B, H, S, D, causal):
     assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts
     np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-2, rtol=2e-2, err_msg="attention output")
     np.testing.assert_allclose(lse, want_lse, atol=1e-3, rtol=0, err_msg="log-sum-exp")
+
+
+@pytest.mark.parametrize("config", [(64, 64, 4, 3, False), (64, 64, 4, 3, False, True)])
+def test_backward_takes_five_and_six_field_configurations(monkeypatch, config):
+    # backward() through FUSED's tuples, on torch CPU tensors (the CPU backend: DQ_TMA's desc.atomic_add is the
+    # pointer atomic there): the old 5-field form and the 6th field choosing the TMA's reduction of dQ.
+    import torch
+
+    B, H, S, D = 1, 2, 200, 64
+    g = torch.Generator().manual_seed(5)
+    q, k, v, do = (torch.randn(B, H, S, D, generator=g).to(torch.bfloat16) for _ in range(4))
+    scale = D ** -0.5
+    lse, delta, *want = reference(*(t.double().numpy() for t in (q, k, v, do)), False, scale)
+    monkeypatch.setitem(at.FUSED, D, config)
+    grads = [torch.empty_like(q) for _ in range(3)]
+    at.backward(do, q, k, v, torch.tensor(lse, dtype=torch.float32), torch.tensor(delta, dtype=torch.float32), False,
+                scale, *grads)
+    for name, got, w in zip(("dq", "dk", "dv"), grads, want):
+        assert max_error(got.double().numpy(), w) < 2e-2, name
