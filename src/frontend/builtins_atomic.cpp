@@ -9,6 +9,7 @@
 // carries both explicitly.
 #include <optional>
 
+#include "frontend/builtins_atomic.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "ir/atomic.h"
@@ -29,14 +30,7 @@ ir::ValueId atomic_pointer(Lowerer& l, const BoundArgs& a, AtomicOp op, const st
              "the pointer of " + callee + " must be a pointer or a tile of pointers, but it is " +
                                    l.describe(p),
              "pass an array argument, offset with `ptr + offsets`");
-  Scalar elem = l.type(p.value).scalar;
-  if (!ir::atomic_supports(op, elem)) {
-    std::string kinds;
-    for (Scalar s : ir::atomic_element_kinds(op)) kinds += (kinds.empty() ? "" : ", ") + triton_name(s);
-    error_at(a.loc("pointer"), Diag::UnsupportedElementType,
-             callee + " does not support " + triton_name(elem) + " elements",
-             "supported element types: " + kinds);
-  }
+  check_atomic_element(op, l.type(p.value).scalar, a.loc("pointer"), callee);
   return p.value;
 }
 
@@ -92,6 +86,14 @@ void broadcast_all(Lowerer& l, std::vector<ir::ValueId>& values, const SourceLoc
 }
 
 }  // namespace
+
+void check_atomic_element(AtomicOp op, Scalar element, const SourceLoc& loc, const std::string& callee) {
+  if (ir::atomic_supports(op, element)) return;
+  std::string kinds;
+  for (Scalar s : ir::atomic_element_kinds(op)) kinds += (kinds.empty() ? "" : ", ") + triton_name(s);
+  error_at(loc, Diag::UnsupportedElementType, callee + " does not support " + triton_name(element) + " elements",
+           "supported element types: " + kinds);
+}
 
 Symbol lower_atomic_rmw(Lowerer& l, const CallArgs& c, const std::string& n) {
   const std::string callee = "tl." + n;

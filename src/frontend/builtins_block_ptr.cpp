@@ -11,7 +11,9 @@
 #include <memory>
 #include <optional>
 
+#include "frontend/builtins_atomic.h"
 #include "frontend/type_rules.h"
+#include "ir/atomic.h"
 #include "ir/block_access.h"
 #include "support/diagnostic.h"
 
@@ -195,8 +197,8 @@ ir::BlockPointerTile expand(Lowerer& l, const Symbol& bp, const std::vector<bool
   return ir::expand_block(l.builder(), strided_block(bp), checked);
 }
 
-// The operands of desc_load / desc_store (ir/descriptor.h): base, shape,
-// strides, offsets.
+// The operands of desc_load / desc_store / desc_atomic (ir/descriptor.h):
+// base, shape, strides, offsets.
 std::vector<ir::ValueId> descriptor_operands(const Symbol& bp) {
   ir::StridedBlock block = strided_block(bp);
   std::vector<ir::ValueId> out = {block.base};
@@ -382,25 +384,24 @@ Symbol lower_descriptor_store(Lowerer& l, const CallArgs& c, const std::string& 
   return l.call_builtin("store", store);
 }
 
-// desc.atomic_add(offsets, value) and friends: the atomic on the block's
-// pointer tile, masked to the tensor. Like Triton, they return nothing.
+// desc.atomic_add(offsets, value) and friends: one desc_atomic op
+// (ir/descriptor.h), the atomic on the block's elements inside the tensor.
+// Like Triton, they return nothing.
 Symbol lower_descriptor_atomic(Lowerer& l, const CallArgs& c, const std::string& n) {
-  std::string op = n.substr(n.find('.') + 1);
-  BoundArgs a("desc." + op, {"desc", "offsets", "value"}, c);
-  const Symbol& desc = descriptor_of(l, a.get("desc"), a.loc("desc"), "desc." + op);
-  Symbol bp = descriptor_block(l, desc, a.get("offsets"), a.loc("offsets"), "desc." + op);
-  ir::ValueId value = block_value(l, a.get("value"), a.loc("value"), l.type(base_of(desc)).scalar,
-                                  desc.block->block_shape, "desc." + op);
-  ir::BlockPointerTile tile = expand(l, bp, std::vector<bool>(rank_of(desc), true), c.loc);
-  CallArgs atomic;
-  atomic.loc = c.loc;
-  atomic.positional = {Symbol::of(tile.pointers), Symbol::of(value)};
-  atomic.positional_locs = {a.loc("desc"), a.loc("value")};
-  if (tile.mask.valid()) {
-    atomic.keywords = {{"mask", Symbol::of(tile.mask)}};
-    atomic.keyword_locs = {c.loc};
-  }
-  l.call_builtin(op, atomic);
+  std::string name = n.substr(n.find('.') + 1);  // "atomic_add"
+  const std::string callee = "desc." + name;
+  BoundArgs a(callee, {"desc", "offsets", "value"}, c);
+  const Symbol& desc = descriptor_of(l, a.get("desc"), a.loc("desc"), callee);
+  std::optional<ir::AtomicOp> op = ir::parse_atomic_op(name.substr(std::string("atomic_").size()));
+  TEGULA_ASSERT(op.has_value(), "not a descriptor atomic: " + n);
+  Scalar element = l.type(base_of(desc)).scalar;
+  check_atomic_element(*op, element, a.loc("desc"), callee);
+  Symbol bp = descriptor_block(l, desc, a.get("offsets"), a.loc("offsets"), callee);
+  ir::ValueId value = block_value(l, a.get("value"), a.loc("value"), element, desc.block->block_shape, callee);
+  std::vector<ir::ValueId> operands = descriptor_operands(bp);
+  operands.push_back(value);
+  l.builder().set_loc(c.loc);
+  l.builder().create(OpKind::DescAtomic, operands, {}, {{"op", ir::Attr{std::string(ir::to_string(*op))}}});
   return Symbol::of(ConstValue::none());
 }
 

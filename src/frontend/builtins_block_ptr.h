@@ -5,12 +5,12 @@
 // Neither is an IR type. Both are front-end symbols (Symbol::Kind::BlockPointer
 // and TensorDescriptor) holding IR scalars — the base pointer, the parent
 // tensor's shape and strides, and for block pointers the block's offsets — and
-// the compile-time block shape. A load or store through a block pointer (and a
-// descriptor's atomics) expands into the ordinary pointer tile, mask and
-// `other` a hand-written kernel would use (ir/block_access.h). A descriptor's
-// load or store becomes one desc_load / desc_store op (ir/descriptor.h), which
-// passes/lower_descriptors.h expands the same way for targets that do not copy
-// blocks whole. The expansion, for a block of shape B at offsets o in a tensor
+// the compile-time block shape. A load or store through a block pointer
+// expands into the ordinary pointer tile, mask and `other` a hand-written
+// kernel would use (ir/block_access.h). A descriptor's load, store or atomic
+// becomes one desc_load / desc_store / desc_atomic op (ir/descriptor.h),
+// which passes/lower_descriptors.h expands the same way for targets that do
+// not copy (or reduce) blocks whole. The expansion, for a block of shape B at offsets o in a tensor
 // of shape s and strides t:
 //
 //   start = addptr base, sum_d(i64(o_d) * i64(t_d))                  scalar

@@ -1,7 +1,9 @@
 #include "ir/descriptor.h"
 
+#include <optional>
 #include <variant>
 
+#include "ir/atomic.h"
 #include "ir/type.h"
 #include "support/error.h"
 
@@ -9,15 +11,36 @@ namespace tegula::ir {
 
 namespace {
 
-// desc_load: base + 3r operands; desc_store: one more (the value).
+bool has_value(const Op& op) { return op.kind != OpKind::DescLoad; }
+
+// desc_load: base + 3r operands; desc_store, desc_atomic: one more (the value).
 size_t rank_of(const Op& op) {
-  size_t roles = op.operands.size() - 1 - (op.kind == OpKind::DescStore ? 1 : 0);
+  size_t roles = op.operands.size() - 1 - (has_value(op) ? 1 : 0);
   return roles / 3;
+}
+
+// What is wrong with desc_atomic's `op` attribute for elements of kind `s`.
+std::string atomic_op_problem(const Op& op, Scalar s) {
+  const Attr* attr = op.attr("op");
+  const std::string* text = attr ? std::get_if<std::string>(attr) : nullptr;
+  std::optional<AtomicOp> parsed = text ? parse_atomic_op(*text) : std::nullopt;
+  if (!parsed || *parsed == AtomicOp::Xchg)
+    return "needs the attribute op = \"add\", \"max\", \"min\", \"and\", \"or\" or \"xor\"";
+  if (!atomic_supports(*parsed, s))
+    return std::string("has no atomic ") + to_string(*parsed) + " of " + to_string(Type::of(s)) + " elements";
+  return "";
 }
 
 }  // namespace
 
-bool is_descriptor_op(OpKind kind) { return kind == OpKind::DescLoad || kind == OpKind::DescStore; }
+bool is_descriptor_op(OpKind kind) {
+  return kind == OpKind::DescLoad || kind == OpKind::DescStore || kind == OpKind::DescAtomic;
+}
+
+ValueId descriptor_block_value(const Op& op) {
+  TEGULA_ASSERT(is_descriptor_op(op.kind), "not a descriptor op");
+  return has_value(op) ? op.operands.back() : op.results[0];
+}
 
 DescriptorOperands descriptor_operands(const Op& op) {
   TEGULA_ASSERT(is_descriptor_op(op.kind), "not a descriptor op");
@@ -29,13 +52,13 @@ DescriptorOperands descriptor_operands(const Op& op) {
     out.strides.push_back(op.operands[1 + out.rank + d]);
     out.offsets.push_back(op.operands[1 + 2 * out.rank + d]);
   }
-  if (op.kind == OpKind::DescStore) out.value = op.operands.back();
+  if (has_value(op)) out.value = op.operands.back();
   return out;
 }
 
 std::string descriptor_problem(const Function& fn, const Op& op) {
   bool is_load = op.kind == OpKind::DescLoad;
-  size_t roles = op.operands.size() - 1 - (is_load ? 0 : 1);
+  size_t roles = op.operands.size() - 1 - (has_value(op) ? 1 : 0);
   if (roles == 0 || roles % 3 != 0)
     return "takes a base, then a shape, a stride and an offset per dimension" +
            std::string(is_load ? "" : ", then the value") + "; got " + std::to_string(op.operands.size()) +
@@ -56,8 +79,9 @@ std::string descriptor_problem(const Function& fn, const Op& op) {
   }
   const Type& block = is_load ? fn.type(op.results[0]) : fn.type(d.value);
   if (!block.is_tile() || block.pointer || block.scalar != base.scalar || static_cast<size_t>(block.rank()) != d.rank)
-    return std::string(is_load ? "the result" : "the stored value") + " must be a rank-" + std::to_string(d.rank) +
+    return std::string(is_load ? "the result" : op.kind == OpKind::DescStore ? "the stored value" : "the value") + " must be a rank-" + std::to_string(d.rank) +
            " tile of " + to_string(Type::of(base.scalar)) + ", got " + to_string(block);
+  if (op.kind == OpKind::DescAtomic) return atomic_op_problem(op, base.scalar);
   if (is_load) {
     const Attr* padding = op.attr("padding");
     const std::string* text = padding ? std::get_if<std::string>(padding) : nullptr;

@@ -46,7 +46,7 @@ enum class TypeRule : uint8_t {
   Hint,        // ir/hint.h
   Load, Store,
   Atomic,      // ir/atomic.h
-  Descriptor,  // desc_load, desc_store: ir/descriptor.h
+  Descriptor,  // desc_load, desc_store, desc_atomic: ir/descriptor.h
   Reduce, Dot,
   ScanFamily,  // scan, sort, gather, histogram: ir/scan_ops.h
   For, If, While,

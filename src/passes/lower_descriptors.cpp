@@ -1,13 +1,16 @@
 // Each desc op is replaced by the ops of its expansion, emitted just before
 // it: the block's pointers and its mask over every dimension; for a load,
 // the padding splatted as `other`, then the load, whose result replaces the
-// op's; for a store, the masked store.
+// op's; for a store, the masked store; for an atomic, the masked atomic_rmw
+// with tl.atomic_*'s default order (acq_rel, gpu), its old values unused:
+// what the front end emitted for desc.atomic_* before the op existed.
 #include "passes/lower_descriptors.h"
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ir/atomic.h"
 #include "ir/block_access.h"
 #include "ir/builder.h"
 #include "ir/descriptor.h"
@@ -32,13 +35,19 @@ void lower(ir::Function& fn, ir::OpId id) {
   b.set_loc(op.loc);
   ir::StridedBlock block{d.base, d.shape, d.strides, d.offsets, {}};
   ir::Scalar element = fn.type(d.base).scalar;
-  block.block = op.kind == ir::OpKind::DescLoad ? fn.type(op.results[0]).shape : fn.type(d.value).shape;
+  block.block = fn.type(ir::descriptor_block_value(op)).shape;
   ir::BlockPointerTile tile = ir::expand_block(b, block, std::vector<bool>(d.rank, true));
   std::vector<ir::NamedAttr> attrs = memory_attrs(op);
   if (op.kind == ir::OpKind::DescStore) {
     std::vector<ir::ValueId> operands = {tile.pointers, d.value};
     if (tile.mask.valid()) operands.push_back(tile.mask);
     b.create(ir::OpKind::Store, operands, {}, std::move(attrs));
+  } else if (op.kind == ir::OpKind::DescAtomic) {
+    std::vector<ir::ValueId> operands = {tile.pointers, d.value};
+    if (tile.mask.valid()) operands.push_back(tile.mask);
+    attrs.push_back({"sem", ir::Attr{std::string(ir::to_string(ir::MemorySem::AcqRel))}});
+    attrs.push_back({"scope", ir::Attr{std::string(ir::to_string(ir::MemoryScope::Gpu))}});
+    b.create1(ir::OpKind::AtomicRmw, operands, fn.type(d.value), std::move(attrs));
   } else {
     std::vector<ir::ValueId> operands = {tile.pointers};
     if (tile.mask.valid()) {

@@ -1,6 +1,6 @@
-// Lowering of tensor-descriptor ops: every `desc_load` and `desc_store`
-// (ir/descriptor.h) becomes the pointer tile, mask and `load`/`store` it
-// means (ir/block_access.h), in place. Runs first, before the optimization
+// Lowering of tensor-descriptor ops: every `desc_load`, `desc_store` and
+// `desc_atomic` (ir/descriptor.h) becomes the pointer tile, mask and
+// `load`/`store`/`atomic_rmw` it means (ir/block_access.h), in place. Runs first, before the optimization
 // stages. Targets without a tensor-copy engine (the CPU backend, CUDA
 // before sm_90) lower every op, so their IR and generated code are what the
 // front end made before the ops existed; sm_90 keeps the ops its TMA can

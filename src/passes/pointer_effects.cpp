@@ -29,7 +29,7 @@ std::vector<PointerEffects> pointer_effects(const ir::Function& fn) {
     if (op.operands.empty()) return;
     if (op.kind == ir::OpKind::Load || op.kind == ir::OpKind::DescLoad) access(op.operands[0], true, false, false);
     if (op.kind == ir::OpKind::Store || op.kind == ir::OpKind::DescStore) access(op.operands[0], false, true, false);
-    if (ir::is_atomic(op.kind)) access(op.operands[0], true, true, true);
+    if (ir::is_atomic(op.kind) || op.kind == ir::OpKind::DescAtomic) access(op.operands[0], true, true, true);
   });
   return effects;
 }
@@ -41,13 +41,15 @@ void refuse_writes_to_read_only(const ir::Function& fn) {
   PointerProvenance provenance(fn);
   fn.walk([&](ir::OpId id) {
     const ir::Op& op = fn.op(id);
-    if (op.operands.empty() || (op.kind != ir::OpKind::Store && !ir::is_atomic(op.kind))) return;
+    bool writes = op.kind == ir::OpKind::Store || op.kind == ir::OpKind::DescStore || ir::is_atomic(op.kind) ||
+                  op.kind == ir::OpKind::DescAtomic;
+    if (op.operands.empty() || !writes) return;
     for (int32_t i : provenance.sources(op.operands[0])) {
       const ir::Param& p = fn.params[static_cast<size_t>(i)];
       if (!p.read_only) continue;
       error_at(op.loc, Diag::InvalidOperandType,
                std::string("Cannot store to a constant pointer: `") + p.name + "` is annotated tl.const" +
-                   (op.kind == ir::OpKind::Store ? "" : " and atomics write"),
+                   (op.kind == ir::OpKind::Store || op.kind == ir::OpKind::DescStore ? "" : " and atomics write"),
                "drop the tl.const annotation, or store through another pointer");
     }
   });

@@ -285,6 +285,12 @@ class Counter {
         note(op, "a tensor descriptor's block counts whole, padding included");
         return moved(op.operands[0], 0, lanes(v) * ir::byte_size(fn_.type(v).scalar));
       }
+      case OpKind::DescAtomic: {
+        ir::ValueId v = op.operands.back();
+        note(op, "a tensor descriptor's block counts whole, padding included");
+        int64_t b = lanes(v) * ir::byte_size(fn_.type(v).scalar);
+        return moved(op.operands[0], b, b);
+      }
       case OpKind::Dot: {
         const ir::Type& a = fn_.type(op.operands[0]);
         count_.dot_ops += 2 * lanes(op.results[0]) * a.shape.back();

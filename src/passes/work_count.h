@@ -9,7 +9,7 @@
 //   * a load or store moves (elements) x (element bytes); the elements are
 //     the mask's true lanes when the mask is evaluated, else the whole tile;
 //     an atomic reads and writes its elements; a desc_load/desc_store moves
-//     its whole block (padding included);
+//     its whole block (padding included), a desc_atomic reads and writes it;
 //   * a dot does 2*M*N*K operations;
 //   * an elementwise op on floats does one operation per element (fma two),
 //     counted as transcendental when it is (exp, log, sqrt, sin, tanh, ...,

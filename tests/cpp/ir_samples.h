@@ -178,10 +178,11 @@ inline Function every_op() {
   ValueId old = b.create1(OpKind::AtomicRmw, {p, loaded, lt}, tf,
                           {{"op", std::string("max")}, {"sem", std::string("relaxed")}, {"scope", std::string("cta")}});
   b.create1(OpKind::AtomicCas, {p, old, loaded}, tf, {{"sem", std::string("acq_rel")}, {"scope", std::string("gpu")}});
-  // a descriptor block of x (shape n, stride 1, offset pid), loaded and stored back
+  // a descriptor block of x (shape n, stride 1, offset pid), loaded, stored back and added
   ValueId one = b.int_constant(1, i32());
   ValueId block = b.create1(OpKind::DescLoad, {x, n, one, pid}, tf, {{"padding", std::string("nan")}});
   b.create(OpKind::DescStore, {x, n, one, pid, block}, {});
+  b.create(OpKind::DescAtomic, {x, n, one, pid, block}, {}, {{"op", std::string("add")}});
   b.create1(OpKind::Hint, {range}, ti,
             {{"divisibility", std::vector<int64_t>{16}}, {"contiguity", std::vector<int64_t>{16}}});
   ValueId log1p = b.create1(OpKind::Log1p, {fb}, tf);

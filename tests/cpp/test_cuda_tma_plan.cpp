@@ -8,6 +8,7 @@
 
 #include "backends/cuda/launch_tensor_maps.h"
 #include "backends/cuda/tma_plan.h"
+#include "ir/descriptor.h"
 #include "ir/parser.h"
 
 namespace tegula::backends::cuda {
@@ -29,7 +30,7 @@ ir::Function kernel(const std::string& params, const std::string& load) {
 const ir::Op& first_desc_op(const ir::Function& fn) {
   const ir::Op* found = nullptr;
   fn.walk([&](ir::OpId id) {
-    if (!found && fn.op(id).kind == ir::OpKind::DescLoad) found = &fn.op(id);
+    if (!found && ir::is_descriptor_op(fn.op(id).kind)) found = &fn.op(id);
   });
   EXPECT_NE(found, nullptr);
   return *found;
@@ -71,6 +72,31 @@ TEST(TmaPlan, RefusesWhatTheSpecializationDoesNotProve) {
             std::string::npos);
   std::string computed = "%m2 = add %M, %eight : i32\n  " + load("%x, %m2, %N, %s, %one, %zero, %zero");
   EXPECT_NE(refusal(kParams, computed).find("computed in the kernel"), std::string::npos);
+}
+
+// desc_atomic takes the TMA's bulk reduction where the PTX ISA defines it on
+// the map's element type the way the IR's atomic means it (tma_reduces).
+TEST(TmaPlan, ReducesWhatCpReduceAsyncBulkTensorDefines) {
+  auto atomic = [](const std::string& op, const std::string& type) {
+    std::string params = "%x: ptr<" + type + "> div(16), %M: i32, %N: i32 div(16), %s: i32 div(16)";
+    std::string body = "%v = constant {value = 1} : " + type + "\n  %t = splat %v : tile<16x16x" + type + ">\n" +
+                       "  desc_atomic %x, %M, %N, %s, %one, %zero, %zero, %t {op = \"" + op + "\"}";
+    return refusal(params, body);
+  };
+  for (const char* type : {"f32", "i32", "u32", "u64"}) EXPECT_EQ(atomic("add", type), "") << type;
+  for (const char* op : {"min", "max", "and", "or", "xor"})
+    for (const char* type : {"i32", "u32", "i64", "u64"}) EXPECT_EQ(atomic(op, type), "") << op << " " << type;
+  EXPECT_EQ(atomic("add", "i64"), "the TMA has no add reduction of i64 elements");
+  EXPECT_EQ(atomic("add", "f16"), "the TMA has no add reduction of f16 elements");
+  EXPECT_EQ(atomic("add", "bf16"), "the TMA has no add reduction of bf16 elements");
+  EXPECT_EQ(atomic("max", "f32"), "the TMA has no max reduction of f32 elements");
+  EXPECT_EQ(atomic("add", "f64"), "the TMA has no add reduction of f64 elements");
+  // The map's own rules still hold.
+  EXPECT_NE(refusal("%x: ptr<f32> div(16), %M: i32, %N: i32, %s: i32 div(2)",
+                    "%v = constant {value = 1.0} : f32\n  %t = splat %v : tile<16x16xf32>\n"
+                    "  desc_atomic %x, %M, %N, %s, %one, %zero, %zero, %t {op = \"add\"}")
+                .find("multiple of 16 bytes"),
+            std::string::npos);
 }
 
 TEST(TmaPlan, ProductsOfParametersAreMultipliedAtLaunch) {

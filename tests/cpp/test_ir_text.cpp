@@ -250,6 +250,7 @@ TEST(IrPrinter, EveryOpGolden) {
             "  %74 = constant {value = 1} : i32\n"
             "  %75 = desc_load %x, %n, %74, %0 {padding = \"nan\"} : tile<16xf32>\n"
             "  desc_store %x, %n, %74, %0, %75\n"
+            "  desc_atomic %x, %n, %74, %0, %75 {op = \"add\"}\n"
             "  %76 = hint %2 {divisibility = [16], contiguity = [16]} : tile<16xi32>\n"
             "  %77 = log1p %39 : tile<16xf32>\n"
             "  %78 = atan2 %77, %23 : tile<16xf32>\n"

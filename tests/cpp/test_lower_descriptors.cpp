@@ -1,6 +1,6 @@
-// desc_load / desc_store: the verifier's rule, their lowering to pointer
-// tiles, masks and load/store (golden IR), the pipeline that runs it unless
-// a backend keeps the ops, and their pointer effects.
+// desc_load / desc_store / desc_atomic: the verifier's rule, their lowering
+// to pointer tiles, masks and load/store/atomic_rmw (golden IR), the pipeline
+// that runs it unless a backend keeps the ops, and their pointer effects.
 #include <gtest/gtest.h>
 
 #include "ir/verifier.h"
@@ -96,6 +96,42 @@ TEST(LowerDescriptors, StoreOfABlockInsideTheTensorIsUnmasked) {
 )");
 }
 
+// The masked atomic_rmw with tl.atomic_*'s order (acq_rel, gpu): what the
+// front end made of desc.atomic_* before desc_atomic existed.
+TEST(LowerDescriptors, AtomicBecomesMaskedAtomicRmw) {
+  expect_pass(lower_descriptors, R"(kernel @k(%x: ptr<i32>, %n: i32, %o: i32) {
+  %0 = constant {value = 1} : i32
+  %1 = constant {value = 3} : i32
+  %2 = splat %1 : tile<8xi32>
+  desc_atomic %x, %n, %0, %o, %2 {op = "max"}
+  return
+}
+)",
+              R"(kernel @k(%x: ptr<i32>, %n: i32, %o: i32) {
+  %0 = constant {value = 1} : i32
+  %1 = constant {value = 3} : i32
+  %2 = splat %1 : tile<8xi32>
+  %3 = cast %o : i64
+  %4 = cast %0 : i64
+  %5 = mul %3, %4 : i64
+  %6 = addptr %x, %5 : ptr<i32>
+  %7 = arange {start = 0, end = 8} : tile<8xi32>
+  %8 = splat %6 : tile<8xptr<i32>>
+  %9 = addptr %8, %7 : tile<8xptr<i32>>
+  %10 = splat %o : tile<8xi32>
+  %11 = add %10, %7 : tile<8xi32>
+  %12 = constant {value = 0} : i32
+  %13 = splat %12 : tile<8xi32>
+  %14 = cmp %11, %13 {pred = "ge"} : tile<8xi1>
+  %15 = splat %n : tile<8xi32>
+  %16 = cmp %11, %15 {pred = "lt"} : tile<8xi1>
+  %17 = and %14, %16 : tile<8xi1>
+  %18 = atomic_rmw %9, %2, %17 {op = "max", sem = "acq_rel", scope = "gpu"} : tile<8xi32>
+  return
+}
+)");
+}
+
 TEST(LowerDescriptors, NanPaddingOfFloats) {
   PassResult r = run_pass(lower_descriptors, R"(kernel @k(%x: ptr<bf16>, %n: i32, %o: i32) {
   %0 = constant {value = 1} : i32
@@ -158,19 +194,21 @@ TEST(LowerDescriptors, PipelineLowersUnlessTheBackendKeepsTheOps) {
 }
 
 TEST(LowerDescriptors, PointerEffects) {
-  ir::Function fn = ir::parse(R"(kernel @k(%x: ptr<f32>, %y: ptr<f32>, %n: i32, %o: i32) {
+  ir::Function fn = ir::parse(R"(kernel @k(%x: ptr<f32>, %y: ptr<f32>, %z: ptr<f32>, %n: i32, %o: i32) {
   %0 = constant {value = 1} : i32
   %1 = desc_load %x, %n, %0, %o {padding = "zero"} : tile<16xf32>
   desc_store %y, %n, %0, %o, %1
+  desc_atomic %z, %n, %0, %o, %1 {op = "add"}
   return
 }
 )");
   std::vector<PointerEffects> effects = pointer_effects(fn);
-  ASSERT_EQ(effects.size(), 4u);
+  ASSERT_EQ(effects.size(), 5u);
   EXPECT_TRUE(effects[0].read);
   EXPECT_FALSE(effects[0].written);
   EXPECT_TRUE(effects[1].written);
   EXPECT_FALSE(effects[1].read);
+  EXPECT_TRUE(effects[2].read && effects[2].written && effects[2].atomic);
 }
 
 std::string verify_text(const std::string& body) {
@@ -196,6 +234,17 @@ TEST(LowerDescriptors, VerifierRule) {
   EXPECT_NE(verify_text("  %1 = desc_load %x, %n, %0, %n : tile<16xf32>\n").find("padding"), std::string::npos);
   EXPECT_NE(verify_text("  %1 = constant {value = 2} : i32\n  desc_store %x, %n, %0, %n, %1\n")
                 .find("the stored value must be a rank-1 tile of f32"),
+            std::string::npos);
+  const std::string values = "  %1 = constant {value = 2.0} : f32\n  %2 = splat %1 : tile<16xf32>\n";
+  EXPECT_EQ(verify_text(values + "  desc_atomic %x, %n, %0, %n, %2 {op = \"add\"}\n"), "");
+  EXPECT_NE(verify_text(values + "  desc_atomic %x, %n, %0, %n, %2\n").find("needs the attribute op"),
+            std::string::npos);
+  EXPECT_NE(verify_text(values + "  desc_atomic %x, %n, %0, %n, %2 {op = \"xchg\"}\n").find("needs the attribute op"),
+            std::string::npos);
+  EXPECT_NE(verify_text(values + "  desc_atomic %x, %n, %0, %n, %2 {op = \"and\"}\n").find("no atomic and of f32"),
+            std::string::npos);
+  EXPECT_NE(verify_text("  %1 = constant {value = 2} : i32\n  desc_atomic %x, %n, %0, %n, %1 {op = \"add\"}\n")
+                .find("the value must be a rank-1 tile of f32"),
             std::string::npos);
 }
 

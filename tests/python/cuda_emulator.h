@@ -119,6 +119,7 @@ void tg_emu_prefetch_tensormap(const void* map);
 void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int c0, int c1, int c2,
                      unsigned cta_mask);
 void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, int c2);
+void tg_emu_tma_reduce(const void* map, unsigned src, int dims, int c0, int c1, int c2, int op);
 void tg_emu_bulk_commit();
 void tg_emu_bulk_wait(int n, bool read);
 void tg_emu_named_barrier(int id, int threads, bool wait);

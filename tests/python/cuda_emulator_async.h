@@ -18,7 +18,10 @@
 //   than the one it was issued in means that phase completed without its
 //   bytes (expect_tx missing or too small): reported.
 // - TMA stores: a bulk group per commit; wait_group(.read) lands them (read
-//   shared memory, write the in-bounds part of the box).
+//   shared memory, write the in-bounds part of the box). TMA reductions
+//   (cp.reduce.async.bulk.tensor) likewise, each in-bounds element updated
+//   by an atomic of its own, for the element types and operations the PTX
+//   ISA lists for them (others are reported at the issue).
 // - shared-memory races of the async proxy: a copy into bytes an in-flight
 //   wgmma reads or another copy is still filling, a wgmma reading bytes a
 //   copy has not landed in yet, stmatrix overwriting the source of a store
@@ -353,6 +356,49 @@ void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int 
 }
 void tg_emu_prefetch_tensormap(const void* map) { tg_emu_map(map); }
 
+// The operations of cp.reduce.async.bulk.tensor, by the prelude's code
+// (TG_TMA_REDUCE in prelude_async.h), and the map data types
+// (CUtensorMapDataType) the PTX ISA lists for each: add .u32 .s32 .u64 .f32
+// (.f16 .bf16 too, not emulated: the compiler keeps those on pointer
+// atomics), min/max .u32 .s32 .u64 .s64, and/or/xor .b32 .b64.
+inline const char* tg_emu_reduce_name(int op) {
+  static const char* names[] = {"add", "min", "max", "and", "or", "xor"};
+  return op >= 0 && op < 6 ? names[op] : "?";
+}
+inline bool tg_emu_reduces(int op, int data_type) {
+  bool word = data_type == 2 || data_type == 3, wide = data_type == 4 || data_type == 5;
+  if (op == 0) return word || data_type == 4 || data_type == 7;
+  return op >= 1 && op <= 5 && (word || wide);
+}
+
+// *global = *global OP *from as one indivisible update, as the hardware
+// applies each element's reduction: the emulator's own atomics on the
+// same word (cuda_emulator_atomic.h) see all of it or none.
+template <class T>
+void tg_emu_reduce_element(int op, unsigned char* global, const unsigned char* from) {
+  T v;
+  std::memcpy(&v, from, sizeof v);
+  auto next = [&](T x) -> T {
+    if constexpr (std::is_floating_point_v<T>) {
+      return x + v;
+    } else {
+      using U = std::make_unsigned_t<T>;
+      switch (op) {
+        case 0: return static_cast<T>(static_cast<U>(x) + static_cast<U>(v));  // wraps
+        case 1: return v < x ? v : x;
+        case 2: return x < v ? v : x;
+        case 3: return x & v;
+        case 4: return x | v;
+        default: return x ^ v;
+      }
+    }
+  };
+  std::atomic_ref<T> word(*reinterpret_cast<T*>(global));
+  T old = word.load();
+  while (!word.compare_exchange_weak(old, next(old))) {
+  }
+}
+
 struct TgEmuTmaStore : tg_emu::AsyncOp {
   TgEmuTensorMap map;
   int coords[5] = {};
@@ -360,9 +406,11 @@ struct TgEmuTmaStore : tg_emu::AsyncOp {
   unsigned src = 0, bytes = 0;
   int thread = 0, group = 0;
   unsigned long long id = 0;
+  int reduce = -1;  // a store, or the code of a reduction's operation
 
   std::string describe() const override {
-    return "a bulk tensor store of " + std::to_string(bytes) + " bytes from shared " + tg_emu::hex(src) +
+    std::string what = reduce < 0 ? "store" : std::string("reduction (") + tg_emu_reduce_name(reduce) + ")";
+    return "a bulk tensor " + what + " of " + std::to_string(bytes) + " bytes from shared " + tg_emu::hex(src) +
            " (issued by thread " + std::to_string(thread) + ")";
   }
   // The source bytes as a wait_group.read of its thread found them: the
@@ -375,23 +423,39 @@ struct TgEmuTmaStore : tg_emu::AsyncOp {
     tg_emu_for_box(map, coords, [&](unsigned offset, unsigned char* global) {
       unsigned at = tg_emu_swizzled(map, src, offset);
       const unsigned char* from = read.empty() ? cta->smem.data() + at : read.data() + (at - src);
-      if (global) std::memcpy(global, from, map.element_bytes);
+      if (!global) return;  // outside the tensor: left alone
+      switch (reduce < 0 ? -1 : map.data_type) {
+        case -1: std::memcpy(global, from, map.element_bytes); break;
+        case 2: tg_emu_reduce_element<unsigned>(reduce, global, from); break;
+        case 3: tg_emu_reduce_element<int>(reduce, global, from); break;
+        case 4: tg_emu_reduce_element<unsigned long long>(reduce, global, from); break;
+        case 5: tg_emu_reduce_element<long long>(reduce, global, from); break;
+        case 7: tg_emu_reduce_element<float>(reduce, global, from); break;
+        default: tg_emu::fail("no reduction of data type " + std::to_string(map.data_type));  // refused at issue
+      }
     });
   }
   bool outlives_threads() const override { return !read.empty(); }
 };
 
-// cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group
-void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, int c2) {
+// cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group, and (reduce: the
+// operation's code) cp.reduce.async.bulk.tensor.Nd.global.shared::cta.OP.tile.bulk_group.
+void tg_emu_bulk_write(const void* map, unsigned src, int dims, int c0, int c1, int c2, int reduce) {
   tg_emu::ThreadState& t = tg_emu::me();
   auto op = std::make_unique<TgEmuTmaStore>();
   op->map = tg_emu_map(map);
+  op->reduce = reduce;
+  std::string what = reduce < 0 ? "store" : "reduction";
   if (op->map.rank != dims)
-    tg_emu::fail("a " + std::to_string(dims) + "-D bulk tensor store with a tensor map of rank " + std::to_string(op->map.rank));
+    tg_emu::fail("a " + std::to_string(dims) + "-D bulk tensor " + what + " with a tensor map of rank " +
+                 std::to_string(op->map.rank));
+  if (reduce >= 0 && !tg_emu_reduces(reduce, op->map.data_type))
+    tg_emu::fail(std::string("cp.reduce.async.bulk.tensor has no .") + tg_emu_reduce_name(reduce) +
+                 " for tensor map data type " + std::to_string(op->map.data_type));
   op->coords[0] = c0, op->coords[1] = c1, op->coords[2] = c2;
   op->cta = t.cta, op->src = src, op->bytes = tg_emu_box_bytes(op->map);
   op->thread = static_cast<int>(t.thread.x), op->group = t.bulk_groups, op->id = ++tg_emu_async_ids;
-  if (src % 128) tg_emu::fail("a bulk tensor store from shared " + tg_emu::hex(src) + ": not 128-byte aligned");
+  if (src % 128) tg_emu::fail("a bulk tensor " + what + " from shared " + tg_emu::hex(src) + ": not 128-byte aligned");
   tg_emu::Range range{src, src + op->bytes};
   if (range.hi > t.cta->smem.size()) tg_emu::fail(op->describe() + " reads past the end of shared memory");
   tg_emu_check_async_read(*t.cta, range, op->describe());
@@ -399,11 +463,18 @@ void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, i
   tg_emu::scheduler->add_async(std::move(op));
   tg_emu::yield();
 }
+void tg_emu_tma_store(const void* map, unsigned src, int dims, int c0, int c1, int c2) {
+  tg_emu_bulk_write(map, src, dims, c0, c1, c2, -1);
+}
+void tg_emu_tma_reduce(const void* map, unsigned src, int dims, int c0, int c1, int c2, int op) {
+  tg_emu_bulk_write(map, src, dims, c0, c1, c2, op);
+}
 void tg_emu_bulk_commit() {
   ++tg_emu::me().bulk_groups;
   tg_emu::yield();
 }
-// wait_group N: the stores of every group but the N most recent land now.
+// wait_group N: the stores (and reductions) of every group but the N most
+// recent land now.
 // wait_group.read N: their sources have been read (their shared memory is
 // free again); their global writes still land at any later point, up to
 // after the kernel's threads have exited.

@@ -284,6 +284,30 @@ def test_error_store_shape():
 
 
 @tegula.jit
+def bitwise_float_atomic_kernel(desc):
+    desc.atomic_and([0, 0], tl.zeros((16, 16), dtype=tl.float32))
+
+
+@tegula.jit
+def wrong_atomic_offsets_kernel(desc):
+    desc.atomic_add([0], 1.0)
+
+
+@tegula.jit
+def wrong_atomic_shape_kernel(desc):
+    desc.atomic_max([0, 0], tl.zeros((8, 16), dtype=tl.float32))
+
+
+@pytest.mark.parametrize("kernel,needle,text", [
+    (bitwise_float_atomic_kernel, "desc.atomic_and", "desc.atomic_and does not support fp32 elements"),
+    (wrong_atomic_offsets_kernel, "[0]", "desc.atomic_add got 1 offsets for a descriptor of rank 2"),
+    (wrong_atomic_shape_kernel, "tl.zeros", "the value stored by desc.atomic_max has shape 8x16 but the block is 16x16"),
+])
+def test_error_descriptor_atomics(kernel, needle, text):
+    assert_compile_error(kernel, needle, text, tegula.TensorDescriptor.from_tensor(X, [16, 16]))
+
+
+@tegula.jit
 def unknown_attribute_kernel(desc):
     desc.prefetch([0, 0])
 
@@ -323,6 +347,16 @@ def test_inspect_shows_the_descriptor_ops_and_their_lowering():
     assert lowered.count("desc_load ") == 1 and lowered.count("desc_store ") == 1
     assert 'padding = "zero"' in lowered and " load " not in lowered
     assert "desc_" not in info.ir and " load " in info.ir and "store " in info.ir
+
+
+def test_inspect_shows_the_descriptor_atomic_and_its_lowering():
+    """desc.atomic_add reaches the IR as desc_atomic; the CPU lowers it to the masked atomic_rmw."""
+    x = np.zeros((4, 16, 16), np.float32)
+    out = np.zeros((20, 24), np.float32)
+    info = histogram_rows_kernel.inspect(tegula.TensorDescriptor.from_tensor(x.reshape(64, 16), [8, 16]),
+                                         tegula.TensorDescriptor.from_tensor(out, [8, 16]), 64, BM=8, BN=16)
+    assert info.stages["lowered"].count("desc_atomic ") == 1 and 'op = "add"' in info.stages["lowered"]
+    assert "desc_atomic" not in info.ir and 'atomic_rmw' in info.ir
 
 
 @tegula.jit

@@ -5,6 +5,8 @@ read the next head's rows), causal and not. On a GPU, tests/python/test_torch_at
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -123,6 +125,82 @@ def test_one_kernel_backward_matches_float64(B, H, S, D, bm, causal, stages, dq_
         assert error < 2e-2, f"{name}: largest difference {error:.3g} of the largest magnitude"
 
 
+def one_kernel_backward(B, H, S, D, bm, bn, warps, causal, stages, seed, **variant):
+    """attention_bwd_tma_kernel's DQ32 (and dk, dv) at one configuration, the float64 reference and the
+    CompiledKernel."""
+    rng = np.random.default_rng(seed)
+    bf16 = _bf16()
+    q, k, v, do = (rng.standard_normal((B, H, S, D)).astype(bf16) for _ in range(4))
+    scale = 1.0 / D ** 0.5
+    want = reference(*(x.astype(np.float64) for x in (q, k, v, do)), causal, scale)
+    lse, delta = want[0].astype(np.float32), want[1].astype(np.float32)
+    dq32 = np.zeros((B, H, S, D), np.float32)
+    dk, dv = np.zeros_like(q), np.zeros_like(q)
+    (q, vq), (k, vk), (v, vv), (do, vdo) = (stored(x, l) for x, l in zip((q, k, v, do), ("bshd", "bhsd", "qkv", "bhsd")))
+    compiled = emulate(at.attention_bwd_tma_kernel, (-(-S // bn), B * H), q, k, v, do, lse, delta, dq32, dk, dv,
+                       *vq, *vk, *vv, *vdo, H, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+                       TAIL=S % bn != 0, num_warps=warps, num_stages=stages, **variant)
+    return compiled, dq32 * scale, dk, dv, want[2:]
+
+
+def max_error(got, want):
+    return np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()
+
+
+@pytest.mark.parametrize("B,H,S,D,bm,bn,warps,causal", [
+    (1, 2, 200, 64, 128, 128, 8, False),  # the probe's DQ_TMA candidates: 128 x 128 at D 64,
+    (1, 2, 200, 64, 128, 128, 8, True),
+    (1, 2, 200, 64, 64, 128, 4, True),    # 64 x 128 at D 64 (one consumer warpgroup: 8 warps form no ring)
+    (2, 1, 200, 64, 64, 128, 4, False),
+    (1, 2, 200, 128, 64, 128, 8, False),  # 64 x 128 at D 128
+    (1, 2, 200, 128, 64, 128, 8, True),
+    (1, 2, 200, 64, 64, 64, 4, True),     # --short's
+])
+def test_one_kernel_backward_reduces_dq_through_tma(B, H, S, D, bm, bn, warps, causal):
+    # DQ_TMA: each step's dQ block (dq_t.T, staged from dq_t's registers) is reduced into DQ32, seen as the
+    # [B * H * S, D] matrix, by the TMA. S = 200 is no multiple of the blocks: the last query block's rows past S
+    # are the next head's (zeroed, they add nothing there) or past the matrix (the TMA leaves them alone).
+    tma, dq, dk, dv, (want_dq, want_dk, want_dv) = one_kernel_backward(
+        B, H, S, D, bm, bn, warps, causal, 2, S + D + causal, DQ_TMA=True, DQ32_ROWS=B * H * S)
+    assert tma.layouts.count("TMA ring through") == 2, tma.layouts
+    assert "fed by a producer warpgroup" in tma.layouts and "one iteration late" in tma.layouts, tma.layouts
+    assert re.search(r"desc_atomic at .*attention_tma.py:\d+:\d+: TMA through tg_map\d", tma.layouts), tma.layouts
+    kernel = tma.source[tma.source.index("---- kernel ----"):]
+    assert "tg_tma_reduce_add_2d" in kernel and "tg_atom_add" not in kernel and "tg_red_add" not in kernel
+    assert "stages the operand's registers transposed" in kernel, "dq_t.T went through shared memory twice"
+    # Nothing in the loop waits for the reductions' writes: the loop reads LSE and DELTA, not DQ32.
+    assert "TMA reductions, written" not in kernel
+    for name, got, want in (("dq", dq, want_dq), ("dk", dk, want_dk), ("dv", dv, want_dv)):
+        assert max_error(got, want) < 2e-2, f"{name}: largest difference {max_error(got, want):.3g}"
+    # The pointer atomics' DQ32 of the same kernel: the same sums, added in another order.
+    _, dq_atomics, _, _, _ = one_kernel_backward(B, H, S, D, bm, bn, warps, causal, 2, S + D + causal)
+    assert max_error(dq, dq_atomics.astype(np.float64)) < 1e-5
+
+
+def test_rows_past_s_must_not_reach_the_next_head():
+    # The last query block of head 0 holds rows 200..255, head 1's rows 0..55 of DQ32. Their probabilities are 0
+    # (LSE +inf there), so their dQ is too; the kernel zeroes them besides (the select before the staged
+    # transpose). With LSE 0 instead of +inf past S (the load's `other` edited), only that zeroing keeps head 0's
+    # tail out of head 1's rows.
+    def lse_zero_past_s(source):
+        assert source.count("__int_as_float(0x7f800000)") == 1, "the LSE load's other is no longer the only +inf"
+        return source.replace("__int_as_float(0x7f800000)", "0.0f")
+
+    def unmasked(source):
+        at_trans = source.index("stages the operand's registers transposed")
+        select = source.rindex(" ? ", 0, at_trans)
+        start, end = source.rindex("=", 0, select) + 1, source.index(";", select)
+        kept = source[start:end].split(" ? ")[1].split(" : ")[0]
+        return source[:start] + " " + kept + source[end:]
+
+    B, H, S, D = 1, 2, 200, 64
+    for edit, head_1_right in ((lse_zero_past_s, True), (lambda s: unmasked(lse_zero_past_s(s)), False)):
+        _, dq, _, _, (want_dq, _, _) = one_kernel_backward(B, H, S, D, 64, 128, 4, False, 2, 11, DQ_TMA=True,
+                                                           DQ32_ROWS=B * H * S, edit_source=edit)
+        assert max_error(dq[:, 0], want_dq[:, 0]) < 2e-2  # head 0's own rows are right either way
+        assert (max_error(dq[:, 1, :56], want_dq[:, 1, :56]) < 2e-2) == head_1_right
+
+
 @pytest.mark.parametrize("B,H,S,D,causal", [
     (1, 2, 200, 64, False),   # ragged: 256 rows, four consumer warpgroups (the D 64 default)
     (1, 2, 200, 64, True),
@@ -152,3 +230,22 @@ def test_forward_kernel_matches_float64(B, H, S, D, causal):
     assert "fed by a producer warpgroup" in compiled.layouts and "one iteration late" in compiled.layouts
     np.testing.assert_allclose(out.astype(np.float64), want, atol=2e-2, rtol=2e-2, err_msg="attention output")
     np.testing.assert_allclose(lse, want_lse, atol=1e-3, rtol=0, err_msg="log-sum-exp")
+
+
+@pytest.mark.parametrize("config", [(64, 64, 4, 3, False), (64, 64, 4, 3, False, True)])
+def test_backward_takes_five_and_six_field_configurations(monkeypatch, config):
+    # backward() through FUSED's tuples, on torch CPU tensors (the CPU backend: DQ_TMA's desc.atomic_add is the
+    # pointer atomic there): the old 5-field form and the 6th field choosing the TMA's reduction of dQ.
+    import torch
+
+    B, H, S, D = 1, 2, 200, 64
+    g = torch.Generator().manual_seed(5)
+    q, k, v, do = (torch.randn(B, H, S, D, generator=g).to(torch.bfloat16) for _ in range(4))
+    scale = D ** -0.5
+    lse, delta, *want = reference(*(t.double().numpy() for t in (q, k, v, do)), False, scale)
+    monkeypatch.setitem(at.FUSED, D, config)
+    grads = [torch.empty_like(q) for _ in range(3)]
+    at.backward(do, q, k, v, torch.tensor(lse, dtype=torch.float32), torch.tensor(delta, dtype=torch.float32), False,
+                scale, *grads)
+    for name, got, w in zip(("dq", "dk", "dv"), grads, want):
+        assert max_error(got.double().numpy(), w) < 2e-2, name

@@ -2,11 +2,12 @@
 backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py [--shape 4x16x4096] [--dims 64 128]
 [--short]``.
 
-Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel; every candidate and
-SDPA's backward (autograd.grad of its output) run interleaved (tegula.testing.CudaTimer: CUDA events, L2
-flushed), medians, bf16 (B 4, H 16, S 4096 unless --shape says otherwise; --short: the candidates for
-short sequences, train_gpt's 32x8x512). TFLOP/s count 2.5 times the forward's 4 B H S^2 D, halved when
-causal. For choosing attention_tma.DKDV / DQ; the benchmark's rows stay the measure of record.
+Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel (or the one-kernel
+backward's, with how it adds dQ); every candidate and SDPA's backward (autograd.grad of its output) run
+interleaved (tegula.testing.CudaTimer: CUDA events, L2 flushed), medians, bf16 (B 4, H 16, S 4096 unless
+--shape says otherwise; --short: the candidates for short sequences, train_gpt's 32x8x512). TFLOP/s count
+2.5 times the forward's 4 B H S^2 D, halved when causal. For choosing attention_tma.DKDV / DQ / FUSED; the
+benchmark's rows stay the measure of record.
 """
 
 import argparse
@@ -19,18 +20,21 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tegula.testing import CudaTimer
 from tegula.torch.ops import attention_tma as at
 
-# ("two", dK/dV config, dQ config): the two kernels; ("fused", config): the one-kernel backward.
+# ("two", dK/dV config, dQ config): the two kernels; ("fused", config): the one-kernel backward, config as
+# attention_tma.FUSED's (a sixth field True: dQ reduced by the TMA, DQ_TMA). At D 64, 64 x 128 blocks form their
+# TMA ring with 4 warps only (8 would split dQ^T's 64 rows over two warpgroups).
 CANDIDATES = {
     64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (128, 128, 8, 2, False)),
-         ("fused", (128, 128, 8, 2, True))],
+         ("fused", (128, 128, 8, 2, True)), ("fused", (128, 128, 8, 2, False, True)),
+         ("fused", (64, 128, 4, 2, False, True))],
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (64, 128, 8, 2, False)),
-          ("fused", (64, 128, 8, 3, False)), ("fused", (64, 128, 8, 2, True))],
+          ("fused", (64, 128, 8, 3, False)), ("fused", (64, 128, 8, 2, True)), ("fused", (64, 128, 8, 2, False, True))],
 }
 # Smaller tiles for short sequences: more programs to fill the GPU, less causal imbalance per program.
 SHORT = {
     64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("two", (64, 64, 4, 3), (64, 64, 4, 3)),
          ("two", (64, 64, 4, 3), (128, 64, 8, 3)), ("two", (64, 128, 8, 3), (64, 64, 4, 3)),
-         ("fused", (64, 64, 4, 3, False))],
+         ("fused", (64, 64, 4, 3, False)), ("fused", (64, 64, 4, 3, False, True))],
 }
 
 

@@ -4,6 +4,7 @@
 // conversions, shared memory and barriers).
 #include "backends/cuda/codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -310,13 +311,46 @@ void CudaContext::release_shared() {
   assume_shared_readers();
 }
 
-void CudaContext::before_global_load() {
-  if (!global_store_pending_) return;
-  if (bulk_store_pending_) out.line("if (threadIdx.x == 0) tg_bulk_wait<0>();  // this program's TMA stores, written");
+void CudaContext::before_global_load(ir::ValueId pointer) {
+  bool reduced = may_read_reduced(pointer);
+  if (!global_store_pending_ && !reduced) return;
+  if (bulk_store_pending_)
+    out.line("if (threadIdx.x == 0) tg_bulk_wait<0>();  // this program's TMA stores, written");
+  else if (reduced)
+    out.line("if (threadIdx.x == 0) tg_bulk_wait<0>();  // this program's TMA reductions, written");
+  if (bulk_store_pending_ || reduced) {  // wait_group 0 covers every bulk group
+    reduced_params_.clear();
+    reduced_unknown_ = false;
+  }
   bulk_store_pending_ = false;
   out.line(barrier_statement() + ";  // this program's stores before its loads");
   global_store_pending_ = false;
   shared_readers_pending_ = false;  // the barrier also ends earlier shared-memory reads
+}
+
+void CudaContext::after_bulk_reduce(ir::ValueId base) {
+  if (!provenance_) provenance_.emplace(fn);
+  const std::vector<int32_t>& sources = provenance_->sources(base);
+  reduced_unknown_ = reduced_unknown_ || provenance_->unknown(base) || sources.empty();
+  for (int32_t p : sources)
+    if (std::find(reduced_params_.begin(), reduced_params_.end(), p) == reduced_params_.end()) reduced_params_.push_back(p);
+}
+
+void CudaContext::assume_bulk_reductions(ir::BlockId block) {
+  fn.walk_block(block, [&](ir::OpId id) {
+    const ir::Op& o = fn.op(id);
+    if (o.kind == OpKind::DescAtomic) after_bulk_reduce(o.operands[0]);
+  });
+}
+
+bool CudaContext::may_read_reduced(ir::ValueId pointer) {
+  if (reduced_params_.empty() && !reduced_unknown_) return false;
+  if (!pointer.valid() || reduced_unknown_ || provenance_->unknown(pointer)) return true;
+  const std::vector<int32_t>& sources = provenance_->sources(pointer);
+  if (sources.empty()) return true;
+  return std::any_of(sources.begin(), sources.end(), [&](int32_t p) {
+    return std::find(reduced_params_.begin(), reduced_params_.end(), p) != reduced_params_.end();
+  });
 }
 
 bool CudaContext::contains_store(ir::BlockId block) const {
@@ -375,6 +409,10 @@ void CudaContext::emit_op(ir::OpId id) {
     out.line("// issued ahead by the TMA ring: the dot reads the block where it landed");
     return;
   }
+  if (transpose_staged_by_tma(*this, id)) {
+    out.line("// the desc op after it stages the operand's registers transposed (codegen_tma.cpp)");
+    return;
+  }
   auto result_layout = [&]() -> const Layout* {
     return !o.results.empty() && fn.type(o.results[0]).is_tile() ? &layout(o.results[0]) : nullptr;
   };
@@ -401,7 +439,8 @@ void CudaContext::emit_op(ir::OpId id) {
       case OpKind::AtomicRmw:
       case OpKind::AtomicCas: emit_atomic(*this, id); break;
       case OpKind::DescLoad:
-      case OpKind::DescStore: emit_tma(*this, id); break;
+      case OpKind::DescStore:
+      case OpKind::DescAtomic: emit_tma(*this, id); break;
       case OpKind::Reduce: emit_reduce(*this, id); break;
       case OpKind::Dot: emit_dot(*this, id); break;
       case OpKind::Scan: emit_scan(*this, id); break;

@@ -187,7 +187,7 @@ bool uses_atomics(const ir::Function& fn) {
 void emit_atomic(CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
   TEGULA_ASSERT(ir::is_atomic(op.kind), "not an atomic op");
-  ctx.before_global_load();
+  ctx.before_global_load(op.operands[0]);
   if (ctx.fn.type(op.results[0]).is_tile())
     emit_tile_atomic(ctx, id);
   else

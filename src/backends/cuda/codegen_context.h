@@ -38,6 +38,7 @@
 #include "ir/ir.h"
 #include "passes/axis_info.h"
 #include "passes/debug_sites.h"
+#include "passes/pointer_provenance.h"
 
 namespace tegula::backends::cuda {
 
@@ -209,15 +210,23 @@ class CudaContext : public c_family::Printer {
   // A TMA store's thread waits only until the copy engine has read the
   // block out of shared memory; the next load of the program (after
   // after_bulk_store, or in a region that may follow one) waits for the
-  // writes themselves first.
-  void before_global_load();
+  // writes themselves first. A TMA reduction (desc_atomic) is waited for
+  // only by the loads that may read the array it updates (`pointer`, by
+  // pointer provenance; every load when not given): nothing else of the
+  // program can see its writes, which no other thread's stores need to
+  // precede (one thread issues it, after the barrier its staging takes).
+  void before_global_load(ir::ValueId pointer = {});
   void after_global_store() { global_store_pending_ = true; }
   void after_bulk_store() { global_store_pending_ = bulk_store_pending_ = true; }
+  void after_bulk_reduce(ir::ValueId base);
   void assume_global_stores() {
     global_store_pending_ = true;
     bulk_store_pending_ = bulk_store_pending_ || has_bulk_stores_;
   }
+  // Stores (atomics included, TMA reductions not) anywhere in `block`.
   bool contains_store(ir::BlockId block) const;
+  // The TMA reductions of `block` may have run: after_bulk_reduce for each.
+  void assume_bulk_reductions(ir::BlockId block);
 
   // --- tensor maps (sm_90 TMA, codegen_tma.cpp) -------------------------------------------
   // The kernel parameter holding tensor map `map` ("tg_map0"), added after
@@ -262,6 +271,12 @@ class CudaContext : public c_family::Printer {
   bool global_store_pending_ = false;
   bool bulk_store_pending_ = false;
   bool has_bulk_stores_ = false;  // the kernel has desc stores (TMA stores: codegen_tma.cpp)
+  // The parameters TMA reductions in flight may write (pointer provenance,
+  // made when the first one is emitted), and whether one's target is unknown.
+  std::optional<passes::PointerProvenance> provenance_;
+  std::vector<int32_t> reduced_params_;
+  bool reduced_unknown_ = false;
+  bool may_read_reduced(ir::ValueId pointer);
   std::vector<TensorMapParam> tensor_maps_;
   bool uses_tma_barrier_ = false;
 };
@@ -275,6 +290,10 @@ void emit_memory(CudaContext& ctx, ir::OpId op);                  // load, store
 // broadcast, expand_dims (register copies, in any layout like elementwise),
 // reshape, trans, join, split (through shared memory).
 void emit_shape(CudaContext& ctx, ir::OpId op, const Layout* layout, const std::string& dest);
+// The distribution in which the registers of trans `op`'s operand (its
+// primary layout) hold the elements of its result: the transpose as a
+// relabeling, for a reader that takes the result from those registers.
+Distribution transposed_distribution(const CudaContext& ctx, ir::OpId trans);
 void emit_reduce(CudaContext& ctx, ir::OpId op);
 void emit_scan(CudaContext& ctx, ir::OpId op);                    // codegen_scan.cpp
 void emit_sort(CudaContext& ctx, ir::OpId op);                    // codegen_sort.cpp
@@ -327,7 +346,10 @@ void tma_ring_produce(CudaContext& ctx, ir::OpId loop, const std::string& trips)
 void emit_debug(CudaContext& ctx, ir::OpId op);                   // print, assert
 void emit_inline_asm(CudaContext& ctx, ir::OpId op);              // codegen_inline_asm.cpp
 void emit_atomic(CudaContext& ctx, ir::OpId op);                  // atomic_rmw, atomic_cas
-void emit_tma(CudaContext& ctx, ir::OpId op);                     // desc_load, desc_store: codegen_tma.cpp
+void emit_tma(CudaContext& ctx, ir::OpId op);                     // desc_load, desc_store, desc_atomic: codegen_tma.cpp
+// Whether trans `op` is left unemitted because the desc_store or desc_atomic
+// right after it stages its operand's registers transposed (codegen_tma.cpp).
+bool transpose_staged_by_tma(const CudaContext& ctx, ir::OpId trans);
 // Whether `fn` has atomics (its unit then needs prelude_atomic.h).
 bool uses_atomics(const ir::Function& fn);
 

@@ -230,7 +230,7 @@ void emit_tile_load(CudaContext& ctx, ir::OpId id) {
   bool vol = is_volatile(op);
   std::string suffix = cache_suffix(op);
   AccessPlan a = plan_access(ctx, op, layout);
-  ctx.before_global_load();
+  ctx.before_global_load(op.operands[0]);
 
   auto fallback = [&](const std::string& index) {
     return other.empty() ? "(" + c_scalar(t.scalar) + ")0" : other + "[" + index + "]";
@@ -353,7 +353,7 @@ void emit_scalar_load(CudaContext& ctx, ir::OpId id) {
   const ir::Op& op = ctx.fn.op(id);
   ir::ValueId result = op.results[0];
   ir::Scalar s = ctx.fn.type(result).scalar;
-  ctx.before_global_load();
+  ctx.before_global_load(op.operands[0]);
   std::string value = read(s, ctx.name(op.operands[0]), is_volatile(op), cache_suffix(op));
   if (op.operands.size() > 1) {
     std::string other = op.operands.size() > 2 ? ctx.name(op.operands[2]) : "(" + c_scalar(s) + ")0";

@@ -76,15 +76,18 @@ SharedTile plan_operand(const CudaContext& ctx, ir::OpId id, size_t index, int64
 // tile, in groups of consecutive registers that stay inside one chunk.
 void stage_operand(CudaContext& ctx, ir::OpId id, size_t index, const SharedTile& s) {
   const ir::Type& t = ctx.fn.type(ctx.fn.op(id).operands[index]);
-  Distribution d = ctx.distribution(ctx.operand_layout(id, index), t.shape);
-  int vector = std::min<int>(contiguous_registers(d, t.shape, s.col_dim()), 16 / s.element_bytes);
-  std::string src = ctx.operand(id, index);
+  stage_registers(ctx, ctx.operand(id, index), ctx.distribution(ctx.operand_layout(id, index), t.shape), t.shape, s);
+}
+
+void stage_registers(CudaContext& ctx, const std::string& src, const Distribution& d, const std::vector<int64_t>& shape,
+                     const SharedTile& s) {
+  int vector = std::min<int>(contiguous_registers(d, shape, s.col_dim()), 16 / s.element_bytes);
   std::string own = ctx.owner(d);
   if (!own.empty()) ctx.out.open("if (" + own + ")");
   std::string i = ctx.open_unrolled(d.registers(), vector);
   std::string e = ctx.fresh("e");
   ctx.out.line("const int " + e + " = " + ctx.element_index(d, i) + ";");
-  std::string dim0 = e + " >> " + str(c_family::log2_ceil(t.shape[1])), dim1 = e + " & " + str(t.shape[1] - 1);
+  std::string dim0 = e + " >> " + str(c_family::log2_ceil(shape[1])), dim1 = e + " & " + str(shape[1] - 1);
   std::string row = s.row_dim() == 0 ? dim0 : dim1, col = s.col_dim() == 0 ? dim0 : dim1;
   std::string vec = "tg_vec<" + s.c_type + ", " + str(vector) + ">";
   std::string w = ctx.fresh("w");
@@ -245,7 +248,7 @@ void emit_dot_mma(CudaContext& ctx, ir::OpId id) {
                (operands.a_in_registers ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
                (b.k_major ? "[N][K]" : "[K][N]") + " in shared memory" +
                (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
-  stage_operands(ctx, id, operands, false);
+  bool staged = stage_operands(ctx, id, operands, false);
   Accumulator acc = start_accumulator(ctx, id);
 
   ctx.thread_ids();
@@ -320,7 +323,11 @@ void emit_dot_mma(CudaContext& ctx, ir::OpId id) {
   ctx.out.close();
   ctx.out.close();  // k steps
   ctx.out.close();
-  ctx.shared_reads_done();
+  // Only the scratch this dot staged into: a dot reading pipeline stages
+  // alone must not narrow what earlier ops left pending (a TMA store's or
+  // reduction's block, still read by the copy engine until its thread's
+  // wait) to whatever scratch was handed out last.
+  if (staged) ctx.shared_reads_done();
   finish_accumulator(ctx, id, acc);
 }
 
@@ -356,14 +363,15 @@ DotOperands plan_operands(const CudaContext& ctx, ir::OpId id) {
   return d;
 }
 
-void stage_operands(CudaContext& ctx, ir::OpId id, const DotOperands& operands, bool async_proxy) {
+bool stage_operands(CudaContext& ctx, ir::OpId id, const DotOperands& operands, bool async_proxy) {
   bool a_staged = !operands.a_from_ring && !operands.a_in_registers;
-  if (!a_staged && operands.b_from_ring) return;
+  if (!a_staged && operands.b_from_ring) return false;
   ctx.shared_scratch(operands.scratch_bytes);
   if (a_staged) stage_operand(ctx, id, 0, operands.a);
   if (!operands.b_from_ring) stage_operand(ctx, id, 1, operands.b);
   if (async_proxy) ctx.out.line("tg_fence_proxy_async();  // the stores, visible to wgmma");
   ctx.barrier();
+  return true;
 }
 
 std::optional<Layout> a_fragment_layout(const CudaContext& ctx, ir::OpId id) {

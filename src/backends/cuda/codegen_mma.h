@@ -31,7 +31,12 @@ DotOperands plan_operands(const CudaContext& ctx, ir::OpId dot);
 SharedTile plan_operand(const CudaContext& ctx, ir::OpId dot, size_t index, int64_t offset);
 // The stores of operand `index` into `tile` (no fence, no barrier).
 void stage_operand(CudaContext& ctx, ir::OpId dot, size_t index, const SharedTile& tile);
-void stage_operands(CudaContext& ctx, ir::OpId dot, const DotOperands& operands, bool async_proxy);
+// The same for registers `src` holding a tile of `shape` in distribution `d`.
+void stage_registers(CudaContext& ctx, const std::string& src, const Distribution& d, const std::vector<int64_t>& shape,
+                     const SharedTile& tile);
+// Whether it staged any (and so handed out scratch whose reads the dot's
+// end may report done: CudaContext::shared_reads_done).
+bool stage_operands(CudaContext& ctx, ir::OpId dot, const DotOperands& operands, bool async_proxy);
 // The layout in which a thread's registers of a 16-bit operand a are the A
 // fragments of mma.sync m16n8k16 and of wgmma with A from registers, as the
 // dot's warps need them: the accumulator layout of the dot with one warp

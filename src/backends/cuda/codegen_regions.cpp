@@ -56,20 +56,25 @@ void CudaContext::end_loop(ir::OpId loop) { pipeline_after_loop(*this, loop); }
 
 void CudaContext::enter_loop_body(ir::OpId loop) {
   assume_shared_readers();
-  for (ir::BlockId r : fn.op(loop).regions)
+  for (ir::BlockId r : fn.op(loop).regions) {
     if (contains_store(r)) assume_global_stores();
+    assume_bulk_reductions(r);
+  }
 }
 
 void CudaContext::before_else(ir::OpId op) {
   // Barriers and stores of the then-branch are not known to have happened.
   assume_shared_readers();
   if (contains_store(fn.op(op).regions[0])) assume_global_stores();
+  assume_bulk_reductions(fn.op(op).regions[0]);
 }
 
 void CudaContext::leave_regions(ir::OpId op) {
   assume_shared_readers();
-  for (ir::BlockId r : fn.op(op).regions)
+  for (ir::BlockId r : fn.op(op).regions) {
     if (contains_store(r)) assume_global_stores();
+    assume_bulk_reductions(r);
+  }
 }
 
 void CudaContext::enter_block(ir::BlockId block) {

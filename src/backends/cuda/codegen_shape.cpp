@@ -273,18 +273,8 @@ void emit_reshape(CudaContext& ctx, ir::OpId id, const Layout* layout, const std
 void emit_trans(CudaContext& ctx, ir::OpId id, const Layout& layout, const std::string& dest) {
   const ir::Op& op = ctx.fn.op(id);
   ir::ValueId source = op.operands[0];
-  const ir::Type& from = ctx.fn.type(source);
   const ir::Type& to = ctx.fn.type(op.results[0]);
-  const std::vector<int64_t>& perm = op.ints_attr("perm");
-  // Source linear bit -> result linear bit: result dim k is source dim perm[k].
-  std::vector<int> from_offsets = linear_offsets(from.shape), to_offsets = linear_offsets(to.shape);
-  std::vector<int> bit_map(identity_bits(from.numel()).size(), -1);
-  for (size_t k = 0; k < perm.size(); ++k) {
-    size_t p = static_cast<size_t>(perm[k]);
-    for (int b = 0; (int64_t{1} << b) < from.shape[p]; ++b)
-      bit_map[static_cast<size_t>(from_offsets[p] + b)] = to_offsets[k] + b;
-  }
-  Distribution d_from = remap(ctx.distribution(ctx.layout(source), from.shape), bit_map);
+  Distribution d_from = transposed_distribution(ctx, id);
   Distribution d_to = ctx.distribution(layout, to.shape);
   ctx.declare_tile(dest, to, layout);
   emit_move(ctx, to, ctx.name(source), d_from, dest, d_to);
@@ -336,6 +326,24 @@ void emit_split(CudaContext& ctx, ir::OpId id) {
 }
 
 }  // namespace
+
+Distribution transposed_distribution(const CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  TEGULA_ASSERT(op.kind == ir::OpKind::Trans, "not a trans");
+  ir::ValueId source = op.operands[0];
+  const ir::Type& from = ctx.fn.type(source);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  const std::vector<int64_t>& perm = op.ints_attr("perm");
+  // Source linear bit -> result linear bit: result dim k is source dim perm[k].
+  std::vector<int> from_offsets = linear_offsets(from.shape), to_offsets = linear_offsets(to.shape);
+  std::vector<int> bit_map(identity_bits(from.numel()).size(), -1);
+  for (size_t k = 0; k < perm.size(); ++k) {
+    size_t p = static_cast<size_t>(perm[k]);
+    for (int b = 0; (int64_t{1} << b) < from.shape[p]; ++b)
+      bit_map[static_cast<size_t>(from_offsets[p] + b)] = to_offsets[k] + b;
+  }
+  return remap(ctx.distribution(ctx.layout(source), from.shape), bit_map);
+}
 
 void CudaContext::emit_conversion(ir::ValueId v, const std::string& source, const Layout& from,
                                   const std::string& dest, const Layout& to) {

@@ -1,5 +1,5 @@
-// desc_load and desc_store on sm_90: blocks copied whole by the TMA
-// (tma_plan.h says which ops come here).
+// desc_load, desc_store and desc_atomic on sm_90: blocks copied (reduced)
+// whole by the TMA (tma_plan.h says which ops come here).
 //
 // desc_load: every load completes on the kernel's one mbarrier
 // (CudaContext::tma_barrier, initialized with one arrival per phase in the
@@ -17,9 +17,24 @@
 // complete (so later loads of this program see it, and the area may be
 // reused); the TMA skips the parts of the box outside the tensor.
 //
+// A block that is the transpose of a tile (`desc.atomic_add(o, dq_t.T)`:
+// dQ of an attention backward, computed transposed) is staged from the
+// tile's registers with the transpose as a relabeling: the trans right
+// before the desc op is not emitted (transpose_staged_by_tma), which saves a
+// round trip through shared memory and its two barriers.
+//
+// desc_atomic: staged and issued as the store, as a bulk reduction
+// (cp.reduce.async.bulk.tensor: each element inside the tensor updated by
+// its own relaxed atomic). Its thread waits only until the block is read
+// out of shared memory; a later load of the program that may read the
+// reduced array waits for the writes first (CudaContext::after_bulk_reduce),
+// the loads of other arrays do not (dQ's reduction in an attention
+// backward's loop, whose loads read the log-sum-exp).
+//
 // Each copy waits at once. The matmul's K loop instead keeps its blocks in
 // flight in a multi-stage ring, read by wgmma where they land
 // (codegen_tma_ring.cpp); the layouts text says why a loop's loads are not.
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -33,6 +48,42 @@
 namespace tegula::backends::cuda {
 
 namespace {
+
+// The prelude helper that writes the block from shared memory: the store,
+// or desc_atomic's reduction ("tg_tma_reduce_add_2d").
+std::string bulk_write(const ir::Op& op, size_t rank) {
+  std::string dims = "_" + std::to_string(rank) + "d";
+  return op.kind == ir::OpKind::DescStore ? "tg_tma_store" + dims : "tg_tma_reduce_" + op.str_attr("op") + dims;
+}
+
+// "TMA store", "TMA reduction (add)": the comments' name of the write.
+std::string bulk_write_name(const ir::Op& op) {
+  return op.kind == ir::OpKind::DescStore ? "TMA store" : "TMA reduction (" + op.str_attr("op") + ")";
+}
+
+// The registers the block's value is staged from, in their distribution
+// over the block: the value's own, or a transposed tile's
+// (transpose_staged_by_tma).
+struct StagedValue {
+  std::string registers;
+  Distribution distribution;
+};
+StagedValue staged_value(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  size_t index = op.operands.size() - 1;
+  const ir::Value& value = ctx.fn.value(op.operands[index]);
+  if (value.def.valid() && transpose_staged_by_tma(ctx, value.def))
+    return {ctx.name(ctx.fn.op(value.def).operands[0]), transposed_distribution(ctx, value.def)};
+  return {ctx.operand(id, index), ctx.distribution(ctx.operand_layout(id, index), ctx.fn.type(op.operands[index]).shape)};
+}
+
+// After the write is issued: what later loads of the program must wait for.
+void after_bulk_write(CudaContext& ctx, const ir::Op& op) {
+  if (op.kind == ir::OpKind::DescStore)
+    ctx.after_bulk_store();
+  else
+    ctx.after_bulk_reduce(ir::descriptor_operands(op).base);
+}
 
 // The TMA's coordinates of the block: innermost dim first.
 std::string coordinates(CudaContext& ctx, ir::OpId id, const ir::DescriptorOperands& d) {
@@ -73,32 +124,35 @@ std::optional<SharedTile> swizzled_block(const ir::Type& block) {
   return tile;
 }
 
-// desc_store of a swizzled block: owners write their registers in groups of
-// up to 16 bytes into the tile, then one TMA box (all rows by one 128-byte
-// span, SWIZZLE_128B) per span is stored from it.
+// desc_store (desc_atomic) of a swizzled block: owners write their
+// registers in groups of up to 16 bytes into the tile, then one TMA box (all
+// rows by one 128-byte span, SWIZZLE_128B) per span is stored (reduced)
+// from it.
 void store_swizzled(CudaContext& ctx, ir::OpId id, SharedTile tile, const std::string& map) {
   const ir::Op& op = ctx.fn.op(id);
   ir::DescriptorOperands d = ir::descriptor_operands(op);
   ctx.shared_scratch(tile.bytes(), 1024);
   tile.offset = std::to_string(ctx.scratch_begin());
   int64_t span = tile.block_bytes() / tile.element_bytes;
-  ctx.out.line("// TMA store of the " + std::to_string(tile.bytes()) + "-byte block from shared memory, " +
+  ctx.out.line("// " + bulk_write_name(op) + " of the " + std::to_string(tile.bytes()) +
+               "-byte block from shared memory, " +
                std::to_string(tile.row_bytes() / 128) + " swizzled boxes of 128-byte rows");
-  stage_operand(ctx, id, op.operands.size() - 1, tile);
+  StagedValue staged = staged_value(ctx, id);
+  stage_registers(ctx, staged.registers, staged.distribution, ctx.fn.type(op.operands.back()).shape, tile);
   ctx.out.line("tg_fence_proxy_async();  // the block's writes, visible to the TMA");
   ctx.barrier();
   size_t first_offset = 1 + 2 * d.rank;
   std::string row = ctx.operand(id, first_offset), col = ctx.operand(id, first_offset + 1);
   ctx.out.open("if (threadIdx.x == 0)");
   for (int64_t p = 0; p < tile.row_bytes() / 128; ++p)
-    ctx.out.line("tg_tma_store_2d(" + map + ", tg_shared_address(tg_smem) + " +
+    ctx.out.line(bulk_write(op, 2) + "(" + map + ", tg_shared_address(tg_smem) + " +
                  std::to_string(std::stoll(tile.offset) + p * tile.block_stride()) + ", " +
                  (p == 0 ? col : col + " + " + std::to_string(p * span)) + ", " + row + ");");
   ctx.out.line("tg_bulk_commit();");
   ctx.out.line("tg_bulk_wait_read<0>();  // the block is out of shared memory (CudaContext::before_global_load)");
   ctx.out.close();
   ctx.shared_reads_done();
-  ctx.after_bulk_store();
+  after_bulk_write(ctx, op);
 }
 
 }  // namespace
@@ -108,7 +162,7 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   TEGULA_ASSERT(ctx.options.arch >= 90, "desc ops reach the CUDA code generator only on sm_90 (tma_plan.h)");
   ir::DescriptorOperands d = ir::descriptor_operands(op);
   bool load = op.kind == ir::OpKind::DescLoad;
-  ir::ValueId value = load ? op.results[0] : d.value;
+  ir::ValueId value = ir::descriptor_block_value(op);
   const ir::Type& block = ctx.fn.type(value);
   int64_t bytes = block.numel() * element_bytes(block.element());
   std::optional<SharedTile> swizzled = load ? std::nullopt : swizzled_block(block);
@@ -128,11 +182,9 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   ctx.descriptor_paths.push_back(path);
   std::string rank = std::to_string(d.rank) + "d";
   std::string coords = coordinates(ctx, id, d);
-  size_t value_operand = op.operands.size() - 1;
-  Distribution dist = ctx.distribution(load ? ctx.layout(value) : ctx.operand_layout(id, value_operand), block.shape);
 
   if (load) {
-    ctx.before_global_load();
+    ctx.before_global_load(d.base);
     // Every thread past the previous load's wait before the barrier's next
     // phase can complete: the area's barrier is that one too.
     ctx.assume_shared_readers();
@@ -147,7 +199,7 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
     ctx.out.line("tg_tma_phase ^= 1;");
     std::string dest = ctx.name(value);
     ctx.declare_tile(dest, block, ctx.layout(value));
-    unstage_tile(ctx, dest, buffer, dist);
+    unstage_tile(ctx, dest, buffer, ctx.distribution(ctx.layout(value), block.shape));
     ctx.shared_reads_done();
     return;
   }
@@ -157,17 +209,40 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
     return;
   }
   std::string buffer = block_area(ctx, block, bytes);
-  ctx.out.line("// TMA store of the " + std::to_string(bytes) + "-byte block from shared memory");
-  stage_tile(ctx, buffer, ctx.operand(id, value_operand), dist);
+  ctx.out.line("// " + bulk_write_name(op) + " of the " + std::to_string(bytes) + "-byte block from shared memory");
+  StagedValue staged = staged_value(ctx, id);
+  stage_tile(ctx, buffer, staged.registers, staged.distribution);
   ctx.out.line("tg_fence_proxy_async();  // the block's writes, visible to the TMA");
   ctx.barrier();
   ctx.out.open("if (threadIdx.x == 0)");
-  ctx.out.line("tg_tma_store_" + rank + "(" + map + ", tg_shared_address(" + buffer + ")" + coords + ");");
+  ctx.out.line(bulk_write(op, d.rank) + "(" + map + ", tg_shared_address(" + buffer + ")" + coords + ");");
   ctx.out.line("tg_bulk_commit();");
   ctx.out.line("tg_bulk_wait_read<0>();  // the block is out of shared memory (CudaContext::before_global_load)");
   ctx.out.close();
   ctx.shared_reads_done();
-  ctx.after_bulk_store();
+  after_bulk_write(ctx, op);
+}
+
+bool transpose_staged_by_tma(const CudaContext& ctx, ir::OpId trans) {
+  const ir::Function& fn = ctx.fn;
+  const ir::Op& op = fn.op(trans);
+  if (op.kind != ir::OpKind::Trans || ctx.options.arch < 90) return false;
+  // Its only user is the op right after it, a desc_store or desc_atomic
+  // (which the TMA writes: every desc op reaching this generator is), so
+  // nothing between may rewrite the operand's registers (a dot or an
+  // epilogue accumulating in place) before the staging reads them.
+  const std::vector<ir::OpId>& ops = fn.block(op.parent).ops;
+  auto at = std::find(ops.begin(), ops.end(), trans);
+  if (at == ops.end() || at + 1 == ops.end()) return false;
+  const ir::Op& desc = fn.op(*(at + 1));
+  ir::ValueId result = op.results[0];
+  if ((desc.kind != ir::OpKind::DescStore && desc.kind != ir::OpKind::DescAtomic) || desc.operands.back() != result)
+    return false;
+  int uses = 0;
+  fn.walk([&](ir::OpId u) {
+    for (ir::ValueId v : fn.op(u).operands) uses += v == result;
+  });
+  return uses == 1;
 }
 
 }  // namespace tegula::backends::cuda

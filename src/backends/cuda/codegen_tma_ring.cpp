@@ -3,8 +3,8 @@
 // `b_desc.load([k * BK, off_n])`, `acc = tl.dot(a, b, acc)`; attention:
 // `s = tl.dot(q, k.T)`, softmax, `acc = tl.dot(p, v, acc)`).
 //
-// The loop qualifies when its body stores nothing (atomics only into arrays
-// no ring block is copied from), its dots are wgmmas, the last accumulates
+// The loop qualifies when its body stores nothing (atomics, desc_atomic's
+// too, only into arrays no ring block is copied from), its dots are wgmmas, the last accumulates
 // in place, and each dot operand is a desc load of the body (or its
 // transpose, `b.T` of a B stored [N, K]) used only by the dot, a value
 // defined before the loop (staged once, after the barriers), an operand a
@@ -248,7 +248,7 @@ class RingPlanner {
       const ir::Op& op = fn_.op(id);
       if (op.kind == OpKind::Store || op.kind == OpKind::DescStore) {
         if (why.empty()) why = "the loop body stores";
-      } else if (ir::is_atomic(op.kind)) {
+      } else if (ir::is_atomic(op.kind) || op.kind == OpKind::DescAtomic) {
         atomics_.push_back(id);
       }
     });
@@ -256,9 +256,10 @@ class RingPlanner {
   }
 
   // The ring copies blocks of later iterations while the body runs, through
-  // the async proxy: an atomic of the body may only write arrays none of
-  // the ring's descriptors reads (a gradient accumulated across programs,
-  // dQ of an attention backward). Its pointer must come from kernel
+  // the async proxy: an atomic of the body (a pointer atomic, or a
+  // desc_atomic's TMA reduction) may only write arrays none of the ring's
+  // descriptors reads (a gradient accumulated across programs, dQ of an
+  // attention backward). Its pointer (base) must come from kernel
   // parameters (pointer_provenance.h) other than the descriptors' bases; as
   // for any kernel, distinct parameters are taken to be distinct arrays.
   std::string atomics_into_ring(const TmaRing& ring) {

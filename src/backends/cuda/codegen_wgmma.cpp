@@ -300,7 +300,7 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
                str(g.groups_n) + ", a " + (a_regs ? "in registers" : a.k_major ? "[M][K]" : "[K][M]") + ", b " +
                (b.k_major ? "[N][K]" : "[K][N]") +
                " in shared memory" + (operands.a_from_ring || operands.b_from_ring ? " (pipelined)" : ""));
-  stage_operands(ctx, id, operands, true);
+  bool staged = stage_operands(ctx, id, operands, true);
   Accumulator acc = start_accumulator(ctx, id);
   ctx.thread_ids();
   bool in_flight = ctx.in_flight_dot && ctx.in_flight_dot->dot == id;
@@ -355,7 +355,7 @@ void emit_dot_wgmma(CudaContext& ctx, ir::OpId id, const DotOperands& operands) 
     ctx.out.close();
   }
   ctx.out.close();
-  ctx.shared_reads_done();
+  if (staged) ctx.shared_reads_done();  // as in emit_dot_mma: only the scratch it staged into
   finish_accumulator(ctx, id, acc);
 }
 

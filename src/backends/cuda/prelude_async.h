@@ -1,8 +1,9 @@
 // Device helpers for Hopper's asynchronous machinery (sm_90a): mbarriers,
-// TMA bulk tensor copies and stores, named barriers, clusters, setmaxnreg and
-// stmatrix, for warp-specialized kernels: a producer issues the copies of a
-// ring of stages, each stage with a `full` mbarrier (one arrive.expect_tx
-// plus the copies' bytes) and an `empty` one (one arrive per reader).
+// TMA bulk tensor copies, stores and reductions, named barriers, clusters,
+// setmaxnreg and stmatrix, for warp-specialized kernels: a producer issues
+// the copies of a ring of stages, each stage with a `full` mbarrier (one
+// arrive.expect_tx plus the copies' bytes) and an `empty` one (one arrive
+// per reader).
 // Appended after kMmaPrelude and kWgmmaPrelude (it uses tg_shared_address
 // and pairs with tg_fence_proxy_async there) in units that copy with the
 // TMA (codegen_tma.cpp); the hand-written prototypes in tools/hopper include
@@ -163,6 +164,42 @@ TG_DEVICE void tg_tma_store_3d(const TgTensorMap* map, unsigned src, int c0, int
                "r"(c0), "r"(c1), "r"(c2), "r"(src)
                : "memory");
 }
+// TMA reduction, OP one of add, min, max, and, or, xor: every element of
+// the box of `map` at the coordinates (c0 along the contiguous dim) that
+// lies inside the tensor becomes (its value) OP (the element at `src`),
+// each one an atomic of its own (relaxed, gpu scope: PTX ISA,
+// cp.reduce.async.bulk.tensor), in the map's element type; the rest of the
+// box is left alone. Source, bulk groups and waits as for the store.
+// CODE names OP for the emulator's hook: 0 add, 1 min, 2 max, 3 and, 4 or, 5 xor.
+#define TG_TMA_REDUCE(OP, CODE)                                                                                    \
+  TG_DEVICE void tg_tma_reduce_##OP##_1d(const TgTensorMap* map, unsigned src, int c0) {                          \
+    TG_HOOK(tma_reduce, map, src, 1, c0, 0, 0, CODE);                                                              \
+    asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta." #OP ".tile.bulk_group [%0, {%1}], [%2];" ::"l"( \
+                     reinterpret_cast<unsigned long long>(map)),                                                   \
+                 "r"(c0), "r"(src)                                                                                 \
+                 : "memory");                                                                                      \
+  }                                                                                                                \
+  TG_DEVICE void tg_tma_reduce_##OP##_2d(const TgTensorMap* map, unsigned src, int c0, int c1) {                  \
+    TG_HOOK(tma_reduce, map, src, 2, c0, c1, 0, CODE);                                                             \
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta." #OP                                          \
+                 ".tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(reinterpret_cast<unsigned long long>(map)),        \
+                 "r"(c0), "r"(c1), "r"(src)                                                                        \
+                 : "memory");                                                                                      \
+  }                                                                                                                \
+  TG_DEVICE void tg_tma_reduce_##OP##_3d(const TgTensorMap* map, unsigned src, int c0, int c1, int c2) {          \
+    TG_HOOK(tma_reduce, map, src, 3, c0, c1, c2, CODE);                                                            \
+    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta." #OP                                          \
+                 ".tile.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(reinterpret_cast<unsigned long long>(map)),    \
+                 "r"(c0), "r"(c1), "r"(c2), "r"(src)                                                               \
+                 : "memory");                                                                                      \
+  }
+TG_TMA_REDUCE(add, 0)
+TG_TMA_REDUCE(min, 1)
+TG_TMA_REDUCE(max, 2)
+TG_TMA_REDUCE(and, 3)
+TG_TMA_REDUCE(or, 4)
+TG_TMA_REDUCE(xor, 5)
+#undef TG_TMA_REDUCE
 TG_DEVICE void tg_bulk_commit() {
   TG_HOOK(bulk_commit);
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "ir/atomic.h"
 #include "ir/descriptor.h"
 #include "support/diagnostic.h"
 
@@ -57,20 +58,36 @@ bool multiple_of_16_bytes(const ir::Function& fn, const TensorMapExtent& e, int6
   return k * mod16(bytes) % 16 == 0;
 }
 
-ir::ValueId block_value(const ir::Op& op) {
-  return op.kind == ir::OpKind::DescLoad ? op.results[0] : ir::descriptor_operands(op).value;
-}
-
 }  // namespace
+
+bool tma_reduces(ir::AtomicOp op, ir::Scalar s) {
+  using ir::Scalar;
+  bool word = s == Scalar::I32 || s == Scalar::U32;
+  bool wide = s == Scalar::I64 || s == Scalar::U64;
+  switch (op) {
+    case ir::AtomicOp::Add: return s == Scalar::F32 || word || s == Scalar::U64;
+    case ir::AtomicOp::Max:
+    case ir::AtomicOp::Min:
+    case ir::AtomicOp::And:
+    case ir::AtomicOp::Or:
+    case ir::AtomicOp::Xor: return word || wide;
+    default: return false;
+  }
+}
 
 std::string tma_refusal(const ir::Function& fn, const ir::Op& op) {
   ir::DescriptorOperands d = ir::descriptor_operands(op);
-  const ir::Type& block = fn.type(block_value(op));
+  const ir::Type& block = fn.type(ir::descriptor_block_value(op));
   ir::Scalar element = block.scalar;
   int64_t bytes = ir::byte_size(element);
   if (d.rank > kTmaMaxCopyRank)
     return "the block has " + std::to_string(d.rank) + " dimensions (TMA copies here take 1 to 3)";
   if (element == ir::Scalar::I1) return "the elements are booleans";
+  if (op.kind == ir::OpKind::DescAtomic) {
+    const std::string& atomic = op.str_attr("op");
+    if (std::optional<ir::AtomicOp> a = ir::parse_atomic_op(atomic); !a || !tma_reduces(*a, element))
+      return "the TMA has no " + atomic + " reduction of " + ir::to_string(ir::Type::of(element)) + " elements";
+  }
   std::optional<TensorMapExtent> base = extent_of(fn, d.base);
   if (!base || base->param < 0) return "the base pointer is not a kernel argument";
   if (fn.params[static_cast<size_t>(base->param)].divisibility % 16 != 0)
@@ -110,7 +127,7 @@ TensorMapParam tma_map_param(const ir::Function& fn, const ir::Op& op) {
     map.shape.push_back(*extent_of(fn, d.shape[k]));
     map.strides.push_back(*extent_of(fn, d.strides[k]));
   }
-  map.box = fn.type(block_value(op)).shape;
+  map.box = fn.type(ir::descriptor_block_value(op)).shape;
   map.nan_fill = op.kind == ir::OpKind::DescLoad && op.str_attr("padding") == "nan";
   return map;
 }

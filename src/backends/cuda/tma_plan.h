@@ -19,6 +19,7 @@
 #include <string>
 
 #include "backends/tensor_map_param.h"
+#include "ir/atomic.h"
 #include "ir/ir.h"
 
 namespace tegula::backends::cuda {
@@ -26,8 +27,19 @@ namespace tegula::backends::cuda {
 // The block ranks the generated copies take (cp.async.bulk.tensor.{1,2,3}d).
 inline constexpr size_t kTmaMaxCopyRank = 3;
 
-// "" when the TMA can copy the block of desc op `op` of `fn`; otherwise why
-// not, as a phrase ("the base pointer is not known to be 16-byte aligned").
+// Whether cp.reduce.async.bulk.tensor applies `op` to elements of kind `s`
+// the way desc_atomic means it (ir/atomic.h). The PTX ISA lists .add on
+// .u32 .s32 .u64 .f32 .f16 .bf16, .min/.max on .u32 .s32 .u64 .s64 .f16
+// .bf16 and .and/.or/.xor on .b32 .b64, the element type being the tensor
+// map's (i64 maps are INT64, so their add is not listed). f16/bf16 keep
+// the pointer atomics: the tensor form takes no `.noftz`, so nothing says
+// it keeps subnormals as atom.add.noftz does, and the IR's float max/min
+// order -0 below +0 and NaNs by sign (ir/atomic.h), which .min/.max need not.
+bool tma_reduces(ir::AtomicOp op, ir::Scalar s);
+
+// "" when the TMA can copy (desc_atomic: reduce) the block of desc op `op`
+// of `fn`; otherwise why not, as a phrase ("the base pointer is not known
+// to be 16-byte aligned").
 std::string tma_refusal(const ir::Function& fn, const ir::Op& op);
 
 // The tensor map desc op `op` copies through. Asserts tma_refusal is "".

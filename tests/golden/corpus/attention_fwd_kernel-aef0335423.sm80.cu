@@ -1747,7 +1747,6 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_Q, flo
     // issued ahead with cp.async: the dot reads the tile from shared memory
     // v180 = dot(v164, v179, v139)  examples/flash_attention.py:86:15
     // tensor cores: tf32 mma, warps 4x1, a [M][K], b [K][N] in shared memory (pipelined)
-    __syncthreads();
     #pragma unroll
     for (int i283 = 0; i283 < 32; i283 += 2) {
       const int e284 = tb7 + (i283 & 1) + (((i283 >> 1) & 1) << 9) + ((i283 >> 2) << 3);

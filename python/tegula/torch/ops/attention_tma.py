@@ -191,9 +191,12 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, Q_ROWS, Q_COLS, Q_STRID
 def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S,
                              scale, HEAD_DIM: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                             TAIL: tl.constexpr, DQ_ROWS: tl.constexpr = False):
+                             TAIL: tl.constexpr, DQ_ROWS: tl.constexpr = False, DQ_TMA: tl.constexpr = False,
+                             DQ32_ROWS=1):
     # The dK/dV loop that also adds each query block's share of dQ (dS K, unscaled) into DQ32 (float32, zeroed
     # by the caller): five products per step where the two kernels above take seven. Grid: (cdiv(S, BLOCK_N), B * H).
+    # dQ goes in by atomics of its elements (transposed first with DQ_ROWS), or with DQ_TMA as one block reduced
+    # by the TMA (FlashAttention-3's way) into DQ32 seen as the [DQ32_ROWS = B * H * S, HEAD_DIM] matrix.
     start_n = tl.program_id(0) * BLOCK_N
     bh = tl.program_id(1)
     desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
@@ -205,6 +208,8 @@ def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, Q_ROWS, Q_CO
     desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
     row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
     head_row = bh * S
+    if DQ_TMA:
+        desc_dq = tl.make_tensor_descriptor(DQ32, [DQ32_ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
     keys = start_n + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -235,7 +240,16 @@ def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, Q_ROWS, Q_CO
         ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)
         # dQ^T = K^T dS^T: K^T is staged once, dS^T (the consumers' registers) in every step.
         dq_t = tl.dot(k.T, ds_t)
-        if DQ_ROWS:  # transposed back through shared memory: each warp's atomics then run along dQ's rows
+        if DQ_TMA:
+            if TAIL or BLOCK_M > BLOCK_N:
+                if start_m + BLOCK_M > S:
+                    # Query rows past S are the next head's rows of DQ32: zeroed, they add nothing there. (Their
+                    # probabilities are 0 already, but a non-finite dO of the next head would make 0 * inf.)
+                    # Past the last head's rows, outside the matrix, the TMA writes nothing.
+                    dq_t = tl.where(rows[None, :] < S, dq_t, 0.0)
+            # dq_t.T reaches shared memory as the TMA's block straight from dq_t's registers.
+            desc_dq.atomic_add([head_row + start_m, 0], dq_t.T)
+        elif DQ_ROWS:  # transposed back through shared memory: each warp's atomics then run along dQ's rows
             tl.atomic_add(DQ32 + (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :], dq_t.T,
                           mask=rows[:, None] < S, sem="relaxed")
         else:
@@ -267,8 +281,9 @@ SHORT_S = 1024
 FWD_SHORT = {64: {False: (128, 64, 8, 3), True: (64, 64, 4, 3)}}
 DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 3)}
 DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
-# The one-kernel backward (attention_bwd_tma_kernel) by head dim, as (BLOCK_M, BLOCK_N, warps, stages, DQ_ROWS);
-# the other head dims take the two kernels.
+# The one-kernel backward (attention_bwd_tma_kernel) by head dim, as (BLOCK_M, BLOCK_N, warps, stages, DQ_ROWS)
+# or (..., DQ_ROWS, DQ_TMA) (DQ_TMA: dQ reduced by the TMA, DQ_ROWS then unused); the other head dims take the
+# two kernels.
 FUSED = {}
 
 
@@ -349,11 +364,12 @@ def launch_backward(do, q, k, v, lse, delta, views, shape, causal: bool, scale: 
     B, H, S, D = shape
     views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
     if D in FUSED:
-        bm, bn, warps, stages, dq_rows = FUSED[D]
-        dq32 = torch.zeros(shape, dtype=torch.float32, device=dq.device)
+        bm, bn, warps, stages, dq_rows, dq_tma = (*FUSED[D], False)[:6]
+        dq32 = torch.zeros(shape, dtype=torch.float32, device=dq.device)  # [B * H * S, D] rows for DQ_TMA
         attention_bwd_tma_kernel[(tegula.cdiv(S, bn), B * H)](
             q, k, v, do, lse, delta, dq32, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-            CAUSAL=causal, TAIL=S % bn != 0, DQ_ROWS=dq_rows, num_warps=warps, num_stages=stages)
+            CAUSAL=causal, TAIL=S % bn != 0, DQ_ROWS=dq_rows, DQ_TMA=dq_tma, DQ32_ROWS=B * H * S,
+            num_warps=warps, num_stages=stages)
         n = dq32.numel()
         scale_cast_kernel[(tegula.cdiv(n, 4096),)](dq32, dq, n, scale, BLOCK=4096, num_warps=8)
         return
