@@ -53,6 +53,15 @@ def test_descriptor_matmul_uses_tma_and_hgmma(tmp_path):
     assert "HGMMA" in sass, "the matmul does not run on wgmma (HGMMA)"
 
 
+def test_descriptor_atomic_add_is_a_tma_reduction(tmp_path):
+    from test_tma_reduce import overlap_add_kernel
+    x, out = np.zeros((4, 16, 32), np.float32), np.zeros((45, 80), np.float32)
+    compiled, sass = sass_of(overlap_add_kernel, (x, out, 45, 80),
+                             {"STEP_M": 9, "STEP_N": 20, "SHIFT": 3, "BM": 16, "BN": 32}, tmp_path)
+    assert "tg_tma_reduce_add_2d" in compiled.source
+    assert "UTMAREDG" in sass, [line for line in sass.splitlines() if "UTMA" in line or "RED" in line][:8]
+
+
 def test_tma_ring_uses_tma_and_hgmma(tmp_path):
     a = np.zeros((1024, 1024), np.float16)
     compiled, sass = sass_of(matmul_tma.matmul_tma_kernel, (a, a, a, 1024, 1024, 1024), matmul_tma.DEFAULT_BLOCKS,
@@ -260,3 +269,21 @@ def test_attention_ring_runs(torch_sm90, B, H, S, D, causal, dtype, ws):
     want_out, want_lse = fa.attention_reference(q, k, v, causal=causal)
     torch.testing.assert_close(out.float(), want_out.float(), rtol=1.6e-2, atol=1e-2)
     torch.testing.assert_close(lse, want_lse, rtol=0, atol=1e-3)
+
+
+@pytest.mark.parametrize("M,N,BM,BN", [(45, 80, 16, 32), (130, 96, 32, 64)])
+def test_descriptor_atomic_add_runs(torch_sm90, M, N, BM, BN):
+    # desc.atomic_add through the TMA's bulk reduction (test_tma_reduce.py emulates it): blocks that overlap
+    # their neighbours' and hang over every edge of out add into it, against float64 NumPy sums.
+    from test_tma_reduce import overlap_add_kernel, overlap_reference
+    torch = torch_sm90
+    steps = (BM // 2 + 1, BN // 2 + 4)
+    grid = (-(-(M + 4) // steps[0]), -(-(N + 4) // steps[1]))
+    rng = np.random.default_rng(M + N)
+    x = rng.standard_normal((grid[0] * grid[1], BM, BN)).astype(np.float32)
+    out = rng.standard_normal((M, N)).astype(np.float32)
+    want = overlap_reference(out, x, (*steps, grid[1]), 3)
+    out_t = torch.from_numpy(out).cuda()
+    overlap_add_kernel[grid](torch.from_numpy(x).cuda(), out_t, M, N, STEP_M=steps[0], STEP_N=steps[1], SHIFT=3,
+                             BM=BM, BN=BN)
+    np.testing.assert_allclose(out_t.cpu().numpy(), want, rtol=1e-5, atol=1e-5)
