@@ -71,6 +71,17 @@ def _inputs(m, n, dtype=torch.float32, seed=0):
     return x, w
 
 
+def _assert_matches_reference(loss, x, w):
+    """loss (backward done) and the gradients of x and w against eager torch's."""
+    xr, wr = (t.detach().clone().requires_grad_() for t in (x, w))
+    want = reference(xr, wr)
+    want.backward()
+    # float32 on the CPU backend: the tanh formula differs from torch's in the last bits.
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(w.grad, wr.grad, rtol=1e-4, atol=1e-5)
+
+
 def test_op_is_registered_under_its_name_and_passes_opcheck():
     assert torch.ops.tegula_tests.scaled_tanh.default is not None
     x = torch.randn(5, 33, dtype=torch.float64, requires_grad=True)
@@ -126,13 +137,7 @@ def test_fullgraph_compile_keeps_the_op_and_matches_torch(m, n):
     assert explained.graph_break_count == 0 and explained.graph_count == 1
     loss = torch.compile(model, fullgraph=True)(x, w)
     loss.backward()
-    xr, wr = (t.detach().clone().requires_grad_() for t in (x, w))
-    want = reference(xr, wr)
-    want.backward()
-    # float32 on the CPU backend: the tanh formula differs from torch's in the last bits.
-    torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(w.grad, wr.grad, rtol=1e-4, atol=1e-5)
+    _assert_matches_reference(loss, x, w)
     # Both ops reached Inductor as fallbacks registered from their fake implementations
     # (tegula/torch/_inductor_fallback.py), not as implicit ones, whose log line formats the
     # arguments' IR whole on older torch.
@@ -170,12 +175,7 @@ def test_compiled_graphs_call_the_host_functions_directly():
     for name in ("scaled_tanh", "scaled_tanh_backward"):
         assert f"torch.ops.tegula_tests.{name}.default.{_inductor_fallback.DIRECT}(" in code
         assert f"torch.ops.tegula_tests.{name}.default(" not in code
-    xr, wr = (t.detach().clone().requires_grad_() for t in (x, w))
-    want = reference(xr, wr)
-    want.backward()
-    torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(w.grad, wr.grad, rtol=1e-4, atol=1e-5)
+    _assert_matches_reference(loss, x, w)
     direct = getattr(torch.ops.tegula_tests.scaled_tanh.default, _inductor_fallback.DIRECT)
     with torch.no_grad():
         plain = direct(x, 0.7)
