@@ -271,6 +271,9 @@ def test_attention_ring_runs(torch_sm90, B, H, S, D, causal, dtype, ws):
     torch.testing.assert_close(lse, want_lse, rtol=0, atol=1e-3)
 
 
+@pytest.mark.xfail(strict=True, reason="on the H200 this kernel stops with 'illegal instruction' (2026-12-03, "
+                   "benchmarks/results/2026-12-03-h200-session24.md), while the attention backward's TMA reduction "
+                   "inside its ring runs and is correct; not understood yet")
 @pytest.mark.parametrize("M,N,BM,BN", [(45, 80, 16, 32), (130, 96, 32, 64)])
 def test_descriptor_atomic_add_runs(torch_sm90, M, N, BM, BN):
     # desc.atomic_add through the TMA's bulk reduction (test_tma_reduce.py emulates it): blocks that overlap
