@@ -193,3 +193,28 @@ def test_kept_layouts_launch_what_the_general_path_launches(D, causal, monkeypat
             torch.testing.assert_close(got, want, rtol=0, atol=0)
     for got in fast_grads:
         torch.testing.assert_close(got, general_grad, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_kept_layouts_on_the_cpu_backend(causal, monkeypatch):
+    # The descriptor kernels also run on the CPU backend (descriptors lowered to pointers): with
+    # attention_tma.applies made true there, the kept-layout path runs in CI and must launch exactly what
+    # the general path launches, bit for bit, on a sequence that is not a multiple of the tiles.
+    at = importlib.import_module("tegula.torch.ops.attention_tma")
+    monkeypatch.setattr(at, "applies", lambda q: q.dtype == torch.bfloat16 and q.shape[-1] in at.DKDV)
+    monkeypatch.setattr(module, "_FORWARD_LAYOUTS", type(module._FORWARD_LAYOUTS)())
+    monkeypatch.setattr(module, "_BACKWARD_LAYOUTS", type(module._BACKWARD_LAYOUTS)())
+    qkv, cos, sin = _inputs(1, 70, 2, 64, torch.bfloat16, "cpu", seed=70 + causal)
+    qkv = qkv.detach()
+    dout = torch.randn(1, 2, 70, 64, generator=torch.Generator().manual_seed(9)).to(qkv).transpose(1, 2)
+    fast = module.rotary_attention_forward(qkv, cos, sin, causal, 0.125)
+    assert any(layout is not None for layout in module._FORWARD_LAYOUTS.values())
+    fast_grad = module.rotary_attention_backward(dout, qkv, *fast[2:], fast[0], fast[1], cos, sin, causal, 0.125)
+    assert any(layout is not None for layout in module._BACKWARD_LAYOUTS.values())
+    monkeypatch.setattr(module, "FAST", False)
+    general = module.rotary_attention_forward(qkv, cos, sin, causal, 0.125)
+    general_grad = module.rotary_attention_backward(dout, qkv, *general[2:], general[0], general[1], cos, sin,
+                                                    causal, 0.125)
+    for got, want in zip(fast, general):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(fast_grad, general_grad, rtol=0, atol=0)

@@ -101,23 +101,15 @@ def _forward_layout(qkv, cos, sin):
     return B, T, H, D, (sb, st, sh) * 3 + (T * H * D, H * D, D), (rotated, rotated, v)
 
 
-def _rotary_launch(sources, destinations, cos, sin, sin_sign, R, T, H, D, src_slot, dst_slot, strides) -> None:
-    """rotary.launch_qkv_rows for 16-bit tensors with contiguous tables."""
-    rotary.rotary_qkv_kernel[(tegula.cdiv(R, rotary.BLOCK_R),)](
-        *sources, *destinations, cos, sin, R, T, H, D // 2, sin_sign, src_slot, dst_slot, *strides,
-        BLOCK_R=rotary.BLOCK_R, BLOCK_HALF=tegula.next_power_of_2(D // 2), ACC=tl.float32)
-
-
 def _fast_forward(qkv, cos, sin, causal, scale):
     layout = _FORWARD_LAYOUTS.find(metadata(qkv, cos, sin), _forward_layout, qkv, cos, sin)
     if layout is None or not _fast(layout[3]):
         return None
     B, T, H, D, strides, views = layout
-    options = dict(dtype=qkv.dtype, device=qkv.device)
-    q, k, out = torch.empty((B, T, H, D), **options), torch.empty((B, T, H, D), **options), \
-        torch.empty((B, T, H, D), **options)
+    q, k, out = (torch.empty((B, T, H, D), dtype=qkv.dtype, device=qkv.device) for _ in range(3))
     lse = torch.empty((B, H, T), dtype=torch.float32, device=qkv.device)
-    _rotary_launch((qkv, qkv, None), (q, k, None), cos, sin, 1.0, B * T * H, T, H, D, qkv.stride(2), 0, strides)
+    rotary.launch_qkv_rows((qkv, qkv, None), (q, k, None), cos, sin, 1.0, B * T * H, T, H, D, qkv.stride(2), 0,
+                           strides)
     attention_tma.launch_forward(q, k, qkv.select(2, 2), out, lse, views, (B, H, T, D), (T * H * D, D, H * D),
                                  causal, scale)
     return out, lse, q, k
@@ -128,10 +120,9 @@ def rotary_attention_forward(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Te
                              scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(out, lse, q, k): out [B, T, H, D], lse [B, H, T] (float32, float64 for float64 qkv), q and k
     rotated, [B, T, H, D]. lse, q and k are for the backward and carry no gradient."""
-    if qkv.is_cuda:
-        result = _fast_forward(qkv, cos, sin, causal, scale)
-        if result is not None:
-            return result
+    result = _fast_forward(qkv, cos, sin, causal, scale)
+    if result is not None:
+        return result
     _check(qkv, cos, sin)
     qkv = _rows_of(qkv)
     B, T, _, H, D = qkv.shape
@@ -156,7 +147,8 @@ def _backward_layout(dout, qkv, q, k, out, lse, cos, sin):
     descriptor path, or None."""
     B, T, _, H, D = qkv.shape
     tensors = (dout, q, k, out)
-    if (not attention_tma.applies(qkv) or qkv.stride(-1) != 1 or any(t.shape != (B, T, H, D) or t.stride(-1) != 1 for t in tensors)
+    if (not attention_tma.applies(qkv) or qkv.stride(-1) != 1
+            or any(t.shape != (B, T, H, D) or t.stride(-1) != 1 for t in tensors)
             or tuple(lse.shape) != (B, H, T) or not lse.is_contiguous() or lse.dtype != torch.float32
             or not (cos.is_contiguous() and sin.is_contiguous()) or not B * T * H):
         return None
@@ -186,8 +178,8 @@ def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
     attention_tma.launch_backward(dout, q, k, qkv.select(2, 2), lse, delta, views, (B, H, T, D), causal, scale,
                                   dq, dk, dv)
     grads = (H * T * D, D, T * D)
-    _rotary_launch((dq, dk, dv), (dqkv, dqkv, dqkv), cos, sin, -1.0, B * T * H, T, H, D, 0, H * D,
-                   grads * 3 + (3 * T * H * D, 3 * H * D, D))
+    rotary.launch_qkv_rows((dq, dk, dv), (dqkv, dqkv, dqkv), cos, sin, -1.0, B * T * H, T, H, D, 0, H * D,
+                           grads * 3 + (3 * T * H * D, 3 * H * D, D))
     return dqkv
 
 
@@ -197,10 +189,9 @@ def rotary_attention_backward(dout: torch.Tensor, qkv: torch.Tensor, q: torch.Te
                               causal: bool, scale: float) -> torch.Tensor:
     """The gradient of qkv, [B, T, 3, H, D], from out's gradient and the forward's qkv, rotated q and
     k, output and log-sum-exp."""
-    if qkv.is_cuda:
-        result = _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale)
-        if result is not None:
-            return result
+    result = _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale)
+    if result is not None:
+        return result
     qkv = _rows_of(qkv)
     B, T, _, H, D = qkv.shape
     dqkv = qkv.new_empty(B, T, 3, H, D)
