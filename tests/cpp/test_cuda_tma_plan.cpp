@@ -74,6 +74,40 @@ TEST(TmaPlan, RefusesWhatTheSpecializationDoesNotProve) {
   EXPECT_NE(refusal(kParams, computed).find("computed in the kernel"), std::string::npos);
 }
 
+std::string offset_refusal(const std::string& params, const std::string& body) {
+  ir::Function fn = kernel(params, body);
+  return tma_offset_refusal(fn, first_desc_op(fn), passes::AxisInfoAnalysis(fn));
+}
+
+// The TMA needs the box's first address 16-byte aligned: the innermost
+// offset, in elements times their bytes, must be known a multiple of 16.
+TEST(TmaPlan, InnermostOffsetsKnownOn16Bytes) {
+  auto load = [](const std::string& row, const std::string& col, const std::string& type = "tile<16x16xf32>") {
+    return "%b = desc_load %x, %M, %N, %s, %one, " + row + ", " + col + " {padding = \"zero\"} : " + type;
+  };
+  const std::string p = std::string(kParams) + ", %c: i32, %c16: i32 div(16)";
+  EXPECT_EQ(offset_refusal(p, load("%zero", "%zero")), "");
+  EXPECT_EQ(offset_refusal(p, load("%c", "%c16")), "");  // the row offset may be anything
+  // 8 floats (32 bytes); a program's block of 8 floats; 4 floats less (16 bytes).
+  EXPECT_EQ(offset_refusal(p, load("%zero", "%eight")), "");
+  std::string block = "%pid = program_id {axis = 0} : i32\n  %o = mul %pid, %eight : i32\n  ";
+  EXPECT_EQ(offset_refusal(p, block + load("%zero", "%o")), "");
+  EXPECT_EQ(offset_refusal(p, block + "%four = constant {value = 4} : i32\n  %o4 = sub %o, %four : i32\n  " +
+                                  load("%zero", "%o4")),
+            "");
+  // 3 floats, an unspecialized argument, a program id: not known.
+  std::string three = "%three = constant {value = 3} : i32\n  ";
+  EXPECT_EQ(offset_refusal(p, three + load("%zero", "%three")),
+            "the innermost offset is not known to be a multiple of 4 elements (16 bytes; the TMA needs it)");
+  EXPECT_NE(offset_refusal(p, load("%zero", "%c")), "");
+  EXPECT_NE(offset_refusal(p, "%pid = program_id {axis = 0} : i32\n  " + load("%zero", "%pid")), "");
+  // For f16, 8 elements make 16 bytes and 4 do not.
+  const std::string h = "%x: ptr<f16> div(16), %M: i32, %N: i32 div(16), %s: i32 div(16)";
+  EXPECT_EQ(offset_refusal(h, load("%zero", "%eight", "tile<16x16xf16>")), "");
+  EXPECT_EQ(offset_refusal(h, "%four = constant {value = 4} : i32\n  " + load("%zero", "%four", "tile<16x16xf16>")),
+            "the innermost offset is not known to be a multiple of 8 elements (16 bytes; the TMA needs it)");
+}
+
 // desc_atomic takes the TMA's bulk reduction where the PTX ISA defines it on
 // the map's element type the way the IR's atomic means it (tma_reduces).
 TEST(TmaPlan, ReducesWhatCpReduceAsyncBulkTensorDefines) {

@@ -303,6 +303,17 @@ struct TgEmuTmaLoad : tg_emu::AsyncOp {
   }
 };
 
+// The TMA computes a box's first address from its coordinates and needs it
+// 16-byte aligned: on the H200 an innermost coordinate of 3 floats stops the
+// kernel with "illegal instruction" (the outer dims move by strides that are
+// multiples of 16 bytes, so only the innermost coordinate can break it).
+void tg_emu_check_innermost_coordinate(const TgEmuTensorMap& m, int c0, const std::string& what) {
+  if (static_cast<long long>(c0) * m.element_bytes % 16 != 0)
+    tg_emu::fail(what + " at innermost coordinate " + std::to_string(c0) + " (" +
+                 std::to_string(static_cast<long long>(c0) * m.element_bytes) +
+                 " bytes): not a multiple of 16 bytes, an illegal instruction on the GPU");
+}
+
 // cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes
 // [.multicast::cluster with a CTA mask].
 void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int c0, int c1, int c2,
@@ -312,6 +323,7 @@ void tg_emu_tma_load(unsigned dst, const void* map, unsigned bar, int dims, int 
   op->map = tg_emu_map(map);
   if (op->map.rank != dims)
     tg_emu::fail("a " + std::to_string(dims) + "-D bulk tensor copy with a tensor map of rank " + std::to_string(op->map.rank));
+  tg_emu_check_innermost_coordinate(op->map, c0, "a bulk tensor copy");
   op->coords[0] = c0, op->coords[1] = c1, op->coords[2] = c2;
   op->dst = dst, op->bar = bar, op->bytes = tg_emu_box_bytes(op->map);
   op->id = ++tg_emu_async_ids;
@@ -452,6 +464,7 @@ void tg_emu_bulk_write(const void* map, unsigned src, int dims, int c0, int c1, 
   if (reduce >= 0 && !tg_emu_reduces(reduce, op->map.data_type))
     tg_emu::fail(std::string("cp.reduce.async.bulk.tensor has no .") + tg_emu_reduce_name(reduce) +
                  " for tensor map data type " + std::to_string(op->map.data_type));
+  tg_emu_check_innermost_coordinate(op->map, c0, "a bulk tensor " + what);
   op->coords[0] = c0, op->coords[1] = c1, op->coords[2] = c2;
   op->cta = t.cta, op->src = src, op->bytes = tg_emu_box_bytes(op->map);
   op->thread = static_cast<int>(t.thread.x), op->group = t.bulk_groups, op->id = ++tg_emu_async_ids;

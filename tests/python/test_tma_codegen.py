@@ -115,14 +115,41 @@ def nan_pad_kernel(x_ptr, out_ptr, M, N, off_m, off_n, BM: tl.constexpr, BN: tl.
 
 
 def test_nan_padding_and_negative_offsets():
-    M, N, BM, BN = 20, 32, 16, 16
+    M, N, BM, BN = 20, 48, 16, 32
     x = random_array(3, (M, N), "float32")
     out = np.zeros((BM, BN), np.float32)
-    compiled = emulate(nan_pad_kernel, (1,), x, out, M, N, -5, 24, BM=BM, BN=BN)
+    compiled = emulate(nan_pad_kernel, (1,), x, out, M, N, -5, 32, BM=BM, BN=BN)
     assert compiled.tensor_maps[0]["fill"] == "nan"
     want = np.full((BM, BN), np.nan, np.float32)
-    want[5:, :8] = x[0:11, 24:32]
+    want[5:, :16] = x[0:11, 32:48]
     np.testing.assert_array_equal(out, want)
+
+
+def test_an_innermost_offset_off_16_bytes_takes_the_pointer_form():
+    # The TMA needs a box's first address 16-byte aligned: a column offset of 24 floats is, but a specialization
+    # only knows multiples of 16, so the load takes the pointer form (the H200 stops a TMA copy at 3 floats with
+    # "illegal instruction"). Same result, NaN padding included; the layouts text says why.
+    M, N, BM, BN = 20, 32, 16, 16
+    x = random_array(3, (M, N), "float32")
+    for off_n in (24, 3):
+        out = np.zeros((BM, BN), np.float32)
+        compiled = emulate(nan_pad_kernel, (1,), x, out, M, N, -5, off_n, BM=BM, BN=BN)
+        assert [m["base"] for m in compiled.tensor_maps] == ["out_ptr"], compiled.tensor_maps
+        assert re.search(r"desc_load at .*: pointer form, the innermost offset is not known to be a multiple of 4 "
+                         r"elements \(16 bytes; the TMA needs it\)", compiled.layouts), compiled.layouts
+        want = np.full((BM, BN), np.nan, np.float32)
+        cols = min(BN, N - off_n)
+        want[5:, :cols] = x[0:11, off_n:off_n + cols]
+        np.testing.assert_array_equal(out, want)
+
+
+def test_the_emulator_stops_a_copy_off_16_bytes():
+    # What the H200 does with such a copy (an illegal instruction), the emulator reports.
+    def shifted(src):
+        return re.sub(r"(tg_tma_load_2d\(.*?, tg_tma_bar, )(v\d+)", r"\1\2 + 1", src, count=1)
+
+    with pytest.raises(EmulatorError, match="innermost coordinate .* not a multiple of 16 bytes"):
+        run_scale(40, 48, 16, 16, "float32", edit_source=shifted)
 
 
 @tegula.jit

@@ -57,7 +57,7 @@ def test_descriptor_atomic_add_is_a_tma_reduction(tmp_path):
     from test_tma_reduce import overlap_add_kernel
     x, out = np.zeros((4, 16, 32), np.float32), np.zeros((45, 80), np.float32)
     compiled, sass = sass_of(overlap_add_kernel, (x, out, 45, 80),
-                             {"STEP_M": 9, "STEP_N": 20, "SHIFT": 3, "BM": 16, "BN": 32}, tmp_path)
+                             {"STEP_M": 9, "STEP_N": 20, "SHIFT_M": 3, "SHIFT_N": 4, "BM": 16, "BN": 32}, tmp_path)
     assert "tg_tma_reduce_add_2d" in compiled.source
     assert "UTMAREDG" in sass, [line for line in sass.splitlines() if "UTMA" in line or "RED" in line][:8]
 
@@ -271,13 +271,12 @@ def test_attention_ring_runs(torch_sm90, B, H, S, D, causal, dtype, ws):
     torch.testing.assert_close(lse, want_lse, rtol=0, atol=1e-3)
 
 
-@pytest.mark.xfail(strict=True, reason="on the H200 this kernel stops with 'illegal instruction' (2026-12-03, "
-                   "benchmarks/results/2026-12-03-h200-session24.md), while the attention backward's TMA reduction "
-                   "inside its ring runs and is correct; not understood yet")
 @pytest.mark.parametrize("M,N,BM,BN", [(45, 80, 16, 32), (130, 96, 32, 64)])
-def test_descriptor_atomic_add_runs(torch_sm90, M, N, BM, BN):
+@pytest.mark.parametrize("shifts", [(3, 4), (3, 3)])
+def test_descriptor_atomic_add_runs(torch_sm90, M, N, BM, BN, shifts):
     # desc.atomic_add through the TMA's bulk reduction (test_tma_reduce.py emulates it): blocks that overlap
-    # their neighbours' and hang over every edge of out add into it, against float64 NumPy sums.
+    # their neighbours' and hang over every edge of out add into it, against float64 NumPy sums. Column offsets
+    # of 3 floats keep pointer atomics (a TMA box must start on 16 bytes: else an illegal instruction).
     from test_tma_reduce import overlap_add_kernel, overlap_reference
     torch = torch_sm90
     steps = (BM // 2 + 1, BN // 2 + 4)
@@ -285,8 +284,8 @@ def test_descriptor_atomic_add_runs(torch_sm90, M, N, BM, BN):
     rng = np.random.default_rng(M + N)
     x = rng.standard_normal((grid[0] * grid[1], BM, BN)).astype(np.float32)
     out = rng.standard_normal((M, N)).astype(np.float32)
-    want = overlap_reference(out, x, (*steps, grid[1]), 3)
+    want = overlap_reference(out, x, (*steps, grid[1]), shifts)
     out_t = torch.from_numpy(out).cuda()
-    overlap_add_kernel[grid](torch.from_numpy(x).cuda(), out_t, M, N, STEP_M=steps[0], STEP_N=steps[1], SHIFT=3,
-                             BM=BM, BN=BN)
+    overlap_add_kernel[grid](torch.from_numpy(x).cuda(), out_t, M, N, STEP_M=steps[0], STEP_N=steps[1],
+                             SHIFT_M=shifts[0], SHIFT_N=shifts[1], BM=BM, BN=BN)
     np.testing.assert_allclose(out_t.cpu().numpy(), want, rtol=1e-5, atol=1e-5)

@@ -21,14 +21,14 @@ import tegula.language as tl
 from cuda_emulator import EmulatorError, compile_cuda, emulate, require_emulator
 
 
-def overlap_reference(out, x, steps, shift):
-    """out plus block p of x at ((p // cols) * step_m - shift, (p % cols) * step_n - shift), clipped to out."""
+def overlap_reference(out, x, steps, shifts):
+    """out plus block p of x at ((p // cols) * step_m - shift_m, (p % cols) * step_n - shift_n), clipped to out."""
     M, N = out.shape
     P, BM, BN = x.shape
     cols = steps[2]
     want = out.astype(np.float64)
     for p in range(P):
-        r0, c0 = (p // cols) * steps[0] - shift, (p % cols) * steps[1] - shift
+        r0, c0 = (p // cols) * steps[0] - shifts[0], (p % cols) * steps[1] - shifts[1]
         for i in range(BM):
             for j in range(BN):
                 if 0 <= r0 + i < M and 0 <= c0 + j < N:
@@ -37,27 +37,32 @@ def overlap_reference(out, x, steps, shift):
 
 
 @tegula.jit
-def overlap_add_kernel(x_ptr, out_ptr, M, N, STEP_M: tl.constexpr, STEP_N: tl.constexpr, SHIFT: tl.constexpr,
-                       BM: tl.constexpr, BN: tl.constexpr):
-    # Program (i, j) adds its own [BM, BN] block of x at (i * STEP_M - SHIFT, j * STEP_N - SHIFT): blocks
-    # overlap their neighbours' (steps below the block) and hang over every edge of out.
+def overlap_add_kernel(x_ptr, out_ptr, M, N, STEP_M: tl.constexpr, STEP_N: tl.constexpr, SHIFT_M: tl.constexpr,
+                       SHIFT_N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    # Program (i, j) adds its own [BM, BN] block of x at (i * STEP_M - SHIFT_M, j * STEP_N - SHIFT_N): blocks
+    # overlap their neighbours' (steps below the block) and hang over every edge of out. The TMA needs the
+    # column offset a multiple of 16 bytes (SHIFT_N 4 floats); any other keeps the pointer form.
     pid = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
     rows = tl.arange(0, BM)[:, None]
     cols = tl.arange(0, BN)[None, :]
     x = tl.load(x_ptr + pid * BM * BN + rows * BN + cols)
     out = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
-    out.atomic_add([tl.program_id(0) * STEP_M - SHIFT, tl.program_id(1) * STEP_N - SHIFT], x)
+    out.atomic_add([tl.program_id(0) * STEP_M - SHIFT_M, tl.program_id(1) * STEP_N - SHIFT_N], x)
 
 
-def run_overlap(M, N, BM, BN, seed, arch=90, **kw):
+SHIFTS = (3, 4)  # rows: any; columns: 16 bytes, as the TMA needs
+META = dict(STEP_M=9, STEP_N=12, SHIFT_M=3, SHIFT_N=4, BM=16, BN=16)
+
+
+def run_overlap(M, N, BM, BN, seed, arch=90, shifts=SHIFTS, **kw):
     steps = (BM // 2 + 1, BN // 2 + 4)
     grid = (-(-(M + 4) // steps[0]), -(-(N + 4) // steps[1]))
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((grid[0] * grid[1], BM, BN)).astype(np.float32)
     out = rng.standard_normal((M, N)).astype(np.float32)
-    want = overlap_reference(out, x, (*steps, grid[1]), 3)
-    compiled = emulate(overlap_add_kernel, grid, x, out, M, N, STEP_M=steps[0], STEP_N=steps[1], SHIFT=3, BM=BM,
-                       BN=BN, arch=arch, seed=seed, **kw)
+    want = overlap_reference(out, x, (*steps, grid[1]), shifts)
+    compiled = emulate(overlap_add_kernel, grid, x, out, M, N, STEP_M=steps[0], STEP_N=steps[1], SHIFT_M=shifts[0],
+                       SHIFT_N=shifts[1], BM=BM, BN=BN, arch=arch, seed=seed, **kw)
     return compiled, out, want
 
 
@@ -103,7 +108,7 @@ def test_generated_structure():
 @tegula.jit
 def rank1_add_kernel(x_ptr, out_ptr, n, B: tl.constexpr):
     out = tl.make_tensor_descriptor(out_ptr, [n], [1], [B])
-    out.atomic_add([tl.program_id(0) * (B // 2) - 5], tl.load(x_ptr + tl.program_id(0) * B + tl.arange(0, B)))
+    out.atomic_add([tl.program_id(0) * (B // 2) - 4], tl.load(x_ptr + tl.program_id(0) * B + tl.arange(0, B)))
 
 
 @tegula.jit
@@ -125,8 +130,8 @@ def test_rank1_and_rank3_blocks():
     want = out.astype(np.float64)
     for p in range(6):
         for i in range(B):
-            if 0 <= p * (B // 2) - 5 + i < n:
-                want[p * (B // 2) - 5 + i] += x[p, i]
+            if 0 <= p * (B // 2) - 4 + i < n:
+                want[p * (B // 2) - 4 + i] += x[p, i]
     compiled = emulate(rank1_add_kernel, (6,), x, out, n, B=B)
     assert "tg_tma_reduce_add_1d" in compiled.source
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
@@ -221,7 +226,7 @@ def pointer_form(compiled):
 
 def test_pointer_atomics_where_the_tma_does_not_reduce():
     x, out = np.zeros((4, 16, 16), np.float32), np.zeros((37, 48), np.float32)
-    meta = dict(STEP_M=9, STEP_N=12, SHIFT=3, BM=16, BN=16)
+    meta = META
     tma = compiled_for(overlap_add_kernel, (x, out, 37, 48), **meta)
     assert "desc_atomic" in tma.stages["optimized"] and not pointer_form(tma)
     # A row stride of 50 floats (not known to be a multiple of 16 bytes), sm_80: atomic_rmw, as before the op.
@@ -241,6 +246,17 @@ def test_pointer_atomics_where_the_tma_does_not_reduce():
     debug = tegula._C.compile(request, tegula._C.CompileOptions(backend="cuda", cuda_arch=90, debug=True,
                                                                                keep_stages=True))
     assert debug.tensor_maps == [] and "tg_tma_reduce" not in debug.source.split("---- kernel")[1]
+
+
+@pytest.mark.usefixtures("_emulator")
+def test_a_column_offset_off_16_bytes_keeps_pointer_atomics():
+    # Blocks at column offsets of 3 floats: the TMA would stop with "illegal instruction" on the H200, so the op
+    # keeps the pointer form (the layouts text says why), with the same sums.
+    compiled, got, want = run_overlap(45, 80, 8, 32, 2, shifts=(3, 3))
+    assert pointer_form(compiled), compiled.layouts
+    assert re.search(r"desc_atomic at .*: pointer form, the innermost offset is not known to be a multiple of 4 "
+                     r"elements", compiled.layouts), compiled.layouts
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @tegula.jit
@@ -271,7 +287,7 @@ def test_cpu_backend_keeps_its_code():
     # The CPU backend receives the pointer form only: its IR after lower_descriptors is what the front end made
     # before desc_atomic existed (an acq_rel atomic_rmw under the block's mask).
     x, out = np.zeros((4, 16, 16), np.float32), np.zeros((37, 48), np.float32)
-    request, _ = overlap_add_kernel._request_for(x, out, 37, 48, STEP_M=9, STEP_N=12, SHIFT=3, BM=16, BN=16)
+    request, _ = overlap_add_kernel._request_for(x, out, 37, 48, **META)
     cpu = tegula._C.compile(request, tegula._C.CompileOptions(backend="cpu", keep_stages=True))
     assert "desc_atomic" in cpu.stages["lowered"]
     assert "desc_atomic" not in cpu.stages["optimized"]
@@ -285,10 +301,12 @@ def test_overlapping_blocks_on_the_backend(backend):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((grid[0] * grid[1], BM, BN)).astype(np.float32)
     out = rng.standard_normal((M, N)).astype(np.float32)
-    want = overlap_reference(out, x, (*steps, grid[1]), 3)
-    got = backend.array(out)
-    overlap_add_kernel[grid](backend.array(x), got, M, N, STEP_M=steps[0], STEP_N=steps[1], SHIFT=3, BM=BM, BN=BN)
-    np.testing.assert_allclose(backend.numpy(got), want, rtol=1e-5, atol=1e-5)
+    for shifts in (SHIFTS, (3, 3)):
+        want = overlap_reference(out, x, (*steps, grid[1]), shifts)
+        got = backend.array(out)
+        overlap_add_kernel[grid](backend.array(x), got, M, N, STEP_M=steps[0], STEP_N=steps[1], SHIFT_M=shifts[0],
+                                 SHIFT_N=shifts[1], BM=BM, BN=BN)
+        np.testing.assert_allclose(backend.numpy(got), want, rtol=1e-5, atol=1e-5)
 
 
 # --- ordering within the program -----------------------------------------------------------------------------------
@@ -379,7 +397,7 @@ def test_nvrtc_assembles_the_bulk_reduction():
 
     require_nvrtc(90)
     x, out = np.zeros((4, 16, 16), np.float32), np.zeros((37, 48), np.float32)
-    request, _ = overlap_add_kernel._request_for(x, out, 37, 48, STEP_M=9, STEP_N=12, SHIFT=3, BM=16, BN=16)
+    request, _ = overlap_add_kernel._request_for(x, out, 37, 48, **META)
     compiled = tegula._C.compile(request, tegula._C.CompileOptions(backend="cuda", cuda_arch=90, keep_stages=True))
     assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group" in compiled.ptx
     assert "cp.async.bulk.wait_group.read 0;" in compiled.ptx

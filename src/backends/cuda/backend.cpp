@@ -49,6 +49,7 @@ class CudaTarget : public Target {
   bool keeps_descriptor_op(const ir::Function& fn, const ir::Op& op) const override {
     if (target_.arch < 90) return false;
     std::string why = options_.debug ? "debug mode checks every element" : tma_refusal(fn, op);
+    if (why.empty()) why = tma_offset_refusal(fn, op, passes::AxisInfoAnalysis(fn));
     if (!why.empty()) pointer_form_notes_ += descriptor_op_name(fn, op) + ": pointer form, " + why + "\n";
     return why.empty();
   }

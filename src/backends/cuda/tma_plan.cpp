@@ -1,6 +1,7 @@
 #include "backends/cuda/tma_plan.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 #include "ir/atomic.h"
@@ -108,6 +109,17 @@ std::string tma_refusal(const ir::Function& fn, const ir::Op& op) {
   if (block.shape.back() * bytes % 16 != 0)
     return "a block row is " + std::to_string(block.shape.back() * bytes) + " bytes, not a multiple of 16";
   return "";
+}
+
+std::string tma_offset_refusal(const ir::Function& fn, const ir::Op& op, const passes::AxisInfoAnalysis& axes) {
+  ir::DescriptorOperands d = ir::descriptor_operands(op);
+  int64_t bytes = ir::byte_size(fn.type(ir::descriptor_block_value(op)).scalar);
+  int64_t divisibility = axes.get(d.offsets.back()).divisibility[0];
+  // divisibility is a power of two (or 0's huge one): elements times bytes is a multiple of 16 iff
+  // their product's power of two is.
+  if (divisibility >= 16 || divisibility * bytes % 16 == 0) return "";
+  return "the innermost offset is not known to be a multiple of " + std::to_string(16 / std::gcd<int64_t>(16, bytes)) +
+         " elements (16 bytes; the TMA needs it)";
 }
 
 std::string descriptor_op_name(const ir::Function& fn, const ir::Op& op) {

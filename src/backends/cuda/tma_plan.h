@@ -21,6 +21,7 @@
 #include "backends/tensor_map_param.h"
 #include "ir/atomic.h"
 #include "ir/ir.h"
+#include "passes/axis_info.h"
 
 namespace tegula::backends::cuda {
 
@@ -41,6 +42,16 @@ bool tma_reduces(ir::AtomicOp op, ir::Scalar s);
 // of `fn`; otherwise why not, as a phrase ("the base pointer is not known
 // to be 16-byte aligned").
 std::string tma_refusal(const ir::Function& fn, const ir::Op& op);
+
+// "" when the block's innermost offset is known (`axes`, the analysis of
+// `fn`) to be a multiple of 16 bytes; otherwise why not. The TMA computes
+// the box's first address from the coordinates and needs it 16-byte
+// aligned: a copy, store or reduction at an innermost offset of 3 floats
+// stops the kernel with "illegal instruction" on the H200. An offset the
+// specialization cannot prove aligned keeps the pointer form, which is
+// correct at every offset. Decided once, before the optimization stages
+// (keeps_descriptor_op), as the rest of the plan.
+std::string tma_offset_refusal(const ir::Function& fn, const ir::Op& op, const passes::AxisInfoAnalysis& axes);
 
 // The tensor map desc op `op` copies through. Asserts tma_refusal is "".
 TensorMapParam tma_map_param(const ir::Function& fn, const ir::Op& op);
