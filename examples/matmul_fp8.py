@@ -49,6 +49,9 @@ def matmul_fp8_kernel(a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, K,
         group = tile // tiles_per_group
         group_first_m = group * GROUP_M
         group_rows = min(tiles_m - group_first_m, GROUP_M)
+        # A tile's group has rows left: so the offsets are >= 0 and C's block is stored by the TMA
+        # without a run-time check (a TMA store must start inside the tensor).
+        tl.assume(group_rows > 0)
         within = tile % tiles_per_group
         off_m = (group_first_m + within % group_rows) * BLOCK_M
         off_n = (within // group_rows) * BLOCK_N

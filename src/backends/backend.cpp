@@ -9,7 +9,7 @@ std::vector<std::pair<std::string, int64_t>> LoadedKernel::resources(const Kerne
        "kernel '" + info.name + "' runs on the host; it has no device resources");
 }
 
-bool Target::keeps_descriptor_op(const ir::Function&, const ir::Op&) const { return false; }
+ir::DescriptorPath Target::descriptor_path(const ir::Function&, const ir::Op&) const { return ir::DescriptorPath::Lower; }
 
 BuildDetails Target::details(const Generated& generated, const std::string& kernel_name) const { return {}; }
 

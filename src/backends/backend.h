@@ -30,6 +30,7 @@
 
 #include "backends/artifact.h"
 #include "backends/launch_arguments.h"
+#include "ir/descriptor.h"
 #include "backends/tensor_map_param.h"
 #include "ir/ir.h"
 #include "passes/debug_sites.h"
@@ -153,10 +154,11 @@ class Target {
   // (tl.target_info); 0 for a host backend. Part of the cache key.
   virtual int arch() const { return 0; }
 
-  // Whether emit() takes desc op `op` of `fn` (desc_load / desc_store,
-  // ir/descriptor.h) as it is, copying its block whole; the passes lower
-  // the others to pointer tiles and masks first (passes/lower_descriptors.h).
-  virtual bool keeps_descriptor_op(const ir::Function& fn, const ir::Op& op) const;
+  // Whether emit() takes desc op `op` of `fn` (ir/descriptor.h) as it is,
+  // copying its block whole, or only where its offsets are >= 0; the passes
+  // lower the others (and the rest of the guarded ones) to pointer tiles and
+  // masks first (passes/lower_descriptors.h).
+  virtual ir::DescriptorPath descriptor_path(const ir::Function& fn, const ir::Op& op) const;
 
   // The generated source of the optimized kernel `fn` (its code generator).
   virtual Generated emit(const ir::Function& fn) const = 0;

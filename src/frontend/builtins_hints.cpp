@@ -85,6 +85,37 @@ void collect_divisibility(Lowerer& l, ir::ValueId cond, std::vector<Divisibility
   }
 }
 
+// x >= c, x > c and their mirrors (c <= x, c < x) for an integer scalar x
+// and a constant c, alone or joined by `and`: x's least value, where it is
+// at least 0.
+struct LowerBoundFact {
+  ir::ValueId value;
+  int64_t at_least;
+};
+void collect_lower_bounds(Lowerer& l, ir::ValueId cond, std::vector<LowerBoundFact>& out) {
+  ir::Function& fn = l.function();
+  ir::OpId def = fn.value(cond).def;
+  if (!def.valid()) return;
+  const ir::Op& op = fn.op(def);
+  if (op.kind == OpKind::And) {
+    collect_lower_bounds(l, op.operands[0], out);
+    collect_lower_bounds(l, op.operands[1], out);
+    return;
+  }
+  const ir::Attr* pred = op.attr("pred");
+  if (op.kind != OpKind::Cmp || pred == nullptr || std::get_if<std::string>(pred) == nullptr) return;
+  const std::string& p = std::get<std::string>(*pred);
+  for (size_t side = 0; side < 2; ++side) {  // x on the left: x >= c, x > c; on the right: c <= x, c < x
+    bool inclusive = p == (side == 0 ? "ge" : "le"), strict = p == (side == 0 ? "gt" : "lt");
+    std::optional<int64_t> c = splat_constant(l, op.operands[1 - side]);
+    ir::ValueId x = op.operands[side];
+    const ir::Type t = l.type(x);
+    if (!c || !(inclusive || strict) || t.is_tile() || t.is_pointer() || !ir::is_integer(t.scalar)) continue;
+    int64_t least = strict ? *c + 1 : *c;
+    if (least >= 0 && least <= (int64_t{1} << 40)) out.push_back({x, least});
+  }
+}
+
 // The variables of the current function that hold `value` now hold
 // `hinted`, outside runtime branches and loops.
 void rebind_to_hinted(Lowerer& l, ir::ValueId value, ir::ValueId hinted) {
@@ -135,9 +166,8 @@ Symbol lower_assume(Lowerer& l, const CallArgs& c, const std::string& n) {
     return Symbol::of(ConstValue::none());
   }
   ir::ValueId v = l.to_value(cond, a.loc("cond"), "the condition of tl.assume");
-  if (l.frame().runtime_control_depth > 0) return Symbol::of(ConstValue::none());
   std::vector<Divisibility> facts;
-  collect_divisibility(l, v, facts);
+  if (l.frame().runtime_control_depth == 0) collect_divisibility(l, v, facts);
   for (const Divisibility& f : facts) {
     const ir::Type t = l.type(f.value);
     if (t.is_pointer()) continue;
@@ -145,6 +175,27 @@ Symbol lower_assume(Lowerer& l, const CallArgs& c, const std::string& n) {
     ir::ValueId hinted = l.create(OpKind::Hint, {f.value}, t, c.loc,
                                   {{ir::kHintDivisibility, ir::Attr{std::vector<int64_t>(rank, f.by)}}});
     rebind_to_hinted(l, f.value, hinted);
+  }
+  std::vector<LowerBoundFact> bounds;
+  collect_lower_bounds(l, v, bounds);
+  for (const LowerBoundFact& f : bounds) {
+    // A bound holds wherever the value does: inside a runtime branch or loop it is recorded for a value
+    // defined there (the variables holding it keep to that region too), not for one from outside.
+    const ir::Value& value = l.function().value(f.value);
+    bool local = value.def.valid() ? l.function().op(value.def).parent == l.builder().insertion_block()
+                                   : value.block == l.builder().insertion_block();
+    if (l.frame().runtime_control_depth > 0 && !local) continue;
+    // x may have been rebound to a hinted copy above: hint what the variables hold now.
+    ir::ValueId current = f.value;
+    for (const auto& [name, symbol] : l.frame().vars)
+      if (symbol.is_value() && l.function().value(symbol.value).def.valid()) {
+        const ir::Op& def = l.function().op(l.function().value(symbol.value).def);
+        if (def.kind == OpKind::Hint && def.operands[0] == f.value) current = symbol.value;
+      }
+    ir::ValueId hinted = l.create(OpKind::Hint, {current}, l.type(f.value), c.loc,
+                                  {{ir::kHintAtLeast, ir::Attr{std::vector<int64_t>{f.at_least}}}});
+    for (auto& [name, symbol] : l.frame().vars)
+      if (symbol.is_value() && symbol.value == current) symbol = Symbol::of(hinted);
   }
   return Symbol::of(ConstValue::none());
 }

@@ -30,6 +30,13 @@
 
 namespace tegula::ir {
 
+// How the pipeline treats a desc op (passes/lower_descriptors.h): expanded
+// to its pointer form; kept whole for a code generator that copies blocks
+// (TMA); or kept where every offset is >= 0 and expanded elsewhere, under a
+// runtime branch on the offsets (a TMA store or reduction must start inside
+// the tensor, which the compiler could not prove).
+enum class DescriptorPath { Lower, Keep, KeepWhereOffsetsNonNegative };
+
 // The operands of a verified desc op, by role.
 struct DescriptorOperands {
   size_t rank = 0;

@@ -24,6 +24,12 @@ std::string hint_problem(const Function& fn, const Op& op) {
       if (v <= 0 || !std::has_single_bit(static_cast<uint64_t>(v)))
         return std::string("attribute `") + name + "` holds " + std::to_string(v) + ", not a power of two";
   }
+  if (const Attr* a = op.attr(kHintAtLeast)) {
+    const auto* values = std::get_if<std::vector<int64_t>>(a);
+    if (x.is_tile() || x.is_pointer() || !is_integer(x.scalar)) return "attribute `at_least` describes integer scalars";
+    if (values == nullptr || values->size() != 1 || (*values)[0] < 0)
+      return "attribute `at_least` must be one integer >= 0";
+  }
   return "";
 }
 

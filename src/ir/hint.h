@@ -2,9 +2,10 @@
 // promises about the value for the axis analysis (tl.multiple_of,
 // tl.max_contiguous, tl.max_constancy, tl.assume): attributes
 // `divisibility`, `contiguity`, `constancy`, each an optional list of powers
-// of two, one per dimension (one entry for a scalar). A backend may rely on
-// them (vector loads), so a false hint gives unspecified results, as in
-// Triton.
+// of two, one per dimension (one entry for a scalar), and `at_least`
+// ([c], c >= 0: the integer scalar is never below c, from tl.assume(x >= c)
+// and its kin). A backend may rely on them (vector loads, TMA stores), so a
+// false hint gives unspecified results, as in Triton.
 #pragma once
 
 #include <string>
@@ -21,5 +22,6 @@ std::string hint_problem(const Function& fn, const Op& op);
 inline constexpr const char* kHintDivisibility = "divisibility";
 inline constexpr const char* kHintContiguity = "contiguity";
 inline constexpr const char* kHintConstancy = "constancy";
+inline constexpr const char* kHintAtLeast = "at_least";
 
 }  // namespace tegula::ir

@@ -6,6 +6,7 @@
 // what the front end emitted for desc.atomic_* before the op existed.
 #include "passes/lower_descriptors.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -67,16 +68,50 @@ void lower(ir::Function& fn, ir::OpId id) {
   fn.erase_op(id);
 }
 
+// `if (every offset >= 0) { op } else { op's pointer form }`, in op's place.
+void guard(ir::Function& fn, ir::OpId id) {
+  const ir::Op op = fn.op(id);  // a copy: creating ops below may move the table
+  ir::DescriptorOperands d = ir::descriptor_operands(op);
+  ir::Builder b(fn);
+  b.set_insertion_before(id);
+  b.set_loc(op.loc);
+  const ir::Type flag = ir::Type::of(ir::Scalar::I1);
+  ir::ValueId inside;
+  for (ir::ValueId offset : d.offsets) {
+    ir::ValueId zero = b.int_constant(0, fn.type(offset));
+    ir::ValueId at_least_zero = b.create1(ir::OpKind::Cmp, {offset, zero}, flag, {{"pred", ir::Attr{std::string("ge")}}});
+    inside = inside.valid() ? b.create1(ir::OpKind::And, {inside, at_least_zero}, flag) : at_least_zero;
+  }
+  ir::OpId branch = b.create(ir::OpKind::If, {inside}, {});
+  ir::BlockId whole = fn.add_block(branch), pointers = fn.add_block(branch);
+  fn.op(branch).regions = {whole, pointers};
+  std::vector<ir::OpId>& siblings = fn.block(op.parent).ops;
+  siblings.erase(std::remove(siblings.begin(), siblings.end(), id), siblings.end());
+  fn.insert_op(whole, 0, id);
+  ir::OpId copy = fn.create_op(op.kind, op.operands, {}, op.loc);
+  fn.op(copy).attrs = op.attrs;
+  fn.insert_op(pointers, 0, copy);
+  for (ir::BlockId block : {whole, pointers}) {
+    b.set_insertion_end(block);
+    b.create(ir::OpKind::Yield, {}, {});
+  }
+  lower(fn, copy);
+}
+
 }  // namespace
 
-bool lower_descriptors(ir::Function& fn, const DescriptorFilter& keep) {
-  std::vector<ir::OpId> found;
+bool lower_descriptors(ir::Function& fn, const DescriptorFilter& path) {
+  std::vector<ir::OpId> lowered, guarded;
   fn.walk([&](ir::OpId id) {
     const ir::Op& op = fn.op(id);
-    if (ir::is_descriptor_op(op.kind) && !(keep && keep(fn, op))) found.push_back(id);
+    if (!ir::is_descriptor_op(op.kind)) return;
+    ir::DescriptorPath p = path ? path(fn, op) : ir::DescriptorPath::Lower;
+    if (p == ir::DescriptorPath::Lower) lowered.push_back(id);
+    if (p == ir::DescriptorPath::KeepWhereOffsetsNonNegative) guarded.push_back(id);
   });
-  for (ir::OpId id : found) lower(fn, id);
-  return !found.empty();
+  for (ir::OpId id : guarded) guard(fn, id);
+  for (ir::OpId id : lowered) lower(fn, id);
+  return !lowered.empty() || !guarded.empty();
 }
 
 bool lower_descriptors(ir::Function& fn) { return lower_descriptors(fn, {}); }

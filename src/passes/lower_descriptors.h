@@ -4,21 +4,27 @@
 // stages. Targets without a tensor-copy engine (the CPU backend, CUDA
 // before sm_90) lower every op, so their IR and generated code are what the
 // front end made before the ops existed; sm_90 keeps the ops its TMA can
-// copy (backends/cuda/tma_plan.h) and lowers the rest.
+// copy (backends/cuda/tma_plan.h) and lowers the rest. An op kept "where
+// its offsets are >= 0" becomes
+//
+//   if (offset_0 >= 0 & .. & offset_r-1 >= 0) { the op } else { its pointer form }
+//
+// (a store or reduction the TMA may only do inside the tensor).
 #pragma once
 
 #include <functional>
 
+#include "ir/descriptor.h"
 #include "ir/ir.h"
 
 namespace tegula::passes {
 
-// Whether a desc op stays as it is (a code generator copies its block whole).
-using DescriptorFilter = std::function<bool(const ir::Function& fn, const ir::Op& op)>;
+// What becomes of a desc op (ir::DescriptorPath).
+using DescriptorFilter = std::function<ir::DescriptorPath(const ir::Function& fn, const ir::Op& op)>;
 
-// Lowers every desc op `keep` does not keep (all of them when `keep` is
-// empty, or not given). Returns whether any op was lowered.
-bool lower_descriptors(ir::Function& fn, const DescriptorFilter& keep);
+// Lowers every desc op as `path` says (all of them when `path` is empty, or
+// not given). Returns whether any op was lowered or guarded.
+bool lower_descriptors(ir::Function& fn, const DescriptorFilter& path);
 bool lower_descriptors(ir::Function& fn);
 
 }  // namespace tegula::passes

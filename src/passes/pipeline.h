@@ -18,9 +18,10 @@ struct StageDump {
 };
 
 struct PipelineOptions {
-  // Which desc_load / desc_store ops to keep for a code generator that
-  // copies blocks whole (TMA); lower_descriptors lowers the others before
-  // the other stages. Empty: lower them all.
+  // Which desc ops to keep for a code generator that copies blocks whole
+  // (TMA), and which to keep under a runtime check of their offsets;
+  // lower_descriptors lowers the others before the other stages. Empty:
+  // lower them all.
   DescriptorFilter keep_descriptor_op;
 };
 

@@ -181,7 +181,7 @@ Generated generate(Attempt& attempt, const backends::Target& target, bool debug,
   ir::verify_or_throw(fn, "lowered");  // optimize() records the "lowered" dump
   passes::refuse_writes_to_read_only(fn);
   phase.emplace(profile, "passes");
-  passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr, {.keep_descriptor_op = [&](const ir::Function& f, const ir::Op& op) { return target.keeps_descriptor_op(f, op); }});
+  passes::optimize(fn, keep_ir ? &attempt.stages.ir : nullptr, {.keep_descriptor_op = [&](const ir::Function& f, const ir::Op& op) { return target.descriptor_path(f, op); }});
   Generated out;
   out.info.name = fn.name;
   out.info.params = fn.params;

@@ -108,6 +108,39 @@ TEST(TmaPlan, InnermostOffsetsKnownOn16Bytes) {
             "the innermost offset is not known to be a multiple of 8 elements (16 bytes; the TMA needs it)");
 }
 
+std::string sign_doubt(const std::string& params, const std::string& body) {
+  ir::Function fn = kernel(params, body);
+  return tma_sign_doubt(fn, first_desc_op(fn));
+}
+
+// Written boxes must start inside the tensor: a store's (reduction's)
+// offsets known >= 0 need no check at run time; a load's need not be.
+TEST(TmaPlan, StoresAtOffsetsKnownNonNegative) {
+  auto store = [](const std::string& row, const std::string& col) {
+    return "%v = constant {value = 1.0} : f32\n  %val = splat %v : tile<16x16xf32>\n  "
+           "desc_store %x, %M, %N, %s, %one, " + row + ", " + col + ", %val";
+  };
+  const std::string p = std::string(kParams) + ", %c: i32 div(16), %d: i32";
+  const std::string pid = "%pid = program_id {axis = 0} : i32\n  %o = mul %pid, %eight : i32\n  ";
+  EXPECT_EQ(sign_doubt(p, pid + store("%o", "%o")), "");
+  // N is the map's extent (the launcher refuses it below 1): cdiv(N, 8) - 1 is >= 0, cdiv(N, 8) - 2 is not known.
+  const std::string cdiv = "%seven = constant {value = 7} : i32\n  %n7 = add %N, %seven : i32\n  "
+                           "%tiles = div %n7, %eight : i32\n  ";
+  EXPECT_EQ(sign_doubt(p, cdiv + "%last = sub %tiles, %one : i32\n  " + store("%last", "%zero")), "");
+  EXPECT_EQ(sign_doubt(p, cdiv + "%two = constant {value = 2} : i32\n  %t2 = sub %tiles, %two : i32\n  " +
+                              store("%t2", "%zero")),
+            "offset 0 is not known to be >= 0");
+  // An argument, the difference of two values, a quotient by a value of unknown sign: not known.
+  EXPECT_EQ(sign_doubt(p, pid + store("%d", "%zero")), "offset 0 is not known to be >= 0");
+  EXPECT_EQ(sign_doubt(p, pid + "%r = sub %M, %o : i32\n  " + store("%zero", "%r")), "offset 1 is not known to be >= 0");
+  EXPECT_EQ(sign_doubt(p, pid + "%q = div %o, %d : i32\n  " + store("%q", "%zero")), "offset 0 is not known to be >= 0");
+  // tl.assume(d > 0) makes it a divisor of known sign, and a row offset of its own.
+  const std::string assumed = pid + "%h = hint %d {at_least = [1]} : i32\n  %q = div %o, %h : i32\n  ";
+  EXPECT_EQ(sign_doubt(p, assumed + store("%q", "%h")), "");
+  // A load may start before the tensor.
+  EXPECT_EQ(sign_doubt(p, "%b = desc_load %x, %M, %N, %s, %one, %d, %zero {padding = \"zero\"} : tile<16x16xf32>"), "");
+}
+
 // desc_atomic takes the TMA's bulk reduction where the PTX ISA defines it on
 // the map's element type the way the IR's atomic means it (tma_reduces).
 TEST(TmaPlan, ReducesWhatCpReduceAsyncBulkTensorDefines) {

@@ -176,7 +176,7 @@ TEST(LowerDescriptors, PipelineLowersUnlessTheBackendKeepsTheOps) {
   EXPECT_NE(dumps.back().ir.find("  store "), std::string::npos);
 
   ir::Function kept = ir::parse(kCopy);
-  optimize(kept, nullptr, {.keep_descriptor_op = [](const ir::Function&, const ir::Op&) { return true; }});
+  optimize(kept, nullptr, {.keep_descriptor_op = [](const ir::Function&, const ir::Op&) { return ir::DescriptorPath::Keep; }});
   ir::PrintOptions options;
   options.locations = false;
   std::string text = ir::print(kept, options);
@@ -186,11 +186,36 @@ TEST(LowerDescriptors, PipelineLowersUnlessTheBackendKeepsTheOps) {
   // A backend may keep some ops (those its copy engine takes) and get the others lowered.
   ir::Function some = ir::parse(kCopy);
   optimize(some, nullptr,
-           {.keep_descriptor_op = [](const ir::Function&, const ir::Op& op) { return op.kind == ir::OpKind::DescLoad; }});
+           {.keep_descriptor_op = [](const ir::Function&, const ir::Op& op) {
+             return op.kind == ir::OpKind::DescLoad ? ir::DescriptorPath::Keep : ir::DescriptorPath::Lower;
+           }});
   text = ir::print(some, options);
   EXPECT_NE(text.find("desc_load"), std::string::npos) << text;
   EXPECT_EQ(text.find("desc_store"), std::string::npos) << text;
   EXPECT_NE(text.find("  store "), std::string::npos) << text;
+}
+
+// A store kept where its offsets are >= 0: the check, then the op in the
+// first branch and its pointer form (a masked store) in the second.
+TEST(LowerDescriptors, GuardedStoreBranchesOnItsOffsets) {
+  ir::Function fn = ir::parse(kCopy);
+  EXPECT_TRUE(lower_descriptors(fn, [](const ir::Function&, const ir::Op& op) {
+    return op.kind == ir::OpKind::DescLoad ? ir::DescriptorPath::Keep : ir::DescriptorPath::KeepWhereOffsetsNonNegative;
+  }));
+  EXPECT_EQ(ir::verify(fn), "");
+  ir::PrintOptions options;
+  options.locations = false;
+  std::string text = ir::print(fn, options);
+  size_t check = text.find("cmp %o, %");
+  size_t branch = text.find("if %", check);
+  size_t whole = text.find("desc_store %y, %n, %0, %o, %2", branch);
+  size_t pointers = text.find("  store ", whole);
+  EXPECT_NE(check, std::string::npos) << text;
+  EXPECT_NE(text.find("{pred = \"ge\"}", check), std::string::npos) << text;
+  EXPECT_NE(branch, std::string::npos) << text;
+  EXPECT_NE(whole, std::string::npos) << text;
+  EXPECT_NE(pointers, std::string::npos) << text;
+  EXPECT_NE(text.find("desc_load"), std::string::npos) << text;  // kept whole, unguarded
 }
 
 TEST(LowerDescriptors, PointerEffects) {

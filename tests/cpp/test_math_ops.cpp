@@ -63,6 +63,11 @@ TEST(MathOps, VerifierRules) {
   EXPECT_EQ(verify_text(one_op("%0 = hint %a {constancy = 4} : i32", "%a: i32")),
             "`hint`: attribute `constancy` must be a list of integers");
   EXPECT_EQ(verify_text(one_op("%0 = hint %a : i64", "%a: i32")), "`hint`: the result (i64) must have the operand type (i32)");
+  EXPECT_EQ(verify_text(one_op("%0 = hint %a {at_least = [1]} : i32", "%a: i32")), "");
+  EXPECT_EQ(verify_text(one_op("%0 = hint %a {at_least = [-2]} : i32", "%a: i32")),
+            "`hint`: attribute `at_least` must be one integer >= 0");
+  EXPECT_EQ(verify_text(one_op("%0 = hint %a {at_least = [0]} : f32")),
+            "`hint`: attribute `at_least` describes integer scalars");
 }
 
 TEST(MathOps, ConstantsFoldInF32AndF64) {

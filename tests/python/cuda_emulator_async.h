@@ -465,6 +465,12 @@ void tg_emu_bulk_write(const void* map, unsigned src, int dims, int c0, int c1, 
     tg_emu::fail(std::string("cp.reduce.async.bulk.tensor has no .") + tg_emu_reduce_name(reduce) +
                  " for tensor map data type " + std::to_string(op->map.data_type));
   tg_emu_check_innermost_coordinate(op->map, c0, "a bulk tensor " + what);
+  // Written boxes must start inside the tensor: on the H200 a store or reduction at a negative coordinate
+  // stops the kernel with "illegal instruction" (loads take them, filling what lies outside).
+  for (int i = 0; i < dims; ++i)
+    if ((i == 0 ? c0 : i == 1 ? c1 : c2) < 0)
+      tg_emu::fail("a bulk tensor " + what + " at coordinate " + std::to_string(i == 0 ? c0 : i == 1 ? c1 : c2) +
+                   " of dim " + std::to_string(i) + ": negative, an illegal instruction on the GPU");
   op->coords[0] = c0, op->coords[1] = c1, op->coords[2] = c2;
   op->cta = t.cta, op->src = src, op->bytes = tg_emu_box_bytes(op->map);
   op->thread = static_cast<int>(t.thread.x), op->group = t.bulk_groups, op->id = ++tg_emu_async_ids;

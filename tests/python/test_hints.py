@@ -11,6 +11,8 @@ Each kernel takes a HINT flag: the generated code is compared with and
 without the hints, and both versions must compute the same (right) result.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,28 @@ def test_cpu_full_tile_path_comes_from_hints(kernel, tmp_path):
     assert marker in hinted
     # The unmasked copy reads and writes through row base pointers.
     assert "// &v" in hinted and "// &v" not in plain
+
+
+# --- tl.assume of signs --------------------------------------------------------------------
+
+
+@tegula.jit
+def signed_offsets_kernel(x_ptr, y_ptr, a, b, c, d, BLOCK: tl.constexpr):
+    # a >= 0, b > 0, 0 <= c promise least values (an `at_least` hint each: the CUDA backend's TMA stores need
+    # offsets known >= 0); d > -5 and a tile's bound promise nothing the compiler records.
+    offs = tl.arange(0, BLOCK)
+    tl.assume((a >= 0) & (b > 0) & (0 <= c))
+    tl.assume(d > -5)
+    tl.assume(offs >= 0)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * (a + b + c + d))
+
+
+def test_assumed_signs_become_hints(backend):
+    x = rng_for("signs", True).standard_normal(64).astype(np.float32)
+    request, _ = signed_offsets_kernel._request_for(x, x, 5, 2, 3, 4, BLOCK=64)  # not 1: it would be a constant
+    compiled = tegula._C.compile(request, tegula._C.CompileOptions(backend="cpu", keep_stages=True))
+    lowered = compiled.stages["lowered"]
+    assert [int(v) for v in re.findall(r"at_least = \[(\d+)\]", lowered)] == [0, 1, 0], lowered
+    y = backend.zeros(64, np.float32)
+    signed_offsets_kernel[(1,)](backend.array(x), y, 5, 2, 3, -4, BLOCK=64)
+    check(backend.numpy(y), x * np.float32(6), "float32", ulps=0, atol=0)

@@ -17,6 +17,7 @@ from cuda_emulator import compile_cuda
 from test_tma_codegen import desc_matmul_kernel, nan_pad_kernel, scale_kernel
 import matmul_tma
 import tegula
+import tegula.language as tl
 from tegula import _C
 
 
@@ -57,7 +58,7 @@ def test_descriptor_atomic_add_is_a_tma_reduction(tmp_path):
     from test_tma_reduce import overlap_add_kernel
     x, out = np.zeros((4, 16, 32), np.float32), np.zeros((45, 80), np.float32)
     compiled, sass = sass_of(overlap_add_kernel, (x, out, 45, 80),
-                             {"STEP_M": 9, "STEP_N": 20, "SHIFT_M": 3, "SHIFT_N": 4, "BM": 16, "BN": 32}, tmp_path)
+                             {"STEP_M": 9, "STEP_N": 20, "SHIFT_M": 0, "SHIFT_N": 0, "BM": 16, "BN": 32}, tmp_path)
     assert "tg_tma_reduce_add_2d" in compiled.source
     assert "UTMAREDG" in sass, [line for line in sass.splitlines() if "UTMA" in line or "RED" in line][:8]
 
@@ -272,11 +273,12 @@ def test_attention_ring_runs(torch_sm90, B, H, S, D, causal, dtype, ws):
 
 
 @pytest.mark.parametrize("M,N,BM,BN", [(45, 80, 16, 32), (130, 96, 32, 64)])
-@pytest.mark.parametrize("shifts", [(3, 4), (3, 3)])
+@pytest.mark.parametrize("shifts", [(0, 0), (3, 4), (0, 3)])
 def test_descriptor_atomic_add_runs(torch_sm90, M, N, BM, BN, shifts):
     # desc.atomic_add through the TMA's bulk reduction (test_tma_reduce.py emulates it): blocks that overlap
-    # their neighbours' and hang over every edge of out add into it, against float64 NumPy sums. Column offsets
-    # of 3 floats keep pointer atomics (a TMA box must start on 16 bytes: else an illegal instruction).
+    # their neighbours' and hang over the far edges of out (over every edge with shifts) add into it, against
+    # float64 NumPy sums. Shifted blocks keep pointer atomics: a TMA reduction at a negative offset or a column
+    # offset of 3 floats stops with "illegal instruction" (tools/hopper/tma_reduce_probe.py).
     from test_tma_reduce import overlap_add_kernel, overlap_reference
     torch = torch_sm90
     steps = (BM // 2 + 1, BN // 2 + 4)
@@ -289,3 +291,35 @@ def test_descriptor_atomic_add_runs(torch_sm90, M, N, BM, BN, shifts):
     overlap_add_kernel[grid](torch.from_numpy(x).cuda(), out_t, M, N, STEP_M=steps[0], STEP_N=steps[1],
                              SHIFT_M=shifts[0], SHIFT_N=shifts[1], BM=BM, BN=BN)
     np.testing.assert_allclose(out_t.cpu().numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@tegula.jit
+def shifted_store_kernel(x_ptr, out_ptr, M, N, SHIFT_M: tl.constexpr, SHIFT_N: tl.constexpr, BM: tl.constexpr,
+                         BN: tl.constexpr):
+    # Program (i, j) stores its block of x at (i * BM - SHIFT_M, j * BN - SHIFT_N): with shifts the first row
+    # and column of programs start before out.
+    pid = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
+    x = tl.load(x_ptr + pid * BM * BN + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :])
+    out = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
+    out.store([tl.program_id(0) * BM - SHIFT_M, tl.program_id(1) * BN - SHIFT_N], x)
+
+
+@pytest.mark.parametrize("shifts", [(0, 0), (3, 4), (5, 0)])
+def test_descriptor_store_before_the_tensor_runs(torch_sm90, shifts):
+    # A TMA store at a negative coordinate stops with "illegal instruction" on the H200: the kernel checks its
+    # offsets at run time and stores those blocks through pointers, the others through the TMA.
+    torch = torch_sm90
+    M, N, BM, BN = 45, 80, 16, 32
+    grid = (-(-(M + shifts[0]) // BM), -(-(N + shifts[1]) // BN))
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((grid[0] * grid[1], BM, BN)).astype(np.float32)
+    out = rng.standard_normal((M, N)).astype(np.float32)
+    want = out.copy()
+    for p in range(grid[0] * grid[1]):
+        r0, c0 = (p // grid[1]) * BM - shifts[0], (p % grid[1]) * BN - shifts[1]
+        rows, cols = slice(max(r0, 0), min(r0 + BM, M)), slice(max(c0, 0), min(c0 + BN, N))
+        want[rows, cols] = x[p, rows.start - r0:rows.stop - r0, cols.start - c0:cols.stop - c0]
+    out_t = torch.from_numpy(out).cuda()
+    shifted_store_kernel[grid](torch.from_numpy(x).cuda(), out_t, M, N, SHIFT_M=shifts[0], SHIFT_N=shifts[1], BM=BM,
+                               BN=BN)
+    np.testing.assert_array_equal(out_t.cpu().numpy(), want)

@@ -3,10 +3,11 @@ TMA (cp.reduce.async.bulk.tensor, backends/cuda/codegen_tma.cpp), where tma_plan
 
 The generated code runs in the host CUDA emulator (cuda_emulator.py), which applies each in-bounds element of the
 box as an atomic of its own, against NumPy: several programs adding overlapping blocks into one float32 tensor
-(non-power-of-two shapes, blocks hanging over every edge, row-major and swizzled staging, ranks 1 to 3), the integer
+(non-power-of-two shapes, blocks hanging over the far edges, row-major and swizzled staging, ranks 1 to 3), the integer
 operations, and a program reading back what it reduced. The text checks pin the structure (staging, the proxy fence,
-the reduction, commit and wait for the read) and which ops keep pointer atomics: an unaligned row stride, a float
-min, f16, sm_80 and debug mode; the CPU backend (the test's backend) runs the same kernels.
+the reduction, commit and wait for the read) and which ops keep pointer atomics: an unaligned row stride, a block
+that may start before the tensor or off 16 bytes (the H200 stops such a reduction), a float min, f16, sm_80 and
+debug mode; the CPU backend (the test's backend) runs the same kernels.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def overlap_reference(out, x, steps, shifts):
 def overlap_add_kernel(x_ptr, out_ptr, M, N, STEP_M: tl.constexpr, STEP_N: tl.constexpr, SHIFT_M: tl.constexpr,
                        SHIFT_N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     # Program (i, j) adds its own [BM, BN] block of x at (i * STEP_M - SHIFT_M, j * STEP_N - SHIFT_N): blocks
-    # overlap their neighbours' (steps below the block) and hang over every edge of out. The TMA needs the
-    # column offset a multiple of 16 bytes (SHIFT_N 4 floats); any other keeps the pointer form.
+    # overlap their neighbours' (steps below the block) and hang over the far edges of out, over every edge with
+    # shifts. The TMA reduces blocks that start inside out at a column offset of a multiple of 16 bytes: shifts
+    # keep the pointer form (on the H200 the TMA would stop with "illegal instruction").
     pid = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
     rows = tl.arange(0, BM)[:, None]
     cols = tl.arange(0, BN)[None, :]
@@ -50,8 +52,8 @@ def overlap_add_kernel(x_ptr, out_ptr, M, N, STEP_M: tl.constexpr, STEP_N: tl.co
     out.atomic_add([tl.program_id(0) * STEP_M - SHIFT_M, tl.program_id(1) * STEP_N - SHIFT_N], x)
 
 
-SHIFTS = (3, 4)  # rows: any; columns: 16 bytes, as the TMA needs
-META = dict(STEP_M=9, STEP_N=12, SHIFT_M=3, SHIFT_N=4, BM=16, BN=16)
+SHIFTS = (0, 0)  # blocks start inside out, as the TMA needs
+META = dict(STEP_M=9, STEP_N=12, SHIFT_M=0, SHIFT_N=0, BM=16, BN=16)
 
 
 def run_overlap(M, N, BM, BN, seed, arch=90, shifts=SHIFTS, **kw):
@@ -108,7 +110,7 @@ def test_generated_structure():
 @tegula.jit
 def rank1_add_kernel(x_ptr, out_ptr, n, B: tl.constexpr):
     out = tl.make_tensor_descriptor(out_ptr, [n], [1], [B])
-    out.atomic_add([tl.program_id(0) * (B // 2) - 4], tl.load(x_ptr + tl.program_id(0) * B + tl.arange(0, B)))
+    out.atomic_add([tl.program_id(0) * (B // 2)], tl.load(x_ptr + tl.program_id(0) * B + tl.arange(0, B)))
 
 
 @tegula.jit
@@ -118,7 +120,7 @@ def rank3_add_kernel(x_ptr, out_ptr, A, M, N, BA: tl.constexpr, BM: tl.constexpr
     m = tl.arange(0, BM)[None, :, None]
     n = tl.arange(0, BN)[None, None, :]
     x = tl.load(x_ptr + tl.program_id(0) * BA * BM * BN + (a * BM + m) * BN + n)
-    out.atomic_add([tl.program_id(0) - 1, tl.program_id(0) * 3 - 2, 0], x)
+    out.atomic_add([tl.program_id(0) // 2, tl.program_id(0) * 3, 0], x)
 
 
 @pytest.mark.usefixtures("_emulator")
@@ -130,8 +132,8 @@ def test_rank1_and_rank3_blocks():
     want = out.astype(np.float64)
     for p in range(6):
         for i in range(B):
-            if 0 <= p * (B // 2) - 4 + i < n:
-                want[p * (B // 2) - 4 + i] += x[p, i]
+            if 0 <= p * (B // 2) + i < n:
+                want[p * (B // 2) + i] += x[p, i]
     compiled = emulate(rank1_add_kernel, (6,), x, out, n, B=B)
     assert "tg_tma_reduce_add_1d" in compiled.source
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
@@ -143,8 +145,8 @@ def test_rank1_and_rank3_blocks():
     for p in range(4):
         for a in range(BA):
             for m in range(BM):
-                if 0 <= p - 1 + a < A and 0 <= p * 3 - 2 + m < M:
-                    want3[p - 1 + a, p * 3 - 2 + m] += x3[p, a, m]
+                if 0 <= p // 2 + a < A and 0 <= p * 3 + m < M:
+                    want3[p // 2 + a, p * 3 + m] += x3[p, a, m]
     compiled = emulate(rank3_add_kernel, (4,), x3, out3, A, M, N, BA=BA, BM=BM, BN=BN)
     assert "tg_tma_reduce_add_3d" in compiled.source
     np.testing.assert_allclose(out3, want3, rtol=1e-5, atol=1e-5)
@@ -156,7 +158,7 @@ def integer_kernel(x_ptr, out_ptr, M, N, OP: tl.constexpr, BM: tl.constexpr, BN:
     cols = tl.arange(0, BN)[None, :]
     x = tl.load(x_ptr + tl.program_id(0) * BM * BN + rows * BN + cols)
     out = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
-    offsets = [tl.program_id(0) * (BM // 2) - 2, 0]
+    offsets = [tl.program_id(0) * (BM // 2), 0]
     if OP == "add":
         out.atomic_add(offsets, x)
     elif OP == "min":
@@ -185,7 +187,7 @@ def integer_case(op, dtype, P=5, M=19, N=16, BM=8, BN=16, seed=4):
     with np.errstate(over="ignore"):
         for p in range(P):
             for i in range(BM):
-                r = p * (BM // 2) - 2 + i
+                r = p * (BM // 2) + i
                 if 0 <= r < M:
                     want[r] = NUMPY_OPS[op](want[r], x[p, i])
     return x, out, want, dict(OP=op, BM=BM, BN=BN)
@@ -249,14 +251,57 @@ def test_pointer_atomics_where_the_tma_does_not_reduce():
 
 
 @pytest.mark.usefixtures("_emulator")
+@pytest.mark.parametrize("shifts,offset", [((3, 4), 0), ((0, 4), 1)])
+def test_blocks_that_may_start_before_the_tensor_check_at_run_time(shifts, offset):
+    # Rows from -3 or columns from -4 floats (16 bytes): on the H200 a TMA reduction at a negative coordinate
+    # stops with "illegal instruction" (tools/hopper/tma_reduce_probe.py), and the compiler cannot tell which
+    # programs' blocks start there, so the op checks its offsets at run time: the TMA where both are >= 0,
+    # pointer atomics (masked) elsewhere. Same sums; the layouts text says so. (The emulator fails a negative
+    # TMA coordinate, so a program taking the wrong branch would fail here.)
+    compiled, got, want = run_overlap(45, 80, 8, 32, 2, shifts=shifts)
+    kernel = compiled.source.split("---- kernel")[1]
+    assert "tg_tma_reduce_add_2d" in kernel and "tg_atom_add" in kernel, compiled.layouts
+    assert re.search(rf"desc_atomic at .*: pointer form where an offset is negative, offset {offset} is not known to "
+                     r"be >= 0 \(a TMA reduction must start inside the tensor\)", compiled.layouts), compiled.layouts
+    assert re.search(r"cmp %\w+, %\w+ \{pred = \"ge\"\}.*\n(.*\n)*.*if %\w+ \{", compiled.stages["lower_descriptors"])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("_emulator")
 def test_a_column_offset_off_16_bytes_keeps_pointer_atomics():
-    # Blocks at column offsets of 3 floats: the TMA would stop with "illegal instruction" on the H200, so the op
-    # keeps the pointer form (the layouts text says why), with the same sums.
-    compiled, got, want = run_overlap(45, 80, 8, 32, 2, shifts=(3, 3))
+    # Columns at 3 floats: no TMA copy can start there, so the op keeps the pointer form.
+    compiled, got, want = run_overlap(45, 80, 8, 32, 2, shifts=(0, 3))
     assert pointer_form(compiled), compiled.layouts
     assert re.search(r"desc_atomic at .*: pointer form, the innermost offset is not known to be a multiple of 4 "
                      r"elements", compiled.layouts), compiled.layouts
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@tegula.jit
+def assumed_kernel(x_ptr, out_ptr, M, N, row0, BM: tl.constexpr, BN: tl.constexpr):
+    # row0 is an argument: its sign is unknown unless the kernel promises it.
+    tl.assume(row0 >= 0)
+    out = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
+    x = tl.load(x_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :])
+    out.atomic_add([row0 + tl.program_id(0) * BM, 0], x)
+
+
+@pytest.mark.usefixtures("_emulator")
+def test_tl_assume_proves_an_offset_nonnegative():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    out = rng.standard_normal((37, 16)).astype(np.float32)
+    want = out.astype(np.float64)
+    for p in range(3):
+        want[5 + 8 * p:13 + 8 * p] += x
+    compiled = emulate(assumed_kernel, (3,), x, out, 37, 16, 5, BM=8, BN=16)
+    assert "tg_tma_reduce_add_2d" in compiled.source, compiled.layouts
+    assert "at_least = [0]" in compiled.stages["lowered"]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    # Without the promise the same kernel keeps pointer atomics.
+    plain = compile_cuda(overlap_add_kernel, (x.reshape(1, 8, 16), out, 37, 16),
+                         dict(STEP_M=8, STEP_N=16, SHIFT_M=0, SHIFT_N=0, BM=8, BN=16))[0]
+    assert "tg_tma_reduce_add_2d" in plain.source
 
 
 @tegula.jit
@@ -301,7 +346,7 @@ def test_overlapping_blocks_on_the_backend(backend):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((grid[0] * grid[1], BM, BN)).astype(np.float32)
     out = rng.standard_normal((M, N)).astype(np.float32)
-    for shifts in (SHIFTS, (3, 3)):
+    for shifts in (SHIFTS, (3, 4), (3, 3)):
         want = overlap_reference(out, x, (*steps, grid[1]), shifts)
         got = backend.array(out)
         overlap_add_kernel[grid](backend.array(x), got, M, N, STEP_M=steps[0], STEP_N=steps[1], SHIFT_M=shifts[0],
@@ -352,6 +397,17 @@ def test_a_missing_wait_before_the_read_back_fails():
         np.testing.assert_allclose(out, want, rtol=1e-5)
         stale.append(not np.allclose(copy, want, rtol=1e-5))
     assert any(stale), "no interleaving read the array before its reductions landed"
+
+
+@pytest.mark.usefixtures("_emulator")
+def test_the_emulator_stops_a_reduction_before_the_tensor():
+    # What the H200 does with a reduction at a negative coordinate (an illegal instruction), the emulator reports.
+    def earlier(src):
+        return re.sub(r"(tg_tma_reduce_add_2d\(&tg_map0, tg_shared_address\(s\d+\), v\d+, )(v\d+)", r"\1\2 - 1", src,
+                      count=1)
+
+    with pytest.raises(EmulatorError, match="bulk tensor reduction at coordinate -1 of dim 1: negative"):
+        run_overlap(37, 48, 16, 16, 0, edit_source=earlier)
 
 
 @pytest.mark.usefixtures("_emulator")

@@ -43,15 +43,25 @@ class CudaTarget : public Target {
 
   int arch() const override { return target_.arch; }
 
-  // sm_90 copies with the TMA what tma_plan.h allows; debug kernels check
-  // every element against its array's bounds, so they keep the pointer form.
-  // Why an op is lowered on sm_90 goes into the layouts text (`inspect`).
-  bool keeps_descriptor_op(const ir::Function& fn, const ir::Op& op) const override {
-    if (target_.arch < 90) return false;
+  // sm_90 copies with the TMA what tma_plan.h allows, a store or reduction
+  // whose offsets may be negative only where they are not; debug kernels
+  // check every element against its array's bounds, so they keep the pointer
+  // form. Why an op is lowered on sm_90 goes into the layouts text (`inspect`).
+  ir::DescriptorPath descriptor_path(const ir::Function& fn, const ir::Op& op) const override {
+    if (target_.arch < 90) return ir::DescriptorPath::Lower;
     std::string why = options_.debug ? "debug mode checks every element" : tma_refusal(fn, op);
     if (why.empty()) why = tma_offset_refusal(fn, op, passes::AxisInfoAnalysis(fn));
-    if (!why.empty()) pointer_form_notes_ += descriptor_op_name(fn, op) + ": pointer form, " + why + "\n";
-    return why.empty();
+    if (!why.empty()) {
+      pointer_form_notes_ += descriptor_op_name(fn, op) + ": pointer form, " + why + "\n";
+      return ir::DescriptorPath::Lower;
+    }
+    if (std::string doubt = tma_sign_doubt(fn, op); !doubt.empty()) {
+      pointer_form_notes_ += descriptor_op_name(fn, op) + ": pointer form where an offset is negative, " + doubt +
+                             " (a TMA " + (op.kind == ir::OpKind::DescStore ? "store" : "reduction") +
+                             " must start inside the tensor)\n";
+      return ir::DescriptorPath::KeepWhereOffsetsNonNegative;
+    }
+    return ir::DescriptorPath::Keep;
   }
 
   Generated emit(const ir::Function& fn) const override {
@@ -84,7 +94,7 @@ class CudaTarget : public Target {
  private:
   TargetOptions options_;
   NvrtcTarget target_;
-  // A Target serves one compile on one thread: keeps_descriptor_op's notes
+  // A Target serves one compile on one thread: descriptor_path's notes
   // wait here for emit().
   mutable std::string pointer_form_notes_;
 };

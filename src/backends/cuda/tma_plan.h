@@ -43,15 +43,28 @@ bool tma_reduces(ir::AtomicOp op, ir::Scalar s);
 // to be 16-byte aligned").
 std::string tma_refusal(const ir::Function& fn, const ir::Op& op);
 
-// "" when the block's innermost offset is known (`axes`, the analysis of
-// `fn`) to be a multiple of 16 bytes; otherwise why not. The TMA computes
-// the box's first address from the coordinates and needs it 16-byte
-// aligned: a copy, store or reduction at an innermost offset of 3 floats
-// stops the kernel with "illegal instruction" on the H200. An offset the
-// specialization cannot prove aligned keeps the pointer form, which is
-// correct at every offset. Decided once, before the optimization stages
-// (keeps_descriptor_op), as the rest of the plan.
+// What the TMA needs of a block's offsets. On the H200 a copy, store or
+// reduction whose innermost offset is 3 floats, and a store or reduction at
+// any negative offset, stops the kernel with "illegal instruction"
+// (tools/hopper/tma_reduce_probe.py; loads take negative offsets and fill
+// what lies outside): the box's first address must be 16-byte aligned, and a
+// written box must start inside the tensor. Decided once, before the
+// optimization stages (descriptor_path), as the rest of the plan.
+//
+// "" when the innermost offset is known (`axes`, the analysis of `fn`) to be
+// a multiple of 16 bytes, otherwise why not: the op keeps the pointer form,
+// which is correct at every offset.
 std::string tma_offset_refusal(const ir::Function& fn, const ir::Op& op, const passes::AxisInfoAnalysis& axes);
+
+// "" when every offset of store or reduction `op` is known to be >= 0 (and
+// for every load), otherwise which one is not ("offset 1 is not known to be
+// >= 0"): the op is then kept under a runtime check of its offsets and takes
+// the pointer form where one is negative (ir::DescriptorPath). Known from
+// constants, grid indices, sums, products, quotients, remainders, minima and
+// maxima of known values, a loop index counting up from one, the op's own
+// extents (the launcher refuses a map's dimension below 1) and tl.assume's
+// promises (x >= 0), the kernel's integer arithmetic taken not to wrap.
+std::string tma_sign_doubt(const ir::Function& fn, const ir::Op& op);
 
 // The tensor map desc op `op` copies through. Asserts tma_refusal is "".
 TensorMapParam tma_map_param(const ir::Function& fn, const ir::Op& op);

@@ -207,6 +207,7 @@ def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, Q_ROWS, Q_CO
     row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
     desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
     row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
+    tl.assume(S > 0)  # so head_row + start_m is known >= 0: a TMA reduction needs its block inside DQ32
     head_row = bh * S
     if DQ_TMA:
         desc_dq = tl.make_tensor_descriptor(DQ32, [DQ32_ROWS, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One device call of a session: build, then the steps named in $STEPS (space-separated), each under a
+# time limit, output to $OUT/<step>.txt. Not a check: a convenience for few, full calls.
+set -u
+cd "$(dirname "$0")/../.."
+export TEGULA_CACHE_DIR=$PWD/.cache/tegula TEGULA_TEST_BACKEND=cuda
+OUT=${OUT:-/tmp/round-out}; mkdir -p "$OUT"
+step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
+  timeout "$limit" bash -c "$*" > "$OUT/$name.txt" 2>&1; local rc=$?
+  echo "$name rc $rc $((SECONDS - t0)) s" | tee -a "$OUT/summary.txt"; tail -4 "$OUT/$name.txt"; }
+step build 200 "python3 -m pip install -q --no-build-isolation --no-deps --no-index -e ."
+for s in ${STEPS:-}; do
+  case $s in
+    tma) step tma 200 "python3 -m pytest -q -x tests/python/test_tma_gpu.py -p no:cacheprovider" ;;
+    probe) step probe 150 "python3 tools/hopper/tma_reduce_probe.py" ;;
+    torchtests) step torchtests 240 "python3 -m pytest -q tests/python/test_torch_rotary_attention.py tests/python/test_torch_add_rms_norm.py tests/python/test_torch_custom_op.py -p no:cacheprovider" ;;
+    profile) step profile 240 "python3 tools/profile_train_step.py --compile --rows 45" ;;
+    graphs) step graphs 240 "python3 examples/train_gpt.py --steps 100 --compile-mode reduce-overhead --json $OUT/graphs.json --log-every 50" ;;
+    stepab) step stepab 300 "python3 tools/hopper/step_ab.py --rounds 12 ${STEPAB_ARGS:-}" ;;
+  esac
+done
