@@ -13,22 +13,22 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v12 = program_id()  tests/compat/compat_kernels/matmul.py:35:11
   const int32_t v12 = (int32_t)pid_x;
-  // v162 = constant()  tests/compat/compat_kernels/matmul.py:36:15
-  const int32_t v162 = 63;
-  // v163 = add(v3, v162)  tests/compat/compat_kernels/matmul.py:36:15
-  const int32_t v163 = tg_add(v3, v162);
+  // v164 = constant()  tests/compat/compat_kernels/matmul.py:36:15
+  const int32_t v164 = 63;
+  // v165 = add(v3, v164)  tests/compat/compat_kernels/matmul.py:36:15
+  const int32_t v165 = tg_add(v3, v164);
   // v17 = constant()  tests/compat/compat_kernels/matmul.py:36:15
   const int32_t v17 = 64;
-  // v18 = div(v163, v17)  tests/compat/compat_kernels/matmul.py:36:15
-  const int32_t v18 = tg_div(v163, v17);
-  // v164 = constant()  tests/compat/compat_kernels/matmul.py:37:15
-  const int32_t v164 = 31;
-  // v165 = add(v4, v164)  tests/compat/compat_kernels/matmul.py:37:15
-  const int32_t v165 = tg_add(v4, v164);
+  // v18 = div(v165, v17)  tests/compat/compat_kernels/matmul.py:36:15
+  const int32_t v18 = tg_div(v165, v17);
+  // v166 = constant()  tests/compat/compat_kernels/matmul.py:37:15
+  const int32_t v166 = 31;
+  // v167 = add(v4, v166)  tests/compat/compat_kernels/matmul.py:37:15
+  const int32_t v167 = tg_add(v4, v166);
   // v23 = constant()  tests/compat/compat_kernels/matmul.py:37:15
   const int32_t v23 = 32;
-  // v24 = div(v165, v23)  tests/compat/compat_kernels/matmul.py:37:15
-  const int32_t v24 = tg_div(v165, v23);
+  // v24 = div(v167, v23)  tests/compat/compat_kernels/matmul.py:37:15
+  const int32_t v24 = tg_div(v167, v23);
   // v25 = constant()  tests/compat/compat_kernels/matmul.py:38:26
   const int32_t v25 = 4;
   // v26 = mul(v24, v25)  tests/compat/compat_kernels/matmul.py:38:26
@@ -49,289 +49,293 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
   const int32_t v35 = tg_add(v29, v34);
   // v37 = div(v33, v32)  tests/compat/compat_kernels/matmul.py:43:14
   const int32_t v37 = tg_div(v33, v32);
-  // v43 = mul(v35, v17)  tests/compat/compat_kernels/matmul.py:49:13
-  const int32_t v43 = tg_mul(v35, v17);
-  // v50 = mul(v37, v23)  tests/compat/compat_kernels/matmul.py:50:13
-  const int32_t v50 = tg_mul(v37, v23);
-  // v169 = constant()  tests/compat/compat_kernels/matmul.py:55:23
-  const int32_t v169 = 15;
-  // v170 = add(v5, v169)  tests/compat/compat_kernels/matmul.py:55:23
-  const int32_t v170 = tg_add(v5, v169);
-  // v87 = constant()  tests/compat/compat_kernels/matmul.py:55:23
-  const int32_t v87 = 16;
-  // v88 = div(v170, v87)  tests/compat/compat_kernels/matmul.py:55:23
-  const int32_t v88 = tg_div(v170, v87);
-  // v89 = constant()  tests/compat/compat_kernels/matmul.py:55:20
-  const int32_t v89 = 0;
-  // v90 = constant()  tests/compat/compat_kernels/matmul.py:55:14
-  const int32_t v90 = 1;
-  // v117 = mul(v8, v87)  tests/compat/compat_kernels/matmul.py:61:19
-  const int32_t v117 = tg_mul(v8, v87);
-  alignas(64) uint16_t* v61[64];
+  // v40 = hint(v35)  tests/compat/compat_kernels/matmul.py:44:5
+  const int32_t v40 = v35;
+  // v43 = hint(v37)  tests/compat/compat_kernels/matmul.py:45:5
+  const int32_t v43 = v37;
+  // v45 = mul(v40, v17)  tests/compat/compat_kernels/matmul.py:49:13
+  const int32_t v45 = tg_mul(v40, v17);
+  // v52 = mul(v43, v23)  tests/compat/compat_kernels/matmul.py:50:13
+  const int32_t v52 = tg_mul(v43, v23);
+  // v171 = constant()  tests/compat/compat_kernels/matmul.py:55:23
+  const int32_t v171 = 15;
+  // v172 = add(v5, v171)  tests/compat/compat_kernels/matmul.py:55:23
+  const int32_t v172 = tg_add(v5, v171);
+  // v89 = constant()  tests/compat/compat_kernels/matmul.py:55:23
+  const int32_t v89 = 16;
+  // v90 = div(v172, v89)  tests/compat/compat_kernels/matmul.py:55:23
+  const int32_t v90 = tg_div(v172, v89);
+  // v91 = constant()  tests/compat/compat_kernels/matmul.py:55:20
+  const int32_t v91 = 0;
+  // v92 = constant()  tests/compat/compat_kernels/matmul.py:55:14
+  const int32_t v92 = 1;
+  // v119 = mul(v8, v89)  tests/compat/compat_kernels/matmul.py:61:19
+  const int32_t v119 = tg_mul(v8, v89);
+  alignas(64) uint16_t* v63[64];
   TG_IVDEP
   for (int i = 0; i < 64; ++i) {
-    // v44 = arange()  tests/compat/compat_kernels/matmul.py:49:32
-    const int32_t e44 = (int32_t)(0 + i);
-    // v45 = splat(v43)  tests/compat/compat_kernels/matmul.py:49:13
-    const int32_t e45 = v43;
-    // v46 = add(v45, v44)  tests/compat/compat_kernels/matmul.py:49:13
-    const int32_t e46 = tg_add(e45, e44);
-    // v47 = splat(v3)  tests/compat/compat_kernels/matmul.py:49:12
-    const int32_t e47 = v3;
-    // v48 = rem(v46, v47)  tests/compat/compat_kernels/matmul.py:49:12
-    const int32_t e48 = tg_rem(e46, e47);
-    // v57 = expand_dims(v48)  tests/compat/compat_kernels/matmul.py:52:22
-    const int32_t e57 = e48;
-    // v58 = splat(v6)  tests/compat/compat_kernels/matmul.py:52:22
-    const int32_t e58 = v6;
-    // v59 = mul(v57, v58)  tests/compat/compat_kernels/matmul.py:52:22
-    const int32_t e59 = tg_mul(e57, e58);
-    // v60 = splat(v0)  tests/compat/compat_kernels/matmul.py:52:14
-    uint16_t* const e60 = v0;
-    // v61 = addptr(v60, v59)  tests/compat/compat_kernels/matmul.py:52:14
-    v61[i] = tg_addptr(e60, e59);
+    // v46 = arange()  tests/compat/compat_kernels/matmul.py:49:32
+    const int32_t e46 = (int32_t)(0 + i);
+    // v47 = splat(v45)  tests/compat/compat_kernels/matmul.py:49:13
+    const int32_t e47 = v45;
+    // v48 = add(v47, v46)  tests/compat/compat_kernels/matmul.py:49:13
+    const int32_t e48 = tg_add(e47, e46);
+    // v49 = splat(v3)  tests/compat/compat_kernels/matmul.py:49:12
+    const int32_t e49 = v3;
+    // v50 = rem(v48, v49)  tests/compat/compat_kernels/matmul.py:49:12
+    const int32_t e50 = tg_rem(e48, e49);
+    // v59 = expand_dims(v50)  tests/compat/compat_kernels/matmul.py:52:22
+    const int32_t e59 = e50;
+    // v60 = splat(v6)  tests/compat/compat_kernels/matmul.py:52:22
+    const int32_t e60 = v6;
+    // v61 = mul(v59, v60)  tests/compat/compat_kernels/matmul.py:52:22
+    const int32_t e61 = tg_mul(e59, e60);
+    // v62 = splat(v0)  tests/compat/compat_kernels/matmul.py:52:14
+    uint16_t* const e62 = v0;
+    // v63 = addptr(v62, v61)  tests/compat/compat_kernels/matmul.py:52:14
+    v63[i] = tg_addptr(e62, e61);
   }
-  alignas(64) int32_t v55[32];
+  alignas(64) int32_t v57[32];
   TG_IVDEP
   for (int i = 0; i < 32; ++i) {
-    // v51 = arange()  tests/compat/compat_kernels/matmul.py:50:32
-    const int32_t e51 = (int32_t)(0 + i);
-    // v52 = splat(v50)  tests/compat/compat_kernels/matmul.py:50:13
-    const int32_t e52 = v50;
-    // v53 = add(v52, v51)  tests/compat/compat_kernels/matmul.py:50:13
-    const int32_t e53 = tg_add(e52, e51);
-    // v54 = splat(v4)  tests/compat/compat_kernels/matmul.py:50:12
-    const int32_t e54 = v4;
-    // v55 = rem(v53, v54)  tests/compat/compat_kernels/matmul.py:50:12
-    v55[i] = tg_rem(e53, e54);
-    // v74 = expand_dims(v55)  tests/compat/compat_kernels/matmul.py:53:48
-    // v74 shares the array of v55
+    // v53 = arange()  tests/compat/compat_kernels/matmul.py:50:32
+    const int32_t e53 = (int32_t)(0 + i);
+    // v54 = splat(v52)  tests/compat/compat_kernels/matmul.py:50:13
+    const int32_t e54 = v52;
+    // v55 = add(v54, v53)  tests/compat/compat_kernels/matmul.py:50:13
+    const int32_t e55 = tg_add(e54, e53);
+    // v56 = splat(v4)  tests/compat/compat_kernels/matmul.py:50:12
+    const int32_t e56 = v4;
+    // v57 = rem(v55, v56)  tests/compat/compat_kernels/matmul.py:50:12
+    v57[i] = tg_rem(e55, e56);
+    // v76 = expand_dims(v57)  tests/compat/compat_kernels/matmul.py:53:48
+    // v76 shares the array of v57
   }
-  alignas(64) int32_t v56[16];
-  alignas(64) uint16_t* v73[16];
+  alignas(64) int32_t v58[16];
+  alignas(64) uint16_t* v75[16];
   TG_IVDEP
   for (int i = 0; i < 16; ++i) {
-    // v56 = arange()  tests/compat/compat_kernels/matmul.py:51:10
-    v56[i] = (int32_t)(0 + i);
-    // v62 = expand_dims(v56)  tests/compat/compat_kernels/matmul.py:52:50
-    // v62 shares the array of v56
-    // v69 = expand_dims(v56)  tests/compat/compat_kernels/matmul.py:53:22
-    const int32_t e69 = v56[i];
-    // v70 = splat(v8)  tests/compat/compat_kernels/matmul.py:53:22
-    const int32_t e70 = v8;
-    // v71 = mul(v69, v70)  tests/compat/compat_kernels/matmul.py:53:22
-    const int32_t e71 = tg_mul(e69, e70);
-    // v72 = splat(v1)  tests/compat/compat_kernels/matmul.py:53:14
-    uint16_t* const e72 = v1;
-    // v73 = addptr(v72, v71)  tests/compat/compat_kernels/matmul.py:53:14
-    v73[i] = tg_addptr(e72, e71);
+    // v58 = arange()  tests/compat/compat_kernels/matmul.py:51:10
+    v58[i] = (int32_t)(0 + i);
+    // v64 = expand_dims(v58)  tests/compat/compat_kernels/matmul.py:52:50
+    // v64 shares the array of v58
+    // v71 = expand_dims(v58)  tests/compat/compat_kernels/matmul.py:53:22
+    const int32_t e71 = v58[i];
+    // v72 = splat(v8)  tests/compat/compat_kernels/matmul.py:53:22
+    const int32_t e72 = v8;
+    // v73 = mul(v71, v72)  tests/compat/compat_kernels/matmul.py:53:22
+    const int32_t e73 = tg_mul(e71, e72);
+    // v74 = splat(v1)  tests/compat/compat_kernels/matmul.py:53:14
+    uint16_t* const e74 = v1;
+    // v75 = addptr(v74, v73)  tests/compat/compat_kernels/matmul.py:53:14
+    v75[i] = tg_addptr(e74, e73);
   }
-  alignas(64) uint16_t* v68[1024];
+  alignas(64) uint16_t* v70[1024];
   for (int r = 0; r < 64; ++r) {
     TG_IVDEP
     for (int c = 0; c < 16; ++c) {
       const int i = r * 16 + c;
-      // v66 = broadcast(v61)  tests/compat/compat_kernels/matmul.py:52:14
-      uint16_t* const e66 = v61[r];
-      // v67 = broadcast(v62)  tests/compat/compat_kernels/matmul.py:52:14
-      const int32_t e67 = v56[c];
-      // v68 = addptr(v66, v67)  tests/compat/compat_kernels/matmul.py:52:14
-      v68[i] = tg_addptr(e66, e67);
+      // v68 = broadcast(v63)  tests/compat/compat_kernels/matmul.py:52:14
+      uint16_t* const e68 = v63[r];
+      // v69 = broadcast(v64)  tests/compat/compat_kernels/matmul.py:52:14
+      const int32_t e69 = v58[c];
+      // v70 = addptr(v68, v69)  tests/compat/compat_kernels/matmul.py:52:14
+      v70[i] = tg_addptr(e68, e69);
     }
   }
-  alignas(64) uint16_t* v80[512];
+  alignas(64) uint16_t* v82[512];
   for (int r = 0; r < 16; ++r) {
     TG_IVDEP
     for (int c = 0; c < 32; ++c) {
       const int i = r * 32 + c;
-      // v78 = broadcast(v73)  tests/compat/compat_kernels/matmul.py:53:14
-      uint16_t* const e78 = v73[r];
-      // v79 = broadcast(v74)  tests/compat/compat_kernels/matmul.py:53:14
-      const int32_t e79 = v55[c];
-      // v80 = addptr(v78, v79)  tests/compat/compat_kernels/matmul.py:53:14
-      v80[i] = tg_addptr(e78, e79);
+      // v80 = broadcast(v75)  tests/compat/compat_kernels/matmul.py:53:14
+      uint16_t* const e80 = v75[r];
+      // v81 = broadcast(v76)  tests/compat/compat_kernels/matmul.py:53:14
+      const int32_t e81 = v57[c];
+      // v82 = addptr(v80, v81)  tests/compat/compat_kernels/matmul.py:53:14
+      v82[i] = tg_addptr(e80, e81);
     }
   }
-  // v168 = constant()  tests/compat/compat_kernels/matmul.py:54:11
-  alignas(64) float v168[2048];
+  // v170 = constant()  tests/compat/compat_kernels/matmul.py:54:11
+  alignas(64) float v170[2048];
   TG_IVDEP
   for (int i = 0; i < 2048; ++i) {
-    v168[i] = (float)0.0;
+    v170[i] = (float)0.0;
   }
-  // v120, v121, v122 = for(v89, v88, v90, v68, v168, v80)  tests/compat/compat_kernels/matmul.py:55:5
-  alignas(64) uint16_t* v92[1024];
-  std::memcpy(v92, v68, sizeof(uint16_t*) * 1024);
-  alignas(64) float v93[2048];
-  std::memcpy(v93, v168, sizeof(float) * 2048);
-  alignas(64) uint16_t* v94[512];
-  std::memcpy(v94, v80, sizeof(uint16_t*) * 512);
-  const uint64_t trips0 = tg_trip_count<int32_t>(v89, v88, v90);
-  // v92 keeps its initial pointers; the loop advances offset92
-  uint64_t offset92 = 0;
+  // v122, v123, v124 = for(v91, v90, v92, v70, v170, v82)  tests/compat/compat_kernels/matmul.py:55:5
+  alignas(64) uint16_t* v94[1024];
+  std::memcpy(v94, v70, sizeof(uint16_t*) * 1024);
+  alignas(64) float v95[2048];
+  std::memcpy(v95, v170, sizeof(float) * 2048);
+  alignas(64) uint16_t* v96[512];
+  std::memcpy(v96, v82, sizeof(uint16_t*) * 512);
+  const uint64_t trips0 = tg_trip_count<int32_t>(v91, v90, v92);
   // v94 keeps its initial pointers; the loop advances offset94
   uint64_t offset94 = 0;
-  // whether each row of 32 pointers of v94 holds consecutive addresses, which its loads then read as rows
-  bool rows94 = true;
-  for (int r94 = 0; r94 < 16 && rows94; ++r94) {
-    uint16_t* const first94 = v94[r94 * 32];
-    bool same94 = true;
+  // v96 keeps its initial pointers; the loop advances offset96
+  uint64_t offset96 = 0;
+  // whether each row of 32 pointers of v96 holds consecutive addresses, which its loads then read as rows
+  bool rows96 = true;
+  for (int r96 = 0; r96 < 16 && rows96; ++r96) {
+    uint16_t* const first96 = v96[r96 * 32];
+    bool same96 = true;
     TG_IVDEP
-    for (int c94 = 0; c94 < 32; ++c94) {
-      same94 &= v94[r94 * 32 + c94] == tg_addptr(first94, c94);
+    for (int c96 = 0; c96 < 32; ++c96) {
+      same96 &= v96[r96 * 32 + c96] == tg_addptr(first96, c96);
     }
-    rows94 = same94;
+    rows96 = same96;
   }
   for (uint64_t k1 = 0; k1 < trips0;) {
     const uint64_t k1_end = trips0 - k1 > 256u ? k1 + 256u : trips0;
     for (; k1 < k1_end; ++k1) {
-      const int32_t v91 = tg_induction<int32_t>(v89, k1, v90);
-      // v96 = mul(v91, v87)  tests/compat/compat_kernels/matmul.py:56:22
-      const int32_t v96 = tg_mul(v91, v87);
-      // v97 = sub(v5, v96)  tests/compat/compat_kernels/matmul.py:56:18
-      const int32_t v97 = tg_sub(v5, v96);
-      alignas(64) uint8_t v100[16];
-      alignas(64) uint8_t v107[16];
+      const int32_t v93 = tg_induction<int32_t>(v91, k1, v92);
+      // v98 = mul(v93, v89)  tests/compat/compat_kernels/matmul.py:56:22
+      const int32_t v98 = tg_mul(v93, v89);
+      // v99 = sub(v5, v98)  tests/compat/compat_kernels/matmul.py:56:18
+      const int32_t v99 = tg_sub(v5, v98);
+      alignas(64) uint8_t v102[16];
+      alignas(64) uint8_t v109[16];
       TG_IVDEP
       for (int i = 0; i < 16; ++i) {
-        // v99 = splat(v97)  tests/compat/compat_kernels/matmul.py:57:34
-        const int32_t e99 = v97;
-        // v100 = cmp.lt(v62, v99)  tests/compat/compat_kernels/matmul.py:57:34
-        v100[i] = v56[i] < e99;
-        // v106 = splat(v97)  tests/compat/compat_kernels/matmul.py:58:34
-        const int32_t e106 = v97;
-        // v107 = cmp.lt(v69, v106)  tests/compat/compat_kernels/matmul.py:58:34
-        v107[i] = v56[i] < e106;
+        // v101 = splat(v99)  tests/compat/compat_kernels/matmul.py:57:34
+        const int32_t e101 = v99;
+        // v102 = cmp.lt(v64, v101)  tests/compat/compat_kernels/matmul.py:57:34
+        v102[i] = v58[i] < e101;
+        // v108 = splat(v99)  tests/compat/compat_kernels/matmul.py:58:34
+        const int32_t e108 = v99;
+        // v109 = cmp.lt(v71, v108)  tests/compat/compat_kernels/matmul.py:58:34
+        v109[i] = v58[i] < e108;
       }
-      alignas(64) uint16_t v104[1024];
-      // the whole tile is in bounds (v101 all true): first and last index pass, no wrap
-      const bool full2 = (v56[0] < v97) && (v56[15] < v97) && (v56[0] <= v56[15]);
+      alignas(64) uint16_t v106[1024];
+      // the whole tile is in bounds (v103 all true): first and last index pass, no wrap
+      const bool full2 = (v58[0] < v99) && (v58[15] < v99) && (v58[0] <= v58[15]);
       for (int r = 0; r < 64; ++r) {
-        uint16_t* const row92 = tg_addptr(v92[r * 16], offset92);  // &v92[r * 16]
+        uint16_t* const row94 = tg_addptr(v94[r * 16], offset94);  // &v94[r * 16]
         if (full2) {
           TG_IVDEP
           for (int c = 0; c < 16; ++c) {
             const int i = r * 16 + c;
-            // v104 = load(v92, v101, v171)  tests/compat/compat_kernels/matmul.py:57:13
-            v104[i] = *(row92 + c);
+            // v106 = load(v94, v103, v173)  tests/compat/compat_kernels/matmul.py:57:13
+            v106[i] = *(row94 + c);
           }
         } else {
           TG_IVDEP
           for (int c = 0; c < 16; ++c) {
             const int i = r * 16 + c;
-            // v101 = broadcast(v100)  tests/compat/compat_kernels/matmul.py:57:29
-            const bool e101 = v100[c];
-            // v104 = load(v92, v101, v171)  tests/compat/compat_kernels/matmul.py:57:13
-            v104[i] = e101 ? *(row92 + c) : tg_f64_to_f16(0.0);
+            // v103 = broadcast(v102)  tests/compat/compat_kernels/matmul.py:57:29
+            const bool e103 = v102[c];
+            // v106 = load(v94, v103, v173)  tests/compat/compat_kernels/matmul.py:57:13
+            v106[i] = e103 ? *(row94 + c) : tg_f64_to_f16(0.0);
           }
         }
       }
-      alignas(64) uint16_t v111[512];
-      // the whole tile is in bounds (v108 all true): first and last index pass, no wrap
-      // and the rows of v94 hold consecutive addresses (checked before the loop)
-      const bool full3 = (v56[0] < v97) && (v56[15] < v97) && (v56[0] <= v56[15]) && rows94;
+      alignas(64) uint16_t v113[512];
+      // the whole tile is in bounds (v110 all true): first and last index pass, no wrap
+      // and the rows of v96 hold consecutive addresses (checked before the loop)
+      const bool full3 = (v58[0] < v99) && (v58[15] < v99) && (v58[0] <= v58[15]) && rows96;
       for (int r = 0; r < 16; ++r) {
-        uint16_t* const row94 = tg_addptr(v94[r * 32], offset94);  // &v94[r * 32]
+        uint16_t* const row96 = tg_addptr(v96[r * 32], offset96);  // &v96[r * 32]
         if (full3) {
           TG_IVDEP
           for (int c = 0; c < 32; ++c) {
             const int i = r * 32 + c;
-            // v111 = load(v94, v108, v172)  tests/compat/compat_kernels/matmul.py:58:13
-            v111[i] = *(row94 + c);
+            // v113 = load(v96, v110, v174)  tests/compat/compat_kernels/matmul.py:58:13
+            v113[i] = *(row96 + c);
           }
         } else {
           TG_IVDEP
           for (int c = 0; c < 32; ++c) {
             const int i = r * 32 + c;
-            // v108 = broadcast(v107)  tests/compat/compat_kernels/matmul.py:58:29
-            const bool e108 = v107[r];
-            // v111 = load(v94, v108, v172)  tests/compat/compat_kernels/matmul.py:58:13
-            v111[i] = e108 ? *tg_addptr(v94[i], offset94) : tg_f64_to_f16(0.0);
+            // v110 = broadcast(v109)  tests/compat/compat_kernels/matmul.py:58:29
+            const bool e110 = v109[r];
+            // v113 = load(v96, v110, v174)  tests/compat/compat_kernels/matmul.py:58:13
+            v113[i] = e110 ? *tg_addptr(v96[i], offset96) : tg_f64_to_f16(0.0);
           }
         }
       }
-      // v112 = dot(v104, v111, v93)  tests/compat/compat_kernels/matmul.py:59:15
+      // v114 = dot(v106, v113, v95)  tests/compat/compat_kernels/matmul.py:59:15
       alignas(64) float wide4[1024];
-      tg_widen_f16(v104, wide4, 1024);
+      tg_widen_f16(v106, wide4, 1024);
       alignas(64) float wide5[512];
-      tg_widen_f16(v111, wide5, 512);
-      // v112 is computed in place of v93
-      tg_dot_f32<64, 32, 16>(wide4, wide5, v93);
-      // v115 = addptr(v92, v173)  tests/compat/compat_kernels/matmul.py:60:9
-      // v115 is computed in place of v92
-      offset92 += (uint64_t)(int64_t)16;
-      // v119 = addptr(v94, v118)  tests/compat/compat_kernels/matmul.py:61:9
-      // v119 is computed in place of v94
-      offset94 += (uint64_t)(int64_t)v117;
+      tg_widen_f16(v113, wide5, 512);
+      // v114 is computed in place of v95
+      tg_dot_f32<64, 32, 16>(wide4, wide5, v95);
+      // v117 = addptr(v94, v175)  tests/compat/compat_kernels/matmul.py:60:9
+      // v117 is computed in place of v94
+      offset94 += (uint64_t)(int64_t)16;
+      // v121 = addptr(v96, v120)  tests/compat/compat_kernels/matmul.py:61:9
+      // v121 is computed in place of v96
+      offset96 += (uint64_t)(int64_t)v119;
     }
     if (k1 < trips0 && tg_should_stop(tg_stop, tg_stopped)) return;
   }
-  alignas(64) uint16_t v130[2048];
+  alignas(64) uint16_t v132[2048];
   TG_IVDEP
   for (int i = 0; i < 2048; ++i) {
-    // v125 = cmp.ge(v121, v168)  tests/compat/compat_kernels/matmul.py:19:21
-    const bool e125 = v93[i] >= v168[i];
-    // v175 = constant()  tests/compat/compat_kernels/matmul.py:19:32
-    const float e175 = (float)0.009999999776482582;
-    // v128 = mul(v121, v175)  tests/compat/compat_kernels/matmul.py:19:32
-    const float e128 = v93[i] * e175;
-    // v129 = select(v125, v121, v128)  tests/compat/compat_kernels/matmul.py:19:12
-    const float e129 = e125 ? v93[i] : e128;
-    // v130 = cast(v129)  tests/compat/compat_kernels/matmul.py:64:9
-    v130[i] = tg_f32_to_f16(e129);
+    // v127 = cmp.ge(v123, v170)  tests/compat/compat_kernels/matmul.py:19:21
+    const bool e127 = v95[i] >= v170[i];
+    // v177 = constant()  tests/compat/compat_kernels/matmul.py:19:32
+    const float e177 = (float)0.009999999776482582;
+    // v130 = mul(v123, v177)  tests/compat/compat_kernels/matmul.py:19:32
+    const float e130 = v95[i] * e177;
+    // v131 = select(v127, v123, v130)  tests/compat/compat_kernels/matmul.py:19:12
+    const float e131 = e127 ? v95[i] : e130;
+    // v132 = cast(v131)  tests/compat/compat_kernels/matmul.py:64:9
+    v132[i] = tg_f32_to_f16(e131);
   }
-  alignas(64) uint16_t* v145[64];
-  alignas(64) uint8_t v155[64];
+  alignas(64) uint16_t* v147[64];
+  alignas(64) uint8_t v157[64];
   TG_IVDEP
   for (int i = 0; i < 64; ++i) {
-    // v141 = expand_dims(v46)  tests/compat/compat_kernels/matmul.py:68:22
-    const int32_t e141 = tg_add(v43, (int32_t)(0 + i));
-    // v142 = splat(v10)  tests/compat/compat_kernels/matmul.py:68:22
-    const int32_t e142 = v10;
-    // v143 = mul(v141, v142)  tests/compat/compat_kernels/matmul.py:68:22
-    const int32_t e143 = tg_mul(e141, e142);
-    // v144 = splat(v2)  tests/compat/compat_kernels/matmul.py:68:14
-    uint16_t* const e144 = v2;
-    // v145 = addptr(v144, v143)  tests/compat/compat_kernels/matmul.py:68:14
-    v145[i] = tg_addptr(e144, e143);
-    // v154 = splat(v3)  tests/compat/compat_kernels/matmul.py:69:31
-    const int32_t e154 = v3;
-    // v155 = cmp.lt(v141, v154)  tests/compat/compat_kernels/matmul.py:69:31
-    v155[i] = e141 < e154;
+    // v143 = expand_dims(v48)  tests/compat/compat_kernels/matmul.py:68:22
+    const int32_t e143 = tg_add(v45, (int32_t)(0 + i));
+    // v144 = splat(v10)  tests/compat/compat_kernels/matmul.py:68:22
+    const int32_t e144 = v10;
+    // v145 = mul(v143, v144)  tests/compat/compat_kernels/matmul.py:68:22
+    const int32_t e145 = tg_mul(e143, e144);
+    // v146 = splat(v2)  tests/compat/compat_kernels/matmul.py:68:14
+    uint16_t* const e146 = v2;
+    // v147 = addptr(v146, v145)  tests/compat/compat_kernels/matmul.py:68:14
+    v147[i] = tg_addptr(e146, e145);
+    // v156 = splat(v3)  tests/compat/compat_kernels/matmul.py:69:31
+    const int32_t e156 = v3;
+    // v157 = cmp.lt(v143, v156)  tests/compat/compat_kernels/matmul.py:69:31
+    v157[i] = e143 < e156;
   }
-  alignas(64) int32_t v146[32];
-  alignas(64) uint8_t v158[32];
+  alignas(64) int32_t v148[32];
+  alignas(64) uint8_t v160[32];
   TG_IVDEP
   for (int i = 0; i < 32; ++i) {
-    // v146 = expand_dims(v53)  tests/compat/compat_kernels/matmul.py:68:54
-    v146[i] = tg_add(v50, (int32_t)(0 + i));
-    // v157 = splat(v4)  tests/compat/compat_kernels/matmul.py:69:57
-    const int32_t e157 = v4;
-    // v158 = cmp.lt(v146, v157)  tests/compat/compat_kernels/matmul.py:69:57
-    v158[i] = v146[i] < e157;
+    // v148 = expand_dims(v55)  tests/compat/compat_kernels/matmul.py:68:54
+    v148[i] = tg_add(v52, (int32_t)(0 + i));
+    // v159 = splat(v4)  tests/compat/compat_kernels/matmul.py:69:57
+    const int32_t e159 = v4;
+    // v160 = cmp.lt(v148, v159)  tests/compat/compat_kernels/matmul.py:69:57
+    v160[i] = v148[i] < e159;
   }
-  // the whole tile is in bounds (v161 all true): first and last index pass, no wrap
-  const bool full6 = (tg_add(v43, (int32_t)0) < v3) && (tg_add(v43, (int32_t)63) < v3) && (tg_add(v43, (int32_t)0) <= tg_add(v43, (int32_t)63)) && (v146[0] < v4) && (v146[31] < v4) && (v146[0] <= v146[31]);
+  // the whole tile is in bounds (v163 all true): first and last index pass, no wrap
+  const bool full6 = (tg_add(v45, (int32_t)0) < v3) && (tg_add(v45, (int32_t)63) < v3) && (tg_add(v45, (int32_t)0) <= tg_add(v45, (int32_t)63)) && (v148[0] < v4) && (v148[31] < v4) && (v148[0] <= v148[31]);
   for (int r = 0; r < 64; ++r) {
-    uint16_t* const row152 = tg_addptr(v145[r * 32 / 32], v146[(r * 32) % 32]);  // &v152[r * 32]
+    uint16_t* const row154 = tg_addptr(v147[r * 32 / 32], v148[(r * 32) % 32]);  // &v154[r * 32]
     if (full6) {
       TG_IVDEP
       for (int c = 0; c < 32; ++c) {
         const int i = r * 32 + c;
-        // store(v152, v130, v161)  tests/compat/compat_kernels/matmul.py:69:5
-        *(row152 + c) = v130[i];
+        // store(v154, v132, v163)  tests/compat/compat_kernels/matmul.py:69:5
+        *(row154 + c) = v132[i];
       }
     } else {
       TG_IVDEP
       for (int c = 0; c < 32; ++c) {
         const int i = r * 32 + c;
-        // v159 = broadcast(v155)  tests/compat/compat_kernels/matmul.py:69:30
-        const bool e159 = v155[r];
-        // v160 = broadcast(v158)  tests/compat/compat_kernels/matmul.py:69:30
-        const bool e160 = v158[c];
-        // v161 = and(v159, v160)  tests/compat/compat_kernels/matmul.py:69:30
-        const bool e161 = e159 & e160;
-        // store(v152, v130, v161)  tests/compat/compat_kernels/matmul.py:69:5
-        if (e161) *(row152 + c) = v130[i];
+        // v161 = broadcast(v157)  tests/compat/compat_kernels/matmul.py:69:30
+        const bool e161 = v157[r];
+        // v162 = broadcast(v160)  tests/compat/compat_kernels/matmul.py:69:30
+        const bool e162 = v160[c];
+        // v163 = and(v161, v162)  tests/compat/compat_kernels/matmul.py:69:30
+        const bool e163 = e161 & e162;
+        // store(v154, v132, v163)  tests/compat/compat_kernels/matmul.py:69:5
+        if (e163) *(row154 + c) = v132[i];
       }
     }
   }

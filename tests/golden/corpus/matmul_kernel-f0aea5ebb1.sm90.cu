@@ -58,351 +58,355 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(tg_f16* arg_a_ptr
   const int v17 = tg_add(v12, v16);
   // v18 = div(v15, v14)  tests/compat/compat_kernels/matmul.py:43:14
   const int v18 = tg_div(v15, v14);
-  // v19 = mul(v17, v3)  tests/compat/compat_kernels/matmul.py:49:13
-  const int v19 = tg_mul(v17, v3);
-  // v20 = arange()  tests/compat/compat_kernels/matmul.py:49:32
-  int v20[2];
-  #pragma unroll
-  for (int j0 = 0; j0 < 2; ++j0) {
-    v20[j0] = tb0 + (j0 << 5);
-  }
-  // v20_1: v20 recomputed in slice{dim=1, parent=blocked{spt=[1, 8], tpw=[16, 2], wpc=[4, 1], order=[1, 0]}}
-  int v20_1[1];
-  {
-    v20_1[0] = tb1;
-  }
-  // v21 = splat(v19)  tests/compat/compat_kernels/matmul.py:49:13
-  int v21[2];
-  #pragma unroll
-  for (int j1 = 0; j1 < 2; ++j1) {
-    v21[j1] = v19;
-  }
-  // v21_1: v21 recomputed in slice{dim=1, parent=blocked{spt=[1, 8], tpw=[16, 2], wpc=[4, 1], order=[1, 0]}}
-  int v21_1[1];
-  {
-    v21_1[0] = v19;
-  }
-  // v22 = add(v21, v20)  tests/compat/compat_kernels/matmul.py:49:13
+  // v19 = hint(v17)  tests/compat/compat_kernels/matmul.py:44:5
+  const int v19 = v17;
+  // v20 = hint(v18)  tests/compat/compat_kernels/matmul.py:45:5
+  const int v20 = v18;
+  // v21 = mul(v19, v3)  tests/compat/compat_kernels/matmul.py:49:13
+  const int v21 = tg_mul(v19, v3);
+  // v22 = arange()  tests/compat/compat_kernels/matmul.py:49:32
   int v22[2];
   #pragma unroll
-  for (int j2 = 0; j2 < 2; ++j2) {
-    v22[j2] = tg_add(v21[j2], v20[j2]);
+  for (int j0 = 0; j0 < 2; ++j0) {
+    v22[j0] = tb0 + (j0 << 5);
   }
   // v22_1: v22 recomputed in slice{dim=1, parent=blocked{spt=[1, 8], tpw=[16, 2], wpc=[4, 1], order=[1, 0]}}
   int v22_1[1];
   {
-    v22_1[0] = tg_add(v21_1[0], v20_1[0]);
+    v22_1[0] = tb1;
   }
-  // v23 = splat(arg_M)  tests/compat/compat_kernels/matmul.py:49:12
-  int v23[1];
+  // v23 = splat(v21)  tests/compat/compat_kernels/matmul.py:49:13
+  int v23[2];
+  #pragma unroll
+  for (int j1 = 0; j1 < 2; ++j1) {
+    v23[j1] = v21;
+  }
+  // v23_1: v23 recomputed in slice{dim=1, parent=blocked{spt=[1, 8], tpw=[16, 2], wpc=[4, 1], order=[1, 0]}}
+  int v23_1[1];
   {
-    v23[0] = arg_M;
+    v23_1[0] = v21;
   }
-  // v24 = rem(v22, v23)  tests/compat/compat_kernels/matmul.py:49:12
-  int v24[1];
+  // v24 = add(v23, v22)  tests/compat/compat_kernels/matmul.py:49:13
+  int v24[2];
+  #pragma unroll
+  for (int j2 = 0; j2 < 2; ++j2) {
+    v24[j2] = tg_add(v23[j2], v22[j2]);
+  }
+  // v24_1: v24 recomputed in slice{dim=1, parent=blocked{spt=[1, 8], tpw=[16, 2], wpc=[4, 1], order=[1, 0]}}
+  int v24_1[1];
   {
-    v24[0] = tg_rem(v22_1[0], v23[0]);
+    v24_1[0] = tg_add(v23_1[0], v22_1[0]);
   }
-  // v25 = mul(v18, v7)  tests/compat/compat_kernels/matmul.py:50:13
-  const int v25 = tg_mul(v18, v7);
-  // v26 = arange()  tests/compat/compat_kernels/matmul.py:50:32
+  // v25 = splat(arg_M)  tests/compat/compat_kernels/matmul.py:49:12
+  int v25[1];
+  {
+    v25[0] = arg_M;
+  }
+  // v26 = rem(v24, v25)  tests/compat/compat_kernels/matmul.py:49:12
   int v26[1];
   {
-    v26[0] = tb2;
+    v26[0] = tg_rem(v24_1[0], v25[0]);
   }
-  // v26_1: v26 recomputed in slice{dim=0, parent=blocked{spt=[1, 8], tpw=[8, 4], wpc=[4, 1], order=[1, 0]}}
-  int v26_1[8];
-  #pragma unroll
-  for (int j3 = 0; j3 < 8; ++j3) {
-    v26_1[j3] = tb3 + j3;
-  }
-  // v27 = splat(v25)  tests/compat/compat_kernels/matmul.py:50:13
-  int v27[1];
-  {
-    v27[0] = v25;
-  }
-  // v27_1: v27 recomputed in slice{dim=0, parent=blocked{spt=[1, 8], tpw=[8, 4], wpc=[4, 1], order=[1, 0]}}
-  int v27_1[8];
-  #pragma unroll
-  for (int j4 = 0; j4 < 8; ++j4) {
-    v27_1[j4] = v25;
-  }
-  // v28 = add(v27, v26)  tests/compat/compat_kernels/matmul.py:50:13
+  // v27 = mul(v20, v7)  tests/compat/compat_kernels/matmul.py:50:13
+  const int v27 = tg_mul(v20, v7);
+  // v28 = arange()  tests/compat/compat_kernels/matmul.py:50:32
   int v28[1];
   {
-    v28[0] = tg_add(v27[0], v26[0]);
+    v28[0] = tb2;
   }
   // v28_1: v28 recomputed in slice{dim=0, parent=blocked{spt=[1, 8], tpw=[8, 4], wpc=[4, 1], order=[1, 0]}}
   int v28_1[8];
   #pragma unroll
-  for (int j5 = 0; j5 < 8; ++j5) {
-    v28_1[j5] = tg_add(v27_1[j5], v26_1[j5]);
+  for (int j3 = 0; j3 < 8; ++j3) {
+    v28_1[j3] = tb3 + j3;
   }
-  // v29 = splat(arg_N)  tests/compat/compat_kernels/matmul.py:50:12
+  // v29 = splat(v27)  tests/compat/compat_kernels/matmul.py:50:13
   int v29[1];
   {
-    v29[0] = arg_N;
+    v29[0] = v27;
   }
-  // v30 = rem(v28, v29)  tests/compat/compat_kernels/matmul.py:50:12
+  // v29_1: v29 recomputed in slice{dim=0, parent=blocked{spt=[1, 8], tpw=[8, 4], wpc=[4, 1], order=[1, 0]}}
+  int v29_1[8];
+  #pragma unroll
+  for (int j4 = 0; j4 < 8; ++j4) {
+    v29_1[j4] = v27;
+  }
+  // v30 = add(v29, v28)  tests/compat/compat_kernels/matmul.py:50:13
   int v30[1];
   {
-    v30[0] = tg_rem(v28[0], v29[0]);
+    v30[0] = tg_add(v29[0], v28[0]);
   }
-  // v31 = arange()  tests/compat/compat_kernels/matmul.py:51:10
-  int v31[4];
+  // v30_1: v30 recomputed in slice{dim=0, parent=blocked{spt=[1, 8], tpw=[8, 4], wpc=[4, 1], order=[1, 0]}}
+  int v30_1[8];
   #pragma unroll
-  for (int j6 = 0; j6 < 4; ++j6) {
-    v31[j6] = tb4 + (j6 << 2);
+  for (int j5 = 0; j5 < 8; ++j5) {
+    v30_1[j5] = tg_add(v29_1[j5], v28_1[j5]);
   }
-  // v31_1: v31 recomputed in slice{dim=0, parent=blocked{spt=[1, 8], tpw=[16, 2], wpc=[4, 1], order=[1, 0]}}
-  int v31_1[8];
-  #pragma unroll
-  for (int j7 = 0; j7 < 8; ++j7) {
-    v31_1[j7] = tb5 + j7;
+  // v31 = splat(arg_N)  tests/compat/compat_kernels/matmul.py:50:12
+  int v31[1];
+  {
+    v31[0] = arg_N;
   }
-  // v32 = expand_dims(v24)  tests/compat/compat_kernels/matmul.py:52:22
+  // v32 = rem(v30, v31)  tests/compat/compat_kernels/matmul.py:50:12
   int v32[1];
   {
-    v32[0] = v24[0];
+    v32[0] = tg_rem(v30[0], v31[0]);
   }
-  // v33 = splat(arg_stride_am)  tests/compat/compat_kernels/matmul.py:52:22
-  int v33[1];
-  {
-    v33[0] = arg_stride_am;
+  // v33 = arange()  tests/compat/compat_kernels/matmul.py:51:10
+  int v33[4];
+  #pragma unroll
+  for (int j6 = 0; j6 < 4; ++j6) {
+    v33[j6] = tb4 + (j6 << 2);
   }
-  // v34 = mul(v32, v33)  tests/compat/compat_kernels/matmul.py:52:22
+  // v33_1: v33 recomputed in slice{dim=0, parent=blocked{spt=[1, 8], tpw=[16, 2], wpc=[4, 1], order=[1, 0]}}
+  int v33_1[8];
+  #pragma unroll
+  for (int j7 = 0; j7 < 8; ++j7) {
+    v33_1[j7] = tb5 + j7;
+  }
+  // v34 = expand_dims(v26)  tests/compat/compat_kernels/matmul.py:52:22
   int v34[1];
   {
-    v34[0] = tg_mul(v32[0], v33[0]);
+    v34[0] = v26[0];
   }
-  // v35 = splat(arg_a_ptr)  tests/compat/compat_kernels/matmul.py:52:14
-  tg_f16* v35[1];
+  // v35 = splat(arg_stride_am)  tests/compat/compat_kernels/matmul.py:52:22
+  int v35[1];
   {
-    v35[0] = arg_a_ptr;
+    v35[0] = arg_stride_am;
   }
-  // v36 = addptr(v35, v34)  tests/compat/compat_kernels/matmul.py:52:14
-  tg_f16* v36[1];
+  // v36 = mul(v34, v35)  tests/compat/compat_kernels/matmul.py:52:22
+  int v36[1];
   {
-    v36[0] = v35[0] + (long long)v34[0];
+    v36[0] = tg_mul(v34[0], v35[0]);
   }
-  // v37 = expand_dims(v31)  tests/compat/compat_kernels/matmul.py:52:50
-  int v37[8];
-  #pragma unroll
-  for (int j8 = 0; j8 < 8; ++j8) {
-    v37[j8] = v31_1[j8];
+  // v37 = splat(arg_a_ptr)  tests/compat/compat_kernels/matmul.py:52:14
+  tg_f16* v37[1];
+  {
+    v37[0] = arg_a_ptr;
   }
-  // v38 = broadcast(v36)  tests/compat/compat_kernels/matmul.py:52:14
-  tg_f16* v38[8];
-  #pragma unroll
-  for (int j9 = 0; j9 < 8; ++j9) {
-    v38[j9] = v36[0];
+  // v38 = addptr(v37, v36)  tests/compat/compat_kernels/matmul.py:52:14
+  tg_f16* v38[1];
+  {
+    v38[0] = v37[0] + (long long)v36[0];
   }
-  // v39 = broadcast(v37)  tests/compat/compat_kernels/matmul.py:52:14
+  // v39 = expand_dims(v33)  tests/compat/compat_kernels/matmul.py:52:50
   int v39[8];
   #pragma unroll
-  for (int j10 = 0; j10 < 8; ++j10) {
-    v39[j10] = v37[j10];
+  for (int j8 = 0; j8 < 8; ++j8) {
+    v39[j8] = v33_1[j8];
   }
-  // v40 = addptr(v38, v39)  tests/compat/compat_kernels/matmul.py:52:14
+  // v40 = broadcast(v38)  tests/compat/compat_kernels/matmul.py:52:14
   tg_f16* v40[8];
   #pragma unroll
+  for (int j9 = 0; j9 < 8; ++j9) {
+    v40[j9] = v38[0];
+  }
+  // v41 = broadcast(v39)  tests/compat/compat_kernels/matmul.py:52:14
+  int v41[8];
+  #pragma unroll
+  for (int j10 = 0; j10 < 8; ++j10) {
+    v41[j10] = v39[j10];
+  }
+  // v42 = addptr(v40, v41)  tests/compat/compat_kernels/matmul.py:52:14
+  tg_f16* v42[8];
+  #pragma unroll
   for (int j11 = 0; j11 < 8; ++j11) {
-    v40[j11] = v38[j11] + (long long)v39[j11];
+    v42[j11] = v40[j11] + (long long)v41[j11];
   }
-  // v41 = expand_dims(v31)  tests/compat/compat_kernels/matmul.py:53:22
-  int v41[4];
-  #pragma unroll
-  for (int j12 = 0; j12 < 4; ++j12) {
-    v41[j12] = v31[j12];
-  }
-  // v42 = splat(arg_stride_bk)  tests/compat/compat_kernels/matmul.py:53:22
-  int v42[4];
-  #pragma unroll
-  for (int j13 = 0; j13 < 4; ++j13) {
-    v42[j13] = arg_stride_bk;
-  }
-  // v43 = mul(v41, v42)  tests/compat/compat_kernels/matmul.py:53:22
+  // v43 = expand_dims(v33)  tests/compat/compat_kernels/matmul.py:53:22
   int v43[4];
   #pragma unroll
-  for (int j14 = 0; j14 < 4; ++j14) {
-    v43[j14] = tg_mul(v41[j14], v42[j14]);
+  for (int j12 = 0; j12 < 4; ++j12) {
+    v43[j12] = v33[j12];
   }
-  // v44 = splat(arg_b_ptr)  tests/compat/compat_kernels/matmul.py:53:14
-  tg_f16* v44[4];
+  // v44 = splat(arg_stride_bk)  tests/compat/compat_kernels/matmul.py:53:22
+  int v44[4];
+  #pragma unroll
+  for (int j13 = 0; j13 < 4; ++j13) {
+    v44[j13] = arg_stride_bk;
+  }
+  // v45 = mul(v43, v44)  tests/compat/compat_kernels/matmul.py:53:22
+  int v45[4];
+  #pragma unroll
+  for (int j14 = 0; j14 < 4; ++j14) {
+    v45[j14] = tg_mul(v43[j14], v44[j14]);
+  }
+  // v46 = splat(arg_b_ptr)  tests/compat/compat_kernels/matmul.py:53:14
+  tg_f16* v46[4];
   #pragma unroll
   for (int j15 = 0; j15 < 4; ++j15) {
-    v44[j15] = arg_b_ptr;
+    v46[j15] = arg_b_ptr;
   }
-  // v45 = addptr(v44, v43)  tests/compat/compat_kernels/matmul.py:53:14
-  tg_f16* v45[4];
-  #pragma unroll
-  for (int j16 = 0; j16 < 4; ++j16) {
-    v45[j16] = v44[j16] + (long long)v43[j16];
-  }
-  // v46 = expand_dims(v30)  tests/compat/compat_kernels/matmul.py:53:48
-  int v46[1];
-  {
-    v46[0] = v30[0];
-  }
-  // v47 = broadcast(v45)  tests/compat/compat_kernels/matmul.py:53:14
+  // v47 = addptr(v46, v45)  tests/compat/compat_kernels/matmul.py:53:14
   tg_f16* v47[4];
   #pragma unroll
-  for (int j17 = 0; j17 < 4; ++j17) {
-    v47[j17] = v45[j17];
+  for (int j16 = 0; j16 < 4; ++j16) {
+    v47[j16] = v46[j16] + (long long)v45[j16];
   }
-  // v48 = broadcast(v46)  tests/compat/compat_kernels/matmul.py:53:14
-  int v48[4];
-  #pragma unroll
-  for (int j18 = 0; j18 < 4; ++j18) {
-    v48[j18] = v46[0];
+  // v48 = expand_dims(v32)  tests/compat/compat_kernels/matmul.py:53:48
+  int v48[1];
+  {
+    v48[0] = v32[0];
   }
-  // v49 = addptr(v47, v48)  tests/compat/compat_kernels/matmul.py:53:14
+  // v49 = broadcast(v47)  tests/compat/compat_kernels/matmul.py:53:14
   tg_f16* v49[4];
   #pragma unroll
-  for (int j19 = 0; j19 < 4; ++j19) {
-    v49[j19] = v47[j19] + (long long)v48[j19];
+  for (int j17 = 0; j17 < 4; ++j17) {
+    v49[j17] = v47[j17];
   }
-  // v50 = constant()  tests/compat/compat_kernels/matmul.py:54:11
-  float v50[16];
+  // v50 = broadcast(v48)  tests/compat/compat_kernels/matmul.py:53:14
+  int v50[4];
+  #pragma unroll
+  for (int j18 = 0; j18 < 4; ++j18) {
+    v50[j18] = v48[0];
+  }
+  // v51 = addptr(v49, v50)  tests/compat/compat_kernels/matmul.py:53:14
+  tg_f16* v51[4];
+  #pragma unroll
+  for (int j19 = 0; j19 < 4; ++j19) {
+    v51[j19] = v49[j19] + (long long)v50[j19];
+  }
+  // v52 = constant()  tests/compat/compat_kernels/matmul.py:54:11
+  float v52[16];
   #pragma unroll
   for (int j20 = 0; j20 < 16; ++j20) {
-    v50[j20] = 0.0f;
+    v52[j20] = 0.0f;
   }
-  // v51 = constant()  tests/compat/compat_kernels/matmul.py:55:23
-  const int v51 = 15;
-  // v52 = add(arg_K, v51)  tests/compat/compat_kernels/matmul.py:55:23
-  const int v52 = tg_add(arg_K, v51);
   // v53 = constant()  tests/compat/compat_kernels/matmul.py:55:23
-  const int v53 = 16;
-  // v54 = div(v52, v53)  tests/compat/compat_kernels/matmul.py:55:23
-  const int v54 = tg_div(v52, v53);
-  // v55 = constant()  tests/compat/compat_kernels/matmul.py:55:20
-  const int v55 = 0;
-  // v56 = constant()  tests/compat/compat_kernels/matmul.py:55:14
-  const int v56 = 1;
-  // v57 = constant()  tests/compat/compat_kernels/matmul.py:57:56
-  tg_f16 v57[8];
+  const int v53 = 15;
+  // v54 = add(arg_K, v53)  tests/compat/compat_kernels/matmul.py:55:23
+  const int v54 = tg_add(arg_K, v53);
+  // v55 = constant()  tests/compat/compat_kernels/matmul.py:55:23
+  const int v55 = 16;
+  // v56 = div(v54, v55)  tests/compat/compat_kernels/matmul.py:55:23
+  const int v56 = tg_div(v54, v55);
+  // v57 = constant()  tests/compat/compat_kernels/matmul.py:55:20
+  const int v57 = 0;
+  // v58 = constant()  tests/compat/compat_kernels/matmul.py:55:14
+  const int v58 = 1;
+  // v59 = constant()  tests/compat/compat_kernels/matmul.py:57:56
+  tg_f16 v59[8];
   #pragma unroll
   for (int j21 = 0; j21 < 8; ++j21) {
-    v57[j21] = (tg_f16)0x0000;
+    v59[j21] = (tg_f16)0x0000;
   }
-  // v58 = constant()  tests/compat/compat_kernels/matmul.py:58:56
-  tg_f16 v58[4];
+  // v60 = constant()  tests/compat/compat_kernels/matmul.py:58:56
+  tg_f16 v60[4];
   #pragma unroll
   for (int j22 = 0; j22 < 4; ++j22) {
-    v58[j22] = (tg_f16)0x0000;
+    v60[j22] = (tg_f16)0x0000;
   }
-  // v59 = constant()  tests/compat/compat_kernels/matmul.py:60:9
-  int v59[8];
+  // v61 = constant()  tests/compat/compat_kernels/matmul.py:60:9
+  int v61[8];
   #pragma unroll
   for (int j23 = 0; j23 < 8; ++j23) {
-    v59[j23] = 16;
+    v61[j23] = 16;
   }
-  // v60 = mul(arg_stride_bk, v53)  tests/compat/compat_kernels/matmul.py:61:19
-  const int v60 = tg_mul(arg_stride_bk, v53);
-  // v61 = splat(v60)  tests/compat/compat_kernels/matmul.py:61:9
-  int v61[4];
+  // v62 = mul(arg_stride_bk, v55)  tests/compat/compat_kernels/matmul.py:61:19
+  const int v62 = tg_mul(arg_stride_bk, v55);
+  // v63 = splat(v62)  tests/compat/compat_kernels/matmul.py:61:9
+  int v63[4];
   #pragma unroll
   for (int j24 = 0; j24 < 4; ++j24) {
-    v61[j24] = v60;
+    v63[j24] = v62;
   }
-  // v62, v63, v64 = for(v55, v54, v56, v40, v50, v49)  tests/compat/compat_kernels/matmul.py:55:5
-  tg_f16* v66[8];
+  // v64, v65, v66 = for(v57, v56, v58, v42, v52, v51)  tests/compat/compat_kernels/matmul.py:55:5
+  tg_f16* v68[8];
   #pragma unroll
   for (int j25 = 0; j25 < 8; ++j25) {
-    v66[j25] = v40[j25];
+    v68[j25] = v42[j25];
   }
-  float v67[16];
+  float v69[16];
   #pragma unroll
   for (int j26 = 0; j26 < 16; ++j26) {
-    v67[j26] = v50[j26];
+    v69[j26] = v52[j26];
   }
-  tg_f16* v68[4];
+  tg_f16* v70[4];
   #pragma unroll
   for (int j27 = 0; j27 < 4; ++j27) {
-    v68[j27] = v49[j27];
+    v70[j27] = v51[j27];
   }
-  const unsigned long long trips28 = tg_trip_count<int>(v55, v54, v56);
+  const unsigned long long trips28 = tg_trip_count<int>(v57, v56, v58);
   for (unsigned long long k29 = 0; k29 < trips28; ++k29) {
-    const int v65 = tg_induction<int>(v55, k29, v56);
-    // v69 = mul(v65, v53)  tests/compat/compat_kernels/matmul.py:56:22
-    const int v69 = tg_mul(v65, v53);
-    // v70 = sub(arg_K, v69)  tests/compat/compat_kernels/matmul.py:56:18
-    const int v70 = tg_sub(arg_K, v69);
-    // v71 = splat(v70)  tests/compat/compat_kernels/matmul.py:57:34
-    int v71[8];
+    const int v67 = tg_induction<int>(v57, k29, v58);
+    // v71 = mul(v67, v55)  tests/compat/compat_kernels/matmul.py:56:22
+    const int v71 = tg_mul(v67, v55);
+    // v72 = sub(arg_K, v71)  tests/compat/compat_kernels/matmul.py:56:18
+    const int v72 = tg_sub(arg_K, v71);
+    // v73 = splat(v72)  tests/compat/compat_kernels/matmul.py:57:34
+    int v73[8];
     #pragma unroll
     for (int i30 = 0; i30 < 8; ++i30) {
-      v71[i30] = v70;
+      v73[i30] = v72;
     }
-    // v72 = cmp.lt(v37, v71)  tests/compat/compat_kernels/matmul.py:57:34
-    bool v72[8];
+    // v74 = cmp.lt(v39, v73)  tests/compat/compat_kernels/matmul.py:57:34
+    bool v74[8];
     #pragma unroll
     for (int i31 = 0; i31 < 8; ++i31) {
-      v72[i31] = v37[i31] < v71[i31];
+      v74[i31] = v39[i31] < v73[i31];
     }
-    // v73 = broadcast(v72)  tests/compat/compat_kernels/matmul.py:57:29
-    bool v73[8];
+    // v75 = broadcast(v74)  tests/compat/compat_kernels/matmul.py:57:29
+    bool v75[8];
     #pragma unroll
     for (int i32 = 0; i32 < 8; ++i32) {
-      v73[i32] = v72[i32];
+      v75[i32] = v74[i32];
     }
-    // v74 = load(v66, v73, v57)  tests/compat/compat_kernels/matmul.py:57:13
-    tg_f16 v74[8];
+    // v76 = load(v68, v75, v59)  tests/compat/compat_kernels/matmul.py:57:13
+    tg_f16 v76[8];
     #pragma unroll
     for (int i33 = 0; i33 < 8; ++i33) {
-      v74[i33] = v73[i33] ? *v66[i33] : v57[i33];
+      v76[i33] = v75[i33] ? *v68[i33] : v59[i33];
     }
-    // v75 = splat(v70)  tests/compat/compat_kernels/matmul.py:58:34
-    int v75[4];
+    // v77 = splat(v72)  tests/compat/compat_kernels/matmul.py:58:34
+    int v77[4];
     #pragma unroll
     for (int i34 = 0; i34 < 4; ++i34) {
-      v75[i34] = v70;
+      v77[i34] = v72;
     }
-    // v76 = cmp.lt(v41, v75)  tests/compat/compat_kernels/matmul.py:58:34
-    bool v76[4];
+    // v78 = cmp.lt(v43, v77)  tests/compat/compat_kernels/matmul.py:58:34
+    bool v78[4];
     #pragma unroll
     for (int i35 = 0; i35 < 4; ++i35) {
-      v76[i35] = v41[i35] < v75[i35];
+      v78[i35] = v43[i35] < v77[i35];
     }
-    // v77 = broadcast(v76)  tests/compat/compat_kernels/matmul.py:58:29
-    bool v77[4];
+    // v79 = broadcast(v78)  tests/compat/compat_kernels/matmul.py:58:29
+    bool v79[4];
     #pragma unroll
     for (int i36 = 0; i36 < 4; ++i36) {
-      v77[i36] = v76[i36];
+      v79[i36] = v78[i36];
     }
-    // v78 = load(v68, v77, v58)  tests/compat/compat_kernels/matmul.py:58:13
-    tg_f16 v78[4];
+    // v80 = load(v70, v79, v60)  tests/compat/compat_kernels/matmul.py:58:13
+    tg_f16 v80[4];
     #pragma unroll
     for (int i37 = 0; i37 < 4; ++i37) {
-      v78[i37] = v77[i37] ? *v68[i37] : v58[i37];
+      v80[i37] = v79[i37] ? *v70[i37] : v60[i37];
     }
-    // v79 = dot(v74, v78, v67)  tests/compat/compat_kernels/matmul.py:59:15
+    // v81 = dot(v76, v80, v69)  tests/compat/compat_kernels/matmul.py:59:15
     // tensor cores: wgmma m64n32k16, warpgroups 1x1, a [M][K], b [K][N] in shared memory
     __syncthreads();
     {
       const int e38 = tb6;
       tg_vec<tg_f16, 8> w39;
-      w39.v[0] = v74[0];
-      w39.v[1] = v74[0 + 1];
-      w39.v[2] = v74[0 + 2];
-      w39.v[3] = v74[0 + 3];
-      w39.v[4] = v74[0 + 4];
-      w39.v[5] = v74[0 + 5];
-      w39.v[6] = v74[0 + 6];
-      w39.v[7] = v74[0 + 7];
+      w39.v[0] = v76[0];
+      w39.v[1] = v76[0 + 1];
+      w39.v[2] = v76[0 + 2];
+      w39.v[3] = v76[0 + 3];
+      w39.v[4] = v76[0 + 4];
+      w39.v[5] = v76[0 + 5];
+      w39.v[6] = v76[0 + 6];
+      w39.v[7] = v76[0 + 7];
       *reinterpret_cast<tg_vec<tg_f16, 8>*>(tg_smem + 0 + tg_swizzle<32, 4, 2, 2048>((e38 >> 4), ((e38 & 15) * 2) >> 4) + (((e38 & 15) * 2) & 15)) = w39;
     }
     #pragma unroll
     for (int i40 = 0; i40 < 4; ++i40) {
       const int e41 = tb7 + (i40 << 7);
       tg_vec<tg_f16, 1> w42;
-      w42.v[0] = v78[i40];
+      w42.v[0] = v80[i40];
       *reinterpret_cast<tg_vec<tg_f16, 1>*>(tg_smem + 2048 + tg_swizzle<64, 2, 4, 1024>((e41 >> 5), ((e41 & 31) * 2) >> 4) + (((e41 & 31) * 2) & 15)) = w42;
     }
     tg_fence_proxy_async();  // the stores, visible to wgmma
     __syncthreads();
-    // v67 accumulates in place
+    // v69 accumulates in place
     {
       const unsigned sm = tg_shared_address(tg_smem);
       const int wg = warp >> 2;  // warpgroup
@@ -416,7 +420,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(tg_f16* arg_a_ptr
       {
         {
           {
-            tg_wgmma_m64n32k16_f16_kn(v67 + 16 * (0 + 1 * 0), da_w + ((((0) * 32) / 32 * 2048 + (0 * 64) * 32 + ((0) * 32) % 32) >> 4), db_w + (((0 * 32) * 2 / 64 * 1024 + (0) * 1024) >> 4));
+            tg_wgmma_m64n32k16_f16_kn(v69 + 16 * (0 + 1 * 0), da_w + ((((0) * 32) / 32 * 2048 + (0 * 64) * 32 + ((0) * 32) % 32) >> 4), db_w + (((0 * 32) * 2 / 64 * 1024 + (0) * 1024) >> 4));
           }
         }
       }
@@ -424,148 +428,148 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(tg_f16* arg_a_ptr
       tg_wgmma_wait<0>();
       #pragma unroll
       for (int j43 = 0; j43 < 16; ++j43) {
-        tg_pin(v67[j43]);  // no read of it moves above the wait
+        tg_pin(v69[j43]);  // no read of it moves above the wait
       }
     }
-    // v80 = addptr(v66, v59)  tests/compat/compat_kernels/matmul.py:60:9
-    tg_f16* v80[8];
+    // v82 = addptr(v68, v61)  tests/compat/compat_kernels/matmul.py:60:9
+    tg_f16* v82[8];
     #pragma unroll
     for (int i44 = 0; i44 < 8; ++i44) {
-      v80[i44] = v66[i44] + (long long)v59[i44];
+      v82[i44] = v68[i44] + (long long)v61[i44];
     }
-    // v81 = addptr(v68, v61)  tests/compat/compat_kernels/matmul.py:61:9
-    tg_f16* v81[4];
+    // v83 = addptr(v70, v63)  tests/compat/compat_kernels/matmul.py:61:9
+    tg_f16* v83[4];
     #pragma unroll
     for (int i45 = 0; i45 < 4; ++i45) {
-      v81[i45] = v68[i45] + (long long)v61[i45];
+      v83[i45] = v70[i45] + (long long)v63[i45];
     }
     #pragma unroll
     for (int i46 = 0; i46 < 8; ++i46) {
-      v66[i46] = v80[i46];
+      v68[i46] = v82[i46];
     }
     #pragma unroll
     for (int i47 = 0; i47 < 4; ++i47) {
-      v68[i47] = v81[i47];
+      v70[i47] = v83[i47];
     }
   }
-  // v82 = cast(v67)  tests/compat/compat_kernels/matmul.py:64:9
-  tg_f16 v82[16];
+  // v84 = cast(v69)  tests/compat/compat_kernels/matmul.py:64:9
+  tg_f16 v84[16];
   #pragma unroll
   for (int j48 = 0; j48 < 16; ++j48) {
-    v82[j48] = tg_f32_to_f16(v67[j48]);
+    v84[j48] = tg_f32_to_f16(v69[j48]);
   }
-  // v82_1: v82 in blocked{spt=[1, 8], tpw=[8, 4], wpc=[4, 1], order=[1, 0]}
-  tg_f16 v82_1[16];
+  // v84_1: v84 in blocked{spt=[1, 8], tpw=[8, 4], wpc=[4, 1], order=[1, 0]}
+  tg_f16 v84_1[16];
   __syncthreads();
   tg_f16* const s49 = reinterpret_cast<tg_f16*>(tg_smem);
   #pragma unroll
   for (int j50 = 0; j50 < 16; ++j50) {
-    s49[(tb8 + (((tb8) >> 5) << 3)) + ((j50 & 1) + (((j50 >> 1) & 1) << 8) + ((j50 >> 2) << 3) + ((((j50 & 1) + (((j50 >> 1) & 1) << 8) + ((j50 >> 2) << 3)) >> 5) << 3))] = v82[j50];
+    s49[(tb8 + (((tb8) >> 5) << 3)) + ((j50 & 1) + (((j50 >> 1) & 1) << 8) + ((j50 >> 2) << 3) + ((((j50 & 1) + (((j50 >> 1) & 1) << 8) + ((j50 >> 2) << 3)) >> 5) << 3))] = v84[j50];
   }
   __syncthreads();
   #pragma unroll
   for (int j51 = 0; j51 < 16; ++j51) {
-    v82_1[j51] = s49[(tb9 + (((tb9) >> 5) << 3)) + ((j51 & 7) + ((j51 >> 3) << 10) + ((((j51 & 7) + ((j51 >> 3) << 10)) >> 5) << 3))];
+    v84_1[j51] = s49[(tb9 + (((tb9) >> 5) << 3)) + ((j51 & 7) + ((j51 >> 3) << 10) + ((((j51 & 7) + ((j51 >> 3) << 10)) >> 5) << 3))];
   }
-  // v83 = expand_dims(v22)  tests/compat/compat_kernels/matmul.py:68:22
-  int v83[2];
-  #pragma unroll
-  for (int j52 = 0; j52 < 2; ++j52) {
-    v83[j52] = v22[j52];
-  }
-  // v84 = splat(arg_stride_cm)  tests/compat/compat_kernels/matmul.py:68:22
-  int v84[2];
-  #pragma unroll
-  for (int j53 = 0; j53 < 2; ++j53) {
-    v84[j53] = arg_stride_cm;
-  }
-  // v85 = mul(v83, v84)  tests/compat/compat_kernels/matmul.py:68:22
+  // v85 = expand_dims(v24)  tests/compat/compat_kernels/matmul.py:68:22
   int v85[2];
   #pragma unroll
-  for (int j54 = 0; j54 < 2; ++j54) {
-    v85[j54] = tg_mul(v83[j54], v84[j54]);
+  for (int j52 = 0; j52 < 2; ++j52) {
+    v85[j52] = v24[j52];
   }
-  // v86 = splat(arg_c_ptr)  tests/compat/compat_kernels/matmul.py:68:14
-  tg_f16* v86[2];
+  // v86 = splat(arg_stride_cm)  tests/compat/compat_kernels/matmul.py:68:22
+  int v86[2];
+  #pragma unroll
+  for (int j53 = 0; j53 < 2; ++j53) {
+    v86[j53] = arg_stride_cm;
+  }
+  // v87 = mul(v85, v86)  tests/compat/compat_kernels/matmul.py:68:22
+  int v87[2];
+  #pragma unroll
+  for (int j54 = 0; j54 < 2; ++j54) {
+    v87[j54] = tg_mul(v85[j54], v86[j54]);
+  }
+  // v88 = splat(arg_c_ptr)  tests/compat/compat_kernels/matmul.py:68:14
+  tg_f16* v88[2];
   #pragma unroll
   for (int j55 = 0; j55 < 2; ++j55) {
-    v86[j55] = arg_c_ptr;
+    v88[j55] = arg_c_ptr;
   }
-  // v87 = addptr(v86, v85)  tests/compat/compat_kernels/matmul.py:68:14
-  tg_f16* v87[2];
+  // v89 = addptr(v88, v87)  tests/compat/compat_kernels/matmul.py:68:14
+  tg_f16* v89[2];
   #pragma unroll
   for (int j56 = 0; j56 < 2; ++j56) {
-    v87[j56] = v86[j56] + (long long)v85[j56];
+    v89[j56] = v88[j56] + (long long)v87[j56];
   }
-  // v88 = expand_dims(v28)  tests/compat/compat_kernels/matmul.py:68:54
-  int v88[8];
+  // v90 = expand_dims(v30)  tests/compat/compat_kernels/matmul.py:68:54
+  int v90[8];
   #pragma unroll
   for (int j57 = 0; j57 < 8; ++j57) {
-    v88[j57] = v28_1[j57];
+    v90[j57] = v30_1[j57];
   }
-  // v89 = broadcast(v87)  tests/compat/compat_kernels/matmul.py:68:14
-  tg_f16* v89[16];
-  #pragma unroll
-  for (int j58 = 0; j58 < 16; ++j58) {
-    v89[j58] = v87[(j58 >> 3)];
-  }
-  // v90 = broadcast(v88)  tests/compat/compat_kernels/matmul.py:68:14
-  int v90[16];
-  #pragma unroll
-  for (int j59 = 0; j59 < 16; ++j59) {
-    v90[j59] = v88[(j59 & 7)];
-  }
-  // v91 = addptr(v89, v90)  tests/compat/compat_kernels/matmul.py:68:14
+  // v91 = broadcast(v89)  tests/compat/compat_kernels/matmul.py:68:14
   tg_f16* v91[16];
   #pragma unroll
-  for (int j60 = 0; j60 < 16; ++j60) {
-    v91[j60] = v89[j60] + (long long)v90[j60];
+  for (int j58 = 0; j58 < 16; ++j58) {
+    v91[j58] = v89[(j58 >> 3)];
   }
-  // v92 = splat(arg_M)  tests/compat/compat_kernels/matmul.py:69:31
-  int v92[2];
+  // v92 = broadcast(v90)  tests/compat/compat_kernels/matmul.py:68:14
+  int v92[16];
+  #pragma unroll
+  for (int j59 = 0; j59 < 16; ++j59) {
+    v92[j59] = v90[(j59 & 7)];
+  }
+  // v93 = addptr(v91, v92)  tests/compat/compat_kernels/matmul.py:68:14
+  tg_f16* v93[16];
+  #pragma unroll
+  for (int j60 = 0; j60 < 16; ++j60) {
+    v93[j60] = v91[j60] + (long long)v92[j60];
+  }
+  // v94 = splat(arg_M)  tests/compat/compat_kernels/matmul.py:69:31
+  int v94[2];
   #pragma unroll
   for (int j61 = 0; j61 < 2; ++j61) {
-    v92[j61] = arg_M;
+    v94[j61] = arg_M;
   }
-  // v93 = cmp.lt(v83, v92)  tests/compat/compat_kernels/matmul.py:69:31
-  bool v93[2];
+  // v95 = cmp.lt(v85, v94)  tests/compat/compat_kernels/matmul.py:69:31
+  bool v95[2];
   #pragma unroll
   for (int j62 = 0; j62 < 2; ++j62) {
-    v93[j62] = v83[j62] < v92[j62];
+    v95[j62] = v85[j62] < v94[j62];
   }
-  // v94 = splat(arg_N)  tests/compat/compat_kernels/matmul.py:69:57
-  int v94[8];
+  // v96 = splat(arg_N)  tests/compat/compat_kernels/matmul.py:69:57
+  int v96[8];
   #pragma unroll
   for (int j63 = 0; j63 < 8; ++j63) {
-    v94[j63] = arg_N;
+    v96[j63] = arg_N;
   }
-  // v95 = cmp.lt(v88, v94)  tests/compat/compat_kernels/matmul.py:69:57
-  bool v95[8];
+  // v97 = cmp.lt(v90, v96)  tests/compat/compat_kernels/matmul.py:69:57
+  bool v97[8];
   #pragma unroll
   for (int j64 = 0; j64 < 8; ++j64) {
-    v95[j64] = v88[j64] < v94[j64];
+    v97[j64] = v90[j64] < v96[j64];
   }
-  // v96 = broadcast(v93)  tests/compat/compat_kernels/matmul.py:69:30
-  bool v96[16];
-  #pragma unroll
-  for (int j65 = 0; j65 < 16; ++j65) {
-    v96[j65] = v93[(j65 >> 3)];
-  }
-  // v97 = broadcast(v95)  tests/compat/compat_kernels/matmul.py:69:30
-  bool v97[16];
-  #pragma unroll
-  for (int j66 = 0; j66 < 16; ++j66) {
-    v97[j66] = v95[(j66 & 7)];
-  }
-  // v98 = and(v96, v97)  tests/compat/compat_kernels/matmul.py:69:30
+  // v98 = broadcast(v95)  tests/compat/compat_kernels/matmul.py:69:30
   bool v98[16];
   #pragma unroll
-  for (int j67 = 0; j67 < 16; ++j67) {
-    v98[j67] = v96[j67] && v97[j67];
+  for (int j65 = 0; j65 < 16; ++j65) {
+    v98[j65] = v95[(j65 >> 3)];
   }
-  // store(v91, v82, v98)  tests/compat/compat_kernels/matmul.py:69:5
+  // v99 = broadcast(v97)  tests/compat/compat_kernels/matmul.py:69:30
+  bool v99[16];
+  #pragma unroll
+  for (int j66 = 0; j66 < 16; ++j66) {
+    v99[j66] = v97[(j66 & 7)];
+  }
+  // v100 = and(v98, v99)  tests/compat/compat_kernels/matmul.py:69:30
+  bool v100[16];
+  #pragma unroll
+  for (int j67 = 0; j67 < 16; ++j67) {
+    v100[j67] = v98[j67] && v99[j67];
+  }
+  // store(v93, v84, v100)  tests/compat/compat_kernels/matmul.py:69:5
   #pragma unroll
   for (int j68 = 0; j68 < 16; ++j68) {
-    if (v98[j68]) *v91[j68] = v82_1[j68];
+    if (v100[j68]) *v93[j68] = v84_1[j68];
   }
 }
