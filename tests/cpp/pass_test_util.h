@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "ir/parser.h"
@@ -41,6 +42,28 @@ inline void expect_pass(Pass pass, const std::string& input, const std::string& 
   options.locations = false;
   bool text_changed = ir::print(ir::parse(input), options) != result.text;
   EXPECT_EQ(result.changed, text_changed);
+}
+
+// Every value of `fn` by the name the printer gives it: "%n" for parameter n,
+// "%0", "%1", ... for the rest in the printer's order (an op's results, then
+// its regions' arguments and ops), so analysis tests can ask about values
+// the way the IR text names them.
+inline std::map<std::string, ir::ValueId> printed_names(const ir::Function& fn) {
+  std::map<std::string, ir::ValueId> names;
+  const ir::Block& body = fn.block(fn.body());
+  for (size_t i = 0; i < body.args.size(); ++i) names["%" + fn.params[i].name] = body.args[i];
+  int next = 0;
+  auto number = [&](auto&& self, ir::BlockId block) -> void {
+    for (ir::OpId id : fn.block(block).ops) {
+      for (ir::ValueId r : fn.op(id).results) names["%" + std::to_string(next++)] = r;
+      for (ir::BlockId region : fn.op(id).regions) {
+        for (ir::ValueId a : fn.block(region).args) names["%" + std::to_string(next++)] = a;
+        self(self, region);
+      }
+    }
+  };
+  number(number, fn.body());
+  return names;
 }
 
 }  // namespace tegula::passes::testing

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "ir/parser.h"
+#include "pass_test_util.h"
 #include "passes/axis_info.h"
 
 namespace tegula::passes {
@@ -14,29 +15,15 @@ namespace {
 class Facts {
  public:
   explicit Facts(const std::string& text) : fn_(ir::parse(text)), analysis_(fn_) {
-    const ir::Block& body = fn_.block(fn_.body());
-    for (size_t i = 0; i < body.args.size(); ++i) names_["%" + fn_.params[i].name] = body.args[i];
-    number(fn_.body());
+    names_ = testing::printed_names(fn_);
   }
 
   std::string operator()(const std::string& name) const { return analysis_.describe(names_.at(name)); }
 
  private:
-  // Same order as the printer: results of an op, then its regions' arguments.
-  void number(ir::BlockId block) {
-    for (ir::OpId id : fn_.block(block).ops) {
-      for (ir::ValueId r : fn_.op(id).results) names_["%" + std::to_string(next_++)] = r;
-      for (ir::BlockId region : fn_.op(id).regions) {
-        for (ir::ValueId a : fn_.block(region).args) names_["%" + std::to_string(next_++)] = a;
-        number(region);
-      }
-    }
-  }
-
   ir::Function fn_;
   AxisInfoAnalysis analysis_;
   std::map<std::string, ir::ValueId> names_;
-  int next_ = 0;
 };
 
 constexpr const char* kBig = "4611686018427387904";  // divisibility of 0: 2^62

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <numeric>
-#include <unordered_map>
 #include <optional>
 
 #include "ir/atomic.h"
 #include "ir/descriptor.h"
-#include "ir/hint.h"
+#include "passes/lower_bounds.h"
 #include "support/diagnostic.h"
 
 namespace tegula::backends::cuda {
@@ -113,109 +112,6 @@ std::string tma_refusal(const ir::Function& fn, const ir::Op& op) {
   return "";
 }
 
-namespace {
-
-// A lower bound of scalar `v` in every run, or nullopt: constants, grid
-// indices (>= 0; their counts >= 1), the parameters in `extents` (>= 1: the
-// launcher refuses a map whose dimension is below 1), values tl.assume
-// promised a least value of, and what sums, differences with a constant, products,
-// quotients, remainders, minima and maxima of those bound, as does a loop's
-// index counting up from its start. The kernel's integer arithmetic is taken
-// not to wrap, as its index arithmetic must not anyway. Memoized, as offsets
-// share their subexpressions.
-class LowerBound {
- public:
-  LowerBound(const ir::Function& fn, std::vector<int> extents) : fn_(fn), extents_(std::move(extents)) {}
-
-  std::optional<int64_t> operator()(ir::ValueId v) {
-    if (auto it = known_.find(v.index); it != known_.end()) return it->second;
-    known_[v.index] = std::nullopt;  // a cycle through loop-carried values proves nothing
-    std::optional<int64_t> bound = prove(v);
-    if (bound && (*bound > kLimit || *bound < -kLimit)) bound = std::nullopt;
-    known_[v.index] = bound;
-    return bound;
-  }
-
- private:
-  static constexpr int64_t kLimit = int64_t{1} << 40;  // far from overflow in the sums and products below
-
-  std::optional<int64_t> prove(ir::ValueId v) {
-    const ir::Value& value = fn_.value(v);
-    const ir::Type& type = fn_.type(v);
-    if (type.is_tile() || type.is_pointer() || !ir::is_integer(type.scalar)) return std::nullopt;
-    if (!value.def.valid()) {
-      if (value.block == fn_.body()) {
-        if (std::find(extents_.begin(), extents_.end(), static_cast<int>(value.position)) != extents_.end()) return 1;
-        return ir::is_signed(type.scalar) ? std::nullopt : std::optional<int64_t>(0);
-      }
-      const ir::Block& block = fn_.block(value.block);
-      if (!block.parent.valid() || value.position != 0) return std::nullopt;
-      const ir::Op& loop = fn_.op(block.parent);  // a for loop's index: its start, then steps up
-      std::optional<int64_t> step = loop.kind == ir::OpKind::For ? (*this)(loop.operands[2]) : std::nullopt;
-      return step && *step >= 0 ? (*this)(loop.operands[0]) : std::nullopt;
-    }
-    const ir::Op& def = fn_.op(value.def);
-    auto operand = [&](size_t i) { return (*this)(def.operands[i]); };
-    auto both = [&](auto f) -> std::optional<int64_t> {
-      std::optional<int64_t> a = operand(0), b = operand(1);
-      return a && b ? f(*a, *b) : std::nullopt;
-    };
-    switch (def.kind) {
-      case ir::OpKind::Constant: return def.int_attr("value");
-      case ir::OpKind::ProgramId: return 0;
-      case ir::OpKind::NumPrograms: return 1;
-      case ir::OpKind::Add: return both([](int64_t a, int64_t b) { return std::optional<int64_t>(a + b); });
-      case ir::OpKind::Sub: {  // x - c
-        const ir::Value& c = fn_.value(def.operands[1]);
-        if (!c.def.valid() || fn_.op(c.def).kind != ir::OpKind::Constant) return std::nullopt;
-        std::optional<int64_t> a = operand(0);
-        return a ? std::optional<int64_t>(*a - fn_.op(c.def).int_attr("value")) : std::nullopt;
-      }
-      case ir::OpKind::Mul:
-        return both([](int64_t a, int64_t b) { return a >= 0 && b >= 0 ? std::optional<int64_t>(a * b) : std::nullopt; });
-      case ir::OpKind::Div: {  // truncates: a >= 0 over b >= 1 is >= 0, over a constant c >= 1 at least a / c
-        const ir::Value& c = fn_.value(def.operands[1]);
-        int64_t divisor = c.def.valid() && fn_.op(c.def).kind == ir::OpKind::Constant ? fn_.op(c.def).int_attr("value") : 0;
-        return both([&](int64_t a, int64_t b) {
-          return a >= 0 && b >= 1 ? std::optional<int64_t>(divisor >= 1 ? a / divisor : 0) : std::nullopt;
-        });
-      }
-      case ir::OpKind::Rem: {  // C's `%` takes the dividend's sign
-        std::optional<int64_t> a = operand(0);
-        return a && *a >= 0 ? std::optional<int64_t>(0) : std::nullopt;
-      }
-      case ir::OpKind::Min: return both([](int64_t a, int64_t b) { return std::optional<int64_t>(std::min(a, b)); });
-      case ir::OpKind::Max: {
-        std::optional<int64_t> a = operand(0), b = operand(1);
-        if (a && b) return std::max(*a, *b);
-        return a ? a : b;
-      }
-      case ir::OpKind::Select: {
-        std::optional<int64_t> a = operand(1), b = operand(2);
-        return a && b ? std::optional<int64_t>(std::min(*a, *b)) : std::nullopt;
-      }
-      case ir::OpKind::Hint: {
-        std::optional<int64_t> a = operand(0);
-        const ir::Attr* least = def.attr(ir::kHintAtLeast);
-        if (least == nullptr) return a;
-        int64_t promised = std::get<std::vector<int64_t>>(*least).at(0);
-        return std::max<int64_t>(promised, a.value_or(promised));
-      }
-      case ir::OpKind::Cast: {
-        const ir::Type& from = fn_.type(def.operands[0]);
-        if (!ir::is_integer(from.scalar) || ir::bit_width(from.scalar) > ir::bit_width(type.scalar)) return std::nullopt;
-        return operand(0);
-      }
-      default: return std::nullopt;
-    }
-  }
-
-  const ir::Function& fn_;
-  std::vector<int> extents_;
-  std::unordered_map<uint32_t, std::optional<int64_t>> known_;
-};
-
-}  // namespace
 
 std::string tma_offset_refusal(const ir::Function& fn, const ir::Op& op, const passes::AxisInfoAnalysis& axes) {
   ir::DescriptorOperands d = ir::descriptor_operands(op);
@@ -236,9 +132,9 @@ std::string tma_sign_doubt(const ir::Function& fn, const ir::Op& op) {
   for (ir::ValueId size : d.shape)
     if (std::optional<TensorMapExtent> e = extent_of(fn, size); e && e->param >= 0 && e->factors.empty())
       extents.push_back(e->param);
-  LowerBound lower_bound(fn, std::move(extents));
+  passes::LowerBounds bounds(fn, std::move(extents));
   for (size_t k = 0; k < d.rank; ++k)
-    if (std::optional<int64_t> bound = lower_bound(d.offsets[k]); !bound || *bound < 0)
+    if (std::optional<int64_t> bound = bounds.of(d.offsets[k]); !bound || *bound < 0)
       return "offset " + std::to_string(k) + " is not known to be >= 0";
   return "";
 }

@@ -60,10 +60,8 @@ std::string tma_offset_refusal(const ir::Function& fn, const ir::Op& op, const p
 // for every load), otherwise which one is not ("offset 1 is not known to be
 // >= 0"): the op is then kept under a runtime check of its offsets and takes
 // the pointer form where one is negative (ir::DescriptorPath). Known from
-// constants, grid indices, sums, products, quotients, remainders, minima and
-// maxima of known values, a loop index counting up from one, the op's own
-// extents (the launcher refuses a map's dimension below 1) and tl.assume's
-// promises (x >= 0), the kernel's integer arithmetic taken not to wrap.
+// passes/lower_bounds.h, with the op's own extents at least 1 (the launcher
+// refuses a map's dimension below 1).
 std::string tma_sign_doubt(const ir::Function& fn, const ir::Op& op);
 
 // The tensor map desc op `op` copies through. Asserts tma_refusal is "".
