@@ -116,10 +116,22 @@ void collect_lower_bounds(Lowerer& l, ir::ValueId cond, std::vector<LowerBoundFa
   }
 }
 
+// Whether the variables holding `value` may take a hinted copy of it here:
+// outside runtime branches and loops always; inside one, when the value is
+// computed in the block being lowered, so the copy lives where the value
+// does (a value from outside would be replaced by a copy that exists in
+// this region only).
+bool hintable_here(Lowerer& l, ir::ValueId value) {
+  if (l.frame().runtime_control_depth == 0) return true;
+  const ir::Value& v = l.function().value(value);
+  ir::BlockId here = l.builder().insertion_block();
+  return v.def.valid() ? l.function().op(v.def).parent == here : v.block == here;
+}
+
 // The variables of the current function that hold `value` now hold
-// `hinted`, outside runtime branches and loops.
+// `hinted`, where hintable_here allows it.
 void rebind_to_hinted(Lowerer& l, ir::ValueId value, ir::ValueId hinted) {
-  if (l.frame().runtime_control_depth > 0) return;
+  if (!hintable_here(l, value)) return;
   for (auto& [name, symbol] : l.frame().vars)
     if (symbol.is_value() && symbol.value == value) symbol = Symbol::of(hinted);
 }
@@ -144,18 +156,17 @@ Symbol lower_hint(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId hinted = l.create(OpKind::Hint, {x}, t, c.loc, {{fact_of(n), ir::Attr{values}}});
   // Triton's hints annotate the value itself, so `tl.multiple_of(offs, 16)`
   // as a statement promises the fact for every later use of offs: the
-  // variables holding it are rebound to the hinted copy (as tl.assume does,
-  // and not inside runtime control flow, where the copy would be defined in
-  // that region only).
+  // variables holding it are rebound to the hinted copy (as tl.assume does;
+  // inside runtime control flow only for a value computed there).
   rebind_to_hinted(l, x, hinted);
   return Symbol::of(hinted);
 }
 
 // Recognized conditions rebind the variables of the current function that
-// hold the value to a hinted copy, so later uses carry the fact. Inside a
-// runtime branch or loop nothing is rebound: the copy would be defined in
-// that region only. Other conditions are accepted and have no effect (like
-// Triton's, they are not checked at run time).
+// hold the value to a hinted copy, so later uses carry the fact; inside a
+// runtime branch or loop only for a value computed there (hintable_here).
+// Other conditions are accepted and have no effect (like Triton's, they are
+// not checked at run time).
 Symbol lower_assume(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"cond"}, c);
   const Symbol& cond = a.get("cond");
@@ -167,10 +178,10 @@ Symbol lower_assume(Lowerer& l, const CallArgs& c, const std::string& n) {
   }
   ir::ValueId v = l.to_value(cond, a.loc("cond"), "the condition of tl.assume");
   std::vector<Divisibility> facts;
-  if (l.frame().runtime_control_depth == 0) collect_divisibility(l, v, facts);
+  collect_divisibility(l, v, facts);
   for (const Divisibility& f : facts) {
     const ir::Type t = l.type(f.value);
-    if (t.is_pointer()) continue;
+    if (t.is_pointer() || !hintable_here(l, f.value)) continue;
     size_t rank = t.is_tile() ? t.shape.size() : 1;
     ir::ValueId hinted = l.create(OpKind::Hint, {f.value}, t, c.loc,
                                   {{ir::kHintDivisibility, ir::Attr{std::vector<int64_t>(rank, f.by)}}});
@@ -179,12 +190,7 @@ Symbol lower_assume(Lowerer& l, const CallArgs& c, const std::string& n) {
   std::vector<LowerBoundFact> bounds;
   collect_lower_bounds(l, v, bounds);
   for (const LowerBoundFact& f : bounds) {
-    // A bound holds wherever the value does: inside a runtime branch or loop it is recorded for a value
-    // defined there (the variables holding it keep to that region too), not for one from outside.
-    const ir::Value& value = l.function().value(f.value);
-    bool local = value.def.valid() ? l.function().op(value.def).parent == l.builder().insertion_block()
-                                   : value.block == l.builder().insertion_block();
-    if (l.frame().runtime_control_depth > 0 && !local) continue;
+    if (!hintable_here(l, f.value)) continue;
     // x may have been rebound to a hinted copy above: hint what the variables hold now.
     ir::ValueId current = f.value;
     for (const auto& [name, symbol] : l.frame().vars)

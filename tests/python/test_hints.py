@@ -179,3 +179,37 @@ def test_assumed_signs_become_hints(backend):
     y = backend.zeros(64, np.float32)
     signed_offsets_kernel[(1,)](backend.array(x), y, 5, 2, 3, -4, BLOCK=64)
     check(backend.numpy(y), x * np.float32(6), "float32", ulps=0, atol=0)
+
+
+@tegula.jit
+def hints_in_a_loop_kernel(x_ptr, y_ptr, n, start, BLOCK: tl.constexpr):
+    # Inside the loop, facts about values computed there hold for their later uses in the loop; `start`
+    # comes from outside and keeps none (its hinted copy would exist in the loop only).
+    for k in range(0, n, BLOCK):
+        offs = k * 2
+        tl.assume(offs % 16 == 0)
+        tl.assume(offs >= 0)
+        tl.assume(start >= 0)
+        tl.multiple_of(offs, 32)
+        o = offs + tl.arange(0, BLOCK)
+        tl.store(y_ptr + o, tl.load(x_ptr + o) + start)
+    tl.store(y_ptr, start.to(tl.float32))
+
+
+def test_hints_inside_a_loop(backend):
+    n, block = 64, 16
+    x = rng_for("loop", True).standard_normal(2 * n + block).astype(np.float32)
+    request, _ = hints_in_a_loop_kernel._request_for(x, x, n, 7, BLOCK=block)
+    compiled = tegula._C.compile(request, tegula._C.CompileOptions(backend="cpu", keep_stages=True))
+    lowered = compiled.stages["lowered"]
+    body = lowered[lowered.index("for "):]
+    assert "divisibility = [16]" in body and "at_least = [0]" in body and "divisibility = [32]" in body, lowered
+    assert lowered.count("at_least") == 1, lowered  # not for start
+    # the store after the loop reads start itself, and the loop's loads use the hinted offsets
+    y = backend.zeros(2 * n + block, np.float32)
+    hints_in_a_loop_kernel[(1,)](backend.array(x), y, n, 7, BLOCK=block)
+    want = np.zeros_like(x)
+    for k in range(0, n, block):
+        want[2 * k:2 * k + block] = x[2 * k:2 * k + block] + 7
+    want[0] = 7
+    check(backend.numpy(y), want, "float32", ulps=0, atol=0)
