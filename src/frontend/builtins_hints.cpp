@@ -7,6 +7,8 @@
 // multiples of v contain aligned runs of that power of two.
 #include "frontend/builtins_hints.h"
 
+#include <algorithm>
+
 #include "ir/hint.h"
 #include "support/diagnostic.h"
 
@@ -177,31 +179,33 @@ Symbol lower_assume(Lowerer& l, const CallArgs& c, const std::string& n) {
     return Symbol::of(ConstValue::none());
   }
   ir::ValueId v = l.to_value(cond, a.loc("cond"), "the condition of tl.assume");
-  std::vector<Divisibility> facts;
-  collect_divisibility(l, v, facts);
-  for (const Divisibility& f : facts) {
-    const ir::Type t = l.type(f.value);
-    if (t.is_pointer() || !hintable_here(l, f.value)) continue;
-    size_t rank = t.is_tile() ? t.shape.size() : 1;
-    ir::ValueId hinted = l.create(OpKind::Hint, {f.value}, t, c.loc,
-                                  {{ir::kHintDivisibility, ir::Attr{std::vector<int64_t>(rank, f.by)}}});
-    rebind_to_hinted(l, f.value, hinted);
-  }
+  // One hint per value, holding everything the condition says of it (several facts about one value, as
+  // in `(x % 16 == 0) & (x >= 0)`, must reach the one copy its variables are rebound to).
+  struct Facts {
+    ir::ValueId value;
+    int64_t divisibility = 0, at_least = -1;
+  };
+  std::vector<Facts> facts;
+  auto facts_of = [&](ir::ValueId x) -> Facts& {
+    for (Facts& f : facts)
+      if (f.value == x) return f;
+    return facts.emplace_back(Facts{x});
+  };
+  std::vector<Divisibility> divisible;
+  collect_divisibility(l, v, divisible);
+  for (const Divisibility& d : divisible)
+    if (!l.type(d.value).is_pointer()) facts_of(d.value).divisibility = std::max(facts_of(d.value).divisibility, d.by);
   std::vector<LowerBoundFact> bounds;
   collect_lower_bounds(l, v, bounds);
-  for (const LowerBoundFact& f : bounds) {
+  for (const LowerBoundFact& b : bounds) facts_of(b.value).at_least = std::max(facts_of(b.value).at_least, b.at_least);
+  for (const Facts& f : facts) {
     if (!hintable_here(l, f.value)) continue;
-    // x may have been rebound to a hinted copy above: hint what the variables hold now.
-    ir::ValueId current = f.value;
-    for (const auto& [name, symbol] : l.frame().vars)
-      if (symbol.is_value() && l.function().value(symbol.value).def.valid()) {
-        const ir::Op& def = l.function().op(l.function().value(symbol.value).def);
-        if (def.kind == OpKind::Hint && def.operands[0] == f.value) current = symbol.value;
-      }
-    ir::ValueId hinted = l.create(OpKind::Hint, {current}, l.type(f.value), c.loc,
-                                  {{ir::kHintAtLeast, ir::Attr{std::vector<int64_t>{f.at_least}}}});
-    for (auto& [name, symbol] : l.frame().vars)
-      if (symbol.is_value() && symbol.value == current) symbol = Symbol::of(hinted);
+    const ir::Type t = l.type(f.value);
+    std::vector<ir::NamedAttr> attrs;
+    if (f.divisibility > 0)
+      attrs.push_back({ir::kHintDivisibility, ir::Attr{std::vector<int64_t>(t.is_tile() ? t.shape.size() : 1, f.divisibility)}});
+    if (f.at_least >= 0) attrs.push_back({ir::kHintAtLeast, ir::Attr{std::vector<int64_t>{f.at_least}}});
+    rebind_to_hinted(l, f.value, l.create(OpKind::Hint, {f.value}, t, c.loc, std::move(attrs)));
   }
   return Symbol::of(ConstValue::none());
 }

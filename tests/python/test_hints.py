@@ -213,3 +213,24 @@ def test_hints_inside_a_loop(backend):
         want[2 * k:2 * k + block] = x[2 * k:2 * k + block] + 7
     want[0] = 7
     check(backend.numpy(y), want, "float32", ulps=0, atol=0)
+
+
+@tegula.jit
+def two_facts_kernel(x_ptr, y_ptr, a, BLOCK: tl.constexpr):
+    tl.assume((a % 16 == 0) & (a >= 0))
+    offs = a + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+
+
+def test_two_facts_of_one_value_make_one_hint(backend):
+    # Both facts land on the one copy the variables are rebound to.
+    x = rng_for("two facts", True).standard_normal(64).astype(np.float32)
+    request, _ = two_facts_kernel._request_for(x, x, 5, BLOCK=32)
+    lowered = tegula._C.compile(request, tegula._C.CompileOptions(backend="cpu", keep_stages=True)).stages["lowered"]
+    hints = [line for line in lowered.splitlines() if " = hint " in line]
+    assert len(hints) == 1 and "divisibility = [16]" in hints[0] and "at_least = [0]" in hints[0], lowered
+    y = backend.zeros(64, np.float32)
+    two_facts_kernel[(1,)](backend.array(x), y, 16, BLOCK=32)
+    want = np.zeros_like(x)
+    want[16:48] = x[16:48] * 2
+    check(backend.numpy(y), want, "float32", ulps=0, atol=0)

@@ -1,6 +1,8 @@
 #include "backends/cuda/backend.h"
 
+#include <array>
 #include <bit>
+#include <optional>
 
 #include "backends/cache_key.h"
 #include "backends/cuda/codegen.h"
@@ -50,7 +52,7 @@ class CudaTarget : public Target {
   ir::DescriptorPath descriptor_path(const ir::Function& fn, const ir::Op& op) const override {
     if (target_.arch < 90) return ir::DescriptorPath::Lower;
     std::string why = options_.debug ? "debug mode checks every element" : tma_refusal(fn, op);
-    if (why.empty()) why = tma_offset_refusal(fn, op, passes::AxisInfoAnalysis(fn));
+    if (why.empty()) why = tma_offset_refusal(fn, op, axes_of(fn));
     if (!why.empty()) {
       pointer_form_notes_ += descriptor_op_name(fn, op) + ": pointer form, " + why + "\n";
       return ir::DescriptorPath::Lower;
@@ -94,9 +96,24 @@ class CudaTarget : public Target {
  private:
   TargetOptions options_;
   NvrtcTarget target_;
+  // The axis analysis of `fn`, made once for all its desc ops: lower_descriptors
+  // asks about each before it changes the function (the size is checked).
+  const passes::AxisInfoAnalysis& axes_of(const ir::Function& fn) const {
+    std::array<size_t, 2> size{fn.num_values(), fn.num_ops()};
+    if (!axes_ || axes_fn_ != &fn || axes_size_ != size) {
+      axes_.emplace(fn);
+      axes_fn_ = &fn;
+      axes_size_ = size;
+    }
+    return *axes_;
+  }
+
   // A Target serves one compile on one thread: descriptor_path's notes
-  // wait here for emit().
+  // wait here for emit(), and its analysis is kept between its calls.
   mutable std::string pointer_form_notes_;
+  mutable std::optional<passes::AxisInfoAnalysis> axes_;
+  mutable const ir::Function* axes_fn_ = nullptr;
+  mutable std::array<size_t, 2> axes_size_{};
 };
 
 constexpr Output kOutputs[] = {{"layouts", OutputKind::Layouts},
