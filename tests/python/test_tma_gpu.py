@@ -83,7 +83,7 @@ def test_warp_specialized_ring_moves_registers(tmp_path):
     compiled, sass = sass_of(ws_matmul_kernel, (a, a, np.zeros((1024, 1024), np.float32), 1024, 1024, 1024),
                              {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "WS": True}, tmp_path, num_warps=8)
     ptx = compiled.asm["ptx"]
-    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 24;" in ptx and "setmaxnreg.inc.sync.aligned.u32 240;" in ptx
     assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY_ALLOC" in sass, "no register reallocation in the SASS"
     assert "UTMALDG" in sass and "HGMMA" in sass and "SYNCS" in sass
     assert "Used 168 registers" in compiled.asm["ptxas"], compiled.asm["ptxas"]

@@ -488,13 +488,13 @@ def test_warp_specialized_structure():
     compiled = ws_source()
     kernel = compiled.source[compiled.source.index("---- kernel ----"):]
     assert "__launch_bounds__(384, 1)" in kernel and compiled.num_threads == 384
-    assert ("registers 168 at launch, producer 40, consumers 232 (setmaxnreg)" in compiled.layouts), compiled.layouts
-    head = kernel[:kernel.index("tg_setmaxnreg_inc<232>();")]
+    assert ("registers 168 at launch, producer 24, consumers 240 (setmaxnreg)" in compiled.layouts), compiled.layouts
+    head = kernel[:kernel.index("tg_setmaxnreg_inc<240>();")]
     # Barriers made by thread 0, one barrier of all 384 threads, then the producer's branch, which returns.
     assert re.search(r"tg_mbar_init\(tma_empty\d+ \+ 8 \* s, 8\);  // one per consumer warp", head), head
     assert head.count("__syncthreads()") == 1
     producer = head[head.index("if (threadIdx.x >= 256) {"):]
-    assert "tg_setmaxnreg_dec<40>();" in producer and "if (threadIdx.x == 256) {" in producer
+    assert "tg_setmaxnreg_dec<24>();" in producer and "if (threadIdx.x == 256) {" in producer
     assert re.search(r"return;\s*\}\s*$", producer), producer
     # The producer recomputes the grouped offsets, then issues every iteration after waiting for the stage.
     assert "= (int)blockIdx.x;" in producer and "tg_rem(" in producer
@@ -504,7 +504,7 @@ def test_warp_specialized_structure():
                      producer), producer
     assert producer.count("tg_mbar_arrive_expect_tx(") == 1 and producer.count("tg_tma_load_2d(") == 5
     # The consumers: no copies, no CTA barrier; a release per warp, named barrier 1 over 256 threads after.
-    body = kernel[kernel.index("tg_setmaxnreg_inc<232>();"):]
+    body = kernel[kernel.index("tg_setmaxnreg_inc<240>();"):]
     for absent in ("tg_tma_load_2d", "__syncthreads", "tg_mbar_arrive_expect_tx", "setmaxnreg_dec"):
         assert absent not in body, absent
     assert re.search(r"if \(k\d+ > 0 && lane == 0\) tg_mbar_arrive\(tma_empty\d+ \+ 8 \* previous\);", body), body
@@ -564,8 +564,8 @@ def test_warp_specialized_missing_release_deadlocks():
 
 def test_warp_specialized_producer_keeping_its_registers_deadlocks():
     # Without the producer's setmaxnreg.dec the pool never has the consumers' raise.
-    with pytest.raises(EmulatorError, match="setmaxnreg.inc 232"):
-        run_ws(128, 128, 128, 128, 128, 64, "float16", 8, 2, edit_source=without(r"tg_setmaxnreg_dec<40>\(\);"))
+    with pytest.raises(EmulatorError, match="setmaxnreg.inc 240"):
+        run_ws(128, 128, 128, 128, 128, 64, "float16", 8, 2, edit_source=without(r"tg_setmaxnreg_dec<24>\(\);"))
 
 
 @tegula.jit

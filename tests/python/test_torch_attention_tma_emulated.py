@@ -62,12 +62,13 @@ def stored(x, layout):
     return store, at.rows_view(x.shape, (S * 3 * H * D, D, 3 * H * D, 1), 2)
 
 
-@pytest.mark.parametrize("B,H,S,D,causal,stages", [
-    (1, 2, 200, 64, False, 2),   # ragged: the last blocks reach into the next head
-    (1, 2, 200, 64, True, 3),    # causal, ragged
-    (2, 1, 256, 32, True, 2),    # whole blocks, 64-byte rows
+@pytest.mark.parametrize("B,H,S,D,causal,stages,ahead", [
+    (1, 2, 200, 64, False, 2, False),  # ragged: the last blocks reach into the next head
+    (1, 2, 200, 64, True, 3, True),    # causal, ragged; row statistics loaded a block ahead (past S at the end)
+    (2, 1, 256, 32, True, 2, False),   # whole blocks, 64-byte rows
+    (1, 2, 200, 64, False, 3, True),
 ])
-def test_backward_kernels_match_float64(B, H, S, D, causal, stages):
+def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead):
     rng = np.random.default_rng(S + D + causal)
     bf16 = _bf16()
     q, k, v, do = (rng.standard_normal((B, H, S, D)).astype(bf16) for _ in range(4))
@@ -80,7 +81,8 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages):
     (q, vq), (k, vk), (v, vv), (do, vdo) = (stored(x, l) for x, l in zip((q, k, v, do), ("bshd", "bhsd", "qkv", "bshd")))
     views = (*vq, *vk, *vv, *vdo, H, S, scale)
     dkdv = emulate(at.attention_dkdv_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dk, dv, *views,
-                   HEAD_DIM=D, BLOCK_M=64, BLOCK_N=128, CAUSAL=causal, num_warps=8, num_stages=stages)
+                   HEAD_DIM=D, BLOCK_M=64, BLOCK_N=128, CAUSAL=causal, AHEAD=ahead, num_warps=8,
+                   num_stages=stages)
     dqk = emulate(at.attention_dq_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dq, *views,
                   HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, TAIL=S % 64 != 0, num_warps=8,
                   num_stages=stages)

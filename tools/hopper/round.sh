@@ -16,6 +16,10 @@ for s in ${STEPS:-}; do
     torchtests) step torchtests 240 "python3 -m pytest -q tests/python/test_torch_rotary_attention.py tests/python/test_torch_add_rms_norm.py tests/python/test_torch_custom_op.py -p no:cacheprovider" ;;
     profile) step profile 240 "python3 tools/profile_train_step.py --compile --rows 45" ;;
     graphs) step graphs 240 "python3 examples/train_gpt.py --steps 100 --compile-mode reduce-overhead --json $OUT/graphs.json --log-every 50" ;;
+    ptxas) step ptxas 200 "python3 tools/hopper/attention_ptxas.py" ;;
+    bwdprobe) step bwdprobe 400 "python3 tools/hopper/attention_bwd_probe.py ${PROBE_ARGS:-}" ;;
+    matmul) step matmul 300 "python3 benchmarks/run.py --gpu --only matmul_tma --only matmul_persistent --json $OUT/matmul.json" ;;
+    ncu) step ncu 400 "ncu --profile-from-start off --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats --section SourceCounters -o $OUT/attention_bwd -f python3 tools/hopper/attention_bwd_ncu.py ${NCU_ARGS:-} && ncu -i $OUT/attention_bwd.ncu-rep --page details > $OUT/attention_bwd_details.txt" ;;
     stepab) step stepab 300 "python3 tools/hopper/step_ab.py --rounds 12 ${STEPAB_ARGS:-}" ;;
   esac
 done

@@ -25,8 +25,11 @@ int floor8(int v) { return v / 8 * 8; }
 void plan_registers(WarpSpecialization& ws) {
   ws.launch_registers = std::min(255, floor8(kRegisterFile / ws.threads()));
   if (ws.launch_registers >= 240) return;  // one consumer warpgroup: nothing to gain
-  int consumer_groups = ws.consumer_threads / 128;
-  ws.producer_registers = consumer_groups >= 3 ? 24 : 40;
+  // The producer only walks loop bounds and copy offsets: 24 registers
+  // hold it (more would come out of the consumers', whose accumulators
+  // decide whether a dot loop spills: attention's dK/dV loop at head dim
+  // 128 holds two 64 x 128 accumulators per warpgroup).
+  ws.producer_registers = 24;
   int pool = ws.launch_registers * ws.threads() - WarpSpecialization::kProducerThreads * ws.producer_registers;
   ws.consumer_registers = std::min(240, floor8(pool / ws.consumer_threads));
   if (ws.consumer_registers <= ws.launch_registers) ws.producer_registers = ws.consumer_registers = 0;

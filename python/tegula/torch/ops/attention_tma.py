@@ -95,7 +95,8 @@ def attention_fwd_tma_kernel(Q, K, V, O, LSE, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_
 @tegula.jit
 def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale,
                               HEAD_DIM: tl.constexpr,
-                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                              AHEAD: tl.constexpr = False):
     # Grid: (cdiv(S, BLOCK_N), B * H). q, k, v, dO through rows_view; the rest contiguous.
     start_n = tl.program_id(0) * BLOCK_N
     bh = tl.program_id(1)
@@ -118,13 +119,25 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q
     lo = 0
     if CAUSAL:
         lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
+    # With AHEAD each block's row statistics are loaded one iteration ahead: a load issued where it is used
+    # stalls the iteration on its latency, which the TMA ring hides for the blocks but not for these. It
+    # costs two more vectors of registers, which head dim 128's accumulators leave no room for.
+    # Rows past S: +inf, so their probabilities are 0 (their blocks hold the next head's rows).
+    if AHEAD:
+        lse2_next = tl.load(LSE + bh * S + lo + offs_m, mask=lo + offs_m < S, other=float("inf")) * LOG2E
+        delta_next = tl.load(DELTA + bh * S + lo + offs_m, mask=lo + offs_m < S, other=0.0)
     for start_m in tl.range(lo, S, BLOCK_M, warp_specialize=True):
         q = desc_q.load([row_q + start_m, col_q])
         do = desc_do.load([row_do + start_m, col_do])
         rows = start_m + offs_m
-        # Rows past S: +inf, so their probabilities are 0 (their blocks hold the next head's rows).
-        lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
-        delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
+        if AHEAD:
+            lse2, delta = lse2_next, delta_next
+            ahead = rows + BLOCK_M
+            lse2_next = tl.load(LSE + bh * S + ahead, mask=ahead < S, other=float("inf")) * LOG2E
+            delta_next = tl.load(DELTA + bh * S + ahead, mask=ahead < S, other=0.0)
+        else:
+            lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
+            delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
         s_t = tl.dot(k, q.T)
         p_t = tl.math.exp2(s_t * qk_scale - lse2[None, :])
         if CAUSAL:
@@ -280,7 +293,9 @@ FWD = {64: (256, 64, 16, 3), 128: (128, 128, 8, 2)}
 # 32 x 8 heads x 512, tools/hopper/attention_tma_probe.py; benchmarks/results/2026-12-03-h200-session23.md).
 SHORT_S = 1024
 FWD_SHORT = {64: {False: (128, 64, 8, 3), True: (64, 64, 4, 3)}}
-DKDV = {64: (64, 128, 8, 3), 128: (64, 128, 8, 3)}
+# A fifth field of DKDV: AHEAD (the row statistics loaded a block ahead; at D 64 0.73 -> 0.81 of SDPA, at D 128 it
+# spills; benchmarks/results/2026-12-04-h200-session26.md).
+DKDV = {64: (64, 128, 8, 3, True), 128: (64, 128, 8, 3)}
 DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
 # The one-kernel backward (attention_bwd_tma_kernel) by head dim, as (BLOCK_M, BLOCK_N, warps, stages, DQ_ROWS)
 # or (..., DQ_ROWS, DQ_TMA) (DQ_TMA: dQ reduced by the TMA, DQ_ROWS then unused); the other head dims take the
@@ -374,10 +389,10 @@ def launch_backward(do, q, k, v, lse, delta, views, shape, causal: bool, scale: 
         n = dq32.numel()
         scale_cast_kernel[(tegula.cdiv(n, 4096),)](dq32, dq, n, scale, BLOCK=4096, num_warps=8)
         return
-    bm, bn, warps, stages = DKDV[D]
+    bm, bn, warps, stages, ahead = (*DKDV[D], False)[:5]
     attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
         q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-        num_warps=warps, num_stages=stages)
+        AHEAD=ahead, num_warps=warps, num_stages=stages)
     bm, bn, warps, stages = DQ[D]
     attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
         q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,

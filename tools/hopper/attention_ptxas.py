@@ -1,0 +1,41 @@
+"""What ptxas says (registers, spills) of the descriptor attention kernels at the tables' tiles, sm_90:
+``python tools/hopper/attention_ptxas.py`` (needs NVRTC; no GPU launch). A spilling dK/dV loop runs its
+local-memory traffic beside the tensor cores, so every kernel here should say ``0 bytes spill stores``.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
+from cuda_emulator import compile_cuda  # noqa: E402
+
+from tegula.torch.ops import attention_tma as at  # noqa: E402
+
+
+def main() -> None:
+    B, H, S = 4, 16, 4096
+    for D in sorted(at.DKDV):
+        q = torch.empty(B, H, S, D, dtype=torch.bfloat16)
+        lse, delta = torch.empty(B, H, S), torch.empty(B, H, S)
+        v = at.rows_view(q.shape, q.stride(), 2, 0)
+        views = (*v, *v, *v, *v, H, S, D ** -0.5)
+        for causal in (False, True):
+            for name, kernel, config, extra, args in (
+                    ("dkdv", at.attention_dkdv_tma_kernel, at.DKDV[D][:4], {"AHEAD": False},
+                     (q, q, q, q, lse, delta, q, q)),
+                    ("dkdv ahead", at.attention_dkdv_tma_kernel, at.DKDV[D][:4], {"AHEAD": True},
+                     (q, q, q, q, lse, delta, q, q)),
+                    ("dq", at.attention_dq_tma_kernel, at.DQ[D], {"TAIL": False}, (q, q, q, q, lse, delta, q))):
+                bm, bn, warps, stages = config
+                compiled, _ = compile_cuda(kernel, (*args, *views), dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+                                                                         CAUSAL=causal, **extra),
+                                           num_warps=warps, num_stages=stages)
+                info = " ".join(line.strip() for line in compiled.asm["ptxas"].splitlines()
+                                if "registers" in line or "spill" in line)
+                print(f"D {D} {'causal' if causal else 'full'} {name} {config}: {info}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
