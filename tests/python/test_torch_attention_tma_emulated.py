@@ -64,7 +64,7 @@ def stored(x, layout):
 
 @pytest.mark.parametrize("B,H,S,D,causal,stages,ahead", [
     (1, 2, 200, 64, False, 2, False),  # ragged: the last blocks reach into the next head
-    (1, 2, 200, 64, True, 3, True),    # causal, ragged; row statistics loaded a block ahead (past S at the end)
+    (1, 2, 200, 64, True, 3, True),    # causal, ragged; the log-sum-exp loaded a block ahead (past S at the end)
     (2, 1, 256, 32, True, 2, False),   # whole blocks, 64-byte rows
     (1, 2, 200, 64, False, 3, True),
 ])

@@ -23,10 +23,8 @@ def main() -> None:
         views = (*v, *v, *v, *v, H, S, D ** -0.5)
         for causal in (False, True):
             for name, kernel, config, extra, args in (
-                    ("dkdv", at.attention_dkdv_tma_kernel, at.DKDV[D][:4], {"AHEAD": False},
-                     (q, q, q, q, lse, delta, q, q)),
-                    ("dkdv ahead", at.attention_dkdv_tma_kernel, at.DKDV[D][:4], {"AHEAD": True},
-                     (q, q, q, q, lse, delta, q, q)),
+                    *((f"dkdv ahead {ahead}", at.attention_dkdv_tma_kernel, at.DKDV[D][:4], {"AHEAD": ahead},
+                       (q, q, q, q, lse, delta, q, q)) for ahead in (False, True)),
                     ("dq", at.attention_dq_tma_kernel, at.DQ[D], {"TAIL": False}, (q, q, q, q, lse, delta, q))):
                 bm, bn, warps, stages = config
                 compiled, _ = compile_cuda(kernel, (*args, *views), dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,

@@ -119,25 +119,24 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q
     lo = 0
     if CAUSAL:
         lo = (start_n // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
-    # With AHEAD each block's row statistics are loaded one iteration ahead: a load issued where it is used
-    # stalls the iteration on its latency, which the TMA ring hides for the blocks but not for these. It
-    # costs two more vectors of registers, which head dim 128's accumulators leave no room for.
+    # Each block's log-sum-exp, read right after the first product: a plain load issued where it is used
+    # stalls the iteration on its latency, which the TMA ring hides for the blocks but not for this. With
+    # AHEAD it is loaded one iteration ahead, which costs a vector of registers that head dim 128's
+    # accumulators leave no room for (it spills there). delta's latency hides under the exponentials.
     # Rows past S: +inf, so their probabilities are 0 (their blocks hold the next head's rows).
     if AHEAD:
         lse2_next = tl.load(LSE + bh * S + lo + offs_m, mask=lo + offs_m < S, other=float("inf")) * LOG2E
-        delta_next = tl.load(DELTA + bh * S + lo + offs_m, mask=lo + offs_m < S, other=0.0)
     for start_m in tl.range(lo, S, BLOCK_M, warp_specialize=True):
         q = desc_q.load([row_q + start_m, col_q])
         do = desc_do.load([row_do + start_m, col_do])
         rows = start_m + offs_m
         if AHEAD:
-            lse2, delta = lse2_next, delta_next
+            lse2 = lse2_next
             ahead = rows + BLOCK_M
             lse2_next = tl.load(LSE + bh * S + ahead, mask=ahead < S, other=float("inf")) * LOG2E
-            delta_next = tl.load(DELTA + bh * S + ahead, mask=ahead < S, other=0.0)
         else:
             lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
-            delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
+        delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
         s_t = tl.dot(k, q.T)
         p_t = tl.math.exp2(s_t * qk_scale - lse2[None, :])
         if CAUSAL:
@@ -293,8 +292,8 @@ FWD = {64: (256, 64, 16, 3), 128: (128, 128, 8, 2)}
 # 32 x 8 heads x 512, tools/hopper/attention_tma_probe.py; benchmarks/results/2026-12-03-h200-session23.md).
 SHORT_S = 1024
 FWD_SHORT = {64: {False: (128, 64, 8, 3), True: (64, 64, 4, 3)}}
-# A fifth field of DKDV: AHEAD (the row statistics loaded a block ahead; at D 64 0.73 -> 0.81 of SDPA, at D 128 it
-# spills; benchmarks/results/2026-12-04-h200-session26.md).
+# A fifth field of DKDV: AHEAD (the log-sum-exp loaded a block ahead: at D 64 0.73 -> 0.82 of SDPA;
+# benchmarks/results/2026-12-04-h200-session26.md).
 DKDV = {64: (64, 128, 8, 3, True), 128: (64, 128, 8, 3)}
 DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
 # The one-kernel backward (attention_bwd_tma_kernel) by head dim, as (BLOCK_M, BLOCK_N, warps, stages, DQ_ROWS)
