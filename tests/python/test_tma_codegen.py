@@ -69,11 +69,12 @@ def test_generated_structure():
                      r"tg_tma_load_2d\(tg_shared_address\(\1\), &tg_map0, tg_tma_bar, v\d+, v\d+\);\s*\}\s*"
                      r"tg_mbar_wait\(tg_tma_bar, tg_tma_phase\);.*\n\s*tg_tma_phase \^= 1;", kernel)
     assert load, kernel
-    # The store: staged, fenced for the async proxy, a barrier, one thread stores, commits and waits until the
-    # block is out of shared memory (not for the writes: a later load of the program waits for those).
+    # The store: staged, fenced for the async proxy, a barrier, one thread stores and commits; it waits until the
+    # block is out of shared memory only before the CTA's shared memory goes (not for the writes: a later load
+    # of the program waits for those).
     store = re.search(r"tg_fence_proxy_async\(\);.*\n\s*__syncthreads\(\);\s*if \(threadIdx.x == 0\) \{\s*"
                       r"tg_tma_store_2d\(&tg_map1, tg_shared_address\(s\d+\), v\d+, v\d+\);\s*"
-                      r"tg_bulk_commit\(\);\s*tg_bulk_wait_read<0>\(\);", kernel)
+                      r"tg_bulk_commit\(\);[^\n]*\n\s*\}\s*if \(threadIdx.x == 0\) tg_bulk_wait_read<0>\(\);", kernel)
     assert store, kernel
     assert "ld.global" not in kernel and "tg_vec" not in kernel, "part of the copy took the pointer form"
 

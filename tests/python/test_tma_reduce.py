@@ -94,13 +94,13 @@ def test_generated_structure():
     kernel = compiled.source[compiled.source.index("---- kernel ----"):]
     assert compiled.tensor_maps[0] == {"base": "out_ptr", "shape": ["M", "N"], "strides": ["N", 1],
                                        "box": [16, 16], "swizzle": 0, "fill": "zero"}
-    # Staged on a 128-byte boundary, fenced for the async proxy, a barrier, then one thread reduces, commits and
-    # waits until the block is read out of shared memory.
+    # Staged on a 128-byte boundary, fenced for the async proxy, a barrier, then one thread reduces and commits;
+    # it waits until the block is read out of shared memory before the CTA's shared memory goes.
     assert re.search(r"float\* const (s\d+) = reinterpret_cast<float\*>\(tg_smem( \+ \d+)?\);\s*"
                      r"// TMA reduction \(add\) of the 1024-byte block from shared memory", kernel), kernel
     assert re.search(r"tg_fence_proxy_async\(\);.*\n\s*__syncthreads\(\);\s*if \(threadIdx.x == 0\) \{\s*"
                      r"tg_tma_reduce_add_2d\(&tg_map0, tg_shared_address\(s\d+\), v\d+, v\d+\);\s*"
-                     r"tg_bulk_commit\(\);\s*tg_bulk_wait_read<0>\(\);", kernel), kernel
+                     r"tg_bulk_commit\(\);[^\n]*\n\s*\}\s*if \(threadIdx.x == 0\) tg_bulk_wait_read<0>\(\);", kernel), kernel
     # The prelude's reduction: the PTX instruction (its operation spliced in by TG_TMA_REDUCE) and the hook.
     assert '"cp.reduce.async.bulk.tensor.2d.global.shared::cta." #OP' in compiled.source
     assert '".tile.bulk_group [%0, {%1, %2}], [%3];"' in compiled.source
@@ -384,7 +384,8 @@ def test_a_load_after_a_tma_reduction_sees_it():
 
 @pytest.mark.usefixtures("_emulator")
 def test_a_missing_wait_before_the_read_back_fails():
-    # Without the wait for the reductions' writes, some interleaving reads out before they all landed.
+    # Waiting only until the reductions have read their blocks, not for their writes, some interleaving reads
+    # out before they all landed.
     N, B = 256, 64
     rng = np.random.default_rng(8)
     x, other, out0 = (rng.standard_normal(N).astype(np.float32) for _ in range(3))
@@ -393,7 +394,8 @@ def test_a_missing_wait_before_the_read_back_fails():
     for seed in range(4):
         out, copy = out0.copy(), np.zeros_like(out0)
         emulate(reduce_then_read_kernel, (N // B,), x, out, other, copy, N, ROUNDS=3, B=B, seed=seed,
-                edit_source=lambda s: s.replace("tg_bulk_wait<0>();  // this program's TMA reductions", ";  //"))
+                edit_source=lambda s: s.replace("tg_bulk_wait<0>();  // this program's TMA reductions",
+                                                "tg_bulk_wait_read<0>();  //"))
         np.testing.assert_allclose(out, want, rtol=1e-5)
         stale.append(not np.allclose(copy, want, rtol=1e-5))
     assert any(stale), "no interleaving read the array before its reductions landed"
@@ -504,3 +506,40 @@ def test_a_ring_body_reduces_into_another_array(M, N, K, BM, BN, BK, warps, stag
     tol = K * 2.0 ** -20 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) + 1e-5
     for name, got in (("reductions", c), ("accumulator", d)):
         assert (np.abs(got - want) <= tol).all(), f"{name}: worst {np.abs(got - want).max()}"
+
+
+@tegula.jit
+def accumulate_rounds_kernel(x_ptr, out_ptr, M, N, ROUNDS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    # Every round stages a different block in the same shared-memory area and reduces it into out.
+    out = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
+    tile = (tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]).to(tl.int64)
+    for r in range(ROUNDS):
+        x = tl.load(x_ptr + (tl.program_id(0) * ROUNDS + r) * BM * BN + tile)
+        out.atomic_add([tl.program_id(0) * BM, 0], x * 2.0)
+
+
+@pytest.mark.usefixtures("_emulator")
+def test_the_wait_for_a_reductions_read_is_deferred_to_the_areas_next_use():
+    # A reduction's thread issues it and goes on; thread 0 waits for the copy engine to have read the block only
+    # where the next round is about to stage into the same area, before that staging's barrier (and before the
+    # CTA's shared memory goes). Without that wait the next round overwrites a block still being read.
+    M, N, BM, BN, rounds = 64, 32, 16, 32, 4
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((M // BM) * rounds * BM * BN).astype(np.float32)
+    out0 = rng.standard_normal((M, N)).astype(np.float32)
+    want = out0 + 2 * x.reshape(M // BM, rounds, BM, BN).sum(axis=1).reshape(M, N)
+    for seed in range(3):
+        out = out0.copy()
+        compiled = emulate(accumulate_rounds_kernel, (M // BM,), x, out, M, N, ROUNDS=rounds, BM=BM, BN=BN,
+                           seed=seed)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    kernel = compiled.source[compiled.source.index("---- kernel ----"):]
+    body = kernel[kernel.index("for (unsigned long long"):]  # the rounds (the loops before it: staging)
+    wait = "if (threadIdx.x == 0) tg_bulk_wait_read<0>();"
+    assert re.search(r"tg_bulk_commit\(\);[^\n]*\n\s*\}", body), body  # no wait right after the commit
+    assert body.index(wait) < body.index("tg_tma_reduce_add_2d"), body  # in the loop, before the staging
+    assert kernel.rstrip().endswith("}") and wait in kernel[kernel.rindex("tg_tma_reduce_add_2d"):], kernel
+    with pytest.raises(EmulatorError, match="wait_group.read"):
+        for seed in range(4):
+            emulate(accumulate_rounds_kernel, (M // BM,), x, out0.copy(), M, N, ROUNDS=rounds, BM=BM, BN=BN,
+                    seed=seed, edit_source=lambda s: s.replace(wait, ";"))

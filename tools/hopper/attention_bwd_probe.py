@@ -24,8 +24,10 @@ from tegula.torch.ops import attention_tma as at
 # attention_tma.FUSED's (a sixth field True: dQ reduced by the TMA, DQ_TMA). At D 64, 64 x 128 blocks form their
 # TMA ring with 4 warps only (8 would split dQ^T's 64 rows over two warpgroups).
 CANDIDATES = {
-    64: [("two", (64, 128, 8, 3, False), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 64, 8, 3))],
-    128: [("two", (64, 128, 8, 3, False), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 64, 8, 3))],
+    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("fused", (128, 128, 8, 2, False, True)),
+         ("fused", (64, 128, 8, 2, False, True))],
+    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (64, 128, 8, 2, False, True)),
+          ("fused", (64, 128, 8, 3, False, True))],
 }
 # Smaller tiles for short sequences: more programs to fill the GPU, less causal imbalance per program.
 SHORT = {

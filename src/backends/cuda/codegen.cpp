@@ -150,7 +150,11 @@ CudaContext::CudaContext(const ir::Function& f, const CodegenOptions& o)
     names_[body.args[i].index] = is_identifier(p) ? "arg_" + p : "arg" + std::to_string(i);
   }
   if (o.debug) debug_sites.emplace(f);
-  fn.walk([&](ir::OpId id) { has_bulk_stores_ = has_bulk_stores_ || fn.op(id).kind == OpKind::DescStore; });
+  fn.walk([&](ir::OpId id) {
+    OpKind kind = fn.op(id).kind;
+    has_bulk_stores_ = has_bulk_stores_ || kind == OpKind::DescStore;
+    has_bulk_writes_ = has_bulk_writes_ || kind == OpKind::DescStore || kind == OpKind::DescAtomic;
+  });
 }
 
 std::string CudaContext::extra_name(ir::ValueId v, size_t index) const {
@@ -251,6 +255,7 @@ std::string CudaContext::shared_scratch(int64_t bytes, int64_t align) {
   // new area and reading it, is what ends the older reads.
   constexpr int64_t kBesideLimit = 2048;  // bytes past the start: never enough to cost occupancy
   int64_t offset = shared_reserved_;
+  bool needs_barrier = false;
   if (shared_readers_pending_ && offset < pending_end_ && pending_begin_ < offset + bytes) {
     bool fits_beside = false;
     if (pending_end_ != kEverything) {
@@ -258,8 +263,13 @@ std::string CudaContext::shared_scratch(int64_t bytes, int64_t align) {
       fits_beside = beside + bytes <= shared_reserved_ + kBesideLimit;
       if (fits_beside) offset = beside;
     }
-    if (!fits_beside) barrier();
+    needs_barrier = !fits_beside;
   }
+  if (bulk_reads_pending_ && offset < bulk_end_ && bulk_begin_ < offset + bytes) {
+    wait_bulk_reads_over(offset, offset + bytes);
+    needs_barrier = true;  // every thread writes the area after thread 0's wait
+  }
+  if (needs_barrier) barrier();
   shared_readers_pending_ = false;
   scratch_begin_ = offset;
   scratch_end_ = offset + bytes;
@@ -277,6 +287,37 @@ void CudaContext::assume_shared_readers() {
   shared_readers_pending_ = true;
   pending_begin_ = 0;
   pending_end_ = kEverything;
+  // A region that ran (or a loop's previous iteration) may have left a TMA
+  // store or reduction reading any area.
+  if (has_bulk_writes_) {
+    bulk_reads_pending_ = true;
+    bulk_begin_ = 0;
+    bulk_end_ = kEverything;
+  }
+}
+
+void CudaContext::bulk_reads_pending() {
+  shared_readers_pending_ = true;
+  pending_begin_ = scratch_begin_;
+  pending_end_ = scratch_end_;
+  if (!bulk_reads_pending_) {
+    bulk_begin_ = scratch_begin_;
+    bulk_end_ = scratch_end_;
+  } else if (bulk_end_ != kEverything) {
+    bulk_begin_ = std::min(bulk_begin_, scratch_begin_);
+    bulk_end_ = std::max(bulk_end_, scratch_end_);
+  }
+  bulk_reads_pending_ = true;
+}
+
+void CudaContext::wait_bulk_reads_over(int64_t begin, int64_t end) {
+  if (!bulk_reads_pending_ || end <= bulk_begin_ || bulk_end_ <= begin) return;
+  out.line("if (threadIdx.x == 0) tg_bulk_wait_read<0>();  // earlier TMA stores and reductions, out of shared memory");
+  bulk_reads_pending_ = false;
+}
+
+void CudaContext::finish_bulk_reads() {
+  wait_bulk_reads_over(0, kEverything);
 }
 
 std::string CudaContext::tensor_map(const TensorMapParam& map) {
@@ -300,7 +341,9 @@ std::string CudaContext::device_helpers() const {
 
 void CudaContext::reserve_shared(int64_t bytes) {
   TEGULA_ASSERT(shared_reserved_ == 0, "nested shared-memory reservations");
-  if (shared_readers_pending_ && pending_begin_ < bytes) barrier();
+  bool bulk = bulk_reads_pending_ && bulk_begin_ < bytes;
+  wait_bulk_reads_over(0, bytes);
+  if ((shared_readers_pending_ && pending_begin_ < bytes) || bulk) barrier();
   shared_readers_pending_ = false;
   shared_bytes_ = std::max(shared_bytes_, bytes);
   shared_reserved_ = (bytes + 1023) / 1024 * 1024;  // tiles after it stay on 1024-byte lines
@@ -318,9 +361,10 @@ void CudaContext::before_global_load(ir::ValueId pointer) {
     out.line("if (threadIdx.x == 0) tg_bulk_wait<0>();  // this program's TMA stores, written");
   else if (reduced)
     out.line("if (threadIdx.x == 0) tg_bulk_wait<0>();  // this program's TMA reductions, written");
-  if (bulk_store_pending_ || reduced) {  // wait_group 0 covers every bulk group
+  if (bulk_store_pending_ || reduced) {  // wait_group 0 covers every bulk group, their reads too
     reduced_params_.clear();
     reduced_unknown_ = false;
+    bulk_reads_pending_ = false;
   }
   bulk_store_pending_ = false;
   out.line(barrier_statement() + ";  // this program's stores before its loads");
@@ -565,6 +609,7 @@ std::unique_ptr<CudaContext> emit_body(const ir::Function& fn, const CodegenOpti
   if (specialize) ctx->warp_specialization = plan_warp_specialization(*ctx, why);
   if (ctx->warp_specialization) emit_warp_specialization(*ctx, *ctx->warp_specialization);
   ctx->emit_block_body(fn.body());
+  ctx->finish_bulk_reads();
   return ctx;
 }
 

@@ -146,6 +146,14 @@ class CudaContext : public c_family::Printer {
   std::string shared_scratch(int64_t bytes, int64_t align = 16);
   // After the last read of the latest scratch area.
   void shared_reads_done();
+  // After thread 0 issued a TMA store or reduction of the latest scratch
+  // area: the copy engine reads the block out of shared memory while the
+  // kernel goes on. The first later use of shared memory that may overlap
+  // it has thread 0 wait for the read (cp.async.bulk.wait_group.read) before
+  // the barrier that use takes; so does the kernel's end
+  // (finish_bulk_reads), before the CTA's shared memory goes.
+  void bulk_reads_pending();
+  void finish_bulk_reads();
   // Entering loop bodies and leaving regions: assume readers of any area may be pending.
   void assume_shared_readers();
   int64_t shared_bytes() const { return shared_bytes_; }
@@ -271,6 +279,13 @@ class CudaContext : public c_family::Printer {
   bool global_store_pending_ = false;
   bool bulk_store_pending_ = false;
   bool has_bulk_stores_ = false;  // the kernel has desc stores (TMA stores: codegen_tma.cpp)
+  bool has_bulk_writes_ = false;  // desc stores or desc atomics (TMA reductions)
+  // The area a TMA store or reduction may still be reading (kEverything:
+  // any, after a region that may hold one).
+  bool bulk_reads_pending_ = false;
+  int64_t bulk_begin_ = 0, bulk_end_ = 0;
+  // Thread 0's wait for the bulk reads when `begin`..`end` may overlap them.
+  void wait_bulk_reads_over(int64_t begin, int64_t end);
   // The parameters TMA reductions in flight may write (pointer provenance,
   // made when the first one is emitted), and whether one's target is unknown.
   std::optional<passes::PointerProvenance> provenance_;

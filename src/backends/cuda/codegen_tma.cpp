@@ -148,10 +148,9 @@ void store_swizzled(CudaContext& ctx, ir::OpId id, SharedTile tile, const std::s
     ctx.out.line(bulk_write(op, 2) + "(" + map + ", tg_shared_address(tg_smem) + " +
                  std::to_string(std::stoll(tile.offset) + p * tile.block_stride()) + ", " +
                  (p == 0 ? col : col + " + " + std::to_string(p * span)) + ", " + row + ");");
-  ctx.out.line("tg_bulk_commit();");
-  ctx.out.line("tg_bulk_wait_read<0>();  // the block is out of shared memory (CudaContext::before_global_load)");
+  ctx.out.line("tg_bulk_commit();  // read out of shared memory while the kernel goes on (bulk_reads_pending)");
   ctx.out.close();
-  ctx.shared_reads_done();
+  ctx.bulk_reads_pending();
   after_bulk_write(ctx, op);
 }
 
@@ -216,10 +215,9 @@ void emit_tma(CudaContext& ctx, ir::OpId id) {
   ctx.barrier();
   ctx.out.open("if (threadIdx.x == 0)");
   ctx.out.line(bulk_write(op, d.rank) + "(" + map + ", tg_shared_address(" + buffer + ")" + coords + ");");
-  ctx.out.line("tg_bulk_commit();");
-  ctx.out.line("tg_bulk_wait_read<0>();  // the block is out of shared memory (CudaContext::before_global_load)");
+  ctx.out.line("tg_bulk_commit();  // read out of shared memory while the kernel goes on (bulk_reads_pending)");
   ctx.out.close();
-  ctx.shared_reads_done();
+  ctx.bulk_reads_pending();
   after_bulk_write(ctx, op);
 }
 
