@@ -221,7 +221,7 @@ std::vector<ir::NamedAttr> memory_hints(Lowerer& l, const BoundArgs& a, bool is_
                         "invalid " + std::string(name) + " \"" + v.s + "\"", "use one of " + options);
     if (!v.s.empty()) attrs.push_back({name, ir::Attr{v.s}});
   };
-  if (is_load) str("cache_modifier", {"", ".ca", ".cg", ".cv"});
+  if (is_load) str("cache_modifier", {"", ".ca", ".cg", ".cs", ".cv"});
   else str("cache_modifier", {"", ".wb", ".cg", ".cs", ".wt"});
   str("eviction_policy", {"", "evict_first", "evict_last", "evict_normal"});
   return attrs;

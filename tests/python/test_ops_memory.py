@@ -4,6 +4,7 @@ pointer tiles with strides, broadcasting of masks and values, conversion on
 store, and the guarantee that masked-off lanes touch no memory.
 """
 
+import re
 import textwrap
 
 import numpy as np
@@ -88,6 +89,32 @@ def test_other_values_and_cache_hints(backend):
     np.testing.assert_array_equal(out[2, n:], tail * 2.0)  # a tile
     np.testing.assert_array_equal(out[3, n:], 0.0)  # with cache hints
     np.testing.assert_array_equal(out[4, n:], 99.0)  # masked store
+
+
+@tegula.jit
+def cached_copy_kernel(src, dst, n, CACHE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n, other=-1.0, cache_modifier=CACHE), mask=offs < n)
+
+
+@pytest.mark.parametrize("cache,qualifier", [("", None), (".ca", "ca"), (".cg", "cg"), (".cs", "cs"),
+                                             (".cv", "cv")])
+def test_every_load_cache_modifier(backend, cache, qualifier):
+    # Triton's loads take .ca, .cg, .cs (streaming: likely read once) and .cv; each becomes the PTX qualifier of
+    # the load on the GPU, and changes nothing the kernel computes.
+    from cuda_emulator import compile_cuda
+
+    n, B = 100, 128
+    x = np.random.default_rng(5).standard_normal(n).astype(np.float32)
+    out = backend.full((n,), 7.0, np.float32)
+    cached_copy_kernel[(1,)](backend.array(x), out, n, CACHE=cache, BLOCK=B)
+    np.testing.assert_array_equal(backend.numpy(out), x)
+    compiled, _ = compile_cuda(cached_copy_kernel, (x, x, n), {"CACHE": cache, "BLOCK": B})
+    kernel = compiled.source[compiled.source.index("---- kernel ----"):]
+    loads = set(re.findall(r"tg_ld\d+_(\w+)\(", kernel))
+    assert loads == ({qualifier} if qualifier else set()), loads
+    if qualifier:
+        assert f'TG_QUALIFIED_LOADS({qualifier}, ".{qualifier}")' in compiled.source
 
 
 @tegula.jit

@@ -11,7 +11,7 @@
 // Masked-off loads yield `other`, or 0 without it (what the CPU backend
 // gives). i1 is one byte in memory: loads read `byte != 0`, stores write 0/1.
 // A layout that replicates elements stores from one owner thread only.
-// Scalar stores are done by thread 0. A load's cache_modifier (.ca .cg .cv)
+// Scalar stores are done by thread 0. A load's cache_modifier (.ca .cg .cs .cv)
 // or eviction_policy (evict_first / evict_last, in L1) becomes the PTX
 // qualifier of its accesses (the prelude's tg_ld* functions); store hints are
 // ignored for now. `volatile` loads are per element through a volatile pointer.
@@ -44,6 +44,7 @@ std::string cache_suffix(const ir::Op& op) {
   std::string cache = text("cache_modifier");
   if (cache == ".ca") return "ca";
   if (cache == ".cg") return "cg";
+  if (cache == ".cs") return "cs";
   if (cache == ".cv") return "cv";
   std::string evict = text("eviction_policy");
   if (evict == "evict_first") return "ef";

@@ -236,231 +236,168 @@ template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
   }
 TG_QUALIFIED_LOADS(ca, ".ca")
 TG_QUALIFIED_LOADS(cg, ".cg")
+TG_QUALIFIED_LOADS(cs, ".cs")
 TG_QUALIFIED_LOADS(cv, ".cv")
 TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
 
-// ---- atomics ----
-enum { tg_relaxed = 0, tg_acquire = 1, tg_release = 2, tg_acq_rel = 3 };  // memory order S
-enum { tg_cta = 0, tg_gpu = 1, tg_sys = 2 };                              // scope C
+// --- tensor cores ---------------------------------------------------------------------
+// The shared-state-space address of a pointer into shared memory.
+TG_DEVICE unsigned tg_shared_address(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
 
-// The native instructions (and tg_fence below). TG_EMU_ATOMS:
-// tests/python/cuda_emulator.py runs generated code on the host and supplies
-// these functions itself; the rest of this file is built from them and runs
-// as it is.
-#ifndef TG_EMU_ATOMS
-// One asm statement per order and scope (their qualifiers are part of the
-// instruction text); S and C are constants, so one case survives. Q spells
-// the qualifiers: read-modify-write puts the scope first, compare-and-swap
-// the order (both orders are PTX's; these are the ones Triton's kernels
-// carry, which tests written for Triton look for in the PTX).
-#define TG_RMW_QUALIFIERS(SEM, SCOPE) "atom.global." #SCOPE "." #SEM "."
-#define TG_CAS_QUALIFIERS(SEM, SCOPE) "atom.global." #SEM "." #SCOPE "."
-#define TG_ATOM_AS(Q, S, C, INSTR, OUT, ...)                                             \
-  switch ((S) * 3 + (C)) {                                                               \
-    case 0: asm volatile(Q(relaxed, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 1: asm volatile(Q(relaxed, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 2: asm volatile(Q(relaxed, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 3: asm volatile(Q(acquire, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 4: asm volatile(Q(acquire, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 5: asm volatile(Q(acquire, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 6: asm volatile(Q(release, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 7: asm volatile(Q(release, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 8: asm volatile(Q(release, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 9: asm volatile(Q(acq_rel, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
-    case 10: asm volatile(Q(acq_rel, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;  \
-    default: asm volatile(Q(acq_rel, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;  \
+// Byte offset of 16-byte chunk `chunk` of row `row` in a tile whose rows are
+// cut into blocks of BLOCK_BYTES (block j of all rows at j * BLOCK_STRIDE):
+// PER_PHASE consecutive rows share one 128-byte line when blocks are
+// shorter, and MAX_PHASE phases XOR the chunk index in turn.
+template <unsigned BLOCK_BYTES, unsigned PER_PHASE, unsigned MAX_PHASE, unsigned BLOCK_STRIDE>
+TG_DEVICE unsigned tg_swizzle(unsigned row, unsigned chunk) {
+  const unsigned chunks = BLOCK_BYTES / 16;
+  return (chunk / chunks) * BLOCK_STRIDE + row * BLOCK_BYTES + (((chunk % chunks) ^ ((row / PER_PHASE) % MAX_PHASE)) << 4);
+}
+
+TG_DEVICE void tg_ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address));
+}
+TG_DEVICE void tg_ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(address));
+}
+
+// One 32-bit word of shared memory, for fragments ldmatrix cannot gather
+// (32- and 8-bit tiles whose rows run along M or N).
+TG_DEVICE unsigned tg_lds32(unsigned address) {
+  unsigned r;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(address));
+  return r;
+}
+TG_DEVICE unsigned tg_lds8(unsigned address) {
+  unsigned short r;
+  asm volatile("ld.shared.b8 %0, [%1];" : "=h"(r) : "r"(address));
+  return r & 0xffu;
+}
+
+// cp.async: BYTES (4, 8 or 16) from global `src` to shared address `dst`,
+// the bytes past `src_bytes` zero-filled (0: nothing is read, so a masked
+// chunk may point anywhere). 16-byte copies bypass L1 (.cg). One commit
+// group per pipeline stage; wait_group<N> waits until at most N are pending.
+template <int BYTES>
+TG_DEVICE void tg_cp_async(unsigned dst, const void* src, int src_bytes) {
+  if (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes)
+                 : "memory");
+}
+TG_DEVICE void tg_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+TG_DEVICE void tg_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// f32 bits rounded to tf32 (nearest, ties away), what mma .tf32 reads.
+TG_DEVICE unsigned tg_to_tf32(unsigned x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+}
+
+// An f32 (bits) as the sum of two tf32 (hi + lo, hi rounded to nearest):
+// the operands of the three products of input precision "tf32x3".
+TG_DEVICE void tg_split_tf32(unsigned x, unsigned& hi, unsigned& lo) {
+  hi = tg_to_tf32(x);
+  lo = tg_to_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(hi)));
+}
+// Two f32 (bits) each as the sum of N bf16 (bf16x3: 2, bf16x6: 3), each part
+// rounded to nearest from what the previous ones leave; part i of both,
+// packed as one word of an m16n8k16 fragment (x0 the lower half), goes to
+// w[i * STRIDE]. (Its own cvt: this prelude also stands without the base
+// one, in the Hopper prototypes.)
+template <int N, int STRIDE>
+TG_DEVICE void tg_split_bf16x2(unsigned x0, unsigned x1, unsigned* w) {
+  float r0 = __uint_as_float(x0), r1 = __uint_as_float(x1);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    unsigned short b0, b1;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b0) : "f"(r0));
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b1) : "f"(r1));
+    unsigned h0 = b0, h1 = b1;
+    r0 -= __uint_as_float(h0 << 16);
+    r1 -= __uint_as_float(h1 << 16);
+    w[i * STRIDE] = h0 | (h1 << 16);
   }
-#define TG_ATOM(S, C, INSTR, OUT, ...) TG_ATOM_AS(TG_RMW_QUALIFIERS, S, C, INSTR, OUT, __VA_ARGS__)
-#define TG_ATOM_ORDERED(S, C, INSTR, OUT, ...) TG_ATOM_AS(TG_CAS_QUALIFIERS, S, C, INSTR, OUT, __VA_ARGS__)
-
-// NAME<S, C>(p, v): old = *p; *p = old OP v; R is the register constraint of T.
-#define TG_ATOM_RMW(NAME, T, OP_TYPE, R)                                                                  \
-  template <int S, int C> TG_DEVICE T NAME(T* p, T v) {                                                   \
-    T old;                                                                                                \
-    TG_ATOM(S, C, OP_TYPE " %0, [%1], %2;", "=" R(old), "l"(p), R(v))                                     \
-    return old;                                                                                           \
-  }
-#define TG_ATOM_CAS(T, B, R)                                                                              \
-  template <int S, int C> TG_DEVICE T tg_atom_cas(T* p, T cmp, T v) {                                     \
-    T old;                                                                                                \
-    TG_ATOM_ORDERED(S, C, "cas." B " %0, [%1], %2, %3;", "=" R(old), "l"(p), R(cmp), R(v))                        \
-    return old;                                                                                           \
-  }
-
-TG_ATOM_RMW(tg_atom_add, int, "add.u32", "r")
-TG_ATOM_RMW(tg_atom_add, unsigned, "add.u32", "r")
-TG_ATOM_RMW(tg_atom_add, long long, "add.u64", "l")
-TG_ATOM_RMW(tg_atom_add, unsigned long long, "add.u64", "l")
-TG_ATOM_RMW(tg_atom_add, float, "add.f32", "f")
-TG_ATOM_RMW(tg_atom_add, double, "add.f64", "d")
-TG_ATOM_RMW(tg_atom_add_f16, tg_f16, "add.noftz.f16", "h")
-TG_ATOM_RMW(tg_atom_max, int, "max.s32", "r")
-TG_ATOM_RMW(tg_atom_max, unsigned, "max.u32", "r")
-TG_ATOM_RMW(tg_atom_max, long long, "max.s64", "l")
-TG_ATOM_RMW(tg_atom_max, unsigned long long, "max.u64", "l")
-TG_ATOM_RMW(tg_atom_min, int, "min.s32", "r")
-TG_ATOM_RMW(tg_atom_min, unsigned, "min.u32", "r")
-TG_ATOM_RMW(tg_atom_min, long long, "min.s64", "l")
-TG_ATOM_RMW(tg_atom_min, unsigned long long, "min.u64", "l")
-TG_ATOM_RMW(tg_atom_and, int, "and.b32", "r")
-TG_ATOM_RMW(tg_atom_and, unsigned, "and.b32", "r")
-TG_ATOM_RMW(tg_atom_and, long long, "and.b64", "l")
-TG_ATOM_RMW(tg_atom_and, unsigned long long, "and.b64", "l")
-TG_ATOM_RMW(tg_atom_or, int, "or.b32", "r")
-TG_ATOM_RMW(tg_atom_or, unsigned, "or.b32", "r")
-TG_ATOM_RMW(tg_atom_or, long long, "or.b64", "l")
-TG_ATOM_RMW(tg_atom_or, unsigned long long, "or.b64", "l")
-TG_ATOM_RMW(tg_atom_xor, int, "xor.b32", "r")
-TG_ATOM_RMW(tg_atom_xor, unsigned, "xor.b32", "r")
-TG_ATOM_RMW(tg_atom_xor, long long, "xor.b64", "l")
-TG_ATOM_RMW(tg_atom_xor, unsigned long long, "xor.b64", "l")
-TG_ATOM_RMW(tg_atom_xchg, int, "exch.b32", "r")
-TG_ATOM_RMW(tg_atom_xchg, unsigned, "exch.b32", "r")
-TG_ATOM_RMW(tg_atom_xchg, long long, "exch.b64", "l")
-TG_ATOM_RMW(tg_atom_xchg, unsigned long long, "exch.b64", "l")
-TG_ATOM_CAS(unsigned short, "b16", "h")
-TG_ATOM_CAS(int, "b32", "r")
-TG_ATOM_CAS(unsigned, "b32", "r")
-TG_ATOM_CAS(long long, "b64", "l")
-TG_ATOM_CAS(unsigned long long, "b64", "l")
-#endif  // TG_EMU_ATOMS
-
-// Floats exchange and compare-and-swap as their bits.
-template <int S, int C> TG_DEVICE float tg_atom_xchg(float* p, float v) {
-  return __uint_as_float(tg_atom_xchg<S, C>((unsigned*)p, __float_as_uint(v)));
-}
-template <int S, int C> TG_DEVICE double tg_atom_xchg(double* p, double v) {
-  return __longlong_as_double(tg_atom_xchg<S, C>((long long*)p, __double_as_longlong(v)));
-}
-template <int S, int C> TG_DEVICE float tg_atom_cas(float* p, float cmp, float v) {
-  return __uint_as_float(tg_atom_cas<S, C>((unsigned*)p, __float_as_uint(cmp), __float_as_uint(v)));
-}
-template <int S, int C> TG_DEVICE double tg_atom_cas(double* p, double cmp, double v) {
-  return __longlong_as_double(tg_atom_cas<S, C>((long long*)p, __double_as_longlong(cmp), __double_as_longlong(v)));
 }
 
-// Float max/min in IEEE totalOrder through integer max/min (see above).
-template <int S, int C> TG_DEVICE float tg_atom_fmax(float* p, float v) {
-  int bits = __float_as_int(v);
-  return bits >= 0 ? __int_as_float(tg_atom_max<S, C>((int*)p, bits))
-                   : __uint_as_float(tg_atom_min<S, C>((unsigned*)p, (unsigned)bits));
+// d += a * b on one 16x8 accumulator tile: d[0..1] row lane/4, d[2..3] row lane/4 + 8.
+TG_DEVICE void tg_mma_f16(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-template <int S, int C> TG_DEVICE float tg_atom_fmin(float* p, float v) {
-  int bits = __float_as_int(v);
-  return bits >= 0 ? __int_as_float(tg_atom_min<S, C>((int*)p, bits))
-                   : __uint_as_float(tg_atom_max<S, C>((unsigned*)p, (unsigned)bits));
+TG_DEVICE void tg_mma_bf16(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-template <int S, int C> TG_DEVICE double tg_atom_fmax(double* p, double v) {
-  long long bits = __double_as_longlong(v);
-  return bits >= 0 ? __longlong_as_double(tg_atom_max<S, C>((long long*)p, bits))
-                   : __longlong_as_double((long long)tg_atom_min<S, C>((unsigned long long*)p, (unsigned long long)bits));
+TG_DEVICE void tg_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-template <int S, int C> TG_DEVICE double tg_atom_fmin(double* p, double v) {
-  long long bits = __double_as_longlong(v);
-  return bits >= 0 ? __longlong_as_double(tg_atom_min<S, C>((long long*)p, bits))
-                   : __longlong_as_double((long long)tg_atom_max<S, C>((unsigned long long*)p, (unsigned long long)bits));
+// f16 accumulators, as Triton's dots with an f16 result accumulate: d holds
+// the tile's 4 halves as in the f32 form (d[0..1] row lane/4), packed in pairs.
+TG_DEVICE void tg_mma_f16_f16(tg_f16* d, const unsigned* a, const unsigned* b) {
+  unsigned c0 = d[0] | ((unsigned)d[1] << 16), c1 = d[2] | ((unsigned)d[3] << 16);
+  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+      : "+r"(c0), "+r"(c1)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  d[0] = (tg_f16)c0, d[1] = (tg_f16)(c0 >> 16), d[2] = (tg_f16)c1, d[3] = (tg_f16)(c1 >> 16);
+}
+// Saturating (.satfinite), as Triton's int8 dots: a sum past the int32 range
+// clamps to it instead of wrapping.
+TG_DEVICE void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// --- compare-and-swap loops -------------------------------------------------------
-#ifndef TG_EMU_ATOMS
-template <int C> TG_DEVICE void tg_fence() {
-  if (C == tg_cta) asm volatile("fence.acq_rel.cta;" ::: "memory");
-  else if (C == tg_gpu) asm volatile("fence.acq_rel.gpu;" ::: "memory");
-  else asm volatile("fence.acq_rel.sys;" ::: "memory");
-}
+// --- Hopper wgmma -----------------------------------------------------------------------
+#ifndef TG_WGMMA_HOOK
+#define TG_WGMMA_HOOK(...)
 #endif
-
-// Replaces the 16-bit *p by next(*p) in one step; returns the old bits.
-template <int S, int C, class Next> TG_DEVICE unsigned short tg_atom_update16(unsigned short* p, Next next) {
-  if (S == tg_release || S == tg_acq_rel) tg_fence<C>();
-  unsigned short old = *(volatile unsigned short*)p;
-  for (;;) {
-    unsigned short seen = tg_atom_cas<tg_relaxed, C>(p, old, next(old));
-    if (seen == old) break;
-    old = seen;
-  }
-  if (S == tg_acquire || S == tg_acq_rel) tg_fence<C>();
-  return old;
-}
-
-// IEEE totalOrder of 16-bit float bits as an int: negative values have their
-// magnitude bits flipped, so larger magnitudes sort lower.
-TG_DEVICE int tg_total_order_key16(unsigned short bits) {
-  int s = (short)bits;
-  return s < 0 ? s ^ 0x7fff : s;
-}
-template <int S, int C> TG_DEVICE unsigned short tg_atom_fmax16(unsigned short* p, unsigned short v) {
-  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
-    return tg_total_order_key16(x) < tg_total_order_key16(v) ? v : x;
-  });
-}
-template <int S, int C> TG_DEVICE unsigned short tg_atom_fmin16(unsigned short* p, unsigned short v) {
-  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
-    return tg_total_order_key16(v) < tg_total_order_key16(x) ? v : x;
-  });
-}
-template <int S, int C> TG_DEVICE unsigned short tg_atom_xchg16(unsigned short* p, unsigned short v) {
-  return tg_atom_update16<S, C>(p, [v](unsigned short) { return v; });
-}
-// bf16 add is native from sm_90 on (the emulator brings its own).
-#ifndef TG_EMU_ATOMS
-#if __CUDA_ARCH__ >= 900
-TG_ATOM_RMW(tg_atom_add_bf16, tg_bf16, "add.noftz.bf16", "h")
-#else
-template <int S, int C> TG_DEVICE tg_bf16 tg_atom_add_bf16(tg_bf16* p, tg_bf16 v) {
-  return tg_atom_update16<S, C>(p, [v](unsigned short x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
-}
+#ifndef TG_WGMMA_REG_HOOK
+#define TG_WGMMA_REG_HOOK(...)
 #endif
-#endif  // TG_EMU_ATOMS
-
-// sm_90's vector reductions: N (2 or 4) float adds into consecutive words,
-// 4N-byte aligned, in one `red` whose old values nobody reads; relaxed or
-// release only (`red` has no acquire). Elsewhere, and in the emulator, one
-// add per element.
-template <int S, int C> TG_DEVICE void tg_red_add_f32x2(float* p, float a, float b) {
-#if !defined(TG_EMU_ATOMS) && __CUDA_ARCH__ >= 900
-  static_assert(S == tg_relaxed || S == tg_release, "red takes relaxed or release");
-  switch ((S == tg_release) * 3 + C) {
-    case 0: asm volatile("red.relaxed.cta.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
-    case 1: asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
-    case 2: asm volatile("red.relaxed.sys.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
-    case 3: asm volatile("red.release.cta.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
-    case 4: asm volatile("red.release.gpu.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
-    default: asm volatile("red.release.sys.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
-  }
-#else
-  tg_atom_add<S, C>(p, a);
-  tg_atom_add<S, C>(p + 1, b);
-#endif
+// A shared-memory matrix descriptor: start address, leading and stride byte
+// offsets (units of 16 bytes), swizzle mode (1: 128-byte, 2: 64, 3: 32).
+TG_DEVICE unsigned long long tg_wgmma_desc(unsigned address, unsigned lbo, unsigned sbo, unsigned mode) {
+  return (unsigned long long)((address & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16) |
+         ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | ((unsigned long long)mode << 62);
 }
-template <int S, int C> TG_DEVICE void tg_red_add_f32x4(float* p, float a, float b, float c, float d) {
-#if !defined(TG_EMU_ATOMS) && __CUDA_ARCH__ >= 900
-  static_assert(S == tg_relaxed || S == tg_release, "red takes relaxed or release");
-#define TG_RED_V4(Q) asm volatile("red." Q ".global.add.v4.f32 [%0], {%1, %2, %3, %4};" \
-                                  ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory")
-  switch ((S == tg_release) * 3 + C) {
-    case 0: TG_RED_V4("relaxed.cta"); break;
-    case 1: TG_RED_V4("relaxed.gpu"); break;
-    case 2: TG_RED_V4("relaxed.sys"); break;
-    case 3: TG_RED_V4("release.cta"); break;
-    case 4: TG_RED_V4("release.gpu"); break;
-    default: TG_RED_V4("release.sys"); break;
-  }
-#undef TG_RED_V4
-#else
-  tg_atom_add<S, C>(p, a);
-  tg_atom_add<S, C>(p + 1, b);
-  tg_atom_add<S, C>(p + 2, c);
-  tg_atom_add<S, C>(p + 3, d);
-#endif
+TG_DEVICE void tg_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+TG_DEVICE void tg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+// Until at most N committed groups of this warpgroup are in flight.
+template <int N>
+TG_DEVICE void tg_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// Generic-proxy writes of shared memory (stores, cp.async) made visible to
+// the async proxy wgmma reads through.
+TG_DEVICE void tg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Pins an accumulator register: the compiler moves no access of it across.
+TG_DEVICE void tg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+TG_DEVICE void tg_pin(int& x) { asm volatile("" : "+r"(x)::"memory"); }
+// d[0..64) += a * b: this warpgroup's 64x128 tile, asynchronous until tg_wgmma_wait.
+TG_DEVICE void tg_wgmma_m64n128k16_f16_kk(float* d, unsigned long long a, unsigned long long b) {
+  TG_WGMMA_HOOK(d, a, b, 128, 0, 0, 0);
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(a), "l"(b), "r"(1));
 }
-#undef TG_ATOM_RMW
-#undef TG_ATOM_CAS
-#undef TG_ATOM
-#undef TG_ATOM_ORDERED
-#undef TG_ATOM_AS
-#undef TG_RMW_QUALIFIERS
-#undef TG_CAS_QUALIFIERS
 

@@ -236,6 +236,7 @@ template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
   }
 TG_QUALIFIED_LOADS(ca, ".ca")
 TG_QUALIFIED_LOADS(cg, ".cg")
+TG_QUALIFIED_LOADS(cs, ".cs")
 TG_QUALIFIED_LOADS(cv, ".cv")
 TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")

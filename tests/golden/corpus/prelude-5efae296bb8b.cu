@@ -236,8 +236,68 @@ template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
   }
 TG_QUALIFIED_LOADS(ca, ".ca")
 TG_QUALIFIED_LOADS(cg, ".cg")
+TG_QUALIFIED_LOADS(cs, ".cs")
 TG_QUALIFIED_LOADS(cv, ".cv")
 TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
+
+#define TG_FN TG_DEVICE
+typedef unsigned char tg_f8e4m3;  // fp8 E4M3 (bias 7, no inf, NaN = S.1111.111), as its bits
+typedef unsigned char tg_f8e5m2;  // fp8 E5M2 (bias 15, IEEE-style inf and NaN), as its bits
+TG_DEVICE unsigned tg_f32_to_bits(float f) { return __float_as_uint(f); }
+// ---- fp8 ----
+// f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
+// largest finite magnitude.
+TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
+  unsigned b = tg_f32_to_bits(f);
+  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x7f;
+  int e = (int)(a >> 23) - 127;
+  if (e > 16) return (unsigned char)(sign | max_code);      // also inf
+  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step (zeros, subnormals)
+  int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
+  int shift = 23 - m + (binade - e);                         // 20..24
+  unsigned mant = (a & 0x7fffffu) | 0x800000u;
+  unsigned steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (steps & 1u))) ++steps;
+  unsigned code = ((unsigned)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
+  return (unsigned char)(sign | (code > max_code ? max_code : code));
+}
+TG_DEVICE tg_f8e4m3 tg_f32_to_f8e4m3(float f) {
+#if __CUDA_ARCH__ >= 890
+  unsigned short pair;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  return (tg_f8e4m3)(pair & 0xffu);
+#else
+  return tg_f32_to_f8(f, 3, 7, 0x7eu);
+#endif
+}
+TG_DEVICE tg_f8e5m2 tg_f32_to_f8e5m2(float f) {
+#if __CUDA_ARCH__ >= 890
+  unsigned short pair;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  return (tg_f8e5m2)(pair & 0xffu);
+#else
+  return tg_f32_to_f8(f, 2, 15, 0x7bu);
+#endif
+}
+TG_DEVICE tg_f8e4m3 tg_f64_to_f8e4m3(double d) { return tg_f32_to_f8e4m3(tg_f64_to_f32_odd(d)); }
+TG_DEVICE tg_f8e5m2 tg_f64_to_f8e5m2(double d) { return tg_f32_to_f8e5m2(tg_f64_to_f32_odd(d)); }
+TG_DEVICE float tg_f8e4m3_to_f32(tg_f8e4m3 h) {
+#if __CUDA_ARCH__ >= 890
+  unsigned pair;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(pair) : "h"((unsigned short)h));
+  return tg_f16_to_f32((tg_f16)(pair & 0xffffu));
+#else
+  unsigned sign = (unsigned)(h & 0x80u) << 24, em = h & 0x7fu;
+  if (em == 0x7fu) return __uint_as_float(sign | 0x7fc00000u);
+  if (em < 0x08u) return __uint_as_float(sign | __float_as_uint((float)em * 0x1p-9f));
+  return __uint_as_float(sign | ((em + (120u << 3)) << 20));
+#endif
+}
+TG_DEVICE float tg_f8e5m2_to_f32(tg_f8e5m2 h) {
+  // e5m2 is the upper byte of an f16.
+  return tg_f16_to_f32((tg_f16)((unsigned)h << 8));
+}
 

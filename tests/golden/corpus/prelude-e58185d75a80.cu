@@ -236,67 +236,232 @@ template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
   }
 TG_QUALIFIED_LOADS(ca, ".ca")
 TG_QUALIFIED_LOADS(cg, ".cg")
+TG_QUALIFIED_LOADS(cs, ".cs")
 TG_QUALIFIED_LOADS(cv, ".cv")
 TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
 
-#define TG_FN TG_DEVICE
-typedef unsigned char tg_f8e4m3;  // fp8 E4M3 (bias 7, no inf, NaN = S.1111.111), as its bits
-typedef unsigned char tg_f8e5m2;  // fp8 E5M2 (bias 15, IEEE-style inf and NaN), as its bits
-TG_DEVICE unsigned tg_f32_to_bits(float f) { return __float_as_uint(f); }
-// ---- fp8 ----
-// f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
-// largest finite magnitude.
-TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
-  unsigned b = tg_f32_to_bits(f);
-  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
-  if (a > 0x7f800000u) return 0x7f;
-  int e = (int)(a >> 23) - 127;
-  if (e > 16) return (unsigned char)(sign | max_code);      // also inf
-  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step (zeros, subnormals)
-  int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
-  int shift = 23 - m + (binade - e);                         // 20..24
-  unsigned mant = (a & 0x7fffffu) | 0x800000u;
-  unsigned steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (steps & 1u))) ++steps;
-  unsigned code = ((unsigned)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
-  return (unsigned char)(sign | (code > max_code ? max_code : code));
+// ---- atomics ----
+enum { tg_relaxed = 0, tg_acquire = 1, tg_release = 2, tg_acq_rel = 3 };  // memory order S
+enum { tg_cta = 0, tg_gpu = 1, tg_sys = 2 };                              // scope C
+
+// The native instructions (and tg_fence below). TG_EMU_ATOMS:
+// tests/python/cuda_emulator.py runs generated code on the host and supplies
+// these functions itself; the rest of this file is built from them and runs
+// as it is.
+#ifndef TG_EMU_ATOMS
+// One asm statement per order and scope (their qualifiers are part of the
+// instruction text); S and C are constants, so one case survives. Q spells
+// the qualifiers: read-modify-write puts the scope first, compare-and-swap
+// the order (both orders are PTX's; these are the ones Triton's kernels
+// carry, which tests written for Triton look for in the PTX).
+#define TG_RMW_QUALIFIERS(SEM, SCOPE) "atom.global." #SCOPE "." #SEM "."
+#define TG_CAS_QUALIFIERS(SEM, SCOPE) "atom.global." #SEM "." #SCOPE "."
+#define TG_ATOM_AS(Q, S, C, INSTR, OUT, ...)                                             \
+  switch ((S) * 3 + (C)) {                                                               \
+    case 0: asm volatile(Q(relaxed, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 1: asm volatile(Q(relaxed, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 2: asm volatile(Q(relaxed, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 3: asm volatile(Q(acquire, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 4: asm volatile(Q(acquire, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 5: asm volatile(Q(acquire, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 6: asm volatile(Q(release, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 7: asm volatile(Q(release, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 8: asm volatile(Q(release, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 9: asm volatile(Q(acq_rel, cta) INSTR : OUT : __VA_ARGS__ : "memory"); break;   \
+    case 10: asm volatile(Q(acq_rel, gpu) INSTR : OUT : __VA_ARGS__ : "memory"); break;  \
+    default: asm volatile(Q(acq_rel, sys) INSTR : OUT : __VA_ARGS__ : "memory"); break;  \
+  }
+#define TG_ATOM(S, C, INSTR, OUT, ...) TG_ATOM_AS(TG_RMW_QUALIFIERS, S, C, INSTR, OUT, __VA_ARGS__)
+#define TG_ATOM_ORDERED(S, C, INSTR, OUT, ...) TG_ATOM_AS(TG_CAS_QUALIFIERS, S, C, INSTR, OUT, __VA_ARGS__)
+
+// NAME<S, C>(p, v): old = *p; *p = old OP v; R is the register constraint of T.
+#define TG_ATOM_RMW(NAME, T, OP_TYPE, R)                                                                  \
+  template <int S, int C> TG_DEVICE T NAME(T* p, T v) {                                                   \
+    T old;                                                                                                \
+    TG_ATOM(S, C, OP_TYPE " %0, [%1], %2;", "=" R(old), "l"(p), R(v))                                     \
+    return old;                                                                                           \
+  }
+#define TG_ATOM_CAS(T, B, R)                                                                              \
+  template <int S, int C> TG_DEVICE T tg_atom_cas(T* p, T cmp, T v) {                                     \
+    T old;                                                                                                \
+    TG_ATOM_ORDERED(S, C, "cas." B " %0, [%1], %2, %3;", "=" R(old), "l"(p), R(cmp), R(v))                        \
+    return old;                                                                                           \
+  }
+
+TG_ATOM_RMW(tg_atom_add, int, "add.u32", "r")
+TG_ATOM_RMW(tg_atom_add, unsigned, "add.u32", "r")
+TG_ATOM_RMW(tg_atom_add, long long, "add.u64", "l")
+TG_ATOM_RMW(tg_atom_add, unsigned long long, "add.u64", "l")
+TG_ATOM_RMW(tg_atom_add, float, "add.f32", "f")
+TG_ATOM_RMW(tg_atom_add, double, "add.f64", "d")
+TG_ATOM_RMW(tg_atom_add_f16, tg_f16, "add.noftz.f16", "h")
+TG_ATOM_RMW(tg_atom_max, int, "max.s32", "r")
+TG_ATOM_RMW(tg_atom_max, unsigned, "max.u32", "r")
+TG_ATOM_RMW(tg_atom_max, long long, "max.s64", "l")
+TG_ATOM_RMW(tg_atom_max, unsigned long long, "max.u64", "l")
+TG_ATOM_RMW(tg_atom_min, int, "min.s32", "r")
+TG_ATOM_RMW(tg_atom_min, unsigned, "min.u32", "r")
+TG_ATOM_RMW(tg_atom_min, long long, "min.s64", "l")
+TG_ATOM_RMW(tg_atom_min, unsigned long long, "min.u64", "l")
+TG_ATOM_RMW(tg_atom_and, int, "and.b32", "r")
+TG_ATOM_RMW(tg_atom_and, unsigned, "and.b32", "r")
+TG_ATOM_RMW(tg_atom_and, long long, "and.b64", "l")
+TG_ATOM_RMW(tg_atom_and, unsigned long long, "and.b64", "l")
+TG_ATOM_RMW(tg_atom_or, int, "or.b32", "r")
+TG_ATOM_RMW(tg_atom_or, unsigned, "or.b32", "r")
+TG_ATOM_RMW(tg_atom_or, long long, "or.b64", "l")
+TG_ATOM_RMW(tg_atom_or, unsigned long long, "or.b64", "l")
+TG_ATOM_RMW(tg_atom_xor, int, "xor.b32", "r")
+TG_ATOM_RMW(tg_atom_xor, unsigned, "xor.b32", "r")
+TG_ATOM_RMW(tg_atom_xor, long long, "xor.b64", "l")
+TG_ATOM_RMW(tg_atom_xor, unsigned long long, "xor.b64", "l")
+TG_ATOM_RMW(tg_atom_xchg, int, "exch.b32", "r")
+TG_ATOM_RMW(tg_atom_xchg, unsigned, "exch.b32", "r")
+TG_ATOM_RMW(tg_atom_xchg, long long, "exch.b64", "l")
+TG_ATOM_RMW(tg_atom_xchg, unsigned long long, "exch.b64", "l")
+TG_ATOM_CAS(unsigned short, "b16", "h")
+TG_ATOM_CAS(int, "b32", "r")
+TG_ATOM_CAS(unsigned, "b32", "r")
+TG_ATOM_CAS(long long, "b64", "l")
+TG_ATOM_CAS(unsigned long long, "b64", "l")
+#endif  // TG_EMU_ATOMS
+
+// Floats exchange and compare-and-swap as their bits.
+template <int S, int C> TG_DEVICE float tg_atom_xchg(float* p, float v) {
+  return __uint_as_float(tg_atom_xchg<S, C>((unsigned*)p, __float_as_uint(v)));
 }
-TG_DEVICE tg_f8e4m3 tg_f32_to_f8e4m3(float f) {
-#if __CUDA_ARCH__ >= 890
-  unsigned short pair;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
-  return (tg_f8e4m3)(pair & 0xffu);
+template <int S, int C> TG_DEVICE double tg_atom_xchg(double* p, double v) {
+  return __longlong_as_double(tg_atom_xchg<S, C>((long long*)p, __double_as_longlong(v)));
+}
+template <int S, int C> TG_DEVICE float tg_atom_cas(float* p, float cmp, float v) {
+  return __uint_as_float(tg_atom_cas<S, C>((unsigned*)p, __float_as_uint(cmp), __float_as_uint(v)));
+}
+template <int S, int C> TG_DEVICE double tg_atom_cas(double* p, double cmp, double v) {
+  return __longlong_as_double(tg_atom_cas<S, C>((long long*)p, __double_as_longlong(cmp), __double_as_longlong(v)));
+}
+
+// Float max/min in IEEE totalOrder through integer max/min (see above).
+template <int S, int C> TG_DEVICE float tg_atom_fmax(float* p, float v) {
+  int bits = __float_as_int(v);
+  return bits >= 0 ? __int_as_float(tg_atom_max<S, C>((int*)p, bits))
+                   : __uint_as_float(tg_atom_min<S, C>((unsigned*)p, (unsigned)bits));
+}
+template <int S, int C> TG_DEVICE float tg_atom_fmin(float* p, float v) {
+  int bits = __float_as_int(v);
+  return bits >= 0 ? __int_as_float(tg_atom_min<S, C>((int*)p, bits))
+                   : __uint_as_float(tg_atom_max<S, C>((unsigned*)p, (unsigned)bits));
+}
+template <int S, int C> TG_DEVICE double tg_atom_fmax(double* p, double v) {
+  long long bits = __double_as_longlong(v);
+  return bits >= 0 ? __longlong_as_double(tg_atom_max<S, C>((long long*)p, bits))
+                   : __longlong_as_double((long long)tg_atom_min<S, C>((unsigned long long*)p, (unsigned long long)bits));
+}
+template <int S, int C> TG_DEVICE double tg_atom_fmin(double* p, double v) {
+  long long bits = __double_as_longlong(v);
+  return bits >= 0 ? __longlong_as_double(tg_atom_min<S, C>((long long*)p, bits))
+                   : __longlong_as_double((long long)tg_atom_max<S, C>((unsigned long long*)p, (unsigned long long)bits));
+}
+
+// --- compare-and-swap loops -------------------------------------------------------
+#ifndef TG_EMU_ATOMS
+template <int C> TG_DEVICE void tg_fence() {
+  if (C == tg_cta) asm volatile("fence.acq_rel.cta;" ::: "memory");
+  else if (C == tg_gpu) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  else asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+#endif
+
+// Replaces the 16-bit *p by next(*p) in one step; returns the old bits.
+template <int S, int C, class Next> TG_DEVICE unsigned short tg_atom_update16(unsigned short* p, Next next) {
+  if (S == tg_release || S == tg_acq_rel) tg_fence<C>();
+  unsigned short old = *(volatile unsigned short*)p;
+  for (;;) {
+    unsigned short seen = tg_atom_cas<tg_relaxed, C>(p, old, next(old));
+    if (seen == old) break;
+    old = seen;
+  }
+  if (S == tg_acquire || S == tg_acq_rel) tg_fence<C>();
+  return old;
+}
+
+// IEEE totalOrder of 16-bit float bits as an int: negative values have their
+// magnitude bits flipped, so larger magnitudes sort lower.
+TG_DEVICE int tg_total_order_key16(unsigned short bits) {
+  int s = (short)bits;
+  return s < 0 ? s ^ 0x7fff : s;
+}
+template <int S, int C> TG_DEVICE unsigned short tg_atom_fmax16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
+    return tg_total_order_key16(x) < tg_total_order_key16(v) ? v : x;
+  });
+}
+template <int S, int C> TG_DEVICE unsigned short tg_atom_fmin16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) {
+    return tg_total_order_key16(v) < tg_total_order_key16(x) ? v : x;
+  });
+}
+template <int S, int C> TG_DEVICE unsigned short tg_atom_xchg16(unsigned short* p, unsigned short v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short) { return v; });
+}
+// bf16 add is native from sm_90 on (the emulator brings its own).
+#ifndef TG_EMU_ATOMS
+#if __CUDA_ARCH__ >= 900
+TG_ATOM_RMW(tg_atom_add_bf16, tg_bf16, "add.noftz.bf16", "h")
 #else
-  return tg_f32_to_f8(f, 3, 7, 0x7eu);
+template <int S, int C> TG_DEVICE tg_bf16 tg_atom_add_bf16(tg_bf16* p, tg_bf16 v) {
+  return tg_atom_update16<S, C>(p, [v](unsigned short x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
+}
+#endif
+#endif  // TG_EMU_ATOMS
+
+// sm_90's vector reductions: N (2 or 4) float adds into consecutive words,
+// 4N-byte aligned, in one `red` whose old values nobody reads; relaxed or
+// release only (`red` has no acquire). Elsewhere, and in the emulator, one
+// add per element.
+template <int S, int C> TG_DEVICE void tg_red_add_f32x2(float* p, float a, float b) {
+#if !defined(TG_EMU_ATOMS) && __CUDA_ARCH__ >= 900
+  static_assert(S == tg_relaxed || S == tg_release, "red takes relaxed or release");
+  switch ((S == tg_release) * 3 + C) {
+    case 0: asm volatile("red.relaxed.cta.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    case 1: asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    case 2: asm volatile("red.relaxed.sys.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    case 3: asm volatile("red.release.cta.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    case 4: asm volatile("red.release.gpu.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+    default: asm volatile("red.release.sys.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory"); break;
+  }
+#else
+  tg_atom_add<S, C>(p, a);
+  tg_atom_add<S, C>(p + 1, b);
 #endif
 }
-TG_DEVICE tg_f8e5m2 tg_f32_to_f8e5m2(float f) {
-#if __CUDA_ARCH__ >= 890
-  unsigned short pair;
-  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
-  return (tg_f8e5m2)(pair & 0xffu);
+template <int S, int C> TG_DEVICE void tg_red_add_f32x4(float* p, float a, float b, float c, float d) {
+#if !defined(TG_EMU_ATOMS) && __CUDA_ARCH__ >= 900
+  static_assert(S == tg_relaxed || S == tg_release, "red takes relaxed or release");
+#define TG_RED_V4(Q) asm volatile("red." Q ".global.add.v4.f32 [%0], {%1, %2, %3, %4};" \
+                                  ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory")
+  switch ((S == tg_release) * 3 + C) {
+    case 0: TG_RED_V4("relaxed.cta"); break;
+    case 1: TG_RED_V4("relaxed.gpu"); break;
+    case 2: TG_RED_V4("relaxed.sys"); break;
+    case 3: TG_RED_V4("release.cta"); break;
+    case 4: TG_RED_V4("release.gpu"); break;
+    default: TG_RED_V4("release.sys"); break;
+  }
+#undef TG_RED_V4
 #else
-  return tg_f32_to_f8(f, 2, 15, 0x7bu);
+  tg_atom_add<S, C>(p, a);
+  tg_atom_add<S, C>(p + 1, b);
+  tg_atom_add<S, C>(p + 2, c);
+  tg_atom_add<S, C>(p + 3, d);
 #endif
 }
-TG_DEVICE tg_f8e4m3 tg_f64_to_f8e4m3(double d) { return tg_f32_to_f8e4m3(tg_f64_to_f32_odd(d)); }
-TG_DEVICE tg_f8e5m2 tg_f64_to_f8e5m2(double d) { return tg_f32_to_f8e5m2(tg_f64_to_f32_odd(d)); }
-TG_DEVICE float tg_f8e4m3_to_f32(tg_f8e4m3 h) {
-#if __CUDA_ARCH__ >= 890
-  unsigned pair;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(pair) : "h"((unsigned short)h));
-  return tg_f16_to_f32((tg_f16)(pair & 0xffffu));
-#else
-  unsigned sign = (unsigned)(h & 0x80u) << 24, em = h & 0x7fu;
-  if (em == 0x7fu) return __uint_as_float(sign | 0x7fc00000u);
-  if (em < 0x08u) return __uint_as_float(sign | __float_as_uint((float)em * 0x1p-9f));
-  return __uint_as_float(sign | ((em + (120u << 3)) << 20));
-#endif
-}
-TG_DEVICE float tg_f8e5m2_to_f32(tg_f8e5m2 h) {
-  // e5m2 is the upper byte of an f16.
-  return tg_f16_to_f32((tg_f16)((unsigned)h << 8));
-}
+#undef TG_ATOM_RMW
+#undef TG_ATOM_CAS
+#undef TG_ATOM
+#undef TG_ATOM_ORDERED
+#undef TG_ATOM_AS
+#undef TG_RMW_QUALIFIERS
+#undef TG_CAS_QUALIFIERS
 
