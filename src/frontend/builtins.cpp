@@ -267,8 +267,15 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
   const Symbol& v = a.get("value");
   ir::ValueId value = v.is_const() ? l.constant(v.constant, ir::Type::of(elem), a.loc("value"), "the value of tl.store")
                                    : l.to_value(v, a.loc("value"), "the value of tl.store");
-  if (l.type(value).is_pointer()) error_at(a.loc("value"), Diag::PointerConversion,
-                                           "storing pointers is not supported");
+  if (l.type(value).is_pointer()) {
+    // As Triton's: a pointer goes in as its address (or, into bool elements, whether it is not null).
+    if (elem != Scalar::I64 && elem != Scalar::U64 && elem != Scalar::I1)
+      error_at(a.loc("value"), Diag::PointerConversion,
+               "a pointer is stored as its address into tl.int64 or tl.uint64 elements (or into tl.int1 as "
+               "not null), not into " + triton_name(elem) + " elements",
+               "store the pointers into an int64 array; read them back with .to(tl.pointer_type(...))");
+    value = l.create(OpKind::Cast, {value}, l.type(value).with_scalar(elem), a.loc("value"));
+  }
   value = l.cast(value, elem, a.loc("value"));
   if (l.type(value).is_tile() && !l.type(ptr).is_tile()) {
     auto [p2, v2] = l.broadcast_pair(ptr, value, a.loc("value"));

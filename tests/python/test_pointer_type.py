@@ -90,3 +90,41 @@ def test_pointer_to_int32_is_a_located_error():
 def test_pointer_casts_compile_for_cuda(tmp_path, arch):
     compile_for_cuda(gather_rows_kernel, "*i64,*fp16,*i32,32,fp16", arch, tmp_path)
     compile_for_cuda(round_trip_kernel, "*fp32,*fp32,*i64,16", arch, tmp_path)
+
+
+@tegula.jit
+def store_selected_pointers_kernel(cond_ptr, a_ptr, b_ptr, out_ptr, nonnull_ptr, n, BLOCK: tl.constexpr):
+    # Addresses loaded as integers become pointers, tl.where picks one of each pair, and the picked pointers
+    # are stored as they are: as addresses into int64 elements, as "not null" into bool ones.
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask).to(tl.pi32_t)
+    b = tl.load(b_ptr + offs, mask=mask).to(tl.pi32_t)
+    picked = tl.where(tl.load(cond_ptr + offs, mask=mask), a, b)
+    tl.store(out_ptr + offs, picked, mask=mask)
+    tl.store(nonnull_ptr + offs, picked, mask=mask)
+
+
+def test_pointers_store_as_their_addresses(backend):
+    n = 100
+    rng = np.random.default_rng(4)
+    cond = rng.random(n) < 0.5
+    a = rng.integers(0, 2**40, n).astype(np.int64) * 8
+    b = rng.integers(0, 2**40, n).astype(np.int64) * 8
+    b[::7] = 0  # null pointers, stored as False
+    out = backend.zeros((n,), np.int64)
+    nonnull = backend.array(np.ones(n, np.bool_))
+    store_selected_pointers_kernel[(1,)](backend.array(cond), backend.array(a), backend.array(b), out, nonnull, n,
+                                         BLOCK=128)
+    want = np.where(cond, a, b)
+    np.testing.assert_array_equal(backend.numpy(out), want)
+    np.testing.assert_array_equal(backend.numpy(nonnull), want != 0)
+
+
+def test_a_pointer_stored_into_floats_is_a_located_error():
+    @tegula.jit
+    def bad(x_ptr):
+        tl.store(x_ptr, x_ptr)
+
+    with pytest.raises(tegula.CompilationError, match=r"(?s)E0305.*stored as its address.*not into fp32 elements"):
+        bad[(1,)](np.zeros(16, np.float32))
