@@ -7,6 +7,8 @@ import os
 
 
 class base_knobs:
+    knob_descriptors = {}  # Triton's per-setting descriptors (environment keys): none here
+
     @contextlib.contextmanager
     def scope(self):
         saved = dict(self.__dict__)
