@@ -193,7 +193,8 @@ ir::ValueId gather_along(Lowerer& l, ir::ValueId src, ir::ValueId index, int64_t
 Symbol sort(Lowerer& l, const CallArgs& c, const std::string& n) {
   std::string callee = "tl." + n;
   bool topk = n == "topk";
-  BoundArgs a = topk ? BoundArgs(n, {"x", "k", "?dim"}, c) : BoundArgs(n, {"x", "?dim", "?descending"}, c);
+  BoundArgs a = topk ? BoundArgs(n, {"x", "k", "?dim", "?descending"}, c)
+                     : BoundArgs(n, {"x", "?dim", "?descending"}, c);
   ir::ValueId x = tile_input(l, a, "x", callee);
   int rank = l.type(x).rank();
   int64_t dim = axis_arg(l, a, "dim", rank, callee, rank - 1);
@@ -205,7 +206,9 @@ Symbol sort(Lowerer& l, const CallArgs& c, const std::string& n) {
              "the k of tl.topk must be a power of two from 1 to " + std::to_string(size) + ", not " +
                              std::to_string(k),
              "tile sizes are powers of two; take a larger k and mask what you do not need");
-  ir::ValueId sorted = sort_along(l, x, dim, true, c.loc);
+  // descending=False: the k smallest, smallest first.
+  bool largest = !a.has("descending") || flag_arg(l, a, "descending");
+  ir::ValueId sorted = sort_along(l, x, dim, largest, c.loc);
   if (k == size) return Symbol::of(sorted);
   std::vector<int64_t> shape = l.type(x).shape;
   shape[static_cast<size_t>(dim)] = k;

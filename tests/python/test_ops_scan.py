@@ -308,21 +308,23 @@ def test_sort_and_flip_2d(backend, name):
 
 
 @tegula.jit
-def sort_1d_kernel(x_ptr, out_ptr, top_ptr, BLOCK: tl.constexpr, K: tl.constexpr):
+def sort_1d_kernel(x_ptr, out_ptr, top_ptr, bottom_ptr, BLOCK: tl.constexpr, K: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     tl.store(out_ptr + offs, tl.sort(x))
     tl.store(top_ptr + tl.arange(0, K), tl.topk(x, K))
+    tl.store(bottom_ptr + tl.arange(0, K), tl.topk(x, K, descending=False))
 
 
 @pytest.mark.parametrize("block,k,warps", [(1024, 16, 4), (128, 128, 1), (16, 4, 8)])
 def test_sort_and_topk_1d(backend, block, k, warps):
     x = random(rng_for("sort1d", block), block, "float32", specials=True)
     out = backend.zeros(block, np.float32)
-    top = backend.zeros(k, np.float32)
-    sort_1d_kernel[(1,)](backend.array(x), out, top, BLOCK=block, K=k, num_warps=warps)
+    top, bottom = backend.zeros(k, np.float32), backend.zeros(k, np.float32)
+    sort_1d_kernel[(1,)](backend.array(x), out, top, bottom, BLOCK=block, K=k, num_warps=warps)
     check(backend.numpy(out), np.sort(x), "float32", ulps=0, atol=0, rtol=0)
     check(backend.numpy(top), np.sort(x)[::-1][:k], "float32", ulps=0, atol=0, rtol=0)
+    check(backend.numpy(bottom), np.sort(x)[:k], "float32", ulps=0, atol=0, rtol=0, what="the k smallest")
 
 
 # --- gather --------------------------------------------------------------------------------

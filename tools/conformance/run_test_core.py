@@ -1,7 +1,10 @@
 """Runs Triton's own language tests against Tegula (issue 16's yardstick).
 
-    python tools/conformance/run_test_core.py [--triton PATH] [--device cpu|cuda]
+    python tools/conformance/run_test_core.py [--triton PATH] [--device cpu|cuda] [--module NAME]
         [--sample N] [--seed S] [-n WORKERS] [--json OUT] [-- PYTEST_ARGS...]
+
+`--module` picks another file of Triton's python/test/unit/language (test_random, test_standard,
+test_tuple, ...; default test_core).
 
 Triton's tests are not part of this repository: they are read at run time
 from a Triton checkout (`--triton`: a work tree, or a bare git directory
@@ -36,8 +39,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_TRITON = Path("/work/.mirror/triton-lang+triton-cpu/repo")
-FILES = {  # path in the Triton checkout -> path in the run folder
-    "python/test/unit/language/test_core.py": "test_core.py",
+LANGUAGE_TESTS = "python/test/unit/language/"
+FILES = {  # path in the Triton checkout -> path in the run folder (besides the module under test)
+    LANGUAGE_TESTS + "test_core.py": "test_core.py",  # other modules import its helpers
     "python/test/conftest.py": "conftest.py",
     "python/triton/_internal_testing.py": "triton/_internal_testing.py",
 }
@@ -50,17 +54,17 @@ def read_from_triton(root: Path, path: str) -> str:
                           capture_output=True, text=True).stdout
 
 
-def lay_out(root: Path, folder: Path) -> None:
+def lay_out(root: Path, folder: Path, module: str) -> None:
     shutil.copytree(HERE / "shim" / "triton", folder / "triton")
-    for source, target in FILES.items():
+    for source, target in {**FILES, LANGUAGE_TESTS + module + ".py": module + ".py"}.items():
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
         (folder / target).write_text(read_from_triton(root, source))
 
 
-def collect(folder: Path, env: dict, marker: list[str], extra: list[str]) -> list[str]:
+def collect(folder: Path, env: dict, marker: list[str], extra: list[str], module: str) -> list[str]:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          *marker, *extra, "test_core.py"], cwd=folder, env=env, capture_output=True, text=True)
-    ids = [line.strip() for line in out.stdout.splitlines() if line.startswith("test_core.py::")]
+                          *marker, *extra, module + ".py"], cwd=folder, env=env, capture_output=True, text=True)
+    ids = [line.strip() for line in out.stdout.splitlines() if line.startswith(module + ".py::")]
     if not ids:
         sys.exit("collected nothing:\n" + out.stdout[-3000:] + out.stderr[-3000:])
     return ids
@@ -70,6 +74,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triton", type=Path, default=DEFAULT_TRITON)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--module", default="test_core", help="a file of Triton's python/test/unit/language")
+    parser.add_argument("--every-test", action="store_true",
+                        help="with --device cpu, also the tests Triton does not mark for CPUs (modules that mark none)")
     parser.add_argument("--sample", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-n", dest="workers", default="2")
@@ -82,13 +89,13 @@ def main() -> None:
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="tegula-conformance-"))
-    lay_out(args.triton, folder)
+    lay_out(args.triton, folder, args.module)
     env = dict(os.environ, PYTHONPATH=str(folder) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                TEGULA_CONFORMANCE_DEVICE=args.device, TEGULA_CONFORMANCE_PLACEHOLDERS=args.placeholders)
     if args.placeholders:
         print(f"placeholders for names Tegula lacks: {args.placeholders}")
-    marker = ["-m", "cpu"] if args.device == "cpu" else []
-    ids = collect(folder, env, marker, args.pytest_args)
+    marker = ["-m", "cpu"] if args.device == "cpu" and not args.every_test else []
+    ids = collect(folder, env, marker, args.pytest_args, args.module)
     if args.sample and args.sample < len(ids):
         ids = sorted(random.Random(args.seed).sample(ids, args.sample))
     (folder / "cases.txt").write_text("\n".join(ids) + "\n")

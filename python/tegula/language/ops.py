@@ -290,8 +290,9 @@ def sort(x, dim=None, descending=False):
     _only_in_kernel("sort")
 
 
-def topk(x, k, dim=None):
-    """The ``k`` largest elements along ``dim``."""
+def topk(x, k, dim=None, descending=True):
+    """The ``k`` largest elements along ``dim``, largest first (``descending=False``: the ``k`` smallest,
+    smallest first)."""
     _only_in_kernel("topk")
 
 
