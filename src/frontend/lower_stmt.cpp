@@ -9,6 +9,7 @@
 //    (symbol_leaves.h): one result or iteration value per IR value they hold;
 //  * `if` on a constant condition and `tl.static_range` loops are resolved at
 //    compile time (only the taken branch is lowered; static loops unrolled).
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -134,7 +135,12 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
       Symbol v = eval(*s.value);
       Symbol ann = eval(*s.annotation);
       if (ann.kind == Symbol::Kind::Builtin && ann.name == "constexpr") {
-        if (!v.is_const()) error_at(s.value->loc, Diag::NotConstexpr,
+        // A tuple of constants (a shape: `shape: tl.constexpr = (N // 2, 2)`) is one too.
+        auto constant = [](const Symbol& x, const auto& self) -> bool {
+          if (x.kind != Symbol::Kind::Tuple) return x.is_const();
+          return std::all_of(x.elements.begin(), x.elements.end(), [&](const Symbol& e) { return self(e, self); });
+        };
+        if (!constant(v, constant)) error_at(s.value->loc, Diag::NotConstexpr,
                                     "`" + t.name + "` is annotated constexpr but " + describe(v) + " is not a constant");
       } else if (ann.is_const() && ann.constant.kind == ConstValue::Kind::DType) {
         v = Symbol::of(cast(to_value(v, s.value->loc, "the assigned value"), ann.constant.dtype, s.loc));

@@ -390,3 +390,30 @@ def test_ternary_chooses_between_pointers(backend, flag):
     out = backend.zeros(n, np.float32)
     choose_pointer_kernel[(1,)](backend.array(a), backend.array(b), out, flag, n, BLOCK=64)
     np.testing.assert_array_equal(backend.numpy(out), a if flag else b)
+
+
+@tegula.jit
+def pairs_swapped_kernel(out_ptr, x_ptr, N: tl.constexpr):
+    # A shape computed from constexprs and annotated constexpr, as Triton's test_flip_inf writes it.
+    x = tl.load(x_ptr + tl.program_id(0) * N + tl.arange(0, N))
+    shape: tl.constexpr = (N // 2, 2)
+    y = tl.flip(x.reshape(shape), dim=1).reshape(x.shape)
+    tl.store(out_ptr + tl.program_id(0) * N + tl.arange(0, N), y)
+
+
+def test_a_tuple_of_constants_is_a_constexpr(backend):
+    x = random(rng_for("pairs", 16), (3, 16), "float32")
+    x[:, -1] = np.inf
+    out = backend.zeros((3, 16), np.float32)
+    pairs_swapped_kernel[(3,)](out, backend.array(x), 16)
+    np.testing.assert_array_equal(backend.numpy(out), x.reshape(3, 8, 2)[..., ::-1].reshape(3, 16))
+
+
+def test_a_tuple_holding_a_runtime_value_is_not_a_constexpr():
+    @tegula.jit
+    def bad(x_ptr, n):
+        shape: tl.constexpr = (n, 2)
+        tl.store(x_ptr, shape[1])
+
+    with pytest.raises(tegula.CompilationError, match=r"E0601.*`shape` is annotated constexpr"):
+        bad[(1,)](np.zeros(4, np.float32), 3)
