@@ -508,3 +508,19 @@ def test_block_pointer_copy_is_vectorized_for_cuda(tmp_path):
     signature = "*fp32:16, *fp32:16, i32, i32, i32:16, i32:1, i32:16, i32:1, 32, 64"
     out = compile_for_cuda(scale_copy_kernel, signature, 90, tmp_path, emit="ptx")
     assert "ld.global.v4.f32" in out
+
+
+@tegula.jit
+def block_ptr_dtype_kernel(src_ptr, dst_ptr, N, BLOCK: tl.constexpr):
+    # A block pointer's dtype is a pointer dtype whose element_ty is the element's (Triton's code casts to it).
+    block = tl.make_block_ptr(src_ptr, shape=(N,), strides=(1,), offsets=(0,), block_shape=(BLOCK,), order=(0,))
+    values = tl.load(block, boundary_check=(0,), padding_option="zero").to(block.dtype.element_ty)
+    tl.static_assert(block.dtype.element_ty == tl.float16)
+    tl.store(dst_ptr + tl.arange(0, BLOCK), values * 2)
+
+
+def test_block_pointer_dtype_element_ty(backend):
+    x = np.random.default_rng(6).standard_normal(13).astype(np.float16)
+    out = backend.zeros((16,), np.float16)
+    block_ptr_dtype_kernel[(1,)](backend.array(x), out, 13, BLOCK=16)
+    np.testing.assert_array_equal(backend.numpy(out), np.concatenate([x * 2, np.zeros(3, np.float16)]))
