@@ -35,12 +35,17 @@ def _env_flag(name: str) -> bool:
 
 
 def _without_outer_decorators(lines: list, first_line: int):
-    """The kernel's source from its innermost decorator (the ``@jit`` line) on.
+    """The kernel's source from its ``@jit`` decorator on, with the decorators
+    below it blanked.
 
     Decorators stacked above ``@jit`` (``@tegula.autotune(configs=[Config({...})])``,
     ``@tegula.heuristics({...: lambda args: ...})``) are host code that wraps
-    the JITFunction; their dicts and lambdas are not kernel syntax, so the
-    compiler never sees them. Line numbers are kept: ``first_line`` moves down.
+    the JITFunction, and those between ``@jit`` and ``def`` are host code that
+    ran on the Python function before ``@jit`` saw it (one that sets
+    ``__annotations__``, say); neither is kernel syntax (dicts, lambdas,
+    f-strings), so the compiler never sees them. The ``@jit`` line is the
+    innermost decorator that names ``jit``, else the innermost. Line numbers
+    are kept: ``first_line`` moves down, blanked lines stay as empty lines.
     """
     import ast
 
@@ -49,11 +54,23 @@ def _without_outer_decorators(lines: list, first_line: int):
     except SyntaxError:
         return lines, first_line
     fn = tree.body[0] if tree.body else None
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(fn.decorator_list) < 2:
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.decorator_list:
         return lines, first_line
+
+    def names_jit(decorator) -> bool:
+        return any((isinstance(n, ast.Name) and n.id == "jit") or (isinstance(n, ast.Attribute) and n.attr == "jit")
+                   for n in ast.walk(decorator))
+
+    decorators = fn.decorator_list
+    jit_at = max((i for i, d in enumerate(decorators) if names_jit(d)), default=len(decorators) - 1)
+    lines = list(lines)
+    for inner in decorators[jit_at + 1:]:
+        # The '@' is on the line of the expression's start (Python accepts no other form).
+        for row in range(inner.lineno - 1, inner.end_lineno):
+            lines[row] = "\n" if lines[row].endswith("\n") else ""
     # A decorator's lineno is its expression's line; the '@' is on the line before
     # any continuation, which is the same line for every decorator Python accepts.
-    keep_from = fn.decorator_list[-1].lineno - 1
+    keep_from = decorators[jit_at].lineno - 1
     return lines[keep_from:], first_line + keep_from
 
 

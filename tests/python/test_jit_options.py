@@ -105,3 +105,45 @@ def test_jit_options_compile_for_cuda(tmp_path, arch):
     assert compiled.name == "kernel_i64_is_one" and "kernel_i64_is_one" in compiled.source
     request, _ = unaligned_kernel._request_for(x[1:], x, 200, 32, BLOCK=64)
     _C.compile(request, options)
+
+
+def _with_annotations(**types):
+    # A host decorator that runs on the function before @jit sees it (Triton's test_annotations has one).
+    def decorate(fn):
+        fn.__annotations__ = dict(types)
+        return fn
+    return decorate
+
+
+SUFFIX = "32"
+
+
+@tegula.jit
+@_with_annotations(x_ptr=f"tl.float{SUFFIX}", meta={"a": lambda v: v})
+def decorated_below_jit_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3, mask=offs < n)
+
+
+@tegula.jit
+@_with_annotations(
+    x_ptr=f"tl.float{SUFFIX}",
+)
+def error_below_decorators_kernel(x_ptr):
+    tl.store(x_ptr, undefined_name)  # noqa: F821
+
+
+def test_decorators_between_jit_and_def_are_host_code(backend):
+    # Their f-strings, dicts and lambdas are not kernel syntax; the compiler never reads them.
+    x = np.random.default_rng(2).standard_normal(50).astype(np.float32)
+    out = backend.zeros((50,), np.float32)
+    decorated_below_jit_kernel[(1,)](backend.array(x), out, 50, BLOCK=64)
+    np.testing.assert_array_equal(backend.numpy(out), x * 3)
+
+
+def test_lines_below_blanked_decorators_keep_their_numbers():
+    import inspect
+
+    line = inspect.getsourcelines(error_below_decorators_kernel.fn)[1] + 5  # the tl.store line
+    with pytest.raises(tegula.CompilationError, match=rf"test_jit_options.py:{line}:\d+: error"):
+        error_below_decorators_kernel[(1,)](np.zeros(4, np.float32))
