@@ -206,6 +206,10 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
                           "` is not supported inside kernels",
                "loops have static trip structure; use a `while` loop with a condition variable instead");
     case StmtKind::Unsupported:
+      if (s.name == "raise")
+        error_at(s.loc, Diag::UnsupportedSyntax, "`raise` statements are not supported inside a kernel",
+                 "use `assert`, `tl.static_assert` or `tl.device_assert`; a `raise` may stand only in a branch "
+                 "that a constexpr condition leaves out");
       error_at(s.loc, Diag::UnsupportedStatement, "`" + s.name + "` statements are not supported inside a kernel");
   }
 }

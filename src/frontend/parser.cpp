@@ -296,6 +296,16 @@ void Parser::expect_end_of_statement() {
 
 StmtPtr Parser::simple_stmt() {
   const Token& t = peek();
+  if (t.is_keyword("raise")) {
+    // Host code, as in Triton: an error only where it is lowered, so one in a
+    // branch a constexpr condition leaves out costs nothing. Its exception is
+    // never evaluated, so it is skipped whole.
+    auto stmt = std::make_unique<Stmt>(StmtKind::Unsupported, t.loc);
+    stmt->name = "raise";
+    advance();
+    while (!at_end_of_statement()) advance();
+    return stmt;
+  }
   if (const Rejection* r = find_rejection(t)) reject(t, *r);
   if (t.is_keyword("pass") || t.is_keyword("break") || t.is_keyword("continue")) {
     advance();

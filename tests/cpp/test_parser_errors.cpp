@@ -124,14 +124,6 @@ TEST(ParserErrors, TryStatement) {
             "hint: a kernel cannot catch exceptions; check conditions with `tl.device_assert`\n");
 }
 
-TEST(ParserErrors, RaiseStatement) {
-  EXPECT_EQ(parse_error("def k(x):\n    raise ValueError(\"no\")\n"),
-            "kernel.py:2:5: error[E0110]: `raise` statements are not supported inside a kernel\n"
-            " 2 |     raise ValueError(\"no\")\n"
-            "   |     ^~~~~\n"
-            "hint: use `assert`, `tl.static_assert` or `tl.device_assert`\n");
-}
-
 TEST(ParserErrors, DelStatement) {
   EXPECT_EQ(parse_error("def k(x):\n    del x\n"),
             "kernel.py:2:5: error[E0110]: `del` statements are not supported inside a kernel\n"

@@ -417,3 +417,34 @@ def test_a_tuple_holding_a_runtime_value_is_not_a_constexpr():
 
     with pytest.raises(tegula.CompilationError, match=r"E0601.*`shape` is annotated constexpr"):
         bad[(1,)](np.zeros(4, np.float32), 3)
+
+
+@tegula.jit
+def rounding_kernel(x_ptr, out_ptr, MODE: tl.constexpr):
+    # The branch a constexpr leaves out may hold host code such as `raise` (Triton's test_conversions has one).
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    if MODE == "floor":
+        y = tl.floor(x)
+    elif MODE == "ceil":
+        y = tl.ceil(x)
+    else:
+        raise ValueError("unrecognized rounding mode " + MODE)
+    tl.store(out_ptr + tl.arange(0, 16), y)
+
+
+def test_a_raise_left_out_by_a_constexpr_branch_costs_nothing(backend):
+    x = random(rng_for("raise", 16), 16, "float32") * 10
+    out = backend.zeros(16, np.float32)
+    rounding_kernel[(1,)](backend.array(x), out, MODE="floor")
+    np.testing.assert_array_equal(backend.numpy(out), np.floor(x))
+    rounding_kernel[(1,)](backend.array(x), out, MODE="ceil")
+    np.testing.assert_array_equal(backend.numpy(out), np.ceil(x))
+
+
+def test_a_raise_that_is_reached_is_a_located_error():
+    import inspect
+
+    line = inspect.getsourcelines(rounding_kernel.fn)[1] + 9
+    with pytest.raises(tegula.CompilationError,
+                       match=rf"(?s)test_ops_control.py:{line}:9: error\[E0110\]: `raise` statements.*constexpr"):
+        rounding_kernel[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32), MODE="round")
