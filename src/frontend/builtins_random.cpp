@@ -15,9 +15,12 @@
 //  * the seed is widened to 64 bits (sign-extended when signed); 32-bit
 //    words take its low half as k0 and its high half as k1, 64-bit words
 //    take the whole seed as k0 and 0 as k1;
-//  * randint4x(seed, offset) runs Philox on the counter (offset, 0, 0, 0),
-//    with 32-bit words for 32-bit offsets and 64-bit words for 64-bit ones;
-//    the offset's bits are the counter (a negative offset is its bit pattern);
+//  * randint4x(seed, offset) runs Philox-4x32 on the counter (low 32 bits of
+//    the offset, its high 32 bits, 0, 0): a 32-bit offset's high word is 0,
+//    and a 64-bit offset gives 32-bit words too (Triton since May 2025; it
+//    ran Philox-4x64 before); the offset's bits are the counter (a negative
+//    offset is its bit pattern). tl.philox and tl.philox_impl still run
+//    Philox-4x64 on 64-bit counters;
 //  * uint_to_uniform_float(x) reads x as signed, maps negative x to -x - 1
 //    (= ~x) and scales by a constant just below 2^-31 (2^-63): a float in
 //    [0, 1). The integer-to-float conversion and the product are each one
@@ -184,13 +187,32 @@ Symbol tuple_of(const std::vector<ir::ValueId>& values) {
   return Symbol::tuple(std::move(items));
 }
 
-// Four random words of (seed, offset): Philox on the counter (offset, 0, 0, 0).
+// Four random 32-bit words of (seed, offset): Philox-4x32 on the counter
+// (low half of the offset, its high half, 0, 0).
 std::vector<ir::ValueId> randint4x(Lowerer& l, const BoundArgs& a, const CallArgs& c, const std::string& callee) {
   const Symbol& offset = a.get("offset");
-  Philox philox(l, c.loc, callee, counter_bits(l, offset, a.loc("offset"), callee));
+  const SourceLoc& at = a.loc("offset");
+  bool wide = counter_bits(l, offset, at, callee) == 64;
+  Philox philox(l, c.loc, callee, 32);
   auto [k0, k1] = philox.key_of_seed(a.get("seed"), a.loc("seed"));
-  ir::ValueId zero = philox.as_word(Symbol::of(ConstValue::integer(0)), c.loc);
-  std::vector<ir::ValueId> counter = {philox.as_word(offset, a.loc("offset")), zero, zero, zero};
+  auto constant = [&](uint64_t v) { return philox.as_word(Symbol::of(ConstValue::integer(static_cast<int64_t>(v))), at); };
+  ir::ValueId zero = constant(0);
+  ir::ValueId low = zero, high = zero;
+  if (!wide) {
+    low = philox.as_word(offset, at);
+  } else if (offset.is_const()) {
+    uint64_t bits = static_cast<uint64_t>(offset.constant.i);
+    low = constant(bits & 0xffffffffu);
+    high = constant(bits >> 32);
+  } else {
+    ir::ValueId v = l.to_value(offset, at, "the offset of tl." + callee);
+    if (l.type(v).scalar != Scalar::U64) v = l.create(OpKind::Bitcast, {v}, l.type(v).with_scalar(Scalar::U64), at);
+    ir::Type t = l.type(v);
+    ir::ValueId shift = l.broadcast_to(l.constant(ConstValue::integer(32), ir::Type::of(Scalar::U64), at), t.shape, at);
+    low = l.cast(v, Scalar::U32, at);
+    high = l.cast(l.create(OpKind::Shr, {v, shift}, t, at), Scalar::U32, at);
+  }
+  std::vector<ir::ValueId> counter = {low, high, zero, zero};
   std::vector<int64_t> shape = common_shape(l, {a.get("seed"), offset}, c.loc, callee);
   return philox.run(counter, k0, k1, rounds_of(l, a, callee), shape);
 }

@@ -3,8 +3,9 @@ randn, randn4x, uint_to_uniform_float and pair_uniform_to_normal.
 
 The integer outputs and the uniform floats are compared bit for bit with a
 NumPy implementation of Philox-4x32-10 / 4x64-10 written here, keyed the way
-Triton keys it (seed widened to 64 bits and split into the key, counter
-(offset, 0, 0, 0)). The reference itself is pinned by the Random123
+Triton keys it (seed widened to 64 bits and split into the key; randint's
+counter (low half of the offset, high half, 0, 0), so 64-bit offsets give
+32-bit words as in Triton since May 2025). The reference itself is pinned by the Random123
 known-answer vectors. Since the same reference checks every backend, a pass
 on the CPU and on the GPU means the two backends produce identical bits.
 randn goes through log/sqrt/cos, which differ between math libraries by an
@@ -44,13 +45,19 @@ def philox_impl_ref(counter, k0, k1, rounds=10, bits=32):
     return [np.array(list(c), dtype=dtype) if c.ndim else dtype(int(c)) for c in (c0, c1, c2, c3)]
 
 
-def randint4x_ref(seed, offsets, rounds=10, bits=32):
+def key_of_seed(seed, bits=32):
     """Triton's keying: the seed as 64 bits; 32-bit words split it, 64-bit words use it whole."""
     seed64 = int(seed) & (2**64 - 1)
-    k0, k1 = (seed64 & 0xFFFFFFFF, seed64 >> 32) if bits == 32 else (seed64, 0)
-    offsets = np.array(np.asarray(offsets).tolist(), dtype=object)
-    zero = offsets * 0
-    return philox_impl_ref([offsets, zero, zero, zero], k0, k1, rounds, bits)
+    return (seed64 & 0xFFFFFFFF, seed64 >> 32) if bits == 32 else (seed64, 0)
+
+
+def randint4x_ref(seed, offsets, rounds=10):
+    """Philox-4x32 on the counter (low half of the offset's 64-bit pattern, its high half, 0, 0): a 32-bit offset
+    (passed as its unsigned value) has a high half of 0."""
+    patterns = np.array([int(o) & (2**64 - 1) for o in np.asarray(offsets).ravel().tolist()], dtype=object)
+    patterns = patterns.reshape(np.shape(offsets))
+    zero = patterns * 0
+    return philox_impl_ref([patterns & 0xFFFFFFFF, patterns >> 32, zero, zero], *key_of_seed(seed), rounds, 32)
 
 
 def uniform_ref(words):
@@ -200,20 +207,20 @@ def randint4x_64_kernel(out_ptr, seed, base, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     r0, r1, r2, r3 = tl.randint4x(seed, offs.to(tl.int64) + base)
-    tl.static_assert(r0.dtype == tl.uint64, "64-bit offsets run Philox-4x64")
+    tl.static_assert(r0.dtype == tl.uint32, "64-bit offsets run Philox-4x32 on their two halves")
     tl.store(out_ptr + offs, r0, mask=m)
     tl.store(out_ptr + n + offs, r1, mask=m)
     tl.store(out_ptr + 2 * n + offs, r2, mask=m)
     tl.store(out_ptr + 3 * n + offs, r3, mask=m)
 
 
-@pytest.mark.parametrize("seed", [5, -1, 2**50 + 11])
-def test_randint4x_64_bit_offsets(backend, seed):
+@pytest.mark.parametrize("seed,base", [(5, 2**40 - 150), (-1, 2**32 - 150), (2**50 + 11, -150)])
+def test_randint4x_64_bit_offsets(backend, seed, base):
+    # Offsets crossing 2^32 (the high word starts counting), 2^40 and zero (negative offsets: all-ones high words).
     n = 300
-    base = 2**40 - 150  # offsets past 2^32
-    out = backend.zeros((4, n), np.uint64)
+    out = backend.zeros((4, n), np.uint32)
     randint4x_64_kernel[(tegula.cdiv(n, 64),)](out, seed, base, n, BLOCK=64)
-    ref = randint4x_ref(seed, np.arange(n, dtype=np.int64) + base, bits=64)
+    ref = randint4x_ref(seed, np.arange(n, dtype=np.int64) + base)
     for w in range(4):
         same_bits(backend.numpy(out)[w], ref[w], f"word {w}")
 
@@ -287,7 +294,7 @@ def test_rand_with_64_bit_offsets(backend):
     n = 200
     out = backend.zeros(n, np.float32)
     rand64_kernel[(tegula.cdiv(n, 64),)](out, 3, n, BLOCK=64)
-    same_bits(backend.numpy(out), uniform_ref(randint4x_ref(3, np.arange(n) * 1000003, bits=64)[0]))
+    same_bits(backend.numpy(out), uniform_ref(randint4x_ref(3, np.arange(n) * 1000003)[0]))
 
 
 @tegula.jit
