@@ -464,3 +464,25 @@ def test_cuda_compiles_random_kernels_for_sm80_and_sm90(tmp_path):
         compile_for_cuda(randint4x_kernel, "*u32:16, i32, i32, i32, 128", arch, tmp_path)
         compile_for_cuda(randint4x_64_kernel, "*u64:16, i64, i64, i32, 64", arch, tmp_path)
         compile_for_cuda(randn_kernel, "*fp32:16, i32, i32, 256", arch, tmp_path)
+
+
+@tegula.jit
+def random_module_kernel(x_ptr, out_ptr, seed, n, BLOCK: tl.constexpr):
+    # Triton's tl.random module: the same functions under the submodule's name.
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, tl.random.uint_to_uniform_float(x), mask=offs < n)
+    tl.store(out_ptr + BLOCK + offs, tl.random.rand(seed, offs), mask=offs < n)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_the_random_module_and_the_limits_of_uniform_floats(backend, dtype):
+    # The smallest and largest integer map to the same float, the largest below 1 (Triton's test_rand_limits).
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.max, -1, 0, 12345], dtype=dtype)
+    out = backend.zeros((2, 8), np.float32)
+    random_module_kernel[(1,)](backend.array(x), out, 7, 5, BLOCK=8)
+    got = backend.numpy(out)
+    same_bits(got[0, :5], uniform_ref(x))
+    assert got[0, 0] == got[0, 1] and 1.0 - np.finfo(np.float32).eps <= got[0, 0] < 1.0
+    same_bits(got[1, :5], uniform_ref(randint4x_ref(7, np.arange(5))[0]))

@@ -6,7 +6,7 @@ functions here are markers for IDEs and documentation: the compiler resolves
 Python raises RuntimeError. Dtypes and ``constexpr`` are real host objects.
 """
 
-from . import extra, math, target_info
+from . import extra, math, random, target_info
 from .core import (
     TRITON_MAX_TENSOR_NUMEL,
     async_task,
@@ -47,7 +47,7 @@ from .math import __all__ as _math_names
 from .ops import __all__ as _op_names
 
 __all__ = [
-    "extra", "math", "target_info", "constexpr", "dtype", "pointer_type", "tensor",
+    "extra", "math", "random", "target_info", "constexpr", "dtype", "pointer_type", "tensor",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "float8e4b15",
     "block_type", "constexpr_type", "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t",
