@@ -64,7 +64,7 @@ class TritonError(Exception, metaclass=_TritonErrorType):
     pass
 
 
-from . import knobs, runtime  # noqa: E402,F401
+from . import compiler, knobs, runtime  # noqa: E402,F401
 from .runtime.jit import TensorWrapper, reinterpret  # noqa: E402,F401
 
 __version__ = "3.6.0+tegula." + tegula.__version__
