@@ -11,7 +11,7 @@ import tegula.language.extra.libdevice
 import tegula.testing
 
 for _name in ("language", "language.core", "language.math", "language.extra", "language.extra.libdevice",
-              "language.extra.cuda", "language.semantic", "language.standard"):
+              "language.extra.cuda", "language.semantic", "language.standard", "language.random"):
     _module = sys.modules.get("tegula." + _name)
     if _module is None:
         try:
@@ -35,11 +35,19 @@ class _Missing:
     def __repr__(self):
         return f"missing:{self.name}"
 
+    def __call__(self, *args, **kwargs):
+        # A decorator (`@triton.constexpr_function`) or decorator factory (`@triton.must_use_result(...)`):
+        # what it makes is missing too.
+        return _Missing(self.name)
+
 
 import os  # noqa: E402
 
 for _name in filter(None, os.environ.get("TEGULA_CONFORMANCE_PLACEHOLDERS", "").split(",")):
-    if not hasattr(language, _name):
+    if _name.startswith("triton."):  # a name of the triton package itself
+        if _name[len("triton."):] not in globals():
+            globals()[_name[len("triton."):]] = _Missing(_name)
+    elif not hasattr(language, _name):
         setattr(language, _name, _Missing(_name))
 sys.modules[__name__ + ".testing"] = testing
 
