@@ -205,7 +205,8 @@ add("cumprod", st("tl.cumprod(x, 0)"), "", [("reverse=True", st("tl.cumprod(x, 0
 add("associative_scan", st("tl.associative_scan(x, 0, helper_add)"), "",
     [("reverse=True", st("tl.associative_scan(x, 0, helper_add, reverse=True)"))])
 add("sort", st("tl.sort(x)"), "", [("descending=True", st("tl.sort(x, descending=True)"))])
-add("topk", "tl.store(y_ptr + tl.arange(0, 4), tl.topk(x, 4))")
+add("topk", "tl.store(y_ptr + tl.arange(0, 4), tl.topk(x, 4))", "",
+    [("descending=False", "tl.store(y_ptr + tl.arange(0, 4), tl.topk(x, 4, descending=False))")])
 add("bitonic_merge", st("tl.bitonic_merge(tl.sort(x))"))
 add("histogram", st("tl.histogram(xi & 15, 16)"), "", [("mask=", st("tl.histogram(xi & 15, 16, mask=xi > 0)"))])
 
