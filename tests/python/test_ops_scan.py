@@ -609,7 +609,7 @@ def _cuda_cases():
         (cumsum_nd_kernel, (i32, i32), dict(A=4, B=8, C=16, AXIS=0, REVERSE=False), 4),
         (associative_kernel, (i32,) * 8, dict(R=32, C=32), 8),
         (sort_kernel, (bf16, bf16), dict(R=8, C=64), 4),
-        (sort_1d_kernel, (f32, f32, f32), dict(BLOCK=1024, K=16), 4),
+        (sort_1d_kernel, (f32, f32, f32, f32), dict(BLOCK=1024, K=16), 4),
         (gather_kernel, (f32, u8, u8, f32, f32), dict(R=16, C=32, K=64), 4),
         (gather_checked, (f32, i32, f32), dict(BLOCK=16), 4),
         (histogram_kernel, (i8, i32, i32, 300), dict(BLOCK=512, BINS=8), 4),
