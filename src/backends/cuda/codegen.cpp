@@ -297,9 +297,7 @@ void CudaContext::assume_shared_readers() {
 }
 
 void CudaContext::bulk_reads_pending() {
-  shared_readers_pending_ = true;
-  pending_begin_ = scratch_begin_;
-  pending_end_ = scratch_end_;
+  shared_reads_done();
   if (!bulk_reads_pending_) {
     bulk_begin_ = scratch_begin_;
     bulk_end_ = scratch_end_;
