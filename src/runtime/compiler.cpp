@@ -20,6 +20,7 @@
 #include "runtime/build_records.h"
 #include "runtime/disk_cache.h"
 #include "runtime/kernel_table.h"
+#include "runtime/source_override.h"
 #include "runtime/stage_dumps.h"
 #include "support/interrupt.h"
 #include "support/slow_compile_notice.h"
@@ -94,6 +95,9 @@ struct Job {
   std::string key;
   std::string directory;
   bool want_stages = false;
+  std::optional<SourceOverride> source_override;  // TEGULA_OVERRIDE_DIR's file for this kernel
+
+  const SourceOverride* override_ptr() const { return source_override ? &*source_override : nullptr; }
 };
 
 backends::TargetOptions target_options(const frontend::KernelRequest& request, const CompileOptions& options) {
@@ -173,7 +177,7 @@ struct Generated {
 // .layouts) always and attempt.stages.ir when `keep_ir`, stage by stage, so
 // a failure leaves what was produced before it.
 Generated generate(Attempt& attempt, const backends::Target& target, bool debug, bool keep_ir,
-                   CompileProfile& profile) {
+                   CompileProfile& profile, const SourceOverride* source_override = nullptr) {
   std::optional<PhaseTimer> phase(std::in_place, profile, "frontend");
   ir::Function fn = frontend::lower_kernel(*attempt.request, attempt.sources,
                                            frontend::TargetInfo{target.arch()});
@@ -191,6 +195,7 @@ Generated generate(Attempt& attempt, const backends::Target& target, bool debug,
   out.info.effects = passes::pointer_effects(fn);
   phase.emplace(profile, "codegen");
   out.code = target.emit(fn);
+  if (source_override) out.code.source = source_override->source;
   out.info.shape = out.code.shape;
   out.info.tensor_maps = out.code.tensor_maps;
   attempt.stages.source = out.code.source;
@@ -247,7 +252,9 @@ Stages stages_of_entry(const Job& job, const DiskCache& cache, std::optional<Cac
   Attempt attempt{&job.request, &job.backend, job.key, {}, {}};
   CompileProfile unprofiled;
   Generated generated =
-      translate_errors(attempt, [&] { return generate(attempt, job.target, job.debug, /*keep_ir=*/true, unprofiled); });
+      translate_errors(attempt, [&] {
+        return generate(attempt, job.target, job.debug, /*keep_ir=*/true, unprofiled, job.override_ptr());
+      });
   backends::BuildDetails details =
       translate_errors(attempt, [&] { return job.target.details(generated.code, generated.info.name); });
   attempt.stages.ptx = std::move(details.assembly);
@@ -317,7 +324,12 @@ std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& pr
   // Miss (absent, or failed verification: the new entry overwrites it).
   Attempt attempt{&job.request, &job.backend, job.key, {}, {}};
   Generated generated =
-      translate_errors(attempt, [&] { return generate(attempt, job.target, job.debug, job.want_stages, profile); });
+      translate_errors(attempt, [&] {
+        return generate(attempt, job.target, job.debug, job.want_stages, profile, job.override_ptr());
+      });
+  if (job.source_override)
+    std::fprintf(stderr, "tegula: kernel '%s' is built from %s (TEGULA_OVERRIDE_DIR)\n", generated.info.name.c_str(),
+                 job.source_override->path.c_str());
   std::string built = cache.temporary_path(job.key, job.backend.artifact_extension());
 
   // The same source built before, under another key: copied, not built again.
@@ -469,6 +481,14 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
   bool debug = effective_debug(request, options);
   Job job{request, backend, *target, debug, key_for(request, backend, *target, debug), cache_directory(options),
           options.keep_stages || !dump_directory().empty()};
+  job.source_override = find_source_override(backend, kernel_name(request), job.key);
+  if (job.source_override) {
+    // Its own entry: the cache never mixes the override's build with the compiler's.
+    backends::CacheKey key;
+    key.field("key", job.key);
+    key.field("source override", job.source_override->source);
+    job.key = key.finish();
+  }
   phase.reset();
   std::string id = job.directory + "/" + job.key;
 

@@ -11,14 +11,22 @@ benchmark's rows stay the measure of record.
 """
 
 import argparse
+import os
+import pathlib
 import statistics
+import sys
+import tempfile
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+import tegula
 from tegula.testing import CudaTimer
 from tegula.torch.ops import attention_tma as at
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "overrides"))
+import early_dots  # noqa: E402
 
 # ("two", dK/dV config, dQ config): the two kernels; ("fused", config): the one-kernel backward, config as
 # attention_tma.FUSED's (a sixth field True: dQ reduced by the TMA, DQ_TMA). At D 64, 64 x 128 blocks form their
@@ -28,6 +36,17 @@ CANDIDATES = {
          ("fused", (64, 128, 8, 2, False, True))],
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (64, 128, 8, 2, False, True)),
           ("fused", (64, 128, 8, 3, False, True))],
+}
+# ("edit", dK/dV config, dQ config, {kernel: (EARLY, LATE)}): the two kernels with their generated CUDA edited
+# by overrides/early_dots.py (a dot issued early, waits where results are read) through TEGULA_OVERRIDE_DIR.
+EDITS = {"attention_dkdv_tma_kernel": (":146", ":145"), "attention_dq_tma_kernel": (":195", None)}
+DQ_EDIT = {"attention_dq_tma_kernel": (":195", None)}
+EDITED = {
+    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3, True), (128, 64, 8, 3), EDITS),
+         ("edit", (64, 128, 8, 3, True), (128, 64, 8, 3), DQ_EDIT)],
+    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3), (128, 64, 8, 3), EDITS),
+          ("edit", (64, 128, 8, 3), (128, 64, 8, 3), DQ_EDIT), ("two", (32, 128, 8, 3), (128, 64, 8, 3)),
+          ("edit", (32, 128, 8, 3), (128, 64, 8, 3), EDITS)],
 }
 # Smaller tiles for short sequences: more programs to fill the GPU, less causal imbalance per program.
 SHORT = {
@@ -42,9 +61,10 @@ def main() -> None:
     parser.add_argument("--shape", default="4x16x4096", help="BxHxS")
     parser.add_argument("--dims", nargs="+", type=int, default=None)
     parser.add_argument("--short", action="store_true", help="the candidates for short sequences")
+    parser.add_argument("--edits", action="store_true", help="the two kernels with hand-edited CUDA (EDITED)")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
-    table = SHORT if args.short else CANDIDATES
+    table = SHORT if args.short else EDITED if args.edits else CANDIDATES
     timer = CudaTimer()
     for D, candidates in table.items():
         if args.dims and D not in args.dims:
@@ -65,13 +85,24 @@ def main() -> None:
                 torch.autograd.grad(o, (qr, kr, vr), do, retain_graph=True)
 
             def run(c):
+                swap = {}
+
                 def go():
                     at.FUSED.pop(D, None)
                     if c[0] == "fused":
                         at.FUSED[D] = c[1]
                     else:
                         at.DKDV[D], at.DQ[D] = c[1], c[2]
-                    at.backward(do, q, k, v, lse, delta, causal, scale, *grads)
+                    if c[0] == "edit" and not swap:
+                        swap.update(edited(c[3], lambda: at.backward(do, q, k, v, lse, delta, causal, scale, *grads)))
+                    saved = {name: getattr(at, name) for name in swap}
+                    for name, kernel in swap.items():
+                        setattr(at, name, kernel)
+                    try:
+                        at.backward(do, q, k, v, lse, delta, causal, scale, *grads)
+                    finally:
+                        for name, kernel in saved.items():
+                            setattr(at, name, kernel)
                 return go
 
             want = torch.autograd.grad(o, (qr, kr, vr), do, retain_graph=True)
@@ -92,6 +123,50 @@ def main() -> None:
             for name, t in zip(["sdpa"] + [str(c) for c in candidates], ms):
                 print(f"D {D} {'causal' if causal else 'full'} {name}: {flops / t / 1e9:.1f} TFLOP/s "
                       f"{ms[0] / t:.3f} of SDPA", flush=True)
+
+
+class _Capture:
+    """Stands for a kernel of attention_tma: records the arguments of its launches."""
+
+    def __init__(self, kernel):
+        self.kernel, self.calls = kernel, []
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.calls.append((args, kwargs))
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+_EDITED = {}  # (kernel name, its cache key, edit) -> the JITFunction built from the edited source
+_OVERRIDES = pathlib.Path(tempfile.mkdtemp(prefix="tegula-overrides-"))
+
+
+def edited(edits, launch) -> dict:
+    """{kernel name: JITFunction} for attention_tma's kernels named in `edits`: each built from the generated
+    CUDA of the launch `launch` makes, edited by early_dots (through TEGULA_OVERRIDE_DIR, keyed by the unedited
+    kernel's cache key)."""
+    os.environ["TEGULA_OVERRIDE_DIR"] = str(_OVERRIDES)
+    captures = {name: _Capture(getattr(at, name)) for name in edits}
+    saved = {name: getattr(at, name) for name in edits}
+    for name, capture in captures.items():
+        setattr(at, name, capture)
+    try:
+        launch()
+    finally:
+        for name, kernel in saved.items():
+            setattr(at, name, kernel)
+    out = {}
+    for name, capture in captures.items():
+        args, kwargs = capture.calls[-1]
+        inspection = saved[name].inspect(*args, **kwargs)
+        key = (name, inspection.key, edits[name])
+        if key not in _EDITED:
+            text = early_dots.edit(inspection.source, *edits[name])
+            (_OVERRIDES / f"{name}-{inspection.key[:8]}.source.cu").write_text(text)
+            _EDITED[key] = tegula.jit(saved[name].fn)
+        out[name] = _EDITED[key]
+    return out
 
 
 if __name__ == "__main__":
