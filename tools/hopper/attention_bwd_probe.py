@@ -146,7 +146,8 @@ def edited(edits, launch) -> dict:
     """{kernel name: JITFunction} for attention_tma's kernels named in `edits`: each built from the generated
     CUDA of the launch `launch` makes, edited by early_dots (through TEGULA_OVERRIDE_DIR, keyed by the unedited
     kernel's cache key)."""
-    os.environ["TEGULA_OVERRIDE_DIR"] = str(_OVERRIDES)
+    # The unedited kernels' launches and sources are those of the compiler: no override while they compile.
+    os.environ.pop("TEGULA_OVERRIDE_DIR", None)
     captures = {name: _Capture(getattr(at, name)) for name in edits}
     saved = {name: getattr(at, name) for name in edits}
     for name, capture in captures.items():
@@ -166,6 +167,7 @@ def edited(edits, launch) -> dict:
             (_OVERRIDES / f"{name}-{inspection.key[:8]}.source.cu").write_text(text)
             _EDITED[key] = tegula.jit(saved[name].fn)
         out[name] = _EDITED[key]
+    os.environ["TEGULA_OVERRIDE_DIR"] = str(_OVERRIDES)  # for the edited kernels' first launches
     return out
 
 
