@@ -50,11 +50,23 @@ struct Attempt {
   std::string key;
   SourceManager sources;
   Stages stages;
+  const SourceOverride* source_override = nullptr;  // the source built instead of the generated one
 };
 
 // `loc` is the kernel source of the op or statement being compiled when the
 // invariant broke, if known: the report quotes that line.
 [[noreturn]] void internal_failure(const Attempt& attempt, std::string what, const SourceLoc& loc = {}) {
+  if (attempt.source_override) {
+    // Not the compiler's code: the edit is what the toolchain (or the loader) rejected.
+    std::string prefix = "internal compiler error: ";
+    if (what.starts_with(prefix)) what = what.substr(prefix.size());
+    throw to_error(Diagnostic{loc, Diag::InvalidCompileOption,
+                              "the source override " + attempt.source_override->path + " does not build: " + what,
+                              "fix the edit, or remove the file (or unset TEGULA_OVERRIDE_DIR) to build the "
+                              "generated source",
+                              ErrorKind::Compile},
+                   &attempt.sources);
+  }
   if (attempt.backend) write_dumps(*attempt.backend, attempt.request->functions[0].name, attempt.key, attempt.stages);
   std::string dir = dump_directory();
   std::string hint = dir.empty()
@@ -249,7 +261,7 @@ bool has_stages(const CompiledKernel& kernel) { return !kernel.stages.ir.empty()
 Stages stages_of_entry(const Job& job, const DiskCache& cache, std::optional<CacheManifest> manifest) {
   if (manifest)
     if (std::optional<Stages> stored = cache.load_stages(job.key, *manifest)) return std::move(*stored);
-  Attempt attempt{&job.request, &job.backend, job.key, {}, {}};
+  Attempt attempt{&job.request, &job.backend, job.key, {}, {}, job.override_ptr()};
   CompileProfile unprofiled;
   Generated generated =
       translate_errors(attempt, [&] {
@@ -322,14 +334,11 @@ std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& pr
   }
 
   // Miss (absent, or failed verification: the new entry overwrites it).
-  Attempt attempt{&job.request, &job.backend, job.key, {}, {}};
+  Attempt attempt{&job.request, &job.backend, job.key, {}, {}, job.override_ptr()};
   Generated generated =
       translate_errors(attempt, [&] {
         return generate(attempt, job.target, job.debug, job.want_stages, profile, job.override_ptr());
       });
-  if (job.source_override)
-    std::fprintf(stderr, "tegula: kernel '%s' is built from %s (TEGULA_OVERRIDE_DIR)\n", generated.info.name.c_str(),
-                 job.source_override->path.c_str());
   std::string built = cache.temporary_path(job.key, job.backend.artifact_extension());
 
   // The same source built before, under another key: copied, not built again.
@@ -488,6 +497,9 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
     key.field("key", job.key);
     key.field("source override", job.source_override->source);
     job.key = key.finish();
+    // Every compile that takes it says so, built or found in the cache.
+    std::fprintf(stderr, "tegula: kernel '%s' is built from %s (TEGULA_OVERRIDE_DIR)\n", kernel_name(request).c_str(),
+                 job.source_override->path.c_str());
   }
   phase.reset();
   std::string id = job.directory + "/" + job.key;
