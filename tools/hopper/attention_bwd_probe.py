@@ -48,6 +48,15 @@ EDITED = {
           ("edit", (64, 128, 8, 3), (128, 64, 8, 3), DQ_EDIT), ("two", (32, 128, 8, 3), (128, 64, 8, 3)),
           ("edit", (32, 128, 8, 3), (128, 64, 8, 3), EDITS)],
 }
+# ("streams", dK/dV config, dQ config): the two kernels at once, dQ's on a second stream, so each fills the
+# other's last wave.
+STREAMS = {
+    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("streams", (64, 128, 8, 3, True), (128, 64, 8, 3)),
+         ("two", (64, 128, 8, 4, True), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 128, 8, 3)),
+         ("two", (64, 128, 8, 3, True), (128, 64, 8, 4))],
+    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("streams", (64, 128, 8, 3), (128, 64, 8, 3)),
+          ("two", (64, 128, 8, 2), (128, 64, 8, 3))],
+}
 # Smaller tiles for short sequences: more programs to fill the GPU, less causal imbalance per program.
 SHORT = {
     64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("two", (64, 64, 4, 3), (64, 64, 4, 3)),
@@ -62,9 +71,10 @@ def main() -> None:
     parser.add_argument("--dims", nargs="+", type=int, default=None)
     parser.add_argument("--short", action="store_true", help="the candidates for short sequences")
     parser.add_argument("--edits", action="store_true", help="the two kernels with hand-edited CUDA (EDITED)")
+    parser.add_argument("--streams", action="store_true", help="the two kernels on two streams (STREAMS)")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
-    table = SHORT if args.short else EDITED if args.edits else CANDIDATES
+    table = SHORT if args.short else EDITED if args.edits else STREAMS if args.streams else CANDIDATES
     timer = CudaTimer()
     for D, candidates in table.items():
         if args.dims and D not in args.dims:
@@ -99,7 +109,10 @@ def main() -> None:
                     for name, kernel in swap.items():
                         setattr(at, name, kernel)
                     try:
-                        at.backward(do, q, k, v, lse, delta, causal, scale, *grads)
+                        if c[0] == "streams":
+                            two_streams(do, q, k, v, lse, delta, causal, scale, *grads)
+                        else:
+                            at.backward(do, q, k, v, lse, delta, causal, scale, *grads)
                     finally:
                         for name, kernel in saved.items():
                             setattr(at, name, kernel)
@@ -123,6 +136,29 @@ def main() -> None:
             for name, t in zip(["sdpa"] + [str(c) for c in candidates], ms):
                 print(f"D {D} {'causal' if causal else 'full'} {name}: {flops / t / 1e9:.1f} TFLOP/s "
                       f"{ms[0] / t:.3f} of SDPA", flush=True)
+
+
+_SIDE = {}
+
+
+def two_streams(do, q, k, v, lse, delta, causal, scale, dq, dk, dv) -> None:
+    """attention_tma.backward with the dQ kernel on a second stream, joined before returning."""
+    B, H, S, D = q.shape
+    views = tuple(at.rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr()) for t in (q, k, v, do))
+    views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
+    main = torch.cuda.current_stream()
+    side = _SIDE.setdefault(q.device, torch.cuda.Stream(q.device))
+    side.wait_stream(main)
+    bm, bn, warps, stages, ahead = (*at.DKDV[D], False)[:5]
+    at.attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
+        q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        AHEAD=ahead, num_warps=warps, num_stages=stages)
+    with torch.cuda.stream(side):
+        bm, bn, warps, stages = at.DQ[D]
+        at.attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
+            q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+            TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+    main.wait_stream(side)
 
 
 class _Capture:
