@@ -108,3 +108,58 @@ def test_launches_from_a_thread_without_a_current_context():
     assert not errors, errors[0]
     torch.testing.assert_close(got["attention"], want, rtol=0, atol=0)
     torch.testing.assert_close(got["rms_norm"], want_norm, rtol=0, atol=0)
+
+
+def _attention_grads(q, k, v, do, causal):
+    qr, kr, vr = (t.detach().requires_grad_() for t in (q, k, v))
+    out = ops.attention(qr, kr, vr, causal=causal)
+    return torch.autograd.grad(out, (qr, kr, vr), do)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_side_by_side_is_ordered_on_the_callers_stream(causal, monkeypatch):
+    # From attention_tma.SIDE_BY_SIDE_S on (Hopper), the dQ kernel runs on a second stream beside the
+    # dK/dV kernel: its inputs come from work queued behind a sleep on the caller's (non-default)
+    # stream, and its gradients must equal those of one stream, bit for bit.
+    from tegula.torch.ops import attention_tma
+    if not attention_tma.applies(torch.empty(1, device="cuda", dtype=torch.bfloat16).expand(1, 1, 1, 64)):
+        pytest.skip("the descriptor backward runs on sm_90 only")
+    S = attention_tma.SIDE_BY_SIDE_S + 77  # and a tail block
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    q, k, v, do = (torch.randn(1, 2, S, 64, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(4))
+    monkeypatch.setattr(attention_tma, "SIDE_BY_SIDE_S", 1 << 30)
+    want = _attention_grads(q, k, v, do, causal)
+    monkeypatch.setattr(attention_tma, "SIDE_BY_SIDE_S", 2048)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        q2, k2, v2, do2 = (t * 1 for t in (q, k, v, do))  # written behind the sleep
+        got = _attention_grads(q2, k2, v2, do2, causal)
+    side.synchronize()
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_attention_backward_side_by_side_replays_from_a_cuda_graph():
+    from tegula.torch.ops import attention_tma
+    if not attention_tma.applies(torch.empty(1, device="cuda", dtype=torch.bfloat16).expand(1, 1, 1, 64)):
+        pytest.skip("the descriptor backward runs on sm_90 only")
+    S = attention_tma.SIDE_BY_SIDE_S
+    q, k, v, do = (torch.randn(1, 2, S, 64, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        _attention_grads(q, k, v, do, True)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = _attention_grads(q, k, v, do, True)
+    for seed in range(2):
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        for t in (q, k, v, do):
+            t.copy_(torch.randn(t.shape, device="cuda", generator=gen, dtype=t.dtype))
+        graph.replay()
+        torch.cuda.synchronize()
+        for g, w in zip(captured, _attention_grads(q, k, v, do, True)):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
