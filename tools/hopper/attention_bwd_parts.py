@@ -1,0 +1,105 @@
+"""Where the descriptor attention backward's time goes, against SDPA's backward (cuDNN): each part alone
+and the whole op, interleaved in one process (tegula.testing.CudaTimer, L2 flushed, medians):
+
+    python tools/hopper/attention_bwd_parts.py [--shape 4x16x4096] [--dims 64 128] [--reps 30]
+
+Parts: the delta kernel (rowsum(dO * O)), the dK/dV kernel, the dQ kernel, the two kernels one after the
+other and side by side (attention_tma.SIDE_BY_SIDE_S), and attention.attention_backward (allocations,
+delta, kernels: what the benchmark's row times). Each line gives milliseconds, the share of SDPA's time, and
+for the delta kernel its bandwidth.
+"""
+
+import argparse
+import importlib
+import statistics
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from tegula.testing import CudaTimer
+from tegula.torch.ops import attention_config
+from tegula.torch.ops import attention_tma as at
+
+attention = importlib.import_module("tegula.torch.ops.attention")  # the module, not the function
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", default="4x16x4096", help="BxHxS")
+    parser.add_argument("--dims", nargs="+", type=int, default=[64, 128])
+    parser.add_argument("--reps", type=int, default=30)
+    args = parser.parse_args()
+    B, H, S = (int(n) for n in args.shape.split("x"))
+    timer = CudaTimer()
+    for D in args.dims:
+        for causal in (False, True):
+            g = torch.Generator(device="cuda").manual_seed(D)
+            q, k, v, do = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=torch.bfloat16)
+                           for _ in range(4))
+            scale = D ** -0.5
+            out, lse = attention.attention_forward(q, k, v, causal, scale)
+            delta = torch.empty_like(lse)
+            dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+            qr, kr, vr = (t.detach().clone().requires_grad_() for t in (q, k, v))
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                o = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+            rows = attention_config.DELTA_ROWS["cuda"]
+
+            def sdpa():
+                torch.autograd.grad(o, (qr, kr, vr), do, retain_graph=True)
+
+            def delta_kernel():
+                attention.attention_delta_kernel[attention._grid(q, rows)](
+                    out, do, delta, S, H, *attention._strides(out), *attention._strides(do), BLOCK_M=rows,
+                    HEAD_DIM=D, ACC=torch.float32)
+
+            def kernels(side_by_side_s, dkdv=True, dq_kernel=True):
+                def go():
+                    saved = at.SIDE_BY_SIDE_S, dict(at.DKDV), dict(at.DQ)
+                    at.SIDE_BY_SIDE_S = side_by_side_s
+                    try:
+                        if dkdv and dq_kernel:
+                            at.backward(do, q, k, v, lse, delta, causal, scale, dq, dk, dv)
+                        else:
+                            parts(dkdv)
+                    finally:
+                        at.SIDE_BY_SIDE_S = saved[0]
+                return go
+
+            def parts(dkdv):
+                views = tuple(at.rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr()) for t in (q, k, v, do))
+                views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
+                import tegula
+                if dkdv:
+                    bm, bn, warps, stages, ahead = (*at.DKDV[D], False)[:5]
+                    at.attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
+                        q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+                        AHEAD=ahead, num_warps=warps, num_stages=stages)
+                else:
+                    bm, bn, warps, stages = at.DQ[D]
+                    at.attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
+                        q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+                        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+
+            def whole():
+                attention.attention_backward(do, q, k, v, out, lse, causal, scale)
+
+            named = [("sdpa backward", sdpa), ("delta kernel", delta_kernel),
+                     ("dK/dV kernel", kernels(1 << 30, dq_kernel=False)), ("dQ kernel", kernels(1 << 30, dkdv=False)),
+                     ("both, one stream", kernels(1 << 30)), ("both, side by side", kernels(0)),
+                     ("attention_backward (the row)", whole)]
+            for _, fn in named:
+                fn()
+            torch.cuda.synchronize()
+            samples = timer.interleaved([fn for _, fn in named], args.reps)
+            ms = [statistics.median(s) for s in samples]
+            flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
+            print(f"D {D} {'causal' if causal else 'full'}: SDPA {flops / ms[0] / 1e9:.1f} TFLOP/s", flush=True)
+            for (name, _), t in zip(named, ms):
+                extra = f", {2 * q.numel() * 2 / t / 1e6:.0f} GB/s" if name == "delta kernel" else ""
+                print(f"  {name:30s} {t:8.4f} ms  {t / ms[0]:.3f} of SDPA's time{extra}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
