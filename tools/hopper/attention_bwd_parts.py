@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tegula.testing import CudaTimer
+from tegula.torch import compute_dtype
 from tegula.torch.ops import attention_config
 from tegula.torch.ops import attention_tma as at
 
@@ -52,7 +53,7 @@ def main() -> None:
             def delta_kernel():
                 attention.attention_delta_kernel[attention._grid(q, rows)](
                     out, do, delta, S, H, *attention._strides(out), *attention._strides(do), BLOCK_M=rows,
-                    HEAD_DIM=D, ACC=torch.float32)
+                    HEAD_DIM=D, ACC=compute_dtype(q))
 
             def kernels(side_by_side_s, dkdv=True, dq_kernel=True):
                 def go():
