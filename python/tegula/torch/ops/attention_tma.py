@@ -21,7 +21,6 @@ input dtype before they meet dO or Q, as in ``attention.py``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import torch
@@ -394,36 +393,6 @@ def launch_backward(do, q, k, v, lse, delta, views, shape, causal: bool, scale: 
         q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
         AHEAD=ahead, num_warps=warps, num_stages=stages)
     bm, bn, warps, stages = DQ[D]
-    with _side_by_side(dq.device, S):
-        attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-            q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-            TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
-
-
-# From this sequence length on, the dQ kernel runs on a second stream beside the dK/dV kernel, so each
-# fills the GPU where the other's last wave leaves it idle: +2-5% of the backward's rate at S 4096
-# (benchmarks/results/2026-12-04-h200-session27-attention-bwd-streams.txt). Shorter sequences keep one
-# stream: the fork and join cost more host time than they save there.
-SIDE_BY_SIDE_S = 2048
-_SIDE_STREAMS = {}  # device -> the second stream (a cache: one stream per device for the process)
-
-
-@contextlib.contextmanager
-def _side_by_side(device: torch.device, S: int):
-    """Launches in the block go on a second stream that first waits for the current one, which then waits
-    for them: ordered with everything before and after, on the stream a CUDA graph captures too. The
-    tensors they use are the current stream's, which waits for them before it goes on, so the caching
-    allocator needs no record_stream."""
-    if S < SIDE_BY_SIDE_S:
-        yield
-        return
-    main = torch.cuda.current_stream(device)
-    side = _SIDE_STREAMS.get(device)
-    if side is None:
-        side = _SIDE_STREAMS.setdefault(device, torch.cuda.Stream(device))
-    side.wait_stream(main)
-    try:
-        with torch.cuda.stream(side):
-            yield
-    finally:
-        main.wait_stream(side)
+    attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
+        q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
