@@ -39,14 +39,13 @@ CANDIDATES = {
 }
 # ("edit", dK/dV config, dQ config, {kernel: (EARLY, LATE)}): the two kernels with their generated CUDA edited
 # by overrides/early_dots.py (a dot issued early, waits where results are read) through TEGULA_OVERRIDE_DIR.
-EDITS = {"attention_dkdv_tma_kernel": (":146", ":145"), "attention_dq_tma_kernel": (":195", None)}
-DQ_EDIT = {"attention_dq_tma_kernel": (":195", None)}
+# Each edit: ("early", EARLY, LATE) (early_dots.edit) or ("merge", FIRST, SECOND) (early_dots.merge_wait).
+MERGE = {"attention_dkdv_tma_kernel": ("merge", ":145", ":146")}
 EDITED = {
-    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3, True), (128, 64, 8, 3), EDITS),
-         ("edit", (64, 128, 8, 3, True), (128, 64, 8, 3), DQ_EDIT)],
-    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3), (128, 64, 8, 3), EDITS),
-          ("edit", (64, 128, 8, 3), (128, 64, 8, 3), DQ_EDIT), ("two", (32, 128, 8, 3), (128, 64, 8, 3)),
-          ("edit", (32, 128, 8, 3), (128, 64, 8, 3), EDITS)],
+    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3, True), (128, 64, 8, 3), MERGE),
+         ("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3), (128, 64, 8, 3), MERGE)],
+    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3), (128, 64, 8, 3), MERGE),
+          ("two", (32, 128, 8, 3), (128, 64, 8, 3)), ("edit", (32, 128, 8, 3), (128, 64, 8, 3), MERGE)],
 }
 # ("streams", dK/dV config, dQ config): the two kernels at once, dQ's on a second stream, so each fills the
 # other's last wave.
@@ -199,7 +198,8 @@ def edited(edits, launch) -> dict:
         inspection = saved[name].inspect(*args, **kwargs)
         key = (name, inspection.key, edits[name])
         if key not in _EDITED:
-            text = early_dots.edit(inspection.source, *edits[name])
+            how, *dots = edits[name]
+            text = (early_dots.merge_wait if how == "merge" else early_dots.edit)(inspection.source, *dots)
             (_OVERRIDES / f"{name}-{inspection.key[:8]}.source.cu").write_text(text)
             _EDITED[key] = tegula.jit(saved[name].fn)
         out[name] = _EDITED[key]

@@ -4,6 +4,7 @@ ready is issued right after the loop's first dot, and its group is waited for wh
 read, not where it is issued.
 
     python tools/hopper/overrides/early_dots.py SOURCE.cu OUT.cu EARLY [LATE]
+    python tools/hopper/overrides/early_dots.py SOURCE.cu OUT.cu --merge FIRST SECOND
 
 EARLY and LATE name dots by their result (``v74``) or by their line in the kernel's Python source
 (``:146``). EARLY is the dot to issue early; LATE, if given, a dot between the first dot and EARLY that
@@ -88,10 +89,31 @@ def edit(text: str, early: str, late: str | None = None) -> str:
     return text
 
 
+def merge_wait(text: str, first: str, second: str) -> str:
+    """The dot `first` does not wait for its group: the wait of `second`, the next dot, covers both, so the
+    two groups run back to back on the tensor cores (no drain between them). `first`'s result must not be
+    read between the two (an accumulating dot read only by itself in the next iteration)."""
+    first, second = value_of(text, first), value_of(text, second)
+    at = text.index(f"    // {first} = dot(")
+    end = block_of(text, text.index("\n    {\n", at) + 1)
+    block = text[at:end]
+    pins = re.search(_WAIT_AND_PINS, block)
+    acc = re.search(r"tg_pin\((v\d+)\[", block).group(1)
+    text = text[:at] + block[:pins.start()] + block[pins.end():] + text[end:]
+    at = text.index(f"    // {second} = dot(")
+    end = block_of(text, text.index("\n    {\n", at) + 1)
+    wait = text.index("tg_wgmma_wait<0>();", at, end) + len("tg_wgmma_wait<0>();")
+    return (text[:wait] + f"  // {second}'s group and {first}'s\n      #pragma unroll\n      for (int m0 = 0; m0 < "
+            f"{registers_of(text, acc)}; ++m0) tg_pin({acc}[m0]);" + text[wait:])
+
+
 def main() -> None:
     src, out, early, *late = sys.argv[1:]
     with open(out, "w") as f:
-        f.write(edit(open(src).read(), early, late[0] if late else None))
+        if early == "--merge":
+            f.write(merge_wait(open(src).read(), *late))
+        else:
+            f.write(edit(open(src).read(), early, late[0] if late else None))
 
 
 if __name__ == "__main__":
