@@ -142,6 +142,27 @@ def _constexpr_jit_references(value, out: list) -> None:
             _constexpr_jit_references(element, out)
 
 
+def _constexpr_specs(specs):
+    """The constexpr specs among `specs` and the elements of their runtime tuples."""
+    for spec in specs:
+        if spec.kind == _C.ArgSpec.Kind.Constexpr:
+            yield spec
+        elif spec.kind == _C.ArgSpec.Kind.Tuple:
+            yield from _constexpr_specs(spec.parts)
+
+
+def _resolve_specs(specs: list, index_of: dict) -> None:
+    """_resolve_constexpr_jit over the constexpr values of `specs`, in place (a runtime tuple's parts are
+    copies under nanobind: rebuilt and assigned back)."""
+    for spec in specs:
+        if spec.kind == _C.ArgSpec.Kind.Constexpr:
+            spec.value = _resolve_constexpr_jit(spec.value, index_of)
+        elif spec.kind == _C.ArgSpec.Kind.Tuple:
+            parts = list(spec.parts)
+            _resolve_specs(parts, index_of)
+            spec.parts = parts
+
+
 def _resolve_constexpr_jit(value, index_of: dict):
     """`value` with its references to @jit functions replaced by their indices
     in the request (nanobind hands out copies of nested values: rebuilt and
@@ -334,7 +355,7 @@ def collect_sources(root, args=None) -> list:
     # Python allows must not exhaust the interpreter's recursion limit here
     # (the compiler reports a chain that is too deep, with its location).
     stack = [open_function(root)]
-    constexprs = [spec for spec in args or () if spec.kind == _C.ArgSpec.Kind.Constexpr]
+    constexprs = list(_constexpr_specs(args or ()))
     references = []
     for spec in constexprs:
         _constexpr_jit_references(spec.value, references)
@@ -374,8 +395,7 @@ def collect_sources(root, args=None) -> list:
                                            source=jit_fn.src, first_line=jit_fn.first_line,
                                            globals=globals_)
         stack.pop()
-    for spec in constexprs:
-        spec.value = _resolve_constexpr_jit(spec.value, index_of)
+    _resolve_specs(args or [], index_of)
     return sources
 
 

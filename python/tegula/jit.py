@@ -368,7 +368,9 @@ class Specialization:
         self.signature = {}
         self.constants = {}
         for name, spec in zip(fn.signature.names, request.args):
-            if spec.kind == kinds.Constexpr:
+            if spec.kind == kinds.Tuple:
+                self.signature[name] = _tuple_signature(spec)
+            elif spec.kind == kinds.Constexpr:
                 self.signature[name] = "constexpr"
                 self.constants[name] = _constant_of(spec.value)
             elif spec.kind == kinds.Int and spec.is_one:
@@ -381,6 +383,22 @@ class Specialization:
 
     def __repr__(self) -> str:
         return f"Specialization({self.fn.__name__}, signature={self.signature}, constants={self.constants})"
+
+
+def _tuple_signature(spec) -> str:
+    """A runtime tuple's types as Triton writes them: ``"(*fp32,i32,constexpr)"``."""
+    kinds = _C.ArgSpec.Kind
+    parts = []
+    for part in spec.parts:
+        if part.kind == kinds.Tuple:
+            parts.append(_tuple_signature(part))
+        elif part.kind == kinds.Constexpr or (part.kind == kinds.Int and part.is_one):
+            parts.append("constexpr")
+        elif part.kind in (kinds.Pointer, kinds.TensorDescriptor):
+            parts.append("*" + _TRITON_TYPE_NAMES.get(part.dtype, part.dtype))
+        else:
+            parts.append(_TRITON_TYPE_NAMES.get(part.dtype, part.dtype))
+    return "(" + ",".join(parts) + ")"
 
 
 def _constant_of(value):

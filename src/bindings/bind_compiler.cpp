@@ -92,7 +92,8 @@ void bind_arg_spec(nb::module_& m) {
       .value("Float", ArgSpec::Kind::Float)
       .value("Bool", ArgSpec::Kind::Bool)
       .value("Constexpr", ArgSpec::Kind::Constexpr)
-      .value("TensorDescriptor", ArgSpec::Kind::TensorDescriptor);
+      .value("TensorDescriptor", ArgSpec::Kind::TensorDescriptor)
+      .value("Tuple", ArgSpec::Kind::Tuple);
   cls.def(
          "__init__",
          [](ArgSpec* self, ArgSpec::Kind kind, const std::string& dtype, int64_t divisibility,

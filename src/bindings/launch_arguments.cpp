@@ -226,6 +226,7 @@ void ArgumentClassifier::runtime(const std::string& kernel, const std::string& p
     out.sources.push_back(nullptr);
     return;
   }
+  if (PyTuple_Check(object)) return tuple(kernel, param, index, value, specialize, out);
   if (type == exchange_type_ && type->tp_version_tag == exchange_version_) {
     // The tensor type the exchange table read last: no type table to search.
     std::optional<Pointer> tensor = exchanged_tensor(*torch_exchange_, value);
@@ -260,6 +261,49 @@ void ArgumentClassifier::runtime(const std::string& kernel, const std::string& p
   out.key.real();
   out.values.push_back({HostValue::Kind::Float, 0, real});
   out.sources.push_back(nullptr);
+}
+
+// A tuple (or named tuple) given to a runtime parameter: each element is an
+// argument of its own, as Triton takes them. Elements that can only be
+// compile-time values (tl.constexpr, str, tl.dtype, functions) are
+// constexprs inside the tuple; None is the constant None, as anywhere.
+void ArgumentClassifier::tuple(const std::string& kernel, const std::string& param, size_t index,
+                               nb::handle value, bool specialize, LaunchArguments& out) {
+  PyObject* object = value.ptr();
+  Py_ssize_t count = PyTuple_GET_SIZE(object);
+  // A named tuple's fields (typing.NamedTuple, collections.namedtuple): the kernel reads them by name.
+  std::string fields;
+  if (PyTuple_CheckExact(object) == 0) {
+    PyObject* names = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(object)), "_fields");
+    if (names == nullptr) {
+      PyErr_Clear();
+    } else {
+      nb::object owned = nb::steal(names);
+      if (PyTuple_Check(names) && PyTuple_GET_SIZE(names) == count) {
+        for (Py_ssize_t i = 0; i < count; ++i) {
+          PyObject* name = PyTuple_GET_ITEM(names, i);
+          if (!PyUnicode_Check(name)) {
+            fields.clear();
+            break;
+          }
+          fields += (i ? "," : "") + std::string(utf8(name));
+        }
+      }
+    }
+  }
+  out.key.tuple(static_cast<uint32_t>(count), fields);
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    nb::handle element(PyTuple_GET_ITEM(object, i));
+    std::string name = param + "[" + std::to_string(i) + "]";
+    bool compile_time = PyUnicode_Check(element.ptr()) || is_instance(element, support_.constexpr_type) ||
+                        (is_instance(element, support_.dtype_type) && !is_instance(element, support_.pointer_type)) ||
+                        (!PyTuple_Check(element.ptr()) && PyCallable_Check(element.ptr()) &&
+                         PyUnicode_Check(support_.constexpr_function(element).ptr()));
+    if (compile_time)
+      constexpr_value(kernel, name, element, out.key);
+    else
+      runtime(kernel, name, index, element, specialize, out);
+  }
 }
 
 void ArgumentClassifier::add_pointer(const Pointer& pointer, size_t index, nb::handle source, LaunchArguments& out) {

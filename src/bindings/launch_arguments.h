@@ -15,6 +15,9 @@
 //        divisibility by 16 (Triton's rules) unless do_not_specialize
 //   float, bool   f32, i1; NumPy scalars as the Python scalar they hold
 //   None          the constant None, as if the parameter were a constexpr
+//   tuple         (a named tuple too) each element an argument of its own,
+//        by these rules; tl.constexpr, str, tl.dtype and function elements
+//        are constexprs inside it
 //   constexprs    int, float, bool, str, None, tl.dtype (or tl.constexpr of
 //        one, or a NumPy scalar), or a tuple of them: the value itself
 //
@@ -161,6 +164,8 @@ class ArgumentClassifier {
   Pointer cuda_interface(const std::string& kernel, const std::string& param, nanobind::handle interface);
   void descriptor(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
                   LaunchArguments& out);
+  void tuple(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
+             bool specialize, LaunchArguments& out);
   bool is_descriptor(nanobind::handle value) const;
   bool is_number_scalar(nanobind::handle value) const;  // a NumPy scalar that is neither complex nor flexible
   std::optional<ir::Scalar> numpy_scalar(PyObject* dtype);

@@ -10,7 +10,7 @@ namespace {
 
 // One tag per item, so a concatenation of parameters decodes one way only.
 constexpr char kPointer = 'P', kInt = 'I', kFloat = 'F', kBool = 'B', kConstant = 'C', kDescriptor = 'D',
-               kTrailer = 'T';
+               kTuple = 'U', kTrailer = 'T';
 
 uint8_t int_flags(const IntClass& value) { return (value.is_one ? 1 : 0) | (value.divisible_by_16 ? 2 : 0); }
 
@@ -159,6 +159,12 @@ void LaunchKey::constant_tuple(uint32_t count) {
   append(&count, sizeof count);
 }
 
+void LaunchKey::tuple(uint32_t count, std::string_view fields) {
+  append(kTuple);
+  append(&count, sizeof count);
+  text(fields);
+}
+
 void LaunchKey::constant_float(double value) {
   const char head[2] = {kConstant, static_cast<char>(frontend::GlobalValue::Kind::Float)};
   append(head, sizeof head);
@@ -220,6 +226,28 @@ void LaunchKey::trailer(int num_warps, int num_stages, bool fp_fusion, bool debu
 
 namespace {
 
+// The item whose tag `tag` was just read.
+frontend::ArgSpec read_item(Reader& in, char tag) {
+  switch (tag) {
+    case kPointer: return pointer_spec(in);
+    case kInt: return int_spec(in);
+    case kFloat: return frontend::ArgSpec{frontend::ArgSpec::Kind::Float, ir::Scalar::F32};
+    case kBool: return frontend::ArgSpec{frontend::ArgSpec::Kind::Bool, ir::Scalar::I1};
+    case kConstant: return constant_spec(in);
+    case kDescriptor: return descriptor_spec(in);
+    case kTuple: {
+      frontend::ArgSpec spec;
+      spec.kind = frontend::ArgSpec::Kind::Tuple;
+      auto count = in.take<uint32_t>();
+      spec.value.kind = frontend::GlobalValue::Kind::Str;
+      spec.value.text = in.text();
+      for (uint32_t i = 0; i < count; ++i) spec.parts.push_back(read_item(in, in.tag()));
+      return spec;
+    }
+    default: TEGULA_ASSERT(false, "a launch key holds an unknown item");
+  }
+}
+
 // Reads argument items up to the trailer (or the end of `in`, when
 // `trailer` is false).
 std::vector<frontend::ArgSpec> read_arguments(Reader& in, bool trailer) {
@@ -227,15 +255,7 @@ std::vector<frontend::ArgSpec> read_arguments(Reader& in, bool trailer) {
   while (!(!trailer && in.done())) {
     char tag = in.tag();
     if (tag == kTrailer && trailer) break;
-    switch (tag) {
-      case kPointer: args.push_back(pointer_spec(in)); break;
-      case kInt: args.push_back(int_spec(in)); break;
-      case kFloat: args.push_back(frontend::ArgSpec{frontend::ArgSpec::Kind::Float, ir::Scalar::F32}); break;
-      case kBool: args.push_back(frontend::ArgSpec{frontend::ArgSpec::Kind::Bool, ir::Scalar::I1}); break;
-      case kConstant: args.push_back(constant_spec(in)); break;
-      case kDescriptor: args.push_back(descriptor_spec(in)); break;
-      default: TEGULA_ASSERT(false, "a launch key holds an unknown item");
-    }
+    args.push_back(read_item(in, tag));
   }
   return args;
 }

@@ -54,6 +54,11 @@ class LaunchKey {
   void constant_jit_function(std::string_view reference);
   // A tuple of constants: then one constant_*() call per element.
   void constant_tuple(uint32_t count);
+  // A tuple of runtime values (a runtime parameter given a tuple): then one
+  // item per element, runtime or constant (a tl.constexpr, None, a nested
+  // tuple). `fields`: a named tuple's field names, comma-separated ("" for a
+  // plain tuple).
+  void tuple(uint32_t count, std::string_view fields);
   // A TensorDescriptor: its base, block shape and padding; then
   // `2 * block_shape.size()` integer() calls for its shape and strides.
   void descriptor(ir::Scalar element, bool aligned16, const std::vector<int64_t>& block_shape,

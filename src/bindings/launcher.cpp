@@ -101,24 +101,32 @@ ArgValue argument(const CompiledKernel& kernel, size_t j, Receives how, const Ho
   return out;
 }
 
-// The kernel parameters a specialization gives: one per runtime argument,
-// three or more per TensorDescriptor (NAME__base, NAME__shape<d>,
-// NAME__stride<d>), none per constexpr.
+// The kernel parameters argument `arg` of parameter `name` gives: one per
+// runtime value, three or more per TensorDescriptor (NAME__base,
+// NAME__shape<d>, NAME__stride<d>), those of each element of a tuple
+// (NAME__i...), none per constexpr.
+void add_expected_params(const std::string& name, const frontend::ArgSpec& arg, std::vector<std::string>& out) {
+  using Kind = frontend::ArgSpec::Kind;
+  switch (arg.kind) {
+    case Kind::Constexpr: return;
+    case Kind::Tuple:
+      for (size_t i = 0; i < arg.parts.size(); ++i) add_expected_params(name + "__" + std::to_string(i), arg.parts[i], out);
+      return;
+    case Kind::TensorDescriptor: {
+      out.push_back(name + "__base");
+      size_t rank = arg.block_shape.size();
+      for (size_t d = 0; d < rank; ++d) out.push_back(name + "__shape" + std::to_string(d));
+      for (size_t d = 0; d < rank; ++d) out.push_back(name + "__stride" + std::to_string(d));
+      return;
+    }
+    default: out.push_back(name);
+  }
+}
+
 std::vector<std::string> expected_params(const std::vector<std::string>& names,
                                          const std::vector<frontend::ArgSpec>& args) {
   std::vector<std::string> out;
-  for (size_t i = 0; i < args.size() && i < names.size(); ++i) {
-    const frontend::ArgSpec& arg = args[i];
-    if (arg.kind == frontend::ArgSpec::Kind::Constexpr) continue;
-    if (arg.kind != frontend::ArgSpec::Kind::TensorDescriptor) {
-      out.push_back(names[i]);
-      continue;
-    }
-    out.push_back(names[i] + "__base");
-    size_t rank = arg.block_shape.size();
-    for (size_t d = 0; d < rank; ++d) out.push_back(names[i] + "__shape" + std::to_string(d));
-    for (size_t d = 0; d < rank; ++d) out.push_back(names[i] + "__stride" + std::to_string(d));
-  }
+  for (size_t i = 0; i < args.size() && i < names.size(); ++i) add_expected_params(names[i], args[i], out);
   return out;
 }
 

@@ -118,32 +118,42 @@ ir::Function Lowerer::run() {
                                    " arguments but " + std::to_string(request_.args.size()) + " were given",
                                "", ErrorKind::Value});
   }
+  // The symbol of an argument: a constant, a descriptor, a tuple of the
+  // symbols of its elements (parameters NAME__i), or a new parameter.
+  auto bind = [&](auto& self, const std::string& name, const ArgSpec& a, const SourceLoc& loc,
+                  bool read_only) -> Symbol {
+    switch (a.kind) {
+      case ArgSpec::Kind::Constexpr: return global_symbol(a.value, loc);
+      case ArgSpec::Kind::TensorDescriptor: return bind_descriptor_param(*this, name, a, loc);
+      case ArgSpec::Kind::Tuple: {
+        std::vector<Symbol> elements;
+        for (size_t i = 0; i < a.parts.size(); ++i)
+          elements.push_back(self(self, name + "__" + std::to_string(i), a.parts[i], loc, read_only));
+        Symbol t = Symbol::tuple(std::move(elements));
+        t.name = a.value.text;  // a named tuple's fields, for attribute reads
+        return t;
+      }
+      default: break;
+    }
+    ir::Type t = a.kind == ArgSpec::Kind::Pointer ? ir::Type::ptr(a.dtype) : ir::Type::of(a.dtype);
+    fn_.params.push_back(ir::Param{name, t, a.divisibility, read_only && a.kind == ArgSpec::Kind::Pointer});
+    ir::ValueId v = fn_.add_block_arg(fn_.body(), t);
+    if (a.kind == ArgSpec::Kind::Int && a.is_one)
+      return Symbol::of(ConstValue::integer(1));  // specialized like a constexpr, as Triton does
+    return Symbol::of(v);
+  };
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const ast::Param& p = kernel.params[i];
     const ArgSpec& a = request_.args[i];
-    if (a.kind == ArgSpec::Kind::Constexpr) {
-      assign(p.name, global_symbol(a.value, p.loc));
-      continue;
-    }
-    if (is_constexpr_annotation(p.annotation.get()))
+    if (a.kind != ArgSpec::Kind::Constexpr && is_constexpr_annotation(p.annotation.get()))
       error_at(p.loc, Diag::ConstexprGotRuntimeValue,
                "parameter `" + p.name + "` is a constexpr but received a runtime value",
                "constexpr parameters are specialized at compile time; pass a Python int, float, bool, str or dtype");
-    if (a.kind == ArgSpec::Kind::TensorDescriptor) {
-      assign(p.name, bind_descriptor_param(*this, p.name, a, p.loc));
-      continue;
-    }
-    ir::Type t = a.kind == ArgSpec::Kind::Pointer ? ir::Type::ptr(a.dtype) : ir::Type::of(a.dtype);
     bool read_only = is_const_annotation(p.annotation.get());
-    if (read_only && a.kind != ArgSpec::Kind::Pointer)
+    if (read_only && (a.kind == ArgSpec::Kind::Int || a.kind == ArgSpec::Kind::Float || a.kind == ArgSpec::Kind::Bool))
       error_at(p.loc, Diag::WrongArgumentKind, "parameter `" + p.name + "` is annotated tl.const but is not a pointer",
                "tl.const marks pointers whose memory the kernel only reads");
-    fn_.params.push_back(ir::Param{p.name, t, a.divisibility, read_only});
-    ir::ValueId v = fn_.add_block_arg(fn_.body(), t);
-    if (a.kind == ArgSpec::Kind::Int && a.is_one)
-      assign(p.name, Symbol::of(ConstValue::integer(1)));  // specialized like a constexpr, as Triton does
-    else
-      assign(p.name, Symbol::of(v));
+    assign(p.name, bind(bind, p.name, a, p.loc, read_only));
   }
 
   lower_body(kernel.body);

@@ -631,6 +631,19 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       error_at(loc, Diag::HostObjectInKernel, "`" + base.name + "` is a host object and cannot be used inside a kernel",
                "kernels can use tl/tegula functions, @jit functions and int/float/bool/str constants");
     case Symbol::Kind::HostModule: return member_global(base, attr, loc);
+    case Symbol::Kind::Tuple: {
+      // A named tuple argument's field (Symbol::name holds the fields, comma-separated).
+      size_t index = 0, start = 0;
+      while (!base.name.empty() && start <= base.name.size()) {
+        size_t end = base.name.find(',', start);
+        if (end == std::string::npos) end = base.name.size();
+        if (base.name.compare(start, end - start, attr) == 0 && index < base.elements.size())
+          return base.elements[index];
+        ++index;
+        start = end + 1;
+      }
+      error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
+    }
     case Symbol::Kind::BlockPointer:
     case Symbol::Kind::TensorDescriptor: return block_access_attribute(*this, base, attr, loc);
     default: error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");

@@ -65,13 +65,17 @@ struct ArgSpec {
                        //   parts = the Int specs of its shape then its strides; block_shape;
                        //   value = the padding option (Str "zero" or "nan"). The kernel gets one
                        //   parameter per piece: NAME__base, NAME__shape<d>, NAME__stride<d>.
+    Tuple,      // a tuple (or named tuple) of runtime values: parts = one spec per element, each of any
+                //   kind (constexprs, nested tuples); the kernel gets the parameters of element i as
+                //   NAME__i (a nested one's as NAME__i__j), none for constexpr elements.
+                //   value: Str, a named tuple's field names comma-separated ("" for a tuple).
   };
   Kind kind = Kind::Int;
   ir::Scalar dtype = ir::Scalar::I32;
   int64_t divisibility = 1;
   bool is_one = false;
   GlobalValue value;
-  std::vector<ArgSpec> parts;        // TensorDescriptor only
+  std::vector<ArgSpec> parts;        // TensorDescriptor: its shape and strides; Tuple: its elements
   std::vector<int64_t> block_shape;  // TensorDescriptor only
 };
 

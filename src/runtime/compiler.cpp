@@ -136,6 +136,28 @@ void add_global(backends::CacheKey& key, const frontend::GlobalValue& value) {
   for (const frontend::GlobalValue& element : value.elements) add_global(key, element);
 }
 
+void add_arg(backends::CacheKey& key, const frontend::ArgSpec& arg) {
+  key.field("arg", static_cast<int64_t>(arg.kind));
+  key.field("dtype", ir::to_string(arg.dtype));
+  key.field("divisibility", arg.divisibility);
+  key.field("is_one", int64_t{arg.is_one});
+  add_global(key, arg.value);
+  key.field("parts", static_cast<int64_t>(arg.parts.size()));
+  for (const frontend::ArgSpec& p : arg.parts) {
+    if (arg.kind == frontend::ArgSpec::Kind::Tuple) {  // elements of any kind
+      add_arg(key, p);
+      continue;
+    }
+    // a TensorDescriptor's shape and strides
+    key.field("part", static_cast<int64_t>(p.kind));
+    key.field("dtype", ir::to_string(p.dtype));
+    key.field("divisibility", p.divisibility);
+    key.field("is_one", int64_t{p.is_one});
+  }
+  key.field("block_shape", static_cast<int64_t>(arg.block_shape.size()));
+  for (int64_t d : arg.block_shape) key.field("block", d);
+}
+
 std::string compute_key(const frontend::KernelRequest& request, const backends::Backend& backend,
                         const backends::Target& target, bool debug) {
   backends::CacheKey key;
@@ -159,22 +181,7 @@ std::string compute_key(const frontend::KernelRequest& request, const backends::
     }
   }
   key.field("args", static_cast<int64_t>(request.args.size()));
-  for (const frontend::ArgSpec& arg : request.args) {
-    key.field("arg", static_cast<int64_t>(arg.kind));
-    key.field("dtype", ir::to_string(arg.dtype));
-    key.field("divisibility", arg.divisibility);
-    key.field("is_one", int64_t{arg.is_one});
-    add_global(key, arg.value);
-    key.field("parts", static_cast<int64_t>(arg.parts.size()));  // a TensorDescriptor's shape and strides
-    for (const frontend::ArgSpec& p : arg.parts) {
-      key.field("part", static_cast<int64_t>(p.kind));
-      key.field("dtype", ir::to_string(p.dtype));
-      key.field("divisibility", p.divisibility);
-      key.field("is_one", int64_t{p.is_one});
-    }
-    key.field("block_shape", static_cast<int64_t>(arg.block_shape.size()));
-    for (int64_t d : arg.block_shape) key.field("block", d);
-  }
+  for (const frontend::ArgSpec& arg : request.args) add_arg(key, arg);
   target.add_key_fields(key);
   return key.finish();
 }
