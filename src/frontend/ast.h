@@ -51,6 +51,10 @@ enum class ExprKind {
   IfExp,      // children[1] if children[0] else children[2]
   Tuple,      // (children...)
   List,       // [children...]
+  Comprehension,  // [children[0] for target in iterable if condition ...] (or its (...) and f(...) forms):
+                  //   children[0] the element, then per `for` clause three children: its target (a
+                  //   Name or Tuple), its iterable and its condition (the clause's `if`s joined by
+                  //   `and`; nullptr without one). Unrolled at compile time into a tuple.
 };
 
 struct Keyword {

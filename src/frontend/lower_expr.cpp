@@ -816,8 +816,76 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       for (const auto& c : e.children) elems.push_back(eval(*c));
       return Symbol::tuple(std::move(elems));
     }
+    case ExprKind::Comprehension: return comprehension(e);
   }
   TEGULA_ASSERT(false, "unhandled expression kind");
+}
+
+Symbol Lowerer::comprehension(const ast::Expr& e) {
+  constexpr size_t kMaxElements = 4096;  // as many as tl.static_range unrolls
+  // What a clause iterates: a tuple's elements, or the ints of range(...) /
+  // tl.static_range(...) of constants.
+  auto items_of = [&](const ast::Expr& iter) {
+    if (iter.kind == ast::ExprKind::Call) {
+      Symbol callee = eval(*iter.children[0]);
+      if (callee.kind == Symbol::Kind::Builtin &&
+          (callee.name == "py.range" || callee.name == "range" || callee.name == "static_range")) {
+        if (!iter.keywords.empty() || iter.children.size() < 2 || iter.children.size() > 4)
+          error_at(iter.loc, Diag::WrongArgumentCount,
+                   "a range in a comprehension takes 1 to 3 positional arguments, known when compiling");
+        std::vector<int64_t> b;
+        for (size_t i = 1; i < iter.children.size(); ++i)
+          b.push_back(to_int_const(eval(*iter.children[i]), iter.children[i]->loc, "a bound of the range"));
+        int64_t start = b.size() == 1 ? 0 : b[0], end = b.size() == 1 ? b[0] : b[1], step = b.size() == 3 ? b[2] : 1;
+        if (step == 0) error_at(iter.loc, Diag::UnsupportedLoop, "the step of a range cannot be zero");
+        std::vector<Symbol> out;
+        for (int64_t v = start; step > 0 ? v < end : v > end; v += step) {
+          if (out.size() == kMaxElements)
+            error_at(iter.loc, Diag::StaticLoopTooLong,
+                     "a comprehension inside a kernel unrolls at most " + std::to_string(kMaxElements) + " elements");
+          out.push_back(Symbol::of(ConstValue::integer(v)));
+        }
+        return out;
+      }
+    }
+    Symbol s = eval(iter);
+    if (s.kind != Symbol::Kind::Tuple)
+      error_at(iter.loc, Diag::UnsupportedLoop,
+               "a comprehension inside a kernel iterates a tuple or a range of constants, not " + describe(s),
+               "it is unrolled when the kernel compiles; loop over tl.range(...) for values known at run time");
+    return s.elements;
+  };
+  // The clauses' targets are the comprehension's own names: what they were
+  // before (or that they were not defined) comes back afterwards, as in Python.
+  std::map<std::string, Symbol> before = frame().vars;
+  std::vector<Symbol> out;
+  size_t clauses = (e.children.size() - 1) / 3;
+  std::function<void(size_t)> run = [&](size_t c) {
+    if (c == clauses) {
+      if (out.size() == kMaxElements)
+        error_at(e.loc, Diag::StaticLoopTooLong,
+                 "a comprehension inside a kernel unrolls at most " + std::to_string(kMaxElements) + " elements");
+      out.push_back(eval(*e.children[0]));
+      return;
+    }
+    const ast::Expr& target = *e.children[1 + 3 * c];
+    const ast::Expr* condition = e.children[3 + 3 * c].get();
+    for (const Symbol& item : items_of(*e.children[2 + 3 * c])) {
+      bind_target(*this, target, item);
+      if (condition) {
+        bool keep = false;
+        if (!truth_constant(eval(*condition), condition->loc, &keep))
+          error_at(condition->loc, Diag::NotConstexpr,
+                   "the `if` of a comprehension inside a kernel must be known when the kernel compiles",
+                   "choose elements with tl.where for values known at run time");
+        if (!keep) continue;
+      }
+      run(c + 1);
+    }
+  };
+  run(0);
+  frame().vars = std::move(before);
+  return Symbol::tuple(std::move(out));
 }
 
 }  // namespace tegula::frontend

@@ -78,9 +78,6 @@ void Lowerer::lower_body(const std::vector<ast::StmtPtr>& body, size_t first) {
   }
 }
 
-namespace {
-
-// Binds `value` to an assignment target (a name or nested tuple of names).
 void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
   switch (target.kind) {
     case ast::ExprKind::Name: l.assign(target.name, value); return;
@@ -104,8 +101,6 @@ void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
     default: error_at(target.loc, Diag::UnsupportedStatement, "cannot assign to this expression");
   }
 }
-
-}  // namespace
 
 void Lowerer::lower_stmt(const ast::Stmt& s) {
   using ast::StmtKind;

@@ -139,6 +139,8 @@ class Lowerer {
   static std::string mismatch_subject(const std::string& name);
   // --- expressions (lower_expr.cpp) ---------------------------------------------
   Symbol eval(const ast::Expr& e);
+  // A comprehension or generator expression, unrolled at compile time into a tuple (lower_expr.cpp).
+  Symbol comprehension(const ast::Expr& e);
   Symbol eval_binary_chain(const ast::Expr& e);  // an ExprKind::Binary, its left spine in a loop
   Symbol attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc);
   Symbol call(const Symbol& callee, const CallArgs& args);
@@ -220,5 +222,8 @@ class Lowerer {
   };
   LoopResultProbe* probe_ = nullptr;
 };
+
+// Binds `value` to an assignment target (a name or nested tuple of names; lower_stmt.cpp).
+void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value);
 
 }  // namespace tegula::frontend

@@ -82,13 +82,44 @@ ExprPtr Parser::expression() {
   if (peek().is_op(":="))
     fail(peek(), Diag::UnsupportedSyntax, "assignment expressions (`:=`) are not supported inside a kernel",
          "assign the value on its own line first");
-  if (peek().is_keyword("for") || peek().is_keyword("async")) {
-    // Only reached inside brackets or call parentheses: `[x for x in y]`, `f(x for x in y)`.
-    if (!brackets_.empty())
-      fail(peek(), Diag::UnsupportedSyntax, "comprehensions are not supported inside a kernel",
-           "write a `for` loop (over `tl.static_range` to unroll it) instead");
-  }
+  if (peek().is_keyword("async") && !brackets_.empty())
+    fail(peek(), Diag::UnsupportedSyntax, "asynchronous comprehensions are not supported inside a kernel",
+         "write a `for` loop (over `tl.static_range` to unroll it) instead");
+  // A `for` after an expression inside brackets is a comprehension, which the
+  // list, parentheses and call that hold it parse (comprehension()).
   return body;
+}
+
+ExprPtr Parser::comprehension(ExprPtr element, SourceLoc start) {
+  auto node = make(ExprKind::Comprehension, start);
+  node->children.push_back(std::move(element));
+  while (accept_keyword("for")) {
+    ExprPtr target = target_list();
+    check_target(*target, "comprehension");
+    expect_keyword("in", "expected 'in' after the comprehension's target, found " + describe(peek()));
+    node->children.push_back(std::move(target));
+    node->children.push_back(disjunction());
+    ExprPtr condition;
+    while (accept_keyword("if")) {
+      SourceLoc at = peek().loc;
+      ExprPtr test = disjunction();
+      if (!condition) {
+        condition = std::move(test);
+        continue;
+      }
+      auto both = make(ExprKind::BoolOp, at);
+      both->bool_op = ast::BoolOpKind::And;
+      both->children.push_back(std::move(condition));
+      both->children.push_back(std::move(test));
+      finish(*both, at);
+      condition = std::move(both);
+    }
+    node->children.push_back(std::move(condition));
+  }
+  if (peek().is_keyword("async"))
+    fail(peek(), Diag::UnsupportedSyntax, "asynchronous comprehensions are not supported inside a kernel");
+  finish(*node, start);
+  return node;
 }
 
 ExprPtr Parser::bool_op(ExprPtr (Parser::*operand)(), std::string_view keyword, ast::BoolOpKind kind) {
@@ -267,6 +298,15 @@ ExprPtr Parser::call(ExprPtr callee, SourceLoc start) {
     } else {
       SourceLoc arg_start = peek().loc;
       ExprPtr arg = expression();
+      if (peek().is_keyword("for")) {  // f(x for x in t): the generator is the call's one argument
+        if (node->children.size() > 1 || !node->keywords.empty())
+          fail(peek(), Diag::InvalidSyntax, "a generator expression must be parenthesized unless it is the only "
+                                            "argument of the call");
+        arg = comprehension(std::move(arg), arg_start);
+        if (!peek().is_op(")"))
+          fail(peek(), Diag::InvalidSyntax, "a generator expression must be parenthesized unless it is the only "
+                                            "argument of the call");
+      }
       if (!node->keywords.empty())
         error_at(span_from(arg_start), Diag::InvalidCallArguments, "positional argument follows keyword argument",
                  "pass it by name, or move it before the keyword arguments");
@@ -389,6 +429,14 @@ ExprPtr Parser::parenthesized() {
     return make(ExprKind::Tuple, span_from(open.loc));
   }
   ExprPtr first = expression();
+  if (peek().is_keyword("for")) {  // a generator expression: unrolled into a tuple as well
+    ExprPtr made = comprehension(std::move(first), open.loc);
+    expect_op(")", "invalid syntax: expected ')' after the generator expression on line " +
+                       std::to_string(open.loc.line) + ", found " + describe(peek()));
+    brackets_.pop_back();
+    finish(*made, open.loc);
+    return made;
+  }
   if (accept_op(")")) {
     brackets_.pop_back();
     return first;  // a parenthesized expression keeps its own span, as in Python
@@ -409,6 +457,14 @@ ExprPtr Parser::list() {
   auto node = make(ExprKind::List, open.loc);
   while (!peek().is_op("]")) {
     node->children.push_back(expression());
+    if (node->children.size() == 1 && peek().is_keyword("for")) {
+      ExprPtr made = comprehension(std::move(node->children[0]), open.loc);
+      expect_op("]", "invalid syntax: expected ']' after the comprehension on line " +
+                         std::to_string(open.loc.line) + ", found " + describe(peek()));
+      brackets_.pop_back();
+      finish(*made, open.loc);
+      return made;
+    }
     if (!accept_op(",")) break;
   }
   expect_op("]", "invalid syntax: expected ',' or ']' in the list on line " + std::to_string(open.loc.line) +

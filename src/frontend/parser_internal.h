@@ -179,6 +179,8 @@ class Parser {
   ExprPtr atom();
   ExprPtr parenthesized();
   ExprPtr list();
+  // The `for ... in ... if ...` clauses after `element` inside brackets (the caller closes them).
+  ExprPtr comprehension(ExprPtr element, SourceLoc start);
 
   // ---- the top level of a file (parser_module.cpp) ---------------------------
   std::string dotted_name();

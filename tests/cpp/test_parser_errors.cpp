@@ -60,20 +60,20 @@ TEST(ParserErrors, ExpectedEndOfStatement) {
             "hint: is an operator or a comma missing?\n");
 }
 
-TEST(ParserErrors, Comprehension) {
-  EXPECT_EQ(parse_error("def k(x):\n    ys = [v * 2 for v in x]\n"),
-            "kernel.py:2:17: error[E0110]: comprehensions are not supported inside a kernel\n"
-            " 2 |     ys = [v * 2 for v in x]\n"
-            "   |                 ^~~\n"
+TEST(ParserErrors, AsyncComprehension) {
+  EXPECT_EQ(parse_error("def k(x):\n    ys = [v async for v in x]\n"),
+            "kernel.py:2:13: error[E0110]: asynchronous comprehensions are not supported inside a kernel\n"
+            " 2 |     ys = [v async for v in x]\n"
+            "   |             ^~~~~\n"
             "hint: write a `for` loop (over `tl.static_range` to unroll it) instead\n");
 }
 
-TEST(ParserErrors, GeneratorArgument) {
-  EXPECT_EQ(parse_error("def k(x):\n    return sum(v for v in x)\n"),
-            "kernel.py:2:18: error[E0110]: comprehensions are not supported inside a kernel\n"
-            " 2 |     return sum(v for v in x)\n"
-            "   |                  ^~~\n"
-            "hint: write a `for` loop (over `tl.static_range` to unroll it) instead\n");
+TEST(ParserErrors, GeneratorArgumentWithOthers) {
+  EXPECT_EQ(parse_error("def k(x):\n    return f(v for v in x, 1)\n"),
+            "kernel.py:2:26: error[E0109]: a generator expression must be parenthesized unless it is the only "
+            "argument of the call\n"
+            " 2 |     return f(v for v in x, 1)\n"
+            "   |                          ^\n");
 }
 
 TEST(ParserErrors, WithStatement) {

@@ -159,3 +159,51 @@ def test_a_tuple_element_written_through_a_read_only_array_is_refused():
     ro = np.frombuffer(bytes(16), np.float32)
     with pytest.raises(ValueError, match="E0714|read-only|not writable|writeable"):
         _scale_pair[(1,)]((x, ro), 4, (1.0, 0.0), BLOCK=4)
+
+
+# --- comprehensions over tuples and constant ranges (unrolled at compile time) ---
+
+
+@tegula.jit
+def _incremented(values):
+    return tl.tuple([v + 1 for v in values])
+
+
+@tegula.jit
+def _comprehensions(ptrs, values, out_ptr):
+    values = _incremented(values)
+    for i in tl.static_range(len(values)):
+        tl.store(ptrs[i], values[i])
+    odd_squares = tuple(i * i for i in range(6) if i % 2 == 1)  # (1, 9, 25)
+    pairs = [(i, j) for i in range(3) for j in range(i)]  # (1, 0), (2, 0), (2, 1)
+    total = sum_of(odd_squares) * 1000 + len(pairs) * 100 + pairs[2][0] * 10 + pairs[2][1]
+    tl.store(out_ptr, total)
+    v = 7  # a comprehension's names are its own
+    _ = [v for v in range(2)]
+    tl.store(out_ptr + 1, v)
+
+
+@tegula.jit
+def sum_of(t):
+    s = 0
+    for i in tl.static_range(len(t)):
+        s += t[i]
+    return s
+
+
+def test_comprehensions_unroll_into_tuples():
+    outs = tuple(np.zeros(1, np.float32) for _ in range(3))
+    out = np.zeros(2, np.int32)
+    _comprehensions[(1,)](outs, (1.0, 2.5, -3.0), out)
+    assert [o[0] for o in outs] == [2.0, 3.5, -2.0]
+    assert out.tolist() == [35 * 1000 + 3 * 100 + 21, 7]
+
+
+def test_a_comprehension_over_a_runtime_value_is_a_located_error():
+    @tegula.jit
+    def over_tile(out_ptr, n):
+        t = [v for v in range(n)]
+        tl.store(out_ptr, len(t))
+
+    with pytest.raises(tegula.CompilationError, match=r"known when compiling|constant"):
+        over_tile[(1,)](np.zeros(1, np.int32), 5)
