@@ -269,8 +269,22 @@ void ArgumentClassifier::runtime(const std::string& kernel, const std::string& p
 // constexprs inside the tuple; None is the constant None, as anywhere.
 void ArgumentClassifier::tuple(const std::string& kernel, const std::string& param, size_t index,
                                nb::handle value, bool specialize, LaunchArguments& out) {
+  // Bounds for hostile arguments: a tuple nested a million deep would exhaust
+  // the stack here and in the compiler, one of a million elements would make
+  // a kernel of a million parameters (CUDA takes 32 KB of them).
+  constexpr int kMaxDepth = 32;
+  constexpr size_t kMaxValues = 4096;
+  int depth = static_cast<int>(std::count(param.begin(), param.end(), '['));
   PyObject* object = value.ptr();
   Py_ssize_t count = PyTuple_GET_SIZE(object);
+  if (depth >= kMaxDepth)
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' nests tuples more than " +
+                    std::to_string(kMaxDepth) + " deep; pass fewer levels");
+  if (out.values.size() + static_cast<size_t>(count) > kMaxValues)
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' makes the launch more than " +
+                    std::to_string(kMaxValues) + " values; pass an array instead of a tuple this long");
   // A named tuple's fields (typing.NamedTuple, collections.namedtuple): the kernel reads them by name.
   std::string fields;
   if (PyTuple_CheckExact(object) == 0) {

@@ -823,6 +823,7 @@ Symbol Lowerer::eval(const ast::Expr& e) {
 
 Symbol Lowerer::comprehension(const ast::Expr& e) {
   constexpr size_t kMaxElements = 4096;  // as many as tl.static_range unrolls
+  constexpr size_t kMaxKernelElements = 65536;
   // What a clause iterates: a tuple's elements, or the ints of range(...) /
   // tl.static_range(...) of constants.
   auto items_of = [&](const ast::Expr& iter) {
@@ -865,6 +866,12 @@ Symbol Lowerer::comprehension(const ast::Expr& e) {
       if (out.size() == kMaxElements)
         error_at(e.loc, Diag::StaticLoopTooLong,
                  "a comprehension inside a kernel unrolls at most " + std::to_string(kMaxElements) + " elements");
+      // Nested comprehensions multiply: the kernel as a whole has a budget too.
+      if (++comprehension_elements_ > kMaxKernelElements)
+        error_at(e.loc, Diag::StaticLoopTooLong,
+                 "the comprehensions of this kernel unroll more than " + std::to_string(kMaxKernelElements) +
+                     " elements in all",
+                 "compute with tiles (tl.arange) instead of unrolling");
       out.push_back(eval(*e.children[0]));
       return;
     }

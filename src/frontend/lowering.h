@@ -214,6 +214,7 @@ class Lowerer {
   std::vector<std::unique_ptr<ast::FunctionDef>> asts_;  // per function index
   std::vector<std::unique_ptr<Frame>> frames_;
   int inline_depth_ = 0;
+  size_t comprehension_elements_ = 0;  // unrolled by every comprehension of the kernel so far
   int elementwise_depth_ = 0;  // > 0 inside a tl.map_elementwise function
   struct LoopResultProbe {
     const ast::Stmt* loop = nullptr;

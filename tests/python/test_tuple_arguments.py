@@ -207,3 +207,24 @@ def test_a_comprehension_over_a_runtime_value_is_a_located_error():
 
     with pytest.raises(tegula.CompilationError, match=r"known when compiling|constant"):
         over_tile[(1,)](np.zeros(1, np.int32), 5)
+
+
+def test_hostile_tuples_are_refused_with_a_message():
+    out = np.zeros(1, np.float32)
+    deep = 1.0
+    for _ in range(100_000):  # would exhaust the stack if followed
+        deep = (deep,)
+    with pytest.raises(TypeError, match="nests tuples more than 32 deep"):
+        _passes_on[(1,)](out, deep)
+    with pytest.raises(TypeError, match="more than 4096 values"):
+        _passes_on[(1,)](out, tuple(range(10_000)))
+
+
+def test_nested_comprehensions_have_a_budget():
+    @tegula.jit
+    def huge(out_ptr):
+        t = [[i * j for j in range(4000)] for i in range(4000)]
+        tl.store(out_ptr, len(t))
+
+    with pytest.raises(tegula.CompilationError, match="unroll more than 65536 elements"):
+        huge[(1,)](np.zeros(1, np.int32))
