@@ -401,6 +401,12 @@ def collect_sources(root, args=None) -> list:
 
 def describe(value) -> GV:
     """The GlobalValue of a host value that is not a @jit function."""
+    from .constexpr_function import ConstexprFunction
+
+    if isinstance(value, ConstexprFunction):
+        described = GV(Kind.ConstexprFunction, text=value.reference)
+        described.elements = [GV(Kind.Str, text=value.source)]  # what the cache key sees of it
+        return described
     if isinstance(value, types.ModuleType):
         name = value.__name__
         if name in _LANGUAGE_PACKAGES or name.startswith(("tegula.language.", "triton.language.")):
@@ -418,3 +424,64 @@ def describe(value) -> GV:
         if constant is not None:
             return constant
     return GV(Kind.Opaque, text=_opaque_description(value))
+
+
+# --- @constexpr_function calls, made by the compiler while it lowers a kernel ---
+
+
+def _host_argument(value):
+    """A GlobalValue the compiler passes to a constexpr function, as the Python value it stands for."""
+    from . import language
+
+    if value.kind == Kind.Tuple:
+        return tuple(_host_argument(e) for e in value.elements)
+    if value.kind == Kind.None_:
+        return None
+    if value.kind == Kind.Bool:
+        return bool(value.int_value)
+    if value.kind == Kind.Int:
+        return value.int_value
+    if value.kind == Kind.Float:
+        return value.float_value
+    if value.kind == Kind.Str:
+        return value.text
+    if value.kind == Kind.DType:
+        found = getattr(language, value.text, None)
+        if isinstance(found, dtype):
+            return found
+        for candidate in vars(language).values():
+            if isinstance(candidate, dtype) and value.text in (candidate.canonical_name, candidate.name):
+                return candidate
+    raise TypeError(f"no host value for a {value.kind}")
+
+
+def _host_result(value):
+    """A constexpr function's result as a GlobalValue, or None when a kernel cannot use it."""
+    if isinstance(value, tuple):
+        elements = [_host_result(e) for e in value]
+        if any(e is None for e in elements):
+            return None
+        described = GV(Kind.Tuple)
+        described.elements = elements
+        return described
+    return constant_value(value)
+
+
+def call_constexpr_function(reference: str, args: list, kwargs: dict) -> tuple:
+    """Runs the constexpr function `reference` on the compiler's arguments:
+    (its result as a GlobalValue, None), or (None, what to report)."""
+    from .constexpr_function import find
+
+    function = find(reference)
+    if function is None:
+        return None, "is no longer known to this process (a kernel cached from another run?)"
+    try:
+        result = function.fn(*(_host_argument(a) for a in args),
+                             **{k: _host_argument(v) for k, v in kwargs.items()})
+    except Exception as e:  # the message goes into the compile error, at the call's line
+        return None, f"raised {type(e).__name__}: {e}"
+    described = _host_result(result)
+    if described is None:
+        return None, (f"returned {type(result).__name__} {result!r:.80}, which a kernel cannot use: return an int, "
+                      f"float, bool, str, None, dtype or a tuple of them")
+    return described, None

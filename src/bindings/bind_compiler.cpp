@@ -49,6 +49,7 @@ void bind_global_value(nb::module_& m) {
       .value("Opaque", GlobalValue::Kind::Opaque)
       .value("LanguageMember", GlobalValue::Kind::LanguageMember)
       .value("Tuple", GlobalValue::Kind::Tuple)
+      .value("ConstexprFunction", GlobalValue::Kind::ConstexprFunction)
       .value("HostModule", GlobalValue::Kind::HostModule);
   cls.def(
          "__init__",
@@ -154,6 +155,29 @@ void bind_request_and_options(nb::module_& m) {
       .def_rw("maxnreg", &runtime::CompileOptions::maxnreg);
 }
 
+// `request` with its host calls going to Python: tegula._globals.call_constexpr_function
+// runs the @constexpr_function under the GIL (the compile itself runs without it) and
+// returns (result, None) or (None, the message to report).
+KernelRequest with_host_calls(const KernelRequest& request) {
+  KernelRequest out = request;
+  out.call_host = [](const std::string& reference, const std::vector<GlobalValue>& args,
+                     const std::vector<std::pair<std::string, GlobalValue>>& keywords) -> GlobalValue {
+    nb::gil_scoped_acquire gil;
+    nb::tuple answer;
+    try {
+      nb::object call = nb::module_::import_("tegula._globals").attr("call_constexpr_function");
+      nb::dict named;
+      for (const auto& [name, value] : keywords) named[nb::str(name.c_str())] = nb::cast(value);
+      answer = nb::cast<nb::tuple>(call(reference, nb::cast(args), named));
+    } catch (const nb::python_error& e) {
+      throw frontend::HostCallError(std::string("could not be called: ") + e.what());
+    }
+    if (!answer[1].is_none()) throw frontend::HostCallError(nb::cast<std::string>(answer[1]));
+    return nb::cast<GlobalValue>(answer[0]);
+  };
+  return out;
+}
+
 // (name, is_constexpr, has_default) per parameter, as written.
 using SignatureTuple = std::tuple<std::string, bool, bool>;
 
@@ -192,8 +216,9 @@ void bind_compiler(nb::module_& m) {
   m.def(
       "compile",
       [](const KernelRequest& request, const runtime::CompileOptions& options) {
+        KernelRequest hosted = with_host_calls(request);
         nb::gil_scoped_release released;
-        return runtime::compile(request, options);
+        return runtime::compile(hosted, options);
       },
       "request"_a, "options"_a,
       "Compiles (or loads from the disk cache) the kernel of `request`.");
@@ -202,9 +227,10 @@ void bind_compiler(nb::module_& m) {
       [](const KernelRequest& request, const runtime::CompileOptions& options) {
         tegula::CompileProfile profile;
         std::shared_ptr<runtime::CompiledKernel> kernel;
+        KernelRequest hosted = with_host_calls(request);
         {
           nb::gil_scoped_release released;
-          kernel = runtime::compile(request, options, &profile);
+          kernel = runtime::compile(hosted, options, &profile);
         }
         std::vector<std::tuple<std::string, double>> phases;
         for (const auto& phase : profile.phases) phases.emplace_back(phase.name, phase.seconds);
@@ -216,7 +242,7 @@ void bind_compiler(nb::module_& m) {
   m.def(
       "generate_source",
       [](const KernelRequest& request, const runtime::CompileOptions& options) {
-        runtime::GeneratedSource generated = runtime::generate_source(request, options);
+        runtime::GeneratedSource generated = runtime::generate_source(with_host_calls(request), options);
         return std::make_tuple(std::move(generated.source), std::move(generated.layouts));
       },
       "request"_a, "options"_a,

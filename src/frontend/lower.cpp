@@ -243,6 +243,12 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
     }
     case GlobalValue::Kind::Tegula: return Symbol::module("tegula");
     case GlobalValue::Kind::JitFunction: return Symbol::jit(g.function);
+    case GlobalValue::Kind::ConstexprFunction: {
+      Symbol s;
+      s.kind = Symbol::Kind::HostFunction;
+      s.name = g.text;
+      return s;
+    }
     case GlobalValue::Kind::Opaque:
     case GlobalValue::Kind::HostModule: return Symbol::opaque(g.text);  // a module only as a global (lookup)
     case GlobalValue::Kind::Tuple: {

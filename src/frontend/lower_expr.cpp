@@ -75,6 +75,7 @@ std::string Lowerer::describe(const Symbol& s) const {
     case Symbol::Kind::Tuple: return "a tuple of " + std::to_string(s.elements.size()) + " elements";
     case Symbol::Kind::Method: return "the method `" + s.name + "`";
     case Symbol::Kind::Opaque: return "the host object " + s.name;
+    case Symbol::Kind::HostFunction: return "the constexpr function `" + host_function_name(s) + "`";
     case Symbol::Kind::HostModule: return "the module `" + s.name + "`";
     case Symbol::Kind::Slice: return "a slice";
     case Symbol::Kind::BlockPointer:
@@ -654,6 +655,7 @@ Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
   switch (callee.kind) {
     case Symbol::Kind::Builtin: return call_builtin(callee.name, args);
     case Symbol::Kind::JitFunction: return call_jit(callee.function, args);
+    case Symbol::Kind::HostFunction: return call_host_function(callee, args);
     case Symbol::Kind::Method: {
       CallArgs with_self = args;
       with_self.positional.insert(with_self.positional.begin(), *callee.receiver);

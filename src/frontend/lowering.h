@@ -56,6 +56,10 @@ class Lowerer {
   // --- functions and scopes (lower.cpp) ---------------------------------------
   const ast::FunctionDef& function_ast(int32_t index);
   Symbol call_jit(int32_t index, const CallArgs& args);
+  // A @constexpr_function called on constants: run on the host through
+  // KernelRequest::call_host (lower_host_call.cpp).
+  Symbol call_host_function(const Symbol& callee, const CallArgs& args);
+  static std::string host_function_name(const Symbol& s);
   // call_jit for tl.map_elementwise: inside it (and the helpers it calls) an
   // `if` on a tile condition chooses per element (lower_elementwise_if.cpp).
   Symbol call_jit_per_element(int32_t index, const CallArgs& args);

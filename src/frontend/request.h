@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/type.h"
@@ -34,6 +37,9 @@ struct GlobalValue {
                   // errors; each of its attributes the function names (`helpers.f`) is a global
                   // of its own, under the dotted name ("helpers.f"), a HostModule again for a
                   // module inside it
+    ConstexprFunction,  // a host function the kernel may call on constants (@constexpr_function):
+                        // text is its reference for KernelRequest::call_host, elements[0] its source
+                        // (a Str: what the cache key sees of it)
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;
@@ -87,6 +93,17 @@ struct TargetInfo {
   int cuda_arch = 0;
 };
 
+// Runs a host function on constants (a @constexpr_function): (its reference,
+// positional arguments, keyword arguments) -> its result. Throws
+// HostCallError with the message to report when the function raised or
+// returned what a kernel cannot use.
+using HostCall = std::function<GlobalValue(const std::string& reference, const std::vector<GlobalValue>& args,
+                                           const std::vector<std::pair<std::string, GlobalValue>>& keywords)>;
+
+struct HostCallError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 struct KernelRequest {
   std::vector<FunctionSource> functions;  // [0] is the kernel
   std::vector<ArgSpec> args;              // one per kernel parameter, in order
@@ -94,6 +111,7 @@ struct KernelRequest {
   std::string name;  // the compiled kernel's name where it is not its function's (Triton's
                      // @jit(repr=...)); empty: the `def`'s name
   int num_warps = 4;  // the launch's: tl.extra.cuda.num_warps() and num_threads() are constants of it
+  HostCall call_host;  // empty where no host runs functions (the CLI): calling one is then an error
 };
 
 }  // namespace tegula::frontend

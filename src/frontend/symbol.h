@@ -39,6 +39,7 @@ struct Symbol {
     Slice,        // lo:hi:step in a subscript; elements = the three parts (None where absent)
     BlockPointer,      // elements = base, shape[r], strides[r], offsets[r] (IR values); block
     TensorDescriptor,  // elements = base, shape[r], strides[r] (IR values); block
+    HostFunction,      // a @constexpr_function: name = its reference (KernelRequest::call_host)
   };
   Kind kind = Kind::Const;
   ir::ValueId value;

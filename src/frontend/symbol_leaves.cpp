@@ -70,7 +70,8 @@ bool same_symbol(const Symbol& a, const Symbol& b) {
     case Symbol::Kind::HostModule: return a.name == b.name && a.function == b.function;
     case Symbol::Kind::Module:
     case Symbol::Kind::Builtin:
-    case Symbol::Kind::Opaque: return a.name == b.name;
+    case Symbol::Kind::Opaque:
+    case Symbol::Kind::HostFunction: return a.name == b.name;
     case Symbol::Kind::Tuple:
       if (a.elements.size() != b.elements.size()) return false;
       for (size_t i = 0; i < a.elements.size(); ++i)

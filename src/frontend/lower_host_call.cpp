@@ -1,0 +1,88 @@
+// Calls of @constexpr_function host functions: the arguments must be
+// constants (as GlobalValues they cross to the host), the host runs the
+// function (KernelRequest::call_host) and its result comes back as a global
+// would: a constant, a dtype, a tuple of them.
+#include "frontend/lowering.h"
+#include "frontend/type_rules.h"
+#include "support/diagnostic.h"
+
+namespace tegula::frontend {
+
+namespace {
+
+// `s` as the GlobalValue the host receives, or nullopt for what has no host
+// value (tiles, pointers, functions...).
+std::optional<GlobalValue> host_value(const Symbol& s) {
+  GlobalValue g;
+  if (s.kind == Symbol::Kind::Tuple) {
+    g.kind = GlobalValue::Kind::Tuple;
+    for (const Symbol& e : s.elements) {
+      std::optional<GlobalValue> v = host_value(e);
+      if (!v) return std::nullopt;
+      g.elements.push_back(std::move(*v));
+    }
+    return g;
+  }
+  if (s.kind != Symbol::Kind::Const) return std::nullopt;
+  const ConstValue& c = s.constant;
+  switch (c.kind) {
+    case ConstValue::Kind::Int:
+      if (c.is_unsigned) return std::nullopt;
+      g.kind = GlobalValue::Kind::Int;
+      g.int_value = c.i;
+      return g;
+    case ConstValue::Kind::Float: g.kind = GlobalValue::Kind::Float; g.float_value = c.f; return g;
+    case ConstValue::Kind::Bool: g.kind = GlobalValue::Kind::Bool; g.int_value = c.i != 0; return g;
+    case ConstValue::Kind::Str: g.kind = GlobalValue::Kind::Str; g.text = c.s; return g;
+    case ConstValue::Kind::None: g.kind = GlobalValue::Kind::None; return g;
+    case ConstValue::Kind::DType:
+      if (c.pointer || c.type_form != ConstValue::TypeForm::Scalar) return std::nullopt;
+      g.kind = GlobalValue::Kind::DType;
+      g.text = ir::scalar_info(c.dtype).tl_name;
+      return g;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string Lowerer::host_function_name(const Symbol& s) {
+  // The reference is "qualname#module#id": the part before '#' names it.
+  return s.name.substr(0, s.name.find('#'));
+}
+
+Symbol Lowerer::call_host_function(const Symbol& callee, const CallArgs& args) {
+  std::string name = host_function_name(callee);
+  auto argument = [&](const Symbol& s, const SourceLoc& loc, const std::string& which) {
+    std::optional<GlobalValue> v = host_value(s);
+    if (!v)
+      error_at(loc, Diag::ConstexprGotRuntimeValue,
+               "argument " + which + " of the constexpr function `" + name + "` is " + describe(s) +
+                   ", which is not known when the kernel compiles",
+               "a @constexpr_function runs on the host while the kernel compiles: pass constants (constexpr "
+               "parameters, literals, dtypes, tuples of them)");
+    return std::move(*v);
+  };
+  std::vector<GlobalValue> positional;
+  for (size_t i = 0; i < args.positional.size(); ++i)
+    positional.push_back(argument(args.positional[i], i < args.positional_locs.size() ? args.positional_locs[i] : args.loc,
+                                  std::to_string(i + 1)));
+  std::vector<std::pair<std::string, GlobalValue>> keywords;
+  for (size_t k = 0; k < args.keywords.size(); ++k)
+    keywords.emplace_back(args.keywords[k].first,
+                          argument(args.keywords[k].second, k < args.keyword_locs.size() ? args.keyword_locs[k] : args.loc,
+                                   "`" + args.keywords[k].first + "`"));
+  if (!request_.call_host)
+    error_at(args.loc, Diag::HostObjectInKernel,
+             "the constexpr function `" + name + "` runs in Python, and this compile has no Python to run it",
+             "compile the kernel from Python (kernel[grid](...), kernel.warmup(...))");
+  GlobalValue result;
+  try {
+    result = request_.call_host(callee.name, positional, keywords);
+  } catch (const HostCallError& e) {
+    error_at(args.loc, Diag::ConstexprFunctionFailed, "the constexpr function `" + name + "` " + e.what());
+  }
+  return global_symbol(result, args.loc);
+}
+
+}  // namespace tegula::frontend

@@ -1,0 +1,134 @@
+"""@tegula.constexpr_function (Triton's @triton.constexpr_function): a Python
+function a kernel calls on constants, run on the host while the kernel
+compiles; its result is a constant of the kernel."""
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+
+
+@tegula.constexpr_function
+def log2(n):
+    if n <= 0 or n & (n - 1):
+        raise ValueError(f"{n} is not a power of two")
+    return n.bit_length() - 1
+
+
+@tegula.constexpr_function
+def widened(dt, shape, scale=1):
+    """A dtype and a tuple in, a tuple of a dtype and a tuple out."""
+    return (tl.float64 if dt == tl.float32 else dt), tuple(s * scale for s in shape)
+
+
+@tegula.jit
+def _shifted(x_ptr, out_ptr, N: tl.constexpr):
+    SHIFT: tl.constexpr = log2(N)
+    tl.static_assert(SHIFT == 4 or SHIFT == 5)
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) >> SHIFT)
+
+
+def test_the_result_is_a_constant_of_the_kernel():
+    rng = np.random.default_rng(1)
+    for n in (16, 32):
+        x = rng.integers(0, 1 << 20, n, dtype=np.int32)
+        out = np.zeros(n, np.int32)
+        _shifted[(1,)](x, out, N=n)
+        np.testing.assert_array_equal(out, x >> (n.bit_length() - 1))
+
+
+@tegula.jit
+def _typed(x_ptr, out_ptr):
+    DT, SHAPE = widened(x_ptr.dtype.element_ty, (2, 3), scale=2)
+    tl.static_assert(SHAPE == (4, 6))
+    v = tl.load(x_ptr + tl.arange(0, 4)).to(DT)
+    tl.store(out_ptr + tl.arange(0, 4), v * SHAPE[1])
+
+
+def test_dtypes_tuples_and_keywords_cross_both_ways():
+    x = np.array([1.5, -2.0, 3.25, 0.5], np.float32)
+    out = np.zeros(4, np.float64)
+    _typed[(1,)](x, out)
+    np.testing.assert_array_equal(out, x.astype(np.float64) * 6)
+
+
+@tegula.jit
+def _helper(n: tl.constexpr):
+    return log2(n) + 1
+
+
+@tegula.jit
+def _through_a_helper(out_ptr, N: tl.constexpr):
+    tl.store(out_ptr, _helper(N))
+
+
+def test_called_from_a_jit_helper():
+    out = np.zeros(1, np.int32)
+    _through_a_helper[(1,)](out, N=1024)
+    assert out[0] == 11
+
+
+def test_host_code_calls_the_plain_function():
+    assert log2(8) == 3
+    assert log2(tl.constexpr(64)) == 6  # a constexpr argument is its value, as in Triton
+    assert "log2" in repr(log2)
+
+
+def test_an_exception_is_a_located_error():
+    out = np.zeros(12, np.int32)
+    with pytest.raises(tegula.CompilationError, match=r"E0208.*`log2` raised ValueError: 12 is not a power of two"):
+        _shifted[(1,)](np.zeros(12, np.int32), out, N=12)
+
+
+def test_a_runtime_argument_is_a_located_error():
+    @tegula.jit
+    def runtime_arg(out_ptr, n):
+        tl.store(out_ptr, log2(n))
+
+    with pytest.raises(tegula.CompilationError, match=r"argument 1 of the constexpr function `log2` is a scalar"):
+        runtime_arg[(1,)](np.zeros(1, np.int32), 8)
+
+
+@tegula.constexpr_function
+def _returns_a_list(n):
+    return [n]
+
+
+def test_a_result_kernels_cannot_use_is_a_located_error():
+    @tegula.jit
+    def uses_list(out_ptr):
+        tl.store(out_ptr, _returns_a_list(3)[0])
+
+    with pytest.raises(tegula.CompilationError, match=r"E0208.*returned list .*which a kernel cannot use"):
+        uses_list[(1,)](np.zeros(1, np.int32))
+
+
+def test_the_function_is_part_of_the_cache_key():
+    @tegula.constexpr_function
+    def one():
+        return 1
+
+    @tegula.constexpr_function
+    def two():
+        return 2
+
+    global _chosen
+    _chosen = one
+
+    @tegula.jit
+    def stores_chosen(out_ptr):
+        tl.store(out_ptr, _chosen())
+
+    out = np.zeros(1, np.int32)
+    stores_chosen[(1,)](out)
+    key_one = stores_chosen.inspect(out).key
+    _chosen = two
+    fresh = tegula.jit(stores_chosen.fn)
+    fresh[(1,)](out)
+    assert out[0] == 2
+    assert fresh.inspect(out).key != key_one
+
+
+_chosen = None
