@@ -147,6 +147,11 @@ class _KernelWrapper:
     def arg_names(self) -> tuple:
         return self.base.arg_names
 
+    @property
+    def base_fn(self) -> JITFunction:
+        """The @jit function underneath every decorator (Triton's name for it)."""
+        return self.base
+
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.run(grid, *args, **kwargs)
 

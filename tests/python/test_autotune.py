@@ -183,6 +183,12 @@ def stacked_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr, S
         tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * SCALE, mask=mask)
 
 
+def test_base_fn_is_the_jit_function_under_every_decorator():
+    assert stacked_kernel.base_fn.__name__ == "stacked_kernel"
+    assert isinstance(stacked_kernel.base_fn, tegula.JITFunction)
+    assert stacked_kernel.fn.base_fn is stacked_kernel.base_fn  # the @heuristics layer's too
+
+
 @pytest.mark.parametrize("n", [256, 300, 50])
 def test_heuristics_under_autotune_compute_constexprs(backend, n):
     x = np.arange(n, dtype=np.float32)

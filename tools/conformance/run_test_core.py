@@ -42,6 +42,7 @@ DEFAULT_TRITON = Path("/work/.mirror/triton-lang+triton-cpu/repo")
 LANGUAGE_TESTS = "python/test/unit/language/"
 FILES = {  # path in the Triton checkout -> path in the run folder (besides the module under test)
     LANGUAGE_TESTS + "test_core.py": "test_core.py",  # other modules import its helpers
+    LANGUAGE_TESTS + "print_helper.py": "print_helper.py",  # test_subprocess runs it
     "python/test/conftest.py": "conftest.py",
     "python/triton/_internal_testing.py": "triton/_internal_testing.py",
 }
