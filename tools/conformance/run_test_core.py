@@ -43,8 +43,10 @@ LANGUAGE_TESTS = "python/test/unit/language/"
 FILES = {  # path in the Triton checkout -> path in the run folder (besides the module under test)
     LANGUAGE_TESTS + "test_core.py": "test_core.py",  # other modules import its helpers
     LANGUAGE_TESTS + "print_helper.py": "print_helper.py",  # test_subprocess runs it
+    LANGUAGE_TESTS + "test_mxfp.py": "test_mxfp.py",  # test_matmul imports its tensor classes
     "python/test/conftest.py": "conftest.py",
     "python/triton/_internal_testing.py": "triton/_internal_testing.py",
+    "python/triton/tools/mxfp.py": "triton/tools/mxfp.py",  # torch-only helpers test_mxfp imports
 }
 
 
@@ -80,7 +82,7 @@ def main() -> None:
                         help="with --device cpu, also the tests Triton does not mark for CPUs (modules that mark none)")
     parser.add_argument("--sample", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("-n", dest="workers", default="2")
+    parser.add_argument("-n", dest="workers", default="2", help="pytest-xdist workers; 0 runs in one process")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--timeout", type=int, default=120, help="seconds per test case")
     parser.add_argument("--placeholders", default="",
@@ -102,7 +104,8 @@ def main() -> None:
     (folder / "cases.txt").write_text("\n".join(ids) + "\n")
     report = folder / "report.xml"
     timeout = ["-p", "timeout", f"--timeout={args.timeout}"] if _has("pytest_timeout") else []
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", args.workers,
+    workers = ["-n", args.workers] if args.workers != "0" else []  # -n 0: one process, no pytest-xdist needed
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers,
                     "--device", args.device, f"--junitxml={report}", "-o", "junit_family=xunit1", *timeout,
                     *args.pytest_args, *ids], cwd=folder, env=env, capture_output=True, text=True)
     outcomes = read_junit(report)
