@@ -2,7 +2,8 @@
 // as Triton emulates it on hardware without native MX support. Each operand
 // is decoded to float32 (e2m1 from packed nibbles, e4m3/e5m2 from bytes or
 // fp8 tiles, bf16/fp16 from their bits), multiplied by its e8m0 scale
-// 2^(s - 127) (s = 255 is NaN) repeated over groups of K, rounded to bf16 (to
+// 2^(s - 127) (s = 255 is NaN; NVFP4's float8e4nv scales by their value)
+// repeated over groups of K, rounded to bf16 (to
 // fp16 if either operand is fp16), and multiplied by tl.dot accumulating in
 // float32. Composed from other builtins: nothing new reaches the IR.
 #include "frontend/builtins_dot_scaled.h"
@@ -100,14 +101,20 @@ Symbol decode_operand(const Composer& k, const Symbol& x, const std::string& for
 
 // 2^(s - 127) of e8m0 scales `scale` [rows, groups] (s = 255: NaN), each
 // repeated `group` times along K: [rows, groups * group], float32.
-Symbol expand_scale(const Composer& k, const Symbol& scale, int64_t group) {
+// NVFP4's scales are float8e4nv (e4m3) values instead, their value the factor.
+Symbol expand_scale(const Composer& k, const Symbol& scale, bool e4m3, int64_t group) {
   using ast::BinaryOp;
-  Symbol s = k.to(scale, Scalar::U32);
-  // 2^(s-127) is the float32 with exponent field s; s = 0 is the subnormal 2^-127.
-  Symbol bits = k.call("where", {k.cmp(ast::CmpOp::Eq, s, k.num(0)), k.num(0x00400000),
-                                 k.op(BinaryOp::LShift, s, k.num(23))});
-  bits = k.call("where", {k.cmp(ast::CmpOp::Eq, s, k.num(255)), k.num(0x7FC00000), bits});
-  Symbol factor = k.to(k.to(bits, Scalar::U32), Scalar::F32, true);
+  Symbol factor;
+  if (e4m3) {
+    factor = k.to(scale, Scalar::F32);
+  } else {
+    Symbol s = k.to(scale, Scalar::U32);
+    // 2^(s-127) is the float32 with exponent field s; s = 0 is the subnormal 2^-127.
+    Symbol bits = k.call("where", {k.cmp(ast::CmpOp::Eq, s, k.num(0)), k.num(0x00400000),
+                                   k.op(BinaryOp::LShift, s, k.num(23))});
+    bits = k.call("where", {k.cmp(ast::CmpOp::Eq, s, k.num(255)), k.num(0x7FC00000), bits});
+    factor = k.to(k.to(bits, Scalar::U32), Scalar::F32, true);
+  }
   std::vector<int64_t> sh = k.shape(scale);
   Symbol wide = k.call("broadcast_to", {k.call("expand_dims", {factor, k.num(2)}), k.num(sh[0]), k.num(sh[1]),
                                         k.num(group)});
@@ -157,12 +164,13 @@ Symbol lower_dot_scaled(Lowerer& l, const CallArgs& c, const std::string& n) {
     if (!a.has(name)) return x;
     Symbol s = Symbol::of(l.to_value(a.get(name), a.loc(name), std::string("the ") + name + " of tl.dot_scaled"));
     const ir::Type t = l.type(s.value);
-    if (t.scalar != Scalar::U8 || t.rank() != 2 || t.shape[0] != rows || kdim % t.shape[1] != 0)
+    bool e4m3 = t.scalar == Scalar::F8E4M3;  // NVFP4: float8e4nv scales (a group of 16 elements each)
+    if ((t.scalar != Scalar::U8 && !e4m3) || t.rank() != 2 || t.shape[0] != rows || kdim % t.shape[1] != 0)
       error_at(a.loc(name), Diag::ShapeMismatch,
-               std::string("the ") + name + " of tl.dot_scaled must be e8m0 scales as a uint8 tile of shape [" +
-                   std::to_string(rows) + ", K / group] (K = " + std::to_string(kdim) + "), but it is " +
-                   l.describe(s));
-    Symbol factor = expand_scale(k, s, kdim / t.shape[1]);
+               std::string("the ") + name + " of tl.dot_scaled must be e8m0 scales as a uint8 tile (or, for "
+                   "NVFP4, float8e4nv scales) of shape [" + std::to_string(rows) + ", K / group] (K = " +
+                   std::to_string(kdim) + "), but it is " + l.describe(s));
+    Symbol factor = expand_scale(k, s, e4m3, kdim / t.shape[1]);
     if (transpose) factor = k.call("trans", {factor});
     return k.op(ast::BinaryOp::Mul, x, factor);
   };
