@@ -169,6 +169,7 @@ class Dumper {
       case ExprKind::Tuple: line(depth, label, "Tuple", e.loc); break;
       case ExprKind::List: line(depth, label, "List", e.loc); break;
       case ExprKind::Comprehension: line(depth, label, "Comprehension", e.loc); break;
+      case ExprKind::Starred: line(depth, label, "Starred", e.loc); break;
     }
     children(depth + 1, e);
   }

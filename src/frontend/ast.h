@@ -51,6 +51,7 @@ enum class ExprKind {
   IfExp,      // children[1] if children[0] else children[2]
   Tuple,      // (children...)
   List,       // [children...]
+  Starred,    // *children[0]: a tuple unpacked into a call's positional arguments
   Comprehension,  // [children[0] for target in iterable if condition ...] (or its (...) and f(...) forms):
                   //   children[0] the element, then per `for` clause three children: its target (a
                   //   Name or Tuple), its iterable and its condition (the clause's `if`s joined by

@@ -730,6 +730,17 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       CallArgs args;
       args.loc = e.loc;
       for (size_t i = 1; i < e.children.size(); ++i) {
+        if (e.children[i]->kind == ExprKind::Starred) {  // f(*t): the tuple's elements, each in its place
+          Symbol t = eval(*e.children[i]->children[0]);
+          if (t.kind != Symbol::Kind::Tuple)
+            error_at(e.children[i]->loc, Diag::WrongArgumentKind,
+                     "`*` unpacks a tuple into the arguments of a call, but this is " + describe(t));
+          for (const Symbol& element : t.elements) {
+            args.positional.push_back(element);
+            args.positional_locs.push_back(e.children[i]->loc);
+          }
+          continue;
+        }
         args.positional.push_back(eval(*e.children[i]));
         args.positional_locs.push_back(e.children[i]->loc);
       }
@@ -819,6 +830,9 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       return Symbol::tuple(std::move(elems));
     }
     case ExprKind::Comprehension: return comprehension(e);
+    case ExprKind::Starred:
+      error_at(e.loc, Diag::UnsupportedSyntax, "`*` unpacks a tuple only into the arguments of a call here",
+               "index the tuple (t[0], t[1]) or pass it whole");
   }
   TEGULA_ASSERT(false, "unhandled expression kind");
 }

@@ -295,6 +295,15 @@ ExprPtr Parser::call(ExprPtr callee, SourceLoc start) {
       keyword.value = expression();
       keyword.loc = span_from(name.loc);
       node->keywords.push_back(std::move(keyword));
+    } else if (peek().is_op("*")) {  // f(x, *t): t's elements as positional arguments
+      SourceLoc star = advance().loc;
+      auto node_star = make(ExprKind::Starred, star);
+      node_star->children.push_back(expression());
+      finish(*node_star, star);
+      if (!node->keywords.empty())
+        error_at(node_star->loc, Diag::InvalidCallArguments, "positional argument follows keyword argument",
+                 "pass it by name, or move it before the keyword arguments");
+      node->children.push_back(std::move(node_star));
     } else {
       SourceLoc arg_start = peek().loc;
       ExprPtr arg = expression();

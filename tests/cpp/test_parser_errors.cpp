@@ -180,11 +180,12 @@ TEST(ParserErrors, SetLiteral) {
             "hint: use a tuple, or separate variables\n");
 }
 
-TEST(ParserErrors, StarArgument) {
-  EXPECT_EQ(parse_error("def k(x):\n    f(*x)\n"),
-            "kernel.py:2:7: error[E0110]: star expressions (`*x`, `**x`) are not supported inside a kernel\n"
-            " 2 |     f(*x)\n"
-            "   |       ^\n"
+TEST(ParserErrors, StarOutsideACall) {
+  // f(*t) unpacks a tuple into a call; a star anywhere else is refused.
+  EXPECT_EQ(parse_error("def k(x):\n    y = *x, 1\n"),
+            "kernel.py:2:9: error[E0110]: star expressions (`*x`, `**x`) are not supported inside a kernel\n"
+            " 2 |     y = *x, 1\n"
+            "   |         ^\n"
             "hint: pass or unpack the values one by one\n");
 }
 

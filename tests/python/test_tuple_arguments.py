@@ -228,3 +228,31 @@ def test_nested_comprehensions_have_a_budget():
 
     with pytest.raises(tegula.CompilationError, match="unroll more than 65536 elements"):
         huge[(1,)](np.zeros(1, np.int32))
+
+
+@tegula.jit
+def _affine(x, a_ptr, b):
+    return x * tl.load(a_ptr) + b
+
+
+@tegula.jit
+def _star_call(x_ptr, out_ptr, captured):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    tl.store(out_ptr + tl.arange(0, 4), _affine(x, *captured))
+
+
+def test_a_tuple_unpacked_into_a_call():
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    _star_call[(1,)](x, out, (np.array([2.0], np.float32), 0.5))
+    np.testing.assert_array_equal(out, x * 2 + 0.5)
+
+
+def test_unpacking_what_is_not_a_tuple_is_a_located_error():
+    @tegula.jit
+    def star_scalar(out_ptr, n):
+        tl.store(out_ptr, _affine(1.0, *n))
+
+    with pytest.raises(tegula.CompilationError, match=r"`\*` unpacks a tuple into the arguments of a call, but "
+                                                      r"this is a scalar"):
+        star_scalar[(1,)](np.zeros(1, np.float32), 3)
