@@ -399,6 +399,25 @@ def collect_sources(root, args=None) -> list:
     return sources
 
 
+def _named_tuple_type(value) -> GV | None:
+    """A named tuple class (typing.NamedTuple, collections.namedtuple) as kernels can call it, or None."""
+    if not (isinstance(value, type) and issubclass(value, tuple)):
+        return None
+    fields = getattr(value, "_fields", None)
+    if not isinstance(fields, tuple) or not all(isinstance(f, str) and f.isidentifier() for f in fields):
+        return None
+    defaults = getattr(value, "_field_defaults", {}) or {}
+    described = GV(Kind.NamedTupleType, text=f"{value.__name__}:{','.join(fields)}")
+    trailing = [f for f in fields if f in defaults]
+    if trailing != list(fields[len(fields) - len(trailing):]):
+        return None
+    values = [constant_value(defaults[f]) for f in trailing]
+    if any(v is None for v in values):  # a default a kernel cannot hold: fields without defaults then
+        values = []
+    described.elements = values
+    return described
+
+
 def describe(value) -> GV:
     """The GlobalValue of a host value that is not a @jit function."""
     from .constexpr_function import ConstexprFunction
@@ -407,6 +426,9 @@ def describe(value) -> GV:
         described = GV(Kind.ConstexprFunction, text=value.reference)
         described.elements = [GV(Kind.Str, text=value.source)]  # what the cache key sees of it
         return described
+    named = _named_tuple_type(value)
+    if named is not None:
+        return named
     if isinstance(value, types.ModuleType):
         name = value.__name__
         if name in _LANGUAGE_PACKAGES or name.startswith(("tegula.language.", "triton.language.")):
@@ -434,7 +456,10 @@ def _host_argument(value):
     from . import language
 
     if value.kind == Kind.Tuple:
-        return tuple(_host_argument(e) for e in value.elements)
+        elements = tuple(_host_argument(e) for e in value.elements)
+        if value.text:  # a named tuple: an instance of a namedtuple class of the same fields
+            return _named_tuple_class(value.text)(*elements)
+        return elements
     if value.kind == Kind.None_:
         return None
     if value.kind == Kind.Bool:
@@ -455,13 +480,22 @@ def _host_argument(value):
     raise TypeError(f"no host value for a {value.kind}")
 
 
+@functools.lru_cache(maxsize=None)
+def _named_tuple_class(fields: str):
+    import collections
+
+    return collections.namedtuple("NamedTuple", fields.split(","))
+
+
 def _host_result(value):
     """A constexpr function's result as a GlobalValue, or None when a kernel cannot use it."""
     if isinstance(value, tuple):
         elements = [_host_result(e) for e in value]
         if any(e is None for e in elements):
             return None
-        described = GV(Kind.Tuple)
+        fields = getattr(type(value), "_fields", None)
+        described = GV(Kind.Tuple, text=",".join(fields) if isinstance(fields, tuple) and len(fields) == len(value)
+                       else "")
         described.elements = elements
         return described
     return constant_value(value)

@@ -50,6 +50,7 @@ void bind_global_value(nb::module_& m) {
       .value("LanguageMember", GlobalValue::Kind::LanguageMember)
       .value("Tuple", GlobalValue::Kind::Tuple)
       .value("ConstexprFunction", GlobalValue::Kind::ConstexprFunction)
+      .value("NamedTupleType", GlobalValue::Kind::NamedTupleType)
       .value("HostModule", GlobalValue::Kind::HostModule);
   cls.def(
          "__init__",

@@ -243,6 +243,13 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
     }
     case GlobalValue::Kind::Tegula: return Symbol::module("tegula");
     case GlobalValue::Kind::JitFunction: return Symbol::jit(g.function);
+    case GlobalValue::Kind::NamedTupleType: {
+      Symbol s;
+      s.kind = Symbol::Kind::NamedTupleType;
+      s.name = g.text;
+      for (const GlobalValue& d : g.elements) s.elements.push_back(global_symbol(d, loc));
+      return s;
+    }
     case GlobalValue::Kind::ConstexprFunction: {
       Symbol s;
       s.kind = Symbol::Kind::HostFunction;
@@ -254,7 +261,9 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
     case GlobalValue::Kind::Tuple: {
       std::vector<Symbol> elements;
       for (const GlobalValue& e : g.elements) elements.push_back(global_symbol(e, loc));
-      return Symbol::tuple(std::move(elements));
+      Symbol t = Symbol::tuple(std::move(elements));
+      t.name = g.text;  // a named tuple's fields (a constexpr function's result), or ""
+      return t;
     }
     default: return Symbol::of(const_from_global(g, SourceLoc{}));
   }

@@ -76,6 +76,7 @@ std::string Lowerer::describe(const Symbol& s) const {
     case Symbol::Kind::Method: return "the method `" + s.name + "`";
     case Symbol::Kind::Opaque: return "the host object " + s.name;
     case Symbol::Kind::HostFunction: return "the constexpr function `" + host_function_name(s) + "`";
+    case Symbol::Kind::NamedTupleType: return "the named tuple `" + s.name.substr(0, s.name.find(':')) + "`";
     case Symbol::Kind::HostModule: return "the module `" + s.name + "`";
     case Symbol::Kind::Slice: return "a slice";
     case Symbol::Kind::BlockPointer:
@@ -656,6 +657,7 @@ Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
     case Symbol::Kind::Builtin: return call_builtin(callee.name, args);
     case Symbol::Kind::JitFunction: return call_jit(callee.function, args);
     case Symbol::Kind::HostFunction: return call_host_function(callee, args);
+    case Symbol::Kind::NamedTupleType: return make_named_tuple(callee, args);
     case Symbol::Kind::Method: {
       CallArgs with_self = args;
       with_self.positional.insert(with_self.positional.begin(), *callee.receiver);

@@ -16,6 +16,7 @@ std::optional<GlobalValue> host_value(const Symbol& s) {
   GlobalValue g;
   if (s.kind == Symbol::Kind::Tuple) {
     g.kind = GlobalValue::Kind::Tuple;
+    g.text = s.name;  // a named tuple's fields, comma-separated
     for (const Symbol& e : s.elements) {
       std::optional<GlobalValue> v = host_value(e);
       if (!v) return std::nullopt;
@@ -83,6 +84,45 @@ Symbol Lowerer::call_host_function(const Symbol& callee, const CallArgs& args) {
     error_at(args.loc, Diag::ConstexprFunctionFailed, "the constexpr function `" + name + "` " + e.what());
   }
   return global_symbol(result, args.loc);
+}
+
+Symbol Lowerer::make_named_tuple(const Symbol& type, const CallArgs& args) {
+  std::string name = type.name.substr(0, type.name.find(':'));
+  std::vector<std::string> fields;
+  std::string list = type.name.substr(type.name.find(':') + 1);
+  for (size_t start = 0; !list.empty() && start <= list.size();) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    fields.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  if (args.positional.size() > fields.size())
+    error_at(args.loc, Diag::WrongArgumentCount,
+             "`" + name + "` takes " + std::to_string(fields.size()) + " fields but " +
+                 std::to_string(args.positional.size()) + " were given");
+  std::vector<std::optional<Symbol>> bound(fields.size());
+  for (size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
+  for (size_t k = 0; k < args.keywords.size(); ++k) {
+    const auto& [field, value] = args.keywords[k];
+    size_t i = 0;
+    while (i < fields.size() && fields[i] != field) ++i;
+    if (i == fields.size())
+      error_at(args.keyword_locs[k], Diag::UnknownKeywordArgument, "`" + name + "` has no field named `" + field + "`");
+    if (bound[i])
+      error_at(args.keyword_locs[k], Diag::DuplicateArgument, "`" + name + "` got multiple values for `" + field + "`");
+    bound[i] = value;
+  }
+  std::vector<Symbol> elements;
+  size_t first_default = fields.size() - type.elements.size();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (!bound[i] && i >= first_default) bound[i] = type.elements[i - first_default];
+    if (!bound[i])
+      error_at(args.loc, Diag::WrongArgumentCount, "`" + name + "` is missing the field `" + fields[i] + "`");
+    elements.push_back(*bound[i]);
+  }
+  Symbol t = Symbol::tuple(std::move(elements));
+  t.name = list;  // its fields, read by attribute (lower_expr.cpp)
+  return t;
 }
 
 }  // namespace tegula::frontend

@@ -60,6 +60,8 @@ class Lowerer {
   // KernelRequest::call_host (lower_host_call.cpp).
   Symbol call_host_function(const Symbol& callee, const CallArgs& args);
   static std::string host_function_name(const Symbol& s);
+  // A named tuple built in the kernel, `Pair(ptr, n)` or `Pair(data=ptr, count=n)` (lower_host_call.cpp).
+  Symbol make_named_tuple(const Symbol& type, const CallArgs& args);
   // call_jit for tl.map_elementwise: inside it (and the helpers it calls) an
   // `if` on a tile condition chooses per element (lower_elementwise_if.cpp).
   Symbol call_jit_per_element(int32_t index, const CallArgs& args);

@@ -32,11 +32,14 @@ struct GlobalValue {
                      // triton.language.extra.libdevice import rsqrt as r`): text holds where the
                      // language exports it ("triton.language.extra.libdevice.rsqrt"), so it means
                      // what that attribute of the module means
-    Tuple,        // elements, each a constant (a constexpr argument such as a shape)
+    Tuple,        // elements, each a constant (a constexpr argument such as a shape); text: a named
+                  // tuple's fields, comma-separated ("" for a plain tuple)
     HostModule,   // a Python module of the host's (`from . import helpers`): text describes it for
                   // errors; each of its attributes the function names (`helpers.f`) is a global
                   // of its own, under the dotted name ("helpers.f"), a HostModule again for a
                   // module inside it
+    NamedTupleType,     // a named tuple class (typing.NamedTuple, collections.namedtuple): text is
+                        // "Name:field,field,..."; elements the defaults of the last fields
     ConstexprFunction,  // a host function the kernel may call on constants (@constexpr_function):
                         // text is its reference for KernelRequest::call_host, elements[0] its source
                         // (a Str: what the cache key sees of it)

@@ -40,6 +40,7 @@ struct Symbol {
     BlockPointer,      // elements = base, shape[r], strides[r], offsets[r] (IR values); block
     TensorDescriptor,  // elements = base, shape[r], strides[r] (IR values); block
     HostFunction,      // a @constexpr_function: name = its reference (KernelRequest::call_host)
+    NamedTupleType,    // a named tuple class: name = "Name:field,..."; elements = the last fields' defaults
   };
   Kind kind = Kind::Const;
   ir::ValueId value;

@@ -71,6 +71,7 @@ bool same_symbol(const Symbol& a, const Symbol& b) {
     case Symbol::Kind::Module:
     case Symbol::Kind::Builtin:
     case Symbol::Kind::Opaque:
+    case Symbol::Kind::NamedTupleType:
     case Symbol::Kind::HostFunction: return a.name == b.name;
     case Symbol::Kind::Tuple:
       if (a.elements.size() != b.elements.size()) return false;

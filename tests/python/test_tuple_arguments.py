@@ -256,3 +256,62 @@ def test_unpacking_what_is_not_a_tuple_is_a_located_error():
     with pytest.raises(tegula.CompilationError, match=r"`\*` unpacks a tuple into the arguments of a call, but "
                                                       r"this is a scalar"):
         star_scalar[(1,)](np.zeros(1, np.float32), 3)
+
+
+class View(NamedTuple):
+    ptr: object
+    shape: tuple
+    stride: tuple
+    scale: float = 1.0
+
+
+@tegula.jit
+def _views(x_ptr, out_ptr, n):
+    src = View(ptr=x_ptr, shape=(n,), stride=(1,))  # by field, the default for scale
+    dst = View(out_ptr, (n,), (1,), 3.0)  # by position
+    offs = tl.arange(0, 8)
+    v = tl.load(src.ptr + offs * src.stride[0], mask=offs < src.shape[0]) * dst.scale * src.scale
+    tl.store(dst.ptr + offs, v, mask=offs < dst.shape[0])
+
+
+def test_named_tuples_built_inside_the_kernel():
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    _views[(1,)](x, out, 6)
+    np.testing.assert_array_equal(out, np.where(np.arange(8) < 6, x * 3, 0))
+
+
+@tegula.constexpr_function
+def _doubled(view):
+    return View(view.ptr, view.shape, view.stride, view.scale * 2)
+
+
+@tegula.jit
+def _through_constexpr_function(out_ptr):
+    v = _doubled(View(0, (4,), (1,)))
+    tl.static_assert(v.scale == 2.0)
+    tl.store(out_ptr, v.scale + v.shape[0])
+
+
+def test_named_tuples_cross_a_constexpr_function_with_their_fields():
+    out = np.zeros(1, np.float32)
+    _through_constexpr_function[(1,)](out)
+    assert out[0] == 6.0
+
+
+def test_named_tuple_construction_errors_name_the_field():
+    @tegula.jit
+    def unknown_field(out_ptr):
+        v = View(out_ptr, (1,), (1,), size=2)
+        tl.store(v.ptr, 1.0)
+
+    with pytest.raises(tegula.CompilationError, match="`View` has no field named `size`"):
+        unknown_field[(1,)](np.zeros(1, np.float32))
+
+    @tegula.jit
+    def missing_field(out_ptr):
+        v = View(out_ptr)
+        tl.store(v.ptr, 1.0)
+
+    with pytest.raises(tegula.CompilationError, match="`View` is missing the field `shape`"):
+        missing_field[(1,)](np.zeros(1, np.float32))
