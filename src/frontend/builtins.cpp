@@ -650,6 +650,8 @@ constexpr Builtin kBuiltins[] = {
     {"tensor_descriptor.atomic_and", lower_descriptor_atomic, NAMED},
     {"tensor_descriptor.atomic_or", lower_descriptor_atomic, NAMED},
     {"tensor_descriptor.atomic_xor", lower_descriptor_atomic, NAMED},
+    {"tensor_descriptor.gather", lower_descriptor_gather, NAMED},
+    {"tensor_descriptor.scatter", lower_descriptor_scatter, NAMED},
     // shape
     {"reshape", lower_reshape, TL | METHOD},        {"view", lower_reshape, TL | METHOD},
     {"ravel", lower_ravel, TL | METHOD},            {"trans", lower_permute, TL | METHOD},

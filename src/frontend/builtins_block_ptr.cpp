@@ -405,6 +405,98 @@ Symbol lower_descriptor_atomic(Lowerer& l, const CallArgs& c, const std::string&
   return Symbol::of(ConstValue::none());
 }
 
+// desc.gather(x_offsets, y_offset) and desc.scatter(value, x_offsets, y_offset)
+// on a 2-D descriptor of [1, BLOCK_Y] blocks: the rows x_offsets[i] from column
+// y_offset on, as one [len(x_offsets), BLOCK_Y] tile (Triton's TMA gather and
+// scatter). Lowered to pointer accesses masked to the tensor: rows or columns
+// outside it read the descriptor's padding and are not written.
+namespace {
+
+struct GatherAccess {
+  Symbol pointers, mask;
+  std::vector<int64_t> shape;  // [rows, BLOCK_Y]
+};
+
+GatherAccess gather_access(Lowerer& l, const BoundArgs& a, const Symbol& desc, const std::string& callee,
+                           const SourceLoc& loc) {
+  if (rank_of(desc) != 2 || desc.block->block_shape[0] != 1)
+    error_at(a.loc("desc"), Diag::WrongRank,
+             callee + " needs a 2-D tensor descriptor whose blocks are one row ([1, BLOCK_Y]), but it is " +
+                 l.describe(desc));
+  ir::ValueId x = l.to_value(a.get("x_offsets"), a.loc("x_offsets"), "the x_offsets of " + callee);
+  const ir::Type& xt = l.type(x);
+  if (xt.rank() != 1 || !ir::is_integer(xt.scalar) || xt.scalar == Scalar::I1)
+    error_at(a.loc("x_offsets"), Diag::WrongRank, callee + " takes the rows as a 1-D tile of integers, but x_offsets is " +
+                                                      l.describe(Symbol::of(x)));
+  ir::ValueId y = l.to_value(a.get("y_offset"), a.loc("y_offset"), "the y_offset of " + callee);
+  if (l.type(y).is_tile() || !ir::is_integer(l.type(y).scalar))
+    error_at(a.loc("y_offset"), Diag::NotInteger, callee + " takes y_offset as an integer scalar, but it is " +
+                                                      l.describe(Symbol::of(y)));
+  int64_t block_y = desc.block->block_shape[1];
+  auto call = [&](const std::string& name, std::vector<Symbol> args) {
+    CallArgs c;
+    c.loc = loc;
+    c.positional = std::move(args);
+    c.positional_locs.assign(c.positional.size(), loc);
+    return l.call_builtin(name, c);
+  };
+  auto num = [](int64_t v) { return Symbol::of(ConstValue::integer(v)); };
+  auto op = [&](ast::BinaryOp o, const Symbol& p, const Symbol& q) { return l.binary(o, p, q, loc); };
+  auto cmp = [&](ast::CmpOp o, const Symbol& p, const Symbol& q) { return l.compare(o, p, q, loc); };
+  // In int64: a row times a row stride may pass 2^31.
+  auto wide = [&](const Symbol& s) {
+    CallArgs c;
+    c.loc = loc;
+    c.positional = {s, Symbol::of(ConstValue::type(Scalar::I64))};
+    c.positional_locs = {loc, loc};
+    return l.call_builtin("to", c);
+  };
+  Symbol rows = call("expand_dims", {wide(Symbol::of(x)), num(1)});                                     // [N, 1]
+  Symbol cols = call("expand_dims", {op(ast::BinaryOp::Add, wide(Symbol::of(y)), call("arange", {num(0), num(block_y)})),
+                                     num(0)});                                                         // [1, BY]
+  const Symbol &base = desc.elements[0], &rows_extent = desc.elements[1], &cols_extent = desc.elements[2],
+               &row_stride = desc.elements[3], &col_stride = desc.elements[4];
+  Symbol offsets = op(ast::BinaryOp::Add, op(ast::BinaryOp::Mul, rows, wide(row_stride)),
+                      op(ast::BinaryOp::Mul, cols, wide(col_stride)));
+  Symbol in_rows = op(ast::BinaryOp::BitAnd, cmp(ast::CmpOp::GtE, rows, num(0)), cmp(ast::CmpOp::Lt, rows, rows_extent));
+  Symbol in_cols = op(ast::BinaryOp::BitAnd, cmp(ast::CmpOp::GtE, cols, num(0)), cmp(ast::CmpOp::Lt, cols, cols_extent));
+  GatherAccess out;
+  out.shape = {xt.shape[0], block_y};
+  Symbol mask = op(ast::BinaryOp::BitAnd, in_rows, in_cols);
+  out.mask = call("broadcast_to", {mask, num(out.shape[0]), num(out.shape[1])});
+  out.pointers = op(ast::BinaryOp::Add, base, offsets);
+  return out;
+}
+
+}  // namespace
+
+Symbol lower_descriptor_gather(Lowerer& l, const CallArgs& c, const std::string&) {
+  BoundArgs a("desc.gather", {"desc", "x_offsets", "y_offset"}, c);
+  const Symbol& desc = descriptor_of(l, a.get("desc"), a.loc("desc"), "desc.gather");
+  GatherAccess g = gather_access(l, a, desc, "desc.gather", c.loc);
+  Scalar element = l.type(base_of(desc)).scalar;
+  bool nan = desc.block->padding == "nan";
+  ir::ValueId fill = nan ? l.constant(ConstValue::real(std::nan("")), ir::Type::of(element), c.loc)
+                         : l.constant(ConstValue::integer(0), ir::Type::of(element), c.loc);
+  CallArgs load;
+  load.loc = c.loc;
+  load.positional = {g.pointers, g.mask, Symbol::of(l.broadcast_to(fill, g.shape, c.loc))};
+  load.positional_locs.assign(3, c.loc);
+  return l.call_builtin("load", load);
+}
+
+Symbol lower_descriptor_scatter(Lowerer& l, const CallArgs& c, const std::string&) {
+  BoundArgs a("desc.scatter", {"desc", "value", "x_offsets", "y_offset"}, c);
+  const Symbol& desc = descriptor_of(l, a.get("desc"), a.loc("desc"), "desc.scatter");
+  GatherAccess g = gather_access(l, a, desc, "desc.scatter", c.loc);
+  ir::ValueId value = block_value(l, a.get("value"), a.loc("value"), l.type(base_of(desc)).scalar, g.shape,
+                                  "desc.scatter");
+  CallArgs store;
+  store.loc = c.loc;
+  store.positional = {g.pointers, Symbol::of(value), g.mask};
+  store.positional_locs = {c.loc, a.loc("value"), c.loc};
+  return l.call_builtin("store", store);
+}
 
 bool is_block_access(const Symbol& s) {
   return s.kind == Symbol::Kind::BlockPointer || s.kind == Symbol::Kind::TensorDescriptor;
@@ -475,7 +567,8 @@ Symbol block_access_attribute(Lowerer& l, const Symbol& base, const std::string&
   size_t rank = rank_of(base);
   if (attr == "load") return method(base, "load_tensor_descriptor");
   if (attr == "store") return method(base, "store_tensor_descriptor");
-  if (attr.rfind("atomic_", 0) == 0 && find_builtin("tensor_descriptor." + attr) != nullptr)
+  if ((attr.rfind("atomic_", 0) == 0 || attr == "gather" || attr == "scatter") &&
+      find_builtin("tensor_descriptor." + attr) != nullptr)
     return method(base, "tensor_descriptor." + attr);
   if (attr == "shape" || attr == "strides") {
     std::vector<Symbol> parts(base.elements.begin() + 1 + (attr == "shape" ? 0 : static_cast<std::ptrdiff_t>(rank)),
@@ -489,7 +582,8 @@ Symbol block_access_attribute(Lowerer& l, const Symbol& base, const std::string&
   }
   if (attr == "dtype") return Symbol::of(ConstValue::type(l.type(base_of(base)).scalar));
   error_at(loc, Diag::NoSuchAttribute, "a tensor descriptor has no attribute `" + attr + "`",
-           "descriptors have load, store, atomic_add/min/max/and/or/xor, shape, strides, block_shape and dtype");
+           "descriptors have load, store, gather, scatter, atomic_add/min/max/and/or/xor, shape, strides, "
+           "block_shape and dtype");
 }
 
 std::string describe_block_access(const Lowerer& l, const Symbol& s) {

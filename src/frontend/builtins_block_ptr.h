@@ -40,6 +40,8 @@ Symbol lower_make_tensor_descriptor(Lowerer& l, const CallArgs& c, const std::st
 Symbol lower_descriptor_load(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_descriptor_store(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_descriptor_atomic(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_descriptor_gather(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_descriptor_scatter(Lowerer& l, const CallArgs& c, const std::string& name);
 
 // A block pointer or a tensor descriptor.
 bool is_block_access(const Symbol& s);
