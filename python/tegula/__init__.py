@@ -27,7 +27,7 @@ from ._debug import DeviceError  # a debug-mode kernel left its arrays or failed
 from .jit import JITFunction, KernelInspection, jit
 from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heuristics, autotune, heuristics
 from .utils import cdiv, next_power_of_2
-from .constexpr_function import ConstexprFunction, constexpr_function
+from .constexpr_function import ConstexprFunction, constexpr_function, must_use_result
 from .tensor_descriptor import TensorDescriptor  # a tensor seen as blocks, passed to kernels
 from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8 from uint8 arrays)
 from ._allocation import set_allocator  # Triton's hook for launch-time memory (never called here)
@@ -44,7 +44,7 @@ __all__ = [
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
-    "set_allocator", "constexpr_function", "ConstexprFunction",
+    "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result",
 ]
 
 

@@ -394,6 +394,9 @@ def collect_sources(root, args=None) -> list:
         sources[index] = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
                                            source=jit_fn.src, first_line=jit_fn.first_line,
                                            globals=globals_)
+        must_use = getattr(jit_fn, "_must_use_result", False)
+        if must_use:  # the note the error adds, " " for none
+            sources[index].must_use_result = must_use if isinstance(must_use, str) and must_use else " "
         stack.pop()
     _resolve_specs(args or [], index_of)
     return sources

@@ -67,3 +67,14 @@ def constexpr_function(fn) -> ConstexprFunction:
 
 def find(reference: str) -> ConstexprFunction | None:
     return _FUNCTIONS.get(reference)
+
+
+def must_use_result(x, s=True):
+    """Triton's ``must_use_result``: a kernel that calls the decorated @jit
+    function as a statement, dropping its result, fails to compile (E0410),
+    with ``s`` (a str) added to the message. ``@must_use_result`` or
+    ``@must_use_result("why")``, above ``@jit``."""
+    if isinstance(x, str):
+        return lambda fn: must_use_result(fn, x)
+    x._must_use_result = s
+    return x

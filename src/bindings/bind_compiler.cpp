@@ -83,7 +83,8 @@ void bind_function_source(nb::module_& m) {
       .def_rw("filename", &FunctionSource::filename)
       .def_rw("source", &FunctionSource::source)
       .def_rw("first_line", &FunctionSource::first_line)
-      .def_rw("globals", &FunctionSource::globals);
+      .def_rw("globals", &FunctionSource::globals)
+      .def_rw("must_use_result", &FunctionSource::must_use_result);
 }
 
 void bind_arg_spec(nb::module_& m) {

@@ -102,10 +102,35 @@ void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
   }
 }
 
+void Lowerer::check_result_used(const ast::Expr& e) {
+  if (e.kind != ast::ExprKind::Call) return;
+  const ast::Expr& callee_expr = *e.children[0];
+  Symbol callee = eval(callee_expr);  // a name or attribute: evaluating it twice has no effect
+  std::string note;
+  if (callee.kind == Symbol::Kind::JitFunction) {
+    note = request_.functions[static_cast<size_t>(callee.function)].must_use_result;
+  } else if ((callee.kind == Symbol::Kind::Builtin || callee.kind == Symbol::Kind::Method) &&
+             callee.name == "advance") {
+    note = "Note that tl.advance does not have any side effects. To move the block pointer, you need to assign "
+           "the result of tl.advance to a variable.";
+  }
+  if (note.empty()) return;
+  std::string name = callee_expr.kind == ast::ExprKind::Name ? callee_expr.name
+                     : callee_expr.kind == ast::ExprKind::Attribute && callee_expr.children[0]->kind == ast::ExprKind::Name
+                         ? callee_expr.children[0]->name + "." + callee_expr.name
+                         : describe(callee);
+  bool words = note != " ";
+  error_at(e.loc, Diag::ResultNotUsed, "The result of " + name + " is not being used." + (words ? " " + note : ""),
+           "assign the result to a variable, or drop the call");
+}
+
 void Lowerer::lower_stmt(const ast::Stmt& s) {
   using ast::StmtKind;
   switch (s.kind) {
-    case StmtKind::Expr: eval(*s.value); return;
+    case StmtKind::Expr:
+      check_result_used(*s.value);
+      eval(*s.value);
+      return;
     case StmtKind::Pass: return;
     case StmtKind::Assign: {
       Symbol v = eval(*s.value);

@@ -75,6 +75,9 @@ class Lowerer {
   // under `if not returned` (lower_return.cpp).
   void lower_body(const std::vector<ast::StmtPtr>& body, size_t first = 0);
   void lower_stmt(const ast::Stmt& s);
+  // An expression statement that drops the result of a @must_use_result function or of tl.advance
+  // is an error (E0410), as in Triton.
+  void check_result_used(const ast::Expr& e);
   // A runtime `if` at `loc`: each callback lowers one branch; variables that
   // differ between the branches become the results.
   void lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,

@@ -59,6 +59,9 @@ struct FunctionSource {
   std::string source;      // as inspect.getsource returns it (may be indented)
   int32_t first_line = 1;  // line of `source`'s first line in `filename`
   std::map<std::string, GlobalValue> globals;  // names the function's body uses
+  // @must_use_result: calling it as a statement (its result dropped) is an
+  // error; "" = not marked, else the note the error adds ("" words: " ").
+  std::string must_use_result;
 };
 
 // How one kernel parameter is bound at this launch.

@@ -174,6 +174,7 @@ std::string compute_key(const frontend::KernelRequest& request, const backends::
     key.field("filename", fn.filename);
     key.field("first_line", int64_t{fn.first_line});
     key.field("source", fn.source);
+    key.field("must_use_result", fn.must_use_result);
     key.field("globals", static_cast<int64_t>(fn.globals.size()));
     for (const auto& [name, value] : fn.globals) {  // std::map: sorted by name
       key.field("global", name);

@@ -132,3 +132,57 @@ def test_the_function_is_part_of_the_cache_key():
 
 
 _chosen = None
+
+
+# --- @must_use_result (Triton's): a dropped result is a compile error ---
+
+
+@tegula.must_use_result("Assign it.")
+@tegula.jit
+def _cube(x):
+    return x * x * x
+
+
+@tegula.must_use_result
+@tegula.jit
+def _square(x):
+    return x * x
+
+
+def test_a_dropped_result_is_a_located_error_with_the_note():
+    @tegula.jit
+    def drops(out_ptr):
+        a = tl.full((4,), 2.0, tl.float32)
+        _cube(a)
+
+    with pytest.raises(tegula.CompilationError, match=r"E0410.*The result of _cube is not being used\. Assign it\."):
+        drops[(1,)](np.zeros(4, np.float32))
+
+    @tegula.jit
+    def drops_plain(out_ptr):
+        _square(1.0)
+
+    with pytest.raises(tegula.CompilationError, match=r"The result of _square is not being used\.\n"):
+        drops_plain[(1,)](np.zeros(4, np.float32))
+
+
+def test_a_used_result_compiles_and_runs():
+    @tegula.jit
+    def uses(out_ptr):
+        a = _cube(tl.full((4,), 2.0, tl.float32)) + _square(1.0)
+        tl.store(out_ptr + tl.arange(0, 4), a)
+
+    out = np.zeros(4, np.float32)
+    uses[(1,)](out)
+    np.testing.assert_array_equal(out, 9.0)
+
+
+def test_tl_advance_as_a_statement_is_refused():
+    @tegula.jit
+    def advance_dropped(x_ptr):
+        bp = tl.make_block_ptr(x_ptr, (16,), (1,), (0,), (8,), (0,))
+        tl.advance(bp, (8,))
+        tl.store(bp, tl.full((8,), 1.0, tl.float32))
+
+    with pytest.raises(tegula.CompilationError, match="tl.advance does not have any side effects"):
+        advance_dropped[(1,)](np.zeros(16, np.float32))
