@@ -105,7 +105,11 @@ void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
 void Lowerer::check_result_used(const ast::Expr& e) {
   if (e.kind != ast::ExprKind::Call) return;
   const ast::Expr& callee_expr = *e.children[0];
-  Symbol callee = eval(callee_expr);  // a name or attribute: evaluating it twice has no effect
+  // Only a name or a dotted chain of names: looking it up twice lowers
+  // nothing (a callee such as `f(x).g` would run f(x) twice).
+  for (const ast::Expr* part = &callee_expr; part->kind != ast::ExprKind::Name; part = part->children[0].get())
+    if (part->kind != ast::ExprKind::Attribute) return;
+  Symbol callee = eval(callee_expr);
   std::string note;
   if (callee.kind == Symbol::Kind::JitFunction) {
     note = request_.functions[static_cast<size_t>(callee.function)].must_use_result;

@@ -186,3 +186,19 @@ def test_tl_advance_as_a_statement_is_refused():
 
     with pytest.raises(tegula.CompilationError, match="tl.advance does not have any side effects"):
         advance_dropped[(1,)](np.zeros(16, np.float32))
+
+
+
+def test_a_statement_call_on_a_call_result_runs_once():
+    # `f(x).method()` as a statement: the check for dropped results must not lower f(x) twice.
+    @tegula.jit
+    def bump(counter_ptr):
+        return tl.atomic_add(counter_ptr, 1)
+
+    @tegula.jit
+    def once(counter_ptr):
+        bump(counter_ptr).to(tl.int64)
+
+    counter = np.zeros(1, np.int32)
+    once[(1,)](counter)
+    assert counter[0] == 1
