@@ -185,8 +185,9 @@ Symbol lower_inline_asm(Lowerer& l, const CallArgs& c, const std::string& n) {
   std::vector<int64_t> shape;
   for (const Symbol& s : items) {
     ir::ValueId v = l.to_value(s, a.loc("args"), "an argument of tl." + n);
-    if (l.type(v).is_pointer()) error_at(a.loc("args"), Diag::InvalidOperandType, "tl." + n + " takes numbers, not pointers");
-    number(l.type(v).scalar, a.loc("args"), "an argument");
+    // A pointer goes in as its 64-bit address (constraint l), as Triton passes it: loads and stores the asm
+    // makes itself (ld.global.acquire, prefetch) through tensors of pointers.
+    if (!l.type(v).is_pointer()) number(l.type(v).scalar, a.loc("args"), "an argument");
     args.push_back(v);
     if (!args.empty()) shape = l.type(l.broadcast_pair(args[0], v, a.loc("args")).first).shape;
   }

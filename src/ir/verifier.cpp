@@ -357,8 +357,8 @@ void Verifier::check_rule(OpId id, const Op& op, TypeRule rule) {
       if (op.results.empty()) fail(id, "needs at least one result");
       const std::vector<int64_t>& shape = fn_.type(op.results[0]).shape;
       for (ValueId v : op.operands)
-        if (fn_.type(v).shape != shape || fn_.type(v).pointer || fn_.type(v).scalar == Scalar::I1)
-          fail(id, "operand " + type_name(v) + " must be a non-boolean number of the results' shape");
+        if (fn_.type(v).shape != shape || (!fn_.type(v).pointer && fn_.type(v).scalar == Scalar::I1))
+          fail(id, "operand " + type_name(v) + " must be a pointer or a non-boolean number of the results' shape");
       for (ValueId v : op.results)
         if (fn_.type(v).shape != shape || fn_.type(v).pointer || fn_.type(v).scalar == Scalar::I1)
           fail(id, "results must be non-boolean numbers of one shape, got " + type_name(v));

@@ -30,6 +30,11 @@ std::vector<PointerEffects> pointer_effects(const ir::Function& fn) {
     if (op.kind == ir::OpKind::Load || op.kind == ir::OpKind::DescLoad) access(op.operands[0], true, false, false);
     if (op.kind == ir::OpKind::Store || op.kind == ir::OpKind::DescStore) access(op.operands[0], false, true, false);
     if (ir::is_atomic(op.kind) || op.kind == ir::OpKind::DescAtomic) access(op.operands[0], true, true, true);
+    if (op.kind == ir::OpKind::InlineAsm) {  // the asm may read through its pointers, and write unless pure
+      bool pure = op.has_attr("pure") && op.int_attr("pure") != 0;
+      for (ir::ValueId v : op.operands)
+        if (fn.type(v).pointer) access(v, true, !pure, false);
+    }
   });
   return effects;
 }

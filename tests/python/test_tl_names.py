@@ -593,6 +593,62 @@ def test_inline_asm_cuda_source(tmp_path):
     assert re.search(r"and\.b32 t, %r\d+, 0x7f7f7f7f; add\.u32 %r\d+, t, 0x01010101;", ptx), ptx
 
 
+@tegula.jit
+def asm_pointer_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Real kernels load through asm of their own (acquire loads, cache hints): the pointers go in as addresses.
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    bits = tl.inline_asm_elementwise("ld.global.relaxed.gpu.b32 $0, [$1];", "=r,l", [x_ptr + tl.where(mask, offs, 0)],
+                                     dtype=tl.int32, is_pure=False, pack=1)
+    tl.store(out_ptr + offs, bits, mask=mask)
+
+
+@tegula.jit
+def asm_pointer_constraint_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    bits = tl.inline_asm_elementwise("ld.global.b32 $0, [$1];", "=r,r", [x_ptr + offs], dtype=tl.int32,
+                                     is_pure=True, pack=1)
+    tl.store(out_ptr + offs, bits)
+
+
+def test_inline_asm_takes_pointers(backend):
+    x = rng_for("asm pointers").standard_normal(B).astype(np.float32)
+    out = backend.zeros(B, np.int32)
+    if not backend.is_cuda:
+        with pytest.raises(tegula.CompilationError, match=r"error\[E0805\]"):
+            asm_pointer_kernel[(1,)](backend.array(x), out, B - 3, BLOCK=B)
+        return
+    asm_pointer_kernel[(1,)](backend.array(x), out, B - 3, BLOCK=B)
+    got = backend.numpy(out)
+    np.testing.assert_array_equal(got[:B - 3], x.view(np.int32)[:B - 3])
+    np.testing.assert_array_equal(got[B - 3:], 0)
+
+
+def test_inline_asm_pointer_operands_compile_for_cuda(tmp_path):
+    from cuda_compile_util import compile_for_cuda
+    from cuda_emulator import compile_cuda
+
+    source = compile_for_cuda(asm_pointer_kernel, "*fp32:16, *i32:16, i32, 128", 90, tmp_path, emit="cuda,ptx")
+    cuda, ptx = source.split("// ===== ptx =====")
+    assert re.search(r'asm volatile\("ld\.global\.relaxed\.gpu\.b32 \\0450, \[\\0451\];" : "=r"\(asm0\) : '
+                     r'"l"\(asm1\)\);', cuda), cuda
+    assert re.search(r"ld\.global\.relaxed\.gpu\.b32 \t?%r\d+, \[%rd\d+\];", ptx), ptx
+    x, out = np.zeros(B, np.float32), np.zeros(B, np.int32)
+    compiled, _ = compile_cuda(asm_pointer_kernel, (x, out, B), dict(BLOCK=B))
+    # Not pure: the asm may write through its pointers, so a launch treats x as written.
+    effects = compiled.effects["x_ptr"]
+    assert (effects.read, effects.written, effects.atomic) == (True, True, False)
+
+
+def test_inline_asm_pointer_needs_a_64_bit_constraint():
+    from cuda_emulator import compile_cuda
+
+    x, out = np.zeros(B, np.float32), np.zeros(B, np.int32)
+    with pytest.raises(tegula.CompilationError, match=r"(?s)is a pointer, a 64-bit address, but its "
+                                                      r'constraint is "r".*give pointer operands the constraint l'):
+        compile_cuda(asm_pointer_constraint_kernel, (x, out), dict(BLOCK=B))
+
+
 # --- the CUDA backend -----------------------------------------------------------------------
 
 CUDA_KERNELS = [
@@ -604,6 +660,7 @@ CUDA_KERNELS = [
                         "32, 64, 16, 2, 1, 1"),
     (types_kernel, "*fp32:16, *i32:16, *fp32:16, i32, 16"),
     (inline_asm_kernel, "*fp32:16, *fp32:16, *u8:16, *fp32:16, *u8:16, 16"),
+    (asm_pointer_kernel, "*fp32:16, *i32:16, i32, 16"),
 ]
 
 

@@ -23,6 +23,7 @@ for s in ${STEPS:-}; do
     parts) step parts 300 "python3 tools/hopper/attention_bwd_parts.py ${PARTS_ARGS:-}" ;;
     attn) step attn 240 "python3 benchmarks/run.py --gpu --only torch_attention --json $OUT/attn.json" ;;
     ncu) step ncu 400 "ncu --profile-from-start off --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats --section SourceCounters -o $OUT/attention_bwd -f python3 tools/hopper/attention_bwd_ncu.py ${NCU_ARGS:-} && ncu -i $OUT/attention_bwd.ncu-rep --page details > $OUT/attention_bwd_details.txt" ;;
+    pytest) step pytest 400 "python3 -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-}" ;;
     stepab) step stepab 300 "python3 tools/hopper/step_ab.py --rounds 12 ${STEPAB_ARGS:-}" ;;
   esac
 done

@@ -123,8 +123,10 @@ void emit_inline_asm(CudaContext& ctx, ir::OpId id) {
     }
   }
   // How many asm operands each value takes per group: `pack` elements, several per 32-bit register when narrower.
+  // A pointer operand is its 64-bit address.
+  auto width = [&](ir::ValueId v) { return ctx.fn.type(v).pointer ? 64 : ir::bit_width(ctx.fn.type(v).scalar); };
   auto per_register = [&](ir::ValueId v) {
-    int bits = ir::bit_width(ctx.fn.type(v).scalar);
+    int bits = width(v);
     return static_cast<int64_t>(std::min<int64_t>(std::max(32 / bits, 1), pack));
   };
   size_t needed = 0;
@@ -164,7 +166,13 @@ void emit_inline_asm(CudaContext& ctx, ir::OpId id) {
   auto operand = [&](ir::ValueId v, const std::string& base, int64_t first, int64_t count, bool output) {
     Constraint c = constraint_of(constraints[next++], op.loc);
     Scalar s = ctx.fn.type(v).scalar;
-    int bits = ir::bit_width(s);
+    bool pointer = ctx.fn.type(v).pointer;
+    int bits = width(v);
+    if (pointer && c.letter != 'l')
+      error_at(op.loc, Diag::InvalidOption,
+               "operand " + std::to_string(next - 1) + " of tl.inline_asm_elementwise is a pointer, a 64-bit address, "
+                   "but its constraint is \"" + constraints[next - 1] + "\"",
+               "give pointer operands the constraint l");
     std::string name = "asm" + std::to_string(local++);
     if (output) {
       ctx.out.line(c.c_type + " " + name + ";");
@@ -182,7 +190,10 @@ void emit_inline_asm(CudaContext& ctx, ir::OpId id) {
     std::string packed;
     for (int64_t k = 0; k < count; ++k) {
       std::string exists = present(first + k);
-      std::string bits_value = exists == "false" ? "0ull" : "(unsigned long long)" + bits_of(s, element(base, first + k));
+      std::string value = element(base, first + k);
+      std::string bits_value = exists == "false" ? "0ull"
+                               : pointer         ? "(unsigned long long)(" + value + ")"
+                                                 : "(unsigned long long)" + bits_of(s, value);
       if (exists != "true" && exists != "false") bits_value = "(" + exists + " ? " + bits_value + " : 0ull)";
       if (k > 0) bits_value = "(" + bits_value + " << " + std::to_string(k * bits) + ")";
       packed += (packed.empty() ? "" : " | ") + bits_value;
