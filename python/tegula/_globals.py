@@ -349,7 +349,7 @@ def collect_sources(root, args=None) -> list:
         index = len(sources)
         index_of[id(jit_fn)] = index
         sources.append(None)
-        return [jit_fn, index, {}, iter(visible_values(jit_fn.fn, jit_fn.src, getattr(jit_fn, "_src_replaced", False)).items())]
+        return [jit_fn, index, {}, iter(visible_values(jit_fn.fn, jit_fn._source, getattr(jit_fn, "_src_replaced", False)).items())]
 
     # Depth-first with an explicit stack: a chain of helpers as long as
     # Python allows must not exhaust the interpreter's recursion limit here
@@ -392,7 +392,7 @@ def collect_sources(root, args=None) -> list:
             stack.append(callee)
             continue
         sources[index] = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
-                                           source=jit_fn.src, first_line=jit_fn.first_line,
+                                           source=jit_fn._source, first_line=jit_fn.first_line,
                                            globals=globals_)
         must_use = getattr(jit_fn, "_must_use_result", False)
         if must_use:  # the note the error adds, " " for none

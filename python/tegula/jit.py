@@ -112,7 +112,7 @@ class _Signature:
 
     def __init__(self, jit_fn: "JITFunction"):
         fn_source = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
-                                      source=jit_fn.src, first_line=jit_fn.first_line)
+                                      source=jit_fn._source, first_line=jit_fn.first_line)
         params = _C.parse_signature(fn_source)
         self.names = tuple(p[0] for p in params)
         self.is_constexpr = tuple(p[1] for p in params)
@@ -167,6 +167,27 @@ class KernelInspection:
         return f"<KernelInspection of '{self.name}' {self.key[:12]}>"
 
 
+def _leading_space(line: str) -> str:
+    return line[:len(line) - len(line.lstrip(" \t"))]
+
+
+def _dedented(text: str, indent: str) -> str:
+    """`text` with `indent` taken off every line that starts with it (blank lines kept)."""
+    if not indent:
+        return text
+    return "".join(line[len(indent):] if line.startswith(indent) else line for line in text.splitlines(True))
+
+
+def _indented(text: str, indent: str) -> str:
+    """A replacement source back at the original indentation, so the file's columns still hold, when its first
+    line is unindented (it came from `src`); otherwise as given: the lexer takes any uniform indentation."""
+    lines = text.splitlines(True)
+    first = next((line for line in lines if line.strip()), "")
+    if not indent or _leading_space(first):
+        return text
+    return "".join(indent + line if line.strip() else line for line in lines)
+
+
 class JITFunction:
     """A kernel (or a device function other kernels call), compiled on first launch.
 
@@ -186,7 +207,12 @@ class JITFunction:
                           f"kernels in a file, not in an interactive session or exec()") from None
         lines, first_line = _without_outer_decorators(lines, first_line)
         lines = _without_host_functions_in_jit_options(lines)
-        self.src = "".join(lines)
+        # What the front end compiles: the lines as the file has them, so diagnostics give the file's columns
+        # (the lexer takes the first line's indentation as its base). `src` is that text dedented, as Triton's.
+        self._source = "".join(lines)
+        # Lines before the `def` (its @jit decorator): `src` starts at the `def`, as Triton's does.
+        self._head = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), 0)
+        self._indent = _leading_space(lines[self._head]) if lines else ""
         self._src_replaced = False  # _unsafe_update_src: the code object no longer describes `src`
         self.first_line = first_line
         self.filename = _inspect.getsourcefile(fn) or fn.__code__.co_filename
@@ -215,11 +241,19 @@ class JITFunction:
         if not isinstance(new_src, str):
             raise coded(TypeError, "E0708", f"_unsafe_update_src of '{self.__name__}' takes the new source as a str, "
                                             f"got {type(new_src).__name__}")
-        self.src = new_src
+        self._source = _indented(new_src, self._indent)
+        if self._source.lstrip().startswith("def "):  # from `src`: blank lines for the head keep the line numbers
+            self._source = "\n" * self._head + self._source
         self._src_replaced = True
         self._signature = None
         self._new_launcher()
         self._launcher.set_debug(self._debug)
+
+    @property
+    def src(self) -> str:
+        """The kernel's source text without decorators, dedented (a nested kernel's `def` at column 0), as
+        Triton's JITFunction.src: what a test patches and hands to `_unsafe_update_src`."""
+        return _dedented("".join(self._source.splitlines(True)[self._head:]), self._indent)
 
     def _new_launcher(self) -> None:
         """A launcher that knows no specialization yet."""

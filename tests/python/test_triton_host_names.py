@@ -69,6 +69,48 @@ def test_updating_the_source_forgets_the_old_specializations(backend):
         kernel._unsafe_update_src(None)
 
 
+def nested_template():
+    @tegula.jit
+    def kernel(x_ptr, y_ptr, n, flip, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        CHOOSE
+        tl.store(y_ptr + offs, out, mask=mask)  # noqa: F821 - `out` is defined by the patch
+
+    return kernel
+
+
+def test_src_is_dedented_as_triton_has_it(backend):
+    # Triton's tests patch a nested kernel with blocks written for its dedented text (`def` at column 0, the
+    # body at 4 spaces): an `if` replacing CHOOSE must land in the body, not after the function.
+    kernel = tegula.JITFunction(nested_template().fn)
+    assert kernel.src.startswith("def kernel(") and "\n    CHOOSE\n" in kernel.src
+    kernel._unsafe_update_src(kernel.src.replace("CHOOSE", """
+    if flip:
+        out = -x
+    else:
+        out = x * 2.0
+"""))
+    n = 100
+    x = np.random.default_rng(11).standard_normal(n).astype(np.float32)
+    for flip, expected in ((1, -x), (0, x * 2)):
+        xd, yd = backend.array(x), backend.array(np.zeros_like(x))
+        kernel[(1,)](xd, yd, n, flip, BLOCK=128)
+        backend.synchronize()
+        np.testing.assert_array_equal(backend.numpy(yd), expected)
+
+
+def test_a_patched_nested_kernel_reports_the_files_columns():
+    # The replacement is put back at the original indentation, so a diagnostic still points at the file's
+    # columns (the name sits at column 19 of the patched line, 8 spaces in).
+    kernel = tegula.JITFunction(nested_template().fn)
+    kernel._unsafe_update_src(kernel.src.replace("CHOOSE", "out = x + undefined_name"))  # noqa: F821
+    x = np.zeros(8, np.float32)
+    with pytest.raises(tegula.CompilationError, match=r":\d+:19: error\[E\d+\].*undefined_name"):
+        kernel[(1,)](x, np.zeros_like(x), 8, 0, BLOCK=8)
+
+
 @pytest.mark.parametrize("text, expected", [
     ("fp32", tl.float32), ("bf16", tl.bfloat16), ("fp16", tl.float16), ("fp64", tl.float64),
     ("i1", tl.int1), ("u1", tl.int1), ("i8", tl.int8), ("i32", tl.int32), ("i64", tl.int64),
