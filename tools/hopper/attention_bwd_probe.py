@@ -1,6 +1,6 @@
 """Configurations of the descriptor attention backward (tegula/torch/ops/attention_tma.py) against SDPA's
 backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py [--shape 4x16x4096] [--dims 64 128]
-[--short | --edits | --streams | --persistent]``.
+[--short]``.
 
 Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel (or the one-kernel
 backward's, with how it adds dQ); every candidate and SDPA's backward (autograd.grad of its output) run
@@ -56,15 +56,6 @@ STREAMS = {
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("streams", (64, 128, 8, 3), (128, 64, 8, 3)),
           ("two", (64, 128, 8, 2), (128, 64, 8, 3))],
 }
-# ("persistent", dK/dV config, dQ config, programs per multiprocessor): the dK/dV kernel as
-# attention_dkdv_persistent_kernel, its programs walking the (key block, head) tiles (0: the usual kernel,
-# launched by the same host code).
-PERSISTENT = {
-    64: [("persistent", (64, 128, 8, 3, True), (128, 64, 8, 3), 0),
-         ("persistent", (64, 128, 8, 3, True), (128, 64, 8, 3), 1)],
-    128: [("persistent", (64, 128, 8, 3), (128, 64, 8, 3), 0), ("persistent", (64, 128, 8, 3), (128, 64, 8, 3), 1)],
-}
-SMS = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 1
 # Smaller tiles for short sequences: more programs to fill the GPU, less causal imbalance per program.
 SHORT = {
     64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("two", (64, 64, 4, 3), (64, 64, 4, 3)),
@@ -80,11 +71,9 @@ def main() -> None:
     parser.add_argument("--short", action="store_true", help="the candidates for short sequences")
     parser.add_argument("--edits", action="store_true", help="the two kernels with hand-edited CUDA (EDITED)")
     parser.add_argument("--streams", action="store_true", help="the two kernels on two streams (STREAMS)")
-    parser.add_argument("--persistent", action="store_true", help="the dK/dV kernel persistent (PERSISTENT)")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
-    table = (SHORT if args.short else EDITED if args.edits else STREAMS if args.streams
-             else PERSISTENT if args.persistent else CANDIDATES)
+    table = SHORT if args.short else EDITED if args.edits else STREAMS if args.streams else CANDIDATES
     timer = CudaTimer()
     for D, candidates in table.items():
         if args.dims and D not in args.dims:
@@ -121,8 +110,6 @@ def main() -> None:
                     try:
                         if c[0] == "streams":
                             two_streams(do, q, k, v, lse, delta, causal, scale, *grads)
-                        elif c[0] == "persistent":
-                            persistent(do, q, k, v, lse, delta, causal, scale, *grads, programs=c[3] * SMS)
                         else:
                             at.backward(do, q, k, v, lse, delta, causal, scale, *grads)
                     finally:
@@ -171,27 +158,6 @@ def two_streams(do, q, k, v, lse, delta, causal, scale, dq, dk, dv) -> None:
             q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
             TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
     main.wait_stream(side)
-
-
-def persistent(do, q, k, v, lse, delta, causal, scale, dq, dk, dv, programs) -> None:
-    """attention_tma.backward with the dK/dV kernel persistent: `programs` programs walking its tiles."""
-    B, H, S, D = q.shape
-    views = tuple(at.rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr()) for t in (q, k, v, do))
-    views = (*views[0], *views[1], *views[2], *views[3])
-    bm, bn, warps, stages, ahead = (*at.DKDV[D], False)[:5]
-    tiles = tegula.cdiv(S, bn) * B * H
-    if programs:
-        at.attention_dkdv_persistent_kernel[(min(programs, tiles),)](
-            q, k, v, do, lse, delta, dk, dv, *views, H, S, B * H, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-            CAUSAL=causal, AHEAD=ahead, num_warps=warps, num_stages=stages)
-    else:  # the control: the kernel of a program per tile, through this same host code
-        at.attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-            q, k, v, do, lse, delta, dk, dv, *views, H, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-            CAUSAL=causal, AHEAD=ahead, num_warps=warps, num_stages=stages)
-    bm, bn, warps, stages = at.DQ[D]
-    at.attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-        q, k, v, do, lse, delta, dq, *views, H, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
 
 
 class _Capture:

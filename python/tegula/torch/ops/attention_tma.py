@@ -152,63 +152,6 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q
 
 
 @tegula.jit
-def attention_dkdv_persistent_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, BH, scale,
-                                     HEAD_DIM: tl.constexpr,
-                                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                                     AHEAD: tl.constexpr = False):
-    # attention_dkdv_tma_kernel's loop, one program per multiprocessor walking the (key block, head) tiles:
-    # the producer fills the ring with the next tile's blocks while the consumers store this tile's dK, dV.
-    desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
-    desc_do = _rows(DO, DO_ROWS, DO_COLS, DO_STRIDE, HEAD_DIM, BLOCK_M)
-    desc_k = _rows(K, K_ROWS, K_COLS, K_STRIDE, HEAD_DIM, BLOCK_N)
-    desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
-    blocks_n = tl.cdiv(S, BLOCK_N)
-    offs_m = tl.arange(0, BLOCK_M)
-    qk_scale = scale * LOG2E
-    for tile in tl.range(tl.program_id(0), blocks_n * BH, tl.num_programs(0)):
-        bh = tile // blocks_n
-        start_n = (tile % blocks_n) * BLOCK_N
-        row_q, col_q = _first_row(bh, H, Q_RB, Q_RH), (bh % H) * Q_CH
-        row_do, col_do = _first_row(bh, H, DO_RB, DO_RH), (bh % H) * DO_CH
-        row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
-        row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
-        head_row = bh * S
-        keys = start_n + tl.arange(0, BLOCK_N)
-        k = desc_k.load([row_k + start_n, col_k])
-        v = desc_v.load([row_v + start_n, col_v])
-        dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-        dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-        lo = 0
-        if CAUSAL:
-            lo = (start_n // BLOCK_M) * BLOCK_M
-        if AHEAD:
-            lse2_next = tl.load(LSE + bh * S + lo + offs_m, mask=lo + offs_m < S, other=float("inf")) * LOG2E
-        for start_m in tl.range(lo, S, BLOCK_M, warp_specialize=True):
-            q = desc_q.load([row_q + start_m, col_q])
-            do = desc_do.load([row_do + start_m, col_do])
-            rows = start_m + offs_m
-            if AHEAD:
-                lse2 = lse2_next
-                ahead = rows + BLOCK_M
-                lse2_next = tl.load(LSE + bh * S + ahead, mask=ahead < S, other=float("inf")) * LOG2E
-            else:
-                lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
-            delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
-            s_t = tl.dot(k, q.T)
-            p_t = tl.math.exp2(s_t * qk_scale - lse2[None, :])
-            if CAUSAL:
-                if start_m < start_n + BLOCK_N:
-                    p_t = tl.where(rows[None, :] >= keys[:, None], p_t, 0.0)
-            dv = tl.dot(p_t.to(do.dtype), do, dv)
-            dp_t = tl.dot(v, do.T)
-            ds_t = p_t * (dp_t - delta[None, :])
-            dk = tl.dot(ds_t.to(q.dtype), q, dk)
-        offsets = (head_row + keys)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
-        tl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
-        tl.store(DV + offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
-
-
-@tegula.jit
 def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale,
                             HEAD_DIM: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
