@@ -1,6 +1,6 @@
 """Configurations of the descriptor attention backward (tegula/torch/ops/attention_tma.py) against SDPA's
 backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py [--shape 4x16x4096] [--dims 64 128]
-[--short]``.
+[--short | --edits | --streams | --dq-tiles]``.
 
 Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel (or the one-kernel
 backward's, with how it adds dQ); every candidate and SDPA's backward (autograd.grad of its output) run
@@ -56,6 +56,12 @@ STREAMS = {
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("streams", (64, 128, 8, 3), (128, 64, 8, 3)),
           ("two", (64, 128, 8, 2), (128, 64, 8, 3))],
 }
+# The dQ kernel with 128 keys a step (wgmma n128 for its two score products) against 64.
+DQ_TILES = {
+    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 128, 8, 3)),
+         ("two", (64, 128, 8, 3, True), (128, 128, 8, 2))],
+    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("two", (64, 128, 8, 3), (128, 128, 8, 2))],
+}
 # Smaller tiles for short sequences: more programs to fill the GPU, less causal imbalance per program.
 SHORT = {
     64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("two", (64, 64, 4, 3), (64, 64, 4, 3)),
@@ -71,9 +77,11 @@ def main() -> None:
     parser.add_argument("--short", action="store_true", help="the candidates for short sequences")
     parser.add_argument("--edits", action="store_true", help="the two kernels with hand-edited CUDA (EDITED)")
     parser.add_argument("--streams", action="store_true", help="the two kernels on two streams (STREAMS)")
+    parser.add_argument("--dq-tiles", action="store_true", help="the dQ kernel's key block (DQ_TILES)")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
-    table = SHORT if args.short else EDITED if args.edits else STREAMS if args.streams else CANDIDATES
+    table = (SHORT if args.short else EDITED if args.edits else STREAMS if args.streams
+             else DQ_TILES if args.dq_tiles else CANDIDATES)
     timer = CudaTimer()
     for D, candidates in table.items():
         if args.dims and D not in args.dims:
