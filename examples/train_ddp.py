@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import inspect
 import json
 import math
@@ -218,7 +219,13 @@ def main(argv=None) -> int:
             print(f"{config}, {args.steps} steps on {args.device} ({where}), {config.batch // world.size} "
                   f"sequences per process; loss starts near log(vocab) = {math.log(config.vocab):.2f}", flush=True)
         losses, rate = train(config, args.ops, args.steps, world, device, args.log_every)
+        if world.launched:
+            dist.barrier()  # every rank is done with every collective before any tears down
     finally:
+        # DDP's reference cycles keep the process group alive until a collection; one left to the exit
+        # lets gloo's worker threads drop Python references while the interpreter finalizes, which
+        # aborts the process ("terminate called without an active exception"). Free it while Python runs.
+        gc.collect()
         if dist.is_initialized():
             dist.destroy_process_group()
     if world.rank != 0:
