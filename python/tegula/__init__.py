@@ -32,6 +32,7 @@ from .tensor_descriptor import TensorDescriptor  # a tensor seen as blocks, pass
 from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8 from uint8 arrays)
 from ._allocation import set_allocator  # Triton's hook for launch-time memory (never called here)
 from ._errors import ArgumentOverflowError  # an int argument past 64 bits: OverflowError and ValueError
+from . import runtime  # Triton's triton.runtime as host code reads it: driver.active, the device's properties
 
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
 #: (file:line:col, the source line with a caret, and a hint).
@@ -44,7 +45,7 @@ __all__ = [
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
-    "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result",
+    "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result", "runtime",
 ]
 
 

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 import types
+import weakref
 
 from . import _C, _torch_compile
 from ._globals import collect_sources, parse_dedented
@@ -188,6 +189,53 @@ def _indented(text: str, indent: str) -> str:
     return "".join(indent + line if line.strip() else line for line in lines)
 
 
+# The JITFunction (and launch options) behind each CompiledKernel that warmup returned, so that
+# `compiled[grid](*args)` can launch it as Triton's runner does. Keyed by the compiled kernel itself,
+# weakly: a compiled kernel dropped from every cache takes its entry with it.
+_OWNERS = weakref.WeakKeyDictionary()
+
+
+def _remember_owner(compiled, jit_fn, kwargs: dict) -> None:
+    params = set(jit_fn.signature.names)
+    options = {name: value for name, value in kwargs.items() if name not in params}  # num_warps=...
+    try:
+        _OWNERS[compiled] = (weakref.ref(jit_fn), options)
+    except TypeError:  # a compiled kernel that takes no weak reference: no runner
+        pass
+
+
+def _compiled_runner(compiled, grid):
+    """Triton's ``CompiledKernel[grid]``: a function of every argument of the kernel, in its order
+    (constexprs included, at the values it was compiled for), and ``stream`` (None: the current one),
+    that launches this compiled kernel."""
+    entry = _OWNERS.get(compiled)
+    jit_fn = entry[0]() if entry else None
+    if jit_fn is None:
+        raise coded(TypeError, "E0708", f"CompiledKernel '{compiled.name}'[grid] launches kernels that warmup "
+                                        "returned; launch this one through its kernel: kernel[grid](*args)")
+    options = entry[1]
+
+    def runner(*args, stream=None):
+        if stream is not None and compiled.backend_kind == "device":
+            from . import _device
+            current = _device.current_stream(_device.current_device())
+            if int(stream) != int(current):
+                raise coded(ValueError, "E0705", f"CompiledKernel '{compiled.name}'[grid](..., stream=...) launches "
+                                                 "on the current stream only; make that stream current "
+                                                 "(torch.cuda.stream(s)) and leave stream out")
+        return jit_fn._launch(grid, *args, **options)
+
+    return runner
+
+
+def _init_handles(compiled) -> None:
+    """Triton loads a compiled kernel's module lazily; Tegula's is loaded when it is returned."""
+
+
+_C.CompiledKernel.__getitem__ = _compiled_runner
+_C.CompiledKernel._init_handles = _init_handles
+
+
 class JITFunction:
     """A kernel (or a device function other kernels call), compiled on first launch.
 
@@ -283,14 +331,17 @@ class JITFunction:
 
     def warmup(self, /, *args, grid=None, **kwargs):
         """Compiles (or loads) the kernel for these arguments without launching it;
-        returns the CompiledKernel (``.asm``, ``.metadata``), as Triton's does."""
-        return self._launcher.warmup(grid, *args, **kwargs)
+        returns the CompiledKernel (``.asm``, ``.metadata``), as Triton's does.
+        ``compiled[grid](*args)`` then launches it (Triton's runner)."""
+        compiled = self._launcher.warmup(grid, *args, **kwargs)
+        _remember_owner(compiled, self, kwargs)
+        return compiled
 
     def run(self, /, *args, grid, warmup=False, **kwargs):
         """Triton's ``kernel.run(*args, grid=grid, warmup=False, **kwargs)``:
         ``kernel[grid](*args, **kwargs)``, or ``warmup`` when it is true."""
         if warmup:
-            return self._launcher.warmup(grid, *args, **kwargs)
+            return self.warmup(*args, grid=grid, **kwargs)
         return self._launch(grid, *args, **kwargs)
 
     def inspect(self, /, *args, **kwargs) -> KernelInspection:

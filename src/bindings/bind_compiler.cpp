@@ -9,6 +9,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "backends/cpu/thread_pool.h"
 #include "backends/cpu/toolchain.h"
 #include "frontend/lower.h"
 #include "bindings/bindings.h"
@@ -262,6 +263,9 @@ void bind_compiler(nb::module_& m) {
       },
       "The C++ compiler the CPU backend builds kernels with: (path, identity, flags). Raises when none "
       "is found.");
+  m.def(
+      "cpu_thread_count", []() { return backends::cpu::ThreadPool::global().size(); },
+      "The threads a CPU launch runs its programs on (TEGULA_NUM_THREADS, else the usable cores).");
   m.def("parse_signature", &parse_signature, "function"_a,
         "The parameters of a kernel as written: a list of (name, is_constexpr, has_default).");
   m.def(

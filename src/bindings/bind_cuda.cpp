@@ -60,6 +60,8 @@ void bind_cuda(nb::module_& m) {
   m.def("cuda_device_count", &cuda::device_count, "Number of CUDA devices (raises RuntimeError without a driver).");
   m.def("cuda_device_arch", &cuda::device_arch, "device"_a,
         "Compute capability * 10 of a CUDA device (90 for H100/H200).");
+  m.def("cuda_device_attribute", &cuda::device_attribute, "device"_a, "attribute"_a,
+        "cuDeviceGetAttribute: the value of a CUdevice_attribute (by its number) of a CUDA device.");
   m.def("cuda_pointer_device", &cuda::pointer_device, "address"_a,
         "The ordinal of the CUDA device that owns a device address (ValueError for host memory).");
   m.def("cuda_libraries", &cuda_libraries, "Which libcuda and libnvrtc are loaded, and their versions.");

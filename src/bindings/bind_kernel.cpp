@@ -331,7 +331,9 @@ void bind_kernel(nb::module_& m) {
 
   m.def("data_address", &data_address, "array"_a,
         "Address of the first element of an object with `__array_struct__` (NumPy arrays).");
-  nb::class_<CompiledKernel>(m, "CompiledKernel", "A compiled, loaded kernel, ready to launch.")
+  // Weakly referenceable: jit.py keeps, for the kernels warmup returned, what `compiled[grid](...)` launches.
+  nb::class_<CompiledKernel>(m, "CompiledKernel", nb::is_weak_referenceable(),
+                             "A compiled, loaded kernel, ready to launch.")
       .def_ro("name", &CompiledKernel::name)
       .def_ro("key", &CompiledKernel::key)
       .def_ro("from_disk_cache", &CompiledKernel::from_disk_cache)

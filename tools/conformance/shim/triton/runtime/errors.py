@@ -2,5 +2,4 @@ class InterpreterError(Exception):
     pass
 
 
-class OutOfResources(Exception):
-    pass
+from tegula.runtime import OutOfResources  # noqa: E402,F401

@@ -1,0 +1,19 @@
+"""Triton's ``triton.runtime`` as host code reads it: ``driver.active`` (the
+device, its properties, the current target and stream) for the tutorials and
+libraries that size their grids by the machine, and the names kernels'
+modules import from it (``JITFunction``, ``Autotuner``, ``Config``,
+``OutOfResources``).
+
+``driver.active`` describes the GPU when one is usable (CUDA, through
+Tegula's own driver calls) and this machine's CPU otherwise: the backend a
+launch of host arrays runs on. docs/triton-compat.md, "Host-side names".
+"""
+
+from __future__ import annotations
+
+from ..autotune import Autotuner, Config, Heuristics
+from ..jit import JITFunction
+from .driver import CpuUtils, CudaUtils, GPUTarget, OutOfResources, driver
+
+__all__ = ["driver", "GPUTarget", "CudaUtils", "CpuUtils", "OutOfResources", "JITFunction", "Autotuner", "Config",
+           "Heuristics"]
