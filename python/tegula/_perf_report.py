@@ -55,9 +55,9 @@ class Benchmark:
         if len(self.line_names) != len(self.line_vals):
             raise ValueError(f"Benchmark '{self.plot_name}' has {len(self.line_vals)} line_vals but "
                              f"{len(self.line_names)} line_names; give one name per value")
-        if self.styles is not None and len(self.styles) != len(self.line_vals):
+        if self.styles is not None and len(self.styles) < len(self.line_vals):  # extra ones go unused, as in Triton
             raise ValueError(f"Benchmark '{self.plot_name}' has {len(self.styles)} styles for "
-                             f"{len(self.line_vals)} lines")
+                             f"{len(self.line_vals)} lines; give one style per line")
         if not self.plot_name or os.sep in self.plot_name or self.plot_name in (".", ".."):
             raise ValueError(f"plot_name names the output files, so it must be a plain file name, "
                              f"got {plot_name!r}")

@@ -172,7 +172,7 @@ _RETURN_MODES = ("min", "max", "mean", "median", "all")
 
 
 def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean",
-             device=None):
+             device=None, measure_time_with_hooks=None):
     """Time ``fn()`` in milliseconds, as ``triton.testing.do_bench`` does.
 
     ``warmup`` and ``rep`` are time budgets in ms: a first estimate of one
@@ -182,6 +182,8 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     (``"cpu"``) with the host's ``perf_counter``. The default picks ``"cuda"``
     when this process has already used CUDA through torch. ``grad_to_none``:
     tensors whose ``.grad`` is reset before each call (untimed).
+    ``measure_time_with_hooks`` (Triton-CPU's switch to host timing) is
+    accepted and changes nothing: CPU runs are always timed on the host.
 
     Returns the ``return_mode`` statistic of the samples ("min", "max",
     "mean", "median", or "all" for the list of samples), or, when

@@ -88,3 +88,21 @@ def test_cpu_driver_refuses_other_devices():
 
     with pytest.raises(ValueError, match="one device, 0"):
         _CpuDriver().set_current_device(1)
+
+
+def test_triton_cpu_switches_choose_what_active_describes(backend):
+    # Triton-CPU's tutorials: set_active_to_cpu() before their CPU runs, get_active_gpus() to ask for a GPU.
+    driver = tegula.runtime.driver
+    try:
+        driver.set_active_to_cpu()
+        assert driver.active.get_current_target().backend == "cpu"
+        gpus = driver.get_active_gpus()
+        assert len(gpus) == (1 if backend.is_cuda else 0)
+        if backend.is_cuda:
+            driver.set_active_to_gpu()
+            assert driver.active.get_current_target().backend == "cuda"
+        else:
+            with pytest.raises(RuntimeError, match="no usable CUDA GPU"):
+                driver.set_active_to_gpu()
+    finally:
+        driver.reset_active()

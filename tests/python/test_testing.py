@@ -56,6 +56,8 @@ def test_do_bench_rejects_bad_arguments():
         tt.do_bench(lambda: None, rep=-1, device="cpu")
     with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or None, got 'tpu'"):
         tt.do_bench(lambda: None, device="tpu")
+    # Triton-CPU's host-timing switch is accepted (the CPU is always timed on the host).
+    assert tt.do_bench(lambda: None, warmup=1, rep=2, device="cpu", measure_time_with_hooks=True) >= 0.0
 
 
 def test_the_budget_sets_the_number_of_calls():
@@ -165,6 +167,12 @@ def test_benchmark_errors():
     with pytest.raises(ValueError, match="plot_name names the output files"):
         tt.Benchmark(x_names=["n"], x_vals=[1], line_arg="p", line_vals=[1], line_names=["a"],
                      plot_name="a/b", args={})
+    with pytest.raises(ValueError, match="Benchmark 'b' has 1 styles for 2 lines; give one style per line"):
+        tt.Benchmark(x_names=["n"], x_vals=[1], line_arg="p", line_vals=[1, 2], line_names=["a", "c"],
+                     styles=[("blue", "-")], plot_name="b", args={})
+    # More styles than lines (Triton's layer norm tutorial has three for two): the extra ones go unused.
+    tt.Benchmark(x_names=["n"], x_vals=[1], line_arg="p", line_vals=[1, 2], line_names=["a", "c"],
+                 styles=[("blue", "-"), ("green", "-"), ("red", "-")], plot_name="b", args={})
 
     @tt.perf_report(tt.Benchmark(x_names=["n"], x_vals=[1], line_arg="p", line_vals=[1],
                                  line_names=["a"], plot_name="b", args={}))

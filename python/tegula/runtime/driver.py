@@ -184,7 +184,8 @@ class _CpuDriver:
 
 class DriverConfig:
     """``triton.runtime.driver``: ``active`` is the CUDA driver when a GPU is usable here, else the CPU's;
-    chosen at first use. ``set_active`` replaces it (for tests); ``reset_active`` chooses again."""
+    chosen at first use. ``set_active`` replaces it, ``set_active_to_cpu`` / ``set_active_to_gpu`` choose
+    one (Triton-CPU's names), ``reset_active`` chooses again."""
 
     def __init__(self):
         self._active = None
@@ -197,6 +198,22 @@ class DriverConfig:
 
     def set_active(self, driver) -> None:
         self._active = driver
+
+    def get_active_gpus(self) -> list:
+        """Triton-CPU's question: the GPU drivers usable here (one CUDA driver, or none)."""
+        return [_CudaDriver()] if _device.cuda_status()[0] else []
+
+    def set_active_to_cpu(self) -> None:
+        """Triton-CPU's switch: ``active`` describes the CPU backend. Where a launch runs stays decided by
+        where its arrays live."""
+        self._active = _CpuDriver()
+
+    def set_active_to_gpu(self) -> None:
+        """Triton-CPU's switch back: ``active`` describes the GPU (RuntimeError when none is usable)."""
+        usable, why = _device.cuda_status()
+        if not usable:
+            raise RuntimeError(f"no usable CUDA GPU for driver.active: {why}")
+        self._active = _CudaDriver()
 
     def reset_active(self) -> None:
         self._active = None
