@@ -190,6 +190,7 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
     bound[i] = value;
   }
 
+  std::optional<size_t> runtime_constexpr;  // the first constexpr-annotated parameter given a run-time value
   auto callee = std::make_unique<Frame>();
   callee->function = index;
   frames_.push_back(std::move(callee));
@@ -200,15 +201,27 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
         error_at(args.loc, Diag::WrongArgumentCount, "`" + def.name + "` is missing the argument `" + p.name + "`");
       bound[i] = eval(*p.default_value);  // evaluated in the callee's global scope
     }
-    if (is_constexpr_annotation(p.annotation.get()) && !is_compile_time(*bound[i]))
-      error_at(i < args.positional_locs.size() ? args.positional_locs[i] : args.loc, Diag::ConstexprGotRuntimeValue,
-               "parameter `" + p.name + "` of `" + def.name + "` is a constexpr but received " + describe(*bound[i]),
-               "pass a compile-time constant");
+    // Triton takes a callee's constexprs from its arguments, not its annotations: a parameter annotated
+    // tl.constexpr that receives a run-time value holds that value (Triton's attention tutorial passes
+    // tensors so). Only if the callee then needs it constant is that an error, said below.
+    if (is_constexpr_annotation(p.annotation.get()) && !is_compile_time(*bound[i]) && !runtime_constexpr)
+      runtime_constexpr = i;
   }
   for (size_t i = 0; i < def.params.size(); ++i) assign(def.params[i].name, *bound[i]);
 
   ++inline_depth_;
-  lower_body(def.body);
+  try {
+    lower_body(def.body);
+  } catch (const UserError& e) {
+    if (!runtime_constexpr || e.diagnostic().code != Diag::NotConstexpr) throw;
+    size_t i = *runtime_constexpr;
+    const SourceLoc& at = e.diagnostic().loc;
+    error_at(i < args.positional_locs.size() ? args.positional_locs[i] : args.loc, Diag::ConstexprGotRuntimeValue,
+             "parameter `" + def.params[i].name + "` of `" + def.name + "` is a constexpr but received " +
+                 describe(*bound[i]) + ", and `" + def.name + "` needs a compile-time constant at line " +
+                 std::to_string(at.line) + ":" + std::to_string(at.col) + " (" + e.diagnostic().message + ")",
+             "pass a compile-time constant");
+  }
   --inline_depth_;
   Symbol result = frame().result ? *frame().result : Symbol::of(ConstValue::none());
   if (auto it = frame().vars.find(kResult); it != frame().vars.end()) result = it->second;  // an early return

@@ -147,3 +147,26 @@ def test_set_allocator_keeps_the_allocator_and_refuses_non_callables():
     finally:
         tegula.set_allocator(before)
     assert calls == []
+
+
+@tegula.jit
+def _scaled_rows(x_ptr, y_ptr, offs: tl.constexpr, n, scale, BLOCK: tl.constexpr):
+    # `offs` annotated constexpr, given a tile: Triton's attention tutorial passes offs_m so.
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale, mask=mask)
+
+
+@tegula.jit
+def constexpr_hint_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    _scaled_rows(x_ptr, y_ptr, offs, n, 3.0, BLOCK)
+
+
+def test_helper_constexpr_annotation_takes_runtime_values(backend):
+    # A helper's tl.constexpr annotation is a hint, as in Triton: tiles and run-time scalars pass through.
+    n = 1000
+    x = np.random.default_rng(13).standard_normal(n).astype(np.float32)
+    xd, yd = backend.array(x), backend.array(np.zeros_like(x))
+    constexpr_hint_kernel[(tegula.cdiv(n, 256),)](xd, yd, n, BLOCK=256)
+    backend.synchronize()
+    np.testing.assert_array_equal(backend.numpy(yd), x * np.float32(3.0))
