@@ -116,21 +116,59 @@ Symbol lower_expect_zero(Lowerer& l, const CallArgs& c, const std::string& n) {
 // the whole tiles computes the same elements; an `if` on an element
 // (`if x > 0:`, a tile condition there) runs both branches and selects per
 // element (lower_elementwise_if.cpp).
+//
+// With pack = p (a power of two), fn takes p neighbouring elements of each
+// argument at once, (a0..a{p-1}, b0..b{p-1}, ...), and returns p values of
+// each result, (r0..r{p-1}, s0..s{p-1}, ...), as in Triton. Neighbours are
+// consecutive in the tiles' row-major order: each argument is cut into p
+// tiles of every p-th element (a reshape to [n/p, 2, ..., 2] and splits), fn
+// runs once on those, and each result's p tiles are joined back.
+namespace {
+
+// The pieces of a [m, 2, ..., 2] tile (k twos): piece j holds the elements whose
+// index within their group of 2^k is j, the first 2 the most significant bit.
+std::vector<Symbol> split_pack(Lowerer& l, const Symbol& t, int k, const SourceLoc& loc) {
+  if (k == 0) return {t};
+  CallArgs one;
+  one.loc = loc;
+  one.positional = {t};
+  one.positional_locs = {loc};
+  Symbol halves = l.call_builtin("split", one);
+  std::vector<Symbol> even = split_pack(l, halves.elements[0], k - 1, loc);
+  std::vector<Symbol> odd = split_pack(l, halves.elements[1], k - 1, loc);
+  std::vector<Symbol> out;
+  for (size_t j = 0; j < even.size() * 2; ++j) out.push_back((j & 1) ? odd[j >> 1] : even[j >> 1]);
+  return out;
+}
+
+// The inverse of split_pack: pieces of [m] back to [m, 2, ..., 2].
+Symbol join_pack(Lowerer& l, const std::vector<Symbol>& pieces, const SourceLoc& loc) {
+  if (pieces.size() == 1) return pieces[0];
+  std::vector<Symbol> even, odd;
+  for (size_t j = 0; j < pieces.size(); ++j) ((j & 1) ? odd : even).push_back(pieces[j]);
+  CallArgs pair;
+  pair.loc = loc;
+  pair.positional = {join_pack(l, even, loc), join_pack(l, odd, loc)};
+  pair.positional_locs = {loc, loc};
+  return l.call_builtin("join", pair);
+}
+
+}  // namespace
+
 Symbol lower_map_elementwise(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (c.positional.empty() || c.positional[0].kind != Symbol::Kind::JitFunction)
     error_at(c.loc, Diag::WrongArgumentKind, "the first argument of tl.map_elementwise must be a @jit function");
+  int64_t pack = 1;
+  SourceLoc pack_loc = c.loc;
   for (size_t k = 0; k < c.keywords.size(); ++k) {
     if (c.keywords[k].first != "pack")
       error_at(c.keyword_locs[k], Diag::UnknownKeywordArgument,
                "`tl.map_elementwise` got an unexpected keyword argument `" + c.keywords[k].first + "`");
-    int64_t pack = l.to_int_const(c.keywords[k].second, c.keyword_locs[k], "the pack of tl.map_elementwise");
-    if (pack < 1) error_at(c.keyword_locs[k], Diag::ArgumentOutOfRange, "pack must be >= 1");
-    // pack > 1 hands fn several neighbouring elements at once, a register
-    // packing hint; applied to whole tiles the elements are the same.
-    if (pack > 1)
-      error_at(c.keyword_locs[k], Diag::UnsupportedLanguageName,
-               "tl.map_elementwise with pack > 1 is not supported",
-               "pack=1 computes the same elements; drop the argument");
+    pack = l.to_int_const(c.keywords[k].second, c.keyword_locs[k], "the pack of tl.map_elementwise");
+    pack_loc = c.keyword_locs[k];
+    if (pack < 1 || (pack & (pack - 1)) != 0)
+      error_at(pack_loc, Diag::ArgumentOutOfRange,
+               "the pack of tl.map_elementwise must be a power of two, got " + std::to_string(pack));
   }
   std::vector<ir::ValueId> args;
   for (size_t i = 1; i < c.positional.size(); ++i)
@@ -138,21 +176,59 @@ Symbol lower_map_elementwise(Lowerer& l, const CallArgs& c, const std::string& n
   if (args.empty()) error_at(c.loc, Diag::WrongArgumentCount, "tl.map_elementwise needs at least one tile");
   std::vector<int64_t> shape = l.type(args[0]).shape;
   for (size_t i = 1; i < args.size(); ++i) shape = l.type(l.broadcast_pair(args[0], args[i], c.loc).first).shape;
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (pack > 1 && numel % pack != 0)
+    error_at(pack_loc, Diag::ShapeMismatch,
+             "tl.map_elementwise with pack=" + std::to_string(pack) + " needs tiles of a multiple of " +
+                 std::to_string(pack) + " elements, got " + std::to_string(numel),
+             "use a smaller pack, or pack=1");
+  int twos = 0;
+  for (int64_t p = pack; p > 1; p >>= 1) ++twos;
+  std::vector<int64_t> grouped = {numel / pack};  // [n / pack, 2, ..., 2]
+  for (int b = 0; b < twos; ++b) grouped.push_back(2);
   CallArgs call;
   call.loc = c.loc;
   for (size_t i = 0; i < args.size(); ++i) {
-    call.positional.push_back(Symbol::of(l.broadcast_to(args[i], shape, c.positional_locs[i + 1])));
-    call.positional_locs.push_back(c.positional_locs[i + 1]);
+    ir::ValueId v = l.broadcast_to(args[i], shape, c.positional_locs[i + 1]);
+    if (pack == 1) {
+      call.positional.push_back(Symbol::of(v));
+      call.positional_locs.push_back(c.positional_locs[i + 1]);
+      continue;
+    }
+    v = l.create(OpKind::Reshape, {v}, l.type(v).with_shape(grouped), c.positional_locs[i + 1]);
+    for (const Symbol& piece : split_pack(l, Symbol::of(v), twos, c.positional_locs[i + 1])) {
+      call.positional.push_back(piece);
+      call.positional_locs.push_back(c.positional_locs[i + 1]);
+    }
   }
   Symbol r = l.call_jit_per_element(c.positional[0].function, call);
+  const std::vector<int64_t> piece_shape = pack == 1 ? shape : std::vector<int64_t>{numel / pack};
   // Every result has the arguments' shape, constants included (a tensor in Triton).
-  auto widen = [&](const Symbol& s) {
+  auto widen = [&](const Symbol& s, const std::vector<int64_t>& to) {
     ir::ValueId v = l.to_value(s, c.loc, "a result of the mapped function");
-    return Symbol::of(l.broadcast_to(v, shape, c.loc));
+    return Symbol::of(l.broadcast_to(v, to, c.loc));
   };
-  if (r.kind != Symbol::Kind::Tuple) return widen(r);
+  std::vector<Symbol> values = r.kind == Symbol::Kind::Tuple ? r.elements : std::vector<Symbol>{r};
+  if (pack == 1) {
+    if (r.kind != Symbol::Kind::Tuple) return widen(r, shape);
+    std::vector<Symbol> out;
+    for (const Symbol& e : values) out.push_back(widen(e, shape));
+    return Symbol::tuple(std::move(out));
+  }
+  if (values.size() % static_cast<size_t>(pack) != 0)
+    error_at(c.loc, Diag::WrongArgumentCount,
+             "with pack=" + std::to_string(pack) + " the function given to tl.map_elementwise returns " +
+                 std::to_string(pack) + " values of each result, but it returned " + std::to_string(values.size()),
+             "return (r0, r1, ...) with one value per packed element, for each result in turn");
   std::vector<Symbol> out;
-  for (const Symbol& e : r.elements) out.push_back(widen(e));
+  for (size_t first = 0; first < values.size(); first += static_cast<size_t>(pack)) {
+    std::vector<Symbol> pieces;
+    for (int64_t j = 0; j < pack; ++j) pieces.push_back(widen(values[first + static_cast<size_t>(j)], piece_shape));
+    ir::ValueId joined = l.to_value(join_pack(l, pieces, c.loc), c.loc, "a packed result");
+    out.push_back(Symbol::of(l.create(OpKind::Reshape, {joined}, l.type(joined).with_shape(shape), c.loc)));
+  }
+  if (out.size() == 1) return out[0];
   return Symbol::tuple(std::move(out));
 }
 

@@ -151,6 +151,73 @@ def test_map_elementwise(backend):
 
 
 @tegula.jit
+def packed_divmod(a0, a1, b0, b1):  # Triton's test: two neighbours of each argument, two of each result
+    return a0 // b0, a1 // b1, a0 % b0, a1 % b1
+
+
+@tegula.jit
+def packed_window(x0, x1, x2, x3):  # neighbours mixed: each element gets its group's sum
+    s = x0 + x1 + x2 + x3
+    return s - x0 * 0, s, s + x2 * 0, s
+
+
+@tegula.jit
+def packed_kernel(a_ptr, b_ptr, c_ptr, d_ptr, x_ptr, w_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    c, d = tl.map_elementwise(packed_divmod, a, b, pack=2)
+    tl.store(c_ptr + offs, c)
+    tl.store(d_ptr + offs, d)
+    rows = tl.arange(0, 4)
+    x = tl.load(x_ptr + rows[:, None] * BLOCK + offs[None, :])  # groups run along the rows' order
+    tl.store(w_ptr + rows[:, None] * BLOCK + offs[None, :], tl.map_elementwise(packed_window, x, pack=4))
+
+
+def test_map_elementwise_pack(backend):
+    rng = rng_for("map pack")
+    a = rng.integers(0, 2**32, B, dtype=np.uint32)
+    b = rng.integers(1, 2**32, B, dtype=np.uint32)
+    x = rng.standard_normal((4, B)).astype(np.float32)
+    c, d = backend.zeros(B, np.uint32), backend.zeros(B, np.uint32)
+    w = backend.zeros((4, B), np.float32)
+    packed_kernel[(1,)](backend.array(a), backend.array(b), c, d, backend.array(x), w, BLOCK=B)
+    np.testing.assert_array_equal(backend.numpy(c), a // b)
+    np.testing.assert_array_equal(backend.numpy(d), a % b)
+    groups = x.reshape(-1, 4)  # four neighbours in row-major order
+    sums = groups[:, 0] + groups[:, 1] + groups[:, 2] + groups[:, 3]
+    np.testing.assert_array_equal(backend.numpy(w), np.repeat(sums, 4).reshape(4, B))
+
+
+@tegula.jit
+def three_of_two(x0, x1):
+    return x0, x1, x0
+
+
+@tegula.jit
+def pack_errors_kernel(x_ptr, CASE: tl.constexpr):
+    offs = tl.arange(0, 4)
+    x = tl.load(x_ptr + offs)
+    if CASE == 0:
+        y = tl.map_elementwise(fma_like, x, x, x, pack=3)
+    elif CASE == 1:
+        y = tl.map_elementwise(fma_like, x, x, x, pack=8)
+    else:
+        y = tl.map_elementwise(three_of_two, x, pack=2)
+    tl.store(x_ptr + offs, y)
+
+
+@pytest.mark.parametrize("case, message", [
+    (0, r"the pack of tl.map_elementwise must be a power of two, got 3"),
+    (1, r"pack=8 needs tiles of a multiple of 8 elements, got 4"),
+    (2, r"returns 2 values of each result, but it returned 3"),
+])
+def test_map_elementwise_pack_errors(case, message):
+    with pytest.raises(tegula.CompilationError, match=message):
+        pack_errors_kernel[(1,)](np.zeros(4, np.float32), CASE=case)
+
+
+@tegula.jit
 def compare(x, y):  # Triton's example: an if per element, early returns
     if x < y:
         return -1
@@ -661,6 +728,7 @@ CUDA_KERNELS = [
     (types_kernel, "*fp32:16, *i32:16, *fp32:16, i32, 16"),
     (inline_asm_kernel, "*fp32:16, *fp32:16, *u8:16, *fp32:16, *u8:16, 16"),
     (asm_pointer_kernel, "*fp32:16, *i32:16, i32, 16"),
+    (packed_kernel, "*u32:16, *u32:16, *u32:16, *u32:16, *fp32:16, *fp32:16, 16"),
 ]
 
 
