@@ -109,6 +109,13 @@ void tg_emu_wgmma_reg(float* d, const unsigned* a, unsigned long long b, int n, 
 // TG_HOOK(op, args...) gets its body from tg_emu_op(args...)
 // (cuda_emulator_async.h, compiled in the runtime).
 #define TG_HOOK(op, ...) return tg_emu_##op(__VA_ARGS__)
+// The prelude's qualified global loads and stores (cache modifiers, eviction hints): plain copies here.
+template <class T> inline T tg_emu_load_bits(const void* p) {
+  T r;
+  std::memcpy(&r, p, sizeof r);
+  return r;
+}
+inline void tg_emu_store_bits(void* p, const void* v, unsigned long bytes) { std::memcpy(p, v, bytes); }
 void tg_emu_mbar_init(unsigned bar, unsigned count);
 void tg_emu_fence_mbar_init();
 void tg_emu_mbar_arrive_expect_tx(unsigned bar, unsigned bytes);

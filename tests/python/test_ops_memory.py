@@ -118,6 +118,68 @@ def test_every_load_cache_modifier(backend, cache, qualifier):
 
 
 @tegula.jit
+def hinted_store_kernel(src, dst, h_src, h_dst, b_src, b_dst, n, CACHE: tl.constexpr, POLICY: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    # float32 (vectors of words), float16 (packed pairs), int8 (packed bytes) and a scalar store, each hinted.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(src + offs, mask=m)
+    tl.store(dst + offs, x, mask=m, cache_modifier=CACHE, eviction_policy=POLICY)
+    tl.store(h_dst + offs, tl.load(h_src + offs, mask=m), mask=m, cache_modifier=CACHE, eviction_policy=POLICY)
+    tl.store(b_dst + offs, tl.load(b_src + offs, mask=m), mask=m, cache_modifier=CACHE, eviction_policy=POLICY)
+    tl.store(dst + BLOCK, tl.sum(tl.where(m, x, 0.0), axis=0), cache_modifier=CACHE, eviction_policy=POLICY)
+
+
+@pytest.mark.parametrize("cache,policy,qualifier", [
+    ("", "", None), (".wb", "", "wb"), (".cg", "", "cg"), (".cs", "", "cs"), (".wt", "", "wt"),
+    ("", "evict_first", "ef"), ("", "evict_last", "el"), ("", "evict_normal", None),
+    (".cs", "evict_last", "cs"),  # both: the cache modifier, as for loads
+])
+def test_every_store_cache_modifier_and_eviction_policy(backend, cache, policy, qualifier):
+    # Triton's stores take .wb, .cg, .cs (streaming) and .wt, and an eviction policy; on the GPU each becomes
+    # the store's PTX qualifier or an L2 cache hint, and nothing the kernel computes changes (also in the CUDA
+    # emulator, which runs the hinted stores).
+    from cuda_emulator import compile_cuda, emulate, require_emulator
+
+    n, B = 100, 128
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(n).astype(np.float32)
+    h = rng.standard_normal(n).astype(np.float16)
+    b = rng.integers(-128, 128, n).astype(np.int8)
+
+    def run(launch, arrays):
+        launch(*arrays)
+        got = [a if isinstance(a, np.ndarray) else backend.numpy(a) for a in arrays]
+        np.testing.assert_array_equal(got[0][:n], x)
+        np.testing.assert_allclose(got[0][B], x.sum(), rtol=1e-5)
+        np.testing.assert_array_equal(got[1][:n], h)
+        np.testing.assert_array_equal(got[2][:n], b)
+        assert (got[0][n:B] == 7.0).all() and (got[1][n:] == 7.0).all() and (got[2][n:] == 7).all()
+
+    host = (np.full(B + 1, 7.0, np.float32), np.full(B, 7.0, np.float16), np.full(B, 7, np.int8))
+    device = (backend.full((B + 1,), 7.0, np.float32), backend.full((B,), 7.0, np.float16),
+              backend.full((B,), 7, np.int8))
+    run(lambda o, ho, bo: hinted_store_kernel[(1,)](backend.array(x), o, backend.array(h), ho, backend.array(b), bo,
+                                                    n, CACHE=cache, POLICY=policy, BLOCK=B), device)
+    compiled, _ = compile_cuda(hinted_store_kernel, (x, host[0], h, host[1], b, host[2], n),
+                               {"CACHE": cache, "POLICY": policy, "BLOCK": B})
+    kernel = compiled.source[compiled.source.index("---- kernel ----"):]
+    stores = set(re.findall(r"tg_stv?\d+_(\w+)\(", kernel))
+    assert stores == ({qualifier} if qualifier else set()), stores
+    ptx = compiled.asm["ptx"]
+    if qualifier in ("wb", "cg", "cs", "wt"):
+        assert f"st.global.{qualifier}" in ptx
+    if qualifier in ("ef", "el"):
+        kind = {"ef": "evict_first", "el": "evict_last"}[qualifier]
+        assert f"createpolicy.fractional.L2::{kind}" in ptx and "st.global.L2::cache_hint" in ptx
+    if qualifier is None:
+        assert "evict_first" not in ptx and "evict_last" not in ptx and "cache_hint" not in ptx
+    require_emulator()
+    run(lambda o, ho, bo: emulate(hinted_store_kernel, (1,), x, o, h, ho, b, bo, n, CACHE=cache, POLICY=policy,
+                                  BLOCK=B), tuple(a.copy() for a in host))
+
+
+@tegula.jit
 def two_loads_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     m = offs < n

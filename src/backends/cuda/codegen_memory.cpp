@@ -13,8 +13,10 @@
 // A layout that replicates elements stores from one owner thread only.
 // Scalar stores are done by thread 0. A load's cache_modifier (.ca .cg .cs .cv)
 // or eviction_policy (evict_first / evict_last, in L1) becomes the PTX
-// qualifier of its accesses (the prelude's tg_ld* functions); store hints are
-// ignored for now. `volatile` loads are per element through a volatile pointer.
+// qualifier of its accesses (the prelude's tg_ld* functions); a store's
+// cache_modifier (.wb .cg .cs .wt) its qualifier and its eviction_policy an
+// L2 cache hint (tg_st*). `volatile` loads are per element through a
+// volatile pointer.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -50,6 +52,37 @@ std::string cache_suffix(const ir::Op& op) {
   if (evict == "evict_first") return "ef";
   if (evict == "evict_last") return "el";
   return "";
+}
+
+// The prelude's qualified-store suffix (tg_st<bytes>_<suffix>) for a store's
+// cache_modifier or eviction_policy; empty for a plain store. As for loads,
+// cache_modifier wins when both are given.
+std::string store_suffix(const ir::Op& op) {
+  auto text = [&](const char* name) {
+    const ir::Attr* a = op.attr(name);
+    return a != nullptr && std::holds_alternative<std::string>(*a) ? std::get<std::string>(*a) : std::string();
+  };
+  std::string cache = text("cache_modifier");
+  if (cache == ".wb") return "wb";
+  if (cache == ".cg") return "cg";
+  if (cache == ".cs") return "cs";
+  if (cache == ".wt") return "wt";
+  std::string evict = text("eviction_policy");
+  if (evict == "evict_first") return "ef";
+  if (evict == "evict_last") return "el";
+  return "";
+}
+
+// A statement storing element `value` of type s at `pointer`, with the store's qualifier `suffix`.
+std::string store_element(ir::Scalar s, const std::string& pointer, const std::string& value,
+                          const std::string& suffix) {
+  std::string stored_value = s == ir::Scalar::I1 ? "(unsigned char)" + value : value;
+  if (suffix.empty()) return "*" + pointer + " = " + stored_value + ";";
+  int64_t bytes = ir::byte_size(s);
+  std::string bits = bytes == 1 ? "unsigned char" : bytes == 2 ? "unsigned short" : bytes == 4 ? "unsigned"
+                                                                                                : "unsigned long long";
+  return "tg_st" + std::to_string(bytes) + "_" + suffix + "(" + pointer + ", tg_bit_cast<" + bits + ">((" +
+         c_memory(s) + ")" + stored_value + "));";
 }
 
 // An expression reading one `type` (`bytes` wide) at `address`.
@@ -180,7 +213,8 @@ void emit_packed_vector_load(CudaContext& ctx, ir::Scalar s, int vector, const s
 // and pin the order: 13 more registers in the fused chain, 86% of the copy
 // bandwidth against 91%.
 void emit_word_vector_store(CudaContext& ctx, ir::Scalar s, int vector, const std::string& values,
-                            const std::string& i, const std::string& ptrs, const std::string& predicate) {
+                            const std::string& i, const std::string& ptrs, const std::string& predicate,
+                            const std::string& suffix) {
   const WordPacking pack(s, vector);
   const int element_bytes = pack.element_bytes, words = pack.words, per_word = pack.per_word;
   const std::string& word = pack.word;
@@ -202,7 +236,9 @@ void emit_word_vector_store(CudaContext& ctx, ir::Scalar s, int vector, const st
   }
   std::string address = ptrs + "[" + i + "]";
   if (words == 1) {  // a 4-, 2- or 1-byte group: a plain store
-    std::string store = "*reinterpret_cast<" + word + "*>(" + address + ") = " + packed[0] + ";";
+    std::string store =
+        suffix.empty() ? "*reinterpret_cast<" + word + "*>(" + address + ") = " + packed[0] + ";"
+                       : "tg_st" + std::to_string(pack.word_bytes) + "_" + suffix + "(" + address + ", " + packed[0] + ");";
     ctx.out.line(predicate.empty() ? store : "if (" + predicate + ") " + store);
     return;
   }
@@ -210,6 +246,11 @@ void emit_word_vector_store(CudaContext& ctx, ir::Scalar s, int vector, const st
   std::string type = words == 4 ? "uint4" : "uint2";
   ctx.out.line(type + " " + w + ";");
   for (int k = 0; k < words; ++k) ctx.out.line(w + "." + "xyzw"[k] + " = " + packed[static_cast<size_t>(k)] + ";");
+  if (!suffix.empty()) {
+    std::string store = std::string(words == 4 ? "tg_stv16_" : "tg_stv8_") + suffix + "(" + address + ", " + w + ");";
+    ctx.out.line(predicate.empty() ? store : "if (" + predicate + ") " + store);
+    return;
+  }
   std::string helper = words == 4 ? "tg_st16" : "tg_st8";
   if (predicate.empty())
     ctx.out.line(helper + "(" + address + ", " + w + ");");
@@ -303,10 +344,11 @@ void emit_tile_store(CudaContext& ctx, ir::OpId id) {
   AccessPlan a = plan_access(ctx, op, layout);
   ir::Scalar s = value_type.scalar;
 
+  std::string suffix = store_suffix(op);
   std::string own = ctx.owner(d);
   if (!own.empty()) ctx.out.open("if (" + own + ")");
   auto element_store = [&](const std::string& index) {
-    std::string store = "*" + ptrs + "[" + index + "] = " + stored(s, values + "[" + index + "]") + ";";
+    std::string store = store_element(s, ptrs + "[" + index + "]", values + "[" + index + "]", suffix);
     return masked ? "if (" + mask + "[" + index + "]) " + store : store;
   };
   if (a.vector == 1) {
@@ -317,7 +359,8 @@ void emit_tile_store(CudaContext& ctx, ir::OpId id) {
     std::string i = ctx.open_unrolled(d.registers(), a.vector);
     // `predicate`: empty, or the condition of the whole group.
     auto vector_store = [&](const std::string& predicate) {
-      if (ir::byte_size(s) <= 4) return emit_word_vector_store(ctx, s, a.vector, values, i, ptrs, predicate);
+      if (ir::byte_size(s) <= 4)
+        return emit_word_vector_store(ctx, s, a.vector, values, i, ptrs, predicate, suffix);
       std::string vec = vec_type(s, a.vector);
       std::string w = ctx.fresh("w");
       if (!predicate.empty()) ctx.out.open("if (" + predicate + ")");
@@ -325,7 +368,9 @@ void emit_tile_store(CudaContext& ctx, ir::OpId id) {
       std::string j = ctx.open_unrolled(a.vector);
       ctx.out.line(w + ".v[" + j + "] = " + stored(s, values + "[" + i + " + " + j + "]") + ";");
       ctx.out.close();
-      if (ir::byte_size(s) == 8 && a.vector == 2)
+      if (!suffix.empty())  // 8-byte elements, two of them: 16 bytes of words
+        ctx.out.line("tg_stv16_" + suffix + "(" + ptrs + "[" + i + "], tg_bit_cast<uint4>(" + w + "));");
+      else if (ir::byte_size(s) == 8 && a.vector == 2)
         ctx.out.line("tg_st16_b64(" + ptrs + "[" + i + "], " + w + ");");
       else
         ctx.out.line("*reinterpret_cast<" + vec + "*>(" + ptrs + "[" + i + "]) = " + w + ";");
@@ -368,7 +413,8 @@ void emit_scalar_store(CudaContext& ctx, ir::OpId id) {
   std::string cond = "threadIdx.x == 0";
   if (op.operands.size() > 2) cond += " && " + ctx.name(op.operands[2]);
   ir::Scalar s = ctx.fn.type(op.operands[1]).scalar;
-  ctx.out.line("if (" + cond + ") *" + ctx.name(op.operands[0]) + " = " + stored(s, ctx.name(op.operands[1])) + ";");
+  ctx.out.line("if (" + cond + ") " +
+               store_element(s, ctx.name(op.operands[0]), ctx.name(op.operands[1]), store_suffix(op)));
   ctx.after_global_store();
 }
 

@@ -215,20 +215,30 @@ template <class T> TG_DEVICE void tg_st16_b64(void* p, const tg_vec<T, 2>& v) {
   asm volatile("st.global.v2.b64 [%0], {%1, %2};" ::"l"(p), "l"(tg_bit_cast<unsigned long long>(v.v[0])),
                "l"(tg_bit_cast<unsigned long long>(v.v[1])) : "memory");
 }
+// Emulated builds give TG_HOOK(op, args...) a body (the tests' CUDA emulator);
+// here it is nothing and the asm does the access.
+#ifndef TG_HOOK
+#define TG_HOOK(...)
+#endif
 #define TG_QUALIFIED_LOADS(NAME, Q)                                                                     \
   TG_DEVICE unsigned char tg_ld1_##NAME(const void* p) {                                                \
+    TG_HOOK(load_bits<unsigned char>, p);                                                               \
     unsigned r; asm volatile("ld.global" Q ".u8 %0, [%1];" : "=r"(r) : "l"(p)); return (unsigned char)r; \
   }                                                                                                     \
   TG_DEVICE unsigned short tg_ld2_##NAME(const void* p) {                                               \
+    TG_HOOK(load_bits<unsigned short>, p);                                                              \
     unsigned short r; asm volatile("ld.global" Q ".u16 %0, [%1];" : "=h"(r) : "l"(p)); return r;         \
   }                                                                                                     \
   TG_DEVICE unsigned tg_ld4_##NAME(const void* p) {                                                     \
+    TG_HOOK(load_bits<unsigned>, p);                                                                    \
     unsigned r; asm volatile("ld.global" Q ".u32 %0, [%1];" : "=r"(r) : "l"(p)); return r;               \
   }                                                                                                     \
   TG_DEVICE unsigned long long tg_ld8_##NAME(const void* p) {                                           \
+    TG_HOOK(load_bits<unsigned long long>, p);                                                          \
     unsigned long long r; asm volatile("ld.global" Q ".u64 %0, [%1];" : "=l"(r) : "l"(p)); return r;     \
   }                                                                                                     \
   TG_DEVICE uint4 tg_ld16_##NAME(const void* p) {                                                       \
+    TG_HOOK(load_bits<uint4>, p);                                                                       \
     uint4 r;                                                                                            \
     asm volatile("ld.global" Q ".v4.u32 {%0, %1, %2, %3}, [%4];"                                        \
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));                                \
@@ -241,6 +251,49 @@ TG_QUALIFIED_LOADS(cv, ".cv")
 TG_QUALIFIED_LOADS(ef, ".L1::evict_first")
 TG_QUALIFIED_LOADS(el, ".L1::evict_last")
 #undef TG_QUALIFIED_LOADS
+
+// Global stores for tl.store's cache_modifier (wb, cg, cs, wt: st.global.<q>)
+// and eviction_policy (ef, el: an L2 cache hint whose policy createpolicy
+// makes, where stored lines go first or last): tg_st<bytes>_<q>(address,
+// bits) for one element of 1, 2, 4 or 8 bytes, tg_stv8_<q> and tg_stv16_<q>
+// for 8 and 16 bytes of words. Volatile asm with a memory clobber, so they
+// keep their order with the kernel's other accesses.
+#define TG_QUALIFIED_STORES(NAME, PRE, Q, POST)                                                        \
+  TG_DEVICE void tg_st1_##NAME(void* p, unsigned char v) {                                              \
+    TG_HOOK(store_bits, p, &v, sizeof v);                                                          \
+    asm volatile(PRE "st.global" Q ".u8 [%0], %1" POST ::"l"(p), "r"((unsigned)v) : "memory");      \
+  }                                                                                                     \
+  TG_DEVICE void tg_st2_##NAME(void* p, unsigned short v) {                                             \
+    TG_HOOK(store_bits, p, &v, sizeof v);                                                          \
+    asm volatile(PRE "st.global" Q ".u16 [%0], %1" POST ::"l"(p), "h"(v) : "memory");                \
+  }                                                                                                     \
+  TG_DEVICE void tg_st4_##NAME(void* p, unsigned v) {                                                   \
+    TG_HOOK(store_bits, p, &v, sizeof v);                                                          \
+    asm volatile(PRE "st.global" Q ".u32 [%0], %1" POST ::"l"(p), "r"(v) : "memory");                \
+  }                                                                                                     \
+  TG_DEVICE void tg_st8_##NAME(void* p, unsigned long long v) {                                         \
+    TG_HOOK(store_bits, p, &v, sizeof v);                                                          \
+    asm volatile(PRE "st.global" Q ".u64 [%0], %1" POST ::"l"(p), "l"(v) : "memory");                \
+  }                                                                                                     \
+  TG_DEVICE void tg_stv8_##NAME(void* p, uint2 v) {                                                     \
+    TG_HOOK(store_bits, p, &v, sizeof v);                                                          \
+    asm volatile(PRE "st.global" Q ".v2.u32 [%0], {%1, %2}" POST ::"l"(p), "r"(v.x), "r"(v.y)       \
+                 : "memory");                                                                           \
+  }                                                                                                     \
+  TG_DEVICE void tg_stv16_##NAME(void* p, uint4 v) {                                                    \
+    TG_HOOK(store_bits, p, &v, sizeof v);                                                          \
+    asm volatile(PRE "st.global" Q ".v4.u32 [%0], {%1, %2, %3, %4}" POST ::"l"(p), "r"(v.x),        \
+                 "r"(v.y), "r"(v.z), "r"(v.w) : "memory");                                              \
+  }
+TG_QUALIFIED_STORES(wb, "", ".wb", ";")
+TG_QUALIFIED_STORES(cg, "", ".cg", ";")
+TG_QUALIFIED_STORES(cs, "", ".cs", ";")
+TG_QUALIFIED_STORES(wt, "", ".wt", ";")
+TG_QUALIFIED_STORES(ef, "{ .reg .b64 tg_pol; createpolicy.fractional.L2::evict_first.b64 tg_pol, 1.0; ",
+                    ".L2::cache_hint", ", tg_pol; }")
+TG_QUALIFIED_STORES(el, "{ .reg .b64 tg_pol; createpolicy.fractional.L2::evict_last.b64 tg_pol, 1.0; ",
+                    ".L2::cache_hint", ", tg_pol; }")
+#undef TG_QUALIFIED_STORES
 
 // --- tensor cores ---------------------------------------------------------------------
 // The shared-state-space address of a pointer into shared memory.
@@ -392,20 +445,4 @@ TG_DEVICE void tg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::
 // Pins an accumulator register: the compiler moves no access of it across.
 TG_DEVICE void tg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 TG_DEVICE void tg_pin(int& x) { asm volatile("" : "+r"(x)::"memory"); }
-// d[0..32) += a * b: this warpgroup's 64x64 tile, asynchronous until tg_wgmma_wait.
-TG_DEVICE void tg_wgmma_m64n64k16_f16_kk(float* d, unsigned long long a, unsigned long long b) {
-  TG_WGMMA_HOOK(d, a, b, 64, 0, 0, 0);
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-               : "l"(a), "l"(b), "r"(1));
-}
-// d[0..16) += a * b: this warpgroup's 64x32 tile, a from registers, asynchronous until tg_wgmma_wait.
-TG_DEVICE void tg_wgmma_m64n32k16_f16_rn(float* d, const unsigned* a, unsigned long long b) {
-  TG_WGMMA_REG_HOOK(d, a, b, 32, 0, 1);
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
 
