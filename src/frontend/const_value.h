@@ -38,7 +38,9 @@ struct ConstValue {
   static ConstValue type(ir::Scalar t) { ConstValue c; c.kind = Kind::DType; c.dtype = t; return c; }
 
   bool is_numeric() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
-  double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
+  double as_double() const {
+    return kind == Kind::Float ? f : is_unsigned ? static_cast<double>(static_cast<uint64_t>(i)) : static_cast<double>(i);
+  }
   bool truthy() const;
   bool operator==(const ConstValue& o) const;
 };

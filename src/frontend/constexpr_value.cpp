@@ -78,21 +78,32 @@ const char* kind_name(const ConstValue& v) {
 
 namespace {
 
+// Integer constants are Python ints within int64 or uint64 (Triton types
+// those above INT64_MAX uint64): arithmetic runs exactly in 128 bits and the
+// result must land back in that range.
+constexpr __int128 kUint64Max = static_cast<__int128>(std::numeric_limits<uint64_t>::max());
+
+__int128 wide(const ConstValue& v) {
+  return v.is_unsigned ? static_cast<__int128>(static_cast<uint64_t>(v.i)) : static_cast<__int128>(v.i);
+}
+
 ConstValue checked(__int128 v, const SourceLoc& loc) {
-  if (v > std::numeric_limits<int64_t>::max() || v < std::numeric_limits<int64_t>::min())
+  if (v > kUint64Max || v < std::numeric_limits<int64_t>::min())
     error_at(loc, Diag::ConstantArithmetic, "constant expression overflows 64-bit integers",
-             "kernel constants must fit in int64");
-  return ConstValue::integer(static_cast<int64_t>(v));
+             "kernel constants must fit in int64 (or, above it, in uint64)");
+  ConstValue c = ConstValue::integer(static_cast<int64_t>(static_cast<uint64_t>(v)));
+  c.is_unsigned = v > std::numeric_limits<int64_t>::max();
+  return c;
 }
 
 // Python floor division and modulo on integers.
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
+__int128 floor_div(__int128 a, __int128 b) {
+  __int128 q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t floor_mod(int64_t a, int64_t b) {
-  int64_t r = a % b;
+__int128 floor_mod(__int128 a, __int128 b) {
+  __int128 r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
@@ -107,54 +118,46 @@ std::optional<ConstValue> const_binary(ast::BinaryOp op, const ConstValue& a, co
   if (!a.is_numeric() || !b.is_numeric()) return std::nullopt;
   bool both_int = a.kind != K::Float && b.kind != K::Float;
   if (both_int) {
-    __int128 x = a.i, y = b.i;
+    __int128 x = wide(a), y = wide(b);
+    auto bits = [&](__int128 r) {  // & | ^ of two bools stay bool
+      ConstValue c = checked(r, loc);
+      if (a.kind == K::Bool && b.kind == K::Bool) c.kind = K::Bool;
+      return c;
+    };
     switch (op) {
       case BinaryOp::Add: return checked(x + y, loc);
       case BinaryOp::Sub: return checked(x - y, loc);
       case BinaryOp::Mul: return checked(x * y, loc);
       case BinaryOp::Div:
-        if (b.i == 0) error_at(loc, Diag::ConstantArithmetic, "division by zero in a constant expression");
-        return ConstValue::real(static_cast<double>(a.i) / static_cast<double>(b.i));
+        if (y == 0) error_at(loc, Diag::ConstantArithmetic, "division by zero in a constant expression");
+        return ConstValue::real(static_cast<double>(x) / static_cast<double>(y));
       case BinaryOp::FloorDiv:
-        if (b.i == 0) error_at(loc, Diag::ConstantArithmetic, "integer division by zero in a constant expression");
-        if (a.i == std::numeric_limits<int64_t>::min() && b.i == -1) return checked(-x, loc);
-        return ConstValue::integer(floor_div(a.i, b.i));
+        if (y == 0) error_at(loc, Diag::ConstantArithmetic, "integer division by zero in a constant expression");
+        return checked(floor_div(x, y), loc);
       case BinaryOp::Mod:
-        if (b.i == 0) error_at(loc, Diag::ConstantArithmetic, "integer modulo by zero in a constant expression");
-        if (b.i == -1) return ConstValue::integer(0);
-        return ConstValue::integer(floor_mod(a.i, b.i));
+        if (y == 0) error_at(loc, Diag::ConstantArithmetic, "integer modulo by zero in a constant expression");
+        return checked(floor_mod(x, y), loc);
       case BinaryOp::Pow: {
-        if (b.i < 0) return ConstValue::real(std::pow(static_cast<double>(a.i), static_cast<double>(b.i)));
+        if (y < 0) return ConstValue::real(std::pow(static_cast<double>(x), static_cast<double>(y)));
         __int128 r = 1;
-        for (int64_t k = 0; k < b.i; ++k) {
+        for (__int128 k = 0; k < y; ++k) {
           r *= x;
-          if (r > std::numeric_limits<int64_t>::max() || r < std::numeric_limits<int64_t>::min())
-            return checked(r, loc);
+          if (r > kUint64Max || r < std::numeric_limits<int64_t>::min()) return checked(r, loc);
+          if (r == 0 || r == 1) break;  // 0 and 1 stay; -1 alternates (handled below)
+          if (r == -1) return checked((y - k - 1) % 2 == 0 ? -1 : 1, loc);
         }
         return checked(r, loc);
       }
       case BinaryOp::LShift:
-        if (b.i < 0) error_at(loc, Diag::ConstantArithmetic, "negative shift count in a constant expression");
-        if (b.i >= 64) return checked(a.i == 0 ? 0 : (__int128{1} << 64), loc);
-        return checked(x << b.i, loc);
+        if (y < 0) error_at(loc, Diag::ConstantArithmetic, "negative shift count in a constant expression");
+        if (y >= 64) return checked(x == 0 ? 0 : (__int128{1} << 64), loc);
+        return checked(x * (__int128{1} << static_cast<int>(y)), loc);
       case BinaryOp::RShift:
-        if (b.i < 0) error_at(loc, Diag::ConstantArithmetic, "negative shift count in a constant expression");
-        return ConstValue::integer(b.i >= 64 ? (a.i < 0 ? -1 : 0) : (a.i >> b.i));
-      case BinaryOp::BitAnd: {
-        ConstValue r = ConstValue::integer(a.i & b.i);
-        if (a.kind == K::Bool && b.kind == K::Bool) r.kind = K::Bool;
-        return r;
-      }
-      case BinaryOp::BitOr: {
-        ConstValue r = ConstValue::integer(a.i | b.i);
-        if (a.kind == K::Bool && b.kind == K::Bool) r.kind = K::Bool;
-        return r;
-      }
-      case BinaryOp::BitXor: {
-        ConstValue r = ConstValue::integer(a.i ^ b.i);
-        if (a.kind == K::Bool && b.kind == K::Bool) r.kind = K::Bool;
-        return r;
-      }
+        if (y < 0) error_at(loc, Diag::ConstantArithmetic, "negative shift count in a constant expression");
+        return checked(y >= 127 ? (x < 0 ? -1 : 0) : (x >> static_cast<int>(y)), loc);
+      case BinaryOp::BitAnd: return bits(x & y);
+      case BinaryOp::BitOr: return bits(x | y);
+      case BinaryOp::BitXor: return bits(x ^ y);
       case BinaryOp::MatMul: return std::nullopt;
     }
     return std::nullopt;
@@ -188,13 +191,13 @@ std::optional<ConstValue> const_unary(ast::UnaryOp op, const ConstValue& a, cons
   switch (op) {
     case ast::UnaryOp::Neg:
       if (a.kind == K::Float) return ConstValue::real(-a.f);
-      return checked(-static_cast<__int128>(a.i), loc);
+      return checked(-wide(a), loc);
     case ast::UnaryOp::Pos:
       if (a.kind == K::Bool) return ConstValue::integer(a.i);
       return a;
     case ast::UnaryOp::Invert:
       if (a.kind == K::Float) return std::nullopt;
-      return ConstValue::integer(~a.i);
+      return checked(~wide(a), loc);
     default: return std::nullopt;
   }
 }
@@ -230,7 +233,7 @@ std::optional<ConstValue> const_compare(ast::CmpOp op, const ConstValue& a, cons
     }
   };
   if (floats) return cmp(a.as_double(), b.as_double());
-  return cmp(a.i, b.i);
+  return cmp(wide(a), wide(b));
 }
 
 }  // namespace tegula::frontend

@@ -223,3 +223,45 @@ def test_float_pair(backend, lhs, rhs):
     for i, op in enumerate(ops):
         name = result if i < 3 else wide
         check(out[i], ref_binary(op, x, y, name), name, ulps=1, what=f"{lhs} {'+-*/%'[i]} {rhs}")
+
+
+@tegula.jit
+def uint64_constants_kernel(z_ptr, y_ptr, c_ptr, BLOCK: tl.constexpr):
+    # Constant arithmetic is Python's, within int64 or uint64: 1 << 63 is a uint64 constant, as in Triton
+    # (test_interpreter_ashr_does_not_mutate_uint64_rhs).
+    off = tl.arange(0, BLOCK)
+    y = tl.load(y_ptr + off)
+    tl.store(z_ptr + off, y + (1 << 63))
+    top = (1 << 63) + ((1 << 63) - 1)             # the largest uint64 (every step within 64 bits)
+    tl.store(c_ptr + 0, top)
+    tl.store(c_ptr + 1, top // 3)                 # floor division above INT64_MAX
+    tl.store(c_ptr + 2, (1 << 63) % 1000003)
+    tl.store(c_ptr + 3, (1 << 63) >> 3)
+    tl.store(c_ptr + 4, top ^ (1 << 63))          # back in int64's range
+    tl.store(c_ptr + 5, -(1 << 63) + (1 << 63) + 7)
+
+
+def test_constant_arithmetic_reaches_uint64(backend):
+    y = np.array([0, 1, 63, 2**62 + 5], dtype=np.uint64)
+    z = backend.zeros(4, np.uint64)
+    c = backend.zeros(6, np.uint64)
+    uint64_constants_kernel[(1,)](z, backend.array(y), c, BLOCK=4)
+    np.testing.assert_array_equal(backend.numpy(z), y + np.uint64(1 << 63))
+    want = [2**64 - 1, (2**64 - 1) // 3, (1 << 63) % 1000003, (1 << 63) >> 3, (2**64 - 1) ^ (1 << 63), 7]
+    assert [int(v) for v in backend.numpy(c)] == want
+
+
+@tegula.jit
+def constant_overflow_kernel(out_ptr, CASE: tl.constexpr):
+    if CASE == 0:
+        tl.store(out_ptr, (1 << 63) * 2)
+    elif CASE == 1:
+        tl.store(out_ptr, -(1 << 63) - 1)
+    else:
+        tl.store(out_ptr, ~(1 << 63))
+
+
+@pytest.mark.parametrize("case", [0, 1, 2])
+def test_constants_past_uint64_or_below_int64_are_errors(case):
+    with pytest.raises(tegula.CompilationError, match=r"E0603.*overflows 64-bit integers"):
+        constant_overflow_kernel[(1,)](np.zeros(1, np.int64), CASE=case)
