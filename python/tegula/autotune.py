@@ -153,7 +153,8 @@ class _KernelWrapper:
         return self.base
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(grid, *args, **kwargs)
+        # Triton's calling convention, which subclasses of Autotuner override: run(*args, grid=, warmup=).
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
 
     def __call__(self, *args, **kwargs):
         name = self.__name__
@@ -210,7 +211,9 @@ class Heuristics(_KernelWrapper):
             named[name] = value
         return kwargs
 
-    def run(self, grid, *args, **kwargs):
+    def run(self, *args, grid=None, warmup=False, **kwargs):
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         return self.fn[grid](*args, **self._with_values(args, kwargs))
 
     def warmup(self, *args, grid=None, **kwargs):
@@ -261,7 +264,7 @@ class _LaunchPlan:
                                in enumerate(zip(sig.names, sig.is_constexpr)) if not is_constexpr]
         self.tuned_names = frozenset(name for config in tuner.configs for name in config.all_kwargs())
         fn = tuner.fn
-        self.launch = fn._launch if isinstance(fn, JITFunction) else fn.run
+        self.launch = fn._launch if isinstance(fn, JITFunction) else (lambda grid, *a, **k: fn.run(*a, grid=grid, **k))
 
 
 class Autotuner(_KernelWrapper):
@@ -273,8 +276,31 @@ class Autotuner(_KernelWrapper):
     [median, 20th, 80th percentile] time in ms (None for skipped ones).
     """
 
-    def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
-                 restore_value=None, warmup=None, rep=None, do_bench=None, cache_results=True):
+    def __init__(self, fn, configs, key, *triton_order, prune_configs_by=None, reset_to_zero=None,
+                 restore_value=None, pre_hook=None, post_hook=None, warmup=None, rep=None, use_cuda_graph=False,
+                 do_bench=None, cache_results=True):
+        if _is_arg_names(configs):
+            # Triton's constructor, which its subclasses call: (fn, arg_names, configs, key, reset_to_zero,
+            # restore_value, pre_hook, post_hook, prune_configs_by, warmup, rep, use_cuda_graph, do_bench,
+            # cache_results). The kernel's own names stand for arg_names.
+            given = dict(zip(_TRITON_ORDER, (key, *triton_order)))
+            if len(triton_order) + 1 > len(_TRITON_ORDER):
+                raise coded(TypeError, "E0710", f"Autotuner takes at most {len(_TRITON_ORDER) + 2} positional "
+                                                f"arguments in Triton's order")
+            configs = given.pop("configs")
+            key = given.pop("key", None)
+            local = {"prune_configs_by": prune_configs_by, "reset_to_zero": reset_to_zero,
+                     "restore_value": restore_value, "pre_hook": pre_hook, "post_hook": post_hook,
+                     "warmup": warmup, "rep": rep, "use_cuda_graph": use_cuda_graph, "do_bench": do_bench,
+                     "cache_results": cache_results}
+            local.update(given)
+            (prune_configs_by, reset_to_zero, restore_value, pre_hook, post_hook, warmup, rep, use_cuda_graph,
+             do_bench, cache_results) = (local[name] for name in ("prune_configs_by", "reset_to_zero",
+                                                                  "restore_value", "pre_hook", "post_hook", "warmup",
+                                                                  "rep", "use_cuda_graph", "do_bench",
+                                                                  "cache_results"))
+        elif triton_order:
+            raise coded(TypeError, "E0710", "Autotuner(fn, configs, key, ...) takes its other arguments by keyword")
         super().__init__(fn, "autotune")
         if _contains_autotuner(fn):
             raise coded(TypeError, "E0708", f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
@@ -306,13 +332,27 @@ class Autotuner(_KernelWrapper):
         self._lock = threading.RLock()
         self._plan = None
         self._kernel_identity = None
+        # Triton's hooks around every timed launch: pre_hook(kwargs, reset_only=False) before (and once with
+        # reset_only=True after tuning), post_hook(kwargs, exception) after. Tegula zeroes reset_to_zero and
+        # restores the arrays a launch writes itself; these run besides that, and a subclass may replace them.
+        for name, hook in (("pre_hook", pre_hook), ("post_hook", post_hook)):
+            if hook is not None and not callable(hook):
+                raise coded(TypeError, "E0710", f"autotune {name} of kernel '{self.__name__}' must be callable, "
+                                                f"got {type(hook).__name__}")
+        self.user_defined_pre_hook = pre_hook is not None
+        self.user_defined_post_hook = post_hook is not None
+        self.pre_hook = pre_hook or (lambda kwargs, reset_only=False: None)
+        self.post_hook = post_hook or (lambda kwargs, exception: None)
+        self.use_cuda_graph = bool(use_cuda_graph)  # accepted; timing does not capture graphs
 
     def __repr__(self) -> str:
         return f"<tegula.Autotuner of {self.base!r}: {len(self.configs)} configs, key {self.keys}>"
 
     # --- launching ---------------------------------------------------------------------
 
-    def run(self, grid, *args, **kwargs):
+    def run(self, *args, grid=None, warmup=False, **kwargs):
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         plan = self._plan or self._make_plan()
         if kwargs and not plan.tuned_names.isdisjoint(kwargs):
             conflicts = ", ".join(repr(c) for c in sorted(plan.tuned_names.intersection(kwargs)))
@@ -489,6 +529,10 @@ class Autotuner(_KernelWrapper):
             if saved is not None:
                 saved.restore(for_trial=False)
             progress.done()
+        best_timed = [t for t in trials if t.timing is not None]
+        if best_timed:
+            winner = min(best_timed, key=lambda t: t.timing[0])
+            self.pre_hook({**named, **winner.config.all_kwargs()}, reset_only=True)
         for trial in trials:
             if trial.error is not None:
                 warnings.warn(f"autotune of kernel '{self.__name__}': skipped config {trial.config} "
@@ -512,9 +556,15 @@ class Autotuner(_KernelWrapper):
             saved.restore(for_trial=True)
             if config.pre_hook is not None:
                 config.pre_hook(full)
+            self.pre_hook(full)
 
         def launch():
-            self.fn[grid](*args, **kwargs, **config.all_kwargs())
+            try:
+                self.fn[grid](*args, **kwargs, **config.all_kwargs())
+            except Exception as e:
+                self.post_hook(full, exception=e)
+                raise
+            self.post_hook(full, exception=None)
 
         try:
             if self.user_do_bench is not None:
@@ -531,6 +581,16 @@ class Autotuner(_KernelWrapper):
                 trial.timing = [float(v) for v in np.quantile(samples, (0.5, 0.2, 0.8))]
         except Exception as e:  # noqa: BLE001 - a config that cannot run is skipped, see _all_failed
             trial.error, trial.stage, trial.timing = e, "run", None
+
+
+# Triton's positional order of Autotuner's arguments after fn and arg_names.
+_TRITON_ORDER = ("configs", "key", "reset_to_zero", "restore_value", "pre_hook", "post_hook", "prune_configs_by",
+                 "warmup", "rep", "use_cuda_graph", "do_bench", "cache_results")
+
+
+def _is_arg_names(value) -> bool:
+    """Whether Autotuner's second argument is Triton's arg_names (names) rather than Tegula's configs."""
+    return isinstance(value, (list, tuple)) and len(value) > 0 and all(isinstance(v, str) for v in value)
 
 
 def _contains_autotuner(wrapper) -> bool:
@@ -586,8 +646,8 @@ def _all_failed(kernel: str, trials: list) -> Exception:
     return error
 
 
-def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
-             warmup=None, rep=None, do_bench=None, cache_results=True):
+def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
+             post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=True):
     """Decorator: tune a kernel over ``configs`` for each value of ``key``.
 
     ``key``: argument names whose values pick the config (a new value tunes
@@ -599,12 +659,16 @@ def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_va
     tuning ends). ``warmup``/``rep``: timing budgets per config in ms
     (25/100); ``do_bench``: a replacement timer called as ``do_bench(fn,
     quantiles=(0.5, 0.2, 0.8))``. ``cache_results=False`` keeps results in
-    this process only. See docs/autotune.md.
+    this process only. ``pre_hook(kwargs, reset_only=False)`` and
+    ``post_hook(kwargs, exception)``: Triton's hooks, called around every timed
+    launch (besides Tegula's own zeroing and restoring); ``use_cuda_graph`` is
+    accepted and changes nothing. See docs/autotune.md.
     """
 
     def decorate(fn):
         return Autotuner(fn, configs, key, prune_configs_by=prune_configs_by,
-                         reset_to_zero=reset_to_zero, restore_value=restore_value, warmup=warmup,
-                         rep=rep, do_bench=do_bench, cache_results=cache_results)
+                         reset_to_zero=reset_to_zero, restore_value=restore_value, pre_hook=pre_hook,
+                         post_hook=post_hook, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
+                         do_bench=do_bench, cache_results=cache_results)
 
     return decorate

@@ -64,6 +64,27 @@ bool same_leaf_types(const ir::Function& fn, const Symbol& a, const Symbol& b) {
   return true;
 }
 
+// Whether same_symbol tells a value of `s`'s kind from another one: for those the loop body may keep an
+// uncarriable value unchanged (checked after lowering it), for the rest an assignment in the body is an error.
+bool comparable(const Symbol& s) {
+  switch (s.kind) {
+    case Symbol::Kind::Const:
+    case Symbol::Kind::JitFunction:
+    case Symbol::Kind::HostModule:
+    case Symbol::Kind::Module:
+    case Symbol::Kind::Builtin:
+    case Symbol::Kind::Opaque:
+    case Symbol::Kind::NamedTupleType:
+    case Symbol::Kind::HostFunction:
+    case Symbol::Kind::Value: return true;
+    case Symbol::Kind::Tuple:
+      for (const Symbol& e : s.elements)
+        if (!comparable(e)) return false;
+      return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 void Lowerer::lower_body(const std::vector<ast::StmtPtr>& body, size_t first) {
@@ -398,31 +419,36 @@ void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std
   frame().returned = then_returned && else_returned;
 }
 
-std::vector<std::string> Lowerer::loop_carried(const std::vector<ast::StmtPtr>& body, const SourceLoc& loc) {
+Lowerer::LoopNames Lowerer::loop_carried(const std::vector<ast::StmtPtr>& body, const SourceLoc& loc) {
   std::set<std::string> assigned;
   collect_assigned(body, assigned);
-  std::vector<std::string> carried;
+  LoopNames names;
   for (const std::string& n : assigned) {
     auto it = frame().vars.find(n);
     if (it == frame().vars.end()) continue;
-    if (!is_carriable(it->second))
+    if (is_carriable(it->second)) {
+      names.carried.push_back(n);
+    } else if (comparable(it->second)) {
+      names.fixed.emplace_back(n, it->second);
+    } else {
       error_at(loc, Diag::VariableChangesType,
                "`" + n + "` (" + describe(it->second) + ") is reassigned inside a runtime loop",
                "only tensors, numbers, block pointers, tensor descriptors and tuples of them can change from "
                "one iteration to the next; use a new name");
-    carried.push_back(n);
+    }
   }
   // A body that returns carries whether (and what) it returned.
   if (contains_return(body))
     for (const char* hidden : {kReturned, kResult})
-      if (frame().vars.count(hidden)) carried.push_back(hidden);
-  return carried;
+      if (frame().vars.count(hidden)) names.carried.push_back(hidden);
+  return names;
 }
 
-Lowerer::Carried Lowerer::carry(const std::vector<std::string>& names, const SourceLoc& loc) {
+Lowerer::Carried Lowerer::carry(const LoopNames& loop_names, const SourceLoc& loc) {
   Carried c;
-  c.names = names;
-  for (const std::string& n : names) {
+  c.names = loop_names.carried;
+  c.fixed = loop_names.fixed;
+  for (const std::string& n : c.names) {
     const Symbol& sym = frame().vars.at(n);
     c.before.push_back(sym);
     for (const Symbol& leaf : leaves_of(sym)) {
@@ -443,6 +469,14 @@ void Lowerer::bind_carried(const Carried& c, const std::vector<ir::ValueId>& val
 }
 
 std::vector<ir::ValueId> Lowerer::carried_yields(const Carried& c, const SourceLoc& loc) {
+  for (const auto& [n, before] : c.fixed) {
+    auto it = frame().vars.find(n);
+    if (it == frame().vars.end() || !same_symbol(it->second, before))
+      error_at(loc, Diag::VariableChangesType,
+               "`" + n + "` (" + describe(before) + ") is reassigned inside a runtime loop",
+               "only tensors, numbers, block pointers, tensor descriptors and tuples of them can change from "
+               "one iteration to the next; use a new name");
+  }
   std::vector<ir::ValueId> out;
   for (size_t i = 0; i < c.names.size(); ++i) {
     const std::string& n = c.names[i];

@@ -93,7 +93,14 @@ class Lowerer {
   void lower_for(const ast::Stmt& s);
   void lower_while(const ast::Stmt& s);
   // Names the body assigns that exist before the loop (they become iter args).
-  std::vector<std::string> loop_carried(const std::vector<ast::StmtPtr>& body, const SourceLoc& loc);
+  // The names a loop body assigns that hold carriable values before it (carried), and those that hold
+  // other values (None, a function, a string...): those must come out of the body unchanged, which only
+  // lowering it shows (an assignment under a constexpr `if` that is false never happens).
+  struct LoopNames {
+    std::vector<std::string> carried;
+    std::vector<std::pair<std::string, Symbol>> fixed;
+  };
+  LoopNames loop_carried(const std::vector<ast::StmtPtr>& body, const SourceLoc& loc);
   // Loop-carried names, one iteration value per leaf of their symbols
   // (symbol_leaves.h): a block pointer carries its base, shape, strides and offsets.
   struct Carried {
@@ -102,8 +109,9 @@ class Lowerer {
     std::vector<ir::ValueId> inits;  // per leaf
     std::vector<ir::Type> types;     // per leaf
     std::vector<bool> structured;    // per leaf: part of a tuple, block pointer or descriptor
+    std::vector<std::pair<std::string, Symbol>> fixed;  // LoopNames::fixed, checked by carried_yields
   };
-  Carried carry(const std::vector<std::string>& names, const SourceLoc& loc);
+  Carried carry(const LoopNames& names, const SourceLoc& loc);
   // Binds every carried name to its symbol rebuilt from `values` (one per leaf).
   void bind_carried(const Carried& carried, const std::vector<ir::ValueId>& values);
   // The leaves of the carried names' symbols now, as values of the carried types.

@@ -448,3 +448,43 @@ def test_a_raise_that_is_reached_is_a_located_error():
     with pytest.raises(tegula.CompilationError,
                        match=rf"(?s)test_ops_control.py:{line}:9: error\[E0110\]: `raise` statements.*constexpr"):
         rounding_kernel[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32), MODE="round")
+
+
+@tegula.jit
+def optional_accumulator_kernel(x_ptr, out_ptr, n, USE_EXTRA: tl.constexpr, BLOCK: tl.constexpr):
+    # A library's pattern (flash-linear-attention's chunk_o): an accumulator that is None unless a constexpr
+    # flag asks for it, updated in the loop only under that flag.
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    extra = tl.zeros([BLOCK], dtype=tl.float32) if USE_EXTRA else None
+    for i in range(n):
+        offs = i * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs)
+        acc += x
+        if USE_EXTRA:
+            extra += x * x
+    if USE_EXTRA:
+        acc += extra
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@pytest.mark.parametrize("use_extra", [False, True])
+def test_a_none_the_loop_leaves_alone_may_sit_beside_it(backend, use_extra):
+    x = np.random.default_rng(21).standard_normal((5, 32)).astype(np.float32)
+    out = backend.zeros(32, np.float32)
+    optional_accumulator_kernel[(1,)](backend.array(x), out, 5, USE_EXTRA=use_extra, BLOCK=32)
+    want = x.sum(0) + ((x * x).sum(0) if use_extra else 0)
+    np.testing.assert_allclose(backend.numpy(out), want, rtol=1e-5, atol=1e-5)
+
+
+@tegula.jit
+def none_reassigned_kernel(out_ptr, n):
+    v = None
+    for i in range(n):
+        v = i
+    tl.store(out_ptr, v)
+
+
+def test_a_none_the_loop_reassigns_is_still_an_error():
+    with pytest.raises(tegula.CompilationError, match=r"E0308.*`v` \(the constant None\) is reassigned inside a "
+                                                      r"runtime loop"):
+        none_reassigned_kernel[(1,)](np.zeros(1, np.int32), 3)

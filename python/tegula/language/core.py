@@ -377,6 +377,9 @@ void.primitive_bitwidth = 0
 pi32_t = pointer_type(int32)
 #: the largest number of elements a tile may have, as in Triton
 TRITON_MAX_TENSOR_NUMEL = 1 << 20
+# Triton's constant for a defaulted constexpr parameter (`descending: tl.constexpr = tl.core.CONSTEXPR_0` in
+# libraries' sort helpers): the constant 0.
+CONSTEXPR_0 = constexpr(0)
 
 
 
