@@ -560,3 +560,51 @@ def test_a_second_process_launches_the_tuned_matmul_without_compiling_or_tuning(
     assert second["trials"] == 0 and second["timed"] == 0 and second["best"] == first["best"]
     assert second["stats"]["builds"] == 0 and second["stats"]["frontend_runs"] == 0
     assert second["stats"]["disk_hits"] == 1  # only the chosen config's kernel is loaded
+
+
+class _LibraryTuner(tegula.Autotuner):
+    """As a library subclasses Triton's Autotuner (flash-linear-attention's CachedAutotuner): Triton's
+    constructor order, and run(*args, **kwargs) overridden around the base class's."""
+
+    def __init__(self, fn, arg_names, configs, key, reset_to_zero, restore_value, **kwargs):
+        super().__init__(fn, arg_names, configs, key, reset_to_zero, restore_value, **kwargs)
+        self.runs = 0
+
+    def run(self, *args, **kwargs):
+        self.runs += 1
+        return super().run(*args, **kwargs)
+
+
+def test_a_subclass_in_tritons_order_launches_and_tunes(backend):
+    n = 300
+    x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
+    out = backend.zeros(n, np.float32)
+    configs = [tegula.Config({"BLOCK": 64}), tegula.Config({"BLOCK": 128})]
+    tuner = _LibraryTuner(scale_kernel, scale_kernel.arg_names, configs, ["n"], None, None, warmup=1, rep=2,
+                          use_cuda_graph=False, cache_results=False)
+    tuner[_grid(n)](backend.array(x), out, n)
+    np.testing.assert_array_equal(backend.numpy(out), x * 2)
+    assert tuner.runs == 1 and tuner.best_config in configs and set(tuner.cache) and tuner.keys == ["n"]
+    assert not tuner.user_defined_pre_hook and not tuner.user_defined_post_hook
+
+
+def test_autotune_hooks_run_around_every_timed_launch(backend):
+    n = 200
+    calls = []
+    x = np.random.default_rng(6).standard_normal(n).astype(np.float32)
+    out = backend.zeros(n, np.float32)
+    kernel = _tuner(scale_kernel, [tegula.Config({"BLOCK": 64}), tegula.Config({"BLOCK": 128})],
+                    pre_hook=lambda kwargs, reset_only=False: calls.append(("pre", kwargs["BLOCK"], reset_only)),
+                    post_hook=lambda kwargs, exception: calls.append(("post", kwargs["BLOCK"], exception)),
+                    use_cuda_graph=True)
+    kernel[_grid(n)](backend.array(x), out, n)
+    np.testing.assert_array_equal(backend.numpy(out), x * 2)
+    assert kernel.user_defined_pre_hook and kernel.user_defined_post_hook
+    timed = [c for c in calls if not (c[0] == "pre" and c[2])]
+    for block in (64, 128):  # every timed launch of each config between its two hooks
+        pre = [c for c in timed if c == ("pre", block, False)]
+        post = [c for c in timed if c == ("post", block, None)]
+        assert pre and len(pre) == len(post)
+    assert calls[-1] == ("pre", kernel.best_config.kwargs["BLOCK"], True)  # once more after tuning, reset only
+    with pytest.raises(TypeError, match="pre_hook of kernel 'scale_kernel' must be callable"):
+        tegula.autotune(configs=[tegula.Config({"BLOCK": 64})], key=["n"], pre_hook=3)(scale_kernel)
