@@ -462,14 +462,17 @@ Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
       error_at(a.loc("fp_downcast_rounding"), Diag::ArgumentWithoutEffect,
                "fp_downcast_rounding applies to float downcasts only, not " +
                                                   triton_name(from) + " -> " + triton_name(dt));
-    // Triton ignores the mode for float8e4b15 (its conversion truncates to
-    // f16, then rounds ties away); Tegula refuses it for every fp8 result.
-    if (ir::is_fp8(dt))
+    // float8e5 (e5m2) truncates as Triton's does: it is float16 with its low
+    // mantissa byte dropped. Triton ignores the mode for float8e4b15 (its
+    // conversion truncates to f16, then rounds ties away) and has none for
+    // e4m3; Tegula refuses both.
+    if (ir::is_fp8(dt) && dt != Scalar::F8E5M2)
       error_at(a.loc("fp_downcast_rounding"), Diag::UnsupportedElementType,
-               "fp_downcast_rounding=\"rtz\" is not supported for fp8 results",
+               "fp_downcast_rounding=\"rtz\" is not supported for " + triton_name(dt) + " results",
                dt == Scalar::F8E4B15 ? "conversions to float8e4b15 round to nearest, ties away from zero (and "
                                        "saturate at 1.75), as Triton's do; drop the argument"
-                                     : "conversions to fp8 round to nearest even (and saturate); drop the argument");
+                                     : "of the fp8 types only float8e5 rounds toward zero (as in Triton); other "
+                                       "conversions to fp8 round to nearest even (and saturate): drop the argument");
     return ok(l.create(OpKind::Cast, {x}, l.type(x).with_scalar(dt), c.loc, {{"rounding", ir::Attr{rounding}}}));
   }
   return ok(l.cast(x, dt, c.loc));

@@ -11,6 +11,7 @@ so it shares nothing with the compiler's bit manipulation.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -212,13 +213,83 @@ def test_other_fp8_variants_are_a_located_error():
         variant[(1,)](np.zeros(4, np.float32))
 
 
-def test_rtz_to_fp8_is_an_error():
+@tegula.jit
+def rtz_e5m2_kernel(x_ptr, d_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m).to(tl.float8e5, fp_downcast_rounding="rtz"), mask=m)
+    tl.store(y_ptr + BLOCK + offs, tl.load(d_ptr + offs, mask=m).to(tl.float8e5, fp_downcast_rounding="rtz"),
+             mask=m)
+
+
+def _e5m2_toward_zero(x: np.ndarray) -> np.ndarray:
+    """The e5m2 bits of x rounded toward zero: the value of largest magnitude not above |x|, with x's sign;
+    inf and NaN (with its sign) stay, a finite value past the largest finite one saturates there (57344)."""
+    codes = np.arange(256, dtype=np.uint8)
+    values = codes.view(ml_dtypes.float8_e5m2).astype(np.float64)
+    finite = np.isfinite(values) & (codes < 0x80)  # the non-negative finite codes, ascending by value
+    positive_codes, positive_values = codes[finite], values[finite]
+    out = np.empty(x.shape, np.uint8)
+    for i, v in enumerate(x.astype(np.float64)):
+        if np.isnan(v):  # a quiet NaN of the same sign
+            out[i] = 0x7E | (0x80 if np.signbit(v) else 0)
+        elif np.isinf(v):
+            out[i] = 0x7C if v > 0 else 0xFC
+        else:
+            k = np.searchsorted(positive_values, abs(v), side="right") - 1
+            out[i] = positive_codes[k] | (0x80 if np.signbit(v) else 0)
+    return out
+
+
+def _assert_e5m2_codes(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal codes, except that a NaN may come back as a NaN of either sign (the GPU's cvt.rz.f16.f32 drops
+    a NaN's sign)."""
+    nan = (want & 0x7F) > 0x7C
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    assert ((got[nan] & 0x7F) > 0x7C).all(), got[nan]
+
+
+def test_rtz_to_float8e5_truncates(backend):
+    # Triton's test_typeconvert_downcast with rounding "rtz": float32 (and float64) to float8e5 toward zero,
+    # subnormals, saturation, infinities and NaN included.
+    rng = np.random.default_rng(31)
+    n = 1000
+    x = (rng.standard_normal(n) * np.exp2(rng.integers(-26, 18, n))).astype(np.float32)
+    x[:9] = [np.inf, -np.inf, np.nan, -np.nan, 1e30, -1e30, 0.0, -0.0, 57343.9]
+    d = x.astype(np.float64) * (1 + 1e-12)  # float64 sources, a hair off every float32
+    y = backend.zeros(2048, np.uint8)
+    rtz_e5m2_kernel[(1,)](backend.array(x), backend.array(d), tegula.reinterpret(y, tl.float8e5), n, BLOCK=1024)
+    got = backend.numpy(y)
+    _assert_e5m2_codes(got[:n], _e5m2_toward_zero(x))
+    _assert_e5m2_codes(got[1024:1024 + n], _e5m2_toward_zero(d))
+
+
+def test_rtz_to_float8e5_as_sm90_compiles_it():
+    # The CUDA path (cvt.rz.f16.f32, then the high byte) through NVRTC and ptxas, run in the CUDA emulator.
+    from cuda_emulator import compile_cuda, emulate, require_emulator
+
+    rng = np.random.default_rng(37)
+    n = 500
+    x = (rng.standard_normal(n) * np.exp2(rng.integers(-26, 18, n))).astype(np.float32)
+    x[:5] = [np.inf, -np.nan, 1e30, -0.0, 6e-8]
+    d = x.astype(np.float64) * (1 - 1e-12)
+    y = np.zeros(1024, np.uint8)
+    compiled, _ = compile_cuda(rtz_e5m2_kernel, (x, d, tegula.reinterpret(y, tl.float8e5), n), dict(BLOCK=512))
+    assert "tg_f32_to_f16_rz(" in compiled.source and "__double2float_rz(" in compiled.source
+    require_emulator()
+    emulate(rtz_e5m2_kernel, (1,), x, d, tegula.reinterpret(y, tl.float8e5), n, BLOCK=512)
+    _assert_e5m2_codes(y[:n], _e5m2_toward_zero(x))
+    _assert_e5m2_codes(y[512:512 + n], _e5m2_toward_zero(d))
+
+
+def test_rtz_to_float8e4nv_is_an_error():
     @tegula.jit
     def rtz(x_ptr, y_ptr):
-        tl.store(y_ptr, tl.load(x_ptr).to(tl.float8e5, fp_downcast_rounding="rtz"))
+        tl.store(y_ptr, tl.load(x_ptr).to(tl.float8e4nv, fp_downcast_rounding="rtz"))
 
-    with pytest.raises(tegula.CompilationError, match="not supported for fp8 results"):
-        rtz[(1,)](np.zeros(4, np.float32), tegula.reinterpret(np.zeros(4, np.uint8), tl.float8e5))
+    with pytest.raises(tegula.CompilationError, match="(?s)not supported for fp8e4nv results.*only float8e5 "
+                                                      "rounds toward zero"):
+        rtz[(1,)](np.zeros(4, np.float32), tegula.reinterpret(np.zeros(4, np.uint8), tl.float8e4nv))
 
 
 def test_reinterpret_checks_the_element_size():

@@ -45,12 +45,15 @@ std::string cast_toward_zero(Scalar from, Scalar to, const std::string& x) {
   std::string v = from == Scalar::F64 ? "tg_f64_to_f32_rtz(" + x + ")" : to_compute(from, x);
   if (to == Scalar::F16) return "tg_f32_to_f16_rtz(" + v + ")";
   if (to == Scalar::BF16) return "tg_f32_to_bf16_rtz(" + v + ")";
+  // e5m2 is f16 without its low mantissa byte: truncating twice truncates once (inf, NaN and saturation at
+  // the largest finite value carry over).
+  if (to == Scalar::F8E5M2) return "(uint8_t)(tg_f32_to_f16_rtz(" + v + ") >> 8)";
   return v;  // f32
 }
 
 bool narrows_float(Scalar from, Scalar to) {
   return ir::is_float(from) && ir::is_float(to) && from != to &&
-         (from == Scalar::F64 || to == Scalar::F16 || to == Scalar::BF16);
+         (from == Scalar::F64 || to == Scalar::F16 || to == Scalar::BF16 || to == Scalar::F8E5M2);
 }
 
 std::string bitcast_expr(const ir::Type& from, const ir::Type& to, const std::string& x) {

@@ -69,6 +69,10 @@ std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::strin
     if (s == Scalar::F64) return toward_zero ? "__double2float_rz(" + v + ")" : "__double2float_rn(" + v + ")";
     return v;
   }
+  if (d == Scalar::F8E5M2 && toward_zero) {  // f16 without its low mantissa byte: truncating twice truncates once
+    std::string f = s == Scalar::F64 ? "__double2float_rz(" + v + ")" : v;
+    return "(unsigned char)((unsigned short)tg_f32_to_f16_rz(" + f + ") >> 8)";
+  }
   if (ir::is_fp8(d)) return s == Scalar::F64 ? from_compute(d, "tg_f64_to_f32_odd(" + v + ")") : from_compute(d, v);
   // To f16/bf16.
   std::string suffix = toward_zero ? "_rz" : "";
