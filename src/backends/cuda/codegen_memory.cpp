@@ -18,6 +18,7 @@
 // L2 cache hint (tg_st*). `volatile` loads are per element through a
 // volatile pointer.
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -35,43 +36,25 @@ bool is_volatile(const ir::Op& op) {
   return a != nullptr && std::holds_alternative<int64_t>(*a) && std::get<int64_t>(*a) != 0;
 }
 
-// The prelude's qualified-load suffix (tg_ld<bytes>_<suffix>) for a load's
-// cache_modifier or eviction_policy; empty for a plain load. PTX takes one
-// of the two forms, so cache_modifier wins when both are given.
-std::string cache_suffix(const ir::Op& op) {
+// The prelude's qualified-access suffix (tg_ld<bytes>_<suffix>, tg_st<bytes>_<suffix>) for an access's
+// cache_modifier (one of `modifiers`, each ".q" giving "q") or eviction_policy (evict_first "ef",
+// evict_last "el"); empty for a plain access. PTX takes one of the two forms, so cache_modifier wins when
+// both are given.
+std::string access_suffix(const ir::Op& op, std::initializer_list<const char*> modifiers) {
   auto text = [&](const char* name) {
     const ir::Attr* a = op.attr(name);
     return a != nullptr && std::holds_alternative<std::string>(*a) ? std::get<std::string>(*a) : std::string();
   };
   std::string cache = text("cache_modifier");
-  if (cache == ".ca") return "ca";
-  if (cache == ".cg") return "cg";
-  if (cache == ".cs") return "cs";
-  if (cache == ".cv") return "cv";
+  for (const char* m : modifiers)
+    if (cache == m) return cache.substr(1);
   std::string evict = text("eviction_policy");
   if (evict == "evict_first") return "ef";
   if (evict == "evict_last") return "el";
   return "";
 }
-
-// The prelude's qualified-store suffix (tg_st<bytes>_<suffix>) for a store's
-// cache_modifier or eviction_policy; empty for a plain store. As for loads,
-// cache_modifier wins when both are given.
-std::string store_suffix(const ir::Op& op) {
-  auto text = [&](const char* name) {
-    const ir::Attr* a = op.attr(name);
-    return a != nullptr && std::holds_alternative<std::string>(*a) ? std::get<std::string>(*a) : std::string();
-  };
-  std::string cache = text("cache_modifier");
-  if (cache == ".wb") return "wb";
-  if (cache == ".cg") return "cg";
-  if (cache == ".cs") return "cs";
-  if (cache == ".wt") return "wt";
-  std::string evict = text("eviction_policy");
-  if (evict == "evict_first") return "ef";
-  if (evict == "evict_last") return "el";
-  return "";
-}
+std::string cache_suffix(const ir::Op& load) { return access_suffix(load, {".ca", ".cg", ".cs", ".cv"}); }
+std::string store_suffix(const ir::Op& store) { return access_suffix(store, {".wb", ".cg", ".cs", ".wt"}); }
 
 // A statement storing element `value` of type s at `pointer`, with the store's qualifier `suffix`.
 std::string store_element(ir::Scalar s, const std::string& pointer, const std::string& value,
