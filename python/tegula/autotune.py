@@ -283,22 +283,21 @@ class Autotuner(_KernelWrapper):
             # Triton's constructor, which its subclasses call: (fn, arg_names, configs, key, reset_to_zero,
             # restore_value, pre_hook, post_hook, prune_configs_by, warmup, rep, use_cuda_graph, do_bench,
             # cache_results). The kernel's own names stand for arg_names.
-            given = dict(zip(_TRITON_ORDER, (key, *triton_order)))
-            if len(triton_order) + 1 > len(_TRITON_ORDER):
+            positional = (key, *triton_order)
+            if len(positional) > len(_TRITON_ORDER):
                 raise coded(TypeError, "E0710", f"Autotuner takes at most {len(_TRITON_ORDER) + 2} positional "
                                                 f"arguments in Triton's order")
-            configs = given.pop("configs")
-            key = given.pop("key", None)
-            local = {"prune_configs_by": prune_configs_by, "reset_to_zero": reset_to_zero,
-                     "restore_value": restore_value, "pre_hook": pre_hook, "post_hook": post_hook,
-                     "warmup": warmup, "rep": rep, "use_cuda_graph": use_cuda_graph, "do_bench": do_bench,
-                     "cache_results": cache_results}
-            local.update(given)
-            (prune_configs_by, reset_to_zero, restore_value, pre_hook, post_hook, warmup, rep, use_cuda_graph,
-             do_bench, cache_results) = (local[name] for name in ("prune_configs_by", "reset_to_zero",
-                                                                  "restore_value", "pre_hook", "post_hook", "warmup",
-                                                                  "rep", "use_cuda_graph", "do_bench",
-                                                                  "cache_results"))
+            given = dict(zip(_TRITON_ORDER, positional))
+            configs, key = given["configs"], given.get("key")
+            reset_to_zero = given.get("reset_to_zero", reset_to_zero)
+            restore_value = given.get("restore_value", restore_value)
+            pre_hook = given.get("pre_hook", pre_hook)
+            post_hook = given.get("post_hook", post_hook)
+            prune_configs_by = given.get("prune_configs_by", prune_configs_by)
+            warmup, rep = given.get("warmup", warmup), given.get("rep", rep)
+            use_cuda_graph = given.get("use_cuda_graph", use_cuda_graph)
+            do_bench = given.get("do_bench", do_bench)
+            cache_results = given.get("cache_results", cache_results)
         elif triton_order:
             raise coded(TypeError, "E0710", "Autotuner(fn, configs, key, ...) takes its other arguments by keyword")
         super().__init__(fn, "autotune")
@@ -529,10 +528,6 @@ class Autotuner(_KernelWrapper):
             if saved is not None:
                 saved.restore(for_trial=False)
             progress.done()
-        best_timed = [t for t in trials if t.timing is not None]
-        if best_timed:
-            winner = min(best_timed, key=lambda t: t.timing[0])
-            self.pre_hook({**named, **winner.config.all_kwargs()}, reset_only=True)
         for trial in trials:
             if trial.error is not None:
                 warnings.warn(f"autotune of kernel '{self.__name__}': skipped config {trial.config} "
@@ -543,6 +538,7 @@ class Autotuner(_KernelWrapper):
         if not timed:
             raise _all_failed(self.__name__, trials)
         best = min(timed, key=lambda t: t.timing[0])
+        self.pre_hook({**named, **best.config.all_kwargs()}, reset_only=True)  # Triton's reset before the launch
         if print_autotuning():
             report(self.__name__, key, trials, best, time.perf_counter() - started, compile_s,
                     pruned=len(self.configs) - len(configs))
