@@ -379,6 +379,44 @@ def test_ring_refuses_an_invariant_tile_in_two_roles():
     np.testing.assert_allclose(y, s @ to_f64(q), rtol=1e-2, atol=1e-2)
 
 
+@tegula.jit
+def invariant_transposed_kernel(k_ptr, q_ptr, x_ptr, y_ptr, M, BM: tl.constexpr, BN: tl.constexpr,
+                                D: tl.constexpr):
+    """K (loaded before the loop) is operand a of `k @ q.T` and, transposed, of `k.T @ s`: the one-kernel
+    attention backward's dQ^T = K^T dS^T. X^T = sum of K^T (K Q^T) by atomics, Y = sum of (K Q^T) Q in place."""
+    k_desc = tl.make_tensor_descriptor(k_ptr, [BN, D], [D, 1], [BN, D])
+    q_desc = tl.make_tensor_descriptor(q_ptr, [M, D], [D, 1], [BM, D])
+    kk = k_desc.load([0, 0])
+    d = tl.arange(0, D)
+    y = tl.zeros((BN, D), dtype=tl.float32)
+    for m in range(0, M, BM):
+        q = q_desc.load([m, 0])
+        s = tl.dot(kk, q.T).to(kk.dtype)
+        rows = m + tl.arange(0, BM)
+        tl.atomic_add(x_ptr + rows[None, :] * D + d[:, None], tl.dot(kk.T, s), sem="relaxed")
+        y = tl.dot(s, q, y)
+    tl.store(y_ptr + tl.arange(0, BN)[:, None] * D + d[None, :], y)
+
+
+@pytest.mark.parametrize("BN, D, warps", [(64, 64, 4), (128, 64, 4), (64, 128, 8), (128, 128, 8)])
+def test_invariant_tile_read_transposed_is_staged_once(BN, D, warps):
+    # K and K^T are both operand a: the second reads K's tile with its rows along M instead of staging a copy.
+    M, BM = 192, 64
+    rng = rng_for("invariant-transposed", BN, D)
+    k, q = random(rng, (BN, D), "bfloat16", low=-1, high=1), random(rng, (M, D), "bfloat16", low=-1, high=1)
+    x, y = np.zeros((M, D), np.float32), np.zeros((BN, D), np.float32)
+    compiled = emulate(invariant_transposed_kernel, (1,), k, q, x, y, M, BM=BM, BN=BN, D=D, num_warps=warps,
+                       num_stages=2)
+    assert "TMA ring" in compiled.layouts, compiled.layouts
+    assert compiled.source.count("is the same in every iteration: staged once") == 1, compiled.source
+    assert re.search(r"// v\d+ is v\d+ transposed: read from its tile", compiled.source)
+    assert "a [K][M]" in compiled.source  # the transposed reader's rows run along M
+    s = to_f64((to_f64(k) @ to_f64(q).T).astype(np.float32).astype(k.dtype))
+    # s rounded to bfloat16 may differ by an ulp (2^-8) where the kernel's sums round otherwise
+    for got, a, b in ((x, s.T, to_f64(k)), (y, s, to_f64(q))):
+        assert np.all(np.abs(got - a @ b) <= 2.0 ** -7 * (np.abs(a) @ np.abs(b)) + 1e-3)
+
+
 def test_single_copy_matmul_still_exact():
     # num_stages=1: the loads keep their single copies, waited where issued.
     compiled, c, want, tol = run(desc_matmul_kernel, 80, 96, 80, 64, 64, 32, "float16", 4, 1)

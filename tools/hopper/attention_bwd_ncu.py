@@ -1,6 +1,7 @@
 """One descriptor attention backward (dK/dV, dQ kernels) and SDPA's backward (cuDNN) under Nsight Compute's
 profiler range, for ``ncu --profile-from-start off``: ``python tools/hopper/attention_bwd_ncu.py
-[--shape 4x16x4096] [--dims 64 128] [--causal]``. Everything compiles and runs once before the range opens,
+[--shape 4x16x4096] [--dims 64 128] [--causal] [--fused]`` (``--fused``: the one-kernel backward,
+``attention_tma.FUSED`` set to FUSED_CONFIGS below, instead of the two kernels). Everything compiles and runs once before the range opens,
 so the profile holds only the timed launches (tools/hopper/round.sh, step ``ncu``).
 """
 
@@ -13,15 +14,22 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tegula.torch.ops import attention_tma as at
 
 
+# The one-kernel backward's configuration profiled with --fused, by head dim (attention_tma.FUSED's fields).
+FUSED_CONFIGS = {64: (128, 128, 8, 2, False, True), 128: (64, 128, 8, 3, False, True)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="4x16x4096", help="BxHxS")
     parser.add_argument("--dims", nargs="+", type=int, default=[64, 128])
     parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--fused", action="store_true", help="the one-kernel backward (FUSED_CONFIGS)")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
     runs = []
     for D in args.dims:
+        if args.fused:
+            at.FUSED[D] = FUSED_CONFIGS[D]
         g = torch.Generator(device="cuda").manual_seed(D)
         q, k, v, do = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(4))
         scale = D ** -0.5

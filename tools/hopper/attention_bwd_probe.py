@@ -62,6 +62,13 @@ DQ_TILES = {
          ("two", (64, 128, 8, 3, True), (128, 128, 8, 2))],
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("two", (64, 128, 8, 3), (128, 128, 8, 2))],
 }
+# The one-kernel backward at two and three stages against the two kernels.
+FUSED_STAGES = {
+    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("fused", (128, 128, 8, 2, False, True)),
+         ("fused", (128, 128, 8, 3, False, True))],
+    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("fused", (64, 128, 8, 2, False, True)),
+          ("fused", (64, 128, 8, 3, False, True))],
+}
 # Smaller tiles for short sequences: more programs to fill the GPU, less causal imbalance per program.
 SHORT = {
     64: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("two", (64, 64, 4, 3), (64, 64, 4, 3)),
@@ -78,10 +85,11 @@ def main() -> None:
     parser.add_argument("--edits", action="store_true", help="the two kernels with hand-edited CUDA (EDITED)")
     parser.add_argument("--streams", action="store_true", help="the two kernels on two streams (STREAMS)")
     parser.add_argument("--dq-tiles", action="store_true", help="the dQ kernel's key block (DQ_TILES)")
+    parser.add_argument("--fused", action="store_true", help="the one-kernel backward's stages (FUSED_STAGES)")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
     table = (SHORT if args.short else EDITED if args.edits else STREAMS if args.streams
-             else DQ_TILES if args.dq_tiles else CANDIDATES)
+             else DQ_TILES if args.dq_tiles else FUSED_STAGES if args.fused else CANDIDATES)
     timer = CudaTimer()
     for D, candidates in table.items():
         if args.dims and D not in args.dims:

@@ -45,6 +45,12 @@ std::string int_literal(int64_t value, Scalar s) {
   return bits == 32 ? text : "(" + c_scalar(s) + ")" + text;
 }
 
+int64_t shared_limit(int arch) {
+  if (arch >= 90) return 227 * 1024;
+  if (arch == 80 || arch == 87) return 163 * 1024;
+  return 99 * 1024;
+}
+
 namespace {
 
 uint32_t float_bits(float f) {
@@ -252,15 +258,20 @@ std::string CudaContext::shared_scratch(int64_t bytes, int64_t align) {
   // rather than over it: back-to-back reductions (layer norm's mean, then its
   // variance) then alternate between two areas and skip the barrier that
   // overwriting the first would need. Their own barrier, between writing the
-  // new area and reading it, is what ends the older reads.
+  // new area and reading it, is what ends the older reads. A warp-specialized
+  // kernel runs one program per multiprocessor (its registers say so), so
+  // any area up to the limit goes beside: the one-kernel attention backward
+  // stages dS^T and then its dQ block for the TMA's reduction, and the block
+  // beside dS^T lets the next step write dS^T while the TMA still reads it.
   constexpr int64_t kBesideLimit = 2048;  // bytes past the start: never enough to cost occupancy
+  const int64_t beside_limit = warp_specialization ? shared_limit(options.arch) - 1024 : shared_reserved_ + kBesideLimit;
   int64_t offset = shared_reserved_;
   bool needs_barrier = false;
   if (shared_readers_pending_ && offset < pending_end_ && pending_begin_ < offset + bytes) {
     bool fits_beside = false;
     if (pending_end_ != kEverything) {
       int64_t beside = (pending_end_ + align - 1) / align * align;
-      fits_beside = beside + bytes <= shared_reserved_ + kBesideLimit;
+      fits_beside = beside + bytes <= beside_limit;
       if (fits_beside) offset = beside;
     }
     needs_barrier = !fits_beside;
@@ -554,12 +565,6 @@ namespace {
 // The most registers one tile may take per thread: beyond it nvcc spends
 // minutes unrolling and the kernel spills to local memory anyway.
 constexpr int kMaxRegistersPerTile = 8192;
-
-int64_t shared_limit(int arch) {
-  if (arch >= 90) return 227 * 1024;
-  if (arch == 80 || arch == 87) return 163 * 1024;
-  return 99 * 1024;
-}
 
 std::string indented(const std::string& text) {
   std::string out;

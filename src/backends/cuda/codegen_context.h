@@ -68,6 +68,8 @@ inline std::string c_string_literal(std::string_view text) {
   return c_family::string_literal(text, c_family::Dialect::Cuda);
 }
 int64_t element_bytes(const ir::Type& t);   // in registers and shared memory
+// The most shared memory one program of an sm_<arch> kernel may have, in bytes.
+int64_t shared_limit(int arch);
 
 // An expression of `var` that moves bit k of var to bit dest[k] (-1: drops
 // it), as shifts and masks: e.g. "(i & 3) + (i >> 2 << 9)". `width` is the

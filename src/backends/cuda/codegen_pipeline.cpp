@@ -115,12 +115,6 @@ bool is_zero(const ir::Function& fn, ir::ValueId v) {
   return c && (c->is_float() ? c->float_value == 0.0 : c->int_value == 0);
 }
 
-int64_t shared_capacity(int arch) {
-  if (arch >= 90) return 227 * 1024;
-  if (arch == 80 || arch == 87) return 163 * 1024;
-  return 99 * 1024;
-}
-
 class Planner {
  public:
   Planner(const CudaContext& ctx, ir::OpId loop) : ctx_(ctx), fn_(ctx.fn), loop_(loop) {}
@@ -154,7 +148,7 @@ class Planner {
     }
     // What the body stages besides the ring (other dot operands, and some
     // room for conversions and reductions) must still fit.
-    int64_t room = shared_capacity(o.arch) - next_line(staged_elsewhere) - 16 * 1024;
+    int64_t room = shared_limit(o.arch) - next_line(staged_elsewhere) - 16 * 1024;
     pipeline.stages = static_cast<int>(std::min<int64_t>(o.num_stages, room / pipeline.stage_bytes));
     if (pipeline.stages < 2) return std::nullopt;
     return pipeline;

@@ -117,6 +117,10 @@ struct TmaRing {
   // once before the loop, after the barriers (offsets from the area's start).
   std::vector<InvariantOperand> invariant;
   std::vector<SharedTile> invariant_tiles;
+  // For each invariant operand, the earlier one whose tile it reads the
+  // other way round (K of an attention backward, `k @ q.T` and `k.T @ ds`),
+  // staged once; -1 for a tile of its own.
+  std::vector<int> invariant_view_of;
   AheadOps offsets;                  // computes the offsets for an iteration ahead
   std::vector<DotOperands> operands;  // of each dot, ring tiles' offsets from the start of a stage
   // The last dot is issued one iteration late (see the top of the file; the
@@ -166,8 +170,6 @@ std::optional<SharedTile> last_dot_block(const ir::Function& fn, const TmaRing& 
 // CUtensorMapSwizzle of a span: 1, 2, 3 for 32, 64, 128 bytes.
 int swizzle_mode(int64_t span) { return span == 32 ? 1 : span == 64 ? 2 : 3; }
 
-int64_t shared_capacity() { return 227 * 1024; }
-
 class RingPlanner {
  public:
   RingPlanner(const CudaContext& ctx, ir::OpId loop) : ctx_(ctx), fn_(ctx.fn), loop_(loop) {}
@@ -198,6 +200,7 @@ class RingPlanner {
     if (ring.cover.valid() && !covered(ring))
       return refuse("the last dot's accumulator is read before the first dot, whose wait would retire its group");
     ring.invariant = invariant_operands(ctx_, loop_);
+    for (size_t i = 0; i < ring.invariant.size(); ++i) ring.invariant_view_of.push_back(transposed_invariant(ring, i));
     std::vector<DotOperands>& operands = ring.operands;
     for (ir::OpId id : dots) {
       std::optional<DotOperands> o = plan_dot(id, ring);
@@ -216,24 +219,65 @@ class RingPlanner {
       ring.stage_bytes = next_line(ring.stage_bytes + load.tile.bytes());
     }
     std::vector<int64_t> at;  // each invariant tile's offset from the first one
-    for (const InvariantOperand& o : ring.invariant) {
+    for (size_t i = 0; i < ring.invariant.size(); ++i) {
+      if (int j = ring.invariant_view_of[i]; j >= 0) {
+        at.push_back(at[static_cast<size_t>(j)]);
+        continue;
+      }
       at.push_back(ring.invariant_bytes);
-      ring.invariant_bytes = next_line(ring.invariant_bytes + plan_operand(ctx_, o.dot, o.index, 0).bytes());
+      ring.invariant_bytes = next_line(ring.invariant_bytes + invariant_tile(ring, i, 0).bytes());
     }
     // The epilogue's scratch reuses the ring; some room stays for the body's,
     // and the invariant tiles start on the 1024-byte line after the barriers.
-    int64_t room = shared_capacity() - 16 * 1024 - ring.invariant_bytes - ring.staged_bytes - 1024;
+    int64_t room = shared_limit(ctx_.options.arch) - 16 * 1024 - ring.invariant_bytes - ring.staged_bytes - 1024;
     ring.stages = static_cast<int>(std::min<int64_t>(ctx_.options.num_stages, room / (ring.stage_bytes + 32)));
     if (ring.stages < 2) return refuse("two stages of " + str(ring.stage_bytes) + " bytes do not fit in shared memory");
     for (size_t i = 0; i < ring.invariant.size(); ++i)
-      ring.invariant_tiles.push_back(
-          plan_operand(ctx_, ring.invariant[i].dot, ring.invariant[i].index, ring.invariant_at() + at[i]));
+      ring.invariant_tiles.push_back(invariant_tile(ring, i, ring.invariant_at() + at[i]));
     return ring;
   }
 
   const std::string& why() const { return why_; }
 
  private:
+  // The earlier invariant operand whose staged tile invariant operand `i`
+  // can read as it lies, or -1: one is the other transposed, both 16-bit
+  // (wgmma reads those rows along K or along M/N), and the two tiles put
+  // every element in the same place, rows along K for one reader and along
+  // M/N for the other.
+  int transposed_invariant(const TmaRing& ring, size_t i) const {
+    const InvariantOperand& o = ring.invariant[i];
+    ir::ValueId value = fn_.op(o.dot).operands[o.index];
+    if (plan_operand(ctx_, o.dot, o.index, 0).element_bytes != 2) return -1;
+    auto transpose_of = [&](ir::ValueId t, ir::ValueId x) {
+      ir::OpId def = fn_.value(t).def;
+      return def.valid() && fn_.op(def).kind == OpKind::Trans && fn_.op(def).operands[0] == x;
+    };
+    for (size_t j = 0; j < i; ++j) {
+      const InvariantOperand& e = ring.invariant[j];
+      ir::ValueId earlier = fn_.op(e.dot).operands[e.index];
+      if (ring.invariant_view_of[j] < 0 && (transpose_of(value, earlier) || transpose_of(earlier, value)))
+        return static_cast<int>(j);
+    }
+    return -1;
+  }
+
+  // The tile of invariant operand `i` at `offset`: its own, or the tile it
+  // views (transposed_invariant) as this reader sees it: each element where
+  // the staged tile has it, so the rows that run along K for one reader run
+  // along M/N for the other.
+  SharedTile invariant_tile(const TmaRing& ring, size_t i, int64_t offset) const {
+    const InvariantOperand& o = ring.invariant[i];
+    int j = ring.invariant_view_of[i];
+    if (j < 0) return plan_operand(ctx_, o.dot, o.index, offset);
+    const InvariantOperand& e = ring.invariant[static_cast<size_t>(j)];
+    SharedTile t = plan_operand(ctx_, e.dot, e.index, offset);
+    int row_dim = 1 - t.row_dim();  // the staged rows, as a dim of the transposed value
+    t.k_dim = o.index == 0 ? 1 : 0;
+    t.k_major = row_dim == 1 - t.k_dim;
+    return t;
+  }
+
   std::nullopt_t refuse(std::string reason) {
     why_ = std::move(reason);
     return std::nullopt;
@@ -300,7 +344,9 @@ class RingPlanner {
         staged_elsewhere = true;
       }
       if (invariant != ring.invariant.end() || staged_elsewhere) {
-        tile = plan_operand(ctx_, id, k, 0);
+        tile = invariant != ring.invariant.end()
+                   ? invariant_tile(ring, static_cast<size_t>(invariant - ring.invariant.begin()), 0)
+                   : plan_operand(ctx_, id, k, 0);
         (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
       } else if (k == 0 && a_in_registers(id)) {
         operands.a_in_registers = true;
@@ -721,8 +767,14 @@ bool tma_ring_before_loop(CudaContext& ctx, ir::OpId loop, const std::string& tr
   }
   for (size_t i = 0; i < ring->invariant.size(); ++i) {
     const InvariantOperand& o = ring->invariant[i];
-    ctx.out.line("// " + ctx.name(ctx.fn.op(o.dot).operands[o.index]) + " is the same in every iteration: staged once");
-    stage_operand(ctx, o.dot, o.index, ring->invariant_tiles[i]);
+    if (int j = ring->invariant_view_of[i]; j >= 0) {
+      const InvariantOperand& e = ring->invariant[static_cast<size_t>(j)];
+      ctx.out.line("// " + ctx.name(ctx.fn.op(o.dot).operands[o.index]) + " is " +
+                   ctx.name(ctx.fn.op(e.dot).operands[e.index]) + " transposed: read from its tile");
+    } else {
+      ctx.out.line("// " + ctx.name(ctx.fn.op(o.dot).operands[o.index]) + " is the same in every iteration: staged once");
+      stage_operand(ctx, o.dot, o.index, ring->invariant_tiles[i]);
+    }
     ctx.ring_tiles[ctx.fn.op(o.dot).operands[o.index].index] = ring->invariant_tiles[i];
   }
   if (!ring->invariant.empty()) ctx.out.line("tg_fence_proxy_async();  // the stores, visible to wgmma");
