@@ -181,16 +181,16 @@ def test_one_kernel_backward_reduces_dq_through_tma(B, H, S, D, bm, bn, warps, c
 
 def test_rows_past_s_must_not_reach_the_next_head():
     # The last query block of head 0 holds rows 200..255, head 1's rows 0..55 of DQ32. Their probabilities are 0
-    # (LSE +inf there), so their dQ is too; the kernel zeroes them besides (the select before the staged
-    # transpose). With LSE 0 instead of +inf past S (the load's `other` edited), only that zeroing keeps head 0's
+    # (LSE +inf there), so their dQ is too; the kernel zeroes them besides (the select before the TMA's
+    # reduction). With LSE 0 instead of +inf past S (the load's `other` edited), only that zeroing keeps head 0's
     # tail out of head 1's rows.
     def lse_zero_past_s(source):
         assert source.count("__int_as_float(0x7f800000)") == 1, "the LSE load's other is no longer the only +inf"
         return source.replace("__int_as_float(0x7f800000)", "0.0f")
 
     def unmasked(source):
-        at_trans = source.index("stages the operand's registers transposed")
-        select = source.rindex(" ? ", 0, at_trans)
+        at_reduction = source.index("// TMA reduction (add)")
+        select = source.rindex(" ? ", 0, at_reduction)
         start, end = source.rindex("=", 0, select) + 1, source.index(";", select)
         kept = source[start:end].split(" ? ")[1].split(" : ")[0]
         return source[:start] + " " + kept + source[end:]

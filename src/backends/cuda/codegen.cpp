@@ -466,6 +466,10 @@ void CudaContext::emit_op(ir::OpId id) {
     out.line("// the desc op after it stages the operand's registers transposed (codegen_tma.cpp)");
     return;
   }
+  if (transpose_staged_by_dot(*this, id)) {
+    out.line("// the dot after it stages the operand's registers transposed (codegen_mma.cpp)");
+    return;
+  }
   auto result_layout = [&]() -> const Layout* {
     return !o.results.empty() && fn.type(o.results[0]).is_tile() ? &layout(o.results[0]) : nullptr;
   };

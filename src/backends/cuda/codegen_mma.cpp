@@ -58,13 +58,55 @@ int contiguous_dim(const Distribution& d, const std::vector<int64_t>& shape, int
 
 }  // namespace
 
+namespace {
+
+// The registers operand `index` of dot `id` is staged from and their
+// distribution over the operand: its own, or the source's of a transpose
+// the dot stages (transpose_staged_by_dot).
+std::pair<std::string, Distribution> operand_registers(const CudaContext& ctx, ir::OpId id, size_t index) {
+  ir::ValueId v = ctx.fn.op(id).operands[index];
+  if (ir::OpId def = ctx.fn.value(v).def; def.valid() && transpose_staged_by_dot(ctx, def))
+    return {ctx.name(ctx.fn.op(def).operands[0]), transposed_distribution(ctx, def)};
+  return {ctx.operand(id, index), ctx.distribution(ctx.operand_layout(id, index), ctx.fn.type(v).shape)};
+}
+
+}  // namespace
+
+bool transpose_staged_by_dot(const CudaContext& ctx, ir::OpId trans) {
+  const ir::Function& fn = ctx.fn;
+  const ir::Op& op = fn.op(trans);
+  if (op.kind != ir::OpKind::Trans || !fn.type(op.results[0]).is_tile() || fn.type(op.results[0]).rank() != 2)
+    return false;
+  // The dot right after it (constants between, the dot's zero accumulator),
+  // so nothing between rewrites the source's registers (a dot accumulating
+  // in place) before the staging reads them.
+  const std::vector<ir::OpId>& ops = fn.block(op.parent).ops;
+  auto at = std::find(ops.begin(), ops.end(), trans);
+  if (at == ops.end()) return false;
+  auto next = std::find_if(at + 1, ops.end(), [&](ir::OpId id) {
+    const ir::Op& o = fn.op(id);
+    return !o.erased && o.kind != ir::OpKind::Constant && o.kind != ir::OpKind::Splat;
+  });
+  if (next == ops.end()) return false;
+  const ir::Op& dot = fn.op(*next);
+  ir::ValueId result = op.results[0];
+  if (dot.kind != ir::OpKind::Dot || !ctx.layout(dot.results[0]).mma ||
+      (dot.operands[0] != result && dot.operands[1] != result))
+    return false;
+  int uses = 0;
+  fn.walk([&](ir::OpId u) {
+    for (ir::ValueId v : fn.op(u).operands) uses += v == result;
+  });
+  return uses == 1;
+}
+
 SharedTile plan_operand(const CudaContext& ctx, ir::OpId id, size_t index, int64_t offset) {
   const ir::Type& t = ctx.fn.type(ctx.fn.op(id).operands[index]);
   SharedTile s;
   s.k_dim = index == 0 ? 1 : 0;
   s.element_bytes = static_cast<int>(element_bytes(t));
   s.c_type = c_element(t);
-  Distribution d = ctx.distribution(ctx.operand_layout(id, index), t.shape);
+  Distribution d = operand_registers(ctx, id, index).second;
   s.k_major = contiguous_dim(d, t.shape, s.k_dim) == s.k_dim;
   s.rows = t.shape[static_cast<size_t>(s.row_dim())];
   s.row_elements = t.shape[static_cast<size_t>(s.col_dim())];
@@ -75,8 +117,8 @@ SharedTile plan_operand(const CudaContext& ctx, ir::OpId id, size_t index, int64
 // Each owner thread writes its elements of the operand into the swizzled
 // tile, in groups of consecutive registers that stay inside one chunk.
 void stage_operand(CudaContext& ctx, ir::OpId id, size_t index, const SharedTile& s) {
-  const ir::Type& t = ctx.fn.type(ctx.fn.op(id).operands[index]);
-  stage_registers(ctx, ctx.operand(id, index), ctx.distribution(ctx.operand_layout(id, index), t.shape), t.shape, s);
+  auto [registers, d] = operand_registers(ctx, id, index);
+  stage_registers(ctx, registers, d, ctx.fn.type(ctx.fn.op(id).operands[index]).shape, s);
 }
 
 void stage_registers(CudaContext& ctx, const std::string& src, const Distribution& d, const std::vector<int64_t>& shape,
@@ -352,7 +394,7 @@ DotOperands plan_operands(const CudaContext& ctx, ir::OpId id) {
       continue;
     }
     if (const SharedTile* r = ring(k)) {
-      tile = *r;
+      tile = r->as_operand(k);  // a tile staged for one dot may be the other operand of this one
       (k == 0 ? d.a_from_ring : d.b_from_ring) = true;
       continue;
     }
@@ -379,6 +421,8 @@ std::optional<Layout> a_fragment_layout(const CudaContext& ctx, ir::OpId id) {
   const Layout& result = ctx.layout(op.results[0]);
   const ir::Type& a = ctx.fn.type(op.operands[0]);
   if (!result.mma || (a.scalar != Scalar::F16 && a.scalar != Scalar::BF16) || a.rank() != 2) return std::nullopt;
+  if (ir::OpId def = ctx.fn.value(op.operands[0]).def; def.valid() && transpose_staged_by_dot(ctx, def))
+    return std::nullopt;  // staged: its registers are the source's
   MmaLayout fragments = *result.mma;
   fragments.warp_n = static_cast<int>(a.shape[1]);
   return Layout{{}, {}, fragments};

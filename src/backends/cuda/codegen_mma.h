@@ -31,6 +31,11 @@ DotOperands plan_operands(const CudaContext& ctx, ir::OpId dot);
 SharedTile plan_operand(const CudaContext& ctx, ir::OpId dot, size_t index, int64_t offset);
 // The stores of operand `index` into `tile` (no fence, no barrier).
 void stage_operand(CudaContext& ctx, ir::OpId dot, size_t index, const SharedTile& tile);
+// Whether `trans` is not emitted because the dot right after it, its only
+// user, stages the transposed value straight from the source's registers
+// (dS of an attention backward held as dS^T): a tile's rows may run along
+// K or along M/N, so no transposition through shared memory is needed.
+bool transpose_staged_by_dot(const CudaContext& ctx, ir::OpId trans);
 // The same for registers `src` holding a tile of `shape` in distribution `d`.
 void stage_registers(CudaContext& ctx, const std::string& src, const Distribution& d, const std::vector<int64_t>& shape,
                      const SharedTile& tile);

@@ -271,11 +271,7 @@ class RingPlanner {
     int j = ring.invariant_view_of[i];
     if (j < 0) return plan_operand(ctx_, o.dot, o.index, offset);
     const InvariantOperand& e = ring.invariant[static_cast<size_t>(j)];
-    SharedTile t = plan_operand(ctx_, e.dot, e.index, offset);
-    int row_dim = 1 - t.row_dim();  // the staged rows, as a dim of the transposed value
-    t.k_dim = o.index == 0 ? 1 : 0;
-    t.k_major = row_dim == 1 - t.k_dim;
-    return t;
+    return plan_operand(ctx_, e.dot, e.index, offset).transposed().as_operand(o.index);
   }
 
   std::nullopt_t refuse(std::string reason) {
@@ -333,20 +329,17 @@ class RingPlanner {
     DotOperands operands;
     for (size_t k = 0; k < 2; ++k) {
       SharedTile& tile = k == 0 ? operands.a : operands.b;
+      // The invariant tile holding this operand: staged for it, or for
+      // another dot reading the same value (in either role: wgmma_fits
+      // below says whether this one can read it as it lies).
       auto invariant = std::find_if(ring.invariant.begin(), ring.invariant.end(),
                                     [&](const InvariantOperand& o) { return o.dot == id && o.index == k; });
-      bool staged_elsewhere = false;
-      for (const InvariantOperand& o : ring.invariant) {
-        if (fn_.op(o.dot).operands[o.index] != dot.operands[k]) continue;
-        // One staged tile, rows along K for its first reader: another dot
-        // may read it only in the same role.
-        if (o.index != k) return refuse("a loop-invariant tile is operand a of one dot and b of another");
-        staged_elsewhere = true;
-      }
-      if (invariant != ring.invariant.end() || staged_elsewhere) {
-        tile = invariant != ring.invariant.end()
-                   ? invariant_tile(ring, static_cast<size_t>(invariant - ring.invariant.begin()), 0)
-                   : plan_operand(ctx_, id, k, 0);
+      if (invariant == ring.invariant.end())
+        invariant = std::find_if(ring.invariant.begin(), ring.invariant.end(), [&](const InvariantOperand& o) {
+          return fn_.op(o.dot).operands[o.index] == dot.operands[k];
+        });
+      if (invariant != ring.invariant.end()) {
+        tile = invariant_tile(ring, static_cast<size_t>(invariant - ring.invariant.begin()), 0).as_operand(k);
         (k == 0 ? operands.a_from_ring : operands.b_from_ring) = true;
       } else if (k == 0 && a_in_registers(id)) {
         operands.a_in_registers = true;

@@ -34,6 +34,20 @@ struct SharedTile {
 
   int row_dim() const { return k_major ? 1 - k_dim : k_dim; }
   int col_dim() const { return k_major ? k_dim : 1 - k_dim; }
+  // The same elements where they lie, read as operand `index` of a dot (a:
+  // 0, b: 1): rows that run along K for one role run along M/N for the other.
+  SharedTile as_operand(size_t index) const {
+    SharedTile t = *this;
+    t.k_dim = index == 0 ? 1 : 0;
+    t.k_major = row_dim() == 1 - t.k_dim;
+    return t;
+  }
+  // The tile of the transposed value: the same bytes, its dims swapped.
+  SharedTile transposed() const {
+    SharedTile t = *this;
+    t.k_major = !k_major;
+    return t;
+  }
   int64_t row_bytes() const { return row_elements * element_bytes; }
   int64_t bytes() const { return rows * row_bytes(); }
   // Bytes of one row in one block (the swizzle width), and between blocks.

@@ -208,7 +208,7 @@ def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, Q_ROWS, Q_CO
     # The dK/dV loop that also adds each query block's share of dQ (dS K, unscaled) into DQ32 (float32, zeroed
     # by the caller): five products per step where the two kernels above take seven. Grid: (cdiv(S, BLOCK_N), B * H).
     # dQ goes in by atomics of its elements (transposed first with DQ_ROWS), or with DQ_TMA as one block reduced
-    # by the TMA (FlashAttention-3's way) into DQ32 seen as the [DQ32_ROWS = B * H * S, HEAD_DIM] matrix.
+    # by the TMA into DQ32 seen as the [DQ32_ROWS = B * H * S, HEAD_DIM] matrix.
     start_n = tl.program_id(0) * BLOCK_N
     bh = tl.program_id(1)
     desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
@@ -251,23 +251,26 @@ def attention_bwd_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ32, DK, DV, Q_ROWS, Q_CO
         dv = tl.dot(p_t.to(do.dtype), do, dv)
         dp_t = tl.dot(v, do.T)
         ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)
-        # dQ^T = K^T dS^T: K^T is staged once, dS^T (the consumers' registers) in every step.
-        dq_t = tl.dot(k.T, ds_t)
         if DQ_TMA:
+            # dQ = dS K: dS^T's registers are staged with rows along the queries and read as dS, K's tile as it
+            # lies, so dQ's registers run along its rows into the TMA's block.
+            dq = tl.dot(tl.trans(ds_t), k)
             if TAIL or BLOCK_M > BLOCK_N:
                 if start_m + BLOCK_M > S:
                     # Query rows past S are the next head's rows of DQ32: zeroed, they add nothing there. (Their
                     # probabilities are 0 already, but a non-finite dO of the next head would make 0 * inf.)
                     # Past the last head's rows, outside the matrix, the TMA writes nothing.
-                    dq_t = tl.where(rows[None, :] < S, dq_t, 0.0)
-            # dq_t.T reaches shared memory as the TMA's block straight from dq_t's registers.
-            desc_dq.atomic_add([head_row + start_m, 0], dq_t.T)
-        elif DQ_ROWS:  # transposed back through shared memory: each warp's atomics then run along dQ's rows
-            tl.atomic_add(DQ32 + (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :], dq_t.T,
-                          mask=rows[:, None] < S, sem="relaxed")
+                    dq = tl.where(rows[:, None] < S, dq, 0.0)
+            desc_dq.atomic_add([head_row + start_m, 0], dq)
         else:
-            tl.atomic_add(DQ32 + (head_row + rows)[None, :].to(tl.int64) * HEAD_DIM + offs_d[:, None], dq_t,
-                          mask=rows[None, :] < S, sem="relaxed")
+            # dQ^T = K^T dS^T: K^T read from K's tile, dS^T (the consumers' registers) staged in every step.
+            dq_t = tl.dot(k.T, ds_t)
+            if DQ_ROWS:  # transposed back through shared memory: each warp's atomics then run along dQ's rows
+                tl.atomic_add(DQ32 + (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :], dq_t.T,
+                              mask=rows[:, None] < S, sem="relaxed")
+            else:
+                tl.atomic_add(DQ32 + (head_row + rows)[None, :].to(tl.int64) * HEAD_DIM + offs_d[:, None], dq_t,
+                              mask=rows[None, :] < S, sem="relaxed")
         dk = tl.dot(ds_t, q, dk)
     offsets = (head_row + keys)[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :]
     tl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
