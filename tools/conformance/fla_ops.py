@@ -3,7 +3,7 @@ conformance shim's `triton` package: chunked simple GLA (forward and backward), 
 refuses float32), gated delta rule and linear attention against the library's own naive recurrences, on the
 CPU backend. FLA is not part of Tegula; point this at a checkout (it needs torch and einops):
 
-    TEGULA_CONFORMANCE_DEVICE=cpu .venv/bin/python tools/conformance/fla_ops.py <fla checkout>
+    TEGULA_CONFORMANCE_DEVICE=cpu|cuda .venv/bin/python tools/conformance/fla_ops.py <fla checkout>
 
 The ops are imported one by one under bare `fla` and `fla.ops` packages: their __init__ modules import every
 op, and some of those go through torch.compile or torch._dynamo, which import the real Triton when one is
@@ -11,6 +11,7 @@ installed beside torch. torch.compile and torch.compiler.disable are identities 
 (the kernels run eagerly through Tegula).
 """
 
+import os
 import pathlib
 import sys
 import types
@@ -23,6 +24,9 @@ sys.path.insert(0, str(SHIM))
 sys.path.insert(0, str(FLA))
 
 import torch  # noqa: E402
+
+# The device of every tensor the checks make: the shim runs the kernels on the backend of the same name.
+torch.set_default_device(os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu"))
 
 torch.compiler.disable = lambda fn=None, *a, **k: fn if fn is not None else (lambda f: f)
 torch.compile = lambda fn=None, *a, **k: fn if fn is not None else (lambda f: f)
@@ -48,6 +52,11 @@ B, T, H, K, V = 1, 100, 2, 32, 32
 def rel(a, b): return f"max diff {(a.float() - b.float()).abs().max().item():.3g} of {b.float().abs().max().item():.3g}"
 
 def simple_gla_bwd():
+    # FLA refuses its gated chunk_bwd_dqkwg on Hopper under Triton 3.4 to 3.7.0, whose compiler gets it wrong
+    # there (FLA's #640), and the shim reports Triton 3.6's API. Tegula's kernels are what this checks against
+    # the naive recurrence, so the guard is lifted.
+    import fla.ops.common.chunk_o as chunk_o
+    chunk_o.TRITON_ABOVE_3_7_1 = True
     from fla.ops.simple_gla import chunk_simple_gla
     from fla.ops.simple_gla.naive import naive_recurrent_simple_gla
     q, k, v = (torch.randn(B, T, H, d, requires_grad=True) for d in (K, K, V))

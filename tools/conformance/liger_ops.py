@@ -2,14 +2,18 @@
 shim's `triton` package: each op's forward (and backward where it has one) against PyTorch on random data,
 float32, sizes that are not powers of two. Liger is not part of Tegula; point this at a checkout:
 
-    PYTHONPATH=<liger checkout>/src:tools/conformance/shim TEGULA_CONFORMANCE_DEVICE=cpu \
+    PYTHONPATH=<liger checkout>/src:tools/conformance/shim TEGULA_CONFORMANCE_DEVICE=cpu|cuda \
         .venv/bin/python tools/conformance/liger_ops.py
 
 (torch and `packaging` must be importable). Several Liger backward passes write their gradients into the
 saved inputs (and the cross entropy into its logits), so every reference runs on clones made first.
 """
 
+import os
 import torch
+
+# The device of every tensor the checks make: the shim runs the kernels on the backend of the same name.
+torch.set_default_device(os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu"))
 
 torch.manual_seed(0)
 results = []

@@ -3,7 +3,7 @@
 scan, forward and backward) against the library's own references, float32, on the CPU backend. Mamba is not
 part of Tegula; point this at a checkout (it needs torch and einops):
 
-    TEGULA_CONFORMANCE_DEVICE=cpu .venv/bin/python tools/conformance/mamba_ops.py <mamba checkout>
+    TEGULA_CONFORMANCE_DEVICE=cpu|cuda .venv/bin/python tools/conformance/mamba_ops.py <mamba checkout>
 
 mamba_ssm's __init__ modules load its CUDA extension, so the Triton modules are imported under bare
 packages. Without a GPU, torch.cuda.device (which Mamba enters around its launches) is a null context and
@@ -11,6 +11,7 @@ torch.cuda.get_device_properties (which sizes a backward grid by the multiproces
 """
 
 import contextlib
+import os
 import pathlib
 import sys
 import types
@@ -23,6 +24,9 @@ sys.path.insert(0, str(SHIM))
 sys.path.insert(0, str(MAMBA))
 
 import torch  # noqa: E402
+
+# The device of every tensor the checks make: the shim runs the kernels on the backend of the same name.
+torch.set_default_device(os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu"))
 
 if not torch.cuda.is_available():
     torch.cuda.device = lambda *a, **k: contextlib.nullcontext()
