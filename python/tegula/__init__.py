@@ -33,6 +33,8 @@ from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8
 from ._allocation import set_allocator  # Triton's hook for launch-time memory (never called here)
 from ._errors import ArgumentOverflowError  # an int argument past 64 bits: OverflowError and ValueError
 from . import runtime  # Triton's triton.runtime as host code reads it: driver.active, the device's properties
+from . import compiler  # Triton's triton.compiler.ASTSource, compiled by tegula.compile without arguments
+from .compiler import compile  # noqa: A001 (Triton's triton.compile)
 
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
 #: (file:line:col, the source line with a caret, and a hint).
@@ -46,6 +48,7 @@ __all__ = [
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
     "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result", "runtime",
+    "compiler", "compile",
 ]
 
 

@@ -53,7 +53,7 @@ sys.modules[__name__ + ".testing"] = testing
 
 from tegula import Config, JITFunction, autotune, cdiv, heuristics, jit, next_power_of_2, set_allocator  # noqa: E402
 from tegula import ConstexprFunction, constexpr_function, must_use_result  # noqa: E402
-from tegula import CompilationError  # noqa: E402
+from tegula import CompilationError, compile  # noqa: E402,A004
 
 
 class _TritonErrorType(type):

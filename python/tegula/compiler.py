@@ -1,0 +1,136 @@
+"""Compiling a kernel for a signature, without arguments: Triton's
+``triton.compile(triton.compiler.ASTSource(fn, signature, constexprs))``.
+
+``signature`` maps each parameter to what it is bound to, as Triton spells
+it: ``"*fp32"`` (a pointer to float32 elements), ``"i32"``, ``"i64"``,
+``"u32"``, ``"fp32"``, ``"fp64"``, ``"i1"``, ... or ``"constexpr"``, whose
+value ``constexprs`` gives (by name, or by Triton's ``(index,)`` path).
+Parameters the signature leaves out take their defaults. ``attrs`` may say
+which pointers and integers are divisible by 16 (Triton's
+``{(i,): [["tt.divisibility", 16]]}``); nothing is assumed otherwise.
+
+``tegula.compile(src)`` compiles for the active device (``target``: a
+``GPUTarget``, else ``tegula.runtime.driver.active``'s) and returns the
+CompiledKernel: ``.asm``, ``.metadata``, and ``compiled[grid](*args)``
+launches it. A kernel the compiler refuses raises ``CompilationError`` with
+its location, as a launch would.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _C
+from ._errors import coded
+
+__all__ = ["ASTSource", "compile"]
+
+# Signature dtypes (Triton's spellings) -> the IR's names, which ArgSpec takes.
+_SCALARS = {
+    "i1": "i1", "u1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
+    "u8": "u8", "u16": "u16", "u32": "u32", "u64": "u64",
+    "fp16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32", "fp64": "f64", "f64": "f64",
+    "fp8e4nv": "f8e4m3", "fp8e5": "f8e5m2", "fp8e4b15": "f8e4b15",
+}
+
+
+class ASTSource:
+    """A @jit function and the signature it is compiled for (see the module's text)."""
+
+    def __init__(self, fn, signature: dict, constexprs: dict | None = None, attrs: dict | None = None):
+        from .jit import JITFunction
+
+        if not isinstance(fn, JITFunction):
+            raise coded(TypeError, "E0701", f"ASTSource takes a @jit function, got {type(fn).__name__}")
+        self.fn = fn
+        self.signature = dict(signature)
+        self.constexprs = dict(constexprs or {})
+        self.attrs = dict(attrs or {})
+
+    def __repr__(self) -> str:
+        return f"ASTSource({self.fn.__name__}, signature={self.signature}, constexprs={self.constexprs})"
+
+
+def _by_name(names: tuple, table: dict) -> dict:
+    """`table` keyed by parameter names, whether it is keyed so or by Triton's (index,) paths."""
+    out = {}
+    for key, value in table.items():
+        if isinstance(key, tuple) and len(key) == 1 and isinstance(key[0], int) and 0 <= key[0] < len(names):
+            key = names[key[0]]
+        elif isinstance(key, int) and 0 <= key < len(names):
+            key = names[key]
+        out[key] = value
+    return out
+
+
+def _divisible(attrs: list) -> bool:
+    return any(list(a)[:2] == ["tt.divisibility", 16] for a in attrs)
+
+
+def _stand_in(kernel: str, name: str, spec: str):
+    """A value of the kind `spec` binds (what the launcher classifies), before its ArgSpec is set to the
+    signature's exact type."""
+    if not isinstance(spec, str):
+        raise coded(TypeError, "E0701", f"signature of kernel '{kernel}': parameter '{name}' must be a string "
+                                        f"such as '*fp32', 'i32' or 'constexpr', got {spec!r}")
+    text = spec.strip()
+    if text.startswith("*"):
+        text = text[1:].lstrip("k")  # Triton's "*kfp32": a pointer to constant elements
+        if text not in _SCALARS:
+            raise coded(TypeError, "E0701", f"signature of kernel '{kernel}': '{spec}' for '{name}' points to "
+                                            f"no dtype Tegula knows ({', '.join(sorted(_SCALARS))})")
+        return np.zeros(1, np.float32), ("pointer", _SCALARS[text])
+    if text not in _SCALARS:
+        raise coded(TypeError, "E0701", f"signature of kernel '{kernel}': '{spec}' for '{name}' is not a type "
+                                        f"('*fp32', 'i32', 'fp32', ... or 'constexpr')")
+    scalar = _SCALARS[text]
+    if scalar == "i1":
+        return True, ("bool", scalar)
+    if scalar.startswith("f") or scalar == "bf16":
+        return 1.5, ("float", scalar)
+    return 3, ("int", scalar)
+
+
+def compile(src: ASTSource, target=None, options: dict | None = None):
+    """The CompiledKernel of `src` for `target` (see the module's text). `options` may set ``num_warps``,
+    ``num_stages`` and ``debug``."""
+    from . import runtime
+    from .jit import _remember_owner
+
+    if not isinstance(src, ASTSource):
+        raise coded(TypeError, "E0701", f"tegula.compile takes an ASTSource, got {type(src).__name__}")
+    fn, names = src.fn, src.fn.signature.names
+    signature, constexprs = _by_name(names, src.signature), _by_name(names, src.constexprs)
+    attrs = _by_name(names, src.attrs)
+    unknown = sorted(set(signature) - set(names)) + sorted(set(constexprs) - set(names))
+    if unknown:
+        raise coded(TypeError, "E0701", f"kernel '{fn.__name__}' has no parameter named {', '.join(unknown)}")
+    kwargs, exact = {}, {}
+    for name in names:
+        spec = signature.get(name)
+        if name in constexprs or spec == "constexpr":
+            if name not in constexprs:
+                raise coded(TypeError, "E0701", f"kernel '{fn.__name__}': '{name}' is a constexpr in the "
+                                                f"signature but constexprs gives it no value")
+            kwargs[name] = constexprs[name]
+        elif spec is not None:
+            kwargs[name], exact[name] = _stand_in(fn.__name__, name, spec)
+    options = dict(options or {})
+    launch_options = {k: options[k] for k in ("num_warps", "num_stages", "debug") if k in options}
+    request, compile_options = fn._request_for(**kwargs, **launch_options)
+    specs = request.args
+    for spec, name in zip(specs, names):
+        if name not in exact:
+            continue
+        _, scalar = exact[name]
+        spec.dtype = scalar
+        spec.is_one = False
+        spec.divisibility = 16 if _divisible(attrs.get(name, [])) else 1
+    request.args = specs
+    target = target or runtime.driver.active.get_current_target()
+    if getattr(target, "backend", "cpu") == "cuda":
+        compile_options.backend = "cuda"
+        compile_options.cuda_arch = int(target.arch)
+    compiled = _C.compile(request, compile_options)
+    _remember_owner(compiled, fn, launch_options)
+    return compiled
