@@ -12,6 +12,8 @@ import tegula
 import tegula.language as tl
 from tegula.runtime.driver import GPUTarget
 
+CPU = GPUTarget("cpu", "x86_64", 1)  # the CPU backend's code is what these read, on any machine
+
 
 @tegula.jit
 def scale_kernel(x_ptr, y_ptr, n, factor, BLOCK: tl.constexpr):
@@ -33,7 +35,7 @@ def _program(compiled) -> str:
 def test_signature_types_reach_the_code_and_the_kernel_runs():
     src = tegula.compiler.ASTSource(scale_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp32", "n": "i64", "factor": "fp32",
                                                   "BLOCK": "constexpr"}, constexprs={"BLOCK": 128})
-    compiled = tegula.compile(src)
+    compiled = tegula.compile(src, target=CPU)
     header = _program(compiled)
     assert "uint16_t* v0" in header and "float* v1" in header and "int64_t v2" in header, header
     rng = np.random.default_rng(7)
@@ -48,7 +50,7 @@ def test_constexprs_and_attrs_by_index_as_triton_keys_them():
     src = tegula.compiler.ASTSource(scale_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "u32", "factor": "fp32",
                                                   "BLOCK": "constexpr"}, constexprs={(4,): 64},
                                     attrs={(0,): [["tt.divisibility", 16]]})
-    compiled = tegula.compile(src)
+    compiled = tegula.compile(src, target=CPU)
     assert "uint32_t v2" in _program(compiled)
     assert "BLOCK" not in _program(compiled)
 
