@@ -99,11 +99,29 @@ SourceLoc Parser::span_from(const SourceLoc& start) const {
   return loc;
 }
 
+bool Parser::decorator_is_host_only() const {
+  for (size_t ahead = 0;; ++ahead) {
+    const Token& t = peek(ahead);
+    if (t.kind == TokenKind::Newline || t.kind == TokenKind::EndOfFile) return false;
+    if (t.is_op("*") || t.is_op("**") || t.is_op("{") || t.is_op("...") || t.is_keyword("lambda")) return true;
+  }
+}
+
 ast::FunctionDef Parser::decorated_function_def() {
   ast::FunctionDef fn;
   fn.file = file_;
   while (accept_op("@")) {
-    fn.decorators.push_back(expression());
+    // A decorator runs on the host (`@jit(**options)`): where it holds what
+    // kernel expressions refuse, it is kept as its first name, unparsed.
+    if (decorator_is_host_only()) {
+      const Token& first = peek();
+      auto name = std::make_unique<ast::Expr>(ast::ExprKind::Name, first.loc);
+      name->name = first.kind == TokenKind::Name ? first.text : "decorator";
+      while (peek().kind != TokenKind::Newline && peek().kind != TokenKind::EndOfFile) advance();
+      fn.decorators.push_back(std::move(name));
+    } else {
+      fn.decorators.push_back(expression());
+    }
     if (peek().kind != TokenKind::Newline)
       fail(peek(), Diag::InvalidSyntax, "expected a new line after the decorator, found " + describe(peek()));
     advance();

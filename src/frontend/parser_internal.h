@@ -125,6 +125,7 @@ class Parser {
 
   // ---- functions and statements (parser.cpp) -------------------------------
   ast::FunctionDef decorated_function_def();
+  bool decorator_is_host_only() const;  // the decorator after `@` holds what kernel expressions refuse
   std::vector<ast::Param> parameters();
   // The body after a compound statement's ':': an indented block, or simple
   // statements on the same line (`if x: y = 1`).

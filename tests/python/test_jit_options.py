@@ -147,3 +147,22 @@ def test_lines_below_blanked_decorators_keep_their_numbers():
     line = inspect.getsourcelines(error_below_decorators_kernel.fn)[1] + 5  # the tl.store line
     with pytest.raises(tegula.CompilationError, match=rf"test_jit_options.py:{line}:\d+: error"):
         error_below_decorators_kernel[(1,)](np.zeros(4, np.float32))
+
+
+JIT_OPTIONS = {"do_not_specialize": ["n"], "debug": False}
+
+
+@tegula.jit(**JIT_OPTIONS)
+def options_unpacked_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3, mask=offs < n)
+
+
+def test_decorator_with_unpacked_options():
+    # `@jit(**options)` is host code: the front end keeps the decorator unparsed (kernel expressions refuse
+    # `**`), and the options apply.
+    assert tuple(options_unpacked_kernel.do_not_specialize) == ("n",)
+    x = np.random.default_rng(3).standard_normal(300).astype(np.float32)
+    y = np.zeros_like(x)
+    options_unpacked_kernel[(tegula.cdiv(300, 128),)](x, y, 300, BLOCK=128)
+    np.testing.assert_array_equal(y, x * np.float32(3))

@@ -228,3 +228,21 @@ def test_unknown_do_not_specialize_name():
     with pytest.raises(ValueError, match=re.escape(
             "do_not_specialize of kernel 'k' names 'm', which is not one of its parameters (x_ptr, n)")):
         k[(1,)](np.zeros(1, dtype=np.int32), 3)
+
+
+@pytest.mark.parametrize("option", ["do_not_specialize", "do_not_specialize_on_alignment"])
+def test_constexpr_listed_as_not_specialized(option):
+    # A tl.constexpr is compiled into the kernel: listing it is a mistake, named at the launch (by name or index).
+    @tegula.jit(**{option: ["N"]})
+    def k(x_ptr, N: tl.constexpr):
+        tl.store(x_ptr, N)
+
+    @tegula.jit(**{option: [1]})
+    def k_by_index(x_ptr, N: tl.constexpr):
+        tl.store(x_ptr, N)
+
+    for kernel in (k, k_by_index):
+        with pytest.raises(ValueError, match=re.escape(f"N marked as constexpr and listed in {option} of kernel "
+                                                       f"'{kernel.__name__}'")) as e:
+            kernel[(1,)](np.zeros(1, dtype=np.int32), 5)
+        assert e.value.code == "E0708" and "drop it from" in str(e.value)
