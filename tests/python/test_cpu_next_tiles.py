@@ -32,6 +32,15 @@ def softmax_kernel(x_ptr, y_ptr, N, stride, BLOCK_N: tl.constexpr):
 
 
 @tegula.jit
+def centred_kernel(x_ptr, y_ptr, N, stride, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < N, other=-float("inf"))
+    e = x - tl.max(x, axis=0)
+    tl.store(y_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=cols < N)
+
+
+@tegula.jit
 def row_loop_kernel(x_ptr, y_ptr, N, BLOCK_N: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
@@ -53,10 +62,14 @@ def test_rows_of_a_page_or_more_fetch_the_next_programs_row(backend):
     source = cpu_source(softmax_kernel, x, x, 4096, 4096, BLOCK_N=4096)
     assert "tg_next_tile(tile_history[0], " in source
     assert "const char* tile_history[1] = {};" in source
-    # A quarter of the 16 KB row to each of the four loops after its load:
-    # the max (its first block, then each block), exp, sum (the same) and
-    # division loops (whole and partial tile), a line per block of 64.
+    # The loop that calls exp fetches the whole 16 KB row, four lines per block of 64 elements: the max, sum
+    # and division loops after it keep the memory busy with their own accesses.
     fetched = re.findall(r"tg_prefetch\(next\d+, ([^;]*)\);", source)
+    assert fetched == ["block * 4, 256"]
+    # Without a math function, a quarter to each of the four loops after the load: the max (its first block,
+    # then each block), the subtraction, the sum (the same) and the division loops (whole and partial tile).
+    plain = cpu_source(centred_kernel, x, x, 4096, 4096, BLOCK_N=4096)
+    fetched = re.findall(r"tg_prefetch\(next\d+, ([^;]*)\);", plain)
     assert [re.sub(r"\bk\d+", "k", f) for f in fetched] == [
         "0, 64", "k, 64", "4096 + block, 64", "8192, 64", "8192 + k, 64", "12288 + block, 64", "12288 + block, 64"]
     small = cpu_source(softmax_kernel, x, x, 256, 256, BLOCK_N=256)  # 1 KB rows: the hardware's job

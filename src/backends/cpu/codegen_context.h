@@ -172,7 +172,9 @@ class CodegenContext : public c_family::Printer {
     std::string pointer;
     int64_t bytes = 0;
     int64_t prefetched = 0;
-    int64_t loops = 1;  // the loops left to fetch it, an equal share each
+    // The loops left to fetch it, in order: true for those that take a
+    // share (equal shares among them), false for those that fetch none.
+    std::vector<bool> loops = {true};
   };
   std::vector<NextTile> next_tiles;
   // Tiles read in place (codegen_fusion.cpp, "Loads read in place"), by

@@ -42,14 +42,12 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
   // v19 = reduce(v15)  examples/softmax.py:35:19
   float v19{};
   for (int o1 = 0; o1 < 1; ++o1) {
-    tg_prefetch(next15, 0, 64);
     alignas(64) float lane3[64];
     TG_IVDEP
     for (int x4 = 0; x4 < 64; ++x4) {
       lane3[x4] = v15[o1 * 1024 + x4];
     }
     for (int k5 = 64; k5 < 1024; k5 += 64) {
-      tg_prefetch(next15, k5, 64);
       TG_IVDEP
       for (int x4 = 0; x4 < 64; ++x4) {
         const float v16 = lane3[x4];
@@ -73,7 +71,7 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
   }
   alignas(64) float v22[1024];
   for (int block = 0; block < 1024; block += 64) {
-    tg_prefetch(next15, 1024 + block, 64);
+    tg_prefetch(next15, block * 4, 256);
     TG_IVDEP
     TG_NO_UNROLL
     for (int i = block; i < block + 64; ++i) {
@@ -88,14 +86,12 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
   // v26 = reduce(v22)  examples/softmax.py:37:21
   float v26{};
   for (int o7 = 0; o7 < 1; ++o7) {
-    tg_prefetch(next15, 2048, 64);
     alignas(64) float lane9[64];
     TG_IVDEP
     for (int x10 = 0; x10 < 64; ++x10) {
       lane9[x10] = v22[o7 * 1024 + x10];
     }
     for (int k11 = 64; k11 < 1024; k11 += 64) {
-      tg_prefetch(next15, 2048 + k11, 64);
       TG_IVDEP
       for (int x10 = 0; x10 < 64; ++x10) {
         const float v23 = lane9[x10];
@@ -130,7 +126,6 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
     alignas(64) float stage32[1024];
     float* const out32 = stream32 ? stage32 : row32;
     for (int block = 0; block < 1024; block += 64) {
-      tg_prefetch(next15, 3072 + block, 64);
       TG_IVDEP
       TG_NO_UNROLL
       for (int c = block; c < block + 64; ++c) {
@@ -145,19 +140,15 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
       if (stream32) tg_stream_store_part(row32, stage32, 4096, block * 4, block * 4 + 256, &line_carry[0]);
     }
   } else {
-    for (int block = 0; block < 1024; block += 64) {
-      tg_prefetch(next15, 3072 + block, 64);
-      TG_IVDEP
-      TG_NO_UNROLL
-      for (int c = block; c < block + 64; ++c) {
-        const int i = c;
-        // v27 = splat(v26)  examples/softmax.py:37:9
-        const float e27 = v26;
-        // v28 = div(v22, v27)  examples/softmax.py:37:9
-        const float e28 = v22[i] / e27;
-        // store(v32, v28, v8)  examples/softmax.py:38:5
-        if ((int32_t)(0 + i) < v2) *(row32 + c) = e28;
-      }
+    TG_IVDEP
+    for (int c = 0; c < 1024; ++c) {
+      const int i = c;
+      // v27 = splat(v26)  examples/softmax.py:37:9
+      const float e27 = v26;
+      // v28 = div(v22, v27)  examples/softmax.py:37:9
+      const float e28 = v22[i] / e27;
+      // store(v32, v28, v8)  examples/softmax.py:38:5
+      if ((int32_t)(0 + i) < v2) *(row32 + c) = e28;
     }
   }
 }
