@@ -241,10 +241,9 @@ class RingPlanner {
 
  private:
   // The earlier invariant operand whose staged tile invariant operand `i`
-  // can read as it lies, or -1: one is the other transposed, both 16-bit
-  // (wgmma reads those rows along K or along M/N), and the two tiles put
-  // every element in the same place, rows along K for one reader and along
-  // M/N for the other.
+  // reads as it lies (invariant_tile), or -1: one is the other transposed,
+  // and 16-bit, which wgmma reads with rows along K or along M/N (plan_dot's
+  // wgmma_fits checks the view).
   int transposed_invariant(const TmaRing& ring, size_t i) const {
     const InvariantOperand& o = ring.invariant[i];
     ir::ValueId value = fn_.op(o.dot).operands[o.index];
