@@ -22,16 +22,15 @@ import numpy as np
 
 from . import _C
 from ._errors import coded
+from .jit import _TRITON_TYPE_NAMES
 
 __all__ = ["ASTSource", "compile"]
 
-# Signature dtypes (Triton's spellings) -> the IR's names, which ArgSpec takes.
-_SCALARS = {
-    "i1": "i1", "u1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
-    "u8": "u8", "u16": "u16", "u32": "u32", "u64": "u64",
-    "fp16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32", "fp64": "f64", "f64": "f64",
-    "fp8e4nv": "f8e4m3", "fp8e5": "f8e5m2", "fp8e4b15": "f8e4b15",
-}
+# Signature dtypes -> the IR's names, which ArgSpec takes: the IR's own names, and Triton's spellings
+# where they differ (jit.py's table, the other way round).
+_SCALARS = {name: name for name in ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
+                                    "f64", "f8e4m3", "f8e5m2", "f8e4b15")}
+_SCALARS.update({triton: ir for ir, triton in _TRITON_TYPE_NAMES.items()}, u1="i1")
 
 
 class ASTSource:
