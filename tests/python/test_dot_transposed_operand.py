@@ -26,7 +26,7 @@ def _emulator():
 def transposed_operand_kernel(x_ptr, y_ptr, c_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
                               P: tl.constexpr, AS_B: tl.constexpr, BETWEEN: tl.constexpr):
     """s = x @ y ([M, N], the accumulator layout), then out = s^T @ c ([N, P], c [M, P]) or, with AS_B,
-    out = c^T @ s^T... as c [P, N]: out = c @ s^T ([P, M]). BETWEEN puts an op between the transpose and its dot."""
+    out = c @ s^T ([P, M], c [P, N]). BETWEEN puts an op between the transpose and its dot."""
     rm, rn, rk, rp = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, P)
     x = tl.load(x_ptr + rm[:, None] * K + rk[None, :])
     y = tl.load(y_ptr + rk[:, None] * N + rn[None, :])
