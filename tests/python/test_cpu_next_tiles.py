@@ -66,12 +66,13 @@ def test_rows_of_a_page_or_more_fetch_the_next_programs_row(backend):
     # and division loops after it keep the memory busy with their own accesses.
     fetched = re.findall(r"tg_prefetch\(next\d+, ([^;]*)\);", source)
     assert fetched == ["block * 4, 256"]
-    # Without a math function, a quarter to each of the four loops after the load: the max (its first block,
-    # then each block), the subtraction, the sum (the same) and the division loops (whole and partial tile).
+    # Without a math function, a share to each of the three loops after the load, in whole lines per block:
+    # the max (its first block, then each block; two lines), the subtraction, which accumulates the sum (one),
+    # and the division loops (whole and partial tile; one).
     plain = cpu_source(centred_kernel, x, x, 4096, 4096, BLOCK_N=4096)
     fetched = re.findall(r"tg_prefetch\(next\d+, ([^;]*)\);", plain)
     assert [re.sub(r"\bk\d+", "k", f) for f in fetched] == [
-        "0, 64", "k, 64", "4096 + block, 64", "8192, 64", "8192 + k, 64", "12288 + block, 64", "12288 + block, 64"]
+        "0, 128", "k * 2, 128", "8192 + block, 64", "12288 + block, 64", "12288 + block, 64"]
     small = cpu_source(softmax_kernel, x, x, 256, 256, BLOCK_N=256)  # 1 KB rows: the hardware's job
     assert "tile_history" not in small
     looped = cpu_source(row_loop_kernel, x, x, 4096, BLOCK_N=4096)  # rows read in a loop of the program

@@ -188,6 +188,10 @@ class CodegenContext : public c_family::Printer {
   // The slots holding a line once their store's loop has run: the scalar
   // loads and stores after it first write the line out if they touch it.
   std::vector<int> held_lines;
+  // Reduces accumulated by the loop computing their operands
+  // (codegen_fusion.cpp, "Reductions accumulated where computed"), by
+  // their first result's index: the lane arrays that loop filled.
+  std::map<uint32_t, std::vector<std::string>> accumulated_lanes;
 
  protected:
   // Op comments name values by their index ("v7"), whatever storage they share.
@@ -288,8 +292,15 @@ struct NextTileFetch {
 std::vector<NextTileFetch> plan_next_tile_fetches(CodegenContext& ctx, int64_t blocks);
 // The prefetch of `fetch` for the block whose first element is `first`.
 std::string next_tile_prefetch(const NextTileFetch& fetch, const std::string& first);
+// Whether reduce `op` combines a whole tile along its one wide axis, in
+// lanes of kNextTileBlock elements (codegen_reduce.cpp): its loop walks the
+// tile in blocks of the fused loops' size, in the same order.
+bool reduces_in_blocks(const CodegenContext& ctx, const ir::Op& op);
 // Whether reduce `op` fetches next tiles in its loop (codegen_reduce.cpp).
 bool reduce_fetches_next_tiles(const CodegenContext& ctx, const ir::Op& op);
+// Whether reduce `op` is to be accumulated by the fused loop computing its
+// operands, leaving it only the combining of the lanes (codegen_fusion.cpp).
+bool reduce_accumulated_where_computed(const CodegenContext& ctx, const ir::Op& op);
 // Emits `ops` (consecutive per-element ops of one block, same element count)
 // as one loop. Results used outside the group get arrays; the others stay
 // scalar locals of the loop body.

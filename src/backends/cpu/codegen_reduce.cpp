@@ -54,6 +54,24 @@ int64_t lane_count(const CodegenContext& ctx, const ir::Op& op, const c_family::
   return std::min(s.length, std::max<int64_t>(1, kLaneBytes / widest));
 }
 
+// The end of the contiguous-axis case: the lanes combined as a tree, lane 0
+// the result; closes the loop over outer slices.
+template <class ResultElement>
+void emit_lane_tree(CodegenContext& ctx, const ir::Op& op, const std::vector<std::string>& lane, const std::string& x,
+                    int64_t lanes, ResultElement result_element) {
+  if (lanes > 1) {
+    std::string width = ctx.fresh("width");
+    ctx.out.open("for (int " + width + " = " + std::to_string(lanes / 2) + "; " + width + " >= 1; " + width + " /= 2)");
+    ctx.out.line("TG_IVDEP");
+    ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
+    emit_combine_inline(ctx, op, indexed(lane, x), indexed(lane, x + " + " + width), indexed(lane, x));
+    ctx.out.close();
+    ctx.out.close();
+  }
+  for (size_t j = 0; j < lane.size(); ++j) ctx.out.line(result_element(j, "0") + " = " + lane[j] + "[0];");
+  ctx.out.close();
+}
+
 // The contiguous-axis case (see the top of the file), inside the loop over
 // outer slices `o`.
 template <class ResultElement>
@@ -72,7 +90,7 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const c_family::AxisView&
     lane.push_back(ctx.fresh("lane"));
     ctx.declare_array(c_storage(t), c_element_size(t), lanes, lane.back());
   }
-  std::string x = ctx.fresh("x"), k = ctx.fresh("k"), width = ctx.fresh("width");
+  std::string x = ctx.fresh("x"), k = ctx.fresh("k");
   std::string slice = o + " * " + std::to_string(s.length);
   ctx.open_element_loop(x, lanes);
   std::vector<std::string> first = input_elements(ctx, op, slice + " + " + x);
@@ -87,25 +105,20 @@ void emit_lanes(CodegenContext& ctx, const ir::Op& op, const c_family::AxisView&
     ctx.out.close();
     ctx.out.close();
   }
-  if (lanes > 1) {
-    ctx.out.open("for (int " + width + " = " + std::to_string(lanes / 2) + "; " + width + " >= 1; " + width + " /= 2)");
-    ctx.out.line("TG_IVDEP");
-    ctx.out.open("for (int " + x + " = 0; " + x + " < " + width + "; ++" + x + ")");
-    emit_combine_inline(ctx, op, indexed(lane, x), indexed(lane, x + " + " + width), indexed(lane, x));
-    ctx.out.close();
-    ctx.out.close();
-  }
-  for (size_t j = 0; j < lane.size(); ++j) ctx.out.line(result_element(j, "0") + " = " + lane[j] + "[0];");
-  ctx.out.close();
+  emit_lane_tree(ctx, op, lane, x, lanes, result_element);
 }
 
 }  // namespace
 
-bool reduce_fetches_next_tiles(const CodegenContext& ctx, const ir::Op& op) {
-  if (op.parent != ctx.fn.body() || !ctx.fn.type(op.operands[0]).is_tile()) return false;
+bool reduces_in_blocks(const CodegenContext& ctx, const ir::Op& op) {
+  if (op.kind != ir::OpKind::Reduce || !ctx.fn.type(op.operands[0]).is_tile()) return false;
   c_family::AxisView s = c_family::view_around(ctx.fn.type(op.operands[0]), op.int_attr("axis"));
   return s.outer == 1 && s.inner == 1 && lane_count(ctx, op, s) == kNextTileBlock && s.length % kNextTileBlock == 0 &&
          s.length > kNextTileBlock;
+}
+
+bool reduce_fetches_next_tiles(const CodegenContext& ctx, const ir::Op& op) {
+  return op.parent == ctx.fn.body() && reduces_in_blocks(ctx, op) && !reduce_accumulated_where_computed(ctx, op);
 }
 
 void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
@@ -116,8 +129,9 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
   c_family::AxisView s = c_family::view_around(input, op.int_attr("axis"));
   TEGULA_ASSERT((s.length & (s.length - 1)) == 0, "reduced dimension must be a power of two");
 
+  auto accumulated = ctx.accumulated_lanes.find(op.results[0].index);
   for (ir::ValueId v : op.operands)
-    if (ctx.fn.type(v).is_tile() && !ctx.has_storage(v))
+    if (ctx.fn.type(v).is_tile() && !ctx.has_storage(v) && accumulated == ctx.accumulated_lanes.end())
       ctx.out.line(ctx.op_comment(ctx.fn.op(ctx.fn.value(v).def)) + "  (computed where reduced)");
   for (ir::ValueId r : op.results) ctx.declare(r);
   std::string o = ctx.fresh("o"), x = ctx.fresh("x");
@@ -138,6 +152,10 @@ void emit_reduce(CodegenContext& ctx, const ir::Op& op) {
     return;
   }
 
+  if (accumulated != ctx.accumulated_lanes.end()) {
+    emit_lane_tree(ctx, op, accumulated->second, x, lane_count(ctx, op, s), result_element);
+    return;
+  }
   if (s.inner == 1) {
     emit_lanes(ctx, op, s, o, result_element);
     return;

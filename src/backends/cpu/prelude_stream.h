@@ -174,15 +174,6 @@ __attribute__((always_inline)) static inline void tg_prefetch(const char* tile, 
   for (int64_t k = offset; k < offset + bytes; k += 64) __builtin_prefetch(tile + k, 0, 2);
 }
 
-// The blocks of a loop that prefetches: left rolled so that each block
-// stays one vectorized loop between its prefetches.
-#if defined(__clang__)
-#define TG_NO_UNROLL _Pragma("clang loop unroll(disable)")
-#elif defined(__GNUC__)
-#define TG_NO_UNROLL _Pragma("GCC unroll 1")
-#else
-#define TG_NO_UNROLL
-#endif
 
 // Makes this thread's streamed stores visible to every thread when it goes.
 struct tg_stream_fence {

@@ -15,6 +15,17 @@
 #define TG_IVDEP
 #endif
 
+// The blocks of a fused loop in blocks (prefetching, streaming or
+// accumulating a reduce block by block): left rolled so that each block
+// stays one vectorized loop between what it does per block.
+#if defined(__clang__)
+#define TG_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#elif defined(__GNUC__)
+#define TG_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#define TG_NO_UNROLL
+#endif
+
 // With TEGULA_VECTOR_MATH (set by the toolchain when SLEEF's GNU-ABI library
 // links), g++ learns that vector versions of these libm functions exist
 // (_ZGVeN16v_expf...), so loops calling them vectorize. SLEEF's versions are
