@@ -437,21 +437,91 @@ static unsigned char* tg_scratch(size_t bytes) {
   }
   return buffer.data;
 }
+
+// ---- sort ----
+static inline uint16_t tg_key_f16(uint16_t h) {
+  return (h & 0x7fffu) > 0x7c00u ? 0xffffu : (h >> 15) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
+}
+static inline uint16_t tg_key_bf16(uint16_t h) {
+  return (h & 0x7fffu) > 0x7f80u ? 0xffffu : (h >> 15) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
+}
+static inline uint16_t tg_unkey_half(uint16_t k) { return (k >> 15) ? (uint16_t)(k & 0x7fffu) : (uint16_t)~k; }
+static inline uint32_t tg_key_f32(float f) {
+  uint32_t u = tg_f32_to_bits(f);
+  return f != f ? 0xffffffffu : (u >> 31) ? ~u : (u | 0x80000000u);
+}
+static inline float tg_unkey_f32(uint32_t k) { return tg_bits_to_f32((k >> 31) ? (k & 0x7fffffffu) : ~k); }
+static inline uint64_t tg_key_f64(double f) {
+  uint64_t u = tg_bitcast<uint64_t>(f);
+  return f != f ? ~0ull : (u >> 63) ? ~u : (u | (1ull << 63));
+}
+static inline double tg_unkey_f64(uint64_t k) { return tg_bitcast<double>((k >> 63) ? (k & ~(1ull << 63)) : ~k); }
+
+// Sorts keys[0..n) ascending; temp holds n keys of scratch.
+template <class K>
+static void tg_sort_keys(K* keys, K* temp, int n) {
+  if (n <= 64) {
+    std::sort(keys, keys + n);
+    return;
+  }
+  K* from = keys;
+  K* to = temp;
+  for (unsigned shift = 0; shift < 8 * sizeof(K); shift += 8) {
+    int start[257] = {0};
+    for (int i = 0; i < n; ++i) ++start[((from[i] >> shift) & 255u) + 1];
+    if (start[((from[0] >> shift) & 255u) + 1] == n) continue;  // one digit everywhere: nothing moves
+    for (int d = 0; d < 256; ++d) start[d + 1] += start[d];
+    for (int i = 0; i < n; ++i) to[start[(from[i] >> shift) & 255u]++] = from[i];
+    K* swap = from;
+    from = to;
+    to = swap;
+  }
+  if (from != keys) std::memcpy(keys, from, sizeof(K) * n);
+}
 #if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 #include <unistd.h>
 
-// Launches moving more bytes than this stream their stores.
+// The bytes of the highest-level data cache of CPU 0, as sysfs gives it
+// (its `size` reads "32768K"); 0 when sysfs has none.
+static inline long tg_sysfs_last_level_cache() {
+  long bytes = 0;
+  int best = 0;
+  for (int index = 0; index < 16; ++index) {
+    char path[96], text[32] = {};
+    auto read = [&](const char* name) {
+      std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, name);
+      FILE* f = std::fopen(path, "r");
+      if (f == nullptr) return false;
+      bool ok = std::fgets(text, sizeof text, f) != nullptr;
+      std::fclose(f);
+      return ok;
+    };
+    if (!read("type") || std::strncmp(text, "Instruction", 11) == 0 || !read("level")) continue;
+    int level = std::atoi(text);
+    if (level <= best || !read("size")) continue;
+    char* unit = nullptr;
+    long size = std::strtol(text, &unit, 10);
+    long scale = *unit == 'K' ? 1024L : *unit == 'M' ? 1024L * 1024 : *unit == 'G' ? 1024L * 1024 * 1024 : 1;
+    if (size > 0) bytes = size * scale, best = level;
+  }
+  return bytes;
+}
+
+// Launches moving more bytes than this stream their stores: the last-level
+// cache a core shares. sysfs first: glibc's sysconf may report a whole
+// socket's L3 instead (384 MB on a two-vCPU EPYC whose cores share 32 MB),
+// which kept launches of up to 384 MB from streaming.
 static inline double tg_stream_threshold() {
   static const double threshold = [] {
     if (const char* forced = std::getenv("TEGULA_STREAM_STORES")) {
       if (forced[0] == '0' && forced[1] == '\0') return __builtin_inf();
       if (forced[0] == '1' && forced[1] == '\0') return 0.0;
     }
-    long llc = 0;
+    long llc = tg_sysfs_last_level_cache();
 #if defined(_SC_LEVEL3_CACHE_SIZE)
-    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
     return llc > 0 ? (double)llc : 32.0 * 1024 * 1024;
