@@ -39,11 +39,12 @@ from .compiler import compile  # noqa: A001 (Triton's triton.compile)
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
 #: (file:line:col, the source line with a caret, and a hint).
 CompilationError = _C.CompilationError
+CompileTimeAssertionFailure = _C.CompileTimeAssertionFailure
 
 __version__ = _C.__version__
 
 __all__ = [
-    "jit", "JITFunction", "KernelInspection", "CompilationError", "DeviceError", "cdiv", "next_power_of_2",
+    "jit", "JITFunction", "KernelInspection", "CompilationError", "CompileTimeAssertionFailure", "DeviceError", "cdiv", "next_power_of_2",
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",

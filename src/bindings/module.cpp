@@ -45,29 +45,64 @@ void raise_with_code(PyObject* type, const char* message, Diag code) {
   Py_DECREF(error);
 }
 
-// Raises CompilationError(rendered) as Triton's front end raises its own: the
-// error found underneath is its `__cause__` (a TypeError for a type mistake,
-// E03xx, else a ValueError) whose text is the bare message, and
-// `error_message` holds that message too.
+// `name` of module tegula._C (a new reference), or null with no error set.
+PyObject* module_attribute(const char* name) {
+  PyObject* module = PyImport_GetModule(nb::str("tegula._C").ptr());
+  PyObject* attribute = module ? PyObject_GetAttrString(module, name) : nullptr;
+  Py_XDECREF(module);
+  if (!attribute) PyErr_Clear();
+  return attribute;
+}
+
+// `type(text)` with the diagnostic's `code` and `error_message`, caused by
+// `cause` (stolen; may be null). Null with an exception set on failure.
+PyObject* compilation_error_of(PyObject* type, const char* text, PyObject* code, PyObject* message, PyObject* cause) {
+  PyObject* error = PyObject_CallFunction(type, "s", text);
+  if (!error || PyObject_SetAttrString(error, "code", code) != 0 ||
+      PyObject_SetAttrString(error, "error_message", message) != 0) {
+    Py_XDECREF(error);
+    Py_XDECREF(cause);
+    return nullptr;
+  }
+  if (cause) PyException_SetCause(error, cause);  // steals `cause`
+  return error;
+}
+
+// Raises CompilationError(rendered) as Triton's front end raises its own.
+// Its `__cause__` is the error found underneath, whose text is the bare
+// message (a TypeError for a type mistake, E03xx, else a ValueError); an
+// error inside called @jit functions chains, in between, a CompilationError
+// for each of them, rendered as seen inside it (innermost nearest the bare
+// error). A false static assertion (E0604) is a CompileTimeAssertionFailure
+// with no cause: nothing failed underneath it. `error_message` holds the
+// bare message throughout.
 void raise_compilation_error(PyObject* compilation_error, const tegula::Error& e) {
   std::string_view code = code_of(e.code());
-  PyObject* cause_type = code.substr(0, 3) == "E03" ? PyExc_TypeError : PyExc_ValueError;
   const std::string& message = e.message().empty() ? std::string(e.what()) : e.message();
-  PyObject* error = PyObject_CallFunction(compilation_error, "s", e.what());
-  PyObject* cause = PyObject_CallFunction(cause_type, "s", message.c_str());
   PyObject* code_text = PyUnicode_FromStringAndSize(code.data(), static_cast<Py_ssize_t>(code.size()));
   PyObject* message_text = PyUnicode_FromString(message.c_str());
-  if (error && cause && code_text && message_text && PyObject_SetAttrString(error, "code", code_text) == 0 &&
-      PyObject_SetAttrString(cause, "code", code_text) == 0 &&
-      PyObject_SetAttrString(error, "error_message", message_text) == 0) {
-    PyException_SetCause(error, cause);  // steals `cause`
-    cause = nullptr;
-    PyErr_SetObject(compilation_error, error);
+  PyObject* type = compilation_error;
+  PyObject* assertion_type = e.code() == Diag::AssertionFailsAtCompileTime
+                                 ? module_attribute("CompileTimeAssertionFailure") : nullptr;
+  if (assertion_type) type = assertion_type;
+  PyObject* cause = nullptr;
+  if (code_text && message_text && !assertion_type) {
+    PyObject* cause_type = code.substr(0, 3) == "E03" ? PyExc_TypeError : PyExc_ValueError;
+    cause = PyObject_CallFunction(cause_type, "s", message.c_str());
+    if (cause && PyObject_SetAttrString(cause, "code", code_text) != 0) Py_CLEAR(cause);
+    for (const std::string& inside : e.inside()) {
+      if (!cause) break;
+      cause = compilation_error_of(compilation_error, inside.c_str(), code_text, message_text, cause);
+    }
   }
+  PyObject* error = code_text && message_text && (cause || assertion_type)
+                        ? compilation_error_of(type, e.what(), code_text, message_text, cause)
+                        : nullptr;
+  if (error) PyErr_SetObject(type, error);
+  Py_XDECREF(error);
+  Py_XDECREF(assertion_type);
   Py_XDECREF(message_text);
   Py_XDECREF(code_text);
-  Py_XDECREF(cause);
-  Py_XDECREF(error);
 }
 
 // The poll of native work (support/interrupt.h): runs Python's signal
@@ -185,6 +220,13 @@ NB_MODULE(_C, m) {
   // The module attribute owns the reference; the translator borrows it for the
   // life of the process (extension modules are never unloaded).
   m.attr("CompilationError") = nb::steal(compilation_error);
+  PyObject* assertion_failure = PyErr_NewExceptionWithDoc(
+      "tegula.CompileTimeAssertionFailure",
+      "A CompilationError for an assertion found false at compile time (tl.static_assert, E0604), as Triton's "
+      "CompileTimeAssertionFailure: it has no `__cause__`.",
+      compilation_error, nullptr);
+  if (!assertion_failure) throw nb::python_error();
+  m.attr("CompileTimeAssertionFailure") = nb::steal(assertion_failure);
   nb::register_exception_translator(tegula::python::translate_errors, compilation_error);
   tegula::set_interrupt_poll(tegula::python::python_interrupt_pending);
 

@@ -156,7 +156,12 @@ ir::Function Lowerer::run() {
     assign(p.name, bind(bind, p.name, a, p.loc, read_only));
   }
 
-  lower_body(kernel.body);
+  try {
+    lower_body(kernel.body);
+  } catch (UserError& e) {
+    e.add_frame(CallFrame{kernel.name, kernel.loc, SourceLoc{}});
+    throw;
+  }
   builder_.set_loc(SourceLoc{});
   builder_.create(ir::OpKind::Return, {}, {});
   for (size_t f = 0; f < sources_.size(); ++f) fn_.files.push_back(sources_.file(static_cast<int32_t>(f)).name);
@@ -212,8 +217,11 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
   ++inline_depth_;
   try {
     lower_body(def.body);
-  } catch (const UserError& e) {
-    if (!runtime_constexpr || e.diagnostic().code != Diag::NotConstexpr) throw;
+  } catch (UserError& e) {
+    if (!runtime_constexpr || e.diagnostic().code != Diag::NotConstexpr) {
+      e.add_frame(CallFrame{def.name, def.loc, args.loc});
+      throw;
+    }
     size_t i = *runtime_constexpr;
     const SourceLoc& at = e.diagnostic().loc;
     error_at(i < args.positional_locs.size() ? args.positional_locs[i] : args.loc, Diag::ConstexprGotRuntimeValue,

@@ -32,25 +32,51 @@ std::optional<Diag> find_diagnostic(std::string_view code) {
   return std::nullopt;
 }
 
-std::string render(const Diagnostic& d, const SourceManager* sources) {
+namespace {
+
+// The quoted source line of `loc` with a caret under its span.
+void quote(std::string& out, const SourceLoc& loc, const SourceManager& sources) {
+  std::string_view line = sources.line_text(loc.file, loc.line);
+  if (line.empty()) return;
+  std::string number = std::to_string(loc.line);
+  std::string gutter(number.size(), ' ');
+  out += " " + number + " | " + std::string(line) + "\n";
+  // Keep tabs in the caret line so the caret lines up under tabs too.
+  std::string pad;
+  for (int32_t i = 1; i < loc.col && static_cast<size_t>(i - 1) < line.size(); ++i)
+    pad += line[static_cast<size_t>(i - 1)] == '\t' ? '\t' : ' ';
+  int32_t width = std::max<int32_t>(1, loc.end_col - loc.col);
+  out += " " + gutter + " | " + pad + "^" + std::string(static_cast<size_t>(width - 1), '~') + "\n";
+}
+
+// Triton's position of `loc` in the function whose name `def` spans: the
+// line counted from the `def` line as 1, the column (from 0) in the source
+// dedented by the def line's indentation.
+std::string position_in(const SourceLoc& loc, const SourceLoc& def, const SourceManager& sources) {
+  std::string_view def_line = sources.line_text(def.file, def.line);
+  int32_t indent = static_cast<int32_t>(std::min(def_line.find_first_not_of(" \t"), def_line.size()));
+  return "at " + std::to_string(loc.line - def.line + 1) + ":" + std::to_string(std::max(0, loc.col - 1 - indent)) +
+         ":";
+}
+
+}  // namespace
+
+std::string render(const Diagnostic& d, const SourceManager* sources, size_t depth) {
   std::string out;
   if (sources && d.loc.valid()) out += sources->describe(d.loc) + ": ";
   out += "error[" + std::string(code_of(d.code)) + "]: " + d.message + "\n";
-  if (sources && d.loc.valid()) {
-    std::string_view line = sources->line_text(d.loc.file, d.loc.line);
-    if (!line.empty()) {
-      std::string number = std::to_string(d.loc.line);
-      std::string gutter(number.size(), ' ');
-      out += " " + number + " | " + std::string(line) + "\n";
-      // Keep tabs in the caret line so the caret lines up under tabs too.
-      std::string pad;
-      for (int32_t i = 1; i < d.loc.col && static_cast<size_t>(i - 1) < line.size(); ++i)
-        pad += line[static_cast<size_t>(i - 1)] == '\t' ? '\t' : ' ';
-      int32_t width = std::max<int32_t>(1, d.loc.end_col - d.loc.col);
-      out += " " + gutter + " | " + pad + "^" + std::string(static_cast<size_t>(width - 1), '~') + "\n";
-    }
-  }
+  if (sources && d.loc.valid()) quote(out, d.loc, *sources);
   if (!d.hint.empty()) out += "hint: " + d.hint + "\n";
+  size_t frames = std::min(depth, d.stack.size());
+  if (!sources || !d.loc.valid() || frames == 0 || !d.stack[0].def.valid()) return out;
+  out += "note: in `" + d.stack[0].function + "` " + position_in(d.loc, d.stack[0].def, *sources) + "\n";
+  for (size_t k = 1; k < frames; ++k) {
+    const SourceLoc& call = d.stack[k - 1].called;
+    if (!call.valid() || !d.stack[k].def.valid()) break;
+    out += sources->describe(call) + ": note: called from `" + d.stack[k].function + "` " +
+           position_in(call, d.stack[k].def, *sources) + "\n";
+    quote(out, call, *sources);
+  }
   return out;
 }
 

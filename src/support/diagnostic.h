@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "support/source.h"
 
@@ -48,12 +49,23 @@ enum class ErrorKind {
   Value,    // wrong launch value (count, dtype...): ValueError in Python
 };
 
+// One @jit function a compile error is inside (Diagnostic::stack).
+struct CallFrame {
+  std::string function;
+  SourceLoc def;     // the function's name in its `def` line
+  SourceLoc called;  // where its caller called it; invalid for the kernel
+};
+
 struct Diagnostic {
   SourceLoc loc;
   Diag code;
   std::string message;  // what is wrong, one sentence, no trailing period needed
   std::string hint;     // what to do about it; may be empty
   ErrorKind kind = ErrorKind::Compile;
+  // The functions the error is inside, innermost first, up to the kernel:
+  // rendered as the calls that led to it, each position also counted from
+  // its function's `def` as Triton does ("at 2:4:").
+  std::vector<CallFrame> stack = {};
 };
 
 // Renders the diagnostic the way compilers do:
@@ -61,13 +73,21 @@ struct Diagnostic {
 //      12 |     x = tl.load(ptr + offs, mask=m)
 //         |               ^~~~~~~~~~~
 //   hint: ...
-std::string render(const Diagnostic& d, const SourceManager* sources);
+//   note: in `helper` at 2:4:
+//   kernel.py:30:9: note: called from `kernel` at 7:8:
+//      30 |         y = helper(x)
+//         |         ^~~~~~~~~~~~~
+// The first `depth` frames of the stack only, when given (the error as seen
+// inside a called function).
+std::string render(const Diagnostic& d, const SourceManager* sources, size_t depth = SIZE_MAX);
 
 class UserError : public std::runtime_error {
  public:
   explicit UserError(Diagnostic d)
       : std::runtime_error(d.message), diagnostic_(std::move(d)) {}
   const Diagnostic& diagnostic() const { return diagnostic_; }
+  // On the way out of a function's body: the function, for the stack.
+  void add_frame(CallFrame frame) { diagnostic_.stack.push_back(std::move(frame)); }
 
  private:
   Diagnostic diagnostic_;

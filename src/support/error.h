@@ -12,6 +12,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "support/diagnostic.h"
 
@@ -19,23 +20,35 @@ namespace tegula {
 
 class Error : public std::runtime_error {
  public:
-  Error(std::string rendered, ErrorKind kind, Diag code, std::string message = {})
-      : std::runtime_error(std::move(rendered)), kind_(kind), code_(code), message_(std::move(message)) {}
+  Error(std::string rendered, ErrorKind kind, Diag code, std::string message = {},
+        std::vector<std::string> inside = {})
+      : std::runtime_error(std::move(rendered)),
+        kind_(kind),
+        code_(code),
+        message_(std::move(message)),
+        inside_(std::move(inside)) {}
   ErrorKind kind() const { return kind_; }
   Diag code() const { return code_; }
   // The diagnostic's message alone, without location, source line or hint
   // (empty when the error was not made from a diagnostic).
   const std::string& message() const { return message_; }
+  // An error inside called @jit functions, rendered as seen inside each of
+  // them, innermost first (the kernel's own rendering is what()): Python
+  // chains them as the CompilationErrors' causes, as Triton does.
+  const std::vector<std::string>& inside() const { return inside_; }
 
  private:
   ErrorKind kind_;
   Diag code_;
   std::string message_;
+  std::vector<std::string> inside_;
 };
 
 // The Error for a diagnostic, rendered against `sources` (may be null).
 inline Error to_error(const Diagnostic& d, const SourceManager* sources) {
-  return Error(render(d, sources), d.kind, d.code, d.message);
+  std::vector<std::string> inside;
+  for (size_t depth = 1; sources && depth < d.stack.size(); ++depth) inside.push_back(render(d, sources, depth));
+  return Error(render(d, sources), d.kind, d.code, d.message, std::move(inside));
 }
 
 // A problem found outside the user's kernel source (a launch argument, the

@@ -49,6 +49,36 @@ TEST(Diagnostic, TabsInTheLineAreKeptInTheCaretPadding) {
             "   | \t  \t^\n");
 }
 
+TEST(Diagnostic, TheCallsThatLedToTheErrorFollowItsHintWithTritonsPositions) {
+  SourceManager sources;
+  int32_t f = sources.add("k.py",
+                          "@jit\n"
+                          "def helper(x):\n"
+                          "    return x + y\n"
+                          "\n"
+                          "    @jit\n"
+                          "    def kernel(p):\n"
+                          "        z = helper(p)\n",
+                          1);
+  Diagnostic d{at(f, 3, 16, 17), Diag::UndefinedName, "name `y` is not defined", "define it", ErrorKind::Compile};
+  d.stack = {CallFrame{"helper", at(f, 2, 5, 11), at(f, 7, 13, 22)}, CallFrame{"kernel", at(f, 6, 9, 15), SourceLoc{}}};
+  std::string error =
+      "k.py:3:16: error[E0201]: name `y` is not defined\n"
+      " 3 |     return x + y\n"
+      "   |                ^\n"
+      "hint: define it\n";
+  // Lines count from the def as 1; columns from 0 in the function's source without its indentation.
+  EXPECT_EQ(render(d, &sources), error +
+                                     "note: in `helper` at 2:15:\n"
+                                     "k.py:7:13: note: called from `kernel` at 2:8:\n"
+                                     " 7 |         z = helper(p)\n"
+                                     "   |             ^~~~~~~~~\n");
+  // Seen inside the called function alone (Python chains it as the cause).
+  EXPECT_EQ(render(d, &sources, 1), error + "note: in `helper` at 2:15:\n");
+  // Without the sources there is nothing to count positions in.
+  EXPECT_EQ(render(d, nullptr), "error[E0201]: name `y` is not defined\nhint: define it\n");
+}
+
 TEST(Diagnostic, HintComesLast) {
   SourceManager sources;
   int32_t f = sources.add("k.py", "z = tl.dot(a, b)\n", 3);

@@ -186,3 +186,70 @@ def test_return_type_mismatch_uses_tritons_words():
 
     e = compile_error(lambda: branches[(1,)](np.zeros(1, np.int32), np.zeros(1, np.float32), 3))
     assert "Mismatched type for v" in str(e.__cause__)
+
+
+@tegula.jit
+def undefined_name_helper(x):
+    return x + not_defined_anywhere  # noqa: F821
+
+
+@tegula.jit
+def middle_helper(x):
+    # a comment line: positions count it
+    return undefined_name_helper(x) * 2
+
+
+def test_an_error_in_called_functions_names_each_call_with_tritons_positions():
+    @tegula.jit
+    def caller_kernel(out_ptr):
+        y = middle_helper(tl.arange(0, 16))
+        tl.store(out_ptr + tl.arange(0, 16), y)
+
+    e = compile_error(lambda: caller_kernel[(1,)](np.zeros(16, np.int32)))
+    text = str(e)
+    # The error where it is, then each call that led there, innermost first, each with its line quoted.
+    assert re.match(r".*test_triton_errors\.py:\d+:\d+: error\[E0201\]: name `not_defined_anywhere`", text)
+    lines = text.splitlines()
+    notes = [line for line in lines if "note:" in line]
+    assert notes[0] == "note: in `undefined_name_helper` at 2:15:"
+    assert re.fullmatch(r".*test_triton_errors\.py:\d+:12: note: called from `middle_helper` at 3:11:", notes[1])
+    assert re.fullmatch(r".*test_triton_errors\.py:\d+:13: note: called from `caller_kernel` at 2:8:", notes[2])
+    assert "return undefined_name_helper(x) * 2" in lines[lines.index(notes[1]) + 1]
+    assert "y = middle_helper(tl.arange(0, 16))" in lines[lines.index(notes[2]) + 1]
+    # As Triton chains them: the error seen inside each called function, innermost last, then the bare message.
+    inside_middle = e.__cause__
+    inside_helper = inside_middle.__cause__
+    assert isinstance(inside_middle, tegula.CompilationError) and isinstance(inside_helper, tegula.CompilationError)
+    assert "called from `middle_helper` at 3:11:" in str(inside_middle)
+    assert "caller_kernel" not in str(inside_middle)
+    assert "at 2:15:" in str(inside_helper) and "called from" not in str(inside_helper)
+    assert isinstance(inside_helper.__cause__, ValueError) and not isinstance(
+        inside_helper.__cause__, tegula.CompilationError)
+    assert str(inside_helper.__cause__) == e.error_message == inside_middle.error_message
+    assert e.code == inside_middle.code == inside_helper.code == "E0201"
+
+
+def test_a_kernel_error_gives_its_position_in_the_kernel():
+    @tegula.jit
+    def flat_kernel(out_ptr):
+        x = tl.arange(0, 16)
+        tl.store(out_ptr + x, x + "a")
+
+    e = compile_error(lambda: flat_kernel[(1,)](np.zeros(16, np.int32)))
+    assert str(e).splitlines()[-1] == "note: in `flat_kernel` at 3:26:"
+    assert isinstance(e.__cause__, TypeError) and e.__cause__.__cause__ is None
+
+
+def test_a_false_static_assertion_is_a_compile_time_assertion_failure():
+    @tegula.jit
+    def asserting_kernel(out_ptr, N: tl.constexpr):
+        tl.static_assert(N % 2 == 0, "N must be even")
+        tl.store(out_ptr, N)
+
+    e = compile_error(lambda: asserting_kernel[(1,)](np.zeros(1, np.int32), N=3))
+    assert type(e) is tegula.CompileTimeAssertionFailure and isinstance(e, tegula.CompilationError)
+    assert e.__cause__ is None and e.code == "E0604"
+    assert "N must be even" in str(e) and "note: in `asserting_kernel` at 2:4:" in str(e)
+    out = np.zeros(1, np.int32)
+    asserting_kernel[(1,)](out, N=4)
+    assert out[0] == 4
