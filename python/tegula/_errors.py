@@ -22,6 +22,13 @@ import re
 _CODE = re.compile(r"E\d{4}")
 
 
+class CompileWarning(UserWarning):
+    """What the compiler warns of in a kernel that compiles (a `tl.where` on a
+    non-boolean condition): the rendered text, located like an error's.
+    Issued when the kernel is built, not when it is loaded from the disk
+    cache (as Triton's warnings)."""
+
+
 class ArgumentOverflowError(OverflowError, ValueError):
     """An integer launch argument does not fit in 64 bits (E0703).
 

@@ -94,7 +94,7 @@ def compile(src: ASTSource, target=None, options: dict | None = None):
     """The CompiledKernel of `src` for `target` (see the module's text). `options` may set ``num_warps``,
     ``num_stages`` and ``debug``."""
     from . import runtime
-    from .jit import _remember_owner
+    from .jit import _remember_owner, show_compile_warnings
 
     if not isinstance(src, ASTSource):
         raise coded(TypeError, "E0701", f"tegula.compile takes an ASTSource, got {type(src).__name__}")
@@ -131,5 +131,6 @@ def compile(src: ASTSource, target=None, options: dict | None = None):
         compile_options.backend = "cuda"
         compile_options.cuda_arch = int(target.arch)
     compiled = _C.compile(request, compile_options)
+    show_compile_warnings(compiled, stacklevel=2)
     _remember_owner(compiled, fn, launch_options)
     return compiled

@@ -21,12 +21,13 @@ import os
 import sys
 import time
 import types
+import warnings
 import weakref
 
 from . import _C, _torch_compile
 from ._globals import collect_sources, parse_dedented
 from ._launch_support import support
-from ._errors import coded
+from ._errors import CompileWarning, coded
 
 _MISSING = object()
 
@@ -419,11 +420,22 @@ class JITFunction:
             python_s = time.perf_counter() - started
             kernel, phases = _C.compile_with_profile(request, options)
             _print_compile_profile(request.name or self.__name__, options.backend, [("python", python_s)] + phases)
-            return kernel
-        return _C.compile(request, options)
+        else:
+            kernel = _C.compile(request, options)
+        show_compile_warnings(kernel, stacklevel=2)
+        return kernel
 
     def __repr__(self) -> str:
         return f"<tegula.JITFunction {self.__module__}.{self.__qualname__}>"
+
+
+def show_compile_warnings(compiled, stacklevel: int) -> None:
+    """Issues what the compiler warned of while building `compiled` as
+    tegula.CompileWarning, attributed to the frame `stacklevel` above the
+    caller's (1: the caller; the launch or the tegula.compile call). Only a build warns: a kernel loaded from the
+    disk cache carries no warnings, as in Triton."""
+    for text in compiled.warnings:
+        warnings.warn(CompileWarning(text.rstrip("\n")), stacklevel=stacklevel + 1)
 
 
 def _parameter_list(which) -> tuple:

@@ -99,6 +99,9 @@ struct KernelInfo {
   // Tensor maps the launch encodes from the arguments and passes after
   // them (Generated::tensor_maps).
   std::vector<TensorMapParam> tensor_maps;
+  // What the front end warned of (rendered), when this process built the
+  // kernel; a kernel loaded from the disk cache has none, as in Triton.
+  std::vector<std::string> warnings;
 };
 
 // The stream a launch is queued on, for backends whose launches are queued

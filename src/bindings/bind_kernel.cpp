@@ -337,6 +337,7 @@ void bind_kernel(nb::module_& m) {
       .def_ro("name", &CompiledKernel::name)
       .def_ro("key", &CompiledKernel::key)
       .def_ro("from_disk_cache", &CompiledKernel::from_disk_cache)
+      .def_ro("warnings", &CompiledKernel::warnings)
       .def_prop_ro(
           "backend", [](const CompiledKernel& k) { return k.backend ? std::string(k.backend->name()) : std::string(); },
           "The name of the backend that built the kernel (runtime/backend_registry.h).")

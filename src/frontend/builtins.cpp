@@ -302,8 +302,14 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"condition", "x", "y"}, c);
-  ir::ValueId cond = as_condition(l, l.to_value(a.get("condition"), a.loc("condition"), "the condition of tl.where"),
+  const Symbol& condition = a.get("condition");
+  ir::ValueId cond = as_condition(l, l.to_value(condition, a.loc("condition"), "the condition of tl.where"),
                              a.loc("condition"), "the condition of tl.where");
+  if (condition.is_value() && l.type(condition.value).scalar != Scalar::I1)
+    l.warn_at(a.loc("condition"),
+              "tl.where with a non-boolean condition (" + l.describe(condition) +
+                  ") selects x where it is nonzero; Triton deprecates such conditions and will refuse them",
+              "compare explicitly, e.g. tl.where(c != 0, x, y)");
   ir::ValueId x, y;
   const Symbol& sx = a.get("x");
   const Symbol& sy = a.get("y");

@@ -165,6 +165,7 @@ ir::Function Lowerer::run() {
   builder_.set_loc(SourceLoc{});
   builder_.create(ir::OpKind::Return, {}, {});
   for (size_t f = 0; f < sources_.size(); ++f) fn_.files.push_back(sources_.file(static_cast<int32_t>(f)).name);
+  for (const Diagnostic& w : warnings_) fn_.warnings.push_back(render(w, &sources_));
   frames_.pop_back();
   return std::move(fn_);
 }
@@ -235,6 +236,12 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
   if (auto it = frame().vars.find(kResult); it != frame().vars.end()) result = it->second;  // an early return
   frames_.pop_back();
   return result;
+}
+
+void Lowerer::warn_at(const SourceLoc& loc, std::string message, std::string hint) {
+  Diagnostic d{loc, Diag::InvalidOperandType, std::move(message), std::move(hint), ErrorKind::Compile};
+  d.warning = true;
+  warnings_.push_back(std::move(d));
 }
 
 void Lowerer::assign(const std::string& name, Symbol value) {

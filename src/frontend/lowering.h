@@ -17,6 +17,7 @@
 #include "frontend/symbol.h"
 #include "ir/builder.h"
 #include "ir/ir.h"
+#include "support/diagnostic.h"
 
 namespace tegula::frontend {
 
@@ -78,6 +79,9 @@ class Lowerer {
   // An expression statement that drops the result of a @must_use_result function or of tl.advance
   // is an error (E0410), as in Triton.
   void check_result_used(const ast::Expr& e);
+  // A warning at `loc`: the kernel compiles, and the caller shows the text
+  // (tegula.CompileWarning in Python) once the kernel is built.
+  void warn_at(const SourceLoc& loc, std::string message, std::string hint = {});
   // A runtime `if` at `loc`: each callback lowers one branch; variables that
   // differ between the branches become the results.
   void lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std::function<void()>& then_branch,
@@ -229,6 +233,7 @@ class Lowerer {
   ir::Builder builder_;
   std::vector<int32_t> file_ids_;                      // per function index (-1: not parsed yet)
   std::vector<std::unique_ptr<ast::FunctionDef>> asts_;  // per function index
+  std::vector<Diagnostic> warnings_;  // see warn_at
   std::vector<std::unique_ptr<Frame>> frames_;
   int inline_depth_ = 0;
   size_t comprehension_elements_ = 0;  // unrolled by every comprehension of the kernel so far

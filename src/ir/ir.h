@@ -102,6 +102,7 @@ class Function {
   std::string name;
   std::vector<Param> params;          // body block args, in order
   std::vector<std::string> files;     // file names, indexed by SourceLoc::file, for printing
+  std::vector<std::string> warnings;  // what the front end warned of, rendered, for the caller to show
 
   Function();
 

@@ -213,6 +213,7 @@ Generated generate(Attempt& attempt, const backends::Target& target, bool debug,
   // The backends number their checks the same way, from the same IR.
   if (debug) out.info.debug_sites = passes::DebugSites(fn).sites();
   out.info.effects = passes::pointer_effects(fn);
+  out.info.warnings = fn.warnings;
   phase.emplace(profile, "codegen");
   out.code = target.emit(fn);
   if (source_override) out.code.source = source_override->source;
@@ -398,6 +399,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& pr
              " is on a file system mounted noexec, set TEGULA_CACHE_DIR to another directory");
   write_dumps(job.backend, kernel->name, job.key, attempt.stages);
   if (job.want_stages) kernel->stages = std::move(attempt.stages);
+  kernel->warnings = generated.info.warnings;  // the manifest keeps none
   return kernel;
 }
 

@@ -64,7 +64,7 @@ std::string position_in(const SourceLoc& loc, const SourceLoc& def, const Source
 std::string render(const Diagnostic& d, const SourceManager* sources, size_t depth) {
   std::string out;
   if (sources && d.loc.valid()) out += sources->describe(d.loc) + ": ";
-  out += "error[" + std::string(code_of(d.code)) + "]: " + d.message + "\n";
+  out += (d.warning ? std::string("warning") : "error[" + std::string(code_of(d.code)) + "]") + ": " + d.message + "\n";
   if (sources && d.loc.valid()) quote(out, d.loc, *sources);
   if (!d.hint.empty()) out += "hint: " + d.hint + "\n";
   size_t frames = std::min(depth, d.stack.size());

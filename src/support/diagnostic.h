@@ -62,6 +62,8 @@ struct Diagnostic {
   std::string message;  // what is wrong, one sentence, no trailing period needed
   std::string hint;     // what to do about it; may be empty
   ErrorKind kind = ErrorKind::Compile;
+  // A warning: the kernel compiles; rendered "warning: ..." without a code.
+  bool warning = false;
   // The functions the error is inside, innermost first, up to the kernel:
   // rendered as the calls that led to it, each position also counted from
   // its function's `def` as Triton does ("at 2:4:").
