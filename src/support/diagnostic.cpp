@@ -67,12 +67,17 @@ std::string render(const Diagnostic& d, const SourceManager* sources, size_t dep
   out += (d.warning ? std::string("warning") : "error[" + std::string(code_of(d.code)) + "]") + ": " + d.message + "\n";
   if (sources && d.loc.valid()) quote(out, d.loc, *sources);
   if (!d.hint.empty()) out += "hint: " + d.hint + "\n";
+  // A position inside a function: in its file, at or after its def line
+  // (an error in a callee's default argument is reported in the caller).
+  auto inside = [](const SourceLoc& loc, const SourceLoc& def) {
+    return loc.valid() && def.valid() && loc.file == def.file && loc.line >= def.line;
+  };
   size_t frames = std::min(depth, d.stack.size());
-  if (!sources || !d.loc.valid() || frames == 0 || !d.stack[0].def.valid()) return out;
+  if (!sources || frames == 0 || !inside(d.loc, d.stack[0].def)) return out;
   out += "note: in `" + d.stack[0].function + "` " + position_in(d.loc, d.stack[0].def, *sources) + "\n";
   for (size_t k = 1; k < frames; ++k) {
     const SourceLoc& call = d.stack[k - 1].called;
-    if (!call.valid() || !d.stack[k].def.valid()) break;
+    if (!inside(call, d.stack[k].def)) break;
     out += sources->describe(call) + ": note: called from `" + d.stack[k].function + "` " +
            position_in(call, d.stack[k].def, *sources) + "\n";
     quote(out, call, *sources);

@@ -75,6 +75,16 @@ TEST(Diagnostic, TheCallsThatLedToTheErrorFollowItsHintWithTritonsPositions) {
                                      "   |             ^~~~~~~~~\n");
   // Seen inside the called function alone (Python chains it as the cause).
   EXPECT_EQ(render(d, &sources, 1), error + "note: in `helper` at 2:15:\n");
+  // A location outside the innermost function (a callee's default argument, reported in its caller) gets no
+  // position there.
+  Diagnostic before = d;
+  before.loc = at(f, 2, 12, 13);
+  before.stack.erase(before.stack.begin());
+  EXPECT_EQ(render(before, &sources),
+            "k.py:2:12: error[E0201]: name `y` is not defined\n"
+            " 2 | def helper(x):\n"
+            "   |            ^\n"
+            "hint: define it\n");
   // Without the sources there is nothing to count positions in.
   EXPECT_EQ(render(d, nullptr), "error[E0201]: name `y` is not defined\nhint: define it\n");
 }
