@@ -61,6 +61,13 @@ std::string position_in(const SourceLoc& loc, const SourceLoc& def, const Source
 
 }  // namespace
 
+bool repeats_call(const std::vector<CallFrame>& stack, size_t k) {
+  if (k == 0 || k + 1 >= stack.size()) return false;
+  const SourceLoc& a = stack[k].called;
+  const SourceLoc& b = stack[k - 1].called;
+  return a.file == b.file && a.line == b.line && a.col == b.col && stack[k + 1].function == stack[k].function;
+}
+
 std::string render(const Diagnostic& d, const SourceManager* sources, size_t depth) {
   std::string out;
   if (sources && d.loc.valid()) out += sources->describe(d.loc) + ": ";
@@ -75,13 +82,26 @@ std::string render(const Diagnostic& d, const SourceManager* sources, size_t dep
   size_t frames = std::min(depth, d.stack.size());
   if (!sources || frames == 0 || !inside(d.loc, d.stack[0].def)) return out;
   out += "note: in `" + d.stack[0].function + "` " + position_in(d.loc, d.stack[0].def, *sources) + "\n";
+  // A run of the same call (recursion until the nesting limit) shows its
+  // first kShownRepeats calls and then how many more there were.
+  constexpr size_t kShownRepeats = 3;
+  size_t repeats = 0;
+  auto same_call = [&](size_t k) { return k >= 2 && repeats_call(d.stack, k - 1); };
+  auto end_repeats = [&] {
+    if (repeats > kShownRepeats)
+      out += "note: the call above repeats " + std::to_string(repeats - kShownRepeats) + " more times\n";
+    repeats = 0;
+  };
   for (size_t k = 1; k < frames; ++k) {
     const SourceLoc& call = d.stack[k - 1].called;
     if (!inside(call, d.stack[k].def)) break;
+    repeats = same_call(k) ? repeats + 1 : (end_repeats(), 1);
+    if (repeats > kShownRepeats) continue;
     out += sources->describe(call) + ": note: called from `" + d.stack[k].function + "` " +
            position_in(call, d.stack[k].def, *sources) + "\n";
     quote(out, call, *sources);
   }
+  end_repeats();
   return out;
 }
 

@@ -82,6 +82,9 @@ struct Diagnostic {
 // The first `depth` frames of the stack only, when given (the error as seen
 // inside a called function).
 std::string render(const Diagnostic& d, const SourceManager* sources, size_t depth = SIZE_MAX);
+// Whether stack[k] was called where stack[k - 1] was, by the same function
+// (recursion until the nesting limit): one repeated call, rendered once.
+bool repeats_call(const std::vector<CallFrame>& stack, size_t k);
 
 class UserError : public std::runtime_error {
  public:

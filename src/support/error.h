@@ -47,7 +47,8 @@ class Error : public std::runtime_error {
 // The Error for a diagnostic, rendered against `sources` (may be null).
 inline Error to_error(const Diagnostic& d, const SourceManager* sources) {
   std::vector<std::string> inside;
-  for (size_t depth = 1; sources && depth < d.stack.size(); ++depth) inside.push_back(render(d, sources, depth));
+  for (size_t depth = 1; sources && depth < d.stack.size(); ++depth)
+    if (!repeats_call(d.stack, depth - 1)) inside.push_back(render(d, sources, depth));
   return Error(render(d, sources), d.kind, d.code, d.message, std::move(inside));
 }
 

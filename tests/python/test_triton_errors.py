@@ -253,3 +253,30 @@ def test_a_false_static_assertion_is_a_compile_time_assertion_failure():
     out = np.zeros(1, np.int32)
     asserting_kernel[(1,)](out, N=4)
     assert out[0] == 4
+
+
+@tegula.jit
+def recursing_helper(x):
+    return recursing_helper(x + 1)
+
+
+def test_recursion_shows_its_repeated_call_once_with_a_count():
+    @tegula.jit
+    def recursing_kernel(out_ptr):
+        tl.store(out_ptr, recursing_helper(1))
+
+    e = compile_error(lambda: recursing_kernel[(1,)](np.zeros(1, np.int32)))
+    text = str(e)
+    assert e.code == "E0608"
+    assert text.count("note: called from `recursing_helper`") == 3
+    repeats = re.search(r"note: the call above repeats (\d+) more times", text)
+    assert repeats and int(repeats.group(1)) > 10
+    assert text.rstrip().splitlines()[-3].endswith("note: called from `recursing_kernel` at 2:22:")
+    # The causes: inside the helper, inside the run of recursive calls, the bare message; not one per level.
+    chain = []
+    cause = e.__cause__
+    while cause is not None:
+        chain.append(cause)
+        cause = cause.__cause__
+    assert len(chain) == 3 and isinstance(chain[-1], ValueError)
+    assert len(str(e)) < 2000
