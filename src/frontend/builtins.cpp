@@ -303,8 +303,15 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
 Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"condition", "x", "y"}, c);
   const Symbol& condition = a.get("condition");
-  ir::ValueId cond = as_condition(l, l.to_value(condition, a.loc("condition"), "the condition of tl.where"),
-                             a.loc("condition"), "the condition of tl.where");
+  ir::ValueId raw = l.to_value(condition, a.loc("condition"), "the condition of tl.where");
+  ir::ValueId cond;
+  if (const ir::Type& t = l.type(raw); ir::is_float(t.scalar)) {
+    // As Triton's cast to int1: x != 0, unordered (a NaN selects x).
+    ir::ValueId zero = l.broadcast_to(l.constant(ConstValue::real(0.0), t.element(), c.loc), t.shape, c.loc);
+    cond = l.create(OpKind::Cmp, {raw, zero}, t.with_scalar(Scalar::I1), c.loc, {{"pred", ir::Attr{std::string("ne")}}});
+  } else {
+    cond = as_condition(l, raw, a.loc("condition"), "the condition of tl.where");
+  }
   if (condition.is_value() && l.type(condition.value).scalar != Scalar::I1)
     l.warn_at(a.loc("condition"),
               "tl.where with a non-boolean condition (" + l.describe(condition) +
