@@ -95,11 +95,12 @@ std::vector<ir::NamedAttr> nan_propagation(const BoundArgs& a) {
   return attrs;
 }
 
-ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what) {
+ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what,
+                         bool floats_too) {
   const ir::Type& t = l.type(v);
   if (t.is_pointer()) error_at(loc, Diag::NotBoolean, what + " must be boolean, not a pointer");
   if (t.scalar == Scalar::I1) return v;
-  if (ir::is_float(t.scalar))
+  if (ir::is_float(t.scalar) && !floats_too)
     error_at(loc, Diag::NotBoolean,
              what + " must be boolean, but it is " + l.describe(Symbol::of(v)), "compare it, e.g. `x != 0`");
   ir::ValueId zero = l.broadcast_to(l.constant(ConstValue::integer(0), t.element(), loc), t.shape, loc);
@@ -303,15 +304,9 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
 Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"condition", "x", "y"}, c);
   const Symbol& condition = a.get("condition");
-  ir::ValueId raw = l.to_value(condition, a.loc("condition"), "the condition of tl.where");
-  ir::ValueId cond;
-  if (const ir::Type& t = l.type(raw); ir::is_float(t.scalar)) {
-    // As Triton's cast to int1: x != 0, unordered (a NaN selects x).
-    ir::ValueId zero = l.broadcast_to(l.constant(ConstValue::real(0.0), t.element(), c.loc), t.shape, c.loc);
-    cond = l.create(OpKind::Cmp, {raw, zero}, t.with_scalar(Scalar::I1), c.loc, {{"pred", ir::Attr{std::string("ne")}}});
-  } else {
-    cond = as_condition(l, raw, a.loc("condition"), "the condition of tl.where");
-  }
+  // A float condition too, as Triton's cast to int1: x != 0, unordered (a NaN selects x).
+  ir::ValueId cond = as_condition(l, l.to_value(condition, a.loc("condition"), "the condition of tl.where"),
+                                  a.loc("condition"), "the condition of tl.where", /*floats_too=*/true);
   if (condition.is_value() && l.type(condition.value).scalar != Scalar::I1)
     l.warn_at(a.loc("condition"),
               "tl.where with a non-boolean condition (" + l.describe(condition) +

@@ -37,8 +37,10 @@ struct Builtin {
 };
 
 // `v` as a condition (a mask, an assertion): i1 as it is, an integer
-// compared with 0; a float or a pointer is an error at `loc` naming `what`.
-ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what);
+// compared with 0; a float or a pointer is an error at `loc` naming `what`
+// (a float is compared with 0 too when `floats_too`, for tl.where).
+ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what,
+                         bool floats_too = false);
 
 // The row of `name`, or nullptr.
 const Builtin* find_builtin(std::string_view name);

@@ -239,6 +239,7 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
 }
 
 void Lowerer::warn_at(const SourceLoc& loc, std::string message, std::string hint) {
+  // A warning is rendered without a code; the field only has to hold one.
   Diagnostic d{loc, Diag::InvalidOperandType, std::move(message), std::move(hint), ErrorKind::Compile};
   d.warning = true;
   warnings_.push_back(std::move(d));
