@@ -82,12 +82,25 @@ STREAMED = textwrap.dedent("""
             np.testing.assert_array_equal(out, x + y, err_msg=f"{dtype} n={n} shift={shift}")
             assert (buffer[:shift] == 7).all() and (buffer[shift + n:] == 7).all(), f"{dtype} n={n}: wrote outside"
 
+    # Every offset from a cache line a float32 output can have: the lines of the staged
+    # tile are then read across two of its lines each and merged (tg_stream_lines).
+    for shift in range(16):
+        n = 4099
+        x = rng.standard_normal(n).astype(np.float32)
+        y = rng.standard_normal(n).astype(np.float32)
+        buffer = np.full(n + 16 + 64, 7, dtype=np.float32)
+        start = (-buffer.ctypes.data % 64) // 4 + shift  # `shift` floats past a line
+        out = buffer[start:start + n]
+        add_kernel[(tegula.cdiv(n, 2048),)](x, y, out, n, BLOCK=2048)
+        np.testing.assert_array_equal(out, x + y, err_msg=f"{shift} floats past a line")
+        assert (buffer[:start] == 7).all() and (buffer[start + n:] == 7).all(), f"shift {shift}: wrote outside"
+
     x = rng.standard_normal(8 * 512).astype(np.float32)
     out = np.zeros_like(x)
     unmasked_kernel[(8,)](x, out, BLOCK=512)
     np.testing.assert_array_equal(out, x * 2)
 
-    for M, N in ((33, 1000), (7, 1024), (5, 3000)):
+    for M, N in ((33, 1000), (7, 1024), (5, 3000), (17, 4100)):
         x = rng.standard_normal((M, N)).astype(np.float32) * 4
         got = np.zeros_like(x)
         softmax_kernel[(M,)](x, got, N, N, BLOCK_N=tegula.next_power_of_2(N))

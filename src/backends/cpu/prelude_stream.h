@@ -93,6 +93,31 @@ static inline void tg_stream_line(unsigned char* d, const unsigned char* s) {
 #endif
 }
 
+// Streams `lines` whole lines from `s` to the line-aligned `d`. NumPy's large
+// arrays start 16 bytes past a line, so a tile staged in an aligned buffer
+// is read 16 bytes off its lines, and each line's load would straddle two
+// (a third of a streamed softmax's compute on a Zen 4). Where `s` is 4-byte
+// aligned, each aligned line of the source is loaded once and two of them
+// are merged into the one to write; the bytes are the same.
+static inline void tg_stream_lines(unsigned char* d, const unsigned char* s, int64_t lines) {
+#if defined(__AVX512F__)
+  const uintptr_t offset = reinterpret_cast<uintptr_t>(s) & 63;
+  if (lines > 0 && offset != 0 && offset % 4 == 0) {
+    const unsigned char* aligned = s - offset;  // every line read holds bytes of s
+    const __m512i pick = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32((int)(offset / 4)));
+    __m512i low = _mm512_load_si512(reinterpret_cast<const __m512i*>(aligned));
+    for (int64_t k = 0; k < lines; ++k) {
+      const __m512i high = _mm512_load_si512(reinterpret_cast<const __m512i*>(aligned + 64 * (k + 1)));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 64 * k), _mm512_permutex2var_epi32(low, pick, high));
+      low = high;
+    }
+    return;
+  }
+#endif
+  for (int64_t k = 0; k < lines; ++k) tg_stream_line(d + 64 * k, s + 64 * k);
+}
+
 // Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
 // 64-byte lines of dst (ordinary stores for a partial line at either end).
 static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
@@ -102,8 +127,9 @@ static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
   if (head > bytes) head = bytes;
   std::memcpy(d, s, (size_t)head);
   d += head, s += head, bytes -= head;
-  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) tg_stream_line(d, s);
-  std::memcpy(d, s, (size_t)bytes);
+  tg_stream_lines(d, s, bytes / 64);
+  d += bytes / 64 * 64, s += bytes / 64 * 64;
+  std::memcpy(d, s, (size_t)(bytes % 64));
 }
 
 // The partial line at the end of a streamed tile, held back for the next
@@ -149,7 +175,7 @@ static inline void tg_stream_store_part(void* dst, const void* src, int64_t byte
   const int64_t head = to_boundary > bytes ? bytes : to_boundary;
   // The whole lines start at head + 64 k; the first to write ends past `from`.
   int64_t line = from - 63 - head <= 0 ? head : head + (from - 63 - head + 63) / 64 * 64;
-  for (; line + 64 <= to; line += 64) tg_stream_line(d + line, s + line);
+  if (line + 64 <= to) tg_stream_lines(d + line, s + line, (to - line) / 64);
   if (to < bytes) return;
   const int64_t tail = head + (bytes - head) / 64 * 64;
   if (carry == nullptr) {
