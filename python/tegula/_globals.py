@@ -330,6 +330,33 @@ def _attribute_chains(source: str) -> tuple:
     return tuple(sorted(chains))
 
 
+_WRAPPED_FUNCTIONS: dict = {}  # id of a function a tl.constexpr wraps -> (it, its ConstexprFunction)
+_WRAPPED_FUNCTIONS_LOCK = threading.Lock()
+
+
+def _unwrap_callable(value):
+    """What a kernel calls through a global ``tl.constexpr`` wrapping a callable
+    (``@tl.constexpr def accum_type(dtype): ...``): Triton's constexpr calls
+    what it wraps, so a @jit function is that function and a plain one runs
+    on the host while the kernel compiles, as a @constexpr_function does.
+    Any other value is returned as it is."""
+    if not isinstance(value, constexpr):
+        return value
+    fn = value.value
+    if not callable(fn) or isinstance(fn, (type, dtype)):
+        return value
+    from .constexpr_function import ConstexprFunction
+    from .jit import JITFunction
+
+    if isinstance(fn, (JITFunction, ConstexprFunction)) or _is_triton_object(fn, "JITFunction"):
+        return fn
+    with _WRAPPED_FUNCTIONS_LOCK:
+        held = _WRAPPED_FUNCTIONS.get(id(fn))
+        if held is None or held[0] is not fn:
+            held = _WRAPPED_FUNCTIONS[id(fn)] = (fn, ConstexprFunction(fn))
+    return held[1]
+
+
 def collect_sources(root, args=None) -> list:
     """FunctionSource of `root` (index 0) and of every @jit function it reaches
     through its globals, each once; GlobalValues refer to them by index.
@@ -369,6 +396,7 @@ def collect_sources(root, args=None) -> list:
         jit_fn, index, globals_, values = stack[-1]
         callee = None
         for name, value in values:
+            value = _unwrap_callable(value)
             member = None if _is_user_jit_function(value, JITFunction) else language_member(value)
             if member is not None:  # before JITFunction: some of Triton's tl functions are @jit
                 globals_[name] = GV(Kind.LanguageMember, text=member)

@@ -556,13 +556,15 @@ Symbol lower_block_store(Lowerer& l, const BoundArgs& a, const SourceLoc& loc, s
 Symbol block_access_attribute(Lowerer& l, const Symbol& base, const std::string& attr, const SourceLoc& loc) {
   if (base.kind == Symbol::Kind::BlockPointer) {
     if (attr == "advance") return method(base, "advance");
-    if (attr == "dtype") {  // a pointer dtype: `.dtype.element_ty` is the element's, as Triton's code reads it
+    // A pointer dtype: `.dtype.element_ty` and `.type.element_ty` are the element's. (Triton's are a
+    // block type of it, which tl.cast and .to() read as its element, the one use kernels make of them.)
+    if (attr == "dtype" || attr == "type") {
       ConstValue t = ConstValue::type(l.type(base_of(base)).scalar);
       t.pointer = true;
       return Symbol::of(t);
     }
     error_at(loc, Diag::NoSuchAttribute, "a block pointer has no attribute `" + attr + "`",
-             "block pointers have dtype, and support tl.advance, tl.load and tl.store");
+             "block pointers have dtype and type, and support tl.advance, tl.load and tl.store");
   }
   size_t rank = rank_of(base);
   if (attr == "load") return method(base, "load_tensor_descriptor");

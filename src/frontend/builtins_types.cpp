@@ -75,6 +75,54 @@ Symbol lower_dtype_class(Lowerer& l, const CallArgs& c, const std::string& n) {
            "use a name such as \"float32\", \"fp16\" or \"int8\"");
 }
 
+// dtype.is_fp16(), dtype.is_floating(), dtype.get_int_max_value(), ...:
+// Triton's methods of a type object, decided at compile time by its name
+// lists (an int1 counts as unsigned; a pointer, block or void type is none
+// of the element kinds, as in Triton).
+Symbol lower_dtype_method(Lowerer& l, const CallArgs& c, const std::string& n) {
+  const std::string method = n.substr(std::string("dtype.").size());
+  BoundArgs a(method, {"self"}, c);
+  const ConstValue& t = a.get("self").constant;
+  const bool element = t.type_form == TypeForm::Scalar && !t.pointer;
+  const ir::ScalarInfo& info = ir::scalar_info(t.dtype);
+  const bool is_float = element && info.kind == ir::ScalarKind::Float;
+  const bool is_signed = element && (info.kind == ir::ScalarKind::Signed);
+  const bool is_unsigned = element && (info.kind == ir::ScalarKind::Unsigned || info.kind == ir::ScalarKind::Bool);
+  auto yes = [](bool v) { return Symbol::of(ConstValue::boolean(v)); };
+  if (method == "is_floating") return yes(is_float);
+  if (method == "is_standard_floating")
+    return yes(element && (t.dtype == ir::Scalar::F16 || t.dtype == ir::Scalar::BF16 || t.dtype == ir::Scalar::F32 ||
+                           t.dtype == ir::Scalar::F64));
+  if (method == "is_fp8") return yes(element && ir::is_fp8(t.dtype));
+  if (method == "is_int") return yes(is_signed || is_unsigned);
+  if (method == "is_int_signed") return yes(is_signed);
+  if (method == "is_int_unsigned") return yes(is_unsigned);
+  if (method == "is_bool") return yes(element && t.dtype == ir::Scalar::I1);
+  if (method == "is_ptr") return yes(t.type_form == TypeForm::Scalar && t.pointer);
+  if (method == "is_block") return yes(t.type_form == TypeForm::Block);
+  if (method == "is_void") return yes(t.type_form == TypeForm::Void);
+  if (method == "is_const") return yes(false);
+  if (method == "get_int_max_value" || method == "get_int_min_value") {
+    if (!is_signed && !is_unsigned)
+      error_at(c.loc, Diag::WrongArgumentKind,
+               method + " of " + to_string(t) + ", which is not an integer type",
+               "call it on an integer dtype");
+    const int bits = info.bits;
+    const bool max = method == "get_int_max_value";
+    if (is_unsigned && max && bits == 64) {
+      ConstValue all = ConstValue::integer(-1);
+      all.is_unsigned = true;  // 2**64 - 1
+      return Symbol::of(all);
+    }
+    if (is_unsigned) return Symbol::of(ConstValue::integer(max ? (int64_t)((uint64_t{1} << bits) - 1) : 0));
+    const int64_t top = bits == 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
+    return Symbol::of(ConstValue::integer(max ? top : -top - 1));
+  }
+  // is_<name>: one per dtype name, Triton's fp8 variants Tegula lacks included (never true).
+  if (method.starts_with("is_")) return yes(element && method.substr(3) == info.short_name);
+  error_at(c.loc, Diag::NoSuchAttribute, "a dtype has no method `" + method + "`");
+}
+
 // tl.block_type(element_ty, shape): the type of a tile.
 Symbol lower_block_type(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"element_ty", "shape"}, c);

@@ -53,8 +53,9 @@ std::string to_string(const ConstValue& v) {
     case ConstValue::Kind::DType: {
       if (v.type_form == ConstValue::TypeForm::Void) return "tl.void";
       if (v.type_form == ConstValue::TypeForm::Constexpr) return "tl.constexpr_type";
-      std::string element = v.pointer ? std::string("pointer<") + ir::to_string(v.dtype) + ">"
-                                      : std::string("tl.") + ir::to_string(v.dtype);
+      // As the program names them: tl.float32, and Triton's pointer<fp32>.
+      std::string element = v.pointer ? std::string("pointer<") + ir::scalar_info(v.dtype).short_name + ">"
+                                      : std::string("tl.") + ir::scalar_info(v.dtype).tl_name;
       if (v.type_form == ConstValue::TypeForm::Scalar) return element;
       std::string dims;
       for (int64_t d : v.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);

@@ -621,6 +621,13 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         if (attr == "primitive_bitwidth") return Symbol::of(ConstValue::integer(ir::bit_width(base.constant.dtype)));
         if (attr == "itemsize") return Symbol::of(ConstValue::integer(ir::byte_size(base.constant.dtype)));
         if (std::optional<Symbol> a = type_object_attribute(base.constant, attr)) return *a;
+        if (find_builtin("dtype." + attr) != nullptr) {
+          Symbol m;
+          m.kind = Symbol::Kind::Method;
+          m.name = "dtype." + attr;
+          m.receiver = std::make_shared<Symbol>(base);
+          return m;
+        }
       }
       if (attr == "type") return type_of(*this, base);
       if (attr == "value") return base;  // tl.constexpr(x).value

@@ -524,3 +524,22 @@ def test_block_pointer_dtype_element_ty(backend):
     out = backend.zeros((16,), np.float16)
     block_ptr_dtype_kernel[(1,)](backend.array(x), out, 13, BLOCK=16)
     np.testing.assert_array_equal(backend.numpy(out), np.concatenate([x * 2, np.zeros(3, np.float16)]))
+
+
+@tegula.jit
+def block_ptr_type_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # `.type.element_ty` too: a store converts to it (generated elementwise kernels do this).
+    off = tl.program_id(0) * BLOCK
+    xb = tl.make_block_ptr(x_ptr, (n,), (1,), (off,), (BLOCK,), order=(0,))
+    yb = tl.make_block_ptr(y_ptr, (n,), (1,), (off,), (BLOCK,), order=(0,))
+    x = tl.load(xb, boundary_check=(0,)).to(tl.float32)
+    tl.static_assert(yb.type.element_ty == tl.float16 and yb.type.is_ptr())
+    tl.store(yb, (x * 2.5).to(yb.type.element_ty), boundary_check=(0,))
+
+
+def test_block_pointer_type_element_ty(backend):
+    n = 100
+    x = np.random.default_rng(8).standard_normal(n).astype(np.float16)
+    out = backend.zeros((n,), np.float16)
+    block_ptr_type_kernel[(tegula.cdiv(n, 32),)](backend.array(x), out, n, BLOCK=32)
+    np.testing.assert_array_equal(backend.numpy(out), (x.astype(np.float32) * 2.5).astype(np.float16))

@@ -202,3 +202,41 @@ def test_a_statement_call_on_a_call_result_runs_once():
     counter = np.zeros(1, np.int32)
     once[(1,)](counter)
     assert counter[0] == 1
+
+
+# Triton's tl.constexpr calls what it wraps: libraries write `@tl.constexpr` above a function of dtypes
+# and call it from kernels, which run it while they compile.
+@tl.constexpr
+def accumulator_type(dt):
+    if dt.is_fp16() or dt.is_bf16():
+        return tl.float32
+    return dt
+
+
+@tegula.jit
+def _sum_in_accumulator(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(out_ptr, tl.sum(x.to(accumulator_type(x.dtype)), axis=0))
+
+
+@pytest.mark.parametrize("dtype, out_dtype", [(np.float16, np.float32), (np.int32, np.int32)])
+def test_a_function_tl_constexpr_wraps_runs_while_the_kernel_compiles(backend, dtype, out_dtype):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(64) * 100).astype(dtype)
+    out = backend.zeros(1, out_dtype)
+    _sum_in_accumulator[(1,)](backend.array(x), out, N=64)
+    want = x.astype(np.float32).sum() if dtype == np.float16 else x.sum()
+    np.testing.assert_allclose(backend.numpy(out)[0], want, rtol=1e-5)
+    assert accumulator_type(tl.float16) == tl.float32  # and host code calls it too
+
+
+LIMIT = tl.constexpr(2**63 - 1)
+
+
+def test_constexpr_globals_compute_on_the_host():
+    assert 123 <= LIMIT and LIMIT >= 123 and 123 < LIMIT and not (LIMIT < 5)
+    product = tl.constexpr(4) * 2
+    assert isinstance(product, tl.constexpr) and product == 8 and 2 * tl.constexpr(4) == 8
+    assert -tl.constexpr(3) == -3 and 2 ** tl.constexpr(3) == 8 and tl.constexpr(7) // 2 == 3
+    assert tl.constexpr(6) % tl.constexpr(4) == 2 and (tl.constexpr(1) << 4) == 16
+    assert not tl.constexpr(0) and tl.constexpr(3) != 4

@@ -9,6 +9,7 @@ defined by the compiler.
 from __future__ import annotations
 
 import builtins
+import operator
 import sys
 from enum import Enum
 
@@ -108,17 +109,18 @@ class dtype:
     def is_fp8(self) -> bool:
         return self.scalar.startswith("f8")
 
+    # By Triton's name lists: int1 is unsigned, and a pointer type is no int.
     def is_int(self) -> bool:
-        return not self.is_floating()
+        return self.name in dtype.SINT_TYPES or self.name in dtype.UINT_TYPES
 
     def is_bool(self) -> bool:
         return self.scalar == "i1"
 
     def is_int_signed(self) -> bool:
-        return self.scalar.startswith("i") and self.scalar != "i1"
+        return self.name in dtype.SINT_TYPES
 
     def is_int_unsigned(self) -> bool:
-        return self.scalar.startswith("u")
+        return self.name in dtype.UINT_TYPES
 
     def is_ptr(self) -> bool:
         return False
@@ -251,6 +253,37 @@ class constexpr:
 
     def __float__(self) -> float:
         return float(self.value)
+
+    def __call__(self, *args, **kwargs):
+        # A wrapped function (`@tl.constexpr def f(dtype): ...`); kernels call it while they compile.
+        return self.value(*args, **kwargs)
+
+
+def _unwrapped(value):
+    return value.value if isinstance(value, constexpr) else value
+
+
+def _constexpr_operator(name: str, op, reflected: bool = False):
+    def method(self, other):
+        return constexpr(op(_unwrapped(other), self.value) if reflected else op(self.value, _unwrapped(other)))
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+# Host code computes with constexpr globals as with their values (`assert n <= LIMIT`,
+# `BLOCK * 2`), and gets constexprs back, as Triton's do.
+for _name, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                   ("truediv", operator.truediv), ("floordiv", operator.floordiv), ("mod", operator.mod),
+                   ("pow", operator.pow), ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
+                   ("lshift", operator.lshift), ("rshift", operator.rshift)):
+    setattr(constexpr, f"__{_name}__", _constexpr_operator(f"__{_name}__", _op))
+    setattr(constexpr, f"__r{_name}__", _constexpr_operator(f"__r{_name}__", _op, reflected=True))
+for _name, _op in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
+                   ("ne", operator.ne)):
+    setattr(constexpr, f"__{_name}__", _constexpr_operator(f"__{_name}__", _op))
+for _name, _op in (("neg", operator.neg), ("pos", operator.pos), ("invert", operator.invert), ("abs", abs)):
+    setattr(constexpr, f"__{_name}__", (lambda op: lambda self: constexpr(op(self.value)))(_op))
+del _name, _op
 
 
 class tensor:
