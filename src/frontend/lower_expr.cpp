@@ -564,7 +564,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
                                           attr != "bool")
         return Symbol::of(ConstValue::type(*t));
       if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard" ||
-          attr == "target_info" || attr == "random")
+          attr == "target_info" || attr == "random" || (attr == "cpu" && base.name.ends_with(".extra")))
         return Symbol::module(base.name + "." + attr);
       if (base.name.ends_with("target_info")) {
         if (find_builtin("target_info." + attr) != nullptr) return Symbol::builtin("target_info." + attr);

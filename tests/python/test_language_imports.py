@@ -97,3 +97,25 @@ def test_imported_functions_compile_for_cuda(tmp_path, arch):
     ints = np.zeros((16, 64), np.int32)
     request, _ = imported_reduction_kernel._request_for(ints, ints, ROWS=16, COLS=64)
     _C.compile(request, options)
+
+
+from tegula.language.extra.cpu import libdevice as cpu_libdevice  # noqa: E402  (Triton-CPU's path)
+
+
+@tegula.jit
+def cpu_libdevice_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    tl.store(y_ptr + offs, tl.extra.cpu.libdevice.pow(x, 2.0), mask=m)
+    tl.store(z_ptr + offs, cpu_libdevice.tanh(x), mask=m)
+
+
+def test_triton_cpus_libdevice_path_is_the_same_libdevice(backend):
+    assert cpu_libdevice is libdevice
+    n = 37
+    x = rng_for("cpu libdevice").standard_normal(n).astype(np.float32)
+    y, z = backend.zeros(n, np.float32), backend.zeros(n, np.float32)
+    cpu_libdevice_kernel[(1,)](backend.array(x), y, z, n, BLOCK=64)
+    np.testing.assert_allclose(backend.numpy(y), x * x, rtol=1e-6)
+    np.testing.assert_allclose(backend.numpy(z), np.tanh(x), rtol=2e-6, atol=1e-7)

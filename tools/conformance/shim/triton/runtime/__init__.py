@@ -3,7 +3,9 @@ import os
 from tegula.runtime import driver as _driver
 from tegula.runtime.driver import _CpuDriver, _CudaDriver
 
-from . import errors, jit  # noqa: F401
+from tegula.runtime import Autotuner, Config, GPUTarget, Heuristics, OutOfResources  # noqa: F401
+
+from . import autotuner, errors, jit  # noqa: F401
 from .jit import JITFunction  # noqa: F401
 
 # Tegula's own triton.runtime.driver, on the device the conformance run names: a CPU run on a machine
