@@ -99,12 +99,10 @@ ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const 
                          bool floats_too) {
   const ir::Type& t = l.type(v);
   if (t.is_pointer()) error_at(loc, Diag::NotBoolean, what + " must be boolean, not a pointer");
-  if (t.scalar == Scalar::I1) return v;
   if (ir::is_float(t.scalar) && !floats_too)
     error_at(loc, Diag::NotBoolean,
              what + " must be boolean, but it is " + l.describe(Symbol::of(v)), "compare it, e.g. `x != 0`");
-  ir::ValueId zero = l.broadcast_to(l.constant(ConstValue::integer(0), t.element(), loc), t.shape, loc);
-  return l.create(OpKind::Cmp, {v, zero}, t.with_scalar(Scalar::I1), loc, {{"pred", ir::Attr{std::string("ne")}}});
+  return l.truth_of(v, loc);
 }
 
 namespace {

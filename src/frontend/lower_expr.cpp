@@ -466,6 +466,14 @@ Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const S
                            {{"pred", ir::Attr{std::string(pred)}}}));
 }
 
+ir::ValueId Lowerer::truth_of(ir::ValueId v, const SourceLoc& loc) {
+  const ir::Type t = type(v);
+  if (t.is_pointer()) return create(OpKind::Cast, {v}, t.with_scalar(Scalar::I1), loc);
+  if (t.scalar == Scalar::I1) return v;
+  ir::ValueId zero = broadcast_to(constant(ConstValue::integer(0), t.element(), loc), t.shape, loc);
+  return create(OpKind::Cmp, {v, zero}, t.with_scalar(Scalar::I1), loc, {{"pred", ir::Attr{std::string("ne")}}});
+}
+
 bool Lowerer::truth_constant(const Symbol& s, const SourceLoc& loc, bool* value) {
   if (s.is_const()) {
     *value = s.constant.truthy();
@@ -779,14 +787,8 @@ Symbol Lowerer::eval(const ast::Expr& e) {
           acc = next;
           continue;
         }
-        auto as_bool = [&](ir::ValueId v) {
-          if (type(v).scalar == Scalar::I1) return v;
-          ir::ValueId zero = broadcast_to(constant(ConstValue::integer(0), type(v).element(), e.loc), type(v).shape, e.loc);
-          return create(OpKind::Cmp, {v, zero}, type(v).with_scalar(Scalar::I1), e.loc,
-                        {{"pred", ir::Attr{std::string("ne")}}});
-        };
-        ir::ValueId x = as_bool(to_value(acc, e.loc, "an operand of `and`/`or`"));
-        ir::ValueId y = as_bool(to_value(next, e.loc, "an operand of `and`/`or`"));
+        ir::ValueId x = truth_of(to_value(acc, e.loc, "an operand of `and`/`or`"), e.loc);
+        ir::ValueId y = truth_of(to_value(next, e.loc, "an operand of `and`/`or`"), e.loc);
         auto [bx, by] = broadcast_pair(x, y, e.loc);
         acc = Symbol::of(create(is_and ? OpKind::And : OpKind::Or, {bx, by}, type(bx), e.loc));
       }
@@ -811,11 +813,7 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       if (truth_constant(cond, e.children[0]->loc, &truth)) return eval(*e.children[truth ? 1 : 2]);
       ir::ValueId c = to_value(cond, e.children[0]->loc, "the condition");
       if (type(c).is_tile() && type(c).numel() == 1) c = only_element(*this, c, e.children[0]->loc);
-      if (!type(c).is_tile() && type(c).scalar != Scalar::I1) {  // Python's truth of a number, as `if` takes it
-        ir::ValueId zero = constant(ConstValue::integer(0), type(c), e.children[0]->loc);
-        c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), e.children[0]->loc,
-                   {{"pred", ir::Attr{std::string("ne")}}});
-      }
+      if (!type(c).is_tile()) c = truth_of(c, e.children[0]->loc);  // Python's truth, as `if` takes it
       if (type(c).scalar != Scalar::I1) error_at(e.children[0]->loc, Diag::NotBoolean,
                                                  "the condition of `x if c else y` must be boolean");
       if (!type(c).is_tile() && (calls_a_function(*e.children[1]) || calls_a_function(*e.children[2])))

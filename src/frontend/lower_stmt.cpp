@@ -185,8 +185,13 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
           if (x.kind != Symbol::Kind::Tuple) return x.is_const();
           return std::all_of(x.elements.begin(), x.elements.end(), [&](const Symbol& e) { return self(e, self); });
         };
-        if (!constant(v, constant)) error_at(s.value->loc, Diag::NotConstexpr,
-                                    "`" + t.name + "` is annotated constexpr but " + describe(v) + " is not a constant");
+        // Triton wraps whatever the value is and goes on with it, and libraries rely on that
+        // (`CTA_TILE_N: tl.constexpr = TILE_N * tiles_per_cta`, the latter a runtime argument).
+        if (!constant(v, constant))
+          warn_at(s.value->loc,
+                  "`" + t.name + "` is annotated constexpr but " + describe(v) +
+                      " is not a constant: it stays a runtime value",
+                  "drop the annotation, or compute it from tl.constexpr parameters only");
       } else if (ann.is_const() && ann.constant.kind == ConstValue::Kind::DType) {
         v = Symbol::of(cast(to_value(v, s.value->loc, "the assigned value"), ann.constant.dtype, s.loc));
       }
@@ -206,10 +211,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
         error_at(s.test->loc, Diag::ConditionNotScalar,
                  "the `if` condition must be a scalar, but it is " + describe(cond),
                  "to choose per element use tl.where(cond, a, b); to test a whole tile reduce it first");
-      if (type(c).scalar != Scalar::I1) {
-        ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
-        c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
-      }
+      c = truth_of(c, s.test->loc);
       lower_runtime_if(s.loc, c, [&] { lower_body(s.body); }, [&] { lower_body(s.orelse); });
       return;
     }
@@ -679,11 +681,7 @@ void Lowerer::lower_while(const ast::Stmt& s) {
     if (type(c).is_tile())
       error_at(s.test->loc, Diag::ConditionNotScalar,
                "the `while` condition must be a scalar, but it is " + describe(cond));
-    if (type(c).scalar != Scalar::I1) {
-      ir::ValueId zero = constant(ConstValue::integer(0), type(c), s.test->loc);
-      c = create(OpKind::Cmp, {c, zero}, ir::Type::of(Scalar::I1), s.test->loc, {{"pred", ir::Attr{std::string("ne")}}});
-    }
-    return c;
+    return truth_of(c, s.test->loc);
   };
   ir::ValueId c;
   if (may_have_returned()) {  // a loop that returned stops, without evaluating its condition again

@@ -171,6 +171,10 @@ class Lowerer {
   Symbol subscript(const Symbol& base, const std::vector<Symbol>& index, const std::vector<SourceLoc>& locs,
                    const SourceLoc& loc);
   bool truth_constant(const Symbol& s, const SourceLoc& loc, bool* value);  // false if not constexpr
+  // Python's truth of a value, element by element, as an i1 of its shape: a
+  // boolean as it is, a number != 0, a pointer not null (Triton casts it to
+  // int1). What `if`, `while`, `x if c else y`, `and`/`or` and masks test.
+  ir::ValueId truth_of(ir::ValueId v, const SourceLoc& loc);
 
   // Materializes a constant (or passes a value through). `what` names the
   // operand in errors ("the mask of tl.load").

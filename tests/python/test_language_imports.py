@@ -119,3 +119,21 @@ def test_triton_cpus_libdevice_path_is_the_same_libdevice(backend):
     cpu_libdevice_kernel[(1,)](backend.array(x), y, z, n, BLOCK=64)
     np.testing.assert_allclose(backend.numpy(y), x * x, rtol=1e-6)
     np.testing.assert_allclose(backend.numpy(z), np.tanh(x), rtol=2e-6, atol=1e-7)
+
+
+from tegula.language.standard import _log2, zeros_like as standard_zeros_like  # noqa: E402
+
+
+@tegula.jit
+def standard_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    n_dims: tl.constexpr = _log2(x.shape[0])  # Triton's constexpr helper, as sorting networks use it
+    total = tl.standard.sum(x, axis=0) + tl.sum(standard_zeros_like(x), axis=0)
+    tl.store(out_ptr, total * n_dims)
+
+
+def test_triton_standard_module_path(backend):
+    x = rng_for("standard").standard_normal(64).astype(np.float32)
+    out = backend.zeros(1, np.float32)
+    standard_kernel[(1,)](backend.array(x), out, N=64)
+    np.testing.assert_allclose(backend.numpy(out)[0], x.astype(np.float64).sum() * 6, rtol=1e-5, atol=3e-5)

@@ -359,3 +359,25 @@ def test_cuda_compiles_rounding_kernels(tmp_path):
         for name in ("__double2float_rd(", "__int2float_ru(", "__uint2float_rz(", "__ll2float_rd(", "__ull2double_ru("):
             assert name in source
         compile_for_cuda(to_int_kernel, "*fp32:16, *fp64:16, *i32:16, *i64:16, i32, 64", arch, tmp_path)
+
+
+@tegula.jit
+def round_to_nearest_kernel(x_ptr, y_ptr, q_ptr, r_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    y = tl.load(y_ptr + offs, mask=m, other=1.0)
+    tl.store(q_ptr + offs, libdevice.div_rn(x, y), mask=m)
+    tl.store(r_ptr + offs, libdevice.sqrt_rn(tl.abs(x)), mask=m)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_libdevice_div_rn_and_sqrt_rn_are_ieee(backend, dtype):
+    # libdevice's names for tl.div_rn and tl.sqrt_rn: IEEE division and square root.
+    rng = np.random.default_rng(31)
+    n = 45
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    q, r = backend.zeros(n, dtype), backend.zeros(n, dtype)
+    round_to_nearest_kernel[(1,)](backend.array(x), backend.array(y), q, r, n, BLOCK=64)
+    np.testing.assert_array_equal(backend.numpy(q), x / y)
+    np.testing.assert_array_equal(backend.numpy(r), np.sqrt(np.abs(x)))

@@ -409,14 +409,24 @@ def test_a_tuple_of_constants_is_a_constexpr(backend):
     np.testing.assert_array_equal(backend.numpy(out), x.reshape(3, 8, 2)[..., ::-1].reshape(3, 16))
 
 
-def test_a_tuple_holding_a_runtime_value_is_not_a_constexpr():
-    @tegula.jit
-    def bad(x_ptr, n):
-        shape: tl.constexpr = (n, 2)
-        tl.store(x_ptr, shape[1])
+def test_a_runtime_value_annotated_constexpr_warns_and_stays_a_runtime_value(tmp_path, monkeypatch):
+    from cache_util import seed_precompiled_prelude
 
-    with pytest.raises(tegula.CompilationError, match=r"E0601.*`shape` is annotated constexpr"):
-        bad[(1,)](np.zeros(4, np.float32), 3)
+    monkeypatch.setenv("TEGULA_CACHE_DIR", str(seed_precompiled_prelude(tmp_path / "cache")))  # a build warns
+    # As Triton, which wraps the value and goes on with it (libraries annotate products of arguments so).
+    @tegula.jit
+    def annotated(x_ptr, n, TILE: tl.constexpr):
+        shape: tl.constexpr = (n, 2)
+        span: tl.constexpr = TILE * n
+        tl.store(x_ptr, shape[1] + span)
+
+    x = np.zeros(4, np.float32)
+    with pytest.warns(tegula.CompileWarning) as caught:
+        annotated[(1,)](x, 3, TILE=16)
+    texts = [str(w.message) for w in caught]
+    assert len(texts) == 2 and "`shape` is annotated constexpr but" in texts[0] and "`span`" in texts[1]
+    assert "it stays a runtime value" in texts[0]
+    assert x[0] == 2 + 16 * 3
 
 
 @tegula.jit

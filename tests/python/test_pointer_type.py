@@ -10,6 +10,7 @@ import pytest
 import tegula
 import tegula.language as tl
 from cuda_compile_util import compile_for_cuda
+from ops_util import rng_for
 
 
 @tegula.jit
@@ -128,3 +129,49 @@ def test_a_pointer_stored_into_floats_is_a_located_error():
 
     with pytest.raises(tegula.CompilationError, match=r"(?s)E0305.*stored as its address.*not into fp32 elements"):
         bad[(1,)](np.zeros(16, np.float32))
+
+
+@tegula.jit
+def optional_output_kernel(x_ptr, y_ptr, flags_ptr, BLOCK: tl.constexpr):
+    # A pointer is true when not null, as Triton casts it to int1; a None argument folds away.
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if y_ptr:
+        tl.store(y_ptr + offs, x * 2)
+    tl.store(flags_ptr + 0, 1 if x_ptr else 0)
+    tl.store(flags_ptr + 1, 1 if (x_ptr and flags_ptr) else 0)
+    tl.store(flags_ptr + 2, 1 if (y_ptr or x_ptr) else 0)
+
+
+def test_a_pointer_is_true_when_not_null(backend):
+    x = rng_for("optional").standard_normal(16).astype(np.float32)
+    y = backend.zeros(16, np.float32)
+    flags = backend.zeros(3, np.int32)
+    optional_output_kernel[(1,)](backend.array(x), None, flags, BLOCK=16)
+    assert backend.numpy(flags).tolist() == [1, 1, 1] and not backend.numpy(y).any()
+    optional_output_kernel[(1,)](backend.array(x), y, flags, BLOCK=16)
+    np.testing.assert_array_equal(backend.numpy(y), x * 2)
+    assert backend.numpy(flags).tolist() == [1, 1, 1]
+
+
+@tegula.jit
+def store_where_not_null_kernel(table_ptr, x_ptr, flags_ptr, BLOCK: tl.constexpr):
+    g = tl.program_id(0)
+    dst = tl.load(table_ptr + g).to(tl.pointer_type(tl.float32))  # 0 in some rows: a null pointer
+    offs = tl.arange(0, BLOCK)
+    if dst:
+        tl.store(dst + offs, tl.load(x_ptr + offs) + g)
+    n = 0
+    while dst and n < 3:
+        n += 1
+    tl.store(flags_ptr + g, n)
+
+
+def test_a_loaded_null_pointer_is_false(backend):
+    x = rng_for("null").standard_normal(16).astype(np.float32)
+    y = backend.zeros(16, np.float32)
+    table = backend.array(np.array([0, address(backend, y), 0], dtype=np.int64))
+    flags = backend.zeros(3, np.int32)
+    store_where_not_null_kernel[(3,)](table, backend.array(x), flags, BLOCK=16)
+    np.testing.assert_array_equal(backend.numpy(y), x + 1)
+    assert backend.numpy(flags).tolist() == [0, 3, 0]

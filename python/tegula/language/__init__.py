@@ -45,6 +45,7 @@ from .math import *  # noqa: F401,F403  (tl.exp and tl.math.exp are the same mar
 from .ops import *  # noqa: F401,F403
 from .math import __all__ as _math_names
 from .ops import __all__ as _op_names
+from . import standard  # noqa: E402  (Triton's module path of the standard library: tl.standard.*)
 
 __all__ = [
     "extra", "math", "random", "target_info", "constexpr", "dtype", "pointer_type", "tensor",

@@ -7,7 +7,7 @@ written against ``triton.language.extra.libdevice`` resolve to the same names.
 
 from ..core import only_in_kernel as _only_in_kernel
 from ..math import (  # noqa: F401  (libdevice also has the tl.math names)
-    abs, ceil, cos, erf, exp, exp2, floor, fma, log, log2, rsqrt, sin, sqrt,
+    abs, ceil, cos, div_rn, erf, exp, exp2, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn,
 )
 
 
