@@ -24,7 +24,7 @@ except ImportError as e:  # pragma: no cover - only without a built extension
 
 from . import language, profiling, testing
 from ._debug import DeviceError  # a debug-mode kernel left its arrays or failed an assert
-from .jit import JITFunction, KernelInspection, jit
+from .jit import JITFunction, KernelInspection, KernelInterface, jit
 from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heuristics, autotune, heuristics
 from .utils import cdiv, next_power_of_2
 from .constexpr_function import ConstexprFunction, constexpr_function, must_use_result
@@ -45,7 +45,7 @@ CompileTimeAssertionFailure = _C.CompileTimeAssertionFailure
 __version__ = _C.__version__
 
 __all__ = [
-    "jit", "JITFunction", "KernelInspection", "CompilationError", "CompileTimeAssertionFailure", "CompileWarning", "DeviceError", "cdiv", "next_power_of_2",
+    "jit", "JITFunction", "KernelInterface", "KernelInspection", "CompilationError", "CompileTimeAssertionFailure", "CompileWarning", "DeviceError", "cdiv", "next_power_of_2",
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",

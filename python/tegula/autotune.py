@@ -38,7 +38,7 @@ import numpy as np
 from . import _autotune_store, _C, testing
 from ._autotune_report import Progress, first_line, print_autotuning, report
 from ._saved_arguments import SavedArguments
-from .jit import _MISSING, JITFunction
+from .jit import _MISSING, JITFunction, KernelInterface
 from ._errors import coded
 
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotuneError",
@@ -130,7 +130,7 @@ def _json_value(value):
 # --- the wrappers ------------------------------------------------------------------------
 
 
-class _KernelWrapper:
+class _KernelWrapper(KernelInterface):
     """What @autotune and @heuristics share: ``kernel[grid](...)`` launching and
     the kernel's names, taken from the @jit function underneath."""
 
@@ -370,6 +370,31 @@ class Autotuner(_KernelWrapper):
         if config.pre_hook is not None:
             config.pre_hook({**self._named(args, kwargs), **launch_kwargs})
         return plan.launch(grid, *args, **kwargs, **launch_kwargs)
+
+    # --- Triton's methods that subclasses with their own run() call ----------------------
+
+    def prune_configs(self, kwargs: dict) -> list:
+        """The configs left after ``prune_configs_by`` for the arguments in
+        ``self.nargs`` (set by the caller, as Triton's run sets it) and ``kwargs``."""
+        named = {**(getattr(self, "nargs", None) or {}), **kwargs}
+        meta = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+        return self._prune(self.configs, named, meta)
+
+    def _bench(self, *args, config: Config, **meta) -> list:
+        """Times one config on these arguments: [median, 20th, 80th percentile] ms, or three
+        infinities when it does not compile or run (Triton's method of the same name; ``meta``
+        holds the grid)."""
+        grid = meta.pop("grid", None)
+        meta.pop("warmup", None)
+        [trial] = self._compile_all([config], args, meta)
+        if trial.error is None:
+            named = self._named(args, meta)
+            saved = SavedArguments(self, [trial], named)
+            try:
+                self._time(trial, grid, args, meta, named, saved)
+            finally:
+                saved.restore(for_trial=False)
+        return trial.timing if trial.timing is not None else [float("inf")] * 3
 
     def warmup(self, *args, grid=None, **kwargs):
         """Compiles every candidate config for these arguments (in parallel)

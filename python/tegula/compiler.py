@@ -132,5 +132,5 @@ def compile(src: ASTSource, target=None, options: dict | None = None):
         compile_options.cuda_arch = int(target.arch)
     compiled = _C.compile(request, compile_options)
     show_compile_warnings(compiled, stacklevel=2)
-    _remember_owner(compiled, fn, launch_options)
+    _remember_owner(compiled, fn, (), {**launch_options, **{n: v for n, v in kwargs.items() if n in constexprs}})
     return compiled

@@ -16,6 +16,7 @@ functions it calls (``_compile``, which then compiles the request).
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect as _inspect
 import os
 import sys
@@ -119,6 +120,8 @@ class _Signature:
         self.names = tuple(p[0] for p in params)
         self.is_constexpr = tuple(p[1] for p in params)
         python_params = _inspect.signature(jit_fn.fn).parameters
+        #: the Python function's parameters (an inspect.Signature's ``parameters``), as Triton's signature has
+        self.parameters = python_params
         self.defaults = tuple(
             python_params[name].default
             if name in python_params and python_params[name].default is not _inspect.Parameter.empty
@@ -196,25 +199,43 @@ def _indented(text: str, indent: str) -> str:
 _OWNERS = weakref.WeakKeyDictionary()
 
 
-def _remember_owner(compiled, jit_fn, kwargs: dict) -> None:
-    params = set(jit_fn.signature.names)
+def _remember_owner(compiled, jit_fn, args: tuple, kwargs: dict) -> None:
+    sig = jit_fn.signature
+    params = set(sig.names)
     options = {name: value for name, value in kwargs.items() if name not in params}  # num_warps=...
+    named = dict(zip(sig.names, args))
+    named.update((name, value) for name, value in kwargs.items() if name in params)
+    # The constexprs it was compiled for: a runner given the runtime arguments only puts them back.
+    constexprs = {}
+    for name, is_constexpr, default in zip(sig.names, sig.is_constexpr, sig.defaults):
+        if is_constexpr and (name in named or default is not _MISSING):
+            constexprs[name] = named.get(name, default)
     try:
-        _OWNERS[compiled] = (weakref.ref(jit_fn), options)
+        _OWNERS[compiled] = (weakref.ref(jit_fn), options, constexprs)
     except TypeError:  # a compiled kernel that takes no weak reference: no runner
         pass
 
 
 def _compiled_runner(compiled, grid):
     """Triton's ``CompiledKernel[grid]``: a function of every argument of the kernel, in its order
-    (constexprs included, at the values it was compiled for), and ``stream`` (None: the current one),
-    that launches this compiled kernel."""
+    (constexprs included, at the values it was compiled for), or of its runtime arguments only (as
+    Triton 3.6's takes them: the constexprs are the compiled ones), and ``stream`` (None: the current
+    one), that launches this compiled kernel."""
     entry = _OWNERS.get(compiled)
     jit_fn = entry[0]() if entry else None
     if jit_fn is None:
         raise coded(TypeError, "E0708", f"CompiledKernel '{compiled.name}'[grid] launches kernels that warmup "
-                                        "returned; launch this one through its kernel: kernel[grid](*args)")
-    options = entry[1]
+                                        "or run returned; launch this one through its kernel: kernel[grid](*args)")
+    options, constexprs = entry[1], entry[2]
+    sig = jit_fn.signature
+    runtime_count = len(sig.names) - sum(sig.is_constexpr)
+
+    def all_arguments(args: tuple) -> tuple:
+        if not constexprs or len(args) != runtime_count or len(args) == len(sig.names):
+            return args
+        given = iter(args)
+        return tuple(constexprs[name] if is_constexpr else next(given)
+                     for name, is_constexpr in zip(sig.names, sig.is_constexpr))
 
     def runner(*args, stream=None):
         if stream is not None and compiled.backend_kind == "device":
@@ -224,7 +245,7 @@ def _compiled_runner(compiled, grid):
                 raise coded(ValueError, "E0705", f"CompiledKernel '{compiled.name}'[grid](..., stream=...) launches "
                                                  "on the current stream only; make that stream current "
                                                  "(torch.cuda.stream(s)) and leave stream out")
-        return jit_fn._launch(grid, *args, **options)
+        return jit_fn._launch(grid, *all_arguments(args), **options)
 
     return runner
 
@@ -237,7 +258,31 @@ _C.CompiledKernel.__getitem__ = _compiled_runner
 _C.CompiledKernel._init_handles = _init_handles
 
 
-class JITFunction:
+class KernelInterface:
+    """Triton's base of launchable kernels: ``obj[grid](*args, **kwargs)`` is
+    ``obj.run(*args, grid=grid, warmup=False, **kwargs)``. Libraries subclass
+    it to wrap kernels with their own ``run``; JITFunction, Autotuner and
+    Heuristics are ones."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+class KernelParam:
+    """One parameter of a kernel as Triton's ``JITFunction.params`` lists it."""
+
+    __slots__ = ("num", "name", "is_constexpr", "do_not_specialize", "do_not_specialize_on_alignment", "default")
+
+    def __init__(self, num, name, is_constexpr, do_not_specialize, do_not_specialize_on_alignment, default):
+        self.num, self.name, self.is_constexpr = num, name, is_constexpr
+        self.do_not_specialize, self.do_not_specialize_on_alignment = do_not_specialize, do_not_specialize_on_alignment
+        self.default = default  # inspect.Parameter.empty when there is none
+
+    def __repr__(self) -> str:
+        return f"KernelParam({self.num}, {self.name!r}, constexpr={self.is_constexpr})"
+
+
+class JITFunction(KernelInterface):
     """A kernel (or a device function other kernels call), compiled on first launch.
 
     Launch with ``kernel[grid](*args, **kwargs)``; see ``docs/python-api.md``.
@@ -278,6 +323,7 @@ class JITFunction:
         self.launch_metadata = launch_metadata
         self.version = version
         self._signature = None
+        self._cache_key = None
         self._new_launcher()
         self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
         _torch_compile.mark_launches(JITFunction)
@@ -295,6 +341,7 @@ class JITFunction:
             self._source = "\n" * self._head + self._source
         self._src_replaced = True
         self._signature = None
+        self._cache_key = None
         self._new_launcher()
         self._launcher.set_debug(self._debug)
 
@@ -335,7 +382,7 @@ class JITFunction:
         returns the CompiledKernel (``.asm``, ``.metadata``), as Triton's does.
         ``compiled[grid](*args)`` then launches it (Triton's runner)."""
         compiled = self._launcher.warmup(grid, *args, **kwargs)
-        _remember_owner(compiled, self, kwargs)
+        _remember_owner(compiled, self, args, kwargs)
         return compiled
 
     def run(self, /, *args, grid, warmup=False, **kwargs):
@@ -343,7 +390,10 @@ class JITFunction:
         ``kernel[grid](*args, **kwargs)``, or ``warmup`` when it is true."""
         if warmup:
             return self.warmup(*args, grid=grid, **kwargs)
-        return self._launch(grid, *args, **kwargs)
+        compiled = self._launch(grid, *args, **kwargs)
+        if compiled is not None:  # the kernel a library launches again later, as compiled[grid](*args)
+            _remember_owner(compiled, self, args, kwargs)
+        return compiled
 
     def inspect(self, /, *args, **kwargs) -> KernelInspection:
         """The IR after every stage and the generated source, for these arguments."""
@@ -381,6 +431,36 @@ class JITFunction:
         if self._signature is None:
             self._signature = _Signature(self)
         return self._signature
+
+    @property
+    def params(self) -> list:
+        """Triton's ``JITFunction.params``: a KernelParam per parameter, in order."""
+        sig = self.signature
+
+        def listed(which, num, name):
+            return num in which or name in which
+
+        return [KernelParam(num, name, is_constexpr, listed(self.do_not_specialize, num, name),
+                            listed(self.do_not_specialize_on_alignment, num, name),
+                            _inspect.Parameter.empty if default is _MISSING else default)
+                for num, (name, is_constexpr, default) in enumerate(zip(sig.names, sig.is_constexpr, sig.defaults))]
+
+    @property
+    def cache_key(self) -> str:
+        """Triton's ``JITFunction.cache_key``: a hex digest of the kernel's source and of every @jit
+        function it calls, which libraries name their tuning records by. It changes when any of them
+        does (``_unsafe_update_src`` included)."""
+        if self._cache_key is None:
+            digest = hashlib.sha256()
+            for source in collect_sources(self):
+                digest.update(f"{source.name}\0{len(source.source)}\0{source.source}\0".encode())
+            self._cache_key = digest.hexdigest()
+        return self._cache_key
+
+    @property
+    def __globals__(self) -> dict:
+        """The kernel function's module globals, as Python functions (and Triton's JITFunction) have them."""
+        return self.fn.__globals__
 
     def _launch_plan(self) -> tuple:
         """The signature as the launcher binds against it: (names,
