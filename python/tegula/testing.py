@@ -220,7 +220,9 @@ def summarize(times, quantiles=None, return_mode="mean"):
 def bench_samples(fn, warmup=25, rep=100, device=None, setup=None) -> list:
     """The per-call times (ms) do_bench summarizes. ``setup()``, when given,
     runs before every call and is never timed (the autotuner restores the
-    arguments a kernel updates in place with it)."""
+    arguments a kernel updates in place with it), but counts against the
+    ``warmup`` and ``rep`` budgets, as Triton's estimate counts it: a 1 us
+    kernel restoring a 512 MB argument runs a few times, not 10^5."""
     for name, budget in (("warmup", warmup), ("rep", rep)):
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
             raise ValueError(f"{name} must be a time budget in ms >= 0, got {budget!r}")
@@ -242,10 +244,13 @@ def _host_samples(fn, warmup, rep, setup) -> list:
 
     timed()  # the first call may compile
     estimate_calls = 5
-    estimate_ms = max(sum(timed() for _ in range(estimate_calls)) / estimate_calls, 1e-6)
-    for _ in range(max(1, int(warmup / estimate_ms))):
+    started = time.perf_counter()
+    for _ in range(estimate_calls):
         timed()
-    return [timed() for _ in range(max(1, int(rep / estimate_ms)))]
+    call_ms = max((time.perf_counter() - started) * 1e3 / estimate_calls, 1e-6)  # setup included
+    for _ in range(max(1, int(warmup / call_ms))):
+        timed()
+    return [timed() for _ in range(max(1, int(rep / call_ms)))]
 
 
 def _cuda_samples(fn, warmup, rep, setup) -> list:
@@ -256,7 +261,10 @@ def _cuda_samples(fn, warmup, rep, setup) -> list:
         setup()
     fn()  # the first call may compile
     torch.cuda.synchronize()
+    started = time.perf_counter()
     estimate_ms = max(sum(timer.interleaved([fn], 5, setup)[0]) / 5, 1e-6)
+    if setup is not None:  # the budgets count the setup too
+        estimate_ms = max(estimate_ms, (time.perf_counter() - started) * 1e3 / 5)
     for _ in range(max(1, int(warmup / estimate_ms))):
         if setup is not None:
             setup()

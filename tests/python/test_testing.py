@@ -85,6 +85,15 @@ def test_setup_runs_before_every_call_untimed():
     assert set(seen) == {None}
 
 
+def test_the_budget_counts_the_setup():
+    # A cheap call behind a 10 ms setup (an autotuner restoring a large argument): the 50 ms budget
+    # holds about five calls, not 10^4; the setup stays out of the samples.
+    calls = []
+    samples = tt.bench_samples(lambda: calls.append(1), warmup=0, rep=50, device="cpu", setup=_sleeper(10.0))
+    assert 1 <= len(samples) <= 10 and len(calls) <= 1 + 5 + 1 + 10
+    assert max(samples) < 5.0
+
+
 def test_do_bench_times_a_kernel(backend):
     n = 1 << 16
     x = backend.array(np.ones(n, np.float32))
