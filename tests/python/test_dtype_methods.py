@@ -136,3 +136,40 @@ def test_wrong_uses_are_located_errors(backend):
         float_limit_kernel[(1,)](out)
     with pytest.raises(tegula.CompilationError, match=r"the constant tl.float32 has no attribute `is_fp12`"):
         unknown_method_kernel[(1,)](out)
+
+
+@tegula.jit
+def attributes_kernel(out_ptr, DT: tl.constexpr):
+    if DT.is_floating():
+        tl.store(out_ptr + 0, DT.fp_mantissa_width)
+        tl.store(out_ptr + 1, DT.exponent_bias)
+    else:
+        tl.store(out_ptr + 0, DT.int_bitwidth)
+        tl.store(out_ptr + 1, -1)
+    tl.store(out_ptr + 2, DT.primitive_bitwidth)
+    tl.static_assert(DT.name == "fp32" or DT.name != "fp32")
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+def test_the_attributes_of_every_dtype_are_the_hosts(backend, dt):
+    out = backend.zeros(3, np.int32)
+    attributes_kernel[(1,)](out, DT=dt)
+    if dt.is_floating():
+        want = [dt.fp_mantissa_width, dt.exponent_bias, dt.primitive_bitwidth]
+    else:
+        want = [dt.int_bitwidth, -1, dt.primitive_bitwidth]
+    assert backend.numpy(out).tolist() == want
+
+
+@tegula.jit
+def name_kernel(out_ptr, x_ptr):
+    x = tl.load(x_ptr)
+    tl.static_assert(x.dtype.name == "fp16" and tl.int8.name == "int8")
+    tl.store(out_ptr, x.dtype.int_bitwidth if x.dtype.is_int() else 16)
+
+
+def test_a_dtype_attribute_on_a_branch_not_taken_is_not_evaluated(backend):
+    # int_bitwidth of a float is an error, but the conditional expression never evaluates it.
+    out = backend.zeros(1, np.int32)
+    name_kernel[(1,)](out, backend.array(np.ones(1, np.float16)))
+    assert backend.numpy(out)[0] == 16
