@@ -112,7 +112,11 @@ def cpu_libdevice_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
 
 
 def test_triton_cpus_libdevice_path_is_the_same_libdevice(backend):
+    import importlib
+
     assert cpu_libdevice is libdevice
+    for path in ("tegula.language.extra.cpu.libdevice", "tegula.language.extra.cuda.libdevice"):
+        assert importlib.import_module(path) is libdevice  # by path, as libraries pick their vendor's
     n = 37
     x = rng_for("cpu libdevice").standard_normal(n).astype(np.float32)
     y, z = backend.zeros(n, np.float32), backend.zeros(n, np.float32)

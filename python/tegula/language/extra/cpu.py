@@ -2,6 +2,11 @@
 math, ``from triton.language.extra.cpu import libdevice``; Tegula's
 ``libdevice`` serves every backend."""
 
+import sys as _sys
+
 from . import libdevice  # noqa: F401
+
+# Importable by its path too (importlib.import_module("...extra.cpu.libdevice")), as Triton's is.
+_sys.modules[__name__ + ".libdevice"] = libdevice
 
 __all__ = ["libdevice"]

@@ -3,7 +3,12 @@ and programmatic dependent launch. Each has a defined meaning on the CPU
 backend too (docs/language.md, "tl.extra.cuda")."""
 
 from ..core import only_in_kernel as _only_in_kernel
+import sys as _sys
+
 from . import libdevice  # noqa: F401  (Triton's tl.extra.cuda.libdevice)
+
+# Importable by its path too (importlib.import_module("...extra.cuda.libdevice")), as Triton's is.
+_sys.modules[__name__ + ".libdevice"] = libdevice
 
 
 def globaltimer():

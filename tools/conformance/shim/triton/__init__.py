@@ -11,7 +11,8 @@ import tegula.language.extra.libdevice
 import tegula.testing
 
 for _name in ("language", "language.core", "language.math", "language.extra", "language.extra.libdevice",
-              "language.extra.cuda", "language.extra.cpu", "language.semantic", "language.standard", "language.random"):
+              "language.extra.cuda", "language.extra.cuda.libdevice", "language.extra.cpu",
+              "language.extra.cpu.libdevice", "language.semantic", "language.standard", "language.random"):
     _module = sys.modules.get("tegula." + _name)
     if _module is None:
         try:
