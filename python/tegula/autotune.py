@@ -38,7 +38,7 @@ import numpy as np
 from . import _autotune_store, _C, testing
 from ._autotune_report import Progress, first_line, print_autotuning, report
 from ._saved_arguments import SavedArguments
-from .jit import _MISSING, JITFunction, KernelInterface
+from .jit import _MISSING, JITFunction, KernelInterface, _remember_owner
 from ._errors import coded
 
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotuneError",
@@ -214,7 +214,7 @@ class Heuristics(_KernelWrapper):
     def run(self, *args, grid=None, warmup=False, **kwargs):
         if warmup:
             return self.warmup(*args, grid=grid, **kwargs)
-        return self.fn[grid](*args, **self._with_values(args, kwargs))
+        return self.fn.run(*args, grid=grid, **self._with_values(args, kwargs))
 
     def warmup(self, *args, grid=None, **kwargs):
         return self.fn.warmup(*args, grid=grid, **self._with_values(args, kwargs))
@@ -369,7 +369,11 @@ class Autotuner(_KernelWrapper):
         launch_kwargs = config.all_kwargs()
         if config.pre_hook is not None:
             config.pre_hook({**self._named(args, kwargs), **launch_kwargs})
-        return plan.launch(grid, *args, **kwargs, **launch_kwargs)
+        compiled = plan.launch(grid, *args, **kwargs, **launch_kwargs)
+        if compiled is not None and isinstance(self.fn, JITFunction):
+            # The kernel a library launches again later, as compiled[grid](*args).
+            _remember_owner(compiled, self.fn, args, {**kwargs, **launch_kwargs})
+        return compiled
 
     # --- Triton's methods that subclasses with their own run() call ----------------------
 

@@ -147,3 +147,18 @@ def test_kernels_and_their_wrappers_are_kernel_interfaces(wrapper):
           "autotune": tegula.autotune([tegula.Config({"BLOCK": 16})], key=["n"])(tuned_add_one),
           "heuristics": tegula.heuristics({"BLOCK": lambda a: 16})(tuned_add_one)}[wrapper]
     assert isinstance(fn, tegula.KernelInterface)
+
+
+@pytest.mark.parametrize("wrapper", ["autotune", "heuristics"])
+def test_the_kernel_a_wrapper_returns_launches_again(backend, wrapper):
+    fn = {"autotune": tegula.autotune([tegula.Config({"BLOCK": 16}), tegula.Config({"BLOCK": 32})], key=["n"]),
+          "heuristics": tegula.heuristics({"BLOCK": lambda a: 32})}[wrapper](tuned_add_one)
+    n = 70
+    x = np.random.default_rng(6).standard_normal(n).astype(np.float32)
+    y = backend.zeros(n, np.float32)
+    grid = lambda meta: (tegula.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    kernel = fn.run(backend.array(x), y, n, grid=grid)
+    block = fn.best_config.kwargs["BLOCK"] if wrapper == "autotune" else 32
+    y2 = backend.zeros(n, np.float32)
+    kernel[(tegula.cdiv(n, block),)](backend.array(x), y2, n)  # the runtime arguments only
+    np.testing.assert_array_equal(backend.numpy(y2), x + 1)
