@@ -173,3 +173,25 @@ def test_a_dtype_attribute_on_a_branch_not_taken_is_not_evaluated(backend):
     out = backend.zeros(1, np.int32)
     name_kernel[(1,)](out, backend.array(np.ones(1, np.float16)))
     assert backend.numpy(out)[0] == 16
+
+
+@tegula.constexpr_function
+def _unsigned_like(dt):
+    return tl.core.get_int_dtype(dt.primitive_bitwidth, False)
+
+
+@tegula.jit
+def bits_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(out_ptr + tl.arange(0, N), x.to(_unsigned_like(x.dtype), bitcast=True))
+
+
+def test_get_int_dtype_picks_the_integer_type_of_a_width(backend):
+    assert tl.core.get_int_dtype(16, True) == tl.int16 and tl.core.get_int_dtype(64, False) == tl.uint64
+    assert tl.core.get_int_dtype(1, True) == tl.int1
+    with pytest.raises(ValueError, match="no integer type of 24 bits"):
+        tl.core.get_int_dtype(24, True)
+    x = np.array([1.0, -2.5, np.inf, 0.0], np.float32)
+    out = backend.zeros(4, np.uint32)
+    bits_kernel[(1,)](backend.array(x), out, N=4)
+    np.testing.assert_array_equal(backend.numpy(out), x.view(np.uint32))

@@ -439,6 +439,17 @@ def str_to_ty(name, c=None):
     return dtype(name)
 
 
+def get_int_dtype(bitwidth: int, signed: bool) -> dtype:
+    """The integer dtype of `bitwidth` bits (Triton's ``tl.core.get_int_dtype``): int1 for 1 bit,
+    else int8..int64 or uint8..uint64 by `signed`. Libraries call it from constexpr functions."""
+    bits, signed = int(_unwrapped(bitwidth)), bool(_unwrapped(signed))
+    if bits == 1:
+        return int1
+    if bits in (8, 16, 32, 64):
+        return dtype(("int" if signed else "uint") + str(bits))
+    raise coded(ValueError, "E0207", f"get_int_dtype: no integer type of {bits} bits; Tegula has 1, 8, 16, 32, 64")
+
+
 #: every scalar dtype, by the name tegula.language exports it under
 DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
                                         uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5,
