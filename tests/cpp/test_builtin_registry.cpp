@@ -43,8 +43,9 @@ std::set<std::string> stub_names() {
 // namespace (tl.PropagateNan.ALL is read by the front end as a constant),
 // the helper the stubs raise with, and host functions (str_to_ty: a dtype
 // from a type string, for host code as in Triton).
+// Host functions of the language modules (constexpr functions call get_int_dtype on the host).
 const std::set<std::string> kNotCalls = {"dtype", "tensor", "tensor_descriptor", "PropagateNan", "only_in_kernel",
-                                         "str_to_ty"};
+                                         "str_to_ty", "get_int_dtype"};
 
 bool written_as_tl(const Builtin& b) { return (b.forms & frontend::kLanguage) != 0; }
 
