@@ -200,10 +200,7 @@ _OWNERS = weakref.WeakKeyDictionary()
 
 
 def _remember_owner(compiled, jit_fn, args: tuple, kwargs: dict) -> None:
-    try:
-        if compiled in _OWNERS:  # a specialization: the same kernel, constexprs and options every time
-            return
-    except TypeError:  # a compiled kernel that takes no weak reference: no runner
+    if compiled in _OWNERS:  # a specialization: the same kernel, constexprs and options every time
         return
     sig = jit_fn.signature
     params = set(sig.names)

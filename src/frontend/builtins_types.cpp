@@ -86,7 +86,7 @@ Symbol lower_dtype_method(Lowerer& l, const CallArgs& c, const std::string& n) {
   const bool element = t.type_form == TypeForm::Scalar && !t.pointer;
   const ir::ScalarInfo& info = ir::scalar_info(t.dtype);
   const bool is_float = element && info.kind == ir::ScalarKind::Float;
-  const bool is_signed = element && (info.kind == ir::ScalarKind::Signed);
+  const bool is_signed = element && info.kind == ir::ScalarKind::Signed;
   const bool is_unsigned = element && (info.kind == ir::ScalarKind::Unsigned || info.kind == ir::ScalarKind::Bool);
   auto yes = [](bool v) { return Symbol::of(ConstValue::boolean(v)); };
   if (method == "is_floating") return yes(is_float);
@@ -257,6 +257,15 @@ std::optional<Symbol> type_object_attribute(const ConstValue& t, const std::stri
     return std::nullopt;
   }
   if (t.type_form == TypeForm::Scalar && attr == "scalar") return Symbol::of(t);
+  if (t.type_form == TypeForm::Scalar && !t.pointer) {
+    // Triton's other attributes of an element dtype: int_bitwidth of an integer, the layout of a float.
+    const ir::ScalarInfo& info = ir::scalar_info(t.dtype);
+    const bool is_float = info.kind == ir::ScalarKind::Float;
+    if (attr == "name") return Symbol::of(ConstValue::string(info.short_name));
+    if (attr == "int_bitwidth" && !is_float) return Symbol::of(ConstValue::integer(info.bits));
+    if (attr == "fp_mantissa_width" && is_float) return Symbol::of(ConstValue::integer(info.mantissa));
+    if (attr == "exponent_bias" && is_float) return Symbol::of(ConstValue::integer(info.bias));
+  }
   return std::nullopt;
 }
 

@@ -37,8 +37,9 @@ ConstValue void_type();
 std::optional<Symbol> language_constant(const std::string& name);
 // `s.type`: a value's dtype or block type; a constant's constexpr_type.
 Symbol type_of(Lowerer& l, const Symbol& s);
-// `t.scalar`, `t.element_ty`, `t.shape`, `t.numel` of a type object; nullopt
-// for other attributes.
+// `t.scalar`, `t.element_ty`, `t.shape`, `t.numel` of a type object, and an
+// element dtype's `name`, `int_bitwidth`, `fp_mantissa_width` and
+// `exponent_bias`; nullopt for other attributes.
 std::optional<Symbol> type_object_attribute(const ConstValue& t, const std::string& attr);
 
 }  // namespace tegula::frontend

@@ -628,15 +628,6 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         if (attr == "element_ty" && base.constant.pointer) return Symbol::of(ConstValue::type(base.constant.dtype));
         if (attr == "primitive_bitwidth") return Symbol::of(ConstValue::integer(ir::bit_width(base.constant.dtype)));
         if (attr == "itemsize") return Symbol::of(ConstValue::integer(ir::byte_size(base.constant.dtype)));
-        if (base.constant.type_form == ConstValue::TypeForm::Scalar && !base.constant.pointer) {
-          // Triton's other attributes of an element dtype: int_bitwidth of an integer, the layout of a float.
-          const ir::ScalarInfo& info = ir::scalar_info(base.constant.dtype);
-          const bool is_float = info.kind == ir::ScalarKind::Float;
-          if (attr == "name") return Symbol::of(ConstValue::string(info.short_name));
-          if (attr == "int_bitwidth" && !is_float) return Symbol::of(ConstValue::integer(info.bits));
-          if (attr == "fp_mantissa_width" && is_float) return Symbol::of(ConstValue::integer(info.mantissa));
-          if (attr == "exponent_bias" && is_float) return Symbol::of(ConstValue::integer(info.bias));
-        }
         if (std::optional<Symbol> a = type_object_attribute(base.constant, attr)) return *a;
         if (find_builtin("dtype." + attr) != nullptr) {
           Symbol m;
