@@ -121,6 +121,24 @@ def print_op_times(run, samples: int, steps: int, device: str) -> None:
         print(f"{calls[name] / n:10.1f} {seconds / calls[name] * 1e6:8.1f} {seconds * 1e3 / n:8.3f}  {name}")
 
 
+def profile_host(run, samples: int, rows: int) -> None:
+    """cProfile's view of the compiled step's host time. Its own overhead per Python call inflates code
+    that makes many small calls; read the rows as where the calls are, not as times to add up."""
+    import cProfile
+    import io
+    import pstats
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(samples):
+        run()
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(rows)
+    stats.sort_stats("cumulative").print_stats("tegula", rows)
+    print(out.getvalue())
+
+
 SLEEP_MS = 200
 
 
@@ -166,6 +184,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="the variants to run (names as printed); all by default")
     parser.add_argument("--op-times", action="store_true",
                         help="then the host time of each op and launch inside the direct variant's step")
+    parser.add_argument("--profile-host", type=int, default=0, metavar="ROWS",
+                        help="then cProfile the direct variant's step and print the ROWS functions of most own "
+                             "time, and the Tegula functions of most time with what they call")
     args = parser.parse_args()
     device = args.device
     config = train_gpt.default_config(device)
@@ -230,6 +251,8 @@ def main() -> None:
               f"{step_ms:6.2f} ms a step, host issues it in {host_ms:6.2f}", flush=True)
     if args.op_times and "tegula.compile" in variants:
         print_op_times(variants["tegula.compile"], args.rounds, args.steps, device)
+    if args.profile_host and "tegula.compile" in variants:
+        profile_host(variants["tegula.compile"], args.rounds, args.profile_host)
 
 
 if __name__ == "__main__":
