@@ -13,7 +13,9 @@ little; here every variant runs in the same process, round after round. Variants
 - ``tegula.compile separate``: the same with ``rotary_qkv`` then ``attention`` (two ops each way);
 - ``... no asserts``: compiled without Inductor's checks of sizes and strides;
 - ``tegula.compile dispatcher``: the graphs call the ops through torch's dispatcher instead of their
-  host functions directly (``dispatcher_calls``).
+  host functions directly (``dispatcher_calls``);
+- ``tegula.compile size asserts``: the graphs check the ops' outputs' sizes and strides;
+- ``tegula.compile torch.empty``: the ops allocate with torch.empty.
 
 Before the rounds, each variant's host time for a step issued behind a long sleeping kernel says whether
 anything in the step waits for the device (then it takes the sleep's time too).
@@ -66,6 +68,28 @@ def dispatcher_calls():
         yield
     finally:
         _inductor_fallback.CALL_DIRECTLY = True
+
+
+@contextlib.contextmanager
+def size_asserts():
+    """While Inductor compiles in this context, its graphs check the Tegula ops' outputs' sizes and strides."""
+    from tegula.torch import _inductor_fallback
+    _inductor_fallback.SKIP_SIZE_ASSERTS = False
+    try:
+        yield
+    finally:
+        _inductor_fallback.SKIP_SIZE_ASSERTS = True
+
+
+@contextlib.contextmanager
+def torch_empty():
+    """While in this context, the Tegula ops allocate with torch.empty."""
+    from tegula.torch.ops import _empty
+    _empty.FAST = False
+    try:
+        yield
+    finally:
+        _empty.FAST = True
 
 
 @contextlib.contextmanager
@@ -137,6 +161,14 @@ def profile_host(run, samples: int, rows: int) -> None:
     stats.sort_stats("tottime").print_stats(rows)
     stats.sort_stats("cumulative").print_stats("tegula", rows)
     print(out.getvalue())
+
+
+def in_context(context, run):
+    """run, called inside context() each time."""
+    def call():
+        with context():
+            return run()
+    return call
 
 
 SLEEP_MS = 200
@@ -225,11 +257,15 @@ def main() -> None:
                 "tegula.compile separate": variant(separate_ops()),
                 "torch.compile no asserts": variant(train_gpt.TorchOps, {"size_asserts": False}),
                 "tegula.compile no asserts": variant(ops, {"size_asserts": False}),
-                "tegula.compile dispatcher": variant(ops)}
+                "tegula.compile dispatcher": variant(ops),
+                "tegula.compile size asserts": variant(ops), "tegula.compile torch.empty": variant(ops)}
     if args.only:
         variants = {name: run for name, run in variants.items() if name in args.only or name == "torch.compile"}
+    if "tegula.compile torch.empty" in variants:
+        variants["tegula.compile torch.empty"] = in_context(torch_empty, variants["tegula.compile torch.empty"])
+    compiling = {"tegula.compile dispatcher": dispatcher_calls, "tegula.compile size asserts": size_asserts}
     for name, run in variants.items():  # compiles, then warms up
-        with dispatcher_calls() if name.endswith("dispatcher") else contextlib.nullcontext():
+        with compiling.get(name, contextlib.nullcontext)():
             run()
         for _ in range(2):
             run()

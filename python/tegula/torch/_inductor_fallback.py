@@ -29,6 +29,9 @@ dispatcher would do is lost; under a dispatch mode or a functorch transform
 (a profiler mode, fake tensors) the attribute takes the dispatcher's route
 after all. Python wrappers only: C++ wrappers (AOTInductor) call the op by
 its schema as before.
+
+The graph does not check the ops' outputs' sizes and strides either (``_no_size_asserts``); their
+alignment it still checks.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ _registered: set = set()
 # whether graphs compiled from now on call it (False: the op, through the dispatcher, to compare).
 DIRECT = "_tegula_direct"
 CALL_DIRECTLY = True
+# Whether graphs compiled from now on leave out the size asserts of the ops' outputs (False: to compare).
+SKIP_SIZE_ASSERTS = True
 
 
 def add(op: torch._ops.OpOverload) -> None:
@@ -81,15 +86,27 @@ def _calling_directly(op: torch._ops.OpOverload, fallback):
     from torch._inductor.virtualized import V
     name = f"torch.ops.{op.namespace}.{op._overloadpacket.__name__}.{op._overloadname}.{DIRECT}"
 
+    def ours(buffer) -> bool:
+        return isinstance(buffer, ir.FallbackKernel) and buffer.op_overload is op
+
     def lower(*args, **kwargs):
         first = len(V.graph.buffers)
         result = fallback(*args, **kwargs)
-        for buffer in V.graph.buffers[first:] if CALL_DIRECTLY else ():
-            if isinstance(buffer, ir.FallbackKernel) and buffer.op_overload is op and not buffer.kwargs:
+        for buffer in V.graph.buffers[first:]:
+            if CALL_DIRECTLY and ours(buffer) and not buffer.kwargs:
                 buffer.python_kernel_name = name
+            if SKIP_SIZE_ASSERTS and (ours(buffer) or (isinstance(buffer, ir.MultiOutput)
+                                                       and any(ours(b) for b in buffer.inputs))):
+                buffer.codegen_size_asserts = _no_size_asserts
         return result
     lower.__dict__.update(fallback.__dict__)  # what Inductor marks on its lowerings (_is_fallback_handler)
     return lower
+
+
+def _no_size_asserts(wrapper) -> None:
+    """A Tegula op's outputs are not checked against its fake implementation's sizes and strides at every
+    call (Inductor's ``assert_size_stride``, a microsecond each, several per op): the host functions
+    allocate exactly what the fake implementations describe, which the ops' opcheck tests hold them to."""
 
 
 def direct_call(op: torch._ops.OpOverload, host):

@@ -17,6 +17,8 @@ import torch
 import tegula
 import tegula.language as tl
 
+from ._empty import empty
+
 # How many programs share the rows of a backward pass on the CPU backend:
 # enough to keep its workers busy, few enough that the partial weight
 # gradients stay small. On a GPU it is PROGRAMS_PER_SM per multiprocessor.
@@ -130,7 +132,7 @@ def _sum_partials_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOC
 def sum_partials(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The column sums of a [P, N] partial-gradient buffer, as a new [N] tensor of `dtype`."""
     P, N = partial.shape
-    out = partial.new_empty(N, dtype=dtype)
+    out = empty((N,), dtype, partial.device)
     # A weight's few columns in slices of 32 (a 128-byte line of float32 per row), 64 partial rows
     # per step: a [264, 512] buffer (2 programs per SM of an H200) takes 16 programs of 5 steps,
     # where 256-column slices of 16 rows took 2 programs of 17 dependent steps, all latency. Wide

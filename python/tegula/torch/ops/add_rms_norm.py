@@ -31,6 +31,7 @@ import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
 from . import _rows
+from ._empty import empty
 from ._layouts import Layouts, metadata
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -137,8 +138,8 @@ def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.
                                    weight, out_dtype)
     if layout is not None:
         M, N, block_n, acc = layout
-        h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
+        h = empty(x.shape, x.dtype, x.device)
+        y = empty(x.shape, out_dtype, x.device)
         add_rms_norm_forward_kernel[(M,)](x, residual, weight, h, y, N, eps, BLOCK_N=block_n, ACC=acc)
         return h, y
     _check(x, residual, weight, out_dtype)
@@ -164,7 +165,7 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
     layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dh, dy, h)
     if layout is not None:
         M, N, block_n, acc = layout
-        dx = torch.empty(h.shape, dtype=h.dtype, device=h.device)
+        dx = empty(h.shape, h.dtype, h.device)
         return dx, _backward_launch(dh, dy, h, weight, dx, eps, M, N, block_n, acc)
     h = h.contiguous()  # rows of its last dimension; the kernels take only addresses and N
     M, N = _rows.shape_of_rows(h)
@@ -185,7 +186,7 @@ def _backward_launch(dh, dy, h, weight, dx, eps, M, N, block_n, acc) -> torch.Te
     """The backward's launches over contiguous rows; returns dweight."""
     step = _rows.rows_per_step(block_n)
     programs, rows_per_program = _rows.row_split(M, h.device, step)
-    dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(h), device=h.device)
+    dw_partial = empty((programs, N), _rows.accumulator(h), h.device)
     add_rms_norm_backward_kernel[(programs,)](dh, dy, h, weight, dx, dw_partial, M, N, eps, rows_per_program,
                                               BLOCK_N=block_n, ROWS=step, ACC=acc, AHEAD=_rows.load_ahead(h.device),
                                               num_warps=_rows.backward_warps(block_n * step))

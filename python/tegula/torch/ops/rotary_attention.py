@@ -30,6 +30,7 @@ import tegula.language as tl
 from tegula.torch import custom_op, register_autograd
 
 from . import _rows, attention_config, attention_tma, rotary
+from ._empty import empty
 from ._layouts import Layouts, metadata
 from .attention import attention_delta_kernel, backward_into, forward_into  # the package's `attention` is the function
 
@@ -106,8 +107,8 @@ def _fast_forward(qkv, cos, sin, causal, scale):
     if layout is None or not _fast(layout[3]):
         return None
     B, T, H, D, strides, views = layout
-    q, k, out = (torch.empty((B, T, H, D), dtype=qkv.dtype, device=qkv.device) for _ in range(3))
-    lse = torch.empty((B, H, T), dtype=torch.float32, device=qkv.device)
+    q, k, out = (empty((B, T, H, D), qkv.dtype, qkv.device) for _ in range(3))
+    lse = empty((B, H, T), torch.float32, qkv.device)
     rotary.launch_qkv_rows((qkv, qkv, None), (q, k, None), cos, sin, 1.0, B * T * H, T, H, D, qkv.stride(2), 0,
                            strides)
     attention_tma.launch_forward(q, k, qkv.select(2, 2), out, lse, views, (B, H, T, D), (T * H * D, D, H * D),
@@ -168,10 +169,10 @@ def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
     if layout is None or not _fast(layout[3]):
         return None
     B, T, H, D, views, delta_strides = layout
-    options = dict(dtype=qkv.dtype, device=qkv.device)
-    dqkv = torch.empty((B, T, 3, H, D), **options)
-    dq, dk, dv = (torch.empty((B, H, T, D), **options) for _ in range(3))
-    delta = torch.empty((B, H, T), dtype=torch.float32, device=qkv.device)
+    dtype, device = qkv.dtype, qkv.device
+    dqkv = empty((B, T, 3, H, D), dtype, device)
+    dq, dk, dv = (empty((B, H, T, D), dtype, device) for _ in range(3))
+    delta = empty((B, H, T), torch.float32, device)
     rows = attention_config.DELTA_ROWS["cuda"]
     attention_delta_kernel[(tegula.cdiv(T, rows), B * H)](out, dout, delta, T, H, *delta_strides, BLOCK_M=rows,
                                                           HEAD_DIM=D, ACC=tl.float32)

@@ -20,6 +20,7 @@ import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
 from . import _rows
+from ._empty import empty
 
 # A program's tile: BLOCK_R rows by BLOCK_C columns of the [M, N] rows of the last dimension.
 BLOCK_R, BLOCK_C = 8, 256
@@ -131,7 +132,7 @@ def _halves_fake(x):
 @custom_op("tegula::silu_and_mul", fake=_halves_fake, tags=(torch.Tag.needs_fixed_stride_order,))
 def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
     _check_halves(x)
-    y = x.new_empty(*x.shape[:-1], x.shape[-1] // 2)
+    y = empty((*x.shape[:-1], x.shape[-1] // 2), x.dtype, x.device)
     if x.numel():
         a, b, M, N, stride_a, stride_b, offset_b = _halves(x)
         swiglu_forward_kernel[_grid(M, N)](a, b, y, M, N, stride_a, stride_b, offset_b, BLOCK_R=BLOCK_R,
@@ -142,7 +143,7 @@ def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
 @custom_op("tegula::silu_and_mul_backward", fake=lambda dy, x: x.new_empty(x.shape),
            tags=(torch.Tag.needs_fixed_stride_order,))
 def silu_and_mul_backward(dy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    dx = torch.empty_like(x, memory_format=torch.contiguous_format)
+    dx = empty(x.shape, x.dtype, x.device)
     if x.numel():
         a, b, M, N, stride_a, stride_b, offset_b = _halves(x)
         stride_dy = N
