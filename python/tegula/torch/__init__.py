@@ -26,7 +26,6 @@ from typing import Any, Callable, Iterable
 
 import torch
 from torch._library.custom_ops import CustomOpDef
-from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 import tegula.language as tl
 
@@ -157,7 +156,7 @@ def _plain_eager(args) -> bool:
     """Nothing can be tracing a call with these arguments: not compiling, no
     dispatch mode or functorch transform active, and every tensor a plain
     torch.Tensor (or Parameter), not a fake or functional subclass."""
-    if torch.compiler.is_compiling() or _dispatch_mode() is not None or _functorch_level() is not None:
+    if torch.compiler.is_compiling() or _dispatch_modes() or _functorch_level() is not None:
         return False
     for a in args:
         if isinstance(a, torch.Tensor) and type(a) not in _PLAIN_TENSORS:
@@ -170,7 +169,9 @@ def _plain_eager(args) -> bool:
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 
-_dispatch_mode = _get_current_dispatch_mode
+# How many dispatch modes are active (torch.utils._python_dispatch._get_current_dispatch_mode's test, without
+# its Python frame: the ops' direct calls ask it at every call).
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 _functorch_level = torch._C._functorch.peek_interpreter_stack
 
 

@@ -112,10 +112,10 @@ def _no_size_asserts(wrapper) -> None:
 def direct_call(op: torch._ops.OpOverload, host):
     """What a compiled graph calls for `op`: the host function on the graph's plain tensors, the op itself
     (torch's dispatcher) when a dispatch mode or a functorch transform is active, or given keywords."""
-    from . import _dispatch_mode, _functorch_level
+    from . import _dispatch_modes, _functorch_level
 
     def call(*args, **kwargs):
-        if kwargs or _dispatch_mode() is not None or _functorch_level() is not None:
+        if kwargs or _dispatch_modes() or _functorch_level() is not None:
             return op(*args, **kwargs)
         return host(*args)
     call.__name__ = call.__qualname__ = f"{host.__name__}_direct"
