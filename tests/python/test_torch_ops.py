@@ -294,6 +294,32 @@ def test_linear_cross_entropy_under_autocast_casts_as_linear_does(device):
         torch.testing.assert_close(g, wg, rtol=3e-2, atol=3e-2)
 
 
+class _NanFilledEmpty:
+    """torch, but ``empty`` returns NaN-filled tensors: buffers a kernel must write whole show it."""
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    @staticmethod
+    def empty(*args, **kwargs):
+        return torch.empty(*args, **kwargs).fill_(float("nan"))
+
+
+@pytest.mark.parametrize("rows", [5, 103])
+def test_linear_cross_entropy_writes_every_partial_gradient(monkeypatch, rows):
+    # The backward's partial gradients are not zero-filled: each run's first block stores its part. With
+    # NaN in every new buffer, an element no program wrote would show in the gradients. 70 classes in
+    # blocks of 32 make three vocabulary runs for dx; 103 rows make seven row runs for dweight.
+    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
+    monkeypatch.setattr(lce, "torch", _NanFilledEmpty())
+    gen = torch.Generator().manual_seed(73)
+    x = _randn(rows, 40, dtype=torch.float32, gen=gen)
+    w = _randn(70, 40, dtype=torch.float32, gen=gen, scale=0.5)
+    targets = torch.randint(0, 70, (rows,), generator=gen)
+    _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
+                   lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), torch.float32, gen)
+
+
 def test_linear_cross_entropy_gpu_tiles_match_torch(monkeypatch):
     # The tiles CUDA uses for 16-bit inputs (64 x 64 x 64), run on the CPU: 70 rows and C = 40 end in masked
     # tails of every block, V = 150 in a short last vocabulary run of the forward's split.

@@ -19,8 +19,10 @@ saved log-sum-exp, recomputes each tile and its gradient ``dlogits =
   vocabulary blocks the rows are split into runs so that the machine is
   full; the runs' partial gradients are summed afterwards (as in _rows.py).
 
-Each program owns the rows of the gradient it writes (no atomics); it adds
-into them chunk by chunk of C, so the gradients start zeroed. Logits and
+Each program owns the rows of the gradient it writes (no atomics); its
+first block stores them, later ones add to them, chunk by chunk of C (every
+run holds at least one block, so every partial is written: no zero fill,
+no read of it). Logits and
 statistics are float32 (float64 for float64 inputs); float32 products keep
 float32's accuracy (IEEE on the CPU, three TF32 products on the GPU:
 ``tegula.torch.dot_precision``). Rows whose target is ``ignore_index`` have no loss
@@ -74,11 +76,13 @@ def _load_chunk(ptr, rows, cs, R, C):
 
 
 @tegula.jit
-def _add_product(ptr, rows, cs, R, C, a, b, ACC: tl.constexpr, PRECISION: tl.constexpr):
-    # ptr[rows, cs] += a @ b for a gradient of shape [R, C] that this program alone writes there.
+def _add_product(ptr, rows, cs, R, C, a, b, first, ACC: tl.constexpr, PRECISION: tl.constexpr):
+    # ptr[rows, cs] += a @ b for a gradient of shape [R, C] that this program alone writes there; its
+    # first block (`first`) stores a @ b over whatever the buffer held.
     ptrs = ptr + rows[:, None].to(tl.int64) * C + cs[None, :]
     inside = (rows[:, None] < R) & (cs[None, :] < C)
-    tl.store(ptrs, tl.load(ptrs, mask=inside, other=0.0) + tl.dot(a, b, input_precision=PRECISION).to(ACC), mask=inside)
+    prior = tl.load(ptrs, mask=inside & (not first), other=0.0)
+    tl.store(ptrs, prior + tl.dot(a, b, input_precision=PRECISION).to(ACC), mask=inside)
 
 
 @tegula.jit
@@ -174,7 +178,8 @@ def linear_cross_entropy_dx_kernel(X, W, TARGETS, LSE, DLOSS, DX, M, V, C, ignor
                                    BLOCK_V, BLOCK_C, ACC, PRECISION).to(W.dtype.element_ty)
         for c0 in range(0, C, BLOCK_C):
             cs = c0 + tl.arange(0, BLOCK_C)
-            _add_product(partial, rows, cs, M, C, dlogits, _load_chunk(W, cols, cs, v_end, C), ACC, PRECISION)
+            _add_product(partial, rows, cs, M, C, dlogits, _load_chunk(W, cols, cs, v_end, C), v0 == v_start, ACC,
+                         PRECISION)
 
 
 @tegula.jit
@@ -193,8 +198,8 @@ def linear_cross_entropy_dw_kernel(X, W, TARGETS, LSE, DLOSS, DW, M, V, C, ignor
                                    BLOCK_V, BLOCK_C, ACC, PRECISION).to(X.dtype.element_ty)
         for c0 in range(0, C, BLOCK_C):
             cs = c0 + tl.arange(0, BLOCK_C)
-            _add_product(partial, cols, cs, V, C, tl.trans(dlogits), _load_chunk(X, rows, cs, row_end, C), ACC,
-                         PRECISION)
+            _add_product(partial, cols, cs, V, C, tl.trans(dlogits), _load_chunk(X, rows, cs, row_end, C),
+                         m0 == row_start, ACC, PRECISION)
 
 
 # The most memory the partial weight gradients of the row runs may take.
@@ -266,14 +271,14 @@ def linear_cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, weight: 
     row_blocks = tegula.cdiv(M, t.block_m)
     runs, vocab_per_run = _runs(V, t.block_v, row_blocks, x.device,
                                 cap=max(1, PARTIAL_BYTES // max(1, M * C * accumulator.itemsize)))
-    dx_partials = torch.zeros((runs, M, C), dtype=accumulator, device=x.device)
+    dx_partials = torch.empty((runs, M, C), dtype=accumulator, device=x.device)  # every run writes its part
     linear_cross_entropy_dx_kernel[(row_blocks, runs)](*args, dx_partials, M, V, C, ignore_index, vocab_per_run,
                                                        **t.meta(x))
     dx = dx_partials[0] if runs == 1 else _rows.sum_partials(dx_partials.view(runs, M * C), accumulator).view(M, C)
     vocab_blocks = tegula.cdiv(V, t.block_v)
     runs, rows_per_run = _runs(M, t.block_m, vocab_blocks, x.device,
                                cap=max(1, PARTIAL_BYTES // max(1, V * C * accumulator.itemsize)))
-    partials = torch.zeros((runs, V, C), dtype=accumulator, device=x.device)
+    partials = torch.empty((runs, V, C), dtype=accumulator, device=x.device)
     linear_cross_entropy_dw_kernel[(vocab_blocks, runs)](*args, partials, M, V, C, ignore_index, rows_per_run,
                                                          **t.meta(x))
     if runs == 1:
