@@ -12,6 +12,7 @@ step build 200 "python3 -m pip install -q --no-build-isolation --no-deps --no-in
 for s in ${STEPS:-}; do
   case $s in
     tma) step tma 200 "python3 -m pytest -q -x tests/python/test_tma_gpu.py -p no:cacheprovider" ;;
+    torchops) step torchops 300 "python3 -m pytest -q tests/python/test_torch_ops.py -k cuda -p no:cacheprovider" ;;
     opscuda) step opscuda 200 "python3 -m pytest -q tests/python/test_torch_ops_cuda.py -p no:cacheprovider" ;;
     probe) step probe 150 "python3 tools/hopper/tma_reduce_probe.py" ;;
     torchtests) step torchtests 240 "python3 -m pytest -q tests/python/test_torch_rotary_attention.py tests/python/test_torch_add_rms_norm.py tests/python/test_torch_custom_op.py -p no:cacheprovider" ;;
