@@ -243,12 +243,19 @@ def _host_samples(fn, warmup, rep, setup) -> list:
         return (time.perf_counter() - begin) * 1e3
 
     timed()  # the first call may compile
-    estimate_calls = 5
-    started = time.perf_counter()
-    for _ in range(estimate_calls):
+    # Five calls estimate a call's time, as Triton's do_bench does, unless the calls so far have spent
+    # the whole budget: a kernel of seconds (a CPU run of a GPU-sized autotuning problem) then needs no
+    # more estimate and no warm-up beyond the calls already made, only its timed call.
+    started, estimate_calls, spent_ms = time.perf_counter(), 0, 0.0
+    while estimate_calls < 5:
         timed()
-    call_ms = max((time.perf_counter() - started) * 1e3 / estimate_calls, 1e-6)  # setup included
-    for _ in range(max(1, int(warmup / call_ms))):
+        estimate_calls += 1
+        spent_ms = (time.perf_counter() - started) * 1e3  # setup included
+        if warmup + rep > 0 and spent_ms >= warmup + rep:
+            break
+    call_ms = max(spent_ms / estimate_calls, 1e-6)
+    warmed = warmup + rep > 0 and spent_ms >= warmup + rep
+    for _ in range(0 if warmed else max(1, int(warmup / call_ms))):
         timed()
     return [timed() for _ in range(max(1, int(rep / call_ms)))]
 

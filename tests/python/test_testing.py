@@ -69,6 +69,18 @@ def test_the_budget_sets_the_number_of_calls():
     assert 5 <= len(samples) <= 21
 
 
+def test_a_call_longer_than_the_budget_runs_three_times():
+    # First call, one estimate (it spends the 125 ms budget) and one timed call: no more estimates and no
+    # warm-up, so autotuning slow kernels on the CPU does not take eight runs of each configuration.
+    calls = []
+
+    def slow():
+        calls.append(1)
+        _sleeper(150.0)()
+    samples = tt.bench_samples(slow, warmup=25, rep=100, device="cpu")
+    assert len(calls) == 3 and len(samples) == 1 and samples[0] >= 149.0
+
+
 def test_setup_runs_before_every_call_untimed():
     order = []
     samples = tt.bench_samples(lambda: order.append("call"), warmup=0, rep=0, device="cpu",
