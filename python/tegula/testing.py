@@ -246,16 +246,14 @@ def _host_samples(fn, warmup, rep, setup) -> list:
     # Five calls estimate a call's time, as Triton's do_bench does, unless the calls so far have spent
     # the whole budget: a kernel of seconds (a CPU run of a GPU-sized autotuning problem) then needs no
     # more estimate and no warm-up beyond the calls already made, only its timed call.
-    started, estimate_calls, spent_ms = time.perf_counter(), 0, 0.0
-    while estimate_calls < 5:
+    started, estimate_calls, spent_ms, budget_spent = time.perf_counter(), 0, 0.0, False
+    while estimate_calls < 5 and not budget_spent:
         timed()
         estimate_calls += 1
         spent_ms = (time.perf_counter() - started) * 1e3  # setup included
-        if warmup + rep > 0 and spent_ms >= warmup + rep:
-            break
+        budget_spent = warmup + rep > 0 and spent_ms >= warmup + rep
     call_ms = max(spent_ms / estimate_calls, 1e-6)
-    warmed = warmup + rep > 0 and spent_ms >= warmup + rep
-    for _ in range(0 if warmed else max(1, int(warmup / call_ms))):
+    for _ in range(0 if budget_spent else max(1, int(warmup / call_ms))):
         timed()
     return [timed() for _ in range(max(1, int(rep / call_ms)))]
 
