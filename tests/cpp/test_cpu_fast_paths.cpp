@@ -328,6 +328,43 @@ int main() {
   EXPECT_EQ(status, 0) << command;
 }
 
+// The f16 conversions that scalar loops make by the host's instructions
+// (prelude.h, tg_scalar_f16_to_f32) give the bits of the prelude's bit-exact
+// ones: f16 -> f32 on all 2^16 inputs (a signalling NaN comes out quiet),
+// f32 -> f16 on every 61st input and on every exponent and mantissa with
+// the low 13 bits that decide rounding (ties, one off, none, all).
+TEST(HalfConversions, HostInstructionsGiveTheSameBits) {
+  const std::string check = R"CPP(
+#include <cstdio>
+int main() {
+  long long differ = 0;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    uint32_t want = tg_f32_to_bits(tg_f16_to_f32((uint16_t)h));
+    bool signalling = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0 && (h & 0x200u) == 0;
+    if (signalling) want |= 0x00400000u;
+    differ += tg_f32_to_bits(tg_scalar_f16_to_f32{}((uint16_t)h)) != want;
+  }
+  auto one = [&](uint32_t b) {
+    const float f = tg_bits_to_f32(b);
+    differ += tg_scalar_f32_to_f16{}(f) != tg_f32_to_f16(f);
+  };
+  for (uint64_t b = 0; b < (1ull << 32); b += 61) one((uint32_t)b);
+  const uint32_t low[] = {0x0000u, 0x0001u, 0x0fffu, 0x1000u, 0x1001u, 0x1fffu};
+  for (uint32_t high = 0; high < (1u << 19); ++high)
+    for (uint32_t l : low) one(high << 13 | l);
+  std::printf("%lld inputs differ\n", differ);
+  return differ == 0 ? 0 : 1;
+}
+)CPP";
+  testing::TempDir dir;
+  testing::write_text(dir / "check.cpp", std::string(backends::cpu::kPrelude) + check);
+  const char* cxx = std::getenv("CXX");
+  std::string command = std::string(cxx && *cxx ? cxx : "c++") +
+                        " -std=c++17 -O2 -march=native -fno-math-errno -ffp-contract=off -o '" + dir / "check" +
+                        "' '" + dir / "check.cpp" + "' 2>&1 && '" + dir / "check" + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
 // --- loop-carried tiles ----------------------------------------------------------------------------
 
 // acc += x[row, start:start+BLOCK] over a masked K loop: the sum is computed

@@ -945,6 +945,7 @@ class FusedRun {
   std::vector<bool> live_members(bool full) const;
   void declare_arrays(const std::vector<bool>& live);
   std::vector<std::string> body(bool full) const;
+  bool converts_f16_in_scalar_loop(const std::vector<bool>& live, bool full) const;
 
   CodegenContext& ctx_;
   const ir::Function& fn_;
@@ -1169,12 +1170,58 @@ void FusedRun::declare_arrays(const std::vector<bool>& live) {
   }
 }
 
+namespace {
+
+// Ops whose f16 elements are copied as bits, never converted.
+bool moves_bits_only(const ir::Op& o) {
+  switch (o.kind) {
+    case OpKind::Load:
+    case OpKind::Store:
+    case OpKind::Select:
+    case OpKind::Constant:
+    case OpKind::Splat:
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims:
+    case OpKind::Reshape:
+    case OpKind::Bitcast: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// Whether the loop copy `full` converts f16 and loads or stores 1- or
+// 2-byte elements through a pointer tile without a row base (a gather or
+// scatter). No x86 instruction gathers or scatters such elements, so g++
+// leaves the whole loop scalar, and its conversions are then cheaper one at
+// a time by the host's instructions (prelude.h, tg_scalar_f16_to_f32) than
+// by the bit-exact code meant for vectors.
+bool FusedRun::converts_f16_in_scalar_loop(const std::vector<bool>& live, bool full) const {
+  bool narrow_gather = false, f16 = false;
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    if (!live[k]) continue;
+    const ir::Op& o = fn_.op(ops_[k]);
+    auto is_f16 = [&](ir::ValueId v) { return fn_.type(v).scalar == ir::Scalar::F16 && !fn_.type(v).is_pointer(); };
+    if (!moves_bits_only(o)) f16 |= std::any_of(o.results.begin(), o.results.end(), is_f16) ||
+                                   std::any_of(o.operands.begin(), o.operands.end(), is_f16);
+    if (!is_memory(o) || !fn_.type(o.operands[0]).is_tile()) continue;
+    bool narrow = c_element_size(ir::Type::of(fn_.type(o.operands[0]).scalar)) <= 2;
+    narrow_gather |= narrow && base_of(o.operands[0], full) == nullptr && staging_of(o, full) == nullptr;
+  }
+  return narrow_gather && f16;
+}
+
 // The statements computing element i; with `full`, the masks of
 // full_masks_ read as true.
 std::vector<std::string> FusedRun::body(bool full) const {
   bool single = ops_.size() == 1;
   std::vector<bool> live = live_members(full);
   std::vector<std::string> lines;
+  if (converts_f16_in_scalar_loop(live, full)) {
+    lines.push_back("// 16-bit elements gathered or scattered keep this loop scalar: f16 converts by F16C");
+    lines.push_back("constexpr tg_scalar_f16_to_f32 tg_f16_to_f32{};");
+    lines.push_back("constexpr tg_scalar_f32_to_f16 tg_f32_to_f16{};");
+  }
   for (size_t k = 0; k < ops_.size(); ++k) {
     if (!live[k]) continue;
     const ir::Op& o = fn_.op(ops_[k]);

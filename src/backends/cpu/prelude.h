@@ -138,6 +138,36 @@ static inline uint16_t tg_f32_to_f16(float f) {
   return (uint16_t)(sign | r);
 }
 
+// The same two conversions by the host's F16C instructions, for element
+// loops that stay scalar (codegen_fusion.cpp: they gather or scatter 16-bit
+// elements, which no x86 vector instruction does). Such a loop declares
+// these objects under the names above, so that each conversion in it is one
+// instruction instead of a dozen; every other loop keeps the code above,
+// which g++ vectorizes and the intrinsics are not. Equal bits for every
+// input, except that a signalling NaN widens to a quiet one (IEEE 754's
+// conversion; tests/cpp/test_cpu_fast_paths.cpp checks both directions).
+#if defined(__x86_64__) && defined(__F16C__)
+#include <immintrin.h>
+#endif
+struct tg_scalar_f16_to_f32 {
+  float operator()(uint16_t h) const {
+#if defined(__x86_64__) && defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return ::tg_f16_to_f32(h);
+#endif
+  }
+};
+struct tg_scalar_f32_to_f16 {
+  uint16_t operator()(float f) const {
+#if defined(__x86_64__) && defined(__F16C__)
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+    return ::tg_f32_to_f16(f);
+#endif
+  }
+};
+
 static inline float tg_bf16_to_f32(uint16_t h) { return tg_bits_to_f32((uint32_t)h << 16); }
 
 static inline uint16_t tg_f32_to_bf16(float f) {

@@ -123,6 +123,36 @@ static inline uint16_t tg_f32_to_f16(float f) {
   return (uint16_t)(sign | r);
 }
 
+// The same two conversions by the host's F16C instructions, for element
+// loops that stay scalar (codegen_fusion.cpp: they gather or scatter 16-bit
+// elements, which no x86 vector instruction does). Such a loop declares
+// these objects under the names above, so that each conversion in it is one
+// instruction instead of a dozen; every other loop keeps the code above,
+// which g++ vectorizes and the intrinsics are not. Equal bits for every
+// input, except that a signalling NaN widens to a quiet one (IEEE 754's
+// conversion; tests/cpp/test_cpu_fast_paths.cpp checks both directions).
+#if defined(__x86_64__) && defined(__F16C__)
+#include <immintrin.h>
+#endif
+struct tg_scalar_f16_to_f32 {
+  float operator()(uint16_t h) const {
+#if defined(__x86_64__) && defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return ::tg_f16_to_f32(h);
+#endif
+  }
+};
+struct tg_scalar_f32_to_f16 {
+  uint16_t operator()(float f) const {
+#if defined(__x86_64__) && defined(__F16C__)
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+    return ::tg_f32_to_f16(f);
+#endif
+  }
+};
+
 static inline float tg_bf16_to_f32(uint16_t h) { return tg_bits_to_f32((uint32_t)h << 16); }
 
 static inline uint16_t tg_f32_to_bf16(float f) {
@@ -436,5 +466,94 @@ static unsigned char* tg_scratch(size_t bytes) {
     buffer.size = buffer.data != nullptr ? bytes : 0;
   }
   return buffer.data;
+}
+
+// ---- atomics ----
+// The element's bits, as integers that may alias any type (float memory is
+// updated through them).
+template <int Bytes> struct tg_atomic_word;
+template <> struct tg_atomic_word<2> { typedef uint16_t type; typedef uint16_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<4> { typedef uint32_t type; typedef uint32_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<8> { typedef uint64_t type; typedef uint64_t __attribute__((may_alias)) alias; };
+template <class T> using tg_word = typename tg_atomic_word<sizeof(T)>::type;
+template <class T> static inline typename tg_atomic_word<sizeof(T)>::alias* tg_word_ptr(T* p) {
+  return reinterpret_cast<typename tg_atomic_word<sizeof(T)>::alias*>(p);
+}
+
+// A compare-and-swap that fails only reads: its order is the load part of O.
+template <int O> struct tg_failure_order {
+  static constexpr int value = O == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : O == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : O;
+};
+
+// Native read-modify-writes on integers.
+template <int O, class T> static inline T tg_atomic_add(T* p, T v) {
+  return (T)__atomic_fetch_add(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_and(T* p, T v) {
+  return (T)__atomic_fetch_and(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_or(T* p, T v) {
+  return (T)__atomic_fetch_or(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_xor(T* p, T v) {
+  return (T)__atomic_fetch_xor(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+
+// Exchange and compare-and-swap move bits, for every element type.
+template <int O, class T> static inline T tg_atomic_xchg(T* p, T v) {
+  return tg_bitcast<T>(__atomic_exchange_n(tg_word_ptr(p), tg_bitcast<tg_word<T>>(v), O));
+}
+template <int O, class T> static inline T tg_atomic_cas(T* p, T cmp, T v) {
+  tg_word<T> expected = tg_bitcast<tg_word<T>>(cmp);
+  __atomic_compare_exchange_n(tg_word_ptr(p), &expected, tg_bitcast<tg_word<T>>(v), false, O,
+                              tg_failure_order<O>::value);
+  return tg_bitcast<T>(expected);  // the old value whether or not it matched
+}
+
+// Replaces *p by next(*p) in one step; returns the old value.
+template <int O, class T, class Next> static inline T tg_atomic_update(T* p, Next next) {
+  auto* word = tg_word_ptr(p);
+  tg_word<T> old = __atomic_load_n(word, tg_failure_order<O>::value);
+  while (!__atomic_compare_exchange_n(word, &old, tg_bitcast<tg_word<T>>(next(tg_bitcast<T>(old))), true, O,
+                                      tg_failure_order<O>::value)) {
+  }
+  return tg_bitcast<T>(old);
+}
+
+template <int O, class T> static inline T tg_atomic_max(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return x < v ? v : x; });
+}
+template <int O, class T> static inline T tg_atomic_min(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return v < x ? v : x; });
+}
+
+// IEEE totalOrder of a float's bits as a signed integer: negative values
+// have their magnitude bits flipped, so larger magnitudes sort lower.
+template <class W> static inline typename std::make_signed<W>::type tg_total_order_key(W bits) {
+  typedef typename std::make_signed<W>::type S;
+  S s = (S)bits;
+  S magnitude = (S)(((W)1 << (8 * sizeof(W) - 1)) - 1);
+  return (S)(s ^ (s < 0 ? magnitude : (S)0));
+}
+// T: float, double, or uint16_t holding f16/bf16 bits.
+template <int O, class T> static inline T tg_atomic_fmax(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(x)) < tg_total_order_key(tg_bitcast<tg_word<T>>(v)) ? v : x;
+  });
+}
+template <int O, class T> static inline T tg_atomic_fmin(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(v)) < tg_total_order_key(tg_bitcast<tg_word<T>>(x)) ? v : x;
+  });
+}
+
+template <int O, class F> static inline F tg_atomic_fadd(F* p, F v) {
+  return tg_atomic_update<O>(p, [v](F x) { return x + v; });
+}
+template <int O> static inline uint16_t tg_atomic_f16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_f16(tg_f16_to_f32(x) + tg_f16_to_f32(v)); });
+}
+template <int O> static inline uint16_t tg_atomic_bf16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
 }
 

@@ -123,6 +123,36 @@ static inline uint16_t tg_f32_to_f16(float f) {
   return (uint16_t)(sign | r);
 }
 
+// The same two conversions by the host's F16C instructions, for element
+// loops that stay scalar (codegen_fusion.cpp: they gather or scatter 16-bit
+// elements, which no x86 vector instruction does). Such a loop declares
+// these objects under the names above, so that each conversion in it is one
+// instruction instead of a dozen; every other loop keeps the code above,
+// which g++ vectorizes and the intrinsics are not. Equal bits for every
+// input, except that a signalling NaN widens to a quiet one (IEEE 754's
+// conversion; tests/cpp/test_cpu_fast_paths.cpp checks both directions).
+#if defined(__x86_64__) && defined(__F16C__)
+#include <immintrin.h>
+#endif
+struct tg_scalar_f16_to_f32 {
+  float operator()(uint16_t h) const {
+#if defined(__x86_64__) && defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return ::tg_f16_to_f32(h);
+#endif
+  }
+};
+struct tg_scalar_f32_to_f16 {
+  uint16_t operator()(float f) const {
+#if defined(__x86_64__) && defined(__F16C__)
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+    return ::tg_f32_to_f16(f);
+#endif
+  }
+};
+
 static inline float tg_bf16_to_f32(uint16_t h) { return tg_bits_to_f32((uint32_t)h << 16); }
 
 static inline uint16_t tg_f32_to_bf16(float f) {
@@ -438,263 +468,112 @@ static unsigned char* tg_scratch(size_t bytes) {
   return buffer.data;
 }
 
-// ---- sort ----
-static inline uint16_t tg_key_f16(uint16_t h) {
-  return (h & 0x7fffu) > 0x7c00u ? 0xffffu : (h >> 15) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
-}
-static inline uint16_t tg_key_bf16(uint16_t h) {
-  return (h & 0x7fffu) > 0x7f80u ? 0xffffu : (h >> 15) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
-}
-static inline uint16_t tg_unkey_half(uint16_t k) { return (k >> 15) ? (uint16_t)(k & 0x7fffu) : (uint16_t)~k; }
-static inline uint32_t tg_key_f32(float f) {
-  uint32_t u = tg_f32_to_bits(f);
-  return f != f ? 0xffffffffu : (u >> 31) ? ~u : (u | 0x80000000u);
-}
-static inline float tg_unkey_f32(uint32_t k) { return tg_bits_to_f32((k >> 31) ? (k & 0x7fffffffu) : ~k); }
-static inline uint64_t tg_key_f64(double f) {
-  uint64_t u = tg_bitcast<uint64_t>(f);
-  return f != f ? ~0ull : (u >> 63) ? ~u : (u | (1ull << 63));
-}
-static inline double tg_unkey_f64(uint64_t k) { return tg_bitcast<double>((k >> 63) ? (k & ~(1ull << 63)) : ~k); }
-
-// Sorts keys[0..n) ascending; temp holds n keys of scratch.
-template <class K>
-static void tg_sort_keys(K* keys, K* temp, int n) {
-  if (n <= 64) {
-    std::sort(keys, keys + n);
-    return;
-  }
-  K* from = keys;
-  K* to = temp;
-  for (unsigned shift = 0; shift < 8 * sizeof(K); shift += 8) {
-    int start[257] = {0};
-    for (int i = 0; i < n; ++i) ++start[((from[i] >> shift) & 255u) + 1];
-    if (start[((from[0] >> shift) & 255u) + 1] == n) continue;  // one digit everywhere: nothing moves
-    for (int d = 0; d < 256; ++d) start[d + 1] += start[d];
-    for (int i = 0; i < n; ++i) to[start[(from[i] >> shift) & 255u]++] = from[i];
-    K* swap = from;
-    from = to;
-    to = swap;
-  }
-  if (from != keys) std::memcpy(keys, from, sizeof(K) * n);
-}
-#if defined(__SSE2__)
+// ---- dot: widening half-precision tiles ----
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+static inline void tg_widen_f16(const uint16_t* __restrict src, float* __restrict dst, int n) {
+  int i = 0;
+#if defined(__x86_64__) && defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+#elif defined(__x86_64__) && defined(__F16C__) && defined(__AVX__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  for (; i < n; ++i) dst[i] = tg_f16_to_f32(src[i]);
+}
+
+static inline void tg_widen_bf16(const uint16_t* __restrict src, float* __restrict dst, int n) {
+  TG_IVDEP
+  for (int i = 0; i < n; ++i) dst[i] = tg_bits_to_f32((uint32_t)src[i] << 16);
+}
+
+// ---- dot: bf16 x bf16 on AMX tiles ----
+// tg_dot_bf16_amx<M, N, K>(a, b, c, packed): c[M x N] += a[M x K] * b[K x N]
+// (bf16, row-major) on the AMX tile unit, when the host has one, Linux lets
+// this process use it, and the shape is whole 32 x 32 blocks of c and 32-deep
+// slices of k; otherwise it returns false and does nothing. Each tdpbf16ps
+// adds, for each element of c, 32 exact bf16 products in pairs (k, k + 1)
+// into the float accumulator, rounding to nearest even and with subnormal
+// inputs and results taken as zero: the order and the flushing differ from
+// the one-FMA-per-product loop of tg_dot_f32, the precision (fp32
+// accumulation of exact products) does not. `packed` (K * N elements)
+// receives b in the layout the tiles read: each pair of rows k, k + 1
+// interleaved element by element.
+#if defined(__x86_64__) && defined(__linux__) && defined(__AMX_TILE__) && defined(__AMX_BF16__) && \
+    defined(__AVX512BW__)
+#include <sys/syscall.h>
 #include <unistd.h>
-
-// The bytes of the highest-level data cache of CPU 0, as sysfs gives it
-// (its `size` reads "32768K"); 0 when sysfs has none.
-static inline long tg_sysfs_last_level_cache() {
-  long bytes = 0;
-  int best = 0;
-  for (int index = 0; index < 16; ++index) {
-    char path[96], text[32] = {};
-    auto read = [&](const char* name) {
-      std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, name);
-      FILE* f = std::fopen(path, "r");
-      if (f == nullptr) return false;
-      bool ok = std::fgets(text, sizeof text, f) != nullptr;
-      std::fclose(f);
-      return ok;
-    };
-    if (!read("type") || std::strncmp(text, "Instruction", 11) == 0 || !read("level")) continue;
-    int level = std::atoi(text);
-    if (level <= best || !read("size")) continue;
-    char* unit = nullptr;
-    long size = std::strtol(text, &unit, 10);
-    long scale = *unit == 'K' ? 1024L : *unit == 'M' ? 1024L * 1024 : *unit == 'G' ? 1024L * 1024 * 1024 : 1;
-    if (size > 0) bytes = size * scale, best = level;
-  }
-  return bytes;
+#define TG_HAS_AMX_BF16 1
+// Linux hands out the (8 KB) tile register state only to processes that ask
+// (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); asked once per process.
+static inline bool tg_amx_usable() {
+  static const bool usable = syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+  return usable;
 }
 
-// Launches moving more bytes than this stream their stores: the last-level
-// cache a core shares. sysfs first: glibc's sysconf may report a whole
-// socket's L3 instead (384 MB on a two-vCPU EPYC whose cores share 32 MB),
-// which kept launches of up to 384 MB from streaming.
-static inline double tg_stream_threshold() {
-  static const double threshold = [] {
-    if (const char* forced = std::getenv("TEGULA_STREAM_STORES")) {
-      if (forced[0] == '0' && forced[1] == '\0') return __builtin_inf();
-      if (forced[0] == '1' && forced[1] == '\0') return 0.0;
-    }
-    long llc = tg_sysfs_last_level_cache();
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-    if (llc <= 0) llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    return llc > 0 ? (double)llc : 32.0 * 1024 * 1024;
-  }();
-  return threshold;
-}
-
-// Whether this launch streams: its programs together move more than the cache.
-static inline bool tg_streams(const int32_t* grid, int64_t program_bytes) {
-  return (double)grid[0] * grid[1] * grid[2] * (double)program_bytes > tg_stream_threshold();
-}
-
-// Writes the 64-byte line at `d` (line-aligned) from `s` without reading it.
-static inline void tg_stream_line(unsigned char* d, const unsigned char* s) {
-#if defined(__AVX512F__)
-  _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
-#elif defined(__AVX__)
-  _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
-  _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
-#elif defined(__SSE2__)
-  for (int k = 0; k < 64; k += 16)
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
-#else
-  std::memcpy(d, s, 64);
-#endif
-}
-
-// Streams `lines` whole lines from `s` to the line-aligned `d`. NumPy's large
-// arrays start 16 bytes past a line, so a tile staged in an aligned buffer
-// is read 16 bytes off its lines, and each line's load would straddle two
-// (a third of a streamed softmax's compute on a Zen 4). Where `s` is 4-byte
-// aligned, each aligned line of the source is loaded once and two of them
-// are merged into the one to write; the bytes are the same.
-static inline void tg_stream_lines(unsigned char* d, const unsigned char* s, int64_t lines) {
-#if defined(__AVX512F__)
-  const uintptr_t offset = reinterpret_cast<uintptr_t>(s) & 63;
-  if (lines > 0 && offset != 0 && offset % 4 == 0) {
-    const unsigned char* aligned = s - offset;  // every line read holds bytes of s
-    const __m512i pick = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32((int)(offset / 4)));
-    __m512i low = _mm512_load_si512(reinterpret_cast<const __m512i*>(aligned));
-    for (int64_t k = 0; k < lines; ++k) {
-      const __m512i high = _mm512_load_si512(reinterpret_cast<const __m512i*>(aligned + 64 * (k + 1)));
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 64 * k), _mm512_permutex2var_epi32(low, pick, high));
-      low = high;
-    }
-    return;
-  }
-#endif
-  for (int64_t k = 0; k < lines; ++k) tg_stream_line(d + 64 * k, s + 64 * k);
-}
-
-// Copies `bytes` from `src` to `dst` with non-temporal stores for the whole
-// 64-byte lines of dst (ordinary stores for a partial line at either end).
-static inline void tg_stream_store(void* dst, const void* src, int64_t bytes) {
-  unsigned char* d = static_cast<unsigned char*>(dst);
-  const unsigned char* s = static_cast<const unsigned char*>(src);
-  int64_t head = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
-  if (head > bytes) head = bytes;
-  std::memcpy(d, s, (size_t)head);
-  d += head, s += head, bytes -= head;
-  tg_stream_lines(d, s, bytes / 64);
-  d += bytes / 64 * 64, s += bytes / 64 * 64;
-  std::memcpy(d, s, (size_t)(bytes % 64));
-}
-
-// The partial line at the end of a streamed tile, held back for the next
-// program of the thread: NumPy's large arrays start 16 bytes past a line,
-// so consecutive programs' tiles share a line at each boundary, and two
-// ordinary partial writes of it read the line from memory first. Held
-// here, the next program's head completes it and it is streamed whole.
-// What is still held when the entry returns is written by the destructor
-// (before the entry's fence).
-struct tg_line_carry {
-  unsigned char* line = nullptr;  // the held line; null when nothing is held
-  int64_t filled = 0;             // its bytes [0, filled) are held
-  alignas(64) unsigned char bytes[64];
-
-  tg_line_carry() = default;
-  tg_line_carry(const tg_line_carry&) = delete;
-  tg_line_carry& operator=(const tg_line_carry&) = delete;
-  ~tg_line_carry() { flush(); }
-  void flush() {
-    if (line != nullptr) std::memcpy(line, bytes, (size_t)filled);
-    line = nullptr;
-  }
-  // Before the program reads or writes `size` bytes at `p`: the held bytes
-  // go to memory first if `p` lies in the held line.
-  void flush_if_holds(const void* p, size_t size) {
-    const uintptr_t first = reinterpret_cast<uintptr_t>(p), start = reinterpret_cast<uintptr_t>(line);
-    if (line != nullptr && first < start + 64 && first + size > start) flush();
-  }
+struct alignas(64) tg_amx_config {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
 };
 
-// The same copy in parts, as a loop fills `src`: once bytes [0, to) of it
-// are final, streams the whole lines of dst that end past `from` and by
-// `to`, so each line goes out once, as soon as it is complete, and the
-// writes overlap the loop's work instead of following it as a burst. The
-// call with `to` == `bytes` also writes the partial lines at either end:
-// with a `carry`, the head completes the line the thread's last tile left
-// there, and the tail is held for the next tile.
-static inline void tg_stream_store_part(void* dst, const void* src, int64_t bytes, int64_t from, int64_t to,
-                                        tg_line_carry* carry) {
-  unsigned char* d = static_cast<unsigned char*>(dst);
-  const unsigned char* s = static_cast<const unsigned char*>(src);
-  const int64_t to_boundary = (int64_t)((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
-  const int64_t head = to_boundary > bytes ? bytes : to_boundary;
-  // The whole lines start at head + 64 k; the first to write ends past `from`.
-  int64_t line = from - 63 - head <= 0 ? head : head + (from - 63 - head + 63) / 64 * 64;
-  if (line + 64 <= to) tg_stream_lines(d + line, s + line, (to - line) / 64);
-  if (to < bytes) return;
-  const int64_t tail = head + (bytes - head) / 64 * 64;
-  if (carry == nullptr) {
-    std::memcpy(d, s, (size_t)head);
-    std::memcpy(d + tail, s + tail, (size_t)(bytes - tail));
-    return;
-  }
-  if (head > 0) {
-    unsigned char* head_line = d + head - 64;
-    if (head == to_boundary && carry->line == head_line && carry->filled == 64 - head) {
-      std::memcpy(carry->bytes + carry->filled, s, (size_t)head);
-      tg_stream_line(head_line, carry->bytes);
-      carry->line = nullptr;
-    } else {
-      carry->flush();  // first, in case it holds bytes of this same line
-      std::memcpy(d, s, (size_t)head);
+template <int N, int K>
+static inline void tg_pack_bf16_pairs(const uint16_t* __restrict b, uint16_t* __restrict packed) {
+  // 32 columns of rows k, k + 1 become 64 interleaved elements.
+  const __m512i low = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
+                                       37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i high = _mm512_add_epi16(low, _mm512_set1_epi16(16));
+  for (int k = 0; k < K; k += 2)
+    for (int n = 0; n < N; n += 32) {
+      const __m512i even = _mm512_loadu_si512(b + k * N + n), odd = _mm512_loadu_si512(b + (k + 1) * N + n);
+      _mm512_storeu_si512(packed + k * N + 2 * n, _mm512_permutex2var_epi16(even, low, odd));
+      _mm512_storeu_si512(packed + k * N + 2 * n + 32, _mm512_permutex2var_epi16(even, high, odd));
     }
-  }
-  if (tail < bytes) {
-    carry->flush();
-    carry->line = d + tail;
-    carry->filled = bytes - tail;
-    std::memcpy(carry->bytes, s + tail, (size_t)carry->filled);
-  }
 }
-
-// Next tiles (codegen_fusion.cpp): a program that reads a row in place
-// waits for it in its first loop and then computes from cache with no
-// memory traffic, so time per row is memory time plus compute time, and
-// the hardware prefetcher, which stops at 4 KB pages, does not fetch the
-// next row. Programs of one thread run in order, so the row the next one
-// reads is predicted from the last two this thread read (`last`, kept by
-// the entry), and later loops fetch it into L2 while they compute.
-// Only a launch that streams does this; a prediction that misses (the
-// first program of a chunk) costs a few prefetches, which never fault.
-static inline const char* tg_next_tile(const char*& last, const void* now, bool streams) {
-  const char* here = static_cast<const char*>(now);
-  const char* next = nullptr;
-  if (streams && last != nullptr)  // in integers: the guess may lie outside every array
-    next = reinterpret_cast<const char*>(2 * reinterpret_cast<uintptr_t>(here) - reinterpret_cast<uintptr_t>(last));
-  last = here;
-  return next;
-}
-
-// Fetches `bytes` (whole lines) from `offset` on of `tile` into L2; a null
-// tile does nothing. Forced inline: g++ does not inline it into a program
-// compiled under another target pragma, and then drops the call, which has
-// no effect it can see.
-__attribute__((always_inline)) static inline void tg_prefetch(const char* tile, int64_t offset, int64_t bytes) {
-  if (tile == nullptr) return;
-  for (int64_t k = offset; k < offset + bytes; k += 64) __builtin_prefetch(tile + k, 0, 2);
-}
-
-
-// Makes this thread's streamed stores visible to every thread when it goes.
-struct tg_stream_fence {
-  tg_stream_fence() = default;
-  tg_stream_fence(const tg_stream_fence&) = delete;
-  tg_stream_fence& operator=(const tg_stream_fence&) = delete;
-  ~tg_stream_fence() {
-#if defined(__SSE2__)
-    _mm_sfence();
 #endif
+
+template <int M, int N, int K>
+static inline bool tg_dot_bf16_amx(const uint16_t* a, const uint16_t* b, float* c, uint16_t* packed) {
+#ifdef TG_HAS_AMX_BF16
+  if constexpr (M % 32 == 0 && N % 32 == 0 && K % 32 == 0) {
+    if (!tg_amx_usable()) return false;
+    tg_pack_bf16_pairs<N, K>(b, packed);
+    // Tiles 0-3: a 32 x 32 block of c (2 x 2 tiles of 16 x 16 floats);
+    // 4, 5: its 32 rows of a, 32 deep; 6, 7: 16 pairs of rows of packed b,
+    // 16 columns each. Every tile is 16 rows of 64 bytes.
+    tg_amx_config config;
+    for (int t = 0; t < 8; ++t) config.rows[t] = 16, config.bytes_per_row[t] = 64;
+    _tile_loadconfig(&config);
+    for (int i = 0; i < M; i += 32)
+      for (int j = 0; j < N; j += 32) {
+        float* const block = c + i * N + j;
+        _tile_loadd(0, block, N * 4);
+        _tile_loadd(1, block + 16, N * 4);
+        _tile_loadd(2, block + 16 * N, N * 4);
+        _tile_loadd(3, block + 16 * N + 16, N * 4);
+        for (int k = 0; k < K; k += 32) {
+          _tile_loadd(4, a + i * K + k, K * 2);
+          _tile_loadd(5, a + (i + 16) * K + k, K * 2);
+          _tile_loadd(6, packed + k * N + 2 * j, N * 4);
+          _tile_loadd(7, packed + k * N + 2 * j + 32, N * 4);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, block, N * 4);
+        _tile_stored(1, block + 16, N * 4);
+        _tile_stored(2, block + 16 * N, N * 4);
+        _tile_stored(3, block + 16 * N + 16, N * 4);
+      }
+    _tile_release();
+    return true;
   }
-};
+#endif
+  (void)a, (void)b, (void)c, (void)packed;
+  return false;
+}
 
