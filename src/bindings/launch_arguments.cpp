@@ -541,6 +541,17 @@ nb::object call_through(const nb::object& method, nb::handle value) {
   return nb::steal(got);
 }
 
+// data_ptr()'s answer when it is a non-negative int below 2^64.
+std::optional<uint64_t> plain_address(nb::handle answer) {
+  if (!PyLong_Check(answer.ptr())) return std::nullopt;
+  unsigned long long address = PyLong_AsUnsignedLongLong(answer.ptr());
+  if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return address;
+}
+
 }  // namespace
 
 bool ArgumentClassifier::single_cuda_device() {
@@ -575,13 +586,21 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::torch_tensor(nb::
   if (!scalar) return std::nullopt;
   bool on_device = get(&TorchAccessors::is_cuda, is_cuda_name_).ptr() == Py_True;
   if (on_device ? !cuda_ : get(&TorchAccessors::is_cpu, is_cpu_name_).ptr() != Py_True) return std::nullopt;
-  uint64_t address = nb::cast<uint64_t>(call(&TorchAccessors::data_ptr, data_ptr_name_));
-  if (!on_device) return Pointer{*scalar, address, Place{host_, -1}};
+  // A tensor without storage (sparse) raises here, a nested one answers 0:
+  // tensor_like() says what is wrong with either.
+  std::optional<uint64_t> address;
+  try {
+    address = plain_address(call(&TorchAccessors::data_ptr, data_ptr_name_));
+  } catch (nb::python_error&) {
+  }
+  if (!address || *address == 0) return std::nullopt;
+  if (!on_device) return Pointer{*scalar, *address, Place{host_, -1}};
   // With one CUDA device in the process, every CUDA tensor is on device 0:
   // a torch call per tensor saved.
   int device = single_cuda_device() ? 0 : nb::cast<int>(call(&TorchAccessors::get_device, get_device_name_));
-  return Pointer{*scalar, address, Place{cuda_, device}};
+  return Pointer{*scalar, *address, Place{cuda_, device}};
 }
+
 
 bool ArgumentClassifier::exchange_plain_type(PyTypeObject* type) {
   nb::object torch = nb::steal(PyImport_GetModule(torch_name_.ptr()));
@@ -632,7 +651,7 @@ ArgumentClassifier::Pointer ArgumentClassifier::tensor_like(const std::string& k
   nb::object kind = attribute_or_null(device, type_name_);
   std::string device_type = kind.is_valid() ? str_of(kind) : str_of(device);
   std::string dtype = str_of(attribute(value, dtype_name_));
-  uint64_t address = nb::cast<uint64_t>(call_method(value, data_ptr_name_));
+  uint64_t address = tensor_address(kernel, param, value);
   PyObject* scalar = PyDict_GetItemWithError(support_.torch_scalars.ptr(), nb::str(dtype.c_str()).ptr());
   if (!scalar) {
     if (PyErr_Occurred()) throw nb::python_error();
@@ -645,6 +664,12 @@ ArgumentClassifier::Pointer ArgumentClassifier::tensor_like(const std::string& k
     std::string where;
     for (const backends::Backend* b : runtime::all_backends())
       where += (where.empty() ? "" : " and on ") + std::string(b->description());
+    // CUDA memory where no CUDA device is usable (no GPU, no driver): the backend exists but not here.
+    if (device_type == "cuda" || device_type.rfind("cuda:", 0) == 0)
+      raise_coded(PyExc_ValueError, Diag::ArgumentOnWrongDevice,
+                  "argument '" + param + "' of kernel '" + kernel + "' is on " + str_of(device) +
+                      ", but no CUDA device is usable in this process; pass host memory (the CPU backend) "
+                      "or run where a GPU and its driver are");
     raise_coded(PyExc_ValueError, Diag::ArgumentOnWrongDevice,
                 "argument '" + param + "' of kernel '" + kernel + "' is on " + str_of(device) +
                     "; Tegula kernels run on " + where);
@@ -655,6 +680,49 @@ ArgumentClassifier::Pointer ArgumentClassifier::tensor_like(const std::string& k
     ordinal = index.is_valid() && !index.is_none() ? nb::cast<int>(index) : 0;
   }
   return Pointer{scalar_named(utf8(scalar)), address, Place{backend, ordinal}};
+}
+
+// data_ptr() of a tensor or look-alike, which must be the address of its
+// elements: a nested tensor (several buffers), one without storage (sparse)
+// or an answer that is no address is the argument's error, not a launch.
+uint64_t ArgumentClassifier::tensor_address(const std::string& kernel, const std::string& param,
+                                            nb::handle value) {
+  const std::string what = "argument '" + param + "' of kernel '" + kernel + "'";
+  nb::object nested = attribute_or_null(value, interned("is_nested"));
+  if (nested.is_valid() && nested.ptr() == Py_True)
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                what + " is a nested tensor (torch.nested), whose rows are no single array; pass its values() "
+                       "with the offsets, or a padded tensor");
+  PyObject* answer = PyObject_CallMethodNoArgs(value.ptr(), data_ptr_name_.ptr());
+  if (answer == nullptr) {
+    nb::python_error cause;
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                what + " has no data pointer (" + std::string(cause.what()).substr(0, 300) +
+                    "); pass a dense tensor (to_dense(), contiguous())");
+  }
+  nb::object owned = nb::steal(answer);
+  unsigned long long address = PyLong_Check(answer) ? PyLong_AsUnsignedLongLong(answer) : 0;
+  bool plain = PyLong_Check(answer) && !(address == static_cast<unsigned long long>(-1) && PyErr_Occurred());
+  if (!plain) {
+    PyErr_Clear();
+    std::string shown = str_of(owned);
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                what + ": data_ptr() returned " + (shown.size() > 60 ? shown.substr(0, 60) + "..." : shown) +
+                    " (" + type_name_of(owned) + "), not an address from 0 to 2**64 - 1");
+  }
+  if (address == 0) {
+    nb::object count = attribute_or_null(value, interned("numel"));
+    nb::object n = count.is_valid() && PyCallable_Check(count.ptr()) ? nb::steal(PyObject_CallNoArgs(count.ptr()))
+                                                                       : nb::object();
+    if (!n.is_valid()) PyErr_Clear();
+    long long elements = n.is_valid() && PyLong_Check(n.ptr()) ? PyLong_AsLongLong(n.ptr()) : 0;
+    if (elements == -1 && PyErr_Occurred()) PyErr_Clear();
+    if (elements > 0)
+      raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                  what + " has " + std::to_string(elements) + " elements but data_ptr() is 0 (no memory); "
+                         "pass a tensor that owns its storage");
+  }
+  return address;
 }
 
 // Objects with __cuda_array_interface__ (CuPy, Numba): CUDA device memory.

@@ -161,6 +161,7 @@ class ArgumentClassifier {
   // it was just asked and could not describe it).
   std::optional<Pointer> torch_tensor(nanobind::handle value, bool exchange = true);
   Pointer tensor_like(const std::string& kernel, const std::string& param, nanobind::handle value);
+  uint64_t tensor_address(const std::string& kernel, const std::string& param, nanobind::handle value);
   Pointer cuda_interface(const std::string& kernel, const std::string& param, nanobind::handle interface);
   void descriptor(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
                   LaunchArguments& out);

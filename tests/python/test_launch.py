@@ -183,6 +183,44 @@ def test_unsupported_dtype():
         add_kernel[(1,)](out, z, out, 100, BLOCK=128)
 
 
+def test_tensors_without_one_buffer_are_refused_by_name():
+    torch = pytest.importorskip("torch")
+    x, y, _ = _arrays()
+    jagged = torch.nested.nested_tensor([torch.zeros(1), torch.zeros(2)], layout=torch.jagged)
+    with pytest.raises(TypeError, match=re.escape(
+            "argument 'out_ptr' of kernel 'add_kernel' is a nested tensor (torch.nested), whose rows are no "
+            "single array")):
+        add_kernel[(1,)](x, y, jagged, 3, BLOCK=128)
+    sparse = torch.zeros(100).to_sparse()
+    with pytest.raises(TypeError, match=re.escape(
+            "argument 'out_ptr' of kernel 'add_kernel' has no data pointer (RuntimeError: ")):
+        add_kernel[(1,)](x, y, sparse, 100, BLOCK=128)
+    with pytest.raises(TypeError, match=re.escape(
+            "argument 'out_ptr' of kernel 'add_kernel' has 100 elements but data_ptr() is 0 (no memory)")):
+        add_kernel[(1,)](x, y, torch.zeros(100, device="meta"), 100, BLOCK=128)
+
+
+class AddressLike:
+    """Looks like a CPU tensor, with whatever data_ptr() answers."""
+
+    dtype = "torch.float32"
+    device = "cpu"
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def data_ptr(self):
+        return self.answer
+
+
+@pytest.mark.parametrize("answer, shown", [(-5, "-5 (int)"), ("abc", "abc (str)"), (2**70, f"{2**70} (int)")])
+def test_a_data_ptr_that_is_no_address_is_refused(answer, shown):
+    x, y, _ = _arrays()
+    with pytest.raises(TypeError, match=re.escape(
+            f"argument 'out_ptr' of kernel 'add_kernel': data_ptr() returned {shown}, not an address")):
+        add_kernel[(1,)](x, y, AddressLike(answer), 100, BLOCK=128)
+
+
 def test_int_too_large():
     x, y, out = _arrays()
     with pytest.raises(ValueError, match=re.escape(
