@@ -28,6 +28,9 @@ using ir::Scalar;
 namespace {
 
 constexpr int64_t kMaxStaticTrips = 4096;
+// Nested static loops multiply: the kernel as a whole has a budget too (the
+// loops' bodies are lowered once per iteration, however little they emit).
+constexpr int64_t kMaxKernelStaticTrips = int64_t{1} << 20;
 
 void collect_target_names(const ast::Expr& target, std::set<std::string>& out) {
   if (target.kind == ast::ExprKind::Name) out.insert(target.name);
@@ -597,6 +600,12 @@ void Lowerer::lower_for(const ast::Stmt& s) {
                                           "tl.static_range would unroll " + std::to_string(trips) + " iterations",
                                           "use range(...) for long loops");
     for (int64_t k = 0; k < trips && !frame().returned; ++k) {
+      if (++static_trips_ > kMaxKernelStaticTrips)
+        error_at(iter.loc, Diag::StaticLoopTooLong,
+                 "the tl.static_range loops of this kernel unroll more than " +
+                     std::to_string(kMaxKernelStaticTrips) + " iterations in all (nested loops multiply)",
+                 "use range(...) for the outer loops");
+      if (interrupt_watch_.interrupted()) throw Interrupted();
       assign(target.name, Symbol::of(ConstValue::integer(a + k * c)));
       lower_body(s.body);
     }

@@ -18,6 +18,7 @@
 #include "ir/builder.h"
 #include "ir/ir.h"
 #include "support/diagnostic.h"
+#include "support/interrupt.h"
 
 namespace tegula::frontend {
 
@@ -241,6 +242,8 @@ class Lowerer {
   std::vector<std::unique_ptr<Frame>> frames_;
   int inline_depth_ = 0;
   size_t comprehension_elements_ = 0;  // unrolled by every comprehension of the kernel so far
+  int64_t static_trips_ = 0;  // iterations unrolled by every tl.static_range of the kernel so far
+  InterruptWatch interrupt_watch_;  // Ctrl-C while a long unrolling runs
   int elementwise_depth_ = 0;  // > 0 inside a tl.map_elementwise function
   struct LoopResultProbe {
     const ast::Stmt* loop = nullptr;

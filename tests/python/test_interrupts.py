@@ -191,3 +191,44 @@ def test_ctrl_c_during_a_first_compile_is_a_keyboard_interrupt_without_debris(tm
     names = sorted(p.name for p in cache.iterdir())
     assert not [n for n in names if n.startswith(".tmp-") or n.endswith((".cpp", ".part"))], names
     assert len([n for n in names if n.endswith(".meta")]) == 1, names
+
+
+# An unrolling the front end spends seconds on (a million iterations, under
+# the kernel's budget): Ctrl-C stops it, and a small kernel compiles after.
+LONG_UNROLL = textwrap.dedent("""
+    import numpy as np
+    import tegula
+    import tegula.language as tl
+
+    @tegula.jit
+    def folded(o_ptr, OUTER: tl.constexpr):
+        acc = 0
+        for i in tl.static_range(OUTER):
+            for j in tl.static_range(1000):
+                acc = (acc * 3 + (i ^ j)) % 1000003
+        tl.store(o_ptr, acc)
+
+    o = np.zeros(1, np.int32)
+    print("ready", flush=True)
+    try:
+        folded[(1,)](o, 1000)
+        print("compiled", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    folded[(1,)](o, 2)
+    acc = 0
+    for i in range(2):
+        for j in range(1000):
+            acc = (acc * 3 + (i ^ j)) % 1000003
+    print("usable", int(o[0]) == acc, flush=True)
+""")
+
+
+def test_ctrl_c_stops_a_long_unrolling_in_the_front_end(tmp_path):
+    proc = _start(LONG_UNROLL, tmp_path)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    lines, err = _finish(proc, 120)
+    assert proc.returncode == 0, err
+    assert lines == ["interrupted", "usable True"], (lines, err)

@@ -6,6 +6,8 @@ tl.static_assert and tl.static_print; program_id and num_programs on 1-D,
 parameters. Each kernel is checked against the same computation in Python.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -498,3 +500,25 @@ def test_a_none_the_loop_reassigns_is_still_an_error():
     with pytest.raises(tegula.CompilationError, match=r"E0308.*`v` \(the constant None\) is reassigned inside a "
                                                       r"runtime loop"):
         none_reassigned_kernel[(1,)](np.zeros(1, np.int32), 3)
+
+
+@tegula.jit
+def nested_unroll_kernel(o_ptr, N: tl.constexpr):
+    acc = 0
+    for i in tl.static_range(N):
+        for j in tl.static_range(N):
+            for k in tl.static_range(N):
+                acc += i ^ j ^ k
+    tl.store(o_ptr, acc)
+
+
+def test_nested_static_ranges_have_one_budget():
+    """Each loop may unroll 4096 iterations, the kernel's loops 2**20 in all: three nested loops of
+    4096 (2**36 iterations) are a located error, not a compile that never ends."""
+    o = np.zeros(1, np.int32)
+    with pytest.raises(tegula.CompilationError, match=re.escape(
+            "error[E0609]: the tl.static_range loops of this kernel unroll more than 1048576 iterations in all "
+            "(nested loops multiply)")):
+        nested_unroll_kernel[(1,)](o, 4096)
+    nested_unroll_kernel[(1,)](o, 10)
+    assert o[0] == sum(i ^ j ^ k for i in range(10) for j in range(10) for k in range(10))
