@@ -220,9 +220,25 @@ void Parser::statement(std::vector<StmtPtr>& out) {
   } else if (t.is_keyword("elif") || t.is_keyword("else")) {
     fail(t, Diag::InvalidSyntax, "invalid syntax: `" + t.text + "` without a matching `if`",
          "line it up with its `if` (or `for` / `while` for `else`)");
+  } else if (starts_match_statement()) {
+    fail(t, Diag::UnsupportedSyntax, "`match` statements are not supported inside a kernel",
+         "test the value with if / elif / else");
   } else {
     simple_stmts(out);
   }
+}
+
+// `match` is a soft keyword: a line that starts with the name and ends with
+// ':' (`match x:`, `match (a, b):`) is Python's match statement, while
+// `match = f(x)`, `match(x)` or `match: int = 1` use the name.
+bool Parser::starts_match_statement() const {
+  const Token& t = peek();
+  if (t.kind != TokenKind::Name || t.text != "match" || peek(1).kind == TokenKind::Newline ||
+      peek(1).is_op(":") || peek(1).is_op("=") || peek(1).is_op("."))
+    return false;
+  size_t k = 1;
+  while (peek(k).kind != TokenKind::Newline && peek(k).kind != TokenKind::EndOfFile) ++k;
+  return peek(k - 1).is_op(":") && peek(k).kind == TokenKind::Newline;
 }
 
 StmtPtr Parser::if_stmt() {

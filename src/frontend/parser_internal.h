@@ -115,6 +115,7 @@ class Parser {
   [[noreturn]] void fail(const Token& t, Diag code, std::string message, std::string hint = {}) const {
     error_at(t.loc, code, std::move(message), std::move(hint));
   }
+  bool starts_match_statement() const;
   [[noreturn]] void reject(const Token& t, const Rejection& r) const {
     fail(t, Diag::UnsupportedSyntax, std::string(r.message), std::string(r.hint));
   }

@@ -124,6 +124,20 @@ TEST(ParserErrors, TryStatement) {
             "hint: a kernel cannot catch exceptions; check conditions with `tl.device_assert`\n");
 }
 
+TEST(ParserErrors, MatchStatement) {
+  EXPECT_EQ(parse_error("def k(x):\n    match (x, 1):\n        case (1, 1):\n            pass\n"),
+            "kernel.py:2:5: error[E0110]: `match` statements are not supported inside a kernel\n"
+            " 2 |     match (x, 1):\n"
+            "   |     ^~~~~\n"
+            "hint: test the value with if / elif / else\n");
+}
+
+// `match` is a soft keyword: elsewhere it is a name like any other.
+TEST(ParserErrors, MatchAsAName) {
+  EXPECT_EQ(parse_error("def k(x):\n    match = x\n    match(x)\n    match[0] = x\n    y = match.real\n"),
+            "no error");
+}
+
 TEST(ParserErrors, DelStatement) {
   EXPECT_EQ(parse_error("def k(x):\n    del x\n"),
             "kernel.py:2:5: error[E0110]: `del` statements are not supported inside a kernel\n"
