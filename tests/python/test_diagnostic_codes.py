@@ -223,24 +223,59 @@ def test_missing_cxx_compiler(tmp_path):
         "def k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\n"
         "try:\n    k[(1,)](np.zeros(1, np.float32))\nexcept tegula.CompilationError as e:\n"
         "    print(e.code)\n    print(str(e).splitlines()[0])\n")
-    env = dict(os.environ, CXX="/nonexistent/c++", PATH=str(tmp_path / "empty"),
-               TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, PATH=str(tmp_path / "empty"), TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("CXX", None)
     done = subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     lines = done.stdout.splitlines()
     if not lines and "prelude" in done.stderr:
         pytest.skip(done.stderr)
     assert lines[:2] == ["E0904", "error[E0904]: no C++ compiler found for the CPU backend "
                                   "(tried $CXX, c++, g++, clang++)"], done
+    # A compiler the user named that is not there is not stepped over for another.
+    env["CXX"] = "/nonexistent/c++"
+    done = subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.splitlines()[:2] == [
+        "E0904", "error[E0904]: $CXX names `/nonexistent/c++`, which is no executable file (on PATH or at that "
+                 "path)"], done
+
+
+def _fake_compiler(tmp_path, body: str):
+    fake = tmp_path / "bin" / "c++"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "fake c++ 1.0"; exit 0; fi\n' + body)
+    fake.chmod(0o755)
+    return fake
+
+
+@pytest.mark.parametrize("body, says", [
+    ("echo 'fatal: license expired' >&2\nexit 1\n",
+     "failed (exit status 1) without a complaint about the kernel's source:\nfatal: license expired"),
+    ("exit 0\n", "exited without writing the kernel's library"),
+])
+def test_a_broken_cxx_compiler_is_the_environment_not_tegula(tmp_path, body, says):
+    """A compiler that fails without naming the generated source, or writes
+    nothing, is broken where it runs: E0904 saying so, not an internal error."""
+    fake = _fake_compiler(tmp_path, body)
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import numpy as np\nimport tegula\nimport tegula.language as tl\n\n\n@tegula.jit\n"
+        "def k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\n"
+        "try:\n    k[(1,)](np.zeros(1, np.float32))\nexcept tegula.CompilationError as e:\n"
+        "    print(e.code)\n    print(str(e))\n")
+    env = dict(os.environ, CXX=str(fake), TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    lines = done.stdout.splitlines()
+    assert lines and lines[0] == "E0904", done
+    assert f"error[E0904]: the C++ compiler {fake} {says}" in done.stdout, done.stdout
+    assert "internal compiler error" not in done.stdout
 
 
 def test_internal_compiler_error(tmp_path):
     """A C++ compiler that rejects the generated code is Tegula's bug, not the
     user's: it is reported as an internal compiler error with the dump hint."""
-    fake = tmp_path / "bin" / "c++"
-    fake.parent.mkdir()
-    fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "fake c++ 1.0"; exit 0; fi\n'
-                    "echo 'generated code rejected' >&2\nexit 1\n")
-    fake.chmod(0o755)
+    # It names the source it rejects, as compilers do.
+    fake = _fake_compiler(tmp_path, 'for a; do case "$a" in *.cpp) echo "$a:1:1: error: rejected" >&2;; esac; done\n'
+                                    "exit 1\n")
     script = tmp_path / "k.py"
     script.write_text(
         "import numpy as np\nimport tegula\nimport tegula.language as tl\n\n\n@tegula.jit\n"

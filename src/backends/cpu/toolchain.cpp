@@ -175,6 +175,8 @@ void stop_process_group(pid_t pid) {
 // output. An interrupt (support/interrupt.h) pending while it runs, or one
 // that killed it (Ctrl-C in a terminal signals the whole foreground group),
 // stops the group and throws Interrupted: the user's, not a compiler failure.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 ProcessResult run_process(const std::vector<std::string>& argv) {
   ProcessResult result;
   int fds[2];
@@ -269,11 +271,19 @@ Toolchain detect() {
   }
   for (const char* name : {"c++", "g++", "clang++"}) candidates.push_back(name);
 
+  bool chosen = candidates.size() > 3;  // $CXX named a compiler
   for (size_t i = 0; i < candidates.size(); ++i) {
     std::string path = resolve_executable(candidates[i]);
-    if (path.empty()) continue;
-    ProcessResult version = run_process({path, "--version"});
-    if (version.exit_status != 0) continue;
+    ProcessResult version = path.empty() ? ProcessResult{} : run_process({path, "--version"});
+    // A compiler the user named and that does not work is their error to fix, not one to step over.
+    if (i == 0 && chosen && (path.empty() || version.exit_status != 0)) {
+      std::string why = path.empty() ? "is no executable file (on PATH or at that path)"
+                                     : "failed `--version` (exit status " + std::to_string(version.exit_status) +
+                                           (version.output.empty() ? ")" : "): " + first_line(version.output));
+      error_at(SourceLoc{}, Diag::NoCxxCompiler, "$CXX names `" + candidates[0] + "`, which " + why,
+               "set CXX to a working C++ compiler, or unset it to use c++, g++ or clang++");
+    }
+    if (path.empty() || version.exit_status != 0) continue;
     Toolchain t;
     t.compiler = path;
     t.identity = version.output.substr(0, version.output.find('\n'));
@@ -561,11 +571,23 @@ void compile_shared_object(const std::string& source, const std::string& output_
     write_file(source_file.path(), source);
     run = run_process(compile_command(tc, source_file.path(), object_file.path(), false));
   }
-  if (run.exit_status != 0) {
+  // A compiler that names the source (or the prelude beside it) in its complaint rejected Tegula's
+  // code; one that fails without naming them, or succeeds without writing the library, is broken
+  // where it runs.
+  if (run.exit_status != 0 && run.output.find(folder) != std::string::npos) {
     throw InternalError("the C++ compiler rejected the generated kernel source (a Tegula bug; please report it)\n" +
                         tc.compiler + " exited with status " + std::to_string(run.exit_status) + ":\n" +
                         run.output);
   }
+  struct stat built{};
+  if (run.exit_status != 0 || ::stat(object_file.path().c_str(), &built) != 0 || built.st_size == 0)
+    error_at(SourceLoc{}, Diag::NoCxxCompiler,
+             "the C++ compiler " + tc.compiler +
+                 (run.exit_status != 0 ? " failed (exit status " + std::to_string(run.exit_status) +
+                                             ") without a complaint about the kernel's source"
+                                       : " exited without writing the kernel's library") +
+                 (run.output.empty() ? "" : ":\n" + run.output.substr(0, 2000)),
+             "check that it compiles a small program, or set CXX to another C++ compiler");
   if (::rename(object_file.path().c_str(), output_path.c_str()) != 0)
     error_at(SourceLoc{}, Diag::CacheWriteFailed,
              "cannot move the compiled kernel to " + output_path + ": " + std::strerror(errno),
