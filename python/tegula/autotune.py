@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import numbers
 import os
 import threading
 import time
@@ -175,6 +176,16 @@ class _KernelWrapper(KernelInterface):
         return named
 
 
+def _check_meta_names(base, names, what: str, code: str) -> None:
+    """Every name a config or a heuristic sets must be a parameter of the kernel: said where it is
+    set, not as an unexpected keyword at the first launch."""
+    parameters = base.arg_names
+    for name in names:
+        if name not in parameters:
+            raise coded(TypeError, code, f"{what} of kernel '{base.__name__}' sets '{name}', which is not one of "
+                                         f"its parameters ({', '.join(parameters)})")
+
+
 def _down_to_jit(fn, args: tuple, kwargs: dict):
     """(the JITFunction, the keywords it gets) once every @heuristics on the way has added its values."""
     while isinstance(fn, Heuristics):
@@ -198,6 +209,7 @@ class Heuristics(_KernelWrapper):
             raise coded(TypeError, "E0708", "@tegula.heuristics takes a dict of meta-parameter names to functions "
                                             "of the arguments, e.g. {'EVEN': lambda args: args['n'] % 64 == 0}")
         self.values = dict(values)
+        _check_meta_names(self.base, self.values, "@tegula.heuristics", "E0708")
 
     def _with_values(self, args: tuple, kwargs: dict) -> dict:
         named = self._named(args, kwargs)
@@ -304,11 +316,15 @@ class Autotuner(_KernelWrapper):
         if _contains_autotuner(fn):
             raise coded(TypeError, "E0708", f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
                                             f"'{self.__name__}'); give one autotune all the configs")
+        if isinstance(configs, Config) or not isinstance(configs, (list, tuple, type(None))):
+            raise coded(TypeError, "E0710", f"autotune configs of kernel '{self.__name__}' must be a list of "
+                                            f"tegula.Config, got {type(configs).__name__} (write configs=[...])")
         configs = list(configs or [])
         for config in configs:
             if not isinstance(config, Config):
                 raise coded(TypeError, "E0710", f"autotune configs of kernel '{self.__name__}' must be tegula.Config "
                                                 f"objects, got {type(config).__name__}")
+            _check_meta_names(self.base, config.kwargs, f"autotune config {config.kwargs}", "E0710")
         self.configs = configs or [Config({})]
         self.keys = [key] if isinstance(key, str) else list(key or [])
         self.reset_to_zero = _names(reset_to_zero)
@@ -321,6 +337,15 @@ class Autotuner(_KernelWrapper):
         self.perf_model = prune_configs_by.get("perf_model")
         self.top_k = prune_configs_by.get("top_k")
         self.early_config_prune = prune_configs_by.get("early_config_prune")
+        top_k = self.top_k
+        if top_k is not None and not ((type(top_k) is int and top_k >= 1) or
+                                      (type(top_k) is float and 0.0 < top_k <= 1.0)):
+            raise coded(ValueError, "E0710", f"prune_configs_by top_k of kernel '{self.__name__}' must be an int "
+                                             f">= 1 or a fraction in (0, 1], got {top_k!r}")
+        for name in ("perf_model", "early_config_prune"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise coded(TypeError, "E0710", f"prune_configs_by {name} of kernel '{self.__name__}' must be "
+                                                f"callable, got {type(getattr(self, name)).__name__}")
         self.warmup_ms = 25 if warmup is None else warmup
         self.rep_ms = 100 if rep is None else rep
         self.user_do_bench = do_bench
@@ -490,7 +515,13 @@ class Autotuner(_KernelWrapper):
 
     def _prune(self, configs: list, named: dict, kwargs: dict) -> list:
         if self.early_config_prune is not None:
-            configs = list(self.early_config_prune(configs, named, **kwargs))
+            pruned = self.early_config_prune(configs, named, **kwargs)
+            if not isinstance(pruned, (list, tuple)) or not all(isinstance(c, Config) for c in pruned):
+                got = type(pruned).__name__ if not isinstance(pruned, (list, tuple)) else \
+                    "a list holding " + next(type(c).__name__ for c in pruned if not isinstance(c, Config))
+                raise coded(TypeError, "E0710", f"early_config_prune of kernel '{self.__name__}' must return a list "
+                                                f"of the tegula.Config it was given, got {got}")
+            configs = list(pruned)
             if not configs:
                 raise coded(ValueError, "E0710", f"early_config_prune of kernel '{self.__name__}' left no configs")
         if self.perf_model is not None and self.top_k is not None:
@@ -573,6 +604,16 @@ class Autotuner(_KernelWrapper):
                     pruned=len(self.configs) - len(configs))
         return best.config, trials
 
+    def _user_timing(self, result) -> list:
+        """do_bench's answer (ms, or ms at the quantiles asked) as [median, 20%, 80%]; anything else is the
+        do_bench's error, said as such."""
+        values = list(result) if isinstance(result, (list, tuple)) else [result]
+        if not values or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+            raise AutotuneError(f"the do_bench of kernel '{self.__name__}' must return a time in ms (a number, or "
+                                f"a list of them for the quantiles), got {result!r}")
+        values = [float(v) for v in values]
+        return (values + values[-1:] * 3)[:3]
+
     def _time(self, trial: _Trial, grid, args, kwargs, named, saved) -> None:
         config = trial.config
         full = {**named, **config.all_kwargs()}
@@ -597,9 +638,7 @@ class Autotuner(_KernelWrapper):
                     prepare()
                     launch()
 
-                result = self.user_do_bench(call, quantiles=(0.5, 0.2, 0.8))
-                result = list(result) if isinstance(result, (list, tuple)) else [float(result)] * 3
-                trial.timing = [float(v) for v in (result + result[-1:] * 3)[:3]]
+                trial.timing = self._user_timing(self.user_do_bench(call, quantiles=(0.5, 0.2, 0.8)))
             else:
                 samples = testing.bench_samples(launch, self.warmup_ms, self.rep_ms, device=trial.backend,
                                                 setup=prepare)

@@ -9,6 +9,7 @@ compiled kernels themselves come from the shared kernel cache.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -305,6 +306,40 @@ def test_names_are_checked_against_the_kernel():
         tegula.autotune(configs=[], key=[], prune_configs_by={"topk": 1})(add_one_kernel)
     with pytest.raises(ValueError, match="Config num_warps must be a positive int or None, got 0"):
         tegula.Config({"BLOCK": 1}, num_warps=0)
+
+
+def test_misused_configs_and_pruning_are_said_where_they_are_set():
+    """A config or heuristic naming no parameter, a single Config for the list, a top_k that is no
+    count, a prune that returns no configs, a do_bench that returns no time: each an error that says
+    which, not an unexpected keyword at launch or a raw TypeError from inside the tuner."""
+    with pytest.raises(TypeError, match=re.escape(
+            "autotune config {'BLOKC': 16} of kernel 'add_one_kernel' sets 'BLOKC', which is not one of its "
+            "parameters (x_ptr, n, BLOCK)")):
+        _tuner(add_one_kernel, [tegula.Config({"BLOKC": 16})])
+    with pytest.raises(TypeError, match=re.escape(
+            "@tegula.heuristics of kernel 'add_one_kernel' sets 'EVEN', which is not one of its parameters")):
+        tegula.heuristics({"EVEN": lambda args: True})(add_one_kernel)
+    with pytest.raises(TypeError, match=re.escape(
+            "autotune configs of kernel 'add_one_kernel' must be a list of tegula.Config, got Config")):
+        tegula.autotune(configs=tegula.Config({"BLOCK": 16}), key=[])(add_one_kernel)
+    with pytest.raises(ValueError, match=re.escape(
+            "prune_configs_by top_k of kernel 'add_one_kernel' must be an int >= 1 or a fraction in (0, 1], "
+            "got 'two'")):
+        _tuner(add_one_kernel, [tegula.Config({"BLOCK": 16})], prune_configs_by={"top_k": "two"})
+    configs = [tegula.Config({"BLOCK": 16}), tegula.Config({"BLOCK": 32})]
+    x = np.zeros(40, np.float32)
+    for returned, shown in ((None, "NoneType"), (["junk"], "a list holding str")):
+        kernel = _tuner(add_one_kernel, configs,
+                        prune_configs_by={"early_config_prune": lambda c, named, **kw: returned})
+        with pytest.raises(TypeError, match=re.escape(
+                f"early_config_prune of kernel 'add_one_kernel' must return a list of the tegula.Config it was "
+                f"given, got {shown}")):
+            kernel[_grid(40)](x, 40)
+    kernel = _tuner(add_one_kernel, configs, do_bench=lambda fn, quantiles=None: "fast")
+    with pytest.warns(AutotuneWarning), pytest.raises(AutotuneError, match=re.escape(
+            "the do_bench of kernel 'add_one_kernel' must return a time in ms (a number, or a list of them for "
+            "the quantiles), got 'fast'")):
+        kernel[_grid(40)](x, 40)
 
 
 def test_print_autotuning_reports_every_config_and_the_choice(backend, monkeypatch, capsys):
