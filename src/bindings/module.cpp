@@ -33,10 +33,25 @@ PyObject* exception_for(ErrorKind kind, PyObject* compilation_error) {
   return compilation_error;
 }
 
+// A message as a Python str, whole: user text in it (a static_assert's
+// message) may hold NUL bytes, which C strings would end at.
+PyObject* text_of(std::string_view text) {
+  return PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+}
+
+// `type(text)`, a new reference, or null with an exception set.
+PyObject* exception_of(PyObject* type, std::string_view text) {
+  PyObject* message = text_of(text);
+  if (!message) return nullptr;
+  PyObject* error = PyObject_CallOneArg(type, message);
+  Py_DECREF(message);
+  return error;
+}
+
 // Raises `type(message)` with the diagnostic's stable code as its `code`
 // attribute ("E0401"), so callers can branch on the kind of mistake.
-void raise_with_code(PyObject* type, const char* message, Diag code) {
-  PyObject* error = PyObject_CallFunction(type, "s", message);
+void raise_with_code(PyObject* type, std::string_view message, Diag code) {
+  PyObject* error = exception_of(type, message);
   if (!error) return;  // the failed call left its own exception set
   std::string_view text = code_of(code);
   PyObject* code_text = PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
@@ -56,8 +71,9 @@ PyObject* module_attribute(const char* name) {
 
 // `type(text)` with the diagnostic's `code` and `error_message`, caused by
 // `cause` (stolen; may be null). Null with an exception set on failure.
-PyObject* compilation_error_of(PyObject* type, const char* text, PyObject* code, PyObject* message, PyObject* cause) {
-  PyObject* error = PyObject_CallFunction(type, "s", text);
+PyObject* compilation_error_of(PyObject* type, std::string_view text, PyObject* code, PyObject* message,
+                               PyObject* cause) {
+  PyObject* error = exception_of(type, text);
   if (!error || PyObject_SetAttrString(error, "code", code) != 0 ||
       PyObject_SetAttrString(error, "error_message", message) != 0) {
     Py_XDECREF(error);
@@ -78,9 +94,9 @@ PyObject* compilation_error_of(PyObject* type, const char* text, PyObject* code,
 // bare message throughout.
 void raise_compilation_error(PyObject* compilation_error, const tegula::Error& e) {
   std::string_view code = code_of(e.code());
-  const std::string& message = e.message().empty() ? std::string(e.what()) : e.message();
+  const std::string& message = e.message().empty() ? e.text() : e.message();
   PyObject* code_text = PyUnicode_FromStringAndSize(code.data(), static_cast<Py_ssize_t>(code.size()));
-  PyObject* message_text = PyUnicode_FromString(message.c_str());
+  PyObject* message_text = text_of(message);
   PyObject* type = compilation_error;
   PyObject* assertion_type = e.code() == Diag::AssertionFailsAtCompileTime
                                  ? module_attribute("CompileTimeAssertionFailure") : nullptr;
@@ -88,15 +104,15 @@ void raise_compilation_error(PyObject* compilation_error, const tegula::Error& e
   PyObject* cause = nullptr;
   if (code_text && message_text && !assertion_type) {
     PyObject* cause_type = code.substr(0, 3) == "E03" ? PyExc_TypeError : PyExc_ValueError;
-    cause = PyObject_CallFunction(cause_type, "s", message.c_str());
+    cause = exception_of(cause_type, message);
     if (cause && PyObject_SetAttrString(cause, "code", code_text) != 0) Py_CLEAR(cause);
     for (const std::string& inside : e.inside()) {
       if (!cause) break;
-      cause = compilation_error_of(compilation_error, inside.c_str(), code_text, message_text, cause);
+      cause = compilation_error_of(compilation_error, inside, code_text, message_text, cause);
     }
   }
   PyObject* error = code_text && message_text && (cause || assertion_type)
-                        ? compilation_error_of(type, e.what(), code_text, message_text, cause)
+                        ? compilation_error_of(type, e.text(), code_text, message_text, cause)
                         : nullptr;
   if (error) PyErr_SetObject(type, error);
   Py_XDECREF(error);
@@ -147,11 +163,11 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
     raise_with_code(PyExc_RuntimeError, e.what(), e.code());
   } catch (const tegula::Error& e) {
     if (e.kind() == ErrorKind::Compile) raise_compilation_error(compilation_error, e);
-    else raise_with_code(exception_for(e.kind(), compilation_error), e.what(), e.code());
+    else raise_with_code(exception_for(e.kind(), compilation_error), e.text(), e.code());
   } catch (const UserError& e) {
     // Only reachable if a UserError escapes without its sources (a bug in the
     // API boundary); still report it as the user's error, unlocated.
-    raise_with_code(exception_for(e.diagnostic().kind, compilation_error), render(e.diagnostic(), nullptr).c_str(),
+    raise_with_code(exception_for(e.diagnostic().kind, compilation_error), render(e.diagnostic(), nullptr),
                     e.diagnostic().code);
   } catch (const InternalError& e) {
     raise_with_code(PyExc_RuntimeError, e.what(), Diag::InternalCompilerError);

@@ -22,13 +22,16 @@ class Error : public std::runtime_error {
  public:
   Error(std::string rendered, ErrorKind kind, Diag code, std::string message = {},
         std::vector<std::string> inside = {})
-      : std::runtime_error(std::move(rendered)),
+      : std::runtime_error(rendered),
+        rendered_(std::move(rendered)),
         kind_(kind),
         code_(code),
         message_(std::move(message)),
         inside_(std::move(inside)) {}
   ErrorKind kind() const { return kind_; }
   Diag code() const { return code_; }
+  // what(), whole: user text in it (a static_assert's message) may hold NUL bytes.
+  const std::string& text() const { return rendered_; }
   // The diagnostic's message alone, without location, source line or hint
   // (empty when the error was not made from a diagnostic).
   const std::string& message() const { return message_; }
@@ -38,6 +41,7 @@ class Error : public std::runtime_error {
   const std::vector<std::string>& inside() const { return inside_; }
 
  private:
+  std::string rendered_;
   ErrorKind kind_;
   Diag code_;
   std::string message_;

@@ -242,6 +242,23 @@ def test_static_assert_and_static_print(backend, capfd):
 
 
 @tegula.jit
+def nul_message_kernel(out_ptr, B: tl.constexpr):
+    tl.static_assert(B > 100, "before\x00after")
+    tl.store(out_ptr, B)
+
+
+def test_a_message_with_a_nul_byte_reaches_python_whole():
+    """User text in a diagnostic may hold NUL bytes: the error keeps what follows them (its source
+    line, caret and call note too), not a C string's prefix."""
+    with pytest.raises(tegula.CompilationError) as info:
+        nul_message_kernel[(1,)](np.zeros(1, np.int32), B=8)
+    text = str(info.value)
+    assert "static assertion failed: before\x00after\n" in text, repr(text)
+    assert 'tl.static_assert(B > 100, "before\\x00after")' in text, repr(text)
+    assert info.value.error_message == "static assertion failed: before\x00after"
+
+
+@tegula.jit
 def grid_kernel(out_ptr, STRIDE: tl.constexpr):
     x = tl.program_id(0)
     y = tl.program_id(1)
