@@ -176,14 +176,15 @@ class _KernelWrapper(KernelInterface):
         return named
 
 
-def _check_meta_names(base, names, what: str, code: str) -> None:
-    """Every name a config or a heuristic sets must be a parameter of the kernel: said where it is
-    set, not as an unexpected keyword at the first launch."""
+def _not_a_parameter(base, names, what: str) -> str | None:
+    """What is wrong when a config or a heuristic sets a name that is not a parameter of the kernel (said
+    where it is set, not as an unexpected keyword at the first launch); None when every name is one."""
     parameters = base.arg_names
     for name in names:
         if name not in parameters:
-            raise coded(TypeError, code, f"{what} of kernel '{base.__name__}' sets '{name}', which is not one of "
-                                         f"its parameters ({', '.join(parameters)})")
+            return (f"{what} of kernel '{base.__name__}' sets '{name}', which is not one of its parameters "
+                    f"({', '.join(parameters)})")
+    return None
 
 
 def _down_to_jit(fn, args: tuple, kwargs: dict):
@@ -209,7 +210,9 @@ class Heuristics(_KernelWrapper):
             raise coded(TypeError, "E0708", "@tegula.heuristics takes a dict of meta-parameter names to functions "
                                             "of the arguments, e.g. {'EVEN': lambda args: args['n'] % 64 == 0}")
         self.values = dict(values)
-        _check_meta_names(self.base, self.values, "@tegula.heuristics", "E0708")
+        wrong = _not_a_parameter(self.base, self.values, "@tegula.heuristics")
+        if wrong:
+            raise coded(TypeError, "E0708", wrong)
 
     def _with_values(self, args: tuple, kwargs: dict) -> dict:
         named = self._named(args, kwargs)
@@ -324,7 +327,9 @@ class Autotuner(_KernelWrapper):
             if not isinstance(config, Config):
                 raise coded(TypeError, "E0710", f"autotune configs of kernel '{self.__name__}' must be tegula.Config "
                                                 f"objects, got {type(config).__name__}")
-            _check_meta_names(self.base, config.kwargs, f"autotune config {config.kwargs}", "E0710")
+            wrong = _not_a_parameter(self.base, config.kwargs, f"autotune config {config.kwargs}")
+            if wrong:
+                raise coded(TypeError, "E0710", wrong)
         self.configs = configs or [Config({})]
         self.keys = [key] if isinstance(key, str) else list(key or [])
         self.reset_to_zero = _names(reset_to_zero)

@@ -41,6 +41,10 @@ class ASTSource:
 
         if not isinstance(fn, JITFunction):
             raise coded(TypeError, "E0701", f"ASTSource takes a @jit function, got {type(fn).__name__}")
+        for what, table in (("signature", signature), ("constexprs", constexprs), ("attrs", attrs)):
+            if table is not None and not isinstance(table, dict):
+                raise coded(TypeError, "E0701", f"ASTSource's {what} maps parameters to values (a dict such as "
+                                                f"{{'x_ptr': '*fp32', 'n': 'i32'}}), got {type(table).__name__}")
         self.fn = fn
         self.signature = dict(signature)
         self.constexprs = dict(constexprs or {})

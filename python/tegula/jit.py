@@ -294,6 +294,9 @@ class JITFunction(KernelInterface):
                  do_not_specialize_on_alignment=(), debug=False, noinline=False):
         if not isinstance(fn, types.FunctionType):
             raise coded(TypeError, "E0708", f"@tegula.jit decorates a Python function, got {type(fn).__name__}")
+        if fn.__name__ == "<lambda>":
+            raise coded(TypeError, "E0708", "a lambda cannot be a kernel: tegula.jit compiles a function's source, "
+                                            "and a kernel is a `def` at module level (def k(o): ...)")
         self.fn = fn
         functools.update_wrapper(self, fn)
         try:

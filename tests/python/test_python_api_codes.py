@@ -104,6 +104,10 @@ def test_decorator_misuse_is_e0708():
     code, text = raised(TypeError, lambda: tegula.jit(tegula.autotune(configs=[tegula.Config({"BLOCK": 8})],
                                                                       key=["n"])(scale)))
     assert code == "E0708", text
+    code, text = raised(TypeError, lambda: tegula.jit(lambda o: tl.store(o, 1.0)))
+    assert code == "E0708" and text.startswith("error[E0708]: a lambda cannot be a kernel"), text
+    code, text = raised(TypeError, lambda: tegula.compiler.ASTSource(scale, "*fp32, i32"))
+    assert code == "E0701" and "ASTSource's signature maps parameters to values" in text, text
 
 
 def test_autotune_configs_are_e0710():
