@@ -176,12 +176,19 @@ class _KernelWrapper(KernelInterface):
         return named
 
 
+# The launch options a launch takes besides the kernel's parameters (src/bindings/launch_options.cpp), which
+# configs and heuristics may set too (FlagGems's heuristics pick num_warps).
+_LAUNCH_OPTIONS = frozenset(("num_warps", "num_stages", "enable_fp_fusion", "debug", "maxnreg", "num_ctas",
+                             "launch_cooperative_grid", "launch_pdl", "sanitize_overflow", "enable_reflect_ftz",
+                             "num_cpu_threads", "enable_fast_math", "ir_override"))
+
+
 def _not_a_parameter(base, names, what: str) -> str | None:
     """What is wrong when a config or a heuristic sets a name that is not a parameter of the kernel (said
     where it is set, not as an unexpected keyword at the first launch); None when every name is one."""
     parameters = base.arg_names
     for name in names:
-        if name not in parameters:
+        if name not in parameters and name not in _LAUNCH_OPTIONS:
             return (f"{what} of kernel '{base.__name__}' sets '{name}', which is not one of its parameters "
                     f"({', '.join(parameters)})")
     return None

@@ -643,3 +643,12 @@ def test_autotune_hooks_run_around_every_timed_launch(backend):
     assert calls[-1] == ("pre", kernel.best_config.kwargs["BLOCK"], True)  # once more after tuning, reset only
     with pytest.raises(TypeError, match="pre_hook of kernel 'scale_kernel' must be callable"):
         tegula.autotune(configs=[tegula.Config({"BLOCK": 64})], key=["n"], pre_hook=3)(scale_kernel)
+
+
+def test_heuristics_and_configs_may_set_launch_options():
+    """Launch options are names a launch takes besides the parameters: a heuristic may pick num_warps."""
+    kernel = tegula.heuristics({"num_warps": lambda args: 2, "BLOCK": lambda args: 64})(add_one_kernel)
+    x = np.zeros(40, np.float32)
+    kernel[(1,)](x, 40)
+    np.testing.assert_array_equal(x, 1.0)
+    _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64, "num_cpu_threads": 1})])
