@@ -77,6 +77,34 @@ def _without_outer_decorators(lines: list, first_line: int):
     return lines[keep_from:], first_line + keep_from
 
 
+def _identifiers_as_python_reads_them(source: str) -> str:
+    """`source` with every identifier in NFKC form, as Python's parser reads names (``ﬁrst`` is the
+    parameter ``first``, ``µ`` is ``μ``): the compiler's lexer compares names as written. Columns move
+    only on lines with such a name, and only by what its normal form adds."""
+    if source.isascii():
+        return source
+    import io
+    import tokenize
+    import unicodedata
+
+    changes = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.NAME and not token.string.isascii():
+                normal = unicodedata.normalize("NFKC", token.string)
+                if normal != token.string:
+                    changes.append((token.start, token.end, normal))
+    except (tokenize.TokenError, SyntaxError):
+        return source  # the compiler reports what is wrong with it
+    if not changes:
+        return source
+    lines = io.StringIO(source).readlines()  # the lines tokenize numbered (split at newlines alone)
+    for (row, start), (_, end), normal in reversed(changes):  # right to left: earlier columns stay valid
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + normal + line[end:]
+    return "".join(lines)
+
+
 def _without_host_functions_in_jit_options(lines: list) -> list:
     """The source with the arguments of its first decorator (the ``@jit`` line)
     blanked out when they hold a ``lambda`` (``@jit(repr=lambda spec: ...)``):
@@ -308,7 +336,7 @@ class JITFunction(KernelInterface):
         lines = _without_host_functions_in_jit_options(lines)
         # What the front end compiles: the lines as the file has them, so diagnostics give the file's columns
         # (the lexer takes the first line's indentation as its base). `src` is that text dedented, as Triton's.
-        self._source = "".join(lines)
+        self._source = _identifiers_as_python_reads_them("".join(lines))
         # Lines before the `def` (its @jit decorator): `src` starts at the `def`, as Triton's does.
         self._head = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), 0)
         self._indent = _leading_space(lines[self._head]) if lines else ""
