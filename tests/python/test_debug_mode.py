@@ -178,6 +178,29 @@ def test_out_of_range_atomic(backend):
 
 
 @tegula.jit(debug=True)
+def offset_by(x_ptr, out_ptr, i):
+    tl.store(out_ptr, tl.load(x_ptr + i))  # BUG
+
+
+@pytest.mark.parametrize("i", [2**62 + 1, -2**63 + 3, 2**61])
+def test_an_offset_whose_bytes_wrap_is_out_of_bounds(backend, i):
+    """x + i with i * 4 beyond 64 bits wraps, in plain pointer arithmetic, back into x (2**62 + 1 reads
+    x[1]); debug mode reports the access instead of reading what the wrap lands on."""
+    if backend.name != "cpu":
+        pytest.skip("the CPU backend's debug mode checks offsets for overflow")
+    x = np.arange(10, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    with pytest.raises(tegula.DeviceError) as info:
+        offset_by[(1,)](x, out, i)
+    e = info.value
+    line, col = bug_site(offset_by, "tl.load", "# BUG")
+    assert (e.kind, e.line, e.col, e.arg) == ("load", line, col, "x_ptr"), str(e)
+    assert e.offset >= 10, str(e)
+    offset_by[(1,)](x, out, 7)  # an offset in range still reads
+    assert out[0] == 7
+
+
+@tegula.jit(debug=True)
 def scalar_past_end(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     last = tl.load(x_ptr + n)  # BUG

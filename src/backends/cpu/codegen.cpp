@@ -105,7 +105,7 @@ std::string CodegenContext::element(ir::ValueId v, std::string_view index) const
   if (!fn.type(v).is_tile()) return name(v);
   std::string at = name(v) + "[" + std::string(index) + "]";
   auto offset = pointer_offsets_.find(v.index);
-  return offset == pointer_offsets_.end() ? at : "tg_addptr(" + at + ", " + offset->second + ")";
+  return offset == pointer_offsets_.end() ? at : std::string(addptr()) + "(" + at + ", " + offset->second + ")";
 }
 
 std::string CodegenContext::unique(const std::string& name) {

@@ -176,7 +176,7 @@ void CodegenContext::end_loop(ir::OpId loop) {
     if (users(op.results[i]).empty()) continue;
     std::string x = fresh("x");
     open_element_loop(x, fn.type(carried).numel());
-    out.line(name(carried) + "[" + x + "] = tg_addptr(" + name(carried) + "[" + x + "], " + offset + ");");
+    out.line(name(carried) + "[" + x + "] = " + addptr() + "(" + name(carried) + "[" + x + "], " + offset + ");");
     out.close();
   }
 }

@@ -159,6 +159,8 @@ class CodegenContext : public c_family::Printer {
   const std::vector<ir::OpId>& users(ir::ValueId v) const { return users_.at(v.index); }
   // Debug mode only: the numbered checks (codegen_bounds.h).
   std::optional<passes::DebugSites> debug_sites;
+  // The function that offsets a pointer: debug mode's catches offsets that overflow (prelude_debug.h).
+  const char* addptr() const { return debug_sites ? "tg_addptr_checked" : "tg_addptr"; }
   // Streamed stores (codegen_fusion.cpp, prelude_stream.h): the bytes one
   // program moves through the contiguous accesses of its fused loops (those
   // in loops counted once), and whether some store may stream.

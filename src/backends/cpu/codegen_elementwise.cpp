@@ -76,7 +76,7 @@ std::string elementwise_expr(const CodegenContext& ctx, const ir::Op& op, const 
         return cast_toward_zero(from.scalar, to.scalar, operands[0]);
       return cast_expr(from, to, operands[0]);
     case OpKind::Bitcast: return bitcast_expr(from, to, operands[0]);
-    case OpKind::AddPtr: return "tg_addptr(" + operands[0] + ", " + operands[1] + ")";
+    case OpKind::AddPtr: return std::string(ctx.addptr()) + "(" + operands[0] + ", " + operands[1] + ")";
     default: return c_family::elementwise_expr(Dialect::Cpu, ctx.fn, op, operands);
   }
 }

@@ -73,6 +73,20 @@ static inline bool tg_access(TgDebug& d, const void* p, uint64_t size, int32_t s
   return false;
 }
 
+// ptr + off (in elements) in debug mode. Where the offset's bytes do not fit
+// in 64 bits, or carry the address out of the address space, plain
+// tg_addptr wraps, maybe into the array itself (x + 2**62 + 1 reads x[1]):
+// here the result is instead the highest aligned address below 2**63, which
+// no array holds, so the access through it is reported (past the array's end).
+template <class T, class I> static inline T* tg_addptr_checked(T* p, I off) {
+  int64_t bytes = 0;
+  intptr_t at = 0;
+  if (__builtin_mul_overflow((int64_t)off, (int64_t)sizeof(T), &bytes) ||
+      __builtin_add_overflow((intptr_t)p, (intptr_t)bytes, &at))
+    return reinterpret_cast<T*>((uintptr_t)INTPTR_MAX & ~(uintptr_t)(alignof(T) - 1));
+  return reinterpret_cast<T*>(at);
+}
+
 // An assert whose condition fails at flat element `index`.
 static inline void tg_debug_assert(TgDebug& d, int32_t site, int64_t index) {
   if (!d.stopped) tg_debug_report(d, site, -1, 0, 0, index);
