@@ -477,13 +477,14 @@ void remove_old_prelude_headers(const std::string& folder) {
 
 // Starts building `prelude.binary` unless this process already did. Best
 // effort: a failure only means compiles keep parsing the prelude.
-void start_building(const Toolchain& tc, const PreludeHeader& prelude) {
-  // The headers this process started building (a cache guarded by its mutex).
+void start_building(const Toolchain& tc, const PreludeHeader& prelude, bool again) {
+  // The headers this process started building (a cache guarded by its mutex); `again`: one found
+  // unreadable and removed, to be built once more.
   static std::mutex mutex;
   static std::set<std::string> started;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!started.insert(prelude.binary).second) return;
+    if (!started.insert(prelude.binary).second && !again) return;
   }
   try {
     std::string folder = prelude.header.substr(0, prelude.header.rfind('/'));
@@ -549,6 +550,7 @@ void compile_shared_object(const std::string& source, const std::string& output_
 
   std::string unit;
   bool build_prelude = false;  // after this compile: both would share the CPU
+  bool rebuild_prelude = false;  // the precompiled header was unreadable: removed
   std::optional<PreludeHeader> prelude = prelude_header(tc, folder);
   if (prelude) {
     if (verified_prelude(*prelude))
@@ -567,7 +569,12 @@ void compile_shared_object(const std::string& source, const std::string& output_
     if (run.exit_status == 0) linker_failed.store(true, std::memory_order_relaxed);
   }
   if (run.exit_status != 0 && !unit.empty()) {
-    // A damaged or foreign header must not fail the kernel: compile it whole.
+    // A damaged or foreign header must not fail the kernel: compile it whole. A precompiled header
+    // GCC cannot read (truncated) would fail every compile so: it goes, to be built again.
+    if (run.output.find("precompiled header") != std::string::npos) {
+      ::unlink(prelude->binary.c_str());
+      build_prelude = rebuild_prelude = true;
+    }
     write_file(source_file.path(), source);
     run = run_process(compile_command(tc, source_file.path(), object_file.path(), false));
   }
@@ -593,7 +600,7 @@ void compile_shared_object(const std::string& source, const std::string& output_
              "cannot move the compiled kernel to " + output_path + ": " + std::strerror(errno),
              "check permissions of the kernel cache folder");
   object_file.release();
-  if (build_prelude) start_building(tc, *prelude);
+  if (build_prelude) start_building(tc, *prelude, rebuild_prelude);
 }
 
 }  // namespace tegula::backends::cpu
