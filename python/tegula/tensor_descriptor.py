@@ -60,9 +60,9 @@ class TensorDescriptor:
     padding: str = field(default="zero")
 
     def __post_init__(self):
-        self.shape = [int(s) for s in self.shape]
-        self.strides = [int(s) for s in self.strides]
-        self.block_shape = [int(b) for b in self.block_shape]
+        self.shape = _integers("shape", self.shape)
+        self.strides = _integers("strides", self.strides)
+        self.block_shape = _integers("block_shape", self.block_shape)
         rank = len(self.shape)
         if not 1 <= rank <= MAX_RANK:
             raise coded(ValueError, "E0711", f"a TensorDescriptor has 1 to {MAX_RANK} dimensions, not {rank}")
@@ -84,11 +84,68 @@ class TensorDescriptor:
                         f"padding of a TensorDescriptor must be 'zero' or 'nan', not {self.padding!r}")
         if self.padding == "nan" and not _is_floating(self.base):
             raise coded(ValueError, "E0711", "padding='nan' needs a floating-point tensor")
+        if any(n < 0 for n in self.shape):
+            raise coded(ValueError, "E0711", f"the shape {self.shape} of a TensorDescriptor must hold sizes >= 0")
+        _check_inside_base(self)
 
     @staticmethod
     def from_tensor(tensor: Any, block_shape: List[int], padding: str = "zero") -> "TensorDescriptor":
         """The descriptor of a whole tensor: its shape and element strides."""
-        return TensorDescriptor(tensor, list(tensor.shape), _element_strides(tensor), list(block_shape), padding)
+        shape = getattr(tensor, "shape", None)
+        if shape is None:
+            raise coded(TypeError, "E0711",
+                        f"TensorDescriptor.from_tensor needs an array or tensor, got {type(tensor).__name__}")
+        shape = list(shape)
+        strides = _element_strides(tensor)
+        if 0 in shape:  # an empty tensor's strides say nothing (NumPy may give 0): those of a contiguous one
+            strides = _contiguous_strides(shape)
+        return TensorDescriptor(tensor, shape, strides, list(block_shape), padding)
+
+
+def _integers(what: str, values) -> List[int]:
+    """`values` as a list of ints; anything else (a float, a string) is the caller's error, not truncated."""
+    import operator
+
+    try:
+        return [operator.index(v) for v in values]
+    except TypeError:
+        raise coded(TypeError, "E0711", f"the {what} of a TensorDescriptor must be a list of ints, got "
+                                        f"{values!r}") from None
+
+
+def _contiguous_strides(shape: List[int]) -> List[int]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return strides[::-1]
+
+
+def _span(shape: List[int], strides: List[int]):
+    """(lowest, highest) element offset of a strided view from its first element; None when empty."""
+    if any(n == 0 for n in shape):
+        return None
+    low = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    high = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+    return low, high
+
+
+def _check_inside_base(desc: "TensorDescriptor") -> None:
+    """The elements the descriptor's shape and strides reach must be elements of its base: a load there
+    would read, and a store write, memory the base does not hold."""
+    reach = _span(desc.shape, desc.strides)
+    base_shape = getattr(desc.base, "shape", None)
+    if reach is None or base_shape is None:
+        return
+    try:
+        held = _span([int(n) for n in base_shape], _element_strides(desc.base))
+    except (TypeError, ValueError):
+        return  # a base the launcher describes (or refuses) itself
+    if held is None or reach[0] < held[0] or reach[1] > held[1]:
+        raise coded(ValueError, "E0711",
+                    f"a TensorDescriptor of shape {desc.shape} and strides {desc.strides} reaches elements "
+                    f"{reach[0]} to {reach[1]} from its base's first, but its base (shape "
+                    f"{list(base_shape)}) holds elements {held[0] if held else 0} to {held[1] if held else -1}")
 
 
 def is_descriptor(value) -> bool:

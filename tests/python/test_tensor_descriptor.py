@@ -9,6 +9,7 @@ validation and located compile errors.
 
 import inspect
 import os
+import re
 
 import numpy as np
 import pytest
@@ -374,3 +375,26 @@ def test_tl_tensor_descriptor_is_the_type_of_descriptors(backend):
     y = backend.zeros(n, np.float32)
     annotated_descriptor_kernel[(tegula.cdiv(n, 32),)](backend.array(x), y, n, BLOCK=32)
     np.testing.assert_array_equal(backend.numpy(y), x * 2)
+
+
+def test_host_descriptor_must_lie_in_its_base():
+    """A shape or strides that reach past the base would have a kernel read and write memory the base
+    does not hold: refused where the descriptor is made. Shapes are ints (not truncated) and >= 0; an
+    empty array describes itself whatever strides NumPy gives it."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(ValueError, match=re.escape(
+            "a TensorDescriptor of shape [1000000000, 4] and strides [4, 1] reaches elements 0 to 3999999999 "
+            "from its base's first, but its base (shape [3, 4]) holds elements 0 to 11")):
+        tegula.TensorDescriptor(x, [10**9, 4], [4, 1], [4, 4])
+    with pytest.raises(ValueError, match=re.escape("holds elements 0 to 11")):
+        tegula.TensorDescriptor(x, [3, 4], [5, 1], [4, 4])
+    tegula.TensorDescriptor(x.reshape(-1), [2, 6], [6, 1], [2, 8])  # another view of the same 12 elements
+    with pytest.raises(ValueError, match=re.escape("the shape [-3, 4] of a TensorDescriptor must hold sizes >= 0")):
+        tegula.TensorDescriptor(x, [-3, 4], [4, 1], [4, 4])
+    with pytest.raises(TypeError, match=re.escape("the block_shape of a TensorDescriptor must be a list of ints, "
+                                                  "got [4.7, 4]")):
+        tegula.TensorDescriptor(x, [3, 4], [4, 1], [4.7, 4])
+    with pytest.raises(TypeError, match="the shape of a TensorDescriptor must be a list of ints, got '34'"):
+        tegula.TensorDescriptor(x, "34", [4, 1], [4, 4])
+    empty = tegula.TensorDescriptor.from_tensor(np.zeros((0, 4), np.float32), [4, 4])
+    assert empty.strides == [4, 1]
