@@ -16,6 +16,8 @@ _TOLERANCES = {
     "bfloat16": (1e-5, 1.6e-2),
     "float32": (1e-5, 1.3e-6),
     "float64": (1e-7, 1e-7),
+    "complex64": (1e-5, 1.3e-6),
+    "complex128": (1e-7, 1e-7),
 }
 
 
@@ -52,11 +54,16 @@ def assert_close(actual, expected, atol=None, rtol=None, equal_nan=True):
 
     Accepts NumPy arrays (bf16 through ml_dtypes), torch tensors, DLPack
     producers and scalars. Tolerances default by dtype (the less precise of the
-    two); integers and bools must match exactly. The message gives the number
-    of mismatches and the worst absolute and relative errors with their index.
+    two); integers and bools must match exactly, and so must infinities (an
+    infinite expected value allows no tolerance). Complex values compare as
+    complex numbers. The message gives the number of mismatches and the worst
+    absolute and relative errors with their index.
     """
     a, a_name = _as_numpy(actual)
     e, e_name = _as_numpy(expected)
+    for array, name in ((a, "actual"), (e, "expected")):
+        if array.dtype.kind not in "biufc" and array.dtype.name != "bfloat16":
+            raise TypeError(f"assert_close compares numbers; the {name} value has dtype {array.dtype}")
     if a.shape != e.shape and e.shape != () and a.shape != ():
         raise AssertionError(f"shapes differ: actual {a.shape}, expected {e.shape}")
     a, e = np.broadcast_arrays(a, e)
@@ -67,10 +74,11 @@ def assert_close(actual, expected, atol=None, rtol=None, equal_nan=True):
         a64 = a.astype(np.float64)
         e64 = e.astype(np.float64)
     else:
-        a64 = a.astype(np.float64)
-        e64 = e.astype(np.float64)
+        wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(e) else np.float64
+        a64 = a.astype(wide)
+        e64 = e.astype(wide)
         with np.errstate(invalid="ignore", over="ignore"):
-            ok = (a64 == e64) | (np.abs(a64 - e64) <= atol + rtol * np.abs(e64))
+            ok = (a64 == e64) | (np.isfinite(e64) & (np.abs(a64 - e64) <= atol + rtol * np.abs(e64)))
         if equal_nan:
             ok |= np.isnan(a64) & np.isnan(e64)
     if ok.all():
@@ -80,8 +88,8 @@ def assert_close(actual, expected, atol=None, rtol=None, equal_nan=True):
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         abs_err = np.where(bad, np.abs(a64 - e64), 0.0)
         rel_err = np.where(bad, abs_err / np.abs(e64), 0.0)
-    abs_err = np.nan_to_num(abs_err, nan=np.inf)
-    rel_err = np.nan_to_num(rel_err, nan=np.inf)
+    abs_err = np.nan_to_num(abs_err, nan=np.inf, posinf=np.inf)
+    rel_err = np.nan_to_num(rel_err, nan=np.inf, posinf=np.inf)
     worst_abs = np.unravel_index(np.argmax(abs_err), abs_err.shape)
     worst_rel = np.unravel_index(np.argmax(rel_err), rel_err.shape)
 
@@ -197,6 +205,11 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
         if not quantiles or any(not 0.0 <= q <= 1.0 for q in quantiles):
             raise ValueError(f"quantiles must lie in [0, 1], got {quantiles!r}")
 
+    if grad_to_none is not None:
+        grad_to_none = list(grad_to_none) if isinstance(grad_to_none, (list, tuple)) else None
+        if grad_to_none is None or not all(hasattr(t, "grad") for t in grad_to_none):
+            raise TypeError("grad_to_none must be a list of tensors whose .grad is reset before each call")
+
     def reset_grads():
         for tensor in grad_to_none:
             tensor.grad = None
@@ -223,8 +236,10 @@ def bench_samples(fn, warmup=25, rep=100, device=None, setup=None) -> list:
     arguments a kernel updates in place with it), but counts against the
     ``warmup`` and ``rep`` budgets, as Triton's estimate counts it: a 1 us
     kernel restoring a 512 MB argument runs a few times, not 10^5."""
+    if not callable(fn):
+        raise TypeError(f"the function to time must be callable, got {type(fn).__name__}")
     for name, budget in (("warmup", warmup), ("rep", rep)):
-        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 <= budget < float("inf"):
             raise ValueError(f"{name} must be a time budget in ms >= 0, got {budget!r}")
     from . import _C
 

@@ -87,6 +87,30 @@ def test_assert_close_bfloat16_default_tolerance():
         tegula.testing.assert_close(x.astype(ml_dtypes.bfloat16), x * 1.1)
 
 
+def test_assert_close_infinities_and_complex_values():
+    """An infinite expected value allows no tolerance (inf <= inf would pass anything), and complex
+    values compare as complex numbers, not through their real parts."""
+    close = tegula.testing.assert_close
+    close(np.array([1.0, np.inf, -np.inf]), np.array([1.0, np.inf, -np.inf]))
+    for actual, expected in (([0.0], [np.inf]), ([-np.inf], [np.inf]), ([np.inf], [1e300])):
+        with pytest.raises(AssertionError, match="greatest absolute difference: inf"):
+            close(np.array(actual), np.array(expected))
+    close(np.array([1 + 2j]), np.array([1 + 2j + 1e-9]))
+    with pytest.raises(AssertionError, match="1 of 1 elements differ"):
+        close(np.array([1 + 5j]), np.array([1 + 0j]))
+    with pytest.raises(TypeError, match="assert_close compares numbers; the actual value has dtype <U1"):
+        close(np.array(["a"]), np.array([1.0]))
+
+
+def test_bench_arguments_are_checked():
+    with pytest.raises(TypeError, match="the function to time must be callable, got int"):
+        tegula.testing.do_bench(5)
+    with pytest.raises(ValueError, match="warmup must be a time budget in ms >= 0, got inf"):
+        tegula.testing.do_bench(lambda: None, warmup=float("inf"))
+    with pytest.raises(TypeError, match="grad_to_none must be a list of tensors"):
+        tegula.testing.do_bench(lambda: None, grad_to_none=5)
+
+
 def test_assert_close_shape_mismatch():
     with pytest.raises(AssertionError, match=r"shapes differ: actual \(2,\), expected \(3,\)"):
         tegula.testing.assert_close(np.zeros(2), np.zeros(3))

@@ -263,3 +263,30 @@ def test_non_differentiable_outputs_carry_no_gradient(route):
     torch.testing.assert_close(got, 3 * 0.7 * (1 - torch.tanh(0.7 * x.detach()) ** 2))
     with pytest.raises(RuntimeError, match="does not require grad"):
         torch.autograd.grad(square.sum(), x)
+
+
+@tegula.torch.custom_op("tegula_tests::doubled", fake=lambda x: x.new_empty(x.shape))
+def doubled(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def test_register_autograd_checks_what_it_is_given():
+    """A save that returns a bare tensor (a tuple of its rows, before), indices of outputs the op
+    lacks, and an op that is no custom op are errors that say so, not wrong gradients."""
+    with pytest.raises(TypeError, match="register_autograd takes an op made by tegula.torch.custom_op, "
+                                        "got function"):
+        tegula.torch.register_autograd(lambda x: x, lambda saved, g: (g,), save=lambda i, o: ())
+    with pytest.raises(TypeError, match="non_differentiable holds output indices"):
+        tegula.torch.register_autograd(doubled, lambda saved, g: (g,), save=lambda i, o: (), non_differentiable="0")
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    tegula.torch.register_autograd(doubled, lambda saved, g: (g * 2,), save=lambda i, o: i[0])
+    with pytest.raises(TypeError, match=r"register_autograd's save must return a tuple of what the backward "
+                                        r"needs, got Tensor \(write `lambda inputs, output: \(inputs\[0\],\)`\)"):
+        doubled(x)
+    tegula.torch.register_autograd(doubled, lambda saved, g: (g * 2,), save=lambda i, o: (), non_differentiable=(3,))
+    with pytest.raises(ValueError, match=r"non_differentiable \(3,\) names an output the op does not have "
+                                         r"\(it has 1\)"):
+        doubled(x)
+    tegula.torch.register_autograd(doubled, lambda saved, g: (g * 2 * saved[0],), save=lambda i, o: (i[0],))
+    doubled(x).sum().backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach())

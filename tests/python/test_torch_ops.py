@@ -15,6 +15,7 @@ reference of the same (rounded) inputs at 2e-2 / 2e-2 for values and
 relative, plus the rounding of the upstream gradient)."""
 
 import importlib
+import re
 
 import pytest
 
@@ -596,3 +597,78 @@ def test_row_and_vocabulary_runs_cover_every_item_once(monkeypatch, device):
             assert (runs - 1) * per_run < items <= runs * per_run
     assert _rows.backward_warps(16) == 4 and _rows.backward_warps(4096) == 16 and _rows.backward_warps(1024) == 4
     assert _rows.rows_per_step(512) == 4 and _rows.rows_per_step(64) == 16 and _rows.rows_per_step(4096) == 1
+
+
+# --- arguments in any layout, and arguments the ops refuse -----------------------------------------
+
+WEIGHT_VIEWS = {"every other": lambda w: w[::2], "expanded": lambda w: w[:1].expand(w.shape[0] // 2)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("view", WEIGHT_VIEWS, ids=list(WEIGHT_VIEWS))
+def test_norm_weights_in_any_layout_match_torch(device, view):
+    """A weight (or bias) that is a strided or expanded view: the kernels take only its address, so the
+    ops read it contiguous (they read every other element, or past the end, before)."""
+    gen = torch.Generator().manual_seed(11)
+    make = WEIGHT_VIEWS[view]
+    x, residual = (_randn(4, 37, dtype=torch.float32, gen=gen, device=device) for _ in range(2))
+    w, b = (_randn(74, dtype=torch.float32, gen=gen, device=device) for _ in range(2))
+    _check_against(lambda x, w: rms_norm_reference(x, make(w)), lambda x, w: ops.rms_norm(x, make(w)),
+                   (x, w), torch.float32, gen)
+    _check_against(lambda x, w, b: layer_norm_reference(x, make(w), make(b)),
+                   lambda x, w, b: ops.layer_norm(x, make(w), make(b)), (x, w, b), torch.float32, gen)
+    _check_against(lambda x, r, w: rms_norm_reference(x + r, make(w)),
+                   lambda x, r, w: ops.add_rms_norm(x, r, make(w))[1], (x, residual, w), torch.float32, gen)
+    keep = (torch.rand(4, 37, generator=gen) > 0.1).to(device=device, dtype=torch.int8)
+    _check_against(lambda x, r, b, w: fused_chain_reference(x, r, keep, make(b), make(w)),
+                   lambda x, r, b, w: ops.fused_chain(x, r, keep, make(b), make(w)), (x, residual, b, w),
+                   torch.float32, gen)
+
+
+def test_targets_out_of_range_are_refused_or_nan():
+    """Out-of-range targets: a ValueError naming the row, as torch's IndexError does, for targets in
+    host memory; the kernels never read outside the logits for one (on a GPU the row's loss is NaN)."""
+    logits, x, weight = torch.randn(3, 5), torch.randn(3, 4), torch.randn(5, 4)
+    for targets in ([0, 1, 10**12], [0, 7, 2], [0, -3, 2]):
+        with pytest.raises(ValueError, match=r"cross_entropy: target -?\d+ of row \d is out of bounds for 5 "
+                                             r"classes \(and is not ignore_index -100\)"):
+            ops.cross_entropy(logits, torch.tensor(targets))
+        with pytest.raises(ValueError, match=r"linear_cross_entropy: target -?\d+ of row \d is out of bounds"):
+            ops.linear_cross_entropy(x, weight, torch.tensor(targets))
+    with pytest.raises(ValueError, match="cross_entropy takes logits of at least one class, got V = 0"):
+        ops.cross_entropy(torch.randn(3, 0), torch.zeros(3, dtype=torch.long))
+    # The kernels' own guard, as a GPU sees it (no host check): the row's loss is NaN, the others exact.
+    ce = importlib.import_module("tegula.torch.ops.cross_entropy")
+    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
+    targets = torch.tensor([0, 4, 10**12])
+    want = F.cross_entropy(logits, targets.clamp(max=4), reduction="none")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ce, "check_targets", lambda *args: None)
+        patch.setattr(lce, "check_targets", lambda *args: None)
+        losses = ce.cross_entropy_losses(logits, targets)
+        torch.testing.assert_close(losses[:2], want[:2])
+        assert torch.isnan(losses[2])
+        losses = lce.linear_cross_entropy_forward(x, weight, targets, -100)[0]
+        torch.testing.assert_close(losses[:2], F.cross_entropy(x @ weight.T, targets.clamp(max=4),
+                                                               reduction="none")[:2], rtol=1e-5, atol=1e-5)
+        assert torch.isnan(losses[2])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ops.rms_norm(torch.ones(2, 8, dtype=torch.int32), torch.ones(8, dtype=torch.int32)),
+     "rms_norm takes x of a floating dtype (float16, bfloat16, float32, float64), got torch.int32"),
+    (lambda: ops.layer_norm(torch.ones(2, 8), torch.ones(8), None),
+     "layer_norm takes weights of shape (8,) and dtype torch.float32, got NoneType"),
+    (lambda: ops.rms_norm(torch.ones(2, 8), torch.ones(8), torch.tensor(1e-6)),
+     "rms_norm takes eps as a Python float, got Tensor"),
+    (lambda: ops.rms_norm(torch.tensor(1.0), torch.ones(())),
+     "rms_norm takes x as a tensor of at least one dimension (rows of its last), got ()"),
+    (lambda: ops.fused_chain(*(torch.ones(2, 8),) * 3, torch.ones(8), torch.ones(8), p=1.0),
+     "fused_chain takes a dropout probability p in [0, 1), got 1.0"),
+    (lambda: ops.linear_cross_entropy(torch.ones(3, 4, dtype=torch.int64), torch.ones(5, 4, dtype=torch.int64),
+                                      torch.zeros(3, dtype=torch.int64)),
+     "linear_cross_entropy takes x and weight of a floating dtype, got torch.int64"),
+])
+def test_arguments_the_ops_refuse_are_said_at_the_call(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()

@@ -191,13 +191,26 @@ def register_autograd(op, backward: Callable, *, save: Callable, non_differentia
     not require grad, and for an op with any, ``backward`` receives None
     instead of zeros for every output without a gradient (no zeros are
     allocated for them)."""
+    if not hasattr(op, "register_autograd"):
+        raise TypeError(f"register_autograd takes an op made by tegula.torch.custom_op, got {type(op).__name__}")
     non_differentiable = tuple(non_differentiable)
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in non_differentiable):
+        raise TypeError(f"register_autograd's non_differentiable holds output indices (ints >= 0), got "
+                        f"{non_differentiable!r}")
 
     def setup_context(ctx, inputs, output):
+        outputs = output if isinstance(output, (tuple, list)) else (output,)  # one output: the tensor itself
         if non_differentiable:
-            ctx.mark_non_differentiable(*(output[i] for i in non_differentiable))
+            if max(non_differentiable) >= len(outputs):
+                raise ValueError(f"register_autograd's non_differentiable {non_differentiable} names an output "
+                                 f"the op does not have (it has {len(outputs)})")
+            ctx.mark_non_differentiable(*(outputs[i] for i in non_differentiable))
             ctx.set_materialize_grads(False)
-        saved = tuple(save(inputs, output))
+        saved = save(inputs, output)
+        if not isinstance(saved, (tuple, list)):  # a bare tensor would be split into its rows
+            raise TypeError(f"register_autograd's save must return a tuple of what the backward needs, got "
+                            f"{type(saved).__name__} (write `lambda inputs, output: (inputs[0],)`)")
+        saved = tuple(saved)
         ctx.tegula_tensor_at = [i for i, value in enumerate(saved) if isinstance(value, torch.Tensor)]
         ctx.tegula_values = tuple(None if isinstance(value, torch.Tensor) else value for value in saved)
         ctx.save_for_backward(*(saved[i] for i in ctx.tegula_tensor_at))

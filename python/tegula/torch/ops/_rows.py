@@ -38,12 +38,40 @@ MAX_ROWS_PER_STEP = 16
 LOAD_AHEAD = {"cuda": True}
 
 
+FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# A row is one tile of the row kernels: at most 2^20 elements.
+MAX_ROW = 1 << 20
+
+
+def check_rows(op: str, x: torch.Tensor) -> None:
+    """Raises ValueError unless x is a floating tensor of at least one dimension whose rows (its last
+    dimension) fit one tile."""
+    if not isinstance(x, torch.Tensor) or x.dim() == 0:
+        raise ValueError(f"{op} takes x as a tensor of at least one dimension (rows of its last), got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    if x.dtype not in FLOATING:
+        raise ValueError(f"{op} takes x of a floating dtype (float16, bfloat16, float32, float64), got {x.dtype}")
+    if x.shape[-1] > MAX_ROW:
+        raise ValueError(f"{op} takes rows of at most {MAX_ROW} elements, got {x.shape[-1]}")
+
+
 def check_weights(op: str, x: torch.Tensor, *weights: torch.Tensor) -> None:
-    """Raises ValueError unless each weight has shape [N] for x's last dimension N and x's dtype."""
+    """Raises ValueError unless x holds floating rows (check_rows) and each weight is a tensor of shape
+    [N] for x's last dimension N and x's dtype."""
+    check_rows(op, x)
     for w in weights:
+        if not isinstance(w, torch.Tensor):
+            raise ValueError(f"{op} takes weights of shape ({x.shape[-1]},) and dtype {x.dtype}, got "
+                             f"{type(w).__name__}")
         if tuple(w.shape) != tuple(x.shape[-1:]) or w.dtype != x.dtype:
             raise ValueError(f"{op} takes weights of shape ({x.shape[-1]},) and dtype {x.dtype} for x of shape "
                              f"{tuple(x.shape)}, got {tuple(w.shape)} {w.dtype}")
+
+
+def check_eps(op: str, eps) -> None:
+    """Raises ValueError unless eps is a real number (a kernel argument, not a tensor)."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise ValueError(f"{op} takes eps as a Python float, got {type(eps).__name__}")
 
 
 def rows_of(x: torch.Tensor) -> torch.Tensor:

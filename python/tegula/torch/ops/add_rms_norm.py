@@ -124,7 +124,7 @@ _FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
 
 def _forward_layout(x, residual, weight, out_dtype):
     _check(x, residual, weight, out_dtype)
-    if not (x.is_contiguous() and residual.is_contiguous()):
+    if not (x.is_contiguous() and residual.is_contiguous() and weight.is_contiguous()):
         return None
     M, N = _rows.shape_of_rows(x)
     return M, N, tegula.next_power_of_2(N), compute_dtype(x)
@@ -143,7 +143,8 @@ def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.
         add_rms_norm_forward_kernel[(M,)](x, residual, weight, h, y, N, eps, BLOCK_N=block_n, ACC=acc)
         return h, y
     _check(x, residual, weight, out_dtype)
-    x = x.contiguous()  # rows of its last dimension; the kernels take only addresses and N
+    _rows.check_eps("add_rms_norm", eps)
+    x, weight = x.contiguous(), weight.contiguous()  # the kernels take only addresses and N
     M, N = _rows.shape_of_rows(x)
     h = torch.empty_like(x, memory_format=torch.contiguous_format)
     y = torch.empty_like(x, dtype=out_dtype, memory_format=torch.contiguous_format)
@@ -162,12 +163,12 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
     """(dx, dweight) from the forward's h (its rstd computed again); dh None counts as zero. dx, in h's
     dtype, is the gradient of h = x + residual, so of both x and residual."""
     key = metadata(dy, h, weight) if dh is None else metadata(dy, h, weight, dh)
-    layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dh, dy, h)
+    layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dh, dy, h, weight)
     if layout is not None:
         M, N, block_n, acc = layout
         dx = empty(h.shape, h.dtype, h.device)
         return dx, _backward_launch(dh, dy, h, weight, dx, eps, M, N, block_n, acc)
-    h = h.contiguous()  # rows of its last dimension; the kernels take only addresses and N
+    h, weight = h.contiguous(), weight.contiguous()  # the kernels take only addresses and N
     M, N = _rows.shape_of_rows(h)
     dx = torch.empty_like(h, memory_format=torch.contiguous_format)
     dw = _backward_launch(None if dh is None else dh.contiguous(), dy.contiguous(), h, weight, dx, eps, M, N,
@@ -175,8 +176,9 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
     return dx, dw
 
 
-def _backward_layout(dh, dy, h):
-    if not (h.is_contiguous() and dy.is_contiguous() and (dh is None or dh.is_contiguous())):
+def _backward_layout(dh, dy, h, weight):
+    if not (h.is_contiguous() and dy.is_contiguous() and (dh is None or dh.is_contiguous()) and
+            weight.is_contiguous()):
         return None
     M, N = _rows.shape_of_rows(h)
     return M, N, tegula.next_power_of_2(N), compute_dtype(h)

@@ -85,15 +85,18 @@ def chain_backward_kernel(dy_ptr, x_ptr, res_ptr, keep_ptr, bias_ptr, w_ptr, rst
     tl.store(dbias_partial_ptr + pid * N + cols, dbias, mask=mask)
 
 
-def _check(x, residual, keep, bias, weight):
+def _check(x, residual, keep, bias, weight, p=0.0, eps=0.0):
+    _rows.check_weights("fused_chain", x, bias, weight)
+    _rows.check_eps("fused_chain", eps)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
+        raise ValueError(f"fused_chain takes a dropout probability p in [0, 1), got {p!r}")
     if residual.shape != x.shape or keep.shape != x.shape or residual.dtype != x.dtype:
         raise ValueError(f"fused_chain takes residual (x's dtype) and keep of x's shape {tuple(x.shape)}, got "
                          f"{tuple(residual.shape)} {residual.dtype} and {tuple(keep.shape)}")
-    _rows.check_weights("fused_chain", x, bias, weight)
 
 
 def _forward_fake(x, residual, keep, bias, weight, alpha, p, eps):
-    _check(x, residual, keep, bias, weight)
+    _check(x, residual, keep, bias, weight, p, eps)
     return x.new_empty(x.shape), x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
 
 
@@ -101,7 +104,8 @@ def _forward_fake(x, residual, keep, bias, weight, alpha, p, eps):
 def chain_forward(x: torch.Tensor, residual: torch.Tensor, keep: torch.Tensor, bias: torch.Tensor,
                   weight: torch.Tensor, alpha: float, p: float, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(y, rstd): y like x, rstd per row (float32, float64 for float64 x)."""
-    _check(x, residual, keep, bias, weight)
+    _check(x, residual, keep, bias, weight, p, eps)
+    bias, weight = bias.contiguous(), weight.contiguous()  # the kernels take only addresses and N
     rows = _rows.rows_of(x)
     M, N = rows.shape
     y = torch.empty_like(rows)
@@ -121,6 +125,7 @@ def chain_backward(dy: torch.Tensor, x: torch.Tensor, residual: torch.Tensor, ke
                    weight: torch.Tensor, rstd: torch.Tensor, alpha: float,
                    p: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, dresidual, dbias, dweight)."""
+    bias, weight = bias.contiguous(), weight.contiguous()
     rows = _rows.rows_of(x)
     M, N = rows.shape
     dx, dres = torch.empty_like(rows), torch.empty_like(rows)

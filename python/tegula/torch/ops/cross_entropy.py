@@ -41,8 +41,10 @@ def cross_entropy_forward_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, V, 
     lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))
     target = tl.load(targets_ptr + row)
     valid = target != ignore_index
-    target_logit = tl.load(logits_ptr + row * V + target, mask=valid, other=0.0).to(ACC)
-    tl.store(loss_ptr + row, tl.where(valid, lse - target_logit, 0.0))
+    # A target outside [0, V) reads nothing and makes the row's loss NaN (the host checks CPU targets first).
+    inside = (target >= 0) & (target < V)
+    target_logit = tl.load(logits_ptr + row * V + target, mask=valid & inside, other=0.0).to(ACC)
+    tl.store(loss_ptr + row, tl.where(valid, tl.where(inside, lse - target_logit, float("nan")), 0.0))
     tl.store(lse_ptr + row, lse)
 
 
@@ -69,6 +71,21 @@ def _check(logits, targets):
     if logits.dim() != 2 or targets.shape != logits.shape[:1] or targets.dtype != torch.int64:
         raise ValueError(f"cross_entropy takes logits [M, V] and int64 targets [M], got {tuple(logits.shape)} and "
                          f"{tuple(targets.shape)} {targets.dtype}")
+    _rows.check_rows("cross_entropy", logits)
+    if logits.shape[1] == 0:
+        raise ValueError("cross_entropy takes logits of at least one class, got V = 0")
+
+
+def check_targets(op: str, targets: torch.Tensor, V: int, ignore_index: int) -> None:
+    """Raises ValueError for a target outside [0, V) that is not ignore_index, as torch does, where that
+    costs no wait: for targets in host memory. (On a GPU such a row's loss is NaN instead.)"""
+    if targets.device.type != "cpu" or targets.numel() == 0:
+        return
+    wrong = ((targets < 0) | (targets >= V)) & (targets != ignore_index)
+    if bool(wrong.any()):
+        row = int(wrong.nonzero()[0, 0])
+        raise ValueError(f"{op}: target {int(targets[row])} of row {row} is out of bounds for {V} classes "
+                         f"(and is not ignore_index {ignore_index})")
 
 
 def _forward_fake(logits, targets, ignore_index):
@@ -84,6 +101,7 @@ def cross_entropy_forward(logits: torch.Tensor, targets: torch.Tensor,
     _check(logits, targets)
     logits, targets = logits.contiguous(), targets.contiguous()
     M, V = logits.shape
+    check_targets("cross_entropy", targets, V, ignore_index)
     losses = torch.empty(M, dtype=_rows.accumulator(logits), device=logits.device)
     lse = torch.empty_like(losses)
     cross_entropy_forward_kernel[(M,)](logits, targets, losses, lse, V, ignore_index, BLOCK_V=_block_v(V),

@@ -87,7 +87,8 @@ def layer_norm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
                        eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, mean, rstd): y like x, mean and rstd per row (float32, float64 for float64 x)."""
     _rows.check_weights("layer_norm", x, weight, bias)
-    x = x.contiguous()  # rows of its last dimension; the kernels take only addresses and N
+    _rows.check_eps("layer_norm", eps)
+    x, weight, bias = x.contiguous(), weight.contiguous(), bias.contiguous()  # the kernels take addresses and N
     M, N = _rows.shape_of_rows(x)
     y = x.new_empty(x.shape)
     mean = x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
@@ -105,7 +106,7 @@ def _backward_fake(dy, x, weight, mean, rstd):
 def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
                         rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, dweight, dbias) from the forward's input and saved statistics."""
-    x, dy = x.contiguous(), dy.contiguous()
+    x, dy, weight = x.contiguous(), dy.contiguous(), weight.contiguous()
     M, N = _rows.shape_of_rows(x)
     dx = x.new_empty(x.shape)
     block_n = tegula.next_power_of_2(N)

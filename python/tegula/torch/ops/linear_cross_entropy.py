@@ -41,7 +41,7 @@ import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, dot_precision, register_autograd
 
 from . import _rows
-from .cross_entropy import IGNORE_INDEX
+from .cross_entropy import IGNORE_INDEX, check_targets
 
 @dataclasses.dataclass(frozen=True)
 class Tiles:
@@ -127,8 +127,8 @@ def linear_cross_entropy_forward_kernel(X, W, TARGETS, MAX_PART, SUM_PART, TARGE
 
 
 @tegula.jit
-def linear_cross_entropy_combine_kernel(MAX_PART, SUM_PART, TARGET_PART, TARGETS, LOSS, LSE, M, runs, ignore_index,
-                                        BLOCK: tl.constexpr):
+def linear_cross_entropy_combine_kernel(MAX_PART, SUM_PART, TARGET_PART, TARGETS, LOSS, LSE, M, V, runs,
+                                        ignore_index, BLOCK: tl.constexpr):
     # Each row's log-sum-exp and loss from its vocabulary runs' parts.
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     inside = rows < M
@@ -145,7 +145,9 @@ def linear_cross_entropy_combine_kernel(MAX_PART, SUM_PART, TARGET_PART, TARGETS
         target_logit += tl.load(TARGET_PART + offs, mask=inside, other=0.0)
     lse = m_i + tl.log(l_i)
     targets = tl.load(TARGETS + rows, mask=inside, other=ignore_index)
-    tl.store(LOSS + rows, tl.where(targets != ignore_index, lse - target_logit, 0.0), mask=inside)
+    # A target outside [0, V) picked no logit: its row's loss is NaN (the host checks CPU targets first).
+    picked = tl.where((targets >= 0) & (targets < V), lse - target_logit, float("nan"))
+    tl.store(LOSS + rows, tl.where(targets != ignore_index, picked, 0.0), mask=inside)
     tl.store(LSE + rows, lse, mask=inside)
 
 
@@ -222,6 +224,10 @@ def _check(x, weight, targets):
         raise ValueError(f"linear_cross_entropy takes x [M, C], weight [V, C] of x's dtype and int64 targets [M], "
                          f"got {tuple(x.shape)} {x.dtype}, {tuple(weight.shape)} {weight.dtype} and "
                          f"{tuple(targets.shape)} {targets.dtype}")
+    if x.dtype not in _rows.FLOATING:
+        raise ValueError(f"linear_cross_entropy takes x and weight of a floating dtype, got {x.dtype}")
+    if weight.shape[0] == 0:
+        raise ValueError("linear_cross_entropy takes a weight of at least one class (row), got V = 0")
 
 
 def _forward_fake(x, weight, targets, ignore_index):
@@ -237,6 +243,7 @@ def linear_cross_entropy_forward(x: torch.Tensor, weight: torch.Tensor, targets:
     _check(x, weight, targets)
     x, weight, targets = x.contiguous(), weight.contiguous(), targets.contiguous()
     (M, C), V = x.shape, weight.shape[0]
+    check_targets("linear_cross_entropy", targets, V, ignore_index)
     losses = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
     lse = torch.empty_like(losses)
     if not M:
@@ -249,7 +256,7 @@ def linear_cross_entropy_forward(x: torch.Tensor, weight: torch.Tensor, targets:
                                                             vocab_per_run, **t.meta(x))
     block = 128
     linear_cross_entropy_combine_kernel[(tegula.cdiv(M, block),)](parts[0], parts[1], parts[2], targets, losses, lse,
-                                                                  M, runs, ignore_index, BLOCK=block)
+                                                                  M, V, runs, ignore_index, BLOCK=block)
     return losses, lse
 
 

@@ -75,7 +75,8 @@ def _forward_fake(x, weight, eps):
 def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(y, rstd): y like x, rstd per row (float32, float64 for float64 x)."""
     _rows.check_weights("rms_norm", x, weight)
-    x = x.contiguous()  # rows of its last dimension; the kernels take only addresses and N
+    _rows.check_eps("rms_norm", eps)
+    x, weight = x.contiguous(), weight.contiguous()  # the kernels take only addresses and N
     M, N = _rows.shape_of_rows(x)
     y = x.new_empty(x.shape)
     rstd = x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
@@ -92,7 +93,7 @@ def _backward_fake(dy, x, weight, rstd):
 def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                       rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dweight) from the forward's input and saved rstd."""
-    x, dy = x.contiguous(), dy.contiguous()
+    x, dy, weight = x.contiguous(), dy.contiguous(), weight.contiguous()
     M, N = _rows.shape_of_rows(x)
     dx = x.new_empty(x.shape)
     block_n = tegula.next_power_of_2(N)
