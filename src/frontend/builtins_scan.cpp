@@ -336,8 +336,9 @@ Symbol lower_histogram(Lowerer& l, const CallArgs& c, const std::string& name) {
   int64_t bins = l.to_int_const(a.get("num_bins"), a.loc("num_bins"), "the num_bins of tl.histogram");
   if (bins < 1 || bins > ir::kMaxTileElements || (bins & (bins - 1)) != 0)
     error_at(a.loc("num_bins"), Diag::SizeNotPowerOfTwo,
-             "the num_bins of tl.histogram must be a power of two (it is the result's size), not " +
-                                    std::to_string(bins));
+             "the num_bins of tl.histogram must be a power of two of at most " +
+                 std::to_string(ir::kMaxTileElements) + " (it is the result's size, a tile), not " +
+                 std::to_string(bins));
   std::vector<ir::ValueId> operands = {x};
   if (a.has("mask")) {
     ir::ValueId m = l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.histogram");

@@ -417,6 +417,19 @@ def test_histogram(backend, name, n, block, bins):
     check(backend.numpy(out), want, "int32", what="histogram")
 
 
+@tegula.jit
+def histogram_total_kernel(x_ptr, out_ptr, BINS: tl.constexpr):
+    tl.store(out_ptr, tl.sum(tl.histogram(tl.load(x_ptr + tl.arange(0, 16)), BINS), axis=0))
+
+
+@pytest.mark.parametrize("bins", [12, 2**21])
+def test_histogram_bins_that_no_tile_holds_are_said(bins):
+    with pytest.raises(tegula.CompilationError, match=(
+            f"the num_bins of tl.histogram must be a power of two of at most 1048576 \\(it is the result's "
+            f"size, a tile\\), not {bins}")):
+        histogram_total_kernel[(1,)](np.zeros(16, np.int32), np.zeros(1, np.int32), BINS=bins)
+
+
 # --- interleave, cat, swizzle2d ------------------------------------------------------------------
 
 
