@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <sys/stat.h>
+
 #include "frontend/lexer.h"
 #include "frontend/lower.h"
 #include "frontend/parser.h"
@@ -71,6 +73,9 @@ int32_t line_of_offset(std::string_view text, size_t offset) {
   return 1 + static_cast<int32_t>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(offset), '\n'));
 }
 
+// A Python module of this size is no kernel file; reading it whole would only cost the machine's memory.
+constexpr off_t kMaxFileBytes = off_t{64} << 20;
+
 }  // namespace
 
 bool is_jit_decorated(const ast::FunctionDef& fn) {
@@ -78,9 +83,18 @@ bool is_jit_decorated(const ast::FunctionDef& fn) {
 }
 
 KernelFile::KernelFile(std::string path) : path_(std::move(path)) {
-  std::ifstream in(path_, std::ios::binary);
   // Coded like every other error (E1003, docs/diagnostics.md).
   const std::string cannot_read = "tegula: error[" + std::string(code_of(Diag::CliUnreadableFile)) + "]: cannot read '";
+  // Only a regular file: a directory reads as empty, and a device (/dev/zero) never ends.
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) throw FileError(cannot_read + path_ + "': " + std::strerror(errno) + "\n");
+  if (!S_ISREG(st.st_mode))
+    throw FileError(cannot_read + path_ + "': " + (S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file") +
+                    "; give the Python file that defines the kernel\n");
+  if (st.st_size > kMaxFileBytes)
+    throw FileError(cannot_read + path_ + "': it holds " + std::to_string(st.st_size) + " bytes, more than the " +
+                    std::to_string(kMaxFileBytes) + " a kernel's source file may\n");
+  std::ifstream in(path_, std::ios::binary);
   if (!in) throw FileError(cannot_read + path_ + "': " + std::strerror(errno) + "\n");
   std::ostringstream text;
   text << in.rdbuf();

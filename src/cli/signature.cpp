@@ -50,6 +50,9 @@ std::vector<std::string_view> split_entries(std::string_view text) {
       start = i + 1;
     }
   }
+  if (quote)
+    throw SignatureError("the string " + std::string(trim(text.substr(start))) + " in the signature has no closing " +
+                         std::string(1, quote));
   return entries;
 }
 

@@ -268,6 +268,24 @@ TEST(Cli, KernelErrorsExitWithStatus1) {
   CliResult missing = run_cli(dir, "compile " + dir.path() + "/nope.py --emit ast");
   EXPECT_EQ(missing.status, 1);
   EXPECT_EQ(missing.err, "tegula: error[E1003]: cannot read '" + dir.path() + "/nope.py': No such file or directory\n");
+  // Only a regular file is read: a directory would read as empty, a device (/dev/zero) never end.
+  std::filesystem::create_directory(dir.path() + "/folder.py");
+  CliResult folder = run_cli(dir, "compile " + dir.path() + "/folder.py --emit ast");
+  EXPECT_EQ(folder.status, 1);
+  EXPECT_EQ(folder.err, "tegula: error[E1003]: cannot read '" + dir.path() +
+                            "/folder.py': it is a directory; give the Python file that defines the kernel\n");
+  CliResult device = run_cli(dir, "compile /dev/zero --emit ast");
+  EXPECT_EQ(device.status, 1);
+  EXPECT_EQ(device.err, "tegula: error[E1003]: cannot read '/dev/zero': it is not a regular file; give the Python "
+                        "file that defines the kernel\n");
+}
+
+TEST(Cli, AnUnclosedStringInTheSignatureIsSaid) {
+  TempDir dir;
+  std::string file = dir.write("add.py", kAdd);
+  CliResult r = run_cli(dir, "compile " + file + "::add -s \"*fp32, *fp32, *fp32, i32, 'x\" --emit ir");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.err.starts_with("tegula: error[E1002]: the string 'x in the signature has no closing '\n")) << r.err;
 }
 
 TEST(Cli, CompilesToIrAndCpp) {
