@@ -35,6 +35,9 @@ def _value(text: str, device: str, rng):
             np_dtype = None
         if dtype == "bfloat16" or np_dtype is None:
             import ml_dtypes
+            if not isinstance(getattr(ml_dtypes, dtype, None), type):
+                raise SystemExit(f"tegula profile: cannot read the value '{text}': '{dtype}' is not a dtype "
+                                 f"(float32, float16, bfloat16, int32, ...)")
             np_dtype = np.dtype(getattr(ml_dtypes, dtype))
         if np_dtype.kind == "b":
             array = rng.random(shape) < 0.5
@@ -112,7 +115,15 @@ def main(argv=None) -> int:
         grid = eval(f"({args.grid},)", {"__builtins__": {}}, namespace)  # noqa: S307 - the user's own expression
     except Exception as e:  # noqa: BLE001
         raise SystemExit(f"tegula profile: cannot read --grid '{args.grid}': {e}") from None
-    report = kernel.report(grid=tuple(int(g) for g in grid), plot=args.plot, **given)
+    if not all(isinstance(g, int) and not isinstance(g, bool) for g in grid):
+        raise SystemExit(f"tegula profile: --grid '{args.grid}' must give integers, got {grid} "
+                         f"(use // or cdiv for divisions)")
+    try:
+        report = kernel.report(grid=grid, plot=args.plot, **given)
+    except (TypeError, ValueError) as e:
+        if getattr(e, "code", None) is None:  # not one of Tegula's coded launch errors: a bug to see whole
+            raise
+        raise SystemExit(f"tegula profile: {e}") from None
     print(report)
     if args.plot:
         print(f"roofline: {args.plot}")

@@ -212,6 +212,20 @@ def test_tegula_profile_names_a_parameter_the_kernel_lacks():
     assert "has no parameter z" in done.stderr
 
 
+@pytest.mark.parametrize("grid, dtype, said", [
+    ("-1", "float32", "tegula profile: error[E0704]: the grid of kernel 'add_kernel' must hold ints >= 0"),
+    ("n/3", "float32", "tegula profile: --grid 'n/3' must give integers, got (2730.6666666666665,)"),
+    ("1", "float33", "tegula profile: cannot read the value 'float33[8192]': 'float33' is not a dtype"),
+])
+def test_tegula_profile_errors_are_one_line(grid, dtype, said):
+    """A launch the kernel refuses, a grid that is no integer and a dtype that does not exist are one
+    line each, as the command's other errors are, not a traceback."""
+    done = _profile(f"{EXAMPLES / 'vector_add.py'}::add_kernel", "--grid", grid, f"x_ptr={dtype}[8192]",
+                    "y_ptr=float32[8192]", "out_ptr=float32[8192]", "n=8192", "BLOCK=1024")
+    assert done.returncode != 0
+    assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 def test_floors_measured_at_once_by_two_processes_agree(tmp_path):
     # pytest workers on a fresh cache each measure the floors; whichever publishes first is
     # what every one of them then uses, so a report and a later read never disagree.
