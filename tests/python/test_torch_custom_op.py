@@ -290,3 +290,15 @@ def test_register_autograd_checks_what_it_is_given():
     tegula.torch.register_autograd(doubled, lambda saved, g: (g * 2 * saved[0],), save=lambda i, o: (i[0],))
     doubled(x).sum().backward()
     torch.testing.assert_close(x.grad, 2 * x.detach())
+
+
+def test_eager_calls_on_meta_tensors_run_the_fake():
+    """A meta tensor has no memory to launch on: an eager call takes the dispatcher's route, whose Meta
+    kernel is the op's fake (the direct call launched on a null address before)."""
+    from tegula.torch import ops
+    x, w = torch.empty(4, 8, device="meta"), torch.empty(8, device="meta")
+    y = ops.rms_norm(x, w)
+    assert (y.shape, y.device.type) == ((4, 8), "meta")
+    x = torch.empty(5, 7, device="meta", requires_grad=True)
+    y, square = tanh_with_square(x, 0.5)
+    assert y.device.type == "meta" and y.requires_grad

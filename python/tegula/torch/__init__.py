@@ -155,11 +155,13 @@ class TegulaOp(CustomOpDef):
 def _plain_eager(args) -> bool:
     """Nothing can be tracing a call with these arguments: not compiling, no
     dispatch mode or functorch transform active, and every tensor a plain
-    torch.Tensor (or Parameter), not a fake or functional subclass."""
+    torch.Tensor (or Parameter) with memory, not a fake or functional
+    subclass, nor a meta tensor."""
     if torch.compiler.is_compiling() or _dispatch_modes() or _functorch_level() is not None:
         return False
     for a in args:
-        if isinstance(a, torch.Tensor) and type(a) not in _PLAIN_TENSORS:
+        # A meta tensor has no memory to launch on: the dispatcher's route runs the op's fake.
+        if isinstance(a, torch.Tensor) and (type(a) not in _PLAIN_TENSORS or a.is_meta):
             return False
         if isinstance(a, (list, tuple)) and not _plain_eager(a):
             return False
