@@ -668,6 +668,10 @@ def test_targets_out_of_range_are_refused_or_nan():
     (lambda: ops.linear_cross_entropy(torch.ones(3, 4, dtype=torch.int64), torch.ones(5, 4, dtype=torch.int64),
                                       torch.zeros(3, dtype=torch.int64)),
      "linear_cross_entropy takes x and weight of a floating dtype, got torch.int64"),
+    (lambda: ops.attention(*[torch.ones(1, 1, 4, 0)] * 3),
+     "attention needs a head dim that is a power of two >= 16 (a tile size), got 0"),
+    (lambda: ops.attention(*[torch.ones(1, 1, 4, 16, dtype=torch.int32)] * 3),
+     "attention takes q, k, v of a floating dtype (float16, bfloat16, float32, float64), got torch.int32"),
 ])
 def test_arguments_the_ops_refuse_are_said_at_the_call(call, message):
     with pytest.raises(ValueError, match=re.escape(message)):

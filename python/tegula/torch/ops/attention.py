@@ -221,6 +221,9 @@ def _check(q, k, v):
     D = q.shape[-1]
     if D < 16 or D & (D - 1):
         raise ValueError(f"attention needs a head dim that is a power of two >= 16 (a tile size), got {D}")
+    if q.dtype not in _rows.FLOATING:
+        raise ValueError(f"attention takes q, k, v of a floating dtype (float16, bfloat16, float32, float64), got "
+                         f"{q.dtype}")
 
 
 def _in_place(t: torch.Tensor) -> torch.Tensor:
@@ -361,4 +364,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     """``softmax(q k^T * scale) v`` for q, k, v of shape [B, H, S, D] (D a power of two >= 16), like
     ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``;
     scale defaults to 1/sqrt(D)."""
-    return attention_forward(q, k, v, causal, 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)[0]
+    if scale is None:
+        _check(q, k, v)  # before the default scale divides by the head dim
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    return attention_forward(q, k, v, causal, scale)[0]
