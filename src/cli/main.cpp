@@ -256,6 +256,10 @@ CompileCommand parse_compile_args(const std::vector<std::string>& args) {
       } catch (const UsageError&) {
         throw UsageError{"--arch expects a compute capability such as 90, sm_90a or 80, got '" + text + "'"};
       }
+      // The generated code's atomics take a scope (PTX sm_70+): older GPUs are not targets.
+      if (cmd.arch < 70)
+        throw UsageError{"--arch " + text + " is compute capability " + std::to_string(cmd.arch / 10) + "." +
+                         std::to_string(cmd.arch % 10) + "; the CUDA backend builds for 7.0 (70) and newer"};
     } else if (arg == "--num-warps") {
       cmd.num_warps = parse_positive("--num-warps", value());
     } else if (arg == "-o" || arg == "--out") {

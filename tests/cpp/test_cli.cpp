@@ -371,6 +371,10 @@ TEST(Cli, EmitsCudaStagesWithoutAGpu) {
   EXPECT_EQ(wrong.status, 2);
   EXPECT_NE(wrong.err.find("--arch expects a compute capability such as 90, sm_90a or 80, got 'hopper'"),
             std::string::npos) << wrong.err;
+  CliResult old = run_cli(dir, "compile " + file + " -s '*fp32, *fp32, *fp32, i32, 1024' --backend cuda --arch 12");
+  EXPECT_EQ(old.status, 2);
+  EXPECT_NE(old.err.find("--arch 12 is compute capability 1.2; the CUDA backend builds for 7.0 (70) and newer"),
+            std::string::npos) << old.err;
 }
 
 }  // namespace
