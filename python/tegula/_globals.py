@@ -357,13 +357,16 @@ def _unwrap_callable(value):
     return held[1]
 
 
-def collect_sources(root, args=None) -> list:
+def collect_sources(root, args=None, watches=None) -> list:
     """FunctionSource of `root` (index 0) and of every @jit function it reaches
     through its globals, each once; GlobalValues refer to them by index.
 
     `args` (a request's ArgSpecs, changed in place): @jit functions passed
     as constexpr arguments are collected too, after the kernel's, and their
-    specs' references become those indices."""
+    specs' references become those indices.
+
+    `watches` (a list): gets (module globals, name, value) for every module
+    global the functions read, so a launch can see one rebound since."""
     from .jit import JITFunction
 
     sources: list = []
@@ -396,6 +399,9 @@ def collect_sources(root, args=None) -> list:
         jit_fn, index, globals_, values = stack[-1]
         callee = None
         for name, value in values:
+            if (watches is not None and jit_fn.fn.__globals__.get(name, watches) is value
+                    and not isinstance(value, types.ModuleType)):  # a module is not rebound between launches
+                watches.append((jit_fn.fn.__globals__, name, value))
             value = _unwrap_callable(value)
             member = None if _is_user_jit_function(value, JITFunction) else language_member(value)
             if member is not None:  # before JITFunction: some of Triton's tl functions are @jit

@@ -20,6 +20,7 @@ import hashlib
 import inspect as _inspect
 import os
 import sys
+import threading
 import time
 import types
 import warnings
@@ -244,6 +245,11 @@ def _remember_owner(compiled, jit_fn, args: tuple, kwargs: dict) -> None:
         _OWNERS[compiled] = (weakref.ref(jit_fn), options, constexprs)
     except TypeError:  # a compiled kernel that takes no weak reference: no runner
         pass
+
+
+# The globals each kernel _compile just made was compiled with, by id(kernel), until its launcher takes them.
+_GLOBAL_WATCHES: dict = {}
+_WATCHES_LOCK = threading.Lock()
 
 
 def _compiled_runner(compiled, grid):
@@ -526,7 +532,8 @@ class JITFunction(KernelInterface):
         function it calls, and compiles (the disk cache first)."""
         started = time.perf_counter()
         specs = request.args  # a copy: collect_sources resolves the @jit functions passed as constexprs
-        request.functions = collect_sources(self, specs)
+        watches = []
+        request.functions = collect_sources(self, specs, watches)
         request.args = specs
         self._name_request(request)
         if _env_flag("TEGULA_PROFILE_COMPILE"):
@@ -536,7 +543,16 @@ class JITFunction(KernelInterface):
         else:
             kernel = _C.compile(request, options)
         show_compile_warnings(kernel, stacklevel=2)
+        with _WATCHES_LOCK:
+            _GLOBAL_WATCHES[id(kernel)] = tuple(watches)
         return kernel
+
+    @staticmethod
+    def _take_global_watches(kernel) -> tuple:
+        """The globals `kernel` was compiled with, as (module globals, name, value): the launcher keeps
+        them, and compiles again when one is rebound (Triton raises instead)."""
+        with _WATCHES_LOCK:
+            return _GLOBAL_WATCHES.pop(id(kernel), ())
 
     def __repr__(self) -> str:
         return f"<tegula.JITFunction {self.__module__}.{self.__qualname__}>"

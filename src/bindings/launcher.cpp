@@ -375,12 +375,36 @@ void Launcher::remember_grid_function(PyObject* grid, PyObject* function) {
 
 // --- finding, compiling and running ----------------------------------------------------------------
 
+bool Launcher::globals_changed(const Target& target) {
+  for (const GlobalWatch& w : target.globals) {
+    PyObject* now = PyDict_GetItemWithError(w.globals.ptr(), w.name.ptr());  // borrowed
+    if (now == w.value.ptr()) continue;
+    if (now == nullptr) {
+      if (PyErr_Occurred()) throw nb::python_error();
+      return true;  // deleted
+    }
+    int same = PyObject_RichCompareBool(now, w.value.ptr(), Py_EQ);
+    if (same < 0) PyErr_Clear();  // a value that cannot say: counts as changed
+    if (same != 1) return true;
+  }
+  return false;
+}
+
 const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t values) {
-  if (last_target_ && key == last_key_) return *last_target_;  // launches in a loop: no hashing
+  if (last_target_ && key == last_key_ && !globals_changed(*last_target_))
+    return *last_target_;  // launches in a loop: no hashing
   auto it = targets_.find(key);
+  if (it != targets_.end() && globals_changed(it->second)) {
+    // A global it read was rebound (a constant changed, a helper redefined): compiled again, as if new.
+    if (last_target_ == &it->second) last_target_ = nullptr;
+    targets_.erase(it);
+    it = targets_.end();
+  }
   if (it == targets_.end()) {
     nb::object kernel_object = compile(key, values, /*keep_stages=*/false);
     Target target{kernel_object, nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object), {}};
+    for (nb::handle watch : jit_.attr("_take_global_watches")(kernel_object))
+      target.globals.push_back(GlobalWatch{nb::borrow(watch[0]), nb::borrow(watch[1]), nb::borrow(watch[2])});
     DecodedKey decoded = decode(key);
     target.place = Place{runtime::all_backends()[decoded.backend], decoded.device};
     for (const ir::Param& param : target.kernel->params) target.receives.push_back(receives(param.type));

@@ -126,12 +126,21 @@ class Launcher {
     Place place;
   };
 
+  // A module global the kernel was compiled with: rebound since, the kernel is compiled again.
+  struct GlobalWatch {
+    nanobind::object globals;  // the module's dict
+    nanobind::object name;
+    nanobind::object value;
+  };
   struct Target {
     nanobind::object kernel_object;  // what the launch returns: the same object every time
     std::shared_ptr<const runtime::CompiledKernel> kernel;
     Place place;
     std::vector<Receives> receives;  // per kernel parameter, worked out once from its type
+    std::vector<GlobalWatch> globals;
   };
+  // Whether a global `target` was compiled with is now another value.
+  static bool globals_changed(const Target& target);
 
   void prepare();
   // Launches `target` (on the caller's current stream, for a device).
