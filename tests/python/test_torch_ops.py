@@ -672,6 +672,12 @@ def test_targets_out_of_range_are_refused_or_nan():
      "attention needs a head dim that is a power of two >= 16 (a tile size), got 0"),
     (lambda: ops.attention(*[torch.ones(1, 1, 4, 16, dtype=torch.int32)] * 3),
      "attention takes q, k, v of a floating dtype (float16, bfloat16, float32, float64), got torch.int32"),
+    (lambda: ops.swiglu(torch.ones(2, 4, dtype=torch.int32), torch.ones(2, 4, dtype=torch.int32)),
+     "swiglu takes a and b of a floating dtype (float16, bfloat16, float32, float64), got torch.int32"),
+    (lambda: ops.silu_and_mul(torch.ones(2, 4, dtype=torch.bool)),
+     "silu_and_mul takes x of a floating dtype (float16, bfloat16, float32, float64), got torch.bool"),
+    (lambda: ops.rotary_embedding(torch.ones(1, 3, 2, 4, dtype=torch.int64), torch.ones(3, 2), torch.ones(3, 2)),
+     "rotary_embedding takes x of a floating dtype (float16, bfloat16, float32, float64), got torch.int64"),
 ])
 def test_arguments_the_ops_refuse_are_said_at_the_call(call, message):
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -25,6 +25,8 @@ import tegula
 import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
+from . import _rows
+
 BLOCK_R = 64  # rows per program: tools/hopper/rotary_probe.py on the H200 (benchmarks/results/2026-12-03-h200-session23.md)
 
 
@@ -64,6 +66,9 @@ def _batched(x: torch.Tensor, T: int, H: int, D: int) -> torch.Tensor:
 def _check(x, cos, sin):
     if x.dim() < 3 or x.shape[-1] % 2:
         raise ValueError(f"rotary_embedding takes x of shape [..., T, H, D] with D even, got {tuple(x.shape)}")
+    if x.dtype not in _rows.FLOATING:
+        raise ValueError(f"rotary_embedding takes x of a floating dtype (float16, bfloat16, float32, float64), "
+                         f"got {x.dtype}")
     want = (x.shape[-3], x.shape[-1] // 2)
     if tuple(cos.shape) != want or tuple(sin.shape) != want:
         raise ValueError(f"rotary_embedding takes cos and sin of shape {want} for x of shape {tuple(x.shape)}, "
@@ -144,6 +149,9 @@ def rotary_qkv_kernel(q_ptr, k_ptr, v_ptr, q_out, k_out, v_out, cos_ptr, sin_ptr
 def _check_qkv(qkv, cos, sin):
     if qkv.dim() < 4 or qkv.shape[-3] != 3 or qkv.shape[-1] % 2:
         raise ValueError(f"rotary_qkv takes qkv of shape [..., T, 3, H, D] with D even, got {tuple(qkv.shape)}")
+    if qkv.dtype not in _rows.FLOATING:
+        raise ValueError(f"rotary_qkv takes qkv of a floating dtype (float16, bfloat16, float32, float64), got "
+                         f"{qkv.dtype}")
     want = (qkv.shape[-4], qkv.shape[-1] // 2)
     if tuple(cos.shape) != want or tuple(sin.shape) != want:
         raise ValueError(f"rotary_qkv takes cos and sin of shape {want} for qkv of shape {tuple(qkv.shape)}, "

@@ -66,6 +66,8 @@ def _check_same_shape(a, b):
     if a.shape != b.shape or a.dtype != b.dtype:
         raise ValueError(f"swiglu takes a and b of one shape and dtype, got {tuple(a.shape)} {a.dtype} and "
                          f"{tuple(b.shape)} {b.dtype}")
+    if a.dtype not in _rows.FLOATING:
+        raise ValueError(f"swiglu takes a and b of a floating dtype (float16, bfloat16, float32, float64), got {a.dtype}")
 
 
 def _forward_fake(a, b):
@@ -110,6 +112,9 @@ def swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def _check_halves(x):
     if x.dim() < 1 or x.shape[-1] % 2:
         raise ValueError(f"silu_and_mul takes x of shape [..., 2N] (the gate and up halves), got {tuple(x.shape)}")
+    if x.dtype not in _rows.FLOATING:
+        raise ValueError(f"silu_and_mul takes x of a floating dtype (float16, bfloat16, float32, float64), got "
+                         f"{x.dtype}")
 
 
 def _halves(x):
