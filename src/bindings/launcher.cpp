@@ -401,10 +401,10 @@ const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t v
     it = targets_.end();
   }
   if (it == targets_.end()) {
-    nb::object kernel_object = compile(key, values, /*keep_stages=*/false);
+    std::vector<GlobalWatch> globals;
+    nb::object kernel_object = compile(key, values, /*keep_stages=*/false, &globals);
     Target target{kernel_object, nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object), {}};
-    for (nb::handle watch : jit_.attr("_take_global_watches")(kernel_object))
-      target.globals.push_back(GlobalWatch{nb::borrow(watch[0]), nb::borrow(watch[1]), nb::borrow(watch[2])});
+    target.globals = std::move(globals);
     DecodedKey decoded = decode(key);
     target.place = Place{runtime::all_backends()[decoded.backend], decoded.device};
     for (const ir::Param& param : target.kernel->params) target.receives.push_back(receives(param.type));
@@ -420,11 +420,14 @@ const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t v
 // The request the key describes, its sources from the JITFunction, compiled
 // there (JITFunction._compile: the hook the compile profile and the golden
 // corpus use).
-nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stages) {
+nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stages, std::vector<GlobalWatch>* globals) {
   auto [request, options] = compile_request(decode(key));
   options.keep_stages = keep_stages;
   std::vector<std::string> expected = expected_params(names_, request.args);
   nb::object kernel_object = jit_.attr("_compile")(nb::cast(std::move(request)), nb::cast(std::move(options)));
+  // The globals it read, kept by _compile until taken (taken here also when not wanted, so none is left).
+  for (nb::handle watch : jit_.attr("_take_global_watches")(kernel_object))
+    if (globals) globals->push_back(GlobalWatch{nb::borrow(watch[0]), nb::borrow(watch[1]), nb::borrow(watch[2])});
   auto kernel = nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object);
   bool matches = expected.size() == kernel->params.size() && expected.size() == values;
   for (size_t j = 0; matches && j < expected.size(); ++j) matches = expected[j] == kernel->params[j].name;
