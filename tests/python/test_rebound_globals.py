@@ -56,3 +56,18 @@ def test_a_rebound_global_compiles_the_kernel_again(tmp_path):
     module.helper = tegula.jit(minus_one)  # a helper redefined, as a notebook cell does
     module.scaled_kernel[(1,)](out)
     np.testing.assert_array_equal(out, base * 3 - 1)
+
+
+def test_every_compile_hands_its_globals_on(tmp_path):
+    """The globals a compile read wait in one table until the launcher takes them: inspect, warmup and
+    launches all take theirs, so the table does not grow."""
+    import importlib
+
+    table = importlib.import_module("tegula.jit")._GLOBAL_WATCHES
+    module = _module(tmp_path, "rebound_globals_inspected")
+    out = np.zeros(4, np.float32)
+    before = len(table)
+    module.scaled_kernel.inspect(out)
+    module.scaled_kernel.warmup(out, grid=(1,))
+    module.scaled_kernel[(1,)](out)
+    assert len(table) == before
