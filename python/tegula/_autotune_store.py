@@ -132,7 +132,7 @@ class Store:
             return None
         try:
             record = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # nesting deeper than the parser recurses: no record either
             return None
         if not isinstance(record, dict) or record.get("format") != FORMAT:
             return None

@@ -211,16 +211,24 @@ def _path(device: str) -> str:
     return os.path.join(_C.cache_directory(_C.CompileOptions()), "floors", name + ".json")
 
 
+def cached_floors(device: str = "cpu") -> Floors | None:
+    """The floors of `device` as the cache holds them, or None (never measured, or a file that does not
+    parse: a miss, measured again by ``floors``)."""
+    try:
+        with open(_path(device)) as f:
+            return Floors(**json.load(f))
+    except (OSError, ValueError, TypeError, RecursionError):
+        return None
+
+
 def floors(device: str = "cpu", remeasure: bool = False) -> Floors:
     """The floors of `device` ("cpu" or "cuda"): read from the cache, else
     measured (some seconds) and written there."""
     path = _path(device)
     if not remeasure:
-        try:
-            with open(path) as f:
-                return Floors(**json.load(f))
-        except (OSError, ValueError, TypeError):
-            pass
+        cached = cached_floors(device)
+        if cached is not None:
+            return cached
     print(f"tegula: measuring the floors of {device_name(device)} (copy bandwidth, matrix rate), once: "
           f"cached in {path}", file=sys.stderr)
     measured = _measure_cuda() if device == "cuda" else _measure_cpu()

@@ -189,16 +189,22 @@ def _floor_s(record: KernelRecord, floors) -> float | None:
     return total
 
 
-def table() -> str:
-    """Calls, total and mean time and share of floor per kernel, most time first."""
+def table(measure: bool = True) -> str:
+    """Calls, total and mean time and share of floor per kernel, most time first. Without `measure`,
+    only floors already cached are used (the table printed at exit: the interpreter is shutting down,
+    and measuring would take seconds and threads it no longer starts)."""
     from . import _floors
     rows = sorted(records(), key=lambda r: -r.total_s)
     if not rows:
         return "tegula profile: no launches timed"
     lines = [("kernel", "key", "calls", "total ms", "mean ms", "of floor")]
+    missing = set()
     for r in rows:
         device = "cuda" if r.kernel.backend_kind == "device" else "cpu"
-        floor_s = _floor_s(r, _floors.floors(device))
+        known = _floors.floors(device) if measure else _floors.cached_floors(device)
+        if known is None:
+            missing.add(device)
+        floor_s = None if known is None else _floor_s(r, known)
         share = f"{floor_s / r.total_s:.0%}" if floor_s is not None and r.total_s > 0 else "unknown"
         lines.append((r.name, r.key[:12], str(r.calls), f"{r.total_s * 1e3:.3f}",
                       f"{r.total_s * 1e3 / r.calls:.4f}", share))
@@ -206,11 +212,14 @@ def table() -> str:
     out = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
            for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
+    if missing:
+        out.append(f"(of floor unknown: the {' and '.join(sorted(missing))} floors are not measured yet; "
+                   f"tegula.profiling.table() before exit, or `python -m tegula.bench`, measures and caches them)")
     return "tegula profile (TEGULA_PROFILE=1):\n" + "\n".join(out)
 
 
 def _print_table_at_exit() -> None:
-    print(table(), file=sys.stderr)
+    print(table(measure=False), file=sys.stderr)
 
 
 def _from_environment() -> None:

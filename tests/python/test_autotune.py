@@ -470,6 +470,11 @@ def test_a_damaged_tuning_record_is_a_miss(tmp_path, monkeypatch):
     assert len(trials) == 4  # unreadable: tuned again, and rewritten whole
     assert json.loads(entry.read_text())["config"]["kwargs"] == {"BLOCK": 32}
     np.testing.assert_array_equal(x, 3.0)
+    entry.write_text("[" * 400_000)  # nested deeper than the JSON parser recurses
+    fourth = tegula.autotune(configs=configs, key=["n"], do_bench=_counting_bench(trials))(add_one_kernel)
+    fourth[_grid(100)](x, 100)
+    assert len(trials) == 6
+    np.testing.assert_array_equal(x, 4.0)
 
 
 # --- which arguments a kernel writes, from its IR ----------------------------------------

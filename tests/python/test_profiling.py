@@ -130,3 +130,36 @@ def test_tegula_profile_prints_the_table_at_exit():
     assert "tegula profile" in done.stderr
     row = next(line for line in done.stderr.splitlines() if line.startswith("add_kernel"))
     assert row.split()[2] == "4"
+
+
+def test_the_table_at_exit_needs_no_floors_measured(tmp_path):
+    """At exit the interpreter starts no new threads: the table uses the floors the cache holds, and
+    says how to get them when there are none (it raised at exit, every run, before)."""
+    from cache_util import seed_precompiled_prelude
+
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")!r})
+        from tegula_bench.kernels import vector_add
+        x, y = vector_add.make_inputs(5000)
+        vector_add.add(x, y)
+    """)
+    env = dict(os.environ, TEGULA_PROFILE="1", TEGULA_CACHE_DIR=str(seed_precompiled_prelude(tmp_path / "cache")))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    row = next(line for line in done.stderr.splitlines() if line.startswith("add_kernel"))
+    assert row.split()[-1] == "unknown", done.stderr
+    assert "the cpu floors are not measured yet" in done.stderr
+
+
+def test_a_floors_file_that_does_not_parse_is_a_miss(tmp_path, monkeypatch):
+    from tegula import _floors
+
+    monkeypatch.setenv("TEGULA_CACHE_DIR", str(tmp_path / "cache"))
+    path = _floors._path("cpu")
+    os.makedirs(os.path.dirname(path))
+    for text in ("{", "[" * 400_000, '{"name": 1}'):
+        with open(path, "w") as f:
+            f.write(text)
+        assert _floors.cached_floors("cpu") is None
