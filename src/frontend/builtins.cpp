@@ -518,11 +518,31 @@ Symbol static_assert_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
 }
 
 Symbol device_print(Lowerer& l, const CallArgs& c, const std::string& n) {
+  // tl.device_print's one keyword, hex, is not implemented: said, not ignored. Python's print
+  // takes sep/end/file/flush, which a kernel's line has no use for.
+  for (size_t k = 0; k < c.keywords.size(); ++k) {
+    const std::string& keyword = c.keywords[k].first;
+    bool python = n == "py.print" && (keyword == "sep" || keyword == "end" || keyword == "file" || keyword == "flush");
+    if (python) continue;
+    bool hex = false;
+    if (keyword == "hex" && n != "py.print" && l.truth_constant(c.keywords[k].second, c.keyword_locs[k], &hex) &&
+        !hex)
+      continue;  // hex=False: the default
+    if (keyword == "hex" && n != "py.print")
+      error_at(c.keyword_locs[k], Diag::UnsupportedLanguageName,
+               "tl.device_print(..., hex=True) is not supported by Tegula (yet)",
+               "print the values as they are, or their bits: x.to(tl.uint32, bitcast=True)");
+    error_at(c.keyword_locs[k], Diag::UnknownKeywordArgument,
+             std::string(n == "py.print" ? "print" : "tl.device_print") + " has no keyword `" + keyword + "`");
+  }
   std::string prefix;
   std::vector<ir::ValueId> values;
   for (size_t i = 0; i < c.positional.size(); ++i) {
     const Symbol& s = c.positional[i];
     if (s.is_const() && s.constant.kind == ConstValue::Kind::Str) {
+      if (s.constant.s.find('\0') != std::string::npos)
+        error_at(c.positional_locs[i], Diag::InvalidOption,
+                 "a printed string cannot hold a NUL character (it would end the printed line there)");
       prefix += s.constant.s;
       continue;
     }

@@ -13,6 +13,7 @@ so these kernels never touch memory they do not own.
 import inspect
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -685,6 +686,33 @@ def test_device_print_lines_of_a_program_come_out_together(backend, capfd):
         for p in range(4):
             first = programs.index(f"pid ({p}, 0, 0")
             assert programs[first:first + 8] == [f"pid ({p}, 0, 0"] * 8
+
+
+@tegula.jit
+def print_options(x_ptr, MODE: tl.constexpr):
+    x = tl.load(x_ptr)
+    if MODE == "hex":
+        tl.device_print("x", x, hex=True)
+    elif MODE == "no hex":
+        tl.device_print("x", x, hex=False)
+    elif MODE == "keyword":
+        tl.device_print("x", x, bogus=3)
+    else:
+        tl.device_print("a\x00b", x)
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("hex", "error[E0204]: tl.device_print(..., hex=True) is not supported by Tegula (yet)"),
+    ("keyword", "error[E0402]: tl.device_print has no keyword `bogus`"),
+    ("nul", "error[E0405]: a printed string cannot hold a NUL character"),
+])
+def test_device_print_options_it_does_not_honour_are_errors(mode, message):
+    """hex=True and unknown keywords were ignored, and a NUL ended the printed prefix there: each is a
+    located error now (hex=False, the default, is accepted)."""
+    x = np.array([255], np.int32)
+    with pytest.raises(tegula.CompilationError, match=re.escape(message)):
+        print_options[(1,)](x, MODE=mode)
+    print_options[(1,)](x, MODE="no hex")
 
 
 # --- CUDA code, compiled without a GPU --------------------------------------------------------------
