@@ -3,9 +3,10 @@ report on stdout and the progress line on stderr."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+
+from . import _environment
 
 
 def first_line(error: BaseException) -> str:
@@ -17,7 +18,7 @@ def first_line(error: BaseException) -> str:
 
 
 def print_autotuning() -> bool:
-    return os.environ.get("TEGULA_PRINT_AUTOTUNING", "").strip().lower() in ("1", "true", "yes", "on")
+    return _environment.flag("TEGULA_PRINT_AUTOTUNING")
 
 
 def report(kernel: str, key: tuple, trials: list, best, total_s: float, compile_s: float,

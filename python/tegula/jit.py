@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect as _inspect
-import os
 import sys
 import threading
 import time
@@ -27,6 +26,7 @@ import warnings
 import weakref
 
 from . import _C, _torch_compile
+from . import _environment
 from ._globals import collect_sources, parse_dedented
 from ._launch_support import support
 from ._errors import CompileWarning, coded
@@ -35,7 +35,7 @@ _MISSING = object()
 
 
 def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+    return _environment.flag(name)
 
 
 def _without_outer_decorators(lines: list, first_line: int):

@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from . import _C
+from . import _C, _environment
 from ._floors import Floors, floors  # noqa: F401  (the public spelling: tegula.profiling.floors)
 
 _settings = {"nvtx": False, "timing": False}
@@ -223,8 +223,8 @@ def _print_table_at_exit() -> None:
 
 
 def _from_environment() -> None:
-    _settings["nvtx"] = os.environ.get("TEGULA_NVTX", "") not in ("", "0")
-    _settings["timing"] = os.environ.get("TEGULA_PROFILE", "") not in ("", "0")
+    _settings["nvtx"] = _environment.flag("TEGULA_NVTX")
+    _settings["timing"] = _environment.flag("TEGULA_PROFILE")
     if _settings["nvtx"] or _settings["timing"]:
         _install()
     if _settings["timing"]:

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -152,14 +153,19 @@ void ThreadPool::parallel_for(int64_t total, int64_t chunk, const ChunkFn& body,
 }
 
 int default_thread_count() {
-  if (const char* text = std::getenv("TEGULA_NUM_THREADS")) {
+  unsigned hardware = std::thread::hardware_concurrency();
+  int all = hardware > 0 ? static_cast<int>(hardware) : 1;
+  if (const char* text = std::getenv("TEGULA_NUM_THREADS"); text != nullptr && *text != '\0') {
     int value = 0;
     const char* end = text + std::strlen(text);
     auto [ptr, ec] = std::from_chars(text, end, value);
-    if (ec == std::errc() && ptr == end && value > 0) return std::min(value, 1024);
+    if (ec == std::errc() && ptr == end && value > 0 && value <= 1024) return value;
+    // Read once per process (the pool is made once): one line, then the default.
+    std::fprintf(stderr, "tegula: TEGULA_NUM_THREADS=%s is not a thread count from 1 to 1024; using %d\n", text,
+                 ec == std::errc() && ptr == end && value > 1024 ? 1024 : all);
+    if (ec == std::errc() && ptr == end && value > 1024) return 1024;
   }
-  unsigned hardware = std::thread::hardware_concurrency();
-  return hardware > 0 ? static_cast<int>(hardware) : 1;
+  return all;
 }
 
 ThreadPool& ThreadPool::global() {

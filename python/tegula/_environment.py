@@ -1,0 +1,25 @@
+"""The TEGULA_* switches read from the environment, read one way: on for 1, true, yes or on, off for
+an empty value, 0, false, no or off (any case, blanks around ignored). Anything else is off, said
+once in a warning, rather than taken as whichever the reader guessed (``TEGULA_PROFILE=false`` used
+to turn profiling on)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+_warned: set = set()
+
+
+def flag(name: str) -> bool:
+    """Whether the switch `name` is on."""
+    text = os.environ.get(name, "").strip().lower()
+    if text in _ON:
+        return True
+    if text not in _OFF and name not in _warned:
+        _warned.add(name)
+        warnings.warn(f"{name}={os.environ[name]!r} is not a switch (1/0, true/false, yes/no, on/off): taken as off",
+                      RuntimeWarning, stacklevel=3)
+    return False

@@ -1,0 +1,50 @@
+"""TEGULA_* switches read one way (tegula/_environment.py), and a thread count that is none said so."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tegula import _environment
+
+
+@pytest.mark.parametrize("text, on", [("1", True), ("TRUE", True), (" yes ", True), ("on", True), ("", False),
+                                      ("0", False), ("false", False), ("No", False), ("off", False)])
+def test_switches_read_one_way(monkeypatch, text, on):
+    monkeypatch.setenv("TEGULA_TEST_SWITCH", text)
+    assert _environment.flag("TEGULA_TEST_SWITCH") is on
+
+
+def test_a_value_that_is_no_switch_is_off_and_said_once(monkeypatch):
+    monkeypatch.setenv("TEGULA_TEST_JUNK", "perhaps")
+    _environment._warned.discard("TEGULA_TEST_JUNK")
+    with pytest.warns(RuntimeWarning, match="TEGULA_TEST_JUNK='perhaps' is not a switch"):
+        assert _environment.flag("TEGULA_TEST_JUNK") is False
+    assert _environment.flag("TEGULA_TEST_JUNK") is False  # no second warning (pytest would fail on none)
+
+
+def test_profile_false_is_off():
+    done = subprocess.run([sys.executable, "-c", "import tegula.profiling as p; print(p._settings['timing'])"],
+                          env=dict(os.environ, TEGULA_PROFILE="false"), capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done
+
+
+@pytest.mark.parametrize("count", ["abc", "0", "-1", "99999999999"])
+def test_a_thread_count_that_is_none_is_said(count, tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, tegula, tegula.language as tl
+        @tegula.jit
+        def fill(o, B: tl.constexpr):
+            tl.store(o + tl.program_id(0) * B + tl.arange(0, B), 1.0)
+        o = np.zeros(64, np.float32)
+        fill[(8,)](o, B=8)
+        print(o.sum())
+    """)
+    path = tmp_path / "threads.py"
+    path.write_text(script)
+    done = subprocess.run([sys.executable, str(path)], env=dict(os.environ, TEGULA_NUM_THREADS=count),
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "64.0", done
+    assert f"tegula: TEGULA_NUM_THREADS={count} is not a thread count from 1 to 1024; using" in done.stderr
