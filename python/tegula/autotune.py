@@ -688,7 +688,9 @@ def _names(value) -> list:
 
 def _key_value(value):
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return "nan"  # NaN equals nothing, itself included: as a key it would miss at every launch
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)

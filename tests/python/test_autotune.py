@@ -657,3 +657,20 @@ def test_heuristics_and_configs_may_set_launch_options():
     kernel[(1,)](x, 40)
     np.testing.assert_array_equal(x, 1.0)
     _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64, "num_cpu_threads": 1})])
+
+
+def test_a_nan_in_the_key_is_one_key(backend):
+    """NaN equals nothing, itself included: a key holding one would miss the tuned cache at every launch."""
+    @tegula.jit
+    def scaled(x_ptr, n, s, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, s, mask=offs < n)
+
+    trials = []
+    kernel = _tuner(scaled, [tegula.Config({"BLOCK": 32}), tegula.Config({"BLOCK": 64})], key=("n", "s"),
+                    do_bench=_counting_bench(trials))
+    x = backend.zeros(40, np.float32)
+    for _ in range(3):
+        kernel[_grid(40)](x, 40, float("nan"))
+    assert len(kernel.cache) == 1 and len(trials) == 2
+    assert np.isnan(backend.numpy(x)).all()
