@@ -176,11 +176,9 @@ class _KernelWrapper(KernelInterface):
         return named
 
 
-# The launch options a launch takes besides the kernel's parameters (src/bindings/launch_options.cpp), which
-# configs and heuristics may set too (FlagGems's heuristics pick num_warps).
-_LAUNCH_OPTIONS = frozenset(("num_warps", "num_stages", "enable_fp_fusion", "debug", "maxnreg", "num_ctas",
-                             "launch_cooperative_grid", "launch_pdl", "sanitize_overflow", "enable_reflect_ftz",
-                             "num_cpu_threads", "enable_fast_math", "ir_override"))
+# The launch options a launch takes besides the kernel's parameters, which configs and heuristics may set
+# too (FlagGems's heuristics pick num_warps); ir_override is a Config option Triton also takes by name.
+_LAUNCH_OPTIONS = frozenset((*_C.launch_option_names(), "ir_override"))
 
 
 def _not_a_parameter(base, names, what: str) -> str | None:

@@ -20,6 +20,7 @@
 
 #include "bindings/bindings.h"
 #include "bindings/launch_arguments.h"
+#include "bindings/launch_options.h"
 #include "backends/cuda/occupancy.h"
 #include "ir/parser.h"
 #include "passes/work_count.h"
@@ -329,6 +330,15 @@ void bind_kernel(nb::module_& m) {
                ", written=" + (e.written ? "True" : "False") + ", atomic=" + (e.atomic ? "True" : "False") + ")";
       });
 
+  m.def(
+      "launch_option_names",
+      [] {
+        std::vector<std::string> names;
+        for (size_t i = 0; i < static_cast<size_t>(LaunchOption::Count); ++i)
+          names.emplace_back(LaunchOptions::name_of(static_cast<LaunchOption>(i)));
+        return names;
+      },
+      "The launch options a launch takes besides the kernel's parameters (num_warps, num_stages, ...).");
   m.def("data_address", &data_address, "array"_a,
         "Address of the first element of an object with `__array_struct__` (NumPy arrays).");
   // Weakly referenceable: jit.py keeps, for the kernels warmup returned, what `compiled[grid](...)` launches.

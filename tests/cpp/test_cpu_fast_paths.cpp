@@ -56,6 +56,14 @@ std::string after(const std::string& source, const std::string& loop_marker) {
   return at == std::string::npos ? std::string() : source.substr(at);
 }
 
+// The shell command that builds `dir`/check.cpp with the system compiler ($CXX, else c++) and
+// `flags`, then runs it: the prelude's pieces checked outside the backend.
+std::string check_command(const testing::TempDir& dir, const std::string& flags, const std::string& libraries = "") {
+  const char* cxx = std::getenv("CXX");
+  return std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -O2 " + flags + " -o '" + dir / "check" + "' '" +
+         dir / "check.cpp" + "'" + (libraries.empty() ? "" : " " + libraries) + " 2>&1 && '" + dir / "check" + "'";
+}
+
 // --- matmul ------------------------------------------------------------------------------------------
 
 constexpr const char* kMatmulMasked =
@@ -203,11 +211,8 @@ int main() {
 )CPP";
   testing::TempDir dir;
   testing::write_text(dir / "check.cpp", std::string(backends::cpu::kPrelude) + check);
-  const char* cxx = std::getenv("CXX");
   for (const char* isa : {"-march=native", "-march=native -mno-avx512f", "-march=x86-64"}) {
-    std::string command = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -O2 " + isa +
-                          " -fno-math-errno -ffp-contract=off -o '" + dir / "check" + "' '" + dir / "check.cpp" +
-                          "' 2>&1 && '" + dir / "check" + "'";
+    std::string command = check_command(dir, std::string(isa) + " -fno-math-errno -ffp-contract=off");
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
   }
 }
@@ -280,10 +285,8 @@ int main() {
   testing::TempDir dir;
   testing::write_text(dir / "check.cpp",
                       std::string(backends::cpu::kPrelude) + std::string(backends::cpu::kStreamPrelude) + check);
-  const char* cxx = std::getenv("CXX");
   for (const char* isa : {"-march=native", "-march=native -mno-avx512f", "-march=x86-64"}) {
-    std::string command = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -O2 " + isa + " -o '" +
-                          dir / "check" + "' '" + dir / "check.cpp" + "' 2>&1 && '" + dir / "check" + "'";
+    std::string command = check_command(dir, isa);
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
   }
 }
@@ -319,10 +322,8 @@ int main() {
 )CPP";
   testing::TempDir dir;
   testing::write_text(dir / "check.cpp", std::string(backends::cpu::kPrelude) + check);
-  const char* cxx = std::getenv("CXX");
-  std::string command = std::string(cxx && *cxx ? cxx : "c++") +
-                        " -std=c++17 -O2 -march=native -DTEGULA_VECTOR_MATH -fno-math-errno -ffp-contract=off -o '" +
-                        dir / "check" + "' '" + dir / "check.cpp" + "' -ldl 2>&1 && '" + dir / "check" + "'";
+  std::string command =
+      check_command(dir, "-march=native -DTEGULA_VECTOR_MATH -fno-math-errno -ffp-contract=off", "-ldl");
   int status = std::system(command.c_str());
   if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << "SLEEF's library is not installed";
   EXPECT_EQ(status, 0) << command;
@@ -358,10 +359,7 @@ int main() {
 )CPP";
   testing::TempDir dir;
   testing::write_text(dir / "check.cpp", std::string(backends::cpu::kPrelude) + check);
-  const char* cxx = std::getenv("CXX");
-  std::string command = std::string(cxx && *cxx ? cxx : "c++") +
-                        " -std=c++17 -O2 -march=native -fno-math-errno -ffp-contract=off -o '" + dir / "check" +
-                        "' '" + dir / "check.cpp" + "' 2>&1 && '" + dir / "check" + "'";
+  std::string command = check_command(dir, "-march=native -fno-math-errno -ffp-contract=off");
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
 }
 

@@ -239,6 +239,19 @@ def test_missing_cxx_compiler(tmp_path):
                  "path)"], done
 
 
+def _compile_with(compiler, tmp_path) -> subprocess.CompletedProcess:
+    """A fresh process compiling a one-store kernel with CXX=compiler; prints the error's code and text."""
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import numpy as np\nimport tegula\nimport tegula.language as tl\n\n\n@tegula.jit\n"
+        "def k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\n"
+        "try:\n    k[(1,)](np.zeros(1, np.float32))\nexcept tegula.CompilationError as e:\n"
+        "    print(e.code)\n    print(str(e))\n")
+    env = dict(os.environ, CXX=str(compiler), TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("TEGULA_DUMP_DIR", None)
+    return subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+
+
 def _fake_compiler(tmp_path, body: str):
     fake = tmp_path / "bin" / "c++"
     fake.parent.mkdir()
@@ -256,14 +269,7 @@ def test_a_broken_cxx_compiler_is_the_environment_not_tegula(tmp_path, body, say
     """A compiler that fails without naming the generated source, or writes
     nothing, is broken where it runs: E0904 saying so, not an internal error."""
     fake = _fake_compiler(tmp_path, body)
-    script = tmp_path / "k.py"
-    script.write_text(
-        "import numpy as np\nimport tegula\nimport tegula.language as tl\n\n\n@tegula.jit\n"
-        "def k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\n"
-        "try:\n    k[(1,)](np.zeros(1, np.float32))\nexcept tegula.CompilationError as e:\n"
-        "    print(e.code)\n    print(str(e))\n")
-    env = dict(os.environ, CXX=str(fake), TEGULA_CACHE_DIR=str(tmp_path / "cache"))
-    done = subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    done = _compile_with(fake, tmp_path)
     lines = done.stdout.splitlines()
     assert lines and lines[0] == "E0904", done
     assert f"error[E0904]: the C++ compiler {fake} {says}" in done.stdout, done.stdout
@@ -276,15 +282,7 @@ def test_internal_compiler_error(tmp_path):
     # It names the source it rejects, as compilers do.
     fake = _fake_compiler(tmp_path, 'for a; do case "$a" in *.cpp) echo "$a:1:1: error: rejected" >&2;; esac; done\n'
                                     "exit 1\n")
-    script = tmp_path / "k.py"
-    script.write_text(
-        "import numpy as np\nimport tegula\nimport tegula.language as tl\n\n\n@tegula.jit\n"
-        "def k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\n"
-        "try:\n    k[(1,)](np.zeros(1, np.float32))\nexcept tegula.CompilationError as e:\n"
-        "    print(e.code)\n    print(str(e))\n")
-    env = dict(os.environ, CXX=str(fake), TEGULA_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("TEGULA_DUMP_DIR", None)
-    done = subprocess.run([os.sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    done = _compile_with(fake, tmp_path)
     lines = done.stdout.splitlines()
     assert lines and lines[0] == "E0999", done
     assert lines[1].startswith("error[E0999]: internal compiler error"), done.stdout
