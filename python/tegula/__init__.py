@@ -28,6 +28,7 @@ from .jit import JITFunction, KernelInspection, KernelInterface, jit
 from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heuristics, autotune, heuristics
 from .utils import cdiv, next_power_of_2
 from .constexpr_function import ConstexprFunction, constexpr_function, must_use_result
+from .aggregate import aggregate  # a class kernels build, pass and call methods of
 from .tensor_descriptor import TensorDescriptor  # a tensor seen as blocks, passed to kernels
 from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8 from uint8 arrays)
 from ._allocation import set_allocator  # Triton's hook for launch-time memory (never called here)
@@ -49,7 +50,7 @@ __all__ = [
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
-    "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result", "runtime",
+    "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result", "aggregate", "runtime",
     "compiler", "compile",
 ]
 

@@ -10,10 +10,12 @@ import sys
 import textwrap
 import threading
 import types
+import weakref
 
 import numpy as np
 
 from . import _C
+from .aggregate import is_aggregate_class
 from .language.core import constexpr, dtype, pointer_type
 
 GV = _C.GlobalValue
@@ -384,6 +386,40 @@ def collect_sources(root, args=None, watches=None) -> list:
     # Depth-first with an explicit stack: a chain of helpers as long as
     # Python allows must not exhaust the interpreter's recursion limit here
     # (the compiler reports a chain that is too deep, with its location).
+    aggregates: dict[int, GV] = {}  # id of an @aggregate class -> its description
+
+    def aggregate_type(cls, opened: list) -> GV:
+        """The description of an @aggregate class; frames of the methods not
+        collected yet go to `opened`."""
+        if id(cls) in aggregates:
+            return aggregates[id(cls)]
+        from .aggregate import members
+
+        fields = cls.__aggregate_fields__
+        annotations = getattr(cls, "__aggregate_annotations__", None) or getattr(cls, "__annotations__", {})
+        defaults = getattr(cls, "__aggregate_defaults__", {})
+        described = GV(Kind.AggregateType, text=f"{cls.__qualname__}@{cls.__module__}:{','.join(fields)}")
+        aggregates[id(cls)] = described
+        default_names = [f for f in fields if f in defaults]
+        part_defaults = GV(Kind.Tuple, text=",".join(default_names))
+        part_defaults.elements = [describe(_triton_value(defaults[f])) for f in default_names]
+        names, values = [], []
+        for name, (value, static) in members(cls).items():
+            function = _aggregate_method(cls, name, value, JITFunction, triton_helpers)
+            if function is None:
+                values.append(describe(value))
+            else:
+                if id(function) not in index_of:
+                    opened.append(open_function(function))
+                values.append(GV(Kind.JitFunction, function=index_of[id(function)]))
+            names.append(("@" if static else "") + name)
+        part_members = GV(Kind.Tuple, text=",".join(names))
+        part_members.elements = values
+        part_constexprs = GV(Kind.Tuple, text=",".join(
+            f for f in fields if _is_constexpr_field(annotations.get(f))))
+        described.elements = [part_defaults, part_members, part_constexprs]
+        return described
+
     stack = [open_function(root)]
     constexprs = list(_constexpr_specs(args or ()))
     references = []
@@ -398,6 +434,7 @@ def collect_sources(root, args=None, watches=None) -> list:
             continue
         jit_fn, index, globals_, values = stack[-1]
         callee = None
+        callees: list = []  # frames to collect before this function's (an aggregate's methods)
         for name, value in values:
             if (watches is not None and jit_fn.fn.__globals__.get(name, watches) is value
                     and not isinstance(value, types.ModuleType)):  # a module is not rebound between launches
@@ -420,10 +457,18 @@ def collect_sources(root, args=None, watches=None) -> list:
                 globals_[name] = GV(Kind.JitFunction, function=index_of[id(value)])
                 if callee is not None:
                     break
+            elif is_aggregate_class(value):
+                opened: list = []
+                globals_[name] = aggregate_type(value, opened)
+                if opened:
+                    callees = opened
+                    break
             else:
                 globals_[name] = describe(value)
         if callee is not None:
-            stack.append(callee)
+            callees = [callee]
+        if callees:
+            stack.extend(callees)
             continue
         sources[index] = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
                                            source=jit_fn._source, first_line=jit_fn.first_line,
@@ -434,6 +479,49 @@ def collect_sources(root, args=None, watches=None) -> list:
         stack.pop()
     _resolve_specs(args or [], index_of)
     return sources
+
+
+# The @jit functions kernels run for an aggregate's members that are not @jit functions
+# of Tegula's (plain methods, constexpr functions, Triton's @jit): one per class and name.
+_AGGREGATE_METHODS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _aggregate_method(cls, name, value, jit_function_type, triton_helpers):
+    """The @jit function a kernel runs for the member `value` of the aggregate
+    class `cls`, or None for a member that is not a function (a constant)."""
+    from .constexpr_function import ConstexprFunction
+
+    if isinstance(value, jit_function_type):
+        return value
+    if _is_triton_object(value, "JITFunction") and isinstance(getattr(value, "fn", None), types.FunctionType):
+        if id(value) not in triton_helpers:
+            triton_helpers[id(value)] = jit_function_type(value.fn)
+        return triton_helpers[id(value)]
+    fn = value.fn if isinstance(value, ConstexprFunction) or _is_triton_object(value, "ConstexprFunction") else value
+    if not isinstance(fn, types.FunctionType):
+        return None
+    made = _AGGREGATE_METHODS.setdefault(cls, {})
+    if name not in made or made[name].fn is not fn:
+        try:
+            wrapped = jit_function_type(fn)
+        except (OSError, TypeError):  # no source to compile: the kernel is told where it calls it
+            return None
+        must_use = getattr(value, "_must_use_result", False)
+        if must_use:
+            wrapped._must_use_result = must_use
+        made[name] = wrapped
+    return made[name]
+
+
+def _is_constexpr_field(annotation) -> bool:
+    return annotation is constexpr or _is_triton_object(annotation, "constexpr") or (
+        isinstance(annotation, type) and annotation.__name__ == "constexpr"
+        and (annotation.__module__ or "").startswith("triton."))
+
+
+def _triton_value(value):
+    """A field default as Tegula describes it (Triton's constexpr wrappers unwrapped)."""
+    return value.value if isinstance(value, constexpr) or _is_triton_object(value, "constexpr") else value
 
 
 def _named_tuple_type(value) -> GV | None:

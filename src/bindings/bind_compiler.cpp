@@ -52,6 +52,7 @@ void bind_global_value(nb::module_& m) {
       .value("Tuple", GlobalValue::Kind::Tuple)
       .value("ConstexprFunction", GlobalValue::Kind::ConstexprFunction)
       .value("NamedTupleType", GlobalValue::Kind::NamedTupleType)
+      .value("AggregateType", GlobalValue::Kind::AggregateType)
       .value("HostModule", GlobalValue::Kind::HostModule);
   cls.def(
          "__init__",

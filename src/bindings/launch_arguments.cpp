@@ -405,6 +405,11 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
         });
     return numpy_array(kernel, param, array, is_instance(array, support_.ndarray));
   }
+  if (PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(object)), "__tegula_aggregate__") == 1)
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' is an instance of the @aggregate class " +
+                    type_name_of(value) + ", which a launch does not pass: pass its fields, and build the " +
+                    type_name_of(value) + " inside the kernel");
   raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
               "argument '" + param + "' of kernel '" + kernel + "' must be an array or a scalar, got " +
                   type_name_of(value));

@@ -864,6 +864,7 @@ constexpr Builtin kBuiltins[] = {
     {"max_constancy", lower_hint, TL},              {"assume", lower_assume, TL},
     {"range", py_range, TL},                        {"static_range", py_range, TL},
     {"condition", lower_condition, TL},             {"async_task", lower_async_task, TL},
+    {"aggregate_replace", lower_aggregate_replace, TL},
     // tl.target_info.*
     {"target_info.is_cuda", lower_target_info, NAMED},
     {"target_info.cuda_capability_geq", lower_target_info, NAMED},

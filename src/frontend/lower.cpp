@@ -6,28 +6,13 @@
 #include "frontend/builtins_python.h"
 #include "frontend/lowering.h"
 #include "frontend/parser.h"
+#include "frontend/symbol_leaves.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
 
 namespace tegula::frontend {
 
 namespace {
-
-// What a constexpr parameter of a @jit helper accepts: a constant, a function
-// (a @jit one or one of the language) or a module, or a tuple of them.
-bool is_compile_time(const Symbol& s) {
-  switch (s.kind) {
-    case Symbol::Kind::Const:
-    case Symbol::Kind::Module:
-    case Symbol::Kind::Builtin:
-    case Symbol::Kind::JitFunction: return true;
-    case Symbol::Kind::Tuple:
-      for (const Symbol& e : s.elements)
-        if (!is_compile_time(e)) return false;
-      return true;
-    default: return false;
-  }
-}
 
 constexpr int kMaxInlineDepth = 64;
 
@@ -170,7 +155,7 @@ ir::Function Lowerer::run() {
   return std::move(fn_);
 }
 
-Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
+Symbol Lowerer::call_jit(int32_t index, const CallArgs& args, bool aggregate_init) {
   const ast::FunctionDef& def = function_ast(index);
   if (inline_depth_ >= kMaxInlineDepth)
     error_at(args.loc, Diag::InliningTooDeep,
@@ -214,6 +199,9 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
       runtime_constexpr = i;
   }
   for (size_t i = 0; i < def.params.size(); ++i) assign(def.params[i].name, *bound[i]);
+  if (aggregate_init) frame().aggregate_init_self = def.params.empty() ? std::string() : def.params[0].name;
+  if (aggregate_init && def.params.empty())
+    error_at(def.loc, Diag::WrongArgumentCount, "an aggregate's __init__ takes the instance first: def __init__(self, ...)");
 
   ++inline_depth_;
   try {
@@ -234,6 +222,12 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args) {
   --inline_depth_;
   Symbol result = frame().result ? *frame().result : Symbol::of(ConstValue::none());
   if (auto it = frame().vars.find(kResult); it != frame().vars.end()) result = it->second;  // an early return
+  if (aggregate_init) {  // what __init__ made of its instance, not its (None) result
+    if (!result.is_none())
+      error_at(def.loc, Diag::WrongArgumentKind, "an aggregate's __init__ must return None, but `" + def.name +
+                                                     "` returns " + describe(result));
+    result = frame().vars.at(frame().aggregate_init_self);
+  }
   frames_.pop_back();
   return result;
 }
@@ -277,6 +271,21 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
       s.kind = Symbol::Kind::NamedTupleType;
       s.name = g.text;
       for (const GlobalValue& d : g.elements) s.elements.push_back(global_symbol(d, loc));
+      return s;
+    }
+    case GlobalValue::Kind::AggregateType: {
+      Symbol s;
+      s.kind = Symbol::Kind::AggregateType;
+      s.name = g.text;
+      for (const GlobalValue& part : g.elements) {
+        std::vector<Symbol> items;
+        for (const GlobalValue& item : part.elements) items.push_back(global_symbol(item, loc));
+        Symbol t = Symbol::tuple(std::move(items));
+        t.name = part.text;
+        s.elements.push_back(std::move(t));
+      }
+      if (s.elements.size() != 3)
+        error_at(loc, Diag::HostObjectInKernel, "the description of the aggregate class `" + g.text + "` is malformed");
       return s;
     }
     case GlobalValue::Kind::ConstexprFunction: {

@@ -77,6 +77,8 @@ std::string Lowerer::describe(const Symbol& s) const {
     case Symbol::Kind::Opaque: return "the host object " + s.name;
     case Symbol::Kind::HostFunction: return "the constexpr function `" + host_function_name(s) + "`";
     case Symbol::Kind::NamedTupleType: return "the named tuple `" + s.name.substr(0, s.name.find(':')) + "`";
+    case Symbol::Kind::AggregateType: return "the aggregate class `" + aggregate_name(s) + "`";
+    case Symbol::Kind::Aggregate: return "an instance of `" + aggregate_name(s) + "`";
     case Symbol::Kind::HostModule: return "the module `" + s.name + "`";
     case Symbol::Kind::Slice: return "a slice";
     case Symbol::Kind::BlockPointer:
@@ -525,6 +527,7 @@ std::vector<Symbol> slice_items(Lowerer& l, const std::vector<Symbol>& items, co
 // keeps the dim there; anything else (x[1:3], x[0], x[i]) is refused.
 Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, const std::vector<SourceLoc>& locs,
                           const SourceLoc& loc) {
+  if (base.kind == Symbol::Kind::Aggregate) return aggregate_subscript(base, index, locs, loc);
   if (base.kind == Symbol::Kind::Tuple) {
     if (index.size() != 1) error_at(loc, Diag::InvalidTupleIndex, "tuples take exactly one index");
     if (index[0].kind == Symbol::Kind::Slice) return Symbol::tuple(slice_items(*this, base.elements, index[0], locs[0]));
@@ -663,21 +666,43 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
     }
     case Symbol::Kind::BlockPointer:
     case Symbol::Kind::TensorDescriptor: return block_access_attribute(*this, base, attr, loc);
+    case Symbol::Kind::AggregateType:
+    case Symbol::Kind::Aggregate: return aggregate_attribute(base, attr, loc);
     default: error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
   }
 }
 
+namespace {
+
+// Triton's builtins take the code generator's state as keywords (`tl.arange(0, n, _semantic=_semantic)`),
+// which library code written in their style passes on: Tegula's builtins have no use for them.
+CallArgs without_semantic(const CallArgs& args) {
+  CallArgs out = args;
+  out.keywords.clear();
+  out.keyword_locs.clear();
+  for (size_t k = 0; k < args.keywords.size(); ++k) {
+    if (args.keywords[k].first == "_semantic" || args.keywords[k].first == "_generator") continue;
+    out.keywords.push_back(args.keywords[k]);
+    if (k < args.keyword_locs.size()) out.keyword_locs.push_back(args.keyword_locs[k]);
+  }
+  return out;
+}
+
+}  // namespace
+
 Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
   switch (callee.kind) {
-    case Symbol::Kind::Builtin: return call_builtin(callee.name, args);
+    case Symbol::Kind::Builtin: return call_builtin(callee.name, without_semantic(args));
     case Symbol::Kind::JitFunction: return call_jit(callee.function, args);
     case Symbol::Kind::HostFunction: return call_host_function(callee, args);
     case Symbol::Kind::NamedTupleType: return make_named_tuple(callee, args);
+    case Symbol::Kind::AggregateType: return make_aggregate(callee, args);
     case Symbol::Kind::Method: {
       CallArgs with_self = args;
       with_self.positional.insert(with_self.positional.begin(), *callee.receiver);
       with_self.positional_locs.insert(with_self.positional_locs.begin(), args.loc);
-      return call_builtin(callee.name, with_self);
+      if (!callee.elements.empty()) return call(callee.elements[0], with_self);  // an aggregate's method
+      return call_builtin(callee.name, without_semantic(with_self));
     }
     case Symbol::Kind::Opaque:
       error_at(args.loc, Diag::HostObjectInKernel,

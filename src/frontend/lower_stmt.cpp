@@ -78,9 +78,11 @@ bool comparable(const Symbol& s) {
     case Symbol::Kind::Builtin:
     case Symbol::Kind::Opaque:
     case Symbol::Kind::NamedTupleType:
+    case Symbol::Kind::AggregateType:
     case Symbol::Kind::HostFunction:
     case Symbol::Kind::Value: return true;
     case Symbol::Kind::Tuple:
+    case Symbol::Kind::Aggregate:
       for (const Symbol& e : s.elements)
         if (!comparable(e)) return false;
       return true;
@@ -118,10 +120,16 @@ void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
       return;
     }
     case ast::ExprKind::Subscript:
+      if (const ast::Expr& object = *target.children[0]; object.kind == ast::ExprKind::Name)
+        if (auto it = l.frame().vars.find(object.name); it != l.frame().vars.end() &&
+                                                         it->second.kind == Symbol::Kind::Aggregate)
+          error_at(target.loc, Diag::UnsupportedStatement,
+                   "an instance of `" + Lowerer::aggregate_name(it->second) + "` cannot be assigned to by index",
+                   "aggregates are immutable: make a changed copy with tl.aggregate_replace(" + object.name +
+                       ", field=...)");
       error_at(target.loc, Diag::UnsupportedStatement, "assigning to an element or slice of a tile is not supported",
                "tiles are values: build a new tile with tl.where, or write memory with tl.store");
-    case ast::ExprKind::Attribute:
-      error_at(target.loc, Diag::UnsupportedStatement, "assigning to an attribute is not supported inside a kernel");
+    case ast::ExprKind::Attribute: l.set_aggregate_field(target, value); return;
     default: error_at(target.loc, Diag::UnsupportedStatement, "cannot assign to this expression");
   }
 }
@@ -135,6 +143,7 @@ void Lowerer::check_result_used(const ast::Expr& e) {
     if (part->kind != ast::ExprKind::Attribute) return;
   Symbol callee = eval(callee_expr);
   std::string note;
+  if (callee.kind == Symbol::Kind::Method && !callee.elements.empty()) callee = callee.elements[0];  // obj.method
   if (callee.kind == Symbol::Kind::JitFunction) {
     note = request_.functions[static_cast<size_t>(callee.function)].must_use_result;
   } else if ((callee.kind == Symbol::Kind::Builtin || callee.kind == Symbol::Kind::Method) &&
@@ -167,6 +176,12 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     }
     case StmtKind::AugAssign: {
       const ast::Expr& t = *s.targets[0];
+      if (t.kind == ast::ExprKind::Attribute) {  // `self.count += 1` in an aggregate's __init__
+        Symbol current = eval(t);
+        Symbol rhs = eval(*s.value);
+        set_aggregate_field(t, binary(s.aug_op, current, rhs, s.loc));
+        return;
+      }
       if (t.kind != ast::ExprKind::Name)
         error_at(t.loc, Diag::UnsupportedStatement, "augmented assignment needs a plain name on the left",
                  "tiles are values: compute a new tile instead of updating part of one");

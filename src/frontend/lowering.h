@@ -57,13 +57,29 @@ class Lowerer {
 
   // --- functions and scopes (lower.cpp) ---------------------------------------
   const ast::FunctionDef& function_ast(int32_t index);
-  Symbol call_jit(int32_t index, const CallArgs& args);
+  // `aggregate_init`: the function is an aggregate's __init__, args.positional[0] the instance it
+  // fills (`self.f = v` sets a field); the result is that instance once the body has run.
+  Symbol call_jit(int32_t index, const CallArgs& args, bool aggregate_init = false);
   // A @constexpr_function called on constants: run on the host through
   // KernelRequest::call_host (lower_host_call.cpp).
   Symbol call_host_function(const Symbol& callee, const CallArgs& args);
   static std::string host_function_name(const Symbol& s);
   // A named tuple built in the kernel, `Pair(ptr, n)` or `Pair(data=ptr, count=n)` (lower_host_call.cpp).
   Symbol make_named_tuple(const Symbol& type, const CallArgs& args);
+  // --- @aggregate classes (lower_aggregate.cpp) ------------------------------------
+  // `Cls(...)`: the fields by position or name (defaults after), or the class's own __init__.
+  Symbol make_aggregate(const Symbol& cls, const CallArgs& args);
+  // `obj.f` (a field, a method bound to obj) and `Cls.m` (a member, a field's default).
+  Symbol aggregate_attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc);
+  // `obj[i]`: the class's __getitem__.
+  Symbol aggregate_subscript(const Symbol& base, const std::vector<Symbol>& index, const std::vector<SourceLoc>& locs,
+                             const SourceLoc& loc);
+  // `self.f = value` in an aggregate's __init__ (`target` is the Attribute expression).
+  void set_aggregate_field(const ast::Expr& target, const Symbol& value);
+  // E0xxx if `field` of `cls` is a tl.constexpr and `value` is not known at compile time.
+  void check_field_value(const Symbol& cls, const std::string& field, const Symbol& value, const SourceLoc& loc);
+  // "Pair": the class of an instance (or a class) as errors name it.
+  static std::string aggregate_name(const Symbol& s);
   // call_jit for tl.map_elementwise: inside it (and the helpers it calls) an
   // `if` on a tile condition chooses per element (lower_elementwise_if.cpp).
   Symbol call_jit_per_element(int32_t index, const CallArgs& args);
@@ -227,6 +243,7 @@ class Lowerer {
     bool returned = false;  // this path has certainly returned: what follows is not lowered
     std::optional<Symbol> result;
     int runtime_control_depth = 0;  // > 0 inside a runtime if/for/while
+    std::string aggregate_init_self;  // in an aggregate's __init__: the name of its instance (`self`)
   };
   Frame& frame() { return *frames_.back(); }
 
@@ -252,6 +269,10 @@ class Lowerer {
   };
   LoopResultProbe* probe_ = nullptr;
 };
+
+// tl.aggregate_replace(obj, field=value, ...): a copy of the instance with those fields changed
+// (lower_aggregate.cpp; a builtin, builtins.h).
+Symbol lower_aggregate_replace(Lowerer& l, const CallArgs& c, const std::string& name);
 
 // Binds `value` to an assignment target (a name or nested tuple of names; lower_stmt.cpp).
 void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value);

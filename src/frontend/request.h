@@ -43,6 +43,10 @@ struct GlobalValue {
     ConstexprFunction,  // a host function the kernel may call on constants (@constexpr_function):
                         // text is its reference for KernelRequest::call_host, elements[0] its source
                         // (a Str: what the cache key sees of it)
+    AggregateType,  // an @aggregate class: text is "Qualname@module:field,field,..."; elements are three
+                    // Tuples: [0] the fields' defaults (text: their names, comma-separated), [1] the
+                    // class's members (text: their names, a static method's with a leading '@'; each a
+                    // JitFunction for a function, a constant...), [2] (text only) the constexpr fields
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;

@@ -32,7 +32,8 @@ struct Symbol {
     Builtin,      // name = builtin name, e.g. "load", "range", "min"
     JitFunction,  // function = index into KernelRequest::functions
     Tuple,        // elements
-    Method,       // name = method, receiver = the value it is bound to
+    Method,       // name = method, receiver = the value it is bound to; an aggregate's method has
+                  // elements[0], the function to call with the receiver first
     Opaque,       // name = description of a host object the kernel cannot use
     HostModule,   // name = the dotted global name of a host Python module ("helpers"); function =
                   // the FunctionSource whose globals hold its members ("helpers.f")
@@ -41,6 +42,8 @@ struct Symbol {
     TensorDescriptor,  // elements = base, shape[r], strides[r] (IR values); block
     HostFunction,      // a @constexpr_function: name = its reference (KernelRequest::call_host)
     NamedTupleType,    // a named tuple class: name = "Name:field,..."; elements = the last fields' defaults
+    AggregateType,     // an @aggregate class: name and elements as GlobalValue::Kind::AggregateType's
+    Aggregate,         // an instance of one: elements = its fields' values; receiver = its class
   };
   Kind kind = Kind::Const;
   ir::ValueId value;

@@ -23,7 +23,7 @@ void collect(const Symbol& s, std::vector<Symbol>& out) {
 }  // namespace
 
 bool is_structured(const Symbol& s) {
-  return s.kind == Symbol::Kind::Tuple || s.kind == Symbol::Kind::BlockPointer ||
+  return s.kind == Symbol::Kind::Tuple || s.kind == Symbol::Kind::Aggregate || s.kind == Symbol::Kind::BlockPointer ||
          s.kind == Symbol::Kind::TensorDescriptor;
 }
 
@@ -56,9 +56,28 @@ bool same_structure(const Symbol& a, const Symbol& b) {
   if (is_structured(a) != is_structured(b)) return false;
   if (!is_structured(a)) return true;
   if (a.kind != b.kind || a.elements.size() != b.elements.size() || !same_block(a, b)) return false;
+  if (a.kind == Symbol::Kind::Aggregate && a.name != b.name) return false;  // instances of two classes
   for (size_t i = 0; i < a.elements.size(); ++i)
     if (!same_structure(a.elements[i], b.elements[i])) return false;
   return true;
+}
+
+bool is_compile_time(const Symbol& s) {
+  switch (s.kind) {
+    case Symbol::Kind::Const:
+    case Symbol::Kind::Module:
+    case Symbol::Kind::Builtin:
+    case Symbol::Kind::JitFunction:
+    case Symbol::Kind::HostFunction:
+    case Symbol::Kind::NamedTupleType:
+    case Symbol::Kind::AggregateType: return true;
+    case Symbol::Kind::Tuple:
+    case Symbol::Kind::Aggregate:
+      for (const Symbol& e : s.elements)
+        if (!is_compile_time(e)) return false;
+      return true;
+    default: return false;
+  }
 }
 
 bool same_symbol(const Symbol& a, const Symbol& b) {
@@ -72,7 +91,11 @@ bool same_symbol(const Symbol& a, const Symbol& b) {
     case Symbol::Kind::Builtin:
     case Symbol::Kind::Opaque:
     case Symbol::Kind::NamedTupleType:
+    case Symbol::Kind::AggregateType:
     case Symbol::Kind::HostFunction: return a.name == b.name;
+    case Symbol::Kind::Aggregate:
+      if (a.name != b.name) return false;
+      [[fallthrough]];
     case Symbol::Kind::Tuple:
       if (a.elements.size() != b.elements.size()) return false;
       for (size_t i = 0; i < a.elements.size(); ++i)

@@ -13,7 +13,7 @@
 
 namespace tegula::frontend {
 
-// A tuple, a block pointer or a tensor descriptor.
+// A tuple, an aggregate instance, a block pointer or a tensor descriptor.
 bool is_structured(const Symbol& s);
 
 // A value, a number, or a structured symbol made only of carriable parts:
@@ -30,6 +30,10 @@ Symbol with_leaves(const Symbol& shape, const std::vector<Symbol>& leaves, size_
 // Whether the leaves of `a` and `b` pair up: both plain, or both structured
 // with the same kind, arity and compile-time parts.
 bool same_structure(const Symbol& a, const Symbol& b);
+
+// What a constexpr accepts: a constant, a function (a @jit one, one of the language, a constexpr
+// function), a module or a class, or a tuple or aggregate instance of them.
+bool is_compile_time(const Symbol& s);
 
 // Whether `a` and `b` denote the same thing: the same IR value, equal
 // constants, the same function or module, tuples of such.

@@ -131,7 +131,9 @@ void add_global(backends::CacheKey& key, const frontend::GlobalValue& value) {
   key.field("float", value.float_value);
   key.field("text", value.text);
   key.field("function", static_cast<int64_t>(value.function));
-  if (value.kind != frontend::GlobalValue::Kind::Tuple) return;
+  // A tuple's elements, and those of the kinds that hold parts (a named tuple's or an aggregate's
+  // defaults, a constexpr function's source, an aggregate's methods): a kind without parts keys as it did.
+  if (value.kind != frontend::GlobalValue::Kind::Tuple && value.elements.empty()) return;
   key.field("elements", static_cast<int64_t>(value.elements.size()));
   for (const frontend::GlobalValue& element : value.elements) add_global(key, element);
 }

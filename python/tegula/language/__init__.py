@@ -9,6 +9,7 @@ Python raises RuntimeError. Dtypes and ``constexpr`` are real host objects.
 from . import extra, math, random, target_info
 from .core import (
     TRITON_MAX_TENSOR_NUMEL,
+    aggregate_replace,
     async_task,
     bfloat16,
     block_type,
@@ -52,6 +53,6 @@ __all__ = [
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "float8e4b15",
     "block_type", "constexpr_type", "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t",
-    "TRITON_MAX_TENSOR_NUMEL", "str_to_ty",
+    "TRITON_MAX_TENSOR_NUMEL", "str_to_ty", "aggregate_replace",
     *_math_names, *_op_names,
 ]

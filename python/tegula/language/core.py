@@ -345,7 +345,30 @@ class const:
 
 
 class tuple(builtins.tuple):
-    """``tl.tuple(items)``: a tuple of kernel values, as @jit functions take and return them."""
+    """``tl.tuple(items)``: a tuple of kernel values, as @jit functions take and return them.
+
+    ``tl.tuple.named(fields, items)`` is one whose elements are also read by
+    field name, as an aggregate keeps a named tuple given for a field."""
+
+    @classmethod
+    def named(cls, fields, items) -> "tuple":
+        made = cls(items)
+        made.__dict__["_fields"] = builtins.tuple(fields)
+        return made
+
+    def __getattr__(self, name):
+        fields = self.__dict__.get("_fields") or ()
+        if name in fields:
+            return self[fields.index(name)]
+        raise AttributeError(f"tl.tuple has no attribute '{name}'")
+
+
+def aggregate_replace(instance, **changes):
+    """A copy of the @aggregate instance with the fields named in `changes`
+    set to their values, in kernels and in host code alike."""
+    from ..aggregate import aggregate_replace as replace
+
+    return replace(instance, **changes)
 
 
 class slice:
