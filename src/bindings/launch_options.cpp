@@ -116,6 +116,10 @@ void LaunchOptions::check(const std::string& kernel) const {
     PyObject* value = get(option);
     if (value && (!is_int(value) || clamped(value) < 1)) wrong_kind(kernel, option, "a positive int", value);
   }
+  // A program's warps on the GPU; on the CPU only tl.extra.cuda.num_warps() reads it. One rule for every
+  // backend, Triton's, so a launch that runs here runs on a GPU too.
+  if (PyObject* value = get(NumWarps); value && (clamped(value) > 32 || (clamped(value) & (clamped(value) - 1)) != 0))
+    wrong_kind(kernel, NumWarps, "a power of two from 1 to 32", value);
   if (PyObject* value = get(MaxNReg); value && !is_none(value) && (!is_int(value) || clamped(value) < 1))
     wrong_kind(kernel, MaxNReg, "a positive int or None", value);
   if (PyObject* value = get(NumCpuThreads); value && (!is_int(value) || clamped(value) < 0))

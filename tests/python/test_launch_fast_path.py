@@ -275,12 +275,15 @@ def test_a_call_site_binds_its_keywords_by_index():
         k[(1,)](out, 1.0, 11, num_warps=2, SCALE=2)
         np.testing.assert_array_equal(out[:11], 2.0)
     before = len(k._launcher)
-    for warps in (1, 3, 5, 1):  # an option among the keywords: each value is its own specialization
+    for warps in (1, 4, 8, 1):  # an option among the keywords: each value is its own specialization
         k[(1,)](out, float(warps), 3, num_warps=warps, SCALE=4)
         np.testing.assert_array_equal(out[:3], 4.0 * warps)
     assert len(k._launcher) == before + 3
     for warps in (0, True, -2):  # and is checked at every launch
         with pytest.raises(ValueError, match=f"num_warps of kernel 'k' must be a positive int, got {warps}"):
+            k[(1,)](out, 1.0, 3, num_warps=warps, SCALE=4)
+    for warps in (3, 64):  # Triton's rule on every backend, so that a launch here runs on a GPU too
+        with pytest.raises(ValueError, match=f"num_warps of kernel 'k' must be a power of two from 1 to 32, got {warps}"):
             k[(1,)](out, 1.0, 3, num_warps=warps, SCALE=4)
     for _ in range(2):
         with pytest.raises(TypeError, match="got multiple values for argument 'SCALE'"):
