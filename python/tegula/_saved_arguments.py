@@ -43,7 +43,8 @@ class SavedArguments:
         for name in sorted(chosen, key=lambda n: sig.names.index(n) if n in sig.names else -1):
             value = named.get(name)
             if not _is_array(value):
-                if name in tuner.restore_value or name in tuner.reset_to_zero:
+                # None stands for an optional array this call leaves out (Triton's autotuner skips it too).
+                if value is not None and (name in tuner.restore_value or name in tuner.reset_to_zero):
                     raise coded(TypeError, "E0710", f"autotune of kernel '{self.kernel}' must save argument '{name}' "
                                                     f"(restore_value / reset_to_zero), but it is a "
                                                     f"{type(value).__name__}, not an array")

@@ -415,9 +415,8 @@ class Autotuner(_KernelWrapper):
     def prune_configs(self, kwargs: dict) -> list:
         """The configs left after ``prune_configs_by`` for the arguments in
         ``self.nargs`` (set by the caller, as Triton's run sets it) and ``kwargs``."""
-        named = {**(getattr(self, "nargs", None) or {}), **kwargs}
         meta = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
-        return self._prune(self.configs, named, meta)
+        return self._prune(self.configs, dict(getattr(self, "nargs", None) or {}), meta)
 
     def _bench(self, *args, config: Config, **meta) -> list:
         """Times one config on these arguments: [median, 20th, 80th percentile] ms, or three
@@ -438,8 +437,8 @@ class Autotuner(_KernelWrapper):
     def warmup(self, *args, grid=None, **kwargs):
         """Compiles every candidate config for these arguments (in parallel)
         without launching; returns the compiled kernels of those that compiled."""
-        named = self._named(args, kwargs)
-        trials = self._compile_all(self._prune(self.configs, named, kwargs), args, kwargs)
+        self._named(args, kwargs)  # checks the argument count
+        trials = self._compile_all(self._prune(self.configs, self._positional(args), kwargs), args, kwargs)
         return [trial.kernel for trial in trials if trial.error is None]
 
     def _make_plan(self) -> "_LaunchPlan":
@@ -483,7 +482,7 @@ class Autotuner(_KernelWrapper):
     # --- choosing a config -----------------------------------------------------------------
 
     def _choose(self, key: tuple, device, grid, args: tuple, kwargs: dict, named: dict) -> Config:
-        configs = self._prune(self.configs, named, kwargs)
+        configs = self._prune(self.configs, self._positional(args), kwargs)
         if len(configs) == 1:
             return configs[0]
         store, identity, entry = None, None, None
@@ -523,9 +522,16 @@ class Autotuner(_KernelWrapper):
                 "device": _autotune_store.device_identity(device),
                 "configs": [c.describe() for c in self.configs], "heuristics": heuristic_names}
 
-    def _prune(self, configs: list, named: dict, kwargs: dict) -> list:
+    def _positional(self, args: tuple) -> dict:
+        """The positional arguments by name: what Triton's autotuner keeps as ``nargs``."""
+        self.nargs = dict(zip(self.base.signature.names, args))
+        return self.nargs
+
+    def _prune(self, configs: list, positional: dict, kwargs: dict) -> list:
+        """Triton's calls: early_config_prune(configs, positional arguments by name, **keyword
+        arguments), perf_model(**positional, **keywords, **config)."""
         if self.early_config_prune is not None:
-            pruned = self.early_config_prune(configs, named, **kwargs)
+            pruned = self.early_config_prune(configs, positional, **kwargs)
             if not isinstance(pruned, (list, tuple)) or not all(isinstance(c, Config) for c in pruned):
                 got = type(pruned).__name__ if not isinstance(pruned, (list, tuple)) else \
                     "a list holding " + next(type(c).__name__ for c in pruned if not isinstance(c, Config))
@@ -541,7 +547,7 @@ class Autotuner(_KernelWrapper):
             if type(top_k) is not int or top_k < 1:
                 raise coded(ValueError, "E0710", f"prune_configs_by top_k of kernel '{self.__name__}' must be an int "
                                                  f">= 1 or a fraction in (0, 1], got {self.top_k!r}")
-            estimates = [(self.perf_model(**named, **config.all_kwargs()), i)
+            estimates = [(self.perf_model(**{**positional, **kwargs, **config.all_kwargs()}), i)
                          for i, config in enumerate(configs)]
             configs = [configs[i] for _, i in sorted(estimates)[:top_k]]
         return configs

@@ -288,6 +288,40 @@ def test_pruning_by_early_prune_and_perf_model(backend):
     np.testing.assert_array_equal(backend.numpy(x), 1.0)
 
 
+def test_pruning_sees_positional_arguments_and_keywords_as_triton_passes_them(backend):
+    seen = []
+
+    def early(configs, named, **kwargs):
+        seen.append((sorted(named), sorted(kwargs)))
+        return configs[:1]
+
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 32}), tegula.Config({"BLOCK": 64})],
+                    prune_configs_by={"early_config_prune": early})
+    x = backend.zeros(70, np.float32)
+    kernel[_grid(70)](x, n=70)  # x by position, n by keyword
+    assert seen == [(["x_ptr"], ["n"])]
+    np.testing.assert_array_equal(backend.numpy(x), 1.0)
+
+
+@tegula.jit
+def _optional_output_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    if src_ptr is not None:
+        tl.store(src_ptr + offs, tl.full([BLOCK], 1.0, tl.float32), mask=mask)
+    tl.store(dst_ptr + offs, tl.load(dst_ptr + offs, mask=mask) + 1.0, mask=mask)
+
+
+@pytest.mark.parametrize("option", ["restore_value", "reset_to_zero"])
+def test_a_saved_argument_given_as_none_is_skipped(backend, option):
+    # Optional arrays are passed as None where a call does not use them; the tuner saves the others.
+    kernel = _tuner(_optional_output_kernel, [tegula.Config({"BLOCK": 32}), tegula.Config({"BLOCK": 64})],
+                    **{option: ["src_ptr", "dst_ptr"]})
+    dst = backend.array(np.full(100, 2.0, np.float32))
+    kernel[_grid(100)](None, dst, 100)
+    np.testing.assert_array_equal(backend.numpy(dst), 3.0)  # restored between trials, then written once
+
+
 def test_tuned_meta_parameters_cannot_be_passed(backend):
     kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64})])
     with pytest.raises(ValueError, match="kernel 'add_one_kernel' got 'BLOCK', which its autotune configs "

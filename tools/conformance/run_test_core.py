@@ -57,9 +57,15 @@ def read_from_triton(root: Path, path: str) -> str:
                           capture_output=True, text=True).stdout
 
 
+def module_source(module: str) -> str:
+    """The test file's path in the checkout: a language test by its name ("test_tuple"), another
+    directory's under python/test/unit ("runtime/test_autotuner")."""
+    return ("python/test/unit/" if "/" in module else LANGUAGE_TESTS) + module + ".py"
+
+
 def lay_out(root: Path, folder: Path, module: str) -> None:
     shutil.copytree(HERE / "shim" / "triton", folder / "triton")
-    for source, target in {**FILES, LANGUAGE_TESTS + module + ".py": module + ".py"}.items():
+    for source, target in {**FILES, module_source(module): Path(module).name + ".py"}.items():
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
         (folder / target).write_text(read_from_triton(root, source))
 
@@ -77,7 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triton", type=Path, default=DEFAULT_TRITON)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--module", default="test_core", help="a file of Triton's python/test/unit/language")
+    parser.add_argument("--module", default="test_core",
+                        help="a file of Triton's python/test/unit/language, or of another directory of "
+                             "python/test/unit named with it (runtime/test_autotuner)")
     parser.add_argument("--every-test", action="store_true",
                         help="with --device cpu, also the tests Triton does not mark for CPUs (modules that mark none)")
     parser.add_argument("--sample", type=int, default=0)
@@ -98,7 +106,7 @@ def main() -> None:
     if args.placeholders:
         print(f"placeholders for names Tegula lacks: {args.placeholders}")
     marker = ["-m", "cpu"] if args.device == "cpu" and not args.every_test else []
-    ids = collect(folder, env, marker, args.pytest_args, args.module)
+    ids = collect(folder, env, marker, args.pytest_args, Path(args.module).name)
     if args.sample and args.sample < len(ids):
         ids = sorted(random.Random(args.seed).sample(ids, args.sample))
     (folder / "cases.txt").write_text("\n".join(ids) + "\n")
