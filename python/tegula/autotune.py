@@ -222,10 +222,9 @@ class Heuristics(_KernelWrapper):
     def _with_values(self, args: tuple, kwargs: dict) -> dict:
         named = self._named(args, kwargs)
         kwargs = dict(kwargs)
+        # A value the caller passes for a computed name is an input of the heuristic, and its result
+        # replaces it, as in Triton: libraries pass a flag and normalize it (`lambda a: bool(a["GEMMA"])`).
         for name, heuristic in self.values.items():
-            if name in kwargs:
-                raise coded(ValueError, "E0710", f"kernel '{self.__name__}' got '{name}', which its @heuristics "
-                                                 f"computes; do not pass it")
             value = heuristic({**named, **kwargs})
             kwargs[name] = value
             named[name] = value

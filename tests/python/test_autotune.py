@@ -221,9 +221,23 @@ def test_heuristics_alone_and_their_errors(backend):
     x = backend.zeros(37, np.float32)
     whole_row_kernel[(1,)](x, 37)
     np.testing.assert_array_equal(backend.numpy(x), 1.0)
-    with pytest.raises(ValueError, match="kernel 'whole_row_kernel' got 'BLOCK', which its @heuristics "
-                                         "computes; do not pass it"):
-        whole_row_kernel[(1,)](x, 37, BLOCK=64)
+    whole_row_kernel[(1,)](x, 37, BLOCK=8)  # a passed value is the heuristic's input; its result replaces it
+    np.testing.assert_array_equal(backend.numpy(x), 2.0)
+
+
+@tegula.heuristics({"FLAG": lambda args: bool(args["FLAG"])})
+@tegula.jit
+def _normalized_flag_kernel(x_ptr, FLAG: tl.constexpr):
+    tl.store(x_ptr, 1.0 if FLAG else 2.0)
+
+
+def test_a_heuristic_normalizes_a_value_the_caller_passes(backend):
+    # Unsloth's kernels pass GEMMA=/BACKWARD_PASS=/DO_SOFTCAPPING= and normalize them so.
+    x = backend.zeros(1, np.float32)
+    _normalized_flag_kernel[(1,)](x, FLAG=1)
+    assert backend.numpy(x)[0] == 1.0
+    _normalized_flag_kernel[(1,)](x, FLAG=0)
+    assert backend.numpy(x)[0] == 2.0
 
 
 def test_tuple_grid_and_keyword_arguments(backend):
