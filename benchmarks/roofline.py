@@ -23,6 +23,8 @@ from tegula_bench.cpu_workloads import build_cases  # noqa: E402
 from tegula_bench.kernels import _host, fused_chain, matmul, softmax, vector_add  # noqa: E402
 from tegula_bench.machine import last_level_cache  # noqa: E402
 
+import _cli  # noqa: E402  (examples/_cli.py, on sys.path through tegula_bench.kernels)
+
 # The GPU benchmark's sizes (gpu_workloads.py): (full, --quick).
 GPU_SIZES = {"vector_add": (1 << 28, (1 << 20) + 3), "softmax": ((16384, 8192), (512, 8192)),
              "fused_chain": ((16384, 4096), (512, 4096)), "matmul": (4096, 320)}
@@ -91,7 +93,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--quick", action="store_true", help="the benchmark's --quick sizes")
-    parser.add_argument("--out", required=True, metavar="DIR")
+    parser.add_argument("--out", required=True, metavar="DIR", type=_cli.output_dir)
     parser.add_argument("--cached-floors", action="store_true",
                         help="use the floors kernel.report cached earlier instead of measuring them in this run")
     args = parser.parse_args(argv)

@@ -15,6 +15,7 @@ import numpy as np
 import tegula
 import tegula.language as tl
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 
 BLOCK = 1024
@@ -38,7 +39,7 @@ def axpy(x, y, out, alpha: float, block: int = BLOCK, num_warps: int = None):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 1000, 98765])
+    parser.add_argument("--sizes", type=_cli.integer(0), nargs="+", default=[1, 1000, 98765])
     parser.add_argument("--alpha", type=float, default=3.0)
     args = parser.parse_args()
     rng = np.random.default_rng(0)

@@ -6,6 +6,8 @@ strides (so non-contiguous views work too).
 Run it: `python examples/broadcast_2d.py`; it prints OK when it matches NumPy.
 """
 
+import argparse
+
 import numpy as np
 
 import tegula
@@ -42,6 +44,8 @@ def scale_bias(x: np.ndarray, scale: np.ndarray, bias: np.ndarray,
 
 
 def main() -> None:
+    # No options: a stray one is a usage error rather than silently ignored.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     rng = np.random.default_rng(0)
     for M, N in [(37, 101), (1, 1), (64, 64), (100, 3)]:
         x = rng.standard_normal((M, N)).astype(np.float32)

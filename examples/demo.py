@@ -190,17 +190,20 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, help="timed rounds per variant (default 20 on a GPU, 5 on the CPU)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     args = p.parse_args(argv)
+    # Checked before gpu_usable(), which can take seconds (it may import torch).
+    if args.size is not None:
+        try:
+            M, N = (int(v) for v in args.size.lower().split("x"))
+            if M <= 0 or N <= 0:
+                raise ValueError
+        except ValueError:
+            p.error(f"--size must look like 4096x4096, got {args.size!r}")
+    if args.reps is not None and args.reps < 1:
+        p.error(f"--reps must be at least 1, got {args.reps}")
     on_gpu = not args.cpu and gpu_usable()
-    size = args.size or ("16384x4096" if on_gpu else "4096x4096")
-    try:
-        M, N = (int(v) for v in size.lower().split("x"))
-        if M <= 0 or N <= 0:
-            raise ValueError
-    except ValueError:
-        p.error(f"--size must look like 4096x4096, got {size!r}")
+    if args.size is None:
+        M, N = (16384, 4096) if on_gpu else (4096, 4096)
     reps = args.reps if args.reps is not None else (20 if on_gpu else 5)
-    if reps < 1:
-        p.error(f"--reps must be at least 1, got {reps}")
     if on_gpu:
         result = run_gpu(M, N, args.dtype or "bfloat16", reps, show_progress=not args.json)
     else:

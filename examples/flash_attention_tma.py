@@ -39,6 +39,7 @@ import tegula
 import tegula.language as tl
 from tegula._errors import coded
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 from flash_attention import (TF32_TOLERANCE, TOLERANCES, attention_reference, bytes_moved, flops,  # noqa: F401
                              make_inputs, numpy_dtype, parse_shape, to_device, to_numpy)
@@ -209,11 +210,14 @@ def check(B: int, H: int, S: int, D: int, dtype: str = "float32", causal: bool =
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="BxHxSxD, D a power of two >= 16")
+    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="BxHxSxD, D a power of two >= 16",
+                        type=_cli.shape("BxHxSxD", check=_cli.power_of_two_dim("D", 3, 16, 256)))
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float16"],
                         choices=list(TOLERANCES))
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args()
+    if args.device == "cuda":
+        _cli.require_cuda(parser)
     for dtype in args.dtypes:
         for shape in args.shapes:
             B, H, S, D = parse_shape(shape)

@@ -24,6 +24,7 @@ import tegula.language as tl
 from tegula.language.extra import libdevice
 from tegula.testing import assert_close
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 
 ALPHA = 0.5
@@ -176,7 +177,8 @@ def check(M: int, N: int, seed: int = 0) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxN, e.g. 33x1000")
+    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxN, e.g. 33x1000",
+                        type=_cli.shape("MxN", minimum=0))
     args = parser.parse_args()
     for shape in args.shapes:
         M, N = parse_shape(shape)

@@ -28,6 +28,7 @@ import tegula.language as tl
 from tegula._errors import coded
 from tegula.testing import assert_close
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 
 # Hopper-sized: two 64-row wgmma slabs of 128 columns, 64 of K per stage
@@ -200,7 +201,8 @@ def check(M: int, N: int, K: int, dtype: str = "float32", transpose_b: bool = Fa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxNxK, e.g. 100x70x90")
+    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxNxK, e.g. 100x70x90",
+                        type=_cli.shape("MxNxK", minimum=0))
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float16"],
                         choices=["float32", "float16"])
     args = parser.parse_args()

@@ -23,6 +23,7 @@ import numpy as np
 import tegula
 from tegula.testing import assert_close
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 from matmul import make_inputs, matmul_kernel, matmul_reference  # examples/matmul.py
 
@@ -86,10 +87,13 @@ def check(M: int, N: int, K: int, dtype: str = "float32", device: str = "cpu", s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=None, help="MxNxK (default: by device)")
+    parser.add_argument("--shapes", nargs="+", default=None, help="MxNxK (default: by device)",
+                        type=_cli.shape("MxNxK", minimum=0))
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16"])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args()
+    if args.device == "cuda":
+        _cli.require_cuda(parser)
     shapes = args.shapes or (["96x80x72", "200x130x150"] if args.device == "cpu"
                              else ["512x512x512", "2048x2048x2048"])
     for shape in shapes:

@@ -26,6 +26,7 @@ import tegula.language as tl
 from tegula._errors import coded
 from tegula.testing import assert_close
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 
 # 128-byte rows of fp8 along K: 128 of K per stage, 48 KB per stage as the
@@ -146,7 +147,8 @@ def check(M: int, N: int, K: int, dtype: str = "float8_e4m3fn", seed: int = 0, *
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxNxK, K a multiple of 16")
+    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxNxK, K a multiple of 16",
+                        type=_cli.shape("MxNxK"))
     parser.add_argument("--dtypes", nargs="+", default=["float8_e4m3fn", "float8_e5m2"],
                         choices=["float8_e4m3fn", "float8_e5m2"])
     args = parser.parse_args()

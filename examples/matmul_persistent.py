@@ -24,6 +24,7 @@ import tegula
 import tegula.language as tl
 from tegula._errors import coded
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 
 DEFAULT_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
@@ -177,9 +178,10 @@ def check(M: int, N: int, K: int, dtype: str = "float32", num_programs: int = No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxNxK, e.g. 100x77x50")
+    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxNxK, e.g. 100x77x50",
+                        type=_cli.shape("MxNxK", minimum=0))
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float16"], choices=list(TOLERANCES))
-    parser.add_argument("--programs", nargs="+", type=int, default=[1, 3], help="programs in the grid")
+    parser.add_argument("--programs", nargs="+", type=_cli.integer(1), default=[1, 3], help="programs in the grid")
     args = parser.parse_args()
     for dtype in args.dtypes:
         for shape in args.shapes:

@@ -32,6 +32,7 @@ import tegula.language as tl
 from tegula._errors import coded
 from tegula.testing import assert_close
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 from matmul import bytes_moved, flops, matmul_reference  # noqa: F401  (the pointer matmul's host helpers)
 
@@ -147,7 +148,8 @@ def check(M: int, N: int, K: int, dtype: str = "float32", seed: int = 0, **block
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxNxK, K and N multiples of 8")
+    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxNxK, K and N multiples of 8",
+                        type=_cli.shape("MxNxK"))
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float16"], choices=["float32", "float16"])
     args = parser.parse_args()
     for dtype in args.dtypes:

@@ -22,6 +22,7 @@ import tegula.language as tl
 from tegula._errors import coded
 from tegula.testing import assert_close
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 
 
@@ -108,7 +109,8 @@ def check(M: int, N: int, dtype: str = "float32", seed: int = 0) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxN, e.g. 33x1000")
+    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="MxN, e.g. 33x1000",
+                        type=_cli.shape("MxN"))
     parser.add_argument("--dtypes", nargs="+", default=list(TOLERANCES), choices=list(TOLERANCES))
     args = parser.parse_args()
     for dtype in args.dtypes:

@@ -58,6 +58,7 @@ if _HERE not in sys.path:
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+import _cli  # noqa: E402  (the scripts' flag checks)
 import train_gpt  # noqa: E402
 
 # The most the final losses of two runs (the mean of the last 10 steps) may differ by under --compare.
@@ -174,20 +175,19 @@ def compare(run: dict, path: str) -> tuple[bool, str]:
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", choices=["torch", "tegula"], default="tegula")
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=_cli.integer(1), default=200)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu",
                         help="cuda: NCCL, a process on each cuda:LOCAL_RANK; cpu: gloo (default: cuda when "
                              "there is a GPU); the model's defaults depend on it (GPU_CONFIG on cuda)")
-    parser.add_argument("--json", metavar="PATH", help="write the configuration, the losses and tokens/s")
-    parser.add_argument("--compare", metavar="PATH", help=f"the JSON of another run of the same configuration: "
-                        f"fail when the final losses differ by more than {LOSS_TOLERANCE * 100:g}%%")
-    parser.add_argument("--log-every", type=int, default=10)
-    # Every field of train_gpt's Config, as train_gpt.py takes them.
-    for field in dataclasses.fields(train_gpt.Config):
-        default = getattr(train_gpt.Config(), field.name)
-        parser.add_argument(f"--{field.name}", type=type(default), default=None,
-                            choices={"norm": ["rms", "layer"], "precision": ["float32", "bfloat16"]}.get(field.name),
-                            help=f"default {default} on the CPU, {getattr(train_gpt.GPU_CONFIG, field.name)} on a GPU")
+    parser.add_argument("--json", metavar="PATH", type=_cli.output_file(),
+                        help="write the configuration, the losses and tokens/s")
+    parser.add_argument("--compare", metavar="PATH", type=_cli.json_file,
+                        help=f"the JSON of another run of the same configuration: fail when the final losses "
+                             f"differ by more than {LOSS_TOLERANCE * 100:g}%%")
+    parser.add_argument("--log-every", type=_cli.integer(0), default=10)
+    train_gpt.add_config_options(parser)  # every field of train_gpt's Config, as train_gpt.py takes them
+    if world_from_env().local_rank:  # one line from local rank 0, as for problem()'s errors
+        parser.error = lambda message: sys.exit(2)
     return parser.parse_args(argv)
 
 
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
              if getattr(args, field.name) is not None}
     config = dataclasses.replace(train_gpt.default_config(args.device), **given)
     world = world_from_env()
-    why = problem(config, world, args.device)
+    why = train_gpt.config_problem(config, [args.ops]) or problem(config, world, args.device)
     if why is not None:
         if world.local_rank == 0:
             print(f"train_ddp.py: error: {why}", file=sys.stderr, flush=True)

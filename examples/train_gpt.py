@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import math
 import os
 import time
@@ -48,6 +49,8 @@ if __name__ == "__main__":
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+import _cli  # noqa: E402  (the scripts' flag checks)
 
 
 @dataclasses.dataclass
@@ -80,6 +83,54 @@ GPU_CONFIG = Config(vocab=128, context=512, dim=512, heads=8, layers=6, hidden=1
 def default_config(device: str) -> Config:
     """The configuration a run on `device` ("cpu", "cuda") starts from."""
     return GPU_CONFIG if torch.device(device).type == "cuda" else Config()
+
+
+# What one field's flag takes; fields not named are sizes, at least 1. The corpus starts with
+# tokens 0 and 1, hence a vocabulary of at least 2.
+_FIELD_TYPES = {"vocab": _cli.integer(2), "lr": _cli.number(0), "seed": int}
+_FIELD_CHOICES = {"norm": ["rms", "layer"], "precision": ["float32", "bfloat16"]}
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """A flag for every field of Config (train_ddp.py takes them too), None unless given."""
+    for field in dataclasses.fields(Config):
+        default = getattr(Config(), field.name)
+        choices = _FIELD_CHOICES.get(field.name)
+        parser.add_argument(f"--{field.name}", type=str if choices else _FIELD_TYPES.get(field.name, _cli.integer(1)),
+                            default=None, choices=choices,
+                            help=f"default {default} on the CPU, {getattr(GPU_CONFIG, field.name)} on a GPU")
+
+
+def config_problem(config: Config, ops_names) -> str | None:
+    """Why `config` cannot train with the ops named, or None: the rules that tie fields together
+    (each field alone is checked by its flag; the values may be defaults)."""
+    if config.dim % config.heads:
+        return f"--dim {config.dim} must be a multiple of --heads {config.heads}"
+    head_dim = config.dim // config.heads
+    if "tegula" in ops_names and (head_dim < 16 or head_dim & (head_dim - 1)):
+        return (f"--dim {config.dim} / --heads {config.heads} is a head dim of {head_dim}; --ops tegula's attention "
+                "needs a power of two >= 16")
+    if head_dim % 2:
+        return (f"--dim {config.dim} / --heads {config.heads} is a head dim of {head_dim}; the rotary embedding "
+                "needs an even one")
+    if config.corpus < config.context + 2:
+        return (f"--corpus {config.corpus} must be at least --context {config.context} + 2: a batch draws windows "
+                "of context + 1 tokens")
+    return None
+
+
+def _device(text: str) -> str:
+    """--device: cpu, or cuda / cuda:N naming a GPU torch sees."""
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {text!r}")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise argparse.ArgumentTypeError(f"expected cpu or one of the {torch.cuda.device_count()} CUDA GPU(s) "
+                                         f"torch sees, got {text!r}")
+    return text
 
 
 # --- the ops, two ways ------------------------------------------------------------------------------
@@ -311,27 +362,30 @@ def plot(curves: dict, path: str, title: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", nargs="+", choices=["torch", "tegula"], default=["torch", "tegula"])
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=_cli.integer(1), default=200)
     parser.add_argument("--compile", action="store_true", help="torch.compile(fullgraph=True) the model")
     parser.add_argument("--compile-mode", choices=["default", "reduce-overhead", "max-autotune",
                                                    "max-autotune-no-cudagraphs"],
                         help="torch.compile's mode (implies --compile); reduce-overhead replays CUDA graphs")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+    parser.add_argument("--device", type=_device, default="cuda" if torch.cuda.is_available() else "cpu",
                         help="where to train (default: cuda when there is a GPU); the model's defaults "
                              "depend on it (GPU_CONFIG on cuda)")
-    parser.add_argument("--plot", metavar="PNG", help="write the loss curves of the variants run")
-    parser.add_argument("--json", metavar="PATH", help="write the configuration, the curves and tokens/s")
-    parser.add_argument("--log-every", type=int, default=10)
-    for field in dataclasses.fields(Config):
-        default = getattr(Config(), field.name)
-        parser.add_argument(f"--{field.name}", type=type(default), default=None,
-                            choices={"norm": ["rms", "layer"], "precision": ["float32", "bfloat16"]}.get(field.name),
-                            help=f"default {default} on the CPU, {getattr(GPU_CONFIG, field.name)} on a GPU")
+    parser.add_argument("--plot", metavar="PNG", type=_cli.output_file(),
+                        help="write the loss curves of the variants run")
+    parser.add_argument("--json", metavar="PATH", type=_cli.output_file(),
+                        help="write the configuration, the curves and tokens/s")
+    parser.add_argument("--log-every", type=_cli.integer(0), default=10)
+    add_config_options(parser)
     args = parser.parse_args()
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        parser.error("--plot needs matplotlib, which is not installed")
     args.compile = args.compile or args.compile_mode is not None
     given = {field.name: getattr(args, field.name) for field in dataclasses.fields(Config)
              if getattr(args, field.name) is not None}
     config = dataclasses.replace(default_config(args.device), **given)
+    why = config_problem(config, args.ops)
+    if why:
+        parser.error(why)
     compiled = f", compiled ({args.compile_mode or 'default'})" if args.compile else ""
     print(f"{config}, {args.steps} steps on {args.device}{compiled}; "
           f"loss starts near log(vocab) = {math.log(config.vocab):.2f}")

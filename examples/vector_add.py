@@ -17,6 +17,7 @@ import tegula
 import tegula.language as tl
 from tegula._errors import coded
 
+import _cli  # the scripts' flag checks
 import _host  # array helpers shared by the examples (NumPy or torch)
 
 BLOCK = 1024
@@ -81,9 +82,14 @@ def random_array(rng: np.random.Generator, n: int, dtype: str) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 1000, 98765, 1 << 20])
-    parser.add_argument("--dtypes", nargs="+", default=["float32", "float16", "int32"])
-    parser.add_argument("--block", type=int, default=BLOCK)
+    parser.add_argument("--sizes", type=_cli.integer(0), nargs="+", default=[1, 1000, 98765, 1 << 20])
+    # bool is left out: NumPy's x + y of bools is a logical or.
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "float16", "int32"],
+                        choices=["float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                                 "uint8", "uint16", "uint32", "uint64"])
+    # tl.arange needs a power of two, at most TRITON_MAX_TENSOR_NUMEL long.
+    parser.add_argument("--block", type=_cli.integer(1, power_of_two=True, maximum=tl.TRITON_MAX_TENSOR_NUMEL),
+                        default=BLOCK)
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)

@@ -29,7 +29,7 @@ else
   "$PYTHON" -m venv "$WORK/venv"
   "$WORK/venv/bin/python" -m pip --disable-pip-version-check -q install "${wheels[-1]}"
 fi
-cp "$ROOT/examples/_host.py" "$ROOT/examples/vector_add.py" "$ROOT/examples/softmax.py" "$WORK/"
+cp "$ROOT/examples/_cli.py" "$ROOT/examples/_host.py" "$ROOT/examples/vector_add.py" "$ROOT/examples/softmax.py" "$WORK/"
 cp -r "$ROOT/examples/cpp" "$WORK/cpp"
 cd "$WORK"
 export TEGULA_CACHE_DIR="$WORK/cache" PATH="$WORK/venv/bin:$PATH"

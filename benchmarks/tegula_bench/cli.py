@@ -16,6 +16,8 @@ from . import gpu_workloads, log, render
 from .torch_workloads import TORCH_WORKLOADS
 from .kernels import _host
 
+import _cli  # noqa: E402  (examples/_cli.py, on sys.path through .kernels)
+
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python benchmarks/run.py", description=__doc__.splitlines()[0])
@@ -24,7 +26,7 @@ def parse_args(argv=None):
                        help="run on the CUDA GPU beside Triton, torch, torch.compile and cuBLAS (the "
                             "default when a GPU is usable)")
     where.add_argument("--cpu", action="store_true", help="run on the CPU beside NumPy (and torch)")
-    parser.add_argument("--json", metavar="PATH",
+    parser.add_argument("--json", metavar="PATH", type=_cli.output_file(makes_parents=True),
                         help="write every result to PATH (on the GPU also the markdown table to PATH "
                              "with .md)")
     parser.add_argument("--quick", action="store_true",
@@ -35,10 +37,10 @@ def parse_args(argv=None):
                              + " (launch: the host cost of one launch; compile: cold and warm first calls); "
                              "and, only when named here, the tegula.torch groups: " + ", ".join(TORCH_WORKLOADS)
                              + " (the training ops, attention against SDPA, a train_gpt.py step)")
-    parser.add_argument("--plot", metavar="DIR",
+    parser.add_argument("--plot", metavar="DIR", type=_cli.output_dir,
                         help="also write one PNG per workload into DIR: time and share of floor against size, "
                              "each variant a line (needs matplotlib)")
-    parser.add_argument("--budget", type=float, metavar="S",
+    parser.add_argument("--budget", type=_cli.number(0), metavar="S",
                         help="seconds of timing per case (default 4 on the CPU, 1.5 on the GPU; 0.2 "
                              "and 0.1 with --quick)")
     gpu = parser.add_argument_group("GPU runs")
@@ -48,7 +50,7 @@ def parse_args(argv=None):
                      help="warps per program for Tegula and Triton in one workload (repeatable); "
                           "defaults: " + ", ".join(f"{k}={v or 'by head dim'}" for k, v in gpu_workloads.NUM_WARPS.items()))
     gpu.add_argument("--no-md", action="store_true", help="with --json, do not write the .md beside it")
-    gpu.add_argument("--render", metavar="JSON",
+    gpu.add_argument("--render", metavar="JSON", type=_cli.json_file,
                      help="print the table of a saved GPU report and write it beside it as .md; "
                           "measures nothing")
     args = parser.parse_args(argv)

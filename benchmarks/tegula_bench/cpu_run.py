@@ -19,6 +19,7 @@ measured results.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from . import compile_probe, launch, log
 from .cpu_measure import measure, measure_floors
@@ -86,6 +87,7 @@ def main(args) -> int:
     report = run(names, args.quick, budget, compile_times, launch_times, torch_names)
     print_report(report)
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)  # as the GPU run's write_report does
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2, default=json_default)
             f.write("\n")

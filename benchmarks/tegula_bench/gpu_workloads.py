@@ -389,9 +389,10 @@ def parse_num_warps(items) -> dict:
     out = {}
     for item in items or ():
         name, _, value = item.partition("=")
-        if name not in NUM_WARPS or not value.isdigit() or int(value) < 1:
+        # N as the compiler takes num_warps: a power of two up to 32.
+        if name not in NUM_WARPS or not value.isdigit() or int(value) not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"--num-warps takes WORKLOAD=N with WORKLOAD one of {', '.join(NUM_WARPS)}, "
-                             f"got {item!r}")
+                             f"got {item!r} (N: a power of two from 1 to 32)")
         out[name] = int(value)
     return out
 
