@@ -34,6 +34,7 @@ from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8
 from ._allocation import set_allocator  # Triton's hook for launch-time memory (never called here)
 from ._errors import ArgumentOverflowError  # an int argument past 64 bits: OverflowError and ValueError
 from ._errors import CompileWarning  # what the compiler warns of in a kernel that compiles
+from ._recompiles import RecompileWarning  # one kernel compiled for many specializations
 from . import runtime  # Triton's triton.runtime as host code reads it: driver.active, the device's properties
 from . import compiler  # Triton's triton.compiler.ASTSource, compiled by tegula.compile without arguments
 from .compiler import compile  # noqa: A001 (Triton's triton.compile)
@@ -46,7 +47,7 @@ CompileTimeAssertionFailure = _C.CompileTimeAssertionFailure
 __version__ = _C.__version__
 
 __all__ = [
-    "jit", "JITFunction", "KernelInterface", "KernelInspection", "CompilationError", "CompileTimeAssertionFailure", "CompileWarning", "DeviceError", "cdiv", "next_power_of_2",
+    "jit", "JITFunction", "KernelInterface", "KernelInspection", "CompilationError", "CompileTimeAssertionFailure", "CompileWarning", "RecompileWarning", "DeviceError", "cdiv", "next_power_of_2",
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",

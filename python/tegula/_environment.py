@@ -23,3 +23,22 @@ def flag(name: str) -> bool:
         warnings.warn(f"{name}={os.environ[name]!r} is not a switch (1/0, true/false, yes/no, on/off): taken as off",
                       RuntimeWarning, stacklevel=3)
     return False
+
+
+def count(name: str, default: int) -> int:
+    """The count >= 0 the variable `name` holds, `default` when it is unset or empty; anything else is
+    `default` too, said once in a warning."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+        if value >= 0:
+            return value
+    except ValueError:
+        pass
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(f"{name}={os.environ[name]!r} is not a count (an integer >= 0): taken as {default}",
+                      RuntimeWarning, stacklevel=3)
+    return default

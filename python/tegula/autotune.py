@@ -36,7 +36,7 @@ import warnings
 
 import numpy as np
 
-from . import _autotune_store, _C, testing
+from . import _autotune_store, _C, _recompiles, testing
 from ._autotune_report import Progress, first_line, print_autotuning, report
 from ._saved_arguments import SavedArguments
 from .jit import _MISSING, JITFunction, KernelInterface, _remember_owner
@@ -561,7 +561,8 @@ class Autotuner(_KernelWrapper):
         jit = self.base
 
         def compile_one(trial: _Trial):
-            return jit.warmup(*args, **trial.jit_kwargs)  # builds it into the launch cache
+            with _recompiles.tuning():  # trying configs is not recompiling
+                return jit.warmup(*args, **trial.jit_kwargs)  # builds it into the launch cache
 
         workers = max(1, min(len(trials), os.cpu_count() or 1))
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:

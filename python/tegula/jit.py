@@ -26,7 +26,7 @@ import warnings
 import weakref
 
 from . import _C, _torch_compile
-from . import _environment
+from . import _environment, _recompiles
 from ._globals import collect_sources, parse_dedented
 from ._launch_support import support
 from ._errors import CompileWarning, coded
@@ -392,6 +392,7 @@ class JITFunction(KernelInterface):
 
     def _new_launcher(self) -> None:
         """A launcher that knows no specialization yet."""
+        self._specializations = _recompiles.SpecializationLog(self.__name__)
         self._launcher = _C.Launcher(self, support())
         self._launch = self._launcher.launch  # _launch(grid, *args, **kwargs), for the autotuner
         self._with_grid = self._launcher.with_grid
@@ -543,6 +544,8 @@ class JITFunction(KernelInterface):
         else:
             kernel = _C.compile(request, options)
         show_compile_warnings(kernel, stacklevel=2)
+        sig = self.signature
+        self._specializations.record(sig.names, sig.is_constexpr, request, options)
         with _WATCHES_LOCK:
             _GLOBAL_WATCHES[id(kernel)] = tuple(watches)
         return kernel

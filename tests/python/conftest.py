@@ -18,6 +18,9 @@ EXAMPLES = REPO / "examples"
 BENCHMARKS = REPO / "benchmarks"
 
 os.environ.setdefault("TEGULA_CACHE_DIR", str(REPO / ".cache" / "tegula"))
+# Parametrized tests compile one kernel for many dtypes and sizes on purpose; test_recompile_warning.py
+# turns the check back on where it is the subject.
+os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
 
 
 def _torch_ops_digest() -> str:

@@ -1,0 +1,143 @@
+"""Warns when one kernel keeps compiling for new specializations.
+
+Every new combination of what a launch specializes on (an int equal to 1 or
+divisible by 16, a pointer's dtype and alignment, a constexpr's value, a
+launch option) is a compile of its own: seconds on a cold cache, and a
+kernel launched with a varying constexpr or an int that is sometimes 1 can
+compile on every call. Triton gives no sign of it. Once a kernel has
+compiled ``TEGULA_RECOMPILE_WARNING`` specializations in this process
+(default 8; 0 turns the check off), a ``tegula.RecompileWarning`` names the
+parameters and options that differ between them, and what to do about each.
+An autotuner's trials do not count: trying configs is what it is for.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+
+from . import _C, _environment
+
+_DEFAULT_THRESHOLD = 8
+_TUNING = threading.local()  # .active: this thread compiles an autotuner's trial
+_OPTIONS = ("backend", "num_warps", "num_stages", "fp_fusion", "maxnreg", "debug", "device")
+
+
+class RecompileWarning(UserWarning):
+    """One kernel compiled for many specializations (see tegula._recompiles)."""
+
+
+class tuning:
+    """``with tuning():`` the compiles on this thread are an autotuner's trials."""
+
+    def __enter__(self):
+        self.before = getattr(_TUNING, "active", False)
+        _TUNING.active = True
+
+    def __exit__(self, *exc):
+        _TUNING.active = self.before
+
+
+def threshold() -> int:
+    return _environment.count("TEGULA_RECOMPILE_WARNING", _DEFAULT_THRESHOLD)
+
+
+def _spec_text(spec) -> str:
+    """How a parameter was specialized, in words a user recognizes."""
+    kinds = _C.ArgSpec.Kind
+    if spec.kind == kinds.Constexpr:
+        value = spec.value
+        gv = _C.GlobalValue.Kind
+        if value.kind in (gv.Int, gv.Bool):
+            return repr(bool(value.int_value)) if value.kind == gv.Bool else str(value.int_value)
+        if value.kind == gv.Float:
+            return repr(value.float_value)
+        if value.kind in (gv.Str, gv.DType):
+            return value.text
+        if value.kind == gv.None_:
+            return "None"
+        return value.text or str(value.kind).split(".")[-1]
+    if spec.kind == kinds.Int:
+        if spec.is_one:
+            return f"{spec.dtype} equal to 1"
+        return f"{spec.dtype} divisible by 16" if spec.divisibility == 16 else f"{spec.dtype}"
+    if spec.kind in (kinds.Pointer, kinds.TensorDescriptor):
+        aligned = "16-byte aligned" if spec.divisibility == 16 else "not 16-byte aligned"
+        return f"*{spec.dtype} {aligned}"
+    if spec.kind == kinds.Tuple:
+        return "(" + ", ".join(_spec_text(p) for p in spec.parts) + ")"
+    return str(spec.dtype)
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_level() -> int:
+    """The stacklevel of the first frame outside the tegula package: the launch in user code (the
+    launcher between is C++ and has no frame)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class SpecializationLog:
+    """The specializations one kernel has compiled in this process."""
+
+    def __init__(self, kernel_name: str):
+        self.kernel_name = kernel_name
+        self.seen: list[dict] = []
+        self.warned = False
+        self._lock = threading.Lock()
+
+    def record(self, names: tuple, is_constexpr: tuple, request, options) -> None:
+        if getattr(_TUNING, "active", False):
+            return
+        limit = threshold()
+        described = {}
+        for name, constexpr, spec in zip(names, is_constexpr, request.args):
+            described[name] = ("constexpr" if constexpr else "argument", _spec_text(spec))
+        for option in _OPTIONS:
+            if hasattr(options, option):
+                described["option " + option] = ("option", repr(getattr(options, option)))
+        with self._lock:
+            if described in self.seen:
+                return
+            self.seen.append(described)
+            if self.warned or limit == 0 or len(self.seen) < limit:
+                return
+            self.warned = True
+            message = self._message()
+        warnings.warn(RecompileWarning(message), stacklevel=_caller_level())
+
+    def _message(self) -> str:
+        varying = []
+        for key in self.seen[0]:
+            values = []
+            for described in self.seen:
+                text = described.get(key, (None, "?"))[1]
+                if text not in values:
+                    values.append(text)
+            if len(values) > 1:
+                varying.append((key, self.seen[0][key][0], values))
+        parts = []
+        advice = []
+        for key, role, values in varying:
+            shown = ", ".join(values[:5]) + (", ..." if len(values) > 5 else "")
+            parts.append(f"{key} ({shown})")
+            if role == "argument" and any("equal to 1" in v or "divisible by 16" in v for v in values):
+                advice.append(f"@jit(do_not_specialize=[{key!r}]) compiles once for every value of {key}")
+            elif role == "argument" and any("aligned" in v for v in values):
+                advice.append(f"@jit(do_not_specialize_on_alignment=[{key!r}]) compiles once for every "
+                              f"alignment of {key}")
+            elif role == "constexpr":
+                advice.append(f"a constexpr that takes many values ({key}) is cheaper as a runtime argument, "
+                              f"or rounded to fewer values (a power of two)")
+        what = "; ".join(parts) if parts else "nothing visible here (the kernel's globals changed)"
+        text = (f"kernel '{self.kernel_name}' has compiled {len(self.seen)} specializations in this process, "
+                f"each a compile of its own; they differ in: {what}.")
+        if advice:
+            text += " " + "; ".join(advice) + "."
+        return text + " TEGULA_RECOMPILE_WARNING=0 turns this check off."

@@ -1,0 +1,84 @@
+"""tegula.RecompileWarning: a kernel that compiles for many specializations in
+one process says so once, naming what varies and what to do about it."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tegula
+import tegula.language as tl
+
+
+@pytest.fixture
+def check_on(monkeypatch):
+    monkeypatch.setenv("TEGULA_RECOMPILE_WARNING", "4")
+
+
+def _kernel():
+    # A fresh kernel per test: the log belongs to the function.
+    @tegula.jit
+    def bump(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=0) + 1, mask=offs < n)
+
+    return bump
+
+
+def _recompile_warnings(record):
+    return [w for w in record if issubclass(w.category, tegula.RecompileWarning)]
+
+
+def test_warns_once_naming_what_varies_at_the_callers_line(check_on):
+    bump = _kernel()
+    x = np.zeros(256, np.float32)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for i in range(10):
+            bump[(1,)](x, [1, 16, 7][i % 3], BLOCK=16 << (i % 2))  # the launch the warning points at
+    found = _recompile_warnings(record)
+    assert len(found) == 1
+    text = str(found[0].message)
+    assert "kernel 'bump' has compiled 4 specializations" in text
+    assert "n (i32 equal to 1, i32 divisible by 16, i32)" in text and "BLOCK (16, 32)" in text
+    assert "do_not_specialize=['n']" in text and "TEGULA_RECOMPILE_WARNING=0" in text
+    assert found[0].filename == __file__
+
+
+def test_the_same_specialization_again_and_a_failed_compile_do_not_count(check_on):
+    bump = _kernel()
+    x = np.zeros(64, np.float32)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(6):
+            bump[(1,)](x, 5, BLOCK=16)
+        for _ in range(3):
+            with pytest.raises(tegula.CompilationError):
+                bump[(1,)](x, 5, BLOCK=48)  # not a power of two: no kernel, no specialization
+        bump[(1,)](x, 5, BLOCK=32)
+    assert not _recompile_warnings(record)
+    assert len(bump._specializations.seen) == 2
+
+
+def test_an_autotuners_trials_do_not_count(check_on):
+    configs = [tegula.Config({"BLOCK": 16 << i}) for i in range(6)]
+    bump = tegula.autotune(configs=configs, key=["n"], warmup=1, rep=1)(_kernel())
+    x = np.zeros(1024, np.float32)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        bump[(1,)](x, 100)
+    assert not _recompile_warnings(record)
+
+
+@pytest.mark.parametrize("setting", ["0", "off"])
+def test_zero_turns_it_off_and_junk_keeps_the_default(monkeypatch, setting):
+    monkeypatch.setenv("TEGULA_RECOMPILE_WARNING", setting)
+    bump = _kernel()
+    x = np.zeros(64, np.float32)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for i in range(9):
+            bump[(1,)](x, 3, BLOCK=1 << i)
+    assert len(_recompile_warnings(record)) == (0 if setting == "0" else 1)
+    said = [w for w in record if issubclass(w.category, RuntimeWarning) and "TEGULA_RECOMPILE_WARNING" in str(w.message)]
+    assert len(said) == (0 if setting == "0" else 1)
