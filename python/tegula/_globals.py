@@ -134,6 +134,30 @@ def constexpr_function(value) -> str | None:
     return None
 
 
+# @aggregate classes whose instances launches passed, by the reference their launch key holds (the
+# class's id). Held strongly, as _CONSTEXPR_FUNCTIONS are: a compiled kernel is keyed by it.
+_AGGREGATE_CLASSES: dict = {}
+
+
+def aggregate_fields(value):
+    """An @aggregate instance as a launch passes it: ("agg:REF", its fields' values in order), the
+    runtime ones becoming parameters of their own and the tl.constexpr ones constants."""
+    cls = type(value)
+    reference = str(id(cls))
+    _AGGREGATE_CLASSES.setdefault(reference, cls)
+    state = value.__dict__
+    return "agg:" + reference, tuple(state[name] for name in cls.__aggregate_fields__)
+
+
+def _aggregate_specs(specs):
+    """The runtime tuple specs among `specs` (nested ones too) that are host-built aggregates."""
+    for spec in specs:
+        if spec.kind == _C.ArgSpec.Kind.Tuple:
+            if spec.value.kind == Kind.Str and spec.value.text.startswith("agg:"):
+                yield spec
+            yield from _aggregate_specs(spec.parts)
+
+
 def _constexpr_jit_references(value, out: list) -> None:
     """The references to @jit functions a launch key left in `value` (a
     constexpr argument's GlobalValue) and its tuple elements."""
@@ -153,15 +177,18 @@ def _constexpr_specs(specs):
             yield from _constexpr_specs(spec.parts)
 
 
-def _resolve_specs(specs: list, index_of: dict) -> None:
+def _resolve_specs(specs: list, index_of: dict, aggregates: dict) -> None:
     """_resolve_constexpr_jit over the constexpr values of `specs`, in place (a runtime tuple's parts are
-    copies under nanobind: rebuilt and assigned back)."""
+    copies under nanobind: rebuilt and assigned back); a host-built aggregate's reference becomes its
+    class's description (`aggregates`: reference -> GlobalValue)."""
     for spec in specs:
         if spec.kind == _C.ArgSpec.Kind.Constexpr:
             spec.value = _resolve_constexpr_jit(spec.value, index_of)
         elif spec.kind == _C.ArgSpec.Kind.Tuple:
+            if spec.value.kind == Kind.Str and spec.value.text.startswith("agg:"):
+                spec.value = aggregates[spec.value.text[4:]]
             parts = list(spec.parts)
-            _resolve_specs(parts, index_of)
+            _resolve_specs(parts, index_of, aggregates)
             spec.parts = parts
 
 
@@ -421,6 +448,14 @@ def collect_sources(root, args=None, watches=None) -> list:
         return described
 
     stack = [open_function(root)]
+    # Aggregates built on the host and passed to the kernel: their classes' methods are collected too.
+    passed_aggregates: dict = {}
+    for spec in _aggregate_specs(args or ()):
+        reference = spec.value.text[4:]
+        if reference not in passed_aggregates:
+            opened: list = []
+            passed_aggregates[reference] = aggregate_type(_AGGREGATE_CLASSES[reference], opened)
+            stack.extend(opened)
     constexprs = list(_constexpr_specs(args or ()))
     references = []
     for spec in constexprs:
@@ -477,7 +512,7 @@ def collect_sources(root, args=None, watches=None) -> list:
         if must_use:  # the note the error adds, " " for none
             sources[index].must_use_result = must_use if isinstance(must_use, str) and must_use else " "
         stack.pop()
-    _resolve_specs(args or [], index_of)
+    _resolve_specs(args or [], index_of, passed_aggregates)
     return sources
 
 

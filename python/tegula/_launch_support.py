@@ -18,7 +18,7 @@ import types
 import numpy as np
 
 from . import _device
-from ._globals import constexpr_function
+from ._globals import aggregate_fields, constexpr_function
 from ._reinterpret import ReinterpretedArray
 from .language.core import constexpr, dtype, pointer_type
 from .tensor_descriptor import TensorDescriptor
@@ -85,6 +85,7 @@ def support():
     environment, backend_key = _environment()
     return types.SimpleNamespace(
         environment=environment, backend_key=backend_key, constexpr_function=constexpr_function,
+        aggregate_fields=aggregate_fields,
         ndarray=np.ndarray, generic=np.generic, complexfloating=np.complexfloating, flexible=np.flexible,
         numpy_scalars=NUMPY_SCALARS, torch_scalars=TORCH_SCALARS, numpy_dtype=np.dtype,
         from_dlpack=np.from_dlpack, reinterpreted=ReinterpretedArray, descriptor=TensorDescriptor,

@@ -38,6 +38,7 @@ LaunchSupport support_from(nb::handle s) {
   out.environment = s.attr("environment");
   out.backend_key = s.attr("backend_key");
   out.constexpr_function = s.attr("constexpr_function");
+  out.aggregate_fields = s.attr("aggregate_fields");
   return out;
 }
 

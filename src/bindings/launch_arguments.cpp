@@ -168,7 +168,7 @@ std::vector<PyObject*> LaunchSupport::references() const {
           numpy_scalars.ptr(),  torch_scalars.ptr(),  numpy_dtype.ptr(),     from_dlpack.ptr(),
           reinterpreted.ptr(),  descriptor.ptr(),     constexpr_type.ptr(),  dtype_type.ptr(),
           pointer_type.ptr(),   current_device.ptr(), current_stream.ptr(),  torch_stream.ptr(),
-          environment.ptr(),    backend_key.ptr(),    constexpr_function.ptr()};
+          environment.ptr(),    backend_key.ptr(),    constexpr_function.ptr(), aggregate_fields.ptr()};
 }
 
 ArgumentClassifier::ArgumentClassifier(LaunchSupport support)
@@ -235,6 +235,7 @@ void ArgumentClassifier::runtime(const std::string& kernel, const std::string& p
   } else if (is_torch_type(type)) {
     if (std::optional<Pointer> tensor = torch_tensor(value)) return add_pointer(*tensor, index, value, out);
   }
+  if (is_aggregate(value)) return aggregate(kernel, param, index, value, specialize, out);
 
   if (std::optional<Pointer> array = array_of(kernel, param, value)) return add_pointer(*array, index, value, out);
   // Not an array: a descriptor or a scalar of another type.
@@ -272,19 +273,9 @@ void ArgumentClassifier::tuple(const std::string& kernel, const std::string& par
   // Bounds for hostile arguments: a tuple nested a million deep would exhaust
   // the stack here and in the compiler, one of a million elements would make
   // a kernel of a million parameters (CUDA takes 32 KB of them).
-  constexpr int kMaxDepth = 32;
-  constexpr size_t kMaxValues = 4096;
-  int depth = static_cast<int>(std::count(param.begin(), param.end(), '['));
   PyObject* object = value.ptr();
   Py_ssize_t count = PyTuple_GET_SIZE(object);
-  if (depth >= kMaxDepth)
-    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
-                "argument '" + param + "' of kernel '" + kernel + "' nests tuples more than " +
-                    std::to_string(kMaxDepth) + " deep; pass fewer levels");
-  if (out.values.size() + static_cast<size_t>(count) > kMaxValues)
-    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
-                "argument '" + param + "' of kernel '" + kernel + "' makes the launch more than " +
-                    std::to_string(kMaxValues) + " values; pass an array instead of a tuple this long");
+  check_depth(kernel, param);
   // A named tuple's fields (typing.NamedTuple, collections.namedtuple): the kernel reads them by name.
   std::string fields;
   if (PyTuple_CheckExact(object) == 0) {
@@ -306,8 +297,48 @@ void ArgumentClassifier::tuple(const std::string& kernel, const std::string& par
     }
   }
   out.key.tuple(static_cast<uint32_t>(count), fields);
+  if (count > 0) elements(kernel, param, index, &PyTuple_GET_ITEM(object, 0), count, specialize, out);
+}
+
+// Bounds for hostile arguments: a tuple (or aggregate) nested a million deep would exhaust the stack here
+// and in the compiler; elements() bounds how many values one launch makes (CUDA takes 32 KB of parameters).
+void ArgumentClassifier::check_depth(const std::string& kernel, const std::string& param) {
+  constexpr int kMaxDepth = 32;
+  if (std::count(param.begin(), param.end(), '[') >= kMaxDepth)
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' nests tuples or aggregates more than " +
+                    std::to_string(kMaxDepth) + " deep; pass fewer levels");
+}
+
+bool ArgumentClassifier::is_aggregate(nb::handle value) const {
+  int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())), "__tegula_aggregate__");
+  return has == 1;
+}
+
+void ArgumentClassifier::aggregate(const std::string& kernel, const std::string& param, size_t index,
+                                   nb::handle value, bool specialize, LaunchArguments& out) {
+  nb::object described = support_.aggregate_fields(value);
+  if (!PyTuple_Check(described.ptr()) || PyTuple_GET_SIZE(described.ptr()) != 2 ||
+      !PyUnicode_Check(PyTuple_GET_ITEM(described.ptr(), 0)) || !PyTuple_Check(PyTuple_GET_ITEM(described.ptr(), 1)))
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' is an instance of " + type_name_of(value) +
+                    ", whose class is not an @aggregate Tegula can read");
+  PyObject* fields = PyTuple_GET_ITEM(described.ptr(), 1);
+  check_depth(kernel, param);
+  Py_ssize_t count = PyTuple_GET_SIZE(fields);
+  out.key.tuple(static_cast<uint32_t>(count), utf8(PyTuple_GET_ITEM(described.ptr(), 0)));
+  if (count > 0) elements(kernel, param, index, &PyTuple_GET_ITEM(fields, 0), count, specialize, out);
+}
+
+void ArgumentClassifier::elements(const std::string& kernel, const std::string& param, size_t index,
+                                  PyObject* const* items, Py_ssize_t count, bool specialize, LaunchArguments& out) {
+  constexpr size_t kMaxValues = 4096;
+  if (out.values.size() + static_cast<size_t>(count) > kMaxValues)
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                "argument '" + param + "' of kernel '" + kernel + "' makes the launch more than " +
+                    std::to_string(kMaxValues) + " values; pass an array instead of a tuple this long");
   for (Py_ssize_t i = 0; i < count; ++i) {
-    nb::handle element(PyTuple_GET_ITEM(object, i));
+    nb::handle element(items[i]);
     std::string name = param + "[" + std::to_string(i) + "]";
     bool compile_time = PyUnicode_Check(element.ptr()) || is_instance(element, support_.constexpr_type) ||
                         (is_instance(element, support_.dtype_type) && !is_instance(element, support_.pointer_type)) ||
@@ -405,11 +436,6 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
         });
     return numpy_array(kernel, param, array, is_instance(array, support_.ndarray));
   }
-  if (PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(object)), "__tegula_aggregate__") == 1)
-    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
-                "argument '" + param + "' of kernel '" + kernel + "' is an instance of the @aggregate class " +
-                    type_name_of(value) + ", which a launch does not pass: pass its fields, and build the " +
-                    type_name_of(value) + " inside the kernel");
   raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
               "argument '" + param + "' of kernel '" + kernel + "' must be an array or a scalar, got " +
                   type_name_of(value));

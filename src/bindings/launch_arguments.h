@@ -83,6 +83,7 @@ struct LaunchSupport {
   nanobind::object environment;     // the dict under os.environ (None where it has none)
   nanobind::object backend_key;     // TEGULA_BACKEND as a key of `environment`
   nanobind::object constexpr_function;  // callable -> "member:PATH", "jit:REF" or None (a constexpr function)
+  nanobind::object aggregate_fields;    // an @aggregate instance -> ("agg:REF", its fields' values)
 
   std::vector<PyObject*> references() const;
 };
@@ -119,6 +120,9 @@ class ArgumentClassifier {
   void runtime(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
                bool specialize, LaunchArguments& out);
   // A constexpr argument: its value is its key item.
+  // Whether `value` is an instance of an @aggregate class: a launch lifts its runtime fields into
+  // parameters, also for a tl.constexpr parameter.
+  bool is_aggregate(nanobind::handle value) const;
   void constexpr_value(const std::string& kernel, const std::string& param, nanobind::handle value, LaunchKey& key);
 
   // Debug mode: the memory an array argument may be accessed in, as (first
@@ -167,6 +171,13 @@ class ArgumentClassifier {
                   LaunchArguments& out);
   void tuple(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
              bool specialize, LaunchArguments& out);
+  // An @aggregate instance built on the host: its fields as a tuple's elements, under its class's reference.
+  void aggregate(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
+                 bool specialize, LaunchArguments& out);
+  void check_depth(const std::string& kernel, const std::string& param);
+  // The elements of a tuple or an aggregate (`count` items of `items`), each runtime or constexpr.
+  void elements(const std::string& kernel, const std::string& param, size_t index, PyObject* const* items,
+                Py_ssize_t count, bool specialize, LaunchArguments& out);
   bool is_descriptor(nanobind::handle value) const;
   bool is_number_scalar(nanobind::handle value) const;  // a NumPy scalar that is neither complex nor flexible
   std::optional<ir::Scalar> numpy_scalar(PyObject* dtype);

@@ -295,7 +295,7 @@ void Launcher::specialize(const CallArgs& call, Specialized& out) {
   for (size_t i = 0; i < params_.size(); ++i) {
     const Param& p = params_[i];
     nb::handle value(out.bound.values[i]);
-    if (p.is_constexpr) {
+    if (p.is_constexpr && !classifier_.is_aggregate(value)) {  // an aggregate's runtime fields are parameters
       classifier_.constexpr_value(kernel_name_, p.text, value, out.arguments.key);
     } else {
       size_t item = out.arguments.key.size();

@@ -114,6 +114,7 @@ ir::Function Lowerer::run() {
         std::vector<Symbol> elements;
         for (size_t i = 0; i < a.parts.size(); ++i)
           elements.push_back(self(self, name + "__" + std::to_string(i), a.parts[i], loc, read_only));
+        if (a.value.kind == GlobalValue::Kind::AggregateType) return host_aggregate(a.value, std::move(elements), loc);
         Symbol t = Symbol::tuple(std::move(elements));
         t.name = a.value.text;  // a named tuple's fields, for attribute reads
         return t;
@@ -130,7 +131,8 @@ ir::Function Lowerer::run() {
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const ast::Param& p = kernel.params[i];
     const ArgSpec& a = request_.args[i];
-    if (a.kind != ArgSpec::Kind::Constexpr && is_constexpr_annotation(p.annotation.get()))
+    bool aggregate = a.kind == ArgSpec::Kind::Tuple && a.value.kind == GlobalValue::Kind::AggregateType;
+    if (a.kind != ArgSpec::Kind::Constexpr && !aggregate && is_constexpr_annotation(p.annotation.get()))
       error_at(p.loc, Diag::ConstexprGotRuntimeValue,
                "parameter `" + p.name + "` is a constexpr but received a runtime value",
                "constexpr parameters are specialized at compile time; pass a Python int, float, bool, str or dtype");

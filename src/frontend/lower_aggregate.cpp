@@ -150,6 +150,19 @@ Symbol Lowerer::make_aggregate(const Symbol& cls, const CallArgs& args) {
   return instance;
 }
 
+Symbol Lowerer::host_aggregate(const GlobalValue& cls, std::vector<Symbol> fields, const SourceLoc& loc) {
+  Symbol type = global_symbol(cls, loc);
+  ClassView view(type);
+  TEGULA_ASSERT(fields.size() == view.fields.size(), "a host aggregate has one value per field");
+  for (size_t i = 0; i < fields.size(); ++i) check_field_value(type, view.fields[i], fields[i], loc);
+  Symbol instance;
+  instance.kind = Symbol::Kind::Aggregate;
+  instance.name = type.name;
+  instance.receiver = std::make_shared<Symbol>(std::move(type));
+  instance.elements = std::move(fields);
+  return instance;
+}
+
 Symbol Lowerer::aggregate_attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc) {
   bool is_class = base.kind == Symbol::Kind::AggregateType;
   ClassView view(is_class ? base : *base.receiver);

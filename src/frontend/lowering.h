@@ -69,6 +69,8 @@ class Lowerer {
   // --- @aggregate classes (lower_aggregate.cpp) ------------------------------------
   // `Cls(...)`: the fields by position or name (defaults after), or the class's own __init__.
   Symbol make_aggregate(const Symbol& cls, const CallArgs& args);
+  // An instance built on the host and passed to the kernel: its class and its fields' symbols.
+  Symbol host_aggregate(const GlobalValue& cls, std::vector<Symbol> fields, const SourceLoc& loc);
   // `obj.f` (a field, a method bound to obj) and `Cls.m` (a member, a field's default).
   Symbol aggregate_attribute(const Symbol& base, const std::string& attr, const SourceLoc& loc);
   // `obj[i]`: the class's __getitem__.

@@ -406,9 +406,107 @@ def test_must_use_result_method_and_constexpr_function_init():
     np.testing.assert_array_equal(out, np.full(4, 9.0, np.float32))
 
 
-def test_an_instance_is_not_a_launch_argument():
-    with pytest.raises(TypeError, match="instance of the @aggregate class Pair.*build the Pair inside the kernel"):
-        _pair_methods[(1,)](Pair(1, 2))
+# --- instances built on the host and passed to a kernel ------------------------------------------
+
+
+@tegula.jit
+def _relu(x):
+    return tl.maximum(x, 0.0)
+
+
+@tegula.aggregate
+class Epilogue:
+    bias_ptr: tl.tensor
+    scale: tl.tensor
+    HAS_BIAS: tl.constexpr
+    activation: tl.constexpr = None
+
+    @tegula.jit
+    def apply(self, acc, cols, mask):
+        if self.HAS_BIAS:
+            acc += tl.load(self.bias_ptr + cols, mask=mask, other=0.0)
+        acc = acc * self.scale
+        if self.activation is not None:
+            acc = self.activation(acc)
+        return acc
+
+
+@tegula.aggregate
+class ShiftedEpilogue(Epilogue):
+    shift: tl.tensor
+
+    @tegula.jit
+    def apply(self, acc, cols, mask):
+        return Epilogue.apply(self, acc, cols, mask) + self.shift
+
+
+@tegula.jit
+def _with_epilogue(x_ptr, out_ptr, n, epilogue: tl.constexpr, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(x_ptr + cols, mask=mask)
+    tl.store(out_ptr + cols, epilogue.apply(x, cols, mask), mask=mask)
+
+
+def test_a_host_built_instance_lifts_runtime_fields_and_bakes_constexprs(backend):
+    n = 1000
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(n).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    x_d, bias_d = backend.array(x), backend.array(bias)
+    out_d = backend.array(np.full(n, np.nan, np.float32))
+    grid = (tegula.cdiv(n, 128),)
+    _with_epilogue[grid](x_d, out_d, n, Epilogue(bias_d, 2.5, True), BLOCK=128)
+    np.testing.assert_allclose(backend.numpy(out_d), (x + bias) * 2.5, rtol=1e-6)
+    runs = tegula.runtime_stats()["frontend_runs"]
+    _with_epilogue[grid](x_d, out_d, n, Epilogue(bias_d, 0.5, True), BLOCK=128)  # a runtime field: same kernel
+    np.testing.assert_allclose(backend.numpy(out_d), (x + bias) * 0.5, rtol=1e-6)
+    assert tegula.runtime_stats()["frontend_runs"] == runs
+    _with_epilogue[grid](x_d, out_d, n, Epilogue(None, 3.0, False, _relu), BLOCK=128)  # constexprs: a new one
+    np.testing.assert_allclose(backend.numpy(out_d), np.maximum(x * 3.0, 0.0), rtol=1e-6)
+    _with_epilogue[grid](x_d, out_d, n, ShiftedEpilogue(bias_d, 2.0, True, None, -1.0), BLOCK=128)
+    np.testing.assert_allclose(backend.numpy(out_d), (x + bias) * 2.0 - 1.0, rtol=1e-6)
+
+
+@tegula.aggregate
+class Span:
+    ptr: tl.tensor
+    n: tl.tensor
+
+
+@tegula.aggregate
+class Copy:
+    src: Span
+    dst: Span
+    BLOCK: tl.constexpr
+
+
+@tegula.jit
+def _copy(job, extra):
+    offs = tl.arange(0, job.BLOCK)
+    mask = offs < job.src.n
+    tl.store(job.dst.ptr + offs, tl.load(job.src.ptr + offs, mask=mask) + extra[1].n, mask=mask)
+
+
+def test_nested_instances_and_instances_in_tuples_to_runtime_parameters():
+    src = np.arange(50, dtype=np.float32)
+    dst = np.zeros(64, np.float32)
+    _copy[(1,)](Copy(Span(src, 50), Span(dst, 50), 64), (0, Span(src, 7)))
+    np.testing.assert_array_equal(dst[:50], src + 7)
+    assert not dst[50:].any()
+
+
+def test_a_host_instance_field_declared_constexpr_cannot_hold_an_array():
+    @tegula.aggregate
+    class Wrong:
+        ptr: tl.constexpr
+
+    @tegula.jit
+    def k(w):
+        tl.store(w.ptr, 1.0)
+
+    with pytest.raises(TypeError, match="constexpr argument"):
+        k[(1,)](Wrong(np.zeros(1, np.float32)))
 
 
 @tegula.aggregate
