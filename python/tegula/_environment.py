@@ -31,12 +31,8 @@ def count(name: str, default: int) -> int:
     text = os.environ.get(name, "").strip()
     if not text:
         return default
-    try:
-        value = int(text)
-        if value >= 0:
-            return value
-    except ValueError:
-        pass
+    if text.isascii() and text.isdigit():  # int() would also take "3_0" and other scripts' digits
+        return int(text)
     if name not in _warned:
         _warned.add(name)
         warnings.warn(f"{name}={os.environ[name]!r} is not a count (an integer >= 0): taken as {default}",

@@ -15,7 +15,7 @@ import weakref
 import numpy as np
 
 from . import _C
-from .aggregate import is_aggregate_class
+from .aggregate import is_aggregate_class, is_constexpr_annotation
 from .language.core import constexpr, dtype, pointer_type
 
 GV = _C.GlobalValue
@@ -140,13 +140,20 @@ _AGGREGATE_CLASSES: dict = {}
 
 
 def aggregate_fields(value):
-    """An @aggregate instance as a launch passes it: ("agg:REF", its fields' values in order), the
-    runtime ones becoming parameters of their own and the tl.constexpr ones constants."""
+    """An @aggregate instance as a launch passes it: ("agg:REF", its fields' values in order, their
+    names), the runtime ones becoming parameters of their own and the tl.constexpr ones constants."""
+    from ._errors import coded
+
     cls = type(value)
     reference = str(id(cls))
     _AGGREGATE_CLASSES.setdefault(reference, cls)
-    state = value.__dict__
-    return "agg:" + reference, tuple(state[name] for name in cls.__aggregate_fields__)
+    state = getattr(value, "__dict__", {})
+    fields = cls.__aggregate_fields__
+    for name in fields:
+        if name not in state:
+            raise coded(TypeError, "E0702", f"an instance of {cls.__name__} passed to a kernel has no value for its "
+                                            f"field '{name}' (made without its __init__, or the field deleted)")
+    return "agg:" + reference, tuple(state[name] for name in fields), tuple(fields)
 
 
 def _aggregate_specs(specs):
@@ -427,11 +434,23 @@ def collect_sources(root, args=None, watches=None) -> list:
         defaults = getattr(cls, "__aggregate_defaults__", {})
         described = GV(Kind.AggregateType, text=f"{cls.__qualname__}@{cls.__module__}:{','.join(fields)}")
         aggregates[id(cls)] = described
+        if watches is not None:  # a method or constant replaced on the class later compiles the kernel again
+            for klass in cls.__mro__[:-1]:
+                namespace = vars(klass)
+                for name, raw in namespace.items():
+                    if not name.startswith("__") or name in ("__init__", "__getitem__", "__aggregate_init__"):
+                        watches.append((namespace, name, raw))
         default_names = [f for f in fields if f in defaults]
         part_defaults = GV(Kind.Tuple, text=",".join(default_names))
         part_defaults.elements = [describe(_triton_value(defaults[f])) for f in default_names]
         names, values = [], []
         for name, (value, static) in members(cls).items():
+            if isinstance(value, (property, classmethod)):
+                kind = "property" if isinstance(value, property) else "classmethod"
+                names.append(name)
+                values.append(GV(Kind.Opaque, text=f"`{name}`, a {kind} of {cls.__name__} (a kernel calls "
+                                                  f"@jit methods and static methods, not {kind}s)"))
+                continue
             function = _aggregate_method(cls, name, value, JITFunction, triton_helpers)
             if function is None:
                 values.append(describe(value))
@@ -443,8 +462,10 @@ def collect_sources(root, args=None, watches=None) -> list:
         part_members = GV(Kind.Tuple, text=",".join(names))
         part_members.elements = values
         part_constexprs = GV(Kind.Tuple, text=",".join(
-            f for f in fields if _is_constexpr_field(annotations.get(f))))
-        described.elements = [part_defaults, part_members, part_constexprs]
+            f for f in fields if is_constexpr_annotation(annotations.get(f))))
+        bases = [klass for klass in cls.__mro__[1:] if is_aggregate_class(klass)]
+        part_bases = GV(Kind.Tuple, text=",".join(f"{b.__qualname__}@{b.__module__}" for b in bases))
+        described.elements = [part_defaults, part_members, part_constexprs, part_bases]
         return described
 
     stack = [open_function(root)]
@@ -546,12 +567,6 @@ def _aggregate_method(cls, name, value, jit_function_type, triton_helpers):
             wrapped._must_use_result = must_use
         made[name] = wrapped
     return made[name]
-
-
-def _is_constexpr_field(annotation) -> bool:
-    return annotation is constexpr or _is_triton_object(annotation, "constexpr") or (
-        isinstance(annotation, type) and annotation.__name__ == "constexpr"
-        and (annotation.__module__ or "").startswith("triton."))
 
 
 def _triton_value(value):

@@ -41,7 +41,9 @@ class tuning:
 
 
 def threshold() -> int:
-    return _environment.count("TEGULA_RECOMPILE_WARNING", _DEFAULT_THRESHOLD)
+    """0: never; else at least 2 (one specialization is no recompile)."""
+    value = _environment.count("TEGULA_RECOMPILE_WARNING", _DEFAULT_THRESHOLD)
+    return 0 if value == 0 else max(2, value)
 
 
 def _spec_text(spec) -> str:
@@ -83,6 +85,35 @@ def _caller_level() -> int:
     return level
 
 
+def _element_names(spec) -> list:
+    """How a tuple's or an aggregate's elements are read: their field names, else their indices."""
+    gv = _C.GlobalValue.Kind
+    text = spec.value.text
+    if spec.value.kind == gv.AggregateType and ":" in text:
+        fields = text.split(":", 1)[1].split(",")
+    elif spec.value.kind == gv.Str and text and not text.startswith("agg:"):
+        fields = text.split(",")
+    else:
+        fields = []
+    return ["." + f for f in fields] if len(fields) == len(spec.parts) else [f"[{i}]" for i in range(len(spec.parts))]
+
+
+def _describe(path: str, param: str, constexpr: bool, spec, out: dict) -> None:
+    """out[path] = (role, text) for `spec` and, for a tuple or an aggregate, for each of its elements
+    (path "ep.bias", "t[1]"); the role says how the parameter `param` is declared and what the element is."""
+    kinds = _C.ArgSpec.Kind
+    if spec.kind == kinds.Tuple:
+        for suffix, part in zip(_element_names(spec), spec.parts):
+            _describe(path + suffix, param, constexpr, part, out)
+        return
+    if path == param:
+        role = "constexpr" if constexpr else "argument"
+    else:  # inside a tuple or an aggregate: how it can be fixed depends on the parameter's declaration
+        role = ("constant in " if spec.kind == kinds.Constexpr else "value in ") + \
+            ("constexpr " if constexpr else "") + param
+    out[path] = (role, _spec_text(spec))
+
+
 class SpecializationLog:
     """The specializations one kernel has compiled in this process."""
 
@@ -98,7 +129,7 @@ class SpecializationLog:
         limit = threshold()
         described = {}
         for name, constexpr, spec in zip(names, is_constexpr, request.args):
-            described[name] = ("constexpr" if constexpr else "argument", _spec_text(spec))
+            _describe(name, name, constexpr, spec, described)
         for option in _OPTIONS:
             if hasattr(options, option):
                 described["option " + option] = ("option", repr(getattr(options, option)))
@@ -127,12 +158,22 @@ class SpecializationLog:
         for key, role, values in varying:
             shown = ", ".join(values[:5]) + (", ..." if len(values) > 5 else "")
             parts.append(f"{key} ({shown})")
-            if role == "argument" and any("equal to 1" in v or "divisible by 16" in v for v in values):
-                advice.append(f"@jit(do_not_specialize=[{key!r}]) compiles once for every value of {key}")
-            elif role == "argument" and any("aligned" in v for v in values):
-                advice.append(f"@jit(do_not_specialize_on_alignment=[{key!r}]) compiles once for every "
-                              f"alignment of {key}")
-            elif role == "constexpr":
+            ints = any("equal to 1" in v or "divisible by 16" in v for v in values)
+            aligned = any("aligned" in v for v in values)
+            if role.startswith("value in constexpr "):
+                param = role.split()[-1]
+                if ints or aligned:
+                    advice.append(f"{key} is specialized as any argument is: without the tl.constexpr "
+                                  f"annotation of {param}, @jit(do_not_specialize=[{param!r}]) or "
+                                  f"do_not_specialize_on_alignment=[{param!r}] covers its fields")
+            elif role.startswith("value in ") or role == "argument":
+                param = role.split()[-1] if role != "argument" else key
+                if ints:
+                    advice.append(f"@jit(do_not_specialize=[{param!r}]) compiles once for every value of {key}")
+                elif aligned:
+                    advice.append(f"@jit(do_not_specialize_on_alignment=[{param!r}]) compiles once for every "
+                                  f"alignment of {key}")
+            elif role == "constexpr" or role.startswith("constant in "):
                 advice.append(f"a constexpr that takes many values ({key}) is cheaper as a runtime argument, "
                               f"or rounded to fewer values (a power of two)")
         what = "; ".join(parts) if parts else "nothing visible here (the kernel's globals changed)"

@@ -28,20 +28,30 @@ class SavedArguments:
 
     def __init__(self, tuner, trials: list, named: dict):
         sig = tuner.base.signature
-        pointer_params = [name for name, is_constexpr in zip(sig.names, sig.is_constexpr)
-                          if not is_constexpr and name in named and _is_array(named[name])]
-        chosen = set(tuner.restore_value) | set(tuner.reset_to_zero)
+        # The arrays inside tuple and aggregate arguments too, by the names the compiler gives their
+        # parameters (NAME__i): its effects name them so.
+        flat = dict(named)
+        for name in sig.names:
+            if name in named:
+                _add_elements(name, named[name], flat)
+        pointer_params = [name for name, value in flat.items()
+                          if _is_array(value) and (name not in named or not _is_constexpr(sig, name))]
+        chosen = set()
+        for name in (*tuner.restore_value, *tuner.reset_to_zero):
+            chosen.update(_arrays_under(name, flat) or [name])
         for trial in trials:
             for name, effects in trial.kernel.effects.items():
-                if not effects.written or name not in named:
+                if not effects.written or name not in flat:
                     continue
-                if effects.read or effects.atomic or _overlaps_another(name, named, pointer_params):
+                if effects.read or effects.atomic or _overlaps_another(name, flat, pointer_params):
                     chosen.add(name)
         self.kernel = tuner.__name__
         self.saved = []   # (name, array, copy)
         self.zeroed = []  # arrays zeroed after each restore
-        for name in sorted(chosen, key=lambda n: sig.names.index(n) if n in sig.names else -1):
-            value = named.get(name)
+        zeroed_names = {n for name in tuner.reset_to_zero for n in (_arrays_under(name, flat) or [name])}
+        for name in sorted(chosen, key=lambda n: (sig.names.index(n.split("__")[0]) if n.split("__")[0] in sig.names
+                                                  else -1, n)):
+            value = flat.get(name)
             if not _is_array(value):
                 # None stands for an optional array this call leaves out (Triton's autotuner skips it too).
                 if value is not None and (name in tuner.restore_value or name in tuner.reset_to_zero):
@@ -50,7 +60,7 @@ class SavedArguments:
                                                     f"{type(value).__name__}, not an array")
                 continue
             self.saved.append((name, value, _copy_of(self.kernel, name, value)))
-            if name in tuner.reset_to_zero:
+            if name in zeroed_names:
                 self.zeroed.append(value)
 
     @property
@@ -64,6 +74,37 @@ class SavedArguments:
         if for_trial:
             for array in self.zeroed:
                 _fill_zero(array)
+
+
+def _is_constexpr(sig, name: str) -> bool:
+    return sig.is_constexpr[sig.names.index(name)]
+
+
+def _elements(value) -> tuple | None:
+    """The elements of a tuple argument, or the fields of an @aggregate instance in their order
+    (constexpr ones included: the compiler numbers elements so); None for anything else."""
+    if isinstance(value, tuple):
+        return value
+    fields = getattr(type(value), "__aggregate_fields__", None)
+    if getattr(type(value), "__tegula_aggregate__", False) and fields is not None:
+        state = getattr(value, "__dict__", {})
+        return tuple(state.get(field) for field in fields)
+    return None
+
+
+def _add_elements(name: str, value, flat: dict, depth: int = 0) -> None:
+    items = _elements(value)
+    if items is None or depth > 32:
+        return
+    for i, item in enumerate(items):
+        flat[f"{name}__{i}"] = item
+        _add_elements(f"{name}__{i}", item, flat, depth + 1)
+
+
+def _arrays_under(name: str, flat: dict) -> list:
+    """The names of the arrays inside the tuple or aggregate argument `name` (none for an array)."""
+    prefix = name + "__"
+    return [n for n, v in flat.items() if n.startswith(prefix) and _is_array(v)]
 
 
 def _is_array(value) -> bool:

@@ -43,11 +43,22 @@ def is_aggregate_class(value) -> bool:
                                             or getattr(value, "__triton_aggregate__", False))
 
 
-def _is_constexpr_annotation(annotation) -> bool:
+def is_constexpr_annotation(annotation) -> bool:
+    """tl.constexpr (Tegula's or Triton's), also as the text a string annotation or
+    ``from __future__ import annotations`` leaves ("tl.constexpr")."""
     if annotation is constexpr:
         return True
+    if isinstance(annotation, str):
+        return annotation.strip().split(".")[-1] == "constexpr"
     cls = annotation if isinstance(annotation, type) else None
     return (cls is not None and cls.__name__ == "constexpr" and (cls.__module__ or "").startswith("triton."))
+
+
+def _is_class_variable(annotation) -> bool:
+    """typing.ClassVar[...] (or its text): a class attribute, not a field, as for dataclasses."""
+    if isinstance(annotation, str):
+        return annotation.strip().split("[")[0].split(".")[-1] == "ClassVar"
+    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
 
 
 def _fields_of(cls) -> tuple[dict, dict]:
@@ -65,10 +76,13 @@ def _fields_of(cls) -> tuple[dict, dict]:
     own = cls.__dict__.get("__annotations__", {})
     try:
         hints = typing.get_type_hints(cls)
-    except Exception:  # an annotation that does not resolve: the raw one is still a field
+    except Exception:  # an annotation that does not resolve (a class defined later): the raw text is read
         hints = {}
     for name in own:
-        annotations[name] = hints.get(name, own[name])
+        annotation = hints.get(name, own[name])
+        if _is_class_variable(annotation):
+            continue
+        annotations[name] = annotation
         value = cls.__dict__.get(name, _MISSING)
         if value is not _MISSING and not callable(value):
             defaults[name] = value
@@ -84,7 +98,7 @@ def _wrap(value, annotation):
         if fields:
             wrapped = tl_tuple.named(fields, wrapped)
         return wrapped
-    if _is_constexpr_annotation(annotation) and not isinstance(value, constexpr):
+    if is_constexpr_annotation(annotation) and not isinstance(value, constexpr):
         return constexpr(value)
     return value
 
@@ -102,9 +116,16 @@ def aggregate(cls):
     for name in annotations:
         if name.startswith("__") or name in ("_aggregate_ready",):
             raise TypeError(f"@aggregate class {cls.__qualname__}: `{name}` cannot be a field name")
+    slots = cls.__dict__.get("__slots__")
+    if slots is not None:
+        slots = (slots,) if isinstance(slots, str) else tuple(slots)
+        if "__dict__" not in slots or any(name in slots for name in annotations):
+            raise TypeError(f"@aggregate class {cls.__qualname__}: an aggregate keeps its fields in the "
+                            f"instance's __dict__; remove __slots__")
     user_init = cls.__dict__.get("__init__")
     if user_init is not None and getattr(user_init, "__tegula_aggregate_init__", False):
-        user_init = None  # inherited from an aggregate base: the fields' own constructor
+        # Made by @aggregate: applied again to this class, its own __init__ is the one kept then.
+        user_init = cls.__dict__.get("__aggregate_init__")
     field_names = builtins.tuple(annotations)
 
     def __init__(self, *args, **kwargs):
@@ -195,8 +216,6 @@ def members(cls) -> dict:
                 continue
             static = isinstance(raw, staticmethod)
             value = raw.__func__ if static else raw
-            if isinstance(value, (classmethod, property)):
-                continue
             if name == "__init__":
                 if getattr(value, "__tegula_aggregate_init__", False) or getattr(value, "__triton_builtin__", False):
                     continue  # the fields' constructor, which the compiler knows

@@ -71,12 +71,16 @@ class Config:
                  maxnreg=None, pre_hook=None, ir_override=None):
         if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise coded(TypeError, "E0710", f"Config takes a dict of meta-parameter names to values, got {kwargs!r}")
-        for option, value, least in (("num_warps", num_warps, 1), ("num_stages", num_stages, 1),
-                                     ("num_ctas", num_ctas, 1), ("maxnreg", maxnreg, 1),
-                                     ("num_cpu_threads", num_cpu_threads, 0)):
+        options = {"num_warps": num_warps, "num_stages": num_stages, "num_ctas": num_ctas, "maxnreg": maxnreg,
+                   "num_cpu_threads": num_cpu_threads}
+        for option, value in options.items():
+            least = 0 if option == "num_cpu_threads" else 1
+            if isinstance(value, np.integer):  # from a NumPy sweep: the int it is
+                value = options[option] = int(value)
             if value is not None and (type(value) is not int or value < least):
                 kind = "a positive int" if least else "an int >= 0"
                 raise coded(ValueError, "E0710", f"Config {option} must be {kind} or None, got {value!r}")
+        num_warps, num_stages, num_ctas, maxnreg, num_cpu_threads = options.values()
         if pre_hook is not None and not callable(pre_hook):
             raise coded(TypeError, "E0710", f"Config pre_hook must be callable, got {type(pre_hook).__name__}")
         self.kwargs = dict(kwargs)
@@ -195,7 +199,7 @@ def _not_a_parameter(base, names, what: str) -> str | None:
 def _down_to_jit(fn, args: tuple, kwargs: dict):
     """(the JITFunction, the keywords it gets) once every @heuristics on the way has added its values."""
     while isinstance(fn, Heuristics):
-        kwargs = fn._with_values(args, kwargs)
+        args, kwargs = fn._with_values(args, kwargs)
         fn = fn.fn
     if not isinstance(fn, JITFunction):
         raise coded(TypeError, "E0708", f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
@@ -219,27 +223,40 @@ class Heuristics(_KernelWrapper):
         if wrong:
             raise coded(TypeError, "E0708", wrong)
 
-    def _with_values(self, args: tuple, kwargs: dict) -> dict:
+    def _with_values(self, args: tuple, kwargs: dict) -> tuple:
+        """(args, kwargs) with every computed value in place. A value the caller passes for a computed
+        name is an input of the heuristic, and its result replaces it where it was given (by position
+        or keyword), as in Triton: libraries pass a flag and normalize it (`lambda a: bool(a["GEMMA"])`)."""
         named = self._named(args, kwargs)
-        kwargs = dict(kwargs)
-        # A value the caller passes for a computed name is an input of the heuristic, and its result
-        # replaces it, as in Triton: libraries pass a flag and normalize it (`lambda a: bool(a["GEMMA"])`).
+        args, kwargs = list(args), dict(kwargs)
+        names = self.base.arg_names
         for name, heuristic in self.values.items():
-            value = heuristic({**named, **kwargs})
-            kwargs[name] = value
+            try:
+                value = heuristic({**named, **kwargs})
+            except Exception as e:
+                e.add_note(f"in the @heuristics function for '{name}' of kernel '{self.__name__}'")
+                raise
+            position = names.index(name) if name in names else len(args)  # a launch option: by keyword
+            if position < len(args):
+                args[position] = value
+            else:
+                kwargs[name] = value
             named[name] = value
-        return kwargs
+        return tuple(args), kwargs
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
         if warmup:
             return self.warmup(*args, grid=grid, **kwargs)
-        return self.fn.run(*args, grid=grid, **self._with_values(args, kwargs))
+        args, kwargs = self._with_values(args, kwargs)
+        return self.fn.run(*args, grid=grid, **kwargs)
 
     def warmup(self, *args, grid=None, **kwargs):
-        return self.fn.warmup(*args, grid=grid, **self._with_values(args, kwargs))
+        args, kwargs = self._with_values(args, kwargs)
+        return self.fn.warmup(*args, grid=grid, **kwargs)
 
     def inspect(self, *args, **kwargs):
-        return self.fn.inspect(*args, **self._with_values(args, kwargs))
+        args, kwargs = self._with_values(args, kwargs)
+        return self.fn.inspect(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<tegula.Heuristics of {self.base!r}: {', '.join(self.values)}>"
@@ -351,6 +368,10 @@ class Autotuner(_KernelWrapper):
                                       (type(top_k) is float and 0.0 < top_k <= 1.0)):
             raise coded(ValueError, "E0710", f"prune_configs_by top_k of kernel '{self.__name__}' must be an int "
                                              f">= 1 or a fraction in (0, 1], got {top_k!r}")
+        if self.perf_model is not None and top_k is None:  # Triton refuses it too: the model would go unused
+            raise coded(ValueError, "E0710", f"prune_configs_by of kernel '{self.__name__}' has a perf_model but "
+                                             f"no top_k: say how many configs of the best estimates to time "
+                                             f"(an int, or a fraction of the configs)")
         for name in ("perf_model", "early_config_prune"):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise coded(TypeError, "E0710", f"prune_configs_by {name} of kernel '{self.__name__}' must be "
@@ -537,6 +558,11 @@ class Autotuner(_KernelWrapper):
                 raise coded(TypeError, "E0710", f"early_config_prune of kernel '{self.__name__}' must return a list "
                                                 f"of the tegula.Config it was given, got {got}")
             configs = list(pruned)
+            for config in configs:
+                if _not_a_parameter(self.base, config.kwargs, "") is not None:
+                    raise coded(ValueError, "E0710", f"early_config_prune of kernel '{self.__name__}' returned the "
+                                                     f"config {config.describe()}, which sets names that are not "
+                                                     f"parameters of the kernel ({', '.join(self.base.arg_names)})")
             if not configs:
                 raise coded(ValueError, "E0710", f"early_config_prune of kernel '{self.__name__}' left no configs")
         if self.perf_model is not None and self.top_k is not None:
@@ -546,8 +572,16 @@ class Autotuner(_KernelWrapper):
             if type(top_k) is not int or top_k < 1:
                 raise coded(ValueError, "E0710", f"prune_configs_by top_k of kernel '{self.__name__}' must be an int "
                                                  f">= 1 or a fraction in (0, 1], got {self.top_k!r}")
-            estimates = [(self.perf_model(**{**positional, **kwargs, **config.all_kwargs()}), i)
-                         for i, config in enumerate(configs)]
+            estimates = []
+            for i, config in enumerate(configs):
+                estimate = self.perf_model(**{**positional, **kwargs, **config.all_kwargs()})
+                if isinstance(estimate, np.generic):
+                    estimate = estimate.item()
+                if isinstance(estimate, bool) or not isinstance(estimate, (int, float)) or estimate != estimate:
+                    raise coded(TypeError, "E0710", f"prune_configs_by perf_model of kernel '{self.__name__}' "
+                                                    f"must return a number (an estimated time), got {estimate!r} "
+                                                    f"for config {config.describe()}")
+                estimates.append((estimate, i))
             configs = [configs[i] for _, i in sorted(estimates)[:top_k]]
         return configs
 
@@ -700,6 +734,13 @@ def _key_value(value):
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is not None and dtype is not None:  # an array named in the key: its shape and dtype
         return ("array", tuple(int(d) for d in shape), str(dtype))
+    if isinstance(value, tuple):
+        return tuple(_key_value(v) for v in value)
+    cls = type(value)
+    if getattr(cls, "__tegula_aggregate__", False):  # its class and its fields, arrays by shape and dtype
+        state = getattr(value, "__dict__", {})
+        return (f"{cls.__module__}.{cls.__qualname__}",
+                tuple(_key_value(getattr(state.get(f), "value", state.get(f))) for f in cls.__aggregate_fields__))
     return repr(value)
 
 

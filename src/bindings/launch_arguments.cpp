@@ -318,20 +318,25 @@ bool ArgumentClassifier::is_aggregate(nb::handle value) const {
 void ArgumentClassifier::aggregate(const std::string& kernel, const std::string& param, size_t index,
                                    nb::handle value, bool specialize, LaunchArguments& out) {
   nb::object described = support_.aggregate_fields(value);
-  if (!PyTuple_Check(described.ptr()) || PyTuple_GET_SIZE(described.ptr()) != 2 ||
-      !PyUnicode_Check(PyTuple_GET_ITEM(described.ptr(), 0)) || !PyTuple_Check(PyTuple_GET_ITEM(described.ptr(), 1)))
+  PyObject* d = described.ptr();
+  if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(d, 0)) ||
+      !PyTuple_Check(PyTuple_GET_ITEM(d, 1)) || !PyTuple_Check(PyTuple_GET_ITEM(d, 2)) ||
+      PyTuple_GET_SIZE(PyTuple_GET_ITEM(d, 1)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(d, 2)))
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
                 "argument '" + param + "' of kernel '" + kernel + "' is an instance of " + type_name_of(value) +
                     ", whose class is not an @aggregate Tegula can read");
-  PyObject* fields = PyTuple_GET_ITEM(described.ptr(), 1);
+  PyObject* fields = PyTuple_GET_ITEM(d, 1);
   check_depth(kernel, param);
   Py_ssize_t count = PyTuple_GET_SIZE(fields);
-  out.key.tuple(static_cast<uint32_t>(count), utf8(PyTuple_GET_ITEM(described.ptr(), 0)));
-  if (count > 0) elements(kernel, param, index, &PyTuple_GET_ITEM(fields, 0), count, specialize, out);
+  std::vector<std::string> names;  // errors name a field as `param.field`
+  for (Py_ssize_t i = 0; i < count; ++i) names.emplace_back(utf8(PyTuple_GET_ITEM(PyTuple_GET_ITEM(d, 2), i)));
+  out.key.tuple(static_cast<uint32_t>(count), utf8(PyTuple_GET_ITEM(d, 0)));
+  if (count > 0) elements(kernel, param, index, &PyTuple_GET_ITEM(fields, 0), count, specialize, out, &names);
 }
 
 void ArgumentClassifier::elements(const std::string& kernel, const std::string& param, size_t index,
-                                  PyObject* const* items, Py_ssize_t count, bool specialize, LaunchArguments& out) {
+                                  PyObject* const* items, Py_ssize_t count, bool specialize, LaunchArguments& out,
+                                  const std::vector<std::string>* names) {
   constexpr size_t kMaxValues = 4096;
   if (out.values.size() + static_cast<size_t>(count) > kMaxValues)
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
@@ -339,7 +344,9 @@ void ArgumentClassifier::elements(const std::string& kernel, const std::string& 
                     std::to_string(kMaxValues) + " values; pass an array instead of a tuple this long");
   for (Py_ssize_t i = 0; i < count; ++i) {
     nb::handle element(items[i]);
-    std::string name = param + "[" + std::to_string(i) + "]";
+    // An aggregate's field by name; the '[' keeps check_depth counting its nesting.
+    std::string name = names ? param + "[" + std::to_string(i) + "]." + (*names)[static_cast<size_t>(i)]
+                             : param + "[" + std::to_string(i) + "]";
     bool compile_time = PyUnicode_Check(element.ptr()) || is_instance(element, support_.constexpr_type) ||
                         (is_instance(element, support_.dtype_type) && !is_instance(element, support_.pointer_type)) ||
                         (!PyTuple_Check(element.ptr()) && PyCallable_Check(element.ptr()) &&

@@ -177,7 +177,8 @@ class ArgumentClassifier {
   void check_depth(const std::string& kernel, const std::string& param);
   // The elements of a tuple or an aggregate (`count` items of `items`), each runtime or constexpr.
   void elements(const std::string& kernel, const std::string& param, size_t index, PyObject* const* items,
-                Py_ssize_t count, bool specialize, LaunchArguments& out);
+                Py_ssize_t count, bool specialize, LaunchArguments& out,
+                const std::vector<std::string>* names = nullptr);
   bool is_descriptor(nanobind::handle value) const;
   bool is_number_scalar(nanobind::handle value) const;  // a NumPy scalar that is neither complex nor flexible
   std::optional<ir::Scalar> numpy_scalar(PyObject* dtype);

@@ -1,6 +1,7 @@
 #include "bindings/launch_options.h"
 
 #include <limits>
+#include <string_view>
 
 #include "bindings/launch_errors.h"
 
@@ -14,7 +15,19 @@ constexpr const char* kNames[] = {
 };
 static_assert(std::size(kNames) == static_cast<size_t>(LaunchOption::Count));
 
-bool is_int(PyObject* value) { return PyLong_Check(value) && !PyBool_Check(value); }
+// An int, or an integer of another type (a NumPy int from a shape or a sweep), never a bool.
+bool is_int(PyObject* value) {
+  if (PyLong_Check(value)) return !PyBool_Check(value);
+  if (!PyIndex_Check(value) || std::string_view(Py_TYPE(value)->tp_name).find("bool") != std::string_view::npos)
+    return false;
+  PyObject* index = PyNumber_Index(value);
+  if (index == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_DECREF(index);
+  return true;
+}
 
 // The int's value, clamped to int (a compile rejects what no backend can use).
 int clamped(PyObject* value) {

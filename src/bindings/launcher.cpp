@@ -105,12 +105,13 @@ ArgValue argument(const CompiledKernel& kernel, size_t j, Receives how, const Ho
 // runtime value, three or more per TensorDescriptor (NAME__base,
 // NAME__shape<d>, NAME__stride<d>), those of each element of a tuple
 // (NAME__i...), none per constexpr.
-void add_expected_params(const std::string& name, const frontend::ArgSpec& arg, std::vector<std::string>& out) {
+void add_expected_params(const std::string& name, const frontend::ArgSpec& arg, frontend::ElementParamNames& element,
+                         std::vector<std::string>& out) {
   using Kind = frontend::ArgSpec::Kind;
   switch (arg.kind) {
     case Kind::Constexpr: return;
     case Kind::Tuple:
-      for (size_t i = 0; i < arg.parts.size(); ++i) add_expected_params(name + "__" + std::to_string(i), arg.parts[i], out);
+      for (size_t i = 0; i < arg.parts.size(); ++i) add_expected_params(element(name, i), arg.parts[i], element, out);
       return;
     case Kind::TensorDescriptor: {
       out.push_back(name + "__base");
@@ -126,7 +127,8 @@ void add_expected_params(const std::string& name, const frontend::ArgSpec& arg, 
 std::vector<std::string> expected_params(const std::vector<std::string>& names,
                                          const std::vector<frontend::ArgSpec>& args) {
   std::vector<std::string> out;
-  for (size_t i = 0; i < args.size() && i < names.size(); ++i) add_expected_params(names[i], args[i], out);
+  frontend::ElementParamNames element(names);
+  for (size_t i = 0; i < args.size() && i < names.size(); ++i) add_expected_params(names[i], args[i], element, out);
   return out;
 }
 
@@ -377,7 +379,15 @@ void Launcher::remember_grid_function(PyObject* grid, PyObject* function) {
 
 bool Launcher::globals_changed(const Target& target) {
   for (const GlobalWatch& w : target.globals) {
-    PyObject* now = PyDict_GetItemWithError(w.globals.ptr(), w.name.ptr());  // borrowed
+    nb::object owned;  // a class's namespace (a mappingproxy) is read through its __getitem__
+    PyObject* now = nullptr;
+    if (PyDict_Check(w.globals.ptr())) {
+      now = PyDict_GetItemWithError(w.globals.ptr(), w.name.ptr());  // borrowed
+    } else {
+      now = PyObject_GetItem(w.globals.ptr(), w.name.ptr());
+      owned = nb::steal(now);
+      if (now == nullptr && PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+    }
     if (now == w.value.ptr()) continue;
     if (now == nullptr) {
       if (PyErr_Occurred()) throw nb::python_error();
@@ -551,9 +561,14 @@ nb::tuple Launcher::arrays(nb::dict named) {
     LaunchArguments one;
     classifier_.runtime(kernel_name_, params_[i].text, i, named[params_[i].name], true, one);
     std::vector<frontend::ArgSpec> specs = decode_arguments(one.key.bytes());
-    if (specs.front().kind != frontend::ArgSpec::Kind::Pointer) continue;
-    dtypes.append(ir::to_string(specs.front().dtype));
-    if (!first) first = one.places[0].place;
+    // The arrays of a tuple or an aggregate count as the parameter's own do.
+    auto add = [&](auto& self, const frontend::ArgSpec& spec) -> void {
+      if (spec.kind == frontend::ArgSpec::Kind::Pointer) dtypes.append(ir::to_string(spec.dtype));
+      if (spec.kind == frontend::ArgSpec::Kind::Tuple)
+        for (const frontend::ArgSpec& part : spec.parts) self(self, part);
+    };
+    add(add, specs.front());
+    if (!first && !one.places.empty()) first = one.places[0].place;
   }
   Place place = first ? *first : choose_place(kernel_name_, names_, {}, forced_backend());
   if (place.device == kCurrentDevice) place.device = classifier_.current_device();

@@ -128,7 +128,7 @@ class Launcher {
 
   // A module global the kernel was compiled with: rebound since, the kernel is compiled again.
   struct GlobalWatch {
-    nanobind::object globals;  // the module's dict
+    nanobind::object globals;  // the module's dict, or an @aggregate class's namespace (a mappingproxy)
     nanobind::object name;
     nanobind::object value;
   };

@@ -29,7 +29,7 @@ bool instance_of(const Symbol& obj, const Symbol& cls, Lowerer& l, const SourceL
       if (instance_of(obj, c, l, loc)) return true;
     return false;
   }
-  if (cls.kind == Symbol::Kind::AggregateType) return obj.kind == Symbol::Kind::Aggregate && obj.name == cls.name;
+  if (cls.kind == Symbol::Kind::AggregateType) return is_aggregate_instance_of(obj, cls);
   bool dtype = obj.is_const() && obj.constant.kind == ConstValue::Kind::DType;
   bool number = obj.is_const() && !dtype;
   if (cls.kind == Symbol::Kind::Builtin) {

@@ -103,6 +103,9 @@ ir::Function Lowerer::run() {
                                    " arguments but " + std::to_string(request_.args.size()) + " were given",
                                "", ErrorKind::Value});
   }
+  std::vector<std::string> param_names;
+  for (const ast::Param& p : kernel.params) param_names.push_back(p.name);
+  ElementParamNames element_name(param_names);
   // The symbol of an argument: a constant, a descriptor, a tuple of the
   // symbols of its elements (parameters NAME__i), or a new parameter.
   auto bind = [&](auto& self, const std::string& name, const ArgSpec& a, const SourceLoc& loc,
@@ -113,7 +116,7 @@ ir::Function Lowerer::run() {
       case ArgSpec::Kind::Tuple: {
         std::vector<Symbol> elements;
         for (size_t i = 0; i < a.parts.size(); ++i)
-          elements.push_back(self(self, name + "__" + std::to_string(i), a.parts[i], loc, read_only));
+          elements.push_back(self(self, element_name(name, i), a.parts[i], loc, read_only));
         if (a.value.kind == GlobalValue::Kind::AggregateType) return host_aggregate(a.value, std::move(elements), loc);
         Symbol t = Symbol::tuple(std::move(elements));
         t.name = a.value.text;  // a named tuple's fields, for attribute reads
@@ -286,7 +289,7 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
         t.name = part.text;
         s.elements.push_back(std::move(t));
       }
-      if (s.elements.size() != 3)
+      if (s.elements.size() != 4)
         error_at(loc, Diag::HostObjectInKernel, "the description of the aggregate class `" + g.text + "` is malformed");
       return s;
     }

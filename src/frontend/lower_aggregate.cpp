@@ -4,6 +4,8 @@
 // tl.aggregate_replace. An instance is a structured symbol
 // (symbol_leaves.h): it crosses loops and `if`s as the leaves of its fields,
 // and two instances have the same structure only if they are of one class.
+#include <algorithm>
+
 #include "frontend/builtins.h"
 #include "frontend/lowering.h"
 #include "frontend/symbol_leaves.h"
@@ -34,6 +36,7 @@ struct ClassView {
   std::vector<std::string> members;  // names, a static one's with its leading '@'
   const std::vector<Symbol>* member_values = nullptr;
   std::vector<std::string> constexpr_fields;
+  std::vector<std::string> bases;  // "Qualname@module" of each aggregate base class
 
   explicit ClassView(const Symbol& cls) {
     size_t colon = cls.name.find(':');
@@ -41,12 +44,13 @@ struct ClassView {
     size_t dot = qualified.rfind('.');
     name = dot == std::string::npos ? qualified : qualified.substr(dot + 1);
     fields = split_list(colon == std::string::npos ? std::string() : cls.name.substr(colon + 1));
-    TEGULA_ASSERT(cls.elements.size() == 3, "an aggregate class symbol has three parts");
+    TEGULA_ASSERT(cls.elements.size() == 4, "an aggregate class symbol has four parts");
     with_default = split_list(cls.elements[0].name);
     defaults = &cls.elements[0].elements;
     members = split_list(cls.elements[1].name);
     member_values = &cls.elements[1].elements;
     constexpr_fields = split_list(cls.elements[2].name);
+    bases = split_list(cls.elements[3].name);
   }
 
   std::optional<size_t> field(const std::string& f) const {
@@ -77,6 +81,14 @@ Symbol unset_field() { return Symbol::opaque(""); }
 bool is_unset(const Symbol& s) { return s.kind == Symbol::Kind::Opaque && s.name.empty(); }
 
 }  // namespace
+
+bool is_aggregate_instance_of(const Symbol& obj, const Symbol& cls) {
+  if (obj.kind != Symbol::Kind::Aggregate || cls.kind != Symbol::Kind::AggregateType) return false;
+  if (obj.name == cls.name) return true;
+  std::string identity = cls.name.substr(0, cls.name.find(':'));
+  ClassView view(*obj.receiver);
+  return std::find(view.bases.begin(), view.bases.end(), identity) != view.bases.end();
+}
 
 std::string Lowerer::aggregate_name(const Symbol& s) {
   const Symbol& cls = s.kind == Symbol::Kind::Aggregate ? *s.receiver : s;

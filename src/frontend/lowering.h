@@ -272,6 +272,9 @@ class Lowerer {
   LoopResultProbe* probe_ = nullptr;
 };
 
+// isinstance(obj, Cls) for an aggregate class: obj's class is Cls or has it as a base.
+bool is_aggregate_instance_of(const Symbol& obj, const Symbol& cls);
+
 // tl.aggregate_replace(obj, field=value, ...): a copy of the instance with those fields changed
 // (lower_aggregate.cpp; a builtin, builtins.h).
 Symbol lower_aggregate_replace(Lowerer& l, const CallArgs& c, const std::string& name);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -43,10 +44,11 @@ struct GlobalValue {
     ConstexprFunction,  // a host function the kernel may call on constants (@constexpr_function):
                         // text is its reference for KernelRequest::call_host, elements[0] its source
                         // (a Str: what the cache key sees of it)
-    AggregateType,  // an @aggregate class: text is "Qualname@module:field,field,..."; elements are three
+    AggregateType,  // an @aggregate class: text is "Qualname@module:field,field,..."; elements are four
                     // Tuples: [0] the fields' defaults (text: their names, comma-separated), [1] the
                     // class's members (text: their names, a static method's with a leading '@'; each a
-                    // JitFunction for a function, a constant...), [2] (text only) the constexpr fields
+                    // JitFunction for a function, a constant...), [2] (text only) the constexpr fields,
+                    // [3] (text only) its aggregate base classes ("Qualname@module", comma-separated)
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;
@@ -93,6 +95,24 @@ struct ArgSpec {
   GlobalValue value;
   std::vector<ArgSpec> parts;        // TensorDescriptor: its shape and strides; Tuple: its elements
   std::vector<int64_t> block_shape;  // TensorDescriptor only
+};
+
+// Names the kernel parameters of tuple and aggregate elements: PARENT__i, with '_' appended while a
+// parameter already has that name (`def k(t, t__0)`). The front end and the launcher's check of a
+// compiled kernel's parameters name them through it, visiting elements in the same order.
+class ElementParamNames {
+ public:
+  explicit ElementParamNames(const std::vector<std::string>& kernel_params)
+      : taken_(kernel_params.begin(), kernel_params.end()) {}
+  std::string operator()(const std::string& parent, size_t i) {
+    std::string name = parent + "__" + std::to_string(i);
+    while (taken_.count(name) != 0) name += "_";
+    taken_.insert(name);
+    return name;
+  }
+
+ private:
+  std::set<std::string> taken_;
 };
 
 // What kernels may ask of the target they are compiled for, at compile time

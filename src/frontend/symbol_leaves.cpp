@@ -12,12 +12,27 @@ bool same_block(const Symbol& a, const Symbol& b) {
          a.block->padding == b.block->padding;
 }
 
-void collect(const Symbol& s, std::vector<Symbol>& out) {
+// A part of a tuple or an aggregate that is not a leaf but part of its structure: a constant other than
+// a number (None, a string, a dtype) or a function, which every path must hold alike.
+bool is_fixed_part(const Symbol& s) {
+  if (s.is_const()) return !s.constant.is_numeric();
+  switch (s.kind) {
+    case Symbol::Kind::JitFunction:
+    case Symbol::Kind::Builtin:
+    case Symbol::Kind::Module:
+    case Symbol::Kind::HostFunction:
+    case Symbol::Kind::NamedTupleType:
+    case Symbol::Kind::AggregateType: return true;
+    default: return false;
+  }
+}
+
+void collect(const Symbol& s, std::vector<Symbol>& out, bool inside) {
   if (!is_structured(s)) {
-    out.push_back(s);
+    if (!(inside && is_fixed_part(s))) out.push_back(s);
     return;
   }
-  for (const Symbol& e : s.elements) collect(e, out);
+  for (const Symbol& e : s.elements) collect(e, out, true);
 }
 
 }  // namespace
@@ -32,24 +47,33 @@ bool is_carriable(const Symbol& s) {
   if (s.is_const()) return s.constant.is_numeric();
   if (!is_structured(s)) return false;
   for (const Symbol& e : s.elements)
-    if (!is_carriable(e)) return false;
+    if (!is_carriable(e) && !is_fixed_part(e)) return false;
   return true;
 }
 
 std::vector<Symbol> leaves_of(const Symbol& s) {
   std::vector<Symbol> out;
-  collect(s, out);
+  collect(s, out, false);
   return out;
 }
 
-Symbol with_leaves(const Symbol& shape, const std::vector<Symbol>& leaves, size_t* next) {
+namespace {
+
+Symbol rebuild(const Symbol& shape, const std::vector<Symbol>& leaves, size_t* next, bool inside) {
   if (!is_structured(shape)) {
+    if (inside && is_fixed_part(shape)) return shape;
     TEGULA_ASSERT(*next < leaves.size(), "too few leaves to rebuild a symbol");
     return leaves[(*next)++];
   }
   Symbol out = shape;
-  for (Symbol& e : out.elements) e = with_leaves(e, leaves, next);
+  for (Symbol& e : out.elements) e = rebuild(e, leaves, next, true);
   return out;
+}
+
+}  // namespace
+
+Symbol with_leaves(const Symbol& shape, const std::vector<Symbol>& leaves, size_t* next) {
+  return rebuild(shape, leaves, next, false);
 }
 
 bool same_structure(const Symbol& a, const Symbol& b) {
@@ -57,8 +81,14 @@ bool same_structure(const Symbol& a, const Symbol& b) {
   if (!is_structured(a)) return true;
   if (a.kind != b.kind || a.elements.size() != b.elements.size() || !same_block(a, b)) return false;
   if (a.kind == Symbol::Kind::Aggregate && a.name != b.name) return false;  // instances of two classes
-  for (size_t i = 0; i < a.elements.size(); ++i)
-    if (!same_structure(a.elements[i], b.elements[i])) return false;
+  for (size_t i = 0; i < a.elements.size(); ++i) {
+    const Symbol &x = a.elements[i], &y = b.elements[i];
+    if (is_fixed_part(x) || is_fixed_part(y)) {  // part of the structure: the same on both paths
+      if (!(is_fixed_part(x) && is_fixed_part(y) && same_symbol(x, y))) return false;
+      continue;
+    }
+    if (!same_structure(x, y)) return false;
+  }
   return true;
 }
 

@@ -4,6 +4,9 @@
 // and an `if` yields one result per leaf that differs between its branches;
 // the structure (kinds, arity, the compile-time parts of a block pointer) must
 // be the same on every path. A plain value or number is its own single leaf.
+// Inside a tuple or an aggregate, a constant that is not a number (None, a
+// string, a dtype) and a function are part of the structure, not leaves:
+// every path must hold the same one there (an epilogue whose bias is None).
 #pragma once
 
 #include <cstddef>

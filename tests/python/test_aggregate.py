@@ -2,6 +2,7 @@
 __init__), passed to and returned from @jit functions, carried by loops and
 `if`s, read by field, called by method; and the host side of the class."""
 
+import typing
 from typing import NamedTuple
 
 import numpy as np
@@ -628,3 +629,135 @@ def test_host_init_must_set_every_field_and_bases_must_be_aggregates():
             x: int
     with pytest.raises(TypeError, match="decorates a class"):
         tegula.aggregate(lambda: 0)
+
+
+# --- found by hostile inputs --------------------------------------------------------------------
+
+
+@tegula.aggregate
+class _Counter:
+    ptr: tl.tensor
+    n: tl.tensor
+
+
+def test_autotune_restores_arrays_inside_instances_and_keys_them_by_class():
+    @tegula.autotune(configs=[tegula.Config({"BLOCK": b}) for b in (16, 32, 64, 128)], key=["c"], warmup=1, rep=1,
+                     cache_results=False)
+    @tegula.jit
+    def bump(c, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < c.n
+        tl.store(c.ptr + offs, tl.load(c.ptr + offs, mask=mask) + 1, mask=mask)  # in place: saved while tuning
+
+    x = np.zeros(100, np.float32)
+    for _ in range(3):
+        bump[(1,)](_Counter(x, 10))
+    np.testing.assert_array_equal(x[:10], 3.0)  # one update per launch, none per trial
+    assert len(bump.cache) == 1  # keyed by the class and its fields' shapes and dtypes, not their values
+
+
+@tegula.jit
+def _loop_with_none_field(e, out_ptr, n):
+    for _ in range(n):  # a None field is part of the instance's structure, the same on every path
+        e = tl.aggregate_replace(e, scale=e.scale + 1)
+    if n > 2:
+        e = tl.aggregate_replace(e, scale=e.scale * 2)
+    tl.store(out_ptr, e.scale)
+
+
+def test_instances_with_none_fields_cross_loops_and_ifs():
+    out = np.zeros(1, np.int32)
+    _loop_with_none_field[(1,)](Epilogue(None, 7, False), out, 3)
+    assert out[0] == 20
+
+
+@tegula.jit
+def _collides(t, t__0, out_ptr):
+    tl.store(out_ptr, t.n * 1000 + t__0)
+
+
+def test_a_parameter_named_like_a_lifted_field():
+    out = np.zeros(1, np.int32)
+    _collides[(1,)](_Counter(out, 4), 321, out)
+    assert out[0] == 4321
+
+
+def test_applying_aggregate_twice_keeps_the_classs_init():
+    @tegula.aggregate
+    @tegula.aggregate
+    class Twice:
+        x: tl.tensor
+
+        def __init__(self, x):
+            self.x = x * 2
+
+    assert Twice(5).x == 10
+
+
+def test_a_method_replaced_on_the_class_recompiles(monkeypatch):
+    @tegula.aggregate
+    class Scaled:
+        v: tl.tensor
+
+        @tegula.jit
+        def get(self):
+            return self.v * 2
+
+    @tegula.jit
+    def k(s, out_ptr):
+        tl.store(out_ptr, s.get())
+
+    @tegula.jit
+    def times3(self):
+        return self.v * 3
+
+    out = np.zeros(1, np.int32)
+    k[(1,)](Scaled(5), out)
+    assert out[0] == 10
+    monkeypatch.setattr(Scaled, "get", times3)
+    k[(1,)](Scaled(5), out)
+    assert out[0] == 15
+
+
+def test_class_level_declarations():
+    @tegula.aggregate
+    class Declared:
+        x: "tl.constexpr"  # a string annotation is read as written
+        LIMIT: typing.ClassVar[int] = 3  # a class attribute, not a field
+
+        @property
+        def doubled(self):
+            return self.x * 2
+
+    assert Declared.__aggregate_fields__ == ("x",)
+    assert isinstance(Declared(4).x, tl.constexpr)
+
+    @tegula.jit
+    def k(d, out_ptr):
+        tl.store(out_ptr, d.doubled)
+
+    with pytest.raises(tegula.CompilationError, match="a property of Declared"):
+        k[(1,)](Declared(4), np.zeros(1, np.int32))
+    with pytest.raises(TypeError, match="remove __slots__"):
+        @tegula.aggregate
+        class Slotted:
+            __slots__ = ("x",)
+            x: int
+
+
+@tegula.jit
+def _is_base(out_ptr):
+    d = Derived(1, 2)
+    tl.store(out_ptr, isinstance(d, Base) + 2 * isinstance(Base(1), Derived))
+
+
+def test_isinstance_sees_base_classes():
+    out = np.zeros(1, np.int32)
+    _is_base[(1,)](out)
+    assert out[0] == 1
+
+
+def test_an_instance_missing_a_field_is_named():
+    broken = object.__new__(_Counter)
+    with pytest.raises(TypeError, match="no value for its field 'ptr'"):
+        _copy[(1,)](broken, (0, Span(np.zeros(1, np.float32), 1)))

@@ -722,3 +722,41 @@ def test_a_nan_in_the_key_is_one_key(backend):
         kernel[_grid(40)](x, 40, float("nan"))
     assert len(kernel.cache) == 1 and len(trials) == 2
     assert np.isnan(backend.numpy(x)).all()
+
+
+def test_pruning_functions_are_held_to_what_they_must_return():
+    configs = [tegula.Config({"BLOCK": 32}), tegula.Config({"BLOCK": 64})]
+    with pytest.raises(ValueError, match="has a perf_model but no top_k"):
+        _tuner(add_one_kernel, configs, prune_configs_by={"perf_model": lambda **a: 1.0})
+    x = np.zeros(40, np.float32)
+    junk = _tuner(add_one_kernel, configs, prune_configs_by={"perf_model": lambda **a: None, "top_k": 1})
+    with pytest.raises(TypeError, match="perf_model of kernel 'add_one_kernel' must return a number"):
+        junk[_grid(40)](x, 40)
+    renamed = _tuner(add_one_kernel, configs,
+                     prune_configs_by={"early_config_prune": lambda c, a, **k: [tegula.Config({"NOPE": 1})]})
+    with pytest.raises(ValueError, match="early_config_prune of kernel 'add_one_kernel' returned the config"):
+        renamed[_grid(40)](x, 40)
+
+
+@tegula.heuristics({"FLAG": lambda args: bool(args["FLAG"])})
+@tegula.jit
+def _positional_flag_kernel(x_ptr, FLAG: tl.constexpr):
+    tl.store(x_ptr, 1.0 if FLAG else 2.0)
+
+
+def test_a_heuristic_value_passed_by_position_is_replaced_there_and_errors_name_the_heuristic():
+    x = np.zeros(1, np.float32)
+    _positional_flag_kernel[(1,)](x, 1)
+    assert x[0] == 1.0
+    broken = tegula.heuristics({"BLOCK": lambda args: args["missing"]})(add_one_kernel)
+    with pytest.raises(KeyError) as info:
+        broken[(1,)](x, 1)
+    assert "in the @heuristics function for 'BLOCK' of kernel 'add_one_kernel'" in info.value.__notes__[0]
+
+
+def test_numpy_integers_are_config_and_launch_options():
+    config = tegula.Config({"BLOCK": 32}, num_warps=np.int64(4), num_stages=np.int32(2))
+    assert (config.num_warps, type(config.num_warps)) == (4, int)
+    x = np.zeros(40, np.float32)
+    add_one_kernel[_grid(40)](x, 40, BLOCK=64, num_warps=np.int64(8))
+    np.testing.assert_array_equal(x, 1.0)

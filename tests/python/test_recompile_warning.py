@@ -82,3 +82,34 @@ def test_zero_turns_it_off_and_junk_keeps_the_default(monkeypatch, setting):
     assert len(_recompile_warnings(record)) == (0 if setting == "0" else 1)
     said = [w for w in record if issubclass(w.category, RuntimeWarning) and "TEGULA_RECOMPILE_WARNING" in str(w.message)]
     assert len(said) == (0 if setting == "0" else 1)
+
+
+@tegula.aggregate
+class _Job:
+    ptr: tl.tensor
+    n: tl.tensor
+    FLAG: tl.constexpr
+
+
+def test_fields_of_aggregates_are_named_and_the_advice_fits_the_declaration(check_on):
+    @tegula.jit
+    def run(job, other):
+        tl.store(job.ptr, job.n + job.FLAG)
+
+    x = np.zeros(1, np.int32)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for i in range(6):
+            run[(1,)](_Job(x, [1, 16, 5][i % 3], i % 2), 0)
+    text = str(_recompile_warnings(record)[0].message)
+    assert "job.n (i32 equal to 1, i32 divisible by 16, i32)" in text and "job.FLAG (0, 1)" in text
+    assert "do_not_specialize=['job']" in text
+
+
+def test_the_setting_is_a_plain_count(monkeypatch):
+    from tegula import _recompiles
+    for text, expected in (("1", 2), ("3", 3), ("0", 0), ("3_0", 8), ("\u0663", 8), (" 5 ", 5)):
+        monkeypatch.setenv("TEGULA_RECOMPILE_WARNING", text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert _recompiles.threshold() == expected, text

@@ -214,7 +214,7 @@ def test_hostile_tuples_are_refused_with_a_message():
     deep = 1.0
     for _ in range(100_000):  # would exhaust the stack if followed
         deep = (deep,)
-    with pytest.raises(TypeError, match="nests tuples more than 32 deep"):
+    with pytest.raises(TypeError, match="nests tuples or aggregates more than 32 deep"):
         _passes_on[(1,)](out, deep)
     with pytest.raises(TypeError, match="more than 4096 values"):
         _passes_on[(1,)](out, tuple(range(10_000)))
