@@ -197,14 +197,15 @@ def _not_a_parameter(base, names, what: str) -> str | None:
 
 
 def _down_to_jit(fn, args: tuple, kwargs: dict):
-    """(the JITFunction, the keywords it gets) once every @heuristics on the way has added its values."""
+    """(the JITFunction, the arguments and keywords it gets) once every @heuristics on the way has put its
+    values in (by position where the caller gave one so)."""
     while isinstance(fn, Heuristics):
         args, kwargs = fn._with_values(args, kwargs)
         fn = fn.fn
     if not isinstance(fn, JITFunction):
         raise coded(TypeError, "E0708", f"@tegula.autotune cannot wrap another @tegula.autotune (kernel "
                                         f"'{fn.__name__}'); give one autotune all the configs")
-    return fn, kwargs
+    return fn, args, kwargs
 
 
 class Heuristics(_KernelWrapper):
@@ -278,8 +279,9 @@ def heuristics(values: dict):
 class _Trial:
     """One candidate config during tuning: what it launches with and how it fared."""
 
-    def __init__(self, config: Config, jit_kwargs: dict):
+    def __init__(self, config: Config, jit_args: tuple, jit_kwargs: dict):
         self.config = config
+        self.jit_args = jit_args
         self.jit_kwargs = jit_kwargs
         self.kernel = None         # the CompiledKernel, once compiled
         self.backend = None
@@ -590,13 +592,13 @@ class Autotuner(_KernelWrapper):
         releases the GIL); a config that fails to compile keeps its error."""
         trials, jobs = [], []
         for config in configs:
-            jit, jit_kwargs = _down_to_jit(self.fn, args, {**kwargs, **config.all_kwargs()})
-            trials.append(_Trial(config, jit_kwargs))
+            jit, jit_args, jit_kwargs = _down_to_jit(self.fn, args, {**kwargs, **config.all_kwargs()})
+            trials.append(_Trial(config, jit_args, jit_kwargs))
         jit = self.base
 
         def compile_one(trial: _Trial):
             with _recompiles.tuning():  # trying configs is not recompiling
-                return jit.warmup(*args, **trial.jit_kwargs)  # builds it into the launch cache
+                return jit.warmup(*trial.jit_args, **trial.jit_kwargs)  # builds it into the launch cache
 
         workers = max(1, min(len(trials), os.cpu_count() or 1))
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:

@@ -760,3 +760,17 @@ def test_numpy_integers_are_config_and_launch_options():
     x = np.zeros(40, np.float32)
     add_one_kernel[_grid(40)](x, 40, BLOCK=64, num_warps=np.int64(8))
     np.testing.assert_array_equal(x, 1.0)
+
+
+def test_a_heuristic_value_passed_by_position_under_autotune():
+    @tegula.autotune(configs=[tegula.Config({"BLOCK": 32}), tegula.Config({"BLOCK": 64})], key=["n"],
+                     warmup=1, rep=1, cache_results=False)
+    @tegula.heuristics({"SCALE": lambda args: 2 if args["SCALE"] else 1})
+    @tegula.jit
+    def scaled(x_ptr, n, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + SCALE, mask=offs < n)
+
+    x = np.zeros(20, np.float32)
+    scaled[(1,)](x, 20, True)  # SCALE by position: the heuristic's 2 replaces it in every trial too
+    np.testing.assert_array_equal(x, 2.0)
