@@ -36,6 +36,7 @@ from ._errors import ArgumentOverflowError  # an int argument past 64 bits: Over
 from ._errors import CompileWarning  # what the compiler warns of in a kernel that compiles
 from ._recompiles import RecompileWarning  # one kernel compiled for many specializations
 from . import runtime  # Triton's triton.runtime as host code reads it: driver.active, the device's properties
+from .runtime import OutOfResources  # Triton's triton.OutOfResources, for `except` clauses of host code
 from . import compiler  # Triton's triton.compiler.ASTSource, compiled by tegula.compile without arguments
 from .compiler import compile  # noqa: A001 (Triton's triton.compile)
 
@@ -51,7 +52,7 @@ __all__ = [
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
-    "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result", "aggregate", "runtime",
+    "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result", "aggregate", "runtime", "OutOfResources",
     "compiler", "compile",
 ]
 

@@ -504,6 +504,8 @@ class Autotuner(_KernelWrapper):
     # --- choosing a config -----------------------------------------------------------------
 
     def _choose(self, key: tuple, device, grid, args: tuple, kwargs: dict, named: dict) -> Config:
+        if len(self.configs) == 1:  # nothing to choose: Triton calls no prune hook then (a perf model may need a GPU)
+            return self.configs[0]
         configs = self._prune(self.configs, self._positional(args), kwargs)
         if len(configs) == 1:
             return configs[0]

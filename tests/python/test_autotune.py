@@ -774,3 +774,16 @@ def test_a_heuristic_value_passed_by_position_under_autotune():
     x = np.zeros(20, np.float32)
     scaled[(1,)](x, 20, True)  # SCALE by position: the heuristic's 2 replaces it in every trial too
     np.testing.assert_array_equal(x, 2.0)
+
+
+def test_a_single_config_is_used_without_pruning():
+    # Triton calls no prune hook when there is nothing to choose; a library's perf model may read GPU tables.
+    def refuse(*args, **kwargs):
+        raise AssertionError("a prune hook ran for a single config")
+
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64})],
+                    prune_configs_by={"early_config_prune": refuse, "perf_model": refuse, "top_k": 1})
+    x = np.zeros(40, np.float32)
+    kernel[_grid(40)](x, 40)
+    np.testing.assert_array_equal(x, 1.0)
+    assert tegula.OutOfResources is tegula.runtime.OutOfResources

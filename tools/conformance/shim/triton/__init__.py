@@ -54,7 +54,7 @@ sys.modules[__name__ + ".testing"] = testing
 
 from tegula import Config, JITFunction, KernelInterface, autotune, cdiv, heuristics, jit, next_power_of_2, set_allocator  # noqa: E402
 from tegula import ConstexprFunction, aggregate, constexpr_function, must_use_result  # noqa: E402
-from tegula import CompilationError, compile  # noqa: E402,A004
+from tegula import CompilationError, OutOfResources, compile  # noqa: E402,A004
 
 
 class _TritonErrorType(type):
