@@ -371,43 +371,31 @@ def timeout_where(dump: str) -> str:
     return ""
 
 
-def run_file(checkout: Path, name: str, args, scratch: Path) -> tuple[dict, dict, list[str], float]:
-    progress = scratch / (name + ".jsonl")
-    progress.write_text("")
-    defaults = FILE_DEFAULTS.get(name, {})
-    sample = args.sample if args.sample is not None else defaults.get("sample", SAMPLE)
-    max_numel = args.max_numel if args.max_numel is not None else defaults.get("max_numel", MAX_NUMEL)
-    test_timeout = args.test_timeout if args.test_timeout is not None else defaults.get("test_timeout", TEST_TIMEOUT)
-    for old in scratch.glob(name.replace(".py", "") + ".*.timeout"):
-        old.unlink()
-    env = dict(os.environ, TEGULA_CONFORMANCE_DEVICE="cpu",
-               PYTHONPATH=os.pathsep.join([str(SHIM), str(HERE), str(checkout)] +
-                                          ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-    command = [sys.executable, "-m", "pytest", str(checkout / "tests" / name), "-p", "attorch_ops",
-               "-p", "no:cacheprovider", "-q", "-rN", "--rootdir", str(checkout), "-c", os.devnull,
-               "--ao-progress", str(progress), "--ao-test-timeout", str(test_timeout),
-               "--ao-sample", str(0 if args.all else sample), "--ao-seed", str(args.seed),
-               "--ao-max-numel", str(max_numel), *(["--ao-no-autocast"] if args.no_autocast else []),
-               *(["-k", args.k] if args.k else []),
-               *(["-n", str(args.workers), "--max-worker-restart", "100000"] if args.workers > 0 else [])]
+def run_pytest(command: list, checkout: Path, env: dict, scratch: Path, name: str, progress: Path,
+               test_timeout: float, file_timeout: float, where_stopped=None) -> tuple[dict, dict, list[str], float]:
+    """Runs one test file's pytest `command` (which records each test in `progress` and leaves a
+    faulthandler dump per timed-out worker in `scratch`) and reads back (outcomes by test, what was
+    selected, notes, seconds). Shared with triton_kernels_ops.py; `where_stopped` reads a dump (default:
+    timeout_where)."""
+    where_stopped = where_stopped or timeout_where
     notes = []
     started = time.time()
     with open(scratch / (name + ".log"), "w") as out:
         process = subprocess.Popen(command, cwd=checkout, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         try:
-            process.wait(timeout=args.file_timeout)
+            process.wait(timeout=file_timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, 9)
             process.wait()
-            notes.append(f"file timeout after {args.file_timeout:.0f}s: the tests not run by then are not run")
+            notes.append(f"file timeout after {file_timeout:.0f}s: the tests not run by then are not run")
     elapsed = time.time() - started
     done, unfinished, selection = read_progress(progress)
     timed_out = {}  # pid -> where its test was when the watchdog fired
     for path in scratch.glob(name.replace(".py", "") + ".*.timeout"):
         text = path.read_text(errors="replace")
         if "Timeout (" in text:
-            timed_out[int(path.suffixes[-2][1:])] = timeout_where(text)
+            timed_out[int(path.suffixes[-2][1:])] = where_stopped(text)
     for test, record in unfinished.items():
         if notes:
             done[test] = {"test": test, "outcome": "not run", "error": "file timeout", "where": ""}
@@ -427,6 +415,28 @@ def run_file(checkout: Path, name: str, args, scratch: Path) -> tuple[dict, dict
         notes[-1] += f" ({selection['not_started']} never started)"
     selection["test_timeout"] = test_timeout
     return done, selection, notes, elapsed
+
+
+def run_file(checkout: Path, name: str, args, scratch: Path) -> tuple[dict, dict, list[str], float]:
+    progress = scratch / (name + ".jsonl")
+    progress.write_text("")
+    defaults = FILE_DEFAULTS.get(name, {})
+    sample = args.sample if args.sample is not None else defaults.get("sample", SAMPLE)
+    max_numel = args.max_numel if args.max_numel is not None else defaults.get("max_numel", MAX_NUMEL)
+    test_timeout = args.test_timeout if args.test_timeout is not None else defaults.get("test_timeout", TEST_TIMEOUT)
+    for old in scratch.glob(name.replace(".py", "") + ".*.timeout"):
+        old.unlink()
+    env = dict(os.environ, TEGULA_CONFORMANCE_DEVICE="cpu",
+               PYTHONPATH=os.pathsep.join([str(SHIM), str(HERE), str(checkout)] +
+                                          ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    command = [sys.executable, "-m", "pytest", str(checkout / "tests" / name), "-p", "attorch_ops",
+               "-p", "no:cacheprovider", "-q", "-rN", "--rootdir", str(checkout), "-c", os.devnull,
+               "--ao-progress", str(progress), "--ao-test-timeout", str(test_timeout),
+               "--ao-sample", str(0 if args.all else sample), "--ao-seed", str(args.seed),
+               "--ao-max-numel", str(max_numel), *(["--ao-no-autocast"] if args.no_autocast else []),
+               *(["-k", args.k] if args.k else []),
+               *(["-n", str(args.workers), "--max-worker-restart", "100000"] if args.workers > 0 else [])]
+    return run_pytest(command, checkout, env, scratch, name, progress, test_timeout, args.file_timeout)
 
 
 def normalized(error: str) -> str:

@@ -65,7 +65,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,7 +74,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 SHIM = HERE / "shim"
-from attorch_ops import is_cuda, normalized, read_progress
+from attorch_ops import is_cuda, normalized, run_pytest
 
 TEST_TIMEOUT = 180
 # Cases left out unless --all: (why, a test of the parameters).
@@ -347,43 +346,7 @@ def run_file(checkout: Path, name: str, args, scratch: Path) -> tuple[dict, dict
                *(["--tk-single-config-unpruned"] if args.single_config_unpruned else []),
                *(["-k", args.k] if args.k else []),
                *(["-n", str(args.workers), "--max-worker-restart", "100000"] if args.workers > 0 else [])]
-    notes = []
-    started = time.time()
-    with open(scratch / (name + ".log"), "w") as out:
-        process = subprocess.Popen(command, cwd=checkout, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        try:
-            process.wait(timeout=args.file_timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.wait()
-            notes.append(f"file timeout after {args.file_timeout:.0f}s: the tests not run by then are not run")
-    elapsed = time.time() - started
-    done, unfinished, selection = read_progress(progress)
-    timed_out = {}  # pid -> where its test was when the watchdog fired
-    for path in scratch.glob(name.replace(".py", "") + ".*.timeout"):
-        text = path.read_text(errors="replace")
-        if "Timeout (" in text:
-            timed_out[int(path.suffixes[-2][1:])] = timeout_where(text)
-    for test, record in unfinished.items():
-        if notes:
-            done[test] = {"test": test, "outcome": "not run", "error": "file timeout", "where": ""}
-        elif record["pid"] in timed_out:
-            done[test] = {"test": test, "outcome": "timeout", "error": f"timeout: no result in {test_timeout:.0f}s",
-                          "where": timed_out[record["pid"]]}
-        else:
-            done[test] = {"test": test, "outcome": "crashed", "error": "crash: the worker died inside the test",
-                          "where": ""}
-    if not selection and not done:  # nothing ran: pytest or an import failed before collection
-        lines = (scratch / (name + ".log")).read_text().splitlines()
-        error = next((line[1:].strip() for line in reversed(lines) if line.startswith("E ")),
-                     lines[-1] if lines else "?")
-        done["<import>"] = {"test": "<import>", "outcome": "errored", "error": "import: " + error[:300], "where": ""}
-    selection["not_started"] = max(0, selection.get("ran", 0) - len(done))
-    if notes:
-        notes[-1] += f" ({selection['not_started']} never started)"
-    selection["test_timeout"] = test_timeout
-    return done, selection, notes, elapsed
+    return run_pytest(command, checkout, env, scratch, name, progress, test_timeout, args.file_timeout, timeout_where)
 
 
 COLUMNS = ("passed", "failed", "skipped", "errored", "timeout", "crashed", "not run")
