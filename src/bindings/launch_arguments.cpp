@@ -197,7 +197,8 @@ ArgumentClassifier::ArgumentClassifier(LaunchSupport support)
       stride_name_(interned("stride")),
       element_size_name_(interned("element_size")),
       torch_name_(interned("torch")),
-      tensor_name_(interned("Tensor")) {}
+      tensor_name_(interned("Tensor")),
+      aggregate_name_(interned("__tegula_aggregate__")) {}
 
 // --- runtime arguments -----------------------------------------------------------------------
 
@@ -311,8 +312,12 @@ void ArgumentClassifier::check_depth(const std::string& kernel, const std::strin
 }
 
 bool ArgumentClassifier::is_aggregate(nb::handle value) const {
-  int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())), "__tegula_aggregate__");
-  return has == 1;
+  // Asked of every constexpr argument at every launch: the kinds launches pass answer without a lookup.
+  PyTypeObject* type = Py_TYPE(value.ptr());
+  if (type == &PyLong_Type || type == &PyBool_Type || type == &PyFloat_Type || type == &PyUnicode_Type ||
+      value.is_none() || type == &PyTuple_Type || type == &PyFunction_Type)
+    return false;
+  return PyObject_HasAttr(reinterpret_cast<PyObject*>(type), aggregate_name_.ptr()) == 1;
 }
 
 void ArgumentClassifier::aggregate(const std::string& kernel, const std::string& param, size_t index,
