@@ -15,16 +15,7 @@ bool same_block(const Symbol& a, const Symbol& b) {
 // A part of a tuple or an aggregate that is not a leaf but part of its structure: a constant other than
 // a number (None, a string, a dtype) or a function, which every path must hold alike.
 bool is_fixed_part(const Symbol& s) {
-  if (s.is_const()) return !s.constant.is_numeric();
-  switch (s.kind) {
-    case Symbol::Kind::JitFunction:
-    case Symbol::Kind::Builtin:
-    case Symbol::Kind::Module:
-    case Symbol::Kind::HostFunction:
-    case Symbol::Kind::NamedTupleType:
-    case Symbol::Kind::AggregateType: return true;
-    default: return false;
-  }
+  return !is_structured(s) && is_compile_time(s) && !(s.is_const() && s.constant.is_numeric());
 }
 
 void collect(const Symbol& s, std::vector<Symbol>& out, bool inside) {
