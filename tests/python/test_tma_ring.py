@@ -567,6 +567,51 @@ def test_which_rings_are_warp_specialized():
     assert one.num_threads == 256 and "tg_setmaxnreg" not in kernel_of(one) and "(setmaxnreg)" not in one.layouts
 
 
+@tegula.jit
+def ws_reduce_first_kernel(a_ptr, b_ptr, c_ptr, s_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                           BK: tl.constexpr, STORE_FIRST: tl.constexpr):
+    """c = a @ b + the column sums of b's first BK rows, those sums (a reduction across warps) computed before the
+    ring loop; STORE_FIRST also stores them there."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    ks, cols = tl.arange(0, BK), off_n + tl.arange(0, BN)
+    top = tl.load(b_ptr + ks[:, None] * N + cols[None, :], mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
+    sums = tl.sum(top.to(tl.float32), axis=0)
+    if STORE_FIRST:
+        tl.store(s_ptr + cols, sums, mask=cols < N)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), warp_specialize=True):
+        acc = tl.dot(a_desc.load([off_m, k * BK]), b_desc.load([k * BK, off_n]), acc)
+    c_desc.store([off_m, off_n], acc + sums[None, :])
+
+
+def test_warp_specialized_ring_after_a_reduction_is_exact():
+    # The reduction's barrier is the consumers' named barrier (the producer never reaches it) and its scratch lies
+    # past the ring the producer is filling meanwhile. A store before the loop still keeps one warp role.
+    M, N, K, BM, BN, BK = 200, 144, 208, 128, 128, 64
+    rng = rng_for("tma-ring-ws-reduce", M, N, K)
+    a = random(rng, (M, K), "bfloat16", low=-2, high=2)
+    b = random(rng, (K, N), "bfloat16", low=-2, high=2)
+    c, sums = np.zeros((M, N), np.float32), np.zeros(N, np.float32)
+    grid = (tegula.cdiv(M, BM), tegula.cdiv(N, BN))
+    compiled = emulate(ws_reduce_first_kernel, grid, a, b, c, sums, M, N, K, BM=BM, BN=BN, BK=BK, STORE_FIRST=False,
+                       num_warps=8, num_stages=3)
+    assert "warp specialization: the loop of line" in compiled.layouts, compiled.layouts
+    body = kernel_of(compiled)[kernel_of(compiled).index("tg_setmaxnreg_inc<"):]
+    assert "__syncthreads" not in body and "tg_named_barrier<256>(1);" in body
+    a64, b64 = to_f64(a), to_f64(b)
+    want = a64 @ b64 + b64[:BK].sum(axis=0)[None, :]
+    tol = K * 2.0 ** -22 * (np.abs(a64) @ np.abs(b64) + np.abs(b64[:BK]).sum(axis=0)[None, :]) + 1e-6
+    bad = np.abs(to_f64(c) - want) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} wrong, worst {np.abs(to_f64(c) - want).max()}"
+    stored, _ = compile_cuda(ws_reduce_first_kernel, (a, b, c, sums, M, N, K),
+                             dict(BM=BM, BN=BN, BK=BK, STORE_FIRST=True), num_warps=8, num_stages=3)
+    assert "warp specialization: none (the kernel runs `store` before the loop)" in stored.layouts, stored.layouts
+
+
 def kernel_of(compiled):
     return compiled.source[compiled.source.index("---- kernel ----"):]
 

@@ -76,12 +76,15 @@ def test_cuda_code_of_the_default_configuration_matches_the_reference(D, causal,
     assert np.abs(lse - want_lse).max() <= 1e-3
 
     # The backward from the forward's own output, as the op runs it.
-    delta = (out.astype(np.float32) * do.astype(np.float32)).sum(axis=1).astype(np.float32)
+    # dQ first: it stores delta = rowsum(dO * O), which the dK/dV kernel reads.
+    delta = np.full(S, np.nan, np.float32)
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    dq_kernel = launch(attention.attention_dq_kernel, config.dq, config.dq.block_m, q, k, v, do, out, lse, dq, delta,
+                       S, 1, *strides * 5, scale)
+    want_delta = (out.astype(np.float64) * do.astype(np.float64)).sum(axis=1)
+    assert np.abs(delta - want_delta).max() <= 1e-4 * np.abs(want_delta).max() + 1e-6
     dkdv = launch(attention.attention_dkdv_kernel, config.dkdv, config.dkdv.block_n, q, k, v, do, lse, delta, dk,
                   dv, S, 1, *strides * 4, scale)
-    dq_kernel = launch(attention.attention_dq_kernel, config.dq, config.dq.block_m, q, k, v, do, lse, delta, dq, S,
-                       1, *strides * 4, scale)
     for name, got, want in (("dq", dq, want_dq), ("dk", dk, want_dk), ("dv", dv, want_dv)):
         assert relative_error(got, want) <= grad_tolerance, name
     # Each kernel's loop runs as a software pipeline (cp.async into a ring of stages): its products run on

@@ -48,6 +48,15 @@ def reference(q, k, v, do, causal, scale):
     return lse, delta, dq, dk, dv
 
 
+def output(q, k, v, causal, scale):
+    """softmax(q k^T * scale) v in float64: the forward's output, from which the dQ kernel computes delta."""
+    s = np.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
 def stored(x, layout):
     """x [B, H, S, D] stored as the kernels may find it, and its rows_view: "bhsd" contiguous, "bshd" as
     [B, S, H, D] (q and k after a rotary embedding of [B, T, H, D], seen as [B, H, T, D]), "qkv" as one of
@@ -74,18 +83,23 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead):
     q, k, v, do = (rng.standard_normal((B, H, S, D)).astype(bf16) for _ in range(4))
     scale = 1.0 / D ** 0.5
     f64 = [x.astype(np.float64) for x in (q, k, v, do)]
-    lse, delta, want_dq, want_dk, want_dv = reference(*f64, causal, scale)
-    lse, delta = lse.astype(np.float32), delta.astype(np.float32)
+    lse, want_delta, want_dq, want_dk, want_dv = reference(*f64, causal, scale)
+    lse = lse.astype(np.float32)
+    # The forward's output as the op stores it for q of [B, S, H, D]: [B, S, H, D] seen as [B, H, S, D].
+    out = np.ascontiguousarray(np.swapaxes(output(*f64[:3], causal, scale).astype(bf16), 1, 2))
+    out_strides = (S * H * D, D, H * D)
+    delta = np.full((B, H, S), np.nan, np.float32)  # the dQ kernel stores all of it
     dq, dk, dv = (np.zeros_like(q) for _ in range(3))
     # Read in place through rows_view: q, dO as [B, S, H, D], k contiguous, v one third of a fused projection.
     (q, vq), (k, vk), (v, vv), (do, vdo) = (stored(x, l) for x, l in zip((q, k, v, do), ("bshd", "bhsd", "qkv", "bshd")))
     views = (*vq, *vk, *vv, *vdo, H, S, scale)
+    dqk = emulate(at.attention_dq_tma_kernel, (-(-S // 128), B * H), q, k, v, do, out, lse, dq, delta, *views,
+                  *out_strides, HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, TAIL=S % 64 != 0, num_warps=8,
+                  num_stages=stages)
+    assert np.abs(delta - want_delta).max() <= 2e-2 * np.abs(want_delta).max()
     dkdv = emulate(at.attention_dkdv_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dk, dv, *views,
                    HEAD_DIM=D, BLOCK_M=64, BLOCK_N=128, CAUSAL=causal, AHEAD=ahead, num_warps=8,
                    num_stages=stages)
-    dqk = emulate(at.attention_dq_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dq, *views,
-                  HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, TAIL=S % 64 != 0, num_warps=8,
-                  num_stages=stages)
     for compiled in (dkdv, dqk):
         # Two ring blocks per stage (each read both ways by two dots), fed by the producer, the last dot late.
         assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts
@@ -244,10 +258,11 @@ def test_backward_takes_five_and_six_field_configurations(monkeypatch, config):
     g = torch.Generator().manual_seed(5)
     q, k, v, do = (torch.randn(B, H, S, D, generator=g).to(torch.bfloat16) for _ in range(4))
     scale = D ** -0.5
-    lse, delta, *want = reference(*(t.double().numpy() for t in (q, k, v, do)), False, scale)
+    f64 = [t.double().numpy() for t in (q, k, v, do)]
+    lse, _, *want = reference(*f64, False, scale)
+    out = torch.tensor(output(*f64[:3], False, scale)).to(torch.bfloat16)
     monkeypatch.setitem(at.FUSED, D, config)
     grads = [torch.empty_like(q) for _ in range(3)]
-    at.backward(do, q, k, v, torch.tensor(lse, dtype=torch.float32), torch.tensor(delta, dtype=torch.float32), False,
-                scale, *grads)
+    at.backward(do, q, k, v, out, torch.tensor(lse, dtype=torch.float32), False, scale, *grads)
     for name, got, w in zip(("dq", "dk", "dv"), grads, want):
         assert max_error(got.double().numpy(), w) < 2e-2, name

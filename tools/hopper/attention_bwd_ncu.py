@@ -34,13 +34,12 @@ def main() -> None:
         q, k, v, do = (torch.randn(B, H, S, D, device="cuda", generator=g, dtype=torch.bfloat16) for _ in range(4))
         scale = D ** -0.5
         out, lse = torch.ops.tegula.attention(q, k, v, args.causal, scale)
-        delta = (do.float() * out.float()).sum(-1)
         grads = [torch.empty_like(q) for _ in range(3)]
         qr, kr, vr = (t.detach().requires_grad_() for t in (q, k, v))
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             o = F.scaled_dot_product_attention(qr, kr, vr, is_causal=args.causal)
-        runs.append(lambda q=q, k=k, v=v, do=do, lse=lse, delta=delta, grads=grads, scale=scale:
-                    at.backward(do, q, k, v, lse, delta, args.causal, scale, *grads))
+        runs.append(lambda q=q, k=k, v=v, do=do, out=out, lse=lse, grads=grads, scale=scale:
+                    at.backward(do, q, k, v, out, lse, args.causal, scale, *grads))
         runs.append(lambda o=o, qr=qr, kr=kr, vr=vr, do=do:
                     torch.autograd.grad(o, (qr, kr, vr), do, retain_graph=True))
     for run in runs:

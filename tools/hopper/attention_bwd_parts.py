@@ -3,10 +3,10 @@ and the whole op, interleaved in one process (tegula.testing.CudaTimer, L2 flush
 
     python tools/hopper/attention_bwd_parts.py [--shape 4x16x4096] [--dims 64 128] [--reps 30]
 
-Parts: the delta kernel (rowsum(dO * O)), the dK/dV kernel, the dQ kernel, the two kernels one after the
-other and side by side (attention_tma.SIDE_BY_SIDE_S), and attention.attention_backward (allocations,
-delta, kernels: what the benchmark's row times). Each line gives milliseconds, the share of SDPA's time, and
-for the delta kernel its bandwidth.
+Parts: the dQ kernel (which also stores delta = rowsum(dO * O)), the dK/dV kernel (reading that delta), the two
+one after the other (attention_tma.backward), delta's kernel alone (what the one-kernel backward launches first),
+and attention.attention_backward (allocations and kernels: what the benchmark's row times). Each line gives
+milliseconds, the share of SDPA's time, and for the delta kernel its bandwidth.
 """
 
 import argparse
@@ -17,9 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+import tegula
 from tegula.testing import CudaTimer
-from tegula.torch import compute_dtype
-from tegula.torch.ops import attention_config
 from tegula.torch.ops import attention_tma as at
 
 attention = importlib.import_module("tegula.torch.ops.attention")  # the module, not the function
@@ -45,50 +44,36 @@ def main() -> None:
             qr, kr, vr = (t.detach().clone().requires_grad_() for t in (q, k, v))
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 o = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
-            rows = attention_config.DELTA_ROWS["cuda"]
+            views = tuple(at.rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr()) for t in (q, k, v, do))
+            flat = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
 
             def sdpa():
                 torch.autograd.grad(o, (qr, kr, vr), do, retain_graph=True)
 
             def delta_kernel():
-                attention.attention_delta_kernel[attention._grid(q, rows)](
-                    out, do, delta, S, H, *attention._strides(out), *attention._strides(do), BLOCK_M=rows,
-                    HEAD_DIM=D, ACC=compute_dtype(q))
+                at.attention_delta_tma_kernel[(tegula.cdiv(S, at.DELTA_ROWS), B * H)](
+                    do, out, delta, *views[3][2:], H, S, *out.stride()[:3], HEAD_DIM=D, BLOCK_M=at.DELTA_ROWS)
 
-            def kernels(side_by_side_s, dkdv=True, dq_kernel=True):
-                def go():
-                    saved = at.SIDE_BY_SIDE_S, dict(at.DKDV), dict(at.DQ)
-                    at.SIDE_BY_SIDE_S = side_by_side_s
-                    try:
-                        if dkdv and dq_kernel:
-                            at.backward(do, q, k, v, lse, delta, causal, scale, dq, dk, dv)
-                        else:
-                            parts(dkdv)
-                    finally:
-                        at.SIDE_BY_SIDE_S = saved[0]
-                return go
+            def dq_kernel():
+                bm, bn, warps, stages = at.DQ[D]
+                at.attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
+                    q, k, v, do, out, lse, dq, delta, *flat, *out.stride()[:3], HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+                    CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
 
-            def parts(dkdv):
-                views = tuple(at.rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr()) for t in (q, k, v, do))
-                views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
-                import tegula
-                if dkdv:
-                    bm, bn, warps, stages, ahead = (*at.DKDV[D], False)[:5]
-                    at.attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-                        q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-                        AHEAD=ahead, num_warps=warps, num_stages=stages)
-                else:
-                    bm, bn, warps, stages = at.DQ[D]
-                    at.attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-                        q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-                        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+            def dkdv_kernel():
+                bm, bn, warps, stages, ahead = (*at.DKDV[D], False)[:5]
+                at.attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
+                    q, k, v, do, lse, delta, dk, dv, *flat, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+                    AHEAD=ahead, num_warps=warps, num_stages=stages)
+
+            def both():
+                at.backward(do, q, k, v, out, lse, causal, scale, dq, dk, dv)
 
             def whole():
                 attention.attention_backward(do, q, k, v, out, lse, causal, scale)
 
-            named = [("sdpa backward", sdpa), ("delta kernel", delta_kernel),
-                     ("dK/dV kernel", kernels(1 << 30, dq_kernel=False)), ("dQ kernel", kernels(1 << 30, dkdv=False)),
-                     ("both, one stream", kernels(1 << 30)), ("both, side by side", kernels(0)),
+            named = [("sdpa backward", sdpa), ("dQ kernel (and delta)", dq_kernel), ("dK/dV kernel", dkdv_kernel),
+                     ("both (attention_tma.backward)", both), ("delta kernel alone", delta_kernel),
                      ("attention_backward (the row)", whole)]
             for _, fn in named:
                 fn()
@@ -98,7 +83,7 @@ def main() -> None:
             flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
             print(f"D {D} {'causal' if causal else 'full'}: SDPA {flops / ms[0] / 1e9:.1f} TFLOP/s", flush=True)
             for (name, _), t in zip(named, ms):
-                extra = f", {2 * q.numel() * 2 / t / 1e6:.0f} GB/s" if name == "delta kernel" else ""
+                extra = f", {2 * q.numel() * 2 / t / 1e6:.0f} GB/s" if name == "delta kernel alone" else ""
                 print(f"  {name:30s} {t:8.4f} ms  {t / ms[0]:.3f} of SDPA's time{extra}", flush=True)
 
 

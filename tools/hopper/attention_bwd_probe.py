@@ -1,6 +1,6 @@
 """Configurations of the descriptor attention backward (tegula/torch/ops/attention_tma.py) against SDPA's
 backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py [--shape 4x16x4096] [--dims 64 128]
-[--short | --edits | --streams | --dq-tiles]``.
+[--short | --edits | --dq-tiles | --fused]``.
 
 Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel (or the one-kernel
 backward's, with how it adds dQ); every candidate and SDPA's backward (autograd.grad of its output) run
@@ -47,15 +47,6 @@ EDITED = {
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3), (128, 64, 8, 3), MERGE),
           ("two", (32, 128, 8, 3), (128, 64, 8, 3)), ("edit", (32, 128, 8, 3), (128, 64, 8, 3), MERGE)],
 }
-# ("streams", dK/dV config, dQ config): the two kernels at once, dQ's on a second stream, so each fills the
-# other's last wave.
-STREAMS = {
-    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("streams", (64, 128, 8, 3, True), (128, 64, 8, 3)),
-         ("two", (64, 128, 8, 4, True), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 128, 8, 3)),
-         ("two", (64, 128, 8, 3, True), (128, 64, 8, 4))],
-    128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("streams", (64, 128, 8, 3), (128, 64, 8, 3)),
-          ("two", (64, 128, 8, 2), (128, 64, 8, 3))],
-}
 # The dQ kernel with 128 keys a step (wgmma n128 for its two score products) against 64.
 DQ_TILES = {
     64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 128, 8, 3)),
@@ -83,12 +74,11 @@ def main() -> None:
     parser.add_argument("--dims", nargs="+", type=int, default=None)
     parser.add_argument("--short", action="store_true", help="the candidates for short sequences")
     parser.add_argument("--edits", action="store_true", help="the two kernels with hand-edited CUDA (EDITED)")
-    parser.add_argument("--streams", action="store_true", help="the two kernels on two streams (STREAMS)")
     parser.add_argument("--dq-tiles", action="store_true", help="the dQ kernel's key block (DQ_TILES)")
     parser.add_argument("--fused", action="store_true", help="the one-kernel backward's stages (FUSED_STAGES)")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
-    table = (SHORT if args.short else EDITED if args.edits else STREAMS if args.streams
+    table = (SHORT if args.short else EDITED if args.edits
              else DQ_TILES if args.dq_tiles else FUSED_STAGES if args.fused else CANDIDATES)
     timer = CudaTimer()
     for D, candidates in table.items():
@@ -100,7 +90,6 @@ def main() -> None:
                            for _ in range(4))
             scale = D ** -0.5
             out, lse = torch.ops.tegula.attention(q, k, v, causal, scale)
-            delta = (do.float() * out.float()).sum(-1)
             grads = [torch.empty_like(q) for _ in range(3)]
             qr, kr, vr = (t.detach().requires_grad_() for t in (q, k, v))
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -119,15 +108,12 @@ def main() -> None:
                     else:
                         at.DKDV[D], at.DQ[D] = c[1], c[2]
                     if c[0] == "edit" and not swap:
-                        swap.update(edited(c[3], lambda: at.backward(do, q, k, v, lse, delta, causal, scale, *grads)))
+                        swap.update(edited(c[3], lambda: at.backward(do, q, k, v, out, lse, causal, scale, *grads)))
                     saved = {name: getattr(at, name) for name in swap}
                     for name, kernel in swap.items():
                         setattr(at, name, kernel)
                     try:
-                        if c[0] == "streams":
-                            two_streams(do, q, k, v, lse, delta, causal, scale, *grads)
-                        else:
-                            at.backward(do, q, k, v, lse, delta, causal, scale, *grads)
+                        at.backward(do, q, k, v, out, lse, causal, scale, *grads)
                     finally:
                         for name, kernel in saved.items():
                             setattr(at, name, kernel)
@@ -151,29 +137,6 @@ def main() -> None:
             for name, t in zip(["sdpa"] + [str(c) for c in candidates], ms):
                 print(f"D {D} {'causal' if causal else 'full'} {name}: {flops / t / 1e9:.1f} TFLOP/s "
                       f"{ms[0] / t:.3f} of SDPA", flush=True)
-
-
-_SIDE = {}
-
-
-def two_streams(do, q, k, v, lse, delta, causal, scale, dq, dk, dv) -> None:
-    """attention_tma.backward with the dQ kernel on a second stream, joined before returning."""
-    B, H, S, D = q.shape
-    views = tuple(at.rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr()) for t in (q, k, v, do))
-    views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
-    main = torch.cuda.current_stream()
-    side = _SIDE.setdefault(q.device, torch.cuda.Stream(q.device))
-    side.wait_stream(main)
-    bm, bn, warps, stages, ahead = (*at.DKDV[D], False)[:5]
-    at.attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-        q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-        AHEAD=ahead, num_warps=warps, num_stages=stages)
-    with torch.cuda.stream(side):
-        bm, bn, warps, stages = at.DQ[D]
-        at.attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-            q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-            TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
-    main.wait_stream(side)
 
 
 class _Capture:

@@ -25,9 +25,10 @@ def main() -> None:
             for name, kernel, config, extra, args in (
                     *((f"dkdv ahead {ahead}", at.attention_dkdv_tma_kernel, at.DKDV[D][:4], {"AHEAD": ahead},
                        (q, q, q, q, lse, delta, q, q)) for ahead in (False, True)),
-                    ("dq", at.attention_dq_tma_kernel, at.DQ[D], {"TAIL": False}, (q, q, q, q, lse, delta, q))):
+                    ("dq", at.attention_dq_tma_kernel, at.DQ[D], {"TAIL": False}, (q, q, q, q, q, lse, q, delta))):
                 bm, bn, warps, stages = config
-                compiled, _ = compile_cuda(kernel, (*args, *views), dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+                tail = q.stride()[:3] if kernel is at.attention_dq_tma_kernel else ()  # O's strides
+                compiled, _ = compile_cuda(kernel, (*args, *views, *tail), dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
                                                                          CAUSAL=causal, **extra),
                                            num_warps=warps, num_stages=stages)
                 info = " ".join(line.strip() for line in compiled.asm["ptxas"].splitlines()

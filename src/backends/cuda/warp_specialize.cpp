@@ -146,15 +146,28 @@ class Planner {
     return ws.tiles.valid() ? &fn_.block(fn_.op(ws.tiles).regions[0]) : nullptr;
   }
 
-  // Why an op of `block` before `until` may write memory, or "".
+  // Why an op of `block` before `until` may write memory, or "". A reduction or scan with a pure
+  // combiner writes only its shared scratch, which starts after the ring's reserved bytes, behind a
+  // barrier of the consumers alone.
   std::string writes_before(const ir::Block& block, ir::OpId until) const {
     for (ir::OpId id : block.ops) {
       if (id == until) break;
       const ir::Op& op = fn_.op(id);
-      if (!ir::is_pure(op.kind) && op.kind != OpKind::Load && op.kind != OpKind::DescLoad)
+      bool combines = (op.kind == OpKind::Reduce || op.kind == OpKind::Scan) && pure_regions(op);
+      if (!ir::is_pure(op.kind) && op.kind != OpKind::Load && op.kind != OpKind::DescLoad && !combines)
         return "the kernel runs `" + std::string(ir::info(op.kind).name) + "` before the loop";
     }
     return "";
+  }
+
+  bool pure_regions(const ir::Op& op) const {
+    bool pure = true;
+    for (ir::BlockId region : op.regions)
+      fn_.walk_block(region, [&](ir::OpId id) {
+        OpKind kind = fn_.op(id).kind;
+        pure = pure && (ir::is_pure(kind) || kind == OpKind::Yield);
+      });
+    return pure;
   }
 
   // Why the tile loop's body runs something the producer, running ahead

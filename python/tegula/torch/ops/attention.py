@@ -8,11 +8,13 @@ keys in blocks of BLOCK_N with an online softmax (running maximum and sum),
 and stores each row's log-sum-exp besides the output. Backward, from the
 saved log-sum-exp, which gives each probability back as ``exp(s - lse)``:
 
-- ``delta = rowsum(dO * O)`` per query row (a small kernel first);
-- per key block (one program each), over the query blocks that can see it:
-  ``dV += P^T dO`` and ``dK += dS^T Q * scale`` with ``dS = P * (dO V^T -
-  delta)``, computed transposed so K and V stay in registers;
-- per query block, over the key blocks it sees: ``dQ += dS K * scale``.
+- per query block (one program each), over the key blocks it sees:
+  ``dQ += dS K * scale`` with ``dS = P * (dO V^T - delta)`` and ``delta =
+  rowsum(dO * O)``, which this program computes for its rows first and also
+  stores for the next kernel;
+- per key block, over the query blocks that can see it: ``dV += P^T dO``
+  and ``dK += dS^T Q * scale``, computed transposed so K and V stay in
+  registers, with the delta the dQ kernel stored.
 
 Each gradient is written by exactly one program: no atomics. Scores and
 statistics are float32 (float64 for float64 inputs); half-precision
@@ -119,16 +121,6 @@ def attention_forward_kernel(Q, K, V, O, LSE, S, H, sqb, sqh, sqs, skb, skh, sks
 
 
 @tegula.jit
-def attention_delta_kernel(O, DO, DELTA, S, H, sob, soh, sos, sdb, sdh, sds, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                           ACC: tl.constexpr):
-    head = tl.program_id(1).to(tl.int64)
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    o = _load_rows(O, _head_base(H, sob, soh), rows, S, sos, HEAD_DIM).to(ACC)
-    do = _load_rows(DO, _head_base(H, sdb, sdh), rows, S, sds, HEAD_DIM).to(ACC)
-    tl.store(DELTA + head * S + rows, tl.sum(o * do, axis=1), mask=rows < S)
-
-
-@tegula.jit
 def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, H, sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, sdb,
                           sdh, sds, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                           CAUSAL: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
@@ -175,9 +167,9 @@ def attention_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, S, H, sqb, sqh, sqs, 
 
 
 @tegula.jit
-def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, H, sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, sdb, sdh,
-                        sds, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        CAUSAL: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
+def attention_dq_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, S, H, sqb, sqh, sqs, skb, skh, sks, svb, svh, svs, sdb, sdh,
+                        sds, sob, soh, sos, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
     start_m = tl.program_id(0)
     head = tl.program_id(1).to(tl.int64)
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -186,7 +178,9 @@ def attention_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, S, H, sqb, sqh, sqs, skb, s
     q = _load_rows(Q, _head_base(H, sqb, sqh), rows, S, sqs, HEAD_DIM)
     do = _load_rows(DO, _head_base(H, sdb, sdh), rows, S, sds, HEAD_DIM)
     lse = tl.load(LSE + head * S + rows, mask=rows < S, other=0.0)
-    delta = tl.load(DELTA + head * S + rows, mask=rows < S, other=0.0)
+    o = _load_rows(O, _head_base(H, sob, soh), rows, S, sos, HEAD_DIM)
+    delta = tl.sum(o.to(ACC) * do.to(ACC), axis=1)
+    tl.store(DELTA + head * S + rows, delta, mask=rows < S)  # for the dK/dV kernel, launched after this one
     dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=ACC)
     hi = S
     if CAUSAL:
@@ -309,24 +303,21 @@ def backward_into(do, q, k, v, out, lse, causal: bool, scale: float, dq, dk, dv)
     if not q.numel():
         return
     lse = lse.contiguous()
+    if attention_tma.applies(q) and not attention_config.overridden():
+        attention_tma.backward(do, q, k, v, out, lse, causal, scale, dq, dk, dv)
+        return
     _, H, S, D = q.shape
     meta = dict(HEAD_DIM=D, ACC=compute_dtype(q))
-    delta = torch.empty_like(lse)
-    rows = attention_config.DELTA_ROWS.get(q.device.type, 32)
-    attention_delta_kernel[_grid(q, rows)](out, do, delta, S, H, *_strides(out), *_strides(do), BLOCK_M=rows,
-                                           **meta)
-    if attention_tma.applies(q) and not attention_config.overridden():
-        attention_tma.backward(do, q, k, v, lse, delta, causal, scale, dq, dk, dv)
-        return
+    delta = torch.empty_like(lse)  # rowsum(dO * O), stored by the dQ kernel for the dK/dV kernel
     config = _config(q)
     dkdv, dqt, precision = config.dkdv, config.dq, dot_precision(q)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
+    attention_dq_kernel[_grid(q, dqt.block_m)](q, k, v, do, out, lse, dq, delta, S, H, *strides, *_strides(out),
+                                               scale, BLOCK_M=dqt.block_m, BLOCK_N=dqt.block_n, CAUSAL=causal,
+                                               PRECISION=precision, **meta, **dqt.options())
     attention_dkdv_kernel[_grid(q, dkdv.block_n)](q, k, v, do, lse, delta, dk, dv, S, H, *strides, scale,
                                                   BLOCK_M=dkdv.block_m, BLOCK_N=dkdv.block_n, CAUSAL=causal,
                                                   PRECISION=precision, **meta, **dkdv.options())
-    attention_dq_kernel[_grid(q, dqt.block_m)](q, k, v, do, lse, delta, dq, S, H, *strides, scale,
-                                               BLOCK_M=dqt.block_m, BLOCK_N=dqt.block_n, CAUSAL=causal,
-                                               PRECISION=precision, **meta, **dqt.options())
 
 
 def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "dq")) -> None:
@@ -341,7 +332,7 @@ def precompile(q: torch.Tensor, causal: bool, config, kernels=("fwd", "dkdv", "d
     # Every input with q's strides, as the sweep passes them.
     pointers = {"fwd": (q, q, q, q, stats, S, H, *_strides(q) * 4),
                 "dkdv": (q, q, q, q, stats, stats, q, q, S, H, *_strides(q) * 4),
-                "dq": (q, q, q, q, stats, stats, q, S, H, *_strides(q) * 4)}
+                "dq": (q, q, q, q, q, stats, q, stats, S, H, *_strides(q) * 5)}
     kernel = {"fwd": attention_forward_kernel, "dkdv": attention_dkdv_kernel, "dq": attention_dq_kernel}
     for name in kernels:
         tiles = getattr(config, name)

@@ -90,8 +90,6 @@ _CUDA_F32 = {
     128: AttentionConfig(fwd=Tiles(64, 32, 4, 2), dkdv=Tiles(16, 64, 4, 2), dq=Tiles(64, 16, 4, 2)),
 }
 
-# The delta kernel (rowsum(dO * O)) streams rows: its own small tile.
-DELTA_ROWS = {"cpu": 32, "cuda": 64}
 
 _override: contextvars.ContextVar[Optional[AttentionConfig]] = contextvars.ContextVar(
     "tegula_attention_config", default=None)

@@ -28,6 +28,8 @@ import torch
 import tegula
 import tegula.language as tl
 
+from ._empty import empty
+
 LOG2E = 1.4426950408889634
 
 
@@ -93,6 +95,29 @@ def attention_fwd_tma_kernel(Q, K, V, O, LSE, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_
 
 
 @tegula.jit
+def _delta(DO, O, bh, rows, row_do, col_do, DO_STRIDE, O_SB, O_SH, O_SS, H, S, HEAD_DIM: tl.constexpr):
+    # rowsum(dO * O) of rows `rows` of (batch, head) bh, float32, from plain loads of both (dO through its
+    # rows_view; O [B, H, S, D] of strides O_SB, O_SH, O_SS), zeros past S.
+    dims = tl.arange(0, HEAD_DIM)
+    do = tl.load(DO + (row_do + rows)[:, None].to(tl.int64) * DO_STRIDE + col_do + dims[None, :],
+                 mask=rows[:, None] < S, other=0.0)
+    o_base = (bh // H).to(tl.int64) * O_SB + (bh % H).to(tl.int64) * O_SH
+    o = tl.load(O + o_base + rows[:, None].to(tl.int64) * O_SS + dims[None, :], mask=rows[:, None] < S, other=0.0)
+    return tl.sum(do.to(tl.float32) * o.to(tl.float32), axis=1)
+
+
+@tegula.jit
+def attention_delta_tma_kernel(DO, O, DELTA, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, O_SB, O_SH, O_SS,
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    # Grid: (cdiv(S, BLOCK_M), B * H). delta alone, for the one-kernel backward, which reads all of it from the start.
+    bh = tl.program_id(1)
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    delta = _delta(DO, O, bh, rows, _first_row(bh, H, DO_RB, DO_RH), (bh % H) * DO_CH, DO_STRIDE, O_SB, O_SH, O_SS,
+                   H, S, HEAD_DIM)
+    tl.store(DELTA + bh * S + rows, delta, mask=rows < S)
+
+
+@tegula.jit
 def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale,
                               HEAD_DIM: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
@@ -152,11 +177,12 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q
 
 
 @tegula.jit
-def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale,
+def attention_dq_tma_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale, O_SB, O_SH, O_SS,
                             HEAD_DIM: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                             TAIL: tl.constexpr):
-    # Grid: (cdiv(S, BLOCK_M), B * H).
+    # Grid: (cdiv(S, BLOCK_M), B * H). O [B, H, S, D] with (batch, head, row) strides O_SB, O_SH, O_SS. DELTA: this
+    # program's rows of rowsum(dO * O), stored for attention_dkdv_tma_kernel, which runs after this one.
     start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
     desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
@@ -173,7 +199,7 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, Q_ROWS, Q_COLS, Q_STRID
     q = desc_q.load([row_q + start_m, col_q])
     do = desc_do.load([row_do + start_m, col_do])
     lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
-    delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
+    delta = _delta(DO, O, bh, rows, row_do, col_do, DO_STRIDE, O_SB, O_SH, O_SS, H, S, HEAD_DIM)
     dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     qk_scale = scale * LOG2E
     if CAUSAL:
@@ -197,6 +223,9 @@ def attention_dq_tma_kernel(Q, K, V, DO, LSE, DELTA, DQ, Q_ROWS, Q_COLS, Q_STRID
         dq = tl.dot(ds.to(k.dtype), k, dq)
     offsets = (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
     tl.store(DQ + offsets, (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
+    # After the loop: warp specialization keeps stores out of the code before it (the producer's copies would not
+    # wait for them).
+    tl.store(DELTA + bh * S + rows, delta, mask=rows < S)
 
 
 @tegula.jit
@@ -303,6 +332,8 @@ DQ = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
 # or (..., DQ_ROWS, DQ_TMA) (DQ_TMA: dQ reduced by the TMA, DQ_ROWS then unused); the other head dims take the
 # two kernels.
 FUSED = {}
+# Rows per program of the one-kernel backward's delta kernel (attention_delta_tma_kernel).
+DELTA_ROWS = 64
 
 
 def applies(q: torch.Tensor) -> bool:
@@ -370,18 +401,24 @@ def launch_forward(q, k, v, out, lse, views, shape, out_strides, causal: bool, s
         BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
 
 
-def backward(do, q, k, v, lse, delta, causal: bool, scale: float, dq, dk, dv) -> None:
-    """dq, dk, dv (contiguous, like q) from do, q, k, v (read in place through rows_view), the forward's lse
-    and delta."""
+def backward(do, q, k, v, out, lse, causal: bool, scale: float, dq, dk, dv) -> None:
+    """dq, dk, dv (contiguous, like q) from do, q, k, v (read in place through rows_view), the forward's out
+    ([B, H, S, D], the head dim contiguous) and lse."""
     (q, vq), (k, vk), (v, vv), (do, vdo) = _viewed(q), _viewed(k), _viewed(v), _viewed(do)
-    launch_backward(do, q, k, v, lse, delta, (vq, vk, vv, vdo), q.shape, causal, scale, dq, dk, dv)
+    launch_backward(do, q, k, v, out, out.stride()[:3], lse, (vq, vk, vv, vdo), q.shape, causal, scale, dq, dk, dv)
 
 
-def launch_backward(do, q, k, v, lse, delta, views, shape, causal: bool, scale: float, dq, dk, dv) -> None:
-    """backward's launches, with the rows_views of q, k, v and do and their [B, H, S, D] shape given."""
+def launch_backward(do, q, k, v, out, out_strides, lse, views, shape, causal: bool, scale: float, dq, dk,
+                    dv) -> None:
+    """backward's launches, with the rows_views of q, k, v and do, their [B, H, S, D] shape and out's (batch,
+    head, row) strides given."""
     B, H, S, D = shape
+    delta = empty((B, H, S), torch.float32, lse.device)  # rowsum(dO * O)
+    do_view = views[3]
     views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
     if D in FUSED:
+        attention_delta_tma_kernel[(tegula.cdiv(S, DELTA_ROWS), B * H)](
+            do, out, delta, *do_view[2:], H, S, *out_strides, HEAD_DIM=D, BLOCK_M=DELTA_ROWS)
         bm, bn, warps, stages, dq_rows, dq_tma = (*FUSED[D], False)[:6]
         dq32 = torch.zeros(shape, dtype=torch.float32, device=dq.device)  # [B * H * S, D] rows for DQ_TMA
         attention_bwd_tma_kernel[(tegula.cdiv(S, bn), B * H)](
@@ -391,11 +428,12 @@ def launch_backward(do, q, k, v, lse, delta, views, shape, causal: bool, scale: 
         n = dq32.numel()
         scale_cast_kernel[(tegula.cdiv(n, 4096),)](dq32, dq, n, scale, BLOCK=4096, num_warps=8)
         return
+    # dQ first: its programs store delta, which the dK/dV programs read.
+    bm, bn, warps, stages = DQ[D]
+    attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
+        q, k, v, do, out, lse, dq, delta, *views, *out_strides, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
     bm, bn, warps, stages, ahead = (*DKDV[D], False)[:5]
     attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
         q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
         AHEAD=ahead, num_warps=warps, num_stages=stages)
-    bm, bn, warps, stages = DQ[D]
-    attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-        q, k, v, do, lse, delta, dq, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)

@@ -25,14 +25,12 @@ import math
 
 import torch
 
-import tegula
-import tegula.language as tl
 from tegula.torch import custom_op, register_autograd
 
 from . import _rows, attention_config, attention_tma, rotary
 from ._empty import empty
 from ._layouts import Layouts, metadata
-from .attention import attention_delta_kernel, backward_into, forward_into  # the package's `attention` is the function
+from .attention import backward_into, forward_into  # the package's `attention` is the function
 
 
 def _check(qkv, cos, sin):
@@ -144,8 +142,8 @@ def _backward_fake(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
 
 
 def _backward_layout(dout, qkv, q, k, out, lse, cos, sin):
-    """(B, T, H, D, the rows_views of q, k, v and dout, the delta kernel's strides of out and dout) for the
-    descriptor path, or None."""
+    """(B, T, H, D, the rows_views of q, k, v and dout, out's (batch, head, row) strides) for the descriptor
+    path, or None."""
     B, T, _, H, D = qkv.shape
     tensors = (dout, q, k, out)
     if (not attention_tma.applies(qkv) or qkv.stride(-1) != 1
@@ -159,8 +157,7 @@ def _backward_layout(dout, qkv, q, k, out, lse, cos, sin):
     vq, vk, vdo = (_heads_first_view((B, T, H, D), t.stride(), size, t.data_ptr()) for t in (q, k, dout))
     if None in (v, vq, vk, vdo):
         return None
-    heads = [(t.stride(0), t.stride(2), t.stride(1)) for t in (out, dout)]  # (b, h, s) strides
-    return B, T, H, D, (vq, vk, v, vdo), heads[0] + heads[1]
+    return B, T, H, D, (vq, vk, v, vdo), (out.stride(0), out.stride(2), out.stride(1))
 
 
 def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
@@ -168,16 +165,12 @@ def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
     layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dout, qkv, q, k, out, lse, cos, sin)
     if layout is None or not _fast(layout[3]):
         return None
-    B, T, H, D, views, delta_strides = layout
+    B, T, H, D, views, out_strides = layout
     dtype, device = qkv.dtype, qkv.device
     dqkv = empty((B, T, 3, H, D), dtype, device)
     dq, dk, dv = (empty((B, H, T, D), dtype, device) for _ in range(3))
-    delta = empty((B, H, T), torch.float32, device)
-    rows = attention_config.DELTA_ROWS["cuda"]
-    attention_delta_kernel[(tegula.cdiv(T, rows), B * H)](out, dout, delta, T, H, *delta_strides, BLOCK_M=rows,
-                                                          HEAD_DIM=D, ACC=tl.float32)
-    attention_tma.launch_backward(dout, q, k, qkv.select(2, 2), lse, delta, views, (B, H, T, D), causal, scale,
-                                  dq, dk, dv)
+    attention_tma.launch_backward(dout, q, k, qkv.select(2, 2), out, out_strides, lse, views, (B, H, T, D), causal,
+                                  scale, dq, dk, dv)
     grads = (H * T * D, D, T * D)
     rotary.launch_qkv_rows((dq, dk, dv), (dqkv, dqkv, dqkv), cos, sin, -1.0, B * T * H, T, H, D, 0, H * D,
                            grads * 3 + (3 * T * H * D, 3 * H * D, D))
