@@ -50,3 +50,16 @@ def empty(shape, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     elif kind == "cpu" and _empty_strided_cpu is not None:
         return _empty_strided_cpu(*sizes_and_strides(shape), dtype)
     return torch.empty(shape, dtype=dtype, device=device)
+
+
+def allocator(device: torch.device):
+    """``alloc(sizes, strides, dtype)``, a new tensor on `device` of these sizes and strides (tuples of ints, as
+    ``sizes_and_strides`` gives them): for an op that allocates several tensors whose sizes its layout keeps,
+    one device check per call instead of one per tensor."""
+    kind = device.type if FAST else None
+    if kind == "cuda":
+        if _empty_strided_cuda is not None and device.index == _current_cuda_device():
+            return _empty_strided_cuda
+    elif kind == "cpu" and _empty_strided_cpu is not None:
+        return _empty_strided_cpu
+    return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device=device)

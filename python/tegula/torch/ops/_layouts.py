@@ -5,12 +5,23 @@ function that checks its arguments and works out views, strides and grids from t
 torch calls a time to get the same answer: inside a compiled step, more host time than the op's
 launches. An op keeps that answer (its "layout": plain numbers and tuples, never tensors) in a
 ``Layouts`` by ``metadata(...)`` of its arguments and launches from it. A layout may depend only on the
-metadata: tile sizes and other tables a tool may change at run time are read at every call.
+metadata and the key's other values: tables a tool may change at run time are read at every call.
+
+Even the key costs: ``metadata`` of eight tensors makes forty attribute calls and hashes the tuples they
+give, several microseconds where the host is slow. So ``Layouts.lookup`` first asks the few layouts it
+found last, each through torch's guard of the tensors it was found for (``TensorGuards``: dtype, device,
+sizes, strides, in C++), plus their addresses modulo 16, and computes the key only when none of them
+matches.
 """
 
 from __future__ import annotations
 
 import torch
+
+try:
+    from torch._C._dynamo.guards import TensorGuards
+except ImportError:  # a torch without it: every lookup computes the key
+    TensorGuards = None
 
 
 def metadata(*tensors: torch.Tensor) -> tuple:
@@ -19,10 +30,51 @@ def metadata(*tensors: torch.Tensor) -> tuple:
     return tuple((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16) for t in tensors)
 
 
+def _guards_tell_strides_apart() -> bool:
+    """Whether this torch's guards check what lookup relies on: a guard of a strided view must refuse a tensor
+    of the same shape and other strides, or dtype. Asked once."""
+    global _GUARDS_CHECKED
+    if _GUARDS_CHECKED is None:
+        _GUARDS_CHECKED = False
+        try:
+            view = torch.zeros(4, 5)[:, :4]
+            guard = _new_guard((view,))
+            _GUARDS_CHECKED = (guard.check(view) and not guard.check(view.contiguous())
+                               and not guard.check(view.double()))
+        except Exception:  # noqa: BLE001 - a torch whose guards take other arguments: the key path only
+            pass
+    return _GUARDS_CHECKED
+
+
+_GUARDS_CHECKED = None if TensorGuards is not None else False
+
+
+def _new_guard(tensors: tuple):
+    # Every size and stride given: a None there would leave that dimension unchecked (a dynamic one).
+    return TensorGuards(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                        dynamic_dims_strides=[list(t.stride()) for t in tensors])
+
+
+def _guard(tensors: tuple):
+    """A check that tensors have the dtypes, devices, sizes and strides of these (None: none available)."""
+    if not _guards_tell_strides_apart():
+        return None
+    try:
+        guard = _new_guard(tensors)
+        return guard if guard.check(*tensors) else None
+    except Exception:  # noqa: BLE001 - a torch whose guards take other arguments: the key path only
+        return None
+
+
 class Layouts(dict):
-    """Layouts by metadata (plus whatever else a key holds); None for keys the general path takes.
+    """Layouts by key (metadata plus whatever else a key holds); None for keys the general path takes.
     Bounded: a model whose shapes keep changing starts over instead of growing it."""
     LIMIT = 256
+    RECENT = 4  # how many layouts lookup asks by their guards before computing the key
+
+    def __init__(self):
+        super().__init__()
+        self._recent = []  # [guard, residues of the addresses modulo 16, extra, layout], latest first
 
     def find(self, key, build, *args):
         """The layout of `key`, built by ``build(*args)`` the first time."""
@@ -32,3 +84,21 @@ class Layouts(dict):
                 self.clear()
             layout = self[key] = build(*args)
         return layout
+
+    def lookup(self, tensors: tuple, extra, build, *args):
+        """The layout of ``(metadata(*tensors), extra)``, built by ``build(*args)`` the first time; `extra`
+        holds the key's other values (hashable, compared with ==)."""
+        for entry in self._recent:
+            guard, residues, known, layout = entry
+            if known == extra and guard.check(*tensors) and [t.data_ptr() & 15 for t in tensors] == residues:
+                return layout
+        layout = self.find((metadata(*tensors), extra), build, *args)
+        guard = _guard(tensors)
+        if guard is not None:
+            self._recent.insert(0, [guard, [t.data_ptr() & 15 for t in tensors], extra, layout])
+            del self._recent[self.RECENT:]
+        return layout
+
+    def clear(self):
+        super().clear()
+        self._recent.clear()

@@ -149,6 +149,11 @@ def choose(device_type: str, head_dim: int, dtype: str = "bfloat16") -> Attentio
     return parse(spec, base) if spec else base
 
 
+def in_use() -> bool:
+    """Whether ``use`` chose the configuration in this context (the environment variable not consulted)."""
+    return _override.get() is not None
+
+
 def overridden() -> bool:
     """Whether ``use`` or the environment variable chose the configuration (a sweep): then the
     kernels whose tiles it names run, not the descriptor backward on Hopper (attention_tma.py)."""

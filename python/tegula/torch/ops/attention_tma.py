@@ -394,11 +394,29 @@ def forward(q, k, v, causal: bool, scale: float, out, lse) -> None:
 def launch_forward(q, k, v, out, lse, views, shape, out_strides, causal: bool, scale: float) -> None:
     """forward's launch, with q, k and v's rows_views, their [B, H, S, D] shape and out's (b, h, s) strides
     given: q, k, v and out are tensors (or views) holding those first elements at those layouts."""
+    tiles = forward_tiles(shape[2], shape[3], causal)
+    run_forward(forward_launch(views, shape, out_strides, causal, scale, tiles), q, k, v, out, lse)
+
+
+def run_forward(launch, q, k, v, out, lse) -> None:
+    """The forward's launch as forward_launch describes it, on these tensors."""
+    grid, scalars, constexprs = launch
+    attention_fwd_tma_kernel[grid](q, k, v, out, lse, *scalars, **constexprs)
+
+
+def forward_tiles(S: int, D: int, causal: bool):
+    """(BLOCK_M, BLOCK_N, warps, stages) of the forward over sequences of S at head dim D (None: no tiles)."""
+    return FWD_SHORT[D][causal] if S <= SHORT_S and D in FWD_SHORT else FWD.get(D)
+
+
+def forward_launch(views, shape, out_strides, causal: bool, scale: float, tiles) -> tuple:
+    """(grid, the arguments after the tensors q, k, v, out and lse, the constexprs) of the forward's launch:
+    what an op keeps in its layout (_layouts.py) to launch again."""
     B, H, S, D = shape
-    bm, bn, warps, stages = FWD_SHORT[D][causal] if S <= SHORT_S and D in FWD_SHORT else FWD[D]
-    attention_fwd_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-        q, k, v, out, lse, *views[0], *views[1], *views[2], H, S, *out_strides, scale, HEAD_DIM=D, BLOCK_M=bm,
-        BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+    bm, bn, warps, stages = tiles
+    return ((tegula.cdiv(S, bm), B * H), (*views[0], *views[1], *views[2], H, S, *out_strides, scale),
+            dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
+                 num_stages=stages))
 
 
 def backward(do, q, k, v, out, lse, causal: bool, scale: float, dq, dk, dv) -> None:
@@ -414,26 +432,43 @@ def launch_backward(do, q, k, v, out, out_strides, lse, views, shape, causal: bo
     head, row) strides given."""
     B, H, S, D = shape
     delta = empty((B, H, S), torch.float32, lse.device)  # rowsum(dO * O)
-    do_view = views[3]
-    views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
     if D in FUSED:
         attention_delta_tma_kernel[(tegula.cdiv(S, DELTA_ROWS), B * H)](
-            do, out, delta, *do_view[2:], H, S, *out_strides, HEAD_DIM=D, BLOCK_M=DELTA_ROWS)
+            do, out, delta, *views[3][2:], H, S, *out_strides, HEAD_DIM=D, BLOCK_M=DELTA_ROWS)
         bm, bn, warps, stages, dq_rows, dq_tma = (*FUSED[D], False)[:6]
         dq32 = torch.zeros(shape, dtype=torch.float32, device=dq.device)  # [B * H * S, D] rows for DQ_TMA
         attention_bwd_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-            q, k, v, do, lse, delta, dq32, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+            q, k, v, do, lse, delta, dq32, dk, dv, *views[0], *views[1], *views[2], *views[3], H, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
             CAUSAL=causal, TAIL=S % bn != 0, DQ_ROWS=dq_rows, DQ_TMA=dq_tma, DQ32_ROWS=B * H * S,
             num_warps=warps, num_stages=stages)
         n = dq32.numel()
         scale_cast_kernel[(tegula.cdiv(n, 4096),)](dq32, dq, n, scale, BLOCK=4096, num_warps=8)
         return
+    run_backward(backward_launches(views, shape, out_strides, causal, scale, (DQ[D], DKDV[D])), q, k, v, do, out,
+                 lse, dq, dk, dv, delta)
+
+
+def run_backward(launches, q, k, v, do, out, lse, dq, dk, dv, delta) -> None:
+    """The two-kernel backward's launches as backward_launches describes them, on these tensors (delta: a
+    float32 [B, H, S] buffer)."""
+    (dq_grid, dq_scalars, dq_constexprs), (dkdv_grid, dkdv_scalars, dkdv_constexprs) = launches
     # dQ first: its programs store delta, which the dK/dV programs read.
-    bm, bn, warps, stages = DQ[D]
-    attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-        q, k, v, do, out, lse, dq, delta, *views, *out_strides, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-        TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
-    bm, bn, warps, stages, ahead = (*DKDV[D], False)[:5]
-    attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-        q, k, v, do, lse, delta, dk, dv, *views, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-        AHEAD=ahead, num_warps=warps, num_stages=stages)
+    attention_dq_tma_kernel[dq_grid](q, k, v, do, out, lse, dq, delta, *dq_scalars, **dq_constexprs)
+    attention_dkdv_tma_kernel[dkdv_grid](q, k, v, do, lse, delta, dk, dv, *dkdv_scalars, **dkdv_constexprs)
+
+
+def backward_launches(views, shape, out_strides, causal: bool, scale: float, tiles) -> tuple:
+    """The two-kernel backward's launches, each (grid, the arguments after the tensors, the constexprs), dQ's
+    then dK/dV's, for the rows_views of q, k, v and do and (DQ[D], DKDV[D]) = tiles: what an op keeps in its
+    layout to launch again. The tensors: dQ's q, k, v, do, out, lse, dq, delta; dK/dV's q, k, v, do, lse,
+    delta, dk, dv."""
+    B, H, S, D = shape
+    flat_views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
+    (bm, bn, warps, stages), dkdv = tiles
+    dq = ((tegula.cdiv(S, bm), B * H), (*flat_views, *out_strides),
+          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
+               num_stages=stages))
+    bm, bn, warps, stages, ahead = (*dkdv, False)[:5]
+    return dq, ((tegula.cdiv(S, bn), B * H), flat_views,
+                dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, AHEAD=ahead, num_warps=warps,
+                     num_stages=stages))

@@ -179,10 +179,17 @@ def _launch_qkv(sources, destinations, cos, sin, sin_sign, T, H, D, src_slot=0, 
 def launch_qkv_rows(sources, destinations, cos, sin, sin_sign, R, T, H, D, src_slot, dst_slot, strides) -> None:
     """rotary_qkv_kernel over R rows of (batch, position, head), every stride given: sources and
     destinations as in _launch_qkv (v's source and destination None: q and k only)."""
-    rotary_qkv_kernel[(tegula.cdiv(R, BLOCK_R),)](*sources, *destinations, cos.contiguous(), sin.contiguous(), R, T,
-                                                  H, D // 2, sin_sign, src_slot, dst_slot, *strides, BLOCK_R=BLOCK_R,
-                                                  BLOCK_HALF=tegula.next_power_of_2(D // 2),
-                                                  ACC=compute_dtype(sources[0]))
+    grid, scalars, constexprs = qkv_rows_launch(sin_sign, R, T, H, D, src_slot, dst_slot, strides,
+                                                compute_dtype(sources[0]))
+    rotary_qkv_kernel[grid](*sources, *destinations, cos.contiguous(), sin.contiguous(), *scalars, **constexprs)
+
+
+def qkv_rows_launch(sin_sign, R, T, H, D, src_slot, dst_slot, strides, acc) -> tuple:
+    """(grid, the arguments after the tensors, the constexprs) of launch_qkv_rows's launch (its tensors: the
+    three sources, the three destinations, cos and sin), accumulating in `acc`: what an op keeps in its layout
+    to launch again."""
+    return ((tegula.cdiv(R, BLOCK_R),), (R, T, H, D // 2, sin_sign, src_slot, dst_slot, *strides),
+            dict(BLOCK_R=BLOCK_R, BLOCK_HALF=tegula.next_power_of_2(D // 2), ACC=acc))
 
 
 def _qkv_fake(qkv, cos, sin):

@@ -25,11 +25,12 @@ import math
 
 import torch
 
+import tegula.language as tl
 from tegula.torch import custom_op, register_autograd
 
 from . import _rows, attention_config, attention_tma, rotary
-from ._empty import empty
-from ._layouts import Layouts, metadata
+from ._empty import allocator, sizes_and_strides
+from ._layouts import Layouts
 from .attention import backward_into, forward_into  # the package's `attention` is the function
 
 
@@ -60,12 +61,13 @@ def _forward_fake(qkv, cos, sin, causal, scale):
 # --- Hopper's descriptor attention, with what the metadata decides worked out once ---------------------------
 #
 # A training step calls the op with the same shapes, strides and dtypes at every step. The general path
-# derives the same things from them at every call (checks, heads-first views, their rows_views, strides),
-# a few dozen torch calls that cost a compiled step more host time than the op's launches. On an sm_90 GPU
-# with 16-bit qkv the op keeps them by the metadata of its arguments (Layouts) and launches the kernels the
-# general path launches, with the same arguments (_layouts.py); the configuration tables (tile sizes) are
-# read at every call, as the general path reads them. Anything else (other devices, odd strides, a sweep's
-# configuration, the one-kernel backward) takes the general path.
+# derives the same things from them at every call (checks, heads-first views, their rows_views, strides,
+# grids and argument lists), a few dozen torch calls that cost a compiled step more host time than the op's
+# launches. On an sm_90 GPU with 16-bit qkv the op keeps all of it by the metadata of its arguments, the
+# scalars and the tile tables' entries (Layouts): the sizes it allocates and each launch's grid, arguments
+# after the tensors and constexprs, as the general path's launch functions describe them
+# (attention_tma.forward_launch, backward_launches; rotary.qkv_rows_launch). Anything else (other devices,
+# odd strides, a sweep's configuration, the one-kernel backward) takes the general path.
 
 _FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
 FAST = True  # False: every call takes the general path (tests compare the two)
@@ -78,17 +80,19 @@ def _heads_first_view(shape, strides, element_size, address):
                                    address)
 
 
-def _fast(D: int) -> bool:
-    """Whether a call whose layout allows the descriptor path takes it (the tables tools change)."""
-    return FAST and attention_tma.FUSED.get(D) is None and not attention_config.overridden()
+def _fast(qkv) -> bool:
+    """Whether a call may take the kept layouts: a 5-dimensional qkv, no sweep's configuration in this context
+    (the environment's is read when a layout is built)."""
+    return FAST and qkv.dim() == 5 and not attention_config.in_use()
 
 
-def _forward_layout(qkv, cos, sin):
-    """(B, T, H, D, the rotary kernel's strides, the rows_views of q, k and v) for the descriptor path, or None."""
+def _forward_layout(qkv, cos, sin, causal, scale, tiles):
+    """(the sizes and strides of q, k and out, those of lse, the rotary launch, the attention launch) for the
+    descriptor path, or None."""
     _check(qkv, cos, sin)
     B, T, _, H, D = qkv.shape
-    if (not attention_tma.applies(qkv) or qkv.stride(-1) != 1 or not (cos.is_contiguous() and sin.is_contiguous())
-            or not B * T * H):
+    if (not attention_tma.applies(qkv) or tiles is None or attention_config.overridden() or qkv.stride(-1) != 1
+            or not (cos.is_contiguous() and sin.is_contiguous()) or not B * T * H):
         return None
     sb, st, slot, sh, _ = qkv.stride()
     size = qkv.element_size()
@@ -97,20 +101,26 @@ def _forward_layout(qkv, cos, sin):
     v = _heads_first_view((B, T, H, D), (sb, st, sh, 1), size, qkv.data_ptr() + 2 * slot * size)
     if rotated is None or v is None:
         return None
-    return B, T, H, D, (sb, st, sh) * 3 + (T * H * D, H * D, D), (rotated, rotated, v)
+    return (sizes_and_strides((B, T, H, D)), sizes_and_strides((B, H, T)),
+            rotary.qkv_rows_launch(1.0, B * T * H, T, H, D, slot, 0, (sb, st, sh) * 3 + (T * H * D, H * D, D),
+                                   tl.float32),
+            attention_tma.forward_launch((rotated, rotated, v), (B, H, T, D), (T * H * D, D, H * D), causal, scale,
+                                         tiles))
 
 
 def _fast_forward(qkv, cos, sin, causal, scale):
-    layout = _FORWARD_LAYOUTS.find(metadata(qkv, cos, sin), _forward_layout, qkv, cos, sin)
-    if layout is None or not _fast(layout[3]):
+    if not _fast(qkv):
         return None
-    B, T, H, D, strides, views = layout
-    q, k, out = (empty((B, T, H, D), qkv.dtype, qkv.device) for _ in range(3))
-    lse = empty((B, H, T), torch.float32, qkv.device)
-    rotary.launch_qkv_rows((qkv, qkv, None), (q, k, None), cos, sin, 1.0, B * T * H, T, H, D, qkv.stride(2), 0,
-                           strides)
-    attention_tma.launch_forward(q, k, qkv.select(2, 2), out, lse, views, (B, H, T, D), (T * H * D, D, H * D),
-                                 causal, scale)
+    tiles = attention_tma.forward_tiles(qkv.shape[1], qkv.shape[4], causal)
+    layout = _FORWARD_LAYOUTS.lookup((qkv, cos, sin), (causal, scale, tiles), _forward_layout, qkv, cos, sin, causal,
+                                     scale, tiles)
+    if layout is None:
+        return None
+    rows, stats, (grid, scalars, constexprs), attention = layout
+    alloc, dtype = allocator(qkv.device), qkv.dtype
+    q, k, out, lse = alloc(*rows, dtype), alloc(*rows, dtype), alloc(*rows, dtype), alloc(*stats, torch.float32)
+    rotary.rotary_qkv_kernel[grid](qkv, qkv, None, q, k, None, cos, sin, *scalars, **constexprs)
+    attention_tma.run_forward(attention, q, k, qkv.select(2, 2), out, lse)
     return out, lse, q, k
 
 
@@ -141,12 +151,12 @@ def _backward_fake(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
     return qkv.new_empty(qkv.shape)
 
 
-def _backward_layout(dout, qkv, q, k, out, lse, cos, sin):
-    """(B, T, H, D, the rows_views of q, k, v and dout, out's (batch, head, row) strides) for the descriptor
-    path, or None."""
+def _backward_layout(dout, qkv, q, k, out, lse, cos, sin, causal, scale, tiles):
+    """(the sizes and strides of dqkv, of dq, dk and dv, of delta, the attention launches, the rotary launch) for
+    the descriptor path, or None."""
     B, T, _, H, D = qkv.shape
     tensors = (dout, q, k, out)
-    if (not attention_tma.applies(qkv) or qkv.stride(-1) != 1
+    if (not attention_tma.applies(qkv) or None in tiles or attention_config.overridden() or qkv.stride(-1) != 1
             or any(t.shape != (B, T, H, D) or t.stride(-1) != 1 for t in tensors)
             or tuple(lse.shape) != (B, H, T) or not lse.is_contiguous() or lse.dtype != torch.float32
             or not (cos.is_contiguous() and sin.is_contiguous()) or not B * T * H):
@@ -157,23 +167,31 @@ def _backward_layout(dout, qkv, q, k, out, lse, cos, sin):
     vq, vk, vdo = (_heads_first_view((B, T, H, D), t.stride(), size, t.data_ptr()) for t in (q, k, dout))
     if None in (v, vq, vk, vdo):
         return None
-    return B, T, H, D, (vq, vk, v, vdo), (out.stride(0), out.stride(2), out.stride(1))
+    out_strides = (out.stride(0), out.stride(2), out.stride(1))  # (b, h, s)
+    grads = (H * T * D, D, T * D)  # dq, dk and dv are [B, H, T, D]: their (b, t, h) strides
+    return (sizes_and_strides((B, T, 3, H, D)), sizes_and_strides((B, H, T, D)), sizes_and_strides((B, H, T)),
+            attention_tma.backward_launches((vq, vk, v, vdo), (B, H, T, D), out_strides, causal, scale, tiles),
+            rotary.qkv_rows_launch(-1.0, B * T * H, T, H, D, 0, H * D, grads * 3 + (3 * T * H * D, 3 * H * D, D),
+                                   tl.float32))
 
 
 def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
-    key = metadata(dout, qkv, q, k, out, lse, cos, sin)
-    layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dout, qkv, q, k, out, lse, cos, sin)
-    if layout is None or not _fast(layout[3]):
+    if not _fast(qkv):
         return None
-    B, T, H, D, views, out_strides = layout
-    dtype, device = qkv.dtype, qkv.device
-    dqkv = empty((B, T, 3, H, D), dtype, device)
-    dq, dk, dv = (empty((B, H, T, D), dtype, device) for _ in range(3))
-    attention_tma.launch_backward(dout, q, k, qkv.select(2, 2), out, out_strides, lse, views, (B, H, T, D), causal,
-                                  scale, dq, dk, dv)
-    grads = (H * T * D, D, T * D)
-    rotary.launch_qkv_rows((dq, dk, dv), (dqkv, dqkv, dqkv), cos, sin, -1.0, B * T * H, T, H, D, 0, H * D,
-                           grads * 3 + (3 * T * H * D, 3 * H * D, D))
+    D = qkv.shape[4]
+    if attention_tma.FUSED.get(D) is not None:  # the one-kernel backward: the general path
+        return None
+    tiles = (attention_tma.DQ.get(D), attention_tma.DKDV.get(D))
+    layout = _BACKWARD_LAYOUTS.lookup((dout, qkv, q, k, out, lse, cos, sin), (causal, scale, tiles), _backward_layout,
+                                      dout, qkv, q, k, out, lse, cos, sin, causal, scale, tiles)
+    if layout is None:
+        return None
+    packed, grads, stats, attention, (grid, scalars, constexprs) = layout
+    alloc, dtype = allocator(qkv.device), qkv.dtype
+    dqkv = alloc(*packed, dtype)
+    dq, dk, dv, delta = alloc(*grads, dtype), alloc(*grads, dtype), alloc(*grads, dtype), alloc(*stats, torch.float32)
+    attention_tma.run_backward(attention, q, k, qkv.select(2, 2), dout, out, lse, dq, dk, dv, delta)
+    rotary.rotary_qkv_kernel[grid](dq, dk, dv, dqkv, dqkv, dqkv, cos, sin, *scalars, **constexprs)
     return dqkv
 
 
