@@ -246,13 +246,15 @@ def test_strided_inputs_and_kept_layouts_give_the_contiguous_results(device):
     # the general path, which copies them first. Both give the same bits, and so does a second call.
     import importlib
     arn = importlib.import_module("tegula.torch.ops.add_rms_norm")
+    from tegula.torch.ops._layouts import metadata
     gen = torch.Generator().manual_seed(21)
     x = _randn(37, 5, 200, dtype=torch.float32, gen=gen, device=device).detach()
     residual = _randn(37, 5, 200, dtype=torch.float32, gen=gen, device=device).detach()
     weight = _randn(200, dtype=torch.float32, gen=gen, device=device, shift=1.0).detach()
     dy = _randn(37, 5, 200, dtype=torch.float32, gen=gen, device=device).detach()
     kept = [arn.add_rms_norm_forward(x, residual, weight, 1e-6, torch.float32) for _ in range(2)]
-    assert arn._FORWARD_LAYOUTS[(arn.metadata(x, residual, weight), torch.float32)] is not None
+    key = (metadata(x, residual, weight), (torch.float32, 1e-6))
+    assert arn._FORWARD_LAYOUTS[key] is not None
     strided = arn.add_rms_norm_forward(x.transpose(0, 1).contiguous().transpose(0, 1), residual, weight, 1e-6,
                                        torch.float32)
     for result in kept:

@@ -146,7 +146,7 @@ def _multiprocessors(index: int) -> int:
 
 
 @tegula.jit
-def _sum_partials_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
+def sum_partials_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     in_cols = cols < N
     acc = tl.zeros([BLOCK_N], dtype=partial_ptr.dtype.element_ty)
@@ -161,13 +161,27 @@ def sum_partials(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The column sums of a [P, N] partial-gradient buffer, as a new [N] tensor of `dtype`."""
     P, N = partial.shape
     out = empty((N,), dtype, partial.device)
+    grid, scalars, constexprs = partials_launch(P, N)
+    sum_partials_kernel[grid](partial, out, *scalars, **constexprs)
+    return out
+
+
+def partials_launch(P: int, N: int) -> tuple:
+    """(grid, the arguments after the tensors partial and out, the constexprs) of sum_partials's launch over a
+    [P, N] buffer: what an op keeps in its layout to launch again."""
     # A weight's few columns in slices of 32 (a 128-byte line of float32 per row), 64 partial rows
     # per step: a [264, 512] buffer (2 programs per SM of an H200) takes 16 programs of 5 steps,
     # where 256-column slices of 16 rows took 2 programs of 17 dependent steps, all latency. Wide
     # buffers (linear_cross_entropy's) keep 256 columns a program, so programs stay few on a CPU.
     block_n = min(tegula.next_power_of_2(N), 32 if N <= 4096 else 256)
-    _sum_partials_kernel[(tegula.cdiv(N, block_n),)](partial, out, P, N, BLOCK_P=64, BLOCK_N=block_n)
-    return out
+    return (tegula.cdiv(N, block_n),), (P, N), dict(BLOCK_P=64, BLOCK_N=block_n)
+
+
+def tables() -> tuple:
+    """The values of this module's tables that a backward's split of its rows depends on: part of the key of
+    a layout that keeps such a split, since tools change them at run time."""
+    return MAX_PROGRAMS, PROGRAMS_PER_SM, TILE_ELEMENTS, MAX_ROWS_PER_STEP, ELEMENTS_PER_THREAD, \
+        tuple(LOAD_AHEAD.items())
 
 
 def accumulator(x: torch.Tensor) -> torch.dtype:

@@ -31,8 +31,8 @@ import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
 from . import _rows
-from ._empty import empty
-from ._layouts import Layouts, metadata
+from ._empty import allocator, sizes_and_strides
+from ._layouts import Layouts
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _DTYPE_NAMES = ", ".join(str(d) for d in FLOAT_DTYPES)
@@ -117,39 +117,45 @@ def _forward_fake(x, residual, weight, eps, out_dtype):
     return x.new_empty(x.shape), x.new_empty(x.shape, dtype=out_dtype)
 
 
-# What the arguments' metadata decides (_layouts.py): (M, N, BLOCK_N, ACC) for contiguous rows, else None
-# (the general path copies them first). The backward's split of the rows is read from _rows at every call.
+# What the arguments' metadata decides (_layouts.py), with eps, out_dtype and the _rows tables in the key: for
+# contiguous rows, the sizes the op allocates and its launches; else None (the general path copies them first).
 _FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
 
 
-def _forward_layout(x, residual, weight, out_dtype):
+def _forward_layout(x, residual, weight, eps, out_dtype):
     _check(x, residual, weight, out_dtype)
+    _rows.check_eps("add_rms_norm", eps)
     if not (x.is_contiguous() and residual.is_contiguous() and weight.is_contiguous()):
         return None
+    return sizes_and_strides(x.shape), _forward_launch(x, eps)
+
+
+def _forward_launch(x, eps) -> tuple:
+    """(grid, the arguments after the tensors x, residual, weight, h and y, the constexprs) of the forward's
+    launch over x's contiguous rows."""
     M, N = _rows.shape_of_rows(x)
-    return M, N, tegula.next_power_of_2(N), compute_dtype(x)
+    return (M,), (N, eps), dict(BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
 
 
 @custom_op("tegula::add_rms_norm", fake=_forward_fake)
 def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
                          out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(h, y): h like x, y of out_dtype."""
-    layout = _FORWARD_LAYOUTS.find((metadata(x, residual, weight), out_dtype), _forward_layout, x, residual,
-                                   weight, out_dtype)
+    layout = _FORWARD_LAYOUTS.lookup((x, residual, weight), (out_dtype, eps), _forward_layout, x, residual, weight,
+                                     eps, out_dtype)
     if layout is not None:
-        M, N, block_n, acc = layout
-        h = empty(x.shape, x.dtype, x.device)
-        y = empty(x.shape, out_dtype, x.device)
-        add_rms_norm_forward_kernel[(M,)](x, residual, weight, h, y, N, eps, BLOCK_N=block_n, ACC=acc)
+        rows, (grid, scalars, constexprs) = layout
+        alloc = allocator(x.device)
+        h, y = alloc(*rows, x.dtype), alloc(*rows, out_dtype)
+        add_rms_norm_forward_kernel[grid](x, residual, weight, h, y, *scalars, **constexprs)
         return h, y
     _check(x, residual, weight, out_dtype)
     _rows.check_eps("add_rms_norm", eps)
-    x, weight = x.contiguous(), weight.contiguous()  # the kernels take only addresses and N
-    M, N = _rows.shape_of_rows(x)
+    x, residual, weight = x.contiguous(), residual.contiguous(), weight.contiguous()  # the kernels take addresses
     h = torch.empty_like(x, memory_format=torch.contiguous_format)
     y = torch.empty_like(x, dtype=out_dtype, memory_format=torch.contiguous_format)
-    add_rms_norm_forward_kernel[(M,)](x, residual.contiguous(), weight, h, y, N, eps,
-                                      BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
+    grid, scalars, constexprs = _forward_launch(x, eps)
+    add_rms_norm_forward_kernel[grid](x, residual, weight, h, y, *scalars, **constexprs)
     return h, y
 
 
@@ -162,37 +168,49 @@ def add_rms_norm_backward(dh: Optional[torch.Tensor], dy: torch.Tensor, h: torch
                           eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dweight) from the forward's h (its rstd computed again); dh None counts as zero. dx, in h's
     dtype, is the gradient of h = x + residual, so of both x and residual."""
-    key = metadata(dy, h, weight) if dh is None else metadata(dy, h, weight, dh)
-    layout = _BACKWARD_LAYOUTS.find(key, _backward_layout, dh, dy, h, weight)
+    tensors = (dy, h, weight) if dh is None else (dy, h, weight, dh)
+    layout = _BACKWARD_LAYOUTS.lookup(tensors, (dh is None, eps, _rows.tables()), _backward_layout, dh, dy, h, weight,
+                                      eps)
+    alloc = allocator(h.device)
     if layout is not None:
-        M, N, block_n, acc = layout
-        dx = empty(h.shape, h.dtype, h.device)
-        return dx, _backward_launch(dh, dy, h, weight, dx, eps, M, N, block_n, acc)
+        rows, plan = layout
+        dx = alloc(*rows, h.dtype)
+        return dx, _run_backward(plan, dh, dy, h, weight, dx, alloc)
     h, weight = h.contiguous(), weight.contiguous()  # the kernels take only addresses and N
-    M, N = _rows.shape_of_rows(h)
     dx = torch.empty_like(h, memory_format=torch.contiguous_format)
-    dw = _backward_launch(None if dh is None else dh.contiguous(), dy.contiguous(), h, weight, dx, eps, M, N,
-                          tegula.next_power_of_2(N), compute_dtype(h))
-    return dx, dw
+    dh = None if dh is None else dh.contiguous()
+    return dx, _run_backward(_backward_plan(h, eps), dh, dy.contiguous(), h, weight, dx, alloc)
 
 
-def _backward_layout(dh, dy, h, weight):
+def _backward_layout(dh, dy, h, weight, eps):
     if not (h.is_contiguous() and dy.is_contiguous() and (dh is None or dh.is_contiguous()) and
             weight.is_contiguous()):
         return None
+    return sizes_and_strides(h.shape), _backward_plan(h, eps)
+
+
+def _backward_plan(h, eps) -> tuple:
+    """What the backward over h's contiguous rows launches: (the partial sums' sizes, strides and dtype, the
+    backward kernel's launch, the partial sums' launch), each launch (grid, the arguments after the tensors,
+    the constexprs)."""
     M, N = _rows.shape_of_rows(h)
-    return M, N, tegula.next_power_of_2(N), compute_dtype(h)
-
-
-def _backward_launch(dh, dy, h, weight, dx, eps, M, N, block_n, acc) -> torch.Tensor:
-    """The backward's launches over contiguous rows; returns dweight."""
+    block_n = tegula.next_power_of_2(N)
     step = _rows.rows_per_step(block_n)
     programs, rows_per_program = _rows.row_split(M, h.device, step)
-    dw_partial = empty((programs, N), _rows.accumulator(h), h.device)
-    add_rms_norm_backward_kernel[(programs,)](dh, dy, h, weight, dx, dw_partial, M, N, eps, rows_per_program,
-                                              BLOCK_N=block_n, ROWS=step, ACC=acc, AHEAD=_rows.load_ahead(h.device),
-                                              num_warps=_rows.backward_warps(block_n * step))
-    return _rows.sum_partials(dw_partial, weight.dtype)
+    launch = ((programs,), (M, N, eps, rows_per_program),
+              dict(BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h), AHEAD=_rows.load_ahead(h.device),
+                   num_warps=_rows.backward_warps(block_n * step)))
+    return (*sizes_and_strides((programs, N)), _rows.accumulator(h)), launch, _rows.partials_launch(programs, N)
+
+
+def _run_backward(plan, dh, dy, h, weight, dx, alloc) -> torch.Tensor:
+    """The backward's launches as _backward_plan describes them; returns dweight."""
+    partials, (grid, scalars, constexprs), (sum_grid, sum_scalars, sum_constexprs) = plan
+    dw_partial = alloc(*partials)
+    add_rms_norm_backward_kernel[grid](dh, dy, h, weight, dx, dw_partial, *scalars, **constexprs)
+    dw = alloc((weight.shape[0],), (1,), weight.dtype)
+    _rows.sum_partials_kernel[sum_grid](dw_partial, dw, *sum_scalars, **sum_constexprs)
+    return dw
 
 
 def _backward(saved, dh, dy):
