@@ -51,6 +51,8 @@ def _calls():
     out, lse, q, k = _direct("rotary_attention")(qkv, cos, sin, True, scale)
     dout = randn(B, T, H, D)
     h, y = _direct("add_rms_norm")(x, res, w, 1e-6, bf16)
+    rstd = _direct("rms_norm")(x, w, 1e-6)[1]
+    dx32 = randn(B, T, C, dtype=f32)
     gate_up = randn(B, T, 2 * hidden)
     dy = randn(B, T, hidden)
     xs, head, targets = randn(B * T, C), randn(V, C), torch.randint(0, V, (B * T,), generator=g)
@@ -60,8 +62,10 @@ def _calls():
         ("rotary_attention", 6, lambda: _direct("rotary_attention")(qkv, cos, sin, True, scale)),
         ("rotary_attention_backward", 6,
          lambda: _direct("rotary_attention_backward")(dout, qkv, q, k, out, lse, cos, sin, True, scale)),
-        ("add_rms_norm", 12, lambda: _direct("add_rms_norm")(x, res, w, 1e-6, bf16)),
-        ("add_rms_norm_backward", 12, lambda: _direct("add_rms_norm_backward")(x, y, h, w, 1e-6)),
+        ("rms_norm", 1, lambda: _direct("rms_norm")(x, w, 1e-6)),
+        ("rms_norm_backward", 1, lambda: _direct("rms_norm_backward")(dx32, x, w, rstd)),
+        ("add_rms_norm", 11, lambda: _direct("add_rms_norm")(x, res, w, 1e-6, bf16)),
+        ("add_rms_norm_backward", 11, lambda: _direct("add_rms_norm_backward")(x, y, h, w, 1e-6)),
         ("silu_and_mul", 6, lambda: _direct("silu_and_mul")(gate_up)),
         ("silu_and_mul_backward", 6, lambda: _direct("silu_and_mul_backward")(dy, gate_up)),
         ("linear_cross_entropy", 1, lambda: _direct("linear_cross_entropy")(xs, head, targets, -100)),

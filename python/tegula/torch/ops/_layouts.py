@@ -75,6 +75,7 @@ class Layouts(dict):
     def __init__(self):
         super().__init__()
         self._recent = []  # [guard, residues of the addresses modulo 16, extra, layout], latest first
+        self._unguarded = set()  # keys whose tensors no guard takes
 
     def find(self, key, build, *args):
         """The layout of `key`, built by ``build(*args)`` the first time."""
@@ -92,13 +93,18 @@ class Layouts(dict):
             guard, residues, known, layout = entry
             if known == extra and guard.check(*tensors) and [t.data_ptr() & 15 for t in tensors] == residues:
                 return layout
-        layout = self.find((metadata(*tensors), extra), build, *args)
-        guard = _guard(tensors)
-        if guard is not None:
-            self._recent.insert(0, [guard, [t.data_ptr() & 15 for t in tensors], extra, layout])
-            del self._recent[self.RECENT:]
+        key = (metadata(*tensors), extra)
+        layout = self.find(key, build, *args)
+        if key not in self._unguarded:
+            guard = _guard(tensors)
+            if guard is None:  # say, a tensor passed twice, which torch's guards refuse: the key path always
+                self._unguarded.add(key)
+            else:
+                self._recent.insert(0, [guard, [t.data_ptr() & 15 for t in tensors], extra, layout])
+                del self._recent[self.RECENT:]
         return layout
 
     def clear(self):
         super().clear()
         self._recent.clear()
+        self._unguarded.clear()

@@ -16,8 +16,9 @@ import torch
 
 import tegula
 import tegula.language as tl
+from tegula.torch import compute_dtype
 
-from ._empty import empty
+from ._empty import empty, sizes_and_strides
 
 # How many programs share the rows of a backward pass on the CPU backend:
 # enough to keep its workers busy, few enough that the partial weight
@@ -173,8 +174,32 @@ def partials_launch(P: int, N: int) -> tuple:
     # per step: a [264, 512] buffer (2 programs per SM of an H200) takes 16 programs of 5 steps,
     # where 256-column slices of 16 rows took 2 programs of 17 dependent steps, all latency. Wide
     # buffers (linear_cross_entropy's) keep 256 columns a program, so programs stay few on a CPU.
+    # One partial row (a single run: the kernel only casts) takes tiles of one row.
     block_n = min(tegula.next_power_of_2(N), 32 if N <= 4096 else 256)
-    return (tegula.cdiv(N, block_n),), (P, N), dict(BLOCK_P=64, BLOCK_N=block_n)
+    return (tegula.cdiv(N, block_n),), (P, N), dict(BLOCK_P=64 if P > 1 else 1, BLOCK_N=block_n)
+
+
+def backward_split(x: torch.Tensor) -> tuple:
+    """How a backward pass over x's contiguous rows splits them: (M, N, programs, rows per program, the
+    constexprs of its kernel (BLOCK_N, ROWS, ACC, AHEAD, num_warps), the partial gradient buffer's (sizes,
+    strides, dtype), the partial sums' launch), for an op's layout to keep."""
+    M, N = shape_of_rows(x)
+    block_n = tegula.next_power_of_2(N)
+    step = rows_per_step(block_n)
+    programs, rows_per_program = row_split(M, x.device, step)
+    constexprs = dict(BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(x), AHEAD=load_ahead(x.device),
+                      num_warps=backward_warps(block_n * step))
+    return (M, N, programs, rows_per_program, constexprs, (*sizes_and_strides((programs, N)), accumulator(x)),
+            partials_launch(programs, N))
+
+
+def summed(partial: torch.Tensor, launch, weight: torch.Tensor, alloc) -> torch.Tensor:
+    """The weight gradient from backward_split's partial buffer: a new [N] tensor of weight's dtype, by the
+    partial sums' launch as backward_split describes it."""
+    grid, scalars, constexprs = launch
+    out = alloc((weight.shape[0],), (1,), weight.dtype)
+    sum_partials_kernel[grid](partial, out, *scalars, **constexprs)
+    return out
 
 
 def tables() -> tuple:

@@ -190,27 +190,18 @@ def _backward_layout(dh, dy, h, weight, eps):
 
 
 def _backward_plan(h, eps) -> tuple:
-    """What the backward over h's contiguous rows launches: (the partial sums' sizes, strides and dtype, the
-    backward kernel's launch, the partial sums' launch), each launch (grid, the arguments after the tensors,
-    the constexprs)."""
-    M, N = _rows.shape_of_rows(h)
-    block_n = tegula.next_power_of_2(N)
-    step = _rows.rows_per_step(block_n)
-    programs, rows_per_program = _rows.row_split(M, h.device, step)
-    launch = ((programs,), (M, N, eps, rows_per_program),
-              dict(BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(h), AHEAD=_rows.load_ahead(h.device),
-                   num_warps=_rows.backward_warps(block_n * step)))
-    return (*sizes_and_strides((programs, N)), _rows.accumulator(h)), launch, _rows.partials_launch(programs, N)
+    """What the backward over h's contiguous rows launches (_rows.backward_split): (the partial sums' sizes,
+    strides and dtype, the backward kernel's launch, the partial sums' launch)."""
+    M, N, programs, rows_per_program, constexprs, partials, sums = _rows.backward_split(h)
+    return partials, ((programs,), (M, N, eps, rows_per_program), constexprs), sums
 
 
 def _run_backward(plan, dh, dy, h, weight, dx, alloc) -> torch.Tensor:
     """The backward's launches as _backward_plan describes them; returns dweight."""
-    partials, (grid, scalars, constexprs), (sum_grid, sum_scalars, sum_constexprs) = plan
+    partials, (grid, scalars, constexprs), sums = plan
     dw_partial = alloc(*partials)
     add_rms_norm_backward_kernel[grid](dh, dy, h, weight, dx, dw_partial, *scalars, **constexprs)
-    dw = alloc((weight.shape[0],), (1,), weight.dtype)
-    _rows.sum_partials_kernel[sum_grid](dw_partial, dw, *sum_scalars, **sum_constexprs)
-    return dw
+    return _rows.summed(dw_partial, sums, weight, alloc)
 
 
 def _backward(saved, dh, dy):

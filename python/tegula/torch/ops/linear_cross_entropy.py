@@ -41,6 +41,8 @@ import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, dot_precision, register_autograd
 
 from . import _rows
+from ._empty import allocator, sizes_and_strides
+from ._layouts import Layouts
 from .cross_entropy import IGNORE_INDEX, check_targets
 
 @dataclasses.dataclass(frozen=True)
@@ -236,27 +238,59 @@ def _forward_fake(x, weight, targets, ignore_index):
     return losses, losses.new_empty(losses.shape)
 
 
+# What the arguments' metadata decides (_layouts.py), with ignore_index, the tiles and the _rows tables in the key:
+# the sizes each direction allocates and its launches, for contiguous inputs with rows; else None (the general
+# path copies them first, or has nothing to launch).
+_FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
+
+
+def _forward_layout(x, weight, targets, ignore_index, t):
+    """(the losses' sizes and strides, the parts', the dtype of both, the forward launch, the combining launch)
+    for contiguous x, weight and targets (launches as (grid, the arguments after the tensors, the constexprs))."""
+    (M, C), V = x.shape, weight.shape[0]
+    if not M:
+        return None
+    row_blocks = tegula.cdiv(M, t.block_m)
+    runs, vocab_per_run = _runs(V, t.block_v, row_blocks, x.device, cap=1 << 16)
+    block = 128
+    return (sizes_and_strides((M,)), sizes_and_strides((3, runs, M)), _rows.accumulator(x),
+            ((row_blocks, runs), (M, V, C, vocab_per_run), t.meta(x)),
+            ((tegula.cdiv(M, block),), (M, V, runs, ignore_index), dict(BLOCK=block)))
+
+
+def _contiguous_layout(make):
+    """`make` for the kept layouts: checked arguments, and None (the general path) unless they are contiguous."""
+    def layout(x, weight, targets, *rest):
+        _check(x, weight, targets)
+        if not (x.is_contiguous() and weight.is_contiguous() and targets.is_contiguous()):
+            return None
+        return make(x, weight, targets, *rest)
+    return layout
+
+
 @custom_op("tegula::linear_cross_entropy", fake=_forward_fake)
 def linear_cross_entropy_forward(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
                                  ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(losses, lse) per row, float32 (float64 for float64 inputs)."""
-    _check(x, weight, targets)
-    x, weight, targets = x.contiguous(), weight.contiguous(), targets.contiguous()
-    (M, C), V = x.shape, weight.shape[0]
-    check_targets("linear_cross_entropy", targets, V, ignore_index)
-    losses = torch.empty(M, dtype=_rows.accumulator(x), device=x.device)
-    lse = torch.empty_like(losses)
-    if not M:
-        return losses, lse
     t = tiles(x)
-    row_blocks = tegula.cdiv(M, t.block_m)
-    runs, vocab_per_run = _runs(V, t.block_v, row_blocks, x.device, cap=1 << 16)
-    parts = torch.empty((3, runs, M), dtype=losses.dtype, device=x.device)
-    linear_cross_entropy_forward_kernel[(row_blocks, runs)](x, weight, targets, parts[0], parts[1], parts[2], M, V, C,
-                                                            vocab_per_run, **t.meta(x))
-    block = 128
-    linear_cross_entropy_combine_kernel[(tegula.cdiv(M, block),)](parts[0], parts[1], parts[2], targets, losses, lse,
-                                                                  M, V, runs, ignore_index, BLOCK=block)
+    layout = _FORWARD_LAYOUTS.lookup((x, weight, targets), (ignore_index, t, _rows.tables()),
+                                     _contiguous_layout(_forward_layout), x, weight, targets, ignore_index, t)
+    if layout is None:
+        _check(x, weight, targets)
+        x, weight, targets = x.contiguous(), weight.contiguous(), targets.contiguous()
+        layout = _forward_layout(x, weight, targets, ignore_index, t)
+        if layout is None:  # no rows
+            losses = x.new_empty((0,), dtype=_rows.accumulator(x))
+            return losses, losses.new_empty((0,))
+    check_targets("linear_cross_entropy", targets, weight.shape[0], ignore_index)
+    rows, parts, dtype, (grid, scalars, constexprs), (combine_grid, combine_scalars, combine_constexprs) = layout
+    alloc = allocator(x.device)
+    losses, lse, parts = alloc(*rows, dtype), alloc(*rows, dtype), alloc(*parts, dtype)
+    max_part, sum_part, target_part = parts.unbind(0)
+    linear_cross_entropy_forward_kernel[grid](x, weight, targets, max_part, sum_part, target_part, *scalars,
+                                              **constexprs)
+    linear_cross_entropy_combine_kernel[combine_grid](max_part, sum_part, target_part, targets, losses, lse,
+                                                      *combine_scalars, **combine_constexprs)
     return losses, lse
 
 
@@ -264,33 +298,51 @@ def _backward_fake(dloss, x, weight, targets, lse, ignore_index):
     return x.new_empty(x.shape), weight.new_empty(weight.shape)
 
 
+def _backward_layout(x, weight, targets, ignore_index, t):
+    """For contiguous x, weight and targets with rows: for dx, then for dweight, (the partial gradients' sizes,
+    strides and dtype, the kernel's launch, the partial sums' launch, which adds the runs' parts and casts them to
+    the gradient's dtype), launches as (grid, the arguments after the tensors, the constexprs)."""
+    (M, C), V = x.shape, weight.shape[0]
+    if not M:
+        return None
+    accumulator = _rows.accumulator(x)
+    meta = t.meta(x)
+    row_blocks, vocab_blocks = tegula.cdiv(M, t.block_m), tegula.cdiv(V, t.block_v)
+    runs, vocab_per_run = _runs(V, t.block_v, row_blocks, x.device,
+                                cap=max(1, PARTIAL_BYTES // max(1, M * C * accumulator.itemsize)))
+    dx = ((*sizes_and_strides((runs, M, C)), accumulator),
+          ((row_blocks, runs), (M, V, C, ignore_index, vocab_per_run), meta), _rows.partials_launch(runs, M * C))
+    runs, rows_per_run = _runs(M, t.block_m, vocab_blocks, x.device,
+                               cap=max(1, PARTIAL_BYTES // max(1, V * C * accumulator.itemsize)))
+    dw = ((*sizes_and_strides((runs, V, C)), accumulator),
+          ((vocab_blocks, runs), (M, V, C, ignore_index, rows_per_run), meta), _rows.partials_launch(runs, V * C))
+    return sizes_and_strides((M, C)), sizes_and_strides((V, C)), dx, dw
+
+
 @custom_op("tegula::linear_cross_entropy_backward", fake=_backward_fake)
 def linear_cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
                                   lse: torch.Tensor, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dweight); the gradients are accumulated in float32 (float64) and then cast to x's dtype."""
-    dloss, x, weight, targets = dloss.contiguous(), x.contiguous(), weight.contiguous(), targets.contiguous()
-    (M, C), V = x.shape, weight.shape[0]
-    accumulator = _rows.accumulator(x)
-    if not M:
-        return torch.zeros_like(x), torch.zeros_like(weight)
-    args = (x, weight, targets, lse, dloss)
     t = tiles(x)
-    row_blocks = tegula.cdiv(M, t.block_m)
-    runs, vocab_per_run = _runs(V, t.block_v, row_blocks, x.device,
-                                cap=max(1, PARTIAL_BYTES // max(1, M * C * accumulator.itemsize)))
-    dx_partials = torch.empty((runs, M, C), dtype=accumulator, device=x.device)  # every run writes its part
-    linear_cross_entropy_dx_kernel[(row_blocks, runs)](*args, dx_partials, M, V, C, ignore_index, vocab_per_run,
-                                                       **t.meta(x))
-    dx = dx_partials[0] if runs == 1 else _rows.sum_partials(dx_partials.view(runs, M * C), accumulator).view(M, C)
-    vocab_blocks = tegula.cdiv(V, t.block_v)
-    runs, rows_per_run = _runs(M, t.block_m, vocab_blocks, x.device,
-                               cap=max(1, PARTIAL_BYTES // max(1, V * C * accumulator.itemsize)))
-    partials = torch.empty((runs, V, C), dtype=accumulator, device=x.device)
-    linear_cross_entropy_dw_kernel[(vocab_blocks, runs)](*args, partials, M, V, C, ignore_index, rows_per_run,
-                                                         **t.meta(x))
-    if runs == 1:
-        return dx.to(x.dtype), partials[0].to(weight.dtype)
-    return dx.to(x.dtype), _rows.sum_partials(partials.view(runs, V * C), weight.dtype).view(V, C)
+    layout = _BACKWARD_LAYOUTS.lookup((x, weight, targets, lse, dloss), (ignore_index, t, _rows.tables()),
+                                      _backward_layout, x, weight, targets, ignore_index, t)
+    if layout is None or not (lse.is_contiguous() and dloss.is_contiguous()):
+        dloss, x, weight, targets, lse = (a.contiguous() for a in (dloss, x, weight, targets, lse))
+        layout = _backward_layout(x, weight, targets, ignore_index, t)
+        if layout is None:  # no rows
+            return torch.zeros_like(x), torch.zeros_like(weight)
+    x_rows, w_rows, dx_plan, dw_plan = layout
+    alloc = allocator(x.device)
+    args = (x, weight, targets, lse, dloss)
+    grads = []
+    for kernel, plan, rows, dtype in ((linear_cross_entropy_dx_kernel, dx_plan, x_rows, x.dtype),
+                                      (linear_cross_entropy_dw_kernel, dw_plan, w_rows, weight.dtype)):
+        partials, (grid, scalars, constexprs), (sum_grid, sum_scalars, sum_constexprs) = plan
+        partial, grad = alloc(*partials), alloc(*rows, dtype)
+        kernel[grid](*args, partial, *scalars, **constexprs)
+        _rows.sum_partials_kernel[sum_grid](partial, grad, *sum_scalars, **sum_constexprs)  # the runs' sum, cast
+        grads.append(grad)
+    return tuple(grads)
 
 
 def _backward(saved, dloss, _dlse):

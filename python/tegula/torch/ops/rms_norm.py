@@ -17,6 +17,8 @@ import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
 from . import _rows
+from ._empty import allocator, sizes_and_strides
+from ._layouts import Layouts
 
 
 @tegula.jit
@@ -71,17 +73,43 @@ def _forward_fake(x, weight, eps):
     return x.new_empty(x.shape), x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
 
 
+# What the arguments' metadata decides (_layouts.py), with eps and the _rows tables in the key: for contiguous
+# rows, the sizes the op allocates and its launches; else None (the general path copies them first).
+_FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
+
+
+def _forward_layout(x, weight, eps):
+    _rows.check_weights("rms_norm", x, weight)
+    _rows.check_eps("rms_norm", eps)
+    if not (x.is_contiguous() and weight.is_contiguous()):
+        return None
+    return sizes_and_strides(x.shape), sizes_and_strides(x.shape[:-1]), _forward_launch(x, eps)
+
+
+def _forward_launch(x, eps) -> tuple:
+    """(grid, the arguments after the tensors x, weight, y and rstd, the constexprs) of the forward's launch
+    over x's contiguous rows."""
+    M, N = _rows.shape_of_rows(x)
+    return (M,), (N, eps), dict(BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
+
+
 @custom_op("tegula::rms_norm", fake=_forward_fake)
 def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(y, rstd): y like x, rstd per row (float32, float64 for float64 x)."""
+    layout = _FORWARD_LAYOUTS.lookup((x, weight), eps, _forward_layout, x, weight, eps)
+    if layout is not None:
+        rows, stats, (grid, scalars, constexprs) = layout
+        alloc = allocator(x.device)
+        y, rstd = alloc(*rows, x.dtype), alloc(*stats, _rows.accumulator(x))
+        rms_norm_forward_kernel[grid](x, weight, y, rstd, *scalars, **constexprs)
+        return y, rstd
     _rows.check_weights("rms_norm", x, weight)
     _rows.check_eps("rms_norm", eps)
     x, weight = x.contiguous(), weight.contiguous()  # the kernels take only addresses and N
-    M, N = _rows.shape_of_rows(x)
     y = x.new_empty(x.shape)
     rstd = x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
-    rms_norm_forward_kernel[(M,)](x, weight, y, rstd, N, eps, BLOCK_N=tegula.next_power_of_2(N),
-                                  ACC=compute_dtype(x))
+    grid, scalars, constexprs = _forward_launch(x, eps)
+    rms_norm_forward_kernel[grid](x, weight, y, rstd, *scalars, **constexprs)
     return y, rstd
 
 
@@ -89,22 +117,26 @@ def _backward_fake(dy, x, weight, rstd):
     return x.new_empty(x.shape), weight.new_empty(weight.shape)
 
 
+def _backward_layout(dy, x, weight, rstd):
+    if not (dy.is_contiguous() and x.is_contiguous() and weight.is_contiguous() and rstd.is_contiguous()):
+        return None
+    M, N, programs, rows_per_program, constexprs, partials, sums = _rows.backward_split(x)
+    return sizes_and_strides(x.shape), partials, ((programs,), (M, N, rows_per_program), constexprs), sums
+
+
 @custom_op("tegula::rms_norm_backward", fake=_backward_fake)
 def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                       rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dweight) from the forward's input and saved rstd."""
-    x, dy, weight = x.contiguous(), dy.contiguous(), weight.contiguous()
-    M, N = _rows.shape_of_rows(x)
-    dx = x.new_empty(x.shape)
-    block_n = tegula.next_power_of_2(N)
-    step = _rows.rows_per_step(block_n)
-    programs, rows_per_program = _rows.row_split(M, x.device, step)
-    dw_partial = torch.empty((programs, N), dtype=_rows.accumulator(x), device=x.device)
-    rms_norm_backward_kernel[(programs,)](dy, x, weight, rstd.contiguous(), dx, dw_partial, M, N,
-                                          rows_per_program, BLOCK_N=block_n, ROWS=step, ACC=compute_dtype(x),
-                                          AHEAD=_rows.load_ahead(x.device),
-                                          num_warps=_rows.backward_warps(block_n * step))
-    return dx, _rows.sum_partials(dw_partial, weight.dtype)
+    layout = _BACKWARD_LAYOUTS.lookup((dy, x, weight, rstd), _rows.tables(), _backward_layout, dy, x, weight, rstd)
+    if layout is None:
+        x, dy, weight, rstd = x.contiguous(), dy.contiguous(), weight.contiguous(), rstd.contiguous()
+        layout = _backward_layout(dy, x, weight, rstd)
+    rows, partials, (grid, scalars, constexprs), sums = layout
+    alloc = allocator(x.device)
+    dx, dw_partial = alloc(*rows, x.dtype), alloc(*partials)
+    rms_norm_backward_kernel[grid](dy, x, weight, rstd, dx, dw_partial, *scalars, **constexprs)
+    return dx, _rows.summed(dw_partial, sums, weight, alloc)
 
 
 def _backward(saved, dy, _drstd):
