@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_example():
+    sys.path.insert(0, str(ROOT / "examples"))  # its own imports (_cli)
     spec = importlib.util.spec_from_file_location("train_gpt", ROOT / "examples" / "train_gpt.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["train_gpt"] = module
