@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 
-__all__ = ["assert_close", "do_bench", "perf_report", "Benchmark", "Mark"]
+__all__ = ["assert_close", "do_bench", "perf_report", "Benchmark", "Mark", "nvsmi", "get_dram_gbps",
+           "get_max_tensorcore_tflops", "get_max_simd_tflops"]
 
 # Default (atol, rtol) per floating dtype: what one rounding step of that
 # format allows, as torch.testing uses them. Integers and bools compare exactly.
@@ -292,4 +293,5 @@ def _cuda_samples(fn, warmup, rep, setup) -> list:
     return timer.interleaved([fn], max(1, int(rep / estimate_ms)), setup)[0]
 
 
+from ._gpu_rates import get_dram_gbps, get_max_simd_tflops, get_max_tensorcore_tflops, nvsmi  # noqa: E402, F401
 from ._perf_report import Benchmark, Mark, perf_report  # noqa: E402  (re-exported, as in Triton)

@@ -43,9 +43,9 @@ fixture); they put tensors on 'cuda' and read the GPU's compute capability. What
     both without an NVIDIA driver.
   - placeholders: kernels/matmul_perf_model.py imports nvsmi, get_dram_gbps, get_max_tensorcore_tflops and
     get_max_simd_tflops from triton.testing (Triton's NVIDIA clock and bandwidth tables) while the package
-    loads. Where the shim's triton.testing lacks one, a placeholder is set on it that raises AttributeError
-    when called, so that the rest of the library loads; the output names them. --no-placeholders leaves
-    them out (then nothing of the library loads).
+    loads. tegula.testing has all four now; where a shim's triton.testing lacks one, a placeholder is set on
+    it that raises AttributeError when called, so that the rest of the library loads; the output names
+    them. --no-placeholders leaves them out.
   - --single-config-unpruned (off by default): the matmul autotuner's early_config_prune and perf_model are
     passed over while it holds a single config, as Triton's Autotuner.run does (it prunes only with more
     than one config). test_matmul sets one config per test, so without this the library's NVIDIA perf model
