@@ -149,6 +149,8 @@ std::string elementwise_expr(const CudaContext& ctx, const ir::Op& op, const std
     case OpKind::Bitcast: return bitcast_expr(from, to, operands[0]);
     case OpKind::AddPtr: {
       std::string offset = ir::is_signed(ctx.fn.type(op.operands[1]).scalar) ? "(long long)" : "(unsigned long long)";
+      if (ctx.debug_sites)  // debug mode: an offset whose bytes wrap gives an address no array holds
+        return "tg_addptr_checked(" + operands[0] + ", " + offset + operands[1] + ")";
       return operands[0] + " + " + offset + operands[1];
     }
     default:

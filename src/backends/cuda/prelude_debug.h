@@ -79,6 +79,22 @@ TG_DEVICE bool tg_access(TgDebug& d, const void* p, unsigned long long size, int
   return false;
 }
 
+// p + off (in elements) in debug mode. Where the offset's bytes do not fit in 64 bits, or carry the
+// address out of the address space, plain pointer arithmetic wraps, maybe into the array itself
+// (x + 2**62 + 1 reads x[1]): here the result is instead the highest aligned address below 2**63, which
+// no array holds, so the access through it is reported (past the array's end).
+template <class T, class I> TG_DEVICE T* tg_addptr_checked(T* p, I off) {
+  const long long size = (long long)sizeof(T);
+  const long long far = 0x7fffffffffffffffLL & ~(long long)(alignof(T) - 1);
+  if ((I)-1 > (I)0 && (unsigned long long)off > 0x7fffffffffffffffULL) return (T*)far;  // unsigned, >= 2**63
+  const long long o = (long long)off;
+  if (o > 0x7fffffffffffffffLL / size || o < (-0x7fffffffffffffffLL - 1) / size) return (T*)far;
+  const long long bytes = o * size, at = (long long)p;
+  if ((bytes > 0 && at > 0x7fffffffffffffffLL - bytes) || (bytes < 0 && at < (-0x7fffffffffffffffLL - 1) - bytes))
+    return (T*)far;
+  return (T*)(at + bytes);
+}
+
 // An assert whose condition fails at linear element `index`.
 TG_DEVICE void tg_debug_assert(TgDebug& d, int site, long long index) {
   if (d.stopped) return;
