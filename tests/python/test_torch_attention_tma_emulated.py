@@ -71,13 +71,23 @@ def stored(x, layout):
     return store, at.rows_view(x.shape, (S * 3 * H * D, D, 3 * H * D, 1), 2)
 
 
-@pytest.mark.parametrize("B,H,S,D,causal,stages,ahead", [
-    (1, 2, 200, 64, False, 2, False),  # ragged: the last blocks reach into the next head
-    (1, 2, 200, 64, True, 3, True),    # causal, ragged; the log-sum-exp loaded a block ahead (past S at the end)
-    (2, 1, 256, 32, True, 2, False),   # whole blocks, 64-byte rows
-    (1, 2, 200, 64, False, 3, True),
+def unrotated(g, cos, sin):
+    """The gradient of rows before rotary_embedding's rotation from the gradient g of the rotated rows ([B, H, S,
+    D]; cos, sin [S, D/2]): the halves x1, x2 became x1 c - x2 s and x2 c + x1 s."""
+    half = g.shape[-1] // 2
+    g1, g2 = g[..., :half], g[..., half:]
+    return np.concatenate([g1 * cos + g2 * sin, g2 * cos - g1 * sin], axis=-1)
+
+
+@pytest.mark.parametrize("B,H,S,D,causal,stages,ahead,rotary", [
+    (1, 2, 200, 64, False, 2, False, False),  # ragged: the last blocks reach into the next head
+    (1, 2, 200, 64, True, 3, True, False),    # causal, ragged; the log-sum-exp loaded a block ahead (past S at the end)
+    (2, 1, 256, 32, True, 2, False, False),   # whole blocks, 64-byte rows
+    (1, 2, 200, 64, False, 3, True, False),
+    (1, 2, 200, 64, True, 3, True, True),     # rotary_attention's: dq, dk, dv into a [B, S, 3, H, D], rotated back
+    (2, 2, 128, 32, False, 2, False, True),
 ])
-def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead):
+def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead, rotary):
     rng = np.random.default_rng(S + D + causal)
     bf16 = _bf16()
     q, k, v, do = (rng.standard_normal((B, H, S, D)).astype(bf16) for _ in range(4))
@@ -89,17 +99,30 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead):
     out = np.ascontiguousarray(np.swapaxes(output(*f64[:3], causal, scale).astype(bf16), 1, 2))
     out_strides = (S * H * D, D, H * D)
     delta = np.full((B, H, S), np.nan, np.float32)  # the dQ kernel stores all of it
-    dq, dk, dv = (np.zeros_like(q) for _ in range(3))
+    if rotary:  # every gradient in its slot of one [B, S, 3, H, D] (NaN where nothing is stored), dq, dk rotated back
+        angles = rng.uniform(0, 2 * np.pi, (S, D // 2))
+        cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+        want_dq, want_dk = unrotated(want_dq, cos, sin), unrotated(want_dk, cos, sin)
+        dqkv = np.full((B, S, 3, H, D), np.nan, np.float32).astype(bf16)
+        dq = dk = dv = dqkv
+        slots = (S * 3 * H * D, D, 3 * H * D)
+        grads = (slots, slots, H * D, 2 * H * D)
+    else:
+        cos = sin = None
+        dq, dk, dv = (np.zeros_like(q) for _ in range(3))
+        grads = ((H * S * D, S * D, D), (H * S * D, S * D, D), 0, 0)
     # Read in place through rows_view: q, dO as [B, S, H, D], k contiguous, v one third of a fused projection.
     (q, vq), (k, vk), (v, vv), (do, vdo) = (stored(x, l) for x, l in zip((q, k, v, do), ("bshd", "bhsd", "qkv", "bshd")))
-    views = (*vq, *vk, *vv, *vdo, H, S, scale)
-    dqk = emulate(at.attention_dq_tma_kernel, (-(-S // 128), B * H), q, k, v, do, out, lse, dq, delta, *views,
-                  *out_strides, HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, TAIL=S % 64 != 0, num_warps=8,
-                  num_stages=stages)
+    dq_launch, dkdv_launch = at.backward_launches((vq, vk, vv, vdo), (B, H, S, D), out_strides, grads, causal, scale,
+                                                  ((128, 64, 8, stages), (64, 128, 8, stages, ahead)))
+    assert dq_launch[0] == (-(-S // 128), B * H) and dkdv_launch[0] == (-(-S // 128), B * H)
+    dqk = emulate(at.attention_dq_tma_kernel, dq_launch[0], q, k, v, do, out, lse, dq, delta, *dq_launch[1], cos, sin,
+                  **dq_launch[2])
     assert np.abs(delta - want_delta).max() <= 2e-2 * np.abs(want_delta).max()
-    dkdv = emulate(at.attention_dkdv_tma_kernel, (-(-S // 128), B * H), q, k, v, do, lse, delta, dk, dv, *views,
-                   HEAD_DIM=D, BLOCK_M=64, BLOCK_N=128, CAUSAL=causal, AHEAD=ahead, num_warps=8,
-                   num_stages=stages)
+    dkdv = emulate(at.attention_dkdv_tma_kernel, dkdv_launch[0], q, k, v, do, lse, delta, dk, dv, *dkdv_launch[1],
+                   cos, sin, **dkdv_launch[2])
+    if rotary:
+        dq, dk, dv = (np.swapaxes(dqkv[:, :, i], 1, 2) for i in range(3))
     for compiled in (dkdv, dqk):
         # Two ring blocks per stage (each read both ways by two dots), fed by the producer, the last dot late.
         assert compiled.layouts.count("TMA ring through") == 2, compiled.layouts

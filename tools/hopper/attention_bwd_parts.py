@@ -45,7 +45,6 @@ def main() -> None:
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 o = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
             views = tuple(at.rows_view(t.shape, t.stride(), t.element_size(), t.data_ptr()) for t in (q, k, v, do))
-            flat = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
 
             def sdpa():
                 torch.autograd.grad(o, (qr, kr, vr), do, retain_graph=True)
@@ -54,17 +53,17 @@ def main() -> None:
                 at.attention_delta_tma_kernel[(tegula.cdiv(S, at.DELTA_ROWS), B * H)](
                     do, out, delta, *views[3][2:], H, S, *out.stride()[:3], HEAD_DIM=D, BLOCK_M=at.DELTA_ROWS)
 
+            grads = (dq.stride()[:3], dk.stride()[:3], 0, 0)
+            dq_launch, dkdv_launch = at.backward_launches(views, (B, H, S, D), out.stride()[:3], grads, causal, scale,
+                                                          (at.DQ[D], at.DKDV[D]))
+
             def dq_kernel():
-                bm, bn, warps, stages = at.DQ[D]
-                at.attention_dq_tma_kernel[(tegula.cdiv(S, bm), B * H)](
-                    q, k, v, do, out, lse, dq, delta, *flat, *out.stride()[:3], HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-                    CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps, num_stages=stages)
+                grid, scalars, constexprs = dq_launch
+                at.attention_dq_tma_kernel[grid](q, k, v, do, out, lse, dq, delta, *scalars, None, None, **constexprs)
 
             def dkdv_kernel():
-                bm, bn, warps, stages, ahead = (*at.DKDV[D], False)[:5]
-                at.attention_dkdv_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-                    q, k, v, do, lse, delta, dk, dv, *flat, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
-                    AHEAD=ahead, num_warps=warps, num_stages=stages)
+                grid, scalars, constexprs = dkdv_launch
+                at.attention_dkdv_tma_kernel[grid](q, k, v, do, lse, delta, dk, dv, *scalars, None, None, **constexprs)
 
             def both():
                 at.backward(do, q, k, v, out, lse, causal, scale, dq, dk, dv)

@@ -27,7 +27,8 @@ def main() -> None:
                        (q, q, q, q, lse, delta, q, q)) for ahead in (False, True)),
                     ("dq", at.attention_dq_tma_kernel, at.DQ[D], {"TAIL": False}, (q, q, q, q, q, lse, q, delta))):
                 bm, bn, warps, stages = config
-                tail = q.stride()[:3] if kernel is at.attention_dq_tma_kernel else ()  # O's strides
+                strides = q.stride()[:3]  # O's and the gradients' (dQ's, or dK's and dV's after their offsets)
+                tail = ((*strides, *strides) if kernel is at.attention_dq_tma_kernel else (0, 0, *strides)) + (None, None)
                 compiled, _ = compile_cuda(kernel, (*args, *views, *tail), dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
                                                                          CAUSAL=causal, **extra),
                                            num_warps=warps, num_stages=stages)

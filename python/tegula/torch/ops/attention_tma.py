@@ -95,6 +95,28 @@ def attention_fwd_tma_kernel(Q, K, V, O, LSE, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_
 
 
 @tegula.jit
+def _store_rows(PTR, OFF, bh, rows, g, H, S, SB, SH, SS, COS, SIN, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
+    # g ([BLOCK, HEAD_DIM], float32) into rows `rows` of (batch, head) bh of the [B, H, S, HEAD_DIM] tensor at
+    # PTR + OFF of (batch, head, row) strides SB, SH, SS (the head dim contiguous), in PTR's dtype. With COS and
+    # SIN (rotary_embedding's [S, HEAD_DIM / 2] tables), g is the gradient of rows that rotation made, and the
+    # gradient of the rows before it is stored: the halves x1, x2 became x1 c - x2 s and x2 c + x1 s, so the
+    # gradients g1, g2 give g1 c + g2 s and g2 c - g1 s. Rows past S are not stored.
+    base = OFF + (bh // H).to(tl.int64) * SB + (bh % H).to(tl.int64) * SH + rows[:, None].to(tl.int64) * SS
+    inside = rows[:, None] < S
+    if COS is None:
+        tl.store(PTR + base + tl.arange(0, HEAD_DIM)[None, :], g.to(PTR.dtype.element_ty), mask=inside)
+    else:
+        HALF: tl.constexpr = HEAD_DIM // 2
+        g1, g2 = tl.split(tl.permute(tl.reshape(g, [BLOCK, 2, HALF]), [0, 2, 1]))
+        half = tl.arange(0, HALF)
+        table = rows[:, None] * HALF + half[None, :]
+        c = tl.load(COS + table, mask=inside, other=0.0)
+        s = tl.load(SIN + table, mask=inside, other=0.0)
+        tl.store(PTR + base + half[None, :], (g1 * c + g2 * s).to(PTR.dtype.element_ty), mask=inside)
+        tl.store(PTR + base + HALF + half[None, :], (g2 * c - g1 * s).to(PTR.dtype.element_ty), mask=inside)
+
+
+@tegula.jit
 def _delta(DO, O, bh, rows, row_do, col_do, DO_STRIDE, O_SB, O_SH, O_SS, H, S, HEAD_DIM: tl.constexpr):
     # rowsum(dO * O) of rows `rows` of (batch, head) bh, float32, from plain loads of both (dO through its
     # rows_view; O [B, H, S, D] of strides O_SB, O_SH, O_SS), zeros past S.
@@ -119,10 +141,12 @@ def attention_delta_tma_kernel(DO, O, DELTA, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, 
 
 @tegula.jit
 def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale,
-                              HEAD_DIM: tl.constexpr,
+                              DK_OFF, DV_OFF, G_SB, G_SH, G_SS, COS, SIN, HEAD_DIM: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                               AHEAD: tl.constexpr = False):
-    # Grid: (cdiv(S, BLOCK_N), B * H). q, k, v, dO through rows_view; the rest contiguous.
+    # Grid: (cdiv(S, BLOCK_N), B * H). q, k, v, dO through rows_view; LSE, DELTA contiguous; dK at DK + DK_OFF and
+    # dV at DV + DV_OFF, both of (batch, head, row) strides G_SB, G_SH, G_SS; with COS and SIN (None: none) dK is
+    # rotated back (_store_rows).
     start_n = tl.program_id(0) * BLOCK_N
     bh = tl.program_id(1)
     desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
@@ -133,7 +157,6 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q
     row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
     desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
     row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
-    head_row = bh * S
     keys = start_n + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
     k = desc_k.load([row_k + start_n, col_k])
@@ -171,18 +194,18 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q
         dp_t = tl.dot(v, do.T)
         ds_t = p_t * (dp_t - delta[None, :])
         dk = tl.dot(ds_t.to(q.dtype), q, dk)
-    offsets = (head_row + keys)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
-    tl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < S)
-    tl.store(DV + offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < S)
+    _store_rows(DK, DK_OFF, bh, keys, dk * scale, H, S, G_SB, G_SH, G_SS, COS, SIN, HEAD_DIM, BLOCK_N)
+    _store_rows(DV, DV_OFF, bh, keys, dv, H, S, G_SB, G_SH, G_SS, None, None, HEAD_DIM, BLOCK_N)
 
 
 @tegula.jit
-def attention_dq_tma_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale, O_SB, O_SH, O_SS,
+def attention_dq_tma_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale, O_SB, O_SH, O_SS, DQ_SB, DQ_SH, DQ_SS, COS, SIN,
                             HEAD_DIM: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                             TAIL: tl.constexpr):
-    # Grid: (cdiv(S, BLOCK_M), B * H). O [B, H, S, D] with (batch, head, row) strides O_SB, O_SH, O_SS. DELTA: this
-    # program's rows of rowsum(dO * O), stored for attention_dkdv_tma_kernel, which runs after this one.
+    # Grid: (cdiv(S, BLOCK_M), B * H). O [B, H, S, D] with (batch, head, row) strides O_SB, O_SH, O_SS; dQ of strides
+    # DQ_SB, DQ_SH, DQ_SS, rotated back with COS and SIN (None: not; _store_rows). DELTA: this program's rows of
+    # rowsum(dO * O), stored for attention_dkdv_tma_kernel, which runs after this one.
     start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
     desc_q = _rows(Q, Q_ROWS, Q_COLS, Q_STRIDE, HEAD_DIM, BLOCK_M)
@@ -193,7 +216,6 @@ def attention_dq_tma_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, Q_ROWS, Q_COLS, Q_ST
     row_k, col_k = _first_row(bh, H, K_RB, K_RH), (bh % H) * K_CH
     desc_v = _rows(V, V_ROWS, V_COLS, V_STRIDE, HEAD_DIM, BLOCK_N)
     row_v, col_v = _first_row(bh, H, V_RB, V_RH), (bh % H) * V_CH
-    head_row = bh * S
     rows = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     q = desc_q.load([row_q + start_m, col_q])
@@ -221,8 +243,7 @@ def attention_dq_tma_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, Q_ROWS, Q_COLS, Q_ST
         dp = tl.dot(do, v.T)
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq)
-    offsets = (head_row + rows)[:, None].to(tl.int64) * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
-    tl.store(DQ + offsets, (dq * scale).to(DQ.dtype.element_ty), mask=rows[:, None] < S)
+    _store_rows(DQ, 0, bh, rows, dq * scale, H, S, DQ_SB, DQ_SH, DQ_SS, COS, SIN, HEAD_DIM, BLOCK_M)
     # After the loop: warp specialization keeps stores out of the code before it (the producer's copies would not
     # wait for them).
     tl.store(DELTA + bh * S + rows, delta, mask=rows < S)
@@ -419,56 +440,67 @@ def forward_launch(views, shape, out_strides, causal: bool, scale: float, tiles)
                  num_stages=stages))
 
 
-def backward(do, q, k, v, out, lse, causal: bool, scale: float, dq, dk, dv) -> None:
-    """dq, dk, dv (contiguous, like q) from do, q, k, v (read in place through rows_view), the forward's out
-    ([B, H, S, D], the head dim contiguous) and lse."""
+def backward(do, q, k, v, out, lse, causal: bool, scale: float, dq, dk, dv, cos=None, sin=None) -> None:
+    """dq, dk, dv ([B, H, S, D], any strides with the head dim contiguous, dk's and dv's alike) from do, q, k, v
+    (read in place through rows_view), the forward's out ([B, H, S, D], the head dim contiguous) and lse. With
+    cos and sin (rotary_embedding's [S, D / 2] tables, contiguous), q and k are rotated ones, and dq and dk are
+    stored rotated back: the gradients of q and k before the rotation."""
     (q, vq), (k, vk), (v, vv), (do, vdo) = _viewed(q), _viewed(k), _viewed(v), _viewed(do)
-    launch_backward(do, q, k, v, out, out.stride()[:3], lse, (vq, vk, vv, vdo), q.shape, causal, scale, dq, dk, dv)
+    launch_backward(do, q, k, v, out, out.stride()[:3], lse, (vq, vk, vv, vdo), q.shape, causal, scale, dq, dk, dv,
+                    cos, sin)
 
 
-def launch_backward(do, q, k, v, out, out_strides, lse, views, shape, causal: bool, scale: float, dq, dk,
-                    dv) -> None:
+def launch_backward(do, q, k, v, out, out_strides, lse, views, shape, causal: bool, scale: float, dq, dk, dv,
+                    cos=None, sin=None) -> None:
     """backward's launches, with the rows_views of q, k, v and do, their [B, H, S, D] shape and out's (batch,
     head, row) strides given."""
     B, H, S, D = shape
     delta = empty((B, H, S), torch.float32, lse.device)  # rowsum(dO * O)
-    if D in FUSED:
+    if D in FUSED and cos is None and all(t.is_contiguous() for t in (dq, dk, dv)):
         attention_delta_tma_kernel[(tegula.cdiv(S, DELTA_ROWS), B * H)](
             do, out, delta, *views[3][2:], H, S, *out_strides, HEAD_DIM=D, BLOCK_M=DELTA_ROWS)
         bm, bn, warps, stages, dq_rows, dq_tma = (*FUSED[D], False)[:6]
         dq32 = torch.zeros(shape, dtype=torch.float32, device=dq.device)  # [B * H * S, D] rows for DQ_TMA
         attention_bwd_tma_kernel[(tegula.cdiv(S, bn), B * H)](
-            q, k, v, do, lse, delta, dq32, dk, dv, *views[0], *views[1], *views[2], *views[3], H, S, scale, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-            CAUSAL=causal, TAIL=S % bn != 0, DQ_ROWS=dq_rows, DQ_TMA=dq_tma, DQ32_ROWS=B * H * S,
-            num_warps=warps, num_stages=stages)
+            q, k, v, do, lse, delta, dq32, dk, dv, *views[0], *views[1], *views[2], *views[3], H, S, scale, HEAD_DIM=D,
+            BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, DQ_ROWS=dq_rows, DQ_TMA=dq_tma,
+            DQ32_ROWS=B * H * S, num_warps=warps, num_stages=stages)
         n = dq32.numel()
         scale_cast_kernel[(tegula.cdiv(n, 4096),)](dq32, dq, n, scale, BLOCK=4096, num_warps=8)
         return
-    run_backward(backward_launches(views, shape, out_strides, causal, scale, (DQ[D], DKDV[D])), q, k, v, do, out,
-                 lse, dq, dk, dv, delta)
+    if dk.stride() != dv.stride():
+        raise ValueError(f"attention_tma.backward takes dk and dv of one layout, got strides {dk.stride()} and "
+                         f"{dv.stride()}")
+    grads = (dq.stride()[:3], dk.stride()[:3], 0, 0)
+    run_backward(backward_launches(views, shape, out_strides, grads, causal, scale, (DQ[D], DKDV[D])), q, k, v, do,
+                 out, lse, dq, dk, dv, delta, cos, sin)
 
 
-def run_backward(launches, q, k, v, do, out, lse, dq, dk, dv, delta) -> None:
+def run_backward(launches, q, k, v, do, out, lse, dq, dk, dv, delta, cos=None, sin=None) -> None:
     """The two-kernel backward's launches as backward_launches describes them, on these tensors (delta: a
-    float32 [B, H, S] buffer)."""
+    float32 [B, H, S] buffer; cos and sin: rotary tables whose rotation dq and dk are stored without, or None)."""
     (dq_grid, dq_scalars, dq_constexprs), (dkdv_grid, dkdv_scalars, dkdv_constexprs) = launches
     # dQ first: its programs store delta, which the dK/dV programs read.
-    attention_dq_tma_kernel[dq_grid](q, k, v, do, out, lse, dq, delta, *dq_scalars, **dq_constexprs)
-    attention_dkdv_tma_kernel[dkdv_grid](q, k, v, do, lse, delta, dk, dv, *dkdv_scalars, **dkdv_constexprs)
+    attention_dq_tma_kernel[dq_grid](q, k, v, do, out, lse, dq, delta, *dq_scalars, cos, sin, **dq_constexprs)
+    attention_dkdv_tma_kernel[dkdv_grid](q, k, v, do, lse, delta, dk, dv, *dkdv_scalars, cos, sin,
+                                         **dkdv_constexprs)
 
 
-def backward_launches(views, shape, out_strides, causal: bool, scale: float, tiles) -> tuple:
-    """The two-kernel backward's launches, each (grid, the arguments after the tensors, the constexprs), dQ's
-    then dK/dV's, for the rows_views of q, k, v and do and (DQ[D], DKDV[D]) = tiles: what an op keeps in its
-    layout to launch again. The tensors: dQ's q, k, v, do, out, lse, dq, delta; dK/dV's q, k, v, do, lse,
-    delta, dk, dv."""
+def backward_launches(views, shape, out_strides, grads, causal: bool, scale: float, tiles) -> tuple:
+    """The two-kernel backward's launches, each (grid, the arguments between the tensors and cos, sin, the
+    constexprs), dQ's then dK/dV's, for the rows_views of q, k, v and do, grads = (dq's (batch, head, row)
+    strides, dk's and dv's, dk's offset and dv's from the tensors passed for them) and (DQ[D], DKDV[D]) = tiles:
+    what an op keeps in its layout to launch again. The tensors: dQ's q, k, v, do, out, lse, dq, delta; dK/dV's
+    q, k, v, do, lse, delta, dk, dv."""
     B, H, S, D = shape
+    dq_strides, g_strides, dk_off, dv_off = grads
     flat_views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
     (bm, bn, warps, stages), dkdv = tiles
-    dq = ((tegula.cdiv(S, bm), B * H), (*flat_views, *out_strides),
+    dq = ((tegula.cdiv(S, bm), B * H), (*flat_views, *out_strides, *dq_strides),
           dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
                num_stages=stages))
     bm, bn, warps, stages, ahead = (*dkdv, False)[:5]
-    return dq, ((tegula.cdiv(S, bn), B * H), flat_views,
+    return dq, ((tegula.cdiv(S, bn), B * H), (*flat_views, dk_off, dv_off, *g_strides),
                 dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, AHEAD=ahead, num_warps=warps,
                      num_stages=stages))
+

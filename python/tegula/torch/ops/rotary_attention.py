@@ -152,8 +152,8 @@ def _backward_fake(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
 
 
 def _backward_layout(dout, qkv, q, k, out, lse, cos, sin, causal, scale, tiles):
-    """(the sizes and strides of dqkv, of dq, dk and dv, of delta, the attention launches, the rotary launch) for
-    the descriptor path, or None."""
+    """(the sizes and strides of dqkv, of delta, the attention launches) for the descriptor path, or None. The
+    kernels store dq, dk and dv in dqkv's slots, dq and dk rotated back."""
     B, T, _, H, D = qkv.shape
     tensors = (dout, q, k, out)
     if (not attention_tma.applies(qkv) or None in tiles or attention_config.overridden() or qkv.stride(-1) != 1
@@ -168,11 +168,10 @@ def _backward_layout(dout, qkv, q, k, out, lse, cos, sin, causal, scale, tiles):
     if None in (v, vq, vk, vdo):
         return None
     out_strides = (out.stride(0), out.stride(2), out.stride(1))  # (b, h, s)
-    grads = (H * T * D, D, T * D)  # dq, dk and dv are [B, H, T, D]: their (b, t, h) strides
-    return (sizes_and_strides((B, T, 3, H, D)), sizes_and_strides((B, H, T, D)), sizes_and_strides((B, H, T)),
-            attention_tma.backward_launches((vq, vk, v, vdo), (B, H, T, D), out_strides, causal, scale, tiles),
-            rotary.qkv_rows_launch(-1.0, B * T * H, T, H, D, 0, H * D, grads * 3 + (3 * T * H * D, 3 * H * D, D),
-                                   tl.float32))
+    slots = (3 * T * H * D, D, 3 * H * D)  # the (b, h, s) strides of dqkv's slots
+    return (sizes_and_strides((B, T, 3, H, D)), sizes_and_strides((B, H, T)),
+            attention_tma.backward_launches((vq, vk, v, vdo), (B, H, T, D), out_strides,
+                                            (slots, slots, H * D, 2 * H * D), causal, scale, tiles))
 
 
 def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
@@ -186,12 +185,10 @@ def _fast_backward(dout, qkv, q, k, out, lse, cos, sin, causal, scale):
                                       dout, qkv, q, k, out, lse, cos, sin, causal, scale, tiles)
     if layout is None:
         return None
-    packed, grads, stats, attention, (grid, scalars, constexprs) = layout
-    alloc, dtype = allocator(qkv.device), qkv.dtype
-    dqkv = alloc(*packed, dtype)
-    dq, dk, dv, delta = alloc(*grads, dtype), alloc(*grads, dtype), alloc(*grads, dtype), alloc(*stats, torch.float32)
-    attention_tma.run_backward(attention, q, k, qkv.select(2, 2), dout, out, lse, dq, dk, dv, delta)
-    rotary.rotary_qkv_kernel[grid](dq, dk, dv, dqkv, dqkv, dqkv, cos, sin, *scalars, **constexprs)
+    packed, stats, attention = layout
+    alloc = allocator(qkv.device)
+    dqkv, delta = alloc(*packed, qkv.dtype), alloc(*stats, torch.float32)
+    attention_tma.run_backward(attention, q, k, qkv.select(2, 2), dout, out, lse, dqkv, dqkv, dqkv, delta, cos, sin)
     return dqkv
 
 
@@ -209,9 +206,15 @@ def rotary_attention_backward(dout: torch.Tensor, qkv: torch.Tensor, q: torch.Te
     dqkv = qkv.new_empty(B, T, 3, H, D)
     if not dqkv.numel():
         return dqkv
+    heads_first = [_heads_first(t) for t in (dout, q, k, qkv[:, :, 2], out)]
+    if (attention_tma.applies(qkv) and not attention_config.overridden() and attention_tma.FUSED.get(D) is None
+            and cos.is_contiguous() and sin.is_contiguous()):
+        # The descriptor kernels store the gradients in dqkv's slots themselves, dq and dk rotated back.
+        attention_tma.backward(*heads_first, lse.contiguous(), causal, scale,
+                               *(_heads_first(dqkv[:, :, i]) for i in range(3)), cos, sin)
+        return dqkv
     dq, dk, dv = qkv.new_empty(B, H, T, D), qkv.new_empty(B, H, T, D), qkv.new_empty(B, H, T, D)
-    backward_into(_heads_first(dout), _heads_first(q), _heads_first(k), _heads_first(qkv[:, :, 2]),
-                  _heads_first(out), lse, causal, scale, dq, dk, dv)
+    backward_into(*heads_first, lse, causal, scale, dq, dk, dv)
     # dq, dk and dv are [B, H, T, D]: their (b, t, h) strides are (H T D, D, T D).
     grads = (H * T * D, D, T * D)
     rotary.launch_qkv_rows((dq, dk, dv), (dqkv, dqkv, dqkv), cos, sin, -1.0, B * T * H, T, H, D, 0, H * D,
