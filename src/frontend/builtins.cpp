@@ -517,21 +517,33 @@ Symbol static_assert_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   return Symbol::of(ConstValue::none());
 }
 
+// The unsigned integer of `s`'s width, whose digits hex printing shows (a float's bits); bool as uint8.
+Scalar hex_scalar(Scalar s) {
+  switch (ir::scalar_info(s).bits) {
+    case 1:
+    case 8: return Scalar::U8;
+    case 16: return Scalar::U16;
+    case 32: return Scalar::U32;
+    default: return Scalar::U64;
+  }
+}
+
 Symbol device_print(Lowerer& l, const CallArgs& c, const std::string& n) {
-  // tl.device_print's one keyword, hex, is not implemented: said, not ignored. Python's print
-  // takes sep/end/file/flush, which a kernel's line has no use for.
+  // tl.device_print's one keyword is hex: each value's bits in hexadecimal, zero-padded to its width
+  // (0x0007 for an int16, 0x3f800000 for a float32 1.0). Python's print takes sep/end/file/flush, which
+  // a kernel's line has no use for.
+  bool hex = false;
   for (size_t k = 0; k < c.keywords.size(); ++k) {
     const std::string& keyword = c.keywords[k].first;
     bool python = n == "py.print" && (keyword == "sep" || keyword == "end" || keyword == "file" || keyword == "flush");
     if (python) continue;
-    bool hex = false;
-    if (keyword == "hex" && n != "py.print" && l.truth_constant(c.keywords[k].second, c.keyword_locs[k], &hex) &&
-        !hex)
-      continue;  // hex=False: the default
-    if (keyword == "hex" && n != "py.print")
-      error_at(c.keyword_locs[k], Diag::UnsupportedLanguageName,
-               "tl.device_print(..., hex=True) is not supported by Tegula (yet)",
-               "print the values as they are, or their bits: x.to(tl.uint32, bitcast=True)");
+    if (keyword == "hex" && n != "py.print") {
+      if (!l.truth_constant(c.keywords[k].second, c.keyword_locs[k], &hex))
+        error_at(c.keyword_locs[k], Diag::NotConstexpr,
+                 "tl.device_print's hex needs a compile-time True or False, but it is " +
+                     l.describe(c.keywords[k].second));
+      continue;
+    }
     error_at(c.keyword_locs[k], Diag::UnknownKeywordArgument,
              std::string(n == "py.print" ? "print" : "tl.device_print") + " has no keyword `" + keyword + "`");
   }
@@ -546,13 +558,22 @@ Symbol device_print(Lowerer& l, const CallArgs& c, const std::string& n) {
       prefix += s.constant.s;
       continue;
     }
-    values.push_back(l.to_value(s, c.positional_locs[i], "a printed value"));
+    ir::ValueId v = l.to_value(s, c.positional_locs[i], "a printed value");
+    const ir::Type& t = l.type(v);
+    if (hex && !t.is_pointer() && t.scalar != hex_scalar(t.scalar)) {  // pointers print as addresses either way
+      Scalar bits = hex_scalar(t.scalar);
+      v = t.scalar == Scalar::I1 ? l.create(OpKind::Cast, {v}, t.with_scalar(bits), c.positional_locs[i])
+                                 : l.create(OpKind::Bitcast, {v}, t.with_scalar(bits), c.positional_locs[i]);
+    }
+    values.push_back(v);
   }
   // As in Triton, a prefix before values reads `name: value`: "x", "x " and "x: " all print `x: 5`.
   while (!prefix.empty() && prefix.back() == ' ') prefix.pop_back();
   if (!prefix.empty() && !values.empty() && prefix.back() != ':') prefix += ':';
   l.builder().set_loc(c.loc);
-  l.builder().create(OpKind::Print, values, {}, {{"prefix", ir::Attr{prefix}}});
+  std::vector<ir::NamedAttr> attrs = {{"prefix", ir::Attr{prefix}}};
+  if (hex) attrs.push_back({"hex", ir::Attr{int64_t{1}}});
+  l.builder().create(OpKind::Print, values, {}, attrs);
   return Symbol::of(ConstValue::none());
 }
 

@@ -687,12 +687,39 @@ def test_device_print_lines_of_a_program_come_out_together(backend, capfd):
 
 
 @tegula.jit
+def print_hex(i16_ptr, i64_ptr, f32_ptr, f16_ptr, u8_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    i16 = tl.load(i16_ptr + offs)
+    tl.device_print("i16: ", i16, hex=True)
+    tl.device_print("rest", tl.load(i64_ptr + offs), tl.load(f32_ptr + offs), tl.load(f16_ptr + offs),
+                    tl.load(u8_ptr + offs), i16 < 0, hex=True)
+    tl.device_print("plain", i16, hex=False)
+
+
+def test_device_print_hex_shows_every_digit_of_each_value(backend, capfd):
+    """hex=True, as Triton prints it: 0x and the value's bits zero-padded to its width (floats' bits; a bool
+    as one byte)."""
+    i16 = np.array([0, 1, -1, 255], np.int16)
+    i64 = np.array([7, -2, 2**40 + 3, 0], np.int64)
+    f32 = np.array([1.0, -2.0, 0.5, 0.0], np.float32)
+    f16 = np.array([1.0, -2.0, 0.5, 65504.0], np.float16)
+    u8 = np.array([0, 9, 200, 255], np.uint8)
+    print_hex[(1,)](*(backend.array(a) for a in (i16, i64, f32, f16, u8)), BLOCK=4)
+    backend.synchronize()
+    lines = set(capfd.readouterr().out.splitlines())
+    for i in range(4):
+        bits = [f"0x{int(a.view(np.uint64 if a.itemsize == 8 else np.uint32 if a.itemsize == 4 else np.uint16 if a.itemsize == 2 else np.uint8)[i]):0{2 * a.itemsize}x}"
+                for a in (i64, f32, f16, u8)]
+        assert f"pid (0, 0, 0) idx ({i}) i16: 0x{int(i16.view(np.uint16)[i]):04x}" in lines, lines
+        assert f"pid (0, 0, 0) idx ({i}) rest: {', '.join(bits)}, 0x{int(i16[i] < 0):02x}" in lines, lines
+        assert f"pid (0, 0, 0) idx ({i}) plain: {i16[i]}" in lines, lines
+
+
+@tegula.jit
 def print_options(x_ptr, MODE: tl.constexpr):
     x = tl.load(x_ptr)
     if MODE == "hex":
-        tl.device_print("x", x, hex=True)
-    elif MODE == "no hex":
-        tl.device_print("x", x, hex=False)
+        tl.device_print("x", x, hex=x > 0)
     elif MODE == "keyword":
         tl.device_print("x", x, bogus=3)
     else:
@@ -700,17 +727,16 @@ def print_options(x_ptr, MODE: tl.constexpr):
 
 
 @pytest.mark.parametrize("mode, message", [
-    ("hex", "error[E0204]: tl.device_print(..., hex=True) is not supported by Tegula (yet)"),
+    ("hex", "error[E0601]: tl.device_print's hex needs a compile-time True or False"),
     ("keyword", "error[E0402]: tl.device_print has no keyword `bogus`"),
     ("nul", "error[E0405]: a printed string cannot hold a NUL character"),
 ])
-def test_device_print_options_it_does_not_honour_are_errors(mode, message):
-    """hex=True and unknown keywords were ignored, and a NUL ended the printed prefix there: each is a
-    located error now (hex=False, the default, is accepted)."""
+def test_device_print_options_it_cannot_honour_are_errors(mode, message):
+    """A runtime hex and unknown keywords were ignored, and a NUL ended the printed prefix there: each is a
+    located error now."""
     x = np.array([255], np.int32)
     with pytest.raises(tegula.CompilationError, match=re.escape(message)):
         print_options[(1,)](x, MODE=mode)
-    print_options[(1,)](x, MODE="no hex")
 
 
 # --- CUDA code, compiled without a GPU --------------------------------------------------------------

@@ -8,9 +8,13 @@ namespace tegula::backends::c_family {
 
 using ir::Scalar;
 
-PrintfArgument printf_argument(const ir::Type& t, const std::string& e) {
+PrintfArgument printf_argument(const ir::Type& t, const std::string& e, bool hex) {
   if (t.is_pointer()) return {"%p", "(const void*)" + e};
   Scalar s = t.scalar;
+  if (hex) {  // the front end gives hex printing each value's bits as an unsigned integer of its width
+    TEGULA_ASSERT(ir::scalar_info(s).kind == ir::ScalarKind::Unsigned, "hex printing of a value that is not bits");
+    return {"0x%0" + std::to_string(ir::scalar_info(s).bits / 4) + "llx", "(unsigned long long)" + e};
+  }
   if (s == Scalar::I1) return {"%d", "(int)" + e};
   if (ir::is_float(s)) {
     // As many digits as tell every two values of the type apart (scalar_types.def).
@@ -23,14 +27,14 @@ PrintfArgument printf_argument(const ir::Type& t, const std::string& e) {
 
 void append_printed_values(std::string& format, std::string& args, std::string_view prefix,
                            const std::vector<ir::Type>& types, const std::vector<std::string>& elements,
-                           Dialect dialect) {
+                           Dialect dialect, bool hex) {
   TEGULA_ASSERT(types.size() == elements.size(), "one element per printed operand");
   if (!prefix.empty()) {
     format += " %s";
     args += ", " + string_literal(prefix, dialect);
   }
   for (size_t k = 0; k < types.size(); ++k) {
-    PrintfArgument a = printf_argument(types[k], elements[k]);
+    PrintfArgument a = printf_argument(types[k], elements[k], hex);
     format += (k ? ", " : " ") + a.format;
     args += ", " + a.value;
   }

@@ -24,8 +24,10 @@ struct PrintfArgument {
 };
 
 // How printf shows expression `e`, one element of type `t` (halves and fp8
-// through float, with as many digits as their precision needs).
-PrintfArgument printf_argument(const ir::Type& t, const std::string& e);
+// through float, with as many digits as their precision needs). With `hex`
+// (tl.device_print(..., hex=True)), `t` is an unsigned integer holding the
+// printed value's bits, shown as 0x and all its hex digits.
+PrintfArgument printf_argument(const ir::Type& t, const std::string& e, bool hex = false);
 
 // Appends " prefix v1, v2" to a print line: the prefix as a "%s" argument
 // (user text never becomes part of a format, so a '%' in it is printed),
@@ -34,7 +36,7 @@ PrintfArgument printf_argument(const ir::Type& t, const std::string& e);
 // `args` the arguments, each after ", ".
 void append_printed_values(std::string& format, std::string& args, std::string_view prefix,
                            const std::vector<ir::Type>& types, const std::vector<std::string>& elements,
-                           Dialect dialect);
+                           Dialect dialect, bool hex = false);
 
 // The start of assert `op`: outside debug mode only a comment (device
 // asserts are a debug feature, as in Triton), and for a scalar condition

@@ -51,7 +51,7 @@ void emit_print(CodegenContext& ctx, const ir::Op& op) {
     types.push_back(t.element());
     elements.push_back(ctx.element(v, i));
   }
-  c_family::append_printed_values(format, args, prefix, types, elements, ctx.dialect);
+  c_family::append_printed_values(format, args, prefix, types, elements, ctx.dialect, op.has_attr("hex"));
   std::string call = "tg_print(\"" + format + "\\n\", " + args + ");";
   if (tile != nullptr) {
     ctx.out.open("for (int " + i + " = 0; " + i + " < " + std::to_string(tile->numel()) + "; ++" + i + ")");

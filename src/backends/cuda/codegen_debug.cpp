@@ -88,7 +88,7 @@ void emit_print(CudaContext& ctx, ir::OpId id) {
     types.push_back(t.element());
     elements.push_back(t.is_tile() ? arrays[k] + "[" + i + "]" : arrays[k]);
   }
-  c_family::append_printed_values(format, args, prefix, types, elements, ctx.dialect);
+  c_family::append_printed_values(format, args, prefix, types, elements, ctx.dialect, op.has_attr("hex"));
   ctx.out.line("printf(\"" + format + "\\n\", " + args + ");");
   if (tile != nullptr) ctx.out.close();
   ctx.out.close();
