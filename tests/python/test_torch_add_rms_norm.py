@@ -253,7 +253,7 @@ def test_strided_inputs_and_kept_layouts_give_the_contiguous_results(device):
     weight = _randn(200, dtype=torch.float32, gen=gen, device=device, shift=1.0).detach()
     dy = _randn(37, 5, 200, dtype=torch.float32, gen=gen, device=device).detach()
     kept = [arn.add_rms_norm_forward(x, residual, weight, 1e-6, torch.float32) for _ in range(2)]
-    key = (metadata(x, residual, weight), (torch.float32, 1e-6))
+    key = (metadata(x, residual, weight), (torch.float32, 1e-6, float))
     assert arn._FORWARD_LAYOUTS[key] is not None
     strided = arn.add_rms_norm_forward(x.transpose(0, 1).contiguous().transpose(0, 1), residual, weight, 1e-6,
                                        torch.float32)

@@ -141,8 +141,9 @@ def _forward_launch(x, eps) -> tuple:
 def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
                          out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(h, y): h like x, y of out_dtype."""
-    layout = _FORWARD_LAYOUTS.lookup((x, residual, weight), (out_dtype, eps), _forward_layout, x, residual, weight,
-                                     eps, out_dtype)
+    # eps's type in the key too: True == 1 (and hashes alike), but only the layout's build checks eps.
+    layout = _FORWARD_LAYOUTS.lookup((x, residual, weight), (out_dtype, eps, eps.__class__), _forward_layout, x,
+                                     residual, weight, eps, out_dtype)
     if layout is not None:
         rows, (grid, scalars, constexprs) = layout
         alloc = allocator(x.device)

@@ -238,9 +238,9 @@ def _forward_fake(x, weight, targets, ignore_index):
     return losses, losses.new_empty(losses.shape)
 
 
-# What the arguments' metadata decides (_layouts.py), with ignore_index, the tiles and the _rows tables in the key:
-# the sizes each direction allocates and its launches, for contiguous inputs with rows; else None (the general
-# path copies them first, or has nothing to launch).
+# What the arguments' metadata decides (_layouts.py), with ignore_index, the tiles and the _rows tables (the
+# backward's also PARTIAL_BYTES) in the key: the sizes each direction allocates and its launches, for contiguous
+# inputs with rows; else None (the general path copies them first, or has nothing to launch).
 _FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
 
 
@@ -324,8 +324,11 @@ def linear_cross_entropy_backward(dloss: torch.Tensor, x: torch.Tensor, weight: 
                                   lse: torch.Tensor, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dweight); the gradients are accumulated in float32 (float64) and then cast to x's dtype."""
     t = tiles(x)
-    layout = _BACKWARD_LAYOUTS.lookup((x, weight, targets, lse, dloss), (ignore_index, t, _rows.tables()),
-                                      _backward_layout, x, weight, targets, ignore_index, t)
+    # The kernels read x, weight and targets as contiguous rows: a kept layout only for contiguous ones (as the
+    # forward's). PARTIAL_BYTES bounds the runs' partial gradients: in the key, as the tables are.
+    layout = _BACKWARD_LAYOUTS.lookup((x, weight, targets, lse, dloss),
+                                      (ignore_index, t, _rows.tables(), PARTIAL_BYTES),
+                                      _contiguous_layout(_backward_layout), x, weight, targets, ignore_index, t)
     if layout is None or not (lse.is_contiguous() and dloss.is_contiguous()):
         dloss, x, weight, targets, lse = (a.contiguous() for a in (dloss, x, weight, targets, lse))
         layout = _backward_layout(x, weight, targets, ignore_index, t)

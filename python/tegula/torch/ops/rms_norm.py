@@ -81,8 +81,8 @@ _FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
 def _forward_layout(x, weight, eps):
     _rows.check_weights("rms_norm", x, weight)
     _rows.check_eps("rms_norm", eps)
-    if not (x.is_contiguous() and weight.is_contiguous()):
-        return None
+    if not (x.is_contiguous() and weight.is_contiguous()) or not x.shape[-1]:
+        return None  # empty rows: the general path
     return sizes_and_strides(x.shape), sizes_and_strides(x.shape[:-1]), _forward_launch(x, eps)
 
 
@@ -96,7 +96,8 @@ def _forward_launch(x, eps) -> tuple:
 @custom_op("tegula::rms_norm", fake=_forward_fake)
 def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(y, rstd): y like x, rstd per row (float32, float64 for float64 x)."""
-    layout = _FORWARD_LAYOUTS.lookup((x, weight), eps, _forward_layout, x, weight, eps)
+    # eps's type in the key too: True == 1 (and hashes alike), but only the layout's build checks eps.
+    layout = _FORWARD_LAYOUTS.lookup((x, weight), (eps, eps.__class__), _forward_layout, x, weight, eps)
     if layout is not None:
         rows, stats, (grid, scalars, constexprs) = layout
         alloc = allocator(x.device)
@@ -108,6 +109,8 @@ def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple
     x, weight = x.contiguous(), weight.contiguous()  # the kernels take only addresses and N
     y = x.new_empty(x.shape)
     rstd = x.new_empty(x.shape[:-1], dtype=_rows.accumulator(x))
+    if not x.shape[-1]:  # rows of no elements: no program runs; their mean square is 0 / 0, as torch's mean says
+        return y, rstd.fill_(float("nan"))
     grid, scalars, constexprs = _forward_launch(x, eps)
     rms_norm_forward_kernel[grid](x, weight, y, rstd, *scalars, **constexprs)
     return y, rstd

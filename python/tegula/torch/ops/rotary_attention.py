@@ -112,8 +112,8 @@ def _fast_forward(qkv, cos, sin, causal, scale):
     if not _fast(qkv):
         return None
     tiles = attention_tma.forward_tiles(qkv.shape[1], qkv.shape[4], causal)
-    layout = _FORWARD_LAYOUTS.lookup((qkv, cos, sin), (causal, scale, tiles), _forward_layout, qkv, cos, sin, causal,
-                                     scale, tiles)
+    layout = _FORWARD_LAYOUTS.lookup((qkv, cos, sin), (causal, scale, tiles, rotary.BLOCK_R), _forward_layout, qkv,
+                                     cos, sin, causal, scale, tiles)
     if layout is None:
         return None
     rows, stats, (grid, scalars, constexprs), attention = layout
