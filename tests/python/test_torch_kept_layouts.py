@@ -35,6 +35,7 @@ from tegula.torch import ops  # noqa: E402
 _layouts = importlib.import_module("tegula.torch.ops._layouts")
 _rows = importlib.import_module("tegula.torch.ops._rows")
 arn = importlib.import_module("tegula.torch.ops.add_rms_norm")
+sw = importlib.import_module("tegula.torch.ops.swiglu")
 rn = importlib.import_module("tegula.torch.ops.rms_norm")
 lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
 ra = importlib.import_module("tegula.torch.ops.rotary_attention")
@@ -43,7 +44,7 @@ at = importlib.import_module("tegula.torch.ops.attention_tma")
 F32, BF16 = torch.float32, torch.bfloat16
 EXACT = dict(rtol=0, atol=0)
 TOLERANCE = {F32: dict(rtol=1e-4, atol=1e-5), BF16: dict(rtol=3e-2, atol=3e-2)}
-MODULES = (arn, rn, lce, ra)
+MODULES = (arn, rn, lce, ra, sw)
 
 
 @pytest.fixture(autouse=True)
@@ -462,6 +463,28 @@ def test_rotary_attention_interleaved(forced):
 
 
 # --- 2. a tensor passed twice in one call ------------------------------------------------------------------
+
+
+def test_silu_and_mul_interleaved():
+    # Contiguous x (kept layouts) against strided copies of the same values (the general path), across dtypes,
+    # alignments and shapes, interleaved; a dy passed as x's own storage too.
+    variants = []
+    for i, (shape, dtype) in enumerate([((7, 2 * 45), F32), ((7, 2 * 45), BF16), ((3, 5, 2 * 33), F32),
+                                        ((7, 2 * 45), F32), ((1, 2 * 300), BF16), ((9, 2 * 17), F32)]):
+        x = _randn(shape, dtype, 300 + i, offset=i % 2)
+        dy = _randn((*shape[:-1], shape[-1] // 2), dtype, 310 + i)
+        variants.append((x, dy))
+    order = [0, 1, 2, 3, 4, 5, 3, 0, 5, 1, 4, 2, 0, 0]
+    for k in order:
+        x, dy = variants[k]
+        y = sw.silu_and_mul_forward(x)
+        _exact(y, sw.silu_and_mul_forward(_nc(x)))
+        dx = sw.silu_and_mul_backward(dy, x)
+        _exact(dx, sw.silu_and_mul_backward(_nc(dy), _nc(x)))
+        if k == 0:
+            a, b = x.double().chunk(2, dim=-1)
+            torch.testing.assert_close(y.double(), torch.nn.functional.silu(a) * b, **TOLERANCE[x.dtype])
+    assert _kept(sw._FORWARD_LAYOUTS) and _kept(sw._BACKWARD_LAYOUTS)
 
 
 def test_tensor_passed_twice():

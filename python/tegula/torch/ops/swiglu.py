@@ -20,7 +20,8 @@ import tegula.language as tl
 from tegula.torch import compute_dtype, custom_op, register_autograd
 
 from . import _rows
-from ._empty import empty
+from ._empty import allocator, empty, sizes_and_strides
+from ._layouts import Layouts
 
 # A program's tile: BLOCK_R rows by BLOCK_C columns of the [M, N] rows of the last dimension.
 BLOCK_R, BLOCK_C = 8, 256
@@ -133,9 +134,40 @@ def _halves_fake(x):
     return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
 
 
+# What a contiguous x's metadata decides (_layouts.py), with the tile sizes in the key: the sizes the op
+# allocates and its launch; None for the rest (the general path below, which also reads strided rows).
+_FORWARD_LAYOUTS, _BACKWARD_LAYOUTS = Layouts(), Layouts()
+
+
+def _forward_layout(x):
+    _check_halves(x)
+    if not (x.is_contiguous() and x.numel()):
+        return None
+    M, N = x.numel() // x.shape[-1], x.shape[-1] // 2
+    return (sizes_and_strides((*x.shape[:-1], N)),
+            (_grid(M, N), (M, N, 2 * N, 2 * N, N), dict(BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(x))))
+
+
+def _backward_layout(dy, x):
+    if (not (dy.is_contiguous() and x.is_contiguous() and x.numel()) or x.shape[-1] % 2
+            or dy.shape != (*x.shape[:-1], x.shape[-1] // 2)):
+        return None
+    M, N = x.numel() // x.shape[-1], x.shape[-1] // 2
+    # dx is new, contiguous: its halves are da at 0 and db N elements on, rows 2N apart.
+    return (sizes_and_strides(x.shape),
+            (_grid(M, N), (M, N, N, 2 * N, 2 * N, 2 * N, N, N),
+             dict(BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C, ACC=compute_dtype(x))))
+
+
 # Both read rows of any stride (_halves, strided_rows): a buffer Inductor padded passes without a copy.
 @custom_op("tegula::silu_and_mul", fake=_halves_fake, tags=(torch.Tag.needs_fixed_stride_order,))
 def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
+    layout = _FORWARD_LAYOUTS.lookup((x,), (BLOCK_R, BLOCK_C), _forward_layout, x)
+    if layout is not None:
+        rows, (grid, scalars, constexprs) = layout
+        y = allocator(x.device)(*rows, x.dtype)
+        swiglu_forward_kernel[grid](x, x, y, *scalars, **constexprs)
+        return y
     _check_halves(x)
     y = empty((*x.shape[:-1], x.shape[-1] // 2), x.dtype, x.device)
     if x.numel():
@@ -148,6 +180,12 @@ def silu_and_mul_forward(x: torch.Tensor) -> torch.Tensor:
 @custom_op("tegula::silu_and_mul_backward", fake=lambda dy, x: x.new_empty(x.shape),
            tags=(torch.Tag.needs_fixed_stride_order,))
 def silu_and_mul_backward(dy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    layout = _BACKWARD_LAYOUTS.lookup((dy, x), (BLOCK_R, BLOCK_C), _backward_layout, dy, x)
+    if layout is not None:
+        rows, (grid, scalars, constexprs) = layout
+        dx = allocator(x.device)(*rows, x.dtype)
+        swiglu_backward_kernel[grid](dy, x, x, dx, dx, *scalars, **constexprs)
+        return dx
     dx = empty(x.shape, x.dtype, x.device)
     if x.numel():
         a, b, M, N, stride_a, stride_b, offset_b = _halves(x)
