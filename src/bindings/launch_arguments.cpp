@@ -864,8 +864,10 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
                                          LaunchKey& key) {
   PyObject* object = value.ptr();
   PyTypeObject* type = Py_TYPE(object);
-  // The exact types first: they are what a launch passes.
-  if (type == &PyLong_Type) {
+  // int, float and str include their subclasses (an IntEnum member, as vLLM passes a mode): their plain
+  // values, as Triton compares them in a kernel (MODE == 0). bool, an int subclass itself, first.
+  if (type == &PyBool_Type) return key.constant_bool(object == Py_True);
+  if (PyLong_Check(object)) {
     int64_t v = 0;
     if (!as_int64(object, v))
       raise_coded(PyExc_ValueError, Diag::LaunchArgumentRange,
@@ -873,10 +875,9 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
                       ", which does not fit in 64 bits");
     return key.constant_int(v);
   }
-  if (type == &PyBool_Type) return key.constant_bool(object == Py_True);
   if (object == Py_None) return key.constant_none();
-  if (type == &PyUnicode_Type) return key.constant_str(utf8(object));
-  if (type == &PyFloat_Type) return key.constant_float(PyFloat_AS_DOUBLE(object));
+  if (PyUnicode_Check(object)) return key.constant_str(utf8(object));
+  if (PyFloat_Check(object)) return key.constant_float(PyFloat_AsDouble(object));
   if (PyTuple_Check(object)) {  // a shape, say: each element is a constexpr of its own
     key.constant_tuple(static_cast<uint32_t>(PyTuple_GET_SIZE(object)));
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(object); ++i)

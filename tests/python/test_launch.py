@@ -1,6 +1,7 @@
 """Launch-time argument handling: grid forms, array kinds, and every error a
 wrong launch gets (type and exact text)."""
 
+import enum
 import re
 
 import numpy as np
@@ -242,6 +243,47 @@ def test_bad_constexpr_value():
             "constexpr argument 'BLOCK' of kernel 'add_kernel' must be an int, float, bool, str, "
             "None, tl.dtype, a function of the tile language, a @jit function or a tuple of them, got list")):
         add_kernel[(1,)](x, y, out, 100, BLOCK=[128])
+
+
+class _Mode(enum.IntEnum):
+    PLAIN = 0
+    SCALED = 1
+
+
+class _Name(str, enum.Enum):
+    TWICE = "twice"
+
+
+class _Factor(float, enum.Enum):
+    HALF = 0.5
+
+
+@tegula.jit
+def _mode_kernel(x_ptr, out_ptr, n, MODE: tl.constexpr, NAME: tl.constexpr, FACTOR: tl.constexpr,
+                 BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    if MODE == 1:
+        x = x * FACTOR
+    if NAME == "twice":
+        x = x * 2
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+def test_int_float_and_str_subclasses_are_their_values():
+    """An IntEnum member (vLLM passes its attention kernels' KV-cache mode so), a str or float enum member: a
+    constexpr of the member's plain value, which the kernel compares as such and which shares its
+    specialization; an IntEnum runtime argument is its int."""
+    x = np.random.default_rng(3).standard_normal(37).astype(np.float32)
+    out = np.zeros_like(x)
+    compiled = _mode_kernel[(1,)](x, out, _Mode.SCALED + 36, MODE=_Mode.SCALED, NAME=_Name.TWICE,
+                                  FACTOR=_Factor.HALF, BLOCK=64)
+    np.testing.assert_array_equal(out, x * np.float32(0.5) * 2)
+    out[:] = 0
+    assert _mode_kernel[(1,)](x, out, 37, MODE=1, NAME="twice", FACTOR=0.5, BLOCK=64) is compiled
+    np.testing.assert_array_equal(out, x * np.float32(0.5) * 2)
+    _mode_kernel[(1,)](x, out, 37, MODE=_Mode.PLAIN, NAME="once", FACTOR=_Factor.HALF, BLOCK=64)
+    np.testing.assert_array_equal(out, x)
 
 
 def test_bad_launch_option():
