@@ -143,7 +143,7 @@ class SpecializationLog:
             message = self._message()
         warnings.warn(RecompileWarning(message), stacklevel=_caller_level())
 
-    def _message(self) -> str:
+    def _message(self) -> str:  # noqa: C901 - one sentence per kind of difference
         varying = []
         for key in self.seen[0]:
             values = []
@@ -158,8 +158,11 @@ class SpecializationLog:
         for key, role, values in varying:
             shown = ", ".join(values[:5]) + (", ..." if len(values) > 5 else "")
             parts.append(f"{key} ({shown})")
-            ints = any("equal to 1" in v or "divisible by 16" in v for v in values)
-            aligned = any("aligned" in v for v in values)
+            # Advice only where it removes a difference: values that differ only in the int specialization
+            # (== 1, % 16) or only in an address's alignment, and constexprs of three or more int values (two
+            # flags or two dtypes are code worth compiling twice).
+            ints = _differ_only_in(values, (" equal to 1", " divisible by 16"))
+            aligned = _differ_only_in(values, _ALIGNMENTS)
             if role.startswith("value in constexpr "):
                 param = role.split()[-1]
                 if ints or aligned:
@@ -173,7 +176,8 @@ class SpecializationLog:
                 elif aligned:
                     advice.append(f"@jit(do_not_specialize_on_alignment=[{param!r}]) compiles once for every "
                                   f"alignment of {key}")
-            elif role == "constexpr" or role.startswith("constant in "):
+            elif (role == "constexpr" or role.startswith("constant in ")) and len(values) > 2 and all(
+                    v.lstrip("-").isdigit() for v in values):
                 advice.append(f"a constexpr that takes many values ({key}) is cheaper as a runtime argument, "
                               f"or rounded to fewer values (a power of two)")
         what = "; ".join(parts) if parts else "nothing visible here (the kernel's globals changed)"
@@ -182,3 +186,16 @@ class SpecializationLog:
         if advice:
             text += " " + "; ".join(advice) + "."
         return text + " TEGULA_RECOMPILE_WARNING=0 turns this check off."
+
+
+_ALIGNMENTS = (" not 16-byte aligned", " 16-byte aligned")  # as describe() words them
+
+
+def _differ_only_in(values: list, phrases: tuple) -> bool:
+    """Whether two of the described values are the same once these phrases are taken out of them."""
+    stripped = []
+    for value in values:
+        for phrase in phrases:
+            value = value.replace(phrase, "")
+        stripped.append(value)
+    return len(set(stripped)) < len(stripped)

@@ -113,3 +113,31 @@ def test_the_setting_is_a_plain_count(monkeypatch):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert _recompiles.threshold() == expected, text
+
+
+def test_no_advice_where_a_second_compile_is_the_point(check_on):
+    # Two dtypes, a flag, an optional pointer and two block sizes are each worth their own code: the warning
+    # names them but advises nothing for them; an address that differs only in its alignment is advised.
+    @tegula.jit
+    def scale(x_ptr, w_ptr, n, FLAG: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        if w_ptr is not None:
+            x = x * tl.load(w_ptr + offs, mask=offs < n)
+        if FLAG:
+            x = x + 1
+        tl.store(x_ptr + offs, x, mask=offs < n)
+
+    f32, f64 = np.zeros(64, np.float32), np.zeros(64, np.float64)
+    shifted = np.zeros(65, np.float32)[1:]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        scale[(1,)](f32, None, 5, FLAG=False, BLOCK=16)
+        scale[(1,)](f64, f64, 5, FLAG=True, BLOCK=16)
+        scale[(1,)](shifted, None, 5, FLAG=False, BLOCK=32)
+        scale[(1,)](f32, f32, 5, FLAG=True, BLOCK=32)
+    text = str(_recompile_warnings(record)[0].message)
+    assert "x_ptr (*f32 16-byte aligned, *f64 16-byte aligned, *f32 not 16-byte aligned)" in text, text
+    assert "do_not_specialize_on_alignment=['x_ptr']" in text
+    for unwanted in ("['w_ptr']", "(FLAG)", "(BLOCK)", "do_not_specialize=['n']"):
+        assert unwanted not in text, text
