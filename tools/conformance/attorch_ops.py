@@ -321,10 +321,7 @@ class Plugin:
 
     def pytest_collectreport(self, report):
         if report.failed:
-            text = str(report.longrepr).strip().splitlines()
-            error = next((line for line in reversed(text) if line.startswith("E ")), text[-1] if text else "?")
-            self.write(event="done", test=report.nodeid or "<collection>", outcome="errored",
-                       error="collection: " + error[1:].strip()[:300], where="", detail=str(report.longrepr)[-4000:])
+            self.write(**collection_error(report))
 
 
 def pytest_configure(config):
@@ -439,6 +436,34 @@ def run_file(checkout: Path, name: str, args, scratch: Path) -> tuple[dict, dict
     return run_pytest(command, checkout, env, scratch, name, progress, test_timeout, args.file_timeout)
 
 
+def collection_error(report) -> dict:
+    """The outcome record of a test file that did not collect: its last `E ` line, and the report's end."""
+    text = str(report.longrepr).strip().splitlines()
+    error = next((line for line in reversed(text) if line.startswith("E ")), text[-1] if text else "?")
+    return dict(event="done", test=report.nodeid or "<collection>", outcome="errored",
+                error="collection: " + error[1:].strip()[:300], where="", detail=str(report.longrepr)[-4000:])
+
+
+def print_summary(totals, groups, everything, stand_ins, columns, json_path) -> None:
+    """The end of a run: the stand-ins, the overall counts (columns[0] "passed"), the failures grouped by cause,
+    most common first, each with its tests and where they failed; every outcome written to json_path if given."""
+    if stand_ins:
+        print("stand-ins: " + "; ".join(stand_ins))
+    ran = sum(totals[c] for c in ("passed", "failed", "errored", "timeout", "crashed"))
+    print(f"overall: {totals['passed']} passed of {ran} that ran ({totals['passed'] / max(ran, 1):.1%}); "
+          + ", ".join(f"{totals[c]} {c}" for c in columns[1:]))
+    for cause, tests in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        print(f"{len(tests):6d}  {cause}")
+        # Which test, and where: the innermost frame outside torch, and the test's line (which of its checks).
+        wheres = collections.Counter((t.split("::")[-1].split("[")[0],
+                                      re.sub(r"(?<![\w.])/[^\s:'\"]*/", "", everything[t].get("where", "")))
+                                     for t in tests)
+        for (test, at), n in sorted(wheres.items(), key=lambda kv: -kv[1]):
+            print(f"        {n:4d} {test}" + (f" at {at}" if at else ""))
+    if json_path:
+        json_path.write_text(json.dumps(everything, indent=1))
+
+
 def normalized(error: str) -> str:
     line = re.sub(r"(?<![\w.])/[^\s:'\"]*/", "", error)  # paths: their file names
     line = re.sub(r"0x[0-9a-f]+", "0x…", line)
@@ -507,21 +532,7 @@ def main() -> None:
                 everything[test] = o
                 if o["outcome"] not in ("passed", "skipped", "vacuous", "not run"):
                     groups[normalized(o.get("error", "?"))].append(test)
-    if stand_ins:
-        print("stand-ins: " + "; ".join(stand_ins))
-    ran = sum(totals[c] for c in ("passed", "failed", "errored", "timeout", "crashed"))
-    print(f"overall: {totals['passed']} passed of {ran} that ran ({totals['passed'] / max(ran, 1):.1%}); "
-          + ", ".join(f"{totals[c]} {c}" for c in COLUMNS[1:]))
-    for cause, tests in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        print(f"{len(tests):6d}  {cause}")
-        # Which test, and where: the innermost frame outside torch, and the test's line (which of its checks).
-        wheres = collections.Counter((t.split("::")[-1].split("[")[0],
-                                      re.sub(r"(?<![\w.])/[^\s:'\"]*/", "", everything[t].get("where", "")))
-                                     for t in tests)
-        for (test, at), n in sorted(wheres.items(), key=lambda kv: -kv[1]):
-            print(f"        {n:4d} {test}" + (f" at {at}" if at else ""))
-    if args.json:
-        args.json.write_text(json.dumps(everything, indent=1))
+    print_summary(totals, groups, everything, stand_ins, COLUMNS, args.json)
 
 
 if __name__ == "__main__":

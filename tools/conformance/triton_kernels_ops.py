@@ -74,7 +74,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 SHIM = HERE / "shim"
-from attorch_ops import is_cuda, normalized, run_pytest
+from attorch_ops import collection_error, is_cuda, normalized, print_summary, run_pytest
 
 TEST_TIMEOUT = 180
 # Cases left out unless --all: (why, a test of the parameters).
@@ -297,10 +297,7 @@ class Plugin:
 
     def pytest_collectreport(self, report):
         if report.failed:
-            text = str(report.longrepr).strip().splitlines()
-            error = next((line for line in reversed(text) if line.startswith("E ")), text[-1] if text else "?")
-            self.write(event="done", test=report.nodeid or "<collection>", outcome="errored",
-                       error="collection: " + error[1:].strip()[:300], where="", detail=str(report.longrepr)[-4000:])
+            self.write(**collection_error(report))
 
 
 def pytest_configure(config):
@@ -413,20 +410,7 @@ def main() -> None:
                                         if o["outcome"] == "skipped")
             for why, n in skips.most_common():
                 print(f"    skipped {n}: {why}")
-    if stand_ins:
-        print("stand-ins: " + "; ".join(stand_ins))
-    ran = sum(totals[c] for c in ("passed", "failed", "errored", "timeout", "crashed"))
-    print(f"overall: {totals['passed']} passed of {ran} that ran ({totals['passed'] / max(ran, 1):.1%}); "
-          + ", ".join(f"{totals[c]} {c}" for c in COLUMNS[1:]))
-    for cause, tests in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        print(f"{len(tests):6d}  {cause}")
-        wheres = collections.Counter((t.split("::")[-1].split("[")[0],
-                                      re.sub(r"(?<![\w.])/[^\s:'\"]*/", "", everything[t].get("where", "")))
-                                     for t in tests)
-        for (test, at), n in sorted(wheres.items(), key=lambda kv: -kv[1]):
-            print(f"        {n:4d} {test}" + (f" at {at}" if at else ""))
-    if args.json:
-        args.json.write_text(json.dumps(everything, indent=1))
+    print_summary(totals, groups, everything, stand_ins, COLUMNS, args.json)
 
 
 if __name__ == "__main__":

@@ -122,6 +122,7 @@ def load(name):
 
 
 import triton  # noqa: E402
+from comparisons import record as comparisons_record  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
@@ -130,18 +131,7 @@ results = []
 
 
 def record(name, comparisons):
-    """comparisons: {what: (got, want, tol)}; passes when every max |got - want| <= tol * max |want| (tol where
-    want is all zeros)."""
-    worst, bad, parts = 0.0, [], []
-    for what, (got, want, tol) in comparisons.items():
-        want = want.detach().double()
-        err = (got.detach().double() - want).abs().max().item()
-        scale = want.abs().max().item() or 1.0
-        worst = max(worst, err)
-        parts.append(f"{what} {err:.2g}")
-        if not err <= tol * scale:
-            bad.append(f"{what} off by {err:.3g} (tolerance {tol * scale:.3g})")
-    results.append((name, "FAIL" if bad else "ok", worst, "; ".join(bad) if bad else ", ".join(parts)))
+    comparisons_record(results, name, comparisons)
 
 
 def check(name, case, stages=("forward", "backward")):

@@ -82,6 +82,7 @@ torch.set_default_device(DEVICE)
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+from comparisons import record  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
@@ -199,16 +200,7 @@ def check(name, case):
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
         results.append((name, "FAIL", float("nan"), f"{type(e).__name__}: {first}"))
         return
-    worst, bad, parts = 0.0, [], []
-    for what, (got, want, tol) in comparisons.items():
-        want = want.detach().double()
-        err = (got.detach().double() - want).abs().max().item()
-        scale = want.abs().max().item() or 1.0
-        worst = max(worst, err)
-        parts.append(f"{what} {err:.2g}")
-        if not err <= tol * scale:
-            bad.append(f"{what} off by {err:.3g} (tolerance {tol * scale:.3g})")
-    results.append((name, "FAIL" if bad else "ok", worst, "; ".join(bad) if bad else ", ".join(parts)))
+    record(results, name, comparisons)
 
 
 def attention_ref(q, k, v, scale, causal_offset=None, window=0, softcap=0.0):
