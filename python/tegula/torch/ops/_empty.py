@@ -43,13 +43,7 @@ def sizes_and_strides(shape) -> tuple:
 def empty(shape, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A new contiguous tensor of `shape` (a tuple of ints or a torch.Size), like
     ``torch.empty(shape, dtype=dtype, device=device)``."""
-    kind = device.type if FAST else None
-    if kind == "cuda":
-        if _empty_strided_cuda is not None and device.index == _current_cuda_device():
-            return _empty_strided_cuda(*sizes_and_strides(shape), dtype)
-    elif kind == "cpu" and _empty_strided_cpu is not None:
-        return _empty_strided_cpu(*sizes_and_strides(shape), dtype)
-    return torch.empty(shape, dtype=dtype, device=device)
+    return allocator(device)(*sizes_and_strides(shape), dtype)
 
 
 def allocator(device: torch.device):

@@ -5,7 +5,8 @@ function that checks its arguments and works out views, strides and grids from t
 torch calls a time to get the same answer: inside a compiled step, more host time than the op's
 launches. An op keeps that answer (its "layout": plain numbers and tuples, never tensors) in a
 ``Layouts`` by ``metadata(...)`` of its arguments and launches from it. A layout may depend only on the
-metadata and the key's other values: tables a tool may change at run time are read at every call.
+metadata and the key's other values: a table a tool may change at run time is read at every call, into
+the key (the tile tables' entries, ``_rows.tables()``) or outside the layout.
 
 Even the key costs: ``metadata`` of eight tensors makes forty attribute calls and hashes the tuples they
 give, several microseconds where the host is slow. So ``Layouts.lookup`` first asks the few layouts it
