@@ -66,6 +66,35 @@ TEST(CudaTensorCores, AccumulatorLayoutBits) {
   EXPECT_EQ(r, distribute(mma(2, 2), {64, 1}));  // expand_dims is free
 }
 
+// The linear layouts shape ops leave an accumulator in (layout_linear.cpp):
+// an mma tile reshaped to [64, 2, 16] and permuted to [64, 16, 2] keeps every
+// thread's elements, its halves split apart stay in registers, and joining
+// them gives the permuted tile's distribution back.
+TEST(CudaTensorCores, ShapeOpsOfAnAccumulatorStayInItsThreads) {
+  using backends::cuda::linear_layout;
+  Distribution d = distribute(mma(2, 2), {64, 32});
+  Layout same = linear_layout(d, {64, 32});
+  EXPECT_EQ(distribute(same, {64, 32}), d);
+  EXPECT_EQ(backends::cuda::to_string(same),
+            "linear{reg=[1:0, 0:3, 1:4, 0:5], lane=[1:1, 1:2, 0:0, 0:1, 0:2], warp=[0:4, 1:3]}");
+  // [64, 2, 16] -> [64, 16, 2]: column bit 4 (the half) becomes linear bit 0.
+  Distribution permuted = backends::cuda::renamed(d, backends::cuda::trans_bit_map({64, 2, 16}, {64, 16, 2}, {0, 2, 1}));
+  std::optional<Distribution> half = backends::cuda::split_distribution(permuted);
+  ASSERT_TRUE(half.has_value());
+  EXPECT_EQ(half->registers(), d.registers() / 2);
+  // The same lanes hold the same rows and columns of either half as of the whole.
+  EXPECT_EQ(linear_layout(*half, {64, 16}).linear->lanes, same.linear->lanes);
+  EXPECT_EQ(backends::cuda::joined_distribution(*half).lane_bits, permuted.lane_bits);
+  EXPECT_EQ(distribute(linear_layout(*half, {64, 16}), {64, 16}), *half);
+  // A slice of a linear layout (a row reduction of a half) is the slice of its bits.
+  Layout rows = backends::cuda::slice(linear_layout(*half, {64, 16}), 1);
+  EXPECT_EQ(distribute(rows, {64}), distribute(backends::cuda::slice(mma(2, 2), 1), {64}));
+  // Lanes along the split dim: no layout keeps the halves in place.
+  Distribution across = d;
+  std::swap(across.register_bits[0], across.lane_bits[0]);
+  EXPECT_FALSE(backends::cuda::split_distribution(across).has_value());
+}
+
 TEST(CudaTensorCores, WhichDotsTakeTensorCores) {
   auto choice = [](const std::string& in, const std::string& acc, const std::string& a, const std::string& b,
                    const std::string& c, int64_t na, int64_t nb, int64_t nc, int warps, int arch,

@@ -11,11 +11,13 @@
 // is a permutation of registers; anything else goes through shared memory
 // (each owner writes its elements at their linear index, a barrier, each
 // thread reads the elements it needs; the scratch rows are padded when that
-// spreads a warp's accesses over more banks, ScratchPadding). reshape keeps linear indices, trans
-// permutes their bits, join/split interleave them, so all of them are a
-// shared-memory round trip with remapped addresses unless they happen to be
-// a register permutation.
+// spreads a warp's accesses over more banks, ScratchPadding). reshape keeps
+// linear indices, trans permutes their bits, join/split interleave them: a
+// register copy or selection when the result's layout is the one the operand's
+// distribution gives it (layout_in_place, as accumulators get), else a
+// shared-memory round trip with remapped addresses.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,18 +29,6 @@ namespace tegula::backends::cuda {
 using ir::OpKind;
 
 namespace {
-
-std::vector<int> linear_offsets(const std::vector<int64_t>& shape) {
-  std::vector<int> offsets(shape.size(), 0);
-  int acc = 0;
-  for (size_t d = shape.size(); d-- > 0;) {
-    offsets[d] = acc;
-    int b = 0;
-    while ((int64_t{1} << b) < shape[d]) ++b;
-    acc += b;
-  }
-  return offsets;
-}
 
 // For each register bit of `to` (on `to_shape`): the register bit of `from`
 // (on `from_shape`) holding the same coordinate bit, where `to` dim d is
@@ -94,18 +84,6 @@ void emit_broadcast_like(CudaContext& ctx, ir::OpId id, const Layout& layout, co
   int registers = ctx.declare_tile(dest, to, layout);
   emit_register_gather(ctx, dest, ctx.tile(source, source_layout), registers,
                        register_bit_map(dd, to.shape, ds, from.shape, dim_map));
-}
-
-// The distribution `d` with every image bit renamed through `bit_map`.
-Distribution remap(Distribution d, const std::vector<int>& bit_map) {
-  auto rename = [&](std::vector<int>& bits) {
-    for (int& b : bits)
-      if (b >= 0) b = bit_map.at(static_cast<size_t>(b));
-  };
-  rename(d.register_bits);
-  rename(d.lane_bits);
-  rename(d.warp_bits);
-  return d;
 }
 
 // Each owner thread writes its registers of `src` (distribution `d`) at
@@ -285,6 +263,19 @@ void emit_join(CudaContext& ctx, ir::OpId id, const Layout& layout, const std::s
   const ir::Op& op = ctx.fn.op(id);
   const ir::Type& to = ctx.fn.type(op.results[0]);
   ctx.declare_tile(dest, to, layout);
+  ir::ValueId a = op.operands[0], b = op.operands[1];
+  if (ctx.fn.type(a).is_tile() && ctx.fn.type(b).is_tile()) {
+    Distribution da = ctx.distribution(ctx.layout(a), ctx.fn.type(a).shape);
+    if (da == ctx.distribution(ctx.layout(b), ctx.fn.type(b).shape) &&
+        joined_distribution(da) == ctx.distribution(layout, to.shape)) {
+      // Each thread interleaves its own registers of both (joined_distribution: the new dim is register bit 0).
+      std::string i = ctx.open_unrolled(2 * da.registers());
+      ctx.out.line(dest + "[" + i + "] = (" + i + " & 1) ? " + ctx.name(b) + "[" + i + " >> 1] : " + ctx.name(a) + "[" +
+                   i + " >> 1];");
+      ctx.out.close();
+      return;
+    }
+  }
   std::string buffer = scratch_for(ctx, to, to.numel());
   for (size_t which = 0; which < 2; ++which) {
     ir::ValueId v = op.operands[which];
@@ -295,14 +286,42 @@ void emit_join(CudaContext& ctx, ir::OpId id, const Layout& layout, const std::s
     }
     std::vector<int> doubled;
     for (int b : identity_bits(ctx.fn.type(v).numel())) doubled.push_back(b + 1);
-    write_shared(ctx, buffer, ctx.name(v), remap(ctx.distribution(ctx.layout(v), ctx.fn.type(v).shape), doubled), off);
+    write_shared(ctx, buffer, ctx.name(v), renamed(ctx.distribution(ctx.layout(v), ctx.fn.type(v).shape), doubled), off);
   }
   ctx.barrier();
   read_shared(ctx, dest, buffer, ctx.distribution(layout, to.shape));
   ctx.shared_reads_done();
 }
 
+// Each thread takes its registers of either half when a register bit holds
+// the split dim and both results are in the layout that leaves them there.
+bool emit_split_in_registers(CudaContext& ctx, ir::OpId id) {
+  const ir::Op& op = ctx.fn.op(id);
+  ir::ValueId source = op.operands[0];
+  const ir::Type& from = ctx.fn.type(source);
+  const ir::Type& to = ctx.fn.type(op.results[0]);
+  if (!to.is_tile()) return false;
+  Distribution d = ctx.distribution(ctx.layout(source), from.shape);
+  std::optional<Distribution> half = split_distribution(d);
+  for (ir::ValueId r : op.results)
+    if (!half || ctx.distribution(ctx.layout(r), to.shape) != *half) return false;
+  int k = static_cast<int>(std::find(d.register_bits.begin(), d.register_bits.end(), 0) - d.register_bits.begin());
+  std::string low = std::to_string((1 << k) - 1);
+  for (size_t which = 0; which < 2; ++which) {
+    ir::ValueId r = op.results[which];
+    int registers = ctx.declare_tile(ctx.name(r), to, ctx.layout(r));
+    std::string i = ctx.open_unrolled(registers);
+    // Register i of a half is the source's register with bit k (the split dim) inserted as `which`.
+    std::string index = "((" + i + " >> " + std::to_string(k) + ") << " + std::to_string(k + 1) + ") | (" + i + " & " +
+                        low + ")" + (which ? " | " + std::to_string(1 << k) : "");
+    ctx.out.line(ctx.name(r) + "[" + i + "] = " + ctx.name(source) + "[" + index + "];");
+    ctx.out.close();
+  }
+  return true;
+}
+
 void emit_split(CudaContext& ctx, ir::OpId id) {
+  if (emit_split_in_registers(ctx, id)) return;
   const ir::Op& op = ctx.fn.op(id);
   ir::ValueId source = op.operands[0];
   const ir::Type& from = ctx.fn.type(source);
@@ -320,7 +339,7 @@ void emit_split(CudaContext& ctx, ir::OpId id) {
     std::vector<int> doubled;
     for (int b : identity_bits(to.numel())) doubled.push_back(b + 1);
     ctx.declare_tile(ctx.name(r), to, ctx.layout(r));
-    read_shared(ctx, ctx.name(r), buffer, remap(ctx.distribution(ctx.layout(r), to.shape), doubled), off);
+    read_shared(ctx, ctx.name(r), buffer, renamed(ctx.distribution(ctx.layout(r), to.shape), doubled), off);
   }
   ctx.shared_reads_done();
 }
@@ -333,16 +352,8 @@ Distribution transposed_distribution(const CudaContext& ctx, ir::OpId id) {
   ir::ValueId source = op.operands[0];
   const ir::Type& from = ctx.fn.type(source);
   const ir::Type& to = ctx.fn.type(op.results[0]);
-  const std::vector<int64_t>& perm = op.ints_attr("perm");
-  // Source linear bit -> result linear bit: result dim k is source dim perm[k].
-  std::vector<int> from_offsets = linear_offsets(from.shape), to_offsets = linear_offsets(to.shape);
-  std::vector<int> bit_map(identity_bits(from.numel()).size(), -1);
-  for (size_t k = 0; k < perm.size(); ++k) {
-    size_t p = static_cast<size_t>(perm[k]);
-    for (int b = 0; (int64_t{1} << b) < from.shape[p]; ++b)
-      bit_map[static_cast<size_t>(from_offsets[p] + b)] = to_offsets[k] + b;
-  }
-  return remap(ctx.distribution(ctx.layout(source), from.shape), bit_map);
+  return renamed(ctx.distribution(ctx.layout(source), from.shape),
+                 trans_bit_map(from.shape, to.shape, op.ints_attr("perm")));
 }
 
 void CudaContext::emit_conversion(ir::ValueId v, const std::string& source, const Layout& from,

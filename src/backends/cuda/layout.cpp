@@ -51,8 +51,9 @@ int Layout::parent_dim(int value_dim) const {
 
 std::string to_string(const Layout& layout) {
   const BlockedLayout& b = layout.parent;
-  std::string text = layout.mma ? to_string(*layout.mma)
-                                : "blocked{spt=" + int_list(b.size_per_thread) + ", tpw=" + int_list(b.threads_per_warp) +
+  std::string text = layout.mma      ? to_string(*layout.mma)
+                     : layout.linear ? to_string(*layout.linear)
+                                     : "blocked{spt=" + int_list(b.size_per_thread) + ", tpw=" + int_list(b.threads_per_warp) +
                                       ", wpc=" + int_list(b.warps_per_cta) + ", order=" + int_list(b.order) + "}";
   if (layout.sliced.empty()) return text;
   std::string dims = layout.sliced.size() == 1 ? std::to_string(layout.sliced[0]) : int_list(layout.sliced);
@@ -99,6 +100,7 @@ bool Distribution::replicated() const {
 // above log2(S) are dropped by the mod: those lanes and warps replicate.
 Distribution distribute(const Layout& layout, const std::vector<int64_t>& shape) {
   if (layout.mma) return distribute_mma(layout, shape);
+  if (layout.linear) return distribute_linear(layout, shape);
   const BlockedLayout& b = layout.parent;
   int rank = layout.rank();
   TEGULA_ASSERT(static_cast<int>(shape.size()) == rank, "layout rank differs from the tile's");

@@ -55,13 +55,37 @@ struct MmaLayout {
   bool operator==(const MmaLayout&) const = default;
 };
 
+// One coordinate bit of one dim (dim -1: none).
+struct CoordinateBit {
+  int dim = -1;
+  int bit = 0;
+  bool operator==(const CoordinateBit&) const = default;
+};
+
+// A layout given bit by bit (layout_linear.cpp): the one reshape, trans,
+// split and join leave a tile in when no thread gives another any element,
+// such as an accumulator's halves split apart. Each bit of the register
+// index, the lane id and the warp id selects one coordinate bit of one parent
+// dim, or none (lanes or warps that hold the same elements). Coordinate bits
+// that no entry selects (a larger tile) repeat in registers, as a blocked
+// layout's CTA tile does.
+struct LinearLayout {
+  int rank = 0;
+  std::vector<CoordinateBit> registers, lanes, warps;
+  bool operator==(const LinearLayout&) const = default;
+};
+
 struct Layout {
   BlockedLayout parent;
   std::vector<int> sliced;  // parent dims removed, ascending
   // Set for an MMA accumulator layout (rank-2 parent); `parent` is then unused.
   std::optional<MmaLayout> mma = std::nullopt;
+  // Set for a layout given bit by bit; `parent` is then unused.
+  std::optional<LinearLayout> linear = std::nullopt;
 
-  int parent_rank() const { return mma ? 2 : static_cast<int>(parent.order.size()); }
+  int parent_rank() const {
+    return mma ? 2 : linear ? linear->rank : static_cast<int>(parent.order.size());
+  }
   int rank() const { return static_cast<int>(parent_rank() - static_cast<int>(sliced.size())); }
   // The parent dim that value dim `value_dim` stands for.
   int parent_dim(int value_dim) const;
@@ -97,6 +121,31 @@ struct Distribution {
 
 Distribution distribute(const Layout& layout, const std::vector<int64_t>& shape);
 
+// --- layouts given bit by bit (layout_linear.cpp) -------------------------------
+
+// "linear{reg=[1:0, 0:3], lane=[1:1, 1:2, 0:0, 0:1, 0:2], warp=[0:4]}" (dim:bit, "-" for none)
+std::string to_string(const LinearLayout& linear);
+Distribution distribute_linear(const Layout& layout, const std::vector<int64_t>& shape);
+// The linear layout whose distribution on `shape` is `d`.
+Layout linear_layout(const Distribution& d, const std::vector<int64_t>& shape);
+// `d` with every image bit renamed through `bit_map` (-1 stays -1).
+Distribution renamed(Distribution d, const std::vector<int>& bit_map);
+// Source linear bit -> result linear bit of trans(`perm`) from a tile of `from_shape`.
+std::vector<int> trans_bit_map(const std::vector<int64_t>& from_shape, const std::vector<int64_t>& to_shape,
+                               const std::vector<int64_t>& perm);
+// split's halves of a tile held in `d` (its last dim of 2 is linear bit 0):
+// each thread keeps its registers of either half when a register bit holds
+// that bit; nothing when lanes or warps split it.
+std::optional<Distribution> split_distribution(const Distribution& d);
+// join of two tiles both held in `d`: the new last dim in register bit 0.
+Distribution joined_distribution(const Distribution& d);
+// The layout of `op`'s result `which` (reshape, trans, split, join) that
+// needs no element to move between threads when its tile operands are in
+// `operands`: nothing when there is none (a split of a dim across lanes, a
+// join of tiles in different layouts) or for any other op.
+std::optional<Layout> layout_in_place(const ir::Function& fn, const ir::Op& op, const std::vector<Layout>& operands,
+                                      size_t which);
+
 // --- tensor cores (layout_mma.cpp) ----------------------------------------------
 
 // "mma{wpc=[2, 2], warp_n=8}", "wgmma{wpc=[4, 1], warp_n=128}"
@@ -128,15 +177,12 @@ DotPrecision dot_precision(const ir::Function& fn, const ir::Op& dot);
 bool accumulates_in_f16(const ir::Function& fn, const ir::Op& dot);
 // By value index: the accumulator layout a value should keep because it is
 // computed from a tensor-core dot's result (elementwise epilogues, loop-
-// carried accumulators), or nothing.
+// carried accumulators), or the linear layout a reshape, trans, split or
+// join of such a value leaves it in without moving it; or nothing.
 std::vector<std::optional<Layout>> tensor_core_affinity(const ir::Function& fn, int num_warps, int arch);
 
 // Which value dim, and which bit of its coordinate, bit `linear_bit` of the
 // row-major linear index of a tile of `shape` is (dim -1 when out of range).
-struct CoordinateBit {
-  int dim = -1;
-  int bit = 0;
-};
 CoordinateBit coordinate_bit(const std::vector<int64_t>& shape, int linear_bit);
 
 // How many consecutive registers (from any multiple of the result) hold

@@ -214,6 +214,21 @@ std::vector<std::optional<Layout>> tensor_core_affinity(const ir::Function& fn, 
           int axis = static_cast<int>(op.int_attr("axis"));
           for (ir::ValueId r : op.results) take(r, slice(*source, axis));
         }
+      } else if (op.kind == OpKind::Reshape || op.kind == OpKind::Trans || op.kind == OpKind::Split ||
+                 op.kind == OpKind::Join) {
+        // An accumulator reshaped, split or joined stays in its threads
+        // (layout_linear.cpp): rotary's halves of a gradient. A transpose
+        // does too once reshaped (reshape, trans, split is how halves are
+        // taken apart); an accumulator transposed as it is heads for a dot,
+        // a store or atomics, which stage or vectorize it along its new rows.
+        std::vector<Layout> operands;
+        for (ir::ValueId v : op.operands)
+          if (fn.type(v).is_tile()) {
+            if (!affinity[v.index] || (op.kind == OpKind::Trans && !affinity[v.index]->linear)) return;
+            operands.push_back(*affinity[v.index]);
+          }
+        for (size_t which = 0; which < op.results.size(); ++which)
+          take(op.results[which], layout_in_place(fn, op, operands, which));
       } else if (op.kind == OpKind::For && op.regions.size() == 1) {
         const std::vector<ir::ValueId>& args = fn.block(op.regions[0]).args;
         for (size_t i = 0; i < op.results.size() && i + 1 < args.size(); ++i) {
