@@ -39,12 +39,6 @@ MAX_ROWS_PER_STEP = 16
 LOAD_AHEAD = {"cuda": True}
 
 
-# A forward program's rows and warps by device type, as (bytes of each input a program's tile holds at
-# least, warps): rows shorter than that are taken several at a time, so that each thread still moves
-# whole 16-byte vectors (tools/hopper/norm_fwd_probe.py measures the choices). Elsewhere one row a program.
-FORWARD_TILES = {"cuda": (1024, 4)}
-
-
 FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # A row is one tile of the row kernels: at most 2^20 elements.
 MAX_ROW = 1 << 20
@@ -133,12 +127,6 @@ def load_ahead(device: torch.device) -> bool:
     return LOAD_AHEAD.get(device.type, False)
 
 
-def forward_tiles(row_bytes: int, device_type: str) -> tuple:
-    """(rows, warps) of a forward program over rows of `row_bytes` bytes (a power of two) on `device_type`."""
-    tile_bytes, warps = FORWARD_TILES.get(device_type, (0, 4))
-    return max(1, min(MAX_ROWS_PER_STEP, tile_bytes // row_bytes)), warps
-
-
 def backward_warps(block_n: int) -> int:
     """Warps of a backward program over rows of `block_n` elements (a power of two): 4 to 16."""
     return max(4, min(16, block_n // (32 * ELEMENTS_PER_THREAD)))
@@ -218,7 +206,7 @@ def tables() -> tuple:
     """The values of this module's tables that a backward's split of its rows depends on: part of the key of
     a layout that keeps such a split, since tools change them at run time."""
     return MAX_PROGRAMS, PROGRAMS_PER_SM, TILE_ELEMENTS, MAX_ROWS_PER_STEP, ELEMENTS_PER_THREAD, \
-        tuple(LOAD_AHEAD.items()), tuple(FORWARD_TILES.items())
+        tuple(LOAD_AHEAD.items())
 
 
 def accumulator(x: torch.Tensor) -> torch.dtype:

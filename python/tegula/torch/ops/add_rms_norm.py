@@ -7,8 +7,7 @@ own, by default the autocast dtype when autocast is on (the next projection's
 input, so no separate cast runs), else x's dtype. residual may be narrower
 than x (a bf16 projection's output added to a float32 stream).
 
-Forward: one program per row (or several short rows, _rows.FORWARD_TILES), the
-rows one tile; it stores h and y, and y is
+Forward: one program per row, the row one tile; it stores h and y, and y is
 computed from h as stored (rounded to x's dtype). Backward: rstd again from
 h as stored (the backward reads every row of h anyway, so keeping rstd from
 the forward would only add an output to allocate and hand around); with
@@ -40,21 +39,19 @@ _DTYPE_NAMES = ", ".join(str(d) for d in FLOAT_DTYPES)
 
 
 @tegula.jit
-def add_rms_norm_forward_kernel(x_ptr, res_ptr, w_ptr, h_ptr, y_ptr, M, N, eps, BLOCK_N: tl.constexpr,
-                                ACC: tl.constexpr, ROWS: tl.constexpr = 1):
-    # ROWS rows per program (FORWARD_ROWS): short rows leave each thread too few bytes per access otherwise.
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)  # M * N may pass 2^31
+def add_rms_norm_forward_kernel(x_ptr, res_ptr, w_ptr, h_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr,
+                                ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)  # M * N may pass 2^31
     cols = tl.arange(0, BLOCK_N)
-    mask = (rows[:, None] < M) & (cols[None, :] < N)
-    offsets = rows[:, None] * N + cols[None, :]
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-    res = tl.load(res_ptr + offsets, mask=mask, other=0.0).to(ACC)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
+    res = tl.load(res_ptr + row * N + cols, mask=mask, other=0.0).to(ACC)
     h_stored = (x + res).to(h_ptr.dtype.element_ty)
-    tl.store(h_ptr + offsets, h_stored, mask=mask)
+    tl.store(h_ptr + row * N + cols, h_stored, mask=mask)
     h = h_stored.to(ACC)  # the norm of h as stored, the h the backward reads
-    w = tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(ACC)
-    rstd = 1.0 / tl.sqrt(tl.sum(h * h, axis=1) / N + eps)
-    tl.store(y_ptr + offsets, (h * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty), mask=mask)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
+    rstd = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / N + eps)
+    tl.store(y_ptr + row * N + cols, (h * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @tegula.jit
@@ -137,10 +134,7 @@ def _forward_launch(x, eps) -> tuple:
     """(grid, the arguments after the tensors x, residual, weight, h and y, the constexprs) of the forward's
     launch over x's contiguous rows."""
     M, N = _rows.shape_of_rows(x)
-    block_n = tegula.next_power_of_2(N)
-    rows, warps = _rows.forward_tiles(block_n * x.element_size(), x.device.type)
-    return (tegula.cdiv(M, rows),), (M, N, eps), dict(BLOCK_N=block_n, ACC=compute_dtype(x), ROWS=rows,
-                                                      num_warps=warps)
+    return (M,), (N, eps), dict(BLOCK_N=tegula.next_power_of_2(N), ACC=compute_dtype(x))
 
 
 @custom_op("tegula::add_rms_norm", fake=_forward_fake)
@@ -148,8 +142,8 @@ def add_rms_norm_forward(x: torch.Tensor, residual: torch.Tensor, weight: torch.
                          out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(h, y): h like x, y of out_dtype."""
     # eps's type in the key too: True == 1 (and hashes alike), but only the layout's build checks eps.
-    layout = _FORWARD_LAYOUTS.lookup((x, residual, weight), (out_dtype, eps, eps.__class__, _rows.tables()),
-                                     _forward_layout, x, residual, weight, eps, out_dtype)
+    layout = _FORWARD_LAYOUTS.lookup((x, residual, weight), (out_dtype, eps, eps.__class__), _forward_layout, x,
+                                     residual, weight, eps, out_dtype)
     if layout is not None:
         rows, (grid, scalars, constexprs) = layout
         alloc = allocator(x.device)
