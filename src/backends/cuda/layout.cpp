@@ -143,15 +143,11 @@ Distribution distribute(const Layout& layout, const std::vector<int64_t>& shape)
   return d;
 }
 
-namespace {
-
 int linear_offset_of(const std::vector<int64_t>& shape, int dim) {
   int offset = 0;
   for (size_t j = static_cast<size_t>(dim) + 1; j < shape.size(); ++j) offset += log2_exact(shape[j]);
   return offset;
 }
-
-}  // namespace
 
 CoordinateBit coordinate_bit(const std::vector<int64_t>& shape, int linear_bit) {
   for (int dim = 0; dim < static_cast<int>(shape.size()); ++dim) {

@@ -184,6 +184,8 @@ std::vector<std::optional<Layout>> tensor_core_affinity(const ir::Function& fn, 
 // Which value dim, and which bit of its coordinate, bit `linear_bit` of the
 // row-major linear index of a tile of `shape` is (dim -1 when out of range).
 CoordinateBit coordinate_bit(const std::vector<int64_t>& shape, int linear_bit);
+// Where value dim `dim`'s coordinate bits start in the row-major linear index of a tile of `shape`.
+int linear_offset_of(const std::vector<int64_t>& shape, int dim);
 
 // How many consecutive registers (from any multiple of the result) hold
 // consecutive elements along value dim `dim`: register bit k maps to

@@ -34,10 +34,8 @@ std::string bits_text(const std::vector<CoordinateBit>& bits) {
 }
 
 std::vector<int> linear_offsets(const std::vector<int64_t>& shape) {
-  std::vector<int> offsets(shape.size(), 0);
-  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
-    offsets[static_cast<size_t>(i)] =
-        offsets[static_cast<size_t>(i + 1)] + log2_exact(shape[static_cast<size_t>(i + 1)]);
+  std::vector<int> offsets;
+  for (int i = 0; i < static_cast<int>(shape.size()); ++i) offsets.push_back(linear_offset_of(shape, i));
   return offsets;
 }
 
