@@ -44,7 +44,10 @@ ConstValue const_from_global(const GlobalValue& g, const SourceLoc& loc) {
     case GlobalValue::Kind::Str: return ConstValue::string(g.text);
     case GlobalValue::Kind::DType: {
       auto t = dtype_from_name(g.text);
-      if (!t) error_at(loc, Diag::UnknownDtype, "unsupported dtype `" + g.text + "`");
+      if (!t) {
+        std::string why = unsupported_fp8_variant(g.text);
+        error_at(loc, Diag::UnknownDtype, why.empty() ? "unsupported dtype `" + g.text + "`" : why);
+      }
       return ConstValue::type(*t);
     }
     default: break;
@@ -308,7 +311,7 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
       t.name = g.text;  // a named tuple's fields (a constexpr function's result), or ""
       return t;
     }
-    default: return Symbol::of(const_from_global(g, SourceLoc{}));
+    default: return Symbol::of(const_from_global(g, loc));
   }
 }
 

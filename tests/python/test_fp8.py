@@ -213,6 +213,26 @@ def test_other_fp8_variants_are_a_located_error():
         variant[(1,)](np.zeros(4, np.float32))
 
 
+def test_amd_fp8_variants_exist_and_are_refused_where_used():
+    # Programs that name them (dtype tables, Triton's tests, which skip them off AMD GPUs) import; a constexpr
+    # argument and tegula.reinterpret refuse them with the same fix as a kernel that names them.
+    assert (tl.float8e4b8.fp_mantissa_width, tl.float8e4b8.exponent_bias) == (3, 8)
+    assert (tl.float8e5b16.fp_mantissa_width, tl.float8e5b16.exponent_bias) == (2, 16)
+    assert tl.float8e4b8.is_fp8e4b8() and tl.float8e5b16.is_fp8e5b16() and tl.float8e4b8.is_fp8()
+    assert tl.float8e4b8.is_floating() and not tl.float8e4b8.is_fp8e4nv()
+    assert tl.float8e4b8 != tl.float8e4nv and str(tl.float8e5b16) == "fp8e5b16"
+
+    @tegula.jit
+    def cast_to(x_ptr, T: tl.constexpr):
+        tl.store(x_ptr, tl.load(x_ptr).to(T).to(tl.float32))
+
+    with pytest.raises(tegula.CompilationError, match=r"(?s)float8e5b16` is not supported: Tegula has the fp8 "
+                                                      r"formats.*T: tl.constexpr"):
+        cast_to[(1,)](np.zeros(4, np.float32), T=tl.float8e5b16)
+    with pytest.raises(TypeError, match=r"tegula.reinterpret: tl.float8e4b8 is not supported"):
+        tegula.reinterpret(np.zeros(4, np.uint8), tl.float8e4b8)
+
+
 @tegula.jit
 def rtz_e5m2_kernel(x_ptr, d_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)

@@ -101,13 +101,13 @@ class dtype:
             self.int_bitwidth = bits
 
     def is_floating(self) -> bool:
-        return self.scalar.startswith(("f", "bf"))
+        return self.name.startswith(("fp", "bf"))
 
     def is_standard_floating(self) -> bool:
         return self.name in ("fp16", "bf16", "fp32", "fp64")
 
     def is_fp8(self) -> bool:
-        return self.scalar.startswith("f8")
+        return self.name.startswith("fp8")
 
     # By Triton's name lists: int1 is unsigned, and a pointer type is no int.
     def is_int(self) -> bool:
@@ -424,6 +424,21 @@ float64 = dtype("fp64")
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
 float8e4b15 = dtype("fp8e4b15")
+
+
+def _without_backend(name: str, canonical: str, mantissa: int, bias: int) -> dtype:
+    # AMD's fnuz fp8 formats (no infinities, no negative zero, NaN at 0x80), which Triton has on CDNA3 GPUs
+    # only and Tegula on no backend. The objects exist so that programs naming them import (dtype tables,
+    # tests that skip them off AMD); a kernel, a launch or tegula.reinterpret that uses one is refused.
+    t = dtype.__new__(dtype)
+    t.name, t.canonical_name, t.scalar = name, canonical, None
+    t.primitive_bitwidth, t.itemsize = 8, 1
+    t.fp_mantissa_width, t.exponent_bias = mantissa, bias
+    return t
+
+
+float8e4b8 = _without_backend("fp8e4b8", "float8e4b8", 3, 8)      # e4m3fnuz: bias 8, max 240
+float8e5b16 = _without_backend("fp8e5b16", "float8e5b16", 2, 16)  # e5m2fnuz: bias 16, max 57344
 
 #: the type of nothing (what a function without a result returns)
 void = dtype.__new__(dtype)
