@@ -263,15 +263,15 @@ void emit_join(CudaContext& ctx, ir::OpId id, const Layout& layout, const std::s
   const ir::Op& op = ctx.fn.op(id);
   const ir::Type& to = ctx.fn.type(op.results[0]);
   ctx.declare_tile(dest, to, layout);
-  ir::ValueId a = op.operands[0], b = op.operands[1];
-  if (ctx.fn.type(a).is_tile() && ctx.fn.type(b).is_tile()) {
-    Distribution da = ctx.distribution(ctx.layout(a), ctx.fn.type(a).shape);
-    if (da == ctx.distribution(ctx.layout(b), ctx.fn.type(b).shape) &&
-        joined_distribution(da) == ctx.distribution(layout, to.shape)) {
+  ir::ValueId first = op.operands[0], second = op.operands[1];
+  if (ctx.fn.type(first).is_tile() && ctx.fn.type(second).is_tile()) {
+    Distribution d = ctx.distribution(ctx.layout(first), ctx.fn.type(first).shape);
+    if (d == ctx.distribution(ctx.layout(second), ctx.fn.type(second).shape) &&
+        joined_distribution(d) == ctx.distribution(layout, to.shape)) {
       // Each thread interleaves its own registers of both (joined_distribution: the new dim is register bit 0).
-      std::string i = ctx.open_unrolled(2 * da.registers());
-      ctx.out.line(dest + "[" + i + "] = (" + i + " & 1) ? " + ctx.name(b) + "[" + i + " >> 1] : " + ctx.name(a) + "[" +
-                   i + " >> 1];");
+      std::string i = ctx.open_unrolled(2 * d.registers());
+      ctx.out.line(dest + "[" + i + "] = (" + i + " & 1) ? " + ctx.name(second) + "[" + i + " >> 1] : " +
+                   ctx.name(first) + "[" + i + " >> 1];");
       ctx.out.close();
       return;
     }
