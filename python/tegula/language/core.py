@@ -39,6 +39,12 @@ _SCALARS = {
 }
 
 
+# AMD's fnuz fp8 formats (no infinities, no negative zero, NaN at 0x80), which Triton has on CDNA3 GPUs only
+# and Tegula on no backend: (name exported by tegula.language, mantissa bits, exponent bias). Their dtypes
+# exist, without an IR scalar, so that programs naming them import (dtype tables, tests that skip them off
+# AMD); a kernel, a constexpr argument or tegula.reinterpret that uses one is refused.
+_WITHOUT_BACKEND = {"fp8e4b8": ("float8e4b8", 3, 8), "fp8e5b16": ("float8e5b16", 2, 16)}
+
 # Floating types: (mantissa bits, exponent bias), as Triton's dtype has them.
 _FLOAT_LAYOUT = {"fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023),
                  "fp8e4nv": (3, 7), "fp8e5": (2, 15), "fp8e4b15": (3, 15)}
@@ -84,6 +90,10 @@ class dtype:
     OTHER_TYPES = ["void"]
 
     def __init__(self, name: str):
+        if name in _WITHOUT_BACKEND:
+            self.name, self.scalar, self.primitive_bitwidth, self.itemsize = name, None, 8, 1
+            self.canonical_name, self.fp_mantissa_width, self.exponent_bias = _WITHOUT_BACKEND[name]
+            return
         if name not in _SCALARS:
             raise coded(ValueError, "E0207", f"unknown dtype {name!r}; known: {', '.join(_SCALARS)}")
         self.name = name
@@ -155,7 +165,7 @@ class dtype:
 
     @staticmethod
     def is_dtype(type_str) -> bool:
-        return type_str in _SCALARS
+        return type_str in _SCALARS or type_str in _WITHOUT_BACKEND
 
     def __eq__(self, other) -> bool:
         return type(other) is type(self) and other.name == self.name
@@ -179,7 +189,7 @@ def _is_named(name: str):
 
 # One predicate per type, as Triton has them (tl.float16.is_fp16(), ...),
 # including those of Triton's fp8 variants Tegula lacks (always False).
-for _name in (*_SCALARS, "fp8e4b8", "fp8e5b16"):
+for _name in (*_SCALARS, *_WITHOUT_BACKEND):
     setattr(dtype, f"is_{_name}", _is_named(_name))
 del _name
 
@@ -426,19 +436,8 @@ float8e5 = dtype("fp8e5")
 float8e4b15 = dtype("fp8e4b15")
 
 
-def _without_backend(name: str, canonical: str, mantissa: int, bias: int) -> dtype:
-    # AMD's fnuz fp8 formats (no infinities, no negative zero, NaN at 0x80), which Triton has on CDNA3 GPUs
-    # only and Tegula on no backend. The objects exist so that programs naming them import (dtype tables,
-    # tests that skip them off AMD); a kernel, a launch or tegula.reinterpret that uses one is refused.
-    t = dtype.__new__(dtype)
-    t.name, t.canonical_name, t.scalar = name, canonical, None
-    t.primitive_bitwidth, t.itemsize = 8, 1
-    t.fp_mantissa_width, t.exponent_bias = mantissa, bias
-    return t
-
-
-float8e4b8 = _without_backend("fp8e4b8", "float8e4b8", 3, 8)      # e4m3fnuz: bias 8, max 240
-float8e5b16 = _without_backend("fp8e5b16", "float8e5b16", 2, 16)  # e5m2fnuz: bias 16, max 57344
+float8e4b8 = dtype("fp8e4b8")    # e4m3fnuz: bias 8, max 240 (no backend: _WITHOUT_BACKEND)
+float8e5b16 = dtype("fp8e5b16")  # e5m2fnuz: bias 16, max 57344
 
 #: the type of nothing (what a function without a result returns)
 void = dtype.__new__(dtype)
