@@ -188,7 +188,7 @@ def _is_named(name: str):
 
 
 # One predicate per type, as Triton has them (tl.float16.is_fp16(), ...),
-# including those of Triton's fp8 variants Tegula lacks (always False).
+# including those of the fp8 variants without a backend (tl.float8e4b8.is_fp8e4b8()).
 for _name in (*_SCALARS, *_WITHOUT_BACKEND):
     setattr(dtype, f"is_{_name}", _is_named(_name))
 del _name
@@ -434,8 +434,6 @@ float64 = dtype("fp64")
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
 float8e4b15 = dtype("fp8e4b15")
-
-
 float8e4b8 = dtype("fp8e4b8")    # e4m3fnuz: bias 8, max 240 (no backend: _WITHOUT_BACKEND)
 float8e5b16 = dtype("fp8e5b16")  # e5m2fnuz: bias 16, max 57344
 
