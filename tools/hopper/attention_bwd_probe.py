@@ -1,6 +1,6 @@
 """Configurations of the descriptor attention backward (tegula/torch/ops/attention_tma.py) against SDPA's
 backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py [--shape 4x16x4096] [--dims 64 128]
-[--short | --edits | --dq-tiles | --fused]``.
+[--short | --edits | --dq-tiles | --fused | --regs]``.
 
 Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel (or the one-kernel
 backward's, with how it adds dQ); every candidate and SDPA's backward (autograd.grad of its output) run
@@ -26,6 +26,7 @@ from tegula.testing import CudaTimer
 from tegula.torch.ops import attention_tma as at
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "overrides"))
+import a_in_registers  # noqa: E402
 import early_dots  # noqa: E402
 
 # ("two", dK/dV config, dQ config): the two kernels; ("fused", config): the one-kernel backward, config as
@@ -46,6 +47,15 @@ EDITED = {
          ("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3), (128, 64, 8, 3), MERGE)],
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3), (128, 64, 8, 3), MERGE),
           ("two", (32, 128, 8, 3), (128, 64, 8, 3)), ("edit", (32, 128, 8, 3), (128, 64, 8, 3), MERGE)],
+}
+# The loop-invariant operand a of the score products (K, V in dK/dV; Q, dO in dQ) read into registers once
+# (overrides/a_in_registers.py), in both kernels or one.
+REGS_BOTH = {"attention_dkdv_tma_kernel": ("regs",), "attention_dq_tma_kernel": ("regs",)}
+REGS = {
+    D: [("two", dkdv, dq), ("edit", dkdv, dq, REGS_BOTH),
+        ("edit", dkdv, dq, {"attention_dkdv_tma_kernel": ("regs",)}),
+        ("edit", dkdv, dq, {"attention_dq_tma_kernel": ("regs",)})]
+    for D, dkdv, dq in ((64, (64, 128, 8, 3, True), (128, 64, 8, 3)), (128, (64, 128, 8, 3), (128, 64, 8, 3)))
 }
 # The dQ kernel with 128 keys a step (wgmma n128 for its two score products) against 64.
 DQ_TILES = {
@@ -76,9 +86,10 @@ def main() -> None:
     parser.add_argument("--edits", action="store_true", help="the two kernels with hand-edited CUDA (EDITED)")
     parser.add_argument("--dq-tiles", action="store_true", help="the dQ kernel's key block (DQ_TILES)")
     parser.add_argument("--fused", action="store_true", help="the one-kernel backward's stages (FUSED_STAGES)")
+    parser.add_argument("--regs", action="store_true", help="invariant operands a in registers (REGS)")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
-    table = (SHORT if args.short else EDITED if args.edits
+    table = (SHORT if args.short else EDITED if args.edits else REGS if args.regs
              else DQ_TILES if args.dq_tiles else FUSED_STAGES if args.fused else CANDIDATES)
     timer = CudaTimer()
     for D, candidates in table.items():
@@ -178,7 +189,10 @@ def edited(edits, launch) -> dict:
         key = (name, inspection.key, edits[name])
         if key not in _EDITED:
             how, *dots = edits[name]
-            text = (early_dots.merge_wait if how == "merge" else early_dots.edit)(inspection.source, *dots)
+            if how == "regs":
+                text = a_in_registers.edit(inspection.source)
+            else:
+                text = (early_dots.merge_wait if how == "merge" else early_dots.edit)(inspection.source, *dots)
             (_OVERRIDES / f"{name}-{inspection.key[:8]}.source.cu").write_text(text)
             _EDITED[key] = tegula.jit(saved[name].fn)
         out[name] = _EDITED[key]
