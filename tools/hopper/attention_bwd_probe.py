@@ -1,6 +1,6 @@
 """Configurations of the descriptor attention backward (tegula/torch/ops/attention_tma.py) against SDPA's
 backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py [--shape 4x16x4096] [--dims 64 128]
-[--short | --edits | --dq-tiles | --fused | --regs]``.
+[--short | --edits | --dq-tiles | --fused | --regs | --dp-first] [--reps N]``.
 
 Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel (or the one-kernel
 backward's, with how it adds dQ); every candidate and SDPA's backward (autograd.grad of its output) run
@@ -59,6 +59,12 @@ REGS = {
          ("edit", (64, 128, 8, 3, True), (128, 64, 8, 3), REGS_DQ)],
     128: [("two", (64, 128, 8, 3), (128, 64, 8, 3)), ("edit", (64, 128, 8, 3), (128, 64, 8, 3), REGS_DQ)],
 }
+# The second score product (dO V^T, V dO^T) issued right after the first, before the exponentials
+# (DP_FIRST, a last field of DQ / DKDV), in the dQ kernel, the dK/dV kernel or both.
+DP_FIRST = {
+    D: [("two", dkdv, dq), ("two", dkdv, (*dq, True)), ("two", (*dkdv, True), dq), ("two", (*dkdv, True), (*dq, True))]
+    for D, dkdv, dq in ((64, (64, 128, 8, 3, True), (128, 64, 8, 3)), (128, (64, 128, 8, 3, False), (128, 64, 8, 3)))
+}
 # The dQ kernel with 128 keys a step (wgmma n128 for its two score products) against 64.
 DQ_TILES = {
     64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 128, 8, 3)),
@@ -89,9 +95,11 @@ def main() -> None:
     parser.add_argument("--dq-tiles", action="store_true", help="the dQ kernel's key block (DQ_TILES)")
     parser.add_argument("--fused", action="store_true", help="the one-kernel backward's stages (FUSED_STAGES)")
     parser.add_argument("--regs", action="store_true", help="invariant operands a in registers (REGS)")
+    parser.add_argument("--dp-first", action="store_true", help="the second score product first (DP_FIRST)")
+    parser.add_argument("--reps", type=int, default=12, help="interleaved rounds")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
-    table = (SHORT if args.short else EDITED if args.edits else REGS if args.regs
+    table = (SHORT if args.short else EDITED if args.edits else REGS if args.regs else DP_FIRST if args.dp_first
              else DQ_TILES if args.dq_tiles else FUSED_STAGES if args.fused else CANDIDATES)
     timer = CudaTimer()
     for D, candidates in table.items():
@@ -144,7 +152,7 @@ def main() -> None:
             for f in fns:
                 f()
             torch.cuda.synchronize()
-            samples = timer.interleaved(fns, 12)
+            samples = timer.interleaved(fns, args.reps)
             flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
             ms = [statistics.median(s) for s in samples]
             for name, t in zip(["sdpa"] + [str(c) for c in candidates], ms):

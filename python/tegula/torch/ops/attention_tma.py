@@ -143,7 +143,7 @@ def attention_delta_tma_kernel(DO, O, DELTA, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, 
 def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale,
                               DK_OFF, DV_OFF, G_SB, G_SH, G_SS, COS, SIN, HEAD_DIM: tl.constexpr,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                              AHEAD: tl.constexpr = False):
+                              AHEAD: tl.constexpr = False, DP_FIRST: tl.constexpr = False):
     # Grid: (cdiv(S, BLOCK_N), B * H). q, k, v, dO through rows_view; LSE, DELTA contiguous; dK at DK + DK_OFF and
     # dV at DV + DV_OFF, both of (batch, head, row) strides G_SB, G_SH, G_SS; with COS and SIN (None: none) dK is
     # rotated back (_store_rows).
@@ -186,12 +186,15 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q
             lse2 = tl.load(LSE + bh * S + rows, mask=rows < S, other=float("inf")) * LOG2E
         delta = tl.load(DELTA + bh * S + rows, mask=rows < S, other=0.0)
         s_t = tl.dot(k, q.T)
+        if DP_FIRST:  # both score products back to back on the tensor cores, the exponentials after them
+            dp_t = tl.dot(v, do.T)
         p_t = tl.math.exp2(s_t * qk_scale - lse2[None, :])
         if CAUSAL:
             if start_m < start_n + BLOCK_N:  # a block on the diagonal: queries before a key do not see it
                 p_t = tl.where(rows[None, :] >= keys[:, None], p_t, 0.0)
         dv = tl.dot(p_t.to(do.dtype), do, dv)
-        dp_t = tl.dot(v, do.T)
+        if not DP_FIRST:
+            dp_t = tl.dot(v, do.T)
         ds_t = p_t * (dp_t - delta[None, :])
         dk = tl.dot(ds_t.to(q.dtype), q, dk)
     _store_rows(DK, DK_OFF, bh, keys, dk * scale, H, S, G_SB, G_SH, G_SS, COS, SIN, HEAD_DIM, BLOCK_N)
@@ -202,7 +205,7 @@ def attention_dkdv_tma_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, Q_ROWS, Q_COLS, Q
 def attention_dq_tma_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, Q_ROWS, Q_COLS, Q_STRIDE, Q_RB, Q_RH, Q_CH, K_ROWS, K_COLS, K_STRIDE, K_RB, K_RH, K_CH, V_ROWS, V_COLS, V_STRIDE, V_RB, V_RH, V_CH, DO_ROWS, DO_COLS, DO_STRIDE, DO_RB, DO_RH, DO_CH, H, S, scale, O_SB, O_SH, O_SS, DQ_SB, DQ_SH, DQ_SS, COS, SIN,
                             HEAD_DIM: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                            TAIL: tl.constexpr):
+                            TAIL: tl.constexpr, DP_FIRST: tl.constexpr = False):
     # Grid: (cdiv(S, BLOCK_M), B * H). O [B, H, S, D] with (batch, head, row) strides O_SB, O_SH, O_SS; dQ of strides
     # DQ_SB, DQ_SH, DQ_SS, rotated back with COS and SIN (None: not; _store_rows). DELTA: this program's rows of
     # rowsum(dO * O), stored for attention_dkdv_tma_kernel, which runs after this one.
@@ -233,6 +236,8 @@ def attention_dq_tma_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, Q_ROWS, Q_COLS, Q_ST
         v = desc_v.load([row_v + start_n, col_v])
         keys = start_n + offs_n
         s = tl.dot(q, k.T)
+        if DP_FIRST:  # both score products back to back on the tensor cores, the exponentials after them
+            dp = tl.dot(do, v.T)
         p = tl.math.exp2(s * qk_scale - lse2[:, None])
         if CAUSAL:
             if start_n + BLOCK_N > start_m:  # a block on the diagonal (or S's end, past which keys come later)
@@ -240,7 +245,8 @@ def attention_dq_tma_kernel(Q, K, V, DO, O, LSE, DQ, DELTA, Q_ROWS, Q_COLS, Q_ST
         elif TAIL:
             if start_n + BLOCK_N > S:
                 p = tl.where(keys[None, :] < S, p, 0.0)
-        dp = tl.dot(do, v.T)
+        if not DP_FIRST:
+            dp = tl.dot(do, v.T)
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq)
     _store_rows(DQ, 0, bh, rows, dq * scale, H, S, DQ_SB, DQ_SH, DQ_SS, COS, SIN, HEAD_DIM, BLOCK_M)
@@ -495,12 +501,13 @@ def backward_launches(views, shape, out_strides, grads, causal: bool, scale: flo
     B, H, S, D = shape
     dq_strides, g_strides, dk_off, dv_off = grads
     flat_views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
-    (bm, bn, warps, stages), dkdv = tiles
+    dq_tiles, dkdv = tiles
+    bm, bn, warps, stages, dp_first = (*dq_tiles, False)[:5]
     dq = ((tegula.cdiv(S, bm), B * H), (*flat_views, *out_strides, *dq_strides),
-          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, num_warps=warps,
-               num_stages=stages))
-    bm, bn, warps, stages, ahead = (*dkdv, False)[:5]
+          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, DP_FIRST=dp_first,
+               num_warps=warps, num_stages=stages))
+    bm, bn, warps, stages, ahead, dp_first = (*dkdv, False, False)[:6]
     return dq, ((tegula.cdiv(S, bn), B * H), (*flat_views, dk_off, dv_off, *g_strides),
-                dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, AHEAD=ahead, num_warps=warps,
-                     num_stages=stages))
+                dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, AHEAD=ahead, DP_FIRST=dp_first,
+                     num_warps=warps, num_stages=stages))
 
