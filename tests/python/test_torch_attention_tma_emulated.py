@@ -79,15 +79,17 @@ def unrotated(g, cos, sin):
     return np.concatenate([g1 * cos + g2 * sin, g2 * cos - g1 * sin], axis=-1)
 
 
-@pytest.mark.parametrize("B,H,S,D,causal,stages,ahead,rotary", [
-    (1, 2, 200, 64, False, 2, False, False),  # ragged: the last blocks reach into the next head
-    (1, 2, 200, 64, True, 3, True, False),    # causal, ragged; the log-sum-exp loaded a block ahead (past S at the end)
-    (2, 1, 256, 32, True, 2, False, False),   # whole blocks, 64-byte rows
-    (1, 2, 200, 64, False, 3, True, False),
-    (1, 2, 200, 64, True, 3, True, True),     # rotary_attention's: dq, dk, dv into a [B, S, 3, H, D], rotated back
-    (2, 2, 128, 32, False, 2, False, True),
+@pytest.mark.parametrize("B,H,S,D,causal,stages,ahead,rotary,dp_first", [
+    (1, 2, 200, 64, False, 2, False, False, False),  # ragged: the last blocks reach into the next head
+    (1, 2, 200, 64, True, 3, True, False, False),    # causal, ragged; the log-sum-exp loaded a block ahead
+    (2, 1, 256, 32, True, 2, False, False, False),   # whole blocks, 64-byte rows
+    (1, 2, 200, 64, False, 3, True, False, False),
+    (1, 2, 200, 64, True, 3, True, True, False),     # rotary_attention's: dq, dk, dv into a [B, S, 3, H, D], rotated back
+    (2, 2, 128, 32, False, 2, False, True, False),
+    (1, 2, 200, 64, True, 3, True, True, True),      # the second score product issued first, in both kernels
+    (1, 2, 200, 128, False, 3, False, False, True),
 ])
-def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead, rotary):
+def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead, rotary, dp_first):
     rng = np.random.default_rng(S + D + causal)
     bf16 = _bf16()
     q, k, v, do = (rng.standard_normal((B, H, S, D)).astype(bf16) for _ in range(4))
@@ -114,7 +116,9 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead, rotar
     # Read in place through rows_view: q, dO as [B, S, H, D], k contiguous, v one third of a fused projection.
     (q, vq), (k, vk), (v, vv), (do, vdo) = (stored(x, l) for x, l in zip((q, k, v, do), ("bshd", "bhsd", "qkv", "bshd")))
     dq_launch, dkdv_launch = at.backward_launches((vq, vk, vv, vdo), (B, H, S, D), out_strides, grads, causal, scale,
-                                                  ((128, 64, 8, stages), (64, 128, 8, stages, ahead)))
+                                                  ((128, 64, 8, stages, dp_first),
+                                                   (64, 128, 8, stages, ahead, dp_first)))
+    assert dq_launch[2]["DP_FIRST"] == dkdv_launch[2]["DP_FIRST"] == dp_first
     assert dq_launch[0] == (-(-S // 128), B * H) and dkdv_launch[0] == (-(-S // 128), B * H)
     dqk = emulate(at.attention_dq_tma_kernel, dq_launch[0], q, k, v, do, out, lse, dq, delta, *dq_launch[1], cos, sin,
                   **dq_launch[2])
@@ -132,6 +136,18 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead, rotar
         got = got.astype(np.float64)
         error = np.abs(got - want).max() / np.abs(want).max()
         assert error < 2e-2, f"{name}: largest difference {error:.3g} of the largest magnitude"
+
+
+def test_tables_choose_dp_first_by_causality(monkeypatch):
+    # A (without causality, with it) pair in a table's last field picks DP_FIRST per launch; a bool holds for both.
+    monkeypatch.setitem(at.DQ, 64, (128, 64, 8, 3, (False, True)))
+    monkeypatch.setitem(at.DKDV, 64, (64, 128, 8, 3, True, True))
+    view = (400, 64, 64, 200, 0, 0)
+    grads = ((200 * 64 * 2, 200 * 64, 64), (200 * 64 * 2, 200 * 64, 64), 0, 0)
+    for causal in (False, True):
+        dq, dkdv = at.backward_launches((view,) * 4, (1, 2, 200, 64), (200 * 64 * 2, 200 * 64, 64), grads, causal,
+                                        0.125, (at.DQ[64], at.DKDV[64]))
+        assert dq[2]["DP_FIRST"] is causal and dkdv[2]["DP_FIRST"] is True and dkdv[2]["AHEAD"] is True
 
 
 @pytest.mark.parametrize("B,H,S,D,bm,causal,stages,dq_rows", [
