@@ -65,6 +65,13 @@ DP_FIRST = {
     D: [("two", dkdv, dq), ("two", dkdv, (*dq, True)), ("two", (*dkdv, True), dq), ("two", (*dkdv, True), (*dq, True))]
     for D, dkdv, dq in ((64, (64, 128, 8, 3, True), (128, 64, 8, 3)), (128, (64, 128, 8, 3, False), (128, 64, 8, 3)))
 }
+# D 64 without causality, the one row below 0.85 after DP_FIRST: the dQ kernel's key block and order, the
+# dK/dV kernel's stages.
+D64_FULL = {
+    64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 128, 8, 3)),
+         ("two", (64, 128, 8, 3, True), (128, 128, 8, 3, True)), ("two", (64, 128, 8, 4, True), (128, 64, 8, 3)),
+         ("two", (64, 128, 8, 2, True), (128, 64, 8, 3)), ("two", (64, 128, 8, 4, True), (128, 64, 8, 4))],
+}
 # The dQ kernel with 128 keys a step (wgmma n128 for its two score products) against 64.
 DQ_TILES = {
     64: [("two", (64, 128, 8, 3, True), (128, 64, 8, 3)), ("two", (64, 128, 8, 3, True), (128, 128, 8, 3)),
@@ -96,10 +103,12 @@ def main() -> None:
     parser.add_argument("--fused", action="store_true", help="the one-kernel backward's stages (FUSED_STAGES)")
     parser.add_argument("--regs", action="store_true", help="invariant operands a in registers (REGS)")
     parser.add_argument("--dp-first", action="store_true", help="the second score product first (DP_FIRST)")
+    parser.add_argument("--d64-full", action="store_true", help="tiles for D 64 without causality (D64_FULL)")
     parser.add_argument("--reps", type=int, default=12, help="interleaved rounds")
     args = parser.parse_args()
     B, H, S = (int(n) for n in args.shape.split("x"))
     table = (SHORT if args.short else EDITED if args.edits else REGS if args.regs else DP_FIRST if args.dp_first
+             else D64_FULL if args.d64_full
              else DQ_TILES if args.dq_tiles else FUSED_STAGES if args.fused else CANDIDATES)
     timer = CudaTimer()
     for D, candidates in table.items():
