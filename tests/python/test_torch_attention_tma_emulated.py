@@ -138,16 +138,17 @@ def test_backward_kernels_match_float64(B, H, S, D, causal, stages, ahead, rotar
         assert error < 2e-2, f"{name}: largest difference {error:.3g} of the largest magnitude"
 
 
-def test_tables_choose_dp_first_by_causality(monkeypatch):
-    # A (without causality, with it) pair in a table's last field picks DP_FIRST per launch; a bool holds for both.
-    monkeypatch.setitem(at.DQ, 64, (128, 64, 8, 3, (False, True)))
+def test_tables_choose_tiles_by_causality(monkeypatch):
+    # An entry of one tuple holds for both kinds of attention; a pair of tuples gives each its own.
+    monkeypatch.setitem(at.DQ, 64, ((128, 128, 8, 3), (128, 64, 8, 3, True)))
     monkeypatch.setitem(at.DKDV, 64, (64, 128, 8, 3, True, True))
     view = (400, 64, 64, 200, 0, 0)
     grads = ((200 * 64 * 2, 200 * 64, 64), (200 * 64 * 2, 200 * 64, 64), 0, 0)
-    for causal in (False, True):
+    for causal, block_n in ((False, 128), (True, 64)):
         dq, dkdv = at.backward_launches((view,) * 4, (1, 2, 200, 64), (200 * 64 * 2, 200 * 64, 64), grads, causal,
                                         0.125, (at.DQ[64], at.DKDV[64]))
-        assert dq[2]["DP_FIRST"] is causal and dkdv[2]["DP_FIRST"] is True and dkdv[2]["AHEAD"] is True
+        assert dq[0] == (2, 2) and dq[2]["BLOCK_N"] == block_n and dq[2]["DP_FIRST"] is causal
+        assert dkdv[2]["DP_FIRST"] is True and dkdv[2]["AHEAD"] is True
 
 
 @pytest.mark.parametrize("B,H,S,D,bm,causal,stages,dq_rows", [

@@ -876,7 +876,8 @@ def test_attention_tables_changed_between_calls(change, forced):
         else:  # the one-kernel backward (dQ by atomics: compared within bf16's rounding), the general path
             mp.setitem(at.FUSED, 64, (64, 64, 4, 2, False))
         launches = _recording(mp)
-        want = {"fwd": at.forward_tiles(T, 64, True)[:2], "dq": at.DQ[64][:2], "dkdv": at.DKDV[64][:2]}
+        want = {"fwd": at.forward_tiles(T, 64, True)[:2], "dq": at.tiles_for(at.DQ[64], True)[:2],
+                "dkdv": at.tiles_for(at.DKDV[64], True)[:2]}
         for _ in range(2):
             launches.clear()
             _rotary_checked(qkv, cos, sin, True, 0.125, dout, reference=True, exact_backward=change != "fused")
@@ -886,7 +887,7 @@ def test_attention_tables_changed_between_calls(change, forced):
             else:
                 assert [name for name, _ in launches] == ["fwd", "fwd", "dq", "dkdv", "dq", "dkdv"]
                 assert launches[4:] == launches[2:4]
-                assert launches[3][1]["AHEAD"] == (*at.DKDV[64], False)[4]
+                assert launches[3][1]["AHEAD"] == (*at.tiles_for(at.DKDV[64], True), False)[4]
             assert launches[0] == launches[1]
             assert all(_tiles(constexprs) == want[name] for name, constexprs in launches)
     if change == "fused":

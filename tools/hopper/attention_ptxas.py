@@ -23,9 +23,10 @@ def main() -> None:
         views = (*v, *v, *v, *v, H, S, D ** -0.5)
         for causal in (False, True):
             for name, kernel, config, extra, args in (
-                    *((f"dkdv ahead {ahead}", at.attention_dkdv_tma_kernel, at.DKDV[D][:4], {"AHEAD": ahead},
-                       (q, q, q, q, lse, delta, q, q)) for ahead in (False, True)),
-                    ("dq", at.attention_dq_tma_kernel, at.DQ[D], {"TAIL": False}, (q, q, q, q, q, lse, q, delta))):
+                    *((f"dkdv ahead {ahead}", at.attention_dkdv_tma_kernel, at.tiles_for(at.DKDV[D], causal)[:4],
+                       {"AHEAD": ahead}, (q, q, q, q, lse, delta, q, q)) for ahead in (False, True)),
+                    ("dq", at.attention_dq_tma_kernel, at.tiles_for(at.DQ[D], causal)[:4], {"TAIL": False},
+                     (q, q, q, q, q, lse, q, delta))):
                 bm, bn, warps, stages = config
                 strides = q.stride()[:3]  # O's and the gradients' (dQ's, or dK's and dV's after their offsets)
                 tail = ((*strides, *strides) if kernel is at.attention_dq_tma_kernel else (0, 0, *strides)) + (None, None)

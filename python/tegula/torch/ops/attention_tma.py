@@ -353,12 +353,13 @@ SHORT_S = 1024
 FWD_SHORT = {64: {False: (128, 64, 8, 3), True: (64, 64, 4, 3)}}
 # A fifth field of DKDV: AHEAD (the log-sum-exp loaded a block ahead: at D 64 0.73 -> 0.82 of SDPA;
 # benchmarks/results/2026-12-04-h200-session26.md). The last field of DKDV (its sixth) and of DQ (its fifth):
-# DP_FIRST, a bool or a pair (without causality, with it). On an H100 it moved dK/dV at D 128 from 0.82 to 0.89
-# of SDPA (0.85 to 0.91 causal), and both kernels at D 64 causal from 0.91 to 0.97 (0.96 to 1.00 at the training
-# step's 32 x 8 x 512); D 64 without causality ran slower with it in dK/dV (0.84 to 0.81) and the same in dQ
-# (benchmarks/results/2026-12-05-h100-session37-attention-bwd-dp-first.txt).
-DKDV = {64: (64, 128, 8, 3, True, (False, True)), 128: (64, 128, 8, 3, False, True)}
-DQ = {64: (128, 64, 8, 3, (False, True)), 128: (128, 64, 8, 3)}
+# DP_FIRST. An entry is one tuple for both kinds of attention, or a pair (without causality, with it):
+# tiles_for. Measured on an H100 (benchmarks/results/2026-12-05-h100-session37-attention-bwd-*.txt): DP_FIRST
+# moved dK/dV at D 128 from 0.82 to 0.89 of SDPA (0.85 to 0.91 causal) and both kernels at D 64 causal from 0.91
+# to 0.97 (0.96 to 1.00 at the training step's 32 x 8 x 512), but D 64 without causality ran slower with it in
+# dK/dV (0.84 to 0.81); there dQ's 128-key blocks gained instead (0.84 to 0.86), which lose causal (0.91 to 0.87).
+DKDV = {64: ((64, 128, 8, 3, True), (64, 128, 8, 3, True, True)), 128: (64, 128, 8, 3, False, True)}
+DQ = {64: ((128, 128, 8, 3), (128, 64, 8, 3, True)), 128: (128, 64, 8, 3)}
 # The one-kernel backward (attention_bwd_tma_kernel) by head dim, as (BLOCK_M, BLOCK_N, warps, stages, DQ_ROWS)
 # or (..., DQ_ROWS, DQ_TMA) (DQ_TMA: dQ reduced by the TMA, DQ_ROWS then unused); the other head dims take the
 # two kernels.
@@ -505,18 +506,19 @@ def backward_launches(views, shape, out_strides, grads, causal: bool, scale: flo
     B, H, S, D = shape
     dq_strides, g_strides, dk_off, dv_off = grads
     flat_views = (*views[0], *views[1], *views[2], *views[3], H, S, scale)
-    dq_tiles, dkdv = tiles
+    dq_tiles, dkdv = (tiles_for(entry, causal) for entry in tiles)
     bm, bn, warps, stages, dp_first = (*dq_tiles, False)[:5]
     dq = ((tegula.cdiv(S, bm), B * H), (*flat_views, *out_strides, *dq_strides),
-          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0,
-               DP_FIRST=_by_causality(dp_first, causal), num_warps=warps, num_stages=stages))
+          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, TAIL=S % bn != 0, DP_FIRST=dp_first,
+               num_warps=warps, num_stages=stages))
     bm, bn, warps, stages, ahead, dp_first = (*dkdv, False, False)[:6]
     return dq, ((tegula.cdiv(S, bn), B * H), (*flat_views, dk_off, dv_off, *g_strides),
-                dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, AHEAD=ahead,
-                     DP_FIRST=_by_causality(dp_first, causal), num_warps=warps, num_stages=stages))
+                dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, AHEAD=ahead, DP_FIRST=dp_first,
+                     num_warps=warps, num_stages=stages))
 
 
-def _by_causality(choice, causal: bool) -> bool:
-    # A table's choice: one for both, or a (without causality, with it) pair.
-    return bool(choice[causal]) if isinstance(choice, tuple) else bool(choice)
+def tiles_for(entry: tuple, causal: bool) -> tuple:
+    """The tiles of a DQ or DKDV entry for one launch: its tuple, or from a (without causality, with it) pair
+    of tuples the one for `causal`."""
+    return entry[causal] if isinstance(entry[0], tuple) else entry
 
