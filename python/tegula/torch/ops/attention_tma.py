@@ -354,10 +354,8 @@ FWD_SHORT = {64: {False: (128, 64, 8, 3), True: (64, 64, 4, 3)}}
 # A fifth field of DKDV: AHEAD (the log-sum-exp loaded a block ahead: at D 64 0.73 -> 0.82 of SDPA;
 # benchmarks/results/2026-12-04-h200-session26.md). The last field of DKDV (its sixth) and of DQ (its fifth):
 # DP_FIRST. An entry is one tuple for both kinds of attention, or a pair (without causality, with it):
-# tiles_for. Measured on an H100 (benchmarks/results/2026-12-05-h100-session37-attention-bwd-*.txt): DP_FIRST
-# moved dK/dV at D 128 from 0.82 to 0.89 of SDPA (0.85 to 0.91 causal) and both kernels at D 64 causal from 0.91
-# to 0.97 (0.96 to 1.00 at the training step's 32 x 8 x 512), but D 64 without causality ran slower with it in
-# dK/dV (0.84 to 0.81); there dQ's 128-key blocks gained instead (0.84 to 0.86), which lose causal (0.91 to 0.87).
+# tiles_for. DP_FIRST and the tiles differ by causality because the probe's rankings did
+# (tools/hopper/attention_bwd_probe.py --dp-first and --d64-full; the figures in docs/torch.md).
 DKDV = {64: ((64, 128, 8, 3, True), (64, 128, 8, 3, True, True)), 128: (64, 128, 8, 3, False, True)}
 DQ = {64: ((128, 128, 8, 3), (128, 64, 8, 3, True)), 128: (128, 64, 8, 3)}
 # The one-kernel backward (attention_bwd_tma_kernel) by head dim, as (BLOCK_M, BLOCK_N, warps, stages, DQ_ROWS)
