@@ -1,6 +1,7 @@
 """Configurations of the descriptor attention backward (tegula/torch/ops/attention_tma.py) against SDPA's
 backward (cuDNN) on the GPU: ``python tools/hopper/attention_bwd_probe.py [--shape 4x16x4096] [--dims 64 128]
-[--short | --edits | --dq-tiles | --fused | --regs | --dp-first] [--reps N]``.
+[--short | --edits | --dq-tiles | --fused | --regs | --dp-first |
+--d64-full] [--reps N]``.
 
 Each candidate sets the (BLOCK_M, BLOCK_N, warps, stages) of the dK/dV and the dQ kernel (or the one-kernel
 backward's, with how it adds dQ); every candidate and SDPA's backward (autograd.grad of its output) run
