@@ -87,13 +87,16 @@ ir::ValueId Lowerer::has_not_returned(const SourceLoc& loc) {
 
 void Lowerer::lower_unless_returned(const std::vector<ast::StmtPtr>& body, size_t first) {
   const SourceLoc& loc = body[first]->loc;
+  // The empty side is the path that has returned: nothing after this reads
+  // its values, so the rest may give a variable a new type (a pointer
+  // argument offset into a tile of pointers after `if ...: return`).
   lower_runtime_if(
       loc, has_not_returned(loc),
       [&] {
         frame().vars[kReturned] = Symbol::of(ConstValue::boolean(false));
         lower_body(body, first);
       },
-      [] {});
+      [this] { frame().returned = true; });
 }
 
 namespace {

@@ -415,3 +415,67 @@ def test_pointer_assigned_beside_a_return(backend):
     out = backend.zeros(32, np.float32)
     pointer_set_beside_return_kernel[(32,)](backend.array(x), out, 20)
     np.testing.assert_array_equal(backend.numpy(out), np.concatenate([x[:20] + np.float32(1.0), np.zeros(12)]))
+
+
+# --- names that take a new type after `if ...: return` -------------------------------
+
+
+@tegula.jit
+def retyped_after_return_kernel(x_ptr, out_ptr, n_rows, n, BLOCK: tl.constexpr):
+    # As rotary kernels write it: the pointer arguments become tiles of pointers
+    # only after the programs past the end have returned.
+    row = tl.program_id(0)
+    if row >= n_rows:
+        return
+    scale = row
+    x_ptr = x_ptr + row * n + tl.arange(0, BLOCK)
+    out_ptr = out_ptr + row * n + tl.arange(0, BLOCK)
+    scale = tl.full((BLOCK,), 0.5, tl.float32) * scale
+    tl.store(out_ptr, tl.load(x_ptr, mask=tl.arange(0, BLOCK) < n) * scale, mask=tl.arange(0, BLOCK) < n)
+
+
+@tegula.jit
+def offsets_or_nothing(p, flag, BLOCK: tl.constexpr):
+    if flag == 0:
+        return 0.0
+    p = p + tl.arange(0, BLOCK)
+    return tl.sum(tl.load(p), axis=0)
+
+
+@tegula.jit
+def retyped_in_helper_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, offsets_or_nothing(x_ptr + pid * BLOCK, pid % 2, BLOCK))
+
+
+def retyped_after_return_reference(x, out, n_rows):
+    ref = out.copy()
+    ref[:n_rows] = x[:n_rows] * (np.float32(0.5) * np.arange(n_rows, dtype=np.float32))[:, None]
+    return ref
+
+
+def test_names_retyped_after_an_early_return(backend):
+    rng = rng_for("retyped_after_return")
+    x = rng.standard_normal((9, 13)).astype(np.float32)
+    before = rng.standard_normal((9, 13)).astype(np.float32)
+    out = backend.array(before.copy())
+    retyped_after_return_kernel[(9,)](backend.array(x), out, 6, 13, BLOCK=16)
+    np.testing.assert_array_equal(backend.numpy(out), retyped_after_return_reference(x, before, 6))
+
+    xs = rng.standard_normal((5, 8)).astype(np.float32)
+    sums = backend.zeros(5, np.float32)
+    retyped_in_helper_kernel[(5,)](backend.array(xs), sums, BLOCK=8)
+    ref = np.where(np.arange(5) % 2 == 1, xs.sum(axis=1, dtype=np.float64), 0.0)
+    np.testing.assert_allclose(backend.numpy(sums), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_emulated_cuda_names_retyped_after_an_early_return():
+    from cuda_emulator import emulate, require_emulator
+
+    require_emulator()
+    rng = rng_for("emulated_retyped_after_return")
+    x = rng.standard_normal((9, 13)).astype(np.float32)
+    before = rng.standard_normal((9, 13)).astype(np.float32)
+    out = before.copy()
+    emulate(retyped_after_return_kernel, (9,), x, out, 6, 13, BLOCK=16)
+    np.testing.assert_array_equal(out, retyped_after_return_reference(x, before, 6))

@@ -122,7 +122,7 @@ def load(name):
 
 
 import triton  # noqa: E402
-from comparisons import record as comparisons_record  # noqa: E402
+from comparisons import check as comparisons_check, record as comparisons_record  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
@@ -135,19 +135,7 @@ def record(name, comparisons):
 
 
 def check(name, case, stages=("forward", "backward")):
-    """case is a generator yielding one comparisons dict per stage, so a failing backward leaves the forward's
-    line standing; the stages after a failure are reported as not run."""
-    done = 0
-    try:
-        for comparisons in case():
-            record(f"{name} {stages[done]}" if len(stages) > 1 else name, comparisons)
-            done += 1
-    except Exception as e:
-        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-        results.append((f"{name} {stages[done]}" if len(stages) > 1 else name, "FAIL", float("nan"),
-                        f"{type(e).__name__}: {first}"))
-        for later in stages[done + 1:]:
-            results.append((f"{name} {later}", "FAIL", float("nan"), f"not run: {stages[done]} failed"))
+    comparisons_check(results, name, case, stages)
 
 
 def leaf(t):
