@@ -567,9 +567,14 @@ Symbol device_print(Lowerer& l, const CallArgs& c, const std::string& n) {
     }
     values.push_back(v);
   }
-  // As in Triton, a prefix before values reads `name: value`: "x", "x " and "x: " all print `x: 5`.
-  while (!prefix.empty() && prefix.back() == ' ') prefix.pop_back();
-  if (!prefix.empty() && !values.empty() && prefix.back() != ':') prefix += ':';
+  // Triton's rule, so lines read as Triton prints them: before values the prefix ends in ": " ("x",
+  // "x " and "x: " all become " x: ", "" becomes ": "), and a prefix longer than two characters starts
+  // with a space. The backends print it right after the coordinates.
+  if (!values.empty()) {
+    if (prefix.empty() || prefix.back() != ' ') prefix += ' ';
+    if (prefix.size() < 2 || prefix.compare(prefix.size() - 2, 2, ": ") != 0) prefix.insert(prefix.size() - 1, ":");
+  }
+  if (prefix.size() > 2 && prefix.front() != ' ') prefix.insert(0, " ");
   l.builder().set_loc(c.loc);
   std::vector<ir::NamedAttr> attrs = {{"prefix", ir::Attr{prefix}}};
   if (hex) attrs.push_back({"hex", ir::Attr{int64_t{1}}});

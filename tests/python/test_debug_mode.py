@@ -677,13 +677,13 @@ def test_device_print_lines_of_a_program_come_out_together(backend, capfd):
     print_values[(4,)](backend.array(np.arange(32, dtype=np.int32)), BLOCK=8)
     backend.synchronize()
     lines = capfd.readouterr().out.splitlines()
-    expected = {f"pid ({p}, 0, 0) idx ({i}) x: {8 * p + i}" for p in range(4) for i in range(8)}
-    assert set(lines) == expected
-    if not backend.is_cuda:  # device printf has no such promise
-        programs = [line.split(")")[0] for line in lines]
-        for p in range(4):
-            first = programs.index(f"pid ({p}, 0, 0")
-            assert programs[first:first + 8] == [f"pid ({p}, 0, 0"] * 8
+    if backend.is_cuda:  # Triton's GPU lines, one per element; device printf promises no order
+        assert set(lines) == {f"pid ({p}, 0, 0) idx ({i}) x: {8 * p + i}" for p in range(4) for i in range(8)}
+        return
+    # Triton-CPU's: a program's tile as one line, its numbers aligned to the widest
+    width = {p: len(str(8 * p + 7)) for p in range(4)}
+    assert sorted(lines) == [f"({p}, 0, 0) x: [" + ", ".join(f"{8 * p + i:{width[p]}}" for i in range(8)) + "]"
+                             for p in range(4)]
 
 
 @tegula.jit
@@ -698,7 +698,7 @@ def print_hex(i16_ptr, i64_ptr, f32_ptr, f16_ptr, u8_ptr, BLOCK: tl.constexpr):
 
 def test_device_print_hex_shows_every_digit_of_each_value(backend, capfd):
     """hex=True, as Triton prints it: 0x and the value's bits zero-padded to its width (floats' bits; a bool
-    as one byte)."""
+    as one byte); several values print one after the other (CPU) or a line each, `(operand k)` (CUDA)."""
     i16 = np.array([0, 1, -1, 255], np.int16)
     i64 = np.array([7, -2, 2**40 + 3, 0], np.int64)
     f32 = np.array([1.0, -2.0, 0.5, 0.0], np.float32)
@@ -706,13 +706,82 @@ def test_device_print_hex_shows_every_digit_of_each_value(backend, capfd):
     u8 = np.array([0, 9, 200, 255], np.uint8)
     print_hex[(1,)](*(backend.array(a) for a in (i16, i64, f32, f16, u8)), BLOCK=4)
     backend.synchronize()
-    lines = set(capfd.readouterr().out.splitlines())
-    for i in range(4):
-        bits = [f"0x{int(a.view(np.uint64 if a.itemsize == 8 else np.uint32 if a.itemsize == 4 else np.uint16 if a.itemsize == 2 else np.uint8)[i]):0{2 * a.itemsize}x}"
-                for a in (i64, f32, f16, u8)]
-        assert f"pid (0, 0, 0) idx ({i}) i16: 0x{int(i16.view(np.uint16)[i]):04x}" in lines, lines
-        assert f"pid (0, 0, 0) idx ({i}) rest: {', '.join(bits)}, 0x{int(i16[i] < 0):02x}" in lines, lines
-        assert f"pid (0, 0, 0) idx ({i}) plain: {i16[i]}" in lines, lines
+    out = capfd.readouterr().out
+    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+    def bits(a, i):
+        return f"0x{int(a.view(unsigned[a.itemsize])[i]):0{2 * a.itemsize}x}"
+
+    operands = [i64, f32, f16, u8, (i16 < 0).astype(np.uint8)]
+    if backend.is_cuda:
+        lines = set(out.splitlines())
+        for i in range(4):
+            assert f"pid (0, 0, 0) idx ({i}) i16: {bits(i16, i)}" in lines, lines
+            for k, a in enumerate(operands):
+                assert f"pid (0, 0, 0) idx ({i}) rest: (operand {k}) {bits(a, i)}" in lines, lines
+            assert f"pid (0, 0, 0) idx ({i}) plain: {i16[i]}" in lines, lines
+        return
+    expected = [f"(0, 0, 0) i16: [{', '.join(bits(i16, i) for i in range(4))}]"]
+    expected += [f"(0, 0, 0) rest: [{', '.join(bits(a, i) for i in range(4))}]" for a in operands]
+    expected += ["(0, 0, 0) plain: [   0,    1,   -1,  255]"]  # one more column where some are negative
+    assert out.splitlines() == expected
+
+
+@tegula.jit
+def print_shapes(i_ptr, f_ptr, g_ptr, n, scale):
+    tl.device_print("", tl.load(i_ptr + tl.arange(0, 4)[:, None] * 16 + tl.arange(0, 16)[None, :]))
+    tl.device_print("f", tl.load(f_ptr + tl.arange(0, 4)))
+    tl.device_print("g ", tl.load(g_ptr + tl.arange(0, 4)))
+    print("scalars:", n, scale)
+    print("no value")
+
+
+def check_triton_gpu_lines(out, i, f, g):
+    lines = out.splitlines()
+    assert len(lines) == 64 + 4 + 4 + 2 + 1, lines
+    lines = set(lines)
+    for r in range(4):
+        for c in range(16):
+            assert f"pid (0, 0, 0) idx ({r}, {c:2}): {i[16 * r + c]}" in lines, lines
+    for k in range(4):
+        assert f"pid (0, 0, 0) idx ({k}) f: {f[k]:f}" in lines, lines
+        assert f"pid (0, 0, 0) idx ({k}) g: {g[k]:f}" in lines, lines
+    assert "pid (0, 0, 0) idx () scalars: (operand 0) 7" in lines, lines
+    assert "pid (0, 0, 0) idx () scalars: (operand 1) 0.500000" in lines, lines
+    assert "pid (0, 0, 0) no value" in lines, lines
+
+
+def test_device_print_reads_as_triton_prints(backend, capfd):
+    """The prefix in Triton's form (" name: ", ": " when empty); scalars with printf's %f; on the CPU
+    Triton-CPU's blocks (nested rows, eight numbers a line, floats with four decimals or in scientific
+    notation when their sizes differ by more than three digits), on CUDA Triton's lines, each index padded
+    to its dimension's digits."""
+    i = np.arange(-30, 34, dtype=np.int32)
+    f = np.array([1.5, -0.25, 3.0, 12.125], np.float32)
+    g = np.array([1.0, 123456.0, -0.5, 2.0], np.float32)
+    print_shapes[(1,)](*(backend.array(a) for a in (i, f, g)), 7, 0.5)
+    backend.synchronize()
+    out = capfd.readouterr().out
+    if backend.is_cuda:
+        return check_triton_gpu_lines(out, i, f, g)
+    rows = [", ".join(f"{v:3}" for v in i[16 * r:16 * r + 8]) + ",\n" + " " * 13 +
+            ", ".join(f"{v:3}" for v in i[16 * r + 8:16 * r + 16]) for r in range(4)]
+    expected = "(0, 0, 0): [[" + "],\n            [".join(rows) + "]]\n"
+    expected += "(0, 0, 0) f: [  1.5000,  -0.2500,   3.0000,  12.1250]\n"  # a column for the sign
+    expected += "(0, 0, 0) g: [ 1.0000e+00,  1.2346e+05, -5.0000e-01,  2.0000e+00]\n"
+    expected += "(0, 0, 0) scalars: 7\n(0, 0, 0) scalars: 0.500000\n(0, 0, 0) no value\n"
+    assert out == expected
+
+
+def test_emulated_cuda_print_reads_as_triton_prints(capfd):
+    from cuda_emulator import emulate, require_emulator
+
+    require_emulator()
+    i = np.arange(-30, 34, dtype=np.int32)
+    f = np.array([1.5, -0.25, 3.0, 12.125], np.float32)
+    g = np.array([1.0, 123456.0, -0.5, 2.0], np.float32)
+    emulate(print_shapes, (1,), i, f, g, 7, 0.5)
+    check_triton_gpu_lines(capfd.readouterr().out, i, f, g)
 
 
 @tegula.jit

@@ -16,28 +16,27 @@ PrintfArgument printf_argument(const ir::Type& t, const std::string& e, bool hex
     return {"0x%0" + std::to_string(ir::scalar_info(s).bits / 4) + "llx", "(unsigned long long)" + e};
   }
   if (s == Scalar::I1) return {"%d", "(int)" + e};
-  if (ir::is_float(s)) {
-    // As many digits as tell every two values of the type apart (scalar_types.def).
-    std::string format = "%." + std::to_string(ir::scalar_info(s).digits) + "g";
-    return {format, s == Scalar::F64 ? e : "(double)" + to_compute(s, e)};
-  }
+  if (ir::is_float(s)) return {"%f", s == Scalar::F64 ? e : "(double)" + to_compute(s, e)};  // as Triton prints
   if (ir::is_signed(s)) return {"%lld", "(long long)" + e};
   return {"%llu", "(unsigned long long)" + e};
 }
 
-void append_printed_values(std::string& format, std::string& args, std::string_view prefix,
-                           const std::vector<ir::Type>& types, const std::vector<std::string>& elements,
-                           Dialect dialect, bool hex) {
-  TEGULA_ASSERT(types.size() == elements.size(), "one element per printed operand");
+void append_printed_value(std::string& format, std::string& args, std::string_view prefix, int operand,
+                          const ir::Type& type, const std::string& element, Dialect dialect, bool hex) {
   if (!prefix.empty()) {
-    format += " %s";
+    format += "%s";
     args += ", " + string_literal(prefix, dialect);
   }
-  for (size_t k = 0; k < types.size(); ++k) {
-    PrintfArgument a = printf_argument(types[k], elements[k], hex);
-    format += (k ? ", " : " ") + a.format;
-    args += ", " + a.value;
-  }
+  if (operand >= 0) format += "(operand " + std::to_string(operand) + ") ";
+  PrintfArgument a = printf_argument(type, element, hex);
+  format += a.format;
+  args += ", " + a.value;
+}
+
+int index_width(int64_t size) {
+  int digits = 1;
+  for (int64_t largest = size - 1; largest >= 10; largest /= 10) ++digits;
+  return digits;
 }
 
 bool emit_assert_start(Printer& p, const ir::Op& op, bool debug,

@@ -126,6 +126,109 @@ static void tg_print(const char* format, ...) {
     b.capacity = wanted;
   }
 }
+// A printed tile's elements as 8-byte cells (double, long long or unsigned
+// long long), in a buffer each thread reuses; null when it cannot grow.
+struct TgPrintCells {
+  void* data = nullptr;
+  size_t capacity = 0;
+  ~TgPrintCells() { std::free(data); }
+};
+static void* tg_print_cells(size_t n) {
+  static thread_local TgPrintCells cells;
+  if (n * 8 > cells.capacity) {
+    void* grown = std::realloc(cells.data, n * 8);
+    if (grown == nullptr) return nullptr;
+    cells.data = grown;
+    cells.capacity = n * 8;
+  }
+  return cells.data;
+}
+// A tile as Triton-CPU prints it, torch-like: `(x, y, z)<prefix>[a, b, ...]`,
+// eight elements a line, nested brackets per dimension, continuation lines
+// indented under the first element; integers right-aligned to the widest
+// (one more column when some are negative), floats the same with four
+// decimals, or `%.4e` when their integer parts differ by more than three
+// digits or need more than eight columns; hex as 0x and `hex_digits` digits.
+enum TgPrintKind { TG_PRINT_FLOAT, TG_PRINT_SIGNED, TG_PRINT_UNSIGNED };
+struct TgPrintFormat {
+  int kind;
+  int hex_digits;
+  int max_digits;
+  bool negative;
+  bool scientific;
+};
+static int tg_print_digits(unsigned long long v) {
+  int digits = 1;
+  for (; v >= 10; v /= 10) ++digits;
+  return digits;
+}
+// The digits of element i's integer part (3 for NaN and infinities); whether it is negative.
+static int tg_print_digits(int kind, const void* cells, size_t i, bool* negative) {
+  if (kind == TG_PRINT_FLOAT) {
+    double v = static_cast<const double*>(cells)[i];
+    *negative = v < 0;
+    if (!(v == v) || v - v != 0) return 3;
+    double a = v < 0 ? -v : v;
+    return a < 10 ? 1 : (int)std::log10(a) + 1;
+  }
+  if (kind == TG_PRINT_SIGNED) {
+    long long v = static_cast<const long long*>(cells)[i];
+    *negative = v < 0;
+    return tg_print_digits(v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v);
+  }
+  *negative = false;
+  return tg_print_digits(static_cast<const unsigned long long*>(cells)[i]);
+}
+static void tg_print_element(const TgPrintFormat& f, const void* cells, size_t i) {
+  if (f.hex_digits > 0) {
+    tg_print("0x%0*llx", f.hex_digits, static_cast<const unsigned long long*>(cells)[i]);
+    return;
+  }
+  bool negative = false;
+  int digits = tg_print_digits(f.kind, cells, i, &negative);
+  int pad = f.negative && !negative ? 1 : 0;
+  if (f.kind == TG_PRINT_FLOAT && f.scientific) {
+    tg_print("%*s%.4e", pad, "", static_cast<const double*>(cells)[i]);
+    return;
+  }
+  pad += f.max_digits - digits;
+  if (f.kind == TG_PRINT_FLOAT) tg_print("%*s%.4f", pad, "", static_cast<const double*>(cells)[i]);
+  else if (f.kind == TG_PRINT_SIGNED) tg_print("%*s%lld", pad, "", static_cast<const long long*>(cells)[i]);
+  else tg_print("%*s%llu", pad, "", static_cast<const unsigned long long*>(cells)[i]);
+}
+static void tg_print_block(const TgPrintFormat& f, const void* cells, size_t& next, int rank, const int64_t* shape,
+                           int indent) {
+  tg_print("[");
+  for (int64_t k = 0; k < shape[0]; ++k) {
+    if (rank > 1) tg_print_block(f, cells, next, rank - 1, shape + 1, indent + 1);
+    else tg_print_element(f, cells, next++);
+    if (k == shape[0] - 1) break;
+    if (rank > 1 || (shape[0] > 8 && k % 8 == 7)) tg_print(",\n%*s", indent + 1, "");
+    else tg_print(", ");
+  }
+  tg_print("]");
+}
+static void tg_print_tile(int pid_x, int pid_y, int pid_z, const char* prefix, const void* cells, int rank,
+                          const int64_t* shape, int kind, int hex_digits) {
+  if (cells == nullptr) return;
+  size_t n = 1;
+  for (int d = 0; d < rank; ++d) n *= (size_t)shape[d];
+  TgPrintFormat f{kind, hex_digits, 0, false, false};
+  int min_digits = 1 << 30;
+  for (size_t i = 0; i < n; ++i) {
+    bool negative = false;
+    int digits = tg_print_digits(kind, cells, i, &negative);
+    f.negative = f.negative || negative;
+    f.max_digits = digits > f.max_digits ? digits : f.max_digits;
+    min_digits = digits < min_digits ? digits : min_digits;
+  }
+  f.scientific = kind == TG_PRINT_FLOAT && (f.max_digits + 2 + (f.negative ? 1 : 0) > 8 || f.max_digits - min_digits > 3);
+  int indent = std::snprintf(nullptr, 0, "(%d, %d, %d)%s", pid_x, pid_y, pid_z, prefix);
+  tg_print("(%d, %d, %d)%s", pid_x, pid_y, pid_z, prefix);
+  size_t next = 0;
+  tg_print_block(f, cells, next, rank, shape, indent);
+  tg_print("\n");
+}
 // Writes out what this thread's program printed, in one piece.
 static void tg_print_flush() {
   TgPrintBuffer& b = tg_print_buffer();

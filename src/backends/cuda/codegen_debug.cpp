@@ -1,12 +1,13 @@
 // print and assert.
 //
-// print writes one line per element (one printf each, so lines do not mix):
-// `pid (x, y, z) idx (i, j) prefix v1, v2`, or without `idx (...)` when
-// every operand is a scalar (and without the prefix when it is empty); the
-// thread owning an element prints it, thread 0 prints scalars. Tile operands
-// are read in the first tile's layout. User text goes in as a %s argument,
-// never as the format. The order of lines between threads and programs is
-// the device printf buffer's (docs/debug-mode.md).
+// print writes Triton's lines, one printf each so lines do not mix:
+// `pid (x, y, z) idx (  i,  j)<prefix>v` per element, the index padded to
+// the digits of its dimension, `idx ()` for scalars, one line per operand
+// (`(operand k) v`) when several are printed, and `pid (x, y, z)<prefix>`
+// alone for none. The thread owning an element prints it, thread 0 prints
+// scalars. Tile operands are read in the first tile's layout. User text goes
+// in as a %s argument, never as the format. The order of lines between
+// threads and programs is the device printf buffer's (docs/debug-mode.md).
 //
 // assert is compiled only with CodegenOptions::debug (device asserts are a
 // debug feature, as in Triton): each thread looks for the first failing
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "backends/c_family/debug_ops.h"
+#include "backends/c_family/text.h"
 #include "backends/cuda/codegen_bounds.h"
 #include "backends/cuda/codegen_context.h"
 #include "support/diagnostic.h"
@@ -74,22 +76,28 @@ void emit_print(CudaContext& ctx, ir::OpId id) {
       shift += bits;
     }
     for (size_t k = 0; k < coords.size(); ++k) {
-      format += k ? ", %d" : "%d";
+      format += (k ? ", %" : "%") + std::to_string(c_family::index_width(tile->shape[k])) + "d";
       args += ", " + coords[k];
     }
     format += ")";
   } else {
     ctx.out.open("if (threadIdx.x == 0)");
+    if (!op.operands.empty()) format += " idx ()";
   }
-  std::vector<ir::Type> types;
-  std::vector<std::string> elements;
+  auto line = [&](const std::string& format, const std::string& args) {
+    ctx.out.line("printf(\"" + format + "\\n\", " + args + ");");
+  };
+  if (op.operands.empty()) {
+    line(format + "%s", args + ", " + c_family::string_literal(prefix, ctx.dialect));
+  }
   for (size_t k = 0; k < op.operands.size(); ++k) {
     const ir::Type& t = ctx.fn.type(op.operands[k]);
-    types.push_back(t.element());
-    elements.push_back(t.is_tile() ? arrays[k] + "[" + i + "]" : arrays[k]);
+    std::string f = format, a = args;
+    c_family::append_printed_value(f, a, prefix, op.operands.size() > 1 ? static_cast<int>(k) : -1, t.element(),
+                                   t.is_tile() ? arrays[k] + "[" + i + "]" : arrays[k], ctx.dialect,
+                                   op.has_attr("hex"));
+    line(f, a);
   }
-  c_family::append_printed_values(format, args, prefix, types, elements, ctx.dialect, op.has_attr("hex"));
-  ctx.out.line("printf(\"" + format + "\\n\", " + args + ");");
   if (tile != nullptr) ctx.out.close();
   ctx.out.close();
 }
