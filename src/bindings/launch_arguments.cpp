@@ -426,7 +426,17 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
       raise_coded(PyExc_TypeError, Diag::InvalidReinterpret,
                   "argument '" + param + "' of kernel '" + kernel + "': tegula.reinterpret needs an array or "
                       "tensor, got " + type_name_of(base));
-    nb::object as = attribute(attribute(value, dtype_name_), scalar_name_);
+    // A tl dtype's scalar is the IR's name for it, None for the dtypes Tegula lacks (fp8 e4b8 and e5b16);
+    // tegula.reinterpret refuses those, a ReinterpretedArray built another way reaches this.
+    nb::object dtype = attribute(value, dtype_name_);
+    nb::object as = is_instance(dtype, support_.dtype_type) && !is_instance(dtype, support_.pointer_type)
+                        ? attribute_or_null(dtype, scalar_name_)
+                        : nb::object();
+    if (!as.is_valid() || !PyUnicode_Check(as.ptr()))
+      raise_coded(PyExc_TypeError, Diag::InvalidReinterpret,
+                  "argument '" + param + "' of kernel '" + kernel + "' is reinterpreted as " + str_of(dtype) +
+                      ", which Tegula has no type for: it has the fp8 formats tl.float8e4nv (e4m3fn), "
+                      "tl.float8e5 (e5m2) and tl.float8e4b15 (e4m3 with bias 15)");
     array->element = scalar_named(utf8(as.ptr()));
     return array;
   }

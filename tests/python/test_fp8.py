@@ -231,6 +231,14 @@ def test_amd_fp8_variants_exist_and_are_refused_where_used():
         cast_to[(1,)](np.zeros(4, np.float32), T=tl.float8e5b16)
     with pytest.raises(TypeError, match=r"tegula.reinterpret: tl.float8e4b8 is not supported"):
         tegula.reinterpret(np.zeros(4, np.uint8), tl.float8e4b8)
+    # A wrapper built without tegula.reinterpret (a TensorWrapper subclass of Triton-ported code) meets the
+    # launcher's own check, not a bare "bad argument type".
+    from tegula._reinterpret import ReinterpretedArray
+
+    for dtype in (tl.float8e4b8, tl.pointer_type(tl.float32), "uint8"):
+        with pytest.raises(TypeError, match=r"argument 'x_ptr' of kernel 'cast_to' is reinterpreted as .*, which "
+                                            r"Tegula has no type for"):
+            cast_to[(1,)](ReinterpretedArray(np.zeros(4, np.uint8), dtype), T=tl.float32)
 
 
 @tegula.jit
