@@ -907,10 +907,23 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
       if (text.starts_with("jit:")) return key.constant_jit_function(std::string_view(text).substr(4));
     }
   }
+  // Any other hashable, immutable-looking object (a uuid.UUID that forces a fresh compile, a config object)
+  // is a constant the kernel may hold but not use, as Triton takes it: its repr keys the compile. Callables,
+  // unhashable values and arrays stay errors here, where the fix is plain.
+  if (!PyCallable_Check(object) && !has_attribute(value, data_ptr_name_) && !has_attribute(value, dlpack_name_) &&
+      !is_instance(value, support_.ndarray)) {
+    if (PyObject_Hash(object) != -1) {
+      std::string text = str_of(nb::steal(PyObject_Repr(object)));
+      if (text.size() > 200) text = text.substr(0, 200) + "...";
+      return key.constant_opaque(text);
+    }
+    PyErr_Clear();
+  }
   raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
               "constexpr argument '" + param + "' of kernel '" + kernel +
                   "' must be an int, float, bool, str, None, tl.dtype, a function of the tile language, a @jit "
-                  "function or a tuple of them, got " + type_name_of(value));
+                  "function, a tuple of them or another hashable value the kernel does not use, got " +
+                  type_name_of(value));
 }
 
 // --- debug extents, devices and streams --------------------------------------------------------

@@ -73,6 +73,7 @@ frontend::ArgSpec constant_spec(Reader& in) {
     case Kind::Str:
     case Kind::DType:
     case Kind::LanguageMember:
+    case Kind::Opaque:
     case Kind::JitFunction: value.text = in.text(); break;
     case Kind::None: break;
     case Kind::Tuple: {
@@ -188,6 +189,12 @@ void LaunchKey::constant_language_member(std::string_view path) {
   const char head[2] = {kConstant, static_cast<char>(frontend::GlobalValue::Kind::LanguageMember)};
   append(head, sizeof head);
   text(path);
+}
+
+void LaunchKey::constant_opaque(std::string_view description) {
+  const char head[2] = {kConstant, static_cast<char>(frontend::GlobalValue::Kind::Opaque)};
+  append(head, sizeof head);
+  text(description);
 }
 
 // Decoded as a JitFunction whose `function` index is still -1 and whose text

@@ -495,10 +495,66 @@ std::string format_for_print(Lowerer& l, const Symbol& s) {
   return l.describe(s);
 }
 
+namespace {
+
+// Python's shortest text that reads back as `x` (repr of a float).
+std::string python_float(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  std::string text = buf;
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text;
+}
+
+// A value as Triton's str() shows it: a tensor as its dtype and shape
+// (`int32[constexpr[128]]`, a scalar `fp32[]`), a dtype by its name (`fp16`,
+// `pointer<int32>`), a constant as Python prints it.
+std::string triton_text(Lowerer& l, const Symbol& s) {
+  auto dtype_name = [](ir::Scalar scalar, bool pointer) {
+    std::string name = ir::scalar_info(scalar).short_name;
+    return pointer ? "pointer<" + name + ">" : name;
+  };
+  if (s.is_value()) {
+    const ir::Type& t = l.type(s.value);
+    std::string dims;
+    for (int64_t d : t.shape) dims += (dims.empty() ? "constexpr[" : ", constexpr[") + std::to_string(d) + "]";
+    return dtype_name(t.scalar, t.is_pointer()) + "[" + dims + "]";
+  }
+  if (!s.is_const()) return l.describe(s);
+  const ConstValue& v = s.constant;
+  if (v.kind == ConstValue::Kind::Str) return v.s;
+  if (v.kind == ConstValue::Kind::Float) return python_float(v.f);
+  if (v.kind == ConstValue::Kind::DType && v.type_form == ConstValue::TypeForm::Scalar)
+    return dtype_name(v.dtype, v.pointer);
+  return to_string(v);
+}
+
+}  // namespace
+
+// Triton's static_print is Python's print at compile time: to stdout, values
+// as str() shows them, `sep` and `end` as print takes them.
 Symbol static_print(Lowerer& l, const CallArgs& c, const std::string& n) {
+  std::string sep = " ", end = "\n";
+  for (size_t k = 0; k < c.keywords.size(); ++k) {
+    const auto& [keyword, value] = c.keywords[k];
+    if (keyword == "file" || keyword == "flush") continue;
+    if (keyword != "sep" && keyword != "end")
+      error_at(c.keyword_locs[k], Diag::UnknownKeywordArgument, "tl.static_print has no keyword `" + keyword + "`");
+    if (!value.is_const() || value.constant.kind != ConstValue::Kind::Str)
+      error_at(c.keyword_locs[k], Diag::NotConstexpr,
+               "tl.static_print's " + keyword + " must be a compile-time string, but it is " + l.describe(value));
+    (keyword == "sep" ? sep : end) = value.constant.s;
+  }
   std::string line;
-  for (const Symbol& s : c.positional) line += (line.empty() ? "" : " ") + format_for_print(l, s);
-  std::fprintf(stderr, "%s\n", line.c_str());
+  for (size_t i = 0; i < c.positional.size(); ++i) line += (i ? sep : "") + triton_text(l, c.positional[i]);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fwrite(end.data(), 1, end.size(), stdout);
+  std::fflush(stdout);
   return Symbol::of(ConstValue::none());
 }
 

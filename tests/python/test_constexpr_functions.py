@@ -94,7 +94,8 @@ def test_a_host_function_is_refused_with_what_is_accepted():
     x = np.ones(8, np.float32)
     with pytest.raises(TypeError, match=re.escape(
             "constexpr argument 'f' of kernel 'apply_kernel' must be an int, float, bool, str, None, tl.dtype, "
-            "a function of the tile language, a @jit function or a tuple of them, got function")):
+            "a function of the tile language, a @jit function, a tuple of them or another hashable value the kernel "
+            "does not use, got function")):
         apply_kernel[(1,)](x, x, 8, lambda v: v, BLOCK=8)
 
 

@@ -9,6 +9,7 @@ Results are checked against NumPy on random data on the CPU; the CUDA side
 which needs no GPU.
 """
 
+import re
 import sys
 import types
 
@@ -304,7 +305,7 @@ def test_tuples_specialize_by_value():
     assert (launcher.specialization(x, x, SHAPE=(8, 16), NEW_SHAPE=(16, 8)) !=
             launcher.specialization(x, x, SHAPE=(8, 16), NEW_SHAPE=(8, 16)))
     with pytest.raises(TypeError, match="must be an int, float, bool, str, None, tl.dtype, a function of the tile language, a @jit "
-                       "function or a tuple of them"):
+                       "function, a tuple of them or another hashable value the kernel does not use, got list"):
         reshape_kernel[(1,)](x, x, SHAPE=(8, [16]), NEW_SHAPE=(16, 8))
 
 
@@ -357,3 +358,32 @@ def test_dtype_repr_under_a_triton_package_that_reexports_tegula(monkeypatch):
     monkeypatch.setitem(sys.modules, "triton.language", tl)
     assert repr(tl.int8) == "triton.language.int8"
     assert eval(repr(tl.float32), {"triton": triton}) is tl.float32
+
+
+@tegula.jit
+def opaque_constexpr_kernel(x_ptr, TAG: tl.constexpr, USE: tl.constexpr):
+    tl.static_print("compiling", TAG is None)
+    if USE:
+        tl.store(x_ptr, TAG + 1.0)
+    else:
+        tl.store(x_ptr + tl.arange(0, 4), tl.load(x_ptr + tl.arange(0, 4)) + 1.0)
+
+
+def test_other_hashable_constexprs_key_the_compile_and_cannot_be_used(capfd):
+    """Triton takes any value for a constexpr (its tests pass uuid.uuid4() to compile afresh): a value the
+    kernel only holds keys the compile by its repr; computing with it is a located error."""
+    import uuid
+
+    x = np.zeros(4, np.float32)
+    tag = uuid.uuid4()
+    launcher = opaque_constexpr_kernel._launcher
+    assert launcher.specialization(x, TAG=tag, USE=False) == launcher.specialization(x, TAG=tag, USE=False)
+    assert launcher.specialization(x, TAG=tag, USE=False) != launcher.specialization(x, TAG=uuid.uuid4(), USE=False)
+    for t in (tag, tag, uuid.uuid4()):
+        opaque_constexpr_kernel[(1,)](x, TAG=t, USE=False)
+    np.testing.assert_array_equal(x, 3.0)
+    with pytest.raises(tegula.CompilationError, match=re.escape("the host object UUID('")):
+        opaque_constexpr_kernel[(1,)](x, TAG=uuid.uuid4(), USE=True)
+    for refused, name in (([1], "list"), ({1: 2}, "dict"), (np.zeros(2), "ndarray"), (print, "builtin_function_or_method")):
+        with pytest.raises(TypeError, match=f"another hashable value the kernel does not use, got {name}"):
+            opaque_constexpr_kernel[(1,)](x, TAG=refused, USE=False)

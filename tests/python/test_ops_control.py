@@ -220,6 +220,7 @@ def test_jit_helpers(backend):
 def static_kernel(out_ptr, BLOCK: tl.constexpr, MODE: tl.constexpr):
     tl.static_assert(BLOCK >= 16, "BLOCK must be at least 16")
     tl.static_print("static_print:", BLOCK, MODE)
+    tl.static_print(tl.arange(0, BLOCK), out_ptr, out_ptr.dtype.element_ty, 0.1, sep="|", end="$\n")
     if MODE == "double":  # a constexpr condition: only one branch is compiled
         v = tl.arange(0, BLOCK) * 2
     else:
@@ -233,10 +234,13 @@ def test_static_assert_and_static_print(backend, capfd):
     np.testing.assert_array_equal(backend.numpy(out), np.arange(32) * 2)
     static_kernel[(1,)](out, BLOCK=16, MODE="plain")
     np.testing.assert_array_equal(backend.numpy(out)[:16], np.arange(16))
-    printed = capfd.readouterr().err
-    # Printed while compiling: absent when the disk cache already held the kernel.
+    printed = capfd.readouterr().out
+    # Printed to stdout while compiling, as Python's print (Triton's static_print): absent when the disk
+    # cache already held the kernel.
     if printed:
         assert "static_print: 32 double" in printed or "static_print: 16 plain" in printed, printed
+        assert ("int32[constexpr[32]]|pointer<int32>[]|int32|0.1$" in printed
+                or "int32[constexpr[16]]|pointer<int32>[]|int32|0.1$" in printed), printed
     with pytest.raises(tegula.CompilationError, match="static assertion failed: BLOCK must be at least 16"):
         static_kernel[(1,)](out, BLOCK=8, MODE="plain")
 
