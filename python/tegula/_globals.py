@@ -26,8 +26,9 @@ _TOP_LEVEL_MODULES = frozenset({"tegula", "triton"})
 # The public namespaces of the tile language, most general first: a function
 # exported by several (tl.exp is tl.math.exp) is named by the first.
 _LANGUAGE_NAMESPACES = tuple(f"{root}.{space}" for root in ("tegula", "triton")
-                             for space in ("language", "language.math", "language.extra.libdevice",
-                                           "language.extra.cuda.libdevice", "language.extra.cuda"))
+                             for space in ("language", "language.core", "language.math",
+                                           "language.extra.libdevice", "language.extra.cuda.libdevice",
+                                           "language.extra.cuda"))
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -93,6 +94,14 @@ def language_member(value) -> str | None:
         for name, member in vars(module).items():  # exported under another name
             if member is value and not name.startswith("_"):
                 return f"{module_name}.{name}"
+    # A copy of a language function from a second execution of its module (xformers's libdevice_find
+    # re-executes libdevice from its import spec): the function its module and name say, as Triton
+    # resolves a global by its __module__.
+    home = sys.modules.get(getattr(value, "__module__", None) or "")
+    original = getattr(home, own_name, None) if isinstance(own_name, str) else None
+    if (home is not None and home.__name__ in _LANGUAGE_NAMESPACES and original is not None and original is not value
+            and getattr(original, "__qualname__", None) == getattr(value, "__qualname__", None)):
+        return language_member(original)
     return None
 
 
@@ -215,9 +224,8 @@ def _opaque_description(value) -> str:
         return f"module '{value.__name__}'"
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
         module = getattr(value, "__module__", None) or ""
-        if module.startswith("tegula.language"):
-            name = value.__name__
-            return f"function '{name}' imported from tegula.language (write tl.{name})"
+        if module.startswith(("tegula.language", "triton.language")):
+            return f"function '{value.__name__}' of {module}, which is not one of the tile language's functions"
         return f"function '{value.__qualname__}' (not a @tegula.jit function)"
     if isinstance(value, type):
         module = getattr(value, "__module__", None)

@@ -76,6 +76,22 @@ Symbol lower_dtype_class(Lowerer& l, const CallArgs& c, const std::string& n) {
            "use a name such as \"float32\", \"fp16\" or \"int8\"");
 }
 
+// tl.core.get_int_dtype(bitwidth, signed): the integer type of a width, as
+// Triton's host function gives it to the kernels that call it.
+Symbol lower_get_int_dtype(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a("get_int_dtype", {"bitwidth", "signed"}, c);
+  ConstValue bits = l.to_const(a.get("bitwidth"), a.loc("bitwidth"), "the bitwidth of get_int_dtype");
+  bool is_signed = false;
+  if (!l.truth_constant(a.get("signed"), a.loc("signed"), &is_signed))
+    error_at(a.loc("signed"), Diag::NotConstexpr,
+             "get_int_dtype's signed needs a compile-time True or False, but it is " + l.describe(a.get("signed")));
+  if (bits.kind == ConstValue::Kind::Int && bits.i == 1) return Symbol::of(ConstValue::type(ir::Scalar::I1));
+  if (bits.kind == ConstValue::Kind::Int && (bits.i == 8 || bits.i == 16 || bits.i == 32 || bits.i == 64))
+    return Symbol::of(ConstValue::type(*dtype_from_name((is_signed ? "int" : "uint") + std::to_string(bits.i))));
+  error_at(a.loc("bitwidth"), Diag::UnknownDtype, "get_int_dtype has no integer type of " + to_string(bits) + " bits",
+           "use a bitwidth of 1, 8, 16, 32 or 64");
+}
+
 // dtype.is_fp16(), dtype.is_floating(), dtype.get_int_max_value(), ...:
 // Triton's methods of a type object, decided at compile time by its name
 // lists (an int1 counts as unsigned; a pointer, block or void type is none

@@ -574,6 +574,8 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (auto t = dtype_from_name(attr); t && attr != "float" && attr != "double" && attr != "half" &&
                                           attr != "bool")
         return Symbol::of(ConstValue::type(*t));
+      // tl.core is the module that defines most of Triton's tl names: the same language (tl.core.arange).
+      if (attr == "core" && base.name == "language") return base;
       if (attr == "math" || attr == "extra" || attr == "libdevice" || attr == "cuda" || attr == "standard" ||
           attr == "target_info" || attr == "random" || (attr == "cpu" && base.name.ends_with(".extra")))
         return Symbol::module(base.name + "." + attr);

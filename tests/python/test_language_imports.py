@@ -141,3 +141,70 @@ def test_triton_standard_module_path(backend):
     out = backend.zeros(1, np.float32)
     standard_kernel[(1,)](backend.array(x), out, N=64)
     np.testing.assert_allclose(backend.numpy(out)[0], x.astype(np.float64).sum() * 6, rtol=1e-5, atol=3e-5)
+
+
+def _libdevice_executed_again():
+    """libdevice run a second time from its import spec, as xformers's libdevice_find gets its functions:
+    a module whose functions are new objects with the original's module and name."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("tegula.language.extra.libdevice")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_fresh_libdevice = _libdevice_executed_again()
+fresh_pow = _fresh_libdevice.pow
+
+
+@tegula.jit
+def fresh_pow_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=1.0)
+    tl.store(out_ptr + offs, fresh_pow(x, 2.5) + _fresh_libdevice.exp2(x), mask=offs < n)
+
+
+def test_a_reexecuted_language_module_means_the_language(backend):
+    """A function of a second execution of a language module is the language function its __module__ and
+    name say, as Triton resolves a global by its module."""
+    assert fresh_pow is not ld.pow
+    x = rng_for("fresh_pow").uniform(0.5, 2.0, 37).astype(np.float32)
+    out = backend.zeros(37, np.float32)
+    fresh_pow_kernel[(1,)](backend.array(x), out, 37, BLOCK=64)
+    np.testing.assert_allclose(backend.numpy(out), x.astype(np.float64) ** 2.5 + np.exp2(x.astype(np.float64)),
+                               rtol=2e-6)
+
+
+from tegula.language.core import get_int_dtype  # noqa: E402
+
+
+@tegula.jit
+def core_names_kernel(x_ptr, bits_ptr, n, BLOCK: tl.constexpr):
+    # Triton's tl.core defines most tl names; kernels reach them there too (LightLLM's grouped top-k).
+    offs = tl.core.arange(0, BLOCK)
+    width: tl.core.constexpr = BLOCK
+    x = tl.core.load(x_ptr + offs, mask=offs < n, other=0.0)
+    as_int = x.to(tl.core.get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, signed=True), bitcast=True)
+    unsigned = x.to(get_int_dtype(32, False), bitcast=True)
+    tl.static_assert(as_int.dtype == tl.int32 and unsigned.dtype == tl.uint32 and width == BLOCK)
+    tl.store(bits_ptr + offs, as_int ^ (unsigned >> 31).to(tl.int32), mask=offs < n)
+
+
+def test_tl_core_and_get_int_dtype_in_kernels(backend):
+    x = rng_for("tl_core").standard_normal(23).astype(np.float32)
+    bits = backend.zeros(23, np.int32)
+    core_names_kernel[(1,)](backend.array(x), bits, 23, BLOCK=32)
+    i = x.view(np.int32)
+    np.testing.assert_array_equal(backend.numpy(bits), i ^ (x.view(np.uint32) >> 31).astype(np.int32))
+    assert get_int_dtype(16, False) == tl.uint16 and get_int_dtype(1, True) == tl.int1
+
+
+@tegula.jit
+def bad_int_dtype_kernel(x_ptr, BITS: tl.constexpr):
+    tl.store(x_ptr, tl.load(x_ptr).to(tl.core.get_int_dtype(BITS, True), bitcast=True))
+
+
+def test_get_int_dtype_of_an_odd_width_is_a_located_error():
+    with pytest.raises(tegula.CompilationError, match=r"get_int_dtype has no integer type of 24 bits"):
+        bad_int_dtype_kernel[(1,)](np.zeros(1, np.float32), BITS=24)
