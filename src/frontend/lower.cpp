@@ -249,6 +249,7 @@ void Lowerer::warn_at(const SourceLoc& loc, std::string message, std::string hin
 
 void Lowerer::assign(const std::string& name, Symbol value) {
   frame().maybe_undefined.erase(name);
+  frame().loop_last.erase(name);
   frame().vars[name] = std::move(value);
 }
 
@@ -331,9 +332,11 @@ Symbol Lowerer::member_global(const Symbol& module, const std::string& attr, con
 Symbol Lowerer::lookup(const std::string& name, const SourceLoc& loc) {
   Frame& f = frame();
   if (auto it = f.vars.find(name); it != f.vars.end()) return it->second;
-  if (auto it = f.maybe_undefined.find(name); it != f.maybe_undefined.end())
+  if (auto it = f.maybe_undefined.find(name); it != f.maybe_undefined.end()) {
+    if (std::optional<Symbol> last = last_induction_value(name, loc)) return *last;
     error_at(loc, Diag::PossiblyUndefinedName, "`" + name + "` is not defined on every path that reaches this use",
              "assign `" + name + "` before the `if`/loop, or in every branch");
+  }
   const FunctionSource& fs = request_.functions[static_cast<size_t>(f.function)];
   if (auto it = fs.globals.find(name); it != fs.globals.end()) {
     if (it->second.kind == GlobalValue::Kind::HostModule) return Symbol::host_module(name, f.function);

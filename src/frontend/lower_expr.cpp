@@ -539,6 +539,9 @@ Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, 
   }
   if (!base.is_value()) error_at(loc, Diag::InvalidTupleIndex, describe(base) + " cannot be indexed");
   ir::ValueId v = base.value;
+  // A scalar's `None`s insert where its dimensions end, as Triton's expand_dims of a scalar does
+  // (Python's list.insert clamps the position): `flag[:, None]` is a tile of one element.
+  const bool scalar = !type(v).is_tile();
   for (size_t axis = 0; axis < index.size(); ++axis) {
     const Symbol& s = index[axis];
     if (is_full_slice(s)) continue;
@@ -548,13 +551,13 @@ Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, 
                    (s.kind == Symbol::Kind::Slice ? std::string("a slice with bounds") : describe(s)),
                "tiles have static shapes: select elements with masks and tl.where, or tl.reshape/tl.split");
     const ir::Type t = type(v);
-    if (static_cast<int>(axis) > t.rank())
+    int64_t at = scalar ? std::min<int64_t>(static_cast<int64_t>(axis), t.rank()) : static_cast<int64_t>(axis);
+    if (at > t.rank())
       error_at(locs[axis], Diag::InvalidTileIndex,
                "`None` at position " + std::to_string(axis) + " is past the dimensions of " + describe(base));
     std::vector<int64_t> shape = t.shape;
-    shape.insert(shape.begin() + static_cast<int64_t>(axis), 1);
-    v = t.is_tile() ? create(OpKind::ExpandDims, {v}, t.with_shape(shape), loc,
-                             {{"axis", ir::Attr{static_cast<int64_t>(axis)}}})
+    shape.insert(shape.begin() + at, 1);
+    v = t.is_tile() ? create(OpKind::ExpandDims, {v}, t.with_shape(shape), loc, {{"axis", ir::Attr{at}}})
                     : create(OpKind::Splat, {v}, t.with_shape(shape), loc);
   }
   return Symbol::of(v);

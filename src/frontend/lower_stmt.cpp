@@ -302,6 +302,7 @@ void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std
   if (type(cond).is_tile()) return lower_elementwise_if(loc, cond, then_branch, else_branch);
   const auto before = frame().vars;
   const auto before_maybe = frame().maybe_undefined;
+  const auto before_last = frame().loop_last;
   ir::BlockId outer = builder_.insertion_block();
   ir::BlockId then_block = fn_.add_block(ir::OpId{});
   ir::BlockId else_block = fn_.add_block(ir::OpId{});
@@ -309,6 +310,7 @@ void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std
   ++frame().runtime_control_depth;
   builder_.set_insertion_end(then_block);
   then_branch();
+  forget_inner_loop_last(before_last);
   auto then_vars = frame().vars;
   const bool then_returned = frame().returned;
   frame().vars = before;
@@ -316,6 +318,7 @@ void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std
   frame().returned = false;
   builder_.set_insertion_end(else_block);
   else_branch();
+  forget_inner_loop_last(before_last);
   auto else_vars = frame().vars;
   const bool else_returned = frame().returned;
   frame().returned = false;
@@ -649,6 +652,7 @@ void Lowerer::lower_for(const ast::Stmt& s) {
   prepare_loop_result(s);
   Carried carried = carry(loop_carried(s.body, s.loc), s.loc);
   const auto before = frame().vars;
+  const auto before_last = frame().loop_last;
   ir::BlockId outer = builder_.insertion_block();
   ir::BlockId body = fn_.add_block(ir::OpId{});
   ir::ValueId iv = fn_.add_block_arg(body, ir::Type::of(iv_type));
@@ -660,6 +664,7 @@ void Lowerer::lower_for(const ast::Stmt& s) {
   ++frame().runtime_control_depth;
   builder_.set_insertion_end(body);
   lower_body(s.body);  // a later iteration of a loop that returned finds kReturned set and does nothing
+  forget_inner_loop_last(before_last);
   probe_loop_result(s);
   frame().returned = false;  // the loop may run no iteration
   std::vector<ir::ValueId> yields = carried_yields(carried, s.loc);
@@ -682,6 +687,46 @@ void Lowerer::lower_for(const ast::Stmt& s) {
   for (ir::ValueId& v : after)
     if (!v.valid()) v = fn_.op(op).results[next_result++];
   finish_loop_scope(before, carried, after, s.loc);
+  remember_last_induction_value(target.name, carried, lb, ub, st);
+}
+
+// Python leaves a loop's variable at its last value, which kernels read after
+// the loop (chunked attention kernels compute the last block's offsets); Triton
+// compiles such a read, with an undefined value. A variable the loop alone
+// defines keeps the range's bounds here, and a read after the loop computes the
+// last value the range gave, lb + ((ub - lb - sign(st)) / st) * st (unspecified,
+// as in Triton, when the loop ran no iteration). Computed only where read, so
+// loops whose variable is not read after them lower as before. A body that
+// assigns the variable itself carries it instead; unsigned ranges stay undefined.
+void Lowerer::remember_last_induction_value(const std::string& name, const Carried& carried, ir::ValueId lb,
+                                            ir::ValueId ub, ir::ValueId st) {
+  if (!ir::is_signed(type(lb).scalar) || frame().vars.count(name) || !frame().maybe_undefined.count(name) ||
+      std::find(carried.names.begin(), carried.names.end(), name) != carried.names.end())
+    return;
+  frame().loop_last[name] = {lb, ub, st};
+}
+
+void Lowerer::forget_inner_loop_last(const std::map<std::string, std::array<ir::ValueId, 3>>& outer) {
+  auto& last = frame().loop_last;
+  for (auto it = last.begin(); it != last.end();) {
+    auto o = outer.find(it->first);
+    it = o != outer.end() && o->second == it->second ? std::next(it) : last.erase(it);
+  }
+}
+
+std::optional<Symbol> Lowerer::last_induction_value(const std::string& name, const SourceLoc& loc) {
+  auto it = frame().loop_last.find(name);
+  if (it == frame().loop_last.end()) return std::nullopt;
+  const auto [lb, ub, st] = it->second;
+  const ir::Type t = type(lb);
+  ir::ValueId one = constant(ConstValue::integer(1), t, loc);
+  ir::ValueId minus_one = constant(ConstValue::integer(-1), t, loc);
+  ir::ValueId zero = constant(ConstValue::integer(0), t, loc);
+  ir::ValueId up = create(OpKind::Cmp, {st, zero}, ir::Type::of(Scalar::I1), loc, {{"pred", ir::Attr{std::string("gt")}}});
+  ir::ValueId sign = create(OpKind::Select, {up, one, minus_one}, t, loc);
+  ir::ValueId span = create(OpKind::Sub, {create(OpKind::Sub, {ub, lb}, t, loc), sign}, t, loc);
+  ir::ValueId steps = create(OpKind::Div, {span, st}, t, loc);
+  return Symbol::of(create(OpKind::Add, {lb, create(OpKind::Mul, {steps, st}, t, loc)}, t, loc));
 }
 
 void Lowerer::lower_while(const ast::Stmt& s) {
@@ -689,6 +734,7 @@ void Lowerer::lower_while(const ast::Stmt& s) {
   prepare_loop_result(s);
   Carried carried = carry(loop_carried(s.body, s.loc), s.loc);
   const auto before = frame().vars;
+  const auto before_last = frame().loop_last;
   ir::BlockId outer = builder_.insertion_block();
   ir::BlockId cond_block = fn_.add_block(ir::OpId{});
   ir::BlockId body = fn_.add_block(ir::OpId{});
@@ -730,6 +776,7 @@ void Lowerer::lower_while(const ast::Stmt& s) {
     frame().vars[kReturned] = Symbol::of(ConstValue::boolean(false));
   builder_.set_insertion_end(body);
   lower_body(s.body);
+  forget_inner_loop_last(before_last);
   probe_loop_result(s);
   frame().returned = false;  // the loop may run no iteration
   std::vector<ir::ValueId> yields = carried_yields(carried, s.loc);

@@ -4,6 +4,7 @@
 // (expressions, typing, broadcasting) and builtins.cpp (the tl.* functions).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -135,6 +136,11 @@ class Lowerer {
     std::vector<std::pair<std::string, Symbol>> fixed;  // LoopNames::fixed, checked by carried_yields
   };
   Carried carry(const LoopNames& names, const SourceLoc& loc);
+  // A runtime loop's variable read after the loop (lower_stmt.cpp).
+  void remember_last_induction_value(const std::string& name, const Carried& carried, ir::ValueId lb, ir::ValueId ub,
+                                     ir::ValueId st);
+  std::optional<Symbol> last_induction_value(const std::string& name, const SourceLoc& loc);
+  void forget_inner_loop_last(const std::map<std::string, std::array<ir::ValueId, 3>>& outer);
   // Binds every carried name to its symbol rebuilt from `values` (one per leaf).
   void bind_carried(const Carried& carried, const std::vector<ir::ValueId>& values);
   // The leaves of the carried names' symbols now, as values of the carried types.
@@ -242,6 +248,10 @@ class Lowerer {
     int32_t function = 0;
     std::map<std::string, Symbol> vars = {{kReturned, Symbol::of(ConstValue::boolean(false))}};
     std::map<std::string, SourceLoc> maybe_undefined;  // defined on only one path
+    // Loop variables defined only by their runtime loop, by name: the range's (lb, ub, step), from
+    // which a read after the loop computes the last value. Valid in the block that holds the loop
+    // and the blocks nested in it; dropped when the name is assigned or that block's scope ends.
+    std::map<std::string, std::array<ir::ValueId, 3>> loop_last;
     bool returned = false;  // this path has certainly returned: what follows is not lowered
     std::optional<Symbol> result;
     int runtime_control_depth = 0;  // > 0 inside a runtime if/for/while

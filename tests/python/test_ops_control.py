@@ -543,3 +543,45 @@ def test_nested_static_ranges_have_one_budget():
         nested_unroll_kernel[(1,)](o, 4096)
     nested_unroll_kernel[(1,)](o, 10)
     assert o[0] == sum(i ^ j ^ k for i in range(10) for j in range(10) for k in range(10))
+
+
+@tegula.jit
+def loop_variable_after_kernel(out_ptr, lo, hi, step, FLAG: tl.constexpr):
+    for i in range(lo, hi, step):
+        pass
+    for j in range(hi - 1, lo - 1, -1):  # counting down, as chunked backward kernels do
+        pass
+    if FLAG:
+        k_out = i * 1000 + j
+    else:
+        k_out = j
+    tl.store(out_ptr, k_out)
+    for m in range(0, hi):
+        tl.store(out_ptr + 1, m + i)  # read inside a later loop too
+
+
+@tegula.jit
+def loop_in_branch_kernel(out_ptr, n, c):
+    if c > 0:
+        for i in range(n):
+            pass
+    tl.store(out_ptr, i)
+
+
+@pytest.mark.parametrize("lo, hi, step", [(0, 10, 3), (2, 9, 3), (5, 6, 1), (9, 0, -2), (-4, 4, 5)])
+def test_a_loop_variable_read_after_its_loop_has_its_last_value(backend, lo, hi, step):
+    """Python leaves a loop's variable at its last value; Triton compiles such a read (undefined there)."""
+    out = backend.zeros(2, np.int32)
+    loop_variable_after_kernel[(1,)](out, lo, hi, step, FLAG=True)
+    last_i, last_j = list(range(lo, hi, step))[-1], list(range(hi - 1, lo - 1, -1))[-1] if hi > lo else None
+    got = backend.numpy(out).tolist()
+    if last_j is not None:
+        assert got[0] == last_i * 1000 + last_j, got
+        assert got[1] == hi - 1 + last_i, got
+    else:
+        assert got[0] // 1000 == last_i or got[0] % 1000, got
+
+
+def test_a_loop_variable_of_one_branch_stays_undefined_after_it():
+    with pytest.raises(tegula.CompilationError, match="`i` is not defined"):
+        loop_in_branch_kernel[(1,)](np.zeros(1, np.int32), 4, 5)  # c == 1 would make the `if` a constexpr one

@@ -2,7 +2,8 @@
 
 `x[...]` on a tile or a scalar takes `None` (a new size-1 dim at its
 position) and full slices (`:`, `::`, `None:`, `:None`, `None:None:None`: a
-kept dim); a scalar indexed with `None` becomes a tile of one element.
+kept dim); a scalar indexed with `None` becomes a tile of one element (a `None`
+past its dimensions, `flag[:, None]`, inserts at their end, as in Triton).
 Anything else (`x[1:3]`, `x[None, 2]`) is refused at the index. Tuples take
 Python slices. `tl.expand_dims` of a scalar, `tl.join`/`tl.interleave` of two
 scalars (a tile of 2) and `tl.split` of a tile of 2 (two scalars) follow
@@ -35,6 +36,8 @@ def subscript_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     one = first[None]
     tl.static_assert(one.shape == [1])
     tl.static_assert(first[None, None].shape == [1, 1])
+    # Past a scalar's dimensions a None inserts at their end, as Triton's expand_dims of a scalar does.
+    tl.static_assert(first[:, None].shape == [1] and first[:, :, None, None].shape == [1, 1])
     tl.static_assert(tl.expand_dims(first, 0).shape == [1])
     tl.static_assert(tl.expand_dims(first, -1).shape == [1])
     tl.static_assert(tl.expand_dims(BLOCK, -1).shape == [1])
