@@ -241,7 +241,8 @@ def test_bad_constexpr_value():
     x, y, out = _arrays()
     with pytest.raises(TypeError, match=re.escape(
             "constexpr argument 'BLOCK' of kernel 'add_kernel' must be an int, float, bool, str, "
-            "None, tl.dtype, a function of the tile language, a @jit function or a tuple of them, got list")):
+            "None, tl.dtype, a function of the tile language, a @jit function, a tuple of them or another "
+            "hashable value the kernel does not use, got list")):
         add_kernel[(1,)](x, y, out, 100, BLOCK=[128])
 
 
