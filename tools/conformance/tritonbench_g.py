@@ -22,7 +22,17 @@ arguments. Outcomes:
                Tegula's Python package or the shim, a name Tegula lacks (AttributeError / ImportError on
                triton.*), a crash (killed by a signal, or no status written), or a timeout.
   environment  CUDA-only torch code that the stand-ins below do not cover, or a missing package.
+  triton-too   fails with the real Triton as well: with --reference, a file that failed on the GPU too (the
+               reference's error is appended); without, a file that imports triton.ops (gone since 3.0).
   test         any other exception, raised by the test itself or by torch outside Tegula.
+
+A crash or a mismatch is rerun with TEGULA_DEBUG=1 (Tegula's bounds checks on every load and store); when that
+run stops at an access outside the kernel's arrays, the failure is the kernel's or its test's (a GPU lets most
+such reads pass, reading whatever lies there) and is counted under `test`, with the bounds report. `--debug`
+runs every file so, to list all such accesses. An autotune config that sets an AMD backend option
+(waves_per_eu, ...) counts under `environment`, and torch Inductor's imports of the real Triton's internals
+too. DIAGNOSED holds the few failures told apart by hand (a spin lock across programs; a 1-tuple pointer that
+Triton 3.6 refuses as well), each with its reason.
 
 TritonBench stores no reference outputs (its eval compares a candidate's stdout with the gold file's, on a
 GPU). --make-reference runs the files the same way but with the real Triton on a CUDA GPU and saves a digest
@@ -32,11 +42,13 @@ TOLERANCE[dtype] * max|reference| on the sample and within TOLERANCE * sum|refer
 takes TF32 for float32 dots and approximate exp/log; Tegula's CPU backend does not), integer and bool outputs
 exactly, Python numbers within 1e-2 relative. A file that fails on the GPU is reported with that error.
 
-Random inputs: both runs seed torch, random and numpy with 0 before the file runs, and every random torch
-function (torch.rand/randn/randint/randperm/normal/bernoulli/multinomial/poisson and their _like forms, the
-in-place Tensor.normal_/uniform_/random_/exponential_/bernoulli_/geometric_/log_normal_/cauchy_) draws from
-the CPU generator; on the GPU the draw is made on the CPU and copied to the GPU, so that both runs see the same
-inputs.
+Inputs, so that both runs see the same ones: both runs seed torch, random and numpy with 0 before the file
+runs, and a torch function mode (in both) makes every random torch function (torch.rand/randn/randint/
+randperm/normal/bernoulli/multinomial/poisson and their _like forms, the in-place Tensor.normal_/uniform_/
+random_/exponential_/bernoulli_/geometric_/log_normal_/cauchy_) draw from the CPU generator, into a fresh
+contiguous tensor, in float32 where the result is float16 or bfloat16 (torch's CPU draws in those types
+differ between machines), then cast and, on the GPU, copied there; torch.empty / empty_like / empty_strided /
+Tensor.new_empty return zero-filled tensors (what a kernel leaves unwritten reads the same in both).
 
 Stand-ins in the CPU run, all at torch's level (nothing of Tegula or the shim is stood in):
   - a torch function mode maps device='cuda' / 'cuda:N' / torch.device('cuda') keyword arguments of every
@@ -54,7 +66,9 @@ Stand-ins in the CPU run, all at torch's level (nothing of Tegula or the shim is
   - torch.cuda.get_device_name() is "NVIDIA H100 80GB HBM3"; get_device_capability() is (9, 0);
     get_device_properties() has name, major 9, minor 0, multi_processor_count 132, total_memory 80 GiB,
     L2_cache_size 50 MiB, warp_size 32, max_threads_per_multi_processor 2048, regs_per_multiprocessor 65536.
-  - torch.cuda.default_generators is (torch.default_generator,); max_memory_allocated, memory_allocated
+  - torch.cuda.default_generators[0] is a stand-in whose get_state() holds CUDA's Philox seed and offset
+    after torch.manual_seed(0) (0, 0) as two int64, as CUDA's generator state does; passed as a generator it
+    is the CPU's. max_memory_allocated, memory_allocated
     and mem_get_info give numbers (0; 80 GiB free).
 """
 
@@ -81,10 +95,25 @@ TEGULA_PY = HERE.parent.parent / "python" / "tegula"
 SAMPLE = 2048
 TOLERANCE = {"torch.float64": 1e-6, "torch.float32": 1e-2, "torch.float16": 2e-2, "torch.bfloat16": 3e-2}
 LOW_TOLERANCE = 6e-2  # float8 and other narrow types
+NARROW_FLOATS = ()  # float16 and bfloat16, set once torch is imported
 RANDOM_FUNCTIONS = {"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "poisson",
                     "rand_like", "randn_like", "randint_like"}
 RANDOM_METHODS = {"normal_", "uniform_", "random_", "exponential_", "bernoulli_", "geometric_", "log_normal_",
                   "cauchy_"}
+FLOAT_RANDOM = {"rand", "randn", "normal", "rand_like", "randn_like"}
+FLOAT_METHODS = {"normal_", "uniform_", "exponential_", "log_normal_", "cauchy_"}
+EMPTY_FUNCTIONS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
+# Failures diagnosed by hand that no rule above can tell apart: (operator, what its detail starts with) ->
+# (outcome, why).
+DIAGNOSED = {
+    ("spinning_lock_reduction", "timeout"): (
+        "test", "its programs spin on tl.atomic_cas for a lock that a later program of the same launch sets: "
+                "it needs every program resident at once, as on a GPU; a CPU backend runs the programs in "
+                "chunks on a thread pool (Triton-CPU's too), so the waiting program never yields"),
+    ("sgmv_expand_slice", "CompilationError"): (
+        "triton-too", "a trailing comma makes `a_ptr` a 1-tuple; Triton 3.6 refuses the tl.load too "
+                      "('tuple_type' object has no attribute 'is_ptr')"),
+}
 SEPARATOR = re.compile(r"^#{40,}\s*$", re.M)
 
 
@@ -117,10 +146,7 @@ def install_cpu_standins(op_file: str) -> None:
                 kwargs = {**kwargs, "device": "cpu"}
             if name == "to" and len(args) > 1 and is_cuda_device(args[1]):
                 args = (args[0], "cpu", *args[2:])
-            if "generator" in kwargs and kwargs["generator"] is not None and \
-                    getattr(kwargs["generator"], "device", torch.device("cpu")).type == "cuda":
-                kwargs = {**kwargs, "generator": torch.default_generator}
-            return func(*args, **kwargs)
+            return same_draws(func, name, args, kwargs, gpu=False)
 
     CudaOnCpu().__enter__()
 
@@ -198,52 +224,101 @@ def install_cpu_standins(op_file: str) -> None:
         L2_cache_size=50 << 20, warp_size=32, max_threads_per_multi_processor=2048,
         regs_per_multiprocessor=65536, is_integrated=False, is_multi_gpu_board=False)
     cuda.get_device_properties = lambda *a, **k: properties
-    cuda.default_generators = (torch.default_generator,)
+    class CudaGenerator:
+        """What CUDA's default generator reads after torch.manual_seed(0): Philox seed 0, offset 0, as two
+        int64 in its state (uniform_sampling.py reads them); as a `generator=` argument it is the CPU's."""
+        device = torch.device("cuda")
+
+        def __init__(self):
+            self.state = torch.tensor([0, 0], dtype=torch.int64).view(torch.uint8)
+
+        def get_state(self):
+            return self.state.clone()
+
+        def set_state(self, state):
+            self.state = state.clone()
+
+        def manual_seed(self, seed):
+            self.state = torch.tensor([seed, 0], dtype=torch.int64).view(torch.uint8)
+            return self
+
+        def initial_seed(self):
+            return int(self.state.view(torch.int64)[0])
+
+        seed = initial_seed
+
+    cuda.default_generators = (CudaGenerator(),)
     cuda.max_memory_allocated = cuda.memory_allocated = cuda.max_memory_reserved = lambda *a, **k: 0
     cuda.mem_get_info = lambda *a, **k: (80 << 30, 80 << 30)
 
 
-def install_reference_random() -> None:
-    """On the GPU: random draws on the CPU generator, copied to the GPU (see the docstring)."""
+def same_draws(func, name, args, kwargs, gpu: bool):
+    """Calls func so that both runs see the same inputs (see the docstring): random draws on the CPU generator,
+    in float32 for float16 / bfloat16 results, moved to the GPU on it; torch.empty and its kin zero-filled."""
     import torch
-    from torch.overrides import TorchFunctionMode
 
     def to_cpu(value):
         if isinstance(value, torch.Tensor):
-            return value.cpu()
+            return value.detach().cpu()
         if isinstance(value, (list, tuple)):
             return type(value)(to_cpu(v) for v in value)
         return value
 
-    class RandomOnCpu(TorchFunctionMode):
-        def __torch_function__(self, func, types_, args=(), kwargs=None):
-            kwargs = dict(kwargs or {})
-            name = getattr(func, "__name__", "")
-            gen = kwargs.get("generator")
-            if gen is not None and getattr(gen, "device", torch.device("cpu")).type == "cuda":
-                kwargs["generator"] = torch.default_generator
-            if name in RANDOM_METHODS and args and isinstance(args[0], torch.Tensor) and args[0].is_cuda:
-                target = args[0]
-                scratch = target.detach().cpu()
-                getattr(scratch, name)(*to_cpu(args[1:]), **{k: to_cpu(v) for k, v in kwargs.items()})
-                with torch.no_grad():
-                    target.copy_(scratch)
-                return target
-            if name in RANDOM_FUNCTIONS:
-                on_gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args) or \
-                    ("device" in kwargs and is_cuda_device(kwargs["device"])) or \
-                    ("device" not in kwargs and not any(isinstance(a, torch.Tensor) for a in args) and
-                     torch.get_default_device().type == "cuda")
-                if on_gpu:
-                    if "device" in kwargs or not any(isinstance(a, torch.Tensor) for a in args):
-                        kwargs["device"] = "cpu"
-                    device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda),
-                                  torch.device("cuda"))
-                    out = func(*to_cpu(args), **kwargs)
-                    return out.to(device)
-            return func(*args, **kwargs)
+    def widen(value):
+        if isinstance(value, torch.Tensor) and value.dtype in NARROW_FLOATS:
+            return value.float()
+        return value
 
-    RandomOnCpu().__enter__()
+    kwargs = dict(kwargs)
+    gen = kwargs.get("generator")
+    if gen is not None and getattr(gen, "device", torch.device("cpu")).type == "cuda":
+        kwargs["generator"] = torch.default_generator
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if name in RANDOM_METHODS and tensors and args[0] is tensors[0]:
+        target = args[0]
+        dtype = torch.float32 if target.dtype in NARROW_FLOATS and name in FLOAT_METHODS else target.dtype
+        scratch = torch.empty(target.shape, dtype=dtype)
+        getattr(scratch, name)(*to_cpu(args[1:]), **{k: to_cpu(v) for k, v in kwargs.items()})
+        with torch.no_grad():
+            target.copy_(scratch)
+        return target
+    if name in RANDOM_FUNCTIONS:
+        device = kwargs.get("device")
+        if device is None:
+            device = tensors[0].device if tensors else torch.get_default_device()
+        device = torch.device(device)
+        requires_grad = kwargs.pop("requires_grad", False)
+        dtype = kwargs.get("dtype")
+        if dtype is None and name in FLOAT_RANDOM:
+            dtype = tensors[0].dtype if tensors else torch.get_default_dtype()
+        args = to_cpu(args)
+        kwargs = {k: to_cpu(v) for k, v in kwargs.items()}
+        if "device" in kwargs or not tensors:
+            kwargs["device"] = "cpu"
+        if name in FLOAT_RANDOM and dtype in NARROW_FLOATS:
+            kwargs["dtype"] = torch.float32
+            out = func(*(widen(a) for a in args), **{k: widen(v) for k, v in kwargs.items()}).to(dtype)
+        else:
+            out = func(*args, **kwargs)
+        if device.type != "cpu":
+            out = out.to(device)
+        return out.requires_grad_() if requires_grad else out
+    out = func(*args, **kwargs)
+    if name in EMPTY_FUNCTIONS and isinstance(out, torch.Tensor):
+        with torch.no_grad():
+            out.zero_()
+    return out
+
+
+def install_reference_random() -> None:
+    """On the GPU: the same draws as the CPU run's (see the docstring)."""
+    from torch.overrides import TorchFunctionMode
+
+    class SameDraws(TorchFunctionMode):
+        def __torch_function__(self, func, types_, args=(), kwargs=None):
+            return same_draws(func, getattr(func, "__name__", ""), args, kwargs or {}, gpu=True)
+
+    SameDraws().__enter__()
 
 
 def digest(value, depth=0):
@@ -304,6 +379,8 @@ def child(op_file: str, mode: str, status_path: str, save_path: str) -> int:
             sys.path.insert(0, str(SHIM))
         import torch
 
+        global NARROW_FLOATS
+        NARROW_FLOATS = (torch.float16, torch.bfloat16)
         torch.set_num_threads(1)
         if mode == "cpu":
             install_cpu_standins(op_file)
@@ -369,7 +446,8 @@ def classify(op_file: Path, status: dict | None, rc, timed_out: bool, stderr: st
     if status is None:
         sig = -rc if isinstance(rc, int) and rc < 0 else None
         why = f"killed by signal {signal.Signals(sig).name}" if sig else f"exit code {rc}, no status"
-        return "tegula", f"crash: {why}: {first_line(stderr.strip().splitlines()[-1] if stderr.strip() else '')}"
+        glibc = [l for l in stderr.splitlines() if re.search(r"malloc|free\(\)|corrupted|double free|munmap", l)]
+        return "tegula", f"crash: {why}" + (f": {glibc[-1].strip()[:200]}" if glibc else "")
     if status.get("ok"):
         return "passed", ""
     e = status["error"]
@@ -379,9 +457,20 @@ def classify(op_file: Path, status: dict | None, rc, timed_out: bool, stderr: st
     files = [f for f, _, _ in frames]
     inner = files[-1] if files else ""
     in_tegula = any(str(SHIM) in f or "/tegula/" in f for f in files[-3:])
+    amd = re.search(r"sets '(waves_per_eu|matrix_instr_nonkdim|kpack)', which is not one of its parameters", msg)
+    if amd:
+        return "environment", (text[:120] + f"... ({amd.group(1)} is an AMD backend option: the file takes these "
+                               "configs where the backend is not 'cuda'; Triton's CPU and CUDA backends refuse "
+                               "the keyword too)")
     if e["compilation_error"] or e["module"].split(".")[0] in ("tegula", "triton") or \
             re.search(r"error\[E\d{4}\]", msg):
         return "tegula", text
+    if e["type"] == "ModuleNotFoundError" and "'triton.ops'" in msg:
+        return "triton-too", text + " (triton.ops left Triton in 3.0: Triton 3 lacks it too)"
+    torch_frames = [f for f in files if "/site-packages/torch/" in f]
+    if e["type"] in ("ModuleNotFoundError", "ImportError", "AttributeError") and "triton" in msg and \
+            torch_frames and "/site-packages/torch/" in inner:
+        return "environment", text + " (torch's Inductor reads the real Triton's compiler internals)"
     if e["type"] == "ModuleNotFoundError":
         name = re.search(r"No module named '([^']+)'", msg)
         if name and name.group(1).split(".")[0] not in ("triton", "tegula"):
@@ -479,21 +568,70 @@ def compare(got, want, path="", out=None, worst=None):
 
 def operator_files(source: Path) -> list[Path]:
     for folder in (source / "data" / "TritonBench_G_v1", source):
-        files = sorted(folder.glob("*.py"))
+        files = sorted(f.resolve() for f in folder.glob("*.py"))
         if files:
             return files
     raise SystemExit(f"no TritonBench-G python files under {source}")
 
 
-def run_one(op_file: Path, mode: str, work: Path, timeout: float, python: str) -> dict:
+def run_one(op_file: Path, mode: str, work: Path, timeout: float, python: str, debug: bool = False,
+            reference: dict | None = None) -> dict:
+    record = run_once(op_file, mode, work / op_file.stem, timeout * (3 if debug else 1), python, debug)
+    if reference is not None and record["outcome"] == "passed":
+        compare_with_reference(record, reference)
+    crashed = record["outcome"] == "tegula" and record["detail"].startswith("crash")
+    if mode == "cpu" and not debug and (crashed or record["outcome"] == "mismatch"):
+        # A crash of a compiled CPU kernel, or an output unlike the GPU's, is often an access outside the
+        # kernel's arrays that a GPU lets pass (reads past an allocation land in the caching allocator's pool
+        # there, and read whatever is there). Rerun with Tegula's bounds checks (TEGULA_DEBUG=1) to tell.
+        again = run_once(op_file, mode, work / (op_file.stem + ".debug"), timeout * 3, python, True)
+        e = ((again["status"] or {}).get("error") or {})
+        if e.get("type") == "DeviceError" and re.search(r"out of bounds", e.get("message", "")):
+            record["outcome"] = "test"
+            record["detail"] = (f"{record['detail']}; with TEGULA_DEBUG=1: "
+                                f"{first_line(e['message']).replace(str(op_file.parent) + '/', '')}")
+        else:
+            record["detail"] += f"; with TEGULA_DEBUG=1: {again['outcome']} {again['detail'][:200]}"
+    for (name, start), (outcome, why) in DIAGNOSED.items():
+        if record["name"] == name and record["detail"].startswith(start):
+            record["outcome"], record["detail"] = outcome, f"{record['detail']} ({why})"
+    if reference is not None and record["outcome"] not in ("passed", "mismatch", "triton-too"):
+        ref_status = reference["status"].get(record["name"])
+        if ref_status and ref_status.get("outcome") != "passed":
+            record["outcome"] = "triton-too"
+            record["detail"] += f" [with Triton on the GPU: {ref_status.get('detail', '')[:200]}]"
+    return record
+
+
+def compare_with_reference(record: dict, reference: dict) -> None:
+    import torch
+
+    ref = reference["digests"].get(record["name"])
+    if ref is None:
+        e = (reference["status"].get(record["name"], {}).get("error") or {})
+        record["reference"] = f"fails on the GPU: {e.get('type')}: {first_line(e.get('message', ''))}"
+        return
+    got = torch.load(record["results"], weights_only=False)
+    worst = [0.0]
+    diffs = compare(got, ref, "", None, worst)
+    record["worst"] = worst[0]
+    if diffs:
+        record["outcome"] = "mismatch"
+        record["detail"] = "; ".join(diffs[:3]) + (f"; (+{len(diffs) - 3} more)" if len(diffs) > 3 else "")
+    else:
+        record["detail"] = f"matches the GPU reference (worst {worst[0]:.2g} of max|ref|)"
+
+
+def run_once(op_file: Path, mode: str, folder: Path, timeout: float, python: str, debug: bool) -> dict:
     name = op_file.stem
-    folder = work / name
     folder.mkdir(parents=True, exist_ok=True)
     status_path, save_path = folder / "status.json", folder / "results.pt"
     for p in (status_path, save_path):
         p.unlink(missing_ok=True)
     env = dict(os.environ, TEGULA_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    if debug:
+        env["TEGULA_DEBUG"] = "1"
     if mode == "cpu":
         env["PYTHONPATH"] = os.pathsep.join([str(SHIM), *filter(None, [os.environ.get("PYTHONPATH")])])
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -526,9 +664,11 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--reference", help="a digest file of --make-reference to compare the outputs with")
     parser.add_argument("--make-reference", metavar="OUT", help="run with the real Triton on a GPU; save digests")
+    parser.add_argument("--debug", action="store_true",
+                        help="every run with TEGULA_DEBUG=1 (bounds checks): lists the kernels' out-of-bounds accesses")
     parser.add_argument("--json", help="write every operator's outcome here")
     parser.add_argument("--work", help="folder for the per-operator logs (default: a temporary one)")
-    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--mode", default="cpu", help=argparse.SUPPRESS)
     parser.add_argument("--status", help=argparse.SUPPRESS)
@@ -558,25 +698,6 @@ def main() -> int:
     records = []
 
     def finish(record):
-        if reference is not None and record["outcome"] == "passed":
-            ref = reference["digests"].get(record["name"])
-            ref_status = reference["status"].get(record["name"], {})
-            if ref is None:
-                e = (ref_status.get("error") or {})
-                record["reference"] = f"fails on the GPU: {e.get('type')}: {first_line(e.get('message', ''))}"
-            else:
-                import torch
-
-                got = torch.load(record["results"], weights_only=False)
-                worst = [0.0]
-                diffs = compare(got, ref, "", None, worst)
-                record["worst"] = worst[0]
-                if diffs:
-                    record["outcome"] = "mismatch"
-                    record["detail"] = "; ".join(diffs[:3]) + (f"; (+{len(diffs) - 3} more)" if len(diffs) > 3
-                                                               else "")
-                else:
-                    record["detail"] = f"matches the GPU reference (worst {worst[0]:.2g} of max|ref|)"
         line = f"{record['name']:<44} {record['outcome']:<12} {record['seconds']:>6.1f}s  {record['detail']}"
         if record.get("reference") and record["outcome"] == "passed":
             line += f" [reference: {record['reference']}]"
@@ -584,12 +705,13 @@ def main() -> int:
         records.append(record)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        futures = [pool.submit(run_one, f, mode, work, args.timeout, args.python) for f in files]
+        futures = [pool.submit(run_one, f, mode, work, args.timeout, args.python, args.debug, reference)
+                   for f in files]
         for future in concurrent.futures.as_completed(futures):
             finish(future.result())
 
     counts = collections.Counter(r["outcome"] for r in records)
-    print("\nsummary: " + ", ".join(f"{k} {counts[k]}" for k in ("passed", "mismatch", "tegula", "environment", "test")
+    print("\nsummary: " + ", ".join(f"{k} {counts[k]}" for k in ("passed", "mismatch", "tegula", "environment", "test", "triton-too")
                                     if counts[k]) + f" (of {len(records)})", flush=True)
     groups = collections.defaultdict(list)
     for r in records:
