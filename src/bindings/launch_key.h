@@ -52,8 +52,8 @@ class LaunchKey {
   // support.constexpr_function).
   void constant_language_member(std::string_view path);
   void constant_jit_function(std::string_view reference);
-  // Any other value (a uuid.UUID): the kernel may hold it but not use it; `description` (its type and
-  // repr) keys the compile and names it in errors.
+  // Any other value (a uuid.UUID): the kernel may hold it but not use it; `description` (its repr)
+  // keys the compile and names it in errors.
   void constant_opaque(std::string_view description);
   // A tuple of constants: then one constant_*() call per element.
   void constant_tuple(uint32_t count);
