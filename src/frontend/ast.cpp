@@ -127,6 +127,12 @@ class Dumper {
       case ExprKind::Bool: line(depth, label, e.bool_value ? "Bool True" : "Bool False", e.loc); return;
       case ExprKind::None: line(depth, label, "None", e.loc); return;
       case ExprKind::Str: line(depth, label, "Str " + quoted(e.name), e.loc); return;
+      case ExprKind::JoinedStr: line(depth, label, "JoinedStr", e.loc); break;
+      case ExprKind::FormattedValue:
+        line(depth, label, e.name.empty() ? "FormattedValue" : "FormattedValue !" + e.name, e.loc);
+        expr(depth + 1, "value", *e.children[0]);
+        if (e.children[1]) expr(depth + 1, "spec", *e.children[1]);
+        return;
       case ExprKind::Attribute:
         line(depth, label, "Attribute ." + e.name, e.loc);
         children(depth + 1, e);

@@ -39,6 +39,10 @@ enum class ExprKind {
   Bool,       // bool_value
   None,       // None
   Str,        // name holds the (unescaped, concatenated) string value
+  JoinedStr,  // an f-string (with the literals around it): children are Str and FormattedValue
+              //   pieces, concatenated at compile time
+  FormattedValue,  // a field `{children[0]!name:children[1]}` of a JoinedStr: name is the conversion
+                   //   ("r", "s", "a" or empty), children[1] the format spec (a JoinedStr) or nullptr
   Attribute,  // children[0] . name
   Subscript,  // children[0] [ children[1..] ]  (one child per comma-separated index;
               //   each is an expression, a Slice, or None)

@@ -24,6 +24,7 @@
 #include "frontend/builtins_target.h"
 #include "frontend/builtins_tile.h"
 #include "frontend/lowering.h"
+#include "frontend/python_format.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
 
@@ -497,20 +498,6 @@ std::string format_for_print(Lowerer& l, const Symbol& s) {
 
 namespace {
 
-// Python's shortest text that reads back as `x` (repr of a float).
-std::string python_float(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[64];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-    if (std::strtod(buf, nullptr) == x) break;
-  }
-  std::string text = buf;
-  if (text.find_first_of(".en") == std::string::npos) text += ".0";
-  return text;
-}
-
 // A value as Triton's str() shows it: a tensor as its dtype and shape
 // (`int32[constexpr[128]]`, a scalar `fp32[]`), a dtype by its name (`fp16`,
 // `pointer<int32>`), a constant as Python prints it.
@@ -527,11 +514,7 @@ std::string triton_text(Lowerer& l, const Symbol& s) {
   }
   if (!s.is_const()) return l.describe(s);
   const ConstValue& v = s.constant;
-  if (v.kind == ConstValue::Kind::Str) return v.s;
-  if (v.kind == ConstValue::Kind::Float) return python_float(v.f);
-  if (v.kind == ConstValue::Kind::DType && v.type_form == ConstValue::TypeForm::Scalar)
-    return dtype_name(v.dtype, v.pointer);
-  return to_string(v);
+  return python_str(v);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "support/diagnostic.h"
+#include "support/utf8.h"
 
 namespace tegula::frontend {
 
@@ -42,23 +43,6 @@ int hex_value(char c) {
   return c - 'A' + 10;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 char closing_for(char open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
 
@@ -66,10 +50,12 @@ char closing_for(char open) { return open == '(' ? ')' : open == '[' ? ']' : '}'
 // far from the end of the stack.
 constexpr size_t kMaxBrackets = 200;
 constexpr size_t kMaxIndents = 100;
+// f-strings inside the fields of f-strings: each level lexes its fields with a nested Lexer.
+constexpr int kMaxFStringNesting = 32;
 
 class Lexer {
  public:
-  Lexer(const SourceManager& sources, int32_t file, TextRange range) : file_(file) {
+  Lexer(const SourceManager& sources, int32_t file, TextRange range) : sources_(sources), file_(file) {
     const SourceFile& source = sources.file(file);
     text_ = source.text;
     end_ = std::min(range.end, text_.size());
@@ -82,7 +68,7 @@ class Lexer {
   std::vector<Token> run() {
     bool at_line_start = true;
     while (true) {
-      if (at_line_start && brackets_.empty()) {
+      if (at_line_start && !joined()) {
         if (!start_logical_line()) break;
         at_line_start = false;
       }
@@ -92,7 +78,7 @@ class Lexer {
       if (c == '#') {
         while (pos_ < end_ && text_[pos_] != '\n') ++pos_;
       } else if (c == '\n') {
-        if (brackets_.empty()) {
+        if (!joined()) {
           emit_newline();
           at_line_start = true;
         }
@@ -387,9 +373,10 @@ class Lexer {
     for (size_t i = start; i < quote; ++i) prefix += static_cast<char>(text_[i] | 0x20);
     bool raw = prefix.find('r') != std::string::npos;
     bool bytes = prefix.find('b') != std::string::npos;
-    if (prefix.find('f') != std::string::npos)
-      error_at(loc_of(start, quote + 1), Diag::UnsupportedSyntax, "f-strings are not supported inside a kernel",
-               "use a plain string literal; tl.device_print takes the values as extra arguments");
+    if (prefix.find('f') != std::string::npos) {
+      lex_fstring(start, quote, raw);
+      return;
+    }
     char q = text_[quote];
     bool triple = quote + 2 < end_ && text_[quote + 1] == q && text_[quote + 2] == q;
     size_t p = quote + (triple ? 3 : 1);
@@ -437,6 +424,226 @@ class Lexer {
     t.loc.end_col = start_line == line_ ? static_cast<int32_t>(p - line_start_ + 1) : start_loc.end_col;
     out_.push_back(std::move(t));
     pos_ = p;
+  }
+
+  // ---- f-strings ----------------------------------------------------------
+  // An f-string is one String token whose `fstring` holds its literal text and
+  // fields. A field's expression is lexed by a nested Lexer over its span, in
+  // which newlines join lines as inside brackets. Quotes inside a field start
+  // strings of their own, as Python 3.12 reads them.
+
+  void lex_fstring(size_t start, size_t quote, bool raw) {
+    char q = text_[quote];
+    bool triple = quote + 2 < end_ && text_[quote + 1] == q && text_[quote + 2] == q;
+    SourceLoc start_loc = loc_of(start, end_);
+    int32_t start_line = line_;
+    Token t;
+    t.kind = TokenKind::String;
+    t.is_fstring = true;
+    FStringQuote fq{q, triple, raw, start_loc};
+    size_t p = fstring_parts(quote + (triple ? 3 : 1), fq, /*spec_level=*/0, t.fstring);
+    t.text = std::string(text_.substr(start, p - start));
+    t.loc = start_loc;
+    t.loc.end_col = start_line == line_ ? static_cast<int32_t>(p - line_start_ + 1) : start_loc.end_col;
+    out_.push_back(std::move(t));
+    pos_ = p;
+  }
+
+  struct FStringQuote {
+    char q;
+    bool triple;
+    bool raw;
+    SourceLoc start_loc;
+  };
+
+  // Whether text_[p] closes the literal.
+  bool closes(size_t p, const FStringQuote& fq) const {
+    if (text_[p] != fq.q) return false;
+    return !fq.triple || (p + 2 < end_ && text_[p + 1] == fq.q && text_[p + 2] == fq.q);
+  }
+
+  [[noreturn]] void unterminated(const FStringQuote& fq) const {
+    error_at(fq.start_loc, Diag::UnterminatedString,
+             fq.triple ? "unterminated triple-quoted f-string" : "unterminated f-string",
+             std::string("close the f-string with ") + (fq.triple ? std::string(3, fq.q) : std::string(1, fq.q)));
+  }
+
+  // Reads literal text and fields from p into `parts`, up to the closing quote (returns the offset after
+  // it) or, in a format spec (spec_level 1, or 2 for the spec of a field inside a spec), up to the '}'
+  // that ends the field (returns its offset).
+  size_t fstring_parts(size_t p, const FStringQuote& fq, int spec_level, std::vector<FStringPart>& parts) {
+    bool in_spec = spec_level > 0;
+    std::string literal;
+    auto flush = [&] {
+      if (literal.empty()) return;
+      FStringPart part;
+      part.literal = std::move(literal);
+      parts.push_back(std::move(part));
+      literal.clear();
+    };
+    while (true) {
+      if (p >= end_) unterminated(fq);
+      char c = text_[p];
+      if (closes(p, fq)) {
+        if (in_spec)
+          error_at(loc_of(p, p + 1), Diag::InvalidSyntax, "f-string: expecting '}' before the end of the string",
+                   "close the replacement field with '}'");
+        flush();
+        return p + (fq.triple ? 3 : 1);
+      }
+      if (c == '{' && !in_spec && p + 1 < end_ && text_[p + 1] == '{') {
+        literal += '{';
+        p += 2;
+      } else if (c == '{') {
+        if (spec_level >= 2)
+          error_at(loc_of(p, p + 1), Diag::NestedTooDeeply, "f-string: expressions nested too deeply",
+                   "compute the inner format spec into a constexpr first");
+        flush();
+        p = fstring_field(p, fq, spec_level, parts);
+      } else if (c == '}' && in_spec) {
+        flush();
+        return p;
+      } else if (c == '}') {
+        if (!(p + 1 < end_ && text_[p + 1] == '}'))
+          error_at(loc_of(p, p + 1), Diag::InvalidSyntax, "f-string: single '}' is not allowed",
+                   "write '}}' for a literal brace");
+        literal += '}';
+        p += 2;
+      } else if (c == '\n') {
+        if (!fq.triple)
+          error_at(fq.start_loc, Diag::UnterminatedString, "unterminated f-string",
+                   std::string("close the f-string with ") + fq.q + " on the same line, or use a triple-quoted string");
+        literal += '\n';
+        ++p;
+        line_start_ = p;
+        ++line_;
+      } else if (c == '\\' && p + 1 < end_ && (text_[p + 1] == '{' || text_[p + 1] == '}')) {
+        literal += '\\';  // a backslash does not escape a brace: the brace still opens or closes a field
+        ++p;
+      } else if (c == '\\' && p + 1 < end_) {
+        p = lex_escape(p, fq.raw, /*bytes=*/false, literal);
+      } else {
+        if (c != '\r' || !(p + 1 < end_ && text_[p + 1] == '\n')) literal += c;
+        ++p;
+      }
+    }
+  }
+
+  // Reads the field whose '{' is at p into `parts`; returns the offset after its '}'.
+  size_t fstring_field(size_t p, const FStringQuote& fq, int spec_level, std::vector<FStringPart>& parts) {
+    size_t open = p;
+    int32_t open_line = line_;
+    size_t open_line_start = line_start_;
+    size_t begin = p + 1;
+    size_t end = field_expression_end(begin, fq);
+    std::string_view expression = text_.substr(begin, end - begin);
+    if (expression.find_first_not_of(" \t\r\n\f") == std::string_view::npos)
+      error_at(loc_of_at(open, end + 1, open_line, open_line_start), Diag::InvalidSyntax,
+               "f-string: empty expression in a replacement field", "write an expression between the braces");
+    if (field_depth_ + 1 > kMaxFStringNesting)
+      error_at(loc_of_at(open, end + 1, open_line, open_line_start), Diag::NestedTooDeeply,
+               "f-strings are nested too deeply here", "build the text in several steps");
+    FStringPart field;
+    field.is_field = true;
+    Lexer nested(sources_, file_, TextRange{begin, end});
+    nested.in_field_ = true;
+    nested.field_depth_ = field_depth_ + 1;
+    field.expression = nested.run();
+    p = end;
+    if (text_[p] == '=') {
+      // `{x=}`, `{x = }`: the text up to and after '=' as written, then the value's repr by default.
+      ++p;
+      while (p < end_ && (text_[p] == ' ' || text_[p] == '\t')) ++p;
+      FStringPart self;
+      self.literal = std::string(text_.substr(begin, p - begin));
+      parts.push_back(std::move(self));
+      if (p < end_ && text_[p] != '!' && text_[p] != ':') field.conversion = 'r';
+    }
+    if (p < end_ && text_[p] == '!') {
+      char c = p + 1 < end_ ? text_[p + 1] : '\0';
+      if (c != 'r' && c != 's' && c != 'a')
+        error_at(loc_of(p, p + 2), Diag::InvalidSyntax, "f-string: invalid conversion character after '!'",
+                 "write !r, !s or !a");
+      field.conversion = c;
+      p += 2;
+    }
+    if (p < end_ && text_[p] == ':') p = fstring_parts(p + 1, fq, spec_level + 1, field.spec);
+    if (p >= end_) unterminated(fq);
+    if (text_[p] != '}')
+      error_at(loc_of(p, p + 1), Diag::InvalidSyntax, "f-string: expecting '}' after the field's expression",
+               "close the replacement field with '}'");
+    ++p;
+    field.loc = loc_of_at(open, p, open_line, open_line_start);
+    parts.push_back(std::move(field));
+    return p;
+  }
+
+  // A span on a line the lexer has already passed.
+  SourceLoc loc_of_at(size_t begin, size_t end, int32_t line, size_t line_start) const {
+    size_t nl = text_.find('\n', begin);
+    if (nl != std::string_view::npos && nl < end) end = std::max(nl, begin + 1);
+    return SourceLoc{file_, line, static_cast<int32_t>(begin - line_start + 1),
+                     static_cast<int32_t>(end - line_start + 1)};
+  }
+
+  // The offset of what ends the field's expression from `p`: '}', or at bracket depth 0 '!' (not '!='),
+  // ':' or the '=' of `{x=}`. Skips brackets and strings inside; counts the lines it passes.
+  size_t field_expression_end(size_t p, const FStringQuote& fq) {
+    int depth = 0;
+    while (true) {
+      if (p >= end_ || closes(p, fq)) unterminated(fq);
+      char c = text_[p];
+      char next = p + 1 < end_ ? text_[p + 1] : '\0';
+      if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if (c == ')' || c == ']' || c == '}') {
+        if (depth == 0 && c == '}') return p;
+        if (depth > 0) --depth;
+      } else if (c == '\'' || c == '"') {
+        p = skip_quoted(p, fq);
+        continue;
+      } else if (c == '\n') {
+        if (!fq.triple) unterminated(fq);
+        line_start_ = p + 1;
+        ++line_;
+      } else if (c == '#') {
+        error_at(loc_of(p, p + 1), Diag::InvalidSyntax, "f-string: a field's expression cannot include '#'",
+                 "remove the comment from the f-string");
+      } else if (depth == 0 && (c == '!' || c == '<' || c == '>' || c == '=') && next == '=') {
+        p += 2;  // != <= >= ==
+        continue;
+      } else if (depth == 0 && (c == '!' || c == ':' || c == '=')) {
+        return p;
+      }
+      ++p;
+    }
+  }
+
+  // The offset after the string literal whose quote is at p, inside a field.
+  size_t skip_quoted(size_t p, const FStringQuote& fq) {
+    char q = text_[p];
+    bool triple = p + 2 < end_ && text_[p + 1] == q && text_[p + 2] == q;
+    p += triple ? 3 : 1;
+    while (true) {
+      if (p >= end_) unterminated(fq);
+      char c = text_[p];
+      if (c == q && (!triple || (p + 2 < end_ && text_[p + 1] == q && text_[p + 2] == q)))
+        return p + (triple ? 3 : 1);
+      if (c == '\\' && p + 1 < end_) {
+        if (text_[p + 1] == '\n') {
+          line_start_ = p + 2;
+          ++line_;
+        }
+        p += 2;
+        continue;
+      }
+      if (c == '\n') {
+        if (!triple) unterminated(fq);
+        line_start_ = p + 1;
+        ++line_;
+      }
+      ++p;
+    }
   }
 
   // Decodes the escape at text_[p] == '\\' into `value`; returns the offset after it.
@@ -543,8 +750,14 @@ class Lexer {
     push(TokenKind::Op, std::string(found), loc);
   }
 
+  // Inside an f-string's field, newlines join lines as inside brackets.
+  bool joined() const { return !brackets_.empty() || in_field_; }
+
+  const SourceManager& sources_;
   std::string_view text_;
   int32_t file_;
+  bool in_field_ = false;  // lexing the expression of an f-string's field
+  int field_depth_ = 0;    // how many f-string fields enclose this text
   size_t pos_ = 0;
   size_t end_ = 0;
   int32_t line_ = 1;

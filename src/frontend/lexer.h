@@ -23,7 +23,8 @@ enum class TokenKind {
   Int,        // integer literal: int_value / is_unsigned
   Float,      // floating-point literal: float_value
   String,     // one string literal; `value` is the decoded text (adjacent literals
-              //   stay separate tokens; the parser concatenates them)
+              //   stay separate tokens; the parser concatenates them). An f-string
+              //   has its pieces in `fstring` and an empty `value`.
   Op,         // operator or delimiter; `text` is its spelling ("**=", "(", "->"...)
   Newline,    // end of a logical line
   Indent,     // the logical line starts one block deeper
@@ -31,10 +32,26 @@ enum class TokenKind {
   EndOfFile,
 };
 
+struct Token;
+
+// A piece of an f-string: literal text, or a replacement field
+// `{expression!conversion:spec}` whose expression is lexed on its own (its
+// tokens keep their places in the file and end with NEWLINE, EndOfFile).
+struct FStringPart {
+  bool is_field = false;
+  std::string literal;             // literal text (decoded), when !is_field
+  std::vector<Token> expression;   // the field's expression
+  char conversion = 0;             // 'r', 's', 'a', or 0 for none
+  std::vector<FStringPart> spec;   // the format spec after ':', itself text and fields
+  SourceLoc loc;                   // the field's span, braces included
+};
+
 struct Token {
   TokenKind kind = TokenKind::EndOfFile;
   std::string text;   // the token as written (for multi-line strings: the whole literal)
   std::string value;  // String: decoded contents
+  bool is_fstring = false;
+  std::vector<FStringPart> fstring;  // an f-string's literal text and fields, in order
   int64_t int_value = 0;
   bool is_unsigned = false;  // Int above INT64_MAX: the bits are in int_value
   double float_value = 0.0;
@@ -56,7 +73,7 @@ struct TextRange {
 // uniformly indented function tokenizes like an unindented one. The stream
 // always ends with NEWLINE, the DEDENTs that close open blocks, and EndOfFile.
 // Throws UserError on a lexical error (unterminated string, bad number,
-// unmatched bracket, inconsistent dedent, f-string...).
+// unmatched bracket, inconsistent dedent, malformed f-string...).
 std::vector<Token> tokenize(const SourceManager& sources, int32_t file, TextRange range = {});
 
 // Splits the text of a whole Python file into its top-level statements

@@ -746,6 +746,8 @@ Symbol Lowerer::eval(const ast::Expr& e) {
     case ExprKind::Bool: return Symbol::of(ConstValue::boolean(e.bool_value));
     case ExprKind::None: return Symbol::of(ConstValue::none());
     case ExprKind::Str: return Symbol::of(ConstValue::string(e.name));
+    case ExprKind::JoinedStr: return joined_string(e);
+    case ExprKind::FormattedValue: TEGULA_ASSERT(false, "a FormattedValue outside its JoinedStr");
     case ExprKind::Attribute: return attribute(eval(*e.children[0]), e.name, e.loc);
     case ExprKind::Subscript: {
       Symbol base = eval(*e.children[0]);

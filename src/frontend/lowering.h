@@ -185,6 +185,8 @@ class Lowerer {
   static std::string mismatch_subject(const std::string& name);
   // --- expressions (lower_expr.cpp) ---------------------------------------------
   Symbol eval(const ast::Expr& e);
+  // An f-string's text, built at compile time from its fields' constant values (lower_fstring.cpp).
+  Symbol joined_string(const ast::Expr& e);
   // A comprehension or generator expression, unrolled at compile time into a tuple (lower_expr.cpp).
   Symbol comprehension(const ast::Expr& e);
   Symbol eval_binary_chain(const ast::Expr& e);  // an ExprKind::Binary, its left spine in a loop

@@ -15,7 +15,7 @@ namespace tegula::frontend {
 // decorated, possibly uniformly indented) function definition, as
 // `inspect.getsource` returns it. Throws UserError with a location on any
 // syntax error or construct outside the subset that can be rejected at parse
-// time (lambda, class, comprehension, f-string, star-args, walrus...).
+// time (lambda, class, star-args, walrus...).
 ast::FunctionDef parse_function(const SourceManager& sources, int32_t file);
 
 // Parses a whole Python file for the CLI: keeps imports, top-level

@@ -10,6 +10,10 @@ using ast::ExprPtr;
 // recursed to build it; its depth is bounded here, where it is built.
 void Parser::finish(Expr& node, const SourceLoc& start) {
   node.loc = span_from(start);
+  record_depth(node);
+}
+
+void Parser::record_depth(Expr& node) {
   int32_t depth = 0;
   for (const ExprPtr& child : node.children)
     if (child) depth = std::max(depth, depth_of(*child));
@@ -391,9 +395,28 @@ ExprPtr Parser::atom() {
       return node;
     }
     case TokenKind::String: {
-      auto node = make(ExprKind::Str, t.loc);
-      while (peek().kind == TokenKind::String) node->name += advance().value;  // "a" "b" == "ab"
-      finish(*node, t.loc);
+      // Adjacent literals are one string ("a" "b" == "ab"); with an f-string among them, a JoinedStr.
+      std::vector<FStringPart> parts;
+      bool joined = false;
+      while (peek().kind == TokenKind::String) {
+        const Token& s = advance();
+        joined |= s.is_fstring;
+        if (!s.is_fstring) {
+          FStringPart part;
+          part.literal = s.value;
+          parts.push_back(std::move(part));
+        } else {
+          parts.insert(parts.end(), s.fstring.begin(), s.fstring.end());
+        }
+      }
+      SourceLoc loc = span_from(t.loc);
+      if (!joined) {
+        auto node = make(ExprKind::Str, loc);
+        for (const FStringPart& part : parts) node->name += part.literal;
+        finish(*node, t.loc);
+        return node;
+      }
+      ExprPtr node = joined_string(parts, loc);
       return node;
     }
     case TokenKind::Keyword: {
@@ -480,6 +503,47 @@ ExprPtr Parser::list() {
                      ", found " + describe(peek()));
   brackets_.pop_back();
   finish(*node, open.loc);
+  return node;
+}
+
+// An f-string's pieces as a JoinedStr: adjacent literal text merged into one Str, each field a
+// FormattedValue whose expression is parsed from its own tokens.
+ast::ExprPtr Parser::joined_string(const std::vector<FStringPart>& parts, const SourceLoc& loc) {
+  auto node = make(ExprKind::JoinedStr, loc);
+  for (const FStringPart& part : parts) {
+    if (part.is_field) {
+      node->children.push_back(fstring_field(part));
+    } else if (!node->children.empty() && node->children.back()->kind == ExprKind::Str) {
+      node->children.back()->name += part.literal;
+    } else {
+      auto text = make(ExprKind::Str, loc);
+      text->name = part.literal;
+      node->children.push_back(std::move(text));
+    }
+  }
+  record_depth(*node);
+  return node;
+}
+
+ast::ExprPtr Parser::fstring_field(const FStringPart& part) {
+  const Token& first = part.expression.front();
+  NestingGuard guard(*this, first);
+  auto node = make(ExprKind::FormattedValue, part.loc);
+  if (part.conversion) node->name = std::string(1, part.conversion);
+  // The field's tokens stand in for the stream while its expression is parsed.
+  std::vector<Token> outer_tokens = std::exchange(tokens_, part.expression);
+  size_t outer_pos = std::exchange(pos_, 0);
+  std::vector<char> outer_brackets = std::exchange(brackets_, {});
+  ExprPtr value = star_expressions();
+  if (peek().kind != TokenKind::Newline)
+    fail(peek(), Diag::InvalidSyntax, "f-string: expected '}' after the field's expression, found " + describe(peek()),
+         "a replacement field holds one expression");
+  tokens_ = std::move(outer_tokens);
+  pos_ = outer_pos;
+  brackets_ = std::move(outer_brackets);
+  node->children.push_back(std::move(value));
+  node->children.push_back(part.spec.empty() ? nullptr : joined_string(part.spec, part.loc));
+  record_depth(*node);
   return node;
 }
 

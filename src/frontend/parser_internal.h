@@ -151,6 +151,7 @@ class Parser {
   // Sets the span of a finished composite node and records (and bounds) the
   // depth of its tree.
   void finish(Expr& node, const SourceLoc& start);
+  void record_depth(Expr& node);  // finish without changing the span
   int32_t depth_of(const Expr& e) const;
   bool starts_expression(const Token& t) const;
 
@@ -180,6 +181,9 @@ class Parser {
   ExprPtr slice();
   ExprPtr atom();
   ExprPtr parenthesized();
+  // An f-string (with the literals beside it) and one of its fields.
+  ExprPtr joined_string(const std::vector<FStringPart>& parts, const SourceLoc& loc);
+  ExprPtr fstring_field(const FStringPart& part);
   ExprPtr list();
   // The `for ... in ... if ...` clauses after `element` inside brackets (the caller closes them).
   ExprPtr comprehension(ExprPtr element, SourceLoc start);

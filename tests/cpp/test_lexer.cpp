@@ -174,12 +174,28 @@ TEST(LexerErrors, UnterminatedTripleQuotedString) {
             "hint: close the string with \"\"\"\n");
 }
 
-TEST(LexerErrors, FString) {
-  EXPECT_EQ(lex_error("msg = f\"x={x}\"\n"),
-            "k.py:1:7: error[E0110]: f-strings are not supported inside a kernel\n"
-            " 1 | msg = f\"x={x}\"\n"
-            "   |       ^~\n"
-            "hint: use a plain string literal; tl.device_print takes the values as extra arguments\n");
+TEST(LexerErrors, FStringSingleClosingBrace) {
+  EXPECT_EQ(lex_error("msg = f\"x={x}}\"\n"),
+            "k.py:1:14: error[E0109]: f-string: single '}' is not allowed\n"
+            " 1 | msg = f\"x={x}}\"\n"
+            "   |              ^\n"
+            "hint: write '}}' for a literal brace\n");
+}
+
+TEST(LexerErrors, FStringEmptyField) {
+  EXPECT_EQ(lex_error("msg = f\"x={ }\"\n"),
+            "k.py:1:11: error[E0109]: f-string: empty expression in a replacement field\n"
+            " 1 | msg = f\"x={ }\"\n"
+            "   |           ^~~\n"
+            "hint: write an expression between the braces\n");
+}
+
+TEST(LexerErrors, FStringUnterminatedField) {
+  EXPECT_EQ(lex_error("msg = f\"x={x\"\n"),
+            "k.py:1:7: error[E0101]: unterminated f-string\n"
+            " 1 | msg = f\"x={x\"\n"
+            "   |       ^~~~~~~\n"
+            "hint: close the f-string with \"\n");
 }
 
 TEST(LexerErrors, UnmatchedClosingBracket) {

@@ -748,11 +748,12 @@ TEST(ParseModule, KeepsImportsConstantsAndFunctions) {
   std::string assigns;
   for (const ast::ModuleAssign& a : module.assigns)
     assigns += a.name + "@" + std::to_string(a.loc.line) + " ";
-  EXPECT_EQ(assigns, "BLOCK@11 EPS@12 A@13 B@13 WIDTH@14 ");
+  EXPECT_EQ(assigns, "BLOCK@11 EPS@12 A@13 B@13 WIDTH@14 NAME@15 ");
   EXPECT_EQ(module.assigns[0].value->int_value, 128);
   EXPECT_DOUBLE_EQ(module.assigns[1].value->float_value, 1e-6);
   EXPECT_EQ(module.assigns[3].value->kind, ast::ExprKind::Unary);
   EXPECT_EQ(module.assigns[4].value->kind, ast::ExprKind::Call);
+  EXPECT_EQ(module.assigns[5].value->kind, ast::ExprKind::JoinedStr);
 
   ASSERT_EQ(module.functions.size(), 2u);
   EXPECT_EQ(module.functions[0].name, "helper");
@@ -802,7 +803,7 @@ TEST(ParseModule, HostCodeThatIsNotPythonWeKnowIsSkipped) {
   SourceManager sources;
   int32_t file = sources.add("prog.py",
                              "def host():\n    return {k: v for k, v in x}\n"
-                             "@numba.njit\ndef other(x):\n    y = f'{x}'\n"
+                             "@numba.njit\ndef other(x):\n    y = x @@ 2\n"
                              "x = $weird\n"
                              "match x:\n    case 1:\n        pass\n"
                              "@jit\ndef k():\n    pass\n",
