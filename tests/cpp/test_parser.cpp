@@ -602,6 +602,45 @@ TEST(ParserGolden, ExpressionPrecedenceAndAtoms) {
 )dump");
 }
 
+TEST(ParserGolden, FStringFieldsConversionsAndSpecs) {
+  // Adjacent literals join the f-string; `{B=}` writes its text and takes repr; a spec holds fields.
+  const char* source = R"py(def k(x, B: tl.constexpr):
+    tl.static_print(f"{B=} {x.dtype!r:>{B}} {{lit}}" "tail", rf"\d{B + 1:#x}")
+)py";
+  EXPECT_EQ(dump_of(source, 1), R"dump(FunctionDef k @1:5
+  Param x @1:7
+  Param B @1:10
+    annotation: Attribute .constexpr @1:13
+      Name tl @1:13
+  body:
+    Expr @2:5
+      Call @2:5
+        func: Attribute .static_print @2:5
+          Name tl @2:5
+        arg: JoinedStr @2:21
+          Str "B=" @2:21
+          FormattedValue !r @2:23
+            value: Name B @2:24
+          Str " " @2:21
+          FormattedValue !r @2:28
+            value: Attribute .dtype @2:29
+              Name x @2:29
+            spec: JoinedStr @2:28
+              Str ">" @2:28
+              FormattedValue @2:40
+                value: Name B @2:41
+          Str " {lit}tail" @2:21
+        arg: JoinedStr @2:62
+          Str "\\d" @2:62
+          FormattedValue @2:67
+            value: Binary + @2:68
+              Name B @2:68
+              Int 1 @2:72
+            spec: JoinedStr @2:67
+              Str "#x" @2:67
+)dump");
+}
+
 TEST(Parser, SpansCoverTheWholeConstruct) {
   ast::FunctionDef fn = parse("def k(x, BLOCK: tl.constexpr = 4):\n    y = tl.load(x + 1, mask=m)\n    return y\n");
   EXPECT_EQ(fn.loc.line, 1);
