@@ -27,7 +27,9 @@ for s in ${STEPS:-}; do
     pytest) step pytest 400 "python3 -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-}" ;;
     stepab) step stepab 300 "python3 tools/hopper/step_ab.py --rounds 12 ${STEPAB_ARGS:-}" ;;
     rotarybwd) step rotarybwd 200 "python3 tools/hopper/rotary_bwd_probe.py --reps 20 ${ROTARYBWD_ARGS:-}" ;;
-    printcuda) step printcuda 200 "python3 tools/conformance/run_test_core.py --device cuda --every-test --module test_subprocess -n 0 && python3 -m pytest -q -p no:cacheprovider --backend cuda tests/python/test_debug_mode.py -k print" ;;
+    # Triton's files come from .triton-tests (a copy of the ones run_test_core.py reads, carried: the
+    # machine has no Triton checkout), else the default checkout.
+    printcuda) step printcuda 200 "python3 tools/conformance/run_test_core.py \$( [ -d .triton-tests ] && echo --triton .triton-tests ) --device cuda --every-test --module test_subprocess -n 4 --json $OUT/subprocess.json; python3 -m pytest -q -p no:cacheprovider --backend cuda tests/python/test_debug_mode.py tests/python/test_fstring.py -k 'print or fstring'" ;;
     fwd512) step fwd512 240 "python3 tools/hopper/attention_tma_probe.py --dims 64 --shape 32x8x512 --reps 20 --configs ${FWD512_CONFIGS:-64x64s3 128x64s3 64x128s2 64x128s3 64x32s3}" ;;
   esac
 done

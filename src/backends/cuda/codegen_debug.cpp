@@ -4,8 +4,9 @@
 // `pid (x, y, z) idx (  i,  j)<prefix>v` per element, the index padded to
 // the digits of its dimension, `idx ()` for scalars, one line per operand
 // (`(operand k) v`) when several are printed, and `pid (x, y, z)<prefix>`
-// alone for none. The thread owning an element prints it, thread 0 prints
-// scalars. Tile operands are read in the first tile's layout. User text goes
+// alone for none. The thread owning an element prints it; every thread of
+// the program prints a scalar, and a print of no values, as on Triton's GPU
+// backend (its tests count one line per thread). Tile operands are read in the first tile's layout. User text goes
 // in as a %s argument, never as the format. The order of lines between
 // threads and programs is the device printf buffer's (docs/debug-mode.md).
 //
@@ -81,7 +82,7 @@ void emit_print(CudaContext& ctx, ir::OpId id) {
     }
     format += ")";
   } else {
-    ctx.out.open("if (threadIdx.x == 0)");
+    ctx.out.open(std::string());  // every thread prints a scalar line, as Triton's GPU backend does
     if (!op.operands.empty()) format += " idx ()";
   }
   auto line = [&](const std::string& format, const std::string& args) {
