@@ -63,10 +63,17 @@ def _references(torch):
         h = F.gelu(x * alpha + bias, approximate="tanh") * keep.to(x.dtype) / (1 - p) + residual
         return ops.rms_norm(h, weight, eps)
 
+    def rotary_attention(qkv, cos, sin):
+        # The model runs it under bf16 autocast: the fp32 tables rotate q and k in fp32, and SDPA casts
+        # them back to v's dtype. Without autocast SDPA refuses the mixed dtypes.
+        low = qkv.dtype in (torch.float16, torch.bfloat16)
+        with torch.autocast(qkv.device.type, dtype=qkv.dtype if low else torch.bfloat16, enabled=low):
+            return ops.rotary_attention(qkv, cos, sin, True)
+
     return {"rms_norm": ops.rms_norm, "add_rms_norm": lambda x, r, w: ops.add_rms_norm(x, r, w)[1],
             "layer_norm": ops.layer_norm, "fused_chain": fused_chain, "swiglu": ops.swiglu,
             "silu_and_mul": ops.silu_and_mul, "rotary_embedding": ops.rotary_embedding,
-            "rotary_attention": lambda qkv, cos, sin: ops.rotary_attention(qkv, cos, sin, True),
+            "rotary_attention": rotary_attention,
             "cross_entropy": lambda logits, targets: F.cross_entropy(logits, targets),
             "linear_cross_entropy": lambda x, w, targets: F.cross_entropy(F.linear(x, w), targets)}
 
