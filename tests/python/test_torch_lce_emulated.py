@@ -1,9 +1,8 @@
-"""tegula.torch.ops.linear_cross_entropy's forward kernel as the CUDA backend
-compiles it for sm_90 with the tiles it uses for 16-bit inputs on CUDA (64 x
-64 x 64 on one warpgroup), run on the host through
-tests/python/cuda_emulator.py: each (row block, vocabulary run)'s running
-maximum, sum of exponentials and target logit against a float64 reference,
-with row, vocabulary and C tails no tile divides."""
+"""tegula.torch.ops.linear_cross_entropy's row kernels as the CUDA backend
+compiles them for sm_90, run on the host through tests/python/cuda_emulator.py
+on a bf16 chunk of logits whose width no block divides: the chunk's
+log-sum-exp and target logit, then the in-place dlogits, against float64
+references."""
 
 from __future__ import annotations
 
@@ -20,28 +19,32 @@ from cuda_emulator import emulate, require_emulator  # noqa: E402
 lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")  # the module, not the function
 
 
-def test_cuda_forward_kernel_matches_the_reference():
+def test_cuda_row_kernels_match_the_reference():
     require_emulator()
     import ml_dtypes
-    M, V, C = 70, 150, 136  # every block size ends in a masked tail
+    M, width, v0 = 6, 1500, 512  # the chunk holds columns 512 .. 2011; blocks of 1024 end in a tail
     rng = np.random.default_rng(7)
     bf16 = ml_dtypes.bfloat16
-    x = (rng.standard_normal((M, C)) * 0.5).astype(bf16)
-    w = (rng.standard_normal((V, C)) * 0.5).astype(bf16)
-    targets = rng.integers(0, V, M).astype(np.int64)
-    t = lce.CUDA_TILES
-    runs, per_run = 2, 128  # two vocabulary runs, the second short (22 columns)
-    parts = np.zeros((3, runs, M), np.float32)
-    compiled = emulate(lce.linear_cross_entropy_forward_kernel, (-(-M // t.block_m), runs), x, w, targets,
-                       parts[0], parts[1], parts[2], M, V, C, per_run, num_warps=t.num_warps, arch=90,
-                       BLOCK_M=t.block_m, BLOCK_V=t.block_v, BLOCK_C=t.block_c, ACC=tl.float32, PRECISION="ieee")
-    assert "tensor cores" in compiled.source
-    logits = x.astype(np.float64) @ w.astype(np.float64).T
-    for run in range(runs):
-        part = logits[:, run * per_run:(run + 1) * per_run]
-        top = part.max(axis=1)
-        np.testing.assert_allclose(parts[0, run], top, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(parts[1, run], np.exp(part - top[:, None]).sum(axis=1), rtol=1e-4)
-        inside = (targets >= run * per_run) & (targets < (run + 1) * per_run)
-        want = np.where(inside, logits[np.arange(M), targets], 0.0)
-        np.testing.assert_allclose(parts[2, run], want, rtol=1e-4, atol=1e-4)
+    logits = (rng.standard_normal((M, width)) * 3).astype(bf16)
+    targets = np.array([512, 2011, 100, 3000, -100, 1700], np.int64)  # first, last, before, after, ignored
+    lse_part, target_part = np.zeros(M, np.float32), np.zeros(M, np.float32)
+    meta = dict(BLOCK_V=lce._block_v(width), ACC=tl.float32)
+    emulate(lce.linear_cross_entropy_chunk_kernel, (M,), logits, targets, lse_part, target_part, width, v0,
+            num_warps=4, arch=90, **meta)
+    exact = logits.astype(np.float64)
+    top = exact.max(axis=1)
+    np.testing.assert_allclose(lse_part, top + np.log(np.exp(exact - top[:, None]).sum(axis=1)), rtol=1e-5)
+    inside = (targets >= v0) & (targets < v0 + width)
+    picked = exact[np.arange(M), np.clip(targets - v0, 0, width - 1)]
+    np.testing.assert_allclose(target_part, np.where(inside, picked, 0.0), rtol=1e-6)
+
+    lse = (lse_part + 0.5).astype(np.float32)  # a row's whole log-sum-exp exceeds its chunk's
+    dloss = rng.standard_normal(M).astype(np.float32)
+    dlogits = logits.copy()
+    emulate(lce.linear_cross_entropy_dlogits_kernel, (M,), dloss, dlogits, targets, lse, width, v0, -100,
+            num_warps=4, arch=90, **meta)
+    onehot = (np.arange(v0, v0 + width)[None, :] == targets[:, None])
+    scale = np.where(targets != -100, dloss, 0.0)[:, None]
+    want = (np.exp(exact - lse[:, None]) - onehot) * scale
+    np.testing.assert_allclose(dlogits.astype(np.float64), want, rtol=1e-2, atol=1e-3)
+    assert not dlogits[4].astype(np.float64).any()  # the ignored row

@@ -261,9 +261,8 @@ def test_cross_entropy_matches_torch(device, dtype, V):
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("rows", [5, 21, 103])
 def test_linear_cross_entropy_matches_torch(device, dtype, rows):
-    # C = 40 and V = 70: each of the three block sizes (16, 32, 32) ends in a masked tail. The
-    # dweight pass splits the rows into runs of 16: one run (5 rows), two with a short last one
-    # (21), seven (103).
+    # C = 40 and V = 70 (one chunk of logits; test_linear_cross_entropy_chunks_cover_the_vocabulary
+    # takes several): the row kernels' blocks of 128 end in a masked tail.
     gen = torch.Generator().manual_seed(70)
     x = _randn(rows, 40, dtype=dtype, gen=gen, device=device)
     w = _randn(70, 40, dtype=dtype, gen=gen, scale=0.5, device=device)
@@ -301,35 +300,34 @@ def _nan_filled(device):
         float("nan"))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
 @pytest.mark.parametrize("rows", [5, 103])
-def test_linear_cross_entropy_writes_every_partial_gradient(monkeypatch, rows):
-    # The backward's partial gradients are not zero-filled: each run's first block stores its part. With
-    # NaN in every new buffer, an element no program wrote would show in the gradients. 70 classes in
-    # blocks of 32 make three vocabulary runs for dx; 103 rows make seven row runs for dweight; 5 rows make
-    # one (the partial sums' launch then only casts).
+def test_linear_cross_entropy_chunks_cover_the_vocabulary(monkeypatch, dtype, rows):
+    # Chunks of 16 columns: V = 70 makes five, the last 6 wide, and every target and ignored row lands in
+    # some chunk. With NaN in every new buffer (the chunks' logits buffer, the parts, dx and dweight), an
+    # element no pass wrote would show in the losses or the gradients.
     lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
     monkeypatch.setattr(lce, "allocator", _nan_filled)
-    monkeypatch.setattr(lce, "_BACKWARD_LAYOUTS", type(lce._BACKWARD_LAYOUTS)())
+    monkeypatch.setattr(lce, "MIN_CHUNK_COLUMNS", 16)
+    monkeypatch.setattr(lce, "LOGITS_CHUNK_BYTES", rows * dtype.itemsize * 16)
     gen = torch.Generator().manual_seed(73)
-    x = _randn(rows, 40, dtype=torch.float32, gen=gen)
-    w = _randn(70, 40, dtype=torch.float32, gen=gen, scale=0.5)
+    x = _randn(rows, 40, dtype=dtype, gen=gen)
+    w = _randn(70, 40, dtype=dtype, gen=gen, scale=0.5)
+    assert [width for _, width in lce._chunks(x, w)[0]] == [16, 16, 16, 16, 6]
     targets = torch.randint(0, 70, (rows,), generator=gen)
+    targets[[0, rows - 1]] = torch.tensor([69, -100])  # a target in the short last chunk; an ignored row
     _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
-                   lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), torch.float32, gen)
+                   lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)
 
 
-def test_linear_cross_entropy_gpu_tiles_match_torch(monkeypatch):
-    # The tiles CUDA uses for 16-bit inputs (64 x 64 x 64), run on the CPU: 70 rows and C = 40 end in masked
-    # tails of every block, V = 150 in a short last vocabulary run of the forward's split.
-    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")  # the package re-exports the op's name
-    monkeypatch.setattr(lce, "tiles", lambda x: lce.CUDA_TILES)
-    gen = torch.Generator().manual_seed(71)
-    x = _randn(70, 40, dtype=torch.float32, gen=gen)
-    w = _randn(150, 40, dtype=torch.float32, gen=gen, scale=0.5)
-    targets = torch.randint(0, 150, (70,), generator=gen)
-    targets[[0, 69]] = -100
-    _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
-                   lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), torch.float32, gen)
+def test_linear_cross_entropy_chunks_hold_at_most_their_bytes():
+    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
+    # 4096 rows of bf16: 128 MiB hold 16384 columns; a vocabulary of 32768 takes two chunks, 100 one.
+    assert lce.chunk_columns(4096, 32768, 2) == 16384 and lce.chunk_columns(4096, 100, 2) == 100
+    # Many rows: never fewer than MIN_CHUNK_COLUMNS, always a multiple of them.
+    assert lce.chunk_columns(10**7, 50000, 4) == lce.MIN_CHUNK_COLUMNS
+    assert lce.chunk_columns(3000, 10**6, 4) % lce.MIN_CHUNK_COLUMNS == 0
+    assert 3000 * lce.chunk_columns(3000, 10**6, 4) * 4 <= lce.LOGITS_CHUNK_BYTES
 
 
 def fused_chain_reference(x, residual, keep, bias, weight, alpha=0.5, p=0.1, eps=1e-6):
@@ -576,11 +574,10 @@ def test_torch_export_carries_the_ops_as_graph_nodes():
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_row_and_vocabulary_runs_cover_every_item_once(monkeypatch, device):
-    # The partitions of the backward passes and of linear_cross_entropy, for a CPU and for a
+def test_row_runs_cover_every_item_once(monkeypatch, device):
+    # The partitions of the backward passes, for a CPU and for a
     # (pretended) 132-multiprocessor GPU: every item in exactly one run, runs of whole blocks.
     from tegula.torch.ops import _rows
-    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
     monkeypatch.setattr(_rows, "_multiprocessors", lambda index: 132)
     where = torch.device(device, 0) if device == "cuda" else torch.device("cpu")
     for items in (1, 5, 16, 17, 100, 4096, 16384, 32768, 100003):
@@ -588,10 +585,6 @@ def test_row_and_vocabulary_runs_cover_every_item_once(monkeypatch, device):
             programs, per_program = _rows.row_split(items, where, step)
             assert (programs - 1) * per_program < items <= programs * per_program and per_program % step == 0
             assert programs <= (264 if device == "cuda" else _rows.MAX_PROGRAMS)
-        for block, other_blocks, cap in ((16, 4, 1 << 16), (64, 1, 3), (64, 512, 1 << 16), (32, 1000, 8)):
-            runs, per_run = lce._runs(items, block, other_blocks, where, cap)
-            assert per_run % block == 0 and 1 <= runs <= cap
-            assert (runs - 1) * per_run < items <= runs * per_run
     assert _rows.backward_warps(16) == 4 and _rows.backward_warps(4096) == 16 and _rows.backward_warps(1024) == 4
     assert _rows.rows_per_step(512) == 4 and _rows.rows_per_step(64) == 16 and _rows.rows_per_step(4096) == 1
 
