@@ -174,6 +174,18 @@ Symbol lower_dot_scaled(Lowerer& l, const CallArgs& c, const std::string& n) {
     if (transpose) factor = k.call("trans", {factor});
     return k.op(ast::BinaryOp::Mul, x, factor);
   };
+  // Both operands' scales must cover groups of one size along K, or the products mix scale blocks.
+  auto group = [&](const char* name) -> int64_t {
+    if (!a.has(name) || !a.get(name).is_value()) return 0;
+    const ir::Type t = l.type(a.get(name).value);
+    return t.rank() == 2 && t.shape[1] > 0 ? kdim / t.shape[1] : 0;
+  };
+  int64_t lhs_group = group("lhs_scale"), rhs_group = group("rhs_scale");
+  if (lhs_group && rhs_group && lhs_group != rhs_group)
+    error_at(c.loc, Diag::ShapeMismatch,
+             "Operands must have the same scale factor; (lhs: " + std::to_string(lhs_group) + " vs rhs: " +
+                 std::to_string(rhs_group) + ")",
+             "give lhs_scale and rhs_scale one column per group of K of the same size (32 for the MX formats)");
   lhs = scale("lhs_scale", lhs, k.shape(lhs)[0], false);
   rhs = scale("rhs_scale", rhs, k.shape(rhs)[1], true);
   Scalar compute = lhs_format == "fp16" || rhs_format == "fp16" ? Scalar::F16 : Scalar::BF16;

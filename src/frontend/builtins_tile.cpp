@@ -381,6 +381,7 @@ Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"input", "other", "?acc", "?input_precision", "?allow_tf32", "?max_num_imprecise_acc", "?out_dtype"}, c);
   ir::ValueId x = tile_arg(l, a, "input", "tl.dot");
   ir::ValueId y = tile_arg(l, a, "other", "tl.dot");
+  bool fp8 = ir::is_fp8(l.type(x).scalar) && ir::is_fp8(l.type(y).scalar);
   // Every fp8 value is exact in f16: fp8 operands (either format, also mixed)
   // run as an f16 dot, on tensor cores on CUDA, accumulating in f32.
   if (ir::is_fp8(l.type(x).scalar)) x = l.cast(x, Scalar::F16, c.loc);
@@ -401,6 +402,17 @@ Symbol lower_dot(Lowerer& l, const CallArgs& c, const std::string& n) {
     error_at(c.loc, Diag::ShapeMismatch,
              "tl.dot inner dimensions differ: " + ir::to_string(tx) + " @ " + ir::to_string(ty),
              "the first operand is [M, K] and the second [K, N]");
+  // max_num_imprecise_acc bounds how many products of an fp8 dot add up in reduced precision before a
+  // full-precision add; Tegula's fp8 dots accumulate in f32 throughout, so any valid bound holds. Past K
+  // it is a mistake Triton refuses, and so does Tegula.
+  if (fp8 && a.has("max_num_imprecise_acc")) {
+    ConstValue bound = l.to_const(a.get("max_num_imprecise_acc"), a.loc("max_num_imprecise_acc"),
+                                  "the max_num_imprecise_acc of tl.dot");
+    if (bound.kind != ConstValue::Kind::Int || bound.i > k)
+      error_at(a.loc("max_num_imprecise_acc"), Diag::ArgumentOutOfRange,
+               "max_num_imprecise_acc (" + to_string(bound) + ") must be <= K (" + std::to_string(k) + ")",
+               "pass at most the dot's inner dimension, or leave it out");
+  }
   auto supported = [](Scalar s) {
     return s == Scalar::F16 || s == Scalar::BF16 || s == Scalar::F32 || s == Scalar::F64 || s == Scalar::I8;
   };

@@ -280,3 +280,43 @@ def test_recursion_shows_its_repeated_call_once_with_a_count():
         cause = cause.__cause__
     assert len(chain) == 3 and isinstance(chain[-1], ValueError)
     assert len(str(e)) < 2000
+
+
+@tegula.jit
+def fp8_dot_kernel(out_ptr, BOUND: tl.constexpr):
+    a = (tl.arange(0, 64)[:, None] + tl.arange(0, 64)[None, :]).to(tl.float8e5)
+    b = (tl.arange(0, 64)[:, None] - tl.arange(0, 64)[None, :]).to(tl.float8e5)
+    c = tl.dot(a, b, max_num_imprecise_acc=BOUND)
+    tl.store(out_ptr + tl.arange(0, 64), tl.sum(c, axis=1))
+
+
+def test_fp8_dot_refuses_an_imprecise_accumulation_bound_past_k(backend):
+    e = compile_error(lambda: fp8_dot_kernel[(1,)](np.zeros(64, np.float32), BOUND=128))
+    assert e.code == "E0406" and e.error_message == "max_num_imprecise_acc (128) must be <= K (64)"
+    # A bound within K changes nothing: Tegula's fp8 dots accumulate in float32 throughout.
+    out = np.zeros(64, np.float32)
+    fp8_dot_kernel[(1,)](out, BOUND=32)
+    i = np.arange(64, dtype=np.float64)
+    import ml_dtypes
+    a = (i[:, None] + i[None, :]).astype(ml_dtypes.float8_e5m2).astype(np.float64)
+    b = (i[:, None] - i[None, :]).astype(ml_dtypes.float8_e5m2).astype(np.float64)
+    np.testing.assert_allclose(out, (a @ b).sum(axis=1), rtol=1e-5)
+
+
+@tegula.jit
+def dot_scaled_kernel(out_ptr, LHS_GROUPS: tl.constexpr):
+    a = tl.full((32, 64), 0x38, tl.uint8)  # e5m2 0.5
+    b = tl.full((64, 32), 0x38, tl.uint8)
+    lhs_scale = tl.full((32, LHS_GROUPS), 127, tl.uint8)
+    rhs_scale = tl.full((32, 2), 127, tl.uint8)
+    c = tl.dot_scaled(a, lhs_scale, "e5m2", b, rhs_scale, "e5m2")
+    tl.store(out_ptr + tl.arange(0, 32), tl.sum(c, axis=1))
+
+
+def test_dot_scaled_refuses_scales_of_different_group_sizes(backend):
+    e = compile_error(lambda: dot_scaled_kernel[(1,)](np.zeros(32, np.float32), LHS_GROUPS=4))
+    assert e.code == "E0505"
+    assert e.error_message == "Operands must have the same scale factor; (lhs: 16 vs rhs: 32)"
+    out = np.zeros(32, np.float32)
+    dot_scaled_kernel[(1,)](out, LHS_GROUPS=2)  # groups of 32 on both sides: 64 products of 0.25 a row
+    np.testing.assert_array_equal(out, np.full(32, 32 * 64 * 0.25, np.float32))
