@@ -10,6 +10,7 @@ written by hand. On the CPU the faulty accesses are skipped, not performed,
 so these kernels never touch memory they do not own.
 """
 
+import collections
 import inspect
 import os
 import pathlib
@@ -736,9 +737,12 @@ def print_shapes(i_ptr, f_ptr, g_ptr, n, scale):
     print("no value")
 
 
-def check_triton_gpu_lines(out, i, f, g):
+def check_triton_gpu_lines(out, i, f, g, threads=128):
+    """Every element once; every scalar line once per thread of the program (4 warps), as Triton prints."""
     lines = out.splitlines()
-    assert len(lines) == 64 + 4 + 4 + 2 + 1, lines
+    assert len(lines) == 64 + 4 + 4 + threads * (2 + 1), len(lines)
+    counts = collections.Counter(lines)
+    assert counts["pid (0, 0, 0) no value"] == threads and counts["pid (0, 0, 0) idx () scalars: (operand 0) 7"] == threads
     lines = set(lines)
     for r in range(4):
         for c in range(16):
