@@ -50,11 +50,16 @@ Symbol Lowerer::joined_string(const ast::Expr& e) {
     if (conversion == "a" && value.is_const()) converted = python_ascii(value.constant);
     else if (!conversion.empty()) converted = constant_text(value, /*repr=*/conversion != "s");
     bool constant = value.is_const() || (value.kind == Symbol::Kind::Tuple && constant_text(value, false));
-    if (!constant)
+    if (!constant && value.is_value())
       error_at(field.loc, Diag::NotConstexpr,
                "an f-string in a kernel is built at compile time, but this field is " + describe(value) +
                    ", whose value is known only at run time",
                "format constexprs only; print run-time values with tl.device_print(\"x =\", x)");
+    if (!constant)
+      error_at(field.loc, Diag::WrongArgumentKind,
+               "an f-string field must be a compile-time value (a constexpr, a dtype, a tuple of them), but this "
+               "one is " + describe(value),
+               "format a constexpr, or write the text itself");
     std::string error;
     std::optional<std::string> formatted;
     if (converted) {

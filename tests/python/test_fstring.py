@@ -169,6 +169,8 @@ def field_errors(x_ptr, n, MODE: tl.constexpr, B: tl.constexpr):
         tl.device_print(f"{x_ptr.dtype.element_ty:>8}", x)  # dtype
     elif MODE == "nested":
         tl.static_print(f"{B:{MODE}}")  # nested
+    elif MODE == "module":
+        tl.static_print(f"{tl}")  # module
 
 
 @pytest.mark.parametrize("mode, where, describe", [
@@ -183,6 +185,15 @@ def test_a_run_time_value_in_a_field_is_e0601(backend, mode, where, describe):
                    f"an f-string in a kernel is built at compile time, but this field is {describe}, whose value is "
                    "known only at run time")
     assert "tl.device_print" in str(info.value)  # the hint says how to print it
+
+
+def test_a_field_that_is_no_value_at_all_is_e0404(backend):
+    line, text = marked_line(field_errors.fn, "# module")
+    with pytest.raises(tegula.CompilationError) as info:
+        field_errors[(1,)](backend.zeros(4, np.float32), 4, MODE="module", B=7)
+    expect_located(info.value, "E0404", line, text, text.index("tl}") + 1,
+                   "an f-string field must be a compile-time value (a constexpr, a dtype, a tuple of them), but "
+                   "this one is the module `language`")
 
 
 @pytest.mark.parametrize("mode, field, value, spec, python", [
