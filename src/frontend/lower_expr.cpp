@@ -866,7 +866,9 @@ Symbol Lowerer::eval(const ast::Expr& e) {
     case ExprKind::List: {
       std::vector<Symbol> elems;
       for (const auto& c : e.children) elems.push_back(eval(*c));
-      return Symbol::tuple(std::move(elems));
+      Symbol tuple = Symbol::tuple(std::move(elems));
+      tuple.written_as_list = e.kind == ExprKind::List;
+      return tuple;
     }
     case ExprKind::Comprehension: return comprehension(e);
     case ExprKind::Starred:

@@ -22,13 +22,14 @@ namespace {
 std::optional<std::string> constant_text(const Symbol& s, bool repr) {
   if (s.is_const()) return repr ? python_repr(s.constant) : python_str(s.constant);
   if (s.kind != Symbol::Kind::Tuple) return std::nullopt;
-  // A tuple shows its elements' reprs, and a one-element tuple its trailing comma.
-  std::string text = "(";
+  // A tuple shows its elements' reprs, and a one-element tuple its trailing comma; a list its brackets.
+  std::string text = s.written_as_list ? "[" : "(";
   for (size_t i = 0; i < s.elements.size(); ++i) {
     std::optional<std::string> element = constant_text(s.elements[i], /*repr=*/true);
     if (!element) return std::nullopt;
     text += (i ? ", " : "") + *element;
   }
+  if (s.written_as_list) return text + "]";
   return text + (s.elements.size() == 1 ? ",)" : ")");
 }
 
@@ -69,7 +70,8 @@ Symbol Lowerer::joined_string(const ast::Expr& e) {
     } else if (spec.empty()) {
       formatted = constant_text(value, /*repr=*/false);
     } else {
-      error = "unsupported format string passed to tuple.__format__";
+      error = std::string("unsupported format string passed to ") + (value.written_as_list ? "list" : "tuple") +
+              ".__format__";
     }
     if (!formatted)
       error_at(piece->loc, Diag::InvalidFormatSpec,

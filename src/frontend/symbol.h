@@ -51,6 +51,7 @@ struct Symbol {
   std::string name;
   int32_t function = -1;
   std::vector<Symbol> elements;
+  bool written_as_list = false;  // Tuple: built from a `[...]` literal (only its text, str(), differs)
   std::shared_ptr<Symbol> receiver;
   std::shared_ptr<const BlockAccess> block;
 

@@ -119,7 +119,7 @@ def agreement_kernel(x_ptr, A: tl.constexpr, F: tl.constexpr, S: tl.constexpr, T
         f"{F}|{F:.3f}|{F:.0f}|{F:#.0f}|{F:e}|{F:.2E}|{F:g}|{F:.3}|{F:#.3g}|{F:%}|{F:.1%}|{F:z.1f}|{-F:010.2f}",
         f"{F * 1e15}|{F * 1e16}|{F * 1e-5}|{-0.0}|{F:,.2f}|{F:>12}|{F:<9.4}|{F!r}|{F!s}|{F=:.2f}|{0.1 + 0.2}",
         f"{S}|{S!r}|{S!a}|{S:>8}|{S:<8}|{S:^9}|{S:*^9}|{S:.2}|{S:8.2}|{S:s}|{S!r:>10}|{S=}|{S + '!'}",
-        f"{T}|{T!r}|{T!s}|{T!a}|{T[2]!r}|{B}|{B!r}|{not B}|{B:>6}|{B:d}|{B:.1f}|{None}|{None!r}",
+        f"{T}|{T!r}|{T!s}|{T!a}|{T[2]!r}|{B}|{B!r}|{not B}|{B:>6}|{B:d}|{B:.1f}|{None}|{None!r}|{[A, S]}|{[A]!r}|{[]}",
         f"{A:{'>'}{A // 1000}}|{S:{'^'}{A // 1000}}|{A:{'x'}}|{f'{A}{S}'!r:>16}|{'lit'!r}|{A:>{A // 1000}}",
         sep="\n")
 
