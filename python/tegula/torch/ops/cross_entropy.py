@@ -25,20 +25,39 @@ IGNORE_INDEX = -100
 
 
 @tegula.jit
-def cross_entropy_forward_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, V, ignore_index,
-                                 BLOCK_V: tl.constexpr, ACC: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)  # M * V may pass 2^31
+def row_logsumexp(row_ptr, width, BLOCK_V: tl.constexpr, ACC: tl.constexpr):
+    """The log-sum-exp of row_ptr[0:width], walked in chunks of BLOCK_V with an online maximum per lane."""
     cols = tl.arange(0, BLOCK_V)
     # Finite start: a lane that only ever sees masked (-inf) logits must not compute -inf - -inf.
     running_max = tl.full([BLOCK_V], -1.0e30, ACC)
     running_sum = tl.zeros([BLOCK_V], dtype=ACC)
-    for v0 in range(0, V, BLOCK_V):
-        x = tl.load(logits_ptr + row * V + v0 + cols, mask=v0 + cols < V, other=float("-inf")).to(ACC)
+    for c0 in range(0, width, BLOCK_V):
+        x = tl.load(row_ptr + c0 + cols, mask=c0 + cols < width, other=float("-inf")).to(ACC)
         new_max = tl.maximum(running_max, x)
         running_sum = running_sum * tl.exp(running_max - new_max) + tl.exp(x - new_max)
         running_max = new_max
     row_max = tl.max(running_max, axis=0)
-    lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))
+    return row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))
+
+
+@tegula.jit
+def row_softmax_grad(src_ptr, dst_ptr, width, first_column, target, lse, scale,
+                     BLOCK_V: tl.constexpr, ACC: tl.constexpr):
+    """dst[0:width] = (exp(src - lse) - onehot(target)) * scale, for the columns first_column .. + width of a
+    row (dst may be src)."""
+    cols = tl.arange(0, BLOCK_V)
+    for c0 in range(0, width, BLOCK_V):
+        mask = c0 + cols < width
+        x = tl.load(src_ptr + c0 + cols, mask=mask, other=0.0).to(ACC)
+        grad = (tl.exp(x - lse) - tl.where(first_column + c0 + cols == target, 1.0, 0.0)) * scale
+        tl.store(dst_ptr + c0 + cols, grad.to(dst_ptr.dtype.element_ty), mask=mask)
+
+
+@tegula.jit
+def cross_entropy_forward_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, V, ignore_index,
+                                 BLOCK_V: tl.constexpr, ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)  # M * V may pass 2^31
+    lse = row_logsumexp(logits_ptr + row * V, V, BLOCK_V, ACC)
     target = tl.load(targets_ptr + row)
     valid = target != ignore_index
     # A target outside [0, V) reads nothing and makes the row's loss NaN (the host checks CPU targets first).
@@ -52,15 +71,10 @@ def cross_entropy_forward_kernel(logits_ptr, targets_ptr, loss_ptr, lse_ptr, V, 
 def cross_entropy_backward_kernel(dloss_ptr, logits_ptr, targets_ptr, lse_ptr, dlogits_ptr, V, ignore_index,
                                   BLOCK_V: tl.constexpr, ACC: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_V)
     target = tl.load(targets_ptr + row)
     scale = tl.where(target != ignore_index, tl.load(dloss_ptr + row).to(ACC), 0.0)
-    lse = tl.load(lse_ptr + row)
-    for v0 in range(0, V, BLOCK_V):
-        mask = v0 + cols < V
-        x = tl.load(logits_ptr + row * V + v0 + cols, mask=mask, other=0.0).to(ACC)
-        grad = (tl.exp(x - lse) - tl.where(v0 + cols == target, 1.0, 0.0)) * scale
-        tl.store(dlogits_ptr + row * V + v0 + cols, grad.to(dlogits_ptr.dtype.element_ty), mask=mask)
+    row_softmax_grad(logits_ptr + row * V, dlogits_ptr + row * V, V, 0, target, tl.load(lse_ptr + row), scale,
+                     BLOCK_V, ACC)
 
 
 def _block_v(V: int) -> int:

@@ -31,7 +31,7 @@ from tegula.torch import compute_dtype, custom_op, register_autograd
 from . import _rows
 from ._empty import allocator, sizes_and_strides
 from ._layouts import Layouts
-from .cross_entropy import IGNORE_INDEX, check_targets
+from .cross_entropy import IGNORE_INDEX, check_targets, row_logsumexp, row_softmax_grad
 
 # The most memory one chunk of logits takes; a chunk holds at least MIN_CHUNK_COLUMNS columns (or all of V).
 LOGITS_CHUNK_BYTES = 128 << 20
@@ -56,17 +56,7 @@ def linear_cross_entropy_chunk_kernel(LOGITS, TARGETS, LSE_PART, TARGET_PART, wi
     # Row `row` of a chunk of logits [M, width] (columns v0 .. v0 + width of the vocabulary): its
     # log-sum-exp, and the target's logit where the chunk holds the target (else 0).
     row = tl.program_id(0).to(tl.int64)  # M * width may pass 2^31
-    cols = tl.arange(0, BLOCK_V)
-    # Finite start: a lane that only ever sees masked (-inf) logits must not compute -inf - -inf.
-    running_max = tl.full([BLOCK_V], -1.0e30, ACC)
-    running_sum = tl.zeros([BLOCK_V], dtype=ACC)
-    for c0 in range(0, width, BLOCK_V):
-        x = tl.load(LOGITS + row * width + c0 + cols, mask=c0 + cols < width, other=float("-inf")).to(ACC)
-        new_max = tl.maximum(running_max, x)
-        running_sum = running_sum * tl.exp(running_max - new_max) + tl.exp(x - new_max)
-        running_max = new_max
-    row_max = tl.max(running_max, axis=0)
-    tl.store(LSE_PART + row, row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0)))
+    tl.store(LSE_PART + row, row_logsumexp(LOGITS + row * width, width, BLOCK_V, ACC))
     column = tl.load(TARGETS + row) - v0
     inside = (column >= 0) & (column < width)
     tl.store(TARGET_PART + row, tl.load(LOGITS + row * width + column, mask=inside, other=0.0).to(ACC))
@@ -102,15 +92,10 @@ def linear_cross_entropy_dlogits_kernel(DLOSS, LOGITS, TARGETS, LSE, width, v0, 
                                         BLOCK_V: tl.constexpr, ACC: tl.constexpr):
     # Row `row` of a chunk of logits, in place: (softmax - onehot(target)) * dloss, 0 in an ignored row.
     row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_V)
     target = tl.load(TARGETS + row)
     scale = tl.where(target != ignore_index, tl.load(DLOSS + row).to(ACC), 0.0)
-    lse = tl.load(LSE + row)
-    for c0 in range(0, width, BLOCK_V):
-        mask = c0 + cols < width
-        x = tl.load(LOGITS + row * width + c0 + cols, mask=mask, other=0.0).to(ACC)
-        grad = (tl.exp(x - lse) - tl.where(v0 + c0 + cols == target, 1.0, 0.0)) * scale
-        tl.store(LOGITS + row * width + c0 + cols, grad.to(LOGITS.dtype.element_ty), mask=mask)
+    row_softmax_grad(LOGITS + row * width, LOGITS + row * width, width, v0, target, tl.load(LSE + row), scale,
+                     BLOCK_V, ACC)
 
 
 def _check(x, weight, targets):
