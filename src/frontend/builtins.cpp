@@ -932,6 +932,8 @@ constexpr Builtin kBuiltins[] = {
     {"condition", lower_condition, TL},             {"async_task", lower_async_task, TL},
     {"aggregate_replace", lower_aggregate_replace, TL},
     // tl.target_info.*
+    // libdevice.exp is expf, while tl.exp may approximate (builtins_math.h).
+    {"libdevice.exp", lower_math_function, NAMED},
     {"target_info.is_cuda", lower_target_info, NAMED},
     {"target_info.cuda_capability_geq", lower_target_info, NAMED},
     {"target_info.is_hip", lower_target_info, NAMED},

@@ -78,17 +78,20 @@ std::vector<ir::ValueId> float_operands(Lowerer& l, const CallArgs& c, const std
 
 // `kind` applied to `xs`; f16/bf16 operands are computed in f32 and the
 // result rounded back.
-Symbol compute(Lowerer& l, OpKind kind, std::vector<ir::ValueId> xs, const SourceLoc& loc) {
+Symbol compute(Lowerer& l, OpKind kind, std::vector<ir::ValueId> xs, const SourceLoc& loc, std::vector<ir::NamedAttr> attrs = {}) {
   Scalar s = l.type(xs[0]).scalar;
   if (is_half(s))
     for (ir::ValueId& x : xs) x = l.cast(x, Scalar::F32, loc);
-  ir::ValueId r = l.create(kind, xs, l.type(xs[0]), loc);
+  ir::ValueId r = l.create(kind, xs, l.type(xs[0]), loc, std::move(attrs));
   return Symbol::of(is_half(s) ? l.cast(r, s, loc) : r);
 }
 
 }  // namespace
 
-Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& n) {
+Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& name) {
+  // "libdevice.exp" is exp without `approx`; every other name is its op's.
+  bool libdevice = name.starts_with("libdevice.");
+  const std::string n = libdevice ? name.substr(name.find('.') + 1) : name;
   OpKind kind = op_named(n);
   int arity = ir::info(kind).min_operands;
   std::vector<ir::ValueId> xs = operands_of(l, c, n, arity);
@@ -101,7 +104,9 @@ Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& n) 
     error_at(c.loc, Diag::UnsupportedElementType,
              "tl.nextafter takes float32 or float64 operands, not " + triton_name(s),
              "convert them with .to(tl.float32); the next float32 is not a " + triton_name(s) + " value");
-  return compute(l, kind, std::move(xs), c.loc);
+  std::vector<ir::NamedAttr> attrs;
+  if (kind == OpKind::Exp && !libdevice) attrs.push_back({"approx", ir::Attr{int64_t{1}}});
+  return compute(l, kind, std::move(xs), c.loc, std::move(attrs));
 }
 
 // fmod(x, y): the float remainder with the sign of x, which is `%` on floats.

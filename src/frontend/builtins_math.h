@@ -16,7 +16,8 @@ namespace tegula::frontend {
 // The arguments x, y, z, w of a function of `arity` operands (1 to 4),
 // promoted and broadcast to one type and shape like the operands of `+`.
 std::vector<ir::ValueId> operands_of(Lowerer& l, const CallArgs& c, const std::string& name, int arity);
-// An op of ir/ops.def with type rule Floats, called by its name.
+// An op of ir/ops.def with type rule Floats, called by its name. tl.exp is
+// `approx` (ex2 of x * log2(e) on CUDA, as Triton); "libdevice.exp" is exact.
 Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_fmod(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_pow(Lowerer& l, const CallArgs& c, const std::string& name);

@@ -597,6 +597,8 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
                  "tl.PropagateNan has no member `" + attr + "`", "use tl.PropagateNan.ALL or tl.PropagateNan.NONE");
       }
       if (attr == "PropagateNan") return Symbol::module(base.name + ".PropagateNan");
+      if (base.name.ends_with("libdevice") && find_builtin("libdevice." + attr) != nullptr)
+        return Symbol::builtin("libdevice." + attr);
       if (is_language_builtin(attr)) return Symbol::builtin(attr);
       error_at(loc, Diag::UnsupportedLanguageName, "`tl." + attr + "` is not supported by Tegula (yet)",
                "docs/language.md lists the supported names");

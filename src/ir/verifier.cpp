@@ -476,6 +476,7 @@ void Verifier::check_elementwise(OpId id, const Op& op, TypeRule rule) {
       return require_same_type_as_result(id, op, 0);
     case TypeRule::Floats:
       if (first.pointer || !is_float(first.scalar)) fail(id, "needs float operands, got " + to_string(first));
+      optional_attr_kind(id, op, "approx", false);  // exp only; see docs/ir.md
       return require_same_type_as_result(id, op, 0);
     case TypeRule::Rounded: {
       if (first.pointer || (first.scalar != Scalar::F32 && first.scalar != Scalar::F64))

@@ -87,6 +87,7 @@
 #define tg_fence_proxy_async tg_emu_unused_fence_proxy_async
 #define tg_pin tg_emu_unused_pin
 #define tg_exp2 tg_emu_unused_exp2
+#define tg_exp_approx tg_emu_unused_exp_approx
 #define tg_div_full tg_emu_unused_div_full
 #define tg_st16 tg_emu_unused_st16
 #define tg_st8 tg_emu_unused_st8
@@ -285,6 +286,7 @@ inline float __ull2float_rz(unsigned long long x) { return tg_emu_to_float_rz(x)
 #undef tg_fence_proxy_async
 #undef tg_pin
 #undef tg_exp2
+#undef tg_exp_approx
 #undef tg_div_full
 #undef tg_st16
 #undef tg_st8
@@ -300,6 +302,9 @@ inline float tg_exp2(float x) {
   return y < std::numeric_limits<float>::min() ? 0.0f : y;
 }
 inline double tg_exp2(double x) { return std::exp2(x); }
+// ex2.approx.ftz.f32 of x * log2(e): the emulator's ex2 is exact, so only
+// the product's rounding remains.
+inline float tg_exp_approx(float x) { return tg_exp2(x * 1.4426950408889634f); }
 // div.full.f32 is within 2 ulp; the emulator divides exactly.
 inline float tg_div_full(float a, float b) { return a / b; }
 // st.global.v4/v2 of words, optionally predicated.

@@ -30,6 +30,7 @@ for s in ${STEPS:-}; do
     # Triton's files come from .triton-tests (a copy of the ones run_test_core.py reads, carried: the
     # machine has no Triton checkout), else the default checkout.
     printcuda) step printcuda 200 "python3 tools/conformance/run_test_core.py \$( [ -d .triton-tests ] && echo --triton .triton-tests ) --device cuda --every-test --module test_subprocess -n 4 --json $OUT/subprocess.json; python3 -m pytest -q -p no:cacheprovider --backend cuda tests/python/test_debug_mode.py tests/python/test_fstring.py -k 'print or fstring'" ;;
+    coremath) step coremath 200 "python3 tools/conformance/run_test_core.py \$( [ -d .triton-tests ] && echo --triton .triton-tests ) --device cuda --module test_core -n 8 --json $OUT/coremath.json -- -k '${COREMATH_K:-math or exp or softmax}'" ;;
     lce) step lce 200 "python3 tools/hopper/lce_probe.py ${LCE_ARGS:-} && python3 -m pytest -q -p no:cacheprovider --backend cuda tests/python/test_torch_ops.py -k linear_cross_entropy" ;;
     ops) step ops 200 "python3 benchmarks/run.py --gpu --only torch_ops --no-md --json $OUT/ops.json" ;;
     fwd512) step fwd512 240 "python3 tools/hopper/attention_tma_probe.py --dims 64 --shape 32x8x512 --reps 20 --configs ${FWD512_CONFIGS:-64x64s3 128x64s3 64x128s2 64x128s3 64x32s3}" ;;

@@ -3,7 +3,7 @@
 //
 // The ops are spelled by the C-family table and printer pieces both backends
 // share (backends/c_family/op_syntax.h); this file adds the CUDA spelling of
-// what differs: contracted products and approximate division, conversions
+// what differs: contracted products, approximate division and exp, conversions
 // from floats, bitcasts and addptr. f16/bf16 compute in float and round back
 // after every op.
 #include <string>
@@ -35,11 +35,13 @@ bool contractible_product(const CudaContext& ctx, const ir::Op& op, Scalar resul
 }
 
 // The form that replaces the table's for `op` (with result element type
-// `s`), or nullptr: products NVRTC may contract, and approximate quotients
-// (sigmoid, fdiv: div.full.f32, 2 ulp, no slow path; f64 stays IEEE).
+// `s`), or nullptr: products NVRTC may contract, approximate quotients
+// (sigmoid, fdiv: div.full.f32, 2 ulp, no slow path) and the approximate
+// exp of tl.exp (ex2.approx); f64 stays exact.
 const char* dialect_form(const CudaContext& ctx, const ir::Op& op, Scalar s) {
   if (contractible_product(ctx, op, s)) return "$0 * $1";
   if (op.kind == OpKind::Div && s != Scalar::F64 && ir::is_float(s) && op.has_attr("approx")) return "tg_div_full($0, $1)";
+  if (op.kind == OpKind::Exp && s != Scalar::F64 && op.has_attr("approx")) return "tg_exp_approx($0)";
   return nullptr;
 }
 

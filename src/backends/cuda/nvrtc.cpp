@@ -159,6 +159,24 @@ Image compile_to_image(const std::string& source, const std::string& name, const
 
   std::optional<RegisterReport> first = parse_ptxas_report(image.log);
   if (!first) return image;
+  if (first->stack_bytes > 0 || first->spill_stores > 0 || first->spill_loads > 0) {
+    // Bounds without a minimum let ptxas trade a spill for one more resident
+    // block, and it sometimes does near a block boundary; an explicit minimum
+    // of one lets it take the registers instead. Kept if it spills less.
+    std::vector<std::string> one_block = options;
+    one_block.push_back("-D" + std::string(abi::kMinBlocksMacro) + "=1");
+    phase.emplace(profile ? *profile : unprofiled, "nvrtc without spills");
+    Image freer = compile_once(api, source, name, target, one_block, keep_details);
+    std::optional<RegisterReport> second = parse_ptxas_report(freer.log);
+    if (second && second->stack_bytes < first->stack_bytes && second->spill_stores <= first->spill_stores) {
+      freer.log += "\ntegula: the first build spilled (" + std::to_string(first->stack_bytes) +
+                   " bytes of stack at " + std::to_string(first->registers) + " registers); kept a build with " +
+                   std::to_string(second->registers) + " registers and " + std::to_string(second->stack_bytes) +
+                   " bytes of stack\n";
+      return freer;
+    }
+    return image;
+  }
   std::optional<int> cap = register_cap_for_next_block(target.arch, occupancy_threads, first->registers);
   if (!cap) return image;
   int before = resident_blocks(target.arch, occupancy_threads, first->registers);

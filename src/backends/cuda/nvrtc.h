@@ -66,7 +66,9 @@ struct Image {
 // (cuda_occupancy.h): when a slightly lower register count fits one more
 // block per multiprocessor, a second build asking for it (-DTG_MIN_BLOCKS=B,
 // the generated __launch_bounds__' minimum) is kept if ptxas spills nothing.
-// Leave it 0 for kernels that want their registers (dots). The second build
+// A first build that spills is built again with a minimum of one block
+// instead, and that build is kept if it spills less. Leave it 0 for kernels
+// that want their registers (dots). The second build
 // is a whole NVRTC run again (front end and ptxas: about 0.45 s of a fused
 // elementwise kernel on this toolkit, against 0.26 s for its PTX alone).
 // Feeding the first build's PTX to nvJitLink instead would cost only ptxas

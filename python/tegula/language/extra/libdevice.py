@@ -7,8 +7,13 @@ written against ``triton.language.extra.libdevice`` resolve to the same names.
 
 from ..core import only_in_kernel as _only_in_kernel
 from ..math import (  # noqa: F401  (libdevice also has the tl.math names)
-    abs, ceil, cos, div_rn, erf, exp, exp2, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn,
+    abs, ceil, cos, div_rn, erf, exp2, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn,
 )
+
+
+def exp(x):
+    """``e**x``, accurate (CUDA's ``expf``): ``tl.exp`` may approximate on f32."""
+    _only_in_kernel("extra.libdevice.exp")
 
 
 def acos(x):

@@ -150,6 +150,16 @@ TG_DEVICE float tg_exp2(float x) {
   return y;
 }
 TG_DEVICE double tg_exp2(double x) { return exp2(x); }
+// The IR's `approx` exp (tl.exp): ex2 of x * log2(e) in f32, as Triton
+// lowers tl.exp on f32, so every normal result has Triton's bits. Results
+// below 2^-126 flush to zero as tg_exp2's do (Triton keeps them subnormal):
+// the subnormal-keeping ex2 costs a compare and two selects per element, and
+// a softmax with it took a stack frame. The error grows with |x| (the
+// product's rounding is scaled by the result), a few ulp up to about 2^-18
+// relative at the ends of the range; expf's range reduction costs about 40%
+// more instructions in an elementwise kernel. f64 and libdevice.exp (no
+// `approx`) keep exp/expf.
+TG_DEVICE float tg_exp_approx(float x) { return tg_exp2(x * 1.4426950408889634f); }  // nothing to contract with
 // An approximate quotient (the IR's `approx` division: tl.sigmoid, tl.fdiv):
 // div.full.f32, within 2 ulp over the full range, with no call to IEEE
 // division's slow path (whose live registers can halve a kernel's occupancy).
@@ -420,4 +430,29 @@ TG_DEVICE void tg_mma_s8(int* d, const unsigned* a, const unsigned* b) {
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+
+// --- Hopper wgmma -----------------------------------------------------------------------
+#ifndef TG_WGMMA_HOOK
+#define TG_WGMMA_HOOK(...)
+#endif
+#ifndef TG_WGMMA_REG_HOOK
+#define TG_WGMMA_REG_HOOK(...)
+#endif
+// A shared-memory matrix descriptor: start address, leading and stride byte
+// offsets (units of 16 bytes), swizzle mode (1: 128-byte, 2: 64, 3: 32).
+TG_DEVICE unsigned long long tg_wgmma_desc(unsigned address, unsigned lbo, unsigned sbo, unsigned mode) {
+  return (unsigned long long)((address & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16) |
+         ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | ((unsigned long long)mode << 62);
+}
+TG_DEVICE void tg_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+TG_DEVICE void tg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+// Until at most N committed groups of this warpgroup are in flight.
+template <int N>
+TG_DEVICE void tg_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// Generic-proxy writes of shared memory (stores, cp.async) made visible to
+// the async proxy wgmma reads through.
+TG_DEVICE void tg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Pins an accumulator register: the compiler moves no access of it across.
+TG_DEVICE void tg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+TG_DEVICE void tg_pin(int& x) { asm volatile("" : "+r"(x)::"memory"); }
 

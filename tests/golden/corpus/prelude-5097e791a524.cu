@@ -150,6 +150,16 @@ TG_DEVICE float tg_exp2(float x) {
   return y;
 }
 TG_DEVICE double tg_exp2(double x) { return exp2(x); }
+// The IR's `approx` exp (tl.exp): ex2 of x * log2(e) in f32, as Triton
+// lowers tl.exp on f32, so every normal result has Triton's bits. Results
+// below 2^-126 flush to zero as tg_exp2's do (Triton keeps them subnormal):
+// the subnormal-keeping ex2 costs a compare and two selects per element, and
+// a softmax with it took a stack frame. The error grows with |x| (the
+// product's rounding is scaled by the result), a few ulp up to about 2^-18
+// relative at the ends of the range; expf's range reduction costs about 40%
+// more instructions in an elementwise kernel. f64 and libdevice.exp (no
+// `approx`) keep exp/expf.
+TG_DEVICE float tg_exp_approx(float x) { return tg_exp2(x * 1.4426950408889634f); }  // nothing to contract with
 // An approximate quotient (the IR's `approx` division: tl.sigmoid, tl.fdiv):
 // div.full.f32, within 2 ulp over the full range, with no call to IEEE
 // division's slow path (whose live registers can halve a kernel's occupancy).

@@ -150,6 +150,16 @@ TG_DEVICE float tg_exp2(float x) {
   return y;
 }
 TG_DEVICE double tg_exp2(double x) { return exp2(x); }
+// The IR's `approx` exp (tl.exp): ex2 of x * log2(e) in f32, as Triton
+// lowers tl.exp on f32, so every normal result has Triton's bits. Results
+// below 2^-126 flush to zero as tg_exp2's do (Triton keeps them subnormal):
+// the subnormal-keeping ex2 costs a compare and two selects per element, and
+// a softmax with it took a stack frame. The error grows with |x| (the
+// product's rounding is scaled by the result), a few ulp up to about 2^-18
+// relative at the ends of the range; expf's range reduction costs about 40%
+// more instructions in an elementwise kernel. f64 and libdevice.exp (no
+// `approx`) keep exp/expf.
+TG_DEVICE float tg_exp_approx(float x) { return tg_exp2(x * 1.4426950408889634f); }  // nothing to contract with
 // An approximate quotient (the IR's `approx` division: tl.sigmoid, tl.fdiv):
 // div.full.f32, within 2 ulp over the full range, with no call to IEEE
 // division's slow path (whose live registers can halve a kernel's occupancy).
@@ -445,12 +455,12 @@ TG_DEVICE void tg_fence_proxy_async() { asm volatile("fence.proxy.async.shared::
 // Pins an accumulator register: the compiler moves no access of it across.
 TG_DEVICE void tg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 TG_DEVICE void tg_pin(int& x) { asm volatile("" : "+r"(x)::"memory"); }
-// d[0..16) += a * b: this warpgroup's 64x32 tile, asynchronous until tg_wgmma_wait.
-TG_DEVICE void tg_wgmma_m64n32k16_f16_kn(float* d, unsigned long long a, unsigned long long b) {
-  TG_WGMMA_HOOK(d, a, b, 32, 0, 0, 1);
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+// d[0..64) += a * b: this warpgroup's 64x128 tile, asynchronous until tg_wgmma_wait.
+TG_DEVICE void tg_wgmma_m64n128k16_f16_kk(float* d, unsigned long long a, unsigned long long b) {
+  TG_WGMMA_HOOK(d, a, b, 128, 0, 0, 0);
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                : "l"(a), "l"(b), "r"(1));
 }
 
