@@ -37,12 +37,13 @@ def rotary_kernel(x_ptr, cos_ptr, sin_ptr, y_ptr, R, T, H, half, sin_sign, strid
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.arange(0, BLOCK_HALF)
     mask = (rows < R)[:, None] & (cols < half)[None, :]
-    position = (rows // H) % T
     wide = rows.to(tl.int64)
-    source = (wide // (T * H)) * stride_b + ((wide // H) % T) * stride_t + (wide % H) * stride_h
-    x_first = source[:, None] + cols[None, :]
+    bt = wide // H  # two divisions of 64-bit integers (each a long instruction sequence) for b, t and h
+    b = bt // T
+    t, h = bt - b * T, wide - bt * H
+    x_first = (b * stride_b + t * stride_t + h * stride_h)[:, None] + cols[None, :]
     first = wide[:, None] * (2 * half) + cols[None, :]
-    table = position[:, None] * half + cols[None, :]
+    table = t[:, None] * half + cols[None, :]
     x1 = tl.load(x_ptr + x_first, mask=mask, other=0.0).to(ACC)
     x2 = tl.load(x_ptr + x_first + half, mask=mask, other=0.0).to(ACC)
     c = tl.load(cos_ptr + table, mask=mask, other=0.0).to(ACC)
