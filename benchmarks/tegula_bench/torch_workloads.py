@@ -99,9 +99,9 @@ def _op_inputs(torch, name: str, device: str, dtype, quick: bool):
     M, N = s["M"], s["N"]
     if name == "rms_norm":
         return f"{M}x{N}", (randn(M, N, scale=2, shift=0.5), randn(N, shift=1)), (0, 1), 2 * M * N * e, 5 * M * N * e
-    if name == "add_rms_norm":  # forward: h = x + r and y written; backward: y's gradient only
+    if name == "add_rms_norm":  # forward: h = x + r and y written; backward: h's and y's gradients
         return (f"{M}x{N}", (randn(M, N, scale=2, shift=0.5), randn(M, N), randn(N, shift=1)), (0, 1, 2),
-                4 * M * N * e, 9 * M * N * e)
+                4 * M * N * e, 8 * M * N * e)
     if name == "layer_norm":
         return (f"{M}x{N}", (randn(M, N, scale=2, shift=1), randn(N, shift=1), randn(N)), (0, 1, 2),
                 2 * M * N * e, 5 * M * N * e)
@@ -180,14 +180,16 @@ def _forward_backward(torch, fn, inputs, with_grad, upstream_gen_seed=23, upstre
     leaves = [t.detach().requires_grad_(i in with_grad) for i, t in enumerate(inputs)]
     wanted = [leaves[i] for i in with_grad]
     probe = fn(*leaves)
-    gen = torch.Generator(device=probe.device.type).manual_seed(upstream_gen_seed)
-    upstream = torch.randn(probe.shape, device=probe.device, generator=gen)
-    upstream = upstream.to(upstream_dtype or probe.dtype).to(probe.dtype)
-    del probe
+    probes = probe if isinstance(probe, tuple) else (probe,)  # several outputs: each gets an upstream gradient
+    gen = torch.Generator(device=probes[0].device.type).manual_seed(upstream_gen_seed)
+    upstream = [torch.randn(p.shape, device=p.device, generator=gen).to(upstream_dtype or p.dtype).to(p.dtype)
+                for p in probes]
+    del probe, probes
 
     def run():
         out = fn(*leaves)
-        return (out.detach(), *torch.autograd.grad(out, wanted, upstream))
+        outs = out if isinstance(out, tuple) else (out,)
+        return (*(o.detach() for o in outs), *torch.autograd.grad(outs, wanted, upstream))
     return run
 
 
@@ -206,12 +208,11 @@ def op_cases(torch, device: str, quick: bool, num_warps=None, dtype=None) -> lis
             mine = functools.partial(_in_dtype_of_first, mine)
         compute = name in COMPUTE_BOUND_OPS
         for suffix, work, backward in (("fwd", work_fwd, False), ("fwd+bwd", work_both, True)):
-            if name == "add_rms_norm" and not backward:
-                # The forward returns (h, y), so every variant writes h = x + r as the op does; returning y
-                # alone let torch.compile drop h's store.
+            if name == "add_rms_norm":
+                # The op returns (h, y), and the model uses both (h is the next residual): every variant
+                # writes h = x + r and takes both gradients. With y alone torch.compile dropped h's store
+                # and the backward's read of h's gradient.
                 mine, theirs = ops.add_rms_norm, _train_gpt().TorchOps.add_rms_norm
-            elif name == "add_rms_norm":
-                mine, theirs = (lambda x, r, w: ops.add_rms_norm(x, r, w)[1]), references[name]
             # Factories run after every case is built: each binds its own op and inputs now.
             if backward:
                 build = functools.partial(_forward_backward, torch, inputs=inputs, with_grad=with_grad)

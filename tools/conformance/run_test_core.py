@@ -103,6 +103,10 @@ def main() -> None:
     lay_out(args.triton, folder, args.module)
     env = dict(os.environ, PYTHONPATH=str(folder) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                TEGULA_CONFORMANCE_DEVICE=args.device, TEGULA_CONFORMANCE_PLACEHOLDERS=args.placeholders)
+    if args.device == "cuda":
+        # Triton launches on the active GPU; Tegula runs a launch where its arrays live, and one without arrays
+        # (print_helper's kernels of constexprs only) where TEGULA_BACKEND says, else on the CPU.
+        env.setdefault("TEGULA_BACKEND", "cuda")
     if args.placeholders:
         print(f"placeholders for names Tegula lacks: {args.placeholders}")
     marker = ["-m", "cpu"] if args.device == "cpu" and not args.every_test else []
