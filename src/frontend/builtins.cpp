@@ -364,11 +364,12 @@ Symbol sigmoid(Lowerer& l, const CallArgs& c, const std::string& n) {
                                                            "tl.sigmoid needs a floating-point operand");
   ir::ValueId w = (s == Scalar::F16 || s == Scalar::BF16) ? l.cast(x, Scalar::F32, c.loc) : x;
   ir::Type t = l.type(w);
-  // sigmoid(x) = 1 / (1 + exp(-x)), a math function of a few ulp like exp:
+  // sigmoid(x) = 1 / (1 + exp(-x)), a math function of a few ulp like tl.exp:
   // the quotient may be approximate (docs/ir.md, `approx`). IEEE division's
   // slow path is a call, and in a 64-element epilogue the registers kept
   // live around those calls cost a matmul half its occupancy.
-  ir::ValueId e = l.create(OpKind::Exp, {l.create(OpKind::Neg, {w}, t, c.loc)}, t, c.loc);
+  ir::ValueId e = l.create(OpKind::Exp, {l.create(OpKind::Neg, {w}, t, c.loc)}, t, c.loc,
+                           {{"approx", ir::Attr{int64_t{1}}}});  // tl.exp's, as Triton's sigmoid calls it
   ir::ValueId one = l.broadcast_to(l.constant(ConstValue::real(1.0), t.element(), c.loc), t.shape, c.loc);
   ir::ValueId r = l.create(OpKind::Div, {one, l.create(OpKind::Add, {one, e}, t, c.loc)}, t, c.loc,
                            {{"approx", ir::Attr{int64_t{1}}}});

@@ -287,12 +287,23 @@ Symbol lower_softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
   int64_t dim = a.has("dim") ? l.to_int_const(a.get("dim"), a.loc("dim"), "the dim of tl.softmax") : 0;
   if (dim < 0) dim += l.type(x).rank();
   ir::Type t = l.type(x);
-  // softmax(x) = exp(x - max(x)) / sum(exp(x - max(x)))
+  // softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))), with tl.exp's exp and tl.fdiv's quotient
+  // (approximate unless ieee_rounding is a true constant), as Triton's standard library writes it.
+  bool ieee = false;
+  if (a.has("ieee_rounding")) {
+    const Symbol& r = a.get("ieee_rounding");
+    if (!r.is_const() || !r.constant.is_numeric())
+      error_at(a.loc("ieee_rounding"), Diag::NotConstexpr, "tl.softmax's ieee_rounding must be a constant bool",
+               "pass True or False");
+    ieee = r.constant.kind == ConstValue::Kind::Float ? r.constant.f != 0 : r.constant.i != 0;
+  }
+  const std::vector<ir::NamedAttr> approx = {{"approx", ir::Attr{int64_t{1}}}};
   ir::ValueId m = reduce(l, {x}, dim, true, binary_combiner(l, OpKind::Max, c.loc), c.loc)[0];
   ir::ValueId z = l.create(OpKind::Sub, {x, l.broadcast_to(m, t.shape, c.loc)}, t, c.loc);
-  ir::ValueId e = l.create(OpKind::Exp, {z}, t, c.loc);
+  ir::ValueId e = l.create(OpKind::Exp, {z}, t, c.loc, approx);
   ir::ValueId s = reduce(l, {e}, dim, true, binary_combiner(l, OpKind::Add, c.loc), c.loc)[0];
-  return Symbol::of(l.create(OpKind::Div, {e, l.broadcast_to(s, t.shape, c.loc)}, t, c.loc));
+  return Symbol::of(l.create(OpKind::Div, {e, l.broadcast_to(s, t.shape, c.loc)}, t, c.loc,
+                             ieee ? std::vector<ir::NamedAttr>{} : approx));
 }
 
 namespace {

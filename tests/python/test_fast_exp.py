@@ -103,3 +103,44 @@ def test_exp_accuracy_over_the_range(backend):
     else:
         assert got[-1] == 0, "exp(-95) flushes to zero, as tl.exp2's subnormal results do"
     assert 0 <= got[-3] < 2.0 ** -140
+
+
+@tegula.jit
+def softmax_sigmoid_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.softmax(x))
+    tl.store(out_ptr + BLOCK + offs, tl.softmax(x * 2.0, ieee_rounding=True))
+    tl.store(out_ptr + 2 * BLOCK + offs, tl.sigmoid(x))
+
+
+@tegula.jit
+def softmax_runtime_rounding_kernel(x_ptr, flag, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.softmax(tl.load(x_ptr + offs), ieee_rounding=flag))
+
+
+def test_softmax_and_sigmoid_use_tl_exp():
+    """As Triton's standard library: softmax is exp(z) / sum with tl.exp and tl.fdiv (IEEE only with
+    ieee_rounding=True), sigmoid 1 / (1 + tl.exp(-x)); the results stay exact on the CPU."""
+    x = np.random.default_rng(3).standard_normal(64).astype(np.float32)
+    out = np.zeros(3 * 64, np.float32)
+    info = softmax_sigmoid_kernel.inspect(x, out, BLOCK=64)
+    lines = info.stages["lowered"].splitlines()
+    exps = [line for line in lines if re.search(r"= exp\b", line)]
+    divs = [line for line in lines if re.search(r"= div\b", line)]
+    assert len(exps) == 3 and all("approx" in line for line in exps), exps
+    assert [("approx" in line) for line in divs] == [True, False, True], divs
+    softmax_sigmoid_kernel[(1,)](x, out, BLOCK=64)
+    for k, z in enumerate((x, x * 2)):
+        e = np.exp(z.astype(np.float64) - z.max())
+        np.testing.assert_allclose(out[k * 64:(k + 1) * 64], e / e.sum(), rtol=1e-6)
+    np.testing.assert_allclose(out[128:], 1 / (1 + np.exp(-x.astype(np.float64))), rtol=1e-6)
+
+
+def test_softmax_ieee_rounding_must_be_a_constant():
+    x = np.ones(16, np.float32)
+    with pytest.raises(tegula.CompilationError) as e:
+        softmax_runtime_rounding_kernel[(1,)](x, True, BLOCK=16)
+    assert e.value.code == "E0601"
+    assert "ieee_rounding must be a constant bool" in str(e.value)

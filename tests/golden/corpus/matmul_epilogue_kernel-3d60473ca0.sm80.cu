@@ -755,7 +755,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_a_ptr,
   float v79[8];
   #pragma unroll
   for (int j102 = 0; j102 < 8; ++j102) {
-    v79[j102] = expf(v78[j102]);
+    v79[j102] = tg_exp_approx(v78[j102]);
   }
   // v80 = constant()  examples/matmul_epilogue.py:84:21
   float v80[8];

@@ -613,7 +613,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(tg_bf16* arg_a_pt
   float v91[8];
   #pragma unroll
   for (int j76 = 0; j76 < 8; ++j76) {
-    v91[j76] = expf(v90[j76]);
+    v91[j76] = tg_exp_approx(v90[j76]);
   }
   // v92 = constant()  examples/matmul_epilogue.py:84:21
   float v92[8];

@@ -809,7 +809,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_a_ptr,
   float v88[8];
   #pragma unroll
   for (int j111 = 0; j111 < 8; ++j111) {
-    v88[j111] = expf(v87[j111]);
+    v88[j111] = tg_exp_approx(v87[j111]);
   }
   // v89 = constant()  examples/matmul_epilogue.py:82:21
   float v89[8];

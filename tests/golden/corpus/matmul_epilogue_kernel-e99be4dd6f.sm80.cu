@@ -672,7 +672,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_a_ptr,
   float v93[128];
   #pragma unroll
   for (int j94 = 0; j94 < 128; ++j94) {
-    v93[j94] = expf(v92[j94]);
+    v93[j94] = tg_exp_approx(v92[j94]);
   }
   // v94 = constant()  examples/matmul_epilogue.py:82:21
   float v94[128];

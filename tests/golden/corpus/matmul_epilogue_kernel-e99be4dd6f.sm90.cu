@@ -733,7 +733,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_a_ptr,
   float v93[128];
   #pragma unroll
   for (int j104 = 0; j104 < 128; ++j104) {
-    v93[j104] = expf(v92[j104]);
+    v93[j104] = tg_exp_approx(v92[j104]);
   }
   // v94 = constant()  examples/matmul_epilogue.py:82:21
   float v94[128];

@@ -667,7 +667,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(tg_bf16* arg_a_pt
   float v100[8];
   #pragma unroll
   for (int j85 = 0; j85 < 8; ++j85) {
-    v100[j85] = expf(v99[j85]);
+    v100[j85] = tg_exp_approx(v99[j85]);
   }
   // v101 = constant()  examples/matmul_epilogue.py:82:21
   float v101[8];

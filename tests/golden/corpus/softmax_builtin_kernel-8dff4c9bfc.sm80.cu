@@ -169,7 +169,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_out_pt
   // v19 = exp(v18)  tests/compat/compat_kernels/softmax.py:37:45
   float v19[1];
   {
-    v19[0] = expf(v18[0]);
+    v19[0] = tg_exp_approx(v18[0]);
   }
   // v20 = reduce(v19)  tests/compat/compat_kernels/softmax.py:37:45
   float acc18[1];
@@ -264,7 +264,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_out_pt
   // v25 = div(v19, v24)  tests/compat/compat_kernels/softmax.py:37:45
   float v25[1];
   {
-    v25[0] = __fdiv_rn(v19[0], v24[0]);
+    v25[0] = tg_div_full(v19[0], v24[0]);
   }
   // store(v12, v25, v3)  tests/compat/compat_kernels/softmax.py:37:5
   {

@@ -142,7 +142,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_dout_p
   float v26[4];
   #pragma unroll
   for (int j19 = 0; j19 < 4; ++j19) {
-    v26[j19] = expf(v25[j19]);
+    v26[j19] = tg_exp_approx(v25[j19]);
   }
   // v27 = constant()  tests/compat/compat_kernels/llm.py:64:11
   float v27[4];

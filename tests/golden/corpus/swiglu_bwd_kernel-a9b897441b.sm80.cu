@@ -160,7 +160,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(tg_bf16* arg_dout
   float v29[4];
   #pragma unroll
   for (int j22 = 0; j22 < 4; ++j22) {
-    v29[j22] = expf(v28[j22]);
+    v29[j22] = tg_exp_approx(v28[j22]);
   }
   // v30 = constant()  tests/compat/compat_kernels/llm.py:64:11
   float v30[4];

@@ -124,7 +124,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(float* arg_gate_p
   float v23[4];
   #pragma unroll
   for (int j16 = 0; j16 < 4; ++j16) {
-    v23[j16] = expf(v22[j16]);
+    v23[j16] = tg_exp_approx(v22[j16]);
   }
   // v24 = constant()  tests/compat/compat_kernels/llm.py:39:16
   float v24[4];

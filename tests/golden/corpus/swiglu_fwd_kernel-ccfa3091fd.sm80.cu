@@ -130,7 +130,7 @@ extern "C" __global__ void TG_LAUNCH_BOUNDS(128) tegula_kernel(tg_bf16* arg_gate
   float v24[4];
   #pragma unroll
   for (int j17 = 0; j17 < 4; ++j17) {
-    v24[j17] = expf(v23[j17]);
+    v24[j17] = tg_exp_approx(v23[j17]);
   }
   // v25 = constant()  tests/compat/compat_kernels/llm.py:39:16
   float v25[4];
