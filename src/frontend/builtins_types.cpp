@@ -169,6 +169,12 @@ Symbol lower_tuple(Lowerer& l, const CallArgs& c, const std::string& n) {
 // tl.arange, tl.load, ...), tl.const, tl.constexpr_type, tl.slice and
 // tl.tensor_descriptor (made by tl.make_tensor_descriptor).
 Symbol lower_type_class(Lowerer& l, const CallArgs& c, const std::string& n) {
+  // constexpr_type(v): the type of a constant, as `v.type` of a constexpr is.
+  if (n == "constexpr_type" && c.positional.size() == 1 && c.keywords.empty() && constexpr_text(c.positional[0])) {
+    Symbol v = c.positional[0];
+    v.assigned = false;
+    return type_of(l, v);
+  }
   error_at(c.loc, Diag::NotCallable, "tl." + n + " is a type: use it in annotations and isinstance(), not as a call",
            n == "tensor"              ? "make tiles with tl.arange, tl.full or tl.load"
            : n == "tensor_descriptor" ? "make descriptors with tl.make_tensor_descriptor"
@@ -252,7 +258,20 @@ Symbol type_of(Lowerer& l, const Symbol& s) {
   }
   ConstValue d = void_type();
   d.type_form = TypeForm::Constexpr;
+  d.constexpr_of = constexpr_text(s).value_or("");
   return Symbol::of(d);
+}
+
+std::optional<std::string> constexpr_text(const Symbol& s) {
+  if (s.is_const()) return to_string(s.constant);
+  if (s.kind != Symbol::Kind::Tuple) return std::nullopt;
+  std::string text = "(";
+  for (size_t k = 0; k < s.elements.size(); ++k) {
+    std::optional<std::string> element = constexpr_text(s.elements[k]);
+    if (!element) return std::nullopt;
+    text += (k ? ", " : "") + *element;
+  }
+  return text + (s.elements.size() == 1 ? ",)" : ")");
 }
 
 std::optional<Symbol> type_object_attribute(const ConstValue& t, const std::string& attr) {

@@ -29,6 +29,9 @@ struct ConstValue {
   enum class TypeForm : uint8_t { Scalar, Block, Void, Constexpr };
   TypeForm type_form = TypeForm::Scalar;
   std::vector<int64_t> shape;  // DType, Block: the block's shape
+  // DType, Constexpr: the constant's Python text ("10", "(5, 6, 7)"); two
+  // constexpr_types are equal when their constants print alike.
+  std::string constexpr_of;
 
   static ConstValue integer(int64_t v) { ConstValue c; c.kind = Kind::Int; c.i = v; return c; }
   static ConstValue real(double v) { ConstValue c; c.kind = Kind::Float; c.f = v; return c; }

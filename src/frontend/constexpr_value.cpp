@@ -28,7 +28,8 @@ bool ConstValue::operator==(const ConstValue& o) const {
     case Kind::Str: return s == o.s;
     case Kind::None: return true;
     case Kind::DType:
-      return type_form == o.type_form && (type_form == TypeForm::Void || type_form == TypeForm::Constexpr ||
+      if (type_form == TypeForm::Constexpr) return o.type_form == TypeForm::Constexpr && constexpr_of == o.constexpr_of;
+      return type_form == o.type_form && (type_form == TypeForm::Void ||
                                           (dtype == o.dtype && pointer == o.pointer && shape == o.shape));
     default: return false;
   }

@@ -647,6 +647,8 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
           return m;
         }
       }
+      if (attr == "type" && base.assigned && base.constant.is_numeric())  // a tensor in Triton: its dtype
+        return type_of(*this, Symbol::of(to_value(base, loc, "the constant")));
       if (attr == "type") return type_of(*this, base);
       if (attr == "value") return base;  // tl.constexpr(x).value
       if (base.constant.is_numeric() && (attr == "dtype" || attr == "shape" || attr == "numel" ||
@@ -669,6 +671,7 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         ++index;
         start = end + 1;
       }
+      if (attr == "type" && constexpr_text(base)) return type_of(*this, base);  // a constexpr tuple's
       error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
     }
     case Symbol::Kind::BlockPointer:

@@ -171,6 +171,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     case StmtKind::Pass: return;
     case StmtKind::Assign: {
       Symbol v = eval(*s.value);
+      if (v.is_const() && v.constant.is_numeric()) v.assigned = true;
       for (const auto& t : s.targets) bind_target(*this, *t, v);
       return;
     }
@@ -198,6 +199,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
       Symbol v = eval(*s.value);
       Symbol ann = eval(*s.annotation);
       if (ann.kind == Symbol::Kind::Builtin && ann.name == "constexpr") {
+        v.assigned = false;  // stays a constexpr: `.type` is its constexpr_type
         // A tuple of constants (a shape: `shape: tl.constexpr = (N // 2, 2)`) is one too.
         auto constant = [](const Symbol& x, const auto& self) -> bool {
           if (x.kind != Symbol::Kind::Tuple) return x.is_const();

@@ -52,6 +52,10 @@ struct Symbol {
   int32_t function = -1;
   std::vector<Symbol> elements;
   bool written_as_list = false;  // Tuple: built from a `[...]` literal (only its text, str(), differs)
+  // Const (a number): bound by a plain assignment, where Triton makes it a
+  // tensor; `.type` is then the dtype it would have (int32, fp32, ...), not
+  // its constexpr_type. Nothing else reads it: the value stays a constant.
+  bool assigned = false;
   std::shared_ptr<Symbol> receiver;
   std::shared_ptr<const BlockAccess> block;
 
