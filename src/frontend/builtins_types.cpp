@@ -7,6 +7,7 @@
 #include "frontend/builtins_types.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -263,6 +264,13 @@ Symbol type_of(Lowerer& l, const Symbol& s) {
 }
 
 std::optional<std::string> constexpr_text(const Symbol& s) {
+  if (s.is_const() && s.constant.is_numeric()) {
+    // Python's ==: True == 1 == 1.0, so numbers of one value share a text.
+    double d = s.constant.as_double();
+    if (s.constant.kind != ConstValue::Kind::Float || (d == std::trunc(d) && std::fabs(d) < 0x1p63))
+      return s.constant.kind == ConstValue::Kind::Float ? std::to_string(static_cast<int64_t>(d))
+                                                        : to_string(ConstValue::integer(s.constant.i));
+  }
   if (s.is_const()) return to_string(s.constant);
   if (s.kind != Symbol::Kind::Tuple) return std::nullopt;
   std::string text = "(";

@@ -39,8 +39,9 @@ std::optional<Symbol> language_constant(const std::string& name);
 // `s.type`: a value's dtype or block type; a constant's (or a tuple of
 // constants') constexpr_type, which holds the constant's text.
 Symbol type_of(Lowerer& l, const Symbol& s);
-// The Python text of a constant or a tuple of constants ("10", "(5, 6, 7)");
-// nullopt for anything else.
+// The Python text of a constant or a tuple of constants ("10", "(5, 6, 7)"),
+// with equal numbers written alike (True, 1 and 1.0 as "1"); nullopt for
+// anything else.
 std::optional<std::string> constexpr_text(const Symbol& s);
 // `t.scalar`, `t.element_ty`, `t.shape`, `t.numel` of a type object, and an
 // element dtype's `name`, `int_bitwidth`, `fp_mantissa_width` and

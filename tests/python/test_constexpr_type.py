@@ -32,7 +32,7 @@ def types_kernel(out_ptr, value: tl.constexpr, other: tl.constexpr, LIFTED: tl.c
 
 
 @pytest.mark.parametrize("value, other, lifted", [(10, 11, tl.int32), (32.5, 10, tl.float32), (True, False, tl.int1),
-                                                  (2 ** 40, 10, tl.int64), (3, 3.5, tl.int32)])
+                                                  (2 ** 40, 10, tl.int64), (3, 3.5, tl.int32), (-7, 7.0, tl.int32)])
 def test_type_of_constants(value, other, lifted):
     out = np.zeros(4, np.float64)
     types_kernel[(1,)](out, value, other, lifted)
@@ -65,3 +65,20 @@ def test_constexpr_type_of_a_runtime_value_is_refused():
     with pytest.raises(tegula.CompilationError) as e:
         runtime_type_kernel[(1,)](x)
     assert "constexpr_type is a type" in str(e.value)
+
+
+@tegula.jit
+def equal_numbers_kernel(out_ptr):
+    # Python's ==: constexpr_types of equal numbers are equal, whatever the numbers' types.
+    tl.static_assert(constexpr_type(1) == constexpr_type(1.0))
+    tl.static_assert(constexpr_type(True) == constexpr_type(1))
+    tl.static_assert(constexpr_type((2, 3.0)) == constexpr_type((2.0, 3)))
+    tl.static_assert(constexpr_type(0.5) != constexpr_type(0))
+    tl.static_assert(constexpr_type("a") != constexpr_type("b"))
+    tl.store(out_ptr, 1)
+
+
+def test_constexpr_types_of_equal_numbers_are_equal():
+    out = np.zeros(1, np.int32)
+    equal_numbers_kernel[(1,)](out)
+    assert out[0] == 1
