@@ -369,10 +369,10 @@ Symbol sigmoid(Lowerer& l, const CallArgs& c, const std::string& n) {
   // slow path is a call, and in a 64-element epilogue the registers kept
   // live around those calls cost a matmul half its occupancy.
   ir::ValueId e = l.create(OpKind::Exp, {l.create(OpKind::Neg, {w}, t, c.loc)}, t, c.loc,
-                           {{"approx", ir::Attr{int64_t{1}}}});  // tl.exp's, as Triton's sigmoid calls it
+                           {approx_attr()});  // tl.exp's, as Triton's sigmoid calls it
   ir::ValueId one = l.broadcast_to(l.constant(ConstValue::real(1.0), t.element(), c.loc), t.shape, c.loc);
   ir::ValueId r = l.create(OpKind::Div, {one, l.create(OpKind::Add, {one, e}, t, c.loc)}, t, c.loc,
-                           {{"approx", ir::Attr{int64_t{1}}}});
+                           {approx_attr()});
   return ok(l.cast(r, s, c.loc));
 }
 
@@ -393,16 +393,9 @@ Symbol div_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, n.c_str());
   if (!ir::is_float(l.type(x).scalar)) error_at(c.loc, Diag::NotFloatingPoint,
                                                 "tl." + n + " needs floating-point operands");
-  bool ieee = n != "fdiv";
-  if (!ieee && a.has("ieee_rounding")) {
-    const Symbol& r = a.get("ieee_rounding");
-    if (!r.is_const() || !r.constant.is_numeric())
-      error_at(a.loc("ieee_rounding"), Diag::NotConstexpr, "tl.fdiv's ieee_rounding must be a constant bool",
-               "pass True or False");
-    ieee = r.constant.kind == ConstValue::Kind::Float ? r.constant.f != 0 : r.constant.i != 0;
-  }
+  bool ieee = n != "fdiv" || ieee_rounding(a, "tl.fdiv");
   std::vector<ir::NamedAttr> attrs;
-  if (!ieee) attrs.push_back({"approx", ir::Attr{int64_t{1}}});
+  if (!ieee) attrs.push_back(approx_attr());
   return ok(l.create(OpKind::Div, {x, y}, l.type(x), c.loc, attrs));
 }
 

@@ -270,7 +270,7 @@ Symbol lower_libdevice_function(Lowerer& l, const CallArgs& c, const std::string
     if (n == "fast_dividef") {  // the approximate quotient of tl.fdiv
       std::vector<ir::ValueId> ys = xs;
       for (ir::ValueId& y : ys) y = l.cast(y, Scalar::F32, c.loc);
-      ir::ValueId q = l.create(OpKind::Div, ys, l.type(ys[0]), c.loc, {{"approx", ir::Attr{int64_t{1}}}});
+      ir::ValueId q = l.create(OpKind::Div, ys, l.type(ys[0]), c.loc, {approx_attr()});
       return Symbol::of(l.cast(q, s, c.loc));
     }
   }

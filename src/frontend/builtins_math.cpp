@@ -78,7 +78,8 @@ std::vector<ir::ValueId> float_operands(Lowerer& l, const CallArgs& c, const std
 
 // `kind` applied to `xs`; f16/bf16 operands are computed in f32 and the
 // result rounded back.
-Symbol compute(Lowerer& l, OpKind kind, std::vector<ir::ValueId> xs, const SourceLoc& loc, std::vector<ir::NamedAttr> attrs = {}) {
+Symbol compute(Lowerer& l, OpKind kind, std::vector<ir::ValueId> xs, const SourceLoc& loc,
+               std::vector<ir::NamedAttr> attrs = {}) {
   Scalar s = l.type(xs[0]).scalar;
   if (is_half(s))
     for (ir::ValueId& x : xs) x = l.cast(x, Scalar::F32, loc);
@@ -87,6 +88,17 @@ Symbol compute(Lowerer& l, OpKind kind, std::vector<ir::ValueId> xs, const Sourc
 }
 
 }  // namespace
+
+ir::NamedAttr approx_attr() { return {"approx", ir::Attr{int64_t{1}}}; }
+
+bool ieee_rounding(const BoundArgs& a, const std::string& fn) {
+  if (!a.has("ieee_rounding")) return false;
+  const Symbol& r = a.get("ieee_rounding");
+  if (!r.is_const() || !r.constant.is_numeric())
+    error_at(a.loc("ieee_rounding"), Diag::NotConstexpr, fn + "'s ieee_rounding must be a constant bool",
+             "pass True or False");
+  return r.constant.kind == ConstValue::Kind::Float ? r.constant.f != 0 : r.constant.i != 0;
+}
 
 Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& name) {
   // "libdevice.exp" is exp without `approx`; every other name is its op's.
@@ -105,7 +117,7 @@ Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& nam
              "tl.nextafter takes float32 or float64 operands, not " + triton_name(s),
              "convert them with .to(tl.float32); the next float32 is not a " + triton_name(s) + " value");
   std::vector<ir::NamedAttr> attrs;
-  if (kind == OpKind::Exp && !libdevice) attrs.push_back({"approx", ir::Attr{int64_t{1}}});
+  if (kind == OpKind::Exp && !libdevice) attrs.push_back(approx_attr());
   return compute(l, kind, std::move(xs), c.loc, std::move(attrs));
 }
 

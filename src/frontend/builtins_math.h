@@ -19,6 +19,12 @@ std::vector<ir::ValueId> operands_of(Lowerer& l, const CallArgs& c, const std::s
 // An op of ir/ops.def with type rule Floats, called by its name. tl.exp is
 // `approx` (ex2 of x * log2(e) on CUDA, as Triton); "libdevice.exp" is exact.
 Symbol lower_math_function(Lowerer& l, const CallArgs& c, const std::string& name);
+// The IR's `approx` attribute (docs/ir.md): an exp or a float quotient that
+// CUDA may compute approximately (tl.exp, tl.fdiv, tl.sigmoid, tl.softmax).
+ir::NamedAttr approx_attr();
+// The `ieee_rounding` argument of tl.fdiv and tl.softmax: False unless
+// given, and then a constant bool (E0601 naming `fn` otherwise).
+bool ieee_rounding(const BoundArgs& a, const std::string& fn);
 Symbol lower_fmod(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_pow(Lowerer& l, const CallArgs& c, const std::string& name);
 // isnan, isinf, isfinite (and libdevice's finitef, isfinited), signbit.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "frontend/builtins_tile.h"
+#include "frontend/builtins_math.h"
 #include "frontend/combiner_region.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
@@ -289,21 +290,13 @@ Symbol lower_softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::Type t = l.type(x);
   // softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))), with tl.exp's exp and tl.fdiv's quotient
   // (approximate unless ieee_rounding is a true constant), as Triton's standard library writes it.
-  bool ieee = false;
-  if (a.has("ieee_rounding")) {
-    const Symbol& r = a.get("ieee_rounding");
-    if (!r.is_const() || !r.constant.is_numeric())
-      error_at(a.loc("ieee_rounding"), Diag::NotConstexpr, "tl.softmax's ieee_rounding must be a constant bool",
-               "pass True or False");
-    ieee = r.constant.kind == ConstValue::Kind::Float ? r.constant.f != 0 : r.constant.i != 0;
-  }
-  const std::vector<ir::NamedAttr> approx = {{"approx", ir::Attr{int64_t{1}}}};
+  bool ieee = ieee_rounding(a, "tl.softmax");
   ir::ValueId m = reduce(l, {x}, dim, true, binary_combiner(l, OpKind::Max, c.loc), c.loc)[0];
   ir::ValueId z = l.create(OpKind::Sub, {x, l.broadcast_to(m, t.shape, c.loc)}, t, c.loc);
-  ir::ValueId e = l.create(OpKind::Exp, {z}, t, c.loc, approx);
+  ir::ValueId e = l.create(OpKind::Exp, {z}, t, c.loc, {approx_attr()});
   ir::ValueId s = reduce(l, {e}, dim, true, binary_combiner(l, OpKind::Add, c.loc), c.loc)[0];
   return Symbol::of(l.create(OpKind::Div, {e, l.broadcast_to(s, t.shape, c.loc)}, t, c.loc,
-                             ieee ? std::vector<ir::NamedAttr>{} : approx));
+                             ieee ? std::vector<ir::NamedAttr>{} : std::vector<ir::NamedAttr>{approx_attr()}));
 }
 
 namespace {
