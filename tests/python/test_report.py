@@ -6,7 +6,6 @@ tests/python/test_profiling_cuda.py has what only the GPU has."""
 
 import json
 import math
-import statistics
 
 import numpy as np
 import pytest
@@ -78,19 +77,20 @@ def assert_times_agree(report, kernel, args, grid, meta, host_call, backend, rou
 
     The benchmark times its host function (the launch and its small wrapper)
     with do_bench's median; so does the report, for the launch alone. On a
-    shared machine one pair of measurements can be 30% apart when a neighbour
-    starts compiling, so the two are taken in alternation, and the medians of
-    the rounds so far are compared (at least three rounds, at most `rounds`:
-    a burst of another test's work can skew a few of them)."""
+    shared machine a neighbour's work only ever adds time, and it came in
+    bursts that left the medians of nine rounds 18% apart while the fastest
+    rounds agreed within 1% (CI, softmax on the CPU). So the two are taken in
+    alternation, and the fastest rounds so far are compared: at least three
+    rounds, at most `rounds`."""
     reported, benched = [report.time_ms], []
     for i in range(rounds):
         if i > 0:
             reported.append(kernel.report(*args, grid=grid, **meta).time_ms)
         benched.append(do_bench(host_call, return_mode="median", device=backend.name))
-        ratio = statistics.median(reported) / statistics.median(benched)
+        ratio = min(reported) / min(benched)
         if i >= 2 and 0.9 <= ratio <= 1.1:
             return
-    pytest.fail(f"report {reported} ms against the benchmark's {benched} ms: medians {ratio:.3f}x apart")
+    pytest.fail(f"report {reported} ms against the benchmark's {benched} ms: fastest rounds {ratio:.3f}x apart")
 
 
 CASES = {"vector_add": vector_add_case, "softmax": softmax_case, "fused_chain": fused_chain_case,
