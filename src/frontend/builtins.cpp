@@ -494,8 +494,9 @@ namespace {
 
 // A value as Triton's str() shows it: a tensor as its dtype and shape
 // (`int32[constexpr[128]]`, a scalar `fp32[]`), a dtype by its name (`fp16`,
-// `pointer<int32>`), a constant as Python prints it.
-std::string triton_text(Lowerer& l, const Symbol& s) {
+// `pointer<int32>`), a constant as Python prints it, a tuple as Python
+// prints one (its elements' repr()s: `(16, 'x')`).
+std::string triton_text(Lowerer& l, const Symbol& s, bool repr = false) {
   auto dtype_name = [](ir::Scalar scalar, bool pointer) {
     std::string name = ir::scalar_info(scalar).short_name;
     return pointer ? "pointer<" + name + ">" : name;
@@ -506,9 +507,14 @@ std::string triton_text(Lowerer& l, const Symbol& s) {
     for (int64_t d : t.shape) dims += (dims.empty() ? "constexpr[" : ", constexpr[") + std::to_string(d) + "]";
     return dtype_name(t.scalar, t.is_pointer()) + "[" + dims + "]";
   }
+  if (s.kind == Symbol::Kind::Tuple) {  // a shape, a tuple of tensors: its elements, as Python prints a tuple
+    std::string text;
+    for (const Symbol& e : s.elements) text += (text.empty() ? "" : ", ") + triton_text(l, e, true);
+    if (s.written_as_list) return "[" + text + "]";
+    return "(" + text + (s.elements.size() == 1 ? ",)" : ")");
+  }
   if (!s.is_const()) return l.describe(s);
-  const ConstValue& v = s.constant;
-  return python_str(v);
+  return repr ? python_repr(s.constant) : python_str(s.constant);
 }
 
 }  // namespace

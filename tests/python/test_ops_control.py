@@ -221,6 +221,7 @@ def static_kernel(out_ptr, BLOCK: tl.constexpr, MODE: tl.constexpr):
     tl.static_assert(BLOCK >= 16, "BLOCK must be at least 16")
     tl.static_print("static_print:", BLOCK, MODE)
     tl.static_print(tl.arange(0, BLOCK), out_ptr, out_ptr.dtype.element_ty, 0.1, sep="|", end="$\n")
+    tl.static_print("tuples:", tl.arange(0, BLOCK).shape, (BLOCK, MODE), [tl.arange(0, 2), 0.5], ())
     if MODE == "double":  # a constexpr condition: only one branch is compiled
         v = tl.arange(0, BLOCK) * 2
     else:
@@ -241,6 +242,9 @@ def test_static_assert_and_static_print(backend, capfd):
         assert "static_print: 32 double" in printed or "static_print: 16 plain" in printed, printed
         assert ("int32[constexpr[32]]|pointer<int32>[]|int32|0.1$" in printed
                 or "int32[constexpr[16]]|pointer<int32>[]|int32|0.1$" in printed), printed
+        # A tuple shows its elements as Python's print shows a tuple (their repr()s).
+        assert ("tuples: (32,) (32, 'double') [int32[constexpr[2]], 0.5] ()" in printed
+                or "tuples: (16,) (16, 'plain') [int32[constexpr[2]], 0.5] ()" in printed), printed
     with pytest.raises(tegula.CompilationError, match="static assertion failed: BLOCK must be at least 16"):
         static_kernel[(1,)](out, BLOCK=8, MODE="plain")
 
