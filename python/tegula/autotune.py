@@ -26,6 +26,7 @@ follows sees exactly the arrays it was given. See docs/autotune.md.
 
 from __future__ import annotations
 
+import collections.abc
 import concurrent.futures
 import json
 import numbers
@@ -56,18 +57,24 @@ class AutotuneWarning(UserWarning):
     """A candidate config failed to compile or run and was skipped."""
 
 
+# The launch options' defaults (docs/python-api.md "Launch options"), which a Config reads when not given them.
+_LAUNCH_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
+
+
 class Config:
     """One candidate of an autotuned kernel: meta-parameter values (``kwargs``,
     passed to the kernel's constexpr parameters), launch options (Triton's
     ``num_warps``, ``num_stages``, ``num_ctas``, ``maxnreg``,
-    ``num_cpu_threads``, ``ir_override``; None keeps the launch's default; the
-    launch checks what each backend can honour, docs/python-api.md "Launch
-    options"), and an optional ``pre_hook(args)`` called with every argument
-    by name before each launch with this config."""
+    ``num_cpu_threads``, ``ir_override``; the first three default to the
+    launch's defaults, 4, 3 and 1, as Triton's Config reads them (host code
+    passes ``config.num_ctas`` on to launches); None keeps the launch's
+    default; the launch checks what each backend can honour,
+    docs/python-api.md "Launch options"), and an optional ``pre_hook(args)``
+    called with every argument by name before each launch with this config."""
 
     _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "num_cpu_threads", "ir_override")
 
-    def __init__(self, kwargs, num_warps=None, num_stages=None, num_ctas=None, num_cpu_threads=None,
+    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, num_cpu_threads=None,
                  maxnreg=None, pre_hook=None, ir_override=None):
         if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise coded(TypeError, "E0710", f"Config takes a dict of meta-parameter names to values, got {kwargs!r}")
@@ -106,12 +113,16 @@ class Config:
                 **{name: _json_value(getattr(self, name)) for name in self._OPTIONS},
                 "pre_hook": None if self.pre_hook is None else _qualified_name(self.pre_hook)}
 
+    def _options_not_default(self) -> dict:
+        """The launch options that differ from the launch's defaults: what a message about this config names."""
+        return {name: value for name, value in self._options().items() if _LAUNCH_DEFAULTS.get(name) != value}
+
     def __str__(self) -> str:
-        return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items()) or "(defaults)"
+        return ", ".join(f"{k}: {v}" for k, v in {**self.kwargs, **self._options_not_default()}.items()) or "(defaults)"
 
     def __repr__(self) -> str:
         parts = [repr(self.kwargs)]
-        parts += [f"{name}={value!r}" for name, value in self._options().items()]
+        parts += [f"{name}={value!r}" for name, value in self._options_not_default().items()]
         if self.pre_hook is not None:
             parts.append(f"pre_hook={_qualified_name(self.pre_hook)}")
         return f"Config({', '.join(parts)})"
@@ -467,8 +478,14 @@ class Autotuner(_KernelWrapper):
         """Checks the names the decorator was given against the kernel's, once,
         and precomputes what every launch needs to find its key."""
         names = self.arg_names
-        for what, listed in (("key", self.keys), ("reset_to_zero", self.reset_to_zero),
-                             ("restore_value", self.restore_value)):
+        # Triton leaves a key name that is not a parameter out of the key (torchao's kernels have one):
+        # so does this, saying so once, since it is more often a misspelling.
+        for name in [name for name in self.keys if name not in names]:
+            warnings.warn(f"autotune key of kernel '{self.__name__}' names '{name}', which is not one of its "
+                          f"parameters ({', '.join(names)}); it is left out of the key", AutotuneWarning,
+                          stacklevel=4)
+        self.keys = [name for name in self.keys if name in names]
+        for what, listed in (("reset_to_zero", self.reset_to_zero), ("restore_value", self.restore_value)):
             for name in listed:
                 if name not in names:
                     raise coded(ValueError, "E0710",
@@ -556,6 +573,8 @@ class Autotuner(_KernelWrapper):
         arguments), perf_model(**positional, **keywords, **config)."""
         if self.early_config_prune is not None:
             pruned = self.early_config_prune(configs, positional, **kwargs)
+            if isinstance(pruned, collections.abc.Iterator):
+                pruned = list(pruned)  # Triton iterates what the hook returns: a generator of configs is one
             if not isinstance(pruned, (list, tuple)) or not all(isinstance(c, Config) for c in pruned):
                 got = type(pruned).__name__ if not isinstance(pruned, (list, tuple)) else \
                     "a list holding " + next(type(c).__name__ for c in pruned if not isinstance(c, Config))

@@ -344,10 +344,17 @@ def test_tuned_meta_parameters_cannot_be_passed(backend):
 
 
 def test_names_are_checked_against_the_kernel():
-    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64})], key=["size"])
-    with pytest.raises(ValueError, match=r"autotune key of kernel 'add_one_kernel' names 'size', which is "
+    # A key name that is no parameter is left out of the key, as Triton leaves it, with a warning.
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64})], key=["size", "n"])
+    x = np.zeros(4, np.float32)
+    with pytest.warns(AutotuneWarning, match=r"autotune key of kernel 'add_one_kernel' names 'size', which is "
+                                             r"not one of its parameters \(x_ptr, n, BLOCK\); it is left out"):
+        kernel[(1,)](x, 4)
+    np.testing.assert_array_equal(x, 1.0)
+    assert kernel.keys == ["n"] and len(kernel.cache) == 1
+    with pytest.raises(ValueError, match=r"autotune reset_to_zero of kernel 'add_one_kernel' names 'y', which is "
                                          r"not one of its parameters \(x_ptr, n, BLOCK\)"):
-        kernel[(1,)](np.zeros(4, np.float32), 4)
+        _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64})], reset_to_zero=["y"])[(1,)](x, 4)
     with pytest.raises(TypeError, match="@tegula.autotune goes above @tegula.jit"):
         tegula.autotune(configs=[], key=[])(lambda x: x)
     with pytest.raises(ValueError, match="prune_configs_by of kernel 'add_one_kernel' has unknown entries"):
@@ -383,6 +390,13 @@ def test_misused_configs_and_pruning_are_said_where_they_are_set():
                 f"early_config_prune of kernel 'add_one_kernel' must return a list of the tegula.Config it was "
                 f"given, got {shown}")):
             kernel[_grid(40)](x, 40)
+    # What the hook returns is iterated, as in Triton: a generator of configs is one.
+    def wider_than_16(candidates, named, **kwargs):
+        yield from (config for config in candidates if config.kwargs["BLOCK"] > 16)
+
+    kernel = _tuner(add_one_kernel, configs, prune_configs_by={"early_config_prune": wider_than_16})
+    kernel[_grid(40)](x, 40)
+    assert kernel.best_config is configs[1]
     kernel = _tuner(add_one_kernel, configs, do_bench=lambda fn, quantiles=None: "fast")
     with pytest.warns(AutotuneWarning), pytest.raises(AutotuneError, match=re.escape(
             "the do_bench of kernel 'add_one_kernel' must return a time in ms (a number, or a list of them for "

@@ -52,7 +52,7 @@ def test_the_configs_suit_a_4096_bf16_matmul_on_an_h200():
         stage_bytes = 2 * (c.kwargs["BLOCK_M"] + c.kwargs["BLOCK_N"]) * c.kwargs["BLOCK_K"]
         assert stage_bytes * c.num_stages <= 227 * 1024  # the H200's shared memory per block
     assert autotuned_matmul.short(configs[0]) == "128x128x64 G8 w8 s3"
-    assert autotuned_matmul.short(SMALL[0]) == "16x32x16 G1 w1"
+    assert autotuned_matmul.short(SMALL[0]) == "16x32x16 G1 w1 s3"
 
 
 def test_autotuned_variant_tunes_every_config_and_computes_a_times_b():
@@ -92,7 +92,7 @@ def test_by_hand_skips_failing_configs_and_reports_when_all_fail():
 
     run = autotuned_matmul.best_by_hand(a, b, out, bench, [bad, SMALL[0]])
     assert run.config is SMALL[0]
-    assert run.note == "16x32x16 G1 w1 (fastest of 1 by hand, 0.500 ms; 1 failed)"
+    assert run.note == "16x32x16 G1 w1 s3 (fastest of 1 by hand, 0.500 ms; 1 failed)"
     assert run.timings[bad].startswith("CompilationError: ")
     with pytest.raises(RuntimeError, match=r"every matmul config failed when launched by hand: "
                                            r"BLOCK_M: 24, BLOCK_N: 32, BLOCK_K: 16, GROUP_M: 1: CompilationError"):
@@ -161,7 +161,7 @@ def test_measuring_loop_keeps_both_tegula_variants_and_their_notes():
     outcomes = gpu_measure.measure_case(no_torch, _StandInTimer(), case, ("tegula",), 0.01, 2, 3)
     assert [o.variant for o in outcomes] == ["tegula", "tegula.best"]
     assert all(o.error is None and o.samples for o in outcomes), outcomes
-    assert outcomes[0].note.startswith("chose ") and outcomes[1].note.startswith("16x32x16 G1 w1 (fastest of 2")
+    assert outcomes[0].note.startswith("chose ") and outcomes[1].note.startswith("16x32x16 G1 w1 s3 (fastest of 2")
     assert outcomes[1].num_warps == 1
     # Selecting variant "cublas" only leaves both out: they are rows of variant "tegula".
     assert gpu_measure.measure_case(no_torch, _StandInTimer(), case, ("cublas",), 0.01, 2, 3) == []

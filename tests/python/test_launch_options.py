@@ -125,9 +125,25 @@ def test_config_takes_tritons_options():
     config = tegula.Config({"BLOCK": 128}, num_warps=4, num_stages=2, num_ctas=1, maxnreg=64, num_cpu_threads=0)
     assert config.all_kwargs() == {"BLOCK": 128, "num_warps": 4, "num_stages": 2, "num_ctas": 1, "maxnreg": 64,
                                    "num_cpu_threads": 0}
-    assert "num_ctas=1" in repr(config) and "maxnreg=64" in repr(config)
+    # repr and str name what differs from the launch's defaults.
+    assert repr(config) == "Config({'BLOCK': 128}, num_stages=2, maxnreg=64, num_cpu_threads=0)"
+    assert str(config) == "BLOCK: 128, num_stages: 2, maxnreg: 64, num_cpu_threads: 0"
     with pytest.raises(ValueError, match="maxnreg must be a positive int or None"):
         tegula.Config({}, maxnreg=-3)
+
+
+def test_a_config_reads_the_launch_defaults_as_tritons_does(backend):
+    """Host code passes a config's options on to its own launches (torchao's int8 matmul passes
+    num_warps, num_stages and num_ctas of configs that set only the first two)."""
+    bare = tegula.Config({})
+    assert (bare.num_warps, bare.num_stages, bare.num_ctas, bare.maxnreg) == (4, 3, 1, None)
+    assert bare.all_kwargs() == {"num_warps": 4, "num_stages": 3, "num_ctas": 1} and str(bare) == "(defaults)"
+    config = tegula.Config({"BLOCK": 64}, num_warps=2, num_stages=2)
+    x = np.random.default_rng(3).standard_normal(100).astype(np.float32)
+    out = backend.empty(100, np.float32)
+    scale_kernel[(2,)](backend.array(x), out, 100, 2.0, num_warps=config.num_warps, num_stages=config.num_stages,
+                       num_ctas=config.num_ctas, **config.kwargs)
+    np.testing.assert_array_equal(backend.numpy(out), x * 2)
 
 
 @tegula.autotune(configs=[tegula.Config({"BLOCK": 64}, num_ctas=1, maxnreg=32),
