@@ -327,9 +327,17 @@ Symbol where(Lowerer& l, const CallArgs& c, const std::string& n) {
   return ok(l.create(OpKind::Select, {cb2, xb2, yb2}, l.type(xb2), c.loc));
 }
 
+// Triton's tl.minimum, tl.maximum and tl.clamp make bfloat16 operands float32 before the usual promotion
+// (a number beside one is then float32 too, not rounded to bfloat16), and return float32.
+Symbol bf16_as_f32(Lowerer& l, const Symbol& s, const SourceLoc& loc) {
+  if (!s.is_value() || l.type(s.value).scalar != Scalar::BF16) return s;
+  return Symbol::of(l.cast(s.value, Scalar::F32, loc));
+}
+
 Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "y", "?propagate_nan"}, c);
-  auto [x, y] = l.arith_operands(a.get("x"), a.get("y"), false, c.loc, n.c_str());
+  auto [x, y] = l.arith_operands(bf16_as_f32(l, a.get("x"), c.loc), bf16_as_f32(l, a.get("y"), c.loc), false,
+                                 c.loc, n.c_str());
   return ok(l.create(n == "minimum" ? OpKind::Min : OpKind::Max, {x, y}, l.type(x), c.loc, nan_propagation(a)));
 }
 
@@ -408,8 +416,9 @@ Symbol umulhi(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 Symbol clamp(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "min", "max", "?propagate_nan"}, c);
-  auto [x, lo] = l.arith_operands(a.get("x"), a.get("min"), false, c.loc, "tl.clamp");
-  auto [x2, hi] = l.arith_operands(Symbol::of(x), a.get("max"), false, c.loc, "tl.clamp");
+  auto [x, lo] = l.arith_operands(bf16_as_f32(l, a.get("x"), c.loc), bf16_as_f32(l, a.get("min"), c.loc), false,
+                                  c.loc, "tl.clamp");
+  auto [x2, hi] = l.arith_operands(Symbol::of(x), bf16_as_f32(l, a.get("max"), c.loc), false, c.loc, "tl.clamp");
   lo = l.broadcast_to(lo, l.type(x2).shape, c.loc);
   ir::ValueId m = l.create(OpKind::Max, {x2, lo}, l.type(x2), c.loc, nan_propagation(a));
   return ok(l.create(OpKind::Min, {m, hi}, l.type(x2), c.loc, nan_propagation(a)));

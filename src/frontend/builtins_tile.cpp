@@ -172,8 +172,11 @@ Symbol lower_sum(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (n == "xor_sum") acc_type = s;
   x = l.cast(x, acc_type, c.loc);
   auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
-  return Symbol::of(reduce(l, {x}, axis, flag(l, a, "keep_dims"),
-                           binary_combiner(l, n == "xor_sum" ? OpKind::Xor : OpKind::Add, c.loc), c.loc)[0]);
+  ir::ValueId sum = reduce(l, {x}, axis, flag(l, a, "keep_dims"),
+                           binary_combiner(l, n == "xor_sum" ? OpKind::Xor : OpKind::Add, c.loc), c.loc)[0];
+  // Triton's sum of float16 / bfloat16 is of that type (it adds in it); this adds in float32 and rounds once.
+  if (!a.has("dtype") && (s == Scalar::F16 || s == Scalar::BF16)) sum = l.cast(sum, s, c.loc);
+  return Symbol::of(sum);
 }
 
 // reduce_or(input, axis, keep_dims): the bitwise OR of integers along an axis,
@@ -211,7 +214,13 @@ Symbol lower_max_min(Lowerer& l, const CallArgs& c, const std::string& n) {
   auto axis = optional_axis(l, a, l.type(x).rank(), "tl." + n);
   bool keep = flag(l, a, "keep_dims");
   std::vector<ir::NamedAttr> nan_attrs = nan_propagation(a);
-  if (flag(l, a, "return_indices")) {
+  bool indices = flag(l, a, "return_indices");
+  // Triton's types: bfloat16 becomes float32; without indices every type narrower than 32 bits widens, a
+  // float to float32 and an integer (bool and unsigned ones too) to int32.
+  Scalar s = l.type(x).scalar;
+  if (s == Scalar::BF16 || (!indices && ir::bit_width(s) < 32))
+    x = l.cast(x, ir::is_float(s) ? Scalar::F32 : Scalar::I32, c.loc);
+  if (indices) {
     int64_t ax = axis ? *axis : 0;
     if (!axis && l.type(x).rank() != 1) x = l.create(OpKind::Reshape, {x}, l.type(x).with_shape({l.type(x).numel()}), c.loc);
     ir::ValueId idx = index_tile(l, l.type(x), ax, c.loc);
@@ -287,9 +296,11 @@ Symbol lower_softmax(Lowerer& l, const CallArgs& c, const std::string& n) {
                                                 "tl.softmax needs a floating-point tile");
   int64_t dim = a.has("dim") ? l.to_int_const(a.get("dim"), a.loc("dim"), "the dim of tl.softmax") : 0;
   if (dim < 0) dim += l.type(x).rank();
-  ir::Type t = l.type(x);
   // softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))), with tl.exp's exp and tl.fdiv's quotient
-  // (approximate unless ieee_rounding is a true constant), as Triton's standard library writes it.
+  // (approximate unless ieee_rounding is a true constant), as Triton's standard library writes it. Its
+  // max(x) is float32 for floats narrower than 32 bits, so from x - max(x) on it all runs in float32.
+  if (ir::bit_width(l.type(x).scalar) < 32) x = l.cast(x, Scalar::F32, c.loc);
+  ir::Type t = l.type(x);
   bool ieee = ieee_rounding(a, "tl.softmax");
   ir::ValueId m = reduce(l, {x}, dim, true, binary_combiner(l, OpKind::Max, c.loc), c.loc)[0];
   ir::ValueId z = l.create(OpKind::Sub, {x, l.broadcast_to(m, t.shape, c.loc)}, t, c.loc);

@@ -4,9 +4,12 @@ axis=None, keep_dims, masked tiles and all-masked rows, and NaN inputs.
 
 What is asserted where the semantics have choices:
   * sum of int8/int16 accumulates (and returns) int32, of uint8/uint16
-    uint32, of f16/bf16 float32; wider types keep their type. Integer sums
-    wrap. (Triton itself keeps f16/bf16 sums in the input type; Tegula widens,
-    as documented by its front end.)
+    uint32; wider types keep their type. Integer sums wrap. A sum of
+    f16/bf16 is of that type, as Triton's; Tegula adds in float32 and rounds
+    the result once (Triton adds in the input type).
+  * max/min return Triton's types: float32 for every float narrower than 32
+    bits, int32 for every integer (unsigned and bool too) narrower than 32
+    bits; with return_indices only bfloat16 widens (to float32).
   * argmax/argmin ties go to the smallest index.
   * max/min ignore a NaN when the other operand is a number (IEEE maxNum,
     docs/ir.md), so a row with some NaNs reduces to the max/min of its
@@ -29,8 +32,6 @@ BM, BN = 16, 64
 
 
 def sum_dtype(name):
-    if name in ("float16", "bfloat16"):
-        return "float32"
     if name in ("int8", "int16"):
         return "int32"
     if name in ("uint8", "uint16", "bool"):
@@ -113,6 +114,8 @@ def test_reductions_2d(backend, name):
                                 (sums[M + N:], x64.sum(), M * N)]:
             bound = size * eps(sdt) * np.abs(x64).sum()
             check(got, want, sdt, atol=bound, rtol=0, what=f"sum of {name}")
+            if name in ("float16", "bfloat16"):  # quarters add exactly in float32: one rounding, at the end
+                np.testing.assert_array_equal(to_f64(got), to_f64(want.astype(np_dtype(name))), f"sum of {name}")
     else:
         acc = x.astype(np_dtype(sdt))
         check(sums[:M], acc.sum(1, dtype=acc.dtype), sdt, what=f"sum axis 1 of {name}")
@@ -373,3 +376,69 @@ def test_reductions_1d_masked_tails(backend, name, n, block):
         check(out[:1], x.sum(dtype=np.int32), "int32", what="sum")
     check(out[1:], [x.max(), x.min()], name, ulps=0, atol=0, what="max, min")
     assert idx.tolist() == [x.argmax(), x.argmin()]
+
+
+@tegula.jit
+def reduction_types_kernel(x_ptr, out_ptr, DT: tl.constexpr, MAX_DT: tl.constexpr, IDX_DT: tl.constexpr,
+                           SUM_DT: tl.constexpr, PAIR_DT: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 8)).to(DT)
+    tl.static_assert(tl.max(x, 0).dtype == MAX_DT and tl.min(x).dtype == MAX_DT, "max / min")
+    tl.static_assert(tl.max(x, 0, return_indices=True)[0].dtype == IDX_DT, "max with indices")
+    tl.static_assert(tl.sum(x, 0).dtype == SUM_DT, "sum")
+    tl.static_assert(tl.maximum(x, x).dtype == PAIR_DT and tl.minimum(x, 1).dtype == PAIR_DT, "maximum / minimum")
+    tl.static_assert(tl.clamp(x, x, x).dtype == PAIR_DT, "clamp")
+    tl.store(out_ptr, tl.max(x, 0).to(tl.float32))
+
+
+@pytest.mark.parametrize("name, max_dt, idx_dt, sum_dt, pair_dt", [
+    ("float16", "float32", "float16", "float16", "float16"),
+    ("bfloat16", "float32", "float32", "bfloat16", "float32"),
+    ("float8e5", "float32", "float8e5", "float8e5", "float8e5"),
+    ("int8", "int32", "int8", "int32", "int8"),
+    ("uint8", "int32", "uint8", "uint32", "uint8"),
+    ("int16", "int32", "int16", "int32", "int16"),
+    ("float32", "float32", "float32", "float32", "float32"),
+    ("uint32", "uint32", "uint32", "uint32", "uint32"),
+])
+def test_reductions_and_comparisons_have_tritons_types(name, max_dt, idx_dt, sum_dt, pair_dt):
+    """Triton's standard library widens what max and min reduce, and compares bfloat16 as float32
+    (a bitcast of tl.max of bfloat16 to int32 depends on it, as torchao's MX quantizer's does)."""
+    out = np.zeros(1, np.float32)
+    dt = {key: getattr(tl, value) for key, value in
+          (("DT", name), ("MAX_DT", max_dt), ("IDX_DT", idx_dt), ("SUM_DT", sum_dt), ("PAIR_DT", pair_dt))}
+    reduction_types_kernel[(1,)](np.arange(8, dtype=np.float32), out, **dt)
+    assert out[0] == 7
+
+
+@tegula.jit
+def clamp_bf16_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.clamp(x, -0.1, 0.1))
+    tl.store(out_ptr + BLOCK + tl.arange(0, BLOCK), tl.maximum(x, 0.1))
+
+
+def test_bf16_comparisons_with_numbers_happen_in_float32(backend):
+    """tl.clamp(x, -0.1, 0.1) of bfloat16 x is float32 with the float32 bounds, not bounds rounded to bfloat16."""
+    x = (np.random.default_rng(5).standard_normal(64) * 0.3).astype(np_dtype("bfloat16"))
+    out = backend.zeros(128, np.float32)
+    clamp_bf16_kernel[(1,)](backend.array(x), out, BLOCK=64)
+    x32 = to_f64(x).astype(np.float32)
+    np.testing.assert_array_equal(backend.numpy(out)[:64], np.clip(x32, np.float32(-0.1), np.float32(0.1)))
+    np.testing.assert_array_equal(backend.numpy(out)[64:], np.maximum(x32, np.float32(0.1)))
+
+
+@tegula.jit
+def softmax_type_kernel(x_ptr, out_ptr, DT: tl.constexpr, OUT_DT: tl.constexpr):
+    y = tl.softmax(tl.load(x_ptr + tl.arange(0, 8)).to(DT))
+    tl.static_assert(y.dtype == OUT_DT, "softmax")
+    tl.store(out_ptr + tl.arange(0, 8), y)
+
+
+@pytest.mark.parametrize("name, out_dt", [("float16", "float32"), ("bfloat16", "float32"), ("float32", "float32"),
+                                          ("float64", "float64")])
+def test_softmax_has_tritons_type(name, out_dt):
+    x = np.linspace(-2, 2, 8).astype(np.float32)
+    out = np.zeros(8, np.float32)
+    softmax_type_kernel[(1,)](x, out, DT=getattr(tl, name), OUT_DT=getattr(tl, out_dt))
+    xr = to_f64(x.astype(np_dtype(name)))
+    np.testing.assert_allclose(out, np.exp(xr - xr.max()) / np.exp(xr - xr.max()).sum(), rtol=2e-6)

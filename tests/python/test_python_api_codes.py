@@ -113,7 +113,8 @@ def test_decorator_misuse_is_e0708():
 def test_autotune_configs_are_e0710():
     assert raised(TypeError, lambda: tegula.Config(["BLOCK", 8])) == (
         "E0710", "error[E0710]: Config takes a dict of meta-parameter names to values, got ['BLOCK', 8]")
-    tuned = tegula.autotune(configs=[tegula.Config({"BLOCK": 8}), tegula.Config({"BLOCK": 16})], key=["size"])(scale)
+    tuned = tegula.autotune(configs=[tegula.Config({"BLOCK": 8}), tegula.Config({"BLOCK": 16})], key=["n"],
+                            reset_to_zero=["size"])(scale)
     x = np.zeros(8, np.float32)
     code, text = raised(ValueError, lambda: tuned[(1,)](x, x, 8, 2.0))
     assert code == "E0710" and "'size'" in text, text
