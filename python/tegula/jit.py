@@ -363,6 +363,7 @@ class JITFunction(KernelInterface):
         self.version = version
         self._signature = None
         self._cache_key = None
+        self.pre_run_hooks = []  # Triton's: called as hook(*args, **kwargs) before every launch
         self._new_launcher()
         self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
         _torch_compile.mark_launches(JITFunction)
@@ -396,6 +397,36 @@ class JITFunction(KernelInterface):
         self._launcher = _C.Launcher(self, support())
         self._launch = self._launcher.launch  # _launch(grid, *args, **kwargs), for the autotuner
         self._with_grid = self._launcher.with_grid
+        if self.pre_run_hooks:  # only a kernel with hooks leaves the launcher's own fast path
+            self._launch, self._with_grid = self._hooked_launch, self._hooked_with_grid
+
+    def add_pre_run_hook(self, hook) -> None:
+        """Triton's: ``hook(*args, **kwargs)`` runs before every launch (and
+        warmup) of this kernel, with the arguments as the launch was given
+        them and ``debug`` among the keywords, e.g. to zero a split-K
+        output that the kernel accumulates into."""
+        if not callable(hook):
+            raise coded(TypeError, "E0708", f"add_pre_run_hook of kernel '{self.__name__}' takes a callable, "
+                                            f"got {type(hook).__name__}")
+        self.pre_run_hooks.append(hook)
+        self._launch, self._with_grid = self._hooked_launch, self._hooked_with_grid
+
+    def _run_pre_run_hooks(self, args: tuple, kwargs: dict) -> None:
+        hook_kwargs = {**kwargs, "debug": kwargs.get("debug", self._debug)}
+        for hook in self.pre_run_hooks:
+            hook(*args, **hook_kwargs)
+
+    def _hooked_launch(self, grid, /, *args, **kwargs):
+        self._run_pre_run_hooks(args, kwargs)
+        return self._launcher.launch(grid, *args, **kwargs)
+
+    def _hooked_with_grid(self, grid):
+        launch = self._launcher.with_grid(grid)
+
+        def hooked(*args, **kwargs):
+            self._run_pre_run_hooks(args, kwargs)
+            return launch(*args, **kwargs)
+        return hooked
 
     @property
     def debug(self) -> bool:
@@ -421,6 +452,8 @@ class JITFunction(KernelInterface):
         """Compiles (or loads) the kernel for these arguments without launching it;
         returns the CompiledKernel (``.asm``, ``.metadata``), as Triton's does.
         ``compiled[grid](*args)`` then launches it (Triton's runner)."""
+        if self.pre_run_hooks:
+            self._run_pre_run_hooks(args, kwargs)
         compiled = self._launcher.warmup(grid, *args, **kwargs)
         _remember_owner(compiled, self, args, kwargs)
         return compiled

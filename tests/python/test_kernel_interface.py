@@ -162,3 +162,40 @@ def test_the_kernel_a_wrapper_returns_launches_again(backend, wrapper):
     y2 = backend.zeros(n, np.float32)
     kernel[(tegula.cdiv(n, block),)](backend.array(x), y2, n)  # the runtime arguments only
     np.testing.assert_array_equal(backend.numpy(y2), x + 1)
+
+
+@tegula.jit
+def split_k_rows_kernel(x_ptr, out_ptr, K, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    """out[row] += the sum of one of SPLIT_K slices of x[row, :K]: out must start at zero."""
+    row, part = tl.program_id(0), tl.program_id(1)
+    cols = part * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * K + cols, mask=cols < K, other=0.0)
+    tl.atomic_add(out_ptr + row, tl.sum(x, axis=0))
+
+
+def _zero_split_k_output(*args, **kwargs):
+    if kwargs["SPLIT_K"] != 1:
+        args[1][...] = 0
+
+
+split_k_rows_kernel.add_pre_run_hook(_zero_split_k_output)
+
+
+def test_pre_run_hooks_run_before_every_launch(backend):
+    """Triton's add_pre_run_hook: a split-K kernel zeroes its output before each launch, whichever way
+    it is launched; the hook sees the arguments as given and the keywords with `debug` added."""
+    x = np.random.default_rng(9).standard_normal((5, 300)).astype(np.float32)
+    out = backend.array(np.full(5, 7.0, np.float32))
+    for launch in (lambda: split_k_rows_kernel[(5, 3)](backend.array(x), out, 300, SPLIT_K=3, BLOCK=128),
+                   lambda: split_k_rows_kernel.run(backend.array(x), out, 300, SPLIT_K=3, BLOCK=128, grid=(5, 3),
+                                                   warmup=False)):
+        launch()
+        launch()  # again: the hook zeroed what the first launch left
+        np.testing.assert_allclose(backend.numpy(out), x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    seen = []
+    hooked = tegula.jit(split_k_rows_kernel.fn)
+    hooked.add_pre_run_hook(lambda *args, **kwargs: seen.append((len(args), sorted(kwargs))))
+    hooked.warmup(backend.array(x), out, 300, SPLIT_K=1, BLOCK=512, grid=(5, 1))
+    assert seen == [(3, ["BLOCK", "SPLIT_K", "debug"])]
+    with pytest.raises(TypeError, match="add_pre_run_hook of kernel 'split_k_rows_kernel' takes a callable, got int"):
+        hooked.add_pre_run_hook(3)
