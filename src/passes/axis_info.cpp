@@ -77,7 +77,8 @@ std::string bracketed_list(const std::vector<int64_t>& values) {
 
 class Analyzer {
  public:
-  Analyzer(const ir::Function& fn, std::vector<AxisInfo>& info) : fn_(fn), info_(info) {}
+  Analyzer(const ir::Function& fn, std::vector<AxisInfo>& info, Hints hints)
+      : fn_(fn), info_(info), hints_(hints) {}
 
   void run() {
     for (uint32_t i = 0; i < fn_.num_values(); ++i) info_.push_back(unknown(fn_.type(ir::ValueId{i})));
@@ -515,6 +516,7 @@ class Analyzer {
   // never exceed the dimension; a scalar takes only divisibility.
   std::optional<AxisInfo> hint(const ir::Op& op, const ir::Type& type) const {
     AxisInfo facts = of(op.operands[0]);
+    if (hints_ == Hints::Ignore) return facts;
     auto raise = [&](const char* name, std::vector<int64_t>& fact, bool is_run) {
       const ir::Attr* a = op.attr(name);
       const auto* promised = a ? std::get_if<std::vector<int64_t>>(a) : nullptr;
@@ -550,14 +552,15 @@ class Analyzer {
 
   const ir::Function& fn_;
   std::vector<AxisInfo>& info_;
+  Hints hints_;
   std::vector<bool> seeded_;  // by value index: loop results whose body argument has facts
 };
 
 }  // namespace
 
-AxisInfoAnalysis::AxisInfoAnalysis(const ir::Function& fn) {
+AxisInfoAnalysis::AxisInfoAnalysis(const ir::Function& fn, Hints hints) {
   info_.reserve(fn.num_values());
-  Analyzer(fn, info_).run();
+  Analyzer(fn, info_, hints).run();
 }
 
 const AxisInfo& AxisInfoAnalysis::get(ir::ValueId v) const { return info_.at(v.index); }

@@ -31,9 +31,14 @@ struct AxisInfo {
   std::vector<int64_t> constancy;
 };
 
+// Whether the facts take in what `hint` ops promise (tl.multiple_of,
+// tl.max_contiguous, tl.max_constancy); Ignore gives what the program itself
+// shows, for a backend that checks a promise at run time before relying on it.
+enum class Hints { Trust, Ignore };
+
 class AxisInfoAnalysis {
  public:
-  explicit AxisInfoAnalysis(const ir::Function& fn);
+  explicit AxisInfoAnalysis(const ir::Function& fn, Hints hints = Hints::Trust);
   // Facts for `v`; every entry is 1 for values the analysis knows nothing about
   // (floats included).
   const AxisInfo& get(ir::ValueId v) const;

@@ -234,3 +234,32 @@ def test_two_facts_of_one_value_make_one_hint(backend):
     want = np.zeros_like(x)
     want[16:48] = x[16:48] * 2
     check(backend.numpy(y), want, "float32", ulps=0, atol=0)
+
+
+# --- a false promise -------------------------------------------------------------------------
+
+
+@tegula.jit
+def wrapped_columns_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # kernl's linear layer: columns wrapped modulo n, then promised contiguous over the block, which is
+    # false in the last, partial block (its offsets run 96..99, 0..27 for n = 100).
+    raw = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.max_contiguous(tl.multiple_of(raw % n, BLOCK), BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) + 1.0, mask=offs < n)
+
+
+def test_cpu_checks_a_promised_run_before_relying_on_it():
+    """On the CPU a run that only a hint calls contiguous is read from its first address only where its
+    rows end where counting up would: a promise broken by a wrap computes every address, as the
+    program says, instead of writing past the array (a GPU's 16-byte vectors happen to land right)."""
+    n, guard = 100, 64
+    x = rng_for("false-hint", True).standard_normal(n).astype(np.float32)
+    y = np.zeros(n + guard, np.float32)
+    wrapped_columns_kernel[(tegula.cdiv(n, 32),)](x, y[:n], n, BLOCK=32)
+    np.testing.assert_array_equal(y[:n], x + 1.0)
+    np.testing.assert_array_equal(y[n:], 0.0)  # nothing past the array
+    # The same kernel where the promise holds (n a multiple of the block) takes the fast copy.
+    x = rng_for("true-hint", True).standard_normal(128).astype(np.float32)
+    y = np.zeros(128, np.float32)
+    wrapped_columns_kernel[(4,)](x, y, 128, BLOCK=32)
+    np.testing.assert_array_equal(y, x + 1.0)

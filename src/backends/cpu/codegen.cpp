@@ -50,7 +50,7 @@ std::string float_literal(double value) {
 // --- CodegenContext ------------------------------------------------------------------
 
 CodegenContext::CodegenContext(const ir::Function& f, const CodegenOptions& o)
-    : Printer(f, c_family::Dialect::Cpu), options(o), axis_info_(f) {
+    : Printer(f, c_family::Dialect::Cpu), options(o), axis_info_(f), proven_axis_info_(f, passes::Hints::Ignore) {
   for (size_t i = 0; i < fn.num_values(); ++i) names_[i] = "v" + std::to_string(i);
   users_.resize(fn.num_values());
   planned_.resize(fn.num_values());
@@ -84,6 +84,12 @@ const std::vector<int64_t>& CodegenContext::contiguity(ir::ValueId v) const {
   for (const auto& [carried, init] : carried_like_init_)
     if (carried == v) return contiguity(init);
   return axis_info_.get(v).contiguity;
+}
+
+const std::vector<int64_t>& CodegenContext::proven_contiguity(ir::ValueId v) const {
+  for (const auto& [carried, init] : carried_like_init_)
+    if (carried == v) return proven_contiguity(init);
+  return proven_axis_info_.get(v).contiguity;
 }
 
 bool is_uniform_tile(const ir::Function& fn, ir::ValueId v) {

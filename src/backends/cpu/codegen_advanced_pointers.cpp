@@ -20,7 +20,8 @@
 // every load of the loop whether it may read whole rows instead of gathering
 // (codegen_fusion.cpp). Axis info cannot tell for `(start + arange) % n`
 // (the columns of a matmul's B tile: consecutive unless the tile wraps past
-// n) or for strides known only at run time.
+// n) or for strides known only at run time, and a hint's promise of it is
+// checked the same way.
 #include <string>
 
 #include "backends/cpu/codegen_context.h"
@@ -99,7 +100,7 @@ int64_t row_to_check(const CodegenContext& ctx, ir::ValueId carried) {
   while (d > 0 && t.shape[d - 1] == 1) --d;
   if (d == 0 || t.shape[d - 1] < kMinCheckedRow) return 0;
   int64_t row = t.shape[d - 1];
-  if (ctx.contiguity(carried).at(d - 1) % row == 0) return 0;
+  if (ctx.proven_contiguity(carried).at(d - 1) % row == 0) return 0;
   for (ir::OpId user : ctx.users(carried))
     if (ctx.fn.op(user).kind == OpKind::Load) return row;
   return 0;

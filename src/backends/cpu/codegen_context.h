@@ -155,6 +155,11 @@ class CodegenContext : public c_family::Printer {
   // iteration (`ptrs += BLOCK_K`) keeps the contiguity of its initial value,
   // which the analysis (starting loop-carried values at "unknown") misses.
   const std::vector<int64_t>& contiguity(ir::ValueId v) const;
+  // The same without what hints promise (tl.max_contiguous, tl.multiple_of):
+  // where the two differ, a run that reads a promised row from its first
+  // address checks the promise at run time first (codegen_fusion.cpp), so a
+  // false one costs speed, not a store outside the arrays.
+  const std::vector<int64_t>& proven_contiguity(ir::ValueId v) const;
   // The live ops using `v` (nested regions included).
   const std::vector<ir::OpId>& users(ir::ValueId v) const { return users_.at(v.index); }
   // Debug mode only: the numbered checks (codegen_bounds.h).
@@ -209,6 +214,7 @@ class CodegenContext : public c_family::Printer {
   std::vector<bool> stored_;          // see has_storage
   std::map<std::string, int> uses_of_name_;  // see unique
   passes::AxisInfoAnalysis axis_info_;
+  passes::AxisInfoAnalysis proven_axis_info_;  // hints ignored
   std::vector<std::pair<ir::ValueId, ir::ValueId>> carried_like_init_;  // carried tile -> its initial value
   std::map<uint32_t, std::string> pointer_offsets_;  // carried pointer tile -> its offset variable
   std::map<uint32_t, ir::ValueId> offset_steps_;      // op advancing one -> that tile

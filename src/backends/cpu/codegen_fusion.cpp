@@ -533,6 +533,8 @@ class FusedRun {
   }
 
   void emit();
+  // The checks of contiguity_checks_, before the loop.
+  void emit_contiguity_checks();
 
  private:
   bool in_run(ir::OpId id) const { return members_.count(id.index) != 0; }
@@ -626,10 +628,21 @@ class FusedRun {
     row_ = rows_ ? row : numel_;
   }
 
-  // The contiguity of pointer tile `p` along its last dim of size > 1.
-  int64_t row_contiguity(ir::ValueId p) const {
+  // The contiguity of pointer tile `p` along its last dim of size > 1 (without what hints promise: `proven`).
+  int64_t row_contiguity(ir::ValueId p, bool proven = false) const {
     int d = last_wide_dim(fn_.type(p));
-    return d < 0 ? 1 : ctx_.contiguity(p).at(static_cast<size_t>(d));
+    if (d < 0) return 1;
+    return (proven ? ctx_.proven_contiguity(p) : ctx_.contiguity(p)).at(static_cast<size_t>(d));
+  }
+
+  // The flag of a check, emitted before the loop, that each row of `row`
+  // elements of tile `v` counts up by one (pointers: by one element), for a
+  // tile only a hint calls so (ContiguityCheck); made once per tile and row.
+  const std::string& promised_run_flag(ir::ValueId v, int64_t row) const {
+    for (const ContiguityCheck& c : contiguity_checks_)
+      if (c.tile == v && c.row == row) return c.flag;
+    contiguity_checks_.push_back(ContiguityCheck{v, row, ctx_.unique("promised" + std::to_string(v.index))});
+    return contiguity_checks_.back().flag;
   }
 
   bool has_contiguous_access(int64_t row) const {
@@ -703,15 +716,20 @@ class FusedRun {
   }
 
   // Whether integer tile `v` is x0, x0 + 1, ... in flat order: one dim of
-  // size > 1, contiguous along all of it.
-  bool is_counting(ir::ValueId v) const {
+  // size > 1, contiguous along all of it. Nothing when it is not; else the
+  // run-time check it needs ("" when the analysis proves it, a flag when only
+  // a hint promises it).
+  std::optional<std::string> counting_check(ir::ValueId v) const {
     const ir::Type& t = fn_.type(v);
-    if (!t.is_tile() || t.is_pointer() || !ir::is_integer(t.scalar) || t.scalar == ir::Scalar::I1) return false;
+    if (!t.is_tile() || t.is_pointer() || !ir::is_integer(t.scalar) || t.scalar == ir::Scalar::I1) return std::nullopt;
     int d = last_wide_dim(t);
-    if (d < 0) return false;
+    if (d < 0) return std::nullopt;
     for (int e = 0; e < d; ++e)
-      if (t.shape[static_cast<size_t>(e)] > 1) return false;
-    return ctx_.contiguity(v).at(static_cast<size_t>(d)) == t.shape[static_cast<size_t>(d)];
+      if (t.shape[static_cast<size_t>(e)] > 1) return std::nullopt;
+    int64_t length = t.shape[static_cast<size_t>(d)];
+    if (ctx_.proven_contiguity(v).at(static_cast<size_t>(d)) == length) return std::string();
+    if (ctx_.contiguity(v).at(static_cast<size_t>(d)) != length || !computable_anywhere(v)) return std::nullopt;
+    return promised_run_flag(v, t.numel());
   }
 
   using Conjuncts = std::vector<std::string>;
@@ -748,9 +766,10 @@ class FusedRun {
     const char* op = p == "lt" ? " < " : p == "le" ? " <= " : p == "gt" ? " > " : p == "ge" ? " >= " : nullptr;
     if (op == nullptr) return std::nullopt;
     ir::ValueId lhs = cmp.operands[0], rhs = cmp.operands[1];
-    bool counting_left = is_counting(lhs) && is_uniform_tile(fn_, rhs);
-    if (!counting_left && !(is_counting(rhs) && is_uniform_tile(fn_, lhs))) return std::nullopt;
+    bool counting_left = is_uniform_tile(fn_, rhs) && counting_check(lhs).has_value();
+    if (!counting_left && !(is_uniform_tile(fn_, lhs) && counting_check(rhs).has_value())) return std::nullopt;
     ir::ValueId counting = counting_left ? lhs : rhs;
+    std::string promised = *counting_check(counting);
     int64_t last = fn_.type(counting).numel() - 1;
     std::optional<std::string> first_value = value_at_constant(counting, 0);
     std::optional<std::string> last_value = value_at_constant(counting, last);
@@ -759,7 +778,9 @@ class FusedRun {
     auto passes = [&](const std::string& x) {
       return counting_left ? "(" + x + op + *bound + ")" : "(" + *bound + op + x + ")";
     };
-    return Conjuncts{passes(*first_value), passes(*last_value), "(" + *first_value + " <= " + *last_value + ")"};
+    Conjuncts all{passes(*first_value), passes(*last_value), "(" + *first_value + " <= " + *last_value + ")"};
+    if (!promised.empty()) all.push_back(promised);
+    return all;
   }
 
   // Loads and stores whose pointers are contiguous along whole rows (axis
@@ -773,18 +794,23 @@ class FusedRun {
       if (!computable_anywhere(p)) continue;
       const ir::Type& t = fn_.type(p);
       int d = last_wide_dim(t);
-      bool fits = d < 0 || (rows_ ? row_contiguity(p) % row_ == 0
-                                  : row_contiguity(p) == numel_ && t.shape[static_cast<size_t>(d)] == numel_);
+      auto fits_by = [&](bool proven) {
+        return d < 0 || (rows_ ? row_contiguity(p, proven) % row_ == 0
+                               : row_contiguity(p, proven) == numel_ && t.shape[static_cast<size_t>(d)] == numel_);
+      };
+      bool proven = fits_by(true), promised = !proven && fits_by(false);
       const std::string* flag = ctx_.rows_contiguous_flag(p);
       bool fits_when_checked = flag != nullptr && d >= 0 &&
                                (rows_ ? t.shape[static_cast<size_t>(d)] % row_ == 0
                                       : t.shape[static_cast<size_t>(d)] == numel_);
-      if (!fits && !fits_when_checked) continue;
+      if (!proven && !promised && !fits_when_checked) continue;
       bool seen = false;
       for (const RowBase& b : bases_) seen |= b.pointer == p;
       if (seen) continue;
-      bases_.push_back(RowBase{p, ctx_.unique("row" + std::to_string(p.index)), fits ? "" : *flag});
-      if (!fits) fast_flags_.push_back(*flag);
+      // What only a hint promises is checked like what the analysis cannot tell: before the loop.
+      std::string check = proven ? "" : fits_when_checked ? *flag : promised_run_flag(p, rows_ ? row_ : numel_);
+      bases_.push_back(RowBase{p, ctx_.unique("row" + std::to_string(p.index)), check});
+      if (!check.empty()) fast_flags_.push_back(check);
     }
   }
   // The row base of pointer tile `p` in the loop copy `fast` (or the other),
@@ -960,6 +986,19 @@ class FusedRun {
     std::string name;        // its row base local
     std::string checked_by;  // the run-time check it needs (fast copy only), or empty
   };
+  // A tile whose rows only a hint calls consecutive (tl.max_contiguous): the
+  // fast copy of the loop relies on it only where `flag`, computed before
+  // the loop, says each row of `row` elements ends `row - 1` elements past
+  // its first. That is not the whole promise, but it costs two reads a row
+  // and keeps every access of the fast copy between two the program makes
+  // itself; a promise it catches broken (offsets that wrap) takes the copy
+  // that computes every address, whose results are the program's own.
+  struct ContiguityCheck {
+    ir::ValueId tile;
+    int64_t row;
+    std::string flag;
+  };
+  mutable std::vector<ContiguityCheck> contiguity_checks_;
   std::vector<RowBase> bases_;
   std::vector<std::string> fast_flags_;                     // the checks of bases_
   std::vector<ir::ValueId> full_masks_;                     // masks all-true when full_condition_ holds
@@ -1325,6 +1364,35 @@ void FusedRun::close_loop(bool in_blocks, const std::vector<std::string>& after_
   ctx_.out.close();
 }
 
+void FusedRun::emit_contiguity_checks() {
+  auto used = [&](const std::string& flag) {
+    return std::find(fast_flags_.begin(), fast_flags_.end(), flag) != fast_flags_.end() ||
+           std::find(full_condition_.begin(), full_condition_.end(), flag) != full_condition_.end();
+  };
+  for (const ContiguityCheck& check : contiguity_checks_) {
+    if (!used(check.flag)) continue;  // asked for by a mask that turned out not checkable whole
+    const ir::Type& t = fn_.type(check.tile);
+    int64_t rows = t.numel() / check.row;
+    std::string r = rows == 1 ? "0" : ctx_.fresh("r"), start = r + " * " + std::to_string(check.row);
+    std::string first = value_at(check.tile, start);
+    std::string last = value_at(check.tile, start + " + " + std::to_string(check.row - 1));
+    std::string step = std::to_string(check.row - 1);
+    std::string ends = last + " == " + (t.is_pointer() ? "tg_addptr(" + first + ", " + step + ")"
+                                                        : "tg_add(" + first + ", (" + c_element(t) + ")" + step + ")");
+    ctx_.out.line("// whether each row of v" + std::to_string(check.tile.index) + " ends " + step +
+                  " past its first, as a hint promises (else the copy that computes every address runs)");
+    if (rows == 1) {
+      ctx_.out.line("const bool " + check.flag + " = " + ends + ";");
+      continue;
+    }
+    ctx_.out.line("bool " + check.flag + " = true;");
+    ctx_.out.open("for (int " + r + " = 0; " + r + " < " + std::to_string(rows) + " && " + check.flag + "; ++" + r +
+                  ")");
+    ctx_.out.line(check.flag + " = " + ends + ";");
+    ctx_.out.close();
+  }
+}
+
 void FusedRun::emit() {
   bool single = ops_.size() == 1;
   std::vector<bool> live = live_members(false);
@@ -1365,6 +1433,7 @@ void FusedRun::emit() {
     close_loop(blocked(fetches, false), {});
     return restore_names();
   }
+  emit_contiguity_checks();
   // [full check] for each row r: row base pointers, then the elements c of the row.
   std::string full;
   if (!full_masks_.empty() || !fast_flags_.empty()) {
