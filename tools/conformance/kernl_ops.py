@@ -406,6 +406,10 @@ check("linear_layer fp16 3x64x200->224 gelu, no act_inputs", linear_case((3, 64,
 check("linear_layer fp16 80x96->96 fast_gelu (16x32x32, io-bound config)",
       linear_case((80, 96), 96, "fast_gelu", F16, blocks=(16, 32, 32)))
 check("linear_layer fp32 77x150->96 tanh (M wrapped in the last row block)", linear_case((77, 150), 96, "tanh", F32))
+# N = 100 wraps inside the last 32-column block, where kernl's max_contiguous promise is false: Tegula's CPU backend
+# checks the promise and computes every address there (before 90de099 it wrote past the rows and the buffer).
+check("linear_layer fp32 77x150->100 gelu (N wrapped in the last column block: a false contiguity hint)",
+      linear_case((77, 150), 100, "gelu", F32))
 check("linear_layer fp32 192x150->96 gelu, x non-contiguous (x.mT)",
       linear_case((192, 150), 96, "gelu", F32, transposed_x=True))
 check("linear_layer fp32 192x150->192 tanh tuned over (64x32x32, 32x64x32, 64x32x64)",
