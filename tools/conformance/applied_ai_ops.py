@@ -133,7 +133,8 @@ for _file in FILES.values():
 sys.path.insert(0, str(SHIM))
 
 import torch  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
+
+import standins  # noqa: E402
 
 DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
@@ -147,24 +148,9 @@ assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was
 GPU = {"sms": 2}
 
 
-def _is_cuda(device):
-    if isinstance(device, str):
-        return device == "cuda" or device.startswith("cuda:")
-    return isinstance(device, torch.device) and device.type == "cuda"
-
-
-class _CudaToDevice(TorchFunctionMode):
-    """device="cuda" (keyword) -> TEGULA_CONFORMANCE_DEVICE."""
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if "device" in kwargs and _is_cuda(kwargs["device"]):
-            kwargs = {**kwargs, "device": DEVICE}
-        return func(*args, **kwargs)
-
-
 torch.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(multi_processor_count=GPU["sms"])
 if DEVICE != "cuda":
-    _CudaToDevice().__enter__()  # on for the rest of the process
+    standins.CudaToDevice(DEVICE).__enter__()  # on for the rest of the process
     _cuda_device = torch.cuda.device
     torch.cuda.device = lambda index: contextlib.nullcontext() if index is None else _cuda_device(index)
 

@@ -59,7 +59,6 @@ unless TEGULA_RECOMPILE_WARNING is set.
 
 import contextlib
 import importlib
-import importlib.abc
 import importlib.util
 import math
 import os
@@ -81,6 +80,8 @@ os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
 warnings.filterwarnings("ignore", category=FutureWarning, message=r".*torch\.cuda\.amp\.custom_")
 
 import torch  # noqa: E402
+
+import standins  # noqa: E402
 
 DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
@@ -137,24 +138,7 @@ if DEVICE != "cuda":
                                         else _cuda_device(device))
 
 
-class _BarePackages(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """auto_gptq and every package under it as a bare package: its directory as __path__, its __init__ not run."""
-    def find_spec(self, name, path, target=None):
-        if (name == "auto_gptq" or name.startswith("auto_gptq.")) and TREE.joinpath(*name.split(".")).is_dir():
-            return importlib.util.spec_from_loader(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        m = types.ModuleType(spec.name)
-        m.__path__ = [str(TREE.joinpath(*spec.name.split(".")))]
-        return m
-
-    def exec_module(self, module):
-        pass
-
-
-sys.meta_path.insert(0, _BarePackages())
-sys.path.insert(0, str(TREE))
+standins.bare_packages(TREE, "auto_gptq")
 
 
 def load(name):

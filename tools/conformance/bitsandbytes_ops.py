@@ -82,12 +82,10 @@ the first line of the error) and a summary line.
 
 import contextlib
 import importlib
-import importlib.abc
 import importlib.util
 import os
 import pathlib
 import sys
-import types
 
 SHIM = pathlib.Path(__file__).resolve().parent / "shim"
 _args = sys.argv[1:]
@@ -105,7 +103,8 @@ sys.path.insert(0, str(SHIM))
 os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
 
 import torch  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
+
+import standins  # noqa: E402
 
 DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
@@ -121,38 +120,6 @@ import torch.utils._triton  # noqa: E402
 
 torch.utils._triton.has_triton = lambda *a, **k: True
 torch.utils._triton.has_triton_package = lambda *a, **k: True
-
-
-def _is_cuda(device):
-    if isinstance(device, str):
-        return device == "cuda" or device.startswith("cuda:")
-    return isinstance(device, torch.device) and device.type == "cuda"
-
-
-class _CudaToDevice(TorchFunctionMode):
-    """device="cuda" (keyword) -> TEGULA_CONFORMANCE_DEVICE."""
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if "device" in kwargs and _is_cuda(kwargs["device"]):
-            kwargs = {**kwargs, "device": DEVICE}
-        return func(*args, **kwargs)
-
-
-_real_is_cuda = torch.Tensor.is_cuda
-
-
-@contextlib.contextmanager
-def cuda_claims():
-    """Tensor.is_cuda True for tensors on DEVICE, device="cuda" to DEVICE, while the library's host code runs."""
-    if DEVICE == "cuda":
-        yield
-        return
-    torch.Tensor.is_cuda = property(lambda self: self.device.type == DEVICE or _real_is_cuda.__get__(self))
-    try:
-        with _CudaToDevice():
-            yield
-    finally:
-        torch.Tensor.is_cuda = _real_is_cuda
 
 
 TESTING_NAMES = ("nvsmi", "get_dram_gbps", "get_max_tensorcore_tflops", "get_max_simd_tflops")
@@ -180,24 +147,7 @@ if not torch.cuda.is_available():
     torch.cuda.device = _device_or_null
 
 
-class _BarePackages(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """bitsandbytes and every package under it as a bare package: its directory as __path__, __init__ not run."""
-    def find_spec(self, name, path, target=None):
-        if (name == "bitsandbytes" or name.startswith("bitsandbytes.")) and TREE.joinpath(*name.split(".")).is_dir():
-            return importlib.util.spec_from_loader(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        m = types.ModuleType(spec.name)
-        m.__path__ = [str(TREE.joinpath(*spec.name.split(".")))]
-        return m
-
-    def exec_module(self, module):
-        pass
-
-
-sys.meta_path.insert(0, _BarePackages())
-sys.path.insert(0, str(TREE))
+standins.bare_packages(TREE, "bitsandbytes")
 
 
 def load(name):
@@ -291,7 +241,7 @@ def rowwise_case(dtype):
         m = load("bitsandbytes.triton.quantize_rowwise")
         pin(m._quantize_rowwise, num_warps=4)
         x = (torch.randn(37, 300) * 3).to(dtype)
-        with cuda_claims():
+        with standins.cuda_claims(DEVICE):
             q, maxs = m.quantize_rowwise(x)
         amax = x.abs().amax(1, keepdim=True)  # in the input's dtype, as tl.max
         # 127 * (x / max): Triton divides float16 by float16 in float32 (semantic.py's computation type for / and
@@ -306,7 +256,7 @@ def dequant_rowwise_case():
     pin(m._dequantize_rowwise, num_warps=4)
     q = torch.randint(-127, 128, (37, 300), dtype=torch.int8)
     s = (torch.rand(37) * 4 + 0.5).to(F16)
-    with cuda_claims():
+    with standins.cuda_claims(DEVICE):
         y = m.dequantize_rowwise(q, s)
     return {"float16": (y, s.double()[:, None] * q.double() / 127.0, 2e-3)}
 
@@ -315,7 +265,7 @@ def global_case(transpose):
     def run():
         m = load("bitsandbytes.triton.quantize_global")
         x = (torch.randn(300, 200) * 3).to(F16)
-        with cuda_claims():
+        with standins.cuda_claims(DEVICE):
             if transpose:
                 pin(m._quantize_global_transpose, BLOCK_M=128, BLOCK_N=128)
                 q, amax = m.quantize_global_transpose(x)
@@ -334,7 +284,7 @@ def columnwise_case():
     m = load("bitsandbytes.triton.quantize_columnwise_and_transpose")
     pin(m._quantize_columnwise_and_transpose, num_warps=4)
     x = (torch.randn(300, 200) * 3).to(F16)
-    with cuda_claims():
+    with standins.cuda_claims(DEVICE):
         q, maxs = m.quantize_columnwise_and_transpose(x)
     amax = x.abs().amax(0, keepdim=True)
     want = int8_rint(127.0 * (x.float() / amax.float())).T  # a float32 quotient, as in rowwise_case
@@ -354,7 +304,7 @@ def int8_gemm_case(mixed, bias, cfg, M=37):
         sx = (torch.rand(M) * 3 + 0.5).to(F16)
         sw = (torch.rand(1 if mixed else N) * 3 + 0.5).to(F16)
         bv = (torch.randn(N) * 50).to(F16) if bias else None
-        with cuda_claims():
+        with standins.cuda_claims(DEVICE):
             c = getattr(m, name)(a, b, sx, sw, bv)
         want = (a.double() @ b.double()) * sx.double()[:, None] * sw.double()[None, :] / (127.0 * 127.0)
         if bias:

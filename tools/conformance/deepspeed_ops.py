@@ -82,7 +82,6 @@ the error) and a summary line.
 
 import atexit
 import importlib
-import importlib.abc
 import importlib.util
 import math
 import os
@@ -113,6 +112,8 @@ os.environ["TRITON_CACHE_DIR"] = _AUTOTUNE_TABLES
 
 import torch  # noqa: E402
 
+import standins  # noqa: E402
+
 DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
 
@@ -126,27 +127,7 @@ assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was
 LOADED_AS_IS = ("deepspeed.accelerator",)
 
 
-class _BarePackages(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """deepspeed and every package under it (but deepspeed.accelerator) as a bare package: its directory as
-    __path__, its __init__ not run."""
-    def find_spec(self, name, path, target=None):
-        if name in LOADED_AS_IS:
-            return None
-        if (name == "deepspeed" or name.startswith("deepspeed.")) and TREE.joinpath(*name.split(".")).is_dir():
-            return importlib.util.spec_from_loader(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        m = types.ModuleType(spec.name)
-        m.__path__ = [str(TREE.joinpath(*spec.name.split(".")))]
-        return m
-
-    def exec_module(self, module):
-        pass
-
-
-sys.meta_path.insert(0, _BarePackages())
-sys.path.insert(0, str(TREE))
+standins.bare_packages(TREE, "deepspeed", as_is=LOADED_AS_IS)
 
 import deepspeed  # noqa: E402
 

@@ -67,7 +67,8 @@ sys.path.insert(0, str(SHIM))
 sys.path.insert(1, str(FLAG / "src"))
 
 import torch  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
+
+import standins  # noqa: E402
 
 DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
@@ -79,21 +80,6 @@ from comparisons import check as comparisons_check  # noqa: E402
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
 GPU = {"capability": (8, 0), "sms": 2}  # what the stand-ins below report; a case may change them
-
-
-def _is_cuda(device):
-    if isinstance(device, str):
-        return device == "cuda" or device.startswith("cuda:")
-    return isinstance(device, torch.device) and device.type == "cuda"
-
-
-class _CudaToDevice(TorchFunctionMode):
-    """device="cuda" (keyword) -> TEGULA_CONFORMANCE_DEVICE: the split-KV paths allocate their scratch so."""
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if "device" in kwargs and _is_cuda(kwargs["device"]):
-            kwargs = {**kwargs, "device": DEVICE}
-        return func(*args, **kwargs)
 
 
 class _PhiloxGenerator:
@@ -124,7 +110,7 @@ _TORCH_CUDA_DEVICE = torch.cuda.device
 torch.cuda.get_device_capability = lambda *a, **k: GPU["capability"]
 torch.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(multi_processor_count=GPU["sms"])
 if DEVICE != "cuda":
-    _CudaToDevice().__enter__()  # on for the rest of the process
+    standins.CudaToDevice(DEVICE).__enter__()  # on for the rest of the process
     torch.cuda.device = _CudaDevice
     torch.cuda.current_device = lambda: 0
     torch.cuda.default_generators = (_PhiloxGenerator(20240605),)

@@ -85,7 +85,6 @@ reference over the case's outputs, each output's difference, or the first line o
 import contextlib
 import importlib
 import logging
-import importlib.abc
 import importlib.util
 import os
 import pathlib
@@ -108,7 +107,8 @@ sys.path.insert(0, str(SHIM))
 os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
 
 import torch  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
+
+import standins  # noqa: E402
 
 DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
@@ -121,24 +121,7 @@ assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was
 # --- stand-ins ---------------------------------------------------------------------------------------------------
 
 
-class _BarePackages(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """flashinfer and every package under it as a bare package: its directory as __path__, __init__ not run."""
-    def find_spec(self, name, path, target=None):
-        if (name == "flashinfer" or name.startswith("flashinfer.")) and TREE.joinpath(*name.split(".")).is_dir():
-            return importlib.util.spec_from_loader(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        m = types.ModuleType(spec.name)
-        m.__path__ = [str(TREE.joinpath(*spec.name.split(".")))]
-        return m
-
-    def exec_module(self, module):
-        pass
-
-
-sys.meta_path.insert(0, _BarePackages())
-sys.path.insert(0, str(TREE))
+standins.bare_packages(TREE, "flashinfer")
 
 _utils = types.ModuleType("flashinfer.utils")
 
@@ -151,38 +134,6 @@ _utils.GPUArchitectureError = GPUArchitectureError
 _utils.get_compute_capability = lambda device: (9, 0)
 _utils.is_cvt_rs_supported = lambda *args, **kwargs: False
 sys.modules["flashinfer.utils"] = _utils
-
-
-def _is_cuda(device):
-    if isinstance(device, str):
-        return device == "cuda" or device.startswith("cuda:")
-    return isinstance(device, torch.device) and device.type == "cuda"
-
-
-class _CudaToDevice(TorchFunctionMode):
-    """device="cuda" (keyword) -> TEGULA_CONFORMANCE_DEVICE."""
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if "device" in kwargs and _is_cuda(kwargs["device"]):
-            kwargs = {**kwargs, "device": DEVICE}
-        return func(*args, **kwargs)
-
-
-_real_is_cuda = torch.Tensor.is_cuda
-
-
-@contextlib.contextmanager
-def cuda_claims():
-    """Tensor.is_cuda True for tensors on DEVICE, device="cuda" to DEVICE, while the library's host code runs."""
-    if DEVICE == "cuda":
-        yield
-        return
-    torch.Tensor.is_cuda = property(lambda self: self.device.type == DEVICE or _real_is_cuda.__get__(self))
-    try:
-        with _CudaToDevice():
-            yield
-    finally:
-        torch.Tensor.is_cuda = _real_is_cuda
 
 
 CAPTURING = [False]
@@ -234,7 +185,7 @@ def check(name, case):
     if ONLY is not None and ONLY not in name:
         return
     try:
-        with cuda_claims():
+        with standins.cuda_claims(DEVICE):
             comparisons = case()
     except Exception as e:
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""

@@ -77,7 +77,8 @@ sys.path.insert(0, str(SHIM))
 sys.path.insert(1, str(NSA))
 
 import torch  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
+
+import standins  # noqa: E402
 
 DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
@@ -89,23 +90,8 @@ from comparisons import check as comparisons_check  # noqa: E402
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
 
-def _is_cuda(device):
-    if isinstance(device, str):
-        return device == "cuda" or device.startswith("cuda:")
-    return isinstance(device, torch.device) and device.type == "cuda"
-
-
-class _CudaToDevice(TorchFunctionMode):
-    """device="cuda" (keyword) -> TEGULA_CONFORMANCE_DEVICE."""
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if "device" in kwargs and _is_cuda(kwargs["device"]):
-            kwargs = {**kwargs, "device": DEVICE}
-        return func(*args, **kwargs)
-
-
 if DEVICE != "cuda":
-    _CudaToDevice().__enter__()  # on for the rest of the process
+    standins.CudaToDevice(DEVICE).__enter__()  # on for the rest of the process
     _set_device = torch.cuda.set_device
     torch.cuda.set_device = lambda device: None if torch.device(device).type == "cpu" else _set_device(device)
     _histc = torch.histc

@@ -105,7 +105,6 @@ the case's outputs, each output's difference, or the first line of the error) an
 
 import functools
 import importlib
-import importlib.abc
 import importlib.util
 import logging
 import os
@@ -127,6 +126,8 @@ sys.path.insert(0, str(SHIM))
 os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
 
 import torch  # noqa: E402
+
+import standins  # noqa: E402
 
 # torchao's enums registered as pytree constants log a torch deprecation warning at import
 logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
@@ -181,24 +182,7 @@ if not torch.cuda.is_available():
     torch.cuda.get_device_properties = lambda *a, **k: _props
 
 
-class _BarePackages(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """torchao and every package under it as a bare package: its directory as __path__, its __init__ not run."""
-    def find_spec(self, name, path, target=None):
-        if (name == "torchao" or name.startswith("torchao.")) and TREE.joinpath(*name.split(".")).is_dir():
-            return importlib.util.spec_from_loader(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        m = types.ModuleType(spec.name)
-        m.__path__ = [str(TREE.joinpath(*spec.name.split(".")))]
-        return m
-
-    def exec_module(self, module):
-        pass
-
-
-sys.meta_path.insert(0, _BarePackages())
-sys.path.insert(0, str(TREE))
+standins.bare_packages(TREE, "torchao")
 
 
 def load(name):
