@@ -67,6 +67,7 @@ class Case:
     reference: str = "torch"
     compute_bound: bool = False
     tolerance: tuple = (0.0, 0.0)  # (atol, rtol) against the reference's output
+    atol_per_rms: bool = False  # atol in units of each output's rms (gpu_measure.compare)
     # Variants whose rows go under another (workload, variant) than (the
     # case's workload, the variant's name): the variant names of the report
     # are fixed, so a second Tegula variant becomes a row of its own workload.

@@ -233,7 +233,8 @@ def op_cases(torch, device: str, quick: bool, num_warps=None, dtype=None) -> lis
             cases.append(Case(f"ops.{name}.{suffix}", shape, str(dtype).removeprefix("torch."),
                               0 if compute else work, work if compute else 0, None, variants,
                               compute_bound=compute, tolerance=_tolerance(torch, dtype, backward),
-                              compare_all=True, check_with=check_with))
+                              compare_all=True, check_with=check_with,
+                              atol_per_rms=dtype != torch.float32 and backward))
     return cases
 
 

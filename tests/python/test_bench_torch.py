@@ -96,6 +96,25 @@ def test_gpu_op_cases_compare_every_gradient():
     assert "2 outputs, expected 1" in compare_each(torch, (a, b), (a,), 0.0, 0.0)
 
 
+def test_gpu_check_of_a_summed_gradient_scales_atol_with_its_rms():
+    # A weight gradient sums 16384 rows: entries of rms ~128, some near 0, each off by bf16 rounding of its
+    # terms. An entry that came out near 0 is judged against the rms, not against itself.
+    from tegula_bench.gpu_measure import compare
+    g = torch.Generator().manual_seed(5)
+    want = torch.randn(4096, generator=g) * 128
+    want[7] = -10.625
+    noisy = want + torch.randn(4096, generator=g) * 0.004 * 128  # eps(bf16) times the rms
+    noisy[7] = -10.0
+    assert compare(torch, noisy, want, 5e-2, 5e-2) is not None  # entries near 0 fail on their own scale
+    assert compare(torch, noisy, want, 5e-2, 5e-2, atol_per_rms=True) is None
+    wrong = want.clone()
+    wrong[11] += 0.2 * 128  # a real error, a fifth of the rms
+    assert "flat index 11" in compare(torch, wrong, want, 5e-2, 5e-2, atol_per_rms=True)
+    small = torch.randn(100, generator=g) * 0.01  # rms below 1: atol as given
+    assert compare(torch, small + 0.04, small, 5e-2, 0.0, atol_per_rms=True) is None
+    assert compare(torch, small + 0.06, small, 5e-2, 0.0, atol_per_rms=True) is not None
+
+
 def test_attention_backward_target_is_decided_only_where_measured():
     from tegula_bench.targets import criteria
     case = gpu_workloads.Case("ops.attention_d128_causal.bwd", "4x16x4096x128", "bfloat16", 1, 10 ** 12, None, {},
