@@ -260,12 +260,23 @@ def _lce_checked(x, weight, targets, ignore_index, dloss, reference=False):
     assert dx.shape == x.shape and dx.dtype == x.dtype and dw.shape == weight.shape and dw.dtype == weight.dtype
     _exact((dx, dw), lce.linear_cross_entropy_backward(_nc(dloss), _nc(x), _nc(weight), _nc(targets), _nc(lse),
                                                        ignore_index))
+    # The mean loss with its gradients (the training path): against its general path, and float64 for a
+    # per-row gradient of 1 / the rows not ignored.
+    loss, mean_dx, mean_dw = lce.linear_cross_entropy_with_grads(x, weight, targets, ignore_index)
+    assert loss.shape == () and loss.dtype == losses.dtype and mean_dx.dtype == x.dtype and mean_dw.dtype == weight.dtype
+    _exact((loss, mean_dx, mean_dw), lce.linear_cross_entropy_with_grads(_nc(x), _nc(weight), _nc(targets),
+                                                                          ignore_index))
     if reference:
         losses64, lse64, dx64, dw64 = _lce64(x, weight, targets, ignore_index, dloss)
         _near(losses, losses64, F32)
         _near(lse, lse64, F32)
         _near(dx, dx64, x.dtype)
         _near(dw, dw64, x.dtype)
+        count = (targets != ignore_index).sum()
+        _, _, mean_dx64, mean_dw64 = _lce64(x, weight, targets, ignore_index, torch.ones_like(dloss) / count)
+        _near(loss, losses64.sum() / count, F32)
+        _near(mean_dx, mean_dx64, x.dtype)
+        _near(mean_dw, mean_dw64, x.dtype)
     return losses, lse, dx, dw
 
 
@@ -430,6 +441,7 @@ def test_linear_cross_entropy_interleaved():
 
     _interleaved(variants, check)
     assert _kept(lce._FORWARD_LAYOUTS) >= 6 and _kept(lce._BACKWARD_LAYOUTS) >= 6
+    assert _kept(lce._WITH_GRADS_LAYOUTS) >= 6
 
 
 def test_rotary_attention_interleaved(forced):

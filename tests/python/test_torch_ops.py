@@ -316,8 +316,73 @@ def test_linear_cross_entropy_chunks_cover_the_vocabulary(monkeypatch, dtype, ro
     assert [width for _, width in lce._chunks(x, w)[0]] == [16, 16, 16, 16, 6]
     targets = torch.randint(0, 70, (rows,), generator=gen)
     targets[[0, rows - 1]] = torch.tensor([69, -100])  # a target in the short last chunk; an ignored row
+    with torch.no_grad():  # no gradient asked for: the per-row op over chunks of columns
+        torch.testing.assert_close(ops.linear_cross_entropy(x, w, targets), F.cross_entropy(x @ w.T, targets))
+    # Gradients asked for: linear_cross_entropy_with_grads over chunks of whole rows, as many rows as the 16
+    # columns' bytes hold (1 of 5 rows, 23 of 103), the last chunk short.
+    chunks = lce._with_grads_layout(x, w, targets, -100)[0]
+    assert [n for _, n in chunks] == ([1] * 5 if rows == 5 else [23, 23, 23, 23, 11])
     _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
                    lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)
+
+
+def test_linear_cross_entropy_chunks_of_rows_hold_at_most_their_bytes():
+    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
+    # 128 MiB of bf16 logits of a vocabulary of 32768 hold 2048 rows; from 128 rows on, multiples of 128.
+    assert lce.chunk_rows(4096, 32768, 2) == 2048 and lce.chunk_rows(100, 32768, 2) == 100
+    assert lce.chunk_rows(10**6, 300000, 2) == 128 and lce.chunk_rows(10**6, 10**9, 4) == 1
+    assert 3000 * 4 * lce.chunk_rows(10**6, 3000, 4) <= lce.LOGITS_CHUNK_BYTES
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_linear_cross_entropy_with_grads_agrees_with_the_per_row_op(device, dtype):
+    # The mean loss and its gradients two ways: the op that computes them in its forward, and the per-row
+    # op's mean through its recomputing backward. The same kernels' arithmetic: equal to rounding.
+    gen = torch.Generator().manual_seed(74)
+    x = _randn(61, 24, dtype=dtype, gen=gen, device=device).requires_grad_()
+    w = _randn(90, 24, dtype=dtype, gen=gen, scale=0.5, device=device).requires_grad_()
+    targets = torch.randint(0, 90, (61,), generator=gen)
+    targets[[0, 17, 60]] = -100
+    targets = targets.to(device)
+    upstream = torch.tensor(-2.75, dtype=torch.float64 if dtype == torch.float64 else torch.float32, device=device)
+    loss = ops.linear_cross_entropy(x, w, targets)
+    assert loss.grad_fn is not None and "with_grads" in type(loss.grad_fn).__name__
+    got = torch.autograd.grad(loss, (x, w), upstream)
+    losses = torch.ops.tegula.linear_cross_entropy(x, w, targets, -100)[0]
+    per_row = losses.sum() / (targets != -100).sum()
+    want = torch.autograd.grad(per_row, (x, w), upstream)
+    rtol, atol = TOLERANCES[dtype]["value"]
+    torch.testing.assert_close(loss, per_row, rtol=rtol, atol=atol)
+    rtol, atol = TOLERANCES[dtype]["grad"]
+    for g, wg in zip(got, want):
+        assert g.dtype == dtype
+        torch.testing.assert_close(g, wg, rtol=rtol, atol=atol)
+
+
+def test_linear_cross_entropy_with_grads_when_every_row_is_ignored():
+    # torch's mean over no rows is NaN; the gradients are 0, never 0 * inf.
+    x = torch.randn(4, 6, requires_grad=True)
+    w = torch.randn(5, 6, requires_grad=True)
+    targets = torch.full((4,), -100)
+    loss = ops.linear_cross_entropy(x, w, targets)
+    assert torch.isnan(loss) and torch.isnan(F.cross_entropy(x.detach() @ w.detach().T, targets))
+    loss.backward()
+    assert torch.equal(x.grad, torch.zeros_like(x)) and torch.equal(w.grad, torch.zeros_like(w))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_cross_entropy_scales_bf16_gradients_once(device):
+    # The backward multiplies the forward's gradients by the upstream gradient in float32 and rounds once:
+    # an upstream of 1/3 (not a bf16 number) must not be rounded to bf16 first.
+    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
+    gen = torch.Generator().manual_seed(75)
+    dx = torch.randn(37, 19, generator=gen).to(device=device, dtype=torch.bfloat16)
+    dw = torch.randn(3001, generator=gen).to(device=device, dtype=torch.bfloat16)
+    dloss = torch.tensor(1 / 3, device=device)
+    got_dx, got_dw = lce.linear_cross_entropy_scale_grads(dloss, dx, dw)
+    assert torch.equal(got_dx, (dx.float() * dloss).bfloat16()) and torch.equal(got_dw, (dw.float() * dloss).bfloat16())
+    assert not torch.equal(got_dx, dx * dloss.bfloat16())  # what rounding the factor first would give
 
 
 def test_linear_cross_entropy_chunks_hold_at_most_their_bytes():
@@ -567,10 +632,15 @@ def test_torch_export_carries_the_ops_as_graph_nodes():
 
     gen = torch.Generator().manual_seed(5)
     model, x, targets = Head(), torch.randn(5, 37, generator=gen), torch.randint(0, 16, (5,), generator=gen)
-    exported = torch.export.export(model, (x, targets))
-    targets_in_graph = {str(node.target) for node in exported.graph.nodes}
-    assert {"tegula.rms_norm.default", "tegula.linear_cross_entropy.default"} <= targets_in_graph
-    torch.testing.assert_close(exported.module()(x, targets), model(x, targets), rtol=0, atol=0)
+    # The parameters ask for gradients: the loss comes with them (linear_cross_entropy_with_grads); without
+    # gradients it is the per-row op and a mean.
+    for grad, loss_op in ((True, "tegula.linear_cross_entropy_with_grads.default"),
+                          (False, "tegula.linear_cross_entropy.default")):
+        with torch.set_grad_enabled(grad):
+            exported = torch.export.export(model, (x, targets))
+            targets_in_graph = {str(node.target) for node in exported.graph.nodes}
+            assert {"tegula.rms_norm.default", loss_op} <= targets_in_graph
+            torch.testing.assert_close(exported.module()(x, targets), model(x, targets), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])

@@ -12,6 +12,21 @@ chunk's logits again, turned in place by a Tegula kernel into ``dlogits =
 (softmax - onehot(target)) * dloss``; then ``dweight[v0:v1] = dlogits^T @ x``
 (one product per chunk, written once) and ``dx += dlogits @ weight[v0:v1]``.
 
+That backward computes each chunk's logits a second time: four products
+of [M, V, C] in all where a materialized [M, V] needs three. So
+``linear_cross_entropy``, whose loss is the mean over the rows not ignored,
+takes another op where a gradient will be asked for
+(``linear_cross_entropy_with_grads``): it walks chunks of rows instead, each
+[rows, V] block of logits whole, and one Tegula kernel per row turns it into
+the row's loss and, in place, its ``dlogits`` for an upstream gradient of 1
+(scaled by 1 / the count of rows not ignored, which a kernel counted
+first); then ``dx[rows] = dlogits @ weight`` and ``dweight += dlogits^T @
+x[rows]``. Three products; the gradients are outputs of the forward, and
+the backward only scales them by the loss's upstream gradient, in float32.
+A per-row loss gives no such shortcut: the weight's gradient would need
+each row's upstream gradient, so ``linear_cross_entropy_forward`` keeps the
+recomputing backward.
+
 The products run at the matrix units' rate, which kernels of tiles that
 recompute the logits for each gradient could not approach; the Tegula
 kernels are the row passes between them, each reading a chunk once.
@@ -47,6 +62,15 @@ def chunk_columns(M: int, V: int, itemsize: int) -> int:
 
 def _block_v(columns: int) -> int:
     return min(tegula.next_power_of_2(columns), 1024)
+
+
+def chunk_rows(M: int, V: int, itemsize: int) -> int:
+    """The rows of a chunk of whole rows of logits [rows, V]: as many as LOGITS_CHUNK_BYTES holds (a multiple
+    of 128 from 128 on, which the products' tiles divide), at least 1, at most M."""
+    rows = LOGITS_CHUNK_BYTES // max(1, V * itemsize)
+    if rows >= 128:
+        rows -= rows % 128
+    return max(1, min(M, rows))
 
 
 # The parts are rows of one buffer, each at its own alignment; the kernel stores one scalar a row to them.
@@ -96,6 +120,59 @@ def linear_cross_entropy_dlogits_kernel(DLOSS, LOGITS, TARGETS, LSE, width, v0, 
     scale = tl.where(target != ignore_index, tl.load(DLOSS + row).to(ACC), 0.0)
     row_softmax_grad(LOGITS + row * width, LOGITS + row * width, width, v0, target, tl.load(LSE + row), scale,
                      BLOCK_V, ACC)
+
+
+@tegula.jit
+def linear_cross_entropy_count_kernel(TARGETS, COUNTS, M, ignore_index, BLOCK: tl.constexpr):
+    # One program: COUNTS[0] = the rows not ignored, COUNTS[1] = 1 / that (0 when every row is ignored:
+    # then every row's gradient is 0 and must not become 0 * inf).
+    offsets = tl.arange(0, BLOCK)
+    count = tl.zeros([BLOCK], dtype=tl.int64)
+    for r0 in range(0, M, BLOCK):
+        rows = r0 + offsets
+        count += (tl.load(TARGETS + rows, mask=rows < M, other=ignore_index) != ignore_index).to(tl.int64)
+    total = tl.sum(count, axis=0).to(COUNTS.dtype.element_ty)
+    tl.store(COUNTS, total)
+    tl.store(COUNTS + 1, tl.where(total > 0, 1.0 / total, 0.0))
+
+
+@tegula.jit
+def linear_cross_entropy_rows_kernel(LOGITS, TARGETS, LOSSES, COUNTS, V, ignore_index,
+                                     BLOCK_V: tl.constexpr, ACC: tl.constexpr):
+    # Row `row` of a chunk of whole rows of logits [rows, V]: its loss, then in place its gradient for a
+    # mean loss, (softmax - onehot(target)) / count, 0 in an ignored row.
+    row = tl.program_id(0).to(tl.int64)  # rows * V may pass 2^31
+    logits = LOGITS + row * V
+    lse = row_logsumexp(logits, V, BLOCK_V, ACC)
+    target = tl.load(TARGETS + row)
+    valid = target != ignore_index
+    # A target outside [0, V) picks no logit: its row's loss is NaN (the host checks CPU targets first).
+    inside = (target >= 0) & (target < V)
+    target_logit = tl.load(logits + target, mask=valid & inside, other=0.0).to(ACC)
+    tl.store(LOSSES + row, tl.where(valid, tl.where(inside, lse - target_logit, float("nan")), 0.0))
+    scale = tl.where(valid, tl.load(COUNTS + 1), 0.0)
+    row_softmax_grad(logits, logits, V, 0, target, lse, scale, BLOCK_V, ACC)
+
+
+@tegula.jit
+def linear_cross_entropy_mean_kernel(LOSSES, COUNTS, LOSS, M, BLOCK: tl.constexpr):
+    # One program: LOSS[0] = the sum of the rows' losses / the count of rows not ignored (NaN when none is,
+    # as torch's mean over no rows).
+    offsets = tl.arange(0, BLOCK)
+    total = tl.zeros([BLOCK], dtype=LOSS.dtype.element_ty)
+    for r0 in range(0, M, BLOCK):
+        rows = r0 + offsets
+        total += tl.load(LOSSES + rows, mask=rows < M, other=0.0)
+    tl.store(LOSS, tl.sum(total, axis=0) / tl.load(COUNTS))
+
+
+@tegula.jit
+def linear_cross_entropy_scale_kernel(SRC, DST, DLOSS, N, BLOCK: tl.constexpr):
+    # DST = SRC * DLOSS[0], multiplied in DLOSS's precision and rounded once to DST's dtype.
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < N
+    scaled = tl.load(SRC + offsets, mask=mask, other=0.0).to(DLOSS.dtype.element_ty) * tl.load(DLOSS)
+    tl.store(DST + offsets, scaled.to(DST.dtype.element_ty), mask=mask)
 
 
 def _check(x, weight, targets):
@@ -237,6 +314,101 @@ register_autograd(linear_cross_entropy_forward, _backward, non_differentiable=(1
                   save=lambda inputs, output: (inputs[0], inputs[1], inputs[2], output[1], inputs[3]))
 
 
+# --- the mean loss with its gradients, for training ------------------------------------------------------------
+
+def _with_grads_fake(x, weight, targets, ignore_index):
+    _check(x, weight, targets)
+    return x.new_empty((), dtype=_rows.accumulator(x)), x.new_empty(x.shape), weight.new_empty(weight.shape)
+
+
+_WITH_GRADS_LAYOUTS = Layouts()
+_ONE_PROGRAM_BLOCK = 1024  # the count and mean kernels' lanes
+
+
+def _with_grads_layout(x, weight, targets, ignore_index):
+    """For contiguous x, weight and targets with rows: (the chunks of rows as (first row, rows) pairs, the
+    logits buffer's sizes and strides, the row kernel's constexprs, the sizes and strides of the losses, of
+    dx and of dweight, the statistics' dtype)."""
+    (M, _), V = x.shape, weight.shape[0]
+    if not M:
+        return None
+    rows = chunk_rows(M, V, x.element_size())
+    chunks = tuple((r0, min(rows, M - r0)) for r0 in range(0, M, rows))
+    return (chunks, sizes_and_strides((rows * V,)), dict(BLOCK_V=_block_v(V), ACC=compute_dtype(x)),
+            sizes_and_strides((M,)), sizes_and_strides(tuple(x.shape)), sizes_and_strides(tuple(weight.shape)),
+            _rows.accumulator(x))
+
+
+@custom_op("tegula::linear_cross_entropy_with_grads", fake=_with_grads_fake)
+def linear_cross_entropy_with_grads(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                                    ignore_index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(loss, dx, dweight): the mean loss over the rows not ignored (float32, float64 for float64 inputs;
+    NaN when every row is ignored, as torch's mean) and its gradients for an upstream gradient of 1, in the
+    inputs' dtypes. Its autograd formula scales dx and dweight by the loss's actual upstream gradient."""
+    layout = _WITH_GRADS_LAYOUTS.lookup((x, weight, targets), (ignore_index, LOGITS_CHUNK_BYTES),
+                                        _contiguous_layout(_with_grads_layout), x, weight, targets, ignore_index)
+    if layout is None:
+        _check(x, weight, targets)
+        x, weight, targets = x.contiguous(), weight.contiguous(), targets.contiguous()
+        layout = _with_grads_layout(x, weight, targets, ignore_index)
+        if layout is None:  # no rows
+            return (torch.full((), float("nan"), dtype=_rows.accumulator(x), device=x.device), torch.zeros_like(x),
+                    torch.zeros_like(weight))
+    check_targets("linear_cross_entropy", targets, weight.shape[0], ignore_index)
+    chunks, buffer, meta, rows, x_rows, w_rows, dtype = layout
+    (M, _), V = x.shape, weight.shape[0]
+    alloc = allocator(x.device)
+    buffer, losses = alloc(*buffer, x.dtype), alloc(*rows, dtype)
+    counts, loss = alloc((2,), (1,), dtype), alloc((), (), dtype)
+    dx, dweight = alloc(*x_rows, x.dtype), alloc(*w_rows, weight.dtype)
+    linear_cross_entropy_count_kernel[(1,)](targets, counts, M, ignore_index, BLOCK=_ONE_PROGRAM_BLOCK)
+    for r0, n in chunks:
+        whole = n == M  # one chunk: the tensors themselves, no views to make
+        x_part = x if whole else x[r0:r0 + n]
+        logits = torch.mm(x_part, weight.t(), out=buffer[:n * V].view(n, V))
+        linear_cross_entropy_rows_kernel[(n,)](logits, targets if whole else targets[r0:],
+                                               losses if whole else losses[r0:], counts, V, ignore_index, **meta)
+        torch.mm(logits, weight, out=dx if whole else dx[r0:r0 + n])
+        if r0 == 0:
+            torch.mm(logits.t(), x_part, out=dweight)
+        else:
+            dweight.addmm_(logits.t(), x_part)
+    linear_cross_entropy_mean_kernel[(1,)](losses, counts, loss, M, BLOCK=_ONE_PROGRAM_BLOCK)
+    return loss, dx, dweight
+
+
+_SCALE_BLOCK = 2048
+
+
+@custom_op("tegula::linear_cross_entropy_scale_grads",
+           fake=lambda dloss, dx, dweight: (dx.new_empty(dx.shape), dweight.new_empty(dweight.shape)))
+def linear_cross_entropy_scale_grads(dloss: torch.Tensor, dx: torch.Tensor,
+                                     dweight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """dx and dweight times the 0-dimensional dloss, multiplied in dloss's dtype and rounded once."""
+    dloss, dx, dweight = dloss.contiguous(), dx.contiguous(), dweight.contiguous()
+    alloc = allocator(dx.device)
+    scaled = []
+    for grad in (dx, dweight):
+        out = alloc(*sizes_and_strides(tuple(grad.shape)), grad.dtype)
+        n = grad.numel()
+        if n:
+            linear_cross_entropy_scale_kernel[(tegula.cdiv(n, _SCALE_BLOCK),)](grad, out, dloss, n,
+                                                                               BLOCK=_SCALE_BLOCK)
+        scaled.append(out)
+    return tuple(scaled)
+
+
+def _with_grads_backward(saved, dloss, _ddx, _ddweight):
+    if dloss is None:
+        return None, None, None, None
+    dx, dweight = saved
+    return (*linear_cross_entropy_scale_grads(dloss, dx, dweight), None, None)
+
+
+register_autograd(linear_cross_entropy_with_grads, _with_grads_backward, non_differentiable=(1, 2),
+                  save=lambda inputs, output: (output[1], output[2]))
+
+
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
                          ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
     """``cross_entropy(x @ weight^T, targets)`` (mean over the rows not ignored) without the
@@ -247,5 +419,7 @@ def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.T
     if torch.is_autocast_enabled(device):
         dtype = torch.get_autocast_dtype(device)
         x, weight = x.to(dtype), weight.to(dtype)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return linear_cross_entropy_with_grads(x, weight, targets, ignore_index)[0]
     losses = linear_cross_entropy_forward(x, weight, targets, ignore_index)[0]
     return losses.sum() / (targets != ignore_index).sum()
