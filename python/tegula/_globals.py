@@ -401,6 +401,25 @@ def _unwrap_callable(value):
     return held[1]
 
 
+# How the launcher reads a watched value again (collect_sources' `watches`; launcher.cpp's WatchVia).
+WATCH_ITEM, WATCH_CELL, WATCH_ATTRIBUTE = 0, 1, 2
+
+
+def _watch(fn: types.FunctionType, name: str, value, watches: list) -> None:
+    """Adds to `watches` where `fn` found `value` under `name`: its closure cell, else its module global
+    (dotted names of host modules' members are neither); and a tl.constexpr's value, which `x.value = ...`
+    changes without rebinding anything."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    if name in cells:
+        watches.append((cells[name], name, value, WATCH_CELL))
+    elif fn.__globals__.get(name, watches) is value:
+        watches.append((fn.__globals__, name, value, WATCH_ITEM))
+    else:
+        return
+    if isinstance(value, constexpr):
+        watches.append((value, "value", value.value, WATCH_ATTRIBUTE))
+
+
 def collect_sources(root, args=None, watches=None) -> list:
     """FunctionSource of `root` (index 0) and of every @jit function it reaches
     through its globals, each once; GlobalValues refer to them by index.
@@ -409,8 +428,12 @@ def collect_sources(root, args=None, watches=None) -> list:
     as constexpr arguments are collected too, after the kernel's, and their
     specs' references become those indices.
 
-    `watches` (a list): gets (module globals, name, value) for every module
-    global the functions read, so a launch can see one rebound since."""
+    `watches` (a list): gets (holder, name, value, how) for every host value
+    the functions read, so a launch can see one changed since (the launcher
+    compiles again): WATCH_ITEM, ``holder[name]`` (a module global, an
+    aggregate class's member); WATCH_CELL, the closure cell `holder`'s
+    contents (a closure variable); WATCH_ATTRIBUTE, ``holder.value`` of a
+    ``tl.constexpr`` read as a global or closure variable (changed in place)."""
     from .jit import JITFunction
 
     sources: list = []
@@ -447,7 +470,7 @@ def collect_sources(root, args=None, watches=None) -> list:
                 namespace = vars(klass)
                 for name, raw in namespace.items():
                     if not name.startswith("__") or name in ("__init__", "__getitem__", "__aggregate_init__"):
-                        watches.append((namespace, name, raw))
+                        watches.append((namespace, name, raw, WATCH_ITEM))
         default_names = [f for f in fields if f in defaults]
         part_defaults = GV(Kind.Tuple, text=",".join(default_names))
         part_defaults.elements = [describe(_triton_value(defaults[f])) for f in default_names]
@@ -500,9 +523,8 @@ def collect_sources(root, args=None, watches=None) -> list:
         callee = None
         callees: list = []  # frames to collect before this function's (an aggregate's methods)
         for name, value in values:
-            if (watches is not None and jit_fn.fn.__globals__.get(name, watches) is value
-                    and not isinstance(value, types.ModuleType)):  # a module is not rebound between launches
-                watches.append((jit_fn.fn.__globals__, name, value))
+            if watches is not None and not isinstance(value, types.ModuleType):  # a module is not rebound
+                _watch(jit_fn.fn, name, value, watches)
             value = _unwrap_callable(value)
             member = None if _is_user_jit_function(value, JITFunction) else language_member(value)
             if member is not None:  # before JITFunction: some of Triton's tl functions are @jit

@@ -379,14 +379,27 @@ void Launcher::remember_grid_function(PyObject* grid, PyObject* function) {
 
 bool Launcher::globals_changed(const Target& target) {
   for (const GlobalWatch& w : target.globals) {
-    nb::object owned;  // a class's namespace (a mappingproxy) is read through its __getitem__
+    nb::object owned;  // what a mappingproxy's __getitem__ or getattr returned
     PyObject* now = nullptr;
-    if (PyDict_Check(w.globals.ptr())) {
-      now = PyDict_GetItemWithError(w.globals.ptr(), w.name.ptr());  // borrowed
-    } else {
-      now = PyObject_GetItem(w.globals.ptr(), w.name.ptr());
-      owned = nb::steal(now);
-      if (now == nullptr && PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+    PyObject* holder = w.holder.ptr();
+    switch (w.via) {
+      case WatchVia::Item:
+        if (PyDict_Check(holder)) {
+          now = PyDict_GetItemWithError(holder, w.name.ptr());  // borrowed
+        } else {
+          now = PyObject_GetItem(holder, w.name.ptr());
+          owned = nb::steal(now);
+          if (now == nullptr && PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+        }
+        break;
+      case WatchVia::Cell:
+        now = PyCell_GET(holder);  // borrowed; null when emptied (`del` of the variable)
+        break;
+      case WatchVia::Attribute:
+        now = PyObject_GetAttr(holder, w.name.ptr());
+        owned = nb::steal(now);
+        if (now == nullptr && PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+        break;
     }
     if (now == w.value.ptr()) continue;
     if (now == nullptr) {
@@ -436,8 +449,15 @@ nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stag
   std::vector<std::string> expected = expected_params(names_, request.args);
   nb::object kernel_object = jit_.attr("_compile")(nb::cast(std::move(request)), nb::cast(std::move(options)));
   // The globals it read, kept by _compile until taken (taken here also when not wanted, so none is left).
-  for (nb::handle watch : jit_.attr("_take_global_watches")(kernel_object))
-    if (globals) globals->push_back(GlobalWatch{nb::borrow(watch[0]), nb::borrow(watch[1]), nb::borrow(watch[2])});
+  for (nb::handle watch : jit_.attr("_take_global_watches")(kernel_object)) {
+    if (!globals) continue;
+    auto via = nb::cast<int>(watch[3]);
+    if (via < 0 || via > static_cast<int>(WatchVia::Attribute) ||
+        (via == static_cast<int>(WatchVia::Cell) && !PyCell_Check(watch[0].ptr())))
+      throw nb::value_error("internal error: a kernel's watch of a host value has an unknown form");
+    globals->push_back(GlobalWatch{nb::borrow(watch[0]), nb::borrow(watch[1]), nb::borrow(watch[2]),
+                                   static_cast<WatchVia>(via)});
+  }
   auto kernel = nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object);
   bool matches = expected.size() == kernel->params.size() && expected.size() == values;
   for (size_t j = 0; matches && j < expected.size(); ++j) matches = expected[j] == kernel->params[j].name;

@@ -126,11 +126,18 @@ class Launcher {
     Place place;
   };
 
-  // A module global the kernel was compiled with: rebound since, the kernel is compiled again.
+  // A host value the kernel was compiled with (_globals.collect_sources' watches): changed since, the
+  // kernel is compiled again.
+  enum class WatchVia : uint8_t {
+    Item,       // holder[name]: a module's dict, or an @aggregate class's namespace (a mappingproxy)
+    Cell,       // the closure cell holder's contents
+    Attribute,  // holder.name: a tl.constexpr's value, changed in place
+  };
   struct GlobalWatch {
-    nanobind::object globals;  // the module's dict, or an @aggregate class's namespace (a mappingproxy)
+    nanobind::object holder;
     nanobind::object name;
     nanobind::object value;
+    WatchVia via = WatchVia::Item;
   };
   struct Target {
     nanobind::object kernel_object;  // what the launch returns: the same object every time

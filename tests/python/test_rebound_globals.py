@@ -71,3 +71,56 @@ def test_every_compile_hands_its_globals_on(tmp_path):
     module.scaled_kernel.warmup(out, grid=(1,))
     module.scaled_kernel[(1,)](out)
     assert len(table) == before
+
+
+def test_a_changed_closure_variable_or_constexpr_compiles_the_kernel_again():
+    # A kernel made in a factory reads its closure; a tl.constexpr changed in place (`c.value = ...`) rebinds
+    # nothing. Either used to launch the kernel compiled with the old value.
+    import tegula.language as tl
+
+    def make(scale, offset):
+        @tegula.jit
+        def closure_kernel(out_ptr):
+            offs = tl.arange(0, 4)
+            tl.store(out_ptr + offs, offs * scale + offset)
+
+        def rebind(new_offset):
+            nonlocal offset
+            offset = new_offset
+        return closure_kernel, rebind
+
+    scale = tl.constexpr(2)
+    kernel, rebind = make(scale, 1)
+    out = np.zeros(4, np.int32)
+    base = np.arange(4, dtype=np.int32)
+    kernel[(1,)](out)
+    np.testing.assert_array_equal(out, base * 2 + 1)
+    scale.value = 5  # in place
+    kernel[(1,)](out)
+    np.testing.assert_array_equal(out, base * 5 + 1)
+    rebind(7)  # the closure cell rebound
+    kernel[(1,)](out)
+    np.testing.assert_array_equal(out, base * 5 + 7)
+    kernel[(1,)](out)  # nothing changed: the kernel compiled last
+    np.testing.assert_array_equal(out, base * 5 + 7)
+
+
+GLOBAL_CONSTEXPR = None  # set by the test below
+
+
+def test_a_global_constexpr_changed_in_place_compiles_the_kernel_again():
+    import tegula.language as tl
+
+    global GLOBAL_CONSTEXPR
+    GLOBAL_CONSTEXPR = tl.constexpr(3)
+
+    @tegula.jit
+    def global_kernel(out_ptr):
+        tl.store(out_ptr + tl.arange(0, 4), tl.arange(0, 4) + GLOBAL_CONSTEXPR)
+
+    out = np.zeros(4, np.int32)
+    global_kernel[(1,)](out)
+    np.testing.assert_array_equal(out, np.arange(4) + 3)
+    GLOBAL_CONSTEXPR.value = 10
+    global_kernel[(1,)](out)
+    np.testing.assert_array_equal(out, np.arange(4) + 10)
