@@ -31,6 +31,7 @@ from .constexpr_function import ConstexprFunction, constexpr_function, must_use_
 from .aggregate import aggregate  # a class kernels build, pass and call methods of
 from .tensor_descriptor import TensorDescriptor  # a tensor seen as blocks, passed to kernels
 from ._reinterpret import reinterpret  # an array's memory as another dtype (fp8 from uint8 arrays)
+from ._mock_tensor import MockTensor  # an array of a dtype without memory, for kernel.warmup
 from ._allocation import set_allocator  # Triton's hook for launch-time memory (never called here)
 from ._errors import ArgumentOverflowError  # an int argument past 64 bits: OverflowError and ValueError
 from ._errors import CompileWarning  # what the compiler warns of in a kernel that compiles
@@ -51,7 +52,7 @@ __all__ = [
     "jit", "JITFunction", "KernelInterface", "KernelInspection", "CompilationError", "CompileTimeAssertionFailure", "CompileWarning", "RecompileWarning", "DeviceError", "cdiv", "next_power_of_2",
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
-    "TensorDescriptor", "reinterpret", "cmake_dir", "ArgumentOverflowError",
+    "TensorDescriptor", "reinterpret", "MockTensor", "cmake_dir", "ArgumentOverflowError",
     "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result", "aggregate", "runtime", "OutOfResources",
     "compiler", "compile",
 ]

@@ -28,6 +28,7 @@ import weakref
 from . import _C, _torch_compile
 from . import _environment, _recompiles
 from ._globals import collect_sources, parse_dedented
+from ._mock_tensor import MockTensor
 from ._launch_support import support
 from ._errors import CompileWarning, coded
 
@@ -451,7 +452,10 @@ class JITFunction(KernelInterface):
     def warmup(self, /, *args, grid=None, **kwargs):
         """Compiles (or loads) the kernel for these arguments without launching it;
         returns the CompiledKernel (``.asm``, ``.metadata``), as Triton's does.
-        ``compiled[grid](*args)`` then launches it (Triton's runner)."""
+        ``compiled[grid](*args)`` then launches it (Triton's runner). A torch
+        dtype among the positional arguments stands for an array of it
+        (``MockTensor``, as in Triton): nothing is allocated."""
+        args = tuple(MockTensor.wrap_dtype(a) for a in args)
         if self.pre_run_hooks:
             self._run_pre_run_hooks(args, kwargs)
         compiled = self._launcher.warmup(grid, *args, **kwargs)

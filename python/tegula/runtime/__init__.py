@@ -12,8 +12,9 @@ launch of host arrays runs on. docs/triton-compat.md, "Host-side names".
 from __future__ import annotations
 
 from ..autotune import Autotuner, Config, Heuristics
+from .._mock_tensor import MockTensor
 from ..jit import JITFunction
 from .driver import CpuUtils, CudaUtils, GPUTarget, OutOfResources, driver
 
 __all__ = ["driver", "GPUTarget", "CudaUtils", "CpuUtils", "OutOfResources", "JITFunction", "Autotuner", "Config",
-           "Heuristics"]
+           "Heuristics", "MockTensor"]

@@ -75,6 +75,6 @@ class TritonError(Exception, metaclass=_TritonErrorType):
 
 
 from . import compiler, knobs, runtime  # noqa: E402,F401
-from .runtime.jit import TensorWrapper, reinterpret  # noqa: E402,F401
+from .runtime.jit import MockTensor, TensorWrapper, reinterpret  # noqa: E402,F401
 
 __version__ = "3.6.0+tegula." + tegula.__version__
