@@ -26,6 +26,7 @@ for s in ${STEPS:-}; do
     ncu) step ncu 400 "ncu --profile-from-start off --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats --section SourceCounters -o $OUT/attention_bwd -f python3 tools/hopper/attention_bwd_ncu.py ${NCU_ARGS:-} && ncu -i $OUT/attention_bwd.ncu-rep --page details > $OUT/attention_bwd_details.txt" ;;
     pytest) step pytest 400 "python3 -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-}" ;;
     stepab) step stepab 300 "python3 tools/hopper/step_ab.py --rounds 12 ${STEPAB_ARGS:-}" ;;
+    ewprobe) step ewprobe 200 "python3 tools/hopper/elementwise_probe.py ${EW_ARGS:-}" ;;
     rotarybwd) step rotarybwd 200 "python3 tools/hopper/rotary_bwd_probe.py --reps 20 ${ROTARYBWD_ARGS:-}" ;;
     # Triton's files come from .triton-tests (a copy of the ones run_test_core.py reads, carried: the
     # machine has no Triton checkout), else the default checkout.
