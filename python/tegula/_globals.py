@@ -375,7 +375,8 @@ def _attribute_chains(source: str) -> tuple:
 
 
 _WRAPPED_FUNCTIONS: dict = {}  # id of a function a tl.constexpr wraps -> (it, its ConstexprFunction)
-_WRAPPED_FUNCTIONS_LOCK = threading.Lock()
+_PLAIN_FUNCTIONS: dict = {}  # id of a plain function a kernel names -> (it, its ConstexprFunction)
+_WRAPPED_FUNCTIONS_LOCK = threading.Lock()  # both tables
 
 
 def _unwrap_callable(value):
@@ -650,7 +651,29 @@ def describe(value) -> GV:
         constant = constant_value(value.item())
         if constant is not None:
             return constant
+    if _is_plain_function(value):  # math.log2(math.e) in a kernel runs on the host, as in Triton
+        return describe(_plain_function(value))
     return GV(Kind.Opaque, text=_opaque_description(value))
+
+
+def _is_plain_function(value) -> bool:
+    """A host function a kernel may call on constants while it compiles: a Python or built-in function (not
+    one of the tile language's, which language_member found first) or a NumPy ufunc."""
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
+        module = getattr(value, "__module__", None) or ""
+        return not module.startswith(("tegula.language", "triton.language"))
+    return False
+
+
+def _plain_function(fn):
+    """`fn`'s ConstexprFunction, one per function (held with it, so an id is never reused for another)."""
+    from .constexpr_function import ConstexprFunction
+
+    with _WRAPPED_FUNCTIONS_LOCK:
+        held = _PLAIN_FUNCTIONS.get(id(fn))
+        if held is None or held[0] is not fn:
+            held = _PLAIN_FUNCTIONS[id(fn)] = (fn, ConstexprFunction(fn, plain=_opaque_description(fn)))
+    return held[1]
 
 
 # --- @constexpr_function calls, made by the compiler while it lowers a kernel ---
@@ -703,6 +726,8 @@ def _host_result(value):
                        else "")
         described.elements = elements
         return described
+    if isinstance(value, np.generic):  # a NumPy function's result: np.float64(1.41...)
+        value = value.item()
     return constant_value(value)
 
 

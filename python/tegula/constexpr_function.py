@@ -35,14 +35,19 @@ _FUNCTIONS: dict = {}
 class ConstexprFunction:
     """A function run on the host while kernels compile (``constexpr_function``)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, plain: str = ""):
+        """`plain`: for a Python function a kernel calls without its being a constexpr function (math.log2, a
+        helper without a decorator), how errors name it; Triton runs such calls on constants too."""
         if not callable(fn):
             raise TypeError(f"@constexpr_function decorates a function, got {type(fn).__name__}")
         self.fn = fn
         functools.update_wrapper(self, fn)
-        # "qualname#module#id": the compiler names the function by the part before the first '#'.
-        self.reference = (f"{getattr(fn, '__qualname__', type(fn).__name__)}#{getattr(fn, '__module__', '?')}"
-                          f"#{id(self)}")
+        # "qualname#module#id", then "#" and `plain` for a plain function: the compiler names the function by
+        # the part before the first '#', and a plain one's errors by the part after the third.
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+        self.reference = f"{name}#{getattr(fn, '__module__', None) or '?'}#{id(self)}"
+        if plain:
+            self.reference += "#" + plain
         _FUNCTIONS[self.reference] = self
         try:
             self.source = inspect.getsource(fn)
@@ -55,7 +60,7 @@ class ConstexprFunction:
         return self.fn(*(unwrap(a) for a in args), **{k: unwrap(v) for k, v in kwargs.items()})
 
     def __repr__(self) -> str:
-        qualname, module, _ = self.reference.split("#")
+        qualname, module = self.reference.split("#")[:2]
         return f"<tegula.ConstexprFunction {module}.{qualname}>"
 
 

@@ -45,6 +45,18 @@ std::optional<GlobalValue> host_value(const Symbol& s) {
   return std::nullopt;
 }
 
+// A plain Python function's reference (one the host wrapped because a kernel names it, not a
+// @constexpr_function) has a fourth part, after the third '#': how errors name it. Empty otherwise.
+std::string plain_function_description(const std::string& reference) {
+  size_t at = 0;
+  for (int part = 0; part < 3; ++part) {
+    at = reference.find('#', at);
+    if (at == std::string::npos) return "";
+    ++at;
+  }
+  return reference.substr(at);
+}
+
 }  // namespace
 
 std::string Lowerer::host_function_name(const Symbol& s) {
@@ -54,11 +66,19 @@ std::string Lowerer::host_function_name(const Symbol& s) {
 
 Symbol Lowerer::call_host_function(const Symbol& callee, const CallArgs& args) {
   std::string name = host_function_name(callee);
+  std::string plain = plain_function_description(callee.name);
+  std::string what = plain.empty() ? "the constexpr function `" + name + "`" : "the host function `" + name + "`";
   auto argument = [&](const Symbol& s, const SourceLoc& loc, const std::string& which) {
     std::optional<GlobalValue> v = host_value(s);
+    if (!v && !plain.empty())
+      error_at(loc, Diag::HostObjectInKernel,
+               "`" + plain + "` is a host object and cannot be called inside a kernel on " + describe(s) +
+                   " (argument " + which + ")",
+               "a Python function that is not @tegula.jit runs while the kernel compiles, on constants only: "
+               "decorate it with @tegula.jit to call it on tiles, or call a tl function");
     if (!v)
       error_at(loc, Diag::ConstexprGotRuntimeValue,
-               "argument " + which + " of the constexpr function `" + name + "` is " + describe(s) +
+               "argument " + which + " of " + what + " is " + describe(s) +
                    ", which is not known when the kernel compiles",
                "a @constexpr_function runs on the host while the kernel compiles: pass constants (constexpr "
                "parameters, literals, dtypes, tuples of them)");
@@ -75,13 +95,13 @@ Symbol Lowerer::call_host_function(const Symbol& callee, const CallArgs& args) {
                                    "`" + args.keywords[k].first + "`"));
   if (!request_.call_host)
     error_at(args.loc, Diag::HostObjectInKernel,
-             "the constexpr function `" + name + "` runs in Python, and this compile has no Python to run it",
+             what + " runs in Python, and this compile has no Python to run it",
              "compile the kernel from Python (kernel[grid](...), kernel.warmup(...))");
   GlobalValue result;
   try {
     result = request_.call_host(callee.name, positional, keywords);
   } catch (const HostCallError& e) {
-    error_at(args.loc, Diag::ConstexprFunctionFailed, "the constexpr function `" + name + "` " + e.what());
+    error_at(args.loc, Diag::ConstexprFunctionFailed, what + " " + e.what());
   }
   return global_symbol(result, args.loc);
 }

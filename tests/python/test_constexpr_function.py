@@ -2,6 +2,8 @@
 function a kernel calls on constants, run on the host while the kernel
 compiles; its result is a constant of the kernel."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -240,3 +242,45 @@ def test_constexpr_globals_compute_on_the_host():
     assert -tl.constexpr(3) == -3 and 2 ** tl.constexpr(3) == 8 and tl.constexpr(7) // 2 == 3
     assert tl.constexpr(6) % tl.constexpr(4) == 2 and (tl.constexpr(1) << 4) == 16
     assert not tl.constexpr(0) and tl.constexpr(3) != 4
+
+
+# --- plain Python functions on constants, as Triton calls them ---------------------------------------------
+
+def _twice_plus(n, extra=0):
+    return 2 * n + extra
+
+
+@tegula.jit
+def plain_functions_kernel(out_ptr, BLOCK: tl.constexpr):
+    LOG2E: tl.constexpr = math.log2(math.e)
+    offs = tl.arange(0, BLOCK)
+    # A module's function, a NumPy ufunc and a helper of this file without a decorator, on constants.
+    value = offs * LOG2E + np.sqrt(BLOCK) + _twice_plus(BLOCK, extra=1)
+    tl.store(out_ptr + offs, value)
+
+
+def test_plain_python_functions_run_on_constants_while_the_kernel_compiles():
+    out = np.zeros(16, np.float32)
+    plain_functions_kernel[(1,)](out, BLOCK=16)
+    want = np.arange(16) * math.log2(math.e) + 4.0 + 33
+    np.testing.assert_allclose(out, want.astype(np.float32), rtol=1e-6)
+
+
+@tegula.jit
+def plain_function_on_a_tile_kernel(x_ptr):
+    tl.store(x_ptr, _twice_plus(tl.load(x_ptr)))
+
+
+@tegula.jit
+def plain_function_raising_kernel(x_ptr):
+    tl.store(x_ptr, math.log(-1.0))
+
+
+def test_a_plain_function_on_a_tile_or_raising_is_a_located_error():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(tegula.CompilationError,
+                       match=r"E0205.*function '_twice_plus' \(not a @tegula.jit function\)` is a host object and "
+                             r"cannot be called inside a kernel on a scalar"):
+        plain_function_on_a_tile_kernel[(1,)](x)
+    with pytest.raises(tegula.CompilationError, match=r"E0208.*the host function `log` raised ValueError"):
+        plain_function_raising_kernel[(1,)](x)
