@@ -285,14 +285,14 @@ for t, tut in (("int1", ""), ("int8", ""), ("int16", ""), ("int32", ""), ("int64
                ("float32", "03 05 06 08 09"), ("float64", ""), ("float8e4nv", ""), ("float8e5", "06"),
                ("float8e4b8", ""), ("float8e5b16", ""), ("float8e4b15", "")):
     add(t, st(f"x.to(tl.{t}).to(tl.float32)"), tut,
-        features=[("dot operands, loads and stores", "p = y_ptr.to(tl.pointer_type(tl.float8e4b15))\n"
-                   "tl.store(p + tl.arange(0, BLOCK), x.to(tl.float8e4b15))\n"
-                   + st2("tl.dot(x2.to(tl.float8e4b15), x2.to(tl.float8e4b15))"))] if t == "float8e4b15" else [],
+        features=[("dot operands, loads and stores", f"p = y_ptr.to(tl.pointer_type(tl.{t}))\n"
+                   f"tl.store(p + tl.arange(0, BLOCK), x.to(tl.{t}))\n"
+                   + st2(f"tl.dot(x2.to(tl.{t}), x2.to(tl.{t}))"))]
+        if t in ("float8e4b15", "float8e4b8", "float8e5b16") else [],
         note="tutorial 06 names it only for its FP8 variant (`tl.float8e5 if FP8_OUTPUT else tl.float16`: "
-             "a constexpr choice, so the fp16 variant compiles)" if t == "float8e5" else "",
-        hardware="an fp8 format of AMD's CDNA3 GPUs (MI300, \"fnuz\": no negative zero, NaN at 0x80), which "
-                 "Triton supports only there; Tegula has no HIP backend" if t in ("float8e4b8", "float8e5b16")
-        else "")
+             "a constexpr choice, so the fp16 variant compiles)" if t == "float8e5" else
+        "AMD's \"fnuz\" format (CDNA3: no negative zero, NaN at 0x80), converted in software on both backends"
+        if t in ("float8e4b8", "float8e5b16") else "")
 
 group("Tensor members")
 for m, probe, tut in (("x.to", st("x.to(tl.float16)"), "03 05 06 08 09"), ("x.T", st2("x2.T"), "06"),

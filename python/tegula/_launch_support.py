@@ -44,7 +44,8 @@ class _NumpyScalars(dict):
 
     def _add_ml_dtypes(self, ml_dtypes) -> None:
         self._ml_dtypes_added = True
-        for name, scalar in (("bfloat16", "bf16"), ("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2")):
+        for name, scalar in (("bfloat16", "bf16"), ("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2"),
+                             ("float8_e4m3fnuz", "f8e4b8"), ("float8_e5m2fnuz", "f8e5b16")):
             kind = getattr(ml_dtypes, name, None)
             if kind is not None:
                 self[np.dtype(kind)] = scalar
@@ -67,6 +68,7 @@ TORCH_SCALARS = {
     "torch.float16": "f16", "torch.bfloat16": "bf16",
     "torch.float32": "f32", "torch.float64": "f64",
     "torch.float8_e4m3fn": "f8e4m3", "torch.float8_e5m2": "f8e5m2",
+    "torch.float8_e4m3fnuz": "f8e4b8", "torch.float8_e5m2fnuz": "f8e5b16",
 }
 
 

@@ -48,10 +48,6 @@ def reinterpret(array, dtype_: dtype) -> ReinterpretedArray:
     if not isinstance(dtype_, dtype) or isinstance(dtype_, pointer_type):
         raise coded(TypeError, "E0712",
                     f"tegula.reinterpret needs a scalar tl dtype such as tl.float8e5, got {dtype_!r}")
-    if dtype_.scalar is None:
-        raise coded(TypeError, "E0712",
-                    f"tegula.reinterpret: tl.{dtype_.canonical_name} is not supported: Tegula has the fp8 formats "
-                    f"tl.float8e4nv (e4m3fn), tl.float8e5 (e5m2) and tl.float8e4b15 (e4m3 with bias 15)")
     size = _item_size(array)
     if size is None:
         raise coded(TypeError, "E0712", f"tegula.reinterpret needs an array or tensor, got {type(array).__name__}")

@@ -29,7 +29,7 @@ __all__ = ["ASTSource", "compile"]
 # Signature dtypes -> the IR's names, which ArgSpec takes: the IR's own names, and Triton's spellings
 # where they differ (jit.py's table, the other way round).
 _SCALARS = {name: name for name in ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
-                                    "f64", "f8e4m3", "f8e5m2", "f8e4b15")}
+                                    "f64", "f8e4m3", "f8e5m2", "f8e4b15", "f8e4b8", "f8e5b16")}
 _SCALARS.update({triton: ir for ir, triton in _TRITON_TYPE_NAMES.items()}, u1="i1")
 
 

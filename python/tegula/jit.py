@@ -619,7 +619,7 @@ def _parameter_list(which) -> tuple:
 
 # Tegula's IR scalar names where Triton's signatures spell them otherwise ("i32" is both).
 _TRITON_TYPE_NAMES = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "f8e4m3": "fp8e4nv", "f8e5m2": "fp8e5",
-                     "f8e4b15": "fp8e4b15"}
+                     "f8e4b15": "fp8e4b15", "f8e4b8": "fp8e4b8", "f8e5b16": "fp8e5b16"}
 
 
 class Specialization:

@@ -69,7 +69,9 @@ class ArgumentPacker {
       case ir::Scalar::BF16:
       case ir::Scalar::F8E4M3:
       case ir::Scalar::F8E5M2:
-      case ir::Scalar::F8E4B15: break;
+      case ir::Scalar::F8E4B15:
+      case ir::Scalar::F8E4B8:
+      case ir::Scalar::F8E5B16: break;
     }
     fail(ErrorKind::Type, Diag::LaunchArgumentType,
          "parameter '" + param.name + "' of kernel '" + kernel_ + "' has type " +

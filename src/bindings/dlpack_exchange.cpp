@@ -53,11 +53,17 @@ std::optional<ir::Scalar> scalar_of(DataType dtype) {
     case 6:  // bool, one byte per element
       if (dtype.bits == 8) return Scalar::I1;
       break;
-    case 10:
+    case 10:  // fp8 e4m3fn
       if (dtype.bits == 8) return Scalar::F8E4M3;
       break;
-    case 12:
+    case 11:  // fp8 e4m3fnuz
+      if (dtype.bits == 8) return Scalar::F8E4B8;
+      break;
+    case 12:  // fp8 e5m2
       if (dtype.bits == 8) return Scalar::F8E5M2;
+      break;
+    case 13:  // fp8 e5m2fnuz
+      if (dtype.bits == 8) return Scalar::F8E5B16;
       break;
   }
   return std::nullopt;

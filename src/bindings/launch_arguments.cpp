@@ -36,8 +36,9 @@ constexpr size_t kMaxCached = 32;
 
 constexpr const char* kSupportedDtypes =
     "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16 (ml_dtypes), float32, "
-    "float64, float8_e4m3fn and float8_e5m2 (torch, ml_dtypes, or tegula.reinterpret(uint8 array, "
-    "tl.float8e4nv / tl.float8e5 / tl.float8e4b15))";
+    "float64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz and float8_e5m2fnuz (torch, ml_dtypes, or "
+    "tegula.reinterpret(uint8 array, tl.float8e4nv / tl.float8e5 / tl.float8e4b15 / tl.float8e4b8 / "
+    "tl.float8e5b16))";
 
 nb::object attribute(nb::handle value, nb::handle name) {
   PyObject* got = PyObject_GetAttr(value.ptr(), name.ptr());
@@ -426,18 +427,19 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
       raise_coded(PyExc_TypeError, Diag::InvalidReinterpret,
                   "argument '" + param + "' of kernel '" + kernel + "': tegula.reinterpret needs an array or "
                       "tensor, got " + type_name_of(base));
-    // A tl dtype's scalar is the IR's name for it, None for the dtypes Tegula lacks (fp8 e4b8 and e5b16);
-    // tegula.reinterpret refuses those, a ReinterpretedArray built another way reaches this.
+    // A tl dtype's scalar is the IR's name for it; a ReinterpretedArray built without tegula.reinterpret
+    // (a wrapper class of Triton-ported code) may hold anything else, which is refused here.
     nb::object dtype = attribute(value, dtype_name_);
     nb::object as = is_instance(dtype, support_.dtype_type) && !is_instance(dtype, support_.pointer_type)
                         ? attribute_or_null(dtype, scalar_name_)
                         : nb::object();
-    if (!as.is_valid() || !PyUnicode_Check(as.ptr()))
+    ir::Scalar element;
+    if (!as.is_valid() || !PyUnicode_Check(as.ptr()) || !ir::parse_scalar(std::string(utf8(as.ptr())), &element))
       raise_coded(PyExc_TypeError, Diag::InvalidReinterpret,
                   "argument '" + param + "' of kernel '" + kernel + "' is reinterpreted as " + str_of(dtype) +
-                      ", which Tegula has no type for: it has the fp8 formats tl.float8e4nv (e4m3fn), "
-                      "tl.float8e5 (e5m2) and tl.float8e4b15 (e4m3 with bias 15)");
-    array->element = scalar_named(utf8(as.ptr()));
+                      ", which Tegula has no type for: reinterpret an array as a scalar tl dtype such as "
+                      "tl.float8e4nv");
+    array->element = element;
     return array;
   }
   if (is_instance(value, support_.ndarray)) return numpy_array(kernel, param, value, /*exact=*/false);

@@ -34,6 +34,8 @@ std::string c_scalar(ir::Scalar s) {
     case ir::Scalar::F8E4M3: return "uint8_t";
     case ir::Scalar::F8E5M2: return "uint8_t";
     case ir::Scalar::F8E4B15: return "uint8_t";
+    case ir::Scalar::F8E4B8: return "uint8_t";
+    case ir::Scalar::F8E5B16: return "uint8_t";
   }
   return "uint64_t";
 }

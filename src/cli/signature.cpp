@@ -206,6 +206,8 @@ ArgSpec parse_entry(std::string_view entry, const KernelParam& param) {
     case ir::Scalar::F8E4M3:
     case ir::Scalar::F8E5M2:
     case ir::Scalar::F8E4B15:
+    case ir::Scalar::F8E4B8:
+    case ir::Scalar::F8E5B16:
       throw SignatureError("float scalar arguments are passed as fp32, not " + std::string(type) +
                            " (pointers may point to any dtype: *" + std::string(type) + ")");
     default:

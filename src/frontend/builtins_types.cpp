@@ -136,7 +136,7 @@ Symbol lower_dtype_method(Lowerer& l, const CallArgs& c, const std::string& n) {
     const int64_t top = bits == 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
     return Symbol::of(ConstValue::integer(max ? top : -top - 1));
   }
-  // is_<name>: one per dtype name, Triton's fp8 variants Tegula lacks included (never true).
+  // is_<name>: one per dtype's short name (is_fp16, is_fp8e4b8).
   if (method.starts_with("is_")) return yes(element && method.substr(3) == info.short_name);
   error_at(c.loc, Diag::NoSuchAttribute, "a dtype has no method `" + method + "`");
 }

@@ -44,10 +44,7 @@ ConstValue const_from_global(const GlobalValue& g, const SourceLoc& loc) {
     case GlobalValue::Kind::Str: return ConstValue::string(g.text);
     case GlobalValue::Kind::DType: {
       auto t = dtype_from_name(g.text);
-      if (!t) {
-        std::string why = unsupported_fp8_variant(g.text);
-        error_at(loc, Diag::UnknownDtype, why.empty() ? "unsupported dtype `" + g.text + "`" : why);
-      }
+      if (!t) error_at(loc, Diag::UnknownDtype, "unsupported dtype `" + g.text + "`");
       return ConstValue::type(*t);
     }
     default: break;

@@ -572,8 +572,6 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         error_at(loc, Diag::HostObjectInKernel,
                  "`" + attr + "` of the tegula/triton module cannot be used inside a kernel");
       }
-      if (std::string why = unsupported_fp8_variant(attr); !why.empty())
-        error_at(loc, Diag::UnsupportedLanguageName, why, "use tl.float8e4nv (e4m3fn), tl.float8e5 (e5m2) or tl.float8e4b15");
       if (auto t = dtype_from_name(attr); t && attr != "float" && attr != "double" && attr != "half" &&
                                           attr != "bool")
         return Symbol::of(ConstValue::type(*t));

@@ -121,6 +121,7 @@ std::optional<Scalar> dtype_from_name(const std::string& name) {
   static const std::pair<const char*, Scalar> kAliases[] = {
       {"bool", Scalar::I1},     {"half", Scalar::F16},   {"float", Scalar::F32},
       {"double", Scalar::F64},  {"float8_e4m3fn", Scalar::F8E4M3}, {"float8_e5m2", Scalar::F8E5M2},
+      {"float8_e4m3fnuz", Scalar::F8E4B8}, {"float8_e5m2fnuz", Scalar::F8E5B16},
   };
   for (int i = 0; i < ir::kNumScalars; ++i) {
     auto s = static_cast<Scalar>(i);
@@ -130,14 +131,6 @@ std::optional<Scalar> dtype_from_name(const std::string& name) {
   for (const auto& [alias, s] : kAliases)
     if (name == alias) return s;
   return std::nullopt;
-}
-
-std::string unsupported_fp8_variant(const std::string& name) {
-  for (const char* variant : {"float8e4b8", "float8e5b16"})
-    if (name == variant)
-      return "`tl." + name + "` is not supported: Tegula has the fp8 formats tl.float8e4nv (e4m3fn), tl.float8e5 "
-             "(e5m2) and tl.float8e4b15 (e4m3 with bias 15)";
-  return "";
 }
 
 std::string triton_name(Scalar s) { return ir::scalar_info(s).short_name; }

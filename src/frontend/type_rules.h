@@ -63,9 +63,6 @@ std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>&
                                                      const std::vector<int64_t>& b, std::string* why);
 // "float32" / "fp32" / "f32" / "bfloat16" / "int1" ... -> scalar.
 std::optional<ir::Scalar> dtype_from_name(const std::string& name);
-// For Triton's fp8 variants Tegula does not implement (AMD's float8e4b8 and
-// float8e5b16): why not; "" for every other name.
-std::string unsupported_fp8_variant(const std::string& name);
 // The Triton-style name of a scalar type: "fp32", "bf16", "int32", "uint8", "int1".
 std::string triton_name(ir::Scalar s);
 

@@ -13,7 +13,9 @@
 //   f8e5m2        fp8 E5M2 (tl.float8e5): bias 15, IEEE-style infinities and NaNs, max 57344
 //   f8e4b15       fp8 E4M3 with bias 15 (tl.float8e4b15): no infinities, no NaN, max 1.875
 //                 (conversions saturate at 1.75 and round ties away from zero)
-//                 All three are storage types: arithmetic converts to f32 and rounds back
+//   f8e4b8        fp8 E4M3 "fnuz" (tl.float8e4b8): bias 8, no infinities, no -0, NaN = 0x80, max 240
+//   f8e5b16       fp8 E5M2 "fnuz" (tl.float8e5b16): bias 16, no infinities, no -0, NaN = 0x80, max 57344
+//                 All five are storage types: arithmetic converts to f32 and rounds back
 //                 (to nearest, saturating; ir/fp8.h, docs/ir.md).
 //   ptr<f32>      address of an f32 in global memory
 //   tile<64x32xf32>, tile<128xptr<f16>>
@@ -40,7 +42,7 @@ inline constexpr int kNumScalars = 0
 
 enum class ScalarKind : uint8_t { Bool, Signed, Unsigned, Float };
 // What a float's top exponent holds (scalar_types.def).
-enum class FloatSpecials : uint8_t { Ieee, TopNan, None };
+enum class FloatSpecials : uint8_t { Ieee, TopNan, None, Fnuz };
 // How a conversion to a float rounds a value halfway between two.
 enum class FloatTies : uint8_t { Even, Away };
 
@@ -51,7 +53,7 @@ struct ScalarInfo {
   ScalarKind kind;
   int mantissa;            // explicit mantissa bits of a float (ir/float_format.h)
   int bias;                // a float's exponent bias
-  FloatSpecials specials;  // Ieee: the top exponent holds inf and NaN
+  FloatSpecials specials;  // Ieee: the top exponent holds inf and NaN (scalar_types.def has the others)
   FloatTies ties;          // Even, or Away (f8e4b15)
   const char* tl_name;     // "float32": tl.float32
   const char* short_name;  // "fp32": Triton's printed and signature name
@@ -63,7 +65,7 @@ constexpr int64_t kMaxTileElements = int64_t{1} << 20;
 
 bool is_float(Scalar s);
 bool is_narrow_float(Scalar s);  // f16, bf16, fp8: stored narrower than f32, computed in f32
-bool is_fp8(Scalar s);      // f8e4m3, f8e5m2 or f8e4b15
+bool is_fp8(Scalar s);      // f8e4m3, f8e5m2, f8e4b15, f8e4b8 or f8e5b16
 bool is_integer(Scalar s);  // includes i1
 bool is_signed(Scalar s);   // signed integers (i1 counts as unsigned)
 int bit_width(Scalar s);    // i1 -> 1

@@ -289,7 +289,9 @@ inline long double decode(Scalar s, const void* p) {
     case Scalar::U64: { uint64_t v; std::memcpy(&v, p, 8); return (long double)v; }
     case Scalar::F8E4M3:
     case Scalar::F8E5M2:
-    case Scalar::F8E4B15: return ir::decode_float(*static_cast<const uint8_t*>(p), s);
+    case Scalar::F8E4B15:
+    case Scalar::F8E4B8:
+    case Scalar::F8E5B16: return ir::decode_float(*static_cast<const uint8_t*>(p), s);
   }
   return 0;
 }

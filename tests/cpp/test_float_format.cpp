@@ -1,7 +1,8 @@
 // The float formats of ir/float_format.h against the host's own float
-// conversions: every 16- and 8-bit pattern decodes to the value it means and
-// encodes back, and rounding random doubles agrees with the host's float
-// and _Float16 conversions (round to nearest even, overflow to inf).
+// conversions and the fp8 formats' definitions: every 16- and 8-bit pattern
+// decodes to the value it means and encodes back, and rounding random doubles
+// agrees with the host's float and _Float16 conversions (round to nearest
+// even, overflow to inf).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -87,6 +88,58 @@ TEST(FloatFormat, Fp8E4b15IsF16sBitsWithTiesAwayAndSaturationAt175) {
   EXPECT_EQ(round_to_float(-1.0625, Scalar::F8E4B15), -1.125);
   EXPECT_EQ(round_to_float(std::ldexp(1.0, -18), Scalar::F8E4B15), std::ldexp(1.0, -17));
   EXPECT_EQ(round_to_float(std::nextafter(std::ldexp(1.0, -18), 0.0), Scalar::F8E4B15), 0.0);
+}
+
+// The fnuz formats (AMD's e4m3fnuz and e5m2fnuz): no infinities, no -0, the
+// code of -0 (0x80) their one NaN. Conversions round to nearest even,
+// saturate finite values at the top code and make infinities NaN.
+TEST(FloatFormat, FnuzFormatsHaveOneNanAndNoNegativeZero) {
+  struct Case {
+    Scalar s;
+    int mantissa, bias;
+    double largest;
+  };
+  for (Case c : {Case{Scalar::F8E4B8, 3, 8, 240.0}, Case{Scalar::F8E5B16, 2, 16, 57344.0}}) {
+    SCOPED_TRACE(to_string(c.s));
+    for (uint32_t b = 0; b < 256; ++b) {
+      double x = decode_float(b, c.s);
+      if (b == 0x80) {
+        ASSERT_TRUE(std::isnan(x));
+        continue;
+      }
+      ASSERT_TRUE(std::isfinite(x)) << std::hex << b;
+      // Every other code is a number: (2^M + m) * 2^(e - bias - M), or m * 2^(1 - bias - M) for e = 0.
+      uint32_t e = (b & 0x7fu) >> c.mantissa, m = b & ((1u << c.mantissa) - 1u);
+      double magnitude = e == 0 ? std::ldexp(m, 1 - c.bias - c.mantissa)
+                                : std::ldexp(m + (1u << c.mantissa), static_cast<int>(e) - c.bias - c.mantissa);
+      ASSERT_TRUE(same(x, b & 0x80u ? -magnitude : magnitude)) << std::hex << b;
+      ASSERT_EQ(encode_float(x, c.s), b) << std::hex << b;
+    }
+    EXPECT_EQ(decode_float(0x7f, c.s), c.largest);
+    EXPECT_EQ(decode_float(0xff, c.s), -c.largest);
+    EXPECT_EQ(encode_float(1.0, c.s), static_cast<uint64_t>(c.bias) << c.mantissa);
+    // No -0: -0 and negative values that round to zero are +0.
+    EXPECT_EQ(encode_float(-0.0, c.s), 0x00u);
+    EXPECT_EQ(encode_float(-std::ldexp(1.0, -c.bias - c.mantissa - 2), c.s), 0x00u);
+    EXPECT_EQ(encode_float(-std::ldexp(1.0, 1 - c.bias - c.mantissa), c.s), 0x81u);
+    // NaN and the infinities, which the formats lack, are the NaN; finite values saturate.
+    EXPECT_EQ(encode_float(NAN, c.s), 0x80u);
+    EXPECT_EQ(encode_float(-NAN, c.s), 0x80u);
+    EXPECT_EQ(encode_float(INFINITY, c.s), 0x80u);
+    EXPECT_EQ(encode_float(-INFINITY, c.s), 0x80u);
+    EXPECT_EQ(encode_float(c.largest * 1.25, c.s), 0x7fu);
+    EXPECT_EQ(encode_float(-1e300, c.s), 0xffu);
+    EXPECT_TRUE(same(round_to_float(-0.0, c.s), 0.0));
+  }
+  // Ties go to even: 1 + 2^-4 lies halfway between e4b8's 1.0 and 1.125,
+  // 1.1875 between 1.125 and 1.25; 248 between 240 and 256, past the top.
+  EXPECT_EQ(round_to_float(1.0625, Scalar::F8E4B8), 1.0);
+  EXPECT_EQ(round_to_float(1.1875, Scalar::F8E4B8), 1.25);
+  EXPECT_EQ(round_to_float(248.0, Scalar::F8E4B8), 240.0);
+  EXPECT_EQ(round_to_float(std::ldexp(1.0, -11), Scalar::F8E4B8), 0.0);  // half the smallest subnormal
+  EXPECT_EQ(round_to_float(std::ldexp(3.0, -12), Scalar::F8E4B8), std::ldexp(1.0, -10));
+  EXPECT_EQ(round_to_float(61440.0, Scalar::F8E5B16), 57344.0);
+  EXPECT_EQ(round_to_float(std::ldexp(1.0, -17), Scalar::F8E5B16), std::ldexp(1.0, -17));
 }
 
 TEST(FloatFormat, RoundingRandomDoublesMatchesTheHost) {

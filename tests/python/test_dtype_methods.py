@@ -17,7 +17,8 @@ PREDICATES = ("is_floating", "is_standard_floating", "is_fp8", "is_int", "is_int
               "is_fp64", "is_fp8e4nv", "is_fp8e5", "is_fp8e4b15", "is_fp8e4b8", "is_fp8e5b16")
 
 DTYPES = (tl.int1, tl.int8, tl.int16, tl.int32, tl.int64, tl.uint8, tl.uint16, tl.uint32, tl.uint64, tl.float16,
-          tl.bfloat16, tl.float32, tl.float64, tl.float8e4nv, tl.float8e5, tl.float8e4b15)
+          tl.bfloat16, tl.float32, tl.float64, tl.float8e4nv, tl.float8e5, tl.float8e4b15, tl.float8e4b8,
+          tl.float8e5b16)
 
 
 @tegula.jit

@@ -1,5 +1,5 @@
-"""fp8 (tl.float8e4nv = e4m3fn, tl.float8e5 = e5m2; tl.float8e4b15 has its own
-file, test_fp8e4b15.py): conversions, storage,
+"""fp8 (tl.float8e4nv = e4m3fn, tl.float8e5 = e5m2; tl.float8e4b15 and AMD's
+fnuz formats have their own files, test_fp8e4b15.py and test_fp8_fnuz.py): conversions, storage,
 arithmetic, bitcasts and tl.dot, against a NumPy reference written here.
 
 NumPy has no fp8 type: fp8 data lives in uint8 arrays handed to kernels through
@@ -203,39 +203,18 @@ def test_fp8_dot_accumulates_in_f32(backend, fmts):
     np.testing.assert_allclose(backend.numpy(c), want, rtol=1e-5, atol=1e-3)
 
 
-def test_other_fp8_variants_are_a_located_error():
-    @tegula.jit
-    def variant(x_ptr):
-        tl.store(x_ptr, tl.load(x_ptr).to(tl.float8e4b8))
-
-    with pytest.raises(tegula.CompilationError, match=r"float8e4b8` is not supported: Tegula has the fp8 "
-                                                      r"formats tl.float8e4nv \(e4m3fn\), tl.float8e5"):
-        variant[(1,)](np.zeros(4, np.float32))
+@tegula.jit
+def cast_to(x_ptr, T: tl.constexpr):
+    tl.store(x_ptr, tl.load(x_ptr).to(T).to(tl.float32))
 
 
-def test_amd_fp8_variants_exist_and_are_refused_where_used():
-    # Programs that name them (dtype tables, Triton's tests, which skip them off AMD GPUs) import; a constexpr
-    # argument and tegula.reinterpret refuse them with the same fix as a kernel that names them.
-    assert (tl.float8e4b8.fp_mantissa_width, tl.float8e4b8.exponent_bias) == (3, 8)
-    assert (tl.float8e5b16.fp_mantissa_width, tl.float8e5b16.exponent_bias) == (2, 16)
-    assert tl.float8e4b8.is_fp8e4b8() and tl.float8e5b16.is_fp8e5b16() and tl.float8e4b8.is_fp8()
-    assert tl.float8e4b8.is_floating() and not tl.float8e4b8.is_fp8e4nv()
-    assert tl.float8e4b8 != tl.float8e4nv and str(tl.float8e5b16) == "fp8e5b16"
-
-    @tegula.jit
-    def cast_to(x_ptr, T: tl.constexpr):
-        tl.store(x_ptr, tl.load(x_ptr).to(T).to(tl.float32))
-
-    with pytest.raises(tegula.CompilationError, match=r"(?s)float8e5b16` is not supported: Tegula has the fp8 "
-                                                      r"formats.*T: tl.constexpr"):
-        cast_to[(1,)](np.zeros(4, np.float32), T=tl.float8e5b16)
-    with pytest.raises(TypeError, match=r"tegula.reinterpret: tl.float8e4b8 is not supported"):
-        tegula.reinterpret(np.zeros(4, np.uint8), tl.float8e4b8)
+def test_a_wrapper_reinterpreted_as_no_scalar_dtype_is_refused():
     # A wrapper built without tegula.reinterpret (a TensorWrapper subclass of Triton-ported code) meets the
-    # launcher's own check, not a bare "bad argument type".
+    # launcher's own check, not a bare "bad argument type". (AMD's fnuz formats have their own tests,
+    # test_fp8_fnuz.py.)
     from tegula._reinterpret import ReinterpretedArray
 
-    for dtype in (tl.float8e4b8, tl.pointer_type(tl.float32), "uint8"):
+    for dtype in (tl.pointer_type(tl.float32), "uint8", tl.void):
         with pytest.raises(TypeError, match=r"argument 'x_ptr' of kernel 'cast_to' is reinterpreted as .*, which "
                                             r"Tegula has no type for"):
             cast_to[(1,)](ReinterpretedArray(np.zeros(4, np.uint8), dtype), T=tl.float32)

@@ -339,7 +339,8 @@ def test_float_dtype_attributes_match_numpy(dtype, info):
 def test_small_float_dtype_attributes():
     ml_dtypes = pytest.importorskip("ml_dtypes")
     for dtype, np_type in ((tl.bfloat16, ml_dtypes.bfloat16), (tl.float8e4nv, ml_dtypes.float8_e4m3fn),
-                           (tl.float8e5, ml_dtypes.float8_e5m2)):
+                           (tl.float8e5, ml_dtypes.float8_e5m2), (tl.float8e4b8, ml_dtypes.float8_e4m3fnuz),
+                           (tl.float8e5b16, ml_dtypes.float8_e5m2fnuz)):
         info = ml_dtypes.finfo(np_type)
         assert dtype.fp_mantissa_width == info.nmant, dtype
         assert dtype.exponent_bias == -info.minexp + 1, dtype  # bias = 1 - min normal exponent

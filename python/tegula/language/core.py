@@ -36,18 +36,14 @@ _SCALARS = {
     "fp8e4nv": ("float8e4nv", "f8e4m3", 8),  # e4m3fn: bias 7, no inf, max 448
     "fp8e5": ("float8e5", "f8e5m2", 8),      # e5m2: bias 15, inf and NaN, max 57344
     "fp8e4b15": ("float8e4b15", "f8e4b15", 8),  # e4m3, bias 15: no inf or NaN, max 1.875
+    # AMD's "fnuz" formats: no inf, no -0, NaN at 0x80 (the code of -0)
+    "fp8e4b8": ("float8e4b8", "f8e4b8", 8),     # e4m3fnuz: bias 8, max 240
+    "fp8e5b16": ("float8e5b16", "f8e5b16", 8),  # e5m2fnuz: bias 16, max 57344
 }
-
-
-# AMD's fnuz fp8 formats (no infinities, no negative zero, NaN at 0x80), which Triton has on CDNA3 GPUs only
-# and Tegula on no backend: (name exported by tegula.language, mantissa bits, exponent bias). Their dtypes
-# exist, without an IR scalar, so that programs naming them import (dtype tables, tests that skip them off
-# AMD); a kernel, a constexpr argument or tegula.reinterpret that uses one is refused.
-_WITHOUT_BACKEND = {"fp8e4b8": ("float8e4b8", 3, 8), "fp8e5b16": ("float8e5b16", 2, 16)}
 
 # Floating types: (mantissa bits, exponent bias), as Triton's dtype has them.
 _FLOAT_LAYOUT = {"fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023),
-                 "fp8e4nv": (3, 7), "fp8e5": (2, 15), "fp8e4b15": (3, 15)}
+                 "fp8e4nv": (3, 7), "fp8e5": (2, 15), "fp8e4b15": (3, 15), "fp8e4b8": (3, 8), "fp8e5b16": (2, 16)}
 
 
 def _language_path(value) -> str:
@@ -90,10 +86,6 @@ class dtype:
     OTHER_TYPES = ["void"]
 
     def __init__(self, name: str):
-        if name in _WITHOUT_BACKEND:
-            self.name, self.scalar, self.primitive_bitwidth, self.itemsize = name, None, 8, 1
-            self.canonical_name, self.fp_mantissa_width, self.exponent_bias = _WITHOUT_BACKEND[name]
-            return
         if name not in _SCALARS:
             raise coded(ValueError, "E0207", f"unknown dtype {name!r}; known: {', '.join(_SCALARS)}")
         self.name = name
@@ -165,7 +157,7 @@ class dtype:
 
     @staticmethod
     def is_dtype(type_str) -> bool:
-        return type_str in _SCALARS or type_str in _WITHOUT_BACKEND
+        return type_str in _SCALARS
 
     def __eq__(self, other) -> bool:
         return type(other) is type(self) and other.name == self.name
@@ -187,9 +179,8 @@ def _is_named(name: str):
     return predicate
 
 
-# One predicate per type, as Triton has them (tl.float16.is_fp16(), ...),
-# including those of the fp8 variants without a backend (tl.float8e4b8.is_fp8e4b8()).
-for _name in (*_SCALARS, *_WITHOUT_BACKEND):
+# One predicate per type, as Triton has them (tl.float16.is_fp16(), tl.float8e4b8.is_fp8e4b8(), ...).
+for _name in _SCALARS:
     setattr(dtype, f"is_{_name}", _is_named(_name))
 del _name
 
@@ -434,8 +425,8 @@ float64 = dtype("fp64")
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
 float8e4b15 = dtype("fp8e4b15")
-float8e4b8 = dtype("fp8e4b8")    # e4m3fnuz: bias 8, max 240 (no backend: _WITHOUT_BACKEND)
-float8e5b16 = dtype("fp8e5b16")  # e5m2fnuz: bias 16, max 57344
+float8e4b8 = dtype("fp8e4b8")
+float8e5b16 = dtype("fp8e5b16")
 
 #: the type of nothing (what a function without a result returns)
 void = dtype.__new__(dtype)
@@ -488,7 +479,7 @@ def get_int_dtype(bitwidth: int, signed: bool) -> dtype:
 #: every scalar dtype, by the name tegula.language exports it under
 DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
                                         uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5,
-                                        float8e4b15)}
+                                        float8e4b15, float8e4b8, float8e5b16)}
 
 
 def only_in_kernel(name: str):

@@ -55,6 +55,7 @@ TG_FN unsigned long long tg_outside_by(const TgExtent& e, const void* p, unsigne
 
 // f32 -> fp8 by bit manipulation (ir/fp8.h's rules: round to nearest even,
 // saturate to the largest finite value, infinities too; NaN becomes 0x7f).
+// The fnuz conversions (kSoftFp8Fnuz) build on it.
 inline constexpr std::string_view kSoftFp8 = R"PRELUDE(// ---- fp8 ----
 // f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
 // largest finite magnitude.
@@ -101,6 +102,37 @@ TG_FN float tg_f8e4b15_to_f32(unsigned char h) {
   float v = (float)(e ? (m | 8u) : m) * 0x1p-17f * (float)(1u << (e ? e - 1u : 0u));
   return (h & 0x80u) ? -v : v;
 }
+)PRELUDE";
+
+// The fnuz formats f8e4b8 and f8e5b16 (tl.float8e4b8, tl.float8e5b16: no
+// infinities, no -0, 0x80 the one NaN), emitted after kSoftFp8 only by units
+// with values of them; they use tg_bits_to_f32, which the CPU prelude and the
+// CUDA backend's kFp8FnuzTypes define. Their rules are ir/fp8.h's: to them
+// rounds to nearest even (kSoftFp8's tg_f32_to_f8, which saturates at the top
+// code 0x7f), NaN and the infinities become 0x80, and a zero result is +0
+// whatever the sign; from them is exact. No GPU Tegula targets converts
+// them natively.
+inline constexpr std::string_view kSoftFp8Fnuz = R"PRELUDE(// ---- fp8 fnuz (e4b8, e5b16) ----
+TG_FN unsigned char tg_f32_to_f8fnuz(float f, int m, int bias) {
+  if ((tg_f32_to_bits(f) & 0x7fffffffu) >= 0x7f800000u) return 0x80u;  // NaN and inf: the NaN
+  unsigned char code = tg_f32_to_f8(f, m, bias, 0x7fu);
+  return code == 0x80u ? 0u : code;                                     // no -0
+}
+// Normal codes move their exponent from bias `bias` to f32's 127;
+// subnormals are m-bit steps of 2^(1 - bias - m), a float product that is exact.
+TG_FN float tg_f8fnuz_to_f32(unsigned char h, int m, int bias) {
+  unsigned sign = (unsigned)(h & 0x80u) << 24, magnitude = h & 0x7fu;
+  if (h == 0x80u) return tg_bits_to_f32(0x7fc00000u);
+  if ((magnitude >> m) == 0)
+    return tg_bits_to_f32(sign | tg_f32_to_bits((float)magnitude * tg_bits_to_f32((unsigned)(128 - bias - m) << 23)));
+  return tg_bits_to_f32(sign | ((magnitude + ((unsigned)(127 - bias) << m)) << (23 - m)));
+}
+TG_FN unsigned char tg_f32_to_f8e4b8(float f) { return tg_f32_to_f8fnuz(f, 3, 8); }
+TG_FN unsigned char tg_f32_to_f8e5b16(float f) { return tg_f32_to_f8fnuz(f, 2, 16); }
+TG_FN unsigned char tg_f64_to_f8e4b8(double d) { return tg_f32_to_f8e4b8(tg_f64_to_f32_odd(d)); }
+TG_FN unsigned char tg_f64_to_f8e5b16(double d) { return tg_f32_to_f8e5b16(tg_f64_to_f32_odd(d)); }
+TG_FN float tg_f8e4b8_to_f32(unsigned char h) { return tg_f8fnuz_to_f32(h, 3, 8); }
+TG_FN float tg_f8e5b16_to_f32(unsigned char h) { return tg_f8fnuz_to_f32(h, 2, 16); }
 )PRELUDE";
 
 }  // namespace tegula::backends::c_family

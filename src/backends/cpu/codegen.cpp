@@ -406,6 +406,8 @@ std::string emit_cpp(const ir::Function& fn, const CodegenOptions& options) {
     unit.raw(c_family::kSoftFp8);
     unit.raw(kFp8Prelude);
     if (ir::uses_scalar(fn, ir::Scalar::F8E4B15)) unit.raw(c_family::kSoftFp8E4b15);
+    if (ir::uses_scalar(fn, ir::Scalar::F8E4B8) || ir::uses_scalar(fn, ir::Scalar::F8E5B16))
+      unit.raw(c_family::kSoftFp8Fnuz);
   }
   if (c_family::uses_libdevice(fn)) unit.raw(kLibdevicePrelude);
   if (ctx.streams || fetches_next_tiles) unit.raw(kStreamPrelude);

@@ -7,7 +7,8 @@
 // conversions go through float; a double first rounds to float to odd, which
 // keeps the one correct rounding (float has far more than the 2 extra bits
 // that needs). Units with f8e4b15 values add c_family::kSoftFp8E4b15, its
-// conversions in both backends (Triton's rules, ir/fp8.h).
+// conversions in both backends (Triton's rules, ir/fp8.h), and units with
+// f8e4b8 or f8e5b16 values c_family::kSoftFp8Fnuz, the fnuz formats'.
 #pragma once
 
 #include <string_view>

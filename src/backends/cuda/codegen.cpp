@@ -673,6 +673,10 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
       unit.raw(kFp8E4b15Types);
       unit.raw(c_family::kSoftFp8E4b15);
     }
+    if (ir::uses_scalar(fn, ir::Scalar::F8E4B8) || ir::uses_scalar(fn, ir::Scalar::F8E5B16)) {
+      unit.raw(kFp8FnuzTypes);
+      unit.raw(c_family::kSoftFp8Fnuz);
+    }
   }
   if (uses_atomics(fn)) unit.raw(kAtomicPrelude);
   if (c_family::uses_libdevice(fn)) unit.raw(kLibdevicePrelude);

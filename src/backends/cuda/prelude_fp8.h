@@ -23,6 +23,14 @@ TG_DEVICE unsigned tg_f32_to_bits(float f) { return __float_as_uint(f); }
 inline constexpr std::string_view kFp8E4b15Types = R"PRELUDE(typedef unsigned char tg_f8e4b15;  // fp8 E4M3 with bias 15 (no inf, no NaN), as its bits
 )PRELUDE";
 
+// Units with f8e4b8 or f8e5b16 values add their types and the bit access
+// c_family::kSoftFp8Fnuz uses, then it (software conversions, the CPU
+// backend's too: no NVIDIA GPU converts the fnuz formats).
+inline constexpr std::string_view kFp8FnuzTypes = R"PRELUDE(typedef unsigned char tg_f8e4b8;   // fp8 E4M3 "fnuz" (bias 8, no inf, no -0, NaN = 0x80), as its bits
+typedef unsigned char tg_f8e5b16;  // fp8 E5M2 "fnuz" (bias 16, no inf, no -0, NaN = 0x80), as its bits
+TG_DEVICE float tg_bits_to_f32(unsigned b) { return __uint_as_float(b); }
+)PRELUDE";
+
 // After c_family::kSoftFp8.
 inline constexpr std::string_view kFp8Prelude = R"PRELUDE(TG_DEVICE tg_f8e4m3 tg_f32_to_f8e4m3(float f) {
 #if __CUDA_ARCH__ >= 890
