@@ -414,7 +414,10 @@ def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.T
     """``cross_entropy(x @ weight^T, targets)`` (mean over the rows not ignored) without the
     logits in memory: x [M, C], weight [V, C] (a Linear layer's weight without bias), targets [M].
     Under ``torch.autocast`` x and weight are cast to its dtype first, as the ``F.linear`` this
-    replaces would be; the loss is float32 either way."""
+    replaces would be; the loss is float32 either way. Where x or weight asks for a gradient, the
+    forward computes the gradients too (``linear_cross_entropy_with_grads``, three matrix products
+    in all instead of four), and the backward only scales them: evaluate under ``torch.no_grad()``
+    when no backward follows."""
     device = x.device.type
     if torch.is_autocast_enabled(device):
         dtype = torch.get_autocast_dtype(device)
