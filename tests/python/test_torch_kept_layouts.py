@@ -262,10 +262,14 @@ def _lce_checked(x, weight, targets, ignore_index, dloss, reference=False):
                                                        ignore_index))
     # The mean loss with its gradients (the training path): against its general path, and float64 for a
     # per-row gradient of 1 / the rows not ignored.
-    loss, mean_dx, mean_dw = lce.linear_cross_entropy_with_grads(x, weight, targets, ignore_index)
+    loss, mean_dx, mean_dw = lce.linear_cross_entropy_with_grads(x, weight, targets, ignore_index, True, True)
     assert loss.shape == () and loss.dtype == losses.dtype and mean_dx.dtype == x.dtype and mean_dw.dtype == weight.dtype
     _exact((loss, mean_dx, mean_dw), lce.linear_cross_entropy_with_grads(_nc(x), _nc(weight), _nc(targets),
-                                                                          ignore_index))
+                                                                          ignore_index, True, True))
+    # Either gradient alone: the same values, the other empty.
+    _exact((loss, mean_dx), lce.linear_cross_entropy_with_grads(x, weight, targets, ignore_index, True, False)[:2])
+    _exact((loss, mean_dw), lce.linear_cross_entropy_with_grads(_nc(x), _nc(weight), _nc(targets), ignore_index,
+                                                                False, True)[::2])
     if reference:
         losses64, lse64, dx64, dw64 = _lce64(x, weight, targets, ignore_index, dloss)
         _near(losses, losses64, F32)

@@ -320,7 +320,7 @@ def test_linear_cross_entropy_chunks_cover_the_vocabulary(monkeypatch, dtype, ro
         torch.testing.assert_close(ops.linear_cross_entropy(x, w, targets), F.cross_entropy(x @ w.T, targets))
     # Gradients asked for: linear_cross_entropy_with_grads over chunks of whole rows, as many rows as the 16
     # columns' bytes hold (1 of 5 rows, 23 of 103), the last chunk short.
-    chunks = lce._with_grads_layout(x, w, targets, -100)[0]
+    chunks = lce._with_grads_layout(x, w, targets, -100, True, True)[0]
     assert [n for _, n in chunks] == ([1] * 5 if rows == 5 else [23, 23, 23, 23, 11])
     _check_against(lambda x, w: F.cross_entropy(x @ w.T, targets),
                    lambda x, w: ops.linear_cross_entropy(x, w, targets).to(x.dtype), (x, w), dtype, gen)
@@ -358,6 +358,30 @@ def test_linear_cross_entropy_with_grads_agrees_with_the_per_row_op(device, dtyp
     for g, wg in zip(got, want):
         assert g.dtype == dtype
         torch.testing.assert_close(g, wg, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("frozen", ["weight", "x"])
+def test_linear_cross_entropy_makes_only_the_gradient_asked_for(device, frozen):
+    # A frozen output projection (fine-tuning with adapters) or a frozen input: the other gradient alone,
+    # against torch's; the op's output for the frozen one is empty (its product is not made).
+    lce = importlib.import_module("tegula.torch.ops.linear_cross_entropy")
+    gen = torch.Generator().manual_seed(76)
+    x = _randn(45, 24, dtype=torch.float64, gen=gen, device=device)
+    w = _randn(70, 24, dtype=torch.float64, gen=gen, scale=0.5, device=device)
+    targets = torch.randint(0, 70, (45,), generator=gen)
+    targets[[2, 44]] = -100
+    targets = targets.to(device)
+    trained = x if frozen == "weight" else w
+    trained.requires_grad_()
+    (ops.linear_cross_entropy(x, w, targets) * 1.75).backward()
+    got = trained.grad
+    trained.grad = None
+    (F.cross_entropy(x @ w.T, targets) * 1.75).backward()
+    torch.testing.assert_close(got, trained.grad, rtol=1e-10, atol=1e-12)
+    need_dx = frozen == "weight"
+    _, dx, dw = lce.linear_cross_entropy_with_grads(x.detach(), w.detach(), targets, -100, need_dx, not need_dx)
+    assert (dx.numel(), dw.numel()) == ((45 * 24, 0) if need_dx else (0, 70 * 24))
 
 
 def test_linear_cross_entropy_with_grads_when_every_row_is_ignored():

@@ -316,44 +316,57 @@ register_autograd(linear_cross_entropy_forward, _backward, non_differentiable=(1
 
 # --- the mean loss with its gradients, for training ------------------------------------------------------------
 
-def _with_grads_fake(x, weight, targets, ignore_index):
+def _grad_shapes(x, weight, need_dx, need_dweight) -> tuple:
+    """The shapes of dx and dweight: theirs, or (0,) for a gradient nobody asked for."""
+    return tuple(x.shape) if need_dx else (0,), tuple(weight.shape) if need_dweight else (0,)
+
+
+def _with_grads_fake(x, weight, targets, ignore_index, need_dx, need_dweight):
     _check(x, weight, targets)
-    return x.new_empty((), dtype=_rows.accumulator(x)), x.new_empty(x.shape), weight.new_empty(weight.shape)
+    dx_shape, dweight_shape = _grad_shapes(x, weight, need_dx, need_dweight)
+    return x.new_empty((), dtype=_rows.accumulator(x)), x.new_empty(dx_shape), weight.new_empty(dweight_shape)
 
 
 _WITH_GRADS_LAYOUTS = Layouts()
 _ONE_PROGRAM_BLOCK = 1024  # the count and mean kernels' lanes
 
 
-def _with_grads_layout(x, weight, targets, ignore_index):
+def _with_grads_layout(x, weight, targets, ignore_index, need_dx, need_dweight):
     """For contiguous x, weight and targets with rows: (the chunks of rows as (first row, rows) pairs, the
     logits buffer's sizes and strides, the row kernel's constexprs, the sizes and strides of the losses, of
-    dx and of dweight, the statistics' dtype)."""
+    dx and of dweight (empty where not asked for), the statistics' dtype)."""
     (M, _), V = x.shape, weight.shape[0]
     if not M:
         return None
     rows = chunk_rows(M, V, x.element_size())
     chunks = tuple((r0, min(rows, M - r0)) for r0 in range(0, M, rows))
+    dx_shape, dweight_shape = _grad_shapes(x, weight, need_dx, need_dweight)
     return (chunks, sizes_and_strides((rows * V,)), dict(BLOCK_V=_block_v(V), ACC=compute_dtype(x)),
-            sizes_and_strides((M,)), sizes_and_strides(tuple(x.shape)), sizes_and_strides(tuple(weight.shape)),
+            sizes_and_strides((M,)), sizes_and_strides(dx_shape), sizes_and_strides(dweight_shape),
             _rows.accumulator(x))
 
 
 @custom_op("tegula::linear_cross_entropy_with_grads", fake=_with_grads_fake)
 def linear_cross_entropy_with_grads(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                                    ignore_index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                                    ignore_index: int, need_dx: bool, need_dweight: bool
+                                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, dx, dweight): the mean loss over the rows not ignored (float32, float64 for float64 inputs;
     NaN when every row is ignored, as torch's mean) and its gradients for an upstream gradient of 1, in the
-    inputs' dtypes. Its autograd formula scales dx and dweight by the loss's actual upstream gradient."""
-    layout = _WITH_GRADS_LAYOUTS.lookup((x, weight, targets), (ignore_index, LOGITS_CHUNK_BYTES),
-                                        _contiguous_layout(_with_grads_layout), x, weight, targets, ignore_index)
+    inputs' dtypes; a gradient not needed is an empty tensor, and its product is not made (a frozen output
+    projection, as in fine-tuning with adapters, saves a third of the work). Its autograd formula scales dx
+    and dweight by the loss's actual upstream gradient."""
+    layout = _WITH_GRADS_LAYOUTS.lookup((x, weight, targets),
+                                        (ignore_index, LOGITS_CHUNK_BYTES, need_dx, need_dweight),
+                                        _contiguous_layout(_with_grads_layout), x, weight, targets, ignore_index,
+                                        need_dx, need_dweight)
     if layout is None:
         _check(x, weight, targets)
         x, weight, targets = x.contiguous(), weight.contiguous(), targets.contiguous()
-        layout = _with_grads_layout(x, weight, targets, ignore_index)
+        layout = _with_grads_layout(x, weight, targets, ignore_index, need_dx, need_dweight)
         if layout is None:  # no rows
-            return (torch.full((), float("nan"), dtype=_rows.accumulator(x), device=x.device), torch.zeros_like(x),
-                    torch.zeros_like(weight))
+            dx_shape, dweight_shape = _grad_shapes(x, weight, need_dx, need_dweight)
+            return (torch.full((), float("nan"), dtype=_rows.accumulator(x), device=x.device),
+                    x.new_zeros(dx_shape), weight.new_zeros(dweight_shape))
     check_targets("linear_cross_entropy", targets, weight.shape[0], ignore_index)
     chunks, buffer, meta, rows, x_rows, w_rows, dtype = layout
     (M, _), V = x.shape, weight.shape[0]
@@ -368,10 +381,11 @@ def linear_cross_entropy_with_grads(x: torch.Tensor, weight: torch.Tensor, targe
         logits = torch.mm(x_part, weight.t(), out=buffer[:n * V].view(n, V))
         linear_cross_entropy_rows_kernel[(n,)](logits, targets if whole else targets[r0:],
                                                losses if whole else losses[r0:], counts, V, ignore_index, **meta)
-        torch.mm(logits, weight, out=dx if whole else dx[r0:r0 + n])
-        if r0 == 0:
+        if need_dx:
+            torch.mm(logits, weight, out=dx if whole else dx[r0:r0 + n])
+        if need_dweight and r0 == 0:
             torch.mm(logits.t(), x_part, out=dweight)
-        else:
+        elif need_dweight:
             dweight.addmm_(logits.t(), x_part)
     linear_cross_entropy_mean_kernel[(1,)](losses, counts, loss, M, BLOCK=_ONE_PROGRAM_BLOCK)
     return loss, dx, dweight
@@ -399,14 +413,15 @@ def linear_cross_entropy_scale_grads(dloss: torch.Tensor, dx: torch.Tensor,
 
 
 def _with_grads_backward(saved, dloss, _ddx, _ddweight):
+    dx, dweight, need_dx, need_dweight = saved
     if dloss is None:
-        return None, None, None, None
-    dx, dweight = saved
-    return (*linear_cross_entropy_scale_grads(dloss, dx, dweight), None, None)
+        return None, None, None, None, None, None
+    dx, dweight = linear_cross_entropy_scale_grads(dloss, dx, dweight)
+    return dx if need_dx else None, dweight if need_dweight else None, None, None, None, None
 
 
 register_autograd(linear_cross_entropy_with_grads, _with_grads_backward, non_differentiable=(1, 2),
-                  save=lambda inputs, output: (output[1], output[2]))
+                  save=lambda inputs, output: (output[1], output[2], inputs[4], inputs[5]))
 
 
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
@@ -423,6 +438,7 @@ def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.T
         dtype = torch.get_autocast_dtype(device)
         x, weight = x.to(dtype), weight.to(dtype)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
-        return linear_cross_entropy_with_grads(x, weight, targets, ignore_index)[0]
+        return linear_cross_entropy_with_grads(x, weight, targets, ignore_index, x.requires_grad,
+                                               weight.requires_grad)[0]
     losses = linear_cross_entropy_forward(x, weight, targets, ignore_index)[0]
     return losses.sum() / (targets != ignore_index).sum()
