@@ -26,6 +26,7 @@ import pytest
 import tegula
 import tegula.language as tl
 from tegula.language.core import DTYPES
+from test_fp8 import fp8_dot_kernel  # the other fp8 formats' dot kernel, on these
 
 torch = pytest.importorskip("torch")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -205,16 +206,6 @@ def fnuz_constants_kernel(y_ptr, DT: tl.constexpr):
 CONSTANTS = [-0.0, 1e6, -1e6, np.inf, -np.inf, np.nan, -1e-9, 0.3, -0.0]
 
 
-@tegula.jit
-def fnuz_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
-    rm = tl.arange(0, M)
-    rn = tl.arange(0, N)
-    rk = tl.arange(0, K)
-    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
-    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
-
-
 def to_fnuz_inputs(fmt, seed, src):
     rng = np.random.default_rng(seed)
     x = np.concatenate([interesting_values(fmt, rng), random_f32_bits(rng, 3000, fmt)])
@@ -359,7 +350,7 @@ def test_dot_computes_through_f16(backend, b_fmt):
         b, b_dt = encode(b_values, b_fmt).reshape(K, N), tl_dtype(b_fmt)
         b_decoded = decode(b.ravel(), b_fmt).reshape(K, N)
     c = backend.zeros((M, N), np.float32)
-    fnuz_dot_kernel[(1,)](tegula.reinterpret(backend.array(a), tl.float8e4b8),
+    fp8_dot_kernel[(1,)](tegula.reinterpret(backend.array(a), tl.float8e4b8),
                           tegula.reinterpret(backend.array(b), b_dt), c, M=M, N=N, K=K)
     np.testing.assert_allclose(backend.numpy(c), decode(a.ravel(), "e4b8").reshape(M, K) @ b_decoded,
                                rtol=1e-5, atol=1e-3)
@@ -485,7 +476,7 @@ def test_cuda_code_math_and_dot(arch):
     x = encode(rng.standard_normal(M * K) * 4, "e4b8").reshape(M, K)
     y = encode(rng.standard_normal(K * N) * 4, "e5b16").reshape(K, N)
     out = np.zeros((M, N), np.float32)
-    emulate(fnuz_dot_kernel, (1,), tegula.reinterpret(x, tl.float8e4b8), tegula.reinterpret(y, tl.float8e5b16), out,
+    emulate(fp8_dot_kernel, (1,), tegula.reinterpret(x, tl.float8e4b8), tegula.reinterpret(y, tl.float8e5b16), out,
             arch=arch, M=M, N=N, K=K)
     np.testing.assert_allclose(out, decode(x.ravel(), "e4b8").reshape(M, K) @ decode(y.ravel(), "e5b16").reshape(K, N),
                                rtol=1e-5, atol=1e-3)
