@@ -410,9 +410,9 @@ def _watch(fn: types.FunctionType, name: str, value, watches: list) -> None:
     """Adds to `watches` where `fn` found `value` under `name`: its closure cell, else its module global
     (dotted names of host modules' members are neither); and a tl.constexpr's value, which `x.value = ...`
     changes without rebinding anything."""
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    if name in cells:
-        watches.append((cells[name], name, value, WATCH_CELL))
+    freevars = fn.__code__.co_freevars
+    if name in freevars and fn.__closure__:
+        watches.append((fn.__closure__[freevars.index(name)], name, value, WATCH_CELL))
     elif fn.__globals__.get(name, watches) is value:
         watches.append((fn.__globals__, name, value, WATCH_ITEM))
     else:
