@@ -24,7 +24,7 @@ from tegula.testing import CudaTimer
 @tegula.jit
 def tiled_kernel(a_ptr, b_ptr, y_ptr, M, N, stride_a, stride_b, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
                  ROWS_FIRST: tl.constexpr):
-    # ROWS_FIRST: program_id(0) walks the row blocks (the op's grid before 6c3c1fb), else the column blocks.
+    # ROWS_FIRST: program_id(0) walks the row blocks (the op's grid before 06a56e5), else the column blocks.
     row_block, col_block = (tl.program_id(0), tl.program_id(1)) if ROWS_FIRST else (tl.program_id(1),
                                                                                     tl.program_id(0))
     rows = (row_block * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)[:, None]
