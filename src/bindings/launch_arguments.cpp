@@ -862,6 +862,8 @@ void ArgumentClassifier::descriptor(const std::string& kernel, const std::string
   out.key.descriptor(array->element, array->address % 16 == 0, block_shape, padding_text);
   out.values.push_back({HostValue::Kind::Address, array->address, 0.0});
   out.sources.push_back(base.ptr());
+  if (array->write_block != WriteBlock::None)
+    out.unwritable.push_back({out.values.size() - 1, array->write_block, /*descriptor_base=*/true});
   for (const auto& [c, host] : ints) {
     out.key.integer(c);
     out.values.push_back(host);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "bindings/launch_errors.h"
@@ -68,9 +69,16 @@ void check_writes(const backends::KernelInfo& kernel, std::span<const Unwritable
     if (!effects.written && !effects.atomic) continue;
     std::string param = kernel.params[argument.value].name;
     std::string what = argument.why == WriteBlock::ReadOnly
-                           ? "is a read-only array (its `writeable` flag is off, e.g. np.frombuffer of bytes)"
-                           : "is a view whose elements overlap in memory (a zero or too-small stride, e.g. "
+                           ? "a read-only array (its `writeable` flag is off, e.g. np.frombuffer of bytes)"
+                           : "a view whose elements overlap in memory (a zero or too-small stride, e.g. "
                              "np.broadcast_to or as_strided)";
+    constexpr std::string_view kBase = "__base";  // the descriptor's first kernel parameter (launcher.cpp)
+    if (argument.descriptor_base && param.ends_with(kBase)) {
+      param.resize(param.size() - kBase.size());
+      what = "is a TensorDescriptor over " + what;
+    } else {
+      what = "is " + what;
+    }
     raise_coded(PyExc_ValueError, Diag::ReadOnlyLaunchArgument,
                 "argument '" + param + "' of kernel '" + kernel.name + "' " + what + ", but the kernel " +
                     (effects.atomic ? "updates it atomically" : "stores to it") +

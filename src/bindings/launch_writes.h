@@ -29,6 +29,7 @@ enum class WriteBlock : uint8_t { None, ReadOnly, Overlapping };
 struct UnwritableArgument {
   size_t value = 0;
   WriteBlock why = WriteBlock::None;
+  bool descriptor_base = false;  // the array under a TensorDescriptor argument
 };
 
 // From NumPy's array interface: `flags` (its NPY_ARRAY_* bits), the shape and

@@ -107,3 +107,35 @@ def test_expanded_torch_tensors_are_refused_as_outputs():
     base = torch.zeros(16, device=device)
     add_one[(1,)](x, base[::2], 8, BLOCK=8)  # a writable strided view launches (the kernel writes by address)
     torch.testing.assert_close(base[:8], x + 1)
+
+
+@tegula.jit
+def descriptor_store(desc, BLOCK: tl.constexpr):
+    desc.store([0, 0], tl.full((BLOCK, BLOCK), 7.0, tl.float32))
+
+
+@tegula.jit
+def descriptor_atomic(desc, BLOCK: tl.constexpr):
+    desc.atomic_add([0, 0], tl.full((BLOCK, BLOCK), 1.0, tl.float32))
+
+
+@tegula.jit
+def descriptor_copy(desc, out_ptr, BLOCK: tl.constexpr):
+    rows = tl.arange(0, BLOCK)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    tl.store(out_ptr + rows * BLOCK + cols, desc.load([0, 0]))
+
+
+def test_a_descriptor_over_a_read_only_array_may_be_read_but_not_written():
+    data = np.random.default_rng(5).standard_normal((8, 8)).astype(np.float32)
+    frozen = np.frombuffer(data.tobytes(), np.float32).reshape(8, 8)
+    before = frozen.copy()
+    describe = lambda: tegula.TensorDescriptor(frozen, shape=[8, 8], strides=[8, 1], block_shape=[8, 8])  # noqa: E731
+    out = np.zeros((8, 8), np.float32)
+    descriptor_copy[(1,)](describe(), out, BLOCK=8)
+    np.testing.assert_array_equal(out, data)
+    _refused(lambda: descriptor_store[(1,)](describe(), BLOCK=8), "desc", "descriptor_store",
+             "is a TensorDescriptor over a read-only array")
+    _refused(lambda: descriptor_atomic[(1,)](describe(), BLOCK=8), "desc", "descriptor_atomic",
+             "is a TensorDescriptor over a read-only array")
+    np.testing.assert_array_equal(frozen, before)
