@@ -240,6 +240,7 @@ std::string serialize_manifest(const CacheManifest& manifest) {
   for (const backends::TensorMapParam& map : manifest.tensor_maps) out += "tmap " + backends::to_text(map) + "\n";
   out += "artifact " + manifest.artifact_extension + " " + manifest.artifact_sha256 + "\n";
   out += "stages " + (manifest.stages_sha256.empty() ? std::string("-") : manifest.stages_sha256) + "\n";
+  out += "sum " + sha256_hex(out) + "\n";
   out += "end\n";
   return out;
 }
@@ -250,6 +251,15 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
   if (lines.front() != std::string(kManifestMagic) + " " + std::to_string(kCacheFormatVersion))
     return std::nullopt;
   if (lines.back() != "end") return std::nullopt;
+  // The launcher trusts what the manifest says of the artifact (its
+  // parameters, which pointers it writes): a manifest edited or damaged
+  // after it was written must not be read, so its last line before `end`
+  // is the hash of every byte above it.
+  std::string_view sum_line = lines[lines.size() - 2];
+  size_t signed_bytes = text.size() - sum_line.size() - std::string_view("\nend\n").size();
+  if (!sum_line.starts_with("sum ") || sum_line.substr(4) != sha256_hex(text.substr(0, signed_bytes)))
+    return std::nullopt;
+  lines.erase(lines.end() - 2);
 
   CacheManifest manifest;
   bool seen_backend = false, seen_kernel = false, seen_launch = false, seen_effect = false, seen_site = false,

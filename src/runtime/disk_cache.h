@@ -7,7 +7,8 @@
 //   <key>.stages   optional: IR after every stage + generated source, for inspect()
 //   <key>.meta     the manifest, written last: format version, backend,
 //                  kernel name, launch parameters, the artifact's extension
-//                  and SHA-256 (and that of .stages)
+//                  and SHA-256 (and that of .stages), then the SHA-256 of
+//                  those lines (an edited manifest is a miss)
 //   <key>.lock     locked (flock) by the process building the entry, which
 //                  writes its pid there (runtime/lock_wait.h)
 //
@@ -37,7 +38,7 @@ namespace tegula::runtime {
 
 // Bumped whenever the entry layout or the kernel ABI changes: entries of
 // another version are misses, never misread.
-constexpr int kCacheFormatVersion = 2;
+constexpr int kCacheFormatVersion = 3;
 
 struct CacheManifest {
   std::string backend;  // the name of the backend that built the entry

@@ -34,6 +34,26 @@ extern "C" void tegula_kernel(void* const* args, const int32_t* grid, int64_t fi
 extern "C" int tegula_test_marker() { return 7; }
 )";
 
+// A manifest's text with its `sum` line made to match its other lines again,
+// as the writer would have signed it: an edit that the parser must refuse
+// for what it says, not only for the broken sum.
+inline std::string resigned(std::string text) {
+  size_t sum = text.rfind("\nsum ");
+  if (sum == std::string::npos) return text;
+  text.resize(sum + 1);
+  text += "sum " + sha256_hex(text) + "\nend\n";
+  return text;
+}
+
+// `text` with the first `from` replaced by `to`, re-signed.
+inline std::string edited(const std::string& text, const std::string& from, const std::string& to) {
+  std::string changed = text;
+  size_t at = changed.find(from);
+  EXPECT_NE(at, std::string::npos) << "no '" << from << "' in\n" << text;
+  if (at != std::string::npos) changed.replace(at, from.size(), to);
+  return resigned(std::move(changed));
+}
+
 inline CacheManifest sample_manifest() {
   CacheManifest m;
   m.backend = "cpu";

@@ -23,6 +23,7 @@
 #include "backends/cpu/kernel.h"
 #include "backends/cuda/backend.h"
 #include "backends/cuda/module.h"
+#include "disk_cache_test_util.h"
 #include "runtime/disk_cache.h"
 #include "runtime_test_util.h"
 
@@ -359,9 +360,7 @@ TEST(CudaDiskCache, ManifestLaunchLineRoundTrips) {
   cpu.backend = "cpu";
   cpu.shape = {};
   EXPECT_FALSE(contains(serialize_manifest(cpu), "launch"));
-  std::string bad = text;
-  bad.replace(bad.find("launch 128"), 10, "launch 0  ");
-  EXPECT_FALSE(parse_manifest(bad));
+  EXPECT_FALSE(parse_manifest(testing::edited(text, "launch 128", "launch 0")));
 }
 
 // --- the compile driver's cuda backend ---------------------------------------------------------

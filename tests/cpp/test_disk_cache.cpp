@@ -38,17 +38,17 @@ TEST(Manifest, RoundTripsExactly) {
   CacheManifest m = sample_manifest();
   m.artifact_sha256 = sha256_hex("library");
   std::string text = serialize_manifest(m);
-  EXPECT_EQ(text,
-            "tegula-kernel-cache 2\n"
-            "backend cpu\n"
-            "kernel add\n"
-            "param x_ptr ptr<f32> 16\n"
-            "param out ptr<bf16> 1\n"
-            "param n i32 16\n"
-            "param flag i1 1\n"
-            "artifact so " + m.artifact_sha256 + "\n"
-            "stages -\n"
-            "end\n");
+  std::string body =
+      "tegula-kernel-cache 3\n"
+      "backend cpu\n"
+      "kernel add\n"
+      "param x_ptr ptr<f32> 16\n"
+      "param out ptr<bf16> 1\n"
+      "param n i32 16\n"
+      "param flag i1 1\n"
+      "artifact so " + m.artifact_sha256 + "\n"
+      "stages -\n";
+  EXPECT_EQ(text, body + "sum " + sha256_hex(body) + "\nend\n");
   std::optional<CacheManifest> back = parse_manifest(text);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->backend, "cpu");
@@ -89,11 +89,7 @@ TEST(Manifest, NonAsciiNamesAreEscapedAndReadBack) {
 
   // Only what the encoder writes reads back: ASCII escaped, a cut or
   // malformed escape, a leading digit are refused.
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string t = text;
-    t.replace(t.find(from), from.size(), to);
-    return t;
-  };
+  auto replaced = [&](const std::string& from, const std::string& to) { return testing::edited(text, from, to); };
   EXPECT_FALSE(parse_manifest(replaced("kernel k%c3", "kernel k%41")));
   EXPECT_FALSE(parse_manifest(replaced("kernel k%c3%a9rnel_%c3%b1", "kernel k%c")));
   EXPECT_FALSE(parse_manifest(replaced("kernel k%c3", "kernel k%zz")));
@@ -137,11 +133,7 @@ TEST(Manifest, KeepsThePointerEffects) {
   std::optional<CacheManifest> back = parse_manifest(text);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->effects, m.effects);
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string changed = text;
-    changed.replace(changed.find(from), from.size(), to);
-    return changed;
-  };
+  auto replaced = [&](const std::string& from, const std::string& to) { return testing::edited(text, from, to); };
   EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect n r--")));      // not a pointer
   EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect y_ptr r--")));  // not a parameter
   EXPECT_FALSE(parse_manifest(replaced("effect x_ptr r--", "effect x_ptr rx-")));
@@ -170,11 +162,7 @@ TEST(Manifest, KeepsTheTensorMaps) {
   std::optional<CacheManifest> back = parse_manifest(text);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->tensor_maps, m.tensor_maps);
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string changed = text;
-    changed.replace(changed.find(from), from.size(), to);
-    return changed;
-  };
+  auto replaced = [&](const std::string& from, const std::string& to) { return testing::edited(text, from, to); };
   EXPECT_FALSE(parse_manifest(replaced("base=0", "base=9")));          // past the parameters
   EXPECT_FALSE(parse_manifest(replaced("base=0", "base=2")));          // not a pointer
   EXPECT_FALSE(parse_manifest(replaced("shape=p2", "shape=p7")));
@@ -193,19 +181,46 @@ TEST(Manifest, EveryTruncationIsRejected) {
     EXPECT_FALSE(parse_manifest(text.substr(0, length))) << "accepted a prefix of " << length << " bytes";
 }
 
+TEST(Manifest, AnyEditAfterWritingIsRejected) {
+  CacheManifest m = sample_manifest();
+  m.artifact_sha256 = sha256_hex("library");
+  m.effects.resize(m.params.size());
+  m.effects[1] = passes::PointerEffects{true, true, false};
+  std::string text = serialize_manifest(m);
+  ASSERT_TRUE(parse_manifest(text));
+  // Edits that would parse as a valid manifest, each changing what the
+  // launcher trusts: which pointer is written, a parameter's type or
+  // divisibility, the parameters' order, the kernel's name.
+  auto unsigned_edit = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    EXPECT_TRUE(parse_manifest(testing::resigned(changed))) << "the edit itself should be well-formed: " << to;
+    return changed;
+  };
+  EXPECT_FALSE(parse_manifest(unsigned_edit("effect out rw-\n", "")));
+  EXPECT_FALSE(parse_manifest(unsigned_edit("effect out rw-", "effect out r--")));
+  EXPECT_FALSE(parse_manifest(unsigned_edit("param n i32 16", "param n i64 16")));
+  EXPECT_FALSE(parse_manifest(unsigned_edit("param n i32 16", "param n i32 1")));
+  EXPECT_FALSE(parse_manifest(unsigned_edit("param n i32 16\nparam flag i1 1", "param flag i1 1\nparam n i32 16")));
+  EXPECT_FALSE(parse_manifest(unsigned_edit("kernel add", "kernel sub")));
+  // The sum line itself: missing, damaged, or not the last before `end`.
+  size_t sum = text.rfind("sum ");
+  std::string without = text.substr(0, sum) + "end\n";
+  EXPECT_FALSE(parse_manifest(without));
+  std::string damaged = text;
+  damaged[sum + 4] = damaged[sum + 4] == '0' ? '1' : '0';
+  EXPECT_FALSE(parse_manifest(damaged));
+}
+
 TEST(Manifest, MalformedOrOtherVersionIsRejected) {
   CacheManifest m = sample_manifest();
   m.artifact_sha256 = sha256_hex("library");
   std::string good = serialize_manifest(m);
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string text = good;
-    text.replace(text.find(from), from.size(), to);
-    return text;
-  };
+  auto replaced = [&](const std::string& from, const std::string& to) { return testing::edited(good, from, to); };
   // Entries of the format before the Backend interface (`library <sha>`, no
   // backend line) are refused, never misread.
-  EXPECT_FALSE(parse_manifest(replaced("tegula-kernel-cache 2", "tegula-kernel-cache 1")));
-  EXPECT_FALSE(parse_manifest(replaced("tegula-kernel-cache 2", "tegula-kernel-cache 0")));
+  EXPECT_FALSE(parse_manifest(replaced("tegula-kernel-cache 3", "tegula-kernel-cache 2")));
+  EXPECT_FALSE(parse_manifest(replaced("tegula-kernel-cache 3", "tegula-kernel-cache 0")));
   EXPECT_FALSE(parse_manifest(replaced("backend cpu\n", "")));
   EXPECT_FALSE(parse_manifest(replaced("backend cpu", "backend ../cpu")));
   EXPECT_FALSE(parse_manifest(replaced("artifact so", "artifact ../so")));
@@ -217,7 +232,7 @@ TEST(Manifest, MalformedOrOtherVersionIsRejected) {
   EXPECT_FALSE(parse_manifest(replaced("kernel add", "kernel ../add")));
   EXPECT_FALSE(parse_manifest(replaced("artifact so " + m.artifact_sha256, "artifact so abc")));
   EXPECT_FALSE(parse_manifest(replaced("stages -\n", "")));
-  EXPECT_FALSE(parse_manifest(replaced("end\n", "end\nmore\n")));
+  EXPECT_FALSE(parse_manifest(good + "more\n"));
 }
 
 TEST(Stages, RoundTripTextThatLooksLikeTheFormat) {

@@ -395,6 +395,70 @@ def test_kernels_with_non_ascii_names_hit_the_disk_cache(tmp_path):
     assert "kernel k%c3%a9rnel_%c3%b1\n" in manifest.read_text()
 
 
+@pytest.mark.parametrize("edit", ["drop the output's effect", "mark the output read-only", "widen a parameter",
+                                  "swap two parameters"])
+def test_an_edited_manifest_is_rebuilt_and_its_checks_still_hold(tmp_path, edit):
+    """A manifest says which pointers a kernel writes (the read-only check
+    trusts it) and what its parameters are; an entry whose manifest was
+    edited after it was written is a miss and is rebuilt, so a read-only
+    output is still refused and a later launch still computes."""
+    script = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        import tegula
+        import tegula.language as tl
+
+        @tegula.jit
+        def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * n, mask=offs < n)
+
+        x = np.arange(1, 9, dtype=np.int32)
+        out = np.zeros(8, np.int32)
+        if sys.argv[1] == "read-only":
+            out.flags.writeable = False
+            try:
+                scale[(1,)](x, out, 5, 8)
+                print("written", out.tolist())
+            except ValueError as e:
+                print("refused", e.code)
+        else:
+            scale[(1,)](x, out, 5, 8)
+            assert out.tolist() == [v * 5 if i < 5 else 0 for i, v in enumerate(x.tolist())], out
+        print(json.dumps(tegula.runtime_stats()))
+    """)
+    cache = seed_precompiled_prelude(tmp_path / "cache")
+    source = tmp_path / "edited.py"
+    source.write_text(script)
+
+    def run(mode):
+        done = subprocess.run([sys.executable, str(source), mode], env=_env(cache, "cpu"), capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.strip().splitlines()
+        return lines[:-1], json.loads(lines[-1])
+
+    _, first = run("plain")
+    assert first["builds"] == 1, first
+    (manifest,) = cache.glob("*.meta")
+    text = manifest.read_text()
+    params = re.findall(r"^param .*$", text, re.M)
+    assert len(params) >= 3 and re.search(r"^effect out_ptr -w-$", text, re.M), text
+    changed = {
+        "drop the output's effect": text.replace("effect out_ptr -w-\n", ""),
+        "mark the output read-only": text.replace("effect out_ptr -w-", "effect out_ptr r--"),
+        "widen a parameter": re.sub(r"^param n i32 ", "param n i64 ", text, flags=re.M),
+        "swap two parameters": text.replace(params[0] + "\n" + params[1], params[1] + "\n" + params[0]),
+    }[edit]
+    assert changed != text
+    manifest.write_text(changed)
+    said, stats = run("read-only")
+    assert said == ["refused E0714"], said
+    assert (stats["disk_hits"], stats["disk_rejected"], stats["builds"] + stats["reused"]) == (0, 1, 1), stats
+    _, again = run("plain")
+    assert (again["disk_hits"], again["builds"]) == (1, 0), again
+
+
 # --- CUDA entries without a GPU --------------------------------------------------------------
 
 def test_cuda_images_are_verified_and_rebuilt(tmp_path):
