@@ -557,7 +557,7 @@ def collect_sources(root, args=None, watches=None) -> list:
         if callees:
             stack.extend(callees)
             continue
-        sources[index] = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
+        sources[index] = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename_text,
                                            source=jit_fn._source, first_line=jit_fn.first_line,
                                            globals=globals_)
         must_use = getattr(jit_fn, "_must_use_result", False)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect as _inspect
+import os
 import sys
 import threading
 import time
@@ -144,7 +145,7 @@ class _Signature:
     what the launcher binds against and the autotuner names arguments by."""
 
     def __init__(self, jit_fn: "JITFunction"):
-        fn_source = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename,
+        fn_source = _C.FunctionSource(name=jit_fn.__name__, filename=jit_fn.filename_text,
                                       source=jit_fn._source, first_line=jit_fn.first_line)
         params = _C.parse_signature(fn_source)
         self.names = tuple(p[0] for p in params)
@@ -350,6 +351,9 @@ class JITFunction(KernelInterface):
         self._src_replaced = False  # _unsafe_update_src: the code object no longer describes `src`
         self.first_line = first_line
         self.filename = _inspect.getsourcefile(fn) or fn.__code__.co_filename
+        # The compiler takes text: a path's bytes that are no UTF-8 (Python holds them as lone surrogates)
+        # are shown as \xNN escapes in messages and generated code.
+        self.filename_text = os.fsencode(self.filename).decode("utf-8", "backslashreplace")
         self.do_not_specialize = _parameter_list(do_not_specialize)
         self.do_not_specialize_on_alignment = _parameter_list(do_not_specialize_on_alignment)
         if repr is not None and not callable(repr):

@@ -705,14 +705,18 @@ ArgumentClassifier::Pointer ArgumentClassifier::tensor_like(const std::string& k
   nb::object device = attribute(value, device_name_);
   nb::object kind = attribute_or_null(device, type_name_);
   std::string device_type = kind.is_valid() ? str_of(kind) : str_of(device);
-  std::string dtype = str_of(attribute(value, dtype_name_));
+  nb::object dtype_object = attribute(value, dtype_name_);
+  std::string dtype = str_of(dtype_object);
   uint64_t address = tensor_address(kernel, param, value);
   PyObject* scalar = PyDict_GetItemWithError(support_.torch_scalars.ptr(), nb::str(dtype.c_str()).ptr());
   if (!scalar) {
     if (PyErr_Occurred()) throw nb::python_error();
+    // A look-alike whose dtype is a name ("float32") would read as a supported one below.
+    std::string shown = PyUnicode_Check(dtype_object.ptr()) ? "dtype '" + dtype + "' given as a str, not as a torch dtype"
+                                                            : "unsupported dtype " + dtype;
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
-                "argument '" + param + "' of kernel '" + kernel + "' has unsupported dtype " + dtype +
-                    "; supported: " + kSupportedDtypes);
+                "argument '" + param + "' of kernel '" + kernel + "' has " + shown + "; supported: " +
+                    kSupportedDtypes);
   }
   const backends::Backend* backend = runtime::find_backend(device_type);
   if (!backend) {
@@ -890,7 +894,19 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
     return key.constant_int(v);
   }
   if (object == Py_None) return key.constant_none();
-  if (PyUnicode_Check(object)) return key.constant_str(utf8(object));
+  if (PyUnicode_Check(object)) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(object, &size);
+    if (!data) {
+      // A lone surrogate (os.fsdecode of a path's non-UTF-8 bytes, say): no text the kernel could print.
+      PyErr_Clear();
+      raise_coded(PyExc_ValueError, Diag::LaunchArgumentType,
+                  "constexpr argument '" + param + "' of kernel '" + kernel + "' is a str that is not valid "
+                      "Unicode text (it holds a lone surrogate code point, as os.fsdecode makes of bytes that "
+                      "are not UTF-8); pass s.encode('utf-8', 'backslashreplace').decode()");
+    }
+    return key.constant_str(std::string_view(data, static_cast<size_t>(size)));
+  }
   if (PyFloat_Check(object)) return key.constant_float(PyFloat_AsDouble(object));
   if (PyTuple_Check(object)) {  // a shape, say: each element is a constexpr of its own
     key.constant_tuple(static_cast<uint32_t>(PyTuple_GET_SIZE(object)));

@@ -1,6 +1,8 @@
 #include "runtime/stage_dumps.h"
 
+#include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -30,15 +32,26 @@ void write_dumps(const backends::Backend& backend, const std::string& kernel, co
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   std::string prefix = dir + "/" + file_safe(kernel) + "-" + key.substr(0, 8) + ".";
+  std::string failed;  // the first file that could not be written
+  auto write = [&](const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    out.flush();
+    if (!out && failed.empty()) failed = path;
+  };
   for (size_t i = 0; i < stages.ir.size(); ++i) {
     std::string number = (i < 9 ? "0" : "") + std::to_string(i + 1);
-    std::ofstream(prefix + number + "-" + file_safe(stages.ir[i].stage) + ".txt") << stages.ir[i].ir;
+    write(prefix + number + "-" + file_safe(stages.ir[i].stage) + ".txt", stages.ir[i].ir);
   }
-  if (!stages.source.empty())
-    std::ofstream(prefix + "source." + std::string(backend.source_extension())) << stages.source;
-  if (!stages.layouts.empty()) std::ofstream(prefix + "layouts.txt") << stages.layouts;
-  if (!stages.ptx.empty()) std::ofstream(prefix + "ptx") << stages.ptx;
-  if (!stages.compile_log.empty()) std::ofstream(prefix + "log.txt") << stages.compile_log;
+  if (!stages.source.empty()) write(prefix + "source." + std::string(backend.source_extension()), stages.source);
+  if (!stages.layouts.empty()) write(prefix + "layouts.txt", stages.layouts);
+  if (!stages.ptx.empty()) write(prefix + "ptx", stages.ptx);
+  if (!stages.compile_log.empty()) write(prefix + "log.txt", stages.compile_log);
+  // Asked for dumps and got none: say so, once per process (the compile itself goes on).
+  static std::atomic<bool> told{false};
+  if (!failed.empty() && !told.exchange(true))
+    std::fprintf(stderr, "tegula: TEGULA_DUMP_DIR=%s: cannot write %s (%s); stage dumps are not written\n",
+                 dir.c_str(), failed.c_str(), ec ? ec.message().c_str() : "not a writable directory");
 }
 
 }  // namespace tegula::runtime

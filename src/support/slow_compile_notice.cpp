@@ -10,7 +10,10 @@ double slow_compile_notice_seconds() {
   if (text == nullptr || *text == '\0') return 2.0;
   char* end = nullptr;
   double seconds = std::strtod(text, &end);
-  return end != text && *end == '\0' && seconds > 0 ? seconds : 0.0;
+  if (end == text || *end != '\0' || !(seconds > 0)) return 0.0;
+  // Beyond a day no compile is still running: a huge value or inf means
+  // "never", which is off (a duration that large would overflow the clock).
+  return seconds <= 86400.0 ? seconds : 0.0;
 }
 
 SlowCompileNotice::SlowCompileNotice(std::string kernel, std::string backend)

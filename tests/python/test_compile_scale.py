@@ -106,7 +106,7 @@ assert (x == 1).all()
 """
 
 
-@pytest.mark.parametrize("threshold,lines", [("0.3", 1), ("0", 0)])
+@pytest.mark.parametrize("threshold,lines", [("0.3", 1), ("0", 0), ("inf", 0), ("1e300", 0)])
 def test_slow_compile_says_what_it_does(tmp_path, threshold, lines):
     # A fresh cache: the C++ compiler alone takes longer than 0.3 s.
     script = tmp_path / "noticed.py"

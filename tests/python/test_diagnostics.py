@@ -179,3 +179,37 @@ def test_errors_do_not_poison_later_launches():
     out = np.zeros(64, dtype=np.float32)
     simple[(1,)](out, 10, BLOCK=64)
     assert (out[:10] == 1).all() and (out[10:] == 0).all()
+
+
+def test_a_kernel_in_a_file_whose_path_is_not_utf8_compiles_and_is_located(tmp_path):
+    """Linux paths are bytes; Python holds the ones that are not UTF-8 as
+    lone surrogates. The kernel launches, and a message names the path with
+    the byte escaped."""
+    import subprocess
+    import sys
+
+    folder = os.path.join(os.fsencode(tmp_path), b"lat\xff")
+    os.mkdir(folder)
+    with open(os.path.join(folder, b"kern.py"), "w", encoding="utf-8") as f:
+        f.write(
+            "import numpy as np, tegula, tegula.language as tl\n"
+            "@tegula.jit\n"
+            "def k(o, n, B: tl.constexpr):\n"
+            "    i = tl.arange(0, B)\n"
+            "    tl.store(o + i, i * 2, mask=i < n)\n"
+            "@tegula.jit\n"
+            "def bad(o):\n"
+            "    tl.store(o, undefined_name)\n"
+            "o = np.zeros(8, np.int32)\n"
+            "k[(1,)](o, 5, B=8)\n"
+            "print(o.tolist())\n"
+            "try:\n"
+            "    bad[(1,)](o)\n"
+            "except tegula.CompilationError as e:\n"
+            "    print(str(e).splitlines()[0])\n")
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "kern.py"], cwd=folder, env=env, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    out = done.stdout.decode().splitlines()
+    assert out[0] == "[0, 2, 4, 6, 8, 0, 0, 0]"
+    assert out[1].endswith("lat\\xff/kern.py:8:17: error[E0201]: name `undefined_name` is not defined"), out[1]

@@ -184,6 +184,16 @@ def test_unsupported_dtype():
         add_kernel[(1,)](out, z, out, 100, BLOCK=128)
 
 
+def test_a_look_alike_whose_dtype_is_a_bare_name_is_told_so():
+    class NamedDtype(FakeCudaTensor):
+        dtype = "float32"  # the message must not list it as supported and refuse it in one breath
+
+    _, y, out = _arrays()
+    with pytest.raises(TypeError, match=re.escape(
+            "argument 'x_ptr' of kernel 'add_kernel' has dtype 'float32' given as a str, not as a torch dtype")):
+        add_kernel[(1,)](NamedDtype(), y, out, 100, BLOCK=128)
+
+
 def test_tensors_without_one_buffer_are_refused_by_name():
     torch = pytest.importorskip("torch")
     x, y, _ = _arrays()
@@ -244,6 +254,19 @@ def test_bad_constexpr_value():
             "None, tl.dtype, a function of the tile language, a @jit function, a tuple of them or another "
             "hashable value the kernel does not use, got list")):
         add_kernel[(1,)](x, y, out, 100, BLOCK=[128])
+
+
+@tegula.jit
+def _print_named(x_ptr, NAME: tl.constexpr):
+    tl.device_print(NAME, tl.load(x_ptr))
+
+
+def test_a_str_constexpr_that_is_not_unicode_text_is_refused():
+    x, _, _ = _arrays()
+    with pytest.raises(ValueError, match=re.escape(
+            "constexpr argument 'NAME' of kernel '_print_named' is a str that is not valid Unicode text")) as info:
+        _print_named[(1,)](x, "a\udc80b")  # os.fsdecode(b"a\x80b")
+    assert info.value.code == "E0702"
 
 
 class _Mode(enum.IntEnum):
