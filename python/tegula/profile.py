@@ -24,11 +24,17 @@ import numpy as np
 
 _ARRAY = re.compile(r"^(\w+)\[([\d, ]+)\]$")
 
+# The signature spellings of `tegula compile` (and Triton's), as NumPy names.
+_SHORT_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+                 "u16": "uint16", "u32": "uint32", "u64": "uint64", "fp16": "float16", "bf16": "bfloat16",
+                 "fp32": "float32", "fp64": "float64"}
+
 
 def _value(text: str, device: str, rng):
     match = _ARRAY.match(text)
     if match:
         dtype, shape = match.group(1), tuple(int(d) for d in match.group(2).split(",") if d.strip())
+        dtype = _SHORT_DTYPES.get(dtype, dtype)
         try:
             np_dtype = np.dtype("bool" if dtype == "bool" else dtype)
         except TypeError:
@@ -37,7 +43,7 @@ def _value(text: str, device: str, rng):
             import ml_dtypes
             if not isinstance(getattr(ml_dtypes, dtype, None), type):
                 raise SystemExit(f"tegula profile: cannot read the value '{text}': '{dtype}' is not a dtype "
-                                 f"(float32, float16, bfloat16, int32, ...)")
+                                 f"(float32 or fp32, float16 or fp16, bfloat16 or bf16, int32 or i32, ...)")
             np_dtype = np.dtype(getattr(ml_dtypes, dtype))
         if np_dtype.kind == "b":
             array = rng.random(shape) < 0.5

@@ -206,6 +206,14 @@ def test_tegula_profile_prints_the_report_and_draws_the_roofline(tmp_path):
     assert png.stat().st_size > 1000
 
 
+def test_tegula_profile_takes_the_signature_spellings_of_dtypes():
+    """`tegula compile` signatures say fp32, i32, bf16: the same words name a profiled array's type."""
+    done = _profile(f"{EXAMPLES / 'vector_add.py'}::add_kernel", "--grid", "cdiv(n, 512)", "x_ptr=fp32[3000]",
+                    "y_ptr=float32[3000]", "out_ptr=fp32[3000]", "n=3000", "BLOCK=512")
+    assert done.returncode == 0, done.stderr
+    assert "kernel add_kernel" in done.stdout and "grid (6, 1, 1)" in done.stdout
+
+
 def test_tegula_profile_names_a_parameter_the_kernel_lacks():
     done = _profile(f"{EXAMPLES / 'vector_add.py'}::add_kernel", "--grid", "1", "z=3")
     assert done.returncode != 0
