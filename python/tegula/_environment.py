@@ -6,11 +6,22 @@ to turn profiling on)."""
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 _ON = ("1", "true", "yes", "on")
 _OFF = ("", "0", "false", "no", "off")
 _warned: set = set()
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _callers_level() -> int:
+    """The stacklevel of the first frame outside the tegula package: a setting is read deep inside a
+    launch or a decoration, and the warning belongs at the user's line that caused it."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def flag(name: str) -> bool:
@@ -21,7 +32,7 @@ def flag(name: str) -> bool:
     if text not in _OFF and name not in _warned:
         _warned.add(name)
         warnings.warn(f"{name}={os.environ[name]!r} is not a switch (1/0, true/false, yes/no, on/off): taken as off",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=_callers_level())
     return False
 
 
@@ -36,5 +47,5 @@ def count(name: str, default: int) -> int:
     if name not in _warned:
         _warned.add(name)
         warnings.warn(f"{name}={os.environ[name]!r} is not a count (an integer >= 0): taken as {default}",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=_callers_level())
     return default

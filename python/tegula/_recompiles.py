@@ -178,8 +178,11 @@ class SpecializationLog:
                                   f"alignment of {key}")
             elif (role == "constexpr" or role.startswith("constant in ")) and len(values) > 2 and all(
                     v.lstrip("-").isdigit() for v in values):
-                advice.append(f"a constexpr that takes many values ({key}) is cheaper as a runtime argument, "
-                              f"or rounded to fewer values (a power of two)")
+                # A constexpr that sizes a tile (tl.arange, a block shape) cannot become a runtime argument:
+                # rounding comes first, the runtime argument only where it sets no shape.
+                advice.append(f"a constexpr that takes many values ({key}) compiles once per value: round it "
+                              f"to fewer values (a power of two), or, if it sets no tile shape, pass it as a "
+                              f"runtime argument")
         what = "; ".join(parts) if parts else "nothing visible here (the kernel's globals changed)"
         text = (f"kernel '{self.kernel_name}' has compiled {len(self.seen)} specializations in this process, "
                 f"each a compile of its own; they differ in: {what}.")

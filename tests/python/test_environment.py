@@ -20,8 +20,9 @@ def test_switches_read_one_way(monkeypatch, text, on):
 def test_a_value_that_is_no_switch_is_off_and_said_once(monkeypatch):
     monkeypatch.setenv("TEGULA_TEST_JUNK", "perhaps")
     _environment._warned.discard("TEGULA_TEST_JUNK")
-    with pytest.warns(RuntimeWarning, match="TEGULA_TEST_JUNK='perhaps' is not a switch"):
+    with pytest.warns(RuntimeWarning, match="TEGULA_TEST_JUNK='perhaps' is not a switch") as record:
         assert _environment.flag("TEGULA_TEST_JUNK") is False
+    assert record[0].filename == __file__  # the first frame outside the package, not _environment.py
     assert _environment.flag("TEGULA_TEST_JUNK") is False  # no second warning (pytest would fail on none)
 
 

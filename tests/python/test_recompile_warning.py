@@ -45,6 +45,22 @@ def test_warns_once_naming_what_varies_at_the_callers_line(check_on):
     assert found[0].filename == __file__
 
 
+def test_a_constexpr_of_many_values_is_advised_to_be_rounded_first(check_on):
+    """BLOCK sizes a tile here: the advice must not only say to make it a runtime argument, which
+    tl.arange refuses."""
+    bump = _kernel()
+    x = np.zeros(256, np.float32)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for block in (16, 32, 64, 128):
+            bump[(1,)](x, 5, BLOCK=block)
+    (found,) = _recompile_warnings(record)
+    text = str(found.message)
+    assert "BLOCK (16, 32, 64, 128)" in text
+    assert ("a constexpr that takes many values (BLOCK) compiles once per value: round it to fewer values "
+            "(a power of two), or, if it sets no tile shape, pass it as a runtime argument") in text
+
+
 def test_the_same_specialization_again_and_a_failed_compile_do_not_count(check_on):
     bump = _kernel()
     x = np.zeros(64, np.float32)
