@@ -338,8 +338,8 @@ class JITFunction(KernelInterface):
         try:
             lines, first_line = _inspect.getsourcelines(fn)
         except (OSError, TypeError) as e:
-            raise OSError(f"cannot read the source of kernel '{fn.__name__}' ({e}); define "
-                          f"kernels in a file, not in an interactive session or exec()") from None
+            raise coded(OSError, "E0708", f"cannot read the source of kernel '{fn.__name__}' ({e}); define "
+                                          f"kernels in a file, not in an interactive session or exec()") from None
         lines, first_line = _without_outer_decorators(lines, first_line)
         lines = _without_host_functions_in_jit_options(lines)
         # What the front end compiles: the lines as the file has them, so diagnostics give the file's columns

@@ -213,3 +213,12 @@ def test_a_kernel_in_a_file_whose_path_is_not_utf8_compiles_and_is_located(tmp_p
     out = done.stdout.decode().splitlines()
     assert out[0] == "[0, 2, 4, 6, 8, 0, 0, 0]"
     assert out[1].endswith("lat\\xff/kern.py:8:17: error[E0201]: name `undefined_name` is not defined"), out[1]
+
+
+def test_a_kernel_without_source_says_where_to_define_it():
+    namespace = {}
+    with pytest.raises(OSError) as info:
+        exec("import tegula\n@tegula.jit\ndef made_by_exec(o):\n    pass\n", namespace)
+    assert info.value.code == "E0708"
+    assert "cannot read the source of kernel 'made_by_exec'" in str(info.value)
+    assert "define kernels in a file" in str(info.value)
