@@ -225,7 +225,9 @@ std::pair<ir::ValueId, ir::ValueId> Lowerer::arith_operands(const Symbol& a, con
     if (s.is_value()) {
       if (type(s.value).is_pointer())
         error_at(loc, Diag::InvalidOperandType,
-                 std::string("operator `") + op_text + "` is not defined for pointers", "");
+                 std::string("operator `") + op_text + "` is not defined for pointers",
+                 "if this operand should be a number, its launch argument was an array or tensor (0-d ones "
+                 "included, e.g. torch.tensor(100)): pass a Python number, or `t.item()`");
       return {type(s.value).scalar, false};
     }
     if (s.is_const() && s.constant.is_numeric()) return {literal_type(s.constant), true};

@@ -222,3 +222,19 @@ def test_a_kernel_without_source_says_where_to_define_it():
     assert info.value.code == "E0708"
     assert "cannot read the source of kernel 'made_by_exec'" in str(info.value)
     assert "define kernels in a file" in str(info.value)
+
+
+def test_a_zero_d_tensor_given_for_a_number_is_named_in_the_hint():
+    torch = pytest.importorskip("torch")
+
+    @tegula.jit
+    def copy_first(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    x = torch.rand(100)
+    with pytest.raises(tegula.CompilationError) as info:
+        copy_first[(1,)](x, torch.empty(100), torch.tensor(100), BLOCK=128)
+    text = str(info.value)
+    assert "operator `<` is not defined for pointers" in text
+    assert "(0-d ones included, e.g. torch.tensor(100)): pass a Python number, or `t.item()`" in text
