@@ -277,10 +277,9 @@ Symbol lower_inline_asm(Lowerer& l, const CallArgs& c, const std::string& n) {
     results.push_back(ir::Type{s, false, shape});
   }
   if (results.empty()) error_at(a.loc("dtype"), Diag::WrongArgumentCount, "tl." + n + " needs at least one result dtype");
-  l.builder().set_loc(c.loc);
-  ir::OpId op = l.builder().create(OpKind::InlineAsm, args, results,
-                                   {{"asm", ir::Attr{asm_text}}, {"constraints", ir::Attr{constraints}},
-                                    {"pack", ir::Attr{pack}}, {"pure", ir::Attr{int64_t{pure ? 1 : 0}}}});
+  ir::OpId op = l.create_op(OpKind::InlineAsm, args, results, c.loc,
+                            {{"asm", ir::Attr{asm_text}}, {"constraints", ir::Attr{constraints}},
+                             {"pack", ir::Attr{pack}}, {"pure", ir::Attr{int64_t{pure ? 1 : 0}}}});
   const std::vector<ir::ValueId>& out = l.function().op(op).results;
   if (d.kind != Symbol::Kind::Tuple) return Symbol::of(out[0]);
   std::vector<Symbol> tuple;

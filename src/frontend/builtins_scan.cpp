@@ -95,8 +95,8 @@ std::vector<ir::ValueId> build_scan(Lowerer& l, const std::vector<ir::ValueId>& 
   ir::BlockId region = build_combiner_region(l, inputs, combine, "scanned", loc);
   std::vector<ir::Type> types;
   for (ir::ValueId v : inputs) types.push_back(l.type(v));
-  ir::OpId op = l.builder().create(OpKind::Scan, inputs, types,
-                                   {{"axis", ir::Attr{axis}}, {"reverse", ir::Attr{int64_t{reverse ? 1 : 0}}}});
+  ir::OpId op = l.create_op(OpKind::Scan, inputs, types, loc,
+                            {{"axis", ir::Attr{axis}}, {"reverse", ir::Attr{int64_t{reverse ? 1 : 0}}}});
   fn.op(op).regions = {region};
   fn.block(region).parent = op;
   return fn.op(op).results;

@@ -64,7 +64,7 @@ std::vector<ir::ValueId> reduce(Lowerer& l, std::vector<ir::ValueId> inputs, std
   for (ir::ValueId v : inputs) result_types.push_back(l.type(v).with_shape(out_shape));
 
   ir::BlockId region = build_combiner_region(l, inputs, combine, "reduced", loc);
-  ir::OpId op = l.builder().create(OpKind::Reduce, inputs, result_types, {{"axis", ir::Attr{ax}}});
+  ir::OpId op = l.create_op(OpKind::Reduce, inputs, result_types, loc, {{"axis", ir::Attr{ax}}});
   fn.op(op).regions = {region};
   fn.block(region).parent = op;
   std::vector<ir::ValueId> results = fn.op(op).results;
@@ -357,8 +357,7 @@ std::vector<ir::ValueId> unbatch(Lowerer& l, ir::ValueId t, const SourceLoc& loc
     int64_t n = l.type(v).shape[2];
     if (n == 1) return {l.create(OpKind::Reshape, {v}, ty.with_shape({r, c}), loc)};
     ir::ValueId pairs = l.create(OpKind::Reshape, {v}, ty.with_shape({r, c, n / 2, 2}), loc);
-    l.builder().set_loc(loc);
-    ir::OpId split = l.builder().create(OpKind::Split, {pairs}, {ty.with_shape({r, c, n / 2}), ty.with_shape({r, c, n / 2})});
+    ir::OpId split = l.create_op(OpKind::Split, {pairs}, {ty.with_shape({r, c, n / 2}), ty.with_shape({r, c, n / 2})}, loc);
     std::vector<ir::ValueId> even = entries(l.function().op(split).results[0]);
     std::vector<ir::ValueId> odd = entries(l.function().op(split).results[1]);
     std::vector<ir::ValueId> out;
@@ -619,8 +618,7 @@ Symbol lower_split(Lowerer& l, const CallArgs& c, const std::string& n) {
     error_at(c.loc, Diag::ShapeMismatch, "tl.split needs a tile whose last dimension is 2, got " + ir::to_string(t));
   std::vector<int64_t> shape(t.shape.begin(), t.shape.end() - 1);
   ir::Type r = t.with_shape(shape);
-  l.builder().set_loc(c.loc);
-  ir::OpId op = l.builder().create(OpKind::Split, {x}, {r, r});
+  ir::OpId op = l.create_op(OpKind::Split, {x}, {r, r}, c.loc);
   return Symbol::tuple({Symbol::of(l.function().op(op).results[0]), Symbol::of(l.function().op(op).results[1])});
 }
 

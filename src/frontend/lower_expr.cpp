@@ -87,16 +87,34 @@ std::string Lowerer::describe(const Symbol& s) const {
   return "?";
 }
 
+ir::OpId Lowerer::create_op(OpKind kind, std::vector<ir::ValueId> operands, const std::vector<ir::Type>& results,
+                            const SourceLoc& loc, std::vector<ir::NamedAttr> attrs) {
+  for (const ir::Type& t : results) check_result_size(t, loc);
+  builder_.set_loc(loc);
+  return builder_.create(kind, std::move(operands), results, std::move(attrs));
+}
+
 ir::ValueId Lowerer::create(OpKind kind, std::vector<ir::ValueId> operands, ir::Type result, const SourceLoc& loc,
                             std::vector<ir::NamedAttr> attrs) {
-  builder_.set_loc(loc);
-  return builder_.create1(kind, std::move(operands), std::move(result), std::move(attrs));
+  ir::OpId op = create_op(kind, std::move(operands), {std::move(result)}, loc, std::move(attrs));
+  return fn_.op(op).results[0];
+}
+
+void Lowerer::check_result_size(const ir::Type& t, const SourceLoc& loc) {
+  int64_t numel = 1;
+  for (int64_t d : t.shape) {
+    // Both factors stay <= kMaxTileElements, so the product cannot overflow.
+    numel = d > ir::kMaxTileElements ? ir::kMaxTileElements + 1 : numel * d;
+    if (numel > ir::kMaxTileElements)
+      error_at(loc, Diag::TileTooLarge,
+               "the result of this operation, a " + ir::to_string(t) + ", has more than 2^20 elements",
+               "use smaller block sizes and a loop");
+  }
 }
 
 ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLoc& loc, const std::string& what) {
   if (!c.is_numeric()) not_a_tensor(Symbol::of(c), loc, what);
-  builder_.set_loc(loc);
-  if (ir::is_float(type.scalar)) return builder_.float_constant(c.as_double(), std::move(type));
+  if (ir::is_float(type.scalar)) return create(OpKind::Constant, {}, std::move(type), loc, {{"value", ir::Attr{c.as_double()}}});
   int64_t v = c.kind == ConstValue::Kind::Float ? static_cast<int64_t>(std::trunc(c.f)) : c.i;
   if (type.scalar == Scalar::I1) v = c.kind == ConstValue::Kind::Float ? (c.f != 0.0) : (c.i != 0);
   // Wrap to the type's width (tl.full((4,), 300, tl.int8) is 44), so no
@@ -107,7 +125,7 @@ ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLo
     if (ir::is_signed(type.scalar) && (u >> (bits - 1)) != 0) u |= ~mask;
     v = static_cast<int64_t>(u);
   }
-  return builder_.int_constant(v, std::move(type));
+  return create(OpKind::Constant, {}, std::move(type), loc, {{"value", ir::Attr{v}}});
 }
 
 ir::ValueId Lowerer::to_value(const Symbol& s, const SourceLoc& loc, const std::string& what) {

@@ -224,8 +224,16 @@ class Lowerer {
   // converted values. `literal` flags come from the symbols.
   std::pair<ir::ValueId, ir::ValueId> arith_operands(const Symbol& a, const Symbol& b, bool div_or_mod,
                                                      const SourceLoc& loc, const char* op_text);
+  // Every op the lowering makes with results is made here, so a result over
+  // the tile size limit (a broadcast, tl.join, tl.cat, a reshape...) is the
+  // user's error E0503 at `loc` rather than the verifier's.
+  ir::OpId create_op(ir::OpKind kind, std::vector<ir::ValueId> operands, const std::vector<ir::Type>& results,
+                     const SourceLoc& loc, std::vector<ir::NamedAttr> attrs = {});
+  // The same for an op of one result; returns the result.
   ir::ValueId create(ir::OpKind kind, std::vector<ir::ValueId> operands, ir::Type result,
                      const SourceLoc& loc, std::vector<ir::NamedAttr> attrs = {});
+  // E0503 at `loc` if `t` has more than ir::kMaxTileElements elements.
+  void check_result_size(const ir::Type& t, const SourceLoc& loc);
   // The one place a Python constant becomes an IR value. A string, None or a
   // dtype is refused (E0309) rather than read as 0; `what` names the operand.
   ir::ValueId constant(const ConstValue& c, ir::Type type, const SourceLoc& loc,

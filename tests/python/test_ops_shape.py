@@ -8,6 +8,8 @@ stores its results flat, row-major, so a wrong element order shows up as a
 mismatch at a precise index.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -299,3 +301,67 @@ def repeat_by_float_kernel(x_ptr, BLOCK: tl.constexpr):
 def test_a_tuple_repeated_by_a_non_int_is_a_located_error():
     with pytest.raises(tegula.CompilationError, match=r"E0301.*a tuple repeats by an int constant, not float"):
         repeat_by_float_kernel[(1,)](np.zeros(16, np.float32), BLOCK=16)
+
+
+@tegula.jit
+def oversized_broadcast_kernel(o_ptr):
+    c = tl.arange(0, 2**11)[:, None] + tl.arange(0, 2**11)[None, :]  # here
+    tl.store(o_ptr + tl.arange(0, 16), tl.sum(tl.sum(c, 1), 0).to(tl.float32) + tl.zeros((16,), tl.float32))
+
+
+@tegula.jit
+def oversized_join_kernel(o_ptr):
+    a = tl.zeros((2**20,), tl.float32)
+    b = tl.join(a, a)  # here
+    tl.store(o_ptr + tl.arange(0, 16), tl.sum(tl.sum(b, 1), 0) + tl.zeros((16,), tl.float32))
+
+
+@tegula.jit
+def oversized_cat_kernel(o_ptr):
+    a = tl.zeros((2**20,), tl.float32)
+    b = tl.cat(a, a, can_reorder=True)  # here
+    tl.store(o_ptr + tl.arange(0, 16), tl.sum(b, 0) + tl.zeros((16,), tl.float32))
+
+
+@tegula.jit
+def oversized_dot_kernel(o_ptr):
+    a = tl.zeros((1024, 16), tl.float32)
+    b = tl.zeros((16, 2048), tl.float32)
+    c = tl.dot(a, b)  # here
+    tl.store(o_ptr + tl.arange(0, 16), tl.sum(tl.sum(c, 1), 0) + tl.zeros((16,), tl.float32))
+
+
+@tegula.jit
+def oversized_where_kernel(o_ptr):
+    row = tl.arange(0, 2**20)[:, None]
+    c = tl.where(row > 3, row, tl.zeros((1, 4), tl.int32))  # here
+    tl.store(o_ptr + tl.arange(0, 16), tl.sum(tl.sum(c, 1), 0).to(tl.float32) + tl.zeros((16,), tl.float32))
+
+
+@tegula.jit
+def oversized_load_kernel(o_ptr):
+    p = o_ptr + tl.arange(0, 2**20)[:, None]
+    x = tl.load(p, mask=tl.arange(0, 2)[None, :] < 1)  # here
+    tl.store(o_ptr + tl.arange(0, 16), tl.sum(tl.sum(x, 1), 0) + tl.zeros((16,), tl.float32))
+
+
+@pytest.mark.parametrize("kernel, result", [
+    (oversized_broadcast_kernel, "tile<2048x2048xi32>"),
+    (oversized_join_kernel, "tile<1048576x2xf32>"),
+    (oversized_cat_kernel, "tile<1048576x2xf32>"),
+    (oversized_dot_kernel, "tile<1024x2048xf32>"),
+    (oversized_where_kernel, "tile<1048576x4x"),
+    (oversized_load_kernel, "tile<1048576x2x"),
+])
+def test_a_result_over_the_tile_limit_is_a_located_error(kernel, result):
+    """An op whose result has more than 2^20 elements is E0503 at the user's line (as tl.full's
+    size is), not an internal error of the IR verifier."""
+    lines, first = inspect.getsourcelines(kernel.fn)
+    line = first + next(i for i, text in enumerate(lines) if text.endswith("# here\n"))
+    with pytest.raises(tegula.CompilationError) as info:
+        kernel[(1,)](np.zeros(16, np.float32))
+    message = str(info.value)
+    head = message.splitlines()[0]
+    assert f"test_ops_shape.py:{line}:" in head and "error[E0503]: the result of this operation, a " + result in head, \
+        message
+    assert "hint: use smaller block sizes and a loop" in message, message
