@@ -344,12 +344,7 @@ Symbol min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
 Symbol abs_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x"}, c);
   const Symbol& s = a.get("x");
-  if (s.is_const() && s.constant.is_numeric()) {
-    ConstValue v = s.constant;
-    if (v.kind == ConstValue::Kind::Float) v.f = std::fabs(v.f);
-    else v.i = v.i < 0 ? -v.i : v.i;
-    return Symbol::of(v);
-  }
+  if (s.is_const() && s.constant.is_numeric()) return Symbol::of(const_abs(s.constant, c.loc));
   ir::ValueId x = l.to_value(s, a.loc("x"), "the operand of abs");
   if (l.type(x).is_pointer()) error_at(c.loc, Diag::InvalidOperandType, "abs is not defined for pointers");
   if (!ir::is_signed(l.type(x).scalar) && !ir::is_float(l.type(x).scalar)) return ok(x);
@@ -706,8 +701,7 @@ Symbol py_convert(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (!s.is_const() || !s.constant.is_numeric())
     error_at(c.loc, Diag::NotConstexpr,
              n.substr(3) + "() works on constants inside kernels", "use .to(tl.<dtype>) for tiles");
-  if (n == "py.int") return Symbol::of(ConstValue::integer(s.constant.kind == ConstValue::Kind::Float
-                                                               ? static_cast<int64_t>(s.constant.f) : s.constant.i));
+  if (n == "py.int") return Symbol::of(const_to_int(s.constant, c.loc));
   if (n == "py.float") return Symbol::of(ConstValue::real(s.constant.as_double()));
   return Symbol::of(ConstValue::boolean(s.constant.truthy()));
 }

@@ -60,5 +60,10 @@ std::optional<ConstValue> const_binary(ast::BinaryOp op, const ConstValue& a, co
                                        const SourceLoc& loc);
 std::optional<ConstValue> const_unary(ast::UnaryOp op, const ConstValue& a, const SourceLoc& loc);
 std::optional<ConstValue> const_compare(ast::CmpOp op, const ConstValue& a, const ConstValue& b);
+// Python's int() of a number: a float truncated toward zero. Throws UserError
+// (E0603) at `loc` for NaN, an infinity or a value outside int64/uint64.
+ConstValue const_to_int(const ConstValue& a, const SourceLoc& loc);
+// Python's abs() of a number: abs(-2**63) is 2**63, a uint64 as -(-2**63) is.
+ConstValue const_abs(const ConstValue& a, const SourceLoc& loc);
 
 }  // namespace tegula::frontend

@@ -204,6 +204,30 @@ std::optional<ConstValue> const_unary(ast::UnaryOp op, const ConstValue& a, cons
   }
 }
 
+ConstValue const_to_int(const ConstValue& a, const SourceLoc& loc) {
+  if (a.kind != ConstValue::Kind::Float) {  // an int as it is, a bool as 0 or 1
+    ConstValue c = a;
+    c.kind = ConstValue::Kind::Int;
+    return c;
+  }
+  // Python's words: OverflowError for the infinities, ValueError for NaN.
+  if (std::isnan(a.f))
+    error_at(loc, Diag::ConstantArithmetic, "cannot convert float NaN to integer",
+             "test for NaN first: `x != x` is true only for NaN");
+  if (std::isinf(a.f)) error_at(loc, Diag::ConstantArithmetic, "cannot convert float infinity to integer");
+  double t = std::trunc(a.f);
+  if (t < -0x1p63 || t >= 0x1p64)
+    error_at(loc, Diag::ConstantArithmetic, "cannot convert " + to_string(a) + " to an integer: it does not fit in 64 bits",
+             "kernel constants must fit in int64 (or, above it, in uint64)");
+  return checked(t >= 0x1p63 ? static_cast<__int128>(static_cast<uint64_t>(t)) : static_cast<__int128>(t), loc);
+}
+
+ConstValue const_abs(const ConstValue& a, const SourceLoc& loc) {
+  if (a.kind == ConstValue::Kind::Float) return ConstValue::real(std::fabs(a.f));
+  __int128 x = wide(a);
+  return checked(x < 0 ? -x : x, loc);  // a bool becomes an int, as in Python
+}
+
 std::optional<ConstValue> const_compare(ast::CmpOp op, const ConstValue& a, const ConstValue& b) {
   using ast::CmpOp;
   switch (op) {

@@ -115,8 +115,7 @@ void Lowerer::check_result_size(const ir::Type& t, const SourceLoc& loc) {
 ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLoc& loc, const std::string& what) {
   if (!c.is_numeric()) not_a_tensor(Symbol::of(c), loc, what);
   if (ir::is_float(type.scalar)) return create(OpKind::Constant, {}, std::move(type), loc, {{"value", ir::Attr{c.as_double()}}});
-  int64_t v = c.kind == ConstValue::Kind::Float ? static_cast<int64_t>(std::trunc(c.f)) : c.i;
-  if (type.scalar == Scalar::I1) v = c.kind == ConstValue::Kind::Float ? (c.f != 0.0) : (c.i != 0);
+  int64_t v = type.scalar == Scalar::I1 ? c.truthy() : const_to_int(c, loc).i;
   // Wrap to the type's width (tl.full((4,), 300, tl.int8) is 44), so no
   // constant can be out of range for its type.
   int bits = ir::bit_width(type.scalar);

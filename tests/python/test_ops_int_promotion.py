@@ -18,6 +18,8 @@ checks every operator against NumPy, computed in the promoted type; the
 result dtype is checked at compile time.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -265,3 +267,41 @@ def constant_overflow_kernel(out_ptr, CASE: tl.constexpr):
 def test_constants_past_uint64_or_below_int64_are_errors(case):
     with pytest.raises(tegula.CompilationError, match=r"E0603.*overflows 64-bit integers"):
         constant_overflow_kernel[(1,)](np.zeros(1, np.int64), CASE=case)
+
+
+@tegula.jit
+def float_to_int_kernel(out_ptr, V: tl.constexpr, CASE: tl.constexpr):
+    if CASE == 0:
+        tl.store(out_ptr, int(V))
+    else:
+        tl.store(out_ptr + tl.arange(0, 2), tl.full((2,), V, tl.int32))
+
+
+@pytest.mark.parametrize("case", [0, 1])
+@pytest.mark.parametrize("value, message", [
+    (1e300, "cannot convert 1.0000000000000001e+300 to an integer: it does not fit in 64 bits"),
+    (-1e19, "cannot convert -1e+19 to an integer: it does not fit in 64 bits"),
+    (float("inf"), "cannot convert float infinity to integer"),
+    (float("-inf"), "cannot convert float infinity to integer"),
+    (float("nan"), "cannot convert float NaN to integer"),
+])
+def test_a_float_constant_without_an_integer_value_is_an_error(case, value, message):
+    """int() of a float constant (and a float constant made an integer tile) that is NaN, infinite
+    or out of the 64-bit range is Python's error, located; it was INT64_MIN (undefined in C++)."""
+    with pytest.raises(tegula.CompilationError, match=r"error\[E0603\]: " + re.escape(message)):
+        float_to_int_kernel[(1,)](np.zeros(2, np.int64), V=value, CASE=case)
+
+
+@tegula.jit
+def int_of_float_kernel(out_ptr):
+    tl.static_assert(int(1e19) == 10000000000000000000)  # above INT64_MAX: a uint64, as the literal
+    tl.static_assert(int(-3.9) == -3 and int(True) == 1)
+    tl.static_assert(abs(-2**63) == 2**63 and abs(-2**63) == -(-2**63) and abs(-2**63) > 0)
+    tl.static_assert(abs(True) == 1 and abs(-7) == 7 and abs(-2.5) == 2.5)
+    tl.store(out_ptr, abs(-2**63))
+
+
+def test_int_and_abs_of_constants_follow_python():
+    out = np.zeros(1, np.uint64)
+    int_of_float_kernel[(1,)](out)
+    assert int(out[0]) == 2**63
