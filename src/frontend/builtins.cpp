@@ -106,6 +106,12 @@ ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const 
   return l.truth_of(v, loc);
 }
 
+void refuse_nul(const std::string& text, const SourceLoc& loc, const std::string& what) {
+  if (text.find('\0') != std::string::npos)
+    error_at(loc, Diag::InvalidOption, what + " cannot hold a NUL character (it would end the text there)",
+             "remove the \\x00 from the string");
+}
+
 namespace {
 
 Symbol ok(ir::ValueId v) { return Symbol::of(v); }
@@ -595,9 +601,7 @@ Symbol device_print(Lowerer& l, const CallArgs& c, const std::string& n) {
   for (size_t i = 0; i < c.positional.size(); ++i) {
     const Symbol& s = c.positional[i];
     if (s.is_const() && s.constant.kind == ConstValue::Kind::Str) {
-      if (s.constant.s.find('\0') != std::string::npos)
-        error_at(c.positional_locs[i], Diag::InvalidOption,
-                 "a printed string cannot hold a NUL character (it would end the printed line there)");
+      refuse_nul(s.constant.s, c.positional_locs[i], "a printed string");
       prefix += s.constant.s;
       continue;
     }
@@ -632,9 +636,10 @@ Symbol device_assert(Lowerer& l, const CallArgs& c, const std::string& n) {
     if (!truth && l.debug()) error_at(c.loc, Diag::AssertionFailsAtCompileTime, "tl.device_assert always fails");
     return Symbol::of(ConstValue::none());
   }
+  std::string msg = a.has("msg") ? format_for_print(l, a.get("msg")) : "device assertion failed";
+  refuse_nul(msg, a.loc("msg"), "the message of tl.device_assert");  // in debug builds or not
   if (!l.debug()) return Symbol::of(ConstValue::none());
   ir::ValueId cond = as_condition(l, l.to_value(a.get("cond"), a.loc("cond"), "the condition"), a.loc("cond"), "the condition");
-  std::string msg = a.has("msg") ? format_for_print(l, a.get("msg")) : "device assertion failed";
   l.builder().set_loc(c.loc);
   l.builder().create(OpKind::Assert, {cond}, {}, {{"message", ir::Attr{msg}}});
   return Symbol::of(ConstValue::none());

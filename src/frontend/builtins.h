@@ -42,6 +42,11 @@ struct Builtin {
 ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what,
                          bool floats_too = false);
 
+// E0405 at `loc` if `text`, which the generated kernel will hold (a printed
+// string, an assertion's message, inline assembly), holds a NUL character:
+// the kernel's C string would end there. `what` names it in the message.
+void refuse_nul(const std::string& text, const SourceLoc& loc, const std::string& what);
+
 // The row of `name`, or nullptr.
 const Builtin* find_builtin(std::string_view name);
 // Every row, in the registry's order.

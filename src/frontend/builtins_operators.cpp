@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "frontend/builtins.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -244,6 +245,7 @@ Symbol lower_inline_asm(Lowerer& l, const CallArgs& c, const std::string& n) {
     ConstValue v = l.to_const(a.get(name), a.loc(name), std::string("the ") + name + " of tl." + n);
     if (v.kind != ConstValue::Kind::Str)
       error_at(a.loc(name), Diag::WrongArgumentKind, std::string("the ") + name + " of tl." + n + " must be a string");
+    refuse_nul(v.s, a.loc(name), std::string("the ") + name + " of tl." + n);
     return v.s;
   };
   std::string asm_text = text("asm"), constraints = text("constraints");

@@ -261,6 +261,8 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
         if (!truth) error_at(s.test->loc, Diag::AssertionFailsAtCompileTime, "static assertion failed: " + message);
         return;
       }
+      // A message that fails at compile time is the diagnostic's, which keeps a NUL; one the kernel holds cannot.
+      if (s.msg) refuse_nul(message, s.msg->loc, "the message of an `assert`");
       if (!debug()) return;  // like Triton: runtime asserts are checked only in debug mode
       ir::ValueId c = as_condition(*this, to_value(cond, s.test->loc, "the assertion"), s.test->loc, "the assertion");
       builder_.set_loc(s.loc);

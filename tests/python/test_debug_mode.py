@@ -812,6 +812,36 @@ def test_device_print_options_it_cannot_honour_are_errors(mode, message):
         print_options[(1,)](x, MODE=mode)
 
 
+@tegula.jit(debug=True)
+def nul_assert_messages(x_ptr, MODE: tl.constexpr):
+    x = tl.load(x_ptr)
+    if MODE == "device_assert":
+        tl.device_assert(x > 5, "msg with \x00 inside")
+    elif MODE == "assert":
+        assert x > 5, "assert with \x00 inside"
+    else:
+        y = tl.inline_asm_elementwise("mov.b32 $0, $1;\x00", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+        tl.store(x_ptr, y)
+
+
+@pytest.mark.parametrize("mode, message, needle", [
+    ("device_assert", "the message of tl.device_assert", '"msg with'),
+    ("assert", "the message of an `assert`", '"assert with'),
+    ("asm", "the asm of tl.inline_asm_elementwise", '"mov.b32'),
+])
+def test_a_nul_in_text_the_kernel_holds_is_an_error(mode, message, needle):
+    """A NUL ended an assertion's message there (what the failed assertion reported was cut short), as it
+    did tl.device_print's text: E0405 at the string, as for device_print."""
+    with pytest.raises(tegula.CompilationError) as info:
+        nul_assert_messages[(1,)](np.array([1], np.int32), MODE=mode)
+    text = str(info.value)
+    assert f"error[E0405]: {message} cannot hold a NUL character" in text, text
+    source, first = inspect.getsourcelines(nul_assert_messages.fn)
+    line = next(first + i for i, t in enumerate(source) if needle in t)
+    column = source[line - first].index(needle) + 1
+    assert f"test_debug_mode.py:{line}:{column}: error[E0405]" in text, text
+
+
 # --- CUDA code, compiled without a GPU --------------------------------------------------------------
 
 
