@@ -106,6 +106,17 @@ ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const 
   return l.truth_of(v, loc);
 }
 
+ir::ValueId as_mask(Lowerer& l, const Symbol& s, const SourceLoc& loc, const std::string& callee) {
+  std::string what = "the mask of " + callee;
+  ir::ValueId m = l.to_value(s, loc, what);
+  const ir::Type& t = l.type(m);
+  if (t.is_pointer() || t.scalar != Scalar::I1)
+    error_at(loc, Diag::NotBoolean,
+             "Mask must have boolean scalar type, but " + what + " is " + l.describe(s.is_const() ? s : Symbol::of(m)),
+             "compare it, e.g. `offs < n`, or `m != 0` for an integer mask");
+  return m;
+}
+
 void refuse_nul(const std::string& text, const SourceLoc& loc, const std::string& what) {
   if (text.find('\0') != std::string::npos)
     error_at(loc, Diag::InvalidOption, what + " cannot hold a NUL character (it would end the text there)",
@@ -243,8 +254,7 @@ Symbol load(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId ptr = pointer_arg(l, a, "tl.load");
   std::vector<ir::ValueId> operands = {ptr};
   if (a.has("mask")) {
-    ir::ValueId m = as_condition(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.load"), a.loc("mask"),
-                            "the mask of tl.load");
+    ir::ValueId m = as_mask(l, a.get("mask"), a.loc("mask"), "tl.load");
     auto [p2, m2] = l.broadcast_pair(ptr, m, a.loc("mask"));
     operands = {p2, m2};
     if (a.has("other")) {
@@ -292,8 +302,7 @@ Symbol store(Lowerer& l, const CallArgs& c, const std::string& n) {
   }
   std::vector<ir::ValueId> operands = {ptr, value};
   if (a.has("mask")) {
-    ir::ValueId m = as_condition(l, l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.store"), a.loc("mask"),
-                            "the mask of tl.store");
+    ir::ValueId m = as_mask(l, a.get("mask"), a.loc("mask"), "tl.store");
     if (l.type(m).is_tile() && l.type(m).shape != l.type(ptr).shape) {
       auto [p2, m2] = l.broadcast_pair(ptr, m, a.loc("mask"));
       operands = {p2, l.broadcast_to(value, l.type(p2).shape, a.loc("value")), m2};

@@ -36,11 +36,17 @@ struct Builtin {
   uint8_t forms;         // BuiltinForm bits
 };
 
-// `v` as a condition (a mask, an assertion): i1 as it is, an integer
+// `v` as a condition (an assertion, tl.where's): i1 as it is, an integer
 // compared with 0; a float or a pointer is an error at `loc` naming `what`
 // (a float is compared with 0 too when `floats_too`, for tl.where).
 ir::ValueId as_condition(Lowerer& l, ir::ValueId v, const SourceLoc& loc, const std::string& what,
                          bool floats_too = false);
+
+// `s` as the mask of `callee` (tl.load, tl.store, the atomics): a boolean
+// only, as in Triton ("Mask must have boolean scalar type"). An integer is
+// E0310 at `loc` like a float: `mask=offs` for `mask=offs < n` would
+// otherwise select the nonzero offsets, silently.
+ir::ValueId as_mask(Lowerer& l, const Symbol& s, const SourceLoc& loc, const std::string& callee);
 
 // E0405 at `loc` if `text`, which the generated kernel will hold (a printed
 // string, an assertion's message, inline assembly), holds a NUL character:

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "frontend/builtins_atomic.h"
+#include "frontend/builtins.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "ir/atomic.h"
@@ -43,16 +44,6 @@ ir::ValueId atomic_operand(Lowerer& l, const BoundArgs& a, const char* name, Sca
     error_at(a.loc(name), Diag::PointerConversion,
              std::string("the ") + name + " of " + callee + " must be a number, not a pointer");
   return l.cast(v, elem, a.loc(name));
-}
-
-ir::ValueId atomic_mask(Lowerer& l, const BoundArgs& a, const std::string& callee) {
-  ir::ValueId m = l.to_value(a.get("mask"), a.loc("mask"), "the mask of " + callee);
-  const ir::Type& t = l.type(m);
-  if (t.is_pointer() || ir::is_float(t.scalar))
-    error_at(a.loc("mask"), Diag::NotBoolean,
-             "the mask of " + callee + " must be boolean, but it is " + l.describe(Symbol::of(m)),
-             "compare it, e.g. `offs < n`");
-  return l.cast(m, Scalar::I1, a.loc("mask"));  // an integer mask means `!= 0`
 }
 
 // One string option of the memory model, checked against its spellings.
@@ -103,7 +94,7 @@ Symbol lower_atomic_rmw(Lowerer& l, const CallArgs& c, const std::string& n) {
   ir::ValueId ptr = atomic_pointer(l, a, *op, callee);
   Scalar elem = l.type(ptr).scalar;
   std::vector<ir::ValueId> operands = {ptr, atomic_operand(l, a, "val", elem, callee)};
-  if (a.has("mask")) operands.push_back(atomic_mask(l, a, callee));
+  if (a.has("mask")) operands.push_back(as_mask(l, a.get("mask"), a.loc("mask"), callee));
   std::vector<ir::NamedAttr> attrs = {{"op", ir::Attr{std::string(ir::to_string(*op))}}};
   for (ir::NamedAttr& m : memory_attrs(l, a, callee)) attrs.push_back(std::move(m));
   broadcast_all(l, operands, c.loc);

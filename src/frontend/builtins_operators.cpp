@@ -97,7 +97,7 @@ Symbol lower_expect_zero(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"x", "mask"}, c);
   if (!l.debug()) return a.get("x");
   ir::ValueId x = l.to_value(a.get("x"), a.loc("x"), "the x of tl.expect_zero");
-  ir::ValueId m = l.to_value(a.get("mask"), a.loc("mask"), "the mask of tl.expect_zero");
+  ir::ValueId m = as_mask(l, a.get("mask"), a.loc("mask"), "tl.expect_zero");
   ir::Type t = l.type(x);
   ir::ValueId zero = l.broadcast_to(l.constant(ConstValue::integer(0), t.element(), c.loc), t.shape, c.loc);
   ir::ValueId is_zero = l.create(OpKind::Cmp, {x, zero}, t.with_scalar(Scalar::I1), c.loc,

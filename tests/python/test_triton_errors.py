@@ -320,3 +320,54 @@ def test_dot_scaled_refuses_scales_of_different_group_sizes(backend):
     out = np.zeros(32, np.float32)
     dot_scaled_kernel[(1,)](out, LHS_GROUPS=2)  # groups of 32 on both sides: 64 products of 0.25 a row
     np.testing.assert_array_equal(out, np.full(32, 32 * 64 * 0.25, np.float32))
+
+
+@tegula.jit
+def integer_mask_kernel(x_ptr, OP: tl.constexpr, MASK: tl.constexpr):
+    offs = tl.arange(0, 16)
+    if MASK == "int":
+        m = offs
+    elif MASK == "bits":
+        m = offs & 1
+    elif MASK == "float":
+        m = offs.to(tl.float32)
+    else:
+        m = 1
+    if OP == "load":
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m, other=0))
+    elif OP == "store":
+        tl.store(x_ptr + offs, offs, mask=m)
+    elif OP == "atomic_add":
+        tl.atomic_add(x_ptr + offs, 1, mask=m)
+    else:
+        tl.atomic_xchg(x_ptr + offs, 1, mask=m)
+
+
+@pytest.mark.parametrize("mask, kind", [("int", "a tile of type tile<16xi32>"), ("bits", "a tile of type tile<16xi32>"),
+                                        ("float", "a tile of type tile<16xf32>"), ("one", "the constant 1")])
+@pytest.mark.parametrize("op", ["load", "store", "atomic_add", "atomic_xchg"])
+def test_a_mask_that_is_not_boolean_is_refused_with_tritons_words(op, mask, kind):
+    """`mask=offs` (for `mask=offs < n`) selected the nonzero offsets, silently; Triton refuses any
+    mask that is not boolean ("Mask must have boolean scalar type"), and so does Tegula now."""
+    e = compile_error(lambda: integer_mask_kernel[(1,)](np.zeros(16, np.int32), OP=op, MASK=mask))
+    assert e.code == "E0310"
+    assert e.error_message == f"Mask must have boolean scalar type, but the mask of tl.{op} is {kind}"
+    assert "hint: compare it, e.g. `offs < n`, or `m != 0` for an integer mask" in str(e)
+
+
+@tegula.jit
+def integer_condition_kernel(x_ptr, n):
+    offs = tl.arange(0, 16)
+    bits = offs & 1
+    tl.store(x_ptr + offs, tl.where(bits != 0, 1, 2), mask=True)
+    tl.store(x_ptr + 16 + offs, offs, mask=(offs & n) != 0)
+    if n & 1:  # `if` tests an integer against 0, as Triton does
+        tl.store(x_ptr + 32, n)
+
+
+def test_boolean_masks_and_integer_conditions_still_compile(backend):
+    x = backend.zeros(33, np.int32)
+    integer_condition_kernel[(1,)](x, 3)
+    offs = np.arange(16)
+    want = np.concatenate([np.where(offs & 1, 1, 2), np.where(offs & 3, offs, 0), [3]])
+    np.testing.assert_array_equal(backend.numpy(x), want)
