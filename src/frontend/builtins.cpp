@@ -27,6 +27,7 @@
 #include "frontend/python_format.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
+#include "support/spelling.h"
 
 namespace tegula::frontend {
 
@@ -34,6 +35,16 @@ using ir::OpKind;
 using ir::Scalar;
 
 // --- argument binding ----------------------------------------------------------
+
+std::string parameters_hint(const std::string& callee, const std::string& keyword,
+                            const std::vector<std::string>& params) {
+  std::string hint = did_you_mean(keyword, params);
+  if (!hint.empty()) hint += " ";
+  if (params.empty()) return hint + "`" + callee + "` takes no arguments";
+  hint += "`" + callee + "` takes ";
+  for (size_t i = 0; i < params.size(); ++i) hint += (i == 0 ? "" : ", ") + params[i];
+  return hint;
+}
 
 BoundArgs::BoundArgs(const std::string& callee, const std::vector<std::string>& params, const CallArgs& args)
     : callee_(callee), call_loc_(args.loc) {
@@ -55,7 +66,7 @@ BoundArgs::BoundArgs(const std::string& callee, const std::vector<std::string>& 
     bool known = false;
     for (const std::string& p : names) known |= p == n;
     if (!known) error_at(args.keyword_locs[k], Diag::UnknownKeywordArgument,
-                         "`" + callee + "` got an unexpected keyword argument `" + n + "`");
+                         "`" + callee + "` got an unexpected keyword argument `" + n + "`", parameters_hint(callee, n, names));
     if (bound_.count(n)) error_at(args.keyword_locs[k], Diag::DuplicateArgument,
                                   "`" + callee + "` got multiple values for `" + n + "`");
     bound_[n] = {args.keywords[k].second, args.keyword_locs[k]};
@@ -1000,6 +1011,25 @@ const Builtin* find_builtin(std::string_view name) {
 }
 
 std::span<const Builtin> builtin_registry() { return kBuiltins; }
+
+std::vector<std::string> language_names() {
+  std::vector<std::string> names;
+  for (const Builtin& b : kBuiltins)
+    if ((b.forms & kLanguage) != 0) names.push_back(b.name);
+  for (int i = 0; i < ir::kNumScalars; ++i) names.push_back(ir::scalar_info(static_cast<Scalar>(i)).tl_name);
+  for (const char* name : {"constexpr", "tensor", "dtype", "PropagateNan", "math", "extra", "core", "void"})
+    names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> tile_attribute_names() {
+  std::vector<std::string> names = {"dtype", "shape", "numel", "type", "T"};
+  for (const Builtin& b : kBuiltins) {
+    std::string_view name = b.name;
+    if ((b.forms & kMethod) != 0 && !name.starts_with("__")) names.push_back(b.name);
+  }
+  return names;
+}
 
 bool Lowerer::is_language_builtin(const std::string& name) {
   const Builtin* b = find_builtin(name);

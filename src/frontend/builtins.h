@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "frontend/lowering.h"
 
@@ -55,6 +56,11 @@ void refuse_nul(const std::string& text, const SourceLoc& loc, const std::string
 
 // The row of `name`, or nullptr.
 const Builtin* find_builtin(std::string_view name);
+// What a misspelled name is compared with (support/spelling.h): the names
+// kernels write as tl.<name> (functions and dtypes), and those a tile has
+// (its methods, shape, dtype...).
+std::vector<std::string> language_names();
+std::vector<std::string> tile_attribute_names();
 // Every row, in the registry's order.
 std::span<const Builtin> builtin_registry();
 

@@ -178,9 +178,12 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args, bool aggregate_ini
     const auto& [name, value] = args.keywords[k];
     size_t i = 0;
     while (i < def.params.size() && def.params[i].name != name) ++i;
-    if (i == def.params.size())
+    if (i == def.params.size()) {
+      std::vector<std::string> params;
+      for (const auto& p : def.params) params.push_back(p.name);
       error_at(args.keyword_locs[k], Diag::UnknownKeywordArgument,
-               "`" + def.name + "` has no parameter named `" + name + "`");
+               "`" + def.name + "` has no parameter named `" + name + "`", parameters_hint(def.name, name, params));
+    }
     if (bound[i]) error_at(args.keyword_locs[k], Diag::DuplicateArgument,
                            "`" + def.name + "` got multiple values for `" + name + "`");
     bound[i] = value;

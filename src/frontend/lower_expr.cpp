@@ -11,6 +11,7 @@
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
+#include "support/spelling.h"
 
 namespace tegula::frontend {
 
@@ -617,8 +618,10 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       if (base.name.ends_with("libdevice") && find_builtin("libdevice." + attr) != nullptr)
         return Symbol::builtin("libdevice." + attr);
       if (is_language_builtin(attr)) return Symbol::builtin(attr);
-      error_at(loc, Diag::UnsupportedLanguageName, "`tl." + attr + "` is not supported by Tegula (yet)",
-               "docs/language.md lists the supported names");
+      // Triton's names that Tegula lacks are in the registry (call_builtin refuses them): this one is neither.
+      std::string hint = did_you_mean(attr, language_names(), "tl.");
+      error_at(loc, Diag::UnsupportedLanguageName, "`tl." + attr + "` is not a name of tegula.language",
+               hint.empty() ? "docs/language.md lists the supported names" : hint);
     }
     case Symbol::Kind::Value: {
       const ir::Type& t = type(base.value);
@@ -648,7 +651,8 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         m.receiver = std::make_shared<Symbol>(base);
         return m;
       }
-      error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
+      error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`",
+               did_you_mean(attr, tile_attribute_names()));
     }
     case Symbol::Kind::Const:
       if (base.constant.kind == ConstValue::Kind::DType) {
@@ -672,7 +676,8 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
                                          is_value_method(attr)))
         // A Python number is a tensor where Triton makes it one: `acc = 0; acc.to(tl.int64)`.
         return attribute(Symbol::of(to_value(base, loc, "the constant")), attr, loc);
-      error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
+      error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`",
+               base.constant.is_numeric() ? did_you_mean(attr, tile_attribute_names()) : "");
     case Symbol::Kind::Opaque:
       error_at(loc, Diag::HostObjectInKernel, "`" + base.name + "` is a host object and cannot be used inside a kernel",
                "kernels can use tl/tegula functions, @jit functions and int/float/bool/str constants");

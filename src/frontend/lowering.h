@@ -48,6 +48,11 @@ class BoundArgs {
   SourceLoc call_loc_;
 };
 
+// The hint of an unexpected keyword argument `keyword` of `callee`: the
+// parameter it may misspell, then the parameters `callee` takes.
+std::string parameters_hint(const std::string& callee, const std::string& keyword,
+                            const std::vector<std::string>& params);
+
 // Whether a `return` appears anywhere in `body`, nested blocks included.
 bool contains_return(const std::vector<ast::StmtPtr>& body);
 

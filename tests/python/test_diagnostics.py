@@ -238,3 +238,44 @@ def test_a_zero_d_tensor_given_for_a_number_is_named_in_the_hint():
     text = str(info.value)
     assert "operator `<` is not defined for pointers" in text
     assert "(0-d ones included, e.g. torch.tensor(100)): pass a Python number, or `t.item()`" in text
+
+
+@tegula.jit
+def misspelled_kernel(x_ptr, CASE: tl.constexpr):
+    offs = tl.arange(0, 16)
+    if CASE == "tl":
+        v = tl.lod(x_ptr + offs)
+    elif CASE == "tl_far":
+        v = tl.frobnicate(x_ptr + offs)
+    elif CASE == "method":
+        v = tl.load(x_ptr + offs).summ()
+    elif CASE == "keyword":
+        v = tl.load(x_ptr + offs, msk=offs < 4)
+    else:
+        v = helper_with_params(x_ptr + offs, scael=2.0)
+    tl.store(x_ptr + offs, v)
+
+
+@tegula.jit
+def helper_with_params(ptr, scale):
+    return tl.load(ptr) * scale
+
+
+@pytest.mark.parametrize("case, needle, code, text, hint", [
+    ("tl", "tl.lod", "E0204", "`tl.lod` is not a name of tegula.language", "did you mean `tl.load`?"),
+    ("tl_far", "tl.frobnicate", "E0204", "`tl.frobnicate` is not a name of tegula.language",
+     "docs/language.md lists the supported names"),
+    ("method", "tl.load(x_ptr + offs).summ", "E0203", "a tile of type tile<16xf32> has no attribute `summ`",
+     "did you mean `sum`?"),
+    ("keyword", "msk=", "E0402", "`load` got an unexpected keyword argument `msk`",
+     "did you mean `mask`? `load` takes pointer, mask, other, boundary_check, padding_option, cache_modifier, "
+     "eviction_policy, volatile"),
+    ("jit", "scael=", "E0402", "`helper_with_params` has no parameter named `scael`",
+     "did you mean `scale`? `helper_with_params` takes ptr, scale"),
+])
+def test_a_misspelled_name_gets_the_closest_name_as_its_hint(case, needle, code, text, hint):
+    """A typo names what it may have meant, and an unknown keyword the parameters there are; an unknown
+    tl name is not said to be a Triton name Tegula lacks (those keep 'not supported by Tegula yet')."""
+    msg = compile_error(misspelled_kernel, X, CASE=case)
+    assert_located(msg, misspelled_kernel, needle, text, code)
+    assert f"\nhint: {hint}\n" in msg, msg
