@@ -222,6 +222,12 @@ def _resolve_constexpr_jit(value, index_of: dict):
 def _opaque_description(value) -> str:
     if isinstance(value, types.ModuleType):
         return f"module '{value.__name__}'"
+    # NumPy's and the math module's functions as programs write them: np.exp, math.exp.
+    name = getattr(value, "__name__", None)
+    if isinstance(name, str) and not isinstance(value, type) and getattr(np, name, None) is value:
+        return f"np.{name}"
+    if isinstance(value, types.BuiltinFunctionType) and getattr(value, "__module__", None) == "math":
+        return f"math.{name}"
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
         module = getattr(value, "__module__", None) or ""
         if module.startswith(("tegula.language", "triton.language")):

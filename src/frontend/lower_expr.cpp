@@ -736,10 +736,13 @@ Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
       if (!callee.elements.empty()) return call(callee.elements[0], with_self);  // an aggregate's method
       return call_builtin(callee.name, without_semantic(with_self));
     }
-    case Symbol::Kind::Opaque:
+    case Symbol::Kind::Opaque: {
+      std::string counterpart = language_counterpart(callee.name);
       error_at(args.loc, Diag::HostObjectInKernel,
                "`" + callee.name + "` is a host object and cannot be called inside a kernel",
-               "only tl functions and other @tegula.jit functions can be called from a kernel");
+               counterpart.empty() ? "only tl functions and other @tegula.jit functions can be called from a kernel"
+                                   : "use `" + counterpart + "` inside a kernel");
+    }
     default: error_at(args.loc, Diag::NotCallable, describe(callee) + " is not callable");
   }
 }

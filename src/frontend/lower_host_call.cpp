@@ -2,6 +2,9 @@
 // constants (as GlobalValues they cross to the host), the host runs the
 // function (KernelRequest::call_host) and its result comes back as a global
 // would: a constant, a dtype, a tuple of them.
+#include <map>
+
+#include "frontend/builtins.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -59,6 +62,21 @@ std::string plain_function_description(const std::string& reference) {
 
 }  // namespace
 
+// The tile language's counterpart of a NumPy or math function (lowering.h).
+std::string language_counterpart(const std::string& description) {
+  size_t dot = description.find('.');
+  std::string module = description.substr(0, dot);
+  if (dot == std::string::npos || (module != "np" && module != "math")) return "";
+  static const std::map<std::string, std::string> kAliases = {
+      {"absolute", "abs"}, {"fabs", "abs"}, {"arcsin", "asin"}, {"arccos", "acos"}, {"arctan", "atan"},
+      {"arctan2", "atan2"}, {"arcsinh", "asinh"}, {"arccosh", "acosh"}, {"arctanh", "atanh"},
+      {"power", "pow"}, {"clip", "clamp"}, {"amax", "max"}, {"amin", "min"}, {"true_divide", "fdiv"}};
+  std::string name = description.substr(dot + 1);
+  if (auto it = kAliases.find(name); it != kAliases.end()) name = it->second;
+  const Builtin* b = find_builtin(name);
+  return b != nullptr && b->lower != nullptr && (b->forms & kLanguage) != 0 ? "tl." + name : "";
+}
+
 std::string Lowerer::host_function_name(const Symbol& s) {
   // The reference is "qualname#module#id": the part before '#' names it.
   return s.name.substr(0, s.name.find('#'));
@@ -70,12 +88,17 @@ Symbol Lowerer::call_host_function(const Symbol& callee, const CallArgs& args) {
   std::string what = plain.empty() ? "the constexpr function `" + name + "`" : "the host function `" + name + "`";
   auto argument = [&](const Symbol& s, const SourceLoc& loc, const std::string& which) {
     std::optional<GlobalValue> v = host_value(s);
-    if (!v && !plain.empty())
+    if (!v && !plain.empty()) {
+      std::string counterpart = language_counterpart(plain);
       error_at(loc, Diag::HostObjectInKernel,
                "`" + plain + "` is a host object and cannot be called inside a kernel on " + describe(s) +
                    " (argument " + which + ")",
-               "a Python function that is not @tegula.jit runs while the kernel compiles, on constants only: "
-               "decorate it with @tegula.jit to call it on tiles, or call a tl function");
+               !counterpart.empty()
+                   ? "use `" + counterpart + "` inside a kernel: `" + plain +
+                         "` runs on the host while the kernel compiles, on constants only"
+                   : "a Python function that is not @tegula.jit runs while the kernel compiles, on constants only: "
+                     "decorate it with @tegula.jit to call it on tiles, or call a tl function");
+    }
     if (!v)
       error_at(loc, Diag::ConstexprGotRuntimeValue,
                "argument " + which + " of " + what + " is " + describe(s) +

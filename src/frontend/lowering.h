@@ -53,6 +53,11 @@ class BoundArgs {
 std::string parameters_hint(const std::string& callee, const std::string& keyword,
                             const std::vector<std::string>& params);
 
+// For a host function described `np.exp` or `math.exp` (python/tegula/_globals.py
+// names NumPy's and the math module's so), "tl.exp" where the tile language has a
+// function of that name (or of its NumPy alias: np.absolute is tl.abs); "" otherwise.
+std::string language_counterpart(const std::string& description);
+
 // Whether a `return` appears anywhere in `body`, nested blocks included.
 bool contains_return(const std::vector<ast::StmtPtr>& body);
 

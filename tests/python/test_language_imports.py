@@ -8,6 +8,8 @@ compared with NumPy on random data; the same kernels are compiled by the
 CUDA backend (NVRTC, no GPU needed) where NVRTC loads.
 """
 
+import math
+
 import numpy as np
 import pytest
 
@@ -85,6 +87,47 @@ def test_a_host_function_sharing_a_language_name_stays_a_host_object():
     x = np.zeros(16, np.float32)
     with pytest.raises(tegula.CompilationError, match=r"E0205.*function 'exp' \(not a @tegula.jit function\)"):
         host_function_kernel[(1,)](x, BLOCK=16)
+
+
+def _no_counterpart(x):
+    return x
+
+
+@tegula.jit
+def host_math_kernel(x_ptr, CASE: tl.constexpr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs)
+    if CASE == "np.exp":
+        y = np.exp(x)
+    elif CASE == "math.exp":
+        y = math.exp(x)
+    elif CASE == "np.maximum":
+        y = np.maximum(x, 0.0)
+    elif CASE == "np.absolute":
+        y = np.absolute(x)
+    elif CASE == "np.cumsum":
+        y = np.cumsum(x)
+    else:
+        y = _no_counterpart(x)
+    tl.store(x_ptr + offs, y + math.exp(0.0) + np.sqrt(4.0))  # on constants they run on the host
+
+
+@pytest.mark.parametrize("case, name, hint", [
+    ("np.exp", "`np.exp`", "use `tl.exp` inside a kernel: `np.exp` runs on the host while the kernel compiles"),
+    ("math.exp", "`math.exp`", "use `tl.exp` inside a kernel: `math.exp` runs on the host while the kernel compiles"),
+    ("np.maximum", "`np.maximum`", "use `tl.maximum` inside a kernel"),
+    ("np.absolute", "`np.absolute`", "use `tl.abs` inside a kernel"),
+    ("np.cumsum", "`np.cumsum`", "use `tl.cumsum` inside a kernel"),
+    ("plain", "`function '_no_counterpart' (not a @tegula.jit function)`", "a Python function that is not @tegula.jit runs"),
+])
+def test_a_numpy_or_math_function_on_a_tile_names_its_tl_function(case, name, hint):
+    """np.exp(tile) said "`ufunc 'exp'` is a host object" and to make it @jit: NumPy's and math's functions
+    are named as the program writes them, and the hint names the tl function where the language has one."""
+    with pytest.raises(tegula.CompilationError) as info:
+        host_math_kernel[(1,)](np.zeros(16, np.float32), CASE=case)
+    text = str(info.value)
+    assert "error[E0205]: " + name + " is a host object" in text, text
+    assert "\nhint: " + hint in text, text
 
 
 @pytest.mark.parametrize("arch", [90, 80])
