@@ -148,6 +148,13 @@ void raise_interrupted() {
   PyErr_SetNone(PyExc_KeyboardInterrupt);
 }
 
+// A rendered diagnostic ends its lines with '\n', which the command line
+// prints as it is; a Python exception's text ends without one.
+std::string_view without_final_newline(std::string_view text) {
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  return text;
+}
+
 // `payload` is the CompilationError type object; the module keeps it alive.
 void translate_errors(const std::exception_ptr& error, void* payload) {
   auto* compilation_error = static_cast<PyObject*>(payload);
@@ -163,12 +170,12 @@ void translate_errors(const std::exception_ptr& error, void* payload) {
     raise_with_code(PyExc_RuntimeError, e.what(), e.code());
   } catch (const tegula::Error& e) {
     if (e.kind() == ErrorKind::Compile) raise_compilation_error(compilation_error, e);
-    else raise_with_code(exception_for(e.kind(), compilation_error), e.text(), e.code());
+    else raise_with_code(exception_for(e.kind(), compilation_error), without_final_newline(e.text()), e.code());
   } catch (const UserError& e) {
     // Only reachable if a UserError escapes without its sources (a bug in the
     // API boundary); still report it as the user's error, unlocated.
-    raise_with_code(exception_for(e.diagnostic().kind, compilation_error), render(e.diagnostic(), nullptr),
-                    e.diagnostic().code);
+    raise_with_code(exception_for(e.diagnostic().kind, compilation_error),
+                    without_final_newline(render(e.diagnostic(), nullptr)), e.diagnostic().code);
   } catch (const InternalError& e) {
     raise_with_code(PyExc_RuntimeError, e.what(), Diag::InternalCompilerError);
   }

@@ -149,6 +149,14 @@ ConstValue Lowerer::to_const(const Symbol& s, const SourceLoc& loc, const std::s
 
 int64_t Lowerer::to_int_const(const Symbol& s, const SourceLoc& loc, const std::string& what) {
   ConstValue c = to_const(s, loc, what);
+  if (c.kind == ConstValue::Kind::Float) {
+    // Most often a launch's `BLOCK=256.0`, or a `/` where `//` was meant.
+    bool whole = std::isfinite(c.f) && c.f == std::trunc(c.f) && std::fabs(c.f) < 0x1p53;
+    std::string as_int = whole ? std::to_string(static_cast<int64_t>(c.f)) : "256";
+    error_at(loc, Diag::NotConstexpr, what + " must be an integer constant, but it is " + describe(s),
+             "pass an int, e.g. `BLOCK=" + as_int + "` rather than `BLOCK=" + (whole ? to_string(c) : "256.0") +
+                 "`, and divide sizes with `//`, not `/`");
+  }
   if (c.kind != ConstValue::Kind::Int && c.kind != ConstValue::Kind::Bool)
     error_at(loc, Diag::NotConstexpr, what + " must be an integer constant, but it is " + describe(s));
   return c.i;

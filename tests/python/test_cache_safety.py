@@ -522,7 +522,7 @@ def test_a_world_writable_cache_directory_is_refused(tmp_path):
     assert str(error) == (
         f"error[E0901]: the cache directory {cache} is writable by group or others; cached kernels are code "
         f"Tegula executes, so it must be private\n"
-        f"hint: run `chmod 700 {cache}`, or set TEGULA_CACHE_DIR to a private directory\n")
+        f"hint: run `chmod 700 {cache}`, or set TEGULA_CACHE_DIR to a private directory")
     assert list(cache.iterdir()) == []  # nothing was written there
 
     # A link to such a directory is judged by its target.
@@ -552,4 +552,4 @@ def test_a_cache_directory_of_another_user_is_refused(tmp_path):
     assert str(error) == (
         f"error[E0901]: the cache directory {cache} is owned by another user (uid 65534); cached kernels are code "
         f"Tegula executes, so it must be your own\n"
-        f"hint: set TEGULA_CACHE_DIR to a directory you own\n")
+        f"hint: set TEGULA_CACHE_DIR to a directory you own")

@@ -279,3 +279,18 @@ def test_a_misspelled_name_gets_the_closest_name_as_its_hint(case, needle, code,
     msg = compile_error(misspelled_kernel, X, CASE=case)
     assert_located(msg, misspelled_kernel, needle, text, code)
     assert f"\nhint: {hint}\n" in msg, msg
+
+
+@tegula.jit
+def float_block_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0)
+
+
+def test_a_float_size_says_to_pass_an_int():
+    """`BLOCK=256.0` said only that the size must be an integer constant: the hint says what to pass."""
+    msg = compile_error(float_block_kernel, X, BLOCK=256.0)
+    assert_located(msg, float_block_kernel, "BLOCK)", "the end of tl.arange must be an integer constant, but it is "
+                   "the constant 256.0", "E0601")
+    assert "\nhint: pass an int, e.g. `BLOCK=256` rather than `BLOCK=256.0`, and divide sizes with `//`, not `/`\n" \
+        in msg, msg
