@@ -105,6 +105,12 @@ std::optional<LaunchOption> LaunchOptions::kept(PyObject* name) {
   return std::nullopt;
 }
 
+std::vector<std::string> LaunchOptions::all_names() {
+  std::vector<std::string> names(std::begin(kNames), std::end(kNames));
+  for (const FixedOption& fixed : kFixed) names.emplace_back(fixed.name);
+  return names;
+}
+
 bool LaunchOptions::take(const std::string& kernel, PyObject* name, PyObject* value) {
   if (std::optional<LaunchOption> option = kept(name)) {
     set(*option, value);

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tegula::python {
 
@@ -57,6 +58,8 @@ class LaunchOptions {
   // The option `name` names when it is one take() keeps (num_warps, ...);
   // nothing for any other keyword. set() then records it as take() would.
   static std::optional<LaunchOption> kept(PyObject* name);
+  // Every keyword take() accepts, kept or fixed: what a misspelled one may mean.
+  static std::vector<std::string> all_names();
   void set(LaunchOption option, PyObject* value) {
     given_[static_cast<size_t>(option)] = value;
     any_given_ = true;

@@ -10,6 +10,7 @@
 #include "bindings/launch_errors.h"
 #include "bindings/launch_observer.h"
 #include "runtime/backend_registry.h"
+#include "support/spelling.h"
 
 namespace nb = nanobind;
 
@@ -243,8 +244,13 @@ void Launcher::bind(const CallArgs& call, Bound& bound) {
     if (found)
       raise_coded(PyExc_TypeError, Diag::LaunchArgumentCount,
                   "kernel '" + kernel_name_ + "' got multiple values for argument '" + str_of(stray) + "'");
+    // Off the fast path: the names it may misspell are the parameters and the launch options.
+    std::vector<std::string> known = names_;
+    for (std::string& option : LaunchOptions::all_names()) known.push_back(std::move(option));
+    std::optional<std::string> meant = closest_name(str_of(stray), known);
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentCount,
-                "kernel '" + kernel_name_ + "' got an unexpected keyword argument '" + str_of(stray) + "'");
+                "kernel '" + kernel_name_ + "' got an unexpected keyword argument '" + str_of(stray) + "'" +
+                    (meant ? "; did you mean '" + *meant + "'?" : ""));
   }
   for (size_t i = 0; i < given; ++i) bound.values[i] = call.argument(i);
   SmallVector<size_t, kInlineArguments> missing;

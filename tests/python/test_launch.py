@@ -158,8 +158,14 @@ def test_missing_argument():
 def test_unknown_keyword():
     x, y, out = _arrays()
     with pytest.raises(TypeError, match=re.escape(
-            "kernel 'add_kernel' got an unexpected keyword argument 'BLOK'")):
+            "kernel 'add_kernel' got an unexpected keyword argument 'BLOK'; did you mean 'BLOCK'?")):
         add_kernel[(1,)](x, y, out, 100, BLOK=128)
+    # Launch options are candidates too; a word near nothing gets no guess.
+    with pytest.raises(TypeError, match=re.escape("argument 'num_warp'; did you mean 'num_warps'?")):
+        add_kernel[(1,)](x, y, out, 100, BLOCK=128, num_warp=4)
+    with pytest.raises(TypeError) as info:
+        add_kernel[(1,)](x, y, out, 100, BLOCK=128, verbosity=2)
+    assert str(info.value).endswith("got an unexpected keyword argument 'verbosity'")
 
 
 def test_duplicate_argument():

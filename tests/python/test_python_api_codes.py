@@ -74,7 +74,7 @@ def test_argument_binding_errors_are_e0701():
     assert raised(TypeError, lambda: scale[(1,)](x, x, 8, 2.0, 8, 9)) == (
         "E0701", "error[E0701]: kernel 'scale' takes 5 arguments (x_ptr, out_ptr, n, factor, BLOCK) but 6 were given")
     assert raised(TypeError, lambda: scale[(1,)](x, x, 8, 2.0, BLOCKS=8)) == (
-        "E0701", "error[E0701]: kernel 'scale' got an unexpected keyword argument 'BLOCKS'")
+        "E0701", "error[E0701]: kernel 'scale' got an unexpected keyword argument 'BLOCKS'; did you mean 'BLOCK'?")
     assert raised(TypeError, lambda: scale[(1,)](x, x, 8, 2.0, 8, n=8)) == (
         "E0701", "error[E0701]: kernel 'scale' got multiple values for argument 'n'")
 
