@@ -72,7 +72,7 @@ def matmul_case(backend):
             matmul.flops(S, S, S))
 
 
-def assert_times_agree(report, kernel, args, grid, meta, host_call, backend, rounds=9):
+def assert_times_agree(report, kernel, args, grid, meta, host_call, backend, rounds=15):
     """The report's time is within 10% of the benchmark's for the same work.
 
     The benchmark times its host function (the launch and its small wrapper)
@@ -81,7 +81,10 @@ def assert_times_agree(report, kernel, args, grid, meta, host_call, backend, rou
     bursts that left the medians of nine rounds 18% apart while the fastest
     rounds agreed within 1% (CI, softmax on the CPU). So the two are taken in
     alternation, and the fastest rounds so far are compared: at least three
-    rounds, at most `rounds`."""
+    rounds, at most `rounds`. Fifteen, not nine: a memory-bound launch on a
+    2-core VM once had one report round 13% under every benchmark round of
+    nine (vector add, 0.503 ms against 0.577 and more), and more rounds give
+    the benchmark its own fast round."""
     reported, benched = [report.time_ms], []
     for i in range(rounds):
         if i > 0:
