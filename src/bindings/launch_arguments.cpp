@@ -895,17 +895,15 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
   }
   if (object == Py_None) return key.constant_none();
   if (PyUnicode_Check(object)) {
-    Py_ssize_t size = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(object, &size);
-    if (!data) {
+    try {
+      return key.constant_str(utf8(object));
+    } catch (nb::python_error&) {  // taken and cleared: the coded error below replaces it
       // A lone surrogate (os.fsdecode of a path's non-UTF-8 bytes, say): no text the kernel could print.
-      PyErr_Clear();
       raise_coded(PyExc_ValueError, Diag::LaunchArgumentType,
                   "constexpr argument '" + param + "' of kernel '" + kernel + "' is a str that is not valid "
                       "Unicode text (it holds a lone surrogate code point, as os.fsdecode makes of bytes that "
                       "are not UTF-8); pass s.encode('utf-8', 'backslashreplace').decode()");
     }
-    return key.constant_str(std::string_view(data, static_cast<size_t>(size)));
   }
   if (PyFloat_Check(object)) return key.constant_float(PyFloat_AsDouble(object));
   if (PyTuple_Check(object)) {  // a shape, say: each element is a constexpr of its own

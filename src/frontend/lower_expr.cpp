@@ -115,7 +115,9 @@ void Lowerer::check_result_size(const ir::Type& t, const SourceLoc& loc) {
 
 ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLoc& loc, const std::string& what) {
   if (!c.is_numeric()) not_a_tensor(Symbol::of(c), loc, what);
-  if (ir::is_float(type.scalar)) return create(OpKind::Constant, {}, std::move(type), loc, {{"value", ir::Attr{c.as_double()}}});
+  check_result_size(type, loc);
+  builder_.set_loc(loc);
+  if (ir::is_float(type.scalar)) return builder_.float_constant(c.as_double(), std::move(type));
   int64_t v = type.scalar == Scalar::I1 ? c.truthy() : const_to_int(c, loc).i;
   // Wrap to the type's width (tl.full((4,), 300, tl.int8) is 44), so no
   // constant can be out of range for its type.
@@ -125,7 +127,7 @@ ir::ValueId Lowerer::constant(const ConstValue& c, ir::Type type, const SourceLo
     if (ir::is_signed(type.scalar) && (u >> (bits - 1)) != 0) u |= ~mask;
     v = static_cast<int64_t>(u);
   }
-  return create(OpKind::Constant, {}, std::move(type), loc, {{"value", ir::Attr{v}}});
+  return builder_.int_constant(v, std::move(type));
 }
 
 ir::ValueId Lowerer::to_value(const Symbol& s, const SourceLoc& loc, const std::string& what) {

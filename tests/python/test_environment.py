@@ -32,22 +32,32 @@ def test_profile_false_is_off():
     assert done.stdout.strip() == "False", done
 
 
+# A fresh interpreter fills 64 floats with ones, through two specializations of one kernel (two
+# compiles on a fresh cache), and prints their sum: 64.0 whatever the environment says.
+_FILL = textwrap.dedent("""
+    import numpy as np, tegula, tegula.language as tl
+    @tegula.jit
+    def fill(o, B: tl.constexpr):
+        tl.store(o + tl.program_id(0) * B + tl.arange(0, B), 1.0)
+    o = np.zeros(64, np.float32)
+    fill[(8,)](o, B=8)
+    fill[(4,)](o, B=16)
+    print(o.sum())
+""")
+
+
+def _fill_with(tmp_path, **environment):
+    path = tmp_path / "fill.py"
+    path.write_text(_FILL)
+    env = dict(os.environ, **environment)
+    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "64.0", done
+    return done
+
+
 @pytest.mark.parametrize("count", ["abc", "0", "-1", "99999999999"])
 def test_a_thread_count_that_is_none_is_said(count, tmp_path):
-    script = textwrap.dedent("""
-        import numpy as np, tegula, tegula.language as tl
-        @tegula.jit
-        def fill(o, B: tl.constexpr):
-            tl.store(o + tl.program_id(0) * B + tl.arange(0, B), 1.0)
-        o = np.zeros(64, np.float32)
-        fill[(8,)](o, B=8)
-        print(o.sum())
-    """)
-    path = tmp_path / "threads.py"
-    path.write_text(script)
-    done = subprocess.run([sys.executable, str(path)], env=dict(os.environ, TEGULA_NUM_THREADS=count),
-                          capture_output=True, text=True, timeout=120)
-    assert done.stdout.strip() == "64.0", done
+    done = _fill_with(tmp_path, TEGULA_NUM_THREADS=count)
     assert f"tegula: TEGULA_NUM_THREADS={count} is not a thread count from 1 to 1024; using" in done.stderr
 
 
@@ -56,21 +66,8 @@ def test_a_dump_directory_that_cannot_be_written_is_said_once(where, tmp_path):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
     dumps = blocker if where == "a file" else blocker / "dumps"
-    script = textwrap.dedent("""
-        import numpy as np, tegula, tegula.language as tl
-        @tegula.jit
-        def fill(o, B: tl.constexpr):
-            tl.store(o + tl.program_id(0) * B + tl.arange(0, B), 1.0)
-        o = np.zeros(64, np.float32)
-        fill[(8,)](o, B=8)
-        fill[(4,)](o, B=16)
-        print(o.sum())
-    """)
-    path = tmp_path / "dumps.py"
-    path.write_text(script)
-    env = dict(os.environ, TEGULA_DUMP_DIR=str(dumps), TEGULA_CACHE_DIR=str(tmp_path / "cache"))
-    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=300)
-    assert done.stdout.strip() == "64.0", done
+    # Stages are dumped when a kernel is compiled: a fresh cache.
+    done = _fill_with(tmp_path, TEGULA_DUMP_DIR=str(dumps), TEGULA_CACHE_DIR=str(tmp_path / "cache"))
     told = [line for line in done.stderr.splitlines() if line.startswith(f"tegula: TEGULA_DUMP_DIR={dumps}: ")]
     assert len(told) == 1, done.stderr  # two kernels compiled, one line
     assert "cannot write" in told[0] and told[0].endswith("stage dumps are not written"), told
