@@ -22,7 +22,7 @@ except ImportError as e:  # pragma: no cover - only without a built extension
         "build it with `make build` (or `pip install --no-build-isolation -e .`)"
     ) from e
 
-from . import language, profiling, testing
+from . import knobs, language, profiling, testing
 from ._debug import DeviceError  # a debug-mode kernel left its arrays or failed an assert
 from .jit import JITFunction, KernelInspection, KernelInterface, jit
 from .autotune import AutotuneError, Autotuner, AutotuneWarning, Config, Heuristics, autotune, heuristics
@@ -44,6 +44,9 @@ from .compiler import compile  # noqa: A001 (Triton's triton.compile)
 #: A kernel failed to compile; ``str(e)`` is the rendered diagnostic
 #: (file:line:col, the source line with a caret, and a hint).
 CompilationError = _C.CompilationError
+#: Triton's base of the errors it raises for kernels: CompilationError, OutOfResources, AutotuneError and
+#: DeviceError derive from it, so ``except tegula.TritonError`` catches them.
+TritonError = _C.TritonError
 CompileTimeAssertionFailure = _C.CompileTimeAssertionFailure
 
 __version__ = _C.__version__
@@ -54,7 +57,7 @@ __all__ = [
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "MockTensor", "cmake_dir", "ArgumentOverflowError",
     "set_allocator", "constexpr_function", "ConstexprFunction", "must_use_result", "aggregate", "runtime", "OutOfResources",
-    "compiler", "compile",
+    "compiler", "compile", "knobs", "TritonError",
 ]
 
 

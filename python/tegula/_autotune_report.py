@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import _environment
+from . import knobs
 
 
 def first_line(error: BaseException) -> str:
@@ -18,7 +18,8 @@ def first_line(error: BaseException) -> str:
 
 
 def print_autotuning() -> bool:
-    return _environment.flag("TEGULA_PRINT_AUTOTUNING")
+    """TEGULA_PRINT_AUTOTUNING, or tegula.knobs.autotuning.print where it is set."""
+    return knobs.autotuning.print
 
 
 def report(kernel: str, key: tuple, trials: list, best, total_s: float, compile_s: float,

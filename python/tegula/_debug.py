@@ -12,8 +12,10 @@ it, or fails a ``tl.device_assert``, stops the launch with a
 
 from __future__ import annotations
 
+from . import _C
 
-class DeviceError(RuntimeError):
+
+class DeviceError(RuntimeError, _C.TritonError):
     """A debug-mode kernel accessed memory out of bounds or failed a device assert.
 
     ``str(e)`` is the report::

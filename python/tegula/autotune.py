@@ -37,7 +37,7 @@ import warnings
 
 import numpy as np
 
-from . import _autotune_store, _C, _recompiles, testing
+from . import _autotune_store, _C, _recompiles, knobs, testing
 from ._autotune_report import Progress, first_line, print_autotuning, report
 from ._saved_arguments import SavedArguments
 from .jit import _MISSING, JITFunction, KernelInterface, _remember_owner
@@ -49,8 +49,9 @@ __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "Autot
 _PRUNE_KEYS = ("perf_model", "top_k", "early_config_prune")
 
 
-class AutotuneError(RuntimeError):
-    """Every candidate config of an autotuned kernel failed; the message lists why."""
+class AutotuneError(RuntimeError, _C.TritonError):
+    """Tuning found no config to launch: every candidate failed (the message lists why), or pruning
+    left none. A TritonError, as Triton's AutotunerError."""
 
 
 class AutotuneWarning(UserWarning):
@@ -527,7 +528,7 @@ class Autotuner(_KernelWrapper):
         if len(configs) == 1:
             return configs[0]
         store, identity, entry = None, None, None
-        if self.cache_results:
+        if self.cache_results and knobs.autotuning.cache:
             store, why_not = _autotune_store.Store.open()
             if store is None and print_autotuning():
                 print(f"tegula autotune: not using the tuning cache: {why_not}")
@@ -540,8 +541,11 @@ class Autotuner(_KernelWrapper):
                     if print_autotuning():
                         print(f"tegula autotune: kernel '{self.__name__}' key {key}: {stored} "
                               f"(tuned before, from the tuning cache)")
+                    self._tell_listener(key, stored, None, cache_hit=True)
                     return stored
+        started = time.perf_counter()
         config, trials = self._tune(configs, key, device, grid, args, kwargs, named)
+        self._tell_listener(key, config, time.perf_counter() - started, cache_hit=False)
         if store is not None:
             timings = [{"config": t.config.describe(), "ms": t.timing,
                         "error": None if t.error is None else first_line(t.error)} for t in trials]
@@ -549,6 +553,16 @@ class Autotuner(_KernelWrapper):
             if why and print_autotuning():
                 print(f"tegula autotune: could not save the tuning result: {why}")
         return config
+
+    def _tell_listener(self, key: tuple, config: "Config", duration, cache_hit: bool) -> None:
+        """tegula.knobs.autotuning.listener, as Triton calls it after choosing a config by timing (not
+        for a kernel with one config, nor for a key chosen before in this process)."""
+        listener = knobs.autotuning.listener
+        if listener is None:
+            return
+        timings = self.configs_timings if not cache_hit else {config: None}
+        listener(fn=self.base, key=key, best_config=config, configs_timings=timings, duration=duration,
+                 cache_hit=cache_hit)
 
     def _identity(self, key: tuple, device) -> dict:
         if self._kernel_identity is None:
@@ -587,7 +601,9 @@ class Autotuner(_KernelWrapper):
                                                      f"config {config.describe()}, which sets names that are not "
                                                      f"parameters of the kernel ({', '.join(self.base.arg_names)})")
             if not configs:
-                raise coded(ValueError, "E0710", f"early_config_prune of kernel '{self.__name__}' left no configs")
+                raise coded(AutotuneError, "E0710", f"no valid autotuner configs after pruning: early_config_prune "
+                                                    f"of kernel '{self.__name__}' returned none of the "
+                                                    f"{len(self.configs)}; it should return at least one config")
         if self.perf_model is not None and self.top_k is not None:
             top_k = self.top_k
             if isinstance(top_k, float) and top_k <= 1.0:

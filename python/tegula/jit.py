@@ -27,7 +27,7 @@ import warnings
 import weakref
 
 from . import _C, _torch_compile
-from . import _environment, _recompiles
+from . import _environment, _recompiles, knobs
 from ._globals import collect_sources, parse_dedented
 from ._mock_tensor import MockTensor
 from ._launch_support import support
@@ -254,6 +254,17 @@ _GLOBAL_WATCHES: dict = {}
 _WATCHES_LOCK = threading.Lock()
 
 
+# Every kernel alive, so that tegula.knobs.runtime.debug reaches kernels decorated before it was set.
+_LIVE = weakref.WeakSet()
+# Set while JITFunction.warmup runs on this thread: what jit hooks are told as is_manual_warmup.
+_WARMING = threading.local()
+
+
+def _debug_setting_changed() -> None:
+    for fn in list(_LIVE):
+        fn._apply_debug()
+
+
 def _compiled_runner(compiled, grid):
     """Triton's ``CompiledKernel[grid]``: a function of every argument of the kernel, in its order
     (constexprs included, at the values it was compiled for), or of its runtime arguments only (as
@@ -361,16 +372,20 @@ class JITFunction(KernelInterface):
                                             f"specialization, got {type(repr).__name__}")
         self._repr = repr
         # Accepted as Triton takes them; docs/triton-compat.md says why they change nothing here:
-        # callees are always inlined, Tegula has no launch-enter hooks that launch_metadata would
-        # feed, and Triton itself ignores `version`.
+        # callees are always inlined, and Triton itself ignores `version`.
         self.noinline = bool(noinline)
-        self.launch_metadata = launch_metadata
+        if launch_metadata is not None and not callable(launch_metadata):
+            raise coded(TypeError, "E0708", f"@jit(launch_metadata=...) of '{fn.__name__}' takes a function "
+                                            f"f(grid, metadata, args) -> dict, got {type(launch_metadata).__name__}")
+        self.launch_metadata = launch_metadata  # what tegula.knobs.runtime's launch hooks add to a launch
         self.version = version
         self._signature = None
         self._cache_key = None
         self.pre_run_hooks = []  # Triton's: called as hook(*args, **kwargs) before every launch
         self._new_launcher()
-        self.debug = bool(debug) or _env_flag("TEGULA_DEBUG")
+        self._own_debug = bool(debug)
+        self._apply_debug()
+        _LIVE.add(self)
         _torch_compile.mark_launches(JITFunction)
 
     def _unsafe_update_src(self, new_src: str) -> None:
@@ -435,12 +450,17 @@ class JITFunction(KernelInterface):
 
     @property
     def debug(self) -> bool:
-        """Debug mode: bounds-checked accesses and device asserts (docs/debug-mode.md)."""
+        """Debug mode: bounds-checked accesses and device asserts (docs/debug-mode.md). On for every
+        kernel while tegula.knobs.runtime.debug (TEGULA_DEBUG) is."""
         return self._debug
 
     @debug.setter
     def debug(self, value) -> None:
-        self._debug = bool(value)
+        self._own_debug = bool(value)
+        self._apply_debug()
+
+    def _apply_debug(self) -> None:
+        self._debug = self._own_debug or knobs.runtime.debug
         self._launcher.set_debug(self._debug)  # part of the launch key
 
     # --- launching ----------------------------------------------------------
@@ -462,8 +482,14 @@ class JITFunction(KernelInterface):
         args = tuple(MockTensor.wrap_dtype(a) for a in args)
         if self.pre_run_hooks:
             self._run_pre_run_hooks(args, kwargs)
-        compiled = self._launcher.warmup(grid, *args, **kwargs)
-        _remember_owner(compiled, self, args, kwargs)
+        outer = getattr(_WARMING, "on", False)
+        _WARMING.on = True
+        try:
+            compiled = self._launcher.warmup(grid, *args, **kwargs)
+        finally:
+            _WARMING.on = outer
+        if compiled is not None:  # None: a jit_cache_hook declined the compile
+            _remember_owner(compiled, self, args, kwargs)
         return compiled
 
     def run(self, /, *args, grid, warmup=False, **kwargs):
@@ -479,6 +505,9 @@ class JITFunction(KernelInterface):
     def inspect(self, /, *args, **kwargs) -> KernelInspection:
         """The IR after every stage and the generated source, for these arguments."""
         kernel, device = self._launcher.inspect(*args, **kwargs)
+        if kernel is None:
+            raise coded(RuntimeError, "E0708", f"kernel '{self.__name__}' was not compiled: "
+                                               "tegula.knobs.runtime.jit_cache_hook declined it")
         return KernelInspection(kernel, device)
 
     def report(self, /, *args, grid=None, plot=None, **kwargs):
@@ -571,13 +600,21 @@ class JITFunction(KernelInterface):
         """A launch's cache miss: `request` holds the argument specs and
         `options` the backend and launch options the launcher worked out;
         this adds the sources and globals of the kernel and of every @jit
-        function it calls, and compiles (the disk cache first)."""
+        function it calls, and compiles (the disk cache first). None when
+        tegula.knobs.runtime.jit_cache_hook declines the compile."""
         started = time.perf_counter()
         specs = request.args  # a copy: collect_sources resolves the @jit functions passed as constexprs
         watches = []
         request.functions = collect_sources(self, specs, watches)
         request.args = specs
         self._name_request(request)
+        runtime = knobs.runtime
+        hook_arguments = None
+        if runtime.jit_cache_hook is not None or runtime.jit_post_compile_hook is not None:
+            hook_arguments = self._jit_hook_arguments(request, options)
+            if runtime.jit_cache_hook is not None and runtime.jit_cache_hook(**hook_arguments):
+                return None
+        options.always_compile = knobs.compilation.always_compile
         if _env_flag("TEGULA_PROFILE_COMPILE"):
             python_s = time.perf_counter() - started
             kernel, phases = _C.compile_with_profile(request, options)
@@ -589,7 +626,32 @@ class JITFunction(KernelInterface):
         self._specializations.record(sig.names, sig.is_constexpr, request, options)
         with _WATCHES_LOCK:
             _GLOBAL_WATCHES[id(kernel)] = tuple(watches)
+        # Tegula loads a kernel as it compiles it: both load hooks are told once it is loaded.
+        if runtime.kernel_load_start_hook or runtime.kernel_load_end_hook:
+            for hook in (runtime.kernel_load_start_hook, runtime.kernel_load_end_hook):
+                if hook:
+                    hook(None, None, kernel.name, {}, kernel.key)
+        if hook_arguments is not None and runtime.jit_post_compile_hook is not None:
+            runtime.jit_post_compile_hook(**hook_arguments)
         return kernel
+
+    def _jit_hook_arguments(self, request, options) -> dict:
+        """What Triton gives jit_cache_hook and jit_post_compile_hook, as keywords."""
+        spec = Specialization(self, request)
+        warmup = bool(getattr(_WARMING, "on", False))
+        key = (tuple(spec.signature.items()), tuple(sorted(spec.constants.items(), key=lambda item: item[0])),
+               options.num_warps, options.num_stages, options.fp_fusion, options.debug, options.backend)
+        settings = {"num_warps": options.num_warps, "num_ctas": 1, "num_stages": options.num_stages,
+                    "enable_fp_fusion": options.fp_fusion, "launch_cooperative_grid": False}
+        arguments = ", ".join(f"{name}: {kind}" for name, kind in spec.signature.items())
+        listed = ", ".join(f"{name}={value}" for name, value in settings.items())
+        compile_info = {"key": key, "signature": spec.signature, "device": options.device,
+                        "constants": spec.constants, **settings, "extern_libs": (), "configs": [{}],
+                        "specialization_data": None, "is_warmup": warmup, "debug": options.debug,
+                        "backend": options.backend}
+        return {"key": key, "repr": f"{self.__qualname__}[{listed}]({arguments})",
+                "fn": knobs.JitFunctionInfo(self.__module__, self.__qualname__, self),
+                "compile": compile_info, "is_manual_warmup": warmup, "already_compiled": False}
 
     @staticmethod
     def _take_global_watches(kernel) -> tuple:

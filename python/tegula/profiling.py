@@ -16,8 +16,9 @@
   (``table()`` returns it at any time).
 
 Both are off by default; a launch then pays one branch (the C++ launcher
-reads one pointer). Either switch installs an observer the launcher calls
-around each launch (src/bindings/launch_observer.h).
+reads one pointer). Either switch, or a launch hook of ``tegula.knobs.runtime``
+(``launch_enter_hook``, ``launch_exit_hook``), installs an observer the
+launcher calls around each launch (src/bindings/launch_observer.h).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import _C, _environment
+from . import knobs as _knobs
 from ._floors import Floors, floors  # noqa: F401  (the public spelling: tegula.profiling.floors)
 
 _settings = {"nvtx": False, "timing": False}
@@ -89,14 +91,46 @@ def _shape(arguments) -> tuple:
     return tuple(a if isinstance(a, (int, float, bool)) else _ArrayBytes(_nbytes(a) or 0) for a in arguments)
 
 
-class _Observer:
-    """What the launcher calls around every launch while a switch is on."""
+class LaunchMetadata:
+    """What tegula.knobs.runtime's launch hooks get, as Triton's LazyDict: ``get()`` returns the launch's
+    dict (``name``, ``function``: the CompiledKernel, ``stream``: the CUDA stream handle or None, and
+    what the kernel's ``@jit(launch_metadata=f)`` adds: ``f(grid, kernel.metadata, arguments by name)``),
+    worked out on the first call only."""
 
-    def __init__(self, nvtx: bool, timing: bool):
+    def __init__(self, kernel, grid, fn, named):
+        self._parts = (kernel, grid, fn, named)
+        self._data = None
+
+    def get(self) -> dict:
+        if self._data is None:
+            kernel, grid, fn, named = self._parts
+            stream = None
+            if kernel.backend_kind == "device":
+                from . import _device
+                stream = int(_device.current_stream(_device.current_device()))
+            data = {"name": kernel.name, "function": kernel, "stream": stream}
+            extra = getattr(fn, "launch_metadata", None)
+            if extra is not None:
+                data.update(extra(grid, kernel.metadata, dict(named)))
+            self._data = data
+        return self._data
+
+
+class _Observer:
+    """What the launcher calls around every launch while a switch is on or a launch hook is set."""
+
+    def __init__(self, nvtx: bool, timing: bool, hooks: bool):
         self.nvtx = _Nvtx() if nvtx else None
         self.timing = timing
+        self.hooks = hooks  # a launch hook of tegula.knobs.runtime is set
 
-    def enter(self, kernel, grid, arguments):
+    def enter(self, kernel, grid, arguments, fn=None, named=None):
+        metadata = None
+        if self.hooks:
+            metadata = LaunchMetadata(kernel, grid, fn, named or {})
+            enter = _knobs.runtime.launch_enter_hook  # read at each launch: tests swap knobs.runtime
+            if enter:
+                enter(metadata)
         annotation = None
         if self.nvtx is not None:
             name = f"{kernel.name} [{kernel.key[:12]}]"
@@ -109,10 +143,10 @@ class _Observer:
             start.record()
         elif self.timing:
             start = time.perf_counter()
-        return kernel, grid, arguments, start, annotation
+        return kernel, grid, arguments, start, annotation, metadata
 
     def exit(self, token):
-        kernel, grid, arguments, start, annotation = token
+        kernel, grid, arguments, start, annotation, metadata = token
         if start is not None:
             record = _records.get(kernel.key)
             if record is None:
@@ -130,6 +164,10 @@ class _Observer:
             annotation.__exit__(None, None, None)
         if self.nvtx is not None:
             self.nvtx.pop()
+        if metadata is not None:
+            leave = _knobs.runtime.launch_exit_hook
+            if leave:
+                leave(metadata)
 
 
 def _torch_annotation(name: str):
@@ -145,8 +183,10 @@ def _torch_annotation(name: str):
 
 
 def _install() -> None:
-    on = _settings["nvtx"] or _settings["timing"]
-    _C.set_launch_observer(_Observer(_settings["nvtx"], _settings["timing"]) if on else None)
+    runtime = _knobs.runtime
+    hooks = bool(runtime.launch_enter_hook) or bool(runtime.launch_exit_hook)
+    on = _settings["nvtx"] or _settings["timing"] or hooks
+    _C.set_launch_observer(_Observer(_settings["nvtx"], _settings["timing"], hooks) if on else None)
 
 
 def set_nvtx(on: bool = True) -> None:

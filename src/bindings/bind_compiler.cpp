@@ -4,6 +4,7 @@
 // in-memory launch cache, so these bindings favour plain, explicit structs
 // (keyword constructors, read-write fields) over speed.
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -15,6 +16,7 @@
 #include "bindings/bindings.h"
 #include "runtime/backend_registry.h"
 #include "runtime/compiler.h"
+#include "support/spelling.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -140,13 +142,14 @@ void bind_request_and_options(nb::module_& m) {
           "__init__",
           [](runtime::CompileOptions* self, std::string backend, bool debug, bool keep_stages,
              std::string cache_dir, int num_warps, int device, int cuda_arch, bool fp_fusion, int num_stages,
-             int maxnreg) {
+             int maxnreg, bool always_compile) {
             new (self) runtime::CompileOptions{std::move(backend), debug, keep_stages, std::move(cache_dir),
-                                               num_warps, device, cuda_arch, fp_fusion, num_stages, maxnreg};
+                                               num_warps, device, cuda_arch, fp_fusion, num_stages, maxnreg,
+                                               always_compile};
           },
           "backend"_a = "cpu", "debug"_a = false, "keep_stages"_a = false, "cache_dir"_a = "",
           "num_warps"_a = 4, "device"_a = 0, "cuda_arch"_a = 0, "fp_fusion"_a = true, "num_stages"_a = 3,
-          "maxnreg"_a = 0)
+          "maxnreg"_a = 0, "always_compile"_a = false)
       .def_rw("backend", &runtime::CompileOptions::backend)
       .def_rw("debug", &runtime::CompileOptions::debug)
       .def_rw("keep_stages", &runtime::CompileOptions::keep_stages)
@@ -156,7 +159,8 @@ void bind_request_and_options(nb::module_& m) {
       .def_rw("cuda_arch", &runtime::CompileOptions::cuda_arch)
       .def_rw("fp_fusion", &runtime::CompileOptions::fp_fusion)
       .def_rw("num_stages", &runtime::CompileOptions::num_stages)
-      .def_rw("maxnreg", &runtime::CompileOptions::maxnreg);
+      .def_rw("maxnreg", &runtime::CompileOptions::maxnreg)
+      .def_rw("always_compile", &runtime::CompileOptions::always_compile);
 }
 
 // `request` with its host calls going to Python: tegula._globals.call_constexpr_function
@@ -256,6 +260,11 @@ void bind_compiler(nb::module_& m) {
         "The hex sha256 cache key of a request: everything that affects the produced code.");
   m.def("cache_directory", &cache_directory, "options"_a,
         "The resolved kernel cache directory (created 0700 when missing).");
+  m.def(
+      "closest_name",
+      [](const std::string& word, const std::vector<std::string>& candidates) { return closest_name(word, candidates); },
+      "word"_a, "candidates"_a,
+      "The candidate a misspelled `word` most likely meant (the compiler's did-you-mean), or None.");
   m.def(
       "cpu_toolchain",
       []() {

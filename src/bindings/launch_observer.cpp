@@ -36,18 +36,20 @@ void set_launch_observer(nb::handle observer) {
 }  // namespace
 
 nb::object observer_enter(PyObject* observer, nb::handle kernel, const std::array<int64_t, 3>& grid,
-                          std::span<const backends::ArgValue> args, std::span<PyObject* const> sources) {
+                          std::span<const backends::ArgValue> args, std::span<PyObject* const> sources,
+                          const ObservedCall& call) {
   nb::list values;
   for (size_t i = 0; i < args.size(); ++i)
     values.append(argument_object(args[i], i < sources.size() ? sources[i] : nullptr));
-  return nb::handle(observer).attr("enter")(kernel, nb::make_tuple(grid[0], grid[1], grid[2]), nb::tuple(values));
+  return nb::handle(observer).attr("enter")(kernel, nb::make_tuple(grid[0], grid[1], grid[2]), nb::tuple(values),
+                                            call.fn, call.named);
 }
 
 void observer_exit(PyObject* observer, nb::handle token) { nb::handle(observer).attr("exit")(token); }
 
 void bind_launch_observer(nb::module_& m) {
   m.def("set_launch_observer", &set_launch_observer, "observer"_a.none(),
-        "Sets the object whose enter(kernel, grid, arguments) and exit(token) every launch calls "
+        "Sets the object whose enter(kernel, grid, arguments, fn, named) and exit(token) every launch calls "
         "(tegula.profiling), or None (the default): launches then pay one branch.");
   m.def("launch_observer", [] {
     PyObject* o = launch_observer();

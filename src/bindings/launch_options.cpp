@@ -44,6 +44,12 @@ bool is_false(PyObject* value) { return is_none(value) || value == Py_False; }
 bool is_empty_text(PyObject* value) {
   return is_none(value) || (PyUnicode_Check(value) && PyUnicode_GetLength(value) == 0);
 }
+// No libraries: None, or an empty mapping or sequence (Triton's `extern_libs={}`).
+bool is_no_libraries(PyObject* value) {
+  if (is_none(value)) return true;
+  if (!PyDict_Check(value) && !PyTuple_Check(value) && !PyList_Check(value)) return false;
+  return PyObject_Length(value) == 0;
+}
 bool is_32(PyObject* value) { return is_int(value) && clamped(value) == 32; }
 bool is_unit_cluster(PyObject* value) {
   if (is_none(value)) return true;
@@ -73,7 +79,7 @@ constexpr FixedOption kFixed[] = {
     {"ptx_version", "None", is_none},
     {"ptx_options", "None", is_none},
     {"ir_override", "None", is_none},
-    {"extern_libs", "None", is_none},
+    {"extern_libs", "None or {}", is_no_libraries},
     {"arch", "None", is_none},
     {"instrumentation_mode", "'' or None", is_empty_text},
     {"cluster_dims", "(1, 1, 1) or None", is_unit_cluster},

@@ -419,9 +419,9 @@ bool Launcher::globals_changed(const Target& target) {
   return false;
 }
 
-const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t values) {
+const Launcher::Target* Launcher::find_or_compile(std::string_view key, size_t values) {
   if (last_target_ && key == last_key_ && !globals_changed(*last_target_))
-    return *last_target_;  // launches in a loop: no hashing
+    return last_target_;  // launches in a loop: no hashing
   auto it = targets_.find(key);
   if (it != targets_.end() && globals_changed(it->second)) {
     // A global it read was rebound (a constant changed, a helper redefined): compiled again, as if new.
@@ -432,6 +432,7 @@ const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t v
   if (it == targets_.end()) {
     std::vector<GlobalWatch> globals;
     nb::object kernel_object = compile(key, values, /*keep_stages=*/false, &globals);
+    if (kernel_object.is_none()) return nullptr;  // nothing kept: the next launch asks the hook again
     Target target{kernel_object, nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object), {}};
     target.globals = std::move(globals);
     DecodedKey decoded = decode(key);
@@ -443,7 +444,7 @@ const Launcher::Target& Launcher::find_or_compile(std::string_view key, size_t v
   }
   last_key_.assign(key);
   last_target_ = &it->second;
-  return it->second;
+  return last_target_;
 }
 
 // The request the key describes, its sources from the JITFunction, compiled
@@ -464,6 +465,7 @@ nb::object Launcher::compile(std::string_view key, size_t values, bool keep_stag
     globals->push_back(GlobalWatch{nb::borrow(watch[0]), nb::borrow(watch[1]), nb::borrow(watch[2]),
                                    static_cast<WatchVia>(via)});
   }
+  if (kernel_object.is_none()) return kernel_object;  // a jit_cache_hook declined the compile
   auto kernel = nb::cast<std::shared_ptr<CompiledKernel>>(kernel_object);
   bool matches = expected.size() == kernel->params.size() && expected.size() == values;
   for (size_t j = 0; matches && j < expected.size(); ++j) matches = expected[j] == kernel->params[j].name;
@@ -496,8 +498,10 @@ nb::object Launcher::run(const Target& target, const std::array<int64_t, 3>& gri
   std::span<const ArgValue> args(values.data(), values.size());
   if (!arguments.unwritable.empty()) check_writes(*kernel, {arguments.unwritable.begin(), arguments.unwritable.end()});
   if (PyObject* observer = launch_observer()) [[unlikely]] {
+    nb::dict named;
+    for (size_t i = 0; i < params_.size(); ++i) named[params_[i].name] = nb::handle(launch.bound.values[i]);
     observe_launch(observer, result, grid, args, {arguments.sources.begin(), arguments.sources.end()},
-                   [&] { launch_now(target, grid, args); });
+                   ObservedCall{jit_, named}, [&] { launch_now(target, grid, args); });
     return result;
   }
   launch_now(target, grid, args);
@@ -539,15 +543,16 @@ nb::object Launcher::launch(const CallArgs& call) {
   Specialized launch;
   std::array<int64_t, 3> grid{};
   work_out(call, launch, &grid);
-  const Target& target = find_or_compile(launch.arguments.key.bytes(), launch.arguments.values.size());
-  return run(target, grid, launch);
+  const Target* target = find_or_compile(launch.arguments.key.bytes(), launch.arguments.values.size());
+  return target ? run(*target, grid, launch) : nb::none();
 }
 
 nb::object Launcher::warmup(const CallArgs& call) {
   Specialized launch;
   std::array<int64_t, 3> grid{};
   work_out(call, launch, call.grid == Py_None ? nullptr : &grid);
-  return find_or_compile(launch.arguments.key.bytes(), launch.arguments.values.size()).kernel_object;
+  const Target* target = find_or_compile(launch.arguments.key.bytes(), launch.arguments.values.size());
+  return target ? target->kernel_object : nb::none();
 }
 
 nb::object Launcher::inspect(const CallArgs& call) {

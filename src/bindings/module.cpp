@@ -233,12 +233,20 @@ NB_MODULE(_C, m) {
   m.doc() = "Tegula's compiler and runtime (C++), as used by the tegula package.";
   m.attr("__version__") = TEGULA_VERSION;
 
+  // Triton's base of the errors it raises for a kernel (triton.TritonError): host code catches it.
+  PyObject* triton_error = PyErr_NewExceptionWithDoc(
+      "tegula.TritonError",
+      "The base of CompilationError, OutOfResources, AutotuneError and DeviceError, as Triton's TritonError is "
+      "of its own: `except tegula.TritonError` catches what a kernel's compile, tuning or debug checks raise.",
+      PyExc_Exception, nullptr);
+  if (!triton_error) throw nb::python_error();
+  m.attr("TritonError") = nb::steal(triton_error);
   PyObject* compilation_error = PyErr_NewExceptionWithDoc(
       "tegula.CompilationError",
       "A kernel failed to compile. The message is the rendered diagnostic: "
       "file:line:col, error[CODE], the source line with a caret, and a hint; "
       "`code` is the stable error code (`tegula explain CODE`, docs/diagnostics.md).",
-      PyExc_Exception, nullptr);
+      triton_error, nullptr);
   if (!compilation_error) throw nb::python_error();
   // The module attribute owns the reference; the translator borrows it for the
   // life of the process (extension modules are never unloaded).

@@ -107,6 +107,7 @@ struct Job {
   std::string key;
   std::string directory;
   bool want_stages = false;
+  bool rebuild = false;  // CompileOptions::always_compile: no entry or recorded artifact is reused
   std::optional<SourceOverride> source_override;  // TEGULA_OVERRIDE_DIR's file for this kernel
 
   const SourceOverride* override_ptr() const { return source_override ? &*source_override : nullptr; }
@@ -325,11 +326,11 @@ std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& pr
 
   // On a miss, wait while another process builds this kernel, then look again.
   std::string why;
-  std::shared_ptr<CompiledKernel> kernel = load_entry(job, cache, &why);
+  std::shared_ptr<CompiledKernel> kernel = job.rebuild ? nullptr : load_entry(job, cache, &why);
   std::optional<EntryLock> building;
   if (!kernel) {
     building = cache.lock(job.key);
-    kernel = load_entry(job, cache, &why);
+    if (!job.rebuild) kernel = load_entry(job, cache, &why);
     if (!kernel && why != "no entry") stats().disk_rejected++;
   }
   phase.reset();
@@ -360,7 +361,7 @@ std::shared_ptr<CompiledKernel> load_or_build(const Job& job, CompileProfile& pr
   std::optional<std::string> inputs = translate_errors(attempt, [&] { return build_inputs(job, generated); });
   std::optional<EntryLock> building_inputs;
   bool reused = false;
-  if (inputs) {
+  if (inputs && !job.rebuild) {
     if (building->held()) building_inputs = cache.lock(*inputs);
     reused = translate_errors(attempt, [&] { return copy_recorded_artifact(cache, *inputs, built, profile); });
   }
@@ -501,7 +502,7 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
   phase.emplace(profile, "key");
   bool debug = effective_debug(request, options);
   Job job{request, backend, *target, debug, key_for(request, backend, *target, debug), cache_directory(options),
-          options.keep_stages || !dump_directory().empty()};
+          options.keep_stages || !dump_directory().empty(), options.always_compile};
   job.source_override = find_source_override(backend, kernel_name(request), job.key);
   if (job.source_override) {
     // Its own entry: the cache never mixes the override's build with the compiler's.
@@ -515,6 +516,13 @@ std::shared_ptr<CompiledKernel> compile(const frontend::KernelRequest& request, 
   }
   phase.reset();
   std::string id = job.directory + "/" + job.key;
+
+  if (job.rebuild) {
+    std::shared_ptr<CompiledKernel> kernel = load_or_build(job, profile);
+    kernel->origin = std::make_shared<const KernelOrigin>(KernelOrigin{request, options});
+    kernel_table().update(id, kernel);  // later lookups find the new build
+    return kernel;
+  }
 
   std::promise<std::shared_ptr<CompiledKernel>> promise;
   KernelTable::Lookup found = kernel_table().claim(id, promise.get_future().share());

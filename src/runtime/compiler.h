@@ -39,6 +39,9 @@ struct CompileOptions {
   bool fp_fusion = true;  // enable_fp_fusion; the CPU backend never contracts, whatever this says
   int num_stages = 3;
   int maxnreg = 0;  // Triton's maxnreg: a register cap per thread (0: none); the CPU backend has no use for it
+  // Build anew, past this process's table and the disk cache (which the build then refreshes): Triton's
+  // knobs.compilation.always_compile. Not part of any key: the kernel built is the one a lookup finds.
+  bool always_compile = false;
 };
 
 // The values a launch passes (backends/launch_arguments.h).

@@ -140,6 +140,28 @@ TEST_F(CompilerTest, AKernelStillHeldIsReturnedFromMemory) {
   EXPECT_EQ(delta.builds + delta.disk_hits + delta.frontend_runs, 0);
 }
 
+TEST_F(CompilerTest, AlwaysCompileBuildsPastMemoryAndDiskAndLaterLookupsFindTheNewBuild) {
+  std::shared_ptr<CompiledKernel> first = compile(vector_add(), options());
+  CompileOptions rebuild = options();
+  rebuild.always_compile = true;
+  EXPECT_EQ(cache_key(vector_add(), rebuild), first->key);  // the same entry, not another
+  Counters before = Counters::now();
+  std::shared_ptr<CompiledKernel> rebuilt = compile(vector_add(), rebuild);
+  Counters delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds, 1);  // neither the kernel held in memory, the entry nor the build record
+  EXPECT_EQ(delta.disk_hits + delta.reused, 0);
+  EXPECT_EQ(delta.frontend_runs, 1);
+  EXPECT_NE(rebuilt.get(), first.get());
+  EXPECT_FALSE(rebuilt->from_disk_cache);
+  expect_adds(*rebuilt, 128);
+
+  before = Counters::now();
+  std::shared_ptr<CompiledKernel> found = compile(vector_add(), options());
+  EXPECT_EQ(found.get(), rebuilt.get());  // the table holds the new build
+  delta = Counters::now().since(before);
+  EXPECT_EQ(delta.builds + delta.disk_hits + delta.frontend_runs, 0);
+}
+
 TEST_F(CompilerTest, ThreadsCompilingOneKernelBuildItOnce) {
   Counters before = Counters::now();
   std::vector<std::shared_ptr<CompiledKernel>> kernels(6);

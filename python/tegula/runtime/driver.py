@@ -25,7 +25,7 @@ _COMPUTE_CAPABILITY_MINOR = 76
 _MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 
 
-class OutOfResources(Exception):
+class OutOfResources(_C.TritonError):
     """Triton's error for a kernel that asks more shared memory or registers than the device has; kept so
     that ``except triton.runtime.OutOfResources`` in host code works. Tegula raises its own errors
     (E07xx), which are not this class."""
