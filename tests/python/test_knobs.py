@@ -352,3 +352,29 @@ def test_extern_libs_without_libraries_is_accepted():
     np.testing.assert_array_equal(out, 2 * x)
     with pytest.raises(ValueError, match=r"extern_libs=\{'libdevice': 'x.bc'\} of kernel 'scaled' is not supported"):
         scaled[(1,)](x, out, 5, extern_libs={"libdevice": "x.bc"})
+
+
+def test_triton_error_modules_hold_the_names_host_code_imports():
+    from tegula.compiler.errors import CompilationError, CompileTimeAssertionFailure
+    from tegula.errors import TritonError
+    from tegula.runtime.errors import AutotunerError, InterpreterError, OutOfResources, PTXASError
+
+    assert TritonError is tegula.TritonError and CompilationError is tegula.CompilationError
+    assert CompileTimeAssertionFailure is tegula.CompileTimeAssertionFailure
+    assert AutotunerError is tegula.AutotuneError and OutOfResources is tegula.runtime.OutOfResources
+    assert issubclass(PTXASError, TritonError) and issubclass(InterpreterError, TritonError)
+    import pickle
+    error = pickle.loads(pickle.dumps(OutOfResources(232448, 101376, "shared memory")))
+    assert (error.required, error.limit, str(error)) == (
+        232448, 101376, "out of resource: shared memory, required: 232448, hardware limit: 101376")
+
+    @tegula.jit
+    def refused(x_ptr):
+        tl.static_assert(False, "never")
+
+    try:
+        refused[(1,)](np.zeros(1, np.float32))
+    except TritonError as e:  # what an autotuner written for Triton catches
+        assert isinstance(e, CompileTimeAssertionFailure)
+    else:
+        raise AssertionError("the static_assert did not fail the compile")

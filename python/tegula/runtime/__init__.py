@@ -2,7 +2,7 @@
 device, its properties, the current target and stream) for the tutorials and
 libraries that size their grids by the machine, and the names kernels'
 modules import from it (``JITFunction``, ``Autotuner``, ``Config``,
-``OutOfResources``).
+``OutOfResources``; ``errors``, as ``triton.runtime.errors``).
 
 ``driver.active`` describes the GPU when one is usable (CUDA, through
 Tegula's own driver calls) and this machine's CPU otherwise: the backend a
@@ -14,7 +14,9 @@ from __future__ import annotations
 from ..autotune import Autotuner, Config, Heuristics
 from .._mock_tensor import MockTensor
 from ..jit import JITFunction
-from .driver import CpuUtils, CudaUtils, GPUTarget, OutOfResources, driver
+from . import errors
+from .driver import CpuUtils, CudaUtils, GPUTarget, driver
+from .errors import InterpreterError, OutOfResources, PTXASError
 
-__all__ = ["driver", "GPUTarget", "CudaUtils", "CpuUtils", "OutOfResources", "JITFunction", "Autotuner", "Config",
-           "Heuristics", "MockTensor"]
+__all__ = ["driver", "errors", "GPUTarget", "CudaUtils", "CpuUtils", "OutOfResources", "PTXASError",
+           "InterpreterError", "JITFunction", "Autotuner", "Config", "Heuristics", "MockTensor"]

@@ -12,6 +12,7 @@ import os
 import platform
 
 from .. import _C, _device
+from .errors import OutOfResources  # noqa: F401  (where this module's readers found it)
 
 # CUdevice_attribute numbers (cuda.h) of the properties Triton's get_device_properties reports.
 _WARP_SIZE = 10
@@ -23,16 +24,6 @@ _GLOBAL_MEMORY_BUS_WIDTH = 37
 _COMPUTE_CAPABILITY_MAJOR = 75
 _COMPUTE_CAPABILITY_MINOR = 76
 _MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
-
-
-class OutOfResources(_C.TritonError):
-    """Triton's error for a kernel that asks more shared memory or registers than the device has; kept so
-    that ``except triton.runtime.OutOfResources`` in host code works. Tegula raises its own errors
-    (E07xx), which are not this class."""
-
-    def __init__(self, required=None, limit=None, name="shared memory"):
-        self.required, self.limit, self.name = required, limit, name
-        super().__init__(f"out of resource: {name}, required: {required}, hardware limit: {limit}")
 
 
 @dataclasses.dataclass(frozen=True)

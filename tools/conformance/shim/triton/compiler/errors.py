@@ -1,1 +1,1 @@
-from tegula import CompilationError, CompileTimeAssertionFailure  # noqa: F401
+from tegula.compiler.errors import CompilationError, CompileTimeAssertionFailure  # noqa: F401

@@ -1,5 +1,1 @@
-class InterpreterError(Exception):
-    pass
-
-
-from tegula.runtime import OutOfResources  # noqa: E402,F401
+from tegula.runtime.errors import AutotunerError, InterpreterError, OutOfResources, PTXASError  # noqa: F401

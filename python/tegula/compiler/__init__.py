@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _C
-from ._errors import coded
-from .jit import _TRITON_TYPE_NAMES
+from .. import _C
+from .._errors import coded
+from ..jit import _TRITON_TYPE_NAMES
 
 __all__ = ["ASTSource", "compile"]
 
@@ -37,7 +37,7 @@ class ASTSource:
     """A @jit function and the signature it is compiled for (see the module's text)."""
 
     def __init__(self, fn, signature: dict, constexprs: dict | None = None, attrs: dict | None = None):
-        from .jit import JITFunction
+        from ..jit import JITFunction
 
         if not isinstance(fn, JITFunction):
             raise coded(TypeError, "E0701", f"ASTSource takes a @jit function, got {type(fn).__name__}")
@@ -97,8 +97,8 @@ def _stand_in(kernel: str, name: str, spec: str):
 def compile(src: ASTSource, target=None, options: dict | None = None):
     """The CompiledKernel of `src` for `target` (see the module's text). `options` may set ``num_warps``,
     ``num_stages`` and ``debug``."""
-    from . import runtime
-    from .jit import _remember_owner, show_compile_warnings
+    from .. import runtime
+    from ..jit import _remember_owner, show_compile_warnings
 
     if not isinstance(src, ASTSource):
         raise coded(TypeError, "E0701", f"tegula.compile takes an ASTSource, got {type(src).__name__}")
