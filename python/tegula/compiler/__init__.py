@@ -24,7 +24,10 @@ from .. import _C
 from .._errors import coded
 from ..jit import _TRITON_TYPE_NAMES
 
-__all__ = ["ASTSource", "compile"]
+__all__ = ["ASTSource", "CompiledKernel", "compile"]
+
+# What compile() and a launch return; Triton's host code names the class as triton.compiler.CompiledKernel.
+CompiledKernel = _C.CompiledKernel
 
 # Signature dtypes -> the IR's names, which ArgSpec takes: the IR's own names, and Triton's spellings
 # where they differ (jit.py's table, the other way round).

@@ -492,3 +492,16 @@ class PropagateNan:
 
     NONE = "none"
     ALL = "all"
+
+
+def __getattr__(name: str):
+    # Triton's triton.language.core holds every builtin (tl.core.view, tl.core.reduce), and host code
+    # inspects them there (the parameters of tl.core.view tell which calling convention a Triton
+    # release has). Tegula keeps the markers in ops.py and math.py, which import this module, so
+    # the names are looked up there on first use rather than imported.
+    from . import math, ops
+
+    for module in (ops, math):
+        if name in module.__all__:
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ from tegula.runtime.driver import _CpuDriver, _CudaDriver
 
 from tegula.runtime import Autotuner, Config, GPUTarget, Heuristics, OutOfResources  # noqa: F401
 
-from . import autotuner, errors, jit  # noqa: F401
+from . import autotuner, cache, errors, jit  # noqa: F401
 from .jit import JITFunction  # noqa: F401
 
 # Tegula's own triton.runtime.driver, on the device the conformance run names: a CPU run on a machine

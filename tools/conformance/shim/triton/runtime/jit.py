@@ -1,7 +1,7 @@
 """Triton's host-side wrappers for tensors seen as another dtype, over
 tegula.reinterpret."""
 
-from tegula import JITFunction, MockTensor, reinterpret as _reinterpret  # noqa: F401
+from tegula import JITFunction, KernelInterface, MockTensor, reinterpret as _reinterpret  # noqa: F401
 from tegula._reinterpret import ReinterpretedArray
 
 type_canonicalisation_dict = {
