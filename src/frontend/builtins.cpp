@@ -787,7 +787,7 @@ constexpr Builtin kBuiltins[] = {
     {"pointer_type", lower_pointer_type, TL},
     // type objects: isinstance() and annotations (builtins_types.h)
     {"dtype", lower_dtype_class, TL},               {"block_type", lower_block_type, TL},
-    {"get_int_dtype", lower_get_int_dtype, TL},
+    {"get_int_dtype", lower_get_int_dtype, TL},   {"_unwrap_if_constexpr", lower_unwrap_if_constexpr, TL},
     {"tensor", lower_type_class, TL},               {"const", lower_type_class, TL},
     {"constexpr_type", lower_type_class, TL},       {"slice", lower_type_class, TL},
     {"tensor_descriptor", lower_type_class, TL},

@@ -93,6 +93,14 @@ Symbol lower_get_int_dtype(Lowerer& l, const CallArgs& c, const std::string& n) 
            "use a bitwidth of 1, 8, 16, 32 or 64");
 }
 
+// tl.core._unwrap_if_constexpr(o): Triton's host helper that takes the value out of a constexpr
+// wrapper and leaves anything else alone. Libraries' helpers call it inside kernels on dtypes
+// passed as constexpr parameters; a kernel's constants carry no wrapper, so it is the identity.
+Symbol lower_unwrap_if_constexpr(Lowerer&, const CallArgs& c, const std::string&) {
+  BoundArgs a("_unwrap_if_constexpr", {"o"}, c);
+  return a.get("o");
+}
+
 // dtype.is_fp16(), dtype.is_floating(), dtype.get_int_max_value(), ...:
 // Triton's methods of a type object, decided at compile time by its name
 // lists (an int1 counts as unsigned; a pointer, block or void type is none

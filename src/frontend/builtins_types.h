@@ -18,6 +18,7 @@ Symbol lower_isinstance(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_dtype_class(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_block_type(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_get_int_dtype(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_unwrap_if_constexpr(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_tuple(Lowerer& l, const CallArgs& c, const std::string& name);
 // dtype.is_fp16(), dtype.is_floating(), dtype.get_int_max_value(), ... of a type object.
 Symbol lower_dtype_method(Lowerer& l, const CallArgs& c, const std::string& name);

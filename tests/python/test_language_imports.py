@@ -251,3 +251,41 @@ def bad_int_dtype_kernel(x_ptr, BITS: tl.constexpr):
 def test_get_int_dtype_of_an_odd_width_is_a_located_error():
     with pytest.raises(tegula.CompilationError, match=r"get_int_dtype has no integer type of 24 bits"):
         bad_int_dtype_kernel[(1,)](np.zeros(1, np.float32), BITS=24)
+
+
+from tegula.language.core import _unwrap_if_constexpr  # noqa: E402
+
+
+@tegula.jit
+def unwrap_pack_kernel(x_ptr, out_ptr, n, AS_UINT: tl.constexpr, PACK: tl.constexpr, BLOCK: tl.constexpr):
+    # A helper's way of packing a value and a flag into one wider word (a scan's decoupled look-back
+    # does it): the dtypes come as constexpr parameters and go through tl.core._unwrap_if_constexpr.
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    as_uint = tl.core._unwrap_if_constexpr(AS_UINT)
+    pack = tl.core._unwrap_if_constexpr(PACK)
+    word = x.to(as_uint, bitcast=True).to(pack)
+    packed = (word << as_uint.primitive_bitwidth) | 1
+    tl.store(out_ptr + offs, packed, mask=offs < n)
+
+
+def test_tl_core_unwrap_if_constexpr_in_kernels(backend):
+    x = rng_for("unwrap_if_constexpr").standard_normal(45).astype(np.float32)
+    out = backend.zeros(45, np.uint64)
+    unwrap_pack_kernel[(1,)](backend.array(x), out, 45, AS_UINT=tl.uint32, PACK=tl.uint64, BLOCK=64)
+    want = (x.view(np.uint32).astype(np.uint64) << np.uint64(32)) | np.uint64(1)
+    np.testing.assert_array_equal(backend.numpy(out), want)
+    assert _unwrap_if_constexpr(tl.constexpr(7)) == 7 and _unwrap_if_constexpr(tl.float16) is tl.float16
+
+
+def test_tl_core_holds_the_language_functions_for_host_code():
+    # Host code inspects Triton's builtins where Triton defines them, tl.core (the parameters of
+    # tl.core.view tell a Triton release's calling convention apart).
+    import inspect
+
+    import tegula.language.core as core
+
+    assert core.view is tl.view and core.reduce is tl.reduce and core.exp is tl.exp
+    assert "_semantic" not in inspect.signature(core.view).parameters
+    with pytest.raises(AttributeError, match="no_such_name"):
+        core.no_such_name  # noqa: B018

@@ -476,6 +476,12 @@ def get_int_dtype(bitwidth: int, signed: bool) -> dtype:
     raise coded(ValueError, "E0207", f"get_int_dtype: no integer type of {bits} bits; Tegula has 1, 8, 16, 32, 64")
 
 
+def _unwrap_if_constexpr(o):
+    """The value a constexpr wraps, else `o` itself (Triton's ``tl.core._unwrap_if_constexpr``, which
+    libraries' helpers call inside kernels on constexpr parameters; there it is the identity)."""
+    return o.value if isinstance(o, constexpr) else o
+
+
 #: every scalar dtype, by the name tegula.language exports it under
 DTYPES = {d.canonical_name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32,
                                         uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5,
