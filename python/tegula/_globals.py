@@ -745,11 +745,19 @@ def call_constexpr_function(reference: str, args: list, kwargs: dict) -> tuple:
     function = find(reference)
     if function is None:
         return None, "is no longer known to this process (a kernel cached from another run?)"
+    argument = _host_argument
+    if getattr(function.fn, "__triton_builtin__", False):
+        # A function marked as one of Triton's builtins is called by Triton's front end with its
+        # compile-time arguments as they are there, wrapped in tl.constexpr (and checks for that),
+        # and may return a tl.constexpr.
+        argument = lambda value: _host_argument(value) if value.kind == Kind.Tuple else constexpr(  # noqa: E731
+            _host_argument(value))
     try:
-        result = function.fn(*(_host_argument(a) for a in args),
-                             **{k: _host_argument(v) for k, v in kwargs.items()})
+        result = function.fn(*(argument(a) for a in args), **{k: argument(v) for k, v in kwargs.items()})
     except Exception as e:  # the message goes into the compile error, at the call's line
         return None, f"raised {type(e).__name__}: {e}"
+    if isinstance(result, constexpr):
+        result = result.value
     described = _host_result(result)
     if described is None:
         return None, (f"returned {type(result).__name__} {result!r:.80}, which a kernel cannot use: return an int, "

@@ -284,3 +284,30 @@ def test_a_plain_function_on_a_tile_or_raising_is_a_located_error():
         plain_function_on_a_tile_kernel[(1,)](x)
     with pytest.raises(tegula.CompilationError, match=r"E0208.*the host function `log` raised ValueError"):
         plain_function_raising_kernel[(1,)](x)
+
+
+def _next_power_of_2_builtin(n, *, _builder=None):
+    """A host function in the form Triton's builtins take (libraries mark such helpers with
+    __triton_builtin__): compile-time arguments come wrapped in tl.constexpr, and it may return one."""
+    if not isinstance(n, tl.constexpr):
+        raise AssertionError(f"Expected tl.constexpr, got {type(n)}")
+    return tl.constexpr(1 << (n.value - 1).bit_length())
+
+
+_next_power_of_2_builtin.__triton_builtin__ = True
+
+
+@tegula.jit
+def _scaled_by_power_of_2(x_ptr, out_ptr, n, BLOCK: tl.constexpr, K: tl.constexpr):
+    P: tl.constexpr = _next_power_of_2_builtin(K + 3)
+    tl.static_assert(P == 32)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, x * P, mask=offs < n)
+
+
+def test_a_triton_builtin_host_function_gets_and_returns_constexprs():
+    x = np.random.default_rng(7).standard_normal(50).astype(np.float32)
+    out = np.zeros(50, np.float32)
+    _scaled_by_power_of_2[(1,)](x, out, 50, BLOCK=64, K=20)
+    np.testing.assert_array_equal(out, x * 32)
