@@ -30,6 +30,7 @@ import collections
 import json
 import os
 import random
+import posixpath
 import re
 import shutil
 import subprocess
@@ -59,8 +60,9 @@ def read_from_triton(root: Path, path: str) -> str:
 
 def module_source(module: str) -> str:
     """The test file's path in the checkout: a language test by its name ("test_tuple"), another
-    directory's under python/test/unit ("runtime/test_autotuner")."""
-    return ("python/test/unit/" if "/" in module else LANGUAGE_TESTS) + module + ".py"
+    directory's under python/test/unit ("runtime/test_autotuner"), or one of python/test/unit itself
+    ("./test_debug")."""
+    return posixpath.normpath(("python/test/unit/" if "/" in module else LANGUAGE_TESTS) + module + ".py")
 
 
 def lay_out(root: Path, folder: Path, module: str) -> None:
