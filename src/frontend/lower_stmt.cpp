@@ -652,6 +652,14 @@ void Lowerer::lower_for(const ast::Stmt& s) {
   lb = cast(lb, iv_type, s.loc);
   ub = cast(ub, iv_type, s.loc);
   st = cast(st, iv_type, s.loc);
+  if (debug() && !step.is_const()) {
+    // Python refuses range(a, b, 0); without debug mode such a loop runs no iteration.
+    ir::ValueId zero = constant(ConstValue::integer(0), ir::Type::of(iv_type), step_loc);
+    ir::ValueId nonzero =
+        create(OpKind::Cmp, {st, zero}, ir::Type::of(Scalar::I1), step_loc, {{"pred", ir::Attr{std::string("ne")}}});
+    builder_.set_loc(step_loc);
+    builder_.create(OpKind::Assert, {nonzero}, {}, {{"message", ir::Attr{std::string("range() step must not be zero")}}});
+  }
 
   prepare_loop_result(s);
   Carried carried = carry(loop_carried(s.body, s.loc), s.loc);

@@ -595,6 +595,35 @@ def test_python_assert_on_an_integer_tests_it_against_zero(backend):
         python_assert_on_an_integer[(1,)](x, 0)
 
 
+def _strided_sum(x_ptr, out_ptr, start, n, step):
+    acc = 0.0
+    for i in range(start, n, step):  # STEP
+        acc += tl.load(x_ptr + i)
+    tl.store(out_ptr, acc)
+
+
+strided_sum = tegula.jit(_strided_sum)
+strided_sum_checked = tegula.jit(_strided_sum, debug=True)
+
+
+def test_a_runtime_range_step_of_zero_is_a_device_error_in_debug_mode(backend):
+    # Python refuses range(a, b, 0); a kernel cannot raise, so debug mode checks the step where it
+    # is only known at launch. Without debug mode the loop runs no iteration.
+    values = np.random.default_rng(5).standard_normal(37).astype(np.float32)
+    x, out = backend.array(values), backend.zeros(1, np.float32)
+    for step in (3, -2):
+        start, end = (1, 37) if step > 0 else (36, 0)
+        strided_sum_checked[(1,)](x, out, start, end, step)
+        np.testing.assert_allclose(backend.numpy(out)[0], values[start:end:step].sum(), rtol=1e-5)
+    with pytest.raises(tegula.DeviceError) as info:
+        strided_sum_checked[(1,)](x, out, 1, 37, 0)
+    line, _ = bug_site(strided_sum_checked, call="range", marker="# STEP")
+    assert (info.value.kind, info.value.line, info.value.message) == ("assert", line,
+                                                                      "range() step must not be zero")
+    strided_sum[(1,)](x, out, 1, 37, 0)
+    assert backend.numpy(out)[0] == 0.0
+
+
 def test_python_assert_on_a_float_asks_for_a_comparison():
     @tegula.jit(debug=True)
     def float_assert(x_ptr, scale):
