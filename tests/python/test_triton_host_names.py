@@ -170,3 +170,19 @@ def test_helper_constexpr_annotation_takes_runtime_values(backend):
     constexpr_hint_kernel[(tegula.cdiv(n, 256),)](xd, yd, n, BLOCK=256)
     backend.synchronize()
     np.testing.assert_array_equal(backend.numpy(yd), x * np.float32(3.0))
+
+
+def test_triton_host_module_paths_have_their_names():
+    """The module paths host code written for Triton imports from hold Tegula's objects."""
+    import tegula.backends
+    import tegula.backends.compiler
+    import tegula.compiler.compiler
+    import tegula.runtime.autotuner
+    import tegula.runtime.jit
+
+    assert tegula.backends.compiler.GPUTarget is tegula.runtime.GPUTarget and tegula.backends.backends == {}
+    assert tegula.compiler.compiler.CompiledKernel is tegula.compiler.CompiledKernel is tegula._C.CompiledKernel
+    assert tegula.compiler.compiler.ASTSource is tegula.compiler.ASTSource
+    assert tegula.compiler.compiler.compile is tegula.compile
+    assert tegula.runtime.autotuner.OutOfResources is tegula.OutOfResources
+    assert tegula.runtime.jit.KernelInterface is tegula.KernelInterface

@@ -2,5 +2,6 @@
 the decorators): Tegula's autotuner (tegula/autotune.py)."""
 
 from ..autotune import Autotuner, Config, Heuristics, autotune, heuristics
+from .errors import OutOfResources  # the autotuner's module names it too, and host code imports it there
 
-__all__ = ["Autotuner", "Config", "Heuristics", "autotune", "heuristics"]
+__all__ = ["Autotuner", "Config", "Heuristics", "autotune", "heuristics", "OutOfResources"]

@@ -2,6 +2,6 @@
 MockTensor (kernel.warmup's stand-in for an array)."""
 
 from .._mock_tensor import MockTensor
-from ..jit import JITFunction, jit
+from ..jit import JITFunction, KernelInterface, jit
 
-__all__ = ["JITFunction", "jit", "MockTensor"]
+__all__ = ["JITFunction", "KernelInterface", "jit", "MockTensor"]
