@@ -30,7 +30,10 @@ export TEGULA_CACHE_DIR ?= $(CURDIR)/.cache/tegula
 PY_DEPS := nanobind scikit-build-core numpy pytest pytest-xdist ml_dtypes hypothesis matplotlib
 
 # Everything whose change means the extension must be rebuilt.
-BUILD_INPUTS := $(shell find src -type f 2>/dev/null) CMakeLists.txt pyproject.toml docs/diagnostics.md
+# The package's folders too: the editable install maps each module to its file, so a module that
+# becomes a package (or a new one) needs the install run again.
+BUILD_INPUTS := $(shell find src -type f 2>/dev/null) $(shell find python -type d -not -name __pycache__ 2>/dev/null) \
+	CMakeLists.txt pyproject.toml docs/diagnostics.md
 
 SYSDEPS_STAMP := $(VENV)/.stamp-sysdeps
 VENV_STAMP := $(VENV)/.stamp-venv
