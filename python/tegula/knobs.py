@@ -191,8 +191,7 @@ class base_knobs:
                 _set_variable(key, value)
             for name, calls in chained.items():
                 saved[name].calls[:] = calls
-            changed = (set(saved) ^ set(self.__dict__)) | set(chained) | \
-                {name for name in saved if self.__dict__.get(name) is not saved[name]}
+            changed = set(saved) | set(self.__dict__)  # telling an unchanged setting again is harmless
             self.__dict__.clear()
             self.__dict__.update(saved)
             for name in changed:

@@ -227,6 +227,17 @@ void set_python_error(const std::exception_ptr& error) {
   }
 }
 
+// A new exception class `tegula.<name>` deriving from `base`, set on the module, which owns it; the
+// pointer is borrowed for the life of the process (extension modules are never unloaded), as the
+// error translator and the classes deriving from it need.
+PyObject* add_exception(nb::module_& m, const char* name, const char* doc, PyObject* base) {
+  std::string qualified = std::string("tegula.") + name;
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base, nullptr);
+  if (!type) throw nb::python_error();
+  m.attr(name) = nb::steal(type);
+  return type;
+}
+
 }  // namespace tegula::python
 
 NB_MODULE(_C, m) {
@@ -234,30 +245,22 @@ NB_MODULE(_C, m) {
   m.attr("__version__") = TEGULA_VERSION;
 
   // Triton's base of the errors it raises for a kernel (triton.TritonError): host code catches it.
-  PyObject* triton_error = PyErr_NewExceptionWithDoc(
-      "tegula.TritonError",
+  PyObject* triton_error = tegula::python::add_exception(
+      m, "TritonError",
       "The base of CompilationError, OutOfResources, AutotuneError and DeviceError, as Triton's TritonError is "
       "of its own: `except tegula.TritonError` catches what a kernel's compile, tuning or debug checks raise.",
-      PyExc_Exception, nullptr);
-  if (!triton_error) throw nb::python_error();
-  m.attr("TritonError") = nb::steal(triton_error);
-  PyObject* compilation_error = PyErr_NewExceptionWithDoc(
-      "tegula.CompilationError",
+      PyExc_Exception);
+  PyObject* compilation_error = tegula::python::add_exception(
+      m, "CompilationError",
       "A kernel failed to compile. The message is the rendered diagnostic: "
       "file:line:col, error[CODE], the source line with a caret, and a hint; "
       "`code` is the stable error code (`tegula explain CODE`, docs/diagnostics.md).",
-      triton_error, nullptr);
-  if (!compilation_error) throw nb::python_error();
-  // The module attribute owns the reference; the translator borrows it for the
-  // life of the process (extension modules are never unloaded).
-  m.attr("CompilationError") = nb::steal(compilation_error);
-  PyObject* assertion_failure = PyErr_NewExceptionWithDoc(
-      "tegula.CompileTimeAssertionFailure",
+      triton_error);
+  tegula::python::add_exception(
+      m, "CompileTimeAssertionFailure",
       "A CompilationError for an assertion found false at compile time (tl.static_assert, E0604), as Triton's "
       "CompileTimeAssertionFailure: it has no `__cause__`.",
-      compilation_error, nullptr);
-  if (!assertion_failure) throw nb::python_error();
-  m.attr("CompileTimeAssertionFailure") = nb::steal(assertion_failure);
+      compilation_error);
   nb::register_exception_translator(tegula::python::translate_errors, compilation_error);
   tegula::set_interrupt_poll(tegula::python::python_interrupt_pending);
 
