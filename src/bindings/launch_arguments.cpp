@@ -199,7 +199,8 @@ ArgumentClassifier::ArgumentClassifier(LaunchSupport support)
       element_size_name_(interned("element_size")),
       torch_name_(interned("torch")),
       tensor_name_(interned("Tensor")),
-      aggregate_name_(interned("__tegula_aggregate__")) {}
+      aggregate_name_(interned("__tegula_aggregate__")),
+      is_neg_name_(interned("is_neg")) {}
 
 // --- runtime arguments -----------------------------------------------------------------------
 
@@ -231,8 +232,11 @@ void ArgumentClassifier::runtime(const std::string& kernel, const std::string& p
   if (PyTuple_Check(object)) return tuple(kernel, param, index, value, specialize, out);
   if (type == exchange_type_ && type->tp_version_tag == exchange_version_) {
     // The tensor type the exchange table read last: no type table to search.
-    std::optional<Pointer> tensor = exchanged_tensor(*torch_exchange_, value);
-    if (!tensor) tensor = torch_tensor(value, /*exchange=*/false);
+    std::optional<Pointer> tensor;
+    if (!negated(exchange_is_neg_, value)) {
+      tensor = exchanged_tensor(*torch_exchange_, value);
+      if (!tensor) tensor = torch_tensor(value, /*exchange=*/false);
+    }
     if (tensor) return add_pointer(*tensor, index, value, out);
   } else if (is_torch_type(type)) {
     if (std::optional<Pointer> tensor = torch_tensor(value)) return add_pointer(*tensor, index, value, out);
@@ -568,14 +572,16 @@ const ArgumentClassifier::TorchAccessors* ArgumentClassifier::torch_accessors(Py
   a.is_cpu = lookup(is_cpu_name_);
   a.data_ptr = lookup(data_ptr_name_);
   a.get_device = lookup(get_device_name_);
+  a.is_neg = lookup(is_neg_name_);
   a.usable = data_descriptor(a.dtype) && data_descriptor(a.is_cuda) && data_descriptor(a.is_cpu) &&
-             c_method(a.data_ptr) && c_method(a.get_device);
+             c_method(a.data_ptr) && c_method(a.get_device) && c_method(a.is_neg);
   a.exchange = exchange_plain_type(type) ? dlpack::exchange_api(type) : nullptr;
   a.version = type->tp_version_tag;
   if (a.exchange) torch_exchange_ = a.exchange;
-  if (a.exchange && a.version != 0) {
+  if (a.exchange && a.usable && a.version != 0) {
     exchange_type_ = type;
     exchange_version_ = a.version;
+    exchange_is_neg_ = a.is_neg;
   }
   return a.version != 0 ? &a : nullptr;
 }
@@ -622,11 +628,24 @@ bool ArgumentClassifier::single_cuda_device() {
   return cuda_devices_ == 1;
 }
 
+bool ArgumentClassifier::negated(const nb::object& is_neg, nb::handle value) {
+  if (is_neg.is_valid()) return call_through(is_neg, value).ptr() == Py_True;
+  // A look-alike or a subclass that overrides the getters: asked the slow way,
+  // and one whose is_neg is no method is no negated view.
+  nb::object method = attribute_or_null(value, is_neg_name_);
+  if (!method.is_valid() || !PyCallable_Check(method.ptr())) return false;
+  nb::object answer = nb::steal(PyObject_CallNoArgs(method.ptr()));
+  if (!answer.is_valid()) PyErr_Clear();
+  return answer.is_valid() && answer.ptr() == Py_True;
+}
+
 // A tensor of a torch type: dtype object, is_cuda / is_cpu, data_ptr() and
 // get_device() through the type's own getters; anything unusual (another
 // dtype, another device type) goes to tensor_like(), which reports it.
 std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::torch_tensor(nb::handle value, bool exchange) {
   const TorchAccessors* known = torch_accessors(Py_TYPE(value.ptr()));
+  // tensor_address() reports a negated view.
+  if (negated(known && known->usable ? known->is_neg : nb::object(), value)) return std::nullopt;
   if (exchange && known && known->exchange)
     if (std::optional<Pointer> exchanged = exchanged_tensor(*known->exchange, value)) return exchanged;
   const TorchAccessors* fast = known && known->usable ? known : nullptr;
@@ -752,6 +771,11 @@ uint64_t ArgumentClassifier::tensor_address(const std::string& kernel, const std
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
                 what + " is a nested tensor (torch.nested), whose rows are no single array; pass its values() "
                        "with the offsets, or a padded tensor");
+  if (negated(nb::object(), value))
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                what + " is a negated view (its is_neg() is true, as for x.conj().imag): its memory holds the "
+                       "values with the other sign, which a kernel would read and write as they are; pass "
+                       "x.resolve_neg() (a copy) to read it, and write into a tensor that is no such view");
   PyObject* answer = PyObject_CallMethodNoArgs(value.ptr(), data_ptr_name_.ptr());
   if (answer == nullptr) {
     nb::python_error cause;

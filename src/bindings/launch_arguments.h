@@ -199,7 +199,7 @@ class ArgumentClassifier {
     PyTypeObject* type = nullptr;
     unsigned int version = 0;  // the type's tp_version_tag at lookup; 0: stale
     bool usable = false;
-    nanobind::object dtype, is_cuda, is_cpu, data_ptr, get_device;
+    nanobind::object dtype, is_cuda, is_cpu, data_ptr, get_device, is_neg;
     const dlpack::ExchangeApi* exchange = nullptr;
   };
   const TorchAccessors* torch_accessors(PyTypeObject* type);
@@ -215,13 +215,18 @@ class ArgumentClassifier {
   // tp_version_tag then: a launch of such tensors skips the type tables.
   PyTypeObject* exchange_type_ = nullptr;
   unsigned int exchange_version_ = 0;
+  nanobind::object exchange_is_neg_;  // that type's is_neg() method
+  // Whether the tensor is a negated view (is_neg(): `x.conj().imag`), whose
+  // memory holds its values with the other sign. torch's DLPack export and
+  // data_ptr() both hand out that memory as it is, so every tensor is asked.
+  bool negated(const nanobind::object& is_neg, nanobind::handle value);
   bool exchange_plain_type(PyTypeObject* type);  // torch.Tensor or torch.nn.Parameter exactly
   std::optional<Pointer> exchanged_tensor(const dlpack::ExchangeApi& api, nanobind::handle value);
   // Attribute names, made once (a str per lookup would cost as much as the lookup).
   nanobind::str dtype_name_, is_cuda_name_, is_cpu_name_, data_ptr_name_, get_device_name_, device_name_,
       type_name_, index_name_, value_name_, item_name_, base_name_, shape_name_, strides_name_,
       block_shape_name_, padding_name_, scalar_name_, canonical_name_, cuda_interface_name_, dlpack_name_,
-      stride_name_, element_size_name_, torch_name_, tensor_name_, aggregate_name_;
+      stride_name_, element_size_name_, torch_name_, tensor_name_, aggregate_name_, is_neg_name_;
   // dtype object -> its scalar type: NumPy dtypes hash slowly, identity is enough.
   std::vector<std::pair<nanobind::object, ir::Scalar>> numpy_dtypes_;
   std::vector<std::pair<nanobind::object, ir::Scalar>> torch_dtypes_;

@@ -217,6 +217,31 @@ def test_tensors_without_one_buffer_are_refused_by_name():
         add_kernel[(1,)](x, y, torch.zeros(100, device="meta"), 100, BLOCK=128)
 
 
+def test_negated_views_are_refused_and_their_resolved_copies_run():
+    # x.conj().imag and torch._neg_view(x) share x's memory and flip the sign
+    # as torch reads them; data_ptr() and DLPack hand that memory out as it
+    # is, so a kernel would read (and write) the values with the wrong sign.
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    base = torch.from_numpy(rng.standard_normal(100).astype(np.float32))
+    y = torch.from_numpy(rng.standard_normal(100).astype(np.float32))
+    out = torch.empty(100)
+    add_kernel[(1,)](base, y, out, 100, BLOCK=128)  # a plain tensor first: the launcher's fast path is warm
+    imag = torch.complex(y, base).conj().imag  # -base, through the negative bit
+    negated = {"_neg_view": torch._neg_view(base), "conj().imag": imag, "detach": torch._neg_view(base).detach(),
+               "Parameter": torch.nn.Parameter(torch._neg_view(base), requires_grad=False)}
+    for name, view in negated.items():
+        assert view.is_neg(), name
+        with pytest.raises(TypeError, match=re.escape(
+                "argument 'x_ptr' of kernel 'add_kernel' is a negated view (its is_neg() is true")):
+            add_kernel[(1,)](view, y, out, 100, BLOCK=128)
+        with pytest.raises(TypeError, match=re.escape("argument 'out_ptr' of kernel 'add_kernel' is a negated view")):
+            add_kernel[(1,)](y, y, view, 100, BLOCK=128)
+        add_kernel[(1,)](view.resolve_neg(), y, out, 100, BLOCK=128)
+        np.testing.assert_allclose(out.numpy(), y.numpy() - base.numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(torch._neg_view(base).resolve_neg().numpy(), -base.numpy())
+
+
 class AddressLike:
     """Looks like a CPU tensor, with whatever data_ptr() answers."""
 
