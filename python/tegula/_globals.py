@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import sys
 import textwrap
 import threading
@@ -16,7 +17,7 @@ import numpy as np
 
 from . import _C
 from .aggregate import is_aggregate_class, is_constexpr_annotation
-from .language.core import constexpr, dtype, pointer_type
+from .language.core import block_type, constexpr, dtype, pointer_type, tensor
 
 GV = _C.GlobalValue
 Kind = _C.GlobalValue.Kind
@@ -636,7 +637,8 @@ def describe(value) -> GV:
 
     if isinstance(value, ConstexprFunction):
         described = GV(Kind.ConstexprFunction, text=value.reference)
-        described.elements = [GV(Kind.Str, text=value.source)]  # what the cache key sees of it
+        described.elements = [GV(Kind.Str, text=value.source),  # what the cache key sees of it
+                              GV(Kind.Bool, int_value=int(bool(getattr(value.fn, "__triton_builtin__", False))))]
         return described
     named = _named_tuple_type(value)
     if named is not None:
@@ -685,12 +687,49 @@ def _plain_function(fn):
 # --- @constexpr_function calls, made by the compiler while it lowers a kernel ---
 
 
-def _host_argument(value):
-    """A GlobalValue the compiler passes to a constexpr function, as the Python value it stands for."""
+class _StandIn(tensor):
+    """What a Triton builtin (``__triton_builtin__``) is given for a kernel value that has no host value: a tile
+    or a scalar known only at run time. It tells its ``dtype``, ``shape`` and ``type``; returned, it means that
+    value again. The builtin runs while the kernel compiles, so it cannot compute on it."""
+
+    def __init__(self, call: object, index: int, dtype_, shape: tuple):
+        self._call, self._index = call, index
+        self.dtype, self.shape = dtype_, list(shape)
+        self.type = block_type(dtype_, shape) if shape else dtype_
+        self.numel = constexpr(math.prod(shape))
+
+    def _no_contents(self, *args, **kwargs):
+        raise TypeError(f"{self!r} has no contents while the kernel compiles: a host builtin may read its dtype "
+                        "and shape and return it, but compute only in the kernel (a @jit function)")
+
+    def __repr__(self) -> str:
+        return f"<stand-in for a kernel value of type {self.type!r}>"
+
+
+for _name in ("bool", "index", "int", "float", "getitem", "iter", "len", "neg", "pos", "abs", "invert", "lt", "le",
+              "gt", "ge", *(f"{r}{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and",
+                                                    "or", "xor", "lshift", "rshift", "matmul") for r in ("", "r"))):
+    setattr(_StandIn, f"__{_name}__", _StandIn._no_contents)
+del _name
+
+
+def _stand_in(call: object, value) -> _StandIn:
+    element = value.text.lstrip("*")
+    element_type = _host_argument(GV(Kind.DType, text=element))
+    if value.text.startswith("*"):
+        element_type = pointer_type(element_type)
+    return _StandIn(call, value.int_value, element_type, tuple(d.int_value for d in value.elements))
+
+
+def _host_argument(value, call: object = None):
+    """A GlobalValue the compiler passes to a constexpr function, as the Python value it stands for; `call`
+    marks the stand-ins of one call (GlobalValue.Kind.StandIn) as its own."""
     from . import language
 
+    if value.kind == Kind.StandIn:
+        return _stand_in(call, value)
     if value.kind == Kind.Tuple:
-        elements = tuple(_host_argument(e) for e in value.elements)
+        elements = tuple(_host_argument(e, call) for e in value.elements)
         if value.text:  # a named tuple: an instance of a namedtuple class of the same fields
             return _named_tuple_class(value.text)(*elements)
         return elements
@@ -721,10 +760,13 @@ def _named_tuple_class(fields: str):
     return collections.namedtuple("NamedTuple", fields.split(","))
 
 
-def _host_result(value):
-    """A constexpr function's result as a GlobalValue, or None when a kernel cannot use it."""
+def _host_result(value, call: object = None):
+    """A constexpr function's result as a GlobalValue, or None when a kernel cannot use it: a stand-in only
+    when it is one of this call's (`call`)."""
+    if isinstance(value, _StandIn):
+        return GV(Kind.StandIn, int_value=value._index) if value._call is call and call is not None else None
     if isinstance(value, tuple):
-        elements = [_host_result(e) for e in value]
+        elements = [_host_result(e, call) for e in value]
         if any(e is None for e in elements):
             return None
         fields = getattr(type(value), "_fields", None)
@@ -745,20 +787,23 @@ def call_constexpr_function(reference: str, args: list, kwargs: dict) -> tuple:
     function = find(reference)
     if function is None:
         return None, "is no longer known to this process (a kernel cached from another run?)"
+    call = object()
     argument = _host_argument
     if getattr(function.fn, "__triton_builtin__", False):
         # A function marked as one of Triton's builtins is called by Triton's front end with its
         # compile-time arguments as they are there, wrapped in tl.constexpr (and checks for that),
-        # and may return a tl.constexpr.
-        argument = lambda value: _host_argument(value) if value.kind == Kind.Tuple else constexpr(  # noqa: E731
-            _host_argument(value))
+        # its tiles as tensors, and may return a tl.constexpr.
+        argument = lambda value: _host_argument(value, call) if value.kind in (Kind.Tuple, Kind.StandIn) \
+            else constexpr(_host_argument(value))  # noqa: E731
     try:
         result = function.fn(*(argument(a) for a in args), **{k: argument(v) for k, v in kwargs.items()})
     except Exception as e:  # the message goes into the compile error, at the call's line
         return None, f"raised {type(e).__name__}: {e}"
     if isinstance(result, constexpr):
         result = result.value
-    described = _host_result(result)
+    described = _host_result(result, call)
+    if described is None and isinstance(result, _StandIn):
+        return None, "returned a tile it was given by another call; return one of this call's arguments"
     if described is None:
         return None, (f"returned {type(result).__name__} {result!r:.80}, which a kernel cannot use: return an int, "
                       f"float, bool, str, None, dtype or a tuple of them")

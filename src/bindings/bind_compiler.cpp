@@ -55,7 +55,8 @@ void bind_global_value(nb::module_& m) {
       .value("ConstexprFunction", GlobalValue::Kind::ConstexprFunction)
       .value("NamedTupleType", GlobalValue::Kind::NamedTupleType)
       .value("AggregateType", GlobalValue::Kind::AggregateType)
-      .value("HostModule", GlobalValue::Kind::HostModule);
+      .value("HostModule", GlobalValue::Kind::HostModule)
+      .value("StandIn", GlobalValue::Kind::StandIn);
   cls.def(
          "__init__",
          [](GlobalValue* self, GlobalValue::Kind kind, int64_t int_value, double float_value,

@@ -301,6 +301,8 @@ Symbol Lowerer::global_symbol(const GlobalValue& g, const SourceLoc& loc) {
       Symbol s;
       s.kind = Symbol::Kind::HostFunction;
       s.name = g.text;
+      s.takes_stand_ins = g.elements.size() > 1 && g.elements[1].kind == GlobalValue::Kind::Bool &&
+                          g.elements[1].int_value != 0;
       return s;
     }
     case GlobalValue::Kind::Opaque:

@@ -1,7 +1,11 @@
 // Calls of @constexpr_function host functions: the arguments must be
 // constants (as GlobalValues they cross to the host), the host runs the
 // function (KernelRequest::call_host) and its result comes back as a global
-// would: a constant, a dtype, a tuple of them.
+// would: a constant, a dtype, a tuple of them. One of Triton's builtins
+// (__triton_builtin__) may also be given tiles and run-time scalars: each
+// crosses as a stand-in, which the builtin may inspect (dtype, shape) and
+// return but not compute on, and a stand-in returned means its value.
+#include <functional>
 #include <map>
 
 #include "frontend/builtins.h"
@@ -13,21 +17,24 @@ namespace tegula::frontend {
 
 namespace {
 
+// What stands in for a symbol without a host value: nullopt where none may.
+using StandInMaker = std::function<std::optional<GlobalValue>(const Symbol&)>;
+
 // `s` as the GlobalValue the host receives, or nullopt for what has no host
-// value (tiles, pointers, functions...).
-std::optional<GlobalValue> host_value(const Symbol& s) {
+// value (tiles, pointers, functions...) and no stand-in.
+std::optional<GlobalValue> host_value(const Symbol& s, const StandInMaker& stand_in) {
   GlobalValue g;
   if (s.kind == Symbol::Kind::Tuple) {
     g.kind = GlobalValue::Kind::Tuple;
     g.text = s.name;  // a named tuple's fields, comma-separated
     for (const Symbol& e : s.elements) {
-      std::optional<GlobalValue> v = host_value(e);
+      std::optional<GlobalValue> v = host_value(e, stand_in);
       if (!v) return std::nullopt;
       g.elements.push_back(std::move(*v));
     }
     return g;
   }
-  if (s.kind != Symbol::Kind::Const) return std::nullopt;
+  if (s.kind != Symbol::Kind::Const) return stand_in(s);
   const ConstValue& c = s.constant;
   switch (c.kind) {
     case ConstValue::Kind::Int:
@@ -86,8 +93,25 @@ Symbol Lowerer::call_host_function(const Symbol& callee, const CallArgs& args) {
   std::string name = host_function_name(callee);
   std::string plain = plain_function_description(callee.name);
   std::string what = plain.empty() ? "the constexpr function `" + name + "`" : "the host function `" + name + "`";
+  std::vector<Symbol> stand_ins;
+  StandInMaker stand_in = [&](const Symbol& s) -> std::optional<GlobalValue> {
+    if (!callee.takes_stand_ins || !s.is_value()) return std::nullopt;
+    const ir::Type& t = fn_.type(s.value);
+    GlobalValue g;
+    g.kind = GlobalValue::Kind::StandIn;
+    g.int_value = static_cast<int64_t>(stand_ins.size());
+    g.text = std::string(t.is_pointer() ? "*" : "") + ir::scalar_info(t.scalar).tl_name;
+    for (int64_t d : t.shape) {
+      GlobalValue dim;
+      dim.kind = GlobalValue::Kind::Int;
+      dim.int_value = d;
+      g.elements.push_back(dim);
+    }
+    stand_ins.push_back(s);
+    return g;
+  };
   auto argument = [&](const Symbol& s, const SourceLoc& loc, const std::string& which) {
-    std::optional<GlobalValue> v = host_value(s);
+    std::optional<GlobalValue> v = host_value(s, stand_in);
     if (!v && !plain.empty()) {
       std::string counterpart = language_counterpart(plain);
       error_at(loc, Diag::HostObjectInKernel,
@@ -126,7 +150,24 @@ Symbol Lowerer::call_host_function(const Symbol& callee, const CallArgs& args) {
   } catch (const HostCallError& e) {
     error_at(args.loc, Diag::ConstexprFunctionFailed, what + " " + e.what());
   }
-  return global_symbol(result, args.loc);
+  return from_host(result, stand_ins, what, args.loc);
+}
+
+// A host function's result as a symbol: its stand-ins back as the values
+// they stood for, the rest as globals are.
+Symbol Lowerer::from_host(const GlobalValue& result, const std::vector<Symbol>& stand_ins, const std::string& what,
+                          const SourceLoc& loc) {
+  if (result.kind == GlobalValue::Kind::StandIn) {
+    if (result.int_value < 0 || static_cast<size_t>(result.int_value) >= stand_ins.size())
+      error_at(loc, Diag::ConstexprFunctionFailed, what + " returned a stand-in of another call");
+    return stand_ins[static_cast<size_t>(result.int_value)];
+  }
+  if (result.kind != GlobalValue::Kind::Tuple) return global_symbol(result, loc);
+  std::vector<Symbol> elements;
+  for (const GlobalValue& e : result.elements) elements.push_back(from_host(e, stand_ins, what, loc));
+  Symbol t = Symbol::tuple(std::move(elements));
+  t.name = result.text;
+  return t;
 }
 
 Symbol Lowerer::make_named_tuple(const Symbol& type, const CallArgs& args) {

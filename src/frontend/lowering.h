@@ -74,6 +74,8 @@ class Lowerer {
   // A @constexpr_function called on constants: run on the host through
   // KernelRequest::call_host (lower_host_call.cpp).
   Symbol call_host_function(const Symbol& callee, const CallArgs& args);
+  Symbol from_host(const GlobalValue& result, const std::vector<Symbol>& stand_ins, const std::string& what,
+                   const SourceLoc& loc);
   static std::string host_function_name(const Symbol& s);
   // A named tuple built in the kernel, `Pair(ptr, n)` or `Pair(data=ptr, count=n)` (lower_host_call.cpp).
   Symbol make_named_tuple(const Symbol& type, const CallArgs& args);

@@ -43,12 +43,17 @@ struct GlobalValue {
                         // "Name:field,field,..."; elements the defaults of the last fields
     ConstexprFunction,  // a host function the kernel may call on constants (@constexpr_function):
                         // text is its reference for KernelRequest::call_host, elements[0] its source
-                        // (a Str: what the cache key sees of it)
+                        // (a Str: what the cache key sees of it); elements[1], where present, a Bool:
+                        // true for one of Triton's builtins (__triton_builtin__), which is given
+                        // StandIns for the arguments that have no host value
     AggregateType,  // an @aggregate class: text is "Qualname@module:field,field,..."; elements are four
                     // Tuples: [0] the fields' defaults (text: their names, comma-separated), [1] the
                     // class's members (text: their names, a static method's with a leading '@'; each a
                     // JitFunction for a function, a constant...), [2] (text only) the constexpr fields,
                     // [3] (text only) its aggregate base classes ("Qualname@module", comma-separated)
+    StandIn,  // a kernel value with no host form (a tile, a scalar known at run time), given to a Triton
+              // builtin in its place; the builtin returns it to mean that value. int_value: its index
+              // among the call's stand-ins; text: its dtype's tl name; elements: its shape (Ints)
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;

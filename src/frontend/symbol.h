@@ -56,6 +56,9 @@ struct Symbol {
   // tensor; `.type` is then the dtype it would have (int32, fp32, ...), not
   // its constexpr_type. Nothing else reads it: the value stays a constant.
   bool assigned = false;
+  // HostFunction: one of Triton's builtins, called with stand-ins for the
+  // arguments that have no host value (GlobalValue::Kind::StandIn).
+  bool takes_stand_ins = false;
   std::shared_ptr<Symbol> receiver;
   std::shared_ptr<const BlockAccess> block;
 

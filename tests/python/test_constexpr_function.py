@@ -3,6 +3,7 @@ function a kernel calls on constants, run on the host while the kernel
 compiles; its result is a constant of the kernel."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -311,3 +312,101 @@ def test_a_triton_builtin_host_function_gets_and_returns_constexprs():
     out = np.zeros(50, np.float32)
     _scaled_by_power_of_2[(1,)](x, out, 50, BLOCK=64, K=20)
     np.testing.assert_array_equal(out, x * 32)
+
+
+def _triton_builtin(fn):
+    fn.__triton_builtin__ = True
+    return fn
+
+
+@_triton_builtin
+def _if_mask(mask, val, *, _builder=None):
+    """torch Inductor's triton_helpers.if_mask: `other` only where there is a mask."""
+    if isinstance(mask, tl.constexpr) and mask.value is None:
+        return tl.constexpr(None)
+    return val
+
+
+@_triton_builtin
+def _kind_of(x, *, _builder=None):
+    return str(x.dtype), tuple(x.shape), isinstance(x, tl.tensor)
+
+
+@_triton_builtin
+def _second_of(pair, *, _builder=None):
+    return pair[1]
+
+
+@tegula.jit
+def _masked_or_not(x_ptr, out_ptr, n, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n if MASKED else None
+    x = tl.load(x_ptr + offs, mask=mask, other=_if_mask(mask, -1.0))
+    tl.static_assert(_kind_of(x)[0] == "fp32" and _kind_of(x)[1] == (BLOCK,) and _kind_of(x)[2])
+    tl.static_assert(_kind_of(n)[1] == ())
+    y = _second_of((offs, x * 2))  # a tuple of tiles in, one of them back
+    tl.store(out_ptr + offs, y, mask=offs < n)
+
+
+def test_a_triton_builtin_is_given_tiles_as_stand_ins_and_returns_them():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(100).astype(np.float32)
+    out = np.zeros(128, np.float32)
+    _masked_or_not[(1,)](x, out, 100, BLOCK=128, MASKED=True)
+    np.testing.assert_array_equal(out[:100], x * 2)
+    assert not out[100:].any()
+    x = rng.standard_normal(128).astype(np.float32)
+    _masked_or_not[(1,)](x, out, 128, BLOCK=128, MASKED=False)
+    np.testing.assert_array_equal(out, x * 2)
+
+
+_KEPT = []
+
+
+@_triton_builtin
+def _computes(x, *, _builder=None):
+    return x + 1
+
+
+@_triton_builtin
+def _tests_truth(x, *, _builder=None):
+    return 1 if x else 0
+
+
+@_triton_builtin
+def _returns_the_first_kept(x, *, _builder=None):
+    _KEPT.append(x)
+    return _KEPT[0]
+
+
+@pytest.mark.parametrize("builtin, message", [
+    (_computes, "has no contents while the kernel compiles: a host builtin may read its dtype and shape and return "
+                "it, but compute only in the kernel"),
+    (_tests_truth, "has no contents while the kernel compiles"),
+    (_returns_the_first_kept, "returned a tile it was given by another call; return one of this call's arguments"),
+])
+def test_a_triton_builtin_cannot_compute_on_a_tile_or_keep_one(builtin, message):
+    _KEPT.clear()
+
+    @tegula.jit
+    def kernel(out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        a = builtin(offs)
+        b = builtin(offs * 2)
+        tl.store(out_ptr + offs, a + b)
+
+    with pytest.raises(tegula.CompilationError, match=re.escape(message)) as caught:
+        kernel[(1,)](np.zeros(8, np.int32), BLOCK=8)
+    assert "E0208" in str(caught.value)
+
+
+def test_a_constexpr_function_given_a_tile_still_says_to_pass_constants():
+    @tegula.jit
+    def kernel(out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, log2(offs))
+
+    with pytest.raises(tegula.CompilationError, match=re.escape(
+            "argument 1 of the constexpr function `log2` is a tile of type tile<8xi32>, which is not known when "
+            "the kernel compiles")):
+        kernel[(1,)](np.zeros(8, np.int32), BLOCK=8)
