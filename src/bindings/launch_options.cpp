@@ -38,17 +38,28 @@ int clamped(PyObject* value) {
   return static_cast<int>(v);
 }
 
+bool named(PyObject* name, const char* text) { return PyUnicode_CompareWithASCIIString(name, text) == 0; }
+
 bool is_none(PyObject* value) { return value == Py_None; }
 bool is_zero(PyObject* value) { return is_none(value) || (is_int(value) && clamped(value) == 0); }
 bool is_false(PyObject* value) { return is_none(value) || value == Py_False; }
 bool is_empty_text(PyObject* value) {
   return is_none(value) || (PyUnicode_Check(value) && PyUnicode_GetLength(value) == 0);
 }
-// No libraries: None, or an empty mapping or sequence (Triton's `extern_libs={}`).
-bool is_no_libraries(PyObject* value) {
+// Libraries Tegula links already: None, an empty mapping or sequence
+// (`extern_libs={}`), or a mapping that names only "libdevice" (Triton's
+// tutorial passes the path of NVIDIA's bitcode): tl.extra.libdevice's
+// functions are built into both backends, so the path is not read.
+bool is_builtin_libraries(PyObject* value) {
   if (is_none(value)) return true;
-  if (!PyDict_Check(value) && !PyTuple_Check(value) && !PyList_Check(value)) return false;
-  return PyObject_Length(value) == 0;
+  if (!PyDict_Check(value)) return (PyTuple_Check(value) || PyList_Check(value)) && PyObject_Length(value) == 0;
+  PyObject* name = nullptr;
+  PyObject* path = nullptr;
+  for (Py_ssize_t at = 0; PyDict_Next(value, &at, &name, &path);)
+    if (!PyUnicode_Check(name) || !named(name, "libdevice") ||
+        !(PyUnicode_Check(path) || PyBytes_Check(path) || PyObject_HasAttrString(path, "__fspath__")))
+      return false;
+  return true;
 }
 bool is_32(PyObject* value) { return is_int(value) && clamped(value) == 32; }
 bool is_unit_cluster(PyObject* value) {
@@ -79,7 +90,7 @@ constexpr FixedOption kFixed[] = {
     {"ptx_version", "None", is_none},
     {"ptx_options", "None", is_none},
     {"ir_override", "None", is_none},
-    {"extern_libs", "None or {}", is_no_libraries},
+    {"extern_libs", "None, {} or {'libdevice': path}, whose functions Tegula builds in", is_builtin_libraries},
     {"arch", "None", is_none},
     {"instrumentation_mode", "'' or None", is_empty_text},
     {"cluster_dims", "(1, 1, 1) or None", is_unit_cluster},
@@ -92,8 +103,6 @@ constexpr FixedOption kFixed[] = {
     {"assume_in_bounds", "False", is_false},
     {"ukernels", "None", is_none},
 };
-
-bool named(PyObject* name, const char* text) { return PyUnicode_CompareWithASCIIString(name, text) == 0; }
 
 [[noreturn]] void wrong_kind(const std::string& kernel, LaunchOption option, const char* wanted, PyObject* value) {
   raise_coded(PyExc_ValueError, Diag::InvalidCompileOption,

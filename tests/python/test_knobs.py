@@ -2,6 +2,7 @@
 compile hooks, the debug switch, the caches, autotuning), and saying so where it has not."""
 
 import os
+import pathlib
 import re
 import warnings
 
@@ -345,13 +346,19 @@ def test_triton_error_is_the_base_of_kernel_errors():
         tuned[(1,)](np.ones(4, np.float32), np.zeros(4, np.float32), 4)
 
 
-def test_extern_libs_without_libraries_is_accepted():
+def test_extern_libs_accepts_what_tegula_builds_in():
+    # Triton's tutorial passes NVIDIA's libdevice bitcode; Tegula's libdevice functions are built in, so the
+    # path is not read. Any other library is refused by name.
     x = np.arange(5, dtype=np.float32)
     out = np.zeros(5, np.float32)
-    scaled[(1,)](x, out, 5, extern_libs={})
-    np.testing.assert_array_equal(out, 2 * x)
-    with pytest.raises(ValueError, match=r"extern_libs=\{'libdevice': 'x.bc'\} of kernel 'scaled' is not supported"):
-        scaled[(1,)](x, out, 5, extern_libs={"libdevice": "x.bc"})
+    for libraries in ({}, None, {"libdevice": "/nowhere/libdevice.10.bc"}, {"libdevice": pathlib.Path("x.bc")}):
+        out[:] = 0
+        scaled[(1,)](x, out, 5, extern_libs=libraries)
+        np.testing.assert_array_equal(out, 2 * x)
+    for libraries in ({"ocml": "ocml.bc"}, {"libdevice": "a.bc", "mylib": "b.bc"}, {"libdevice": 3}, "libdevice"):
+        with pytest.raises(ValueError, match=r"extern_libs=.* of kernel 'scaled' is not supported by Tegula \(it "
+                                             r"accepts None, \{\} or \{'libdevice': path\}"):
+            scaled[(1,)](x, out, 5, extern_libs=libraries)
 
 
 def test_triton_error_modules_hold_the_names_host_code_imports():
