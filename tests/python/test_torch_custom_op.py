@@ -302,3 +302,22 @@ def test_eager_calls_on_meta_tensors_run_the_fake():
     x = torch.empty(5, 7, device="meta", requires_grad=True)
     y, square = tanh_with_square(x, 0.5)
     assert y.device.type == "meta" and y.requires_grad
+
+
+def test_negated_views_take_the_dispatchers_route_which_resolves_them():
+    """x.conj().imag and torch._neg_view(x) hold their values with the other sign: a launch refuses them
+    (E0702), so an eager call takes the dispatcher's route, whose negative-bit fallback hands the op a
+    resolved copy, as for any torch op. Values and gradients are those of the resolved tensor."""
+    gen = torch.Generator().manual_seed(3)
+    base = torch.randn(5, 37, generator=gen)
+    imag = torch.complex(torch.randn(5, 37, generator=gen), base).conj().imag  # -base
+    assert imag.is_neg()
+    torch.testing.assert_close(scaled_tanh(imag, 0.7), torch.tanh(-0.7 * base), rtol=1e-5, atol=1e-6)
+    x = base.clone().requires_grad_()
+    y = scaled_tanh(torch._neg_view(x), 0.7)
+    upstream = torch.randn(5, 37, generator=gen)
+    (grad,) = torch.autograd.grad(y, x, upstream)
+    xr = base.clone().requires_grad_()
+    (want,) = torch.autograd.grad(torch.tanh(-0.7 * xr), xr, upstream)
+    torch.testing.assert_close(y, torch.tanh(-0.7 * base), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grad, want, rtol=1e-4, atol=1e-6)

@@ -156,12 +156,14 @@ def _plain_eager(args) -> bool:
     """Nothing can be tracing a call with these arguments: not compiling, no
     dispatch mode or functorch transform active, and every tensor a plain
     torch.Tensor (or Parameter) with memory, not a fake or functional
-    subclass, nor a meta tensor."""
+    subclass, nor a meta tensor, nor a negated view."""
     if torch.compiler.is_compiling() or _dispatch_modes() or _functorch_level() is not None:
         return False
     for a in args:
-        # A meta tensor has no memory to launch on: the dispatcher's route runs the op's fake.
-        if isinstance(a, torch.Tensor) and (type(a) not in _PLAIN_TENSORS or a.is_meta):
+        # A meta tensor has no memory to launch on: the dispatcher's route runs the op's fake. A negated view
+        # (x.conj().imag) holds its values with the other sign, which a launch refuses; the dispatcher's
+        # route resolves it into a copy first, as for any torch op.
+        if isinstance(a, torch.Tensor) and (type(a) not in _PLAIN_TENSORS or a.is_meta or a.is_neg()):
             return False
         if isinstance(a, (list, tuple)) and not _plain_eager(a):
             return False
