@@ -776,9 +776,21 @@ uint64_t ArgumentClassifier::tensor_address(const std::string& kernel, const std
                 what + " is a negated view (its is_neg() is true, as for x.conj().imag): its memory holds the "
                        "values with the other sign, which a kernel would read and write as they are; pass "
                        "x.resolve_neg() (a copy) to read it, and write into a tensor that is no such view");
+  // A tracer's tensor (torch.compile, torch.export, FakeTensorMode) has a shape and no memory; it most
+  // often reaches a launch from a custom op's fake implementation that calls the real one.
+  auto refuse_traced = [&] {
+    std::string type = type_name_of(value);
+    if (type == "FakeTensor" || type == "FunctionalTensor")
+      raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                  what + " is a " + type + ", a tracer's tensor with a shape and no memory (torch.compile, "
+                         "torch.export, FakeTensorMode): kernels run on real tensors only. A custom op's fake "
+                         "implementation allocates its outputs (x.new_empty(...)) and launches nothing; a launch in "
+                         "a traced region goes in a custom op (tegula.torch.custom_op, docs/torch.md)");
+  };
   PyObject* answer = PyObject_CallMethodNoArgs(value.ptr(), data_ptr_name_.ptr());
   if (answer == nullptr) {
     nb::python_error cause;
+    refuse_traced();
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
                 what + " has no data pointer (" + std::string(cause.what()).substr(0, 300) +
                     "); pass a dense tensor (to_dense(), contiguous())");
@@ -794,6 +806,7 @@ uint64_t ArgumentClassifier::tensor_address(const std::string& kernel, const std
                     " (" + type_name_of(owned) + "), not an address from 0 to 2**64 - 1");
   }
   if (address == 0) {
+    refuse_traced();
     nb::object count = attribute_or_null(value, interned("numel"));
     nb::object n = count.is_valid() && PyCallable_Check(count.ptr()) ? nb::steal(PyObject_CallNoArgs(count.ptr()))
                                                                        : nb::object();

@@ -321,3 +321,31 @@ def test_negated_views_take_the_dispatchers_route_which_resolves_them():
     (want,) = torch.autograd.grad(torch.tanh(-0.7 * xr), xr, upstream)
     torch.testing.assert_close(y, torch.tanh(-0.7 * base), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(grad, want, rtol=1e-4, atol=1e-6)
+
+
+def test_a_fake_that_launches_is_told_to_allocate_only():
+    """A custom op's fake implementation that calls the real function launches on FakeTensors, which have
+    no memory: the launch says so and what a fake should do, under torch.compile and under FakeTensorMode."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    message = ("argument 'x_ptr' of kernel 'scaled_tanh_kernel' is a FakeTensor, a tracer's tensor with a shape "
+               "and no memory")
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(torch.randn(7, 3))
+        with pytest.raises(TypeError, match=message):
+            scaled_tanh_kernel[(1,)](fake, torch.empty_like(fake), 0.5, 21, BLOCK=256)
+
+    def launch(x):
+        y = torch.empty_like(x)
+        scaled_tanh_kernel[_launch_grid(x.numel())](x, y, 0.5, x.numel(), BLOCK=256)
+        return y
+
+    @tegula.torch.custom_op("tegula_tests::launching_fake", fake=launch)
+    def launching_fake(x: torch.Tensor) -> torch.Tensor:
+        return launch(x)
+
+    x = torch.randn(4, 9)
+    torch.testing.assert_close(launching_fake(x), torch.tanh(0.5 * x), rtol=1e-5, atol=1e-6)  # eager: no fake
+    compiled = torch.compile(lambda t: launching_fake(t) + 1, fullgraph=True, backend="eager")
+    with pytest.raises(Exception, match=message):
+        compiled(x)
