@@ -484,6 +484,14 @@ Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const S
              std::string("`") + ast::to_string(op) + "` is not supported between " + kind_name(a.constant) +
                       " and " + kind_name(b.constant));
   }
+  // A dtype against a host object (`ptr.dtype.element_ty == torch.float16`, as LMDeploy's fused_lora writes):
+  // Triton calls tl.dtype.__eq__, under which a dtype equals only a dtype, so `==` is the constant False and `!=`
+  // True, where this fell through to the arithmetic operands and was refused (E0301).
+  auto dtype_and_host_object = [](const Symbol& x, const Symbol& y) {
+    return x.is_const() && x.constant.kind == ConstValue::Kind::DType && y.kind == Symbol::Kind::Opaque;
+  };
+  if ((op == CmpOp::Eq || op == CmpOp::NotEq) && (dtype_and_host_object(a, b) || dtype_and_host_object(b, a)))
+    return Symbol::of(ConstValue::boolean(op == CmpOp::NotEq));
   if (op == CmpOp::Is || op == CmpOp::IsNot) {
     // `x is None` on anything that is not a constant is simply false.
     bool same = false;
