@@ -241,6 +241,10 @@ def _opaque_description(value) -> str:
         return f"Triton's dtype {getattr(value, 'name', '?')}, which Tegula does not support"
     if type(value) is int:
         return f"int {value} (outside the 64-bit range of kernel constants)"
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return str(value)  # torch.float16
+    if isinstance(value, np.dtype):
+        return f"np.dtype('{value}')"
     if isinstance(getattr(value, "__name__", None), str):  # a NumPy ufunc, a functools.partial's function
         return f"{type(value).__qualname__} '{value.__name__}'"
     return f"object of type '{type(value).__qualname__}'"

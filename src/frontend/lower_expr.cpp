@@ -490,8 +490,17 @@ Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const S
   auto dtype_and_host_object = [](const Symbol& x, const Symbol& y) {
     return x.is_const() && x.constant.kind == ConstValue::Kind::DType && y.kind == Symbol::Kind::Opaque;
   };
-  if ((op == CmpOp::Eq || op == CmpOp::NotEq) && (dtype_and_host_object(a, b) || dtype_and_host_object(b, a)))
+  if ((op == CmpOp::Eq || op == CmpOp::NotEq) && (dtype_and_host_object(a, b) || dtype_and_host_object(b, a))) {
+    // Kept for compatibility, but almost always a slip for the tl dtype: said where it is written.
+    const Symbol& dtype = a.is_const() ? a : b;
+    const Symbol& other = a.is_const() ? b : a;
+    warn_at(loc,
+            "`" + std::string(ast::to_string(op)) + "` between " + to_string(dtype.constant) + " and a host object (" +
+                other.name + ") is always " + (op == CmpOp::Eq ? "False" : "True") +
+                ": a kernel's dtypes are tl dtypes, which equal only tl dtypes (as in Triton)",
+            "compare with the tl dtype (tl.float16 for torch.float16 or np.float16)");
     return Symbol::of(ConstValue::boolean(op == CmpOp::NotEq));
+  }
   if (op == CmpOp::Is || op == CmpOp::IsNot) {
     // `x is None` on anything that is not a constant is simply false.
     bool same = false;

@@ -96,3 +96,33 @@ def test_a_kernel_loaded_from_the_disk_cache_does_not_warn_again(backend, fresh_
     # The same script file both times (the kernel's file is part of its cache key).
     assert run_isolated(tmp_path, DISK_CACHE, backend).splitlines()[0] == "1"  # built: warns
     assert run_isolated(tmp_path, DISK_CACHE, backend).splitlines()[0] == "0"  # loaded: silent
+
+
+NP_FLOAT32 = np.dtype("float32")
+
+
+@tegula.jit
+def dtype_against_host_objects(x_ptr):
+    ty = x_ptr.dtype.element_ty
+    if ty == np.float32:  # tl.dtype.__eq__: a dtype equals only a dtype, so this is False
+        tl.store(x_ptr, 1.0)
+    else:
+        tl.store(x_ptr + 1, 2.0)
+    if (ty != NP_FLOAT32) & (ty == tl.float32):
+        tl.store(x_ptr + 2, 3.0)
+
+
+def test_a_dtype_never_equals_a_host_object_and_says_so(fresh_cache):
+    """`ptr.dtype.element_ty == torch.float16` (LMDeploy's fused_lora) is False under Triton, and `!=` True,
+    as tl.dtype.__eq__ says; Tegula computes the same and warns at each, since a kernel's dtypes are tl
+    dtypes and such a test is almost always a slip for tl.float16."""
+    x = np.full(3, 5.0, dtype=np.float32)
+    with pytest.warns(tegula.CompileWarning) as caught:
+        dtype_against_host_objects[(1,)](x)
+    np.testing.assert_array_equal(x, [5.0, 2.0, 3.0])
+    texts = [str(w.message) for w in caught]
+    assert len(texts) == 2
+    assert any("`==` between tl.float32 and a host object (class 'numpy.float32') is always False: a kernel's "
+               "dtypes are tl dtypes" in t for t in texts)
+    assert any("`!=` between tl.float32 and a host object" in t and "is always True" in t for t in texts)
+    assert all("hint: compare with the tl dtype (tl.float16 for torch.float16" in t for t in texts)

@@ -153,24 +153,3 @@ def test_dtype_as_constexpr_argument():
     cast_copy[(1,)](x, out, 20, DTYPE=tl.int32, BLOCK=32)
     np.testing.assert_array_equal(out, x.astype(np.int32))
 
-
-NP_FLOAT32 = np.dtype("float32")
-
-
-@tegula.jit
-def dtype_against_host_objects(x_ptr):
-    ty = x_ptr.dtype.element_ty
-    if ty == np.float32:  # Triton's tl.dtype.__eq__: a dtype equals only a dtype, so this is False
-        tl.store(x_ptr, 1.0)
-    else:
-        tl.store(x_ptr + 1, 2.0)
-    if (ty != NP_FLOAT32) & (ty == tl.float32):
-        tl.store(x_ptr + 2, 3.0)
-
-
-def test_a_dtype_never_equals_a_host_object():
-    """`ptr.dtype.element_ty == torch.float16` (LMDeploy's fused_lora) was refused (E0301, an operand of `==`
-    that is not a number); under Triton it is False, and `!=` True, as tl.dtype.__eq__ says."""
-    x = np.zeros(3, dtype=np.float32)
-    dtype_against_host_objects[(1,)](x)
-    np.testing.assert_array_equal(x, [0.0, 2.0, 3.0])
