@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "bindings/launch_errors.h"
@@ -602,6 +603,18 @@ nb::object call_through(const nb::object& method, nb::handle value) {
   return nb::steal(got);
 }
 
+// A tracer's tensor (torch.compile, torch.export, FakeTensorMode): a shape
+// without memory, whose data_ptr() warns or raises. It most often reaches a
+// launch from a custom op's fake implementation that calls the real one.
+// Its type's name, or null for any other value (a C string compare, so the
+// launch path may ask).
+const char* traced_tensor(nb::handle value) {
+  const char* name = Py_TYPE(value.ptr())->tp_name;
+  for (const char* traced : {"FakeTensor", "FunctionalTensor"})
+    if (std::strcmp(name, traced) == 0) return traced;
+  return nullptr;
+}
+
 // data_ptr()'s answer when it is a non-negative int below 2^64.
 std::optional<uint64_t> plain_address(nb::handle answer) {
   if (!PyLong_Check(answer.ptr())) return std::nullopt;
@@ -661,7 +674,8 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::torch_tensor(nb::
   bool on_device = get(&TorchAccessors::is_cuda, is_cuda_name_).ptr() == Py_True;
   if (on_device ? !cuda_ : get(&TorchAccessors::is_cpu, is_cpu_name_).ptr() != Py_True) return std::nullopt;
   // A tensor without storage (sparse) raises here, a nested one answers 0:
-  // tensor_like() says what is wrong with either.
+  // tensor_like() says what is wrong with either, and with a tracer's tensor.
+  if (traced_tensor(value)) return std::nullopt;
   std::optional<uint64_t> address;
   try {
     address = plain_address(call(&TorchAccessors::data_ptr, data_ptr_name_));
@@ -776,21 +790,15 @@ uint64_t ArgumentClassifier::tensor_address(const std::string& kernel, const std
                 what + " is a negated view (its is_neg() is true, as for x.conj().imag): its memory holds the "
                        "values with the other sign, which a kernel would read and write as they are; pass "
                        "x.resolve_neg() (a copy) to read it, and write into a tensor that is no such view");
-  // A tracer's tensor (torch.compile, torch.export, FakeTensorMode) has a shape and no memory; it most
-  // often reaches a launch from a custom op's fake implementation that calls the real one.
-  auto refuse_traced = [&] {
-    std::string type = type_name_of(value);
-    if (type == "FakeTensor" || type == "FunctionalTensor")
-      raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
-                  what + " is a " + type + ", a tracer's tensor with a shape and no memory (torch.compile, "
-                         "torch.export, FakeTensorMode): kernels run on real tensors only. A custom op's fake "
-                         "implementation allocates its outputs (x.new_empty(...)) and launches nothing; a launch in "
-                         "a traced region goes in a custom op (tegula.torch.custom_op, docs/torch.md)");
-  };
+  if (const char* type = traced_tensor(value))
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                what + " is a " + type + ", a tracer's tensor with a shape and no memory (torch.compile, "
+                       "torch.export, FakeTensorMode): kernels run on real tensors only. A custom op's fake "
+                       "implementation allocates its outputs (x.new_empty(...)) and launches nothing; a launch in "
+                       "a traced region goes in a custom op (tegula.torch.custom_op, docs/torch.md)");
   PyObject* answer = PyObject_CallMethodNoArgs(value.ptr(), data_ptr_name_.ptr());
   if (answer == nullptr) {
     nb::python_error cause;
-    refuse_traced();
     raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
                 what + " has no data pointer (" + std::string(cause.what()).substr(0, 300) +
                     "); pass a dense tensor (to_dense(), contiguous())");
@@ -806,7 +814,6 @@ uint64_t ArgumentClassifier::tensor_address(const std::string& kernel, const std
                     " (" + type_name_of(owned) + "), not an address from 0 to 2**64 - 1");
   }
   if (address == 0) {
-    refuse_traced();
     nb::object count = attribute_or_null(value, interned("numel"));
     nb::object n = count.is_valid() && PyCallable_Check(count.ptr()) ? nb::steal(PyObject_CallNoArgs(count.ptr()))
                                                                        : nb::object();

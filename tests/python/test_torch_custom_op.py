@@ -4,6 +4,8 @@ gradient formula whose backward also launches a kernel; torch.compile with
 fullgraph=True keeps forward and backward whole (no graph break), and the
 results and gradients match torch's own ops (CPU tensors here)."""
 
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is installed by `make venv` (its own stamp, `make torch`)")
@@ -330,10 +332,12 @@ def test_a_fake_that_launches_is_told_to_allocate_only():
 
     message = ("argument 'x_ptr' of kernel 'scaled_tanh_kernel' is a FakeTensor, a tracer's tensor with a shape "
                "and no memory")
-    with FakeTensorMode() as mode:
+    with FakeTensorMode() as mode, warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
         fake = mode.from_tensor(torch.randn(7, 3))
         with pytest.raises(TypeError, match=message):
             scaled_tanh_kernel[(1,)](fake, torch.empty_like(fake), 0.5, 21, BLOCK=256)
+    assert not [w for w in said if "data pointer" in str(w.message)]  # told before data_ptr() is asked
 
     def launch(x):
         y = torch.empty_like(x)
