@@ -322,12 +322,50 @@ std::array<int64_t, 3> Launcher::resolve_grid(nb::handle grid, const Bound& boun
     nb::dict meta;
     for (size_t i = 0; i < params_.size(); ++i) meta[params_[i].name] = nb::handle(bound.values[i]);
     bound.options.each([&](const char* name, PyObject* value) { meta[name] = nb::handle(value); });
-    called = grid(meta);
+    try {
+      called = grid(meta);
+    } catch (nb::python_error& e) {
+      if (e.matches(PyExc_KeyError)) note_missing_meta(e.value(), meta);
+      throw;
+    }
     grid = called;
   }
   std::array<int64_t, 3> out{};
   if (plain_grid(grid, out)) return out;
   return normalize_grid(grid);
+}
+
+// `grid = lambda META: (cdiv(n, META["BLOCK_SIZE"]),)` for a kernel whose
+// parameter is BLOCK: the KeyError keeps its type and text (callers may
+// catch it), and gains a note naming the kernel, what META holds and the
+// nearest name. A key that META holds came from elsewhere in the function.
+void Launcher::note_missing_meta(nb::handle error, const nb::dict& meta) const {
+  nb::object args = nb::steal(PyObject_GetAttrString(error.ptr(), "args"));
+  if (!args.is_valid() || !PyTuple_Check(args.ptr()) || PyTuple_GET_SIZE(args.ptr()) != 1) {
+    PyErr_Clear();
+    return;
+  }
+  PyObject* key = PyTuple_GET_ITEM(args.ptr(), 0);
+  if (!PyUnicode_Check(key) || PyDict_Contains(meta.ptr(), key) != 0) {
+    PyErr_Clear();
+    return;
+  }
+  std::vector<std::string> held;
+  for (auto [name, value] : meta) held.push_back(str_of(name));
+  std::string listed;
+  for (const std::string& name : held) listed += (listed.empty() ? "" : ", ") + name;
+  std::string wanted = str_of(nb::handle(key));
+  std::optional<std::string> meant = closest_name(wanted, held);
+  // BLOCK for BLOCK_SIZE and the reverse: a name the edit distance finds too far.
+  for (size_t i = 0; !meant && i < held.size(); ++i)
+    if (held[i].size() > 1 && (wanted.starts_with(held[i]) || held[i].starts_with(wanted))) meant = held[i];
+  std::string note = "the grid function of kernel '" + kernel_name_ + "' looked up " + repr_of(nb::handle(key)) +
+                     " in its META, which holds the launch's arguments and options by name (" + listed + ")" +
+                     (meant ? "; did you mean '" + *meant + "'?" : "");
+  nb::object add_note = nb::steal(PyObject_GetAttrString(error.ptr(), "add_note"));  // Python 3.11 and later
+  nb::object added = add_note.is_valid() ? nb::steal(PyObject_CallOneArg(add_note.ptr(), nb::str(note.c_str()).ptr()))
+                                         : nb::object();
+  if (!added.is_valid()) PyErr_Clear();
 }
 
 // Every other form of grid: a bare int, a list, ints of other types.

@@ -164,6 +164,7 @@ class Launcher {
   const backends::Backend* forced_backend() const;
   std::array<int64_t, 3> resolve_grid(nanobind::handle grid, const Bound& bound) const;
   std::array<int64_t, 3> normalize_grid(nanobind::handle grid) const;
+  void note_missing_meta(nanobind::handle error, const nanobind::dict& meta) const;
   // Null when a jit_cache_hook of tegula.knobs asked for no compile: the launch is skipped.
   const Target* find_or_compile(std::string_view key, size_t values);
   nanobind::object compile(std::string_view key, size_t values, bool keep_stages,

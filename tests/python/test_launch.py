@@ -3,6 +3,7 @@ wrong launch gets (type and exact text)."""
 
 import enum
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -51,6 +52,25 @@ def test_launch_options_are_accepted_and_shown_to_the_grid():
     add_kernel[lambda meta: (1,) if meta["num_warps"] == 8 else (0,)](
         x, y, out, 100, BLOCK=128, num_warps=8, num_stages=2)
     np.testing.assert_array_equal(out, x + y)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes (add_note) are Python 3.11's")
+@pytest.mark.parametrize("key, hint", [("BLOCK_SIZE", "; did you mean 'BLOCK'?"), ("BLOK", "; did you mean 'BLOCK'?"),
+                                       ("unrelated", "")])
+def test_a_grid_function_asking_a_name_meta_lacks_gets_a_note(key, hint):
+    """The KeyError stays the grid function's own (type, text, a caller may catch it); a note names the kernel,
+    what META holds and the nearest name."""
+    x, y, out = _arrays()
+    with pytest.raises(KeyError) as caught:
+        add_kernel[lambda meta: (tegula.cdiv(meta["n"], meta[key]),)](x, y, out, 100, BLOCK=128, num_warps=4)
+    assert caught.value.args == (key,)
+    assert caught.value.__notes__ == [
+        f"the grid function of kernel 'add_kernel' looked up '{key}' in its META, which holds the launch's arguments "
+        f"and options by name (x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps){hint}"]
+    own = {}
+    with pytest.raises(KeyError) as caught:  # a KeyError of the function's own dict, for a name META holds
+        add_kernel[lambda meta: (own["n"],)](x, y, out, 100, BLOCK=128)
+    assert not getattr(caught.value, "__notes__", None)
 
 
 @pytest.mark.parametrize("grid, message", [
