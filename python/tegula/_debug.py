@@ -16,7 +16,8 @@ from . import _C
 
 
 class DeviceError(RuntimeError, _C.TritonError):
-    """A debug-mode kernel accessed memory out of bounds or failed a device assert.
+    """A debug-mode kernel accessed memory out of bounds or failed a device assert, or a CPU kernel
+    touched memory outside the process's (``kind`` ``"memory"``, E0909: the segmentation fault caught).
 
     ``str(e)`` is the report::
 
@@ -24,7 +25,7 @@ class DeviceError(RuntimeError, _C.TritonError):
         hint: a mask missing? the offsets reach past the end of the array
 
     Attributes: ``kernel`` (name), ``kind`` (``"load"``, ``"store"``,
-    ``"atomic"`` or ``"assert"``), ``file``, ``line``, ``col`` (the op's
+    ``"atomic"``, ``"assert"`` or ``"memory"``), ``file``, ``line``, ``col`` (the op's
     source location), ``program_id`` (``(x, y, z)``). Bounds errors also
     carry ``offset`` (the element offset from the array's first byte, in
     elements of the accessed type, negative before the start), ``size`` (the

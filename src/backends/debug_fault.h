@@ -28,7 +28,7 @@ class DeviceFault : public Error {
  public:
   struct Details {
     std::string kernel;
-    std::string kind;  // "load", "store", "atomic" or "assert"
+    std::string kind;  // "load", "store", "atomic", "assert", or "memory" (a CPU kernel's caught fault)
     std::string file;
     int32_t line = 0;
     int32_t col = 0;
@@ -43,8 +43,8 @@ class DeviceFault : public Error {
     std::vector<int64_t> index;     // the failing element's position in its tile (empty: a scalar)
   };
 
-  DeviceFault(std::string text, Details details)
-      : Error(std::move(text), ErrorKind::Value, Diag::DebugCheckFailed), details_(std::move(details)) {}
+  DeviceFault(std::string text, Details details, Diag code = Diag::DebugCheckFailed)
+      : Error(std::move(text), ErrorKind::Value, code), details_(std::move(details)) {}
   const Details& details() const { return details_; }
 
  private:

@@ -61,6 +61,7 @@ COVERED_ELSEWHERE = {
               "tests/cpp/test_cuda_runtime.cpp CudaLibraryLoad.ResultsAreNamedEvenWithoutADriver"],
     "E0907": ["test_debug_fault_carries_its_code"],
     "E0908": ["tests/python/test_cache_locks.py test_waiting_on_a_working_builder_says_so_and_times_out"],
+    "E0909": ["tests/python/test_memory_fault.py test_a_faulting_launch_is_a_device_error_and_the_next_launches_run"],
     "E0999": ["test_internal_compiler_error", "tests/cpp/test_diagnostic.cpp InternalErrorLocation.*"],
     "E1001": ["tests/cpp/test_cli.cpp Cli.CommandLineMistakesExitWithStatus2", "test_explain_prints_the_entry"],
     "E1002": ["tests/cpp/test_cli.cpp Cli.CommandLineMistakesExitWithStatus2"],

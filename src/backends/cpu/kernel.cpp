@@ -1,10 +1,14 @@
 #include "backends/cpu/kernel.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <optional>
 #include <thread>
 
+#include "backends/cpu/fault_guard.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/debug_fault.h"
 #include "support/error.h"
@@ -59,6 +63,29 @@ class LaunchStop : public abi::StopPoll {
   std::optional<InterruptWatch> watch_;  // the caller's only
 };
 
+// The report of a fault caught in programs [first, last) of `info`'s kernel.
+DeviceFault memory_fault(const KernelInfo& info, const int32_t grid[3], const MemoryFault& fault, int64_t first,
+                         int64_t last) {
+  char address[32];
+  std::snprintf(address, sizeof address, "%#llx", static_cast<unsigned long long>(fault.address));
+  auto program = [&](int64_t id) {  // the entry's numbering: x fastest
+    return "(" + std::to_string(id % grid[0]) + ", " + std::to_string(id / grid[0] % grid[1]) + ", " +
+           std::to_string(id / (int64_t{grid[0]} * grid[1])) + ")";
+  };
+  std::string programs = last - first == 1 ? "program " + program(first)
+                                           : "one of programs " + program(first) + " to " + program(last - 1);
+  DeviceFault::Details details;
+  details.kernel = info.name;
+  details.kind = "memory";
+  return DeviceFault("kernel `" + info.name + "`: " + (fault.signal == SIGBUS ? "bus error" : "segmentation fault") +
+                         " at address " + address + " in " + programs +
+                         ": a load or store outside the memory of the process; the launch "
+                         "stopped, and what it stored before stays stored\n"
+                         "hint: a mask missing, or a size, stride or offset wrong? Launch it with debug=True (or "
+                         "TEGULA_DEBUG=1): debug mode checks every access against its array and names the line",
+                     std::move(details), Diag::KernelMemoryFault);
+}
+
 }  // namespace
 
 std::shared_ptr<CpuKernel> CpuKernel::open(const std::string& path) {
@@ -86,16 +113,22 @@ void CpuKernel::launch(const KernelInfo& info, const int64_t grid[3], std::span<
                              static_cast<int32_t>(grid[2])};
   abi::CpuEntry entry = entry_;
   void* const* argv = packed.argv.data();
+  // A fault in one chunk stops the others at their next poll; the pool rethrows the first report.
+  auto run = [&](int64_t first, int64_t last) {
+    if (std::optional<MemoryFault> fault = run_catching_faults([&] { entry(argv, grid32, first, last); })) {
+      stopped.store(true, std::memory_order_relaxed);
+      throw memory_fault(info, grid32, *fault, first, last);
+    }
+  };
   if (total == 1) {
-    entry(argv, grid32, 0, 1);
+    run(0, 1);
     if (stopped.load(std::memory_order_relaxed)) throw Interrupted();
   } else {
     ThreadPool& pool = ThreadPool::global();
     // About eight chunks per thread: small enough that fast threads take over the
     // work of slow ones, large enough that claiming a chunk costs little.
     int64_t chunk = std::max<int64_t>(1, total / (static_cast<int64_t>(pool.size()) * 8));
-    pool.parallel_for(
-        total, chunk, [&](int64_t first, int64_t last) { entry(argv, grid32, first, last); }, &stopped);
+    pool.parallel_for(total, chunk, run, &stopped);
   }
   if (info.debug)
     if (std::optional<DeviceFault> fault = fault_of(info, record)) throw std::move(*fault);
