@@ -351,6 +351,16 @@ class JITFunction(KernelInterface):
         except (OSError, TypeError) as e:
             raise coded(OSError, "E0708", f"cannot read the source of kernel '{fn.__name__}' ({e}); define "
                                           f"kernels in a file, not in an interactive session or exec()") from None
+        # Triton's JITFunction attributes of the source as the file has it (triton_kernels's specialize() reads
+        # them off a kernel and sets them on the kernel it derives): the lines with their decorators, the first
+        # line's number, the file, and the `def`'s line and column (1-based). Information only: diagnostics come
+        # from `_source` and `first_line`.
+        self.raw_src, self.starting_line_number = list(lines), first_line
+        self.file_name = fn.__code__.co_filename
+        self.def_file_line_number = first_line + next(
+            (i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), 0)
+        self.def_file_col_number = 1 + len(next((_leading_space(line) for line in lines
+                                                 if line.lstrip().startswith("def ")), ""))
         lines, first_line = _without_outer_decorators(lines, first_line)
         lines = _without_host_functions_in_jit_options(lines)
         # What the front end compiles: the lines as the file has them, so diagnostics give the file's columns
@@ -571,6 +581,15 @@ class JITFunction(KernelInterface):
     def __globals__(self) -> dict:
         """The kernel function's module globals, as Python functions (and Triton's JITFunction) have them."""
         return self.fn.__globals__
+
+    def get_capture_scope(self) -> dict:
+        """The names the kernel's body can see (Triton's JITFunction.get_capture_scope): its globals, and the
+        values of the variables it closes over where it is defined inside a function."""
+        fn = self.fn
+        if fn.__closure__ is None:
+            return self.__globals__
+        return self.__globals__ | {name: cell.cell_contents for name, cell in zip(fn.__code__.co_freevars,
+                                                                                  fn.__closure__)}
 
     def _launch_plan(self) -> tuple:
         """The signature as the launcher binds against it: (names,
