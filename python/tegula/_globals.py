@@ -29,7 +29,7 @@ _TOP_LEVEL_MODULES = frozenset({"tegula", "triton"})
 _LANGUAGE_NAMESPACES = tuple(f"{root}.{space}" for root in ("tegula", "triton")
                              for space in ("language", "language.core", "language.math",
                                            "language.extra.libdevice", "language.extra.cuda.libdevice",
-                                           "language.extra.cuda"))
+                                           "language.extra.cuda", "language.target_info"))
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 

@@ -78,14 +78,15 @@ from attorch_ops import collection_error, normalized, print_summary, run_pytest 
 from triton_kernels_ops import first_error_line, timeout_where, where  # noqa: E402
 
 TEST_TIMEOUT = 240
-# Default sample per file (others: every case). test_matmul's grid is ~1400 cases of up to 2048^3 on the CPU.
-SAMPLE = {"test_matmul.py": 60}
+# Default sample per file (others: every case): test_reduce has 561 cases of ~3 s, test_matmul 14786 (shapes up to 2048, minutes of CPU work each).
+SAMPLE = {"test_matmul.py": 60, "test_reduce.py": 100}
 # An H100's properties (torch.cuda.get_device_properties) by major capability; others: the H100's.
 PROPERTIES = {9: dict(name="NVIDIA H100 80GB HBM3 (stand-in)", multi_processor_count=132,
                       shared_memory_per_block_optin=232448, total_memory=80 << 30),
               10: dict(name="NVIDIA B200 (stand-in)", multi_processor_count=148,
                        shared_memory_per_block_optin=232448, total_memory=180 << 30)}
 PLACEHOLDER_MODULES = ("triton.profiler", "triton._C", "triton._C.libtriton")
+PTXAS_VERSION = "12.8"
 
 # --- the pytest plugin: in every pytest process of a file (controller and xdist workers) ----------------
 
@@ -178,8 +179,12 @@ def install_standins(capability: tuple, placeholders: bool) -> list[str]:
             return capability
 
     triton.runtime.driver.set_active(CudaTargetCpuDriver())
+    # Triton's _internal_testing.supports_tma() reads ptxas's version once the target is CUDA; Tegula's
+    # knobs.nvidia is inert (no CUDA toolchain settings) and answers None.
+    object.__setattr__(triton.knobs.nvidia, "ptxas", types.SimpleNamespace(version=PTXAS_VERSION, path=None))
     done.append(f"triton.runtime.driver.active: the CPU driver, but get_current_target() is "
-                f"GPUTarget('cuda', {capability[0] * 10 + capability[1]}, 32)")
+                f"GPUTarget('cuda', {capability[0] * 10 + capability[1]}, 32); triton.knobs.nvidia.ptxas.version "
+                f"{PTXAS_VERSION}")
     return done
 
 
