@@ -549,6 +549,33 @@ def test_target_info_on_the_cpu_backend():
     assert out[0] == 1
 
 
+from tegula.language.target_info import cuda_capability_geq as _capability_geq  # noqa: E402  imported by name
+
+
+@tegula.jit
+def target_info_by_name_kernel(out_ptr):
+    if _capability_geq(9, 0):
+        tl.store(out_ptr, 1)
+    else:
+        tl.store(out_ptr, 2)
+
+
+def test_target_info_imported_by_name_and_asked_from_host_code():
+    # Triton's target_info functions are constexpr functions: a kernel may call one imported by name, and
+    # host code (test markers, a constexpr function) asks them about the active driver's target.
+    out = np.zeros(1, np.int32)
+    target_info_by_name_kernel[(1,)](out)
+    assert out[0] == 2  # the CPU backend
+    from tegula.language import target_info
+    from tegula.runtime import driver
+
+    target = target_info.current_target()
+    assert target == driver.active.get_current_target()
+    assert target_info.is_cuda() == (target.backend == "cuda")
+    assert not target_info.is_hip() and not target_info.is_hip_cdna3() and not target_info.is_hip_gfx1250()
+    assert target_info.cuda_capability_geq(0) == target_info.is_cuda()
+
+
 def test_python_objects_match_triton():
     assert tl.TRITON_MAX_TENSOR_NUMEL == 1048576
     assert tl.pi32_t == tl.pointer_type(tl.int32)
