@@ -641,8 +641,11 @@ def describe(value) -> GV:
 
     if isinstance(value, ConstexprFunction):
         described = GV(Kind.ConstexprFunction, text=value.reference)
+        # A @constexpr_function (or one of Triton's builtins) is given a stand-in for a tile, as Triton gives
+        # it the tensor; a plain Python function a kernel calls takes constants only.
+        builtin = bool(getattr(value.fn, "__triton_builtin__", False))
         described.elements = [GV(Kind.Str, text=value.source),  # what the cache key sees of it
-                              GV(Kind.Bool, int_value=int(bool(getattr(value.fn, "__triton_builtin__", False))))]
+                              GV(Kind.Bool, int_value=int(builtin or not value.plain))]
         return described
     named = _named_tuple_type(value)
     if named is not None:
@@ -692,8 +695,8 @@ def _plain_function(fn):
 
 
 class _StandIn(tensor):
-    """What a Triton builtin (``__triton_builtin__``) is given for a kernel value that has no host value: a tile
-    or a scalar known only at run time. It tells its ``dtype``, ``shape`` and ``type``; returned, it means that
+    """What a ``@constexpr_function`` or a Triton builtin (``__triton_builtin__``) is given for a kernel value
+    that has no host value: a tile or a scalar known only at run time. It tells its ``dtype``, ``shape`` and ``type``; returned, it means that
     value again. The builtin runs while the kernel compiles, so it cannot compute on it."""
 
     def __init__(self, call: object, index: int, dtype_, shape: tuple):
@@ -703,8 +706,8 @@ class _StandIn(tensor):
         self.numel = constexpr(math.prod(shape))
 
     def _no_contents(self, *args, **kwargs):
-        raise TypeError(f"{self!r} has no contents while the kernel compiles: a host builtin may read its dtype "
-                        "and shape and return it, but compute only in the kernel (a @jit function)")
+        raise TypeError(f"{self!r} is known only when the kernel runs: while it compiles, a host function may "
+                        "read its dtype and shape or return it, and compute with it only in a @jit function")
 
     def __repr__(self) -> str:
         return f"<stand-in for a kernel value of type {self.type!r}>"
@@ -792,7 +795,7 @@ def call_constexpr_function(reference: str, args: list, kwargs: dict) -> tuple:
     if function is None:
         return None, "is no longer known to this process (a kernel cached from another run?)"
     call = object()
-    argument = _host_argument
+    argument = lambda value: _host_argument(value, call)  # noqa: E731
     if getattr(function.fn, "__triton_builtin__", False):
         # A function marked as one of Triton's builtins is called by Triton's front end with its
         # compile-time arguments as they are there, wrapped in tl.constexpr (and checks for that),

@@ -41,6 +41,7 @@ class ConstexprFunction:
         if not callable(fn):
             raise TypeError(f"@constexpr_function decorates a function, got {type(fn).__name__}")
         self.fn = fn
+        self.plain = plain
         functools.update_wrapper(self, fn)
         # "qualname#module#id", then "#" and `plain` for a plain function: the compiler names the function by
         # the part before the first '#', and a plain one's errors by the part after the third.

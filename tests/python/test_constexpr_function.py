@@ -90,7 +90,10 @@ def test_a_runtime_argument_is_a_located_error():
     def runtime_arg(out_ptr, n):
         tl.store(out_ptr, log2(n))
 
-    with pytest.raises(tegula.CompilationError, match=r"argument 1 of the constexpr function `log2` is a scalar"):
+    # Triton hands a constexpr function the tensor itself: it may read its type, not compute with its value.
+    with pytest.raises(tegula.CompilationError, match=re.escape(
+            "`log2` raised TypeError: <stand-in for a kernel value of type tegula.language.int32> is known only "
+            "when the kernel runs")):
         runtime_arg[(1,)](np.zeros(1, np.int32), 8)
 
 
@@ -380,9 +383,9 @@ def _returns_the_first_kept(x, *, _builder=None):
 
 
 @pytest.mark.parametrize("builtin, message", [
-    (_computes, "has no contents while the kernel compiles: a host builtin may read its dtype and shape and return "
-                "it, but compute only in the kernel"),
-    (_tests_truth, "has no contents while the kernel compiles"),
+    (_computes, "is known only when the kernel runs: while it compiles, a host function may read its dtype and "
+                "shape or return it, and compute with it only in a @jit function"),
+    (_tests_truth, "is known only when the kernel runs"),
     (_returns_the_first_kept, "returned a tile it was given by another call; return one of this call's arguments"),
 ])
 def test_a_triton_builtin_cannot_compute_on_a_tile_or_keep_one(builtin, message):
@@ -400,13 +403,51 @@ def test_a_triton_builtin_cannot_compute_on_a_tile_or_keep_one(builtin, message)
     assert "E0208" in str(caught.value)
 
 
-def test_a_constexpr_function_given_a_tile_still_says_to_pass_constants():
+@tegula.constexpr_function
+def _element_type(t):
+    """Triton's constexpr functions are given the tensor itself (triton_kernels's get_dtype)."""
+    return t.dtype.element_ty if isinstance(t, tl.tensor) and isinstance(t.dtype, tl.pointer_type) else t.dtype
+
+
+@tegula.constexpr_function
+def _width(t):
+    return t.shape[0] if t.shape else 1
+
+
+@tegula.jit
+def _converted_by_element_type(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    dt: tl.constexpr = _element_type(out_ptr)
+    tl.static_assert(dt == tl.float64)
+    tl.static_assert(_width(offs) == BLOCK and _width(x_ptr) == 1)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x.to(_element_type(y_ptr)).to(dt) + 1)
+
+
+def test_a_constexpr_function_reads_the_type_and_shape_of_what_it_is_given():
+    x = np.random.default_rng(5).standard_normal(16).astype(np.float32) * 1000
+    out = np.zeros(16, np.float64)
+    _converted_by_element_type[(1,)](x, np.zeros(1, np.float16), out, BLOCK=16)
+    np.testing.assert_array_equal(out, x.astype(np.float16).astype(np.float64) + 1)
+
+
+def test_a_constexpr_function_computing_on_a_tile_says_it_is_known_only_at_run_time():
     @tegula.jit
     def kernel(out_ptr, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
         tl.store(out_ptr + offs, log2(offs))
 
     with pytest.raises(tegula.CompilationError, match=re.escape(
-            "argument 1 of the constexpr function `log2` is a tile of type tile<8xi32>, which is not known when "
-            "the kernel compiles")):
+            "the constexpr function `log2` raised TypeError: <stand-in for a kernel value of type "
+            "tl.block_type(tegula.language.int32, [8])> is known only when the kernel runs")):
+        kernel[(1,)](np.zeros(8, np.int32), BLOCK=8)
+
+
+def test_a_plain_python_function_given_a_tile_says_to_make_it_jit():
+    @tegula.jit
+    def kernel(out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, math.floor(offs))
+
+    with pytest.raises(tegula.CompilationError, match="E0205"):
         kernel[(1,)](np.zeros(8, np.int32), BLOCK=8)
