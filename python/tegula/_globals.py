@@ -18,6 +18,7 @@ import numpy as np
 from . import _C
 from .aggregate import is_aggregate_class, is_constexpr_annotation
 from .language.core import block_type, constexpr, dtype, pointer_type, tensor
+from .language.ops import tensor_descriptor
 
 GV = _C.GlobalValue
 Kind = _C.GlobalValue.Kind
@@ -720,12 +721,27 @@ for _name in ("bool", "index", "int", "float", "getitem", "iter", "len", "neg", 
 del _name
 
 
-def _stand_in(call: object, value) -> _StandIn:
-    element = value.text.lstrip("*")
-    element_type = _host_argument(GV(Kind.DType, text=element))
-    if value.text.startswith("*"):
+class _DescriptorStandIn(tensor_descriptor):
+    """A tensor descriptor's stand-in (see _StandIn): its element ``dtype``, ``block_shape`` and ``block_type``."""
+
+    def __init__(self, call: object, index: int, dtype_, block_shape: tuple):
+        self._call, self._index = call, index
+        self.dtype, self.block_shape = dtype_, list(block_shape)
+        self.block_type = block_type(dtype_, block_shape)
+
+    def __repr__(self) -> str:
+        return f"<stand-in for a tensor descriptor of {self.block_type!r} blocks>"
+
+
+def _stand_in(call: object, value):
+    text = value.text.removeprefix("desc:")
+    shape = tuple(d.int_value for d in value.elements)
+    element_type = _host_argument(GV(Kind.DType, text=text.lstrip("*")))
+    if value.text.startswith("desc:"):
+        return _DescriptorStandIn(call, value.int_value, element_type, shape)
+    if text.startswith("*"):
         element_type = pointer_type(element_type)
-    return _StandIn(call, value.int_value, element_type, tuple(d.int_value for d in value.elements))
+    return _StandIn(call, value.int_value, element_type, shape)
 
 
 def _host_argument(value, call: object = None):
@@ -770,7 +786,7 @@ def _named_tuple_class(fields: str):
 def _host_result(value, call: object = None):
     """A constexpr function's result as a GlobalValue, or None when a kernel cannot use it: a stand-in only
     when it is one of this call's (`call`)."""
-    if isinstance(value, _StandIn):
+    if isinstance(value, (_StandIn, _DescriptorStandIn)):
         return GV(Kind.StandIn, int_value=value._index) if value._call is call and call is not None else None
     if isinstance(value, tuple):
         elements = [_host_result(e, call) for e in value]
@@ -809,7 +825,7 @@ def call_constexpr_function(reference: str, args: list, kwargs: dict) -> tuple:
     if isinstance(result, constexpr):
         result = result.value
     described = _host_result(result, call)
-    if described is None and isinstance(result, _StandIn):
+    if described is None and isinstance(result, (_StandIn, _DescriptorStandIn)):
         return None, "returned a tile it was given by another call; return one of this call's arguments"
     if described is None:
         return None, (f"returned {type(result).__name__} {result!r:.80}, which a kernel cannot use: return an int, "

@@ -95,13 +95,16 @@ Symbol Lowerer::call_host_function(const Symbol& callee, const CallArgs& args) {
   std::string what = plain.empty() ? "the constexpr function `" + name + "`" : "the host function `" + name + "`";
   std::vector<Symbol> stand_ins;
   StandInMaker stand_in = [&](const Symbol& s) -> std::optional<GlobalValue> {
-    if (!callee.takes_stand_ins || !s.is_value()) return std::nullopt;
-    const ir::Type& t = fn_.type(s.value);
+    // A tensor descriptor stands in as its element type ("desc:" first) and block shape.
+    bool descriptor = s.kind == Symbol::Kind::TensorDescriptor && s.block && !s.elements.empty() &&
+                      s.elements[0].is_value();
+    if (!callee.takes_stand_ins || !(s.is_value() || descriptor)) return std::nullopt;
+    const ir::Type& t = fn_.type(descriptor ? s.elements[0].value : s.value);
     GlobalValue g;
     g.kind = GlobalValue::Kind::StandIn;
     g.int_value = static_cast<int64_t>(stand_ins.size());
-    g.text = std::string(t.is_pointer() ? "*" : "") + ir::scalar_info(t.scalar).tl_name;
-    for (int64_t d : t.shape) {
+    g.text = std::string(descriptor ? "desc:" : t.is_pointer() ? "*" : "") + ir::scalar_info(t.scalar).tl_name;
+    for (int64_t d : descriptor ? s.block->block_shape : t.shape) {
       GlobalValue dim;
       dim.kind = GlobalValue::Kind::Int;
       dim.int_value = d;

@@ -51,9 +51,10 @@ struct GlobalValue {
                     // class's members (text: their names, a static method's with a leading '@'; each a
                     // JitFunction for a function, a constant...), [2] (text only) the constexpr fields,
                     // [3] (text only) its aggregate base classes ("Qualname@module", comma-separated)
-    StandIn,  // a kernel value with no host form (a tile, a scalar known at run time), given to a Triton
-              // builtin in its place; the builtin returns it to mean that value. int_value: its index
-              // among the call's stand-ins; text: its dtype's tl name; elements: its shape (Ints)
+    StandIn,  // a kernel value with no host form (a tile, a scalar known at run time, a tensor
+              // descriptor), given to a constexpr function in its place; returned, it means that value.
+              // int_value: its index among the call's stand-ins; text: its dtype's tl name, after "*"
+              // for a pointer and "desc:" for a descriptor; elements: its shape or block shape (Ints)
   };
   Kind kind = Kind::None;
   int64_t int_value = 0;

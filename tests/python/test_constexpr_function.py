@@ -451,3 +451,31 @@ def test_a_plain_python_function_given_a_tile_says_to_make_it_jit():
 
     with pytest.raises(tegula.CompilationError, match="E0205"):
         kernel[(1,)](np.zeros(8, np.int32), BLOCK=8)
+
+
+@tegula.constexpr_function
+def _descriptor_dtype(t):
+    return t.dtype.element_ty if isinstance(t, tl.tensor) else t.dtype
+
+
+@tegula.constexpr_function
+def _block_shape(t):
+    return tuple(t.block_shape) if isinstance(t, tl.tensor_descriptor) else ()
+
+
+@tegula.jit
+def _doubled_through_a_descriptor(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dt: tl.constexpr = _descriptor_dtype(desc)  # triton_kernels's get_dtype(desc)
+    tl.static_assert(dt == tl.float32 and _block_shape(desc) == (BM, BN) and _block_shape(x_ptr) == ())
+    block = desc.load([tl.program_id(0) * BM, 0])
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)[:, None]
+    cols = tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + rows * N + cols, block.to(_descriptor_dtype(out_ptr)) * 2, mask=(rows < M) & (cols < N))
+
+
+def test_a_constexpr_function_reads_a_tensor_descriptors_dtype_and_block_shape():
+    x = np.random.default_rng(9).standard_normal((13, 16)).astype(np.float32)
+    out = np.zeros((13, 16), np.float64)
+    _doubled_through_a_descriptor[(2,)](x, out, 13, 16, BM=8, BN=16)
+    np.testing.assert_array_equal(out, x.astype(np.float64) * 2)
