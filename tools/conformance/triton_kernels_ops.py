@@ -211,7 +211,47 @@ def where(excinfo) -> str:
     return at if test is None or test is entry else f"{at} (from {Path(str(test.path)).name}:{test.lineno + 1})"
 
 
-class Plugin:
+
+class RecordingHooks:
+    """The pytest hooks that record each test's start, outcome and first error line through `self.write`,
+    and arm the per-test watchdog (`self.watchdog`, `self.timeout`); `self.errors` maps a test to its error.
+    The harnesses that run a package's own test suite (this one, triton_kernels_package_ops.py) share them."""
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.write(event="start", test=nodeid, time=time.time())
+        if self.watchdog is not None:
+            import faulthandler
+
+            self.watchdog.write(f"--- {nodeid}\n")
+            self.watchdog.flush()
+            faulthandler.dump_traceback_later(self.timeout, exit=True, file=self.watchdog)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if self.watchdog is not None:
+            import faulthandler
+
+            faulthandler.cancel_dump_traceback_later()
+
+    def pytest_runtest_makereport(self, item, call):
+        if call.excinfo is not None:
+            self.errors.setdefault(item.nodeid, (first_error_line(call.excinfo), where(call.excinfo),
+                                                 call.excinfo.exconly()[:4000]))
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            outcome = "errored" if report.when == "setup" and report.failed else report.outcome
+            record = {"event": "done", "test": report.nodeid, "outcome": outcome, "seconds": report.duration}
+            if report.skipped:
+                record["error"] = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else "")[:300]
+            elif report.failed:
+                record["error"], record["where"], record["detail"] = self.errors.get(report.nodeid, ("?", "", ""))
+            self.write(**record)
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.write(**collection_error(report))
+
+class Plugin(RecordingHooks):
     def __init__(self, config):
         opt = config.getoption
         self.xdist_controller = (getattr(config, "workerinput", None) is None
@@ -264,40 +304,6 @@ class Plugin:
         self.write(event="selection", collected=collected, left_out=dict(left_out), eligible=eligible,
                    ran=len(kept), stand_ins=self.stand_ins,
                    functions=dict(collections.Counter(i.originalname for i in kept)))
-
-    def pytest_runtest_logstart(self, nodeid, location):
-        self.write(event="start", test=nodeid, time=time.time())
-        if self.watchdog is not None:
-            import faulthandler
-
-            self.watchdog.write(f"--- {nodeid}\n")
-            self.watchdog.flush()
-            faulthandler.dump_traceback_later(self.timeout, exit=True, file=self.watchdog)
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        if self.watchdog is not None:
-            import faulthandler
-
-            faulthandler.cancel_dump_traceback_later()
-
-    def pytest_runtest_makereport(self, item, call):
-        if call.excinfo is not None:
-            self.errors.setdefault(item.nodeid, (first_error_line(call.excinfo), where(call.excinfo),
-                                                 call.excinfo.exconly()[:4000]))
-
-    def pytest_runtest_logreport(self, report):
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            outcome = "errored" if report.when == "setup" and report.failed else report.outcome
-            record = {"event": "done", "test": report.nodeid, "outcome": outcome, "seconds": report.duration}
-            if report.skipped:
-                record["error"] = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else "")[:300]
-            elif report.failed:
-                record["error"], record["where"], record["detail"] = self.errors.get(report.nodeid, ("?", "", ""))
-            self.write(**record)
-
-    def pytest_collectreport(self, report):
-        if report.failed:
-            self.write(**collection_error(report))
 
 
 def pytest_configure(config):

@@ -74,8 +74,8 @@ DEFAULT_TRITON = Path("/work/.mirror/triton-lang+triton-cpu/repo")
 PACKAGE = "python/triton_kernels"
 TRITON_FILES = {"python/triton/_internal_testing.py": "triton/_internal_testing.py",
                 "python/triton/tools/ragged_tma.py": "triton/tools/ragged_tma.py"}
-from attorch_ops import collection_error, normalized, print_summary, run_pytest  # noqa: E402
-from triton_kernels_ops import first_error_line, timeout_where, where  # noqa: E402
+from attorch_ops import normalized, print_summary, run_pytest  # noqa: E402
+from triton_kernels_ops import RecordingHooks, timeout_where  # noqa: E402
 
 TEST_TIMEOUT = 240
 # Default sample per file (others: every case): test_reduce has 561 cases of ~3 s, test_matmul 14786.
@@ -188,7 +188,7 @@ def install_standins(capability: tuple, placeholders: bool) -> list[str]:
     return done
 
 
-class Plugin:
+class Plugin(RecordingHooks):
     def __init__(self, config):
         opt = config.getoption
         self.xdist_controller = (getattr(config, "workerinput", None) is None
@@ -234,40 +234,6 @@ class Plugin:
         self.write(event="selection", collected=collected, left_out={}, eligible=eligible,
                    ran=len(kept), stand_ins=self.stand_ins,
                    functions=dict(collections.Counter(i.originalname for i in kept)))
-
-    def pytest_runtest_logstart(self, nodeid, location):
-        self.write(event="start", test=nodeid, time=time.time())
-        if self.watchdog is not None:
-            import faulthandler
-
-            self.watchdog.write(f"--- {nodeid}\n")
-            self.watchdog.flush()
-            faulthandler.dump_traceback_later(self.timeout, exit=True, file=self.watchdog)
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        if self.watchdog is not None:
-            import faulthandler
-
-            faulthandler.cancel_dump_traceback_later()
-
-    def pytest_runtest_makereport(self, item, call):
-        if call.excinfo is not None:
-            self.errors.setdefault(item.nodeid, (first_error_line(call.excinfo), where(call.excinfo),
-                                                 call.excinfo.exconly()[:4000]))
-
-    def pytest_runtest_logreport(self, report):
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            outcome = "errored" if report.when == "setup" and report.failed else report.outcome
-            record = {"event": "done", "test": report.nodeid, "outcome": outcome, "seconds": report.duration}
-            if report.skipped:
-                record["error"] = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else "")[:300]
-            elif report.failed:
-                record["error"], record["where"], record["detail"] = self.errors.get(report.nodeid, ("?", "", ""))
-            self.write(**record)
-
-    def pytest_collectreport(self, report):
-        if report.failed:
-            self.write(**collection_error(report))
 
 
 @pytest.hookimpl(tryfirst=True)  # before the package's conftest, which asks torch.cuda.device_count()
