@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tegula
+import tegula.testing
 from tegula import _floors
 from tegula._report import Report, plot_roofline
 from tegula.testing import do_bench
@@ -72,40 +73,44 @@ def matmul_case(backend):
             matmul.flops(S, S, S))
 
 
-def assert_times_agree(report, kernel, args, grid, meta, host_call, backend, rounds=15):
-    """The report's time is within 10% of the benchmark's for the same work.
-
-    The benchmark times its host function (the launch and its small wrapper)
-    with do_bench's median; so does the report, for the launch alone. On a
-    shared machine a neighbour's work only ever adds time, and it came in
-    bursts that left the medians of nine rounds 18% apart while the fastest
-    rounds agreed within 1% (CI, softmax on the CPU). So the two are taken in
-    alternation, and the fastest rounds so far are compared: at least three
-    rounds, at most `rounds`. Fifteen, not nine: a memory-bound launch on a
-    2-core VM once had one report round 13% under every benchmark round of
-    nine (vector add, 0.503 ms against 0.577 and more), and more rounds give
-    the benchmark its own fast round."""
-    reported, benched = [report.time_ms], []
-    for i in range(rounds):
-        if i > 0:
-            reported.append(kernel.report(*args, grid=grid, **meta).time_ms)
-        benched.append(do_bench(host_call, return_mode="median", device=backend.name))
-        ratio = min(reported) / min(benched)
-        if i >= 2 and 0.9 <= ratio <= 1.1:
-            return
-    pytest.fail(f"report {reported} ms against the benchmark's {benched} ms: fastest rounds {ratio:.3f}x apart")
+def _launches_made_by(kernel, call, monkeypatch):
+    """Each launch of `kernel` that `call` makes: its grid and every bound
+    argument (arrays by identity, scalars by value), as the kernel's
+    ``launch_metadata`` function and a launch hook see them."""
+    seen = []
+    describe = lambda grid, metadata, named: {  # noqa: E731
+        "grid": tuple(grid), "arguments": {name: (id(value) if hasattr(value, "shape") else value)
+                                           for name, value in named.items()}}
+    record = lambda metadata: seen.append(metadata.get())  # noqa: E731
+    with monkeypatch.context() as patch:
+        patch.setattr(kernel, "launch_metadata", describe, raising=False)
+        tegula.knobs.runtime.launch_enter_hook.add(record)
+        try:
+            call()
+        finally:
+            tegula.knobs.runtime.launch_enter_hook.remove(record)
+    return [{k: v for k, v in data.items() if k not in ("function", "stream")} for data in seen]
 
 
 CASES = {"vector_add": vector_add_case, "softmax": softmax_case, "fused_chain": fused_chain_case,
          "matmul": matmul_case}
 
 
-# Timed alone: beside another test worker compiling on a 2-core machine, the kernel's own threads
-# share the cores with it, and its times varied 4x within one run.
-@pytest.mark.timing
 @pytest.mark.parametrize("workload", sorted(CASES))
-def test_report_counts_what_the_benchmark_counts(workload, backend):
+def test_report_counts_what_the_benchmark_counts(workload, backend, monkeypatch):
+    """The counts are the benchmark's formulas; the time is do_bench's median
+    of a callable that makes exactly the launch the benchmark's host function
+    makes. Both are checked without a clock, so that a neighbour's load can't
+    fail them; test_report_time_is_near_the_benchmarks compares real times."""
     (kernel, args, grid, meta), host_call, want_bytes, want_flops = CASES[workload](backend)
+    floors = _floors.floors(backend.name)  # measured (on the GPU, with do_bench) before do_bench is replaced
+    timed = []
+
+    def fake_do_bench(fn, **options):
+        timed.append((options, _launches_made_by(kernel, fn, monkeypatch)))
+        return 0.25
+
+    monkeypatch.setattr(tegula.testing, "do_bench", fake_do_bench)
     report = kernel.report(*args, grid=grid, **meta)
     assert report.known and report.notes == []
     assert report.bytes == want_bytes
@@ -117,9 +122,13 @@ def test_report_counts_what_the_benchmark_counts(workload, backend):
         M, N = args[0].shape
         assert 15 * M * N <= report.flops <= 30 * M * N
         assert report.transcendental_ops == M * N + M  # tanh per element, rsqrt per row
-    assert_times_agree(report, kernel, args, grid, meta, host_call, backend)
+    # One timing, as the benchmark times (the median, on the launch's device), of the benchmark's launch.
+    [(options, launches)] = timed
+    assert options == {"device": backend.name, "return_mode": "median"}
+    benchmark_launches = _launches_made_by(kernel, host_call, monkeypatch)
+    assert len(benchmark_launches) == 1 and launches == benchmark_launches
+    assert report.time_ms == 0.25
     # The shares and the bound follow from the figures and the device's floors.
-    floors = _floors.floors(backend.name)
     assert report.floors == floors
     assert math.isclose(report.memory_share, report.bytes / floors.bytes_per_s * 1e3 / report.time_ms)
     assert math.isclose(report.compute_share, report.flops / floors.flops_per_s * 1e3 / report.time_ms)
@@ -130,6 +139,28 @@ def test_report_counts_what_the_benchmark_counts(workload, backend):
         assert "occupancy" in str(report)
     text = str(report)
     assert f"{report.bytes:,} must move" in text and "time" in text and report.limit() in text
+
+
+# Timed alone: beside another test worker compiling on a 2-core machine, the kernel's own threads
+# share the cores with it, and its times varied 4x within one run.
+@pytest.mark.timing
+@pytest.mark.parametrize("workload", sorted(CASES))
+def test_report_time_is_near_the_benchmarks(workload, backend, rounds=15):
+    """The report's measured time is of the same order as the benchmark's:
+    what would show a timing that waits for nothing (an unsynchronized GPU) or
+    counts a compile. Which launch is timed is pinned without a clock above.
+    The bound is 2x because the 2-core CI machines are shared: the fastest of
+    fifteen alternating rounds came 0.82x and 1.107x apart there, for the
+    same launch, with single rounds spread 2x (0.71 to 1.40 ms)."""
+    (kernel, args, grid, meta), host_call, *_ = CASES[workload](backend)
+    reported, benched = [], []
+    for i in range(rounds):
+        reported.append(kernel.report(*args, grid=grid, **meta).time_ms)
+        benched.append(do_bench(host_call, return_mode="median", device=backend.name))
+        ratio = min(reported) / min(benched)
+        if i >= 2 and 0.5 <= ratio <= 2.0:
+            return
+    pytest.fail(f"report {reported} ms against the benchmark's {benched} ms: fastest rounds {ratio:.3f}x apart")
 
 
 def test_report_of_a_masked_tail_counts_only_the_elements_in_bounds(backend):
