@@ -179,12 +179,13 @@ void Launcher::prepare() {
                   std::string(option) + " of kernel '" + kernel_name_ + "' names " + repr_of(which) +
                       ", which is not one of its parameters (" + listed + ")");
     }
-    // A constexpr is the kernel's value itself: it always specializes.
+    // A constexpr is the kernel's value itself: it always specializes. A
+    // CompilationError, as Triton raises it, since the kernel can't be built.
     if (params_[i].is_constexpr)
-      raise_coded(PyExc_ValueError, Diag::InvalidDecorator,
-                  params_[i].text + " marked as constexpr and listed in " + option + " of kernel '" +
-                      kernel_name_ + "': a tl.constexpr parameter is compiled into the kernel; drop it from " +
-                      option + " or its tl.constexpr annotation");
+      fail(ErrorKind::Compile, Diag::InvalidDecorator,
+           params_[i].text + " marked as constexpr and listed in " + option + " of kernel '" + kernel_name_ +
+               "': a tl.constexpr parameter is compiled into the kernel",
+           "drop it from " + std::string(option) + " or its tl.constexpr annotation");
     return i;
   };
   for (nb::handle which : unspecialized) params_[listed_param(which, "do_not_specialize")].specialize = false;

@@ -396,8 +396,13 @@ def test_constexpr_listed_as_not_specialized(option):
     def k_by_index(x_ptr, N: tl.constexpr):
         tl.store(x_ptr, N)
 
+    # A CompilationError, as Triton's, from a launch and from tegula.compile alike; its cause is the ValueError.
     for kernel in (k, k_by_index):
-        with pytest.raises(ValueError, match=re.escape(f"N marked as constexpr and listed in {option} of kernel "
-                                                       f"'{kernel.__name__}'")) as e:
+        message = re.escape(f"N marked as constexpr and listed in {option} of kernel '{kernel.__name__}'")
+        with pytest.raises(tegula.CompilationError, match=message) as e:
             kernel[(1,)](np.zeros(1, dtype=np.int32), 5)
         assert e.value.code == "E0708" and "drop it from" in str(e.value)
+        assert isinstance(e.value.__cause__, ValueError)
+        source = tegula.compiler.ASTSource(fn=kernel, signature={"x_ptr": "*i32"}, constexprs={"N": 5})
+        with pytest.raises(tegula.CompilationError, match=message):
+            tegula.compiler.compile(source)
