@@ -33,10 +33,42 @@ def test_triton_module_paths_lead_to_tegula(tmp_path):
         from triton.runtime.jit import JITFunction, KernelInterface
         assert CompiledKernel is tegula.compiler.CompiledKernel is triton.compiler.compiler.CompiledKernel
         assert triton.compiler.compiler.ASTSource is tegula.compiler.ASTSource
-        assert triton.backends.compiler.GPUTarget is tegula.runtime.GPUTarget and triton.backends.backends == {}
+        assert triton.backends.compiler.GPUTarget is tegula.runtime.GPUTarget
+        # Triton's table of built backends lists Tegula's, under Triton's names, with Tegula's drivers.
+        from tegula.runtime.driver import _CpuDriver, _CudaDriver
+        names = {"cpu": "cpu", "cuda": "nvidia"}
+        assert sorted(triton.backends.backends) == sorted(names[b] for b in tegula._C.backends())
+        assert triton.backends.backends["cpu"].driver is _CpuDriver and tegula.backends.backends == {}
+        if "nvidia" in triton.backends.backends:
+            assert triton.backends.backends["nvidia"].driver is _CudaDriver
         assert OutOfResources is tegula.OutOfResources and KernelInterface is tegula.KernelInterface
         key = triton.runtime.cache.triton_key()
         assert key.startswith(tegula.__version__) and key == triton.runtime.cache.triton_key()
+        print("ok")
+    """, tmp_path)
+    assert out.strip() == "ok"
+
+
+def test_torch_finds_the_cpu_backend_and_its_triton_test_kernels_run(tmp_path):
+    # torch's has_triton(include_cpu=True) asks its CPU device interface, which looks for "cpu" in
+    # triton.backends.backends; torch.testing._internal.triton_utils defines its kernels only then.
+    pytest.importorskip("torch")
+    pytest.importorskip("expecttest")  # torch.testing._internal imports it
+    out = run_with_shim("""
+        import torch
+        from torch.utils._triton import has_triton
+        from torch._inductor.runtime import triton_helpers
+        import triton
+        from torch.testing._internal import triton_utils
+
+        assert has_triton(include_cpu=True)
+        triton_helpers.set_driver_to_cpu()  # Inductor's switch: the "cpu" entry's driver becomes the active one
+        assert triton.runtime.driver.active.get_current_target().backend == "cpu"
+        torch.manual_seed(0)
+        x, y = torch.randn(1001), torch.randn(1001)
+        out = torch.empty_like(x)
+        triton_utils.add_kernel[(triton.cdiv(1001, 128),)](x, y, out, 1001, BLOCK_SIZE=128)
+        torch.testing.assert_close(out, x + y, rtol=0, atol=0)
         print("ok")
     """, tmp_path)
     assert out.strip() == "ok"

@@ -106,3 +106,26 @@ def test_triton_cpu_switches_choose_what_active_describes(backend):
                 driver.set_active_to_gpu()
     finally:
         driver.reset_active()
+
+
+def test_driver_classes_say_whether_they_are_active(backend):
+    # Triton's DriverBase.is_active(), a question to the class: host code (Inductor's set_driver_to_gpu) picks
+    # the first driver class that is active, makes one and sets it active, then sizes its launches from it.
+    from tegula.runtime.driver import _CpuDriver, _CudaDriver
+
+    assert _CpuDriver.is_active() is True
+    assert _CudaDriver.is_active() is (len(tegula.runtime.driver.get_active_gpus()) == 1)
+    driver = tegula.runtime.driver
+    try:
+        chosen = next(cls for cls in (_CudaDriver, _CpuDriver) if cls.is_active())
+        driver.set_active(chosen())
+        assert driver.active.get_current_target().backend == ("cuda" if _CudaDriver.is_active() else "cpu")
+        programs = driver.active.utils.get_device_properties(0)["multiprocessor_count"]
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal((37, 19)).astype(np.float32)
+        xd, yd = backend.array(x), backend.array(np.zeros_like(x))
+        softmax_rows[(min(programs, 37),)](yd, xd, 19, 19, 37, 19, BLOCK_SIZE=32, num_stages=1)
+        backend.synchronize()
+        np.testing.assert_allclose(backend.numpy(yd), reference(x), rtol=1e-5, atol=1e-6)
+    finally:
+        driver.reset_active()

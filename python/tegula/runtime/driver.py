@@ -82,6 +82,11 @@ class _CudaDriver:
     def __init__(self):
         self.utils = CudaUtils()
 
+    @staticmethod
+    def is_active() -> bool:
+        """Whether a GPU is usable in this process (Triton's DriverBase.is_active)."""
+        return bool(_device.cuda_status()[0])
+
     def get_current_device(self) -> int:
         return _device.current_device()
 
@@ -133,6 +138,11 @@ class _CpuDriver:
 
     def __init__(self):
         self.utils = CpuUtils()
+
+    @staticmethod
+    def is_active() -> bool:
+        """The CPU backend runs wherever Tegula does."""
+        return True
 
     def get_current_device(self) -> int:
         return 0
