@@ -646,8 +646,11 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         return Symbol::builtin("libdevice." + attr);
       if (is_language_builtin(attr)) return Symbol::builtin(attr);
       // Triton's names that Tegula lacks are in the registry (call_builtin refuses them): this one is neither.
+      // Named by the path it was reached through (`tl.extra.cuda.X`, not `tl.X`).
+      const std::string shown =
+          base.name.starts_with("language") ? "tl" + base.name.substr(std::string("language").size()) : base.name;
       std::string hint = did_you_mean(attr, language_names(), "tl.");
-      error_at(loc, Diag::UnsupportedLanguageName, "`tl." + attr + "` is not a name of tegula.language",
+      error_at(loc, Diag::UnsupportedLanguageName, "`" + shown + "." + attr + "` is not a name of tegula.language",
                hint.empty() ? "docs/language.md lists the supported names" : hint);
     }
     case Symbol::Kind::Value: {

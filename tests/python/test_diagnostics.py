@@ -247,6 +247,8 @@ def misspelled_kernel(x_ptr, CASE: tl.constexpr):
         v = tl.lod(x_ptr + offs)
     elif CASE == "tl_far":
         v = tl.frobnicate(x_ptr + offs)
+    elif CASE == "tl_extra":
+        v = tl.extra.cuda.frobnicate(x_ptr + offs)
     elif CASE == "method":
         v = tl.load(x_ptr + offs).summ()
     elif CASE == "keyword":
@@ -264,6 +266,9 @@ def helper_with_params(ptr, scale):
 @pytest.mark.parametrize("case, needle, code, text, hint", [
     ("tl", "tl.lod", "E0204", "`tl.lod` is not a name of tegula.language", "did you mean `tl.load`?"),
     ("tl_far", "tl.frobnicate", "E0204", "`tl.frobnicate` is not a name of tegula.language",
+     "docs/language.md lists the supported names"),
+    # A name under a submodule is named by the whole path it was reached through.
+    ("tl_extra", "tl.extra.cuda.frobnicate", "E0204", "`tl.extra.cuda.frobnicate` is not a name of tegula.language",
      "docs/language.md lists the supported names"),
     ("method", "tl.load(x_ptr + offs).summ", "E0203", "a tile of type tile<16xf32> has no attribute `summ`",
      "did you mean `sum`?"),
