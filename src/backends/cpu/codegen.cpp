@@ -356,14 +356,15 @@ std::string param_slot_read(const CodegenContext& ctx, const ir::Param& p, size_
   return "*static_cast<const " + c_scalar(p.type.scalar) + "*>(" + slot + ")";
 }
 
-// tl.inline_asm_elementwise carries PTX, which only a CUDA GPU runs: the
-// kernel is refused at the call, before any C++ is written.
+// tl.inline_asm_elementwise carries a GPU's assembly (PTX, which only the
+// CUDA backend runs, or another GPU's): the kernel is refused at the call,
+// before any C++ is written.
 void refuse_inline_asm(const ir::Function& fn) {
   fn.walk([&](ir::OpId id) {
     const ir::Op& op = fn.op(id);
     if (op.kind == ir::OpKind::InlineAsm)
       error_at(op.loc, Diag::NeedsOtherBackend,
-               "tl.inline_asm_elementwise runs PTX assembly, which the CPU backend cannot run",
+               "tl.inline_asm_elementwise runs GPU assembly (PTX on the CUDA backend), which the CPU backend cannot run",
                "launch on the CUDA backend, or compute the same values with tl functions (guard the choice "
                "with a constexpr)");
   });
