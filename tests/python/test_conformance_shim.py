@@ -34,6 +34,8 @@ def test_triton_module_paths_lead_to_tegula(tmp_path):
         assert CompiledKernel is tegula.compiler.CompiledKernel is triton.compiler.compiler.CompiledKernel
         assert triton.compiler.compiler.ASTSource is tegula.compiler.ASTSource
         assert triton.backends.compiler.GPUTarget is tegula.runtime.GPUTarget
+        # Reachable after `import triton` alone, as host code reads it (torch's create_tensor_descriptor_shim).
+        assert triton.tools.tensor_descriptor.TensorDescriptor is tegula.TensorDescriptor
         # Triton's table of built backends lists Tegula's, under Triton's names, with Tegula's drivers.
         from tegula.runtime.driver import _CpuDriver, _CudaDriver
         names = {"cpu": "cpu", "cuda": "nvidia"}

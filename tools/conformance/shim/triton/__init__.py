@@ -74,7 +74,7 @@ class TritonError(Exception, metaclass=_TritonErrorType):
     pass
 
 
-from . import backends, compiler, knobs, runtime  # noqa: E402,F401
+from . import backends, compiler, knobs, runtime, tools  # noqa: E402,F401
 from .runtime.jit import MockTensor, TensorWrapper, reinterpret  # noqa: E402,F401
 
 __version__ = "3.6.0+tegula." + tegula.__version__
