@@ -26,11 +26,23 @@ TOOLS = ("cuobjdump", "nvdisasm")
 _WHEEL_BINS = ("nvidia/cu13/bin", "nvidia/cuda_cuobjdump/bin", "nvidia/cuda_nvdisasm/bin")
 
 
-class SassUnavailable(KeyError):
-    """``asm["sass"]`` could not be made; the message says why."""
+# Triton's names for its compilation stages, which Tegula's kernels do not have.
+_TRITON_STAGES = {"ttir": "Triton IR", "ttgir": "TritonGPU IR", "llir": "LLVM IR", "amdgcn": "AMD GCN assembly",
+                  "hsaco": "AMD code object", "ttcir": "TritonCPU IR", "tttcir": "TritonCPU IR",
+                  "asm": "CPU assembly"}
 
+
+class _ExplainedKeyError(KeyError):
     def __str__(self) -> str:  # KeyError's own str() quotes the message
         return str(self.args[0]) if self.args else ""
+
+
+class StageUnavailable(_ExplainedKeyError):
+    """``asm[name]`` for one of Triton's stage names; the message gives Tegula's."""
+
+
+class SassUnavailable(_ExplainedKeyError):
+    """``asm["sass"]`` could not be made; the message says why."""
 
 
 def _toolkit_bins() -> list[str]:
@@ -105,6 +117,12 @@ class Asm(dict):
             sass = disassemble(bytes(self["cubin"]))
             self["sass"] = sass
             return sass
+        triton_stage = _TRITON_STAGES.get(key) if isinstance(key, str) else None
+        if triton_stage is not None:
+            # A KeyError still (Triton's own asm answers so for a stage it lacks), but one that says where to look.
+            raise StageUnavailable(f"{key!r} names a stage of Triton's compiler ({triton_stage}) that Tegula's lacks; "
+                                   f"this kernel's are {', '.join(repr(k) for k in self)} ('lowered' is the "
+                                   f"kernel as written, the stages after it follow each pass; docs/python-api.md)")
         raise KeyError(key)
 
     def __contains__(self, key) -> bool:

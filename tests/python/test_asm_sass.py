@@ -29,6 +29,25 @@ def test_the_cpu_backend_has_no_sass():
     np.testing.assert_array_equal(x, np.arange(10, dtype=np.float32) + 1)
 
 
+@pytest.mark.parametrize("stage", ["ttir", "ttgir", "llir"])
+def test_a_triton_stage_name_is_a_key_error_that_names_tegulas_stages(stage, backend):
+    # Triton's tests and notebooks read asm["ttir"]: still a KeyError (code that catches one keeps working), but it
+    # says the stage is Triton's and lists the kernel's own, so a reader knows where to look.
+    n = 37
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    xs = backend.array(x.copy())
+    compiled = add_one[(1,)](xs, n, BLOCK=64)
+    np.testing.assert_allclose(backend.numpy(xs), x + 1, rtol=1e-6)
+    assert stage not in compiled.asm
+    with pytest.raises(KeyError) as e:
+        compiled.asm[stage]
+    text = str(e.value)
+    assert text.startswith(f"'{stage}' names a stage of Triton's compiler") and "'lowered'" in text
+    assert all(repr(k) in text for k in compiled.asm)
+    with pytest.raises(KeyError, match="^'no_such_stage'$"):  # any other name: the plain KeyError
+        compiled.asm["no_such_stage"]
+
+
 def test_sass_comes_from_the_cubin_once(tmp_path, monkeypatch):
     # A stand-in disassembler: prints what cuobjdump would, and counts its calls.
     tool = tmp_path / "cuobjdump"
