@@ -346,6 +346,7 @@ void bind_kernel(nb::module_& m) {
                              "A compiled, loaded kernel, ready to launch.")
       .def_ro("name", &CompiledKernel::name)
       .def_ro("key", &CompiledKernel::key)
+      .def_ro("hash", &CompiledKernel::key, "The key, under Triton's name for a compiled kernel's cache hash.")
       .def_ro("from_disk_cache", &CompiledKernel::from_disk_cache)
       .def_ro("warnings", &CompiledKernel::warnings)
       .def_prop_ro(

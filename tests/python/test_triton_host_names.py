@@ -2,8 +2,8 @@
 `JITFunction._unsafe_update_src` (a kernel patched from a template),
 `tl.str_to_ty` (a dtype from a signature's type string) and
 `set_allocator` (the hook for launch-time memory, which no Tegula kernel
-needs, so it is kept and never called). Results against NumPy on random
-data with masked tails, on the backend under test."""
+needs, so it is kept and never called), `CompiledKernel.hash`. Results
+against NumPy on random data with masked tails, on the backend under test."""
 
 import numpy as np
 import pytest
@@ -186,3 +186,17 @@ def test_triton_host_module_paths_have_their_names():
     assert tegula.compiler.compiler.compile is tegula.compile
     assert tegula.runtime.autotuner.OutOfResources is tegula.OutOfResources
     assert tegula.runtime.jit.KernelInterface is tegula.KernelInterface
+
+
+def test_compiled_kernel_hash_is_its_key_and_tells_specializations_apart(backend):
+    # Triton's CompiledKernel.hash (libraries compare it to see whether two launches ran one build).
+    n = 300
+    x = np.random.default_rng(11).standard_normal(n).astype(np.float32)
+    xs, ys = backend.array(x), backend.zeros(n, np.float32)
+    kernel = patched("x * 3.0 + 1.0")
+    small = kernel[(tegula.cdiv(n, 64),)](xs, ys, n, BLOCK=64)
+    np.testing.assert_allclose(backend.numpy(ys), x * 3 + 1, rtol=1e-6)
+    large = kernel[(tegula.cdiv(n, 256),)](xs, ys, n, BLOCK=256)
+    again = kernel[(tegula.cdiv(n, 64),)](xs, ys, n, BLOCK=64)
+    assert isinstance(small.hash, str) and small.hash == small.key
+    assert small.hash == again.hash and small.hash != large.hash
