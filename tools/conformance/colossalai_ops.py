@@ -9,7 +9,8 @@ reproduces a case's data; sizes that are not powers of two where the API allows,
     64, float32 / float16 / bfloat16; k and v as views of one fused KV tensor, with a caller's output, sm_scale and
     a max_seq_len past the longest sequence), `_alibi_fwd_context_paged_attention_kernel` (ALiBi slopes) and
     `_fwd_context_paged_attention_kernel_v2` (the [blocks, heads, head_dim / x, block, x] K cache); the output, and
-    both caches bit for bit (the tokens copied to their pages, every other cache entry untouched);
+    both caches bit for bit (the tokens copied to their pages, every other cache entry untouched); int64 context
+    lengths, an expected refusal;
   - flash_decoding.py `flash_decoding_attention`: `_flash_decoding_fwd_kernel` split over the pages of a block
     table then `_flash_decoding_fwd_reduce_kernel` (GQA, MHA, head sizes 32 to 256, blocks of 16 / 32 / 64,
     float32 / float16 / bfloat16, the x-split K cache, two and three query tokens a sequence as in speculative
@@ -66,6 +67,9 @@ which):
     are written); the fused case has k and v views of one KV tensor and q on its own;
   - the old (non-split) K cache layout takes `tl.arange(0, head_dim)`, so head sizes are powers of two there;
     the attention wrappers assert head sizes of 32 / 64 / 128 / 256 and blocks of 16 / 32 / 64 / 128;
+  - context_attention_unpadded's kernels sum the lengths before a sequence into `prev_seq_len_sum = 0`, an int32,
+    in a loop: int64 context lengths make it int64 there, which Triton refuses (a loop-carried variable changes
+    type); one case checks that Tegula refuses it too, the others pass int32 lengths as ColossalAI does;
   - flash decoding with two query tokens a sequence gives the first token one key less: sequences are at least
     two tokens long there (a sequence of one would leave that token no key and a 0 / 0).
 
@@ -85,7 +89,7 @@ colossalai/kernel/triton | tar -x -C <tree>` of the repository will do). Written
 Prints one line per case (ok / FAIL / refused (expected), the largest absolute difference from the reference over
 the case's outputs, each output's difference or the first line of the error) and the total.
 
-On the CPU backend (2026-12-07) 62 of 63 cases match and the one expected refusal is refused, in about 40 seconds
+On the CPU backend (2026-12-07) 62 of 63 cases match and both expected refusals are refused, in about 40 seconds
 on two cores from an empty Tegula cache; the case left is the library's (fused_rotary_embedding against rotary
 embedding). Under TEGULA_DEBUG=1, which checks every load and store against its array, the same cases match and no
 access falls outside its tensor. No divergence from Triton was found.
@@ -367,6 +371,20 @@ check("context_attention_unpadded fp16 k / v views of a fused KV, given output, 
       context_attention_case(F16, [37, 16, 70], 4, 2, 64, 16, fused=True))
 check("context_attention_unpadded fp32 block 64, D 128, lens 100/130", context_attention_case(F32, [100, 130], 2, 1,
                                                                                                128, 64))
+
+
+
+def int64_lengths_launch():
+    m = load("context_attn_unpad")
+    lens, block = [37, 16], 16
+    table, nb = page_table(lens, block)
+    q, k, v = torch.randn(53, 2, 32), torch.randn(53, 2, 32), torch.randn(53, 2, 32)
+    kc, vc = torch.zeros(nb, 2, block, 32), torch.zeros(nb, 2, block, 32)
+    m.context_attention_unpadded(q, k, v, kc, vc, torch.tensor(lens, dtype=torch.int64), table, block)
+
+
+expect_refusal("context_attention_unpadded with int64 context lengths (prev_seq_len_sum turns int32 -> int64)",
+               int64_lengths_launch, r"prev_seq_len_sum")
 
 check("flash_decoding_attention fp16 GQA 8/2, D 64, block 16, lens 37/1/70",
       flash_decoding_case(F16, [37, 1, 70], 8, 2, 64, 16))
