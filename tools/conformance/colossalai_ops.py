@@ -89,7 +89,7 @@ colossalai/kernel/triton | tar -x -C <tree>` of the repository will do). Written
 Prints one line per case (ok / FAIL / refused (expected), the largest absolute difference from the reference over
 the case's outputs, each output's difference or the first line of the error) and the total.
 
-On the CPU backend (2026-12-07) 62 of 63 cases match and both expected refusals are refused, in about 40 seconds
+On the CPU backend (2026-12-06) 62 of 63 cases match and both expected refusals are refused, in about 40 seconds
 on two cores from an empty Tegula cache; the case left is the library's (fused_rotary_embedding against rotary
 embedding). Under TEGULA_DEBUG=1, which checks every load and store against its array, the same cases match and no
 access falls outside its tensor. No divergence from Triton was found.

@@ -1,6 +1,7 @@
 """One case's outcome from its comparisons against references, shared by the harnesses that check a library's
-ops one case at a time (unsloth_ops.py, vllm_ops.py, sglang_ops.py, flash_attn_ops.py), and a case's expected
-refusal (torch_triton_utils_ops.py)."""
+ops one case at a time (unsloth_ops.py, vllm_ops.py, sglang_ops.py, flash_attn_ops.py, verl_ops.py,
+deepseek_v3_ops.py), a case's expected refusal (torch_triton_utils_ops.py), and two comparisons of quantizers'
+outputs: float8 codes within half a step of the quotients they round, and exact equality."""
 
 import re
 
@@ -59,3 +60,24 @@ def refusal(results: list, name: str, launch, expected: str) -> None:
                             + _first_line(e)))
         return
     results.append((name, "FAIL", float("nan"), f"ran; expected a refusal matching {expected!r}"))
+
+
+# Half a step of a float8 format relative to a value's binade (3 mantissa bits for e4m3, 2 for e5m2), and the
+# magnitude below which the format's steps stop shrinking (its smallest normal).
+FP8_HALF_STEP = {"float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
+FP8_SMALLEST_NORMAL = {"float8_e4m3fn": 2.0 ** -6, "float8_e5m2": 2.0 ** -14}
+
+
+def fp8_codes(y, v) -> tuple:
+    """A comparison of float8 codes y against the exact quotients v they round: (y - v) / |v| (|v| floored at
+    the format's smallest normal) against zeros, within half a step of the format (and a thousandth of that
+    for a float32 quotient's own rounding)."""
+    name = str(y.dtype).removeprefix("torch.")
+    err = (y.double() - v.double()) / v.double().abs().clamp_min(FP8_SMALLEST_NORMAL[name])
+    return err, err.new_zeros(()).expand(err.shape), FP8_HALF_STEP[name] * 1.001
+
+
+def exact(got, want) -> tuple:
+    """A comparison that passes only when got and want are equal (integers, bits, copies)."""
+    as_number = (lambda t: t.long() if not t.is_floating_point() else t)
+    return as_number(got), as_number(want), 0.0
