@@ -131,6 +131,23 @@ void Function::erase_op(OpId o) {
   }
 }
 
+void Function::erase_ops(const std::vector<OpId>& ops) {
+  std::vector<BlockId> parents;
+  for (OpId o : ops) {
+    if (op(o).erased) continue;
+    // Unlinked below, with the block's other erased ops; what its regions
+    // hold goes as erase_op takes it (those blocks die whole).
+    const BlockId parent = op(o).parent;
+    if (parent.valid()) parents.push_back(parent);
+    op(o).parent = BlockId{};
+    erase_op(o);
+    op(o).parent = parent;
+  }
+  std::sort(parents.begin(), parents.end(), [](BlockId a, BlockId b) { return a.index < b.index; });
+  parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
+  for (BlockId b : parents) std::erase_if(block(b).ops, [&](OpId o) { return op(o).erased; });
+}
+
 size_t Function::position_of(OpId o) const {
   const std::vector<OpId>& list = block(op(o).parent).ops;
   auto it = std::find(list.begin(), list.end(), o);

@@ -135,7 +135,13 @@ class Function {
   // a value are indexed on the first call (see users_).
   void replace_all_uses(ValueId from, ValueId to);
   // Unlinks the op from its block and marks it erased (its regions too).
+  // Takes time in the size of its block: passes that erase many ops of one
+  // block erase them together with erase_ops.
   void erase_op(OpId op);
+  // erase_op of each of `ops` (an op already erased, or listed twice, is
+  // skipped), unlinking them in one pass over each block they leave: k ops
+  // of a block of n take O(n + k), where k erase_op calls take O(n k).
+  void erase_ops(const std::vector<OpId>& ops);
   // Position of `op` inside its parent block.
   size_t position_of(OpId op) const;
 

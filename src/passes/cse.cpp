@@ -82,7 +82,12 @@ class ScopedCse {
       OpKey key{&fn_, id};
       auto found = table_.find(key);
       if (found != table_.end()) {
-        replace_op(fn_, id, fn_.op(found->second).results);
+        // The duplicate's results now name the first op's; it is unlinked
+        // with the others at the end (erase_ops), as many may share a block.
+        const std::vector<ir::ValueId> results = fn_.op(id).results;
+        const std::vector<ir::ValueId> kept = fn_.op(found->second).results;
+        for (size_t i = 0; i < results.size(); ++i) fn_.replace_all_uses(results[i], kept[i]);
+        duplicates_.push_back(id);
         changed = true;
         continue;
       }
@@ -93,8 +98,11 @@ class ScopedCse {
     return changed;
   }
 
+  const std::vector<ir::OpId>& duplicates() const { return duplicates_; }
+
  private:
   ir::Function& fn_;
+  std::vector<ir::OpId> duplicates_;
   std::unordered_map<OpKey, ir::OpId, OpKeyHash, OpKeyEqual> table_;
 };
 
@@ -102,7 +110,9 @@ class ScopedCse {
 
 bool cse(ir::Function& fn) {
   ScopedCse pass(fn);
-  return pass.run_block(fn.body());
+  bool changed = pass.run_block(fn.body());
+  fn.erase_ops(pass.duplicates());
+  return changed;
 }
 
 }  // namespace tegula::passes

@@ -36,10 +36,14 @@ class DeadCodeEliminator {
       for (ir::BlockId region : regions) changed |= sweep_block(region);
       if (fn_.op(id).kind == OpKind::For) changed |= prune_loop_carried(id);
       if (is_dead(id)) {
-        erase(id);
+        forget_uses(id);
+        dead_.push_back(id);
         changed = true;
       }
     }
+    // Unlinked together (erase_ops): a block may lose most of its ops at once.
+    fn_.erase_ops(dead_);
+    dead_.clear();
     return changed;
   }
 
@@ -150,6 +154,7 @@ class DeadCodeEliminator {
 
   ir::Function& fn_;
   std::vector<uint32_t> uses_;
+  std::vector<ir::OpId> dead_;  // found dead in the sweep of a block, unlinked at its end
 };
 
 }  // namespace

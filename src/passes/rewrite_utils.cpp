@@ -68,17 +68,17 @@ bool erase_unused_pure_ops(ir::Function& fn) {
   fn.walk([&](ir::OpId o) { order.push_back(o); });
   // Users come after their operands' definitions in program order (nested
   // ops included), so one backward sweep sees every user before its operands.
-  bool erased = false;
+  std::vector<ir::OpId> unused_ops;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const ir::Op& op = fn.op(*it);
     if (!ir::is_pure(op.kind) || !op.regions.empty()) continue;
     bool unused = std::all_of(op.results.begin(), op.results.end(), [&](ir::ValueId r) { return uses[r.index] == 0; });
     if (!unused) continue;
     for (ir::ValueId v : op.operands) uses[v.index]--;
-    fn.erase_op(*it);
-    erased = true;
+    unused_ops.push_back(*it);
   }
-  return erased;
+  fn.erase_ops(unused_ops);
+  return !unused_ops.empty();
 }
 
 bool is_removable_region_op(OpKind kind) {

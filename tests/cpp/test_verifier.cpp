@@ -85,6 +85,42 @@ TEST(Verifier, ErasingProperlyIsFine) {
   EXPECT_EQ(k.result(), "");
 }
 
+TEST(Verifier, ErasingManyOpsTogetherUnlinksEachOnceAndKeepsTheOrder) {
+  Function fn = parse(R"(kernel @k(%p: ptr<f32>, %n: i32) {
+  %0 = constant {value = 0} : i32
+  %1 = constant {value = 1} : i32
+  %2 = constant {value = 0.0} : f32
+  %3 = add %n, %1 : i32
+  %4 = for %0, %n, %1, %2 : f32 {
+  ^bb(%5: i32, %6: f32):
+    %7 = mul %5, %5 : i32
+    %8 = add %6, %6 : f32
+    yield %8
+  }
+  %9 = mul %n, %n : i32
+  %10 = sub %n, %1 : i32
+  store %p, %2
+  return
+}
+)");
+  const Block& body = fn.block(fn.body());
+  const OpId add = body.ops[3], loop = body.ops[4], mul = body.ops[5], sub = body.ops[6];
+  const OpId inner_mul = fn.block(fn.op(loop).regions[0]).ops[0];
+  fn.erase_op(sub);  // already erased: skipped
+  // Two blocks at once, one op listed twice, and an op whose region goes with it.
+  fn.erase_ops({inner_mul, mul, add, loop, mul, sub});
+  for (OpId o : {add, loop, mul, sub, inner_mul}) EXPECT_TRUE(fn.op(o).erased);
+  EXPECT_EQ(verify(fn), "");
+  EXPECT_EQ(print(fn), R"(kernel @k(%p: ptr<f32>, %n: i32) {
+  %0 = constant {value = 0} : i32
+  %1 = constant {value = 1} : i32
+  %2 = constant {value = 0.0} : f32
+  store %p, %2
+  return
+}
+)");
+}
+
 TEST(Verifier, OpLinkedTwice) {
   Kernel k;
   k.i(1);

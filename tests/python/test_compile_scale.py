@@ -5,7 +5,8 @@ are doing when it is long:
 - a chain of 2,000 @jit helpers reports its depth error (E0608) fast;
 - Tegula's own stages (front end, passes, code generation) take at most
   about twice as long per statement for 4x the statements (loosely: < 8x
-  time), so nothing in them is quadratic at these sizes;
+  time), so nothing in them is quadratic at these sizes, also when the
+  passes erase most of what the front end made;
 - a compile past $TEGULA_COMPILE_NOTICE_SECONDS prints one line on stderr
   naming the kernel and its phase, once.
 """
@@ -70,11 +71,11 @@ def statements(n):
             "\n".join(body) + f"\n    tl.store(o_ptr + offs, a{n - 1})\n")
 
 
-def own_stage_timer(tmp_path, n):
-    """Times front end + passes + code generation of the n-statement kernel:
+def own_stage_timer(tmp_path, n, text=statements, **constexprs):
+    """Times front end + passes + code generation of kernel `k` of `text(n)`:
     the stages Tegula owns (the C++ compiler's time is not ours to bound)."""
-    m = load_kernel(tmp_path, f"long_{n}", statements(n))
-    request, _ = m.k._request_for(np.zeros(16, np.float32), np.zeros(16, np.float32), BLOCK=16)
+    m = load_kernel(tmp_path, f"long_{text.__name__}_{n}", text(n))
+    request, _ = m.k._request_for(np.zeros(16, np.float32), np.zeros(16, np.float32), **(constexprs or {"BLOCK": 16}))
     request.functions = tegula._globals.collect_sources(m.k)
 
     def seconds():
@@ -84,14 +85,54 @@ def own_stage_timer(tmp_path, n):
     return seconds
 
 
-def test_own_stages_scale_about_linearly(tmp_path):
+def doubling_helpers(depth):
+    """A kernel whose @jit helper calls itself twice per level, `depth` levels
+    deep: 2^depth inlined calls per element, most of whose values are equal,
+    so the passes erase about half of what the front end makes (CSE, then
+    DCE), all from one block."""
+    return HEADER + f"""@tegula.jit
+def twice(a, D: tl.constexpr):
+    if D == 0:
+        return a
+    else:
+        return twice(a, D - 1) + twice(a * 1.5, D - 1)
+
+@tegula.jit
+def k(x_ptr, o_ptr, N: tl.constexpr):
+    for i in tl.static_range(N):
+        tl.store(o_ptr + i, twice(tl.load(x_ptr + i), {depth}))
+"""
+
+
+def scale(time_small, time_large):
     # The best of rounds that alternate the sizes, so that a burst of load on
     # a shared machine does not land on one size only.
-    time_small, time_large = own_stage_timer(tmp_path, 500), own_stage_timer(tmp_path, 2000)
     small = large = float("inf")
     for _ in range(4):
         small, large = min(small, time_small()), min(large, time_large())
+    return small, large
+
+
+def test_own_stages_scale_about_linearly(tmp_path):
+    small, large = scale(own_stage_timer(tmp_path, 500), own_stage_timer(tmp_path, 2000))
     assert large < 8 * max(small, 0.05), f"500 statements: {small:.2f} s, 2,000: {large:.2f} s"
+
+
+def test_erasing_many_ops_of_one_block_scales_about_linearly(tmp_path):
+    # Erasing one op at a time from a block of n took time in n each: a kernel
+    # of 2^16 inlined calls spent 7 s in the passes, 2^18 over 2 minutes.
+    small, large = scale(own_stage_timer(tmp_path, 13, doubling_helpers, N=1),
+                         own_stage_timer(tmp_path, 15, doubling_helpers, N=1))
+    assert large < 8 * max(small, 0.05), f"2^13 calls: {small:.2f} s, 2^15: {large:.2f} s"
+
+
+def test_doubling_helpers_compute(tmp_path):
+    m = load_kernel(tmp_path, "doubling", doubling_helpers(6))
+    x = np.random.default_rng(6).standard_normal(7).astype(np.float32)
+    out = np.zeros(7, np.float32)
+    m.k[(1,)](x, out, N=7)
+    # Each level adds the value and 1.5 times it: (1 + 1.5)^6 in all.
+    np.testing.assert_allclose(out, x * 2.5 ** 6, rtol=1e-5)
 
 
 NOTICE_KERNEL = HEADER + """@tegula.jit
