@@ -15,6 +15,10 @@ namespace tegula::frontend {
 namespace {
 
 constexpr int kMaxInlineDepth = 64;
+// Every call is inlined, so a helper that calls itself twice per level makes
+// 2^depth calls; the bound turns what would be an endless compile into an
+// error (as kMaxKernelStaticTrips does for unrolled loops).
+constexpr int64_t kMaxKernelInlinedCalls = int64_t{1} << 20;
 
 bool is_constexpr_annotation(const ast::Expr* e) {
   if (!e) return false;
@@ -166,6 +170,14 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args, bool aggregate_ini
     error_at(args.loc, Diag::InliningTooDeep,
              "calls to @jit functions are nested too deeply (recursion?) while inlining `" + def.name + "`",
              "Tegula inlines every @jit function; recursive kernels are not supported");
+  if (++inlined_calls_ > kMaxKernelInlinedCalls)
+    error_at(args.loc, Diag::InliningTooDeep,
+             "this kernel inlines more than " + std::to_string(kMaxKernelInlinedCalls) +
+                 " calls to @jit functions (at `" + def.name + "`); a function that calls others more than once " +
+                 "per level makes exponentially many",
+             "Tegula inlines every @jit call: compute the repeated value once and reuse it, or turn the "
+             "recursion into a loop");
+  if (interrupt_watch_.interrupted()) throw Interrupted();
 
   // Bind like Python: positional, then keywords, then defaults.
   std::vector<std::optional<Symbol>> bound(def.params.size());

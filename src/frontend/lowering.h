@@ -294,6 +294,7 @@ class Lowerer {
   int inline_depth_ = 0;
   size_t comprehension_elements_ = 0;  // unrolled by every comprehension of the kernel so far
   int64_t static_trips_ = 0;  // iterations unrolled by every tl.static_range of the kernel so far
+  int64_t inlined_calls_ = 0;  // @jit calls inlined into the kernel so far
   InterruptWatch interrupt_watch_;  // Ctrl-C while a long unrolling runs
   int elementwise_depth_ = 0;  // > 0 inside a tl.map_elementwise function
   struct LoopResultProbe {

@@ -2,7 +2,9 @@
 are doing when it is long:
 
 - a flat sum of 1,000 terms (a tree 1,000 deep) compiles and computes;
-- a chain of 2,000 @jit helpers reports its depth error (E0608) fast;
+- a chain of 2,000 @jit helpers reports its depth error (E0608) fast, and
+  a helper that calls itself twice per level, 40 levels deep, its count
+  of inlined calls (E0608) in seconds;
 - Tegula's own stages (front end, passes, code generation) take at most
   about twice as long per statement for 4x the statements (loosely: < 8x
   time), so nothing in them is quadratic at these sizes, also when the
@@ -167,3 +169,14 @@ def test_slow_compile_says_what_it_does(tmp_path, threshold, lines):
         assert all(line.startswith("tegula: compiling 'noticed': ") for line in told[1:-1]), done.stderr
     else:
         assert told == [], done.stderr
+
+
+def test_exponential_inlining_is_an_error_not_an_endless_compile(tmp_path):
+    # 2^40 inlined calls: refused once the kernel passes 2^20, in seconds.
+    m = load_kernel(tmp_path, "doubling_deep", doubling_helpers(40))
+    started = time.perf_counter()
+    with pytest.raises(tegula.CompilationError, match=r"E0608.*inlines more than 1048576 calls to @jit functions "
+                                                      r"\(at `twice`\)") as e:
+        m.k[(1,)](np.zeros(1, np.float32), np.zeros(1, np.float32), N=1)
+    assert "compute the repeated value once" in str(e.value)
+    assert time.perf_counter() - started < 60.0  # about 2 s on an idle 2-core machine
