@@ -81,13 +81,14 @@ $(VENV_STAMP): $(SYSDEPS_STAMP) Makefile
 # with its nvidia-* dependencies (some 5 GB; it runs on the CPU as well). Its
 # own stamp, ordered after the venv's, so that a change to the packages above
 # does not download it again. `make test` installs it; `make demo` does not
-# need it.
+# need it. expecttest comes with it: torch.testing._internal imports it, and
+# a test runs torch's own Triton test kernels through the conformance shim.
 torch: $(TORCH_STAMP)
 
 $(TORCH_STAMP): | $(VENV_STAMP)
 	@echo "installing PyTorch (a large download the first time)"
-	$(PIP) install "torch>=2.4"
-	@tools/import_check.sh $(PY) torch
+	$(PIP) install "torch>=2.4" expecttest
+	@tools/import_check.sh $(PY) torch expecttest
 	@touch $@
 
 build: $(BUILD_STAMP)
