@@ -74,9 +74,10 @@ def matmul_case(backend):
 
 
 def _launches_made_by(kernel, call, monkeypatch):
-    """Each launch of `kernel` that `call` makes: its grid and every bound
-    argument (arrays by identity, scalars by value), as the kernel's
-    ``launch_metadata`` function and a launch hook see them."""
+    """Each launch of `kernel` that `call` makes: the compiled kernel's key,
+    the grid and every bound argument (arrays by identity, scalars by
+    value), as the kernel's ``launch_metadata`` function and a launch hook
+    see them."""
     seen = []
     describe = lambda grid, metadata, named: {  # noqa: E731
         "grid": tuple(grid), "arguments": {name: (id(value) if hasattr(value, "shape") else value)
@@ -89,7 +90,9 @@ def _launches_made_by(kernel, call, monkeypatch):
             call()
         finally:
             tegula.knobs.runtime.launch_enter_hook.remove(record)
-    return [{k: v for k, v in data.items() if k not in ("function", "stream")} for data in seen]
+    # The compiled kernel by its key: the same build (launch options included), not only the same arguments.
+    return [{**{k: v for k, v in data.items() if k not in ("function", "stream")}, "key": data["function"].key}
+            for data in seen]
 
 
 CASES = {"vector_add": vector_add_case, "softmax": softmax_case, "fused_chain": fused_chain_case,
