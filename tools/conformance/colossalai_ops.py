@@ -126,7 +126,7 @@ DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
 
 import triton  # noqa: E402
-from comparisons import record, refusal  # noqa: E402
+from comparisons import check as check_stages, refusal  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
@@ -142,17 +142,15 @@ F16, BF16, F32, F64, I32 = torch.float16, torch.bfloat16, torch.float32, torch.f
 
 
 def check(name, case):
-    """case() returns {what: (got, want, tol)}; passes when every max |got - want| <= tol * max |want|."""
+    """case() returns {what: (got, want, tol)}; passes when every max |got - want| <= tol * max |want|
+    (comparisons.check, one stage, seeded by the name's CRC so that -k reproduces a case's data)."""
     if ARGS.only is not None and ARGS.only not in name:
         return
     torch.manual_seed(zlib.crc32(name.encode()))
-    try:
-        comparisons = case()
-    except Exception as e:
-        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-        results.append((name, "FAIL", float("nan"), f"{type(e).__name__}: {first}"))
-        return
-    record(results, name, comparisons)
+
+    def one_stage():
+        yield case()
+    check_stages(results, name, one_stage, stages=("run",))
 
 
 def expect_refusal(name, launch, expected):
