@@ -121,7 +121,7 @@ void Function::erase_op(OpId o) {
   if (target.erased) return;
   if (target.parent.valid()) {
     std::vector<OpId>& list = block(target.parent).ops;
-    list.erase(std::remove(list.begin(), list.end(), o), list.end());
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(position_of(o)));
   }
   target.erased = true;
   std::vector<BlockId> regions = target.regions;
@@ -148,11 +148,33 @@ void Function::erase_ops(const std::vector<OpId>& ops) {
   for (BlockId b : parents) std::erase_if(block(b).ops, [&](OpId o) { return op(o).erased; });
 }
 
+namespace {
+
+// Searches outward from `hint`: hint, hint+1, hint-1, hint+2, ...
+size_t find_near(const std::vector<OpId>& list, OpId o, size_t hint) {
+  const size_t n = list.size();
+  if (hint >= n) hint = n == 0 ? 0 : n - 1;
+  for (size_t d = 0; d <= n; ++d) {
+    const bool above = hint + d < n, below = d != 0 && d <= hint;
+    if (!above && !below) break;
+    if (above && list[hint + d] == o) return hint + d;
+    if (below && list[hint - d] == o) return hint - d;
+  }
+  TEGULA_ASSERT(false, "op not in its parent block");
+  return n;
+}
+
+}  // namespace
+
 size_t Function::position_of(OpId o) const {
-  const std::vector<OpId>& list = block(op(o).parent).ops;
-  auto it = std::find(list.begin(), list.end(), o);
-  TEGULA_ASSERT(it != list.end(), "op not in its parent block");
-  return static_cast<size_t>(it - list.begin());
+  const Block& b = block(op(o).parent);
+  return find_near(b.ops, o, b.position_hint);
+}
+
+size_t Function::position_of(OpId o) {
+  Block& b = block(op(o).parent);
+  b.position_hint = find_near(b.ops, o, b.position_hint);
+  return b.position_hint;
 }
 
 std::vector<uint32_t> Function::use_counts() const {

@@ -26,6 +26,16 @@ bool same_attr(const ir::Attr& a, const ir::Attr& b) {
   return a == b;
 }
 
+// Consistent with same_attr: floats hash by bit pattern.
+size_t hash_attr(const ir::Attr& a) {
+  if (const auto* x = std::get_if<int64_t>(&a)) return std::hash<int64_t>{}(*x);
+  if (const auto* x = std::get_if<double>(&a)) return std::hash<uint64_t>{}(std::bit_cast<uint64_t>(*x)) ^ 1;
+  if (const auto* x = std::get_if<std::string>(&a)) return std::hash<std::string>{}(*x);
+  size_t h = 2;
+  for (int64_t d : std::get<std::vector<int64_t>>(a)) h = h * 1000003u + std::hash<int64_t>{}(d);
+  return h;
+}
+
 struct OpKey {
   const ir::Function* fn;
   ir::OpId op;
@@ -37,7 +47,13 @@ struct OpKeyHash {
     size_t h = static_cast<size_t>(op.kind);
     auto mix = [&](size_t x) { h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
     for (ir::ValueId v : op.operands) mix(v.index);
-    for (const ir::NamedAttr& a : op.attrs) mix(std::hash<std::string>{}(a.name));
+    // Values are hashed too: kernels hold thousands of constants that differ
+    // only in their value, and one bucket for all of them makes the pass
+    // quadratic.
+    for (const ir::NamedAttr& a : op.attrs) {
+      mix(std::hash<std::string>{}(a.name));
+      mix(hash_attr(a.value));
+    }
     for (ir::ValueId r : op.results) {
       const ir::Type& t = key.fn->type(r);
       mix(static_cast<size_t>(t.scalar) * 2 + t.pointer);

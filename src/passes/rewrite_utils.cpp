@@ -24,7 +24,7 @@ ir::Builder builder_before(ir::Function& fn, ir::OpId op) {
 
 void move_op_before(ir::Function& fn, ir::OpId op, ir::OpId anchor) {
   std::vector<ir::OpId>& from = fn.block(fn.op(op).parent).ops;
-  from.erase(std::remove(from.begin(), from.end(), op), from.end());
+  from.erase(from.begin() + static_cast<std::ptrdiff_t>(fn.position_of(op)));
   ir::BlockId target = fn.op(anchor).parent;
   fn.insert_op(target, fn.position_of(anchor), op);
 }

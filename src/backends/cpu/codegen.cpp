@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backends/c_family/control_flow.h"
 #include "backends/c_family/prelude_text.h"
@@ -186,9 +187,11 @@ void CodegenContext::open_element_loop(const std::string& index, int64_t numel) 
 // sitting between two 2048-element loads does not split their loop.
 void CodegenContext::emit_block_body(ir::BlockId block) {
   std::vector<ir::OpId> segment;
+  std::unordered_set<uint32_t> in_segment;  // op indices of `segment`, for O(1) membership
   auto flush = [&] {
     if (!segment.empty()) schedule_segment(segment);
     segment.clear();
+    in_segment.clear();
   };
   // A pure scalar op that reads nothing of the open segment is emitted
   // right away, ahead of the segment's loops: `y_ptr + row * stride` between
@@ -198,8 +201,7 @@ void CodegenContext::emit_block_body(ir::BlockId block) {
     for (ir::ValueId r : o.results)
       if (fn.type(r).is_tile()) return false;
     for (ir::ValueId v : o.operands)
-      for (ir::OpId member : segment)
-        if (fn.value(v).def == member) return false;
+      if (in_segment.count(fn.value(v).def.index) != 0) return false;
     return true;
   };
   for (ir::OpId id : fn.block(block).ops) {
@@ -219,6 +221,7 @@ void CodegenContext::emit_block_body(ir::BlockId block) {
       continue;
     }
     segment.push_back(id);
+    in_segment.insert(id.index);
     if (o.kind == ir::OpKind::Store) flush();
   }
   flush();
@@ -266,15 +269,12 @@ void CodegenContext::schedule_segment(const std::vector<ir::OpId>& segment) {
     return true;
   };
   std::vector<ir::OpId> run;
+  std::unordered_set<uint32_t> run_results;  // value indices the current run defines
   int64_t run_numel = -1;
   auto joins_run = [&](size_t k) {
     const ir::Op& o = fn.op(segment[k]);
     if (numel_of(o) != run_numel) return false;
-    if (o.kind != ir::OpKind::Broadcast) return true;
-    for (ir::OpId member : run)
-      for (ir::ValueId r : fn.op(member).results)
-        if (r == o.operands[0]) return false;
-    return true;
+    return o.kind != ir::OpKind::Broadcast || run_results.count(o.operands[0].index) == 0;
   };
   for (size_t left = segment.size(); left > 0;) {
     size_t pick = segment.size();
@@ -283,6 +283,7 @@ void CodegenContext::schedule_segment(const std::vector<ir::OpId>& segment) {
     if (pick == segment.size()) {
       if (!run.empty()) emit_fused(*this, run);
       run.clear();
+      run_results.clear();
       for (size_t k = first_unplaced; k < segment.size() && pick == segment.size(); ++k)
         if (!placed[k] && ready(k)) pick = k;
       TEGULA_ASSERT(pick < segment.size(), "no schedulable op in a fused segment");
@@ -291,6 +292,7 @@ void CodegenContext::schedule_segment(const std::vector<ir::OpId>& segment) {
     placed[pick] = true;
     advance();
     run.push_back(segment[pick]);
+    for (ir::ValueId r : fn.op(segment[pick]).results) run_results.insert(r.index);
     --left;
   }
   if (!run.empty()) emit_fused(*this, run);
