@@ -344,18 +344,43 @@ def _is_host_module(value) -> bool:
                 or name.startswith(("tegula.language.", "triton.language.")))
 
 
+class _ClassNamespace:
+    """A class reached through a host module whose attribute a kernel reads
+    (``language.Sum.forward``): described to the compiler as a namespace, as
+    a module is, so that the attribute is the global under the dotted name."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type):
+        self.cls = cls
+
+
+def _is_namespace_class(value) -> bool:
+    """A plain class (not an @aggregate, a named tuple or one of the tile
+    language's) whose attributes Triton reads with getattr when a kernel names
+    them through a module: ``module.Class.static_jit_method(x)``."""
+    if not isinstance(value, type) or is_aggregate_class(value) or _named_tuple_type(value) is not None:
+        return False
+    return not (getattr(value, "__module__", None) or "").startswith(
+        ("tegula.", "triton.", "builtins")) and value.__module__ not in _TOP_LEVEL_MODULES
+
+
 def _add_module_members(values: dict, source: str) -> None:
     """Adds ``"helpers.f": helpers.f`` to `values` for every ``helpers.f`` the
     source names on a host module ``helpers`` (and ``"a.b.c"`` through a
     module ``a.b``), as Triton resolves a module's attributes when it
-    compiles. An attribute the module lacks is left out: the compiler
-    reports it where it is used."""
+    compiles. Past the module, a class's attributes are read the same way
+    (``"helpers.Ops.forward"``, Triton's getattr on the class), the class
+    itself standing as a namespace. An attribute the module lacks is left out:
+    the compiler reports it where it is used."""
     for chain in _attribute_chains(source):
         value = values.get(chain[0])
         dotted = chain[0]
-        for attr in chain[1:]:
+        for i, attr in enumerate(chain[1:]):
             if not _is_host_module(value):
-                break
+                if i == 0 or not _is_namespace_class(value):
+                    break
+                values[dotted] = _ClassNamespace(value)
             try:
                 value = getattr(value, attr)
             except AttributeError:
@@ -651,6 +676,8 @@ def describe(value) -> GV:
     named = _named_tuple_type(value)
     if named is not None:
         return named
+    if isinstance(value, _ClassNamespace):
+        return GV(Kind.HostModule, text=_opaque_description(value.cls))
     if isinstance(value, types.ModuleType):
         name = value.__name__
         if name in _LANGUAGE_PACKAGES or name.startswith(("tegula.language.", "triton.language.")):

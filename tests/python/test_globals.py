@@ -153,3 +153,77 @@ def test_dtype_as_constexpr_argument():
     cast_copy[(1,)](x, out, 20, DTYPE=tl.int32, BLOCK=32)
     np.testing.assert_array_equal(out, x.astype(np.int32))
 
+
+
+# Classes of @jit static methods reached through a module, as kakaobrain/trident's kernels call them
+# (`language.Sum.forward(...)`, `language.math.GELU.backward(...)`): Triton reads `module.Class.attr` with
+# getattr while it compiles, so the class's @jit functions and constants are the kernel's too.
+class _Ops:
+    SHIFT = tl.constexpr(1.5)
+
+    @staticmethod
+    @tegula.jit
+    def forward(x):
+        return tl.where(x > 0, x, 0.25 * x) + helpers.Ops.SHIFT  # through the module, as Triton allows
+
+    @staticmethod
+    @tegula.jit
+    def backward(g, x):
+        return tl.where(x > 0, g, 0.25 * g)
+
+    class Inner:
+        SCALE = 3.0
+
+        @staticmethod
+        @tegula.jit
+        def times(x):
+            return x * helpers.Ops.Inner.SCALE
+
+
+helpers.Ops = _Ops
+helpers.inner.Ops = _Ops
+
+
+@tegula.jit
+def uses_class_members(x_ptr, g_ptr, y_ptr, dx_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    g = tl.load(g_ptr + offs, mask=mask)
+    y = helpers.Ops.forward(x) + helpers.inner.Ops.Inner.times(x) + helpers.Ops.SHIFT
+    tl.store(y_ptr + offs, y, mask=mask)
+    tl.store(dx_ptr + offs, helpers.inner.Ops.backward(g, x), mask=mask)
+
+
+def test_class_members_through_a_module():
+    rng = np.random.default_rng(1)
+    n = 300  # three blocks of 128, the last one masked
+    x = rng.standard_normal(n).astype(np.float32)
+    g = rng.standard_normal(n).astype(np.float32)
+    y = np.full(n + 8, -7.0, dtype=np.float32)  # the elements past n must stay untouched
+    dx = np.full(n + 8, -7.0, dtype=np.float32)
+    uses_class_members[(3,)](x, g, y, dx, n, BLOCK=128)
+    want = np.where(x > 0, x, np.float32(0.25) * x) + np.float32(1.5) + x * np.float32(3.0) + np.float32(1.5)
+    tegula.testing.assert_close(y[:n], want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(dx[:n], np.where(x > 0, g, np.float32(0.25) * g))
+    np.testing.assert_array_equal(y[n:], -7.0)
+    np.testing.assert_array_equal(dx[n:], -7.0)
+
+
+@tegula.jit
+def uses_a_global_class(x_ptr):
+    tl.store(x_ptr, _Ops.forward(tl.load(x_ptr)))
+
+
+@tegula.jit
+def missing_class_member(x_ptr):
+    tl.store(x_ptr, helpers.Ops.not_there(tl.load(x_ptr)))
+
+
+def test_class_member_errors():
+    x = np.zeros(1, dtype=np.float32)
+    # A class that is itself a global is a host object (Triton refuses such a global, NameError).
+    with pytest.raises(tegula.CompilationError, match=r"class '.*_Ops'"):
+        uses_a_global_class[(1,)](x)
+    with pytest.raises(tegula.CompilationError, match=r"`helpers.Ops` has no attribute `not_there`"):
+        missing_class_member[(1,)](x)
