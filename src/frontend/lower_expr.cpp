@@ -642,6 +642,14 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
                  "tl.PropagateNan has no member `" + attr + "`", "use tl.PropagateNan.ALL or tl.PropagateNan.NONE");
       }
       if (attr == "PropagateNan") return Symbol::module(base.name + ".PropagateNan");
+      if (base.name.ends_with(".math")) {
+        // Triton 2's tl.math held libdevice's functions, its elementwise max
+        // and min among them; kernels written for it still call
+        // tl.math.max(a, b), which must not reach the reduction tl.max.
+        if (attr == "max" || attr == "min") return Symbol::builtin(attr == "max" ? "maximum" : "minimum");
+        if (!is_language_builtin(attr) && find_builtin("libdevice." + attr) != nullptr)
+          return Symbol::builtin("libdevice." + attr);
+      }
       if (base.name.ends_with("libdevice") && find_builtin("libdevice." + attr) != nullptr)
         return Symbol::builtin("libdevice." + attr);
       if (is_language_builtin(attr)) return Symbol::builtin(attr);

@@ -303,6 +303,9 @@ def min_max_nan_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 2 * BLOCK + offs, tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL))
     tl.store(out_ptr + 3 * BLOCK + offs, tl.minimum(x, y, propagate_nan=tl.PropagateNan.ALL))
     tl.store(out_ptr + 4 * BLOCK + offs, tl.maximum(x, y, propagate_nan=tl.PropagateNan.NONE))
+    # Triton 2's spelling (libdevice's fmax / fmin), still in libraries' kernels: elementwise, not the reduction.
+    tl.store(out_ptr + 5 * BLOCK + offs, tl.math.max(x, y))
+    tl.store(out_ptr + 6 * BLOCK + offs, tl.math.min(x, y))
 
 
 @pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
@@ -315,7 +318,7 @@ def test_minimum_maximum_nan_rules(backend, name):
              (-np.inf, np.inf)]
     for i, (a, b) in enumerate(pairs):
         x[i], y[i] = a, b
-    out = backend.zeros((5, B), x.dtype)
+    out = backend.zeros((7, B), x.dtype)
     min_max_nan_kernel[(1,)](backend.array(x), backend.array(y), out, BLOCK=B)
     out = backend.numpy(out)
     x64, y64 = to_f64(x), to_f64(y)
@@ -325,6 +328,8 @@ def test_minimum_maximum_nan_rules(backend, name):
     check(out[2], np.maximum(x64, y64), name, ulps=0, atol=0, what="maximum(ALL)")
     check(out[3], np.minimum(x64, y64), name, ulps=0, atol=0, what="minimum(ALL)")
     check(out[4], np.fmax(x64, y64), name, ulps=0, atol=0, what="maximum(NONE)")
+    check(out[5], np.fmax(x64, y64), name, ulps=0, atol=0, what="tl.math.max")
+    check(out[6], np.fmin(x64, y64), name, ulps=0, atol=0, what="tl.math.min")
 
 
 # --- constants fold ---------------------------------------------------------------------
