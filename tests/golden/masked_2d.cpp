@@ -1,4 +1,8 @@
 // ---- kernel ----
+#if defined(__GNUC__) && !defined(__clang__)
+#undef TG_IVDEP
+#define TG_IVDEP
+#endif
 static inline void tegula_program(uint16_t* v0, uint16_t* v1, int32_t v2, int32_t v3, int32_t v4, int32_t pid_x, int32_t pid_y, int32_t pid_z, const int32_t* grid, unsigned char* scratch) {
   (void)pid_x; (void)pid_y; (void)pid_z; (void)grid; (void)scratch;
   // v5 = program_id()  masked_2d.py:9:12

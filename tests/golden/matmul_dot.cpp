@@ -1,4 +1,8 @@
 // ---- kernel ----
+#if defined(__GNUC__) && !defined(__clang__)
+#undef TG_IVDEP
+#define TG_IVDEP
+#endif
 // The launch's StopPoll (Tegula's kernel ABI): a loop below may run without limit. Each of
 // its chunks of 256 iterations asks whether to stop; once told so, the program returns, then the entry.
 struct TgStopPoll { int32_t (*poll)(TgStopPoll* self); };
