@@ -48,11 +48,13 @@ CompilationError = _C.CompilationError
 #: DeviceError derive from it, so ``except tegula.TritonError`` catches them.
 TritonError = _C.TritonError
 CompileTimeAssertionFailure = _C.CompileTimeAssertionFailure
+#: The CompilationError for Python syntax that kernels do not take (E0110).
+UnsupportedLanguageConstruct = _C.UnsupportedLanguageConstruct
 
 __version__ = _C.__version__
 
 __all__ = [
-    "jit", "JITFunction", "KernelInterface", "KernelInspection", "CompilationError", "CompileTimeAssertionFailure", "CompileWarning", "RecompileWarning", "DeviceError", "cdiv", "next_power_of_2",
+    "jit", "JITFunction", "KernelInterface", "KernelInspection", "CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct", "CompileWarning", "RecompileWarning", "DeviceError", "cdiv", "next_power_of_2",
     "language", "profiling", "testing", "runtime_stats", "__version__",
     "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
     "TensorDescriptor", "reinterpret", "MockTensor", "cmake_dir", "ArgumentOverflowError",

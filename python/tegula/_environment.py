@@ -24,6 +24,12 @@ def _callers_level() -> int:
     return level
 
 
+def warn_at_caller(message: str, category: type = RuntimeWarning) -> None:
+    """Warns at the user's line (the first frame outside the package), for warnings the C++ launcher
+    issues, whose innermost Python frame may be the package's own."""
+    warnings.warn(message, category, stacklevel=_callers_level())
+
+
 def flag(name: str) -> bool:
     """Whether the switch `name` is on."""
     text = os.environ.get(name, "").strip().lower()

@@ -316,6 +316,9 @@ def visible_values(fn: types.FunctionType, source: str | None = None, replaced: 
     it supports and reports the rest where they are used."""
     names: set[str] = set()
     _referenced_names(fn.__code__, names)
+    # A code object that names nothing (one made empty and given the text of a file of its own, as Triton's
+    # tests do with _testcapi.code_newempty) does not describe the text: read the names from the text.
+    replaced = replaced or not names
     if source is not None:
         names |= _source_names(source) if replaced else _annotation_names(source)
     values = {}
@@ -829,6 +832,28 @@ def _host_result(value, call: object = None):
     return constant_value(value)
 
 
+def _oversized(value) -> str | None:
+    """Why a constexpr function's result is past the bounds of the compile-time values a kernel holds
+    (src/frontend/value_bounds.h), or None. Counted before it is converted: a result of ten million
+    values took 20 seconds to convert before the compiler refused it."""
+    limit, depth_limit = _C.MAX_COMPILE_TIME_VALUES, _C.MAX_COMPILE_TIME_DEPTH
+    parts, pending = 0, [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, constexpr):
+            item = item.value
+        if not isinstance(item, tuple):
+            continue
+        if depth >= depth_limit:
+            return f"returned tuples nested more than {depth_limit} deep, which a kernel cannot hold"
+        parts += len(item) + 1
+        if parts > limit:
+            return (f"returned a tuple of more than {limit} values (counting those of the tuples inside it), "
+                    f"which a kernel cannot hold")
+        pending.extend((e, depth + 1) for e in item)
+    return None
+
+
 def call_constexpr_function(reference: str, args: list, kwargs: dict) -> tuple:
     """Runs the constexpr function `reference` on the compiler's arguments:
     (its result as a GlobalValue, None), or (None, what to report)."""
@@ -851,6 +876,9 @@ def call_constexpr_function(reference: str, args: list, kwargs: dict) -> tuple:
         return None, f"raised {type(e).__name__}: {e}"
     if isinstance(result, constexpr):
         result = result.value
+    oversized = _oversized(result)
+    if oversized:
+        return None, oversized
     described = _host_result(result, call)
     if described is None and isinstance(result, (_StandIn, _DescriptorStandIn)):
         return None, "returned a tile it was given by another call; return one of this call's arguments"

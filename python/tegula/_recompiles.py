@@ -13,10 +13,7 @@ An autotuner's trials do not count: trying configs is what it is for.
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
-import warnings
 
 from . import _C, _environment
 
@@ -71,18 +68,6 @@ def _spec_text(spec) -> str:
     if spec.kind == kinds.Tuple:
         return "(" + ", ".join(_spec_text(p) for p in spec.parts) + ")"
     return str(spec.dtype)
-
-
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _caller_level() -> int:
-    """The stacklevel of the first frame outside the tegula package: the launch in user code (the
-    launcher between is C++ and has no frame)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _element_names(spec) -> list:
@@ -141,7 +126,7 @@ class SpecializationLog:
                 return
             self.warned = True
             message = self._message()
-        warnings.warn(RecompileWarning(message), stacklevel=_caller_level())
+        _environment.warn_at_caller(message, RecompileWarning)
 
     def _message(self) -> str:  # noqa: C901 - one sentence per kind of difference
         varying = []

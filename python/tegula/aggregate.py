@@ -84,7 +84,8 @@ def _fields_of(cls) -> tuple[dict, dict]:
             continue
         annotations[name] = annotation
         value = cls.__dict__.get(name, _MISSING)
-        if value is not _MISSING and not callable(value):
+        # A tl.constexpr is callable (it calls the function it may hold), yet a field's default.
+        if value is not _MISSING and (not callable(value) or isinstance(value, constexpr)):
             defaults[name] = value
     return annotations, defaults
 
@@ -94,7 +95,9 @@ def _wrap(value, annotation):
     ``tl.tuple``, a constexpr field's value as ``tl.constexpr``."""
     if isinstance(value, builtins.tuple) and not isinstance(value, tl_tuple):
         fields = getattr(value, "_fields", None)
-        wrapped = tl_tuple(_wrap(v, None) for v in value)
+        # A plain number (or string, None) in a tuple is a tl.constexpr there, as in Triton.
+        wrapped = tl_tuple(_wrap(v, constexpr if isinstance(v, (bool, int, float, str, type(None))) else None)
+                           for v in value)
         if fields:
             wrapped = tl_tuple.named(fields, wrapped)
         return wrapped

@@ -60,6 +60,12 @@ class ConstexprFunction:
         unwrap = lambda v: v.value if isinstance(v, constexpr) else v  # noqa: E731
         return self.fn(*(unwrap(a) for a in args), **{k: unwrap(v) for k, v in kwargs.items()})
 
+    def __get__(self, instance, owner=None):
+        """A method of a class (an aggregate's `def get_x(self)`): bound to the instance it is read from."""
+        if instance is None:
+            return self
+        return functools.partial(self.__call__, instance)
+
     def __repr__(self) -> str:
         qualname, module = self.reference.split("#")[:2]
         return f"<tegula.ConstexprFunction {module}.{qualname}>"

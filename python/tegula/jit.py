@@ -31,6 +31,7 @@ from . import _environment, _recompiles, knobs
 from ._globals import collect_sources, parse_dedented
 from ._mock_tensor import MockTensor
 from ._launch_support import support
+from ._param_types import annotation_text, annotation_type_text, declared_scalar
 from ._errors import CompileWarning, coded
 
 _MISSING = object()
@@ -158,6 +159,17 @@ class _Signature:
             if name in python_params and python_params[name].default is not _inspect.Parameter.empty
             else _MISSING
             for name in self.names)
+        #: per parameter, the scalar type its annotation declares (an IR name, "i64") or None
+        #: (_param_types.py); constexprs declare none
+        self.declared = tuple(
+            None if is_constexpr or name not in python_params
+            else declared_scalar(_annotation(python_params[name]))
+            for name, is_constexpr in zip(self.names, self.is_constexpr))
+
+
+def _annotation(param: _inspect.Parameter):
+    """The annotation of `param`, None for none."""
+    return None if param.annotation is _inspect.Parameter.empty else param.annotation
 
 
 class KernelInspection:
@@ -278,6 +290,7 @@ def _compiled_runner(compiled, grid):
     options, constexprs = entry[1], entry[2]
     sig = jit_fn.signature
     runtime_count = len(sig.names) - sum(sig.is_constexpr)
+    types = _compiled_types(compiled, sig)
 
     def all_arguments(args: tuple) -> tuple:
         if not constexprs or len(args) != runtime_count or len(args) == len(sig.names):
@@ -294,9 +307,18 @@ def _compiled_runner(compiled, grid):
                 raise coded(ValueError, "E0705", f"CompiledKernel '{compiled.name}'[grid](..., stream=...) launches "
                                                  "on the current stream only; make that stream current "
                                                  "(torch.cuda.stream(s)) and leave stream out")
-        return jit_fn._launch(grid, *all_arguments(args), **options)
+        return jit_fn._launch_as_compiled(types)(grid, *all_arguments(args), **options)
 
     return runner
+
+
+def _compiled_types(compiled, sig: _Signature) -> tuple:
+    """Per parameter, the scalar type `compiled` takes it as (an IR name, "i64") when it is one of its
+    runtime scalar parameters, else None: what `compiled[grid]` converts those arguments to, as the
+    compiled code takes them, whatever their values (Triton's runner launches that code)."""
+    scalars = {name: type_ for name, type_, _ in compiled.params if "<" not in type_}
+    return tuple(None if is_constexpr else scalars.get(name)
+                 for name, is_constexpr in zip(sig.names, sig.is_constexpr))
 
 
 def _init_handles(compiled) -> None:
@@ -318,14 +340,32 @@ class KernelInterface:
 
 
 class KernelParam:
-    """One parameter of a kernel as Triton's ``JITFunction.params`` lists it."""
+    """One parameter of a kernel as Triton's ``JITFunction.params`` lists it. ``annotation`` is the
+    annotation in Triton's spelling ("i64", "*fp16", "constexpr", "" for none; _param_types.py)."""
 
-    __slots__ = ("num", "name", "is_constexpr", "do_not_specialize", "do_not_specialize_on_alignment", "default")
+    __slots__ = ("num", "name", "is_constexpr", "do_not_specialize", "do_not_specialize_on_alignment", "default",
+                 "annotation")
 
-    def __init__(self, num, name, is_constexpr, do_not_specialize, do_not_specialize_on_alignment, default):
+    def __init__(self, num, name, is_constexpr, do_not_specialize, do_not_specialize_on_alignment, default,
+                 annotation=""):
         self.num, self.name, self.is_constexpr = num, name, is_constexpr
         self.do_not_specialize, self.do_not_specialize_on_alignment = do_not_specialize, do_not_specialize_on_alignment
         self.default = default  # inspect.Parameter.empty when there is none
+        self.annotation = annotation
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _inspect.Parameter.empty
+
+    @property
+    def annotation_type(self) -> str:
+        """The annotation when it names a scalar type or a pointer to one ("i64", "*fp16"), else ""."""
+        return annotation_type_text(self.annotation)
+
+    @property
+    def is_const(self) -> bool:
+        """Whether the annotation declares a const pointer ("const *fp16", ``tl.const``)."""
+        return not self.is_constexpr and ("const" in self.annotation or self.annotation.startswith("*k"))
 
     def __repr__(self) -> str:
         return f"KernelParam({self.num}, {self.name!r}, constexpr={self.is_constexpr})"
@@ -425,10 +465,33 @@ class JITFunction(KernelInterface):
         """A launcher that knows no specialization yet."""
         self._specializations = _recompiles.SpecializationLog(self.__name__)
         self._launcher = _C.Launcher(self, support())
+        self._compiled_launchers = {}  # see _launch_as_compiled
         self._launch = self._launcher.launch  # _launch(grid, *args, **kwargs), for the autotuner
         self._with_grid = self._launcher.with_grid
         if self.pre_run_hooks:  # only a kernel with hooks leaves the launcher's own fast path
             self._launch, self._with_grid = self._hooked_launch, self._hooked_with_grid
+
+    def _launch_as_compiled(self, types: tuple):
+        """The launch function (as ``_launch``) of a launcher that declares each runtime scalar parameter
+        of the type `types` gives (an IR name; None: its annotation decides), the types a compiled kernel
+        has: ``compiled[grid]`` launches through it. The kernel's own launcher where the annotations
+        declare the same; one launcher per set of types otherwise."""
+        sig = self.signature
+        if all(t is None or t == declared for t, declared in zip(types, sig.declared)):
+            return self._launch
+        launcher = self._compiled_launchers.get(types)
+        if launcher is None:
+            launcher = _C.Launcher(self, support(), types)
+            launcher.set_debug(self._debug)
+            self._compiled_launchers[types] = launcher
+        launch = launcher.launch
+        if not self.pre_run_hooks:
+            return launch
+
+        def hooked(grid, /, *args, **kwargs):
+            self._run_pre_run_hooks(args, kwargs)
+            return launch(grid, *args, **kwargs)
+        return hooked
 
     def add_pre_run_hook(self, hook) -> None:
         """Triton's: ``hook(*args, **kwargs)`` runs before every launch (and
@@ -472,6 +535,8 @@ class JITFunction(KernelInterface):
     def _apply_debug(self) -> None:
         self._debug = self._own_debug or knobs.runtime.debug
         self._launcher.set_debug(self._debug)  # part of the launch key
+        for launcher in self._compiled_launchers.values():
+            launcher.set_debug(self._debug)
 
     # --- launching ----------------------------------------------------------
 
@@ -560,9 +625,16 @@ class JITFunction(KernelInterface):
         def listed(which, num, name):
             return num in which or name in which
 
+        def annotation(name):
+            param = sig.parameters.get(name)
+            try:
+                return annotation_text(None if param is None else _annotation(param))
+            except Exception:  # an annotation object that cannot say what it is: Triton would show its str
+                return ""
+
         return [KernelParam(num, name, is_constexpr, listed(self.do_not_specialize, num, name),
                             listed(self.do_not_specialize_on_alignment, num, name),
-                            _inspect.Parameter.empty if default is _MISSING else default)
+                            _inspect.Parameter.empty if default is _MISSING else default, annotation(name))
                 for num, (name, is_constexpr, default) in enumerate(zip(sig.names, sig.is_constexpr, sig.defaults))]
 
     @property
@@ -594,10 +666,11 @@ class JITFunction(KernelInterface):
     def _launch_plan(self) -> tuple:
         """The signature as the launcher binds against it: (names,
         is_constexpr, defaults, do_not_specialize, the no-default sentinel,
-        do_not_specialize_on_alignment)."""
+        do_not_specialize_on_alignment, the scalar type each annotation
+        declares or None)."""
         sig = self.signature
         return (sig.names, sig.is_constexpr, sig.defaults, self.do_not_specialize, _MISSING,
-                self.do_not_specialize_on_alignment)
+                self.do_not_specialize_on_alignment, sig.declared)
 
     def repr(self, specialization) -> str:
         """The compiled kernel's name for `specialization`: what `@jit(repr=...)`
@@ -724,7 +797,7 @@ class Specialization:
             elif spec.kind == kinds.Constexpr:
                 self.signature[name] = "constexpr"
                 self.constants[name] = _constant_of(spec.value)
-            elif spec.kind == kinds.Int and spec.is_one:
+            elif spec.kind == kinds.Int and spec.is_one and not spec.typed_one:
                 self.signature[name] = "constexpr"
                 self.constants[name] = 1
             elif spec.kind in (kinds.Pointer, kinds.TensorDescriptor):

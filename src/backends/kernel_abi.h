@@ -9,7 +9,8 @@
 //
 //   ptr<T>           void*           f32, f64   float, double
 //   i8 .. i64        int8_t ..       i1         uint8_t (0 or 1)
-//   u8 .. u64        uint8_t ..
+//   u8 .. u64        uint8_t ..      f16, bf16  uint16_t: the value's bits
+//                                    fp8 types  uint8_t: the value's code
 //
 // (backends/launch_arguments.h packs them). The CPU entry receives an array
 // of pointers to the slots; cuLaunchKernel receives the same array and reads

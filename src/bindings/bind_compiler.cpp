@@ -24,6 +24,22 @@ using namespace nb::literals;
 namespace tegula::python {
 namespace {
 
+// A container member reads from Python as a copy of its elements. Read by
+// reference (def_rw), the elements of the list pointed into the container, so
+// assigning the member back (`specs = request.args; ...; request.args = specs`)
+// freed the storage they pointed into, and a later write through one of them
+// corrupted memory.
+template <class C, class T>
+auto copied(T C::*member) {
+  return [member](const C& owner) { return owner.*member; };
+}
+
+template <class C, class T>
+auto assigned(T C::*member) {
+  return [member](C& owner, T value) { owner.*member = std::move(value); };
+}
+
+
 using frontend::ArgSpec;
 using frontend::FunctionSource;
 using frontend::GlobalValue;
@@ -70,7 +86,7 @@ void bind_global_value(nb::module_& m) {
       .def_rw("float_value", &GlobalValue::float_value)
       .def_rw("text", &GlobalValue::text)
       .def_rw("function", &GlobalValue::function)
-      .def_rw("elements", &GlobalValue::elements);
+      .def_prop_rw("elements", copied(&GlobalValue::elements), assigned(&GlobalValue::elements));
 }
 
 void bind_function_source(nb::module_& m) {
@@ -88,7 +104,7 @@ void bind_function_source(nb::module_& m) {
       .def_rw("filename", &FunctionSource::filename)
       .def_rw("source", &FunctionSource::source)
       .def_rw("first_line", &FunctionSource::first_line)
-      .def_rw("globals", &FunctionSource::globals)
+      .def_prop_rw("globals", copied(&FunctionSource::globals), assigned(&FunctionSource::globals))
       .def_rw("must_use_result", &FunctionSource::must_use_result);
 }
 
@@ -116,8 +132,10 @@ void bind_arg_spec(nb::module_& m) {
           [](ArgSpec& a, const std::string& name) { a.dtype = scalar_from_name(name); })
       .def_rw("divisibility", &ArgSpec::divisibility)
       .def_rw("is_one", &ArgSpec::is_one)
+      .def_rw("typed_one", &ArgSpec::typed_one,
+              "With is_one: the 1 is a value of dtype (a declared parameter type), not an untyped constant.")
       .def_rw("value", &ArgSpec::value)
-      .def_rw("parts", &ArgSpec::parts)
+      .def_prop_rw("parts", copied(&ArgSpec::parts), assigned(&ArgSpec::parts))
       .def_rw("block_shape", &ArgSpec::block_shape);
 }
 
@@ -132,8 +150,8 @@ void bind_request_and_options(nb::module_& m) {
             new (self) KernelRequest{std::move(functions), std::move(args), debug, {}};
           },
           "functions"_a, "args"_a, "debug"_a = false)
-      .def_rw("functions", &KernelRequest::functions)
-      .def_rw("args", &KernelRequest::args)
+      .def_prop_rw("functions", copied(&KernelRequest::functions), assigned(&KernelRequest::functions))
+      .def_prop_rw("args", copied(&KernelRequest::args), assigned(&KernelRequest::args))
       .def_rw("debug", &KernelRequest::debug)
       .def_rw("name", &KernelRequest::name, "the compiled kernel's name; empty: the kernel function's")
       .def_rw("num_warps", &KernelRequest::num_warps);

@@ -4,7 +4,10 @@
 // function bound to the launcher and the grid, which gets the caller's
 // arguments as an array and keyword names, without the tuple and dict a
 // nanobind binding with *args/**kwargs would build per call.
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <vector>
 
@@ -166,11 +169,21 @@ void bind_launch(nb::module_& m) {
   nb::class_<Launcher>(m, "Launcher", nb::type_slots(launcher_slots),
                        "The launch path of one JITFunction: binds the arguments, specializes the kernel on "
                        "them, finds or compiles it and launches it, in one call.")
-      .def("__init__",
-           [](Launcher* self, nb::object jit, nb::handle support) {
-             new (self) Launcher(std::move(jit), support_from(support));
-           },
-           "jit"_a, "support"_a)
+      .def(
+          "__init__",
+          [](Launcher* self, nb::object jit, nb::handle support, std::vector<std::optional<std::string>> compiled) {
+            std::vector<std::optional<ir::Scalar>> types;
+            for (const std::optional<std::string>& name : compiled) {
+              ir::Scalar scalar;
+              if (name && !ir::parse_scalar(*name, &scalar))
+                throw nb::value_error(("unknown scalar type '" + *name + "'").c_str());
+              types.push_back(name ? std::optional(scalar) : std::nullopt);
+            }
+            new (self) Launcher(std::move(jit), support_from(support), std::move(types));
+          },
+          "jit"_a, "support"_a, "compiled_types"_a = std::vector<std::optional<std::string>>{},
+          "compiled_types: for a compiled kernel's `compiled[grid]`, per parameter the scalar type it was "
+          "compiled with (\"i64\") or None; its arguments are converted to those types.")
       .def_prop_ro(
           "launch", [](nb::handle self) { return function_of(self, &launch_method); },
           "launch(grid, *args, **kwargs): launches the kernel and returns its CompiledKernel (a new "

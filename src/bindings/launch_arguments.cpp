@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "bindings/launch_errors.h"
+#include "frontend/value_bounds.h"
 #include "runtime/backend_registry.h"
 
 namespace nb = nanobind;
@@ -412,6 +413,152 @@ IntClass ArgumentClassifier::classify_int(const std::string& kernel, const std::
     host = {HostValue::Kind::UInt, u, 0.0};
   }
   return c;
+}
+
+// --- arguments of parameters of declared type ---------------------------------------------------
+
+namespace {
+
+std::string type_text(ir::Scalar scalar) { return std::string("tl.") + ir::scalar_info(scalar).tl_name; }
+
+// "argument 's' of kernel 'k' is annotated tl.int64": where the type comes from, for messages.
+std::string declared_as(const std::string& kernel, const std::string& param, const DeclaredType& type) {
+  return "argument '" + param + "' of kernel '" + kernel + "' " +
+         (type.compiled ? "was compiled as " : "is annotated ") + type_text(type.scalar);
+}
+
+// The way out of a wrong value: another value, or (for an annotation) another annotation.
+std::string or_redeclare(const DeclaredType& type, const std::string& what) {
+  return type.compiled ? ", or compile the kernel for " + what : ", or annotate the parameter with " + what;
+}
+
+// What a parameter of the type takes, for messages.
+std::string takes(ir::Scalar scalar) {
+  if (scalar == ir::Scalar::I1) return "a bool (or an int: nonzero is True)";
+  if (ir::is_float(scalar)) return "a float, int or bool (Python's or NumPy's)";
+  return "an int or bool (Python's or NumPy's)";
+}
+
+}  // namespace
+
+void ArgumentClassifier::declared(const std::string& kernel, const std::string& param, const DeclaredType& type,
+                                  nb::handle value, bool specialize, LaunchArguments& out) {
+  // None keeps its meaning (`scale: tl.float32 = None` then `if scale is not None:`).
+  if (value.is_none()) return out.key.constant_none();
+  nb::object number = plain_number(value);
+  if (!number.is_valid()) {
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                declared_as(kernel, param, type) + ", a scalar type, but got an instance of " + type_name_of(value) +
+                    "; pass " + takes(type.scalar) +
+                    (type.compiled ? std::string() : ", or take the annotation off a parameter that is no scalar"));
+  }
+  HostValue host;
+  if (type.scalar == ir::Scalar::I1) {
+    if (PyFloat_Check(number.ptr()))
+      raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                  declared_as(kernel, param, type) + " but got the float " + repr_of(number) + "; pass " +
+                      takes(type.scalar));
+    int truth = PyObject_IsTrue(number.ptr());
+    if (truth < 0) throw nb::python_error();
+    host = {HostValue::Kind::Bool, truth ? 1u : 0u, 0.0};
+    out.key.boolean();  // bools do not specialize (Triton's rule)
+  } else if (ir::is_float(type.scalar)) {
+    // Kept as a double: packing rounds it to the parameter's type (backends/launch_arguments.h), so an
+    // f64 loses nothing and an f16 is rounded once.
+    host = {HostValue::Kind::Float, 0, declared_real(kernel, param, type, number)};
+    out.key.real(type.scalar);  // floats do not specialize (Triton's rule)
+  } else {
+    out.key.integer(declared_int(kernel, param, type, number, specialize, host));
+  }
+  out.values.push_back(host);
+  out.sources.push_back(nullptr);
+}
+
+nb::object ArgumentClassifier::plain_number(nb::handle value) {
+  PyObject* object = value.ptr();
+  if (PyLong_Check(object) || PyFloat_Check(object)) return nb::borrow(value);  // bool is an int
+  if (PyTuple_Check(object) || reinterpret_cast<PyObject*>(Py_TYPE(object)) == support_.ndarray.ptr() ||
+      !is_number_scalar(value))
+    return nb::object();
+  nb::object item = call_method(value, item_name_);  // np.int64(3) -> 3, np.float16 -> float, np.bool_ -> bool
+  PyObject* plain = item.ptr();
+  return PyLong_Check(plain) || PyFloat_Check(plain) ? item : nb::object();
+}
+
+// Triton's launcher reads an int for an integer parameter as a C long (a
+// signed type) or unsigned long (an unsigned one) and keeps the bits the
+// parameter holds: 2**40 + 5 is an i32's 5 and 300 a u8's 44, while a value
+// no 64-bit integer of that signedness holds (2**63, -1 for a u8) is an
+// OverflowError. Libraries rely on the narrowing (a 64-bit random seed for a
+// `seed: tl.int32`), so it is kept, with a RuntimeWarning where it changes
+// the value: a stride narrowed that way addresses other memory.
+IntClass ArgumentClassifier::declared_int(const std::string& kernel, const std::string& param,
+                                          const DeclaredType& type, nb::handle number, bool specialize,
+                                          HostValue& host) {
+  PyObject* object = number.ptr();
+  if (PyFloat_Check(object))
+    raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                declared_as(kernel, param, type) + " but got the float " + repr_of(number) + "; pass " +
+                    takes(type.scalar) + or_redeclare(type, "a float type such as tl.float32"));
+  const int bits = ir::bit_width(type.scalar);
+  const bool is_signed = ir::is_signed(type.scalar);
+  IntClass c;
+  c.width = type.scalar;
+  c.typed_one = true;
+  uint64_t all = 0;  // the value as a 64-bit integer of the parameter's signedness
+  if (is_signed) {
+    int64_t v = 0;
+    if (!as_int64(object, v))
+      raise_coded(argument_overflow_error(), Diag::LaunchArgumentRange,
+                  declared_as(kernel, param, type) + " but got " + str_of(number) +
+                      ", which no int64 holds; pass a value from -2**63 to 2**63 - 1");
+    all = static_cast<uint64_t>(v);
+  } else {
+    unsigned long long v = PyLong_AsUnsignedLongLong(object);
+    if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+      if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw nb::python_error();
+      PyErr_Clear();
+      raise_coded(argument_overflow_error(), Diag::LaunchArgumentRange,
+                  declared_as(kernel, param, type) + " but got " + str_of(number) +
+                      ", which no uint64 holds; pass a value from 0 to 2**64 - 1" +
+                      or_redeclare(type, "a signed type such as tl.int64"));
+    }
+    all = v;
+  }
+  // The low `bits` bits, sign-extended for a signed type: the value the kernel receives.
+  uint64_t low = all;
+  if (bits < 64) {
+    const uint64_t mask = (uint64_t{1} << bits) - 1;
+    low = all & mask;
+    if (is_signed && (low >> (bits - 1)) != 0) low |= ~mask;
+  }
+  if (low != all) {
+    std::string held = is_signed ? std::to_string(static_cast<int64_t>(low)) : std::to_string(low);
+    std::string message = declared_as(kernel, param, type) + " and got " + str_of(number) + ", which it holds as " +
+                          held + " (its low " + std::to_string(bits) + " bits, as Triton passes it); to keep the " +
+                          "value, pass one in the type's range" +
+                          or_redeclare(type, std::string("a wider type such as ") + (is_signed ? "tl.int64" : "tl.uint64"));
+    nb::module_::import_("tegula._environment").attr("warn_at_caller")(message);
+  }
+  host = {is_signed ? HostValue::Kind::Int : HostValue::Kind::UInt, low, 0.0};
+  // On the value the kernel receives (2**32 + 1 is a u32's 1); the low four bits tell divisibility by 16 in
+  // two's complement too.
+  c.is_one = specialize && low == 1;
+  c.divisible_by_16 = specialize && (low & 15) == 0;
+  return c;
+}
+
+double ArgumentClassifier::declared_real(const std::string& kernel, const std::string& param,
+                                         const DeclaredType& type, nb::handle number) {
+  double real = PyFloat_AsDouble(number.ptr());  // an int exactly where a double holds it, else rounded
+  if (real == -1.0 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw nb::python_error();
+    PyErr_Clear();
+    raise_coded(argument_overflow_error(), Diag::LaunchArgumentRange,
+                declared_as(kernel, param, type) + " but got " + str_of(number) +
+                    ", an int too large for any float; pass a value a float64 holds");
+  }
+  return real;
 }
 
 // Mirrors the order in which the kinds were always told apart: a value that
@@ -924,6 +1071,12 @@ void ArgumentClassifier::descriptor(const std::string& kernel, const std::string
 
 void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::string& param, nb::handle value,
                                          LaunchKey& key) {
+  size_t parts = 0;
+  constexpr_part(kernel, param, value, key, 0, parts);
+}
+
+void ArgumentClassifier::constexpr_part(const std::string& kernel, const std::string& param, nb::handle value,
+                                        LaunchKey& key, int depth, size_t& parts) {
   PyObject* object = value.ptr();
   PyTypeObject* type = Py_TYPE(object);
   // int, float and str include their subclasses (an IntEnum member, as vLLM passes a mode): their plain
@@ -951,16 +1104,30 @@ void ArgumentClassifier::constexpr_value(const std::string& kernel, const std::s
   }
   if (PyFloat_Check(object)) return key.constant_float(PyFloat_AsDouble(object));
   if (PyTuple_Check(object)) {  // a shape, say: each element is a constexpr of its own
+    // Unbounded, a tuple nested 100,000 deep overflowed the stack here, and one of 10 million values
+    // took a minute to compile into a kernel that never used it.
+    constexpr int kMaxDepth = 32;
+    if (depth >= kMaxDepth)
+      raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                  "constexpr argument '" + param + "' of kernel '" + kernel + "' nests tuples more than " +
+                      std::to_string(kMaxDepth) + " deep; pass fewer levels");
+    parts += static_cast<size_t>(PyTuple_GET_SIZE(object)) + 1;
+    if (parts > frontend::kMaxValueParts)
+      raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
+                  "constexpr argument '" + param + "' of kernel '" + kernel + "' holds more than " +
+                      std::to_string(frontend::kMaxValueParts) +
+                      " values (counting those of the tuples inside it); pass an array instead of a tuple this "
+                      "long");
     key.constant_tuple(static_cast<uint32_t>(PyTuple_GET_SIZE(object)));
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(object); ++i)
-      constexpr_value(kernel, param, nb::handle(PyTuple_GET_ITEM(object, i)), key);
+      constexpr_part(kernel, param, nb::handle(PyTuple_GET_ITEM(object, i)), key, depth + 1, parts);
     return;
   }
   if (is_instance(value, support_.constexpr_type))
-    return constexpr_value(kernel, param, attribute(value, value_name_), key);
+    return constexpr_part(kernel, param, attribute(value, value_name_), key, depth, parts);
   if (is_instance(value, support_.dtype_type) && !is_instance(value, support_.pointer_type))
     return key.constant_dtype(utf8(attribute(value, canonical_name_).ptr()));
-  if (is_number_scalar(value)) return constexpr_value(kernel, param, call_method(value, item_name_), key);
+  if (is_number_scalar(value)) return constexpr_part(kernel, param, call_method(value, item_name_), key, depth, parts);
   if (PyCallable_Check(object)) {  // a function the kernel calls: tl.extra.cuda.smid, a @jit helper
     nb::object described = support_.constexpr_function(value);
     if (PyUnicode_Check(described.ptr())) {

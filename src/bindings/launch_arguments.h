@@ -20,6 +20,8 @@
 //        are constexprs inside it
 //   constexprs    int, float, bool, str, None, tl.dtype (or tl.constexpr of
 //        one, or a NumPy scalar), or a tuple of them: the value itself
+//   a parameter of declared scalar type (`s: tl.int64`; DeclaredType)
+//        its bool, int or float converted to that type, None as above
 //
 // Anything else raises the error the Python package has always raised for
 // it (launch_errors.h). The common kinds (exact NumPy arrays, torch tensor
@@ -110,6 +112,16 @@ const ArrayInterface* array_interface(nanobind::handle array, nanobind::object& 
 // An interned str (attribute lookups with it compare by address).
 nanobind::str interned(const char* text);
 
+// A runtime parameter's declared scalar type: its annotation (`s: tl.int64`,
+// read by jit.py's _Signature as Triton reads it), or the type the kernel a
+// `compiled[grid]` launch runs was compiled with. Its arguments are converted
+// to that type, as Triton's launcher converts them, instead of being typed by
+// their value.
+struct DeclaredType {
+  ir::Scalar scalar = ir::Scalar::I32;
+  bool compiled = false;  // from a compiled kernel's signature, not an annotation: messages say which
+};
+
 // Turns arguments into key items, launch values and places. Call with the
 // GIL held.
 class ArgumentClassifier {
@@ -119,10 +131,20 @@ class ArgumentClassifier {
   // A runtime (non-constexpr) argument of parameter `param` (index `index`).
   void runtime(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
                bool specialize, LaunchArguments& out);
-  // A constexpr argument: its value is its key item.
+  // A runtime argument of a parameter of declared type: None is the constant
+  // None, as for any parameter; a Python or NumPy bool, int or float becomes
+  // a value of the type (signed integers must be in its range, unsigned ones
+  // wrap, floats are rounded to it when packed); anything else is refused.
+  // Ints specialize on being 1 and on divisibility by 16 as other ints do
+  // (unless `specialize` is false); floats and bools do not, as in Triton.
+  void declared(const std::string& kernel, const std::string& param, const DeclaredType& type,
+                nanobind::handle value, bool specialize, LaunchArguments& out);
   // Whether `value` is an instance of an @aggregate class: a launch lifts its runtime fields into
   // parameters, also for a tl.constexpr parameter.
   bool is_aggregate(nanobind::handle value) const;
+  // A constexpr argument: its value is its key item. A tuple nests at most as deep as a runtime one
+  // (check_depth) and holds at most as many values as a tuple the kernel builds
+  // (frontend/value_bounds.h), or is a TypeError: it becomes a compile-time value of the kernel.
   void constexpr_value(const std::string& kernel, const std::string& param, nanobind::handle value, LaunchKey& key);
 
   // Debug mode: the memory an array argument may be accessed in, as (first
@@ -155,6 +177,14 @@ class ArgumentClassifier {
                LaunchArguments& out);
   IntClass classify_int(const std::string& kernel, const std::string& param, nanobind::handle value,
                         bool specialize, HostValue& host);
+  // The Python bool, int or float `value` holds (a NumPy scalar's item()), or an invalid object for
+  // any other value.
+  nanobind::object plain_number(nanobind::handle value);
+  // `number` (a Python bool, int or float) as a value of the declared type.
+  IntClass declared_int(const std::string& kernel, const std::string& param, const DeclaredType& type,
+                        nanobind::handle number, bool specialize, HostValue& host);
+  double declared_real(const std::string& kernel, const std::string& param, const DeclaredType& type,
+                       nanobind::handle number);
   // The argument as an array's pointer, or nothing for the other kinds a
   // runtime argument may be (scalars, descriptors); raises for values of no
   // kind and for arrays it refuses.
@@ -175,6 +205,9 @@ class ArgumentClassifier {
   void aggregate(const std::string& kernel, const std::string& param, size_t index, nanobind::handle value,
                  bool specialize, LaunchArguments& out);
   void check_depth(const std::string& kernel, const std::string& param);
+  // constexpr_value of a value `depth` tuples deep, `parts` the values of the argument so far.
+  void constexpr_part(const std::string& kernel, const std::string& param, nanobind::handle value, LaunchKey& key,
+                      int depth, size_t& parts);
   // The elements of a tuple or an aggregate (`count` items of `items`), each runtime or constexpr.
   void elements(const std::string& kernel, const std::string& param, size_t index, PyObject* const* items,
                 Py_ssize_t count, bool specialize, LaunchArguments& out,

@@ -12,7 +12,9 @@ namespace {
 constexpr char kPointer = 'P', kInt = 'I', kFloat = 'F', kBool = 'B', kConstant = 'C', kDescriptor = 'D',
                kTuple = 'U', kTrailer = 'T';
 
-uint8_t int_flags(const IntClass& value) { return (value.is_one ? 1 : 0) | (value.divisible_by_16 ? 2 : 0); }
+uint8_t int_flags(const IntClass& value) {
+  return (value.is_one ? 1 : 0) | (value.divisible_by_16 ? 2 : 0) | (value.is_one && value.typed_one ? 4 : 0);
+}
 
 // Reads a key back, item by item; a malformed key is a bug of this file.
 class Reader {
@@ -57,6 +59,7 @@ frontend::ArgSpec int_spec(Reader& in) {
   auto flags = in.take<uint8_t>();
   spec.is_one = (flags & 1) != 0;
   spec.divisibility = (flags & 2) ? 16 : 1;
+  spec.typed_one = (flags & 4) != 0;
   return spec;
 }
 
@@ -127,13 +130,16 @@ void LaunchKey::integer(const IntClass& value) {
 }
 
 void LaunchKey::drop_alignment(size_t at) {
-  if (at + 3 > size()) return;  // an item of one byte (float, bool): nothing to forget
+  if (at + 3 > size()) return;  // an item shorter than three bytes (float, bool): nothing to forget
   char* item = spilled_.empty() ? local_.data() + at : spilled_.data() + at;
   if (item[0] == kPointer) item[2] = 0;
   if (item[0] == kInt) item[2] = static_cast<char>(item[2] & ~2);  // int_flags: bit 1 is divisible_by_16
 }
 
-void LaunchKey::real() { append(kFloat); }
+void LaunchKey::real(ir::Scalar type) {
+  const char item[2] = {kFloat, static_cast<char>(type)};
+  append(item, sizeof item);
+}
 void LaunchKey::boolean() { append(kBool); }
 
 void LaunchKey::constant_int(int64_t value) {
@@ -238,7 +244,7 @@ frontend::ArgSpec read_item(Reader& in, char tag) {
   switch (tag) {
     case kPointer: return pointer_spec(in);
     case kInt: return int_spec(in);
-    case kFloat: return frontend::ArgSpec{frontend::ArgSpec::Kind::Float, ir::Scalar::F32};
+    case kFloat: return frontend::ArgSpec{frontend::ArgSpec::Kind::Float, static_cast<ir::Scalar>(in.take<uint8_t>())};
     case kBool: return frontend::ArgSpec{frontend::ArgSpec::Kind::Bool, ir::Scalar::I1};
     case kConstant: return constant_spec(in);
     case kDescriptor: return descriptor_spec(in);

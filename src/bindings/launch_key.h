@@ -7,8 +7,10 @@
 //
 // Per parameter, in order (Triton's rules, applied by launch_arguments.cpp):
 //   pointer       element type, whether the address is 16-byte aligned
-//   int           width (i32, i64, u64), is the value 1, divisible by 16
-//   float, bool   nothing more
+//   int           width (i32, i64, u64, or the parameter's declared type), is the value 1 (a typed
+//                 1 for a declared type), divisible by 16
+//   float         its type (f32, or the parameter's declared float type)
+//   bool          nothing more
 //   constexpr     its value (kind and payload; a tuple: its length, then its elements)
 //   descriptor    its base pointer's, its shape and strides as ints, block shape, padding
 // then the launch options that change the code, debug mode, and the backend
@@ -29,16 +31,17 @@ namespace tegula::python {
 
 // What decides an int argument's specialization.
 struct IntClass {
-  ir::Scalar width = ir::Scalar::I32;  // I32, I64 or U64
+  ir::Scalar width = ir::Scalar::I32;  // I32, I64 or U64; any integer type when declared
   bool is_one = false;
   bool divisible_by_16 = false;
+  bool typed_one = false;  // with is_one: the parameter's type is declared (frontend::ArgSpec::typed_one)
 };
 
 class LaunchKey {
  public:
   void pointer(ir::Scalar element, bool aligned16);
   void integer(const IntClass& value);
-  void real();
+  void real(ir::Scalar type = ir::Scalar::F32);
   void boolean();
   // Constexprs: one of these per value.
   void constant_int(int64_t value);

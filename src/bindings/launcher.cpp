@@ -140,12 +140,15 @@ std::vector<std::string> expected_params(const std::vector<std::string>& names,
 void Launcher::prepare() {
   if (!jit_.is_valid()) throw nb::type_error("this kernel launcher was cleared by the garbage collector");
   // (names, is_constexpr, defaults, do_not_specialize, missing sentinel,
-  // do_not_specialize_on_alignment); raises what reading the signature raises.
+  // do_not_specialize_on_alignment, declared scalar types); raises what
+  // reading the signature raises.
   nb::tuple plan = nb::cast<nb::tuple>(jit_.attr("_launch_plan")());
   nb::tuple names = nb::cast<nb::tuple>(plan[0]), is_constexpr = nb::cast<nb::tuple>(plan[1]),
-            defaults = nb::cast<nb::tuple>(plan[2]);
+            defaults = nb::cast<nb::tuple>(plan[2]), annotated = nb::cast<nb::tuple>(plan[6]);
   nb::handle unspecialized = plan[3], missing = plan[4], unaligned = plan[5];
   kernel_name_ = nb::cast<std::string>(jit_.attr("__name__"));
+  if (!compiled_types_.empty() && compiled_types_.size() != nb::len(names))
+    throw nb::value_error("internal error: a compiled kernel's launcher got types for another parameter count");
   nb::dict index;
   params_.clear();
   names_.clear();
@@ -154,6 +157,7 @@ void Launcher::prepare() {
     p.name = nb::cast<nb::str>(names[i]);
     p.text = nb::cast<std::string>(p.name);
     p.is_constexpr = nb::cast<bool>(is_constexpr[i]);
+    if (!p.is_constexpr) p.declared = declared_type(i, annotated[i]);
     if (!defaults[i].is(missing)) p.default_value = nb::borrow(defaults[i]);
     index[p.name] = i;
     names_.push_back(p.text);
@@ -192,6 +196,15 @@ void Launcher::prepare() {
   for (nb::handle which : unaligned) params_[listed_param(which, "do_not_specialize_on_alignment")].align = false;
   index_ = index;
   prepared_ = true;
+}
+
+std::optional<DeclaredType> Launcher::declared_type(size_t i, nb::handle annotated) const {
+  if (i < compiled_types_.size() && compiled_types_[i]) return DeclaredType{*compiled_types_[i], /*compiled=*/true};
+  if (annotated.is_none()) return std::nullopt;
+  ir::Scalar scalar;
+  if (!ir::parse_scalar(nb::cast<std::string>(annotated), &scalar))
+    throw nb::value_error("internal error: a kernel's signature declares an unknown scalar type");
+  return DeclaredType{scalar, /*compiled=*/false};
 }
 
 // --- binding -----------------------------------------------------------------------------------
@@ -308,7 +321,10 @@ void Launcher::specialize(const CallArgs& call, Specialized& out) {
       classifier_.constexpr_value(kernel_name_, p.text, value, out.arguments.key);
     } else {
       size_t item = out.arguments.key.size();
-      classifier_.runtime(kernel_name_, p.text, i, value, p.specialize, out.arguments);
+      if (p.declared)
+        classifier_.declared(kernel_name_, p.text, *p.declared, value, p.specialize, out.arguments);
+      else
+        classifier_.runtime(kernel_name_, p.text, i, value, p.specialize, out.arguments);
       if (!p.align) out.arguments.key.drop_alignment(item);
     }
   }
@@ -627,7 +643,8 @@ nb::tuple Launcher::arrays(nb::dict named) {
   nb::list dtypes;
   std::optional<Place> first;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].is_constexpr || !named.contains(params_[i].name)) continue;
+    // A parameter of declared scalar type holds no array.
+    if (params_[i].is_constexpr || params_[i].declared || !named.contains(params_[i].name)) continue;
     LaunchArguments one;
     classifier_.runtime(kernel_name_, params_[i].text, i, named[params_[i].name], true, one);
     std::vector<frontend::ArgSpec> specs = decode_arguments(one.key.bytes());

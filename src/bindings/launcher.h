@@ -22,6 +22,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,7 +58,11 @@ enum class Receives : uint8_t { Address, Real, Truth, Integer };
 
 class Launcher {
  public:
-  Launcher(nanobind::object jit, LaunchSupport support) : jit_(std::move(jit)), classifier_(std::move(support)) {}
+  // `compiled_types`: for the launcher of a compiled kernel's `compiled[grid]`, the scalar type it was
+  // compiled with per parameter (an IR name, "i64", or nothing), which then declares the parameter's type
+  // in place of its annotation; empty for a kernel's own launcher.
+  Launcher(nanobind::object jit, LaunchSupport support, std::vector<std::optional<ir::Scalar>> compiled_types = {})
+      : jit_(std::move(jit)), classifier_(std::move(support)), compiled_types_(std::move(compiled_types)) {}
 
   // Launches the kernel and returns its CompiledKernel.
   nanobind::object launch(const CallArgs& call);
@@ -111,6 +116,7 @@ class Launcher {
     bool is_constexpr = false;
     bool specialize = true;
     bool align = true;  // false: do_not_specialize_on_alignment
+    std::optional<DeclaredType> declared;  // a runtime scalar's type, when declared
     nanobind::object default_value;  // null: required
   };
 
@@ -150,6 +156,9 @@ class Launcher {
   static bool globals_changed(const Target& target);
 
   void prepare();
+  // Parameter `i`'s declared type: the compiled kernel's, for a compiled kernel's launcher, else its
+  // annotation's (`annotated`: jit.py's IR scalar name, or None).
+  std::optional<DeclaredType> declared_type(size_t i, nanobind::handle annotated) const;
   // Launches `target` (on the caller's current stream, for a device).
   void launch_now(const Target& target, const std::array<int64_t, 3>& grid, std::span<const runtime::ArgValue> args);
   void bind(const CallArgs& call, Bound& bound);
@@ -173,6 +182,7 @@ class Launcher {
 
   nanobind::object jit_;  // the JITFunction
   ArgumentClassifier classifier_;
+  std::vector<std::optional<ir::Scalar>> compiled_types_;  // see the constructor
   bool prepared_ = false;
   bool debug_ = false;
   std::string kernel_name_;

@@ -16,6 +16,7 @@
 #include "bindings/bindings.h"
 #include "runtime/compiler.h"
 #include "backends/cuda/driver_api.h"
+#include "frontend/value_bounds.h"
 #include "support/diagnostic.h"
 #include "support/interrupt.h"
 
@@ -101,6 +102,10 @@ void raise_compilation_error(PyObject* compilation_error, const tegula::Error& e
   PyObject* assertion_type = e.code() == Diag::AssertionFailsAtCompileTime
                                  ? module_attribute("CompileTimeAssertionFailure") : nullptr;
   if (assertion_type) type = assertion_type;
+  // Python syntax kernels do not take (E0110) is an UnsupportedLanguageConstruct, as in Triton.
+  PyObject* construct_type = e.code() == Diag::UnsupportedSyntax ? module_attribute("UnsupportedLanguageConstruct")
+                                                                 : nullptr;
+  if (construct_type) type = construct_type;
   PyObject* cause = nullptr;
   if (code_text && message_text && !assertion_type) {
     PyObject* cause_type = code.substr(0, 3) == "E03" ? PyExc_TypeError : PyExc_ValueError;
@@ -117,6 +122,7 @@ void raise_compilation_error(PyObject* compilation_error, const tegula::Error& e
   if (error) PyErr_SetObject(type, error);
   Py_XDECREF(error);
   Py_XDECREF(assertion_type);
+  Py_XDECREF(construct_type);
   Py_XDECREF(message_text);
   Py_XDECREF(code_text);
 }
@@ -243,6 +249,9 @@ PyObject* add_exception(nb::module_& m, const char* name, const char* doc, PyObj
 NB_MODULE(_C, m) {
   m.doc() = "Tegula's compiler and runtime (C++), as used by the tegula package.";
   m.attr("__version__") = TEGULA_VERSION;
+  // The bounds of the compile-time values a kernel holds, for the values Python hands the compiler.
+  m.attr("MAX_COMPILE_TIME_VALUES") = tegula::frontend::kMaxValueParts;
+  m.attr("MAX_COMPILE_TIME_DEPTH") = tegula::frontend::kMaxValueDepth;
 
   // Triton's base of the errors it raises for a kernel (triton.TritonError): host code catches it.
   PyObject* triton_error = tegula::python::add_exception(
@@ -260,6 +269,11 @@ NB_MODULE(_C, m) {
       m, "CompileTimeAssertionFailure",
       "A CompilationError for an assertion found false at compile time (tl.static_assert, E0604), as Triton's "
       "CompileTimeAssertionFailure: it has no `__cause__`.",
+      compilation_error);
+  tegula::python::add_exception(
+      m, "UnsupportedLanguageConstruct",
+      "A CompilationError for Python syntax that kernels do not take (E0110: a nested `def`, `try`, a lambda that "
+      "captures a run-time value...), as Triton's UnsupportedLanguageConstruct.",
       compilation_error);
   nb::register_exception_translator(tegula::python::translate_errors, compilation_error);
   tegula::set_interrupt_poll(tegula::python::python_interrupt_pending);

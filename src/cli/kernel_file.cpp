@@ -31,7 +31,8 @@ void collect_names(const ast::Expr& e, std::set<std::string>& out) {
   if (e.kind == ast::ExprKind::Name) out.insert(e.name);
   for (const ast::ExprPtr& c : e.children)
     if (c) collect_names(*c, out);
-  for (const ast::Keyword& k : e.keywords) collect_names(*k.value, out);
+  for (const ast::Keyword& k : e.keywords)
+    if (k.value) collect_names(*k.value, out);
 }
 
 void collect_names(const ast::Stmt& s, std::set<std::string>& out) {

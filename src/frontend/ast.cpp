@@ -176,6 +176,15 @@ class Dumper {
       case ExprKind::List: line(depth, label, "List", e.loc); break;
       case ExprKind::Comprehension: line(depth, label, "Comprehension", e.loc); break;
       case ExprKind::Starred: line(depth, label, "Starred", e.loc); break;
+      case ExprKind::Lambda: {
+        std::string text = "Lambda";
+        for (const Keyword& k : e.keywords) text += " " + k.name;
+        line(depth, label, text, e.loc);
+        for (const Keyword& k : e.keywords)
+          if (k.value) expr(depth + 1, "default " + k.name, *k.value);
+        break;
+      }
+      case ExprKind::NamedExpr: line(depth, label, "NamedExpr", e.loc); break;
     }
     children(depth + 1, e);
   }

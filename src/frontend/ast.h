@@ -60,6 +60,9 @@ enum class ExprKind {
                   //   children[0] the element, then per `for` clause three children: its target (a
                   //   Name or Tuple), its iterable and its condition (the clause's `if`s joined by
                   //   `and`; nullptr without one). Unrolled at compile time into a tuple.
+  Lambda,     // lambda keywords...: children[0]; each keyword is a parameter (name, default value or
+              //   nullptr)
+  NamedExpr,  // children[0] := children[1] (children[0] a Name)
 };
 
 struct Keyword {
@@ -123,6 +126,7 @@ struct Stmt {
 
 struct Param {
   std::string name;
+  bool star = false;      // `*name`: the positional arguments past the others, as a tuple
   ExprPtr annotation;     // may be null
   ExprPtr default_value;  // may be null
   SourceLoc loc;

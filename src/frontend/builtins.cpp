@@ -139,12 +139,19 @@ namespace {
 Symbol ok(ir::ValueId v) { return Symbol::of(v); }
 
 Symbol program_id(Lowerer& l, const CallArgs& c, const std::string& n) {
-  BoundArgs a(n, {"axis"}, c);
+  BoundArgs a = n == "program_id" ? BoundArgs(n, {"axis", "?bitwidth"}, c) : BoundArgs(n, {"axis"}, c);
   int64_t axis = l.to_int_const(a.get("axis"), a.loc("axis"), "the axis of tl." + n);
   if (axis < 0 || axis > 2) error_at(a.loc("axis"), Diag::ArgumentOutOfRange,
                                      "tl." + n + " axis must be 0, 1, or 2 but got " + std::to_string(axis));
-  return ok(l.create(n == "program_id" ? OpKind::ProgramId : OpKind::NumPrograms, {}, ir::Type::of(Scalar::I32), c.loc,
-                     {{"axis", ir::Attr{axis}}}));
+  // tl.program_id(axis, bitwidth=64): the id as an int64 (Triton's newer keyword); 32 (the default) an int32.
+  int64_t bits = a.has("bitwidth") ? l.to_int_const(a.get("bitwidth"), a.loc("bitwidth"), "the bitwidth of tl." + n)
+                                   : 32;
+  if (bits != 32 && bits != 64)
+    error_at(a.loc("bitwidth"), Diag::ArgumentOutOfRange,
+             "the bitwidth of tl." + n + " must be 32 or 64 but got " + std::to_string(bits));
+  ir::ValueId id = l.create(n == "program_id" ? OpKind::ProgramId : OpKind::NumPrograms, {},
+                            ir::Type::of(Scalar::I32), c.loc, {{"axis", ir::Attr{axis}}});
+  return ok(bits == 64 ? l.cast(id, Scalar::I64, c.loc) : id);
 }
 
 Symbol arange(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -159,9 +166,17 @@ Symbol arange(Lowerer& l, const CallArgs& c, const std::string& n) {
     return l.to_int_const(s, a.loc(which), std::string("the ") + which + " of tl.arange");
   };
   int64_t start = bound("start"), end = bound("end");
+  if (end <= start) error_at(c.loc, Diag::EmptyRange,
+                             "tl.arange needs end > start, got [" + std::to_string(start) + ", " + std::to_string(end) + ")");
+  // Its values are int32 (Triton's rule too): past that, the IR verifier
+  // refused the op as an internal error. Checked before `end - start`,
+  // which could overflow int64.
+  if (start < INT32_MIN || end - 1 > INT32_MAX)
+    error_at(c.loc, Diag::ArgumentOutOfRange,
+             "tl.arange must fit in int32, but [" + std::to_string(start) + ", " + std::to_string(end) +
+                 ") holds values outside [-2147483648, 2147483647]",
+             "offset the range instead: `base + tl.arange(0, BLOCK)` with `base` an int64 if it is large");
   int64_t len = end - start;
-  if (len <= 0) error_at(c.loc, Diag::EmptyRange,
-                         "tl.arange needs end > start, got [" + std::to_string(start) + ", " + std::to_string(end) + ")");
   if ((len & (len - 1)) != 0)
     error_at(c.loc, Diag::SizeNotPowerOfTwo,
              "tl.arange range length must be a power of two, but it is " + std::to_string(len),

@@ -130,7 +130,7 @@ std::vector<int64_t> const_ints(Lowerer& l, const BoundArgs& a, const std::strin
                "`" + param + "` of " + callee + " must be compile-time integers, but element " +
                                  std::to_string(d) + " is " + l.describe(s),
                "use literals or `tl.constexpr` parameters, e.g. block_shape=(BLOCK_M, BLOCK_K)");
-    out.push_back(s.constant.i);
+    out.push_back(l.to_int_const(s, a.loc(param), "element " + std::to_string(d) + " of `" + param + "`"));
   }
   return out;
 }

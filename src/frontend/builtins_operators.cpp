@@ -157,8 +157,10 @@ Symbol join_pack(Lowerer& l, const std::vector<Symbol>& pieces, const SourceLoc&
 }  // namespace
 
 Symbol lower_map_elementwise(Lowerer& l, const CallArgs& c, const std::string& n) {
-  if (c.positional.empty() || c.positional[0].kind != Symbol::Kind::JitFunction)
-    error_at(c.loc, Diag::WrongArgumentKind, "the first argument of tl.map_elementwise must be a @jit function");
+  if (c.positional.empty() || (c.positional[0].kind != Symbol::Kind::JitFunction &&
+                                c.positional[0].kind != Symbol::Kind::Lambda))
+    error_at(c.loc, Diag::WrongArgumentKind,
+             "the first argument of tl.map_elementwise must be a @jit function or a lambda");
   int64_t pack = 1;
   SourceLoc pack_loc = c.loc;
   for (size_t k = 0; k < c.keywords.size(); ++k) {
@@ -203,7 +205,8 @@ Symbol lower_map_elementwise(Lowerer& l, const CallArgs& c, const std::string& n
       call.positional_locs.push_back(c.positional_locs[i + 1]);
     }
   }
-  Symbol r = l.call_jit_per_element(c.positional[0].function, call);
+  Symbol r = c.positional[0].kind == Symbol::Kind::Lambda ? l.call(c.positional[0], call)
+                                                         : l.call_jit_per_element(c.positional[0].function, call);
   const std::vector<int64_t> piece_shape = pack == 1 ? shape : std::vector<int64_t>{numel / pack};
   // Every result has the arguments' shape, constants included (a tensor in Triton).
   auto widen = [&](const Symbol& s, const std::vector<int64_t>& to) {

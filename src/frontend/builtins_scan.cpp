@@ -153,9 +153,9 @@ Symbol associative_scan(Lowerer& l, const CallArgs& c, const std::string& n) {
   if (!l.type(inputs[0]).is_tile())
     error_at(a.loc("input"), Diag::WrongRank, "tl.associative_scan needs tiles, but the inputs are scalars");
   const Symbol& fn = a.get("combine_fn");
-  if (fn.kind != Symbol::Kind::JitFunction)
+  if (fn.kind != Symbol::Kind::JitFunction && fn.kind != Symbol::Kind::Lambda)
     error_at(a.loc("combine_fn"), Diag::WrongArgumentKind,
-             "the combine_fn of tl.associative_scan must be a @jit function, but it is " +
+             "the combine_fn of tl.associative_scan must be a @jit function or a lambda, but it is " +
                                       l.describe(fn));
   int64_t axis = axis_arg(l, a, "axis", l.type(inputs[0]).rank(), "tl.associative_scan", 0);
   Combiner combine = [&](const std::vector<ir::ValueId>& before, const std::vector<ir::ValueId>& next) {
@@ -164,7 +164,7 @@ Symbol associative_scan(Lowerer& l, const CallArgs& c, const std::string& n) {
     for (ir::ValueId v : before) args.positional.push_back(Symbol::of(v));
     for (ir::ValueId v : next) args.positional.push_back(Symbol::of(v));
     args.positional_locs.assign(args.positional.size(), c.loc);
-    Symbol r = l.call_jit(fn.function, args);
+    Symbol r = l.call(fn, args);
     std::vector<Symbol> parts = r.kind == Symbol::Kind::Tuple ? r.elements : std::vector<Symbol>{r};
     std::vector<ir::ValueId> out;
     for (const Symbol& p : parts) out.push_back(l.to_value(p, c.loc, "a result of the combine function"));

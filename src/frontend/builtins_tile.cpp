@@ -259,9 +259,9 @@ Symbol lower_reduce(Lowerer& l, const CallArgs& c, const std::string& n) {
     inputs[i] = y;
   }
   const Symbol& fn = a.get("combine_fn");
-  if (fn.kind != Symbol::Kind::JitFunction)
+  if (fn.kind != Symbol::Kind::JitFunction && fn.kind != Symbol::Kind::Lambda)
     error_at(a.loc("combine_fn"), Diag::WrongArgumentKind,
-             "the combine_fn of tl.reduce must be a @jit function, but it is " + l.describe(fn));
+             "the combine_fn of tl.reduce must be a @jit function or a lambda, but it is " + l.describe(fn));
   auto axis = optional_axis(l, a, l.type(inputs[0]).rank(), "tl.reduce");
   Combiner combine = [&](const std::vector<ir::ValueId>& acc, const std::vector<ir::ValueId>& next) {
     CallArgs args;
@@ -269,7 +269,7 @@ Symbol lower_reduce(Lowerer& l, const CallArgs& c, const std::string& n) {
     for (ir::ValueId v : acc) args.positional.push_back(Symbol::of(v));
     for (ir::ValueId v : next) args.positional.push_back(Symbol::of(v));
     args.positional_locs.assign(args.positional.size(), c.loc);
-    Symbol r = l.call_jit(fn.function, args);
+    Symbol r = l.call(fn, args);
     std::vector<ir::ValueId> out;
     if (r.kind == Symbol::Kind::Tuple) {
       for (size_t i = 0; i < r.elements.size(); ++i)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -225,7 +226,11 @@ Symbol slice_tuple(Lowerer& l, const Symbol& tuple, const std::vector<std::optio
                    const SourceLoc& loc) {
   auto bound = [&](size_t i, const char* what) -> std::optional<int64_t> {
     if (i >= bounds.size() || !bounds[i] || bounds[i]->is_none()) return std::nullopt;
-    return l.to_int_const(*bounds[i], loc, std::string("the ") + what + " of a tuple slice");
+    // 2**63 and above (their bits in `i`) clamp as Python clamps any bound past the tuple.
+    const Symbol& b = *bounds[i];
+    if (b.is_const() && b.constant.kind == ConstValue::Kind::Int && b.constant.is_unsigned)
+      return std::numeric_limits<int64_t>::max();
+    return l.to_int_const(b, loc, std::string("the ") + what + " of a tuple slice");
   };
   int64_t n = static_cast<int64_t>(tuple.elements.size());
   int64_t step = bound(2, "step").value_or(1);
@@ -238,8 +243,9 @@ Symbol slice_tuple(Lowerer& l, const Symbol& tuple, const std::vector<std::optio
   };
   int64_t start = clamp(bound(0, "start"), step > 0 ? 0 : n - 1);
   int64_t stop = clamp(bound(1, "stop"), step > 0 ? n : -1);
+  // Stepped in 128 bits: a step near 2^63 took `i` past int64 and read outside the tuple.
   std::vector<Symbol> out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(tuple.elements[static_cast<size_t>(i)]);
+  for (__int128 i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(tuple.elements[static_cast<size_t>(i)]);
   return Symbol::tuple(std::move(out));
 }
 

@@ -2,9 +2,24 @@
 #include <limits>
 
 #include "frontend/const_value.h"
+#include "frontend/value_bounds.h"
 #include "support/diagnostic.h"
 
 namespace tegula::frontend {
+
+namespace {
+
+// A number as Python compares an int with a float: exactly. A double holds
+// neither 2**63 - 1 nor most other ints above 2**53, so comparing in double
+// made `2**63 - 1 == 2.0**63` true; long double holds every int64, uint64
+// and double (64 mantissa bits on x86-64, 113 on AArch64).
+static_assert(std::numeric_limits<long double>::digits >= 64, "long double must hold every 64-bit integer");
+long double exact_value(const ConstValue& v) {
+  if (v.kind == ConstValue::Kind::Float) return v.f;
+  return v.is_unsigned ? static_cast<long double>(static_cast<uint64_t>(v.i)) : static_cast<long double>(v.i);
+}
+
+}  // namespace
 
 bool ConstValue::truthy() const {
   switch (kind) {
@@ -20,7 +35,7 @@ bool ConstValue::truthy() const {
 
 bool ConstValue::operator==(const ConstValue& o) const {
   if (is_numeric() && o.is_numeric()) {
-    if (kind == Kind::Float || o.kind == Kind::Float) return as_double() == o.as_double();
+    if (kind == Kind::Float || o.kind == Kind::Float) return exact_value(*this) == exact_value(o);
     return i == o.i && is_unsigned == o.is_unsigned;
   }
   if (kind != o.kind) return false;
@@ -110,13 +125,28 @@ __int128 floor_mod(__int128 a, __int128 b) {
   return r;
 }
 
+// Python's float `//` (float_floor_div in CPython's floatobject.c): from
+// fmod, so 1.0 // 0.1 is 9.0, not floor(1.0 / 0.1) = 10.0.
+double python_float_floordiv(double x, double y) {
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0.0 && ((y < 0) != (mod < 0))) div -= 1.0;
+  if (div == 0.0) return std::copysign(0.0, x / y);
+  double floordiv = std::floor(div);
+  if (div - floordiv > 0.5) floordiv += 1.0;
+  return floordiv;
+}
+
 }  // namespace
 
 std::optional<ConstValue> const_binary(ast::BinaryOp op, const ConstValue& a, const ConstValue& b,
                                        const SourceLoc& loc) {
   using K = ConstValue::Kind;
   using ast::BinaryOp;
-  if (a.kind == K::Str && b.kind == K::Str && op == BinaryOp::Add) return ConstValue::string(a.s + b.s);
+  if (a.kind == K::Str && b.kind == K::Str && op == BinaryOp::Add) {
+    check_string_length(a.s.size() + b.s.size(), loc);
+    return ConstValue::string(a.s + b.s);
+  }
   if (!a.is_numeric() || !b.is_numeric()) return std::nullopt;
   bool both_int = a.kind != K::Float && b.kind != K::Float;
   if (both_int) {
@@ -140,6 +170,8 @@ std::optional<ConstValue> const_binary(ast::BinaryOp op, const ConstValue& a, co
         if (y == 0) error_at(loc, Diag::ConstantArithmetic, "integer modulo by zero in a constant expression");
         return checked(floor_mod(x, y), loc);
       case BinaryOp::Pow: {
+        if (y < 0 && x == 0)
+          error_at(loc, Diag::ConstantArithmetic, "0 cannot be raised to a negative power in a constant expression");
         if (y < 0) return ConstValue::real(std::pow(static_cast<double>(x), static_cast<double>(y)));
         __int128 r = 1;
         for (__int128 k = 0; k < y; ++k) {
@@ -174,14 +206,27 @@ std::optional<ConstValue> const_binary(ast::BinaryOp op, const ConstValue& a, co
       return ConstValue::real(x / y);
     case BinaryOp::FloorDiv:
       if (y == 0.0) error_at(loc, Diag::ConstantArithmetic, "float floor division by zero in a constant expression");
-      return ConstValue::real(std::floor(x / y));
+      return ConstValue::real(python_float_floordiv(x, y));
     case BinaryOp::Mod: {
       if (y == 0.0) error_at(loc, Diag::ConstantArithmetic, "float modulo by zero in a constant expression");
       double r = std::fmod(x, y);
       if (r != 0.0 && ((r < 0) != (y < 0))) r += y;
+      if (r == 0.0) r = std::copysign(0.0, y);  // Python's zero takes the divisor's sign: -1 % 0.5 is 0.0
       return ConstValue::real(r);
     }
-    case BinaryOp::Pow: return ConstValue::real(std::pow(x, y));
+    case BinaryOp::Pow: {
+      // Where Python raises, so does the kernel (as Triton's constexpr
+      // arithmetic, which is Python's): no inf, NaN or complex stands in.
+      if (x == 0.0 && y < 0.0)
+        error_at(loc, Diag::ConstantArithmetic, "0.0 cannot be raised to a negative power in a constant expression");
+      if (x < 0.0 && std::isfinite(x) && std::isfinite(y) && y != std::trunc(y))
+        error_at(loc, Diag::ConstantArithmetic,
+                 "a negative number raised to a fractional power is a complex number, which a kernel cannot hold");
+      double r = std::pow(x, y);
+      if (std::isinf(r) && std::isfinite(x) && std::isfinite(y))
+        error_at(loc, Diag::ConstantArithmetic, "the constant expression overflows a float (Python: OverflowError)");
+      return ConstValue::real(r);
+    }
     default: return std::nullopt;
   }
 }
@@ -258,7 +303,7 @@ std::optional<ConstValue> const_compare(ast::CmpOp op, const ConstValue& a, cons
       default: return std::nullopt;
     }
   };
-  if (floats) return cmp(a.as_double(), b.as_double());
+  if (floats) return cmp(exact_value(a), exact_value(b));
   return cmp(wide(a), wide(b));
 }
 

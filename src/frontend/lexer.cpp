@@ -124,11 +124,18 @@ class Lexer {
   };
 
   SourceLoc loc_of(size_t begin, size_t end) const {
-    // A span running past the end of its first line stops there.
-    size_t nl = text_.find('\n', begin);
-    if (nl != std::string_view::npos && nl < end) end = std::max(nl, begin + 1);
+    end = clip_to_line(begin, end);
     return SourceLoc{file_, line_, static_cast<int32_t>(begin - line_start_ + 1),
                      static_cast<int32_t>(end - line_start_ + 1)};
+  }
+
+  // A span running past the end of its first line stops there. Only the span
+  // is searched: every token asks, so looking on to the line's end made a
+  // line of n tokens cost n times its length.
+  size_t clip_to_line(size_t begin, size_t end) const {
+    if (begin >= text_.size() || end <= begin) return end;
+    size_t nl = text_.substr(begin, end - begin).find('\n');
+    return nl == std::string_view::npos ? end : std::max(begin + nl, begin + 1);
   }
 
   void push(TokenKind kind, std::string text, SourceLoc loc) {
@@ -580,8 +587,7 @@ class Lexer {
 
   // A span on a line the lexer has already passed.
   SourceLoc loc_of_at(size_t begin, size_t end, int32_t line, size_t line_start) const {
-    size_t nl = text_.find('\n', begin);
-    if (nl != std::string_view::npos && nl < end) end = std::max(nl, begin + 1);
+    end = clip_to_line(begin, end);
     return SourceLoc{file_, line, static_cast<int32_t>(begin - line_start + 1),
                      static_cast<int32_t>(end - line_start + 1)};
   }

@@ -107,6 +107,10 @@ ir::Function Lowerer::run() {
                                    " arguments but " + std::to_string(request_.args.size()) + " were given",
                                "", ErrorKind::Value});
   }
+  for (const ast::Param& p : kernel.params)
+    if (p.star)
+      error_at(p.loc, Diag::InvalidSignature, "a launched kernel cannot take `*" + p.name + "`",
+               "list every parameter by name; a @jit helper the kernel calls may take `*args`");
   std::vector<std::string> param_names;
   for (const ast::Param& p : kernel.params) param_names.push_back(p.name);
   ElementParamNames element_name(param_names);
@@ -131,8 +135,12 @@ ir::Function Lowerer::run() {
     ir::Type t = a.kind == ArgSpec::Kind::Pointer ? ir::Type::ptr(a.dtype) : ir::Type::of(a.dtype);
     fn_.params.push_back(ir::Param{name, t, a.divisibility, read_only && a.kind == ArgSpec::Kind::Pointer});
     ir::ValueId v = fn_.add_block_arg(fn_.body(), t);
-    if (a.kind == ArgSpec::Kind::Int && a.is_one)
-      return Symbol::of(ConstValue::integer(1));  // specialized like a constexpr, as Triton does
+    if (a.kind == ArgSpec::Kind::Int && a.is_one) {
+      // A declared type (s: tl.uint8) keeps the 1 a value of that type, so `s + 255` wraps as it would
+      // for any other value; an unannotated int is specialized like a constexpr, as Triton does.
+      if (a.typed_one) return Symbol::of(constant(ConstValue::integer(1), t, loc));
+      return Symbol::of(ConstValue::integer(1));
+    }
     return Symbol::of(v);
   };
   for (size_t i = 0; i < kernel.params.size(); ++i) {
@@ -165,7 +173,16 @@ ir::Function Lowerer::run() {
 }
 
 Symbol Lowerer::call_jit(int32_t index, const CallArgs& args, bool aggregate_init) {
-  const ast::FunctionDef& def = function_ast(index);
+  const ast::FunctionDef* parsed = nullptr;
+  try {
+    parsed = &function_ast(index);  // parsed on its first call, as deep in the stack as that call is
+  } catch (UserError& e) {
+    // The callee's own frame, so that an error in its text (the parser's stack bound) shows its callers.
+    const FunctionSource& fs = request_.functions[static_cast<size_t>(index)];
+    e.add_frame(CallFrame{fs.name, SourceLoc{file_ids_[static_cast<size_t>(index)], fs.first_line, 1, 1}, args.loc});
+    throw;
+  }
+  const ast::FunctionDef& def = *parsed;
   if (inline_depth_ >= kMaxInlineDepth)
     error_at(args.loc, Diag::InliningTooDeep,
              "calls to @jit functions are nested too deeply (recursion?) while inlining `" + def.name + "`",
@@ -179,17 +196,26 @@ Symbol Lowerer::call_jit(int32_t index, const CallArgs& args, bool aggregate_ini
              "recursion into a loop");
   if (interrupt_watch_.interrupted()) throw Interrupted();
 
-  // Bind like Python: positional, then keywords, then defaults.
+  // Bind like Python: positional (the extra ones into a `*args` parameter's tuple), then keywords,
+  // then defaults.
   std::vector<std::optional<Symbol>> bound(def.params.size());
-  if (args.positional.size() > def.params.size())
+  size_t star = 0;
+  while (star < def.params.size() && !def.params[star].star) ++star;
+  const size_t positional_params = star;  // all of them without a `*args`
+  if (args.positional.size() > positional_params && star == def.params.size())
     error_at(args.loc, Diag::WrongArgumentCount,
              "`" + def.name + "` takes " + std::to_string(def.params.size()) + " arguments but " +
                            std::to_string(args.positional.size()) + " were given");
-  for (size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
+  for (size_t i = 0; i < args.positional.size() && i < positional_params; ++i) bound[i] = args.positional[i];
+  if (star < def.params.size()) {
+    std::vector<Symbol> rest;
+    for (size_t i = positional_params; i < args.positional.size(); ++i) rest.push_back(args.positional[i]);
+    bound[star] = Symbol::tuple(std::move(rest));
+  }
   for (size_t k = 0; k < args.keywords.size(); ++k) {
     const auto& [name, value] = args.keywords[k];
     size_t i = 0;
-    while (i < def.params.size() && def.params[i].name != name) ++i;
+    while (i < def.params.size() && (def.params[i].name != name || def.params[i].star)) ++i;
     if (i == def.params.size()) {
       std::vector<std::string> params;
       for (const auto& p : def.params) params.push_back(p.name);

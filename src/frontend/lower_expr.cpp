@@ -10,6 +10,7 @@
 #include "frontend/builtins_types.h"
 #include "frontend/lowering.h"
 #include "frontend/type_rules.h"
+#include "frontend/value_bounds.h"
 #include "support/diagnostic.h"
 #include "support/spelling.h"
 
@@ -82,6 +83,7 @@ std::string Lowerer::describe(const Symbol& s) const {
     case Symbol::Kind::Aggregate: return "an instance of `" + aggregate_name(s) + "`";
     case Symbol::Kind::HostModule: return "the module `" + s.name + "`";
     case Symbol::Kind::Slice: return "a slice";
+    case Symbol::Kind::Lambda: return "a lambda";
     case Symbol::Kind::BlockPointer:
     case Symbol::Kind::TensorDescriptor: return describe_block_access(*this, s);
   }
@@ -161,6 +163,11 @@ int64_t Lowerer::to_int_const(const Symbol& s, const SourceLoc& loc, const std::
   }
   if (c.kind != ConstValue::Kind::Int && c.kind != ConstValue::Kind::Bool)
     error_at(loc, Diag::NotConstexpr, what + " must be an integer constant, but it is " + describe(s));
+  // 2**63 and above hold their bits in `i`: read as int64 they were negative
+  // (tl.static_range(2**64 - 1) unrolled nothing).
+  if (c.is_unsigned)
+    error_at(loc, Diag::ConstantArithmetic,
+             what + " is " + to_string(c) + ", which does not fit in a 64-bit signed integer");
   return c.i;
 }
 
@@ -301,7 +308,7 @@ bool calls_a_function(const ast::Expr& e) {
 // write), which keeps the common `a if pid > 0 else b` a select.
 Symbol Lowerer::runtime_if_expression(const ast::Expr& e, ir::ValueId cond,
                                       const std::function<Symbol(size_t)>& side) {
-  const std::string result = "$ifexp";
+  const std::string result = kIfExpression;
   Symbol chosen[2];
   auto arm = [&](int k) {
     chosen[k] = side(static_cast<size_t>(k + 1));
@@ -340,6 +347,9 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
                       kind_name(b.constant));
   }
   if (a.kind == Symbol::Kind::Tuple && b.kind == Symbol::Kind::Tuple && op == BinaryOp::Add) {
+    ValueSizer size(loc, "this tuple");
+    for (const Symbol* part : {&a, &b})
+      for (const Symbol& element : part->elements) size.add(element);
     std::vector<Symbol> all = a.elements;
     all.insert(all.end(), b.elements.begin(), b.elements.end());
     return Symbol::tuple(std::move(all));
@@ -354,9 +364,14 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
                std::string("a tuple repeats by an int constant, not ") + kind_name(count),
                "write `(a, b) * N` with N a tl.constexpr or literal int");
     int64_t times = count.i;
-    if (count.is_unsigned || (times > 0 && tuple.elements.size() * static_cast<uint64_t>(times) > 1'000'000))
-      error_at(loc, Diag::InvalidOperandType, "a tuple repeated " + std::string(count.is_unsigned ? "2^63 or more" : std::to_string(times)) + " times would hold more "
-                                                  "than a million elements");
+    // Measured before it is built: one copy's parts times the count.
+    size_t one = measure(tuple).parts - 1;
+    if (count.is_unsigned || (times > 0 && one > 0 && static_cast<uint64_t>(times) > kMaxValueParts / one))
+      error_at(loc, Diag::CompileTimeValueTooLarge,
+               "a tuple repeated " + std::string(count.is_unsigned ? "2^63 or more" : std::to_string(times)) +
+                   " times would hold more than " + std::to_string(kMaxValueParts) +
+                   " values (counting those of the tuples and aggregates inside it)",
+               "keep compile-time tuples small: compute with tiles (tl.arange, tl.full, tl.where)");
     std::vector<Symbol> all;
     for (int64_t k = 0; k < times; ++k) all.insert(all.end(), tuple.elements.begin(), tuple.elements.end());
     return Symbol::tuple(std::move(all));
@@ -370,7 +385,9 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
     const Symbol& ptr = pa ? a : b;
     const Symbol& off = pa ? b : a;
     ir::ValueId offset = to_value(off, loc, "a pointer offset");
-    if (!ir::is_integer(type(offset).scalar) || type(offset).scalar == Scalar::I1)
+    // A boolean (a `tl.int1`/`tl.uint1` argument) offsets by 0 or 1, as in Triton.
+    if (type(offset).scalar == Scalar::I1) offset = cast(offset, Scalar::I32, loc);
+    if (!ir::is_integer(type(offset).scalar))
       error_at(loc, Diag::NonIntegerPointerOffset,
                "pointer offsets must be integers, but the offset is " + describe(Symbol::of(offset)),
                "convert the offset with .to(tl.int32) or .to(tl.int64)");
@@ -545,26 +562,6 @@ bool is_full_slice(const Symbol& s) {
 }
 
 // Python's items[lo:hi:step] of constant bounds (None where absent).
-std::vector<Symbol> slice_items(Lowerer& l, const std::vector<Symbol>& items, const Symbol& slice,
-                                const SourceLoc& loc) {
-  auto part = [&](size_t i) -> std::optional<int64_t> {
-    if (slice.elements[i].is_none()) return std::nullopt;
-    return l.to_int_const(slice.elements[i], loc, "a slice bound");
-  };
-  int64_t n = static_cast<int64_t>(items.size());
-  int64_t step = part(2).value_or(1);
-  if (step == 0) error_at(loc, Diag::InvalidTupleIndex, "slice step cannot be zero");
-  // Bounds as Python clamps them: negative ones count from the end.
-  auto bound = [&](std::optional<int64_t> b, int64_t absent) {
-    if (!b) return absent;
-    int64_t v = *b < 0 ? *b + n : *b;
-    return step > 0 ? std::clamp<int64_t>(v, 0, n) : std::clamp<int64_t>(v, -1, n - 1);
-  };
-  int64_t lo = bound(part(0), step > 0 ? 0 : n - 1), hi = bound(part(1), step > 0 ? n : -1);
-  std::vector<Symbol> out;
-  for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) out.push_back(items[static_cast<size_t>(i)]);
-  return out;
-}
 
 }  // namespace
 
@@ -577,8 +574,14 @@ Symbol Lowerer::subscript(const Symbol& base, const std::vector<Symbol>& index, 
   if (base.kind == Symbol::Kind::Aggregate) return aggregate_subscript(base, index, locs, loc);
   if (base.kind == Symbol::Kind::Tuple) {
     if (index.size() != 1) error_at(loc, Diag::InvalidTupleIndex, "tuples take exactly one index");
-    if (index[0].kind == Symbol::Kind::Slice) return Symbol::tuple(slice_items(*this, base.elements, index[0], locs[0]));
-    int64_t i = to_int_const(index[0], locs[0], "a tuple index");
+    if (index[0].kind == Symbol::Kind::Slice) {
+      std::vector<std::optional<Symbol>> bounds(index[0].elements.begin(), index[0].elements.end());
+      return slice_tuple(*this, base, bounds, locs[0]);
+    }
+    const Symbol& at = index[0];
+    if (at.is_const() && at.constant.kind == ConstValue::Kind::Int && at.constant.is_unsigned)
+      error_at(locs[0], Diag::InvalidTupleIndex, "tuple index out of range");  // 2**63 and above
+    int64_t i = to_int_const(at, locs[0], "a tuple index");
     int64_t n = static_cast<int64_t>(base.elements.size());
     if (i < 0) i += n;
     if (i < 0 || i >= n) error_at(locs[0], Diag::InvalidTupleIndex, "tuple index out of range");
@@ -652,6 +655,9 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
       }
       if (base.name.ends_with("libdevice") && find_builtin("libdevice." + attr) != nullptr)
         return Symbol::builtin("libdevice." + attr);
+      // Triton 2's tl.libdevice.min(a, b) and max were elementwise too (fminf, fmaxf, and their integer kin).
+      if (base.name.ends_with("libdevice") && (attr == "max" || attr == "min"))
+        return Symbol::builtin(attr == "max" ? "maximum" : "minimum");
       if (is_language_builtin(attr)) return Symbol::builtin(attr);
       // Triton's names that Tegula lacks are in the registry (call_builtin refuses them): this one is neither.
       // Named by the path it was reached through (`tl.extra.cuda.X`, not `tl.X`).
@@ -764,6 +770,7 @@ Symbol Lowerer::call(const Symbol& callee, const CallArgs& args) {
   switch (callee.kind) {
     case Symbol::Kind::Builtin: return call_builtin(callee.name, without_semantic(args));
     case Symbol::Kind::JitFunction: return call_jit(callee.function, args);
+    case Symbol::Kind::Lambda: return call_lambda(callee, args);
     case Symbol::Kind::HostFunction: return call_host_function(callee, args);
     case Symbol::Kind::NamedTupleType: return make_named_tuple(callee, args);
     case Symbol::Kind::AggregateType: return make_aggregate(callee, args);
@@ -801,7 +808,17 @@ Symbol Lowerer::eval_binary_chain(const ast::Expr& e) {
   return acc;
 }
 
+// Builders that grow a value from many parts (a tuple literal, a
+// comprehension, a call's arguments) bound it part by part; this catches
+// the rest (a named tuple's or an aggregate's fields, a helper's result).
 Symbol Lowerer::eval(const ast::Expr& e) {
+  check_stack_room(e.loc);
+  Symbol s = eval_expression(e);
+  check_value_size(s, e.loc);
+  return s;
+}
+
+Symbol Lowerer::eval_expression(const ast::Expr& e) {
   using ast::ExprKind;
   switch (e.kind) {
     case ExprKind::Name: return lookup(e.name, e.loc);
@@ -846,12 +863,14 @@ Symbol Lowerer::eval(const ast::Expr& e) {
       Symbol callee = eval(*e.children[0]);
       CallArgs args;
       args.loc = e.loc;
+      ValueSizer size(e.loc, "the arguments of this call");
       for (size_t i = 1; i < e.children.size(); ++i) {
         if (e.children[i]->kind == ExprKind::Starred) {  // f(*t): the tuple's elements, each in its place
           Symbol t = eval(*e.children[i]->children[0]);
           if (t.kind != Symbol::Kind::Tuple)
             error_at(e.children[i]->loc, Diag::WrongArgumentKind,
                      "`*` unpacks a tuple into the arguments of a call, but this is " + describe(t));
+          size.add(t);
           for (const Symbol& element : t.elements) {
             args.positional.push_back(element);
             args.positional_locs.push_back(e.children[i]->loc);
@@ -860,10 +879,12 @@ Symbol Lowerer::eval(const ast::Expr& e) {
         }
         args.positional.push_back(eval(*e.children[i]));
         args.positional_locs.push_back(e.children[i]->loc);
+        size.add(args.positional.back());
       }
       for (const ast::Keyword& k : e.keywords) {
         args.keywords.emplace_back(k.name, eval(*k.value));
         args.keyword_locs.push_back(k.loc);
+        size.add(args.keywords.back().second);
       }
       return call(callee, args);
     }
@@ -933,12 +954,24 @@ Symbol Lowerer::eval(const ast::Expr& e) {
     case ExprKind::Tuple:
     case ExprKind::List: {
       std::vector<Symbol> elems;
-      for (const auto& c : e.children) elems.push_back(eval(*c));
+      ValueSizer size(e.loc, e.kind == ExprKind::List ? "this list" : "this tuple");
+      for (const auto& c : e.children) {
+        elems.push_back(eval(*c));
+        size.add(elems.back());
+      }
       Symbol tuple = Symbol::tuple(std::move(elems));
       tuple.written_as_list = e.kind == ExprKind::List;
       return tuple;
     }
     case ExprKind::Comprehension: return comprehension(e);
+    case ExprKind::Lambda: return make_lambda(e);
+    case ExprKind::NamedExpr: {
+      const std::string& name = e.children[0]->name;
+      Symbol v = eval(*e.children[1]);
+      if (v.is_const() && v.constant.is_numeric() && !frame().constexpr_names.count(name)) v.assigned = true;
+      assign(name, v);
+      return v;
+    }
     case ExprKind::Starred:
       error_at(e.loc, Diag::UnsupportedSyntax, "`*` unpacks a tuple only into the arguments of a call here",
                "index the tuple (t[0], t[1]) or pass it whole");
@@ -965,11 +998,12 @@ Symbol Lowerer::comprehension(const ast::Expr& e) {
         int64_t start = b.size() == 1 ? 0 : b[0], end = b.size() == 1 ? b[0] : b[1], step = b.size() == 3 ? b[2] : 1;
         if (step == 0) error_at(iter.loc, Diag::UnsupportedLoop, "the step of a range cannot be zero");
         std::vector<Symbol> out;
-        for (int64_t v = start; step > 0 ? v < end : v > end; v += step) {
+        // Stepped in 128 bits: near the ends of int64, `v += step` wrapped and ran on.
+        for (__int128 v = start; step > 0 ? v < end : v > end; v += step) {
           if (out.size() == kMaxElements)
             error_at(iter.loc, Diag::StaticLoopTooLong,
                      "a comprehension inside a kernel unrolls at most " + std::to_string(kMaxElements) + " elements");
-          out.push_back(Symbol::of(ConstValue::integer(v)));
+          out.push_back(Symbol::of(ConstValue::integer(static_cast<int64_t>(v))));
         }
         return out;
       }
@@ -985,6 +1019,7 @@ Symbol Lowerer::comprehension(const ast::Expr& e) {
   // before (or that they were not defined) comes back afterwards, as in Python.
   std::map<std::string, Symbol> before = frame().vars;
   std::vector<Symbol> out;
+  ValueSizer size(e.loc, "this comprehension's tuple");
   size_t clauses = (e.children.size() - 1) / 3;
   std::function<void(size_t)> run = [&](size_t c) {
     if (c == clauses) {
@@ -998,6 +1033,7 @@ Symbol Lowerer::comprehension(const ast::Expr& e) {
                      " elements in all",
                  "compute with tiles (tl.arange) instead of unrolling");
       out.push_back(eval(*e.children[0]));
+      size.add(out.back());
       return;
     }
     const ast::Expr& target = *e.children[1 + 3 * c];

@@ -12,6 +12,7 @@
 
 #include "frontend/lowering.h"
 #include "frontend/python_format.h"
+#include "frontend/value_bounds.h"
 #include "support/diagnostic.h"
 
 namespace tegula::frontend {
@@ -40,6 +41,7 @@ Symbol Lowerer::joined_string(const ast::Expr& e) {
   for (const ast::ExprPtr& piece : e.children) {
     if (piece->kind == ast::ExprKind::Str) {
       text += piece->name;
+      check_string_length(text.size(), e.loc);
       continue;
     }
     const ast::Expr& field = *piece->children[0];
@@ -78,6 +80,7 @@ Symbol Lowerer::joined_string(const ast::Expr& e) {
                "f-string field cannot be formatted with '" + spec + "': " + error,
                "see Python's format specification mini-language; the value here is " + describe(value));
     text += *formatted;
+    check_string_length(text.size(), e.loc);
   }
   return Symbol::of(ConstValue::string(std::move(text)));
 }

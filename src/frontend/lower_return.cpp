@@ -44,12 +44,15 @@ bool returns_value(const std::vector<ast::StmtPtr>& body) {
 }  // namespace
 
 std::string Lowerer::variable_title(const std::string& name) {
-  return name == kResult ? std::string("the return value") : "`" + name + "`";
+  if (name == kResult) return "the return value";
+  if (name == kIfExpression) return "the value of `x if c else y`";
+  return "`" + name + "`";
 }
 
 std::string Lowerer::mismatch_subject(const std::string& name) {
-  return (name == kResult ? std::string("Return type mismatch: ") : "Mismatched type for " + name + ": ") +
-         variable_title(name);
+  if (name == kResult) return "Return type mismatch: " + variable_title(name);
+  if (name == kIfExpression) return "Ternary expression with dynamic condition has inconsistent type: " + variable_title(name);
+  return "Mismatched type for " + name + ": " + variable_title(name);
 }
 
 void Lowerer::lower_return(const ast::Stmt& s) {

@@ -10,6 +10,8 @@
 //  * `if` on a constant condition and `tl.static_range` loops are resolved at
 //    compile time (only the taken branch is lowered; static loops unrolled).
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -32,15 +34,69 @@ constexpr int64_t kMaxStaticTrips = 4096;
 // loops' bodies are lowered once per iteration, however little they emit).
 constexpr int64_t kMaxKernelStaticTrips = int64_t{1} << 20;
 
+// Why the number `c`, assigned on one path, cannot become a value of type
+// `to` (another path's) without changing: "" when it can. Materialized as
+// it was, 1.5 became 1 in an i32, 300 became 44 in an i8, 5 a pointer.
+std::string changes_as(const ConstValue& c, const ir::Type& to) {
+  if (to.is_pointer()) return "a number cannot stand for a pointer";
+  double d = c.as_double();
+  if (ir::is_float(to.scalar)) {
+    double max = to.scalar == Scalar::F16    ? 65504.0
+                 : to.scalar == Scalar::F32  ? static_cast<double>(std::numeric_limits<float>::max())
+                 : to.scalar == Scalar::BF16 ? 3.3895313892515355e38
+                                             : std::numeric_limits<double>::infinity();
+    return std::isfinite(d) && std::fabs(d) > max ? "it does not fit in " + triton_name(to.scalar) : "";
+  }
+  if (c.kind == ConstValue::Kind::Float) {
+    if (!std::isfinite(d) || d != std::trunc(d)) return "it is not an integer";
+    if (std::fabs(d) >= 0x1p63) return "it does not fit in " + triton_name(to.scalar);
+    ConstValue whole = ConstValue::integer(static_cast<int64_t>(d));
+    return changes_as(whole, to);
+  }
+  if (to.scalar == Scalar::I1)
+    return c.is_unsigned || (c.i != 0 && c.i != 1) ? "an int1 holds only 0 and 1 (False and True)" : "";
+  std::string problem = literal_fit_problem(c, to.scalar);
+  return problem.empty() ? "" : "it does not fit in " + triton_name(to.scalar);
+}
+
+// The type of a variable that holds the number `a` on one path and `b` on
+// the other: one that holds both unchanged (not the first's, which made
+// `v = 1` / `v = 1.5` an i32 holding 1). nullopt when none does.
+std::optional<Scalar> type_holding(const ConstValue& a, const ConstValue& b) {
+  Scalar ta = literal_type(a), tb = literal_type(b);
+  if (ir::is_float(ta) || ir::is_float(tb)) {
+    Scalar wider = ta == Scalar::F64 || tb == Scalar::F64 ? Scalar::F64 : Scalar::F32;
+    if (changes_as(a, ir::Type::of(wider)).empty() && changes_as(b, ir::Type::of(wider)).empty()) return wider;
+    return Scalar::F64;
+  }
+  if (ta == Scalar::I1 && tb == Scalar::I1) return Scalar::I1;
+  for (Scalar t : {Scalar::I32, Scalar::I64, Scalar::U64})
+    if (changes_as(a, ir::Type::of(t)).empty() && changes_as(b, ir::Type::of(t)).empty()) return t;
+  return std::nullopt;  // a negative number and one above INT64_MAX
+}
+
 void collect_target_names(const ast::Expr& target, std::set<std::string>& out) {
   if (target.kind == ast::ExprKind::Name) out.insert(target.name);
   if (target.kind == ast::ExprKind::Tuple || target.kind == ast::ExprKind::List)
     for (const auto& c : target.children) collect_target_names(*c, out);
 }
 
+// The targets of the `:=` in `e` (not those inside a lambda, which are the lambda's own).
+void collect_named_expr_targets(const ast::Expr& e, std::set<std::string>& out) {
+  if (e.kind == ast::ExprKind::Lambda) return;
+  if (e.kind == ast::ExprKind::NamedExpr) out.insert(e.children[0]->name);
+  for (const ast::ExprPtr& c : e.children)
+    if (c) collect_named_expr_targets(*c, out);
+  for (const ast::Keyword& k : e.keywords)
+    if (k.value) collect_named_expr_targets(*k.value, out);
+}
+
 // Names a statement list may assign, including inside nested blocks.
 void collect_assigned(const std::vector<ast::StmtPtr>& body, std::set<std::string>& out) {
   for (const auto& s : body) {
+    for (const ast::Expr* e : {s->value.get(), s->test.get(), s->msg.get()})
+      if (e) collect_named_expr_targets(*e, out);
+    for (const auto& t : s->targets) collect_named_expr_targets(*t, out);
     switch (s->kind) {
       case ast::StmtKind::Assign:
       case ast::StmtKind::AugAssign:
@@ -80,6 +136,7 @@ bool comparable(const Symbol& s) {
     case Symbol::Kind::NamedTupleType:
     case Symbol::Kind::AggregateType:
     case Symbol::Kind::HostFunction:
+    case Symbol::Kind::Lambda:
     case Symbol::Kind::Value: return true;
     case Symbol::Kind::Tuple:
     case Symbol::Kind::Aggregate:
@@ -93,6 +150,24 @@ bool comparable(const Symbol& s) {
 }  // namespace
 
 void Lowerer::lower_body(const std::vector<ast::StmtPtr>& body, size_t first) {
+  if (first >= body.size()) return;
+  // Bodies nest across inlined @jit functions and early returns, which the
+  // parser's per-function bound does not see: 20 helpers each ending an
+  // `elif` chain of 190 in a call to the next overflowed the stack here,
+  // and 1,200 flat `if c: return` lines the IR's region depth.
+  if (block_depth_ >= kMaxBlockDepth)
+    error_at(body[first]->loc, Diag::NestedTooDeeply,
+             "blocks nest more than " + std::to_string(kMaxBlockDepth) +
+                 " deep here, counting those of the @jit functions that call this one (each `elif`, and the "
+                 "rest of a function after an `if` that may return, nests one more)",
+             "split a long `elif` chain into a lookup (a tuple indexed by a constexpr, tl.where), and nest "
+             "fewer helpers");
+  check_stack_room(body[first]->loc);
+  ++block_depth_;
+  struct Leave {
+    int& depth;
+    ~Leave() { --depth; }
+  } leave{block_depth_};
   for (size_t i = first; i < body.size(); ++i) {
     if (frame().returned) return;
     if (may_have_returned()) {
@@ -102,6 +177,14 @@ void Lowerer::lower_body(const std::vector<ast::StmtPtr>& body, size_t first) {
     const ast::Stmt& s = *body[i];
     at_source(s.loc, [&] { lower_stmt(s); });  // an internal error names the statement
   }
+}
+
+void Lowerer::check_stack_room(const SourceLoc& loc) const {
+  if (stack_room_.low())
+    error_at(loc, Diag::NestedTooDeeply,
+             "the code nests too deeply here for the compiler's stack: the expressions, calls and blocks of "
+             "the @jit functions inlined into one another add up",
+             "nest fewer calls inside one another, or split deep expressions into several statements");
 }
 
 void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
@@ -172,7 +255,12 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     case StmtKind::Assign: {
       Symbol v = eval(*s.value);
       if (v.is_const() && v.constant.is_numeric()) v.assigned = true;
-      for (const auto& t : s.targets) bind_target(*this, *t, v);
+      for (const auto& t : s.targets) {
+        Symbol bound = v;
+        // A name annotated `x: tl.constexpr` earlier stays a constexpr.
+        if (t->kind == ast::ExprKind::Name && frame().constexpr_names.count(t->name)) bound.assigned = false;
+        bind_target(*this, *t, bound);
+      }
       return;
     }
     case StmtKind::AugAssign: {
@@ -195,10 +283,15 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
       const ast::Expr& t = *s.targets[0];
       if (t.kind != ast::ExprKind::Name) error_at(t.loc, Diag::UnsupportedStatement,
                                                   "annotated assignment needs a plain name on the left");
-      if (!s.value) return;
+      if (!s.value) {
+        Symbol ann = eval(*s.annotation);
+        if (ann.kind == Symbol::Kind::Builtin && ann.name == "constexpr") frame().constexpr_names.insert(t.name);
+        return;
+      }
       Symbol v = eval(*s.value);
       Symbol ann = eval(*s.annotation);
       if (ann.kind == Symbol::Kind::Builtin && ann.name == "constexpr") {
+        frame().constexpr_names.insert(t.name);
         v.assigned = false;  // stays a constexpr: `.type` is its constexpr_type
         // A tuple of constants (a shape: `shape: tl.constexpr = (N // 2, 2)`) is one too.
         auto constant = [](const Symbol& x, const auto& self) -> bool {
@@ -289,6 +382,12 @@ ir::ValueId Lowerer::materialize_as(const Symbol& s, const ir::Type& type, const
   if (s.is_const()) {
     if (!s.constant.is_numeric()) error_at(loc, Diag::VariableChangesType,
                                            variable_title(name) + " cannot hold " + describe(s) + " here");
+    if (std::string why = changes_as(s.constant, type); !why.empty())
+      error_at(loc, Diag::VariableChangesType,
+               mismatch_subject(name) + " is " + ir::to_string(type) + " on one path and " + describe(s) +
+                   " on another, and " + why,
+               "a variable keeps one type across control flow: give it that type on every path (`1.0` rather "
+               "than `1`), or convert with .to(...)");
     ir::ValueId c = constant(s.constant, type.element(), loc);
     return broadcast_to(c, type.shape, loc);
   }
@@ -401,9 +500,18 @@ void Lowerer::lower_runtime_if(const SourceLoc& loc, ir::ValueId cond, const std
         continue;
       }
       ir::Type ty;
-      if (a.is_value()) ty = fn_.type(a.value);
-      else if (b.is_value()) ty = fn_.type(b.value);
-      else ty = ir::Type::of(literal_type(a.constant));
+      if (a.is_value()) {
+        ty = fn_.type(a.value);
+      } else if (b.is_value()) {
+        ty = fn_.type(b.value);
+      } else if (std::optional<Scalar> both = type_holding(a.constant, b.constant)) {
+        ty = ir::Type::of(*both);
+      } else {
+        error_at(loc, Diag::VariableChangesType,
+                 mismatch_subject(n) + " is " + describe(a) + " in one branch and " + describe(b) +
+                     " in the other, and no integer type holds both",
+                 "convert one of them with .to(...)");
+      }
       y.result.push_back(static_cast<int>(result_types.size()));
       result_types.push_back(ty);
     }
@@ -617,10 +725,15 @@ void Lowerer::lower_for(const ast::Stmt& s) {
     int64_t b = to_int_const(end, iter.loc, "the end of tl.static_range");
     int64_t c = to_int_const(step, step_loc, "the step of tl.static_range");
     if (c == 0) error_at(step_loc, Diag::UnsupportedLoop, "the step of a range cannot be zero");
-    int64_t trips = c > 0 ? (b > a ? (b - a + c - 1) / c : 0) : (a > b ? (a - b - c - 1) / -c : 0);
-    if (trips > kMaxStaticTrips) error_at(iter.loc, Diag::StaticLoopTooLong,
-                                          "tl.static_range would unroll " + std::to_string(trips) + " iterations",
-                                          "use range(...) for long loops");
+    // In 128 bits: `b - a` of int64 bounds can pass int64 (the loop then
+    // unrolled no iteration at all).
+    __int128 span = c > 0 ? __int128{b} - a : __int128{a} - b, stride = c > 0 ? __int128{c} : -__int128{c};
+    __int128 all_trips = span > 0 ? (span + stride - 1) / stride : 0;  // at most 2^64 - 1
+    if (all_trips > kMaxStaticTrips)
+      error_at(iter.loc, Diag::StaticLoopTooLong,
+               "tl.static_range would unroll " + std::to_string(static_cast<uint64_t>(all_trips)) + " iterations",
+               "use range(...) for long loops");
+    auto trips = static_cast<int64_t>(all_trips);
     for (int64_t k = 0; k < trips && !frame().returned; ++k) {
       if (++static_trips_ > kMaxKernelStaticTrips)
         error_at(iter.loc, Diag::StaticLoopTooLong,
@@ -628,7 +741,7 @@ void Lowerer::lower_for(const ast::Stmt& s) {
                      std::to_string(kMaxKernelStaticTrips) + " iterations in all (nested loops multiply)",
                  "use range(...) for the outer loops");
       if (interrupt_watch_.interrupted()) throw Interrupted();
-      assign(target.name, Symbol::of(ConstValue::integer(a + k * c)));
+      assign(target.name, Symbol::of(ConstValue::integer(static_cast<int64_t>(a + __int128{k} * c))));
       lower_body(s.body);
     }
     return;
@@ -743,6 +856,12 @@ std::optional<Symbol> Lowerer::last_induction_value(const std::string& name, con
 
 void Lowerer::lower_while(const ast::Stmt& s) {
   if (!s.orelse.empty()) error_at(s.loc, Diag::UnsupportedLoop, "`while ... else` is not supported inside kernels");
+  std::set<std::string> in_condition;
+  collect_named_expr_targets(*s.test, in_condition);
+  if (!in_condition.empty())
+    error_at(s.test->loc, Diag::UnsupportedSyntax,
+             "an assignment expression (`:=`) in a `while` condition is not supported inside a kernel",
+             "assign `" + *in_condition.begin() + "` before the loop and again at the end of its body");
   prepare_loop_result(s);
   Carried carried = carry(loop_carried(s.body, s.loc), s.loc);
   const auto before = frame().vars;

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "ir/ir.h"
 #include "support/diagnostic.h"
 #include "support/interrupt.h"
+#include "support/stack_room.h"
 
 namespace tegula::frontend {
 
@@ -95,6 +97,9 @@ class Lowerer {
   void check_field_value(const Symbol& cls, const std::string& field, const Symbol& value, const SourceLoc& loc);
   // "Pair": the class of an instance (or a class) as errors name it.
   static std::string aggregate_name(const Symbol& s);
+  // `lambda ...: body` written in the kernel, and a call of one (lower_lambda.cpp).
+  Symbol make_lambda(const ast::Expr& e);
+  Symbol call_lambda(const Symbol& callee, const CallArgs& args);
   // call_jit for tl.map_elementwise: inside it (and the helpers it calls) an
   // `if` on a tile condition chooses per element (lower_elementwise_if.cpp).
   Symbol call_jit_per_element(int32_t index, const CallArgs& args);
@@ -169,6 +174,7 @@ class Lowerer {
   // and kResult (the value it returned).
   static constexpr const char* kReturned = "$returned";
   static constexpr const char* kResult = "$result";
+  static constexpr const char* kIfExpression = "$ifexp";  // the value of a runtime `x if c else y`
   void lower_return(const ast::Stmt& s);
   // The kReturned of the current path is only known at run time.
   bool may_have_returned();
@@ -189,14 +195,19 @@ class Lowerer {
   // `shape` with each value leaf replaced by zeros of leaf_types[i].
   Symbol zeros_like(const Symbol& shape, const std::vector<ir::Type>& leaf_types, const std::string& name,
                     const SourceLoc& loc);
-  // "`x`", or "the return value" for kResult: how errors name a variable.
+  // "`x`", "the return value" for kResult, "the value of `x if c else y`"
+  // for kIfExpression: how errors name a variable.
   static std::string variable_title(const std::string& name);
   // How an error about a variable whose type differs between paths begins:
-  // Triton's words ("Mismatched type for x", "Return type mismatch"), then
+  // Triton's words ("Mismatched type for x", "Return type mismatch",
+  // "Ternary expression with dynamic condition has inconsistent type"), then
   // variable_title.
   static std::string mismatch_subject(const std::string& name);
   // --- expressions (lower_expr.cpp) ---------------------------------------------
+  // An expression's value; a tuple or aggregate past the bounds of
+  // value_bounds.h is an error there.
   Symbol eval(const ast::Expr& e);
+  Symbol eval_expression(const ast::Expr& e);  // eval without the bounds check
   // An f-string's text, built at compile time from its fields' constant values (lower_fstring.cpp).
   Symbol joined_string(const ast::Expr& e);
   // A comprehension or generator expression, unrolled at compile time into a tuple (lower_expr.cpp).
@@ -278,6 +289,7 @@ class Lowerer {
     std::optional<Symbol> result;
     int runtime_control_depth = 0;  // > 0 inside a runtime if/for/while
     std::string aggregate_init_self;  // in an aggregate's __init__: the name of its instance (`self`)
+    std::set<std::string> constexpr_names;  // annotated `name: tl.constexpr`: assignments keep constexprs
   };
   Frame& frame() { return *frames_.back(); }
 
@@ -292,10 +304,17 @@ class Lowerer {
   std::vector<Diagnostic> warnings_;  // see warn_at
   std::vector<std::unique_ptr<Frame>> frames_;
   int inline_depth_ = 0;
+  // Bodies being lowered inside one another (lower_body); each costs native
+  // stack and most an IR region level, which the verifier bounds at 1,000.
+  static constexpr int kMaxBlockDepth = 900;
+  int block_depth_ = 0;
   size_t comprehension_elements_ = 0;  // unrolled by every comprehension of the kernel so far
   int64_t static_trips_ = 0;  // iterations unrolled by every tl.static_range of the kernel so far
   int64_t inlined_calls_ = 0;  // @jit calls inlined into the kernel so far
   InterruptWatch interrupt_watch_;  // Ctrl-C while a long unrolling runs
+  StackRoom stack_room_;  // the lowering thread's stack, asked by eval and lower_body
+  // E0108 at `loc` when the stack is nearly spent.
+  void check_stack_room(const SourceLoc& loc) const;
   int elementwise_depth_ = 0;  // > 0 inside a tl.map_elementwise function
   struct LoopResultProbe {
     const ast::Stmt* loop = nullptr;

@@ -149,10 +149,15 @@ ast::FunctionDef Parser::decorated_function_def() {
 std::vector<ast::Param> Parser::parameters() {
   std::vector<ast::Param> params;
   while (!peek().is_op(")")) {
-    if (peek().is_op("*") || peek().is_op("**"))
+    // `*name` gathers the extra positional arguments of a call of a @jit helper into a tuple.
+    bool star = peek().is_op("*") && peek(1).kind == TokenKind::Name;
+    if (star && std::any_of(params.begin(), params.end(), [](const ast::Param& q) { return q.star; }))
+      fail(peek(), Diag::InvalidSignature, "a function has at most one `*` parameter");
+    if (star) advance();
+    if (!star && (peek().is_op("*") || peek().is_op("**")))
       fail(peek(), Diag::UnsupportedSyntax,
-           "star parameters (`*args`, `**kwargs`) are not supported in a kernel signature",
-           "list every parameter by name");
+           "`**kwargs` and the bare `*` marker are not supported in a kernel signature",
+           "list every parameter by name (a @jit helper may take `*args`)");
     if (peek().is_op("/"))
       fail(peek(), Diag::UnsupportedSyntax, "the positional-only marker `/` is not supported in a kernel signature",
            "remove the `/`");
@@ -160,13 +165,15 @@ std::vector<ast::Param> Parser::parameters() {
     ast::Param p;
     const Token& name = name_token("a parameter name");
     p.name = name.text;
+    p.star = star;
     for (const ast::Param& other : params)
       if (other.name == p.name) fail(name, Diag::InvalidSignature,
                                      "duplicate parameter '" + p.name + "' in the function definition");
     if (accept_op(":")) p.annotation = expression();
     if (accept_op("=")) {
       p.default_value = expression();
-    } else if (!params.empty() && params.back().default_value) {
+    } else if (!params.empty() && params.back().default_value && !star &&
+               !std::any_of(params.begin(), params.end(), [](const ast::Param& q) { return q.star; })) {
       fail(name, Diag::InvalidSignature,
            "parameter '" + p.name + "' without a default follows a parameter with a default",
            "give it a default value or move it before the defaulted parameters");

@@ -17,7 +17,8 @@ void Parser::record_depth(Expr& node) {
   int32_t depth = 0;
   for (const ExprPtr& child : node.children)
     if (child) depth = std::max(depth, depth_of(*child));
-  for (const ast::Keyword& k : node.keywords) depth = std::max(depth, depth_of(*k.value));
+  for (const ast::Keyword& k : node.keywords)
+    if (k.value) depth = std::max(depth, depth_of(*k.value));
   if (depth + 1 > kMaxTreeDepth)
     error_at(node.loc, Diag::NestedTooDeeply, "expression is too deeply nested", "split it into several statements");
   tree_depth_[&node] = depth + 1;
@@ -73,6 +74,7 @@ ExprPtr Parser::target_list() {
 ExprPtr Parser::expression() {
   NestingGuard guard(*this, peek());
   SourceLoc start = peek().loc;
+  if (peek().is_keyword("lambda")) return lambda_expression();
   ExprPtr body = disjunction();
   if (accept_keyword("if")) {
     auto node = make(ExprKind::IfExp, start);
@@ -83,15 +85,55 @@ ExprPtr Parser::expression() {
     finish(*node, start);
     body = std::move(node);
   }
-  if (peek().is_op(":="))
-    fail(peek(), Diag::UnsupportedSyntax, "assignment expressions (`:=`) are not supported inside a kernel",
-         "assign the value on its own line first");
+  if (peek().is_op(":=")) {
+    if (body->kind != ExprKind::Name)
+      fail(peek(), Diag::InvalidSyntax, "an assignment expression (`:=`) assigns to a plain name",
+           "assign the value on its own line first");
+    advance();
+    auto node = make(ExprKind::NamedExpr, start);
+    node->children.push_back(std::move(body));
+    node->children.push_back(expression());
+    finish(*node, start);
+    body = std::move(node);
+  }
   if (peek().is_keyword("async") && !brackets_.empty())
     fail(peek(), Diag::UnsupportedSyntax, "asynchronous comprehensions are not supported inside a kernel",
          "write a `for` loop (over `tl.static_range` to unroll it) instead");
   // A `for` after an expression inside brackets is a comprehension, which the
   // list, parentheses and call that hold it parse (comprehension()).
   return body;
+}
+
+// `lambda a, b=1: body`: parameters by name, with defaults; no star parameters.
+ExprPtr Parser::lambda_expression() {
+  SourceLoc start = peek().loc;
+  advance();  // `lambda`
+  auto node = make(ExprKind::Lambda, start);
+  while (!peek().is_op(":")) {
+    if (peek().is_op("*") || peek().is_op("**") || peek().is_op("/"))
+      fail(peek(), Diag::UnsupportedSyntax, "a `lambda` in a kernel takes its parameters by name only",
+           "list every parameter by name");
+    SourceLoc at = peek().loc;
+    const Token& name = name_token("a parameter name of the lambda");
+    for (const ast::Keyword& other : node->keywords)
+      if (other.name == name.text) fail(name, Diag::InvalidSignature,
+                                        "duplicate parameter '" + name.text + "' in the lambda");
+    ast::Keyword param;
+    param.name = name.text;
+    if (accept_op("=")) {
+      param.value = expression();
+    } else if (!node->keywords.empty() && node->keywords.back().value) {
+      fail(name, Diag::InvalidSignature,
+           "parameter '" + param.name + "' without a default follows a parameter with a default");
+    }
+    param.loc = span_from(at);
+    node->keywords.push_back(std::move(param));
+    if (!accept_op(",")) break;
+  }
+  expect_op(":", "expected ':' after the parameters of the lambda, found " + describe(peek()));
+  node->children.push_back(expression());
+  finish(*node, start);
+  return node;
 }
 
 ExprPtr Parser::comprehension(ExprPtr element, SourceLoc start) {

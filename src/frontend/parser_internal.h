@@ -17,6 +17,7 @@
 
 #include "frontend/ast.h"
 #include "frontend/lexer.h"
+#include "support/stack_room.h"
 #include "support/diagnostic.h"
 
 namespace tegula::frontend {
@@ -72,6 +73,15 @@ class Parser {
       if (++parser_.nesting_ > kMaxNesting)
         error_at(at.loc, Diag::NestedTooDeeply,
                  "the code is nested too deeply here", "split it into several statements");
+      // The count bounds the grammar's recursion, not the stack it takes: each
+      // level is some twenty frames, so a thread with a small stack (1 MB)
+      // overflowed below the count. Measured, the bound holds on any thread.
+      if (parser_.stack_room_.low())
+        error_at(at.loc, Diag::NestedTooDeeply,
+                 "the code nests too deeply here for the compiler's stack: the @jit functions inlined into "
+                 "one another before it, or a thread with a small stack, have spent it",
+                 "nest fewer calls inside one another, split deep expressions into several statements, or "
+                 "compile on a thread with a larger stack");
     }
     ~NestingGuard() { --parser_.nesting_; }
     NestingGuard(const NestingGuard&) = delete;
@@ -160,6 +170,7 @@ class Parser {
   // A `for` target: like star_expressions, but stops before `in`.
   ExprPtr target_list();
   ExprPtr expression();
+  ExprPtr lambda_expression();
   ExprPtr bool_op(ExprPtr (Parser::*operand)(), std::string_view keyword, ast::BoolOpKind kind);
   ExprPtr disjunction();
   ExprPtr conjunction();
@@ -196,6 +207,7 @@ class Parser {
   size_t pos_ = 0;
   int32_t nesting_ = 0;
   std::unordered_map<const Expr*, int32_t> tree_depth_;
+  StackRoom stack_room_;  // of the thread that parses: a Parser is made and used on one thread
   std::vector<char> brackets_;  // brackets open around the current expression
 };
 

@@ -82,7 +82,7 @@ ExprPtr clone(const Expr& e) {
   copy->bool_op = e.bool_op;
   copy->cmp_ops = e.cmp_ops;
   for (const ExprPtr& child : e.children) copy->children.push_back(child ? clone(*child) : nullptr);
-  for (const ast::Keyword& k : e.keywords) copy->keywords.push_back(ast::Keyword{k.name, clone(*k.value), k.loc});
+  for (const ast::Keyword& k : e.keywords) copy->keywords.push_back(ast::Keyword{k.name, k.value ? clone(*k.value) : nullptr, k.loc});
   return copy;
 }
 

@@ -80,9 +80,10 @@ struct FunctionSource {
 struct ArgSpec {
   enum class Kind {
     Pointer,    // dtype = pointee; divisibility = 16 when the address is 16-byte aligned
-    Int,        // dtype = i32 or i64 (or u64 for values above INT64_MAX); divisibility 16 or 1;
-                //   is_one: the value is 1 and is specialized as a constant
-    Float,      // dtype = f32
+    Int,        // dtype = i32 or i64 (or u64 for values above INT64_MAX), or the parameter's declared
+                //   integer type (an annotation such as tl.uint8, a compiled signature); divisibility
+                //   16 or 1; is_one: the value is 1 and is specialized as a constant (see typed_one)
+    Float,      // dtype = f32, or the parameter's declared float type (f16, bf16, f64, fp8)
     Bool,       // dtype = i1
     Constexpr,  // value holds the compile-time constant
     TensorDescriptor,  // a host TensorDescriptor: dtype and divisibility are its base pointer's;
@@ -101,6 +102,10 @@ struct ArgSpec {
   GlobalValue value;
   std::vector<ArgSpec> parts;        // TensorDescriptor: its shape and strides; Tuple: its elements
   std::vector<int64_t> block_shape;  // TensorDescriptor only
+  // Int with is_one, of a parameter whose type is declared (s: tl.int64): the 1 is a value of dtype,
+  // so the kernel computes in that type as it would with any other value; without it the 1 is
+  // Python's untyped constant (Triton's specialization of an unannotated int).
+  bool typed_one = false;
 };
 
 // Names the kernel parameters of tuple and aggregate elements: PARENT__i, with '_' appended while a

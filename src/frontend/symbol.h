@@ -4,12 +4,18 @@
 // or a block pointer / tensor descriptor (see builtins_block_ptr.h).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "frontend/const_value.h"
 #include "ir/ir.h"
+
+namespace tegula::ast {
+struct Expr;
+}
 
 namespace tegula::frontend {
 
@@ -23,6 +29,8 @@ struct BlockAccess {
   // its load or store is one desc_load / desc_store op, not the expansion.
   bool descriptor_block = false;
 };
+
+struct LambdaClosure;
 
 struct Symbol {
   enum class Kind {
@@ -44,6 +52,7 @@ struct Symbol {
     NamedTupleType,    // a named tuple class: name = "Name:field,..."; elements = the last fields' defaults
     AggregateType,     // an @aggregate class: name and elements as GlobalValue::Kind::AggregateType's
     Aggregate,         // an instance of one: elements = its fields' values; receiver = its class
+    Lambda,            // a `lambda` written in the kernel: closure
   };
   Kind kind = Kind::Const;
   ir::ValueId value;
@@ -61,6 +70,7 @@ struct Symbol {
   bool takes_stand_ins = false;
   std::shared_ptr<Symbol> receiver;
   std::shared_ptr<const BlockAccess> block;
+  std::shared_ptr<const LambdaClosure> closure;
 
   static Symbol of(ir::ValueId v) { Symbol s; s.kind = Kind::Value; s.value = v; return s; }
   static Symbol of(ConstValue c) { Symbol s; s.kind = Kind::Const; s.constant = std::move(c); return s; }
@@ -80,6 +90,15 @@ struct Symbol {
   bool is_value() const { return kind == Kind::Value; }
   bool is_const() const { return kind == Kind::Const; }
   bool is_none() const { return kind == Kind::Const && constant.kind == ConstValue::Kind::None; }
+};
+
+// What a `lambda` captured where it was written: as in Triton, only compile-time values of the
+// enclosing function's names (the rest it reads are the function's globals, looked up when it is called).
+struct LambdaClosure {
+  const ast::Expr* node = nullptr;  // the Lambda expression (the kernel's ASTs outlive the lowering)
+  int32_t function = -1;            // the @jit function it was written in: whose globals it reads
+  std::map<std::string, Symbol> captured;
+  std::vector<std::optional<Symbol>> defaults;  // per parameter, evaluated where the lambda was written
 };
 
 }  // namespace tegula::frontend

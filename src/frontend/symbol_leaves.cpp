@@ -91,7 +91,8 @@ bool is_compile_time(const Symbol& s) {
     case Symbol::Kind::JitFunction:
     case Symbol::Kind::HostFunction:
     case Symbol::Kind::NamedTupleType:
-    case Symbol::Kind::AggregateType: return true;
+    case Symbol::Kind::AggregateType:
+    case Symbol::Kind::Lambda: return true;
     case Symbol::Kind::Tuple:
     case Symbol::Kind::Aggregate:
       for (const Symbol& e : s.elements)
@@ -107,6 +108,7 @@ bool same_symbol(const Symbol& a, const Symbol& b) {
     case Symbol::Kind::Value: return a.value == b.value;
     case Symbol::Kind::Const: return a.constant.kind == b.constant.kind && a.constant == b.constant;
     case Symbol::Kind::JitFunction: return a.function == b.function;
+    case Symbol::Kind::Lambda: return a.closure == b.closure;
     case Symbol::Kind::HostModule: return a.name == b.name && a.function == b.function;
     case Symbol::Kind::Module:
     case Symbol::Kind::Builtin:

@@ -144,6 +144,7 @@ void add_arg(backends::CacheKey& key, const frontend::ArgSpec& arg) {
   key.field("dtype", ir::to_string(arg.dtype));
   key.field("divisibility", arg.divisibility);
   key.field("is_one", int64_t{arg.is_one});
+  if (arg.typed_one) key.field("typed_one", int64_t{1});  // only then: other keys stay as they were
   add_global(key, arg.value);
   key.field("parts", static_cast<int64_t>(arg.parts.size()));
   for (const frontend::ArgSpec& p : arg.parts) {

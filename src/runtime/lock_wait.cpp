@@ -74,6 +74,9 @@ Holder state_of(long pid) {
 
 std::string describe(long pid, Holder state) {
   if (pid <= 0) return "another process (none recorded in the lock file)";
+  // flock serializes open files, not processes: two threads of one process
+  // that build the same kernel wait on each other too.
+  if (pid == static_cast<long>(::getpid())) return "another thread of this process";
   std::string who = "process " + std::to_string(pid);
   switch (state) {
     case Holder::Stopped: return who + ", which is stopped (SIGSTOP or Ctrl-Z)";

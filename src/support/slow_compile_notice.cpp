@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 namespace tegula {
 
@@ -17,7 +18,10 @@ double slow_compile_notice_seconds() {
 }
 
 SlowCompileNotice::SlowCompileNotice(std::string kernel, std::string backend)
-    : kernel_(std::move(kernel)), backend_(std::move(backend)), start_(std::chrono::steady_clock::now()) {
+    : kernel_(std::move(kernel)),
+      backend_(std::move(backend)),
+      start_(std::chrono::steady_clock::now()),
+      exceptions_at_start_(std::uncaught_exceptions()) {
   double delay = slow_compile_notice_seconds();
   if (delay > 0) watcher_ = std::thread([this, delay] { watch(std::chrono::duration<double>(delay)); });
 }
@@ -26,6 +30,8 @@ SlowCompileNotice::~SlowCompileNotice() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     done_ = true;
+    // Destroyed while an error unwinds the compile: its last line must not say "compiled".
+    failed_ = std::uncaught_exceptions() > exceptions_at_start_;
   }
   finished_.notify_all();
   if (watcher_.joinable()) watcher_.join();
@@ -57,7 +63,11 @@ void SlowCompileNotice::watch(std::chrono::duration<double> delay) {
     std::fprintf(stderr, "tegula: compiling '%s': %s at %.1f s\n", kernel_.c_str(), shown.c_str(), elapsed());
     std::fflush(stderr);
   }
-  std::fprintf(stderr, "tegula: compiled '%s' (%s) in %.1f s\n", kernel_.c_str(), backend_.c_str(), elapsed());
+  if (failed_)
+    std::fprintf(stderr, "tegula: compiling '%s' (%s) stopped without a kernel after %.1f s\n", kernel_.c_str(),
+                 backend_.c_str(), elapsed());
+  else
+    std::fprintf(stderr, "tegula: compiled '%s' (%s) in %.1f s\n", kernel_.c_str(), backend_.c_str(), elapsed());
   std::fflush(stderr);
 }
 

@@ -9,7 +9,8 @@
 // $TEGULA_COMPILE_NOTICE_SECONDS (default 2; 0 turns the notice off), it
 // prints the first line, naming the phase the compile is in (the phases of
 // support/compile_profile.h, which PhaseTimer reports here), then a line
-// per phase entered after it and one at the end.
+// per phase entered after it and one at the end, which says whether the
+// compile made a kernel or stopped with an error (or an interrupt).
 #pragma once
 
 #include <chrono>
@@ -37,9 +38,11 @@ class SlowCompileNotice {
   std::string kernel_;
   std::string backend_;
   std::chrono::steady_clock::time_point start_;
+  int exceptions_at_start_;  // std::uncaught_exceptions() when constructed: more at the end is a failed compile
   std::mutex mutex_;
   std::condition_variable finished_;
   bool done_ = false;
+  bool failed_ = false;
   std::string phase_;
   std::thread watcher_;  // last: started once the members above exist
 };

@@ -306,5 +306,34 @@ TEST(PackArguments, ArgvPointsAtEachSlotInlineAndSpilled) {
   }
 }
 
+// Narrow float parameters (annotated tl.float16, tl.bfloat16, fp8) travel as
+// their bits, rounded once to nearest even from the host's double: rounding
+// through f32 first would give 1.0 for both values below. f64 keeps every bit.
+TEST(PackArguments, NarrowFloatsAreRoundedOnceFromTheDouble) {
+  const double f16_trap = 1 + std::ldexp(1.0, -11) + std::ldexp(1.0, -30);
+  const double bf16_trap = 1 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
+  struct Case {
+    ir::Scalar type;
+    double value;
+    uint64_t bits;
+  };
+  const Case cases[] = {
+      {ir::Scalar::F16, f16_trap, 0x3C01},   {ir::Scalar::F16, 1e6, 0x7C00},      {ir::Scalar::F16, -2.0, 0xC000},
+      {ir::Scalar::BF16, bf16_trap, 0x3F81}, {ir::Scalar::BF16, -0.0, 0x8000},    {ir::Scalar::F8E5M2, 1.3, 0x3D},
+      {ir::Scalar::F8E4M3, 1.0, 0x38},       {ir::Scalar::F64, 0.1, 0x3FB999999999999AULL},
+  };
+  for (const Case& c : cases) {
+    ir::Param param;
+    param.name = "v";
+    param.type = ir::Type::of(c.type);
+    ArgValue value;
+    value.kind = ArgValue::Kind::Float;
+    value.real = c.value;
+    PackedArguments packed;
+    pack_arguments("k", {param}, std::span<const ArgValue>(&value, 1), packed);
+    EXPECT_EQ(packed.slots[0], c.bits) << ir::to_string(c.type) << " " << c.value;
+  }
+}
+
 }  // namespace
 }  // namespace tegula::backends

@@ -186,6 +186,22 @@ TEST(Lower, IntegerOneIsSpecializedAsConstant) {
   EXPECT_NE(r.ir.find("constant {value = 4}"), std::string::npos) << r.ir;
 }
 
+// A parameter of declared type (u: tl.uint8) specialized on the value 1 holds
+// a u8 1: `u + 255` wraps to 0 as it would for a u8 argument, where Python's
+// untyped 1 would make 256.
+TEST(Lower, TypedOneKeepsItsDeclaredType) {
+  frontend::ArgSpec one = int_arg(Scalar::U8);
+  one.is_one = true;
+  one.typed_one = true;
+  LowerResult r = lower(R"(def k(x_ptr, u):
+    tl.store(x_ptr, u + 255)
+)",
+                        {ptr_arg(Scalar::I64), one});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_NE(r.ir.find("constant {value = 1} : u8"), std::string::npos) << r.ir;
+  EXPECT_EQ(r.ir.find("value = 256"), std::string::npos) << r.ir;
+}
+
 // --- diagnostics -------------------------------------------------------------------
 
 TEST(LowerDiagnostics, UnknownName) {

@@ -761,3 +761,50 @@ def test_an_instance_missing_a_field_is_named():
     broken = object.__new__(_Counter)
     with pytest.raises(TypeError, match="no value for its field 'ptr'"):
         _copy[(1,)](broken, (0, Span(np.zeros(1, np.float32), 1)))
+
+
+@tegula.aggregate
+class _ScaledBase:
+    ptr: tl.tensor
+    SCALE: tl.constexpr = tl.constexpr(3.0)  # a tl.constexpr default (callable, yet a default)
+
+    @tegula.constexpr_function
+    def doubled_scale(self):
+        return self.SCALE * 2
+
+
+@tegula.aggregate
+class _Scaled(_ScaledBase):
+    n: tl.tensor
+
+
+@tegula.jit
+def _scaled_copy(view, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < view.n
+    tl.store(out_ptr + offs, tl.load(view.ptr + offs, mask=mask) * view.SCALE, mask=mask)
+
+
+@pytest.mark.parametrize("n", [1, 77])
+def test_constexpr_defaults_inherited_and_constexpr_function_methods(backend, n):
+    assert _Scaled(None, n=4).SCALE.value == 3.0  # the base's default, its field given by keyword
+    assert _ScaledBase(None).doubled_scale() == 6.0  # a constexpr_function method binds its instance
+    assert _Scaled(None, 9.0, 4).doubled_scale() == 18.0  # ...inherited too
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    out = backend.zeros(n, np.float32)
+    _scaled_copy[(1,)](_Scaled(backend.array(x), n=n), out, BLOCK=128)
+    np.testing.assert_array_equal(backend.numpy(out), x * np.float32(3.0))
+
+
+def test_numbers_in_host_tuple_fields_are_constexprs():
+    class Shape(NamedTuple):
+        x: int
+        y: int
+
+    @tegula.aggregate
+    class State:
+        shape: tl.tuple
+
+    state = State(Shape(3, tl.constexpr(7)))
+    assert isinstance(state.shape.x, tl.constexpr) and state.shape.x.value == 3
+    assert isinstance(state.shape[1], tl.constexpr) and state.shape[1].value == 7

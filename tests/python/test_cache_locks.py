@@ -143,3 +143,22 @@ def test_waiting_on_a_working_builder_says_so_and_times_out(tmp_path, lock_of_a_
     done = _build(tmp_path, cache, 120, TEGULA_CACHE_LOCK_TIMEOUT="4")
     assert done.returncode == 0, done.stderr
     assert "waiting" not in done.stderr
+
+
+# One line in place of KERNEL's first (empty) one, and written to the same file, so the kernel keeps its cache key:
+# it takes the entry's lock as another thread of this process building the same entry would.
+SELF_HOLDER = ('import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600); '
+               'fcntl.flock(fd, fcntl.LOCK_EX); os.ftruncate(fd, 0); os.write(fd, f"{os.getpid()}\\n".encode())'
+               + KERNEL)
+
+
+def test_waiting_on_a_thread_of_the_same_process_says_so(tmp_path, lock_of_a_missing_entry):
+    # flock serializes open files, so a second thread's build of the same entry waits on the first's;
+    # the notice named the waiting process itself as the one to wait for.
+    cache, lock = lock_of_a_missing_entry
+    done = subprocess.run([sys.executable, _script(tmp_path, "kernel.py", SELF_HOLDER), str(lock)],
+                          env=_env(cache, TEGULA_CACHE_LOCK_TIMEOUT="3"), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0
+    assert "tegula: waiting for another thread of this process to finish building" in done.stderr, done.stderr
+    assert "error[E0908]: waited 3 s for another thread of this process to finish building a kernel" in done.stderr

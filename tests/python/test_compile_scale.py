@@ -187,6 +187,37 @@ def test_slow_compile_says_what_it_does(tmp_path, threshold, lines):
         assert told == [], done.stderr
 
 
+FAILING_NOTICE_KERNEL = HEADER + """@tegula.jit
+def failing(x_ptr):
+    acc = 0.0
+    for i in tl.static_range(4096):
+        acc += tl.load(x_ptr + i)
+    tl.store(x_ptr, acc + undefined_name)
+
+import numpy as np
+try:
+    failing[(1,)](np.zeros(4096, np.float32))
+except tegula.CompilationError as e:
+    assert e.code == "E0201", e
+else:
+    raise AssertionError("compiled")
+"""
+
+
+def test_a_slow_compile_that_fails_does_not_say_compiled(tmp_path):
+    # Its last line said "compiled 'failing' (cpu) in ..." over the error.
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING_NOTICE_KERNEL)
+    env = dict(os.environ, TEGULA_CACHE_DIR=str(tmp_path / "cache"), TEGULA_COMPILE_NOTICE_SECONDS="0.001")
+    env.pop("TEGULA_PROFILE_COMPILE", None)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    told = [line for line in done.stderr.splitlines() if line.startswith("tegula: compil")]
+    assert told and told[0].startswith("tegula: compiling 'failing' (cpu) is taking a while"), done.stderr
+    assert told[-1].startswith("tegula: compiling 'failing' (cpu) stopped without a kernel after "), done.stderr
+    assert not any(line.startswith("tegula: compiled") for line in told), done.stderr
+
+
 def test_exponential_inlining_is_an_error_not_an_endless_compile(tmp_path):
     # 2^40 inlined calls: refused once the kernel passes 2^20, in seconds.
     m = load_kernel(tmp_path, "doubling_deep", doubling_helpers(40))
@@ -218,3 +249,20 @@ def test_unrolled_tile_steps_compute(tmp_path):
     for i in range(37):
         expected = expected * 0.5 + np.exp(x[i * 16:(i + 1) * 16].astype(np.float64)) * (i + 1)
     np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+def test_a_long_line_lexes_in_linear_time():
+    # Each token's location looked for the end of its line from the token on:
+    # a line of n tokens cost n times its length (a 100,000-term line took 10 s).
+    def timer(n):
+        source = _C.FunctionSource(name="k", filename="long_line.py",
+                                   source="def k(x):\n    t = (" + "1, " * n + ")\n")
+
+        def seconds():
+            started = time.perf_counter()
+            assert _C.parse_signature(source) == [("x", False, False)]
+            return time.perf_counter() - started
+        return seconds
+    # 16x the tokens: 16x the time if linear, 256x if not.
+    small, large = scale(timer(10_000), timer(160_000))
+    assert large < 40 * max(small, 0.01), f"10,000 tokens: {small:.3f} s, 160,000: {large:.3f} s"

@@ -227,3 +227,23 @@ def test_class_member_errors():
         uses_a_global_class[(1,)](x)
     with pytest.raises(tegula.CompilationError, match=r"`helpers.Ops` has no attribute `not_there`"):
         missing_class_member[(1,)](x)
+
+
+def test_a_kernel_whose_code_object_names_nothing_reads_its_text(tmp_path):
+    """A function given an empty code object and the text of a file of its own (Triton's tests build kernels
+    so, with _testcapi.code_newempty): the globals it reads come from its text."""
+    _testcapi = pytest.importorskip("_testcapi")
+    source = tmp_path / "kernel_text.py"
+    source.write_text("\ndef kernel(X, Y, BLOCK: tl.constexpr):\n"
+                      "    offs = tl.arange(0, BLOCK)\n"
+                      "    tl.store(Y + offs, tl.sin(tl.load(X + offs, mask=offs < 50)), mask=offs < 50)\n")
+
+    def kernel(X, Y, BLOCK):
+        pass
+
+    kernel.__code__ = _testcapi.code_newempty(str(source), "kernel", 1)
+    kernel = tegula.jit(kernel)
+    x = np.random.default_rng(3).standard_normal(50).astype(np.float32)
+    y = np.zeros_like(x)
+    kernel[(1,)](x, y, BLOCK=64)
+    np.testing.assert_allclose(y, np.sin(x), rtol=1e-6, atol=1e-6)

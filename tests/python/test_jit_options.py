@@ -109,6 +109,7 @@ def test_jit_options_compile_for_cuda(tmp_path, arch):
 
 def _with_annotations(**types):
     # A host decorator that runs on the function before @jit sees it (Triton's test_annotations has one).
+    # A pointer annotation ("*fp32") declares no scalar type (test_param_annotations.py has those).
     def decorate(fn):
         fn.__annotations__ = dict(types)
         return fn
@@ -119,7 +120,7 @@ SUFFIX = "32"
 
 
 @tegula.jit
-@_with_annotations(x_ptr=f"tl.float{SUFFIX}", meta={"a": lambda v: v})
+@_with_annotations(x_ptr=f"*fp{SUFFIX}", meta={"a": lambda v: v})
 def decorated_below_jit_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3, mask=offs < n)
@@ -127,7 +128,7 @@ def decorated_below_jit_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 @tegula.jit
 @_with_annotations(
-    x_ptr=f"tl.float{SUFFIX}",
+    x_ptr=f"*fp{SUFFIX}",
 )
 def error_below_decorators_kernel(x_ptr):
     tl.store(x_ptr, undefined_name)  # noqa: F821

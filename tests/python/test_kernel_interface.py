@@ -199,3 +199,27 @@ def test_pre_run_hooks_run_before_every_launch(backend):
     assert seen == [(3, ["BLOCK", "SPLIT_K", "debug"])]
     with pytest.raises(TypeError, match="add_pre_run_hook of kernel 'split_k_rows_kernel' takes a callable, got int"):
         hooked.add_pre_run_hook(3)
+
+
+@tegula.jit
+def annotated(x_ptr: tl.pointer_type(tl.float16), y_ptr: "*fp32", c_ptr: "const *fp16", n: tl.int64,
+              u: "tl.uint8", f: float, b: bool, plain, i: "int32_t", odd: "whatever",
+              BLOCK: tl.constexpr = 16):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float32) + n + u + f + b + plain + i)
+
+
+def test_params_spell_annotations_as_triton_does():
+    params = annotated.params
+    assert [p.annotation for p in params] == [
+        "*fp16", "*fp32", "*kfp16", "i64", "u8", "fp32", "u1", "", "i32", "whatever", "constexpr"]
+    assert [p.annotation_type for p in params] == [
+        "*fp16", "*fp32", "*kfp16", "i64", "u8", "fp32", "u1", "", "i32", "", ""]
+    assert [p.is_const for p in params] == [False, False, True] + [False] * 8
+    assert [p.is_constexpr for p in params] == [False] * 10 + [True]
+    assert [p.has_default for p in params] == [False] * 10 + [True]
+    # the annotation declares the parameter's type at launch: n is an int64, u wraps
+    x = np.arange(16, dtype=np.float16)
+    y = np.zeros(16, np.float32)
+    annotated[(1,)](x, y, x, 2**40, 300, 0.5, True, 3, 4, 0)
+    np.testing.assert_allclose(y, x.astype(np.float32) + np.float32(2**40) + 44 + 0.5 + 1 + 3 + 4 + 0)

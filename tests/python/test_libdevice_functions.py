@@ -547,3 +547,26 @@ def test_cuda_compiles_libdevice_kernels(tmp_path):
                                   tmp_path, emit="cuda,ptx,ptxas")
         for name in ("__saturatef(", "__frsqrt_rn(", "__expf(", "__powf(", "rcp.approx.ftz.f64"):
             assert name in source
+
+
+@tegula.jit
+def _old_libdevice_min_max(x_ptr, y_ptr, lo_ptr, hi_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    # Triton 2 spelled the elementwise fmin/fmax tl.libdevice.min/max: not the reductions tl.min/tl.max.
+    tl.store(lo_ptr + offs, tl.libdevice.min(x, y), mask=mask)
+    tl.store(hi_ptr + offs, tl.extra.libdevice.max(x, y), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_libdevice_min_and_max_are_elementwise(backend, dtype):
+    n = 83
+    rng = rng_for("libdevice-min-max", dtype)
+    x = (rng.standard_normal(n) * 100).astype(dtype)
+    y = (rng.standard_normal(n) * 100).astype(dtype)
+    lo, hi = backend.zeros(n, dtype), backend.zeros(n, dtype)
+    _old_libdevice_min_max[(1,)](backend.array(x), backend.array(y), lo, hi, n, BLOCK=128)
+    np.testing.assert_array_equal(backend.numpy(lo), np.minimum(x, y))
+    np.testing.assert_array_equal(backend.numpy(hi), np.maximum(x, y))

@@ -589,3 +589,117 @@ def test_a_loop_variable_read_after_its_loop_has_its_last_value(backend, lo, hi,
 def test_a_loop_variable_of_one_branch_stays_undefined_after_it():
     with pytest.raises(tegula.CompilationError, match="`i` is not defined"):
         loop_in_branch_kernel[(1,)](np.zeros(1, np.int32), 4, 5)  # c == 1 would make the `if` a constexpr one
+
+
+# --- lambdas, `:=` and a helper's *args -------------------------------------------------------
+
+@tegula.jit
+def lambda_kernel(x_ptr, scan_ptr, red_ptr, map_ptr, n, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    # A lambda captures the constexpr SCALE; a default is evaluated where the lambda is written.
+    tl.store(scan_ptr + offs, tl.associative_scan(x, 0, lambda a, b: a + b * SCALE), mask=mask)
+    biggest = tl.reduce(tl.where(mask, x, float("-inf")), 0, lambda a, b: tl.maximum(a, b))
+    clip = lambda v, lo=-1.0: tl.minimum(tl.maximum(v, lo), 1.0)
+    tl.store(red_ptr, biggest)
+    tl.store(map_ptr + offs, tl.map_elementwise(lambda v: v * v + SCALE, clip(x)), mask=mask)
+
+
+@pytest.mark.parametrize("n", [1, 37, 100])
+def test_lambdas_combine_scan_reduce_and_map(backend, n):
+    x = random(rng_for("lambda", n), n, "float32")
+    scan, red, mapped = backend.zeros(n, np.float32), backend.zeros(1, np.float32), backend.zeros(n, np.float32)
+    lambda_kernel[(1,)](backend.array(x), scan, red, mapped, n, SCALE=2.0, BLOCK=128)
+    expected = np.cumsum(np.concatenate([x[:1], x[1:] * 2]).astype(np.float64))
+    check(backend.numpy(scan), expected, "float32", atol=1e-4)
+    assert backend.numpy(red)[0] == x.max()
+    check(backend.numpy(mapped), np.clip(x, -1.0, 1.0) ** 2 + 2.0, "float32")
+
+
+@tegula.jit
+def lambda_capture_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(y_ptr + tl.arange(0, BLOCK), tl.associative_scan(x, 0, lambda a, b: a + b + x))
+
+
+def test_a_lambda_capturing_a_runtime_value_is_an_unsupported_construct():
+    x = np.zeros(16, np.float32)
+    with pytest.raises(tegula.UnsupportedLanguageConstruct,
+                       match=r"(?s)error\[E0110\]: a lambda can only capture constexpr values.*`x` is a tile"):
+        lambda_capture_kernel[(1,)](x, x.copy(), BLOCK=16)
+    assert issubclass(tegula.UnsupportedLanguageConstruct, tegula.CompilationError)
+
+
+@tegula.jit
+def sum_all(first, *rest):
+    total = first
+    for i in tl.static_range(len(rest)):
+        total += rest[i]
+    return total, len(rest)
+
+
+@tegula.jit
+def walrus_varargs_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    acc = x * 0
+    s = 0
+    for i in range(3):
+        if (s := tl.sum(x) + i) > 0:  # `:=` inside a runtime loop: `s` is carried like any variable
+            acc += s
+    dims: tl.constexpr = (1, 2, 3)
+    three, count = sum_all(x, *dims)
+    one, none = sum_all(x)
+    tl.store(out_ptr + offs, acc + three * 10 + one * 100 + count * 1000 + none * 10000, mask=offs < n)
+    tl.store(out_ptr + n, s)
+
+
+@pytest.mark.parametrize("n", [5, 33])
+def test_walrus_and_star_parameters(backend, n):
+    x = random(rng_for("walrus", n), n, "int32", low=-20, high=20)
+    out = backend.zeros(n + 1, np.int32)
+    walrus_varargs_kernel[(1,)](backend.array(x), out, n, BLOCK=64)
+    total = int(x.sum())
+    acc = sum(total + i for i in range(3) if total + i > 0)
+    out = backend.numpy(out)
+    np.testing.assert_array_equal(out[:n], acc + (x + 6) * 10 + x * 100 + 3 * 1000)
+    assert out[n] == total + 2
+
+
+@tegula.jit
+def walrus_while_kernel(out_ptr, n):
+    i = 0
+    while (i := i + 1) < n:
+        pass
+    tl.store(out_ptr, i)
+
+
+def test_walrus_in_a_while_condition_is_a_located_error():
+    with pytest.raises(tegula.UnsupportedLanguageConstruct,
+                       match=r"error\[E0110\]: an assignment expression \(`:=`\) in a `while` condition"):
+        walrus_while_kernel[(1,)](np.zeros(1, np.int32), 4)
+
+
+@tegula.jit
+def wide_program_id_kernel(out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0, bitwidth=64)
+    tl.static_assert(pid.dtype == tl.int64)
+    tl.static_assert(tl.program_id(1, bitwidth=32).dtype == tl.int32)
+    # int64 ids: a block offset past 2**31 does not wrap.
+    offs = pid * 3_000_000_000 + tl.arange(0, BLOCK)
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), offs)
+
+
+@tegula.jit
+def bad_program_id_width_kernel(out_ptr):
+    tl.store(out_ptr, tl.program_id(0, bitwidth=48))
+
+
+def test_program_id_bitwidth(backend):
+    out = backend.zeros(3 * 8, np.int64)
+    wide_program_id_kernel[(3,)](out, BLOCK=8)
+    expected = (np.arange(3, dtype=np.int64)[:, None] * 3_000_000_000 + np.arange(8)).ravel()
+    np.testing.assert_array_equal(backend.numpy(out), expected)
+    with pytest.raises(tegula.CompilationError, match=r"bitwidth of tl.program_id must be 32 or 64 but got 48"):
+        bad_program_id_width_kernel[(1,)](np.zeros(1, np.int32))

@@ -44,18 +44,23 @@ LANGUAGE_TESTS = "python/test/unit/language/"
 FILES = {  # path in the Triton checkout -> path in the run folder (besides the module under test)
     LANGUAGE_TESTS + "test_core.py": "test_core.py",  # other modules import its helpers
     LANGUAGE_TESTS + "print_helper.py": "print_helper.py",  # test_subprocess runs it
+    LANGUAGE_TESTS + "printf_helper.py": "printf_helper.py",  # an older test_printf runs it
     LANGUAGE_TESTS + "test_mxfp.py": "test_mxfp.py",  # test_matmul imports its tensor classes
     "python/test/conftest.py": "conftest.py",
     "python/triton/_internal_testing.py": "triton/_internal_testing.py",
     "python/triton/tools/mxfp.py": "triton/tools/mxfp.py",  # torch-only helpers test_mxfp imports
 }
+OPTIONAL = {LANGUAGE_TESTS + "printf_helper.py", LANGUAGE_TESTS + "print_helper.py", LANGUAGE_TESTS + "test_mxfp.py",
+            "python/triton/tools/mxfp.py"}  # helpers only some modules use; a checkout may lack them
 
 
-def read_from_triton(root: Path, path: str) -> str:
+def read_from_triton(root: Path, path: str) -> str | None:
     if (root / path).exists():
         return (root / path).read_text()
-    return subprocess.run(["git", "--git-dir", str(root), "show", f"HEAD:{path}"], check=True,
-                          capture_output=True, text=True).stdout
+    if not (root / "HEAD").exists():  # a work tree that lacks the file
+        return None
+    out = subprocess.run(["git", "--git-dir", str(root), "show", f"HEAD:{path}"], capture_output=True, text=True)
+    return out.stdout if out.returncode == 0 else None
 
 
 def module_source(module: str) -> str:
@@ -68,8 +73,13 @@ def module_source(module: str) -> str:
 def lay_out(root: Path, folder: Path, module: str) -> None:
     shutil.copytree(HERE / "shim" / "triton", folder / "triton")
     for source, target in {**FILES, module_source(module): Path(module).name + ".py"}.items():
+        text = read_from_triton(root, source)
+        if text is None:
+            if source in OPTIONAL:
+                continue
+            sys.exit(f"{source} is not in the Triton checkout {root}")
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
-        (folder / target).write_text(read_from_triton(root, source))
+        (folder / target).write_text(text)
 
 
 def collect(folder: Path, env: dict, marker: list[str], extra: list[str], module: str) -> list[str]:

@@ -74,8 +74,9 @@ def _divisible(attrs: list) -> bool:
 
 
 def _stand_in(kernel: str, name: str, spec: str):
-    """A value of the kind `spec` binds (what the launcher classifies), before its ArgSpec is set to the
-    signature's exact type."""
+    """A value the launcher classifies in the place of the argument `spec` binds, and (kind, IR type) of
+    the ArgSpec that then replaces its spec: an array for a pointer, None (which any parameter takes,
+    an annotated one too) for a scalar."""
     if not isinstance(spec, str):
         raise coded(TypeError, "E0701", f"signature of kernel '{kernel}': parameter '{name}' must be a string "
                                         f"such as '*fp32', 'i32' or 'constexpr', got {spec!r}")
@@ -91,10 +92,10 @@ def _stand_in(kernel: str, name: str, spec: str):
                                         f"('*fp32', 'i32', 'fp32', ... or 'constexpr')")
     scalar = _SCALARS[text]
     if scalar == "i1":
-        return True, ("bool", scalar)
+        return None, ("bool", scalar)
     if scalar.startswith("f") or scalar == "bf16":
-        return 1.5, ("float", scalar)
-    return 3, ("int", scalar)
+        return None, ("float", scalar)
+    return None, ("int", scalar)
 
 
 def compile(src: ASTSource, target=None, options: dict | None = None):
@@ -125,13 +126,12 @@ def compile(src: ASTSource, target=None, options: dict | None = None):
     launch_options = {k: options[k] for k in ("num_warps", "num_stages", "debug") if k in options}
     request, compile_options = fn._request_for(**kwargs, **launch_options)
     specs = request.args
-    for spec, name in zip(specs, names):
-        if name not in exact:
-            continue
-        _, scalar = exact[name]
-        spec.dtype = scalar
-        spec.is_one = False
-        spec.divisibility = 16 if _divisible(attrs.get(name, [])) else 1
+    kinds = {"pointer": _C.ArgSpec.Kind.Pointer, "int": _C.ArgSpec.Kind.Int, "float": _C.ArgSpec.Kind.Float,
+             "bool": _C.ArgSpec.Kind.Bool}
+    for i, name in enumerate(names):
+        if name in exact:
+            kind, scalar = exact[name]
+            specs[i] = _C.ArgSpec(kinds[kind], scalar, 16 if _divisible(attrs.get(name, [])) else 1)
     request.args = specs
     target = target or runtime.driver.active.get_current_target()
     if getattr(target, "backend", "cpu") == "cuda":

@@ -1,6 +1,7 @@
 """``triton.compiler.errors``' names, where host code imports them from to catch a kernel's compile
-errors: Tegula's CompilationError and CompileTimeAssertionFailure (both TritonErrors)."""
+errors: Tegula's CompilationError, CompileTimeAssertionFailure and UnsupportedLanguageConstruct (all
+TritonErrors)."""
 
-from .._C import CompilationError, CompileTimeAssertionFailure
+from .._C import CompilationError, CompileTimeAssertionFailure, UnsupportedLanguageConstruct
 
-__all__ = ["CompilationError", "CompileTimeAssertionFailure"]
+__all__ = ["CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"]

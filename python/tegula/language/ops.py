@@ -30,8 +30,9 @@ __all__ = [
 # --- Program and grid ----------------------------------------------------------
 
 
-def program_id(axis):
-    """Index of this program along grid axis ``axis`` (0, 1 or 2)."""
+def program_id(axis, bitwidth=None):
+    """Index of this program along grid axis ``axis`` (0, 1 or 2): an int32, or an int64 with
+    ``bitwidth=64``."""
     _only_in_kernel("program_id")
 
 

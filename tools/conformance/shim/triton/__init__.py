@@ -48,6 +48,11 @@ for _name in filter(None, os.environ.get("TEGULA_CONFORMANCE_PLACEHOLDERS", "").
     if _name.startswith("triton."):  # a name of the triton package itself
         if _name[len("triton."):] not in globals():
             globals()[_name[len("triton."):]] = _Missing(_name)
+    elif "." in _name:  # a name of a tl submodule (core.builtin: tl.core.builtin)
+        _owner, _, _attr = _name.rpartition(".")
+        _owner = sys.modules[__name__ + ".language." + _owner]
+        if not hasattr(_owner, _attr):
+            setattr(_owner, _attr, _Missing("tl." + _name))
     elif not hasattr(language, _name):
         setattr(language, _name, _Missing(_name))
 sys.modules[__name__ + ".testing"] = testing

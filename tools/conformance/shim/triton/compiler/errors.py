@@ -1,1 +1,1 @@
-from tegula.compiler.errors import CompilationError, CompileTimeAssertionFailure  # noqa: F401
+from tegula.compiler.errors import CompilationError, CompileTimeAssertionFailure, UnsupportedLanguageConstruct  # noqa: F401

@@ -250,6 +250,20 @@ template <class T> static inline T tg_shr(T a, T b) {
   return s >= 8 * sizeof(T) ? fill : (T)(a >> s);
 }
 
+// Integer minimum and maximum. 8- and 16-bit ones compare in int32: g++ 12
+// (-O2 and above, AVX-512BW) dies with "unrecognizable insn" on a vector
+// min or max of 8- or 16-bit lanes merged under a mask (`m ? min(a, b) :
+// 0`, what a masked tile's reduction computes); in int32 it compiles, and
+// the values are the same.
+template <class T> static inline T tg_min(T a, T b) {
+  if constexpr (sizeof(T) < 4) return (T)std::min<int32_t>(a, b);
+  else return std::min(a, b);
+}
+template <class T> static inline T tg_max(T a, T b) {
+  if constexpr (sizeof(T) < 4) return (T)std::max<int32_t>(a, b);
+  else return std::max(a, b);
+}
+
 // The high half of the unsigned product. For 16-bit types the product is
 // hidden from the vectorizer: GCC 12 at -O2 and above turns the high half of
 // a 16-bit product converted to int16 into a signed high multiply (pmulhw),
@@ -473,39 +487,92 @@ static unsigned char* tg_scratch(size_t bytes) {
   return buffer.data;
 }
 
-#define TG_FN static inline
-// ---- fp8 ----
-// f32 -> fp8 with `m` mantissa bits and exponent bias `bias`; `max_code` is the
-// largest finite magnitude.
-TG_FN unsigned char tg_f32_to_f8(float f, int m, int bias, unsigned max_code) {
-  unsigned b = tg_f32_to_bits(f);
-  unsigned sign = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
-  if (a > 0x7f800000u) return 0x7f;
-  int e = (int)(a >> 23) - 127;
-  if (e > 16) return (unsigned char)(sign | max_code);      // also inf
-  if (e < -bias - m) return (unsigned char)sign;             // below half the smallest step (zeros, subnormals)
-  int binade = e < 1 - bias ? 1 - bias : e;                  // fp8 subnormals step like the smallest binade
-  int shift = 23 - m + (binade - e);                         // 20..24
-  unsigned mant = (a & 0x7fffffu) | 0x800000u;
-  unsigned steps = mant >> shift, rest = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (steps & 1u))) ++steps;
-  unsigned code = ((unsigned)(binade + bias - 1) << m) + steps;  // a carry moves to the next binade
-  return (unsigned char)(sign | (code > max_code ? max_code : code));
+// ---- atomics ----
+// The element's bits, as integers that may alias any type (float memory is
+// updated through them).
+template <int Bytes> struct tg_atomic_word;
+template <> struct tg_atomic_word<2> { typedef uint16_t type; typedef uint16_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<4> { typedef uint32_t type; typedef uint32_t __attribute__((may_alias)) alias; };
+template <> struct tg_atomic_word<8> { typedef uint64_t type; typedef uint64_t __attribute__((may_alias)) alias; };
+template <class T> using tg_word = typename tg_atomic_word<sizeof(T)>::type;
+template <class T> static inline typename tg_atomic_word<sizeof(T)>::alias* tg_word_ptr(T* p) {
+  return reinterpret_cast<typename tg_atomic_word<sizeof(T)>::alias*>(p);
 }
-static inline uint8_t tg_f32_to_f8e4m3(float f) { return tg_f32_to_f8(f, 3, 7, 0x7eu); }
-static inline uint8_t tg_f32_to_f8e5m2(float f) { return tg_f32_to_f8(f, 2, 15, 0x7bu); }
-static inline uint8_t tg_f64_to_f8e4m3(double d) { return tg_f32_to_f8e4m3(tg_f64_to_f32_odd(d)); }
-static inline uint8_t tg_f64_to_f8e5m2(double d) { return tg_f32_to_f8e5m2(tg_f64_to_f32_odd(d)); }
-static inline float tg_f8e4m3_to_f32(uint8_t h) {
-  uint32_t sign = (uint32_t)(h & 0x80u) << 24, em = h & 0x7fu;
-  if (em == 0x7fu) return tg_bits_to_f32(sign | 0x7fc00000u);
-  if (em < 0x08u) return tg_bits_to_f32(sign | tg_f32_to_bits((float)em * 0x1p-9f));
-  return tg_bits_to_f32(sign | ((em + (120u << 3)) << 20));
+
+// A compare-and-swap that fails only reads: its order is the load part of O.
+template <int O> struct tg_failure_order {
+  static constexpr int value = O == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : O == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : O;
+};
+
+// Native read-modify-writes on integers.
+template <int O, class T> static inline T tg_atomic_add(T* p, T v) {
+  return (T)__atomic_fetch_add(tg_word_ptr(p), (tg_word<T>)v, O);
 }
-static inline float tg_f8e5m2_to_f32(uint8_t h) {
-  uint32_t sign = (uint32_t)(h & 0x80u) << 24, em = h & 0x7fu;
-  if (em >= 0x7cu) return tg_bits_to_f32(sign | (em == 0x7cu ? 0x7f800000u : 0x7fc00000u));
-  if (em < 0x04u) return tg_bits_to_f32(sign | tg_f32_to_bits((float)em * 0x1p-16f));
-  return tg_bits_to_f32(sign | ((em + (112u << 2)) << 21));
+template <int O, class T> static inline T tg_atomic_and(T* p, T v) {
+  return (T)__atomic_fetch_and(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_or(T* p, T v) {
+  return (T)__atomic_fetch_or(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+template <int O, class T> static inline T tg_atomic_xor(T* p, T v) {
+  return (T)__atomic_fetch_xor(tg_word_ptr(p), (tg_word<T>)v, O);
+}
+
+// Exchange and compare-and-swap move bits, for every element type.
+template <int O, class T> static inline T tg_atomic_xchg(T* p, T v) {
+  return tg_bitcast<T>(__atomic_exchange_n(tg_word_ptr(p), tg_bitcast<tg_word<T>>(v), O));
+}
+template <int O, class T> static inline T tg_atomic_cas(T* p, T cmp, T v) {
+  tg_word<T> expected = tg_bitcast<tg_word<T>>(cmp);
+  __atomic_compare_exchange_n(tg_word_ptr(p), &expected, tg_bitcast<tg_word<T>>(v), false, O,
+                              tg_failure_order<O>::value);
+  return tg_bitcast<T>(expected);  // the old value whether or not it matched
+}
+
+// Replaces *p by next(*p) in one step; returns the old value.
+template <int O, class T, class Next> static inline T tg_atomic_update(T* p, Next next) {
+  auto* word = tg_word_ptr(p);
+  tg_word<T> old = __atomic_load_n(word, tg_failure_order<O>::value);
+  while (!__atomic_compare_exchange_n(word, &old, tg_bitcast<tg_word<T>>(next(tg_bitcast<T>(old))), true, O,
+                                      tg_failure_order<O>::value)) {
+  }
+  return tg_bitcast<T>(old);
+}
+
+template <int O, class T> static inline T tg_atomic_max(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return x < v ? v : x; });
+}
+template <int O, class T> static inline T tg_atomic_min(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) { return v < x ? v : x; });
+}
+
+// IEEE totalOrder of a float's bits as a signed integer: negative values
+// have their magnitude bits flipped, so larger magnitudes sort lower.
+template <class W> static inline typename std::make_signed<W>::type tg_total_order_key(W bits) {
+  typedef typename std::make_signed<W>::type S;
+  S s = (S)bits;
+  S magnitude = (S)(((W)1 << (8 * sizeof(W) - 1)) - 1);
+  return (S)(s ^ (s < 0 ? magnitude : (S)0));
+}
+// T: float, double, or uint16_t holding f16/bf16 bits.
+template <int O, class T> static inline T tg_atomic_fmax(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(x)) < tg_total_order_key(tg_bitcast<tg_word<T>>(v)) ? v : x;
+  });
+}
+template <int O, class T> static inline T tg_atomic_fmin(T* p, T v) {
+  return tg_atomic_update<O>(p, [v](T x) {
+    return tg_total_order_key(tg_bitcast<tg_word<T>>(v)) < tg_total_order_key(tg_bitcast<tg_word<T>>(x)) ? v : x;
+  });
+}
+
+template <int O, class F> static inline F tg_atomic_fadd(F* p, F v) {
+  return tg_atomic_update<O>(p, [v](F x) { return x + v; });
+}
+template <int O> static inline uint16_t tg_atomic_f16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_f16(tg_f16_to_f32(x) + tg_f16_to_f32(v)); });
+}
+template <int O> static inline uint16_t tg_atomic_bf16_add(uint16_t* p, uint16_t v) {
+  return tg_atomic_update<O>(p, [v](uint16_t x) { return tg_f32_to_bf16(tg_bf16_to_f32(x) + tg_bf16_to_f32(v)); });
 }
 

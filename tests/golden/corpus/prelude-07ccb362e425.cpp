@@ -250,6 +250,20 @@ template <class T> static inline T tg_shr(T a, T b) {
   return s >= 8 * sizeof(T) ? fill : (T)(a >> s);
 }
 
+// Integer minimum and maximum. 8- and 16-bit ones compare in int32: g++ 12
+// (-O2 and above, AVX-512BW) dies with "unrecognizable insn" on a vector
+// min or max of 8- or 16-bit lanes merged under a mask (`m ? min(a, b) :
+// 0`, what a masked tile's reduction computes); in int32 it compiles, and
+// the values are the same.
+template <class T> static inline T tg_min(T a, T b) {
+  if constexpr (sizeof(T) < 4) return (T)std::min<int32_t>(a, b);
+  else return std::min(a, b);
+}
+template <class T> static inline T tg_max(T a, T b) {
+  if constexpr (sizeof(T) < 4) return (T)std::max<int32_t>(a, b);
+  else return std::max(a, b);
+}
+
 // The high half of the unsigned product. For 16-bit types the product is
 // hidden from the vectorizer: GCC 12 at -O2 and above turns the high half of
 // a 16-bit product converted to int16 into a signed high multiply (pmulhw),
