@@ -144,7 +144,10 @@ add("make_tensor_descriptor", DESC + st("desc.load([0])"), "06 08 09",
 add("load_tensor_descriptor", DESC + st("tl.load_tensor_descriptor(desc, [0])"))
 add("store_tensor_descriptor", DESC + "tl.store_tensor_descriptor(desc, [0], x)")
 add("tensor_descriptor", "desc: tl.tensor_descriptor = tl.make_tensor_descriptor(x_ptr, [n], [1], [BLOCK])\n"
-    + st("desc.load([0])"))
+    + st("desc.load([0])"),
+    note="`desc.atomic_add` / `min` / `max` / `and` / `or` / `xor` return nothing, as in Triton; on sm_90 the TMA "
+         "reduces the block where the PTX ISA allows (f32, 32-bit and u64 integer add; integer min/max/and/or/xor), "
+         "elsewhere they are pointer atomics (docs/backend-cuda.md)")
 add("pointer_type", st("tl.load(tl.load(i_ptr).to(tl.int64).to(tl.pointer_type(tl.float32)) + offs)"), "08",
     note="an int64 loaded from memory converts to a pointer")
 
@@ -158,7 +161,9 @@ group("Math")
 for f in ("ceil", "cos", "erf", "exp", "exp2", "floor", "log", "log2", "rsqrt", "sigmoid", "sin", "sqrt",
           "sqrt_rn"):
     add(f, st(f"tl.{f}(x)"), {"exp": "02", "sqrt": "05"}.get(f, ""),
-        [("float16 operand", st(f"tl.{f}(x.to(tl.float16))"))] if f not in ("sqrt_rn",) else [])
+        [("float16 operand", st(f"tl.{f}(x.to(tl.float16))"))] if f not in ("sqrt_rn",) else [],
+        note="f32 on CUDA: `ex2.approx` of `x * log2(e)`, Triton's bits for normal results (below 2^-126 zero, "
+             "where Triton's are subnormal); `libdevice.exp` is `expf`" if f == "exp" else "")
 add("abs", st("tl.abs(x) + tl.abs(xi)"))
 add("cdiv", st("tl.cdiv(xi, 3)"), "03 08 09")
 add("clamp", st("tl.clamp(x, -1.0, 1.0)"), "",
@@ -271,6 +276,9 @@ add("const", "c: tl.const = x\n" + st("c"), note="a pointer parameter `p: tl.con
 add("constexpr_type", "tl.static_assert(isinstance(tl.constexpr(1).type, tl.constexpr_type))\n" + st("x"))
 add("PropagateNan", st("tl.maximum(x, x, propagate_nan=tl.PropagateNan.NONE)"))
 add("TRITON_MAX_TENSOR_NUMEL", "tl.static_assert(BLOCK <= tl.TRITON_MAX_TENSOR_NUMEL)\n" + st("x"))
+add("tuple_type", "t = (x, xi)\ntl.static_assert(t.type == tl.tuple_type([x.type, xi.type]))\n" + st("t[0]"),
+    note="a tuple of types: indexing and iterating give them; `str()` and `==` against a plain tuple of "
+         "types differ from Triton's")
 add("tuple", "t = tl.tuple([x, x + 1.0])\n" + st("t[0] + t[1]"),
     features=[("a @jit function taking and returning tuples", st("helper_add((x, x), (x,))[2]"))])
 add("slice", "t = (x, x + 1.0, x + 2.0)[1::2]\n" + st("t[0]"), note="a Python slice inside `[]`",

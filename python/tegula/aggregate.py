@@ -70,7 +70,8 @@ def _fields_of(cls) -> tuple[dict, dict]:
             continue
         if not is_aggregate_class(base):
             raise TypeError(f"@aggregate class {cls.__qualname__}: its base {base.__qualname__} is not an "
-                            f"aggregate; an aggregate inherits only from aggregates")
+                            f"aggregate. Aggregates can only inherit from other aggregates: make "
+                            f"{base.__qualname__} an @aggregate too, or hold it in a field")
         annotations.update(base.__aggregate_annotations__)
         defaults.update(base.__aggregate_defaults__)
     own = cls.__dict__.get("__annotations__", {})
@@ -161,8 +162,9 @@ def aggregate(cls):
         if name not in annotations:
             raise AttributeError(f"{cls.__name__} has no field '{name}'")
         if self.__dict__.get("_aggregate_ready", False):
-            raise AttributeError(f"the fields of {cls.__name__} are set only in __init__; "
-                                 f"aggregate_replace(obj, {name}=...) makes a changed copy")
+            raise AttributeError(f"cannot assign to field '{name}' on immutable aggregate {cls.__name__}: its "
+                                 f"fields are set only in __init__; aggregate_replace(obj, {name}=...) makes a "
+                                 f"changed copy")
         object.__setattr__(self, name, _wrap(value, annotations[name]))
 
     def __repr__(self):
@@ -188,7 +190,7 @@ def aggregate_replace(instance, **changes):
     set to their values (as ``dataclasses.replace``)."""
     cls = type(instance)
     if not is_aggregate_class(cls):
-        raise TypeError(f"aggregate_replace() takes an aggregate instance, got {cls.__name__}")
+        raise TypeError(f"aggregate_replace() expects an aggregate instance, got {cls.__name__}")
     fields = cls.__aggregate_fields__
     for name in changes:
         if name not in fields:

@@ -2,6 +2,7 @@
 // Python builtins kernels use), each a small handler from call arguments to a
 // symbol, and the one registry of every name a kernel can call (builtins.h),
 // the handlers of the other builtins_*.cpp files included.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -700,6 +701,20 @@ Symbol py_min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
     }
     return acc;
   }
+  // Python's min/max of a NaN or of zeros of both signs depends on the argument
+  // order, unlike tl.minimum/maximum: refused, as Triton does. A number Triton
+  // holds as a tensor (`assigned`) goes through tl.minimum there instead.
+  bool constexprs = std::none_of(items.begin(), items.end(), [](const Symbol& s) { return s.assigned; });
+  for (const Symbol& s : items) {
+    if (!constexprs || s.constant.kind != ConstValue::Kind::Float) continue;
+    if (std::isnan(s.constant.f) || (s.constant.f == 0.0 && std::signbit(s.constant.f)))
+      error_at(c.loc, Diag::ConstantArithmetic,
+               n.substr(3) + "() of compile-time numbers does not take " +
+                   (std::isnan(s.constant.f) ? "NaN" : "negative zero") +
+                   ": Python's answer then depends on the order of the arguments",
+               "test for the value first (x != x is true for NaN), or compute with tensors: tl.minimum/tl.maximum "
+               "take propagate_nan=");
+  }
   Symbol best = items[0];
   for (size_t i = 1; i < items.size(); ++i) {
     auto lt = const_compare(ast::CmpOp::Lt, items[i].constant, best.constant);
@@ -710,7 +725,7 @@ Symbol py_min_max(Lowerer& l, const CallArgs& c, const std::string& n) {
       if (gt && gt->truthy()) best = items[i];
     }
   }
-  return best;
+  return constexprs ? best : best.mark_assigned();
 }
 
 Symbol py_len(Lowerer& l, const CallArgs& c, const std::string& n) {
@@ -806,7 +821,7 @@ constexpr Builtin kBuiltins[] = {
     {"tensor", lower_type_class, TL},               {"const", lower_type_class, TL},
     {"constexpr_type", lower_type_class, TL},       {"slice", lower_type_class, TL},
     {"tensor_descriptor", lower_type_class, TL},
-    {"tuple", lower_tuple, TL},
+    {"tuple", lower_tuple, TL},                     {"tuple_type", lower_tuple_type, TL},
     // methods of type objects (`x.dtype.is_fp16()`)
     {"dtype.is_floating", lower_dtype_method, NAMED}, {"dtype.is_standard_floating", lower_dtype_method, NAMED},
     {"dtype.is_fp8", lower_dtype_method, NAMED},    {"dtype.is_int", lower_dtype_method, NAMED},

@@ -43,6 +43,11 @@ bool instance_of(const Symbol& obj, const Symbol& cls, Lowerer& l, const SourceL
     if (c == "constexpr_type") return is_type_object(obj, TypeForm::Constexpr);
     if (c == "constexpr") return number;
     if (c == "tuple" || c == "py.tuple") return obj.kind == Symbol::Kind::Tuple;
+    if (c == "tuple_type")  // a tuple of types, as `.type` of a tuple gives
+      return obj.kind == Symbol::Kind::Tuple &&
+             std::all_of(obj.elements.begin(), obj.elements.end(), [](const Symbol& e) {
+               return e.kind == Symbol::Kind::Tuple || (e.is_const() && e.constant.kind == ConstValue::Kind::DType);
+             });
     if (c == "slice") return obj.kind == Symbol::Kind::Slice;
     if (c == "tensor_descriptor") return obj.kind == Symbol::Kind::TensorDescriptor;
     if (c == "const") return false;  // an annotation only: no value is a tl.const
@@ -163,6 +168,28 @@ Symbol lower_block_type(Lowerer& l, const CallArgs& c, const std::string& n) {
   t.type_form = TypeForm::Block;
   t.shape = l.to_shape(a.get("shape"), a.loc("shape"), "the shape of tl.block_type");
   return Symbol::of(t);
+}
+
+// tl.tuple_type(types, fields=None): a tuple of the types, as `.type` of a
+// tuple of tensors is; the fields name its elements as a named tuple's do.
+Symbol lower_tuple_type(Lowerer& l, const CallArgs& c, const std::string& n) {
+  BoundArgs a(n, {"types", "?fields"}, c);
+  const Symbol& types = a.get("types");
+  if (types.kind != Symbol::Kind::Tuple)
+    error_at(a.loc("types"), Diag::WrongArgumentKind,
+             "tl.tuple_type needs a list of types, but it is " + l.describe(types), "write tl.tuple_type([tl.int32, ...])");
+  Symbol t = Symbol::tuple(types.elements);
+  if (a.has("fields") && !a.get("fields").is_none()) {
+    const Symbol& fields = a.get("fields");
+    bool names = fields.kind == Symbol::Kind::Tuple && fields.elements.size() == types.elements.size();
+    for (size_t k = 0; names && k < fields.elements.size(); ++k)
+      names = fields.elements[k].is_const() && fields.elements[k].constant.kind == ConstValue::Kind::Str;
+    if (!names)
+      error_at(a.loc("fields"), Diag::WrongArgumentKind,
+               "the fields of tl.tuple_type are one name (a str) per type, but they are " + l.describe(fields));
+    for (size_t k = 0; k < fields.elements.size(); ++k) t.name += (k ? "," : "") + fields.elements[k].constant.s;
+  }
+  return t;
 }
 
 // tl.tuple(items) and tuple(items): the items as a tuple.

@@ -17,6 +17,7 @@ Symbol lower_isinstance(Lowerer& l, const CallArgs& c, const std::string& name);
 // tl.dtype(name), tl.block_type(element_ty, shape), tl.tuple(items) / tuple(items).
 Symbol lower_dtype_class(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_block_type(Lowerer& l, const CallArgs& c, const std::string& name);
+Symbol lower_tuple_type(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_get_int_dtype(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_unwrap_if_constexpr(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_tuple(Lowerer& l, const CallArgs& c, const std::string& name);

@@ -341,7 +341,8 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
   using ast::BinaryOp;
   const char* text = ast::to_string(op);
   if (a.is_const() && b.is_const()) {
-    if (auto r = const_binary(op, a.constant, b.constant, loc)) return Symbol::of(*r);
+    if (auto r = const_binary(op, a.constant, b.constant, loc))
+      return a.assigned || b.assigned ? Symbol::of(*r).mark_assigned() : Symbol::of(*r);
     error_at(loc, Diag::InvalidOperandType,
              std::string("unsupported operand types for `") + text + "`: " + kind_name(a.constant) + " and " +
                       kind_name(b.constant));
@@ -456,7 +457,7 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
 
 Symbol Lowerer::unary(ast::UnaryOp op, const Symbol& a, const SourceLoc& loc) {
   if (a.is_const()) {
-    if (auto r = const_unary(op, a.constant, loc)) return Symbol::of(*r);
+    if (auto r = const_unary(op, a.constant, loc)) return a.assigned ? Symbol::of(*r).mark_assigned() : Symbol::of(*r);
     error_at(loc, Diag::InvalidOperandType,
              std::string("bad operand type for unary `") + ast::to_string(op) + "`: " + kind_name(a.constant));
   }
@@ -496,7 +497,8 @@ Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const S
     return Symbol::of(ConstValue::boolean(op == CmpOp::Eq ? equal : !equal));
   }
   if (a.is_const() && b.is_const()) {
-    if (auto r = const_compare(op, a.constant, b.constant)) return Symbol::of(*r);
+    if (auto r = const_compare(op, a.constant, b.constant))
+      return a.assigned || b.assigned ? Symbol::of(*r).mark_assigned() : Symbol::of(*r);
     error_at(loc, Diag::InvalidOperandType,
              std::string("`") + ast::to_string(op) + "` is not supported between " + kind_name(a.constant) +
                       " and " + kind_name(b.constant));
@@ -737,7 +739,17 @@ Symbol Lowerer::attribute(const Symbol& base, const std::string& attr, const Sou
         ++index;
         start = end + 1;
       }
-      if (attr == "type" && constexpr_text(base)) return type_of(*this, base);  // a constexpr tuple's
+      if (attr == "type") {
+        // A tuple of constants is a constexpr; one that holds tensors (or
+        // numbers Triton makes tensors of) has a tl.tuple_type.
+        bool tensors = false;
+        for (const Symbol& leaf : leaves_of(base)) tensors = tensors || !leaf.is_const() || leaf.assigned;
+        if (!tensors && constexpr_text(base)) return type_of(*this, base);
+        Symbol types = Symbol::tuple({});
+        types.name = base.name;
+        for (const Symbol& e : base.elements) types.elements.push_back(attribute(e, "type", loc));
+        return types;
+      }
       error_at(loc, Diag::NoSuchAttribute, describe(base) + " has no attribute `" + attr + "`");
     }
     case Symbol::Kind::BlockPointer:
@@ -931,7 +943,10 @@ Symbol Lowerer::eval_expression(const ast::Expr& e) {
     case ExprKind::IfExp: {
       Symbol cond = eval(*e.children[0]);
       bool truth;
-      if (truth_constant(cond, e.children[0]->loc, &truth)) return eval(*e.children[truth ? 1 : 2]);
+      if (truth_constant(cond, e.children[0]->loc, &truth)) {
+        Symbol chosen = eval(*e.children[truth ? 1 : 2]);
+        return cond.assigned ? chosen.mark_assigned() : chosen;  // Triton selects between tensors
+      }
       ir::ValueId c = to_value(cond, e.children[0]->loc, "the condition");
       if (type(c).is_tile() && type(c).numel() == 1) c = only_element(*this, c, e.children[0]->loc);
       if (!type(c).is_tile()) c = truth_of(c, e.children[0]->loc);  // Python's truth, as `if` takes it
@@ -968,7 +983,7 @@ Symbol Lowerer::eval_expression(const ast::Expr& e) {
     case ExprKind::NamedExpr: {
       const std::string& name = e.children[0]->name;
       Symbol v = eval(*e.children[1]);
-      if (v.is_const() && v.constant.is_numeric() && !frame().constexpr_names.count(name)) v.assigned = true;
+      if (!frame().constexpr_names.count(name)) v.mark_assigned();
       assign(name, v);
       return v;
     }

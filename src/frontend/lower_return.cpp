@@ -57,6 +57,7 @@ std::string Lowerer::mismatch_subject(const std::string& name) {
 
 void Lowerer::lower_return(const ast::Stmt& s) {
   Symbol v = s.value ? eval(*s.value) : Symbol::of(ConstValue::none());
+  if (frame().tensor_if_depth > 0) v.mark_assigned();
   if (frames_.size() == 1 && !v.is_none())
     error_at(s.loc, Diag::InvalidReturn, "a kernel cannot return a value", "write results to memory with tl.store");
   frame().returned = true;

@@ -189,7 +189,13 @@ void Lowerer::check_stack_room(const SourceLoc& loc) const {
 
 void bind_target(Lowerer& l, const ast::Expr& target, const Symbol& value) {
   switch (target.kind) {
-    case ast::ExprKind::Name: l.assign(target.name, value); return;
+    case ast::ExprKind::Name: {
+      Symbol bound = value;
+      // A name annotated `x: tl.constexpr` earlier stays a constexpr.
+      if (l.frame().constexpr_names.count(target.name)) bound.mark_assigned(false);
+      l.assign(target.name, std::move(bound));
+      return;
+    }
     case ast::ExprKind::Tuple:
     case ast::ExprKind::List: {
       if (value.kind != Symbol::Kind::Tuple)
@@ -254,13 +260,8 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
     case StmtKind::Pass: return;
     case StmtKind::Assign: {
       Symbol v = eval(*s.value);
-      if (v.is_const() && v.constant.is_numeric()) v.assigned = true;
-      for (const auto& t : s.targets) {
-        Symbol bound = v;
-        // A name annotated `x: tl.constexpr` earlier stays a constexpr.
-        if (t->kind == ast::ExprKind::Name && frame().constexpr_names.count(t->name)) bound.assigned = false;
-        bind_target(*this, *t, bound);
-      }
+      v.mark_assigned();
+      for (const auto& t : s.targets) bind_target(*this, *t, v);
       return;
     }
     case StmtKind::AugAssign: {
@@ -292,7 +293,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
       Symbol ann = eval(*s.annotation);
       if (ann.kind == Symbol::Kind::Builtin && ann.name == "constexpr") {
         frame().constexpr_names.insert(t.name);
-        v.assigned = false;  // stays a constexpr: `.type` is its constexpr_type
+        v.mark_assigned(false);  // stays a constexpr: `.type` is its constexpr_type
         // A tuple of constants (a shape: `shape: tl.constexpr = (N // 2, 2)`) is one too.
         auto constant = [](const Symbol& x, const auto& self) -> bool {
           if (x.kind != Symbol::Kind::Tuple) return x.is_const();
@@ -315,7 +316,10 @@ void Lowerer::lower_stmt(const ast::Stmt& s) {
       Symbol cond = eval(*s.test);
       bool truth;
       if (truth_constant(cond, s.test->loc, &truth)) {
+        // On a number Triton holds as a tensor, its `if` is a runtime one: what it returns is a tensor.
+        frame().tensor_if_depth += cond.assigned;
         lower_body(truth ? s.body : s.orelse);
+        frame().tensor_if_depth -= cond.assigned;
         return;
       }
       ir::ValueId c = to_value(cond, s.test->loc, "the `if` condition");

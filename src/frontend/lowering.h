@@ -288,6 +288,7 @@ class Lowerer {
     bool returned = false;  // this path has certainly returned: what follows is not lowered
     std::optional<Symbol> result;
     int runtime_control_depth = 0;  // > 0 inside a runtime if/for/while
+    int tensor_if_depth = 0;        // > 0 inside an `if` folded on a number Triton holds as a tensor
     std::string aggregate_init_self;  // in an aggregate's __init__: the name of its instance (`self`)
     std::set<std::string> constexpr_names;  // annotated `name: tl.constexpr`: assignments keep constexprs
   };

@@ -61,9 +61,11 @@ struct Symbol {
   int32_t function = -1;
   std::vector<Symbol> elements;
   bool written_as_list = false;  // Tuple: built from a `[...]` literal (only its text, str(), differs)
-  // Const (a number): bound by a plain assignment, where Triton makes it a
-  // tensor; `.type` is then the dtype it would have (int32, fp32, ...), not
-  // its constexpr_type. Nothing else reads it: the value stays a constant.
+  // Const (a number): one Triton holds as a tensor: bound by a plain
+  // assignment, computed from such a number, or returned under an `if` whose
+  // condition is one (Triton's `if` is then a runtime one). `.type` is then
+  // the dtype it would have (int32, fp32, ...), not its constexpr_type.
+  // Nothing else reads it: the value stays a constant and folds.
   bool assigned = false;
   // HostFunction: one of Triton's builtins, called with stand-ins for the
   // arguments that have no host value (GlobalValue::Kind::StandIn).
@@ -90,6 +92,15 @@ struct Symbol {
   bool is_value() const { return kind == Kind::Value; }
   bool is_const() const { return kind == Kind::Const; }
   bool is_none() const { return kind == Kind::Const && constant.kind == ConstValue::Kind::None; }
+
+  // The numbers in this value, through its tuples, become what Triton makes
+  // tensors of (see `assigned`), or constexprs again.
+  Symbol& mark_assigned(bool on = true) {
+    if (kind == Kind::Const && constant.is_numeric()) assigned = on;
+    if (kind == Kind::Tuple)
+      for (Symbol& e : elements) e.mark_assigned(on);
+    return *this;
+  }
 };
 
 // What a `lambda` captured where it was written: as in Triton, only compile-time values of the

@@ -604,7 +604,7 @@ def test_host_instances_are_immutable_and_replace_copies():
     assert (changed.x, changed.y, state.y) == (11, 4, 0)
     with pytest.raises(TypeError, match="has no field 'w'"):
         tl.aggregate_replace(state, w=1)
-    with pytest.raises(TypeError, match="takes an aggregate instance"):
+    with pytest.raises(TypeError, match="expects an aggregate instance"):
         tl.aggregate_replace((1, 2), x=1)
 
 

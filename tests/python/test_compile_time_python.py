@@ -143,3 +143,24 @@ def test_compile_time_python_kernels_compile_for_cuda(tmp_path, arch):
     ]:
         request, _ = kernel._request_for(*args, **constexprs)
         _C.compile(request, options)
+
+
+@tegula.jit
+def constexpr_min_max_kernel(out_ptr, A: tl.constexpr, B: tl.constexpr):
+    tl.store(out_ptr + 0, min(A, B))
+    tl.store(out_ptr + 1, max(A, B, 0.5))
+
+
+@pytest.mark.parametrize("a, b", [(1.0, 2.5), (-3.0, 0.0), (2, -7), (0.0, 0.0)])
+def test_min_max_of_constexprs(a, b):
+    out = np.zeros(2, np.float64)
+    constexpr_min_max_kernel[(1,)](out, a, b)
+    assert out.tolist() == [min(a, b), max(a, b, 0.5)]
+
+
+@pytest.mark.parametrize("a, b, what", [(1.0, float("nan"), "NaN"), (float("nan"), 1.0, "NaN"),
+                                        (1.0, -0.0, "negative zero"), (-0.0, 0.0, "negative zero")])
+def test_min_max_of_constexprs_refuse_order_dependent_answers(a, b, what):
+    # Python's min(1.0, nan) is 1.0 and min(nan, 1.0) is nan: refused, as in Triton.
+    with pytest.raises(tegula.CompilationError, match=rf"E0603.*min\(\) of compile-time numbers does not take {what}"):
+        constexpr_min_max_kernel[(1,)](np.zeros(2, np.float64), a, b)

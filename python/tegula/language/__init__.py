@@ -19,6 +19,7 @@ from .core import (
     pi32_t,
     slice,
     tuple,
+    tuple_type,
     void,
     PropagateNan,
     constexpr,
@@ -55,7 +56,7 @@ __all__ = [
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "float8e4b15", "float8e4b8",
     "float8e5b16",
-    "block_type", "constexpr_type", "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t",
+    "block_type", "constexpr_type", "tuple_type", "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t",
     "TRITON_MAX_TENSOR_NUMEL", "str_to_ty", "aggregate_replace",
     *_math_names, *_op_names,
 ]

@@ -15,7 +15,7 @@ from enum import Enum
 
 from .._errors import coded
 
-__all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan", "block_type", "constexpr_type",
+__all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan", "block_type", "constexpr_type", "tuple_type",
            "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t", "TRITON_MAX_TENSOR_NUMEL"]
 
 # Triton's short name -> (name exported by tegula.language, IR scalar, bits).
@@ -338,6 +338,45 @@ class constexpr_type:
 
     def __repr__(self) -> str:
         return f"constexpr_type[{self.value!r}]"
+
+
+class tuple_type:
+    """The type of a tuple of kernel values (what ``.type`` is for one that
+    holds tensors): its elements' types, and its field names when it has them."""
+
+    __slots__ = ("types", "fields")
+
+    def __init__(self, types, fields=None):
+        self.types = builtins.list(types)
+        self.fields = None if fields is None else builtins.list(fields)
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def __getitem__(self, index):
+        return self.types[index]
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, tuple_type) and (other.types, other.fields) == (self.types, self.fields)
+
+    def __hash__(self) -> int:
+        return hash(("tegula.tuple_type", builtins.tuple(map(str, self.types))))
+
+    @property
+    def name(self) -> str:
+        if self.fields is None:
+            return "[" + ",".join(str(t) for t in self.types) + "]"
+        return "[" + ",".join(f"{k}:{t}" for k, t in zip(self.fields, self.types)) + "]"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        fields = "" if self.fields is None else f", fields={self.fields!r}"
+        return f"tl.tuple_type({self.types!r}{fields})"
 
 
 class const:
