@@ -23,7 +23,7 @@ Cases (inputs seeded per case by the CRC of its name, so -k reproduces a case's 
 multiples of the kernels' BLOCK_X of 64 to 256, token counts down to 1, experts given no tokens):
 
   - kernels.py directly: gather / scatter / scatter_wgrad, padded_gather / padded_scatter / padded_scatter_wgrad,
-    binned_gather (capacities below, at and above the busiest expert's count) / binned_scatter /
+    binned_gather (capacities of 3 to 64 rows an expert; the rows past one are dropped) / binned_scatter /
     binned_scatter_wgrad, with and without weights, top_k 1 to 4, float32, float16 and bfloat16; each kernel runs
     under the library's autotuner (five configs, so every BLOCK_X runs);
   - megablocks.ops' autograd Functions (gather, scatter, padded_gather, padded_scatter, binned_gather,
