@@ -193,8 +193,10 @@ class _KernelWrapper(KernelInterface):
 
 
 # The launch options a launch takes besides the kernel's parameters, which configs and heuristics may set
-# too (FlagGems's heuristics pick num_warps); ir_override is a Config option Triton also takes by name.
-_LAUNCH_OPTIONS = frozenset((*_C.launch_option_names(), "ir_override"))
+# too (FlagGems's heuristics pick num_warps). Those of Triton's backends that Tegula takes at their default only
+# (waves_per_eu, kpack, ...) count too: Triton looks at a config's options only when it launches, so a module
+# whose configs are tuned for AMD's backend loads, and the launch of such a config says what it lacks.
+_LAUNCH_OPTIONS = frozenset(_C.launch_option_names())
 
 
 def _not_a_parameter(base, names, what: str) -> str | None:

@@ -332,13 +332,9 @@ void bind_kernel(nb::module_& m) {
 
   m.def(
       "launch_option_names",
-      [] {
-        std::vector<std::string> names;
-        for (size_t i = 0; i < static_cast<size_t>(LaunchOption::Count); ++i)
-          names.emplace_back(LaunchOptions::name_of(static_cast<LaunchOption>(i)));
-        return names;
-      },
-      "The launch options a launch takes besides the kernel's parameters (num_warps, num_stages, ...).");
+      [] { return LaunchOptions::all_names(); },
+      "The launch options a launch takes besides the kernel's parameters (num_warps, num_stages, ...), with those "
+      "of Triton's backends a launch accepts at their default only (ptx_version, waves_per_eu, ...).");
   m.def("data_address", &data_address, "array"_a,
         "Address of the first element of an object with `__array_struct__` (NumPy arrays).");
   // Weakly referenceable: jit.py keeps, for the kernels warmup returned, what `compiled[grid](...)` launches.

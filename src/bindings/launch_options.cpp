@@ -62,6 +62,7 @@ bool is_builtin_libraries(PyObject* value) {
   return true;
 }
 bool is_32(PyObject* value) { return is_int(value) && clamped(value) == 32; }
+bool is_one(PyObject* value) { return is_none(value) || (is_int(value) && clamped(value) == 1); }
 bool is_unit_cluster(PyObject* value) {
   if (is_none(value)) return true;
   if (!PyTuple_Check(value) && !PyList_Check(value)) return false;
@@ -102,6 +103,12 @@ constexpr FixedOption kFixed[] = {
     {"max_num_imprecise_acc_default", "0 or None", is_zero},
     {"assume_in_bounds", "False", is_false},
     {"ukernels", "None", is_none},
+    // Triton's AMD backend (HIPOptions): occupancy and MFMA hints. Libraries tuned for both vendors keep them in
+    // their autotune configs, which Triton takes without a look until a config launches.
+    {"waves_per_eu", "0", is_zero},
+    {"matrix_instr_nonkdim", "0", is_zero},
+    {"kpack", "1", is_one},
+    {"schedule_hint", "'' or None", is_empty_text},
 };
 
 [[noreturn]] void wrong_kind(const std::string& kernel, LaunchOption option, const char* wanted, PyObject* value) {

@@ -801,3 +801,21 @@ def test_a_single_config_is_used_without_pruning():
     kernel[_grid(40)](x, 40)
     np.testing.assert_array_equal(x, 1.0)
     assert tegula.OutOfResources is tegula.runtime.OutOfResources
+
+
+def test_configs_may_name_amd_backend_hints():
+    """Libraries tuned for both vendors keep Triton's AMD options (waves_per_eu, matrix_instr_nonkdim, kpack)
+    in their configs. Triton takes such a config without a look until it launches, so the module loads; at
+    their defaults the config runs, and the launch of another value says what Tegula lacks."""
+    amd = {"waves_per_eu": 0, "matrix_instr_nonkdim": 0, "kpack": 1, "schedule_hint": ""}
+    kernel = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 64, **amd}), tegula.Config({"BLOCK": 32, **amd})])
+    x = np.random.default_rng(0).standard_normal(100).astype(np.float32)
+    want = x + 1
+    kernel[lambda meta: (tegula.cdiv(100, meta["BLOCK"]),)](x, 100)
+    np.testing.assert_array_equal(x, want)
+    tuned_for_amd = _tuner(add_one_kernel, [tegula.Config({"BLOCK": 16, "waves_per_eu": 8, "kpack": 2})])
+    with pytest.raises(ValueError, match=re.escape("waves_per_eu=8 of kernel 'add_one_kernel' is not supported by "
+                                                   "Tegula (it accepts 0")):
+        tuned_for_amd[(7,)](x, 100)
+    with pytest.raises(TypeError, match="sets 'waves_per_eux', which is not one of its parameters"):
+        _tuner(add_one_kernel, [tegula.Config({"BLOCK": 16, "waves_per_eux": 8})])
