@@ -9,6 +9,7 @@
 #include "frontend/builtins_tile.h"
 #include "frontend/builtins_types.h"
 #include "frontend/lowering.h"
+#include "frontend/symbol_leaves.h"
 #include "frontend/type_rules.h"
 #include "frontend/value_bounds.h"
 #include "support/diagnostic.h"
