@@ -191,9 +191,10 @@ class Node:
     sqrt, cast (to `dtype`), clamp_cast (clamp a float to `attr` = (lo, hi), then cast to `dtype`), divisor
     (an integer made nonzero and not -1, as `dtype`), shift (an amount below `dtype`'s width, as `dtype`),
     reduce (`attr`: sum/max/min of the program's tile), dot (`attr` a DotSpec; `args` the initial accumulator,
-    if any), scan (`attr` = (combine, tile axis, reverse, spelling)), sort (`attr` = (tile axis, descending)),
-    flip (`attr` the tile axis), factor (a float made 2, -0.5 or 1: a cumprod's factors, exact in any order),
-    fp8 (a conversion to the fp8 format `attr` and on to `dtype`)."""
+    if any), scan (`attr` = (combine, tile axis, reverse, spelling, cumsum's `dtype=` or None)), sort (`attr` =
+    (tile axis, descending)), flip (`attr` the tile axis), factor (a float made 2, -0.5 or 1: a cumprod's
+    factors, exact in any order), fp8 (a conversion to the fp8 format `attr` and on to `dtype`), fp8bin (`attr`
+    = (format, operator): both operands converted to the format, combined there, converted to `dtype`)."""
     op: str
     args: tuple
     dtype: str
@@ -213,6 +214,7 @@ class DotSpec:
     precision: str  # "" or the fp32 precision argument as written
     loop: bool  # accumulated over a K loop
     style: str  # "acc" (tl.dot(a, b, acc)), "acc=" (the keyword), "+=" (acc += tl.dot(a, b)), "" (no acc)
+    b_trans: bool = False  # `db` is [N, K], loaded as [BN, BK] and transposed (tl.trans), as for x @ W^T
 
 
 def dot_type(operand: DType, out_dtype: str | None) -> DType:
@@ -444,7 +446,7 @@ class Generator:
 
     def widen(self, t: DType) -> DType:
         """Some integer types become uint16, uint64 or int16, which the first generator never drew."""
-        if t.is_int and self.ext.random() < 0.25:
+        if t.is_int and self.ext.random() < 0.35:
             return self.ext.choice(WIDER_INTS)
         return t
 
@@ -602,18 +604,27 @@ class Generator:
             else:
                 a = self.add("factor", [a], t, False)
         if what == "cumsum":
-            return self.add("scan", [a], cumsum_type(t), False, ("add", axis, reverse, "cumsum"))
+            if ext.random() < 0.25:  # `dtype=`: the input converted to it first, within its kind
+                res = ext.choice([F32, F64] if t.is_float else [I32, T["int64"], T["uint32"]])
+                return self.add("scan", [a], res, False, ("add", axis, reverse, "cumsum", res.name))
+            return self.add("scan", [a], cumsum_type(t), False, ("add", axis, reverse, "cumsum", None))
         if what == "cumprod":
             res = F32 if t == BF16 else t
-            return self.add("scan", [a], res, False, ("mul", axis, reverse, "cumprod"))
+            return self.add("scan", [a], res, False, ("mul", axis, reverse, "cumprod", None))
         # bfloat16's tl.maximum is float32 (Triton), which a combine function may not change its type to
         combines = ["add", "first"] + (["max", "min"] if t != BF16 else []) + (["xor"] if t.is_int else [])
-        return self.add("scan", [a], t, False, (ext.choice(combines), axis, reverse, "associative_scan"))
+        return self.add("scan", [a], t, False, (ext.choice(combines), axis, reverse, "associative_scan", None))
 
     def fp8(self, pool):
-        """A value converted to an fp8 format and back to a float type."""
-        a = self.pick(pool, rng=self.ext)
-        return self.add("fp8", [a], self.ext.choice(FLOATS), self.node(a).scalar, self.ext.choice(list(FP8)))
+        """A value converted to an fp8 format and back to a float type, or two of them combined in fp8 (in
+        float32, rounded back to the format)."""
+        ext = self.ext
+        a, fmt, target = self.pick(pool, rng=ext), ext.choice(list(FP8)), ext.choice(FLOATS)
+        if ext.random() < 0.5:
+            return self.add("fp8", [a], target, self.node(a).scalar, fmt)
+        b = self.pick(pool, rng=ext)
+        scalar = self.node(a).scalar and self.node(b).scalar
+        return self.add("fp8bin", [a, b], target, scalar, (fmt, ext.choice(["+", "-", "*"])))
 
     def dot_shape(self, sizes, pitch):
         """Blocks and sizes for a dot: blocks of 16 to 64, masked tails on every axis most of the time."""
@@ -640,13 +651,14 @@ class Generator:
         if style in ("acc", "acc=") and ext.random() < 0.6:
             init = ext.choice(loads)
             args = [self.to_int(init, ret) if ret.is_int else self.add("cast", [init], ret)]
-        return self.add("dot", args, ret, False, DotSpec(operand.name, out_dtype, precision, loop, style))
+        spec = DotSpec(operand.name, out_dtype, precision, loop, style, ext.random() < 0.3)
+        return self.add("dot", args, ret, False, spec)
 
     def generate(self) -> Program:
         rng = self.rng
         kind, blocks, sizes, pitch, loop = self.shape()
         dot_k = dot_bk = 0
-        with_dot = kind == "2d" and self.ext.random() < 0.35
+        with_dot = kind == "2d" and self.ext.random() < 0.6
         if with_dot:
             blocks, sizes, pitch, dot_bk, dot_k, dot_loop = self.dot_shape(sizes, pitch)
         self.kind, self.blocks = kind, blocks
@@ -687,7 +699,7 @@ class Generator:
                 pool.append(self.unary(pool))
             else:
                 pool.append(self.where(pool))
-            if self.ext.random() < 0.15:
+            if self.ext.random() < 0.2:
                 extra = self.ordering(pool)
                 if extra is not None:
                     pool.append(extra)
@@ -783,6 +795,9 @@ def expression(prog: Program, i: int, names) -> str:
         return f"tl.{n.attr}(tl.where(mask, {a[0]}, {neutral(prog.nodes[n.args[0]].type, n.attr)}), axis=0)"
     if n.op == "fp8":
         return f"{a[0]}.to(tl.{n.attr}).to(tl.{n.dtype})"
+    if n.op == "fp8bin":
+        fmt, op = n.attr
+        return f"({a[0]}.to(tl.{fmt}) {op} {a[1]}.to(tl.{fmt})).to(tl.{n.dtype})"
     if n.op == "factor":
         return f"tl.where({a[0]} > 0.5, 2.0, tl.where({a[0]} < -0.5, -0.5, 1.0)).to(tl.{n.dtype})"
     if n.op in ("scan", "sort", "flip"):
@@ -817,8 +832,8 @@ def ordering_expression(prog: Program, i: int, names) -> str:
     if n.op == "sort":
         zero = " + 0.0" if src.type.is_float else ""  # -0.0 and 0.0 sort as equals: one of them only
         return f"tl.sort({x}{zero}, dim={n.attr[0]}, descending={n.attr[1]})"
-    combine, axis, reverse, spelling = n.attr
-    rev = ", reverse=True" if reverse else ""
+    combine, axis, reverse, spelling, dtype = n.attr
+    rev = (", reverse=True" if reverse else "") + (f", dtype=tl.{dtype}" if dtype else "")
     if spelling == "associative_scan":
         return f"tl.associative_scan({x}, {axis}, combine_{combine}{rev})"
     return f"tl.{spelling}({x}, axis={axis}{rev})"
@@ -837,8 +852,12 @@ def dot_lines(prog: Program, i: int, names) -> list:
         (f", {spec.precision}" if spec.precision else "")
     init = names[n.args[0]] if n.args else None
     kk = "(k + ks)" if spec.loop else "ks"
-    loads = [f"da = tl.load(da_ptr + rows * K + {kk}[None, :], mask=(rows < M) & ({kk}[None, :] < K), other=0)",
-             f"db = tl.load(db_ptr + {kk}[:, None] * N + cols, mask=({kk}[:, None] < K) & (cols < N), other=0)"]
+    loads = [f"da = tl.load(da_ptr + rows * K + {kk}[None, :], mask=(rows < M) & ({kk}[None, :] < K), other=0)"]
+    if spec.b_trans:
+        loads.append(f"db = tl.trans(tl.load(db_ptr + tl.trans(cols) * K + {kk}[None, :], "
+                     f"mask=(tl.trans(cols) < N) & ({kk}[None, :] < K), other=0))")
+    else:
+        loads.append(f"db = tl.load(db_ptr + {kk}[:, None] * N + cols, mask=({kk}[:, None] < K) & (cols < N), other=0)")
     lines = ["ks = tl.arange(0, BK)"]
     if not spec.loop:
         acc = "" if init is None else (f", acc={init}" if spec.style == "acc=" else f", {init}")
@@ -1008,6 +1027,8 @@ def make_inputs(prog: Program) -> dict:
         M, N = prog.sizes
         dot = [random_values(rng, t, M * prog.dot_k).reshape(M, prog.dot_k),
                random_values(rng, t, prog.dot_k * N).reshape(prog.dot_k, N)]
+        if prog.nodes[next(i for i, n in enumerate(prog.nodes) if n.op == "dot")].attr.b_trans:
+            dot[1] = np.ascontiguousarray(dot[1].T)
     return {"arrays": arrays, "pscalars": scalars, "dot": dot}
 
 
@@ -1203,6 +1224,11 @@ class Reference:
                 return self.program_reduction(i, np.broadcast_to(a, self.shape), src, t, n.attr)
             if n.op == "fp8":
                 return round_float(fp8_round(a, src, FP8[n.attr]), t)
+            if n.op == "fp8bin":
+                fmt = FP8[n.attr[0]]
+                x, y = (fp8_round(self.value(j), prog.nodes[j].type, fmt).astype(np.float32) for j in n.args)
+                r = float_op(n.attr[1], np.broadcast_to(x, self.shape), np.broadcast_to(y, self.shape), F32)
+                return round_float(fp8_round(r, F32, fmt), t)
             if n.op == "factor":
                 f = np.where(a > 0.5, 2.0, np.where(a < -0.5, -0.5, 1.0))
                 return round_float(f, t)
@@ -1214,6 +1240,7 @@ class Reference:
         """a @ b (plus the initial accumulator) over the valid K; float results carry the error bound of a
         sum in the accumulation type in any order."""
         a, b = self.dot_arrays
+        b = b.T if n.attr.b_trans else b
         t = n.type
         acc = convert(self.value(n.args[0]), self.prog.nodes[n.args[0]].type, t) if n.args else None
         if t.is_int:
