@@ -1341,6 +1341,10 @@ class Reference:
                     wide = F64 if res == F64 else F32
                     eps = 2.0 ** -wide.mantissa
                     bound = (count * eps + (chunks + 1) * 2.0 ** -src.mantissa) * np.sum(np.abs(x), axis=axis)
+                    if src.narrow and res != src:
+                        # a looped sum's chunks are tl.sum results of the 16-bit type, which can overflow
+                        chunk_sums = np.add.reduceat(np.abs(x), np.arange(0, count, block), axis=axis)
+                        bound = sum_bound(chunk_sums, 1, src).max(axis=axis) + bound
                     r = self.nudge(node, r, res, bound)
                 return r
             fn = (np.fmax if op == "max" else np.fmin) if src.is_float else (np.maximum if op == "max" else np.minimum)
