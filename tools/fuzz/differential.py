@@ -215,6 +215,7 @@ class DotSpec:
     loop: bool  # accumulated over a K loop
     style: str  # "acc" (tl.dot(a, b, acc)), "acc=" (the keyword), "+=" (acc += tl.dot(a, b)), "" (no acc)
     b_trans: bool = False  # `db` is [N, K], loaded as [BN, BK] and transposed (tl.trans), as for x @ W^T
+    stored: str | None = None  # the arrays' dtype when the loaded tiles convert to `operand` (None: the same)
 
 
 def dot_type(operand: DType, out_dtype: str | None) -> DType:
@@ -603,6 +604,14 @@ class Generator:
                 what = "cumsum"
             else:
                 a = self.add("factor", [a], t, False)
+        if what == "cumsum" and ext.random() < 0.15:  # a running count of the lanes where a comparison holds
+            b = self.pick(pool, rng=ext)
+            cond = self.add("cmp", [a, b], BOOL, False, ext.choice(["<", ">", "==", "!="]))
+            return self.add("scan", [cond], I32, False, ("add", axis, reverse, "cumsum", None))
+        if what == "scan" and t.is_int and ext.random() < 0.3:  # h = a * h + b over a tuple (wraps: exact)
+            b = self.pick(pool, rng=ext)
+            b = self.add("cast", [b], t, False) if self.node(b).type.is_int else self.to_int(b, t)
+            return self.add("scan", [a, b], t, False, ("affine", axis, reverse, "associative_scan", None))
         if what == "cumsum":
             if ext.random() < 0.25:  # `dtype=`: the input converted to it first, within its kind
                 res = ext.choice([F32, F64] if t.is_float else [I32, T["int64"], T["uint32"]])
@@ -651,7 +660,9 @@ class Generator:
         if style in ("acc", "acc=") and ext.random() < 0.6:
             init = ext.choice(loads)
             args = [self.to_int(init, ret) if ret.is_int else self.add("cast", [init], ret)]
-        spec = DotSpec(operand.name, out_dtype, precision, loop, style, ext.random() < 0.3)
+        stored = {"float16": "float32", "bfloat16": "float32", "int8": "int32"}.get(operand.name)
+        stored = stored if ext.random() < 0.3 else None
+        spec = DotSpec(operand.name, out_dtype, precision, loop, style, ext.random() < 0.3, stored)
         return self.add("dot", args, ret, False, spec)
 
     def generate(self) -> Program:
@@ -810,12 +821,14 @@ def ordering_fill(prog: Program, i: int):
     that goes past the end; a flip's and a `first` scan's are seen in the result (0)."""
     n = prog.nodes[i]
     t = prog.nodes[n.args[0]].type
+    if t == BOOL:
+        return 0
     low = float("-inf") if t.is_float else int(np.iinfo(t.np).min)
     high = float("inf") if t.is_float else int(np.iinfo(t.np).max)
     if n.op == "sort":
         return low if n.attr[1] else high
     if n.op == "scan":
-        return {"mul": 1, "max": low, "min": high}.get(n.attr[0], 0)
+        return {"mul": 1, "affine": 1, "max": low, "min": high}.get(n.attr[0], 0)
     return 0
 
 
@@ -825,8 +838,12 @@ def ordering_expression(prog: Program, i: int, names) -> str:
     fill = literal(ordering_fill(prog, i))
     if src.op == "load":  # loaded with the fill as `other=`, as kernels do
         x = f"tl.load(x{src.attr}_ptr + offs, mask=mask, other={fill})"
+    elif src.type == BOOL:
+        x = f"mask & {names[n.args[0]]}"
     else:
         x = f"tl.where(mask, {names[n.args[0]]}, {fill})"
+    if n.op == "scan" and n.attr[0] == "affine":  # the identity (1, 0) in masked lanes
+        x = f"({x}, tl.where(mask, {names[n.args[1]]}, 0))"
     if n.op == "flip":
         return f"tl.flip({x}, dim={n.attr})"
     if n.op == "sort":
@@ -834,13 +851,15 @@ def ordering_expression(prog: Program, i: int, names) -> str:
         return f"tl.sort({x}{zero}, dim={n.attr[0]}, descending={n.attr[1]})"
     combine, axis, reverse, spelling, dtype = n.attr
     rev = (", reverse=True" if reverse else "") + (f", dtype=tl.{dtype}" if dtype else "")
+    if combine == "affine":
+        return f"tl.associative_scan({x}, {axis}, combine_{combine}{rev})[1]"
     if spelling == "associative_scan":
         return f"tl.associative_scan({x}, {axis}, combine_{combine}{rev})"
     return f"tl.{spelling}({x}, axis={axis}{rev})"
 
 
 COMBINE_SOURCE = {"add": "a + b", "max": "tl.maximum(a, b)", "min": "tl.minimum(a, b)", "xor": "a ^ b",
-                  "first": "a"}
+                  "first": "a", "affine": "a1 * a2, a2 * b1 + b2"}
 
 
 def dot_lines(prog: Program, i: int, names) -> list:
@@ -858,6 +877,8 @@ def dot_lines(prog: Program, i: int, names) -> list:
                      f"mask=(tl.trans(cols) < N) & ({kk}[None, :] < K), other=0))")
     else:
         loads.append(f"db = tl.load(db_ptr + {kk}[:, None] * N + cols, mask=({kk}[:, None] < K) & (cols < N), other=0)")
+    if spec.stored:
+        loads = [line.replace(" = tl.", " = (tl.", 1) + f").to(tl.{spec.operand})" for line in loads]
     lines = ["ks = tl.arange(0, BK)"]
     if not spec.loop:
         acc = "" if init is None else (f", acc={init}" if spec.style == "acc=" else f", {init}")
@@ -914,7 +935,8 @@ def render(prog: Program) -> str:
     lines = ["import tegula", "import tegula.language as tl", "", ""]
     for combine in sorted({prog.nodes[i].attr[0] for i in used if prog.nodes[i].op == "scan"
                            and prog.nodes[i].attr[3] == "associative_scan"}):
-        lines += ["@tegula.jit", f"def combine_{combine}(a, b):", f"    return {COMBINE_SOURCE[combine]}", "", ""]
+        inputs = "a1, b1, a2, b2" if combine == "affine" else "a, b"
+        lines += ["@tegula.jit", f"def combine_{combine}({inputs}):", f"    return {COMBINE_SOURCE[combine]}", "", ""]
     lines += ["@tegula.jit", f"def kernel({', '.join(params)}):"]
     head = len(lines)
     out = [names[i] for i in prog.outputs]
@@ -1023,7 +1045,7 @@ def make_inputs(prog: Program) -> dict:
     dot = [n.attr for n in prog.nodes if n.op == "dot"]
     if dot:  # a stream of their own: the other arrays stay those of the kernel without a dot
         rng = np.random.default_rng([prog.data_seed, 1])
-        t = T[dot[0].operand]
+        t = T[dot[0].stored or dot[0].operand]
         M, N = prog.sizes
         dot = [random_values(rng, t, M * prog.dot_k).reshape(M, prog.dot_k),
                random_values(rng, t, prog.dot_k * N).reshape(prog.dot_k, N)]
@@ -1241,6 +1263,8 @@ class Reference:
         sum in the accumulation type in any order."""
         a, b = self.dot_arrays
         b = b.T if n.attr.b_trans else b
+        if n.attr.stored:
+            a, b = (convert(x, T[n.attr.stored], T[n.attr.operand]) for x in (a, b))
         t = n.type
         acc = convert(self.value(n.args[0]), self.prog.nodes[n.args[0]].type, t) if n.args else None
         if t.is_int:
@@ -1264,13 +1288,16 @@ class Reference:
         n = self.prog.nodes[i]
         tile_axis = n.attr if n.op == "flip" else n.attr[1] if n.op == "scan" else n.attr[0]
         axis, block = self.prog.along(tile_axis)
-        fill = ordering_fill(self.prog, i)
         size = x.shape[axis]
         padded = list(x.shape)
         padded[axis] = cdiv(size, block) * block
-        p = np.full(padded, np.array(fill, dtype=np.float64 if src.is_float else None)).astype(src.np)
-        p[tuple(slice(0, d) for d in x.shape)] = x
-        tiles = p.reshape(x.shape[:axis] + (padded[axis] // block, block) + x.shape[axis + 1:])
+
+        def as_tiles(values, fill):
+            p = np.full(padded, np.array(fill, dtype=np.float64 if src.is_float else None)).astype(src.np)
+            p[tuple(slice(0, d) for d in x.shape)] = values
+            return p.reshape(x.shape[:axis] + (padded[axis] // block, block) + x.shape[axis + 1:])
+
+        tiles = as_tiles(x, ordering_fill(self.prog, i))
         ax = axis + 1
         bound = None
         with np.errstate(all="ignore"):
@@ -1279,6 +1306,9 @@ class Reference:
             elif n.op == "sort":
                 v = np.sort(tiles.astype(np.float64) + 0.0 if src.is_float else tiles, axis=ax)
                 r = (np.flip(v, ax) if n.attr[1] else v).astype(src.np)
+            elif n.attr[0] == "affine":
+                y = convert(np.broadcast_to(self.value(n.args[1]), x.shape), self.prog.nodes[n.args[1]].type, src)
+                r = affine_scan(tiles, as_tiles(y, 0), ax, n.attr[2])
             else:
                 r, bound = scan_tiles(tiles, ax, n.attr[0], n.attr[2], src, t)
         keep = tuple(slice(0, d) for d in x.shape)
@@ -1387,6 +1417,19 @@ def scan_tiles(tiles, ax, combine, reverse, src: DType, t: DType):
         r = np.flip(r, ax)
         bound = None if bound is None else np.flip(bound, ax)
     return (r if bound is not None else np.asarray(r).astype(t.np)), bound
+
+
+def affine_scan(a, b, ax, reverse):
+    """The second element of the scan of pairs (a, b) under (a1, b1), (a2, b2) -> (a1 a2, a2 b1 + b2): the
+    recurrence h = a h + b from h = 0 (integers, wrapping)."""
+    a, b = np.moveaxis(a, ax, -1), np.moveaxis(b, ax, -1)
+    order = range(a.shape[-1] - 1, -1, -1) if reverse else range(a.shape[-1])
+    h, out = np.zeros(a.shape[:-1], a.dtype), np.empty_like(a)
+    with np.errstate(all="ignore"):
+        for k in order:
+            h = (a[..., k] * h + b[..., k]).astype(a.dtype)
+            out[..., k] = h
+    return np.moveaxis(out, -1, ax)
 
 
 def reference(prog: Program, inputs: dict, nudge=None) -> list:
