@@ -21,7 +21,16 @@ imported, since `@tegula.jit` compiles a function's source:
   unary -, tl.abs, tl.minimum/maximum, tl.where on comparisons, casts
   between every pair of those types, tl.exp/log/sqrt on safe inputs, a
   program's tl.sum/max/min as a scalar for what follows. 40% of the kernels
-  are short and nearly all in one type, as most kernels are.
+  are short and nearly all in one type, as most kernels are;
+- from a second random stream (so that a seed where none of them lands keeps
+  its kernel): tl.dot of masked 2-D tiles (fp16, bf16, fp32, fp64, int8;
+  acc=, out_dtype=, fp32 precision arguments, a transposed operand, operands
+  converted after the load; over a runtime-K loop or in one chunk) feeding
+  the DAG; tl.cumsum (dtype=, of comparisons), tl.cumprod, tl.associative_scan
+  with @jit combine functions (also over a pair of tiles), reverse=True,
+  tl.sort and tl.flip along either axis of a tile, masked lanes holding the
+  identity or a value past the sort's end; fp8 round trips and fp8
+  arithmetic (float8e4nv, float8e5); uint16 and uint64.
 
 Every node carries `tl.static_assert(t.dtype == ...)` with the type the
 reference expects, so a disagreement about Triton's promotion rules is a
@@ -33,14 +42,18 @@ bfloat16 operations computed in float32 and rounded once; integers wrap;
 `//` truncates and `%` takes the dividend's sign; casts round to nearest
 even once (float to int truncates). Where Triton leaves a result undefined
 the generator avoids it: divisors are never 0 or -1, shift amounts are below
-the width, floats are clamped before they become integers.
+the width, floats are clamped before they become integers. fp8 conversions
+round on the format's grid (`fp8_round`, written here rather than taken from
+a library, saturating as Tegula's docs state); a float cumprod multiplies
+only 2, -0.5 and 1, so that every order gives its one answer.
 
 Most DAGs have one correct answer, bit for bit. Where the math library
 (exp, log, sqrt) or a float sum's order makes the answer inexact, the
 reference runs again with those results nudged up and down (by two ulps,
-or the sum's error bound), and each element's tolerance is twice the
-largest change that makes: cancellation and comparisons that flip are
-accounted for element by element.
+or the sum's error bound: a float dot's or scan's in its accumulation
+type, infinite where some order's partial sum could overflow), and each
+element's tolerance is twice the largest change that makes: cancellation
+and comparisons that flip are accounted for element by element.
 
 Each compiler (`CXX`, part of the compile cache key) and debug mode run in a
 worker process of their own. Outputs are checked against the reference,
