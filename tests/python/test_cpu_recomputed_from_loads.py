@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tegula
+import tegula.language as tl
 
 from ops_util import run_isolated
 
@@ -136,3 +138,27 @@ def test_layer_norm_computes_centred_where_used():
     fetched = [re.sub(r"\bk\d+", "k", f) for f in re.findall(r"tg_prefetch\(next\d+, ([^;]*)\);", source)]
     assert fetched == ["0, 128", "k * 2, 128", "8192, 64", "8192 + k, 64", "12288 + block, 64",
                        "12288 + block, 64"]
+
+
+@tegula.jit
+def _const_minus_sum_beside_a_scan(out_ptr, x_ptr, s_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(x_ptr + pid * n + cols, mask=mask, other=0.0)
+    s = tl.load(s_ptr + pid)
+    diff = 0.75 - (x + s)  # recomputed where used: must keep its parentheses
+    running = tl.cumsum(tl.where(mask, cols, 0), axis=0)
+    tl.store(out_ptr + pid * n + cols, tl.where(running == diff, running, diff), mask=mask)
+
+
+def test_recomputed_float_operand_keeps_its_parentheses():
+    rng = np.random.default_rng(0)
+    rows, n = 3, 37
+    x = rng.standard_normal((rows, n)).astype(np.float32)
+    s = rng.standard_normal(rows).astype(np.float32)
+    out = np.zeros((rows, n), np.float32)
+    _const_minus_sum_beside_a_scan[(rows,)](out, x, s, n, BLOCK=64)
+    diff = np.float32(0.75) - (x + s[:, None])
+    running = np.cumsum(np.arange(n)).astype(np.float32)
+    np.testing.assert_array_equal(out, np.where(running == diff, running, diff))

@@ -2,7 +2,8 @@
 match the NumPy reference, bit for bit where the answer is exact, under g++ and clang++ (when installed),
 and agree with each other. The seeds cover what a miscompile hid in before: 16-bit float tiles of 128
 lanes and more over several programs with a per-program scalar, integer arithmetic, reductions (looped
-over K, and inside the DAG) and masked tails; a test below keeps the list covering them.
+over K, and inside the DAG) and masked tails; and dots, scans, sorts, flips, fp8, uint16 and uint64. A
+test below keeps the list covering them.
 
 Also: the generator gives the same kernel and data for a seed, and the checks catch a wrong element,
 a write outside the output and a failed run, so that a broken harness cannot pass quietly.
@@ -28,7 +29,12 @@ import differential  # noqa: E402
 # sum over a K loop; 36, 4 reductions inside the DAG; 2 a bf16 min per program; 9, 35, 61 2-D grids.
 # 728: int8 `tl.minimum` under a mask, on which g++ 12 crashed (AVX-512BW "unrecognizable insn") until
 # the prelude's tg_min/tg_max compared 8- and 16-bit integers in int32.
-SEEDS = [45, 66, 67, 47, 59, 27, 5, 6, 19, 36, 4, 2, 9, 35, 61, 728]
+# From the generator's second stream: 331 a reverse associative_scan, a sort, uint16 and uint64; 352 an
+# fp8 round trip and a scan of uint16; 120 a bf16 dot feeding a flip; 551 an int8 dot over
+# a masked K loop; 550 an f16 cumsum and sort summed over a K loop, whose float16 chunk sums overflow
+# (the reference's bound had missed that). 2286: `0.75 - (t3 + s0)` beside a cumsum compiled as
+# `0.75 - t3 + s0` until recomputed float operands were parenthesized (cpu/codegen_fusion.cpp).
+SEEDS = [45, 66, 67, 47, 59, 27, 5, 6, 19, 36, 4, 2, 9, 35, 61, 728, 331, 352, 120, 551, 550, 2286]
 
 
 def _compilers():
@@ -54,13 +60,26 @@ def _features(prog: differential.Program) -> set:
         features.add("reduction")
     if any(size % block for size, block in zip(prog.sizes[-len(prog.blocks):], prog.blocks)):
         features.add("masked tail")
-    return features
+    for n in used:
+        if n.op == "dot":
+            features.add("int8 dot" if n.attr.operand == "int8" else "float dot")
+            if n.attr.loop and prog.dot_k % prog.dot_bk:
+                features.add("dot over a masked K loop")
+        if n.op == "scan":
+            features.add("reverse scan" if n.attr[2] else "scan")
+            if n.attr[3] == "associative_scan":
+                features.add("associative_scan")
+        if n.op in ("sort", "flip", "fp8"):
+            features.add(n.op)
+    return features | ({"uint16", "uint64"} & types)
 
 
 def test_seeds_cover_the_shapes_that_hid_bugs():
     covered = set().union(*(_features(differential.generate(s)) for s in SEEDS))
     assert covered == {"wide 16-bit tiles, several programs", "16-bit per-program scalar", "integer arithmetic",
-                       "reduction over a K loop", "reduction inside the DAG", "reduction", "masked tail"}
+                       "reduction over a K loop", "reduction inside the DAG", "reduction", "masked tail",
+                       "float dot", "int8 dot", "dot over a masked K loop", "scan", "reverse scan",
+                       "associative_scan", "sort", "flip", "fp8", "uint16", "uint64"}
 
 
 def test_random_kernels_match_the_reference():

@@ -21,7 +21,16 @@ imported, since `@tegula.jit` compiles a function's source:
   unary -, tl.abs, tl.minimum/maximum, tl.where on comparisons, casts
   between every pair of those types, tl.exp/log/sqrt on safe inputs, a
   program's tl.sum/max/min as a scalar for what follows. 40% of the kernels
-  are short and nearly all in one type, as most kernels are.
+  are short and nearly all in one type, as most kernels are;
+- from a second random stream (so that a seed where none of them lands keeps
+  its kernel): tl.dot of masked 2-D tiles (fp16, bf16, fp32, fp64, int8;
+  acc=, out_dtype=, fp32 precision arguments, a transposed operand, operands
+  converted after the load; over a runtime-K loop or in one chunk) feeding
+  the DAG; tl.cumsum (dtype=, of comparisons), tl.cumprod, tl.associative_scan
+  with @jit combine functions (also over a pair of tiles), reverse=True,
+  tl.sort and tl.flip along either axis of a tile, masked lanes holding the
+  identity or a value past the sort's end; fp8 round trips and fp8
+  arithmetic (float8e4nv, float8e5); uint16 and uint64.
 
 Every node carries `tl.static_assert(t.dtype == ...)` with the type the
 reference expects, so a disagreement about Triton's promotion rules is a
@@ -33,14 +42,18 @@ bfloat16 operations computed in float32 and rounded once; integers wrap;
 `//` truncates and `%` takes the dividend's sign; casts round to nearest
 even once (float to int truncates). Where Triton leaves a result undefined
 the generator avoids it: divisors are never 0 or -1, shift amounts are below
-the width, floats are clamped before they become integers.
+the width, floats are clamped before they become integers. fp8 conversions
+round on the format's grid (`fp8_round`, written here rather than taken from
+a library, saturating as Tegula's docs state); a float cumprod multiplies
+only 2, -0.5 and 1, so that every order gives its one answer.
 
 Most DAGs have one correct answer, bit for bit. Where the math library
 (exp, log, sqrt) or a float sum's order makes the answer inexact, the
 reference runs again with those results nudged up and down (by two ulps,
-or the sum's error bound), and each element's tolerance is twice the
-largest change that makes: cancellation and comparisons that flip are
-accounted for element by element.
+or the sum's error bound: a float dot's or scan's in its accumulation
+type, infinite where some order's partial sum could overflow), and each
+element's tolerance is twice the largest change that makes: cancellation
+and comparisons that flip are accounted for element by element.
 
 Each compiler (`CXX`, part of the compile cache key) and debug mode run in a
 worker process of their own. Outputs are checked against the reference,
@@ -106,19 +119,36 @@ NUMPY = {
     "float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16), "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64), "int8": np.dtype(np.int8), "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32), "int64": np.dtype(np.int64), "uint8": np.dtype(np.uint8),
-    "uint32": np.dtype(np.uint32), "int1": np.dtype(np.bool_),
+    "uint16": np.dtype(np.uint16), "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64),
+    "int1": np.dtype(np.bool_),
 }
 T = {
     "float16": DType("float16", "f", 16, 11, -13), "bfloat16": DType("bfloat16", "f", 16, 8, -125),
     "float32": DType("float32", "f", 32, 24, -125), "float64": DType("float64", "f", 64, 53, -1021),
     "int8": DType("int8", "i", 8), "int16": DType("int16", "i", 16), "int32": DType("int32", "i", 32),
-    "int64": DType("int64", "i", 64), "uint8": DType("uint8", "u", 8), "uint32": DType("uint32", "u", 32),
-    "int1": DType("int1", "b", 1),
+    "int64": DType("int64", "i", 64), "uint8": DType("uint8", "u", 8), "uint16": DType("uint16", "u", 16),
+    "uint32": DType("uint32", "u", 32), "uint64": DType("uint64", "u", 64), "int1": DType("int1", "b", 1),
 }
 F16, BF16, F32, F64, I32, BOOL = T["float16"], T["bfloat16"], T["float32"], T["float64"], T["int32"], T["int1"]
 FLOATS = [F16, BF16, F32, F64]
+# The types the first generator drew from; uint16 and uint64 come in through `Generator.widen`, from a random
+# stream of their own, so that a seed's kernel changes only where one of the newer features lands.
 INTS = [T[n] for n in ("int8", "int16", "int32", "int64", "uint8", "uint32")]
 VALUE_TYPES = FLOATS + INTS
+WIDER_INTS = [T["uint16"], T["uint64"], T["int16"]]
+
+
+@dataclass(frozen=True)
+class Fp8:
+    """An fp8 format as Tegula's docs state it (docs/language.md, "fp8"): conversions round to nearest even and
+    saturate finite values and infinities at `largest`; NaN stays NaN."""
+    name: str
+    mantissa: int  # stored mantissa bits
+    bias: int
+    largest: float
+
+
+FP8 = {"float8e4nv": Fp8("float8e4nv", 3, 7, 448.0), "float8e5": Fp8("float8e5", 2, 15, 57344.0)}
 
 
 def integer_promote(a: DType, b: DType) -> DType:
@@ -172,7 +202,12 @@ class Node:
     `attr`), index (the global index along axis `attr`), const (a Python number `attr`, written inline), bin
     (`attr` is the operator or 'minimum'/'maximum'), cmp (`attr` is the comparison), where, neg, abs, exp, log,
     sqrt, cast (to `dtype`), clamp_cast (clamp a float to `attr` = (lo, hi), then cast to `dtype`), divisor
-    (an integer made nonzero and not -1, as `dtype`), shift (an amount below `dtype`'s width, as `dtype`)."""
+    (an integer made nonzero and not -1, as `dtype`), shift (an amount below `dtype`'s width, as `dtype`),
+    reduce (`attr`: sum/max/min of the program's tile), dot (`attr` a DotSpec; `args` the initial accumulator,
+    if any), scan (`attr` = (combine, tile axis, reverse, spelling, cumsum's `dtype=` or None)), sort (`attr` =
+    (tile axis, descending)), flip (`attr` the tile axis), factor (a float made 2, -0.5 or 1: a cumprod's
+    factors, exact in any order), fp8 (a conversion to the fp8 format `attr` and on to `dtype`), fp8bin (`attr`
+    = (format, operator): both operands converted to the format, combined there, converted to `dtype`)."""
     op: str
     args: tuple
     dtype: str
@@ -183,6 +218,40 @@ class Node:
     @property
     def type(self) -> DType:
         return T[self.dtype]
+
+
+@dataclass(frozen=True)
+class DotSpec:
+    operand: str  # the dtype of both operands
+    out_dtype: str | None  # `out_dtype=` as written (None: left out)
+    precision: str  # "" or the fp32 precision argument as written
+    loop: bool  # accumulated over a K loop
+    style: str  # "acc" (tl.dot(a, b, acc)), "acc=" (the keyword), "+=" (acc += tl.dot(a, b)), "" (no acc)
+    b_trans: bool = False  # `db` is [N, K], loaded as [BN, BK] and transposed (tl.trans), as for x @ W^T
+    stored: str | None = None  # the arrays' dtype when the loaded tiles convert to `operand` (None: the same)
+
+
+def dot_type(operand: DType, out_dtype: str | None) -> DType:
+    """tl.dot's result type (Triton's): int8 in int32, fp32 and bf16 in fp32, fp64 in fp64, fp16 in
+    out_dtype (float32 by default)."""
+    if operand.is_int:
+        return I32
+    if operand == F64:
+        return F64
+    if operand == F16 and out_dtype == "float16":
+        return F16
+    return F32
+
+
+def cumsum_type(t: DType) -> DType:
+    """tl.cumsum's result type (Triton's _pick_sum_dtype after promoting bfloat16)."""
+    if t.is_int and t.bits < 32:
+        return I32 if t.kind == "i" else T["uint32"]
+    return F32 if t == BF16 else t
+
+
+# Longest float cumprod per type: its factors (2, -0.5, 1) stay within the normal range.
+CUMPROD_MAX = {"float16": 8, "bfloat16": 64, "float32": 64, "float64": 512}
 
 
 @dataclass
@@ -205,6 +274,10 @@ class Program:
     # The per-program scalars are loaded after the tiles (inside the loop of a looped reduction), not before:
     # the tiles then live in arrays of their own before the arithmetic's loop (the ivdep miscompile's shape).
     late_scalars: bool = False
+    # A dot's reduced size K and block BK (2-D tiles only; 0 without a dot): its operands are the arrays
+    # `da` [M, K] and `db` [K, N], loaded masked with `other=0`.
+    dot_k: int = 0
+    dot_bk: int = 0
 
     @property
     def name(self):
@@ -242,6 +315,15 @@ class Program:
     def elementwise(self):
         return self.kind in ("1d", "2d", "rowvec")
 
+    def along(self, tile_axis):
+        """The array axis that a tile axis runs along, and the tile's block on it: what a scan, sort or flip
+        of the tile covers at once."""
+        if self.kind == "rowvec":
+            return 1, self.blocks[0]
+        if len(self.blocks) == 1:
+            return 0, self.blocks[0]
+        return tile_axis, self.blocks[tile_axis]
+
     def inexact_ops(self):
         """Operations whose results the math library or a sum's order make inexact (used nodes only)."""
         ops = {self.nodes[i].op for i in used_nodes(self)}
@@ -251,6 +333,8 @@ class Program:
         """Whether a float sum (whose order is the backend's) is among the used nodes or the final reduction."""
         nodes = [self.nodes[i] for i in used_nodes(self)]
         mid = any(n.op == "reduce" and n.attr == "sum" and n.type.is_float for n in nodes)
+        mid = mid or any(n.op in ("dot", "scan") and n.type.is_float and (n.op == "dot" or n.attr[0] == "add")
+                         for n in nodes)
         return mid or (self.reduce == "sum" and self.nodes[self.outputs[0]].type.is_float)
 
     def describe(self):
@@ -304,6 +388,9 @@ def size_along(rng, block, programs):
 class Generator:
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
+        # The features added later (dots, scans, sorts, flips, fp8, uint16/uint64) draw from a stream of their
+        # own, so that where none lands a seed still gives the kernel it always gave.
+        self.ext = random.Random(f"differential-ext-{seed}")
         self.seed = seed
         self.nodes: list[Node] = []
 
@@ -359,22 +446,29 @@ class Generator:
 
     # -- the DAG
 
-    def pick(self, pool, want=None):
+    def pick(self, pool, want=None, rng=None):
         """An operand: recent nodes more often, below the depth limit, of the wanted kind ('f', 'i', None)."""
+        rng = rng or self.rng
         choices = [i for i in pool if self.node(i).depth < MAX_DEPTH and self.node(i).dtype != "int1"
                    and (want is None or (self.node(i).type.is_float if want == "f" else self.node(i).type.is_int))]
         if not choices:
             return None
-        if self.rng.random() < 0.5:  # mostly the newest value: chains, with side branches
+        if rng.random() < 0.5:  # mostly the newest value: chains, with side branches
             return choices[-1]
         weights = [1 + k for k in range(len(choices))]
-        return self.rng.choices(choices, weights=weights)[0]
+        return rng.choices(choices, weights=weights)[0]
+
+    def widen(self, t: DType) -> DType:
+        """Some integer types become uint16, uint64 or int16, which the first generator never drew."""
+        if t.is_int and self.ext.random() < 0.35:
+            return self.ext.choice(WIDER_INTS)
+        return t
 
     def some_type(self, kinds=VALUE_TYPES) -> DType:
         """The program's own type most of the time (kernels compute in one type), else any."""
         if self.home in kinds and self.rng.random() < (0.9 if self.short else 0.7):
             return self.home
-        return self.rng.choice(kinds)
+        return self.widen(self.rng.choice(kinds))
 
     def operand(self, pool, want):
         i = self.pick(pool, want)
@@ -471,7 +565,7 @@ class Generator:
             return self.add(op, [a], self.node(a).type, self.node(a).scalar)
         if op == "cast":
             a = self.pick(pool)
-            target = self.some_type() if rng.random() < 0.5 else rng.choice(VALUE_TYPES)
+            target = self.some_type() if rng.random() < 0.5 else self.widen(rng.choice(VALUE_TYPES))
             if target.is_int:
                 return self.to_int(a, target)
             return self.add("cast", [a], target, self.node(a).scalar)
@@ -495,10 +589,104 @@ class Generator:
         op = self.rng.choice(["sum", "max", "min"])
         return self.add("reduce", [a], reduction_type(self.node(a).type, op, False), True, op)
 
+    # -- the features of the extension stream
+
+    def tile_axes(self):
+        return [0, 1] if self.kind in ("2d", "rows", "cols") else [0]
+
+    def tile_length(self, axis):
+        return self.blocks[axis] if len(self.tile_axes()) == 2 else self.blocks[0]
+
+    def ordering(self, pool):
+        """A scan, sort or flip of a tile along one of its axes; its masked-off lanes take a value that
+        changes no result of a scan (the identity) or of a sort (past the end), as kernels load them."""
+        ext = self.ext
+        a = self.pick([i for i in pool if not self.node(i).scalar], rng=ext)
+        if a is None:
+            return None
+        t = self.node(a).type
+        axis = ext.choice(self.tile_axes())
+        what = ext.choices(["cumsum", "cumprod", "scan", "sort", "flip"], weights=[3, 2, 3, 2, 1])[0]
+        if what == "sort":
+            return self.add("sort", [a], t, False, (axis, ext.random() < 0.5))
+        if what == "flip":
+            return self.add("flip", [a], t, False, axis)
+        reverse = ext.random() < 0.4
+        if what == "cumprod" and t.is_float:
+            if self.tile_length(axis) > CUMPROD_MAX[t.name]:
+                what = "cumsum"
+            else:
+                a = self.add("factor", [a], t, False)
+        if what == "cumsum" and ext.random() < 0.15:  # a running count of the lanes where a comparison holds
+            b = self.pick(pool, rng=ext)
+            cond = self.add("cmp", [a, b], BOOL, False, ext.choice(["<", ">", "==", "!="]))
+            return self.add("scan", [cond], I32, False, ("add", axis, reverse, "cumsum", None))
+        if what == "scan" and t.is_int and ext.random() < 0.3:  # h = a * h + b over a tuple (wraps: exact)
+            b = self.pick(pool, rng=ext)
+            b = self.add("cast", [b], t, False) if self.node(b).type.is_int else self.to_int(b, t)
+            return self.add("scan", [a, b], t, False, ("affine", axis, reverse, "associative_scan", None))
+        if what == "cumsum":
+            if ext.random() < 0.25:  # `dtype=`: the input converted to it first, within its kind
+                res = ext.choice([F32, F64] if t.is_float else [I32, T["int64"], T["uint32"]])
+                return self.add("scan", [a], res, False, ("add", axis, reverse, "cumsum", res.name))
+            return self.add("scan", [a], cumsum_type(t), False, ("add", axis, reverse, "cumsum", None))
+        if what == "cumprod":
+            res = F32 if t == BF16 else t
+            return self.add("scan", [a], res, False, ("mul", axis, reverse, "cumprod", None))
+        # bfloat16's tl.maximum is float32 (Triton), which a combine function may not change its type to
+        combines = ["add", "first"] + (["max", "min"] if t != BF16 else []) + (["xor"] if t.is_int else [])
+        return self.add("scan", [a], t, False, (ext.choice(combines), axis, reverse, "associative_scan", None))
+
+    def fp8(self, pool):
+        """A value converted to an fp8 format and back to a float type, or two of them combined in fp8 (in
+        float32, rounded back to the format)."""
+        ext = self.ext
+        a, fmt, target = self.pick(pool, rng=ext), ext.choice(list(FP8)), ext.choice(FLOATS)
+        if ext.random() < 0.5:
+            return self.add("fp8", [a], target, self.node(a).scalar, fmt)
+        b = self.pick(pool, rng=ext)
+        scalar = self.node(a).scalar and self.node(b).scalar
+        return self.add("fp8bin", [a, b], target, scalar, (fmt, ext.choice(["+", "-", "*"])))
+
+    def dot_shape(self, sizes, pitch):
+        """Blocks and sizes for a dot: blocks of 16 to 64, masked tails on every axis most of the time."""
+        ext = self.ext
+        bm, bn, bk = (ext.choice([16, 32, 64]) for _ in range(3))
+        if bm * bn > 2048:
+            bn = 2048 // bm
+        blocks = (bm, bn)
+        sizes = (size_along(ext, bm, ext.randint(1, 2)), size_along(ext, bn, ext.randint(1, 2)))
+        loop = ext.random() < 0.5
+        k = size_along(ext, bk, ext.randint(1, 3) if loop else 1)
+        return blocks, sizes, sizes[1] + ext.randint(0, 5), bk, k, loop
+
+    def dot(self, loads, loop):
+        """The dot node: operands of one type, its options, and an initial accumulator from a loaded tile."""
+        ext = self.ext
+        operand = ext.choices([F16, BF16, F32, T["int8"], F64], weights=[4, 3, 4, 3, 1])[0]
+        outs = {"int8": [None, "int32"], "float16": [None, "float32", "float16"], "float64": [None]}
+        out_dtype = ext.choice(outs.get(operand.name, [None, "float32"]))
+        precision = ext.choice(["", "allow_tf32=False", 'input_precision="ieee"']) if operand == F32 else ""
+        ret = dot_type(operand, out_dtype)
+        style = ext.choice(["acc", "+="] if loop else ["", "acc", "acc="])
+        args = []
+        if style in ("acc", "acc=") and ext.random() < 0.6:
+            init = ext.choice(loads)
+            args = [self.to_int(init, ret) if ret.is_int else self.add("cast", [init], ret)]
+        stored = {"float16": "float32", "bfloat16": "float32", "int8": "int32"}.get(operand.name)
+        stored = stored if ext.random() < 0.3 else None
+        spec = DotSpec(operand.name, out_dtype, precision, loop, style, ext.random() < 0.3, stored)
+        return self.add("dot", args, ret, False, spec)
+
     def generate(self) -> Program:
         rng = self.rng
         kind, blocks, sizes, pitch, loop = self.shape()
-        self.home = rng.choices(VALUE_TYPES, weights=[6, 5, 3, 1, 1, 1, 2, 1, 1, 1])[0]
+        dot_k = dot_bk = 0
+        with_dot = kind == "2d" and self.ext.random() < 0.6
+        if with_dot:
+            blocks, sizes, pitch, dot_bk, dot_k, dot_loop = self.dot_shape(sizes, pitch)
+        self.kind, self.blocks = kind, blocks
+        self.home = self.widen(rng.choices(VALUE_TYPES, weights=[6, 5, 3, 1, 1, 1, 2, 1, 1, 1])[0])
         # Short kernels: a few operations on what was loaded, nearly all in one type, as most kernels are.
         self.short = rng.random() < 0.4
         inputs = [self.some_type().name for _ in range(rng.randint(1, 4))]
@@ -517,6 +705,9 @@ class Generator:
             axis = rng.randrange(len(sizes)) if kind != "rowvec" else 1
             pool.append(self.add("index", [], I32, False, axis))
         one_d = kind in ("1d", "rowvec", "partial")
+        dot = self.dot(pool[:len(inputs)], dot_loop) if with_dot else None
+        if dot is not None:
+            pool.append(dot)
         if pscalars and rng.random() < 0.5:  # a tile against the program's scalar, as in `x - mean`
             loads = pool[:len(inputs)]
             s = next(i for i in pool if self.node(i).op == "pscalar")
@@ -532,7 +723,15 @@ class Generator:
                 pool.append(self.unary(pool))
             else:
                 pool.append(self.where(pool))
+            if self.ext.random() < 0.2:
+                extra = self.ordering(pool)
+                if extra is not None:
+                    pool.append(extra)
+            if self.ext.random() < 0.05:
+                pool.append(self.fp8(pool))
         final = pool[-1]
+        if dot is not None and dot not in self.used_by(final):  # a dot feeds the elementwise DAG
+            final = self.add_binary(self.ext.choice(["+", "-", "*", "maximum"]), [final, dot])
         for leaf in pool[:len(inputs) + len(pscalars)]:  # most of what the kernel loads, it uses
             if leaf not in self.used_by(final) and rng.random() < 0.7:
                 op = rng.choice(["+", "-", "*", "minimum", "maximum"])
@@ -555,7 +754,7 @@ class Generator:
         other = rng.choice([0, 0, 1, None])
         return Program(self.seed, kind, blocks, sizes, pitch, inputs, pscalars, args, self.nodes, outputs,
                        out_types, reduce, loop, other, data_seed=rng.randrange(2**31),
-                       late_scalars=rng.random() < 0.5)
+                       late_scalars=rng.random() < 0.5, dot_k=dot_k, dot_bk=dot_bk)
 
 
 def reduction_type(t: DType, reduce: str, loop: bool) -> DType:
@@ -618,7 +817,89 @@ def expression(prog: Program, i: int, names) -> str:
         return f"({a[0]}.to(tl.{n.dtype}) & {n.type.bits - 1})"
     if n.op == "reduce":
         return f"tl.{n.attr}(tl.where(mask, {a[0]}, {neutral(prog.nodes[n.args[0]].type, n.attr)}), axis=0)"
+    if n.op == "fp8":
+        return f"{a[0]}.to(tl.{n.attr}).to(tl.{n.dtype})"
+    if n.op == "fp8bin":
+        fmt, op = n.attr
+        return f"({a[0]}.to(tl.{fmt}) {op} {a[1]}.to(tl.{fmt})).to(tl.{n.dtype})"
+    if n.op == "factor":
+        return f"tl.where({a[0]} > 0.5, 2.0, tl.where({a[0]} < -0.5, -0.5, 1.0)).to(tl.{n.dtype})"
+    if n.op in ("scan", "sort", "flip"):
+        return ordering_expression(prog, i, names)
     raise AssertionError(n.op)
+
+
+def ordering_fill(prog: Program, i: int):
+    """The value a scan's, sort's or flip's masked-off lanes hold: the combine's identity, or for a sort one
+    that goes past the end; a flip's and a `first` scan's are seen in the result (0)."""
+    n = prog.nodes[i]
+    t = prog.nodes[n.args[0]].type
+    if t == BOOL:
+        return 0
+    low = float("-inf") if t.is_float else int(np.iinfo(t.np).min)
+    high = float("inf") if t.is_float else int(np.iinfo(t.np).max)
+    if n.op == "sort":
+        return low if n.attr[1] else high
+    if n.op == "scan":
+        return {"mul": 1, "affine": 1, "max": low, "min": high}.get(n.attr[0], 0)
+    return 0
+
+
+def ordering_expression(prog: Program, i: int, names) -> str:
+    n = prog.nodes[i]
+    src = prog.nodes[n.args[0]]
+    fill = literal(ordering_fill(prog, i))
+    if src.op == "load":  # loaded with the fill as `other=`, as kernels do
+        x = f"tl.load(x{src.attr}_ptr + offs, mask=mask, other={fill})"
+    elif src.type == BOOL:
+        x = f"mask & {names[n.args[0]]}"
+    else:
+        x = f"tl.where(mask, {names[n.args[0]]}, {fill})"
+    if n.op == "scan" and n.attr[0] == "affine":  # the identity (1, 0) in masked lanes
+        x = f"({x}, tl.where(mask, {names[n.args[1]]}, 0))"
+    if n.op == "flip":
+        return f"tl.flip({x}, dim={n.attr})"
+    if n.op == "sort":
+        zero = " + 0.0" if src.type.is_float else ""  # -0.0 and 0.0 sort as equals: one of them only
+        return f"tl.sort({x}{zero}, dim={n.attr[0]}, descending={n.attr[1]})"
+    combine, axis, reverse, spelling, dtype = n.attr
+    rev = (", reverse=True" if reverse else "") + (f", dtype=tl.{dtype}" if dtype else "")
+    if combine == "affine":
+        return f"tl.associative_scan({x}, {axis}, combine_{combine}{rev})[1]"
+    if spelling == "associative_scan":
+        return f"tl.associative_scan({x}, {axis}, combine_{combine}{rev})"
+    return f"tl.{spelling}({x}, axis={axis}{rev})"
+
+
+COMBINE_SOURCE = {"add": "a + b", "max": "tl.maximum(a, b)", "min": "tl.minimum(a, b)", "xor": "a ^ b",
+                  "first": "a", "affine": "a1 * a2, a2 * b1 + b2"}
+
+
+def dot_lines(prog: Program, i: int, names) -> list:
+    """A dot of the masked `da` and `db` tiles (over a K loop or in one chunk) into node i's name."""
+    n = prog.nodes[i]
+    spec: DotSpec = n.attr
+    name = f"t{i}"
+    opts = (f", out_dtype=tl.{spec.out_dtype}" if spec.out_dtype else "") + \
+        (f", {spec.precision}" if spec.precision else "")
+    init = names[n.args[0]] if n.args else None
+    kk = "(k + ks)" if spec.loop else "ks"
+    loads = [f"da = tl.load(da_ptr + rows * K + {kk}[None, :], mask=(rows < M) & ({kk}[None, :] < K), other=0)"]
+    if spec.b_trans:
+        loads.append(f"db = tl.trans(tl.load(db_ptr + tl.trans(cols) * K + {kk}[None, :], "
+                     f"mask=(tl.trans(cols) < N) & ({kk}[None, :] < K), other=0))")
+    else:
+        loads.append(f"db = tl.load(db_ptr + {kk}[:, None] * N + cols, mask=({kk}[:, None] < K) & (cols < N), other=0)")
+    if spec.stored:
+        loads = [line.replace(" = tl.", " = (tl.", 1) + f").to(tl.{spec.operand})" for line in loads]
+    lines = ["ks = tl.arange(0, BK)"]
+    if not spec.loop:
+        acc = "" if init is None else (f", acc={init}" if spec.style == "acc=" else f", {init}")
+        return lines + loads + [f"{name} = tl.dot(da, db{acc}{opts})"]
+    lines.append(f"{name} = {init}" if init else f"{name} = tl.zeros((BM, BN), dtype=tl.{n.dtype})")
+    lines.append("for k in range(0, K, BK):")
+    step = f"{name} += tl.dot(da, db{opts})" if spec.style == "+=" else f"{name} = tl.dot(da, db, {name}{opts})"
+    return lines + ["    " + line for line in loads + [step]]
 
 
 def render(prog: Program) -> str:
@@ -629,11 +910,15 @@ def render(prog: Program) -> str:
     params += [f"x{k}_ptr" for k in range(len(prog.inputs))]
     params += [f"s{k}_ptr" for k in range(len(prog.pscalars))]
     params += [f"a{k}" for k in range(len(prog.args))]
+    if prog.dot_bk:
+        params += ["da_ptr", "db_ptr", "K"]
     two_d = len(prog.sizes) == 2
     if prog.kind == "rowvec":
         params += ["M", "N", "pitch", "BLOCK: tl.constexpr"]
     else:
         params += ["M", "N", "pitch", "BM: tl.constexpr", "BN: tl.constexpr"] if two_d else ["n", "BLOCK: tl.constexpr"]
+    if prog.dot_bk:
+        params.append("BK: tl.constexpr")
     body, pre = [], []  # `pre`: before the loop of a looped reduction
     other = "" if prog.other is None else f", other={prog.other}"
     for i in used:
@@ -650,6 +935,9 @@ def render(prog: Program) -> str:
             names[i] = "offs" if not two_d else ("rows" if n.attr == 0 else "cols")
         elif n.op == "const":
             names[i] = literal(n.attr)
+        elif n.op == "dot":
+            names[i] = f"t{i}"
+            body.extend(dot_lines(prog, i, names))
         else:
             names[i] = f"t{i}"
             body.append(f"t{i} = {expression(prog, i, names)}")
@@ -657,8 +945,13 @@ def render(prog: Program) -> str:
             body.append(f'tl.static_assert({names[i]}.dtype == tl.{n.dtype}, "{names[i]}: {n.dtype}")')
         elif n.op == "arg":
             pre.append(f'tl.static_assert({names[i]}.dtype == tl.{n.dtype}, "{names[i]}: {n.dtype}")')
-    lines = ["import tegula", "import tegula.language as tl", "", "", "@tegula.jit",
-             f"def kernel({', '.join(params)}):"]
+    lines = ["import tegula", "import tegula.language as tl", "", ""]
+    for combine in sorted({prog.nodes[i].attr[0] for i in used if prog.nodes[i].op == "scan"
+                           and prog.nodes[i].attr[3] == "associative_scan"}):
+        inputs = "a1, b1, a2, b2" if combine == "affine" else "a, b"
+        lines += ["@tegula.jit", f"def combine_{combine}({inputs}):", f"    return {COMBINE_SOURCE[combine]}", "", ""]
+    lines += ["@tegula.jit", f"def kernel({', '.join(params)}):"]
+    head = len(lines)
     out = [names[i] for i in prog.outputs]
     k = prog.kind
     if k == "1d":
@@ -705,7 +998,7 @@ def render(prog: Program) -> str:
             lines += [moving.replace("k + ", "")] + chunk + [f"acc = {part}"]
         lines += [f'tl.static_assert(acc.dtype == tl.{acc_t}, "acc: {acc_t}")', kept_1d,
                   f"tl.store(out0_ptr + out_offs, acc, mask=out_offs < {kept_n})"]
-    return "\n".join(lines[:6] + ["    " + line for line in lines[6:]]) + "\n"
+    return "\n".join(lines[:head] + ["    " + line for line in lines[head:]]) + "\n"
 
 
 def neutral(t: DType, reduce: str):
@@ -762,7 +1055,16 @@ def make_inputs(prog: Program) -> dict:
     if len(shape) == 2:
         arrays = [a.reshape(rows, prog.pitch) for a in arrays]
     scalars = [random_values(rng, T[d], prog.grid()[0]) for d in prog.pscalars]
-    return {"arrays": arrays, "pscalars": scalars}
+    dot = [n.attr for n in prog.nodes if n.op == "dot"]
+    if dot:  # a stream of their own: the other arrays stay those of the kernel without a dot
+        rng = np.random.default_rng([prog.data_seed, 1])
+        t = T[dot[0].stored or dot[0].operand]
+        M, N = prog.sizes
+        dot = [random_values(rng, t, M * prog.dot_k).reshape(M, prog.dot_k),
+               random_values(rng, t, prog.dot_k * N).reshape(prog.dot_k, N)]
+        if prog.nodes[next(i for i, n in enumerate(prog.nodes) if n.op == "dot")].attr.b_trans:
+            dot[1] = np.ascontiguousarray(dot[1].T)
+    return {"arrays": arrays, "pscalars": scalars, "dot": dot}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -797,6 +1099,21 @@ def round_float(v64, t: DType) -> np.ndarray:
         if t == F32 or t == F16:
             return v64.astype(t.np)  # NumPy rounds float64 to float16 directly
         return round_to_odd_f32(v64).astype(t.np)
+
+
+def fp8_round(v: np.ndarray, src: DType, fmt: Fp8) -> np.ndarray:
+    """Values of type `src` converted to fp8 format `fmt` (and back, exactly, as float64): float64 through
+    float32 rounded to odd, then to nearest even on the format's grid (subnormals included), magnitudes
+    beyond the largest finite value (infinities too) saturating at it with their sign, NaN staying NaN."""
+    with np.errstate(all="ignore"):
+        v64 = round_to_odd_f32(v.astype(np.float64)).astype(np.float64) if src == F64 else v.astype(np.float64)
+        a = np.abs(v64)
+        _, e = np.frexp(np.where(np.isfinite(a), a, 1.0))
+        exponent = np.maximum(e - 1, 1 - fmt.bias)  # of the binade; the subnormals share the lowest one's step
+        step = np.ldexp(1.0, exponent - fmt.mantissa)
+        r = np.where(np.isfinite(a), np.rint(a / step) * step, np.inf)
+        r = np.copysign(np.minimum(r, fmt.largest), v64)
+        return np.where(np.isnan(v64), np.nan, r)
 
 
 def convert(v: np.ndarray, src: DType, dst: DType) -> np.ndarray:
@@ -865,6 +1182,7 @@ class Reference:
             pid = np.arange(self.shape[0]) // prog.blocks[0]
         self.pid = np.broadcast_to(pid, self.shape)
         self.pscalars = inputs["pscalars"]
+        self.dot_arrays = inputs.get("dot")
         self.values = {}
 
     def value(self, i):
@@ -910,6 +1228,8 @@ class Reference:
                 ct = computation_type(X.type, X.op == "const", Y.type, Y.op == "const")
                 x, y = self.operands(n, ct)
                 return COMPARE[n.attr](x, y)
+            if n.op == "dot":
+                return self.dot(i, n)
             if n.op == "where":
                 c = self.value(n.args[0])
                 x, y = (convert(self.value(j), prog.nodes[j].type, t) for j in n.args[1:])
@@ -937,7 +1257,78 @@ class Reference:
                 return convert(a, src, t) & t.np.type(t.bits - 1)
             if n.op == "reduce":
                 return self.program_reduction(i, np.broadcast_to(a, self.shape), src, t, n.attr)
+            if n.op == "fp8":
+                return round_float(fp8_round(a, src, FP8[n.attr]), t)
+            if n.op == "fp8bin":
+                fmt = FP8[n.attr[0]]
+                x, y = (fp8_round(self.value(j), prog.nodes[j].type, fmt).astype(np.float32) for j in n.args)
+                r = float_op(n.attr[1], np.broadcast_to(x, self.shape), np.broadcast_to(y, self.shape), F32)
+                return round_float(fp8_round(r, F32, fmt), t)
+            if n.op == "factor":
+                f = np.where(a > 0.5, 2.0, np.where(a < -0.5, -0.5, 1.0))
+                return round_float(f, t)
+            if n.op in ("scan", "sort", "flip"):
+                return self.ordering(i, np.broadcast_to(a, self.shape), src, t)
         raise AssertionError(n.op)
+
+    def dot(self, i, n: Node):
+        """a @ b (plus the initial accumulator) over the valid K; float results carry the error bound of a
+        sum in the accumulation type in any order."""
+        a, b = self.dot_arrays
+        b = b.T if n.attr.b_trans else b
+        if n.attr.stored:
+            a, b = (convert(x, T[n.attr.stored], T[n.attr.operand]) for x in (a, b))
+        t = n.type
+        acc = convert(self.value(n.args[0]), self.prog.nodes[n.args[0]].type, t) if n.args else None
+        if t.is_int:
+            r = np.einsum("ik,kj->ij", a.astype(np.int64), b.astype(np.int64))
+            return (r if acc is None else r + acc.astype(np.int64)).astype(t.np)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        with np.errstate(all="ignore"):
+            exact = np.einsum("ik,kj->ij", a64, b64)
+            size = np.einsum("ik,kj->ij", np.abs(a64), np.abs(b64))
+            if acc is not None:
+                exact, size = exact + acc.astype(np.float64), size + np.abs(acc.astype(np.float64))
+        if not self.nudge:
+            return round_float(exact, t)
+        k, chunks = self.prog.dot_k, cdiv(self.prog.dot_k, self.prog.dot_bk)
+        bound = sum_bound(size, k + 2 * chunks + 2, t) + (k + 2) * ulp(np.zeros(1), t)[0]
+        return self.nudge(i, exact, t, bound)
+
+    def ordering(self, i, x, src: DType, t: DType):
+        """A scan, sort or flip, applied to each tile's stretch along the axis, the masked-off lanes holding
+        the kernel's fill value."""
+        n = self.prog.nodes[i]
+        tile_axis = n.attr if n.op == "flip" else n.attr[1] if n.op == "scan" else n.attr[0]
+        axis, block = self.prog.along(tile_axis)
+        size = x.shape[axis]
+        padded = list(x.shape)
+        padded[axis] = cdiv(size, block) * block
+
+        def as_tiles(values, fill):
+            p = np.full(padded, np.array(fill, dtype=np.float64 if src.is_float else None)).astype(src.np)
+            p[tuple(slice(0, d) for d in x.shape)] = values
+            return p.reshape(x.shape[:axis] + (padded[axis] // block, block) + x.shape[axis + 1:])
+
+        tiles = as_tiles(x, ordering_fill(self.prog, i))
+        ax = axis + 1
+        bound = None
+        with np.errstate(all="ignore"):
+            if n.op == "flip":
+                r = np.flip(tiles, ax)
+            elif n.op == "sort":
+                v = np.sort(tiles.astype(np.float64) + 0.0 if src.is_float else tiles, axis=ax)
+                r = (np.flip(v, ax) if n.attr[1] else v).astype(src.np)
+            elif n.attr[0] == "affine":
+                y = convert(np.broadcast_to(self.value(n.args[1]), x.shape), self.prog.nodes[n.args[1]].type, src)
+                r = affine_scan(tiles, as_tiles(y, 0), ax, n.attr[2])
+            else:
+                r, bound = scan_tiles(tiles, ax, n.attr[0], n.attr[2], src, t)
+        keep = tuple(slice(0, d) for d in x.shape)
+        r = r.reshape(padded)[keep]
+        if bound is None:
+            return r
+        return self.nudge(i, r, t, bound.reshape(padded)[keep]) if self.nudge else round_float(r, t)
 
     def program_reduction(self, i, v, src: DType, res: DType, op):
         """Each program's reduction of its elements, given back to each of them."""
@@ -993,10 +1384,65 @@ class Reference:
                     wide = F64 if res == F64 else F32
                     eps = 2.0 ** -wide.mantissa
                     bound = (count * eps + (chunks + 1) * 2.0 ** -src.mantissa) * np.sum(np.abs(x), axis=axis)
+                    if src.narrow and res != src:
+                        # a looped sum's chunks are tl.sum results of the 16-bit type, which can overflow
+                        chunk_sums = np.add.reduceat(np.abs(x), np.arange(0, count, block), axis=axis)
+                        bound = sum_bound(chunk_sums, 1, src).max(axis=axis) + bound
                     r = self.nudge(node, r, res, bound)
                 return r
             fn = (np.fmax if op == "max" else np.fmin) if src.is_float else (np.maximum if op == "max" else np.minimum)
             return fn.reduce(convert(v, src, res), axis=axis)
+
+
+def sum_bound(magnitude, terms, t: DType):
+    """The error bound of a sum of `terms` terms in float type `t` (any order) whose absolute values add to
+    `magnitude`; infinite where a partial sum could overflow."""
+    bound = terms * 2.0 ** -t.mantissa * magnitude
+    return np.where(magnitude * (1 + 2.0 ** -t.mantissa) >= float(np.finfo(t.np).max), np.inf, bound)
+
+
+def scan_tiles(tiles, ax, combine, reverse, src: DType, t: DType):
+    """An inclusive scan along axis `ax` of each tile (the input of type `src` converted to the scan's type
+    `t`), and for a float sum its error bound in any order."""
+    x = convert(tiles, src, t)
+    if reverse:
+        x = np.flip(x, ax)
+    bound = None
+    if combine == "first":
+        r = np.broadcast_to(np.take(x, [0], axis=ax), x.shape)
+    elif combine == "xor":
+        r = np.bitwise_xor.accumulate(x, axis=ax)
+    elif combine in ("max", "min"):
+        if t.is_float:
+            r = round_float((np.fmax if combine == "max" else np.fmin).accumulate(x.astype(np.float64), axis=ax), t)
+        else:
+            r = (np.maximum if combine == "max" else np.minimum).accumulate(x, axis=ax)
+    elif t.is_int:
+        r = (np.cumsum if combine == "add" else np.cumprod)(x, axis=ax, dtype=t.np)
+    elif combine == "mul":  # exact: the factors are powers of two within range
+        r = round_float(np.cumprod(x.astype(np.float64), axis=ax), t)
+    else:
+        x64 = x.astype(np.float64)
+        exact = np.cumsum(x64, axis=ax)
+        steps = np.arange(1, x.shape[ax] + 1).reshape([-1 if d == ax else 1 for d in range(x.ndim)])
+        r, bound = exact, sum_bound(np.cumsum(np.abs(x64), axis=ax), steps + 1, t)
+    if reverse:
+        r = np.flip(r, ax)
+        bound = None if bound is None else np.flip(bound, ax)
+    return (r if bound is not None else np.asarray(r).astype(t.np)), bound
+
+
+def affine_scan(a, b, ax, reverse):
+    """The second element of the scan of pairs (a, b) under (a1, b1), (a2, b2) -> (a1 a2, a2 b1 + b2): the
+    recurrence h = a h + b from h = 0 (integers, wrapping)."""
+    a, b = np.moveaxis(a, ax, -1), np.moveaxis(b, ax, -1)
+    order = range(a.shape[-1] - 1, -1, -1) if reverse else range(a.shape[-1])
+    h, out = np.zeros(a.shape[:-1], a.dtype), np.empty_like(a)
+    with np.errstate(all="ignore"):
+        for k in order:
+            h = (a[..., k] * h + b[..., k]).astype(a.dtype)
+            out[..., k] = h
+    return np.moveaxis(out, -1, ax)
 
 
 def reference(prog: Program, inputs: dict, nudge=None) -> list:
@@ -1081,12 +1527,15 @@ def load_kernel(prog: Program, folder: str | None):
 def launch(prog: Program, kernel, inputs: dict):
     outs = out_buffers(prog)
     args = list(outs) + list(inputs["arrays"]) + list(inputs["pscalars"]) + [value for _, value in prog.args]
+    if prog.dot_bk:
+        args += list(inputs["dot"]) + [prog.dot_k]
     if prog.kind == "rowvec":
         args += [prog.sizes[0], prog.sizes[1], prog.pitch]
         kernel[prog.grid()](*args, BLOCK=prog.blocks[0])
     elif len(prog.sizes) == 2:
         args += [prog.sizes[0], prog.sizes[1], prog.pitch]
-        kernel[prog.grid()](*args, BM=prog.blocks[0], BN=prog.blocks[1])
+        extra = {"BK": prog.dot_bk} if prog.dot_bk else {}
+        kernel[prog.grid()](*args, BM=prog.blocks[0], BN=prog.blocks[1], **extra)
     else:
         args += [prog.sizes[0]]
         kernel[prog.grid()](*args, BLOCK=prog.blocks[0])
@@ -1254,6 +1703,9 @@ def valid(prog: Program) -> bool:
     if prog.kind in ("rows", "cols") and not prog.loop:
         axis = 1 if prog.kind == "rows" else 0
         return prog.sizes[axis] <= prog.blocks[axis]
+    if prog.dot_bk:
+        loop = any(n.op == "dot" and n.attr.loop for n in prog.nodes)
+        return min(prog.blocks) >= 16 and (loop or prog.dot_k <= prog.dot_bk)
     return True
 
 
@@ -1281,6 +1733,10 @@ def smaller(prog: Program) -> list:
             blocks = list(prog.blocks)
             blocks[0 if prog.kind == "rowvec" else axis] //= 2
             variant(blocks=tuple(blocks))
+    if prog.dot_bk:
+        for new in sorted({prog.dot_k - prog.dot_bk, (prog.dot_k + 1) // 2, prog.dot_k - 1}):
+            if 1 <= new < prog.dot_k:
+                variant(dot_k=new)
     if len(prog.outputs) > 1:
         for k in range(len(prog.outputs)):
             variant(outputs=[prog.outputs[k]], out_types=[prog.out_types[k]])

@@ -221,12 +221,13 @@ bool is_one_call(const std::string& expr) {
 
 // `expr`, the element of tile `v` computed from its operands' (not read
 // from an array), as an operand of another element expression: in
-// parentheses when an elementwise op computes it from loaded tiles (the
-// printers add none; index arithmetic prints as calls and comparisons that
-// need none).
+// parentheses when an elementwise op computes it (the printers add none).
+// Recomputed values need them too: integer index arithmetic prints as
+// calls, but float arithmetic is infix, and `0.75 - (x + s)` must not
+// print as `0.75 - x + s`.
 std::string nested(const CodegenContext& ctx, ir::ValueId v, const std::string& expr) {
   ir::OpId def = ctx.fn.value(v).def;
-  bool parenthesize = def.valid() && ir::is_elementwise(ctx.fn.op(def).kind) && !is_recomputed(ctx, v);
+  bool parenthesize = def.valid() && ir::is_elementwise(ctx.fn.op(def).kind);
   return parenthesize && !is_one_call(expr) ? "(" + expr + ")" : expr;
 }
 

@@ -73,7 +73,7 @@ static inline void tegula_program(uint8_t* v0, float* v1, float* v2, int32_t v3,
       // v23 = mul(v19, v22)  tests/compat/compat_kernels/grouped.py:80:43
       const float e23 = v19[i] * e22;
       // store(v18, v23, v7)  tests/compat/compat_kernels/grouped.py:80:5
-      if ((int32_t)(0 + i) < v3) *(row18 + c) = e23;
+      if (((int32_t)(0 + i) < v3)) *(row18 + c) = e23;
     }
   }
 }

@@ -110,7 +110,7 @@ static inline void tegula_program(float* v0, uint8_t* v1, float* v2, int32_t v3,
       // v32 = cast(v31)  tests/compat/compat_kernels/grouped.py:70:43
       const uint8_t e32 = tg_f32_to_f8e5m2(e31);
       // store(v29, v32, v7)  tests/compat/compat_kernels/grouped.py:70:5
-      if ((int32_t)(0 + i) < v3) *(row29 + c) = e32;
+      if (((int32_t)(0 + i) < v3)) *(row29 + c) = e32;
     }
   }
   // v33 = addptr(v2, v4)  tests/compat/compat_kernels/grouped.py:71:14

@@ -227,7 +227,7 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
       // v85 = mul(v84, v43)  examples/fused_chain.py:63:9
       const float e85 = e84 * v43[i];
       // store(v88, v85, v14)  examples/fused_chain.py:64:5
-      if ((int32_t)(0 + i) < v6) *(row88 + c) = e85;
+      if (((int32_t)(0 + i) < v6)) *(row88 + c) = e85;
     }
   }
 }

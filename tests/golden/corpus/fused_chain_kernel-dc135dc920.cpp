@@ -111,7 +111,7 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
     // v87 = mul(v86, v45)  examples/fused_chain.py:63:9
     const float e87 = e86 * v45[i];
     // store(v90, v87, v15)  examples/fused_chain.py:64:5
-    if ((int32_t)(0 + i) < 1) *(row90 + c) = e87;
+    if (((int32_t)(0 + i) < 1)) *(row90 + c) = e87;
   }
 }
 

@@ -101,7 +101,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
         // v43 = mul(v31, v28)  tests/compat/compat_kernels/norm.py:47:26
         const float e43 = v31[i] * v28[i];
         // v46 = select(v14, v43, v104)  tests/compat/compat_kernels/norm.py:47:11
-        v46[i] = (int32_t)(0 + i) < v10 ? e43 : (float)0.0;
+        v46[i] = ((int32_t)(0 + i) < v10) ? e43 : (float)0.0;
         if (block == 0) {
           lane2[i - block] = v46[i];
         } else {
@@ -121,13 +121,13 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     alignas(64) float lane5[64];
     TG_IVDEP
     for (int x6 = 0; x6 < 64; ++x6) {
-      lane5[x6] = tg_select((int32_t)(0 + o3 * 512 + x6) < v10, ((v21[o3 * 512 + x6] - v33) * v35), (float)0.0) * v46[o3 * 512 + x6];
+      lane5[x6] = tg_select(((int32_t)(0 + o3 * 512 + x6) < v10), ((v21[o3 * 512 + x6] - v33) * v35), (float)0.0) * v46[o3 * 512 + x6];
     }
     for (int k7 = 64; k7 < 512; k7 += 64) {
       TG_IVDEP
       for (int x6 = 0; x6 < 64; ++x6) {
         const float v48 = lane5[x6];
-        const float v49 = tg_select((int32_t)(0 + o3 * 512 + k7 + x6) < v10, ((v21[o3 * 512 + k7 + x6] - v33) * v35), (float)0.0) * v46[o3 * 512 + k7 + x6];
+        const float v49 = tg_select(((int32_t)(0 + o3 * 512 + k7 + x6) < v10), ((v21[o3 * 512 + k7 + x6] - v33) * v35), (float)0.0) * v46[o3 * 512 + k7 + x6];
         // v50 = add(v48, v49)  tests/compat/compat_kernels/norm.py:48:10
         const float v50 = v48 + v49;
         lane5[x6] = v50;
@@ -197,7 +197,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       // v60 = splat(v53)  tests/compat/compat_kernels/norm.py:50:18
       const float e60 = v53;
       // v61 = mul(v42, v60)  tests/compat/compat_kernels/norm.py:50:18
-      const float e61 = tg_select((int32_t)(0 + i) < v10, ((v21[i] - v33) * v35), (float)0.0) * e60;
+      const float e61 = tg_select(((int32_t)(0 + i) < v10), ((v21[i] - v33) * v35), (float)0.0) * e60;
       // v62 = splat(v59)  tests/compat/compat_kernels/norm.py:50:18
       const float e62 = v59;
       // v63 = add(v61, v62)  tests/compat/compat_kernels/norm.py:50:18
@@ -207,7 +207,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       // v66 = mul(v64, v38)  tests/compat/compat_kernels/norm.py:50:10
       const float e66 = e64 * v35;
       // store(v70, v66, v14)  tests/compat/compat_kernels/norm.py:51:5
-      if ((int32_t)(0 + i) < v10) *(row70 + c) = e66;
+      if (((int32_t)(0 + i) < v10)) *(row70 + c) = e66;
     }
   }
   // v72 = constant()  tests/compat/compat_kernels/norm.py:58:13
@@ -234,7 +234,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   TG_IVDEP
   for (int i = 0; i < 512; ++i) {
     // v71 = mul(v28, v42)  tests/compat/compat_kernels/norm.py:56:11
-    v71[i] = v28[i] * tg_select((int32_t)(0 + i) < v10, ((v21[i] - v33) * v35), (float)0.0);
+    v71[i] = v28[i] * tg_select(((int32_t)(0 + i) < v10), ((v21[i] - v33) * v35), (float)0.0);
   }
   // while()  tests/compat/compat_kernels/norm.py:63:5
   while (true) {
@@ -280,11 +280,11 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       for (int c = 0; c < 512; ++c) {
         const int i = c;
         // v94 = load(v81, v14)  tests/compat/compat_kernels/norm.py:67:15
-        const float e94 = (int32_t)(0 + i) < v10 ? *(row81 + c) : float();
+        const float e94 = ((int32_t)(0 + i) < v10) ? *(row81 + c) : float();
         // v95 = add(v71, v94)  tests/compat/compat_kernels/norm.py:67:9
         v95[i] = v71[i] + e94;
         // v96 = load(v85, v14)  tests/compat/compat_kernels/norm.py:68:15
-        const float e96 = (int32_t)(0 + i) < v10 ? *(row85 + c) : float();
+        const float e96 = ((int32_t)(0 + i) < v10) ? *(row85 + c) : float();
         // v97 = add(v28, v96)  tests/compat/compat_kernels/norm.py:68:9
         v97[i] = v28[i] + e96;
       }
@@ -309,7 +309,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     TG_IVDEP
     for (int c = 0; c < 512; ++c) {
       const int i = c;
-      if ((int32_t)(0 + i) < v10) *(row81_2 + c) = v99[i];
+      if (((int32_t)(0 + i) < v10)) *(row81_2 + c) = v99[i];
     }
   }
   // store(v85, v98, v14)  tests/compat/compat_kernels/norm.py:70:5
@@ -326,7 +326,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     TG_IVDEP
     for (int c = 0; c < 512; ++c) {
       const int i = c;
-      if ((int32_t)(0 + i) < v10) *(row85_2 + c) = v98[i];
+      if (((int32_t)(0 + i) < v10)) *(row85_2 + c) = v98[i];
     }
   }
   // v101 = add(v91, v87)  tests/compat/compat_kernels/norm.py:71:21

@@ -84,13 +84,13 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     alignas(64) float lane9[64];
     TG_IVDEP
     for (int x10 = 0; x10 < 64; ++x10) {
-      lane9[x10] = tg_select((int32_t)(0 + o7 * 512 + x10) < v7, (v19[o7 * 512 + x10] - v25), (float)0.0) * tg_select((int32_t)(0 + o7 * 512 + x10) < v7, (v19[o7 * 512 + x10] - v25), (float)0.0);
+      lane9[x10] = tg_select(((int32_t)(0 + o7 * 512 + x10) < v7), (v19[o7 * 512 + x10] - v25), (float)0.0) * tg_select(((int32_t)(0 + o7 * 512 + x10) < v7), (v19[o7 * 512 + x10] - v25), (float)0.0);
     }
     for (int k11 = 64; k11 < 512; k11 += 64) {
       TG_IVDEP
       for (int x10 = 0; x10 < 64; ++x10) {
         const float v32 = lane9[x10];
-        const float v33 = tg_select((int32_t)(0 + o7 * 512 + k11 + x10) < v7, (v19[o7 * 512 + k11 + x10] - v25), (float)0.0) * tg_select((int32_t)(0 + o7 * 512 + k11 + x10) < v7, (v19[o7 * 512 + k11 + x10] - v25), (float)0.0);
+        const float v33 = tg_select(((int32_t)(0 + o7 * 512 + k11 + x10) < v7), (v19[o7 * 512 + k11 + x10] - v25), (float)0.0) * tg_select(((int32_t)(0 + o7 * 512 + k11 + x10) < v7), (v19[o7 * 512 + k11 + x10] - v25), (float)0.0);
         // v34 = add(v32, v33)  tests/compat/compat_kernels/norm.py:25:11
         const float v34 = v32 + v33;
         lane9[x10] = v34;
@@ -165,19 +165,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     for (int c = 0; c < 512; ++c) {
       const int i = c;
       // v46 = load(v45, v12)  tests/compat/compat_kernels/norm.py:29:9
-      const float e46 = (int32_t)(0 + i) < v7 ? *(row45 + c) : float();
+      const float e46 = ((int32_t)(0 + i) < v7) ? *(row45 + c) : float();
       // v49 = load(v48, v12)  tests/compat/compat_kernels/norm.py:30:9
-      const float e49 = (int32_t)(0 + i) < v7 ? *(row48 + c) : float();
+      const float e49 = ((int32_t)(0 + i) < v7) ? *(row48 + c) : float();
       // v50 = splat(v41)  tests/compat/compat_kernels/norm.py:31:9
       const float e50 = v41;
       // v51 = mul(v30, v50)  tests/compat/compat_kernels/norm.py:31:9
-      const float e51 = tg_select((int32_t)(0 + i) < v7, (v19[i] - v25), (float)0.0) * e50;
+      const float e51 = tg_select(((int32_t)(0 + i) < v7), (v19[i] - v25), (float)0.0) * e50;
       // v52 = mul(v51, v46)  tests/compat/compat_kernels/norm.py:31:9
       const float e52 = e51 * e46;
       // v53 = add(v52, v49)  tests/compat/compat_kernels/norm.py:31:9
       const float e53 = e52 + e49;
       // store(v57, v53, v12)  tests/compat/compat_kernels/norm.py:32:5
-      if ((int32_t)(0 + i) < v7) *(row57 + c) = e53;
+      if (((int32_t)(0 + i) < v7)) *(row57 + c) = e53;
     }
   }
 }

@@ -41,7 +41,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   for (int o2 = 0; o2 < 1; ++o2) {
     TG_IVDEP
     for (int x3 = 0; x3 < 1; ++x3) {
-      v38 = tg_select((int32_t)(0 + o2 * 1 + x3) < 1, (v22[o2 * 1 + x3] - v26), (float)0.0) * tg_select((int32_t)(0 + o2 * 1 + x3) < 1, (v22[o2 * 1 + x3] - v26), (float)0.0);
+      v38 = tg_select(((int32_t)(0 + o2 * 1 + x3) < 1), (v22[o2 * 1 + x3] - v26), (float)0.0) * tg_select(((int32_t)(0 + o2 * 1 + x3) < 1), (v22[o2 * 1 + x3] - v26), (float)0.0);
     }
   }
   // v41 = add(v38, v9)  examples/layer_norm.py:41:26
@@ -61,19 +61,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   for (int c = 0; c < 1; ++c) {
     const int i = c;
     // v49 = load(v46, v14, v67)  examples/layer_norm.py:42:9
-    const float e49 = (int32_t)(0 + i) < 1 ? *(row46 + c) : (float)0.0;
+    const float e49 = ((int32_t)(0 + i) < 1) ? *(row46 + c) : (float)0.0;
     // v54 = load(v51, v14, v67)  examples/layer_norm.py:43:9
-    const float e54 = (int32_t)(0 + i) < 1 ? *(row51 + c) : (float)0.0;
+    const float e54 = ((int32_t)(0 + i) < 1) ? *(row51 + c) : (float)0.0;
     // v55 = splat(v44)  examples/layer_norm.py:44:9
     const float e55 = v44;
     // v56 = mul(v33, v55)  examples/layer_norm.py:44:9
-    const float e56 = tg_select((int32_t)(0 + i) < 1, (v22[i] - v26), (float)0.0) * e55;
+    const float e56 = tg_select(((int32_t)(0 + i) < 1), (v22[i] - v26), (float)0.0) * e55;
     // v57 = mul(v56, v49)  examples/layer_norm.py:44:9
     const float e57 = e56 * e49;
     // v58 = add(v57, v54)  examples/layer_norm.py:44:9
     const float e58 = e57 + e54;
     // store(v63, v58, v14)  examples/layer_norm.py:45:5
-    if ((int32_t)(0 + i) < 1) *(row63 + c) = e58;
+    if (((int32_t)(0 + i) < 1)) *(row63 + c) = e58;
   }
   // v64 = addptr(v4, v10)  examples/layer_norm.py:46:14
   float* const v64 = tg_addptr(v4, v10);

@@ -84,14 +84,14 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     alignas(64) float lane9[64];
     TG_IVDEP
     for (int x10 = 0; x10 < 64; ++x10) {
-      lane9[x10] = tg_select((int32_t)(0 + o7 * 8192 + x10) < v6, (v20[o7 * 8192 + x10] - v26), (float)0.0) * tg_select((int32_t)(0 + o7 * 8192 + x10) < v6, (v20[o7 * 8192 + x10] - v26), (float)0.0);
+      lane9[x10] = tg_select(((int32_t)(0 + o7 * 8192 + x10) < v6), (v20[o7 * 8192 + x10] - v26), (float)0.0) * tg_select(((int32_t)(0 + o7 * 8192 + x10) < v6), (v20[o7 * 8192 + x10] - v26), (float)0.0);
     }
     for (int k11 = 64; k11 < 8192; k11 += 64) {
       tg_prefetch(next20, 16384 + k11, 64);
       TG_IVDEP
       for (int x10 = 0; x10 < 64; ++x10) {
         const float v33 = lane9[x10];
-        const float v34 = tg_select((int32_t)(0 + o7 * 8192 + k11 + x10) < v6, (v20[o7 * 8192 + k11 + x10] - v26), (float)0.0) * tg_select((int32_t)(0 + o7 * 8192 + k11 + x10) < v6, (v20[o7 * 8192 + k11 + x10] - v26), (float)0.0);
+        const float v34 = tg_select(((int32_t)(0 + o7 * 8192 + k11 + x10) < v6), (v20[o7 * 8192 + k11 + x10] - v26), (float)0.0) * tg_select(((int32_t)(0 + o7 * 8192 + k11 + x10) < v6), (v20[o7 * 8192 + k11 + x10] - v26), (float)0.0);
         // v35 = add(v33, v34)  examples/layer_norm.py:40:11
         const float v35 = v33 + v34;
         lane9[x10] = v35;
@@ -167,19 +167,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
       for (int c = block; c < block + 64; ++c) {
         const int i = c;
         // v47 = load(v44, v13, v63)  examples/layer_norm.py:42:9
-        const float e47 = (int32_t)(0 + i) < v6 ? *(row44 + c) : (float)0.0;
+        const float e47 = ((int32_t)(0 + i) < v6) ? *(row44 + c) : (float)0.0;
         // v52 = load(v49, v13, v63)  examples/layer_norm.py:43:9
-        const float e52 = (int32_t)(0 + i) < v6 ? *(row49 + c) : (float)0.0;
+        const float e52 = ((int32_t)(0 + i) < v6) ? *(row49 + c) : (float)0.0;
         // v53 = splat(v42)  examples/layer_norm.py:44:9
         const float e53 = v42;
         // v54 = mul(v31, v53)  examples/layer_norm.py:44:9
-        const float e54 = tg_select((int32_t)(0 + i) < v6, (src20[i] - v26), (float)0.0) * e53;
+        const float e54 = tg_select(((int32_t)(0 + i) < v6), (src20[i] - v26), (float)0.0) * e53;
         // v55 = mul(v54, v47)  examples/layer_norm.py:44:9
         const float e55 = e54 * e47;
         // v56 = add(v55, v52)  examples/layer_norm.py:44:9
         const float e56 = e55 + e52;
         // store(v60, v56, v13)  examples/layer_norm.py:45:5
-        if ((int32_t)(0 + i) < v6) *(row60 + c) = e56;
+        if (((int32_t)(0 + i) < v6)) *(row60 + c) = e56;
       }
     }
   }

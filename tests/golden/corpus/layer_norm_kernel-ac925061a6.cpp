@@ -119,7 +119,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       // v68 = constant()  examples/layer_norm.py:39:15
       const float e68 = (float)0.0;
       // v32 = select(v13, v29, v68)  examples/layer_norm.py:39:15
-      const float e32 = (int32_t)(0 + i) < v6 ? e29 : e68;
+      const float e32 = ((int32_t)(0 + i) < v6) ? e29 : e68;
       // v33 = mul(v32, v32)  examples/layer_norm.py:40:18
       v33[i] = e32 * e32;
     }
@@ -211,17 +211,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     for (int c = 0; c < 1024; ++c) {
       const int i = c;
       // v48 = load(v45, v13, v67)  examples/layer_norm.py:42:9
-      const uint16_t e48 = (int32_t)(0 + i) < v6 ? *(row45 + c) : tg_f64_to_f16(0.0);
+      const uint16_t e48 = ((int32_t)(0 + i) < v6) ? *(row45 + c) : tg_f64_to_f16(0.0);
       // v49 = cast(v48)  examples/layer_norm.py:42:9
       const float e49 = (float)tg_f16_to_f32(e48);
       // v54 = load(v51, v13, v67)  examples/layer_norm.py:43:9
-      const uint16_t e54 = (int32_t)(0 + i) < v6 ? *(row51 + c) : tg_f64_to_f16(0.0);
+      const uint16_t e54 = ((int32_t)(0 + i) < v6) ? *(row51 + c) : tg_f64_to_f16(0.0);
       // v55 = cast(v54)  examples/layer_norm.py:43:9
       const float e55 = (float)tg_f16_to_f32(e54);
       // v56 = splat(v43)  examples/layer_norm.py:44:9
       const float e56 = v43;
       // v57 = mul(v32, v56)  examples/layer_norm.py:44:9
-      const float e57 = tg_select((int32_t)(0 + i) < v6, (v21[i] - v27), (float)0.0) * e56;
+      const float e57 = tg_select(((int32_t)(0 + i) < v6), (v21[i] - v27), (float)0.0) * e56;
       // v58 = mul(v57, v49)  examples/layer_norm.py:44:9
       const float e58 = e57 * e49;
       // v59 = add(v58, v55)  examples/layer_norm.py:44:9
@@ -229,7 +229,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
       // v64 = cast(v59)  examples/layer_norm.py:45:49
       const uint16_t e64 = tg_f32_to_f16(e59);
       // store(v63, v64, v13)  examples/layer_norm.py:45:5
-      if ((int32_t)(0 + i) < v6) *(row63 + c) = e64;
+      if (((int32_t)(0 + i) < v6)) *(row63 + c) = e64;
     }
   }
   // v65 = addptr(v4, v10)  examples/layer_norm.py:46:14

@@ -47,7 +47,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     // v72 = constant()  examples/layer_norm.py:39:15
     const float e72 = (float)0.0;
     // v34 = select(v14, v31, v72)  examples/layer_norm.py:39:15
-    const float e34 = (int32_t)(0 + i) < 1 ? e31 : e72;
+    const float e34 = ((int32_t)(0 + i) < 1) ? e31 : e72;
     // v35 = mul(v34, v34)  examples/layer_norm.py:40:18
     v35[i] = e34 * e34;
   }
@@ -76,17 +76,17 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   for (int c = 0; c < 1; ++c) {
     const int i = c;
     // v50 = load(v47, v14, v71)  examples/layer_norm.py:42:9
-    const uint16_t e50 = (int32_t)(0 + i) < 1 ? *(row47 + c) : tg_f64_to_f16(0.0);
+    const uint16_t e50 = ((int32_t)(0 + i) < 1) ? *(row47 + c) : tg_f64_to_f16(0.0);
     // v51 = cast(v50)  examples/layer_norm.py:42:9
     const float e51 = (float)tg_f16_to_f32(e50);
     // v56 = load(v53, v14, v71)  examples/layer_norm.py:43:9
-    const uint16_t e56 = (int32_t)(0 + i) < 1 ? *(row53 + c) : tg_f64_to_f16(0.0);
+    const uint16_t e56 = ((int32_t)(0 + i) < 1) ? *(row53 + c) : tg_f64_to_f16(0.0);
     // v57 = cast(v56)  examples/layer_norm.py:43:9
     const float e57 = (float)tg_f16_to_f32(e56);
     // v58 = splat(v45)  examples/layer_norm.py:44:9
     const float e58 = v45;
     // v59 = mul(v34, v58)  examples/layer_norm.py:44:9
-    const float e59 = tg_select((int32_t)(0 + i) < 1, (v23[i] - v27), (float)0.0) * e58;
+    const float e59 = tg_select(((int32_t)(0 + i) < 1), (v23[i] - v27), (float)0.0) * e58;
     // v60 = mul(v59, v51)  examples/layer_norm.py:44:9
     const float e60 = e59 * e51;
     // v61 = add(v60, v57)  examples/layer_norm.py:44:9
@@ -94,7 +94,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
     // v67 = cast(v61)  examples/layer_norm.py:45:49
     const uint16_t e67 = tg_f32_to_f16(e61);
     // store(v66, v67, v14)  examples/layer_norm.py:45:5
-    if ((int32_t)(0 + i) < 1) *(row66 + c) = e67;
+    if (((int32_t)(0 + i) < 1)) *(row66 + c) = e67;
   }
   // v68 = addptr(v4, v10)  examples/layer_norm.py:46:14
   float* const v68 = tg_addptr(v4, v10);

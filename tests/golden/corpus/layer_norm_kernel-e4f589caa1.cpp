@@ -66,7 +66,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     alignas(64) float lane9[64];
     TG_IVDEP
     for (int x10 = 0; x10 < 64; ++x10) {
-      lane9[x10] = tg_select((int32_t)(0 + o7 * 64 + x10) < v6, (v20[o7 * 64 + x10] - v26), (float)0.0) * tg_select((int32_t)(0 + o7 * 64 + x10) < v6, (v20[o7 * 64 + x10] - v26), (float)0.0);
+      lane9[x10] = tg_select(((int32_t)(0 + o7 * 64 + x10) < v6), (v20[o7 * 64 + x10] - v26), (float)0.0) * tg_select(((int32_t)(0 + o7 * 64 + x10) < v6), (v20[o7 * 64 + x10] - v26), (float)0.0);
     }
     for (int width12 = 32; width12 >= 1; width12 /= 2) {
       TG_IVDEP
@@ -126,19 +126,19 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
     for (int c = 0; c < 64; ++c) {
       const int i = c;
       // v47 = load(v44, v13, v63)  examples/layer_norm.py:42:9
-      const float e47 = (int32_t)(0 + i) < v6 ? *(row44 + c) : (float)0.0;
+      const float e47 = ((int32_t)(0 + i) < v6) ? *(row44 + c) : (float)0.0;
       // v52 = load(v49, v13, v63)  examples/layer_norm.py:43:9
-      const float e52 = (int32_t)(0 + i) < v6 ? *(row49 + c) : (float)0.0;
+      const float e52 = ((int32_t)(0 + i) < v6) ? *(row49 + c) : (float)0.0;
       // v53 = splat(v42)  examples/layer_norm.py:44:9
       const float e53 = v42;
       // v54 = mul(v31, v53)  examples/layer_norm.py:44:9
-      const float e54 = tg_select((int32_t)(0 + i) < v6, (src20[i] - v26), (float)0.0) * e53;
+      const float e54 = tg_select(((int32_t)(0 + i) < v6), (src20[i] - v26), (float)0.0) * e53;
       // v55 = mul(v54, v47)  examples/layer_norm.py:44:9
       const float e55 = e54 * e47;
       // v56 = add(v55, v52)  examples/layer_norm.py:44:9
       const float e56 = e55 + e52;
       // store(v60, v56, v13)  examples/layer_norm.py:45:5
-      if ((int32_t)(0 + i) < v6) *(row60 + c) = e56;
+      if (((int32_t)(0 + i) < v6)) *(row60 + c) = e56;
     }
   }
   // v61 = addptr(v4, v10)  examples/layer_norm.py:46:14

@@ -101,7 +101,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
     for (int c = 0; c < 512; ++c) {
       const int i = c;
       // store(v35, v31, v8)  tests/compat/compat_kernels/scan.py:66:5
-      if ((int32_t)(0 + i) < v4) *(row35 + c) = v31[i];
+      if (((int32_t)(0 + i) < v4)) *(row35 + c) = v31[i];
     }
   }
 }

@@ -269,7 +269,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
     // v166 = splat(v155)  tests/compat/compat_kernels/matmul.py:92:5
     const int64_t e166 = v155;
     // v167 = mul(v53, v166)  tests/compat/compat_kernels/matmul.py:92:5
-    v167[i] = tg_mul((int64_t)(int32_t)(0 + i), e166);
+    v167[i] = tg_mul(((int64_t)(int32_t)(0 + i)), e166);
   }
   // the whole tile is in bounds (v195 all true): first and last index pass, no wrap
   const bool full5 = (tg_add(v15, (int32_t)0) >= 0) && (tg_add(v15, (int32_t)31) >= 0) && (tg_add(v15, (int32_t)0) <= tg_add(v15, (int32_t)31)) && (tg_add(v15, (int32_t)0) < v3) && (tg_add(v15, (int32_t)31) < v3) && (tg_add(v19, (int32_t)0) >= 0) && (tg_add(v19, (int32_t)31) >= 0) && (tg_add(v19, (int32_t)0) <= tg_add(v19, (int32_t)31)) && (tg_add(v19, (int32_t)0) < v4) && (tg_add(v19, (int32_t)31) < v4);

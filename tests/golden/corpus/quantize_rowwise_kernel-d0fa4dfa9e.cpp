@@ -188,7 +188,7 @@ static inline void tegula_program(float* v0, int8_t* v1, float* v2, int32_t v3, 
     for (int c = 0; c < 256; ++c) {
       const int i = c;
       // v75 = load(v16, v18, v144)  tests/compat/compat_kernels/quant.py:32:13
-      const float e75 = (int32_t)(0 + i) < v5 ? *(row16_2 + c) : (float)0.0;
+      const float e75 = ((int32_t)(0 + i) < v5) ? *(row16_2 + c) : (float)0.0;
       // v76 = splat(v61)  tests/compat/compat_kernels/quant.py:33:37
       const float e76 = v61;
       // v77 = div(v75, v76)  tests/compat/compat_kernels/quant.py:33:37
@@ -206,7 +206,7 @@ static inline void tegula_program(float* v0, int8_t* v1, float* v2, int32_t v3, 
       // v89 = cast(v84)  tests/compat/compat_kernels/quant.py:34:49
       const int8_t e89 = tg_float_to_int<int8_t>(e84);
       // store(v88, v89, v18)  tests/compat/compat_kernels/quant.py:34:9
-      if ((int32_t)(0 + i) < v5) *(row88 + c) = e89;
+      if (((int32_t)(0 + i) < v5)) *(row88 + c) = e89;
     }
   }
   // the whole tile is in bounds (v33 all true): first and last index pass, no wrap

@@ -62,7 +62,7 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t pid_
     TG_IVDEP
     for (int c = 0; c < 128; ++c) {
       const int i = c;
-      if ((int32_t)(0 + i) < v2) *(row12 + c) = v16[i];
+      if (((int32_t)(0 + i) < v2)) *(row12 + c) = v16[i];
     }
   }
 }

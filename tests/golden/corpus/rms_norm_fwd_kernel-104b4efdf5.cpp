@@ -116,7 +116,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, in
     for (int c = 0; c < 256; ++c) {
       const int i = c;
       // v32 = load(v29, v10, v40)  tests/compat/compat_kernels/norm.py:100:9
-      const float e32 = (int32_t)(0 + i) < v5 ? *(row29 + c) : (float)0.0;
+      const float e32 = ((int32_t)(0 + i) < v5) ? *(row29 + c) : (float)0.0;
       // v37 = splat(v26)  tests/compat/compat_kernels/norm.py:101:44
       const float e37 = v26;
       // v38 = mul(v17, v37)  tests/compat/compat_kernels/norm.py:101:44
@@ -124,7 +124,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, in
       // v39 = mul(v38, v32)  tests/compat/compat_kernels/norm.py:101:44
       const float e39 = e38 * e32;
       // store(v36, v39, v10)  tests/compat/compat_kernels/norm.py:101:5
-      if ((int32_t)(0 + i) < v5) *(row36 + c) = e39;
+      if (((int32_t)(0 + i) < v5)) *(row36 + c) = e39;
     }
   }
 }

@@ -117,7 +117,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, floa
     for (int c = 0; c < 256; ++c) {
       const int i = c;
       // v33 = load(v30, v10, v43)  tests/compat/compat_kernels/norm.py:100:9
-      const uint16_t e33 = (int32_t)(0 + i) < v5 ? *(row30 + c) : tg_f64_to_bf16(0.0);
+      const uint16_t e33 = ((int32_t)(0 + i) < v5) ? *(row30 + c) : tg_f64_to_bf16(0.0);
       // v34 = cast(v33)  tests/compat/compat_kernels/norm.py:100:9
       const float e34 = (float)tg_bf16_to_f32(e33);
       // v39 = splat(v27)  tests/compat/compat_kernels/norm.py:101:44
@@ -129,7 +129,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, floa
       // v42 = cast(v41)  tests/compat/compat_kernels/norm.py:101:43
       const uint16_t e42 = tg_f32_to_bf16(e41);
       // store(v38, v42, v10)  tests/compat/compat_kernels/norm.py:101:5
-      if ((int32_t)(0 + i) < v5) *(row38 + c) = e42;
+      if (((int32_t)(0 + i) < v5)) *(row38 + c) = e42;
     }
   }
 }

@@ -128,7 +128,7 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
       // v33 = div(v26, v36)  tests/compat/compat_kernels/softmax.py:37:45
       const float e33 = v26[i] / e36;
       // store(v18, v33, v7)  tests/compat/compat_kernels/softmax.py:37:5
-      if ((int32_t)(0 + i) < v3) *(row18 + c) = e33;
+      if (((int32_t)(0 + i) < v3)) *(row18 + c) = e33;
     }
   }
 }

@@ -63,7 +63,7 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
     // v30 = div(v24, v29)  examples/softmax.py:37:9
     const float e30 = v24[i] / e29;
     // store(v35, v30, v9)  examples/softmax.py:38:5
-    if ((int32_t)(0 + i) < 1) *(row35 + c) = e30;
+    if (((int32_t)(0 + i) < 1)) *(row35 + c) = e30;
   }
 }
 

@@ -169,7 +169,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, int32_t v2, int32_
       // v34 = cast(v29)  examples/softmax.py:38:49
       const uint16_t e34 = tg_f32_to_f16(e29);
       // store(v33, v34, v8)  examples/softmax.py:38:5
-      if ((int32_t)(0 + i) < v2) *(row33 + c) = e34;
+      if (((int32_t)(0 + i) < v2)) *(row33 + c) = e34;
     }
   }
 }

@@ -71,7 +71,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, int32_t v2, int32_
     // v37 = cast(v31)  examples/softmax.py:38:49
     const uint16_t e37 = tg_f32_to_f16(e31);
     // store(v36, v37, v9)  examples/softmax.py:38:5
-    if ((int32_t)(0 + i) < 1) *(row36 + c) = e37;
+    if (((int32_t)(0 + i) < 1)) *(row36 + c) = e37;
   }
 }
 

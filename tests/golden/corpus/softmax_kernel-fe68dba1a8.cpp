@@ -44,7 +44,7 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
         for (int c = 0; c < 1024; ++c) {
           const int i = c;
           // v18 = load(v15, v11, v36)  tests/compat/compat_kernels/softmax.py:24:13
-          copy18[i] = (int32_t)(0 + i) < v5 ? *(row15 + c) : (float)(-__builtin_inf());
+          copy18[i] = ((int32_t)(0 + i) < v5) ? *(row15 + c) : (float)(-__builtin_inf());
         }
       }
       // v18 is read where it lies when whole: nothing writes memory before its last use
@@ -153,7 +153,7 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
           // v31 = div(v25, v30)  tests/compat/compat_kernels/softmax.py:27:13
           const float e31 = v25[i] / e30;
           // store(v35, v31, v11)  tests/compat/compat_kernels/softmax.py:28:9
-          if ((int32_t)(0 + i) < v5) *(row35 + c) = e31;
+          if (((int32_t)(0 + i) < v5)) *(row35 + c) = e31;
         }
       }
     }

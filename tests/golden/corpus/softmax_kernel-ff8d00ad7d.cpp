@@ -144,7 +144,7 @@ static inline void tegula_program(float* v0, float* v1, int32_t v2, int32_t v3, 
       // v28 = div(v22, v27)  examples/softmax.py:37:9
       const float e28 = v22[i] / e27;
       // store(v32, v28, v8)  examples/softmax.py:38:5
-      if ((int32_t)(0 + i) < v2) *(row32 + c) = e28;
+      if (((int32_t)(0 + i) < v2)) *(row32 + c) = e28;
     }
   }
 }

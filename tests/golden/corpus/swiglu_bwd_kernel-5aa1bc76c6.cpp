@@ -27,10 +27,10 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   alignas(64) float v43[512];
   // the whole tile is in bounds (v16 all true): first and last index pass, no wrap
   const bool full0 = (tg_add(v11, (int32_t)0) < v6) && (tg_add(v11, (int32_t)511) < v6) && (tg_add(v11, (int32_t)0) <= tg_add(v11, (int32_t)511));
-  float* const row23 = tg_addptr(v0, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v23[0]
-  float* const row28 = tg_addptr(v1, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v28[0]
-  float* const row33 = tg_addptr(v2, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v33[0]
-  float* const row55 = tg_addptr(v3, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v55[0]
+  float* const row23 = tg_addptr(v0, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v23[0]
+  float* const row28 = tg_addptr(v1, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v28[0]
+  float* const row33 = tg_addptr(v2, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v33[0]
+  float* const row55 = tg_addptr(v3, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v55[0]
   if (full0) {
     // v55 is streamed past the cache when the launch moves more than the cache holds
     const bool stream55 = tg_streams(grid, tg_program_bytes);
@@ -128,7 +128,7 @@ static inline void tegula_program(float* v0, float* v1, float* v2, float* v3, fl
   }
   // the whole tile is in bounds (v16 all true): first and last index pass, no wrap
   const bool full1 = (tg_add(v11, (int32_t)0) < v6) && (tg_add(v11, (int32_t)511) < v6) && (tg_add(v11, (int32_t)0) <= tg_add(v11, (int32_t)511));
-  float* const row57 = tg_addptr(v4, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v57[0]
+  float* const row57 = tg_addptr(v4, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v57[0]
   if (full1) {
     // v57 is streamed past the cache when the launch moves more than the cache holds
     const bool stream57 = tg_streams(grid, tg_program_bytes);

@@ -31,10 +31,10 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   alignas(64) float v46[512];
   // the whole tile is in bounds (v16 all true): first and last index pass, no wrap
   const bool full0 = (tg_add(v11, (int32_t)0) < v6) && (tg_add(v11, (int32_t)511) < v6) && (tg_add(v11, (int32_t)0) <= tg_add(v11, (int32_t)511));
-  uint16_t* const row23 = tg_addptr(v0, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v23[0]
-  uint16_t* const row29 = tg_addptr(v1, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v29[0]
-  uint16_t* const row35 = tg_addptr(v2, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v35[0]
-  uint16_t* const row58 = tg_addptr(v3, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v58[0]
+  uint16_t* const row23 = tg_addptr(v0, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v23[0]
+  uint16_t* const row29 = tg_addptr(v1, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v29[0]
+  uint16_t* const row35 = tg_addptr(v2, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v35[0]
+  uint16_t* const row58 = tg_addptr(v3, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v58[0]
   if (full0) {
     // v58 is streamed past the cache when the launch moves more than the cache holds
     const bool stream58 = tg_streams(grid, tg_program_bytes);
@@ -148,7 +148,7 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, uint
   }
   // the whole tile is in bounds (v16 all true): first and last index pass, no wrap
   const bool full1 = (tg_add(v11, (int32_t)0) < v6) && (tg_add(v11, (int32_t)511) < v6) && (tg_add(v11, (int32_t)0) <= tg_add(v11, (int32_t)511));
-  uint16_t* const row61 = tg_addptr(v4, tg_add(v18, (int64_t)tg_add(v11, (int32_t)(0 + 0))));  // &v61[0]
+  uint16_t* const row61 = tg_addptr(v4, tg_add(v18, ((int64_t)tg_add(v11, (int32_t)(0 + 0)))));  // &v61[0]
   if (full1) {
     // v61 is streamed past the cache when the launch moves more than the cache holds
     const bool stream61 = tg_streams(grid, tg_program_bytes);

@@ -25,9 +25,9 @@ static inline void tegula_program(float* v0, float* v1, float* v2, int32_t v3, i
   const int64_t v16 = tg_mul(v6, v15);
   // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
   const bool full0 = (tg_add(v9, (int32_t)0) < v4) && (tg_add(v9, (int32_t)511) < v4) && (tg_add(v9, (int32_t)0) <= tg_add(v9, (int32_t)511));
-  float* const row21 = tg_addptr(v0, tg_add(v16, (int64_t)tg_add(v9, (int32_t)(0 + 0))));  // &v21[0]
-  float* const row26 = tg_addptr(v1, tg_add(v16, (int64_t)tg_add(v9, (int32_t)(0 + 0))));  // &v26[0]
-  float* const row39 = tg_addptr(v2, tg_add(v16, (int64_t)tg_add(v9, (int32_t)(0 + 0))));  // &v39[0]
+  float* const row21 = tg_addptr(v0, tg_add(v16, ((int64_t)tg_add(v9, (int32_t)(0 + 0)))));  // &v21[0]
+  float* const row26 = tg_addptr(v1, tg_add(v16, ((int64_t)tg_add(v9, (int32_t)(0 + 0)))));  // &v26[0]
+  float* const row39 = tg_addptr(v2, tg_add(v16, ((int64_t)tg_add(v9, (int32_t)(0 + 0)))));  // &v39[0]
   if (full0) {
     // v39 is streamed past the cache when the launch moves more than the cache holds
     const bool stream39 = tg_streams(grid, tg_program_bytes);

@@ -29,9 +29,9 @@ static inline void tegula_program(uint16_t* v0, uint16_t* v1, uint16_t* v2, int3
   const int64_t v16 = tg_mul(v6, v15);
   // the whole tile is in bounds (v14 all true): first and last index pass, no wrap
   const bool full0 = (tg_add(v9, (int32_t)0) < v4) && (tg_add(v9, (int32_t)511) < v4) && (tg_add(v9, (int32_t)0) <= tg_add(v9, (int32_t)511));
-  uint16_t* const row21 = tg_addptr(v0, tg_add(v16, (int64_t)tg_add(v9, (int32_t)(0 + 0))));  // &v21[0]
-  uint16_t* const row27 = tg_addptr(v1, tg_add(v16, (int64_t)tg_add(v9, (int32_t)(0 + 0))));  // &v27[0]
-  uint16_t* const row41 = tg_addptr(v2, tg_add(v16, (int64_t)tg_add(v9, (int32_t)(0 + 0))));  // &v41[0]
+  uint16_t* const row21 = tg_addptr(v0, tg_add(v16, ((int64_t)tg_add(v9, (int32_t)(0 + 0)))));  // &v21[0]
+  uint16_t* const row27 = tg_addptr(v1, tg_add(v16, ((int64_t)tg_add(v9, (int32_t)(0 + 0)))));  // &v27[0]
+  uint16_t* const row41 = tg_addptr(v2, tg_add(v16, ((int64_t)tg_add(v9, (int32_t)(0 + 0)))));  // &v41[0]
   if (full0) {
     // v41 is streamed past the cache when the launch moves more than the cache holds
     const bool stream41 = tg_streams(grid, tg_program_bytes);

@@ -212,7 +212,7 @@ static inline void tegula_program(float* v0, float* v1, int32_t* v2, int32_t v3,
     for (int c = 0; c < 256; ++c) {
       const int i = c;
       // store(v66, v51, v61)  tests/compat/compat_kernels/scan.py:97:5
-      if ((int32_t)(0 + i) < 8) *(row66 + c) = v51[i];
+      if (((int32_t)(0 + i) < 8)) *(row66 + c) = v51[i];
     }
   }
 }
