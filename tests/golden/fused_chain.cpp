@@ -225,7 +225,7 @@ static inline void tegula_program(float* v0, float* v1, uint8_t* v2, float* v3, 
       // v85 = mul(v84, v43)  fused_chain.py:51:9
       const float e85 = e84 * v43[i];
       // store(v88, v85, v14)  fused_chain.py:52:5
-      if ((int32_t)(0 + i) < v6) *(row88 + c) = e85;
+      if (((int32_t)(0 + i) < v6)) *(row88 + c) = e85;
     }
   }
 }
