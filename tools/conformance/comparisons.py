@@ -1,9 +1,10 @@
 """One case's outcome from its comparisons against references, shared by the harnesses that check a library's
 ops one case at a time (unsloth_ops.py, vllm_ops.py, sglang_ops.py, flash_attn_ops.py, verl_ops.py,
-deepseek_v3_ops.py, autoawq_ops.py, trident_ops.py, scattermoe_ops.py, mlstm_kernels_ops.py), a case's expected
-refusal (torch_triton_utils_ops.py), and two comparisons of quantizers' outputs: float8 codes within half a step of
-the quotients they round, and exact equality."""
+deepseek_v3_ops.py, autoawq_ops.py, trident_ops.py, scattermoe_ops.py, mlstm_kernels_ops.py, fbgemm_ops.py,
+megablocks_ops.py), a case's expected refusal (torch_triton_utils_ops.py), two comparisons of quantizers' outputs
+(float8 codes within half a step of the quotients they round, and exact equality), and the report of a run."""
 
+import json
 import re
 
 
@@ -82,3 +83,29 @@ def exact(got, want) -> tuple:
     """A comparison that passes only when got and want are equal (integers, bits, copies)."""
     as_number = (lambda t: t.long() if not t.is_floating_point() else t)
     return as_number(got), as_number(want), 0.0
+
+
+def report(results: list, json_path=None, library: dict | None = None, library_name: str = "") -> int:
+    """Prints one line per result and the totals, writes them to json_path when given, and returns the exit
+    status: 0 when every line matches or fails by the library's own bug. library: {case name: that bug}, which
+    turns the case's FAIL into "FAIL (library)"."""
+    library = library or {}
+    for i, (name, status, worst, why) in enumerate(results):
+        if status == "FAIL" and name in library:
+            results[i] = (name, "FAIL (library)", worst, f"{library[name]}: {why}")
+    width = max((len(r[0]) for r in results), default=10)
+    status_width = max((len(r[1]) for r in results), default=6)
+    for name, status, worst, why in results:
+        err = "max err n/a" if worst != worst else f"max err {worst:.2g}"
+        print(f"{name:{width}s}  {status:{status_width}s}  {err:16s}  {why}")
+    passed = sum(r[1] == "ok" for r in results)
+    by_library = sum(r[1] == "FAIL (library)" for r in results)
+    if library:
+        print(f"{passed} of {len(results)} lines match; {by_library} fail by {library_name}'s own bugs; "
+              f"{len(results) - passed - by_library} fail otherwise")
+    else:
+        print(f"{passed} of {len(results)} lines match")
+    if json_path:
+        json_path.write_text(json.dumps([{"case": n, "status": s, "worst": None if w != w else w, "text": t}
+                                         for n, s, w, t in results], indent=1))
+    return 0 if passed + by_library == len(results) else 1

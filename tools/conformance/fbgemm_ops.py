@@ -55,7 +55,6 @@ difference or the first line of the error) and the totals.
 
 import argparse
 import contextlib
-import json
 import os
 import pathlib
 import sys
@@ -83,7 +82,7 @@ DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
 
 import triton  # noqa: E402
-from comparisons import check, exact, fp8_codes  # noqa: E402
+from comparisons import check, exact, fp8_codes, report  # noqa: E402
 import standins  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
@@ -434,13 +433,4 @@ case("quantize_fp8_row 1 x 1000", fp8_row_case((1, 1000)))
 
 # --- report ----------------------------------------------------------------------------------------------------
 
-width = max((len(r[0]) for r in results), default=10)
-for name, status, worst, why in results:
-    err = "max err n/a" if worst != worst else f"max err {worst:.2g}"
-    print(f"{name:{width}s}  {status:6s}  {err:16s}  {why}")
-passed = sum(r[1] == "ok" for r in results)
-print(f"{passed} of {len(results)} lines match")
-if ARGS.json:
-    ARGS.json.write_text(json.dumps([{"case": n, "status": s, "worst": None if w != w else w, "text": t}
-                                     for n, s, w, t in results], indent=1))
-sys.exit(0 if passed == len(results) else 1)
+sys.exit(report(results, ARGS.json))

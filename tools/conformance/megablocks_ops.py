@@ -58,7 +58,6 @@ difference or the first line of the error) and the totals.
 """
 
 import argparse
-import json
 import os
 import pathlib
 import sys
@@ -87,7 +86,7 @@ DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
 
 import triton  # noqa: E402
-from comparisons import check, exact  # noqa: E402
+from comparisons import check, exact, report  # noqa: E402
 import standins  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
@@ -465,13 +464,4 @@ case("stk.row_indices 768 x 256, block rows 0 and 3 empty", row_indices_case(768
 
 # --- report ----------------------------------------------------------------------------------------------------
 
-width = max((len(r[0]) for r in results), default=10)
-for name, status, worst, why in results:
-    err = "max err n/a" if worst != worst else f"max err {worst:.2g}"
-    print(f"{name:{width}s}  {status:6s}  {err:16s}  {why}")
-passed = sum(r[1] == "ok" for r in results)
-print(f"{passed} of {len(results)} lines match")
-if ARGS.json:
-    ARGS.json.write_text(json.dumps([{"case": n, "status": s, "worst": None if w != w else w, "text": t}
-                                     for n, s, w, t in results], indent=1))
-sys.exit(0 if passed == len(results) else 1)
+sys.exit(report(results, ARGS.json))

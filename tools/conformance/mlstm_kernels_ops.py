@@ -114,7 +114,6 @@ each output's difference or the first line of the error) and the totals.
 import argparse
 import contextlib
 import functools
-import json
 import os
 import pathlib
 import sys
@@ -141,7 +140,7 @@ DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
 
 import triton  # noqa: E402
-from comparisons import check, exact  # noqa: E402
+from comparisons import check, exact, report  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
@@ -482,18 +481,4 @@ for _S in (100, 200):
 
 # --- report ----------------------------------------------------------------------------------------------------
 
-for i, (name, status, worst, why) in enumerate(results):
-    if status == "FAIL" and name in LIBRARY:
-        results[i] = (name, "FAIL (library)", worst, f"{LIBRARY[name]}: {why}")
-width = max((len(r[0]) for r in results), default=10)
-for name, status, worst, why in results:
-    err = "max err n/a" if worst != worst else f"max err {worst:.2g}"
-    print(f"{name:{width}s}  {status:14s}  {err:16s}  {why}")
-passed = sum(r[1] == "ok" for r in results)
-library = sum(r[1] == "FAIL (library)" for r in results)
-print(f"{passed} of {len(results)} lines match; {library} fail by mlstm_kernels's own bugs; "
-      f"{len(results) - passed - library} fail otherwise")
-if ARGS.json:
-    ARGS.json.write_text(json.dumps([{"case": n, "status": s, "worst": None if w != w else w, "text": t}
-                                     for n, s, w, t in results], indent=1))
-sys.exit(0 if passed + library == len(results) else 1)
+sys.exit(report(results, ARGS.json, LIBRARY, "mlstm_kernels"))
