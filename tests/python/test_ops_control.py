@@ -599,7 +599,8 @@ def lambda_kernel(x_ptr, scan_ptr, red_ptr, map_ptr, n, SCALE: tl.constexpr, BLO
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
     # A lambda captures the constexpr SCALE; a default is evaluated where the lambda is written.
-    tl.store(scan_ptr + offs, tl.associative_scan(x, 0, lambda a, b: a + b * SCALE), mask=mask)
+    # The combine must be associative: the GPU scans as a tree, the CPU left to right.
+    tl.store(scan_ptr + offs, tl.associative_scan(x, 0, lambda a, b: a + b + SCALE), mask=mask)
     biggest = tl.reduce(tl.where(mask, x, float("-inf")), 0, lambda a, b: tl.maximum(a, b))
     clip = lambda v, lo=-1.0: tl.minimum(tl.maximum(v, lo), 1.0)
     tl.store(red_ptr, biggest)
@@ -611,7 +612,7 @@ def test_lambdas_combine_scan_reduce_and_map(backend, n):
     x = random(rng_for("lambda", n), n, "float32")
     scan, red, mapped = backend.zeros(n, np.float32), backend.zeros(1, np.float32), backend.zeros(n, np.float32)
     lambda_kernel[(1,)](backend.array(x), scan, red, mapped, n, SCALE=2.0, BLOCK=128)
-    expected = np.cumsum(np.concatenate([x[:1], x[1:] * 2]).astype(np.float64))
+    expected = np.cumsum(x.astype(np.float64)) + 2.0 * np.arange(n)
     check(backend.numpy(scan), expected, "float32", atol=1e-4)
     assert backend.numpy(red)[0] == x.max()
     check(backend.numpy(mapped), np.clip(x, -1.0, 1.0) ** 2 + 2.0, "float32")

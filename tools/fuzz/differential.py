@@ -1398,7 +1398,7 @@ def sum_bound(magnitude, terms, t: DType):
     """The error bound of a sum of `terms` terms in float type `t` (any order) whose absolute values add to
     `magnitude`; infinite where a partial sum could overflow."""
     bound = terms * 2.0 ** -t.mantissa * magnitude
-    return np.where(magnitude * (1 + 2.0 ** -t.mantissa) >= float(np.finfo(t.np).max), np.inf, bound)
+    return np.where(magnitude * (1 + 2.0 ** -t.mantissa) >= float(ml_dtypes.finfo(t.np).max), np.inf, bound)
 
 
 def scan_tiles(tiles, ax, combine, reverse, src: DType, t: DType):
