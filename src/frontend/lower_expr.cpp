@@ -343,7 +343,7 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
   const char* text = ast::to_string(op);
   if (a.is_const() && b.is_const()) {
     if (auto r = const_binary(op, a.constant, b.constant, loc))
-      return a.assigned || b.assigned ? Symbol::of(*r).mark_assigned() : Symbol::of(*r);
+      return Symbol::of(*r).mark_assigned(a.assigned || b.assigned);
     error_at(loc, Diag::InvalidOperandType,
              std::string("unsupported operand types for `") + text + "`: " + kind_name(a.constant) + " and " +
                       kind_name(b.constant));
@@ -458,7 +458,7 @@ Symbol Lowerer::binary(ast::BinaryOp op, const Symbol& a, const Symbol& b, const
 
 Symbol Lowerer::unary(ast::UnaryOp op, const Symbol& a, const SourceLoc& loc) {
   if (a.is_const()) {
-    if (auto r = const_unary(op, a.constant, loc)) return a.assigned ? Symbol::of(*r).mark_assigned() : Symbol::of(*r);
+    if (auto r = const_unary(op, a.constant, loc)) return Symbol::of(*r).mark_assigned(a.assigned);
     error_at(loc, Diag::InvalidOperandType,
              std::string("bad operand type for unary `") + ast::to_string(op) + "`: " + kind_name(a.constant));
   }
@@ -499,7 +499,7 @@ Symbol Lowerer::compare(ast::CmpOp op, const Symbol& a, const Symbol& b, const S
   }
   if (a.is_const() && b.is_const()) {
     if (auto r = const_compare(op, a.constant, b.constant))
-      return a.assigned || b.assigned ? Symbol::of(*r).mark_assigned() : Symbol::of(*r);
+      return Symbol::of(*r).mark_assigned(a.assigned || b.assigned);
     error_at(loc, Diag::InvalidOperandType,
              std::string("`") + ast::to_string(op) + "` is not supported between " + kind_name(a.constant) +
                       " and " + kind_name(b.constant));
