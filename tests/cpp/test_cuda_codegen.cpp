@@ -104,10 +104,24 @@ struct PtxasReport {
 // Compiles `source` with nvcc for `arch` (sm_90a, sm_80) and reads ptxas's -v
 // report: "Compiling entry function 'f'", "Function properties for f",
 // "N bytes stack frame, ...", "Used N registers, ...".
+// One scratch folder per test process, removed when the process exits (ctest runs each test in a
+// process of its own, so a folder left behind would be one per test per run).
+const fs::path& scratch_dir() {
+  struct Scratch {
+    fs::path dir = fs::temp_directory_path() / ("tegula_cuda_test_" + std::to_string(::getpid()));
+    Scratch() { fs::create_directories(dir); }
+    ~Scratch() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  };
+  static const Scratch scratch;
+  return scratch.dir;
+}
+
 PtxasReport nvcc_compile_once(const std::string& source, const std::string& arch, const std::string& defines) {
   static int counter = 0;
-  fs::path dir = fs::temp_directory_path() / ("tegula_cuda_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path& dir = scratch_dir();
   fs::path cu = dir / ("k" + std::to_string(counter++) + ".cu");
   std::ofstream(cu) << source;
   std::string cmd = "nvcc -arch=" + arch + defines + " --cubin -Xptxas -v -o " + (dir / "out.cubin").string() + " " +
