@@ -25,9 +25,11 @@
 #include "ir/builder.h"
 #include "ir/float_format.h"
 #include "ir/ir.h"
+#include "temp_dir.h"
 
 namespace tegula::cpu_test {
 
+using testing::TempDir;
 using ir::Attr;
 using ir::OpKind;
 using ir::Scalar;
@@ -112,25 +114,6 @@ class KernelBuilder {
 
 using Entry = void (*)(void* const*, const int32_t*, int64_t, int64_t);
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tegula-cpu-test-XXXXXX").string();
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    const char* made = ::mkdtemp(buf.data());
-    if (made == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 class CompiledKernel {
  public:

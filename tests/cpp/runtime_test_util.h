@@ -12,31 +12,9 @@
 #include <sstream>
 #include <string>
 
+#include "temp_dir.h"
+
 namespace tegula::testing {
-
-// A fresh directory (mode 0700) removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tegula-test-XXXXXX").string();
-    char* made = ::mkdtemp(pattern.data());
-    if (!made) throw std::runtime_error("mkdtemp failed");
-    path_ = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -13,43 +13,14 @@
 
 #include "frontend/ast.h"
 #include "cli/kernel_file.h"
+#include "temp_dir.h"
 
 namespace tegula::tools {
 namespace {
 
 namespace fs = std::filesystem;
 using frontend::GlobalValue;
-
-// A private temporary directory (0700, as the kernel cache requires), removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tegula-cli-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  // The CLI leaves a background compiler building the precompiled prelude in
-  // the cache folder; it may add or rename a file while this removes them, so
-  // errors are ignored and the removal retried.
-  ~TempDir() {
-    std::error_code ec;
-    for (int attempt = 0; attempt < 5 && fs::exists(path_, ec); ++attempt) fs::remove_all(path_, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string file = path_ + "/" + name;
-    std::ofstream(file) << text;
-    return file;
-  }
-  std::string read(const std::string& name) const {
-    std::ifstream in(path_ + "/" + name);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 const char* kProgram = R"py(import tegula
 import tegula.language as tl
