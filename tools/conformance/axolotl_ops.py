@@ -13,8 +13,14 @@ written there, so the harness covers every file it finds in the tree it is given
   PR 1601     7430615 (2024-05-08)  efficient_cross_entropy_loss.py
   PR 2324     7794e18 (2025-02-17)  silu.py, gelu.py (removed by the PR's next commit)
 
-Result on the CPU backend (2026-12-07): see benchmarks/results/2026-12-07-cpu-conformance-axolotl.txt; every
-line matches but the cases marked below as the library's own bugs.
+Result on the CPU backend (2026-12-07, two cores, empty Tegula cache): main 109 of 109 lines match (24 s);
+vendor-moe with -k moe 21 of 23 (2 fail by the library's bugs, below; 26 s); feat/memft with -k memft 12 of
+12; PR 1601 with -k efficient_ce 6 of 8 (2 by the library's bug); PR 2324 with -k silu -k gelu 16 of 16 (each
+under 10 s). No divergence from Triton was found, so nothing of Tegula changed. The first two library bugs below
+were confirmed by writing the library's own rule into the reference (a chunk's last row taking
+targ[token_end_idx + 1]; the dW kernel's floor-divided tiling, simulated tile by tile): Tegula's results then
+match within the tolerances; the third is the library's own ValueError. PR 3721 adds no Triton kernel that can
+run here (below). benchmarks/results/2026-12-07-cpu-conformance-axolotl.txt has the commands.
 
 Cases (inputs seeded per case by the CRC of its name, so -k reproduces a case's data; random data, sizes that are
 not powers of two and masked tails wherever the kernels allow; a case's forward and backward are a line each):
@@ -35,7 +41,9 @@ not powers of two and masked tails wherever the kernels allow; a case's forward 
     unit_offset) and fused_rms_norm_noscale, forward and backward through their torch.library triton_ops, fp32,
     bf16; the backward kernel runs under its autotuner (12 configs);
   - memft_xentropy.py: memft_linear_cross_entropy (loss, d hidden, d weight) with ignored and out-of-range labels,
-    vocabularies over the kernel's 8192-wide block, token chunks with a tail, fp32, bf16;
+    vocabularies up to 131075 over the kernel's 8192-wide blocks, token chunks with a tail, fp32, fp16, bf16; the
+    loss threshold is put in the widest gap between the tokens' float64 losses near their median, so that no
+    token's rounding moves it across;
   - efficient_cross_entropy_loss.py: FusedCrossEntropyLossFunction (loss, d input, d weight), mean and sum, with
     ignored targets, fp32 and bf16;
   - silu.py / gelu.py: the forward and in-place backward kernels, fp32, fp16, bf16;
@@ -45,7 +53,8 @@ not powers of two and masked tails wherever the kernels allow; a case's forward 
     cg_backward's ContiguousGroupedGEMM forward and backward (dX autotuned, dW), against cg_reference's
     pytorch_reference run in float64;
   - moe/tt_mg_gemm: grouped_gemm_forward (tensor descriptors made in the kernel, groups of 0 rows), the dx and
-    dw wrappers and GroupedGemmMg forward and backward, all under the library's autotuner and pruning.
+    dw wrappers and GroupedGemmMg forward and backward, all under the library's autotuner and pruning (K a
+    multiple of 64: the pruning keeps only BLOCK_K that divide K).
 
 Tolerances, relative to the reference's largest magnitude: float32 1e-5, float16 2e-3, bfloat16 2e-2 (the kernels
 compute in float32 and round their inputs and outputs to the dtype; torch's own bf16 matmuls around them round
@@ -71,6 +80,9 @@ machine lacks):
     get_device_capability() ((9, 0)); kernels still compile for and run on the CPU backend, and the pruning reads
     the CPU driver's real properties (2 threads, 1 MiB of L2 as shared memory).
 
+The LoRA cases with DoRA also count the calls of dora.triton_dora_scale (a counting wrapper while the forward runs;
+lora.py imports it at each call), so that a line says the kernel ran rather than lora.py's torch fallback.
+
 Not covered:
 
   - relu2.py and glm4_moe_lite.py: no such file in any commit or branch of the repository snapshot;
@@ -78,8 +90,9 @@ Not covered:
     torch);
   - bf16_fused_ce.py, lm_head_ce.py, fp8_fused_ce.py, fp8_lm_head.py, nvfp4_fused_ce.py (PR 3721): no Triton
     kernel (torch, torch._scaled_mm and torchao);
-  - nvfp4_rmsnorm.py (PR 3721): imports MSLK's FP4 packing helpers (mslk.quantize.triton) and emits swizzled
-    e4m3 scales for Blackwell's torch._scaled_mm (sm_120);
+  - nvfp4_rmsnorm.py (PR 3721): packs its FP4 values with MSLK's convert_fp32_to_fp4_packed
+    (mslk.quantize.triton.fp4_quantize, mslk-cuda 1.1.0), PTX inline assembly (cvt.rn.satfinite.e2m1x2.f32,
+    Blackwell only), for Blackwell's torch._scaled_mm;
   - lora.py's LoRA_Embedding (torch only) and the NF4 / FP8 base weights (bitsandbytes CUDA, torchao);
   - blackwell/ (a branch): CuTe DSL kernels, not Triton.
 
@@ -94,9 +107,12 @@ Library bugs (lines marked FAIL (library), which the exit status accepts):
   - GroupedGemmMg (tt_mg_gemm) computes each group's output from its own N // G rows of w, but its backward
     passes the whole w to grouped_gemm_dx_tma, which refuses (N of grad_output != N of w) for G > 1.
 
-TEGULA_CONFORMANCE_DEVICE=cpu .venv/bin/python tools/conformance/axolotl_ops.py <axolotl tree> [-k SUBSTRING ...]
-[--json out.json], where the tree holds src/axolotl/kernels (a `git archive <commit> src/axolotl/kernels` will do);
--k may be given more than once (a case runs when its name holds any of them). Prints one line per case and stage
+    TEGULA_CONFORMANCE_DEVICE=cpu .venv/bin/python tools/conformance/axolotl_ops.py <axolotl tree> \\
+        [-k SUBSTRING ...] [--json out.json]
+
+where the tree holds src/axolotl/kernels (a `git archive <commit> src/axolotl/kernels` will do); -k may be given
+more than once (a case runs when its name holds any of them). On a branch's tree, -k picks the branch's own files:
+its lora.py and activations are older versions of main's. Prints one line per case and stage
 (ok / FAIL, the largest absolute difference from the reference, each output's difference or the first line of the
 error) and the totals.
 """
@@ -213,7 +229,7 @@ _bnb_lib = types.SimpleNamespace(**{name: placeholder(f"bitsandbytes.functional.
     "cdequantize_blockwise_fp32_nf4")})
 _bnb_functional = module("bitsandbytes.functional", QuantState=QuantState, get_ptr=placeholder("get_ptr"),
                          lib=_bnb_lib, dequantize_4bit=placeholder("dequantize_4bit"))
-module("bitsandbytes", __path__=[], functional=_bnb_functional)
+module("bitsandbytes", __path__=[], functional=_bnb_functional, __version__="0.45.0")
 
 # torch.cuda's device queries without a GPU.
 GPU = {"sms": 2}
@@ -276,16 +292,21 @@ standins.bare_packages(SRC, "axolotl")
 LOADED, MISSING = {}, []
 
 
-def load(name):
-    """axolotl.kernels.<name> when the tree has its file, else None (its cases do not run)."""
-    path = KERNELS.joinpath(*name.split(".")).with_suffix(".py")
-    if not path.is_file():
-        MISSING.append(name)
-        return None
-    mod = __import__(f"axolotl.kernels.{name}", fromlist=["_"])
-    assert pathlib.Path(mod.__file__).is_relative_to(KERNELS), f"another copy: {mod.__file__}"
-    LOADED[name] = mod
-    return mod
+def have(name):
+    """Whether the tree has axolotl/kernels/<name>.py (else its cases do not run)."""
+    if KERNELS.joinpath(*name.split(".")).with_suffix(".py").is_file():
+        return True
+    MISSING.append(name)
+    return False
+
+
+def need(name):
+    """axolotl.kernels.<name>, imported when a case first runs (an error importing it is that case's line)."""
+    if name not in LOADED:
+        mod = __import__(f"axolotl.kernels.{name}", fromlist=["_"])
+        assert pathlib.Path(mod.__file__).is_relative_to(KERNELS), f"another copy: {mod.__file__}"
+        LOADED[name] = mod
+    return LOADED[name]
 
 
 def wanted(name):
@@ -334,12 +355,12 @@ def gelu64(x):
     return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
 
 
-def glu_case(mod, kind, shape, dtype):
+def glu_case(name, kind, shape, dtype):
     """swiglu / geglu forward, then the in-place backward (h, d gate, d up) on copies."""
     act = silu64 if kind == "swiglu" else gelu64
-    fwd, bwd = getattr(mod, f"{kind}_forward"), getattr(mod, f"{kind}_backward")
 
     def run():
+        fwd, bwd = getattr(need(name), f"{kind}_forward"), getattr(need(name), f"{kind}_backward")
         gate, up = rnd(*shape, dtype=dtype, scale=2), rnd(*shape, dtype=dtype)
         out = fwd(gate, up)
         g, u = d64(gate, True), d64(up, True)
@@ -352,12 +373,12 @@ def glu_case(mod, kind, shape, dtype):
     return run
 
 
-def act_case(mod, kind, shape, dtype):
+def act_case(name, kind, shape, dtype):
     """silu / gelu forward and the in-place backward (h, d x)."""
     act = silu64 if kind == "silu" else gelu64
-    fwd, bwd = getattr(mod, f"{kind}_forward"), getattr(mod, f"{kind}_backward")
 
     def run():
+        fwd, bwd = getattr(need(name), f"{kind}_forward"), getattr(need(name), f"{kind}_backward")
         x = rnd(*shape, dtype=dtype, scale=2)
         out = fwd(x)
         xr = d64(x, True)
@@ -445,12 +466,34 @@ class Holder(torch.nn.Module):
     pass
 
 
+def lora_forward(kind):
+    lora = need("lora")
+
+    def forward(m, X, names):
+        if kind == "mlp_swiglu":
+            outs = (lora.apply_lora_mlp_swiglu(m, X),)
+        elif kind == "mlp_geglu":
+            outs = (lora.apply_lora_mlp_geglu(m, X),)
+        elif kind == "qkv":
+            outs = lora.apply_lora_qkv(m, X)
+        elif kind == "qk":
+            outs = lora.apply_lora_qk(m, X)
+        elif kind == "o":
+            outs = (lora.apply_lora_o(m, X),)
+        elif kind == "linear":
+            outs = (lora.apply_lora_linear(m.o_proj, X),)
+        else:
+            outs = tuple(lora.apply_lora_gdn_in_proj(m, X, tuple(names)).values())
+        return outs
+    return forward
+
+
 def lora_case(kind, B, S, H, I, rank, dtype, bias=False, lora_bias=False, dora=False, dropout=0.0):
     """kind: mlp_swiglu, mlp_geglu, qkv, qk, o, linear, gdn. Forward through the library's apply_* entry point,
     backward through its autograd Function; the reference is the same layers in float64 autograd."""
-    lora = LOADED["lora"]
 
     def run():
+        forward = lora_forward(kind)
         mask = (torch.rand(B, S, H) >= dropout) if dropout else None
         drop = FixedDropout(mask, dropout) if dropout else None
         mk = lambda n_in, n_out, s: LoraLinear(n_in, n_out, rank, s, dtype, bias, lora_bias, dora, drop)  # noqa
@@ -471,20 +514,16 @@ def lora_case(kind, B, S, H, I, rank, dtype, bias=False, lora_bias=False, dora=F
         params = {f"{n}.{k}": v for n in names for k, v in getattr(m, n).leaves().items()}
         for v in params.values():
             v.requires_grad_()
-        if kind == "mlp_swiglu":
-            outs = (lora.apply_lora_mlp_swiglu(m, X),)
-        elif kind == "mlp_geglu":
-            outs = (lora.apply_lora_mlp_geglu(m, X),)
-        elif kind == "qkv":
-            outs = lora.apply_lora_qkv(m, X)
-        elif kind == "qk":
-            outs = lora.apply_lora_qk(m, X)
-        elif kind == "o":
-            outs = (lora.apply_lora_o(m, X),)
-        elif kind == "linear":
-            outs = (lora.apply_lora_linear(m.o_proj, X),)
-        else:
-            outs = tuple(lora.apply_lora_gdn_in_proj(m, X, tuple(names)).values())
+        calls = []
+        if dora:  # count dora.py's kernel launches (lora.py imports triton_dora_scale from it at each call)
+            dmod = need("dora")
+            real_scale = dmod.triton_dora_scale
+            dmod.triton_dora_scale = lambda *a, **k: calls.append(1) or real_scale(*a, **k)
+        try:
+            outs = forward(m, X, names)
+        finally:
+            if dora:
+                dmod.triton_dora_scale = real_scale
         # reference
         Xr = d64(X, True)
         Xl = Xr * mask.double() / (1 - dropout) if dropout else Xr
@@ -502,7 +541,8 @@ def lora_case(kind, B, S, H, I, rank, dtype, bias=False, lora_bias=False, dora=F
         else:
             wants = tuple(getattr(m, n).ref(Xr, Xl, per(n)) for n in names)
         tol = TOL[dtype]
-        yield {f"out{i}": (o, w, tol) for i, (o, w) in enumerate(zip(outs, wants))}
+        yield {**{f"out{i}": (o, w, tol) for i, (o, w) in enumerate(zip(outs, wants))},
+               **({"dora kernel calls": exact(torch.tensor(len(calls)), torch.tensor(len(names)))} if dora else {})}
         grads = [rnd(*o.shape, dtype=dtype) for o in outs]
         # (qk returns K twice, as K and V: autograd sums both gradients into dK, as in the library's use)
         got = torch.autograd.grad(outs, [X, *params.values()], grads)
@@ -512,9 +552,9 @@ def lora_case(kind, B, S, H, I, rank, dtype, bias=False, lora_bias=False, dora=F
 
 
 def dora_case(n_out, n_in, rank, s, dtype):
-    dora = LOADED["dora"]
 
     def run():
+        dora = need("dora")
         W = rnd(n_out, n_in, dtype=dtype, scale=n_in ** -0.5)
         A = rnd(rank, n_in, dtype=dtype, scale=n_in ** -0.5)
         Bm = rnd(n_out, rank, dtype=dtype, scale=rank ** -0.5)
@@ -529,9 +569,9 @@ def dora_case(n_out, n_in, rank, s, dtype):
 # --- norms -----------------------------------------------------------------------------------------------------------
 
 def rms_gated_case(shape, dtype, offset):
-    mod = LOADED["rms_norm_gated"]
 
     def run():
+        mod = need("rms_norm_gated")
         H = shape[-1]
         X, G = rnd(*shape, dtype=dtype), rnd(*shape, dtype=dtype, scale=2)
         W = rnd(H, dtype=dtype, scale=0.5)
@@ -561,9 +601,9 @@ def rope_ref(x, w, cos, sin, eps, unit_offset):
 
 
 def rope_case(B, S, H, D, n_rot, dtype, unit_offset=False, cos_batch=None):
-    mod = LOADED["gemma4_fused_rope"]
 
     def run():
+        mod = need("gemma4_fused_rope")
         x = rnd(B, S, H, D, dtype=dtype)
         w = rnd(D, dtype=dtype, scale=0.5)
         ang = torch.rand(cos_batch or B, S, n_rot, dtype=F64) * 6
@@ -583,9 +623,9 @@ def rope_case(B, S, H, D, n_rot, dtype, unit_offset=False, cos_batch=None):
 
 
 def noscale_case(shape, dtype):
-    mod = LOADED["gemma4_fused_rope"]
 
     def run():
+        mod = need("gemma4_fused_rope")
         x = rnd(*shape, dtype=dtype, scale=3)
         xg = x.clone().requires_grad_()
         y = mod.fused_rms_norm_noscale(xg, 1e-6)
@@ -602,9 +642,9 @@ def noscale_case(shape, dtype):
 # --- cross entropies -------------------------------------------------------------------------------------------------
 
 def memft_case(N, Hd, V, dtype, chunk_tokens=None, ignored=0, out_of_range=0):
-    mod = LOADED["memft_xentropy"]
 
     def run():
+        mod = need("memft_xentropy")
         hidden = rnd(N, Hd, dtype=dtype)
         weight = rnd(V, Hd, dtype=dtype, scale=2 * Hd ** -0.5)
         labels = torch.randint(0, V, (N,))
@@ -636,9 +676,9 @@ def memft_case(N, Hd, V, dtype, chunk_tokens=None, ignored=0, out_of_range=0):
 
 
 def cel_case(N, Hd, V, dtype, n_loop_iters=1, reduction="mean", ignored=0):
-    mod = LOADED["efficient_cross_entropy_loss"]
 
     def run():
+        mod = need("efficient_cross_entropy_loss")
         x = rnd(N, Hd, dtype=dtype)
         w = rnd(V, Hd, dtype=dtype, scale=2 * Hd ** -0.5)
         targ = torch.randint(0, V, (N,))
@@ -685,9 +725,9 @@ def indices_ref(tokens, experts, ranks, max_len, alignment):
 
 
 def indices_case(experts, ranks, max_tokens, alignment, max_blocks=None):
-    mod = LOADED["moe.indices.indices"]
 
     def run():
+        mod = need("moe.indices.indices")
         tokens = torch.randint(0, max_tokens + 1, (experts * ranks,), dtype=torch.int32)
         tokens[0] = 0
         tokens[-1] = max_tokens
@@ -718,10 +758,10 @@ def cg_inputs(groups, K, N, E, dtype, group_size=128):
 
 def cg_forward_case(kind, groups, K, N, E, dtype):
     """kind: persistent (cg_grouped_gemm_forward, bf16 output) or dynamic (cg_grouped_gemm_forward_dynamic)."""
-    fwd = LOADED["moe.tt_cg_gemm.cg_forward"]
-    ref = LOADED["moe.tt_cg_gemm.cg_reference"]
 
     def run():
+        fwd = need("moe.tt_cg_gemm.cg_forward")
+        ref = need("moe.tt_cg_gemm.cg_reference")
         x, w, idx = cg_inputs(groups, K, N, E, dtype)
         if kind == "persistent":
             got = fwd.cg_grouped_gemm_forward(x, w, idx)
@@ -735,10 +775,10 @@ def cg_forward_case(kind, groups, K, N, E, dtype):
 
 
 def cg_autograd_case(groups, K, N, E, dtype):
-    bwd = LOADED["moe.tt_cg_gemm.cg_backward"]
-    ref = LOADED["moe.tt_cg_gemm.cg_reference"]
 
     def run():
+        bwd = need("moe.tt_cg_gemm.cg_backward")
+        ref = need("moe.tt_cg_gemm.cg_reference")
         x, w, idx = cg_inputs(groups, K, N, E, dtype)
         xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
         y = bwd.ContiguousGroupedGEMM.apply(xg, wg, idx)
@@ -757,9 +797,10 @@ def mg_sizes(G, M):
     """G group sizes summing to M, some of them 0."""
     cuts = torch.sort(torch.randint(0, M + 1, (G - 1,))).values
     sizes = torch.diff(torch.cat([torch.tensor([0]), cuts, torch.tensor([M])])).to(torch.int32)
-    if G > 2:
-        sizes[1] += sizes[G // 2]
-        sizes[G // 2] = 0
+    if G > 2:  # one group (not the first) empty
+        empty = G // 2 if G > 3 else G - 1
+        sizes[0] += sizes[empty]
+        sizes[empty] = 0
     return sizes
 
 
@@ -776,9 +817,9 @@ def mg_forward_ref(x, w, sizes):
 def mg_case(kind, G, M, N, K, dtype):
     """kind: forward (grouped_gemm_forward), dx / dw (their wrappers: dx = dy w, dw = dy^T x over all groups),
     autograd (GroupedGemmMg forward and backward)."""
-    mg = LOADED["moe.tt_mg_gemm.mg_grouped_gemm"]
 
     def run():
+        mg = need("moe.tt_mg_gemm.mg_grouped_gemm")
         sizes = mg_sizes(G, M)
         x = rnd(M, K, dtype=dtype)
         w = rnd(N, K, dtype=dtype, scale=K ** -0.5)
@@ -812,34 +853,36 @@ def mg_case(kind, G, M, N, K, dtype):
 
 DTYPES = (F32, F16, BF16)
 
-if load("swiglu") is not None:
+if have("swiglu"):
     for _dt in DTYPES:
-        case(f"swiglu {SHORT[_dt]} 2 x 37 x 300", glu_case(LOADED["swiglu"], "swiglu", (2, 37, 300), _dt), FB)
-    case("swiglu fp32 1 x 1 x 1", glu_case(LOADED["swiglu"], "swiglu", (1, 1, 1), F32), FB)
-    case("swiglu bf16 3 x 17 x 1300", glu_case(LOADED["swiglu"], "swiglu", (3, 17, 1300), BF16), FB)
+        case(f"swiglu {SHORT[_dt]} 2 x 37 x 300", glu_case("swiglu", "swiglu", (2, 37, 300), _dt), FB)
+    case("swiglu fp32 1 x 1 x 1", glu_case("swiglu", "swiglu", (1, 1, 1), F32), FB)
+    case("swiglu bf16 3 x 17 x 1300", glu_case("swiglu", "swiglu", (3, 17, 1300), BF16), FB)
 
-if load("geglu") is not None:
+if have("geglu"):
     for _dt in DTYPES:
-        case(f"geglu {SHORT[_dt]} 2 x 37 x 300", glu_case(LOADED["geglu"], "geglu", (2, 37, 300), _dt), FB)
-    case("geglu fp32 1 x 3 x 5", glu_case(LOADED["geglu"], "geglu", (1, 3, 5), F32), FB)
-    case("geglu bf16 3 x 17 x 1300", glu_case(LOADED["geglu"], "geglu", (3, 17, 1300), BF16), FB)
+        case(f"geglu {SHORT[_dt]} 2 x 37 x 300", glu_case("geglu", "geglu", (2, 37, 300), _dt), FB)
+    case("geglu fp32 1 x 3 x 5", glu_case("geglu", "geglu", (1, 3, 5), F32), FB)
+    case("geglu bf16 3 x 17 x 1300", glu_case("geglu", "geglu", (3, 17, 1300), BF16), FB)
 
 for _name in ("silu", "gelu"):
-    if load(_name) is not None:
+    if have(_name):
         for _dt in DTYPES:
-            case(f"{_name} {SHORT[_dt]} 2 x 37 x 300", act_case(LOADED[_name], _name, (2, 37, 300), _dt), FB)
-        case(f"{_name} fp32 1 x 1 x 3", act_case(LOADED[_name], _name, (1, 1, 3), F32), FB)
+            case(f"{_name} {SHORT[_dt]} 2 x 37 x 300", act_case(_name, _name, (2, 37, 300), _dt), FB)
+        case(f"{_name} fp32 1 x 1 x 3", act_case(_name, _name, (1, 1, 3), F32), FB)
 
-if load("dora") is not None:
+if have("dora"):
     case("dora scale fp32 out 37, in 300, rank 8", dora_case(37, 300, 8, 2.0, F32))
     case("dora scale fp32 out 5, in 2500, rank 5 (two 2048-wide tiles)", dora_case(5, 2500, 5, 0.5, F32))
     case("dora scale bf16 out 100, in 129, rank 16", dora_case(100, 129, 16, 1.0, BF16))
     case("dora scale fp32 out 3, in 7, rank 1", dora_case(3, 7, 1, 4.0, F32))
+    case("dora scale fp16 out 64, in 3000, rank 32", dora_case(64, 3000, 32, 0.25, F16))
 
-if load("lora") is not None:
+if have("lora"):
     for _kind in ("mlp_swiglu", "mlp_geglu"):
         case(f"lora {_kind} fp32 2 x 19 x 48 -> 100, rank 8", lora_case(_kind, 2, 19, 48, 100, 8, F32), FB)
         case(f"lora {_kind} bf16 2 x 19 x 48 -> 100, rank 8", lora_case(_kind, 2, 19, 48, 100, 8, BF16), FB)
+        case(f"lora {_kind} fp16 3 x 7 x 72 -> 200, rank 16", lora_case(_kind, 3, 7, 72, 200, 16, F16), FB)
         case(f"lora {_kind} fp32 biases, dropout 0.3, 1 x 33 x 40 -> 70, rank 4",
              lora_case(_kind, 1, 33, 40, 70, 4, F32, bias=True, lora_bias=True, dropout=0.3), FB)
         case(f"lora {_kind} fp32 DoRA, 2 x 9 x 40 -> 70, rank 4",
@@ -853,14 +896,15 @@ if load("lora") is not None:
         case(f"lora {_kind} bf16 DoRA, dropout 0.25, 1 x 21 x 64 -> 96, rank 16",
              lora_case(_kind, 1, 21, 64, 96, 16, BF16, dora=True, dropout=0.25), FB)
 
-if load("rms_norm_gated") is not None:
+if have("rms_norm_gated"):
     case("rms_norm_gated fp32 2 x 37 x 300", rms_gated_case((2, 37, 300), F32, 0.0), FB)
     case("rms_norm_gated fp32 offset 1, 75 x 1000 (132 programs)", rms_gated_case((75, 1000), F32, 1.0), FB,
          sms=132)
     case("rms_norm_gated bf16 3 x 11 x 129", rms_gated_case((3, 11, 129), BF16, 0.0), FB)
     case("rms_norm_gated bf16 offset 1, 1 x 1 x 64", rms_gated_case((1, 1, 64), BF16, 1.0), FB)
+    case("rms_norm_gated fp16 5 x 77 x 200 (132 programs)", rms_gated_case((5, 77, 200), F16, 0.0), FB, sms=132)
 
-if load("gemma4_fused_rope") is not None:
+if have("gemma4_fused_rope"):
     case("fused_rms_norm_rope fp32 2 x 7 x 3 x 128, full rotary", rope_case(2, 7, 3, 128, 128, F32), FB)
     case("fused_rms_norm_rope fp32 2 x 7 x 3 x 100, rotary 64, unit_offset",
          rope_case(2, 7, 3, 100, 64, F32, unit_offset=True), FB)
@@ -871,16 +915,23 @@ if load("gemma4_fused_rope") is not None:
          rope_case(2, 3, 5, 40, 10, BF16, unit_offset=True), FB)
     case("fused_rms_norm_noscale fp32 2 x 5 x 3 x 100", noscale_case((2, 5, 3, 100), F32), FB)
     case("fused_rms_norm_noscale bf16 7 x 256", noscale_case((7, 256), BF16), FB)
+    case("fused_rms_norm_rope fp16 2 x 9 x 2 x 80, rotary 32", rope_case(2, 9, 2, 80, 32, F16), FB)
+    case("fused_rms_norm_rope bf16 2 x 6 x 2 x 512, rotary 128, unit_offset (132 programs)",
+         rope_case(2, 6, 2, 512, 128, BF16, unit_offset=True), FB, sms=132)
+    case("fused_rms_norm_noscale fp16 3 x 7 x 5 x 96", noscale_case((3, 7, 5, 96), F16), FB)
 
-if load("memft_xentropy") is not None:
+if have("memft_xentropy"):
     case("memft_xentropy fp32 N 50, H 32, V 1000, chunks of 7, ignored and out-of-range labels",
          memft_case(50, 32, 1000, F32, chunk_tokens=7, ignored=6, out_of_range=3), FB)
     case("memft_xentropy fp32 N 37, H 48, V 10000 (two 8192 blocks)", memft_case(37, 48, 10000, F32, ignored=3), FB)
     case("memft_xentropy fp32 N 64, H 16, V 300, heuristic chunks", memft_case(64, 16, 300, F32), FB)
+    case("memft_xentropy fp32 N 9, H 16, V 131075 (17 blocks of 8192)", memft_case(9, 16, 131075, F32), FB)
     case("memft_xentropy bf16 N 41, H 64, V 777, chunks of 16", memft_case(41, 64, 777, BF16, chunk_tokens=16,
                                                                           ignored=4), FB)
+    case("memft_xentropy fp16 N 30, H 32, V 9000, chunks of 8", memft_case(30, 32, 9000, F16, chunk_tokens=8,
+                                                                          out_of_range=2), FB)
 
-if load("efficient_cross_entropy_loss") is not None:
+if have("efficient_cross_entropy_loss"):
     case("efficient_ce fp32 mean, N 37, H 48, V 1000", cel_case(37, 48, 1000, F32), FB)
     case("efficient_ce fp32 sum, N 20, H 32, V 3001, ignored targets", cel_case(20, 32, 3001, F32, reduction="sum",
                                                                              ignored=4), FB)
@@ -888,14 +939,14 @@ if load("efficient_cross_entropy_loss") is not None:
     case("efficient_ce fp32 mean, N 40, H 32, V 700, 4 loop iterations", cel_case(40, 32, 700, F32, n_loop_iters=4),
          FB, library="chunk boundaries take targ[token_end_idx + 1], one past the next row's target")
 
-if load("moe.indices.indices") is not None:
+if have("moe.indices.indices"):
     case("moe generate_permute_indices 8 experts, 2 ranks, alignment 16", indices_case(8, 2, 40, 16))
     case("moe generate_permute_indices 5 experts, 3 ranks, alignment 128 (runs over 128)",
          indices_case(5, 3, 300, 128))
     case("moe fill_indices_wrapper 13 experts, 1 rank, 3 programs, block 64", indices_case(13, 1, 150, 8,
                                                                                         max_blocks=3))
 
-if load("moe.tt_cg_gemm.cg_forward") is not None and load("moe.tt_cg_gemm.cg_reference") is not None:
+if have("moe.tt_cg_gemm.cg_forward") and have("moe.tt_cg_gemm.cg_reference"):
     case("moe cg_grouped_gemm_forward bf16 3 groups, K 100, N 200, 4 experts",
          cg_forward_case("persistent", 3, 100, 200, 4, BF16))
     case("moe cg_grouped_gemm_forward fp32 in, 2 groups, K 64, N 96, 3 experts (132 programs)",
@@ -904,20 +955,23 @@ if load("moe.tt_cg_gemm.cg_forward") is not None and load("moe.tt_cg_gemm.cg_ref
          cg_forward_case("dynamic", 3, 100, 200, 4, F32))
     case("moe cg_grouped_gemm_forward_dynamic bf16 2 groups, K 48, N 130, 2 experts",
          cg_forward_case("dynamic", 2, 48, 130, 2, BF16))
+    case("moe cg_grouped_gemm_forward_dynamic fp16 4 groups, K 200, N 72, 3 experts",
+         cg_forward_case("dynamic", 4, 200, 72, 3, F16))
 
-if load("moe.tt_cg_gemm.cg_backward") is not None:
+if have("moe.tt_cg_gemm.cg_backward"):
     case("moe ContiguousGroupedGEMM bf16 3 groups, K 96, N 384, 4 experts", cg_autograd_case(3, 96, 384, 4, BF16),
          FB)
     case("moe ContiguousGroupedGEMM bf16 2 groups, K 64, N 64, 3 experts", cg_autograd_case(2, 64, 64, 3, BF16), FB)
     case("moe ContiguousGroupedGEMM bf16 2 groups, K 100, N 200, 2 experts", cg_autograd_case(2, 100, 200, 2, BF16),
          FB, library="_kernel_cg_backward_dw tiles N x K by floor division under a grid of ceiling divisions")
 
-if load("moe.tt_mg_gemm.mg_grouped_gemm") is not None:
+if have("moe.tt_mg_gemm.mg_grouped_gemm"):
     case("moe mg grouped_gemm_forward bf16 G 4, M 300, N 4 x 96, K 128", mg_case("forward", 4, 300, 384, 128, BF16))
     case("moe mg grouped_gemm_forward fp32 G 3, M 200, N 3 x 50, K 64 (132 programs)",
          mg_case("forward", 3, 200, 150, 64, F32), sms=132)
     case("moe mg grouped_gemm_dx_tma bf16 G 4, M 300, N 160, K 192", mg_case("dx", 4, 300, 160, 192, BF16))
     case("moe mg grouped_gemm_dw_tma fp32 G 3, M 257, N 300, K 64", mg_case("dw", 3, 257, 300, 64, F32))
+    case("moe mg grouped_gemm_forward fp16 G 5, M 333, N 5 x 40, K 256", mg_case("forward", 5, 333, 200, 256, F16))
     case("moe mg GroupedGemmMg fp32 G 1, M 150, N 200, K 64", mg_case("autograd", 1, 150, 200, 64, F32), FB)
     case("moe mg GroupedGemmMg bf16 G 2, M 256, N 2 x 64, K 64", mg_case("autograd", 2, 256, 128, 64, BF16), FB,
          library="the backward passes the whole w to grouped_gemm_dx_tma, which refuses N // G != N")
