@@ -20,7 +20,9 @@ under 10 s). No divergence from Triton was found, so nothing of Tegula changed. 
 were confirmed by writing the library's own rule into the reference (a chunk's last row taking
 targ[token_end_idx + 1]; the dW kernel's floor-divided tiling, simulated tile by tile): Tegula's results then
 match within the tolerances; the third is the library's own ValueError. PR 3721 adds no Triton kernel that can
-run here (below). benchmarks/results/2026-12-07-cpu-conformance-axolotl.txt has the commands.
+run here (below). Every tree gives the same lines under TEGULA_DEBUG=1, which checks each load and store against
+its array (and each descriptor load against its shape). benchmarks/results/2026-12-07-cpu-conformance-axolotl.txt
+has the commands.
 
 Cases (inputs seeded per case by the CRC of its name, so -k reproduces a case's data; random data, sizes that are
 not powers of two and masked tails wherever the kernels allow; a case's forward and backward are a line each):
