@@ -1,8 +1,9 @@
 """One case's outcome from its comparisons against references, shared by the harnesses that check a library's
 ops one case at a time (unsloth_ops.py, vllm_ops.py, sglang_ops.py, flash_attn_ops.py, verl_ops.py,
 deepseek_v3_ops.py, autoawq_ops.py, trident_ops.py, scattermoe_ops.py, mlstm_kernels_ops.py, fbgemm_ops.py,
-megablocks_ops.py), a case's expected refusal (torch_triton_utils_ops.py), two comparisons of quantizers' outputs
-(float8 codes within half a step of the quotients they round, and exact equality), and the report of a run."""
+megablocks_ops.py, axolotl_ops.py), a case's expected refusal (torch_triton_utils_ops.py), two comparisons of
+quantizers' outputs (float8 codes within half a step of the quotients they round, and exact equality), and the
+report of a run."""
 
 import json
 import re
