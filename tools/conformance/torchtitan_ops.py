@@ -18,7 +18,9 @@ others left the tree earlier and are read from the last commit that held each (t
 
 Result on the CPU backend (2026-12-07): 91 of 92 lines match (a case's forward and backward are a line each), 5
 kernels are refused as expected and 1 line fails by torchtitan's own bug, in about 50 seconds on two cores from an
-empty Tegula cache (7 with a warm one). No divergence from Triton and no Tegula bug was found. torchtitan's bug: the
+empty Tegula cache (7 with a warm one); the same under TEGULA_DEBUG=1 (no access out of bounds; the peer copies
+write through addresses made from integers, which debug mode cannot bound). No divergence from Triton and no Tegula
+bug was found. torchtitan's bug: the
 contiguous grouped GEMM's weight-gradient kernel (_kernel_cg_backward_dw) maps programs to tiles by (N * K) //
 (BLOCK_SIZE_N * BLOCK_SIZE_K), which leaves tiles of every expert's gradient unwritten (zero) where N is not a
 multiple of min(128, N) or K of min(32, K); its wrapper does not check. A further property of the library: with
@@ -39,13 +41,15 @@ starts as NaN, and the peers' buffers start random, their rows no kernel should 
     no columns; indices and copies exactly;
   - fused_swiglu: torchtitan::silu_and_mul through its custom op and registered autograd, forward and backward,
     float32 / bfloat16 / float16, 2100 columns (two column programs), gate and up as the halves of
-    FusedGroupedExperts' [rows, F, 2] projection (column stride 2), int32 and int64 grouped_mm offsets with empty
-    experts and capacity rows past the last offset (which the kernels skip; not compared);
+    FusedGroupedExperts' [rows, F, 2] projection (column stride 2, and a gradient of column stride 2 with them),
+    int32 and int64 grouped_mm offsets with empty experts and capacity rows past the last offset (which the
+    kernels skip; not compared);
   - fused_mla: fused_mla_q (RoPE on Q's positional tail in place; the backward rotates the gradient back in place)
     and fused_mla_kv (K = K-nope and the rotated, head-broadcast k_pe; V a view; the backward packs dK-nope and dV
     and sums dK-pe over heads, rounded to bfloat16 / float16 as the library keeps eager's rounding) against
     ComplexRoPE's definition in float64 autograd: heads 3 to 70 (two head blocks), rope dims with masked pairs
-    (6 of 8), random, 1-D (broadcast) and absent positions, k_pe a slice of the kv-down projection;
+    (6 of 8), random, 1-D (broadcast) and absent positions, k_pe a slice of the kv-down projection and strided
+    gradients of K and V;
   - moe: generate_permute_indices and fill_indices_wrapper (grid-stride programs over experts, BLOCK_SIZE chunks,
     int32 and int64 counts, experts with no tokens padded to the alignment) against the library's own
     fill_indices_cpu and the definition, exactly;
@@ -603,7 +607,8 @@ def swiglu_case(rows, cols, dtype, counts=None, fused_layout=False, offsets_dtyp
         u64 = up.detach().double().requires_grad_()
         want = silu_mul_ref(g64, u64)
         yield {"out": (out[:active], want[:active], TOL[dtype])}
-        dy = torch.randn(rows, cols).to(dtype)
+        # a gradient of column stride 2 where gate and up are strided too: the kernels take every tensor's strides
+        dy = torch.randn(rows, 2 * cols).to(dtype)[:, ::2] if fused_layout else torch.randn(rows, cols).to(dtype)
         grads = torch.autograd.grad(out, leaves, dy)
         wg, wu = torch.autograd.grad(want, [g64, u64], dy.double())
         if fused_layout:
@@ -701,6 +706,9 @@ def mla_kv_case(B, L, H, nope, v_dim, rope, dtype, pos_kind="random", lora=0):
         yield {"k": (k, want_k, TOL[dtype]), "v": exact(v, kv.detach()[..., nope:])}
         dk = torch.randn(k.shape).to(dtype)
         dv = torch.randn(v.shape).to(dtype)
+        if lora:  # gradients that are views (strided), as a fused attention backward may hand them over
+            dk = torch.randn(*k.shape[:-1], 2 * k.shape[-1]).to(dtype)[..., ::2]
+            dv = torch.randn(*v.shape[:-1], v.shape[-1] + 8).to(dtype)[..., 8:]
         gkv, gkpe = torch.autograd.grad((k, v), [kv, kv_down], (dk, dv))
         gkpe = gkpe[..., -rope:]
         wkv, wkpe = torch.autograd.grad((want_k, want_v), [kv64, kpe64], (dk.double(), dv.double()))
@@ -717,7 +725,8 @@ case("fused_mla_kv fp32 B 2, L 5, 3 heads, nope 24, v 20, rope 16, random positi
      mla_kv_case(2, 5, 3, 24, 20, 16, F32), FB)
 case("fused_mla_kv bf16 B 1, L 6, 20 heads, nope 32, v 48, rope 12, 1-D positions",
      mla_kv_case(1, 6, 20, 32, 48, 12, BF16, "1-D"), FB)
-case("fused_mla_kv fp32 B 2, L 4, 6 heads, nope 16, v 16, rope 16, k_pe a slice of the kv-down projection",
+case("fused_mla_kv fp32 B 2, L 4, 6 heads, nope 16, v 16, rope 16, k_pe a slice of the kv-down projection, strided "
+     "gradients",
      mla_kv_case(2, 4, 6, 16, 16, 16, F32, lora=40), FB)
 case("fused_mla_kv fp16 B 2, L 3, 70 heads (2 head blocks in the backward), nope 16, v 16, rope 8, no positions",
      mla_kv_case(2, 3, 70, 16, 16, 8, F16, "none"), FB)
