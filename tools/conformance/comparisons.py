@@ -1,9 +1,9 @@
 """One case's outcome from its comparisons against references, shared by the harnesses that check a library's
 ops one case at a time (unsloth_ops.py, vllm_ops.py, sglang_ops.py, flash_attn_ops.py, verl_ops.py,
 deepseek_v3_ops.py, autoawq_ops.py, trident_ops.py, scattermoe_ops.py, mlstm_kernels_ops.py, fbgemm_ops.py,
-megablocks_ops.py, axolotl_ops.py), a case's expected refusal (torch_triton_utils_ops.py), two comparisons of
-quantizers' outputs (float8 codes within half a step of the quotients they round, and exact equality), and the
-report of a run."""
+megablocks_ops.py, axolotl_ops.py, torchtitan_ops.py), a case's expected refusal (torch_triton_utils_ops.py,
+torchtitan_ops.py), two comparisons of quantizers' outputs (float8 codes within half a step of the quotients they
+round, and exact equality), and the report of a run."""
 
 import json
 import re
@@ -88,8 +88,9 @@ def exact(got, want) -> tuple:
 
 def report(results: list, json_path=None, library: dict | None = None, library_name: str = "") -> int:
     """Prints one line per result and the totals, writes them to json_path when given, and returns the exit
-    status: 0 when every line matches or fails by the library's own bug. library: {case name: that bug}, which
-    turns the case's FAIL into "FAIL (library)"."""
+    status: 0 when every line matches, is refused as expected (refusal()) or fails by the library's own bug.
+    library: {case name: that bug}, which turns the case's FAIL into "FAIL (library)". Expected refusals are
+    counted apart from the lines that match ("N of M lines match; R refused as expected")."""
     library = library or {}
     for i, (name, status, worst, why) in enumerate(results):
         if status == "FAIL" and name in library:
@@ -101,12 +102,16 @@ def report(results: list, json_path=None, library: dict | None = None, library_n
         print(f"{name:{width}s}  {status:{status_width}s}  {err:16s}  {why}")
     passed = sum(r[1] == "ok" for r in results)
     by_library = sum(r[1] == "FAIL (library)" for r in results)
+    refused = sum(r[1] == "refused (expected)" for r in results)
+    total = f"{passed} of {len(results) - refused} lines match"
+    if refused:
+        total += f"; {refused} refused as expected"
     if library:
-        print(f"{passed} of {len(results)} lines match; {by_library} fail by {library_name}'s own bugs; "
-              f"{len(results) - passed - by_library} fail otherwise")
+        print(f"{total}; {by_library} fail by {library_name}'s own bugs; "
+              f"{len(results) - refused - passed - by_library} fail otherwise")
     else:
-        print(f"{passed} of {len(results)} lines match")
+        print(total)
     if json_path:
         json_path.write_text(json.dumps([{"case": n, "status": s, "worst": None if w != w else w, "text": t}
                                          for n, s, w, t in results], indent=1))
-    return 0 if passed + by_library == len(results) else 1
+    return 0 if passed + by_library + refused == len(results) else 1
