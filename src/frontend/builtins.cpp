@@ -13,6 +13,7 @@
 #include "frontend/builtins_block_ptr.h"
 #include "frontend/builtins_hints.h"
 #include "frontend/builtins_dot_scaled.h"
+#include "frontend/builtins_experimental_descriptor.h"
 #include "frontend/builtins_libdevice.h"
 #include "frontend/builtins_math.h"
 #include "frontend/builtins_operators.h"
@@ -804,6 +805,13 @@ constexpr Builtin kBuiltins[] = {
     {"tensor_descriptor.atomic_xor", lower_descriptor_atomic, NAMED},
     {"tensor_descriptor.gather", lower_descriptor_gather, NAMED},
     {"tensor_descriptor.scatter", lower_descriptor_scatter, NAMED},
+    // Triton 3.2/3.3's experimental names (builtins_experimental_descriptor.h)
+    {"_experimental_make_tensor_descriptor", lower_make_tensor_descriptor, TL},
+    {"_experimental_descriptor_load", lower_experimental_descriptor_load, TL},
+    {"_experimental_descriptor_store", lower_experimental_descriptor_store, TL},
+    {"experimental_device_tensormap_create1d", lower_experimental_tensormap_create, TL},
+    {"experimental_device_tensormap_create2d", lower_experimental_tensormap_create, TL},
+    {"experimental_tensormap_fenceproxy_acquire", lower_experimental_tensormap_fence, TL},
     // shape
     {"reshape", lower_reshape, TL | METHOD},        {"view", lower_reshape, TL | METHOD},
     {"ravel", lower_ravel, TL | METHOD},            {"trans", lower_permute, TL | METHOD},

@@ -13,7 +13,8 @@ from .core import only_in_kernel as _only_in_kernel
 __all__ = [
     "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like", "cat",
     "cast", "to_tensor", "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor",
-    "load_tensor_descriptor", "store_tensor_descriptor", "reshape", "view", "broadcast",
+    "load_tensor_descriptor", "store_tensor_descriptor", "_experimental_make_tensor_descriptor",
+    "_experimental_descriptor_load", "_experimental_descriptor_store", "reshape", "view", "broadcast",
     "broadcast_to", "expand_dims", "trans", "permute", "join", "split", "interleave", "ravel",
     "squeeze", "unsqueeze", "inline_asm_elementwise", "map_elementwise", "where", "sum", "max",
     "min", "argmax", "argmin", "reduce", "xor_sum", "reduce_or", "cumsum", "cumprod",
@@ -119,6 +120,22 @@ def load_tensor_descriptor(desc, offsets):
 def store_tensor_descriptor(desc, offsets, value):
     """Stores a block through a tensor descriptor."""
     _only_in_kernel("store_tensor_descriptor")
+
+
+def _experimental_make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """Triton 3.3's name of make_tensor_descriptor."""
+    _only_in_kernel("_experimental_make_tensor_descriptor")
+
+
+def _experimental_descriptor_load(desc_pointer, offsets, shape, dtype):
+    """Triton 3.2/3.3's load of a `shape` block of `dtype` through the descriptor at `desc_pointer`
+    (tegula.experimental_descriptor)."""
+    _only_in_kernel("_experimental_descriptor_load")
+
+
+def _experimental_descriptor_store(desc_pointer, value, offsets):
+    """Triton 3.2/3.3's store of the tile `value` through the descriptor at `desc_pointer`."""
+    _only_in_kernel("_experimental_descriptor_store")
 
 # --- Shape ---------------------------------------------------------------------
 

@@ -39,3 +39,19 @@ def gdc_wait():
 def gdc_launch_dependents():
     """Lets the grids that depend on this one start (PDL); a no-op where there are none."""
     _only_in_kernel("extra.cuda.gdc_launch_dependents")
+
+
+def experimental_device_tensormap_create1d(desc_ptr, global_address, load_size, global_size, element_ty):
+    """Triton 3.2/3.3: writes a 1-D descriptor of `global_address` into the 128 bytes at `desc_ptr`
+    (read by tl._experimental_descriptor_load / _store; docs/language.md)."""
+    _only_in_kernel("extra.cuda.experimental_device_tensormap_create1d")
+
+
+def experimental_device_tensormap_create2d(desc_ptr, global_address, load_size, global_size, element_ty):
+    """Triton 3.2/3.3: writes a 2-D row-major descriptor (global_size and load_size outer first)."""
+    _only_in_kernel("extra.cuda.experimental_device_tensormap_create2d")
+
+
+def experimental_tensormap_fenceproxy_acquire(desc_ptr):
+    """Triton 3.2/3.3's TMA proxy fence: accepted, nothing to fence (docs/language.md)."""
+    _only_in_kernel("extra.cuda.experimental_tensormap_fenceproxy_acquire")
