@@ -213,6 +213,7 @@ torch.set_default_device(DEVICE)
 
 import triton  # noqa: E402
 from comparisons import check, exact, fp8_codes, refusal, report  # noqa: E402
+from tegula.experimental_descriptor import fill_2d_tma_descriptor  # noqa: E402
 import standins  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
@@ -966,37 +967,69 @@ case("mg.dw pointer path fp16 5 groups (2 empty), N 160, K 256, 7 programs",
      mg_dw_case([40, 0, 333, 0, 11], 160, 256, F16, 7))
 
 
-def mg_tma_launch(kernel):
-    """A kernel of the file's TMA path, launched as its wrapper would launch it with TMA descriptors (the
-    descriptors here are their 128-byte buffers): they create descriptors on the device with
-    tl.extra.cuda.experimental_device_tensormap_create2d and read them with tl._experimental_descriptor_load /
-    _store, the API Triton removed in 2025 (#6488, "Kill experimental descriptor APIs")."""
-    def launch():
-        m_sizes, x, w, M = mg_inputs([128, 0, 70], 128, 128, BF16)
-        desc = torch.empty(128, dtype=torch.int8)
-        out = torch.empty(M, 128, dtype=BF16)
-        workspace = torch.empty(4 * 128, dtype=torch.uint8)
-        common = (m_sizes, 3, 256, 128, 128, 4)
-        with cuda_device_queries(4):
-            if kernel == "forward_hopper":
-                mg._kernel_mg_forward_hopper[(4,)](desc, desc, out, workspace, *common, TMA_SIZE=128,
-                                                    USE_EPILOGUE_SUBTILING=False)
+def mg_descriptor(name, descriptors, t, block_dims):
+    """A 2-D descriptor of the row-major tensor `t` in blocks of `block_dims`, filled as the wrappers'
+    TmaDescriptorHelper fills it (driver.active.utils.fill_2d_tma_descriptor into a 128-byte buffer, in the
+    grid function, once the autotuner has picked the block sizes); the kernel gets the buffer."""
+    desc = descriptors.setdefault(name, torch.zeros(128, dtype=torch.uint8))
+    fill_2d_tma_descriptor(t.data_ptr(), t.shape[0], t.shape[1], *block_dims, t.element_size(), desc.data_ptr())
+    return desc
+
+
+def mg_tma_case(kernel, sizes, N, K, dtype, sms):
+    """A kernel of the file's TMA path (Triton 3.3's experimental descriptor API, which Triton removed in 2025,
+    #6488), launched as its wrapper launches it: host descriptors of the inputs (and of dw's output) filled in
+    the grid function, a per-program 128-byte workspace the kernel writes its output's descriptor into with
+    tl.extra.cuda.experimental_device_tensormap_create2d, loads and stores through tl._experimental_descriptor_*."""
+    def run():
+        m_sizes, x, w, M = mg_inputs(sizes, N, K, dtype)
+        G, bucket, d = len(sizes), triton.next_power_of_2(M), {}
+        workspace = torch.empty(sms * 128, dtype=torch.uint8)
+        with cuda_device_queries(sms):
+            if kernel == "forward_hopper":  # each group its own N // G rows of w, y [M, N // G]
+                y = torch.full((M, N // G), float("nan")).to(dtype)
+                mg._kernel_mg_forward_hopper[lambda META: (mg_descriptor("x", d, x, (META["BLOCK_SIZE_M"], META["BLOCK_SIZE_K"])), mg_descriptor("w", d, w, (META["BLOCK_SIZE_N"], META["BLOCK_SIZE_K"])), sms)[2:]](
+                    d.setdefault("x", torch.zeros(128, dtype=torch.uint8)), d.setdefault("w", torch.zeros(128, dtype=torch.uint8)),
+                    y, workspace, m_sizes, G, bucket, N, K, sms, TMA_SIZE=128, USE_EPILOGUE_SUBTILING=False)
+                bounds, n = [0, *torch.cumsum(m_sizes, 0).tolist()], N // G
+                want = torch.cat([x[bounds[g]:bounds[g + 1]].double() @ w[g * n:(g + 1) * n].double().T
+                                  for g in range(G)])
+                yield {"y": (y, want, TOL[dtype])}
             elif kernel == "forward_tma":
-                mg._kernel_mg_forward_tma[(4,)](desc, desc, out, workspace, *common[:1], None, None, *common[1:],
-                                                True, True, TMA_SIZE=128, USE_FP8=False)
+                y = torch.full((M, N), float("nan")).to(dtype)
+                mg._kernel_mg_forward_tma[lambda META: (mg_descriptor("x", d, x, (META["BLOCK_SIZE_M"], META["BLOCK_SIZE_K"])), mg_descriptor("w", d, w, (META["BLOCK_SIZE_N"], META["BLOCK_SIZE_K"])), sms)[2:]](
+                    d.setdefault("x", torch.zeros(128, dtype=torch.uint8)), d.setdefault("w", torch.zeros(128, dtype=torch.uint8)),
+                    y, workspace, m_sizes, None, None, G, bucket, N, K, sms, True, True, TMA_SIZE=128, USE_FP8=False)
+                want = mg_reference.compute_reference_forward(x.double(), w.double(), m_sizes)
+                yield {"y": (y, want, TOL[dtype])}
             elif kernel == "dx_tma":
-                mg._kernel_mg_dx_tma[(4,)](desc, desc, out, workspace, *common, True, True, TMA_SIZE=128)
-            else:
-                mg._kernel_mg_dw_tma[(4,)](desc, desc, out, desc, *common, True, True, TMA_SIZE=128)
-    return launch
+                dy = torch.randn(M, N).to(dtype)
+                dx = torch.full((M, K), float("nan")).to(dtype)
+                mg._kernel_mg_dx_tma[lambda META: (mg_descriptor("dy", d, dy, (META["BLOCK_SIZE_M"], META["BLOCK_SIZE_N"])), mg_descriptor("w", d, w, (META["BLOCK_SIZE_N"], META["BLOCK_SIZE_K"])), sms)[2:]](
+                    d.setdefault("dy", torch.zeros(128, dtype=torch.uint8)), d.setdefault("w", torch.zeros(128, dtype=torch.uint8)),
+                    dx, workspace, m_sizes, G, bucket, N, K, sms, True, True, TMA_SIZE=128)
+                want, _ = mg_reference.compute_reference_backward(x.double(), w.double(), m_sizes, dy.double())
+                yield {"dx": (dx, want, TOL[dtype])}
+            else:  # dw: TMA loads of x and dy, the TMA store through grad_w's descriptor (its `workspace`)
+                dy = torch.randn(M, N).to(dtype)
+                dw = torch.full((N, K), float("nan")).to(dtype)
+                mg._kernel_mg_dw_tma[lambda META: (mg_descriptor("x", d, x, (META["BLOCK_SIZE_M"], META["BLOCK_SIZE_K"])), mg_descriptor("dy", d, dy, (META["BLOCK_SIZE_M"], META["BLOCK_SIZE_N"])), mg_descriptor("dw", d, dw, (META["BLOCK_SIZE_N"], META["BLOCK_SIZE_K"])), sms)[3:]](
+                    d.setdefault("x", torch.zeros(128, dtype=torch.uint8)), d.setdefault("dy", torch.zeros(128, dtype=torch.uint8)),
+                    dw, d.setdefault("dw", torch.zeros(128, dtype=torch.uint8)), m_sizes, G, bucket, N, K, sms, True, True,
+                    TMA_SIZE=128)
+                _, want = mg_reference.compute_reference_backward(x.double(), w.double(), m_sizes, dy.double())
+                yield {"dw": (dw, want, TOL[dtype])}
+    return run
 
 
-for _kernel, _name in (("forward_hopper", "tl.extra.cuda.experimental_device_tensormap_create2d"),
-                       ("forward_tma", "tl.extra.cuda.experimental_device_tensormap_create2d"),
-                       ("dx_tma", "tl.extra.cuda.experimental_device_tensormap_create2d"),
-                       ("dw_tma", "tl._experimental_descriptor_load")):
-    expect_refusal(f"mg.{_kernel} with TMA (Triton 3.3's experimental descriptor API, removed from Triton)",
-                   mg_tma_launch(_kernel), r"E0204.*" + _name.replace(".", r"\."))
+case("mg.forward_hopper (TMA) bf16 3 groups of 128 / 0 / 70 rows, N 384 (128 a group), K 128, 4 programs",
+     mg_tma_case("forward_hopper", [128, 0, 70], 384, 128, BF16, 4))
+case("mg.forward_tma fp16 3 groups of 100 / 0 / 77 rows, N 200, K 128, 4 programs",
+     mg_tma_case("forward_tma", [100, 0, 77], 200, 128, F16, 4))
+case("mg.dx_tma bf16 2 groups of 150 / 61, N 256, K 192, 3 programs",
+     mg_tma_case("dx_tma", [150, 61], 256, 192, BF16, 3))
+case("mg.dw_tma (TMA loads and store) fp16 3 groups of 100 / 0 / 77, N 136, K 64, 4 programs",
+     mg_tma_case("dw_tma", [100, 0, 77], 136, 64, F16, 4))
 
 
 # --- experiments/deepseek_v3/dsgemm_kernels.py: DeepSeek's 1 x 128 groupwise float8 activation quantizer -----------
