@@ -143,6 +143,17 @@ add("make_tensor_descriptor", DESC + st("desc.load([0])"), "06 08 09",
       + st2("desc.load([0, 0])"))])
 add("load_tensor_descriptor", DESC + st("tl.load_tensor_descriptor(desc, [0])"))
 add("store_tensor_descriptor", DESC + "tl.store_tensor_descriptor(desc, [0], x)")
+XDESC = "tl.extra.cuda.experimental_device_tensormap_create1d(y_ptr, x_ptr, BLOCK, n, tl.float32)\n"
+XNOTE = ("Triton 3.2/3.3's experimental descriptor API (removed from Triton in 2025): the descriptor is 128 bytes "
+         "in Tegula's own layout, read at run time; ordinary masked accesses, no TMA (docs/language.md)")
+add("_experimental_make_tensor_descriptor",
+    "desc = tl._experimental_make_tensor_descriptor(x_ptr, [n], [1], [BLOCK])\n" + st("desc.load([0])"),
+    note="Triton 3.3's name of make_tensor_descriptor")
+add("_experimental_descriptor_load", XDESC + st("tl._experimental_descriptor_load(y_ptr, [0], [BLOCK], tl.float32)"),
+    note=XNOTE)
+add("_experimental_descriptor_store",
+    XDESC + "v = tl._experimental_descriptor_load(y_ptr, [0], [BLOCK], tl.float32)\n"
+    "tl._experimental_descriptor_store(y_ptr, v, [0])", note=XNOTE)
 add("tensor_descriptor", "desc: tl.tensor_descriptor = tl.make_tensor_descriptor(x_ptr, [n], [1], [BLOCK])\n"
     + st("desc.load([0])"),
     note="`desc.atomic_add` / `min` / `max` / `and` / `or` / `xor` return nothing, as in Triton; on sm_90 the TMA "
@@ -327,6 +338,13 @@ for m, probe, tut in (("x.to", st("x.to(tl.float16)"), "03 05 06 08 09"), ("x.T"
 group("tl.extra.cuda")
 for f in ("globaltimer", "smid", "num_threads", "num_warps"):
     add(f"extra.cuda.{f}", st(f"x + tl.extra.cuda.{f}()"))
+add("extra.cuda.experimental_device_tensormap_create1d", XDESC + st("x"), note=XNOTE)
+add("extra.cuda.experimental_device_tensormap_create2d",
+    "tl.extra.cuda.experimental_device_tensormap_create2d(y_ptr, x_ptr, [1, BLOCK], [1, n], tl.float32)\n" + st("x"),
+    note=XNOTE)
+add("extra.cuda.experimental_tensormap_fenceproxy_acquire",
+    "tl.extra.cuda.experimental_tensormap_fenceproxy_acquire(y_ptr)\n" + st("x"),
+    note="a no-op: the descriptor is read by ordinary loads, which see the program's own stores")
 add("extra.cuda.gdc_wait", "tl.extra.cuda.gdc_wait()\n" + st("x"), "", note="tutorial 11")
 add("extra.cuda.gdc_launch_dependents", "tl.extra.cuda.gdc_launch_dependents()\n" + st("x"), "", note="tutorial 11")
 

@@ -16,8 +16,8 @@ others left the tree earlier and are read from the last commit that held each (t
     tma_autotuning.py, reference_utils.py), experiments/deepseek_v3/dsgemm_kernels.py;
   - 88247277 (2025-02-05, before the fused RMS norm was removed): models/norms.py.
 
-Result on the CPU backend (2026-12-07): 91 of 92 lines match (a case's forward and backward are a line each), 5
-kernels are refused as expected and 1 line fails by torchtitan's own bug, in about 50 seconds on two cores from an
+Result on the CPU backend (2026-12-07): 95 of 96 lines match (a case's forward and backward are a line each), 1
+kernel is refused as expected and 1 line fails by torchtitan's own bug, in about 50 seconds on two cores from an
 empty Tegula cache (7 with a warm one); the same under TEGULA_DEBUG=1 (no access out of bounds; the peer copies
 write through addresses made from integers, which debug mode cannot bound). No divergence from Triton and no Tegula
 bug was found. torchtitan's bug: the
@@ -75,11 +75,15 @@ compute in float32 and round to their output's dtype; the contiguous GEMM's pers
 gradients, are bfloat16); float8 codes within half an e4m3 step of the quotient by the kernel's own scale, scales
 1e-6; indices, copies, metadata and untouched memory exactly.
 
-Expected refusals (counted apart; one passes only with the error named): the M*G file's TMA kernels
-(_kernel_mg_forward_hopper, _kernel_mg_forward_tma, _kernel_mg_dx_tma, and _kernel_mg_dw_tma with TMA loads) use
-Triton 3.3's experimental descriptor API (tl.extra.cuda.experimental_device_tensormap_create2d,
-tl._experimental_descriptor_load / _store), which Triton removed in 2025 (#6488) and Tegula does not have: E0204;
-and ContiguousGroupedGEMM's backward on float32 inputs (above): E0314.
+Expected refusal (counted apart; it passes only with the error named): ContiguousGroupedGEMM's backward on float32
+inputs (above): E0314.
+
+M*G TMA kernels (_kernel_mg_forward_hopper, _kernel_mg_forward_tma, _kernel_mg_dx_tma, and _kernel_mg_dw_tma with
+TMA loads and store) use Triton 3.3's experimental descriptor API (tl.extra.cuda.experimental_device_tensormap_create2d,
+tl._experimental_descriptor_load / _store, removed from Triton in 2025, #6488), which Tegula implements
+(docs/language.md): checked cases, their host descriptors filled in the grid function as the wrappers'
+TmaDescriptorHelper fills them (tegula.experimental_descriptor.fill_2d_tma_descriptor into 128-byte buffers),
+bf16 / fp16, empty and ragged groups.
 
 torchtitan is not part of Tegula; point this at torchtitan's git directory (the files are taken from their commits
 into a temporary tree; the `fetch` mirror's bare directory will do) or at a tree holding them, e.g.
