@@ -39,14 +39,16 @@ program of a masked kernel has a tail):
   - docstrings: kernel_with_docstring_double_quotes, kernel_with_docstring_single_quotes,
     kernel_with_backslash_in_docstring (ones up to numel; the rest of the buffer untouched).
 
+Triton 3.2/3.3's descriptor API, which Triton itself removed (its 3.7 has neither
+triton.tools.experimental_descriptor nor tl._experimental_descriptor_load; torch's tests skip those cases when
+has_triton_experimental_host_tma() is false), runs as Tegula implements it (docs/language.md): host descriptors
+from create_tensor_descriptor_shim(..., new_api=False) for add_kernel_with_tma_1d_old_api / _2d_old_api, and
+descriptors written into a workspace by the kernel for add_kernel_on_device_tma_old_api, each against x + y.
+
 Expected refusals, reported as `refused (expected)` and counted apart from the passes: the six inline-assembly
 kernels (inline_asm_kernel_is_pure_true / _false and kernel_inline_asm_double_quotes / _single_quotes carry PTX,
-kernel_inline_asm_rocm_* AMD GCN assembly), which the CPU backend refuses before it writes any code (E0805); and
-the old TMA API, which Triton itself removed (its 3.7 has neither triton.tools.experimental_descriptor nor
-tl._experimental_descriptor_load nor tl.extra.cuda.experimental_device_tensormap_create2d; torch's tests skip
-those cases when has_triton_experimental_host_tma() is false): create_tensor_descriptor_shim(..., new_api=False)
-for add_kernel_with_tma_1d_old_api / _2d_old_api, and add_kernel_on_device_tma_old_api. A refusal passes only
-with the error expected; an expected refusal that runs, or fails otherwise, is a FAIL.
+kernel_inline_asm_rocm_* AMD GCN assembly), which the CPU backend refuses before it writes any code (E0805). A
+refusal passes only with the error expected; an expected refusal that runs, or fails otherwise, is a FAIL.
 
 A case passes when every output is within tol * (the reference's largest magnitude): float32 1e-6 (the kernels
 add or scale once; the atomic add, two adds, 4e-6), float16 2e-3 (the matmul's float16 output against a float64
@@ -430,24 +432,31 @@ def inline_asm_cos(kernel):
 
 
 def tma_old_host(two_d):
-    def launch():
+    """Triton 3.2/3.3's host descriptors (create_tensor_descriptor_shim(..., new_api=False)): blocks past the
+    edges of a 60 x 44 matrix, and 1000 elements in blocks of 128."""
+    def case():
         shape, blocks = ((60, 44), [32, 16]) if two_d else ((1000,), [128])
-        x, y, out = rand(*shape), rand(*shape), torch.empty(shape, device=DEVICE)
+        x, y = rand(*shape), rand(*shape)
+        out = torch.full(shape, 5.0, device=DEVICE)
         descs = [tu.create_tensor_descriptor_shim(t, blocks, new_api=False) for t in (x, y, out)]
         if two_d:
             tu.add_kernel_with_tma_2d_old_api[(cdiv(60, 32), cdiv(44, 16))](*descs, BLOCK_SIZE_X=32, BLOCK_SIZE_Y=16)
         else:
             tu.add_kernel_with_tma_1d_old_api[(cdiv(1000, 128),)](*descs, BLOCK_SIZE=128)
-    return launch
+        yield {"out": (out, x + y, TOL[F32])}
+    return case
 
 
 def on_device_tma_old():
-    def launch():
+    """Descriptors the kernel writes into a workspace (experimental_device_tensormap_create2d), every program
+    writing the same three."""
+    def case():
         a, b = rand(64, 64), rand(64, 64)
         out = torch.zeros_like(a)
         workspace = torch.zeros(3 * 128, dtype=torch.uint8, device=DEVICE)
         tu.add_kernel_on_device_tma_old_api[(2, 2)](a, b, out, 64, 64, workspace, BLOCK_SIZE=32)
-    return launch
+        yield {"out": (out, a + b, TOL[F32])}
+    return case
 
 
 # --- the cases ---------------------------------------------------------------------------------------------------
@@ -490,6 +499,9 @@ CASES = [
     ("add_kernel_with_tma_1d_new_api", tma_1d_new()),
     ("add_kernel_with_tma_2d_new_api 60 x 44", tma_2d_new()),
     ("add_kernel_on_device_tma_new_api 50 x 44", on_device_tma_new()),
+    ("add_kernel_with_tma_1d_old_api (Triton 3.2/3.3 host descriptors)", tma_old_host(False)),
+    ("add_kernel_with_tma_2d_old_api 60 x 44 (Triton 3.2/3.3 host descriptors)", tma_old_host(True)),
+    ("add_kernel_on_device_tma_old_api (descriptors written in the kernel)", on_device_tma_old()),
     *[(name, docstring(getattr(tu, name))) for name in ("kernel_with_docstring_double_quotes",
                                                          "kernel_with_docstring_single_quotes",
                                                          "kernel_with_backslash_in_docstring")],
@@ -502,10 +514,6 @@ REFUSALS = [
                                                                         "kernel_inline_asm_single_quotes",
                                                                         "kernel_inline_asm_rocm_double_quotes",
                                                                         "kernel_inline_asm_rocm_single_quotes")],
-    ("add_kernel_with_tma_1d_old_api (old host TMA API)", tma_old_host(False), r"experimental_descriptor"),
-    ("add_kernel_with_tma_2d_old_api (old host TMA API)", tma_old_host(True), r"experimental_descriptor"),
-    ("add_kernel_on_device_tma_old_api (old device TMA API)", on_device_tma_old(),
-     r"experimental_device_tensormap_create2d"),
 ]
 
 
