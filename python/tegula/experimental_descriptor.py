@@ -113,19 +113,54 @@ def create_2d_tma_descriptor(ptr, dim1, dim0, block_dim1, block_dim0, element_si
     return desc
 
 
-def fill_1d_tma_descriptor(ptr, dim, block_dim, element_size, desc_address) -> None:
-    """Triton's driver.active.utils.fill_1d_tma_descriptor: the descriptor written to host address
-    `desc_address` (128 bytes the caller holds)."""
-    _write(desc_address, _words(ptr, [dim], [block_dim], element_size))
+def fill_1d_tma_descriptor(ptr, dim, block_dim, element_size, desc) -> None:
+    """Triton's driver.active.utils.fill_1d_tma_descriptor: the descriptor written to `desc`, the host address
+    of 128 bytes the caller holds (Triton 3.1 to 3.3) or a writable buffer of at least 128 bytes such as a
+    NumPy array (Triton 3.0, ``np.empty(TMA_SIZE, dtype=np.int8)``)."""
+    _write(desc, _words(ptr, [dim], [block_dim], element_size))
 
 
-def fill_2d_tma_descriptor(ptr, dim1, dim0, block_dim1, block_dim0, element_size, desc_address) -> None:
-    """Triton's driver.active.utils.fill_2d_tma_descriptor (dim1 outer) into host address `desc_address`."""
-    _write(desc_address, _words(ptr, [dim1, dim0], [block_dim1, block_dim0], element_size))
+def fill_2d_tma_descriptor(ptr, dim1, dim0, block_dim1, block_dim0, element_size, desc) -> None:
+    """Triton's driver.active.utils.fill_2d_tma_descriptor (dim1 outer) into `desc`: a host address or a
+    writable buffer, as fill_1d_tma_descriptor's."""
+    _write(desc, _words(ptr, [dim1, dim0], [block_dim1, block_dim0], element_size))
 
 
-def _write(desc_address, words: np.ndarray) -> None:
-    address = _int("desc_address", desc_address)
-    if address <= 0:
-        raise coded(ValueError, "E0711", f"desc_address must be a host address, got {address:#x}")
-    ctypes.memmove(address, words.ctypes.data, TMA_DESC_SIZE)
+def _write(desc, words: np.ndarray) -> None:
+    if isinstance(desc, int) or not _is_buffer(desc):
+        address = _int("desc_address", desc)
+        if address <= 0:
+            raise coded(ValueError, "E0711", f"desc_address must be a host address, got {address:#x}")
+        ctypes.memmove(address, words.ctypes.data, TMA_DESC_SIZE)
+        return
+    try:
+        view = memoryview(desc).cast("B")
+    except TypeError:  # not C-contiguous
+        view = None
+    if view is None or view.readonly or view.nbytes < TMA_DESC_SIZE:
+        why = ("is read-only" if view is not None and view.readonly else
+               f"holds {view.nbytes} bytes" if view is not None else "is not contiguous")
+        raise coded(ValueError, "E0711",
+                    f"a TMA descriptor is written into a writable, contiguous buffer of at least {TMA_DESC_SIZE} "
+                    f"bytes (or a host address); this {type(desc).__name__} {why}")
+    view[:TMA_DESC_SIZE] = words.view(np.uint8)
+
+
+def _is_buffer(value) -> bool:
+    try:
+        memoryview(value)
+    except TypeError:
+        return False
+    return True
+
+
+def kernel_param_bytes(value, kernel: str, param: str) -> np.ndarray:
+    """The launcher's view of an argument with ``tma_desc_cpu_ptr()`` (Triton 3.2/3.3's TmaDescKernelParam and
+    its duck types, such as FBGEMM's TmaAutoTuneHelper.KernelParamWrapper): the 128 bytes at that host address,
+    as a uint8 array passed as a pointer. Their owner keeps them alive across the launch, as in Triton."""
+    address = value.tma_desc_cpu_ptr()
+    if isinstance(address, bool) or not isinstance(address, int) or address <= 0:
+        raise coded(TypeError, "E0711",
+                    f"argument '{param}' of kernel '{kernel}': {type(value).__name__}.tma_desc_cpu_ptr() must give "
+                    f"the host address of a TMA descriptor's {TMA_DESC_SIZE} bytes, got {address!r}")
+    return np.ctypeslib.as_array((ctypes.c_uint8 * TMA_DESC_SIZE).from_address(address))

@@ -202,7 +202,8 @@ ArgumentClassifier::ArgumentClassifier(LaunchSupport support)
       torch_name_(interned("torch")),
       tensor_name_(interned("Tensor")),
       aggregate_name_(interned("__tegula_aggregate__")),
-      is_neg_name_(interned("is_neg")) {}
+      is_neg_name_(interned("is_neg")),
+      tma_desc_cpu_ptr_name_(interned("tma_desc_cpu_ptr")) {}
 
 // --- runtime arguments -----------------------------------------------------------------------
 
@@ -597,6 +598,13 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
   if (is_instance(value, support_.ndarray)) return numpy_array(kernel, param, value, /*exact=*/false);
   if (is_descriptor(value) || is_number_scalar(value) || PyLong_Check(object) || PyFloat_Check(object))
     return std::nullopt;
+  // Triton 3.2/3.3's host TMA descriptor (TmaDescKernelParam and its duck types): the 128 bytes at
+  // tma_desc_cpu_ptr(), passed as a *u8 (tegula.experimental_descriptor.kernel_param_bytes).
+  if (has_attribute(value, tma_desc_cpu_ptr_name_)) {
+    nb::object bytes = nb::module_::import_("tegula.experimental_descriptor")
+                           .attr("kernel_param_bytes")(value, nb::str(kernel.c_str()), nb::str(param.c_str()));
+    return numpy_array(kernel, param, bytes, /*exact=*/false);
+  }
   if (has_attribute(value, data_ptr_name_) && has_attribute(value, dtype_name_) && has_attribute(value, device_name_))
     return tensor_like(kernel, param, value);
   nb::object interface = attribute_or_null(value, cuda_interface_name_);

@@ -259,7 +259,8 @@ class ArgumentClassifier {
   nanobind::str dtype_name_, is_cuda_name_, is_cpu_name_, data_ptr_name_, get_device_name_, device_name_,
       type_name_, index_name_, value_name_, item_name_, base_name_, shape_name_, strides_name_,
       block_shape_name_, padding_name_, scalar_name_, canonical_name_, cuda_interface_name_, dlpack_name_,
-      stride_name_, element_size_name_, torch_name_, tensor_name_, aggregate_name_, is_neg_name_;
+      stride_name_, element_size_name_, torch_name_, tensor_name_, aggregate_name_, is_neg_name_,
+      tma_desc_cpu_ptr_name_;
   // dtype object -> its scalar type: NumPy dtypes hash slowly, identity is enough.
   std::vector<std::pair<nanobind::object, ir::Scalar>> numpy_dtypes_;
   std::vector<std::pair<nanobind::object, ir::Scalar>> torch_dtypes_;

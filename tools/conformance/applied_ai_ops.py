@@ -126,6 +126,10 @@ FILES = {
     "flash_backward": INF + "torch_compile/flash_backward.py",
     "tgroup_gemm_forward": "kernels/MoE/group_GEMM/triton/tgroup_gemm_forward.py",
     "tgroup_gemm_backwards": "kernels/MoE/group_GEMM/triton/tgroup_gemm_backwards.py",
+    "tma_utils": "kernels/MoE/group_GEMM/triton/utils/tma_utils.py",
+    "tma_gemm": INF + "fp8/tma_gemm.py",
+    "fp8_rowwise_tma_persistent": "kernels/needs_perf_help/fp8_rowwise_tma_persistent.py",
+    "groupgemm": "dev/triton_groupGEMM/groupgemm.py",
 }
 for _file in FILES.values():
     if not (AAI / _file).is_file():
@@ -141,7 +145,7 @@ os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
 torch.set_default_device(DEVICE)
 
 import triton  # noqa: E402
-from comparisons import check as comparisons_check  # noqa: E402
+from comparisons import check as comparisons_check, report  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
@@ -153,6 +157,7 @@ if DEVICE != "cuda":
     standins.CudaToDevice(DEVICE).__enter__()  # on for the rest of the process
     _cuda_device = torch.cuda.device
     torch.cuda.device = lambda index: contextlib.nullcontext() if index is None else _cuda_device(index)
+    torch.cuda.current_device = lambda: 0
 
 
 def moe_align_block_size(topk_ids, num_experts, block_size, sorted_ids, expert_ids, num_tokens_post_pad):
@@ -183,17 +188,17 @@ _vllm._C = _vllm_c
 sys.modules.update({"vllm": _vllm, "vllm._C": _vllm_c})
 
 
-class _TmaAutoTuneHelper:
-    TMA_SIZE = 128
+# triton.ops (Triton 3.0's, removed in 3.1): fp8_rowwise_tma_persistent.py imports the matmul performance
+# model's two functions and uses neither.
+def _no_perf_model(*a, **k):
+    raise NotImplementedError("triton.ops.matmul_perf_model is a placeholder in applied_ai_ops.py")
 
-    def __init__(self, *a, **k):
-        raise NotImplementedError("tma_utils.TmaAutoTuneHelper is a placeholder in applied_ai_ops.py")
 
-
-_tma_utils = types.ModuleType("tma_utils")
-_tma_utils.HAS_TMA_DESC = False
-_tma_utils.TmaAutoTuneHelper = _TmaAutoTuneHelper
-sys.modules["tma_utils"] = _tma_utils
+_ops = types.ModuleType("triton.ops"); _ops.__path__ = []
+_perf = types.ModuleType("triton.ops.matmul_perf_model")
+_perf.early_config_prune = _perf.estimate_matmul_time = _no_perf_model
+_ops.matmul_perf_model = _perf
+sys.modules.update({"triton.ops": _ops, "triton.ops.matmul_perf_model": _perf})
 
 
 @contextlib.contextmanager
@@ -241,6 +246,10 @@ def load(name, tolerate_last=False):
             raise
     return sys.modules[full]
 
+
+# The group_GEMM files' `import tma_utils`: the checkout's own (it prints a line to stderr at import)
+with contextlib.redirect_stderr(io.StringIO()):
+    sys.modules["tma_utils"] = load("tma_utils")
 
 torch.manual_seed(0)
 results = []
@@ -648,7 +657,165 @@ check("group_GEMM backward_x_scheduled bf16 N=72 K=96 (4 SMs)", grouped("backwar
 check("group_GEMM backward_w_scheduled bf16 N=72 K=60 (4 SMs)", grouped("backward w", GROUPS, 72, 60))
 
 
-for name, status, worst, why in results:
-    err = "max err n/a" if worst != worst else f"max err {worst:.2g}"
-    print(f"{name:82s} {status:4s} {err:16s} {why}")
-print(f"{sum(r[1] == 'ok' for r in results)} of {len(results)} applied-ai cases match the torch float64 references")
+
+# --- TMA kernels: Triton 3.0-3.3's host descriptors and tl._experimental_descriptor_load / store -------------
+
+def tma_gemm(m, n, k):
+    """fp8/tma_gemm.py's matmul (its wrapper): a [m, k] @ b [n, k].T, fp8 e4m3 in, float16 out; descriptors
+    filled into NumPy int8 arrays (Triton 3.0's fill_2d_tma_descriptor) and copied to tensors."""
+    def run():
+        a = (torch.randn(m, k) * 2).to(torch.float8_e4m3fn)
+        b = (torch.randn(n, k) * 2).to(torch.float8_e4m3fn)
+        c = load("tma_gemm").matmul(a, b)
+        yield {"c": (c, a.double() @ b.double().T, 1e-2)}
+    return run
+
+
+check("fp8 tma_gemm matmul e4m3 m=100 n=136 k=608 (tails in m, n, k)", tma_gemm(100, 136, 608))
+check("fp8 tma_gemm matmul e4m3 m=192 n=72 k=512", tma_gemm(192, 72, 512))
+
+
+def fp8_rowwise_tma(M, N, K, sms, c_desc_bf16=False):
+    """_kernel_matmul_fp8_row_tma_persistent, launched as matmul_fp8_row(tma_persistent=True) would: its blocks,
+    its five descriptors (2-D for A, B, C, 1-D for the row scales), its persistent grid. The wrapper itself
+    falls back to torch for CPU tensors and calls prep_matmul, which the file does not define: C is bfloat16
+    with a float32 dot, as FBGEMM's prep_matmul makes it. The kernel stores acc.to(C_ptr.dtype.element_ty), and
+    C_ptr is the wrapper's int8 descriptor tensor: C gets int8 values, on a GPU too (the library's bug).
+    c_desc_bf16: C's descriptor passed as a bfloat16 view of the same 128 bytes, so the cast is to C's type."""
+    def run():
+        import numpy as np
+        mod = load("fp8_rowwise_tma_persistent")
+        a = (torch.randn(M, K) * 2).to(torch.float8_e4m3fn)
+        b = (torch.randn(N, K) * 2).to(torch.float8_e4m3fn)
+        a_scale, b_scale = torch.rand(M) + 0.5, torch.rand(N) + 0.5
+        _, tl_dtype, _, _ = mod.get_fp8_constants()
+        a_tl, b_tl = mod.convert_fp8_type(a, tl_dtype), mod.convert_fp8_type(b, tl_dtype)
+        c = torch.empty((M, N), dtype=torch.bfloat16)
+        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = 128, 256, 128, 8
+        utils = triton.runtime.driver.active.utils
+        descs = [np.empty(128, dtype=np.int8) for _ in range(5)]
+        utils.fill_2d_tma_descriptor(a_tl.data_ptr(), M, K, BLOCK_M, BLOCK_K, a_tl.element_size(), descs[0])
+        utils.fill_2d_tma_descriptor(b_tl.data_ptr(), N, K, BLOCK_N, BLOCK_K, b_tl.element_size(), descs[1])
+        utils.fill_2d_tma_descriptor(c.data_ptr(), M, N, BLOCK_M, BLOCK_N, c.element_size(), descs[2])
+        utils.fill_1d_tma_descriptor(a_scale.data_ptr(), M, BLOCK_M, a_scale.element_size(), descs[3])
+        utils.fill_1d_tma_descriptor(b_scale.data_ptr(), N, BLOCK_N, b_scale.element_size(), descs[4])
+        d_a, d_b, d_c, d_as, d_bs = (torch.tensor(d, device="cuda") for d in descs)
+        if c_desc_bf16:
+            d_c = d_c.view(torch.bfloat16)
+        grid = (min(sms, triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)),)
+        mod._kernel_matmul_fp8_row_tma_persistent[grid](
+            d_a, d_b, d_c, M, N, K, d_as, d_bs, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+            c.stride(0), c.stride(1), dot_out_dtype=triton.language.float32, allow_tf32=True,
+            fp8_fast_accum=True, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+            AB_DTYPE=False, NUM_SMS=sms, num_stages=3, num_warps=8)
+        ref = a.double() @ b.double().T * a_scale.double()[:, None] * b_scale.double()[None, :]
+        yield {"c": (c, ref, 1e-2)}
+    return run
+
+
+check("fp8_rowwise_tma_persistent e4m3 M=200 N=296 K=400 (wrapper's int8 C descriptor)",
+      fp8_rowwise_tma(200, 296, 400, 2))
+check("fp8_rowwise_tma_persistent e4m3 M=200 N=296 K=400 (4 tiles, 2 SMs; bf16 C descriptor)",
+      fp8_rowwise_tma(200, 296, 400, 2, True))
+check("fp8_rowwise_tma_persistent e4m3 M=64 N=136 K=256 (1 tile, 3 SMs; bf16 C descriptor)",
+      fp8_rowwise_tma(64, 136, 256, 3, True))
+
+
+def groupgemm_dev(m_sizes, N, K, fp8, sms=3):
+    """dev/triton_groupGEMM/groupgemm.py's grouped_gemm / grouped_gemm_fp8_rowwise (the wrappers): TMA loads
+    through tma_utils' TmaAutoTuneHelper, filled in the autotuner's grid function; y [M, N], group g's rows
+    times w's rows g * N to (g + 1) * N. Its 72 autotune configs are cut to one the early prune keeps."""
+    def run():
+        mod = load("groupgemm")
+        for kern in (mod._kernel_grouped_gemm, mod._kernel_grouped_gemm_fp8_rowwise):
+            cut_configs(kern, lambda c: (c.kwargs["BLOCK_SIZE_M"], c.kwargs["BLOCK_SIZE_N"], c.kwargs["BLOCK_SIZE_K"],
+                                         c.num_stages, c.num_warps) == (64, 128, 64, 3, 4))
+        G, M = len(m_sizes), sum(m_sizes)
+        sizes = torch.tensor(m_sizes, dtype=torch.int32)
+        dt = torch.float8_e4m3fn if fp8 else torch.bfloat16
+        x = torch.randn(M, K).to(dt)
+        w = (torch.randn(N * G, K) / K ** 0.5 * (16 if fp8 else 1)).to(dt)
+        if fp8:
+            xs, ws = torch.rand(M) + 0.5, torch.rand(N * G) + 0.5
+            y = mod.grouped_gemm_fp8_rowwise(x, w, sizes, xs, ws)
+        else:
+            y = mod.grouped_gemm(x, w, sizes)
+        ref, start = [], 0
+        for g, m in enumerate(m_sizes):
+            r = x.double()[start:start + m] @ w.double()[g * N:(g + 1) * N].T
+            if fp8:
+                r = r * xs.double()[start:start + m, None] * ws.double()[None, g * N:(g + 1) * N]
+            ref.append(r); start += m
+        yield {"y": (y, torch.cat(ref), 1e-2)}
+    return run
+
+
+check("dev groupgemm grouped_gemm bf16 TMA loads groups 37/0/100/15 N=136 K=128",
+      groupgemm_dev(GROUPS, 136, 128, False), sms=3)
+check("dev groupgemm grouped_gemm_fp8_rowwise e4m3 TMA loads N=136 K=128", groupgemm_dev(GROUPS, 136, 128, True),
+      sms=3)
+
+
+def grouped_tma(m_sizes, N, K, fp8, store, sms=4):
+    """tgroup_gemm_forward.py's TMA paths. store True: the wrappers grouped_gemm_forward /
+    grouped_gemm_fp8_rowwise (USE_TMA_LOAD = USE_TMA_STORE = True). Their in-kernel output descriptor has
+    global_size [m_size, N] at group g's corner of y [M, N * G]: a descriptor's rows are contiguous
+    (experimental_device_tensormap_create2d has no stride argument), so group g's rows land N elements
+    apart instead of N * G, on a GPU too: the library's bug. The case checks the elements that layout writes.
+    store False: the kernels launched directly with the wrapper's descriptors, grid and blocks, TMA loads
+    and the pointer store (USE_TMA_STORE = False), checked against the math."""
+    def run():
+        mod = load("tgroup_gemm_forward")
+        G, M = len(m_sizes), sum(m_sizes)
+        sizes = torch.tensor(m_sizes, dtype=torch.int32)
+        dt = torch.float8_e4m3fn if fp8 else torch.bfloat16
+        x = torch.randn(M, K).to(dt)
+        w = (torch.randn(N * G, K) / K ** 0.5 * (16 if fp8 else 1)).to(dt)
+        xs, ws = (torch.rand(M) + 0.5, torch.rand(N * G) + 0.5) if fp8 else (None, None)
+        if store:
+            y = mod.grouped_gemm_fp8_rowwise(x, w, sizes, xs, ws) if fp8 else mod.grouped_gemm_forward(x, w, sizes)
+        else:
+            helper = mod.utils.TmaAutoTuneHelper()
+            for name, t, rows, block in (("x", x, M, 64), ("w", w, N * G, 64)):
+                helper.init_tma_descriptor(name)
+                helper.fill_2d_tma_descriptor(name, t.data_ptr(), rows, K, block, 32, t.element_size())
+            dx, dw = helper.get_tma_descriptor_kernel_param("x"), helper.get_tma_descriptor_kernel_param("w")
+            y = torch.full((M, N * G), float("nan"), dtype=torch.bfloat16)
+            args = dict(G=G, M_BUCKET=triton.next_power_of_2(M), N=N, K=K, NUM_SMS=sms, USE_TMA_LOAD=True,
+                        USE_TMA_STORE=False, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32)
+            if fp8:
+                mod._kernel_grouped_gemm_fp8_rowwise[(min(sms, 4),)](dx, xs, dw, ws, y, None, sizes, **args)
+            else:
+                mod._kernel_grouped_gemm[(min(sms, 4),)](dx, dw, y, None, sizes, **args)
+        flat = y.flatten()
+        got, want, start = [], [], 0
+        for g, m in enumerate(m_sizes):
+            r = x.double()[start:start + m] @ w.double()[g * N:(g + 1) * N].T
+            if fp8:
+                r = r * xs.double()[start:start + m, None] * ws.double()[None, g * N:(g + 1) * N]
+            rows, cols = torch.arange(m)[:, None], torch.arange(N)[None, :]
+            row_stride = N if store else N * G
+            got.append(flat[start * N * G + g * N + rows * row_stride + cols].flatten()); want.append(r.flatten())
+            start += m
+        what = "y (the descriptors' row stride N)" if store else "y (group blocks)"
+        yield {what: (torch.cat(got), torch.cat(want), 1e-2)}
+    return run
+
+
+check("group_GEMM grouped_gemm_forward bf16 TMA load+store (wrapper; library's row stride)",
+      grouped_tma(GROUPS, 72, 96, False, True), sms=4)
+check("group_GEMM grouped_gemm_fp8_rowwise e4m3 TMA load+store (wrapper; library's row stride)",
+      grouped_tma(GROUPS, 72, 96, True, True), sms=4)
+check("group_GEMM _kernel_grouped_gemm bf16 TMA loads, wrapper's descriptors N=72 K=96",
+      grouped_tma(GROUPS, 72, 96, False, False), sms=4)
+check("group_GEMM _kernel_grouped_gemm_fp8_rowwise e4m3 TMA loads N=72 K=96",
+      grouped_tma(GROUPS, 72, 96, True, False), sms=4)
+
+
+
+LIBRARY_BUGS = {
+    "fp8_rowwise_tma_persistent e4m3 M=200 N=296 K=400 (wrapper's int8 C descriptor)":
+        "the kernel casts C to C_ptr.dtype.element_ty, and C_ptr is matmul_fp8_row's int8 descriptor tensor "
+        "(torch.tensor of an np.int8 array): int8 values go out through C's bfloat16 descriptor, on a GPU too",
+}
+sys.exit(report(results, library=LIBRARY_BUGS, library_name="applied-ai"))

@@ -37,6 +37,7 @@ from .core import (
     int16,
     int32,
     int64,
+    nv_tma_desc_type,
     pointer_type,
     str_to_ty,
     tensor,
@@ -52,7 +53,7 @@ from .ops import __all__ as _op_names
 from . import standard  # noqa: E402  (Triton's module path of the standard library: tl.standard.*)
 
 __all__ = [
-    "extra", "math", "random", "target_info", "constexpr", "dtype", "pointer_type", "tensor",
+    "extra", "math", "random", "target_info", "constexpr", "dtype", "pointer_type", "nv_tma_desc_type", "tensor",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "float8e4b15", "float8e4b8",
     "float8e5b16",

@@ -16,7 +16,8 @@ from enum import Enum
 from .._errors import coded
 
 __all__ = ["dtype", "pointer_type", "constexpr", "tensor", "PropagateNan", "block_type", "constexpr_type", "tuple_type",
-           "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t", "TRITON_MAX_TENSOR_NUMEL"]
+           "const", "tuple", "slice", "condition", "async_task", "void", "pi32_t", "TRITON_MAX_TENSOR_NUMEL",
+           "nv_tma_desc_type"]
 
 # Triton's short name -> (name exported by tegula.language, IR scalar, bits).
 _SCALARS = {
@@ -219,6 +220,20 @@ class pointer_type(dtype):
 
     def __repr__(self) -> str:
         return f"{_language_path(self.element_ty)}.pointer_type({self.element_ty!r})"
+
+
+
+class nv_tma_desc_type(pointer_type):
+    """Triton 3.2/3.3's type of a host TMA descriptor argument (``tl.nv_tma_desc_type``): a constant pointer to
+    its 128 bytes. Code of that era tests for the name (``"nv_tma_desc_type" in dir(tl)``) before it passes
+    descriptors; in Tegula a descriptor argument is such a pointer (docs/language.md, "Triton 3.2/3.3's
+    experimental descriptors"), and an annotation of this type is a ``*u8`` parameter."""
+
+    __slots__ = ()
+
+    def __init__(self, const: bool = True, address_space: int = 0):
+        super().__init__(uint8, const=const, address_space=address_space)
+        self.name = "nv_tma_desc_type"
 
 
 class constexpr:

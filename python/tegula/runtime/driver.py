@@ -13,6 +13,7 @@ import platform
 
 from .. import _C, _device
 from .errors import OutOfResources  # noqa: F401  (where this module's readers found it)
+from .. import experimental_descriptor as _experimental_descriptor
 
 # CUdevice_attribute numbers (cuda.h) of the properties Triton's get_device_properties reports.
 _WARP_SIZE = 10
@@ -53,6 +54,11 @@ class CudaUtils:
     def get_current_device(self) -> int:
         return _device.current_device()
 
+    # Triton 3.0 to 3.3's host TMA descriptor fills (tegula.experimental_descriptor's: Tegula's own 128 bytes)
+    fill_1d_tma_descriptor = staticmethod(_experimental_descriptor.fill_1d_tma_descriptor)
+    fill_2d_tma_descriptor = staticmethod(_experimental_descriptor.fill_2d_tma_descriptor)
+
+
 
 def _l2_bytes() -> int:
     try:
@@ -74,6 +80,11 @@ class CpuUtils:
 
     def get_current_device(self) -> int:
         return 0
+
+    # Triton 3.0 to 3.3's host TMA descriptor fills (tegula.experimental_descriptor's: Tegula's own 128 bytes)
+    fill_1d_tma_descriptor = staticmethod(_experimental_descriptor.fill_1d_tma_descriptor)
+    fill_2d_tma_descriptor = staticmethod(_experimental_descriptor.fill_2d_tma_descriptor)
+
 
 
 class _CudaDriver:
