@@ -219,3 +219,77 @@ def test_host_2d_checks():
     d = create_2d_tma_descriptor(4096, 10, 8, 4, 8, 2)
     assert d.tma_desc_cpu_ptr() % 64 == 0 and d.nbytes == 128
     assert list(d.view(np.int64)[1:6]) == [4096, 2, 2, 10, 8]  # base, rank, element size, dim1, dim0
+
+
+# --- the host API as Triton 3.0-3.3's code reaches it: driver.active.utils.fill_*_tma_descriptor into NumPy
+# int8 arrays (Triton 3.0) or host addresses, objects with only tma_desc_cpu_ptr() (FBGEMM's
+# TmaAutoTuneHelper.KernelParamWrapper), and "nv_tma_desc_type" in dir(tl) -----------------------------------
+
+class ParamWrapper:
+    """FBGEMM's TmaAutoTuneHelper.KernelParamWrapper: only tma_desc_cpu_ptr()."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def tma_desc_cpu_ptr(self):
+        return self.buffer.ctypes.data
+
+
+@tegula.jit
+def scaled_gemm_tail(a_desc, b_desc, s_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                     BK: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl._experimental_descriptor_load(a_desc, [pm * BM, k * BK], [BM, BK], tl.float16)
+        b = tl._experimental_descriptor_load(b_desc, [pn * BN, k * BK], [BN, BK], tl.float16)
+        acc = tl.dot(a, b.T, acc)
+    s = tl._experimental_descriptor_load(s_desc, [pm * BM], [BM], tl.float32)
+    tl._experimental_descriptor_store(c_desc, (acc * s[:, None]).to(tl.float16), [pm * BM, pn * BN])
+
+
+def test_driver_fills_numpy_buffers_and_param_wrappers(backend):
+    """Host memory, so the CPU backend only. A GEMM with tails in M, N and K (zero-filled reads, clipped stores) through descriptors the CPU driver
+    writes into np.int8 buffers and into host addresses, passed as arrays and as tma_desc_cpu_ptr() objects."""
+    if backend.name != "cpu":
+        pytest.skip("descriptors in host memory: the CPU backend")
+    from tegula.runtime import driver
+    utils = driver.active.utils
+    M, N, K, BM, BN, BK = 37, 40, 72, 16, 32, 32
+    a, b = rand(3, (M, K), np.float16), rand(4, (N, K), np.float16)
+    s = (np.random.default_rng(5).random(M) + 0.5).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float16)
+    bufs = [np.empty(TMA_DESC_SIZE, dtype=np.int8) for _ in range(2)]
+    utils.fill_2d_tma_descriptor(a.ctypes.data, M, K, BM, BK, 2, bufs[0])  # Triton 3.0: a NumPy buffer
+    utils.fill_2d_tma_descriptor(b.ctypes.data, N, K, BN, BK, 2, bufs[1])
+    wrapped = [np.zeros(TMA_DESC_SIZE, dtype=np.uint8) for _ in range(2)]
+    utils.fill_1d_tma_descriptor(s.ctypes.data, M, BM, 4, wrapped[0].ctypes.data)  # Triton 3.1+: an address
+    utils.fill_2d_tma_descriptor(c.ctypes.data, M, N, BM, BN, 2, wrapped[1].ctypes.data)
+    grid = (tegula.cdiv(M, BM), tegula.cdiv(N, BN))
+    scaled_gemm_tail[grid](bufs[0], bufs[1], ParamWrapper(wrapped[0]), ParamWrapper(wrapped[1]), M, N, K,
+                           BM=BM, BN=BN, BK=BK)
+    want = (a.astype(np.float64) @ b.astype(np.float64).T) * s[:, None]
+    np.testing.assert_allclose(c.astype(np.float64), want, rtol=2e-3, atol=2e-2)
+    assert "nv_tma_desc_type" in dir(tl) and tl.nv_tma_desc_type().element_ty == tl.uint8
+
+
+def test_fill_and_wrapper_errors(backend):
+    from tegula.experimental_descriptor import fill_1d_tma_descriptor, fill_2d_tma_descriptor
+    x = np.zeros(64, np.float32)
+    with pytest.raises(ValueError, match=r"E0711.*holds 64 bytes"):
+        fill_1d_tma_descriptor(x.ctypes.data, 64, 16, 4, np.empty(64, np.int8))
+    ro = np.empty(TMA_DESC_SIZE, np.int8)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match=r"E0711.*read-only"):
+        fill_2d_tma_descriptor(x.ctypes.data, 8, 8, 8, 8, 4, ro)
+    with pytest.raises(TypeError, match=r"E0711.*must be an int"):
+        fill_1d_tma_descriptor(x.ctypes.data, 64, 16, 4, "nowhere")
+
+    class Bad:
+        def tma_desc_cpu_ptr(self):
+            return None
+
+    if backend.name != "cpu":
+        return
+    with pytest.raises(TypeError, match=r"E0711.*argument 'src' of kernel 'padded_block'.*Bad"):
+        padded_block[(1,)](Bad(), np.zeros(32, np.float32), 0, B=32)
