@@ -55,9 +55,24 @@ package); each file is loaded on its own from the checkout, unchanged:
     forward wrapper sets both TMA switches on and raises without TMA descriptors, and the backward wrapper
     raises without CUDA and catches any kernel error, falling back to PyTorch for grad_x.
 
-Not covered: the TMA-only kernels (fp8/tma_gemm.py, needs_perf_help/fp8_rowwise_tma_persistent.py,
-dev/triton_groupGEMM/groupgemm.py: tl._experimental_descriptor_load / store and tensormap creation, which
-Triton itself has since removed), gptq/mixtral's w4a16_fused_moe_kernel (its store writes C rows at the
+  - the TMA kernels (Triton 3.0-3.3's host descriptors, tl._experimental_descriptor_load / store and
+    descriptors written in the kernel): fp8/tma_gemm.py's `matmul` wrapper (descriptors filled into np.int8
+    arrays, Triton 3.0's form, copied to tensors; tails in M, N and K); needs_perf_help/
+    fp8_rowwise_tma_persistent.py's `_kernel_matmul_fp8_row_tma_persistent`, launched directly with
+    matmul_fp8_row(tma_persistent=True)'s blocks, five descriptors and persistent grid (the wrapper falls back
+    to torch on CPU tensors and calls prep_matmul, which the file does not define: C bfloat16, as FBGEMM's).
+    The kernel casts C to C_ptr.dtype.element_ty, int8 for the wrapper's int8 descriptor tensor: that case
+    fails by the library's bug (report()'s library dict); two more pass C's descriptor as a bfloat16 view of
+    the same bytes; dev/triton_groupGEMM/groupgemm.py's `grouped_gemm` / `grouped_gemm_fp8_rowwise` wrappers
+    (autotuned, TMA loads through tma_utils' TmaAutoTuneHelper, configs cut to one its prune keeps);
+    tgroup_gemm_forward.py's TMA paths: its wrappers (TMA loads and stores) and the kernels launched directly
+    with TMA loads and the pointer store. The wrappers' in-kernel output descriptors have rows N apart where
+    y's are N * G (a descriptor has no stride argument): the library's bug, on a GPU too; those cases check
+    what that layout writes. tgroup_gemm_backwards.py's wrapper sets USE_TMA_STORE False and its
+    USE_TMA_LOAD does nothing: its kernels' TMA store paths, which no wrapper selects, are not run (left for
+    later: their in-kernel descriptors take a load_size computed at run time).
+
+Not covered: gptq/mixtral's w4a16_fused_moe_kernel (its store writes C rows at the
 sorted-slot index, unmasked, past C's rows), gptq/small_benchmark_cuda_graphs.py (marlin and auto_gptq at
 import), the tutorials' vector_add (its wrapper calls a.is_cuda() on a property) and
 dev/triton_groupGEMM/triton_tutorial_groupgemm.py (it runs 1024-cubed GEMMs and benchmarks at import).
@@ -72,9 +87,9 @@ What the files import or ask of CUDA that a CPU machine lacks is stood in for (n
   - vllm._C.ops (the MoE files): moe_align_block_size (vLLM's CUDA op; here in torch: token slots sorted by
     expert, each expert's run padded to the block with the sentinel topk_ids.numel(), one expert id per block,
     the padded total) and silu_and_mul (silu(x[:, :d]) * x[:, d:]);
-  - tma_utils (kernels/MoE/group_GEMM/triton/utils/tma_utils.py, which both group_GEMM files import; it raises
-    NotImplementedError at import unless tl has nv_tma_desc_type, a name of Triton 3.1 / 3.2): HAS_TMA_DESC
-    False and a TmaAutoTuneHelper placeholder that raises (only the wrappers' TMA paths use it);
+  - triton.ops.matmul_perf_model (Triton 3.0's, removed in 3.1; fp8_rowwise_tma_persistent.py imports its
+    early_config_prune and estimate_matmul_time and uses neither): placeholders that raise;
+  - torch.cuda.current_device() (groupgemm.py's early_config_prune asks it): 0;
   - torch.cuda.get_device_properties(): multi_processor_count from the case (5 for the RMS norm backward's
     per-SM partial sums, the tile count for stay_attention, else 2);
   - a torch function mode maps `device="cuda"` (a keyword argument of any torch function) to
@@ -85,6 +100,11 @@ What the files import or ask of CUDA that a CPU machine lacks is stood in for (n
     BLOCK_M x BLOCK_N 32 x 64 and 64 x 32 of its eleven.
   - what the files print (configs, tl.static_print shapes, problem sizes) is swallowed, Python's stdout and
     the process's.
+
+kernels/MoE/group_GEMM/triton/utils/tma_utils.py is the checkout's own, imported as `tma_utils` (both
+group_GEMM files and groupgemm.py import it by that name; the two copies are the same file).
+
+Result on the CPU backend, 2026-12-07: 53 of 54 lines match, the other failing by the library's own bug.
 
 A case passes when every output is within tol * (the reference's largest magnitude): float32 1e-5, float16
 1e-2, bfloat16 3e-2 (looser where the kernels round partial sums to float16: noted per case). Prints one line per
