@@ -823,6 +823,8 @@ constexpr Builtin kBuiltins[] = {
     // conversions
     {"cast", to, TL | METHOD},                      {"to", to, METHOD},
     {"pointer_type", lower_pointer_type, TL},
+    // Triton 3.2/3.3's host TMA descriptor type: host code tests for the name; no kernel calls it
+    {"nv_tma_desc_type", nullptr, TL},
     // type objects: isinstance() and annotations (builtins_types.h)
     {"dtype", lower_dtype_class, TL},               {"block_type", lower_block_type, TL},
     {"get_int_dtype", lower_get_int_dtype, TL},   {"_unwrap_if_constexpr", lower_unwrap_if_constexpr, TL},
