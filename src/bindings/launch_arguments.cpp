@@ -598,15 +598,16 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
   if (is_instance(value, support_.ndarray)) return numpy_array(kernel, param, value, /*exact=*/false);
   if (is_descriptor(value) || is_number_scalar(value) || PyLong_Check(object) || PyFloat_Check(object))
     return std::nullopt;
-  // Triton 3.2/3.3's host TMA descriptor (TmaDescKernelParam and its duck types): the 128 bytes at
-  // tma_desc_cpu_ptr(), passed as a *u8 (tegula.experimental_descriptor.kernel_param_bytes).
+  if (has_attribute(value, data_ptr_name_) && has_attribute(value, dtype_name_) && has_attribute(value, device_name_))
+    return tensor_like(kernel, param, value);
+  // A wrapper of Triton 3.2/3.3's host TMA descriptor (TmaDescKernelParam itself is a NumPy array): the
+  // 128 bytes at tma_desc_cpu_ptr(), passed as a *u8 (tegula.experimental_descriptor.kernel_param_bytes).
+  // After the tensors, so that they never pay for the lookup.
   if (has_attribute(value, tma_desc_cpu_ptr_name_)) {
     nb::object bytes = nb::module_::import_("tegula.experimental_descriptor")
                            .attr("kernel_param_bytes")(value, nb::str(kernel.c_str()), nb::str(param.c_str()));
     return numpy_array(kernel, param, bytes, /*exact=*/false);
   }
-  if (has_attribute(value, data_ptr_name_) && has_attribute(value, dtype_name_) && has_attribute(value, device_name_))
-    return tensor_like(kernel, param, value);
   nb::object interface = attribute_or_null(value, cuda_interface_name_);
   if (interface.is_valid() && !interface.is_none()) return cuda_interface(kernel, param, interface);
   if (has_attribute(value, dlpack_name_)) {
