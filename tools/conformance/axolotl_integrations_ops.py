@@ -567,6 +567,322 @@ def glm_absorb_case(B, H, S, Skv, topk, dtype, q_offset=0, packed=False, shuffle
     return run
 
 
+
+# --- scattermoe_lora -----------------------------------------------------------------------------------------------
+
+SML = "scattermoe_lora."
+
+
+def moe_need(name):
+    """A scattermoe_lora module; torch.compile is the identity while it loads (parallel_experts.flatten_sort_count
+    is decorated with it: a torch sort and bincount, and the real one would bring in Inductor)."""
+    real = torch.compile
+    torch.compile = lambda fn=None, **kw: fn if fn is not None else (lambda f: f)
+    try:
+        return need(SML + name)
+    finally:
+        torch.compile = real
+
+
+def routing(T, E, k, empty=()):
+    """Top-k routing of T tokens to k distinct experts of E (none to those in `empty`), and the library's own
+    flatten_sort_count of it: (expert_idxs [T, k], sorted_expert_idxs, sorted_scattered_idxs, expert_offsets)."""
+    allowed = torch.tensor([e for e in range(E) if e not in empty])
+    idx = torch.stack([allowed[torch.randperm(len(allowed))[:k]] for _ in range(T)]) if T else \
+        torch.empty(0, k, dtype=torch.long)
+    sei, ssi, off = moe_need("parallel_experts").flatten_sort_count(idx, E)
+    return idx, sei, ssi, off
+
+
+def moe_ref(x, W, A, B, s, bias, idx, gates=None, grouped_in=False, grouped_out=False, ssi=None, lora_idx=None,
+            groups=None):
+    """Row r = t k + j (token t's j-th expert e) is x[t] W[e] + s (x[t] A_e^T) B_e^T + bias[e], with A [E R, K]
+    (A_e its rows e R ..) and B [N, E R] (B_e its columns e R ..); x grouped (row i of x is row ssi[i]) when
+    grouped_in; the rows combined by the gates [T, k] when given, else in scattered order, or grouped when
+    grouped_out. lora_idx [T, k] / groups: the LoRA keyed by another index over `groups` (multi-LoRA)."""
+    T, k = idx.shape
+    E, K, N = W.shape
+    flat = idx.flatten()
+    rows = x[torch.argsort(ssi)] if grouped_in else x[torch.arange(T * k) // k]
+    y = torch.einsum("rk,rkn->rn", rows, W[flat])
+    if A is not None:
+        G = groups or E
+        lflat = flat if lora_idx is None else lora_idx.flatten()
+        R = A.shape[0] // G
+        xa = torch.einsum("rk,rqk->rq", rows, A.view(G, R, K)[lflat])
+        y = y + s * torch.einsum("rq,rnq->rn", xa, B.view(N, G, R).permute(1, 0, 2)[lflat])
+    if bias is not None:
+        y = y + bias[flat]
+    if gates is not None:
+        return (gates.view(T, k, 1) * y.view(T, k, N)).sum(1)
+    return y[ssi] if grouped_out else y
+
+
+def lora_weights(E, K, N, R, dtype):
+    W = rnd(E, K, N, dtype=dtype, scale=K ** -0.5)
+    A = rnd(E * R, K, dtype=dtype, scale=K ** -0.5)
+    B = rnd(N, E * R, dtype=dtype, scale=R ** -0.5)
+    return W, A, B
+
+
+def s2s_lora_case(T, E, k, K, N, R, dtype, bias=False, x_grouped=False, y_grouped=False, empty=(), split=False):
+    """scatter2scatter_lora (the fused kernel, or with split the library's _scatter2scatter_lora_split: three
+    scatter2scatter launches) against moe_ref."""
+
+    def run():
+        ops = moe_need("kernels.lora_ops")
+        idx, sei, ssi, _ = routing(T, E, k, empty)
+        W, A, B = lora_weights(E, K, N, R, dtype)
+        b = rnd(E, N, dtype=dtype) if bias else None
+        x = rnd(T * k if x_grouped else T, K, dtype=dtype)
+        fn = ops._scatter2scatter_lora_split if split else ops.scatter2scatter_lora
+        if x_grouped:  # the rows are already expanded: fan-out 1 over T k rows, as the library calls it
+            idx = idx.reshape(-1, 1)
+        got = fn(x, W, sei, ssi, idx.shape[1], A, B, 0.75, b, x_grouped, y_grouped)
+        want = moe_ref(d64(x), d64(W), d64(A), d64(B), 0.75, None if b is None else d64(b), idx,
+                       grouped_in=x_grouped, grouped_out=y_grouped, ssi=ssi)
+        yield {"y": (got, want, TOL[dtype])}
+    return run
+
+
+def s2s_lora_dx_case(T, E, k, K, N, R, dtype, dy_grouped=True, dx_grouped=False, empty=()):
+    """scatter2scatter_lora_dX: dX = dY W_e^T + s (dY B_e) A_e per row; dY grouped or in scattered order
+    (read through the scattered indices, fan-out k), dX grouped or scattered."""
+
+    def run():
+        ops = moe_need("kernels.lora_ops")
+        idx, sei, ssi, _ = routing(T, E, k, empty)
+        W, A, B = lora_weights(E, K, N, R, dtype)
+        dy = rnd(T * k, N, dtype=dtype)  # scattered rows
+        given = dy[ssi] if dy_grouped else dy
+        # dY has a row per scattered row either way: fan-out 1, as ScatterMoELoRA's backward passes it
+        got = ops.scatter2scatter_lora_dX(given, W, sei, ssi, 1, A, B, 0.5, dy_grouped=dy_grouped,
+                                          dx_grouped=dx_grouped)
+        flat = idx.flatten()
+        dyr = d64(dy)
+        want = torch.einsum("rn,rkn->rk", dyr, d64(W)[flat]) + 0.5 * torch.einsum(
+            "rq,rqk->rk", torch.einsum("rn,rnq->rq", dyr, d64(B).view(N, E, R).permute(1, 0, 2)[flat]),
+            d64(A).view(E, R, K)[flat])
+        yield {"dx": (got, want[ssi] if dx_grouped else want, TOL[dtype])}
+    return run
+
+
+def lora_grad_ref(x_rows, dy_rows, A, B, s, flat, E):
+    """dA_e = s sum over e's rows (dY B_e)^T x, dB_e = s sum dY^T (x A_e^T), by definition."""
+    R = A.shape[0] // E
+    N, K = B.shape[0], A.shape[1]
+    dA, dB = torch.zeros(E, R, K, dtype=F64), torch.zeros(N, E, R, dtype=F64)
+    Ae, Be = d64(A).view(E, R, K), d64(B).view(N, E, R)
+    for e in range(E):
+        rows = flat == e
+        if rows.any():
+            xe, dye = x_rows[rows], dy_rows[rows]
+            dA[e] = s * (dye @ Be[:, e]).t() @ xe
+            dB[:, e] = s * dye.t() @ (xe @ Ae[e].t())
+    return dA.view(E * R, K), dB.view(N, E * R)
+
+
+def lora_bwd_case(kind, T, E, k, K, N, R, dtype, empty=(), dy_grouped=False, rounded=False):
+    """kind: split (group_bwd_lora: the two split dA / dB kernels on grouped X and dY), fused
+    (group_bwd_lora_fused: X, and dY unless dy_grouped, read through the scattered indices; with rounded the
+    expert counts padded to BLOCK_M by the library's round_expert_counts, the real ones masking), gram
+    (kernels/grouped_gram.grouped_lora_weight_grads over grouped X, dY, XA and YB)."""
+
+    def run():
+        ops = moe_need("kernels.lora_ops")
+        idx, sei, ssi, off = routing(T, E, k, empty)
+        _, A, B = lora_weights(E, K, N, R, dtype)
+        x = rnd(T, K, dtype=dtype)
+        dy = rnd(T * k, N, dtype=dtype)  # scattered rows
+        flat = idx.flatten()
+        x_rows = d64(x)[torch.arange(T * k) // k]
+        wa, wb = lora_grad_ref(x_rows, d64(dy), A, B, 0.5, flat, E)
+        if kind == "split":
+            dA, dB = ops.group_bwd_lora(dy[ssi], x[torch.arange(T * k) // k][ssi], A, B, off, E, 0.5)
+        elif kind == "fused":
+            if rounded:
+                sei_p, ssi_p, off_p, real = ops.round_expert_counts(sei, ssi, off, E)
+                dA, dB = ops.group_bwd_lora_fused(dy[ssi_p] if dy_grouped else dy, x, A, B, off_p, ssi_p, E, k,
+                                                  0.5, real_expert_offsets=real, dy_grouped=dy_grouped)
+            else:
+                dA, dB = ops.group_bwd_lora_fused(dy[ssi] if dy_grouped else dy, x, A, B, off, ssi, E, k, 0.5,
+                                                  dy_grouped=dy_grouped)
+        else:
+            gram = moe_need("kernels.grouped_gram")
+            gx, gdy = x[torch.arange(T * k) // k][ssi], dy[ssi]
+            Rk = A.shape[0] // E
+            xa = torch.einsum("rk,rqk->rq", gx.float(), A.float().view(E, Rk, K)[sei]).to(dtype)
+            yb = torch.einsum("rn,rnq->rq", gdy.float(), B.float().view(N, E, Rk).permute(1, 0, 2)[sei]).to(dtype)
+            dA, dB = gram.grouped_lora_weight_grads(gdy, gx, yb, xa, A, B, off, E, 0.5)
+        yield {"dA": (dA, wa, TOL[dtype]), "dB": (dB, wb, TOL[dtype])}
+    return run
+
+
+
+def mx_weights(E, K, N, linear, dtype):
+    """Random MXFP4 (E8M0 scales per 32 along K) or NVFP4 (linear float32 scales per 16: E4M3 block scales
+    times a per-expert float32 scale) expert weights as the library's MXWeights, and their dequantization
+    from the definition, [E, K, N] in the compute dtype: the E2M1 code of nibble k % 2 of byte k / 2 (low
+    first) times its block's scale."""
+    mxw = moe_need("mx_weights")
+    packed = torch.randint(0, 256, (E, N, K // 2), dtype=torch.uint8)
+    codes = torch.stack([packed & 15, packed >> 4], -1).flatten(-2).long()  # [E, N, K]
+    vals = torch.tensor(mxw._FP4_E2M1_LUT, dtype=F64)[codes]
+    if linear:
+        block = torch.rand(E, N, K // 16, dtype=F64).mul(0.3).add(0.01).to(torch.float8_e4m3fn).float()
+        scales = (block * (torch.rand(E, 1, 1) + 0.5)).contiguous()
+        sc = d64(scales).repeat_interleave(16, -1)
+    else:
+        scales = torch.randint(122, 129, (E, N, K // 32), dtype=torch.uint8)
+        sc = torch.pow(2.0, scales.double() - 127).repeat_interleave(32, -1)
+    W = (vals * sc).float().to(dtype).double().permute(0, 2, 1)
+    return mxw.MXWeights(packed=packed, scales=scales, K=K, N=N, block_size=16 if linear else 32,
+                         scale_is_linear=linear, orig_dtype=dtype), W
+
+
+def scattermoe_lora_case(T, E, k, K, N, R, dtype, gates=False, bias=False, grouped_in=False, grouped_out=False,
+                         fused_dx=False, fused_gather=False, empty=(), mx=None, lora=True):
+    """parallel_linear_lora (the ScatterMoELoRA autograd Function; without LoRA, scattermoe's ParallelLinear)
+    forward and backward against moe_ref: the gradients of x, A, B and the gates (ParallelLinear: of x, the
+    expert weights, their biases and the gates). mx: "mxfp4" or "nvfp4" expert weights (MXWeights; the
+    library then takes the fused dX and fused gather paths itself)."""
+
+    def run():
+        ple = moe_need("parallel_linear_lora")
+        idx, sei, ssi, off = routing(T, E, k, empty)
+        W, A, B = lora_weights(E, K, N, R, dtype)
+        if mx:
+            weights, W64 = mx_weights(E, K, N, mx == "nvfp4", dtype)
+        else:
+            weights, W64 = W, None
+        b = rnd(E, N, dtype=dtype) if bias else None
+        x = rnd(T * k if grouped_in else T, K, dtype=dtype)
+        if grouped_in:  # already expanded: fan-out 1 over the T k rows, as the library's second layer calls it
+            idx = idx.reshape(-1, 1)
+        g = torch.softmax(rnd(T, k), -1).to(dtype) if gates else None
+        names = ["x", *(["A", "B"] if lora else ["W", *(["bias"] if bias else [])]), *(["gates"] if gates else [])]
+        given = {"x": x, "A": A, "B": B, "W": W, "bias": b, "gates": g}
+        got_in, ref_in = leaves(*[given[n] for n in names])
+        got, ref = dict(zip(names, got_in)), dict(zip(names, ref_in))
+        if lora:
+            y = ple.parallel_linear_lora(got["x"], weights, idx.shape[1], sei, ssi, off, got["A"], got["B"], 0.75, b,
+                                         got.get("gates"), grouped_in, grouped_out, fused_dx, fused_gather)
+            want = moe_ref(ref["x"], W64 if mx else d64(W), ref["A"], ref["B"], 0.75,
+                           None if b is None else d64(b), idx, ref.get("gates"), grouped_in, grouped_out, ssi)
+        else:
+            y = ple.parallel_linear_lora(got["x"], got["W"], idx.shape[1], sei, ssi, off, expert_biases=got.get("bias"),
+                                         gates=got.get("gates"), grouped_in=grouped_in, grouped_out=grouped_out)
+            want = moe_ref(ref["x"], ref["W"], None, None, 0.0, ref.get("bias"), idx, ref.get("gates"),
+                           grouped_in, grouped_out, ssi)
+        tol = TOL[dtype]
+        yield {"y": (y, want, tol)}
+        yield grads(y, got_in, want, ref_in, names, tol)
+    return run
+
+
+def multilora_case(T, E, tenants, k, K, N, R, dtype, empty=()):
+    """multi_lora.scatter2scatter_multilora (ScatterMoEMultiLoRA): the base keyed by the expert, the LoRA by
+    (expert, tenant) over E T groups, routed by the library's build_multilora_routing; forward and backward
+    (x, A, B)."""
+
+    def run():
+        ml = moe_need("multi_lora")
+        idx, _, _, _ = routing(T, E, k, empty)
+        tenant = torch.randint(0, tenants, (T, k))
+        sei, sci, ssi, eoff, coff = ml.build_multilora_routing(idx.flatten(), tenant.flatten(), E, tenants)
+        W, A, B = lora_weights(E * tenants, K, N, R, dtype)
+        W = W[:E].contiguous()
+        x = rnd(T, K, dtype=dtype)
+        (xg, Ag, Bg), (xr, Ar, Br) = leaves(x, A, B)
+        y = ml.scatter2scatter_multilora(xg, W, k, sei, sci, ssi, eoff, coff, Ag, Bg, 0.5)
+        want = moe_ref(xr, d64(W), Ar, Br, 0.5, None, idx, lora_idx=idx * tenants + tenant, groups=E * tenants)
+        yield {"y": (y, want, TOL[dtype])}
+        yield grads(y, [xg, Ag, Bg], want, [xr, Ar, Br], ["x", "A", "B"], TOL[dtype])
+    return run
+
+
+def base_ops_case(kind, T, E, k, K, N, dtype, bias=False, residual=False, x_grouped=False, y_grouped=False,
+                  int64=False, coeff=False, empty=()):
+    """kernels/ops.py directly: scatter2scatter (with the per-row residual the LoRA path fuses, biases,
+    grouped input or output, INT64_INDICES), group (fan-out k, optional per-row coefficients) and group_bwd_W
+    (per expert X_e^T dY_e and, with bias, dY_e's column sums; experts with no rows get zeros)."""
+
+    def run():
+        ops = moe_need("kernels.ops")
+        idx, sei, ssi, off = routing(T, E, k, empty)
+        tol = TOL[dtype]
+        if kind == "scatter2scatter":
+            W = rnd(E, K, N, dtype=dtype, scale=K ** -0.5)
+            b = rnd(E, N, dtype=dtype) if bias else None
+            x = rnd(T * k if x_grouped else T, K, dtype=dtype)
+            res = rnd(T * k, N, dtype=dtype) if residual else None
+            if x_grouped:  # already expanded: fan-out 1
+                idx = idx.reshape(-1, 1)
+            got = ops.scatter2scatter(x, W, sei, ssi, idx.shape[1], b=b, x_grouped=x_grouped, y_grouped=y_grouped,
+                                      int64_indices=int64, residual=res)
+            want = moe_ref(d64(x), d64(W), None, None, 0.0, None if b is None else d64(b), idx,
+                           grouped_in=x_grouped, grouped_out=y_grouped, ssi=ssi)
+            if residual:
+                want = want + d64(res)  # the residual is indexed like the output rows
+            yield {"y": (got, want, tol)}
+        elif kind == "group":
+            x = rnd(T, K, dtype=dtype)
+            c = torch.rand(T * k).to(dtype) if coeff else None
+            got = ops.group(x, ssi, coeff=c, fan_out=k)
+            want = d64(x)[ssi // k] * (d64(c)[ssi][:, None] if coeff else 1.0)
+            yield {"y": (got, want, tol)}
+        else:
+            x, dy = rnd(T * k, K, dtype=dtype), rnd(T * k, N, dtype=dtype)  # grouped rows
+            dW, db = ops.group_bwd_W(dy, x, off, E, has_bias=bias)
+            starts = torch.cat([torch.zeros(1, dtype=off.dtype), off[:-1]])
+            wW = torch.stack([d64(x)[s:e].t() @ d64(dy)[s:e] for s, e in zip(starts.tolist(), off.tolist())])
+            out = {"dW": (dW, wW, tol)}
+            if bias:
+                out["db"] = (db, torch.stack([d64(dy)[s:e].sum(0) for s, e in zip(starts.tolist(), off.tolist())]),
+                             tol)
+            yield out
+    return run
+
+
+def single_case(E, k, K, N, dtype, one_input=True):
+    """kernels/single.py single2scatter (one decoding token): one input row to its k experts, or k rows one to
+    each (K and N multiples of the kernel's 128-wide blocks: its grid and loads assume it)."""
+
+    def run():
+        single = moe_need("kernels.single")
+        W = rnd(E, K, N, dtype=dtype, scale=K ** -0.5)
+        x = rnd(1 if one_input else k, K, dtype=dtype)
+        ex = torch.randperm(E)[:k][None]
+        got = single.single2scatter(x, W, ex)
+        want = torch.stack([d64(x)[0 if one_input else j] @ d64(W)[int(ex[0, j])] for j in range(k)])
+        yield {"y": (got, want, TOL[dtype])}
+    return run
+
+
+def group_bwd_lora_atomic_case(T, E, k, K, N, R, dtype, empty=()):
+    """lora_ops._group_bwd_lora, which no host function of the library launches (group_bwd_lora runs the split
+    kernels instead): launched as its docstring says, grid (E cdiv(K, BLOCK_K), cdiv(N, BLOCK_N)) over grouped X
+    and dY into zeroed dA / dB it accumulates into atomically, under its autotuner."""
+
+    def run():
+        ops = moe_need("kernels.lora_ops")
+        idx, sei, ssi, off = routing(T, E, k, empty)
+        _, A, B = lora_weights(E, K, N, R, dtype)
+        x, dy = rnd(T, K, dtype=dtype), rnd(T * k, N, dtype=dtype)
+        gx, gdy = x[torch.arange(T * k) // k][ssi].contiguous(), dy[ssi].contiguous()
+        dA, dB = torch.zeros_like(A), torch.zeros_like(B)
+        grid = lambda META: (E * triton.cdiv(K, META["BLOCK_K"]), triton.cdiv(N, META["BLOCK_N"]))  # noqa: E731
+        ops._group_bwd_lora[grid](gdy, gdy.stride(0), gdy.stride(1), gx, gx.stride(0), gx.stride(1),
+                                  A, A.stride(0), A.stride(1), B, B.stride(0), B.stride(1),
+                                  dA, dA.stride(0), dA.stride(1), dB, dB.stride(0), dB.stride(1), off,
+                                  M=T * k, M_BUCKET=ops._bucket_m(T * k), K=K, N=N, ACTUAL_R=R,
+                                  BLOCK_R=ops._block_r_for_rank(R), scaling=0.5, ACC_TYPE=triton.language.float32,
+                                  allow_tf32=ops.ALLOW_TF32)
+        wa, wb = lora_grad_ref(d64(x)[torch.arange(T * k) // k], d64(dy), A, B, 0.5, idx.flatten(), E)
+        yield {"dA": (dA, wa, TOL[dtype]), "dB": (dB, wb, TOL[dtype])}
+    return run
+
+
 # --- the cases -----------------------------------------------------------------------------------------------------
 
 case("dsv4 rope fp32 2 x 3 x 37 x 96, rope 64", dsv4_rope_case(2, 3, 37, 96, 64, F32), FB)
@@ -611,6 +927,85 @@ case("glm_dsa mla_absorb fp32 q_offset 20, S 17 of 37 keys, shuffled top-k 24",
      glm_absorb_case(1, 5, 17, 37, 24, F32, q_offset=20, shuffle=True), FB)
 case("glm_dsa mla_absorb fp32 packed B 2, H 7, S 41, top-k 16, shuffled",
      glm_absorb_case(2, 7, 41, 41, 16, F32, packed=True, shuffle=True), FB)
+
+S = "scattermoe_lora "
+case(S + "ops scatter2scatter fp32 T 37, E 5 (one empty), top-2, K 100, N 72, bias, residual",
+     base_ops_case("scatter2scatter", 37, 5, 2, 100, 72, F32, bias=True, residual=True, empty=(2,)))
+case(S + "ops scatter2scatter bf16 grouped in, int64 indices, residual, T 50, E 4, top-1, K 64, N 128",
+     base_ops_case("scatter2scatter", 50, 4, 1, 64, 128, BF16, residual=True, x_grouped=True, int64=True))
+case(S + "ops scatter2scatter fp16 grouped out, T 9, E 8, top-2, K 100, N 72",
+     base_ops_case("scatter2scatter", 9, 8, 2, 100, 72, F16, y_grouped=True))
+case(S + "ops group fp32 fan-out 2, coefficients, T 37, K 300", base_ops_case("group", 37, 5, 2, 300, 1, F32,
+                                                                            coeff=True))
+case(S + "ops group bf16 fan-out 1, T 129, K 100", base_ops_case("group", 129, 5, 1, 100, 1, BF16))
+case(S + "ops group_bwd_W fp32 bias, T 37, E 5 (one empty), top-2, K 100, N 72",
+     base_ops_case("group_bwd_W", 37, 5, 2, 100, 72, F32, bias=True, empty=(4,)))
+case(S + "ops group_bwd_W bf16 T 50, E 4, top-1, K 64, N 128", base_ops_case("group_bwd_W", 50, 4, 1, 64, 128, BF16))
+case(S + "single2scatter fp32 one row to 2 of 6 experts, K 128, N 256", single_case(6, 2, 128, 256, F32))
+case(S + "single2scatter bf16 3 rows to 3 of 4 experts, K 256, N 128", single_case(4, 3, 256, 128, BF16,
+                                                                                  one_input=False))
+case(S + "scatter2scatter_lora fp32 T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     s2s_lora_case(37, 5, 2, 100, 72, 6, F32, empty=(3,)))
+case(S + "scatter2scatter_lora bf16 grouped in, bias, T 37, E 5, top-2, K 100, N 72, rank 6",
+     s2s_lora_case(37, 5, 2, 100, 72, 6, BF16, bias=True, x_grouped=True))
+case(S + "scatter2scatter_lora fp32 grouped out, bias, T 37, E 5, top-2, K 100, N 72, rank 6",
+     s2s_lora_case(37, 5, 2, 100, 72, 6, F32, bias=True, y_grouped=True))
+case(S + "scatter2scatter_lora bf16 T 150, E 8 (two empty), top-1, K 64, N 128, rank 16",
+     s2s_lora_case(150, 8, 1, 64, 128, 16, BF16, empty=(0, 5)))
+case(S + "scatter2scatter_lora split fp32 bias, T 37, E 5, top-2, K 100, N 72, rank 6",
+     s2s_lora_case(37, 5, 2, 100, 72, 6, F32, bias=True, split=True))
+case(S + "scatter2scatter_lora_dX fp32 grouped dY, T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     s2s_lora_dx_case(37, 5, 2, 100, 72, 6, F32, empty=(3,)))
+case(S + "scatter2scatter_lora_dX bf16 scattered dY, grouped dX, T 37, E 5, top-2, K 100, N 72, rank 6",
+     s2s_lora_dx_case(37, 5, 2, 100, 72, 6, BF16, dy_grouped=False, dx_grouped=True))
+case(S + "scatter2scatter_lora_dX fp32 T 150, E 8, top-1, K 64, N 128, rank 16",
+     s2s_lora_dx_case(150, 8, 1, 64, 128, 16, F32))
+case(S + "group_bwd_lora split fp32 T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     lora_bwd_case("split", 37, 5, 2, 100, 72, 6, F32, empty=(1,)))
+case(S + "group_bwd_lora split bf16 T 150, E 8, top-1, K 64, N 128, rank 16",
+     lora_bwd_case("split", 150, 8, 1, 64, 128, 16, BF16, empty=(7,)))
+case(S + "group_bwd_lora_fused fp32 scattered dY, T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     lora_bwd_case("fused", 37, 5, 2, 100, 72, 6, F32, empty=(1,)))
+case(S + "group_bwd_lora_fused bf16 grouped dY, T 37, E 5, top-2, K 100, N 72, rank 6",
+     lora_bwd_case("fused", 37, 5, 2, 100, 72, 6, BF16, dy_grouped=True))
+case(S + "group_bwd_lora_fused fp32 counts rounded to BLOCK_M, T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     lora_bwd_case("fused", 37, 5, 2, 100, 72, 6, F32, empty=(2,), rounded=True))
+case(S + "grouped_lora_weight_grads fp32 T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     lora_bwd_case("gram", 37, 5, 2, 100, 72, 6, F32, empty=(1,)))
+case(S + "grouped_lora_weight_grads bf16 T 150, E 8, top-1, K 64, N 128, rank 16",
+     lora_bwd_case("gram", 150, 8, 1, 64, 128, 16, BF16, empty=(3,)))
+case(S + "_group_bwd_lora (unlaunched) fp32 T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     group_bwd_lora_atomic_case(37, 5, 2, 100, 72, 6, F32, empty=(1,)))
+case(S + "_group_bwd_lora (unlaunched) bf16 T 150, E 8, top-1, K 64, N 128, rank 16",
+     group_bwd_lora_atomic_case(150, 8, 1, 64, 128, 16, BF16))
+case(S + "ScatterMoELoRA fp32 gates, bias, T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     scattermoe_lora_case(37, 5, 2, 100, 72, 6, F32, gates=True, bias=True, empty=(3,)), FB)
+case(S + "ScatterMoELoRA bf16 scattered out, T 37, E 5, top-2, K 100, N 72, rank 6",
+     scattermoe_lora_case(37, 5, 2, 100, 72, 6, BF16), FB)
+case(S + "ScatterMoELoRA fp32 fused dX, grouped out, T 37, E 5, top-2, K 100, N 72, rank 6",
+     scattermoe_lora_case(37, 5, 2, 100, 72, 6, F32, grouped_out=True, fused_dx=True), FB)
+case(S + "ScatterMoELoRA fp32 fused dX and gather, T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
+     scattermoe_lora_case(37, 5, 2, 100, 72, 6, F32, fused_dx=True, fused_gather=True, empty=(0,)), FB)
+case(S + "ScatterMoELoRA bf16 fused dX and gather, grouped in, T 37, E 5, top-2, K 100, N 72, rank 6",
+     scattermoe_lora_case(37, 5, 2, 100, 72, 6, BF16, grouped_in=True, fused_dx=True, fused_gather=True), FB)
+case(S + "ScatterMoELoRA fp32 grouped in and out, bias, T 150, E 8, top-1, K 64, N 128, rank 16",
+     scattermoe_lora_case(150, 8, 1, 64, 128, 16, F32, bias=True, grouped_in=True, grouped_out=True), FB)
+case(S + "ScatterMoELoRA fp32 MXFP4 weights, T 37, E 5 (one empty), top-2, K 96, N 72, rank 6",
+     scattermoe_lora_case(37, 5, 2, 96, 72, 6, F32, mx="mxfp4", empty=(3,)), FB)
+case(S + "ScatterMoELoRA bf16 MXFP4 weights, gates, T 37, E 5, top-2, K 96, N 72, rank 6",
+     scattermoe_lora_case(37, 5, 2, 96, 72, 6, BF16, mx="mxfp4", gates=True), FB)
+case(S + "ScatterMoELoRA bf16 NVFP4 weights, bias, T 37, E 5, top-2, K 96, N 72, rank 6",
+     scattermoe_lora_case(37, 5, 2, 96, 72, 6, BF16, mx="nvfp4", bias=True), FB)
+case(S + "ScatterMoELoRA fp32 NVFP4 weights, grouped out, T 50, E 4, top-1, K 64, N 128, rank 16",
+     scattermoe_lora_case(50, 4, 1, 64, 128, 16, F32, mx="nvfp4", grouped_out=True), FB)
+case(S + "ParallelLinear fp32 gates, bias, T 37, E 5 (one empty), top-2, K 100, N 72",
+     scattermoe_lora_case(37, 5, 2, 100, 72, 6, F32, gates=True, bias=True, empty=(3,), lora=False), FB)
+case(S + "ParallelLinear bf16 grouped in, T 50, E 4, top-1, K 64, N 128",
+     scattermoe_lora_case(50, 4, 1, 64, 128, 6, BF16, grouped_in=True, lora=False), FB)
+case(S + "multi-LoRA fp32 T 37, E 4, 3 tenants, top-2, K 100, N 72, rank 6",
+     multilora_case(37, 4, 3, 2, 100, 72, 6, F32), FB)
+case(S + "multi-LoRA bf16 T 60, E 5 (one empty), 2 tenants, top-2, K 64, N 128, rank 16",
+     multilora_case(60, 5, 2, 2, 64, 128, 16, BF16, empty=(2,)), FB)
 
 # --- report --------------------------------------------------------------------------------------------------------
 
