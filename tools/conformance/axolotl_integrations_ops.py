@@ -780,6 +780,31 @@ def scattermoe_lora_case(T, E, k, K, N, R, dtype, gates=False, bias=False, group
     return run
 
 
+
+def parallel_experts_case(T, E, k, K, N, R, dtype):
+    """scattermoe_lora/lora_ops.py's ParallelExperts module (weight [E, out, in], bias, set_lora) routing
+    through parallel_linear_lora, with gates; forward and backward (x, A, B, gates)."""
+
+    def run():
+        mod = moe_need("lora_ops")
+        idx, sei, ssi, off = routing(T, E, k)
+        layer = mod.ParallelExperts(E, K, N, bias=True).to(dtype)
+        layer.weight.data = rnd(E, N, K, dtype=dtype, scale=K ** -0.5)
+        layer.bias.data = rnd(E, N, dtype=dtype)
+        layer.weight.requires_grad_(False)
+        layer.bias.requires_grad_(False)
+        _, A, B = lora_weights(E, K, N, R, dtype)
+        g = torch.softmax(rnd(T, k), -1).to(dtype)
+        x = rnd(T, K, dtype=dtype)
+        (xg, Ag, Bg, gg), (xr, Ar, Br, gr) = leaves(x, A, B, g)
+        layer.set_lora(Ag, Bg, 2.0)
+        y = layer(xg, k, sei, ssi, off, gates=gg)
+        want = moe_ref(xr, d64(layer.weight).permute(0, 2, 1), Ar, Br, 2.0, d64(layer.bias), idx, gr, ssi=ssi)
+        yield {"y": (y, want, TOL[dtype])}
+        yield grads(y, [xg, Ag, Bg, gg], want, [xr, Ar, Br, gr], ["x", "A", "B", "gates"], TOL[dtype])
+    return run
+
+
 def multilora_case(T, E, tenants, k, K, N, R, dtype, empty=()):
     """multi_lora.scatter2scatter_multilora (ScatterMoEMultiLoRA): the base keyed by the expert, the LoRA by
     (expert, tenant) over E T groups, routed by the library's build_multilora_routing; forward and backward
@@ -883,6 +908,382 @@ def group_bwd_lora_atomic_case(T, E, k, K, N, R, dtype, empty=()):
     return run
 
 
+
+# --- dequantizers, quantizers, activations -------------------------------------------------------------------------
+
+E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+NF4 = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+       -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+       0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0]
+
+
+def nibbles(packed, high_first=False):
+    """[..., n] bytes -> [..., 2n] 4-bit codes, element 2i the low nibble of byte i (the high one when
+    high_first, bitsandbytes' order)."""
+    lo, hi = (packed & 15).long(), (packed >> 4).long()
+    return torch.stack([hi, lo] if high_first else [lo, hi], -1).flatten(-2)
+
+
+def e4m3_scales(*shape, top=60.0):
+    """Random positive float8_e4m3fn block scales below `top`."""
+    return (torch.rand(*shape, dtype=F64) * top + 2.0 ** -4).to(torch.float8_e4m3fn)
+
+
+def nf4_case(E, active, shape, blocksize, dtype):
+    """selective_dequant_nf4_triton: the active experts' NF4 codes (bitsandbytes' order: element 2i the high
+    nibble) times their block's absmax, in float32 then the output dtype; exactly."""
+
+    def run():
+        mod = moe_need("selective_dequant_kernel")
+        numel = shape[0] * shape[1]
+        packed = torch.randint(0, 256, (E * numel // 2, 1), dtype=torch.uint8)
+        absmax = torch.rand(E * numel // blocksize) + 0.1
+        act = torch.tensor(active, dtype=torch.int64)
+        got = mod.selective_dequant_nf4_triton(packed, absmax, act, shape, blocksize, dtype)
+        codes = nibbles(packed.view(E, numel // 2), high_first=True)
+        want = torch.tensor(NF4)[codes] * absmax.view(E, -1).repeat_interleave(blocksize, -1)
+        yield {"weights": exact(got, want[act].to(dtype).view(len(active), *shape))}
+    return run
+
+
+def nvfp4_dequant_case(kind, c, N, K):
+    """dequant_grouped.nvfp4_dequant_bf16 / nvfp4_dequant_fp8: E2M1 code (low nibble first) times its
+    16-wide block's E4M3 scale times the expert's float32 scale, in float32 in the kernel's order ((code
+    scale) per_tensor), then bfloat16 or float8_e4m3fn; exactly."""
+
+    def run():
+        mod = moe_need("dequant_grouped")
+        q = torch.randint(0, 256, (c, N, K // 2), dtype=torch.uint8)
+        sc = e4m3_scales(c, N, K // 16, top=12.0)
+        pt = torch.rand(c) * 0.5 + 0.25
+        fn = mod.nvfp4_dequant_bf16 if kind == "bf16" else mod.nvfp4_dequant_fp8
+        got = fn(q, sc, pt)
+        want = E2M1[nibbles(q)] * sc.float().repeat_interleave(16, -1) * pt[:, None, None]
+        yield {"weights": exact(got, want.to(got.dtype)) if kind == "bf16" else
+               exact(got.view(torch.uint8), want.to(torch.float8_e4m3fn).view(torch.uint8))}
+    return run
+
+
+def fp8_e8m0_case(M, K, dtype):
+    """dequant_grouped.fp8_e8m0_cast_128: per 128-wide group sf = 2^ceil(log2(max(amax, 1e-4) / 448)) and
+    x / sf in float8_e4m3fn (DeepGEMM's per_token_cast_to_fp8 with UE8M0 scales); exactly."""
+
+    def run():
+        mod = moe_need("dequant_grouped")
+        x = rnd(M, K, dtype=dtype, scale=3)
+        x[0, :128] = 0  # a group of zeros: amax floors at 1e-4
+        q, sf = mod.fp8_e8m0_cast_128(x)
+        g = d64(x).view(M, K // 128, 128)
+        want_sf = torch.exp2(torch.ceil(torch.log2(g.abs().amax(-1).clamp_min(1e-4) / 448)))
+        want_q = (g / want_sf[..., None]).view(M, K).to(torch.float8_e4m3fn)
+        yield {"scales": exact(sf, want_sf.float()), "codes": exact(q.view(torch.uint8), want_q.view(torch.uint8))}
+    return run
+
+
+def grouped_dx_fp8_case(tiles, block_m, E, N, K):
+    """dequant_grouped.grouped_dx_fp8: dX = grad W_e with W float8_e4m3fn, each block_m-row tile of grad one
+    expert's (m_indices), under the autotuner (BN 64 / 128, BK 128 / 256)."""
+
+    def run():
+        mod = moe_need("dequant_grouped")
+        grad = rnd(tiles * block_m, N, dtype=BF16)
+        w = (torch.randn(E, N, K, dtype=F64) * 8).to(torch.float8_e4m3fn)
+        mi = torch.randint(0, E, (tiles,), dtype=torch.int32)
+        got = mod.grouped_dx_fp8(grad, w, mi, block_m)
+        rows = mi.long().repeat_interleave(block_m)
+        want = torch.einsum("mn,mnk->mk", d64(grad), d64(w.float())[rows])
+        yield {"dx": (got, want, TOL[BF16])}
+    return run
+
+
+def marlin_case(kind, C, N, K):
+    """marlin_w4a16.fused_dequant: marlin_dequant_bf16 / marlin_dequant_fp8 decode nibble
+    lut[(n % 64) 16 + k % 16] of base tile (k / 16, n / 64) from the int32 words (8 nibbles each, low first)
+    and scale it by the E4M3 block scale and the expert's float32 scale. The LUT here is a random permutation
+    of the 1024 positions (the library builds the real one with the marlin CUDA extension's repack, which a
+    CPU lacks): the kernel reads any LUT alike. Random words, sign bit included (the shifts are arithmetic)."""
+
+    def run():
+        mod = moe_need("marlin_w4a16.fused_dequant")
+        qw = torch.randint(-2 ** 31, 2 ** 31, (C, K * N // 8), dtype=torch.int64).to(torch.int32)
+        sc = e4m3_scales(C, N, K // 16, top=12.0)
+        pt = torch.rand(C) * 0.5 + 0.25
+        lut = torch.randperm(1024).to(torch.int32)
+        fn = mod.marlin_dequant_bf16 if kind == "bf16" else mod.marlin_dequant_fp8
+        got = fn(qw, sc, pt, lut, E2M1.clone(), N, K, C)
+        n, k = torch.arange(N)[:, None], torch.arange(K)[None, :]
+        pos = ((k // 16) * (N // 64) + n // 64) * 1024 + lut.long()[(n % 64) * 16 + k % 16]  # [N, K]
+        words = qw.long()[:, pos // 8]
+        nib = (words >> ((pos % 8) * 4)) & 15
+        want = (E2M1[nib] * sc.float().repeat_interleave(16, -1)) * pt[:, None, None]
+        yield {"weights": exact(got, want.to(got.dtype)) if kind == "bf16" else
+               exact(got.view(torch.uint8), want.to(torch.float8_e4m3fn).view(torch.uint8))}
+    return run
+
+
+def gated_act_case(act, Mt, I, dtype, limit=1.7, strided=False):
+    """cutlass_fp4/swiglu.py swiglu_fwd / swiglu_bwd: gu [Mt, 2I] (gate | up) -> h [Mt, I], and dgu from dh;
+    act "silu": silu(min(g, L)) clamp(u, -L, L); "gelu_tanh": gelu_tanh(g) u (libdevice.tanh). I not a multiple
+    of the 512-wide blocks; strided: gu a column slice of a wider tensor (the kernels take strides)."""
+
+    def run():
+        mod = moe_need("cutlass_fp4.swiglu")
+        base = rnd(Mt, 2 * I + (6 if strided else 0), dtype=dtype, scale=2)
+        gu = base[:, 3:3 + 2 * I] if strided else base
+        h = mod.swiglu_fwd(gu, limit, act)
+        (gr,) = leaves(gu)[1]
+        g, u = gr[:, :I], gr[:, I:]
+        if act == "silu":
+            g, u = g.clamp(max=limit), u.clamp(-limit, limit)
+            want = g * torch.sigmoid(g) * u
+        else:
+            want = 0.5 * g * (1 + torch.tanh(math.sqrt(2 / math.pi) * (g + 0.044715 * g ** 3))) * u
+        yield {"h": (h, want, TOL[dtype])}
+        dh = rnd(Mt, I, dtype=dtype)
+        got = mod.swiglu_bwd(gu, dh, limit, act)
+        (wg,) = torch.autograd.grad(want, [gr], d64(dh))
+        yield {"dgu": (got, wg, TOL[dtype])}
+    return run
+
+
+def e4m3_decode(t):
+    return t.float().double()
+
+
+def mxfp8_quant_case(M, K):
+    """cutlass_fp4/quant_mxfp8.py mxfp8_quant: per 32 values exp = floor(log2(amax)) - 8 (0 - 8 for an all-zero
+    block), codes clamp(x / 2^exp, +-448) in float8_e4m3fn, scales the biased exponent byte; exactly."""
+
+    def run():
+        mod = moe_need("cutlass_fp4.quant_mxfp8")
+        x = rnd(M, K, dtype=BF16, scale=4)
+        x[-1, :32] = 0
+        q, sc = mod.mxfp8_quant(x)
+        g = d64(x).view(M, K // 32, 32)
+        amax = g.abs().amax(-1)
+        ex = torch.floor(torch.log2(torch.where(amax > 0, amax, 1.0))) - 8
+        want_q = (g / torch.exp2(ex)[..., None]).clamp(-448, 448).view(M, K).to(torch.float8_e4m3fn)
+        yield {"codes": exact(q.view(torch.uint8), want_q.view(torch.uint8)),
+               "scales": exact(sc.view(torch.uint8), (ex + 127).to(torch.uint8))}
+    return run
+
+
+def e2m1_codes(a):
+    """Codes of |values| by the library's thresholds (a value on a boundary takes the lower code)."""
+    return sum((a > t).long() for t in (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0))
+
+
+def nvfp4_quant_case(M, K):
+    """cutlass_fp4/quant_nvfp4.py nvfp4_quant: per 16 values the scale e4m3(clamp(amax / 6)) (1 where that is 0,
+    as stored and as used), codes by the E2M1 thresholds on |x| / scale, sign bit 8 for x < 0, two per byte low first; exactly, the
+    float32 arithmetic the kernel's (amax / 6 and x / scale in float32)."""
+
+    def run():
+        mod = moe_need("cutlass_fp4.quant_nvfp4")
+        x = rnd(M, K, dtype=BF16, scale=4)
+        x[0, 16:32] = 0
+        q, sc = mod.nvfp4_quant(x)
+        g = x.float().view(M, K // 16, 16)
+        s = (g.abs().amax(-1) / 6.0).clamp(1e-30, 1e30).to(torch.float8_e4m3fn)
+        sd = s.float()
+        sd = torch.where(sd > 0, sd, 1.0)
+        codes = e2m1_codes(g.abs() / sd[..., None]) + 8 * (g < 0).long()
+        codes = codes.view(M, K)
+        want = (codes[:, 0::2] + 16 * codes[:, 1::2]).to(torch.uint8)
+        yield {"codes": exact(q, want),
+               "scales": exact(sc.view(torch.uint8), sd.to(torch.float8_e4m3fn).view(torch.uint8))}
+    return run
+
+
+def fused_dx_case(tiles, E, N, K):
+    """cutlass_fp4/fused_dx.py fused_dx: dx = A W_e with W decoded in the kernel (E2M1 code, low nibble
+    first, times the E4M3 block scale times the expert's scale, rounded to bfloat16), each 128-row tile of A
+    one expert's (m_indices)."""
+
+    def run():
+        mod = moe_need("cutlass_fp4.fused_dx")
+        A = rnd(tiles * 128, N, dtype=BF16)
+        wq = torch.randint(0, 256, (E, N, K // 2), dtype=torch.uint8)
+        ws = e4m3_scales(E, N, K // 16, top=2.0)
+        pt = torch.rand(E) + 0.5
+        mi = torch.randint(0, E, (tiles,), dtype=torch.int32)
+        got = mod.fused_dx(A, wq, ws, mi, pt, K)
+        W = (E2M1[nibbles(wq)] * ws.float().repeat_interleave(16, -1) * pt[:, None, None]).to(BF16)
+        want = torch.einsum("mn,mnk->mk", d64(A), d64(W)[mi.long().repeat_interleave(128)])
+        yield {"dx": (got, want, TOL[BF16])}
+    return run
+
+
+
+
+def quant_tail_case(kind, M, K):
+    """mxfp8_quant / nvfp4_quant with a block count per row (K / 32, K / 16) that is not a multiple of the
+    blocks per program (bpm 4, 8): the kernels load and store unmasked, so the last program of each row reads
+    past the row and writes past Q and S (the heap, for the last row; running it plainly corrupted the
+    allocator). The kernel runs with Tegula's debug mode on (kernel.debug = True) for this case, which stops
+    the first access outside its array and reports it."""
+
+    def run():
+        mod = moe_need("cutlass_fp4.quant_mxfp8" if kind == "mxfp8" else "cutlass_fp4.quant_nvfp4")
+        x = rnd(M, K, dtype=BF16, scale=4)
+        saved = mod._qk.debug
+        mod._qk.debug = True
+        try:
+            q, sc = mod.mxfp8_quant(x) if kind == "mxfp8" else mod.nvfp4_quant(x)
+        finally:
+            mod._qk.debug = saved
+        yield {"ran in bounds": exact(torch.tensor(True), torch.tensor(True))}
+    return run
+
+
+# --- sonicmoe ------------------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def sonic_triton():
+    """sonicmoe's triton_available() asks torch.cuda.is_available() (cached): yes while a case runs."""
+    mod = need("sonicmoe.triton_nvfp4")
+    GPU["cuda_available"] = True
+    mod.triton_available.cache_clear()
+    try:
+        yield mod
+    finally:
+        GPU["cuda_available"] = False
+        mod.triton_available.cache_clear()
+
+
+def sonic_dequant_case(lead, K, out_dtype, pts=True):
+    """dequant_nvfp4_triton: E2M1 code (low nibble first) times (E4M3 block scale times the slice's float32
+    scale) in float32, the kernel's order, then out_dtype: exactly; and against the library's
+    dequantize_nvfp4_ref within out_dtype's tolerance."""
+
+    def run():
+        ref = need("sonicmoe.nvfp4_quant")
+        with sonic_triton() as mod:
+            q = torch.randint(0, 256, (*lead, K // 2), dtype=torch.uint8)
+            sc = e4m3_scales(*lead, K // 16, top=12.0)
+            p = torch.rand(lead[0]) + 0.5 if pts else None
+            got = mod.dequant_nvfp4_triton(q, sc, p, out_dtype)
+            scale = sc.float()
+            if pts:
+                scale = scale * p.view(-1, *[1] * (len(lead)))
+            want = E2M1[nibbles(q)] * scale.repeat_interleave(16, -1)
+            lib = ref.dequantize_nvfp4_ref(q, sc, None if p is None else p.view(-1, *[1] * len(lead)))
+            yield {"values": exact(got, want.to(out_dtype)), "vs dequantize_nvfp4_ref": (got, d64(lib),
+                                                                                        TOL[out_dtype])}
+    return run
+
+
+def sonic_quant_case(T, K, sfa=False, experts=None):
+    """quantize_nvfp4_triton against the library's quantize_nvfp4_ref (packed codes and E4M3 scales, exactly);
+    sfa: quantize_rows_fused_sfa_triton against quantize_nvfp4_ref plus sf_layout.build_varlen_sfa (the
+    swizzled, expert-padded scale layout), exactly."""
+
+    def run():
+        ref = need("sonicmoe.nvfp4_quant")
+        with sonic_triton() as mod:
+            x = rnd(T, K, dtype=BF16, scale=3)
+            x[1, :16] = 0
+            want_q, want_s, _ = ref.quantize_nvfp4_ref(x)
+            if not sfa:
+                q, sc = mod.quantize_nvfp4_triton(x)
+                yield {"codes": exact(q, want_q), "scales": exact(sc.view(torch.uint8), want_s.view(torch.uint8))}
+            else:
+                lay = need("sonicmoe.sf_layout")
+                counts = torch.multinomial(torch.ones(experts), T, replacement=True).bincount(minlength=experts)
+                counts[0] = 0
+                cu = torch.cat([torch.zeros(1, dtype=torch.long), counts.cumsum(0)])
+                cu[-1] = T
+                q, sfa_got = mod.quantize_rows_fused_sfa_triton(x, cu)
+                sfa_want = lay.build_varlen_sfa(want_s, cu)
+                yield {"codes": exact(q, want_q),
+                       "sfa": exact(sfa_got.view(torch.uint8), sfa_want.view(torch.uint8))}
+    return run
+
+
+def fake_quant_ref(x, pts, eps):
+    """torchao's NVFP4 quantize-dequantize as fake_quant_nvfp4 states it, in float32 (every division
+    correctly rounded): per 16 values bs = amax / 6 (/ pts), s = e4m3(clamp(bs, eps, 448)); q = x ((1 / pts) / s)
+    with pts, x / s without, clamped to +-6 and rounded to the nearest E2M1 value (ties to the even code);
+    back as value (pts s), in x's dtype."""
+    K = x.shape[-1]
+    rows = x.reshape(-1, K).float()
+    g = rows.view(rows.shape[0], K // 16, 16)
+    bs = g.abs().amax(-1) / 6.0
+    if pts is not None:
+        p = pts.float().repeat_interleave(rows.shape[0] // pts.numel())[:, None]
+        bs = bs / p
+    sdec = bs.clamp(eps, 448.0).to(torch.float8_e4m3fn).float()
+    if pts is not None:
+        q = g * ((1.0 / p) / sdec)[..., None]
+    else:
+        q = g / sdec[..., None]
+    q = q.clamp(-6.0, 6.0)
+    a = q.abs()
+    idx = sum(((a > t) if strict else (a >= t)).long() for t, strict in (
+        (0.25, True), (0.75, False), (1.25, True), (1.75, False), (2.5, True), (3.5, False), (5.0, True)))
+    val = torch.where(q < 0, -E2M1[idx], E2M1[idx])
+    hp = (p * sdec) if pts is not None else sdec
+    return (val * hp[..., None]).view(x.shape).to(x.dtype)
+
+
+def sonic_fake_quant_case(shape, dtype, pts=False, inplace=False):
+    """fake_quant_nvfp4_triton (one scale per leading slice, or none; in place or not) against fake_quant_ref;
+    exactly."""
+
+    def run():
+        with sonic_triton() as mod:
+            x = rnd(*shape, dtype=dtype, scale=2)
+            x.view(-1, shape[-1])[0, :16] = 0
+            p = torch.rand(shape[0]) + 0.5 if pts else None
+            want = fake_quant_ref(x, p, float(torch.finfo(torch.float8_e4m3fn).tiny))
+            got = mod.fake_quant_nvfp4_triton(x, p, inplace=inplace)
+            out = {"values": exact(got, want)}
+            if inplace:
+                out["in place"] = exact(torch.tensor(got.data_ptr() == x.data_ptr()), torch.tensor(True))
+            yield out
+    return run
+
+
+def sonic_rowscale_case(rows, n):
+    """rowscale_inplace_triton: x[r] = bf16(f32(x[r]) row_scale[r]) in place; exactly."""
+
+    def run():
+        with sonic_triton() as mod:
+            x = rnd(rows, n, dtype=BF16)
+            p = torch.rand(rows) * 3
+            want = (x.float() * p[:, None]).to(BF16)
+            got = mod.rowscale_inplace_triton(x, p)
+            yield {"x": exact(got, want), "in place": exact(torch.tensor(got.data_ptr() == x.data_ptr()),
+                                                            torch.tensor(True))}
+    return run
+
+
+def sonic_pad_cast_case(T, E, K, align=128):
+    """fp8_bwd._pad_and_cast_fp8 (the fused pad + per-token fp8 quant, 1 x 128 UE8M0 scales) with the padded
+    layout of the library's _dx_plan: padded row m takes grad[src[m]] (zeros where src is -1); per 128 values
+    sf = amax / 448 (amax floored at 1e-4) rounded up to a power of two, codes x / sf in float8_e4m3fn;
+    exactly."""
+
+    def run():
+        mod = need("sonicmoe.fp8_bwd")
+        with sonic_triton():
+            counts = torch.multinomial(torch.ones(E), T, replacement=True).bincount(minlength=E)
+            counts[-1] += T - counts.sum()
+            offsets = torch.cat([torch.zeros(1, dtype=torch.long), counts.cumsum(0)])
+            grad = rnd(T, K, dtype=BF16, scale=5)
+            dest, m_idx, src, m_max = mod._dx_plan(offsets, T, E, align)
+            q, sf = mod._pad_and_cast_fp8(grad, src, dest, m_max)
+            padded = torch.zeros(m_max, K, dtype=F32)
+            padded[src >= 0] = grad.float()[src[src >= 0].long()]
+            g = padded.view(m_max, K // 128, 128)
+            raw = g.abs().amax(-1).clamp_min(1e-4) / 448.0
+            m, e = torch.frexp(raw)
+            want_sf = torch.ldexp(torch.ones_like(raw), torch.where(m == 0.5, e - 1, e))
+            want_q = (g * (1.0 / want_sf)[..., None]).view(m_max, K).to(torch.float8_e4m3fn)
+            yield {"scales": exact(sf, want_sf), "codes": exact(q.view(torch.uint8), want_q.view(torch.uint8))}
+    return run
+
+
 # --- the cases -----------------------------------------------------------------------------------------------------
 
 case("dsv4 rope fp32 2 x 3 x 37 x 96, rope 64", dsv4_rope_case(2, 3, 37, 96, 64, F32), FB)
@@ -927,6 +1328,8 @@ case("glm_dsa mla_absorb fp32 q_offset 20, S 17 of 37 keys, shuffled top-k 24",
      glm_absorb_case(1, 5, 17, 37, 24, F32, q_offset=20, shuffle=True), FB)
 case("glm_dsa mla_absorb fp32 packed B 2, H 7, S 41, top-k 16, shuffled",
      glm_absorb_case(2, 7, 41, 41, 16, F32, packed=True, shuffle=True), FB)
+case("glm_dsa mla_absorb bf16 B 1, H 20, S 23, top-k 16, capability 12.0 (backward autotuned over its configs)",
+     glm_absorb_case(1, 20, 23, 23, 16, BF16), FB, capability=(12, 0))
 
 S = "scattermoe_lora "
 case(S + "ops scatter2scatter fp32 T 37, E 5 (one empty), top-2, K 100, N 72, bias, residual",
@@ -1002,10 +1405,58 @@ case(S + "ParallelLinear fp32 gates, bias, T 37, E 5 (one empty), top-2, K 100, 
      scattermoe_lora_case(37, 5, 2, 100, 72, 6, F32, gates=True, bias=True, empty=(3,), lora=False), FB)
 case(S + "ParallelLinear bf16 grouped in, T 50, E 4, top-1, K 64, N 128",
      scattermoe_lora_case(50, 4, 1, 64, 128, 6, BF16, grouped_in=True, lora=False), FB)
+case(S + "ParallelExperts fp32 gates, bias, T 37, E 5, top-2, K 100, N 72, rank 6",
+     parallel_experts_case(37, 5, 2, 100, 72, 6, F32), FB)
 case(S + "multi-LoRA fp32 T 37, E 4, 3 tenants, top-2, K 100, N 72, rank 6",
      multilora_case(37, 4, 3, 2, 100, 72, 6, F32), FB)
 case(S + "multi-LoRA bf16 T 60, E 5 (one empty), 2 tenants, top-2, K 64, N 128, rank 16",
      multilora_case(60, 5, 2, 2, 64, 128, 16, BF16, empty=(2,)), FB)
+
+case(S + "selective_dequant_nf4 bf16 experts 0, 2, 5 of 6, 64 x 96, block 64", nf4_case(6, [0, 2, 5], (64, 96), 64,
+                                                                                        BF16))
+case(S + "selective_dequant_nf4 fp32 experts 3, 1 of 4, 30 x 100, block 50", nf4_case(4, [3, 1], (30, 100), 50, F32))
+case(S + "nvfp4_dequant_bf16 3 experts, N 20, K 2080 (K / 1024 blocks with a tail)",
+     nvfp4_dequant_case("bf16", 3, 20, 2080))
+case(S + "nvfp4_dequant_fp8 2 experts, N 7, K 96", nvfp4_dequant_case("fp8", 2, 7, 96))
+case(S + "fp8_e8m0_cast_128 bf16 M 37, K 384", fp8_e8m0_case(37, 384, BF16))
+case(S + "fp8_e8m0_cast_128 fp32 M 5, K 128", fp8_e8m0_case(5, 128, F32))
+case(S + "grouped_dx_fp8 3 tiles of 128, E 4, N 256, K 200", grouped_dx_fp8_case(3, 128, 4, 256, 200))
+case(S + "grouped_dx_fp8 5 tiles of 64, E 3, N 128, K 704", grouped_dx_fp8_case(5, 64, 3, 128, 704))
+case(S + "grouped_dx_fp8 2 tiles of 64, E 2, N 200, K 128", grouped_dx_fp8_case(2, 64, 2, 200, 128),
+     library="the N loop loads grad and W unmasked: N must be a multiple of the autotuned BN (64 or 128)")
+case(S + "marlin_dequant_bf16 2 experts, N 128, K 48", marlin_case("bf16", 2, 128, 48))
+case(S + "marlin_dequant_fp8 3 experts, N 64, K 32", marlin_case("fp8", 3, 64, 32))
+case(S + "cutlass_fp4 swiglu silu fp32 Mt 5, I 700, limit 1.7", gated_act_case("silu", 5, 700, F32), FB)
+case(S + "cutlass_fp4 swiglu silu bf16 Mt 33, I 300, limit 1.7, strided", gated_act_case("silu", 33, 300, BF16,
+                                                                                       strided=True), FB)
+case(S + "cutlass_fp4 swiglu gelu_tanh fp32 Mt 7, I 1100", gated_act_case("gelu_tanh", 7, 1100, F32), FB)
+case(S + "cutlass_fp4 swiglu gelu_tanh bf16 Mt 20, I 96, strided", gated_act_case("gelu_tanh", 20, 96, BF16,
+                                                                                 strided=True), FB)
+case(S + "cutlass_fp4 mxfp8_quant M 9, K 256", mxfp8_quant_case(9, 256))
+case(S + "cutlass_fp4 nvfp4_quant M 9, K 256", nvfp4_quant_case(9, 256))
+case(S + "cutlass_fp4 mxfp8_quant M 4, K 96 (3 blocks a row, 4 a program)", quant_tail_case("mxfp8", 4, 96),
+     library="unmasked loads and stores: K / 32 must be a multiple of bpm (4), which only K % 32 is asserted for")
+case(S + "cutlass_fp4 nvfp4_quant M 3, K 64 (4 blocks a row, 8 a program)", quant_tail_case("nvfp4", 3, 64),
+     library="unmasked loads and stores: K / 16 must be a multiple of bpm (8), which nothing checks")
+case(S + "cutlass_fp4 fused_dx 3 tiles of 128, E 4, N 128, K 96", fused_dx_case(3, 4, 128, 96))
+case(S + "cutlass_fp4 fused_dx 2 tiles of 128, E 2, N 64, K 208", fused_dx_case(2, 2, 64, 208))
+case(S + "cutlass_fp4 fused_dx 1 tile of 128, E 2, N 100, K 64", fused_dx_case(1, 2, 100, 64),
+     library="the N loop loads A and W unmasked: N must be a multiple of BN (64), which nothing checks")
+
+case("sonicmoe dequant_nvfp4 bf16 per-expert scales, 3 x 5 x 1040", sonic_dequant_case((3, 5), 1040, BF16))
+case("sonicmoe dequant_nvfp4 fp32 no per-tensor scale, 7 x 96", sonic_dequant_case((7,), 96, F32, pts=False))
+case("sonicmoe quantize_nvfp4 T 9, K 1040", sonic_quant_case(9, 1040))
+case("sonicmoe quantize_nvfp4 T 3, K 16", sonic_quant_case(3, 16))
+case("sonicmoe quantize_rows_fused_sfa T 300, K 128, 4 experts (one empty)", sonic_quant_case(300, 128, sfa=True,
+                                                                                             experts=4))
+case("sonicmoe quantize_rows_fused_sfa T 37, K 1088, 3 experts", sonic_quant_case(37, 1088, sfa=True, experts=3))
+case("sonicmoe fake_quant_nvfp4 bf16 9 x 1040", sonic_fake_quant_case((9, 1040), BF16))
+case("sonicmoe fake_quant_nvfp4 bf16 per-expert scales, in place, 3 x 4 x 96",
+     sonic_fake_quant_case((3, 4, 96), BF16, pts=True, inplace=True))
+case("sonicmoe fake_quant_nvfp4 fp32 per-expert scales, 2 x 5 x 32", sonic_fake_quant_case((2, 5, 32), F32, pts=True))
+case("sonicmoe rowscale_inplace 5 x 2100", sonic_rowscale_case(5, 2100))
+case("sonicmoe fp8_bwd pad_and_cast_fp8 T 150, E 3, K 256", sonic_pad_cast_case(150, 3, 256))
+case("sonicmoe fp8_bwd pad_and_cast_fp8 T 5, E 4, K 128", sonic_pad_cast_case(5, 4, 128))
 
 # --- report --------------------------------------------------------------------------------------------------------
 
