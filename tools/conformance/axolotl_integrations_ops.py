@@ -348,11 +348,24 @@ def mhc_ref(streams, fn, base, scale, hc, iters, eps, norm_eps, post_mult):
     return post.reshape(*lead, hc), comb.reshape(*lead, hc, hc), collapsed.reshape(*lead, streams.shape[-1])
 
 
-def dsv4_mhc_case(B, S, hc, hidden, iters, dtype):
+def dsv4_mhc_case(B, S, hc, hidden, iters, dtype, no_grad=False):
     """hyperconnection_forward: the fused RMSNorm + linear, the Sinkhorn mixer and the collapse, forward and
-    backward (streams, fn, base, scale)."""
+    backward (streams, fn, base, scale); no_grad: the forward alone under torch.no_grad (the mixer then keeps
+    no state history, SAVE False)."""
 
     def run():
+        if no_grad:
+            mod = need("dsv4.mhc")
+            n = hc * (2 + hc)
+            streams = rnd(B, S, hc, hidden, dtype=dtype)
+            fn, base, scale = rnd(n, hc * hidden, scale=(hc * hidden) ** -0.5), rnd(n, scale=0.5), \
+                rnd(3, scale=0.5) + 1
+            with torch.no_grad():
+                outs = mod.hyperconnection_forward(streams, Norm(1e-6), fn, base, scale, hc, iters, 1e-6)
+            wants = mhc_ref(d64(streams), *(d64(t.to(dtype)) for t in (fn, base, scale)), hc, iters, 1e-6, 1e-6,
+                            2.0)
+            yield {name: (o, w, TOL[dtype]) for name, o, w in zip(("post", "comb", "collapsed"), outs, wants)}
+            return
         mod = need("dsv4.mhc")
         n = hc * (2 + hc)
         streams = rnd(B, S, hc, hidden, dtype=dtype)
@@ -625,7 +638,8 @@ def lora_weights(E, K, N, R, dtype):
     return W, A, B
 
 
-def s2s_lora_case(T, E, k, K, N, R, dtype, bias=False, x_grouped=False, y_grouped=False, empty=(), split=False):
+def s2s_lora_case(T, E, k, K, N, R, dtype, bias=False, x_grouped=False, y_grouped=False, empty=(), split=False,
+                  int64=False):
     """scatter2scatter_lora (the fused kernel, or with split the library's _scatter2scatter_lora_split: three
     scatter2scatter launches) against moe_ref."""
 
@@ -638,7 +652,7 @@ def s2s_lora_case(T, E, k, K, N, R, dtype, bias=False, x_grouped=False, y_groupe
         fn = ops._scatter2scatter_lora_split if split else ops.scatter2scatter_lora
         if x_grouped:  # the rows are already expanded: fan-out 1 over T k rows, as the library calls it
             idx = idx.reshape(-1, 1)
-        got = fn(x, W, sei, ssi, idx.shape[1], A, B, 0.75, b, x_grouped, y_grouped)
+        got = fn(x, W, sei, ssi, idx.shape[1], A, B, 0.75, b, x_grouped, y_grouped, int64_indices=int64)
         want = moe_ref(d64(x), d64(W), d64(A), d64(B), 0.75, None if b is None else d64(b), idx,
                        grouped_in=x_grouped, grouped_out=y_grouped, ssi=ssi)
         yield {"y": (got, want, TOL[dtype])}
@@ -682,7 +696,7 @@ def lora_grad_ref(x_rows, dy_rows, A, B, s, flat, E):
     return dA.view(E * R, K), dB.view(N, E * R)
 
 
-def lora_bwd_case(kind, T, E, k, K, N, R, dtype, empty=(), dy_grouped=False, rounded=False):
+def lora_bwd_case(kind, T, E, k, K, N, R, dtype, empty=(), dy_grouped=False, rounded=False, int64=False):
     """kind: split (group_bwd_lora: the two split dA / dB kernels on grouped X and dY), fused
     (group_bwd_lora_fused: X, and dY unless dy_grouped, read through the scattered indices; with rounded the
     expert counts padded to BLOCK_M by the library's round_expert_counts, the real ones masking), gram
@@ -698,7 +712,8 @@ def lora_bwd_case(kind, T, E, k, K, N, R, dtype, empty=(), dy_grouped=False, rou
         x_rows = d64(x)[torch.arange(T * k) // k]
         wa, wb = lora_grad_ref(x_rows, d64(dy), A, B, 0.5, flat, E)
         if kind == "split":
-            dA, dB = ops.group_bwd_lora(dy[ssi], x[torch.arange(T * k) // k][ssi], A, B, off, E, 0.5)
+            dA, dB = ops.group_bwd_lora(dy[ssi], x[torch.arange(T * k) // k][ssi], A, B, off, E, 0.5,
+                                        int64_indices=int64)
         elif kind == "fused":
             if rounded:
                 sei_p, ssi_p, off_p, real = ops.round_expert_counts(sei, ssi, off, E)
@@ -706,7 +721,7 @@ def lora_bwd_case(kind, T, E, k, K, N, R, dtype, empty=(), dy_grouped=False, rou
                                                   0.5, real_expert_offsets=real, dy_grouped=dy_grouped)
             else:
                 dA, dB = ops.group_bwd_lora_fused(dy[ssi] if dy_grouped else dy, x, A, B, off, ssi, E, k, 0.5,
-                                                  dy_grouped=dy_grouped)
+                                                  dy_grouped=dy_grouped, int64_indices=int64)
         else:
             gram = moe_need("kernels.grouped_gram")
             gx, gdy = x[torch.arange(T * k) // k][ssi], dy[ssi]
@@ -1309,6 +1324,8 @@ case("dsv4 hyperconnection fp32 B 2, S 37, hc 4, hidden 96, 20 iterations", dsv4
      FB)
 case("dsv4 hyperconnection bf16 B 1, S 75, hc 4, hidden 200, 5 iterations", dsv4_mhc_case(1, 75, 4, 200, 5, BF16),
      FB)
+case("dsv4 hyperconnection fp32 no grad, B 1, S 9, hc 4, hidden 64, 3 iterations",
+     dsv4_mhc_case(1, 9, 4, 64, 3, F32, no_grad=True))
 case("dsv4 lora_mlp clamped swiglu fp32 2 x 19 x 48 -> 100, rank 8, limit 1.7",
      dsv4_lora_mlp_case(2, 19, 48, 100, 8, 1.7, F32), FB)
 case("dsv4 lora_mlp clamped swiglu bf16 biases, 1 x 33 x 64 -> 130, rank 16, limit 1.7",
@@ -1355,6 +1372,8 @@ case(S + "scatter2scatter_lora fp32 grouped out, bias, T 37, E 5, top-2, K 100, 
      s2s_lora_case(37, 5, 2, 100, 72, 6, F32, bias=True, y_grouped=True))
 case(S + "scatter2scatter_lora bf16 T 150, E 8 (two empty), top-1, K 64, N 128, rank 16",
      s2s_lora_case(150, 8, 1, 64, 128, 16, BF16, empty=(0, 5)))
+case(S + "scatter2scatter_lora fp32 int64 indices, T 37, E 5, top-2, K 100, N 72, rank 6",
+     s2s_lora_case(37, 5, 2, 100, 72, 6, F32, int64=True))
 case(S + "scatter2scatter_lora split fp32 bias, T 37, E 5, top-2, K 100, N 72, rank 6",
      s2s_lora_case(37, 5, 2, 100, 72, 6, F32, bias=True, split=True))
 case(S + "scatter2scatter_lora_dX fp32 grouped dY, T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
@@ -1371,6 +1390,10 @@ case(S + "group_bwd_lora_fused fp32 scattered dY, T 37, E 5 (one empty), top-2, 
      lora_bwd_case("fused", 37, 5, 2, 100, 72, 6, F32, empty=(1,)))
 case(S + "group_bwd_lora_fused bf16 grouped dY, T 37, E 5, top-2, K 100, N 72, rank 6",
      lora_bwd_case("fused", 37, 5, 2, 100, 72, 6, BF16, dy_grouped=True))
+case(S + "group_bwd_lora_fused fp32 int64 indices, T 37, E 5, top-2, K 100, N 72, rank 6",
+     lora_bwd_case("fused", 37, 5, 2, 100, 72, 6, F32, int64=True))
+case(S + "group_bwd_lora split fp32 int64 indices, T 37, E 5, top-2, K 100, N 72, rank 6",
+     lora_bwd_case("split", 37, 5, 2, 100, 72, 6, F32, int64=True))
 case(S + "group_bwd_lora_fused fp32 counts rounded to BLOCK_M, T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
      lora_bwd_case("fused", 37, 5, 2, 100, 72, 6, F32, empty=(2,), rounded=True))
 case(S + "grouped_lora_weight_grads fp32 T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
