@@ -1312,12 +1312,15 @@ case("dsv4 sliding_attn fp32 B 2, H 3, S 75, D 64, window 20", dsv4_sliding_case
 case("dsv4 sliding_attn bf16 B 1, H 5, S 100, D 32, window 128", dsv4_sliding_case(1, 5, 100, 32, 128, BF16), FB)
 case("dsv4 sliding_attn fp32 acc bf16 B 1, H 2, S 50, D 64, window 7",
      dsv4_sliding_case(1, 2, 50, 64, 7, F32, acc=BF16), FB)
+case("dsv4 sliding_attn fp32 B 1, H 1, S 1, D 16, window 1", dsv4_sliding_case(1, 1, 1, 16, 1, F32), FB)
 case("dsv4 csa_attn fp32 B 2, H 3, S 45, T 13, D 64, window 16", dsv4_csa_case(2, 3, 45, 13, 64, 16, F32), FB)
 case("dsv4 csa_attn bf16 B 1, H 4, S 70, T 30, D 32, window 128", dsv4_csa_case(1, 4, 70, 30, 32, 128, BF16), FB)
 case("dsv4 csa_attn_topk fp32 B 2, H 20, S 33, T 40, K 12, D 64, window 8",
      dsv4_gather_case(2, 20, 33, 40, 12, 64, 8, F32), FB)
 case("dsv4 csa_attn_topk bf16 B 1, H 16, S 40, T 25, K 20, D 32, window 16",
      dsv4_gather_case(1, 16, 40, 25, 20, 32, 16, BF16), FB)
+case("dsv4 csa_attn_topk fp32 every gathered index -1, B 1, H 4, S 9, T 5, K 3, D 16, window 4",
+     dsv4_gather_case(1, 4, 9, 5, 3, 16, 4, F32, invalid=1.0), FB)
 case("dsv4 indexer_scores fp32 B 2, S 37, H 5, T 45, DH 64", dsv4_indexer_case(2, 37, 5, 45, 64, F32))
 case("dsv4 indexer_scores bf16 B 1, S 130, H 3, T 70, DH 32", dsv4_indexer_case(1, 130, 3, 70, 32, BF16))
 case("dsv4 hyperconnection fp32 B 2, S 37, hc 4, hidden 96, 20 iterations", dsv4_mhc_case(2, 37, 4, 96, 20, F32),
@@ -1337,10 +1340,11 @@ case("glm_dsa indexer fp32 packed B 2, S 50, H 3, DH 32, top-k 20", glm_indexer_
                                                                                       packed=True))
 case("glm_dsa sparse_attn fp32 B 2, H 3, S 37, D 64, DV 32, top-k 16", glm_sparse_case(2, 3, 37, 64, 32, 16, F32),
      FB)
-case("glm_dsa sparse_attn bf16 B 1, H 2, S 70, D 128, DV 64, top-k 100", glm_sparse_case(1, 2, 70, 128, 64, 100,
+case("glm_dsa sparse_attn bf16 B 1, H 2, S 70, D 128, DV 64, top-k 100 (all 70 keys)", glm_sparse_case(1, 2, 70, 128, 64, 100,
                                                                                         BF16), FB)
+case("glm_dsa sparse_attn fp32 top-1, B 1, H 2, S 20, D 32, DV 16", glm_sparse_case(1, 2, 20, 32, 16, 1, F32), FB)
 case("glm_dsa mla_absorb fp32 B 1, H 20, S 37, top-k 24", glm_absorb_case(1, 20, 37, 37, 24, F32), FB)
-case("glm_dsa mla_absorb bf16 B 2, H 16, S 29, top-k 40 (> S)", glm_absorb_case(2, 16, 29, 29, 40, BF16), FB)
+case("glm_dsa mla_absorb bf16 B 2, H 16, S 29, top-k 40 (all 29 keys)", glm_absorb_case(2, 16, 29, 29, 40, BF16), FB)
 case("glm_dsa mla_absorb fp32 q_offset 20, S 17 of 37 keys, shuffled top-k 24",
      glm_absorb_case(1, 5, 17, 37, 24, F32, q_offset=20, shuffle=True), FB)
 case("glm_dsa mla_absorb fp32 packed B 2, H 7, S 41, top-k 16, shuffled",
@@ -1404,6 +1408,8 @@ case(S + "_group_bwd_lora (unlaunched) fp32 T 37, E 5 (one empty), top-2, K 100,
      group_bwd_lora_atomic_case(37, 5, 2, 100, 72, 6, F32, empty=(1,)))
 case(S + "_group_bwd_lora (unlaunched) bf16 T 150, E 8, top-1, K 64, N 128, rank 16",
      group_bwd_lora_atomic_case(150, 8, 1, 64, 128, 16, BF16))
+case(S + "ScatterMoELoRA fp32 no tokens, E 4, top-2, K 100, N 72, rank 6",
+     scattermoe_lora_case(0, 4, 2, 100, 72, 6, F32), FB)
 case(S + "ScatterMoELoRA fp32 gates, bias, T 37, E 5 (one empty), top-2, K 100, N 72, rank 6",
      scattermoe_lora_case(37, 5, 2, 100, 72, 6, F32, gates=True, bias=True, empty=(3,)), FB)
 case(S + "ScatterMoELoRA bf16 scattered out, T 37, E 5, top-2, K 100, N 72, rank 6",
