@@ -1312,6 +1312,7 @@ case("dsv4 sliding_attn fp32 B 2, H 3, S 75, D 64, window 20", dsv4_sliding_case
 case("dsv4 sliding_attn bf16 B 1, H 5, S 100, D 32, window 128", dsv4_sliding_case(1, 5, 100, 32, 128, BF16), FB)
 case("dsv4 sliding_attn fp32 acc bf16 B 1, H 2, S 50, D 64, window 7",
      dsv4_sliding_case(1, 2, 50, 64, 7, F32, acc=BF16), FB)
+case("dsv4 sliding_attn fp16 B 2, H 2, S 40, D 64, window 9", dsv4_sliding_case(2, 2, 40, 64, 9, F16), FB)
 case("dsv4 sliding_attn fp32 B 1, H 1, S 1, D 16, window 1", dsv4_sliding_case(1, 1, 1, 16, 1, F32), FB)
 case("dsv4 csa_attn fp32 B 2, H 3, S 45, T 13, D 64, window 16", dsv4_csa_case(2, 3, 45, 13, 64, 16, F32), FB)
 case("dsv4 csa_attn bf16 B 1, H 4, S 70, T 30, D 32, window 128", dsv4_csa_case(1, 4, 70, 30, 32, 128, BF16), FB)
@@ -1319,6 +1320,8 @@ case("dsv4 csa_attn_topk fp32 B 2, H 20, S 33, T 40, K 12, D 64, window 8",
      dsv4_gather_case(2, 20, 33, 40, 12, 64, 8, F32), FB)
 case("dsv4 csa_attn_topk bf16 B 1, H 16, S 40, T 25, K 20, D 32, window 16",
      dsv4_gather_case(1, 16, 40, 25, 20, 32, 16, BF16), FB)
+case("dsv4 csa_attn_topk fp16 B 1, H 3, S 21, T 17, K 5, D 64, window 6",
+     dsv4_gather_case(1, 3, 21, 17, 5, 64, 6, F16), FB)
 case("dsv4 csa_attn_topk fp32 every gathered index -1, B 1, H 4, S 9, T 5, K 3, D 16, window 4",
      dsv4_gather_case(1, 4, 9, 5, 3, 16, 4, F32, invalid=1.0), FB)
 case("dsv4 indexer_scores fp32 B 2, S 37, H 5, T 45, DH 64", dsv4_indexer_case(2, 37, 5, 45, 64, F32))
