@@ -1,7 +1,140 @@
-"""Axolotl's Triton kernels under src/axolotl/integrations on Tegula (DRAFT docstring, rewritten at the end).
+"""Axolotl's Triton kernels under src/axolotl/integrations on Tegula, through the conformance shim's `triton` package,
+forward and backward, against float64 references written here from the definitions (the library's own pure-torch
+paths where it has them).
 
-    TEGULA_CONFORMANCE_DEVICE=cpu .venv/bin/python tools/conformance/axolotl_integrations_ops.py <axolotl tree> \\
+axolotl-ai-cloud/axolotl, main at 067b021c8b87a9e5e380b9173c704cf7340e30f5 (2026-07-24), which holds every
+@triton.jit under src/axolotl/integrations, all of them in kernels/libs: dsv4/ (last changed by 0cfacb7,
+2026-07-03), glm_dsa/ (fe1627d, 2026-07-12), scattermoe_lora/ and sonicmoe/ (ebb8a3e, 2026-07-21). dsv4/lora_mlp.py
+reuses src/axolotl/kernels/lora.py (LoRA_MLP) and the attention kernels register through
+src/axolotl/kernels/op_registry.py, so the tree needs both folders.
+
+Result on the CPU backend (2026-12-07, two cores): 159 of 163 lines match and 4 fail by the library's own bugs
+(below), none otherwise; 18 minutes from an empty Tegula cache (wall time, with another job on the machine; 12.5
+minutes of CPU), nearly all of it compiling the configs the autotuners try (scattermoe_lora's GEMMs tune over 108
+configs per shape, 144 with MX weights; dsv4's attention over 40), 14 s with the kernels cached. No divergence from Triton was
+found, so nothing of Tegula changed; comparisons.record now passes an empty reference against an empty result (the
+MoE batch with no tokens). Under TEGULA_DEBUG=1 (every load, store and atomic checked against its array, in every
+config an autotuner tries too) the same 163 lines: the only accesses outside an array are the four library bugs',
+which it reports as loads out of bounds where a plain run gives NaN or inf (or, for the quantizers, writes past
+their outputs: those two cases run in debug mode always).
+
+Cases (inputs seeded per case by the CRC of its name, so -k reproduces a case's data; random data, never zeros
+only; sizes that are not multiples of the kernels' blocks, so their masked tails run, wherever the kernels allow
+them; a case's forward and backward are a line each):
+
+  - dsv4/rope.py apply_rotary_pos_emb_triton (interleaved RoPE on the last channels of each head; cos / sin as the
+    rotary's transposed float32 views, once with sin of other strides), fp32, bf16, fp16;
+  - dsv4/gated_pool.py gated_softmax_pool: windows of 4 to 128 over widths of 33 to 300 (autotuned 32- to 128-wide
+    blocks), fp32 and bf16;
+  - dsv4/attention.py sliding_attn: one MQA key / value head, a causal window, per-head sinks, acc_dtype float32 and
+    bfloat16, fp32, bf16, fp16, 1 to 100 queries; the backward's dq and dk / dv kernels (atomics across heads) and
+    the sinks' gradient, every kernel under its autotuner (40 configs);
+  - dsv4/attention_csa.py csa_attn: the window plus T compressed keys under a dense 0 / -inf block bias (a query
+    with every compressed key masked);
+  - dsv4/attention_gather.py csa_attn_topk: the window plus each query's K gathered compressed keys with -1 holes
+    (every one -1 in a case), 3 to 20 heads against head tiles of 16 to 64;
+  - dsv4/indexer.py indexer_scores (forward only, as the library uses it);
+  - dsv4/mhc.py hyperconnection_forward: the fused RMSNorm + linear, the Sinkhorn mixer (3 to 20 iterations) and the
+    collapse, forward and backward (streams, fn, base, scale), and the forward under no_grad (no state history);
+  - dsv4/lora_mlp.py apply_lora_mlp_clamped_swiglu through lora.py's LoRA_MLP, with and without base and LoRA
+    biases, at a limit a good share of the gate and up values pass; the output and the gradients of x, every A, B
+    and LoRA bias;
+  - glm_dsa/indexer.py indexer_scores and indexer_topk (forward only): causal, with sample packing (document ids),
+    top-k above the key count; the picked keys' reference scores against the reference's own top-k scores (a
+    near-tie may pick another key of the same score);
+  - glm_dsa/attention_topk.py sparse_attn: per-head keys and values gathered at each query's top-k (1 to all keys),
+    keys past the query dropped;
+  - glm_dsa/attention_mla_absorb.py mla_absorb_attn: the 576-wide shared key (the value its first 512 columns), a
+    query offset (context parallel) over more keys than queries, packed documents, top-k lists in random order (a
+    leading block of masked keys; queries with no valid key give 0), heads not a multiple of the head tile; the
+    backward as the library restricts it on sm_90 (one config) and autotuned over its configs (capability 12.0);
+  - scattermoe_lora/kernels/ops.py: scatter2scatter (the fused per-row residual, biases, grouped input or output,
+    INT64_INDICES), group (fan-out 1 and 2, per-row coefficients), group_bwd_W (biases); kernels/single.py
+    single2scatter;
+  - scattermoe_lora/kernels/lora_ops.py: scatter2scatter_lora (the fused kernel, and _scatter2scatter_lora_split:
+    three scatter2scatter launches), scatter2scatter_lora_dX (dY grouped, or scattered and read through the
+    indices), group_bwd_lora (the split dA / dB kernels), group_bwd_lora_fused (dY scattered or grouped, expert
+    counts padded to BLOCK_M by the library's round_expert_counts), _group_bwd_lora (no host code of the library
+    launches it: launched as its docstring says), INT64_INDICES; ranks 6 (padded to 16) and 16; the MXFP4 / NVFP4
+    forward and dX kernels through ScatterMoELoRA; kernels/grouped_gram.py grouped_lora_weight_grads;
+  - scattermoe_lora/parallel_linear_lora.py ScatterMoELoRA forward and backward (x, A, B, gates): gates, biases,
+    grouped input and output, use_fused_dX, use_fused_gather, MXFP4 (E8M0) and NVFP4 (linear float32 scales) expert
+    weights as the library's MXWeights, an empty batch; without LoRA, scattermoe's ParallelLinear (x, W, biases,
+    gates); lora_ops.py's ParallelExperts module; multi_lora.py scatter2scatter_multilora (ScatterMoEMultiLoRA, LoRA
+    per (expert, tenant), with its own grouped-Gram kernel); experts with no rows in most routings;
+  - scattermoe_lora's codecs: selective_dequant_kernel.py (NF4), dequant_grouped.py (NVFP4 to bfloat16 and float8,
+    fp8_e8m0_cast_128, grouped_dx_fp8 under its autotuner), marlin_w4a16/fused_dequant.py (bfloat16 and float8),
+    cutlass_fp4/ (swiglu.py: clamped SiLU and tanh-GELU gating forward and backward, on strided inputs;
+    quant_mxfp8.py; quant_nvfp4.py; fused_dx.py);
+  - sonicmoe/triton_nvfp4.py: dequant (with and without per-slice scales), quantize, quantize_rows_fused_sfa (the
+    swizzled, expert-padded scale layout), fake_quant (per-expert scales, in place), rowscale; sonicmoe/fp8_bwd.py's
+    fused pad + fp8 cast over the library's own padded layout (_dx_plan).
+
+References: float64 torch from the definitions (the kernels' docstrings and the model code they replace); the
+library's own torch paths where it has them: flatten_sort_count and build_multilora_routing (routing),
+round_expert_counts, sonicmoe's quantize_nvfp4_ref / dequantize_nvfp4_ref and sf_layout.build_varlen_sfa. Quantizers'
+codes and scales, and dequantized values, are compared exactly, against the same float32 products the kernel
+forms, in its order (a float32 product then one rounding to the output type). Two references decide a
+discontinuity on what the library computed rather than on float64: the clamped SwiGLU clamps where the library's
+own bf16 / fp32 projection (lora.py's matmul_lora) passes the limit, since bfloat16 rounding moves values near the
+limit by a few steps and an entry clamped on one side only moves its whole gradient; glm_dsa's top-k is compared by
+scores. sonicmoe's fake_quant reference is written from the torchao numerics its docstring states (torchao is not
+installed): two-level scales, every division correctly rounded, ties to the even E2M1 code.
+
+Tolerances, relative to the reference's largest magnitude: float32 1e-5, float16 2e-3, bfloat16 2e-2 (the kernels
+compute in float32 and round inputs and outputs; torch's own bf16 matmuls around them round too); a float32 case
+whose kernel rounds its products to bfloat16 by design (sliding_attn's acc_dtype bfloat16) takes bfloat16's;
+integers, codes, scales and dequantized values exactly.
+
+Stand-ins, none of them a Triton kernel or reached from one:
+
+  - the axolotl packages import bare (their __init__ files import the trainer, transformers, torchao, CUDA
+    extensions); axolotl.utils.logging is a module with get_logger = logging.getLogger;
+  - bitsandbytes and bitsandbytes.functional names that lora.py and quantize.py import (placeholders; nothing
+    quantizes with bitsandbytes);
+  - torch.cuda.current_device() 0; torch.cuda.get_device_capability() (9, 0), an H100, or (12, 0) in one case
+    (the prunes of glm_dsa's and dsv4's autotuners read it); torch.cuda.is_available() False, but True while a
+    sonicmoe case runs (its triton_available() gates the Triton paths on it);
+  - while the library's host code runs: device="cuda" allocations go to the CPU and Tensor.is_cuda says yes;
+  - torch.compile is the identity while scattermoe_lora's modules load (parallel_experts.flatten_sort_count, a
+    torch sort and bincount, is decorated with it);
+  - the shared memory the autotuners' prunes read is the CPU driver's max_shared_mem (one core's L2, 1 MiB here),
+    so they keep nearly every config: the kernels are tuned over their full config lists;
+  - marlin_dequant_*: the 1024-entry scatter LUT is a random permutation (the library builds the real one with
+    the marlin CUDA extension's gptq_marlin_repack); the kernels read any LUT alike;
+  - the two misaligned quantizer cases (library bugs, below) run their kernel with Tegula's debug mode on
+    (kernel.debug = True), which stops the first access outside an array: run plainly they write past the end of
+    their output and corrupted the heap.
+
+Not covered:
+
+  - cutlass_fp4/grouped_kernel.py and blockscaled_gemm_dispatch.py, sonicmoe/fp4_cute*.py: CuTe DSL kernels for
+    Blackwell (sm_100 / sm_120), not Triton;
+  - marlin_w4a16's GEMM (_csrc, CUDA C++), DeepGEMM (deepgemm_grouped_fp8_fp4, nvfp4_to_mxfp4_weight, the GEMM of
+    sonicmoe's grouped_fp8_dx) and torch._grouped_mm (chunked_dequant_grouped_base): CUDA libraries, not Triton
+    (the Triton kernels around them are covered);
+  - torchao's NVFP4 / MX tensors (mx_weights.selective_*_weights_fwd, nvfp4_quant.fake_quant_nvfp4): torchao is not
+    installed; the kernels they feed run on MXWeights built here;
+  - glm_dsa/context_parallel.py (torch.distributed), the autotune callback and collector, plugin.py and the
+    patches: no Triton kernel.
+
+Library bugs (lines marked FAIL (library), which the exit status accepts); each is an unmasked tail, and each shows
+under TEGULA_DEBUG=1 as a load out of bounds:
+
+  - dequant_grouped.py _grouped_dx_fp8_kernel loads grad and W without a mask on N: N must be a multiple of the
+    autotuned BN (64 or 128), which nothing checks (its K tail is masked, "e.g. I=704");
+  - cutlass_fp4/quant_mxfp8.py and quant_nvfp4.py load and store without masks: K / 32 (K / 16) must be a multiple
+    of the blocks per program (4, 8), which nothing checks (mxfp8_quant asserts K % 32 only); K = 704 (22 MX blocks)
+    would write past the outputs;
+  - cutlass_fp4/fused_dx.py loads A and W without a mask on N: N must be a multiple of BN (64).
+
+    git -C <axolotl git dir> archive 067b021c src/axolotl/integrations src/axolotl/kernels | tar -x -C <tree>
+    TEGULA_CONFORMANCE_DEVICE=cpu .venv/bin/python tools/conformance/axolotl_integrations_ops.py <tree> \\
         [-k SUBSTRING ...] [--json out.json]
+
+-k may be given more than once (a case runs when its name holds any of them). Prints one line per case and stage
+(ok / FAIL / FAIL (library), the largest absolute difference from the reference, each output's difference or the
+first line of the error) and the totals.
 """
 
 import argparse
@@ -1090,8 +1223,8 @@ def e2m1_codes(a):
 
 def nvfp4_quant_case(M, K):
     """cutlass_fp4/quant_nvfp4.py nvfp4_quant: per 16 values the scale e4m3(clamp(amax / 6)) (1 where that is 0,
-    as stored and as used), codes by the E2M1 thresholds on |x| / scale, sign bit 8 for x < 0, two per byte low first; exactly, the
-    float32 arithmetic the kernel's (amax / 6 and x / scale in float32)."""
+    as stored and as used), codes by the E2M1 thresholds on |x| / scale, sign bit 8 for x < 0, two per byte low
+    first; exactly, the float32 arithmetic the kernel's (amax / 6 and x / scale in float32)."""
 
     def run():
         mod = moe_need("cutlass_fp4.quant_nvfp4")
@@ -1343,8 +1476,8 @@ case("glm_dsa indexer fp32 packed B 2, S 50, H 3, DH 32, top-k 20", glm_indexer_
                                                                                       packed=True))
 case("glm_dsa sparse_attn fp32 B 2, H 3, S 37, D 64, DV 32, top-k 16", glm_sparse_case(2, 3, 37, 64, 32, 16, F32),
      FB)
-case("glm_dsa sparse_attn bf16 B 1, H 2, S 70, D 128, DV 64, top-k 100 (all 70 keys)", glm_sparse_case(1, 2, 70, 128, 64, 100,
-                                                                                        BF16), FB)
+case("glm_dsa sparse_attn bf16 B 1, H 2, S 70, D 128, DV 64, top-k 100 (all 70 keys)",
+     glm_sparse_case(1, 2, 70, 128, 64, 100, BF16), FB)
 case("glm_dsa sparse_attn fp32 top-1, B 1, H 2, S 20, D 32, DV 16", glm_sparse_case(1, 2, 20, 32, 16, 1, F32), FB)
 case("glm_dsa mla_absorb fp32 B 1, H 20, S 37, top-k 24", glm_absorb_case(1, 20, 37, 37, 24, F32), FB)
 case("glm_dsa mla_absorb bf16 B 2, H 16, S 29, top-k 40 (all 29 keys)", glm_absorb_case(2, 16, 29, 29, 40, BF16), FB)
