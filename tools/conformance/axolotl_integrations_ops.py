@@ -168,7 +168,7 @@ DEVICE = os.environ.get("TEGULA_CONFORMANCE_DEVICE", "cpu")
 torch.set_default_device(DEVICE)
 
 import triton  # noqa: E402
-from comparisons import check, exact, fp8_codes, report  # noqa: E402
+from comparisons import check, exact, report  # noqa: E402
 import standins  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
@@ -212,7 +212,6 @@ GPU = {"capability": (9, 0), "cuda_available": False}
 if DEVICE != "cuda":
     torch.cuda.current_device = lambda: 0
     torch.cuda.get_device_capability = lambda *a, **k: GPU["capability"]
-    _real_is_available = torch.cuda.is_available
     torch.cuda.is_available = lambda: GPU["cuda_available"]
 
 
@@ -1192,10 +1191,6 @@ def gated_act_case(act, Mt, I, dtype, limit=1.7, strided=False):
         (wg,) = torch.autograd.grad(want, [gr], d64(dh))
         yield {"dgu": (got, wg, TOL[dtype])}
     return run
-
-
-def e4m3_decode(t):
-    return t.float().double()
 
 
 def mxfp8_quant_case(M, K):
