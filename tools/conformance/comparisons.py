@@ -1,22 +1,27 @@
 """One case's outcome from its comparisons against references, shared by the harnesses that check a library's
 ops one case at a time (unsloth_ops.py, vllm_ops.py, sglang_ops.py, flash_attn_ops.py, verl_ops.py,
 deepseek_v3_ops.py, autoawq_ops.py, trident_ops.py, scattermoe_ops.py, mlstm_kernels_ops.py, fbgemm_ops.py,
-megablocks_ops.py, axolotl_ops.py, torchtitan_ops.py), a case's expected refusal (torch_triton_utils_ops.py,
-torchtitan_ops.py), two comparisons of quantizers' outputs (float8 codes within half a step of the quotients they
-round, and exact equality), and the report of a run."""
+megablocks_ops.py, axolotl_ops.py, axolotl_integrations_ops.py, torchtitan_ops.py), a case's expected refusal
+(torch_triton_utils_ops.py, torchtitan_ops.py), two comparisons of quantizers' outputs (float8 codes within half a
+step of the quotients they round, and exact equality), and the report of a run."""
 
 import json
+import math
 import re
 
 
 def record(results: list, name: str, comparisons: dict) -> None:
     """Appends (name, "ok" or "FAIL", the largest difference, a text) to results. comparisons: {what: (got, want,
-    tol)}; a case passes when every max |got - want| <= tol * max |want| (tol where want is all zeros)."""
+    tol)}; a case passes when every max |got - want| <= tol * max |want| (tol where want is all zeros); an empty
+    want passes against an empty got of its shape."""
     worst, bad, parts = 0.0, [], []
     for what, (got, want, tol) in comparisons.items():
         want = want.detach().double()
-        err = (got.detach().double() - want).abs().max().item()
-        scale = want.abs().max().item() or 1.0
+        if want.numel() == 0:
+            err, scale = (0.0 if got.shape == want.shape else math.inf), 1.0
+        else:
+            err = (got.detach().double() - want).abs().max().item()
+            scale = want.abs().max().item() or 1.0
         worst = max(worst, err)
         parts.append(f"{what} {err:.2g}")
         if not err <= tol * scale:
