@@ -170,23 +170,15 @@ torch.set_default_device(DEVICE)
 import triton  # noqa: E402
 from comparisons import check, exact, report  # noqa: E402
 import standins  # noqa: E402
+from standins import module  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
 # --- stand-ins -----------------------------------------------------------------------------------------------------
 
 
-def module(name, **attrs):
-    m = types.ModuleType(name)
-    m.__dict__.update(attrs)
-    sys.modules[name] = m
-    return m
-
-
 def placeholder(name):
-    def fn(*args, **kwargs):
-        raise NotImplementedError(f"{name} is a placeholder in axolotl_integrations_ops.py")
-    return fn
+    return standins.placeholder(name, "axolotl_integrations_ops.py")
 
 
 # axolotl.utils.logging (axolotl/kernels/op_registry.py's only import of axolotl)

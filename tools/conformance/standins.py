@@ -14,6 +14,23 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 
+def module(name: str, **attrs) -> types.ModuleType:
+    """A stand-in module `name` holding `attrs`, registered in sys.modules. It is a package (an empty
+    __path__), so that importing a submodule it lacks is an ImportError the library's try blocks catch."""
+    m = types.ModuleType(name)
+    m.__path__ = []
+    m.__dict__.update(attrs)
+    sys.modules[name] = m
+    return m
+
+
+def placeholder(name: str, harness: str):
+    """A function standing in for library code no case reaches: calling it says so."""
+    def fn(*args, **kwargs):
+        raise NotImplementedError(f"{name} is a placeholder in {harness}")
+    return fn
+
+
 def is_cuda(device) -> bool:
     """Whether a `device=` argument names a CUDA device."""
     if isinstance(device, str):

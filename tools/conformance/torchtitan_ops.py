@@ -219,18 +219,11 @@ import triton  # noqa: E402
 from comparisons import check, exact, fp8_codes, refusal, report  # noqa: E402
 from tegula.experimental_descriptor import fill_2d_tma_descriptor  # noqa: E402
 import standins  # noqa: E402
+from standins import module  # noqa: E402
 
 assert pathlib.Path(triton.__file__).is_relative_to(SHIM), f"the real Triton was imported: {triton.__file__}"
 
 # --- loading -------------------------------------------------------------------------------------------------------
-
-
-def module(name, **attrs):
-    m = types.ModuleType(name)
-    m.__path__ = []
-    m.__dict__.update(attrs)
-    sys.modules[name] = m
-    return m
 
 
 def _config_class():
