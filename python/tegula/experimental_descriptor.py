@@ -3,17 +3,20 @@ April 2025, #6488), for kernels of that era that read them with ``tl._experiment
 ``_store`` (docs/language.md, "Triton 3.2/3.3's experimental descriptors")::
 
     desc = create_2d_tma_descriptor(a.data_ptr(), M, K, BLOCK_M, BLOCK_K, a.element_size())
-    kernel[grid](desc, ...)   # or desc.tma_desc_cpu_ptr()'s bytes copied where the kernel can read them
+    kernel[grid](desc, ...)
 
 A descriptor is 128 bytes (Triton's TMA_SIZE) in Tegula's own layout, not a CUtensorMap: the int64 words
-below, which the kernel reads at run time (src/frontend/builtins_experimental_descriptor.h holds the same
-layout). ``TmaDescKernelParam`` is those bytes as a NumPy uint8 array, so it passes to a kernel as a
-pointer; on the CUDA backend the kernel must find them in device memory (copy the array to a device tensor).
+below, which the kernel reads at run time (src/frontend/legacy_descriptor_layout.h holds the same layout).
+``TmaDescKernelParam`` is those bytes as a NumPy uint8 array. A launch passes them by value, as Triton's
+does (its signature type is ``nvTmaDesc``): on the CUDA backend the kernel receives the bytes as its
+parameter, so the launch needs no device copy and CUDA graph capture keeps the bytes of the capture; on
+the CPU backend it receives their host address. The launch runs on the device that owns the descriptor's
+base address. A device array holding a descriptor's bytes (the in-kernel creates' workspaces, or a host
+descriptor copied there) passes as the pointer it is.
 
 The kernel writes through the address in the descriptor, which the launcher cannot see: the array behind
 ``ptr`` must be writable by the caller's own account, as with any address passed as an integer.
 """
-
 from __future__ import annotations
 
 import ctypes
@@ -157,10 +160,19 @@ def _is_buffer(value) -> bool:
 def kernel_param_bytes(value, kernel: str, param: str) -> np.ndarray:
     """The launcher's view of an argument with ``tma_desc_cpu_ptr()`` (Triton 3.2/3.3's TmaDescKernelParam and
     its duck types, such as FBGEMM's TmaAutoTuneHelper.KernelParamWrapper): the 128 bytes at that host address,
-    as a uint8 array passed as a pointer. Their owner keeps them alive across the launch, as in Triton."""
+    as a uint8 array, which the launch passes by value (a device receives the bytes, the CPU their address).
+    Their owner keeps them alive across the launch, as in Triton."""
     address = value.tma_desc_cpu_ptr()
     if isinstance(address, bool) or not isinstance(address, int) or address <= 0:
         raise coded(TypeError, "E0711",
                     f"argument '{param}' of kernel '{kernel}': {type(value).__name__}.tma_desc_cpu_ptr() must give "
                     f"the host address of a TMA descriptor's {TMA_DESC_SIZE} bytes, got {address!r}")
-    return np.ctypeslib.as_array((ctypes.c_uint8 * TMA_DESC_SIZE).from_address(address))
+    data = np.ctypeslib.as_array((ctypes.c_uint8 * TMA_DESC_SIZE).from_address(address))
+    if int(data.view(np.int64)[0]) != MAGIC:
+        raise coded(ValueError, "E0711",
+                    f"argument '{param}' of kernel '{kernel}': the {TMA_DESC_SIZE} bytes at "
+                    f"{type(value).__name__}.tma_desc_cpu_ptr() are not a TMA descriptor Tegula wrote: fill them "
+                    f"with tegula.experimental_descriptor's create_1d/2d_tma_descriptor or fill_1d/2d_tma_descriptor "
+                    f"(the driver's utils.fill_*) before the launch; Tegula's kernels read its own layout, not a "
+                    f"CUtensorMap another library encoded")
+    return data

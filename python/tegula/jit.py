@@ -800,10 +800,8 @@ class Specialization:
             elif spec.kind == kinds.Int and spec.is_one and not spec.typed_one:
                 self.signature[name] = "constexpr"
                 self.constants[name] = 1
-            elif spec.kind in (kinds.Pointer, kinds.TensorDescriptor):
-                self.signature[name] = "*" + _TRITON_TYPE_NAMES.get(spec.dtype, spec.dtype)
             else:
-                self.signature[name] = _TRITON_TYPE_NAMES.get(spec.dtype, spec.dtype)
+                self.signature[name] = _signature_type(spec)
 
     def __repr__(self) -> str:
         return f"Specialization({self.fn.__name__}, signature={self.signature}, constants={self.constants})"
@@ -818,11 +816,20 @@ def _tuple_signature(spec) -> str:
             parts.append(_tuple_signature(part))
         elif part.kind == kinds.Constexpr or (part.kind == kinds.Int and part.is_one):
             parts.append("constexpr")
-        elif part.kind in (kinds.Pointer, kinds.TensorDescriptor):
-            parts.append("*" + _TRITON_TYPE_NAMES.get(part.dtype, part.dtype))
         else:
-            parts.append(_TRITON_TYPE_NAMES.get(part.dtype, part.dtype))
+            parts.append(_signature_type(part))
     return "(" + ",".join(parts) + ")"
+
+
+def _signature_type(spec) -> str:
+    """A runtime value's type as Triton writes it: ``"*fp32"``, ``"i32"``, ``"nvTmaDesc"`` (a host TMA
+    descriptor, passed by value)."""
+    kinds = _C.ArgSpec.Kind
+    if spec.kind == kinds.Pointer and spec.by_value_bytes:
+        return "nvTmaDesc"
+    if spec.kind in (kinds.Pointer, kinds.TensorDescriptor):
+        return "*" + _TRITON_TYPE_NAMES.get(spec.dtype, spec.dtype)
+    return _TRITON_TYPE_NAMES.get(spec.dtype, spec.dtype)
 
 
 def _constant_of(value):

@@ -233,6 +233,9 @@ class Backend {
   // that owns `address` (Error for memory no device of this backend owns).
   virtual int device_count() const { return 0; }
   virtual int device_of(uint64_t address) const;
+  // The device that owns `address`, or nothing (memory of no device of this backend, or no driver): for
+  // addresses that may be host memory, such as the one inside a host TMA descriptor.
+  virtual std::optional<int> device_owning(uint64_t /*address*/) const { return std::nullopt; }
 };
 
 }  // namespace tegula::backends

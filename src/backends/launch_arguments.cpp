@@ -153,6 +153,14 @@ void PackedArguments::append(abi::ArgSlot slot) {
   slots.push_back(slot);
   argv.clear();
   for (size_t i = 0; i < slots.size(); ++i) argv.push_back(&slots[i]);
+  for (const ByValue& v : by_value_) argv[v.index] = v.bytes;
+}
+
+void PackedArguments::pass_by_value(size_t index, const void* bytes) {
+  TEGULA_ASSERT(index < argv.size(), "a parameter passed by value beyond the packed arguments");
+  // cuLaunchKernel only reads through argv.
+  by_value_.push_back({index, const_cast<void*>(bytes)});
+  argv[index] = const_cast<void*>(bytes);
 }
 
 void pack_arguments(const std::string& kernel, const std::vector<ir::Param>& params, std::span<const ArgValue> args,

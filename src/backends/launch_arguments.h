@@ -36,8 +36,19 @@ struct PackedArguments {
   SmallVector<void*, 24> argv;
 
   // Appends one slot (debug extents, the record address) and points every
-  // argv entry at its slot again (the slots may have moved to the heap).
+  // argv entry at its slot again (the slots may have moved to the heap),
+  // except those passed by value.
   void append(abi::ArgSlot slot);
+  // Points argv[index] at `bytes`, which a device launch passes by value
+  // (ir::Param::by_value_bytes), instead of at its slot.
+  void pass_by_value(size_t index, const void* bytes);
+
+ private:
+  struct ByValue {
+    size_t index;
+    void* bytes;
+  };
+  SmallVector<ByValue, 2> by_value_;
 };
 
 // Checks the count of `args` against `params` and packs each value as its

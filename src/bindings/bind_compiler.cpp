@@ -136,7 +136,10 @@ void bind_arg_spec(nb::module_& m) {
               "With is_one: the 1 is a value of dtype (a declared parameter type), not an untyped constant.")
       .def_rw("value", &ArgSpec::value)
       .def_prop_rw("parts", copied(&ArgSpec::parts), assigned(&ArgSpec::parts))
-      .def_rw("block_shape", &ArgSpec::block_shape);
+      .def_rw("block_shape", &ArgSpec::block_shape)
+      .def_rw("by_value_bytes", &ArgSpec::by_value_bytes,
+              "Pointer: the bytes of a host TMA descriptor the launch passes by value (Triton's nvTmaDesc); 0 "
+              "otherwise.");
 }
 
 void bind_request_and_options(nb::module_& m) {

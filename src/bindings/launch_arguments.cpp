@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "bindings/launch_errors.h"
+#include "frontend/legacy_descriptor_layout.h"
 #include "frontend/value_bounds.h"
 #include "runtime/backend_registry.h"
 
@@ -372,7 +373,7 @@ void ArgumentClassifier::elements(const std::string& kernel, const std::string& 
 }
 
 void ArgumentClassifier::add_pointer(const Pointer& pointer, size_t index, nb::handle source, LaunchArguments& out) {
-  out.key.pointer(pointer.element, pointer.address % 16 == 0);
+  out.key.pointer(pointer.element, pointer.address % 16 == 0, pointer.host_descriptor);
   out.values.push_back({HostValue::Kind::Address, pointer.address, 0.0});
   out.sources.push_back(source.ptr());
   out.places.push_back({index, pointer.place});
@@ -593,21 +594,23 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
                       ", which Tegula has no type for: reinterpret an array as a scalar tl dtype such as "
                       "tl.float8e4nv");
     array->element = element;
+    if (array->host_descriptor) {  // reinterpreted, the bytes are a host array like any other
+      array->host_descriptor = false;
+      array->place = Place{host_, -1};
+    }
     return array;
   }
-  if (is_instance(value, support_.ndarray)) return numpy_array(kernel, param, value, /*exact=*/false);
+  if (is_instance(value, support_.ndarray)) {
+    // TmaDescKernelParam is a NumPy array; other subclasses are arrays.
+    if (has_attribute(value, tma_desc_cpu_ptr_name_)) return host_descriptor(kernel, param, value);
+    return numpy_array(kernel, param, value, /*exact=*/false);
+  }
   if (is_descriptor(value) || is_number_scalar(value) || PyLong_Check(object) || PyFloat_Check(object))
     return std::nullopt;
   if (has_attribute(value, data_ptr_name_) && has_attribute(value, dtype_name_) && has_attribute(value, device_name_))
     return tensor_like(kernel, param, value);
-  // A wrapper of Triton 3.2/3.3's host TMA descriptor (TmaDescKernelParam itself is a NumPy array): the
-  // 128 bytes at tma_desc_cpu_ptr(), passed as a *u8 (tegula.experimental_descriptor.kernel_param_bytes).
-  // After the tensors, so that they never pay for the lookup.
-  if (has_attribute(value, tma_desc_cpu_ptr_name_)) {
-    nb::object bytes = nb::module_::import_("tegula.experimental_descriptor")
-                           .attr("kernel_param_bytes")(value, nb::str(kernel.c_str()), nb::str(param.c_str()));
-    return numpy_array(kernel, param, bytes, /*exact=*/false);
-  }
+  // A wrapper of a host TMA descriptor; after the tensors, so that they never pay for the lookup.
+  if (has_attribute(value, tma_desc_cpu_ptr_name_)) return host_descriptor(kernel, param, value);
   nb::object interface = attribute_or_null(value, cuda_interface_name_);
   if (interface.is_valid() && !interface.is_none()) return cuda_interface(kernel, param, interface);
   if (has_attribute(value, dlpack_name_)) {
@@ -624,6 +627,27 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
   raise_coded(PyExc_TypeError, Diag::LaunchArgumentType,
               "argument '" + param + "' of kernel '" + kernel + "' must be an array or a scalar, got " +
                   type_name_of(value));
+}
+
+ArgumentClassifier::Pointer ArgumentClassifier::host_descriptor(const std::string& kernel, const std::string& param,
+                                                                 nb::handle value) {
+  // The bytes at tma_desc_cpu_ptr() as a uint8 array, checked to be a descriptor Tegula wrote.
+  nb::object bytes = nb::module_::import_("tegula.experimental_descriptor")
+                         .attr("kernel_param_bytes")(value, nb::str(kernel.c_str()), nb::str(param.c_str()));
+  Pointer pointer = *numpy_array(kernel, param, bytes, /*exact=*/false);
+  pointer.host_descriptor = true;
+  pointer.write_block = WriteBlock::None;  // the kernel reads its copy of the bytes
+  int64_t base = 0;
+  std::memcpy(&base, reinterpret_cast<const char*>(pointer.address) + 8 * frontend::legacy_descriptor::kBaseWord,
+              sizeof base);
+  for (const backends::Backend* backend : runtime::all_backends()) {
+    if (backend->kind() != backends::BackendKind::Device) continue;
+    if (std::optional<int> device = backend->device_owning(static_cast<uint64_t>(base))) {
+      pointer.place = Place{backend, *device};
+      break;
+    }
+  }
+  return pointer;
 }
 
 std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::numpy_array(const std::string& kernel,

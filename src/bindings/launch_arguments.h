@@ -168,7 +168,12 @@ class ArgumentClassifier {
     uint64_t address = 0;
     Place place;
     WriteBlock write_block = WriteBlock::None;
+    bool host_descriptor = false;  // a host TMA descriptor's bytes, passed by value (host_descriptor())
   };
+  // Triton 3.2/3.3's host TMA descriptor (TmaDescKernelParam, or a wrapper with tma_desc_cpu_ptr() such
+  // as FBGEMM's KernelParamWrapper): its bytes in host memory, which the launch passes by value. It runs
+  // where the memory the descriptor describes is.
+  Pointer host_descriptor(const std::string& kernel, const std::string& param, nanobind::handle value);
   // Whether NumPy's array fields may be read directly (checked on the first array).
   enum class NumpyLayout { Unknown, Direct, Attributes };
 

@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "frontend/legacy_descriptor_layout.h"
 #include "support/diagnostic.h"
 
 namespace tegula::python {
@@ -11,6 +12,9 @@ namespace {
 // One tag per item, so a concatenation of parameters decodes one way only.
 constexpr char kPointer = 'P', kInt = 'I', kFloat = 'F', kBool = 'B', kConstant = 'C', kDescriptor = 'D',
                kTuple = 'U', kTrailer = 'T';
+
+// A pointer item's flags.
+constexpr uint8_t kAligned16 = 1, kHostDescriptor = 2;
 
 uint8_t int_flags(const IntClass& value) {
   return (value.is_one ? 1 : 0) | (value.divisible_by_16 ? 2 : 0) | (value.is_one && value.typed_one ? 4 : 0);
@@ -48,7 +52,9 @@ frontend::ArgSpec pointer_spec(Reader& in) {
   frontend::ArgSpec spec;
   spec.kind = frontend::ArgSpec::Kind::Pointer;
   spec.dtype = static_cast<ir::Scalar>(in.take<uint8_t>());
-  spec.divisibility = in.take<uint8_t>() ? 16 : 1;
+  auto flags = in.take<uint8_t>();
+  spec.divisibility = (flags & kAligned16) ? 16 : 1;
+  if (flags & kHostDescriptor) spec.by_value_bytes = frontend::legacy_descriptor::kBytes;
   return spec;
 }
 
@@ -119,8 +125,9 @@ void LaunchKey::text(std::string_view value) {
   append(value.data(), value.size());
 }
 
-void LaunchKey::pointer(ir::Scalar element, bool aligned16) {
-  const char item[3] = {kPointer, static_cast<char>(element), static_cast<char>(aligned16)};
+void LaunchKey::pointer(ir::Scalar element, bool aligned16, bool host_descriptor) {
+  const char item[3] = {kPointer, static_cast<char>(element),
+                        static_cast<char>((aligned16 ? kAligned16 : 0) | (host_descriptor ? kHostDescriptor : 0))};
   append(item, sizeof item);
 }
 
@@ -132,7 +139,7 @@ void LaunchKey::integer(const IntClass& value) {
 void LaunchKey::drop_alignment(size_t at) {
   if (at + 3 > size()) return;  // an item shorter than three bytes (float, bool): nothing to forget
   char* item = spilled_.empty() ? local_.data() + at : spilled_.data() + at;
-  if (item[0] == kPointer) item[2] = 0;
+  if (item[0] == kPointer) item[2] = static_cast<char>(item[2] & ~kAligned16);
   if (item[0] == kInt) item[2] = static_cast<char>(item[2] & ~2);  // int_flags: bit 1 is divisible_by_16
 }
 

@@ -6,7 +6,8 @@
 // so the key and the request can never disagree.
 //
 // Per parameter, in order (Triton's rules, applied by launch_arguments.cpp):
-//   pointer       element type, whether the address is 16-byte aligned
+//   pointer       element type, whether the address is 16-byte aligned, whether it holds a host TMA
+//                 descriptor passed by value
 //   int           width (i32, i64, u64, or the parameter's declared type), is the value 1 (a typed
 //                 1 for a declared type), divisible by 16
 //   float         its type (f32, or the parameter's declared float type)
@@ -39,7 +40,9 @@ struct IntClass {
 
 class LaunchKey {
  public:
-  void pointer(ir::Scalar element, bool aligned16);
+  // `host_descriptor`: the pointer is to a host TMA descriptor's bytes (frontend::legacy_descriptor::kBytes), passed by value
+  // (frontend::ArgSpec::by_value_bytes).
+  void pointer(ir::Scalar element, bool aligned16, bool host_descriptor = false);
   void integer(const IntClass& value);
   void real(ir::Scalar type = ir::Scalar::F32);
   void boolean();

@@ -49,6 +49,7 @@ compile options:
                                             (:16 = the address is 16-byte aligned)
                           i32, i64, u64     integer (:16 = divisible by 16, :1 = equal to 1)
                           fp32, i1          float, bool
+                          nvTmaDesc         a host TMA descriptor (Triton 3.2/3.3), passed by value
                           1024, 0.5, True, None, fp16, 'text'
                                             the value of a tl.constexpr parameter
                         dtypes: fp16 bf16 fp32 fp64 i1 i8 i16 i32 i64 u8 u16 u32 u64

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 
+#include "frontend/legacy_descriptor_layout.h"
 #include "frontend/lexer.h"
 #include "frontend/type_rules.h"
 #include "support/diagnostic.h"
@@ -164,6 +165,15 @@ ArgSpec parse_entry(std::string_view entry, const KernelParam& param) {
   std::string_view suffix = colon == std::string_view::npos ? std::string_view() : trim(entry.substr(colon + 1));
   if (colon != std::string_view::npos && suffix.empty())
     throw SignatureError("'" + std::string(entry) + "' ends with ':'; write ':16' or leave the suffix out");
+  // Triton's name for a host TMA descriptor: its bytes, passed by value, read as *u8.
+  if (type == "nvTmaDesc") {
+    if (!suffix.empty()) throw SignatureError("'nvTmaDesc' takes no ':' suffix");
+    spec.kind = ArgSpec::Kind::Pointer;
+    spec.dtype = ir::Scalar::U8;
+    spec.divisibility = 16;
+    spec.by_value_bytes = frontend::legacy_descriptor::kBytes;
+    return spec;
+  }
   bool pointer = !type.empty() && type.front() == '*';
   std::string_view dtype_text = trim(pointer ? type.substr(1) : type);
   std::optional<ir::Scalar> scalar = frontend::dtype_from_name(std::string(dtype_text));

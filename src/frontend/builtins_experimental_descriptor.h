@@ -15,31 +15,16 @@
 // time: a load or store rebuilds a tl.make_tensor_descriptor from the words
 // and goes through it, so bounds (zero fill, dropped stores) are those of
 // ordinary descriptors on every backend. The block shape and dtype stay
-// static, as the API requires.
+// static, as the API requires. The layout is in legacy_descriptor_layout.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "frontend/legacy_descriptor_layout.h"
 #include "frontend/lowering.h"
 
 namespace tegula::frontend {
-
-// The descriptor's int64 words (128 bytes, Triton's TMA_SIZE; keep in step
-// with python/tegula/experimental_descriptor.py). Dimensions are outer first,
-// as Triton's global_size and load shapes list them.
-namespace legacy_descriptor {
-inline constexpr int64_t kMagic = 0x3143534544474c54;  // "TLGDESC1" little-endian: a written descriptor
-inline constexpr int kMagicWord = 0;
-inline constexpr int kBaseWord = 1;         // the global address, in bytes
-inline constexpr int kRankWord = 2;
-inline constexpr int kElementSizeWord = 3;  // bytes
-inline constexpr int kShapeWord = 4;        // kMaxRank words: global sizes, in elements
-inline constexpr int kStrideWord = 8;       // kMaxRank words: strides, in elements (the last is 1)
-inline constexpr int kBlockWord = 12;       // kMaxRank words: the box the descriptor was made for
-inline constexpr int kMaxRank = 4;
-inline constexpr int kWords = 16;
-}  // namespace legacy_descriptor
 
 Symbol lower_experimental_descriptor_load(Lowerer& l, const CallArgs& c, const std::string& name);
 Symbol lower_experimental_descriptor_store(Lowerer& l, const CallArgs& c, const std::string& name);

@@ -133,7 +133,8 @@ ir::Function Lowerer::run() {
       default: break;
     }
     ir::Type t = a.kind == ArgSpec::Kind::Pointer ? ir::Type::ptr(a.dtype) : ir::Type::of(a.dtype);
-    fn_.params.push_back(ir::Param{name, t, a.divisibility, read_only && a.kind == ArgSpec::Kind::Pointer});
+    fn_.params.push_back(
+        ir::Param{name, t, a.divisibility, read_only && a.kind == ArgSpec::Kind::Pointer, a.by_value_bytes});
     ir::ValueId v = fn_.add_block_arg(fn_.body(), t);
     if (a.kind == ArgSpec::Kind::Int && a.is_one) {
       // A declared type (s: tl.uint8) keeps the 1 a value of that type, so `s + 255` wraps as it would

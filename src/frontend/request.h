@@ -106,6 +106,10 @@ struct ArgSpec {
   // so the kernel computes in that type as it would with any other value; without it the 1 is
   // Python's untyped constant (Triton's specialization of an unannotated int).
   bool typed_one = false;
+  // Pointer only: a host TMA descriptor of Triton 3.2/3.3 (Triton's "nvTmaDesc"), this many bytes in host
+  // memory that the launch passes by value; the kernel reads them through the pointer. 0 for any other
+  // argument.
+  int64_t by_value_bytes = 0;
 };
 
 // Names the kernel parameters of tuple and aggregate elements: PARENT__i, with '_' appended while a

@@ -98,6 +98,10 @@ struct Param {
   Type type;                 // scalar or ptr<...>
   int64_t divisibility = 1;  // known divisibility of the value (ints) or address (bytes, pointers)
   bool read_only = false;    // a pointer annotated tl.const: stores through it are refused
+  // A pointer to this many bytes that the launch passes by value (a host TMA descriptor, Triton's
+  // nvTmaDesc): a device backend receives the bytes as the parameter and points at them; the CPU backend
+  // receives their host address. 0 for any other parameter.
+  int64_t by_value_bytes = 0;
 };
 
 class Function {

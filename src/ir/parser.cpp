@@ -61,8 +61,17 @@ class Parser {
           if (divisibility < 1) fail(number_at, "divisibility must be at least 1");
           expect(')');
         }
+        int64_t by_value_bytes = 0;
+        if (at_word("by_value")) {
+          word("by_value");
+          expect('(');
+          size_t number_at = pos_;
+          by_value_bytes = integer();
+          if (by_value_bytes < 1) fail(number_at, "a parameter passed by value holds at least 1 byte");
+          expect(')');
+        }
         define(name, fn_.add_block_arg(body, type), at);
-        fn_.params.push_back(Param{name.text, type, divisibility});
+        fn_.params.push_back(Param{name.text, type, divisibility, false, by_value_bytes});
       } while (consume(','));
       expect(')');
     }

@@ -102,6 +102,8 @@ class Printer {
       header += value_ref(body.args[i]) + ": " + type_of(body.args[i]);
       if (i < fn_.params.size() && fn_.params[i].divisibility > 1)
         header += " div(" + std::to_string(fn_.params[i].divisibility) + ")";
+      if (i < fn_.params.size() && fn_.params[i].by_value_bytes > 0)
+        header += " by_value(" + std::to_string(fn_.params[i].by_value_bytes) + ")";
     }
     out_ = header + ") {\n";
     printed_.assign(fn_.num_blocks(), false);

@@ -115,6 +115,9 @@ class Verifier {
         fail({}, which + " has type " + to_string(p.type) + " but its body argument is " + type_name(body.args[i]));
       if (p.type.is_tile()) fail({}, which + " must be a scalar or a pointer, not a tile");
       if (p.divisibility < 1) fail({}, which + " has divisibility " + std::to_string(p.divisibility));
+      if (p.by_value_bytes < 0 || (p.by_value_bytes > 0 && !p.type.is_pointer()))
+        fail({}, which + " is passed by value as " + std::to_string(p.by_value_bytes) +
+                     " bytes, which only a pointer parameter may be");
       for (size_t j = 0; j < i; ++j)
         if (fn_.params[j].name == p.name) fail({}, which + " repeats the name of param " + std::to_string(j));
     }

@@ -145,6 +145,7 @@ void add_arg(backends::CacheKey& key, const frontend::ArgSpec& arg) {
   key.field("divisibility", arg.divisibility);
   key.field("is_one", int64_t{arg.is_one});
   if (arg.typed_one) key.field("typed_one", int64_t{1});  // only then: other keys stay as they were
+  if (arg.by_value_bytes) key.field("by_value_bytes", arg.by_value_bytes);  // likewise
   add_global(key, arg.value);
   key.field("parts", static_cast<int64_t>(arg.parts.size()));
   for (const frontend::ArgSpec& p : arg.parts) {

@@ -229,7 +229,8 @@ std::string serialize_manifest(const CacheManifest& manifest) {
   out += "backend " + manifest.backend + "\n";
   out += "kernel " + encode_name(manifest.kernel_name) + "\n";
   for (const ir::Param& p : manifest.params)
-    out += "param " + encode_name(p.name) + " " + ir::to_string(p.type) + " " + std::to_string(p.divisibility) + "\n";
+    out += "param " + encode_name(p.name) + " " + ir::to_string(p.type) + " " + std::to_string(p.divisibility) +
+           (p.by_value_bytes > 0 ? " by_value=" + std::to_string(p.by_value_bytes) : std::string()) + "\n";
   if (manifest.shape.threads > 0)
     out += "launch " + std::to_string(manifest.shape.threads) + " " + std::to_string(manifest.shape.shared_bytes) +
            "\n";
@@ -272,11 +273,15 @@ std::optional<CacheManifest> parse_manifest(std::string_view text) {
     } else if (w.size() == 2 && w[0] == "kernel" && seen_backend && !seen_kernel && decode_name(w[1])) {
       manifest.kernel_name = *decode_name(w[1]);
       seen_kernel = true;
-    } else if (w.size() == 4 && w[0] == "param" && seen_kernel && !seen_launch && !seen_effect && !seen_site &&
-               !seen_artifact && decode_name(w[1])) {
+    } else if ((w.size() == 4 || w.size() == 5) && w[0] == "param" && seen_kernel && !seen_launch && !seen_effect &&
+               !seen_site && !seen_artifact && decode_name(w[1])) {
       std::optional<ir::Type> type = parse_param_type(w[2]);
       ir::Param param{*decode_name(w[1]), type.value_or(ir::Type{}), 1};
       if (!type || !parse_int(w[3], &param.divisibility) || param.divisibility < 1) return std::nullopt;
+      // A host descriptor's bytes passed by value (ir::Param::by_value_bytes): "by_value=N" on pointers only.
+      if (w.size() == 5 && (!w[4].starts_with("by_value=") || !type->is_pointer() ||
+                            !parse_int(w[4].substr(9), &param.by_value_bytes) || param.by_value_bytes < 1))
+        return std::nullopt;
       manifest.params.push_back(std::move(param));
     } else if (w.size() == 3 && w[0] == "launch" && seen_kernel && !seen_launch && !seen_effect && !seen_site &&
                !seen_artifact) {

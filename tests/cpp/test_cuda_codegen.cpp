@@ -34,6 +34,7 @@
 #include "cli/kernel_file.h"
 #include "cli/signature.h"
 #include "cuda_ir_corpus.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tegula;
@@ -438,6 +439,33 @@ TEST(CudaCodegen, MaxnregCapsTheEntryInsteadOfTheLaunchBounds) {
   CudaKernel plain = emit_cuda(fn, CodegenOptions{});
   EXPECT_NE(plain.source.find("TG_LAUNCH_BOUNDS(128) tegula_kernel("), std::string::npos);
   EXPECT_EQ(plain.source.find("__maxnreg__"), std::string::npos);
+}
+
+// A host TMA descriptor (Triton's nvTmaDesc) arrives as a __grid_constant__ block of its 128 bytes that
+// the kernel points at; in debug mode its extent is that block, not the host address launched with.
+TEST(CudaCodegen, HostDescriptorsArePassedByValue) {
+  tegula::testing::TempDir dir;
+  std::string py = dir.write("copy.py",
+                             "import tegula\n"
+                             "import tegula.language as tl\n"
+                             "# kernel: copy\n"
+                             "# signature: nvTmaDesc, *fp32:16, 16\n"
+                             "@tegula.jit\n"
+                             "def copy(src, out, B: tl.constexpr):\n"
+                             "    x = tl._experimental_descriptor_load(src, [tl.program_id(0) * B], [B], tl.float32)\n"
+                             "    tl.store(out + tl.program_id(0) * B + tl.arange(0, B), x)\n");
+  ir::Function fn = kernel_from_file(py);
+  ASSERT_EQ(fn.params[0].by_value_bytes, 128);
+  for (bool debug : {false, true}) {
+    CodegenOptions options;
+    options.debug = debug;
+    std::string part = kernel_part(emit_cuda(fn, options).source);
+    EXPECT_NE(part.find("tegula_kernel(const __grid_constant__ TgValueBytes<128> tg_value0, float* arg_out"),
+              std::string::npos) << part;
+    EXPECT_NE(part.find("unsigned char* const arg_src = (unsigned char*)tg_value0.b;"), std::string::npos) << part;
+    EXPECT_EQ(part.find("{(unsigned long long)tg_value0.b, 128ull}, {tg_base_1, tg_bytes_1}") != std::string::npos,
+              debug) << part;
+  }
 }
 
 // --- layouts ----------------------------------------------------------------------------------

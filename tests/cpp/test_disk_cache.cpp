@@ -70,6 +70,25 @@ TEST(Manifest, RoundTripsExactly) {
   EXPECT_EQ(back->stages_sha256, m.stages_sha256);
 }
 
+// A host descriptor's parameter keeps its by-value size; the word appears only on such parameters, and
+// only on pointers.
+TEST(Manifest, KeepsParametersPassedByValue) {
+  CacheManifest m = sample_manifest();
+  m.artifact_sha256 = sha256_hex("library");
+  m.params[1].by_value_bytes = 128;
+  std::string text = serialize_manifest(m);
+  EXPECT_NE(text.find("\nparam out ptr<bf16> 1 by_value=128\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nparam x_ptr ptr<f32> 16\n"), std::string::npos) << text;
+  std::optional<CacheManifest> back = parse_manifest(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->params[0].by_value_bytes, 0);
+  EXPECT_EQ(back->params[1].by_value_bytes, 128);
+
+  m.params[1].by_value_bytes = 0;
+  m.params[2].by_value_bytes = 4;  // an int passed by value: no manifest may say so
+  EXPECT_FALSE(parse_manifest(serialize_manifest(m)));
+}
+
 TEST(Manifest, NonAsciiNamesAreEscapedAndReadBack) {
   CacheManifest m = sample_manifest();
   m.artifact_sha256 = sha256_hex("library");

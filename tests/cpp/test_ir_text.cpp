@@ -34,7 +34,8 @@ class Compare {
     if (a_.params.size() != b_.params.size()) return "param count";
     for (size_t i = 0; i < a_.params.size(); ++i) {
       const Param &p = a_.params[i], &q = b_.params[i];
-      if (p.name != q.name || !(p.type == q.type) || p.divisibility != q.divisibility)
+      if (p.name != q.name || !(p.type == q.type) || p.divisibility != q.divisibility ||
+          p.by_value_bytes != q.by_value_bytes)
         return "param " + std::to_string(i);
     }
     return blocks(a_.body(), b_.body());
@@ -477,6 +478,25 @@ TEST(IrRoundTrip, FloatAttributesAreExact) {
     }
   });
   EXPECT_EQ(i, values.size());
+}
+
+// A host TMA descriptor's parameter: a pointer whose bytes the launch passes by value.
+TEST(IrRoundTrip, ParametersPassedByValue) {
+  const std::string text =
+      "kernel @k(%desc: ptr<u8> div(16) by_value(128), %n: i32) {\n"
+      "  return\n"
+      "}\n";
+  Function fn = parse(text);
+  ASSERT_EQ(fn.params.size(), 2u);
+  EXPECT_EQ(fn.params[0].by_value_bytes, 128);
+  EXPECT_EQ(fn.params[1].by_value_bytes, 0);
+  EXPECT_EQ(verify(fn), "");
+  EXPECT_EQ(print(fn), text);
+  expect_round_trip(fn);
+  fn.params[1].by_value_bytes = 8;
+  EXPECT_EQ(verify(fn), "param 1 (n) is passed by value as 8 bytes, which only a pointer parameter may be");
+  EXPECT_NE(parse_error("kernel @k(%d: ptr<u8> by_value(0)) {\n  return\n}\n").find("at least 1 byte"),
+            std::string::npos);
 }
 
 TEST(IrRoundTrip, IntAndFloatAttributesStayDistinct) {

@@ -306,6 +306,31 @@ TEST(PackArguments, ArgvPointsAtEachSlotInlineAndSpilled) {
   }
 }
 
+// A parameter passed by value points at its bytes, not at its slot, also after appends move the slots.
+TEST(PackArguments, ParametersPassedByValuePointAtTheirBytes) {
+  std::vector<ir::Param> params(2);
+  params[0].name = "desc";
+  params[0].type = ir::Type::ptr(ir::Scalar::U8);
+  params[0].by_value_bytes = 128;
+  params[1].name = "n";
+  params[1].type = ir::Type::of(ir::Scalar::I32);
+  alignas(16) unsigned char bytes[128] = {};
+  bytes[0] = 42;
+  std::vector<ArgValue> args(2);
+  args[0].kind = ArgValue::Kind::Pointer;
+  args[0].bits = reinterpret_cast<uintptr_t>(bytes);
+  args[1].bits = 7;
+  PackedArguments packed;
+  pack_arguments("k", params, args, packed);
+  EXPECT_EQ(packed.argv[0], &packed.slots[0]);  // the CPU backend: the slot holds the address
+  packed.pass_by_value(0, bytes);
+  for (int extra = 0; extra < 30; ++extra) packed.append(static_cast<abi::ArgSlot>(extra));
+  EXPECT_EQ(packed.argv[0], static_cast<void*>(bytes));
+  EXPECT_EQ(packed.argv[1], &packed.slots[1]);
+  EXPECT_EQ(*static_cast<const int32_t*>(packed.argv[1]), 7);
+  EXPECT_EQ(packed.argv[31], &packed.slots[31]);
+}
+
 // Narrow float parameters (annotated tl.float16, tl.bfloat16, fp8) travel as
 // their bits, rounded once to nearest even from the host's double: rounding
 // through f32 first would give 1.0 for both values below. f64 keeps every bit.

@@ -56,6 +56,14 @@ TEST(Signature, PointerEntries) {
   EXPECT_EQ(parse_entry("*int64", runtime_param("x")).dtype, ir::Scalar::I64);
 }
 
+TEST(Signature, HostTmaDescriptorEntry) {
+  ArgSpec d = parse_entry("nvTmaDesc", runtime_param("desc"));
+  EXPECT_EQ(d.kind, ArgSpec::Kind::Pointer);
+  EXPECT_EQ(d.dtype, ir::Scalar::U8);
+  EXPECT_EQ(d.by_value_bytes, 128);
+  EXPECT_EQ(parse_entry("*u8", runtime_param("x")).by_value_bytes, 0);
+}
+
 TEST(Signature, ScalarEntries) {
   ArgSpec n = parse_entry("i32:16", runtime_param("n"));
   EXPECT_EQ(n.kind, ArgSpec::Kind::Int);

@@ -289,7 +289,11 @@ def emulate(kernel, grid, *args, num_warps=4, arch=90, num_stages=None, edit_sou
     lib = _build(unit)
     cells = []
     for i, (ctype, value) in enumerate(zip(types, values)):
-        if ctype.endswith("*"):
+        by_value = re.search(r"TgValueBytes<(\d+)>", ctype)
+        if by_value:  # a host TMA descriptor's bytes, passed by value as the launcher passes them
+            size = int(by_value.group(1))
+            cells.append((ctypes.c_uint8 * size).from_buffer_copy(ctypes.string_at(value.tma_desc_cpu_ptr(), size)))
+        elif ctype.endswith("*"):
             value = getattr(value, "base", value) if type(value).__name__ == "ReinterpretedArray" else value
             assert isinstance(value, np.ndarray), f"argument {i} must be a NumPy array (or tegula.reinterpret of one)"
             cells.append(ctypes.c_void_p(value.ctypes.data))

@@ -248,6 +248,85 @@ def scaled_gemm_tail(a_desc, b_desc, s_desc, c_desc, M, N, K, BM: tl.constexpr, 
     tl._experimental_descriptor_store(c_desc, (acc * s[:, None]).to(tl.float16), [pm * BM, pn * BN])
 
 
+def signature_of(kernel, *args, **constexprs):
+    """Triton's signature types of the specialization a launch with these arguments compiles."""
+    from tegula.jit import Specialization
+    request, _ = kernel._request_for(*args, **constexprs)
+    return Specialization(kernel, request).signature
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_host_descriptors_pass_by_value(backend, wrapped):
+    """A host descriptor straight to the launch, as Triton 3.2/3.3 passes TmaDescKernelParam (signature type
+    nvTmaDesc): a device receives its bytes by value, and a launch whose only arrays are descriptors runs where
+    the memory they describe is. The same bytes in an array are a *u8 pointer, another specialization."""
+    M, N, BM, BN = 45, 24, 16, 16
+    x = rand(6, (M, N), np.float32)
+    src, dst = backend.array(x), backend.full((M, N), -7, np.float32)
+    descs = [create_2d_tma_descriptor(backend.address(a), M, N, BM, BN, 4) for a in (src, dst)]
+    if wrapped:
+        descs = [ParamWrapper(d) for d in descs]
+    grid = (tegula.cdiv(M + 8, BM), tegula.cdiv(N, BN))
+    copy_2d[grid](*descs, M, N, BM=BM, BN=BN, DT=tl.float32)
+    np.testing.assert_array_equal(backend.numpy(dst), x)
+    signature = signature_of(copy_2d, *descs, M, N, BM=BM, BN=BN, DT=tl.float32)
+    assert signature["src"] == signature["dst"] == "nvTmaDesc"
+    dst2 = backend.full((M, N), -7, np.float32)
+    copied = [backend.array(np.asarray(create_2d_tma_descriptor(backend.address(a), M, N, BM, BN, 4)))
+              for a in (src, dst2)]
+    copy_2d[grid](*copied, M, N, BM=BM, BN=BN, DT=tl.float32)
+    np.testing.assert_array_equal(backend.numpy(dst2), x)
+    assert signature_of(copy_2d, *copied, M, N, BM=BM, BN=BN, DT=tl.float32)["src"] == "*u8"
+
+
+def test_unwritten_host_descriptor_is_refused(backend):
+    from tegula.experimental_descriptor import TmaDescKernelParam
+    out = backend.full((32,), 0, np.float32)
+    with pytest.raises(ValueError, match=r"E0711.*argument 'src' of kernel 'padded_block'.*not a TMA descriptor "
+                                         r"Tegula wrote.*fill them"):
+        padded_block[(1,)](TmaDescKernelParam(), out, 0, B=32)
+
+
+def test_host_descriptor_is_captured_by_value_in_a_cuda_graph(backend):
+    """The bytes of the capture replay, whatever the descriptor holds later (Triton's by-value semantics)."""
+    if backend.name != "cuda":
+        pytest.skip("CUDA graphs")
+    import torch
+    M, N, BM, BN = 45, 24, 16, 16
+    x, x2 = torch.randn(M, N, device="cuda"), torch.randn(M, N, device="cuda")
+    y = torch.zeros_like(x)
+    dx = create_2d_tma_descriptor(x.data_ptr(), M, N, BM, BN, 4)
+    dy = create_2d_tma_descriptor(y.data_ptr(), M, N, BM, BN, 4)
+    grid = (tegula.cdiv(M + 8, BM), tegula.cdiv(N, BN))
+    copy_2d[grid](dx, dy, M, N, BM=BM, BN=BN, DT=tl.float32)  # compiled outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        copy_2d[grid](dx, dy, M, N, BM=BM, BN=BN, DT=tl.float32)
+    dx.fill_(x2.data_ptr(), [M, N], [BM, BN], 4)
+    y.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, x)
+    copy_2d[grid](dx, dy, M, N, BM=BM, BN=BN, DT=tl.float32)
+    torch.cuda.synchronize()
+    assert torch.equal(y, x2)
+
+
+def test_host_descriptor_by_value_in_the_cuda_code():
+    """The CUDA backend's code for nvTmaDesc parameters, run by the emulator on host memory: the kernel reads the
+    descriptor from its __grid_constant__ parameter, with a masked tail."""
+    from cuda_emulator import emulate, require_emulator
+    require_emulator()
+    M, N, BM, BN = 37, 32, 16, 32
+    x = rand(7, (M, N), np.float32)
+    y = np.full((M, N), -7, np.float32)
+    dx = create_2d_tma_descriptor(x.ctypes.data, M, N, BM, BN, 4)
+    dy = create_2d_tma_descriptor(y.ctypes.data, M, N, BM, BN, 4)
+    compiled = emulate(copy_2d, (tegula.cdiv(M + 8, BM), 1), dx, dy, M, N, BM=BM, BN=BN, DT=tl.float32)
+    assert "const __grid_constant__ TgValueBytes<128> tg_value0" in compiled.source
+    np.testing.assert_array_equal(y, x)
+
+
 def test_driver_fills_numpy_buffers_and_param_wrappers(backend):
     """Host memory, so the CPU backend only. A GEMM with tails in M, N and K (zero-filled reads, clipped stores) through descriptors the CPU driver
     writes into np.int8 buffers and into host addresses, passed as arrays and as tma_desc_cpu_ptr() objects."""

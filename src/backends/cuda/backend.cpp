@@ -155,6 +155,10 @@ class CudaBackend : public Backend {
 
   int device_count() const override { return cuda::device_count(); }
   int device_of(uint64_t address) const override { return pointer_device(address); }
+  std::optional<int> device_owning(uint64_t address) const override {
+    if (address == 0 || !driver_available()) return std::nullopt;
+    return device_owning_pointer(address);
+  }
 };
 
 }  // namespace

@@ -683,13 +683,28 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
   if (options.arch >= 80 && (uses_dot(fn) || uses_tma)) unit.raw(kMmaPrelude);
   if (options.arch >= 90 && (uses_dot(fn) || uses_tma)) unit.raw(kWgmmaPrelude);
   if (uses_tma) unit.raw(kAsyncPrelude);
+  if (std::any_of(fn.params.begin(), fn.params.end(), [](const ir::Param& p) { return p.by_value_bytes > 0; })) {
+    unit.line("// A parameter the launch passes by value (a host TMA descriptor's bytes).");
+    unit.line("template <int N> struct __align__(16) TgValueBytes { unsigned char b[N]; };");
+  }
   emit_debug_helpers(unit, options);
   unit.raw(ctx.device_helpers());
   unit.blank();
   unit.line("// ---- kernel ----");
   std::string params;
+  // A parameter passed by value (a host TMA descriptor's bytes) arrives as a __grid_constant__ block the
+  // kernel points at: reads through a generic pointer into parameter space, as in Triton.
+  std::string by_value_aliases;
   for (size_t i = 0; i < fn.params.size(); ++i) {
     const ir::Param& p = fn.params[i];
+    if (p.by_value_bytes > 0) {
+      std::string block = "tg_value" + std::to_string(i);
+      params += (i ? ", " : "") + std::string("const __grid_constant__ TgValueBytes<") +
+                std::to_string(p.by_value_bytes) + "> " + block;
+      by_value_aliases += c_element(p.type) + " const " + ctx.name(body.args[i]) + " = (" + c_element(p.type) +
+                          ")" + block + ".b;\n";
+      continue;
+    }
     params += (i ? ", " : "") + c_element(p.type) + " " + ctx.name(body.args[i]);
   }
   // Tensor maps after the kernel's own parameters (backends/kernel_abi.h).
@@ -734,6 +749,7 @@ CudaKernel emit_cuda(const ir::Function& fn, const CodegenOptions& options) {
     unit.line("  }");
     unit.line("  __syncthreads();");
   }
+  unit.raw(indented(by_value_aliases));
   unit.raw(indented(debug_prologue(fn, options)));
   unit.raw(indented(ctx.prologue()));
   unit.raw(indented(ctx.out.text()));

@@ -165,8 +165,13 @@ std::string debug_prologue(const ir::Function& fn, const CodegenOptions& options
   std::string extents;
   for (size_t i = 0; i < fn.params.size(); ++i) {
     std::string n = std::to_string(i);
-    extents += (i ? ", " : "") + (fn.params[i].type.is_pointer() ? "{tg_base_" + n + ", tg_bytes_" + n + "}"
-                                                                  : std::string("{0ull, 0ull}"));
+    // A parameter passed by value is read where the kernel holds it, not at the host address launched with.
+    const ir::Param& p = fn.params[i];
+    std::string extent = p.by_value_bytes > 0 ? "{(unsigned long long)tg_value" + n + ".b, " +
+                                                    std::to_string(p.by_value_bytes) + "ull}"
+                         : p.type.is_pointer() ? "{tg_base_" + n + ", tg_bytes_" + n + "}"
+                                               : std::string("{0ull, 0ull}");
+    extents += (i ? ", " : "") + extent;
   }
   if (extents.empty()) extents = "{0ull, 0ull}";
   return "// debug mode: each pointer parameter's array, and this thread's view of the error record\n"

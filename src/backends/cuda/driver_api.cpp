@@ -379,6 +379,13 @@ int device_arch(int device) {
          device_attribute(device, kAttrComputeCapabilityMinor);
 }
 
+std::optional<int> device_owning_pointer(uint64_t address) {
+  int ordinal = -1;
+  if (driver().cuPointerGetAttribute(&ordinal, kPointerDeviceOrdinal, address) != kSuccess || ordinal < 0)
+    return std::nullopt;
+  return ordinal;
+}
+
 int pointer_device(uint64_t address) {
   int ordinal = -1;
   CUresult status = driver().cuPointerGetAttribute(&ordinal, kPointerDeviceOrdinal, address);

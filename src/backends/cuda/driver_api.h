@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -195,5 +196,7 @@ int device_arch(int device);
 int device_attribute(int device, int attribute);
 // The device ordinal a device pointer belongs to.
 int pointer_device(uint64_t address);
+// The same, or nothing for an address that is not CUDA device memory.
+std::optional<int> device_owning_pointer(uint64_t address);
 
 }  // namespace tegula::backends::cuda

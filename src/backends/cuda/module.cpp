@@ -257,6 +257,14 @@ void Module::launch(const KernelInfo& info, const int64_t grid[3], std::span<con
          "kernel '" + info.name + "' was compiled for CUDA; launch it on a device and stream");
   PackedArguments packed;
   pack_arguments(info.name, info.params, args, packed);
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    if (info.params[i].by_value_bytes == 0) continue;
+    if (args[i].bits == 0)
+      fail(ErrorKind::Value, Diag::LaunchArgumentType,
+           "argument '" + info.params[i].name + "' of kernel '" + info.name + "' is passed by value (a host TMA " +
+               "descriptor's " + std::to_string(info.params[i].by_value_bytes) + " bytes) but has no host address");
+    packed.pass_by_value(i, reinterpret_cast<const void*>(static_cast<uintptr_t>(args[i].bits)));
+  }
   if (!info.tensor_maps.empty()) {  // debug kernels have none (the pointer form checks bounds)
     if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // nothing runs: an empty tensor needs no map
     // cuTensorMapEncodeTiled needs a current context; the launching thread may have none (autograd's
