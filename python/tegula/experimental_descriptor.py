@@ -167,12 +167,4 @@ def kernel_param_bytes(value, kernel: str, param: str) -> np.ndarray:
         raise coded(TypeError, "E0711",
                     f"argument '{param}' of kernel '{kernel}': {type(value).__name__}.tma_desc_cpu_ptr() must give "
                     f"the host address of a TMA descriptor's {TMA_DESC_SIZE} bytes, got {address!r}")
-    data = np.ctypeslib.as_array((ctypes.c_uint8 * TMA_DESC_SIZE).from_address(address))
-    if int(data.view(np.int64)[0]) != MAGIC:
-        raise coded(ValueError, "E0711",
-                    f"argument '{param}' of kernel '{kernel}': the {TMA_DESC_SIZE} bytes at "
-                    f"{type(value).__name__}.tma_desc_cpu_ptr() are not a TMA descriptor Tegula wrote: fill them "
-                    f"with tegula.experimental_descriptor's create_1d/2d_tma_descriptor or fill_1d/2d_tma_descriptor "
-                    f"(the driver's utils.fill_*) before the launch; Tegula's kernels read its own layout, not a "
-                    f"CUtensorMap another library encoded")
-    return data
+    return np.ctypeslib.as_array((ctypes.c_uint8 * TMA_DESC_SIZE).from_address(address))

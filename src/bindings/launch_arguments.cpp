@@ -377,6 +377,7 @@ void ArgumentClassifier::add_pointer(const Pointer& pointer, size_t index, nb::h
   out.values.push_back({HostValue::Kind::Address, pointer.address, 0.0});
   out.sources.push_back(source.ptr());
   out.places.push_back({index, pointer.place});
+  if (pointer.host_descriptor) out.host_descriptors.push_back({out.places.size() - 1, pointer.address});
   if (pointer.write_block != WriteBlock::None)
     out.unwritable.push_back({out.values.size() - 1, pointer.write_block});
 }
@@ -637,17 +638,46 @@ ArgumentClassifier::Pointer ArgumentClassifier::host_descriptor(const std::strin
   Pointer pointer = *numpy_array(kernel, param, bytes, /*exact=*/false);
   pointer.host_descriptor = true;
   pointer.write_block = WriteBlock::None;  // the kernel reads its copy of the bytes
-  int64_t base = 0;
-  std::memcpy(&base, reinterpret_cast<const char*>(pointer.address) + 8 * frontend::legacy_descriptor::kBaseWord,
-              sizeof base);
-  for (const backends::Backend* backend : runtime::all_backends()) {
-    if (backend->kind() != backends::BackendKind::Device) continue;
-    if (std::optional<int> device = backend->device_owning(static_cast<uint64_t>(base))) {
-      pointer.place = Place{backend, *device};
-      break;
+  return pointer;  // placed by place_host_descriptors
+}
+
+void ArgumentClassifier::place_host_descriptors(const std::string& kernel, const std::vector<std::string>& names,
+                                                bool launching, LaunchArguments& out) {
+  namespace layout = frontend::legacy_descriptor;
+  bool unwritten = false;
+  for (const HostDescriptorArgument& d : out.host_descriptors) {
+    int64_t words[layout::kBaseWord + 1];
+    std::memcpy(words, reinterpret_cast<const void*>(static_cast<uintptr_t>(d.bytes)), sizeof words);
+    ArgumentPlace& at = out.places.data()[d.place];
+    if (words[layout::kMagicWord] != layout::kMagic) {
+      if (!launching) {
+        unwritten = true;
+        at.place = Place{};  // dropped below
+        continue;
+      }
+      raise_coded(PyExc_ValueError, Diag::InvalidTensorDescriptor,
+                  "argument '" + names[at.param] + "' of kernel '" + kernel + "' is a host TMA descriptor whose " +
+                      std::to_string(layout::kBytes) +
+                      " bytes no Tegula helper wrote: fill them with tegula.experimental_descriptor's "
+                      "create_1d/2d_tma_descriptor or fill_1d/2d_tma_descriptor (the driver's utils.fill_*) "
+                      "before the launch or in its grid function; Tegula's kernels read its own layout, not a "
+                      "CUtensorMap another library encoded");
+    }
+    auto base = static_cast<uint64_t>(words[layout::kBaseWord]);
+    for (const backends::Backend* backend : runtime::all_backends()) {
+      if (backend->kind() != backends::BackendKind::Device) continue;
+      if (std::optional<int> device = backend->device_owning(base)) {
+        at.place = Place{backend, *device};
+        break;
+      }
     }
   }
-  return pointer;
+  if (!unwritten) return;
+  SmallVector<ArgumentPlace, kInlineArguments> placed;
+  for (size_t i = 0; i < out.places.size(); ++i)
+    if (out.places.data()[i].place.backend) placed.push_back(out.places.data()[i]);
+  out.places.clear();
+  for (size_t i = 0; i < placed.size(); ++i) out.places.push_back(placed.data()[i]);
 }
 
 std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::numpy_array(const std::string& kernel,

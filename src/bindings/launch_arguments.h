@@ -56,6 +56,13 @@ struct HostValue {
 
 constexpr size_t kInlineArguments = 16;
 
+// A host TMA descriptor among the arguments (ArgumentClassifier::host_descriptor): its bytes are read
+// once the grid function has run, since autotuned kernels of Triton 3.2/3.3 fill them there.
+struct HostDescriptorArgument {
+  size_t place = 0;    // its entry of LaunchArguments::places
+  uint64_t bytes = 0;  // the host address of its bytes
+};
+
 // What the arguments of one launch amount to: the key, one value per kernel
 // parameter (a TensorDescriptor gives several), the object behind each value
 // (for debug mode's extents) and the places of the arrays.
@@ -66,6 +73,7 @@ struct LaunchArguments {
   SmallVector<ArgumentPlace, kInlineArguments> places;
   // Arrays the kernel must not write (launch_writes.h); usually none.
   SmallVector<UnwritableArgument, 4> unwritable;
+  SmallVector<HostDescriptorArgument, 2> host_descriptors;  // usually none
 };
 
 // The Python side's tables and the few Python functions a launch may need,
@@ -139,6 +147,12 @@ class ArgumentClassifier {
   // (unless `specialize` is false); floats and bools do not, as in Triton.
   void declared(const std::string& kernel, const std::string& param, const DeclaredType& type,
                 nanobind::handle value, bool specialize, LaunchArguments& out);
+  // Reads the host descriptors among `out`'s arguments, after the grid function that may fill them: each
+  // is placed where the memory it describes is. Bytes that no Tegula helper wrote are refused when
+  // `launching` (the kernel would read them as addresses) and place nothing otherwise (a warmup, an
+  // inspection). `names`: the kernel's parameter names.
+  void place_host_descriptors(const std::string& kernel, const std::vector<std::string>& names, bool launching,
+                              LaunchArguments& out);
   // Whether `value` is an instance of an @aggregate class: a launch lifts its runtime fields into
   // parameters, also for a tl.constexpr parameter.
   bool is_aggregate(nanobind::handle value) const;

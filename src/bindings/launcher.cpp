@@ -586,6 +586,9 @@ const backends::Backend* Launcher::forced_backend() const {
 void Launcher::work_out(const CallArgs& call, Specialized& out, std::array<int64_t, 3>* grid) {
   specialize(call, out);
   if (grid) *grid = resolve_grid(call.grid, out.bound);
+  // After the grid function, which may fill them (Triton's order: the launch reads them last).
+  if (!out.arguments.host_descriptors.empty())
+    classifier_.place_host_descriptors(kernel_name_, names_, grid != nullptr, out.arguments);
   out.place = choose_place(kernel_name_, names_, {out.arguments.places.begin(), out.arguments.places.end()},
                            forced_backend());
   if (out.place.device == kCurrentDevice) out.place.device = classifier_.current_device();

@@ -279,12 +279,26 @@ def test_host_descriptors_pass_by_value(backend, wrapped):
     assert signature_of(copy_2d, *copied, M, N, BM=BM, BN=BN, DT=tl.float32)["src"] == "*u8"
 
 
-def test_unwritten_host_descriptor_is_refused(backend):
-    from tegula.experimental_descriptor import TmaDescKernelParam
-    out = backend.full((32,), 0, np.float32)
-    with pytest.raises(ValueError, match=r"E0711.*argument 'src' of kernel 'padded_block'.*not a TMA descriptor "
-                                         r"Tegula wrote.*fill them"):
+def test_host_descriptors_filled_by_the_grid_function(backend):
+    """Autotuned kernels of that era (FBGEMM's and applied-ai's TmaAutoTuneHelper) fill the descriptors in the
+    grid function, once the config's block sizes are known: the launch reads them after it, as Triton's does. A
+    descriptor nobody filled is refused at the launch, naming it, and a warmup without a grid does not read it."""
+    from tegula.experimental_descriptor import TmaDescKernelParam, fill_1d_tma_descriptor
+    n = 100
+    x = rand(8, (n,), np.float32)
+    src, out = backend.array(x), backend.full((32,), -1, np.float32)
+    desc = TmaDescKernelParam()
+
+    def grid(meta):
+        fill_1d_tma_descriptor(backend.address(src), n, meta["B"], 4, desc.tma_desc_cpu_ptr())
+        return (1,)
+
+    padded_block[grid](desc, out, 90, B=32)
+    np.testing.assert_array_equal(backend.numpy(out), np.concatenate([x[90:], np.zeros(22, np.float32)]))
+    with pytest.raises(ValueError, match=r"E0711.*argument 'src' of kernel 'padded_block' is a host TMA descriptor "
+                                         r"whose 128 bytes no Tegula helper wrote: fill them"):
         padded_block[(1,)](TmaDescKernelParam(), out, 0, B=32)
+    padded_block.warmup(TmaDescKernelParam(), out, 0, B=32, grid=None)
 
 
 def test_host_descriptor_is_captured_by_value_in_a_cuda_graph(backend):
