@@ -52,24 +52,9 @@ class Parser {
         ValueName name = value_name();
         expect(':');
         Type type = type_();
-        int64_t divisibility = 1;
-        if (at_word("div")) {
-          word("div");
-          expect('(');
-          size_t number_at = pos_;
-          divisibility = integer();
-          if (divisibility < 1) fail(number_at, "divisibility must be at least 1");
-          expect(')');
-        }
-        int64_t by_value_bytes = 0;
-        if (at_word("by_value")) {
-          word("by_value");
-          expect('(');
-          size_t number_at = pos_;
-          by_value_bytes = integer();
-          if (by_value_bytes < 1) fail(number_at, "a parameter passed by value holds at least 1 byte");
-          expect(')');
-        }
+        int64_t divisibility = positive_param_attr("div", 1, "divisibility must be at least 1");
+        int64_t by_value_bytes =
+            positive_param_attr("by_value", 0, "a parameter passed by value holds at least 1 byte");
         define(name, fn_.add_block_arg(body, type), at);
         fn_.params.push_back(Param{name.text, type, divisibility, false, by_value_bytes});
       } while (consume(','));
@@ -251,6 +236,18 @@ class Parser {
         default: fail(pos_ - 2, "unknown escape in string");
       }
     }
+  }
+
+  // A parameter's `WORD(N)` after its type, N at least 1; `absent` when the word is not there.
+  int64_t positive_param_attr(const char* keyword, int64_t absent, const char* too_small) {
+    if (!at_word(keyword)) return absent;
+    word(keyword);
+    expect('(');
+    size_t number_at = pos_;
+    int64_t value = integer();
+    if (value < 1) fail(number_at, too_small);
+    expect(')');
+    return value;
   }
 
   int64_t integer() {
