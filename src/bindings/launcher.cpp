@@ -650,6 +650,8 @@ nb::tuple Launcher::arrays(nb::dict named) {
     if (params_[i].is_constexpr || params_[i].declared || !named.contains(params_[i].name)) continue;
     LaunchArguments one;
     classifier_.runtime(kernel_name_, params_[i].text, i, named[params_[i].name], true, one);
+    // A host descriptor places the launch if it is written already (else its grid function fills it).
+    if (!one.host_descriptors.empty()) classifier_.place_host_descriptors(kernel_name_, names_, false, one);
     std::vector<frontend::ArgSpec> specs = decode_arguments(one.key.bytes());
     // The arrays of a tuple or an aggregate count as the parameter's own do.
     auto add = [&](auto& self, const frontend::ArgSpec& spec) -> void {

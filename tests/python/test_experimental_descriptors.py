@@ -301,6 +301,32 @@ def test_host_descriptors_filled_by_the_grid_function(backend):
     padded_block.warmup(TmaDescKernelParam(), out, 0, B=32, grid=None)
 
 
+@tegula.autotune(configs=[tegula.Config({"B": 16}), tegula.Config({"B": 64})], key=["n"])
+@tegula.jit
+def tuned_copy_1d(src, out, n, B: tl.constexpr):
+    off = tl.program_id(0) * B
+    x = tl._experimental_descriptor_load(src, [off], [B], tl.float32)
+    tl.store(out + off + tl.arange(0, B), x, mask=off + tl.arange(0, B) < n)
+
+
+def test_autotuned_kernel_whose_descriptor_the_grid_function_fills(backend):
+    """FBGEMM's TmaAutoTuneHelper pattern: the descriptor comes first, unwritten, and each config's grid
+    function fills it with that config's block; the tuner times on the descriptor's device."""
+    from tegula.experimental_descriptor import TmaDescKernelParam, fill_1d_tma_descriptor
+    n = 300
+    x = rand(9, (n,), np.float32)
+    src, out = backend.array(x), backend.full((n,), -1, np.float32)
+    desc = TmaDescKernelParam()
+
+    def grid(meta):
+        fill_1d_tma_descriptor(backend.address(src), n, meta["B"], 4, desc.tma_desc_cpu_ptr())
+        return (tegula.cdiv(n, meta["B"]),)
+
+    tuned_copy_1d[grid](desc, out, n)
+    np.testing.assert_array_equal(backend.numpy(out), x)
+    assert tuned_copy_1d.best_config.kwargs["B"] in (16, 64)
+
+
 def test_host_descriptor_is_captured_by_value_in_a_cuda_graph(backend):
     """The bytes of the capture replay, whatever the descriptor holds later (Triton's by-value semantics)."""
     if backend.name != "cuda":
