@@ -632,7 +632,7 @@ std::optional<ArgumentClassifier::Pointer> ArgumentClassifier::array_of(const st
 
 ArgumentClassifier::Pointer ArgumentClassifier::host_descriptor(const std::string& kernel, const std::string& param,
                                                                  nb::handle value) {
-  // The bytes at tma_desc_cpu_ptr() as a uint8 array, checked to be a descriptor Tegula wrote.
+  // The bytes at tma_desc_cpu_ptr() as a uint8 array; place_host_descriptors reads them.
   nb::object bytes = nb::module_::import_("tegula.experimental_descriptor")
                          .attr("kernel_param_bytes")(value, nb::str(kernel.c_str()), nb::str(param.c_str()));
   Pointer pointer = *numpy_array(kernel, param, bytes, /*exact=*/false);

@@ -41,7 +41,7 @@ std::vector<PointerEffects> pointer_effects(const ir::Function& fn) {
 
 void refuse_writes_to_read_only(const ir::Function& fn) {
   bool any = false;
-  for (const ir::Param& p : fn.params) any = any || p.read_only;
+  for (const ir::Param& p : fn.params) any = any || p.read_only || p.by_value_bytes > 0;
   if (!any) return;
   PointerProvenance provenance(fn);
   fn.walk([&](ir::OpId id) {
@@ -51,6 +51,11 @@ void refuse_writes_to_read_only(const ir::Function& fn) {
     if (op.operands.empty() || !writes) return;
     for (int32_t i : provenance.sources(op.operands[0])) {
       const ir::Param& p = fn.params[static_cast<size_t>(i)];
+      if (p.by_value_bytes > 0)
+        error_at(op.loc, Diag::InvalidOperandType,
+                 "`" + p.name + "` is a host TMA descriptor, passed by value: the kernel cannot write its bytes",
+                 "write a descriptor in the kernel into a device array (a workspace) instead, or fill the host "
+                 "descriptor before the launch");
       if (!p.read_only) continue;
       error_at(op.loc, Diag::InvalidOperandType,
                std::string("Cannot store to a constant pointer: `") + p.name + "` is annotated tl.const" +

@@ -32,7 +32,9 @@ std::vector<PointerEffects> pointer_effects(const ir::Function& fn);
 
 // A store or atomic through a pointer that may come from a parameter the
 // kernel declared read-only (`x_ptr: tl.const`, ir::Param::read_only) is a
-// user error at that access, as in Triton. Run on the lowered function.
+// user error at that access, as in Triton; so is one into the bytes of a
+// parameter passed by value (a host TMA descriptor: the kernel's copy is
+// constant on a device). Run on the lowered function.
 void refuse_writes_to_read_only(const ir::Function& fn);
 
 }  // namespace tegula::passes

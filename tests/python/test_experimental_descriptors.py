@@ -327,6 +327,20 @@ def test_autotuned_kernel_whose_descriptor_the_grid_function_fills(backend):
     assert tuned_copy_1d.best_config.kwargs["B"] in (16, 64)
 
 
+@tegula.jit
+def create_into(ws, x, n, B: tl.constexpr):
+    tl.extra.cuda.experimental_device_tensormap_create1d(ws, x, B, n, x.dtype.element_ty)
+
+
+def test_writing_a_host_descriptor_in_the_kernel_is_refused(backend):
+    """The kernel's copy of a host descriptor is constant on a device; the in-kernel creates write workspaces."""
+    x = backend.array(rand(10, (64,), np.float32))
+    desc = create_1d_tma_descriptor(backend.address(x), 64, 32, 4)
+    with pytest.raises(tegula.CompilationError, match=r"`ws` is a host TMA descriptor, passed by value: the kernel "
+                                                       r"cannot write its bytes"):
+        create_into[(1,)](desc, x, 64, B=32)
+
+
 def test_host_descriptor_is_captured_by_value_in_a_cuda_graph(backend):
     """The bytes of the capture replay, whatever the descriptor holds later (Triton's by-value semantics)."""
     if backend.name != "cuda":
