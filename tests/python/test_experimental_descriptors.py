@@ -21,7 +21,7 @@ def rand(seed, shape, dtype):
 
 def host_desc(backend, x, blocks):
     """A host descriptor of the device array `x`, its bytes where the kernel can read them."""
-    size = np.dtype(x.dtype).itemsize
+    size = x.element_size() if hasattr(x, "element_size") else np.dtype(x.dtype).itemsize  # torch or NumPy
     make = create_2d_tma_descriptor if len(x.shape) == 2 else create_1d_tma_descriptor
     return backend.array(make(backend.address(x), *x.shape, *blocks, size))
 
