@@ -528,6 +528,10 @@ Symbol to(Lowerer& l, const CallArgs& c, const std::string& n) {
 
 Symbol constexpr_fn(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"value"}, c);
+  // Triton's tl.constexpr(x) wraps whatever it is given: of a tensor it makes a
+  // constexpr whose operators with tensors act on the tensor (xformers' split-K
+  // kernel builds its causal diagonal so). Such a value stands for itself here.
+  if (a.get("value").is_value()) return a.get("value");
   return Symbol::of(l.to_const(a.get("value"), a.loc("value"), "the argument of tl.constexpr"));
 }
 
@@ -669,10 +673,10 @@ Symbol device_print(Lowerer& l, const CallArgs& c, const std::string& n) {
 Symbol device_assert(Lowerer& l, const CallArgs& c, const std::string& n) {
   BoundArgs a(n, {"cond", "?msg", "?mask"}, c);
   bool truth;
-  if (l.truth_constant(a.get("cond"), a.loc("cond"), &truth)) {
-    if (!truth && l.debug()) error_at(c.loc, Diag::AssertionFailsAtCompileTime, "tl.device_assert always fails");
-    return Symbol::of(ConstValue::none());
-  }
+  // A constant true condition is dropped. A constant false one fails when it is
+  // reached, as Triton's: device_assert(False, ...) marks a path that must not
+  // run (xformers' sequence-parallel kernel times out so inside a spin loop).
+  if (l.truth_constant(a.get("cond"), a.loc("cond"), &truth) && truth) return Symbol::of(ConstValue::none());
   std::string msg = a.has("msg") ? format_for_print(l, a.get("msg")) : "device assertion failed";
   refuse_nul(msg, a.loc("msg"), "the message of tl.device_assert");  // in debug builds or not
   if (!l.debug()) return Symbol::of(ConstValue::none());
