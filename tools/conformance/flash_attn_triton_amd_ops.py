@@ -133,6 +133,47 @@ assert not utils.get_arch().is_cdna and not utils.get_arch().is_rdna and not uti
 
 results = []
 
+fwd_prefill = importlib.import_module("flash_attn.flash_attn_triton_amd.fwd_prefill")
+fwd_decode = importlib.import_module("flash_attn.flash_attn_triton_amd.fwd_decode")
+bwd_module = importlib.import_module("flash_attn.flash_attn_triton_amd.bwd")
+AUTOTUNED = [obj for mod in (fwd_prefill, fwd_decode, bwd_module) for obj in vars(mod).values()
+             if isinstance(obj, triton.runtime.Autotuner)]
+WAVES = sorted({c.kwargs.get("waves_per_eu") for a in AUTOTUNED for c in a.configs} - {None})
+
+
+def strip_waves_per_eu():
+    """Removes AMD's waves_per_eu from every config of the backend's autotuned kernels (see the docstring)."""
+    for tuner in AUTOTUNED:
+        for config in tuner.configs:
+            config.kwargs.pop("waves_per_eu", None)
+        if hasattr(tuner, "cache"):
+            tuner.cache.clear()
+
+
+BOUNDS_CHECKED = False  # bwd.py's host-launched kernels run bounds-checked (the launch option debug=True)
+
+
+class WithoutWavesPerEu:
+    """One of bwd.py's host-launched kernels whose launches drop the waves_per_eu keyword the impl passes (the
+    "split" and "fused_atomic" modes pass waves_per_eu=1 at every launch); the kernel itself is unchanged."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        launch = self.kernel[grid]
+        extra = {"debug": True} if BOUNDS_CHECKED else {}
+        return lambda *args, **kwargs: launch(*args, **{k: v for k, v in kwargs.items() if k != "waves_per_eu"},
+                                              **extra)
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+
+def launches_without_waves_per_eu():
+    for name in [n for n in vars(bwd_module) if n.startswith("_bwd_kernel_")]:
+        setattr(bwd_module, name, WithoutWavesPerEu(getattr(bwd_module, name)))
+
 
 def check(name, run, stages=("forward", "backward")):
     if ARGS.only is not None and ARGS.only not in name:
@@ -151,6 +192,28 @@ def expect_refusal(name, launch, expected):
 
 
 F16, BF16, F32 = torch.float16, torch.bfloat16, torch.float32
+
+# The backend's configs unchanged: attn_fwd's generic config sets waves_per_eu 2, an option of Triton's AMD
+# backend, which Triton's NVIDIA backend refuses at launch (KeyError: "Keyword argument waves_per_eu was specified
+# but unrecognised") and Tegula too (E0705). Every later case runs with the option removed from the configs.
+expect_refusal("fwd f16 d64 s64/64 with the backend's configs unchanged (waves_per_eu 2)",
+               lambda: iv2.fwd(*[torch.randn(1, 64, 2, 64).to(F16) for _ in range(3)], None, None, 0.0, 0.125,
+                               False, -1, -1, 0.0, False, None),
+               r"E0705.*waves_per_eu=2")
+strip_waves_per_eu()
+for _mode in ("split", "fused_atomic"):
+    def _bwd_in_mode(mode=_mode):
+        q, k, v, o, do = [torch.randn(1, 64, 2, 64).to(F16) for _ in range(5)]
+        iv2.BWD_MODE = mode
+        try:
+            iv2.bwd(do, q, k, v, o, torch.zeros(1, 2, 64), None, None, None, None, 0.0, 0.125, False, -1, -1, 0.0,
+                    False, None, None)
+        finally:
+            iv2.BWD_MODE = "fused"
+    expect_refusal(f"bwd[{_mode}] f16 d64 s64/64 as the impl launches it (waves_per_eu=1)", _bwd_in_mode,
+                   r"E0705.*waves_per_eu=1")
+launches_without_waves_per_eu()
+
 TOL_FWD = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
 TOL_BWD = {F32: 1e-4, F16: 1e-2, BF16: 3e-2}
 TOL_LSE = 1e-5
@@ -217,6 +280,7 @@ def grads(fn, inputs, dout):
 def dense(B=2, Sq=130, Sk=130, Hq=2, Hk=2, D=64, dtype=F16, causal=False, window=(-1, -1), alibi=None,
           p_drop=0.0, mode=None, backward=True):
     def run():
+        global BOUNDS_CHECKED
         q = torch.randn(B, Sq, Hq, D).to(dtype)
         k = torch.randn(B, Sk, Hk, D).to(dtype)
         v = torch.randn(B, Sk, Hk, D).to(dtype)
@@ -247,11 +311,15 @@ def dense(B=2, Sq=130, Sk=130, Hq=2, Hk=2, D=64, dtype=F16, causal=False, window
         saved = iv2.BWD_MODE
         if mode is not None:
             iv2.BWD_MODE = mode
+        # "split" with a head dim that is not a power of two reads and writes past the rows (SPLIT_PADDED below):
+        # bounds-checked, its first access out of bounds stops the launch instead of corrupting the heap
+        BOUNDS_CHECKED = mode == "split" and D & (D - 1) != 0
         try:
             dq, dk, dv, _ = iv2.bwd(dout, q, k, v, out, lse, None, None, None, slopes, p_drop, scale, causal,
                                     window[0], window[1], 0.0, False, None, rng)
         finally:
             iv2.BWD_MODE = saved
+            BOUNDS_CHECKED = False
         wq, wk, wv = grads(fn, (q, k, v), dout)
         t = TOL_BWD[dtype]
         yield {"dq": (dq, wq, t), "dk": (dk, wk, t), "dv": (dv, wv, t)}
@@ -275,7 +343,10 @@ for _mode in ("split", "fused_atomic"):
     check(f"fwd/bwd[{_mode}] f16 d72 s77/130 causal", dense(Sq=77, D=72, causal=True, mode=_mode))
     check(f"fwd/bwd[{_mode}] f32 d40 s130/77 GQA 4/2 causal",
           dense(B=1, Sq=130, Sk=77, Hq=4, Hk=2, D=40, dtype=F32, causal=True, mode=_mode))
+    check(f"fwd/bwd[{_mode}] f16 d64 s77/130 causal", dense(Sq=77, causal=True, mode=_mode))
+    check(f"fwd/bwd[{_mode}] f16 d72 s130/130", dense(D=72, mode=_mode))
     check(f"fwd/bwd[{_mode}] f16 d64 s77/130 alibi", dense(Sq=77, alibi="heads", mode=_mode))
+    check(f"fwd/bwd[{_mode}] f16 d64 s128/128 alibi", dense(Sq=128, Sk=128, alibi="heads", mode=_mode))
     check(f"fwd/bwd[{_mode}] f16 d64 s77/130 dropout 0.2", dense(Sq=77, p_drop=0.2, mode=_mode))
 check("fwd f16 d64 s130/130 window (32, 0)", dense(window=(32, 0), backward=False), ("forward",))
 check("fwd f16 d72 s77/130 window (16, 8)", dense(Sq=77, D=72, window=(16, 8), backward=False), ("forward",))
@@ -479,4 +550,22 @@ expect_refusal("fwd_prefill fp8 e4m3 (arch gate: fp8 needs gfx942 / gfx950)",
                r"RuntimeError: .* does not support FP8")
 
 
-sys.exit(report(results, ARGS.json, library={}, library_name="flash-attention"))
+SPLIT_PADDED = ("bwd.py's \"split\" backward passes the padded head dim as both BLOCK_D_MODEL and "
+                "BLOCK_D_MODEL_POW2 (HEAD_DIM_QK, already rounded up to a power of two), so PADDED_HEAD is False and "
+                "_bwd_dkdv_inner_split / _bwd_dq_inner_split load q, k, v, do and store dk, dv, dq over the padded "
+                "columns unmasked: past each row, and past the tensor's end on the last one (run bounds-checked)")
+SPLIT_ALIBI = ("bwd.py's \"split\" backward has no ALiBi: its kernels take no slopes and the impl drops "
+               "alibi_slopes, so the gradients are those without the bias")
+ATOMIC_ARGS = ("bwd.py's \"fused_atomic\" backward launches _bwd_kernel_fused_atomic_* without the four dk strides "
+               "(stride_dkb ... stride_dkk) the kernels take, so every later argument shifts by four and the last four "
+               "are missing (Triton raises the same TypeError)")
+LIBRARY_BUGS = {}
+for _mode, _cases in (("split", ("f16 d72 s77/130 causal", "f32 d40 s130/77 GQA 4/2 causal", "f16 d72 s130/130",
+                                 "f16 d64 s77/130 alibi", "f16 d64 s128/128 alibi")),
+                      ("fused_atomic", ("f16 d64 s130/130", "f16 d72 s77/130 causal", "f32 d40 s130/77 GQA 4/2 causal",
+                                        "f16 d64 s77/130 causal", "f16 d72 s130/130", "f16 d64 s77/130 alibi",
+                                        "f16 d64 s128/128 alibi", "f16 d64 s77/130 dropout 0.2"))):
+    for _case in _cases:
+        LIBRARY_BUGS[f"fwd/bwd[{_mode}] {_case} backward"] = (
+            ATOMIC_ARGS if _mode == "fused_atomic" else SPLIT_ALIBI if "alibi" in _case else SPLIT_PADDED)
+sys.exit(report(results, ARGS.json, library=LIBRARY_BUGS, library_name="flash-attention"))
