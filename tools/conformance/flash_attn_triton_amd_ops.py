@@ -26,8 +26,34 @@ them:
     window, fwd_kvcache with num_splits > 1, and interface_v3's fp8 forward (fwd_prefill's arch gate: FP8 needs
     gfx942 / gfx950).
 
-Result on the CPU backend (2026-12-07): see the summary line of
-benchmarks/results/2026-12-07-cpu-conformance-flash-attn-triton-amd.txt.
+Result on the CPU backend (2026-12-07, benchmarks/results/2026-12-07-cpu-conformance-flash-attn-triton-amd.txt): 67
+of 80 lines match (a case's forward and backward are a line each), 8 are refused as expected and 13 fail by
+flash-attention's own bugs, in about 1.5 minutes on two threads from an empty Tegula cache. By family: fwd / bwd
+("fused") 24 of 24, the "split" backward 11 of 16 (5 library), "fused_atomic" 8 of 16 (its 8 backward lines
+library), sliding-window forwards 4 of 4, varlen 8 of 8, fwd_kvcache 12 of 12. Under TEGULA_DEBUG=1 (bounds-checked)
+every line is the same, and no access out of bounds happens but the split bug's below. No Tegula bug was found.
+
+waves_per_eu: attn_fwd's generic config, bwd.py's and fwd_decode.py's configs and the "split" / "fused_atomic"
+launches set waves_per_eu (1 or 2), an option of Triton's AMD backend. Triton's NVIDIA backend refuses it at launch
+(JITFunction._pack_args: KeyError "Keyword argument waves_per_eu was specified but unrecognised"), and so does Tegula
+(E0705; it takes the option's default, 0). So the backend does not run unchanged on NVIDIA either: the first
+lines show the refusals with the configs and launches as they are; after them the option is removed from every
+autotune config of fwd_prefill.py, fwd_decode.py and bwd.py, and bwd.py's host-launched _bwd_kernel_* drop the
+keyword (WithoutWavesPerEu). Nothing else of a config or a kernel changes.
+
+flash-attention's bugs (the LIBRARY_BUGS below; the default "fused" backward has none of them):
+  - the "split" backward passes HEAD_DIM_QK, already the padded power of two, as both BLOCK_D_MODEL and
+    BLOCK_D_MODEL_POW2, so PADDED_HEAD is False and its kernels load and store the padded columns unmasked: past
+    each row, and past the tensor's end on the last (head dims 40 and 72). Run plainly it corrupted the heap (a
+    segfault), so those launches run bounds-checked (debug=True) and fail at the first access out of bounds;
+  - the "split" backward has no ALiBi: its kernels take no slopes and the impl drops alibi_slopes;
+  - the "fused_atomic" backward launches _bwd_kernel_fused_atomic_* without the dk strides the kernels take (four
+    positional arguments short; Triton raises the same TypeError), so it cannot run at all.
+
+Not covered: fp8 (the FA2 interface refuses it and fwd_prefill / fwd_decode / bwd refuse it outside gfx942 /
+gfx950; interface_v3 was loaded but not run); softcap (refused); the backward with a sliding window (refused);
+fwd_kvcache's num_splits > 1 (refused: split_k comes from the library's heuristic, 4 to 8 here); AUTOTUNE's
+sweeps; the "rounded" SHAPE_EXPECTATIONS; the new keys' rotated rows in the cache (the output checks them).
 
 Stood in or set, and why:
   - the FLASH_ATTENTION_TRITON_AMD_* environment variables (AUTOTUNE, DEBUG, ENABLE, FWD_..._CONFIG_JSON) are
