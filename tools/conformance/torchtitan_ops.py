@@ -132,15 +132,11 @@ reference, each output's difference or the first line of the error) and the tota
 """
 
 import argparse
-import atexit
 import contextlib
 import dataclasses
 import os
 import pathlib
-import shutil
-import subprocess
 import sys
-import tempfile
 import types
 import warnings
 import zlib
@@ -182,28 +178,9 @@ _parser.add_argument("--json", type=pathlib.Path, help="write every case's outco
 ARGS = _parser.parse_args()
 
 
-def _tree_from_git(git_dir: pathlib.Path) -> pathlib.Path:
-    """The SOURCES files, each at its commit, extracted from a git directory into a temporary tree."""
-    tree = pathlib.Path(tempfile.mkdtemp(prefix="torchtitan_ops_"))
-    atexit.register(shutil.rmtree, tree, True)
-    for commit, paths in SOURCES.items():
-        archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", commit, *paths],
-                                 capture_output=True, check=False)
-        if archive.returncode:
-            sys.exit(f"git archive {commit[:9]} failed in {git_dir}: {archive.stderr.decode().strip()}")
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
-    return tree
+import git_sources  # noqa: E402
 
-
-SRC = ARGS.source.resolve()
-if (SRC / "objects").is_dir() and (SRC / "HEAD").is_file():
-    SRC = _tree_from_git(SRC)
-elif (SRC / ".git").exists():
-    SRC = _tree_from_git(SRC / ".git")
-for _paths in SOURCES.values():
-    for _file in _paths:
-        if not (SRC / _file).is_file():
-            sys.exit(f"{SRC} holds no {_file}")
+SRC = git_sources.source_tree(ARGS.source, SOURCES, "torchtitan_ops_")
 sys.path.insert(0, str(SHIM))
 os.environ.setdefault("TEGULA_RECOMPILE_WARNING", "0")
 
