@@ -552,6 +552,16 @@ def lse_comparisons(got, want, tol):
             "lse -inf rows": exact(torch.isneginf(got), torch.isneginf(want))}
 
 
+def splitk_inputs(q, kq, vq, Hq, hkv, quant, bias, scale=None, scales=None):
+    """The split-K op's inputs: K and V (and fp8's scale-shifts) broadcast from hkv to Hq heads, as the library's
+    MQA/GQA callers pass them."""
+    expand = lambda t: t.expand(*t.shape[:-2], Hq, t.shape[-1]) if hkv != Hq else t  # noqa: E731
+    if quant == "fp8":
+        ks, vs = (t.expand(*t.shape[:-1], Hq) if hkv != Hq else t for t in scales)
+        return splitk.InputsFp8(query=q, key=expand(kq), value=expand(vq), attn_bias=bias, scale=scale,
+                                k_fp8_scale_shift=ks, v_fp8_scale_shift=vs)
+    return fmha_common.Inputs(query=q, key=expand(kq), value=expand(vq), attn_bias=bias, scale=scale)
+
 def splitk_dense(B=2, Mq=1, Mk=300, Hq=5, Hkv=None, G=None, D=64, dtype=F16, split_k=None, quant=None, groups=1,
                  lse=True, tensor_bias=False, scale=None, expected_split=None):
     """No mask (or an additive tensor bias): q [B, Mq, (G), Hq, D], k / v [B, Mk, (G), Hkv, D]. Hkv 1 with 4-D
@@ -574,18 +584,12 @@ def splitk_dense(B=2, Mq=1, Mk=300, Hq=5, Hkv=None, G=None, D=64, dtype=F16, spl
         else:
             kq, vq, k_ref, v_ref = k, v, k, v
         k_ref, v_ref = k_ref.to(dtype), v_ref.to(dtype)  # the kernel casts dequantized K / V to q's dtype
-        expand = lambda t: t.expand(*t.shape[:-2], Hq, t.shape[-1]) if hkv != Hq else t  # noqa: E731
-        if quant == "fp8":
-            ks_e = ks.expand(*ks.shape[:-1], Hq) if hkv != Hq else ks
-            vs_e = vs.expand(*vs.shape[:-1], Hq) if hkv != Hq else vs
-            inp = splitk.InputsFp8(query=q, key=expand(kq), value=expand(vq), scale=scale,
-                                   k_fp8_scale_shift=ks_e, v_fp8_scale_shift=vs_e)
-        else:
-            bias = None
-            if tensor_bias:
-                bias = (torch.randn(B, *g, Hq, Mq, Mk) * 2).to(dtype)
-                kw["bias"] = bias
-            inp = fmha_common.Inputs(query=q, key=expand(kq), value=expand(vq), attn_bias=bias, scale=scale)
+        bias = None
+        if quant != "fp8" and tensor_bias:
+            bias = (torch.randn(B, *g, Hq, Mq, Mk) * 2).to(dtype)
+            kw["bias"] = bias
+        inp = splitk_inputs(q, kq, vq, Hq, hkv, quant, bias, scale=scale,
+                            scales=(ks, vs) if quant == "fp8" else None)
         op = fwop(split_k, groups)
         check_reasons(op, inp)
         out, ctx = op.apply(inp, needs_gradient=lse)
@@ -706,14 +710,7 @@ def splitk_blockdiag(kind, q_lens, kv_lens, pad=None, Hq=3, Hkv=None, G=None, D=
                 paged_type = (AB.PagedBlockDiagonalGappyKeysMask if kind == "gappy"
                               else AB.PagedBlockDiagonalCausalWithOffsetGappyKeysMask)
                 bias = bias.make_paged(tables, page_size, P, paged_type)
-        expand = lambda t: t.expand(*t.shape[:-2], Hq, t.shape[-1]) if hkv != Hq else t  # noqa: E731
-        if quant == "fp8":
-            ks_e = ks.expand(*ks.shape[:-1], Hq) if hkv != Hq else ks
-            vs_e = vs.expand(*vs.shape[:-1], Hq) if hkv != Hq else vs
-            inp = splitk.InputsFp8(query=q, key=expand(kq), value=expand(vq), attn_bias=bias,
-                                   k_fp8_scale_shift=ks_e, v_fp8_scale_shift=vs_e)
-        else:
-            inp = fmha_common.Inputs(query=q, key=expand(kq), value=expand(vq), attn_bias=bias)
+        inp = splitk_inputs(q, kq, vq, Hq, hkv, quant, bias, scales=(ks, vs) if quant == "fp8" else None)
         op = fwop(split_k)
         check_reasons(op, inp)
         out, ctx = op.apply(inp, needs_gradient=lse)
